@@ -1,0 +1,310 @@
+import type { z } from "zod";
+import type { EntryType, LeafEntry, SessionEntry, StoredEntry } from "./entries";
+import { EntryInput, SessionEntry as SessionEntrySchema } from "./entries";
+import { SessionError } from "./errors";
+import { newId, nowIso } from "./ids";
+import { assertJsonDepth, canonicalJson, utf8Length } from "./json";
+import { MAX_BATCH_ENTRIES, MAX_ENTRY_BYTES } from "./limits";
+import type { Position } from "./storage";
+
+/*
+ * The append rules of SPEC §4, written once. A backend describes what it holds through an
+ * `AppendView`, gets back a plan (the entries to write, with their seq, and the new leaf) or a
+ * `SessionError`, and then writes the plan in one transaction. Nothing is written on error.
+ */
+
+export interface EntryRef {
+  type: EntryType;
+  parentId: string | null;
+}
+
+export interface AppendView {
+  readonly leafId: string | null;
+  /** The seq the next written entry gets. */
+  readonly nextSeq: number;
+  /** Type and parent of an entry, without its payload. */
+  ref(id: string): EntryRef | undefined;
+  /** The whole stored entry (for replay comparison and `position: "before"`). */
+  load(id: string): StoredEntry | undefined;
+}
+
+export interface PlannedWrite {
+  entry: StoredEntry;
+  /** `entry` serialized without `seq`, as it is stored. */
+  json: string;
+}
+
+export interface AppendPlan {
+  /** One per input, in order: the stored form of new entries and of replays. */
+  entries: StoredEntry[];
+  writes: PlannedWrite[];
+  /** The leaf once the writes are applied (unchanged when there are none). */
+  leafId: string | null;
+}
+
+export interface PlanOptions {
+  expectedLeafId?: string | null;
+  /** The inputs already passed `EntryInput` validation (the HTTP edge does it). */
+  validated?: boolean;
+}
+
+/** Issues of a zod failure, as sent in `details` of `invalid_request`. */
+export function zodDetails(error: z.ZodError, prefix: ReadonlyArray<string | number> = []) {
+  return error.issues.map((issue) => ({
+    path: [...prefix, ...issue.path.map((p) => (typeof p === "symbol" ? String(p) : p))],
+    code: issue.code,
+    message: issue.message,
+  }));
+}
+
+class Overlay {
+  readonly pending = new Map<string, StoredEntry>();
+  constructor(readonly view: AppendView) {}
+
+  ref(id: string): EntryRef | undefined {
+    return this.pending.get(id) ?? this.view.ref(id);
+  }
+
+  load(id: string): StoredEntry | undefined {
+    return this.pending.get(id) ?? this.view.load(id);
+  }
+
+  /** Whether `ancestorId` is `fromId` or one of its ancestors. */
+  onPath(ancestorId: string, fromId: string | null): boolean {
+    let current = fromId;
+    while (current !== null) {
+      if (current === ancestorId) return true;
+      current = this.ref(current)?.parentId ?? null;
+    }
+    return false;
+  }
+}
+
+function serialize(entry: SessionEntry): string {
+  assertJsonDepth(entry);
+  const json = JSON.stringify(entry);
+  const bytes = utf8Length(json);
+  if (bytes > MAX_ENTRY_BYTES) {
+    throw new SessionError(
+      "entry_too_large",
+      `entry ${entry.id} is ${bytes} bytes serialized; the limit is ${MAX_ENTRY_BYTES}`,
+      { id: entry.id, bytes, limit: MAX_ENTRY_BYTES },
+    );
+  }
+  return json;
+}
+
+/** The entry with its base fields first, in the order every backend stores them. */
+function normalize(
+  fields: Record<string, unknown>,
+  id: string,
+  parentId: string | null,
+  timestamp: string,
+): SessionEntry {
+  const { type, id: _id, parentId: _parentId, timestamp: _timestamp, seq: _seq, ...rest } = fields;
+  return { type, id, parentId, timestamp, ...rest } as SessionEntry;
+}
+
+/** A retry is a replay when what it sent equals what is stored, ignoring what it left out. */
+export function isReplay(sent: Record<string, unknown>, stored: StoredEntry): boolean {
+  const a: Record<string, unknown> = { ...sent };
+  const b: Record<string, unknown> = { ...stored };
+  for (const key of ["id", "seq"]) {
+    delete a[key];
+    delete b[key];
+  }
+  for (const key of ["parentId", "timestamp"]) {
+    if (sent[key] === undefined) {
+      delete a[key];
+      delete b[key];
+    }
+  }
+  return canonicalJson(a) === canonicalJson(b);
+}
+
+function checkBatchSize(count: number): void {
+  if (count === 0) throw new SessionError("invalid_request", "no entries to append");
+  if (count > MAX_BATCH_ENTRIES) {
+    throw new SessionError("payload_too_large", `a batch holds at most ${MAX_BATCH_ENTRIES} entries`, {
+      count,
+      limit: MAX_BATCH_ENTRIES,
+    });
+  }
+}
+
+export function planAppend(
+  inputs: readonly unknown[],
+  view: AppendView,
+  options: PlanOptions = {},
+): AppendPlan {
+  checkBatchSize(inputs.length);
+  const overlay = new Overlay(view);
+  const entries: StoredEntry[] = [];
+  const writes: PlannedWrite[] = [];
+  let previous = view.leafId;
+  let seq = view.nextSeq;
+
+  inputs.forEach((raw, index) => {
+    const prefix = inputs.length > 1 ? [index] : [];
+    if (!options.validated) {
+      assertJsonDepth(raw);
+      const parsed = EntryInput.safeParse(raw);
+      if (!parsed.success) {
+        throw new SessionError("invalid_request", "invalid entry", zodDetails(parsed.error, prefix));
+      }
+    }
+    const input = raw as Record<string, unknown> & EntryInput;
+
+    if (input.id !== undefined) {
+      const existing = overlay.load(input.id);
+      if (existing) {
+        if (!isReplay(input, existing)) {
+          throw new SessionError(
+            "already_exists",
+            `entry ${input.id} already exists with different content`,
+            {
+              id: input.id,
+            },
+          );
+        }
+        entries.push(existing);
+        previous = existing.id;
+        return;
+      }
+    }
+
+    const id = input.id ?? newId();
+    const parentId = input.parentId === undefined ? previous : input.parentId;
+    if (parentId !== null) {
+      const parent = overlay.ref(parentId);
+      if (!parent || parent.type === "leaf") {
+        throw new SessionError("parent_not_found", `parent ${parentId} does not exist`, { parentId });
+      }
+    }
+    if (input.type === "label") {
+      const target = overlay.ref(input.targetId);
+      if (!target || target.type === "leaf") {
+        throw new SessionError("invalid_tree", `label target ${input.targetId} does not exist`, {
+          targetId: input.targetId,
+        });
+      }
+    }
+    if (input.type === "compaction" && input.firstKeptEntryId !== undefined) {
+      if (!overlay.onPath(input.firstKeptEntryId, parentId)) {
+        throw new SessionError(
+          "invalid_tree",
+          `firstKeptEntryId ${input.firstKeptEntryId} is not on the branch the compaction is appended to`,
+          { firstKeptEntryId: input.firstKeptEntryId },
+        );
+      }
+    }
+
+    const entry = normalize(input, id, parentId, input.timestamp ?? nowIso());
+    const json = serialize(entry);
+    const stored = { ...entry, seq: seq++ } as StoredEntry;
+    overlay.pending.set(id, stored);
+    writes.push({ entry: stored, json });
+    entries.push(stored);
+    previous = id;
+  });
+
+  if (writes.length === 0) return { entries, writes, leafId: view.leafId };
+  checkExpectedLeaf(view, options.expectedLeafId);
+  return { entries, writes, leafId: previous };
+}
+
+export function checkExpectedLeaf(
+  view: { leafId: string | null },
+  expected: string | null | undefined,
+): void {
+  if (expected !== undefined && expected !== view.leafId) {
+    throw new SessionError("leaf_conflict", "the leaf has moved", { expected, actual: view.leafId });
+  }
+}
+
+/** Where `position` puts the head for a target (SPEC §4, Leaf). */
+export function resolvePosition(
+  targetId: string | null,
+  position: Position | undefined,
+  load: (id: string) => StoredEntry | undefined,
+): string | null {
+  if (targetId === null) {
+    if (position === "before") throw new SessionError("invalid_request", 'position "before" needs a target');
+    return null;
+  }
+  const target = load(targetId);
+  if (!target || target.type === "leaf") {
+    throw new SessionError("not_found", `entry ${targetId} does not exist`, { id: targetId });
+  }
+  if (position !== "before") return targetId;
+  if (target.type !== "message" || target.message.role !== "user") {
+    throw new SessionError("invalid_request", 'position "before" applies to user messages only', {
+      id: targetId,
+    });
+  }
+  return target.parentId;
+}
+
+export interface LeafPlan {
+  write: PlannedWrite & { entry: StoredEntry<LeafEntry> };
+  leafId: string | null;
+}
+
+export function planLeafMove(
+  targetId: string | null,
+  view: AppendView,
+  options: { position?: Position; expectedLeafId?: string | null } = {},
+): LeafPlan {
+  const leafId = resolvePosition(targetId, options.position, (id) => view.load(id));
+  checkExpectedLeaf(view, options.expectedLeafId);
+  const entry: LeafEntry = {
+    type: "leaf",
+    id: newId(),
+    parentId: null,
+    timestamp: nowIso(),
+    targetId: leafId,
+  };
+  const stored = { ...entry, seq: view.nextSeq };
+  return { write: { entry: stored, json: JSON.stringify(entry) }, leafId };
+}
+
+/**
+ * Plans a verbatim copy (fork, import): ids, parents, timestamps and `leaf` records as given.
+ * Ids must be new and parents must exist; label targets and compaction ranges are not checked,
+ * since what pi writes and what a fork copies may point off the copied path.
+ */
+export function planImport(inputs: readonly unknown[], view: AppendView): AppendPlan {
+  const overlay = new Overlay(view);
+  const writes: PlannedWrite[] = [];
+  let leafId = view.leafId;
+  let seq = view.nextSeq;
+  inputs.forEach((raw, index) => {
+    assertJsonDepth(raw);
+    const parsed = SessionEntrySchema.safeParse(raw);
+    if (!parsed.success) {
+      throw new SessionError("invalid_request", "invalid entry", zodDetails(parsed.error, [index]));
+    }
+    const input = raw as SessionEntry;
+    if (overlay.ref(input.id)) {
+      throw new SessionError("already_exists", `entry ${input.id} appears twice`, { id: input.id });
+    }
+    const pointsAt = input.type === "leaf" ? input.targetId : input.parentId;
+    if (pointsAt !== null) {
+      const parent = overlay.ref(pointsAt);
+      if (!parent || parent.type === "leaf") {
+        const code = input.type === "leaf" ? "invalid_tree" : "parent_not_found";
+        throw new SessionError(code, `entry ${input.id} points at ${pointsAt}, which does not exist`, {
+          id: input.id,
+          missing: pointsAt,
+        });
+      }
+    }
+    const entry = normalize(input, input.id, input.parentId, input.timestamp);
+    const json = serialize(entry);
+    const stored = { ...entry, seq: seq++ } as StoredEntry;
+    overlay.pending.set(input.id, stored);
+    writes.push({ entry: stored, json });
+    leafId = input.type === "leaf" ? input.targetId : input.id;
+  });
+  return { entries: writes.map((w) => w.entry), writes, leafId };
+}

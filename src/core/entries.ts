@@ -1,0 +1,171 @@
+import { z } from "zod";
+import { ID_PATTERN } from "./ids";
+import { AgentMessage, ImageContent, SummaryUsage, TextContent, ThinkingLevel } from "./messages";
+
+export const Id = z.string().regex(ID_PATTERN, "must be 1-128 characters of A-Z a-z 0-9 . _ : -").meta({
+  description: "1-128 characters of A-Z a-z 0-9 . _ : -",
+  example: "01939f3e-5b8a-7c3d-9e2f-0a1b2c3d4e5f",
+});
+
+export const Timestamp = z.iso
+  .datetime({ offset: true })
+  .meta({ description: "ISO 8601", example: "2026-01-01T12:00:00.000Z" });
+
+/*
+ * Each entry type is declared once as its own fields; `variants` derives the stored form (id,
+ * parentId and timestamp present) and the input form (the store fills what is left out).
+ */
+
+const storedBase = { id: Id, parentId: Id.nullable(), timestamp: Timestamp };
+const inputBase = { id: Id.optional(), parentId: Id.nullable().optional(), timestamp: Timestamp.optional() };
+
+function variants<T extends z.ZodRawShape>(fields: T) {
+  return {
+    stored: z.looseObject({ ...storedBase, ...fields }),
+    input: z.looseObject({ ...inputBase, ...fields }),
+  };
+}
+
+const FileDetails = z.looseObject({
+  readFiles: z.array(z.string()).optional(),
+  modifiedFiles: z.array(z.string()).optional(),
+});
+
+const message = variants({ type: z.literal("message"), message: AgentMessage });
+const modelChange = variants({ type: z.literal("model_change"), provider: z.string(), modelId: z.string() });
+const thinkingLevelChange = variants({
+  type: z.literal("thinking_level_change"),
+  thinkingLevel: ThinkingLevel,
+});
+const activeToolsChange = variants({
+  type: z.literal("active_tools_change"),
+  activeToolNames: z.array(z.string()),
+});
+const compaction = variants({
+  type: z.literal("compaction"),
+  summary: z.string(),
+  tokensBefore: z.number().nonnegative(),
+  firstKeptEntryId: Id.optional(),
+  retainedTail: z.array(AgentMessage).optional(),
+  details: FileDetails.optional(),
+  usage: SummaryUsage.optional(),
+  fromHook: z.boolean().optional(),
+});
+const branchSummary = variants({
+  type: z.literal("branch_summary"),
+  summary: z.string(),
+  fromId: z.string().meta({ description: 'the entry the branch was left for, or "root"' }),
+  details: z.unknown().optional(),
+  usage: SummaryUsage.optional(),
+  fromHook: z.boolean().optional(),
+});
+const custom = variants({ type: z.literal("custom"), customType: z.string(), data: z.unknown().optional() });
+const customMessage = variants({
+  type: z.literal("custom_message"),
+  customType: z.string(),
+  content: z.union([z.string(), z.array(z.discriminatedUnion("type", [TextContent, ImageContent]))]),
+  display: z.boolean(),
+  details: z.unknown().optional(),
+});
+const label = variants({
+  type: z.literal("label"),
+  targetId: Id,
+  label: z.string().optional().meta({ description: "absent or blank clears the label" }),
+});
+const sessionInfo = variants({
+  type: z.literal("session_info"),
+  name: z.string().optional().meta({ description: "absent or blank clears the name" }),
+});
+
+export const MessageEntry = message.stored;
+export const ModelChangeEntry = modelChange.stored;
+export const ThinkingLevelChangeEntry = thinkingLevelChange.stored;
+export const ActiveToolsChangeEntry = activeToolsChange.stored;
+export const CompactionEntry = compaction.stored;
+export const BranchSummaryEntry = branchSummary.stored;
+export const CustomEntry = custom.stored;
+export const CustomMessageEntry = customMessage.stored;
+export const LabelEntry = label.stored;
+export const SessionInfoEntry = sessionInfo.stored;
+/** A durable record of a head move. Never a tree node: its own parentId is always null. */
+export const LeafEntry = z.looseObject({
+  type: z.literal("leaf"),
+  id: Id,
+  parentId: z.null(),
+  timestamp: Timestamp,
+  targetId: Id.nullable(),
+});
+
+export const SessionEntry = z.discriminatedUnion("type", [
+  MessageEntry,
+  ModelChangeEntry,
+  ThinkingLevelChangeEntry,
+  ActiveToolsChangeEntry,
+  CompactionEntry,
+  BranchSummaryEntry,
+  CustomEntry,
+  CustomMessageEntry,
+  LabelEntry,
+  SessionInfoEntry,
+  LeafEntry,
+]);
+
+/** What a caller may append: any tree node; `id`, `parentId` and `timestamp` are optional. */
+export const EntryInput = z.discriminatedUnion("type", [
+  message.input,
+  modelChange.input,
+  thinkingLevelChange.input,
+  activeToolsChange.input,
+  compaction.input,
+  branchSummary.input,
+  custom.input,
+  customMessage.input,
+  label.input,
+  sessionInfo.input,
+]);
+
+export type MessageEntry = z.infer<typeof MessageEntry>;
+export type ModelChangeEntry = z.infer<typeof ModelChangeEntry>;
+export type ThinkingLevelChangeEntry = z.infer<typeof ThinkingLevelChangeEntry>;
+export type ActiveToolsChangeEntry = z.infer<typeof ActiveToolsChangeEntry>;
+export type CompactionEntry = z.infer<typeof CompactionEntry>;
+export type BranchSummaryEntry = z.infer<typeof BranchSummaryEntry>;
+export type CustomEntry = z.infer<typeof CustomEntry>;
+export type CustomMessageEntry = z.infer<typeof CustomMessageEntry>;
+export type LabelEntry = z.infer<typeof LabelEntry>;
+export type SessionInfoEntry = z.infer<typeof SessionInfoEntry>;
+export type LeafEntry = z.infer<typeof LeafEntry>;
+export type SessionEntry = z.infer<typeof SessionEntry>;
+/** A tree node: every entry but a `leaf` record. */
+export type TreeEntry = Exclude<SessionEntry, LeafEntry>;
+export type EntryInput = z.infer<typeof EntryInput>;
+export type EntryType = SessionEntry["type"];
+
+/** An entry as the store returns it: `seq` orders entries by append, per session. */
+export type StoredEntry<E extends SessionEntry = SessionEntry> = E & { seq: number };
+
+export const ENTRY_TYPES = [
+  "message",
+  "model_change",
+  "thinking_level_change",
+  "active_tools_change",
+  "compaction",
+  "branch_summary",
+  "custom",
+  "custom_message",
+  "label",
+  "session_info",
+  "leaf",
+] as const satisfies readonly EntryType[];
+export const EntryType = z.enum(ENTRY_TYPES);
+
+export function isTreeEntry<E extends SessionEntry>(entry: E): entry is Exclude<E, LeafEntry> {
+  return entry.type !== "leaf";
+}
+
+/** `entry` without its store-assigned `seq`. */
+export function withoutSeq(entry: StoredEntry | SessionEntry): SessionEntry {
+  if (!("seq" in entry)) return entry;
+  const { seq: _seq, ...rest } = entry;
+  return rest as SessionEntry;
+}

@@ -1,0 +1,78 @@
+/** Every failure the library and the service report, with the HTTP status it maps to (SPEC §7). */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  already_exists: 409,
+  nothing_to_compact: 409,
+  leaf_conflict: 412,
+  entry_too_large: 413,
+  payload_too_large: 413,
+  unsupported_format: 415,
+  parent_not_found: 422,
+  invalid_tree: 422,
+  rate_limited: 429,
+  internal: 500,
+  branch_summary_failed: 502,
+  summarizer_failed: 502,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/** The wire form of an error: what crosses RPC and HTTP. */
+export interface ErrorBody {
+  code: ErrorCode;
+  message: string;
+  details?: unknown;
+}
+
+export class SessionError extends Error {
+  readonly code: ErrorCode;
+  readonly details?: unknown;
+
+  constructor(code: ErrorCode, message: string, details?: unknown) {
+    super(message);
+    this.name = "SessionError";
+    this.code = code;
+    if (details !== undefined) this.details = details;
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+
+  toJSON(): ErrorBody {
+    return this.details === undefined
+      ? { code: this.code, message: this.message }
+      : { code: this.code, message: this.message, details: this.details };
+  }
+
+  static from(body: ErrorBody): SessionError {
+    return new SessionError(body.code, body.message, body.details);
+  }
+}
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === "string" && Object.hasOwn(ERROR_STATUS, value);
+}
+
+/**
+ * Result of an operation that crosses a boundary which drops error classes (Durable Object RPC).
+ * The caller turns a failure back into a `SessionError` with `unwrap`.
+ */
+export type Result<T> = { ok: true; value: T } | { ok: false; error: ErrorBody };
+
+export async function capture<T>(run: () => T | Promise<T>): Promise<Result<T>> {
+  try {
+    return { ok: true, value: await run() };
+  } catch (error) {
+    if (error instanceof SessionError) return { ok: false, error: error.toJSON() };
+    throw error;
+  }
+}
+
+export function unwrap<T>(result: Result<T>): T {
+  if (result.ok) return result.value;
+  throw SessionError.from(result.error);
+}

@@ -1,0 +1,129 @@
+import type { SessionEntry } from "./entries";
+import { SessionError } from "./errors";
+import { PREVIEW_CHARS } from "./limits";
+import { contentText } from "./messages";
+import type { SessionHeader, SessionInfo, SessionPage } from "./storage";
+
+/** Blank (absent or whitespace-only) labels and names clear. */
+export function nonBlank(value: string | undefined): string | undefined {
+  return value?.trim() ? value : undefined;
+}
+
+/**
+ * The running figures of a session that `SessionInfo` shows, kept up to date entry by entry so no
+ * backend has to rescan its history to answer.
+ */
+export interface SessionStats {
+  entryCount: number;
+  messageCount: number;
+  preview?: string;
+  /** Set once a `session_info` entry exists: from then on the name comes from entries. */
+  entryName?: { name?: string };
+  updatedAt: string;
+}
+
+export function emptyStats(createdAt: string): SessionStats {
+  return { entryCount: 0, messageCount: 0, updatedAt: createdAt };
+}
+
+export function applyEntryToStats(stats: SessionStats, entry: SessionEntry): void {
+  if (entry.type === "leaf") return;
+  stats.entryCount++;
+  if (entry.type === "message") {
+    stats.messageCount++;
+    if (stats.preview === undefined && entry.message.role === "user") {
+      const text = contentText(entry.message.content);
+      if (text) stats.preview = text.slice(0, PREVIEW_CHARS);
+    }
+  } else if (entry.type === "session_info") {
+    const name = nonBlank(entry.name);
+    stats.entryName = name === undefined ? {} : { name };
+  }
+}
+
+export function sessionName(header: SessionHeader, stats: SessionStats): string | undefined {
+  return stats.entryName ? stats.entryName.name : nonBlank(header.name);
+}
+
+export function sessionInfo(header: SessionHeader, stats: SessionStats, leafId: string | null): SessionInfo {
+  const info: SessionInfo = {
+    id: header.id,
+    metadata: header.metadata,
+    createdAt: header.createdAt,
+    updatedAt: stats.updatedAt,
+    leafId,
+    entryCount: stats.entryCount,
+    messageCount: stats.messageCount,
+  };
+  const name = sessionName(header, stats);
+  if (name !== undefined) info.name = name;
+  if (header.systemPrompt !== undefined) info.systemPrompt = header.systemPrompt;
+  if (header.parentSession) info.parentSession = header.parentSession;
+  if (stats.preview !== undefined) info.preview = stats.preview;
+  return info;
+}
+
+/*
+ * Session listing: newest first by `updatedAt` or `createdAt`, ties broken by id. The cursor is
+ * the sort key of the last session returned, opaque to callers.
+ */
+
+export type ListOrder = "updated" | "created";
+
+export function sortKey(info: Pick<SessionInfo, "updatedAt" | "createdAt">, order: ListOrder): string {
+  return order === "updated" ? info.updatedAt : info.createdAt;
+}
+
+export function encodeCursor(key: string, id: string): string {
+  return btoa(JSON.stringify([key, id]))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
+}
+
+export function decodeCursor(cursor: string): { key: string; id: string } {
+  try {
+    const json = atob(cursor.replace(/-/g, "+").replace(/_/g, "/"));
+    const value: unknown = JSON.parse(json);
+    if (
+      Array.isArray(value) &&
+      value.length === 2 &&
+      typeof value[0] === "string" &&
+      typeof value[1] === "string"
+    ) {
+      return { key: value[0], id: value[1] };
+    }
+  } catch {
+    // fall through to the error below
+  }
+  throw new SessionError("invalid_request", "invalid cursor", { cursor });
+}
+
+/** True when (key, id) sorts after the cursor position in newest-first order. */
+export function isAfterCursor(key: string, id: string, cursor: { key: string; id: string }): boolean {
+  return key < cursor.key || (key === cursor.key && id < cursor.id);
+}
+
+/** One page of an in-memory list (memory and JSONL repos). */
+export function pageSessions(
+  infos: readonly SessionInfo[],
+  options: { limit: number; cursor?: string | null; order: ListOrder },
+): SessionPage {
+  const cursor = options.cursor ? decodeCursor(options.cursor) : undefined;
+  const sorted = infos
+    .map((info) => ({ info, key: sortKey(info, options.order) }))
+    .filter(({ info, key }) => !cursor || isAfterCursor(key, info.id, cursor))
+    .sort((a, b) => (a.key === b.key ? (a.info.id < b.info.id ? 1 : -1) : a.key < b.key ? 1 : -1));
+  const page = sorted.slice(0, options.limit);
+  const last = page[page.length - 1];
+  const nextCursor = sorted.length > options.limit && last ? encodeCursor(last.key, last.info.id) : null;
+  return { sessions: page.map(({ info }) => info), nextCursor };
+}
+
+/** Keeps `labels` (target id → label) current as entries are appended in order. */
+export function applyEntryToLabels(labels: Map<string, string>, entry: SessionEntry): void {
+  if (entry.type !== "label") return;
+  const label = nonBlank(entry.label);
+  if (label === undefined) labels.delete(entry.targetId);
+  else labels.set(entry.targetId, label);
+}

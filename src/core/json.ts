@@ -1,0 +1,57 @@
+import { SessionError } from "./errors";
+
+/** Deepest object/array nesting an entry may have; deeper input is refused, not recursed into. */
+export const MAX_JSON_DEPTH = 128;
+
+/** Throws `invalid_request` when `value` nests deeper than `MAX_JSON_DEPTH` (checked without recursion). */
+export function assertJsonDepth(value: unknown, what = "entry"): void {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop() as [unknown, number];
+    if (current === null || typeof current !== "object") continue;
+    if (depth >= MAX_JSON_DEPTH) {
+      throw new SessionError("invalid_request", `${what} nests deeper than ${MAX_JSON_DEPTH} levels`);
+    }
+    const children = Array.isArray(current) ? current : Object.values(current);
+    for (const child of children) {
+      if (child !== null && typeof child === "object") stack.push([child, depth + 1]);
+    }
+  }
+}
+
+/**
+ * JSON with object keys sorted at every level: two values are the same content exactly when their
+ * canonical forms are equal. Undefined properties are dropped, as JSON.stringify does.
+ */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
+  if (Array.isArray(value)) {
+    return `[${value.map((item) => (item === undefined ? "null" : canonicalJson(item))).join(",")}]`;
+  }
+  const record = value as Record<string, unknown>;
+  const parts: string[] = [];
+  for (const key of Object.keys(record).sort()) {
+    const item = record[key];
+    if (item === undefined || typeof item === "function") continue;
+    parts.push(`${JSON.stringify(key)}:${canonicalJson(item)}`);
+  }
+  return `{${parts.join(",")}}`;
+}
+
+/** Bytes of `text` encoded as UTF-8, counted without encoding it. */
+export function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x80) bytes += 1;
+    else if (code < 0x800) bytes += 2;
+    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 4;
+        i++;
+      } else bytes += 3;
+    } else bytes += 3;
+  }
+  return bytes;
+}

@@ -1,0 +1,9 @@
+/** Limits of SPEC §8, enforced by every backend and by the HTTP edge. */
+export const MAX_ENTRY_BYTES = 16 * 1024 * 1024;
+export const MAX_BODY_BYTES = 32 * 1024 * 1024;
+export const MAX_BATCH_ENTRIES = 1000;
+export const DEFAULT_ENTRIES_PAGE = 100;
+export const MAX_ENTRIES_PAGE = 1000;
+export const DEFAULT_SESSIONS_PAGE = 50;
+export const MAX_SESSIONS_PAGE = 200;
+export const PREVIEW_CHARS = 200;

@@ -1,0 +1,330 @@
+import type { AppendPlan, AppendView, EntryRef } from "./append";
+import { planAppend, planImport, planLeafMove } from "./append";
+import type { EntryInput, LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "./entries";
+import { SessionError } from "./errors";
+import type { ForkTargetHeader } from "./fork";
+import { forkStorage } from "./fork";
+import { isValidId, newId, nowIso } from "./ids";
+import type { SessionStats } from "./info";
+import {
+  applyEntryToLabels,
+  applyEntryToStats,
+  emptyStats,
+  pageSessions,
+  sessionInfo,
+  sessionName,
+} from "./info";
+import { DEFAULT_ENTRIES_PAGE, DEFAULT_SESSIONS_PAGE, MAX_ENTRIES_PAGE, MAX_SESSIONS_PAGE } from "./limits";
+import { Session } from "./session";
+import type {
+  AppendOptions,
+  AppendResult,
+  CreateSessionOptions,
+  EntryQuery,
+  ForkOptions,
+  HeaderPatch,
+  LeafOptions,
+  ListOptions,
+  SessionHeader,
+  SessionInfo,
+  SessionPage,
+  SessionRepo,
+  SessionStorage,
+} from "./storage";
+import type { TreeNode } from "./tree";
+import { buildTree } from "./tree";
+
+interface Row extends EntryRef {
+  seq: number;
+  json: string;
+}
+
+/** Checks shared by every backend for the arguments of an entry page. */
+export function entryPage(query: EntryQuery): { after: number; limit: number; types?: ReadonlySet<string> } {
+  const limit = query.limit ?? DEFAULT_ENTRIES_PAGE;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_ENTRIES_PAGE) {
+    throw new SessionError("invalid_request", `limit must be an integer from 1 to ${MAX_ENTRIES_PAGE}`);
+  }
+  const after = query.after ?? 0;
+  if (!Number.isSafeInteger(after) || after < 0) {
+    throw new SessionError("invalid_request", "after must be a non-negative integer (a seq)");
+  }
+  if (query.type === undefined) return { after, limit };
+  return { after, limit, types: new Set(typeof query.type === "string" ? [query.type] : query.type) };
+}
+
+export function sessionsPageLimit(options: ListOptions): number {
+  const limit = options.limit ?? DEFAULT_SESSIONS_PAGE;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_SESSIONS_PAGE) {
+    throw new SessionError("invalid_request", `limit must be an integer from 1 to ${MAX_SESSIONS_PAGE}`);
+  }
+  return limit;
+}
+
+export function newSessionHeader(
+  options: CreateSessionOptions & { parentSession?: SessionHeader["parentSession"] },
+) {
+  const id = options.id ?? newId();
+  if (!isValidId(id)) {
+    throw new SessionError("invalid_request", "session id must be 1-128 characters of A-Z a-z 0-9 . _ : -", {
+      id,
+    });
+  }
+  const header: SessionHeader = { id, createdAt: nowIso(), metadata: options.metadata ?? {} };
+  if (options.name !== undefined) header.name = options.name;
+  if (options.systemPrompt !== undefined) header.systemPrompt = options.systemPrompt;
+  if (options.parentSession) header.parentSession = options.parentSession;
+  return header;
+}
+
+export function patchHeader(header: SessionHeader, patch: HeaderPatch): SessionHeader {
+  const next: SessionHeader = { ...header };
+  if (patch.systemPrompt === null) delete next.systemPrompt;
+  else if (patch.systemPrompt !== undefined) next.systemPrompt = patch.systemPrompt;
+  if (patch.metadata !== undefined) next.metadata = patch.metadata;
+  return next;
+}
+
+/**
+ * A session held in memory: for tests and short-lived agents. Entries are kept serialized, so what
+ * a caller reads or appends is never shared with what is stored.
+ */
+export class MemoryStorage implements SessionStorage {
+  #header: SessionHeader;
+  #rows: Row[] = [];
+  #byId = new Map<string, Row>();
+  #leafId: string | null = null;
+  #labels = new Map<string, string>();
+  #stats: SessionStats;
+  #deleted = false;
+  readonly #repo: MemoryRepo | undefined;
+
+  constructor(header: SessionHeader, repo?: MemoryRepo) {
+    this.#header = structuredClone(header);
+    this.#stats = emptyStats(header.createdAt);
+    this.#repo = repo;
+  }
+
+  static create(options: CreateSessionOptions = {}): MemoryStorage {
+    return new MemoryStorage(newSessionHeader(options));
+  }
+
+  get id(): string {
+    return this.#header.id;
+  }
+
+  #live(): void {
+    if (this.#deleted)
+      throw new SessionError("not_found", `session ${this.id} does not exist`, { id: this.id });
+  }
+
+  #read(row: Row): StoredEntry {
+    return { ...(JSON.parse(row.json) as SessionEntry), seq: row.seq };
+  }
+
+  #view(): AppendView {
+    return {
+      leafId: this.#leafId,
+      nextSeq: this.#rows.length + 1,
+      ref: (id) => this.#byId.get(id),
+      load: (id) => {
+        const row = this.#byId.get(id);
+        return row && this.#read(row);
+      },
+    };
+  }
+
+  #apply(plan: Pick<AppendPlan, "writes" | "leafId">): void {
+    for (const { entry, json } of plan.writes) {
+      const row: Row = { type: entry.type, parentId: entry.parentId, seq: entry.seq, json };
+      this.#rows.push(row);
+      this.#byId.set(entry.id, row);
+      applyEntryToLabels(this.#labels, entry);
+      applyEntryToStats(this.#stats, entry);
+    }
+    this.#leafId = plan.leafId;
+    this.#touch();
+  }
+
+  #touch(): void {
+    this.#stats.updatedAt = nowIso();
+  }
+
+  async getHeader(): Promise<SessionHeader> {
+    this.#live();
+    return structuredClone(this.#header);
+  }
+
+  async updateHeader(patch: HeaderPatch): Promise<SessionHeader> {
+    this.#live();
+    this.#header = patchHeader(this.#header, structuredClone(patch));
+    this.#touch();
+    return structuredClone(this.#header);
+  }
+
+  async getInfo(): Promise<SessionInfo> {
+    this.#live();
+    return structuredClone(sessionInfo(this.#header, this.#stats, this.#leafId));
+  }
+
+  async getLeafId(): Promise<string | null> {
+    this.#live();
+    return this.#leafId;
+  }
+
+  async setLeafId(targetId: string | null, options: LeafOptions = {}): Promise<StoredEntry<LeafEntry>> {
+    this.#live();
+    const { write, leafId } = planLeafMove(targetId, this.#view(), options);
+    this.#apply({ writes: [write], leafId });
+    return write.entry;
+  }
+
+  async getEntry(id: string): Promise<StoredEntry | undefined> {
+    this.#live();
+    const row = this.#byId.get(id);
+    return row && this.#read(row);
+  }
+
+  async getEntries(query: EntryQuery = {}): Promise<StoredEntry[]> {
+    this.#live();
+    const { after, limit, types } = entryPage(query);
+    // seq n lives at index n - 1.
+    const out: StoredEntry[] = [];
+    for (let i = after; i < this.#rows.length && out.length < limit; i++) {
+      const row = this.#rows[i] as Row;
+      if (!types || types.has(row.type)) out.push(this.#read(row));
+    }
+    return out;
+  }
+
+  async getBranch(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
+    this.#live();
+    const start = leafId === undefined ? this.#leafId : leafId;
+    if (start === null) return [];
+    const first = this.#byId.get(start);
+    if (!first || first.type === "leaf")
+      throw new SessionError("not_found", `entry ${start} does not exist`, { id: start });
+    const path: StoredEntry<TreeEntry>[] = [];
+    for (
+      let row: Row | undefined = first;
+      row;
+      row = row.parentId === null ? undefined : this.#byId.get(row.parentId)
+    ) {
+      path.push(this.#read(row) as StoredEntry<TreeEntry>);
+    }
+    return path.reverse();
+  }
+
+  async getTree(): Promise<TreeNode[]> {
+    this.#live();
+    const labels = Object.fromEntries(this.#labels);
+    const rows = this.#rows
+      .filter((row) => row.type !== "leaf")
+      .map((row) => {
+        const entry = this.#read(row) as TreeEntry;
+        return {
+          id: entry.id,
+          parentId: entry.parentId,
+          type: entry.type,
+          timestamp: entry.timestamp,
+          ...(entry.type === "message" ? { role: entry.message.role } : {}),
+        };
+      });
+    return buildTree(rows, labels);
+  }
+
+  async getLabel(id: string): Promise<string | undefined> {
+    this.#live();
+    return this.#labels.get(id);
+  }
+
+  async getLabels(): Promise<Record<string, string>> {
+    this.#live();
+    return Object.fromEntries(this.#labels);
+  }
+
+  async getName(): Promise<string | undefined> {
+    this.#live();
+    return sessionName(this.#header, this.#stats);
+  }
+
+  async appendEntry(entry: EntryInput, options?: AppendOptions): Promise<StoredEntry> {
+    const result = await this.appendEntries([entry], options);
+    return result.entries[0] as StoredEntry;
+  }
+
+  async appendEntries(entries: readonly EntryInput[], options: AppendOptions = {}): Promise<AppendResult> {
+    this.#live();
+    const plan = planAppend(entries, this.#view(), options);
+    if (plan.writes.length > 0) this.#apply(plan);
+    return { entries: plan.entries, leafId: this.#leafId, created: plan.writes.length > 0 };
+  }
+
+  async importEntries(entries: readonly SessionEntry[]): Promise<void> {
+    this.#live();
+    if (entries.length === 0) return;
+    this.#apply(planImport(entries, this.#view()));
+  }
+
+  async fork(targetId: string, options: ForkOptions = {}): Promise<SessionStorage> {
+    this.#live();
+    return forkStorage(this, targetId, options, async (header) =>
+      this.#repo ? this.#repo.createStorage(header) : new MemoryStorage(newSessionHeader(header)),
+    );
+  }
+
+  async delete(): Promise<void> {
+    this.#live();
+    this.#deleted = true;
+    this.#repo?.forget(this.id);
+  }
+
+  async cleanup(): Promise<void> {}
+}
+
+/** Sessions in memory, gone when the process ends. */
+export class MemoryRepo implements SessionRepo {
+  readonly #sessions = new Map<string, MemoryStorage>();
+
+  /** @internal creates and registers a storage; used by `create` and by forks. */
+  createStorage(options: CreateSessionOptions | ForkTargetHeader): MemoryStorage {
+    const header = newSessionHeader(options);
+    if (this.#sessions.has(header.id)) {
+      throw new SessionError("already_exists", `session ${header.id} already exists`, { id: header.id });
+    }
+    const storage = new MemoryStorage(header, this);
+    this.#sessions.set(header.id, storage);
+    return storage;
+  }
+
+  /** @internal */
+  forget(id: string): void {
+    this.#sessions.delete(id);
+  }
+
+  async create(options: CreateSessionOptions = {}): Promise<Session> {
+    return new Session(this.createStorage(options));
+  }
+
+  async open(id: string): Promise<Session> {
+    const storage = this.#sessions.get(id);
+    if (!storage) throw new SessionError("not_found", `session ${id} does not exist`, { id });
+    return new Session(storage);
+  }
+
+  async list(options: ListOptions = {}): Promise<SessionPage> {
+    const limit = sessionsPageLimit(options);
+    const infos = await Promise.all([...this.#sessions.values()].map((storage) => storage.getInfo()));
+    return pageSessions(infos, { limit, cursor: options.cursor, order: options.order ?? "updated" });
+  }
+
+  async delete(id: string): Promise<void> {
+    await (await this.open(id)).delete();
+  }
+
+  async fork(id: string, targetId: string, options?: ForkOptions): Promise<Session> {
+    return (await this.open(id)).fork(targetId, options);
+  }
+
+  async cleanup(): Promise<void> {}
+}

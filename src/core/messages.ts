@@ -1,0 +1,151 @@
+import { z } from "zod";
+
+/*
+ * pi-ai compatible messages. Known roles are validated field by field; every object is loose, so
+ * fields an agent adds travel unchanged, and a message with any other `role` is kept as it came.
+ */
+
+export const TextContent = z.looseObject({
+  type: z.literal("text"),
+  text: z.string(),
+  textSignature: z.string().optional(),
+});
+
+export const ThinkingContent = z.looseObject({
+  type: z.literal("thinking"),
+  thinking: z.string(),
+  thinkingSignature: z.string().optional(),
+  redacted: z.boolean().optional(),
+});
+
+export const ImageContent = z.looseObject({
+  type: z.literal("image"),
+  data: z.string().meta({ description: "base64 image bytes" }),
+  mimeType: z.string(),
+});
+
+export const ToolCall = z.looseObject({
+  type: z.literal("toolCall"),
+  id: z.string(),
+  name: z.string(),
+  arguments: z.record(z.string(), z.unknown()),
+});
+
+export const Cost = z.looseObject({
+  input: z.number(),
+  output: z.number(),
+  cacheRead: z.number(),
+  cacheWrite: z.number(),
+  total: z.number(),
+});
+
+export const Usage = z.looseObject({
+  input: z.number(),
+  output: z.number(),
+  cacheRead: z.number(),
+  cacheWrite: z.number(),
+  totalTokens: z.number(),
+  cost: Cost,
+});
+
+/** Token usage of a generated summary: whatever the summarizer reported. */
+export const SummaryUsage = z.looseObject({
+  input: z.number().optional(),
+  output: z.number().optional(),
+  totalTokens: z.number().optional(),
+});
+
+const UserContent = z.union([z.string(), z.array(z.discriminatedUnion("type", [TextContent, ImageContent]))]);
+
+export const UserMessage = z.looseObject({
+  role: z.literal("user"),
+  content: UserContent,
+  timestamp: z.number(),
+});
+
+export const AssistantMessage = z.looseObject({
+  role: z.literal("assistant"),
+  content: z.array(z.discriminatedUnion("type", [TextContent, ThinkingContent, ToolCall])),
+  api: z.string(),
+  provider: z.string(),
+  model: z.string(),
+  usage: Usage,
+  stopReason: z.string().meta({ description: "stop | length | toolUse | error | aborted | …" }),
+  errorMessage: z.string().optional(),
+  timestamp: z.number(),
+});
+
+export const ToolResultMessage = z.looseObject({
+  role: z.literal("toolResult"),
+  toolCallId: z.string(),
+  toolName: z.string(),
+  content: z.array(z.discriminatedUnion("type", [TextContent, ImageContent])),
+  details: z.unknown().optional(),
+  isError: z.boolean(),
+  timestamp: z.number(),
+});
+
+/** Any role an agent adds (`custom`, `bashExecution`, `system`, …): only `role` is required. */
+export const OtherMessage = z.looseObject({ role: z.string() });
+
+export type TextContent = z.infer<typeof TextContent>;
+export type ThinkingContent = z.infer<typeof ThinkingContent>;
+export type ImageContent = z.infer<typeof ImageContent>;
+export type ToolCall = z.infer<typeof ToolCall>;
+export type Usage = z.infer<typeof Usage>;
+export type SummaryUsage = z.infer<typeof SummaryUsage>;
+export type UserMessage = z.infer<typeof UserMessage>;
+export type AssistantMessage = z.infer<typeof AssistantMessage>;
+export type ToolResultMessage = z.infer<typeof ToolResultMessage>;
+export type OtherMessage = z.infer<typeof OtherMessage>;
+export type AgentMessage = UserMessage | AssistantMessage | ToolResultMessage | OtherMessage;
+
+const knownRoles: Record<string, z.ZodType | undefined> = {
+  user: UserMessage,
+  assistant: AssistantMessage,
+  toolResult: ToolResultMessage,
+};
+
+/**
+ * Dispatches on `role`: a known role must match its schema (issues keep their paths), any other
+ * role passes as it is. A plain union would report a failed known role as "matches no option".
+ */
+export const AgentMessage = OtherMessage.superRefine((message, ctx) => {
+  const schema = knownRoles[message.role];
+  if (!schema) return;
+  const result = schema.safeParse(message);
+  if (result.success) return;
+  for (const issue of result.error.issues) ctx.addIssue({ ...issue, path: issue.path } as never);
+}).meta({
+  description:
+    "A pi-ai message. Roles user, assistant and toolResult are validated; other roles are kept as sent.",
+}) as unknown as z.ZodType<AgentMessage>;
+
+export function isUserMessage(message: AgentMessage): message is UserMessage {
+  return message.role === "user";
+}
+
+export function isAssistantMessage(message: AgentMessage): message is AssistantMessage {
+  return message.role === "assistant";
+}
+
+export function isToolResultMessage(message: AgentMessage): message is ToolResultMessage {
+  return message.role === "toolResult";
+}
+
+export const THINKING_LEVELS = ["off", "minimal", "low", "medium", "high", "xhigh"] as const;
+export const ThinkingLevel = z.enum(THINKING_LEVELS);
+export type ThinkingLevel = z.infer<typeof ThinkingLevel>;
+
+/** The text of a user-like message's content (string, or its text parts joined). */
+export function contentText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  const parts: string[] = [];
+  for (const part of content) {
+    if (part && typeof part === "object" && part.type === "text" && typeof part.text === "string") {
+      parts.push(part.text);
+    }
+  }
+  return parts.join(" ");
+}

@@ -1,0 +1,206 @@
+import type { BuildContextOptions, SessionContext } from "./context";
+import { buildSessionContext } from "./context";
+import type {
+  CompactionEntry,
+  CustomMessageEntry,
+  EntryInput,
+  EntryType,
+  LeafEntry,
+  StoredEntry,
+  TreeEntry,
+} from "./entries";
+import type { AgentMessage, SummaryUsage, ThinkingLevel } from "./messages";
+import type {
+  AppendOptions,
+  AppendResult,
+  EntryQuery,
+  ForkOptions,
+  HeaderPatch,
+  LeafOptions,
+  SessionHeader,
+  SessionInfo,
+  SessionStorage,
+} from "./storage";
+import type { TreeNode } from "./tree";
+
+/** Where a new entry goes and what it is called; everything is optional. */
+export interface EntryOptions extends AppendOptions {
+  id?: string;
+  /** Defaults to the current leaf; an older entry starts a branch. */
+  parentId?: string | null;
+  timestamp?: string;
+}
+
+export interface CompactionFields {
+  summary: string;
+  tokensBefore: number;
+  firstKeptEntryId?: string;
+  retainedTail?: AgentMessage[];
+  details?: CompactionEntry["details"];
+  usage?: SummaryUsage;
+  fromHook?: boolean;
+}
+
+export interface BranchSummaryFields {
+  summary: string;
+  fromId: string;
+  details?: unknown;
+  usage?: SummaryUsage;
+  fromHook?: boolean;
+}
+
+export interface CustomMessageFields {
+  customType: string;
+  content: CustomMessageEntry["content"];
+  display: boolean;
+  details?: unknown;
+}
+
+export interface ContextOptions extends BuildContextOptions {
+  /** Build for this leaf instead of the current one (`null`: no messages). */
+  leafId?: string | null;
+}
+
+/** A session: the tree of entries over a storage, with the operations agents use. */
+export class Session {
+  constructor(readonly storage: SessionStorage) {}
+
+  get id(): string {
+    return this.storage.id;
+  }
+
+  getInfo(): Promise<SessionInfo> {
+    return this.storage.getInfo();
+  }
+
+  getHeader(): Promise<SessionHeader> {
+    return this.storage.getHeader();
+  }
+
+  async getMetadata(): Promise<Record<string, unknown>> {
+    return (await this.storage.getHeader()).metadata;
+  }
+
+  updateHeader(patch: HeaderPatch): Promise<SessionHeader> {
+    return this.storage.updateHeader(patch);
+  }
+
+  getLeafId(): Promise<string | null> {
+    return this.storage.getLeafId();
+  }
+
+  /** Moves the head (durably, with a `leaf` record). */
+  setLeafId(targetId: string | null, options?: LeafOptions): Promise<StoredEntry<LeafEntry>> {
+    return this.storage.setLeafId(targetId, options);
+  }
+
+  getEntry(id: string): Promise<StoredEntry | undefined> {
+    return this.storage.getEntry(id);
+  }
+
+  getEntries(query?: EntryQuery): Promise<StoredEntry[]> {
+    return this.storage.getEntries(query);
+  }
+
+  /** Every entry in append order, read page by page. */
+  async *allEntries(query: Omit<EntryQuery, "after"> = {}): AsyncGenerator<StoredEntry> {
+    let after: number | undefined;
+    for (;;) {
+      const page = await this.storage.getEntries({ ...query, after, limit: query.limit ?? 1000 });
+      yield* page;
+      const last = page[page.length - 1];
+      if (!last || page.length < (query.limit ?? 1000)) return;
+      after = last.seq;
+    }
+  }
+
+  getBranch(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
+    return this.storage.getBranch(leafId);
+  }
+
+  getTree(): Promise<TreeNode[]> {
+    return this.storage.getTree();
+  }
+
+  getLabel(id: string): Promise<string | undefined> {
+    return this.storage.getLabel(id);
+  }
+
+  getName(): Promise<string | undefined> {
+    return this.storage.getName();
+  }
+
+  async buildContext(options: ContextOptions = {}): Promise<SessionContext> {
+    const { leafId, ...buildOptions } = options;
+    const [path, header] = await Promise.all([this.storage.getBranch(leafId), this.storage.getHeader()]);
+    return buildSessionContext(path, { ...buildOptions, sessionSystemPrompt: header.systemPrompt });
+  }
+
+  appendEntry(entry: EntryInput, options?: AppendOptions): Promise<StoredEntry> {
+    return this.storage.appendEntry(entry, options);
+  }
+
+  appendEntries(entries: readonly EntryInput[], options?: AppendOptions): Promise<AppendResult> {
+    return this.storage.appendEntries(entries, options);
+  }
+
+  private async append<T extends EntryType>(
+    type: T,
+    fields: Record<string, unknown>,
+    options: EntryOptions = {},
+  ): Promise<string> {
+    const { expectedLeafId, ...placement } = options;
+    const entry = { type, ...fields, ...placement } as EntryInput;
+    const appendOptions = expectedLeafId === undefined ? {} : { expectedLeafId };
+    return (await this.storage.appendEntry(entry, appendOptions)).id;
+  }
+
+  appendMessage(message: AgentMessage, options?: EntryOptions): Promise<string> {
+    return this.append("message", { message }, options);
+  }
+
+  appendModelChange(provider: string, modelId: string, options?: EntryOptions): Promise<string> {
+    return this.append("model_change", { provider, modelId }, options);
+  }
+
+  appendThinkingLevelChange(thinkingLevel: ThinkingLevel, options?: EntryOptions): Promise<string> {
+    return this.append("thinking_level_change", { thinkingLevel }, options);
+  }
+
+  appendActiveToolsChange(activeToolNames: string[], options?: EntryOptions): Promise<string> {
+    return this.append("active_tools_change", { activeToolNames }, options);
+  }
+
+  appendCompaction(fields: CompactionFields, options?: EntryOptions): Promise<string> {
+    return this.append("compaction", { ...fields }, options);
+  }
+
+  appendBranchSummary(fields: BranchSummaryFields, options?: EntryOptions): Promise<string> {
+    return this.append("branch_summary", { ...fields }, options);
+  }
+
+  appendCustomEntry(customType: string, data?: unknown, options?: EntryOptions): Promise<string> {
+    return this.append("custom", data === undefined ? { customType } : { customType, data }, options);
+  }
+
+  appendCustomMessageEntry(fields: CustomMessageFields, options?: EntryOptions): Promise<string> {
+    return this.append("custom_message", { ...fields }, options);
+  }
+
+  /** Sets (or, with `undefined` or a blank label, clears) the label of an entry. */
+  appendLabel(targetId: string, label: string | undefined, options?: EntryOptions): Promise<string> {
+    return this.append("label", label === undefined ? { targetId } : { targetId, label }, options);
+  }
+
+  appendSessionName(name: string, options?: EntryOptions): Promise<string> {
+    return this.append("session_info", { name }, options);
+  }
+
+  async fork(targetId: string, options?: ForkOptions): Promise<Session> {
+    return new Session(await this.storage.fork(targetId, options));
+  }
+
+  delete(): Promise<void> {
+    return this.storage.delete();
+  }
+}

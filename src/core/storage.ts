@@ -1,0 +1,148 @@
+import { z } from "zod";
+import type { EntryInput, EntryType, LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "./entries";
+import { Id, Timestamp } from "./entries";
+import type { Session } from "./session";
+import type { TreeNode } from "./tree";
+
+export const ParentSession = z.object({ id: Id, entryId: Id });
+export type ParentSession = z.infer<typeof ParentSession>;
+
+export const Metadata = z.record(z.string(), z.unknown());
+
+/** What a session is apart from its entries. Its name, once a `session_info` entry exists, comes from entries. */
+export const SessionHeader = z.object({
+  id: Id,
+  createdAt: Timestamp,
+  name: z.string().optional(),
+  systemPrompt: z.string().optional(),
+  metadata: Metadata,
+  parentSession: ParentSession.optional(),
+});
+export type SessionHeader = z.infer<typeof SessionHeader>;
+
+export const SessionInfo = z
+  .object({
+    id: Id,
+    name: z.string().optional(),
+    systemPrompt: z.string().optional(),
+    metadata: Metadata,
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+    leafId: Id.nullable(),
+    entryCount: z.number().int().meta({ description: "entries in the tree (leaf records not counted)" }),
+    messageCount: z.number().int(),
+    parentSession: ParentSession.optional(),
+    preview: z.string().optional().meta({ description: "the first user message's text, at most 200 chars" }),
+  })
+  .meta({ id: "SessionInfo" });
+export type SessionInfo = z.infer<typeof SessionInfo>;
+
+export interface CreateSessionOptions {
+  id?: string;
+  name?: string;
+  systemPrompt?: string;
+  metadata?: Record<string, unknown>;
+}
+
+export interface HeaderPatch {
+  /** `null` removes the session's own system prompt. */
+  systemPrompt?: string | null;
+  metadata?: Record<string, unknown>;
+}
+
+export interface EntryQuery {
+  /** Only entries with a larger `seq` (a cursor from the previous page). */
+  after?: number;
+  /** At most this many entries (default 100). */
+  limit?: number;
+  type?: EntryType | readonly EntryType[];
+}
+
+export interface AppendOptions {
+  /** Write only if the leaf is still this (`null`: the session has no leaf). */
+  expectedLeafId?: string | null;
+}
+
+export interface AppendResult {
+  /** The entries in request order: new ones as stored, replays as they were stored before. */
+  entries: StoredEntry[];
+  leafId: string | null;
+  /** False when every entry was an idempotent replay and nothing was written. */
+  created: boolean;
+}
+
+export type Position = "at" | "before";
+
+export interface LeafOptions extends AppendOptions {
+  /** `before` on a user message moves the head to its parent, to edit and resend it. */
+  position?: Position;
+}
+
+export interface ForkOptions {
+  position?: Position;
+  /** Id of the new session (a fresh one when absent). */
+  id?: string;
+  /** Name of the new session (the source's name carries over when absent). */
+  name?: string;
+}
+
+export interface ListOptions {
+  limit?: number;
+  cursor?: string | null;
+  order?: "updated" | "created";
+}
+
+export interface SessionPage {
+  sessions: SessionInfo[];
+  nextCursor: string | null;
+}
+
+/**
+ * Where one session's entries live. Every backend (memory, JSONL files, a Durable Object's SQLite)
+ * implements the same rules (SPEC §4) and passes the same conformance suite.
+ */
+export interface SessionStorage {
+  readonly id: string;
+  getHeader(): Promise<SessionHeader>;
+  updateHeader(patch: HeaderPatch): Promise<SessionHeader>;
+  getInfo(): Promise<SessionInfo>;
+
+  getLeafId(): Promise<string | null>;
+  /** Moves the head durably and appends a `leaf` record; returns the record. */
+  setLeafId(targetId: string | null, options?: LeafOptions): Promise<StoredEntry<LeafEntry>>;
+
+  getEntry(id: string): Promise<StoredEntry | undefined>;
+  /** Entries in append order, paged by `seq`. */
+  getEntries(query?: EntryQuery): Promise<StoredEntry[]>;
+  /** The path root → leaf (the current leaf when `leafId` is undefined; empty for `null`). */
+  getBranch(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]>;
+  getTree(): Promise<TreeNode[]>;
+  getLabel(id: string): Promise<string | undefined>;
+  /** Every entry's current label. */
+  getLabels(): Promise<Record<string, string>>;
+  getName(): Promise<string | undefined>;
+
+  appendEntry(entry: EntryInput, options?: AppendOptions): Promise<StoredEntry>;
+  /** Appends atomically: every entry or none. */
+  appendEntries(entries: readonly EntryInput[], options?: AppendOptions): Promise<AppendResult>;
+  /**
+   * Copies entries exactly as given (ids, parents, timestamps, `leaf` records) in order: how forks
+   * and imports are written. Parents must exist; the rules for new appends are not applied.
+   */
+  importEntries(entries: readonly SessionEntry[]): Promise<void>;
+
+  fork(targetId: string, options?: ForkOptions): Promise<SessionStorage>;
+  delete(): Promise<void>;
+  /** Releases what the storage holds open (file locks, handles). */
+  cleanup(): Promise<void>;
+}
+
+export interface SessionRepo {
+  create(options?: CreateSessionOptions): Promise<Session>;
+  /** Fails with `not_found` when there is no such session. */
+  open(id: string): Promise<Session>;
+  list(options?: ListOptions): Promise<SessionPage>;
+  delete(id: string): Promise<void>;
+  fork(id: string, targetId: string, options?: ForkOptions): Promise<Session>;
+  cleanup(): Promise<void>;
+}

@@ -1,0 +1,107 @@
+import { z } from "zod";
+import type { EntryType } from "./entries";
+import { EntryType as EntryTypeSchema, Id, Timestamp } from "./entries";
+
+/** A node of `getTree`: the shape of the session without payloads. */
+export interface TreeNode {
+  id: string;
+  parentId: string | null;
+  type: Exclude<EntryType, "leaf">;
+  timestamp: string;
+  role?: string;
+  label?: string;
+  children: TreeNode[];
+}
+
+export const TreeNodeSchema: z.ZodType<TreeNode> = z
+  .object({
+    id: Id,
+    parentId: Id.nullable(),
+    type: EntryTypeSchema.exclude(["leaf"]),
+    timestamp: Timestamp,
+    role: z.string().optional(),
+    label: z.string().optional(),
+    get children() {
+      return z.array(TreeNodeSchema);
+    },
+  })
+  .meta({ id: "TreeNode" });
+
+/** What `buildTree` needs of an entry: no payload but the message role. */
+export interface TreeRow {
+  id: string;
+  parentId: string | null;
+  type: Exclude<EntryType, "leaf">;
+  timestamp: string;
+  role?: string;
+}
+
+/**
+ * Links rows (in append order) into trees without recursion, so a chain of any depth works.
+ * Children keep append order. A row whose parent is unknown becomes a root.
+ */
+export function buildTree(rows: Iterable<TreeRow>, labels: Readonly<Record<string, string>>): TreeNode[] {
+  const nodes = new Map<string, TreeNode>();
+  const roots: TreeNode[] = [];
+  const orphans: Array<[TreeNode, string]> = [];
+  for (const row of rows) {
+    const label = Object.hasOwn(labels, row.id) ? labels[row.id] : undefined;
+    const node: TreeNode = {
+      id: row.id,
+      parentId: row.parentId,
+      type: row.type,
+      timestamp: row.timestamp,
+      ...(row.role === undefined ? {} : { role: row.role }),
+      ...(label === undefined ? {} : { label }),
+      children: [],
+    };
+    nodes.set(row.id, node);
+    if (row.parentId === null) roots.push(node);
+    else {
+      const parent = nodes.get(row.parentId);
+      if (parent) parent.children.push(node);
+      else orphans.push([node, row.parentId]);
+    }
+  }
+  // Imports may list a child before its parent; attach those once every node is known.
+  for (const [node, parentId] of orphans) {
+    const parent = nodes.get(parentId);
+    if (parent) parent.children.push(node);
+    else roots.push(node);
+  }
+  return roots;
+}
+
+/** Every node, parents before children, without recursion. */
+export function* walkTree(roots: readonly TreeNode[]): Generator<TreeNode> {
+  const stack = [...roots].reverse();
+  while (stack.length > 0) {
+    const node = stack.pop() as TreeNode;
+    yield node;
+    for (let i = node.children.length - 1; i >= 0; i--) stack.push(node.children[i] as TreeNode);
+  }
+}
+
+/**
+ * JSON for a tree of any depth. `JSON.stringify` recurses once per level and overflows the stack
+ * on long chains; this writes the same text with an explicit stack.
+ */
+export function treeToJson(roots: readonly TreeNode[]): string {
+  const out: string[] = ["["];
+  const stack: Array<{ nodes: readonly TreeNode[]; next: number }> = [{ nodes: roots, next: 0 }];
+  while (stack.length > 0) {
+    const frame = stack[stack.length - 1] as { nodes: readonly TreeNode[]; next: number };
+    if (frame.next >= frame.nodes.length) {
+      stack.pop();
+      out.push(stack.length > 0 ? "]}" : "]");
+      continue;
+    }
+    if (frame.next > 0) out.push(",");
+    const node = frame.nodes[frame.next++] as TreeNode;
+    const { children, ...fields } = node;
+    const head = JSON.stringify(fields);
+    out.push(`${head.slice(0, -1)},"children":[`);
+    stack.push({ nodes: children, next: 0 });
+  }
+  return out.join("");
+}

@@ -1,0 +1,52 @@
+import type { AgentMessage, AssistantMessage, ToolResultMessage, UserMessage } from "../../src/core";
+
+let clock = Date.UTC(2026, 0, 1);
+
+export function user(text: string): UserMessage {
+  return { role: "user", content: text, timestamp: clock++ };
+}
+
+export function assistant(
+  text: string,
+  options: {
+    provider?: string;
+    model?: string;
+    toolCalls?: Array<{ id: string; name: string; arguments: Record<string, unknown> }>;
+  } = {},
+): AssistantMessage {
+  return {
+    role: "assistant",
+    content: [
+      { type: "text", text },
+      ...(options.toolCalls ?? []).map((call) => ({ type: "toolCall" as const, ...call })),
+    ],
+    api: "openai-completions",
+    provider: options.provider ?? "openai",
+    model: options.model ?? "gpt-test",
+    usage: {
+      input: 10,
+      output: 5,
+      cacheRead: 0,
+      cacheWrite: 0,
+      totalTokens: 15,
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+    },
+    stopReason: options.toolCalls?.length ? "toolUse" : "stop",
+    timestamp: clock++,
+  };
+}
+
+export function toolResult(toolCallId: string, toolName: string, text: string): ToolResultMessage {
+  return {
+    role: "toolResult",
+    toolCallId,
+    toolName,
+    content: [{ type: "text", text }],
+    isError: false,
+    timestamp: clock++,
+  };
+}
+
+export function messageEntry(message: AgentMessage, extra: Record<string, unknown> = {}) {
+  return { type: "message" as const, message, ...extra };
+}

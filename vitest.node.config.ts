@@ -1,0 +1,10 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    name: "node",
+    environment: "node",
+    include: ["test/core/**/*.test.ts", "test/node/**/*.test.ts"],
+    testTimeout: 60_000,
+  },
+});

@@ -1,0 +1,11 @@
+import { cloudflareTest } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" } })],
+  test: {
+    name: "workers",
+    include: ["test/workers/**/*.test.ts"],
+    testTimeout: 60_000,
+  },
+});

@@ -1,7 +1,5 @@
-import { Hono } from "hono";
+import { createApp } from "./http/app";
 
-const app = new Hono();
+export { SessionDirectory, SessionObject } from "./durable";
 
-app.get("/healthz", (c) => c.json({ ok: true }));
-
-export default app;
+export default createApp();

@@ -32,6 +32,8 @@ export interface PlannedWrite {
   entry: StoredEntry;
   /** `entry` serialized without `seq`, as it is stored. */
   json: string;
+  /** UTF-8 length of `json`. */
+  bytes: number;
 }
 
 export interface AppendPlan {
@@ -80,7 +82,7 @@ class Overlay {
   }
 }
 
-function serialize(entry: SessionEntry): string {
+function serialize(entry: SessionEntry): { json: string; bytes: number } {
   assertJsonDepth(entry);
   const json = JSON.stringify(entry);
   const bytes = utf8Length(json);
@@ -91,7 +93,7 @@ function serialize(entry: SessionEntry): string {
       { id: entry.id, bytes, limit: MAX_ENTRY_BYTES },
     );
   }
-  return json;
+  return { json, bytes };
 }
 
 /** The entry with its base fields first, in the order every backend stores them. */
@@ -200,10 +202,9 @@ export function planAppend(
     }
 
     const entry = normalize(input, id, parentId, input.timestamp ?? nowIso());
-    const json = serialize(entry);
     const stored = { ...entry, seq: seq++ } as StoredEntry;
     overlay.pending.set(id, stored);
-    writes.push({ entry: stored, json });
+    writes.push({ entry: stored, ...serialize(entry) });
     entries.push(stored);
     previous = id;
   });
@@ -265,7 +266,8 @@ export function planLeafMove(
     targetId: leafId,
   };
   const stored = { ...entry, seq: view.nextSeq };
-  return { write: { entry: stored, json: JSON.stringify(entry) }, leafId };
+  const json = JSON.stringify(entry);
+  return { write: { entry: stored, json, bytes: json.length }, leafId };
 }
 
 /**
@@ -300,10 +302,9 @@ export function planImport(inputs: readonly unknown[], view: AppendView): Append
       }
     }
     const entry = normalize(input, input.id, input.parentId, input.timestamp);
-    const json = serialize(entry);
     const stored = { ...entry, seq: seq++ } as StoredEntry;
     overlay.pending.set(input.id, stored);
-    writes.push({ entry: stored, json });
+    writes.push({ entry: stored, ...serialize(entry) });
     leafId = input.type === "leaf" ? input.targetId : input.id;
   });
   return { entries: writes.map((w) => w.entry), writes, leafId };

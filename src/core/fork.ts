@@ -1,11 +1,27 @@
 import type { EntryInput, StoredEntry, TreeEntry } from "./entries";
 import { withoutSeq } from "./entries";
 import { SessionError } from "./errors";
-import { applyEntryToLabels, nonBlank } from "./info";
+import { nonBlank } from "./info";
 import type { ForkOptions, ParentSession, SessionHeader, SessionStorage } from "./storage";
 
 /** Entries per `importEntries` call when copying a path, so no single call grows with the path. */
 export const COPY_BATCH = 500;
+
+/** What `forkExtras` reads of a path entry: labels, names and ids, no payloads. */
+export interface ForkPathEntry {
+  id: string;
+  type: string;
+  targetId?: string;
+  label?: string;
+  name?: string;
+}
+
+export function forkPathEntry(entry: TreeEntry): ForkPathEntry {
+  if (entry.type === "label")
+    return { id: entry.id, type: entry.type, targetId: entry.targetId, label: entry.label };
+  if (entry.type === "session_info") return { id: entry.id, type: entry.type, name: entry.name };
+  return { id: entry.id, type: entry.type };
+}
 
 /**
  * What a fork appends after copying the path so that labels and the name read as in the source:
@@ -14,14 +30,18 @@ export const COPY_BATCH = 500;
  * chained under the target; the caller then moves the head back to the target.
  */
 export function forkExtras(
-  path: readonly TreeEntry[],
+  path: readonly ForkPathEntry[],
   sourceLabels: Readonly<Record<string, string>>,
   name: string | undefined,
 ): EntryInput[] {
   const pathLabels = new Map<string, string>();
   let pathName: { name?: string } | undefined;
   for (const entry of path) {
-    applyEntryToLabels(pathLabels, entry);
+    if (entry.type === "label" && entry.targetId !== undefined) {
+      const label = nonBlank(entry.label);
+      if (label === undefined) pathLabels.delete(entry.targetId);
+      else pathLabels.set(entry.targetId, label);
+    }
     if (entry.type === "session_info") pathName = { name: nonBlank(entry.name) };
   }
   const extras: EntryInput[] = [];
@@ -96,7 +116,7 @@ export async function forkStorage(
     for (let i = 0; i < path.length; i += COPY_BATCH) {
       await fork.importEntries(path.slice(i, i + COPY_BATCH).map((entry) => withoutSeq(entry)));
     }
-    const extras = forkExtras(path, labels, name);
+    const extras = forkExtras(path.map(forkPathEntry), labels, name);
     if (extras.length > 0 && resolved !== null) {
       await fork.appendEntries(extras);
       await fork.setLeafId(resolved);

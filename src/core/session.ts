@@ -132,6 +132,11 @@ export class Session {
 
   async buildContext(options: ContextOptions = {}): Promise<SessionContext> {
     const { leafId, ...buildOptions } = options;
+    // Custom transforms may look at any entry, so they get the whole path.
+    if (this.storage.getContextPath && !options.transforms) {
+      const { path, systemPrompt } = await this.storage.getContextPath(leafId);
+      return buildSessionContext(path, { ...buildOptions, sessionSystemPrompt: systemPrompt });
+    }
     const [path, header] = await Promise.all([this.storage.getBranch(leafId), this.storage.getHeader()]);
     return buildSessionContext(path, { ...buildOptions, sessionSystemPrompt: header.systemPrompt });
   }

@@ -116,6 +116,12 @@ export interface SessionStorage {
   getEntries(query?: EntryQuery): Promise<StoredEntry[]>;
   /** The path root → leaf (the current leaf when `leafId` is undefined; empty for `null`). */
   getBranch(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]>;
+  /**
+   * Optional: the path `buildContext` needs, which may leave out entries that can affect neither
+   * the messages nor the derived settings (see `buildSessionContext`), and the system prompt.
+   * Storages that keep history-independent indexes implement it; others fall back to `getBranch`.
+   */
+  getContextPath?(leafId?: string | null): Promise<{ path: StoredEntry<TreeEntry>[]; systemPrompt?: string }>;
   getTree(): Promise<TreeNode[]>;
   getLabel(id: string): Promise<string | undefined>;
   /** Every entry's current label. */

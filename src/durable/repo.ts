@@ -1,0 +1,263 @@
+import type {
+  AppendOptions,
+  AppendResult,
+  CreateSessionOptions,
+  EntryInput,
+  EntryQuery,
+  ForkOptions,
+  HeaderPatch,
+  LeafEntry,
+  LeafOptions,
+  ListOptions,
+  Result,
+  SessionEntry,
+  SessionHeader,
+  SessionInfo,
+  SessionPage,
+  SessionRepo,
+  SessionStorage,
+  StoredEntry,
+  TreeEntry,
+  TreeNode,
+} from "../core";
+import {
+  buildTree,
+  COPY_BATCH,
+  forkExtras,
+  isValidId,
+  newSessionHeader,
+  Session,
+  SessionError,
+  unwrap,
+  withoutSeq,
+} from "../core";
+import type { DurableEnv } from "./env";
+import type { SessionObject } from "./session-object";
+import { sessionObjectName } from "./session-object";
+import type { EntryPage, ForkSource } from "./session-store";
+
+/** Unwraps an RPC answer; structured clone turns `Result<T>` into a type RPC stubs describe loosely. */
+async function call<T>(answer: Promise<unknown>): Promise<T> {
+  return unwrap((await answer) as Result<T>);
+}
+
+function checkSessionId(id: string): void {
+  if (!isValidId(id)) {
+    throw new SessionError("invalid_request", "session id must be 1-128 characters of A-Z a-z 0-9 . _ : -", {
+      id,
+    });
+  }
+}
+
+/**
+ * The object-backed `SessionStorage`: each call is one RPC to the session's Durable Object, where
+ * the SQLite store applies it in a transaction.
+ */
+export class DurableSessionStorage implements SessionStorage {
+  readonly id: string;
+  readonly #repo: DurableRepo;
+  readonly #stub: DurableObjectStub<SessionObject>;
+
+  constructor(repo: DurableRepo, id: string, stub: DurableObjectStub<SessionObject>) {
+    this.#repo = repo;
+    this.id = id;
+    this.#stub = stub;
+  }
+
+  getHeader(): Promise<SessionHeader> {
+    return call(this.#stub.header());
+  }
+
+  updateHeader(patch: HeaderPatch): Promise<SessionHeader> {
+    return call(this.#stub.updateHeader(patch));
+  }
+
+  getInfo(): Promise<SessionInfo> {
+    return call(this.#stub.info());
+  }
+
+  getLeafId(): Promise<string | null> {
+    return call(this.#stub.leaf());
+  }
+
+  setLeafId(targetId: string | null, options: LeafOptions = {}): Promise<StoredEntry<LeafEntry>> {
+    return call(this.#stub.setLeaf(targetId, options));
+  }
+
+  getEntry(id: string): Promise<StoredEntry | undefined> {
+    return call(this.#stub.entry(id));
+  }
+
+  /** All entries of a first page and of the pages after it. */
+  async #drain(first: EntryPage): Promise<StoredEntry[]> {
+    const entries = first.entries;
+    let rest = first.rest;
+    while (rest.length > 0) {
+      const page = await call<EntryPage>(this.#stub.readEntries(rest));
+      for (const entry of page.entries) entries.push(entry);
+      rest = page.rest;
+    }
+    return entries;
+  }
+
+  async getEntries(query: EntryQuery = {}): Promise<StoredEntry[]> {
+    return this.#drain(await call<EntryPage>(this.#stub.entries(query)));
+  }
+
+  async getBranch(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
+    return (await this.#drain(await call<EntryPage>(this.#stub.branch(leafId)))) as StoredEntry<TreeEntry>[];
+  }
+
+  /** The path buildContext needs (pruned by the object on compacted sessions) and the system prompt. */
+  async getContextPath(
+    leafId?: string | null,
+  ): Promise<{ path: StoredEntry<TreeEntry>[]; systemPrompt?: string }> {
+    const first = await call<EntryPage & { systemPrompt?: string }>(this.#stub.contextPath(leafId));
+    const path = (await this.#drain(first)) as StoredEntry<TreeEntry>[];
+    return first.systemPrompt === undefined ? { path } : { path, systemPrompt: first.systemPrompt };
+  }
+
+  async getTree(): Promise<TreeNode[]> {
+    const { rows, labels } = await call<{
+      rows: Parameters<typeof buildTree>[0];
+      labels: Record<string, string>;
+    }>(this.#stub.treeRows());
+    return buildTree(rows, labels);
+  }
+
+  getLabel(id: string): Promise<string | undefined> {
+    return call(this.#stub.label(id));
+  }
+
+  getLabels(): Promise<Record<string, string>> {
+    return call(this.#stub.labels());
+  }
+
+  getName(): Promise<string | undefined> {
+    return call(this.#stub.sessionName());
+  }
+
+  async appendEntry(entry: EntryInput, options?: AppendOptions): Promise<StoredEntry> {
+    return (await this.appendEntries([entry], options)).entries[0] as StoredEntry;
+  }
+
+  appendEntries(
+    entries: readonly EntryInput[],
+    options: AppendOptions & { validated?: boolean } = {},
+  ): Promise<AppendResult> {
+    return call(this.#stub.append(entries, options));
+  }
+
+  importEntries(entries: readonly SessionEntry[]): Promise<void> {
+    return call(this.#stub.importEntries(entries));
+  }
+
+  /**
+   * Copies the path root → target into a new object in bounded chunks (each call does a bounded
+   * amount of work, whatever the path's length), then lists it. A failed fork leaves nothing.
+   */
+  async fork(targetId: string, options: ForkOptions = {}): Promise<SessionStorage> {
+    const source = await call<ForkSource>(this.#stub.forkSource(targetId, options.position));
+    const name = options.name ?? source.name;
+    const header = newSessionHeader({
+      id: options.id,
+      name,
+      systemPrompt: source.header.systemPrompt,
+      metadata: source.header.metadata,
+      parentSession: { id: this.id, entryId: source.leafId ?? targetId },
+    });
+    const fork = await this.#repo.initialize(header, false);
+    try {
+      let rest = source.seqs;
+      while (rest.length > 0) {
+        const page = await call<EntryPage>(this.#stub.readEntries(rest.slice(0, COPY_BATCH)));
+        await fork.importEntries(page.entries.map(withoutSeq));
+        rest = rest.slice(page.entries.length);
+      }
+      const extras = forkExtras(source.path, source.labels, name);
+      if (extras.length > 0 && source.leafId !== null) {
+        await fork.appendEntries(extras);
+        await fork.setLeafId(source.leafId);
+      }
+      await fork.publish();
+      return fork;
+    } catch (error) {
+      await fork.delete().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Creates the session in its (empty) object. */
+  async init(tenant: string, header: SessionHeader, publish: boolean): Promise<SessionInfo> {
+    return call(this.#stub.init(tenant, header, publish));
+  }
+
+  /** Lists the session in the directory now. */
+  publish(): Promise<void> {
+    return this.#stub.publish();
+  }
+
+  delete(): Promise<void> {
+    return call(this.#stub.destroy());
+  }
+
+  async cleanup(): Promise<void> {}
+}
+
+/** A tenant's sessions, each in its own Durable Object, listed by the tenant's directory. */
+export class DurableRepo implements SessionRepo {
+  readonly #env: DurableEnv;
+  readonly tenant: string;
+
+  constructor(env: DurableEnv, tenant: string) {
+    this.#env = env;
+    this.tenant = tenant;
+  }
+
+  /** A handle on a session without checking that it exists (every call on it does). */
+  storage(id: string): DurableSessionStorage {
+    checkSessionId(id);
+    return new DurableSessionStorage(
+      this,
+      id,
+      this.#env.SESSIONS.getByName(sessionObjectName(this.tenant, id)),
+    );
+  }
+
+  /** @internal creates the object of a new session. */
+  async initialize(header: SessionHeader, publish: boolean): Promise<DurableSessionStorage> {
+    const storage = this.storage(header.id);
+    await storage.init(this.tenant, header, publish);
+    return storage;
+  }
+
+  async create(options: CreateSessionOptions = {}): Promise<Session> {
+    return new Session(await this.initialize(newSessionHeader(options), true));
+  }
+
+  /** Creates a session and answers its info in one call to its object. */
+  async createSession(options: CreateSessionOptions = {}): Promise<SessionInfo> {
+    const header = newSessionHeader(options);
+    return this.storage(header.id).init(this.tenant, header, true);
+  }
+
+  async open(id: string): Promise<Session> {
+    const storage = this.storage(id);
+    await storage.getLeafId();
+    return new Session(storage);
+  }
+
+  async list(options: ListOptions = {}): Promise<SessionPage> {
+    return call(this.#env.DIRECTORY.getByName(this.tenant).list(options));
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.storage(id).delete();
+  }
+
+  async fork(id: string, targetId: string, options?: ForkOptions): Promise<Session> {
+    return new Session(await this.storage(id).fork(targetId, options));
+  }
+
+  async cleanup(): Promise<void> {}
+}

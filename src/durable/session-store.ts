@@ -1,0 +1,559 @@
+import type {
+  AppendOptions,
+  AppendPlan,
+  AppendResult,
+  AppendView,
+  CompactionEntry,
+  EntryQuery,
+  EntryRef,
+  EntryType,
+  ForkPathEntry,
+  HeaderPatch,
+  LeafEntry,
+  LeafOptions,
+  PlannedWrite,
+  SessionEntry,
+  SessionHeader,
+  SessionInfo,
+  SessionStats,
+  StoredEntry,
+  TreeRow,
+} from "../core";
+import {
+  applyEntryToStats,
+  entryPage,
+  nonBlank,
+  nowIso,
+  patchHeader,
+  planAppend,
+  planImport,
+  planLeafMove,
+  SessionError,
+  sessionInfo,
+  sessionName,
+} from "../core";
+import type { Sql } from "./sql";
+import { migrate, sqlOf } from "./sql";
+
+/*
+ * One session in a Durable Object's SQLite. Entries are rows keyed by `seq`; a row keeps, beside
+ * the entry's JSON, what walking the tree needs without payloads: its parent's seq, its depth, and
+ * the seq of the latest compaction, thinking-level, model and active-tools entry on its path. With
+ * those, buildContext on a compacted session reads only the kept part of the path plus three
+ * entries, however long the history.
+ */
+
+const MIGRATIONS = [
+  `
+  CREATE TABLE session (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    tenant TEXT NOT NULL,
+    incarnation TEXT NOT NULL,
+    header TEXT NOT NULL,
+    leaf_id TEXT,
+    stats TEXT NOT NULL,
+    version INTEGER NOT NULL
+  );
+  CREATE TABLE entries (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    parent_id TEXT,
+    parent_seq INTEGER,
+    type TEXT NOT NULL,
+    role TEXT,
+    timestamp TEXT NOT NULL,
+    depth INTEGER,
+    last_compaction INTEGER,
+    last_thinking INTEGER,
+    last_model INTEGER,
+    last_tools INTEGER,
+    body TEXT,
+    chunks INTEGER NOT NULL DEFAULT 0
+  );
+  CREATE INDEX entries_by_type ON entries (type, seq);
+  CREATE TABLE entry_chunks (
+    seq INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (seq, n)
+  );
+  CREATE TABLE labels (target_id TEXT PRIMARY KEY, label TEXT NOT NULL)
+  `,
+];
+
+/** Payloads up to this many UTF-8 bytes sit in the row; larger ones in chunks (SQLite rows cap at 2 MB). */
+const INLINE_BYTES = 512 * 1024;
+const CHUNK_BYTES = 1024 * 1024;
+/** Entries whose payloads one query reads. */
+const READ_BATCH = 256;
+/**
+ * Characters of entry JSON one page carries: RPC values are capped at 32 MiB, so long paths and
+ * large entries cross in several pages (a page always holds at least one entry).
+ */
+const PAGE_CHARS = 8 * 1024 * 1024;
+
+interface Node {
+  seq: number;
+  type: EntryType;
+  parent_id: string | null;
+  depth: number | null;
+  last_compaction: number | null;
+  last_thinking: number | null;
+  last_model: number | null;
+  last_tools: number | null;
+  [key: string]: SqlStorageValue;
+}
+
+interface SessionState {
+  tenant: string;
+  incarnation: string;
+  header: SessionHeader;
+  leafId: string | null;
+  stats: SessionStats;
+  version: number;
+  nextSeq: number;
+}
+
+/** Entries read in order until the page is full; `rest` are the seqs still to read. */
+export interface EntryPage {
+  entries: StoredEntry[];
+  rest: number[];
+}
+
+export interface ForkSource {
+  /** The head of the fork (the target, or its parent for `before`). */
+  leafId: string | null;
+  /** Seqs of the path root → leaf, to copy in chunks. */
+  seqs: number[];
+  /** Light path entries, for `forkExtras`. */
+  path: ForkPathEntry[];
+  labels: Record<string, string>;
+  header: SessionHeader;
+  name: string | undefined;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export class SessionStore {
+  readonly #storage: DurableObjectStorage;
+  readonly #sql: Sql;
+  #state: SessionState | undefined;
+
+  constructor(storage: DurableObjectStorage) {
+    this.#storage = storage;
+    this.#sql = sqlOf(storage.sql);
+    // An object that never held a session gets no tables: probing unknown ids stores nothing.
+    const initialized = this
+      .#sql`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'`.toArray();
+    if (initialized.length > 0) {
+      migrate(storage.sql, MIGRATIONS);
+      this.#state = this.#load();
+    }
+  }
+
+  #load(): SessionState | undefined {
+    const row = this.#sql<{
+      tenant: string;
+      incarnation: string;
+      header: string;
+      leaf_id: string | null;
+      stats: string;
+      version: number;
+    }>`SELECT tenant, incarnation, header, leaf_id, stats, version FROM session`.toArray()[0];
+    if (!row) return undefined;
+    const last = this.#sql<{ seq: number | null }>`SELECT max(seq) AS seq FROM entries`.one().seq ?? 0;
+    return {
+      tenant: row.tenant,
+      incarnation: row.incarnation,
+      header: JSON.parse(row.header),
+      leafId: row.leaf_id,
+      stats: JSON.parse(row.stats),
+      version: row.version,
+      nextSeq: last + 1,
+    };
+  }
+
+  #require(): void {
+    this.#live();
+  }
+
+  get exists(): boolean {
+    return this.#state !== undefined;
+  }
+
+  /** The session's state; `not_found` when this object holds no session. */
+  get state(): Readonly<SessionState> {
+    return this.#live();
+  }
+
+  #live(): SessionState {
+    if (!this.#state) throw new SessionError("not_found", "session does not exist");
+    return this.#state;
+  }
+
+  init(tenant: string, incarnation: string, header: SessionHeader): SessionInfo {
+    if (this.#state) {
+      throw new SessionError("already_exists", `session ${header.id} already exists`, { id: header.id });
+    }
+    const stats: SessionStats = { entryCount: 0, messageCount: 0, updatedAt: header.createdAt };
+    migrate(this.#storage.sql, MIGRATIONS);
+    this.#sql`INSERT INTO session (singleton, tenant, incarnation, header, leaf_id, stats, version)
+      VALUES (1, ${tenant}, ${incarnation}, ${JSON.stringify(header)}, NULL, ${JSON.stringify(stats)}, 1)`;
+    this.#state = { tenant, incarnation, header, leafId: null, stats, version: 1, nextSeq: 1 };
+    return this.info();
+  }
+
+  /** Forgets the in-memory state after the object's storage was deleted. */
+  reset(): void {
+    this.#state = undefined;
+  }
+
+  info(): SessionInfo {
+    const state = this.state;
+    return sessionInfo(state.header, state.stats, state.leafId);
+  }
+
+  updateHeader(patch: HeaderPatch): SessionHeader {
+    const state = this.#live();
+    const header = patchHeader(state.header, patch);
+    this.#write(() => {
+      state.header = header;
+      state.stats.updatedAt = nowIso();
+      this.#sql`UPDATE session SET header = ${JSON.stringify(header)}`;
+    });
+    return header;
+  }
+
+  // --- reading ---
+
+  #node(id: string): Node | undefined {
+    return this
+      .#sql<Node>`SELECT seq, type, parent_id, depth, last_compaction, last_thinking, last_model, last_tools
+      FROM entries WHERE id = ${id}`.toArray()[0];
+  }
+
+  #treeNode(id: string): Node {
+    const node = this.#node(id);
+    if (!node || node.type === "leaf")
+      throw new SessionError("not_found", `entry ${id} does not exist`, { id });
+    return node;
+  }
+
+  /** Payload JSON of each seq, in the order asked, read in bounded batches until `budget` characters. */
+  #bodies(seqs: readonly number[], budget = Number.POSITIVE_INFINITY): string[] {
+    const out: string[] = [];
+    let size = 0;
+    for (let i = 0; i < seqs.length && size < budget; i += READ_BATCH) {
+      const batch = seqs.slice(i, i + READ_BATCH);
+      const rows = new Map<number, { body: string | null; chunks: number }>();
+      for (const row of this.#sql<{ seq: number; body: string | null; chunks: number }>`
+        SELECT seq, body, chunks FROM entries WHERE seq IN (SELECT value FROM json_each(${JSON.stringify(batch)}))`) {
+        rows.set(row.seq, row);
+      }
+      for (const seq of batch) {
+        const row = rows.get(seq);
+        if (!row) throw new Error(`entry row ${seq} is missing`);
+        if (size >= budget) break;
+        const body = row.body ?? this.#chunked(seq);
+        size += body.length;
+        out.push(body);
+      }
+    }
+    return out;
+  }
+
+  #chunked(seq: number): string {
+    const parts = this.#sql<{
+      data: ArrayBuffer;
+    }>`SELECT data FROM entry_chunks WHERE seq = ${seq} ORDER BY n`.toArray();
+    const bytes = new Uint8Array(parts.reduce((n, p) => n + p.data.byteLength, 0));
+    let offset = 0;
+    for (const part of parts) {
+      bytes.set(new Uint8Array(part.data), offset);
+      offset += part.data.byteLength;
+    }
+    return decoder.decode(bytes);
+  }
+
+  #entries(seqs: readonly number[], budget?: number): StoredEntry[] {
+    const bodies = this.#bodies(seqs, budget);
+    return bodies.map((body, i) => {
+      const entry = JSON.parse(body) as StoredEntry;
+      entry.seq = seqs[i] as number;
+      return entry;
+    });
+  }
+
+  getEntry(id: string): StoredEntry | undefined {
+    this.#require();
+    const node = this.#node(id);
+    return node && this.#entries([node.seq])[0];
+  }
+
+  /** A page of the entries with these seqs, in order. */
+  page(seqs: readonly number[]): EntryPage {
+    this.#require();
+    const entries = this.#entries(seqs, PAGE_CHARS);
+    return { entries, rest: seqs.slice(entries.length) };
+  }
+
+  entrySeqs(query: EntryQuery = {}): number[] {
+    this.#require();
+    const { after, limit, types } = entryPage(query);
+    const rows = types
+      ? this.#sql<{ seq: number }>`SELECT seq FROM entries
+          WHERE seq > ${after} AND type IN (SELECT value FROM json_each(${JSON.stringify([...types])}))
+          ORDER BY seq LIMIT ${limit}`
+      : this.#sql<{ seq: number }>`SELECT seq FROM entries WHERE seq > ${after} ORDER BY seq LIMIT ${limit}`;
+    return rows.toArray().map((r) => r.seq);
+  }
+
+  /** Seqs (with depths) from `seq` up towards the root, stopping below `minDepth`: ids only, no payloads. */
+  #walk(seq: number, minDepth = 0): Array<{ seq: number; depth: number }> {
+    return this.#sql<{ seq: number; depth: number }>`
+      WITH RECURSIVE path(seq, parent_seq, depth) AS (
+        SELECT seq, parent_seq, depth FROM entries WHERE seq = ${seq}
+        UNION ALL
+        SELECT e.seq, e.parent_seq, e.depth FROM path JOIN entries e ON e.seq = path.parent_seq
+        WHERE e.depth >= ${minDepth}
+      )
+      SELECT seq, depth FROM path`.toArray();
+  }
+
+  #start(leafId: string | null | undefined): string | null {
+    return leafId === undefined ? this.state.leafId : leafId;
+  }
+
+  /** Seqs of the path root → leaf (on a path, seq grows from parent to child). */
+  pathSeqs(leafId?: string | null): number[] {
+    const start = this.#start(leafId);
+    if (start === null) return [];
+    return this.#walk(this.#treeNode(start).seq)
+      .map((s) => s.seq)
+      .reverse();
+  }
+
+  /**
+   * The path buildContext needs: with a compaction, only its kept part (from `firstKeptEntryId`
+   * when that is on the path, else from the compaction) and the latest thinking, model and tools
+   * entries before it; without one, the whole path.
+   */
+  contextSeqs(leafId?: string | null): number[] {
+    const start = this.#start(leafId);
+    if (start === null) return [];
+    const leaf = this.#treeNode(start);
+    if (leaf.last_compaction === null) return this.pathSeqs(start);
+
+    const [compaction] = this.#entries([leaf.last_compaction]) as [StoredEntry<CompactionEntry>];
+    const compactionDepth = this.#sql<{
+      depth: number;
+    }>`SELECT depth FROM entries WHERE seq = ${leaf.last_compaction}`.one().depth;
+    let region = this.#walk(leaf.seq, compactionDepth);
+    const firstKept =
+      compaction.retainedTail || compaction.firstKeptEntryId === undefined
+        ? undefined
+        : this.#node(compaction.firstKeptEntryId);
+    if (firstKept && firstKept.depth !== null && firstKept.depth < compactionDepth) {
+      const wider = this.#walk(leaf.seq, firstKept.depth);
+      if (wider[wider.length - 1]?.seq === firstKept.seq) region = wider;
+    }
+    const seqs = new Set(region.map((s) => s.seq));
+    for (const seq of [leaf.last_thinking, leaf.last_model, leaf.last_tools]) if (seq !== null) seqs.add(seq);
+    return [...seqs].sort((a, b) => a - b);
+  }
+
+  treeRows(): { rows: TreeRow[]; labels: Record<string, string> } {
+    this.#require();
+    const rows: TreeRow[] = [];
+    for (const row of this.#sql<{
+      id: string;
+      parent_id: string | null;
+      type: string;
+      timestamp: string;
+      role: string | null;
+    }>`
+      SELECT id, parent_id, type, timestamp, role FROM entries WHERE type != 'leaf' ORDER BY seq`) {
+      const node: TreeRow = {
+        id: row.id,
+        parentId: row.parent_id,
+        type: row.type as TreeRow["type"],
+        timestamp: row.timestamp,
+      };
+      if (row.role !== null) node.role = row.role;
+      rows.push(node);
+    }
+    return { rows, labels: this.getLabels() };
+  }
+
+  getLabel(id: string): string | undefined {
+    this.#require();
+    return this.#sql<{ label: string }>`SELECT label FROM labels WHERE target_id = ${id}`.toArray()[0]?.label;
+  }
+
+  getLabels(): Record<string, string> {
+    this.#require();
+    const labels: Record<string, string> = {};
+    for (const row of this.#sql<{ target_id: string; label: string }>`SELECT target_id, label FROM labels`) {
+      labels[row.target_id] = row.label;
+    }
+    return labels;
+  }
+
+  getName(): string | undefined {
+    const state = this.state;
+    return sessionName(state.header, state.stats);
+  }
+
+  forkSource(targetId: string, position: LeafOptions["position"]): ForkSource {
+    const state = this.state;
+    const target = this.#node(targetId);
+    if (!target || target.type === "leaf") {
+      throw new SessionError("not_found", `entry ${targetId} does not exist`, { id: targetId });
+    }
+    let leafId: string | null = targetId;
+    if (position === "before") {
+      const [entry] = this.#entries([target.seq]);
+      if (entry?.type !== "message" || entry.message.role !== "user") {
+        throw new SessionError("invalid_request", 'position "before" applies to user messages only', {
+          id: targetId,
+        });
+      }
+      leafId = entry.parentId;
+    }
+    const seqs = this.pathSeqs(leafId);
+    const path: ForkPathEntry[] = [];
+    const rows = this.#sql<{ seq: number; id: string; type: string }>`
+      SELECT seq, id, type FROM entries WHERE seq IN (SELECT value FROM json_each(${JSON.stringify(seqs)})) ORDER BY seq`.toArray();
+    const named = rows.filter((r) => r.type === "label" || r.type === "session_info").map((r) => r.seq);
+    const payloads = new Map(this.#entries(named).map((e) => [e.seq, e]));
+    for (const row of rows) {
+      const entry = payloads.get(row.seq);
+      if (entry?.type === "label")
+        path.push({ id: row.id, type: row.type, targetId: entry.targetId, label: entry.label });
+      else if (entry?.type === "session_info") path.push({ id: row.id, type: row.type, name: entry.name });
+      else path.push({ id: row.id, type: row.type });
+    }
+    return { leafId, seqs, path, labels: this.getLabels(), header: state.header, name: this.getName() };
+  }
+
+  // --- writing ---
+
+  #view(): AppendView {
+    const state = this.state;
+    return {
+      leafId: state.leafId,
+      nextSeq: state.nextSeq,
+      ref: (id): EntryRef | undefined => {
+        const node = this.#node(id);
+        return node && { type: node.type, parentId: node.parent_id };
+      },
+      load: (id) => this.getEntry(id),
+    };
+  }
+
+  #write<T>(run: () => T): T {
+    const state = this.#live();
+    const before: SessionState = { ...state, stats: { ...state.stats } };
+    try {
+      return this.#storage.transactionSync(() => {
+        const result = run();
+        state.version++;
+        this
+          .#sql`UPDATE session SET leaf_id = ${state.leafId}, stats = ${JSON.stringify(state.stats)}, version = ${state.version}`;
+        return result;
+      });
+    } catch (error) {
+      // The transaction rolled back; so does the cached state.
+      this.#state = before;
+      throw error;
+    }
+  }
+
+  #apply(plan: Pick<AppendPlan, "writes" | "leafId">): void {
+    const state = this.#live();
+    this.#write(() => {
+      const pending = new Map<string, Node>();
+      for (const write of plan.writes) pending.set(write.entry.id, this.#insert(write, pending));
+      state.leafId = plan.leafId;
+      state.nextSeq += plan.writes.length;
+      state.stats.updatedAt = nowIso();
+    });
+  }
+
+  #insert({ entry, json, bytes }: PlannedWrite, pending: ReadonlyMap<string, Node>): Node {
+    const state = this.#live();
+    const seq = entry.seq;
+    const parent =
+      entry.parentId === null ? undefined : (pending.get(entry.parentId) ?? this.#node(entry.parentId));
+    let node: Node;
+    if (entry.type === "leaf") {
+      node = {
+        seq,
+        type: "leaf",
+        parent_id: null,
+        depth: null,
+        last_compaction: null,
+        last_thinking: null,
+        last_model: null,
+        last_tools: null,
+      };
+    } else {
+      const isModel =
+        entry.type === "model_change" || (entry.type === "message" && entry.message.role === "assistant");
+      node = {
+        seq,
+        type: entry.type,
+        parent_id: entry.parentId,
+        depth: parent ? (parent.depth ?? 0) + 1 : 0,
+        last_compaction: entry.type === "compaction" ? seq : (parent?.last_compaction ?? null),
+        last_thinking: entry.type === "thinking_level_change" ? seq : (parent?.last_thinking ?? null),
+        last_model: isModel ? seq : (parent?.last_model ?? null),
+        last_tools: entry.type === "active_tools_change" ? seq : (parent?.last_tools ?? null),
+      };
+    }
+    const parentSeq = parent?.seq ?? null;
+    const role = entry.type === "message" ? entry.message.role : null;
+    const inline = bytes <= INLINE_BYTES;
+    const chunks = inline ? 0 : Math.ceil(bytes / CHUNK_BYTES);
+    this.#sql`INSERT INTO entries (seq, id, parent_id, parent_seq, type, role, timestamp, depth,
+        last_compaction, last_thinking, last_model, last_tools, body, chunks)
+      VALUES (${seq}, ${entry.id}, ${node.parent_id}, ${parentSeq}, ${entry.type}, ${role}, ${entry.timestamp}, ${node.depth},
+        ${node.last_compaction}, ${node.last_thinking}, ${node.last_model}, ${node.last_tools},
+        ${inline ? json : null}, ${chunks})`;
+    if (!inline) {
+      const data = encoder.encode(json);
+      for (let n = 0; n < chunks; n++) {
+        const part = data.slice(n * CHUNK_BYTES, (n + 1) * CHUNK_BYTES);
+        this.#sql`INSERT INTO entry_chunks (seq, n, data) VALUES (${seq}, ${n}, ${part.buffer})`;
+      }
+    }
+    if (entry.type === "label") {
+      const label = nonBlank(entry.label);
+      if (label === undefined) this.#sql`DELETE FROM labels WHERE target_id = ${entry.targetId}`;
+      else this.#sql`INSERT OR REPLACE INTO labels (target_id, label) VALUES (${entry.targetId}, ${label})`;
+    }
+    applyEntryToStats(state.stats, entry);
+    return node;
+  }
+
+  appendEntries(
+    entries: readonly unknown[],
+    options: AppendOptions & { validated?: boolean } = {},
+  ): AppendResult {
+    const plan = planAppend(entries, this.#view(), options);
+    if (plan.writes.length > 0) this.#apply(plan);
+    return { entries: plan.entries, leafId: this.state.leafId, created: plan.writes.length > 0 };
+  }
+
+  importEntries(entries: readonly SessionEntry[]): void {
+    if (entries.length === 0) return;
+    this.#apply(planImport(entries, this.#view()));
+  }
+
+  setLeafId(targetId: string | null, options: LeafOptions = {}): StoredEntry<LeafEntry> {
+    const { write, leafId } = planLeafMove(targetId, this.#view(), options);
+    this.#apply({ writes: [write], leafId });
+    return write.entry;
+  }
+}

@@ -1,0 +1,33 @@
+/**
+ * `sql\`SELECT … WHERE id = ${id}\`` over a Durable Object's SQLite: the query reads as SQL and
+ * every interpolated value is a bound parameter, never spliced into the text.
+ */
+export type Sql = <T extends Record<string, SqlStorageValue> = Record<string, SqlStorageValue>>(
+  strings: TemplateStringsArray,
+  ...values: SqlStorageValue[]
+) => SqlStorageCursor<T>;
+
+export function sqlOf(storage: SqlStorage): Sql {
+  return (strings, ...values) => storage.exec(strings.join("?"), ...values);
+}
+
+/** Runs `statements` (a migration) one by one: `exec` takes a single statement with bindings. */
+export function execScript(storage: SqlStorage, script: string): void {
+  for (const statement of script.split(";")) {
+    if (statement.trim()) storage.exec(statement);
+  }
+}
+
+/**
+ * Applies the migrations not yet applied, in order, recording each version. `migrations[i]` takes
+ * the schema from version i to i + 1.
+ */
+export function migrate(storage: SqlStorage, migrations: readonly string[]): void {
+  storage.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+  const row = storage.exec<{ version: number }>("SELECT max(version) AS version FROM schema_version").one();
+  const current = row.version ?? 0;
+  for (let version = current; version < migrations.length; version++) {
+    execScript(storage, migrations[version] as string);
+    storage.exec("INSERT INTO schema_version (version) VALUES (?)", version + 1);
+  }
+}

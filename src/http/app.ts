@@ -1,0 +1,377 @@
+import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { z } from "zod";
+import type { EntryInput } from "../core";
+import { EntryInput as EntryInputSchema, Session, SessionError, treeToJson, zodDetails } from "../core";
+import { DurableRepo } from "../durable";
+import { authenticate } from "./auth";
+import { jsonBody } from "./body";
+import { docsPage } from "./docs";
+import type { AppEnv } from "./env";
+import { ErrorEnvelope, notFound, onError } from "./errors";
+import {
+  AppendBody,
+  AppendResponse,
+  BranchResponse,
+  ContextResponse,
+  CreateSessionBody,
+  EntriesPage,
+  EntriesQuery,
+  EntryIdParams,
+  ForkBody,
+  LeafQuery,
+  ListSessionsQuery,
+  MoveLeafBody,
+  MoveLeafResponse,
+  PatchSessionBody,
+  SessionIdParam,
+  SessionInfo,
+  SessionPage,
+  StoredEntry,
+  TreeResponse,
+} from "./schemas";
+
+/** `ETag` of a session: its leaf (`""` when it has none). */
+export function etag(leafId: string | null): string {
+  return `"${leafId ?? ""}"`;
+}
+
+/** The leaf an `If-Match` expects: undefined when absent or `*`, null for `""`. */
+export function expectedLeaf(header: string | undefined): string | null | undefined {
+  if (header === undefined || header.trim() === "*") return undefined;
+  const match = /^(?:W\/)?"([^"]*)"$/.exec(header.trim());
+  if (!match) throw new SessionError("invalid_request", 'If-Match must be one quoted leaf id, e.g. "0193…"');
+  return match[1] || null;
+}
+
+const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  content: { "application/json": { schema } },
+  description,
+});
+
+const errors = {
+  400: json(ErrorEnvelope, "invalid_request"),
+  401: json(ErrorEnvelope, "unauthorized"),
+  404: json(ErrorEnvelope, "not_found"),
+};
+
+const body = <T extends z.ZodType>(schema: T) => ({
+  content: { "application/json": { schema } },
+  required: true,
+});
+
+function repo(c: Context<AppEnv>): DurableRepo {
+  return new DurableRepo(c.env, c.get("caller").tenant);
+}
+
+function session(c: Context<AppEnv>, sid: string) {
+  return repo(c).storage(sid);
+}
+
+/** A batch is `{entries: [...]}`; anything with a `type` is one entry. */
+function isBatch(raw: unknown): raw is { entries: unknown[] } {
+  return typeof raw === "object" && raw !== null && !("type" in raw) && "entries" in raw;
+}
+
+/** A batch or a single entry, reported with the issues of the form that was sent. */
+function appendIssues(raw: unknown) {
+  if (isBatch(raw)) {
+    const batch = z.object({ entries: z.array(EntryInputSchema) }).safeParse(raw);
+    return batch.success ? [] : zodDetails(batch.error);
+  }
+  const single = EntryInputSchema.safeParse(raw);
+  return single.success ? [] : zodDetails(single.error);
+}
+
+export function createApp() {
+  const app = new OpenAPIHono<AppEnv>({
+    defaultHook: (result) => {
+      if (!result.success) {
+        throw new SessionError("invalid_request", `invalid ${result.target}`, zodDetails(result.error));
+      }
+    },
+  });
+  app.onError(onError);
+  app.notFound(notFound);
+
+  app.get("/healthz", (c) => c.json({ ok: true }));
+  app.get("/docs", (c) => c.html(docsPage("/v1/openapi.json")));
+  app.doc31("/v1/openapi.json", {
+    openapi: "3.1.0",
+    info: {
+      title: "cf-sessions",
+      version: "1",
+      description: "Persistent, branchable conversation history for LLM agents.",
+    },
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
+
+  app.use("/v1/sessions/*", authenticate, jsonBody);
+  app.use("/v1/sessions", authenticate, jsonBody);
+
+  const security = [{ bearer: [] }];
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/sessions",
+      summary: "Create a session",
+      security,
+      request: { body: { content: { "application/json": { schema: CreateSessionBody } }, required: false } },
+      responses: {
+        201: json(SessionInfo, "the new session"),
+        409: json(ErrorEnvelope, "already_exists"),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const info = await repo(c).createSession(c.req.valid("json") ?? {});
+      return c.json(info, 201, { ETag: etag(info.leafId) });
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/sessions",
+      summary: "List sessions, newest first",
+      security,
+      request: { query: ListSessionsQuery },
+      responses: { 200: json(SessionPage, "a page of sessions"), ...errors },
+    }),
+    async (c) => c.json(await repo(c).list(c.req.valid("query")), 200),
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/sessions/{sid}",
+      summary: "Describe a session",
+      security,
+      request: { params: SessionIdParam },
+      responses: { 200: json(SessionInfo, "the session; ETag is its leaf"), ...errors },
+    }),
+    async (c) => {
+      const info = await session(c, c.req.valid("param").sid).getInfo();
+      return c.json(info, 200, { ETag: etag(info.leafId) });
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "patch",
+      path: "/v1/sessions/{sid}",
+      summary: "Rename, or change the system prompt or metadata",
+      security,
+      request: { params: SessionIdParam, body: body(PatchSessionBody) },
+      responses: { 200: json(SessionInfo, "the session"), ...errors },
+    }),
+    async (c) => {
+      const storage = session(c, c.req.valid("param").sid);
+      const patch = c.req.valid("json");
+      if (patch.name !== undefined) await storage.appendEntry({ type: "session_info", name: patch.name });
+      if (patch.systemPrompt !== undefined || patch.metadata !== undefined) {
+        await storage.updateHeader({ systemPrompt: patch.systemPrompt, metadata: patch.metadata });
+      }
+      const info = await storage.getInfo();
+      return c.json(info, 200, { ETag: etag(info.leafId) });
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "delete",
+      path: "/v1/sessions/{sid}",
+      summary: "Delete a session",
+      security,
+      request: { params: SessionIdParam },
+      responses: { 204: { description: "deleted" }, ...errors },
+    }),
+    async (c) => {
+      await session(c, c.req.valid("param").sid).delete();
+      return c.body(null, 204);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/sessions/{sid}/entries",
+      summary: "Append an entry or an atomic batch",
+      description:
+        "Each entry's parent defaults to the leaf (in a batch, to the previous entry). Resending an entry with the same id and content is an idempotent replay (200).",
+      security,
+      request: {
+        params: SessionIdParam,
+        headers: z.object({
+          "if-match": z.string().optional().meta({ description: 'the expected leaf, "<leafId>"' }),
+        }),
+        body: body(AppendBody),
+      },
+      responses: {
+        201: json(AppendResponse, "appended"),
+        200: json(AppendResponse, "every entry was a replay; nothing written"),
+        409: json(ErrorEnvelope, "already_exists"),
+        412: json(ErrorEnvelope, "leaf_conflict"),
+        413: json(ErrorEnvelope, "entry_too_large / payload_too_large"),
+        422: json(ErrorEnvelope, "parent_not_found / invalid_tree"),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const input: unknown = c.req.valid("json");
+      const entries = (isBatch(input) ? input.entries : [input]) as EntryInput[];
+      const result = await session(c, c.req.valid("param").sid).appendEntries(entries, {
+        expectedLeafId: expectedLeaf(c.req.header("If-Match")),
+        validated: true,
+      });
+      return c.json({ entries: result.entries, leafId: result.leafId }, result.created ? 201 : 200, {
+        ETag: etag(result.leafId),
+      });
+    },
+    (result, c) => {
+      if (!result.success) {
+        if (result.target !== "json")
+          throw new SessionError("invalid_request", `invalid ${result.target}`, zodDetails(result.error));
+        return c.req.json().then((raw) => {
+          const details = appendIssues(raw);
+          throw new SessionError(
+            "invalid_request",
+            "invalid entry",
+            details.length > 0 ? details : zodDetails(result.error),
+          );
+        });
+      }
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/sessions/{sid}/entries",
+      summary: "Entries in append order, paged by seq",
+      security,
+      request: { params: SessionIdParam, query: EntriesQuery },
+      responses: { 200: json(EntriesPage, "a page of entries"), ...errors },
+    }),
+    async (c) => {
+      const { after, limit = 100, type } = c.req.valid("query");
+      const entries = await session(c, c.req.valid("param").sid).getEntries({ after, limit, type });
+      const last = entries[entries.length - 1];
+      return c.json({ entries, nextCursor: entries.length === limit && last ? String(last.seq) : null }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/sessions/{sid}/entries/{eid}",
+      summary: "One entry",
+      security,
+      request: { params: EntryIdParams },
+      responses: { 200: json(StoredEntry, "the entry"), ...errors },
+    }),
+    async (c) => {
+      const { sid, eid } = c.req.valid("param");
+      const entry = await session(c, sid).getEntry(eid);
+      if (!entry) throw new SessionError("not_found", `entry ${eid} does not exist`, { id: eid });
+      return c.json(entry, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/sessions/{sid}/branch",
+      summary: "The path root → leaf",
+      security,
+      request: { params: SessionIdParam, query: LeafQuery },
+      responses: { 200: json(BranchResponse, "the path"), ...errors },
+    }),
+    async (c) => {
+      const entries = await session(c, c.req.valid("param").sid).getBranch(c.req.valid("query").leafId);
+      return c.json({ entries }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/sessions/{sid}/tree",
+      summary: "The whole tree, without payloads",
+      security,
+      request: { params: SessionIdParam },
+      responses: { 200: json(TreeResponse, "the roots"), ...errors },
+    }),
+    async (c) => {
+      const roots = await session(c, c.req.valid("param").sid).getTree();
+      // Written without recursion: a tree may be a chain far deeper than JSON.stringify can go.
+      return c.body(`{"roots":${treeToJson(roots)}}`, 200, { "Content-Type": "application/json" }) as never;
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/sessions/{sid}/context",
+      summary: "What to send to a model from a leaf",
+      security,
+      request: { params: SessionIdParam, query: LeafQuery },
+      responses: { 200: json(ContextResponse, "the context"), ...errors },
+    }),
+    async (c) => {
+      const storage = session(c, c.req.valid("param").sid);
+      return c.json(await new Session(storage).buildContext({ leafId: c.req.valid("query").leafId }), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "put",
+      path: "/v1/sessions/{sid}/leaf",
+      summary: "Move the head",
+      security,
+      request: {
+        params: SessionIdParam,
+        headers: z.object({ "if-match": z.string().optional() }),
+        body: body(MoveLeafBody),
+      },
+      responses: {
+        200: json(MoveLeafResponse, "moved"),
+        412: json(ErrorEnvelope, "leaf_conflict"),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { targetId, position } = c.req.valid("json");
+      const record = await session(c, c.req.valid("param").sid).setLeafId(targetId, {
+        position,
+        expectedLeafId: expectedLeaf(c.req.header("If-Match")),
+      });
+      return c.json({ leafId: record.targetId }, 200, { ETag: etag(record.targetId) });
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/sessions/{sid}/fork",
+      summary: "A new session holding the path to an entry",
+      security,
+      request: { params: SessionIdParam, body: body(ForkBody) },
+      responses: {
+        201: json(SessionInfo, "the new session"),
+        409: json(ErrorEnvelope, "already_exists"),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { entryId, ...options } = c.req.valid("json");
+      const fork = await session(c, c.req.valid("param").sid).fork(entryId, options);
+      const info = await fork.getInfo();
+      return c.json(info, 201, { ETag: etag(info.leafId) });
+    },
+  );
+
+  return app;
+}

@@ -1,0 +1,59 @@
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { z } from "zod";
+import type { ErrorBody, ErrorCode } from "../core";
+import { ERROR_STATUS, newId, SessionError } from "../core";
+
+export const ErrorEnvelope = z
+  .object({
+    error: z.object({
+      code: z.enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]),
+      message: z.string(),
+      details: z.unknown().optional(),
+    }),
+  })
+  .meta({ id: "Error" });
+
+const codeOfStatus: Record<number, ErrorCode> = {
+  400: "invalid_request",
+  401: "unauthorized",
+  403: "forbidden",
+  404: "not_found",
+  413: "payload_too_large",
+  415: "unsupported_format",
+  429: "rate_limited",
+};
+
+export function errorResponse(c: Context, body: ErrorBody, headers?: Record<string, string>): Response {
+  return c.json({ error: body }, ERROR_STATUS[body.code] as ContentfulStatusCode, headers);
+}
+
+/**
+ * The one place failures become HTTP: a `SessionError` keeps its code; anything else is `internal`
+ * with a request id to find the log line, never a stack or a message from inside.
+ */
+export function onError(error: Error, c: Context): Response {
+  if (error instanceof SessionError) return errorResponse(c, error.toJSON());
+  if (error instanceof HTTPException && codeOfStatus[error.status]) {
+    return errorResponse(c, {
+      code: codeOfStatus[error.status] as ErrorCode,
+      message: error.message || "bad request",
+    });
+  }
+  const requestId = c.req.header("cf-ray") ?? newId();
+  console.error("request failed", {
+    requestId,
+    method: c.req.method,
+    path: new URL(c.req.url).pathname,
+    error: String(error),
+  });
+  return errorResponse(c, { code: "internal", message: "internal error", details: { requestId } });
+}
+
+export function notFound(c: Context): Response {
+  return errorResponse(c, {
+    code: "not_found",
+    message: `no route for ${c.req.method} ${new URL(c.req.url).pathname}`,
+  });
+}

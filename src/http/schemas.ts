@@ -1,0 +1,114 @@
+import { z } from "zod";
+import {
+  EntryInput,
+  EntryType,
+  Id,
+  MAX_BATCH_ENTRIES,
+  MAX_ENTRIES_PAGE,
+  MAX_SESSIONS_PAGE,
+  Metadata,
+  SessionEntry,
+  SessionInfo,
+  ThinkingLevel,
+} from "../core";
+
+/*
+ * Request and response bodies of the HTTP API, built from the core schemas: what is validated is
+ * what the OpenAPI document describes.
+ */
+
+export const SessionIdParam = z.object({ sid: Id.meta({ param: { name: "sid", in: "path" } }) });
+export const EntryIdParams = SessionIdParam.extend({ eid: Id.meta({ param: { name: "eid", in: "path" } }) });
+
+export const CreateSessionBody = z
+  .object({
+    id: Id.optional(),
+    name: z.string().optional(),
+    systemPrompt: z.string().optional(),
+    metadata: Metadata.optional(),
+  })
+  .strict();
+
+export const PatchSessionBody = z
+  .object({
+    name: z.string().optional().meta({ description: "appends a session_info entry; blank clears the name" }),
+    systemPrompt: z.string().nullable().optional().meta({ description: "null removes it" }),
+    metadata: Metadata.optional().meta({ description: "replaces the metadata" }),
+  })
+  .strict();
+
+export const ListSessionsQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(MAX_SESSIONS_PAGE).optional(),
+  cursor: z.string().optional(),
+  order: z.enum(["updated", "created"]).optional(),
+});
+
+export const SessionPage = z.object({ sessions: z.array(SessionInfo), nextCursor: z.string().nullable() });
+
+const StoredEntry = SessionEntry.and(z.object({ seq: z.number().int() })).meta({ id: "StoredEntry" });
+
+export const AppendBody = z
+  .union([EntryInput, z.object({ entries: z.array(EntryInput) })])
+  .meta({ description: `one entry, or a batch of 1 to ${MAX_BATCH_ENTRIES} entries appended atomically` });
+export const AppendResponse = z.object({ entries: z.array(StoredEntry), leafId: Id.nullable() });
+
+export const EntriesQuery = z.object({
+  after: z.coerce.number().int().min(0).optional().meta({ description: "a seq: entries after it" }),
+  limit: z.coerce.number().int().min(1).max(MAX_ENTRIES_PAGE).optional(),
+  type: z
+    .string()
+    .optional()
+    .meta({ description: "entry types, comma-separated" })
+    .transform((value, ctx) => {
+      if (value === undefined) return undefined;
+      const types = value.split(",").map((t) => t.trim());
+      for (const type of types) {
+        if (!EntryType.safeParse(type).success) {
+          ctx.addIssue({ code: "custom", message: `unknown entry type ${type}` });
+          return z.NEVER;
+        }
+      }
+      return types as EntryType[];
+    }),
+});
+export const EntriesPage = z.object({ entries: z.array(StoredEntry), nextCursor: z.string().nullable() });
+
+export const LeafQuery = z.object({ leafId: Id.optional() });
+export const BranchResponse = z.object({ entries: z.array(StoredEntry) });
+
+export const ContextResponse = z
+  .object({
+    systemPrompt: z.string(),
+    messages: z.array(z.record(z.string(), z.unknown())),
+    thinkingLevel: ThinkingLevel,
+    model: z.object({ provider: z.string(), modelId: z.string() }).nullable(),
+    activeToolNames: z.array(z.string()).nullable(),
+  })
+  .meta({ id: "SessionContext" });
+
+export const TreeResponse = z.object({
+  roots: z.array(z.record(z.string(), z.unknown())).meta({
+    description: "nodes {id, parentId, type, timestamp, role?, label?, children}",
+  }),
+});
+
+const Position = z.enum(["at", "before"]);
+
+export const MoveLeafBody = z
+  .object({
+    targetId: Id.nullable(),
+    position: Position.optional(),
+  })
+  .strict();
+export const MoveLeafResponse = z.object({ leafId: Id.nullable(), entry: StoredEntry.optional() });
+
+export const ForkBody = z
+  .object({
+    entryId: Id,
+    position: Position.optional(),
+    id: Id.optional(),
+    name: z.string().optional(),
+  })
+  .strict();
+
+export { SessionInfo, StoredEntry };

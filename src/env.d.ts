@@ -1,6 +1,9 @@
-// Types of the Worker's exports (what `ctx.exports` and the test pool's `exports` hold).
+// Types of the Worker's bindings (`env`) and exports (`ctx.exports`, the test pool's `exports`).
 declare namespace Cloudflare {
   interface GlobalProps {
     mainModule: typeof import("./worker");
+    durableNamespaces: "SessionObject" | "SessionDirectory";
   }
+  type WorkerEnv = import("./http/env").WorkerEnv;
+  interface Env extends WorkerEnv {}
 }

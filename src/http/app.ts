@@ -106,8 +106,8 @@ export function createApp() {
   });
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
 
+  // Matches /v1/sessions itself too.
   app.use("/v1/sessions/*", authenticate, jsonBody);
-  app.use("/v1/sessions", authenticate, jsonBody);
 
   const security = [{ bearer: [] }];
 

@@ -1,0 +1,75 @@
+import { exports } from "cloudflare:workers";
+import { expect } from "vitest";
+import { newId } from "../../src/core";
+
+export const KEY_A = "key-a";
+export const KEY_B = "key-b";
+export const KEY_A_READ = "key-a-read";
+
+export interface ApiOptions {
+  key?: string | null;
+  body?: unknown;
+  /** Sent as is (no JSON encoding). */
+  raw?: BodyInit;
+  headers?: Record<string, string>;
+}
+
+export interface ApiResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+/** A request to the worker under test, as tenant A unless another key (or `null`: none) is given. */
+export async function api<T = any>(
+  method: string,
+  path: string,
+  options: ApiOptions = {},
+): Promise<ApiResponse<T>> {
+  const headers: Record<string, string> = { ...options.headers };
+  const key = options.key === undefined ? KEY_A : options.key;
+  if (key !== null) headers.Authorization = `Bearer ${key}`;
+  let body: BodyInit | undefined = options.raw;
+  if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers["Content-Type"] ??= "application/json";
+  }
+  const res = await exports.default.fetch(`http://sessions.test${path}`, { method, headers, body });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {}
+  return { status: res.status, headers: res.headers, body: parsed as T, text };
+}
+
+export function sid(prefix = "s"): string {
+  return `${prefix}-${newId()}`;
+}
+
+export async function createSession(options: { key?: string; body?: Record<string, unknown> } = {}) {
+  const id = sid();
+  const res = await api("POST", "/v1/sessions", { key: options.key, body: { id, ...options.body } });
+  expect(res.status).toBe(201);
+  return id;
+}
+
+/** Asserts the error envelope and its code; never a stack. */
+export function expectError(res: ApiResponse, status: number, code: string) {
+  expect(res.status, res.text).toBe(status);
+  expect(res.body?.error?.code, res.text).toBe(code);
+  expect(typeof res.body.error.message).toBe("string");
+  expect(res.text).not.toMatch(/\n\s+at /);
+}
+
+export async function info(id: string, key?: string) {
+  const res = await api("GET", `/v1/sessions/${id}`, { key });
+  expect(res.status).toBe(200);
+  return res.body as { entryCount: number; leafId: string | null; [k: string]: unknown };
+}
+
+export const userMessage = (text: string) => ({
+  type: "message",
+  message: { role: "user", content: text, timestamp: 1_700_000_000_000 },
+});

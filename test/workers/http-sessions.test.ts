@@ -1,0 +1,246 @@
+import { describe, expect, it, vi } from "vitest";
+import { api, createSession, expectError, info, KEY_A_READ, KEY_B, sid, userMessage } from "./helpers";
+
+describe("service basics", () => {
+  it("answers /healthz without auth", async () => {
+    const res = await api("GET", "/healthz", { key: null });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ ok: true });
+  });
+
+  it("describes the API as OpenAPI and serves a page to browse it", async () => {
+    const spec = await api("GET", "/v1/openapi.json", { key: null });
+    expect(spec.status).toBe(200);
+    expect(spec.body.openapi).toBe("3.1.0");
+    for (const path of [
+      "/v1/sessions",
+      "/v1/sessions/{sid}",
+      "/v1/sessions/{sid}/entries",
+      "/v1/sessions/{sid}/entries/{eid}",
+      "/v1/sessions/{sid}/branch",
+      "/v1/sessions/{sid}/tree",
+      "/v1/sessions/{sid}/context",
+      "/v1/sessions/{sid}/leaf",
+      "/v1/sessions/{sid}/fork",
+    ]) {
+      expect(spec.body.paths[path], path).toBeDefined();
+    }
+    const entryBody =
+      spec.body.paths["/v1/sessions/{sid}/entries"].post.requestBody.content["application/json"].schema;
+    expect(JSON.stringify(entryBody)).toContain("compaction");
+    const docs = await api("GET", "/docs", { key: null });
+    expect(docs.status).toBe(200);
+    expect(docs.text).toContain("/v1/openapi.json");
+  });
+
+  it("answers an unknown route with a not_found envelope", async () => {
+    expectError(await api("GET", "/v2/nothing"), 404, "not_found");
+    expectError(await api("GET", "/v1/sessions/x/nothing"), 404, "not_found");
+  });
+});
+
+describe("auth", () => {
+  it("refuses requests without a key, with an unknown key, or a malformed header", async () => {
+    expectError(await api("GET", "/v1/sessions", { key: null }), 401, "unauthorized");
+    expectError(await api("GET", "/v1/sessions", { key: "nope" }), 401, "unauthorized");
+    expectError(
+      await api("GET", "/v1/sessions", { key: null, headers: { Authorization: "Basic abc" } }),
+      401,
+      "unauthorized",
+    );
+    expectError(await api("POST", "/v1/sessions", { key: null, body: {} }), 401, "unauthorized");
+  });
+
+  it("lets a read-only key read but not write", async () => {
+    const id = await createSession();
+    expect((await api("GET", `/v1/sessions/${id}`, { key: KEY_A_READ })).status).toBe(200);
+    expectError(
+      await api("POST", `/v1/sessions/${id}/entries`, { key: KEY_A_READ, body: userMessage("x") }),
+      403,
+      "forbidden",
+    );
+    expectError(await api("DELETE", `/v1/sessions/${id}`, { key: KEY_A_READ }), 403, "forbidden");
+    expect((await info(id)).entryCount).toBe(0);
+  });
+});
+
+describe("sessions", () => {
+  it("creates a session and describes it, with its leaf as ETag", async () => {
+    const id = sid();
+    const res = await api("POST", "/v1/sessions", {
+      body: { id, name: "demo", systemPrompt: "be brief", metadata: { owner: "x" } },
+    });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({
+      id,
+      name: "demo",
+      systemPrompt: "be brief",
+      metadata: { owner: "x" },
+      leafId: null,
+      entryCount: 0,
+      messageCount: 0,
+    });
+    expect(res.headers.get("ETag")).toBe('""');
+    const got = await api("GET", `/v1/sessions/${id}`);
+    expect(got.body).toEqual(res.body);
+  });
+
+  it("creates with a fresh id when none is given, and with no body at all", async () => {
+    const res = await api("POST", "/v1/sessions", { body: {} });
+    expect(res.status).toBe(201);
+    expect(res.body.id).toMatch(/^[0-9a-f-]{36}$/);
+    const bare = await api("POST", "/v1/sessions");
+    expect(bare.status).toBe(201);
+  });
+
+  it("refuses a taken id, a bad id and unknown fields, creating nothing", async () => {
+    const id = await createSession();
+    expectError(await api("POST", "/v1/sessions", { body: { id, name: "again" } }), 409, "already_exists");
+    expect((await info(id)).name).toBeUndefined();
+    expectError(await api("POST", "/v1/sessions", { body: { id: "has space" } }), 400, "invalid_request");
+    expectError(await api("POST", "/v1/sessions", { body: { id: "../../etc" } }), 400, "invalid_request");
+    const unknown = await api("POST", "/v1/sessions", { body: { id: sid(), colour: "red" } });
+    expectError(unknown, 400, "invalid_request");
+    expect(Array.isArray(unknown.body.error.details)).toBe(true);
+    expectError(await api("GET", `/v1/sessions/${"x".repeat(129)}`), 400, "invalid_request");
+  });
+
+  it("answers not_found for an unknown session on every route", async () => {
+    const id = sid("missing");
+    expectError(await api("GET", `/v1/sessions/${id}`), 404, "not_found");
+    expectError(await api("PATCH", `/v1/sessions/${id}`, { body: { name: "x" } }), 404, "not_found");
+    expectError(await api("DELETE", `/v1/sessions/${id}`), 404, "not_found");
+    expectError(
+      await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("x") }),
+      404,
+      "not_found",
+    );
+    expectError(await api("GET", `/v1/sessions/${id}/entries`), 404, "not_found");
+    expectError(await api("GET", `/v1/sessions/${id}/entries/abc`), 404, "not_found");
+    expectError(await api("GET", `/v1/sessions/${id}/branch`), 404, "not_found");
+    expectError(await api("GET", `/v1/sessions/${id}/tree`), 404, "not_found");
+    expectError(await api("GET", `/v1/sessions/${id}/context`), 404, "not_found");
+    expectError(await api("PUT", `/v1/sessions/${id}/leaf`, { body: { targetId: null } }), 404, "not_found");
+    expectError(await api("POST", `/v1/sessions/${id}/fork`, { body: { entryId: "abc" } }), 404, "not_found");
+  });
+
+  it("renames, changes the system prompt and replaces metadata", async () => {
+    const id = await createSession({ body: { systemPrompt: "old", metadata: { a: 1 } } });
+    const res = await api("PATCH", `/v1/sessions/${id}`, { body: { name: "renamed", metadata: { b: 2 } } });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      name: "renamed",
+      systemPrompt: "old",
+      metadata: { b: 2 },
+      entryCount: 1,
+    });
+    const cleared = await api("PATCH", `/v1/sessions/${id}`, { body: { systemPrompt: null } });
+    expect(cleared.body.systemPrompt).toBeUndefined();
+    const entries = await api("GET", `/v1/sessions/${id}/entries?type=session_info`);
+    expect(entries.body.entries.map((e: { name: string }) => e.name)).toEqual(["renamed"]);
+    expectError(await api("PATCH", `/v1/sessions/${id}`, { body: { name: 5 } }), 400, "invalid_request");
+  });
+
+  it("lists the tenant's sessions newest first, paged", async () => {
+    const ids = [await createSession(), await createSession(), await createSession()];
+    const first = await api("GET", "/v1/sessions?limit=2&order=created");
+    expect(first.status).toBe(200);
+    expect(first.body.sessions.length).toBe(2);
+    expect(typeof first.body.nextCursor).toBe("string");
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { body: { sessions: Array<{ id: string }>; nextCursor: string | null } } = await api(
+        "GET",
+        `/v1/sessions?limit=2&order=created${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+      );
+      seen.push(...page.body.sessions.map((s) => s.id));
+      cursor = page.body.nextCursor;
+    } while (cursor);
+    expect(seen.filter((id) => ids.includes(id))).toEqual([...ids].reverse());
+    expectError(await api("GET", "/v1/sessions?limit=0"), 400, "invalid_request");
+    expectError(await api("GET", "/v1/sessions?limit=201"), 400, "invalid_request");
+    expectError(await api("GET", "/v1/sessions?order=random"), 400, "invalid_request");
+    expectError(await api("GET", "/v1/sessions?cursor=%%%"), 400, "invalid_request");
+  });
+
+  it("keeps the listing current after writes", async () => {
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { entries: [userMessage("hello there"), userMessage("again")] },
+    });
+    await vi.waitFor(
+      async () => {
+        const res = await api("GET", "/v1/sessions?limit=200");
+        const listed = res.body.sessions.find((s: { id: string }) => s.id === id);
+        expect(listed).toMatchObject({ entryCount: 2, messageCount: 2, preview: "hello there" });
+        expect(res.body.sessions[0].id).toBe(id);
+      },
+      { timeout: 5000, interval: 50 },
+    );
+  });
+
+  it("deletes a session: every route answers not_found, it leaves the listing, and the id is free", async () => {
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("x") });
+    const res = await api("DELETE", `/v1/sessions/${id}`);
+    expect(res.status).toBe(204);
+    expectError(await api("GET", `/v1/sessions/${id}`), 404, "not_found");
+    expectError(await api("GET", `/v1/sessions/${id}/entries`), 404, "not_found");
+    expectError(await api("DELETE", `/v1/sessions/${id}`), 404, "not_found");
+    const listed = await api("GET", "/v1/sessions?limit=200");
+    expect(listed.body.sessions.map((s: { id: string }) => s.id)).not.toContain(id);
+    const again = await api("POST", "/v1/sessions", { body: { id } });
+    expect(again.status).toBe(201);
+    expect(again.body.entryCount).toBe(0);
+    // A late report from the deleted life of the id never brings the old session back.
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await info(id)).entryCount).toBe(0);
+  });
+});
+
+describe("tenancy", () => {
+  it("never lets one tenant read, list, write, fork or delete another's session", async () => {
+    const id = await createSession();
+    const entry = await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("secret") });
+    const eid = entry.body.entries[0].id;
+    expectError(await api("GET", `/v1/sessions/${id}`, { key: KEY_B }), 404, "not_found");
+    expectError(await api("GET", `/v1/sessions/${id}/entries/${eid}`, { key: KEY_B }), 404, "not_found");
+    expectError(await api("GET", `/v1/sessions/${id}/context`, { key: KEY_B }), 404, "not_found");
+    expectError(
+      await api("POST", `/v1/sessions/${id}/entries`, { key: KEY_B, body: userMessage("x") }),
+      404,
+      "not_found",
+    );
+    expectError(
+      await api("POST", `/v1/sessions/${id}/fork`, { key: KEY_B, body: { entryId: eid } }),
+      404,
+      "not_found",
+    );
+    expectError(await api("DELETE", `/v1/sessions/${id}`, { key: KEY_B }), 404, "not_found");
+    const listed = await api("GET", "/v1/sessions?limit=200", { key: KEY_B });
+    expect(listed.body.sessions.map((s: { id: string }) => s.id)).not.toContain(id);
+    // The same id is a separate session for tenant B.
+    expect((await api("POST", "/v1/sessions", { key: KEY_B, body: { id } })).status).toBe(201);
+    expect((await info(id, KEY_B)).entryCount).toBe(0);
+    expect((await info(id)).entryCount).toBe(1);
+  });
+});
+
+describe("local development tenant", () => {
+  const ctx = () =>
+    ({ waitUntil() {}, passThroughOnException() {}, props: {} }) as unknown as ExecutionContext;
+
+  it("serves loopback requests without a key as DEV_TENANT, and nothing else", async () => {
+    const { default: worker } = await import("../../src/worker");
+    const { env } = await import("cloudflare:workers");
+    const devEnv = { ...env, DEV_TENANT: "dev", API_KEYS: undefined };
+    const local = await worker.fetch(new Request("http://127.0.0.1:8787/v1/sessions"), devEnv, ctx());
+    expect(local.status).toBe(200);
+    const remote = await worker.fetch(new Request("https://sessions.example.com/v1/sessions"), devEnv, ctx());
+    expect(remote.status).toBe(401);
+    const deployed = { ...env, DEV_TENANT: undefined, API_KEYS: undefined };
+    const closed = await worker.fetch(new Request("http://127.0.0.1:8787/v1/sessions"), deployed, ctx());
+    expect(closed.status).toBe(401);
+  });
+});

@@ -288,7 +288,7 @@ export function planImport(inputs: readonly unknown[], view: AppendView): Append
     }
     const input = raw as SessionEntry;
     if (overlay.ref(input.id)) {
-      throw new SessionError("already_exists", `entry ${input.id} appears twice`, { id: input.id });
+      throw new SessionError("already_exists", `entry ${input.id} appears twice`, { id: input.id, index });
     }
     const pointsAt = input.type === "leaf" ? input.targetId : input.parentId;
     if (pointsAt !== null) {
@@ -298,6 +298,7 @@ export function planImport(inputs: readonly unknown[], view: AppendView): Append
         throw new SessionError(code, `entry ${input.id} points at ${pointsAt}, which does not exist`, {
           id: input.id,
           missing: pointsAt,
+          index,
         });
       }
     }

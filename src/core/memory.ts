@@ -4,7 +4,8 @@ import type { EntryInput, LeafEntry, SessionEntry, StoredEntry, TreeEntry } from
 import { SessionError } from "./errors";
 import type { ForkTargetHeader } from "./fork";
 import { forkStorage } from "./fork";
-import { isValidId, newId, nowIso } from "./ids";
+import { newSessionHeader, patchHeader } from "./header";
+import { nowIso } from "./ids";
 import type { SessionStats } from "./info";
 import {
   applyEntryToLabels,
@@ -14,7 +15,9 @@ import {
   sessionInfo,
   sessionName,
 } from "./info";
-import { DEFAULT_ENTRIES_PAGE, DEFAULT_SESSIONS_PAGE, MAX_ENTRIES_PAGE, MAX_SESSIONS_PAGE } from "./limits";
+import type { ImportedSession, ImportHeader } from "./interchange";
+import { writeImport } from "./interchange";
+import { entryPage, sessionsPageLimit } from "./paging";
 import { Session } from "./session";
 import type {
   AppendOptions,
@@ -37,52 +40,6 @@ import { buildTree } from "./tree";
 interface Row extends EntryRef {
   seq: number;
   json: string;
-}
-
-/** Checks shared by every backend for the arguments of an entry page. */
-export function entryPage(query: EntryQuery): { after: number; limit: number; types?: ReadonlySet<string> } {
-  const limit = query.limit ?? DEFAULT_ENTRIES_PAGE;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_ENTRIES_PAGE) {
-    throw new SessionError("invalid_request", `limit must be an integer from 1 to ${MAX_ENTRIES_PAGE}`);
-  }
-  const after = query.after ?? 0;
-  if (!Number.isSafeInteger(after) || after < 0) {
-    throw new SessionError("invalid_request", "after must be a non-negative integer (a seq)");
-  }
-  if (query.type === undefined) return { after, limit };
-  return { after, limit, types: new Set(typeof query.type === "string" ? [query.type] : query.type) };
-}
-
-export function sessionsPageLimit(options: ListOptions): number {
-  const limit = options.limit ?? DEFAULT_SESSIONS_PAGE;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_SESSIONS_PAGE) {
-    throw new SessionError("invalid_request", `limit must be an integer from 1 to ${MAX_SESSIONS_PAGE}`);
-  }
-  return limit;
-}
-
-export function newSessionHeader(
-  options: CreateSessionOptions & { parentSession?: SessionHeader["parentSession"] },
-) {
-  const id = options.id ?? newId();
-  if (!isValidId(id)) {
-    throw new SessionError("invalid_request", "session id must be 1-128 characters of A-Z a-z 0-9 . _ : -", {
-      id,
-    });
-  }
-  const header: SessionHeader = { id, createdAt: nowIso(), metadata: options.metadata ?? {} };
-  if (options.name !== undefined) header.name = options.name;
-  if (options.systemPrompt !== undefined) header.systemPrompt = options.systemPrompt;
-  if (options.parentSession) header.parentSession = options.parentSession;
-  return header;
-}
-
-export function patchHeader(header: SessionHeader, patch: HeaderPatch): SessionHeader {
-  const next: SessionHeader = { ...header };
-  if (patch.systemPrompt === null) delete next.systemPrompt;
-  else if (patch.systemPrompt !== undefined) next.systemPrompt = patch.systemPrompt;
-  if (patch.metadata !== undefined) next.metadata = patch.metadata;
-  return next;
 }
 
 /**
@@ -287,7 +244,7 @@ export class MemoryRepo implements SessionRepo {
   readonly #sessions = new Map<string, MemoryStorage>();
 
   /** @internal creates and registers a storage; used by `create` and by forks. */
-  createStorage(options: CreateSessionOptions | ForkTargetHeader): MemoryStorage {
+  createStorage(options: CreateSessionOptions | ForkTargetHeader | ImportHeader): MemoryStorage {
     const header = newSessionHeader(options);
     if (this.#sessions.has(header.id)) {
       throw new SessionError("already_exists", `session ${header.id} already exists`, { id: header.id });
@@ -324,6 +281,10 @@ export class MemoryRepo implements SessionRepo {
 
   async fork(id: string, targetId: string, options?: ForkOptions): Promise<Session> {
     return (await this.open(id)).fork(targetId, options);
+  }
+
+  async importSession(file: ImportedSession, options: { id?: string } = {}): Promise<Session> {
+    return new Session(await writeImport(file, options, async (header) => this.createStorage(header)));
   }
 
   async cleanup(): Promise<void> {}

@@ -6,6 +6,7 @@ import type {
   EntryQuery,
   ForkOptions,
   HeaderPatch,
+  ImportedSession,
   LeafEntry,
   LeafOptions,
   ListOptions,
@@ -30,6 +31,7 @@ import {
   SessionError,
   unwrap,
   withoutSeq,
+  writeImport,
 } from "../core";
 import type { DurableEnv } from "./env";
 import type { SessionObject } from "./session-object";
@@ -257,6 +259,15 @@ export class DurableRepo implements SessionRepo {
 
   async fork(id: string, targetId: string, options?: ForkOptions): Promise<Session> {
     return new Session(await this.storage(id).fork(targetId, options));
+  }
+
+  /** Writes an imported session in bounded batches and lists it once it is complete. */
+  async importSession(file: ImportedSession, options: { id?: string } = {}): Promise<Session> {
+    const storage = (await writeImport(file, options, (header) =>
+      this.initialize(newSessionHeader(header), false),
+    )) as DurableSessionStorage;
+    await storage.publish();
+    return new Session(storage);
   }
 
   async cleanup(): Promise<void> {}

@@ -2,10 +2,21 @@ import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { z } from "zod";
 import type { EntryInput } from "../core";
-import { EntryInput as EntryInputSchema, Session, SessionError, treeToJson, zodDetails } from "../core";
+import {
+  checkFormat,
+  EntryInput as EntryInputSchema,
+  exportNative,
+  exportPi,
+  parseNative,
+  parsePi,
+  Session,
+  SessionError,
+  treeToJson,
+  zodDetails,
+} from "../core";
 import { DurableRepo } from "../durable";
 import { authenticate } from "./auth";
-import { jsonBody } from "./body";
+import { jsonBody, readText } from "./body";
 import { docsPage } from "./docs";
 import type { AppEnv } from "./env";
 import { ErrorEnvelope, notFound, onError } from "./errors";
@@ -18,7 +29,9 @@ import {
   EntriesPage,
   EntriesQuery,
   EntryIdParams,
+  ExportQuery,
   ForkBody,
+  ImportQuery,
   LeafQuery,
   ListSessionsQuery,
   MoveLeafBody,
@@ -106,8 +119,8 @@ export function createApp() {
   });
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
 
-  // Matches /v1/sessions itself too.
-  app.use("/v1/sessions/*", authenticate, jsonBody);
+  // Matches /v1/sessions itself too. Imports are NDJSON and read their own body.
+  app.use("/v1/sessions/*", authenticate, jsonBody([IMPORT_PATH]));
 
   const security = [{ bearer: [] }];
 
@@ -373,5 +386,90 @@ export function createApp() {
     },
   );
 
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/sessions/{sid}/export",
+      summary: "Export a session as NDJSON (native or pi)",
+      security,
+      request: { params: SessionIdParam, query: ExportQuery },
+      responses: {
+        200: {
+          content: { "application/x-ndjson": { schema: z.string() } },
+          description: "a header line, then entries",
+        },
+        415: json(ErrorEnvelope, "unsupported_format"),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const format = checkFormat(c.req.valid("query").format);
+      const sid = c.req.valid("param").sid;
+      const session = new Session(repo(c).storage(sid));
+      const lines = format === "pi" ? exportPi(session) : exportNative(session);
+      // The header is read before answering, so a missing session is a 404, not a broken stream.
+      const first = await lines.next();
+      return new Response(ndjsonStream(first, lines), {
+        headers: {
+          "Content-Type": "application/x-ndjson; charset=utf-8",
+          "Content-Disposition": `attachment; filename="${sid}.jsonl"`,
+        },
+      }) as never;
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: IMPORT_PATH,
+      summary: "Import a session from NDJSON (native or pi)",
+      description:
+        "Keeps the file's session id unless it is taken (then a new one is chosen); an `id` given in the query that is taken is 409. A refused file names its line and imports nothing.",
+      security,
+      request: {
+        query: ImportQuery,
+        body: { content: { "application/x-ndjson": { schema: z.string() } }, required: true },
+      },
+      responses: {
+        201: json(SessionInfo, "the imported session"),
+        409: json(ErrorEnvelope, "already_exists"),
+        413: json(ErrorEnvelope, "payload_too_large"),
+        415: json(ErrorEnvelope, "unsupported_format"),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { format: formatName, id } = c.req.valid("query");
+      const format = checkFormat(formatName);
+      const text = await readText(c.req.raw);
+      const file = format === "pi" ? parsePi(text) : parseNative(text);
+      const session = await repo(c).importSession(file, id === undefined ? {} : { id });
+      const info = await session.getInfo();
+      return c.json(info, 201, { ETag: etag(info.leafId) });
+    },
+  );
+
   return app;
+}
+
+const IMPORT_PATH = "/v1/sessions/import";
+
+/** Streams NDJSON lines from an export, pulling the next page only when the client reads. */
+function ndjsonStream(
+  first: IteratorResult<string>,
+  rest: AsyncGenerator<string>,
+): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  let pending: IteratorResult<string> | undefined = first;
+  return new ReadableStream({
+    async pull(controller) {
+      const next = pending ?? (await rest.next());
+      pending = undefined;
+      if (next.done) controller.close();
+      else controller.enqueue(encoder.encode(next.value));
+    },
+    async cancel() {
+      await rest.return(undefined);
+    },
+  });
 }

@@ -112,3 +112,12 @@ export const ForkBody = z
   .strict();
 
 export { SessionInfo, StoredEntry };
+
+export const ExportQuery = z.object({
+  format: z.string().optional().meta({ description: "native (default) or pi" }),
+});
+
+export const ImportQuery = z.object({
+  format: z.string().optional().meta({ description: "native (default) or pi" }),
+  id: Id.optional().meta({ description: "the id to give the session (409 if taken)" }),
+});

@@ -1,0 +1,32 @@
+import { SessionError } from "./errors";
+import { isValidId, newId, nowIso } from "./ids";
+import type { CreateSessionOptions, HeaderPatch, SessionHeader } from "./storage";
+
+/** The header of a new session, its id checked (ids become object names and file paths). */
+export function newSessionHeader(
+  options: CreateSessionOptions & { parentSession?: SessionHeader["parentSession"]; createdAt?: string },
+) {
+  const id = options.id ?? newId();
+  if (!isValidId(id)) {
+    throw new SessionError("invalid_request", "session id must be 1-128 characters of A-Z a-z 0-9 . _ : -", {
+      id,
+    });
+  }
+  const header: SessionHeader = {
+    id,
+    createdAt: options.createdAt ?? nowIso(),
+    metadata: options.metadata ?? {},
+  };
+  if (options.name !== undefined) header.name = options.name;
+  if (options.systemPrompt !== undefined) header.systemPrompt = options.systemPrompt;
+  if (options.parentSession) header.parentSession = options.parentSession;
+  return header;
+}
+
+export function patchHeader(header: SessionHeader, patch: HeaderPatch): SessionHeader {
+  const next: SessionHeader = { ...header };
+  if (patch.systemPrompt === null) delete next.systemPrompt;
+  else if (patch.systemPrompt !== undefined) next.systemPrompt = patch.systemPrompt;
+  if (patch.metadata !== undefined) next.metadata = patch.metadata;
+  return next;
+}

@@ -1,0 +1,126 @@
+import type { AppendView } from "./append";
+import { planImport } from "./append";
+import type { SessionEntry } from "./entries";
+import { SessionError } from "./errors";
+import { newId } from "./ids";
+import { lineError } from "./ndjson";
+import type { Session } from "./session";
+import type { ParentSession, SessionStorage } from "./storage";
+
+/*
+ * What an import file holds once parsed and checked, whatever its format: the session's header,
+ * its entries in an order where every parent comes before its children, and where the head goes.
+ */
+
+export interface ImportHeader {
+  id: string;
+  createdAt: string;
+  name?: string;
+  systemPrompt?: string;
+  metadata: Record<string, unknown>;
+  parentSession?: ParentSession;
+}
+
+export interface ImportedSession {
+  header: ImportHeader;
+  entries: SessionEntry[];
+  leafId: string | null;
+}
+
+export type ImportFormat = "native" | "pi";
+export const IMPORT_FORMATS: readonly ImportFormat[] = ["native", "pi"];
+
+export function checkFormat(format: string | undefined): ImportFormat {
+  const value = format ?? "native";
+  if (!(IMPORT_FORMATS as readonly string[]).includes(value)) {
+    throw new SessionError("unsupported_format", `unknown format ${value}; use native or pi`, {
+      format: value,
+    });
+  }
+  return value as ImportFormat;
+}
+
+const emptyView: AppendView = { leafId: null, nextSeq: 1, ref: () => undefined, load: () => undefined };
+
+/**
+ * Checks entries as an import would write them (schema, unique ids, parents present and before
+ * their children, leaf records pointing at entries) and reports the first problem at its line.
+ */
+export function checkImportEntries(entries: readonly unknown[], lines: readonly number[]): SessionEntry[] {
+  if (entries.length === 0) return [];
+  try {
+    return planImport(entries, emptyView).entries.map(({ seq: _seq, ...entry }) => entry as SessionEntry);
+  } catch (error) {
+    if (!(error instanceof SessionError)) throw error;
+    const details = error.details;
+    let index: number | undefined;
+    if (Array.isArray(details)) index = details[0]?.path?.[0];
+    else if (details && typeof details === "object" && "index" in details)
+      index = (details as { index: number }).index;
+    const line = index === undefined ? undefined : lines[index];
+    if (line === undefined) throw error;
+    throw lineError(line, error.message, {
+      code: error.code,
+      ...(Array.isArray(details) ? { issues: details } : {}),
+    });
+  }
+}
+
+/** Where the head ends after writing `entries` in order (each entry, or a leaf record's target). */
+export function leafAfter(entries: readonly SessionEntry[]): string | null {
+  let leafId: string | null = null;
+  for (const entry of entries) leafId = entry.type === "leaf" ? entry.targetId : entry.id;
+  return leafId;
+}
+
+/** Splits entries into import calls of bounded count and size (RPC answers and arguments are capped). */
+export function* importBatches(entries: readonly SessionEntry[], maxCount = 500, maxChars = 8 * 1024 * 1024) {
+  let batch: SessionEntry[] = [];
+  let chars = 0;
+  for (const entry of entries) {
+    const size = JSON.stringify(entry).length;
+    if (batch.length > 0 && (batch.length >= maxCount || chars + size > maxChars)) {
+      yield batch;
+      batch = [];
+      chars = 0;
+    }
+    batch.push(entry);
+    chars += size;
+  }
+  if (batch.length > 0) yield batch;
+}
+
+/**
+ * Writes an imported session through `create` (which makes an empty session with the given header
+ * and fails with `already_exists` when the id is taken). The file's id is kept unless it is taken,
+ * then a new one is chosen; an explicit `id` that is taken is an error. All or nothing.
+ */
+export async function writeImport(
+  file: ImportedSession,
+  options: { id?: string },
+  create: (header: ImportHeader) => Promise<SessionStorage>,
+): Promise<SessionStorage> {
+  let storage: SessionStorage;
+  if (options.id !== undefined) storage = await create({ ...file.header, id: options.id });
+  else {
+    try {
+      storage = await create(file.header);
+    } catch (error) {
+      if (!(error instanceof SessionError) || error.code !== "already_exists") throw error;
+      storage = await create({ ...file.header, id: newId() });
+    }
+  }
+  try {
+    for (const batch of importBatches(file.entries)) await storage.importEntries(batch);
+    if (leafAfter(file.entries) !== file.leafId) await storage.setLeafId(file.leafId);
+    return storage;
+  } catch (error) {
+    await storage.delete().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Every entry of a session in append order, read page by page. */
+export async function* sessionEntries(session: Session): AsyncGenerator<SessionEntry> {
+  for await (const { seq: _seq, ...entry } of session.allEntries()) yield entry as SessionEntry;
+}

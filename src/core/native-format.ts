@@ -1,0 +1,77 @@
+import { z } from "zod";
+import { Id, Timestamp } from "./entries";
+import type { ImportedSession } from "./interchange";
+import { checkImportEntries, leafAfter, sessionEntries } from "./interchange";
+import { lineError, ndjsonLines, parseLine } from "./ndjson";
+import type { Session } from "./session";
+import { Metadata, ParentSession } from "./storage";
+
+/*
+ * The native interchange format: a header line, then every entry in append order (`leaf` records
+ * included), so an export imported again is the same session: ids, parents, timestamps, seq
+ * order, leaf, labels, name, metadata and context.
+ */
+
+export const NATIVE_FORMAT = "cf-session";
+export const NATIVE_VERSION = 1;
+
+const NativeHeader = z.object({
+  type: z.literal("session"),
+  format: z.literal(NATIVE_FORMAT),
+  version: z.literal(NATIVE_VERSION),
+  id: Id,
+  name: z.string().optional(),
+  createdAt: Timestamp,
+  systemPrompt: z.string().optional(),
+  metadata: Metadata.optional(),
+  parentSession: ParentSession.optional(),
+});
+
+/** The export of a session as NDJSON lines (each ending in a newline), read page by page. */
+export async function* exportNative(session: Session): AsyncGenerator<string> {
+  const header = await session.getHeader();
+  yield `${JSON.stringify({
+    type: "session",
+    format: NATIVE_FORMAT,
+    version: NATIVE_VERSION,
+    id: header.id,
+    name: header.name,
+    createdAt: header.createdAt,
+    systemPrompt: header.systemPrompt,
+    metadata: header.metadata,
+    parentSession: header.parentSession,
+  })}\n`;
+  for await (const entry of sessionEntries(session)) yield `${JSON.stringify(entry)}\n`;
+}
+
+export function parseNative(text: string): ImportedSession {
+  const lines = ndjsonLines(text);
+  const first = lines.next();
+  if (first.done) throw lineError(1, "empty file: expected a session header");
+  const parsed = NativeHeader.safeParse(parseLine(first.value));
+  if (!parsed.success) {
+    throw lineError(first.value.line, `not a ${NATIVE_FORMAT} version ${NATIVE_VERSION} header`, {
+      issues: parsed.error.issues.map((i) => ({ path: i.path, message: i.message })),
+    });
+  }
+  const raw: unknown[] = [];
+  const numbers: number[] = [];
+  for (const line of lines) {
+    raw.push(parseLine(line));
+    numbers.push(line.line);
+  }
+  const entries = checkImportEntries(raw, numbers);
+  const { name, systemPrompt, parentSession, metadata } = parsed.data;
+  return {
+    header: {
+      id: parsed.data.id,
+      createdAt: parsed.data.createdAt,
+      metadata: metadata ?? {},
+      ...(name === undefined ? {} : { name }),
+      ...(systemPrompt === undefined ? {} : { systemPrompt }),
+      ...(parentSession === undefined ? {} : { parentSession }),
+    },
+    entries,
+    leafId: leafAfter(entries),
+  };
+}

@@ -1,0 +1,344 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  migrateSessionEntries,
+  parseSessionEntries,
+  buildSessionContext as piBuildSessionContext,
+  SessionManager,
+} from "@mariozechner/pi-coding-agent";
+import { describe, expect, it } from "vitest";
+import type { Session } from "../../src/core";
+import { exportNative, exportPi, MemoryRepo, parseNative, parsePi, SessionError } from "../../src/core";
+import { assistant, toolResult, user } from "../conformance/fixtures";
+import { expectCode } from "../conformance/storage";
+
+async function text(lines: AsyncIterable<string>): Promise<string> {
+  let out = "";
+  for await (const line of lines) out += line;
+  return out;
+}
+
+/** A pi session file as pi writes it: the header, then every entry in append order. */
+function piFile(manager: SessionManager): string {
+  return `${[manager.getHeader(), ...manager.getEntries()].map((e) => JSON.stringify(e)).join("\n")}\n`;
+}
+
+type Shape = (pi: SessionManager) => void;
+
+const shapes: Record<string, Shape> = {
+  "a linear conversation with model and thinking changes": (pi) => {
+    pi.appendModelChange("anthropic", "claude-sonnet");
+    pi.appendThinkingLevelChange("high");
+    pi.appendMessage(user("read the file"));
+    pi.appendMessage(
+      assistant("calling", { toolCalls: [{ id: "c1", name: "read", arguments: { path: "a.ts" } }] }),
+    );
+    pi.appendMessage(toolResult("c1", "read", "contents"));
+    pi.appendMessage(assistant("done", { provider: "openai", model: "gpt-5" }));
+    pi.appendThinkingLevelChange("low");
+  },
+  "branches, labels and a branch summary": (pi) => {
+    const q = pi.appendMessage(user("question"));
+    const a1 = pi.appendMessage(assistant("first"));
+    pi.appendLabelChange(a1, "first try");
+    pi.appendMessage(user("follow-up"));
+    pi.branch(q);
+    pi.appendMessage(assistant("second"));
+    pi.appendLabelChange(q, "root question");
+    pi.branchWithSummary(a1, "we tried a follow-up and came back");
+    pi.appendMessage(user("after the summary"));
+    pi.appendLabelChange(a1, undefined);
+  },
+  "compactions, chained": (pi) => {
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) ids.push(pi.appendMessage(i % 2 ? assistant(`a${i}`) : user(`u${i}`)));
+    pi.appendCompaction("first summary", ids[2] as string, 1234, { readFiles: ["x"] });
+    const more: string[] = [];
+    for (let i = 6; i < 10; i++) more.push(pi.appendMessage(i % 2 ? assistant(`a${i}`) : user(`u${i}`)));
+    pi.appendCompaction("second summary", more[1] as string, 2345);
+    pi.appendMessage(user("after"));
+  },
+  "custom entries, custom messages and a session name": (pi) => {
+    pi.appendSessionInfo("my session");
+    pi.appendCustomEntry("state", { step: 1 });
+    pi.appendCustomMessageEntry("note", "remember this", true);
+    pi.appendCustomMessageEntry("note", [{ type: "text", text: "hidden" }], false, { extra: 1 });
+    pi.appendMessage(user("hello"));
+    pi.appendMessage({
+      role: "bashExecution",
+      command: "ls",
+      output: "a",
+      exitCode: 0,
+      cancelled: false,
+      truncated: false,
+      timestamp: 5,
+    } as never);
+    pi.appendSessionInfo("");
+  },
+  "a compaction whose kept entry is on another branch": (pi) => {
+    const a = pi.appendMessage(user("a"));
+    const b = pi.appendMessage(assistant("b"));
+    pi.branch(a);
+    pi.appendMessage(assistant("c"));
+    pi.appendCompaction("summary", b, 99);
+    pi.appendMessage(user("d"));
+  },
+};
+
+function expectSameAsPi(
+  ours: Awaited<ReturnType<Session["buildContext"]>>,
+  pi: ReturnType<typeof piBuildSessionContext>,
+) {
+  expect(ours.messages).toEqual(pi.messages);
+  expect(ours.thinkingLevel).toBe(pi.thinkingLevel);
+  expect(ours.model).toEqual(pi.model);
+}
+
+describe("pi sessions", () => {
+  for (const [name, shape] of Object.entries(shapes)) {
+    it(`builds the same context as pi for every entry: ${name}`, async () => {
+      const manager = SessionManager.inMemory("/work/project");
+      shape(manager);
+      const file = piFile(manager);
+      const session = await new MemoryRepo().importSession(parsePi(file));
+      const entries = manager.getEntries();
+      expect(await session.getLeafId()).toBe(entries[entries.length - 1]?.id);
+      expectSameAsPi(await session.buildContext(), piBuildSessionContext(entries));
+      for (const entry of entries) {
+        expectSameAsPi(
+          await session.buildContext({ leafId: entry.id }),
+          piBuildSessionContext(entries, entry.id),
+        );
+        expect(await session.getLabel(entry.id)).toBe(manager.getLabel(entry.id));
+      }
+      expect(await session.getName()).toBe(manager.getSessionName());
+    });
+  }
+
+  it("exports version 3 with the head last, which pi opens to the same context", async () => {
+    const manager = SessionManager.inMemory("/work/project");
+    shapes["branches, labels and a branch summary"]?.(manager);
+    const session = await new MemoryRepo().importSession(parsePi(piFile(manager)));
+    const entries = manager.getEntries();
+    const middle = entries[1]?.id as string;
+    await session.setLeafId(middle);
+    const exported = await text(exportPi(session));
+    const lines = exported
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(lines[0]).toMatchObject({ type: "session", version: 3, id: session.id, cwd: "/work/project" });
+    expect(lines[lines.length - 1].id).toBe(middle);
+    expect(lines.some((l) => l.type === "leaf")).toBe(false);
+
+    const dir = mkdtempSync(join(tmpdir(), "pi-export-"));
+    try {
+      const path = join(dir, "session.jsonl");
+      writeFileSync(path, exported);
+      const reopened = SessionManager.open(path, dir);
+      expect(reopened.getLeafId()).toBe(middle);
+      expectSameAsPi(await session.buildContext(), reopened.buildSessionContext());
+      // And back again: our own pi export imports to the same head and context.
+      const again = await new MemoryRepo().importSession(parsePi(exported));
+      expect(await again.getLeafId()).toBe(middle);
+      expect((await again.buildContext()).messages).toEqual((await session.buildContext()).messages);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("migrates version 1 files as pi does (ids chain in order, firstKeptEntryIndex)", async () => {
+    const v1 = [
+      {
+        type: "session",
+        id: "0190aaaa-0000-7000-8000-000000000001",
+        timestamp: "2025-01-01T00:00:00.000Z",
+        cwd: "/p",
+      },
+      { type: "message", timestamp: "2025-01-01T00:00:01.000Z", message: user("one") },
+      { type: "message", timestamp: "2025-01-01T00:00:02.000Z", message: assistant("two") },
+      { type: "message", timestamp: "2025-01-01T00:00:03.000Z", message: user("three") },
+      {
+        type: "compaction",
+        timestamp: "2025-01-01T00:00:04.000Z",
+        summary: "S",
+        tokensBefore: 10,
+        firstKeptEntryIndex: 2,
+      },
+      { type: "message", timestamp: "2025-01-01T00:00:05.000Z", message: assistant("four") },
+    ];
+    const file = `${v1.map((e) => JSON.stringify(e)).join("\n")}\n`;
+    const session = await new MemoryRepo().importSession(parsePi(file));
+    const piEntries = parseSessionEntries(file);
+    migrateSessionEntries(piEntries);
+    const piContext = piBuildSessionContext(piEntries.slice(1) as never);
+    expectSameAsPi(await session.buildContext(), piContext);
+    const branch = await session.getBranch();
+    expect(branch.map((e) => e.parentId)).toEqual([
+      null,
+      branch[0]?.id,
+      branch[1]?.id,
+      branch[2]?.id,
+      branch[3]?.id,
+    ]);
+    expect(branch[3]).toMatchObject({ type: "compaction", firstKeptEntryId: branch[1]?.id });
+    expect("firstKeptEntryIndex" in (branch[3] as object)).toBe(false);
+  });
+
+  it("migrates version 2 files as pi does (hookMessage becomes custom)", async () => {
+    const v2 = [
+      {
+        type: "session",
+        version: 2,
+        id: "0190aaaa-0000-7000-8000-000000000002",
+        timestamp: "2025-01-01T00:00:00.000Z",
+        cwd: "/p",
+      },
+      {
+        type: "message",
+        id: "aaaa0001",
+        parentId: null,
+        timestamp: "2025-01-01T00:00:01.000Z",
+        message: user("one"),
+      },
+      {
+        type: "message",
+        id: "aaaa0002",
+        parentId: "aaaa0001",
+        timestamp: "2025-01-01T00:00:02.000Z",
+        message: { role: "hookMessage", customType: "h", content: "hi", display: true, timestamp: 3 },
+      },
+    ];
+    const file = v2.map((e) => JSON.stringify(e)).join("\n");
+    const session = await new MemoryRepo().importSession(parsePi(file));
+    const piEntries = parseSessionEntries(file);
+    migrateSessionEntries(piEntries);
+    expectSameAsPi(await session.buildContext(), piBuildSessionContext(piEntries.slice(1) as never));
+    expect(
+      (await session.getEntry("aaaa0002"))?.type === "message" && (await session.getEntry("aaaa0002")),
+    ).toMatchObject({
+      message: { role: "custom" },
+    });
+  });
+});
+
+describe("native format", () => {
+  it("reproduces a session exactly: ids, parents, timestamps, seq order, leaf, labels, name, metadata, context", async () => {
+    const repo = new MemoryRepo();
+    const source = await repo.create({
+      id: "native-src",
+      name: "first name",
+      systemPrompt: "sys",
+      metadata: { team: "x" },
+    });
+    const q = await source.appendMessage(user("q"));
+    const a = await source.appendMessage(assistant("a"));
+    await source.appendLabel(a, "keep");
+    await source.appendMessage(assistant("alt"), { parentId: q });
+    await source.appendSessionName("second name");
+    await source.appendCompaction({ summary: "S", tokensBefore: 5, firstKeptEntryId: q });
+    await source.setLeafId(a);
+    await source.appendThinkingLevelChange("medium");
+
+    const exported = await text(exportNative(source));
+    const target = new MemoryRepo();
+    const copy = await target.importSession(parseNative(exported));
+    expect(copy.id).toBe("native-src");
+    expect(await copy.getEntries({ limit: 1000 })).toEqual(await source.getEntries({ limit: 1000 }));
+    const [ours, theirs] = [await copy.getInfo(), await source.getInfo()];
+    expect({ ...ours, updatedAt: "" }).toEqual({ ...theirs, updatedAt: "" });
+    expect(await copy.storage.getLabels()).toEqual(await source.storage.getLabels());
+    expect(await copy.buildContext()).toEqual(await source.buildContext());
+    expect(await text(exportNative(copy))).toBe(exported);
+  });
+
+  it("takes a new id when the file's is taken, and refuses a chosen id that is taken", async () => {
+    const repo = new MemoryRepo();
+    const source = await repo.create({ id: "taken" });
+    await source.appendMessage(user("x"));
+    const file = parseNative(await text(exportNative(source)));
+    const copy = await repo.importSession(file);
+    expect(copy.id).not.toBe("taken");
+    expect((await copy.getInfo()).entryCount).toBe(1);
+    await expectCode(repo.importSession(file, { id: "taken" }), "already_exists");
+    const chosen = await repo.importSession(file, { id: "chosen" });
+    expect(chosen.id).toBe("chosen");
+  });
+});
+
+describe("refused files", () => {
+  const header = JSON.stringify({
+    type: "session",
+    format: "cf-session",
+    version: 1,
+    id: "bad",
+    createdAt: "2025-01-01T00:00:00.000Z",
+  });
+  const entry = (id: string, parentId: string | null) =>
+    JSON.stringify({
+      type: "message",
+      id,
+      parentId,
+      timestamp: "2025-01-01T00:00:00.000Z",
+      message: user(id),
+    });
+
+  const cases: Array<[string, () => unknown, number]> = [
+    ["an empty file", () => parseNative(""), 1],
+    ["a missing header", () => parseNative(entry("a", null)), 1],
+    ["an unknown native version", () => parseNative(header.replace('"version":1', '"version":9')), 1],
+    [
+      "a truncated last line",
+      () => parseNative(`${header}\n${entry("a", null)}\n${entry("b", "a").slice(0, 30)}`),
+      3,
+    ],
+    ["invalid JSON in the middle", () => parseNative(`${header}\n{oops\n${entry("a", null)}`), 2],
+    ["a duplicate id", () => parseNative(`${header}\n${entry("a", null)}\n${entry("a", null)}`), 3],
+    ["a dangling parent", () => parseNative(`${header}\n${entry("a", null)}\n\n${entry("b", "zzz")}`), 4],
+    [
+      "an invalid entry",
+      () =>
+        parseNative(
+          `${header}\n{"type":"message","id":"x","parentId":null,"timestamp":"2025-01-01T00:00:00Z","message":{"role":"user","content":1,"timestamp":1}}`,
+        ),
+      2,
+    ],
+    ["a pi file without header", () => parsePi(entry("a", null)), 1],
+    [
+      "an unknown pi version",
+      () => parsePi('{"type":"session","version":4,"id":"x","timestamp":"2025-01-01T00:00:00Z","cwd":""}'),
+      1,
+    ],
+    [
+      "an unknown pi entry type",
+      () =>
+        parsePi(
+          `{"type":"session","version":3,"id":"x","timestamp":"2025-01-01T00:00:00Z","cwd":""}\n{"type":"mystery","id":"a","parentId":null}`,
+        ),
+      2,
+    ],
+    [
+      "a dangling pi parent",
+      () =>
+        parsePi(
+          `{"type":"session","version":3,"id":"x","timestamp":"2025-01-01T00:00:00Z","cwd":""}\n${entry("a", null)}\n${entry("b", "nope")}`,
+        ),
+      3,
+    ],
+  ];
+  for (const [name, parse, line] of cases) {
+    it(`refuses ${name}, naming line ${line}`, () => {
+      let caught: unknown;
+      try {
+        parse();
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught).toBeInstanceOf(SessionError);
+      expect((caught as SessionError).code).toBe("invalid_request");
+      expect((caught as SessionError).message).toMatch(new RegExp(`^line ${line}:`));
+      expect((caught as SessionError).details).toMatchObject({ line });
+    });
+  }
+});

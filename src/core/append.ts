@@ -223,17 +223,19 @@ export function checkExpectedLeaf(
   }
 }
 
-/** Where `position` puts the head for a target (SPEC §4, Leaf). */
-export function resolvePosition(
+/**
+ * Where `position` puts the head for a target (SPEC §4, Leaf): the target itself, or for
+ * `before` on a user message its parent. `target` is the loaded entry (undefined if missing).
+ */
+export function headFor(
   targetId: string | null,
-  position: Position | undefined,
-  load: (id: string) => StoredEntry | undefined,
+  target: StoredEntry | undefined,
+  position?: Position,
 ): string | null {
   if (targetId === null) {
     if (position === "before") throw new SessionError("invalid_request", 'position "before" needs a target');
     return null;
   }
-  const target = load(targetId);
   if (!target || target.type === "leaf") {
     throw new SessionError("not_found", `entry ${targetId} does not exist`, { id: targetId });
   }
@@ -256,7 +258,7 @@ export function planLeafMove(
   view: AppendView,
   options: { position?: Position; expectedLeafId?: string | null } = {},
 ): LeafPlan {
-  const leafId = resolvePosition(targetId, options.position, (id) => view.load(id));
+  const leafId = headFor(targetId, targetId === null ? undefined : view.load(targetId), options.position);
   checkExpectedLeaf(view, options.expectedLeafId);
   const entry: LeafEntry = {
     type: "leaf",

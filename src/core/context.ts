@@ -143,14 +143,25 @@ export function buildSessionContext(
   const transforms = options.transforms ?? [defaultContextEntryTransform];
   let entries: readonly TreeEntry[] = path;
   for (const transform of transforms) entries = transform(entries);
-  const compactionId = latestCompaction(path)?.id;
+  return {
+    systemPrompt: options.systemPrompt ?? options.sessionSystemPrompt ?? "",
+    messages: projectEntries(entries, latestCompaction(path)?.id, options),
+    ...deriveState(path),
+  };
+}
+
+/**
+ * The messages entries project to (SPEC §3). Only the compaction `compactionId` projects (with its
+ * retained tail); any other compaction projects to nothing.
+ */
+export function projectEntries(
+  entries: readonly TreeEntry[],
+  compactionId: string | undefined,
+  options: Pick<BuildContextOptions, "entryProjectors"> = {},
+): AgentMessage[] {
   const messages: AgentMessage[] = [];
   entries.forEach((entry, index) => {
     for (const message of projectEntry(entry, index, entries, compactionId, options)) messages.push(message);
   });
-  return {
-    systemPrompt: options.systemPrompt ?? options.sessionSystemPrompt ?? "",
-    messages,
-    ...deriveState(path),
-  };
+  return messages;
 }

@@ -1,6 +1,6 @@
+import { headFor } from "./append";
 import type { EntryInput, StoredEntry, TreeEntry } from "./entries";
 import { withoutSeq } from "./entries";
-import { SessionError } from "./errors";
 import { nonBlank } from "./info";
 import type { ForkOptions, ParentSession, SessionHeader, SessionStorage } from "./storage";
 
@@ -62,25 +62,6 @@ export function forkExtras(
   return extras;
 }
 
-/** Resolves a fork target: `before` on a user message forks at its parent. */
-export async function resolveForkTarget(
-  source: SessionStorage,
-  targetId: string,
-  position: ForkOptions["position"],
-): Promise<string | null> {
-  const target = await source.getEntry(targetId);
-  if (!target || target.type === "leaf") {
-    throw new SessionError("not_found", `entry ${targetId} does not exist`, { id: targetId });
-  }
-  if (position !== "before") return target.id;
-  if (target.type !== "message" || target.message.role !== "user") {
-    throw new SessionError("invalid_request", 'position "before" applies to user messages only', {
-      id: targetId,
-    });
-  }
-  return target.parentId;
-}
-
 export interface ForkTargetHeader {
   id?: string;
   name?: string;
@@ -99,7 +80,7 @@ export async function forkStorage(
   options: ForkOptions,
   create: (header: ForkTargetHeader) => Promise<SessionStorage>,
 ): Promise<SessionStorage> {
-  const resolved = await resolveForkTarget(source, targetId, options.position);
+  const resolved = headFor(targetId, await source.getEntry(targetId), options.position);
   const path: StoredEntry<TreeEntry>[] = resolved === null ? [] : await source.getBranch(resolved);
   const header: SessionHeader = await source.getHeader();
   const name = options.name ?? (await source.getName());

@@ -1,4 +1,6 @@
 export * from "./append";
+export * from "./compact-session";
+export * from "./compaction";
 export * from "./context";
 export * from "./entries";
 export * from "./errors";
@@ -17,4 +19,6 @@ export * from "./paging";
 export * from "./pi-format";
 export * from "./session";
 export * from "./storage";
+export * from "./summarizers";
+export * from "./tokens";
 export * from "./tree";

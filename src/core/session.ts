@@ -1,3 +1,5 @@
+import type { CompactOptions, NavigateOptions, NavigateResult } from "./compact-session";
+import { compactSession, navigateTree } from "./compact-session";
 import type { BuildContextOptions, SessionContext } from "./context";
 import { buildSessionContext } from "./context";
 import type {
@@ -199,6 +201,16 @@ export class Session {
 
   appendSessionName(name: string, options?: EntryOptions): Promise<string> {
     return this.append("session_info", { name }, options);
+  }
+
+  /** Compacts the current branch (see `compactSession`). */
+  compact(options?: CompactOptions): Promise<StoredEntry<CompactionEntry>> {
+    return compactSession(this, options);
+  }
+
+  /** Moves the head, optionally summarizing the branch left (see `navigateTree`). */
+  navigate(targetId: string | null, options?: NavigateOptions): Promise<NavigateResult> {
+    return navigateTree(this, targetId, options);
   }
 
   async fork(targetId: string, options?: ForkOptions): Promise<Session> {

@@ -22,6 +22,7 @@ import type {
 import {
   applyEntryToStats,
   entryPage,
+  headFor,
   nonBlank,
   nowIso,
   patchHeader,

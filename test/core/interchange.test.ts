@@ -8,7 +8,7 @@ import {
   SessionManager,
 } from "@mariozechner/pi-coding-agent";
 import { describe, expect, it } from "vitest";
-import type { Session } from "../../src/core";
+import type { AgentMessage, Session } from "../../src/core";
 import { exportNative, exportPi, MemoryRepo, parseNative, parsePi, SessionError } from "../../src/core";
 import { assistant, toolResult, user } from "../conformance/fixtures";
 import { expectCode } from "../conformance/storage";
@@ -24,7 +24,9 @@ function piFile(manager: SessionManager): string {
   return `${[manager.getHeader(), ...manager.getEntries()].map((e) => JSON.stringify(e)).join("\n")}\n`;
 }
 
-type Shape = (pi: SessionManager) => void;
+/** pi's manager, taking our message type (the same shapes, typed more loosely). */
+type Pi = Omit<SessionManager, "appendMessage"> & { appendMessage(message: AgentMessage): string };
+type Shape = (pi: Pi) => void;
 
 const shapes: Record<string, Shape> = {
   "a linear conversation with model and thinking changes": (pi) => {
@@ -99,7 +101,7 @@ describe("pi sessions", () => {
   for (const [name, shape] of Object.entries(shapes)) {
     it(`builds the same context as pi for every entry: ${name}`, async () => {
       const manager = SessionManager.inMemory("/work/project");
-      shape(manager);
+      shape(manager as unknown as Pi);
       const file = piFile(manager);
       const session = await new MemoryRepo().importSession(parsePi(file));
       const entries = manager.getEntries();
@@ -118,7 +120,7 @@ describe("pi sessions", () => {
 
   it("exports version 3 with the head last, which pi opens to the same context", async () => {
     const manager = SessionManager.inMemory("/work/project");
-    shapes["branches, labels and a branch summary"]?.(manager);
+    shapes["branches, labels and a branch summary"]?.(manager as unknown as Pi);
     const session = await new MemoryRepo().importSession(parsePi(piFile(manager)));
     const entries = manager.getEntries();
     const middle = entries[1]?.id as string;

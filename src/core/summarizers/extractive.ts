@@ -1,0 +1,83 @@
+import type { AgentMessage } from "../messages";
+import { contentText } from "../messages";
+import type { Summarizer, SummaryRequest, SummaryResult } from "./summarizer";
+
+/*
+ * The summarizer that works with no model and no network: deterministic, it extracts rather than
+ * writes. Good enough to keep a compacted agent oriented (what the user wants, what was asked,
+ * which files were touched, where things stand) and the default when nothing is configured.
+ */
+
+const GOAL_CHARS = 500;
+const REQUEST_CHARS = 300;
+const STATE_CHARS = 800;
+const PREVIOUS_CHARS = 6000;
+const MAX_REQUESTS = 30;
+
+function clip(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
+}
+
+function userTexts(messages: readonly AgentMessage[]): string[] {
+  return messages
+    .filter((m) => m.role === "user")
+    .map((m) => contentText((m as { content: unknown }).content))
+    .filter((text) => text.trim().length > 0);
+}
+
+function lastAssistantText(messages: readonly AgentMessage[]): string | undefined {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i] as AgentMessage;
+    if (message.role !== "assistant") continue;
+    const text = contentText((message as { content: unknown }).content);
+    if (text.trim()) return text;
+  }
+  return undefined;
+}
+
+/** The "## Goal" section of an earlier extractive summary, to keep the goal stable across compactions. */
+function previousGoal(summary: string | undefined): string | undefined {
+  const match = summary && /## Goal\n([^\n]+)/.exec(summary);
+  return match ? match[1] : undefined;
+}
+
+export class ExtractiveSummarizer implements Summarizer {
+  readonly name = "extractive";
+
+  async summarize(request: SummaryRequest): Promise<SummaryResult> {
+    const messages = [...request.messages, ...(request.turnPrefix ?? [])];
+    const requests = userTexts(messages);
+    const goal =
+      previousGoal(request.previousSummary) ?? (requests[0] ? clip(requests[0], GOAL_CHARS) : "(not stated)");
+    const sections = [
+      request.kind === "branch"
+        ? "Summary of a branch that was left."
+        : "Summary of the conversation so far (extracted).",
+      `## Goal\n${goal}`,
+    ];
+    if (request.previousSummary) {
+      sections.push(`## Earlier\n${clip(request.previousSummary.replace(/^[^\n]*\n/, ""), PREVIOUS_CHARS)}`);
+    }
+    const shown = requests.slice(-MAX_REQUESTS);
+    const skipped = requests.length - shown.length;
+    sections.push(
+      `## User requests\n${
+        shown.length === 0
+          ? "(none)"
+          : [
+              ...(skipped > 0 ? [`(${skipped} earlier requests not shown)`] : []),
+              ...shown.map((text, i) => `${i + 1 + skipped}. ${clip(text, REQUEST_CHARS)}`),
+            ].join("\n")
+      }`,
+    );
+    sections.push(
+      `## Files\nRead: ${request.readFiles.join(", ") || "(none)"}\nModified: ${request.modifiedFiles.join(", ") || "(none)"}`,
+    );
+    const state = lastAssistantText(messages);
+    sections.push(`## Last state\n${state ? clip(state, STATE_CHARS) : "(no assistant reply)"}`);
+    if (request.customInstructions)
+      sections.push(`## Focus\n${clip(request.customInstructions, REQUEST_CHARS)}`);
+    return { text: sections.join("\n\n") };
+  }
+}

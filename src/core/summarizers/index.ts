@@ -1,0 +1,37 @@
+import { ExtractiveSummarizer } from "./extractive";
+import { OpenAISummarizer } from "./openai";
+import type { Summarizer } from "./summarizer";
+import type { WorkersAIBinding } from "./workers-ai";
+import { WorkersAISummarizer } from "./workers-ai";
+
+export * from "./extractive";
+export * from "./openai";
+export * from "./prompt";
+export * from "./summarizer";
+export * from "./workers-ai";
+
+/** Configuration read from the environment (vars and secrets), see README: Summarizers. */
+export interface SummarizerConfig {
+  SUMMARIZER_BASE_URL?: string;
+  SUMMARIZER_API_KEY?: string;
+  SUMMARIZER_MODEL?: string;
+  AI?: WorkersAIBinding;
+  SUMMARIZER_AI_MODEL?: string;
+}
+
+/**
+ * The summarizer the configuration asks for, in order: an OpenAI-compatible endpoint (base URL
+ * and model set), the Workers AI binding, else the built-in extractive summarizer.
+ */
+export function summarizerFromConfig(config: SummarizerConfig, fetchImpl?: typeof fetch): Summarizer {
+  if (config.SUMMARIZER_BASE_URL && config.SUMMARIZER_MODEL) {
+    return new OpenAISummarizer({
+      baseUrl: config.SUMMARIZER_BASE_URL,
+      apiKey: config.SUMMARIZER_API_KEY,
+      model: config.SUMMARIZER_MODEL,
+      fetch: fetchImpl,
+    });
+  }
+  if (config.AI) return new WorkersAISummarizer(config.AI, config.SUMMARIZER_AI_MODEL || undefined);
+  return new ExtractiveSummarizer();
+}

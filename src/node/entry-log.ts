@@ -1,0 +1,253 @@
+import { readSync } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
+import { open } from "node:fs/promises";
+import { SessionError } from "../core";
+import { errnoCode, ioError } from "./errno";
+
+/** Where a line sits in the log: its first byte and its length in bytes, newline excluded. */
+export interface LineSpan {
+  offset: number;
+  length: number;
+}
+
+/** A line read while opening the log. */
+export interface ScannedLine extends LineSpan {
+  /** 1-based, as editors and error messages count. */
+  number: number;
+}
+
+const NEWLINE = 0x0a;
+/** Bytes read at a time while opening. */
+const SCAN_CHUNK = 1 << 20;
+/** Lines fetched together are read with one call of at most this many bytes… */
+const READ_CHUNK = 4 << 20;
+/** …when the bytes between them are fewer than this. */
+const READ_GAP = 64 << 10;
+
+/** A line of a log that cannot be read back: never skipped, always an error naming file and line. */
+export function corruptLine(file: string, line: number, reason: string): SessionError {
+  return new SessionError("invalid_request", `${file}, line ${line}: ${reason}`, { file, line });
+}
+
+export interface OpenLogOptions {
+  /** Create the file when it is missing (a session with no entries yet), instead of failing. */
+  create: boolean;
+}
+
+/**
+ * `entries.jsonl`: an append-only file of JSON lines. Appends are whole batches written at the end
+ * and flushed before they count; a failed append is cut off again, so the file only ever holds
+ * whole lines of whole batches. Lines are read back by position, so a session's entries do not
+ * have to stay in memory.
+ */
+export class EntryLog {
+  readonly file: string;
+  readonly #handle: FileHandle;
+  #size: number;
+  /** Set when a failed append could not be cut off: the file's end is unknown until reopened. */
+  #broken: unknown;
+
+  private constructor(file: string, handle: FileHandle, size: number) {
+    this.file = file;
+    this.#handle = handle;
+    this.#size = size;
+  }
+
+  get size(): number {
+    return this.#size;
+  }
+
+  /**
+   * Opens the log and hands each line's JSON to `accept`, in order. A final line without its
+   * newline is what an interrupted append leaves: when it is not valid JSON it is dropped and the
+   * file cut back to the last whole line; when it is, only the newline was lost and is written.
+   * Any other line that is not JSON, or that `accept` refuses by throwing, fails the open.
+   */
+  static async open(
+    file: string,
+    accept: (value: unknown, line: ScannedLine) => void,
+    options: OpenLogOptions,
+  ): Promise<EntryLog> {
+    let handle: FileHandle;
+    try {
+      handle = await open(file, "r+");
+    } catch (error) {
+      if (errnoCode(error) !== "ENOENT") throw ioError("opening", file, error);
+      if (!options.create) {
+        throw new SessionError("invalid_request", `${file} is missing but the session has entries`, { file });
+      }
+      handle = await open(file, "wx+");
+    }
+    try {
+      const size = await scan(file, handle, accept);
+      return new EntryLog(file, handle, size);
+    } catch (error) {
+      await handle.close().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Appends the lines as one write and flushes it; returns where each landed. */
+  async append(lines: readonly string[]): Promise<LineSpan[]> {
+    if (this.#broken !== undefined) {
+      throw ioError("appending to", this.file, this.#broken);
+    }
+    const buffers = lines.map((line) => Buffer.from(`${line}\n`, "utf8"));
+    const start = this.#size;
+    const spans: LineSpan[] = [];
+    let end = start;
+    for (const buffer of buffers) {
+      spans.push({ offset: end, length: buffer.length - 1 });
+      end += buffer.length;
+    }
+    try {
+      await writeAll(this.#handle, buffers, start);
+      await this.#handle.datasync();
+    } catch (error) {
+      // Part of the batch may have reached the file; cut it off so the log holds whole batches.
+      await this.#handle.truncate(start).catch((truncateError: unknown) => {
+        this.#broken = truncateError;
+      });
+      throw ioError("appending to", this.file, error);
+    }
+    this.#size = end;
+    return spans;
+  }
+
+  /** The text of each line, in the order given; lines close together are read with one call. */
+  async read(spans: readonly LineSpan[]): Promise<string[]> {
+    const texts = new Array<string>(spans.length);
+    let i = 0;
+    while (i < spans.length) {
+      const first = spans[i] as LineSpan;
+      let end = first.offset + first.length;
+      let j = i + 1;
+      for (; j < spans.length; j++) {
+        const next = spans[j] as LineSpan;
+        const nextEnd = next.offset + next.length;
+        if (next.offset < end || next.offset - end > READ_GAP || nextEnd - first.offset > READ_CHUNK) break;
+        end = nextEnd;
+      }
+      const buffer = Buffer.allocUnsafe(end - first.offset);
+      await this.#readInto(buffer, first.offset);
+      for (let k = i; k < j; k++) {
+        const span = spans[k] as LineSpan;
+        const at = span.offset - first.offset;
+        texts[k] = buffer.toString("utf8", at, at + span.length);
+      }
+      i = j;
+    }
+    return texts;
+  }
+
+  /**
+   * One line, read synchronously: for callers that cannot wait (the append planner's view). They
+   * are rare, since what the planner will ask for is fetched with `read` beforehand.
+   */
+  readNow(span: LineSpan): string {
+    const buffer = Buffer.allocUnsafe(span.length);
+    let done = 0;
+    while (done < span.length) {
+      const n = readSync(this.#handle.fd, buffer, done, span.length - done, span.offset + done);
+      if (n === 0) throw this.#shorter();
+      done += n;
+    }
+    return buffer.toString("utf8");
+  }
+
+  async close(): Promise<void> {
+    await this.#handle.close();
+  }
+
+  async #readInto(buffer: Buffer, position: number): Promise<void> {
+    let done = 0;
+    while (done < buffer.length) {
+      const { bytesRead } = await this.#handle.read(buffer, done, buffer.length - done, position + done);
+      if (bytesRead === 0) throw this.#shorter();
+      done += bytesRead;
+    }
+  }
+
+  #shorter(): SessionError {
+    return new SessionError(
+      "internal",
+      `${this.file} is shorter than its index: it was changed by another program`,
+      {
+        file: this.file,
+      },
+    );
+  }
+}
+
+async function writeAll(handle: FileHandle, buffers: Buffer[], position: number): Promise<void> {
+  let pending = buffers;
+  let at = position;
+  while (pending.length > 0) {
+    const { bytesWritten } = await handle.writev(pending, at);
+    if (bytesWritten === 0) throw new Error("the file system accepted no bytes");
+    at += bytesWritten;
+    let skip = bytesWritten;
+    while (pending.length > 0 && skip >= (pending[0] as Buffer).length) {
+      skip -= (pending[0] as Buffer).length;
+      pending = pending.slice(1);
+    }
+    if (skip > 0) pending = [(pending[0] as Buffer).subarray(skip), ...pending.slice(1)];
+  }
+}
+
+function parseJson(text: string): { value: unknown } | undefined {
+  try {
+    return { value: JSON.parse(text) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Reads every line of the log into `accept`, repairs an interrupted last line, returns the size. */
+async function scan(
+  file: string,
+  handle: FileHandle,
+  accept: (value: unknown, line: ScannedLine) => void,
+): Promise<number> {
+  const chunk = Buffer.allocUnsafe(SCAN_CHUNK);
+  /** Bytes of the line being read that came in earlier chunks. */
+  let carried: Buffer[] = [];
+  let lineStart = 0;
+  let number = 0;
+  let position = 0;
+  for (;;) {
+    const { bytesRead } = await handle.read(chunk, 0, SCAN_CHUNK, position);
+    if (bytesRead === 0) break;
+    const bytes = chunk.subarray(0, bytesRead);
+    let from = 0;
+    for (let newline = bytes.indexOf(NEWLINE, from); newline !== -1; newline = bytes.indexOf(NEWLINE, from)) {
+      const piece = bytes.subarray(from, newline);
+      const text =
+        carried.length > 0 ? Buffer.concat([...carried, piece]).toString("utf8") : piece.toString("utf8");
+      carried = [];
+      number++;
+      const lineEnd = position + newline;
+      const parsed = parseJson(text);
+      if (!parsed) throw corruptLine(file, number, "not valid JSON");
+      accept(parsed.value, { offset: lineStart, length: lineEnd - lineStart, number });
+      lineStart = lineEnd + 1;
+      from = newline + 1;
+    }
+    // Copied: `chunk` is reused by the next read.
+    if (from < bytesRead) carried.push(Buffer.from(bytes.subarray(from)));
+    position += bytesRead;
+  }
+  if (carried.length === 0) return position;
+
+  const parsed = parseJson(Buffer.concat(carried).toString("utf8"));
+  if (!parsed) {
+    await handle.truncate(lineStart);
+    await handle.datasync();
+    return lineStart;
+  }
+  number++;
+  accept(parsed.value, { offset: lineStart, length: position - lineStart, number });
+  await handle.write("\n", position);
+  await handle.datasync();
+  return position + 1;
+}

@@ -1,0 +1,3 @@
+export { JSONLRepo } from "./jsonl-repo";
+export { JSONLStorage } from "./jsonl-storage";
+export type { SessionMetadata } from "./metadata";

@@ -1,0 +1,146 @@
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
+import type {
+  CreateSessionOptions,
+  ForkOptions,
+  ForkTargetHeader,
+  ImportedSession,
+  ImportHeader,
+  ListOptions,
+  SessionInfo,
+  SessionPage,
+  SessionRepo,
+} from "../core";
+import { newSessionHeader, pageSessions, Session, sessionsPageLimit, writeImport } from "../core";
+import { errnoCode } from "./errno";
+import { JSONLStorage } from "./jsonl-storage";
+import { isSessionFolderName, sessionFolder, sessionsFolder } from "./layout";
+import { metadataInfo, readMetadata } from "./metadata";
+
+/** metadata.json files read at once by `list`: enough to overlap I/O, few enough for the fd limit. */
+const LIST_CONCURRENCY = 32;
+
+interface OpenSession {
+  ready: Promise<JSONLStorage>;
+  storage?: JSONLStorage;
+}
+
+/**
+ * Sessions as folders of files under `root` (see `layout.ts`). A session is open in at most one
+ * repo at a time (its lock); within a repo, every `open` of an id returns the same storage, so a
+ * repo never locks itself out. `cleanup()` closes them all and releases their locks.
+ */
+export class JSONLRepo implements SessionRepo {
+  readonly root: string;
+  readonly #open = new Map<string, OpenSession>();
+
+  constructor(root: string) {
+    this.root = root;
+  }
+
+  /** @internal creates and registers a storage; used by `create`, forks and imports. */
+  async createStorage(
+    options: CreateSessionOptions | ForkTargetHeader | ImportHeader,
+  ): Promise<JSONLStorage> {
+    const storage = await JSONLStorage.create(this.root, newSessionHeader(options), this);
+    this.#open.set(storage.id, { ready: Promise.resolve(storage), storage });
+    return storage;
+  }
+
+  /** @internal */
+  forget(storage: JSONLStorage): void {
+    if (this.#open.get(storage.id)?.storage === storage) this.#open.delete(storage.id);
+  }
+
+  /** The open storage of session `id`, opening (and locking) it on first use. */
+  async openStorage(id: string): Promise<JSONLStorage> {
+    sessionFolder(this.root, id);
+    for (let known = this.#open.get(id); known; known = this.#open.get(id)) {
+      const storage = await known.ready;
+      const closing = storage.closing;
+      if (!closing) return storage;
+      // Being closed or deleted: wait until it is forgotten, then open afresh (or fail).
+      await closing;
+    }
+    const entry: OpenSession = { ready: JSONLStorage.open(this.root, id, this) };
+    this.#open.set(id, entry);
+    entry.ready.then(
+      (storage) => {
+        entry.storage = storage;
+      },
+      () => {
+        if (this.#open.get(id) === entry) this.#open.delete(id);
+      },
+    );
+    return entry.ready;
+  }
+
+  async create(options: CreateSessionOptions = {}): Promise<Session> {
+    return new Session(await this.createStorage(options));
+  }
+
+  async open(id: string): Promise<Session> {
+    return new Session(await this.openStorage(id));
+  }
+
+  /** Reads each session's metadata.json and nothing else: no log is opened and no lock taken. */
+  async list(options: ListOptions = {}): Promise<SessionPage> {
+    const limit = sessionsPageLimit(options);
+    let names: string[];
+    try {
+      const found = await readdir(sessionsFolder(this.root), { withFileTypes: true });
+      names = found
+        .filter((dirent) => dirent.isDirectory() && isSessionFolderName(dirent.name))
+        .map((d) => d.name);
+    } catch (error) {
+      if (errnoCode(error) !== "ENOENT") throw error;
+      names = [];
+    }
+    const infos: SessionInfo[] = [];
+    for (let i = 0; i < names.length; i += LIST_CONCURRENCY) {
+      const batch = names.slice(i, i + LIST_CONCURRENCY);
+      for (const info of await Promise.all(batch.map((name) => this.#listed(name)))) {
+        if (info) infos.push(info);
+      }
+    }
+    return pageSessions(infos, { limit, cursor: options.cursor, order: options.order ?? "updated" });
+  }
+
+  /** A folder's info; undefined when it holds no session by that id (being created or deleted). */
+  async #listed(name: string): Promise<SessionInfo | undefined> {
+    try {
+      const metadata = await readMetadata(join(sessionsFolder(this.root), name));
+      return metadata.header.id === name ? metadataInfo(metadata) : undefined;
+    } catch (error) {
+      if (errnoCode(error) === "ENOENT") return undefined;
+      throw error;
+    }
+  }
+
+  async delete(id: string): Promise<void> {
+    await (await this.openStorage(id)).delete();
+  }
+
+  async fork(id: string, targetId: string, options?: ForkOptions): Promise<Session> {
+    return (await this.open(id)).fork(targetId, options);
+  }
+
+  /** Writes a parsed native or pi file as a new session (see `writeImport`): all or nothing. */
+  async importSession(file: ImportedSession, options: { id?: string } = {}): Promise<Session> {
+    return new Session(await writeImport(file, options, (header) => this.createStorage(header)));
+  }
+
+  async cleanup(): Promise<void> {
+    const open = [...this.#open.values()];
+    const results = await Promise.allSettled(
+      open.map((entry) =>
+        entry.ready.then(
+          (storage) => storage.cleanup(),
+          () => undefined,
+        ),
+      ),
+    );
+    const failed = results.find((result) => result.status === "rejected");
+    if (failed) throw failed.reason;
+  }
+}

@@ -1,0 +1,501 @@
+import { mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type {
+  AppendOptions,
+  AppendResult,
+  AppendView,
+  EntryInput,
+  EntryQuery,
+  ForkOptions,
+  ForkTargetHeader,
+  HeaderPatch,
+  LeafEntry,
+  LeafOptions,
+  PlannedWrite,
+  SessionEntry,
+  SessionHeader,
+  SessionInfo,
+  SessionStorage,
+  StoredEntry,
+  TreeEntry,
+  TreeNode,
+  TreeRow,
+} from "../core";
+import {
+  buildTree,
+  canonicalJson,
+  entryPage,
+  forkStorage,
+  nowIso,
+  patchHeader,
+  planAppend,
+  planImport,
+  planLeafMove,
+  SessionError,
+  sessionInfo,
+  sessionName,
+} from "../core";
+import type { IndexedEntry } from "./entry-index";
+import { EntryIndex } from "./entry-index";
+import type { LineSpan } from "./entry-log";
+import { corruptLine, EntryLog } from "./entry-log";
+import { errnoCode, ioError } from "./errno";
+import { ENTRIES_FILE, scratchFolder, sessionFolder, sessionsFolder } from "./layout";
+import { SessionLock } from "./lock";
+import type { SessionMetadata } from "./metadata";
+import { readMetadata, writeMetadata } from "./metadata";
+import { SerialQueue } from "./serial-queue";
+
+/** Entries read per file pass when building a tree, so a large session is never read whole at once. */
+const TREE_BATCH = 4096;
+
+/** What a storage needs from the repo that opened it. */
+export interface StorageOwner {
+  /** Creates and registers a new session (a fork's target). */
+  createStorage(header: ForkTargetHeader): Promise<JSONLStorage>;
+  /** Called once the storage is closed or deleted, so the repo opens the id afresh next time. */
+  forget(storage: JSONLStorage): void;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT") return false;
+    throw error;
+  }
+}
+
+function notFound(id: string): SessionError {
+  return new SessionError("not_found", `session ${id} does not exist`, { id });
+}
+
+function candidateIds(inputs: readonly unknown[]): string[] {
+  const ids: string[] = [];
+  for (const input of inputs) {
+    if (typeof input === "object" && input !== null && "id" in input && typeof input.id === "string") {
+      ids.push(input.id);
+    }
+  }
+  return ids;
+}
+
+/**
+ * One session in a folder: `entries.jsonl`, the append-only log of its entries, and
+ * `metadata.json` (see `metadata.ts`). It holds the session's lock from open to `cleanup()`, so it
+ * is the only writer. Operations run one at a time in call order (appends are never interleaved,
+ * and a read sees every write called before it); each write is flushed to disk before its promise
+ * resolves, and changes nothing in memory unless it reached the disk.
+ */
+export class JSONLStorage implements SessionStorage {
+  readonly id: string;
+  readonly folder: string;
+  readonly #root: string;
+  readonly #owner: StorageOwner;
+  readonly #log: EntryLog;
+  readonly #lock: SessionLock;
+  readonly #index: EntryIndex;
+  readonly #queue = new SerialQueue();
+  #header: SessionHeader;
+  #leafId: string | null;
+  #state: "open" | "closed" | "deleted" = "open";
+  /** Set while `cleanup()` or `delete()` is pending, so the repo waits instead of handing this out. */
+  #closing: Promise<void> | undefined;
+  /** Set when the last metadata rewrite failed after its entries were committed; retried on the next write. */
+  #metadataError: unknown;
+
+  private constructor(
+    root: string,
+    header: SessionHeader,
+    parts: {
+      log: EntryLog;
+      lock: SessionLock;
+      index: EntryIndex;
+      leafId: string | null;
+      owner: StorageOwner;
+    },
+  ) {
+    this.#root = root;
+    this.id = header.id;
+    this.folder = sessionFolder(root, header.id);
+    this.#header = header;
+    this.#log = parts.log;
+    this.#lock = parts.lock;
+    this.#index = parts.index;
+    this.#leafId = parts.leafId;
+    this.#owner = parts.owner;
+  }
+
+  /**
+   * @internal Creates the session's files in a scratch folder and renames it into place, so a
+   * session appears whole or not at all, and locked from the start.
+   */
+  static async create(root: string, header: SessionHeader, owner: StorageOwner): Promise<JSONLStorage> {
+    const folder = sessionFolder(root, header.id);
+    const alreadyExists = () =>
+      new SessionError("already_exists", `session ${header.id} already exists`, { id: header.id });
+    if (await exists(folder)) throw alreadyExists();
+    await mkdir(sessionsFolder(root), { recursive: true });
+    const staging = await scratchFolder(root, "create");
+    const index = new EntryIndex(header.createdAt);
+    let lock: SessionLock;
+    try {
+      lock = await SessionLock.acquire(staging, header.id);
+      await writeFile(join(staging, ENTRIES_FILE), "", { flag: "wx", flush: true });
+      await writeMetadata(staging, { version: 1, header, stats: index.stats, leafId: null, lines: 0 });
+      // Fails when the folder exists and is not empty: a session created meanwhile.
+      await rename(staging, folder);
+    } catch (error) {
+      await rm(staging, { recursive: true, force: true });
+      const code = errnoCode(error);
+      if (code === "ENOTEMPTY" || code === "EEXIST") throw alreadyExists();
+      throw error;
+    }
+    const held = lock.movedTo(folder);
+    try {
+      const log = await EntryLog.open(join(folder, ENTRIES_FILE), () => undefined, { create: false });
+      return new JSONLStorage(root, header, { log, lock: held, index, leafId: null, owner });
+    } catch (error) {
+      await held.release().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** @internal Opens an existing session: takes its lock, reads its metadata and indexes its log. */
+  static async open(root: string, id: string, owner: StorageOwner): Promise<JSONLStorage> {
+    const folder = sessionFolder(root, id);
+    let lock: SessionLock;
+    try {
+      lock = await SessionLock.acquire(folder, id);
+    } catch (error) {
+      if (errnoCode(error) === "ENOENT") throw notFound(id);
+      throw error;
+    }
+    let log: EntryLog | undefined;
+    try {
+      let metadata: SessionMetadata;
+      try {
+        metadata = await readMetadata(folder);
+      } catch (error) {
+        if (errnoCode(error) === "ENOENT") throw notFound(id);
+        throw error;
+      }
+      // On a case-insensitive file system another id's folder can answer to this one.
+      if (metadata.header.id !== id) throw notFound(id);
+
+      const index = new EntryIndex(metadata.header.createdAt);
+      const file = join(folder, ENTRIES_FILE);
+      log = await EntryLog.open(
+        file,
+        (value, line) => {
+          const problem = index.problem(value);
+          if (problem !== undefined) throw corruptLine(file, line.number, problem);
+          index.add(value as SessionEntry, line);
+        },
+        { create: metadata.lines === 0 },
+      );
+      const leafId = await reconcile(folder, metadata, index, file);
+      return new JSONLStorage(root, metadata.header, { log, lock, index, leafId, owner });
+    } catch (error) {
+      await log?.close().catch(() => undefined);
+      await lock.release().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** @internal Pending while the storage is being closed or deleted; undefined otherwise. */
+  get closing(): Promise<void> | undefined {
+    return this.#closing;
+  }
+
+  /** Runs `task` after every operation called before it, on a storage that is still open. */
+  #run<T>(task: () => Promise<T> | T): Promise<T> {
+    return this.#queue.run(async () => {
+      this.#usable();
+      return task();
+    });
+  }
+
+  #usable(): void {
+    if (this.#state === "deleted") throw notFound(this.id);
+    if (this.#state === "closed") {
+      throw new SessionError("invalid_request", `session ${this.id} was closed by cleanup(); open it again`, {
+        id: this.id,
+      });
+    }
+  }
+
+  #parse(text: string, row: IndexedEntry): StoredEntry {
+    return { ...(JSON.parse(text) as SessionEntry), seq: row.seq };
+  }
+
+  async #load(rows: readonly IndexedEntry[]): Promise<StoredEntry[]> {
+    const texts = await this.#log.read(rows);
+    return texts.map((text, i) => this.#parse(text, rows[i] as IndexedEntry));
+  }
+
+  /**
+   * The planner's view. Its `load` is synchronous, so the entries it will ask for (ids the inputs
+   * name, a leaf target) are read beforehand; anything else is read synchronously.
+   */
+  async #view(ids: readonly (string | null)[]): Promise<AppendView> {
+    const rows = new Map<string, IndexedEntry>();
+    for (const id of ids) {
+      const row = id === null ? undefined : this.#index.get(id);
+      if (id !== null && row) rows.set(id, row);
+    }
+    const wanted = [...rows.entries()].sort(([, a], [, b]) => a.seq - b.seq);
+    const entries = await this.#load(wanted.map(([, row]) => row));
+    const loaded = new Map(wanted.map(([id], i) => [id, entries[i] as StoredEntry]));
+    return {
+      leafId: this.#leafId,
+      nextSeq: this.#index.nextSeq,
+      ref: (id) => this.#index.get(id),
+      load: (id) => {
+        const early = loaded.get(id);
+        if (early) return early;
+        const row = this.#index.get(id);
+        return row && this.#parse(this.#log.readNow(row), row);
+      },
+    };
+  }
+
+  /** Writes planned entries to the log, then (only then) to the index and the metadata. */
+  async #commit(writes: readonly PlannedWrite[], leafId: string | null): Promise<void> {
+    const spans = await this.#log.append(writes.map((write) => write.json));
+    writes.forEach((write, i) => {
+      this.#index.add(write.entry, spans[i] as LineSpan);
+    });
+    this.#leafId = leafId;
+    this.#index.stats.updatedAt = nowIso();
+    await this.#saveMetadata();
+  }
+
+  #metadata(header = this.#header, stats = this.#index.stats): SessionMetadata {
+    return { version: 1, header, stats, leafId: this.#leafId, lines: this.#index.rows.length };
+  }
+
+  /**
+   * Rewrites the metadata after committed entries. The entries are durable in the log by now, so
+   * failing here must not report the write as failed; the rewrite is retried by the next write and
+   * by `cleanup()` (which reports it), and opening the session repairs the file from the log.
+   */
+  async #saveMetadata(): Promise<void> {
+    try {
+      await writeMetadata(this.folder, this.#metadata());
+      this.#metadataError = undefined;
+    } catch (error) {
+      this.#metadataError = error;
+    }
+  }
+
+  getHeader(): Promise<SessionHeader> {
+    return this.#run(() => structuredClone(this.#header));
+  }
+
+  updateHeader(patch: HeaderPatch): Promise<SessionHeader> {
+    return this.#run(async () => {
+      const header = patchHeader(this.#header, structuredClone(patch));
+      const stats = { ...this.#index.stats, updatedAt: nowIso() };
+      try {
+        await writeMetadata(this.folder, this.#metadata(header, stats));
+      } catch (error) {
+        throw ioError("writing", join(this.folder, "metadata.json"), error);
+      }
+      this.#header = header;
+      this.#index.stats.updatedAt = stats.updatedAt;
+      this.#metadataError = undefined;
+      return structuredClone(header);
+    });
+  }
+
+  getInfo(): Promise<SessionInfo> {
+    return this.#run(() => structuredClone(sessionInfo(this.#header, this.#index.stats, this.#leafId)));
+  }
+
+  getLeafId(): Promise<string | null> {
+    return this.#run(() => this.#leafId);
+  }
+
+  setLeafId(targetId: string | null, options: LeafOptions = {}): Promise<StoredEntry<LeafEntry>> {
+    return this.#run(async () => {
+      const { write, leafId } = planLeafMove(targetId, await this.#view([targetId]), options);
+      await this.#commit([write], leafId);
+      return write.entry;
+    });
+  }
+
+  getEntry(id: string): Promise<StoredEntry | undefined> {
+    return this.#run(async () => {
+      const row = this.#index.get(id);
+      return row && (await this.#load([row]))[0];
+    });
+  }
+
+  getEntries(query: EntryQuery = {}): Promise<StoredEntry[]> {
+    return this.#run(async () => {
+      const { after, limit, types } = entryPage(query);
+      const rows = this.#index.rows;
+      const page: IndexedEntry[] = [];
+      // seq n lives at index n - 1.
+      for (let i = after; i < rows.length && page.length < limit; i++) {
+        const row = rows[i] as IndexedEntry;
+        if (!types || types.has(row.type)) page.push(row);
+      }
+      return this.#load(page);
+    });
+  }
+
+  getBranch(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
+    return this.#run(async () => {
+      const start = leafId === undefined ? this.#leafId : leafId;
+      if (start === null) return [];
+      const first = this.#index.get(start);
+      if (!first || first.type === "leaf") {
+        throw new SessionError("not_found", `entry ${start} does not exist`, { id: start });
+      }
+      const path: IndexedEntry[] = [];
+      for (
+        let row: IndexedEntry | undefined = first;
+        row;
+        row = row.parentId === null ? undefined : this.#index.get(row.parentId)
+      ) {
+        path.push(row);
+      }
+      // A parent is always appended before its children, so root → leaf is also file order.
+      return (await this.#load(path.reverse())) as StoredEntry<TreeEntry>[];
+    });
+  }
+
+  getTree(): Promise<TreeNode[]> {
+    return this.#run(async () => {
+      const treeRows: TreeRow[] = [];
+      const rows = this.#index.rows.filter((row) => row.type !== "leaf");
+      for (let i = 0; i < rows.length; i += TREE_BATCH) {
+        for (const entry of await this.#load(rows.slice(i, i + TREE_BATCH))) {
+          const node = entry as StoredEntry<TreeEntry>;
+          treeRows.push({
+            id: node.id,
+            parentId: node.parentId,
+            type: node.type,
+            timestamp: node.timestamp,
+            ...(node.type === "message" ? { role: node.message.role } : {}),
+          });
+        }
+      }
+      return buildTree(treeRows, Object.fromEntries(this.#index.labels));
+    });
+  }
+
+  getLabel(id: string): Promise<string | undefined> {
+    return this.#run(() => this.#index.labels.get(id));
+  }
+
+  getLabels(): Promise<Record<string, string>> {
+    return this.#run(() => Object.fromEntries(this.#index.labels));
+  }
+
+  getName(): Promise<string | undefined> {
+    return this.#run(() => sessionName(this.#header, this.#index.stats));
+  }
+
+  async appendEntry(entry: EntryInput, options?: AppendOptions): Promise<StoredEntry> {
+    const result = await this.appendEntries([entry], options);
+    return result.entries[0] as StoredEntry;
+  }
+
+  appendEntries(entries: readonly EntryInput[], options: AppendOptions = {}): Promise<AppendResult> {
+    return this.#run(async () => {
+      const plan = planAppend(entries, await this.#view(candidateIds(entries)), options);
+      if (plan.writes.length > 0) await this.#commit(plan.writes, plan.leafId);
+      return { entries: plan.entries, leafId: this.#leafId, created: plan.writes.length > 0 };
+    });
+  }
+
+  importEntries(entries: readonly SessionEntry[]): Promise<void> {
+    return this.#run(async () => {
+      if (entries.length === 0) return;
+      // planImport reads only ids and parents, never a stored payload: no entries to fetch.
+      const plan = planImport(entries, await this.#view([]));
+      await this.#commit(plan.writes, plan.leafId);
+    });
+  }
+
+  /** Not queued: `forkStorage` reads this storage through its public methods, each queued on its own. */
+  fork(targetId: string, options: ForkOptions = {}): Promise<SessionStorage> {
+    return forkStorage(this, targetId, options, (header) => this.#owner.createStorage(header));
+  }
+
+  /**
+   * Renames the folder away (into `tmp/`) before removing it: the id is free, and the session gone
+   * for every reader, at once; a crash leaves an orphan in `tmp/`, never half a session.
+   */
+  delete(): Promise<void> {
+    return this.#close(async () => {
+      this.#usable();
+      const trash = await scratchFolder(this.#root, "delete");
+      await rename(this.folder, join(trash, "session"));
+      this.#state = "deleted";
+      await this.#log.close().catch(() => undefined);
+      // The session is gone; what is left in tmp/ is unreachable and harmless if removing it fails.
+      await rm(trash, { recursive: true, force: true }).catch(() => undefined);
+    });
+  }
+
+  /** Writes pending metadata, closes the log and releases the lock; the storage is unusable after. */
+  cleanup(): Promise<void> {
+    return this.#close(async () => {
+      if (this.#state !== "open") return;
+      this.#state = "closed";
+      const failures: unknown[] = [];
+      if (this.#metadataError !== undefined) {
+        await writeMetadata(this.folder, this.#metadata()).catch((error: unknown) => failures.push(error));
+      }
+      await this.#log.close().catch((error: unknown) => failures.push(error));
+      await this.#lock.release().catch((error: unknown) => failures.push(error));
+      if (failures.length > 0) throw ioError("closing", this.folder, failures[0]);
+    });
+  }
+
+  /** Queues a closing task; once the storage is no longer open, its repo forgets it. */
+  #close(task: () => Promise<void>): Promise<void> {
+    const result = this.#queue.run(task).finally(() => {
+      if (this.#state !== "open") this.#owner.forget(this);
+      if (this.#closing === closing) this.#closing = undefined;
+    });
+    const closing = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#closing = closing;
+    return result;
+  }
+}
+
+/**
+ * Squares the metadata with the log after opening. They disagree when a crash came between a log
+ * append and its metadata rewrite: the log wins, the head is the one it implies, and the update
+ * time is the log's. Returns the head.
+ */
+async function reconcile(
+  folder: string,
+  metadata: SessionMetadata,
+  index: EntryIndex,
+  file: string,
+): Promise<string | null> {
+  const current = metadata.lines === index.rows.length;
+  // A current metadata file's head is kept: a batch ending in a replay moves the head to an entry
+  // written earlier, which the log's last line does not show.
+  const stored = metadata.leafId === null ? undefined : index.get(metadata.leafId);
+  const keep = current && (metadata.leafId === null || (stored !== undefined && stored.type !== "leaf"));
+  const leafId = keep ? metadata.leafId : index.logLeafId;
+  index.stats.updatedAt = metadata.stats.updatedAt;
+  if (!current) {
+    const modified = (await stat(file)).mtime.toISOString();
+    if (modified > index.stats.updatedAt) index.stats.updatedAt = modified;
+  }
+  const repaired: SessionMetadata = { ...metadata, stats: index.stats, leafId, lines: index.rows.length };
+  if (canonicalJson(repaired) !== canonicalJson(metadata)) await writeMetadata(folder, repaired);
+  return leafId;
+}

@@ -1,0 +1,181 @@
+import { randomUUID } from "node:crypto";
+import { link, open, readFile, rename, unlink } from "node:fs/promises";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { nowIso, SessionError } from "../core";
+import { errnoCode } from "./errno";
+import { LOCK_FILE } from "./layout";
+
+/** What a lock file holds: who wrote it, and a token so its owner can tell the file is still its own. */
+export interface LockOwner {
+  pid: number;
+  hostname: string;
+  createdAt: string;
+  token: string;
+}
+
+type Holder =
+  | { kind: "live" | "stale"; text: string; owner: LockOwner }
+  | { kind: "unreadable"; text: string };
+
+/** Rounds of "create, else inspect and maybe take over" before giving up on a contended lock. */
+const ATTEMPTS = 3;
+
+/**
+ * The right to write one session, held as a `lock` file in its folder. The file is created with
+ * `wx`, so of two openers exactly one gets it, across processes and across repos of one process.
+ * A lock left by a process that no longer runs on this host is taken over; a lock from another
+ * host is always respected, since its process cannot be checked from here.
+ *
+ * The error for a held lock is `forbidden`: the caller may not write this session now. No code of
+ * SPEC §7 means "locked" (`leaf_conflict` is about `If-Match`, `already_exists` about ids).
+ */
+export class SessionLock {
+  private constructor(
+    readonly file: string,
+    readonly owner: LockOwner,
+  ) {}
+
+  /** Takes the lock of the session in `folder`; fails with ENOENT when the folder does not exist. */
+  static async acquire(folder: string, sessionId: string): Promise<SessionLock> {
+    const file = join(folder, LOCK_FILE);
+    const owner: LockOwner = {
+      pid: process.pid,
+      hostname: hostname(),
+      createdAt: nowIso(),
+      token: randomUUID(),
+    };
+    let holder: Holder | undefined;
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      if (await create(file, owner)) return new SessionLock(file, owner);
+      holder = await inspect(file);
+      if (holder === undefined) continue;
+      if (holder.kind !== "stale") break;
+      await takeOver(file, holder.text);
+    }
+    throw heldError(sessionId, file, holder);
+  }
+
+  /** The same lock once its folder has been renamed to `folder` (a created session moved into place). */
+  movedTo(folder: string): SessionLock {
+    return new SessionLock(join(folder, LOCK_FILE), this.owner);
+  }
+
+  /** Removes the lock file if it is still this lock's (a missing file is already released). */
+  async release(): Promise<void> {
+    let text: string;
+    try {
+      text = await readFile(this.file, "utf8");
+    } catch (error) {
+      if (errnoCode(error) === "ENOENT") return;
+      throw error;
+    }
+    if (parseOwner(text)?.token !== this.owner.token) return;
+    await unlink(this.file).catch((error: unknown) => {
+      if (errnoCode(error) !== "ENOENT") throw error;
+    });
+  }
+}
+
+/** Creates the lock file; false when one exists. */
+async function create(file: string, owner: LockOwner): Promise<boolean> {
+  let handle: Awaited<ReturnType<typeof open>>;
+  try {
+    handle = await open(file, "wx");
+  } catch (error) {
+    if (errnoCode(error) === "EEXIST") return false;
+    throw error;
+  }
+  try {
+    await handle.writeFile(JSON.stringify(owner));
+    await handle.sync();
+    await handle.close();
+    return true;
+  } catch (error) {
+    await handle.close().catch(() => undefined);
+    await unlink(file).catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Who holds the lock; undefined when the file vanished in the meantime. */
+async function inspect(file: string): Promise<Holder | undefined> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT") return undefined;
+    throw error;
+  }
+  const owner = parseOwner(text);
+  if (!owner) return { kind: "unreadable", text };
+  return { kind: isRunning(owner) ? "live" : "stale", text, owner };
+}
+
+function parseOwner(text: string): LockOwner | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== "object" || value === null) return undefined;
+  const { pid, hostname: host, createdAt, token } = value as Record<string, unknown>;
+  if (!Number.isSafeInteger(pid) || (pid as number) <= 0 || typeof host !== "string") return undefined;
+  return {
+    pid: pid as number,
+    hostname: host,
+    createdAt: typeof createdAt === "string" ? createdAt : "",
+    token: typeof token === "string" ? token : "",
+  };
+}
+
+function isRunning(owner: LockOwner): boolean {
+  if (owner.hostname !== hostname()) return true;
+  try {
+    process.kill(owner.pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: the process exists but belongs to another user.
+    return errnoCode(error) !== "ESRCH";
+  }
+}
+
+/**
+ * Removes a stale lock so the next `create` can take it. Unlinking by name could remove a lock
+ * another opener has just created in its place, so the stale file is first renamed aside and
+ * checked: if what was moved is not the stale lock, it is put back.
+ */
+async function takeOver(file: string, staleText: string): Promise<void> {
+  const aside = `${file}.stale-${randomUUID()}`;
+  try {
+    await rename(file, aside);
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT") return;
+    throw error;
+  }
+  try {
+    const moved = await readFile(aside, "utf8");
+    if (moved !== staleText) await link(aside, file).catch(() => undefined);
+  } finally {
+    await unlink(aside).catch(() => undefined);
+  }
+}
+
+function heldError(sessionId: string, file: string, holder: Holder | undefined): SessionError {
+  if (holder?.kind === "unreadable") {
+    return new SessionError(
+      "forbidden",
+      `session ${sessionId} is locked by ${file}, which is being written or is damaged; remove it if no process has the session open`,
+      { id: sessionId, lockFile: file },
+    );
+  }
+  const owner = holder && "owner" in holder ? holder.owner : undefined;
+  return new SessionError(
+    "forbidden",
+    owner
+      ? `session ${sessionId} is open for writing by process ${owner.pid} on ${owner.hostname}`
+      : `session ${sessionId} is open for writing by another process`,
+    { id: sessionId, lockFile: file, ...(owner ? { pid: owner.pid, hostname: owner.hostname } : {}) },
+  );
+}

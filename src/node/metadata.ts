@@ -1,0 +1,84 @@
+import { randomUUID } from "node:crypto";
+import { readFile, rename, unlink, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { SessionInfo, SessionStats } from "../core";
+import { isValidId, SessionError, SessionHeader, sessionInfo, zodDetails } from "../core";
+import { METADATA_FILE } from "./layout";
+
+/**
+ * `metadata.json`: the session's header, which lives only here, and a copy of what `SessionInfo`
+ * shows, so a listing reads one small file per session and never a log. The copy is rewritten
+ * after every write; the log stays the truth for entries, and opening a session repairs a copy
+ * that a crash left behind (`lines` tells).
+ */
+export interface SessionMetadata {
+  version: 1;
+  header: SessionHeader;
+  stats: SessionStats;
+  leafId: string | null;
+  /** Lines of `entries.jsonl` that `stats` and `leafId` describe. */
+  lines: number;
+}
+
+export function metadataFile(folder: string): string {
+  return join(folder, METADATA_FILE);
+}
+
+export function metadataInfo(metadata: SessionMetadata): SessionInfo {
+  return sessionInfo(metadata.header, metadata.stats, metadata.leafId);
+}
+
+/** Reads and checks a session's metadata; a missing file surfaces as the ENOENT error. */
+export async function readMetadata(folder: string): Promise<SessionMetadata> {
+  const file = metadataFile(folder);
+  const text = await readFile(file, "utf8");
+  const invalid = (reason: string, details?: unknown) =>
+    new SessionError("invalid_request", `${file} is not a session's metadata: ${reason}`, { file, details });
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw invalid("not JSON");
+  }
+  if (!isRecord(value) || value.version !== 1) throw invalid("unknown version");
+  const header = SessionHeader.safeParse(value.header);
+  if (!header.success) throw invalid("bad header", zodDetails(header.error, ["header"]));
+  if (!isStats(value.stats)) throw invalid("bad stats");
+  const { leafId, lines } = value;
+  if (leafId !== null && !isValidId(leafId)) throw invalid("bad leafId");
+  if (!Number.isSafeInteger(lines) || (lines as number) < 0) throw invalid("bad lines");
+  return { version: 1, header: header.data, stats: value.stats, leafId, lines: lines as number };
+}
+
+/**
+ * Replaces the metadata atomically: written to a temporary file, flushed, then renamed over the
+ * old one, so a reader or a crash sees the old file or the new one, never a mix.
+ */
+export async function writeMetadata(folder: string, metadata: SessionMetadata): Promise<void> {
+  const file = metadataFile(folder);
+  const temporary = `${file}.${randomUUID()}.tmp`;
+  try {
+    await writeFile(temporary, JSON.stringify(metadata), { flag: "wx", flush: true });
+    await rename(temporary, file);
+  } catch (error) {
+    await unlink(temporary).catch(() => undefined);
+    throw error;
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function isCount(value: unknown): boolean {
+  return Number.isSafeInteger(value) && (value as number) >= 0;
+}
+
+function isStats(value: unknown): value is SessionStats {
+  if (!isRecord(value)) return false;
+  const { entryCount, messageCount, preview, entryName, updatedAt } = value;
+  if (!isCount(entryCount) || !isCount(messageCount) || typeof updatedAt !== "string") return false;
+  if (preview !== undefined && typeof preview !== "string") return false;
+  if (entryName === undefined) return true;
+  return isRecord(entryName) && (entryName.name === undefined || typeof entryName.name === "string");
+}

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import "./test/support/fake-llm.setup";
 
 const sha256 = (key: string) => createHash("sha256").update(key).digest("hex");
 
@@ -13,14 +14,15 @@ const API_KEYS = JSON.stringify({
 
 export default defineConfig({
   plugins: [
-    cloudflareTest({
+    cloudflareTest(({ inject }) => ({
       wrangler: { configPath: "./wrangler.toml" },
-      miniflare: { bindings: { API_KEYS, DIRECTORY_SYNC_MS: "20" } },
-    }),
+      miniflare: { bindings: { API_KEYS, DIRECTORY_SYNC_MS: "20", FAKE_LLM_URL: inject("fakeLlmUrl") } },
+    })),
   ],
   test: {
     name: "workers",
     include: ["test/workers/**/*.test.ts"],
+    globalSetup: ["./test/support/fake-llm.setup.ts"],
     testTimeout: 60_000,
   },
 });

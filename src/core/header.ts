@@ -28,5 +28,7 @@ export function patchHeader(header: SessionHeader, patch: HeaderPatch): SessionH
   if (patch.systemPrompt === null) delete next.systemPrompt;
   else if (patch.systemPrompt !== undefined) next.systemPrompt = patch.systemPrompt;
   if (patch.metadata !== undefined) next.metadata = patch.metadata;
+  if (patch.autoCompact === null) delete next.autoCompact;
+  else if (patch.autoCompact !== undefined) next.autoCompact = patch.autoCompact;
   return next;
 }

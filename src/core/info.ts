@@ -60,6 +60,7 @@ export function sessionInfo(header: SessionHeader, stats: SessionStats, leafId: 
   if (header.systemPrompt !== undefined) info.systemPrompt = header.systemPrompt;
   if (header.parentSession) info.parentSession = header.parentSession;
   if (stats.preview !== undefined) info.preview = stats.preview;
+  if (header.autoCompact) info.autoCompact = { ...header.autoCompact };
   return info;
 }
 

@@ -9,6 +9,31 @@ export type ParentSession = z.infer<typeof ParentSession>;
 
 export const Metadata = z.record(z.string(), z.unknown());
 
+/**
+ * Compaction the service runs by itself after a write brings the context estimate over
+ * `contextWindow - reserveTokens` (in the background: it never delays the write).
+ */
+export const AutoCompactSettings = z
+  .object({
+    contextWindow: z.number().int().positive(),
+    reserveTokens: z.number().int().nonnegative(),
+    keepRecentTokens: z.number().int().nonnegative().optional(),
+  })
+  .strict()
+  .refine((s) => s.reserveTokens < s.contextWindow, {
+    message: "reserveTokens must be less than contextWindow",
+  });
+export type AutoCompactSettings = z.infer<typeof AutoCompactSettings>;
+
+/** Where automatic compaction stands (service only). */
+export const AutoCompactStatus = z.object({
+  state: z.enum(["idle", "running", "failed"]),
+  lastRunAt: Timestamp.optional(),
+  lastEntryId: Id.optional(),
+  lastError: z.string().optional(),
+});
+export type AutoCompactStatus = z.infer<typeof AutoCompactStatus>;
+
 /** What a session is apart from its entries. Its name, once a `session_info` entry exists, comes from entries. */
 export const SessionHeader = z.object({
   id: Id,
@@ -17,6 +42,7 @@ export const SessionHeader = z.object({
   systemPrompt: z.string().optional(),
   metadata: Metadata,
   parentSession: ParentSession.optional(),
+  autoCompact: AutoCompactSettings.optional(),
 });
 export type SessionHeader = z.infer<typeof SessionHeader>;
 
@@ -33,6 +59,7 @@ export const SessionInfo = z
     messageCount: z.number().int(),
     parentSession: ParentSession.optional(),
     preview: z.string().optional().meta({ description: "the first user message's text, at most 200 chars" }),
+    autoCompact: AutoCompactSettings.and(z.object({ status: AutoCompactStatus.optional() })).optional(),
   })
   .meta({ id: "SessionInfo" });
 export type SessionInfo = z.infer<typeof SessionInfo>;
@@ -48,6 +75,8 @@ export interface HeaderPatch {
   /** `null` removes the session's own system prompt. */
   systemPrompt?: string | null;
   metadata?: Record<string, unknown>;
+  /** `null` turns automatic compaction off. */
+  autoCompact?: AutoCompactSettings | null;
 }
 
 export interface EntryQuery {

@@ -1,4 +1,5 @@
 export type { DurableEnv } from "./env";
+export { sessionObjectName } from "./names";
 export { DurableRepo, DurableSessionStorage } from "./repo";
 export { SessionDirectory } from "./session-directory";
-export { SessionObject, sessionObjectName } from "./session-object";
+export { SessionObject } from "./session-object";

@@ -34,8 +34,8 @@ import {
   writeImport,
 } from "../core";
 import type { DurableEnv } from "./env";
+import { sessionObjectName } from "./names";
 import type { SessionObject } from "./session-object";
-import { sessionObjectName } from "./session-object";
 import type { EntryPage, ForkSource } from "./session-store";
 
 /** Unwraps an RPC answer; structured clone turns `Result<T>` into a type RPC stubs describe loosely. */

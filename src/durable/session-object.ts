@@ -13,15 +13,20 @@ import type {
   StoredEntry,
   TreeRow,
 } from "../core";
-import { capture, newId } from "../core";
+import {
+  buildSessionContext,
+  capture,
+  estimateContextTokens,
+  newId,
+  nowIso,
+  Session,
+  SessionError,
+  summarizerFromConfig,
+} from "../core";
 import type { DurableEnv } from "./env";
+import { DurableRepo } from "./repo";
 import type { EntryPage, ForkSource } from "./session-store";
 import { SessionStore } from "./session-store";
-
-/** The object of one session: a tenant's session id, so two tenants never share one. */
-export function sessionObjectName(tenant: string, sessionId: string): string {
-  return JSON.stringify([tenant, sessionId]);
-}
 
 /** How long after a write the directory hears of it: writes in between are reported together. */
 const DEFAULT_SYNC_MS = 1000;
@@ -35,6 +40,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   readonly #store: SessionStore;
   #syncScheduled = false;
   #syncFailures = 0;
+  #compacting = false;
 
   constructor(ctx: DurableObjectState, env: DurableEnv) {
     super(ctx, env);
@@ -71,10 +77,15 @@ export class SessionObject extends DurableObject<DurableEnv> {
     await this.env.DIRECTORY.getByName(tenant).put({ info: this.#store.info(), incarnation, version });
   }
 
-  /** Reports to the directory; on failure, retries later with backoff until it gets through. */
+  /**
+   * Runs after writes: compacts if automatic compaction is on and the context outgrew its budget,
+   * then reports to the directory; a failed report is retried with backoff until it gets through.
+   */
   override async alarm(): Promise<void> {
     if (!this.#store.exists) return;
     this.#syncScheduled = false;
+    await this.#autoCompact();
+    if (!this.#store.exists) return;
     try {
       await this.#report();
       this.#syncFailures = 0;
@@ -84,6 +95,45 @@ export class SessionObject extends DurableObject<DurableEnv> {
       console.error("session: directory report failed, retrying", { waitMs: wait, error: String(error) });
       this.#syncScheduled = true;
       await this.ctx.storage.setAlarm(Date.now() + wait);
+    }
+  }
+
+  /**
+   * Compacts through the object's own RPC interface, like any client would, so the write goes
+   * through the same checks (the branch may move while the summary is written).
+   */
+  async #autoCompact(): Promise<void> {
+    const { header, leafId, tenant, autoCompaction } = this.#store.state;
+    const settings = header.autoCompact;
+    if (!settings || leafId === null || this.#compacting) return;
+    const path = this.#store.contextEntries(leafId);
+    if (
+      estimateContextTokens(buildSessionContext(path).messages) <=
+      settings.contextWindow - settings.reserveTokens
+    )
+      return;
+    this.#compacting = true;
+    const last = { ...autoCompaction };
+    this.#store.setAutoCompaction({ ...last, state: "running" });
+    const lastRunAt = nowIso();
+    try {
+      const session = new Session(new DurableRepo(this.env, tenant).storage(header.id));
+      const entry = await session.compact({
+        keepRecentTokens: settings.keepRecentTokens,
+        summarizer: summarizerFromConfig(this.env),
+      });
+      this.#store.setAutoCompaction({ state: "idle", lastRunAt, lastEntryId: entry.id });
+    } catch (error) {
+      if (!this.#store.exists) return;
+      if (error instanceof SessionError && error.code === "nothing_to_compact") {
+        this.#store.setAutoCompaction({ state: "idle", lastRunAt });
+      } else {
+        const message = error instanceof Error ? error.message : String(error);
+        console.error("session: automatic compaction failed", message);
+        this.#store.setAutoCompaction({ state: "failed", lastRunAt, lastError: message });
+      }
+    } finally {
+      this.#compacting = false;
     }
   }
 

@@ -3,6 +3,7 @@ import type {
   AppendPlan,
   AppendResult,
   AppendView,
+  AutoCompactStatus,
   CompactionEntry,
   EntryQuery,
   EntryRef,
@@ -17,6 +18,7 @@ import type {
   SessionInfo,
   SessionStats,
   StoredEntry,
+  TreeEntry,
   TreeRow,
 } from "../core";
 import {
@@ -80,6 +82,7 @@ const MIGRATIONS = [
   );
   CREATE TABLE labels (target_id TEXT PRIMARY KEY, label TEXT NOT NULL)
   `,
+  `ALTER TABLE session ADD COLUMN auto_compaction TEXT`,
 ];
 
 /** Payloads up to this many UTF-8 bytes sit in the row; larger ones in chunks (SQLite rows cap at 2 MB). */
@@ -113,6 +116,7 @@ interface SessionState {
   stats: SessionStats;
   version: number;
   nextSeq: number;
+  autoCompaction?: AutoCompactStatus;
 }
 
 /** Entries read in order until the page is full; `rest` are the seqs still to read. */
@@ -161,7 +165,8 @@ export class SessionStore {
       leaf_id: string | null;
       stats: string;
       version: number;
-    }>`SELECT tenant, incarnation, header, leaf_id, stats, version FROM session`.toArray()[0];
+      auto_compaction: string | null;
+    }>`SELECT tenant, incarnation, header, leaf_id, stats, version, auto_compaction FROM session`.toArray()[0];
     if (!row) return undefined;
     const last = this.#sql<{ seq: number | null }>`SELECT max(seq) AS seq FROM entries`.one().seq ?? 0;
     return {
@@ -172,6 +177,7 @@ export class SessionStore {
       stats: JSON.parse(row.stats),
       version: row.version,
       nextSeq: last + 1,
+      ...(row.auto_compaction ? { autoCompaction: JSON.parse(row.auto_compaction) } : {}),
     };
   }
 
@@ -212,7 +218,17 @@ export class SessionStore {
 
   info(): SessionInfo {
     const state = this.state;
-    return sessionInfo(state.header, state.stats, state.leafId);
+    const info = sessionInfo(state.header, state.stats, state.leafId);
+    if (info.autoCompact) info.autoCompact.status = state.autoCompaction ?? { state: "idle" };
+    return info;
+  }
+
+  /** Records where automatic compaction stands (shown in the session's info). */
+  setAutoCompaction(status: AutoCompactStatus): void {
+    const state = this.#live();
+    state.autoCompaction = status;
+    state.version++;
+    this.#sql`UPDATE session SET auto_compaction = ${JSON.stringify(status)}, version = ${state.version}`;
   }
 
   updateHeader(patch: HeaderPatch): SessionHeader {
@@ -364,6 +380,11 @@ export class SessionStore {
     return [...seqs].sort((a, b) => a - b);
   }
 
+  /** The whole (pruned) context path, read at once: for checks inside the object. */
+  contextEntries(leafId?: string | null): StoredEntry<TreeEntry>[] {
+    return this.#entries(this.contextSeqs(leafId)) as StoredEntry<TreeEntry>[];
+  }
+
   treeRows(): { rows: TreeRow[]; labels: Record<string, string> } {
     this.#require();
     const rows: TreeRow[] = [];
@@ -408,20 +429,7 @@ export class SessionStore {
 
   forkSource(targetId: string, position: LeafOptions["position"]): ForkSource {
     const state = this.state;
-    const target = this.#node(targetId);
-    if (!target || target.type === "leaf") {
-      throw new SessionError("not_found", `entry ${targetId} does not exist`, { id: targetId });
-    }
-    let leafId: string | null = targetId;
-    if (position === "before") {
-      const [entry] = this.#entries([target.seq]);
-      if (entry?.type !== "message" || entry.message.role !== "user") {
-        throw new SessionError("invalid_request", 'position "before" applies to user messages only', {
-          id: targetId,
-        });
-      }
-      leafId = entry.parentId;
-    }
+    const leafId = headFor(targetId, this.getEntry(targetId), position);
     const seqs = this.pathSeqs(leafId);
     const path: ForkPathEntry[] = [];
     const rows = this.#sql<{ seq: number; id: string; type: string }>`

@@ -11,6 +11,7 @@ import {
   parsePi,
   Session,
   SessionError,
+  summarizerFromConfig,
   treeToJson,
   zodDetails,
 } from "../core";
@@ -24,6 +25,8 @@ import {
   AppendBody,
   AppendResponse,
   BranchResponse,
+  CompactBody,
+  CompactResponse,
   ContextResponse,
   CreateSessionBody,
   EntriesPage,
@@ -181,11 +184,9 @@ export function createApp() {
     }),
     async (c) => {
       const storage = session(c, c.req.valid("param").sid);
-      const patch = c.req.valid("json");
-      if (patch.name !== undefined) await storage.appendEntry({ type: "session_info", name: patch.name });
-      if (patch.systemPrompt !== undefined || patch.metadata !== undefined) {
-        await storage.updateHeader({ systemPrompt: patch.systemPrompt, metadata: patch.metadata });
-      }
+      const { name, ...header } = c.req.valid("json");
+      if (name !== undefined) await storage.appendEntry({ type: "session_info", name });
+      if (Object.values(header).some((v) => v !== undefined)) await storage.updateHeader(header);
       const info = await storage.getInfo();
       return c.json(info, 200, { ETag: etag(info.leafId) });
     },
@@ -356,12 +357,43 @@ export function createApp() {
       },
     }),
     async (c) => {
-      const { targetId, position } = c.req.valid("json");
-      const record = await session(c, c.req.valid("param").sid).setLeafId(targetId, {
-        position,
+      const { targetId, ...options } = c.req.valid("json");
+      const result = await new Session(session(c, c.req.valid("param").sid)).navigate(targetId, {
+        ...options,
         expectedLeafId: expectedLeaf(c.req.header("If-Match")),
+        summarizer: summarizerFromConfig(c.env),
       });
-      return c.json({ leafId: record.targetId }, 200, { ETag: etag(record.targetId) });
+      return c.json(result, 200, { ETag: etag(result.leafId) });
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/sessions/{sid}/compact",
+      summary: "Compact the current branch",
+      description:
+        "Summarizes what the kept part (at least keepRecentTokens of the newest messages) drops and appends the compaction at the leaf.",
+      security,
+      request: {
+        params: SessionIdParam,
+        body: { content: { "application/json": { schema: CompactBody } }, required: false },
+      },
+      responses: {
+        201: json(CompactResponse, "the compaction entry"),
+        409: json(ErrorEnvelope, "nothing_to_compact"),
+        412: json(ErrorEnvelope, "leaf_conflict: the branch moved off the kept part meanwhile"),
+        502: json(ErrorEnvelope, "summarizer_failed: nothing written"),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const storage = session(c, c.req.valid("param").sid);
+      const entry = await new Session(storage).compact({
+        ...c.req.valid("json"),
+        summarizer: summarizerFromConfig(c.env),
+      });
+      return c.json({ entry }, 201, { ETag: etag(entry.id) });
     },
   );
 

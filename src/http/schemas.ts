@@ -1,5 +1,6 @@
 import { z } from "zod";
 import {
+  AutoCompactSettings,
   EntryInput,
   EntryType,
   Id,
@@ -34,8 +35,22 @@ export const PatchSessionBody = z
     name: z.string().optional().meta({ description: "appends a session_info entry; blank clears the name" }),
     systemPrompt: z.string().nullable().optional().meta({ description: "null removes it" }),
     metadata: Metadata.optional().meta({ description: "replaces the metadata" }),
+    autoCompact: AutoCompactSettings.nullable().optional().meta({
+      description:
+        "compact by itself when the context passes contextWindow - reserveTokens; null turns it off",
+    }),
   })
   .strict();
+
+export const CompactBody = z
+  .object({
+    summary: z.string().optional().meta({ description: "the summary itself; no summarizer is called" }),
+    keepRecentTokens: z.number().int().nonnegative().optional().meta({ description: "default 20000" }),
+    customInstructions: z.string().optional(),
+    retainTail: z.boolean().optional().meta({ description: "also store the kept messages in the entry" }),
+  })
+  .strict();
+export const CompactResponse = z.object({ entry: z.lazy(() => StoredEntry) });
 
 export const ListSessionsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(MAX_SESSIONS_PAGE).optional(),
@@ -98,6 +113,8 @@ export const MoveLeafBody = z
   .object({
     targetId: Id.nullable(),
     position: Position.optional(),
+    summarize: z.boolean().optional().meta({ description: "summarize the branch left, under the target" }),
+    customInstructions: z.string().optional(),
   })
   .strict();
 export const MoveLeafResponse = z.object({ leafId: Id.nullable(), entry: StoredEntry.optional() });

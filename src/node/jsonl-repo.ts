@@ -11,11 +11,18 @@ import type {
   SessionPage,
   SessionRepo,
 } from "../core";
-import { newSessionHeader, pageSessions, Session, sessionsPageLimit, writeImport } from "../core";
-import { errnoCode } from "./errno";
+import {
+  newSessionHeader,
+  pageSessions,
+  Session,
+  SessionError,
+  sessionsPageLimit,
+  writeImport,
+} from "../core";
+import { errnoCode, ioError } from "./errno";
 import { JSONLStorage } from "./jsonl-storage";
 import { isSessionFolderName, sessionFolder, sessionsFolder } from "./layout";
-import { metadataInfo, readMetadata } from "./metadata";
+import { metadataFile, metadataInfo, readMetadata } from "./metadata";
 
 /** metadata.json files read at once by `list`: enough to overlap I/O, few enough for the fd limit. */
 const LIST_CONCURRENCY = 32;
@@ -59,7 +66,8 @@ export class JSONLRepo implements SessionRepo {
       const storage = await known.ready;
       const closing = storage.closing;
       if (!closing) return storage;
-      // Being closed or deleted: wait until it is forgotten, then open afresh (or fail).
+      // Being closed or deleted: once that is done the storage has been forgotten (or, if a delete
+      // failed, is open again), so look again.
       await closing;
     }
     const entry: OpenSession = { ready: JSONLStorage.open(this.root, id, this) };
@@ -86,14 +94,15 @@ export class JSONLRepo implements SessionRepo {
   /** Reads each session's metadata.json and nothing else: no log is opened and no lock taken. */
   async list(options: ListOptions = {}): Promise<SessionPage> {
     const limit = sessionsPageLimit(options);
+    const folder = sessionsFolder(this.root);
     let names: string[];
     try {
-      const found = await readdir(sessionsFolder(this.root), { withFileTypes: true });
+      const found = await readdir(folder, { withFileTypes: true });
       names = found
         .filter((dirent) => dirent.isDirectory() && isSessionFolderName(dirent.name))
         .map((d) => d.name);
     } catch (error) {
-      if (errnoCode(error) !== "ENOENT") throw error;
+      if (errnoCode(error) !== "ENOENT") throw ioError("listing", folder, error);
       names = [];
     }
     const infos: SessionInfo[] = [];
@@ -108,12 +117,14 @@ export class JSONLRepo implements SessionRepo {
 
   /** A folder's info; undefined when it holds no session by that id (being created or deleted). */
   async #listed(name: string): Promise<SessionInfo | undefined> {
+    const folder = join(sessionsFolder(this.root), name);
     try {
-      const metadata = await readMetadata(join(sessionsFolder(this.root), name));
+      const metadata = await readMetadata(folder);
       return metadata.header.id === name ? metadataInfo(metadata) : undefined;
     } catch (error) {
       if (errnoCode(error) === "ENOENT") return undefined;
-      throw error;
+      if (error instanceof SessionError) throw error;
+      throw ioError("reading", metadataFile(folder), error);
     }
   }
 

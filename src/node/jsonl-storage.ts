@@ -43,7 +43,7 @@ import { errnoCode, ioError } from "./errno";
 import { ENTRIES_FILE, scratchFolder, sessionFolder, sessionsFolder } from "./layout";
 import { SessionLock } from "./lock";
 import type { SessionMetadata } from "./metadata";
-import { readMetadata, writeMetadata } from "./metadata";
+import { metadataFile, readMetadata, writeMetadata } from "./metadata";
 import { SerialQueue } from "./serial-queue";
 
 /** Entries read per file pass when building a tree, so a large session is never read whole at once. */
@@ -100,7 +100,10 @@ export class JSONLStorage implements SessionStorage {
   #header: SessionHeader;
   #leafId: string | null;
   #state: "open" | "closed" | "deleted" = "open";
-  /** Set while `cleanup()` or `delete()` is pending, so the repo waits instead of handing this out. */
+  /**
+   * Set once `cleanup()` or `delete()` is called (settled when it is done), so the repo waits for
+   * it instead of handing this storage out; unset again if a delete fails and the storage stays open.
+   */
   #closing: Promise<void> | undefined;
   /** Set when the last metadata rewrite failed after its entries were committed; retried on the next write. */
   #metadataError: unknown;
@@ -150,7 +153,7 @@ export class JSONLStorage implements SessionStorage {
       await rm(staging, { recursive: true, force: true });
       const code = errnoCode(error);
       if (code === "ENOTEMPTY" || code === "EEXIST") throw alreadyExists();
-      throw error;
+      throw asSessionError("creating", folder, error);
     }
     const held = lock.movedTo(folder);
     try {
@@ -158,7 +161,7 @@ export class JSONLStorage implements SessionStorage {
       return new JSONLStorage(root, header, { log, lock: held, index, leafId: null, owner });
     } catch (error) {
       await held.release().catch(() => undefined);
-      throw error;
+      throw asSessionError("opening", folder, error);
     }
   }
 
@@ -170,7 +173,7 @@ export class JSONLStorage implements SessionStorage {
       lock = await SessionLock.acquire(folder, id);
     } catch (error) {
       if (errnoCode(error) === "ENOENT") throw notFound(id);
-      throw error;
+      throw asSessionError("locking", folder, error);
     }
     let log: EntryLog | undefined;
     try {
@@ -200,7 +203,7 @@ export class JSONLStorage implements SessionStorage {
     } catch (error) {
       await log?.close().catch(() => undefined);
       await lock.release().catch(() => undefined);
-      throw error;
+      throw asSessionError("opening", folder, error);
     }
   }
 
@@ -240,12 +243,12 @@ export class JSONLStorage implements SessionStorage {
    * name, a leaf target) are read beforehand; anything else is read synchronously.
    */
   async #view(ids: readonly (string | null)[]): Promise<AppendView> {
-    const rows = new Map<string, IndexedEntry>();
+    const stored = new Map<string, IndexedEntry>();
     for (const id of ids) {
       const row = id === null ? undefined : this.#index.get(id);
-      if (id !== null && row) rows.set(id, row);
+      if (row) stored.set(id as string, row);
     }
-    const wanted = [...rows.entries()].sort(([, a], [, b]) => a.seq - b.seq);
+    const wanted = [...stored].sort(([, a], [, b]) => a.seq - b.seq);
     const entries = await this.#load(wanted.map(([, row]) => row));
     const loaded = new Map(wanted.map(([id], i) => [id, entries[i] as StoredEntry]));
     return {
@@ -301,7 +304,7 @@ export class JSONLStorage implements SessionStorage {
       try {
         await writeMetadata(this.folder, this.#metadata(header, stats));
       } catch (error) {
-        throw ioError("writing", join(this.folder, "metadata.json"), error);
+        throw ioError("writing", metadataFile(this.folder), error);
       }
       this.#header = header;
       this.#index.stats.updatedAt = stats.updatedAt;
@@ -434,8 +437,13 @@ export class JSONLStorage implements SessionStorage {
   delete(): Promise<void> {
     return this.#close(async () => {
       this.#usable();
-      const trash = await scratchFolder(this.#root, "delete");
-      await rename(this.folder, join(trash, "session"));
+      let trash: string;
+      try {
+        trash = await scratchFolder(this.#root, "delete");
+        await rename(this.folder, join(trash, "session"));
+      } catch (error) {
+        throw ioError("deleting", this.folder, error);
+      }
       this.#state = "deleted";
       await this.#log.close().catch(() => undefined);
       // The session is gone; what is left in tmp/ is unreachable and harmless if removing it fails.
@@ -462,15 +470,20 @@ export class JSONLStorage implements SessionStorage {
   #close(task: () => Promise<void>): Promise<void> {
     const result = this.#queue.run(task).finally(() => {
       if (this.#state !== "open") this.#owner.forget(this);
-      if (this.#closing === closing) this.#closing = undefined;
+      else if (this.#closing === settled) this.#closing = undefined;
     });
-    const closing = result.then(
+    const settled = result.then(
       () => undefined,
       () => undefined,
     );
-    this.#closing = closing;
+    this.#closing = settled;
     return result;
   }
+}
+
+/** Passes `SessionError`s through; any other failure becomes `internal`, naming the path. */
+function asSessionError(action: string, path: string, error: unknown): SessionError {
+  return error instanceof SessionError ? error : ioError(action, path, error);
 }
 
 /**

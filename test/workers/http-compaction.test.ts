@@ -1,0 +1,259 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
+import worker from "../../src/worker";
+import { api, createSession, expectError, info, KEY_A, sid, userMessage } from "./helpers";
+
+const words = (n: number) => "word ".repeat(n).trim();
+const ctx = () => ({ waitUntil() {}, passThroughOnException() {}, props: {} }) as unknown as ExecutionContext;
+
+/** A request to the worker with the OpenAI-compatible summarizer pointed at the fake endpoint. */
+async function withModel(
+  model: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) {
+  const llmEnv = {
+    ...env,
+    SUMMARIZER_BASE_URL: `${env.FAKE_LLM_URL}/v1`,
+    SUMMARIZER_MODEL: model,
+    SUMMARIZER_API_KEY: "test-key",
+  };
+  const res = await worker.fetch(
+    new Request(`http://sessions.test${path}`, {
+      method,
+      headers: { Authorization: `Bearer ${KEY_A}`, "Content-Type": "application/json", ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }),
+    llmEnv,
+    ctx(),
+  );
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+async function conversation(turns: number) {
+  const id = await createSession();
+  const entries = [];
+  for (let i = 0; i < turns; i++) {
+    entries.push({ ...userMessage(`question ${i} ${words(100)}`), id: `q${i}` });
+    entries.push({
+      type: "message",
+      id: `a${i}`,
+      message: {
+        role: "assistant",
+        content: [{ type: "text", text: `answer ${i} ${words(100)}` }],
+        api: "x",
+        provider: "p",
+        model: "m",
+        usage: {
+          input: 1,
+          output: 1,
+          cacheRead: 0,
+          cacheWrite: 0,
+          totalTokens: 0,
+          cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+        },
+        stopReason: "stop",
+        timestamp: 1,
+      },
+    });
+  }
+  expect((await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } })).status).toBe(201);
+  return id;
+}
+
+describe("POST /compact", () => {
+  it("compacts with the built-in extractive summarizer by default", async () => {
+    const id = await conversation(10);
+    const before = await api("GET", `/v1/sessions/${id}/context`);
+    const res = await api("POST", `/v1/sessions/${id}/compact`, { body: { keepRecentTokens: 500 } });
+    expect(res.status).toBe(201);
+    const { entry } = res.body;
+    expect(entry).toMatchObject({
+      type: "compaction",
+      parentId: "a9",
+      details: { readFiles: [], modifiedFiles: [] },
+    });
+    expect(entry.summary).toContain("## Goal");
+    expect(entry.summary).toContain("question 0");
+    const after = await api("GET", `/v1/sessions/${id}/context`);
+    expect(after.body.messages[0]).toMatchObject({ role: "compactionSummary", summary: entry.summary });
+    expect(after.body.messages.length).toBeLessThan(before.body.messages.length);
+    expect(after.body.messages.slice(1)).toEqual(
+      before.body.messages.slice(-(after.body.messages.length - 1)),
+    );
+    expect((await info(id)).leafId).toBe(entry.id);
+  });
+
+  it("takes the summary as given, and keeps the tail in the entry with retainTail", async () => {
+    const id = await conversation(6);
+    const res = await api("POST", `/v1/sessions/${id}/compact`, {
+      body: { keepRecentTokens: 300, summary: "mine", retainTail: true },
+    });
+    expect(res.status).toBe(201);
+    expect(res.body.entry.summary).toBe("mine");
+    expect(res.body.entry.retainedTail.length).toBeGreaterThan(0);
+    const context = await api("GET", `/v1/sessions/${id}/context`);
+    expect(context.body.messages.slice(1)).toEqual(res.body.entry.retainedTail);
+  });
+
+  it("answers nothing_to_compact (409) when the leaf is a compaction or nothing would be dropped", async () => {
+    const id = await conversation(1);
+    expectError(await api("POST", `/v1/sessions/${id}/compact`, { body: {} }), 409, "nothing_to_compact");
+    await api("POST", `/v1/sessions/${id}/compact`, { body: { keepRecentTokens: 1 } });
+    expectError(
+      await api("POST", `/v1/sessions/${id}/compact`, { body: { keepRecentTokens: 1 } }),
+      409,
+      "nothing_to_compact",
+    );
+    expectError(
+      await api("POST", `/v1/sessions/${id}/compact`, { body: { keepRecentTokens: -1 } }),
+      400,
+      "invalid_request",
+    );
+    expectError(await api("POST", `/v1/sessions/${sid("none")}/compact`, { body: {} }), 404, "not_found");
+  });
+
+  it("calls an OpenAI-compatible endpoint with the conversation and stores its usage", async () => {
+    const id = await conversation(6);
+    const model = `ok-${sid()}`;
+    const res = await withModel(model, "POST", `/v1/sessions/${id}/compact`, {
+      keepRecentTokens: 300,
+      customInstructions: "focus on numbers",
+    });
+    expect(res.status).toBe(201);
+    expect(res.body.entry.summary).toBe(`SUMMARY FROM ${model}`);
+    expect(res.body.entry.usage).toEqual({ input: 321, output: 12, totalTokens: 333 });
+    const requests = (await (await fetch(`${env.FAKE_LLM_URL}/requests/${model}`)).json()) as any[];
+    expect(requests.length).toBe(1);
+    expect(requests[0].messages[0].role).toBe("system");
+    expect(requests[0].messages[1].content).toContain("[User]: question 0");
+    expect(requests[0].messages[1].content).toContain("Additional focus: focus on numbers");
+  });
+
+  it("writes nothing when the summarizer fails (502 summarizer_failed)", async () => {
+    const id = await conversation(6);
+    const before = await info(id);
+    const res = await withModel("fail", "POST", `/v1/sessions/${id}/compact`, { keepRecentTokens: 300 });
+    expect(res.status).toBe(502);
+    expect(res.body.error.code).toBe("summarizer_failed");
+    expect(await info(id)).toEqual(before);
+  });
+
+  it("writes nothing (412 leaf_conflict) when a navigation moves the branch while the summary is written", async () => {
+    const id = await conversation(6);
+    const key = sid("hold");
+    const pending = withModel(`hold:${key}`, "POST", `/v1/sessions/${id}/compact`, { keepRecentTokens: 300 });
+    await vi.waitFor(async () => {
+      const held = (await (await fetch(`${env.FAKE_LLM_URL}/requests/hold:${key}`)).json()) as unknown[];
+      expect(held.length).toBe(1);
+    });
+    // Meanwhile another client goes back to the start and branches from there.
+    expect((await api("PUT", `/v1/sessions/${id}/leaf`, { body: { targetId: "q0" } })).status).toBe(200);
+    expect(
+      (await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("a new direction") })).status,
+    ).toBe(201);
+    await fetch(`${env.FAKE_LLM_URL}/release/${key}`, { method: "POST" });
+    const res = await pending;
+    expect(res.status).toBe(412);
+    expect(res.body.error.code).toBe("leaf_conflict");
+    const compactions = await api("GET", `/v1/sessions/${id}/entries?type=compaction`);
+    expect(compactions.body.entries).toEqual([]);
+  });
+
+  it("appends at the new leaf when an append only extends the branch while the summary is written", async () => {
+    const id = await conversation(6);
+    const key = sid("hold");
+    const pending = withModel(`hold:${key}`, "POST", `/v1/sessions/${id}/compact`, { keepRecentTokens: 300 });
+    await vi.waitFor(async () => {
+      const held = (await (await fetch(`${env.FAKE_LLM_URL}/requests/hold:${key}`)).json()) as unknown[];
+      expect(held.length).toBe(1);
+    });
+    const appended = await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("one more") });
+    await fetch(`${env.FAKE_LLM_URL}/release/${key}`, { method: "POST" });
+    const res = await pending;
+    expect(res.status).toBe(201);
+    expect(res.body.entry.parentId).toBe(appended.body.leafId);
+  });
+});
+
+describe("PUT /leaf with summarize", () => {
+  it("summarizes the branch left under the target and makes the summary the leaf", async () => {
+    const id = await conversation(3);
+    const res = await api("PUT", `/v1/sessions/${id}/leaf`, { body: { targetId: "a0", summarize: true } });
+    expect(res.status).toBe(200);
+    expect(res.body.entry).toMatchObject({ type: "branch_summary", parentId: "a0", fromId: "a0" });
+    expect(res.body.leafId).toBe(res.body.entry.id);
+    const context = await api("GET", `/v1/sessions/${id}/context`);
+    expect(context.body.messages.map((m: { role: string }) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "branchSummary",
+    ]);
+  });
+
+  it("uses the configured model, and on failure changes nothing (502 branch_summary_failed)", async () => {
+    const id = await conversation(3);
+    const model = `ok-${sid()}`;
+    const ok = await withModel(model, "PUT", `/v1/sessions/${id}/leaf`, { targetId: "q1", summarize: true });
+    expect(ok.body.entry.summary).toBe(`SUMMARY FROM ${model}`);
+    const before = await info(id);
+    const failed = await withModel("fail", "PUT", `/v1/sessions/${id}/leaf`, {
+      targetId: "q0",
+      summarize: true,
+    });
+    expect(failed.status).toBe(502);
+    expect(failed.body.error.code).toBe("branch_summary_failed");
+    expect(await info(id)).toEqual(before);
+    // Without a summary the caller can still go.
+    const plain = await api("PUT", `/v1/sessions/${id}/leaf`, { body: { targetId: "q0" } });
+    expect(plain.body).toEqual({ leafId: "q0" });
+  });
+
+  it('writes the summary with no parent and fromId "root" when the target is null', async () => {
+    const id = await conversation(2);
+    const res = await api("PUT", `/v1/sessions/${id}/leaf`, { body: { targetId: null, summarize: true } });
+    expect(res.body.entry).toMatchObject({ parentId: null, fromId: "root" });
+  });
+});
+
+describe("automatic compaction", () => {
+  it("compacts in the background once the context passes the budget, and shows its state", async () => {
+    const id = await createSession();
+    const settings = { contextWindow: 2000, reserveTokens: 500, keepRecentTokens: 300 };
+    const patched = await api("PATCH", `/v1/sessions/${id}`, { body: { autoCompact: settings } });
+    expect(patched.status).toBe(200);
+    expect(patched.body.autoCompact).toMatchObject({ ...settings, status: { state: "idle" } });
+    const small = await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("short") });
+    expect(small.status).toBe(201);
+    const entries = Array.from({ length: 12 }, (_, i) => userMessage(`message ${i} ${words(150)}`));
+    const res = await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } });
+    // The append itself is not delayed: it answers with its own entries, compaction comes after.
+    expect(res.status).toBe(201);
+    expect(res.body.leafId).toBe(res.body.entries[11].id);
+    await vi.waitFor(
+      async () => {
+        const current = await info(id);
+        expect((current.autoCompact as any).status).toMatchObject({
+          state: "idle",
+          lastEntryId: expect.any(String),
+        });
+      },
+      { timeout: 10_000, interval: 50 },
+    );
+    const compactions = await api("GET", `/v1/sessions/${id}/entries?type=compaction`);
+    expect(compactions.body.entries.length).toBe(1);
+    const context = await api("GET", `/v1/sessions/${id}/context`);
+    expect(context.body.messages[0].role).toBe("compactionSummary");
+    expectError(
+      await api("PATCH", `/v1/sessions/${id}`, {
+        body: { autoCompact: { contextWindow: 100, reserveTokens: 200 } },
+      }),
+      400,
+      "invalid_request",
+    );
+    const off = await api("PATCH", `/v1/sessions/${id}`, { body: { autoCompact: null } });
+    expect(off.body.autoCompact).toBeUndefined();
+  });
+});

@@ -1,7 +1,14 @@
 import { headFor } from "./append";
 import type { CompactionSettings } from "./compaction";
 import { formatFileLists, prepareBranchSummary, prepareCompaction } from "./compaction";
-import type { BranchSummaryEntry, CompactionEntry, EntryInput, StoredEntry, TreeEntry } from "./entries";
+import type {
+  BranchSummaryEntry,
+  CompactionEntry,
+  EntryInput,
+  LeafEntry,
+  StoredEntry,
+  TreeEntry,
+} from "./entries";
 import { SessionError } from "./errors";
 import type { Session } from "./session";
 import type { Position } from "./storage";
@@ -99,8 +106,10 @@ export interface NavigateOptions {
 
 export interface NavigateResult {
   leafId: string | null;
-  /** The branch summary written, if any. */
+  /** The branch summary written, if any (it is then the leaf). */
   entry?: StoredEntry<BranchSummaryEntry>;
+  /** The `leaf` record written when the head simply moved. */
+  record?: StoredEntry<LeafEntry>;
 }
 
 /**
@@ -109,7 +118,7 @@ export interface NavigateResult {
  * which becomes the leaf; if the summarizer fails nothing changes (`branch_summary_failed`), so
  * the caller can navigate without a summary.
  */
-export async function navigateTree(
+export async function navigateSession(
   session: Session,
   targetId: string | null,
   options: NavigateOptions = {},
@@ -119,7 +128,7 @@ export async function navigateTree(
       position: options.position,
       expectedLeafId: options.expectedLeafId,
     });
-    return { leafId: record.targetId };
+    return { leafId: record.targetId, record };
   }
   const oldLeaf = await session.getLeafId();
   if (options.expectedLeafId !== undefined && options.expectedLeafId !== oldLeaf) {
@@ -140,7 +149,7 @@ export async function navigateTree(
   const preparation = prepareBranchSummary(from, to);
   if (preparation.entries.length === 0) {
     const record = await session.setLeafId(target, { expectedLeafId: oldLeaf });
-    return { leafId: record.targetId };
+    return { leafId: record.targetId, record };
   }
   let result: SummaryResult;
   if (options.summary !== undefined) result = { text: options.summary };

@@ -1,3 +1,4 @@
+export * from "./agent";
 export * from "./append";
 export * from "./compact-session";
 export * from "./compaction";

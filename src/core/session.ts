@@ -1,5 +1,5 @@
 import type { CompactOptions, NavigateOptions, NavigateResult } from "./compact-session";
-import { compactSession, navigateTree } from "./compact-session";
+import { compactSession, navigateSession } from "./compact-session";
 import type { BuildContextOptions, SessionContext } from "./context";
 import { buildSessionContext } from "./context";
 import type {
@@ -134,6 +134,9 @@ export class Session {
 
   async buildContext(options: ContextOptions = {}): Promise<SessionContext> {
     const { leafId, ...buildOptions } = options;
+    if (this.storage.buildContext && !options.entryProjectors && !options.transforms) {
+      return this.storage.buildContext(leafId, options.systemPrompt);
+    }
     // Custom transforms may look at any entry, so they get the whole path.
     if (this.storage.getContextPath && !options.transforms) {
       const { path, systemPrompt } = await this.storage.getContextPath(leafId);
@@ -203,14 +206,21 @@ export class Session {
     return this.append("session_info", { name }, options);
   }
 
-  /** Compacts the current branch (see `compactSession`). */
-  compact(options?: CompactOptions): Promise<StoredEntry<CompactionEntry>> {
+  /**
+   * Compacts the current branch (see `compactSession`). A storage that compacts by itself (the
+   * service, through the client) does it with its own summarizer unless one is given here.
+   */
+  compact(options: CompactOptions = {}): Promise<StoredEntry<CompactionEntry>> {
+    const { summarizer, signal, ...rest } = options;
+    if (this.storage.compact && !summarizer) return this.storage.compact(rest);
     return compactSession(this, options);
   }
 
-  /** Moves the head, optionally summarizing the branch left (see `navigateTree`). */
-  navigate(targetId: string | null, options?: NavigateOptions): Promise<NavigateResult> {
-    return navigateTree(this, targetId, options);
+  /** Moves the head, optionally summarizing the branch left (see `navigateSession`). */
+  navigate(targetId: string | null, options: NavigateOptions = {}): Promise<NavigateResult> {
+    const { summarizer, signal, ...rest } = options;
+    if (this.storage.navigate && !summarizer) return this.storage.navigate(targetId, rest);
+    return navigateSession(this, targetId, options);
   }
 
   async fork(targetId: string, options?: ForkOptions): Promise<Session> {

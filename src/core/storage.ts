@@ -1,5 +1,15 @@
 import { z } from "zod";
-import type { EntryInput, EntryType, LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "./entries";
+import type { CompactOptions, NavigateOptions, NavigateResult } from "./compact-session";
+import type { SessionContext } from "./context";
+import type {
+  CompactionEntry,
+  EntryInput,
+  EntryType,
+  LeafEntry,
+  SessionEntry,
+  StoredEntry,
+  TreeEntry,
+} from "./entries";
 import { Id, Timestamp } from "./entries";
 import type { Session } from "./session";
 import type { TreeNode } from "./tree";
@@ -168,6 +178,18 @@ export interface SessionStorage {
 
   fork(targetId: string, options?: ForkOptions): Promise<SessionStorage>;
   delete(): Promise<void>;
+
+  /*
+   * Optional: storages that do these themselves (the service, reached through the client) so a
+   * `Session` over them does not fetch whole paths to do the work locally.
+   */
+  buildContext?(leafId?: string | null, systemPrompt?: string): Promise<SessionContext>;
+  compact?(options: Omit<CompactOptions, "summarizer" | "signal">): Promise<StoredEntry<CompactionEntry>>;
+  navigate?(
+    targetId: string | null,
+    options: Omit<NavigateOptions, "summarizer" | "signal">,
+  ): Promise<NavigateResult>;
+
   /** Releases what the storage holds open (file locks, handles). */
   cleanup(): Promise<void>;
 }

@@ -7,6 +7,8 @@ import {
   EntryInput as EntryInputSchema,
   exportNative,
   exportPi,
+  Id,
+  MAX_BATCH_ENTRIES,
   parseNative,
   parsePi,
   Session,
@@ -34,6 +36,7 @@ import {
   EntryIdParams,
   ExportQuery,
   ForkBody,
+  ImportEntriesBody,
   ImportQuery,
   LeafQuery,
   ListSessionsQuery,
@@ -261,6 +264,34 @@ export function createApp() {
 
   app.openapi(
     createRoute({
+      method: "post",
+      path: "/v1/sessions/{sid}/import",
+      summary: "Write entries verbatim into a session",
+      description:
+        "For restores and copies: ids, parents, timestamps and leaf records are kept as given (parents must exist); the rules for new appends (default parent, replays, label targets) do not apply. At most 1,000 entries.",
+      security,
+      request: { params: SessionIdParam, body: body(ImportEntriesBody) },
+      responses: {
+        200: json(z.object({ leafId: Id.nullable() }), "written"),
+        409: json(ErrorEnvelope, "already_exists"),
+        422: json(ErrorEnvelope, "parent_not_found / invalid_tree"),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { entries } = c.req.valid("json");
+      if (entries.length > MAX_BATCH_ENTRIES) {
+        throw new SessionError("payload_too_large", `a batch holds at most ${MAX_BATCH_ENTRIES} entries`);
+      }
+      const storage = session(c, c.req.valid("param").sid);
+      await storage.importEntries(entries);
+      const leafId = await storage.getLeafId();
+      return c.json({ leafId }, 200, { ETag: etag(leafId) });
+    },
+  );
+
+  app.openapi(
+    createRoute({
       method: "get",
       path: "/v1/sessions/{sid}/entries",
       summary: "Entries in append order, paged by seq",
@@ -288,7 +319,7 @@ export function createApp() {
     async (c) => {
       const { sid, eid } = c.req.valid("param");
       const entry = await session(c, sid).getEntry(eid);
-      if (!entry) throw new SessionError("not_found", `entry ${eid} does not exist`, { id: eid });
+      if (!entry) throw new SessionError("not_found", `entry ${eid} does not exist`, { entryId: eid });
       return c.json(entry, 200);
     },
   );

@@ -117,7 +117,18 @@ export const MoveLeafBody = z
     customInstructions: z.string().optional(),
   })
   .strict();
-export const MoveLeafResponse = z.object({ leafId: Id.nullable(), entry: StoredEntry.optional() });
+export const MoveLeafResponse = z.object({
+  leafId: Id.nullable(),
+  entry: StoredEntry.optional().meta({ description: "the branch summary written (it is the new leaf)" }),
+  record: StoredEntry.optional().meta({ description: "the leaf record written when the head simply moved" }),
+});
+
+export const ImportEntriesBody = z
+  .object({ entries: z.array(SessionEntry) })
+  .strict()
+  .meta({
+    description: "entries written verbatim, in order: ids, parents, timestamps and leaf records as given",
+  });
 
 export const ForkBody = z
   .object({

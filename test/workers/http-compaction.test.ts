@@ -208,7 +208,7 @@ describe("PUT /leaf with summarize", () => {
     expect(await info(id)).toEqual(before);
     // Without a summary the caller can still go.
     const plain = await api("PUT", `/v1/sessions/${id}/leaf`, { body: { targetId: "q0" } });
-    expect(plain.body).toEqual({ leafId: "q0" });
+    expect(plain.body).toMatchObject({ leafId: "q0", record: { type: "leaf", targetId: "q0" } });
   });
 
   it('writes the summary with no parent and fromId "root" when the target is null', async () => {

@@ -1,0 +1,15 @@
+import { RemoteRepo } from "./remote";
+import type { ClientOptions } from "./transport";
+
+export { RemoteRepo, RemoteStorage } from "./remote";
+export type { ClientOptions } from "./transport";
+export { retryAfterMs } from "./transport";
+
+/**
+ * A client of the service: a `SessionRepo` whose sessions are the same `Session` API as
+ * `MemoryRepo`'s or `JSONLRepo`'s, so agent code runs against the service unchanged. Works in
+ * Node, browsers and Workers (pass a service binding's `fetch`).
+ */
+export function createClient(options: ClientOptions): RemoteRepo {
+  return new RemoteRepo(options);
+}

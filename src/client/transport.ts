@@ -1,0 +1,127 @@
+import type { ErrorBody } from "../core";
+import { isErrorCode, SessionError } from "../core";
+
+export interface ClientOptions {
+  /** Where the service answers, e.g. `https://sessions.example.com` or `http://127.0.0.1:8787`. */
+  baseUrl: string;
+  /** An API key (sent as `Authorization: Bearer <token>`); none for local development. */
+  token?: string;
+  /** A `fetch` to use instead of the global one: a service binding's, or a test's. */
+  fetch?: (input: Request) => Promise<Response>;
+  /** Tries for a request that may be retried (default 4). */
+  maxAttempts?: number;
+  /** First backoff in milliseconds, doubled on each retry (default 200). */
+  retryDelayMs?: number;
+}
+
+export interface RequestOptions {
+  query?: Record<string, string | number | undefined>;
+  body?: unknown;
+  /** A body sent as is, with its own content type. */
+  raw?: { body: BodyInit; contentType: string };
+  headers?: Record<string, string>;
+  /**
+   * Whether sending the request twice does no harm, so a network failure may be retried (reads,
+   * and appends whose entries carry ids). 429 and 503 are retried whatever this says.
+   */
+  idempotent?: boolean;
+}
+
+const RETRY_STATUSES = new Set([429, 503]);
+const MAX_RETRY_AFTER_MS = 60_000;
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Milliseconds a `Retry-After` header asks for (seconds or an HTTP date), if any. */
+export function retryAfterMs(header: string | null): number | undefined {
+  if (!header) return undefined;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds)) return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, seconds * 1000));
+  const date = Date.parse(header);
+  return Number.isNaN(date) ? undefined : Math.min(MAX_RETRY_AFTER_MS, Math.max(0, date - Date.now()));
+}
+
+async function errorOf(response: Response): Promise<SessionError> {
+  let body: { error?: Partial<ErrorBody> } | undefined;
+  try {
+    body = (await response.json()) as { error?: Partial<ErrorBody> };
+  } catch {
+    body = undefined;
+  }
+  const error = body?.error;
+  if (error && isErrorCode(error.code))
+    return new SessionError(error.code, error.message ?? "", error.details);
+  return new SessionError(
+    response.status >= 500 ? "internal" : "invalid_request",
+    `the service answered ${response.status}`,
+    {
+      status: response.status,
+    },
+  );
+}
+
+/** HTTP to the service: JSON in and out, errors as `SessionError`s, retries where they are safe. */
+export class Transport {
+  readonly #options: ClientOptions;
+  readonly #fetch: (input: Request) => Promise<Response>;
+
+  constructor(options: ClientOptions) {
+    this.#options = options;
+    this.#fetch = options.fetch ?? ((request) => fetch(request));
+  }
+
+  url(path: string, query: RequestOptions["query"] = {}): string {
+    const url = new URL(
+      path,
+      this.#options.baseUrl.endsWith("/") ? this.#options.baseUrl : `${this.#options.baseUrl}/`,
+    );
+    for (const [key, value] of Object.entries(query))
+      if (value !== undefined) url.searchParams.set(key, String(value));
+    return url.toString();
+  }
+
+  /** The response of a successful request (2xx); a `SessionError` otherwise. */
+  async send(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
+    const attempts = this.#options.maxAttempts ?? 4;
+    const baseDelay = this.#options.retryDelayMs ?? 200;
+    const idempotent = options.idempotent ?? (method === "GET" || method === "HEAD");
+    for (let attempt = 1; ; attempt++) {
+      let response: Response;
+      try {
+        response = await this.#fetch(this.#request(method, path, options));
+      } catch (error) {
+        if (!idempotent || attempt >= attempts) throw error;
+        await sleep(baseDelay * 2 ** (attempt - 1));
+        continue;
+      }
+      if (response.ok) return response;
+      if (RETRY_STATUSES.has(response.status) && attempt < attempts) {
+        await response.body?.cancel();
+        await sleep(retryAfterMs(response.headers.get("Retry-After")) ?? baseDelay * 2 ** (attempt - 1));
+        continue;
+      }
+      throw await errorOf(response);
+    }
+  }
+
+  async json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    const response = await this.send(method, path, options);
+    return (response.status === 204 ? undefined : await response.json()) as T;
+  }
+
+  #request(method: string, path: string, options: RequestOptions): Request {
+    const headers = new Headers(options.headers);
+    if (this.#options.token) headers.set("Authorization", `Bearer ${this.#options.token}`);
+    let body: BodyInit | undefined;
+    if (options.raw) {
+      body = options.raw.body;
+      headers.set("Content-Type", options.raw.contentType);
+    } else if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers.set("Content-Type", "application/json");
+    }
+    return new Request(this.url(path, options.query), { method, headers, body });
+  }
+}

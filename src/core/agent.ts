@@ -1,0 +1,84 @@
+import type { NavigateOptions, NavigateResult } from "./compact-session";
+import { DEFAULT_KEEP_RECENT_TOKENS } from "./compaction";
+import type { CompactionEntry, StoredEntry } from "./entries";
+import { SessionError } from "./errors";
+import type { Session } from "./session";
+import type { Summarizer } from "./summarizers/summarizer";
+import { estimateContextTokens } from "./tokens";
+
+/*
+ * Helpers for agent loops (the design's best practices): compact before the context overflows,
+ * and navigate with a branch summary that can fail without losing the move.
+ */
+
+export interface CompactIfNeededOptions {
+  contextWindow: number;
+  /** Room kept free for the next reply (default 16,384). */
+  reserveTokens?: number;
+  keepRecentTokens?: number;
+  /** Used in place of the storage's own (the service's) or, in memory and files, required. */
+  summarizer?: Summarizer;
+  customInstructions?: string;
+}
+
+export type CompactIfNeededResult =
+  | { compacted: false; tokens: number }
+  | { compacted: true; tokens: number; entry: StoredEntry<CompactionEntry> };
+
+/**
+ * Compacts when the context estimate (the same one the service uses: the last reply's reported
+ * usage plus estimates after it) passes `contextWindow - reserveTokens`.
+ */
+export async function compactIfNeeded(
+  session: Session,
+  options: CompactIfNeededOptions,
+): Promise<CompactIfNeededResult> {
+  const reserve = options.reserveTokens ?? 16_384;
+  const tokens = estimateContextTokens((await session.buildContext()).messages);
+  if (tokens <= options.contextWindow - reserve) return { compacted: false, tokens };
+  try {
+    const entry = await session.compact({
+      keepRecentTokens: options.keepRecentTokens ?? DEFAULT_KEEP_RECENT_TOKENS,
+      ...(options.summarizer ? { summarizer: options.summarizer } : {}),
+      ...(options.customInstructions ? { customInstructions: options.customInstructions } : {}),
+    });
+    return { compacted: true, tokens, entry };
+  } catch (error) {
+    if (error instanceof SessionError && error.code === "nothing_to_compact")
+      return { compacted: false, tokens };
+    throw error;
+  }
+}
+
+/** The failure of a navigation's branch summary: the head did not move; retry without `summarize`. */
+export class NavigationError extends Error {
+  readonly code = "branch_summary";
+  override readonly cause: SessionError;
+
+  constructor(cause: SessionError) {
+    super(cause.message);
+    this.name = "NavigationError";
+    this.cause = cause;
+  }
+}
+
+/**
+ * Moves the head like `session.navigate`, but a failed branch summary is a `NavigationError` with
+ * code `"branch_summary"`, so a caller can navigate again without one:
+ *
+ *   try { await navigateTree(session, id, { summarize: true }) }
+ *   catch (e) { if (e.code === "branch_summary") await navigateTree(session, id, { summarize: false }) }
+ */
+export async function navigateTree(
+  session: Session,
+  targetId: string | null,
+  options: NavigateOptions = {},
+): Promise<NavigateResult> {
+  try {
+    return await session.navigate(targetId, options);
+  } catch (error) {
+    if (error instanceof SessionError && error.code === "branch_summary_failed")
+      throw new NavigationError(error);
+    throw error;
+  }
+}

@@ -1,0 +1,116 @@
+import { exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { createClient } from "../../src/client";
+import type { Session } from "../../src/core";
+import { compactIfNeeded, NavigationError, navigateTree, parseNative, SessionError } from "../../src/core";
+import { assistant, user } from "../conformance/fixtures";
+import { KEY_A, sid } from "./helpers";
+
+const worker = (request: Request) => exports.default.fetch(request);
+
+/** A client whose fetch goes through `intercept` before (maybe) reaching the worker. */
+function clientWith(intercept: (request: Request, attempt: number) => Promise<Response>) {
+  const attempts: string[] = [];
+  const client = createClient({
+    baseUrl: "http://sessions.test",
+    token: KEY_A,
+    retryDelayMs: 1,
+    fetch: (request) => {
+      attempts.push(`${request.method} ${new URL(request.url).pathname}`);
+      return intercept(request, attempts.length);
+    },
+  });
+  return { client, attempts };
+}
+
+describe("client", () => {
+  it("retries 429 and 503, honouring Retry-After", async () => {
+    const { client, attempts } = clientWith(async (request, attempt) => {
+      if (attempt === 1) return new Response("{}", { status: 429, headers: { "Retry-After": "0" } });
+      if (attempt === 2) return new Response("{}", { status: 503 });
+      return worker(request);
+    });
+    const session = await client.create({ id: sid() });
+    expect(attempts.length).toBe(3);
+    expect((await session.getInfo()).id).toBe(session.id);
+  });
+
+  it("retries an append whose response was lost, and the retry is a replay", async () => {
+    let dropped = false;
+    const { client, attempts } = clientWith(async (request) => {
+      const response = await worker(request);
+      if (!dropped && request.method === "POST" && request.url.endsWith("/entries")) {
+        dropped = true;
+        throw new TypeError("network connection lost");
+      }
+      return response;
+    });
+    const session = await client.create({ id: sid() });
+    const id = await session.appendMessage(user("only once"));
+    expect(attempts.filter((a) => a.endsWith("/entries")).length).toBe(2);
+    const entries = await session.getEntries();
+    expect(entries.map((e) => e.id)).toEqual([id]);
+  });
+
+  it("does not retry other failures, and reports the service's error code", async () => {
+    const { client, attempts } = clientWith((request) => worker(request));
+    const session = await client.create({ id: sid() });
+    const before = attempts.length;
+    let caught: unknown;
+    try {
+      await session.appendMessage(user("x"), { parentId: "nowhere" });
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(SessionError);
+    expect((caught as SessionError).code).toBe("parent_not_found");
+    expect(attempts.length - before).toBe(1);
+    await expect(client.open(sid("missing"))).rejects.toMatchObject({ code: "not_found" });
+  });
+
+  it("compacts and navigates with the service's summarizer", async () => {
+    const client = createClient({ baseUrl: "http://sessions.test", token: KEY_A, fetch: worker });
+    const session = await client.create({ id: sid() });
+    const q = await session.appendMessage(user(`goal ${"word ".repeat(400)}`));
+    for (let i = 0; i < 6; i++) await session.appendMessage(i % 2 ? user(`more ${"word ".repeat(400)}`) : assistant(`reply ${"word ".repeat(400)}`));
+    const entry = await session.compact({ keepRecentTokens: 300 });
+    expect(entry.summary).toContain("## Goal");
+    const moved = await session.navigate(q, { summarize: true });
+    expect(moved.entry?.type).toBe("branch_summary");
+    expect(await session.getLeafId()).toBe(moved.entry?.id);
+  });
+
+  it("exports and imports through the service", async () => {
+    const client = createClient({ baseUrl: "http://sessions.test", token: KEY_A, fetch: worker });
+    const session = await client.create({ id: sid(), name: "to copy" });
+    await session.appendMessage(user("hello"));
+    let text = "";
+    for await (const line of client.storage(session.id).exportLines()) text += line;
+    const copy = await client.importFile(text, { id: sid("copy") });
+    expect((await copy.getInfo()).name).toBe("to copy");
+    expect((await copy.buildContext()).messages).toEqual((await session.buildContext()).messages);
+    const again = await client.importSession(parseNative(text), { id: sid("again") });
+    expect((await again.getEntries()).map((e) => e.id)).toEqual((await session.getEntries()).map((e) => e.id));
+  });
+
+  it("helps an agent loop: compactIfNeeded and navigateTree", async () => {
+    const client = createClient({ baseUrl: "http://sessions.test", token: KEY_A, fetch: worker });
+    const session: Session = await client.create({ id: sid() });
+    await session.appendMessage(user("small"));
+    expect(await compactIfNeeded(session, { contextWindow: 100_000 })).toMatchObject({ compacted: false });
+    for (let i = 0; i < 8; i++) await session.appendMessage(user(`big ${"word ".repeat(500)}`));
+    const result = await compactIfNeeded(session, { contextWindow: 2000, reserveTokens: 500, keepRecentTokens: 500 });
+    expect(result.compacted).toBe(true);
+    const failing = { name: "down", summarize: async () => Promise.reject(new Error("model down")) };
+    const first = (await session.getBranch())[0]?.id as string;
+    let caught: unknown;
+    try {
+      await navigateTree(session, first, { summarize: true, summarizer: failing });
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(NavigationError);
+    expect((caught as NavigationError).code).toBe("branch_summary");
+    expect((await navigateTree(session, first, { summarize: false })).leafId).toBe(first);
+  });
+});

@@ -308,7 +308,10 @@ describe("branch summaries", () => {
     const q = await session.appendMessage(user("q"));
     const a = await session.appendMessage(assistant("a"));
     await session.setLeafId(q);
-    expect(await session.navigate(a, { summarize: true, summarizer: extractive })).toMatchObject({ leafId: a, record: { targetId: a } });
+    expect(await session.navigate(a, { summarize: true, summarizer: extractive })).toMatchObject({
+      leafId: a,
+      record: { targetId: a },
+    });
     const failing: Summarizer = { name: "broken", summarize: async () => Promise.reject(new Error("down")) };
     await expectCode(session.navigate(q, { summarize: true, summarizer: failing }), "branch_summary_failed");
     expect(await session.getLeafId()).toBe(a);

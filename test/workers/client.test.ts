@@ -72,7 +72,10 @@ describe("client", () => {
     const client = createClient({ baseUrl: "http://sessions.test", token: KEY_A, fetch: worker });
     const session = await client.create({ id: sid() });
     const q = await session.appendMessage(user(`goal ${"word ".repeat(400)}`));
-    for (let i = 0; i < 6; i++) await session.appendMessage(i % 2 ? user(`more ${"word ".repeat(400)}`) : assistant(`reply ${"word ".repeat(400)}`));
+    for (let i = 0; i < 6; i++)
+      await session.appendMessage(
+        i % 2 ? user(`more ${"word ".repeat(400)}`) : assistant(`reply ${"word ".repeat(400)}`),
+      );
     const entry = await session.compact({ keepRecentTokens: 300 });
     expect(entry.summary).toContain("## Goal");
     const moved = await session.navigate(q, { summarize: true });
@@ -90,7 +93,9 @@ describe("client", () => {
     expect((await copy.getInfo()).name).toBe("to copy");
     expect((await copy.buildContext()).messages).toEqual((await session.buildContext()).messages);
     const again = await client.importSession(parseNative(text), { id: sid("again") });
-    expect((await again.getEntries()).map((e) => e.id)).toEqual((await session.getEntries()).map((e) => e.id));
+    expect((await again.getEntries()).map((e) => e.id)).toEqual(
+      (await session.getEntries()).map((e) => e.id),
+    );
   });
 
   it("helps an agent loop: compactIfNeeded and navigateTree", async () => {
@@ -99,7 +104,11 @@ describe("client", () => {
     await session.appendMessage(user("small"));
     expect(await compactIfNeeded(session, { contextWindow: 100_000 })).toMatchObject({ compacted: false });
     for (let i = 0; i < 8; i++) await session.appendMessage(user(`big ${"word ".repeat(500)}`));
-    const result = await compactIfNeeded(session, { contextWindow: 2000, reserveTokens: 500, keepRecentTokens: 500 });
+    const result = await compactIfNeeded(session, {
+      contextWindow: 2000,
+      reserveTokens: 500,
+      keepRecentTokens: 500,
+    });
     expect(result.compacted).toBe(true);
     const failing = { name: "down", summarize: async () => Promise.reject(new Error("model down")) };
     const first = (await session.getBranch())[0]?.id as string;

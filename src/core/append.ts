@@ -269,7 +269,7 @@ export function planLeafMove(
   };
   const stored = { ...entry, seq: view.nextSeq };
   const json = JSON.stringify(entry);
-  return { write: { entry: stored, json, bytes: json.length }, leafId };
+  return { write: { entry: stored, json, bytes: utf8Length(json) }, leafId };
 }
 
 /**

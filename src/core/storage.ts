@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { CompactOptions, NavigateOptions, NavigateResult } from "./compact-session";
 import type { SessionContext } from "./context";
+import type { ImportedSession } from "./interchange";
 import type {
   CompactionEntry,
   EntryInput,
@@ -201,5 +202,10 @@ export interface SessionRepo {
   list(options?: ListOptions): Promise<SessionPage>;
   delete(id: string): Promise<void>;
   fork(id: string, targetId: string, options?: ForkOptions): Promise<Session>;
+  /**
+   * Writes a parsed import file (`parseNative`, `parsePi`) as a new session: the file's id unless
+   * it is taken (then a new one), or `id`, which fails with `already_exists` if taken.
+   */
+  importSession(file: ImportedSession, options?: { id?: string }): Promise<Session>;
   cleanup(): Promise<void>;
 }

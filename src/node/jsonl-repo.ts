@@ -25,7 +25,7 @@ import { isSessionFolderName, sessionFolder, sessionsFolder } from "./layout";
 import { metadataFile, metadataInfo, readMetadata } from "./metadata";
 
 /** metadata.json files read at once by `list`: enough to overlap I/O, few enough for the fd limit. */
-const LIST_CONCURRENCY = 32;
+const LIST_CONCURRENCY = 64;
 
 interface OpenSession {
   ready: Promise<JSONLStorage>;
@@ -105,13 +105,17 @@ export class JSONLRepo implements SessionRepo {
       if (errnoCode(error) !== "ENOENT") throw ioError("listing", folder, error);
       names = [];
     }
-    const infos: SessionInfo[] = [];
-    for (let i = 0; i < names.length; i += LIST_CONCURRENCY) {
-      const batch = names.slice(i, i + LIST_CONCURRENCY);
-      for (const info of await Promise.all(batch.map((name) => this.#listed(name)))) {
-        if (info) infos.push(info);
+    // A pool of readers rather than batches in lockstep, so one slow file does not hold up the rest.
+    const listed: Array<SessionInfo | undefined> = [];
+    let next = 0;
+    const reader = async () => {
+      while (next < names.length) {
+        const i = next++;
+        listed[i] = await this.#listed(names[i] as string);
       }
-    }
+    };
+    await Promise.all(Array.from({ length: Math.min(LIST_CONCURRENCY, names.length) }, reader));
+    const infos = listed.filter((info): info is SessionInfo => info !== undefined);
     return pageSessions(infos, { limit, cursor: options.cursor, order: options.order ?? "updated" });
   }
 

@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { readFile, rename, unlink, writeFile } from "node:fs/promises";
+import { readFile } from "node:fs";
+import { rename, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import type { SessionInfo, SessionStats } from "../core";
 import { isValidId, SessionError, SessionHeader, sessionInfo, zodDetails } from "../core";
 import { METADATA_FILE } from "./layout";
@@ -20,6 +22,12 @@ export interface SessionMetadata {
   lines: number;
 }
 
+/**
+ * The callback `readFile`: on small files it is several times faster than `fs.promises.readFile`,
+ * which reads in more round trips through the thread pool, and `list` reads one file per session.
+ */
+const readText = promisify(readFile);
+
 export function metadataFile(folder: string): string {
   return join(folder, METADATA_FILE);
 }
@@ -31,7 +39,7 @@ export function metadataInfo(metadata: SessionMetadata): SessionInfo {
 /** Reads and checks a session's metadata; a missing file surfaces as the ENOENT error. */
 export async function readMetadata(folder: string): Promise<SessionMetadata> {
   const file = metadataFile(folder);
-  const text = await readFile(file, "utf8");
+  const text = await readText(file, "utf8");
   const invalid = (reason: string, details?: unknown) =>
     new SessionError("invalid_request", `${file} is not a session's metadata: ${reason}`, { file, details });
   let value: unknown;

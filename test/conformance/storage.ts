@@ -734,6 +734,7 @@ export function storageConformance(
         const session = await repo.create({ id, name: "n", metadata: { a: 1 } });
         await expectCode(repo.create({ id }), "already_exists");
         await expectCode(repo.create({ id: "no spaces allowed" }), "invalid_request");
+        await expectCode(repo.create({ id: ".." }), "invalid_request");
         await session.appendMessage(user("hello"));
         const opened = await repo.open(id);
         expect((await opened.getInfo()).entryCount).toBe(1);

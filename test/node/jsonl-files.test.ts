@@ -1,0 +1,430 @@
+import type { FileHandle } from "node:fs/promises";
+import { appendFile, copyFile, open, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import type { Session, StoredEntry } from "../../src/core";
+import { exportNative, MemoryRepo, parseNative, SessionError, treeToJson } from "../../src/core";
+import type { JSONLRepo } from "../../src/node";
+import { assistant, messageEntry, user } from "../conformance/fixtures";
+import { expectCode } from "../conformance/storage";
+import { tempRoots } from "./temp-root";
+
+const temp = tempRoots();
+
+function files(root: string, id: string) {
+  const folder = join(root, "sessions", id);
+  return {
+    folder,
+    entries: join(folder, "entries.jsonl"),
+    metadata: join(folder, "metadata.json"),
+    lock: join(folder, "lock"),
+  };
+}
+
+/** A session with a short conversation, closed so its files can be edited by hand. */
+async function closedSession(root: string, id: string, messages = 3): Promise<string[]> {
+  const repo = await temp.repo(root);
+  const session = await repo.create({ id });
+  const ids: string[] = [];
+  for (let i = 0; i < messages; i++)
+    ids.push(await session.appendMessage(i % 2 ? assistant(`a${i}`) : user(`u${i}`)));
+  await repo.cleanup();
+  return ids;
+}
+
+async function text(lines: AsyncIterable<string>): Promise<string> {
+  let out = "";
+  for await (const line of lines) out += line;
+  return out;
+}
+
+async function everything(session: Session) {
+  return {
+    entries: await session.getEntries({ limit: 1000 }),
+    leafId: await session.getLeafId(),
+    labels: await session.storage.getLabels(),
+    name: await session.getName(),
+    header: await session.getHeader(),
+    info: await session.getInfo(),
+    tree: treeToJson(await session.getTree()),
+    context: await session.buildContext(),
+  };
+}
+
+describe("JSONLRepo on disk", () => {
+  it("stores one native entry per line and the session's figures in metadata.json", async () => {
+    const root = await temp.root();
+    const repo = await temp.repo(root);
+    const session = await repo.create({ id: "layout", name: "n", systemPrompt: "sys", metadata: { k: 1 } });
+    const q = await session.appendMessage(user("hello"));
+    await session.appendMessage(assistant("hi"));
+    await session.setLeafId(q);
+
+    const { entries, metadata } = files(root, "layout");
+    const lines = (await readFile(entries, "utf8")).split("\n");
+    expect(lines.pop()).toBe("");
+    const stored = await session.getEntries();
+    expect(lines.map((line) => JSON.parse(line))).toEqual(stored.map(({ seq: _seq, ...entry }) => entry));
+    expect(stored.map((entry) => entry.seq)).toEqual([1, 2, 3]);
+    expect(stored[2]).toMatchObject({ type: "leaf", targetId: q });
+
+    const written = JSON.parse(await readFile(metadata, "utf8"));
+    expect(written).toMatchObject({
+      version: 1,
+      header: { id: "layout", name: "n", systemPrompt: "sys", metadata: { k: 1 } },
+      stats: { entryCount: 2, messageCount: 2, preview: "hello" },
+      leafId: q,
+      lines: 3,
+    });
+  });
+
+  it("keeps entries, leaf, labels, name and info across closing and reopening", async () => {
+    const root = await temp.root();
+    const first = await temp.repo(root);
+    const session = await first.create({
+      id: "durable",
+      name: "start",
+      systemPrompt: "sys",
+      metadata: { a: 1 },
+    });
+    const q = await session.appendMessage(user("question"));
+    const a = await session.appendMessage(assistant("answer"));
+    await session.appendLabel(q, "important");
+    await session.appendMessage(assistant("another answer"), { parentId: q });
+    await session.appendSessionName("renamed");
+    await session.appendThinkingLevelChange("high");
+    await session.setLeafId(a);
+    await session.updateHeader({ metadata: { a: 2 } });
+    const before = await everything(session);
+    await first.cleanup();
+
+    const reopened = await (await temp.repo(root)).open("durable");
+    expect(await everything(reopened)).toEqual(before);
+    expect(before.leafId).toBe(a);
+    expect(before.labels).toEqual({ [q]: "important" });
+    expect(before.name).toBe("renamed");
+
+    const next = await reopened.appendMessage(user("more"));
+    expect((await reopened.getEntry(next))?.seq).toBe(before.entries.length + 1);
+    expect((await reopened.getEntry(next))?.parentId).toBe(a);
+  });
+
+  it("keeps a fork on disk with its parent session", async () => {
+    const root = await temp.root();
+    const repo = await temp.repo(root);
+    const source = await repo.create({ id: "source" });
+    const q = await source.appendMessage(user("q"));
+    await source.appendMessage(assistant("a"));
+    await source.fork(q, { id: "forked" });
+    await repo.cleanup();
+
+    const fork = await (await temp.repo(root)).open("forked");
+    expect(await fork.getInfo()).toMatchObject({ parentSession: { id: "source", entryId: q }, leafId: q });
+    expect((await fork.getBranch()).map((entry) => entry.id)).toEqual([q]);
+  });
+
+  it("imports a native export exactly; its log is the export's entry lines", async () => {
+    const source = await new MemoryRepo().create({ id: "imported", name: "n", systemPrompt: "sys" });
+    const q = await source.appendMessage(user("q"));
+    const a = await source.appendMessage(assistant("a"));
+    await source.appendLabel(a, "keep");
+    await source.appendMessage(assistant("alt"), { parentId: q });
+    await source.setLeafId(a);
+    const exported = await text(exportNative(source));
+
+    const root = await temp.root();
+    const repo = await temp.repo(root);
+    await repo.importSession(parseNative(exported));
+    await expectCode(repo.importSession(parseNative(exported), { id: "imported" }), "already_exists");
+    await repo.cleanup();
+    const copy = await (await temp.repo(root)).open("imported");
+    expect(await text(exportNative(copy))).toBe(exported);
+    expect(await everything(copy)).toMatchObject({
+      leafId: a,
+      labels: { [a]: "keep" },
+      context: await source.buildContext(),
+    });
+    const log = await readFile(files(root, "imported").entries, "utf8");
+    expect(exported.slice(exported.indexOf("\n") + 1)).toBe(log);
+  });
+
+  it("drops a torn last line on open and cuts the file back to the last whole line", async () => {
+    const root = await temp.root();
+    const ids = await closedSession(root, "torn");
+    const { entries } = files(root, "torn");
+    const whole = await readFile(entries);
+    await appendFile(entries, '{"type":"message","id":"half","parentId":null,"timesta');
+
+    const session = await (await temp.repo(root)).open("torn");
+    expect((await session.getEntries()).map((entry) => entry.id)).toEqual(ids);
+    expect(await session.getLeafId()).toBe(ids[2]);
+    expect(await readFile(entries)).toEqual(whole);
+    const next = await session.appendMessage(user("after the crash"));
+    expect((await session.getEntry(next))?.seq).toBe(4);
+    expect((await readFile(entries, "utf8")).split("\n").length).toBe(5);
+  });
+
+  it("keeps a last line that lost only its newline, and writes the newline", async () => {
+    const root = await temp.root();
+    const ids = await closedSession(root, "no-newline");
+    const { entries } = files(root, "no-newline");
+    const whole = await readFile(entries);
+    await writeFile(entries, whole.subarray(0, whole.length - 1));
+
+    const session = await (await temp.repo(root)).open("no-newline");
+    expect((await session.getEntries()).map((entry) => entry.id)).toEqual(ids);
+    expect(await readFile(entries)).toEqual(whole);
+  });
+
+  it("refuses a corrupt line before the last, naming the file and the line", async () => {
+    const root = await temp.root();
+    await closedSession(root, "corrupt");
+    const { entries } = files(root, "corrupt");
+    const lines = (await readFile(entries, "utf8")).split("\n");
+    lines[1] = '{"type":"message", oops';
+    await writeFile(entries, lines.join("\n"));
+    const before = await readFile(entries);
+
+    const error = await expectCode((await temp.repo(root)).open("corrupt"), "invalid_request");
+    expect(error.message).toContain(entries);
+    expect(error.message).toContain("line 2");
+    expect(error.details).toEqual({ file: entries, line: 2 });
+    expect(await readFile(entries)).toEqual(before);
+    // The failed open released its lock: a second try fails the same way, not as locked.
+    await expectCode((await temp.repo(root)).open("corrupt"), "invalid_request");
+  });
+
+  it("refuses lines that are JSON but not entries of this log, and a bad last line with its newline", async () => {
+    const root = await temp.root();
+    const ids = await closedSession(root, "strange");
+    const { entries } = files(root, "strange");
+    const original = await readFile(entries, "utf8");
+    const lines = original.split("\n");
+
+    const cases: Array<[string, number, string]> = [
+      [`${lines[0]}\n${lines[0]}\n`, 2, "appears twice"],
+      [original.replace(`"parentId":"${ids[0]}"`, '"parentId":"nowhere"'), 2, "parent nowhere"],
+      [`${original}{"type":"mystery","id":"m","parentId":null,"timestamp":"x"}\n`, 4, "unknown entry type"],
+      [`${original}not json\n`, 4, "not valid JSON"],
+      [`${original}\n`, 4, "not valid JSON"],
+    ];
+    for (const [text, line, reason] of cases) {
+      await writeFile(entries, text);
+      const error = await expectCode((await temp.repo(root)).open("strange"), "invalid_request");
+      expect(error.details).toEqual({ file: entries, line });
+      expect(error.message).toContain(reason);
+    }
+  });
+
+  it("lists sessions from metadata.json alone, without reading or locking a log", async () => {
+    const root = await temp.root();
+    const writer = await temp.repo(root);
+    for (const id of ["one", "two", "three"]) {
+      const session = await writer.create({ id, name: `name ${id}` });
+      await session.appendMessage(user(`hello from ${id}`));
+    }
+    const listed = await writer.list({ order: "created" });
+    expect(listed.sessions.map((info) => info.id)).toEqual(["three", "two", "one"]);
+
+    // Another repo lists while the writer holds every session open.
+    const reader = await temp.repo(root);
+    expect(await reader.list({ order: "created" })).toEqual(listed);
+
+    await rm(files(root, "one").entries);
+    await writeFile(files(root, "two").entries, "garbage\n");
+    expect(await reader.list({ order: "created" })).toEqual(listed);
+    expect(listed.sessions[0]).toMatchObject({
+      id: "three",
+      name: "name three",
+      entryCount: 1,
+      preview: "hello from three",
+    });
+
+    await writer.cleanup();
+    await expectCode(reader.open("two"), "invalid_request");
+    await expectCode(reader.open("one"), "invalid_request");
+  });
+
+  it("shows each write in the listing of another repo", async () => {
+    const root = await temp.root();
+    const writer = await temp.repo(root);
+    const reader = await temp.repo(root);
+    const session = await writer.create({ id: "live" });
+    const created = (await reader.list()).sessions[0];
+    const q = await session.appendMessage(user("q"));
+    await session.appendSessionName("named");
+    const [info] = (await reader.list()).sessions;
+    expect(info).toMatchObject({ id: "live", entryCount: 2, messageCount: 1, name: "named" });
+    expect(info?.leafId).not.toBe(q);
+    expect(info?.leafId).toBe(await session.getLeafId());
+    expect(info && created && info.updatedAt >= created.updatedAt).toBe(true);
+  });
+
+  it("repairs metadata.json that a crash left one write behind", async () => {
+    const root = await temp.root();
+    const repo = await temp.repo(root);
+    const session = await repo.create({ id: "behind" });
+    await session.appendMessage(user("q"));
+    const { metadata, entries } = files(root, "behind");
+    await copyFile(metadata, `${metadata}.saved`);
+    const a = await session.appendMessage(assistant("a"));
+    await repo.cleanup();
+    await copyFile(`${metadata}.saved`, metadata);
+    await rm(`${metadata}.saved`);
+
+    const reopened = await (await temp.repo(root)).open("behind");
+    expect(await reopened.getInfo()).toMatchObject({ entryCount: 2, messageCount: 2, leafId: a });
+    const repaired = JSON.parse(await readFile(metadata, "utf8"));
+    expect(repaired).toMatchObject({ lines: 2, leafId: a, stats: { entryCount: 2 } });
+    expect(repaired.stats.updatedAt >= (await stat(entries)).mtime.toISOString()).toBe(true);
+  });
+
+  it("runs appends that are not awaited one at a time, in call order", async () => {
+    const root = await temp.root();
+    const repo = await temp.repo(root);
+    const session = await repo.create({ id: "burst" });
+    const pending: Array<Promise<StoredEntry>> = [];
+    for (let i = 0; i < 60; i++) {
+      if (i % 10 === 9) {
+        pending.push(
+          session
+            .appendEntries([messageEntry(user(`b${i}`)), messageEntry(assistant(`c${i}`))])
+            .then((result) => result.entries[1] as StoredEntry),
+        );
+      } else {
+        pending.push(session.appendEntry(messageEntry(i % 2 ? assistant(`a${i}`) : user(`u${i}`))));
+      }
+    }
+    const done = await Promise.all(pending);
+    const seqs = done.map((entry) => entry.seq);
+    expect(seqs).toEqual([...seqs].sort((x, y) => x - y));
+    expect(new Set(seqs).size).toBe(seqs.length);
+
+    const all = await session.getEntries({ limit: 1000 });
+    expect(all.length).toBe(66);
+    expect(all.map((entry) => entry.seq)).toEqual(all.map((_, i) => i + 1));
+    all.forEach((entry, i) => {
+      expect(entry.parentId).toBe(i === 0 ? null : all[i - 1]?.id);
+    });
+    await repo.cleanup();
+    const reopened = await (await temp.repo(root)).open("burst");
+    expect(await reopened.getEntries({ limit: 1000 })).toEqual(all);
+  });
+
+  it("leaves the files and the session unchanged when a write is refused", async () => {
+    const root = await temp.root();
+    const repo = await temp.repo(root);
+    const session = await repo.create({ id: "refused" });
+    const q = await session.appendMessage(user("q"), { id: "q" });
+    await session.appendMessage(assistant("a"));
+    const { entries, metadata } = files(root, "refused");
+    const bytes = await readFile(entries);
+    const meta = await readFile(metadata);
+    const before = await everything(session);
+
+    await expectCode(session.appendMessage(user("x"), { parentId: "missing" }), "parent_not_found");
+    await expectCode(session.appendLabel("missing", "x"), "invalid_tree");
+    await expectCode(session.appendMessage(user("different"), { id: "q" }), "already_exists");
+    await expectCode(session.appendMessage(user("late"), { expectedLeafId: q }), "leaf_conflict");
+    await expectCode(session.setLeafId("missing"), "not_found");
+    await expectCode(session.appendMessage(user("x".repeat(16 * 1024 * 1024))), "entry_too_large");
+    await expectCode(
+      session.appendEntries([messageEntry(user("ok")), messageEntry(user("bad"), { parentId: "missing" })]),
+      "parent_not_found",
+    );
+
+    expect(await readFile(entries)).toEqual(bytes);
+    expect(await readFile(metadata)).toEqual(meta);
+    expect(await everything(session)).toEqual(before);
+  });
+
+  it("cuts off a batch whose write failed halfway, and changes nothing in memory", async () => {
+    const root = await temp.root();
+    const repo = await temp.repo(root);
+    const session = await repo.create({ id: "failing" });
+    await session.appendMessage(user("q"));
+    const { entries, metadata } = files(root, "failing");
+    const bytes = await readFile(entries);
+    const meta = await readFile(metadata);
+    const before = await everything(session);
+
+    const probe = await open(entries, "r");
+    const prototype = Object.getPrototypeOf(probe) as FileHandle;
+    await probe.close();
+    const writev = prototype.writev;
+    // The first line of the batch reaches the file, then the disk is full.
+    prototype.writev = async function (
+      this: FileHandle,
+      buffers: NodeJS.ArrayBufferView[],
+      position?: number,
+    ) {
+      prototype.writev = writev;
+      await writev.call(this, buffers.slice(0, 1), position);
+      throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+    } as FileHandle["writev"];
+    try {
+      const error = await expectCode(
+        session.appendEntries([messageEntry(assistant("a")), messageEntry(user("q2"))]),
+        "internal",
+      );
+      expect(error.details).toMatchObject({ file: entries, errno: "ENOSPC" });
+    } finally {
+      prototype.writev = writev;
+    }
+
+    expect(await readFile(entries)).toEqual(bytes);
+    expect(await readFile(metadata)).toEqual(meta);
+    expect(await everything(session)).toEqual(before);
+    const next = await session.appendMessage(assistant("a"));
+    expect((await session.getEntry(next))?.seq).toBe(2);
+    await repo.cleanup();
+    expect(await (await (await temp.repo(root)).open("failing")).getLeafId()).toBe(next);
+  });
+
+  it("keeps the head where a batch ending in a replay put it, across reopening", async () => {
+    const root = await temp.root();
+    const repo = await temp.repo(root);
+    const session = await repo.create({ id: "replayed" });
+    const question = user("q");
+    await session.appendEntry(messageEntry(question, { id: "q" }));
+    const result = await session.appendEntries([
+      messageEntry(assistant("a"), { id: "a" }),
+      messageEntry(question, { id: "q" }),
+    ]);
+    expect(result.created).toBe(true);
+    expect(result.leafId).toBe("q");
+    await repo.cleanup();
+    expect(await (await (await temp.repo(root)).open("replayed")).getLeafId()).toBe("q");
+  });
+
+  it("refuses session ids that would be path segments of their own", async () => {
+    const repo = await temp.repo();
+    await expectCode(repo.create({ id: ".." }), "invalid_request");
+    await expectCode(repo.create({ id: "." }), "invalid_request");
+    await expectCode(repo.open(".."), "invalid_request");
+    await expectCode(repo.open("../sessions"), "invalid_request");
+    await expectCode(repo.delete("a/b"), "invalid_request");
+    expect((await repo.create({ id: ".hidden" })).id).toBe(".hidden");
+  });
+
+  it("deletes the folder, frees the id and leaves nothing behind", async () => {
+    const root = await temp.root();
+    const repo = await temp.repo(root);
+    const session = await repo.create({ id: "gone" });
+    await session.appendMessage(user("q"));
+    await repo.delete("gone");
+    await expect(stat(files(root, "gone").folder)).rejects.toMatchObject({ code: "ENOENT" });
+    expect(await readdir(join(root, "tmp"))).toEqual([]);
+    await expectCode(session.getInfo(), "not_found");
+    expect((await (await temp.repo(root)).create({ id: "gone" })).id).toBe("gone");
+  });
+
+  it("refuses to use a storage after its cleanup", async () => {
+    const repo: JSONLRepo = await temp.repo();
+    const session = await repo.create({ id: "closed" });
+    await session.storage.cleanup();
+    const error = await expectCode(session.appendMessage(user("q")), "invalid_request");
+    expect(error).toBeInstanceOf(SessionError);
+    expect((await repo.open("closed")).storage).not.toBe(session.storage);
+  });
+});

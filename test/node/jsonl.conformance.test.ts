@@ -1,0 +1,6 @@
+import { storageConformance } from "../conformance/storage";
+import { tempRoots } from "./temp-root";
+
+const temp = tempRoots();
+
+storageConformance("JSONLRepo", () => temp.repo());

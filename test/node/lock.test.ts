@@ -1,0 +1,145 @@
+import type { ChildProcess } from "node:child_process";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { readFile, stat, writeFile } from "node:fs/promises";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { user } from "../conformance/fixtures";
+import { expectCode } from "../conformance/storage";
+import { tempRoots } from "./temp-root";
+
+const temp = tempRoots();
+const children: ChildProcess[] = [];
+
+afterAll(() => {
+  for (const child of children) if (child.exitCode === null) child.kill();
+});
+
+function lockFile(root: string, id: string): string {
+  return join(root, "sessions", id, "lock");
+}
+
+/** A real second Node process, running `code`; imports nothing of the project. */
+function node(code: string): ChildProcess {
+  const child = spawn(process.execPath, ["-e", code], { stdio: "ignore" });
+  children.push(child);
+  return child;
+}
+
+/** The pid of a process that has exited, so no process runs with it now. */
+async function deadPid(): Promise<number> {
+  const child = node("");
+  const pid = child.pid as number;
+  if (child.exitCode === null) await once(child, "exit");
+  return pid;
+}
+
+/** Writes a lock as another process would: `{pid, hostname, createdAt}`. */
+async function writeLock(root: string, id: string, pid: number, host = hostname()): Promise<void> {
+  await writeFile(
+    lockFile(root, id),
+    JSON.stringify({ pid, hostname: host, createdAt: new Date().toISOString() }),
+  );
+}
+
+/** A session with one entry and no lock. */
+async function unlockedSession(root: string, id: string): Promise<void> {
+  const repo = await temp.repo(root);
+  await (await repo.create({ id })).appendMessage(user("q"));
+  await repo.cleanup();
+}
+
+describe("JSONLRepo session lock", () => {
+  it("lets one repo write a session and refuses the others until it cleans up", async () => {
+    const root = await temp.root();
+    const first = await temp.repo(root);
+    const second = await temp.repo(root);
+    const session = await first.create({ id: "shared" });
+    await session.appendMessage(user("q"));
+
+    const error = await expectCode(second.open("shared"), "forbidden");
+    expect(error.message).toBe(
+      `session shared is open for writing by process ${process.pid} on ${hostname()}`,
+    );
+    await expectCode(second.delete("shared"), "forbidden");
+    await expectCode(second.fork("shared", "anything"), "forbidden");
+    expect((await second.list()).sessions.map((info) => info.id)).toEqual(["shared"]);
+
+    await first.cleanup();
+    await expect(stat(lockFile(root, "shared"))).rejects.toMatchObject({ code: "ENOENT" });
+    const reopened = await second.open("shared");
+    expect((await reopened.getInfo()).entryCount).toBe(1);
+    await expectCode(first.open("shared"), "forbidden");
+  });
+
+  it("hands out one storage per session within a repo", async () => {
+    const root = await temp.root();
+    await unlockedSession(root, "same");
+    const repo = await temp.repo(root);
+    const [a, b] = await Promise.all([repo.open("same"), repo.open("same")]);
+    expect(a?.storage).toBe(b?.storage);
+    expect((await repo.open("same")).storage).toBe(a?.storage);
+
+    // An open right after a cleanup that is not awaited waits for it, and does not lock itself out.
+    const closing = a?.storage.cleanup();
+    const fresh = await repo.open("same");
+    await closing;
+    expect(fresh.storage).not.toBe(a?.storage);
+    expect((await fresh.getInfo()).entryCount).toBe(1);
+  });
+
+  it("releases the lock when the session is closed or deleted", async () => {
+    const root = await temp.root();
+    const first = await temp.repo(root);
+    const second = await temp.repo(root);
+    const session = await first.create({ id: "released" });
+    await session.storage.cleanup();
+    const taken = await second.open("released");
+    await taken.delete();
+    expect((await first.create({ id: "released" })).id).toBe("released");
+  });
+
+  it("takes over a lock left by a process that has exited", async () => {
+    const root = await temp.root();
+    await unlockedSession(root, "orphan");
+    const pid = await deadPid();
+    await writeLock(root, "orphan", pid);
+
+    const session = await (await temp.repo(root)).open("orphan");
+    expect((await session.getInfo()).entryCount).toBe(1);
+    const lock = JSON.parse(await readFile(lockFile(root, "orphan"), "utf8"));
+    expect(lock).toMatchObject({ pid: process.pid, hostname: hostname() });
+    expect(lock.pid).not.toBe(pid);
+  });
+
+  it("respects a lock held by another running process until it exits", async () => {
+    const root = await temp.root();
+    await unlockedSession(root, "busy");
+    const child = node("setTimeout(() => {}, 60_000)");
+    const pid = child.pid as number;
+    await writeLock(root, "busy", pid);
+    const repo = await temp.repo(root);
+
+    const error = await expectCode(repo.open("busy"), "forbidden");
+    expect(error.message).toContain(`process ${pid}`);
+    expect(error.details).toMatchObject({ id: "busy", pid });
+
+    child.kill();
+    if (child.exitCode === null && child.signalCode === null) await once(child, "exit");
+    expect((await (await repo.open("busy")).getInfo()).entryCount).toBe(1);
+  });
+
+  it("respects locks it cannot check: another host's, and an unreadable one", async () => {
+    const root = await temp.root();
+    await unlockedSession(root, "remote");
+    const repo = await temp.repo(root);
+
+    await writeLock(root, "remote", await deadPid(), `not-${hostname()}`);
+    await expectCode(repo.open("remote"), "forbidden");
+
+    await writeFile(lockFile(root, "remote"), "");
+    const error = await expectCode(repo.open("remote"), "forbidden");
+    expect(error.message).toContain(lockFile(root, "remote"));
+  });
+});

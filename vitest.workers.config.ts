@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
-import "./test/support/fake-llm.setup";
+import "./test/support/fake-llm.setup.ts";
 
 const sha256 = (key: string) => createHash("sha256").update(key).digest("hex");
 

@@ -1,0 +1,11 @@
+import { main } from "./main";
+
+process.exitCode = await main(
+  process.argv.slice(2),
+  {
+    out: (text) => process.stdout.write(`${text}\n`),
+    err: (text) => process.stderr.write(text),
+    isTTY: Boolean(process.stderr.isTTY),
+  },
+  process.env,
+);

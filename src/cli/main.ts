@@ -1,0 +1,386 @@
+import { createWriteStream, readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import type { RemoteRepo } from "../client";
+import { createClient } from "../client";
+import type { ImportFormat } from "../core";
+import { checkFormat, contentText, ndjsonLines, SessionError } from "../core";
+import { drawTree } from "./tree-text";
+
+/*
+ * `cf-sessions`: the service from a terminal. Configured by flags or SESSIONS_URL /
+ * SESSIONS_TOKEN; `--json` for scripts; one-line errors and a non-zero exit code on failure.
+ */
+
+const HELP: Record<string, string> = {
+  main: `cf-sessions: branchable agent sessions, from the terminal
+
+usage: cf-sessions <command> [options]
+
+commands:
+  list                        sessions, newest first
+  show <id>                   a session's entries in append order
+  tree <id>                   a session's tree: branches, the leaf and labels marked
+  context <id>                what a model is sent from the leaf (or --leaf <entry>)
+  import <file|dir>           import pi or native session files (a directory: every .jsonl in it)
+  export <id>                 a session as NDJSON (native or pi)
+  fork <id> <entry>           a new session holding the path to <entry>
+  rm <id>                     delete a session
+
+options (every command):
+  --url <url>       the service (default: $SESSIONS_URL, else http://127.0.0.1:8787)
+  --token <key>     an API key (default: $SESSIONS_TOKEN)
+  --json            machine-readable output
+  -h, --help        help for a command: cf-sessions <command> --help`,
+  list: `usage: cf-sessions list [--limit N] [--order updated|created] [--all]
+
+  --limit N     sessions per page (1-200, default 50)
+  --order       updated (default) or created, newest first
+  --all         every page, not just the first`,
+  show: `usage: cf-sessions show <id> [--type t1,t2] [--limit N] [--after seq]
+
+  Entries in append order (seq, type, id, parent, a line of content).`,
+  tree: `usage: cf-sessions tree <id>
+
+  The tree: branches indent, chains stay level; the leaf and labels are marked.`,
+  context: `usage: cf-sessions context <id> [--leaf <entry>]
+
+  The messages, model, thinking level and tools buildContext returns.`,
+  import: `usage: cf-sessions import <file|dir> [--format pi|native] [--id <id>]
+
+  A file, or every .jsonl file under a directory (e.g. ~/.pi/agent/sessions), with progress and a
+  summary of imported / skipped (already there) / failed. The format is detected from the header
+  when --format is not given. A file's session id is kept; --id (one file only) chooses it.`,
+  export: `usage: cf-sessions export <id> [--format native|pi] [--out <file>]
+
+  Streams the session as NDJSON to stdout or --out.`,
+  fork: `usage: cf-sessions fork <id> <entry> [--id <new id>] [--name <name>] [--before]
+
+  --before      fork at the parent of a user message (to edit and resend it)`,
+  rm: `usage: cf-sessions rm <id>`,
+};
+
+class UsageError extends Error {}
+
+interface Output {
+  out(text: string): void;
+  err(text: string): void;
+  isTTY: boolean;
+}
+
+function fail(message: string): never {
+  throw new UsageError(message);
+}
+
+function arg(positionals: string[], index: number, name: string): string {
+  const value = positionals[index];
+  if (value === undefined) fail(`missing <${name}>`);
+  return value;
+}
+
+function oneLine(text: string, max = 100): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/** A line describing an entry's content. */
+function gist(entry: Record<string, unknown>): string {
+  switch (entry.type) {
+    case "message": {
+      const message = entry.message as { role: string; content?: unknown; summary?: unknown };
+      return `${message.role}: ${oneLine(contentText(message.content) || String(message.summary ?? ""))}`;
+    }
+    case "model_change":
+      return `${entry.provider}/${entry.modelId}`;
+    case "thinking_level_change":
+      return String(entry.thinkingLevel);
+    case "label":
+      return `${entry.targetId} = ${entry.label ?? "(cleared)"}`;
+    case "leaf":
+      return `→ ${entry.targetId ?? "(none)"}`;
+    case "session_info":
+      return String(entry.name ?? "(cleared)");
+    case "compaction":
+    case "branch_summary":
+      return oneLine(String(entry.summary));
+    default:
+      return String(entry.customType ?? "");
+  }
+}
+
+/** Every `.jsonl` file under a folder, in a stable order. */
+function sessionFiles(path: string): string[] {
+  if (!statSync(path).isDirectory()) return [path];
+  const files: string[] = [];
+  const stack = [path];
+  while (stack.length > 0) {
+    const dir = stack.pop() as string;
+    for (const name of readdirSync(dir).sort()) {
+      const full = join(dir, name);
+      if (statSync(full).isDirectory()) stack.push(full);
+      else if (name.endsWith(".jsonl") || name.endsWith(".ndjson")) files.push(full);
+    }
+  }
+  return files.sort();
+}
+
+/** The format and session id a file's header declares. */
+function headerOf(text: string, format: ImportFormat | undefined): { format: ImportFormat; id?: string } {
+  const first = ndjsonLines(text).next();
+  let header: Record<string, unknown> = {};
+  try {
+    header = first.done ? {} : (JSON.parse(first.value.text) as Record<string, unknown>);
+  } catch {
+    // the service names the line when the file is refused
+  }
+  const detected: ImportFormat = header.format === "cf-session" ? "native" : "pi";
+  return { format: format ?? detected, ...(typeof header.id === "string" ? { id: header.id } : {}) };
+}
+
+function progress(output: Output, done: number, total: number): void {
+  if (!output.isTTY) return;
+  const width = 30;
+  const filled = Math.round((done / total) * width);
+  output.err(`\r[${"#".repeat(filled)}${"-".repeat(width - filled)}] ${done}/${total}`);
+  if (done === total) output.err("\n");
+}
+
+async function importPaths(
+  client: RemoteRepo,
+  path: string,
+  values: Record<string, unknown>,
+  output: Output,
+  json: boolean,
+) {
+  const format = values.format === undefined ? undefined : checkFormat(String(values.format));
+  const files = sessionFiles(path);
+  if (values.id !== undefined && files.length > 1) fail("--id applies to a single file");
+  const report = {
+    imported: [] as string[],
+    skipped: [] as string[],
+    failed: [] as Array<{ file: string; error: string }>,
+  };
+  for (const [index, file] of files.entries()) {
+    const text = readFileSync(file, "utf8");
+    const header = headerOf(text, format);
+    try {
+      const id = values.id === undefined ? header.id : String(values.id);
+      const session = await client.importFile(text, {
+        format: header.format,
+        ...(id === undefined ? {} : { id }),
+      });
+      report.imported.push(session.id);
+    } catch (error) {
+      if (error instanceof SessionError && error.code === "already_exists")
+        report.skipped.push(header.id ?? file);
+      else report.failed.push({ file, error: error instanceof Error ? error.message : String(error) });
+    }
+    progress(output, index + 1, files.length);
+  }
+  if (json) output.out(JSON.stringify(report));
+  else {
+    for (const { file, error } of report.failed) output.err(`failed: ${file}: ${error}\n`);
+    output.out(
+      `imported ${report.imported.length}, skipped ${report.skipped.length} (already there), failed ${report.failed.length}`,
+    );
+  }
+  return report.failed.length > 0 ? 1 : 0;
+}
+
+function parse(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        url: { type: "string" },
+        token: { type: "string" },
+        json: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+        limit: { type: "string" },
+        order: { type: "string" },
+        all: { type: "boolean" },
+        type: { type: "string" },
+        after: { type: "string" },
+        leaf: { type: "string" },
+        format: { type: "string" },
+        id: { type: "string" },
+        name: { type: "string" },
+        out: { type: "string" },
+        before: { type: "boolean" },
+      },
+    });
+  } catch (error) {
+    fail(error instanceof Error ? error.message : String(error));
+  }
+}
+
+async function run(argv: string[], output: Output, env: Record<string, string | undefined>): Promise<number> {
+  const { values, positionals } = parse(argv);
+  const [command, ...rest] = positionals;
+  if (!command || command === "help") {
+    output.out(HELP.main as string);
+    return command ? 0 : values.help ? 0 : 2;
+  }
+  if (!HELP[command] || command === "main") fail(`unknown command ${command}; see cf-sessions --help`);
+  if (values.help) {
+    output.out(HELP[command] as string);
+    return 0;
+  }
+  const json = values.json === true;
+  const client = createClient({
+    baseUrl: values.url ?? env.SESSIONS_URL ?? "http://127.0.0.1:8787",
+    ...((values.token ?? env.SESSIONS_TOKEN) ? { token: values.token ?? env.SESSIONS_TOKEN } : {}),
+  });
+  const number = (value: string | undefined) => {
+    if (value === undefined) return undefined;
+    const n = Number(value);
+    if (!Number.isInteger(n)) fail(`not a whole number: ${value}`);
+    return n;
+  };
+
+  switch (command) {
+    case "list": {
+      const order =
+        values.order === undefined
+          ? undefined
+          : values.order === "created"
+            ? "created"
+            : values.order === "updated"
+              ? "updated"
+              : fail("--order is updated or created");
+      const sessions = [];
+      let cursor: string | null = null;
+      do {
+        const page = await client.list({ limit: number(values.limit), order, cursor });
+        sessions.push(...page.sessions);
+        cursor = values.all ? page.nextCursor : null;
+      } while (cursor);
+      if (json) output.out(JSON.stringify(sessions));
+      else if (sessions.length === 0) output.out("no sessions");
+      else {
+        output.out(
+          sessions
+            .map(
+              (s) =>
+                `${s.id}  ${s.updatedAt}  ${String(s.entryCount).padStart(6)} entries  ${s.name ?? ""}${s.preview ? `  “${oneLine(s.preview, 60)}”` : ""}`,
+            )
+            .join("\n"),
+        );
+      }
+      return 0;
+    }
+    case "show": {
+      const session = await client.open(arg(rest, 0, "id"));
+      const types = values.type?.split(",") as never;
+      const entries = await session.getEntries({
+        limit: number(values.limit) ?? 1000,
+        after: number(values.after),
+        ...(types ? { type: types } : {}),
+      });
+      if (json) output.out(JSON.stringify(entries));
+      else
+        output.out(
+          entries
+            .map(
+              (e) =>
+                `${String(e.seq).padStart(6)}  ${e.type.padEnd(21)} ${e.id}  ← ${e.parentId ?? "-"}  ${gist(e)}`,
+            )
+            .join("\n"),
+        );
+      return 0;
+    }
+    case "tree": {
+      const storage = client.storage(arg(rest, 0, "id"));
+      const [tree, info] = await Promise.all([storage.getTree(), storage.getInfo()]);
+      if (json) output.out(JSON.stringify({ leafId: info.leafId, roots: tree }));
+      else output.out(tree.length === 0 ? "(empty)" : drawTree(tree, info.leafId).join("\n"));
+      return 0;
+    }
+    case "context": {
+      const session = await client.open(arg(rest, 0, "id"));
+      const context = await session.buildContext(values.leaf === undefined ? {} : { leafId: values.leaf });
+      if (json) output.out(JSON.stringify(context));
+      else {
+        const head = [
+          `model: ${context.model ? `${context.model.provider}/${context.model.modelId}` : "(none)"}`,
+          `thinking: ${context.thinkingLevel}`,
+        ];
+        if (context.activeToolNames) head.push(`tools: ${context.activeToolNames.join(", ")}`);
+        if (context.systemPrompt) head.push(`system: ${oneLine(context.systemPrompt)}`);
+        const lines = context.messages.map(
+          (m) =>
+            `${m.role}: ${oneLine(contentText((m as { content?: unknown }).content) || String((m as { summary?: unknown }).summary ?? ""), 200)}`,
+        );
+        output.out([...head, "", ...lines].join("\n"));
+      }
+      return 0;
+    }
+    case "import":
+      return importPaths(client, arg(rest, 0, "file|dir"), values, output, json);
+    case "export": {
+      const format = checkFormat(values.format);
+      const lines = client.storage(arg(rest, 0, "id")).exportLines(format);
+      if (values.out) {
+        const file = createWriteStream(values.out);
+        for await (const line of lines)
+          if (!file.write(line)) await new Promise<void>((r) => file.once("drain", () => r()));
+        await new Promise<void>((resolve, reject) =>
+          file.end((error?: Error | null) => (error ? reject(error) : resolve())),
+        );
+      } else {
+        let text = "";
+        for await (const line of lines) text += line;
+        output.out(text.replace(/\n$/, ""));
+      }
+      return 0;
+    }
+    case "fork": {
+      const fork = await client.fork(arg(rest, 0, "id"), arg(rest, 1, "entry"), {
+        ...(values.id ? { id: values.id } : {}),
+        ...(values.name ? { name: values.name } : {}),
+        ...(values.before ? { position: "before" as const } : {}),
+      });
+      const info = await fork.getInfo();
+      output.out(
+        json
+          ? JSON.stringify(info)
+          : `forked into ${info.id} (${info.entryCount} entries, leaf ${info.leafId})`,
+      );
+      return 0;
+    }
+    case "rm": {
+      const id = arg(rest, 0, "id");
+      await client.delete(id);
+      output.out(json ? JSON.stringify({ deleted: id }) : `deleted ${id}`);
+      return 0;
+    }
+  }
+  return 2;
+}
+
+/** Runs the command line; resolves to the exit code. */
+export async function main(
+  argv: string[],
+  output: Output,
+  env: Record<string, string | undefined>,
+): Promise<number> {
+  try {
+    return await run(argv, output, env);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      output.err(`cf-sessions: ${error.message}\n`);
+      return 2;
+    }
+    if (error instanceof SessionError) output.err(`cf-sessions: ${error.code}: ${error.message}\n`);
+    else if (
+      error instanceof TypeError &&
+      /fetch|ECONNREFUSED/i.test(`${error.message} ${String(error.cause)}`)
+    ) {
+      output.err(
+        `cf-sessions: cannot reach the service (${String((error.cause as Error | undefined)?.message ?? error.message)})\n`,
+      );
+    } else output.err(`cf-sessions: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+}

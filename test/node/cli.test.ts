@@ -1,0 +1,181 @@
+import { execFile, execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { SessionManager } from "@mariozechner/pi-coding-agent";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AgentMessage } from "../../src/core";
+import { assistant, toolResult, user } from "../conformance/fixtures";
+import type { DevServer } from "../support/dev-server";
+import { startDevServer } from "../support/dev-server";
+
+/*
+ * The command line against the real service (wrangler dev): import a folder of pi sessions, then
+ * look at what was imported the ways a person would.
+ */
+
+const root = resolve(import.meta.dirname, "../..");
+let server: DevServer;
+let folder: string;
+
+type Pi = Omit<SessionManager, "appendMessage"> & { appendMessage(message: AgentMessage): string };
+
+function cli(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    execFile(
+      process.execPath,
+      [join(root, "dist/cli.js"), ...args],
+      { env: { ...process.env, SESSIONS_URL: server.url, ...env }, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) =>
+        done({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+/** A pi session file as pi writes it. */
+function writePiSession(dir: string, build: (pi: Pi) => void): { id: string; path: string } {
+  const manager = SessionManager.inMemory("/home/me/project");
+  build(manager as unknown as Pi);
+  const header = manager.getHeader();
+  const path = join(dir, `${header?.id}.jsonl`);
+  writeFileSync(path, `${[header, ...manager.getEntries()].map((e) => JSON.stringify(e)).join("\n")}\n`);
+  return { id: header?.id as string, path };
+}
+
+let branched: { id: string };
+let toolSession: { id: string };
+
+beforeAll(async () => {
+  execFileSync(process.execPath, [join(root, "scripts/build.mjs")], { cwd: root });
+  server = await startDevServer();
+  folder = mkdtempSync(join(tmpdir(), "pi-sessions-"));
+  mkdirSync(join(folder, "--home-me-project--"));
+  branched = writePiSession(join(folder, "--home-me-project--"), (pi) => {
+    const q = pi.appendMessage(user("what is the plan?"));
+    const first = pi.appendMessage(assistant("plan A"));
+    pi.appendLabelChange(first, "first idea");
+    pi.branch(q);
+    pi.appendModelChange("anthropic", "claude-opus");
+    pi.appendMessage(assistant("plan B"));
+  });
+  toolSession = writePiSession(folder, (pi) => {
+    pi.appendMessage(user("read the config"));
+    pi.appendMessage(
+      assistant("reading", { toolCalls: [{ id: "c1", name: "read", arguments: { path: "config.json" } }] }),
+    );
+    pi.appendMessage(toolResult("c1", "read", "{}"));
+  });
+  writeFileSync(
+    join(folder, "broken.jsonl"),
+    '{"type":"session","version":3,"id":"broken-1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}\n{"type":"message"',
+  );
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+  if (folder) rmSync(folder, { recursive: true, force: true });
+});
+
+describe("command line", () => {
+  it("imports a folder of pi sessions with a summary, and skips them the second time", async () => {
+    const first = await cli(["import", folder, "--format", "pi"]);
+    expect(first.stdout).toContain("imported 2, skipped 0 (already there), failed 1");
+    expect(first.stderr).toMatch(/failed: .*broken\.jsonl: line 2:/);
+    expect(first.code).toBe(1);
+    const again = await cli(["import", folder, "--json"]);
+    expect(JSON.parse(again.stdout)).toMatchObject({
+      imported: [],
+      skipped: [branched.id, toolSession.id].sort(),
+      failed: [{}],
+    });
+  });
+
+  it("lists sessions, as text and as JSON", async () => {
+    const listed = await cli(["list", "--json", "--all"]);
+    expect(listed.code).toBe(0);
+    const ids = (JSON.parse(listed.stdout) as Array<{ id: string }>).map((s) => s.id);
+    expect(ids).toEqual(expect.arrayContaining([branched.id, toolSession.id]));
+    const text = await cli(["list"]);
+    expect(text.stdout).toContain(branched.id);
+    expect(text.stdout).toContain("what is the plan?");
+  });
+
+  it("draws the tree with its branches, the leaf and labels marked", async () => {
+    const { stdout, code } = await cli(["tree", branched.id]);
+    expect(code).toBe(0);
+    const lines = stdout.trim().split("\n");
+    expect(lines[0]).toMatch(/^user \S+$/);
+    expect(lines.some((l) => /^├─ assistant \S+ \[first idea\]$/.test(l))).toBe(true);
+    expect(lines.some((l) => /^└─ model_change \S+$/.test(l))).toBe(true);
+    expect(lines.at(-1)).toMatch(/^ {3}assistant \S+ {2}← leaf$/);
+  });
+
+  it("prints the context a model gets, for the leaf or any entry", async () => {
+    const text = await cli(["context", branched.id]);
+    expect(text.stdout).toContain("model: openai/gpt-test");
+    expect(text.stdout).toContain("assistant: plan B");
+    expect(text.stdout).not.toContain("plan A");
+    const entries = JSON.parse((await cli(["show", branched.id, "--json"])).stdout) as Array<{
+      id: string;
+      message?: { content: unknown };
+    }>;
+    const planA = entries.find((e) => JSON.stringify(e.message?.content ?? "").includes("plan A"));
+    const other = JSON.parse(
+      (await cli(["context", branched.id, "--leaf", planA?.id as string, "--json"])).stdout,
+    );
+    expect(other.messages.map((m: { role: string }) => m.role)).toEqual(["user", "assistant"]);
+    expect(JSON.stringify(other.messages)).toContain("plan A");
+  });
+
+  it("shows entries, exports, forks and deletes", async () => {
+    const shown = await cli(["show", toolSession.id]);
+    expect(shown.stdout).toMatch(/toolResult/);
+    const out = join(folder, "exported.jsonl");
+    expect((await cli(["export", toolSession.id, "--format", "pi", "--out", out])).code).toBe(0);
+    const lines = readFileSync(out, "utf8").trim().split("\n");
+    expect(JSON.parse(lines[0] as string)).toMatchObject({ type: "session", version: 3, id: toolSession.id });
+    expect(lines.length).toBe(4);
+    const entries = JSON.parse((await cli(["show", toolSession.id, "--json"])).stdout) as Array<{
+      id: string;
+    }>;
+    const forked = await cli([
+      "fork",
+      toolSession.id,
+      entries[1]?.id as string,
+      "--id",
+      "cli-fork",
+      "--json",
+    ]);
+    expect(JSON.parse(forked.stdout)).toMatchObject({
+      id: "cli-fork",
+      entryCount: 2,
+      parentSession: { id: toolSession.id },
+    });
+    expect((await cli(["rm", "cli-fork"])).stdout).toBe("deleted cli-fork\n");
+  });
+
+  it("explains itself and fails in one line with a non-zero code", async () => {
+    const help = await cli(["--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("commands:");
+    for (const command of ["list", "show", "tree", "context", "import", "export", "fork", "rm"]) {
+      const commandHelp = await cli([command, "--help"]);
+      expect(commandHelp.code).toBe(0);
+      expect(commandHelp.stdout).toContain(`usage: cf-sessions ${command}`);
+    }
+    const missing = await cli(["show", "no-such-session"]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe("cf-sessions: not_found: session does not exist\n");
+    const usage = await cli(["tree"]);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toBe("cf-sessions: missing <id>\n");
+    expect((await cli(["frobnicate"])).code).toBe(2);
+    const unreachable = await cli(["list"], { SESSIONS_URL: "http://127.0.0.1:9" });
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stderr).toMatch(/^cf-sessions: cannot reach the service/);
+    expect(unreachable.stderr.split("\n").length).toBe(2);
+  });
+});

@@ -1,0 +1,93 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+/*
+ * The real service for tests that run in Node (the command line, the browser): `wrangler dev`
+ * on a free loopback port, with its own storage folder, as `npm start` runs it.
+ */
+
+const root = resolve(import.meta.dirname, "../..");
+
+export interface DevServer {
+  url: string;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === "object" && address ? resolvePort(address.port) : reject(new Error("no port")),
+      );
+    });
+  });
+}
+
+export async function startDevServer(
+  options: { vars?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<DevServer> {
+  const port = await freePort();
+  const state = mkdtempSync(join(tmpdir(), "sessions-dev-"));
+  const bin = join(root, "node_modules/.bin");
+  const vars = Object.entries({ DEV_TENANT: "local", ...options.vars }).flatMap(([k, v]) => [
+    "--var",
+    `${k}:${v}`,
+  ]);
+  const child: ChildProcess = spawn(
+    join(bin, "wrangler"),
+    [
+      "dev",
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--persist-to",
+      state,
+      "--show-interactive-dev-session=false",
+      ...vars,
+    ],
+    {
+      cwd: root,
+      // The project's own Node (22) must run wrangler: its bin folder goes first on PATH.
+      env: {
+        ...process.env,
+        PATH: `${bin}:${process.env.PATH ?? ""}`,
+        WRANGLER_SEND_METRICS: "false",
+        CI: "1",
+      },
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let output = "";
+  child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode === null && child.pid) {
+      const exited = new Promise((r) => child.once("exit", r));
+      process.kill(-child.pid, "SIGTERM");
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+      if (child.exitCode === null) process.kill(-child.pid, "SIGKILL");
+    }
+    rmSync(state, { recursive: true, force: true });
+  };
+  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) break;
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) return { url, stop };
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  await stop();
+  throw new Error(`wrangler dev did not start:\n${output.slice(-4000)}`);
+}

@@ -1,7 +1,6 @@
 import { z } from "zod";
 import type { CompactOptions, NavigateOptions, NavigateResult } from "./compact-session";
 import type { SessionContext } from "./context";
-import type { ImportedSession } from "./interchange";
 import type {
   CompactionEntry,
   EntryInput,
@@ -12,6 +11,7 @@ import type {
   TreeEntry,
 } from "./entries";
 import { Id, Timestamp } from "./entries";
+import type { ImportedSession } from "./interchange";
 import type { Session } from "./session";
 import type { TreeNode } from "./tree";
 

@@ -284,7 +284,10 @@ describe("leaf", () => {
     });
     const moved = await api("PUT", `/v1/sessions/${id}/leaf`, { body: { targetId: "a" } });
     expect(moved.status).toBe(200);
-    expect(moved.body).toMatchObject({ leafId: "a", record: { type: "leaf", parentId: null, targetId: "a" } });
+    expect(moved.body).toMatchObject({
+      leafId: "a",
+      record: { type: "leaf", parentId: null, targetId: "a" },
+    });
     expect(moved.headers.get("ETag")).toBe('"a"');
     const before = await api("PUT", `/v1/sessions/${id}/leaf`, {
       body: { targetId: "q2", position: "before" },

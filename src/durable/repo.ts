@@ -1,4 +1,5 @@
 import type {
+  AgentMessage,
   AppendOptions,
   AppendResult,
   CreateSessionOptions,
@@ -11,6 +12,7 @@ import type {
   LeafOptions,
   ListOptions,
   Result,
+  SessionContext,
   SessionEntry,
   SessionHeader,
   SessionInfo,
@@ -27,6 +29,7 @@ import {
   forkExtras,
   isValidId,
   newSessionHeader,
+  projectEntries,
   Session,
   SessionError,
   unwrap,
@@ -36,7 +39,12 @@ import {
 import type { DurableEnv } from "./env";
 import { sessionObjectName } from "./names";
 import type { SessionObject } from "./session-object";
-import type { EntryPage, ForkSource } from "./session-store";
+import type { ContextPlan, EntryPage, ForkSource } from "./session-store";
+
+/** A context whose messages arrive page by page. */
+export interface ContextStream extends Omit<SessionContext, "messages"> {
+  messages: AsyncGenerator<AgentMessage[]>;
+}
 
 /** Unwraps an RPC answer; structured clone turns `Result<T>` into a type RPC stubs describe loosely. */
 async function call<T>(answer: Promise<unknown>): Promise<T> {
@@ -90,16 +98,31 @@ export class DurableSessionStorage implements SessionStorage {
     return call(this.#stub.entry(id));
   }
 
-  /** All entries of a first page and of the pages after it. */
-  async #drain(first: EntryPage): Promise<StoredEntry[]> {
-    const entries = first.entries;
+  /** A first page, then the pages after it as they are read. */
+  async *#pages(first: EntryPage): AsyncGenerator<StoredEntry[]> {
+    yield first.entries;
     let rest = first.rest;
     while (rest.length > 0) {
       const page = await call<EntryPage>(this.#stub.readEntries(rest));
-      for (const entry of page.entries) entries.push(entry);
+      yield page.entries;
       rest = page.rest;
     }
+  }
+
+  async #drain(first: EntryPage): Promise<StoredEntry[]> {
+    const entries: StoredEntry[] = [];
+    for await (const page of this.#pages(first)) for (const entry of page) entries.push(entry);
     return entries;
+  }
+
+  /** Entries page by page; the first is read before this resolves, so a missing session fails here. */
+  async entryPages(query: EntryQuery = {}): Promise<AsyncGenerator<StoredEntry[]>> {
+    return this.#pages(await call<EntryPage>(this.#stub.entries(query)));
+  }
+
+  /** The path page by page (see `entryPages`). */
+  async branchPages(leafId?: string | null): Promise<AsyncGenerator<StoredEntry[]>> {
+    return this.#pages(await call<EntryPage>(this.#stub.branch(leafId)));
   }
 
   async getEntries(query: EntryQuery = {}): Promise<StoredEntry[]> {
@@ -108,6 +131,33 @@ export class DurableSessionStorage implements SessionStorage {
 
   async getBranch(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
     return (await this.#drain(await call<EntryPage>(this.#stub.branch(leafId)))) as StoredEntry<TreeEntry>[];
+  }
+
+  /**
+   * The context as a head (system prompt and derived settings) and the projected messages, page
+   * by page: what an answer can stream without holding a whole session.
+   */
+  async contextStream(leafId?: string | null): Promise<ContextStream> {
+    const plan = await call<ContextPlan>(this.#stub.contextPlan(leafId));
+    const compactionId = plan.compaction?.id;
+    const stub = this.#stub;
+    async function* messages(): AsyncGenerator<AgentMessage[]> {
+      if (plan.compaction) yield projectEntries([plan.compaction], compactionId);
+      let rest = plan.seqs;
+      while (rest.length > 0) {
+        const page = await call<EntryPage>(stub.readEntries(rest));
+        yield projectEntries(page.entries as TreeEntry[], compactionId);
+        rest = rest.slice(page.entries.length);
+      }
+    }
+    return { systemPrompt: plan.systemPrompt ?? "", ...plan.state, messages: messages() };
+  }
+
+  async buildContext(leafId?: string | null, systemPrompt?: string): Promise<SessionContext> {
+    const { messages, ...head } = await this.contextStream(leafId);
+    const all: AgentMessage[] = [];
+    for await (const page of messages) for (const message of page) all.push(message);
+    return { ...head, systemPrompt: systemPrompt ?? head.systemPrompt, messages: all };
   }
 
   /** The path buildContext needs (pruned by the object on compacted sessions) and the system prompt. */

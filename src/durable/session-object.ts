@@ -25,7 +25,7 @@ import {
 } from "../core";
 import type { DurableEnv } from "./env";
 import { DurableRepo } from "./repo";
-import type { EntryPage, ForkSource } from "./session-store";
+import type { ContextPlan, EntryPage, ForkSource } from "./session-store";
 import { SessionStore } from "./session-store";
 
 /** How long after a write the directory hears of it: writes in between are reported together. */
@@ -215,6 +215,10 @@ export class SessionObject extends DurableObject<DurableEnv> {
       const page = store.page(store.contextSeqs(leafId));
       return systemPrompt === undefined ? page : { ...page, systemPrompt };
     });
+  }
+
+  contextPlan(leafId: string | null | undefined): Promise<Result<ContextPlan>> {
+    return this.#run((store) => store.contextPlan(leafId));
   }
 
   readEntries(seqs: number[]): Promise<Result<EntryPage>> {

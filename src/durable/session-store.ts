@@ -13,6 +13,7 @@ import type {
   LeafEntry,
   LeafOptions,
   PlannedWrite,
+  SessionContext,
   SessionEntry,
   SessionHeader,
   SessionInfo,
@@ -23,6 +24,7 @@ import type {
 } from "../core";
 import {
   applyEntryToStats,
+  deriveState,
   entryPage,
   headFor,
   nonBlank,
@@ -123,6 +125,15 @@ interface SessionState {
 export interface EntryPage {
   entries: StoredEntry[];
   rest: number[];
+}
+
+export interface ContextPlan {
+  /** The latest compaction on the path: it projects first (its summary and retained tail). */
+  compaction?: StoredEntry<CompactionEntry>;
+  /** The entries projected after it, in order: the kept part, then what follows the compaction. */
+  seqs: number[];
+  state: Omit<SessionContext, "systemPrompt" | "messages">;
+  systemPrompt?: string;
 }
 
 export interface ForkSource {
@@ -378,6 +389,42 @@ export class SessionStore {
     const seqs = new Set(region.map((s) => s.seq));
     for (const seq of [leaf.last_thinking, leaf.last_model, leaf.last_tools]) if (seq !== null) seqs.add(seq);
     return [...seqs].sort((a, b) => a - b);
+  }
+
+  /**
+   * buildContext in projection order, without payloads but the compaction's: which entries to
+   * project after the latest compaction (or the whole path without one), and the settings derived
+   * from the latest thinking, model and tools entries on the path. Costs what the kept part costs.
+   */
+  contextPlan(leafId?: string | null): ContextPlan {
+    const { header } = this.state;
+    const systemPrompt = header.systemPrompt === undefined ? {} : { systemPrompt: header.systemPrompt };
+    const start = this.#start(leafId);
+    if (start === null) return { seqs: [], state: deriveState([]), ...systemPrompt };
+    const leaf = this.#treeNode(start);
+    const settings = [leaf.last_thinking, leaf.last_model, leaf.last_tools].filter(
+      (seq): seq is number => seq !== null,
+    );
+    const state = deriveState(this.#entries(settings.sort((a, b) => a - b)) as TreeEntry[]);
+    if (leaf.last_compaction === null) return { seqs: this.pathSeqs(start), state, ...systemPrompt };
+
+    const [compaction] = this.#entries([leaf.last_compaction]) as [StoredEntry<CompactionEntry>];
+    const compactionDepth = this.#sql<{
+      depth: number;
+    }>`SELECT depth FROM entries WHERE seq = ${compaction.seq}`.one().depth;
+    let walked = this.#walk(leaf.seq, compactionDepth);
+    const firstKept =
+      compaction.retainedTail || compaction.firstKeptEntryId === undefined
+        ? undefined
+        : this.#node(compaction.firstKeptEntryId);
+    if (firstKept && firstKept.depth !== null && firstKept.depth < compactionDepth) {
+      const wider = this.#walk(leaf.seq, firstKept.depth);
+      if (wider[wider.length - 1]?.seq === firstKept.seq) walked = wider;
+    }
+    const path = walked.reverse();
+    const kept = path.filter((s) => s.depth < compactionDepth).map((s) => s.seq);
+    const after = path.filter((s) => s.depth > compactionDepth).map((s) => s.seq);
+    return { compaction, seqs: [...kept, ...after], state, ...systemPrompt };
   }
 
   /** The whole (pruned) context path, read at once: for checks inside the object. */

@@ -18,6 +18,7 @@ import {
   zodDetails,
 } from "../core";
 import { DurableRepo } from "../durable";
+import { viewerApp } from "../viewer";
 import { authenticate } from "./auth";
 import { jsonBody, readText } from "./body";
 import { docsPage } from "./docs";
@@ -49,6 +50,7 @@ import {
   StoredEntry,
   TreeResponse,
 } from "./schemas";
+import { contextJson, entriesPageJson, jsonArray, streamJson } from "./stream";
 
 /** `ETag` of a session: its leaf (`""` when it has none). */
 export function etag(leafId: string | null): string {
@@ -115,6 +117,7 @@ export function createApp() {
 
   app.get("/healthz", (c) => c.json({ ok: true }));
   app.get("/docs", (c) => c.html(docsPage("/v1/openapi.json")));
+  app.route("/", viewerApp);
   app.doc31("/v1/openapi.json", {
     openapi: "3.1.0",
     info: {
@@ -301,9 +304,8 @@ export function createApp() {
     }),
     async (c) => {
       const { after, limit = 100, type } = c.req.valid("query");
-      const entries = await session(c, c.req.valid("param").sid).getEntries({ after, limit, type });
-      const last = entries[entries.length - 1];
-      return c.json({ entries, nextCursor: entries.length === limit && last ? String(last.seq) : null }, 200);
+      const pages = await session(c, c.req.valid("param").sid).entryPages({ after, limit, type });
+      return streamJson(entriesPageJson(pages, limit)) as never;
     },
   );
 
@@ -334,8 +336,8 @@ export function createApp() {
       responses: { 200: json(BranchResponse, "the path"), ...errors },
     }),
     async (c) => {
-      const entries = await session(c, c.req.valid("param").sid).getBranch(c.req.valid("query").leafId);
-      return c.json({ entries }, 200);
+      const pages = await session(c, c.req.valid("param").sid).branchPages(c.req.valid("query").leafId);
+      return streamJson(jsonArray('{"entries":', pages, "}")) as never;
     },
   );
 
@@ -365,8 +367,8 @@ export function createApp() {
       responses: { 200: json(ContextResponse, "the context"), ...errors },
     }),
     async (c) => {
-      const storage = session(c, c.req.valid("param").sid);
-      return c.json(await new Session(storage).buildContext({ leafId: c.req.valid("query").leafId }), 200);
+      const context = await session(c, c.req.valid("param").sid).contextStream(c.req.valid("query").leafId);
+      return streamJson(contextJson(context)) as never;
     },
   );
 

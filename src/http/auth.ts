@@ -1,12 +1,15 @@
 import type { MiddlewareHandler } from "hono";
 import { SessionError } from "../core";
-import type { AppEnv } from "./env";
+import type { AppEnv, WorkerEnv } from "./env";
+import { decodeJwt, jwtConfig, verifyJwt } from "./jwt";
 
 /*
  * Callers are tenants. `API_KEYS` (a secret) maps the SHA-256 (hex) of each key to its tenant:
  * `{"<sha256>": "acme"}` or, for a key that may only read, `{"<sha256>": {"tenant": "acme",
- * "access": "read"}}`. Without keys every /v1 request is refused (fail closed), except that
- * `DEV_TENANT`, set by `npm start`, serves requests made to a loopback address as that tenant.
+ * "access": "read"}}`. A bearer token shaped like a JWT is verified as one instead (jwt.ts: tenant
+ * and read-only access from its claims). Without keys or JWT settings every /v1 request is refused
+ * (fail closed), except that `DEV_TENANT`, set by `npm start`, serves requests made to a loopback
+ * address as that tenant.
  */
 
 export interface Caller {
@@ -44,6 +47,19 @@ export async function sha256Hex(text: string): Promise<string> {
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+async function apiKeyCaller(env: WorkerEnv, key: string): Promise<Caller> {
+  // Lookup by digest: no comparison of the secret itself, so nothing to time.
+  const caller = keyTable(env.API_KEYS).get(await sha256Hex(key));
+  if (!caller) throw new SessionError("unauthorized", "unknown key");
+  return caller;
+}
+
+/** The caller a bearer credential names: a JWT when it has the shape of one, else an API key. */
+async function bearerCaller(env: WorkerEnv, token: string): Promise<Caller> {
+  const jwt = decodeJwt(token);
+  return jwt ? verifyJwt(jwt, jwtConfig(env)) : apiKeyCaller(env, token);
+}
+
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
 let warnedDev = false;
 
@@ -55,9 +71,7 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (header) {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match) throw new SessionError("unauthorized", "use Authorization: Bearer <key>");
-    // Lookup by digest: no comparison of the secret itself, so nothing to time.
-    caller = keyTable(c.env.API_KEYS).get(await sha256Hex(match[1] as string));
-    if (!caller) throw new SessionError("unauthorized", "unknown key");
+    caller = await bearerCaller(c.env, match[1] as string);
   } else if (c.env.DEV_TENANT && LOOPBACK.has(new URL(c.req.url).hostname)) {
     if (!warnedDev) {
       warnedDev = true;
@@ -70,7 +84,7 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
     throw new SessionError("unauthorized", "missing Authorization: Bearer <key>");
   }
   if (caller.access === "read" && WRITE_METHODS.has(c.req.method)) {
-    throw new SessionError("forbidden", "this key may only read");
+    throw new SessionError("forbidden", "this credential may only read");
   }
   c.set("caller", caller);
   return next();

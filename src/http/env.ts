@@ -6,6 +6,22 @@ export interface WorkerEnv extends DurableEnv {
   API_KEYS?: string;
   /** Local development only: the tenant of requests to a loopback address without a key. */
   DEV_TENANT?: string;
+  /** Secret: shared secret (UTF-8, at least 32 bytes) that verifies HS256 JWTs; unset, HS256 is refused. */
+  JWT_SECRET?: string;
+  /** Inline JWKS (`{"keys": [...]}`) whose RSA and P-256 public keys verify RS256 and ES256 JWTs. */
+  JWT_JWKS?: string;
+  /** https URL of a JWKS verifying RS256 and ES256 JWTs, cached per isolate for five minutes. */
+  JWT_JWKS_URL?: string;
+  /** When set, a JWT's `aud` (string or array) must contain this value. */
+  JWT_AUDIENCE?: string;
+  /** When set, a JWT's `iss` must equal this value. */
+  JWT_ISSUER?: string;
+  /** Seconds of clock difference tolerated for `exp`, `nbf` and `iat` (default 60). */
+  JWT_CLOCK_SKEW_SECONDS?: string;
+  /** JWT claim naming the tenant, a dotted path into nested claims allowed (default "tenant"). */
+  JWT_TENANT_CLAIM?: string;
+  /** JWT claim that, when it equals "read", makes the caller read-only (default "access"). */
+  JWT_ACCESS_CLAIM?: string;
 }
 
 export type AppEnv = { Bindings: WorkerEnv; Variables: { caller: Caller } };

@@ -1,0 +1,73 @@
+import type { StoredEntry } from "../core";
+import type { ContextStream } from "../durable";
+
+/*
+ * Answers built while they are sent: long paths and large entries reach the client page by page,
+ * so the router never holds a whole session either.
+ */
+
+export function streamJson(parts: AsyncIterable<string>, headers: Record<string, string> = {}): Response {
+  const encoder = new TextEncoder();
+  const iterator = parts[Symbol.asyncIterator]();
+  return new Response(
+    new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const next = await iterator.next();
+        if (next.done) controller.close();
+        else controller.enqueue(encoder.encode(next.value));
+      },
+      async cancel() {
+        await iterator.return?.();
+      },
+    }),
+    { headers: { "Content-Type": "application/json; charset=utf-8", ...headers } },
+  );
+}
+
+/** `items` pages as one JSON array, `open` and `close` around it. */
+export async function* jsonArray<T>(
+  open: string,
+  pages: AsyncIterable<T[]>,
+  close: string,
+): AsyncGenerator<string> {
+  yield `${open}[`;
+  let first = true;
+  for await (const page of pages) {
+    if (page.length === 0) continue;
+    yield `${first ? "" : ","}${page.map((item) => JSON.stringify(item)).join(",")}`;
+    first = false;
+  }
+  yield `]${close}`;
+}
+
+/** A context as JSON, its settings first and its messages as they are read. */
+export function contextJson(context: ContextStream): AsyncGenerator<string> {
+  const head = JSON.stringify({
+    systemPrompt: context.systemPrompt,
+    thinkingLevel: context.thinkingLevel,
+    model: context.model,
+    activeToolNames: context.activeToolNames,
+  });
+  return jsonArray(`${head.slice(0, -1)},"messages":`, context.messages, "}");
+}
+
+/**
+ * A page of `GET …/entries`: `{"entries":[…],"nextCursor":…}`. The cursor (the last seq of a full
+ * page) is known once the entries have been sent, so it comes last.
+ */
+export async function* entriesPageJson(
+  pages: AsyncIterable<StoredEntry[]>,
+  limit: number,
+): AsyncGenerator<string> {
+  let count = 0;
+  let last: number | undefined;
+  async function* counted() {
+    for await (const page of pages) {
+      count += page.length;
+      last = page[page.length - 1]?.seq ?? last;
+      yield page;
+    }
+  }
+  yield* jsonArray('{"entries":', counted(), "");
+  yield `,"nextCursor":${count === limit && last !== undefined ? JSON.stringify(String(last)) : "null"}}`;
+}

@@ -1,0 +1,104 @@
+import { exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { api, createSession, info, KEY_A, sid } from "./helpers";
+
+/** base64 of `bytes` pseudo-random bytes (incompressible, like a real screenshot). */
+function base64Image(bytes: number, seed: number): string {
+  const data = new Uint8Array(bytes);
+  let x = seed;
+  for (let i = 0; i < bytes; i++) {
+    x = (x * 1103515245 + 12345) >>> 0;
+    data[i] = x >>> 24;
+  }
+  let binary = "";
+  for (let i = 0; i < bytes; i += 0x8000) binary += String.fromCharCode(...data.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
+
+const imageMessage = (data: string, id: string) => ({
+  type: "message",
+  id,
+  message: {
+    role: "user",
+    content: [
+      { type: "text", text: `screenshot ${id}` },
+      { type: "image", data, mimeType: "image/png" },
+    ],
+    timestamp: 1,
+  },
+});
+
+async function readAll(path: string): Promise<{ status: number; text: string; chunks: number }> {
+  const res = await exports.default.fetch(`http://sessions.test${path}`, { headers: { Authorization: `Bearer ${KEY_A}` } });
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  let chunks = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks++;
+    text += decoder.decode(value, { stream: true });
+  }
+  return { status: res.status, text: text + decoder.decode(), chunks };
+}
+
+describe("large entries", () => {
+  it("round-trips a 1 MiB image byte for byte through append, context, fork, export and import", async () => {
+    const id = await createSession();
+    const data = base64Image(1024 * 1024, 7);
+    const appended = await api("POST", `/v1/sessions/${id}/entries`, { body: imageMessage(data, "shot") });
+    expect(appended.status).toBe(201);
+    expect(appended.body.entries[0].message.content[1].data).toBe(data);
+
+    const read = await api("GET", `/v1/sessions/${id}/entries/shot`);
+    expect(read.body.message.content[1].data).toBe(data);
+    const context = await api("GET", `/v1/sessions/${id}/context`);
+    expect(context.body.messages[0].content[1].data).toBe(data);
+
+    const fork = await api("POST", `/v1/sessions/${id}/fork`, { body: { entryId: "shot" } });
+    expect(fork.status).toBe(201);
+    expect((await api("GET", `/v1/sessions/${fork.body.id}/entries/shot`)).body.message.content[1].data).toBe(data);
+
+    const exported = await readAll(`/v1/sessions/${id}/export`);
+    const copyId = sid("copy");
+    const res = await exports.default.fetch(`http://sessions.test/v1/sessions/import?id=${copyId}`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${KEY_A}`, "Content-Type": "application/x-ndjson" },
+      body: exported.text,
+    });
+    expect(res.status).toBe(201);
+    expect((await api("GET", `/v1/sessions/${copyId}/entries/shot`)).body.message.content[1].data).toBe(data);
+  });
+
+  it("keeps a 12 MiB entry whole (stored in chunks under the 2 MB row limit)", async () => {
+    const id = await createSession();
+    const data = base64Image(9 * 1024 * 1024, 3);
+    expect((await api("POST", `/v1/sessions/${id}/entries`, { body: imageMessage(data, "big") })).status).toBe(201);
+    const back = await api("GET", `/v1/sessions/${id}/entries/big`);
+    expect(back.body.message.content[1].data.length).toBe(data.length);
+    expect(back.body.message.content[1].data === data).toBe(true);
+  });
+
+  it("serves a session far larger than one RPC answer (32 MiB) page by page", async () => {
+    const id = await createSession();
+    const count = 48;
+    for (let i = 0; i < count; i++) {
+      const res = await api("POST", `/v1/sessions/${id}/entries`, { body: imageMessage(base64Image(768 * 1024, i), `e${i}`) });
+      expect(res.status).toBe(201);
+    }
+    // About 48 MiB of payload: more than one RPC may carry, read in pages on every path.
+    const branch = await readAll(`/v1/sessions/${id}/branch`);
+    expect(branch.status).toBe(200);
+    expect(JSON.parse(branch.text).entries.length).toBe(count);
+    const context = await readAll(`/v1/sessions/${id}/context`);
+    expect(JSON.parse(context.text).messages.length).toBe(count);
+    const page = await readAll(`/v1/sessions/${id}/entries?limit=1000`);
+    expect(JSON.parse(page.text).entries.length).toBe(count);
+    const exported = await readAll(`/v1/sessions/${id}/export`);
+    expect(exported.text.trim().split("\n").length).toBe(count + 1);
+    const fork = await api("POST", `/v1/sessions/${id}/fork`, { body: { entryId: `e${count - 1}` } });
+    expect(fork.status).toBe(201);
+    expect((await info(fork.body.id)).entryCount).toBe(count);
+  });
+});

@@ -29,11 +29,16 @@ async function freePort(): Promise<number> {
   });
 }
 
-export async function startDevServer(
-  options: { vars?: Record<string, string>; timeoutMs?: number } = {},
-): Promise<DevServer> {
+export interface DevServerOptions {
+  vars?: Record<string, string>;
+  timeoutMs?: number;
+  /** Keep the data in this folder (and leave it there on stop), to start again on it. */
+  persistTo?: string;
+}
+
+export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
   const port = await freePort();
-  const state = mkdtempSync(join(tmpdir(), "sessions-dev-"));
+  const state = options.persistTo ?? mkdtempSync(join(tmpdir(), "sessions-dev-"));
   const bin = join(root, "node_modules/.bin");
   const vars = Object.entries({ DEV_TENANT: "local", ...options.vars }).flatMap(([k, v]) => [
     "--var",
@@ -76,7 +81,7 @@ export async function startDevServer(
       await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
       if (child.exitCode === null) process.kill(-child.pid, "SIGKILL");
     }
-    rmSync(state, { recursive: true, force: true });
+    if (!options.persistTo) rmSync(state, { recursive: true, force: true });
   };
   const deadline = Date.now() + (options.timeoutMs ?? 60_000);
   while (Date.now() < deadline) {

@@ -33,7 +33,7 @@ export interface DecodedJwt {
   payloadSegment: string;
   signatureSegment: string;
   /** The bytes the signature covers: `<header>.<payload>` as sent. */
-  signingInput: Uint8Array<ArrayBuffer>;
+  signingInput: Uint8Array;
 }
 
 const DEFAULT_SKEW_SECONDS = 60;
@@ -50,20 +50,22 @@ const malformed = () => refuse("malformed token");
 /** The JWT settings of `env`, or undefined when no way to verify a token is configured. */
 export function jwtConfig(env: WorkerEnv): JwtConfig | undefined {
   if (!env.JWT_SECRET && !env.JWT_JWKS && !env.JWT_JWKS_URL) return undefined;
-  const skew = Number(env.JWT_CLOCK_SKEW_SECONDS);
   return {
     secret: env.JWT_SECRET || undefined,
     jwks: env.JWT_JWKS || undefined,
     jwksUrl: env.JWT_JWKS_URL || undefined,
     audience: env.JWT_AUDIENCE || undefined,
     issuer: env.JWT_ISSUER || undefined,
-    skewSeconds:
-      env.JWT_CLOCK_SKEW_SECONDS !== undefined && Number.isFinite(skew) && skew >= 0
-        ? skew
-        : DEFAULT_SKEW_SECONDS,
+    skewSeconds: skewSeconds(env.JWT_CLOCK_SKEW_SECONDS),
     tenantClaim: env.JWT_TENANT_CLAIM || "tenant",
     accessClaim: env.JWT_ACCESS_CLAIM || "access",
   };
+}
+
+function skewSeconds(value: string | undefined): number {
+  const skew = Number(value);
+  if (!value || !Number.isFinite(skew) || skew < 0) return DEFAULT_SKEW_SECONDS;
+  return skew;
 }
 
 const JWT_SHAPE = /^([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]*)$/;
@@ -72,7 +74,7 @@ function isObject(value: unknown): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-function base64urlBytes(segment: string): Uint8Array<ArrayBuffer> {
+function base64urlBytes(segment: string): Uint8Array {
   const base64 = segment.replace(/-/g, "+").replace(/_/g, "/");
   const binary = atob(base64.padEnd(Math.ceil(base64.length / 4) * 4, "="));
   return Uint8Array.from(binary, (char) => char.charCodeAt(0));
@@ -81,7 +83,9 @@ function base64urlBytes(segment: string): Uint8Array<ArrayBuffer> {
 /** The JSON object a segment encodes, or undefined when it is not one. */
 function jsonSegment(segment: string): JsonObject | undefined {
   try {
-    const value: unknown = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(base64urlBytes(segment)));
+    const value: unknown = JSON.parse(
+      new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(base64urlBytes(segment)),
+    );
     return isObject(value) ? value : undefined;
   } catch {
     return undefined;
@@ -112,7 +116,7 @@ export async function verifyJwt(
   const alg = acceptedAlg(jwt.header, config);
   const payload = jsonSegment(jwt.payloadSegment);
   if (!payload) throw malformed();
-  let signature: Uint8Array<ArrayBuffer>;
+  let signature: Uint8Array;
   try {
     signature = base64urlBytes(jwt.signatureSegment);
   } catch {
@@ -163,7 +167,7 @@ function hmacSecretUsable(secret: string | undefined): secret is string {
 async function signatureVerifies(
   alg: Alg,
   jwt: DecodedJwt,
-  signature: Uint8Array<ArrayBuffer>,
+  signature: Uint8Array,
   config: JwtConfig,
   nowMs: number,
 ): Promise<boolean> {
@@ -183,8 +187,8 @@ async function signatureVerifies(
 async function verifyWith(
   alg: Exclude<Alg, "HS256">,
   key: CryptoKey,
-  signature: Uint8Array<ArrayBuffer>,
-  data: Uint8Array<ArrayBuffer>,
+  signature: Uint8Array,
+  data: Uint8Array,
 ): Promise<boolean> {
   // JWS ES256 signatures are r || s, 32 bytes each: what WebCrypto's ECDSA expects.
   if (alg === "ES256" && signature.byteLength !== 64) return false;
@@ -282,8 +286,14 @@ async function importPublicKey(jwk: Jwk, alg: Exclude<Alg, "HS256">): Promise<Cr
   // a verify-only key, and `key_ops` or `ext` in the document cannot widen what the key may do.
   const [publicJwk, params] =
     alg === "RS256"
-      ? [{ kty: "RSA", n: jwk.n, e: jwk.e }, { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }]
-      : [{ kty: "EC", crv: "P-256", x: jwk.x, y: jwk.y }, { name: "ECDSA", namedCurve: "P-256" }];
+      ? [
+          { kty: "RSA", n: jwk.n, e: jwk.e },
+          { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" },
+        ]
+      : [
+          { kty: "EC", crv: "P-256", x: jwk.x, y: jwk.y },
+          { name: "ECDSA", namedCurve: "P-256" },
+        ];
   try {
     return await crypto.subtle.importKey("jwk", publicJwk as JsonWebKey, params, false, ["verify"]);
   } catch {
@@ -369,7 +379,8 @@ function remoteJwks(url: string): RemoteJwks {
 function numericClaim(payload: JsonObject, name: string): number | undefined {
   const value = payload[name];
   if (value === undefined) return undefined;
-  if (typeof value !== "number" || !Number.isFinite(value)) throw refuse(`token claim ${name} is not a number`);
+  if (typeof value !== "number" || !Number.isFinite(value))
+    throw refuse(`token claim ${name} is not a number`);
   return value;
 }
 

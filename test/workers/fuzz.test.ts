@@ -1,0 +1,347 @@
+import { exports } from "cloudflare:workers";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { KEY_A, sid } from "./helpers";
+
+/*
+ * Hostile input: random and mutated bodies, headers, ids and query strings against every route.
+ * Whatever arrives, the answer is a success or a 4xx error envelope (never a 500, never a stack),
+ * and the sessions written to stay valid trees. Fixed seed and a bounded number of cases.
+ */
+
+const SEED = 20261130;
+const RUNS = 400;
+
+const hostileStrings = fc.oneof(
+  fc.constantFrom(
+    "..",
+    "../../etc/passwd",
+    "%2e%2e%2f",
+    "__proto__",
+    "constructor",
+    "prototype",
+    "",
+    " ",
+    "\u0000",
+    "\u202e\u0007",
+    "ñandú😀",
+    "x".repeat(300),
+    "a/b",
+    "a?b=c",
+    "a#b",
+    "NaN",
+    "-1",
+    "1e309",
+  ),
+  fc.string({ maxLength: 40 }),
+  fc.string({ unit: "grapheme", maxLength: 20 }),
+);
+
+/** What can travel in an HTTP header at all: visible ASCII and spaces. */
+const headerValue = fc.oneof(
+  fc.stringMatching(/^[\x20-\x7e]{0,60}$/),
+  fc.constantFrom('"', '""', 'W/"x"', '"a", "b"', "*, *", "x".repeat(300)),
+);
+
+const validId = fc.stringMatching(/^[A-Za-z0-9._:-]{1,20}$/).filter((s) => !/^\.+$/.test(s));
+const anyId = fc.oneof(validId, hostileStrings);
+
+const hugeNumbers = fc.constantFrom(1e308, -1e308, 2 ** 53 + 1, -0, 0.1, Number.MAX_SAFE_INTEGER, 1e-320);
+
+function deep(levels: number): unknown {
+  let value: unknown = { end: true };
+  for (let i = 0; i < levels; i++) value = i % 2 ? [value] : { d: value };
+  return value;
+}
+
+const jsonish: fc.Arbitrary<unknown> = fc.oneof(
+  fc.jsonValue({ maxDepth: 4 }),
+  hugeNumbers,
+  fc.constant(deep(200)),
+  fc.constant(deep(5000)),
+  fc.constant(JSON.parse('{"__proto__": {"polluted": true}, "constructor": {"prototype": {"x": 1}}}')),
+  hostileStrings,
+);
+
+const roles = fc.constantFrom("user", "assistant", "toolResult", "custom", "system", "__proto__", 42, null);
+const types = fc.constantFrom(
+  "message",
+  "model_change",
+  "thinking_level_change",
+  "active_tools_change",
+  "compaction",
+  "branch_summary",
+  "custom",
+  "custom_message",
+  "label",
+  "session_info",
+  "leaf",
+  "session",
+  "__proto__",
+  "",
+);
+
+/** Entry-shaped objects: right type names, random or missing fields, hostile values. */
+const entryish = fc.record(
+  {
+    type: fc.oneof(types, jsonish),
+    id: anyId,
+    parentId: fc.oneof(anyId, fc.constant(null)),
+    timestamp: fc.oneof(fc.constant("2026-01-01T00:00:00.000Z"), hostileStrings),
+    message: fc.record(
+      {
+        role: roles,
+        content: fc.oneof(fc.string(), jsonish),
+        timestamp: fc.oneof(fc.integer(), hugeNumbers, jsonish),
+      },
+      { requiredKeys: [] },
+    ),
+    targetId: anyId,
+    label: fc.oneof(fc.string(), jsonish),
+    name: fc.oneof(fc.string(), jsonish),
+    summary: fc.oneof(fc.string(), jsonish),
+    tokensBefore: fc.oneof(fc.integer(), hugeNumbers, jsonish),
+    firstKeptEntryId: anyId,
+    thinkingLevel: fc.oneof(fc.constantFrom("off", "high", "max"), jsonish),
+    provider: fc.string(),
+    modelId: fc.string(),
+    customType: fc.string(),
+    data: jsonish,
+  },
+  { requiredKeys: [] },
+);
+
+/** A valid entry, then one field replaced or removed. */
+const mutated = fc
+  .tuple(
+    fc.constantFrom<Record<string, unknown>>(
+      { type: "message", message: { role: "user", content: "hi", timestamp: 1 } },
+      { type: "model_change", provider: "p", modelId: "m" },
+      { type: "thinking_level_change", thinkingLevel: "low" },
+      { type: "custom", customType: "c", data: { a: 1 } },
+      { type: "session_info", name: "n" },
+    ),
+    fc.string({ maxLength: 12 }),
+    fc.option(jsonish),
+  )
+  .map(([entry, key, value]) => {
+    const copy: Record<string, unknown> = { ...entry };
+    if (value === null) delete copy[key];
+    else copy[key] = value;
+    return copy;
+  });
+
+const bodies = fc.oneof(
+  entryish,
+  mutated,
+  fc.record({ entries: fc.array(fc.oneof(entryish, mutated), { maxLength: 5 }) }),
+  fc.record(
+    {
+      targetId: fc.oneof(anyId, fc.constant(null), jsonish),
+      position: fc.oneof(fc.constantFrom("at", "before"), jsonish),
+    },
+    { requiredKeys: [] },
+  ),
+  fc.record({ entryId: anyId, id: anyId, name: jsonish, position: jsonish }, { requiredKeys: [] }),
+  fc.record(
+    {
+      name: jsonish,
+      systemPrompt: jsonish,
+      metadata: jsonish,
+      autoCompact: jsonish,
+      summary: jsonish,
+      keepRecentTokens: jsonish,
+    },
+    { requiredKeys: [] },
+  ),
+  jsonish,
+);
+
+const rawBodies = fc.oneof(
+  bodies.map((b) => JSON.stringify(b) ?? "null"),
+  fc.string({ maxLength: 200 }),
+  fc.constantFrom("{", "[1,2", '{"type":"message"', "\uFEFF{}", "null", '"\\ud800"', "{} {}", "1e99999"),
+);
+
+const contentTypes = fc.constantFrom(
+  "application/json",
+  "application/json; charset=utf-8",
+  "application/vnd.api+json",
+  "text/plain",
+  "application/x-www-form-urlencoded",
+  "multipart/form-data; boundary=x",
+  "application/x-ndjson",
+  "",
+);
+
+const routes = [
+  ["POST", "/v1/sessions"],
+  ["GET", "/v1/sessions"],
+  ["GET", "/v1/sessions/{sid}"],
+  ["PATCH", "/v1/sessions/{sid}"],
+  ["DELETE", "/v1/sessions/{rid}"],
+  ["POST", "/v1/sessions/{sid}/entries"],
+  ["GET", "/v1/sessions/{sid}/entries"],
+  ["GET", "/v1/sessions/{sid}/entries/{eid}"],
+  ["GET", "/v1/sessions/{sid}/branch"],
+  ["GET", "/v1/sessions/{sid}/tree"],
+  ["GET", "/v1/sessions/{sid}/context"],
+  ["PUT", "/v1/sessions/{sid}/leaf"],
+  ["POST", "/v1/sessions/{sid}/fork"],
+  ["POST", "/v1/sessions/{sid}/compact"],
+  ["POST", "/v1/sessions/{sid}/import"],
+  ["GET", "/v1/sessions/{sid}/export"],
+  ["POST", "/v1/sessions/import"],
+] as const;
+
+const queryKeys = ["limit", "cursor", "order", "after", "type", "leafId", "format", "id"];
+
+/** `arbitrary` once in `every` cases, else null (the well-formed default). */
+function sometimes<T>(arbitrary: fc.Arbitrary<T>, every: number): fc.Arbitrary<T | null> {
+  return fc.oneof({ weight: every - 1, arbitrary: fc.constant(null) }, { weight: 1, arbitrary });
+}
+
+const requests = fc.record({
+  route: fc.constantFrom(...routes),
+  session: fc.constantFrom(0, 1, 2),
+  randomId: anyId,
+  entryId: anyId,
+  query: fc.array(
+    fc.tuple(fc.constantFrom(...queryKeys), fc.oneof(hostileStrings, fc.integer().map(String))),
+    { maxLength: 3 },
+  ),
+  body: fc.option(rawBodies, { freq: 4 }),
+  contentType: contentTypes,
+  ifMatch: sometimes(
+    fc.oneof(
+      headerValue,
+      validId.map((id) => `"${id}"`),
+      fc.constant("*"),
+    ),
+    4,
+  ),
+  authorization: sometimes(
+    fc.oneof(
+      fc.constant("Bearer"),
+      fc.constant("Basic x"),
+      headerValue.map((s) => `Bearer ${s}`),
+    ),
+    10,
+  ),
+});
+
+async function call(method: string, path: string, init: RequestInit = {}) {
+  return exports.default.fetch(`http://sessions.test${path}`, { method, ...init });
+}
+
+async function json(method: string, path: string, body?: unknown) {
+  const res = await call(method, path, {
+    headers: { Authorization: `Bearer ${KEY_A}`, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+/** The invariants every session keeps, whatever it was sent. */
+async function expectValidSession(id: string) {
+  const info = await json("GET", `/v1/sessions/${id}`);
+  if (info.status === 404) return;
+  expect(info.status).toBe(200);
+  const entries: Array<{
+    seq: number;
+    id: string;
+    parentId: string | null;
+    type: string;
+    targetId?: string | null;
+  }> = [];
+  let cursor: string | null = null;
+  do {
+    const page: { body: { entries: typeof entries; nextCursor: string | null } } = await json(
+      "GET",
+      `/v1/sessions/${id}/entries?limit=1000${cursor ? `&after=${cursor}` : ""}`,
+    );
+    entries.push(...page.body.entries);
+    cursor = page.body.nextCursor;
+  } while (cursor);
+  const byId = new Map(entries.map((e) => [e.id, e]));
+  expect(byId.size).toBe(entries.length);
+  entries.forEach((entry, i) => {
+    if (i > 0) expect(entry.seq).toBeGreaterThan((entries[i - 1] as { seq: number }).seq);
+    if (entry.type === "leaf") expect(entry.parentId).toBeNull();
+    else if (entry.parentId !== null) {
+      const parent = byId.get(entry.parentId);
+      expect(parent && parent.type !== "leaf" && parent.seq < entry.seq).toBe(true);
+    }
+  });
+  expect(info.body.entryCount).toBe(entries.filter((e) => e.type !== "leaf").length);
+  if (info.body.leafId !== null) expect(byId.get(info.body.leafId)?.type).not.toBe("leaf");
+  expect((await json("GET", `/v1/sessions/${id}/context`)).status).toBe(200);
+  expect((await json("GET", `/v1/sessions/${id}/tree`)).status).toBe(200);
+  expect((await json("GET", `/v1/sessions/${id}/branch`)).status).toBe(200);
+}
+
+describe("hostile input", () => {
+  it("never answers 500 or a stack, and leaves every session a valid tree", async () => {
+    const sessions = [sid("fuzz"), sid("fuzz"), sid("fuzz")];
+    for (const id of sessions) {
+      expect((await json("POST", "/v1/sessions", { id })).status).toBe(201);
+      await json("POST", `/v1/sessions/${id}/entries`, {
+        entries: [
+          { type: "message", id: "m1", message: { role: "user", content: "hello", timestamp: 1 } },
+          { type: "label", targetId: "m1", label: "start" },
+        ],
+      });
+    }
+    const statuses = new Map<number, number>();
+    await fc.assert(
+      fc.asyncProperty(requests, async (r) => {
+        const method = r.route[0];
+        const template: string = r.route[1];
+        const path = template
+          .replace("{sid}", encodeURIComponent(sessions[r.session] as string))
+          .replace("{rid}", encodeURIComponent(r.randomId))
+          .replace("{eid}", encodeURIComponent(r.entryId));
+        const query = new URLSearchParams(r.query).toString();
+        const headers: Record<string, string> = { Authorization: r.authorization ?? `Bearer ${KEY_A}` };
+        if (r.contentType) headers["Content-Type"] = r.contentType;
+        if (r.ifMatch !== null) headers["If-Match"] = r.ifMatch;
+        const res = await call(method, `${path}${query ? `?${query}` : ""}`, {
+          headers,
+          body: method === "GET" || r.body === null ? undefined : r.body,
+        });
+        const text = await res.text();
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        expect(res.status, `${method} ${path}?${query} -> ${text.slice(0, 300)}`).toBeLessThan(500);
+        expect(text).not.toMatch(/\n\s+at /);
+        if (res.status >= 400) {
+          const body = JSON.parse(text) as { error: { code: string; message: string } };
+          expect(typeof body.error.code).toBe("string");
+          expect(typeof body.error.message).toBe("string");
+        }
+      }),
+      { seed: SEED, numRuns: RUNS },
+    );
+    for (const id of sessions) await expectValidSession(id);
+    // The run exercised both sides: some requests were accepted, most refused.
+    expect([...statuses.keys()].some((s) => s < 300)).toBe(true);
+    expect([...statuses.keys()].some((s) => s >= 400)).toBe(true);
+  });
+
+  it("keeps prototype keys as data without polluting anything", async () => {
+    const id = sid("proto");
+    await json("POST", "/v1/sessions", { id });
+    const raw =
+      '{"type":"custom","customType":"x","data":{"__proto__":{"polluted":true},"constructor":{"prototype":{"p":1}}}}';
+    const res = await call("POST", `/v1/sessions/${id}/entries`, {
+      headers: { Authorization: `Bearer ${KEY_A}`, "Content-Type": "application/json" },
+      body: raw,
+    });
+    expect(res.status).toBe(201);
+    const stored = (await res.json()) as { entries: Array<{ data: unknown }> };
+    expect(JSON.stringify(stored.entries[0]?.data)).toBe(
+      '{"__proto__":{"polluted":true},"constructor":{"prototype":{"p":1}}}',
+    );
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    await expectValidSession(id);
+  });
+});

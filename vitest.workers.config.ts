@@ -16,7 +16,14 @@ export default defineConfig({
   plugins: [
     cloudflareTest(({ inject }) => ({
       wrangler: { configPath: "./wrangler.toml" },
-      miniflare: { bindings: { API_KEYS, DIRECTORY_SYNC_MS: "20", FAKE_LLM_URL: inject("fakeLlmUrl") } },
+      miniflare: {
+        bindings: { API_KEYS, DIRECTORY_SYNC_MS: "20", FAKE_LLM_URL: inject("fakeLlmUrl") },
+        // The suite's own traffic must not trip the service's limiter; a tight one is tested apart.
+        ratelimits: {
+          RATE_LIMITER: { namespace_id: "1001", simple: { limit: 1_000_000, period: 10 } },
+          TIGHT_RATE_LIMITER: { namespace_id: "1002", simple: { limit: 5, period: 10 } },
+        },
+      },
     })),
   ],
   test: {

@@ -24,6 +24,7 @@ import { jsonBody, readText } from "./body";
 import { docsPage } from "./docs";
 import type { AppEnv } from "./env";
 import { ErrorEnvelope, notFound, onError } from "./errors";
+import { rateLimit } from "./rate-limit";
 import {
   AppendBody,
   AppendResponse,
@@ -129,7 +130,7 @@ export function createApp() {
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
 
   // Matches /v1/sessions itself too. Imports are NDJSON and read their own body.
-  app.use("/v1/sessions/*", authenticate, jsonBody([IMPORT_PATH]));
+  app.use("/v1/sessions/*", authenticate, rateLimit, jsonBody([IMPORT_PATH]));
 
   const security = [{ bearer: [] }];
 

@@ -2,6 +2,10 @@ import type { DurableEnv } from "../durable";
 import type { Caller } from "./auth";
 
 export interface WorkerEnv extends DurableEnv {
+  /** Cloudflare's rate-limiting binding: requests per tenant and window (see wrangler.toml). */
+  RATE_LIMITER?: RateLimit;
+  /** The window of RATE_LIMITER in seconds (10 or 60, as configured there), for Retry-After. */
+  RATE_LIMIT_PERIOD_SECONDS?: string;
   /** Secret: JSON map of SHA-256 (hex) of each API key to its tenant (see README, Auth). */
   API_KEYS?: string;
   /** Local development only: the tenant of requests to a loopback address without a key. */

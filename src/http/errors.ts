@@ -34,7 +34,14 @@ export function errorResponse(c: Context, body: ErrorBody, headers?: Record<stri
  * with a request id to find the log line, never a stack or a message from inside.
  */
 export function onError(error: Error, c: Context): Response {
-  if (error instanceof SessionError) return errorResponse(c, error.toJSON());
+  if (error instanceof SessionError) {
+    const retryAfter = (error.details as { retryAfterSeconds?: number } | undefined)?.retryAfterSeconds;
+    return errorResponse(
+      c,
+      error.toJSON(),
+      retryAfter === undefined ? undefined : { "Retry-After": String(retryAfter) },
+    );
+  }
   if (error instanceof HTTPException && codeOfStatus[error.status]) {
     return errorResponse(c, {
       code: codeOfStatus[error.status] as ErrorCode,

@@ -3,5 +3,7 @@ declare namespace Cloudflare {
   interface Env {
     /** The fake chat-completions endpoint of test/support/fake-llm.setup.ts. */
     FAKE_LLM_URL: string;
+    /** A rate limiter of 5 requests per 10 s, to see 429s without flooding the service. */
+    TIGHT_RATE_LIMITER: RateLimit;
   }
 }

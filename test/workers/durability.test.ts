@@ -7,7 +7,14 @@ import { api, createSession, info, KEY_B, sid, userMessage } from "./helpers";
 describe("durability", () => {
   it("keeps entries and the leaf when every object is reset", async () => {
     const id = await createSession();
-    await api("POST", `/v1/sessions/${id}/entries`, { body: { entries: [{ ...userMessage("a"), id: "a" }, { ...userMessage("b"), id: "b" }] } });
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: {
+        entries: [
+          { ...userMessage("a"), id: "a" },
+          { ...userMessage("b"), id: "b" },
+        ],
+      },
+    });
     await api("PUT", `/v1/sessions/${id}/leaf`, { body: { targetId: "a" } });
     await abortAllDurableObjects();
     const after = await info(id);
@@ -27,11 +34,15 @@ describe("durability", () => {
         "INSERT INTO entries (seq, id, type, timestamp, body) VALUES (3, 'squatter', 'custom', '2026-01-01T00:00:00Z', '{}')",
       );
     });
-    const failed = await api("POST", `/v1/sessions/${id}/entries`, { body: { entries: [userMessage("x"), userMessage("y")] } });
+    const failed = await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { entries: [userMessage("x"), userMessage("y")] },
+    });
     expect(failed.status).toBe(500);
     expect(failed.body.error.code).toBe("internal");
     const rows = await runInDurableObject(stub, (_instance, state) => {
-      const count = state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM entries WHERE id != 'squatter'").one().n;
+      const count = state.storage.sql
+        .exec<{ n: number }>("SELECT count(*) AS n FROM entries WHERE id != 'squatter'")
+        .one().n;
       state.storage.sql.exec("DELETE FROM entries WHERE id = 'squatter'");
       return count;
     });
@@ -49,7 +60,10 @@ describe("concurrency", () => {
     const { leafId } = (await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("q") })).body;
     const results = await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
-        api("POST", `/v1/sessions/${id}/entries`, { body: userMessage(`answer ${i}`), headers: { "If-Match": `"${leafId}"` } }),
+        api("POST", `/v1/sessions/${id}/entries`, {
+          body: userMessage(`answer ${i}`),
+          headers: { "If-Match": `"${leafId}"` },
+        }),
       ),
     );
     expect(results.filter((r) => r.status === 201).length).toBe(1);
@@ -69,13 +83,17 @@ describe("concurrency", () => {
     );
     await Promise.all(
       sessions.flatMap(({ id, key }) =>
-        Array.from({ length: 10 }, (_, n) => api("POST", `/v1/sessions/${id}/entries`, { key, body: userMessage(`${id}:${n}`) })),
+        Array.from({ length: 10 }, (_, n) =>
+          api("POST", `/v1/sessions/${id}/entries`, { key, body: userMessage(`${id}:${n}`) }),
+        ),
       ),
     );
     for (const { id, key } of sessions) {
       const page = await api("GET", `/v1/sessions/${id}/entries?limit=1000`, { key });
       const texts = page.body.entries.map((e: { message: { content: string } }) => e.message.content);
-      expect(page.body.entries.map((e: { seq: number }) => e.seq)).toEqual(Array.from({ length: 10 }, (_, n) => n + 1));
+      expect(page.body.entries.map((e: { seq: number }) => e.seq)).toEqual(
+        Array.from({ length: 10 }, (_, n) => n + 1),
+      );
       expect(texts.every((t: string) => t.startsWith(`${id}:`))).toBe(true);
       expect(new Set(texts).size).toBe(10);
     }

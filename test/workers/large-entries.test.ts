@@ -29,7 +29,9 @@ const imageMessage = (data: string, id: string) => ({
 });
 
 async function readAll(path: string): Promise<{ status: number; text: string; chunks: number }> {
-  const res = await exports.default.fetch(`http://sessions.test${path}`, { headers: { Authorization: `Bearer ${KEY_A}` } });
+  const res = await exports.default.fetch(`http://sessions.test${path}`, {
+    headers: { Authorization: `Bearer ${KEY_A}` },
+  });
   const reader = (res.body as ReadableStream<Uint8Array>).getReader();
   const decoder = new TextDecoder();
   let text = "";
@@ -58,7 +60,9 @@ describe("large entries", () => {
 
     const fork = await api("POST", `/v1/sessions/${id}/fork`, { body: { entryId: "shot" } });
     expect(fork.status).toBe(201);
-    expect((await api("GET", `/v1/sessions/${fork.body.id}/entries/shot`)).body.message.content[1].data).toBe(data);
+    expect((await api("GET", `/v1/sessions/${fork.body.id}/entries/shot`)).body.message.content[1].data).toBe(
+      data,
+    );
 
     const exported = await readAll(`/v1/sessions/${id}/export`);
     const copyId = sid("copy");
@@ -74,7 +78,9 @@ describe("large entries", () => {
   it("keeps a 12 MiB entry whole (stored in chunks under the 2 MB row limit)", async () => {
     const id = await createSession();
     const data = base64Image(9 * 1024 * 1024, 3);
-    expect((await api("POST", `/v1/sessions/${id}/entries`, { body: imageMessage(data, "big") })).status).toBe(201);
+    expect(
+      (await api("POST", `/v1/sessions/${id}/entries`, { body: imageMessage(data, "big") })).status,
+    ).toBe(201);
     const back = await api("GET", `/v1/sessions/${id}/entries/big`);
     expect(back.body.message.content[1].data.length).toBe(data.length);
     expect(back.body.message.content[1].data === data).toBe(true);
@@ -84,7 +90,9 @@ describe("large entries", () => {
     const id = await createSession();
     const count = 48;
     for (let i = 0; i < count; i++) {
-      const res = await api("POST", `/v1/sessions/${id}/entries`, { body: imageMessage(base64Image(768 * 1024, i), `e${i}`) });
+      const res = await api("POST", `/v1/sessions/${id}/entries`, {
+        body: imageMessage(base64Image(768 * 1024, i), `e${i}`),
+      });
       expect(res.status).toBe(201);
     }
     // About 48 MiB of payload: more than one RPC may carry, read in pages on every path.

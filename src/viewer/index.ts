@@ -1,0 +1,49 @@
+import { Hono } from "hono";
+import { viewerPage } from "./page";
+import { viewerScript } from "./script";
+import { viewerStyle } from "./style";
+
+/*
+ * The session viewer: one HTML page, its script and its stylesheet, all served by the Worker
+ * itself (no build step, no CDN). The page talks to the /v1 API with the caller's own
+ * credentials, so it needs no route of its own beyond these three.
+ */
+
+export const VIEWER_SCRIPT_PATH = "/viewer/app.js";
+export const VIEWER_STYLE_PATH = "/viewer/app.css";
+
+/*
+ * The page renders payloads written by agents (tool output, model text), so nothing but the
+ * Worker's own script may run, and images may only be inline data: URLs from those payloads.
+ */
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+const commonHeaders = {
+  "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+  "X-Content-Type-Options": "nosniff",
+  "Referrer-Policy": "no-referrer",
+  // Revalidated on every load so a deploy shows at once; the files are small.
+  "Cache-Control": "no-cache",
+};
+
+export const viewerApp = new Hono()
+  .get("/", (c) =>
+    c.body(viewerPage({ script: VIEWER_SCRIPT_PATH, style: VIEWER_STYLE_PATH }), 200, {
+      ...commonHeaders,
+      "Content-Type": "text/html; charset=utf-8",
+    }),
+  )
+  .get(VIEWER_SCRIPT_PATH, (c) =>
+    c.body(viewerScript, 200, { ...commonHeaders, "Content-Type": "text/javascript; charset=utf-8" }),
+  )
+  .get(VIEWER_STYLE_PATH, (c) =>
+    c.body(viewerStyle, 200, { ...commonHeaders, "Content-Type": "text/css; charset=utf-8" }),
+  );

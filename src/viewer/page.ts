@@ -1,0 +1,95 @@
+/**
+ * The viewer's markup: three panes (sessions, the selected session's tree, the context of the
+ * selected entry) that the script fills in. Static, so it holds no data from any tenant.
+ */
+export function viewerPage(assets: { script: string; style: string }): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Sessions · cf-sessions</title>
+<link rel="stylesheet" href="${assets.style}">
+<script src="${assets.script}" defer></script>
+</head>
+<body>
+<header class="topbar">
+  <h1>cf-sessions</h1>
+  <span class="topbar-note">session trees</span>
+  <span class="spacer"></span>
+  <button type="button" id="token-button">API token…</button>
+  <a href="/docs">API docs</a>
+</header>
+<div id="error" class="error" role="alert" hidden>
+  <p id="error-text"></p>
+  <button type="button" id="error-dismiss" aria-label="Dismiss the error">×</button>
+</div>
+<main class="layout">
+  <nav class="pane sessions" aria-labelledby="sessions-title">
+    <div class="pane-head">
+      <h2 id="sessions-title">Sessions</h2>
+      <button type="button" id="sessions-refresh">Refresh</button>
+    </div>
+    <label class="visually-hidden" for="session-filter">Filter sessions by name</label>
+    <input id="session-filter" type="search" placeholder="Filter by name or id" autocomplete="off">
+    <ul id="session-list" class="session-list"></ul>
+    <p id="sessions-empty" class="muted" hidden>No sessions.</p>
+    <button type="button" id="sessions-more" class="more" hidden>Load more</button>
+  </nav>
+  <section class="pane tree-pane" aria-labelledby="session-title">
+    <div class="pane-head">
+      <div class="titles">
+        <h2 id="session-title">No session selected</h2>
+        <p id="session-meta" class="muted"></p>
+      </div>
+      <button type="button" id="compact-button" disabled>Compact</button>
+    </div>
+    <div id="compaction-notice" class="notice" role="status" hidden></div>
+    <div id="tree" class="tree" role="tree" tabindex="0" aria-labelledby="session-title">
+      <div id="tree-spacer" class="tree-spacer" role="none"></div>
+    </div>
+    <p class="legend muted">
+      <span class="badge leaf-badge">leaf</span> current head ·
+      <span class="mark mark-compaction">compaction</span>
+      <span class="mark mark-branch_summary">branch summary</span>
+      <span class="mark mark-model_change">model</span>
+      <span class="mark mark-thinking_level_change">thinking</span> ·
+      ⋯ a collapsed run of entries (Enter or → expands)
+    </p>
+  </section>
+  <section class="pane context-pane" aria-labelledby="entry-title">
+    <div class="pane-head">
+      <div class="titles">
+        <h2 id="entry-title">Context</h2>
+        <p id="entry-meta" class="muted">Select an entry to see what a model is sent from it.</p>
+      </div>
+    </div>
+    <div id="entry-actions" class="entry-actions" hidden>
+      <button type="button" id="move-leaf-button">Move leaf here</button>
+      <button type="button" id="fork-button">Fork from here</button>
+      <form id="label-form" class="label-form">
+        <label for="label-input">Label</label>
+        <input id="label-input" type="text" maxlength="200" autocomplete="off">
+        <button type="submit">Set label</button>
+        <button type="button" id="label-clear">Clear label</button>
+      </form>
+    </div>
+    <div id="context" class="context" aria-live="polite"></div>
+  </section>
+</main>
+<dialog id="token-dialog" aria-labelledby="token-title">
+  <form method="dialog" id="token-form">
+    <h2 id="token-title">API token</h2>
+    <p id="token-reason">This service needs a key.</p>
+    <label for="token-input">Bearer token</label>
+    <input id="token-input" type="password" autocomplete="off" required>
+    <p class="muted">Kept in this tab only (sessionStorage).</p>
+    <div class="dialog-buttons">
+      <button type="submit" value="cancel" formnovalidate>Cancel</button>
+      <button type="submit" value="ok">Use token</button>
+    </div>
+  </form>
+</dialog>
+</body>
+</html>`;
+}

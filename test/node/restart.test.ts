@@ -17,14 +17,22 @@ it("keeps sessions, their entries and their leaf across a restart of the local s
       const q = await session.appendMessage(user("question"));
       await session.appendMessage(assistant("answer"));
       await session.setLeafId(q);
-      before = { info: await session.getInfo(), entries: await session.getEntries(), context: await session.buildContext() };
+      before = {
+        info: await session.getInfo(),
+        entries: await session.getEntries(),
+        context: await session.buildContext(),
+      };
     } finally {
       await first.stop();
     }
     const second = await startDevServer({ persistTo: folder });
     try {
       const session = await createClient({ baseUrl: second.url }).open("survivor");
-      expect({ info: await session.getInfo(), entries: await session.getEntries(), context: await session.buildContext() }).toEqual(before);
+      expect({
+        info: await session.getInfo(),
+        entries: await session.getEntries(),
+        context: await session.buildContext(),
+      }).toEqual(before);
       expect((await session.getInfo()).leafId).not.toBeNull();
     } finally {
       await second.stop();

@@ -34,6 +34,8 @@ export interface DevServerOptions {
   timeoutMs?: number;
   /** Keep the data in this folder (and leave it there on stop), to start again on it. */
   persistTo?: string;
+  /** Another wrangler configuration (the benchmark's). */
+  config?: string;
 }
 
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
@@ -48,6 +50,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     join(bin, "wrangler"),
     [
       "dev",
+      ...(options.config ? ["--config", options.config] : []),
       "--ip",
       "127.0.0.1",
       "--port",

@@ -1,0 +1,499 @@
+import { execSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism, cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { buildSessionContext as piBuildSessionContext, SessionManager } from "@mariozechner/pi-coding-agent";
+import type { AgentMessage } from "../src/core";
+import type { DevServer } from "../test/support/dev-server";
+import { startDevServer } from "../test/support/dev-server";
+
+/*
+ * `npm run bench`: SPEC §10's figures, measured in one run on this machine, against local
+ * workerd (wrangler dev) and, as the reference, pi's SessionManager on the same entries. It
+ * measures and reports; it asserts nothing. Writes bench/results.json.
+ */
+
+// npm runs scripts from the package root.
+const root = process.cwd();
+const QUICK = process.argv.includes("--quick");
+
+interface Figure {
+  name: string;
+  unit: string;
+  median: number;
+  min: number;
+  max: number;
+  runs: number;
+  /** The budget, for the table: `value <= budget` (or >= for throughputs). */
+  budget?: { limit: number; atLeast?: boolean; note?: string };
+}
+
+const figures: Figure[] = [];
+
+function stats(samples: number[]) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
+  return {
+    median: at(0.5),
+    p99: at(0.99),
+    min: sorted[0] as number,
+    max: sorted[sorted.length - 1] as number,
+  };
+}
+
+function record(name: string, unit: string, samples: number[], budget?: Figure["budget"]): Figure {
+  const { median, min, max } = stats(samples);
+  const figure: Figure = {
+    name,
+    unit,
+    median,
+    min,
+    max,
+    runs: samples.length,
+    ...(budget ? { budget } : {}),
+  };
+  figures.push(figure);
+  const shown = (v: number) => (unit === "ms" ? v.toFixed(2) : Math.round(v).toLocaleString("en-US"));
+  process.stderr.write(
+    `  ${name}: ${shown(median)} ${unit} (min ${shown(min)}, max ${shown(max)}, ${samples.length} runs)\n`,
+  );
+  return figure;
+}
+
+let server: DevServer;
+
+async function http(
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ ms: number; status: number; json: any }> {
+  const start = performance.now();
+  const res = await fetch(`${server.url}${path}`, {
+    method,
+    headers: body === undefined ? {} : { "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  const ms = performance.now() - start;
+  if (res.status >= 400) throw new Error(`${method} ${path} -> ${res.status} ${text.slice(0, 300)}`);
+  return { ms, status: res.status, json: text ? JSON.parse(text) : undefined };
+}
+
+/** A conversation message of about `size` characters: users and assistants in turn, as agents write them. */
+function message(i: number, size: number): AgentMessage {
+  const text = `${i} ${"lorem ipsum dolor sit amet ".repeat(Math.ceil(size / 27))}`.slice(0, size);
+  if (i % 2 === 0) return { role: "user", content: text, timestamp: 1_767_225_600_000 + i };
+  return {
+    role: "assistant",
+    content: [{ type: "text", text }],
+    api: "openai-completions",
+    provider: "openai",
+    model: "gpt-4o",
+    usage: {
+      input: 100,
+      output: 50,
+      cacheRead: 0,
+      cacheWrite: 0,
+      totalTokens: 150,
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+    },
+    stopReason: "stop",
+    timestamp: 1_767_225_600_000 + i,
+  };
+}
+
+const entry = (i: number, size: number, id?: string) => ({
+  type: "message",
+  ...(id ? { id } : {}),
+  message: message(i, size),
+});
+
+/** Fills a bench object with `count` entries (bounded batches: no call runs long) and maybe a compaction keeping 100. */
+async function fillBenchObject(name: string, count: number, compact: boolean): Promise<void> {
+  for (let i = 0; i < count; i += 1000) {
+    const batch = Array.from({ length: Math.min(1000, count - i) }, (_, j) => entry(i + j, 300, `e${i + j}`));
+    await http("POST", `/bench/${name}/appendBatch`, batch);
+  }
+  if (compact) {
+    await http("POST", `/bench/${name}/appendBatch`, [
+      {
+        type: "compaction",
+        summary: "the conversation so far",
+        tokensBefore: count * 75,
+        firstKeptEntryId: `e${count - 100}`,
+      },
+    ]);
+  }
+}
+
+/** Fills a service session over HTTP (batches of 1,000) and maybe compacts it keeping about 100 entries. */
+async function fillSession(id: string, count: number, compact: boolean): Promise<void> {
+  await http("POST", "/v1/sessions", { id });
+  for (let i = 0; i < count; i += 1000) {
+    await http("POST", `/v1/sessions/${id}/entries`, {
+      entries: Array.from({ length: Math.min(1000, count - i) }, (_, j) => entry(i + j, 300, `e${i + j}`)),
+    });
+  }
+  if (compact) {
+    await http("POST", `/v1/sessions/${id}/entries`, {
+      type: "compaction",
+      summary: "the conversation so far",
+      tokensBefore: count * 75,
+      firstKeptEntryId: `e${count - 100}`,
+    });
+  }
+}
+
+function workerdRssKb(): number {
+  try {
+    const pids = execSync("pgrep -f workerd", { encoding: "utf8" }).trim().split("\n").filter(Boolean);
+    let total = 0;
+    for (const pid of pids) {
+      const status = readFileSync(`/proc/${pid}/status`, "utf8");
+      total += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+    }
+    return total;
+  } catch {
+    return 0;
+  }
+}
+
+async function floor() {
+  process.stderr.write("floor\n");
+  await http("POST", "/v1/sessions", { id: "floor" });
+  await http("POST", "/v1/sessions/floor/entries", entry(0, 100));
+  const noop: number[] = [];
+  for (let i = 0; i < (QUICK ? 100 : 500); i++) noop.push((await http("GET", "/v1/sessions/floor")).ms);
+  const noopStats = stats(noop.slice(20));
+  record("no-op request to a Durable Object (HTTP, GET session), p50", "ms", noop.slice(20));
+  figures.push({
+    name: "no-op request, p99",
+    unit: "ms",
+    ...noopStats,
+    median: noopStats.p99,
+    runs: noop.length - 20,
+  });
+  const inserts: number[] = [];
+  const reads: number[] = [];
+  for (let run = 0; run < 5; run++) {
+    const { json } = await http("GET", `/bench/raw-${run}/rawSql?count=1000&size=1024`);
+    inserts.push(1000 / (json.insertMs / 1000));
+    reads.push(1000 / (json.readMs / 1000));
+  }
+  record("raw SQLite inserts, 1,000 rows of 1 KB in a transaction, inside an object", "rows/s", inserts);
+  record("raw SQLite reads of the same rows, inside an object", "rows/s", reads);
+  return noopStats.median;
+}
+
+async function appends(noopP50: number) {
+  process.stderr.write("append over HTTP\n");
+  await http("POST", "/v1/sessions", { id: "append-seq" });
+  const single: number[] = [];
+  const count = QUICK ? 200 : 1000;
+  const started = performance.now();
+  for (let i = 0; i < count; i++)
+    single.push((await http("POST", "/v1/sessions/append-seq/entries", entry(i, 1000))).ms);
+  const elapsed = performance.now() - started;
+  const s = stats(single.slice(20));
+  record("append over HTTP, one session, sequential, p50", "ms", single.slice(20), {
+    limit: 1.3 * noopP50,
+    note: "1.3 × no-op p50",
+  });
+  figures.push({
+    name: "append over HTTP, sequential, p99",
+    unit: "ms",
+    median: s.p99,
+    min: s.min,
+    max: s.max,
+    runs: single.length,
+  });
+  figures.push({
+    name: "append over HTTP, sequential, throughput",
+    unit: "appends/s",
+    median: count / (elapsed / 1000),
+    min: 0,
+    max: 0,
+    runs: 1,
+  });
+  figures.push({
+    name: "append p50 / no-op p50",
+    unit: "×",
+    median: s.median / noopP50,
+    min: 0,
+    max: 0,
+    runs: 1,
+    budget: { limit: 1.3 },
+  });
+
+  const clients = 8;
+  const perClient = QUICK ? 50 : 200;
+  for (let c = 0; c < clients; c++) await http("POST", "/v1/sessions", { id: `append-par-${c}` });
+  const latencies: number[] = [];
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: clients }, async (_, c) => {
+      for (let i = 0; i < perClient; i++)
+        latencies.push((await http("POST", `/v1/sessions/append-par-${c}/entries`, entry(i, 1000))).ms);
+    }),
+  );
+  const parallel = performance.now() - t0;
+  const p = stats(latencies);
+  figures.push({
+    name: "append over HTTP, 8 clients on 8 sessions, throughput",
+    unit: "appends/s",
+    median: (clients * perClient) / (parallel / 1000),
+    min: 0,
+    max: 0,
+    runs: 1,
+  });
+  figures.push({
+    name: "append over HTTP, 8 clients, p50",
+    unit: "ms",
+    median: p.median,
+    min: p.min,
+    max: p.max,
+    runs: latencies.length,
+  });
+  figures.push({
+    name: "append over HTTP, 8 clients, p99",
+    unit: "ms",
+    median: p.p99,
+    min: p.min,
+    max: p.max,
+    runs: latencies.length,
+  });
+  process.stderr.write(
+    `  8 clients: ${((clients * perClient) / (parallel / 1000)).toFixed(0)} appends/s, p50 ${p.median.toFixed(2)} ms, p99 ${p.p99.toFixed(2)} ms\n`,
+  );
+}
+
+async function batchAppend() {
+  process.stderr.write("batch append inside the object\n");
+  const rates: number[] = [];
+  for (let run = 0; run < 7; run++) {
+    const batch = Array.from({ length: 1000 }, (_, i) => entry(i, 1000));
+    const { json } = await http("POST", `/bench/batch-${run}/appendBatch`, batch);
+    rates.push(1000 / (json.ms / 1000));
+  }
+  record("batch append of 1,000 entries of ~1 KB, inside the object", "entries/s", rates, {
+    limit: 50_000,
+    atLeast: true,
+  });
+}
+
+async function contexts(sizes: number[]) {
+  process.stderr.write("buildContext inside the object (warm)\n");
+  const results: Record<string, number> = {};
+  for (const size of sizes) {
+    for (const compact of [false, true]) {
+      const name = `ctx-${size}-${compact ? "c" : "n"}`;
+      await fillBenchObject(name, size, compact);
+      await http("GET", `/bench/${name}/buildContext`);
+      const samples: number[] = [];
+      for (let run = 0; run < 7; run++)
+        samples.push((await http("GET", `/bench/${name}/buildContext`)).json.ms);
+      const budget =
+        !compact && size === 10_000
+          ? { limit: 10 }
+          : compact && size === 100_000 && results["1000-c"]
+            ? { limit: 1.5 * results["1000-c"], note: "1.5 × the 1,000-entry one" }
+            : undefined;
+      const label = `buildContext, warm, ${size.toLocaleString("en-US")} entries${compact ? ", compacted keeping ~100" : ""}`;
+      results[`${size}-${compact ? "c" : "n"}`] = record(label, "ms", samples, budget).median;
+    }
+  }
+  const last = sizes[sizes.length - 1] as number;
+  if (results["1000-c"] && results[`${last}-c`]) {
+    figures.push({
+      name: `buildContext compacted, ${last.toLocaleString("en-US")} / 1,000 entries`,
+      unit: "×",
+      median: (results[`${last}-c`] as number) / (results["1000-c"] as number),
+      min: 0,
+      max: 0,
+      runs: 1,
+      budget: { limit: 1.5 },
+    });
+  }
+}
+
+async function overHttp(sizes: number[]) {
+  process.stderr.write("over HTTP: context, fork, list, memory\n");
+  for (const size of sizes) {
+    await fillSession(`http-${size}`, size, false);
+    await http("GET", `/v1/sessions/http-${size}/context`);
+    const samples: number[] = [];
+    for (let run = 0; run < 5; run++)
+      samples.push((await http("GET", `/v1/sessions/http-${size}/context`)).ms);
+    record(`GET context over HTTP, ${size.toLocaleString("en-US")} entries`, "ms", samples);
+  }
+  const big = sizes[sizes.length - 1] as number;
+  await fillSession(`http-${big}-c`, big, true);
+  await http("GET", `/v1/sessions/http-${big}-c/context`);
+  const compacted: number[] = [];
+  for (let run = 0; run < 5; run++)
+    compacted.push((await http("GET", `/v1/sessions/http-${big}-c/context`)).ms);
+  record(`GET context over HTTP, ${big.toLocaleString("en-US")} entries compacted`, "ms", compacted);
+
+  for (const size of [1000, 10_000]) {
+    if (!sizes.includes(size)) await fillSession(`http-${size}`, size, false);
+    const samples: number[] = [];
+    for (let run = 0; run < 3; run++) {
+      samples.push(
+        (
+          await http("POST", `/v1/sessions/http-${size}/fork`, {
+            entryId: `e${size - 1}`,
+            id: `fork-${size}-${run}`,
+          })
+        ).ms,
+      );
+    }
+    record(
+      `fork of a ${size.toLocaleString("en-US")}-entry path, end to end`,
+      "ms",
+      samples,
+      size === 10_000 ? { limit: 500 } : undefined,
+    );
+  }
+
+  await http("GET", `/bench-directory/fill?tenant=local&count=${QUICK ? 2000 : 10_000}`);
+  await new Promise((r) => setTimeout(r, 1500));
+  const list: number[] = [];
+  for (let run = 0; run < 30; run++) list.push((await http("GET", "/v1/sessions?limit=50")).ms);
+  record(
+    `GET /v1/sessions first page, ${(QUICK ? 2000 : 10_000).toLocaleString("en-US")}+ sessions in the tenant`,
+    "ms",
+    list,
+    { limit: 20 },
+  );
+
+  const before = workerdRssKb();
+  await http("GET", `/v1/sessions/http-${big}/context`);
+  const after = workerdRssKb();
+  figures.push({
+    name: `workerd resident memory after context of ${big.toLocaleString("en-US")} entries (growth)`,
+    unit: "MB",
+    median: (after - before) / 1024,
+    min: before / 1024,
+    max: after / 1024,
+    runs: 1,
+    budget: { limit: 128, note: "far below 128 MB" },
+  });
+  process.stderr.write(`  workerd RSS ${(before / 1024).toFixed(0)} MB -> ${(after / 1024).toFixed(0)} MB\n`);
+}
+
+async function cold(persist: string, big: number) {
+  process.stderr.write("cold buildContext (after a restart)\n");
+  const inside: number[] = [];
+  const client: number[] = [];
+  for (let run = 0; run < (QUICK ? 1 : 3); run++) {
+    await server.stop();
+    server = await startDevServer({ config: "bench/wrangler.toml", persistTo: persist, timeoutMs: 120_000 });
+    const first = await http("GET", `/bench/ctx-${big}-c/buildContext`);
+    inside.push(first.json.ms);
+    client.push((await http("GET", `/v1/sessions/http-${big}-c/context`)).ms);
+  }
+  record(
+    `buildContext, cold, ${big.toLocaleString("en-US")} entries compacted, inside the object`,
+    "ms",
+    inside,
+    { limit: 50 },
+  );
+  record(
+    `GET context, cold object, ${big.toLocaleString("en-US")} entries compacted, over HTTP`,
+    "ms",
+    client,
+  );
+}
+
+function piReference(sizes: number[]) {
+  process.stderr.write("reference: pi's SessionManager\n");
+  const dir = mkdtempSync(join(tmpdir(), "pi-bench-"));
+  try {
+    for (const size of sizes) {
+      const sessionDir = join(dir, String(size));
+      mkdirSync(sessionDir);
+      const manager = SessionManager.create("/bench", sessionDir);
+      const t0 = performance.now();
+      for (let i = 0; i < size; i++) manager.appendMessage(message(i, 300) as never);
+      const appendMs = performance.now() - t0;
+      figures.push({
+        name: `pi: append ${size.toLocaleString("en-US")} entries (to its file)`,
+        unit: "entries/s",
+        median: size / (appendMs / 1000),
+        min: 0,
+        max: 0,
+        runs: 1,
+      });
+      const warm: number[] = [];
+      for (let run = 0; run < 5; run++) {
+        const start = performance.now();
+        manager.buildSessionContext();
+        warm.push(performance.now() - start);
+      }
+      record(`pi: buildSessionContext, warm, ${size.toLocaleString("en-US")} entries`, "ms", warm);
+      const path = manager.getSessionFile() as string;
+      const open: number[] = [];
+      for (let run = 0; run < 3; run++) {
+        const start = performance.now();
+        const reopened = SessionManager.open(path, sessionDir);
+        const context = reopened.buildSessionContext();
+        open.push(performance.now() - start);
+        if (context.messages.length !== size) throw new Error("pi built a different context");
+      }
+      record(`pi: open + build from file, ${size.toLocaleString("en-US")} entries`, "ms", open);
+      void piBuildSessionContext;
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function table(): string {
+  const fmt = (f: Figure, v: number) =>
+    f.unit === "ms" || f.unit === "×" || f.unit === "MB"
+      ? v.toFixed(2)
+      : Math.round(v).toLocaleString("en-US");
+  const lines = ["| figure | median | min | max | unit | budget |", "|---|---|---|---|---|---|"];
+  for (const f of figures) {
+    let budget = "";
+    if (f.budget) {
+      const ok = f.budget.atLeast ? f.median >= f.budget.limit : f.median <= f.budget.limit;
+      budget = `${f.budget.atLeast ? "≥" : "≤"} ${fmt(f, f.budget.limit)}${f.budget.note ? ` (${f.budget.note})` : ""} ${ok ? "✓" : "✗"}`;
+    }
+    const spread = f.runs > 1 ? [fmt(f, f.min), fmt(f, f.max)] : ["", ""];
+    lines.push(`| ${f.name} | ${fmt(f, f.median)} | ${spread[0]} | ${spread[1]} | ${f.unit} | ${budget} |`);
+  }
+  return lines.join("\n");
+}
+
+async function main() {
+  const persist = mkdtempSync(join(tmpdir(), "sessions-bench-"));
+  const sizes = QUICK ? [1000, 10_000] : [1000, 10_000, 100_000];
+  const started = Date.now();
+  try {
+    server = await startDevServer({ config: "bench/wrangler.toml", persistTo: persist, timeoutMs: 120_000 });
+    const noop = await floor();
+    await appends(noop);
+    await batchAppend();
+    await contexts(sizes);
+    await overHttp(sizes);
+    await cold(persist, sizes[sizes.length - 1] as number);
+  } finally {
+    await server?.stop();
+    rmSync(persist, { recursive: true, force: true });
+  }
+  piReference(QUICK ? [1000, 10_000] : [10_000, 100_000]);
+  const result = {
+    date: new Date().toISOString(),
+    machine: { nproc: availableParallelism(), cpu: cpus()[0]?.model ?? "unknown", node: process.version },
+    quick: QUICK,
+    seconds: Math.round((Date.now() - started) / 1000),
+    figures,
+  };
+  writeFileSync(join(root, "bench/results.json"), `${JSON.stringify(result, null, 2)}\n`);
+  process.stdout.write(
+    `\n${table()}\n\nnproc ${result.machine.nproc}, ${result.machine.cpu}, ${result.seconds} s; written to bench/results.json\n`,
+  );
+}
+
+await main();

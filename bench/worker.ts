@@ -1,0 +1,125 @@
+import { DurableObject } from "cloudflare:workers";
+import type { AgentMessage, EntryInput, SessionHeader, TreeEntry } from "../src/core";
+import { newId, nowIso, projectEntries } from "../src/core";
+import { SessionStore } from "../src/durable/session-store";
+import type { SessionDirectory } from "../src/service";
+import { createApp } from "../src/service";
+
+export { SessionDirectory, SessionObject } from "../src/service";
+
+/*
+ * A Durable Object that runs the real session store (the code SessionObject runs) and times it
+ * from inside, where the clock is the object's own: batch appends, buildContext, raw SQLite.
+ */
+export class BenchObject extends DurableObject {
+  readonly #store: SessionStore;
+
+  constructor(ctx: DurableObjectState, env: unknown) {
+    super(ctx, env as never);
+    this.#store = ctx.storage.transactionSync(() => new SessionStore(ctx.storage));
+  }
+
+  #ensure(): void {
+    if (this.#store.exists) return;
+    const header: SessionHeader = { id: "bench", createdAt: nowIso(), metadata: {} };
+    this.ctx.storage.transactionSync(() => this.#store.init("bench", newId(), header));
+  }
+
+  /** Appends a batch; answers milliseconds inside the object and the new leaf. */
+  appendBatch(entries: EntryInput[]): { ms: number; leafId: string | null } {
+    this.#ensure();
+    const start = performance.now();
+    const result = this.#store.appendEntries(entries);
+    return { ms: performance.now() - start, leafId: result.leafId };
+  }
+
+  /** buildContext as the service does it (plan, pages, projection, JSON), timed inside. */
+  buildContext(): { ms: number; messages: number; bytes: number } {
+    const start = performance.now();
+    const plan = this.#store.contextPlan();
+    const messages: AgentMessage[] = plan.compaction
+      ? projectEntries([plan.compaction], plan.compaction.id)
+      : [];
+    let rest = plan.seqs;
+    while (rest.length > 0) {
+      const page = this.#store.page(rest);
+      for (const message of projectEntries(page.entries as TreeEntry[], plan.compaction?.id))
+        messages.push(message);
+      rest = page.rest;
+    }
+    const json = JSON.stringify({ systemPrompt: plan.systemPrompt ?? "", ...plan.state, messages });
+    return { ms: performance.now() - start, messages: messages.length, bytes: json.length };
+  }
+
+  /** Raw SQLite: `count` inserts of `size`-character rows in one transaction, then reading them back. */
+  rawSql(count: number, size: number): { insertMs: number; readMs: number } {
+    const sql = this.ctx.storage.sql;
+    sql.exec("CREATE TABLE IF NOT EXISTS raw (id INTEGER PRIMARY KEY, body TEXT)");
+    sql.exec("DELETE FROM raw");
+    const body = "x".repeat(size);
+    const t0 = performance.now();
+    this.ctx.storage.transactionSync(() => {
+      for (let i = 0; i < count; i++) sql.exec("INSERT INTO raw (id, body) VALUES (?, ?)", i, body);
+    });
+    const t1 = performance.now();
+    let read = 0;
+    for (const row of sql.exec<{ body: string }>("SELECT body FROM raw")) read += row.body.length;
+    const t2 = performance.now();
+    if (read !== count * size) throw new Error("raw read mismatch");
+    return { insertMs: t1 - t0, readMs: t2 - t1 };
+  }
+}
+
+/** Fills a tenant's directory with `count` listed sessions (reports as session objects send them). */
+async function fillDirectory(directory: DurableObjectStub<SessionDirectory>, count: number): Promise<void> {
+  const base = Date.parse("2026-01-01T00:00:00.000Z");
+  for (let i = 0; i < count; i++) {
+    const at = new Date(base + i * 1000).toISOString();
+    await directory.put({
+      info: {
+        id: `listed-${i}`,
+        metadata: {},
+        createdAt: at,
+        updatedAt: at,
+        leafId: null,
+        entryCount: i % 50,
+        messageCount: i % 50,
+        preview: `session number ${i}`,
+      },
+      incarnation: "bench",
+      version: 1,
+    });
+  }
+}
+
+const app = createApp();
+
+export default {
+  async fetch(request: Request, env: { BENCH: DurableObjectNamespace<BenchObject> }, ctx: ExecutionContext) {
+    const url = new URL(request.url);
+    if (url.pathname === "/bench-directory/fill") {
+      const directory = (env as unknown as { DIRECTORY: DurableObjectNamespace<SessionDirectory> }).DIRECTORY;
+      await fillDirectory(
+        directory.getByName(url.searchParams.get("tenant") ?? "local"),
+        Number(url.searchParams.get("count")),
+      );
+      return Response.json({ ok: true });
+    }
+    const match = /^\/bench\/([^/]+)\/([a-zA-Z]+)$/.exec(url.pathname);
+    if (!match) return app.fetch(request, env as never, ctx);
+    const stub = env.BENCH.getByName(match[1] as string);
+    const body = request.method === "POST" ? ((await request.json()) as unknown[]) : [];
+    switch (match[2]) {
+      case "appendBatch":
+        return Response.json(await stub.appendBatch(body as EntryInput[]));
+      case "buildContext":
+        return Response.json(await stub.buildContext());
+      case "rawSql":
+        return Response.json(
+          await stub.rawSql(Number(url.searchParams.get("count")), Number(url.searchParams.get("size"))),
+        );
+      default:
+        return new Response("no such bench route", { status: 404 });
+    }
+  },
+};

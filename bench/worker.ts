@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import type { AgentMessage, EntryInput, SessionHeader, TreeEntry } from "../src/core";
+import type { EntryInput, SessionHeader, TreeEntry } from "../src/core";
 import { newId, nowIso, projectEntries } from "../src/core";
 import { SessionStore } from "../src/durable/session-store";
 import type { SessionDirectory } from "../src/service";
@@ -29,26 +29,36 @@ export class BenchObject extends DurableObject {
   appendBatch(entries: EntryInput[]): { ms: number; leafId: string | null } {
     this.#ensure();
     const start = performance.now();
-    const result = this.#store.appendEntries(entries);
+    // Entries arrive validated, as from the router (which checks them against the schemas).
+    const result = this.#store.appendEntries(entries, { validated: true });
     return { ms: performance.now() - start, leafId: result.leafId };
   }
 
-  /** buildContext as the service does it (plan, pages, projection, JSON), timed inside. */
+  /**
+   * buildContext at the head as the object answers it: the kept context when there is one, else
+   * read, projected and serialized from storage (as the router would, page by page). Timed inside.
+   */
   buildContext(): { ms: number; messages: number; bytes: number } {
     const start = performance.now();
-    const plan = this.#store.contextPlan();
-    const messages: AgentMessage[] = plan.compaction
-      ? projectEntries([plan.compaction], plan.compaction.id)
-      : [];
-    let rest = plan.seqs;
-    while (rest.length > 0) {
-      const page = this.#store.page(rest);
-      for (const message of projectEntries(page.entries as TreeEntry[], plan.compaction?.id))
-        messages.push(message);
-      rest = page.rest;
+    const answer = this.#store.context();
+    let json = answer.messages;
+    if (json === undefined) {
+      const compactionId = answer.plan?.compaction?.id;
+      const parts = (
+        answer.plan?.compaction ? projectEntries([answer.plan.compaction], compactionId) : []
+      ).map((m) => JSON.stringify(m));
+      let rest = answer.plan?.seqs ?? [];
+      while (rest.length > 0) {
+        const page = this.#store.page(rest);
+        for (const m of projectEntries(page.entries as TreeEntry[], compactionId))
+          parts.push(JSON.stringify(m));
+        rest = page.rest;
+      }
+      json = parts.join(",");
     }
-    const json = JSON.stringify({ systemPrompt: plan.systemPrompt ?? "", ...plan.state, messages });
-    return { ms: performance.now() - start, messages: messages.length, bytes: json.length };
+    const ms = performance.now() - start;
+    const messages = (JSON.parse(`[${json}]`) as unknown[]).length;
+    return { ms, messages, bytes: json.length };
   }
 
   /** Raw SQLite: `count` inserts of `size`-character rows in one transaction, then reading them back. */

@@ -82,8 +82,9 @@ class Overlay {
   }
 }
 
-function serialize(entry: SessionEntry): { json: string; bytes: number } {
-  assertJsonDepth(entry);
+function serialize(entry: SessionEntry, checked = false): { json: string; bytes: number } {
+  // Checked input (the router checks whole bodies) needs no second walk.
+  if (!checked) assertJsonDepth(entry);
   const json = JSON.stringify(entry);
   const bytes = utf8Length(json);
   if (bytes > MAX_ENTRY_BYTES) {
@@ -204,7 +205,7 @@ export function planAppend(
     const entry = normalize(input, id, parentId, input.timestamp ?? nowIso());
     const stored = { ...entry, seq: seq++ } as StoredEntry;
     overlay.pending.set(id, stored);
-    writes.push({ entry: stored, ...serialize(entry) });
+    writes.push({ entry: stored, ...serialize(entry, options.validated) });
     entries.push(stored);
     previous = id;
   });
@@ -277,16 +278,22 @@ export function planLeafMove(
  * Ids must be new and parents must exist; label targets and compaction ranges are not checked,
  * since what pi writes and what a fork copies may point off the copied path.
  */
-export function planImport(inputs: readonly unknown[], view: AppendView): AppendPlan {
+export function planImport(
+  inputs: readonly unknown[],
+  view: AppendView,
+  options: Pick<PlanOptions, "validated"> = {},
+): AppendPlan {
   const overlay = new Overlay(view);
   const writes: PlannedWrite[] = [];
   let leafId = view.leafId;
   let seq = view.nextSeq;
   inputs.forEach((raw, index) => {
-    assertJsonDepth(raw);
-    const parsed = SessionEntrySchema.safeParse(raw);
-    if (!parsed.success) {
-      throw new SessionError("invalid_request", "invalid entry", zodDetails(parsed.error, [index]));
+    if (!options.validated) {
+      assertJsonDepth(raw);
+      const parsed = SessionEntrySchema.safeParse(raw);
+      if (!parsed.success) {
+        throw new SessionError("invalid_request", "invalid entry", zodDetails(parsed.error, [index]));
+      }
     }
     const input = raw as SessionEntry;
     if (overlay.ref(input.id)) {
@@ -307,7 +314,7 @@ export function planImport(inputs: readonly unknown[], view: AppendView): Append
     const entry = normalize(input, input.id, input.parentId, input.timestamp);
     const stored = { ...entry, seq: seq++ } as StoredEntry;
     overlay.pending.set(input.id, stored);
-    writes.push({ entry: stored, ...serialize(entry) });
+    writes.push({ entry: stored, ...serialize(entry, options.validated) });
     leafId = input.type === "leaf" ? input.targetId : input.id;
   });
   return { entries: writes.map((w) => w.entry), writes, leafId };

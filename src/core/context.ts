@@ -115,10 +115,15 @@ function projectEntry(
 }
 
 /** Settings that hold for the whole path, whatever compaction dropped (SPEC §4 step 4). */
-export function deriveState(path: readonly TreeEntry[]): Omit<SessionContext, "systemPrompt" | "messages"> {
-  let thinkingLevel: ThinkingLevel = "off";
-  let model: ModelRef | null = null;
-  let activeToolNames: string[] | null = null;
+export function deriveState(
+  path: readonly TreeEntry[],
+  from: Omit<SessionContext, "systemPrompt" | "messages"> = {
+    thinkingLevel: "off",
+    model: null,
+    activeToolNames: null,
+  },
+): Omit<SessionContext, "systemPrompt" | "messages"> {
+  let { thinkingLevel, model, activeToolNames } = from;
   for (const entry of path) {
     if (entry.type === "thinking_level_change") thinkingLevel = entry.thinkingLevel;
     else if (entry.type === "model_change") model = { provider: entry.provider, modelId: entry.modelId };

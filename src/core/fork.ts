@@ -95,7 +95,10 @@ export async function forkStorage(
   const fork = await create(forkHeader);
   try {
     for (let i = 0; i < path.length; i += COPY_BATCH) {
-      await fork.importEntries(path.slice(i, i + COPY_BATCH).map((entry) => withoutSeq(entry)));
+      await fork.importEntries(
+        path.slice(i, i + COPY_BATCH).map((entry) => withoutSeq(entry)),
+        { validated: true },
+      );
     }
     const extras = forkExtras(path.map(forkPathEntry), labels, name);
     if (extras.length > 0 && resolved !== null) {

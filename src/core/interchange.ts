@@ -111,7 +111,8 @@ export async function writeImport(
     }
   }
   try {
-    for (const batch of importBatches(file.entries)) await storage.importEntries(batch);
+    // parseNative and parsePi checked every entry already.
+    for (const batch of importBatches(file.entries)) await storage.importEntries(batch, { validated: true });
     if (leafAfter(file.entries) !== file.leafId) await storage.setLeafId(file.leafId);
     return storage;
   } catch (error) {

@@ -26,6 +26,7 @@ import type {
   EntryQuery,
   ForkOptions,
   HeaderPatch,
+  ImportOptions,
   LeafOptions,
   ListOptions,
   SessionHeader,
@@ -217,10 +218,10 @@ export class MemoryStorage implements SessionStorage {
     return { entries: plan.entries, leafId: this.#leafId, created: plan.writes.length > 0 };
   }
 
-  async importEntries(entries: readonly SessionEntry[]): Promise<void> {
+  async importEntries(entries: readonly SessionEntry[], options: ImportOptions = {}): Promise<void> {
     this.#live();
     if (entries.length === 0) return;
-    this.#apply(planImport(entries, this.#view()));
+    this.#apply(planImport(entries, this.#view(), options));
   }
 
   async fork(targetId: string, options: ForkOptions = {}): Promise<SessionStorage> {

@@ -103,6 +103,11 @@ export interface AppendOptions {
   expectedLeafId?: string | null;
 }
 
+export interface ImportOptions {
+  /** The entries already passed `SessionEntry` validation (a copy from another store, a parsed file). */
+  validated?: boolean;
+}
+
 export interface AppendResult {
   /** The entries in request order: new ones as stored, replays as they were stored before. */
   entries: StoredEntry[];
@@ -175,7 +180,7 @@ export interface SessionStorage {
    * Copies entries exactly as given (ids, parents, timestamps, `leaf` records) in order: how forks
    * and imports are written. Parents must exist; the rules for new appends are not applied.
    */
-  importEntries(entries: readonly SessionEntry[]): Promise<void>;
+  importEntries(entries: readonly SessionEntry[], options?: ImportOptions): Promise<void>;
 
   fork(targetId: string, options?: ForkOptions): Promise<SessionStorage>;
   delete(): Promise<void>;

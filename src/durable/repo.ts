@@ -8,6 +8,7 @@ import type {
   ForkOptions,
   HeaderPatch,
   ImportedSession,
+  ImportOptions,
   LeafEntry,
   LeafOptions,
   ListOptions,
@@ -25,7 +26,6 @@ import type {
 } from "../core";
 import {
   buildTree,
-  COPY_BATCH,
   forkExtras,
   isValidId,
   newSessionHeader,
@@ -39,11 +39,15 @@ import {
 import type { DurableEnv } from "./env";
 import { sessionObjectName } from "./names";
 import type { SessionObject } from "./session-object";
-import type { ContextPlan, EntryPage, ForkSource } from "./session-store";
+import type { ContextAnswer, EntryPage, ForkSource } from "./session-store";
 
-/** A context whose messages arrive page by page. */
+/**
+ * A context as it crosses from the object: its messages either already as JSON (the inside of
+ * the array) or arriving page by page.
+ */
 export interface ContextStream extends Omit<SessionContext, "messages"> {
-  messages: AsyncGenerator<AgentMessage[]>;
+  messagesJson?: string;
+  messages?: AsyncGenerator<AgentMessage[]>;
 }
 
 /** Unwraps an RPC answer; structured clone turns `Result<T>` into a type RPC stubs describe loosely. */
@@ -138,25 +142,28 @@ export class DurableSessionStorage implements SessionStorage {
    * by page: what an answer can stream without holding a whole session.
    */
   async contextStream(leafId?: string | null): Promise<ContextStream> {
-    const plan = await call<ContextPlan>(this.#stub.contextPlan(leafId));
-    const compactionId = plan.compaction?.id;
+    const answer = await call<ContextAnswer>(this.#stub.context(leafId));
+    const head = { systemPrompt: answer.systemPrompt ?? "", ...answer.state };
+    if (answer.messages !== undefined) return { ...head, messagesJson: answer.messages };
+    const { compaction, seqs = [] } = answer.plan ?? {};
+    const compactionId = compaction?.id;
     const stub = this.#stub;
     async function* messages(): AsyncGenerator<AgentMessage[]> {
-      if (plan.compaction) yield projectEntries([plan.compaction], compactionId);
-      let rest = plan.seqs;
+      if (compaction) yield projectEntries([compaction], compactionId);
+      let rest = seqs;
       while (rest.length > 0) {
         const page = await call<EntryPage>(stub.readEntries(rest));
         yield projectEntries(page.entries as TreeEntry[], compactionId);
         rest = rest.slice(page.entries.length);
       }
     }
-    return { systemPrompt: plan.systemPrompt ?? "", ...plan.state, messages: messages() };
+    return { ...head, messages: messages() };
   }
 
   async buildContext(leafId?: string | null, systemPrompt?: string): Promise<SessionContext> {
-    const { messages, ...head } = await this.contextStream(leafId);
-    const all: AgentMessage[] = [];
-    for await (const page of messages) for (const message of page) all.push(message);
+    const { messages, messagesJson, ...head } = await this.contextStream(leafId);
+    const all: AgentMessage[] = messagesJson === undefined ? [] : JSON.parse(`[${messagesJson}]`);
+    if (messages) for await (const page of messages) for (const message of page) all.push(message);
     return { ...head, systemPrompt: systemPrompt ?? head.systemPrompt, messages: all };
   }
 
@@ -200,8 +207,8 @@ export class DurableSessionStorage implements SessionStorage {
     return call(this.#stub.append(entries, options));
   }
 
-  importEntries(entries: readonly SessionEntry[]): Promise<void> {
-    return call(this.#stub.importEntries(entries));
+  importEntries(entries: readonly SessionEntry[], options: ImportOptions = {}): Promise<void> {
+    return call(this.#stub.importEntries(entries, options));
   }
 
   /**
@@ -220,11 +227,12 @@ export class DurableSessionStorage implements SessionStorage {
     });
     const fork = await this.#repo.initialize(header, false);
     try {
+      // Pages as large as an answer may be; copies of stored entries need no second validation.
       let rest = source.seqs;
       while (rest.length > 0) {
-        const page = await call<EntryPage>(this.#stub.readEntries(rest.slice(0, COPY_BATCH)));
-        await fork.importEntries(page.entries.map(withoutSeq));
-        rest = rest.slice(page.entries.length);
+        const page = await call<EntryPage>(this.#stub.readEntries(rest));
+        await fork.importEntries(page.entries.map(withoutSeq), { validated: true });
+        rest = page.rest;
       }
       const extras = forkExtras(source.path, source.labels, name);
       if (extras.length > 0 && source.leafId !== null) {

@@ -4,6 +4,7 @@ import type {
   AppendResult,
   EntryQuery,
   HeaderPatch,
+  ImportOptions,
   LeafEntry,
   LeafOptions,
   Result,
@@ -25,7 +26,7 @@ import {
 } from "../core";
 import type { DurableEnv } from "./env";
 import { DurableRepo } from "./repo";
-import type { ContextPlan, EntryPage, ForkSource } from "./session-store";
+import type { ContextAnswer, EntryPage, ForkSource } from "./session-store";
 import { SessionStore } from "./session-store";
 
 /** How long after a write the directory hears of it: writes in between are reported together. */
@@ -217,8 +218,8 @@ export class SessionObject extends DurableObject<DurableEnv> {
     });
   }
 
-  contextPlan(leafId: string | null | undefined): Promise<Result<ContextPlan>> {
-    return this.#run((store) => store.contextPlan(leafId));
+  context(leafId: string | null | undefined): Promise<Result<ContextAnswer>> {
+    return this.#run((store) => store.context(leafId));
   }
 
   readEntries(seqs: number[]): Promise<Result<EntryPage>> {
@@ -248,8 +249,8 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return this.#write((store) => store.appendEntries(entries, options));
   }
 
-  importEntries(entries: readonly SessionEntry[]): Promise<Result<void>> {
-    return this.#write((store) => store.importEntries(entries));
+  importEntries(entries: readonly SessionEntry[], options: ImportOptions): Promise<Result<void>> {
+    return this.#write((store) => store.importEntries(entries, options));
   }
 
   forkSource(targetId: string, position: LeafOptions["position"]): Promise<Result<ForkSource>> {

@@ -10,6 +10,7 @@ import type {
   EntryType,
   ForkPathEntry,
   HeaderPatch,
+  ImportOptions,
   LeafEntry,
   LeafOptions,
   PlannedWrite,
@@ -33,6 +34,7 @@ import {
   planAppend,
   planImport,
   planLeafMove,
+  projectEntries,
   SessionError,
   sessionInfo,
   sessionName,
@@ -97,6 +99,12 @@ const READ_BATCH = 256;
  * large entries cross in several pages (a page always holds at least one entry).
  */
 const PAGE_CHARS = 8 * 1024 * 1024;
+/**
+ * Characters of projected messages kept in memory for the context at the head. Agents build the
+ * context at the head after every turn: kept, and grown entry by entry as appends arrive, it
+ * costs nothing to rebuild. Larger contexts are read from storage each time.
+ */
+const CONTEXT_CACHE_CHARS = 6 * 1024 * 1024;
 
 interface Node {
   seq: number;
@@ -136,6 +144,30 @@ export interface ContextPlan {
   systemPrompt?: string;
 }
 
+type DerivedState = Omit<SessionContext, "systemPrompt" | "messages">;
+
+/**
+ * buildContext's answer from the object: the settings, and the messages either whole (the JSON of
+ * each, comma-separated: the inside of the array) or, when they are too many for one answer, as
+ * a plan to read and project in pages.
+ */
+export interface ContextAnswer {
+  systemPrompt?: string;
+  state: DerivedState;
+  messages?: string;
+  plan?: Pick<ContextPlan, "compaction" | "seqs">;
+}
+
+/** The context at the head, kept while the head only grows (see CONTEXT_CACHE_CHARS). */
+interface HeadContext {
+  leafId: string;
+  compactionId: string | undefined;
+  pieces: string[];
+  chars: number;
+  state: DerivedState;
+  joined: string | undefined;
+}
+
 export interface ForkSource {
   /** The head of the fork (the target, or its parent for `before`). */
   leafId: string | null;
@@ -155,6 +187,9 @@ export class SessionStore {
   readonly #storage: DurableObjectStorage;
   readonly #sql: Sql;
   #state: SessionState | undefined;
+  #head: HeadContext | undefined;
+  /** A head whose context was found too large to keep (so it is not read twice each time). */
+  #headTooLarge: string | undefined;
 
   constructor(storage: DurableObjectStorage) {
     this.#storage = storage;
@@ -225,6 +260,7 @@ export class SessionStore {
   /** Forgets the in-memory state after the object's storage was deleted. */
   reset(): void {
     this.#state = undefined;
+    this.#head = undefined;
   }
 
   info(): SessionInfo {
@@ -427,6 +463,73 @@ export class SessionStore {
     return { compaction, seqs: [...kept, ...after], state, ...systemPrompt };
   }
 
+  /** buildContext for a leaf (the head when undefined): whole when it fits, else as a plan. */
+  context(leafId?: string | null): ContextAnswer {
+    const { header, leafId: head } = this.state;
+    const systemPrompt = header.systemPrompt === undefined ? {} : { systemPrompt: header.systemPrompt };
+    if (head !== null && (leafId === undefined || leafId === head)) {
+      const cached = this.#headContext(head);
+      if (cached) {
+        cached.joined ??= cached.pieces.join(",");
+        return { ...systemPrompt, state: cached.state, messages: cached.joined };
+      }
+    }
+    const { compaction, seqs, state } = this.contextPlan(leafId);
+    return { ...systemPrompt, state, plan: compaction ? { compaction, seqs } : { seqs } };
+  }
+
+  /** The kept context at the head, built from storage when missing (if it is small enough to keep). */
+  #headContext(leafId: string): HeadContext | undefined {
+    if (this.#head?.leafId === leafId) return this.#head;
+    if (this.#headTooLarge === leafId) return undefined;
+    const { compaction, seqs, state } = this.contextPlan(leafId);
+    const compactionId = compaction?.id;
+    const pieces = compaction ? projectEntries([compaction], compactionId).map((m) => JSON.stringify(m)) : [];
+    let chars = pieces.reduce((n, p) => n + p.length, 0);
+    for (let rest = seqs; rest.length > 0 && chars <= CONTEXT_CACHE_CHARS; ) {
+      const page = this.#entries(rest, PAGE_CHARS) as TreeEntry[];
+      for (const message of projectEntries(page, compactionId)) {
+        const piece = JSON.stringify(message);
+        pieces.push(piece);
+        chars += piece.length;
+      }
+      rest = rest.slice(page.length);
+    }
+    if (chars > CONTEXT_CACHE_CHARS) {
+      this.#headTooLarge = leafId;
+      return undefined;
+    }
+    this.#head = { leafId, compactionId, pieces, chars, state, joined: undefined };
+    return this.#head;
+  }
+
+  /**
+   * Keeps the head context current after a write: entries appended under the head extend it;
+   * anything else (a compaction, a branch, a move) drops it, to be rebuilt when next asked.
+   */
+  #followHead(writes: readonly PlannedWrite[], leafId: string | null): void {
+    const head = this.#head;
+    if (!head) return;
+    for (const { entry } of writes) {
+      if (entry.type === "leaf") {
+        if (entry.targetId === head.leafId) continue;
+      } else if (entry.parentId === head.leafId && entry.type !== "compaction") {
+        for (const message of projectEntries([entry], head.compactionId)) {
+          const piece = JSON.stringify(message);
+          head.pieces.push(piece);
+          head.chars += piece.length;
+        }
+        head.state = deriveState([entry], head.state);
+        head.leafId = entry.id;
+        head.joined = undefined;
+        continue;
+      }
+      this.#head = undefined;
+      return;
+    }
+    if (head.leafId !== leafId || head.chars > CONTEXT_CACHE_CHARS) this.#head = undefined;
+  }
+
   /** The whole (pruned) context path, read at once: for checks inside the object. */
   contextEntries(leafId?: string | null): StoredEntry<TreeEntry>[] {
     return this.#entries(this.contextSeqs(leafId)) as StoredEntry<TreeEntry>[];
@@ -522,6 +625,7 @@ export class SessionStore {
     } catch (error) {
       // The transaction rolled back; so does the cached state.
       this.#state = before;
+      this.#head = undefined;
       throw error;
     }
   }
@@ -535,6 +639,7 @@ export class SessionStore {
       state.nextSeq += plan.writes.length;
       state.stats.updatedAt = nowIso();
     });
+    this.#followHead(plan.writes, plan.leafId);
   }
 
   #insert({ entry, json, bytes }: PlannedWrite, pending: ReadonlyMap<string, Node>): Node {
@@ -602,9 +707,9 @@ export class SessionStore {
     return { entries: plan.entries, leafId: this.state.leafId, created: plan.writes.length > 0 };
   }
 
-  importEntries(entries: readonly SessionEntry[]): void {
+  importEntries(entries: readonly SessionEntry[], options: ImportOptions = {}): void {
     if (entries.length === 0) return;
-    this.#apply(planImport(entries, this.#view()));
+    this.#apply(planImport(entries, this.#view(), options));
   }
 
   setLeafId(targetId: string | null, options: LeafOptions = {}): StoredEntry<LeafEntry> {

@@ -41,14 +41,18 @@ export async function* jsonArray<T>(
 }
 
 /** A context as JSON, its settings first and its messages as they are read. */
-export function contextJson(context: ContextStream): AsyncGenerator<string> {
+export async function* contextJson(context: ContextStream): AsyncGenerator<string> {
   const head = JSON.stringify({
     systemPrompt: context.systemPrompt,
     thinkingLevel: context.thinkingLevel,
     model: context.model,
     activeToolNames: context.activeToolNames,
   });
-  return jsonArray(`${head.slice(0, -1)},"messages":`, context.messages, "}");
+  const open = `${head.slice(0, -1)},"messages":`;
+  // Kept contexts arrive as JSON already: passed on as they are, never parsed here.
+  if (context.messagesJson !== undefined) yield `${open}[${context.messagesJson}]}`;
+  else if (context.messages) yield* jsonArray(open, context.messages, "}");
+  else yield `${open}[]}`;
 }
 
 /**

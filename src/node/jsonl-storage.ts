@@ -9,6 +9,7 @@ import type {
   ForkOptions,
   ForkTargetHeader,
   HeaderPatch,
+  ImportOptions,
   LeafEntry,
   LeafOptions,
   PlannedWrite,
@@ -416,11 +417,11 @@ export class JSONLStorage implements SessionStorage {
     });
   }
 
-  importEntries(entries: readonly SessionEntry[]): Promise<void> {
+  importEntries(entries: readonly SessionEntry[], options: ImportOptions = {}): Promise<void> {
     return this.#run(async () => {
       if (entries.length === 0) return;
       // planImport reads only ids and parents, never a stored payload: no entries to fetch.
-      const plan = planImport(entries, await this.#view([]));
+      const plan = planImport(entries, await this.#view([]), options);
       await this.#commit(plan.writes, plan.leafId);
     });
   }

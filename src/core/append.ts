@@ -281,7 +281,10 @@ export function planLeafMove(
 export function planImport(
   inputs: readonly unknown[],
   view: AppendView,
-  options: Pick<PlanOptions, "validated"> = {},
+  options: Pick<PlanOptions, "validated"> & {
+    /** Each input as stored already (copies between stores): written as is, not serialized again. */
+    serialized?: readonly string[];
+  } = {},
 ): AppendPlan {
   const overlay = new Overlay(view);
   const writes: PlannedWrite[] = [];
@@ -314,7 +317,11 @@ export function planImport(
     const entry = normalize(input, input.id, input.parentId, input.timestamp);
     const stored = { ...entry, seq: seq++ } as StoredEntry;
     overlay.pending.set(input.id, stored);
-    writes.push({ entry: stored, ...serialize(entry, options.validated) });
+    const json = options.serialized?.[index];
+    writes.push({
+      entry: stored,
+      ...(json === undefined ? serialize(entry, options.validated) : { json, bytes: utf8Length(json) }),
+    });
     leafId = input.type === "leaf" ? input.targetId : input.id;
   });
   return { entries: writes.map((w) => w.entry), writes, leafId };

@@ -33,7 +33,6 @@ import {
   Session,
   SessionError,
   unwrap,
-  withoutSeq,
   writeImport,
 } from "../core";
 import type { DurableEnv } from "./env";
@@ -227,11 +226,11 @@ export class DurableSessionStorage implements SessionStorage {
     });
     const fork = await this.#repo.initialize(header, false);
     try {
-      // Pages as large as an answer may be; copies of stored entries need no second validation.
+      // Entries cross as the JSON they are stored as: never parsed here, never validated again.
       let rest = source.seqs;
       while (rest.length > 0) {
-        const page = await call<EntryPage>(this.#stub.readEntries(rest));
-        await fork.importEntries(page.entries.map(withoutSeq), { validated: true });
+        const page = await call<{ json: string[]; rest: number[] }>(this.#stub.readJson(rest));
+        await fork.importJson(page.json);
         rest = page.rest;
       }
       const extras = forkExtras(source.path, source.labels, name);
@@ -245,6 +244,11 @@ export class DurableSessionStorage implements SessionStorage {
       await fork.delete().catch(() => undefined);
       throw error;
     }
+  }
+
+  /** Writes entries copied, as stored, from another session object. */
+  importJson(json: string[]): Promise<void> {
+    return call(this.#stub.importJson(json));
   }
 
   /** Creates the session in its (empty) object. */

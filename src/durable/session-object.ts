@@ -253,6 +253,15 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return this.#write((store) => store.importEntries(entries, options));
   }
 
+  /** Entries as stored, for a copy (a fork) to another object. */
+  readJson(seqs: number[]): Promise<Result<{ json: string[]; rest: number[] }>> {
+    return this.#run((store) => store.pageJson(seqs));
+  }
+
+  importJson(json: string[]): Promise<Result<void>> {
+    return this.#write((store) => store.importJson(json));
+  }
+
   forkSource(targetId: string, position: LeafOptions["position"]): Promise<Result<ForkSource>> {
     return this.#run((store) => store.forkSource(targetId, position));
   }

@@ -180,6 +180,24 @@ export interface ForkSource {
   name: string | undefined;
 }
 
+const ENTRY_COLUMN_LIST = [
+  "seq",
+  "id",
+  "parent_id",
+  "parent_seq",
+  "type",
+  "role",
+  "timestamp",
+  "depth",
+  "last_compaction",
+  "last_thinking",
+  "last_model",
+  "last_tools",
+  "body",
+  "chunks",
+] as const;
+const ENTRY_COLUMNS = ENTRY_COLUMN_LIST.join(", ");
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -598,16 +616,38 @@ export class SessionStore {
 
   // --- writing ---
 
-  #view(): AppendView {
+  /**
+   * What the append rules see of this session. The ids a batch names (its own, its parents, label
+   * targets, kept entries) are looked up in one query up front, not one query each.
+   */
+  #view(inputs: readonly unknown[] = []): AppendView {
     const state = this.state;
+    const known = new Map<string, EntryRef | null>();
+    const named = new Set<string>();
+    for (const input of inputs) {
+      if (!input || typeof input !== "object") continue;
+      for (const key of ["id", "parentId", "targetId", "firstKeptEntryId"]) {
+        const value = (input as Record<string, unknown>)[key];
+        if (typeof value === "string") named.add(value);
+      }
+    }
+    if (named.size > 0) {
+      for (const id of named) known.set(id, null);
+      for (const row of this.#sql<{ id: string; type: EntryType; parent_id: string | null }>`
+        SELECT id, type, parent_id FROM entries WHERE id IN (SELECT value FROM json_each(${JSON.stringify([...named])}))`) {
+        known.set(row.id, { type: row.type, parentId: row.parent_id });
+      }
+    }
     return {
       leafId: state.leafId,
       nextSeq: state.nextSeq,
       ref: (id): EntryRef | undefined => {
+        const cached = known.get(id);
+        if (cached !== undefined) return cached ?? undefined;
         const node = this.#node(id);
         return node && { type: node.type, parentId: node.parent_id };
       },
-      load: (id) => this.getEntry(id),
+      load: (id) => (known.get(id) === null ? undefined : this.getEntry(id)),
     };
   }
 
@@ -634,7 +674,9 @@ export class SessionStore {
     const state = this.#live();
     this.#write(() => {
       const pending = new Map<string, Node>();
-      for (const write of plan.writes) pending.set(write.entry.id, this.#insert(write, pending));
+      const rows: SqlStorageValue[][] = [];
+      for (const write of plan.writes) pending.set(write.entry.id, this.#insert(write, pending, rows));
+      this.#insertRows(rows);
       state.leafId = plan.leafId;
       state.nextSeq += plan.writes.length;
       state.stats.updatedAt = nowIso();
@@ -642,7 +684,34 @@ export class SessionStore {
     this.#followHead(plan.writes, plan.leafId);
   }
 
-  #insert({ entry, json, bytes }: PlannedWrite, pending: ReadonlyMap<string, Node>): Node {
+  /**
+   * Writes entry rows: one statement a row for a few, else one statement for up to 500 rows, the
+   * rows passed as one JSON parameter (statements take at most 100 bound parameters, and the
+   * per-statement cost dominates a batch of small entries).
+   */
+  #insertRows(rows: readonly SqlStorageValue[][]): void {
+    if (rows.length < 8) {
+      for (const row of rows) {
+        this.#storage.sql.exec(
+          `INSERT INTO entries (${ENTRY_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+          ...row,
+        );
+      }
+      return;
+    }
+    for (let i = 0; i < rows.length; i += 500) {
+      this.#storage.sql.exec(
+        `INSERT INTO entries (${ENTRY_COLUMNS}) SELECT ${ENTRY_COLUMN_LIST.map((_, n) => `value->>${n}`).join(", ")} FROM json_each(?)`,
+        JSON.stringify(rows.slice(i, i + 500)),
+      );
+    }
+  }
+
+  #insert(
+    { entry, json, bytes }: PlannedWrite,
+    pending: ReadonlyMap<string, Node>,
+    rows: SqlStorageValue[][],
+  ): Node {
     const state = this.#live();
     const seq = entry.seq;
     const parent =
@@ -677,11 +746,22 @@ export class SessionStore {
     const role = entry.type === "message" ? entry.message.role : null;
     const inline = bytes <= INLINE_BYTES;
     const chunks = inline ? 0 : Math.ceil(bytes / CHUNK_BYTES);
-    this.#sql`INSERT INTO entries (seq, id, parent_id, parent_seq, type, role, timestamp, depth,
-        last_compaction, last_thinking, last_model, last_tools, body, chunks)
-      VALUES (${seq}, ${entry.id}, ${node.parent_id}, ${parentSeq}, ${entry.type}, ${role}, ${entry.timestamp}, ${node.depth},
-        ${node.last_compaction}, ${node.last_thinking}, ${node.last_model}, ${node.last_tools},
-        ${inline ? json : null}, ${chunks})`;
+    rows.push([
+      seq,
+      entry.id,
+      node.parent_id,
+      parentSeq,
+      entry.type,
+      role,
+      entry.timestamp,
+      node.depth,
+      node.last_compaction,
+      node.last_thinking,
+      node.last_model,
+      node.last_tools,
+      inline ? json : null,
+      chunks,
+    ]);
     if (!inline) {
       const data = encoder.encode(json);
       for (let n = 0; n < chunks; n++) {
@@ -702,18 +782,36 @@ export class SessionStore {
     entries: readonly unknown[],
     options: AppendOptions & { validated?: boolean } = {},
   ): AppendResult {
-    const plan = planAppend(entries, this.#view(), options);
+    const plan = planAppend(entries, this.#view(entries), options);
     if (plan.writes.length > 0) this.#apply(plan);
     return { entries: plan.entries, leafId: this.state.leafId, created: plan.writes.length > 0 };
   }
 
+  /** Entries as stored (their JSON, no seq), read in a page: what a copy to another store needs. */
+  pageJson(seqs: readonly number[]): { json: string[]; rest: number[] } {
+    this.#require();
+    const json = this.#bodies(seqs, PAGE_CHARS);
+    return { json, rest: seqs.slice(json.length) };
+  }
+
+  /** Writes entries copied from another store as they were stored there (see `importEntries`). */
+  importJson(json: readonly string[]): void {
+    if (json.length === 0) return;
+    const entries = json.map((text) => JSON.parse(text) as SessionEntry);
+    this.#apply(planImport(entries, this.#view(entries), { validated: true, serialized: json }));
+  }
+
   importEntries(entries: readonly SessionEntry[], options: ImportOptions = {}): void {
     if (entries.length === 0) return;
-    this.#apply(planImport(entries, this.#view(), options));
+    this.#apply(planImport(entries, this.#view(entries), options));
   }
 
   setLeafId(targetId: string | null, options: LeafOptions = {}): StoredEntry<LeafEntry> {
-    const { write, leafId } = planLeafMove(targetId, this.#view(), options);
+    const { write, leafId } = planLeafMove(
+      targetId,
+      this.#view(targetId === null ? [] : [{ id: targetId }]),
+      options,
+    );
     this.#apply({ writes: [write], leafId });
     return write.entry;
   }

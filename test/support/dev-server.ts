@@ -14,6 +14,8 @@ const root = resolve(import.meta.dirname, "../..");
 export interface DevServer {
   url: string;
   stop(): Promise<void>;
+  /** What wrangler printed so far (the Worker's console included). */
+  logs(): string;
 }
 
 async function freePort(): Promise<number> {
@@ -90,7 +92,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   while (Date.now() < deadline) {
     if (child.exitCode !== null) break;
     try {
-      if ((await fetch(`${url}/healthz`)).ok) return { url, stop };
+      if ((await fetch(`${url}/healthz`)).ok) return { url, stop, logs: () => output };
     } catch {
       // not listening yet
     }

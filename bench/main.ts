@@ -390,6 +390,14 @@ async function overHttp(sizes: number[]) {
     runs: 1,
     budget: { limit: 128, note: "far below 128 MB" },
   });
+  figures.push({
+    name: "workerd peak resident memory, whole process (every object of this run and the router)",
+    unit: "MB",
+    median: after / 1024,
+    min: 0,
+    max: 0,
+    runs: 1,
+  });
   process.stderr.write(
     `  workerd peak ${(before / 1024).toFixed(0)} MB -> ${(after / 1024).toFixed(0)} MB\n`,
   );

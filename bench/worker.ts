@@ -61,6 +61,11 @@ export class BenchObject extends DurableObject {
     return { ms, messages, bytes: json.length };
   }
 
+  /** Nothing: the floor of a request that reaches an object. */
+  noop(): { ok: true } {
+    return { ok: true };
+  }
+
   /** Raw SQLite: `count` inserts of `size`-character rows in one transaction, then reading them back. */
   rawSql(count: number, size: number): { insertMs: number; readMs: number } {
     const sql = this.ctx.storage.sql;
@@ -124,6 +129,8 @@ export default {
         return Response.json(await stub.appendBatch(body as EntryInput[]));
       case "buildContext":
         return Response.json(await stub.buildContext());
+      case "noop":
+        return Response.json(await stub.noop());
       case "rawSql":
         return Response.json(
           await stub.rawSql(Number(url.searchParams.get("count")), Number(url.searchParams.get("size"))),

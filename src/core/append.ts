@@ -146,6 +146,8 @@ export function planAppend(
   const writes: PlannedWrite[] = [];
   let previous = view.leafId;
   let seq = view.nextSeq;
+  // Entries of one batch are appended at one time.
+  const now = nowIso();
 
   inputs.forEach((raw, index) => {
     const prefix = inputs.length > 1 ? [index] : [];
@@ -202,7 +204,7 @@ export function planAppend(
       }
     }
 
-    const entry = normalize(input, id, parentId, input.timestamp ?? nowIso());
+    const entry = normalize(input, id, parentId, input.timestamp ?? now);
     const stored = { ...entry, seq: seq++ } as StoredEntry;
     overlay.pending.set(id, stored);
     writes.push({ entry: stored, ...serialize(entry, options.validated) });

@@ -10,9 +10,37 @@ export function isValidId(value: unknown): value is string {
   return typeof value === "string" && ID_PATTERN.test(value);
 }
 
-/** A fresh, time-ordered id (UUIDv7). */
+// Random bytes drawn in bulk: one getRandomValues call per 1,024 ids instead of one per id
+// (a batch of 1,000 entries spent more time there than anywhere else).
+const pool = new Uint8Array(16 * 1024);
+let pooled = pool.length;
+
+// Ids made in the same millisecond count up from a random start, so they sort in creation
+// order (as uuid's own v7 does).
+let lastMs = Number.NEGATIVE_INFINITY;
+let sequence = 0;
+
+/** A fresh id, sorting in creation order (UUIDv7). */
 export function newId(): string {
-  return uuidv7();
+  if (pooled >= pool.length) {
+    crypto.getRandomValues(pool);
+    pooled = 0;
+  }
+  const random = pool.subarray(pooled, pooled + 16);
+  pooled += 16;
+  const now = Date.now();
+  if (now > lastMs) {
+    lastMs = now;
+    sequence =
+      (((random[6] as number) & 0x7f) << 24) |
+      ((random[7] as number) << 16) |
+      ((random[8] as number) << 8) |
+      (random[9] as number);
+  } else {
+    sequence = (sequence + 1) | 0;
+    if (sequence === 0) lastMs++;
+  }
+  return uuidv7({ random, msecs: lastMs, seq: sequence });
 }
 
 export function nowIso(): string {

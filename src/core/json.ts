@@ -38,8 +38,12 @@ export function canonicalJson(value: unknown): string {
   return `{${parts.join(",")}}`;
 }
 
+const NON_ASCII = /[^\u0000-\u007f]/;
+
 /** Bytes of `text` encoded as UTF-8, counted without encoding it. */
 export function utf8Length(text: string): number {
+  // Most entries are ASCII: a native scan answers for them.
+  if (!NON_ASCII.test(text)) return text.length;
   let bytes = 0;
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);

@@ -106,3 +106,14 @@ describe("the core's boundary", () => {
     }
   });
 });
+
+describe("ids", () => {
+  it("are UUIDv7 and sort in creation order, even within one millisecond", async () => {
+    const { newId } = await import("../../src/core");
+    const ids = Array.from({ length: 5000 }, () => newId());
+    expect(new Set(ids).size).toBe(ids.length);
+    expect([...ids].sort()).toEqual(ids);
+    for (const id of ids.slice(0, 10))
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+});

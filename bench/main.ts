@@ -319,14 +319,27 @@ async function contexts(sizes: number[]) {
       const samples: number[] = [];
       for (let run = 0; run < 7; run++)
         samples.push((await http("GET", `/bench/${name}/buildContext`)).json.ms);
-      const budget =
-        !compact && size === 10_000
-          ? { limit: 10 }
-          : compact && size === 100_000 && results["1000-c"]
-            ? { limit: 1.5 * results["1000-c"], note: "1.5 × the 1,000-entry one" }
-            : undefined;
+      const budget = !compact && size === 10_000 ? { limit: 10 } : undefined;
       const label = `buildContext, warm, ${size.toLocaleString("en-US")} entries${compact ? ", compacted keeping ~100" : ""}`;
       results[`${size}-${compact ? "c" : "n"}`] = record(label, "ms", samples, budget).median;
+      // Without the kept context (a cold object, another leaf): what grows with history, if anything.
+      const iterations = compact ? 200 : size >= 100_000 ? 2 : size >= 10_000 ? 10 : 50;
+      const fromStorage: number[] = [];
+      for (let run = 0; run < 5; run++) {
+        fromStorage.push(
+          (await http("GET", `/bench/${name}/buildFromStorage?iterations=${iterations}`)).json.ms,
+        );
+      }
+      const storageBudget =
+        compact && size === 100_000 && results["1000-c-storage"]
+          ? { limit: 1.5 * (results["1000-c-storage"] as number), note: "1.5 × the 1,000-entry one" }
+          : undefined;
+      results[`${size}-${compact ? "c" : "n"}-storage`] = record(
+        `buildContext from storage (nothing kept), ${size.toLocaleString("en-US")} entries${compact ? ", compacted keeping ~100" : ""}`,
+        "ms",
+        fromStorage,
+        storageBudget,
+      ).median;
       if (!compact) {
         // The agent loop: one more entry, then the context again.
         const turns: number[] = [];
@@ -339,11 +352,11 @@ async function contexts(sizes: number[]) {
     }
   }
   const last = sizes[sizes.length - 1] as number;
-  if (results["1000-c"] && results[`${last}-c`]) {
+  if (results["1000-c-storage"] && results[`${last}-c-storage`]) {
     figures.push({
-      name: `buildContext compacted, ${last.toLocaleString("en-US")} / 1,000 entries`,
+      name: `buildContext compacted, from storage, ${last.toLocaleString("en-US")} / 1,000 entries`,
       unit: "×",
-      median: (results[`${last}-c`] as number) / (results["1000-c"] as number),
+      median: (results[`${last}-c-storage`] as number) / (results["1000-c-storage"] as number),
       min: 0,
       max: 0,
       runs: 1,

@@ -12,7 +12,7 @@ import type {
 import { SessionError } from "./errors";
 import type { Session } from "./session";
 import type { Position } from "./storage";
-import type { Summarizer, SummaryResult } from "./summarizers/summarizer";
+import type { Summarizer, SummaryRequest, SummaryResult } from "./summarizers/summarizer";
 
 export interface CompactOptions extends CompactionSettings {
   /** The summary text itself; no summarizer is called. */
@@ -41,30 +41,15 @@ export async function compactSession(
   const leafId = await session.getLeafId();
   if (leafId === null) throw new SessionError("nothing_to_compact", "the session has no leaf");
   const preparation = prepareCompaction(await contextPath(session, leafId), options);
-  let result: SummaryResult;
-  if (options.summary !== undefined) result = { text: options.summary };
-  else {
-    if (!options.summarizer) throw new SessionError("invalid_request", "give a summary or a summarizer");
-    try {
-      const generated = await options.summarizer.summarize(
-        {
-          kind: "compaction",
-          messages: preparation.messagesToSummarize,
-          turnPrefix: preparation.turnPrefixMessages,
-          previousSummary: preparation.previousSummary,
-          customInstructions: options.customInstructions,
-          readFiles: preparation.readFiles,
-          modifiedFiles: preparation.modifiedFiles,
-        },
-        options.signal,
-      );
-      result = { ...generated, text: generated.text + formatFileLists(preparation) };
-    } catch (error) {
-      throw new SessionError("summarizer_failed", `the summarizer failed: ${describe(error)}`, {
-        summarizer: options.summarizer.name,
-      });
-    }
-  }
+  const result = await summaryText(options, "summarizer_failed", {
+    kind: "compaction",
+    messages: preparation.messagesToSummarize,
+    turnPrefix: preparation.turnPrefixMessages,
+    previousSummary: preparation.previousSummary,
+    customInstructions: options.customInstructions,
+    readFiles: preparation.readFiles,
+    modifiedFiles: preparation.modifiedFiles,
+  });
   const entry: EntryInput = {
     type: "compaction",
     summary: result.text,
@@ -151,28 +136,13 @@ export async function navigateSession(
     const record = await session.setLeafId(target, { expectedLeafId: oldLeaf });
     return { leafId: record.targetId, record };
   }
-  let result: SummaryResult;
-  if (options.summary !== undefined) result = { text: options.summary };
-  else {
-    if (!options.summarizer) throw new SessionError("invalid_request", "give a summary or a summarizer");
-    try {
-      const generated = await options.summarizer.summarize(
-        {
-          kind: "branch",
-          messages: preparation.messages,
-          customInstructions: options.customInstructions,
-          readFiles: preparation.readFiles,
-          modifiedFiles: preparation.modifiedFiles,
-        },
-        options.signal,
-      );
-      result = { ...generated, text: generated.text + formatFileLists(preparation) };
-    } catch (error) {
-      throw new SessionError("branch_summary_failed", `the branch summary failed: ${describe(error)}`, {
-        summarizer: options.summarizer.name,
-      });
-    }
-  }
+  const result = await summaryText(options, "branch_summary_failed", {
+    kind: "branch",
+    messages: preparation.messages,
+    customInstructions: options.customInstructions,
+    readFiles: preparation.readFiles,
+    modifiedFiles: preparation.modifiedFiles,
+  });
   const stored = await session.appendEntry(
     {
       type: "branch_summary",
@@ -185,6 +155,31 @@ export async function navigateSession(
     { expectedLeafId: oldLeaf },
   );
   return { leafId: stored.id, entry: stored as StoredEntry<BranchSummaryEntry> };
+}
+
+/**
+ * The summary to write: the caller's text as given, or the summarizer's with the file lists under
+ * it. A summarizer failure becomes `failure` (nothing has been written at that point).
+ */
+async function summaryText(
+  options: { summary?: string; summarizer?: Summarizer; signal?: AbortSignal },
+  failure: "summarizer_failed" | "branch_summary_failed",
+  request: SummaryRequest,
+): Promise<SummaryResult> {
+  if (options.summary !== undefined) return { text: options.summary };
+  if (!options.summarizer) throw new SessionError("invalid_request", "give a summary or a summarizer");
+  try {
+    const generated = await options.summarizer.summarize(request, options.signal);
+    return { ...generated, text: generated.text + formatFileLists(request) };
+  } catch (error) {
+    throw new SessionError(
+      failure,
+      `the ${failure === "summarizer_failed" ? "summarizer" : "branch summary"} failed: ${describe(error)}`,
+      {
+        summarizer: options.summarizer.name,
+      },
+    );
+  }
 }
 
 /** A failure's message for an error detail, without a stack. */

@@ -1,3 +1,4 @@
+import { ENTRY_TYPES } from "./entries";
 import { isValidId, nowIso } from "./ids";
 import type { ImportedSession } from "./interchange";
 import { checkImportEntries, sessionEntries } from "./interchange";
@@ -14,18 +15,7 @@ import type { Session } from "./session";
 export const PI_VERSION = 3;
 
 /** Entry types pi writes, plus ours that pi ignores. `leaf` records have no place in a pi file. */
-const PI_ENTRY_TYPES = new Set([
-  "message",
-  "thinking_level_change",
-  "model_change",
-  "compaction",
-  "branch_summary",
-  "custom",
-  "custom_message",
-  "label",
-  "session_info",
-  "active_tools_change",
-]);
+const PI_ENTRY_TYPES = new Set<string>(ENTRY_TYPES.filter((type) => type !== "leaf"));
 
 interface PiLine {
   line: number;

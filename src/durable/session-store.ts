@@ -425,24 +425,37 @@ export class SessionStore {
     const start = this.#start(leafId);
     if (start === null) return [];
     const leaf = this.#treeNode(start);
-    if (leaf.last_compaction === null) return this.pathSeqs(start);
+    const region = this.#compactedRegion(leaf);
+    if (!region) return this.pathSeqs(start);
+    const seqs = new Set(region.path.map((s) => s.seq));
+    for (const seq of [leaf.last_thinking, leaf.last_model, leaf.last_tools]) if (seq !== null) seqs.add(seq);
+    return [...seqs].sort((a, b) => a - b);
+  }
 
+  /**
+   * What buildContext keeps of a path with a compaction: the latest compaction, and the path from
+   * its first kept entry (when that is on the path; else from the compaction) to the leaf, root
+   * first, with depths. Ids only; costs what the kept part costs.
+   */
+  #compactedRegion(
+    leaf: Node,
+  ):
+    | { compaction: StoredEntry<CompactionEntry>; depth: number; path: Array<{ seq: number; depth: number }> }
+    | undefined {
+    if (leaf.last_compaction === null) return undefined;
     const [compaction] = this.#entries([leaf.last_compaction]) as [StoredEntry<CompactionEntry>];
-    const compactionDepth = this.#sql<{
-      depth: number;
-    }>`SELECT depth FROM entries WHERE seq = ${leaf.last_compaction}`.one().depth;
-    let region = this.#walk(leaf.seq, compactionDepth);
+    const depth = this.#sql<{ depth: number }>`SELECT depth FROM entries WHERE seq = ${compaction.seq}`.one()
+      .depth;
+    let walked = this.#walk(leaf.seq, depth);
     const firstKept =
       compaction.retainedTail || compaction.firstKeptEntryId === undefined
         ? undefined
         : this.#node(compaction.firstKeptEntryId);
-    if (firstKept && firstKept.depth !== null && firstKept.depth < compactionDepth) {
+    if (firstKept && firstKept.depth !== null && firstKept.depth < depth) {
       const wider = this.#walk(leaf.seq, firstKept.depth);
-      if (wider[wider.length - 1]?.seq === firstKept.seq) region = wider;
+      if (wider[wider.length - 1]?.seq === firstKept.seq) walked = wider;
     }
-    const seqs = new Set(region.map((s) => s.seq));
-    for (const seq of [leaf.last_thinking, leaf.last_model, leaf.last_tools]) if (seq !== null) seqs.add(seq);
-    return [...seqs].sort((a, b) => a - b);
+    return { compaction, depth, path: walked.reverse() };
   }
 
   /**
@@ -460,25 +473,11 @@ export class SessionStore {
       (seq): seq is number => seq !== null,
     );
     const state = deriveState(this.#entries(settings.sort((a, b) => a - b)) as TreeEntry[]);
-    if (leaf.last_compaction === null) return { seqs: this.pathSeqs(start), state, ...systemPrompt };
-
-    const [compaction] = this.#entries([leaf.last_compaction]) as [StoredEntry<CompactionEntry>];
-    const compactionDepth = this.#sql<{
-      depth: number;
-    }>`SELECT depth FROM entries WHERE seq = ${compaction.seq}`.one().depth;
-    let walked = this.#walk(leaf.seq, compactionDepth);
-    const firstKept =
-      compaction.retainedTail || compaction.firstKeptEntryId === undefined
-        ? undefined
-        : this.#node(compaction.firstKeptEntryId);
-    if (firstKept && firstKept.depth !== null && firstKept.depth < compactionDepth) {
-      const wider = this.#walk(leaf.seq, firstKept.depth);
-      if (wider[wider.length - 1]?.seq === firstKept.seq) walked = wider;
-    }
-    const path = walked.reverse();
-    const kept = path.filter((s) => s.depth < compactionDepth).map((s) => s.seq);
-    const after = path.filter((s) => s.depth > compactionDepth).map((s) => s.seq);
-    return { compaction, seqs: [...kept, ...after], state, ...systemPrompt };
+    const region = this.#compactedRegion(leaf);
+    if (!region) return { seqs: this.pathSeqs(start), state, ...systemPrompt };
+    // The compaction projects first; then the kept part before it and everything after it.
+    const seqs = region.path.filter((s) => s.depth !== region.depth).map((s) => s.seq);
+    return { compaction: region.compaction, seqs, state, ...systemPrompt };
   }
 
   /** buildContext for a leaf (the head when undefined): whole when it fits, else as a plan. */

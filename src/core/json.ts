@@ -38,7 +38,7 @@ export function canonicalJson(value: unknown): string {
   return `{${parts.join(",")}}`;
 }
 
-const NON_ASCII = /[^\u0000-\u007f]/;
+const NON_ASCII = /[\u0080-\uffff]/;
 
 /** Bytes of `text` encoded as UTF-8, counted without encoding it. */
 export function utf8Length(text: string): number {

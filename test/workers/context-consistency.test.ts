@@ -33,14 +33,33 @@ const op: fc.Arbitrary<Op> = fc.oneof(
       size: fc.integer({ min: 1, max: 200 }),
     }),
   },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("branch" as const), back: fc.integer({ min: 1, max: 5 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("move" as const), back: fc.integer({ min: 0, max: 5 }) }) },
   {
     weight: 1,
-    arbitrary: fc.record({ kind: fc.constant("compact" as const), keep: fc.integer({ min: 0, max: 300 }), retainTail: fc.boolean() }),
+    arbitrary: fc.record({ kind: fc.constant("branch" as const), back: fc.integer({ min: 1, max: 5 }) }),
   },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("label" as const), back: fc.integer({ min: 0, max: 3 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("setting" as const), level: fc.constantFrom("low" as const, "high" as const) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant("move" as const), back: fc.integer({ min: 0, max: 5 }) }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("compact" as const),
+      keep: fc.integer({ min: 0, max: 300 }),
+      retainTail: fc.boolean(),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant("label" as const), back: fc.integer({ min: 0, max: 3 }) }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("setting" as const),
+      level: fc.constantFrom("low" as const, "high" as const),
+    }),
+  },
   { weight: 1, arbitrary: fc.constant({ kind: "evict" as const }) },
 );
 
@@ -52,9 +71,19 @@ function entriesFor(o: Extract<Op, { kind: "append" }>, n: number): EntryInput[]
   const id = `x${n}`;
   const at = timestamp(n);
   if (o.role === "user") return [{ type: "message", id, timestamp: at, message: user(words(o.size)) }];
-  if (o.role === "assistant") return [{ type: "message", id, timestamp: at, message: assistant(words(o.size)) }];
+  if (o.role === "assistant")
+    return [{ type: "message", id, timestamp: at, message: assistant(words(o.size)) }];
   if (o.role === "custom") {
-    return [{ type: "custom_message", id, timestamp: at, customType: "note", content: words(o.size), display: true }];
+    return [
+      {
+        type: "custom_message",
+        id,
+        timestamp: at,
+        customType: "note",
+        content: words(o.size),
+        display: true,
+      },
+    ];
   }
   return [
     {
@@ -73,7 +102,9 @@ describe("the context kept at the head", () => {
     await fc.assert(
       fc.asyncProperty(fc.array(op, { minLength: 3, maxLength: 25 }), async (ops) => {
         const id = `cc-${newId()}`;
-        const durable: Session = await new DurableRepo(env as unknown as DurableEnv, "consistency").create({ id });
+        const durable: Session = await new DurableRepo(env as unknown as DurableEnv, "consistency").create({
+          id,
+        });
         const memory: Session = await new MemoryRepo().create({ id });
         // Both stores get the same entries, timestamps included (projections carry them).
         const both = async (run: (s: Session) => Promise<unknown>) => {
@@ -90,7 +121,13 @@ describe("the context kept at the head", () => {
             const target = back(o.back);
             if (!target) continue;
             const n = counter++;
-            const entry: EntryInput = { type: "message", id: `b${n}`, timestamp: timestamp(n), parentId: target.id, message: user("another way") };
+            const entry: EntryInput = {
+              type: "message",
+              id: `b${n}`,
+              timestamp: timestamp(n),
+              parentId: target.id,
+              message: user("another way"),
+            };
             await both((s) => s.appendEntry(entry));
           } else if (o.kind === "move") {
             const target = back(o.back);
@@ -107,20 +144,35 @@ describe("the context kept at the head", () => {
             const target = back(o.back);
             if (target) {
               const n = counter++;
-              const entry: EntryInput = { type: "label", id: `l${n}`, timestamp: timestamp(n), targetId: target.id, label: "mark" };
+              const entry: EntryInput = {
+                type: "label",
+                id: `l${n}`,
+                timestamp: timestamp(n),
+                targetId: target.id,
+                label: "mark",
+              };
               await both((s) => s.appendEntry(entry));
             }
           } else if (o.kind === "setting") {
             const n = counter++;
-            const entry: EntryInput = { type: "thinking_level_change", id: `t${n}`, timestamp: timestamp(n), thinkingLevel: o.level };
+            const entry: EntryInput = {
+              type: "thinking_level_change",
+              id: `t${n}`,
+              timestamp: timestamp(n),
+              thinkingLevel: o.level,
+            };
             await both((s) => s.appendEntry(entry));
           } else {
-            await evictDurableObject(env.SESSIONS.getByName(sessionObjectName("consistency", id))).catch(() => undefined);
+            await evictDurableObject(env.SESSIONS.getByName(sessionObjectName("consistency", id))).catch(
+              () => undefined,
+            );
           }
           expect(await durable.buildContext()).toEqual(await memory.buildContext());
         }
         for (const entry of await memory.getBranch()) {
-          expect(await durable.buildContext({ leafId: entry.id })).toEqual(await memory.buildContext({ leafId: entry.id }));
+          expect(await durable.buildContext({ leafId: entry.id })).toEqual(
+            await memory.buildContext({ leafId: entry.id }),
+          );
         }
       }),
       { seed: 424242, numRuns: 40 },

@@ -278,7 +278,13 @@ export class SessionStore {
   /** Forgets the in-memory state after the object's storage was deleted. */
   reset(): void {
     this.#state = undefined;
+    this.#dropHead();
+  }
+
+  /** Forgets the kept head context (and what was known of its size). */
+  #dropHead(): void {
     this.#head = undefined;
+    this.#headTooLarge = undefined;
   }
 
   info(): SessionInfo {
@@ -664,7 +670,7 @@ export class SessionStore {
     } catch (error) {
       // The transaction rolled back; so does the cached state.
       this.#state = before;
-      this.#head = undefined;
+      this.#dropHead();
       throw error;
     }
   }

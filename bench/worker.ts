@@ -1,7 +1,10 @@
 import { DurableObject } from "cloudflare:workers";
-import type { EntryInput, SessionHeader, TreeEntry } from "../src/core";
-import { newId, nowIso, projectEntries } from "../src/core";
-import { SessionStore } from "../src/durable/session-store";
+import type { EntryInput, SessionHeader } from "../src/core";
+import { newId, nowIso } from "../src/core";
+import { EntryRows } from "../src/durable/entry-rows";
+import { PathReads } from "../src/durable/path-reads";
+import { sqlOf } from "../src/durable/sql";
+import { SqliteSession } from "../src/durable/sqlite-session";
 import type { SessionDirectory } from "../src/service";
 import { createApp } from "../src/service";
 
@@ -12,17 +15,21 @@ export { SessionDirectory, SessionObject } from "../src/service";
  * from inside, where the clock is the object's own: batch appends, buildContext, raw SQLite.
  */
 export class BenchObject extends DurableObject {
-  readonly #store: SessionStore;
+  readonly #session: SqliteSession;
+  /** The session's path reads without the kept head context: a context as read from storage. */
+  readonly #paths: PathReads;
 
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env as never);
-    this.#store = ctx.storage.transactionSync(() => new SessionStore(ctx.storage));
+    this.#session = ctx.storage.transactionSync(() => new SqliteSession(ctx.storage));
+    const sql = sqlOf(ctx.storage.sql);
+    this.#paths = new PathReads(new EntryRows(ctx.storage.sql, sql), sql);
   }
 
   #ensure(): void {
-    if (this.#store.exists) return;
+    if (this.#session.exists) return;
     const header: SessionHeader = { id: "bench", createdAt: nowIso(), metadata: {} };
-    this.ctx.storage.transactionSync(() => this.#store.init("bench", newId(), header));
+    this.ctx.storage.transactionSync(() => this.#session.init("bench", newId(), header));
   }
 
   /** Appends a batch; answers milliseconds inside the object and the new leaf. */
@@ -30,57 +37,35 @@ export class BenchObject extends DurableObject {
     this.#ensure();
     const start = performance.now();
     // Entries arrive validated, as from the router (which checks them against the schemas).
-    const result = this.#store.appendEntries(entries, { validated: true });
+    const result = this.#session.appendEntries(entries, { validated: true });
     return { ms: performance.now() - start, leafId: result.leafId };
   }
 
   /**
-   * buildContext at the head as the object answers it: the kept context when there is one, else
-   * read, projected and serialized from storage (as the router would, page by page). Timed inside.
+   * The context at the head as the object answers it: the kept context when there is one, else
+   * read, projected and serialized from storage page by page. Timed inside.
    */
   buildContext(): { ms: number; messages: number; bytes: number } {
     const start = performance.now();
-    const answer = this.#store.context();
-    let json = answer.messages;
-    if (json === undefined) {
-      const compactionId = answer.plan?.compaction?.id;
-      const parts = (
-        answer.plan?.compaction ? projectEntries([answer.plan.compaction], compactionId) : []
-      ).map((m) => JSON.stringify(m));
-      let rest = answer.plan?.seqs ?? [];
-      while (rest.length > 0) {
-        const page = this.#store.page(rest);
-        for (const m of projectEntries(page.entries as TreeEntry[], compactionId))
-          parts.push(JSON.stringify(m));
-        rest = page.rest;
-      }
-      json = parts.join(",");
-    }
+    const { first, rest } = this.#session.context();
+    let json = first;
+    for (let next = rest.next(); !next.done; next = rest.next()) json += next.value;
     const ms = performance.now() - start;
-    const messages = (JSON.parse(`[${json}]`) as unknown[]).length;
+    const messages = (JSON.parse(json) as { messages: unknown[] }).messages.length;
     return { ms, messages, bytes: json.length };
   }
 
   /**
-   * buildContext at the head from storage, as when nothing is kept in memory (plan, pages,
+   * The context at the head from storage, as when nothing is kept in memory (plan, pages,
    * projection, JSON), `iterations` times: the average, finer than the object's millisecond clock.
    */
   buildFromStorage(iterations: number): { ms: number; messages: number } {
     let messages = 0;
     const start = performance.now();
     for (let i = 0; i < iterations; i++) {
-      const { compaction, seqs } = this.#store.contextPlan();
-      const compactionId = compaction?.id;
-      const parts = (compaction ? projectEntries([compaction], compactionId) : []).map((m) =>
-        JSON.stringify(m),
-      );
-      let rest = seqs;
-      while (rest.length > 0) {
-        const page = this.#store.page(rest);
-        for (const m of projectEntries(page.entries as TreeEntry[], compactionId))
-          parts.push(JSON.stringify(m));
-        rest = page.rest;
-      }
+      const plan = this.#paths.contextPlan(this.#session.state.leafId);
+      const parts: string[] = [];
+      for (const page of this.#paths.messagePages(plan)) parts.push(...page);
       messages = parts.join(",").length > 0 ? parts.length : 0;
     }
     return { ms: (performance.now() - start) / iterations, messages };

@@ -1,7 +1,7 @@
 import { RemoteRepo } from "./remote";
 import type { ClientOptions } from "./transport";
 
-export { RemoteRepo, RemoteStorage } from "./remote";
+export { RemoteRepo, RemoteSession, RemoteStorage } from "./remote";
 export type { ClientOptions } from "./transport";
 export { retryAfterMs } from "./transport";
 

@@ -3,6 +3,7 @@ import type {
   AppendResult,
   CompactionEntry,
   CompactOptions,
+  ContextOptions,
   CreateSessionOptions,
   EntryInput,
   EntryQuery,
@@ -51,6 +52,9 @@ function sessionPath(id: string, rest = ""): string {
 function withIds(entries: readonly EntryInput[]): EntryInput[] {
   return entries.map((entry) => (entry.id === undefined ? { ...entry, id: newId() } : entry));
 }
+
+type ServiceCompactOptions = Omit<CompactOptions, "summarizer" | "signal">;
+type ServiceNavigateOptions = Omit<NavigateOptions, "summarizer" | "signal">;
 
 /** A session kept by the service: the `SessionStorage` interface over its HTTP API. */
 export class RemoteStorage implements SessionStorage {
@@ -139,29 +143,13 @@ export class RemoteStorage implements SessionStorage {
     return entries;
   }
 
-  async buildContext(leafId?: string | null, systemPrompt?: string): Promise<SessionContext> {
-    let context: SessionContext;
-    if (leafId === null) {
-      const info = await this.getInfo();
-      context = {
-        systemPrompt: info.systemPrompt ?? "",
-        messages: [],
-        thinkingLevel: "off",
-        model: null,
-        activeToolNames: null,
-      };
-    } else {
-      context = await this.#http.json<SessionContext>("GET", this.#path("/context"), { query: { leafId } });
-    }
-    return systemPrompt === undefined ? context : { ...context, systemPrompt };
+  /** The whole branch: the service builds pruned contexts itself (`RemoteSession.buildContext`). */
+  getContextPath(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
+    return this.getBranch(leafId);
   }
 
   async getTree(): Promise<TreeNode[]> {
     return (await this.#http.json<{ roots: TreeNode[] }>("GET", this.#path("/tree"))).roots;
-  }
-
-  async getLabel(id: string): Promise<string | undefined> {
-    return (await this.getLabels())[id];
   }
 
   async getLabels(): Promise<Record<string, string>> {
@@ -169,14 +157,6 @@ export class RemoteStorage implements SessionStorage {
     for (const node of walkTree(await this.getTree()))
       if (node.label !== undefined) labels[node.id] = node.label;
     return labels;
-  }
-
-  async getName(): Promise<string | undefined> {
-    return (await this.getInfo()).name;
-  }
-
-  async appendEntry(entry: EntryInput, options?: AppendOptions): Promise<StoredEntry> {
-    return (await this.appendEntries([entry], options)).entries[0] as StoredEntry;
   }
 
   async appendEntries(entries: readonly EntryInput[], options: AppendOptions = {}): Promise<AppendResult> {
@@ -193,25 +173,41 @@ export class RemoteStorage implements SessionStorage {
     await this.#http.json("POST", this.#path("/import"), { body: { entries } });
   }
 
-  async fork(targetId: string, options: ForkOptions = {}): Promise<SessionStorage> {
+  async fork(targetId: string, options: ForkOptions = {}): Promise<RemoteStorage> {
     const info = await this.#http.json<SessionInfo>("POST", this.#path("/fork"), {
       body: { entryId: targetId, ...options },
     });
     return new RemoteStorage(this.#http, info.id);
   }
 
-  compact(
-    options: Omit<CompactOptions, "summarizer" | "signal"> = {},
-  ): Promise<StoredEntry<CompactionEntry>> {
-    return this.#http
-      .json<{ entry: StoredEntry<CompactionEntry> }>("POST", this.#path("/compact"), { body: options })
-      .then((r) => r.entry);
+  /** The context the service builds for a leaf (the head when undefined). */
+  async context(leafId?: string | null): Promise<SessionContext> {
+    if (leafId !== null)
+      return this.#http.json<SessionContext>("GET", this.#path("/context"), { query: { leafId } });
+    const info = await this.getInfo();
+    return {
+      systemPrompt: info.systemPrompt ?? "",
+      messages: [],
+      thinkingLevel: "off",
+      model: null,
+      activeToolNames: null,
+    };
   }
 
-  navigate(
-    targetId: string | null,
-    options: Omit<NavigateOptions, "summarizer" | "signal"> = {},
-  ): Promise<NavigateResult> {
+  /** Compacts with the service's summarizer (or the summary given). */
+  async compact(options: ServiceCompactOptions = {}): Promise<StoredEntry<CompactionEntry>> {
+    const { entry } = await this.#http.json<{ entry: StoredEntry<CompactionEntry> }>(
+      "POST",
+      this.#path("/compact"),
+      {
+        body: options,
+      },
+    );
+    return entry;
+  }
+
+  /** Moves the head on the service, which summarizes the branch left with its own summarizer. */
+  navigate(targetId: string | null, options: ServiceNavigateOptions = {}): Promise<NavigateResult> {
     const { expectedLeafId, summary: _summary, ...body } = options;
     return this.#http.json("PUT", this.#path("/leaf"), {
       body: { targetId, ...body },
@@ -244,6 +240,44 @@ export class RemoteStorage implements SessionStorage {
   async cleanup(): Promise<void> {}
 }
 
+/**
+ * A session on the service. Contexts, compactions and navigations run on the service (one request
+ * each, with its summarizer) unless the caller brings its own projectors, transforms or
+ * summarizer, which only run here.
+ */
+export class RemoteSession extends Session {
+  declare readonly storage: RemoteStorage;
+
+  constructor(storage: RemoteStorage) {
+    super(storage);
+  }
+
+  override async buildContext(options: ContextOptions = {}): Promise<SessionContext> {
+    if (options.entryProjectors || options.transforms) return super.buildContext(options);
+    const context = await this.storage.context(options.leafId);
+    return options.systemPrompt === undefined ? context : { ...context, systemPrompt: options.systemPrompt };
+  }
+
+  override compact(options: CompactOptions = {}): Promise<StoredEntry<CompactionEntry>> {
+    const { summarizer, signal: _signal, ...rest } = options;
+    return summarizer ? super.compact(options) : this.storage.compact(rest);
+  }
+
+  override navigate(targetId: string | null, options: NavigateOptions = {}): Promise<NavigateResult> {
+    const { summarizer, signal: _signal, ...rest } = options;
+    return summarizer ? super.navigate(targetId, options) : this.storage.navigate(targetId, rest);
+  }
+
+  /** The session as NDJSON lines (native or pi), streamed. */
+  exportLines(format: ImportFormat = "native"): AsyncGenerator<string> {
+    return this.storage.exportLines(format);
+  }
+
+  protected override sibling(storage: SessionStorage): Session {
+    return new RemoteSession(storage as RemoteStorage);
+  }
+}
+
 /** A tenant's sessions on the service: the `SessionRepo` interface over its HTTP API. */
 export class RemoteRepo implements SessionRepo {
   readonly #http: Transport;
@@ -257,15 +291,15 @@ export class RemoteRepo implements SessionRepo {
     return new RemoteStorage(this.#http, id);
   }
 
-  async create(options: CreateSessionOptions = {}): Promise<Session> {
+  async create(options: CreateSessionOptions = {}): Promise<RemoteSession> {
     const info = await this.#http.json<SessionInfo>("POST", "v1/sessions", { body: options });
-    return new Session(this.storage(info.id));
+    return new RemoteSession(this.storage(info.id));
   }
 
-  async open(id: string): Promise<Session> {
+  async open(id: string): Promise<RemoteSession> {
     const storage = this.storage(id);
     await storage.getInfo();
-    return new Session(storage);
+    return new RemoteSession(storage);
   }
 
   list(options: ListOptions = {}): Promise<SessionPage> {
@@ -278,20 +312,23 @@ export class RemoteRepo implements SessionRepo {
     await this.storage(id).delete();
   }
 
-  async fork(id: string, targetId: string, options?: ForkOptions): Promise<Session> {
-    return new Session(await this.storage(id).fork(targetId, options));
+  async fork(id: string, targetId: string, options?: ForkOptions): Promise<RemoteSession> {
+    return new RemoteSession(await this.storage(id).fork(targetId, options));
   }
 
   /** Creates a session from an import file's text (native or pi), checked by the service. */
-  async importFile(text: string, options: { format?: ImportFormat; id?: string } = {}): Promise<Session> {
+  async importFile(
+    text: string,
+    options: { format?: ImportFormat; id?: string } = {},
+  ): Promise<RemoteSession> {
     const info = await this.#http.json<SessionInfo>("POST", "v1/sessions/import", {
       query: { format: options.format, id: options.id },
       raw: { body: text, contentType: "application/x-ndjson" },
     });
-    return new Session(this.storage(info.id));
+    return new RemoteSession(this.storage(info.id));
   }
 
-  async importSession(file: ImportedSession, options: { id?: string } = {}): Promise<Session> {
+  async importSession(file: ImportedSession, options: { id?: string } = {}): Promise<RemoteSession> {
     const { header, entries } = file;
     const lines = [
       JSON.stringify({ type: "session", format: "cf-session", version: 1, ...header }),

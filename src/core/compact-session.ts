@@ -1,17 +1,9 @@
 import { headFor } from "./append";
 import type { CompactionSettings } from "./compaction";
 import { formatFileLists, prepareBranchSummary, prepareCompaction } from "./compaction";
-import type {
-  BranchSummaryEntry,
-  CompactionEntry,
-  EntryInput,
-  LeafEntry,
-  StoredEntry,
-  TreeEntry,
-} from "./entries";
+import type { BranchSummaryEntry, CompactionEntry, EntryInput, LeafEntry, StoredEntry } from "./entries";
 import { SessionError } from "./errors";
-import type { Session } from "./session";
-import type { Position } from "./storage";
+import type { AppendOptions, Position, SessionStorage } from "./storage";
 import type { Summarizer, SummaryRequest, SummaryResult } from "./summarizers/summarizer";
 
 export interface CompactOptions extends CompactionSettings {
@@ -22,25 +14,35 @@ export interface CompactOptions extends CompactionSettings {
   signal?: AbortSignal;
 }
 
-/** The path compaction and context work on: pruned by storages that can, whole otherwise. */
-async function contextPath(session: Session, leafId: string): Promise<TreeEntry[]> {
-  const storage = session.storage;
-  if (storage.getContextPath) return (await storage.getContextPath(leafId)).path;
-  return storage.getBranch(leafId);
+/** What compaction reads and writes of a session. */
+export type CompactionStorage = Pick<SessionStorage, "getLeafId" | "getContextPath" | "appendEntries">;
+
+/** What navigation reads and writes of a session. */
+export type NavigationStorage = Pick<
+  SessionStorage,
+  "getLeafId" | "setLeafId" | "getEntry" | "getBranch" | "appendEntries"
+>;
+
+async function appendOne(
+  storage: Pick<SessionStorage, "appendEntries">,
+  entry: EntryInput,
+  options: AppendOptions,
+): Promise<StoredEntry> {
+  return (await storage.appendEntries([entry], options)).entries[0] as StoredEntry;
 }
 
 /**
- * Compacts the current branch (SPEC §4): summarizes what the kept part drops and appends the
- * compaction at the leaf. If the branch moved meanwhile so that the kept part is no longer on it
- * (with `retainTail`: if it moved at all), nothing is written and the error is `leaf_conflict`.
+ * Compacts the current branch: summarizes what the kept part drops and appends the compaction at
+ * the leaf. If the branch moved meanwhile so that the kept part is no longer on it (with
+ * `retainTail`: if it moved at all), nothing is written and the error is `leaf_conflict`.
  */
 export async function compactSession(
-  session: Session,
+  storage: CompactionStorage,
   options: CompactOptions = {},
 ): Promise<StoredEntry<CompactionEntry>> {
-  const leafId = await session.getLeafId();
+  const leafId = await storage.getLeafId();
   if (leafId === null) throw new SessionError("nothing_to_compact", "the session has no leaf");
-  const preparation = prepareCompaction(await contextPath(session, leafId), options);
+  const preparation = prepareCompaction(await storage.getContextPath(leafId), options);
   const result = await summaryText(options, "summarizer_failed", {
     kind: "compaction",
     messages: preparation.messagesToSummarize,
@@ -61,7 +63,7 @@ export async function compactSession(
   };
   try {
     // A retained tail copies the branch as it was: it is only right if nothing moved since.
-    const stored = await session.appendEntry(entry, options.retainTail ? { expectedLeafId: leafId } : {});
+    const stored = await appendOne(storage, entry, options.retainTail ? { expectedLeafId: leafId } : {});
     return stored as StoredEntry<CompactionEntry>;
   } catch (error) {
     if (error instanceof SessionError && error.code === "invalid_tree") {
@@ -98,24 +100,24 @@ export interface NavigateResult {
 }
 
 /**
- * Moves the head to `targetId` (SPEC §4, Branch summary). With `summarize`, the entries from the
+ * Moves the head to `targetId`. With `summarize`, the entries from the
  * old leaf back to the common ancestor are summarized into a `branch_summary` under the target,
  * which becomes the leaf; if the summarizer fails nothing changes (`branch_summary_failed`), so
  * the caller can navigate without a summary.
  */
 export async function navigateSession(
-  session: Session,
+  storage: NavigationStorage,
   targetId: string | null,
   options: NavigateOptions = {},
 ): Promise<NavigateResult> {
   if (!options.summarize) {
-    const record = await session.setLeafId(targetId, {
+    const record = await storage.setLeafId(targetId, {
       position: options.position,
       expectedLeafId: options.expectedLeafId,
     });
     return { leafId: record.targetId, record };
   }
-  const oldLeaf = await session.getLeafId();
+  const oldLeaf = await storage.getLeafId();
   if (options.expectedLeafId !== undefined && options.expectedLeafId !== oldLeaf) {
     throw new SessionError("leaf_conflict", "the leaf has moved", {
       expected: options.expectedLeafId,
@@ -124,16 +126,16 @@ export async function navigateSession(
   }
   const target = headFor(
     targetId,
-    targetId === null ? undefined : await session.getEntry(targetId),
+    targetId === null ? undefined : await storage.getEntry(targetId),
     options.position,
   );
   const [from, to] = await Promise.all([
-    oldLeaf === null ? [] : session.getBranch(oldLeaf),
-    target === null ? [] : session.getBranch(target),
+    oldLeaf === null ? [] : storage.getBranch(oldLeaf),
+    target === null ? [] : storage.getBranch(target),
   ]);
   const preparation = prepareBranchSummary(from, to);
   if (preparation.entries.length === 0) {
-    const record = await session.setLeafId(target, { expectedLeafId: oldLeaf });
+    const record = await storage.setLeafId(target, { expectedLeafId: oldLeaf });
     return { leafId: record.targetId, record };
   }
   const result = await summaryText(options, "branch_summary_failed", {
@@ -143,7 +145,8 @@ export async function navigateSession(
     readFiles: preparation.readFiles,
     modifiedFiles: preparation.modifiedFiles,
   });
-  const stored = await session.appendEntry(
+  const stored = await appendOne(
+    storage,
     {
       type: "branch_summary",
       parentId: target,

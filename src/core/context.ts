@@ -6,7 +6,7 @@ export interface ModelRef {
   modelId: string;
 }
 
-/** What to send to a model (SPEC §6). */
+/** What to send to a model: the system prompt, the messages, and the settings of the path. */
 export interface SessionContext {
   systemPrompt: string;
   messages: AgentMessage[];
@@ -14,6 +14,9 @@ export interface SessionContext {
   model: ModelRef | null;
   activeToolNames: string[] | null;
 }
+
+/** What a context carries besides the system prompt and the messages: the path's settings. */
+export type ContextSettings = Omit<SessionContext, "systemPrompt" | "messages">;
 
 /** Turns a `custom` entry of one `customType` into messages (none by default). */
 export type EntryProjector = (
@@ -42,23 +45,36 @@ export function latestCompaction(path: readonly TreeEntry[]): CompactionEntry | 
 }
 
 /**
- * The latest compaction on the path replaces what it summarized: with `retainedTail`, the
- * compaction and everything after it; otherwise the compaction, the path from `firstKeptEntryId`
- * up to it, then everything after it. A `firstKeptEntryId` off the path keeps nothing before the
- * compaction (as in pi).
+ * Where the context of a compacted path starts, as an index into the path's ids: the compaction's
+ * first kept entry when it lies on the path before the compaction (at `at`), else the compaction
+ * itself, which then keeps nothing before it (as in pi). A compaction with a retained tail carries
+ * what it kept inside itself. Storages that walk only part of a path apply the same rule to the
+ * part they walked, which must reach down to the first kept entry when it is on the path.
+ */
+export function keptFrom(
+  ids: readonly string[],
+  at: number,
+  compaction: Pick<CompactionEntry, "firstKeptEntryId" | "retainedTail">,
+): number {
+  if (compaction.retainedTail || compaction.firstKeptEntryId === undefined) return at;
+  const index = ids.indexOf(compaction.firstKeptEntryId);
+  return index >= 0 && index < at ? index : at;
+}
+
+/**
+ * The latest compaction on the path replaces what it summarized: the compaction first, then what
+ * it kept before it (see `keptFrom`), then everything after it.
  */
 export function defaultContextEntryTransform(path: readonly TreeEntry[]): TreeEntry[] {
   const compaction = latestCompaction(path);
   if (!compaction) return [...path];
   const at = path.lastIndexOf(compaction);
-  const after = path.slice(at + 1);
-  if (compaction.retainedTail) return [compaction, ...after];
-  const firstKept =
-    compaction.firstKeptEntryId === undefined
-      ? -1
-      : path.findIndex((e) => e.id === compaction.firstKeptEntryId);
-  const kept = firstKept >= 0 && firstKept < at ? path.slice(firstKept, at) : [];
-  return [compaction, ...kept, ...after];
+  const from = keptFrom(
+    path.map((entry) => entry.id),
+    at,
+    compaction,
+  );
+  return [compaction, ...path.slice(from, at), ...path.slice(at + 1)];
 }
 
 function millis(timestamp: string): number {
@@ -114,15 +130,14 @@ function projectEntry(
   }
 }
 
-/** Settings that hold for the whole path, whatever compaction dropped (SPEC §4 step 4). */
+/**
+ * Settings that hold for the whole path, whatever compaction dropped: the latest thinking level,
+ * model (a model change or an assistant message's provider and model) and active tools.
+ */
 export function deriveState(
   path: readonly TreeEntry[],
-  from: Omit<SessionContext, "systemPrompt" | "messages"> = {
-    thinkingLevel: "off",
-    model: null,
-    activeToolNames: null,
-  },
-): Omit<SessionContext, "systemPrompt" | "messages"> {
+  from: ContextSettings = { thinkingLevel: "off", model: null, activeToolNames: null },
+): ContextSettings {
   let { thinkingLevel, model, activeToolNames } = from;
   for (const entry of path) {
     if (entry.type === "thinking_level_change") thinkingLevel = entry.thinkingLevel;
@@ -137,7 +152,7 @@ export function deriveState(
 }
 
 /**
- * buildContext (SPEC §4) over a path root → leaf. The path may omit entries that can affect
+ * The context of a path root → leaf. The path may omit entries that can affect
  * neither the messages nor the derived settings (storages pass such a pruned path to stay
  * independent of history length); custom `transforms` need the whole path.
  */
@@ -156,7 +171,7 @@ export function buildSessionContext(
 }
 
 /**
- * The messages entries project to (SPEC §3). Only the compaction `compactionId` projects (with its
+ * The messages entries project to. Only the compaction `compactionId` projects (with its
  * retained tail); any other compaction projects to nothing.
  */
 export function projectEntries(

@@ -83,7 +83,7 @@ export async function forkStorage(
   const resolved = headFor(targetId, await source.getEntry(targetId), options.position);
   const path: StoredEntry<TreeEntry>[] = resolved === null ? [] : await source.getBranch(resolved);
   const header: SessionHeader = await source.getHeader();
-  const name = options.name ?? (await source.getName());
+  const name = options.name ?? (await source.getInfo()).name;
   const forkHeader: ForkTargetHeader = {
     metadata: header.metadata,
     parentSession: { id: source.id, entryId: resolved ?? targetId },

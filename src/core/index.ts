@@ -1,5 +1,6 @@
 export * from "./agent";
 export * from "./append";
+export * from "./branch";
 export * from "./compact-session";
 export * from "./compaction";
 export * from "./context";

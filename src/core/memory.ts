@@ -1,5 +1,6 @@
 import type { AppendPlan, AppendView, EntryRef } from "./append";
 import { planAppend, planImport, planLeafMove } from "./append";
+import { branchRows } from "./branch";
 import type { EntryInput, LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "./entries";
 import { SessionError } from "./errors";
 import type { ForkTargetHeader } from "./fork";
@@ -7,14 +8,7 @@ import { forkStorage } from "./fork";
 import { newSessionHeader, patchHeader } from "./header";
 import { nowIso } from "./ids";
 import type { SessionStats } from "./info";
-import {
-  applyEntryToLabels,
-  applyEntryToStats,
-  emptyStats,
-  pageSessions,
-  sessionInfo,
-  sessionName,
-} from "./info";
+import { applyEntryToLabels, applyEntryToStats, emptyStats, pageSessions, sessionInfo } from "./info";
 import type { ImportedSession, ImportHeader } from "./interchange";
 import { writeImport } from "./interchange";
 import { entryPage, sessionsPageLimit } from "./paging";
@@ -159,18 +153,13 @@ export class MemoryStorage implements SessionStorage {
     this.#live();
     const start = leafId === undefined ? this.#leafId : leafId;
     if (start === null) return [];
-    const first = this.#byId.get(start);
-    if (!first || first.type === "leaf")
-      throw new SessionError("not_found", `entry ${start} does not exist`, { id: start });
-    const path: StoredEntry<TreeEntry>[] = [];
-    for (
-      let row: Row | undefined = first;
-      row;
-      row = row.parentId === null ? undefined : this.#byId.get(row.parentId)
-    ) {
-      path.push(this.#read(row) as StoredEntry<TreeEntry>);
-    }
-    return path.reverse();
+    return branchRows(start, (id) => this.#byId.get(id)).map(
+      (row) => this.#read(row) as StoredEntry<TreeEntry>,
+    );
+  }
+
+  getContextPath(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
+    return this.getBranch(leafId);
   }
 
   async getTree(): Promise<TreeNode[]> {
@@ -191,24 +180,9 @@ export class MemoryStorage implements SessionStorage {
     return buildTree(rows, labels);
   }
 
-  async getLabel(id: string): Promise<string | undefined> {
-    this.#live();
-    return this.#labels.get(id);
-  }
-
   async getLabels(): Promise<Record<string, string>> {
     this.#live();
     return Object.fromEntries(this.#labels);
-  }
-
-  async getName(): Promise<string | undefined> {
-    this.#live();
-    return sessionName(this.#header, this.#stats);
-  }
-
-  async appendEntry(entry: EntryInput, options?: AppendOptions): Promise<StoredEntry> {
-    const result = await this.appendEntries([entry], options);
-    return result.entries[0] as StoredEntry;
   }
 
   async appendEntries(entries: readonly EntryInput[], options: AppendOptions = {}): Promise<AppendResult> {

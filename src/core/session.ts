@@ -124,30 +124,30 @@ export class Session {
     return this.storage.getTree();
   }
 
-  getLabel(id: string): Promise<string | undefined> {
-    return this.storage.getLabel(id);
+  async getLabel(id: string): Promise<string | undefined> {
+    const labels = await this.storage.getLabels();
+    return Object.hasOwn(labels, id) ? labels[id] : undefined;
   }
 
-  getName(): Promise<string | undefined> {
-    return this.storage.getName();
+  async getName(): Promise<string | undefined> {
+    return (await this.storage.getInfo()).name;
   }
 
+  /**
+   * The context to send to a model from a leaf (the head by default). Custom `transforms` may look
+   * at any entry, so they get the whole branch; otherwise the storage's context path is enough.
+   */
   async buildContext(options: ContextOptions = {}): Promise<SessionContext> {
     const { leafId, ...buildOptions } = options;
-    if (this.storage.buildContext && !options.entryProjectors && !options.transforms) {
-      return this.storage.buildContext(leafId, options.systemPrompt);
-    }
-    // Custom transforms may look at any entry, so they get the whole path.
-    if (this.storage.getContextPath && !options.transforms) {
-      const { path, systemPrompt } = await this.storage.getContextPath(leafId);
-      return buildSessionContext(path, { ...buildOptions, sessionSystemPrompt: systemPrompt });
-    }
-    const [path, header] = await Promise.all([this.storage.getBranch(leafId), this.storage.getHeader()]);
+    const [path, header] = await Promise.all([
+      options.transforms ? this.storage.getBranch(leafId) : this.storage.getContextPath(leafId),
+      this.storage.getHeader(),
+    ]);
     return buildSessionContext(path, { ...buildOptions, sessionSystemPrompt: header.systemPrompt });
   }
 
-  appendEntry(entry: EntryInput, options?: AppendOptions): Promise<StoredEntry> {
-    return this.storage.appendEntry(entry, options);
+  async appendEntry(entry: EntryInput, options?: AppendOptions): Promise<StoredEntry> {
+    return (await this.storage.appendEntries([entry], options)).entries[0] as StoredEntry;
   }
 
   appendEntries(entries: readonly EntryInput[], options?: AppendOptions): Promise<AppendResult> {
@@ -162,7 +162,7 @@ export class Session {
     const { expectedLeafId, ...placement } = options;
     const entry = { type, ...fields, ...placement } as EntryInput;
     const appendOptions = expectedLeafId === undefined ? {} : { expectedLeafId };
-    return (await this.storage.appendEntry(entry, appendOptions)).id;
+    return (await this.appendEntry(entry, appendOptions)).id;
   }
 
   appendMessage(message: AgentMessage, options?: EntryOptions): Promise<string> {
@@ -206,25 +206,23 @@ export class Session {
     return this.append("session_info", { name }, options);
   }
 
-  /**
-   * Compacts the current branch (see `compactSession`). A storage that compacts by itself (the
-   * service, through the client) does it with its own summarizer unless one is given here.
-   */
+  /** Compacts the current branch (see `compactSession`). */
   compact(options: CompactOptions = {}): Promise<StoredEntry<CompactionEntry>> {
-    const { summarizer, signal, ...rest } = options;
-    if (this.storage.compact && !summarizer) return this.storage.compact(rest);
-    return compactSession(this, options);
+    return compactSession(this.storage, options);
   }
 
   /** Moves the head, optionally summarizing the branch left (see `navigateSession`). */
   navigate(targetId: string | null, options: NavigateOptions = {}): Promise<NavigateResult> {
-    const { summarizer, signal, ...rest } = options;
-    if (this.storage.navigate && !summarizer) return this.storage.navigate(targetId, rest);
-    return navigateSession(this, targetId, options);
+    return navigateSession(this.storage, targetId, options);
   }
 
   async fork(targetId: string, options?: ForkOptions): Promise<Session> {
-    return new Session(await this.storage.fork(targetId, options));
+    return this.sibling(await this.storage.fork(targetId, options));
+  }
+
+  /** A session of the same kind over another storage (a fork's). */
+  protected sibling(storage: SessionStorage): Session {
+    return new Session(storage);
   }
 
   delete(): Promise<void> {

@@ -1,15 +1,5 @@
 import { z } from "zod";
-import type { CompactOptions, NavigateOptions, NavigateResult } from "./compact-session";
-import type { SessionContext } from "./context";
-import type {
-  CompactionEntry,
-  EntryInput,
-  EntryType,
-  LeafEntry,
-  SessionEntry,
-  StoredEntry,
-  TreeEntry,
-} from "./entries";
+import type { EntryInput, EntryType, LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "./entries";
 import { Id, Timestamp } from "./entries";
 import type { ImportedSession } from "./interchange";
 import type { Session } from "./session";
@@ -143,13 +133,16 @@ export interface SessionPage {
 }
 
 /**
- * Where one session's entries live. Every backend (memory, JSONL files, a Durable Object's SQLite)
- * implements the same rules (SPEC §4) and passes the same conformance suite.
+ * Where one session's entries live: the primitives a backend provides (header, leaf, reading
+ * entries and paths, appending a batch, copying, deleting). Every backend (memory, JSONL files, a
+ * Durable Object's SQLite, the service over HTTP) applies the same append rules (`planAppend`) and
+ * passes the same conformance suite; conveniences are written once, in `Session`.
  */
 export interface SessionStorage {
   readonly id: string;
   getHeader(): Promise<SessionHeader>;
   updateHeader(patch: HeaderPatch): Promise<SessionHeader>;
+  /** The header, the leaf, the name and counts. */
   getInfo(): Promise<SessionInfo>;
 
   getLeafId(): Promise<string | null>;
@@ -162,18 +155,15 @@ export interface SessionStorage {
   /** The path root → leaf (the current leaf when `leafId` is undefined; empty for `null`). */
   getBranch(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]>;
   /**
-   * Optional: the path `buildContext` needs, which may leave out entries that can affect neither
-   * the messages nor the derived settings (see `buildSessionContext`), and the system prompt.
-   * Storages that keep history-independent indexes implement it; others fall back to `getBranch`.
+   * The path as `buildSessionContext` needs it: a storage may leave out entries that can affect
+   * neither the messages nor the derived settings (what the latest compaction dropped), so that
+   * its cost does not grow with history; the whole branch is always a correct answer.
    */
-  getContextPath?(leafId?: string | null): Promise<{ path: StoredEntry<TreeEntry>[]; systemPrompt?: string }>;
+  getContextPath(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]>;
   getTree(): Promise<TreeNode[]>;
-  getLabel(id: string): Promise<string | undefined>;
   /** Every entry's current label. */
   getLabels(): Promise<Record<string, string>>;
-  getName(): Promise<string | undefined>;
 
-  appendEntry(entry: EntryInput, options?: AppendOptions): Promise<StoredEntry>;
   /** Appends atomically: every entry or none. */
   appendEntries(entries: readonly EntryInput[], options?: AppendOptions): Promise<AppendResult>;
   /**
@@ -184,18 +174,6 @@ export interface SessionStorage {
 
   fork(targetId: string, options?: ForkOptions): Promise<SessionStorage>;
   delete(): Promise<void>;
-
-  /*
-   * Optional: storages that do these themselves (the service, reached through the client) so a
-   * `Session` over them does not fetch whole paths to do the work locally.
-   */
-  buildContext?(leafId?: string | null, systemPrompt?: string): Promise<SessionContext>;
-  compact?(options: Omit<CompactOptions, "summarizer" | "signal">): Promise<StoredEntry<CompactionEntry>>;
-  navigate?(
-    targetId: string | null,
-    options: Omit<NavigateOptions, "summarizer" | "signal">,
-  ): Promise<NavigateResult>;
-
   /** Releases what the storage holds open (file locks, handles). */
   cleanup(): Promise<void>;
 }

@@ -1,5 +1,4 @@
 import type {
-  AgentMessage,
   AppendOptions,
   AppendResult,
   CreateSessionOptions,
@@ -13,7 +12,6 @@ import type {
   LeafOptions,
   ListOptions,
   Result,
-  SessionContext,
   SessionEntry,
   SessionHeader,
   SessionInfo,
@@ -29,25 +27,16 @@ import {
   forkExtras,
   isValidId,
   newSessionHeader,
-  projectEntries,
   Session,
   SessionError,
   unwrap,
   writeImport,
 } from "../core";
+import type { EntryPage } from "./entry-rows";
 import type { DurableEnv } from "./env";
+import type { ForkSource } from "./fork-copy";
 import { sessionObjectName } from "./names";
 import type { SessionObject } from "./session-object";
-import type { ContextAnswer, EntryPage, ForkSource } from "./session-store";
-
-/**
- * A context as it crosses from the object: its messages either already as JSON (the inside of
- * the array) or arriving page by page.
- */
-export interface ContextStream extends Omit<SessionContext, "messages"> {
-  messagesJson?: string;
-  messages?: AsyncGenerator<AgentMessage[]>;
-}
 
 /** Unwraps an RPC answer; structured clone turns `Result<T>` into a type RPC stubs describe loosely. */
 async function call<T>(answer: Promise<unknown>): Promise<T> {
@@ -66,7 +55,7 @@ function checkSessionId(id: string): void {
  * The object-backed `SessionStorage`: each call is one RPC to the session's Durable Object, where
  * the SQLite store applies it in a transaction.
  */
-export class DurableSessionStorage implements SessionStorage {
+export class SessionObjectStorage implements SessionStorage {
   readonly id: string;
   readonly #repo: DurableRepo;
   readonly #stub: DurableObjectStub<SessionObject>;
@@ -136,43 +125,15 @@ export class DurableSessionStorage implements SessionStorage {
     return (await this.#drain(await call<EntryPage>(this.#stub.branch(leafId)))) as StoredEntry<TreeEntry>[];
   }
 
-  /**
-   * The context as a head (system prompt and derived settings) and the projected messages, page
-   * by page: what an answer can stream without holding a whole session.
-   */
-  async contextStream(leafId?: string | null): Promise<ContextStream> {
-    const answer = await call<ContextAnswer>(this.#stub.context(leafId));
-    const head = { systemPrompt: answer.systemPrompt ?? "", ...answer.state };
-    if (answer.messages !== undefined) return { ...head, messagesJson: answer.messages };
-    const { compaction, seqs = [] } = answer.plan ?? {};
-    const compactionId = compaction?.id;
-    const stub = this.#stub;
-    async function* messages(): AsyncGenerator<AgentMessage[]> {
-      if (compaction) yield projectEntries([compaction], compactionId);
-      let rest = seqs;
-      while (rest.length > 0) {
-        const page = await call<EntryPage>(stub.readEntries(rest));
-        yield projectEntries(page.entries as TreeEntry[], compactionId);
-        rest = rest.slice(page.entries.length);
-      }
-    }
-    return { ...head, messages: messages() };
+  /** The context of a leaf (the head when undefined) as JSON, streamed from the object. */
+  context(leafId?: string | null): Promise<ReadableStream<Uint8Array>> {
+    return call(this.#stub.context(leafId));
   }
 
-  async buildContext(leafId?: string | null, systemPrompt?: string): Promise<SessionContext> {
-    const { messages, messagesJson, ...head } = await this.contextStream(leafId);
-    const all: AgentMessage[] = messagesJson === undefined ? [] : JSON.parse(`[${messagesJson}]`);
-    if (messages) for await (const page of messages) for (const message of page) all.push(message);
-    return { ...head, systemPrompt: systemPrompt ?? head.systemPrompt, messages: all };
-  }
-
-  /** The path buildContext needs (pruned by the object on compacted sessions) and the system prompt. */
-  async getContextPath(
-    leafId?: string | null,
-  ): Promise<{ path: StoredEntry<TreeEntry>[]; systemPrompt?: string }> {
-    const first = await call<EntryPage & { systemPrompt?: string }>(this.#stub.contextPath(leafId));
-    const path = (await this.#drain(first)) as StoredEntry<TreeEntry>[];
-    return first.systemPrompt === undefined ? { path } : { path, systemPrompt: first.systemPrompt };
+  async getContextPath(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
+    return (await this.#drain(
+      await call<EntryPage>(this.#stub.contextPath(leafId)),
+    )) as StoredEntry<TreeEntry>[];
   }
 
   async getTree(): Promise<TreeNode[]> {
@@ -183,20 +144,8 @@ export class DurableSessionStorage implements SessionStorage {
     return buildTree(rows, labels);
   }
 
-  getLabel(id: string): Promise<string | undefined> {
-    return call(this.#stub.label(id));
-  }
-
   getLabels(): Promise<Record<string, string>> {
     return call(this.#stub.labels());
-  }
-
-  getName(): Promise<string | undefined> {
-    return call(this.#stub.sessionName());
-  }
-
-  async appendEntry(entry: EntryInput, options?: AppendOptions): Promise<StoredEntry> {
-    return (await this.appendEntries([entry], options)).entries[0] as StoredEntry;
   }
 
   appendEntries(
@@ -279,9 +228,9 @@ export class DurableRepo implements SessionRepo {
   }
 
   /** A handle on a session without checking that it exists (every call on it does). */
-  storage(id: string): DurableSessionStorage {
+  storage(id: string): SessionObjectStorage {
     checkSessionId(id);
-    return new DurableSessionStorage(
+    return new SessionObjectStorage(
       this,
       id,
       this.#env.SESSIONS.getByName(sessionObjectName(this.tenant, id)),
@@ -289,7 +238,7 @@ export class DurableRepo implements SessionRepo {
   }
 
   /** @internal creates the object of a new session. */
-  async initialize(header: SessionHeader, publish: boolean): Promise<DurableSessionStorage> {
+  async initialize(header: SessionHeader, publish: boolean): Promise<SessionObjectStorage> {
     const storage = this.storage(header.id);
     await storage.init(this.tenant, header, publish);
     return storage;
@@ -327,7 +276,7 @@ export class DurableRepo implements SessionRepo {
   async importSession(file: ImportedSession, options: { id?: string } = {}): Promise<Session> {
     const storage = (await writeImport(file, options, (header) =>
       this.initialize(newSessionHeader(header), false),
-    )) as DurableSessionStorage;
+    )) as SessionObjectStorage;
     await storage.publish();
     return new Session(storage);
   }

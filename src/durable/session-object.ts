@@ -2,6 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import type {
   AppendOptions,
   AppendResult,
+  CompactionStorage,
   EntryQuery,
   HeaderPatch,
   ImportOptions,
@@ -17,17 +18,18 @@ import type {
 import {
   buildSessionContext,
   capture,
+  compactSession,
   estimateContextTokens,
   newId,
   nowIso,
-  Session,
   SessionError,
   summarizerFromConfig,
+  unwrap,
 } from "../core";
+import type { EntryPage } from "./entry-rows";
 import type { DurableEnv } from "./env";
-import { DurableRepo } from "./repo";
-import type { ContextAnswer, EntryPage, ForkSource } from "./session-store";
-import { SessionStore } from "./session-store";
+import type { ForkSource } from "./fork-copy";
+import { SqliteSession } from "./sqlite-session";
 
 /** How long after a write the directory hears of it: writes in between are reported together. */
 const DEFAULT_SYNC_MS = 1000;
@@ -35,27 +37,27 @@ const MAX_RETRY_MS = 60_000;
 
 /**
  * A session as a Durable Object. Every method answers a `Result` (RPC drops error classes); the
- * worker-side `DurableSessionStorage` turns failures back into `SessionError`s.
+ * worker-side `SessionObjectStorage` turns failures back into `SessionError`s.
  */
 export class SessionObject extends DurableObject<DurableEnv> {
-  readonly #store: SessionStore;
+  readonly #session: SqliteSession;
   #syncScheduled = false;
   #syncFailures = 0;
   #compacting = false;
 
   constructor(ctx: DurableObjectState, env: DurableEnv) {
     super(ctx, env);
-    this.#store = ctx.storage.transactionSync(() => new SessionStore(ctx.storage));
+    this.#session = ctx.storage.transactionSync(() => new SqliteSession(ctx.storage));
   }
 
-  #run<T>(read: (store: SessionStore) => T): Promise<Result<T>> {
-    return capture(() => read(this.#store));
+  #run<T>(read: (store: SqliteSession) => T): Promise<Result<T>> {
+    return capture(() => read(this.#session));
   }
 
   /** Runs a write, then makes sure the directory will hear of it. */
-  #write<T>(write: (store: SessionStore) => T): Promise<Result<T>> {
+  #write<T>(write: (store: SqliteSession) => T): Promise<Result<T>> {
     return capture(() => {
-      const result = write(this.#store);
+      const result = write(this.#session);
       this.#scheduleSync();
       return result;
     });
@@ -74,8 +76,8 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   async #report(): Promise<void> {
-    const { tenant, incarnation, version } = this.#store.state;
-    await this.env.DIRECTORY.getByName(tenant).put({ info: this.#store.info(), incarnation, version });
+    const { tenant, incarnation, version } = this.#session.state;
+    await this.env.DIRECTORY.getByName(tenant).put({ info: this.#session.info(), incarnation, version });
   }
 
   /**
@@ -83,10 +85,10 @@ export class SessionObject extends DurableObject<DurableEnv> {
    * then reports to the directory; a failed report is retried with backoff until it gets through.
    */
   override async alarm(): Promise<void> {
-    if (!this.#store.exists) return;
+    if (!this.#session.exists) return;
     this.#syncScheduled = false;
     await this.#autoCompact();
-    if (!this.#store.exists) return;
+    if (!this.#session.exists) return;
     try {
       await this.#report();
       this.#syncFailures = 0;
@@ -100,14 +102,24 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   /**
-   * Compacts through the object's own RPC interface, like any client would, so the write goes
-   * through the same checks (the branch may move while the summary is written).
+   * The session as core's compaction sees it: reads from this object's SQLite, and the compaction
+   * appended through the same rules and checks as any write (the branch may move while the
+   * summary is written).
    */
+  #compactionStorage(): CompactionStorage {
+    return {
+      getLeafId: async () => this.#session.state.leafId,
+      getContextPath: async (leafId) => this.#session.contextEntries(leafId),
+      appendEntries: async (entries, options) =>
+        unwrap(await this.#write((session) => session.appendEntries(entries, options))),
+    };
+  }
+
   async #autoCompact(): Promise<void> {
-    const { header, leafId, tenant, autoCompaction } = this.#store.state;
+    const { header, leafId, autoCompaction } = this.#session.state;
     const settings = header.autoCompact;
     if (!settings || leafId === null || this.#compacting) return;
-    const path = this.#store.contextEntries(leafId);
+    const path = this.#session.contextEntries(leafId);
     if (
       estimateContextTokens(buildSessionContext(path).messages) <=
       settings.contextWindow - settings.reserveTokens
@@ -115,23 +127,22 @@ export class SessionObject extends DurableObject<DurableEnv> {
       return;
     this.#compacting = true;
     const last = { ...autoCompaction };
-    this.#store.setAutoCompaction({ ...last, state: "running" });
+    this.#session.setAutoCompaction({ ...last, state: "running" });
     const lastRunAt = nowIso();
     try {
-      const session = new Session(new DurableRepo(this.env, tenant).storage(header.id));
-      const entry = await session.compact({
+      const entry = await compactSession(this.#compactionStorage(), {
         keepRecentTokens: settings.keepRecentTokens,
         summarizer: summarizerFromConfig(this.env),
       });
-      this.#store.setAutoCompaction({ state: "idle", lastRunAt, lastEntryId: entry.id });
+      this.#session.setAutoCompaction({ state: "idle", lastRunAt, lastEntryId: entry.id });
     } catch (error) {
-      if (!this.#store.exists) return;
+      if (!this.#session.exists) return;
       if (error instanceof SessionError && error.code === "nothing_to_compact") {
-        this.#store.setAutoCompaction({ state: "idle", lastRunAt });
+        this.#session.setAutoCompaction({ state: "idle", lastRunAt });
       } else {
         const message = error instanceof Error ? error.message : String(error);
         console.error("session: automatic compaction failed", message);
-        this.#store.setAutoCompaction({ state: "failed", lastRunAt, lastError: message });
+        this.#session.setAutoCompaction({ state: "failed", lastRunAt, lastError: message });
       }
     } finally {
       this.#compacting = false;
@@ -141,7 +152,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   /** Creates the session; `publish` lists it at once (a fork publishes only once it is complete). */
   async init(tenant: string, header: SessionHeader, publish: boolean): Promise<Result<SessionInfo>> {
     return capture(async () => {
-      const info = this.ctx.storage.transactionSync(() => this.#store.init(tenant, newId(), header));
+      const info = this.ctx.storage.transactionSync(() => this.#session.init(tenant, newId(), header));
       if (publish) await this.publish();
       return info;
     });
@@ -163,37 +174,37 @@ export class SessionObject extends DurableObject<DurableEnv> {
   /** Deletes the session: first from the listing (so it never shows again), then its storage. */
   async destroy(): Promise<Result<void>> {
     return capture(async () => {
-      const { tenant, incarnation, header } = this.#store.state;
+      const { tenant, incarnation, header } = this.#session.state;
       await this.env.DIRECTORY.getByName(tenant).remove(header.id, incarnation);
       await this.ctx.storage.deleteAlarm();
       await this.ctx.storage.deleteAll();
-      this.#store.reset();
+      this.#session.reset();
       this.#syncScheduled = false;
     });
   }
 
   info(): Promise<Result<SessionInfo>> {
-    return this.#run((store) => store.info());
+    return this.#run((session) => session.info());
   }
 
   header(): Promise<Result<SessionHeader>> {
-    return this.#run((store) => store.state.header);
+    return this.#run((session) => session.state.header);
   }
 
   updateHeader(patch: HeaderPatch): Promise<Result<SessionHeader>> {
-    return this.#write((store) => store.updateHeader(patch));
+    return this.#write((session) => session.updateHeader(patch));
   }
 
   leaf(): Promise<Result<string | null>> {
-    return this.#run((store) => store.state.leafId);
+    return this.#run((session) => session.state.leafId);
   }
 
   setLeaf(targetId: string | null, options: LeafOptions): Promise<Result<StoredEntry<LeafEntry>>> {
-    return this.#write((store) => store.setLeafId(targetId, options));
+    return this.#write((session) => session.setLeafId(targetId, options));
   }
 
   entry(id: string): Promise<Result<StoredEntry | undefined>> {
-    return this.#run((store) => store.getEntry(id));
+    return this.#run((session) => session.getEntry(id));
   }
 
   /*
@@ -202,67 +213,71 @@ export class SessionObject extends DurableObject<DurableEnv> {
    */
 
   entries(query: EntryQuery): Promise<Result<EntryPage>> {
-    return this.#run((store) => store.page(store.entrySeqs(query)));
+    return this.#run((session) => session.page(session.entrySeqs(query)));
   }
 
   branch(leafId: string | null | undefined): Promise<Result<EntryPage>> {
-    return this.#run((store) => store.page(store.pathSeqs(leafId)));
+    return this.#run((session) => session.page(session.pathSeqs(leafId)));
   }
 
-  /** The (pruned) path buildContext needs, and the session's system prompt. */
-  contextPath(leafId: string | null | undefined): Promise<Result<EntryPage & { systemPrompt?: string }>> {
-    return this.#run((store) => {
-      const { systemPrompt } = store.state.header;
-      const page = store.page(store.contextSeqs(leafId));
-      return systemPrompt === undefined ? page : { ...page, systemPrompt };
+  /** The path buildSessionContext needs (what the latest compaction dropped left out). */
+  contextPath(leafId: string | null | undefined): Promise<Result<EntryPage>> {
+    return this.#run((session) => session.page(session.contextSeqs(leafId)));
+  }
+
+  /** The context of a leaf as JSON, streamed: projected here, read page by page as it is sent. */
+  context(leafId: string | null | undefined): Promise<Result<ReadableStream<Uint8Array>>> {
+    return this.#run((session) => {
+      const { first, rest } = session.context(leafId);
+      const encoder = new TextEncoder();
+      let pending: string | undefined = first;
+      return new ReadableStream<Uint8Array>({
+        pull(controller) {
+          const next = pending ?? rest.next().value;
+          pending = undefined;
+          if (next === undefined) controller.close();
+          else controller.enqueue(encoder.encode(next));
+        },
+        cancel() {
+          rest.return?.();
+        },
+      });
     });
   }
 
-  context(leafId: string | null | undefined): Promise<Result<ContextAnswer>> {
-    return this.#run((store) => store.context(leafId));
-  }
-
   readEntries(seqs: number[]): Promise<Result<EntryPage>> {
-    return this.#run((store) => store.page(seqs));
+    return this.#run((session) => session.page(seqs));
   }
 
   treeRows(): Promise<Result<{ rows: TreeRow[]; labels: Record<string, string> }>> {
-    return this.#run((store) => store.treeRows());
-  }
-
-  label(id: string): Promise<Result<string | undefined>> {
-    return this.#run((store) => store.getLabel(id));
+    return this.#run((session) => session.treeRows());
   }
 
   labels(): Promise<Result<Record<string, string>>> {
-    return this.#run((store) => store.getLabels());
-  }
-
-  sessionName(): Promise<Result<string | undefined>> {
-    return this.#run((store) => store.getName());
+    return this.#run((session) => session.labels());
   }
 
   append(
     entries: readonly unknown[],
     options: AppendOptions & { validated?: boolean },
   ): Promise<Result<AppendResult>> {
-    return this.#write((store) => store.appendEntries(entries, options));
+    return this.#write((session) => session.appendEntries(entries, options));
   }
 
   importEntries(entries: readonly SessionEntry[], options: ImportOptions): Promise<Result<void>> {
-    return this.#write((store) => store.importEntries(entries, options));
+    return this.#write((session) => session.importEntries(entries, options));
   }
 
   /** Entries as stored, for a copy (a fork) to another object. */
   readJson(seqs: number[]): Promise<Result<{ json: string[]; rest: number[] }>> {
-    return this.#run((store) => store.pageJson(seqs));
+    return this.#run((session) => session.pageJson(seqs));
   }
 
   importJson(json: string[]): Promise<Result<void>> {
-    return this.#write((store) => store.importJson(json));
+    return this.#write((session) => session.importJson(json));
   }
 
   forkSource(targetId: string, position: LeafOptions["position"]): Promise<Result<ForkSource>> {
-    return this.#run((store) => store.forkSource(targetId, position));
+    return this.#run((session) => session.forkSource(targetId, position));
   }
 }

@@ -51,7 +51,7 @@ import {
   StoredEntry,
   TreeResponse,
 } from "./schemas";
-import { contextJson, entriesPageJson, jsonArray, streamJson } from "./stream";
+import { entriesPageJson, jsonArray, streamJson } from "./stream";
 
 /** `ETag` of a session: its leaf (`""` when it has none). */
 export function etag(leafId: string | null): string {
@@ -192,7 +192,7 @@ export function createApp() {
     async (c) => {
       const storage = session(c, c.req.valid("param").sid);
       const { name, ...header } = c.req.valid("json");
-      if (name !== undefined) await storage.appendEntry({ type: "session_info", name });
+      if (name !== undefined) await storage.appendEntries([{ type: "session_info", name }]);
       if (Object.values(header).some((v) => v !== undefined)) await storage.updateHeader(header);
       const info = await storage.getInfo();
       return c.json(info, 200, { ETag: etag(info.leafId) });
@@ -368,8 +368,8 @@ export function createApp() {
       responses: { 200: json(ContextResponse, "the context"), ...errors },
     }),
     async (c) => {
-      const context = await session(c, c.req.valid("param").sid).contextStream(c.req.valid("query").leafId);
-      return streamJson(contextJson(context)) as never;
+      const body = await session(c, c.req.valid("param").sid).context(c.req.valid("query").leafId);
+      return new Response(body, { headers: { "Content-Type": "application/json; charset=utf-8" } }) as never;
     },
   );
 

@@ -1,5 +1,4 @@
 import type { StoredEntry } from "../core";
-import type { ContextStream } from "../durable";
 
 /*
  * Answers built while they are sent: long paths and large entries reach the client page by page,
@@ -38,21 +37,6 @@ export async function* jsonArray<T>(
     first = false;
   }
   yield `]${close}`;
-}
-
-/** A context as JSON, its settings first and its messages as they are read. */
-export async function* contextJson(context: ContextStream): AsyncGenerator<string> {
-  const head = JSON.stringify({
-    systemPrompt: context.systemPrompt,
-    thinkingLevel: context.thinkingLevel,
-    model: context.model,
-    activeToolNames: context.activeToolNames,
-  });
-  const open = `${head.slice(0, -1)},"messages":`;
-  // Kept contexts arrive as JSON already: passed on as they are, never parsed here.
-  if (context.messagesJson !== undefined) yield `${open}[${context.messagesJson}]}`;
-  else if (context.messages) yield* jsonArray(open, context.messages, "}");
-  else yield `${open}[]}`;
 }
 
 /**

@@ -23,6 +23,7 @@ import type {
   TreeRow,
 } from "../core";
 import {
+  branchRows,
   buildTree,
   canonicalJson,
   entryPage,
@@ -34,7 +35,6 @@ import {
   planLeafMove,
   SessionError,
   sessionInfo,
-  sessionName,
 } from "../core";
 import type { IndexedEntry } from "./entry-index";
 import { EntryIndex } from "./entry-index";
@@ -355,21 +355,14 @@ export class JSONLStorage implements SessionStorage {
     return this.#run(async () => {
       const start = leafId === undefined ? this.#leafId : leafId;
       if (start === null) return [];
-      const first = this.#index.get(start);
-      if (!first || first.type === "leaf") {
-        throw new SessionError("not_found", `entry ${start} does not exist`, { id: start });
-      }
-      const path: IndexedEntry[] = [];
-      for (
-        let row: IndexedEntry | undefined = first;
-        row;
-        row = row.parentId === null ? undefined : this.#index.get(row.parentId)
-      ) {
-        path.push(row);
-      }
       // A parent is always appended before its children, so root → leaf is also file order.
-      return (await this.#load(path.reverse())) as StoredEntry<TreeEntry>[];
+      const path = branchRows(start, (id) => this.#index.get(id));
+      return (await this.#load(path)) as StoredEntry<TreeEntry>[];
     });
+  }
+
+  getContextPath(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
+    return this.getBranch(leafId);
   }
 
   getTree(): Promise<TreeNode[]> {
@@ -392,21 +385,8 @@ export class JSONLStorage implements SessionStorage {
     });
   }
 
-  getLabel(id: string): Promise<string | undefined> {
-    return this.#run(() => this.#index.labels.get(id));
-  }
-
   getLabels(): Promise<Record<string, string>> {
     return this.#run(() => Object.fromEntries(this.#index.labels));
-  }
-
-  getName(): Promise<string | undefined> {
-    return this.#run(() => sessionName(this.#header, this.#index.stats));
-  }
-
-  async appendEntry(entry: EntryInput, options?: AppendOptions): Promise<StoredEntry> {
-    const result = await this.appendEntries([entry], options);
-    return result.entries[0] as StoredEntry;
   }
 
   appendEntries(entries: readonly EntryInput[], options: AppendOptions = {}): Promise<AppendResult> {

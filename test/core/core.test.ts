@@ -8,6 +8,7 @@ import {
   canonicalJson,
   EntryInput,
   MemoryStorage,
+  Session,
   SessionError,
   treeToJson,
 } from "../../src/core";
@@ -73,16 +74,18 @@ describe("message schema", () => {
 describe("hostile entries", () => {
   it("refuses deeply nested data with invalid_request instead of overflowing", async () => {
     const storage = MemoryStorage.create();
+    const session = new Session(storage);
     let deep: unknown = {};
     for (let i = 0; i < 100_000; i++) deep = { d: deep };
-    await expectCode(storage.appendEntry({ type: "custom", customType: "x", data: deep }), "invalid_request");
+    await expectCode(session.appendEntry({ type: "custom", customType: "x", data: deep }), "invalid_request");
     expect(await storage.getEntries()).toEqual([]);
   });
 
   it("stores __proto__ keys as plain data", async () => {
     const storage = MemoryStorage.create();
+    const session = new Session(storage);
     const data = JSON.parse('{"__proto__": {"polluted": true}, "constructor": {"prototype": 1}}');
-    const stored = await storage.appendEntry({ type: "custom", customType: "x", data });
+    const stored = await session.appendEntry({ type: "custom", customType: "x", data });
     const read = await storage.getEntry(stored.id);
     expect(JSON.stringify(read?.type === "custom" && read.data)).toBe(JSON.stringify(data));
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();

@@ -1,0 +1,293 @@
+import type { EntryQuery, EntryRef, EntryType, PlannedWrite, StoredEntry, TreeRow } from "../core";
+import { entryPage, nonBlank } from "../core";
+import type { Sql } from "./sql";
+
+/*
+ * Entry rows of a session's SQLite: writing them (with their path indexes, payloads over
+ * INLINE_BYTES in chunks, and the label index) and reading payloads back by seq in bounded batches.
+ */
+
+/** Payloads up to this many UTF-8 bytes sit in the row; larger ones in chunks (SQLite rows cap at 2 MB). */
+const INLINE_BYTES = 512 * 1024;
+const CHUNK_BYTES = 1024 * 1024;
+/**
+ * Characters of entry JSON one page carries: RPC values are capped at 32 MiB, so long paths and
+ * large entries cross in several pages (a page always holds at least one entry).
+ */
+const PAGE_CHARS = 8 * 1024 * 1024;
+/** Entries whose payloads one query reads. */
+const READ_BATCH = 256;
+/** Rows one multi-row INSERT writes. */
+const INSERT_BATCH = 500;
+
+/** Entries read in order until the page is full; `rest` are the seqs still to read. */
+export interface EntryPage {
+  entries: StoredEntry[];
+  rest: number[];
+}
+
+/** A row without its payload: where it sits in the tree and the latest settings on its path. */
+export interface Node {
+  seq: number;
+  id: string;
+  type: EntryType;
+  parent_id: string | null;
+  depth: number | null;
+  last_compaction: number | null;
+  last_thinking: number | null;
+  last_model: number | null;
+  last_tools: number | null;
+  [key: string]: SqlStorageValue;
+}
+
+const ENTRY_COLUMN_LIST = [
+  "seq",
+  "id",
+  "parent_id",
+  "parent_seq",
+  "type",
+  "role",
+  "timestamp",
+  "depth",
+  "last_compaction",
+  "last_thinking",
+  "last_model",
+  "last_tools",
+  "body",
+  "chunks",
+] as const;
+const ENTRY_COLUMNS = ENTRY_COLUMN_LIST.join(", ");
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export class EntryRows {
+  readonly #storage: SqlStorage;
+  readonly #sql: Sql;
+
+  constructor(storage: SqlStorage, sql: Sql) {
+    this.#storage = storage;
+    this.#sql = sql;
+  }
+
+  node(id: string): Node | undefined {
+    return this
+      .#sql<Node>`SELECT seq, id, type, parent_id, depth, last_compaction, last_thinking, last_model, last_tools
+      FROM entries WHERE id = ${id}`.toArray()[0];
+  }
+
+  /** Type and parent of each id that names an entry, in one query. */
+  refs(ids: readonly string[]): Map<string, EntryRef> {
+    const refs = new Map<string, EntryRef>();
+    if (ids.length === 0) return refs;
+    for (const row of this.#sql<{ id: string; type: EntryType; parent_id: string | null }>`
+      SELECT id, type, parent_id FROM entries WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`) {
+      refs.set(row.id, { type: row.type, parentId: row.parent_id });
+    }
+    return refs;
+  }
+
+  lastSeq(): number {
+    return this.#sql<{ seq: number | null }>`SELECT max(seq) AS seq FROM entries`.one().seq ?? 0;
+  }
+
+  /** Payload JSON of each seq, in the order asked, read in bounded batches until `budget` characters. */
+  bodies(seqs: readonly number[], budget = Number.POSITIVE_INFINITY): string[] {
+    const out: string[] = [];
+    let size = 0;
+    for (let i = 0; i < seqs.length && size < budget; i += READ_BATCH) {
+      const batch = seqs.slice(i, i + READ_BATCH);
+      const rows = new Map<number, { body: string | null; chunks: number }>();
+      for (const row of this.#sql<{ seq: number; body: string | null; chunks: number }>`
+        SELECT seq, body, chunks FROM entries WHERE seq IN (SELECT value FROM json_each(${JSON.stringify(batch)}))`) {
+        rows.set(row.seq, row);
+      }
+      for (const seq of batch) {
+        const row = rows.get(seq);
+        if (!row) throw new Error(`entry row ${seq} is missing`);
+        if (size >= budget) break;
+        const body = row.body ?? this.#chunked(seq);
+        size += body.length;
+        out.push(body);
+      }
+    }
+    return out;
+  }
+
+  #chunked(seq: number): string {
+    const parts = this.#sql<{
+      data: ArrayBuffer;
+    }>`SELECT data FROM entry_chunks WHERE seq = ${seq} ORDER BY n`.toArray();
+    const bytes = new Uint8Array(parts.reduce((n, p) => n + p.data.byteLength, 0));
+    let offset = 0;
+    for (const part of parts) {
+      bytes.set(new Uint8Array(part.data), offset);
+      offset += part.data.byteLength;
+    }
+    return decoder.decode(bytes);
+  }
+
+  /** The entries of these seqs, in order, until `budget` characters of payload (at least one). */
+  entries(seqs: readonly number[], budget?: number): StoredEntry[] {
+    return this.bodies(seqs, budget).map((body, i) => {
+      const entry = JSON.parse(body) as StoredEntry;
+      entry.seq = seqs[i] as number;
+      return entry;
+    });
+  }
+
+  /** A page of the entries with these seqs, in order. */
+  page(seqs: readonly number[]): EntryPage {
+    const entries = this.entries(seqs, PAGE_CHARS);
+    return { entries, rest: seqs.slice(entries.length) };
+  }
+
+  /** Entries as stored (their JSON, no seq), a page of them: what a copy to another store needs. */
+  pageJson(seqs: readonly number[]): { json: string[]; rest: number[] } {
+    const json = this.bodies(seqs, PAGE_CHARS);
+    return { json, rest: seqs.slice(json.length) };
+  }
+
+  /** Seqs of a page of entries in append order. */
+  seqs(query: EntryQuery = {}): number[] {
+    const { after, limit, types } = entryPage(query);
+    const rows = types
+      ? this.#sql<{ seq: number }>`SELECT seq FROM entries
+          WHERE seq > ${after} AND type IN (SELECT value FROM json_each(${JSON.stringify([...types])}))
+          ORDER BY seq LIMIT ${limit}`
+      : this.#sql<{ seq: number }>`SELECT seq FROM entries WHERE seq > ${after} ORDER BY seq LIMIT ${limit}`;
+    return rows.toArray().map((r) => r.seq);
+  }
+
+  /** Every tree entry without its payload, in append order. */
+  treeRows(): TreeRow[] {
+    const rows: TreeRow[] = [];
+    for (const row of this.#sql<{
+      id: string;
+      parent_id: string | null;
+      type: string;
+      timestamp: string;
+      role: string | null;
+    }>`
+      SELECT id, parent_id, type, timestamp, role FROM entries WHERE type != 'leaf' ORDER BY seq`) {
+      const node: TreeRow = {
+        id: row.id,
+        parentId: row.parent_id,
+        type: row.type as TreeRow["type"],
+        timestamp: row.timestamp,
+      };
+      if (row.role !== null) node.role = row.role;
+      rows.push(node);
+    }
+    return rows;
+  }
+
+  labels(): Record<string, string> {
+    const labels: Record<string, string> = {};
+    for (const row of this.#sql<{ target_id: string; label: string }>`SELECT target_id, label FROM labels`) {
+      labels[row.target_id] = row.label;
+    }
+    return labels;
+  }
+
+  /** Writes planned entries (inside the caller's transaction), each parent before its children. */
+  insert(writes: readonly PlannedWrite[]): void {
+    const pending = new Map<string, Node>();
+    const rows: SqlStorageValue[][] = [];
+    for (const write of writes) pending.set(write.entry.id, this.#row(write, pending, rows));
+    this.#insertRows(rows);
+  }
+
+  #row(
+    { entry, json, bytes }: PlannedWrite,
+    pending: ReadonlyMap<string, Node>,
+    rows: SqlStorageValue[][],
+  ): Node {
+    const seq = entry.seq;
+    const parent =
+      entry.parentId === null ? undefined : (pending.get(entry.parentId) ?? this.node(entry.parentId));
+    let node: Node;
+    if (entry.type === "leaf") {
+      node = {
+        seq,
+        id: entry.id,
+        type: "leaf",
+        parent_id: null,
+        depth: null,
+        last_compaction: null,
+        last_thinking: null,
+        last_model: null,
+        last_tools: null,
+      };
+    } else {
+      const isModel =
+        entry.type === "model_change" || (entry.type === "message" && entry.message.role === "assistant");
+      node = {
+        seq,
+        id: entry.id,
+        type: entry.type,
+        parent_id: entry.parentId,
+        depth: parent ? (parent.depth ?? 0) + 1 : 0,
+        last_compaction: entry.type === "compaction" ? seq : (parent?.last_compaction ?? null),
+        last_thinking: entry.type === "thinking_level_change" ? seq : (parent?.last_thinking ?? null),
+        last_model: isModel ? seq : (parent?.last_model ?? null),
+        last_tools: entry.type === "active_tools_change" ? seq : (parent?.last_tools ?? null),
+      };
+    }
+    const role = entry.type === "message" ? entry.message.role : null;
+    const inline = bytes <= INLINE_BYTES;
+    const chunks = inline ? 0 : Math.ceil(bytes / CHUNK_BYTES);
+    rows.push([
+      seq,
+      entry.id,
+      node.parent_id,
+      parent?.seq ?? null,
+      entry.type,
+      role,
+      entry.timestamp,
+      node.depth,
+      node.last_compaction,
+      node.last_thinking,
+      node.last_model,
+      node.last_tools,
+      inline ? json : null,
+      chunks,
+    ]);
+    if (!inline) {
+      const data = encoder.encode(json);
+      for (let n = 0; n < chunks; n++) {
+        const part = data.slice(n * CHUNK_BYTES, (n + 1) * CHUNK_BYTES);
+        this.#sql`INSERT INTO entry_chunks (seq, n, data) VALUES (${seq}, ${n}, ${part.buffer})`;
+      }
+    }
+    if (entry.type === "label") {
+      const label = nonBlank(entry.label);
+      if (label === undefined) this.#sql`DELETE FROM labels WHERE target_id = ${entry.targetId}`;
+      else this.#sql`INSERT OR REPLACE INTO labels (target_id, label) VALUES (${entry.targetId}, ${label})`;
+    }
+    return node;
+  }
+
+  /**
+   * One statement a row for a few rows, else one statement for up to INSERT_BATCH rows passed as
+   * one JSON parameter (statements take at most 100 bound parameters, and the per-statement cost
+   * dominates a batch of small entries).
+   */
+  #insertRows(rows: readonly SqlStorageValue[][]): void {
+    if (rows.length < 8) {
+      for (const row of rows) {
+        this.#storage.exec(
+          `INSERT INTO entries (${ENTRY_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+          ...row,
+        );
+      }
+      return;
+    }
+    for (let i = 0; i < rows.length; i += INSERT_BATCH) {
+      this.#storage.exec(
+        `INSERT INTO entries (${ENTRY_COLUMNS}) SELECT ${ENTRY_COLUMN_LIST.map((_, n) => `value->>${n}`).join(", ")} FROM json_each(?)`,
+        JSON.stringify(rows.slice(i, i + INSERT_BATCH)),
+      );
+    }
+  }
+}

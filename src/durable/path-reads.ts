@@ -1,0 +1,131 @@
+import type { CompactionEntry, ContextSettings, StoredEntry, TreeEntry } from "../core";
+import { deriveState, keptFrom, projectEntries, SessionError } from "../core";
+import type { EntryRows, Node } from "./entry-rows";
+import type { Sql } from "./sql";
+
+/*
+ * Paths of a session's tree, walked over the rows' parent seqs without reading payloads, and the
+ * context of a leaf read from them: which entries it projects (core's rules decide, on the ids the
+ * walk found) and its messages page by page.
+ */
+
+/** An entry on a path, without its payload. */
+export interface Step {
+  seq: number;
+  id: string;
+  type: string;
+  depth: number;
+  [key: string]: SqlStorageValue;
+}
+
+/** The context of a leaf before its messages are read. */
+export interface ContextPlan {
+  /** The latest compaction on the path: it projects first (its summary and retained tail). */
+  compaction?: StoredEntry<CompactionEntry>;
+  /** The entries projected after it, in order: the kept part, then what follows the compaction. */
+  seqs: number[];
+  /** The latest thinking, model and tools entries on the path, in path order. */
+  settingSeqs: number[];
+  settings: ContextSettings;
+}
+
+export class PathReads {
+  readonly #rows: EntryRows;
+  readonly #sql: Sql;
+
+  constructor(rows: EntryRows, sql: Sql) {
+    this.#rows = rows;
+    this.#sql = sql;
+  }
+
+  /** The tree entry `id`; `not_found` for no entry or a `leaf` record. */
+  treeNode(id: string): Node {
+    const node = this.#rows.node(id);
+    if (!node || node.type === "leaf")
+      throw new SessionError("not_found", `entry ${id} does not exist`, { id });
+    return node;
+  }
+
+  /** The path from `seq` up towards the root, stopping below `minDepth`: leaf first, ids only. */
+  #walk(seq: number, minDepth = 0): Step[] {
+    return this.#sql<Step>`
+      WITH RECURSIVE path(seq, id, type, parent_seq, depth) AS (
+        SELECT seq, id, type, parent_seq, depth FROM entries WHERE seq = ${seq}
+        UNION ALL
+        SELECT e.seq, e.id, e.type, e.parent_seq, e.depth FROM path JOIN entries e ON e.seq = path.parent_seq
+        WHERE e.depth >= ${minDepth}
+      )
+      SELECT seq, id, type, depth FROM path`.toArray();
+  }
+
+  /** The path root → `leafId` (on a path, seq grows from parent to child). */
+  path(leafId: string | null): Step[] {
+    if (leafId === null) return [];
+    return this.#walk(this.treeNode(leafId).seq).reverse();
+  }
+
+  pathSeqs(leafId: string | null): number[] {
+    return this.path(leafId).map((step) => step.seq);
+  }
+
+  /**
+   * What the context of `leafId` projects, without reading payloads but the compaction's and the
+   * settings entries'. Costs what the kept part costs, however long the history.
+   */
+  contextPlan(leafId: string | null): ContextPlan {
+    if (leafId === null) return { seqs: [], settingSeqs: [], settings: deriveState([]) };
+    const leaf = this.treeNode(leafId);
+    const settingSeqs = [leaf.last_thinking, leaf.last_model, leaf.last_tools]
+      .filter((seq): seq is number => seq !== null)
+      .sort((a, b) => a - b);
+    const settings = deriveState(this.#rows.entries(settingSeqs) as TreeEntry[]);
+    if (leaf.last_compaction === null) return { seqs: this.pathSeqs(leafId), settingSeqs, settings };
+    const [compaction] = this.#rows.entries([leaf.last_compaction]) as [StoredEntry<CompactionEntry>];
+    const path = this.#compactedPath(leaf, compaction);
+    const at = path.findIndex((step) => step.seq === compaction.seq);
+    const from = keptFrom(
+      path.map((step) => step.id),
+      at,
+      compaction,
+    );
+    const seqs = [...path.slice(from, at), ...path.slice(at + 1)].map((step) => step.seq);
+    return { compaction, seqs, settingSeqs, settings };
+  }
+
+  /**
+   * The part of the path a compaction's context can reach, root first: from the compaction, or
+   * from its first kept entry when that lies higher up (whether it is on the path is for
+   * `keptFrom` to decide).
+   */
+  #compactedPath(leaf: Node, compaction: StoredEntry<CompactionEntry>): Step[] {
+    const compactionNode = this.treeNode(compaction.id);
+    let minDepth = compactionNode.depth ?? 0;
+    if (!compaction.retainedTail && compaction.firstKeptEntryId !== undefined) {
+      const firstKept = this.#rows.node(compaction.firstKeptEntryId);
+      if (firstKept?.depth !== null && firstKept !== undefined)
+        minDepth = Math.min(minDepth, firstKept.depth);
+    }
+    return this.#walk(leaf.seq, minDepth).reverse();
+  }
+
+  /**
+   * Seqs of the path `buildSessionContext` needs for `leafId`: with a compaction, its settings
+   * entries, the compaction and what its context projects; without one, the whole path.
+   */
+  contextSeqs(leafId: string | null): number[] {
+    const plan = this.contextPlan(leafId);
+    if (!plan.compaction) return plan.seqs;
+    return [...new Set([...plan.settingSeqs, plan.compaction.seq, ...plan.seqs])].sort((a, b) => a - b);
+  }
+
+  /** The context's messages as JSON, a page of entries at a time. */
+  *messagePages(plan: ContextPlan): Generator<string[]> {
+    const compactionId = plan.compaction?.id;
+    if (plan.compaction) yield projectEntries([plan.compaction], compactionId).map((m) => JSON.stringify(m));
+    for (let rest = plan.seqs; rest.length > 0; ) {
+      const page = this.#rows.page(rest);
+      yield projectEntries(page.entries as TreeEntry[], compactionId).map((m) => JSON.stringify(m));
+      rest = page.rest;
+    }
+  }
+}

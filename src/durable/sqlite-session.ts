@@ -1,0 +1,357 @@
+import type {
+  AppendOptions,
+  AppendPlan,
+  AppendResult,
+  AppendView,
+  AutoCompactStatus,
+  ContextSettings,
+  EntryQuery,
+  EntryRef,
+  HeaderPatch,
+  ImportOptions,
+  LeafEntry,
+  LeafOptions,
+  SessionEntry,
+  SessionHeader,
+  SessionInfo,
+  SessionStats,
+  StoredEntry,
+  TreeEntry,
+  TreeRow,
+} from "../core";
+import {
+  applyEntryToStats,
+  nowIso,
+  patchHeader,
+  planAppend,
+  planImport,
+  planLeafMove,
+  SessionError,
+  sessionInfo,
+} from "../core";
+import type { EntryPage } from "./entry-rows";
+import { EntryRows } from "./entry-rows";
+import type { ForkSource } from "./fork-copy";
+import { forkSource } from "./fork-copy";
+import { HeadContext } from "./head-context";
+import { PathReads } from "./path-reads";
+import { hasSchema, updateSchema } from "./schema";
+import type { Sql } from "./sql";
+import { sqlOf } from "./sql";
+
+/*
+ * One session in a Durable Object's SQLite: its state (header, leaf, counts) kept in memory and in
+ * the `session` row, every write applied in one transaction (the in-memory state rolls back with
+ * it), and the reads the object answers. Runs inside the object only: every method is synchronous.
+ */
+
+interface SessionState {
+  tenant: string;
+  incarnation: string;
+  header: SessionHeader;
+  leafId: string | null;
+  stats: SessionStats;
+  version: number;
+  nextSeq: number;
+  autoCompaction?: AutoCompactStatus;
+}
+
+/** The JSON of a context up to its messages: `{"systemPrompt":…,…,"messages":[`. */
+function contextOpening(systemPrompt: string, settings: ContextSettings): string {
+  const head = JSON.stringify({ systemPrompt, ...settings });
+  return `${head.slice(0, -1)},"messages":[`;
+}
+
+/** A context's JSON: its opening, its messages a page at a time, and the closing brackets. */
+function* contextChunks(opening: string, pages: Iterable<string[]>): Generator<string> {
+  yield opening;
+  let first = true;
+  for (const page of pages) {
+    if (page.length === 0) continue;
+    yield `${first ? "" : ","}${page.join(",")}`;
+    first = false;
+  }
+  yield "]}";
+}
+
+export class SqliteSession {
+  readonly #storage: DurableObjectStorage;
+  readonly #sql: Sql;
+  readonly #rows: EntryRows;
+  readonly #paths: PathReads;
+  readonly #head = new HeadContext();
+  #state: SessionState | undefined;
+
+  constructor(storage: DurableObjectStorage) {
+    this.#storage = storage;
+    this.#sql = sqlOf(storage.sql);
+    this.#rows = new EntryRows(storage.sql, this.#sql);
+    this.#paths = new PathReads(this.#rows, this.#sql);
+    if (hasSchema(this.#sql)) {
+      updateSchema(storage.sql);
+      this.#state = this.#load();
+    }
+  }
+
+  #load(): SessionState | undefined {
+    const row = this.#sql<{
+      tenant: string;
+      incarnation: string;
+      header: string;
+      leaf_id: string | null;
+      stats: string;
+      version: number;
+      auto_compaction: string | null;
+    }>`SELECT tenant, incarnation, header, leaf_id, stats, version, auto_compaction FROM session`.toArray()[0];
+    if (!row) return undefined;
+    return {
+      tenant: row.tenant,
+      incarnation: row.incarnation,
+      header: JSON.parse(row.header),
+      leafId: row.leaf_id,
+      stats: JSON.parse(row.stats),
+      version: row.version,
+      nextSeq: this.#rows.lastSeq() + 1,
+      ...(row.auto_compaction ? { autoCompaction: JSON.parse(row.auto_compaction) } : {}),
+    };
+  }
+
+  get exists(): boolean {
+    return this.#state !== undefined;
+  }
+
+  /** The session's state; `not_found` when this object holds no session. */
+  get state(): Readonly<SessionState> {
+    return this.#live();
+  }
+
+  #live(): SessionState {
+    if (!this.#state) throw new SessionError("not_found", "session does not exist");
+    return this.#state;
+  }
+
+  /** The leaf a read starts from (the head when undefined); `not_found` when there is no session. */
+  #start(leafId: string | null | undefined): string | null {
+    const state = this.#live();
+    return leafId === undefined ? state.leafId : leafId;
+  }
+
+  init(tenant: string, incarnation: string, header: SessionHeader): SessionInfo {
+    if (this.#state) {
+      throw new SessionError("already_exists", `session ${header.id} already exists`, { id: header.id });
+    }
+    const stats: SessionStats = { entryCount: 0, messageCount: 0, updatedAt: header.createdAt };
+    updateSchema(this.#storage.sql);
+    this.#sql`INSERT INTO session (singleton, tenant, incarnation, header, leaf_id, stats, version)
+      VALUES (1, ${tenant}, ${incarnation}, ${JSON.stringify(header)}, NULL, ${JSON.stringify(stats)}, 1)`;
+    this.#state = { tenant, incarnation, header, leafId: null, stats, version: 1, nextSeq: 1 };
+    return this.info();
+  }
+
+  /** Forgets the in-memory state after the object's storage was deleted. */
+  reset(): void {
+    this.#state = undefined;
+    this.#head.drop();
+  }
+
+  info(): SessionInfo {
+    const state = this.state;
+    const info = sessionInfo(state.header, state.stats, state.leafId);
+    if (info.autoCompact) info.autoCompact.status = state.autoCompaction ?? { state: "idle" };
+    return info;
+  }
+
+  /** Records where automatic compaction stands (shown in the session's info). */
+  setAutoCompaction(status: AutoCompactStatus): void {
+    const state = this.#live();
+    state.autoCompaction = status;
+    state.version++;
+    this.#sql`UPDATE session SET auto_compaction = ${JSON.stringify(status)}, version = ${state.version}`;
+  }
+
+  updateHeader(patch: HeaderPatch): SessionHeader {
+    const state = this.#live();
+    const header = patchHeader(state.header, patch);
+    this.#write(() => {
+      state.header = header;
+      state.stats.updatedAt = nowIso();
+      this.#sql`UPDATE session SET header = ${JSON.stringify(header)}`;
+    });
+    return header;
+  }
+
+  // --- reading ---
+
+  getEntry(id: string): StoredEntry | undefined {
+    this.#live();
+    const node = this.#rows.node(id);
+    return node && this.#rows.entries([node.seq])[0];
+  }
+
+  /** A page of the entries with these seqs, in order. */
+  page(seqs: readonly number[]): EntryPage {
+    this.#live();
+    return this.#rows.page(seqs);
+  }
+
+  /** Entries as stored, a page of them, for a copy (a fork) to another object. */
+  pageJson(seqs: readonly number[]): { json: string[]; rest: number[] } {
+    this.#live();
+    return this.#rows.pageJson(seqs);
+  }
+
+  entrySeqs(query: EntryQuery = {}): number[] {
+    this.#live();
+    return this.#rows.seqs(query);
+  }
+
+  pathSeqs(leafId?: string | null): number[] {
+    return this.#paths.pathSeqs(this.#start(leafId));
+  }
+
+  /** The path `buildSessionContext` needs: what the latest compaction dropped is left out. */
+  contextSeqs(leafId?: string | null): number[] {
+    return this.#paths.contextSeqs(this.#start(leafId));
+  }
+
+  /** The whole context path, read at once: for work inside the object. */
+  contextEntries(leafId?: string | null): StoredEntry<TreeEntry>[] {
+    return this.#rows.entries(this.contextSeqs(leafId)) as StoredEntry<TreeEntry>[];
+  }
+
+  /**
+   * The context of a leaf (the head when undefined) as JSON text, in chunks read as they are
+   * pulled. The first chunk is made at once, so a missing session or leaf fails here; the head's
+   * context comes from memory when it is kept.
+   */
+  context(leafId?: string | null): { first: string; rest: Iterator<string> } {
+    const { header, leafId: head } = this.state;
+    const systemPrompt = header.systemPrompt ?? "";
+    const start = this.#start(leafId);
+    if (start !== null && start === head) {
+      const kept = this.#head.get(start, () => {
+        const plan = this.#paths.contextPlan(start);
+        return {
+          compactionId: plan.compaction?.id,
+          settings: plan.settings,
+          pages: this.#paths.messagePages(plan),
+        };
+      });
+      if (kept) {
+        kept.joined ??= kept.pieces.join(",");
+        const whole = `${contextOpening(systemPrompt, kept.settings)}${kept.joined}]}`;
+        return { first: whole, rest: [][Symbol.iterator]() };
+      }
+    }
+    const plan = this.#paths.contextPlan(start);
+    const chunks = contextChunks(contextOpening(systemPrompt, plan.settings), this.#paths.messagePages(plan));
+    return { first: chunks.next().value as string, rest: chunks };
+  }
+
+  treeRows(): { rows: TreeRow[]; labels: Record<string, string> } {
+    this.#live();
+    return { rows: this.#rows.treeRows(), labels: this.#rows.labels() };
+  }
+
+  labels(): Record<string, string> {
+    this.#live();
+    return this.#rows.labels();
+  }
+
+  forkSource(targetId: string, position: LeafOptions["position"]): ForkSource {
+    const { header } = this.state;
+    const source = forkSource(this.#rows, this.#paths, targetId, position);
+    return { ...source, header, name: this.info().name };
+  }
+
+  // --- writing ---
+
+  /**
+   * What the append rules see of this session. The ids a batch names (its own, its parents, label
+   * targets, kept entries) are looked up in one query up front, not one query each.
+   */
+  #view(inputs: readonly unknown[] = []): AppendView {
+    const state = this.state;
+    const named = new Set<string>();
+    for (const input of inputs) {
+      if (!input || typeof input !== "object") continue;
+      for (const key of ["id", "parentId", "targetId", "firstKeptEntryId"]) {
+        const value = (input as Record<string, unknown>)[key];
+        if (typeof value === "string") named.add(value);
+      }
+    }
+    const known = this.#rows.refs([...named]);
+    return {
+      leafId: state.leafId,
+      nextSeq: state.nextSeq,
+      ref: (id): EntryRef | undefined => {
+        if (named.has(id)) return known.get(id);
+        const node = this.#rows.node(id);
+        return node && { type: node.type, parentId: node.parent_id };
+      },
+      load: (id) => (named.has(id) && !known.has(id) ? undefined : this.getEntry(id)),
+    };
+  }
+
+  #write<T>(run: () => T): T {
+    const state = this.#live();
+    const before: SessionState = { ...state, stats: { ...state.stats } };
+    try {
+      return this.#storage.transactionSync(() => {
+        const result = run();
+        state.version++;
+        this
+          .#sql`UPDATE session SET leaf_id = ${state.leafId}, stats = ${JSON.stringify(state.stats)}, version = ${state.version}`;
+        return result;
+      });
+    } catch (error) {
+      // The transaction rolled back; so does the cached state.
+      this.#state = before;
+      this.#head.drop();
+      throw error;
+    }
+  }
+
+  #apply(plan: Pick<AppendPlan, "writes" | "leafId">): void {
+    const state = this.#live();
+    this.#write(() => {
+      this.#rows.insert(plan.writes);
+      for (const { entry } of plan.writes) applyEntryToStats(state.stats, entry);
+      state.leafId = plan.leafId;
+      state.nextSeq += plan.writes.length;
+      state.stats.updatedAt = nowIso();
+    });
+    this.#head.follow(plan.writes, plan.leafId);
+  }
+
+  appendEntries(
+    entries: readonly unknown[],
+    options: AppendOptions & { validated?: boolean } = {},
+  ): AppendResult {
+    const plan = planAppend(entries, this.#view(entries), options);
+    if (plan.writes.length > 0) this.#apply(plan);
+    return { entries: plan.entries, leafId: this.state.leafId, created: plan.writes.length > 0 };
+  }
+
+  /** Writes entries copied from another store as they were stored there (see `importEntries`). */
+  importJson(json: readonly string[]): void {
+    if (json.length === 0) return;
+    const entries = json.map((text) => JSON.parse(text) as SessionEntry);
+    this.#apply(planImport(entries, this.#view(entries), { validated: true, serialized: json }));
+  }
+
+  importEntries(entries: readonly SessionEntry[], options: ImportOptions = {}): void {
+    if (entries.length === 0) return;
+    this.#apply(planImport(entries, this.#view(entries), options));
+  }
+
+  setLeafId(targetId: string | null, options: LeafOptions = {}): StoredEntry<LeafEntry> {
+    const { write, leafId } = planLeafMove(
+      targetId,
+      this.#view(targetId === null ? [] : [{ id: targetId }]),
+      options,
+    );
+    this.#apply({ writes: [write], leafId });
+    return write.entry;
+  }
+}

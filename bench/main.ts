@@ -8,7 +8,7 @@ import type { DevServer } from "../test/support/dev-server";
 import { startDevServer } from "../test/support/dev-server";
 
 /*
- * `npm run bench`: SPEC §10's figures, measured in one run on this machine, against local
+ * `npm run bench`: the performance budgets' figures, measured in one run on this machine, against local
  * workerd (wrangler dev) and, as the reference, pi's SessionManager on the same entries. It
  * measures and reports; it asserts nothing. Writes bench/results.json.
  */

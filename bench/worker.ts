@@ -1,14 +1,14 @@
 import { DurableObject } from "cloudflare:workers";
 import type { EntryInput, SessionHeader } from "../src/core";
 import { newId, nowIso } from "../src/core";
+import type { SessionDirectory } from "../src/durable";
 import { EntryRows } from "../src/durable/entry-rows";
 import { PathReads } from "../src/durable/path-reads";
 import { sqlOf } from "../src/durable/sql";
 import { SqliteSession } from "../src/durable/sqlite-session";
-import type { SessionDirectory } from "../src/service";
-import { createApp } from "../src/service";
+import { createApp } from "../src/http";
 
-export { SessionDirectory, SessionObject } from "../src/service";
+export { SessionDirectory, SessionObject } from "../src/durable";
 
 /*
  * A Durable Object that runs the real session store (the code SessionObject runs) and times it

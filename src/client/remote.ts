@@ -27,7 +27,16 @@ import type {
   TreeEntry,
   TreeNode,
 } from "../core";
-import { entryPage, isValidId, leafAfter, newId, Session, SessionError, walkTree } from "../core";
+import {
+  checkSessionId,
+  entryPage,
+  isValidId,
+  leafAfter,
+  newId,
+  Session,
+  SessionError,
+  walkTree,
+} from "../core";
 import type { ClientOptions } from "./transport";
 import { Transport } from "./transport";
 
@@ -40,12 +49,7 @@ function ifMatch(expected: string | null | undefined): Record<string, string> {
 }
 
 function sessionPath(id: string, rest = ""): string {
-  if (!isValidId(id)) {
-    throw new SessionError("invalid_request", "session id must be 1-128 characters of A-Z a-z 0-9 . _ : -", {
-      id,
-    });
-  }
-  return `v1/sessions/${id}${rest}`;
+  return `v1/sessions/${checkSessionId(id)}${rest}`;
 }
 
 /** Entries get their ids here, before the first try: a retry of the same request is then a replay. */

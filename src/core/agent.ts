@@ -1,4 +1,3 @@
-import type { NavigateOptions, NavigateResult } from "./compact-session";
 import { DEFAULT_KEEP_RECENT_TOKENS } from "./compaction";
 import type { CompactionEntry, StoredEntry } from "./entries";
 import { SessionError } from "./errors";
@@ -7,8 +6,7 @@ import type { Summarizer } from "./summarizers/summarizer";
 import { estimateContextTokens } from "./tokens";
 
 /*
- * Helpers for agent loops (the design's best practices): compact before the context overflows,
- * and navigate with a branch summary that can fail without losing the move.
+ * Helpers for agent loops: compact before the context overflows.
  */
 
 export interface CompactIfNeededOptions {
@@ -46,39 +44,6 @@ export async function compactIfNeeded(
   } catch (error) {
     if (error instanceof SessionError && error.code === "nothing_to_compact")
       return { compacted: false, tokens };
-    throw error;
-  }
-}
-
-/** The failure of a navigation's branch summary: the head did not move; retry without `summarize`. */
-export class NavigationError extends Error {
-  readonly code = "branch_summary";
-  override readonly cause: SessionError;
-
-  constructor(cause: SessionError) {
-    super(cause.message);
-    this.name = "NavigationError";
-    this.cause = cause;
-  }
-}
-
-/**
- * Moves the head like `session.navigate`, but a failed branch summary is a `NavigationError` with
- * code `"branch_summary"`, so a caller can navigate again without one:
- *
- *   try { await navigateTree(session, id, { summarize: true }) }
- *   catch (e) { if (e.code === "branch_summary") await navigateTree(session, id, { summarize: false }) }
- */
-export async function navigateTree(
-  session: Session,
-  targetId: string | null,
-  options: NavigateOptions = {},
-): Promise<NavigateResult> {
-  try {
-    return await session.navigate(targetId, options);
-  } catch (error) {
-    if (error instanceof SessionError && error.code === "branch_summary_failed")
-      throw new NavigationError(error);
     throw error;
   }
 }

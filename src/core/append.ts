@@ -8,7 +8,10 @@ import { MAX_BATCH_ENTRIES, MAX_ENTRY_BYTES } from "./limits";
 import type { Position } from "./storage";
 
 /*
- * The append rules of SPEC §4, written once. A backend describes what it holds through an
+ * The append rules, written once: a parent defaults to the leaf, an explicit one must exist, a
+ * batch is atomic, a known id with the same content is a replay and with other content a
+ * conflict, `If-Match` is checked after replays, labels need a target and a compaction's kept
+ * entry must be on its branch. A backend describes what it holds through an
  * `AppendView`, gets back a plan (the entries to write, with their seq, and the new leaf) or a
  * `SessionError`, and then writes the plan in one transaction. Nothing is written on error.
  */
@@ -227,7 +230,7 @@ export function checkExpectedLeaf(
 }
 
 /**
- * Where `position` puts the head for a target (SPEC §4, Leaf): the target itself, or for
+ * Where `position` puts the head for a target: the target itself, or for
  * `before` on a user message its parent. `target` is the loaded entry (undefined if missing).
  */
 export function headFor(

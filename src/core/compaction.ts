@@ -5,7 +5,7 @@ import type { AgentMessage } from "./messages";
 import { estimateContextTokens, estimateTokens } from "./tokens";
 
 /*
- * Where to cut a branch for compaction (SPEC §4, following pi's rules): keep at least
+ * Where to cut a branch for compaction (following pi's rules): keep at least
  * `keepRecentTokens` of the newest messages, cut only where a turn may start (never at a tool
  * result, never between a tool call and its result), and summarize what lies between the previous
  * compaction's first kept entry and the cut.
@@ -235,7 +235,7 @@ export interface BranchSummaryPreparation extends FileLists {
   messages: AgentMessage[];
 }
 
-/** What leaving `fromPath` for `toPath` abandons (SPEC §4, Branch summary). */
+/** What leaving `fromPath` for `toPath` abandons: the entries from its end back to the common ancestor. */
 export function prepareBranchSummary(
   fromPath: readonly TreeEntry[],
   toPath: readonly TreeEntry[],

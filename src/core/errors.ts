@@ -1,4 +1,4 @@
-/** Every failure the library and the service report, with the HTTP status it maps to (SPEC §7). */
+/** Every failure the library and the service report, with the HTTP status it maps to. */
 export const ERROR_STATUS = {
   invalid_request: 400,
   unauthorized: 401,

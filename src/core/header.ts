@@ -1,17 +1,11 @@
-import { SessionError } from "./errors";
-import { isValidId, newId, nowIso } from "./ids";
+import { checkSessionId, newId, nowIso } from "./ids";
 import type { CreateSessionOptions, HeaderPatch, SessionHeader } from "./storage";
 
 /** The header of a new session, its id checked (ids become object names and file paths). */
 export function newSessionHeader(
   options: CreateSessionOptions & { parentSession?: SessionHeader["parentSession"]; createdAt?: string },
 ) {
-  const id = options.id ?? newId();
-  if (!isValidId(id)) {
-    throw new SessionError("invalid_request", "session id must be 1-128 characters of A-Z a-z 0-9 . _ : -", {
-      id,
-    });
-  }
+  const id = checkSessionId(options.id ?? newId());
   const header: SessionHeader = {
     id,
     createdAt: options.createdAt ?? nowIso(),

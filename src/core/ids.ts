@@ -1,4 +1,5 @@
 import { v7 as uuidv7 } from "uuid";
+import { SessionError } from "./errors";
 
 /**
  * Entry and session ids: 1–128 chars of `A-Z a-z 0-9 . _ : -` (pi's 8-hex ids fit), not only dots
@@ -8,6 +9,19 @@ export const ID_PATTERN = /^(?!\.+$)[A-Za-z0-9._:-]{1,128}$/;
 
 export function isValidId(value: unknown): value is string {
   return typeof value === "string" && ID_PATTERN.test(value);
+}
+
+/**
+ * Session ids name objects, folders and URL segments, so every way in checks them here: an
+ * `invalid_request` for anything but the id syntax.
+ */
+export function checkSessionId(id: string): string {
+  if (!isValidId(id)) {
+    throw new SessionError("invalid_request", "session id must be 1-128 characters of A-Z a-z 0-9 . _ : -", {
+      id,
+    });
+  }
+  return id;
 }
 
 // Random bytes drawn in bulk: one getRandomValues call per 1,024 ids instead of one per id

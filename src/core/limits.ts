@@ -1,4 +1,4 @@
-/** Limits of SPEC §8, enforced by every backend and by the HTTP edge. */
+/** Size limits of entries, bodies and batches, enforced by every backend and by the HTTP edge. */
 export const MAX_ENTRY_BYTES = 16 * 1024 * 1024;
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
 export const MAX_BATCH_ENTRIES = 1000;

@@ -1,7 +1,7 @@
 import type { AgentMessage, AssistantMessage, Usage } from "./messages";
 
 /*
- * Token estimates (SPEC §4, Compaction): about four characters a token; an image counts as 1,200
+ * Token estimates: about four characters a token; an image counts as 1,200
  * tokens; a tool call as its name and JSON arguments; thinking as its text. The same estimate
  * drives compaction on the server and `compactIfNeeded` in clients.
  */

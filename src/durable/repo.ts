@@ -24,11 +24,10 @@ import type {
 } from "../core";
 import {
   buildTree,
+  checkSessionId,
   forkExtras,
-  isValidId,
   newSessionHeader,
   Session,
-  SessionError,
   unwrap,
   writeImport,
 } from "../core";
@@ -41,14 +40,6 @@ import type { SessionObject } from "./session-object";
 /** Unwraps an RPC answer; structured clone turns `Result<T>` into a type RPC stubs describe loosely. */
 async function call<T>(answer: Promise<unknown>): Promise<T> {
   return unwrap((await answer) as Result<T>);
-}
-
-function checkSessionId(id: string): void {
-  if (!isValidId(id)) {
-    throw new SessionError("invalid_request", "session id must be 1-128 characters of A-Z a-z 0-9 . _ : -", {
-      id,
-    });
-  }
 }
 
 /**

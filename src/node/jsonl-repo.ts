@@ -12,6 +12,7 @@ import type {
   SessionRepo,
 } from "../core";
 import {
+  isValidId,
   newSessionHeader,
   pageSessions,
   Session,
@@ -21,7 +22,7 @@ import {
 } from "../core";
 import { errnoCode, ioError } from "./errno";
 import { JSONLStorage } from "./jsonl-storage";
-import { isSessionFolderName, sessionFolder, sessionsFolder } from "./layout";
+import { sessionFolder, sessionsFolder } from "./layout";
 import { metadataFile, metadataInfo, readMetadata } from "./metadata";
 
 /** metadata.json files read at once by `list`: enough to overlap I/O, few enough for the fd limit. */
@@ -98,9 +99,7 @@ export class JSONLRepo implements SessionRepo {
     let names: string[];
     try {
       const found = await readdir(folder, { withFileTypes: true });
-      names = found
-        .filter((dirent) => dirent.isDirectory() && isSessionFolderName(dirent.name))
-        .map((d) => d.name);
+      names = found.filter((dirent) => dirent.isDirectory() && isValidId(dirent.name)).map((d) => d.name);
     } catch (error) {
       if (errnoCode(error) !== "ENOENT") throw ioError("listing", folder, error);
       names = [];

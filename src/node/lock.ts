@@ -27,8 +27,8 @@ const ATTEMPTS = 3;
  * A lock left by a process that no longer runs on this host is taken over; a lock from another
  * host is always respected, since its process cannot be checked from here.
  *
- * The error for a held lock is `forbidden`: the caller may not write this session now. No code of
- * SPEC §7 means "locked" (`leaf_conflict` is about `If-Match`, `already_exists` about ids).
+ * The error for a held lock is `forbidden`: the caller may not write this session now. No error
+ * code means "locked" (`leaf_conflict` is about `If-Match`, `already_exists` about ids).
  */
 export class SessionLock {
   private constructor(

@@ -2,7 +2,7 @@ import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createClient } from "../../src/client";
 import type { Session } from "../../src/core";
-import { compactIfNeeded, NavigationError, navigateTree, parseNative, SessionError } from "../../src/core";
+import { compactIfNeeded, parseNative, SessionError } from "../../src/core";
 import { assistant, user } from "../conformance/fixtures";
 import { KEY_A, sid } from "./helpers";
 
@@ -98,7 +98,7 @@ describe("client", () => {
     );
   });
 
-  it("helps an agent loop: compactIfNeeded and navigateTree", async () => {
+  it("helps an agent loop: compactIfNeeded, and a navigation whose summary fails moves nothing", async () => {
     const client = createClient({ baseUrl: "http://sessions.test", token: KEY_A, fetch: worker });
     const session: Session = await client.create({ id: sid() });
     await session.appendMessage(user("small"));
@@ -112,14 +112,16 @@ describe("client", () => {
     expect(result.compacted).toBe(true);
     const failing = { name: "down", summarize: async () => Promise.reject(new Error("model down")) };
     const first = (await session.getBranch())[0]?.id as string;
+    const leaf = await session.getLeafId();
     let caught: unknown;
     try {
-      await navigateTree(session, first, { summarize: true, summarizer: failing });
+      await session.navigate(first, { summarize: true, summarizer: failing });
     } catch (error) {
       caught = error;
     }
-    expect(caught).toBeInstanceOf(NavigationError);
-    expect((caught as NavigationError).code).toBe("branch_summary");
-    expect((await navigateTree(session, first, { summarize: false })).leafId).toBe(first);
+    expect(caught).toBeInstanceOf(SessionError);
+    expect((caught as SessionError).code).toBe("branch_summary_failed");
+    expect(await session.getLeafId()).toBe(leaf);
+    expect((await session.navigate(first, { summarize: false })).leafId).toBe(first);
   });
 });

@@ -1,15 +1,21 @@
+import { z } from "zod";
 import { headFor } from "./append";
-import type { CompactionSettings } from "./compaction";
-import { formatFileLists, prepareBranchSummary, prepareCompaction } from "./compaction";
-import type { BranchSummaryEntry, CompactionEntry, EntryInput, LeafEntry, StoredEntry } from "./entries";
+import { CompactionSettings, formatFileLists, prepareBranchSummary, prepareCompaction } from "./compaction";
+import type { CompactionEntry, EntryInput, StoredEntry } from "./entries";
+import { BranchSummaryEntry, Id, LeafEntry, stored } from "./entries";
 import { SessionError } from "./errors";
-import type { AppendOptions, Position, SessionStorage } from "./storage";
+import type { AppendOptions, SessionStorage } from "./storage";
+import { Position } from "./storage";
 import type { Summarizer, SummaryRequest, SummaryResult } from "./summarizers/summarizer";
 
-export interface CompactOptions extends CompactionSettings {
-  /** The summary text itself; no summarizer is called. */
-  summary?: string;
-  customInstructions?: string;
+/** What a caller asks of a compaction (the service's request body). */
+export const CompactRequest = CompactionSettings.extend({
+  summary: z.string().optional().meta({ description: "the summary itself; no summarizer is called" }),
+  customInstructions: z.string().optional(),
+}).strict();
+export type CompactRequest = z.infer<typeof CompactRequest>;
+
+export interface CompactOptions extends CompactRequest {
   summarizer?: Summarizer;
   signal?: AbortSignal;
 }
@@ -79,25 +85,33 @@ export async function compactSession(
   }
 }
 
-export interface NavigateOptions {
-  position?: Position;
-  /** Summarize the branch being left and append the summary under the target. */
-  summarize?: boolean;
+/** What a caller asks of a navigation (the service's request body, beside the target). */
+export const NavigateRequest = z
+  .object({
+    position: Position.optional(),
+    summarize: z.boolean().optional().meta({ description: "summarize the branch left, under the target" }),
+    customInstructions: z.string().optional(),
+  })
+  .strict();
+
+export interface NavigateOptions extends z.infer<typeof NavigateRequest> {
   /** The branch summary text itself; no summarizer is called. */
   summary?: string;
-  customInstructions?: string;
   summarizer?: Summarizer;
   expectedLeafId?: string | null;
   signal?: AbortSignal;
 }
 
-export interface NavigateResult {
-  leafId: string | null;
-  /** The branch summary written, if any (it is then the leaf). */
-  entry?: StoredEntry<BranchSummaryEntry>;
-  /** The `leaf` record written when the head simply moved. */
-  record?: StoredEntry<LeafEntry>;
-}
+export const NavigateResult = z.object({
+  leafId: Id.nullable(),
+  entry: stored(BranchSummaryEntry)
+    .optional()
+    .meta({ description: "the branch summary written, if any (it is then the leaf)" }),
+  record: stored(LeafEntry)
+    .optional()
+    .meta({ description: "the leaf record written when the head simply moved" }),
+});
+export type NavigateResult = z.infer<typeof NavigateResult>;
 
 /**
  * Moves the head to `targetId`. With `summarize`, the entries from the

@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { buildSessionContext, latestCompaction, projectEntries } from "./context";
 import type { CompactionEntry, TreeEntry } from "./entries";
 import { SessionError } from "./errors";
@@ -13,11 +14,14 @@ import { estimateContextTokens, estimateTokens } from "./tokens";
 
 export const DEFAULT_KEEP_RECENT_TOKENS = 20_000;
 
-export interface CompactionSettings {
-  keepRecentTokens?: number;
-  /** Also store the kept messages, as projected, in the entry (`retainedTail`). */
-  retainTail?: boolean;
-}
+export const CompactionSettings = z.object({
+  keepRecentTokens: z.number().int().nonnegative().optional().meta({ description: "default 20000" }),
+  retainTail: z
+    .boolean()
+    .optional()
+    .meta({ description: "also store the kept messages, as projected, in the entry (retainedTail)" }),
+});
+export type CompactionSettings = z.infer<typeof CompactionSettings>;
 
 export interface FileLists {
   readFiles: string[];

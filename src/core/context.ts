@@ -1,19 +1,25 @@
+import { z } from "zod";
 import type { CompactionEntry, CustomEntry, TreeEntry } from "./entries";
-import type { AgentMessage, ThinkingLevel } from "./messages";
+import type { AgentMessage } from "./messages";
+import { AgentMessage as AgentMessageSchema, ThinkingLevel } from "./messages";
 
-export interface ModelRef {
-  provider: string;
-  modelId: string;
-}
+export const ModelRef = z.object({ provider: z.string(), modelId: z.string() });
+export type ModelRef = z.infer<typeof ModelRef>;
+
+/** A message as a context carries it: pi-ai's roles checked, any other role kept as it is. */
+const ContextMessage: z.ZodType<AgentMessage> = AgentMessageSchema;
 
 /** What to send to a model: the system prompt, the messages, and the settings of the path. */
-export interface SessionContext {
-  systemPrompt: string;
-  messages: AgentMessage[];
-  thinkingLevel: ThinkingLevel;
-  model: ModelRef | null;
-  activeToolNames: string[] | null;
-}
+export const SessionContext = z
+  .object({
+    systemPrompt: z.string(),
+    messages: z.array(ContextMessage),
+    thinkingLevel: ThinkingLevel,
+    model: ModelRef.nullable(),
+    activeToolNames: z.array(z.string()).nullable(),
+  })
+  .meta({ id: "SessionContext" });
+export type SessionContext = z.infer<typeof SessionContext>;
 
 /** What a context carries besides the system prompt and the messages: the path's settings. */
 export type ContextSettings = Omit<SessionContext, "systemPrompt" | "messages">;

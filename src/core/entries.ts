@@ -164,6 +164,13 @@ export function isTreeEntry<E extends SessionEntry>(entry: E): entry is Exclude<
 }
 
 /** `entry` without its store-assigned `seq`. */
+/** The schema of an entry as stored: the entry and its `seq`. */
+export function stored<S extends z.ZodType<SessionEntry>>(schema: S) {
+  return schema.and(z.object({ seq: z.number().int() }));
+}
+
+export const StoredEntry = stored(SessionEntry).meta({ id: "StoredEntry" });
+
 export function withoutSeq(entry: StoredEntry | SessionEntry): SessionEntry {
   if (!("seq" in entry)) return entry;
   const { seq: _seq, ...rest } = entry;

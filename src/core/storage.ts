@@ -1,7 +1,8 @@
 import { z } from "zod";
 import type { EntryInput, EntryType, LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "./entries";
-import { Id, Timestamp } from "./entries";
+import { EntryType as EntryTypeSchema, Id, Timestamp } from "./entries";
 import type { ImportedSession } from "./interchange";
+import { MAX_ENTRIES_PAGE, MAX_SESSIONS_PAGE } from "./limits";
 import type { Session } from "./session";
 import type { TreeNode } from "./tree";
 
@@ -65,28 +66,40 @@ export const SessionInfo = z
   .meta({ id: "SessionInfo" });
 export type SessionInfo = z.infer<typeof SessionInfo>;
 
-export interface CreateSessionOptions {
-  id?: string;
-  name?: string;
-  systemPrompt?: string;
-  metadata?: Record<string, unknown>;
-}
+export const CreateSessionOptions = z
+  .object({
+    id: Id.optional(),
+    name: z.string().optional(),
+    systemPrompt: z.string().optional(),
+    metadata: Metadata.optional(),
+  })
+  .strict();
+export type CreateSessionOptions = z.infer<typeof CreateSessionOptions>;
 
-export interface HeaderPatch {
-  /** `null` removes the session's own system prompt. */
-  systemPrompt?: string | null;
-  metadata?: Record<string, unknown>;
-  /** `null` turns automatic compaction off. */
-  autoCompact?: AutoCompactSettings | null;
-}
+export const HeaderPatch = z
+  .object({
+    systemPrompt: z.string().nullable().optional().meta({ description: "null removes it" }),
+    metadata: Metadata.optional().meta({ description: "replaces the metadata" }),
+    autoCompact: AutoCompactSettings.nullable().optional().meta({
+      description:
+        "compact by itself when the context passes contextWindow - reserveTokens; null turns it off",
+    }),
+  })
+  .strict();
+export type HeaderPatch = z.infer<typeof HeaderPatch>;
 
-export interface EntryQuery {
-  /** Only entries with a larger `seq` (a cursor from the previous page). */
-  after?: number;
-  /** At most this many entries (default 100). */
-  limit?: number;
-  type?: EntryType | readonly EntryType[];
-}
+/** A change to a session: its header, and its name (a `session_info` entry). */
+export const SessionPatch = HeaderPatch.extend({
+  name: z.string().optional().meta({ description: "appends a session_info entry; blank clears the name" }),
+}).strict();
+export type SessionPatch = z.infer<typeof SessionPatch>;
+
+export const EntryQuery = z.object({
+  after: z.coerce.number().int().min(0).optional().meta({ description: "a seq: entries after it" }),
+  limit: z.coerce.number().int().min(1).max(MAX_ENTRIES_PAGE).optional().meta({ description: "default 100" }),
+  type: z.union([EntryTypeSchema, z.array(EntryTypeSchema).readonly()]).optional(),
+});
+export type EntryQuery = z.infer<typeof EntryQuery>;
 
 export interface AppendOptions {
   /** Write only if the leaf is still this (`null`: the session has no leaf). */
@@ -106,31 +119,32 @@ export interface AppendResult {
   created: boolean;
 }
 
-export type Position = "at" | "before";
+/** `before` on a user message means its parent: the head to edit and resend it from. */
+export const Position = z.enum(["at", "before"]);
+export type Position = z.infer<typeof Position>;
 
 export interface LeafOptions extends AppendOptions {
-  /** `before` on a user message moves the head to its parent, to edit and resend it. */
   position?: Position;
 }
 
-export interface ForkOptions {
-  position?: Position;
-  /** Id of the new session (a fresh one when absent). */
-  id?: string;
-  /** Name of the new session (the source's name carries over when absent). */
-  name?: string;
-}
+export const ForkOptions = z
+  .object({
+    position: Position.optional(),
+    id: Id.optional().meta({ description: "id of the new session (a fresh one when absent)" }),
+    name: z.string().optional().meta({ description: "the source's name carries over when absent" }),
+  })
+  .strict();
+export type ForkOptions = z.infer<typeof ForkOptions>;
 
-export interface ListOptions {
-  limit?: number;
-  cursor?: string | null;
-  order?: "updated" | "created";
-}
+export const ListOptions = z.object({
+  limit: z.coerce.number().int().min(1).max(MAX_SESSIONS_PAGE).optional().meta({ description: "default 50" }),
+  cursor: z.string().nullable().optional(),
+  order: z.enum(["updated", "created"]).optional().meta({ description: "newest first; default updated" }),
+});
+export type ListOptions = z.infer<typeof ListOptions>;
 
-export interface SessionPage {
-  sessions: SessionInfo[];
-  nextCursor: string | null;
-}
+export const SessionPage = z.object({ sessions: z.array(SessionInfo), nextCursor: z.string().nullable() });
+export type SessionPage = z.infer<typeof SessionPage>;
 
 /**
  * Where one session's entries live: the primitives a backend provides (header, leaf, reading

@@ -13,7 +13,7 @@ export interface TreeNode {
   children: TreeNode[];
 }
 
-export const TreeNodeSchema: z.ZodType<TreeNode> = z
+export const TreeNode: z.ZodType<TreeNode> = z
   .object({
     id: Id,
     parentId: Id.nullable(),
@@ -22,7 +22,7 @@ export const TreeNodeSchema: z.ZodType<TreeNode> = z
     role: z.string().optional(),
     label: z.string().optional(),
     get children() {
-      return z.array(TreeNodeSchema);
+      return z.array(TreeNode);
     },
   })
   .meta({ id: "TreeNode" });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { EntryInput, EntryType, LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "./entries";
+import type { EntryInput, LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "./entries";
 import { EntryType as EntryTypeSchema, Id, Timestamp } from "./entries";
 import type { ImportedSession } from "./interchange";
 import { MAX_ENTRIES_PAGE, MAX_SESSIONS_PAGE } from "./limits";

@@ -29,7 +29,8 @@ export default defineConfig({
   test: {
     name: "workers",
     include: ["test/workers/**/*.test.ts"],
-    globalSetup: ["./test/support/fake-llm.setup.ts"],
+    // The Worker serves the viewer's bundle, which must be built before it loads.
+    globalSetup: ["./test/support/fake-llm.setup.ts", "./scripts/build-viewer.mjs"],
     testTimeout: 60_000,
   },
 });

@@ -1,6 +1,8 @@
 // Bundles the library entry points and the command line for Node (dist/), so `npx cf-sessions`
-// and `import "cf-sessions/node"` work without a TypeScript toolchain. Workers import the sources.
+// and `import "cf-sessions/node"` work without a TypeScript toolchain. Workers import the sources,
+// and the viewer's bundle among them (scripts/build-viewer.mjs).
 import { build } from "esbuild";
+import { buildViewer } from "./build-viewer.mjs";
 
 // Dependencies (zod, uuid, hono) stay imports: they are installed with the package.
 const common = {
@@ -26,3 +28,4 @@ await build({
   outdir: "dist",
   banner: { js: "#!/usr/bin/env node" },
 });
+await buildViewer();

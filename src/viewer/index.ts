@@ -1,11 +1,12 @@
 import { Hono } from "hono";
+import { viewerScript } from "./browser-bundle.js";
 import { viewerPage } from "./page";
-import { viewerScript } from "./script";
 import { viewerStyle } from "./style";
 
 /*
  * The session viewer: one HTML page, its script and its stylesheet, all served by the Worker
- * itself (no build step, no CDN). The page talks to the /v1 API with the caller's own
+ * itself (nothing from a CDN). The script is the TypeScript in ./browser, bundled when the Worker
+ * is built (scripts/build-viewer.mjs). The page talks to the /v1 API with the caller's own
  * credentials, so it needs no route of its own beyond these three.
  */
 

@@ -1,6 +1,6 @@
-/** The viewer's stylesheet. Tree rows have one fixed height: the virtual list depends on it. */
-export const TREE_ROW_HEIGHT = 28;
+import { TREE_ROW_HEIGHT } from "./tree-row-height";
 
+/** The viewer's stylesheet; tree rows are drawn at TREE_ROW_HEIGHT, which the script relies on. */
 // biome-ignore lint/complexity/noUselessStringRaw: browser code, kept raw so a backslash added later reaches the page as written
 export const viewerStyle = String.raw`
 :root {

@@ -189,7 +189,11 @@ describe("the session viewer", () => {
     const context = await request(service.url, "GET", "/v1/sessions/viewer-demo/context?leafId=q2");
     const shown = page.locator("#context");
     expect(Number(await shown.getAttribute("data-message-count"))).toBe(context.messages.length);
-    const tokens = context.messages.reduce((sum: number, m: AgentMessage) => sum + estimateTokens(m), 0);
+    // Every message shows its own estimate (a tool result under its call), and the context's is their sum.
+    const figures = await shown.locator("article > header .tokens, .tool-result > summary").allTextContents();
+    expect(figures).toHaveLength(context.messages.length);
+    const tokens = figures.reduce((sum, text) => sum + tokenFigure(text), 0);
+    expect(tokens).toBeGreaterThan(1200); // the image alone counts 1,200
     expect(Number(await shown.getAttribute("data-token-estimate"))).toBe(tokens);
     expect(await shown.locator(".token-estimate").textContent()).toBe(
       `≈ ${tokens.toLocaleString("en-US")} tokens`,
@@ -393,6 +397,11 @@ describe("the session viewer", () => {
     await expect.poll(() => row(page, "m9999").getAttribute("class")).toContain("leaf");
     await page.waitForSelector('#context[data-context-for="m9999"]:not([aria-busy])', { timeout: 20_000 });
     expect(await page.getAttribute("#context", "data-message-count")).toBe("10000");
+    // Only the newest messages are drawn, but the estimate is of all 10,000.
+    expect(await page.locator("#context article").count()).toBe(200);
+    const { messages } = await request(service.url, "GET", "/v1/sessions/viewer-big/context?leafId=m9999");
+    const tokens = messages.reduce((sum: number, m: AgentMessage) => sum + estimateTokens(m), 0);
+    expect(Number(await page.getAttribute("#context", "data-token-estimate"))).toBe(tokens);
     await screenshot(page, "viewer-10k");
 
     // Expanded, the run row is followed by every entry, but only those in view are in the DOM.
@@ -421,6 +430,13 @@ describe("the session viewer", () => {
     expect(pageErrors).toEqual([]);
   });
 });
+
+/** The figure of an estimate as the page writes it: "≈ 1,234 tokens". */
+function tokenFigure(text: string): number {
+  const match = /≈ ([\d,]+) tokens?/.exec(text);
+  if (!match?.[1]) throw new Error(`no token estimate in "${text}"`);
+  return Number(match[1].replaceAll(",", ""));
+}
 
 interface Node {
   id: string;

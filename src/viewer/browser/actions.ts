@@ -1,0 +1,96 @@
+import { navigate } from "./address";
+import { session } from "./api";
+import { count, h } from "./dom";
+import { select, updateEntryPane } from "./entry-pane";
+import { clearError, showError } from "./error-bar";
+import { els } from "./page-elements";
+import { listFirst } from "./session-list";
+import { refreshSession } from "./session-view";
+import { view } from "./view-state";
+
+/* What the page writes: move the leaf, fork, set or clear a label, compact. */
+
+/** Runs an action from a button: the button waits, and a failure is shown in words. */
+export async function act(button: HTMLButtonElement | null, action: () => Promise<unknown>): Promise<void> {
+  if (button) button.disabled = true;
+  try {
+    clearError();
+    await action();
+  } catch (error) {
+    showError(error);
+  } finally {
+    if (button) button.disabled = false;
+    updateEntryPane();
+  }
+}
+
+/** The open session and its selected entry, which every action here starts from. */
+function selection(): { sessionId: string; entryId: string } {
+  const { sessionId, selectedId } = view;
+  if (!sessionId || !selectedId) throw new Error("select an entry first");
+  return { sessionId, entryId: selectedId };
+}
+
+function writeLabel(label: string, button: HTMLButtonElement | null): Promise<void> {
+  return act(button, async () => {
+    const { sessionId, entryId } = selection();
+    // A label entry without a label (or a blank one) clears it.
+    await session(sessionId).appendEntry(
+      label ? { type: "label", targetId: entryId, label } : { type: "label", targetId: entryId },
+    );
+    els.labelInput.blur();
+    await refreshSession();
+  });
+}
+
+export function installActions(): void {
+  els.moveLeafButton.addEventListener("click", () =>
+    act(els.moveLeafButton, async () => {
+      const { sessionId, entryId } = selection();
+      await session(sessionId).setLeafId(entryId);
+      await refreshSession();
+    }),
+  );
+
+  els.forkButton.addEventListener("click", () =>
+    act(els.forkButton, async () => {
+      const { sessionId, entryId } = selection();
+      const fork = await (await session(sessionId).fork(entryId)).getInfo();
+      listFirst(fork);
+      navigate(fork.id, fork.leafId);
+    }),
+  );
+
+  els.labelForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const button = event.submitter instanceof HTMLButtonElement ? event.submitter : null;
+    void writeLabel(els.labelInput.value.trim(), button);
+  });
+  els.labelClear.addEventListener("click", () => writeLabel("", els.labelClear));
+
+  els.compactButton.addEventListener("click", () =>
+    act(els.compactButton, async () => {
+      const sessionId = view.sessionId;
+      if (!sessionId) return;
+      els.compactionNotice.hidden = true;
+      const entry = await session(sessionId).compact();
+      els.compactionNotice.replaceChildren(
+        h("button", {
+          type: "button",
+          class: "notice-dismiss",
+          text: "Dismiss",
+          onclick: () => {
+            els.compactionNotice.hidden = true;
+          },
+        }),
+        h("h3", {
+          text: `Compacted: ≈ ${count(entry.tokensBefore || 0, "token")} before, kept from ${entry.firstKeptEntryId || "the start"}`,
+        }),
+        h("div", { class: "compaction-summary", text: entry.summary }),
+      );
+      els.compactionNotice.hidden = false;
+      await refreshSession();
+      select(entry.id, { reveal: true });
+    }),
+  );
+}

@@ -1,0 +1,59 @@
+import { act, installActions } from "./actions";
+import { addressOf, readAddress } from "./address";
+import { changeToken } from "./api-key";
+import { select, showNoEntry } from "./entry-pane";
+import { clearError, showError } from "./error-bar";
+import { els } from "./page-elements";
+import { loadSessions, renderSessions } from "./session-list";
+import { openSession, POLL_MS, poll, refreshSession } from "./session-view";
+import { installTreeEvents } from "./tree-view";
+import { view } from "./view-state";
+
+/*
+ * The viewer's script: the session list, the tree of the open session, the context of the
+ * selected entry and the actions on it. It talks to the /v1 API with the caller's own key.
+ */
+
+installTreeEvents(select);
+installActions();
+
+window.addEventListener("hashchange", () => {
+  const address = readAddress();
+  if (address.session && address.session !== view.sessionId) void openSession(address.session, address.entry);
+  else if (address.entry && address.entry !== view.selectedId) select(address.entry, { reveal: true });
+});
+
+els.sessionFilter.addEventListener("input", renderSessions);
+els.sessionsMore.addEventListener("click", () => act(els.sessionsMore, () => loadSessions(true)));
+els.sessionsRefresh.addEventListener("click", () => act(els.sessionsRefresh, () => loadSessions(false)));
+els.errorDismiss.addEventListener("click", clearError);
+els.tokenButton.addEventListener("click", async () => {
+  if (await changeToken()) {
+    await act(null, async () => {
+      await loadSessions(false);
+      if (view.sessionId) await refreshSession();
+    });
+  }
+});
+
+// Nothing fails silently: whatever escaped an action is still shown.
+window.addEventListener("unhandledrejection", (event) => showError(event.reason));
+
+async function start(): Promise<void> {
+  const address = readAddress();
+  if (address.session) void openSession(address.session, address.entry);
+  else showNoEntry();
+  try {
+    const sessions = await loadSessions(false);
+    const [newest] = sessions;
+    if (!address.session && !view.sessionId && newest) {
+      history.replaceState(null, "", addressOf(newest.id));
+      void openSession(newest.id);
+    }
+  } catch (error) {
+    showError(error);
+  }
+  setInterval(poll, POLL_MS);
+}
+
+void start();

@@ -1,0 +1,137 @@
+import type { SessionInfo, TreeNode } from "../../core";
+import { session } from "./api";
+import { ago, count, fullTime } from "./dom";
+import { select, showNoEntry, updateEntryPane } from "./entry-pane";
+import { clearError, showError } from "./error-bar";
+import { els } from "./page-elements";
+import { renderSessions, updateListedSession } from "./session-list";
+import { indexTree, pathTo } from "./tree-rows";
+import { loadDetails, rebuildRows, renderTree } from "./tree-view";
+import { view } from "./view-state";
+
+/*
+ * The open session: opening one, taking a fresh copy of its tree, and the 2-second poll that
+ * takes one when the session changed.
+ */
+
+export const POLL_MS = 2000;
+
+export async function openSession(sessionId: string, entryId?: string | null): Promise<void> {
+  const switching = sessionId !== view.sessionId;
+  const generation = ++view.generation;
+  if (switching) {
+    view.sessionId = sessionId;
+    view.info = null;
+    view.roots = [];
+    view.nodes = new Map();
+    view.rows = [];
+    view.rowIndex = new Map();
+    view.expanded = new Set();
+    view.selectedId = null;
+    view.activeIndex = -1;
+    view.previews = new Map();
+    view.previewQueue = [];
+    view.previewLoading = new Set();
+    view.detailsAfter = undefined;
+    els.tree.scrollTop = 0;
+    els.sessionTitle.textContent = sessionId;
+    els.sessionMeta.textContent = "Loading…";
+    els.compactionNotice.hidden = true;
+    delete els.tree.dataset.renderedSession;
+    clearError();
+    renderTree();
+    showNoEntry();
+    renderSessions();
+  }
+  try {
+    const storage = session(sessionId);
+    const [info, roots] = await Promise.all([storage.getInfo(), storage.getTree()]);
+    if (generation !== view.generation) return;
+    applySession(info, roots);
+    if (!view.renderedOnce.has(sessionId)) {
+      view.renderedOnce.add(sessionId);
+      // What the browser test times: navigation start → this session's tree on screen.
+      performance.mark("viewer:tree-rendered", {
+        detail: { session: sessionId, rows: view.rows.length, entries: view.nodes.size },
+      });
+    }
+    els.tree.dataset.renderedSession = sessionId;
+    select(entryId && view.nodes.has(entryId) ? entryId : info.leafId, { reveal: true });
+    void loadDetails(generation);
+  } catch (error) {
+    if (generation !== view.generation) return;
+    els.sessionMeta.textContent = "";
+    showError(error, `Could not open ${sessionId}`);
+  }
+}
+
+/** Takes a fresh SessionInfo and tree; selection, open runs and scroll position stay. */
+function applySession(info: SessionInfo, roots: TreeNode[]): void {
+  view.info = info;
+  view.roots = roots;
+  view.nodes = indexTree(roots);
+  view.path = pathTo(view.nodes, info.leafId);
+  renderSessionHeader(info);
+  rebuildRows();
+  updateListedSession(info);
+  if (view.selectedId && !view.nodes.has(view.selectedId)) showNoEntry();
+  updateEntryPane();
+}
+
+function renderSessionHeader(info: SessionInfo): void {
+  els.sessionTitle.textContent = info.name || info.id;
+  const parts = [
+    info.name ? info.id : null,
+    count(info.entryCount, "entry", "entries"),
+    count(info.messageCount, "message"),
+    `updated ${ago(info.updatedAt)}`,
+    info.parentSession ? `forked from ${info.parentSession.id} at ${info.parentSession.entryId}` : null,
+  ];
+  els.sessionMeta.textContent = parts.filter(Boolean).join(" · ");
+  els.sessionMeta.title = `created ${fullTime(info.createdAt)}, updated ${fullTime(info.updatedAt)}`;
+  els.compactButton.disabled = !info.leafId;
+}
+
+/**
+ * Fetches the session again. With followLeaf, a selection that was the leaf moves with it when
+ * the leaf only went forward (an agent appending): watching a live session keeps showing its end.
+ */
+export async function refreshSession(knownInfo?: SessionInfo, followLeaf = false): Promise<void> {
+  const sessionId = view.sessionId;
+  if (!sessionId) return;
+  const generation = view.generation;
+  // The leaf, when the selection is on it.
+  const selectedLeaf =
+    view.selectedId !== null && view.selectedId === view.info?.leafId ? view.selectedId : null;
+  const storage = session(sessionId);
+  const [info, roots] = await Promise.all([knownInfo ?? storage.getInfo(), storage.getTree()]);
+  if (generation !== view.generation) return;
+  applySession(info, roots);
+  void loadDetails(generation);
+  if (followLeaf && selectedLeaf && info.leafId !== selectedLeaf && view.path.has(selectedLeaf)) {
+    select(info.leafId, { reveal: true });
+  }
+}
+
+// Polling compares the cheap SessionInfo; the tree is fetched again only when it moved.
+export async function poll(): Promise<void> {
+  if (!view.sessionId || !view.info || view.polling || document.hidden) return;
+  view.polling = true;
+  const generation = view.generation;
+  try {
+    const info = await session(view.sessionId).getInfo();
+    const known = view.info;
+    if (generation !== view.generation || !known) return;
+    if (
+      info.leafId !== known.leafId ||
+      info.entryCount !== known.entryCount ||
+      info.updatedAt !== known.updatedAt
+    ) {
+      await refreshSession(info, true);
+    }
+  } catch (error) {
+    if (generation === view.generation) showError(error);
+  } finally {
+    view.polling = false;
+  }
+}

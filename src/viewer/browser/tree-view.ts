@@ -1,0 +1,320 @@
+import type { StoredEntry } from "../../core";
+import { TREE_ROW_HEIGHT } from "../tree-row-height";
+import { session } from "./api";
+import { count, fullTime, h, shortTime } from "./dom";
+import { describeEntry, kindName } from "./entry-text";
+import { showError } from "./error-bar";
+import { els } from "./page-elements";
+import { describeRun, flattenTree, type NodeRow, type Row, type RunRow } from "./tree-rows";
+import { view } from "./view-state";
+
+/*
+ * The tree as a virtual list: only the rows in view exist in the DOM, each at a fixed height,
+ * and each drawn row fetches the one line it shows about its entry.
+ */
+
+const INDENT = 18;
+// Rows drawn beyond the visible ones, so a scroll shows drawn rows before the next frame.
+const OVERSCAN = 12;
+const PREVIEW_FETCHES = 4;
+// Small entries whose details the rows show, fetched in one listing instead of one by one.
+const DETAIL_TYPES = [
+  "model_change",
+  "thinking_level_change",
+  "active_tools_change",
+  "session_info",
+  "label",
+] as const;
+const DETAIL_TYPE_SET: ReadonlySet<string> = new Set(DETAIL_TYPES);
+const DETAILS_PAGE = 1000;
+const DETAILS_MAX_PAGES = 20;
+
+export interface SelectOptions {
+  /** Scroll the entry's row to the middle of the tree. */
+  reveal?: boolean;
+  /** Wait a moment before fetching the context: the keyboard may move on at once. */
+  debounce?: boolean;
+}
+
+/** Rows again from the tree, after the tree, the leaf, the selection or an open run changed. */
+export function rebuildRows(): void {
+  view.rows = flattenTree(view.roots, view.info?.leafId ?? null, view.selectedId, view.expanded);
+  view.rowIndex = new Map();
+  view.rows.forEach((row, index) => {
+    if (row.kind === "node") view.rowIndex.set(row.node.id, index);
+  });
+  const selected = view.selectedId ? view.rowIndex.get(view.selectedId) : undefined;
+  if (selected !== undefined) view.activeIndex = selected;
+  if (view.activeIndex >= view.rows.length) view.activeIndex = view.rows.length - 1;
+  renderTree();
+}
+
+let renderPending = false;
+export function scheduleRender(): void {
+  if (renderPending) return;
+  renderPending = true;
+  requestAnimationFrame(() => {
+    renderPending = false;
+    renderTree();
+  });
+}
+
+/** Draws only the rows in view (plus OVERSCAN): the cost of a frame does not grow with the session. */
+export function renderTree(): void {
+  const total = view.rows.length;
+  els.treeSpacer.style.height = `${total * TREE_ROW_HEIGHT}px`;
+  const top = els.tree.scrollTop;
+  const height = els.tree.clientHeight || 600;
+  const first = Math.max(0, Math.floor(top / TREE_ROW_HEIGHT) - OVERSCAN);
+  const last = Math.min(total, Math.ceil((top + height) / TREE_ROW_HEIGHT) + OVERSCAN);
+  const fragment = document.createDocumentFragment();
+  for (let i = first; i < last; i++) fragment.append(rowElement(view.rows[i] as Row, i));
+  els.treeSpacer.replaceChildren(fragment);
+  els.tree.dataset.rows = String(total);
+  const active = view.rows[view.activeIndex];
+  if (active && view.activeIndex >= first && view.activeIndex < last) {
+    els.tree.setAttribute("aria-activedescendant", rowDomId(active));
+  } else {
+    els.tree.removeAttribute("aria-activedescendant");
+  }
+  requestPreviews(first, last);
+}
+
+function rowDomId(row: Row): string {
+  return row.kind === "run" ? `run-${row.key}` : `row-${row.node.id}`;
+}
+
+function rowElement(row: Row, index: number): HTMLElement {
+  const indent = h("span", { class: "indent", "aria-hidden": "true" });
+  indent.style.width = `${row.depth * INDENT}px`;
+  const el = row.kind === "run" ? runRowElement(row, indent) : nodeRowElement(row, indent);
+  el.id = rowDomId(row);
+  el.dataset.index = String(index);
+  el.setAttribute("role", "treeitem");
+  el.setAttribute("aria-level", String(row.depth + 1));
+  el.style.top = `${index * TREE_ROW_HEIGHT}px`;
+  el.style.backgroundSize = `${row.depth * INDENT}px 100%`;
+  if (index === view.activeIndex) el.classList.add("active");
+  return el;
+}
+
+function runRowElement(row: RunRow, indent: HTMLElement): HTMLElement {
+  const onPath = view.path.has(row.key);
+  row.description ??= describeRun(row.nodes);
+  const entries = count(row.nodes.length, "entry", "entries");
+  return h(
+    "div",
+    {
+      class: `row run ${onPath ? "on-path" : "off-path"}`,
+      "aria-expanded": row.expanded ? "true" : "false",
+      "aria-selected": "false",
+      "data-run": row.key,
+      title: row.description,
+    },
+    [
+      indent,
+      h("button", {
+        type: "button",
+        tabindex: "-1",
+        text: row.expanded ? "Collapse" : "Expand",
+        "aria-label": `${row.expanded ? "Collapse" : "Expand"} ${entries}`,
+      }),
+      h("span", { class: "text", text: `${row.expanded ? "▾" : "⋯"} ${entries} · ${row.description}` }),
+    ],
+  );
+}
+
+function nodeRowElement(row: NodeRow, indent: HTMLElement): HTMLElement {
+  const node = row.node;
+  const isLeaf = node.id === view.info?.leafId;
+  const classes = ["row", view.path.has(node.id) ? "on-path" : "off-path"];
+  if (isLeaf) classes.push("leaf");
+  if (node.type === "message" && node.role) classes.push(`role-${node.role}`);
+  const kind =
+    node.type === "message"
+      ? h("span", {
+          class: "kind",
+          text: node.role === "toolResult" ? "tool result" : node.role || "message",
+        })
+      : h("span", { class: `mark mark-${node.type}`, text: kindName(node.type) });
+  const preview = view.previews.get(node.id);
+  return h(
+    "div",
+    {
+      class: classes.join(" "),
+      "aria-selected": node.id === view.selectedId ? "true" : "false",
+      "data-id": node.id,
+      "data-type": node.type,
+      title: `${node.id} · ${fullTime(node.timestamp)}`,
+    },
+    [
+      indent,
+      h("span", { class: "fork", "aria-hidden": "true", text: row.fork ? "↳" : "" }),
+      kind,
+      h("span", { class: "text", text: preview ? preview.replace(/\s+/g, " ").slice(0, 300) : "" }),
+      node.label !== undefined
+        ? h("span", { class: "badge label-chip", text: node.label, "aria-label": `label ${node.label}` })
+        : null,
+      node.children.length > 1
+        ? h("span", { class: "branches", text: `${node.children.length} branches` })
+        : null,
+      isLeaf ? h("span", { class: "badge leaf-badge", text: "leaf" }) : null,
+      h("span", { class: "time", text: shortTime(node.timestamp) }),
+    ],
+  );
+}
+
+/** Details of model, thinking, tools, name and label entries, in one listing, only new ones. */
+export async function loadDetails(generation: number): Promise<void> {
+  const sessionId = view.sessionId;
+  if (!sessionId) return;
+  for (let page = 0; page < DETAILS_MAX_PAGES; page++) {
+    let entries: StoredEntry[];
+    try {
+      entries = await session(sessionId).getEntries({
+        after: view.detailsAfter,
+        limit: DETAILS_PAGE,
+        type: [...DETAIL_TYPES],
+      });
+    } catch (error) {
+      if (generation === view.generation) showError(error);
+      return;
+    }
+    if (generation !== view.generation) return;
+    for (const entry of entries) {
+      view.previews.set(entry.id, describeEntry(entry));
+      view.detailsAfter = entry.seq;
+    }
+    if (entries.length < DETAILS_PAGE) break;
+  }
+  scheduleRender();
+}
+
+// Entry payloads are not in the tree: rows in view fetch theirs, a few at a time.
+function requestPreviews(first: number, last: number): void {
+  for (let i = first; i < last; i++) {
+    const row = view.rows[i];
+    if (row?.kind !== "node") continue;
+    const id = row.node.id;
+    if (view.previews.has(id) || view.previewLoading.has(id)) continue;
+    if (DETAIL_TYPE_SET.has(row.node.type)) continue;
+    view.previewLoading.add(id);
+    view.previewQueue.push(id);
+  }
+  pumpPreviews();
+}
+
+function pumpPreviews(): void {
+  const sessionId = view.sessionId;
+  if (!sessionId) return;
+  while (view.previewActive < PREVIEW_FETCHES) {
+    const id = view.previewQueue.shift();
+    if (id === undefined) return;
+    if (!isRowInView(id)) {
+      view.previewLoading.delete(id);
+      continue;
+    }
+    view.previewActive++;
+    const previews = view.previews;
+    session(sessionId)
+      .getEntry(id)
+      .then((entry) => previews.set(id, entry ? describeEntry(entry) : ""))
+      // A row without its preview still shows its kind and time; the tree itself is what matters.
+      .catch(() => previews.set(id, ""))
+      .finally(() => {
+        view.previewActive--;
+        view.previewLoading.delete(id);
+        if (previews === view.previews) scheduleRender();
+        pumpPreviews();
+      });
+  }
+}
+
+function isRowInView(id: string): boolean {
+  const index = view.rowIndex.get(id);
+  if (index === undefined) return false;
+  const top = Math.floor(els.tree.scrollTop / TREE_ROW_HEIGHT) - OVERSCAN;
+  const bottom = Math.ceil((els.tree.scrollTop + els.tree.clientHeight) / TREE_ROW_HEIGHT) + OVERSCAN;
+  return index >= top && index < bottom;
+}
+
+export function scrollToRow(index: number, center: boolean): void {
+  const tree = els.tree;
+  const top = index * TREE_ROW_HEIGHT;
+  if (center) tree.scrollTop = Math.max(0, top - (tree.clientHeight - TREE_ROW_HEIGHT) / 2);
+  else if (top < tree.scrollTop) tree.scrollTop = top;
+  else if (top + TREE_ROW_HEIGHT > tree.scrollTop + tree.clientHeight) {
+    tree.scrollTop = top + TREE_ROW_HEIGHT - tree.clientHeight;
+  }
+}
+
+function toggleRun(row: RunRow): void {
+  if (row.expanded) for (const node of row.nodes) view.expanded.delete(node.id);
+  else for (const node of row.nodes) view.expanded.add(node.id);
+  rebuildRows();
+}
+
+/** The row a key moves the keyboard to, or undefined when the key is not for moving. */
+function rowAfterKey(key: string, index: number): number | undefined {
+  const lastRow = view.rows.length - 1;
+  const page = Math.floor(els.tree.clientHeight / TREE_ROW_HEIGHT);
+  switch (key) {
+    case "ArrowDown":
+      return Math.min(lastRow, index + 1);
+    case "ArrowUp":
+      return Math.max(0, index - 1);
+    case "Home":
+      return 0;
+    case "End":
+      return lastRow;
+    case "PageDown":
+      return Math.min(lastRow, index + page);
+    case "PageUp":
+      return Math.max(0, index - page);
+    default:
+      return undefined;
+  }
+}
+
+/** Clicks, the keyboard and scrolling on the tree; selecting an entry is the caller's. */
+export function installTreeEvents(select: (id: string, options?: SelectOptions) => void): void {
+  els.tree.addEventListener("scroll", scheduleRender, { passive: true });
+  window.addEventListener("resize", scheduleRender);
+
+  els.tree.addEventListener("click", (event) => {
+    const el = event.target instanceof Element ? event.target.closest<HTMLElement>(".row") : null;
+    if (!el) return;
+    const index = Number(el.dataset.index);
+    const row = view.rows[index];
+    if (!row) return;
+    view.activeIndex = index;
+    if (row.kind === "run") toggleRun(row);
+    else select(row.node.id);
+    els.tree.focus({ preventScroll: true });
+  });
+
+  els.tree.addEventListener("keydown", (event) => {
+    if (view.rows.length === 0) return;
+    const index =
+      view.activeIndex < 0
+        ? ((view.selectedId ? view.rowIndex.get(view.selectedId) : undefined) ?? 0)
+        : view.activeIndex;
+    const row = view.rows[index];
+    const key = event.key;
+    if (key === "ArrowRight" || key === "ArrowLeft" || key === "Enter" || key === " ") {
+      if (row?.kind === "run") {
+        if (key === "Enter" || key === " " || (key === "ArrowRight") !== row.expanded) toggleRun(row);
+        event.preventDefault();
+      }
+      return;
+    }
+    const next = rowAfterKey(key, index);
+    if (next === undefined) return;
+    event.preventDefault();
+    view.activeIndex = next;
+    scrollToRow(next, false);
+    const target = view.rows[next];
+    if (target?.kind === "node") select(target.node.id, { debounce: true });
+    else renderTree();
+  });
+}

@@ -1,0 +1,41 @@
+import type { SessionInfo, TreeNode } from "../../core";
+import type { Row } from "./tree-rows";
+
+/* What the page shows, in one place: the modules that draw it read and update these. */
+
+/** The tenant's sessions, as far as the listing was paged. */
+export const list = {
+  sessions: [] as SessionInfo[],
+  nextCursor: null as string | null,
+};
+
+/** The open session: its tree, the rows drawn from it, the selection and what is being fetched. */
+export const view = {
+  sessionId: null as string | null,
+  info: null as SessionInfo | null,
+  roots: [] as TreeNode[],
+  nodes: new Map<string, TreeNode>(),
+  /** Ids on the path root → leaf. */
+  path: new Set<string>(),
+  rows: [] as Row[],
+  /** The row of each entry that has one. */
+  rowIndex: new Map<string, number>(),
+  /** Entries of the runs the person opened. */
+  expanded: new Set<string>(),
+  selectedId: null as string | null,
+  /** The row the keyboard is on. */
+  activeIndex: -1,
+  // Bumped whenever a session is opened: answers meant for an earlier view are dropped.
+  generation: 0,
+  contextRequest: 0,
+  polling: false,
+  /** One line about each entry whose row was drawn, by id. */
+  previews: new Map<string, string>(),
+  previewQueue: [] as string[],
+  previewLoading: new Set<string>(),
+  previewActive: 0,
+  /** The seq of the last entry the detail listing returned. */
+  detailsAfter: undefined as number | undefined,
+  /** Sessions whose tree was drawn at least once since the page loaded. */
+  renderedOnce: new Set<string>(),
+};

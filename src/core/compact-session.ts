@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { headFor } from "./append";
 import { CompactionSettings, formatFileLists, prepareBranchSummary, prepareCompaction } from "./compaction";
 import type { CompactionEntry, EntryInput, StoredEntry } from "./entries";

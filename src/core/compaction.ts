@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { buildSessionContext, latestCompaction, projectEntries } from "./context";
 import type { CompactionEntry, TreeEntry } from "./entries";
 import { SessionError } from "./errors";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { CompactionEntry, CustomEntry, TreeEntry } from "./entries";
 import type { AgentMessage } from "./messages";
 import { AgentMessage as AgentMessageSchema, ThinkingLevel } from "./messages";

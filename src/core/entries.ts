@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ID_PATTERN } from "./ids";
 import { AgentMessage, ImageContent, SummaryUsage, TextContent, ThinkingLevel } from "./messages";
 

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /*
  * pi-ai compatible messages. Known roles are validated field by field; every object is loose, so

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { Id, Timestamp } from "./entries";
 import type { ImportedSession } from "./interchange";
 import { checkImportEntries, leafAfter, sessionEntries } from "./interchange";

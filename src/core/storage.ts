@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { EntryInput, LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "./entries";
 import { EntryType as EntryTypeSchema, Id, Timestamp } from "./entries";
 import type { ImportedSession } from "./interchange";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { EntryType } from "./entries";
 import { EntryType as EntryTypeSchema, Id, Timestamp } from "./entries";
 

@@ -1,6 +1,6 @@
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import type { EntryInput } from "../core";
 import {
   checkFormat,

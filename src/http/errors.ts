@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { z } from "zod";
+import * as z from "zod";
 import type { ErrorBody, ErrorCode } from "../core";
 import { ERROR_STATUS, newId, SessionError } from "../core";
 

@@ -1,4 +1,4 @@
-import { createClient, type RemoteStorage } from "../../client";
+import { createClient, RemoteSession } from "../../client";
 import { SessionError } from "../../core";
 import { fetchWithKey } from "./api-key";
 
@@ -9,8 +9,8 @@ import { fetchWithKey } from "./api-key";
 
 export const client = createClient({ baseUrl: location.origin, fetch: fetchWithKey });
 
-export function session(id: string): RemoteStorage {
-  return client.storage(id);
+export function session(id: string): RemoteSession {
+  return new RemoteSession(client.storage(id));
 }
 
 // How many of an invalid request's issues are listed; the rest are rarely news.

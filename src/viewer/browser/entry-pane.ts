@@ -79,7 +79,7 @@ async function loadContext(id: string): Promise<void> {
   if (!sessionId) return;
   els.context.setAttribute("aria-busy", "true");
   try {
-    const context = await session(sessionId).buildContext(id);
+    const context = await session(sessionId).buildContext({ leafId: id });
     if (request !== view.contextRequest) return;
     renderContext(els.context, context, id);
     els.context.scrollTop = els.context.scrollHeight;

@@ -1,5 +1,7 @@
 export * from "./agent";
 export * from "./append";
+export * from "./claude-code-format";
+export * from "./codex-format";
 export * from "./compact-session";
 export * from "./compaction";
 export * from "./context";
@@ -8,6 +10,7 @@ export * from "./errors";
 export * from "./fork";
 export * from "./header";
 export * from "./ids";
+export * from "./import-formats";
 export * from "./info";
 export * from "./interchange";
 export * from "./json";

@@ -247,11 +247,22 @@ class ClaudeCodeReader {
     this.lines.push(line.line);
   }
 
-  /** Appends `entries` as a chain under `parentId`; the line's uuid names the first, its children hang from the last. */
+  /**
+   * Appends `entries` as a chain under `parentId`. The line's uuid names its first message (or
+   * compaction, or custom entry); settings before it and further messages get ids made from it.
+   * The line's children hang from the last.
+   */
   #chain(line: LogLine, uuid: string, parentId: string | null, entries: Record<string, unknown>[]): string {
     let parent = parentId;
+    let named = false;
     entries.forEach((entry, index) => {
-      const id = index === 0 ? uuid : `${uuid}:${index}`;
+      let id: string;
+      if (entry.type === "model_change") id = `${uuid}:model`;
+      else if (entry.type === "thinking_level_change") id = `${uuid}:thinking`;
+      else if (!named) {
+        id = uuid;
+        named = true;
+      } else id = `${uuid}:${index}`;
       this.#push(line, { ...entry, id, parentId: parent });
       parent = id;
     });

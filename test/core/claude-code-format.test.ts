@@ -34,7 +34,9 @@ function textsOf(content: unknown): string | undefined {
 function conversationInFile(text: string): Turn[] {
   const lines = jsonLines(text).filter((l) => typeof l.uuid === "string");
   const byUuid = new Map(lines.map((l) => [l.uuid, l]));
-  const leaf = [...lines].reverse().find((l) => !l.isSidechain && (l.type === "user" || l.type === "assistant"));
+  const leaf = [...lines]
+    .reverse()
+    .find((l) => !l.isSidechain && (l.type === "user" || l.type === "assistant"));
   const chain: Line[] = [];
   for (let line = leaf; line; line = byUuid.get(line.parentUuid)) chain.unshift(line);
   const turns: Array<Turn & { apiId?: unknown }> = [];
@@ -73,7 +75,8 @@ function turnsOf(messages: AgentMessage[]): Turn[] {
         calls: content.filter((p) => p.type === "toolCall").map((p) => (p as { id: string }).id),
       };
     }
-    if (m.role === "toolResult") return { role: "toolResult", callId: (m as { toolCallId: string }).toolCallId };
+    if (m.role === "toolResult")
+      return { role: "toolResult", callId: (m as { toolCallId: string }).toolCallId };
     const content = (m as { content?: unknown }).content;
     return content === undefined ? { role: m.role } : { role: m.role, text: textsOf(content) };
   });
@@ -119,7 +122,8 @@ describe("real Claude Code sessions", () => {
 
       it("keeps every line: each is a custom entry or among the source lines of the entry it became", () => {
         const kept = file.entries.reduce(
-          (n, e) => n + (e.type === "custom" ? 1 : ((e as { sourceLines?: unknown[] }).sourceLines?.length ?? 0)),
+          (n, e) =>
+            n + (e.type === "custom" ? 1 : ((e as { sourceLines?: unknown[] }).sourceLines?.length ?? 0)),
           0,
         );
         expect(kept).toBe(lines.length);
@@ -205,7 +209,12 @@ const reply = (uuid: string, parentUuid: string, id: string, content: unknown[],
       model: "claude-sonnet-4-5-20250929",
       content,
       stop_reason: null,
-      usage: { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 100, cache_creation_input_tokens: 20 },
+      usage: {
+        input_tokens: 10,
+        output_tokens: 5,
+        cache_read_input_tokens: 100,
+        cache_creation_input_tokens: 20,
+      },
     },
     ...extra,
   });
@@ -247,19 +256,35 @@ describe("Claude Code shapes", () => {
         ]),
         reply("a1", "u1", "msg_1", [{ type: "thinking", thinking: "hmm", signature: "sig-1" }]),
         reply("a2", "a1", "msg_1", [{ type: "redacted_thinking", data: "opaque" }]),
-        reply("a3", "a2", "msg_1", [{ type: "tool_use", id: "toolu_1", name: "Read", input: { file_path: "a" } }], {
-          message: {
-            id: "msg_1",
-            role: "assistant",
-            model: "claude-sonnet-4-5-20250929",
-            content: [{ type: "tool_use", id: "toolu_1", name: "Read", input: { file_path: "a" } }],
-            stop_reason: "tool_use",
-            usage: { input_tokens: 1, output_tokens: 50, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+        reply(
+          "a3",
+          "a2",
+          "msg_1",
+          [{ type: "tool_use", id: "toolu_1", name: "Read", input: { file_path: "a" } }],
+          {
+            message: {
+              id: "msg_1",
+              role: "assistant",
+              model: "claude-sonnet-4-5-20250929",
+              content: [{ type: "tool_use", id: "toolu_1", name: "Read", input: { file_path: "a" } }],
+              stop_reason: "tool_use",
+              usage: {
+                input_tokens: 1,
+                output_tokens: 50,
+                cache_read_input_tokens: 0,
+                cache_creation_input_tokens: 0,
+              },
+            },
           },
-        }),
-        say("u2", "a3", [{ type: "tool_result", tool_use_id: "toolu_1", content: "no such file", is_error: true }], {
-          toolUseResult: "Error: no such file",
-        }),
+        ),
+        say(
+          "u2",
+          "a3",
+          [{ type: "tool_result", tool_use_id: "toolu_1", content: "no such file", is_error: true }],
+          {
+            toolUseResult: "Error: no such file",
+          },
+        ),
         cc({
           type: "assistant",
           uuid: "a4",
@@ -313,7 +338,8 @@ describe("Claude Code shapes", () => {
   });
 
   it("turns compact_boundary and its summary into a compaction: the context is what Claude saw after", async () => {
-    const summary = "This session is being continued from a previous conversation. Summary: built the parser.";
+    const summary =
+      "This session is being continued from a previous conversation. Summary: built the parser.";
     const imported = parseClaudeCode(
       file(
         say("u1", null, "build the parser"),
@@ -356,7 +382,11 @@ describe("Claude Code shapes", () => {
           uuid: "b1",
           parentUuid: null,
           logicalParentUuid: "a2",
-          compactMetadata: { trigger: "manual", preTokens: 900, preservedSegment: { headUuid: "u2", tailUuid: "a2" } },
+          compactMetadata: {
+            trigger: "manual",
+            preTokens: 900,
+            preservedSegment: { headUuid: "u2", tailUuid: "a2" },
+          },
         }),
         say("s1", "b1", "Summary: old things.", { isCompactSummary: true }),
       ),
@@ -428,7 +458,12 @@ describe("Claude Code shapes", () => {
         reply("a1", "u1", "msg_1", [{ type: "text", text: "ok" }]),
       ),
     );
-    expect(imported.entries.map((e) => e.type)).toEqual(["thinking_level_change", "message", "model_change", "message"]);
+    expect(imported.entries.map((e) => e.type)).toEqual([
+      "thinking_level_change",
+      "message",
+      "model_change",
+      "message",
+    ]);
     expect(imported.entries[0]).toMatchObject({ thinkingLevel: "high" });
   });
 
@@ -464,7 +499,9 @@ describe("entries stay valid", () => {
     for (const [, text] of fixtureFiles("claude-code")) {
       const imported = parseClaudeCode(text);
       const session = await new MemoryRepo().importSession(imported);
-      const stored = (await session.getEntries({ limit: 1000 })).map(({ seq: _seq, ...e }) => e as SessionEntry);
+      const stored = (await session.getEntries({ limit: 1000 })).map(
+        ({ seq: _seq, ...e }) => e as SessionEntry,
+      );
       expect(stored.filter((e) => e.type !== "leaf")).toEqual(imported.entries);
     }
   });

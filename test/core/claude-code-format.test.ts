@@ -153,7 +153,7 @@ describe("real Claude Code sessions", () => {
       (m) => (m as AssistantMessage).content.filter((p) => p.type === "toolCall").length === 5,
     ) as AssistantMessage;
     expect(parallel.stopReason).toBe("toolUse");
-    const entry = file.entries.find((e) => e.type === "message" && e.message === parallel) as {
+    const entry = file.entries.find((e) => e.type === "message" && e.message === parallel) as unknown as {
       sourceLines: Array<{ uuid: string }>;
     };
     expect(entry.sourceLines.map((l) => l.uuid).length).toBe(5);

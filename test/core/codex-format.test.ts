@@ -323,6 +323,29 @@ describe("Codex shapes", () => {
     expectToolResultsPaired(file.entries);
   });
 
+  it("signs text with its item id and phase, as pi's openai-responses provider does", () => {
+    const file = parseCodex(
+      rollout(
+        meta(),
+        userSays("hi"),
+        item({
+          type: "message",
+          id: "msg_1",
+          role: "assistant",
+          phase: "final_answer",
+          content: [{ type: "output_text", text: "hello" }],
+        }),
+      ),
+    );
+    expect((messagesOf(file.entries, "assistant")[0] as AssistantMessage).content).toEqual([
+      {
+        type: "text",
+        text: "hello",
+        textSignature: JSON.stringify({ v: 1, id: "msg_1", phase: "final_answer" }),
+      },
+    ]);
+  });
+
   it("drops a torn last line with a warning and refuses a bad line before it", () => {
     const whole = rollout(meta(), userSays("hi"));
     expect(parseCodex(`${whole}{"timestamp":"2026`).warnings).toEqual([

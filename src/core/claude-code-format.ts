@@ -32,6 +32,7 @@ import { lineError } from "./ndjson";
  */
 
 const PREFIX = "claude-code";
+/** Where custom entries written before any message are spliced: no entry id can be this. */
 const ROOT = "\u0000root";
 
 type Content = TextContent | ImageContent;

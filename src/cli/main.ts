@@ -3,8 +3,15 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { RemoteRepo } from "../client";
 import { createClient } from "../client";
-import type { ImportFormat } from "../core";
-import { checkFormat, contentText, ndjsonLines, SessionError } from "../core";
+import type { ImportFormat, ImportWarning } from "../core";
+import {
+  checkExportFormat,
+  checkFormat,
+  contentText,
+  detectFormat,
+  parseImport,
+  SessionError,
+} from "../core";
 import { drawTree } from "./tree-text";
 
 /*
@@ -22,7 +29,7 @@ commands:
   show <id>                   a session's entries in append order
   tree <id>                   a session's tree: branches, the leaf and labels marked
   context <id>                what a model is sent from the leaf (or --leaf <entry>)
-  import <file|dir>           import pi or native session files (a directory: every .jsonl in it)
+  import <file|dir>           import session files: native, pi, Claude Code, Codex (a directory: every .jsonl under it)
   export <id>                 a session as NDJSON (native or pi)
   fork <id> <entry>           a new session holding the path to <entry>
   rm <id>                     delete a session
@@ -46,11 +53,13 @@ options (every command):
   context: `usage: cf-sessions context <id> [--leaf <entry>]
 
   The messages, model, thinking level and tools buildContext returns.`,
-  import: `usage: cf-sessions import <file|dir> [--format pi|native] [--id <id>]
+  import: `usage: cf-sessions import <file|dir> [--format native|pi|claude-code|codex] [--id <id>]
 
-  A file, or every .jsonl file under a directory (e.g. ~/.pi/agent/sessions), with progress and a
-  summary of imported / skipped (already there) / failed. The format is detected from the header
-  when --format is not given. A file's session id is kept; --id (one file only) chooses it.`,
+  A file, or every .jsonl file under a directory (~/.pi/agent/sessions, ~/.claude/projects,
+  ~/.codex/sessions), with progress and a summary of imported / skipped (already there) / failed.
+  The format is told from the first lines when --format is not given. A file's session id is kept
+  (Claude Code and Codex sessions get one made from theirs, so importing again skips them); --id
+  (one file only) chooses it.`,
   export: `usage: cf-sessions export <id> [--format native|pi] [--out <file>]
 
   Streams the session as NDJSON to stdout or --out.`,
@@ -124,17 +133,15 @@ function sessionFiles(path: string): string[] {
   return files.sort();
 }
 
-/** The format and session id a file's header declares. */
-function headerOf(text: string, format: ImportFormat | undefined): { format: ImportFormat; id?: string } {
-  const first = ndjsonLines(text).next();
-  let header: Record<string, unknown> = {};
-  try {
-    header = first.done ? {} : (JSON.parse(first.value.text) as Record<string, unknown>);
-  } catch {
-    // the service names the line when the file is refused
-  }
-  const detected: ImportFormat = header.format === "cf-session" ? "native" : "pi";
-  return { format: format ?? detected, ...(typeof header.id === "string" ? { id: header.id } : {}) };
+/** A file parsed here first: its format, the id it imports under, and what was repaired. */
+function readSessionFile(
+  text: string,
+  format: ImportFormat | undefined,
+): { format: ImportFormat; id: string; warnings: ImportWarning[] } {
+  const detected = format ?? detectFormat(text);
+  if (!detected) throw new Error("cannot tell the format from the first lines; give --format");
+  const file = parseImport(detected, text);
+  return { format: detected, id: file.header.id, warnings: file.warnings ?? [] };
 }
 
 function progress(output: Output, done: number, total: number): void {
@@ -159,26 +166,27 @@ async function importPaths(
     imported: [] as string[],
     skipped: [] as string[],
     failed: [] as Array<{ file: string; error: string }>,
+    warnings: [] as Array<{ file: string } & ImportWarning>,
   };
   for (const [index, file] of files.entries()) {
-    const text = readFileSync(file, "utf8");
-    const header = headerOf(text, format);
+    let id: string | undefined;
     try {
-      const id = values.id === undefined ? header.id : String(values.id);
-      const session = await client.importFile(text, {
-        format: header.format,
-        ...(id === undefined ? {} : { id }),
-      });
+      const text = readFileSync(file, "utf8");
+      const read = readSessionFile(text, format);
+      id = values.id === undefined ? read.id : String(values.id);
+      for (const warning of read.warnings) report.warnings.push({ file, ...warning });
+      const session = await client.importFile(text, { format: read.format, id });
       report.imported.push(session.id);
     } catch (error) {
-      if (error instanceof SessionError && error.code === "already_exists")
-        report.skipped.push(header.id ?? file);
+      if (error instanceof SessionError && error.code === "already_exists") report.skipped.push(id ?? file);
       else report.failed.push({ file, error: error instanceof Error ? error.message : String(error) });
     }
     progress(output, index + 1, files.length);
   }
   if (json) output.out(JSON.stringify(report));
   else {
+    for (const { file, line, message } of report.warnings)
+      output.err(`warning: ${file}: line ${line}: ${message}\n`);
     for (const { file, error } of report.failed) output.err(`failed: ${file}: ${error}\n`);
     output.out(
       `imported ${report.imported.length}, skipped ${report.skipped.length} (already there), failed ${report.failed.length}`,
@@ -319,7 +327,7 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
     case "import":
       return importPaths(client, arg(rest, 0, "file|dir"), values, output, json);
     case "export": {
-      const format = checkFormat(values.format);
+      const format = checkExportFormat(values.format);
       const lines = client.storage(arg(rest, 0, "id")).exportLines(format);
       if (values.out) {
         const file = createWriteStream(values.out);

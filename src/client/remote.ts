@@ -7,6 +7,7 @@ import type {
   CreateSessionOptions,
   EntryInput,
   EntryQuery,
+  ExportFormat,
   ForkOptions,
   HeaderPatch,
   ImportedSession,
@@ -220,7 +221,7 @@ export class RemoteStorage implements SessionStorage {
   }
 
   /** The session as NDJSON lines (native or pi), streamed. */
-  async *exportLines(format: ImportFormat = "native"): AsyncGenerator<string> {
+  async *exportLines(format: ExportFormat = "native"): AsyncGenerator<string> {
     const response = await this.#http.send("GET", this.#path("/export"), { query: { format } });
     if (!response.body) return;
     const decoder = new TextDecoder();
@@ -273,7 +274,7 @@ export class RemoteSession extends Session {
   }
 
   /** The session as NDJSON lines (native or pi), streamed. */
-  exportLines(format: ImportFormat = "native"): AsyncGenerator<string> {
+  exportLines(format: ExportFormat = "native"): AsyncGenerator<string> {
     return this.storage.exportLines(format);
   }
 
@@ -320,7 +321,7 @@ export class RemoteRepo implements SessionRepo {
     return new RemoteSession(await this.storage(id).fork(targetId, options));
   }
 
-  /** Creates a session from an import file's text (native or pi), checked by the service. */
+  /** Creates a session from an import file's text (native, pi, Claude Code or Codex), checked by the service. */
   async importFile(
     text: string,
     options: { format?: ImportFormat; id?: string } = {},

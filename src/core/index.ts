@@ -1,6 +1,8 @@
 export * from "./agent";
 export * from "./append";
 export * from "./branch";
+export * from "./claude-code-format";
+export * from "./codex-format";
 export * from "./compact-session";
 export * from "./compaction";
 export * from "./context";
@@ -9,6 +11,7 @@ export * from "./errors";
 export * from "./fork";
 export * from "./header";
 export * from "./ids";
+export * from "./import-formats";
 export * from "./info";
 export * from "./interchange";
 export * from "./json";

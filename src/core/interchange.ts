@@ -21,23 +21,45 @@ export interface ImportHeader {
   parentSession?: ParentSession;
 }
 
+/** A repair an import made to a file it still accepted (a torn last line dropped, …). */
+export interface ImportWarning {
+  line: number;
+  message: string;
+}
+
 export interface ImportedSession {
   header: ImportHeader;
   entries: SessionEntry[];
   leafId: string | null;
+  warnings?: ImportWarning[];
 }
 
-export type ImportFormat = "native" | "pi";
-export const IMPORT_FORMATS: readonly ImportFormat[] = ["native", "pi"];
+/** Formats a session can be exported to (and imported back from). */
+export type ExportFormat = "native" | "pi";
+export const EXPORT_FORMATS: readonly ExportFormat[] = ["native", "pi"];
 
-export function checkFormat(format: string | undefined): ImportFormat {
+/** Formats a session can be imported from: ours, pi's, and other agents' logs. */
+export type ImportFormat = ExportFormat | "claude-code" | "codex";
+export const IMPORT_FORMATS: readonly ImportFormat[] = [...EXPORT_FORMATS, "claude-code", "codex"];
+
+function pickFormat<F extends string>(format: string | undefined, formats: readonly F[]): F {
   const value = format ?? "native";
-  if (!(IMPORT_FORMATS as readonly string[]).includes(value)) {
-    throw new SessionError("unsupported_format", `unknown format ${value}; use native or pi`, {
+  if (!(formats as readonly string[]).includes(value)) {
+    throw new SessionError("unsupported_format", `unknown format ${value}; use ${formats.join(", ")}`, {
       format: value,
     });
   }
-  return value as ImportFormat;
+  return value as F;
+}
+
+/** The import format named (default `native`), or `unsupported_format`. */
+export function checkFormat(format: string | undefined): ImportFormat {
+  return pickFormat(format, IMPORT_FORMATS);
+}
+
+/** The export format named (default `native`), or `unsupported_format`. */
+export function checkExportFormat(format: string | undefined): ExportFormat {
+  return pickFormat(format, EXPORT_FORMATS);
 }
 
 const emptyView: AppendView = { leafId: null, nextSeq: 1, ref: () => undefined, load: () => undefined };
@@ -111,7 +133,7 @@ export async function writeImport(
     }
   }
   try {
-    // parseNative and parsePi checked every entry already.
+    // Every parser checked its entries already.
     for (const batch of importBatches(file.entries)) await storage.importEntries(batch, { validated: true });
     if (leafAfter(file.entries) !== file.leafId) await storage.setLeafId(file.leafId);
     return storage;

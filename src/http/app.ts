@@ -3,14 +3,14 @@ import type { Context } from "hono";
 import * as z from "zod";
 import type { EntryInput } from "../core";
 import {
+  checkExportFormat,
   checkFormat,
   EntryInput as EntryInputSchema,
   exportNative,
   exportPi,
   Id,
   MAX_BATCH_ENTRIES,
-  parseNative,
-  parsePi,
+  parseImport,
   Session,
   SessionError,
   summarizerFromConfig,
@@ -40,6 +40,7 @@ import {
   ForkBody,
   ImportEntriesBody,
   ImportQuery,
+  ImportResult,
   LeafQuery,
   ListSessionsQuery,
   MoveLeafBody,
@@ -469,7 +470,7 @@ export function createApp() {
       },
     }),
     async (c) => {
-      const format = checkFormat(c.req.valid("query").format);
+      const format = checkExportFormat(c.req.valid("query").format);
       const sid = c.req.valid("param").sid;
       const session = new Session(repo(c).storage(sid));
       const lines = format === "pi" ? exportPi(session) : exportNative(session);
@@ -488,16 +489,16 @@ export function createApp() {
     createRoute({
       method: "post",
       path: IMPORT_PATH,
-      summary: "Import a session from NDJSON (native or pi)",
+      summary: "Import a session from NDJSON (native, pi, Claude Code or Codex CLI)",
       description:
-        "Keeps the file's session id unless it is taken (then a new one is chosen); an `id` given in the query that is taken is 409. A refused file names its line and imports nothing.",
+        "Keeps the file's session id unless it is taken (then a new one is chosen); an `id` given in the query that is taken is 409. A refused file names its line and imports nothing; what an accepted file needed repaired is listed in `warnings`.",
       security,
       request: {
         query: ImportQuery,
         body: { content: { "application/x-ndjson": { schema: z.string() } }, required: true },
       },
       responses: {
-        201: json(SessionInfo, "the imported session"),
+        201: json(ImportResult, "the imported session"),
         409: json(ErrorEnvelope, "already_exists"),
         413: json(ErrorEnvelope, "payload_too_large"),
         415: json(ErrorEnvelope, "unsupported_format"),
@@ -508,10 +509,11 @@ export function createApp() {
       const { format: formatName, id } = c.req.valid("query");
       const format = checkFormat(formatName);
       const text = await readText(c.req.raw);
-      const file = format === "pi" ? parsePi(text) : parseNative(text);
+      const file = parseImport(format, text);
       const session = await repo(c).importSession(file, id === undefined ? {} : { id });
       const info = await session.getInfo();
-      return c.json(info, 201, { ETag: etag(info.leafId) });
+      const warnings = file.warnings ?? [];
+      return c.json(warnings.length > 0 ? { ...info, warnings } : info, 201, { ETag: etag(info.leafId) });
     },
   );
 

@@ -141,11 +141,18 @@ export const ForkBody = z
 
 export { SessionInfo, StoredEntry };
 
+export const ImportResult = SessionInfo.extend({
+  warnings: z
+    .array(z.object({ line: z.number().int(), message: z.string() }))
+    .optional()
+    .meta({ description: "what the import repaired, by 1-based line (absent when nothing was)" }),
+});
+
 export const ExportQuery = z.object({
   format: z.string().optional().meta({ description: "native (default) or pi" }),
 });
 
 export const ImportQuery = z.object({
-  format: z.string().optional().meta({ description: "native (default) or pi" }),
+  format: z.string().optional().meta({ description: "native (default), pi, claude-code or codex" }),
   id: Id.optional().meta({ description: "the id to give the session (409 if taken)" }),
 });

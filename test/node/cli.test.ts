@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { SessionManager } from "@mariozechner/pi-coding-agent";
@@ -91,6 +91,102 @@ describe("command line", () => {
       skipped: [branched.id, toolSession.id].sort(),
       failed: [{}],
     });
+  });
+
+  it("imports a Claude Code projects tree and a Codex sessions tree, and skips them the second time", async () => {
+    const fixtures = join(root, "test/fixtures");
+    const projects = join(folder, "claude/projects");
+    mkdirSync(join(projects, "-path-to-Demo/5c0375b4-57a5-4f26-b12d-d022ee4e51b7/subagents"), {
+      recursive: true,
+    });
+    mkdirSync(join(projects, "-tmp-workspace"), { recursive: true });
+    copyFileSync(
+      join(fixtures, "claude-code/1.0.98-parallel-tools.jsonl"),
+      join(projects, "-path-to-Demo/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"),
+    );
+    const sidechains = readFileSync(join(fixtures, "claude-code/1.0.108-sidechains.jsonl"), "utf8");
+    // Cut short as by a crash while Claude Code wrote its last line.
+    writeFileSync(
+      join(projects, "-path-to-Demo/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"),
+      `${sidechains}{"parentUuid":`,
+    );
+    writeFileSync(
+      join(projects, "-path-to-Demo/5c0375b4-57a5-4f26-b12d-d022ee4e51b7/subagents/agent-a1b2c3.jsonl"),
+      [
+        {
+          type: "user",
+          uuid: "s1",
+          parentUuid: null,
+          isSidechain: true,
+          agentId: "a1b2c3",
+          message: { role: "user", content: "explore" },
+        },
+        {
+          type: "assistant",
+          uuid: "s2",
+          parentUuid: "s1",
+          isSidechain: true,
+          agentId: "a1b2c3",
+          message: {
+            id: "m1",
+            role: "assistant",
+            model: "claude-haiku-4-5",
+            content: [{ type: "text", text: "found" }],
+          },
+        },
+      ]
+        .map((l) =>
+          JSON.stringify({
+            ...l,
+            sessionId: "5c0375b4-57a5-4f26-b12d-d022ee4e51b7",
+            timestamp: "2025-09-03T00:47:19.293Z",
+          }),
+        )
+        .join("\n"),
+    );
+    copyFileSync(
+      join(fixtures, "claude-code/2.1.152-redacted.jsonl"),
+      join(projects, "-tmp-workspace/06090cb1-3e64-433a-bc7e-a621c0f596d2.jsonl"),
+    );
+    const first = await cli(["import", projects, "--format", "claude-code"]);
+    expect(first.stdout).toContain("imported 4, skipped 0 (already there), failed 0");
+    expect(first.stderr).toMatch(
+      /warning: .*5c0375b4-57a5-4f26-b12d-d022ee4e51b7\.jsonl: line 54: torn last line/,
+    );
+    expect(first.code).toBe(0);
+    const again = JSON.parse((await cli(["import", projects, "--json"])).stdout);
+    expect(again.imported).toEqual([]);
+    expect(again.skipped.sort()).toEqual(
+      [
+        "claude-code-06090cb1-3e64-433a-bc7e-a621c0f596d2",
+        "claude-code-1af7fc5e-8455-4414-9ccd-011d40f70b2a",
+        "claude-code-5c0375b4-57a5-4f26-b12d-d022ee4e51b7",
+        "claude-code-5c0375b4-57a5-4f26-b12d-d022ee4e51b7-agent-a1b2c3",
+      ].sort(),
+    );
+
+    const sessions = join(folder, "codex/sessions");
+    mkdirSync(join(sessions, "2025/11/17"), { recursive: true });
+    mkdirSync(join(sessions, "2026/06/05"), { recursive: true });
+    copyFileSync(
+      join(fixtures, "codex/0.58.0-shell-calls.jsonl"),
+      join(sessions, "2025/11/17/rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"),
+    );
+    copyFileSync(
+      join(fixtures, "codex/0.135.0-redacted.jsonl"),
+      join(sessions, "2026/06/05/rollout-2026-06-05T10-28-20-019e9625-802f-7e91-840a-cfe88d14117a.jsonl"),
+    );
+    const codex = JSON.parse((await cli(["import", sessions, "--json"])).stdout);
+    expect(codex.imported.sort()).toEqual([
+      "codex-019a93b9-f380-7600-98ff-940e6b99603c",
+      "codex-019e9625-802f-7e91-840a-cfe88d14117a",
+    ]);
+    const context = await cli(["context", "codex-019a93b9-f380-7600-98ff-940e6b99603c"]);
+    expect(context.stdout).toContain("model: openai/gpt-5.1-codex");
+    expect(context.stdout).toContain("thinking: high");
+    expect((await cli(["import", sessions])).stdout).toContain(
+      "imported 0, skipped 2 (already there), failed 0",
+    );
   });
 
   it("lists sessions, as text and as JSON", async () => {

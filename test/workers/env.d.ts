@@ -7,3 +7,9 @@ declare namespace Cloudflare {
     TIGHT_RATE_LIMITER: RateLimit;
   }
 }
+
+/** A fixture file's text, imported with Vite's `?raw`. */
+declare module "*.jsonl?raw" {
+  const text: string;
+  export default text;
+}

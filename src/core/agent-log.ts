@@ -1,0 +1,112 @@
+import { Timestamp } from "./entries";
+import { isValidId } from "./ids";
+import type { ImportWarning } from "./interchange";
+import type { ThinkingLevel, Usage } from "./messages";
+import { THINKING_LEVELS } from "./messages";
+import { lineError, ndjsonLines, parseLine } from "./ndjson";
+
+/*
+ * What the Claude Code and Codex CLI codecs share: reading an agent's own JSONL log as leniently
+ * as the agent itself does, and the small conversions both need.
+ */
+
+export interface LogLine {
+  line: number;
+  value: Record<string, unknown>;
+}
+
+/**
+ * Every line of a log, parsed. A last line cut short by a crash (not valid JSON, no newline after
+ * it) is dropped with a warning, as the agents drop it; a line that is not JSON anywhere else
+ * refuses the file, naming the line.
+ */
+export function readLogLines(text: string): { lines: LogLine[]; warnings: ImportWarning[] } {
+  const numbered = [...ndjsonLines(text)];
+  const lines: LogLine[] = [];
+  const warnings: ImportWarning[] = [];
+  numbered.forEach((line, index) => {
+    const last = index === numbered.length - 1;
+    if (last && !/\n\s*$/.test(text)) {
+      try {
+        JSON.parse(line.text);
+      } catch {
+        warnings.push({ line: line.line, message: "torn last line (cut short while written) dropped" });
+        return;
+      }
+    }
+    lines.push({ line: line.line, value: parseLine(line) });
+  });
+  if (lines.length === 0) throw lineError(1, "empty file: expected an agent's session log");
+  return { lines, warnings };
+}
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+export function asString(value: unknown): string | undefined {
+  return typeof value === "string" ? value : undefined;
+}
+
+/** `value` when it is an ISO 8601 timestamp our entries accept, else `fallback`. */
+export function entryTimestamp(value: unknown, fallback: string): string {
+  return typeof value === "string" && Timestamp.safeParse(value).success ? value : fallback;
+}
+
+/** A session id made from a source session id, or a refusal naming the line it came from. */
+export function derivedSessionId(prefix: string, sourceId: string, line: number): string {
+  const id = `${prefix}-${sourceId}`;
+  if (!isValidId(id)) {
+    throw lineError(
+      line,
+      `session id ${JSON.stringify(sourceId)} cannot name a session (1-128 of A-Z a-z 0-9 . _ : -)`,
+    );
+  }
+  return id;
+}
+
+export function usage(
+  input: number,
+  output: number,
+  cacheRead: number,
+  cacheWrite: number,
+  total?: number,
+): Usage {
+  return {
+    input,
+    output,
+    cacheRead,
+    cacheWrite,
+    totalTokens: total ?? input + output + cacheRead + cacheWrite,
+    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+  };
+}
+
+export function count(value: unknown): number {
+  return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : 0;
+}
+
+/** An agent's reasoning effort as our thinking level (`none` is off); undefined when unknown. */
+export function thinkingLevel(effort: unknown): ThinkingLevel | undefined {
+  if (effort === "none") return "off";
+  return (THINKING_LEVELS as readonly unknown[]).includes(effort) ? (effort as ThinkingLevel) : undefined;
+}
+
+/** `record` without its undefined fields. */
+export function defined(record: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined));
+}
+
+/** `record` without `keys` (shallow). */
+export function without(record: Record<string, unknown>, ...keys: string[]): Record<string, unknown> {
+  const rest: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(record)) if (!keys.includes(key)) rest[key] = value;
+  return rest;
+}
+
+/** An image from a base64 data URL, as our image content. */
+export function dataUrlImage(url: unknown): { type: "image"; data: string; mimeType: string } | undefined {
+  if (typeof url !== "string") return undefined;
+  const match = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+  return match ? { type: "image", mimeType: match[1] as string, data: match[2] as string } : undefined;
+}

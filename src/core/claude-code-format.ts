@@ -1,0 +1,514 @@
+import type { LogLine } from "./agent-log";
+import {
+  asString,
+  count,
+  defined,
+  derivedSessionId,
+  entryTimestamp,
+  isRecord,
+  readLogLines,
+  thinkingLevel,
+  usage,
+  without,
+} from "./agent-log";
+import type { CompactionEntry, MessageEntry, SessionEntry } from "./entries";
+import type { ImportedSession, ImportWarning } from "./interchange";
+import { checkImportEntries } from "./interchange";
+import type {
+  AssistantMessage,
+  ImageContent,
+  TextContent,
+  ThinkingLevel,
+  ToolResultMessage,
+} from "./messages";
+import { lineError } from "./ndjson";
+
+/*
+ * Claude Code sessions (`~/.claude/projects/<project>/<session>.jsonl`): one JSON line per event,
+ * a tree by `uuid`/`parentUuid`. Claude Code writes each streamed content block of an API message
+ * as its own line; those lines become one assistant message. Lines that are not messages are
+ * kept as `custom` entries (`customType` "claude-code:<type>", the line as `data`), and every entry
+ * made from lines keeps what it does not hold of them in `sourceLines`, so nothing is lost.
+ */
+
+const PREFIX = "claude-code";
+/** Where custom entries written before any message are spliced: no entry id can be this. */
+const ROOT = "\u0000root";
+
+type Content = TextContent | ImageContent;
+
+interface State {
+  model: string | undefined;
+  thinking: ThinkingLevel;
+}
+
+function anthropicStopReason(reason: unknown, hasToolCall: boolean): string {
+  switch (reason) {
+    case "tool_use":
+      return "toolUse";
+    case "max_tokens":
+    case "model_context_window_exceeded":
+      return "length";
+    case "refusal":
+      return "error";
+    case "end_turn":
+    case "stop_sequence":
+    case "pause_turn":
+      return "stop";
+    default:
+      return hasToolCall ? "toolUse" : "stop";
+  }
+}
+
+function anthropicUsage(value: unknown) {
+  const u = isRecord(value) ? value : {};
+  return usage(
+    count(u.input_tokens),
+    count(u.output_tokens),
+    count(u.cache_read_input_tokens),
+    count(u.cache_creation_input_tokens),
+  );
+}
+
+/** A user or tool-result content block as ours, or undefined when ours has no such block. */
+function userBlock(block: unknown): Content | undefined {
+  if (!isRecord(block)) return undefined;
+  if (block.type === "text" && typeof block.text === "string") return { type: "text", text: block.text };
+  const source = block.source;
+  if (
+    block.type === "image" &&
+    isRecord(source) &&
+    source.type === "base64" &&
+    typeof source.data === "string"
+  ) {
+    return { type: "image", data: source.data, mimeType: asString(source.media_type) ?? "image/png" };
+  }
+  return undefined;
+}
+
+function assistantBlock(block: unknown): AssistantMessage["content"][number] | undefined {
+  if (!isRecord(block)) return undefined;
+  switch (block.type) {
+    case "text":
+      return typeof block.text === "string" ? { type: "text", text: block.text } : undefined;
+    case "thinking":
+      if (typeof block.thinking !== "string") return undefined;
+      return typeof block.signature === "string"
+        ? { type: "thinking", thinking: block.thinking, thinkingSignature: block.signature }
+        : { type: "thinking", thinking: block.thinking };
+    case "redacted_thinking":
+      // As pi keeps it: the opaque payload travels as the signature, to be sent back as it came.
+      return typeof block.data === "string"
+        ? {
+            type: "thinking",
+            thinking: "[Reasoning redacted]",
+            thinkingSignature: block.data,
+            redacted: true,
+          }
+        : undefined;
+    case "tool_use":
+      return typeof block.id === "string" && typeof block.name === "string"
+        ? {
+            type: "toolCall",
+            id: block.id,
+            name: block.name,
+            arguments: isRecord(block.input) ? block.input : {},
+          }
+        : undefined;
+    default:
+      return undefined;
+  }
+}
+
+function contentText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content
+    .filter(
+      (b): b is { type: "text"; text: string } =>
+        isRecord(b) && b.type === "text" && typeof b.text === "string",
+    )
+    .map((b) => b.text)
+    .join("\n");
+}
+
+class ClaudeCodeReader {
+  readonly entries: SessionEntry[] = [];
+  readonly lines: number[] = [];
+  readonly warnings: ImportWarning[];
+  /** The entry a line's children hang from, by the line's uuid. */
+  readonly #entryOf = new Map<string, string>();
+  /** Custom entries spliced under an entry (or the root): children of the entry hang from them. */
+  readonly #spliced = new Map<string, string>();
+  readonly #state = new Map<string, State>();
+  readonly #assistantOf = new Map<string, MessageEntry>();
+  readonly #toolNames = new Map<string, string>();
+  readonly #uuids: Set<string>;
+  readonly #subagent: boolean;
+  #head: string | null = null;
+  #timestamp: string;
+
+  constructor(lines: LogLine[], warnings: ImportWarning[], subagent: boolean, createdAt: string) {
+    this.warnings = warnings;
+    this.#subagent = subagent;
+    this.#timestamp = createdAt;
+    this.#uuids = new Set(lines.map((l) => l.value.uuid).filter((u): u is string => typeof u === "string"));
+  }
+
+  get leafId(): string | null {
+    return this.#head;
+  }
+
+  read(line: LogLine): void {
+    const value = line.value;
+    this.#timestamp = entryTimestamp(value.timestamp, this.#timestamp);
+    const uuid = asString(value.uuid);
+    if (uuid !== undefined && this.#entryOf.has(uuid)) {
+      this.warnings.push({
+        line: line.line,
+        message: `uuid ${uuid} already seen; the line is kept as a custom entry`,
+      });
+      this.#splice(line, "duplicate");
+      return;
+    }
+    if (
+      uuid !== undefined &&
+      (value.type === "user" || value.type === "assistant") &&
+      isRecord(value.message)
+    ) {
+      if (value.type === "assistant") this.#assistant(line, uuid);
+      else if (value.isCompactSummary === true) this.#compactSummary(line, uuid);
+      else this.#user(line, uuid);
+    } else if (uuid !== undefined && value.type === "system" && value.subtype === "compact_boundary") {
+      this.#compactBoundary(line, uuid);
+    } else if (uuid !== undefined) {
+      const parentId = this.#parent(line, value.parentUuid);
+      this.#push(line, {
+        type: "custom",
+        id: uuid,
+        parentId,
+        customType: `${PREFIX}:${String(value.type)}`,
+        data: value,
+      });
+      this.#entryOf.set(uuid, uuid);
+      if (this.#main(value) && parentId !== null && parentId === this.#head) this.#head = uuid;
+    } else {
+      this.#splice(line, String(value.type));
+    }
+  }
+
+  #main(value: Record<string, unknown>): boolean {
+    return value.isSidechain !== true || this.#subagent;
+  }
+
+  /** A line that is no tree node: a custom entry at the head of the main chain. */
+  #splice(line: LogLine, kind: string): void {
+    const id = `l${line.line}`;
+    const under = this.#head;
+    this.#push(line, {
+      type: "custom",
+      id,
+      parentId: under,
+      customType: `${PREFIX}:${kind}`,
+      data: line.value,
+    });
+    this.#spliced.set(under ?? ROOT, id);
+    this.#head = id;
+  }
+
+  /** The entry a line hangs from: its parent's, after any custom entries spliced there. */
+  #parent(line: LogLine, parentUuid: unknown, main = this.#main(line.value)): string | null {
+    let id: string | null;
+    if (typeof parentUuid !== "string") id = null;
+    else {
+      id = this.#entryOf.get(parentUuid) ?? null;
+      if (id === null) {
+        const where = this.#uuids.has(parentUuid) ? "a later line" : "no line of the file";
+        this.warnings.push({
+          line: line.line,
+          message: `parentUuid ${parentUuid} names ${where}; kept as a root`,
+        });
+        return null;
+      }
+    }
+    if (id === null && !main) return null;
+    let key = id ?? ROOT;
+    for (let next = this.#spliced.get(key); next !== undefined; next = this.#spliced.get(key)) key = next;
+    return key === ROOT ? null : key;
+  }
+
+  #push(line: LogLine, entry: Record<string, unknown>): void {
+    const full = { ...entry, timestamp: this.#timestamp } as SessionEntry & { parentId: string | null };
+    const parentState = full.parentId === null ? undefined : this.#state.get(full.parentId);
+    const state: State = { model: parentState?.model, thinking: parentState?.thinking ?? "off" };
+    if (full.type === "model_change") state.model = full.modelId;
+    if (full.type === "thinking_level_change") state.thinking = full.thinkingLevel;
+    this.#state.set(full.id, state);
+    this.entries.push(full);
+    this.lines.push(line.line);
+  }
+
+  /**
+   * Appends `entries` as a chain under `parentId`. The line's uuid names its first message (or
+   * compaction, or custom entry); settings before it and further messages get ids made from it.
+   * The line's children hang from the last.
+   */
+  #chain(line: LogLine, uuid: string, parentId: string | null, entries: Record<string, unknown>[]): string {
+    let parent = parentId;
+    let named = false;
+    entries.forEach((entry, index) => {
+      let id: string;
+      if (entry.type === "model_change") id = `${uuid}:model`;
+      else if (entry.type === "thinking_level_change") id = `${uuid}:thinking`;
+      else if (!named) {
+        id = uuid;
+        named = true;
+      } else id = `${uuid}:${index}`;
+      this.#push(line, { ...entry, id, parentId: parent });
+      parent = id;
+    });
+    this.#entryOf.set(uuid, parent as string);
+    if (this.#main(line.value)) this.#head = parent;
+    return parent as string;
+  }
+
+  #messageTimestamp(): number {
+    return Date.parse(this.#timestamp);
+  }
+
+  #user(line: LogLine, uuid: string): void {
+    const value = line.value;
+    const message = value.message as Record<string, unknown>;
+    const content = message.content;
+    const parentId = this.#parent(line, value.parentUuid);
+    const timestamp = this.#messageTimestamp();
+    const entries: Record<string, unknown>[] = [];
+    const unmapped: unknown[] = [];
+    const results: Record<string, unknown>[] = [];
+    let userContent: string | Content[] | undefined;
+    if (typeof content === "string") userContent = content;
+    else if (Array.isArray(content)) {
+      const parts: Content[] = [];
+      for (const block of content) {
+        if (isRecord(block) && block.type === "tool_result" && typeof block.tool_use_id === "string") {
+          results.push(block);
+          continue;
+        }
+        const part = userBlock(block);
+        if (part) parts.push(part);
+        else unmapped.push(block);
+      }
+      if (parts.length > 0) userContent = parts;
+    }
+    const details = results.length === 1 && "toolUseResult" in value ? value.toolUseResult : undefined;
+    for (const result of results) {
+      const id = result.tool_use_id as string;
+      const resultContent: Content[] = [];
+      if (typeof result.content === "string") resultContent.push({ type: "text", text: result.content });
+      else if (Array.isArray(result.content)) {
+        for (const block of result.content) {
+          const part = userBlock(block);
+          if (part) resultContent.push(part);
+          else unmapped.push({ tool_use_id: id, block });
+        }
+      }
+      const toolResult: ToolResultMessage = {
+        role: "toolResult",
+        toolCallId: id,
+        toolName: this.#toolNames.get(id) ?? "unknown",
+        content: resultContent,
+        isError: result.is_error === true,
+        timestamp,
+      };
+      if (details !== undefined) toolResult.details = details;
+      entries.push({ type: "message", message: toolResult });
+    }
+    const level = isRecord(value.thinkingMetadata) ? thinkingLevel(value.thinkingMetadata.level) : undefined;
+    if (userContent !== undefined) {
+      if (level !== undefined && level !== this.#stateAt(parentId).thinking) {
+        entries.push({ type: "thinking_level_change", thinkingLevel: level });
+      }
+      entries.push({ type: "message", message: { role: "user", content: userContent, timestamp } });
+    }
+    if (entries.length === 0) {
+      this.#chain(line, uuid, parentId, [{ type: "custom", customType: `${PREFIX}:user`, data: value }]);
+      return;
+    }
+    const rest = without(value, ...(details === undefined ? [] : ["toolUseResult"]));
+    rest.message = unmapped.length > 0 ? { ...message, content: unmapped } : without(message, "content");
+    (entries[0] as Record<string, unknown>).sourceLines = [rest];
+    this.#chain(line, uuid, parentId, entries);
+  }
+
+  #stateAt(id: string | null): State {
+    return (id === null ? undefined : this.#state.get(id)) ?? { model: undefined, thinking: "off" };
+  }
+
+  #assistant(line: LogLine, uuid: string): void {
+    const value = line.value;
+    const message = value.message as Record<string, unknown>;
+    const blocks = Array.isArray(message.content) ? message.content : [];
+    const parts: AssistantMessage["content"] = [];
+    const unmapped: unknown[] = [];
+    for (const block of blocks) {
+      const part = assistantBlock(block);
+      if (part) {
+        parts.push(part);
+        if (part.type === "toolCall") this.#toolNames.set(part.id, part.name);
+      } else unmapped.push(block);
+    }
+    const rest = without(value);
+    rest.message = unmapped.length > 0 ? { ...message, content: unmapped } : without(message, "content");
+
+    // A further streamed block of the message its parent line belongs to.
+    const apiId = asString(message.id);
+    const open = apiId === undefined ? undefined : this.#assistantOf.get(apiId);
+    const parentUuid = asString(value.parentUuid);
+    if (open && parentUuid !== undefined && this.#entryOf.get(parentUuid) === open.id) {
+      const merged = open.message as AssistantMessage;
+      merged.content.push(...parts);
+      if (isRecord(message.usage)) merged.usage = anthropicUsage(message.usage);
+      const hasToolCall = merged.content.some((p) => p.type === "toolCall");
+      if (message.stop_reason != null || merged.stopReason !== "error") {
+        merged.stopReason = anthropicStopReason(message.stop_reason, hasToolCall);
+      }
+      (open.sourceLines as unknown[]).push(rest);
+      this.#entryOf.set(uuid, open.id);
+      return;
+    }
+
+    const parentId = this.#parent(line, value.parentUuid);
+    const model = asString(message.model);
+    const entries: Record<string, unknown>[] = [];
+    if (model !== undefined && model !== "<synthetic>" && model !== this.#stateAt(parentId).model) {
+      entries.push({ type: "model_change", provider: "anthropic", modelId: model });
+    }
+    const assistant: AssistantMessage = {
+      role: "assistant",
+      content: parts,
+      api: "anthropic-messages",
+      provider: "anthropic",
+      model: model ?? "unknown",
+      usage: anthropicUsage(message.usage),
+      stopReason: anthropicStopReason(
+        message.stop_reason,
+        parts.some((p) => p.type === "toolCall"),
+      ),
+      timestamp: this.#messageTimestamp(),
+    };
+    if (value.isApiErrorMessage === true) {
+      assistant.stopReason = "error";
+      assistant.errorMessage = contentText(blocks) || "API error";
+    }
+    entries.push({ type: "message", message: assistant, sourceLines: [rest] });
+    this.#chain(line, uuid, parentId, entries);
+    const entry = this.entries[this.entries.length - 1] as MessageEntry;
+    if (apiId !== undefined) this.#assistantOf.set(apiId, entry);
+  }
+
+  /** The boundary becomes the compaction (its summary follows on the next line). */
+  #compactBoundary(line: LogLine, uuid: string): void {
+    const value = line.value;
+    const metadata = isRecord(value.compactMetadata) ? value.compactMetadata : {};
+    // The boundary starts a new chain (parentUuid null); where it was written is its logical parent.
+    const logical = asString(value.logicalParentUuid);
+    const parentId =
+      logical !== undefined && this.#entryOf.has(logical) ? this.#parent(line, logical) : this.#head;
+    const preserved = isRecord(metadata.preservedSegment) ? metadata.preservedSegment : {};
+    const head = asString(preserved.headUuid);
+    const firstKept = head === undefined ? undefined : this.#entryOf.get(head);
+    const compaction: Record<string, unknown> = {
+      type: "compaction",
+      summary: "",
+      tokensBefore: count(metadata.preTokens),
+      sourceLines: [value],
+    };
+    if (firstKept !== undefined) compaction.firstKeptEntryId = firstKept;
+    this.#chain(line, uuid, parentId, [compaction]);
+  }
+
+  /** The summary Claude Code continued from: the summary of the boundary it follows, or a compaction of its own. */
+  #compactSummary(line: LogLine, uuid: string): void {
+    const value = line.value;
+    const message = value.message as Record<string, unknown>;
+    const summary = contentText(message.content);
+    const rest = without(value);
+    rest.message = without(message, "content");
+    const parentUuid = asString(value.parentUuid);
+    const boundary = parentUuid === undefined ? undefined : this.#entryOf.get(parentUuid);
+    const entry = this.entries.find((e) => e.id === boundary && e.type === "compaction") as
+      | CompactionEntry
+      | undefined;
+    if (entry && entry.summary === "") {
+      entry.summary = summary;
+      (entry.sourceLines as unknown[]).push(rest);
+      this.#entryOf.set(uuid, entry.id);
+      return;
+    }
+    this.#chain(line, uuid, this.#parent(line, value.parentUuid), [
+      { type: "compaction", summary, tokensBefore: 0, sourceLines: [rest] },
+    ]);
+  }
+}
+
+/** The value of the last line that has `key` as a string. */
+function lastString(lines: LogLine[], key: string): { value: string; line: number } | undefined {
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const line = lines[i] as LogLine;
+    const value = line.value[key];
+    if (typeof value === "string" && value !== "") return { value, line: line.line };
+  }
+  return undefined;
+}
+
+/**
+ * A Claude Code session file as a session: id `claude-code-<sessionId>` (the last sessionId in the
+ * file: a resumed conversation's file starts with lines copied from the one it continued); a
+ * subagent's transcript (every message on a sidechain) is `claude-code-<sessionId>-agent-<agentId>`.
+ */
+export function parseClaudeCode(text: string): ImportedSession {
+  const { lines, warnings } = readLogLines(text);
+  const session = lastString(lines, "sessionId");
+  if (!session) throw lineError(lines[0]?.line ?? 1, "no sessionId in the file: not a Claude Code session");
+  const messages = lines.filter((l) => l.value.type === "user" || l.value.type === "assistant");
+  const subagent = messages.length > 0 && messages.every((l) => l.value.isSidechain === true);
+  let id = derivedSessionId(PREFIX, session.value, session.line);
+  if (subagent) {
+    const agent = lastString(lines, "agentId") ?? lastString(messages.slice(0, 1), "uuid");
+    id = derivedSessionId(id, `agent-${agent?.value ?? "sidechain"}`, agent?.line ?? session.line);
+  }
+  const first = lines.find((l) => typeof l.value.timestamp === "string");
+  const createdAt = entryTimestamp(first?.value.timestamp, new Date(0).toISOString());
+
+  const reader = new ClaudeCodeReader(lines, warnings, subagent, createdAt);
+  for (const line of lines) reader.read(line);
+
+  const uuids = new Set(lines.map((l) => l.value.uuid));
+  const title = lastString(
+    lines.filter((l) => l.value.type === "custom-title"),
+    "customTitle",
+  );
+  const summary = lastString(
+    lines.filter((l) => l.value.type === "summary" && uuids.has(l.value.leafUuid)),
+    "summary",
+  );
+  const name = title?.value ?? summary?.value;
+  const cwd = lastString(lines, "cwd")?.value;
+  const metadata: Record<string, unknown> = {
+    claudeCode: defined({
+      sessionId: session.value,
+      agentId: subagent ? lastString(lines, "agentId")?.value : undefined,
+      cwd,
+      gitBranch: lastString(lines, "gitBranch")?.value,
+      version: lastString(lines, "version")?.value,
+    }),
+    // Where pi export finds the working folder.
+    pi: { cwd: cwd ?? "" },
+  };
+  return {
+    header: { id, createdAt, metadata, ...(name === undefined ? {} : { name }) },
+    entries: checkImportEntries(reader.entries, reader.lines),
+    leafId: reader.leafId,
+    warnings: reader.warnings,
+  };
+}

@@ -1,0 +1,490 @@
+import type { LogLine } from "./agent-log";
+import {
+  asString,
+  count,
+  dataUrlImage,
+  defined,
+  derivedSessionId,
+  entryTimestamp,
+  isRecord,
+  readLogLines,
+  thinkingLevel,
+  usage,
+  without,
+} from "./agent-log";
+import type { MessageEntry, SessionEntry } from "./entries";
+import type { ImportedSession } from "./interchange";
+import { checkImportEntries } from "./interchange";
+import type {
+  AssistantMessage,
+  ImageContent,
+  TextContent,
+  ThinkingLevel,
+  ToolResultMessage,
+} from "./messages";
+import { lineError } from "./ndjson";
+
+/*
+ * OpenAI Codex CLI sessions (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`): a linear log of
+ * `{timestamp, type, payload}` lines (`session_meta`, `response_item`, `event_msg`,
+ * `turn_context`, `compacted`); before `payload` lines existed, a bare session meta line came
+ * first and response items followed bare. One chain. The output items of one model response
+ * (reasoning, text, tool calls) become one assistant message, in pi's openai-responses encoding
+ * (a reasoning item is the thinking block's signature), so the session can be continued. Lines
+ * that are not messages are kept as `custom` entries ("codex:<type>[:<payload type>]", the line
+ * as `data`); message entries keep what they do not hold of their lines in `sourceLines`.
+ */
+
+const PREFIX = "codex";
+const API = "openai-responses";
+
+/** Response items that are part of the model's output. */
+const OUTPUT_ITEMS = new Set(["reasoning", "function_call", "custom_tool_call", "local_shell_call"]);
+const BARE_ITEMS = new Set([
+  "message",
+  "reasoning",
+  "function_call",
+  "function_call_output",
+  "custom_tool_call",
+  "custom_tool_call_output",
+  "local_shell_call",
+]);
+
+/** User messages Codex sends at the start of every session: not the user's own words. */
+const SESSION_PREFIXES = ["<environment_context>", "<user_instructions>", "# AGENTS.md instructions"];
+/** What Codex keeps of the user's messages when it compacts locally (approximate tokens). */
+const KEPT_USER_TOKENS = 20_000;
+
+type Content = TextContent | ImageContent;
+
+/** A line of any Codex version as `{timestamp, type, payload}`. */
+function normalized(line: LogLine, index: number): Record<string, unknown> {
+  const value = line.value;
+  if ("payload" in value || typeof value.record_type === "string") return value;
+  if (index === 0 && typeof value.id === "string" && value.type === undefined) {
+    return { timestamp: value.timestamp, type: "session_meta", payload: value };
+  }
+  if (typeof value.type === "string" && BARE_ITEMS.has(value.type)) {
+    return { timestamp: value.timestamp, type: "response_item", payload: value };
+  }
+  return value;
+}
+
+function inputContent(content: unknown, unmapped: unknown[]): Content[] {
+  const parts: Content[] = [];
+  for (const part of Array.isArray(content) ? content : []) {
+    if (
+      isRecord(part) &&
+      (part.type === "input_text" || part.type === "output_text") &&
+      typeof part.text === "string"
+    ) {
+      parts.push({ type: "text", text: part.text });
+      continue;
+    }
+    const image = isRecord(part) && part.type === "input_image" ? dataUrlImage(part.image_url) : undefined;
+    if (image) parts.push(image);
+    else unmapped.push(part);
+  }
+  return parts;
+}
+
+function outputText(
+  output: unknown,
+  unmapped: unknown[],
+): { content: Content[]; isError: boolean; details?: unknown } {
+  if (typeof output === "string") {
+    // Versions up to late 2025 wrapped shell output as {"output", "metadata": {"exit_code"}}.
+    try {
+      const wrapped = JSON.parse(output) as unknown;
+      if (isRecord(wrapped) && typeof wrapped.output === "string" && isRecord(wrapped.metadata)) {
+        const code = wrapped.metadata.exit_code;
+        return {
+          content: [{ type: "text", text: wrapped.output }],
+          isError: typeof code === "number" && code !== 0,
+          details: wrapped.metadata,
+        };
+      }
+    } catch {
+      // plain text output
+    }
+    const code = /^Exit code: (\d+)/m.exec(output);
+    return { content: [{ type: "text", text: output }], isError: code !== null && code[1] !== "0" };
+  }
+  if (isRecord(output) && typeof output.content === "string") {
+    return { content: [{ type: "text", text: output.content }], isError: output.success === false };
+  }
+  const items = Array.isArray(output) ? output : isRecord(output) ? [output] : [];
+  return { content: inputContent(items, unmapped), isError: false };
+}
+
+function toolArguments(raw: unknown): Record<string, unknown> | undefined {
+  if (isRecord(raw)) return raw;
+  if (typeof raw !== "string") return undefined;
+  try {
+    const parsed = JSON.parse(raw) as unknown;
+    return isRecord(parsed) ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function textOf(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content
+    .filter((p): p is TextContent => isRecord(p) && p.type === "text" && typeof p.text === "string")
+    .map((p) => p.text)
+    .join("\n");
+}
+
+class CodexReader {
+  readonly entries: SessionEntry[] = [];
+  readonly lines: number[] = [];
+  readonly #provider: string;
+  readonly #toolNames = new Map<string, string>();
+  #model: string | undefined;
+  #thinking: ThinkingLevel = "off";
+  #reply: MessageEntry | undefined;
+  #unmetered: AssistantMessage | undefined;
+  #pendingUsage: AssistantMessage["usage"] | undefined;
+  #tokens = 0;
+  #timestamp: string;
+  #tip: string | null = null;
+
+  constructor(provider: string, createdAt: string) {
+    this.#provider = provider;
+    this.#timestamp = createdAt;
+  }
+
+  get leafId(): string | null {
+    return this.#tip;
+  }
+
+  #push(line: number, entry: Record<string, unknown>): MessageEntry {
+    const full = { ...entry, parentId: this.#tip, timestamp: this.#timestamp } as SessionEntry;
+    this.entries.push(full);
+    this.lines.push(line);
+    this.#tip = full.id;
+    return full as MessageEntry;
+  }
+
+  #custom(line: LogLine, id: string, value: Record<string, unknown>): void {
+    const payload = isRecord(value.payload) ? value.payload : {};
+    const kind = typeof payload.type === "string" && value.type !== "session_meta" ? `:${payload.type}` : "";
+    const type = String(value.type ?? value.record_type ?? "line");
+    this.#push(line.line, { type: "custom", id, customType: `${PREFIX}:${type}${kind}`, data: value });
+  }
+
+  read(line: LogLine, value: Record<string, unknown>, id = `l${line.line}`): void {
+    this.#timestamp = entryTimestamp(value.timestamp, this.#timestamp);
+    const payload = isRecord(value.payload) ? value.payload : undefined;
+    switch (value.type) {
+      case "response_item":
+        if (payload) {
+          this.#item(line, value, payload, id);
+          return;
+        }
+        break;
+      case "turn_context":
+        if (payload) {
+          this.#turnContext(line, value, payload, id);
+          return;
+        }
+        break;
+      case "compacted":
+        if (payload) {
+          this.#compacted(line, value, payload, id);
+          return;
+        }
+        break;
+      case "event_msg":
+        if (payload?.type === "token_count" && isRecord(payload.info)) this.#tokenCount(payload.info);
+        break;
+    }
+    this.#custom(line, id, value);
+  }
+
+  #timestampMs(): number {
+    return Date.parse(this.#timestamp);
+  }
+
+  #item(line: LogLine, value: Record<string, unknown>, payload: Record<string, unknown>, id: string): void {
+    const type = payload.type;
+    const rest = (...keys: string[]) => ({ ...value, payload: without(payload, ...keys) });
+    if (type === "message" && payload.role === "assistant") {
+      const unmapped: unknown[] = [];
+      const parts = inputContent(payload.content, unmapped).filter(
+        (p): p is TextContent => p.type === "text",
+      );
+      const signature =
+        typeof payload.id === "string"
+          ? JSON.stringify({
+              v: 1,
+              id: payload.id,
+              ...(typeof payload.phase === "string" ? { phase: payload.phase } : {}),
+            })
+          : undefined;
+      const content = parts.map((p) => (signature ? { ...p, textSignature: signature } : p));
+      const kept = rest("content");
+      if (unmapped.length > 0) (kept.payload as Record<string, unknown>).content = unmapped;
+      this.#output(line, id, content, kept);
+      return;
+    }
+    if (OUTPUT_ITEMS.has(type as string)) {
+      if (type === "reasoning") {
+        const summary = Array.isArray(payload.summary) ? payload.summary : [];
+        const reasoning = Array.isArray(payload.content) ? payload.content : [];
+        const join = (parts: unknown[]) =>
+          parts
+            .map((p) => (isRecord(p) && typeof p.text === "string" ? p.text : ""))
+            .filter(Boolean)
+            .join("\n\n");
+        const thinking = join(summary) || join(reasoning);
+        // The whole item is the signature, as pi keeps it, so it can be sent back as it came.
+        this.#output(line, id, [{ type: "thinking", thinking, thinkingSignature: JSON.stringify(payload) }], {
+          ...value,
+          payload: { type },
+        });
+        return;
+      }
+      const callId = asString(payload.call_id) ?? asString(payload.id) ?? id;
+      const name = type === "local_shell_call" ? "local_shell" : (asString(payload.name) ?? "unknown");
+      const raw =
+        type === "local_shell_call"
+          ? payload.action
+          : type === "custom_tool_call"
+            ? payload.input
+            : payload.arguments;
+      const parsed = type === "custom_tool_call" ? undefined : toolArguments(raw);
+      const args = parsed ?? (type === "custom_tool_call" ? { input: raw } : {});
+      this.#toolNames.set(callId, name);
+      const field =
+        type === "local_shell_call" ? "action" : type === "custom_tool_call" ? "input" : "arguments";
+      const kept = parsed !== undefined || type === "custom_tool_call" ? rest(field) : rest();
+      this.#output(line, id, [{ type: "toolCall", id: callId, name, arguments: args }], kept);
+      return;
+    }
+    if (type === "function_call_output" || type === "custom_tool_call_output") {
+      this.#reply = undefined;
+      const callId = asString(payload.call_id) ?? "";
+      const unmapped: unknown[] = [];
+      const result = outputText(payload.output, unmapped);
+      const message: ToolResultMessage = {
+        role: "toolResult",
+        toolCallId: callId,
+        toolName: this.#toolNames.get(callId) ?? "unknown",
+        content: result.content,
+        isError: result.isError,
+        timestamp: this.#timestampMs(),
+      };
+      if (result.details !== undefined) message.details = result.details;
+      const kept = rest("output");
+      if (unmapped.length > 0) (kept.payload as Record<string, unknown>).output = unmapped;
+      this.#push(line.line, { type: "message", id, message, sourceLines: [kept] });
+      return;
+    }
+    if (type === "message") {
+      this.#reply = undefined;
+      const unmapped: unknown[] = [];
+      const content = inputContent(payload.content, unmapped);
+      const role = asString(payload.role) ?? "user";
+      const kept = rest("content");
+      if (unmapped.length > 0) (kept.payload as Record<string, unknown>).content = unmapped;
+      // Developer and system messages (instructions Codex adds to the history) keep their role.
+      const message = { role, content, timestamp: this.#timestampMs() };
+      this.#push(line.line, { type: "message", id, message, sourceLines: [kept] });
+      return;
+    }
+    this.#custom(line, id, value);
+  }
+
+  /** Adds output of the model to the reply being read, or starts one. */
+  #output(
+    line: LogLine,
+    id: string,
+    parts: AssistantMessage["content"],
+    kept: Record<string, unknown>,
+  ): void {
+    const open = this.#reply;
+    if (open) {
+      const message = open.message as AssistantMessage;
+      message.content.push(...parts);
+      if (parts.some((p) => p.type === "toolCall")) message.stopReason = "toolUse";
+      (open.sourceLines as unknown[]).push(kept);
+      return;
+    }
+    const message: AssistantMessage = {
+      role: "assistant",
+      content: parts,
+      api: API,
+      provider: this.#provider,
+      model: this.#model ?? "unknown",
+      usage: this.#pendingUsage ?? usage(0, 0, 0, 0),
+      stopReason: parts.some((p) => p.type === "toolCall") ? "toolUse" : "stop",
+      timestamp: this.#timestampMs(),
+    };
+    this.#unmetered = this.#pendingUsage ? undefined : message;
+    this.#pendingUsage = undefined;
+    this.#reply = this.#push(line.line, { type: "message", id, message, sourceLines: [kept] });
+  }
+
+  /**
+   * A finished response's token count. Codex writes it after the response's items in some
+   * versions and before them in others: it goes to the newest reply still without one, else to
+   * the next reply.
+   */
+  #tokenCount(info: Record<string, unknown>): void {
+    this.#reply = undefined;
+    const last = isRecord(info.last_token_usage) ? info.last_token_usage : undefined;
+    if (!last) return;
+    this.#tokens = count(last.total_tokens) || this.#tokens;
+    const cached = count(last.cached_input_tokens);
+    const counted = usage(
+      Math.max(0, count(last.input_tokens) - cached),
+      count(last.output_tokens),
+      cached,
+      count(last.cache_write_input_tokens),
+      count(last.total_tokens) || undefined,
+    );
+    if (this.#unmetered) {
+      this.#unmetered.usage = counted;
+      this.#unmetered = undefined;
+    } else this.#pendingUsage = counted;
+  }
+
+  #turnContext(
+    line: LogLine,
+    value: Record<string, unknown>,
+    payload: Record<string, unknown>,
+    id: string,
+  ): void {
+    this.#reply = undefined;
+    const model = asString(payload.model);
+    if (model !== undefined && model !== this.#model) {
+      this.#model = model;
+      this.#push(line.line, {
+        type: "model_change",
+        id: `${id}:model`,
+        provider: this.#provider,
+        modelId: model,
+      });
+    }
+    const mode = isRecord(payload.collaboration_mode) ? payload.collaboration_mode : {};
+    const settings = isRecord(mode.settings) ? mode.settings : {};
+    const level = thinkingLevel(payload.effort ?? settings.reasoning_effort);
+    if (level !== undefined && level !== this.#thinking) {
+      this.#thinking = level;
+      this.#push(line.line, { type: "thinking_level_change", id: `${id}:thinking`, thinkingLevel: level });
+    }
+    this.#custom(line, id, value);
+  }
+
+  /**
+   * Codex replaced its history: the compaction, then what it sent the model from then on besides
+   * the summary (the replacement history it wrote, or, when it wrote none, the user's latest
+   * messages as it keeps them).
+   */
+  #compacted(
+    line: LogLine,
+    value: Record<string, unknown>,
+    payload: Record<string, unknown>,
+    id: string,
+  ): void {
+    this.#reply = undefined;
+    const since = this.#userMessagesSinceCompaction();
+    this.#push(line.line, {
+      type: "compaction",
+      id,
+      summary: asString(payload.message) ?? "",
+      tokensBefore: this.#tokens,
+      sourceLines: [{ ...value, payload: without(payload, "message", "replacement_history") }],
+    });
+    if (Array.isArray(payload.replacement_history)) {
+      payload.replacement_history.forEach((item, index) => {
+        if (isRecord(item))
+          this.#item(
+            line,
+            { timestamp: value.timestamp, type: "response_item", payload: item },
+            item,
+            `${id}:${index + 1}`,
+          );
+      });
+      this.#reply = undefined;
+      return;
+    }
+    let budget = KEPT_USER_TOKENS;
+    const kept: string[] = [];
+    for (let i = since.length - 1; i >= 0; i--) {
+      const message = since[i] as string;
+      const tokens = Math.ceil(message.length / 4);
+      if (tokens > budget) break;
+      kept.unshift(message);
+      budget -= tokens;
+    }
+    kept.forEach((message, index) => {
+      this.#push(line.line, {
+        type: "message",
+        id: `${id}:${index + 1}`,
+        message: { role: "user", content: [{ type: "text", text: message }], timestamp: this.#timestampMs() },
+      });
+    });
+  }
+
+  /** The user's own messages since the last compaction, as Codex collects them when it compacts. */
+  #userMessagesSinceCompaction(): string[] {
+    const found: string[] = [];
+    for (let i = this.entries.length - 1; i >= 0; i--) {
+      const entry = this.entries[i] as SessionEntry;
+      if (entry.type === "compaction") break;
+      if (entry.type !== "message" || entry.message.role !== "user") continue;
+      const message = textOf((entry.message as { content?: unknown }).content);
+      if (message && !SESSION_PREFIXES.some((prefix) => message.startsWith(prefix))) found.unshift(message);
+    }
+    return found;
+  }
+}
+
+/** A Codex CLI rollout as a session: id `codex-<session id>`, one chain, the head its last entry. */
+export function parseCodex(text: string): ImportedSession {
+  const { lines, warnings } = readLogLines(text);
+  const values = lines.map(normalized);
+  const metaIndex = values.findIndex((v) => v.type === "session_meta" && isRecord(v.payload));
+  const metaLine = lines[metaIndex];
+  if (metaIndex < 0 || !metaLine)
+    throw lineError(lines[0]?.line ?? 1, "no session_meta line: not a Codex session");
+  const meta = values[metaIndex]?.payload as Record<string, unknown>;
+  const sourceId = typeof meta.id === "string" ? meta.id : undefined;
+  if (sourceId === undefined) throw lineError(metaLine.line, "session_meta without an id");
+  const id = derivedSessionId(PREFIX, sourceId, metaLine.line);
+  const createdAt = entryTimestamp(
+    meta.timestamp,
+    entryTimestamp(values[metaIndex]?.timestamp, new Date(0).toISOString()),
+  );
+  const provider = asString(meta.model_provider) ?? "openai";
+
+  const reader = new CodexReader(provider, createdAt);
+  for (const [index, line] of lines.entries()) reader.read(line, values[index] as Record<string, unknown>);
+
+  const base = meta.base_instructions;
+  const systemPrompt = isRecord(base) ? asString(base.text) : asString(base);
+  const cwd = asString(meta.cwd);
+  const metadata: Record<string, unknown> = {
+    codex: defined({
+      id: sourceId,
+      cwd,
+      cliVersion: asString(meta.cli_version),
+      originator: asString(meta.originator),
+      source: meta.source,
+      modelProvider: asString(meta.model_provider),
+      git: isRecord(meta.git) ? meta.git : undefined,
+    }),
+    // Where pi export finds the working folder.
+    pi: { cwd: cwd ?? "" },
+  };
+  return {
+    header: { id, createdAt, metadata, ...(systemPrompt ? { systemPrompt } : {}) },
+    entries: checkImportEntries(reader.entries, reader.lines),
+    leafId: reader.leafId,
+    warnings,
+  };
+}

@@ -1,0 +1,52 @@
+import { parseClaudeCode } from "./claude-code-format";
+import { parseCodex } from "./codex-format";
+import type { ImportedSession, ImportFormat } from "./interchange";
+import { parseNative } from "./native-format";
+import { parsePi } from "./pi-format";
+
+/** Parses an import file of `format`. */
+export function parseImport(format: ImportFormat, text: string): ImportedSession {
+  switch (format) {
+    case "native":
+      return parseNative(text);
+    case "pi":
+      return parsePi(text);
+    case "claude-code":
+      return parseClaudeCode(text);
+    case "codex":
+      return parseCodex(text);
+  }
+}
+
+const CODEX_LINES = new Set(["session_meta", "response_item", "event_msg", "turn_context", "compacted"]);
+const CLAUDE_CODE_LINES = new Set(["user", "assistant", "system", "summary", "file-history-snapshot"]);
+
+/** The format a file is in, told from its first lines; undefined when they match none. */
+export function detectFormat(text: string, lines = 20): ImportFormat | undefined {
+  let index = 0;
+  for (const raw of text.split("\n")) {
+    if (!raw.trim()) continue;
+    if (index++ >= lines) break;
+    let value: unknown;
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      continue;
+    }
+    if (value === null || typeof value !== "object" || Array.isArray(value)) continue;
+    const line = value as Record<string, unknown>;
+    if (index === 1 && line.type === "session") return line.format === "cf-session" ? "native" : "pi";
+    if (typeof line.type === "string" && CODEX_LINES.has(line.type) && "payload" in line) return "codex";
+    // Codex before `payload` lines: a bare session meta line first.
+    if (index === 1 && line.type === undefined && typeof line.id === "string" && "instructions" in line)
+      return "codex";
+    if (
+      typeof line.sessionId === "string" &&
+      (typeof line.uuid === "string" || CLAUDE_CODE_LINES.has(String(line.type)))
+    ) {
+      return "claude-code";
+    }
+    if (line.type === "summary" && typeof line.leafUuid === "string") return "claude-code";
+  }
+  return undefined;
+}

@@ -1,0 +1,95 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import {
+  migrateSessionEntries,
+  parseSessionEntries,
+  buildSessionContext as piBuildSessionContext,
+} from "@mariozechner/pi-coding-agent";
+import { expect } from "vitest";
+import type { AgentMessage, ImportedSession, SessionEntry } from "../../src/core";
+import { exportNative, exportPi, MemoryRepo, parseNative, SessionError } from "../../src/core";
+
+/* What the Claude Code and Codex import tests share: the real files, and the round trips. */
+
+const fixtures = resolve(import.meta.dirname, "../fixtures");
+
+/** The real session files of a tool, by file name. */
+export function fixtureFiles(tool: "claude-code" | "codex"): Array<[string, string]> {
+  return readdirSync(join(fixtures, tool))
+    .filter((name) => name.endsWith(".jsonl"))
+    .sort()
+    .map((name) => [name, readFileSync(join(fixtures, tool, name), "utf8")]);
+}
+
+export function jsonLines(text: string): Record<string, unknown>[] {
+  return text
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+async function collect(lines: AsyncIterable<string>): Promise<string> {
+  let out = "";
+  for await (const line of lines) out += line;
+  return out;
+}
+
+/** The messages of entries, by role. */
+export function messagesOf(entries: readonly SessionEntry[], role: string): AgentMessage[] {
+  return entries
+    .filter((e): e is Extract<SessionEntry, { type: "message" }> => e.type === "message")
+    .map((e) => e.message)
+    .filter((m) => m.role === role);
+}
+
+/** Every tool result answers a tool call made before it on its path, under the call's name. */
+export function expectToolResultsPaired(entries: readonly SessionEntry[]): void {
+  const byId = new Map(entries.map((e) => [e.id, e]));
+  for (const entry of entries) {
+    if (entry.type !== "message" || entry.message.role !== "toolResult") continue;
+    const result = entry.message as { toolCallId: string; toolName: string };
+    let call: { name: string } | undefined;
+    for (let id = entry.parentId; id !== null && !call; ) {
+      const up = byId.get(id) as SessionEntry;
+      if (up.type === "message" && up.message.role === "assistant") {
+        call = (up.message as { content: Array<{ type: string; id?: string; name: string }> }).content.find(
+          (part) => part.type === "toolCall" && part.id === result.toolCallId,
+        );
+      }
+      id = up.type === "leaf" ? null : up.parentId;
+    }
+    expect(call, `the call answered by ${entry.id}`).toBeDefined();
+    expect(result.toolName).toBe(call?.name);
+  }
+}
+
+/**
+ * The imported session exports to native and back byte for byte, and to pi, whose own
+ * buildSessionContext gives the context we give.
+ */
+export async function expectRoundTrips(file: ImportedSession): Promise<void> {
+  const session = await new MemoryRepo().importSession(file);
+  const native = await collect(exportNative(session));
+  const copy = await new MemoryRepo().importSession(parseNative(native));
+  expect(await collect(exportNative(copy))).toBe(native);
+
+  const pi = await collect(exportPi(session));
+  const piEntries = parseSessionEntries(pi);
+  migrateSessionEntries(piEntries);
+  const theirs = piBuildSessionContext(piEntries.slice(1) as never);
+  const ours = await session.buildContext();
+  expect(ours.messages).toEqual(theirs.messages);
+  expect(ours.thinkingLevel).toBe(theirs.thinkingLevel);
+  expect(ours.model).toEqual(theirs.model);
+}
+
+/** Runs `parse` and returns the SessionError it throws. */
+export function refusal(parse: () => unknown): SessionError {
+  try {
+    parse();
+  } catch (error) {
+    expect(error).toBeInstanceOf(SessionError);
+    return error as SessionError;
+  }
+  throw new Error("expected the file to be refused");
+}

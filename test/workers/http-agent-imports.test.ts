@@ -1,0 +1,91 @@
+import { exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import claudeCode from "../fixtures/claude-code/1.0.98-parallel-tools.jsonl?raw";
+import codex from "../fixtures/codex/0.58.0-shell-calls.jsonl?raw";
+import { api, expectError, sid } from "./helpers";
+
+/* Claude Code and Codex CLI sessions over HTTP: `POST /v1/sessions/import?format=claude-code|codex`. */
+
+async function importFile(body: string, query: string) {
+  const res = await exports.default.fetch(`http://sessions.test/v1/sessions/import${query}`, {
+    method: "POST",
+    headers: { Authorization: "Bearer key-a", "Content-Type": "application/x-ndjson" },
+    body,
+  });
+  const text = await res.text();
+  return { status: res.status, body: JSON.parse(text), text };
+}
+
+describe("agent session import", () => {
+  it("imports a Claude Code session under the id made from its own, with its context", async () => {
+    const res = await importFile(claudeCode, "?format=claude-code");
+    expect(res.status, res.text).toBe(201);
+    expect(res.body).toMatchObject({
+      id: "claude-code-1af7fc5e-8455-4414-9ccd-011d40f70b2a",
+      leafId: "549b3502-6e30-4fa5-869f-c998df26c3f0",
+      messageCount: 21,
+    });
+    expect(res.body.warnings).toBeUndefined();
+    const context = await api("GET", `/v1/sessions/${res.body.id}/context`);
+    expect(context.body.messages.length).toBe(21);
+    expect(context.body.model).toEqual({ provider: "anthropic", modelId: "claude-sonnet-4-20250514" });
+
+    // The same file again keeps the import idempotent for a caller that names the id: 409.
+    expectError(
+      await api("POST", `/v1/sessions/import?format=claude-code&id=${res.body.id}`, {
+        raw: claudeCode,
+        headers: { "Content-Type": "application/x-ndjson" },
+      }),
+      409,
+      "already_exists",
+    );
+  });
+
+  it("imports a Codex rollout, and lists what it repaired", async () => {
+    const id = sid("codex");
+    const torn = `${codex}{"timestamp":"2025-11-17T21:40:00.000Z","type":"event_m`;
+    const res = await importFile(torn, `?format=codex&id=${id}`);
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.id).toBe(id);
+    expect(res.body.warnings).toEqual([{ line: 280, message: expect.stringContaining("torn") }]);
+    const context = await api("GET", `/v1/sessions/${id}/context`);
+    expect(context.body).toMatchObject({
+      thinkingLevel: "high",
+      model: { provider: "openai", modelId: "gpt-5.1-codex" },
+    });
+    expect(context.body.messages.length).toBe(80);
+  });
+
+  it("refuses a file with a bad line before the last, naming it, and writes nothing", async () => {
+    const id = sid("refused");
+    const lines = codex.split("\n");
+    lines[4] = "{not json";
+    const res = await importFile(lines.join("\n"), `?format=codex&id=${id}`);
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: "invalid_request", details: { line: 5 } });
+    expect(res.body.error.message).toMatch(/^line 5:/);
+    expectError(await api("GET", `/v1/sessions/${id}`), 404, "not_found");
+  });
+
+  it("refuses a file of another format than named, and writes nothing", async () => {
+    const id = sid("wrong");
+    const res = await importFile(claudeCode, `?format=codex&id=${id}`);
+    expect(res.status).toBe(400);
+    expect(res.body.error.message).toMatch(/session_meta/);
+    expectError(await api("GET", `/v1/sessions/${id}`), 404, "not_found");
+  });
+
+  it("exports only to native and pi", async () => {
+    const res = await importFile(codex, `?format=codex&id=${sid("export")}`);
+    expectError(
+      await api("GET", `/v1/sessions/${res.body.id}/export?format=codex`),
+      415,
+      "unsupported_format",
+    );
+    const pi = await api("GET", `/v1/sessions/${res.body.id}/export?format=pi`);
+    expect(pi.status).toBe(200);
+    expect(JSON.parse(pi.text.split("\n")[0] as string)).toMatchObject({
+      cwd: "/home/user/projects/temp/chatbot-ui",
+    });
+  });
+});

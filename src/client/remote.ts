@@ -32,6 +32,7 @@ import {
   checkSessionId,
   entryPage,
   isValidId,
+  leafTag,
   leafAfter,
   newId,
   Session,
@@ -41,12 +42,8 @@ import {
 import type { ClientOptions } from "./transport";
 import { Transport } from "./transport";
 
-function etag(leafId: string | null): string {
-  return `"${leafId ?? ""}"`;
-}
-
 function ifMatch(expected: string | null | undefined): Record<string, string> {
-  return expected === undefined ? {} : { "If-Match": etag(expected) };
+  return expected === undefined ? {} : { "If-Match": leafTag(expected) };
 }
 
 function sessionPath(id: string, rest = ""): string {

@@ -15,6 +15,7 @@ export * from "./import-formats";
 export * from "./info";
 export * from "./interchange";
 export * from "./json";
+export * from "./leaf-tag";
 export * from "./limits";
 export * from "./memory";
 export * from "./messages";

@@ -1,0 +1,66 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context, TypedResponse } from "hono";
+import type { JSONParsed } from "hono/utils/types";
+import type * as z from "zod";
+import { SessionError, zodDetails } from "../core";
+import type { SessionObjectStorage } from "../durable";
+import { DurableRepo } from "../durable";
+import type { AppEnv } from "./env";
+import { ErrorEnvelope } from "./errors";
+
+/*
+ * What every route module shares: its app (invalid input is one `invalid_request`), the shapes
+ * the OpenAPI document gives bodies and answers, and the caller's sessions.
+ */
+
+/** A group of routes, mounted by `createApp` with `app.route("/", …)`. */
+export function routes(): OpenAPIHono<AppEnv> {
+  return new OpenAPIHono<AppEnv>({
+    defaultHook: (result) => {
+      if (!result.success) {
+        throw new SessionError("invalid_request", `invalid ${result.target}`, zodDetails(result.error));
+      }
+    },
+  });
+}
+
+export const security = [{ bearer: [] }];
+
+export const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  content: { "application/json": { schema } },
+  description,
+});
+
+export const body = <T extends z.ZodType>(schema: T, required = true) => ({
+  content: { "application/json": { schema } },
+  required,
+});
+
+export const errors = {
+  400: json(ErrorEnvelope, "invalid_request"),
+  401: json(ErrorEnvelope, "unauthorized"),
+  404: json(ErrorEnvelope, "not_found"),
+};
+
+/** The caller's sessions. */
+export function repo(c: Context<AppEnv>): DurableRepo {
+  return new DurableRepo(c.env, c.get("caller").tenant);
+}
+
+/** One of the caller's sessions (each call on it checks that it exists). */
+export function sessionStorage(c: Context<AppEnv>, sid: string): SessionObjectStorage {
+  return repo(c).storage(sid);
+}
+
+/**
+ * A JSON answer streamed as it is produced (long paths, large entries): typed as the JSON of
+ * `schema`, which is what the stream carries, though Hono cannot see inside a stream.
+ */
+export function streamedJson<S extends z.ZodType>(
+  _schema: S,
+  body: ReadableStream<Uint8Array>,
+): Response & TypedResponse<JSONParsed<z.output<S>>, 200, "json"> {
+  return new Response(body, {
+    headers: { "Content-Type": "application/json; charset=utf-8" },
+  }) as Response & TypedResponse<JSONParsed<z.output<S>>, 200, "json">;
+}

@@ -50,7 +50,9 @@ options (every command):
 
   A file, or every .jsonl file under a directory (e.g. ~/.pi/agent/sessions), with progress and a
   summary of imported / skipped (already there) / failed. The format is detected from the header
-  when --format is not given. A file's session id is kept; --id (one file only) chooses it.`,
+  when --format is not given. A file's session id is kept; --id (one file only) chooses it.
+  What a pi file needed repaired to import (a torn last line, a missing parent, a repeated line)
+  is listed by file and line.`,
   export: `usage: cf-sessions export <id> [--format native|pi] [--out <file>]
 
   Streams the session as NDJSON to stdout or --out.`,
@@ -159,17 +161,19 @@ async function importPaths(
     imported: [] as string[],
     skipped: [] as string[],
     failed: [] as Array<{ file: string; error: string }>,
+    warnings: [] as Array<{ file: string; line: number; message: string }>,
   };
   for (const [index, file] of files.entries()) {
     const text = readFileSync(file, "utf8");
     const header = headerOf(text, format);
     try {
       const id = values.id === undefined ? header.id : String(values.id);
-      const session = await client.importFile(text, {
+      const imported = await client.importFile(text, {
         format: header.format,
         ...(id === undefined ? {} : { id }),
       });
-      report.imported.push(session.id);
+      report.imported.push(imported.info.id);
+      for (const warning of imported.warnings) report.warnings.push({ file, ...warning });
     } catch (error) {
       if (error instanceof SessionError && error.code === "already_exists")
         report.skipped.push(header.id ?? file);
@@ -179,6 +183,8 @@ async function importPaths(
   }
   if (json) output.out(JSON.stringify(report));
   else {
+    for (const { file, line, message } of report.warnings)
+      output.err(`warning: ${file}: line ${line}: ${message}\n`);
     for (const { file, error } of report.failed) output.err(`failed: ${file}: ${error}\n`);
     output.out(
       `imported ${report.imported.length}, skipped ${report.skipped.length} (already there), failed ${report.failed.length}`,

@@ -127,9 +127,11 @@ export async function navigateSession(
     targetId === null ? undefined : await session.getEntry(targetId),
     options.position,
   );
+  // The abandoned part runs back to the common ancestor with the entry navigated to, even when
+  // the head goes to its parent (`before`): that entry is where the user goes, not what is left.
   const [from, to] = await Promise.all([
     oldLeaf === null ? [] : session.getBranch(oldLeaf),
-    target === null ? [] : session.getBranch(target),
+    targetId === null ? [] : session.getBranch(targetId),
   ]);
   const preparation = prepareBranchSummary(from, to);
   if (preparation.entries.length === 0) {

@@ -40,6 +40,7 @@ import {
   ForkBody,
   ImportEntriesBody,
   ImportQuery,
+  ImportResult,
   LeafQuery,
   ListSessionsQuery,
   MoveLeafBody,
@@ -490,14 +491,14 @@ export function createApp() {
       path: IMPORT_PATH,
       summary: "Import a session from NDJSON (native or pi)",
       description:
-        "Keeps the file's session id unless it is taken (then a new one is chosen); an `id` given in the query that is taken is 409. A refused file names its line and imports nothing.",
+        "Keeps the file's session id unless it is taken (then a new one is chosen); an `id` given in the query that is taken is 409. A refused file names its line and imports nothing. What a pi file needed repaired (a torn last line, a missing parent, a repeated line) is listed in `warnings`.",
       security,
       request: {
         query: ImportQuery,
         body: { content: { "application/x-ndjson": { schema: z.string() } }, required: true },
       },
       responses: {
-        201: json(SessionInfo, "the imported session"),
+        201: json(ImportResult, "the imported session, with the repairs made"),
         409: json(ErrorEnvelope, "already_exists"),
         413: json(ErrorEnvelope, "payload_too_large"),
         415: json(ErrorEnvelope, "unsupported_format"),
@@ -511,7 +512,7 @@ export function createApp() {
       const file = format === "pi" ? parsePi(text) : parseNative(text);
       const session = await repo(c).importSession(file, id === undefined ? {} : { id });
       const info = await session.getInfo();
-      return c.json(info, 201, { ETag: etag(info.leafId) });
+      return c.json({ ...info, warnings: file.warnings }, 201, { ETag: etag(info.leafId) });
     },
   );
 

@@ -4,6 +4,7 @@ import {
   EntryInput,
   EntryType,
   Id,
+  ImportWarning,
   MAX_BATCH_ENTRIES,
   MAX_ENTRIES_PAGE,
   MAX_SESSIONS_PAGE,
@@ -144,6 +145,10 @@ export { SessionInfo, StoredEntry };
 export const ExportQuery = z.object({
   format: z.string().optional().meta({ description: "native (default) or pi" }),
 });
+
+export const ImportResult = SessionInfo.extend({
+  warnings: z.array(ImportWarning).meta({ description: "what was repaired to import the file, by line" }),
+}).meta({ id: "ImportResult" });
 
 export const ImportQuery = z.object({
   format: z.string().optional().meta({ description: "native (default) or pi" }),

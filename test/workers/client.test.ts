@@ -89,7 +89,8 @@ describe("client", () => {
     await session.appendMessage(user("hello"));
     let text = "";
     for await (const line of client.storage(session.id).exportLines()) text += line;
-    const copy = await client.importFile(text, { id: sid("copy") });
+    const { session: copy, warnings } = await client.importFile(text, { id: sid("copy") });
+    expect(warnings).toEqual([]);
     expect((await copy.getInfo()).name).toBe("to copy");
     expect((await copy.buildContext()).messages).toEqual((await session.buildContext()).messages);
     const again = await client.importSession(parseNative(text), { id: sid("again") });

@@ -54,7 +54,13 @@ function branchSummary(id: string, parentId: string | null, summary: string, fro
 }
 
 function thinkingLevel(id: string, parentId: string | null, level: string) {
-  return { type: "thinking_level_change", id, parentId, timestamp: "2025-01-01T00:00:00Z", thinkingLevel: level };
+  return {
+    type: "thinking_level_change",
+    id,
+    parentId,
+    timestamp: "2025-01-01T00:00:00Z",
+    thinkingLevel: level,
+  };
 }
 
 function modelChange(id: string, parentId: string | null, provider: string, modelId: string) {
@@ -102,7 +108,10 @@ for (const backend of backends()) {
       });
 
       it("tracks model from assistant message", async () => {
-        const ctx = await contextOf(backend, [msg("1", null, "user", "hello"), msg("2", "1", "assistant", "hi")]);
+        const ctx = await contextOf(backend, [
+          msg("1", null, "user", "hello"),
+          msg("2", "1", "assistant", "hi"),
+        ]);
         expect(ctx.model).toEqual({ provider: "anthropic", modelId: "claude-test" });
       });
 
@@ -252,7 +261,11 @@ for (const backend of backends()) {
       it("an unknown leafId is not_found (pi falls back to the last entry)", async () => {
         // Deliberate difference: an unknown entry id is an error, never a silent fallback.
         await expectCode(
-          contextOf(backend, [msg("1", null, "user", "hello"), msg("2", "1", "assistant", "hi")], "nonexistent"),
+          contextOf(
+            backend,
+            [msg("1", null, "user", "hello"), msg("2", "1", "assistant", "hi")],
+            "nonexistent",
+          ),
           "not_found",
         );
       });

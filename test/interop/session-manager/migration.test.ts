@@ -33,7 +33,11 @@ for (const backend of backends()) {
         await backend.repo(),
         file([
           { type: "session", id: "sess-1", timestamp: "2025-01-01T00:00:00Z", cwd: "/tmp" },
-          { type: "message", timestamp: "2025-01-01T00:00:01Z", message: { role: "user", content: "hi", timestamp: 1 } },
+          {
+            type: "message",
+            timestamp: "2025-01-01T00:00:01Z",
+            message: { role: "user", content: "hi", timestamp: 1 },
+          },
           { type: "message", timestamp: "2025-01-01T00:00:02Z", message: assistant },
         ]),
       );

@@ -287,6 +287,18 @@ describe("pi files repaired on import", () => {
     await session.appendMessage({ ...assistant("c"), usage: usageWithout });
   });
 
+  it("keeps the details an extension gave its compaction, whatever their shape", async () => {
+    const manager = SessionManager.inMemory("/p");
+    const pi = manager as unknown as Pi;
+    const first = pi.appendMessage(user("q"));
+    pi.appendMessage(assistant("a"));
+    pi.appendCompaction("from an extension", first, 50, ["a", "list"], true);
+    const session = await new MemoryRepo().importSession(parsePi(piFile(manager)));
+    const compaction = manager.getLeafEntry();
+    expect(await session.getEntry(compaction?.id as string)).toMatchObject({ details: ["a", "list"] });
+    await expectContextsLikePi(session, manager);
+  });
+
   it("still refuses a message without what a context needs, naming its line", () => {
     const header = '{"type":"session","version":3,"id":"x","timestamp":"2025-01-01T00:00:00Z","cwd":""}';
     const noModel = { ...assistant("a"), model: undefined };

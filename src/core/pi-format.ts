@@ -63,17 +63,19 @@ function migrateV2(entries: PiLine[]): void {
 }
 
 /**
- * Drops exact repeats of an earlier line. pi up to 0.55 could write a branched file twice over
+ * Drops exact repeats of an earlier line. pi up to 0.55.1 could write a branched file twice over
  * (its header, then its entries again); pi reads such a file as if each entry were there once. The
  * same id with other content is a conflict pi would settle silently, so it is refused.
  */
 function dropRepeats(entries: PiLine[], warnings: ImportWarning[]): PiLine[] {
-  const first = new Map<unknown, PiLine>();
+  const first = new Map<string, PiLine>();
   const kept: PiLine[] = [];
   for (const item of entries) {
-    const earlier = first.get(item.entry.id);
+    const id = item.entry.id;
+    // An entry without an id is refused by the schema check, at its line.
+    const earlier = typeof id === "string" ? first.get(id) : undefined;
     if (!earlier) {
-      first.set(item.entry.id, item);
+      if (typeof id === "string") first.set(id, item);
       kept.push(item);
     } else if (earlier.text === item.text) {
       warnings.push({ line: item.line, message: `repeats line ${earlier.line} exactly: skipped` });
@@ -161,7 +163,7 @@ export function parsePi(text: string): ImportedSession {
   const warnings: ImportWarning[] = [];
   const last = lines[lines.length - 1] as NumberedLine;
   // A line is torn when a write stopped inside it: only the last can be, and its newline is missing.
-  if (lines.length > 1 && !text.endsWith("\n") && !isJson(last.text)) {
+  if (lines.length > 1 && !/\n\s*$/.test(text) && !isJson(last.text)) {
     lines.pop();
     warnings.push({
       line: last.line,
@@ -184,6 +186,8 @@ export function parsePi(text: string): ImportedSession {
   }
   if (version < 2) migrateV1(entries, records);
   if (version < 3) migrateV2(entries);
+  // pi's head is the entry of the last line, even when that line repeats an earlier one.
+  const head = entries[entries.length - 1];
   entries = dropRepeats(entries, warnings);
   const ordered = parentsFirst(entries, warnings);
   const checked = checkImportEntries(
@@ -194,7 +198,6 @@ export function parsePi(text: string): ImportedSession {
   // for the export back to pi.
   const { type: _type, version: _version, id: _id, timestamp: _timestamp, ...rest } = header;
   const pi: Record<string, unknown> = { ...rest, cwd: typeof header.cwd === "string" ? header.cwd : "" };
-  const head = entries[entries.length - 1];
   return {
     header: { id: header.id, createdAt, metadata: { pi } },
     entries: checked,

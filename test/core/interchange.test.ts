@@ -364,7 +364,7 @@ describe("pi files repaired on import", () => {
     expect(parsePi(whole.trimEnd()).entries).toHaveLength(2);
   });
 
-  it("skips the repeated header and entries pi up to 0.55 wrote when branching before a reply", async () => {
+  it("skips the repeated header and entries pi up to 0.55.1 wrote when branching before a reply", async () => {
     // The shape of pi's duplicate-header bug: the branched file written once, then again in full
     // when the first reply came, followed by the new entries.
     const manager = SessionManager.inMemory("/p");
@@ -388,6 +388,10 @@ describe("pi files repaired on import", () => {
     const session = await new MemoryRepo().importSession(parsed);
     expect((await session.getInfo()).entryCount).toBe(4);
     await expectContextsLikePi(session, openInPi(text));
+    // pi's head is the last line's entry, even when that line is a repeat.
+    const endsInRepeat = `${[...copy, ...copy].join("\n")}\n`;
+    expect(parsePi(endsInRepeat).leafId).toBe(openInPi(endsInRepeat).getLeafId());
+    expect(parsePi(endsInRepeat).leafId).toBe(JSON.parse(copy[2] as string).id);
   });
 
   it("exports the session name, which pi shows after opening the file", async () => {
@@ -528,6 +532,11 @@ describe("refused files", () => {
     [
       "a corrupt last pi line that ends in a newline (not a torn write)",
       () => parsePi(`${piHeader}\n${entry("a", null)}\n{"type":"mess\n`),
+      3,
+    ],
+    [
+      "a corrupt last pi line followed by a newline and blanks",
+      () => parsePi(`${piHeader}\n${entry("a", null)}\n{"type":"mess\n  `),
       3,
     ],
     [

@@ -107,7 +107,8 @@ describe("branch summaries collect what pi collects", () => {
             expect(summarizer.requests[0]?.messages, pair).toEqual(
               prepareBranchEntries(expected.entries).messages,
             );
-            // Written where pi writes it: under the target, or under a user message's parent.
+            // Written where pi writes it: under the target, or under a user message's parent. (pi
+            // also goes to a custom message's parent; `before` applies to user messages only here.)
             const parent = onUser ? target.parentId : target.id;
             expect(result.entry, pair).toMatchObject({ type: "branch_summary", parentId: parent });
           }

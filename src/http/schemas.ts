@@ -4,6 +4,7 @@ import {
   EntryInput,
   EntryType,
   Id,
+  ImportWarning,
   MAX_BATCH_ENTRIES,
   MAX_ENTRIES_PAGE,
   MAX_SESSIONS_PAGE,
@@ -141,16 +142,13 @@ export const ForkBody = z
 
 export { SessionInfo, StoredEntry };
 
-export const ImportResult = SessionInfo.extend({
-  warnings: z
-    .array(z.object({ line: z.number().int(), message: z.string() }))
-    .optional()
-    .meta({ description: "what the import repaired, by 1-based line (absent when nothing was)" }),
-});
-
 export const ExportQuery = z.object({
   format: z.string().optional().meta({ description: "native (default) or pi" }),
 });
+
+export const ImportResult = SessionInfo.extend({
+  warnings: z.array(ImportWarning).meta({ description: "what was repaired to import the file, by line" }),
+}).meta({ id: "ImportResult" });
 
 export const ImportQuery = z.object({
   format: z.string().optional().meta({ description: "native (default), pi, claude-code or codex" }),

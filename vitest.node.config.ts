@@ -4,7 +4,7 @@ export default defineConfig({
   test: {
     name: "node",
     environment: "node",
-    include: ["test/core/**/*.test.ts", "test/node/**/*.test.ts"],
+    include: ["test/core/**/*.test.ts", "test/node/**/*.test.ts", "test/interop/**/*.test.ts"],
     testTimeout: 60_000,
   },
 });

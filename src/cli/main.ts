@@ -59,7 +59,9 @@ options (every command):
   ~/.codex/sessions), with progress and a summary of imported / skipped (already there) / failed.
   The format is told from the first lines when --format is not given. A file's session id is kept
   (Claude Code and Codex sessions get one made from theirs, so importing again skips them); --id
-  (one file only) chooses it.`,
+  (one file only) chooses it.
+  What a file needed repaired to import (a torn last line, a missing parent, a repeated line)
+  is listed by file and line.`,
   export: `usage: cf-sessions export <id> [--format native|pi] [--out <file>]
 
   Streams the session as NDJSON to stdout or --out.`,
@@ -133,15 +135,14 @@ function sessionFiles(path: string): string[] {
   return files.sort();
 }
 
-/** A file parsed here first: its format, the id it imports under, and what was repaired. */
+/** A file parsed here first: its format and the id it imports under (the service checks it again). */
 function readSessionFile(
   text: string,
   format: ImportFormat | undefined,
-): { format: ImportFormat; id: string; warnings: ImportWarning[] } {
+): { format: ImportFormat; id: string } {
   const detected = format ?? detectFormat(text);
   if (!detected) throw new Error("cannot tell the format from the first lines; give --format");
-  const file = parseImport(detected, text);
-  return { format: detected, id: file.header.id, warnings: file.warnings ?? [] };
+  return { format: detected, id: parseImport(detected, text).header.id };
 }
 
 function progress(output: Output, done: number, total: number): void {
@@ -174,9 +175,9 @@ async function importPaths(
       const text = readFileSync(file, "utf8");
       const read = readSessionFile(text, format);
       id = values.id === undefined ? read.id : String(values.id);
-      for (const warning of read.warnings) report.warnings.push({ file, ...warning });
-      const session = await client.importFile(text, { format: read.format, id });
-      report.imported.push(session.id);
+      const imported = await client.importFile(text, { format: read.format, id });
+      report.imported.push(imported.info.id);
+      for (const warning of imported.warnings) report.warnings.push({ file, ...warning });
     } catch (error) {
       if (error instanceof SessionError && error.code === "already_exists") report.skipped.push(id ?? file);
       else report.failed.push({ file, error: error instanceof Error ? error.message : String(error) });

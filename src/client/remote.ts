@@ -12,6 +12,7 @@ import type {
   HeaderPatch,
   ImportedSession,
   ImportFormat,
+  ImportWarning,
   LeafEntry,
   LeafOptions,
   ListOptions,
@@ -41,6 +42,13 @@ import {
 } from "../core";
 import type { ClientOptions } from "./transport";
 import { Transport } from "./transport";
+
+/** A session the service created from a file, and what it repaired in the file to do so. */
+export interface FileImport {
+  session: RemoteSession;
+  info: SessionInfo;
+  warnings: ImportWarning[];
+}
 
 function ifMatch(expected: string | null | undefined): Record<string, string> {
   return expected === undefined ? {} : { "If-Match": leafTag(expected) };
@@ -318,16 +326,20 @@ export class RemoteRepo implements SessionRepo {
     return new RemoteSession(await this.storage(id).fork(targetId, options));
   }
 
-  /** Creates a session from an import file's text (native, pi, Claude Code or Codex), checked by the service. */
-  async importFile(
-    text: string,
-    options: { format?: ImportFormat; id?: string } = {},
-  ): Promise<RemoteSession> {
-    const info = await this.#http.json<SessionInfo>("POST", "v1/sessions/import", {
-      query: { format: options.format, id: options.id },
-      raw: { body: text, contentType: "application/x-ndjson" },
-    });
-    return new RemoteSession(this.storage(info.id));
+  /**
+   * Creates a session from an import file's text (native, pi, Claude Code or Codex), checked by the service, which
+   * reports what it repaired on the way in (`warnings`, by line).
+   */
+  async importFile(text: string, options: { format?: ImportFormat; id?: string } = {}): Promise<FileImport> {
+    const { warnings, ...info } = await this.#http.json<SessionInfo & { warnings: ImportWarning[] }>(
+      "POST",
+      "v1/sessions/import",
+      {
+        query: { format: options.format, id: options.id },
+        raw: { body: text, contentType: "application/x-ndjson" },
+      },
+    );
+    return { session: new RemoteSession(this.storage(info.id)), info, warnings };
   }
 
   async importSession(file: ImportedSession, options: { id?: string } = {}): Promise<RemoteSession> {
@@ -336,7 +348,7 @@ export class RemoteRepo implements SessionRepo {
       JSON.stringify({ type: "session", format: "cf-session", version: 1, ...header }),
       ...entries.map((entry) => JSON.stringify(entry)),
     ];
-    const session = await this.importFile(`${lines.join("\n")}\n`, { id: options.id });
+    const { session } = await this.importFile(`${lines.join("\n")}\n`, { id: options.id });
     if (leafAfter(entries) !== file.leafId) await session.setLeafId(file.leafId);
     return session;
   }

@@ -143,9 +143,11 @@ export async function navigateSession(
     targetId === null ? undefined : await storage.getEntry(targetId),
     options.position,
   );
+  // The abandoned part runs back to the common ancestor with the entry navigated to, even when
+  // the head goes to its parent (`before`): that entry is where the user goes, not what is left.
   const [from, to] = await Promise.all([
     oldLeaf === null ? [] : storage.getBranch(oldLeaf),
-    target === null ? [] : storage.getBranch(target),
+    targetId === null ? [] : storage.getBranch(targetId),
   ]);
   const preparation = prepareBranchSummary(from, to);
   if (preparation.entries.length === 0) {

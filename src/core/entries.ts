@@ -26,11 +26,6 @@ function variants<T extends z.ZodRawShape>(fields: T) {
   };
 }
 
-const FileDetails = z.looseObject({
-  readFiles: z.array(z.string()).optional(),
-  modifiedFiles: z.array(z.string()).optional(),
-});
-
 const message = variants({ type: z.literal("message"), message: AgentMessage });
 const modelChange = variants({ type: z.literal("model_change"), provider: z.string(), modelId: z.string() });
 const thinkingLevelChange = variants({
@@ -47,7 +42,10 @@ const compaction = variants({
   tokensBefore: z.number().nonnegative(),
   firstKeptEntryId: Id.optional(),
   retainedTail: z.array(AgentMessage).optional(),
-  details: FileDetails.optional(),
+  // pi's type leaves it open: a compaction an extension wrote carries whatever it chose.
+  details: z.unknown().optional().meta({
+    description: "the built-in compaction's { readFiles, modifiedFiles }; anything an extension chose",
+  }),
   usage: SummaryUsage.optional(),
   fromHook: z.boolean().optional(),
 });

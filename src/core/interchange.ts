@@ -1,3 +1,4 @@
+import { z } from "zod";
 import type { AppendView } from "./append";
 import { planImport } from "./append";
 import type { SessionEntry } from "./entries";
@@ -21,17 +22,18 @@ export interface ImportHeader {
   parentSession?: ParentSession;
 }
 
-/** A repair an import made to a file it still accepted (a torn last line dropped, …). */
-export interface ImportWarning {
-  line: number;
-  message: string;
-}
+/** A repair made on the way in (a torn last line dropped, a missing parent made a root, …), at the 1-based line of the file it concerns. */
+export const ImportWarning = z
+  .object({ line: z.number().int().positive(), message: z.string() })
+  .meta({ id: "ImportWarning" });
+export type ImportWarning = z.infer<typeof ImportWarning>;
 
 export interface ImportedSession {
   header: ImportHeader;
   entries: SessionEntry[];
   leafId: string | null;
-  warnings?: ImportWarning[];
+  /** What was repaired to import the file, in line order; empty when it imported as written. */
+  warnings: ImportWarning[];
 }
 
 /** Formats a session can be exported to (and imported back from). */

@@ -3,6 +3,9 @@ import * as z from "zod";
 /*
  * pi-ai compatible messages. Known roles are validated field by field; every object is loose, so
  * fields an agent adds travel unchanged, and a message with any other `role` is kept as it came.
+ * A field is required when building a context or deriving the model needs it, or when every pi
+ * release since the coding agent's first (0.6) has written it; fields that older releases left out
+ * are optional, so their files import and are kept exactly as written.
  */
 
 export const TextContent = z.looseObject({
@@ -39,13 +42,14 @@ export const Cost = z.looseObject({
   total: z.number(),
 });
 
+/** `totalTokens` came with pi-ai in December 2025; sessions written before have none. */
 export const Usage = z.looseObject({
   input: z.number(),
   output: z.number(),
   cacheRead: z.number(),
   cacheWrite: z.number(),
-  totalTokens: z.number(),
-  cost: Cost,
+  totalTokens: z.number().optional(),
+  cost: Cost.optional(),
 });
 
 /** Token usage of a generated summary: whatever the summarizer reported. */

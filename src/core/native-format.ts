@@ -73,5 +73,6 @@ export function parseNative(text: string): ImportedSession {
     },
     entries,
     leafId: leafAfter(entries),
+    warnings: [],
   };
 }

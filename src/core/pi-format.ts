@@ -1,6 +1,6 @@
 import { ENTRY_TYPES } from "./entries";
-import { isValidId, nowIso } from "./ids";
-import type { ImportedSession } from "./interchange";
+import { isValidId, newId, nowIso } from "./ids";
+import type { ImportedSession, ImportWarning } from "./interchange";
 import { checkImportEntries, sessionEntries } from "./interchange";
 import type { NumberedLine } from "./ndjson";
 import { lineError, ndjsonLines, parseLine } from "./ndjson";
@@ -8,8 +8,8 @@ import type { Session } from "./session";
 
 /*
  * pi coding agent sessions (`.jsonl`): a header `{type: "session", version, id, timestamp, cwd}`,
- * then entries; the head is the last entry. Versions 1 to 3 import (migrated as pi migrates them);
- * export writes version 3.
+ * then entries; the head is the last entry. Versions 1 to 3 import (migrated as pi migrates them)
+ * to the context pi builds for the same file; export writes version 3.
  */
 
 export const PI_VERSION = 3;
@@ -19,6 +19,8 @@ const PI_ENTRY_TYPES = new Set<string>(ENTRY_TYPES.filter((type) => type !== "le
 
 interface PiLine {
   line: number;
+  /** The line as written, to tell an exact repeat from a conflicting one. */
+  text: string;
   entry: Record<string, unknown>;
 }
 
@@ -35,9 +37,9 @@ function shortId(taken: Set<string>): string {
 
 /**
  * v1 → v2: entries had no ids; they chain in file order. A compaction's `firstKeptEntryIndex`
- * counts the file's entries with the header as 0 (pi's own migration).
+ * counts every record of the file, the header as 0 (pi's own migration).
  */
-function migrateV1(entries: PiLine[]): void {
+function migrateV1(entries: PiLine[], records: ReadonlyArray<Record<string, unknown>>): void {
   const taken = new Set<string>();
   let previous: string | null = null;
   // One pass, as pi does it: an index pointing forward names an entry without an id yet.
@@ -46,8 +48,8 @@ function migrateV1(entries: PiLine[]): void {
     entry.parentId = previous;
     previous = entry.id as string;
     if (entry.type !== "compaction" || typeof entry.firstKeptEntryIndex !== "number") continue;
-    const target = entries[entry.firstKeptEntryIndex - 1];
-    if (target?.entry.id !== undefined) entry.firstKeptEntryId = target.entry.id;
+    const target = records[entry.firstKeptEntryIndex];
+    if (target && target.type !== "session" && target.id !== undefined) entry.firstKeptEntryId = target.id;
     delete entry.firstKeptEntryIndex;
   }
 }
@@ -61,10 +63,35 @@ function migrateV2(entries: PiLine[]): void {
 }
 
 /**
- * Orders entries so parents come before children (pi files need not: the head is written last),
- * refusing a dangling or circular `parentId` at its line.
+ * Drops exact repeats of an earlier line. pi up to 0.55.1 could write a branched file twice over
+ * (its header, then its entries again); pi reads such a file as if each entry were there once. The
+ * same id with other content is a conflict pi would settle silently, so it is refused.
  */
-function parentsFirst(entries: PiLine[]): PiLine[] {
+function dropRepeats(entries: PiLine[], warnings: ImportWarning[]): PiLine[] {
+  const first = new Map<string, PiLine>();
+  const kept: PiLine[] = [];
+  for (const item of entries) {
+    const id = item.entry.id;
+    // An entry without an id is refused by the schema check, at its line.
+    const earlier = typeof id === "string" ? first.get(id) : undefined;
+    if (!earlier) {
+      if (typeof id === "string") first.set(id, item);
+      kept.push(item);
+    } else if (earlier.text === item.text) {
+      warnings.push({ line: item.line, message: `repeats line ${earlier.line} exactly: skipped` });
+    } else {
+      throw lineError(item.line, `entry id ${String(item.entry.id)} already appears at line ${earlier.line}`);
+    }
+  }
+  return kept;
+}
+
+/**
+ * Orders entries so parents come before children (pi files need not: the head is written last).
+ * An entry whose parent is not in the file becomes a root, which is how pi's path walk reads it
+ * (pi writes such files itself: its branched copies leave label entries out); a cycle is refused.
+ */
+function parentsFirst(entries: PiLine[], warnings: ImportWarning[]): PiLine[] {
   const ids = new Set(entries.map((e) => e.entry.id));
   const waiting = new Map<unknown, PiLine[]>();
   const ordered: PiLine[] = [];
@@ -85,70 +112,127 @@ function parentsFirst(entries: PiLine[]): PiLine[] {
   for (const item of entries) {
     const parentId = item.entry.parentId;
     if (parentId !== null && parentId !== undefined && !ids.has(parentId)) {
-      throw lineError(item.line, `parentId ${String(parentId)} names no entry of the file`);
+      warnings.push({
+        line: item.line,
+        message: `parentId ${String(parentId)} names no entry of the file: the entry becomes a root, as pi reads it`,
+      });
+      item.entry.parentId = null;
     }
-    if (parentId === null || parentId === undefined || placed.has(parentId)) place(item);
-    else waiting.set(parentId, [...(waiting.get(parentId) ?? []), item]);
+    const parent = item.entry.parentId;
+    if (parent === null || parent === undefined || placed.has(parent)) place(item);
+    else waiting.set(parent, [...(waiting.get(parent) ?? []), item]);
   }
   const stuck = [...waiting.values()].flat().sort((a, b) => a.line - b.line)[0];
   if (stuck) throw lineError(stuck.line, "entries whose parents form a cycle");
   return ordered;
 }
 
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Reads a pi session file. Besides pi's own migrations, it repairs what pi writes or leaves behind
+ * and opens anyway, reporting each repair as a warning: a last line cut short by a crash is dropped,
+ * a repeated header or entry is skipped, an entry with a missing parent becomes a root. Anything
+ * else that is malformed (a corrupt line before the last, an unknown entry type) refuses the file.
+ */
 export function parsePi(text: string): ImportedSession {
-  const lines = ndjsonLines(text);
-  const first = lines.next();
-  if (first.done) throw lineError(1, "empty file: expected a pi session header");
-  const header = parseLine(first.value);
+  const lines = [...ndjsonLines(text)];
+  const first = lines[0];
+  if (!first) throw lineError(1, "empty file: expected a pi session header");
+  const header = parseLine(first);
   if (header.type !== "session" || typeof header.id !== "string") {
-    throw lineError(first.value.line, 'missing pi session header {"type":"session","id":…}');
+    throw lineError(first.line, 'missing pi session header {"type":"session","id":…}');
   }
   const version = header.version ?? 1;
   if (version !== 1 && version !== 2 && version !== 3) {
-    throw lineError(first.value.line, `unknown pi session version ${JSON.stringify(version)}; 1 to 3 import`);
+    throw lineError(first.line, `unknown pi session version ${JSON.stringify(version)}; 1 to 3 import`);
   }
-  if (!isValidId(header.id)) throw lineError(first.value.line, `session id ${header.id} is not a valid id`);
+  if (!isValidId(header.id)) throw lineError(first.line, `session id ${header.id} is not a valid id`);
   const createdAt =
     typeof header.timestamp === "string" && !Number.isNaN(Date.parse(header.timestamp))
       ? header.timestamp
       : nowIso();
 
-  const entries: PiLine[] = [];
-  for (const line of lines as Iterable<NumberedLine>) {
+  const warnings: ImportWarning[] = [];
+  const last = lines[lines.length - 1] as NumberedLine;
+  // A line is torn when a write stopped inside it: only the last can be, and its newline is missing.
+  if (lines.length > 1 && !/\n\s*$/.test(text) && !isJson(last.text)) {
+    lines.pop();
+    warnings.push({
+      line: last.line,
+      message: "the last line was cut short (a write stopped midway): dropped",
+    });
+  }
+  const records: Array<Record<string, unknown>> = [header];
+  let entries: PiLine[] = [];
+  for (const line of lines.slice(1)) {
     const entry = parseLine(line);
+    records.push(entry);
+    if (entry.type === "session") {
+      warnings.push({ line: line.line, message: "a second session header: skipped (pi reads the first)" });
+      continue;
+    }
     if (typeof entry.type !== "string" || !PI_ENTRY_TYPES.has(entry.type)) {
       throw lineError(line.line, `unknown entry type ${JSON.stringify(entry.type)}`);
     }
-    entries.push({ line: line.line, entry });
+    entries.push({ line: line.line, text: line.text, entry });
   }
-  if (version < 2) migrateV1(entries);
+  if (version < 2) migrateV1(entries, records);
   if (version < 3) migrateV2(entries);
-  const ordered = parentsFirst(entries);
+  // pi's head is the entry of the last line, even when that line repeats an earlier one.
+  const head = entries[entries.length - 1];
+  entries = dropRepeats(entries, warnings);
+  const ordered = parentsFirst(entries, warnings);
   const checked = checkImportEntries(
     ordered.map((e) => e.entry),
     ordered.map((e) => e.line),
   );
-  const pi: Record<string, unknown> = { cwd: typeof header.cwd === "string" ? header.cwd : "" };
-  if (typeof header.parentSession === "string") pi.parentSession = header.parentSession;
-  const last = entries[entries.length - 1];
+  // Header fields other than the session's own (cwd, and those older versions wrote) are kept
+  // for the export back to pi.
+  const { type: _type, version: _version, id: _id, timestamp: _timestamp, ...rest } = header;
+  const pi: Record<string, unknown> = { ...rest, cwd: typeof header.cwd === "string" ? header.cwd : "" };
   return {
     header: { id: header.id, createdAt, metadata: { pi } },
     entries: checked,
-    leafId: last ? (last.entry.id as string) : null,
+    leafId: head ? (head.entry.id as string) : null,
+    warnings: warnings.sort((a, b) => a.line - b.line),
   };
 }
 
-/** A session as a pi version 3 file: no `leaf` records, the current head's entry last. */
+/** The name pi shows for a `session_info` name: trimmed, blank for none. */
+function piName(name: string | undefined): string | undefined {
+  return name?.trim() || undefined;
+}
+
+/**
+ * A session as a pi version 3 file: no `leaf` records, the current head's entry last. pi takes the
+ * name from the file's last `session_info`; when that is not the session's name (a name given at
+ * creation, or the head's entry moved after a later rename), one is appended at the head, as pi
+ * does when a session is named, so it is on the path and pi's head.
+ */
 export async function* exportPi(session: Session): AsyncGenerator<string> {
-  const [header, leafId] = await Promise.all([session.getHeader(), session.getLeafId()]);
-  const pi = (header.metadata.pi ?? {}) as { cwd?: unknown; parentSession?: unknown };
+  const [header, leafId, name] = await Promise.all([
+    session.getHeader(),
+    session.getLeafId(),
+    session.getName(),
+  ]);
+  const pi = (isRecord(header.metadata.pi) ? header.metadata.pi : {}) as Record<string, unknown>;
   const parentSession =
     typeof pi.parentSession === "string"
       ? pi.parentSession
       : header.parentSession
         ? header.parentSession.id
         : undefined;
+  const { parentSession: _parentSession, ...extra } = pi;
   yield `${JSON.stringify({
+    ...extra,
     type: "session",
     version: PI_VERSION,
     id: header.id,
@@ -156,14 +240,31 @@ export async function* exportPi(session: Session): AsyncGenerator<string> {
     cwd: typeof pi.cwd === "string" ? pi.cwd : "",
     ...(parentSession === undefined ? {} : { parentSession }),
   })}\n`;
+  let fileName: string | undefined;
   for await (const entry of sessionEntries(session)) {
-    if (entry.type !== "leaf" && entry.id !== leafId) yield `${JSON.stringify(entry)}\n`;
+    if (entry.type === "leaf" || entry.id === leafId) continue;
+    if (entry.type === "session_info") fileName = piName(entry.name);
+    yield `${JSON.stringify(entry)}\n`;
   }
   if (leafId !== null) {
     const leaf = await session.getEntry(leafId);
     if (leaf) {
       const { seq: _seq, ...entry } = leaf;
+      if (entry.type === "session_info") fileName = piName(entry.name);
       yield `${JSON.stringify(entry)}\n`;
     }
   }
+  if (piName(name) !== fileName) {
+    yield `${JSON.stringify({
+      type: "session_info",
+      id: newId(),
+      parentId: leafId,
+      timestamp: nowIso(),
+      name: piName(name) ?? "",
+    })}\n`;
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
 }

@@ -491,14 +491,14 @@ export function createApp() {
       path: IMPORT_PATH,
       summary: "Import a session from NDJSON (native, pi, Claude Code or Codex CLI)",
       description:
-        "Keeps the file's session id unless it is taken (then a new one is chosen); an `id` given in the query that is taken is 409. A refused file names its line and imports nothing; what an accepted file needed repaired is listed in `warnings`.",
+        "Keeps the file's session id unless it is taken (then a new one is chosen); an `id` given in the query that is taken is 409. A refused file names its line and imports nothing. What an accepted file needed repaired (a torn last line, a missing parent, a repeated line) is listed in `warnings`.",
       security,
       request: {
         query: ImportQuery,
         body: { content: { "application/x-ndjson": { schema: z.string() } }, required: true },
       },
       responses: {
-        201: json(ImportResult, "the imported session"),
+        201: json(ImportResult, "the imported session, with the repairs made"),
         409: json(ErrorEnvelope, "already_exists"),
         413: json(ErrorEnvelope, "payload_too_large"),
         415: json(ErrorEnvelope, "unsupported_format"),
@@ -512,8 +512,7 @@ export function createApp() {
       const file = parseImport(format, text);
       const session = await repo(c).importSession(file, id === undefined ? {} : { id });
       const info = await session.getInfo();
-      const warnings = file.warnings ?? [];
-      return c.json(warnings.length > 0 ? { ...info, warnings } : info, 201, { ETag: etag(info.leafId) });
+      return c.json({ ...info, warnings: file.warnings }, 201, { ETag: etag(info.leafId) });
     },
   );
 

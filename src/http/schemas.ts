@@ -83,11 +83,8 @@ export const ImportEntriesBody = z
   });
 
 export const ImportResult = SessionInfo.extend({
-  warnings: z
-    .array(ImportWarning)
-    .optional()
-    .meta({ description: "what the import repaired, by 1-based line (absent when nothing was)" }),
-});
+  warnings: z.array(ImportWarning).meta({ description: "what was repaired to import the file, by line" }),
+}).meta({ id: "ImportResult" });
 
 export const ExportQuery = z.object({
   format: z.string().optional().meta({ description: "native (default) or pi" }),

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -9,7 +9,15 @@ import {
 } from "@mariozechner/pi-coding-agent";
 import { describe, expect, it } from "vitest";
 import type { AgentMessage, Session } from "../../src/core";
-import { exportNative, exportPi, MemoryRepo, parseNative, parsePi, SessionError } from "../../src/core";
+import {
+  contentText,
+  exportNative,
+  exportPi,
+  MemoryRepo,
+  parseNative,
+  parsePi,
+  SessionError,
+} from "../../src/core";
 import { assistant, toolResult, user } from "../conformance/fixtures";
 import { expectCode } from "../conformance/storage";
 
@@ -225,6 +233,196 @@ describe("pi sessions", () => {
   });
 });
 
+/** pi's own reading of a file: written to a temporary folder and opened with its SessionManager. */
+function openInPi(text: string): SessionManager {
+  const dir = mkdtempSync(join(tmpdir(), "pi-open-"));
+  try {
+    const path = join(dir, "session.jsonl");
+    writeFileSync(path, text);
+    return SessionManager.open(path, dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Our contexts equal pi's at the head and at every entry pi holds (same ids: version 3 files). */
+async function expectContextsLikePi(session: Session, manager: SessionManager) {
+  expectSameAsPi(await session.buildContext(), manager.buildSessionContext());
+  for (const { id } of manager.getEntries()) {
+    expectSameAsPi(
+      await session.buildContext({ leafId: id }),
+      piBuildSessionContext(manager.getEntries(), id),
+    );
+    expect(await session.getLabel(id)).toBe(manager.getLabel(id));
+  }
+}
+
+const usageWithout = { input: 120, output: 30, cacheRead: 0, cacheWrite: 0 };
+
+describe("pi files repaired on import", () => {
+  it("keeps assistant usage without totalTokens or cost exactly as written (pi before December 2025)", async () => {
+    const manager = SessionManager.inMemory("/p");
+    const pi = manager as unknown as Pi;
+    pi.appendMessage(user("q"));
+    const older = { ...assistant("a"), usage: usageWithout };
+    const withCostOnly = {
+      ...assistant("b"),
+      usage: { ...usageWithout, cost: { input: 1, output: 2, cacheRead: 0, cacheWrite: 0, total: 3 } },
+    };
+    const a = pi.appendMessage(older);
+    const b = pi.appendMessage(withCostOnly);
+    const file = piFile(manager);
+    const parsed = parsePi(file);
+    expect(parsed.warnings).toEqual([]);
+    const session = await new MemoryRepo().importSession(parsed);
+    expect((await session.getEntry(a))?.type === "message" && (await session.getEntry(a))).toMatchObject({
+      message: older,
+    });
+    const stored = await session.getEntry(b);
+    expect(stored?.type === "message" && JSON.stringify(stored.message)).toBe(JSON.stringify(withCostOnly));
+    await expectContextsLikePi(session, manager);
+    // The context size falls back to the usage's parts, as pi's does.
+    expect((await session.buildContext()).messages).toHaveLength(3);
+    // Appending such a message is accepted too: one schema for what is stored.
+    await session.appendMessage({ ...assistant("c"), usage: usageWithout });
+  });
+
+  it("keeps the details an extension gave its compaction, whatever their shape", async () => {
+    const manager = SessionManager.inMemory("/p");
+    const pi = manager as unknown as Pi;
+    const first = pi.appendMessage(user("q"));
+    pi.appendMessage(assistant("a"));
+    pi.appendCompaction("from an extension", first, 50, ["a", "list"], true);
+    const session = await new MemoryRepo().importSession(parsePi(piFile(manager)));
+    const compaction = manager.getLeafEntry();
+    expect(await session.getEntry(compaction?.id as string)).toMatchObject({ details: ["a", "list"] });
+    await expectContextsLikePi(session, manager);
+  });
+
+  it("still refuses a message without what a context needs, naming its line", () => {
+    const header = '{"type":"session","version":3,"id":"x","timestamp":"2025-01-01T00:00:00Z","cwd":""}';
+    const noModel = { ...assistant("a"), model: undefined };
+    const line = JSON.stringify({
+      type: "message",
+      id: "a1",
+      parentId: null,
+      timestamp: "2025-01-01T00:00:00Z",
+      message: noModel,
+    });
+    expect(() => parsePi(`${header}\n${line}\n`)).toThrow(/^line 2: invalid entry/);
+  });
+
+  it("makes an entry whose parent is missing a root, as pi reads the branched copies it writes", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pi-branched-"));
+    try {
+      const source = SessionManager.create("/p", dir) as unknown as Pi;
+      source.appendMessage(user("u1"));
+      const a1 = source.appendMessage(assistant("a1"));
+      source.appendLabelChange(a1, "x");
+      const u2 = source.appendMessage(user("u2"));
+      const a2 = source.appendMessage(assistant("a2"));
+      const path = source.createBranchedSession(a2) as string;
+      const text = readFileSync(path, "utf8");
+      const lines = text.trim().split("\n");
+      const u2Line = lines.findIndex((l) => JSON.parse(l).id === u2) + 1;
+      const dangling = JSON.parse(lines[u2Line - 1] as string).parentId as string;
+      expect(lines.some((l) => JSON.parse(l).id === dangling)).toBe(false);
+
+      const parsed = parsePi(text);
+      expect(parsed.warnings).toEqual([
+        { line: u2Line, message: expect.stringContaining(`parentId ${dangling} names no entry of the file`) },
+      ]);
+      const session = await new MemoryRepo().importSession(parsed);
+      expect((await session.getEntry(u2))?.parentId).toBeNull();
+      const manager = SessionManager.open(path, dir);
+      await expectContextsLikePi(session, manager);
+      expect((await session.buildContext()).messages.map((m) => contentText(m.content))).toEqual([
+        "u2",
+        "a2",
+      ]);
+      expect((await session.getTree()).map((node) => node.id)).toEqual(
+        manager.getTree().map((node) => node.entry.id),
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("drops a torn last line with a warning, as pi does", async () => {
+    const manager = SessionManager.inMemory("/p");
+    const pi = manager as unknown as Pi;
+    pi.appendMessage(user("q"));
+    pi.appendMessage(assistant("a"));
+    const whole = piFile(manager);
+    const torn = `${whole}{"type":"message","id":"deadbeef","parentId":"${manager.getLeafId()}","timestamp":"2026-01`;
+    const parsed = parsePi(torn);
+    expect(parsed.warnings).toEqual([{ line: 4, message: expect.stringContaining("cut short") }]);
+    const session = await new MemoryRepo().importSession(parsed);
+    expect(await session.getLeafId()).toBe(manager.getLeafId());
+    expectSameAsPi(await session.buildContext(), openInPi(torn).buildSessionContext());
+    // A last line that is whole JSON but lacks its newline is kept.
+    expect(parsePi(whole.trimEnd()).entries).toHaveLength(2);
+  });
+
+  it("skips the repeated header and entries pi up to 0.55.1 wrote when branching before a reply", async () => {
+    // The shape of pi's duplicate-header bug: the branched file written once, then again in full
+    // when the first reply came, followed by the new entries.
+    const manager = SessionManager.inMemory("/p");
+    const pi = manager as unknown as Pi;
+    pi.appendModelChange("anthropic", "claude");
+    pi.appendThinkingLevelChange("low");
+    const copy = [manager.getHeader(), ...manager.getEntries()].map((e) => JSON.stringify(e));
+    pi.appendMessage(user("q"));
+    pi.appendMessage(assistant("a"));
+    const rest = manager
+      .getEntries()
+      .slice(2)
+      .map((e) => JSON.stringify(e));
+    const text = `${[...copy, ...copy, ...rest].join("\n")}\n`;
+    const parsed = parsePi(text);
+    expect(parsed.warnings).toEqual([
+      { line: 4, message: expect.stringContaining("second session header") },
+      { line: 5, message: "repeats line 2 exactly: skipped" },
+      { line: 6, message: "repeats line 3 exactly: skipped" },
+    ]);
+    const session = await new MemoryRepo().importSession(parsed);
+    expect((await session.getInfo()).entryCount).toBe(4);
+    await expectContextsLikePi(session, openInPi(text));
+    // pi's head is the last line's entry, even when that line is a repeat.
+    const endsInRepeat = `${[...copy, ...copy].join("\n")}\n`;
+    expect(parsePi(endsInRepeat).leafId).toBe(openInPi(endsInRepeat).getLeafId());
+    expect(parsePi(endsInRepeat).leafId).toBe(JSON.parse(copy[2] as string).id);
+  });
+
+  it("exports the session name, which pi shows after opening the file", async () => {
+    const repo = new MemoryRepo();
+    const named = await repo.create({ name: "release notes" });
+    await named.appendMessage(user("q"));
+    const leaf = await named.appendMessage(assistant("a"));
+    const manager = openInPi(await text(exportPi(named)));
+    expect(manager.getSessionName()).toBe("release notes");
+    // The name is appended at the head, as pi names a session: the path and context are unchanged.
+    expect(manager.getLeafEntry()).toMatchObject({ type: "session_info", parentId: leaf });
+    expectSameAsPi(await named.buildContext(), manager.buildSessionContext());
+
+    // The name is the latest one appended, even when the head went back to an older rename.
+    const renamed = await repo.create();
+    await renamed.appendMessage(user("q"));
+    const first = await renamed.appendSessionName("first");
+    await renamed.appendSessionName("second");
+    await renamed.setLeafId(first);
+    expect(await renamed.getName()).toBe("second");
+    expect(openInPi(await text(exportPi(renamed))).getSessionName()).toBe("second");
+
+    // A file that already names the session as pi would read it gets no extra entry.
+    const plain = await repo.create();
+    await plain.appendSessionName("as is");
+    const lines = (await text(exportPi(plain))).trim().split("\n");
+    expect(lines.filter((l) => JSON.parse(l).type === "session_info")).toHaveLength(1);
+    expect(openInPi(lines.join("\n")).getSessionName()).toBe("as is");
+  });
+});
+
 describe("native format", () => {
   it("reproduces a session exactly: ids, parents, timestamps, seq order, leaf, labels, name, metadata, context", async () => {
     const repo = new MemoryRepo();
@@ -277,6 +475,7 @@ describe("refused files", () => {
     id: "bad",
     createdAt: "2025-01-01T00:00:00.000Z",
   });
+  const piHeader = '{"type":"session","version":3,"id":"x","timestamp":"2025-01-01T00:00:00Z","cwd":""}';
   const entry = (id: string, parentId: string | null) =>
     JSON.stringify({
       type: "message",
@@ -321,12 +520,34 @@ describe("refused files", () => {
       2,
     ],
     [
-      "a dangling pi parent",
-      () =>
-        parsePi(
-          `{"type":"session","version":3,"id":"x","timestamp":"2025-01-01T00:00:00Z","cwd":""}\n${entry("a", null)}\n${entry("b", "nope")}`,
-        ),
+      "a truncated native last line, which only pi files forgive",
+      () => parseNative(`${header}\n${entry("a", null)}\n{"type":"mess`),
       3,
+    ],
+    [
+      "a corrupt pi line before the last (pi skips it; here the file is refused)",
+      () => parsePi(`${piHeader}\n${entry("a", null)}\n{"type":"mess\n${entry("b", "a")}\n`),
+      3,
+    ],
+    [
+      "a corrupt last pi line that ends in a newline (not a torn write)",
+      () => parsePi(`${piHeader}\n${entry("a", null)}\n{"type":"mess\n`),
+      3,
+    ],
+    [
+      "a corrupt last pi line followed by a newline and blanks",
+      () => parsePi(`${piHeader}\n${entry("a", null)}\n{"type":"mess\n  `),
+      3,
+    ],
+    [
+      "two pi entries with one id and different content",
+      () => parsePi(`${piHeader}\n${entry("a", null)}\n${entry("b", "a")}\n${entry("b", null)}\n`),
+      4,
+    ],
+    [
+      "pi entries whose parents form a cycle",
+      () => parsePi(`${piHeader}\n${entry("a", "b")}\n${entry("b", "a")}\n`),
+      2,
     ],
   ];
   for (const [name, parse, line] of cases) {

@@ -47,6 +47,7 @@ function writePiSession(dir: string, build: (pi: Pi) => void): { id: string; pat
 
 let branched: { id: string };
 let toolSession: { id: string };
+let torn: { id: string; path: string };
 
 beforeAll(async () => {
   execFileSync(process.execPath, [join(root, "scripts/build.mjs")], { cwd: root });
@@ -70,8 +71,13 @@ beforeAll(async () => {
   });
   writeFileSync(
     join(folder, "broken.jsonl"),
-    '{"type":"session","version":3,"id":"broken-1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}\n{"type":"message"',
+    '{"type":"session","version":3,"id":"broken-1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}\n{"type":"message"\n{"type":"custom","id":"c1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","customType":"x"}\n',
   );
+  // A pi process that stopped mid-write: the last line is torn.
+  torn = writePiSession(folder, (pi) => {
+    pi.appendMessage(user("before the crash"));
+  });
+  writeFileSync(torn.path, `${readFileSync(torn.path, "utf8")}{"type":"message","id":"ab`);
 }, 120_000);
 
 afterAll(async () => {
@@ -82,14 +88,16 @@ afterAll(async () => {
 describe("command line", () => {
   it("imports a folder of pi sessions with a summary, and skips them the second time", async () => {
     const first = await cli(["import", folder, "--format", "pi"]);
-    expect(first.stdout).toContain("imported 2, skipped 0 (already there), failed 1");
+    expect(first.stdout).toContain("imported 3, skipped 0 (already there), failed 1");
     expect(first.stderr).toMatch(/failed: .*broken\.jsonl: line 2:/);
+    expect(first.stderr).toContain(`warning: ${torn.path}: line 3: the last line was cut short`);
     expect(first.code).toBe(1);
     const again = await cli(["import", folder, "--json"]);
     expect(JSON.parse(again.stdout)).toMatchObject({
       imported: [],
-      skipped: [branched.id, toolSession.id].sort(),
+      skipped: [branched.id, toolSession.id, torn.id].sort(),
       failed: [{}],
+      warnings: [],
     });
   });
 

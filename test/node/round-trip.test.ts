@@ -59,7 +59,7 @@ it("moves a session memory → native → JSONL files → the service → native
   expect(fromDisk).toBe(original);
 
   const client = createClient({ baseUrl: server.url });
-  const remote = await client.importFile(fromDisk, { id: "trip" });
+  const { session: remote } = await client.importFile(fromDisk, { id: "trip" });
   let exported = "";
   for await (const line of client.storage(remote.id).exportLines()) exported += line;
   expect(exported).toBe(original);

@@ -89,9 +89,25 @@ describe("client", () => {
     await session.appendMessage(user("hello"));
     let text = "";
     for await (const line of client.storage(session.id).exportLines()) text += line;
-    const copy = await client.importFile(text, { id: sid("copy") });
+    const { session: copy, warnings } = await client.importFile(text, { id: sid("copy") });
+    expect(warnings).toEqual([]);
     expect((await copy.getInfo()).name).toBe("to copy");
     expect((await copy.buildContext()).messages).toEqual((await session.buildContext()).messages);
+    const piId = sid("pi");
+    const header = { type: "session", version: 3, id: piId, timestamp: "2026-01-01T00:00:00.000Z", cwd: "/" };
+    const entry = {
+      type: "message",
+      id: "cc000001",
+      parentId: null,
+      timestamp: header.timestamp,
+      message: user("x"),
+    };
+    const repaired = await client.importFile(
+      `${JSON.stringify(header)}\n${JSON.stringify(entry)}\n{"type":"mess`,
+      { format: "pi" },
+    );
+    expect(repaired.info).toMatchObject({ id: piId, entryCount: 1 });
+    expect(repaired.warnings).toEqual([{ line: 3, message: expect.stringContaining("cut short") }]);
     const again = await client.importSession(parseNative(text), { id: sid("again") });
     expect((await again.getEntries()).map((e) => e.id)).toEqual(
       (await session.getEntries()).map((e) => e.id),

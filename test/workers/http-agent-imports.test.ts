@@ -25,7 +25,7 @@ describe("agent session import", () => {
       leafId: "549b3502-6e30-4fa5-869f-c998df26c3f0",
       messageCount: 21,
     });
-    expect(res.body.warnings).toBeUndefined();
+    expect(res.body.warnings).toEqual([]);
     const context = await api("GET", `/v1/sessions/${res.body.id}/context`);
     expect(context.body.messages.length).toBe(21);
     expect(context.body.model).toEqual({ provider: "anthropic", modelId: "claude-sonnet-4-20250514" });

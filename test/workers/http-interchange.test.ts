@@ -105,6 +105,7 @@ describe("export and import", () => {
       leafId: "aa000003",
       createdAt: "2025-05-01T00:00:00.000Z",
       metadata: { pi: { cwd: "/repo" } },
+      warnings: [],
     });
     const context = await api("GET", `/v1/sessions/${piId}/context`);
     expect(context.body.thinkingLevel).toBe("high");
@@ -124,6 +125,39 @@ describe("export and import", () => {
       cwd: "/repo",
     });
     expect(lines.map((l) => l.id).slice(1)).toEqual(["aa000001", "aa000003", "aa000002"]);
+  });
+
+  it("lists what it repaired in a pi file: a missing parent, a torn last line", async () => {
+    const piId = sid("repaired");
+    const lines = [
+      { type: "session", version: 3, id: piId, timestamp: "2025-05-01T00:00:00.000Z", cwd: "/repo" },
+      {
+        type: "message",
+        id: "bb000001",
+        parentId: "gone0000",
+        timestamp: "2025-05-01T00:00:01.000Z",
+        message: { role: "user", content: "after a label pi left out", timestamp: 1 },
+      },
+    ].map((l) => JSON.stringify(l));
+    const res = await importFile(`${lines.join("\n")}\n{"type":"message","id":"bb0000`, "?format=pi");
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ id: piId, leafId: "bb000001", entryCount: 1 });
+    expect(res.body.warnings).toEqual([
+      { line: 2, message: expect.stringContaining("parentId gone0000 names no entry of the file") },
+      { line: 3, message: expect.stringContaining("cut short") },
+    ]);
+    const entry = await api("GET", `/v1/sessions/${piId}/entries/bb000001`);
+    expect(entry.body.parentId).toBeNull();
+
+    // A corrupt line before the last is no torn write: the file is refused, nothing imported.
+    const corruptId = sid("corrupt");
+    const corrupt = await importFile(
+      `${lines[0]}\n{"type":"mess\n${lines[1]}\n`,
+      `?format=pi&id=${corruptId}`,
+    );
+    expect(corrupt.status).toBe(400);
+    expect(corrupt.body.error).toMatchObject({ code: "invalid_request", details: { line: 2 } });
+    expectError(await api("GET", `/v1/sessions/${corruptId}`), 404, "not_found");
   });
 
   it("refuses bad files with the line, unknown formats with 415, and imports nothing", async () => {

@@ -1,5 +1,5 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import type { Context, TypedResponse } from "hono";
+import type { Context, TypedResponse, ValidationTargets } from "hono";
 import type { JSONParsed } from "hono/utils/types";
 import type * as z from "zod";
 import { SessionError, zodDetails } from "../core";
@@ -13,12 +13,25 @@ import { ErrorEnvelope } from "./errors";
  * the OpenAPI document gives bodies and answers, and the caller's sessions.
  */
 
+const TARGETS: Record<keyof ValidationTargets, string> = {
+  json: "body",
+  form: "form",
+  query: "query",
+  param: "path",
+  header: "header",
+  cookie: "cookie",
+};
+
 /** A group of routes, mounted by `createApp` with `app.route("/", …)`. */
 export function routes(): OpenAPIHono<AppEnv> {
   return new OpenAPIHono<AppEnv>({
     defaultHook: (result) => {
       if (!result.success) {
-        throw new SessionError("invalid_request", `invalid ${result.target}`, zodDetails(result.error));
+        throw new SessionError(
+          "invalid_request",
+          `invalid ${TARGETS[result.target]}`,
+          zodDetails(result.error),
+        );
       }
     },
   });
@@ -58,9 +71,23 @@ export function sessionStorage(c: Context<AppEnv>, sid: string): SessionObjectSt
  */
 export function streamedJson<S extends z.ZodType>(
   _schema: S,
-  body: ReadableStream<Uint8Array>,
+  body: ReadableStream<Uint8Array> | string,
 ): Response & TypedResponse<JSONParsed<z.output<S>>, 200, "json"> {
   return new Response(body, {
     headers: { "Content-Type": "application/json; charset=utf-8" },
   }) as Response & TypedResponse<JSONParsed<z.output<S>>, 200, "json">;
+}
+
+/**
+ * An NDJSON answer, streamed. Hono's route types read every `application/…json` media type as
+ * JSON, and `application/x-ndjson` matches that pattern without being JSON, so the answer is typed
+ * as the stream it is, outside their reach.
+ */
+export function ndjsonResponse(body: ReadableStream<Uint8Array>, filename: string): never {
+  return new Response(body, {
+    headers: {
+      "Content-Type": "application/x-ndjson; charset=utf-8",
+      "Content-Disposition": `attachment; filename="${filename}"`,
+    },
+  }) as never;
 }

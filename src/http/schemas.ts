@@ -41,13 +41,18 @@ export const ListSessionsQuery = ListOptions.extend({ cursor: z.string().optiona
 export const AppendBody = z
   .discriminatedUnion("type", [
     EntryInput,
-    z.object({ type: z.undefined().optional(), entries: z.array(EntryInput) }).strict(),
+    z
+      .object({
+        type: z.undefined().optional().meta({ type: "null", description: "absent: a batch has no type" }),
+        entries: z.array(EntryInput),
+      })
+      .strict(),
   ])
   .meta({ description: `one entry, or a batch of 1 to ${MAX_BATCH_ENTRIES} entries appended atomically` });
 
 /** The entries an append body carries, in order. */
 export function appendedEntries(body: z.output<typeof AppendBody>): EntryInput[] {
-  return "entries" in body ? body.entries : [body as EntryInput];
+  return body.type === undefined ? body.entries : [body];
 }
 
 export const AppendResponse = z.object({ entries: z.array(StoredEntry), leafId: Id.nullable() });

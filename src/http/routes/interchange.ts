@@ -9,7 +9,7 @@ import {
   parseImport,
   Session,
 } from "../../core";
-import { readText } from "../body";
+import { readNdjson } from "../body";
 import { ErrorEnvelope } from "../errors";
 import { errors, json, ndjsonResponse, repo, routes, security, sessionStorage } from "../route-kit";
 import { ExportQuery, ImportQuery, ImportResult, SessionIdParam } from "../schemas";
@@ -59,7 +59,7 @@ export const interchangeRoutes = routes()
       path: IMPORT_PATH,
       summary: "Import a session from NDJSON (native, pi, Claude Code or Codex CLI)",
       description:
-        "Keeps the file's session id unless it is taken (then a new one is chosen); an `id` given in the query that is taken is 409. A refused file names its line and imports nothing. What an accepted file needed repaired (a torn last line, a missing parent, a repeated line) is listed in `warnings`.",
+        "The body is application/x-ndjson (application/jsonl is taken too). Keeps the file's session id unless it is taken (then a new one is chosen); an `id` given in the query that is taken is 409. A refused file names its line and imports nothing. What an accepted file needed repaired (a torn last line, a missing parent, a repeated line) is listed in `warnings`.",
       security,
       request: {
         query: ImportQuery,
@@ -75,7 +75,7 @@ export const interchangeRoutes = routes()
     }),
     async (c) => {
       const { format, id } = c.req.valid("query");
-      const file = parseImport(checkFormat(format), await readText(c.req.raw));
+      const file = parseImport(checkFormat(format), await readNdjson(c.req.raw));
       const session = await repo(c).importSession(file, id === undefined ? {} : { id });
       const info = await session.getInfo();
       return c.json({ ...info, warnings: file.warnings }, 201, { ETag: leafTag(info.leafId) });

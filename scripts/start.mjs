@@ -1,0 +1,52 @@
+// `npm start`: the service under `wrangler dev`, data kept in .wrangler/state. Requests without a key
+// are served as the dev tenant `local`, but only while the server listens on a loopback address:
+// wrangler dev passes a CF-Connecting-IP header sent by the client through unchanged, so on an
+// address others can reach, the Worker could not tell a local request from a forged one (see
+// src/http/dev-tenant.ts). Options other than --ip and --port go to wrangler dev as they are.
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+const args = process.argv.slice(2);
+
+/** Removes `--name value` and `--name=value` from args; the last one given wins. */
+function take(name, fallback) {
+  let value = fallback;
+  for (let i = 0; i < args.length; ) {
+    if (args[i] === `--${name}` && i + 1 < args.length) {
+      value = args[i + 1];
+      args.splice(i, 2);
+    } else if (args[i].startsWith(`--${name}=`)) {
+      value = args[i].slice(name.length + 3);
+      args.splice(i, 1);
+    } else i++;
+  }
+  return value;
+}
+
+const ip = take("ip", "127.0.0.1");
+const port = take("port", "8787");
+const loopback = ip === "localhost" || ip === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(ip);
+
+if (!loopback && args.some((arg) => /^DEV_TENANT[:=]/.test(arg))) {
+  console.error(
+    `npm start: refusing to set DEV_TENANT while listening on ${ip}, which is not a loopback address`,
+  );
+  process.exit(2);
+}
+if (!loopback) {
+  console.warn(
+    `npm start: listening on ${ip}, which is not a loopback address, so there is no dev tenant: ` +
+      "every /v1 request needs a key (API_KEYS, e.g. in .dev.vars)",
+  );
+}
+if (!args.some((arg) => arg === "--persist-to" || arg.startsWith("--persist-to="))) {
+  args.push("--persist-to", ".wrangler/state");
+}
+
+const wrangler = fileURLToPath(new URL("../node_modules/.bin/wrangler", import.meta.url));
+const devTenant = loopback ? ["--var", "DEV_TENANT:local"] : [];
+const child = spawn(wrangler, ["dev", "--ip", ip, "--port", port, ...devTenant, ...args], {
+  stdio: "inherit",
+});
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
+child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

@@ -1,0 +1,18 @@
+export * from "./convert";
+export * from "./from-ai-sdk";
+export * from "./from-anthropic";
+export * from "./from-gemini";
+export * from "./from-openai-chat";
+export * from "./from-openai-responses";
+export type { AnsweringModel, ReadOptions } from "./incoming";
+export * from "./normalize";
+export * from "./pi-messages";
+export * from "./target";
+export { stripLoneSurrogates } from "./text";
+export * from "./to-ai-sdk";
+export * from "./to-ai-sdk-ui";
+export * from "./to-anthropic";
+export * from "./to-gemini";
+export * from "./to-openai-chat";
+export * from "./to-openai-responses";
+export * from "./tool-call-ids";

@@ -11,8 +11,8 @@ import { ANTHROPIC_IDS } from "./tool-call-ids";
  * Gemini `generateContent`: `systemInstruction` and `contents` of role user / model. The function
  * responses of one turn are one user content, in call order (Gemini pairs them with the calls by
  * name and position). Parts of the model's own reply go back part for part with their thought
- * signatures; a function call another model made gets Google's documented stand-in signature on
- * Gemini 3, which refuses function calls without one.
+ * signatures; function calls another model made get Google's documented stand-in signature on
+ * Gemini 3, which refuses a turn whose first function call has none.
  */
 
 export interface GeminiBlob {
@@ -89,8 +89,11 @@ function userContent(message: NormalUser): GeminiContent {
 
 function modelContent(message: NormalAssistant, target: TargetModel): GeminiContent {
   const parts: GeminiPart[] = [];
-  const sentinel = isGemini3OrLater(target.modelId);
   const withIds = requiresToolCallIds(target.modelId);
+  // Gemini 3 checks the signature of the first function call of a turn (its own parallel calls
+  // carry one on the first only): another model's calls all get the stand-in, the model's own
+  // turn gets it on a first call that lost its signature.
+  let needsSignature = isGemini3OrLater(target.modelId);
   for (const block of message.content) {
     if (block.type === "text") {
       const signature = validSignature(block.textSignature);
@@ -110,7 +113,8 @@ function modelContent(message: NormalAssistant, target: TargetModel): GeminiCont
       };
       if (withIds) call.id = block.id;
       const signature =
-        validSignature(block.thoughtSignature) ?? (sentinel ? SKIP_THOUGHT_SIGNATURE : undefined);
+        validSignature(block.thoughtSignature) ?? (needsSignature ? SKIP_THOUGHT_SIGNATURE : undefined);
+      if (message.sameModel) needsSignature = false;
       parts.push(signature ? { functionCall: call, thoughtSignature: signature } : { functionCall: call });
     }
   }

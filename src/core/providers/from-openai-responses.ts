@@ -118,14 +118,15 @@ function stopReason(response: Response, hasCalls: boolean): { stopReason: string
   }
 }
 
-function outputContent(response: Response): AssistantMessage["content"] {
+/** The blocks of a response's output; `original` is the output as sent, kept whole for reasoning items. */
+function outputContent(response: Response, original: readonly unknown[]): AssistantMessage["content"] {
   const content: AssistantMessage["content"] = [];
-  for (const raw of response.output) {
+  response.output.forEach((raw, index) => {
     if (raw.type === "reasoning") {
       const item = raw as z.output<typeof ReasoningItem>;
       const summary = item.summary.map((part) => part.text).join("\n\n");
       const text = summary || (item.content ?? []).map((part) => part.text).join("\n\n");
-      content.push({ type: "thinking", thinking: text, thinkingSignature: JSON.stringify(raw) });
+      content.push({ type: "thinking", thinking: text, thinkingSignature: JSON.stringify(original[index]) });
     } else if (raw.type === "message") {
       const item = raw as z.output<typeof MessageItem>;
       const text = item.content
@@ -145,7 +146,7 @@ function outputContent(response: Response): AssistantMessage["content"] {
         arguments: parseArguments(item.arguments),
       });
     }
-  }
+  });
   return content;
 }
 
@@ -170,9 +171,10 @@ function inputContent(
 /** The messages a Responses response or input item stands for. */
 export function fromOpenAIResponses(input: OpenAIResponsesInput, options: ReadOptions = {}): AgentMessage[] {
   const raw = input as Record<string, unknown>;
-  if (raw.object === "response" || raw.output !== undefined) {
+  // Input items carry a `type` or a `role`; a response carries neither.
+  if (raw.object === "response" || (raw.type === undefined && raw.role === undefined)) {
     const response = readWith("openai-responses", OpenAIResponseInput, input);
-    const content = outputContent(response);
+    const content = outputContent(response, raw.output as unknown[]);
     const u = response.usage;
     const cached = u?.input_tokens_details?.cached_tokens ?? 0;
     return [

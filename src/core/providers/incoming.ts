@@ -1,5 +1,4 @@
 import type { z } from "zod";
-import { zodDetails } from "../append";
 import { SessionError } from "../errors";
 import type { AgentMessage, AssistantMessage, ToolCall, ToolResultMessage, Usage } from "../messages";
 import type { MessageFormat } from "./target";
@@ -30,11 +29,40 @@ export interface ReadOptions {
   history?: readonly AgentMessage[];
 }
 
+interface Issue {
+  path: Array<string | number>;
+  code: string;
+  message: string;
+}
+
+/**
+ * Issues with full paths. A union that failed (a string or a list of blocks, say) reports the
+ * option that got furthest, so the caller reads `content.0.text`, not just `content`.
+ */
+function specificIssues(issues: readonly z.core.$ZodIssue[], prefix: Array<string | number>): Issue[] {
+  const out: Issue[] = [];
+  for (const issue of issues) {
+    const path = [...prefix, ...issue.path.map((p) => (typeof p === "symbol" ? String(p) : p))];
+    const branches = issue.code === "invalid_union" ? issue.errors : [];
+    if (branches.length === 0) {
+      out.push({ path, code: issue.code, message: issue.message });
+      continue;
+    }
+    let best: Issue[] = [];
+    for (const branch of branches) {
+      const resolved = specificIssues(branch, path);
+      if ((resolved[0]?.path.length ?? -1) > (best[0]?.path.length ?? -1)) best = resolved;
+    }
+    out.push(...best);
+  }
+  return out;
+}
+
 /** `value` as `schema` reads it, or `invalid_request` naming the first bad field under `message`. */
 export function readWith<S extends z.ZodType>(format: MessageFormat, schema: S, value: unknown): z.output<S> {
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
-  const details = zodDetails(parsed.error, ["message"]);
+  const details = specificIssues(parsed.error.issues, ["message"]);
   const first = details[0];
   const where = first && first.path.length > 0 ? first.path.join(".") : "message";
   throw new SessionError(

@@ -176,7 +176,7 @@ describe("OpenAI Responses in", () => {
     expect(reply.content).toEqual([
       {
         type: "thinking",
-        thinking: ((output[0]?.summary as Array<{ text: string }>)[0] as { text: string }).text,
+        thinking: (output[0] as { summary: Array<{ text: string }> }).summary[0]?.text,
         thinkingSignature: JSON.stringify(output[0]),
       },
       {

@@ -29,7 +29,7 @@ import { itemIdPart, PORTABLE_IDS } from "./tool-call-ids";
 export type AISDKVersion = 5 | 6;
 
 export type AISDKJSONValue = null | string | number | boolean | AISDKJSONObject | AISDKJSONValue[];
-export type AISDKJSONObject = { [key: string]: AISDKJSONValue | undefined };
+export type AISDKJSONObject = { [key: string]: AISDKJSONValue };
 export type AISDKProviderOptions = Record<string, AISDKJSONObject>;
 
 export interface AISDKTextPart {

@@ -1,15 +1,10 @@
 import type { SessionContext } from "../context";
 import { SessionError } from "../errors";
 import type { AgentMessage } from "../messages";
-import type { AISDKInput } from "./from-ai-sdk";
 import { fromAISDK } from "./from-ai-sdk";
-import type { AnthropicInput } from "./from-anthropic";
 import { fromAnthropic } from "./from-anthropic";
-import type { GeminiInput } from "./from-gemini";
 import { fromGemini } from "./from-gemini";
-import type { OpenAIChatInput } from "./from-openai-chat";
 import { fromOpenAIChat } from "./from-openai-chat";
-import type { OpenAIResponsesInput } from "./from-openai-responses";
 import { fromOpenAIResponses } from "./from-openai-responses";
 import type { ReadOptions } from "./incoming";
 import type { ContextFormat, TargetModel } from "./target";
@@ -96,21 +91,16 @@ export function convertProviderMessage(
       formats: [...MESSAGE_FORMATS],
     });
   }
-  if (message === null || typeof message !== "object") {
-    throw new SessionError("invalid_request", `invalid ${format} message: message: expected an object`, [
-      { path: ["message"], code: "invalid_type", message: "expected an object" },
-    ]);
-  }
   switch (format) {
     case "openai-chat":
-      return fromOpenAIChat(message as OpenAIChatInput, options);
+      return fromOpenAIChat(message, options);
     case "openai-responses":
-      return fromOpenAIResponses(message as OpenAIResponsesInput, options);
+      return fromOpenAIResponses(message, options);
     case "anthropic":
-      return fromAnthropic(message as AnthropicInput, options);
+      return fromAnthropic(message, options);
     case "gemini":
-      return fromGemini(message as GeminiInput, options);
+      return fromGemini(message, options);
     case "ai-sdk":
-      return fromAISDK(message as AISDKInput, options);
+      return fromAISDK(message, options);
   }
 }

@@ -6,6 +6,7 @@ import {
   byKind,
   invalidMessage,
   NO_USAGE,
+  objectOf,
   readWith,
   toolResultMessage,
   usage,
@@ -109,11 +110,6 @@ export const AISDKResultInput = z.looseObject({
   usage: AISDKUsage.optional(),
   finishReason: z.string().optional(),
 });
-
-export type AISDKInput =
-  | z.input<typeof AISDKModelMessageInput>
-  | Array<z.input<typeof AISDKModelMessageInput>>
-  | z.input<typeof AISDKResultInput>;
 
 type ModelMessage = z.output<typeof AISDKModelMessageInput>;
 type ProviderOptions = z.output<typeof Options>;
@@ -319,14 +315,14 @@ function timestampOf(value: string | number | undefined): number | undefined {
 }
 
 /** The messages an AI SDK message, message list, or `generateText` result stands for. */
-export function fromAISDK(input: AISDKInput, options: ReadOptions = {}): AgentMessage[] {
+export function fromAISDK(input: unknown, options: ReadOptions = {}): AgentMessage[] {
   let messages: ModelMessage[];
   let result: z.output<typeof AISDKResultInput> | undefined;
   let path: Array<string | number>;
   if (Array.isArray(input)) {
     messages = readWith("ai-sdk", z.array(AISDKModelMessageInput), input);
     path = [];
-  } else if ((input as { response?: unknown }).response !== undefined) {
+  } else if (objectOf("ai-sdk", input).response !== undefined) {
     result = readWith("ai-sdk", AISDKResultInput, input);
     messages = result.response.messages;
     path = ["response", "messages"];

@@ -5,6 +5,7 @@ import {
   assistantMessage,
   byKind,
   NO_USAGE,
+  objectOf,
   readWith,
   toolResultMessage,
   usage,
@@ -78,8 +79,6 @@ export const AnthropicMessageInput = z.discriminatedUnion("role", [
   z.looseObject({ role: z.literal("assistant"), content: z.union([z.string(), z.array(AssistantBlock)]) }),
 ]);
 
-export type AnthropicInput = z.input<typeof AnthropicResponseInput> | z.input<typeof AnthropicMessageInput>;
-
 function stopReason(reason: string | null): { stopReason: string; errorMessage?: string } {
   switch (reason) {
     case "tool_use":
@@ -130,8 +129,8 @@ function parts(
 }
 
 /** The messages an Anthropic response or message param stands for. */
-export function fromAnthropic(input: AnthropicInput, options: ReadOptions = {}): AgentMessage[] {
-  const raw = input as Record<string, unknown>;
+export function fromAnthropic(input: unknown, options: ReadOptions = {}): AgentMessage[] {
+  const raw = objectOf("anthropic", input);
   const api = options.model?.api ?? FORMAT_API.anthropic;
   const provider = options.model?.provider ?? "anthropic";
   if (raw.type === "message") {

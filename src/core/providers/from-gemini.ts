@@ -4,6 +4,7 @@ import type { ReadOptions } from "./incoming";
 import {
   assistantMessage,
   NO_USAGE,
+  objectOf,
   readWith,
   stableHash,
   toolResultMessage,
@@ -74,8 +75,6 @@ export const GeminiResponseInput = z.looseObject({
   createTime: z.string().optional(),
 });
 
-export type GeminiInput = z.input<typeof GeminiResponseInput> | z.input<typeof GeminiContentInput>;
-
 type GeminiPart = z.output<typeof Part>;
 
 function stopReason(
@@ -142,8 +141,8 @@ function resultContent(response: Record<string, unknown> | undefined): { text: s
 }
 
 /** The messages a Gemini response or content stands for. */
-export function fromGemini(input: GeminiInput, options: ReadOptions = {}): AgentMessage[] {
-  const raw = input as Record<string, unknown>;
+export function fromGemini(input: unknown, options: ReadOptions = {}): AgentMessage[] {
+  const raw = objectOf("gemini", input);
   const api = options.model?.api ?? FORMAT_API.gemini;
   const provider = options.model?.provider ?? "google";
   if (raw.role === undefined) {

@@ -5,6 +5,7 @@ import {
   assistantMessage,
   invalidMessage,
   NO_USAGE,
+  objectOf,
   parseArguments,
   readWith,
   toolResultMessage,
@@ -80,10 +81,6 @@ export const OpenAIChatMessageInput = z.discriminatedUnion("role", [
   OpenAIChatUserInput,
 ]);
 
-export type OpenAIChatInput =
-  | z.input<typeof OpenAIChatCompletionInput>
-  | z.input<typeof OpenAIChatMessageInput>;
-
 function stopReason(finish: string | null): { stopReason: string; errorMessage?: string } {
   switch (finish) {
     case null:
@@ -146,8 +143,8 @@ function userContent(content: z.output<typeof OpenAIChatUserInput>["content"]): 
 }
 
 /** The messages a Chat Completions response or message stands for. */
-export function fromOpenAIChat(input: OpenAIChatInput, options: ReadOptions = {}): AgentMessage[] {
-  const raw = input as Record<string, unknown>;
+export function fromOpenAIChat(input: unknown, options: ReadOptions = {}): AgentMessage[] {
+  const raw = objectOf("openai-chat", input);
   const api = options.model?.api ?? FORMAT_API["openai-chat"];
   const provider = options.model?.provider ?? "openai";
   if (raw.object === "chat.completion" || raw.choices !== undefined) {

@@ -5,6 +5,7 @@ import {
   assistantMessage,
   byKind,
   invalidMessage,
+  objectOf,
   parseArguments,
   readWith,
   toolResultMessage,
@@ -92,11 +93,6 @@ export const OpenAIResponsesUserInput = z.looseObject({
   content: z.union([z.string(), InputContent]),
 });
 
-export type OpenAIResponsesInput =
-  | z.input<typeof OpenAIResponseInput>
-  | z.input<typeof OpenAIResponsesFunctionOutputInput>
-  | z.input<typeof OpenAIResponsesUserInput>;
-
 type Response = z.output<typeof OpenAIResponseInput>;
 
 function stopReason(response: Response, hasCalls: boolean): { stopReason: string; errorMessage?: string } {
@@ -169,8 +165,8 @@ function inputContent(
 }
 
 /** The messages a Responses response or input item stands for. */
-export function fromOpenAIResponses(input: OpenAIResponsesInput, options: ReadOptions = {}): AgentMessage[] {
-  const raw = input as Record<string, unknown>;
+export function fromOpenAIResponses(input: unknown, options: ReadOptions = {}): AgentMessage[] {
+  const raw = objectOf("openai-responses", input);
   // Input items carry a `type` or a `role`; a response carries neither.
   if (raw.object === "response" || (raw.type === undefined && raw.role === undefined)) {
     const response = readWith("openai-responses", OpenAIResponseInput, input);

@@ -72,6 +72,13 @@ export function readWith<S extends z.ZodType>(format: MessageFormat, schema: S, 
   );
 }
 
+/** `input` as an object to look into, or `invalid_request` for anything else. */
+export function objectOf(format: MessageFormat, input: unknown): Record<string, unknown> {
+  if (input !== null && typeof input === "object" && !Array.isArray(input))
+    return input as Record<string, unknown>;
+  throw invalidMessage(format, [], "expected an object");
+}
+
 export function invalidMessage(
   format: MessageFormat,
   path: ReadonlyArray<string | number>,

@@ -47,7 +47,7 @@ describe("OpenAI Chat Completions in", () => {
   const response = fixture("openai-chat-tool-call.json");
 
   it("reads a reply: tool calls, usage, stop reason, model", () => {
-    expect(only(fromOpenAIChat(response as never))).toEqual({
+    expect(only(fromOpenAIChat(response))).toEqual({
       role: "assistant",
       content: [
         {
@@ -68,7 +68,7 @@ describe("OpenAI Chat Completions in", () => {
   });
 
   it("sends the reply back as the API returned it", () => {
-    const reply = only<AssistantMessage>(fromOpenAIChat(response as never));
+    const reply = only<AssistantMessage>(fromOpenAIChat(response));
     const out = toOpenAIChat(context([user("Weather in Boston?"), reply], ""), {
       provider: "openai",
       modelId: "gpt-4o-mini",
@@ -147,7 +147,7 @@ describe("OpenAI Chat Completions in", () => {
 
   it("refuses an invalid message naming the field", () => {
     expectInvalid(
-      () => fromOpenAIChat({ role: "tool", tool_call_id: 7, content: "x" } as never),
+      () => fromOpenAIChat({ role: "tool", tool_call_id: 7, content: "x" }),
       "message.tool_call_id",
     );
     expectInvalid(
@@ -171,7 +171,7 @@ describe("OpenAI Responses in", () => {
   const model = { provider: "openai", modelId: "gpt-5-mini-2025-08-07" };
 
   it("reads reasoning (encrypted content kept), message and usage", () => {
-    const reply = only<AssistantMessage>(fromOpenAIResponses(withMessage as never));
+    const reply = only<AssistantMessage>(fromOpenAIResponses(withMessage));
     const output = withMessage.output as Array<Record<string, unknown>>;
     expect(reply.content).toEqual([
       {
@@ -197,7 +197,7 @@ describe("OpenAI Responses in", () => {
   });
 
   it("sends the same model its reasoning and message items back as they came", () => {
-    const reply = only<AssistantMessage>(fromOpenAIResponses(withMessage as never));
+    const reply = only<AssistantMessage>(fromOpenAIResponses(withMessage));
     const { input } = toOpenAIResponses(context([user("Compute it."), reply], ""), model);
     const output = withMessage.output as Array<Record<string, unknown>>;
     expect(input[1]).toEqual(output[0]);
@@ -206,7 +206,7 @@ describe("OpenAI Responses in", () => {
   });
 
   it("sends a reasoning item and its function call back, and the result under the call id", () => {
-    const reply = only<AssistantMessage>(fromOpenAIResponses(withCall as never));
+    const reply = only<AssistantMessage>(fromOpenAIResponses(withCall));
     expect(reply.stopReason).toBe("toolUse");
     expect(reply.content[1]).toEqual({
       type: "toolCall",
@@ -239,12 +239,12 @@ describe("OpenAI Responses in", () => {
 
   it("maps a failed or incomplete response to its stop reason", () => {
     const failed = { ...withMessage, status: "failed", error: { code: "server_error", message: "boom" } };
-    expect(only<AssistantMessage>(fromOpenAIResponses(failed as never))).toMatchObject({
+    expect(only<AssistantMessage>(fromOpenAIResponses(failed))).toMatchObject({
       stopReason: "error",
       errorMessage: "server_error: boom",
     });
     const cut = { ...withMessage, status: "incomplete", incomplete_details: { reason: "max_output_tokens" } };
-    expect(only<AssistantMessage>(fromOpenAIResponses(cut as never)).stopReason).toBe("length");
+    expect(only<AssistantMessage>(fromOpenAIResponses(cut)).stopReason).toBe("length");
   });
 
   it("refuses an invalid item naming the field", () => {
@@ -253,7 +253,7 @@ describe("OpenAI Responses in", () => {
         fromOpenAIResponses({
           ...withCall,
           output: [{ type: "function_call", call_id: "c", name: 1, arguments: "{}" }],
-        } as never),
+        }),
       "message.output.0.name",
     );
   });
@@ -264,7 +264,7 @@ describe("Anthropic in", () => {
   const redacted = fixture("anthropic-redacted-thinking.json");
 
   it("reads signed thinking, tool use, usage and stop reason", () => {
-    expect(only(fromAnthropic(withTool as never, { timestamp: 7 }))).toEqual({
+    expect(only(fromAnthropic(withTool, { timestamp: 7 }))).toEqual({
       role: "assistant",
       content: [
         {
@@ -285,7 +285,7 @@ describe("Anthropic in", () => {
   });
 
   it("sends thinking, redacted thinking and text back exactly as they came", () => {
-    const reply = only<AssistantMessage>(fromAnthropic(redacted as never));
+    const reply = only<AssistantMessage>(fromAnthropic(redacted));
     const out = toAnthropic(context([user("Analyze."), reply], ""), {
       provider: "anthropic",
       modelId: "claude-3-7-sonnet-20250219",
@@ -294,7 +294,7 @@ describe("Anthropic in", () => {
   });
 
   it("sends a tool use back with its signed thinking, and reads the results the caller made", () => {
-    const reply = only<AssistantMessage>(fromAnthropic(withTool as never));
+    const reply = only<AssistantMessage>(fromAnthropic(withTool));
     const turn = fromAnthropic(
       {
         role: "user",
@@ -336,12 +336,11 @@ describe("Anthropic in", () => {
 
   it("refuses an invalid block naming the field", () => {
     expectInvalid(
-      () =>
-        fromAnthropic({ ...withTool, content: [{ type: "tool_use", id: 5, name: "x", input: {} }] } as never),
+      () => fromAnthropic({ ...withTool, content: [{ type: "tool_use", id: 5, name: "x", input: {} }] }),
       "message.content.0.id",
     );
     expectInvalid(
-      () => fromAnthropic({ role: "user", content: [{ type: "document", source: {} }] } as never),
+      () => fromAnthropic({ role: "user", content: [{ type: "document", source: {} }] }),
       "message.content.0.type",
     );
   });
@@ -353,8 +352,8 @@ describe("Gemini in", () => {
   const model = { provider: "google", modelId: "gemini-3-pro-preview" };
 
   it("reads a function call without an id under a stable id made from the response", () => {
-    const first = only<AssistantMessage>(fromGemini(withCall as never));
-    const again = only<AssistantMessage>(fromGemini(withCall as never));
+    const first = only<AssistantMessage>(fromGemini(withCall));
+    const again = only<AssistantMessage>(fromGemini(withCall));
     const block = first.content[0] as { id: string };
     expect(block.id).toMatch(/^call_[a-z0-9]+_0$/);
     expect(again.content[0]).toEqual(first.content[0]);
@@ -400,7 +399,7 @@ describe("Gemini in", () => {
 
   it("sends each reply back to the same model part for part", () => {
     for (const response of [withCall, withText]) {
-      const reply = only<AssistantMessage>(fromGemini(response as never));
+      const reply = only<AssistantMessage>(fromGemini(response));
       const { contents } = toGemini(context([user("Go."), reply], ""), model);
       const candidate = (response.candidates as Array<{ content: unknown }>)[0]?.content;
       expect(contents[1]).toEqual(candidate);
@@ -446,7 +445,7 @@ describe("Gemini in", () => {
 
   it("refuses an invalid part naming the field", () => {
     expectInvalid(
-      () => fromGemini({ role: "model", parts: [{ functionCall: { name: 3 } }] } as never),
+      () => fromGemini({ role: "model", parts: [{ functionCall: { name: 3 } }] }),
       "message.parts.0.functionCall.name",
     );
   });

@@ -12,7 +12,14 @@ import type {
   OpenAIChatRequest,
   OpenAIResponsesRequest,
 } from "../../../src/core";
-import { toAISDK, toAISDKUIMessages, toAnthropic, toGemini, toOpenAIChat, toOpenAIResponses } from "../../../src/core";
+import {
+  toAISDK,
+  toAISDKUIMessages,
+  toAnthropic,
+  toGemini,
+  toOpenAIChat,
+  toOpenAIResponses,
+} from "../../../src/core";
 import { assistant, call, context, result, user } from "./support";
 
 /*
@@ -47,7 +54,9 @@ describe("outputs fit the official SDKs' request types", () => {
 
   it("Anthropic Messages", () => {
     expectTypeOf<AnthropicRequest["messages"]>().toExtend<Anthropic.MessageParam[]>();
-    expectTypeOf<AnthropicRequest["system"]>().toExtend<Anthropic.MessageCreateParamsNonStreaming["system"]>();
+    expectTypeOf<AnthropicRequest["system"]>().toExtend<
+      Anthropic.MessageCreateParamsNonStreaming["system"]
+    >();
     const params: Anthropic.MessageCreateParamsNonStreaming = {
       model: "claude-sonnet-4-5",
       max_tokens: 1024,
@@ -59,8 +68,15 @@ describe("outputs fit the official SDKs' request types", () => {
   it("Gemini generateContent", () => {
     expectTypeOf<GeminiRequest["contents"]>().toExtend<Content[]>();
     expectTypeOf<NonNullable<GeminiRequest["systemInstruction"]>>().toExtend<ContentUnion>();
-    const { contents, systemInstruction } = toGemini(ctx, { provider: "google", modelId: "gemini-2.5-flash" });
-    const params: GenerateContentParameters = { model: "gemini-2.5-flash", contents, config: { systemInstruction } };
+    const { contents, systemInstruction } = toGemini(ctx, {
+      provider: "google",
+      modelId: "gemini-2.5-flash",
+    });
+    const params: GenerateContentParameters = {
+      model: "gemini-2.5-flash",
+      contents,
+      config: { systemInstruction },
+    };
     expect(params.contents).toHaveLength(3);
   });
 
@@ -69,7 +85,11 @@ describe("outputs fit the official SDKs' request types", () => {
     expectTypeOf<AISDKRequest<5>["messages"]>().toExtend<ModelMessageV5[]>();
     expectTypeOf<AISDKRequest<6>["messages"]>().not.toExtend<ModelMessageV5[]>();
     const v6: ModelMessage[] = toAISDK(ctx, { provider: "anthropic", modelId: "m" }).messages;
-    const v5: ModelMessageV5[] = toAISDK(ctx, { provider: "anthropic", modelId: "m" }, { version: 5 }).messages;
+    const v5: ModelMessageV5[] = toAISDK(
+      ctx,
+      { provider: "anthropic", modelId: "m" },
+      { version: 5 },
+    ).messages;
     expect([v6.length, v5.length]).toEqual([3, 3]);
   });
 

@@ -105,7 +105,8 @@ export const AISDKResultInput = z.looseObject({
     messages: z.array(AISDKModelMessageInput),
     id: z.string().optional(),
     modelId: z.string().optional(),
-    timestamp: z.union([z.string(), z.number()]).optional(),
+    // A Date in the result itself, an ISO string once it went through JSON.
+    timestamp: z.union([z.string(), z.number(), z.date()]).optional(),
   }),
   usage: AISDKUsage.optional(),
   finishReason: z.string().optional(),
@@ -308,9 +309,10 @@ function inferProvider(messages: readonly ModelMessage[]): string | undefined {
   return undefined;
 }
 
-function timestampOf(value: string | number | undefined): number | undefined {
+function timestampOf(value: string | number | Date | undefined): number | undefined {
   if (typeof value === "number") return value;
-  const parsed = value === undefined ? Number.NaN : Date.parse(value);
+  const parsed =
+    value instanceof Date ? value.getTime() : value === undefined ? Number.NaN : Date.parse(value);
   return Number.isFinite(parsed) ? parsed : undefined;
 }
 

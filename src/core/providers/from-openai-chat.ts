@@ -34,11 +34,14 @@ const ChatToolCall = z.looseObject({
   function: z.looseObject({ name: z.string(), arguments: z.string() }),
 });
 
+/** A call of a custom (free-text) tool: no place in a session's tool calls, so it is skipped. */
+const CustomToolCall = z.looseObject({ type: z.literal("custom") });
+
 export const OpenAIChatAssistantInput = z.looseObject({
   role: z.literal("assistant"),
   content: z.union([z.string(), z.array(z.discriminatedUnion("type", [TextPart, RefusalPart]))]).nullish(),
   refusal: z.string().nullish(),
-  tool_calls: z.array(ChatToolCall).nullish(),
+  tool_calls: z.array(z.union([ChatToolCall, CustomToolCall])).nullish(),
   reasoning_content: z.string().nullish(),
   reasoning: z.string().nullish(),
   reasoning_text: z.string().nullish(),
@@ -116,6 +119,7 @@ function assistantContent(message: z.output<typeof OpenAIChatAssistantInput>): A
   }
   if (message.refusal) content.push({ type: "text", text: message.refusal });
   for (const call of message.tool_calls ?? []) {
+    if (call.type === "custom") continue;
     content.push({
       type: "toolCall",
       id: call.id,

@@ -217,22 +217,24 @@ function toolCallBlock(block: ToolCall, sameModel: boolean, ids: ToolCallIds): N
 /** The calls of the last kept assistant turn, waiting for their results. */
 class PendingCalls {
   readonly results: Array<NormalToolResult | undefined>;
-  private readonly bySourceId = new Map<string, number[]>();
+  /** Positions of the calls with each id, and how many of them are answered (calls are answered in order). */
+  private readonly bySourceId = new Map<string, { slots: number[]; answered: number }>();
 
   constructor(readonly calls: NormalToolCall[]) {
     this.results = new Array(calls.length);
     calls.forEach((call, index) => {
-      const slots = this.bySourceId.get(call.sourceId);
-      if (slots) slots.push(index);
-      else this.bySourceId.set(call.sourceId, [index]);
+      const entry = this.bySourceId.get(call.sourceId);
+      if (entry) entry.slots.push(index);
+      else this.bySourceId.set(call.sourceId, { slots: [index], answered: 0 });
     });
   }
 
   /** Takes `message` as the answer to the first unanswered call with its id; false when there is none. */
   answer(message: ToolResultMessage, imageInput: boolean): boolean {
-    const slots = this.bySourceId.get(message.toolCallId);
-    const index = slots?.find((slot) => this.results[slot] === undefined);
-    if (index === undefined) return false;
+    const entry = this.bySourceId.get(message.toolCallId);
+    const index = entry?.slots[entry.answered];
+    if (entry === undefined || index === undefined) return false;
+    entry.answered++;
     const call = this.calls[index] as NormalToolCall;
     this.results[index] = {
       toolCallId: call.id,

@@ -87,7 +87,15 @@ function conversation(format: ContextFormat, rounds: number): AgentMessage[] {
   for (let i = 0; i < rounds; i++) {
     messages.push(
       user([text(`Question ${i}`), ...(i % 5 === 0 ? [image()] : [])]),
-      assistant([thinking(`Plan ${i}`, `SIG${i}`), text(`Answer ${i}`), call(`c${i}a`, "read"), call(`c${i}b`, "shot")], own),
+      assistant(
+        [
+          thinking(`Plan ${i}`, `SIG${i}`),
+          text(`Answer ${i}`),
+          call(`c${i}a`, "read"),
+          call(`c${i}b`, "shot"),
+        ],
+        own,
+      ),
       result(`c${i}b`, "shot", [text("screen"), image()]),
       result(`c${i}a`, "read", `file ${i}`),
       assistant([thinking(`Other ${i}`), call(`call_${i}|fc_${"x".repeat(80)}`, "read")], OPENAI_RESPONSES),

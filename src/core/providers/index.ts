@@ -1,4 +1,5 @@
 export * from "./convert";
+export * from "./entry-input";
 export * from "./from-ai-sdk";
 export * from "./from-anthropic";
 export * from "./from-gemini";

@@ -5,6 +5,7 @@ import {
   contextInFormat,
   convertProviderMessage,
   fromAISDK,
+  ProviderMessageEntryInput,
   parseContextFormat,
   parseModelRef,
   toAISDKUIMessages,
@@ -59,6 +60,21 @@ describe("query values", () => {
     });
     for (const bad of ["claude", "/claude", "anthropic/"])
       expect(codeOf(() => parseModelRef(bad)).code).toBe("invalid_request");
+  });
+});
+
+describe("ProviderMessageEntryInput", () => {
+  it("takes an append of a provider's message and names a bad format", () => {
+    const entry = {
+      type: "message",
+      format: "anthropic",
+      message: { role: "user", content: "hi" },
+      id: "e1",
+    };
+    expect(ProviderMessageEntryInput.parse(entry)).toEqual(entry);
+    const bad = ProviderMessageEntryInput.safeParse({ ...entry, format: "cohere" });
+    expect(bad.success).toBe(false);
+    expect(bad.error?.issues[0]?.path).toEqual(["format"]);
   });
 });
 

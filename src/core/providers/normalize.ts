@@ -12,7 +12,7 @@ import type { TargetModel } from "./target";
 import { isSameModel } from "./target";
 import { stripLoneSurrogates, stripLoneSurrogatesDeep } from "./text";
 import type { ToolCallIdRule } from "./tool-call-ids";
-import { ToolCallIds } from "./tool-call-ids";
+import { callIdPart, ToolCallIds } from "./tool-call-ids";
 
 /*
  * The pass every target shares, so each converter only has to spell its API: a conversation
@@ -219,6 +219,8 @@ class PendingCalls {
   readonly results: Array<NormalToolResult | undefined>;
   /** Positions of the calls with each id, and how many of them are answered (calls are answered in order). */
   private readonly bySourceId = new Map<string, { slots: number[]; answered: number }>();
+  /** The stored id of each pi-ai Responses call (`call_id|item_id`) by its `call_id`. */
+  private readonly byCallId = new Map<string, string>();
 
   constructor(readonly calls: NormalToolCall[]) {
     this.results = new Array(calls.length);
@@ -226,12 +228,21 @@ class PendingCalls {
       const entry = this.bySourceId.get(call.sourceId);
       if (entry) entry.slots.push(index);
       else this.bySourceId.set(call.sourceId, { slots: [index], answered: 0 });
+      const callId = callIdPart(call.sourceId);
+      if (callId !== call.sourceId && !this.byCallId.has(callId)) this.byCallId.set(callId, call.sourceId);
     });
   }
 
-  /** Takes `message` as the answer to the first unanswered call with its id; false when there is none. */
+  /**
+   * Takes `message` as the answer to the first unanswered call with its id; false when there is
+   * none. A result naming only the `call_id` of a pi-ai Responses id (`call_id|item_id`), as an
+   * API's own tool output does, answers that call too.
+   */
   answer(message: ToolResultMessage, imageInput: boolean): boolean {
-    const entry = this.bySourceId.get(message.toolCallId);
+    const sourceId = this.bySourceId.has(message.toolCallId)
+      ? message.toolCallId
+      : this.byCallId.get(message.toolCallId);
+    const entry = sourceId === undefined ? undefined : this.bySourceId.get(sourceId);
     const index = entry?.slots[entry.answered];
     if (entry === undefined || index === undefined) return false;
     entry.answered++;

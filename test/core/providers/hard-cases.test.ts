@@ -174,6 +174,14 @@ describe.each(FORMATS)("%s", (format) => {
       expect(f.results[0]?.text).toBe("ok");
     });
 
+    it("takes a result naming only the call_id of a Responses call as its answer", () => {
+      const f = facts(
+        format,
+        context([user("Go."), assistant([call("call_9|fc_9", "read")], own), result("call_9", "read", "ok")]),
+      );
+      expect(f.results.map((r) => r.text)).toEqual(["ok"]);
+    });
+
     it("keeps apart a provider's ids reused in later turns", () => {
       const f = facts(
         format,

@@ -122,14 +122,13 @@ function modelContent(message: NormalAssistant, target: TargetModel): GeminiCont
 }
 
 function responseContents(turn: NormalToolResults, target: TargetModel): GeminiContent[] {
-  const imageInput = target.imageInput !== false;
   const inline = isGemini3OrLater(target.modelId) || !/^gemini/i.test(target.modelId);
   const withIds = requiresToolCallIds(target.modelId);
   const parts: GeminiPart[] = [];
   const separateImages: GeminiPart[] = [];
   for (const result of turn.results) {
     const text = resultText(result.content);
-    const images = imageInput ? resultImages(result.content) : [];
+    const images = resultImages(result.content);
     const value = text || (images.length > 0 ? TOOL_IMAGE_PLACEHOLDER : "");
     const response: GeminiFunctionResponse = {
       name: result.toolName,

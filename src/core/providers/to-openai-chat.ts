@@ -98,18 +98,18 @@ function assistantMessage(message: NormalAssistant): OpenAIChatAssistantMessage 
   return out;
 }
 
-function toolMessages(turn: NormalToolResults, imageInput: boolean): OpenAIChatMessage[] {
+function toolMessages(turn: NormalToolResults): OpenAIChatMessage[] {
   const out: OpenAIChatMessage[] = [];
   const images: OpenAIChatContentPart[] = [];
   for (const result of turn.results) {
     const text = resultText(result.content);
-    const resultImagesOf = resultImages(result.content);
+    const attached = resultImages(result.content);
     out.push({
       role: "tool",
       tool_call_id: result.toolCallId,
-      content: text || (resultImagesOf.length > 0 ? TOOL_IMAGE_PLACEHOLDER : ""),
+      content: text || (attached.length > 0 ? TOOL_IMAGE_PLACEHOLDER : ""),
     });
-    if (imageInput) for (const image of resultImagesOf) images.push(part(image));
+    for (const image of attached) images.push(part(image));
   }
   if (images.length > 0)
     out.push({ role: "user", content: [{ type: "text", text: OPENAI_CHAT_TOOL_IMAGES_INTRO }, ...images] });
@@ -129,7 +129,7 @@ export function toOpenAIChat(
   for (const message of normalizeMessages(context.messages, target, { ids: OPENAI_CHAT_IDS })) {
     if (message.role === "user") messages.push(userMessage(message));
     else if (message.role === "assistant") messages.push(assistantMessage(message));
-    else for (const tool of toolMessages(message, target.imageInput !== false)) messages.push(tool);
+    else for (const tool of toolMessages(message)) messages.push(tool);
   }
   return { messages };
 }

@@ -142,9 +142,9 @@ function assistantItems(message: NormalAssistant): ResponsesInputItem[] {
   return items;
 }
 
-function outputItem(result: NormalToolResult, imageInput: boolean): ResponsesInputItem {
+function outputItem(result: NormalToolResult): ResponsesInputItem {
   const text = resultText(result.content);
-  const images = imageInput ? resultImages(result.content) : [];
+  const images = resultImages(result.content);
   if (images.length === 0) return { type: "function_call_output", call_id: result.toolCallId, output: text };
   const output: ResponsesInputContent[] = text ? [{ type: "input_text", text }] : [];
   for (const image of images) output.push(content(image));
@@ -158,7 +158,7 @@ export function toOpenAIResponses(context: SessionContext, model: TargetModel): 
   for (const message of normalizeMessages(context.messages, target, { ids: OPENAI_RESPONSES_IDS })) {
     if (message.role === "user") input.push(userItem(message));
     else if (message.role === "assistant") for (const item of assistantItems(message)) input.push(item);
-    else for (const result of message.results) input.push(outputItem(result, target.imageInput !== false));
+    else for (const result of message.results) input.push(outputItem(result));
   }
   const instructions = stripLoneSurrogates(context.systemPrompt);
   return instructions ? { instructions, input } : { input };

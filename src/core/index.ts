@@ -23,6 +23,7 @@ export * from "./native-format";
 export * from "./ndjson";
 export * from "./paging";
 export * from "./pi-format";
+export * from "./providers";
 export * from "./session";
 export * from "./storage";
 export * from "./summarizers";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /**
  * What a credential may do. A closed set: a value outside it is refused, never read as the

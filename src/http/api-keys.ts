@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { SessionError } from "../core";
 import { Access, type Caller } from "./access";
 

@@ -3,7 +3,10 @@ import type {
   AppendResult,
   CompactionEntry,
   CompactOptions,
+  ContextFormat,
+  ContextInOptions,
   ContextOptions,
+  ContextRequests,
   CreateSessionOptions,
   EntryInput,
   EntryQuery,
@@ -16,8 +19,11 @@ import type {
   LeafEntry,
   LeafOptions,
   ListOptions,
+  MessageEntry,
+  MessageFormat,
   NavigateOptions,
   NavigateResult,
+  ProviderMessageOptions,
   SessionContext,
   SessionEntry,
   SessionHeader,
@@ -31,10 +37,12 @@ import type {
 } from "../core";
 import {
   checkSessionId,
+  contextForModel,
   entryPage,
   isValidId,
   leafAfter,
   leafTag,
+  modelRefString,
   newId,
   Session,
   SessionError,
@@ -204,6 +212,52 @@ export class RemoteStorage implements SessionStorage {
     };
   }
 
+  /** The context of a leaf (the head when undefined) in a model API's request shape, built by the service. */
+  async contextIn<F extends ContextFormat>(
+    format: F,
+    options: ContextInOptions = {},
+  ): Promise<ContextRequests[F]> {
+    const { leafId, model, imageInput } = options;
+    if (leafId === null) return contextForModel(await this.context(null), format, { model, imageInput });
+    return this.#http.json("GET", this.#path("/context"), {
+      query: {
+        format,
+        leafId,
+        model: model && modelRefString(model),
+        imageInput: imageInput === undefined ? undefined : String(imageInput),
+      },
+    });
+  }
+
+  /**
+   * Appends a model API's own message, converted by the service into the messages it stands for.
+   * The entry gets its id here, before the first try, so a retry is a replay.
+   */
+  async appendProviderMessage(
+    format: MessageFormat,
+    message: unknown,
+    options: ProviderMessageOptions = {},
+  ): Promise<StoredEntry<MessageEntry>[]> {
+    const { expectedLeafId, model, ...placement } = options;
+    const { entries } = await this.#http.json<{ entries: StoredEntry<MessageEntry>[] }>(
+      "POST",
+      this.#path("/entries"),
+      {
+        body: {
+          type: "message",
+          format,
+          message,
+          ...placement,
+          id: placement.id ?? newId(),
+          ...(model ? { model: modelRefString(model) } : {}),
+        },
+        headers: ifMatch(expectedLeafId),
+        idempotent: true,
+      },
+    );
+    return entries;
+  }
+
   /** Compacts with the service's summarizer (or the summary given). */
   async compact(options: ServiceCompactOptions = {}): Promise<StoredEntry<CompactionEntry>> {
     const { entry } = await this.#http.json<{ entry: StoredEntry<CompactionEntry> }>(
@@ -266,6 +320,23 @@ export class RemoteSession extends Session {
     if (options.entryProjectors || options.transforms) return super.buildContext(options);
     const context = await this.storage.context(options.leafId);
     return options.systemPrompt === undefined ? context : { ...context, systemPrompt: options.systemPrompt };
+  }
+
+  /** The context in a model API's request shape, built by the service. */
+  override contextIn<F extends ContextFormat>(
+    format: F,
+    options: ContextInOptions = {},
+  ): Promise<ContextRequests[F]> {
+    return this.storage.contextIn(format, options);
+  }
+
+  /** A model API's own message, converted by the service as it appends it. */
+  override appendProviderMessage(
+    format: MessageFormat,
+    message: unknown,
+    options: ProviderMessageOptions = {},
+  ): Promise<StoredEntry<MessageEntry>[]> {
+    return this.storage.appendProviderMessage(format, message, options);
   }
 
   override compact(options: CompactOptions = {}): Promise<StoredEntry<CompactionEntry>> {

@@ -1,6 +1,6 @@
 import type { CompactOptions, NavigateOptions, NavigateResult } from "./compact-session";
 import { compactSession, navigateSession } from "./compact-session";
-import type { BuildContextOptions, SessionContext } from "./context";
+import type { BuildContextOptions, ModelRef, SessionContext } from "./context";
 import { buildSessionContext } from "./context";
 import type {
   CompactionEntry,
@@ -8,10 +8,14 @@ import type {
   EntryInput,
   EntryType,
   LeafEntry,
+  MessageEntry,
   StoredEntry,
   TreeEntry,
 } from "./entries";
+import { newId } from "./ids";
 import type { AgentMessage, SummaryUsage, ThinkingLevel } from "./messages";
+import type { ContextFormat, ContextRequests, MessageFormat, ProviderMessageEntryInput } from "./providers";
+import { contextForModel, modelRefString, NO_CONVERSATION, providerMessageEntries } from "./providers";
 import type {
   AppendOptions,
   AppendResult,
@@ -61,6 +65,20 @@ export interface CustomMessageFields {
 export interface ContextOptions extends BuildContextOptions {
   /** Build for this leaf instead of the current one (`null`: no messages). */
   leafId?: string | null;
+}
+
+export interface ContextInOptions {
+  /** Build for this leaf instead of the current one (`null`: no messages). */
+  leafId?: string | null;
+  /** The model the request is for; default: the session's model (its last model change or reply). */
+  model?: ModelRef;
+  /** Whether the model reads images (default true); without it, images become a short note. */
+  imageInput?: boolean;
+}
+
+export interface ProviderMessageOptions extends EntryOptions {
+  /** Who answered; default: the session's model (its last model change or reply). */
+  model?: ModelRef;
 }
 
 /** A session: the tree of entries over a storage, with the operations agents use. */
@@ -144,6 +162,53 @@ export class Session {
       this.storage.getHeader(),
     ]);
     return buildSessionContext(path, { ...buildOptions, sessionSystemPrompt: header.systemPrompt });
+  }
+
+  /** The context in a model API's request shape, for the session's model unless one is named. */
+  async contextIn<F extends ContextFormat>(
+    format: F,
+    options: ContextInOptions = {},
+  ): Promise<ContextRequests[F]> {
+    const { leafId, model, imageInput } = options;
+    return contextForModel(await this.buildContext({ leafId }), format, { model, imageInput });
+  }
+
+  /**
+   * Appends a model API's own message (a response, tool results, a user turn) as the messages it
+   * stands for, chained: the first under `id`, the ones after it under `<id>:1`, `<id>:2`, ….
+   * Tool results take their tool's name from the calls they answer. Resending the same id is a
+   * replay, however the session moved since.
+   */
+  async appendProviderMessage(
+    format: MessageFormat,
+    message: unknown,
+    options: ProviderMessageOptions = {},
+  ): Promise<StoredEntry<MessageEntry>[]> {
+    const { expectedLeafId, model, ...placement } = options;
+    const input: ProviderMessageEntryInput = {
+      type: "message",
+      format,
+      message,
+      ...placement,
+      id: placement.id ?? newId(),
+      ...(model ? { model: modelRefString(model) } : {}),
+    };
+    const earlier = await this.storage.getEntry(input.id as string);
+    const explicit = earlier === undefined && input.parentId !== undefined;
+    const parentId = earlier
+      ? earlier.parentId
+      : explicit
+        ? (input.parentId ?? null)
+        : await this.getLeafId();
+    // A parent that does not exist converts against nothing; the append then refuses it.
+    const known = parentId !== null && (!explicit || (await this.storage.getEntry(parentId)) !== undefined);
+    const context = known ? await this.buildContext({ leafId: parentId }) : undefined;
+    const entries = providerMessageEntries(input, context ?? NO_CONVERSATION, earlier);
+    const result = await this.storage.appendEntries(
+      entries,
+      expectedLeafId === undefined ? {} : { expectedLeafId },
+    );
+    return result.entries as StoredEntry<MessageEntry>[];
   }
 
   async appendEntry(entry: EntryInput, options?: AppendOptions): Promise<StoredEntry> {

@@ -1,5 +1,5 @@
-import type { CompactionEntry, ContextSettings, StoredEntry, TreeEntry } from "../core";
-import { deriveState, keptFrom, projectEntries, SessionError } from "../core";
+import type { AgentMessage, CompactionEntry, ContextSettings, StoredEntry, TreeEntry } from "../core";
+import { deriveState, keptFrom, projectEntries, SessionError, startsTurn } from "../core";
 import type { EntryRows, Node } from "./entry-rows";
 import type { Sql } from "./sql";
 
@@ -8,6 +8,9 @@ import type { Sql } from "./sql";
  * context of a leaf read from them: which entries it projects (core's rules decide, on the ids the
  * walk found) and its messages page by page.
  */
+
+/** Entries read at a time when looking for a context's last turn from its end. */
+const TURN_READ = 16;
 
 /** An entry on a path, without its payload. */
 export interface Step {
@@ -116,6 +119,30 @@ export class PathReads {
     const plan = this.contextPlan(leafId);
     if (!plan.compaction) return plan.seqs;
     return [...new Set([...plan.settingSeqs, plan.compaction.seq, ...plan.seqs])].sort((a, b) => a - b);
+  }
+
+  /**
+   * The context's messages from its last user or assistant message on (all of them when none
+   * opens a turn), read backwards a few entries at a time: costs what the last turn costs.
+   */
+  lastTurn(plan: ContextPlan): AgentMessage[] {
+    const compactionId = plan.compaction?.id;
+    const read: AgentMessage[][] = [];
+    const cut = (messages: AgentMessage[]): AgentMessage[] | undefined => {
+      const start = messages.findLastIndex(startsTurn);
+      if (start < 0) return undefined;
+      read.unshift(messages.slice(start));
+      return read.flat();
+    };
+    for (let end = plan.seqs.length; end > 0; end -= TURN_READ) {
+      const entries = this.#rows.entries(plan.seqs.slice(Math.max(0, end - TURN_READ), end)) as TreeEntry[];
+      const messages = projectEntries(entries, compactionId);
+      const turn = cut(messages);
+      if (turn) return turn;
+      read.unshift(messages);
+    }
+    const opening = plan.compaction ? projectEntries([plan.compaction], compactionId) : [];
+    return cut(opening) ?? [...opening, ...read.flat()];
   }
 
   /** The context's messages as JSON, a page of entries at a time. */

@@ -1,8 +1,8 @@
 import type {
+  AppendEntryInput,
   AppendOptions,
   AppendResult,
   CreateSessionOptions,
-  EntryInput,
   EntryQuery,
   ForkOptions,
   HeaderPatch,
@@ -12,6 +12,7 @@ import type {
   LeafOptions,
   ListOptions,
   Result,
+  SessionContext,
   SessionEntry,
   SessionHeader,
   SessionInfo,
@@ -121,6 +122,11 @@ export class SessionObjectStorage implements SessionStorage {
     return call(this.#stub.context(leafId));
   }
 
+  /** The context of a leaf (the head when undefined), read whole: for work on it in the worker. */
+  async getContext(leafId?: string | null): Promise<SessionContext> {
+    return JSON.parse(await new Response(await this.context(leafId)).text()) as SessionContext;
+  }
+
   async getContextPath(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
     return (await this.#drain(
       await call<EntryPage>(this.#stub.contextPath(leafId)),
@@ -139,8 +145,9 @@ export class SessionObjectStorage implements SessionStorage {
     return call(this.#stub.labels());
   }
 
+  /** Appends entries; a provider's message among them is converted inside the object, as it writes. */
   appendEntries(
-    entries: readonly EntryInput[],
+    entries: readonly AppendEntryInput[],
     options: AppendOptions & { validated?: boolean } = {},
   ): Promise<AppendResult> {
     return call(this.#stub.append(entries, options));

@@ -1,10 +1,12 @@
 import type {
+  AgentMessage,
   AppendOptions,
   AppendPlan,
   AppendResult,
   AppendView,
   AutoCompactStatus,
   ContextSettings,
+  Conversation,
   EntryQuery,
   EntryRef,
   HeaderPatch,
@@ -21,6 +23,8 @@ import type {
 } from "../core";
 import {
   applyEntryToStats,
+  expandProviderEntries,
+  NO_CONVERSATION,
   nowIso,
   patchHeader,
   planAppend,
@@ -28,11 +32,13 @@ import {
   planLeafMove,
   SessionError,
   sessionInfo,
+  startsTurn,
 } from "../core";
 import type { EntryPage } from "./entry-rows";
 import { EntryRows } from "./entry-rows";
 import type { ForkSource } from "./fork-copy";
 import { forkSource } from "./fork-copy";
+import type { KeptContext } from "./head-context";
 import { HeadContext } from "./head-context";
 import { PathReads } from "./path-reads";
 import { hasSchema, updateSchema } from "./schema";
@@ -229,14 +235,7 @@ export class SqliteSession {
     const systemPrompt = header.systemPrompt ?? "";
     const start = this.#start(leafId);
     if (start !== null && start === head) {
-      const kept = this.#head.get(start, () => {
-        const plan = this.#paths.contextPlan(start);
-        return {
-          compactionId: plan.compaction?.id,
-          settings: plan.settings,
-          pages: this.#paths.messagePages(plan),
-        };
-      });
+      const kept = this.#keptHead(start);
       if (kept) {
         kept.joined ??= kept.pieces.join(",");
         const whole = `${contextOpening(systemPrompt, kept.settings)}${kept.joined}]}`;
@@ -246,6 +245,39 @@ export class SqliteSession {
     const plan = this.#paths.contextPlan(start);
     const chunks = contextChunks(contextOpening(systemPrompt, plan.settings), this.#paths.messagePages(plan));
     return { first: chunks.next().value as string, rest: chunks };
+  }
+
+  /** The head's context from memory, built when missing; undefined when too large to keep. */
+  #keptHead(head: string): KeptContext | undefined {
+    return this.#head.get(head, () => {
+      const plan = this.#paths.contextPlan(head);
+      return {
+        compactionId: plan.compaction?.id,
+        settings: plan.settings,
+        pages: this.#paths.messagePages(plan),
+      };
+    });
+  }
+
+  /**
+   * The conversation a provider's message appended under `entryId` continues: the context's last
+   * turn (read from its end) and its model. No entry of that id: none.
+   */
+  #conversationAt(entryId: string): Conversation {
+    const node = this.#rows.node(entryId);
+    if (!node || node.type === "leaf") return NO_CONVERSATION;
+    const kept = entryId === this.state.leafId ? this.#keptHead(entryId) : undefined;
+    if (kept) {
+      const messages: AgentMessage[] = [];
+      for (let i = kept.pieces.length - 1; i >= 0; i--) {
+        const message = JSON.parse(kept.pieces[i] as string) as AgentMessage;
+        messages.push(message);
+        if (startsTurn(message)) break;
+      }
+      return { messages: messages.reverse(), model: kept.settings.model };
+    }
+    const plan = this.#paths.contextPlan(entryId);
+    return { messages: this.#paths.lastTurn(plan), model: plan.settings.model };
   }
 
   treeRows(): { rows: TreeRow[]; labels: Record<string, string> } {
@@ -328,7 +360,12 @@ export class SqliteSession {
     entries: readonly unknown[],
     options: AppendOptions & { validated?: boolean } = {},
   ): AppendResult {
-    const plan = planAppend(entries, this.#view(entries), options);
+    const inputs = expandProviderEntries(entries, {
+      leafId: this.state.leafId,
+      load: (id) => this.getEntry(id),
+      conversationAt: (id) => this.#conversationAt(id),
+    });
+    const plan = planAppend(inputs, this.#view(inputs), options);
     if (plan.writes.length > 0) this.#apply(plan);
     return { entries: plan.entries, leafId: this.state.leafId, created: plan.writes.length > 0 };
   }

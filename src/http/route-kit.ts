@@ -22,17 +22,42 @@ const TARGETS: Record<keyof ValidationTargets, string> = {
   cookie: "cookie",
 };
 
-/** A group of routes, mounted by `createApp` with `app.route("/", …)`. */
+/** A `format` outside the ones a schema lists (a query value, or a message entry's in a body). */
+function unknownFormat(error: z.ZodError): z.core.$ZodIssue | undefined {
+  return error.issues.find(
+    (issue) =>
+      issue.path.at(-1) === "format" &&
+      (issue.code === "invalid_value" ||
+        (issue.code === "invalid_union" && issue.discriminator === "format")),
+  );
+}
+
+/**
+ * A group of routes, mounted by `createApp` with `app.route("/", …)`. Invalid input is one
+ * `invalid_request`, but an unknown format is `unsupported_format`.
+ */
 export function routes(): OpenAPIHono<AppEnv> {
   return new OpenAPIHono<AppEnv>({
     defaultHook: (result) => {
-      if (!result.success) {
-        throw new SessionError(
-          "invalid_request",
-          `invalid ${TARGETS[result.target]}`,
-          zodDetails(result.error),
-        );
+      if (result.success) return;
+      const format = unknownFormat(result.error);
+      if (format) {
+        const path = format.path.map(String);
+        // A discriminated union lists its values in `options`, which zod's issue type leaves out.
+        const listed: readonly unknown[] =
+          format.code === "invalid_value"
+            ? format.values
+            : ((format as { options?: unknown[] }).options ?? []);
+        throw new SessionError("unsupported_format", `unknown format at ${path.join(".")}`, {
+          path,
+          formats: listed.filter((value) => typeof value === "string"),
+        });
       }
+      throw new SessionError(
+        "invalid_request",
+        `invalid ${TARGETS[result.target]}`,
+        zodDetails(result.error),
+      );
     },
   });
 }

@@ -1,8 +1,9 @@
 import * as z from "zod";
 import {
+  AppendEntryInput,
   CompactRequest,
+  ContextFormatSchema,
   CreateSessionOptions,
-  EntryInput,
   EntryQuery,
   EntryType,
   ForkOptions,
@@ -10,7 +11,9 @@ import {
   ImportWarning,
   ListOptions,
   MAX_BATCH_ENTRIES,
+  ModelRefString,
   NavigateRequest,
+  SessionContext,
   SessionEntry,
   SessionInfo,
   SessionPatch,
@@ -40,18 +43,20 @@ export const ListSessionsQuery = ListOptions.extend({ cursor: z.string().optiona
  */
 export const AppendBody = z
   .discriminatedUnion("type", [
-    EntryInput,
+    AppendEntryInput,
     z
       .object({
         type: z.undefined().optional().meta({ type: "null", description: "absent: a batch has no type" }),
-        entries: z.array(EntryInput),
+        entries: z.array(AppendEntryInput),
       })
       .strict(),
   ])
-  .meta({ description: `one entry, or a batch of 1 to ${MAX_BATCH_ENTRIES} entries appended atomically` });
+  .meta({
+    description: `one entry, or a batch of 1 to ${MAX_BATCH_ENTRIES} entries appended atomically; a message entry with a \`format\` carries a model API's own message, stored as the messages it stands for`,
+  });
 
 /** The entries an append body carries, in order. */
-export function appendedEntries(body: z.output<typeof AppendBody>): EntryInput[] {
+export function appendedEntries(body: z.output<typeof AppendBody>): AppendEntryInput[] {
   return body.type === undefined ? body.entries : [body];
 }
 
@@ -77,6 +82,82 @@ export const EntriesQuery = EntryQuery.extend({
 export const EntriesPage = z.object({ entries: z.array(StoredEntry), nextCursor: z.string().nullable() });
 
 export const LeafQuery = z.object({ leafId: Id.optional() });
+
+export const ContextQuery = LeafQuery.extend({
+  format: ContextFormatSchema.optional(),
+  model: ModelRefString.optional().meta({
+    description:
+      "with `format`: the model the request is for; default: the session's model (its last model change or reply)",
+  }),
+  imageInput: z.enum(["true", "false"]).optional().meta({
+    description:
+      "with `format`: whether the model reads images (default true); false turns images into a note",
+  }),
+});
+
+/*
+ * The request fields of each model API, as `GET …/context?format=` answers them: the fields at
+ * the top, their items described by the API's own documentation.
+ */
+
+const items = (description: string) => z.array(z.unknown().meta({ type: "object", description }));
+
+export const OpenAIChatRequest = z
+  .object({ messages: items("a Chat Completions message: system, user, assistant or tool") })
+  .meta({ id: "OpenAIChatRequest", description: "`messages` of a Chat Completions request" });
+
+export const OpenAIResponsesRequest = z
+  .object({
+    instructions: z.string().optional().meta({ description: "the system prompt" }),
+    input: items("a Responses input item: a message, reasoning, function_call or function_call_output"),
+  })
+  .meta({ id: "OpenAIResponsesRequest", description: "`instructions` and `input` of a Responses request" });
+
+export const AnthropicRequest = z
+  .object({
+    system: z.string().optional().meta({ description: "the system prompt" }),
+    messages: items("a Messages API message param, user and assistant alternating"),
+  })
+  .meta({ id: "AnthropicRequest", description: "`system` and `messages` of a Messages request" });
+
+export const GeminiRequest = z
+  .object({
+    systemInstruction: z
+      .object({ parts: z.array(z.object({ text: z.string() })) })
+      .optional()
+      .meta({ description: "the system prompt (`config.systemInstruction` in @google/genai)" }),
+    contents: items("a Gemini content of role user or model"),
+  })
+  .meta({
+    id: "GeminiRequest",
+    description: "`systemInstruction` and `contents` of a generateContent request",
+  });
+
+export const AISDKRequest = z
+  .object({
+    system: z.string().optional().meta({ description: "the system prompt" }),
+    messages: items("an AI SDK 6 ModelMessage: user, assistant or tool"),
+  })
+  .meta({
+    id: "AISDKRequest",
+    description: "`system` and `messages` for the AI SDK's generateText / streamText",
+  });
+
+export const AISDKUIRequest = z
+  .object({ messages: items("an AI SDK UIMessage: id, role, parts") })
+  .meta({ id: "AISDKUIRequest", description: "`messages` for the AI SDK's useChat" });
+
+export const ContextResponse = z
+  .union([
+    SessionContext,
+    OpenAIChatRequest,
+    OpenAIResponsesRequest,
+    AnthropicRequest,
+    GeminiRequest,
+    AISDKRequest,
+    AISDKUIRequest,
+  ])
+  .meta({ description: "the context; with `format`, the request fields of that API" });
 export const BranchResponse = z.object({ entries: z.array(StoredEntry) });
 export const CompactResponse = z.object({ entry: StoredEntry });
 

@@ -1,4 +1,4 @@
-import type { SessionContext } from "../context";
+import type { ModelRef, SessionContext } from "../context";
 import { SessionError } from "../errors";
 import type { AgentMessage } from "../messages";
 import { fromAISDK } from "./from-ai-sdk";
@@ -8,7 +8,13 @@ import { fromOpenAIChat } from "./from-openai-chat";
 import { fromOpenAIResponses } from "./from-openai-responses";
 import type { ReadOptions } from "./incoming";
 import type { ContextFormat, TargetModel } from "./target";
-import { CONTEXT_FORMATS, isContextFormat, isMessageFormat, MESSAGE_FORMATS } from "./target";
+import {
+  CONTEXT_FORMATS,
+  isContextFormat,
+  isMessageFormat,
+  MESSAGE_FORMATS,
+  parseContextFormat,
+} from "./target";
 import type { AISDKRequest } from "./to-ai-sdk";
 import { toAISDK } from "./to-ai-sdk";
 import type { AISDKUIRequest } from "./to-ai-sdk-ui";
@@ -74,6 +80,48 @@ export function contextInFormat(
     case "ai-sdk-ui":
       return toAISDKUIMessages(context, model);
   }
+}
+
+/** The model a context is wanted for, when it is not the context's own. */
+export interface FormatTarget {
+  /** Default: the context's model (its last model change or reply). */
+  model?: ModelRef;
+  /** Whether the model reads images (default true); without it, images become a short note. */
+  imageInput?: boolean;
+}
+
+/**
+ * `contextInFormat` for the model named, else the context's own. Only AI SDK UI messages (shown,
+ * not sent) need no model; for any other format a context without one is `invalid_request`.
+ */
+export function contextForModel<F extends ContextFormat>(
+  context: SessionContext,
+  format: F,
+  target?: FormatTarget,
+): ContextRequests[F];
+export function contextForModel(
+  context: SessionContext,
+  format: string,
+  target?: FormatTarget,
+): ContextRequests[ContextFormat];
+export function contextForModel(
+  context: SessionContext,
+  format: string,
+  target: FormatTarget = {},
+): ContextRequests[ContextFormat] {
+  parseContextFormat(format);
+  const named =
+    target.model ?? context.model ?? (format === "ai-sdk-ui" ? { provider: "", modelId: "" } : null);
+  if (!named) {
+    throw new SessionError(
+      "invalid_request",
+      "the session has no model yet (no model change, no reply): name the model the request is for as <provider>/<modelId>",
+      { format },
+    );
+  }
+  const model: TargetModel = { provider: named.provider, modelId: named.modelId };
+  if (target.imageInput !== undefined) model.imageInput = target.imageInput;
+  return contextInFormat(context, format, model);
 }
 
 /**

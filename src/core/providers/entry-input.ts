@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { Id, Timestamp } from "../entries";
+import { EntryInput, Id, Timestamp } from "../entries";
 import { CONTEXT_FORMATS, MESSAGE_FORMATS } from "./target";
 
 export const ContextFormatSchema = z.enum(CONTEXT_FORMATS).meta({
@@ -10,6 +10,12 @@ export const MessageFormatSchema = z.enum(MESSAGE_FORMATS).meta({
   description: "the model API the message comes from",
 });
 
+/** A model named as `<provider>/<modelId>` (read by `parseModelRef`; the id may hold slashes). */
+export const ModelRefString = z
+  .string()
+  .regex(/^[^/]+\/.+$/, 'must be "<provider>/<modelId>"')
+  .meta({ description: '"<provider>/<modelId>"', example: "anthropic/claude-sonnet-4-5" });
+
 /**
  * An append of a provider's own message, `{type: "message", format, message}`: `message` is
  * whatever that API sends or takes (a response, a tool result, a user turn), checked and
@@ -18,13 +24,37 @@ export const MessageFormatSchema = z.enum(MESSAGE_FORMATS).meta({
  */
 export const ProviderMessageEntryInput = z
   .looseObject({
-    id: Id.optional(),
+    id: Id.optional().meta({
+      description: "the first message's id; the messages after it get `<id>:1`, `<id>:2`, …",
+    }),
     parentId: Id.nullable().optional(),
     timestamp: Timestamp.optional(),
     type: z.literal("message"),
     format: MessageFormatSchema,
     message: z.unknown().meta({ description: "the API's message, as it sent or takes it" }),
+    model: ModelRefString.optional().meta({
+      description: "who answered; default: the session's model (its last model change or reply)",
+    }),
   })
   .meta({ id: "ProviderMessageEntryInput" });
 
 export type ProviderMessageEntryInput = z.infer<typeof ProviderMessageEntryInput>;
+
+// `EntryInput` lists the message entry first.
+const [messageEntryInput, ...otherEntryInputs] = EntryInput.options;
+
+/**
+ * What an append takes: any entry, or a provider's message to convert. A message entry carries
+ * our own message unless it names a `format`; a format outside the known ones fails on `format`.
+ */
+export const AppendEntryInput = z.discriminatedUnion("type", [
+  z.discriminatedUnion("format", [
+    messageEntryInput.extend({
+      format: z.undefined().optional().meta({ type: "null", description: "absent: the message is ours" }),
+    }),
+    ProviderMessageEntryInput,
+  ]),
+  ...otherEntryInputs,
+]);
+
+export type AppendEntryInput = EntryInput | ProviderMessageEntryInput;

@@ -8,6 +8,7 @@ export * from "./from-openai-responses";
 export type { AnsweringModel, ReadOptions } from "./incoming";
 export * from "./normalize";
 export * from "./pi-messages";
+export * from "./provider-entries";
 export * from "./target";
 export { stripLoneSurrogates } from "./text";
 export * from "./to-ai-sdk";

@@ -65,6 +65,11 @@ export function parseModelRef(value: string): { provider: string; modelId: strin
   return { provider: value.slice(0, slash), modelId: value.slice(slash + 1) };
 }
 
+/** A model as `parseModelRef` reads it back: `<provider>/<modelId>`. */
+export function modelRefString(model: { provider: string; modelId: string }): string {
+  return `${model.provider}/${model.modelId}`;
+}
+
 /** The target with the API its format implies, unless the caller named one. */
 export function targetForFormat(format: ContextFormat, model: TargetModel): TargetModel {
   if (model.api !== undefined || format === "ai-sdk" || format === "ai-sdk-ui") return model;

@@ -40,7 +40,7 @@ export const entryRoutes = routes()
       path: "/v1/sessions/{sid}/entries",
       summary: "Append an entry or an atomic batch",
       description:
-        "Each entry's parent defaults to the leaf (in a batch, to the previous entry). Resending an entry with the same id and content is an idempotent replay (200).",
+        "Each entry's parent defaults to the leaf (in a batch, to the previous entry). Resending an entry with the same id and content is an idempotent replay (200). A message entry with a `format` (`openai-chat`, `openai-responses`, `anthropic`, `gemini`, `ai-sdk`) carries that API's own message: it is stored as the messages it stands for, chained, the first under the entry's id and the others under `<id>:1`, `<id>:2`, …; tool results take their tool's name from the calls they answer, and replies are recorded as the session's model unless `model` names another.",
       security,
       request: { params: SessionIdParam, headers: IfMatch, body: body(AppendBody) },
       responses: {
@@ -49,12 +49,14 @@ export const entryRoutes = routes()
         409: json(ErrorEnvelope, "already_exists"),
         412: json(ErrorEnvelope, "leaf_conflict"),
         413: json(ErrorEnvelope, "entry_too_large / payload_too_large"),
+        415: json(ErrorEnvelope, "unsupported_format: a message entry's format is not one of the known ones"),
         422: json(ErrorEnvelope, "parent_not_found / invalid_tree"),
         ...errors,
       },
     }),
     async (c) => {
       const storage = sessionStorage(c, c.req.valid("param").sid);
+      // Provider messages are converted by the session's object, against the conversation it holds.
       const result = await storage.appendEntries(appendedEntries(c.req.valid("json")), {
         expectedLeafId: expectedLeaf(c.req.valid("header")["if-match"]),
         validated: true,

@@ -13,3 +13,8 @@ declare module "*.jsonl?raw" {
   const text: string;
   export default text;
 }
+
+declare module "*.json?raw" {
+  const text: string;
+  export default text;
+}

@@ -83,7 +83,9 @@ describe("outputs fit the official SDKs' request types", () => {
   it("AI SDK 6 and 5 model messages, which differ in images inside tool results", () => {
     expectTypeOf<AISDKRequest<6>["messages"]>().toExtend<ModelMessage[]>();
     expectTypeOf<AISDKRequest<5>["messages"]>().toExtend<ModelMessageV5[]>();
-    expectTypeOf<AISDKRequest<6>["messages"]>().not.toExtend<ModelMessageV5[]>();
+    // Asked of one message: whether TypeScript finds an array of them assignable depends on what it
+    // compared before, and the two versions' messages differ only deep inside tool results.
+    expectTypeOf<AISDKRequest<6>["messages"][number]>().not.toExtend<ModelMessageV5>();
     const v6: ModelMessage[] = toAISDK(ctx, { provider: "anthropic", modelId: "m" }).messages;
     const v5: ModelMessageV5[] = toAISDK(
       ctx,

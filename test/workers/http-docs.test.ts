@@ -60,6 +60,52 @@ describe("/docs", () => {
     expect(page).toContain('<a href="#schema-StoredEntry">StoredEntry</a>');
   });
 
+  it("describes the provider formats: the context's query and answers, the provider message entry", async () => {
+    const spec = (await (await get("/v1/openapi.json")).json()) as {
+      paths: Record<string, Record<string, Record<string, unknown>>>;
+      components: { schemas: Record<string, unknown> };
+    };
+    const context = spec.paths["/v1/sessions/{sid}/context"]?.get as {
+      parameters: Array<{ name: string; schema: { enum?: string[] } }>;
+      responses: Record<string, { content: { "application/json": { schema: { anyOf?: unknown[] } } } }>;
+    };
+    const format = context.parameters.find((p) => p.name === "format");
+    expect(format?.schema.enum).toEqual([
+      "openai-chat",
+      "openai-responses",
+      "anthropic",
+      "gemini",
+      "ai-sdk",
+      "ai-sdk-ui",
+    ]);
+    expect(context.parameters.map((p) => p.name)).toEqual(
+      expect.arrayContaining(["leafId", "format", "model", "imageInput"]),
+    );
+    expect(context.responses["415"]).toBeDefined();
+    const answers = JSON.stringify(context.responses["200"]);
+    for (const name of [
+      "SessionContext",
+      "OpenAIChatRequest",
+      "OpenAIResponsesRequest",
+      "AnthropicRequest",
+      "GeminiRequest",
+      "AISDKRequest",
+      "AISDKUIRequest",
+    ]) {
+      expect(answers).toContain(`#/components/schemas/${name}`);
+      expect(spec.components.schemas[name], name).toBeDefined();
+    }
+    expect(spec.components.schemas.ProviderMessageEntryInput).toMatchObject({
+      required: expect.arrayContaining(["type", "format", "message"]),
+    });
+    const append = JSON.stringify(spec.paths["/v1/sessions/{sid}/entries"]?.post);
+    expect(append).toContain("#/components/schemas/ProviderMessageEntryInput");
+    expect(append).toContain('"415"');
+    const page = await (await get("/docs")).text();
+    expect(page).toContain('id="schema-ProviderMessageEntryInput"');
+    expect(page).toContain('id="schema-AnthropicRequest"');
+  });
+
   it("escapes every text of the document", () => {
     const hostile = '<script>alert("x")</script>';
     const page = docsPage(

@@ -31,7 +31,7 @@ export const ProviderMessageEntryInput = z
     timestamp: Timestamp.optional(),
     type: z.literal("message"),
     format: MessageFormatSchema,
-    message: z.unknown().meta({ description: "the API's message, as it sent or takes it" }),
+    message: z.unknown().nonoptional().meta({ description: "the API's message, as it sent or takes it" }),
     model: ModelRefString.optional().meta({
       description: "who answered; default: the session's model (its last model change or reply)",
     }),

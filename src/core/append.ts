@@ -5,6 +5,7 @@ import { SessionError } from "./errors";
 import { newId, nowIso } from "./ids";
 import { assertJsonDepth, canonicalJson, utf8Length } from "./json";
 import { MAX_BATCH_ENTRIES, MAX_ENTRY_BYTES } from "./limits";
+import { isProviderEntry } from "./providers/provider-entries";
 import type { Position } from "./storage";
 
 /*
@@ -162,6 +163,14 @@ export function planAppend(
       }
     }
     const input = raw as Record<string, unknown> & EntryInput;
+    if (isProviderEntry(input)) {
+      // Stored as it is, a provider's message would read as one of ours; it is converted first.
+      throw new SessionError(
+        "invalid_request",
+        "a message with a format is a provider's message: append it with appendProviderMessage",
+        [{ path: [...prefix, "format"], code: "custom", message: "convert provider messages first" }],
+      );
+    }
 
     if (input.id !== undefined) {
       const existing = overlay.load(input.id);

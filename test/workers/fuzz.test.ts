@@ -371,7 +371,11 @@ describe("hostile input", () => {
       for (const [method, template] of routes.filter(([, path]) => /\{[sr]id\}/.test(path))) {
         const path = template.replace(/\{[sr]id\}/, id).replace("{eid}", "m1");
         const body = validBodies[`${method} ${template}`];
-        for (const query of queries) {
+        for (const shared of queries) {
+          // The context's formats are model APIs; the other routes' are interchange formats.
+          const query = template.endsWith("/context")
+            ? shared.replace("format=pi", "format=anthropic")
+            : shared;
           const res = await call(method, `${path}${query}`, {
             headers: { ...auth, "Content-Type": "application/json" },
             body: body === undefined ? undefined : JSON.stringify(body),

@@ -647,6 +647,53 @@ describe("appending a provider's message", () => {
     expect(res.body.entries[0]).toMatchObject({ parentId: "a-read", message: { toolName: "read" } });
   });
 
+  it("finds the call behind a long run of results, read back from storage off the head", async () => {
+    const calls = Array.from({ length: 40 }, (_, i) => ({
+      type: "toolCall",
+      id: `call_${i}`,
+      name: `tool${i}`,
+      arguments: {},
+    }));
+    const results = calls.slice(0, 39).map((c, i) => ({
+      type: "message",
+      id: `res-${i}`,
+      message: {
+        role: "toolResult",
+        toolCallId: c.id,
+        toolName: c.name,
+        content: [],
+        isError: false,
+        timestamp: 3,
+      },
+    }));
+    const id = await sessionWith([
+      { type: "message", id: "q", message: { role: "user", content: "Go.", timestamp: 1 } },
+      {
+        type: "message",
+        message: {
+          role: "assistant",
+          content: calls,
+          api: "openai-completions",
+          provider: "openai",
+          model: "gpt-4o",
+          usage,
+          stopReason: "toolUse",
+          timestamp: 2,
+        },
+      },
+      ...results,
+      { type: "message", parentId: "q", message: { role: "user", content: "Elsewhere.", timestamp: 4 } },
+    ]);
+    const res = await append(id, {
+      type: "message",
+      format: "openai-chat",
+      parentId: "res-38",
+      message: { role: "tool", tool_call_id: "call_39", content: "last" },
+    });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.entries[0].message).toMatchObject({ toolCallId: "call_39", toolName: "tool39" });
+  });
+
   it("finds the call in a compaction's retained tail", async () => {
     const id = await sessionWith([
       { type: "message", message: { role: "user", content: "Go.", timestamp: 1 } },

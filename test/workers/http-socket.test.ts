@@ -16,7 +16,7 @@ async function connect(path: string, headers: Record<string, string> = { Authori
     headers: { Upgrade: "websocket", ...headers },
   });
   const socket = res.webSocket;
-  if (!socket) return { status: res.status, text: await res.text() };
+  if (!socket) return { status: res.status, text: await res.text(), live: undefined };
   socket.accept();
   const messages: Message[] = [];
   let waiting: (() => void) | undefined;
@@ -42,7 +42,14 @@ async function connect(path: string, headers: Record<string, string> = { Authori
       });
     }
   }
-  return { status: res.status, socket, until, closed: () => closed };
+  return { status: res.status, text: "", live: { socket, until } };
+}
+
+/** A WebSocket that must open. */
+async function open(path: string, headers?: Record<string, string>) {
+  const { status, text, live } = await connect(path, headers);
+  if (!live) throw new Error(`expected 101, got ${status}: ${text}`);
+  return { status, ...live };
 }
 
 async function append(id: string, ...texts: string[]) {
@@ -59,8 +66,7 @@ describe("session events over a WebSocket", () => {
   it("replays after ?after=, then sends each write live, from state kept in the socket's attachment", async () => {
     const id = await createSession();
     await append(id, "a", "b");
-    const watch = await connect(`/v1/sessions/${id}/ws?after=1`);
-    if (!("until" in watch)) throw new Error(String(watch.text));
+    const watch = await open(`/v1/sessions/${id}/ws?after=1`);
     expect(watch.status).toBe(101);
     const opening = await watch.until((m) => m.event === "leaf");
     expect(opening[0]).toMatchObject({ event: "session", data: { id } });
@@ -82,8 +88,7 @@ describe("session events over a WebSocket", () => {
   it("resumes from {after} sent on the socket", async () => {
     const id = await createSession();
     await append(id, "a", "b", "c");
-    const watch = await connect(`/v1/sessions/${id}/ws`);
-    if (!("until" in watch)) throw new Error(String(watch.text));
+    const watch = await open(`/v1/sessions/${id}/ws`);
     expect(entrySeqs(await watch.until((m) => m.event === "leaf"))).toEqual([]);
     watch.socket.send(JSON.stringify({ after: 1 }));
     expect(entrySeqs(await watch.until((m) => m.event === "leaf"))).toEqual([2, 3]);
@@ -98,8 +103,7 @@ describe("session events over a WebSocket", () => {
     const minted = await api("POST", `/v1/sessions/${id}/tickets`, { key: KEY_A_READ, body: {} });
     expect(minted.status, minted.text).toBe(201);
     expect(minted.body.url).toBe(`/v1/sessions/${id}/ws?ticket=${minted.body.ticket}`);
-    const watch = await connect(`${minted.body.url}&after=0`, {});
-    if (!("until" in watch)) throw new Error(String(watch.text));
+    const watch = await open(`${minted.body.url}&after=0`, {});
     expect(entrySeqs(await watch.until((m) => m.event === "leaf"))).toEqual([1]);
     watch.socket.close(1000, "done");
     // Used up.
@@ -126,8 +130,7 @@ describe("session events over a WebSocket", () => {
 
   it("says deleted and closes when the session is deleted", async () => {
     const id = await createSession();
-    const watch = await connect(`/v1/sessions/${id}/ws`);
-    if (!("until" in watch)) throw new Error(String(watch.text));
+    const watch = await open(`/v1/sessions/${id}/ws`);
     await watch.until((m) => m.event === "leaf");
     expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
     expect((await watch.until((m) => m.event === "deleted"))[0]?.data).toEqual({ id });

@@ -46,7 +46,7 @@ export const eventRoutes = routes()
     createRoute({
       method: "get",
       path: "/v1/sessions/{sid}/events",
-      summary: "The session's events as they happen (Server-Sent Events)",
+      summary: "Events of the session as they happen (Server-Sent Events)",
       description:
         "entry (id: its seq), leaf, session, compaction, deleted. With `after` or Last-Event-ID, what came after that seq is replayed first; otherwise only what happens from now.",
       security,
@@ -74,7 +74,7 @@ export const eventRoutes = routes()
     createRoute({
       method: "post",
       path: "/v1/sessions/{sid}/tickets",
-      summary: "A one-time ticket to open the session's WebSocket (for browsers)",
+      summary: "A one-time ticket to open the session WebSocket (for browsers)",
       description: "Good for one connection within a minute; read-only keys may ask for one.",
       security,
       request: { params: SessionIdParam },
@@ -91,7 +91,7 @@ export const eventRoutes = routes()
     createRoute({
       method: "get",
       path: "/v1/sessions/{sid}/ws",
-      summary: "The session's events over a WebSocket (hibernating)",
+      summary: "Events of the session over a WebSocket (hibernating)",
       description:
         'The same events as JSON messages. `?after=<seq>` replays what came after it; send `{"after": <seq>}` to resume. Authenticate with a bearer key or `?ticket=` from POST …/tickets.',
       security,

@@ -148,4 +148,39 @@ describe("session events (Server-Sent Events)", () => {
     expect(seen).toEqual(Array.from({ length: total }, (_, i) => i + 1));
     expect(drops).toBeGreaterThan(5);
   });
+
+  it("tells watchers when automatic compaction runs, and sends the compaction it wrote", async () => {
+    const id = await createSession();
+    const settings = { contextWindow: 2000, reserveTokens: 500, keepRecentTokens: 300 };
+    expect((await api("PATCH", `/v1/sessions/${id}`, { body: { autoCompact: settings } })).status).toBe(200);
+    const watch = await watchEvents(id);
+    await watch.until((e) => e.event === "leaf");
+    await append(id, ...Array.from({ length: 12 }, (_, i) => `message ${i} ${"word ".repeat(150)}`));
+    const seen = await watch.until((e) => e.event === "compaction" && e.data.state === "idle", 10_000);
+    const states = seen.filter((e) => e.event === "compaction").map((e) => e.data.state);
+    expect(states).toEqual(["running", "idle"]);
+    const written = seen.filter((e) => e.event === "entry" && e.data.type === "compaction");
+    expect(written).toHaveLength(1);
+    expect(seen[seen.length - 1]?.data.lastEntryId).toBe(written[0]?.data.id);
+    await watch.close();
+  });
+
+  it("closes a watcher that stops reading with a reason, and never holds back the writer or other watchers", async () => {
+    const id = await createSession();
+    const slow = await watchEvents(id);
+    await slow.until((e) => e.event === "leaf");
+    const reader = await watchEvents(id);
+    await reader.until((e) => e.event === "leaf");
+    // The slow watcher reads nothing more while about 24 MiB of entries are appended.
+    const big = "y".repeat(1024 * 1024);
+    const reading = reader.until((e) => e.event === "leaf" && e.id === "24", 20_000);
+    for (let i = 0; i < 24; i++) await append(id, `${i} ${big}`);
+    const read = await reading;
+    expect(read.filter((e) => e.event === "entry")).toHaveLength(24);
+    await reader.close();
+    const late = await slow.until((e) => e.event === "closed", 20_000);
+    expect(late[late.length - 1]?.data.reason).toMatch(/slow/);
+    expect(late.filter((e) => e.event === "entry").length).toBeLessThan(24);
+    expect(await slow.next()).toBeUndefined();
+  });
 });

@@ -17,6 +17,8 @@ export interface WatchOptions {
   signal?: AbortSignal;
   /** First wait before reconnecting, doubled on each failure in a row (default 500 ms, at most 30 s). */
   retryDelayMs?: number;
+  /** Told when a connection starts answering (`live`) and when it is lost (`reconnecting`). */
+  onStatus?: (status: "live" | "reconnecting") => void;
 }
 
 const MAX_RETRY_DELAY_MS = 30_000;
@@ -60,6 +62,7 @@ export async function* watchStream(
       if (error instanceof SessionError && FINAL.has(error.code)) throw error;
     }
     if (body) {
+      options.onStatus?.("live");
       const reader = body.getReader();
       const sse = new SseReader();
       const decoder = new TextDecoder();
@@ -85,6 +88,7 @@ export async function* watchStream(
       }
     }
     if (signal?.aborted) return;
+    options.onStatus?.("reconnecting");
     failures++;
     await sleep(Math.min(MAX_RETRY_DELAY_MS, baseDelay * 2 ** Math.min(failures - 1, 10)), signal);
   }

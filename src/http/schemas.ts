@@ -84,6 +84,11 @@ export const EntriesPage = z.object({ entries: z.array(StoredEntry), nextCursor:
 export const LeafQuery = z.object({ leafId: Id.optional() });
 
 export const ContextQuery = LeafQuery.extend({
+  since: z
+    .string()
+    .max(64)
+    .optional()
+    .meta({ description: "the version of a context read before: answer only what was appended since" }),
   format: ContextFormatSchema.optional(),
   model: ModelRefString.optional().meta({
     description:
@@ -94,6 +99,19 @@ export const ContextQuery = LeafQuery.extend({
       "with `format`: whether the model reads images (default true); false turns images into a note",
   }),
 });
+
+const Version = z.string().meta({ description: "the context's version (also its ETag)" });
+
+/** A whole context, with its version; `reset` when `since` was asked and the context did not just grow. */
+export const FullContext = SessionContext.extend({
+  version: Version,
+  reset: z.literal(true).optional(),
+}).meta({ id: "FullContext" });
+
+/** What was appended to the context since the version `since`, and its settings now. */
+export const ContextDelta = SessionContext.omit({ messages: true })
+  .extend({ version: Version, since: z.string(), append: SessionContext.shape.messages })
+  .meta({ id: "ContextDelta" });
 
 /*
  * The request fields of each model API, as `GET …/context?format=` answers them: the fields at
@@ -149,7 +167,8 @@ export const AISDKUIRequest = z
 
 export const ContextResponse = z
   .union([
-    SessionContext,
+    FullContext,
+    ContextDelta,
     OpenAIChatRequest,
     OpenAIResponsesRequest,
     AnthropicRequest,
@@ -157,7 +176,11 @@ export const ContextResponse = z
     AISDKRequest,
     AISDKUIRequest,
   ])
-  .meta({ description: "the context; with `format`, the request fields of that API" });
+  .meta({
+    description:
+      "the context, or what was appended to it since `since`; with `format`, the request fields of that API",
+  });
+
 export const BranchResponse = z.object({ entries: z.array(StoredEntry) });
 export const CompactResponse = z.object({ entry: StoredEntry });
 

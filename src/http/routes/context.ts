@@ -7,12 +7,17 @@ import {
   NavigateResult,
   parseModelRef,
   Session,
+  type SessionContext,
   SessionError,
   summarizerFromConfig,
 } from "../../core";
 import { ErrorEnvelope } from "../errors";
 import { body, errors, json, routes, security, sessionStorage, streamedJson } from "../route-kit";
 import { ContextQuery, ContextResponse, MoveLeafBody, SessionIdParam } from "../schemas";
+
+const IfNoneMatch = z.object({
+  "if-none-match": z.string().optional().meta({ description: 'a version read before, "<version>"' }),
+});
 
 const IfMatch = z.object({
   "if-match": z.string().optional().meta({ description: 'the expected leaf, "<leafId>"' }),
@@ -27,32 +32,53 @@ export const contextRoutes = routes()
       summary: "What to send to a model from a leaf",
       security,
       description:
-        "Without `format`, the context in our own shape. With `format`, the request fields carrying it in that model API's shape, for `model` (default: the session's model): signatures and encrypted reasoning go back only to the model that made them.",
-      request: { params: SessionIdParam, query: ContextQuery },
+        "Every answer has a version (also its ETag). With `since` set to an earlier version, a context that only grew since (the usual agent turn) comes back as `append`: the new messages; otherwise whole, with `reset: true`. If-None-Match with the current version is 304. With `format`, the request fields carrying the context in that model API's shape, for `model` (default: the session's model): signatures and encrypted reasoning go back only to the model that made them.",
+      request: { params: SessionIdParam, query: ContextQuery, headers: IfNoneMatch },
       responses: {
-        200: json(ContextResponse, "the context"),
+        200: json(
+          ContextResponse,
+          "the context, what was appended to it since `since`, or its request fields in `format`",
+        ),
+        304: { description: "the context is still the version If-None-Match names" },
         415: json(ErrorEnvelope, "unsupported_format"),
         ...errors,
       },
     }),
     async (c) => {
-      const { leafId, format, model, imageInput } = c.req.valid("query");
-      const storage = sessionStorage(c, c.req.valid("param").sid);
-      if (format === undefined) {
-        if (model !== undefined || imageInput !== undefined) {
-          throw new SessionError("invalid_request", "model and imageInput apply to a context in a format", {
-            format: null,
-          });
-        }
-        // Built and projected by the session's object, passed through as it streams.
-        return streamedJson(ContextResponse, await storage.context(leafId));
+      const { leafId, since, format, model, imageInput } = c.req.valid("query");
+      if (format === undefined && (model !== undefined || imageInput !== undefined)) {
+        throw new SessionError("invalid_request", "model and imageInput apply to a context in a format", {
+          format: null,
+        });
       }
+      if (format !== undefined && since !== undefined) {
+        throw new SessionError("invalid_request", "since applies to a context in our own shape", { format });
+      }
+      const storage = sessionStorage(c, c.req.valid("param").sid);
+      // Built and projected by the session's object, passed through as it streams.
+      const { version, body } = await storage.context(leafId, since);
+      const etag = `"${version}"`;
+      if (
+        c.req
+          .valid("header")
+          ["if-none-match"]?.split(/\s*,\s*/)
+          .includes(etag)
+      ) {
+        await body.cancel();
+        return c.body(null, 304, { ETag: etag });
+      }
+      if (format === undefined) return streamedJson(ContextResponse, body, { ETag: etag });
       // Converted here, not in the object: the object's time is the session's writers' time.
-      const request = contextForModel(await storage.getContext(leafId), format, {
+      const { version: _version, ...context } = JSON.parse(
+        await new Response(body).text(),
+      ) as SessionContext & {
+        version: string;
+      };
+      const request = contextForModel(context, format, {
         ...(model === undefined ? {} : { model: parseModelRef(model) }),
         ...(imageInput === undefined ? {} : { imageInput: imageInput === "true" }),
       });
-      return c.json(request, 200);
+      return c.json(request, 200, { ETag: etag });
     },
   )
   .openapi(

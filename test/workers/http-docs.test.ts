@@ -84,7 +84,8 @@ describe("/docs", () => {
     expect(context.responses["415"]).toBeDefined();
     const answers = JSON.stringify(context.responses["200"]);
     for (const name of [
-      "SessionContext",
+      "FullContext",
+      "ContextDelta",
       "OpenAIChatRequest",
       "OpenAIResponsesRequest",
       "AnthropicRequest",

@@ -252,6 +252,20 @@ describe("GET …/context?format=", () => {
     expectError(await contextIn(id, "format=anthropic&leafId=nowhere"), 404, "not_found");
   });
 
+  it("carries the context's version as ETag, answers If-None-Match with 304, and keeps since to our own shape", async () => {
+    const id = await sessionWith(conversation);
+    const plain = await api("GET", `/v1/sessions/${id}/context`);
+    const res = await contextIn(id, "format=anthropic");
+    expect(res.headers.get("ETag")).toBe(plain.headers.get("ETag"));
+    const again = await api("GET", `/v1/sessions/${id}/context?format=anthropic`, {
+      headers: { "If-None-Match": res.headers.get("ETag") as string },
+    });
+    expect(again.status).toBe(304);
+    const since = await contextIn(id, `format=anthropic&since=${plain.body.version}`);
+    expectError(since, 400, "invalid_request");
+    expect(since.body.error.message).toContain("since");
+  });
+
   it("is a read: another tenant gets 404, a read-only key gets the context", async () => {
     const id = await sessionWith(conversation);
     expectError(await contextIn(id, "format=anthropic", KEY_B), 404, "not_found");

@@ -362,7 +362,9 @@ export class RemoteSession extends Session {
       context = whole;
     }
     this.#remember(key, answer.version, context);
-    const copy = { ...context, messages: [...context.messages] };
+    // The caller's own copy: changing it (adding cache hints, trimming) never reaches what the
+    // next delta builds on.
+    const copy = structuredClone(context);
     return options.systemPrompt === undefined ? copy : { ...copy, systemPrompt: options.systemPrompt };
   }
 

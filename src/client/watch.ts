@@ -39,6 +39,17 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** An event's data; a frame that is not JSON is no network hiccup, and retrying cannot mend it. */
+function parseData(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new SessionError("internal", "the service sent an event that is not JSON", {
+      data: text.slice(0, 200),
+    });
+  }
+}
+
 export async function* watchStream(
   http: Transport,
   path: string,
@@ -71,17 +82,21 @@ export async function* watchStream(
           const { done, value } = await reader.read();
           if (done) break;
           for (const raw of sse.push(decoder.decode(value, { stream: true }))) {
-            const event = { event: raw.event, data: JSON.parse(raw.data) } as SessionEvent;
+            const event = { event: raw.event, data: parseData(raw.data) } as SessionEvent;
             if (raw.id !== undefined) {
-              after = Number(raw.id);
+              const seq = Number(raw.id);
+              // Only progress resets the backoff: a stream that fails as soon as it opens
+              // keeps backing off.
+              if (after === undefined || seq > after) failures = 0;
+              after = seq;
               (event as { id?: number }).id = after;
             }
-            failures = 0;
             yield event;
             if (event.event === "deleted") return;
           }
         }
-      } catch {
+      } catch (error) {
+        if (error instanceof SessionError) throw error;
         // The connection dropped: resume below.
       } finally {
         await reader.cancel().catch(() => undefined);

@@ -21,7 +21,8 @@ export interface EntrySummary {
 
 export type SessionEvent =
   | { event: "entry"; id: number; data: StoredEntry | EntrySummary }
-  | { event: "leaf"; id: number; data: { leafId: string | null } }
+  /** `token`: on a WebSocket, what the next `{after}` sends back. */
+  | { event: "leaf"; id: number; data: { leafId: string | null; token?: string } }
   | { event: "session"; data: SessionInfo }
   | { event: "compaction"; data: AutoCompactStatus }
   | { event: "deleted"; data: { id: string } }

@@ -21,8 +21,10 @@ const MAX_QUEUED_CHARS = 8 * 1024 * 1024;
 const MAX_SOCKET_BUFFERED = 8 * 1024 * 1024;
 /** Entries one replay step reads (a page of SSE, one round of WebSocket replay). */
 const REPLAY_PAGE = 256;
-/** Entries a WebSocket replays in one go; past that, it asks to be sent `{after}` again. */
-const SOCKET_REPLAY_LIMIT = 2048;
+/** Characters of entries a WebSocket is sent in one round of replay (at least one entry). */
+const SOCKET_REPLAY_CHARS = 1024 * 1024;
+/** Watching sockets one session takes; more are refused until some leave. */
+const MAX_SOCKETS = 2000;
 const HEARTBEAT_MS = 15_000;
 
 /** The tag of event sockets (see `ctx.getWebSockets`). */
@@ -46,6 +48,16 @@ interface SocketState {
   cursor: number;
   /** Whether it is caught up and takes live events. */
   live: boolean;
+  /**
+   * Sent with the message that ends each round of replay (`leaf` or `more`); the next `{after}`
+   * must carry it. A socket that asks again has read the round before, so it never has more
+   * than one round unread.
+   */
+  token: string;
+}
+
+function newToken(): string {
+  return [...crypto.getRandomValues(new Uint8Array(8))].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 class EventStream {
@@ -67,8 +79,15 @@ class EventStream {
     this.stream = new ReadableStream<Uint8Array>({
       pull: async (controller) => {
         for (;;) {
-          if (this.#replay) {
-            const next = this.#replay.next();
+          // An ended stream (the session was deleted) reads no more of its replay.
+          if (this.#replay && !this.#ended) {
+            let next: IteratorResult<string>;
+            try {
+              next = this.#replay.next();
+            } catch {
+              // The session went while replaying (its `deleted` comes through the queue).
+              next = { done: true, value: undefined };
+            }
             if (!next.done) return controller.enqueue(encoder.encode(next.value));
             this.#replay = undefined;
           }
@@ -93,6 +112,11 @@ class EventStream {
 
   get ended(): boolean {
     return this.#ended;
+  }
+
+  /** Stops reading the replay: the session is going. */
+  stopReplay(): void {
+    this.#replay = undefined;
   }
 
   /** Queues frames; false when this stream fell too far behind and was closed. */
@@ -156,15 +180,25 @@ export class EventHub {
     return last;
   }
 
-  /** Frames of the replay after `after` up to `bound`, read a page at a time, then the leaf. */
-  *#replay(after: number, bound: number, payload: boolean, encode: (event: SessionEvent) => string) {
+  /**
+   * Frames of the replay after `after` up to `bound`, read a page at a time, then the head as it
+   * was at `bound`. Entries read here were committed before the stream opened; what leaves the
+   * object is held by its output gate until they are durable, as for any answer.
+   */
+  *#replay(
+    after: number,
+    bound: number,
+    leafId: string | null,
+    payload: boolean,
+    encode: (event: SessionEvent) => string,
+  ) {
     for (let cursor = after; cursor < bound; ) {
       const page = this.#source.entriesAfter(cursor, bound, REPLAY_PAGE);
       if (page.length === 0) break;
       yield page.map((entry) => encode(entryEvent(entry, payload))).join("");
       cursor = (page[page.length - 1] as StoredEntry).seq;
     }
-    yield encode({ event: "leaf", id: bound, data: { leafId: this.#source.leafId() } });
+    yield encode({ event: "leaf", id: bound, data: { leafId } });
   }
 
   /**
@@ -174,7 +208,7 @@ export class EventHub {
   openStream(after: number, payload: boolean): ReadableStream<Uint8Array> {
     const bound = this.#checkAfter(after);
     const info = this.#source.info();
-    const replay = this.#replay(after, bound, payload, sseFrame);
+    const replay = this.#replay(after, bound, this.#source.leafId(), payload, sseFrame);
     function* opening(): Generator<string> {
       yield sseFrame({ event: "session", data: info });
       yield* replay;
@@ -187,10 +221,13 @@ export class EventHub {
 
   #drop(stream: EventStream): void {
     this.#streams.delete(stream);
-    if (this.#streams.size === 0 && this.#heartbeat !== undefined) {
-      clearInterval(this.#heartbeat);
-      this.#heartbeat = undefined;
-    }
+    if (this.#streams.size === 0) this.#stopHeartbeat();
+  }
+
+  #stopHeartbeat(): void {
+    if (this.#heartbeat === undefined) return;
+    clearInterval(this.#heartbeat);
+    this.#heartbeat = undefined;
   }
 
   #startHeartbeat(): void {
@@ -203,58 +240,80 @@ export class EventHub {
   /** Accepts an event WebSocket and sends it what it missed after `after`. */
   acceptSocket(socket: WebSocket, after: number, payload: boolean): void {
     this.#checkAfter(after);
+    if (this.#sockets().length >= MAX_SOCKETS) {
+      throw new SessionError("rate_limited", `this session has ${MAX_SOCKETS} watching sockets already`, {
+        retryAfterSeconds: 10,
+      });
+    }
     this.#ctx.acceptWebSocket(socket, [EVENT_SOCKET_TAG]);
-    const state: SocketState = { payload, cursor: after, live: false };
+    const state: SocketState = { payload, cursor: after, live: false, token: "" };
     socket.send(socketMessage({ event: "session", data: this.#source.info() }));
     this.#catchUp(socket, state);
   }
 
-  /** A message from a watcher: `{after: seq}` resumes from there (after a replay that stopped short). */
+  /**
+   * A message from a watcher: `{after, token}` replays from `after` (a resume, or the rest of a
+   * replay that stopped with `more`), with the token of the last round it was sent.
+   */
   socketMessage(socket: WebSocket, message: string | ArrayBuffer): void {
-    let after: unknown;
+    let request: { after?: unknown; token?: unknown } = {};
     try {
-      after = (
-        JSON.parse(typeof message === "string" ? message : new TextDecoder().decode(message)) as {
-          after?: unknown;
-        }
-      ).after;
+      request = JSON.parse(typeof message === "string" ? message : new TextDecoder().decode(message));
     } catch {
-      after = undefined;
+      request = {};
     }
     const state = socket.deserializeAttachment() as SocketState | null;
-    if (!state || typeof after !== "number") {
-      socket.send(socketMessage({ event: "closed", data: { reason: 'send {"after": <seq>} to resume' } }));
+    if (!state || typeof request.after !== "number") {
+      refuse(socket, 'send {"after": <seq>, "token": <the last leaf or more message\'s token>} to resume');
+      return;
+    }
+    if (request.token !== state.token) {
+      socket.close(1008, "send the token of the last leaf or more message with {after}");
       return;
     }
     try {
-      this.#checkAfter(after);
+      this.#checkAfter(request.after);
     } catch (error) {
-      socket.send(socketMessage({ event: "closed", data: { reason: (error as Error).message } }));
+      refuse(socket, (error as Error).message);
       return;
     }
-    this.#catchUp(socket, { ...state, cursor: after, live: false });
+    this.#catchUp(socket, { ...state, cursor: request.after, live: false });
+    // Header changes while it was not live reached only live sockets: say where it stands now.
+    if ((socket.deserializeAttachment() as SocketState).live) {
+      socket.send(socketMessage({ event: "session", data: this.#source.info() }));
+    }
   }
 
   /**
-   * Replays up to SOCKET_REPLAY_LIMIT entries synchronously (no write can come between) and makes
-   * the socket live when that reaches the end; otherwise it is told where to ask again.
+   * Replays one round of entries (at most SOCKET_REPLAY_CHARS of them) synchronously, so no
+   * write comes between, and makes the socket live when that reaches the end; otherwise it is
+   * told where to ask again. Either way the round ends with a token for the next request.
    */
   #catchUp(socket: WebSocket, state: SocketState): void {
     const bound = this.#source.lastSeq();
     let cursor = state.cursor;
-    let sent = 0;
-    while (cursor < bound && sent < SOCKET_REPLAY_LIMIT) {
+    let chars = 0;
+    while (cursor < bound && chars < SOCKET_REPLAY_CHARS) {
       const page = this.#source.entriesAfter(cursor, bound, REPLAY_PAGE);
       if (page.length === 0) break;
-      for (const entry of page) socket.send(socketMessage(entryEvent(entry, state.payload)));
-      cursor = (page[page.length - 1] as StoredEntry).seq;
-      sent += page.length;
+      for (const entry of page) {
+        if (chars >= SOCKET_REPLAY_CHARS) break;
+        const message = socketMessage(entryEvent(entry, state.payload));
+        socket.send(message);
+        chars += message.length;
+        cursor = entry.seq;
+      }
     }
+    const token = newToken();
     const caughtUp = cursor >= bound;
-    if (caughtUp)
-      socket.send(socketMessage({ event: "leaf", id: bound, data: { leafId: this.#source.leafId() } }));
-    else socket.send(JSON.stringify({ event: "more", data: { after: cursor } }));
-    socket.serializeAttachment({ ...state, cursor: caughtUp ? bound : cursor, live: caughtUp });
+    if (caughtUp) {
+      socket.send(
+        socketMessage({ event: "leaf", id: bound, data: { leafId: this.#source.leafId(), token } }),
+      );
+    } else {
+      socket.send(JSON.stringify({ event: "more", data: { after: cursor, token } }));
+    }
+    socket.serializeAttachment({ ...state, cursor: caughtUp ? bound : cursor, live: caughtUp, token });
   }
 
   /** After a committed write: its entries, and the head it left, once they are durable. */
@@ -284,15 +343,22 @@ export class EventHub {
     this.#afterDurable(() => this.#deliverAll({ event: "compaction", data: status }));
   }
 
-  /** The session is gone: every watcher gets `deleted` and is closed. */
+  /**
+   * The session is gone: replays stop reading now (its storage is about to go), and after the
+   * events of writes made before it, every watcher gets `deleted` and is closed.
+   */
   deleted(id: string): void {
+    for (const stream of this.#streams) stream.stopReplay();
     const event: SessionEvent = { event: "deleted", data: { id } };
-    for (const stream of this.#streams) stream.push(sseFrame(event), true);
-    this.#streams.clear();
-    for (const socket of this.#sockets()) {
-      socket.send(socketMessage(event));
-      socket.close(1000, "deleted");
-    }
+    this.#delivery = this.#delivery.then(() => {
+      for (const stream of this.#streams) stream.push(sseFrame(event), true);
+      this.#streams.clear();
+      this.#stopHeartbeat();
+      for (const socket of this.#sockets()) {
+        socket.send(socketMessage(event));
+        socket.close(1000, "deleted");
+      }
+    });
   }
 
   #afterDurable(send: () => void): void {
@@ -314,7 +380,8 @@ export class EventHub {
       const state = socket.deserializeAttachment() as SocketState | null;
       // A socket still replaying (or told to ask again) reads these from storage itself.
       if (!state?.live || state.cursor !== first - 1) continue;
-      if (socket.bufferedAmount > MAX_SOCKET_BUFFERED) {
+      // Where the runtime tells how much waits to be sent, a socket too far behind is let go.
+      if (typeof socket.bufferedAmount === "number" && socket.bufferedAmount > MAX_SOCKET_BUFFERED) {
         socket.close(SLOW_WATCHER_CODE, "slow: resume from the last seq");
         continue;
       }
@@ -333,6 +400,10 @@ export class EventHub {
       if (state?.live) socket.send(message);
     }
   }
+}
+
+function refuse(socket: WebSocket, reason: string): void {
+  socket.send(socketMessage({ event: "closed", data: { reason } }));
 }
 
 function entryEvent(entry: StoredEntry, payload: boolean): SessionEvent {

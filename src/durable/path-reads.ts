@@ -78,10 +78,7 @@ export class PathReads {
   contextPlan(leafId: string | null): ContextPlan {
     if (leafId === null) return { seqs: [], settingSeqs: [], settings: deriveState([]) };
     const leaf = this.treeNode(leafId);
-    const settingSeqs = [leaf.last_thinking, leaf.last_model, leaf.last_tools]
-      .filter((seq): seq is number => seq !== null)
-      .sort((a, b) => a - b);
-    const settings = deriveState(this.#rows.entries(settingSeqs) as TreeEntry[]);
+    const { settingSeqs, settings } = this.settings(leaf);
     if (leaf.last_compaction === null) return { seqs: this.pathSeqs(leafId), settingSeqs, settings };
     const [compaction] = this.#rows.entries([leaf.last_compaction]) as [StoredEntry<CompactionEntry>];
     const path = this.#compactedPath(leaf, compaction);
@@ -93,6 +90,14 @@ export class PathReads {
     );
     const seqs = [...path.slice(from, at), ...path.slice(at + 1)].map((step) => step.seq);
     return { compaction, seqs, settingSeqs, settings };
+  }
+
+  /** The latest thinking, model and tools entries on a leaf's path, and what they set: three reads. */
+  settings(leaf: Node): Pick<ContextPlan, "settingSeqs" | "settings"> {
+    const settingSeqs = [leaf.last_thinking, leaf.last_model, leaf.last_tools]
+      .filter((seq): seq is number => seq !== null)
+      .sort((a, b) => a - b);
+    return { settingSeqs, settings: deriveState(this.#rows.entries(settingSeqs) as TreeEntry[]) };
   }
 
   /**

@@ -96,23 +96,30 @@ function fingerprint(text: string): string {
 }
 
 /**
- * A context's version: its leaf, the compaction it starts from, and its system prompt. Two
- * versions with the same compaction and prompt, one leaf above the other, are one context grown.
+ * A context's version: which life of the session it is (a deleted and re-created session starts
+ * over), its leaf, the compaction it starts from, and its system prompt. Two versions of one life
+ * with the same compaction and prompt, one leaf above the other, are one context grown.
  */
 interface ContextVersion {
+  life: string;
   leafSeq: number;
   compactionSeq: number;
   prompt: string;
 }
 
 function formatVersion(version: ContextVersion): string {
-  return `${version.leafSeq}-${version.compactionSeq}-${version.prompt}`;
+  return `${version.life}-${version.leafSeq}-${version.compactionSeq}-${version.prompt}`;
 }
 
 function parseVersion(text: string): ContextVersion | undefined {
-  const match = /^(\d{1,15})-(\d{1,15})-([0-9a-f]{8})$/.exec(text);
+  const match = /^([0-9a-f]{8})-(\d{1,15})-(\d{1,15})-([0-9a-f]{8})$/.exec(text);
   if (!match) return undefined;
-  return { leafSeq: Number(match[1]), compactionSeq: Number(match[2]), prompt: match[3] as string };
+  return {
+    life: match[1] as string,
+    leafSeq: Number(match[2]),
+    compactionSeq: Number(match[3]),
+    prompt: match[4] as string,
+  };
 }
 
 /** A context answer as JSON text, in chunks read as they are pulled. */
@@ -282,20 +289,22 @@ export class SqliteSession {
    * head's whole context comes from memory when it is kept.
    */
   context(leafId?: string | null, since?: string): ContextBody {
-    const { header, leafId: head } = this.state;
+    const { header, leafId: head, incarnation } = this.state;
     const systemPrompt = header.systemPrompt ?? "";
     const start = this.#start(leafId);
     const leaf = start === null ? undefined : this.#paths.treeNode(start);
-    const version = formatVersion({
+    const current: ContextVersion = {
+      life: fingerprint(incarnation),
       leafSeq: leaf?.seq ?? 0,
       compactionSeq: leaf?.last_compaction ?? 0,
       prompt: fingerprint(systemPrompt),
-    });
+    };
+    const version = formatVersion(current);
     const previous = since === undefined ? undefined : parseVersion(since);
-    if (previous && previous.prompt === fingerprint(systemPrompt)) {
+    if (previous && previous.life === current.life && previous.prompt === current.prompt) {
       const delta = this.#delta(previous, leaf);
       if (delta) {
-        const { settings } = this.#paths.contextPlan(start);
+        const { settings } = leaf ? this.#paths.settings(leaf) : this.#paths.contextPlan(null);
         const opening = contextOpening(systemPrompt, settings, { version, since }, "append");
         const chunks = contextChunks(opening, this.#paths.projectedPages(delta.seqs, delta.compactionId));
         return { version, kind: "delta", first: chunks.next().value as string, rest: chunks };

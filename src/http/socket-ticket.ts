@@ -2,6 +2,7 @@ import type { MiddlewareHandler } from "hono";
 import { SessionError } from "../core";
 import { DurableRepo } from "../durable";
 import type { AppEnv } from "./env";
+import { limitAuthFailures } from "./rate-limit";
 
 /*
  * Browsers cannot set headers on a WebSocket, and a long-lived key in a URL ends up in logs and
@@ -21,7 +22,7 @@ export function ticketFor(tenant: string, secret: string): string {
 }
 
 function readTicket(ticket: string): { tenant: string; secret: string } | undefined {
-  const match = /^([A-Za-z0-9_-]{1,400})\.([0-9a-f]{48})$/.exec(ticket);
+  const match = /^([A-Za-z0-9_-]{1,4096})\.([0-9a-f]{48})$/.exec(ticket);
   if (!match) return undefined;
   try {
     const binary = atob((match[1] as string).replace(/-/g, "+").replace(/_/g, "/"));
@@ -40,11 +41,16 @@ export const socketTicket: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (ticket === undefined) return next();
   const read = readTicket(ticket);
   const sid = c.req.param("sid");
+  // A malformed ticket never reaches an object.
   const good =
     read !== undefined &&
     sid !== undefined &&
     (await new DurableRepo(c.env, read.tenant).storage(sid).redeemTicket(read.secret));
-  if (!good || !read) throw new SessionError("unauthorized", "the ticket is unknown, used or expired");
+  if (!good || !read) {
+    // Counted like any failed credential: guessing tickets costs as much as guessing keys.
+    await limitAuthFailures(c);
+    throw new SessionError("unauthorized", "the ticket is unknown, used or expired");
+  }
   c.set("caller", { tenant: read.tenant, access: "read" });
   return next();
 };

@@ -42,7 +42,13 @@ describe("client: live sessions", () => {
     expect((delta?.body.length ?? 0) * 5).toBeLessThan(full?.body.length ?? 0);
     // What a caller gets is its own: changing it does not change what the next delta builds on.
     second.messages.length = 0;
-    expect((await session.buildContext()).messages).toHaveLength(32);
+    const third = await session.buildContext();
+    expect(third.messages).toHaveLength(32);
+    (third.messages[0] as { content: string }).content = "changed by the caller";
+    await session.appendMessage(user("one more"));
+    const fourth = await session.buildContext();
+    expect((fourth.messages[0] as { content: string }).content).toMatch(/^question 0/);
+    expect(fourth.messages).toHaveLength(33);
   });
 
   it("watches a session, resuming after a dropped connection without losing or repeating an entry", async () => {

@@ -69,6 +69,30 @@ describe("contexts that grow by deltas", () => {
     expect(moved.body.messages.map((m: { content: string }) => m.content)).toEqual(["q1", "q1 again"]);
   });
 
+  it("never answers a delta or a 304 across a deleted and re-created session of the same id", async () => {
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { entries: [userMessage("old 1"), userMessage("old 2")] },
+    });
+    const old = await api("GET", `/v1/sessions/${id}/context`);
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    expect((await api("POST", "/v1/sessions", { body: { id } })).status).toBe(201);
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { entries: [userMessage("new 1"), userMessage("new 2"), userMessage("new 3")] },
+    });
+    const again = await api("GET", `/v1/sessions/${id}/context?since=${old.body.version}`);
+    expect(again.body.reset).toBe(true);
+    expect(again.body.messages.map((m: { content: string }) => m.content)).toEqual([
+      "new 1",
+      "new 2",
+      "new 3",
+    ]);
+    const etag = old.headers.get("ETag") as string;
+    expect(
+      (await api("GET", `/v1/sessions/${id}/context`, { headers: { "If-None-Match": etag } })).status,
+    ).toBe(200);
+  });
+
   it("is 304 for If-None-Match with the current version, and a full context for a version it cannot read", async () => {
     const id = await createSession();
     await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("q") });

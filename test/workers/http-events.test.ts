@@ -39,6 +39,34 @@ describe("session events (Server-Sent Events)", () => {
     await watch.close();
   });
 
+  it("ends its replay with the head as it was when the stream opened", async () => {
+    const id = await createSession();
+    const before = await append(id, "a", "b");
+    const watch = await watchEvents(id, { after: 0 });
+    // Written after the stream opened, before anything of it was read.
+    await append(id, "late");
+    await watch.next();
+    const replay = await watch.until((e) => e.event === "leaf");
+    expect(replay[replay.length - 1]).toEqual({ event: "leaf", id: "2", data: { leafId: before.leafId } });
+    const live = await watch.until((e) => e.event === "leaf");
+    expect(seqsOf(live)).toEqual([3]);
+    await watch.close();
+  });
+
+  it("ends a stream that is still replaying with deleted when the session goes", async () => {
+    const id = await createSession();
+    const big = "q".repeat(200 * 1024);
+    for (let i = 0; i < 30; i++) await append(id, `${i} ${big}`);
+    const watch = await watchEvents(id, { after: 0 });
+    await watch.next();
+    await watch.next();
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    const rest = await watch.until((e) => e.event === "deleted");
+    expect(rest[rest.length - 1]).toEqual({ event: "deleted", data: { id } });
+    expect(seqsOf(rest).length).toBeLessThan(30);
+    expect(await watch.next()).toBeUndefined();
+  });
+
   it("takes Last-Event-ID like ?after, and starts live from now without either", async () => {
     const id = await createSession();
     await append(id, "a", "b", "c");

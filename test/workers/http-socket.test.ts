@@ -1,7 +1,8 @@
-import { runInDurableObject } from "cloudflare:test";
+import { createExecutionContext, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sessionObjectName } from "../../src/durable";
+import worker from "../../src/worker";
 import { api, createSession, expectError, KEY_A, KEY_A_READ, KEY_B, userMessage } from "./helpers";
 
 interface Message {
@@ -77,7 +78,7 @@ describe("session events over a WebSocket", () => {
     const states = await runInDurableObject(stub, (_instance, state) =>
       state.getWebSockets("events").map((socket) => socket.deserializeAttachment()),
     );
-    expect(states).toEqual([{ payload: true, cursor: 2, live: true }]);
+    expect(states).toEqual([{ payload: true, cursor: 2, live: true, token: expect.any(String) }]);
     await append(id, "c", "d");
     const live = await watch.until((m) => m.event === "leaf");
     expect(entrySeqs(live)).toEqual([3, 4]);
@@ -85,16 +86,64 @@ describe("session events over a WebSocket", () => {
     watch.socket.close(1000, "done");
   });
 
-  it("resumes from {after} sent on the socket", async () => {
+  it("resumes from {after} sent on the socket with the token of the last round", async () => {
     const id = await createSession();
     await append(id, "a", "b", "c");
     const watch = await open(`/v1/sessions/${id}/ws`);
-    expect(entrySeqs(await watch.until((m) => m.event === "leaf"))).toEqual([]);
-    watch.socket.send(JSON.stringify({ after: 1 }));
-    expect(entrySeqs(await watch.until((m) => m.event === "leaf"))).toEqual([2, 3]);
-    watch.socket.send(JSON.stringify({ after: 99 }));
-    expect((await watch.until((m) => m.event === "closed"))[0]?.data.reason).toMatch(/seq from 0 to 3/);
+    const opening = await watch.until((m) => m.event === "leaf");
+    expect(entrySeqs(opening)).toEqual([]);
+    const token = opening[opening.length - 1]?.data.token;
+    expect(token).toMatch(/^[0-9a-f]{16}$/);
+    watch.socket.send(JSON.stringify({ after: 1, token }));
+    const resumed = await watch.until((m) => m.event === "leaf");
+    expect(entrySeqs(resumed)).toEqual([2, 3]);
+    watch.socket.send(JSON.stringify({ after: 99, token: resumed[resumed.length - 1]?.data.token }));
+    const refused = await watch.until((m) => m.event === "closed");
+    // After a resume the socket hears where the session stands, then the refusal.
+    expect(refused.map((m) => m.event)).toEqual(["session", "closed"]);
+    expect(refused[1]?.data.reason).toMatch(/seq from 0 to 3/);
     watch.socket.close(1000, "done");
+  });
+
+  it("replays a long history in rounds, one unread round at most: a request without the last token closes the socket", async () => {
+    const id = await createSession();
+    const big = "z".repeat(300 * 1024);
+    for (let i = 0; i < 8; i++) await append(id, `${i} ${big}`);
+    const watch = await open(`/v1/sessions/${id}/ws?after=0`);
+    const first = await watch.until((m) => m.event === "more");
+    const round = entrySeqs(first);
+    expect(round.length).toBeGreaterThan(0);
+    expect(round.length).toBeLessThan(8);
+    const more = first[first.length - 1]?.data;
+    expect(more.after).toBe(round[round.length - 1]);
+    const seen = [...round];
+    let next = more;
+    for (;;) {
+      watch.socket.send(JSON.stringify({ after: next.after, token: next.token }));
+      const got = await watch.until((m) => m.event === "more" || m.event === "leaf");
+      seen.push(...entrySeqs(got));
+      const last = got[got.length - 1];
+      if (last?.event === "leaf") break;
+      next = last?.data;
+    }
+    expect(seen).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    // Asking again without reading the last round's end (no token) is not served.
+    watch.socket.send(JSON.stringify({ after: 0 }));
+    await expect(watch.until((m) => m.event === "entry", 1000)).rejects.toThrow(/closed: 1008/);
+  });
+
+  it("upgrades with CORS origins configured (the answer's headers are copied, not changed)", async () => {
+    const id = await createSession();
+    const res = await worker.fetch(
+      new Request(`http://sessions.test/v1/sessions/${id}/ws`, {
+        headers: { Upgrade: "websocket", Authorization: `Bearer ${KEY_A}` },
+      }),
+      { ...env, CORS_ALLOWED_ORIGINS: "https://app.example" },
+      createExecutionContext(),
+    );
+    expect(res.status).toBe(101);
+    res.webSocket?.accept();
+    res.webSocket?.close(1000, "done");
   });
 
   it("opens with a one-time ticket (for browsers), read-only keys included", async () => {

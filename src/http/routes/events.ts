@@ -107,6 +107,12 @@ export const eventRoutes = routes()
       if (c.req.header("Upgrade")?.toLowerCase() !== "websocket") {
         throw new SessionError("invalid_request", "open this with a WebSocket (Upgrade: websocket)");
       }
-      return sessionStorage(c, c.req.valid("param").sid).openSocket(c.req.raw);
+      const answer = await sessionStorage(c, c.req.valid("param").sid).openSocket(c.req.raw);
+      // The object's answer has headers fixed; later middleware (CORS) adds to a copy.
+      return new Response(answer.body, {
+        status: answer.status,
+        headers: new Headers(answer.headers),
+        webSocket: answer.webSocket,
+      });
     },
   );

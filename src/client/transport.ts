@@ -5,20 +5,20 @@ export interface ClientOptions {
   /** Where the service answers, e.g. `https://sessions.example.com` or `http://127.0.0.1:8787`. */
   baseUrl: string;
   /** An API key (sent as `Authorization: Bearer <token>`); none for local development. */
-  token?: string;
+  token?: string | undefined;
   /** A `fetch` to use instead of the global one: a service binding's, or a test's. */
-  fetch?: (input: Request) => Promise<Response>;
+  fetch?: ((input: Request) => Promise<Response>) | undefined;
   /** Tries for a request that may be retried (default 4). */
-  maxAttempts?: number;
+  maxAttempts?: number | undefined;
   /** First backoff in milliseconds, doubled on each retry (default 200). */
-  retryDelayMs?: number;
+  retryDelayMs?: number | undefined;
 }
 
 export interface RequestOptions {
   query?: Record<string, string | number | undefined>;
   body?: unknown;
   /** A body sent as is, with its own content type. */
-  raw?: { body: BodyInit; contentType: string };
+  raw?: { body: NonNullable<RequestInit["body"]>; contentType: string };
   headers?: Record<string, string>;
   /**
    * Whether sending the request twice does no harm, so a network failure may be retried (reads,
@@ -114,7 +114,7 @@ export class Transport {
   #request(method: string, path: string, options: RequestOptions): Request {
     const headers = new Headers(options.headers);
     if (this.#options.token) headers.set("Authorization", `Bearer ${this.#options.token}`);
-    let body: BodyInit | undefined;
+    let body: RequestInit["body"];
     if (options.raw) {
       body = options.raw.body;
       headers.set("Content-Type", options.raw.contentType);

@@ -50,7 +50,7 @@ let toolSession: { id: string };
 let torn: { id: string; path: string };
 
 beforeAll(async () => {
-  execFileSync(process.execPath, [join(root, "scripts/build.mjs")], { cwd: root });
+  execFileSync(process.execPath, [join(root, "scripts/build.mjs"), "--skip-types"], { cwd: root });
   server = await startDevServer();
   folder = mkdtempSync(join(tmpdir(), "pi-sessions-"));
   mkdirSync(join(folder, "--home-me-project--"));

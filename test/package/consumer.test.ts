@@ -5,6 +5,7 @@ import {
   CONSUMER_SETTINGS,
   type ConsumerProject,
   consumerProject,
+  type PackedPackage,
   packPackage,
   run,
   tsconfig,
@@ -18,14 +19,19 @@ import {
 
 const fixtures = resolve(import.meta.dirname, "consumer");
 let project: ConsumerProject;
+let packed: PackedPackage;
 
 beforeAll(async () => {
-  project = await consumerProject(await packPackage());
+  packed = await packPackage();
+  project = await consumerProject(packed.tarball);
   project.write("src/node.ts", readFileSync(join(fixtures, "node.ts"), "utf8"));
   project.write("src/worker.ts", readFileSync(join(fixtures, "worker.ts"), "utf8"));
 }, 240_000);
 
-afterAll(() => project?.remove());
+afterAll(() => {
+  project?.remove();
+  packed?.remove();
+});
 
 describe("the installed package", () => {
   for (const [name, settings] of Object.entries(CONSUMER_SETTINGS)) {

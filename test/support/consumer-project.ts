@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 
@@ -44,12 +44,39 @@ async function succeed(command: string, args: readonly string[], cwd: string): P
   return result.stdout;
 }
 
-/** Packs this repository as `npm pack` does (its `prepare` builds dist/ first); the tarball's path. */
-export async function packPackage(): Promise<string> {
-  const destination = mkdtempSync(join(tmpdir(), "cf-sessions-pack-"));
-  const out = await succeed("npm", ["pack", "--silent", "--pack-destination", destination], root);
-  const name = out.trim().split("\n").at(-1) as string;
-  return join(destination, name);
+export interface PackedPackage {
+  tarball: string;
+  remove(): void;
+}
+
+/** What `npm pack` needs of the repository: the package's files and what builds them. */
+const PACKAGE_SOURCES = [
+  "package.json",
+  "README.md",
+  "wrangler.toml",
+  "tsconfig.json",
+  "tsconfig.build.json",
+  "src",
+  "scripts",
+];
+
+/**
+ * The tarball `npm pack` makes (its `prepare` builds dist/ first), packed from a copy of the
+ * package's sources so that the build never touches this repository's dist/ while other tests use it.
+ */
+export async function packPackage(): Promise<PackedPackage> {
+  const copy = mkdtempSync(join(tmpdir(), "cf-sessions-pack-"));
+  for (const path of PACKAGE_SOURCES)
+    cpSync(join(root, path), join(copy, path), {
+      recursive: true,
+      filter: (source) => !source.endsWith("browser-bundle.js"),
+    });
+  symlinkSync(modules, join(copy, "node_modules"));
+  const out = await succeed("npm", ["pack", "--silent"], copy);
+  return {
+    tarball: join(copy, out.trim().split("\n").at(-1) as string),
+    remove: () => rmSync(copy, { recursive: true, force: true }),
+  };
 }
 
 function link(folder: string, name: string): void {

@@ -43,6 +43,24 @@ export function retryAfterMs(header: string | null): number | undefined {
   return Number.isNaN(date) ? undefined : Math.min(MAX_RETRY_AFTER_MS, Math.max(0, date - Date.now()));
 }
 
+/**
+ * The service could not be reached at all (refused, no such host, the connection dropped): no
+ * answer came, so there is no error code. Names the service's address so a wrong URL is plain.
+ */
+export class ConnectionError extends Error {
+  readonly url: string;
+
+  constructor(baseUrl: string, method: string, path: string, cause: unknown) {
+    const reason =
+      cause instanceof Error ? ((cause.cause as Error | undefined)?.message ?? cause.message) : String(cause);
+    super(`cannot reach the service at ${baseUrl} (${method} /${path.replace(/^\//, "")}: ${reason})`, {
+      cause,
+    });
+    this.name = "ConnectionError";
+    this.url = baseUrl;
+  }
+}
+
 async function errorOf(response: Response): Promise<SessionError> {
   let body: { error?: Partial<ErrorBody> } | undefined;
   try {
@@ -92,7 +110,8 @@ export class Transport {
       try {
         response = await this.#fetch(this.#request(method, path, options));
       } catch (error) {
-        if (!idempotent || attempt >= attempts) throw error;
+        if (!idempotent || attempt >= attempts)
+          throw new ConnectionError(this.#options.baseUrl, method, path, error);
         await sleep(baseDelay * 2 ** (attempt - 1));
         continue;
       }

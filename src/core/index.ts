@@ -25,5 +25,6 @@ export * from "./pi-format";
 export * from "./session";
 export * from "./storage";
 export * from "./summarizers";
+export * from "./sync-import";
 export * from "./tokens";
 export * from "./tree";

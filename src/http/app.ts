@@ -498,6 +498,7 @@ export function createApp() {
         body: { content: { "application/x-ndjson": { schema: z.string() } }, required: true },
       },
       responses: {
+        200: json(ImportResult, "mode=sync: the session, which had all or part of the file"),
         201: json(ImportResult, "the imported session, with the repairs made"),
         409: json(ErrorEnvelope, "already_exists"),
         413: json(ErrorEnvelope, "payload_too_large"),
@@ -506,10 +507,16 @@ export function createApp() {
       },
     }),
     async (c) => {
-      const { format: formatName, id } = c.req.valid("query");
+      const { format: formatName, id, mode } = c.req.valid("query");
       const format = checkFormat(formatName);
       const text = await readText(c.req.raw);
       const file = parseImport(format, text);
+      if (mode === "sync") {
+        const { session, ...sync } = await repo(c).syncSession(file, id === undefined ? {} : { id });
+        const info = await session.getInfo();
+        const status = sync.status === "created" ? 201 : 200;
+        return c.json({ ...info, warnings: file.warnings, sync }, status, { ETag: etag(info.leafId) });
+      }
       const session = await repo(c).importSession(file, id === undefined ? {} : { id });
       const info = await session.getInfo();
       return c.json({ ...info, warnings: file.warnings }, 201, { ETag: etag(info.leafId) });

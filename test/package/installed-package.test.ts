@@ -1,0 +1,160 @@
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  CONSUMER_SETTINGS,
+  type ConsumerProject,
+  consumerProject,
+  type PackedPackage,
+  packPackage,
+  run,
+  tsconfig,
+} from "../support/consumer-project";
+import { type DevServer, startDevServer } from "../support/dev-server";
+import { readmeBlocks } from "../support/readme-blocks";
+
+/*
+ * What a new user meets: the package as `npm pack` makes it, installed into a fresh project and
+ * type-checked there under a bundler's resolution, Node's ESM resolution and the strictest
+ * settings, its Node code run, its command line started through npx; and the README, whose HTTP
+ * walkthrough runs as written against a local service and whose TypeScript examples compile
+ * against the installed package and run.
+ */
+
+const root = resolve(import.meta.dirname, "../..");
+const fixtures = resolve(import.meta.dirname, "consumer");
+let project: ConsumerProject;
+let packed: PackedPackage;
+let server: DevServer;
+
+beforeAll(async () => {
+  [packed, server] = await Promise.all([packPackage(), startDevServer()]);
+  project = await consumerProject(packed.tarball);
+  project.write("src/node.ts", readFileSync(join(fixtures, "node.ts"), "utf8"));
+  project.write("src/worker.ts", readFileSync(join(fixtures, "worker.ts"), "utf8"));
+}, 240_000);
+
+afterAll(async () => {
+  project?.remove();
+  packed?.remove();
+  await server?.stop();
+});
+
+describe("the installed package", () => {
+  for (const [name, settings] of Object.entries(CONSUMER_SETTINGS)) {
+    it(`type-checks for a consumer under ${name} settings`, async () => {
+      project.write(`tsconfig.node-${name}.json`, tsconfig(settings, ["src/node.ts"], ["node"]));
+      project.write(
+        `tsconfig.worker-${name}.json`,
+        tsconfig(settings, ["src/worker.ts"], ["@cloudflare/workers-types"]),
+      );
+      const node = await project.typecheck(`tsconfig.node-${name}.json`);
+      expect(node.stdout).toBe("");
+      expect(node.code).toBe(0);
+      const worker = await project.typecheck(`tsconfig.worker-${name}.json`);
+      expect(worker.stdout).toBe("");
+      expect(worker.code).toBe(0);
+    });
+  }
+
+  it("ships declarations beside the JavaScript of every entry point, with resolvable imports", () => {
+    const installed = join(project.dir, "node_modules/cf-sessions");
+    const manifest = JSON.parse(readFileSync(join(installed, "package.json"), "utf8")) as {
+      exports: Record<string, { types: string; default: string }>;
+    };
+    expect(Object.keys(manifest.exports)).toEqual([".", "./client", "./node", "./durable", "./http"]);
+    for (const { types } of Object.values(manifest.exports)) {
+      expect(types).toMatch(/^\.\/dist\/types\/.*\.d\.ts$/);
+      expect(readFileSync(join(installed, types), "utf8")).not.toMatch(/from "\.{1,2}\/[^"]*(?<!\.js)"/);
+    }
+  });
+
+  it("runs in Node from the built files: memory, JSONL files, and the client's errors as the core's", async () => {
+    project.write(
+      "tsconfig.emit.json",
+      tsconfig(CONSUMER_SETTINGS.nodenext, ["src/node.ts"], ["node"], { noEmit: false, outDir: "out" }),
+    );
+    expect((await project.typecheck("tsconfig.emit.json")).code).toBe(0);
+    const ran = await run(process.execPath, ["out/node.js"], { cwd: project.dir });
+    expect(ran.stderr).toBe("");
+    expect(JSON.parse(ran.stdout)).toEqual({ messages: 1, listed: ["on-disk"], clientError: "not_found" });
+  });
+
+  it("starts the command line with npx", async () => {
+    const help = await run("npx", ["--no-install", "cf-sessions", "--help"], { cwd: project.dir });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("usage: cf-sessions <command>");
+  });
+});
+
+describe("the README, run as written", () => {
+  it("runs every shell block of the HTTP walkthrough in order against a local service", async () => {
+    const blocks = readmeBlocks("sh").filter((block) => block.code.includes("$B"));
+    expect(blocks.length).toBeGreaterThanOrEqual(4);
+    // From the repository's folder, as the README says: its test files are there, and the files
+    // the walkthrough writes land in a folder of their own.
+    const cwd = mkdtempSync(join(tmpdir(), "cf-sessions-walkthrough-"));
+    try {
+      symlinkSync(join(root, "test"), join(cwd, "test"));
+      const script = blocks
+        .map((block) => `echo "--- README.md:${block.line}" >&2\n${block.code}`)
+        .join("\n");
+      writeFileSync(join(cwd, "walkthrough.sh"), script);
+      const port = new URL(server.url).port;
+      const walked = await run("bash", ["-euo", "pipefail", "walkthrough.sh"], { cwd, env: { PORT: port } });
+      expect(walked.stderr.split("\n").filter((line) => !line.startsWith("--- README.md:")), walked.stderr).toEqual([""]);
+      expect(walked.code).toBe(0);
+      expect(walked.stdout).toContain('"sync":{"status":"appended","appended":1}');
+      expect(walked.stdout).toContain('"type":"branch_summary"');
+      expect(readFileSync(join(cwd, "demo.ndjson"), "utf8")).toMatch(
+        /^{"type":"session","format":"cf-session"/,
+      );
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
+  });
+
+  it("compiles every TypeScript example under strict settings against the installed package, and runs them", async () => {
+    const blocks = readmeBlocks("ts");
+    expect(blocks.length).toBeGreaterThanOrEqual(4);
+    // A Worker's module needs the Workers types and a Worker to run in: it is type-checked only.
+    const isWorker = (code: string) => /from "cf-sessions\/(durable|http)"/.test(code);
+    const files = blocks.map((block) => ({ ...block, file: `readme/line-${block.line}.ts` }));
+    for (const { file, code } of files) project.write(file, code);
+    const node = files.filter((f) => !isWorker(f.code));
+    const workers = files.filter((f) => isWorker(f.code));
+    project.write(
+      "tsconfig.readme-node.json",
+      tsconfig(
+        CONSUMER_SETTINGS.strict,
+        node.map((f) => f.file),
+        ["node"],
+        { noEmit: false, outDir: "readme-out" },
+      ),
+    );
+    project.write(
+      "tsconfig.readme-workers.json",
+      tsconfig(
+        CONSUMER_SETTINGS.strict,
+        workers.map((f) => f.file),
+        ["@cloudflare/workers-types"],
+      ),
+    );
+    const checked = await project.typecheck("tsconfig.readme-node.json");
+    expect(checked.stdout).toBe("");
+    const checkedWorkers = await project.typecheck("tsconfig.readme-workers.json");
+    expect(checkedWorkers.stdout).toBe("");
+    for (const { file, line } of node) {
+      const ran = await run(
+        process.execPath,
+        [join("readme-out", file.replace(/^readme\//, "").replace(/\.ts$/, ".js"))],
+        {
+          cwd: project.dir,
+          env: { CF_SESSIONS_URL: server.url },
+        },
+      );
+      expect({ line, code: ran.code, stderr: ran.stderr }).toEqual({ line, code: 0, stderr: "" });
+    }
+  });
+});

@@ -103,7 +103,10 @@ describe("the README, run as written", () => {
       writeFileSync(join(cwd, "walkthrough.sh"), script);
       const port = new URL(server.url).port;
       const walked = await run("bash", ["-euo", "pipefail", "walkthrough.sh"], { cwd, env: { PORT: port } });
-      expect(walked.stderr.split("\n").filter((line) => !line.startsWith("--- README.md:")), walked.stderr).toEqual([""]);
+      expect(
+        walked.stderr.split("\n").filter((line) => !line.startsWith("--- README.md:")),
+        walked.stderr,
+      ).toEqual([""]);
       expect(walked.code).toBe(0);
       expect(walked.stdout).toContain('"sync":{"status":"appended","appended":1}');
       expect(walked.stdout).toContain('"type":"branch_summary"');

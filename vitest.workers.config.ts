@@ -21,6 +21,7 @@ export default defineConfig({
         // The suite's own traffic must not trip the service's limiter; a tight one is tested apart.
         ratelimits: {
           RATE_LIMITER: { namespace_id: "1001", simple: { limit: 1_000_000, period: 10 } },
+          AUTH_FAILURE_LIMITER: { namespace_id: "1003", simple: { limit: 1_000_000, period: 10 } },
           TIGHT_RATE_LIMITER: { namespace_id: "1002", simple: { limit: 5, period: 10 } },
         },
       },

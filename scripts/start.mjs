@@ -1,7 +1,9 @@
-// `npm start`: the service under `wrangler dev` on http://127.0.0.1:8787, data kept in
-// .wrangler/state, requests without a key served as the dev tenant `local`.
-// The port comes from `--port` (`npm start -- --port 8795`), else the PORT variable, else 8787.
-// Every other option goes to wrangler dev as it is (a `--persist-to` of your own replaces ours).
+// `npm start`: the service under `wrangler dev`, data kept in .wrangler/state. Requests without a key
+// are served as the dev tenant `local`, but only while the server listens on a loopback address:
+// wrangler dev passes a CF-Connecting-IP header sent by the client through unchanged, so on an
+// address others can reach, the Worker could not tell a local request from a forged one (see
+// src/http/dev-tenant.ts). The port comes from `--port` (`npm start -- --port 8795`), else the
+// PORT variable, else 8787. Options other than --ip and --port go to wrangler dev as they are.
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
@@ -28,14 +30,28 @@ if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) {
   console.error(`npm start: the port must be a number from 0 to 65535, not ${JSON.stringify(port)}`);
   process.exit(2);
 }
-const persistTo = take("persist-to", ".wrangler/state");
-const vars = ["--var", "DEV_TENANT:local"];
+const loopback = ip === "localhost" || ip === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(ip);
+
+if (!loopback && args.some((arg) => /^DEV_TENANT[:=]/.test(arg))) {
+  console.error(
+    `npm start: refusing to set DEV_TENANT while listening on ${ip}, which is not a loopback address`,
+  );
+  process.exit(2);
+}
+if (!loopback) {
+  console.warn(
+    `npm start: listening on ${ip}, which is not a loopback address, so there is no dev tenant: ` +
+      "every /v1 request needs a key (API_KEYS, e.g. in .dev.vars)",
+  );
+}
+if (!args.some((arg) => arg === "--persist-to" || arg.startsWith("--persist-to="))) {
+  args.push("--persist-to", ".wrangler/state");
+}
 
 const wrangler = fileURLToPath(new URL("../node_modules/.bin/wrangler", import.meta.url));
-const child = spawn(
-  wrangler,
-  ["dev", "--ip", ip, "--port", port, "--persist-to", persistTo, ...vars, ...args],
-  { stdio: "inherit" },
-);
+const devTenant = loopback ? ["--var", "DEV_TENANT:local"] : [];
+const child = spawn(wrangler, ["dev", "--ip", ip, "--port", port, ...devTenant, ...args], {
+  stdio: "inherit",
+});
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
 child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

@@ -37,6 +37,7 @@ import {
   entryPage,
   isValidId,
   leafAfter,
+  leafTag,
   newId,
   parseImport,
   Session,
@@ -63,12 +64,8 @@ export interface FileImportOptions {
   id?: string | undefined;
 }
 
-function etag(leafId: string | null): string {
-  return `"${leafId ?? ""}"`;
-}
-
 function ifMatch(expected: string | null | undefined): Record<string, string> {
-  return expected === undefined ? {} : { "If-Match": etag(expected) };
+  return expected === undefined ? {} : { "If-Match": leafTag(expected) };
 }
 
 function sessionPath(id: string, rest = ""): string {

@@ -16,6 +16,8 @@ export const ERROR_STATUS = {
   internal: 500,
   branch_summary_failed: 502,
   summarizer_failed: 502,
+  /** The service's own configuration is invalid (e.g. API_KEYS); it refuses to serve until fixed. */
+  misconfigured: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { AppendView } from "./append";
 import { planImport } from "./append";
 import type { SessionEntry } from "./entries";

@@ -2,6 +2,15 @@ import type { MiddlewareHandler } from "hono";
 import { assertJsonDepth, MAX_BODY_BYTES, SessionError } from "../core";
 
 const JSON_TYPE = /^application\/([\w.-]+\+)?json$/i;
+const NDJSON_TYPE = /^application\/(x-ndjson|jsonl)$/i;
+
+const tooLarge = (limit: number) =>
+  new SessionError("payload_too_large", `the body is larger than ${limit} bytes`, { limit });
+
+/** The media type of a request, without parameters, lower case ("" when there is none). */
+function mediaType(header: string | undefined): string {
+  return header?.split(";")[0]?.trim().toLowerCase() ?? "";
+}
 
 /** Reads at most `limit` bytes of a body, failing as soon as it is larger (whatever Content-Length says). */
 export async function readCapped(
@@ -18,7 +27,7 @@ export async function readCapped(
     size += value.byteLength;
     if (size > limit) {
       await reader.cancel();
-      throw new SessionError("payload_too_large", `the body is larger than ${limit} bytes`, { limit });
+      throw tooLarge(limit);
     }
     parts.push(value);
   }
@@ -31,15 +40,25 @@ export async function readCapped(
   return bytes;
 }
 
-function checkDeclaredLength(header: string | undefined, limit: number): void {
-  if (header !== undefined && Number(header) > limit) {
-    throw new SessionError("payload_too_large", `the body is larger than ${limit} bytes`, { limit });
+/**
+ * Refuses a body declared larger than 32 MiB before reading any of it (413), and lets go of every
+ * body a request leaves unread. workerd's local server holds an answer back until the request
+ * body has been read or cancelled, so a client declaring 100 MB and sending a few bytes would
+ * otherwise wait for an answer as long as it keeps the connection open.
+ */
+export const bodyLimit: MiddlewareHandler = async (c, next) => {
+  const request = c.req.raw;
+  try {
+    const declared = c.req.header("Content-Length");
+    if (declared !== undefined && Number(declared) > MAX_BODY_BYTES) throw tooLarge(MAX_BODY_BYTES);
+    await next();
+  } finally {
+    if (request.body && !request.bodyUsed) await request.body.cancel().catch(() => {});
   }
-}
+};
 
-/** The body as text, at most 32 MiB (413 otherwise, refused before reading when declared). */
-export async function readText(request: Request): Promise<string> {
-  checkDeclaredLength(request.headers.get("Content-Length") ?? undefined, MAX_BODY_BYTES);
+/** An NDJSON body (its type checked by `jsonBody`) as UTF-8 text, at most 32 MiB. */
+export async function readNdjson(request: Request): Promise<string> {
   const bytes = await readCapped(request.body, MAX_BODY_BYTES);
   try {
     return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
@@ -49,25 +68,36 @@ export async function readText(request: Request): Promise<string> {
 }
 
 /**
- * Parses JSON bodies before validation: refuses other media types (415), bodies over 32 MiB (413,
- * before reading them), malformed or over-deep JSON (400). An empty body without a type is `{}`.
- * Paths in `except` read their own bodies.
+ * Parses JSON bodies before validation. Every POST, PUT and PATCH must declare application/json,
+ * an empty body included (it stands for `{}`): browsers send other types from other sites without
+ * asking first, so a route accepting them would be open to forged requests. Refuses other media
+ * types (415), bodies over 32 MiB (413), malformed or over-deep JSON (400). The paths in
+ * `ndjsonPaths` take `application/x-ndjson` (or `application/jsonl`) instead, and read their own
+ * bodies.
  */
 export const jsonBody =
-  (except: readonly string[] = []): MiddlewareHandler =>
+  (ndjsonPaths: readonly string[] = []): MiddlewareHandler =>
   async (c, next) => {
     if (c.req.method === "GET" || c.req.method === "HEAD" || c.req.method === "DELETE") return next();
-    if (except.includes(c.req.path)) return next();
-    checkDeclaredLength(c.req.header("Content-Length"), MAX_BODY_BYTES);
-    const type = c.req.header("Content-Type")?.split(";")[0]?.trim() ?? "";
+    const type = mediaType(c.req.header("Content-Type"));
+    if (ndjsonPaths.includes(c.req.path)) {
+      if (NDJSON_TYPE.test(type)) return next();
+      throw new SessionError(
+        "unsupported_format",
+        "send the file as application/x-ndjson (or application/jsonl)",
+        {
+          contentType: type || null,
+        },
+      );
+    }
+    if (!JSON_TYPE.test(type)) {
+      throw new SessionError("unsupported_format", "send the body as application/json", {
+        contentType: type || null,
+      });
+    }
     const bytes = await readCapped(c.req.raw.body, MAX_BODY_BYTES);
     let value: unknown = {};
-    if (bytes.byteLength > 0 || type) {
-      if (!JSON_TYPE.test(type)) {
-        throw new SessionError("unsupported_format", "send the body as application/json", {
-          contentType: type || null,
-        });
-      }
+    if (bytes.byteLength > 0) {
       try {
         value = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes));
       } catch {
@@ -77,10 +107,5 @@ export const jsonBody =
     }
     // The validators read the parsed body from here instead of the (consumed) stream.
     c.req.bodyCache.json = Promise.resolve(value);
-    if (!type) {
-      const headers = new Headers(c.req.raw.headers);
-      headers.set("Content-Type", "application/json");
-      c.req.raw = new Request(c.req.raw.url, { method: c.req.method, headers });
-    }
     return next();
   };

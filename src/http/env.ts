@@ -1,15 +1,21 @@
 import type { DurableEnv } from "../durable";
-import type { Caller } from "./auth";
+import type { Caller } from "./access";
 
 export interface WorkerEnv extends DurableEnv {
   /** Cloudflare's rate-limiting binding: requests per tenant and window (see wrangler.toml). */
   RATE_LIMITER?: RateLimit;
   /** The window of RATE_LIMITER in seconds (10 or 60, as configured there), for Retry-After. */
   RATE_LIMIT_PERIOD_SECONDS?: string;
+  /** Rate-limiting binding: requests failing authentication per client address and window. */
+  AUTH_FAILURE_LIMITER?: RateLimit;
+  /** The window of AUTH_FAILURE_LIMITER in seconds (10 or 60), for Retry-After. */
+  AUTH_FAILURE_LIMIT_PERIOD_SECONDS?: string;
   /** Secret: JSON map of SHA-256 (hex) of each API key to its tenant (see README, Auth). */
   API_KEYS?: string;
-  /** Local development only: the tenant of requests to a loopback address without a key. */
+  /** Local development only (set by `npm start`): the tenant of loopback requests without a key. */
   DEV_TENANT?: string;
+  /** Origins (`https://app.example.com`, comma-separated) whose pages may call /v1 (CORS). */
+  CORS_ALLOWED_ORIGINS?: string;
   /** Secret: shared secret (UTF-8, at least 32 bytes) that verifies HS256 JWTs; unset, HS256 is refused. */
   JWT_SECRET?: string;
   /** Inline JWKS (`{"keys": [...]}`) whose RSA and P-256 public keys verify RS256 and ES256 JWTs. */
@@ -24,7 +30,7 @@ export interface WorkerEnv extends DurableEnv {
   JWT_CLOCK_SKEW_SECONDS?: string;
   /** JWT claim naming the tenant, a dotted path into nested claims allowed (default "tenant"). */
   JWT_TENANT_CLAIM?: string;
-  /** JWT claim that, when it equals "read", makes the caller read-only (default "access"). */
+  /** JWT claim giving the caller's access, "read" or "write" (default "access"; absent: write). */
   JWT_ACCESS_CLAIM?: string;
 }
 

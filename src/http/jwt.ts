@@ -1,21 +1,35 @@
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  decodeJwt,
+  decodeProtectedHeader,
+  errors,
+  type JSONWebKeySet,
+  type JWK,
+  type JWKSCacheInput,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+  type JWTVerifyOptions,
+  jwksCache,
+  jwtVerify,
+  type ProtectedHeaderParameters,
+} from "jose";
 import { SessionError } from "../core";
-import type { Caller } from "./auth";
+import { Access, type Caller } from "./access";
 import type { WorkerEnv } from "./env";
 
 /*
- * JWT bearer tokens, accepted next to API keys (auth.ts). HS256 is verified with the shared secret
+ * JWT bearer tokens, accepted next to API keys (auth.ts), verified by `jose`. What stays here is
+ * our configuration and what a token means to us. HS256 is verified with the shared secret
  * `JWT_SECRET`; RS256 and ES256 (P-256) with public keys from a JWKS, given inline (`JWT_JWKS`)
- * and/or fetched from `JWT_JWKS_URL`. The kind of key follows from the token's `alg`, and each
- * `alg` has exactly one source of keys: HS256 only ever uses JWT_SECRET, RS256 only JWKS keys with
- * `kty: "RSA"`, ES256 only JWKS keys with `kty: "EC", crv: "P-256"`. A JWKS key is never imported
- * for HMAC, so a public key cannot be turned into a shared secret (algorithm confusion).
+ * and/or fetched from `JWT_JWKS_URL`. Each `alg` has exactly one source of keys, and jose is told
+ * the one algorithm it may accept: HS256 only ever uses JWT_SECRET, so a JWKS key can never be
+ * turned into an HMAC secret (algorithm confusion); RS256 and ES256 only JWKS keys of their type
+ * and curve.
  */
 
 type Alg = "HS256" | "RS256" | "ES256";
 type JsonObject = Record<string, unknown>;
-
-/** A JWK as found in a JWKS: every member unchecked until used. */
-type Jwk = JsonObject;
 
 export interface JwtConfig {
   secret: string | undefined;
@@ -28,19 +42,11 @@ export interface JwtConfig {
   accessClaim: string;
 }
 
-export interface DecodedJwt {
-  header: JsonObject;
-  payloadSegment: string;
-  signatureSegment: string;
-  /** The bytes the signature covers: `<header>.<payload>` as sent. */
-  signingInput: Uint8Array;
-}
-
 const DEFAULT_SKEW_SECONDS = 60;
 /** RFC 7518 §3.2: an HS256 key shorter than the hash output must not be used. */
 const MIN_SECRET_BYTES = 32;
 const JWKS_TTL_MS = 5 * 60_000;
-/** A token with a made-up `kid` must not turn into a flood of JWKS fetches. */
+/** A token with a made-up `kid`, or an issuer that is down, must not turn into a flood of fetches. */
 const JWKS_MIN_INTERVAL_MS = 30_000;
 const JWKS_FETCH_TIMEOUT_MS = 5_000;
 
@@ -68,65 +74,60 @@ function skewSeconds(value: string | undefined): number {
   return skew;
 }
 
-const JWT_SHAPE = /^([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]*)$/;
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
 function isObject(value: unknown): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-function base64urlBytes(segment: string): Uint8Array {
-  const base64 = segment.replace(/-/g, "+").replace(/_/g, "/");
-  const binary = atob(base64.padEnd(Math.ceil(base64.length / 4) * 4, "="));
-  return Uint8Array.from(binary, (char) => char.charCodeAt(0));
-}
-
-/** The JSON object a segment encodes, or undefined when it is not one. */
-function jsonSegment(segment: string): JsonObject | undefined {
+/**
+ * The protected header of a token shaped like a JWT (three base64url segments, a header that is a
+ * JSON object with `alg`); undefined otherwise, and the token is then taken for an API key.
+ */
+export function jwtHeader(token: string): ProtectedHeaderParameters | undefined {
+  if (!JWT_SHAPE.test(token)) return undefined;
   try {
-    const value: unknown = JSON.parse(
-      new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(base64urlBytes(segment)),
-    );
-    return isObject(value) ? value : undefined;
+    const header = decodeProtectedHeader(token);
+    return Object.hasOwn(header, "alg") ? header : undefined;
   } catch {
     return undefined;
   }
 }
 
-/**
- * The token split into its parts when it has the shape of a JWT (three base64url segments, a header
- * that is a JSON object with `alg`); undefined otherwise, and the token is then taken for an API key.
- */
-export function decodeJwt(token: string): DecodedJwt | undefined {
-  const match = JWT_SHAPE.exec(token);
-  if (!match) return undefined;
-  const [, headerSegment = "", payloadSegment = "", signatureSegment = ""] = match;
-  const header = jsonSegment(headerSegment);
-  if (!header || !Object.hasOwn(header, "alg")) return undefined;
-  const signingInput = new TextEncoder().encode(`${headerSegment}.${payloadSegment}`);
-  return { header, payloadSegment, signatureSegment, signingInput };
-}
-
 /** The caller a verified token names; throws `unauthorized` for every token it does not accept. */
 export async function verifyJwt(
-  jwt: DecodedJwt,
+  token: string,
+  header: ProtectedHeaderParameters,
   config: JwtConfig | undefined,
-  nowMs = Date.now(),
 ): Promise<Caller> {
   if (!config) throw refuse("bearer JWTs are not accepted: no JWT verification is configured");
-  const alg = acceptedAlg(jwt.header, config);
-  const payload = jsonSegment(jwt.payloadSegment);
-  if (!payload) throw malformed();
-  let signature: Uint8Array;
+  const alg = acceptedAlg(header, config);
+  // Only the shape of the claims is looked at before the signature holds: a forger learns nothing.
   try {
-    signature = base64urlBytes(jwt.signatureSegment);
+    decodeJwt(token);
   } catch {
     throw malformed();
   }
-  // Claims are read only once the signature holds: a forger learns nothing about them.
-  if (!(await signatureVerifies(alg, jwt, signature, config, nowMs))) {
-    throw refuse("token signature does not verify");
+  const options: JWTVerifyOptions = {
+    algorithms: [alg],
+    audience: config.audience,
+    issuer: config.issuer,
+    clockTolerance: config.skewSeconds,
+    requiredClaims: ["exp"],
+  };
+  let payload: JWTPayload;
+  try {
+    payload =
+      alg === "HS256"
+        ? (await jwtVerify(token, new TextEncoder().encode(config.secret), options)).payload
+        : await verifyWithJwks(token, jwksKeys(config), options);
+  } catch (error) {
+    throw refusal(error, alg, header.kid, config);
   }
-  checkClaims(payload, config, nowMs / 1000);
+  // jose checks `iat` only against a maximum age; one from the future is refused here.
+  if (typeof payload.iat === "number" && payload.iat > Date.now() / 1000 + config.skewSeconds) {
+    throw refuse("token is issued in the future (iat)");
+  }
   return callerOf(payload, config);
 }
 
@@ -134,15 +135,13 @@ function isAlg(value: unknown): value is Alg {
   return value === "HS256" || value === "RS256" || value === "ES256";
 }
 
-function acceptedAlg(header: JsonObject, config: JwtConfig): Alg {
-  const { alg } = header;
+function acceptedAlg(header: ProtectedHeaderParameters, config: JwtConfig): Alg {
+  const alg: unknown = header.alg;
   if (typeof alg === "string" && alg.toLowerCase() === "none") {
     throw refuse('unsigned tokens (alg "none") are refused');
   }
   if (!isAlg(alg)) throw refuse("token alg is not supported (HS256, RS256 and ES256 are)");
   if (!algConfigured(alg, config)) throw refuse(`${alg} tokens are not accepted by this service`);
-  // RFC 7515 §4.1.11: extensions marked critical that we do not implement mean refusal.
-  if (header.crit !== undefined) throw refuse("token header lists critical extensions (crit)");
   if (header.kid !== undefined && typeof header.kid !== "string") throw malformed();
   return alg;
 }
@@ -164,245 +163,162 @@ function hmacSecretUsable(secret: string | undefined): secret is string {
   return false;
 }
 
-async function signatureVerifies(
-  alg: Alg,
-  jwt: DecodedJwt,
-  signature: Uint8Array,
-  config: JwtConfig,
-  nowMs: number,
-): Promise<boolean> {
-  if (alg === "HS256") {
-    // crypto.subtle.verify compares in constant time; comparing signature strings would not.
-    const key = await hmacKey(config.secret as string);
-    return crypto.subtle.verify("HMAC", key, signature, jwt.signingInput);
-  }
-  const kid = jwt.header.kid as string | undefined;
-  for (const jwk of await candidateKeys(alg, kid, config, nowMs)) {
-    const key = await publicKey(jwk, alg);
-    if (key && (await verifyWith(alg, key, signature, jwt.signingInput))) return true;
-  }
-  return false;
-}
-
-async function verifyWith(
-  alg: Exclude<Alg, "HS256">,
-  key: CryptoKey,
-  signature: Uint8Array,
-  data: Uint8Array,
-): Promise<boolean> {
-  // JWS ES256 signatures are r || s, 32 bytes each: what WebCrypto's ECDSA expects.
-  if (alg === "ES256" && signature.byteLength !== 64) return false;
-  const params = alg === "RS256" ? { name: "RSASSA-PKCS1-v1_5" } : { name: "ECDSA", hash: "SHA-256" };
+/**
+ * Verifies against a key set. Without a `kid` several keys may fit the token's algorithm; jose
+ * then hands them over one by one, and the first whose signature holds wins.
+ */
+async function verifyWithJwks(token: string, keys: JWTVerifyGetKey, options: JWTVerifyOptions) {
   try {
-    return await crypto.subtle.verify(params, key, signature, data);
-  } catch {
-    return false;
+    return (await jwtVerify(token, keys, options)).payload;
+  } catch (error) {
+    if (!(error instanceof errors.JWKSMultipleMatchingKeys)) throw error;
+    for await (const key of error) {
+      try {
+        return (await jwtVerify(token, key, options)).payload;
+      } catch (attempt) {
+        if (!(attempt instanceof errors.JWSSignatureVerificationFailed)) throw attempt;
+      }
+    }
+    throw new errors.JWSSignatureVerificationFailed();
   }
 }
 
-let hmac: { secret: string; key: Promise<CryptoKey> } | undefined;
-
-function hmacKey(secret: string): Promise<CryptoKey> {
-  if (hmac?.secret !== secret) {
-    const raw = new TextEncoder().encode(secret);
-    const key = crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, ["verify"]);
-    hmac = { secret, key };
-  }
-  return hmac.key;
+/** The inline keys first, then the ones at the URL. */
+function jwksKeys(config: JwtConfig): JWTVerifyGetKey {
+  const inline = inlineKeys(config.jwks);
+  const remote = config.jwksUrl ? remoteKeys(config.jwksUrl) : undefined;
+  return async (header, token) => {
+    if (inline) {
+      try {
+        return await inline.getKey(header, token);
+      } catch (error) {
+        if (!remote || !(error instanceof errors.JWKSNoMatchingKey)) throw error;
+      }
+    }
+    if (!remote) throw new errors.JWKSNoMatchingKey();
+    return remote.getKey(header, token);
+  };
 }
 
-/** Whether a JWKS key may verify `alg`: its type decides, never the token. */
-function fits(jwk: Jwk, alg: Exclude<Alg, "HS256">): boolean {
-  if (jwk.alg !== undefined && jwk.alg !== alg) return false;
-  if (jwk.use !== undefined && jwk.use !== "sig") return false;
-  if (alg === "RS256") return jwk.kty === "RSA" && typeof jwk.n === "string" && typeof jwk.e === "string";
-  return jwk.kty === "EC" && jwk.crv === "P-256" && typeof jwk.x === "string" && typeof jwk.y === "string";
-}
-
-/** The keys to try: the one named by `kid`, or without `kid` every key that fits `alg`. */
-async function candidateKeys(
-  alg: Exclude<Alg, "HS256">,
-  kid: string | undefined,
-  config: JwtConfig,
-  nowMs: number,
-): Promise<Jwk[]> {
-  const keys = await jwksKeys(config, nowMs);
-  if (kid === undefined) {
-    const fitting = keys.filter((jwk) => fits(jwk, alg));
-    if (fitting.length === 0) throw refuse(`no configured key verifies ${alg} tokens`);
-    return fitting;
-  }
-  let named = keys.filter((jwk) => jwk.kid === kid);
-  if (named.length === 0 && config.jwksUrl) {
-    // The issuer may have rotated keys since the last fetch.
-    const fresh = await remoteJwks(config.jwksUrl).refreshed(nowMs);
-    named = [...inlineKeys(config.jwks), ...fresh].filter((jwk) => jwk.kid === kid);
-  }
-  if (named.length === 0) throw refuse("unknown token key id (kid)");
-  const fitting = named.filter((jwk) => fits(jwk, alg));
-  if (fitting.length === 0) throw refuse(`the key named by the token's kid does not verify ${alg} tokens`);
-  return fitting;
-}
-
-async function jwksKeys(config: JwtConfig, nowMs: number): Promise<Jwk[]> {
-  const remote = config.jwksUrl ? await remoteJwks(config.jwksUrl).current(nowMs) : [];
-  return [...inlineKeys(config.jwks), ...remote];
+/** Every key the configured sets hold right now (to say why none fitted). */
+function knownKeys(config: JwtConfig): JWK[] {
+  const remote = config.jwksUrl ? remotes.get(config.jwksUrl) : undefined;
+  return [...(inlineKeys(config.jwks)?.keys ?? []), ...(remote?.keys ?? [])];
 }
 
 /** The keys of a JWKS document, or undefined when it is not one. */
-export function parseJwks(value: unknown): Jwk[] | undefined {
+function parseJwks(value: unknown): JSONWebKeySet | undefined {
   if (!isObject(value) || !Array.isArray(value.keys)) return undefined;
-  return value.keys.filter(isObject);
+  return { keys: value.keys.filter(isObject) as JWK[] };
 }
 
-let inline: { source: string; keys: Jwk[] } | undefined;
-
-function inlineKeys(source: string | undefined): Jwk[] {
-  if (!source) return [];
-  if (inline?.source === source) return inline.keys;
-  let keys: Jwk[] | undefined;
-  try {
-    keys = parseJwks(JSON.parse(source));
-  } catch {}
-  if (!keys) console.error('auth: JWT_JWKS is not a JWKS ({"keys": [...]}); its keys are ignored');
-  inline = { source, keys: keys ?? [] };
-  return inline.keys;
+interface KeySet {
+  keys: JWK[];
+  getKey: JWTVerifyGetKey;
 }
 
-/** Imported keys, by the JWK object they came from (stable while its JWKS stays cached). */
-const imported = new WeakMap<Jwk, Promise<CryptoKey | undefined>>();
+let inline: { source: string; set: KeySet | undefined } | undefined;
 
-function publicKey(jwk: Jwk, alg: Exclude<Alg, "HS256">): Promise<CryptoKey | undefined> {
-  let key = imported.get(jwk);
-  if (!key) {
-    key = importPublicKey(jwk, alg);
-    imported.set(jwk, key);
+function inlineKeys(source: string | undefined): KeySet | undefined {
+  if (!source) return undefined;
+  if (inline?.source !== source) {
+    let jwks: JSONWebKeySet | undefined;
+    try {
+      jwks = parseJwks(JSON.parse(source));
+    } catch {}
+    if (!jwks) console.error('auth: JWT_JWKS is not a JWKS ({"keys": [...]}); its keys are ignored');
+    inline = { source, set: jwks && { keys: jwks.keys, getKey: createLocalJWKSet(jwks) } };
   }
-  return key;
+  return inline.set;
 }
 
-async function importPublicKey(jwk: Jwk, alg: Exclude<Alg, "HS256">): Promise<CryptoKey | undefined> {
-  // Only the public members are imported: a JWKS that carries private parts by mistake still yields
-  // a verify-only key, and `key_ops` or `ext` in the document cannot widen what the key may do.
-  const [publicJwk, params] =
-    alg === "RS256"
-      ? [
-          { kty: "RSA", n: jwk.n, e: jwk.e },
-          { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" },
-        ]
-      : [
-          { kty: "EC", crv: "P-256", x: jwk.x, y: jwk.y },
-          { name: "ECDSA", namedCurve: "P-256" },
-        ];
-  try {
-    return await crypto.subtle.importKey("jwk", publicJwk as JsonWebKey, params, false, ["verify"]);
-  } catch {
-    console.error(`auth: a JWKS key (kid ${String(jwk.kid)}) could not be imported for ${alg}; skipped`);
-    return undefined;
-  }
-}
-
-export type JwksLoader = (url: string) => Promise<unknown>;
-
-async function loadJwks(url: string): Promise<unknown> {
-  if (!url.startsWith("https://")) throw new Error("JWT_JWKS_URL must be an https URL");
-  const res = await fetch(url, {
-    headers: { Accept: "application/json" },
-    signal: AbortSignal.timeout(JWKS_FETCH_TIMEOUT_MS),
-  });
-  if (!res.ok) throw new Error(`the JWKS URL answered ${res.status}`);
-  return res.json();
+/** jose's errors that mean "no key for this token", as opposed to "the key set could not be had". */
+function isKeySelectionError(error: unknown): boolean {
+  return (
+    error instanceof errors.JWKSNoMatchingKey ||
+    error instanceof errors.JWKSMultipleMatchingKeys ||
+    error instanceof errors.JOSENotSupported
+  );
 }
 
 /**
- * The keys at a JWKS URL, cached for this isolate: fetched when older than a few minutes, and again
- * on demand for an unknown `kid`, but never more often than every 30 seconds. A failed fetch keeps
- * the keys it had. Concurrent requests share one fetch in flight (workerd delivers its result to
- * each waiting request in that request's own context).
+ * The keys at a JWKS URL, through jose's remote key set: cached for five minutes, fetched again for
+ * an unknown `kid` at most every 30 seconds. On top of it, a failed fetch keeps the keys fetched
+ * before and is not retried for 30 seconds either, so an issuer that is down neither locks every
+ * caller out at once nor turns each token into an outgoing request.
  */
-export class RemoteJwks {
-  private keys: Jwk[] = [];
-  private loadedAt = Number.NEGATIVE_INFINITY;
-  private attemptedAt = Number.NEGATIVE_INFINITY;
-  private inFlight: Promise<void> | undefined;
+class RemoteKeys implements KeySet {
+  /** jose writes each JWKS it fetched here, with the time. */
+  readonly #cache: JWKSCacheInput = {};
+  readonly #remote: JWTVerifyGetKey;
+  #failedAt = Number.NEGATIVE_INFINITY;
 
-  constructor(
-    private readonly url: string,
-    private readonly load: JwksLoader = loadJwks,
-  ) {}
-
-  /** The keys, fetched first when the cached ones are stale. */
-  async current(nowMs: number): Promise<Jwk[]> {
-    if (nowMs - this.loadedAt >= JWKS_TTL_MS) await this.refresh(nowMs);
-    return this.keys;
-  }
-
-  /** The keys after a fetch, unless one was attempted less than 30 seconds ago. */
-  async refreshed(nowMs: number): Promise<Jwk[]> {
-    await this.refresh(nowMs);
-    return this.keys;
-  }
-
-  private refresh(nowMs: number): Promise<void> {
-    if (this.inFlight) return this.inFlight;
-    if (nowMs - this.attemptedAt < JWKS_MIN_INTERVAL_MS) return Promise.resolve();
-    this.attemptedAt = nowMs;
-    this.inFlight = this.fetchKeys(nowMs).finally(() => {
-      this.inFlight = undefined;
+  constructor(url: URL) {
+    this.#remote = createRemoteJWKSet(url, {
+      cacheMaxAge: JWKS_TTL_MS,
+      cooldownDuration: JWKS_MIN_INTERVAL_MS,
+      timeoutDuration: JWKS_FETCH_TIMEOUT_MS,
+      [jwksCache]: this.#cache,
     });
-    return this.inFlight;
   }
 
-  private async fetchKeys(nowMs: number): Promise<void> {
-    try {
-      const keys = parseJwks(await this.load(this.url));
-      if (!keys) throw new Error('the JWKS URL did not answer a JWKS ({"keys": [...]})');
-      this.keys = keys;
-      this.loadedAt = nowMs;
-    } catch (error) {
-      console.error("auth: could not fetch JWT_JWKS_URL; keeping the keys cached before", String(error));
+  get keys(): JWK[] {
+    return "jwks" in this.#cache ? this.#cache.jwks.keys : [];
+  }
+
+  getKey: JWTVerifyGetKey = async (header, token) => {
+    if (Date.now() - this.#failedAt >= JWKS_MIN_INTERVAL_MS) {
+      try {
+        return await this.#remote(header, token);
+      } catch (error) {
+        if (isKeySelectionError(error)) throw error;
+        this.#failedAt = Date.now();
+        console.error("auth: could not fetch JWT_JWKS_URL; keeping the keys fetched before:", String(error));
+      }
     }
-  }
+    if (!("jwks" in this.#cache)) throw new errors.JWKSNoMatchingKey();
+    return createLocalJWKSet(this.#cache.jwks)(header, token);
+  };
 }
 
-const remotes = new Map<string, RemoteJwks>();
+const remotes = new Map<string, RemoteKeys | undefined>();
 
-function remoteJwks(url: string): RemoteJwks {
-  let remote = remotes.get(url);
-  if (!remote) {
-    remote = new RemoteJwks(url);
-    remotes.set(url, remote);
+function remoteKeys(url: string): RemoteKeys | undefined {
+  if (!remotes.has(url)) {
+    const https = URL.canParse(url) && new URL(url).protocol === "https:";
+    if (!https) console.error("auth: JWT_JWKS_URL must be an https URL; its keys are ignored");
+    remotes.set(url, https ? new RemoteKeys(new URL(url)) : undefined);
   }
-  return remote;
+  return remotes.get(url);
 }
 
-function numericClaim(payload: JsonObject, name: string): number | undefined {
-  const value = payload[name];
-  if (value === undefined) return undefined;
-  if (typeof value !== "number" || !Number.isFinite(value))
-    throw refuse(`token claim ${name} is not a number`);
-  return value;
+/** Why a token was refused, in words that never repeat the token. */
+function refusal(error: unknown, alg: Alg, kid: string | undefined, config: JwtConfig): SessionError {
+  if (error instanceof SessionError) return error;
+  if (error instanceof errors.JWTExpired) return refuse("token has expired");
+  if (error instanceof errors.JWTClaimValidationFailed) return claimRefusal(error);
+  if (error instanceof errors.JWSSignatureVerificationFailed)
+    return refuse("token signature does not verify");
+  if (error instanceof errors.JWKSNoMatchingKey) {
+    if (kid === undefined) return refuse(`no configured key verifies ${alg} tokens`);
+    if (!knownKeys(config).some((key) => key.kid === kid)) return refuse("unknown token key id (kid)");
+    return refuse(`the key named by the token's kid does not verify ${alg} tokens`);
+  }
+  if (error instanceof errors.JWSInvalid || error instanceof errors.JWTInvalid) return malformed();
+  if (error instanceof errors.JOSENotSupported)
+    return refuse("token uses a JOSE feature this service refuses");
+  console.error("auth: a token could not be verified:", error instanceof Error ? error.name : typeof error);
+  return refuse("token could not be verified");
 }
 
-function checkClaims(payload: JsonObject, config: JwtConfig, nowSeconds: number): void {
-  const skew = config.skewSeconds;
-  const exp = numericClaim(payload, "exp");
-  if (exp === undefined) throw refuse("token has no expiry (exp)");
-  if (nowSeconds - skew >= exp) throw refuse("token has expired");
-  const nbf = numericClaim(payload, "nbf");
-  if (nbf !== undefined && nowSeconds + skew < nbf) throw refuse("token is not valid yet (nbf)");
-  const iat = numericClaim(payload, "iat");
-  if (iat !== undefined && iat > nowSeconds + skew) throw refuse("token is issued in the future (iat)");
-  if (config.audience !== undefined && !audienceMatches(payload.aud, config.audience)) {
-    throw refuse("token audience (aud) does not match");
-  }
-  if (config.issuer !== undefined && payload.iss !== config.issuer) {
-    throw refuse("token issuer (iss) does not match");
-  }
-}
-
-function audienceMatches(aud: unknown, expected: string): boolean {
-  return aud === expected || (Array.isArray(aud) && aud.includes(expected));
+function claimRefusal(error: InstanceType<typeof errors.JWTClaimValidationFailed>): SessionError {
+  const { claim, reason } = error;
+  if (claim === "aud") return refuse("token audience (aud) does not match");
+  if (claim === "iss") return refuse("token issuer (iss) does not match");
+  if (claim === "exp" && reason === "missing") return refuse("token has no expiry (exp)");
+  if (claim === "nbf" && reason === "check_failed") return refuse("token is not valid yet (nbf)");
+  if (reason === "invalid") return refuse(`token claim ${claim} is not a number`);
+  return refuse(`token claim ${claim} is not acceptable`);
 }
 
 /**
@@ -424,5 +340,11 @@ function callerOf(payload: JsonObject, config: JwtConfig): Caller {
   if (typeof tenant !== "string" || !tenant) {
     throw refuse(`token has no tenant: claim "${config.tenantClaim}" is missing or not a string`);
   }
-  return { tenant, access: claimAt(payload, config.accessClaim) === "read" ? "read" : "write" };
+  const claimed = claimAt(payload, config.accessClaim);
+  if (claimed === undefined) return { tenant, access: "write" };
+  const access = Access.safeParse(claimed);
+  if (!access.success) {
+    throw refuse(`token claim "${config.accessClaim}" must be "read" or "write"`);
+  }
+  return { tenant, access: access.data };
 }

@@ -1,11 +1,14 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { SessionError } from "../core";
+import { clientAddress } from "./client-address";
 import type { AppEnv } from "./env";
 
 /*
- * Per-tenant request rate, counted by Cloudflare's rate-limiting binding (`RATE_LIMITER` in
- * wrangler.toml: a fixed window per location, no network hop). A tenant over its budget gets
- * 429 with Retry-After: the seconds left in the current window.
+ * Request rates, counted by Cloudflare's rate-limiting bindings (wrangler.toml: a fixed window per
+ * location, no network hop). `RATE_LIMITER` counts each tenant's requests; `AUTH_FAILURE_LIMITER`
+ * counts the requests from one client address that fail authentication, so that a flood of bad
+ * credentials is cut off before it costs much. Over budget: 429 with Retry-After, the seconds left
+ * in the current window. Without a binding, nothing is counted.
  */
 
 const DEFAULT_PERIOD_SECONDS = 10;
@@ -15,16 +18,31 @@ export function secondsLeftInWindow(periodSeconds: number, now = Date.now()): nu
   return Math.max(1, periodSeconds - elapsed);
 }
 
+function rateLimited(what: string, periodSetting: string | undefined): SessionError {
+  const period = Number(periodSetting) || DEFAULT_PERIOD_SECONDS;
+  const retryAfter = secondsLeftInWindow(period);
+  return new SessionError("rate_limited", `too many ${what}; retry in ${retryAfter} s`, {
+    retryAfterSeconds: retryAfter,
+  });
+}
+
 export const rateLimit: MiddlewareHandler<AppEnv> = async (c, next) => {
   const limiter = c.env.RATE_LIMITER;
   if (!limiter) return next();
   const { success } = await limiter.limit({ key: c.get("caller").tenant });
-  if (!success) {
-    const period = Number(c.env.RATE_LIMIT_PERIOD_SECONDS) || DEFAULT_PERIOD_SECONDS;
-    const retryAfter = secondsLeftInWindow(period);
-    throw new SessionError("rate_limited", `too many requests for this tenant; retry in ${retryAfter} s`, {
-      retryAfterSeconds: retryAfter,
-    });
-  }
+  if (!success) throw rateLimited("requests for this tenant", c.env.RATE_LIMIT_PERIOD_SECONDS);
   return next();
 };
+
+/**
+ * Counts one failed authentication against the client's address; throws `rate_limited` once the
+ * address is over its budget. Requests whose address is unknown share one budget.
+ */
+export async function limitAuthFailures(c: Context<AppEnv>): Promise<void> {
+  const limiter = c.env.AUTH_FAILURE_LIMITER;
+  if (!limiter) return;
+  const { success } = await limiter.limit({ key: clientAddress(c.req.raw.headers) ?? "unknown" });
+  if (!success) {
+    throw rateLimited("failed authentications from this address", c.env.AUTH_FAILURE_LIMIT_PERIOD_SECONDS);
+  }
+}

@@ -5,22 +5,20 @@ import type { StoredEntry } from "../core";
  * so the router never holds a whole session either.
  */
 
-export function streamJson(parts: AsyncIterable<string>, headers: Record<string, string> = {}): Response {
+/** Text parts as bytes, the next part produced only when the client reads. */
+export function textStream(parts: AsyncIterable<string>): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   const iterator = parts[Symbol.asyncIterator]();
-  return new Response(
-    new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        const next = await iterator.next();
-        if (next.done) controller.close();
-        else controller.enqueue(encoder.encode(next.value));
-      },
-      async cancel() {
-        await iterator.return?.();
-      },
-    }),
-    { headers: { "Content-Type": "application/json; charset=utf-8", ...headers } },
-  );
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await iterator.next();
+      if (next.done) controller.close();
+      else controller.enqueue(encoder.encode(next.value));
+    },
+    async cancel() {
+      await iterator.return?.();
+    },
+  });
 }
 
 /** `items` pages as one JSON array, `open` and `close` around it. */

@@ -1,17 +1,19 @@
 import { Hono } from "hono";
 import { viewerScript } from "./browser-bundle.js";
+import { FAVICON_PATH, faviconSvg } from "./favicon";
 import { viewerPage } from "./page";
 import { viewerStyle } from "./style";
 
 /*
- * The session viewer: one HTML page, its script and its stylesheet, all served by the Worker
- * itself (nothing from a CDN). The script is the TypeScript in ./browser, bundled when the Worker
- * is built (scripts/build-viewer.mjs). The page talks to the /v1 API with the caller's own
- * credentials, so it needs no route of its own beyond these three.
+ * The session viewer: one HTML page, its script, its stylesheet and its icon, all served by the
+ * Worker itself (nothing from a CDN). The script is the TypeScript in ./browser, bundled when the
+ * Worker is built (scripts/build-viewer.mjs). The page talks to the /v1 API with the caller's own
+ * credentials, so it needs no route of its own beyond these.
  */
 
 export const VIEWER_SCRIPT_PATH = "/viewer/app.js";
 export const VIEWER_STYLE_PATH = "/viewer/app.css";
+export { FAVICON_PATH };
 
 /*
  * The page renders payloads written by agents (tool output, model text), so nothing but the
@@ -37,7 +39,7 @@ const commonHeaders = {
 
 export const viewerApp = new Hono()
   .get("/", (c) =>
-    c.body(viewerPage({ script: VIEWER_SCRIPT_PATH, style: VIEWER_STYLE_PATH }), 200, {
+    c.body(viewerPage({ script: VIEWER_SCRIPT_PATH, style: VIEWER_STYLE_PATH, icon: FAVICON_PATH }), 200, {
       ...commonHeaders,
       "Content-Type": "text/html; charset=utf-8",
     }),
@@ -47,4 +49,11 @@ export const viewerApp = new Hono()
   )
   .get(VIEWER_STYLE_PATH, (c) =>
     c.body(viewerStyle, 200, { ...commonHeaders, "Content-Type": "text/css; charset=utf-8" }),
+  )
+  .on("GET", [FAVICON_PATH, "/favicon.ico"], (c) =>
+    c.body(faviconSvg, 200, {
+      "Content-Type": "image/svg+xml",
+      "X-Content-Type-Options": "nosniff",
+      "Cache-Control": "public, max-age=86400",
+    }),
   );

@@ -2,13 +2,14 @@
  * The viewer's markup: three panes (sessions, the selected session's tree, the context of the
  * selected entry) that the script fills in. Static, so it holds no data from any tenant.
  */
-export function viewerPage(assets: { script: string; style: string }): string {
+export function viewerPage(assets: { script: string; style: string; icon: string }): string {
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Sessions · cf-sessions</title>
+<link rel="icon" href="${assets.icon}" type="image/svg+xml">
 <link rel="stylesheet" href="${assets.style}">
 <script src="${assets.script}" defer></script>
 </head>

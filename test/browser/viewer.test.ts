@@ -33,10 +33,17 @@ let browser: BrowserContext;
 let userDataDir: string;
 let demo: DemoSession;
 const pageErrors: string[] = [];
+/** Pages, stylesheets, scripts and icons that answered with an error (the API's answers aside). */
+const missingResources: string[] = [];
 
 async function newPage(): Promise<Page> {
   const page = await browser.newPage();
   page.on("pageerror", (error) => pageErrors.push(String(error)));
+  page.on("response", (response) => {
+    if (response.status() >= 400 && !new URL(response.url()).pathname.startsWith("/v1/")) {
+      missingResources.push(`${response.status()} ${response.url()}`);
+    }
+  });
   page.on("console", (message) => {
     // The API's 4xx answers are logged by Chromium as failed loads; those are expected here.
     if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) {
@@ -426,8 +433,54 @@ describe("the session viewer", () => {
     await linked.close();
   });
 
-  test("no script error happened on any page", () => {
+  test("shows its icon", async () => {
+    const page = await newPage();
+    await page.goto(`${service.url}/`);
+    const icon = await page.evaluate(async () => {
+      const link = document.querySelector<HTMLLinkElement>('link[rel="icon"]');
+      const res = await fetch(link?.href ?? "/nowhere");
+      return { status: res.status, type: res.headers.get("Content-Type") };
+    });
+    expect(icon).toEqual({ status: 200, type: "image/svg+xml" });
+    await page.close();
+  });
+
+  test("browses the API reference at /docs offline: nothing loaded from elsewhere, no script", async () => {
+    const page = await newPage();
+    const elsewhere: string[] = [];
+    // As with no network: only the local server answers.
+    await page.route("**/*", (route) => {
+      if (route.request().url().startsWith(service.url)) return route.continue();
+      elsewhere.push(route.request().url());
+      return route.abort("internetdisconnected");
+    });
+    const loaded: string[] = [];
+    page.on("request", (req) => loaded.push(new URL(req.url()).pathname));
+    await page.goto(`${service.url}/docs`);
+    const spec = await request(service.url, "GET", "/v1/openapi.json");
+    const operations = Object.values(spec.paths as Record<string, object>).flatMap((item) =>
+      Object.keys(item),
+    );
+    expect(await page.locator("details.operation").count()).toBe(operations.length);
+    await page.click("#op-post-v1-sessions-sid-entries > summary");
+    await page.click('#op-post-v1-sessions-sid-entries details.variant:has-text("compaction") > summary');
+    expect(await page.locator("#op-post-v1-sessions-sid-entries").textContent()).toContain(
+      "firstKeptEntryId",
+    );
+    // The page is styled by its own stylesheet.
+    const badge = page.locator("#op-post-v1-sessions-sid-entries .method").first();
+    expect(await badge.evaluate((el) => getComputedStyle(el).color)).toBe("rgb(255, 255, 255)");
+    expect(await page.evaluate(() => document.scripts.length)).toBe(0);
+    expect(elsewhere).toEqual([]);
+    expect(loaded).toContain("/docs/docs.css");
+    for (const path of loaded) expect(["/docs", "/docs/docs.css", "/favicon.svg"]).toContain(path);
+    await screenshot(page, "docs");
+    await page.close();
+  });
+
+  test("no script error happened on any page, and nothing the pages load was missing", () => {
     expect(pageErrors).toEqual([]);
+    expect(missingResources).toEqual([]);
   });
 });
 

@@ -3,10 +3,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import type { Netns } from "./netns";
 
 /*
- * The real service for tests that run in Node (the command line, the browser): `wrangler dev`
- * on a free loopback port, with its own storage folder, as `npm start` runs it.
+ * The real service for tests that run in Node (the command line, the browser): `npm start`'s
+ * launcher (scripts/start.mjs, which runs `wrangler dev`) on a free loopback port, with its own
+ * storage folder. It may listen on another address inside a private network namespace instead.
  */
 
 const root = resolve(import.meta.dirname, "../..");
@@ -38,47 +40,56 @@ export interface DevServerOptions {
   persistTo?: string;
   /** Another wrangler configuration (the benchmark's). */
   config?: string;
+  /** Run inside this network namespace, listening on its extra address. */
+  netns?: Netns;
+  /** Run `wrangler dev` itself with DEV_TENANT set, as someone bypassing `npm start` would. */
+  devTenantByHand?: boolean;
 }
 
+let nextNetnsPort = 8787;
+
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
-  const port = await freePort();
+  const { netns } = options;
+  // A namespace holds only the servers started here: each gets the next port.
+  const port = netns ? nextNetnsPort++ : await freePort();
+  const ip = netns?.address ?? "127.0.0.1";
   const state = options.persistTo ?? mkdtempSync(join(tmpdir(), "sessions-dev-"));
   const bin = join(root, "node_modules/.bin");
-  const vars = Object.entries({ DEV_TENANT: "local", ...options.vars }).flatMap(([k, v]) => [
-    "--var",
-    `${k}:${v}`,
-  ]);
-  const child: ChildProcess = spawn(
-    join(bin, "wrangler"),
-    [
-      "dev",
-      ...(options.config ? ["--config", options.config] : []),
-      "--ip",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "--persist-to",
-      state,
-      "--show-interactive-dev-session=false",
-      ...vars,
-    ],
-    {
-      cwd: root,
-      // The project's own Node (22) must run wrangler: its bin folder goes first on PATH.
-      env: {
-        ...process.env,
-        PATH: `${bin}:${process.env.PATH ?? ""}`,
-        WRANGLER_SEND_METRICS: "false",
-        CI: "1",
-      },
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
+  const vars = Object.entries({
+    ...(options.devTenantByHand ? { DEV_TENANT: "local" } : {}),
+    ...options.vars,
+  });
+  const args = [
+    ...(options.config ? ["--config", options.config] : []),
+    "--ip",
+    ip,
+    "--port",
+    String(port),
+    "--persist-to",
+    state,
+    "--show-interactive-dev-session=false",
+    ...vars.flatMap(([k, v]) => ["--var", `${k}:${v}`]),
+  ];
+  const [command, commandArgs] = options.devTenantByHand
+    ? [join(bin, "wrangler"), ["dev", ...args]]
+    : [process.execPath, [join(root, "scripts/start.mjs"), ...args]];
+  const [program, programArgs] = netns ? netns.wrap(command, commandArgs) : [command, commandArgs];
+  const child: ChildProcess = spawn(program, programArgs, {
+    cwd: root,
+    // The project's own Node (22) must run wrangler: its bin folder goes first on PATH.
+    env: {
+      ...process.env,
+      PATH: `${bin}:${process.env.PATH ?? ""}`,
+      WRANGLER_SEND_METRICS: "false",
+      CI: "1",
     },
-  );
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  const url = `http://127.0.0.1:${port}`;
+  const url = `http://${ip}:${port}`;
   const stop = async () => {
     if (child.exitCode === null && child.pid) {
       const exited = new Promise((r) => child.once("exit", r));
@@ -92,7 +103,10 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   while (Date.now() < deadline) {
     if (child.exitCode !== null) break;
     try {
-      if ((await fetch(`${url}/healthz`)).ok) return { url, stop, logs: () => output };
+      const status = netns
+        ? (await netns.request(`${url}/healthz`)).status
+        : (await fetch(`${url}/healthz`)).status;
+      if (status === 200) return { url, stop, logs: () => output };
     } catch {
       // not listening yet
     }

@@ -194,7 +194,7 @@ const routes = [
   ["POST", "/v1/sessions/import"],
 ] as const;
 
-const queryKeys = ["limit", "cursor", "order", "after", "type", "leafId", "format", "id"];
+const queryKeys = ["limit", "cursor", "order", "after", "type", "leafId", "format", "id"] as const;
 
 /** `arbitrary` once in `every` cases, else null (the well-formed default). */
 function sometimes<T>(arbitrary: fc.Arbitrary<T>, every: number): fc.Arbitrary<T | null> {
@@ -203,7 +203,8 @@ function sometimes<T>(arbitrary: fc.Arbitrary<T>, every: number): fc.Arbitrary<T
 
 const requests = fc.record({
   route: fc.constantFrom(...routes),
-  session: fc.constantFrom(0, 1, 2),
+  /** Three live sessions, one never created, one deleted. */
+  session: fc.constantFrom(0, 1, 2, 3, 4),
   randomId: anyId,
   entryId: anyId,
   query: fc.array(
@@ -229,6 +230,33 @@ const requests = fc.record({
     10,
   ),
 });
+
+const auth = { Authorization: `Bearer ${KEY_A}` };
+
+/** One well-formed value for each query key any route reads. */
+const validQueryValues: Record<(typeof queryKeys)[number], string> = {
+  limit: "5",
+  cursor: "c",
+  order: "updated",
+  after: "0",
+  type: "message",
+  leafId: "x",
+  format: "pi",
+  id: "copy",
+};
+
+/** A well-formed body for each route of a session that takes one. */
+const validBodies: Record<string, unknown> = {
+  "PATCH /v1/sessions/{sid}": { name: "renamed" },
+  "POST /v1/sessions/{sid}/entries": {
+    type: "message",
+    message: { role: "user", content: "hi", timestamp: 1 },
+  },
+  "PUT /v1/sessions/{sid}/leaf": { targetId: "m1" },
+  "POST /v1/sessions/{sid}/fork": { entryId: "m1" },
+  "POST /v1/sessions/{sid}/compact": {},
+  "POST /v1/sessions/{sid}/import": { entries: [] },
+};
 
 async function call(method: string, path: string, init: RequestInit = {}) {
   return exports.default.fetch(`http://sessions.test${path}`, { method, ...init });
@@ -282,8 +310,8 @@ async function expectValidSession(id: string) {
 
 describe("hostile input", () => {
   it("never answers 500 or a stack, and leaves every session a valid tree", async () => {
-    const sessions = [sid("fuzz"), sid("fuzz"), sid("fuzz")];
-    for (const id of sessions) {
+    const sessions = [sid("fuzz"), sid("fuzz"), sid("fuzz"), sid("never"), sid("gone")];
+    for (const id of [sessions[0], sessions[1], sessions[2], sessions[4]] as string[]) {
       expect((await json("POST", "/v1/sessions", { id })).status).toBe(201);
       await json("POST", `/v1/sessions/${id}/entries`, {
         entries: [
@@ -292,6 +320,7 @@ describe("hostile input", () => {
         ],
       });
     }
+    expect((await call("DELETE", `/v1/sessions/${sessions[4]}`, { headers: auth })).status).toBe(204);
     const statuses = new Map<number, number>();
     await fc.assert(
       fc.asyncProperty(requests, async (r) => {
@@ -325,6 +354,36 @@ describe("hostile input", () => {
     // The run exercised both sides: some requests were accepted, most refused.
     expect([...statuses.keys()].some((s) => s < 300)).toBe(true);
     expect([...statuses.keys()].some((s) => s >= 400)).toBe(true);
+  });
+
+  it("answers 404 for a never-created and a deleted session on every route, with every query", async () => {
+    const deleted = sid("gone");
+    expect((await json("POST", "/v1/sessions", { id: deleted })).status).toBe(201);
+    await json("POST", `/v1/sessions/${deleted}/entries`, {
+      type: "message",
+      id: "m1",
+      message: { role: "user", content: "hello", timestamp: 1 },
+    });
+    expect((await call("DELETE", `/v1/sessions/${deleted}`, { headers: auth })).status).toBe(204);
+    const queries = ["", ...Object.entries(validQueryValues).map(([key, value]) => `?${key}=${value}`)];
+    const answers: string[] = [];
+    for (const id of [sid("never"), deleted]) {
+      for (const [method, template] of routes.filter(([, path]) => /\{[sr]id\}/.test(path))) {
+        const path = template.replace(/\{[sr]id\}/, id).replace("{eid}", "m1");
+        const body = validBodies[`${method} ${template}`];
+        for (const query of queries) {
+          const res = await call(method, `${path}${query}`, {
+            headers: { ...auth, "Content-Type": "application/json" },
+            body: body === undefined ? undefined : JSON.stringify(body),
+          });
+          const text = await res.text();
+          answers.push(`${method} ${template}${query} -> ${res.status} ${text.slice(0, 120)}`);
+          expect(res.status, answers.at(-1)).toBe(404);
+          expect((JSON.parse(text) as { error: { code: string } }).error.code).toBe("not_found");
+        }
+      }
+    }
+    expect(answers.length).toBe(2 * 14 * (Object.keys(validQueryValues).length + 1));
   });
 
   it("keeps prototype keys as data without polluting anything", async () => {

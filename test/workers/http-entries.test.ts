@@ -2,7 +2,10 @@ import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sessionObjectName } from "../../src/durable";
-import { api, createSession, expectError, info, userMessage } from "./helpers";
+import worker from "../../src/worker";
+import { api, createSession, expectError, info, KEY_A, userMessage } from "./helpers";
+
+const ctx = () => ({ waitUntil() {}, passThroughOnException() {}, props: {} }) as unknown as ExecutionContext;
 
 const assistantMessage = (text: string, model = "gpt-test") => ({
   type: "message",
@@ -178,6 +181,44 @@ describe("appending", () => {
     const before = await info(id);
     expectError(await append(id, userMessage("x".repeat(16 * 1024 * 1024 + 10))), 413, "entry_too_large");
     expectError(await append(id, userMessage("x".repeat(33 * 1024 * 1024))), 413, "payload_too_large");
+    await unchanged(id, before);
+  });
+
+  it("refuses a body declared over 32 MiB before reading it, and lets go of the stream", async () => {
+    const id = await createSession();
+    const before = await info(id);
+    for (const [path, type] of [
+      [`/v1/sessions/${id}/entries`, "application/json"],
+      ["/v1/sessions/import", "application/x-ndjson"],
+      [`/v1/sessions/${id}/entries`, "text/plain"],
+    ] as const) {
+      let pulled = 0;
+      let cancelled = false;
+      // A client that declared 100 MB, sent a few bytes and went quiet.
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (pulled++ === 0) controller.enqueue(new TextEncoder().encode('{"type":'));
+          return new Promise(() => {});
+        },
+        cancel() {
+          cancelled = true;
+        },
+      });
+      const request = new Request(`http://sessions.test${path}`, {
+        method: "POST",
+        headers: {
+          Authorization: `Bearer ${KEY_A}`,
+          "Content-Type": type,
+          "Content-Length": String(100 * 1024 * 1024),
+        },
+        body,
+      });
+      const res = await worker.fetch(request, env, ctx());
+      expect(res.status, path).toBe(413);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe("payload_too_large");
+      expect(pulled).toBeLessThanOrEqual(1);
+      expect(cancelled).toBe(true);
+    }
     await unchanged(id, before);
   });
 

@@ -2,7 +2,6 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { newId } from "../../src/core";
 import type { WorkerEnv } from "../../src/http/env";
-import { RemoteJwks } from "../../src/http/jwt";
 import worker from "../../src/worker";
 
 const AUDIENCE = "sessions-api";
@@ -196,6 +195,27 @@ describe("JWT bearer tokens", () => {
     ).toBe(403);
   });
 
+  it("accepts only read or write as the access claim, and refuses any other value", async () => {
+    const name = tenant();
+    const writer = await es256(claims(name, { access: "write" }));
+    expect((await call(writer, { method: "POST", body: { id: `s-${newId()}` } })).status).toBe(201);
+    // Absent, the claim grants what it always did: write.
+    expect(
+      (await call(await es256(claims(name)), { method: "POST", body: { id: `s-${newId()}` } })).status,
+    ).toBe(201);
+    const refused: string[] = [];
+    for (const access of ["READ", "Read", "readonly", ["read"], "", null, 1, { level: "read" }]) {
+      const token = await es256(claims(name, { access }));
+      await expectRefused(token, /access.* must be "read" or "write"/);
+      refused.push(`s-${newId()}`);
+      await expectRefused(token, /access.* must be "read" or "write"/, {
+        method: "POST",
+        body: { id: refused.at(-1) },
+      });
+    }
+    for (const id of refused) expect((await call(writer, { path: `/v1/sessions/${id}` })).status).toBe(404);
+  });
+
   it("tolerates the configured clock skew, and accepts aud given as an array", async () => {
     expect((await call(await hs256(claims(tenant(), { exp: nowSeconds() - 30 })))).status).toBe(200);
     expect((await call(await hs256(claims(tenant(), { nbf: nowSeconds() + 30 })))).status).toBe(200);
@@ -377,36 +397,44 @@ describe("JWKS from a URL", () => {
     expect(jwksCalls()).toBe(2);
   });
 
-  it("caches for five minutes, keeps its keys when a fetch fails, and shares a fetch in flight", async () => {
-    const url = "https://issuer.test/jwks.json";
-    const answers: unknown[] = [{ keys: [rsaJwk] }, new Error("down"), { keys: [ecJwk] }];
-    const load = vi.fn(async (_url: string) => {
+  it("caches for five minutes, keeps its keys when a fetch fails, and retries a failed fetch only after 30 s", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(new Date("2031-01-01T00:00:00Z"));
+    const url = `https://issuer.test/${newId()}/jwks.json`;
+    const answers: Array<JsonWebKey[] | "down"> = [[rsaJwk], "down", [ecJwk]];
+    const realFetch = globalThis.fetch;
+    const fetchSpy = vi.spyOn(globalThis, "fetch").mockImplementation((input, init) => {
+      const target = input instanceof Request ? input.url : String(input);
+      if (target !== url) return realFetch(input, init);
       const answer = answers.shift();
-      if (answer instanceof Error) throw answer;
-      return answer;
+      return Promise.resolve(
+        answer === "down" || !answer ? new Response("down", { status: 503 }) : jwksResponse(answer),
+      );
     });
     vi.spyOn(console, "error").mockImplementation(() => {});
-    const remote = new RemoteJwks(url, load);
+    const jwksCalls = () => fetchSpy.mock.calls.filter(([input]) => String(input) === url).length;
+    const urlEnv = jwtEnv({ JWT_SECRET: undefined, JWT_JWKS: undefined, JWT_JWKS_URL: url });
+    const at = (time: string) => vi.setSystemTime(new Date(`2031-01-01T00:${time}Z`));
 
-    const [first, concurrent] = await Promise.all([remote.current(0), remote.current(0)]);
-    expect(first.map((key) => key.kid)).toEqual(["rsa-1"]);
-    expect(concurrent).toBe(first);
-    expect(load).toHaveBeenCalledTimes(1);
-    expect(load).toHaveBeenCalledWith(url);
+    expect((await call(await rs256(claims(tenant())), { env: urlEnv })).status).toBe(200);
+    expect(jwksCalls()).toBe(1);
+    at("04:00");
+    expect((await call(await rs256(claims(tenant())), { env: urlEnv })).status).toBe(200);
+    expect(jwksCalls()).toBe(1);
 
-    expect((await remote.current(4 * 60_000)).map((key) => key.kid)).toEqual(["rsa-1"]);
-    expect(load).toHaveBeenCalledTimes(1);
-
-    // Stale after five minutes: the fetch fails, the old keys stay.
-    expect((await remote.current(5 * 60_000)).map((key) => key.kid)).toEqual(["rsa-1"]);
-    expect(load).toHaveBeenCalledTimes(2);
+    // Stale after five minutes: the fetch fails, the keys fetched before still verify.
+    at("05:00");
+    expect((await call(await rs256(claims(tenant())), { env: urlEnv })).status).toBe(200);
+    expect(jwksCalls()).toBe(2);
     // Neither staleness nor an unknown kid fetches again within 30 s of the failed attempt.
-    await remote.current(5 * 60_000 + 29_000);
-    await remote.refreshed(5 * 60_000 + 29_000);
-    expect(load).toHaveBeenCalledTimes(2);
+    at("05:29");
+    expect((await call(await rs256(claims(tenant())), { env: urlEnv })).status).toBe(200);
+    await expectRefused(await es256(claims(tenant())), /unknown .*kid/, { env: urlEnv });
+    expect(jwksCalls()).toBe(2);
 
-    expect((await remote.refreshed(5 * 60_000 + 30_000)).map((key) => key.kid)).toEqual(["ec-1"]);
-    expect(load).toHaveBeenCalledTimes(3);
+    at("05:30");
+    expect((await call(await es256(claims(tenant())), { env: urlEnv })).status).toBe(200);
+    expect(jwksCalls()).toBe(3);
   });
 
   it("refuses tokens while the JWKS cannot be fetched", async () => {

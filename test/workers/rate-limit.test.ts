@@ -31,6 +31,45 @@ describe("rate limit", () => {
     expect((await get(KEY_B)).status).toBe(200);
   });
 
+  it("answers 429 to an address whose requests keep failing authentication, and to no one else", async () => {
+    const tight = { ...env, AUTH_FAILURE_LIMITER: env.TIGHT_RATE_LIMITER };
+    const get = (key: string | null, address?: string) => {
+      const headers: Record<string, string> = {};
+      if (key !== null) headers.Authorization = `Bearer ${key}`;
+      if (address) headers["CF-Connecting-IP"] = address;
+      return worker.fetch(new Request("http://sessions.test/v1/sessions", { headers }), tight, ctx());
+    };
+    const attacker = `203.0.113.${Math.floor(Math.random() * 250) + 1}`;
+    const statuses: number[] = [];
+    for (let i = 0; i < 8; i++) statuses.push((await get(i % 2 ? "wrong-key" : null, attacker)).status);
+    expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(5);
+    const limited = await get("wrong-key", attacker);
+    expect(limited.status).toBe(429);
+    const body = (await limited.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("rate_limited");
+    expect(body.error.message).toMatch(/failed authentications from this address/);
+    const retryAfter = Number(limited.headers.get("Retry-After"));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(10);
+    // Another address still gets its 401; a valid key from the same address is not held back.
+    expect((await get("wrong-key", "198.51.100.7")).status).toBe(401);
+    expect((await get(KEY_A, attacker)).status).toBe(200);
+  });
+
+  it("counts nothing without the binding", async () => {
+    const unlimited = { ...env, AUTH_FAILURE_LIMITER: undefined };
+    for (let i = 0; i < 12; i++) {
+      const res = await worker.fetch(
+        new Request("http://sessions.test/v1/sessions", {
+          headers: { Authorization: "Bearer wrong-key", "CF-Connecting-IP": "192.0.2.99" },
+        }),
+        unlimited,
+        ctx(),
+      );
+      expect(res.status).toBe(401);
+    }
+  });
+
   it("counts Retry-After to the end of the window", () => {
     const windowStart = 1_800_000_000_000; // a multiple of both 10 s and 60 s
     expect(secondsLeftInWindow(10, windowStart)).toBe(10);

@@ -1,0 +1,106 @@
+import type { SessionContext } from "../context";
+import { SessionError } from "../errors";
+import type { AgentMessage } from "../messages";
+import { fromAISDK } from "./from-ai-sdk";
+import { fromAnthropic } from "./from-anthropic";
+import { fromGemini } from "./from-gemini";
+import { fromOpenAIChat } from "./from-openai-chat";
+import { fromOpenAIResponses } from "./from-openai-responses";
+import type { ReadOptions } from "./incoming";
+import type { ContextFormat, TargetModel } from "./target";
+import { CONTEXT_FORMATS, isContextFormat, isMessageFormat, MESSAGE_FORMATS } from "./target";
+import type { AISDKRequest } from "./to-ai-sdk";
+import { toAISDK } from "./to-ai-sdk";
+import type { AISDKUIRequest } from "./to-ai-sdk-ui";
+import { toAISDKUIMessages } from "./to-ai-sdk-ui";
+import type { AnthropicRequest } from "./to-anthropic";
+import { toAnthropic } from "./to-anthropic";
+import type { GeminiRequest } from "./to-gemini";
+import { toGemini } from "./to-gemini";
+import type { OpenAIChatRequest } from "./to-openai-chat";
+import { toOpenAIChat } from "./to-openai-chat";
+import type { OpenAIResponsesRequest } from "./to-openai-responses";
+import { toOpenAIResponses } from "./to-openai-responses";
+
+/*
+ * One entry point per direction for callers that get the format as data (an HTTP query or body):
+ * the context in a provider's request shape, and a provider's message as our messages.
+ */
+
+export interface ContextRequests {
+  "openai-chat": OpenAIChatRequest;
+  "openai-responses": OpenAIResponsesRequest;
+  anthropic: AnthropicRequest;
+  gemini: GeminiRequest;
+  "ai-sdk": AISDKRequest<6>;
+  "ai-sdk-ui": AISDKUIRequest;
+}
+
+/**
+ * The request fields carrying `context` in `format`, for `model`. An unknown format is
+ * `unsupported_format`.
+ */
+export function contextInFormat<F extends ContextFormat>(
+  context: SessionContext,
+  format: F,
+  model: TargetModel,
+): ContextRequests[F];
+export function contextInFormat(
+  context: SessionContext,
+  format: string,
+  model: TargetModel,
+): ContextRequests[ContextFormat];
+export function contextInFormat(
+  context: SessionContext,
+  format: string,
+  model: TargetModel,
+): ContextRequests[ContextFormat] {
+  if (!isContextFormat(format)) {
+    throw new SessionError("unsupported_format", `unknown format "${format}"`, {
+      formats: [...CONTEXT_FORMATS],
+    });
+  }
+  switch (format) {
+    case "openai-chat":
+      return toOpenAIChat(context, model);
+    case "openai-responses":
+      return toOpenAIResponses(context, model);
+    case "anthropic":
+      return toAnthropic(context, model);
+    case "gemini":
+      return toGemini(context, model);
+    case "ai-sdk":
+      return toAISDK(context, model);
+    case "ai-sdk-ui":
+      return toAISDKUIMessages(context, model);
+  }
+}
+
+/**
+ * The messages to append for `message`, a provider's own message in `format` (a response, a tool
+ * result, a user turn): one or more, in order. An invalid message is `invalid_request` naming the
+ * field (details: the issues with paths under `message`); an unknown format is `unsupported_format`.
+ */
+export function convertProviderMessage(
+  format: string,
+  message: unknown,
+  options: ReadOptions = {},
+): AgentMessage[] {
+  if (!isMessageFormat(format)) {
+    throw new SessionError("unsupported_format", `unknown message format "${format}"`, {
+      formats: [...MESSAGE_FORMATS],
+    });
+  }
+  switch (format) {
+    case "openai-chat":
+      return fromOpenAIChat(message, options);
+    case "openai-responses":
+      return fromOpenAIResponses(message, options);
+    case "anthropic":
+      return fromAnthropic(message, options);
+    case "gemini":
+      return fromGemini(message, options);
+    case "ai-sdk":
+      return fromAISDK(message, options);
+  }
+}

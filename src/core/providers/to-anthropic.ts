@@ -1,0 +1,116 @@
+import type { SessionContext } from "../context";
+import type { ImageContent, TextContent } from "../messages";
+import type { NormalAssistant, NormalToolResults, NormalUser } from "./normalize";
+import { normalizeMessages } from "./normalize";
+import type { TargetModel } from "./target";
+import { targetForFormat } from "./target";
+import { stripLoneSurrogates } from "./text";
+import { ANTHROPIC_IDS } from "./tool-call-ids";
+
+/*
+ * Anthropic Messages: top-level `system` and `messages` that alternate user / assistant. Tool
+ * results are `tool_result` blocks of one user turn, first in it (a user message after them joins
+ * the same turn); images in tool results go inside the `tool_result`. Thinking goes back with its
+ * signature to the model that wrote it, redacted thinking as `redacted_thinking`.
+ */
+
+export const ANTHROPIC_IMAGE_TYPES = ["image/jpeg", "image/png", "image/gif", "image/webp"] as const;
+export type AnthropicImageType = (typeof ANTHROPIC_IMAGE_TYPES)[number];
+
+export type AnthropicTextBlock = { type: "text"; text: string };
+export type AnthropicImageBlock = {
+  type: "image";
+  source: { type: "base64"; media_type: AnthropicImageType; data: string };
+};
+export type AnthropicToolResultBlock = {
+  type: "tool_result";
+  tool_use_id: string;
+  content?: string | Array<AnthropicTextBlock | AnthropicImageBlock>;
+  is_error: boolean;
+};
+export type AnthropicAssistantBlock =
+  | AnthropicTextBlock
+  | { type: "thinking"; thinking: string; signature: string }
+  | { type: "redacted_thinking"; data: string }
+  | { type: "tool_use"; id: string; name: string; input: Record<string, unknown> };
+
+export type AnthropicMessage =
+  | { role: "user"; content: Array<AnthropicTextBlock | AnthropicImageBlock | AnthropicToolResultBlock> }
+  | { role: "assistant"; content: AnthropicAssistantBlock[] };
+
+export interface AnthropicRequest {
+  /** The system prompt, when there is one. */
+  system?: string;
+  messages: AnthropicMessage[];
+}
+
+function isAnthropicImageType(value: string): value is AnthropicImageType {
+  return (ANTHROPIC_IMAGE_TYPES as readonly string[]).includes(value);
+}
+
+/** Anthropic reads four image types; any other becomes a note rather than a refused request. */
+function block(part: TextContent | ImageContent): AnthropicTextBlock | AnthropicImageBlock {
+  if (part.type === "text") return { type: "text", text: part.text };
+  if (!isAnthropicImageType(part.mimeType)) {
+    return { type: "text", text: `(image omitted: ${part.mimeType} is not supported)` };
+  }
+  return { type: "image", source: { type: "base64", media_type: part.mimeType, data: part.data } };
+}
+
+function userBlocks(message: NormalUser): Array<AnthropicTextBlock | AnthropicImageBlock> {
+  return message.content.map(block);
+}
+
+function toolResultBlocks(turn: NormalToolResults): AnthropicToolResultBlock[] {
+  return turn.results.map((result) => {
+    const out: AnthropicToolResultBlock = {
+      type: "tool_result",
+      tool_use_id: result.toolCallId,
+      is_error: result.isError,
+    };
+    const hasImage = result.content.some((part) => part.type === "image");
+    if (hasImage) out.content = result.content.map(block);
+    else if (result.content.length > 0)
+      out.content = result.content.map((part) => (part as TextContent).text).join("\n");
+    return out;
+  });
+}
+
+function assistantBlocks(message: NormalAssistant): AnthropicAssistantBlock[] {
+  const blocks: AnthropicAssistantBlock[] = [];
+  for (const part of message.content) {
+    if (part.type === "text") blocks.push({ type: "text", text: part.text });
+    else if (part.type === "toolCall") {
+      blocks.push({ type: "tool_use", id: part.id, name: part.name, input: part.arguments });
+    } else if (part.redacted) {
+      if (part.thinkingSignature) blocks.push({ type: "redacted_thinking", data: part.thinkingSignature });
+    } else if (part.thinkingSignature) {
+      blocks.push({ type: "thinking", thinking: part.thinking, signature: part.thinkingSignature });
+    } else if (part.thinking.trim()) {
+      // Thinking without a signature (a stream cut short) is refused as thinking: it goes as text.
+      blocks.push({ type: "text", text: part.thinking });
+    }
+  }
+  return blocks;
+}
+
+/** `system` and `messages` of a Messages request for `context`, sent to `model`. */
+export function toAnthropic(context: SessionContext, model: TargetModel): AnthropicRequest {
+  const target = targetForFormat("anthropic", model);
+  const messages: AnthropicMessage[] = [];
+  const push = (message: AnthropicMessage) => {
+    if (message.content.length === 0) return;
+    const last = messages[messages.length - 1];
+    // Turns of one role in a row become one turn, so roles alternate.
+    if (last?.role === message.role) {
+      for (const part of message.content) (last.content as unknown[]).push(part);
+    } else messages.push(message);
+  };
+  for (const message of normalizeMessages(context.messages, target, { ids: ANTHROPIC_IDS })) {
+    if (message.role === "user") push({ role: "user", content: userBlocks(message) });
+    else if (message.role === "assistant") push({ role: "assistant", content: assistantBlocks(message) });
+    else push({ role: "user", content: toolResultBlocks(message) });
+  }
+  const system = stripLoneSurrogates(context.systemPrompt);
+  return system ? { system, messages } : { messages };
+}

@@ -1,0 +1,163 @@
+import type { SessionContext } from "../context";
+import type { ImageContent, TextContent } from "../messages";
+import type { NormalAssistant, NormalToolResults, NormalUser } from "./normalize";
+import { normalizeMessages, resultImages, resultText, TOOL_IMAGE_PLACEHOLDER } from "./normalize";
+import type { TargetModel } from "./target";
+import { targetForFormat } from "./target";
+import { stripLoneSurrogates } from "./text";
+import { ANTHROPIC_IDS } from "./tool-call-ids";
+
+/*
+ * Gemini `generateContent`: `systemInstruction` and `contents` of role user / model. The function
+ * responses of one turn are one user content, in call order (Gemini pairs them with the calls by
+ * name and position). Parts of the model's own reply go back part for part with their thought
+ * signatures; function calls another model made get Google's documented stand-in signature on
+ * Gemini 3, which refuses a turn whose first function call has none.
+ */
+
+export interface GeminiBlob {
+  mimeType: string;
+  data: string;
+}
+
+export interface GeminiFunctionCall {
+  name: string;
+  args: Record<string, unknown>;
+  id?: string;
+}
+
+export interface GeminiFunctionResponse {
+  name: string;
+  response: { output: string } | { error: string };
+  id?: string;
+  /** Images of the result, on models that read them there (Gemini 3 on). */
+  parts?: Array<{ inlineData: GeminiBlob }>;
+}
+
+export type GeminiPart =
+  | { text: string; thought?: true; thoughtSignature?: string }
+  | { inlineData: GeminiBlob }
+  | { functionCall: GeminiFunctionCall; thoughtSignature?: string }
+  | { functionResponse: GeminiFunctionResponse };
+
+export interface GeminiContent {
+  role: "user" | "model";
+  parts: GeminiPart[];
+}
+
+export interface GeminiRequest {
+  /** The system prompt, when there is one (`config.systemInstruction` in `@google/genai`). */
+  systemInstruction?: { parts: Array<{ text: string }> };
+  contents: GeminiContent[];
+}
+
+/** Google's documented signature for function calls whose own signature is unknown. */
+export const SKIP_THOUGHT_SIGNATURE = "skip_thought_signature_validator";
+export const GEMINI_TOOL_IMAGES_INTRO = "Tool result image:";
+
+function geminiMajorVersion(modelId: string): number | undefined {
+  const match = /^gemini(?:-live)?-(\d+)/i.exec(modelId);
+  return match ? Number.parseInt(match[1] as string, 10) : undefined;
+}
+
+/** Gemini 3 on takes images inside a function response, and requires signatures on function calls. */
+function isGemini3OrLater(modelId: string): boolean {
+  const major = geminiMajorVersion(modelId);
+  return major === undefined ? /^gemini/i.test(modelId) : major >= 3;
+}
+
+/** Models other than Gemini served through Google's APIs pair calls and results by id only. */
+function requiresToolCallIds(modelId: string): boolean {
+  return modelId.startsWith("claude-") || modelId.startsWith("gpt-oss-");
+}
+
+/** Thought signatures are bytes, sent as base64; anything else would be refused. */
+function validSignature(signature: string | undefined): string | undefined {
+  if (!signature || signature.length % 4 !== 0) return undefined;
+  return /^[A-Za-z0-9+/]+={0,2}$/.test(signature) ? signature : undefined;
+}
+
+function part(content: TextContent | ImageContent): GeminiPart {
+  return content.type === "text"
+    ? { text: content.text }
+    : { inlineData: { mimeType: content.mimeType, data: content.data } };
+}
+
+function userContent(message: NormalUser): GeminiContent {
+  return { role: "user", parts: message.content.map(part) };
+}
+
+function modelContent(message: NormalAssistant, target: TargetModel): GeminiContent {
+  const parts: GeminiPart[] = [];
+  const withIds = requiresToolCallIds(target.modelId);
+  // Gemini 3 checks the signature of the first function call of a turn (its own parallel calls
+  // carry one on the first only): another model's calls all get the stand-in, the model's own
+  // turn gets it on a first call that lost its signature.
+  let needsSignature = isGemini3OrLater(target.modelId);
+  for (const block of message.content) {
+    if (block.type === "text") {
+      const signature = validSignature(block.textSignature);
+      parts.push(signature ? { text: block.text, thoughtSignature: signature } : { text: block.text });
+    } else if (block.type === "thinking") {
+      if (block.redacted || !block.thinking.trim()) continue;
+      const signature = validSignature(block.thinkingSignature);
+      parts.push(
+        signature
+          ? { thought: true, text: block.thinking, thoughtSignature: signature }
+          : { thought: true, text: block.thinking },
+      );
+    } else {
+      const call: GeminiFunctionCall = {
+        name: block.name,
+        args: block.arguments,
+      };
+      if (withIds) call.id = block.id;
+      const signature =
+        validSignature(block.thoughtSignature) ?? (needsSignature ? SKIP_THOUGHT_SIGNATURE : undefined);
+      if (message.sameModel) needsSignature = false;
+      parts.push(signature ? { functionCall: call, thoughtSignature: signature } : { functionCall: call });
+    }
+  }
+  return { role: "model", parts };
+}
+
+function responseContents(turn: NormalToolResults, target: TargetModel): GeminiContent[] {
+  const inline = isGemini3OrLater(target.modelId) || !/^gemini/i.test(target.modelId);
+  const withIds = requiresToolCallIds(target.modelId);
+  const parts: GeminiPart[] = [];
+  const separateImages: GeminiPart[] = [];
+  for (const result of turn.results) {
+    const text = resultText(result.content);
+    const images = resultImages(result.content);
+    const value = text || (images.length > 0 ? TOOL_IMAGE_PLACEHOLDER : "");
+    const response: GeminiFunctionResponse = {
+      name: result.toolName,
+      response: result.isError ? { error: value } : { output: value },
+    };
+    if (withIds) response.id = result.toolCallId;
+    if (images.length > 0 && inline) {
+      response.parts = images.map((image) => ({
+        inlineData: { mimeType: image.mimeType, data: image.data },
+      }));
+    } else for (const image of images) separateImages.push(part(image));
+    parts.push({ functionResponse: response });
+  }
+  const contents: GeminiContent[] = [{ role: "user", parts }];
+  if (separateImages.length > 0) {
+    contents.push({ role: "user", parts: [{ text: GEMINI_TOOL_IMAGES_INTRO }, ...separateImages] });
+  }
+  return contents;
+}
+
+/** `systemInstruction` and `contents` of a `generateContent` request for `context`, sent to `model`. */
+export function toGemini(context: SessionContext, model: TargetModel): GeminiRequest {
+  const target = targetForFormat("gemini", model);
+  const contents: GeminiContent[] = [];
+  for (const message of normalizeMessages(context.messages, target, { ids: ANTHROPIC_IDS })) {
+    if (message.role === "user") contents.push(userContent(message));
+    else if (message.role === "assistant") contents.push(modelContent(message, target));
+    else for (const content of responseContents(message, target)) contents.push(content);
+  }
+  const system = stripLoneSurrogates(context.systemPrompt);
+  return system ? { systemInstruction: { parts: [{ text: system }] }, contents } : { contents };
+}

@@ -1,0 +1,135 @@
+import type { SessionContext } from "../context";
+import type { ImageContent, TextContent } from "../messages";
+import type { NormalAssistant, NormalToolResults, NormalUser } from "./normalize";
+import { normalizeMessages, resultImages, resultText, TOOL_IMAGE_PLACEHOLDER } from "./normalize";
+import type { TargetModel } from "./target";
+import { targetForFormat } from "./target";
+import { dataUrl, stripLoneSurrogates } from "./text";
+import { OPENAI_CHAT_IDS } from "./tool-call-ids";
+
+/*
+ * OpenAI Chat Completions: `messages` with the system prompt first. Tool results are one `tool`
+ * message per call; a tool message carries text only, so a result's images follow all the tool
+ * messages of the turn in one user message.
+ */
+
+export type OpenAIChatContentPart =
+  | { type: "text"; text: string }
+  | { type: "image_url"; image_url: { url: string } };
+
+export interface OpenAIChatToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+/**
+ * Fields OpenAI-compatible servers (llama.cpp, DeepSeek, vLLM, OpenRouter) put reasoning in; pi-ai
+ * records which one as the thinking signature, and it goes back to the same model in that field.
+ */
+export const CHAT_REASONING_FIELDS = ["reasoning_content", "reasoning", "reasoning_text"] as const;
+export type ChatReasoningField = (typeof CHAT_REASONING_FIELDS)[number];
+
+export interface OpenAIChatAssistantMessage extends Partial<Record<ChatReasoningField, string>> {
+  role: "assistant";
+  /** null when the turn holds only tool calls. */
+  content: string | null;
+  tool_calls?: OpenAIChatToolCall[];
+}
+
+export type OpenAIChatMessage =
+  | { role: "system"; content: string }
+  | { role: "developer"; content: string }
+  | { role: "user"; content: string | OpenAIChatContentPart[] }
+  | OpenAIChatAssistantMessage
+  | { role: "tool"; tool_call_id: string; content: string };
+
+export interface OpenAIChatRequest {
+  messages: OpenAIChatMessage[];
+}
+
+export interface OpenAIChatOptions {
+  /** Role of the system prompt: "system" (default) or "developer" (OpenAI's reasoning models). */
+  systemRole?: "system" | "developer";
+}
+
+export const OPENAI_CHAT_TOOL_IMAGES_INTRO = "Attached image(s) from tool result:";
+
+function part(content: TextContent | ImageContent): OpenAIChatContentPart {
+  return content.type === "text"
+    ? { type: "text", text: content.text }
+    : { type: "image_url", image_url: { url: dataUrl(content.mimeType, content.data) } };
+}
+
+function userMessage(message: NormalUser): OpenAIChatMessage {
+  const [first] = message.content;
+  if (message.content.length === 1 && first?.type === "text") return { role: "user", content: first.text };
+  return { role: "user", content: message.content.map(part) };
+}
+
+function isReasoningField(value: unknown): value is ChatReasoningField {
+  return (CHAT_REASONING_FIELDS as readonly unknown[]).includes(value);
+}
+
+function assistantMessage(message: NormalAssistant): OpenAIChatAssistantMessage {
+  const texts: string[] = [];
+  const toolCalls: OpenAIChatToolCall[] = [];
+  const reasoning = new Map<ChatReasoningField, string[]>();
+  for (const block of message.content) {
+    if (block.type === "text") texts.push(block.text);
+    else if (block.type === "toolCall") {
+      toolCalls.push({
+        id: block.id,
+        type: "function",
+        function: { name: block.name, arguments: JSON.stringify(block.arguments) },
+      });
+    } else if (isReasoningField(block.thinkingSignature) && !block.redacted && block.thinking) {
+      const parts = reasoning.get(block.thinkingSignature);
+      if (parts) parts.push(block.thinking);
+      else reasoning.set(block.thinkingSignature, [block.thinking]);
+    }
+  }
+  const out: OpenAIChatAssistantMessage = {
+    role: "assistant",
+    content: texts.length > 0 ? texts.join("\n\n") : null,
+  };
+  for (const [field, parts] of reasoning) out[field] = parts.join("\n");
+  if (toolCalls.length > 0) out.tool_calls = toolCalls;
+  return out;
+}
+
+function toolMessages(turn: NormalToolResults): OpenAIChatMessage[] {
+  const out: OpenAIChatMessage[] = [];
+  const images: OpenAIChatContentPart[] = [];
+  for (const result of turn.results) {
+    const text = resultText(result.content);
+    const attached = resultImages(result.content);
+    out.push({
+      role: "tool",
+      tool_call_id: result.toolCallId,
+      content: text || (attached.length > 0 ? TOOL_IMAGE_PLACEHOLDER : ""),
+    });
+    for (const image of attached) images.push(part(image));
+  }
+  if (images.length > 0)
+    out.push({ role: "user", content: [{ type: "text", text: OPENAI_CHAT_TOOL_IMAGES_INTRO }, ...images] });
+  return out;
+}
+
+/** The `messages` of a Chat Completions request for `context`, sent to `model`. */
+export function toOpenAIChat(
+  context: SessionContext,
+  model: TargetModel,
+  options: OpenAIChatOptions = {},
+): OpenAIChatRequest {
+  const target = targetForFormat("openai-chat", model);
+  const messages: OpenAIChatMessage[] = [];
+  const systemPrompt = stripLoneSurrogates(context.systemPrompt);
+  if (systemPrompt) messages.push({ role: options.systemRole ?? "system", content: systemPrompt });
+  for (const message of normalizeMessages(context.messages, target, { ids: OPENAI_CHAT_IDS })) {
+    if (message.role === "user") messages.push(userMessage(message));
+    else if (message.role === "assistant") messages.push(assistantMessage(message));
+    else for (const tool of toolMessages(message)) messages.push(tool);
+  }
+  return { messages };
+}

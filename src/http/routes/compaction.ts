@@ -1,0 +1,30 @@
+import { createRoute } from "@hono/zod-openapi";
+import { leafTag, Session, summarizerFromConfig } from "../../core";
+import { ErrorEnvelope } from "../errors";
+import { body, errors, json, routes, security, sessionStorage } from "../route-kit";
+import { CompactBody, CompactResponse, SessionIdParam } from "../schemas";
+
+/** Compacting a session's current branch. */
+export const compactionRoutes = routes().openapi(
+  createRoute({
+    method: "post",
+    path: "/v1/sessions/{sid}/compact",
+    summary: "Compact the current branch",
+    description:
+      "Summarizes what the kept part (at least keepRecentTokens of the newest messages) drops and appends the compaction at the leaf.",
+    security,
+    request: { params: SessionIdParam, body: body(CompactBody, false) },
+    responses: {
+      201: json(CompactResponse, "the compaction entry"),
+      409: json(ErrorEnvelope, "nothing_to_compact"),
+      412: json(ErrorEnvelope, "leaf_conflict: the branch moved off the kept part meanwhile"),
+      502: json(ErrorEnvelope, "summarizer_failed: nothing written"),
+      ...errors,
+    },
+  }),
+  async (c) => {
+    const session = new Session(sessionStorage(c, c.req.valid("param").sid));
+    const entry = await session.compact({ ...c.req.valid("json"), summarizer: summarizerFromConfig(c.env) });
+    return c.json({ entry }, 201, { ETag: leafTag(entry.id) });
+  },
+);

@@ -1,0 +1,154 @@
+import { createRoute } from "@hono/zod-openapi";
+import * as z from "zod";
+import {
+  expectedLeaf,
+  Id,
+  leafTag,
+  MAX_BATCH_ENTRIES,
+  SessionError,
+  StoredEntry,
+  TreeNode,
+  treeToJson,
+} from "../../core";
+import { ErrorEnvelope } from "../errors";
+import { body, errors, json, routes, security, sessionStorage, streamedJson } from "../route-kit";
+import {
+  AppendBody,
+  AppendResponse,
+  appendedEntries,
+  BranchResponse,
+  EntriesPage,
+  EntriesQuery,
+  EntryIdParams,
+  ImportEntriesBody,
+  LeafQuery,
+  SessionIdParam,
+} from "../schemas";
+import { entriesPageJson, jsonArray, textStream } from "../stream";
+
+const IfMatch = z.object({
+  "if-match": z.string().optional().meta({ description: 'the expected leaf, "<leafId>"' }),
+});
+
+const TreeResponse = z.object({ roots: z.array(TreeNode) });
+
+/** A session's entries: appending, reading them, its paths and its tree. */
+export const entryRoutes = routes()
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/sessions/{sid}/entries",
+      summary: "Append an entry or an atomic batch",
+      description:
+        "Each entry's parent defaults to the leaf (in a batch, to the previous entry). Resending an entry with the same id and content is an idempotent replay (200).",
+      security,
+      request: { params: SessionIdParam, headers: IfMatch, body: body(AppendBody) },
+      responses: {
+        201: json(AppendResponse, "appended"),
+        200: json(AppendResponse, "every entry was a replay; nothing written"),
+        409: json(ErrorEnvelope, "already_exists"),
+        412: json(ErrorEnvelope, "leaf_conflict"),
+        413: json(ErrorEnvelope, "entry_too_large / payload_too_large"),
+        422: json(ErrorEnvelope, "parent_not_found / invalid_tree"),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const storage = sessionStorage(c, c.req.valid("param").sid);
+      const result = await storage.appendEntries(appendedEntries(c.req.valid("json")), {
+        expectedLeafId: expectedLeaf(c.req.valid("header")["if-match"]),
+        validated: true,
+      });
+      return c.json({ entries: result.entries, leafId: result.leafId }, result.created ? 201 : 200, {
+        ETag: leafTag(result.leafId),
+      });
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/sessions/{sid}/import",
+      summary: "Write entries verbatim into a session",
+      description:
+        "For restores and copies: ids, parents, timestamps and leaf records are kept as given (parents must exist); the rules for new appends (default parent, replays, label targets) do not apply. At most 1,000 entries.",
+      security,
+      request: { params: SessionIdParam, body: body(ImportEntriesBody) },
+      responses: {
+        200: json(z.object({ leafId: Id.nullable() }), "written"),
+        409: json(ErrorEnvelope, "already_exists"),
+        422: json(ErrorEnvelope, "parent_not_found / invalid_tree"),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { entries } = c.req.valid("json");
+      if (entries.length > MAX_BATCH_ENTRIES) {
+        throw new SessionError("payload_too_large", `a batch holds at most ${MAX_BATCH_ENTRIES} entries`);
+      }
+      const storage = sessionStorage(c, c.req.valid("param").sid);
+      await storage.importEntries(entries);
+      const leafId = await storage.getLeafId();
+      return c.json({ leafId }, 200, { ETag: leafTag(leafId) });
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/sessions/{sid}/entries",
+      summary: "Entries in append order, paged by seq",
+      security,
+      request: { params: SessionIdParam, query: EntriesQuery },
+      responses: { 200: json(EntriesPage, "a page of entries"), ...errors },
+    }),
+    async (c) => {
+      const { after, limit = 100, type } = c.req.valid("query");
+      const pages = await sessionStorage(c, c.req.valid("param").sid).entryPages({ after, limit, type });
+      return streamedJson(EntriesPage, textStream(entriesPageJson(pages, limit)));
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/sessions/{sid}/entries/{eid}",
+      summary: "One entry",
+      security,
+      request: { params: EntryIdParams },
+      responses: { 200: json(StoredEntry, "the entry"), ...errors },
+    }),
+    async (c) => {
+      const { sid, eid } = c.req.valid("param");
+      const entry = await sessionStorage(c, sid).getEntry(eid);
+      if (!entry) throw new SessionError("not_found", `entry ${eid} does not exist`, { entryId: eid });
+      return c.json(entry, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/sessions/{sid}/branch",
+      summary: "The path root → leaf",
+      security,
+      request: { params: SessionIdParam, query: LeafQuery },
+      responses: { 200: json(BranchResponse, "the path"), ...errors },
+    }),
+    async (c) => {
+      const storage = sessionStorage(c, c.req.valid("param").sid);
+      const pages = await storage.branchPages(c.req.valid("query").leafId);
+      return streamedJson(BranchResponse, textStream(jsonArray('{"entries":', pages, "}")));
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/sessions/{sid}/tree",
+      summary: "The whole tree, without payloads",
+      security,
+      request: { params: SessionIdParam },
+      responses: { 200: json(TreeResponse, "the roots"), ...errors },
+    }),
+    async (c) => {
+      const roots = await sessionStorage(c, c.req.valid("param").sid).getTree();
+      // Written without recursion: a tree may be a chain far deeper than JSON.stringify can go.
+      return streamedJson(TreeResponse, `{"roots":${treeToJson(roots)}}`);
+    },
+  );

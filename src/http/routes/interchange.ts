@@ -1,0 +1,90 @@
+import { createRoute } from "@hono/zod-openapi";
+import * as z from "zod";
+import {
+  checkExportFormat,
+  checkFormat,
+  exportNative,
+  exportPi,
+  leafTag,
+  parseImport,
+  Session,
+} from "../../core";
+import { readNdjson } from "../body";
+import { ErrorEnvelope } from "../errors";
+import { errors, json, ndjsonResponse, repo, routes, security, sessionStorage } from "../route-kit";
+import { ExportQuery, ImportQuery, ImportResult, SessionIdParam } from "../schemas";
+import { textStream } from "../stream";
+
+/** Where imports are posted: NDJSON, which the JSON body parser leaves alone. */
+export const IMPORT_PATH = "/v1/sessions/import";
+
+/** The first value of `lines`, already read, then the rest. */
+async function* resume(first: IteratorResult<string>, rest: AsyncGenerator<string>): AsyncGenerator<string> {
+  if (first.done) return;
+  yield first.value;
+  yield* rest;
+}
+
+/** Sessions out as NDJSON files and in from them (native, pi, and other agents' logs). */
+export const interchangeRoutes = routes()
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/sessions/{sid}/export",
+      summary: "Export a session as NDJSON (native or pi)",
+      security,
+      request: { params: SessionIdParam, query: ExportQuery },
+      responses: {
+        200: {
+          content: { "application/x-ndjson": { schema: z.string() } },
+          description: "a header line, then entries",
+        },
+        415: json(ErrorEnvelope, "unsupported_format"),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const format = checkExportFormat(c.req.valid("query").format);
+      const sid = c.req.valid("param").sid;
+      const session = new Session(sessionStorage(c, sid));
+      const lines = format === "pi" ? exportPi(session) : exportNative(session);
+      // The header is read before answering, so a missing session is a 404, not a broken stream.
+      const first = await lines.next();
+      return ndjsonResponse(textStream(resume(first, lines)), `${sid}.jsonl`);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: IMPORT_PATH,
+      summary: "Import a session from NDJSON (native, pi, Claude Code or Codex CLI)",
+      description:
+        "The body is application/x-ndjson (application/jsonl is taken too). Keeps the file's session id unless it is taken (then a new one is chosen); an `id` given in the query that is taken is 409. A refused file names its line and imports nothing. What an accepted file needed repaired (a torn last line, a missing parent, a repeated line) is listed in `warnings`.",
+      security,
+      request: {
+        query: ImportQuery,
+        body: { content: { "application/x-ndjson": { schema: z.string() } }, required: true },
+      },
+      responses: {
+        200: json(ImportResult, "mode=sync: the session, which had all or part of the file"),
+        201: json(ImportResult, "the imported session, with the repairs made"),
+        409: json(ErrorEnvelope, "already_exists"),
+        413: json(ErrorEnvelope, "payload_too_large"),
+        415: json(ErrorEnvelope, "unsupported_format"),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { format, id, mode } = c.req.valid("query");
+      const file = parseImport(checkFormat(format), await readNdjson(c.req.raw));
+      if (mode === "sync") {
+        const { session, ...sync } = await repo(c).syncSession(file, id === undefined ? {} : { id });
+        const info = await session.getInfo();
+        const status = sync.status === "created" ? 201 : 200;
+        return c.json({ ...info, warnings: file.warnings, sync }, status, { ETag: leafTag(info.leafId) });
+      }
+      const session = await repo(c).importSession(file, id === undefined ? {} : { id });
+      const info = await session.getInfo();
+      return c.json({ ...info, warnings: file.warnings }, 201, { ETag: leafTag(info.leafId) });
+    },
+  );

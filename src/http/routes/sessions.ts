@@ -1,0 +1,103 @@
+import { createRoute } from "@hono/zod-openapi";
+import { leafTag, SessionInfo, SessionPage } from "../../core";
+import { ErrorEnvelope } from "../errors";
+import { body, errors, json, repo, routes, security, sessionStorage } from "../route-kit";
+import { CreateSessionBody, ForkBody, ListSessionsQuery, PatchSessionBody, SessionIdParam } from "../schemas";
+
+/** Sessions as a whole: create, list, describe, change, delete, fork. */
+export const sessionRoutes = routes()
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/sessions",
+      summary: "Create a session",
+      security,
+      request: { body: body(CreateSessionBody, false) },
+      responses: {
+        201: json(SessionInfo, "the new session"),
+        409: json(ErrorEnvelope, "already_exists"),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const info = await repo(c).createSession(c.req.valid("json") ?? {});
+      return c.json(info, 201, { ETag: leafTag(info.leafId) });
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/sessions",
+      summary: "List sessions, newest first",
+      security,
+      request: { query: ListSessionsQuery },
+      responses: { 200: json(SessionPage, "a page of sessions"), ...errors },
+    }),
+    async (c) => c.json(await repo(c).list(c.req.valid("query")), 200),
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/sessions/{sid}",
+      summary: "Describe a session",
+      security,
+      request: { params: SessionIdParam },
+      responses: { 200: json(SessionInfo, "the session; ETag is its leaf"), ...errors },
+    }),
+    async (c) => {
+      const info = await sessionStorage(c, c.req.valid("param").sid).getInfo();
+      return c.json(info, 200, { ETag: leafTag(info.leafId) });
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "patch",
+      path: "/v1/sessions/{sid}",
+      summary: "Rename, or change the system prompt or metadata",
+      security,
+      request: { params: SessionIdParam, body: body(PatchSessionBody) },
+      responses: { 200: json(SessionInfo, "the session"), ...errors },
+    }),
+    async (c) => {
+      const storage = sessionStorage(c, c.req.valid("param").sid);
+      const { name, ...header } = c.req.valid("json");
+      if (name !== undefined) await storage.appendEntries([{ type: "session_info", name }]);
+      if (Object.values(header).some((v) => v !== undefined)) await storage.updateHeader(header);
+      const info = await storage.getInfo();
+      return c.json(info, 200, { ETag: leafTag(info.leafId) });
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "delete",
+      path: "/v1/sessions/{sid}",
+      summary: "Delete a session",
+      security,
+      request: { params: SessionIdParam },
+      responses: { 204: { description: "deleted" }, ...errors },
+    }),
+    async (c) => {
+      await sessionStorage(c, c.req.valid("param").sid).delete();
+      return c.body(null, 204);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/sessions/{sid}/fork",
+      summary: "A new session holding the path to an entry",
+      security,
+      request: { params: SessionIdParam, body: body(ForkBody) },
+      responses: {
+        201: json(SessionInfo, "the new session"),
+        409: json(ErrorEnvelope, "already_exists"),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { entryId, ...options } = c.req.valid("json");
+      const fork = await sessionStorage(c, c.req.valid("param").sid).fork(entryId, options);
+      const info = await fork.getInfo();
+      return c.json(info, 201, { ETag: leafTag(info.leafId) });
+    },
+  );

@@ -1,0 +1,109 @@
+import { exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { docsPage } from "../../src/http/docs/page";
+
+const get = (path: string) => exports.default.fetch(`http://sessions.test${path}`);
+
+/** The URLs a page would load or link to, from its src and href attributes. */
+function references(page: string): string[] {
+  return [...page.matchAll(/\s(?:src|href|action)="([^"]*)"/g)].map((match) => match[1] as string);
+}
+
+describe("/docs", () => {
+  it("is served by the Worker alone: no script, nothing from elsewhere, under a policy that allows neither", async () => {
+    const res = await get("/docs");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Content-Type")).toBe("text/html; charset=utf-8");
+    const policy = res.headers.get("Content-Security-Policy") ?? "";
+    expect(policy).toContain("default-src 'none'");
+    expect(policy).not.toContain("script-src");
+    expect(policy).toContain("style-src 'self'");
+    expect(policy).toContain("frame-ancestors 'none'");
+    const page = await res.text();
+    expect(page).not.toMatch(/<script/i);
+    expect(page).not.toMatch(/\sstyle="/i);
+    expect(page).not.toContain("cdn.jsdelivr");
+    for (const url of references(page)) expect(url, url).toMatch(/^(\/(?!\/)|#)/);
+    // Every resource it loads answers from the Worker.
+    for (const url of references(page).filter((u) => u.startsWith("/") && !u.startsWith("/v1/"))) {
+      const asset = await get(url);
+      expect(asset.status, url).toBe(200);
+      await asset.body?.cancel();
+    }
+    const style = await get("/docs/docs.css");
+    expect(style.headers.get("Content-Type")).toBe("text/css; charset=utf-8");
+  });
+
+  it("describes every operation and every schema of the OpenAPI document", async () => {
+    const spec = (await (await get("/v1/openapi.json")).json()) as {
+      paths: Record<string, Record<string, { summary?: string }>>;
+      components: { schemas: Record<string, unknown> };
+    };
+    const page = await (await get("/docs")).text();
+    let operations = 0;
+    for (const [path, item] of Object.entries(spec.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        operations++;
+        expect(page).toContain(
+          `<span class="method method-${method}">${method.toUpperCase()}</span> <code class="path">${path}</code>`,
+        );
+        if (operation.summary) expect(page).toContain(operation.summary.replace(/&/g, "&amp;"));
+      }
+    }
+    expect(operations).toBeGreaterThanOrEqual(17);
+    expect(page.match(/<details class="operation"/g)?.length).toBe(operations);
+    for (const name of Object.keys(spec.components.schemas)) expect(page).toContain(`id="schema-${name}"`);
+    // The append body's entry shapes, by their type.
+    for (const type of ["message", "compaction", "branch_summary", "label"]) {
+      expect(page).toContain(`type <code>&quot;${type}&quot;</code>`);
+    }
+    expect(page).toContain('<a href="#schema-StoredEntry">StoredEntry</a>');
+  });
+
+  it("escapes every text of the document", () => {
+    const hostile = '<script>alert("x")</script>';
+    const page = docsPage(
+      {
+        info: { title: hostile, version: hostile, description: hostile },
+        paths: {
+          [`/v1/${hostile}`]: {
+            get: {
+              summary: hostile,
+              description: hostile,
+              parameters: [{ name: hostile, in: "query", schema: { type: "string", pattern: hostile } }],
+              responses: {
+                200: {
+                  description: hostile,
+                  content: { "application/json": { schema: { enum: [hostile] } } },
+                },
+              },
+            },
+          },
+        },
+        components: {
+          schemas: {
+            Thing: { type: "object", properties: { [hostile]: { type: "string", example: hostile } } },
+          },
+        },
+      },
+      { style: "/docs/docs.css", icon: "/favicon.svg", spec: "/v1/openapi.json" },
+    );
+    expect(page).not.toContain("<script");
+    expect(page).toContain("&lt;script&gt;");
+  });
+});
+
+describe("icon", () => {
+  it("is served at /favicon.svg and /favicon.ico, and the viewer and the docs declare it", async () => {
+    for (const path of ["/favicon.svg", "/favicon.ico"]) {
+      const res = await get(path);
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get("Content-Type")).toBe("image/svg+xml");
+      expect(await res.text()).toMatch(/^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+    }
+    for (const page of ["/", "/docs"]) {
+      const text = await (await get(page)).text();
+      expect(text, page).toContain('<link rel="icon" href="/favicon.svg" type="image/svg+xml">');
+    }
+  });
+});

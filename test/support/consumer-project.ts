@@ -1,5 +1,14 @@
 import { execFile } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 
@@ -89,6 +98,8 @@ export interface ConsumerProject {
   dir: string;
   /** Writes a file of the project (folders made as needed). */
   write(path: string, text: string): void;
+  /** Makes a package of this repository's node_modules (a model API's client) importable. */
+  link(name: string): void;
   /** Type-checks with `tsc -p <tsconfig>`; the compiler's output, empty when clean. */
   typecheck(tsconfig: string): Promise<Run>;
   remove(): void;
@@ -114,6 +125,9 @@ export async function consumerProject(tarball: string): Promise<ConsumerProject>
     write(path, text) {
       mkdirSync(dirname(join(dir, path)), { recursive: true });
       writeFileSync(join(dir, path), text);
+    },
+    link(name) {
+      if (!existsSync(join(dir, "node_modules", name))) link(dir, name);
     },
     typecheck(tsconfig) {
       return run(process.execPath, [join(modules, "typescript/bin/tsc"), "-p", tsconfig], { cwd: dir });

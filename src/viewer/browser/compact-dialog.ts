@@ -2,7 +2,6 @@ import type { TreeEntry } from "../../core";
 import {
   buildSessionContext,
   DEFAULT_KEEP_RECENT_TOKENS,
-  estimateContextTokens,
   estimateTokens,
   prepareCompaction,
   SessionError,
@@ -32,8 +31,11 @@ function plan(path: readonly TreeEntry[], keepRecentTokens: number): Plan {
       messages: dropped.length,
     };
   } catch (error) {
-    if (error instanceof SessionError && error.code === "nothing_to_compact")
-      return { nothing: error.message };
+    if (error instanceof SessionError && error.code === "nothing_to_compact") {
+      // The one reason a choice can change is said in the dialog's words; the others as they come.
+      const fits = error.message.startsWith("nothing would be dropped");
+      return { nothing: fits ? "the whole branch fits in what is kept" : error.message };
+    }
     throw error;
   }
 }
@@ -83,8 +85,12 @@ export async function chooseKeepTokens(sessionId: string): Promise<number | null
   }
   // Closed while the branch was read.
   if (!dialog.open) return null;
-  const tokens = estimateContextTokens(buildSessionContext(path).messages);
-  els.compactContext.textContent = `The context at the leaf is ≈ ${count(tokens, "token")}.`;
+  // The estimate the context pane shows, and the one compaction counts what it keeps in.
+  const tokens = buildSessionContext(path).messages.reduce(
+    (sum, message) => sum + estimateTokens(message),
+    0,
+  );
+  els.compactContext.textContent = `The context at the leaf is ≈ ${count(tokens, "token")} (estimate).`;
   els.compactContext.dataset.tokens = String(tokens);
   const initial = Math.min(DEFAULT_KEEP_RECENT_TOKENS, Math.floor(tokens / 2));
   els.compactKeepRange.max = String(Math.max(tokens, 1));

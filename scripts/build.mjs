@@ -4,7 +4,7 @@
 // viewer's bundle among them (scripts/build-viewer.mjs).
 // `--skip-types` leaves the declarations out (the tests that only run the command line).
 import { execFileSync } from "node:child_process";
-import { rmSync } from "node:fs";
+import { existsSync, readdirSync, rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { buildViewer } from "./build-viewer.mjs";
@@ -23,7 +23,9 @@ const common = {
   logLevel: "warning",
 };
 
-rmSync(`${root}/dist`, { recursive: true, force: true });
+// Chunk names change with their content: old ones go. Declarations built before stay when skipped.
+for (const name of existsSync(`${root}/dist`) ? readdirSync(`${root}/dist`) : [])
+  if (!(skipTypes && name === "types")) rmSync(`${root}/dist/${name}`, { recursive: true, force: true });
 
 // One build with shared chunks, so `cf-sessions`, `cf-sessions/client` and `cf-sessions/node` hold
 // the same classes: a `SessionError` thrown by the client is an `instanceof` the core's.

@@ -81,6 +81,36 @@ describe("the installed package", () => {
     expect(JSON.parse(ran.stdout)).toEqual({ messages: 1, listed: ["on-disk"], clientError: "not_found" });
   });
 
+  it("bundles a Worker of one's own with wrangler, from the package's Workers sources", async () => {
+    project.write(
+      "wrangler.toml",
+      [
+        'name = "consumer"',
+        'main = "src/worker.ts"',
+        'compatibility_date = "2026-11-01"',
+        "[[durable_objects.bindings]]",
+        'name = "SESSIONS"',
+        'class_name = "SessionObject"',
+        "[[durable_objects.bindings]]",
+        'name = "DIRECTORY"',
+        'class_name = "SessionDirectory"',
+        "[[migrations]]",
+        'tag = "v1"',
+        'new_sqlite_classes = ["SessionObject", "SessionDirectory"]',
+      ].join("\n"),
+    );
+    const wrangler = join(root, "node_modules/wrangler/bin/wrangler.js");
+    const bundled = await run(process.execPath, [wrangler, "deploy", "--dry-run", "--outdir", "bundle"], {
+      cwd: project.dir,
+      env: { WRANGLER_SEND_METRICS: "false", CI: "1" },
+    });
+    expect(bundled.code, bundled.stdout + bundled.stderr).toBe(0);
+    const script = readFileSync(join(project.dir, "bundle/worker.js"), "utf8");
+    // The Durable Object classes exported, and the viewer's bundle built into the Worker.
+    expect(script).toMatch(/export \{[^}]*\bSessionDirectory\b[^}]*\bSessionObject\b/);
+    expect(script).toContain("viewerScript");
+  });
+
   it("starts the command line with npx", async () => {
     const help = await run("npx", ["--no-install", "cf-sessions", "--help"], { cwd: project.dir });
     expect(help.code).toBe(0);

@@ -104,6 +104,16 @@ describe("export and import", () => {
     expect(refused.body.error.code).toBe("already_exists");
     expect(refused.body.error.details).toEqual({ id, entryId: "e2" });
     expect((await api("GET", `/v1/sessions/${id}/entries`)).body).toEqual(before);
+    const spec = (await api("GET", "/v1/openapi.json", { key: null })).body;
+    const operation = spec.paths["/v1/sessions/import"].post;
+    expect(operation.parameters).toContainEqual(
+      expect.objectContaining({
+        name: "mode",
+        in: "query",
+        schema: expect.objectContaining({ enum: ["sync"] }),
+      }),
+    );
+    expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(["200", "201", "409"]));
     // Without mode=sync the file's session is copied under a new id, as before.
     const copied = await importFile(grown, "?format=pi");
     expect(copied.status).toBe(201);

@@ -11,6 +11,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { transform } from "esbuild";
 
 /*
  * A project of someone who installed the package: a temp folder where `npm install` put the
@@ -100,6 +101,8 @@ export interface ConsumerProject {
   write(path: string, text: string): void;
   /** Makes a package of this repository's node_modules (a model API's client) importable. */
   link(name: string): void;
+  /** Writes `to` as `from` without its types (imports untouched), to run in Node. */
+  stripTypes(from: string, to: string): Promise<void>;
   /** Type-checks with `tsc -p <tsconfig>`; the compiler's output, empty when clean. */
   typecheck(tsconfig: string): Promise<Run>;
   remove(): void;
@@ -120,14 +123,22 @@ export async function consumerProject(tarball: string): Promise<ConsumerProject>
   // What a consumer brings itself: the types of its runtime.
   link(dir, "@types/node");
   link(dir, "@cloudflare/workers-types");
+  const write = (path: string, text: string) => {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  };
   return {
     dir,
-    write(path, text) {
-      mkdirSync(dirname(join(dir, path)), { recursive: true });
-      writeFileSync(join(dir, path), text);
-    },
+    write,
     link(name) {
       if (!existsSync(join(dir, "node_modules", name))) link(dir, name);
+    },
+    async stripTypes(from, to) {
+      const { code } = await transform(readFileSync(join(dir, from), "utf8"), {
+        loader: "ts",
+        format: "esm",
+      });
+      write(to, code);
     },
     typecheck(tsconfig) {
       return run(process.execPath, [join(modules, "typescript/bin/tsc"), "-p", tsconfig], { cwd: dir });

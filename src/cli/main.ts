@@ -5,6 +5,7 @@ import { writeFileAtomically } from "./atomic-file";
 import { checkProgress, importFiles } from "./import-files";
 import type { Output } from "./output";
 import { columns, fail, UsageError } from "./output";
+import { eventLine } from "./tail";
 import { drawTree } from "./tree-text";
 
 /*
@@ -29,6 +30,7 @@ commands:
   export <id>                 a session as NDJSON (native or pi)
   fork <id> <entry>           a new session holding the path to <entry>
   rm <id>                     delete a session
+  tail <id>                   follow a session's entries as they are written (like tail -f)
 
 options (every command):
   --url <url>       the service (default: $CF_SESSIONS_URL, else http://127.0.0.1:8787)
@@ -78,6 +80,11 @@ options (every command):
 
   --before      fork at the parent of a user message (to edit and resend it)`,
   rm: `usage: cf-sessions rm <id>`,
+  tail: `usage: cf-sessions tail <id> [--after seq]
+
+  Prints each entry as it is written, and head moves, until the session is deleted or you stop
+  it (Ctrl-C). --after replays the entries after that seq first. Reconnects by itself after a
+  dropped connection, missing nothing. --json: one event per line.`,
 };
 
 function arg(positionals: string[], index: number, name: string): string {
@@ -295,6 +302,20 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
           ? JSON.stringify(info)
           : `forked into ${info.id} (${info.entryCount} entries, leaf ${info.leafId})`,
       );
+      return 0;
+    }
+    case "tail": {
+      const session = await client.open(arg(rest, 0, "id"));
+      const stop = new AbortController();
+      const interrupt = () => stop.abort();
+      process.once("SIGINT", interrupt);
+      try {
+        for await (const event of session.watch({ after: number(values.after), signal: stop.signal })) {
+          output.out(json ? JSON.stringify(event) : eventLine(event, gist));
+        }
+      } finally {
+        process.off("SIGINT", interrupt);
+      }
       return 0;
     }
     case "rm": {

@@ -1,4 +1,5 @@
 import type {
+  AgentMessage,
   AppendOptions,
   AppendResult,
   CompactionEntry,
@@ -20,6 +21,7 @@ import type {
   NavigateResult,
   SessionContext,
   SessionEntry,
+  SessionEvent,
   SessionHeader,
   SessionInfo,
   SessionPage,
@@ -46,6 +48,8 @@ import {
 } from "../core";
 import type { ClientOptions } from "./transport";
 import { Transport } from "./transport";
+import type { WatchOptions } from "./watch";
+import { watchStream } from "./watch";
 
 /** A session the service created from a file, and what it repaired in the file to do so. */
 export interface FileImport {
@@ -76,6 +80,14 @@ function sessionPath(id: string, rest = ""): string {
 function withIds(entries: readonly EntryInput[]): EntryInput[] {
   return entries.map((entry) => (entry.id === undefined ? { ...entry, id: newId() } : entry));
 }
+
+/** Contexts a session keeps to ask for deltas. */
+const KEPT_CONTEXTS = 4;
+
+/** A context answer of the service: whole, or what was appended since a version read before. */
+export type ContextAnswer =
+  | (SessionContext & { version: string; reset?: true })
+  | (Omit<SessionContext, "messages"> & { version: string; since: string; append: AgentMessage[] });
 
 type ServiceCompactOptions = Omit<CompactOptions, "summarizer" | "signal">;
 type ServiceNavigateOptions = Omit<NavigateOptions, "summarizer" | "signal">;
@@ -205,9 +217,10 @@ export class RemoteStorage implements SessionStorage {
   }
 
   /** The context the service builds for a leaf (the head when undefined). */
-  async context(leafId?: string | null): Promise<SessionContext> {
-    if (leafId !== null)
-      return this.#http.json<SessionContext>("GET", this.#path("/context"), { query: { leafId } });
+  async context(leafId?: string | null, since?: string): Promise<ContextAnswer> {
+    if (leafId !== null) {
+      return this.#http.json<ContextAnswer>("GET", this.#path("/context"), { query: { leafId, since } });
+    }
     const info = await this.getInfo();
     return {
       systemPrompt: info.systemPrompt ?? "",
@@ -215,7 +228,13 @@ export class RemoteStorage implements SessionStorage {
       thinkingLevel: "off",
       model: null,
       activeToolNames: null,
+      version: "",
     };
+  }
+
+  /** The session's events as they happen (see `watchStream`). */
+  watch(options: WatchOptions = {}): AsyncGenerator<SessionEvent> {
+    return watchStream(this.#http, this.#path("/events"), options);
   }
 
   /** Compacts with the service's summarizer (or the summary given). */
@@ -271,15 +290,54 @@ export class RemoteStorage implements SessionStorage {
  */
 export class RemoteSession extends Session {
   declare readonly storage: RemoteStorage;
+  /** The last context read per leaf ("" for the head), with its version. */
+  readonly #known = new Map<string, { version: string; context: SessionContext }>();
 
   constructor(storage: RemoteStorage) {
     super(storage);
   }
 
+  /**
+   * The context, from the service. The last one read for each leaf is kept, and the next read
+   * asks only for what was appended since (`?since=`), so an agent turn moves the new messages,
+   * not the history.
+   */
   override async buildContext(options: ContextOptions = {}): Promise<SessionContext> {
     if (options.entryProjectors || options.transforms) return super.buildContext(options);
-    const context = await this.storage.context(options.leafId);
-    return options.systemPrompt === undefined ? context : { ...context, systemPrompt: options.systemPrompt };
+    const key = options.leafId === undefined ? "" : String(options.leafId);
+    const known = this.#known.get(key);
+    const answer = await this.storage.context(options.leafId, known?.version);
+    let context: SessionContext;
+    if ("append" in answer) {
+      const { version: _version, since, append, ...settings } = answer;
+      if (!known || since !== known.version) return this.#reread(key, options);
+      context = { ...settings, messages: [...known.context.messages, ...append] };
+    } else {
+      const { version: _version, reset: _reset, ...whole } = answer;
+      context = whole;
+    }
+    this.#remember(key, answer.version, context);
+    const copy = { ...context, messages: [...context.messages] };
+    return options.systemPrompt === undefined ? copy : { ...copy, systemPrompt: options.systemPrompt };
+  }
+
+  /** A delta that does not fit what is kept: forget it and read the whole context. */
+  #reread(key: string, options: ContextOptions): Promise<SessionContext> {
+    this.#known.delete(key);
+    return this.buildContext(options);
+  }
+
+  #remember(key: string, version: string, context: SessionContext): void {
+    if (!version) return;
+    this.#known.delete(key);
+    this.#known.set(key, { version, context });
+    // A few leaves at most: an agent reads the head, a viewer the entries it shows.
+    if (this.#known.size > KEPT_CONTEXTS) this.#known.delete(this.#known.keys().next().value as string);
+  }
+
+  /** The session's events as they happen: replay after `after`, then live, reconnecting as needed. */
+  watch(options: WatchOptions = {}): AsyncGenerator<SessionEvent> {
+    return this.storage.watch(options);
   }
 
   override compact(options: CompactOptions = {}): Promise<StoredEntry<CompactionEntry>> {

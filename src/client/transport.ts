@@ -25,6 +25,8 @@ export interface RequestOptions {
    * and appends whose entries carry ids). 429 and 503 are retried whatever this says.
    */
   idempotent?: boolean;
+  /** Aborts the request (and reading its answer). */
+  signal?: AbortSignal;
 }
 
 const RETRY_STATUSES = new Set([429, 503]);
@@ -141,6 +143,6 @@ export class Transport {
       body = JSON.stringify(options.body);
       headers.set("Content-Type", "application/json");
     }
-    return new Request(this.url(path, options.query), { method, headers, body });
+    return new Request(this.url(path, options.query), { method, headers, body, signal: options.signal });
   }
 }

@@ -8,6 +8,7 @@ export * from "./compaction";
 export * from "./context";
 export * from "./entries";
 export * from "./errors";
+export * from "./events";
 export * from "./fork";
 export * from "./header";
 export * from "./ids";

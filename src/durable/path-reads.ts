@@ -119,13 +119,32 @@ export class PathReads {
   }
 
   /** The context's messages as JSON, a page of entries at a time. */
-  *messagePages(plan: ContextPlan): Generator<string[]> {
+  *messagePages(plan: Pick<ContextPlan, "compaction" | "seqs">): Generator<string[]> {
     const compactionId = plan.compaction?.id;
     if (plan.compaction) yield projectEntries([plan.compaction], compactionId).map((m) => JSON.stringify(m));
-    for (let rest = plan.seqs; rest.length > 0; ) {
+    yield* this.projectedPages(plan.seqs, compactionId);
+  }
+
+  /** The messages the entries of `seqs` project to, as JSON, a page of entries at a time. */
+  *projectedPages(seqs: readonly number[], compactionId: string | undefined): Generator<string[]> {
+    for (let rest = seqs; rest.length > 0; ) {
       const page = this.#rows.page(rest);
       yield projectEntries(page.entries as TreeEntry[], compactionId).map((m) => JSON.stringify(m));
       rest = page.rest;
     }
+  }
+
+  /**
+   * Seqs of the entries on `to`'s path after `from`, in path order, when `from` is `to` or one of
+   * its ancestors; undefined otherwise. Walks only the part between the two.
+   */
+  pathAfter(from: Node, to: Node): number[] | undefined {
+    if (from.depth === null || to.depth === null || from.depth > to.depth) return undefined;
+    const steps = this.#walk(to.seq, from.depth);
+    if (steps[steps.length - 1]?.seq !== from.seq) return undefined;
+    return steps
+      .slice(0, -1)
+      .map((step) => step.seq)
+      .reverse();
   }
 }

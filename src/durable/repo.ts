@@ -119,9 +119,36 @@ export class SessionObjectStorage implements SessionStorage {
     return (await this.#drain(await call<EntryPage>(this.#stub.branch(leafId)))) as StoredEntry<TreeEntry>[];
   }
 
-  /** The context of a leaf (the head when undefined) as JSON, streamed from the object. */
-  context(leafId?: string | null): Promise<ReadableStream<Uint8Array>> {
-    return call(this.#stub.context(leafId));
+  /**
+   * The context of a leaf (the head when undefined) as JSON, streamed from the object, with its
+   * version; only what was appended when it grew from the version `since`.
+   */
+  context(
+    leafId?: string | null,
+    since?: string,
+  ): Promise<{ version: string; kind: "full" | "delta"; body: ReadableStream<Uint8Array> }> {
+    return call(this.#stub.context(leafId, since));
+  }
+
+  /**
+   * The session's events as Server-Sent Events: after `after` replayed from storage, then live
+   * (without `after`, live from now).
+   */
+  events(after: number | undefined, payload: boolean): Promise<ReadableStream<Uint8Array>> {
+    return call(this.#stub.events(after, payload));
+  }
+
+  /** Hands a WebSocket upgrade (already authenticated) to the session's object. */
+  openSocket(request: Request): Promise<Response> {
+    return this.#stub.fetch(request);
+  }
+
+  mintTicket(): Promise<{ ticket: string; expiresAt: string }> {
+    return call(this.#stub.mintTicket());
+  }
+
+  redeemTicket(ticket: string): Promise<boolean> {
+    return this.#stub.redeemTicket(ticket);
   }
 
   async getContextPath(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {

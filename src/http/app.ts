@@ -11,8 +11,10 @@ import { rateLimit } from "./rate-limit";
 import { compactionRoutes } from "./routes/compaction";
 import { contextRoutes } from "./routes/context";
 import { entryRoutes } from "./routes/entries";
+import { eventRoutes } from "./routes/events";
 import { IMPORT_PATH, interchangeRoutes } from "./routes/interchange";
 import { sessionRoutes } from "./routes/sessions";
+import { socketTicket } from "./socket-ticket";
 
 const OPENAPI_PATH = "/v1/openapi.json";
 
@@ -46,6 +48,8 @@ export function createApp() {
 
   // Before anything reads a body or a credential: CORS, forged requests, declared sizes.
   app.use("/v1/*", cors, refuseCrossSite, bodyLimit);
+  // A WebSocket ticket authenticates its one connection, ahead of the usual credentials.
+  app.use("/v1/sessions/:sid/ws", socketTicket);
   // Matches /v1/sessions itself too. Imports are NDJSON and read their own body.
   app.use("/v1/sessions/*", authenticate, rateLimit, jsonBody([IMPORT_PATH]));
 
@@ -53,6 +57,7 @@ export function createApp() {
     .route("/", sessionRoutes)
     .route("/", entryRoutes)
     .route("/", contextRoutes)
+    .route("/", eventRoutes)
     .route("/", compactionRoutes)
     .route("/", interchangeRoutes);
 }

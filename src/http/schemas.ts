@@ -11,6 +11,7 @@ import {
   ListOptions,
   MAX_BATCH_ENTRIES,
   NavigateRequest,
+  SessionContext,
   SessionEntry,
   SessionInfo,
   SessionPatch,
@@ -78,6 +79,29 @@ export const EntriesQuery = EntryQuery.extend({
 export const EntriesPage = z.object({ entries: z.array(StoredEntry), nextCursor: z.string().nullable() });
 
 export const LeafQuery = z.object({ leafId: Id.optional() });
+
+export const ContextQuery = LeafQuery.extend({
+  since: z
+    .string()
+    .max(64)
+    .optional()
+    .meta({ description: "the version of a context read before: answer only what was appended since" }),
+});
+
+const Version = z.string().meta({ description: "the context's version (also its ETag)" });
+
+/** A whole context, with its version; `reset` when `since` was asked and the context did not just grow. */
+export const FullContext = SessionContext.extend({
+  version: Version,
+  reset: z.literal(true).optional(),
+}).meta({ id: "FullContext" });
+
+/** What was appended to the context since the version `since`, and its settings now. */
+export const ContextDelta = SessionContext.omit({ messages: true })
+  .extend({ version: Version, since: z.string(), append: SessionContext.shape.messages })
+  .meta({ id: "ContextDelta" });
+
+export const ContextAnswer = z.union([FullContext, ContextDelta]);
 export const BranchResponse = z.object({ entries: z.array(StoredEntry) });
 export const CompactResponse = z.object({ entry: StoredEntry });
 

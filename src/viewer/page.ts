@@ -18,6 +18,7 @@ export function viewerPage(assets: { script: string; style: string; icon: string
   <h1>cf-sessions</h1>
   <span class="topbar-note">session trees</span>
   <span class="spacer"></span>
+  <span id="live-status" class="live-status" role="status" hidden></span>
   <button type="button" id="token-button">API token…</button>
   <a href="/docs">API docs</a>
 </header>

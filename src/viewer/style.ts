@@ -70,6 +70,9 @@ input[type=search], input[type=text], input[type=password] {
 .topbar h1 { font-size: 16px; margin: 0; }
 .topbar a { color: var(--accent); }
 .topbar-note { color: var(--muted); }
+.live-status { color: var(--muted); font-size: 12px; }
+.live-status[data-status="live"] { color: #1a7f37; }
+.live-status[data-status="reconnecting"] { color: #9a6700; }
 
 .error {
   display: flex; align-items: flex-start; gap: 8px; margin: 8px 16px 0; padding: 8px 12px;

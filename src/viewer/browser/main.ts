@@ -5,7 +5,7 @@ import { select, showNoEntry } from "./entry-pane";
 import { clearError, showError } from "./error-bar";
 import { els } from "./page-elements";
 import { loadSessions, renderSessions } from "./session-list";
-import { openSession, POLL_MS, poll, refreshSession } from "./session-view";
+import { openSession, refreshSession } from "./session-view";
 import { installTreeEvents } from "./tree-view";
 import { view } from "./view-state";
 
@@ -53,7 +53,6 @@ async function start(): Promise<void> {
   } catch (error) {
     showError(error);
   }
-  setInterval(poll, POLL_MS);
 }
 
 void start();

@@ -14,6 +14,7 @@ export const els = {
   errorText: element("error-text", HTMLParagraphElement),
   errorDismiss: element("error-dismiss", HTMLButtonElement),
   tokenButton: element("token-button", HTMLButtonElement),
+  liveStatus: element("live-status", HTMLSpanElement),
   tokenDialog: element("token-dialog", HTMLDialogElement),
   tokenReason: element("token-reason", HTMLParagraphElement),
   tokenInput: element("token-input", HTMLInputElement),

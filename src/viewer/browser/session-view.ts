@@ -139,7 +139,8 @@ export function watchSession(sessionId: string): void {
         if (event.event === "entry" || event.event === "session" || event.event === "leaf") scheduleRefresh();
       }
     } catch (error) {
-      if (!stop.signal.aborted && view.sessionId === sessionId) showError(error);
+      // Before the session opened, opening it failed too and says so itself (openSession).
+      if (!stop.signal.aborted && view.sessionId === sessionId && view.info) showError(error);
     }
   })();
 }

@@ -34,10 +34,13 @@ import type {
   SessionRepo,
   SessionStorage,
   StoredEntry,
+  SyncResult,
+  SyncSummary,
   TreeEntry,
   TreeNode,
 } from "../core";
 import {
+  checkFormat,
   checkSessionId,
   contextForModel,
   entryPage,
@@ -46,6 +49,7 @@ import {
   leafTag,
   modelRefString,
   newId,
+  parseImport,
   Session,
   SessionError,
   walkTree,
@@ -60,6 +64,16 @@ export interface FileImport {
   session: RemoteSession;
   info: SessionInfo;
   warnings: ImportWarning[];
+}
+
+/** A file synced into its session on the service: what was done, and the session as it now is. */
+export interface FileSync extends FileImport, SyncSummary {}
+
+export interface FileImportOptions {
+  /** The file's format (default native). */
+  format?: ImportFormat | undefined;
+  /** The session's id; by default the one the file gives. */
+  id?: string | undefined;
 }
 
 function ifMatch(expected: string | null | undefined): Record<string, string> {
@@ -463,30 +477,60 @@ export class RemoteRepo implements SessionRepo {
   }
 
   /**
-   * Creates a session from an import file's text (native, pi, Claude Code or Codex), checked by the service, which
-   * reports what it repaired on the way in (`warnings`, by line).
+   * Creates a session from an import file's text (native, pi, Claude Code or Codex), checked by the
+   * service, which reports what it repaired on the way in (`warnings`, by line). The session takes
+   * the file's id unless `id` is given; when that id is taken the import fails with
+   * `already_exists` and writes nothing (`syncFile` appends what a file gained since).
    */
-  async importFile(text: string, options: { format?: ImportFormat; id?: string } = {}): Promise<FileImport> {
-    const { warnings, ...info } = await this.#http.json<SessionInfo & { warnings: ImportWarning[] }>(
-      "POST",
-      "v1/sessions/import",
-      {
-        query: { format: options.format, id: options.id },
-        raw: { body: text, contentType: "application/x-ndjson" },
-      },
-    );
-    return { session: new RemoteSession(this.storage(info.id)), info, warnings };
+  importFile(text: string, options: FileImportOptions = {}): Promise<FileImport> {
+    const format = checkFormat(options.format);
+    return this.#importText(text, { format, id: options.id ?? parseImport(format, text).header.id });
+  }
+
+  /**
+   * Syncs an import file's text into the session of its id (or `id`): creates it, appends what the
+   * file gained since the last sync, or writes nothing when it gained nothing; a session that
+   * differs from the file is `already_exists`, and nothing is written.
+   */
+  async syncFile(text: string, options: FileImportOptions = {}): Promise<FileSync> {
+    const { sync, ...imported } = await this.#importText(text, { ...options, mode: "sync" });
+    if (!sync) throw new SessionError("internal", "the service did not say what the sync did");
+    return { ...imported, ...sync };
+  }
+
+  async #importText(
+    text: string,
+    query: FileImportOptions & { mode?: "sync" },
+  ): Promise<FileImport & { sync?: SyncSummary }> {
+    const { warnings, sync, ...info } = await this.#http.json<
+      SessionInfo & { warnings: ImportWarning[]; sync?: SyncSummary }
+    >("POST", "v1/sessions/import", {
+      query: { format: query.format, id: query.id, mode: query.mode },
+      raw: { body: text, contentType: "application/x-ndjson" },
+    });
+    return { session: new RemoteSession(this.storage(info.id)), info, warnings, ...(sync ? { sync } : {}) };
+  }
+
+  /** The file as native NDJSON: how a parsed file travels to the service. */
+  #nativeText(file: ImportedSession): string {
+    const lines = [
+      JSON.stringify({ type: "session", format: "cf-session", version: 1, ...file.header }),
+      ...file.entries.map((entry) => JSON.stringify(entry)),
+    ];
+    return `${lines.join("\n")}\n`;
   }
 
   async importSession(file: ImportedSession, options: { id?: string } = {}): Promise<RemoteSession> {
-    const { header, entries } = file;
-    const lines = [
-      JSON.stringify({ type: "session", format: "cf-session", version: 1, ...header }),
-      ...entries.map((entry) => JSON.stringify(entry)),
-    ];
-    const { session } = await this.importFile(`${lines.join("\n")}\n`, { id: options.id });
-    if (leafAfter(entries) !== file.leafId) await session.setLeafId(file.leafId);
+    const { session } = await this.#importText(this.#nativeText(file), { id: options.id });
+    if (leafAfter(file.entries) !== file.leafId) await session.setLeafId(file.leafId);
     return session;
+  }
+
+  async syncSession(file: ImportedSession, options: { id?: string } = {}): Promise<SyncResult> {
+    const { session, status, appended } = await this.syncFile(this.#nativeText(file), { id: options.id });
+    if (status !== "unchanged" && leafAfter(file.entries) !== file.leafId)
+      await session.setLeafId(file.leafId);
+    return { session, status, appended };
   }
 
   async cleanup(): Promise<void> {}

@@ -28,5 +28,6 @@ export * from "./providers";
 export * from "./session";
 export * from "./storage";
 export * from "./summarizers";
+export * from "./sync-import";
 export * from "./tokens";
 export * from "./tree";

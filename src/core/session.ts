@@ -69,16 +69,16 @@ export interface ContextOptions extends BuildContextOptions {
 
 export interface ContextInOptions {
   /** Build for this leaf instead of the current one (`null`: no messages). */
-  leafId?: string | null;
+  leafId?: string | null | undefined;
   /** The model the request is for; default: the session's model (its last model change or reply). */
-  model?: ModelRef;
+  model?: ModelRef | undefined;
   /** Whether the model reads images (default true); without it, images become a short note. */
-  imageInput?: boolean;
+  imageInput?: boolean | undefined;
 }
 
 export interface ProviderMessageOptions extends EntryOptions {
   /** Who answered; default: the session's model (its last model change or reply). */
-  model?: ModelRef;
+  model?: ModelRef | undefined;
 }
 
 /** A session: the tree of entries over a storage, with the operations agents use. */

@@ -19,6 +19,7 @@ import type {
   SessionRepo,
   SessionStorage,
   StoredEntry,
+  SyncResult,
   TreeEntry,
   TreeNode,
 } from "../core";
@@ -27,7 +28,9 @@ import {
   checkSessionId,
   forkExtras,
   newSessionHeader,
+  openIfExists,
   Session,
+  syncImport,
   unwrap,
   writeImport,
 } from "../core";
@@ -298,6 +301,21 @@ export class DurableRepo implements SessionRepo {
     )) as SessionObjectStorage;
     await storage.publish();
     return new Session(storage);
+  }
+
+  /** Syncs a parsed file into its session (see `syncImport`); a new session is listed once complete. */
+  async syncSession(file: ImportedSession, options: { id?: string } = {}): Promise<SyncResult> {
+    const result = await syncImport(file, options, {
+      open: (id) =>
+        openIfExists(async () => {
+          const storage = this.storage(id);
+          await storage.getLeafId();
+          return storage;
+        }),
+      create: (header) => this.initialize(newSessionHeader(header), false),
+    });
+    if (result.status === "created") await (result.session.storage as SessionObjectStorage).publish();
+    return result;
   }
 
   async cleanup(): Promise<void> {}

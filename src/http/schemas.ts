@@ -18,6 +18,7 @@ import {
   SessionInfo,
   SessionPatch,
   StoredEntry,
+  SyncSummary,
 } from "../core";
 
 /*
@@ -193,6 +194,7 @@ export const ImportEntriesBody = z
 
 export const ImportResult = SessionInfo.extend({
   warnings: z.array(ImportWarning).meta({ description: "what was repaired to import the file, by line" }),
+  sync: SyncSummary.optional().meta({ description: "with mode=sync: what the sync did" }),
 }).meta({ id: "ImportResult" });
 
 export const ExportQuery = z.object({
@@ -202,4 +204,8 @@ export const ExportQuery = z.object({
 export const ImportQuery = z.object({
   format: z.string().optional().meta({ description: "native (default), pi, claude-code or codex" }),
   id: Id.optional().meta({ description: "the id to give the session (409 if taken)" }),
+  mode: z.enum(["sync"]).optional().meta({
+    description:
+      "sync: into the session of the file's id (or `id`), appending what the file gained since; 409 if the session differs from the file",
+  }),
 });

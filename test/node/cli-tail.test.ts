@@ -23,7 +23,7 @@ afterAll(async () => {
 /** Runs the command line, handing its output over line by line. */
 function run(args: string[]) {
   const child = spawn(process.execPath, [join(root, "dist/cli.js"), ...args], {
-    env: { ...process.env, SESSIONS_URL: server.url },
+    env: { ...process.env, CF_SESSIONS_URL: server.url },
   });
   const lines: string[] = [];
   let rest = "";

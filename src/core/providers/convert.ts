@@ -85,9 +85,9 @@ export function contextInFormat(
 /** The model a context is wanted for, when it is not the context's own. */
 export interface FormatTarget {
   /** Default: the context's model (its last model change or reply). */
-  model?: ModelRef;
+  model?: ModelRef | undefined;
   /** Whether the model reads images (default true); without it, images become a short note. */
-  imageInput?: boolean;
+  imageInput?: boolean | undefined;
 }
 
 /**

@@ -94,7 +94,12 @@ function renderSessionHeader(info: SessionInfo): void {
   ];
   els.sessionMeta.textContent = parts.filter(Boolean).join(" · ");
   els.sessionMeta.title = `created ${fullTime(info.createdAt)}, updated ${fullTime(info.updatedAt)}`;
-  els.compactButton.disabled = !info.leafId;
+  // A compaction at the leaf leaves nothing to drop, whatever is kept.
+  const leafIsCompaction = info.leafId !== null && view.nodes.get(info.leafId)?.type === "compaction";
+  els.compactButton.disabled = !info.leafId || leafIsCompaction;
+  els.compactButton.title = leafIsCompaction
+    ? "The leaf is already a compaction: nothing to compact until the session goes on."
+    : "Choose how much of the current branch to keep, and summarize the rest.";
 }
 
 /**
@@ -134,7 +139,8 @@ export function watchSession(sessionId: string): void {
         if (event.event === "entry" || event.event === "session" || event.event === "leaf") scheduleRefresh();
       }
     } catch (error) {
-      if (!stop.signal.aborted && view.sessionId === sessionId) showError(error);
+      // Before the session opened, opening it failed too and says so itself (openSession).
+      if (!stop.signal.aborted && view.sessionId === sessionId && view.info) showError(error);
     }
   })();
 }

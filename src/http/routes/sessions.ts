@@ -10,6 +10,7 @@ export const sessionRoutes = routes()
     createRoute({
       method: "post",
       path: "/v1/sessions",
+      operationId: "createSession",
       summary: "Create a session",
       security,
       request: { body: body(CreateSessionBody, false) },
@@ -28,6 +29,7 @@ export const sessionRoutes = routes()
     createRoute({
       method: "get",
       path: "/v1/sessions",
+      operationId: "listSessions",
       summary: "List sessions, newest first",
       security,
       request: { query: ListSessionsQuery },
@@ -39,6 +41,7 @@ export const sessionRoutes = routes()
     createRoute({
       method: "get",
       path: "/v1/sessions/{sid}",
+      operationId: "getSession",
       summary: "Describe a session",
       security,
       request: { params: SessionIdParam },
@@ -53,6 +56,7 @@ export const sessionRoutes = routes()
     createRoute({
       method: "patch",
       path: "/v1/sessions/{sid}",
+      operationId: "updateSession",
       summary: "Rename, or change the system prompt or metadata",
       security,
       request: { params: SessionIdParam, body: body(PatchSessionBody) },
@@ -71,6 +75,7 @@ export const sessionRoutes = routes()
     createRoute({
       method: "delete",
       path: "/v1/sessions/{sid}",
+      operationId: "deleteSession",
       summary: "Delete a session",
       security,
       request: { params: SessionIdParam },
@@ -85,6 +90,7 @@ export const sessionRoutes = routes()
     createRoute({
       method: "post",
       path: "/v1/sessions/{sid}/fork",
+      operationId: "forkSession",
       summary: "A new session holding the path to an entry",
       security,
       request: { params: SessionIdParam, body: body(ForkBody) },

@@ -7,7 +7,7 @@ import { startDevServer } from "../support/dev-server";
 
 /*
  * The OpenAPI document the service serves, checked by Redocly's linter with its recommended
- * rules (redocly.yaml; the one exception is in .redocly.lint-ignore.yaml, with its reason).
+ * rules (redocly.yaml; the exceptions are in .redocly.lint-ignore.yaml, each with its reason).
  */
 
 const root = resolve(import.meta.dirname, "../..");

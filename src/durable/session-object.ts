@@ -29,7 +29,13 @@ import {
 import type { EntryPage } from "./entry-rows";
 import type { DurableEnv } from "./env";
 import type { ForkSource } from "./fork-copy";
+import { logBackgroundFailure, tenantHash } from "./log-line";
+import type { MetricPoint } from "./metrics";
+import { measuredSummarizer, writeMetric } from "./metrics";
+import { quotaExceeded, quotasFor } from "./quotas";
+import type { ByteLimit } from "./sqlite-session";
 import { SqliteSession } from "./sqlite-session";
+import { tenantUsage } from "./tenant-usage";
 
 /** How long after a write the directory hears of it: writes in between are reported together. */
 const DEFAULT_SYNC_MS = 1000;
@@ -44,10 +50,14 @@ export class SessionObject extends DurableObject<DurableEnv> {
   #syncScheduled = false;
   #syncFailures = 0;
   #compacting = false;
+  /** What the session may hold after the write under way (set just before it, see `#limitedWrite`). */
+  #byteLimit: ByteLimit | undefined;
+  /** The bytes of the tenant's other sessions, as the directory last told them. */
+  #otherSessions: { bytes: number; at: number } | undefined;
 
   constructor(ctx: DurableObjectState, env: DurableEnv) {
     super(ctx, env);
-    this.#session = ctx.storage.transactionSync(() => new SqliteSession(ctx.storage));
+    this.#session = ctx.storage.transactionSync(() => new SqliteSession(ctx.storage, () => this.#byteLimit));
   }
 
   #run<T>(read: (store: SqliteSession) => T): Promise<Result<T>> {
@@ -63,21 +73,112 @@ export class SessionObject extends DurableObject<DurableEnv> {
     });
   }
 
+  /** A write that adds entries: refused when it would take the session past its byte quotas. */
+  async #limitedWrite<T>(write: (store: SqliteSession) => T): Promise<Result<T>> {
+    const limit = await capture(() => this.#limitBytes());
+    if (!limit.ok) return limit;
+    this.#byteLimit = limit.value;
+    try {
+      return await this.#write(write);
+    } finally {
+      this.#byteLimit = undefined;
+    }
+  }
+
+  #syncMs(): number {
+    const delay = Number(this.env.DIRECTORY_SYNC_MS ?? DEFAULT_SYNC_MS);
+    return Number.isFinite(delay) ? delay : DEFAULT_SYNC_MS;
+  }
+
+  /**
+   * The most bytes the session may hold after a write: its own quota, or what the tenant's quota
+   * leaves it beside the tenant's other sessions (as the directory knows them: their last
+   * reports, reused for one report interval). Without byte quotas, no limit and no directory call.
+   */
+  #limitBytes(): ByteLimit | undefined | Promise<ByteLimit | undefined> {
+    if (!this.#session.exists) return undefined;
+    const { tenant, header } = this.#session.state;
+    const quotas = quotasFor(this.env.QUOTAS, tenant);
+    const own: ByteLimit | undefined =
+      quotas.maxSessionBytes === undefined
+        ? undefined
+        : { maxBytes: quotas.maxSessionBytes, quota: "maxSessionBytes", limit: quotas.maxSessionBytes };
+    const tenantLimit = quotas.maxTenantBytes;
+    if (tenantLimit === undefined) return own;
+    return this.#otherSessionsBytes(tenant, header.id).then((others) => {
+      const room = tenantLimit - others;
+      if (own && own.maxBytes <= room) return own;
+      return { maxBytes: room, quota: "maxTenantBytes" as const, limit: tenantLimit };
+    });
+  }
+
+  async #otherSessionsBytes(tenant: string, id: string): Promise<number> {
+    const known = this.#otherSessions;
+    if (known && Date.now() - known.at < this.#syncMs()) return known.bytes;
+    try {
+      const { bytes } = await tenantUsage(this.env, tenant, id);
+      this.#otherSessions = { bytes, at: Date.now() };
+      return bytes;
+    } catch (error) {
+      // The directory cannot be asked: the write goes through on what was known (or nothing).
+      await logBackgroundFailure("tenant_quota_check", tenant, id, error);
+      return known?.bytes ?? 0;
+    }
+  }
+
+  /** Refuses a new session the tenant's quotas leave no room for (`bytes`: what it will hold). */
+  async #admit(tenant: string, bytes: number): Promise<void> {
+    const quotas = quotasFor(this.env.QUOTAS, tenant);
+    if (quotas.maxSessionBytes !== undefined && bytes > quotas.maxSessionBytes) {
+      throw quotaExceeded(
+        "maxSessionBytes",
+        quotas.maxSessionBytes,
+        `the session would hold ${bytes} bytes; the quota is ${quotas.maxSessionBytes}`,
+      );
+    }
+    if (quotas.maxSessions === undefined && quotas.maxTenantBytes === undefined) return;
+    const usage = await tenantUsage(this.env, tenant);
+    if (quotas.maxSessions !== undefined && usage.sessions >= quotas.maxSessions) {
+      throw quotaExceeded(
+        "maxSessions",
+        quotas.maxSessions,
+        `the tenant holds ${usage.sessions} sessions; the quota is ${quotas.maxSessions}`,
+      );
+    }
+    if (quotas.maxTenantBytes !== undefined && usage.bytes + bytes > quotas.maxTenantBytes) {
+      throw quotaExceeded(
+        "maxTenantBytes",
+        quotas.maxTenantBytes,
+        `the write would take this tenant past its quota of ${quotas.maxTenantBytes} bytes`,
+      );
+    }
+  }
+
+  /** Writes a data point for this session's tenant (nothing without the METRICS binding). */
+  async #metric(point: MetricPoint): Promise<void> {
+    if (!this.env.METRICS || !this.#session.exists) return;
+    writeMetric(this.env.METRICS, await tenantHash(this.#session.state.tenant), point);
+  }
+
+  async #logFailure(task: string, error: unknown, fields?: Record<string, number | string>): Promise<void> {
+    const state = this.#session.exists ? this.#session.state : undefined;
+    await logBackgroundFailure(task, state?.tenant ?? "", state?.header.id, error, fields);
+  }
+
   #scheduleSync(): void {
     if (this.#syncScheduled) return;
     this.#syncScheduled = true;
-    const delay = Number(this.env.DIRECTORY_SYNC_MS ?? DEFAULT_SYNC_MS);
-    this.ctx.storage
-      .setAlarm(Date.now() + (Number.isFinite(delay) ? delay : DEFAULT_SYNC_MS))
-      .catch((error) => {
-        this.#syncScheduled = false;
-        console.error("session: could not schedule the directory report", String(error));
-      });
+    this.ctx.storage.setAlarm(Date.now() + this.#syncMs()).catch((error) => {
+      this.#syncScheduled = false;
+      return this.#logFailure("schedule_directory_report", error);
+    });
   }
 
   async #report(): Promise<void> {
     const { tenant, incarnation, version } = this.#session.state;
-    await this.env.DIRECTORY.getByName(tenant).put({ info: this.#session.info(), incarnation, version });
+    const info = this.#session.info();
+    await this.env.DIRECTORY.getByName(tenant).put({ info, incarnation, version });
+    await this.#metric({ kind: "storage", sessionId: info.id, entries: info.entryCount, bytes: info.bytes });
   }
 
   /**
@@ -95,7 +196,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     } catch (error) {
       this.#syncFailures++;
       const wait = Math.min(MAX_RETRY_MS, 1000 * 2 ** this.#syncFailures);
-      console.error("session: directory report failed, retrying", { waitMs: wait, error: String(error) });
+      await this.#logFailure("directory_report", error, { retryInMs: wait, failures: this.#syncFailures });
       this.#syncScheduled = true;
       await this.ctx.storage.setAlarm(Date.now() + wait);
     }
@@ -111,7 +212,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
       getLeafId: async () => this.#session.state.leafId,
       getContextPath: async (leafId) => this.#session.contextEntries(leafId),
       appendEntries: async (entries, options) =>
-        unwrap(await this.#write((session) => session.appendEntries(entries, options))),
+        unwrap(await this.#limitedWrite((session) => session.appendEntries(entries, options))),
     };
   }
 
@@ -129,29 +230,57 @@ export class SessionObject extends DurableObject<DurableEnv> {
     const last = { ...autoCompaction };
     this.#session.setAutoCompaction({ ...last, state: "running" });
     const lastRunAt = nowIso();
+    const sessionId = header.id;
+    const started = Date.now();
+    const summaries: { outcome: "ok" | "failed"; durationMs: number }[] = [];
+    const summarizer = summarizerFromConfig(this.env);
+    let outcome = "ok";
     try {
       const entry = await compactSession(this.#compactionStorage(), {
         keepRecentTokens: settings.keepRecentTokens,
-        summarizer: summarizerFromConfig(this.env),
+        summarizer: measuredSummarizer(summarizer, (result, durationMs) =>
+          summaries.push({ outcome: result, durationMs }),
+        ),
       });
       this.#session.setAutoCompaction({ state: "idle", lastRunAt, lastEntryId: entry.id });
     } catch (error) {
+      outcome = error instanceof SessionError ? error.code : "internal";
       if (!this.#session.exists) return;
       if (error instanceof SessionError && error.code === "nothing_to_compact") {
         this.#session.setAutoCompaction({ state: "idle", lastRunAt });
       } else {
         const message = error instanceof Error ? error.message : String(error);
-        console.error("session: automatic compaction failed", message);
+        await this.#logFailure("auto_compaction", error);
         this.#session.setAutoCompaction({ state: "failed", lastRunAt, lastError: message });
       }
     } finally {
+      for (const summary of summaries) {
+        await this.#metric({ kind: "summary", sessionId, summarizer: summarizer.name, ...summary });
+      }
+      await this.#metric({
+        kind: "compaction",
+        sessionId,
+        trigger: "auto",
+        outcome,
+        durationMs: Date.now() - started,
+      });
       this.#compacting = false;
     }
   }
 
-  /** Creates the session; `publish` lists it at once (a fork publishes only once it is complete). */
-  async init(tenant: string, header: SessionHeader, publish: boolean): Promise<Result<SessionInfo>> {
+  /**
+   * Creates the session; `publish` lists it at once (a fork publishes only once it is complete).
+   * `bytes` is what it is about to receive (a fork's or an import's entries), so that the quotas
+   * refuse it before anything is written.
+   */
+  async init(
+    tenant: string,
+    header: SessionHeader,
+    publish: boolean,
+    bytes = 0,
+  ): Promise<Result<SessionInfo>> {
     return capture(async () => {
+      if (!this.#session.exists) await this.#admit(tenant, bytes);
       const info = this.ctx.storage.transactionSync(() => this.#session.init(tenant, newId(), header));
       if (publish) await this.publish();
       return info;
@@ -166,7 +295,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     try {
       await this.#report();
     } catch (error) {
-      console.error("session: directory report failed, will retry", String(error));
+      await this.#logFailure("directory_report", error, { retryInMs: this.#syncMs() });
       this.#scheduleSync();
     }
   }
@@ -176,6 +305,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return capture(async () => {
       const { tenant, incarnation, header } = this.#session.state;
       await this.env.DIRECTORY.getByName(tenant).remove(header.id, incarnation);
+      await this.#metric({ kind: "storage", sessionId: header.id, entries: 0, bytes: 0 });
       await this.ctx.storage.deleteAlarm();
       await this.ctx.storage.deleteAll();
       this.#session.reset();
@@ -200,7 +330,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   setLeaf(targetId: string | null, options: LeafOptions): Promise<Result<StoredEntry<LeafEntry>>> {
-    return this.#write((session) => session.setLeafId(targetId, options));
+    return this.#limitedWrite((session) => session.setLeafId(targetId, options));
   }
 
   entry(id: string): Promise<Result<StoredEntry | undefined>> {
@@ -228,15 +358,25 @@ export class SessionObject extends DurableObject<DurableEnv> {
   /** The context of a leaf as JSON, streamed: projected here, read page by page as it is sent. */
   context(leafId: string | null | undefined): Promise<Result<ReadableStream<Uint8Array>>> {
     return this.#run((session) => {
-      const { first, rest } = session.context(leafId);
+      const started = Date.now();
+      const { first, rest, source } = session.context(leafId);
+      const sessionId = session.state.header.id;
       const encoder = new TextEncoder();
+      const sent = (bytes: number) =>
+        this.#metric({ kind: "context", sessionId, source, bytes, durationMs: Date.now() - started });
       let pending: string | undefined = first;
+      let bytes = 0;
       return new ReadableStream<Uint8Array>({
         pull(controller) {
           const next = pending ?? rest.next().value;
           pending = undefined;
-          if (next === undefined) controller.close();
-          else controller.enqueue(encoder.encode(next));
+          if (next === undefined) {
+            controller.close();
+            return sent(bytes);
+          }
+          const chunk = encoder.encode(next);
+          bytes += chunk.byteLength;
+          controller.enqueue(chunk);
         },
         cancel() {
           rest.return?.();
@@ -257,15 +397,28 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return this.#run((session) => session.labels());
   }
 
-  append(
+  async append(
     entries: readonly unknown[],
     options: AppendOptions & { validated?: boolean },
   ): Promise<Result<AppendResult>> {
-    return this.#write((session) => session.appendEntries(entries, options));
+    let written = { sessionId: "", entries: 0, bytes: 0 };
+    const result = await this.#limitedWrite((session) => {
+      const { nextSeq, stats, header } = session.state;
+      const before = { seq: nextSeq, bytes: stats.bytes };
+      const answer = session.appendEntries(entries, options);
+      written = {
+        sessionId: header.id,
+        entries: session.state.nextSeq - before.seq,
+        bytes: session.state.stats.bytes - before.bytes,
+      };
+      return answer;
+    });
+    if (written.entries > 0) await this.#metric({ kind: "append", ...written });
+    return result;
   }
 
   importEntries(entries: readonly SessionEntry[], options: ImportOptions): Promise<Result<void>> {
-    return this.#write((session) => session.importEntries(entries, options));
+    return this.#limitedWrite((session) => session.importEntries(entries, options));
   }
 
   /** Entries as stored, for a copy (a fork) to another object. */
@@ -274,7 +427,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   importJson(json: string[]): Promise<Result<void>> {
-    return this.#write((session) => session.importJson(json));
+    return this.#limitedWrite((session) => session.importJson(json));
   }
 
   forkSource(targetId: string, position: LeafOptions["position"]): Promise<Result<ForkSource>> {

@@ -33,5 +33,7 @@ export default defineConfig({
     // The Worker serves the viewer's bundle, which must be built before it loads.
     globalSetup: ["./test/support/fake-llm.setup.ts", "./scripts/build-viewer.mjs"],
     testTimeout: 60_000,
+    // Every request writes a log line; the tests about those lines read them from a spy.
+    onConsoleLog: (log) => !log.startsWith('{"type":"request"'),
   },
 });

@@ -8,11 +8,13 @@ import { docsApp } from "./docs";
 import type { AppEnv } from "./env";
 import { notFound, onError } from "./errors";
 import { rateLimit } from "./rate-limit";
+import { requestLog } from "./request-log";
 import { compactionRoutes } from "./routes/compaction";
 import { contextRoutes } from "./routes/context";
 import { entryRoutes } from "./routes/entries";
 import { IMPORT_PATH, interchangeRoutes } from "./routes/interchange";
 import { sessionRoutes } from "./routes/sessions";
+import { usageRoutes } from "./routes/usage";
 
 const OPENAPI_PATH = "/v1/openapi.json";
 
@@ -28,12 +30,14 @@ const DOCUMENT = {
 /**
  * The service: health, the viewer and the API's documentation without credentials; every /v1
  * route behind the cross-site and size checks, authentication and the tenant's rate limit, and
- * one error envelope for every failure.
+ * one error envelope for every failure. Every request, whatever answers it, gets a request id and
+ * one log line (request-log.ts).
  */
 export function createApp() {
   const app = new OpenAPIHono<AppEnv>();
   app.onError(onError);
   app.notFound(notFound);
+  app.use("*", requestLog);
 
   app.get("/healthz", (c) => c.json({ ok: true }));
   app.route("/", viewerApp);
@@ -48,11 +52,13 @@ export function createApp() {
   app.use("/v1/*", cors, refuseCrossSite, bodyLimit);
   // Matches /v1/sessions itself too. Imports are NDJSON and read their own body.
   app.use("/v1/sessions/*", authenticate, rateLimit, jsonBody([IMPORT_PATH]));
+  app.use("/v1/usage", authenticate, rateLimit);
 
   return app
     .route("/", sessionRoutes)
     .route("/", entryRoutes)
     .route("/", contextRoutes)
     .route("/", compactionRoutes)
-    .route("/", interchangeRoutes);
+    .route("/", interchangeRoutes)
+    .route("/", usageRoutes);
 }

@@ -63,8 +63,9 @@ export function repo(c: Context<AppEnv>): DurableRepo {
   return new DurableRepo(c.env, c.get("caller").tenant);
 }
 
-/** One of the caller's sessions (each call on it checks that it exists). */
+/** One of the caller's sessions (each call on it checks that it exists); the request's log names it. */
 export function sessionStorage(c: Context<AppEnv>, sid: string): SessionObjectStorage {
+  c.set("sessionId", sid);
   return repo(c).storage(sid);
 }
 

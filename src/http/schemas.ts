@@ -99,3 +99,20 @@ export const ImportQuery = z.object({
   format: z.string().optional().meta({ description: "native (default), pi, claude-code or codex" }),
   id: Id.optional().meta({ description: "the id to give the session (409 if taken)" }),
 });
+
+const Count = z.number().int().nonnegative();
+
+export const UsageResponse = z
+  .object({
+    sessions: Count,
+    entries: Count.meta({ description: "entries in the tenant's sessions (leaf records not counted)" }),
+    bytes: Count.meta({ description: "UTF-8 bytes of the stored entries' JSON, as byte quotas count them" }),
+    quotas: z
+      .object({
+        maxSessions: Count.optional(),
+        maxSessionBytes: Count.optional(),
+        maxTenantBytes: Count.optional(),
+      })
+      .meta({ description: "the quotas that apply to the tenant; an absent one is no limit" }),
+  })
+  .meta({ id: "Usage" });

@@ -1,6 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
-import { leafTag, Session, summarizerFromConfig } from "../../core";
+import { leafTag, Session } from "../../core";
 import { ErrorEnvelope } from "../errors";
+import { recordEvent, summarizerFor, timed } from "../metrics";
 import { body, errors, json, routes, security, sessionStorage } from "../route-kit";
 import { CompactBody, CompactResponse, SessionIdParam } from "../schemas";
 
@@ -23,8 +24,14 @@ export const compactionRoutes = routes().openapi(
     },
   }),
   async (c) => {
-    const session = new Session(sessionStorage(c, c.req.valid("param").sid));
-    const entry = await session.compact({ ...c.req.valid("json"), summarizer: summarizerFromConfig(c.env) });
+    const sessionId = c.req.valid("param").sid;
+    const session = new Session(sessionStorage(c, sessionId));
+    const summarizer = await summarizerFor(c, sessionId);
+    const entry = await timed(
+      () => session.compact({ ...c.req.valid("json"), summarizer }),
+      (outcome, durationMs) =>
+        recordEvent(c, { kind: "compaction", sessionId, trigger: "manual", outcome, durationMs }),
+    );
     return c.json({ entry }, 201, { ETag: leafTag(entry.id) });
   },
 );

@@ -1,14 +1,8 @@
 import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
-import {
-  expectedLeaf,
-  leafTag,
-  NavigateResult,
-  Session,
-  SessionContext,
-  summarizerFromConfig,
-} from "../../core";
+import { expectedLeaf, leafTag, NavigateResult, Session, SessionContext } from "../../core";
 import { ErrorEnvelope } from "../errors";
+import { summarizerFor } from "../metrics";
 import { body, errors, json, routes, security, sessionStorage, streamedJson } from "../route-kit";
 import { LeafQuery, MoveLeafBody, SessionIdParam } from "../schemas";
 
@@ -48,11 +42,12 @@ export const contextRoutes = routes()
     }),
     async (c) => {
       const { targetId, ...options } = c.req.valid("json");
-      const session = new Session(sessionStorage(c, c.req.valid("param").sid));
+      const sid = c.req.valid("param").sid;
+      const session = new Session(sessionStorage(c, sid));
       const result = await session.navigate(targetId, {
         ...options,
         expectedLeafId: expectedLeaf(c.req.valid("header")["if-match"]),
-        summarizer: summarizerFromConfig(c.env),
+        summarizer: await summarizerFor(c, sid),
       });
       return c.json(result, 200, { ETag: leafTag(result.leafId) });
     },

@@ -11,6 +11,7 @@ import {
 } from "../../core";
 import { readNdjson } from "../body";
 import { ErrorEnvelope } from "../errors";
+import { recordEvent } from "../metrics";
 import { errors, json, ndjsonResponse, repo, routes, security, sessionStorage } from "../route-kit";
 import { ExportQuery, ImportQuery, ImportResult, SessionIdParam } from "../schemas";
 import { textStream } from "../stream";
@@ -74,10 +75,22 @@ export const interchangeRoutes = routes()
       },
     }),
     async (c) => {
+      const started = Date.now();
       const { format, id } = c.req.valid("query");
-      const file = parseImport(checkFormat(format), await readNdjson(c.req.raw));
+      const checked = checkFormat(format);
+      const file = parseImport(checked, await readNdjson(c));
       const session = await repo(c).importSession(file, id === undefined ? {} : { id });
       const info = await session.getInfo();
+      c.set("sessionId", info.id);
+      await recordEvent(c, {
+        kind: "import",
+        sessionId: info.id,
+        format: checked,
+        entries: info.entryCount,
+        bytes: info.bytes,
+        warnings: file.warnings.length,
+        durationMs: Date.now() - started,
+      });
       return c.json({ ...info, warnings: file.warnings }, 201, { ETag: leafTag(info.leafId) });
     },
   );

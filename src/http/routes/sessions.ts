@@ -1,6 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { leafTag, SessionInfo, SessionPage } from "../../core";
 import { ErrorEnvelope } from "../errors";
+import { recordEvent } from "../metrics";
 import { body, errors, json, repo, routes, security, sessionStorage } from "../route-kit";
 import { CreateSessionBody, ForkBody, ListSessionsQuery, PatchSessionBody, SessionIdParam } from "../schemas";
 
@@ -96,8 +97,18 @@ export const sessionRoutes = routes()
     }),
     async (c) => {
       const { entryId, ...options } = c.req.valid("json");
-      const fork = await sessionStorage(c, c.req.valid("param").sid).fork(entryId, options);
+      const sourceId = c.req.valid("param").sid;
+      const started = Date.now();
+      const fork = await sessionStorage(c, sourceId).fork(entryId, options);
       const info = await fork.getInfo();
+      await recordEvent(c, {
+        kind: "fork",
+        sessionId: info.id,
+        sourceId,
+        entries: info.entryCount,
+        bytes: info.bytes,
+        durationMs: Date.now() - started,
+      });
       return c.json(info, 201, { ETag: leafTag(info.leafId) });
     },
   );

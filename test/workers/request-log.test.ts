@@ -1,10 +1,11 @@
-import { env, exports } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { newId } from "../../src/core";
-import { errorSummary, tenantHash } from "../../src/durable";
+import { errorSummary, sessionObjectName, tenantHash } from "../../src/durable";
 import type { WorkerEnv } from "../../src/http/env";
 import worker from "../../src/worker";
-import { api, createSession, expectError, sid, userMessage } from "./helpers";
+import { api, createSession, sid, userMessage } from "./helpers";
 import { captureLogs, lineOf } from "./log-capture";
 
 const ctx = () => ({ waitUntil() {}, passThroughOnException() {}, props: {} }) as unknown as ExecutionContext;
@@ -252,8 +253,6 @@ describe("background failures", () => {
     await api("PATCH", `/v1/sessions/${id}`, {
       body: { autoCompact: { contextWindow: 400, reserveTokens: 100, keepRecentTokens: 50 } },
     });
-    const { runInDurableObject } = await import("cloudflare:test");
-    const { sessionObjectName } = await import("../../src/durable");
     const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
     await runInDurableObject(stub, (instance) => {
       const object = instance as unknown as { env: WorkerEnv };

@@ -2,7 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { leafTag, Session } from "../../core";
 import { ErrorEnvelope } from "../errors";
 import { recordEvent, summarizerFor, timed } from "../metrics";
-import { body, errors, json, routes, security, sessionStorage } from "../route-kit";
+import { body, json, routes, security, sessionStorage, writeErrors } from "../route-kit";
 import { CompactBody, CompactResponse, SessionIdParam } from "../schemas";
 
 /** Compacting a session's current branch. */
@@ -20,7 +20,7 @@ export const compactionRoutes = routes().openapi(
       409: json(ErrorEnvelope, "nothing_to_compact"),
       412: json(ErrorEnvelope, "leaf_conflict: the branch moved off the kept part meanwhile"),
       502: json(ErrorEnvelope, "summarizer_failed: nothing written"),
-      ...errors,
+      ...writeErrors,
     },
   }),
   async (c) => {

@@ -3,7 +3,16 @@ import * as z from "zod";
 import { expectedLeaf, leafTag, NavigateResult, Session, SessionContext } from "../../core";
 import { ErrorEnvelope } from "../errors";
 import { summarizerFor } from "../metrics";
-import { body, errors, json, routes, security, sessionStorage, streamedJson } from "../route-kit";
+import {
+  body,
+  errors,
+  json,
+  routes,
+  security,
+  sessionStorage,
+  streamedJson,
+  writeErrors,
+} from "../route-kit";
 import { LeafQuery, MoveLeafBody, SessionIdParam } from "../schemas";
 
 const IfMatch = z.object({
@@ -37,7 +46,7 @@ export const contextRoutes = routes()
       responses: {
         200: json(NavigateResult, "moved"),
         412: json(ErrorEnvelope, "leaf_conflict"),
-        ...errors,
+        ...writeErrors,
       },
     }),
     async (c) => {

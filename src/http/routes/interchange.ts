@@ -69,7 +69,7 @@ export const interchangeRoutes = routes()
       responses: {
         201: json(ImportResult, "the imported session, with the repairs made"),
         409: json(ErrorEnvelope, "already_exists"),
-        413: json(ErrorEnvelope, "payload_too_large"),
+        413: json(ErrorEnvelope, "payload_too_large / quota_exceeded"),
         415: json(ErrorEnvelope, "unsupported_format"),
         ...errors,
       },

@@ -2,7 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { leafTag, SessionInfo, SessionPage } from "../../core";
 import { ErrorEnvelope } from "../errors";
 import { recordEvent } from "../metrics";
-import { body, errors, json, repo, routes, security, sessionStorage } from "../route-kit";
+import { body, errors, json, repo, routes, security, sessionStorage, writeErrors } from "../route-kit";
 import { CreateSessionBody, ForkBody, ListSessionsQuery, PatchSessionBody, SessionIdParam } from "../schemas";
 
 /** Sessions as a whole: create, list, describe, change, delete, fork. */
@@ -17,7 +17,7 @@ export const sessionRoutes = routes()
       responses: {
         201: json(SessionInfo, "the new session"),
         409: json(ErrorEnvelope, "already_exists"),
-        ...errors,
+        ...writeErrors,
       },
     }),
     async (c) => {
@@ -57,7 +57,7 @@ export const sessionRoutes = routes()
       summary: "Rename, or change the system prompt or metadata",
       security,
       request: { params: SessionIdParam, body: body(PatchSessionBody) },
-      responses: { 200: json(SessionInfo, "the session"), ...errors },
+      responses: { 200: json(SessionInfo, "the session"), ...writeErrors },
     }),
     async (c) => {
       const storage = sessionStorage(c, c.req.valid("param").sid);
@@ -92,7 +92,7 @@ export const sessionRoutes = routes()
       responses: {
         201: json(SessionInfo, "the new session"),
         409: json(ErrorEnvelope, "already_exists"),
-        ...errors,
+        ...writeErrors,
       },
     }),
     async (c) => {

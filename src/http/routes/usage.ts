@@ -7,7 +7,7 @@ export const usageRoutes = routes().openapi(
   createRoute({
     method: "get",
     path: "/v1/usage",
-    summary: "The tenant's sessions, entries and bytes, and its quotas",
+    summary: "Usage of the tenant: sessions, entries and bytes, and its quotas",
     description:
       "Summed from what each session last reported to the tenant's directory: a write shows here within the report interval (about a second).",
     security,

@@ -32,10 +32,9 @@ import type { ForkSource } from "./fork-copy";
 import { logBackgroundFailure, tenantHash } from "./log-line";
 import type { MetricPoint } from "./metrics";
 import { measuredSummarizer, writeMetric } from "./metrics";
-import { quotaExceeded, quotasFor } from "./quotas";
+import { QuotaChecks } from "./quota-checks";
 import type { ByteLimit } from "./sqlite-session";
 import { SqliteSession } from "./sqlite-session";
-import { tenantUsage } from "./tenant-usage";
 
 /** How long after a write the directory hears of it: writes in between are reported together. */
 const DEFAULT_SYNC_MS = 1000;
@@ -50,14 +49,14 @@ export class SessionObject extends DurableObject<DurableEnv> {
   #syncScheduled = false;
   #syncFailures = 0;
   #compacting = false;
+  readonly #quotas: QuotaChecks;
   /** What the session may hold after the write under way (set just before it, see `#limitedWrite`). */
   #byteLimit: ByteLimit | undefined;
-  /** The bytes of the tenant's other sessions, as the directory last told them. */
-  #otherSessions: { bytes: number; at: number } | undefined;
 
   constructor(ctx: DurableObjectState, env: DurableEnv) {
     super(ctx, env);
     this.#session = ctx.storage.transactionSync(() => new SqliteSession(ctx.storage, () => this.#byteLimit));
+    this.#quotas = new QuotaChecks(env, this.#syncMs());
   }
 
   #run<T>(read: (store: SqliteSession) => T): Promise<Result<T>> {
@@ -75,7 +74,11 @@ export class SessionObject extends DurableObject<DurableEnv> {
 
   /** A write that adds entries: refused when it would take the session past its byte quotas. */
   async #limitedWrite<T>(write: (store: SqliteSession) => T): Promise<Result<T>> {
-    const limit = await capture(() => this.#limitBytes());
+    const limit = await capture(() => {
+      if (!this.#session.exists) return undefined;
+      const { tenant, header } = this.#session.state;
+      return this.#quotas.byteLimit(tenant, header.id);
+    });
     if (!limit.ok) return limit;
     this.#byteLimit = limit.value;
     try {
@@ -88,70 +91,6 @@ export class SessionObject extends DurableObject<DurableEnv> {
   #syncMs(): number {
     const delay = Number(this.env.DIRECTORY_SYNC_MS ?? DEFAULT_SYNC_MS);
     return Number.isFinite(delay) ? delay : DEFAULT_SYNC_MS;
-  }
-
-  /**
-   * The most bytes the session may hold after a write: its own quota, or what the tenant's quota
-   * leaves it beside the tenant's other sessions (as the directory knows them: their last
-   * reports, reused for one report interval). Without byte quotas, no limit and no directory call.
-   */
-  #limitBytes(): ByteLimit | undefined | Promise<ByteLimit | undefined> {
-    if (!this.#session.exists) return undefined;
-    const { tenant, header } = this.#session.state;
-    const quotas = quotasFor(this.env.QUOTAS, tenant);
-    const own: ByteLimit | undefined =
-      quotas.maxSessionBytes === undefined
-        ? undefined
-        : { maxBytes: quotas.maxSessionBytes, quota: "maxSessionBytes", limit: quotas.maxSessionBytes };
-    const tenantLimit = quotas.maxTenantBytes;
-    if (tenantLimit === undefined) return own;
-    return this.#otherSessionsBytes(tenant, header.id).then((others) => {
-      const room = tenantLimit - others;
-      if (own && own.maxBytes <= room) return own;
-      return { maxBytes: room, quota: "maxTenantBytes" as const, limit: tenantLimit };
-    });
-  }
-
-  async #otherSessionsBytes(tenant: string, id: string): Promise<number> {
-    const known = this.#otherSessions;
-    if (known && Date.now() - known.at < this.#syncMs()) return known.bytes;
-    try {
-      const { bytes } = await tenantUsage(this.env, tenant, id);
-      this.#otherSessions = { bytes, at: Date.now() };
-      return bytes;
-    } catch (error) {
-      // The directory cannot be asked: the write goes through on what was known (or nothing).
-      await logBackgroundFailure("tenant_quota_check", tenant, id, error);
-      return known?.bytes ?? 0;
-    }
-  }
-
-  /** Refuses a new session the tenant's quotas leave no room for (`bytes`: what it will hold). */
-  async #admit(tenant: string, bytes: number): Promise<void> {
-    const quotas = quotasFor(this.env.QUOTAS, tenant);
-    if (quotas.maxSessionBytes !== undefined && bytes > quotas.maxSessionBytes) {
-      throw quotaExceeded(
-        "maxSessionBytes",
-        quotas.maxSessionBytes,
-        `the session would hold ${bytes} bytes; the quota is ${quotas.maxSessionBytes}`,
-      );
-    }
-    if (quotas.maxSessions === undefined && quotas.maxTenantBytes === undefined) return;
-    const usage = await tenantUsage(this.env, tenant);
-    if (quotas.maxSessions !== undefined && usage.sessions >= quotas.maxSessions) {
-      throw quotaExceeded(
-        "maxSessions",
-        quotas.maxSessions,
-        `the tenant holds ${usage.sessions} sessions; the quota is ${quotas.maxSessions}`,
-      );
-    }
-    if (quotas.maxTenantBytes !== undefined && usage.bytes + bytes > quotas.maxTenantBytes) {
-      throw quotaExceeded(
-        "maxTenantBytes",
-        quotas.maxTenantBytes,
-        `the write would take this tenant past its quota of ${quotas.maxTenantBytes} bytes`,
-      );
-    }
   }
 
   /** Writes a data point for this session's tenant (nothing without the METRICS binding). */
@@ -280,7 +219,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     bytes = 0,
   ): Promise<Result<SessionInfo>> {
     return capture(async () => {
-      if (!this.#session.exists) await this.#admit(tenant, bytes);
+      if (!this.#session.exists) await this.#quotas.admit(tenant, bytes);
       const info = this.ctx.storage.transactionSync(() => this.#session.init(tenant, newId(), header));
       if (publish) await this.publish();
       return info;

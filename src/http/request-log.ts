@@ -11,7 +11,8 @@ import { recordRequest } from "./metrics";
  * ids and may hold anything a caller typed), status, error code, duration, bytes in and out, the
  * tenant as an opaque hash and the session the request was about. The request id is the caller's
  * `x-request-id` when it is short and plain, else a new one, and goes back in the `x-request-id`
- * header of every answer (and in every error envelope, errors.ts).
+ * header of every answer (and in every error envelope, errors.ts). Answers pass through a stream
+ * that counts their bytes as they are sent, so they go out without a Content-Length (chunked).
  */
 
 export const REQUEST_ID_HEADER = "x-request-id";

@@ -1,6 +1,6 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { ListOptions, Result, SessionInfo, SessionPage } from "../../src/core";
 import { unwrap } from "../../src/core";
 import { sessionObjectName } from "../../src/durable";
@@ -88,8 +88,12 @@ describe("session directory", () => {
     const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
     await runDurableObjectAlarm(stub);
     const directory = env.DIRECTORY.getByName("tenant-a");
-    const page = await list(directory, { limit: 200 });
-    expect(page.sessions.find((s) => s.id === id)?.entryCount).toBe(1);
+    // The alarm may have fired by itself already and still be reporting (DIRECTORY_SYNC_MS is 20 ms
+    // here), in which case there was none left to run.
+    await vi.waitFor(async () => {
+      const page = await list(directory, { limit: 200 });
+      expect(page.sessions.find((s) => s.id === id)?.entryCount).toBe(1);
+    });
     // After a write, a report is pending until the alarm has run.
     await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("y") });
     const pending = await runInDurableObject(stub, (_instance, state) => state.storage.getAlarm());

@@ -1,8 +1,18 @@
 import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
-import { expectedLeaf, leafTag, NavigateResult, Session, summarizerFromConfig } from "../../core";
+import { expectedLeaf, leafTag, NavigateResult, Session } from "../../core";
 import { ErrorEnvelope } from "../errors";
-import { body, errors, json, routes, security, sessionStorage, streamedJson } from "../route-kit";
+import { summarizerFor } from "../metrics";
+import {
+  body,
+  errors,
+  json,
+  routes,
+  security,
+  sessionStorage,
+  streamedJson,
+  writeErrors,
+} from "../route-kit";
 import { ContextAnswer, ContextQuery, MoveLeafBody, SessionIdParam } from "../schemas";
 
 const IfNoneMatch = z.object({
@@ -60,16 +70,17 @@ export const contextRoutes = routes()
       responses: {
         200: json(NavigateResult, "moved"),
         412: json(ErrorEnvelope, "leaf_conflict"),
-        ...errors,
+        ...writeErrors,
       },
     }),
     async (c) => {
       const { targetId, ...options } = c.req.valid("json");
-      const session = new Session(sessionStorage(c, c.req.valid("param").sid));
+      const sid = c.req.valid("param").sid;
+      const session = new Session(sessionStorage(c, sid));
       const result = await session.navigate(targetId, {
         ...options,
         expectedLeafId: expectedLeaf(c.req.valid("header")["if-match"]),
-        summarizer: summarizerFromConfig(c.env),
+        summarizer: await summarizerFor(c, sid),
       });
       return c.json(result, 200, { ETag: leafTag(result.leafId) });
     },

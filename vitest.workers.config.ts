@@ -10,6 +10,19 @@ const API_KEYS = JSON.stringify({
   [sha256("key-a")]: "tenant-a",
   [sha256("key-b")]: "tenant-b",
   [sha256("key-a-read")]: { tenant: "tenant-a", access: "read" },
+  [sha256("key-usage")]: "tenant-usage",
+  [sha256("key-few-sessions")]: "tenant-few-sessions",
+  [sha256("key-small-sessions")]: "tenant-small-sessions",
+  [sha256("key-small-tenant")]: "tenant-small-tenant",
+});
+
+/** Quotas for tenants of their own (test/workers/quotas.test.ts); every other tenant has none. */
+const QUOTAS = JSON.stringify({
+  tenants: {
+    "tenant-few-sessions": { maxSessions: 2 },
+    "tenant-small-sessions": { maxSessionBytes: 4000 },
+    "tenant-small-tenant": { maxTenantBytes: 6000 },
+  },
 });
 
 export default defineConfig({
@@ -17,7 +30,7 @@ export default defineConfig({
     cloudflareTest(({ inject }) => ({
       wrangler: { configPath: "./wrangler.toml" },
       miniflare: {
-        bindings: { API_KEYS, DIRECTORY_SYNC_MS: "20", FAKE_LLM_URL: inject("fakeLlmUrl") },
+        bindings: { API_KEYS, QUOTAS, DIRECTORY_SYNC_MS: "20", FAKE_LLM_URL: inject("fakeLlmUrl") },
         // The suite's own traffic must not trip the service's limiter; a tight one is tested apart.
         ratelimits: {
           RATE_LIMITER: { namespace_id: "1001", simple: { limit: 1_000_000, period: 10 } },

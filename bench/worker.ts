@@ -109,6 +109,7 @@ async function fillDirectory(directory: DurableObjectStub<SessionDirectory>, cou
         leafId: null,
         entryCount: i % 50,
         messageCount: i % 50,
+        bytes: (i % 50) * 200,
         preview: `session number ${i}`,
       },
       incarnation: "bench",

@@ -9,6 +9,11 @@ export const ERROR_STATUS = {
   leaf_conflict: 412,
   entry_too_large: 413,
   payload_too_large: 413,
+  /**
+   * A write would take the tenant past one of its quotas (sessions, bytes of a session, bytes of
+   * the tenant). 413 rather than 429: waiting does not help, so clients that retry 429s must not.
+   */
+  quota_exceeded: 413,
   unsupported_format: 415,
   parent_not_found: 422,
   invalid_tree: 422,

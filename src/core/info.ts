@@ -16,6 +16,8 @@ export function nonBlank(value: string | undefined): string | undefined {
 export interface SessionStats {
   entryCount: number;
   messageCount: number;
+  /** UTF-8 bytes of every stored entry's JSON, `leaf` records included: what quotas count. */
+  bytes: number;
   preview?: string;
   /** Set once a `session_info` entry exists: from then on the name comes from entries. */
   entryName?: { name?: string };
@@ -23,10 +25,12 @@ export interface SessionStats {
 }
 
 export function emptyStats(createdAt: string): SessionStats {
-  return { entryCount: 0, messageCount: 0, updatedAt: createdAt };
+  return { entryCount: 0, messageCount: 0, bytes: 0, updatedAt: createdAt };
 }
 
-export function applyEntryToStats(stats: SessionStats, entry: SessionEntry): void {
+/** Counts one stored entry; `bytes` is the length of its JSON as stored. */
+export function applyEntryToStats(stats: SessionStats, entry: SessionEntry, bytes: number): void {
+  stats.bytes += bytes;
   if (entry.type === "leaf") return;
   stats.entryCount++;
   if (entry.type === "message") {
@@ -54,6 +58,7 @@ export function sessionInfo(header: SessionHeader, stats: SessionStats, leafId: 
     leafId,
     entryCount: stats.entryCount,
     messageCount: stats.messageCount,
+    bytes: stats.bytes,
   };
   const name = sessionName(header, stats);
   if (name !== undefined) info.name = name;

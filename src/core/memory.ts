@@ -89,12 +89,12 @@ export class MemoryStorage implements SessionStorage {
   }
 
   #apply(plan: Pick<AppendPlan, "writes" | "leafId">): void {
-    for (const { entry, json } of plan.writes) {
+    for (const { entry, json, bytes } of plan.writes) {
       const row: Row = { type: entry.type, parentId: entry.parentId, seq: entry.seq, json };
       this.#rows.push(row);
       this.#byId.set(entry.id, row);
       applyEntryToLabels(this.#labels, entry);
-      applyEntryToStats(this.#stats, entry);
+      applyEntryToStats(this.#stats, entry, bytes);
     }
     this.#leafId = plan.leafId;
     this.#touch();

@@ -60,6 +60,9 @@ export const SessionInfo = z
     leafId: Id.nullable(),
     entryCount: z.number().int().meta({ description: "entries in the tree (leaf records not counted)" }),
     messageCount: z.number().int(),
+    bytes: z.number().int().meta({
+      description: "UTF-8 bytes of the stored entries' JSON, leaf records included (what byte quotas count)",
+    }),
     parentSession: ParentSession.optional(),
     preview: z.string().optional().meta({ description: "the first user message's text, at most 200 chars" }),
     autoCompact: AutoCompactSettings.and(z.object({ status: AutoCompactStatus.optional() })).optional(),

@@ -97,6 +97,31 @@ export class EntryRows {
     return this.#sql<{ seq: number | null }>`SELECT max(seq) AS seq FROM entries`.one().seq ?? 0;
   }
 
+  /**
+   * UTF-8 bytes of the entries' JSON as stored (inline in the row, or in chunks): all entries, or
+   * those of `seqs`. What a session's `bytes` counts, read back from the rows.
+   */
+  storedBytes(seqs?: readonly number[]): number {
+    if (seqs === undefined) {
+      const inline = this.#sql<{ bytes: number }>`
+        SELECT total(length(CAST(body AS BLOB))) AS bytes FROM entries`.one().bytes;
+      const chunked = this.#sql<{ bytes: number }>`
+        SELECT total(length(data)) AS bytes FROM entry_chunks`.one().bytes;
+      return inline + chunked;
+    }
+    let bytes = 0;
+    for (let i = 0; i < seqs.length; i += READ_BATCH) {
+      const batch = JSON.stringify(seqs.slice(i, i + READ_BATCH));
+      bytes += this.#sql<{ bytes: number }>`
+        SELECT total(length(CAST(body AS BLOB))) AS bytes FROM entries
+        WHERE seq IN (SELECT value FROM json_each(${batch}))`.one().bytes;
+      bytes += this.#sql<{ bytes: number }>`
+        SELECT total(length(data)) AS bytes FROM entry_chunks
+        WHERE seq IN (SELECT value FROM json_each(${batch}))`.one().bytes;
+    }
+    return bytes;
+  }
+
   /** Payload JSON of each seq, in the order asked, read in bounded batches until `budget` characters. */
   bodies(seqs: readonly number[], budget = Number.POSITIVE_INFINITY): string[] {
     const out: string[] = [];

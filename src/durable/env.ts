@@ -8,4 +8,8 @@ export interface DurableEnv extends SummarizerConfig {
   DIRECTORY: DurableObjectNamespace<SessionDirectory>;
   /** Milliseconds between a write and the directory hearing of it (default 1000). */
   DIRECTORY_SYNC_MS?: string;
+  /** Per-tenant quotas as JSON (see quotas.ts and README, "Quotas"); unset, nothing is limited. */
+  QUOTAS?: string;
+  /** Workers Analytics Engine dataset for metrics (see metrics.ts); unset, none are written. */
+  METRICS?: AnalyticsEngineDataset;
 }

@@ -155,9 +155,18 @@ export class EventHub {
   #delivery: Promise<void> = Promise.resolve();
   #heartbeat: ReturnType<typeof setInterval> | undefined;
 
-  constructor(ctx: DurableObjectState, source: EventSource) {
+  readonly #onFailure: (error: unknown) => void;
+
+  /** `onFailure` hears of events that could not be sent (to log them). */
+  constructor(ctx: DurableObjectState, source: EventSource, onFailure: (error: unknown) => void) {
     this.#ctx = ctx;
     this.#source = source;
+    this.#onFailure = onFailure;
+  }
+
+  /** Watchers now: streams and sockets. */
+  get watchers(): number {
+    return this.#streams.size + this.#sockets().length;
   }
 
   #sockets(): WebSocket[] {
@@ -365,7 +374,7 @@ export class EventHub {
     this.#delivery = this.#delivery
       .then(() => this.#ctx.storage.sync())
       .then(send)
-      .catch((error: unknown) => console.error("session: events could not be sent", String(error)));
+      .catch((error: unknown) => this.#onFailure(error));
   }
 
   #deliver(full: SessionEvent[], light: SessionEvent[], first: number, last: number): void {

@@ -13,6 +13,8 @@ export interface ForkSource {
   leafId: string | null;
   /** Seqs of the path root → leaf, to copy in pages. */
   seqs: number[];
+  /** Bytes of those entries as stored: what the fork will hold before any label it re-creates. */
+  bytes: number;
   /** Light path entries, for `forkExtras`. */
   path: ForkPathEntry[];
   labels: Record<string, string>;
@@ -40,5 +42,6 @@ export function forkSource(
     else if (entry?.type === "session_info") path.push({ id: step.id, type: step.type, name: entry.name });
     else path.push({ id: step.id, type: step.type });
   }
-  return { leafId, seqs: steps.map((step) => step.seq), path, labels: rows.labels() };
+  const seqs = steps.map((step) => step.seq);
+  return { leafId, seqs, bytes: rows.storedBytes(seqs), path, labels: rows.labels() };
 }

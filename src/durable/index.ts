@@ -1,5 +1,12 @@
 export type { DurableEnv } from "./env";
+export type { LogFields, LogValue } from "./log-line";
+export { errorSummary, logBackgroundFailure, logLine, tenantHash } from "./log-line";
+export type { MetricPoint } from "./metrics";
+export { measuredSummarizer, writeMetric } from "./metrics";
 export { sessionObjectName } from "./names";
+export type { Quotas } from "./quotas";
+export { quotasFor } from "./quotas";
 export { DurableRepo, SessionObjectStorage } from "./repo";
 export { SessionDirectory } from "./session-directory";
 export { SessionObject } from "./session-object";
+export type { TenantUsage } from "./tenant-usage";

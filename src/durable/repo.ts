@@ -32,13 +32,25 @@ import {
   Session,
   syncImport,
   unwrap,
+  utf8Length,
   writeImport,
 } from "../core";
 import type { EntryPage } from "./entry-rows";
 import type { DurableEnv } from "./env";
 import type { ForkSource } from "./fork-copy";
 import { sessionObjectName } from "./names";
+import type { Quotas } from "./quotas";
+import { quotasFor } from "./quotas";
 import type { SessionObject } from "./session-object";
+import type { TenantUsage } from "./tenant-usage";
+import { tenantUsage } from "./tenant-usage";
+
+/** Bytes entries take once stored (their JSON, as every backend writes it). */
+function storedBytes(entries: readonly SessionEntry[]): number {
+  let bytes = 0;
+  for (const entry of entries) bytes += utf8Length(JSON.stringify(entry));
+  return bytes;
+}
 
 /** Unwraps an RPC answer; structured clone turns `Result<T>` into a type RPC stubs describe loosely. */
 async function call<T>(answer: Promise<unknown>): Promise<T> {
@@ -195,7 +207,7 @@ export class SessionObjectStorage implements SessionStorage {
       metadata: source.header.metadata,
       parentSession: { id: this.id, entryId: source.leafId ?? targetId },
     });
-    const fork = await this.#repo.initialize(header, false);
+    const fork = await this.#repo.initialize(header, false, source.bytes);
     try {
       // Entries cross as the JSON they are stored as: never parsed here, never validated again.
       let rest = source.seqs;
@@ -222,9 +234,9 @@ export class SessionObjectStorage implements SessionStorage {
     return call(this.#stub.importJson(json));
   }
 
-  /** Creates the session in its (empty) object. */
-  async init(tenant: string, header: SessionHeader, publish: boolean): Promise<SessionInfo> {
-    return call(this.#stub.init(tenant, header, publish));
+  /** Creates the session in its (empty) object, about to receive `bytes` of entries. */
+  async init(tenant: string, header: SessionHeader, publish: boolean, bytes = 0): Promise<SessionInfo> {
+    return call(this.#stub.init(tenant, header, publish, bytes));
   }
 
   /** Lists the session in the directory now. */
@@ -259,11 +271,21 @@ export class DurableRepo implements SessionRepo {
     );
   }
 
-  /** @internal creates the object of a new session. */
-  async initialize(header: SessionHeader, publish: boolean): Promise<SessionObjectStorage> {
+  /** @internal creates the object of a new session, about to receive `bytes` of entries. */
+  async initialize(header: SessionHeader, publish: boolean, bytes = 0): Promise<SessionObjectStorage> {
     const storage = this.storage(header.id);
-    await storage.init(this.tenant, header, publish);
+    await storage.init(this.tenant, header, publish, bytes);
     return storage;
+  }
+
+  /** The tenant's quotas (see quotas.ts). */
+  quotas(): Quotas {
+    return quotasFor(this.#env.QUOTAS, this.tenant);
+  }
+
+  /** Sessions, entries and bytes the tenant stores, as its sessions last reported them. */
+  usage(): Promise<TenantUsage> {
+    return tenantUsage(this.#env, this.tenant);
   }
 
   async create(options: CreateSessionOptions = {}): Promise<Session> {
@@ -294,10 +316,17 @@ export class DurableRepo implements SessionRepo {
     return new Session(await this.storage(id).fork(targetId, options));
   }
 
-  /** Writes an imported session in bounded batches and lists it once it is complete. */
+  /**
+   * Writes an imported session in bounded batches and lists it once it is complete. Under a byte
+   * quota, the file's size as it will be stored is counted first, so a file too large for the
+   * quotas is refused before anything is written.
+   */
   async importSession(file: ImportedSession, options: { id?: string } = {}): Promise<Session> {
+    const quotas = this.quotas();
+    const limited = quotas.maxSessionBytes !== undefined || quotas.maxTenantBytes !== undefined;
+    const bytes = limited ? storedBytes(file.entries) : 0;
     const storage = (await writeImport(file, options, (header) =>
-      this.initialize(newSessionHeader(header), false),
+      this.initialize(newSessionHeader(header), false, bytes),
     )) as SessionObjectStorage;
     await storage.publish();
     return new Session(storage);

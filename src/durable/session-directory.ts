@@ -29,6 +29,32 @@ const MIGRATIONS = [
     PRIMARY KEY (id, incarnation)
   )
   `,
+  // The tenant's usage, summed from the reports as they land, so reading it never scans the list.
+  [
+    `CREATE TABLE usage (
+      singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+      sessions INTEGER NOT NULL,
+      entries INTEGER NOT NULL,
+      bytes INTEGER NOT NULL
+    )`,
+    `INSERT INTO usage (singleton, sessions, entries, bytes)
+      SELECT 1, count(*), total(info->>'entryCount'), total(info->>'bytes') FROM sessions`,
+    `CREATE TRIGGER usage_on_insert AFTER INSERT ON sessions BEGIN
+      UPDATE usage SET sessions = sessions + 1,
+        entries = entries + coalesce(NEW.info->>'entryCount', 0),
+        bytes = bytes + coalesce(NEW.info->>'bytes', 0);
+    END`,
+    `CREATE TRIGGER usage_on_update AFTER UPDATE OF info ON sessions BEGIN
+      UPDATE usage SET
+        entries = entries + coalesce(NEW.info->>'entryCount', 0) - coalesce(OLD.info->>'entryCount', 0),
+        bytes = bytes + coalesce(NEW.info->>'bytes', 0) - coalesce(OLD.info->>'bytes', 0);
+    END`,
+    `CREATE TRIGGER usage_on_delete AFTER DELETE ON sessions BEGIN
+      UPDATE usage SET sessions = sessions - 1,
+        entries = entries - coalesce(OLD.info->>'entryCount', 0),
+        bytes = bytes - coalesce(OLD.info->>'bytes', 0);
+    END`,
+  ],
 ];
 
 /** Tombstones outlive any report still in flight by far; older ones are dropped. */
@@ -40,6 +66,13 @@ export interface DirectoryReport {
   incarnation: string;
   /** Grows with every write to the session; older reports are ignored. */
   version: number;
+}
+
+/** What a tenant stores, as its sessions last reported it. */
+export interface TenantUsage {
+  sessions: number;
+  entries: number;
+  bytes: number;
 }
 
 export class SessionDirectory extends DurableObject<Record<string, never>> {
@@ -73,6 +106,24 @@ export class SessionDirectory extends DurableObject<Record<string, never>> {
       this.#sql`DELETE FROM sessions WHERE id = ${id} AND incarnation = ${incarnation}`;
       this.#sql`DELETE FROM tombstones WHERE deleted_at < ${now - TOMBSTONE_MS}`;
     });
+  }
+
+  /** The tenant's usage; with `except`, without that session (which knows its own figures better). */
+  usage(except?: string): TenantUsage {
+    const total = this.#sql<{
+      sessions: number;
+      entries: number;
+      bytes: number;
+    }>`SELECT sessions, entries, bytes FROM usage`.one();
+    if (except === undefined) return { ...total };
+    const row = this.#sql<{ entries: number | null; bytes: number | null }>`
+      SELECT info->>'entryCount' AS entries, info->>'bytes' AS bytes FROM sessions WHERE id = ${except}`.toArray()[0];
+    if (!row) return { ...total };
+    return {
+      sessions: total.sessions - 1,
+      entries: total.entries - (row.entries ?? 0),
+      bytes: total.bytes - (row.bytes ?? 0),
+    };
   }
 
   list(options: ListOptions): Promise<Result<SessionPage>> {

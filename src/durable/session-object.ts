@@ -33,6 +33,11 @@ import type { EntryPage } from "./entry-rows";
 import type { DurableEnv } from "./env";
 import { EventHub } from "./event-hub";
 import type { ForkSource } from "./fork-copy";
+import { logBackgroundFailure, tenantHash } from "./log-line";
+import type { MetricPoint } from "./metrics";
+import { measuredSummarizer, writeMetric } from "./metrics";
+import { QuotaChecks } from "./quota-checks";
+import type { ByteLimit } from "./sqlite-session";
 import { SqliteSession } from "./sqlite-session";
 
 /** How long a WebSocket ticket stays good. */
@@ -47,16 +52,26 @@ function errorAnswer(error: ErrorBody): Response {
   return Response.json({ error }, { status: ERROR_STATUS[error.code] });
 }
 
-/** Chunks as bytes, the next made only when the reader asks for it. */
-function textStream(first: string, rest: Iterator<string>): ReadableStream<Uint8Array> {
+/** Chunks as bytes, the next made only when the reader asks for it; `done` hears the total sent. */
+function textStream(
+  first: string,
+  rest: Iterator<string>,
+  done: (bytes: number) => unknown = () => undefined,
+): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   let pending: string | undefined = first;
+  let bytes = 0;
   return new ReadableStream<Uint8Array>({
     pull(controller) {
       const next = pending ?? rest.next().value;
       pending = undefined;
-      if (next === undefined) controller.close();
-      else controller.enqueue(encoder.encode(next));
+      if (next === undefined) {
+        controller.close();
+        return void done(bytes);
+      }
+      const chunk = encoder.encode(next);
+      bytes += chunk.byteLength;
+      controller.enqueue(chunk);
     },
     cancel() {
       rest.return?.();
@@ -78,17 +93,25 @@ export class SessionObject extends DurableObject<DurableEnv> {
   #syncScheduled = false;
   #syncFailures = 0;
   #compacting = false;
+  readonly #quotas: QuotaChecks;
+  /** What the session may hold after the write under way (set just before it, see `#limitedWrite`). */
+  #byteLimit: ByteLimit | undefined;
 
   constructor(ctx: DurableObjectState, env: DurableEnv) {
     super(ctx, env);
-    this.#session = ctx.storage.transactionSync(() => new SqliteSession(ctx.storage));
+    this.#session = ctx.storage.transactionSync(() => new SqliteSession(ctx.storage, () => this.#byteLimit));
+    this.#quotas = new QuotaChecks(env, this.#syncMs());
     const session = this.#session;
-    this.#events = new EventHub(ctx, {
-      lastSeq: () => session.lastSeq(),
-      leafId: () => session.state.leafId,
-      info: () => session.info(),
-      entriesAfter: (after, bound, limit) => session.entriesAfter(after, bound, limit),
-    });
+    this.#events = new EventHub(
+      ctx,
+      {
+        lastSeq: () => session.lastSeq(),
+        leafId: () => session.state.leafId,
+        info: () => session.info(),
+        entriesAfter: (after, bound, limit) => session.entriesAfter(after, bound, limit),
+      },
+      (error) => void this.#logFailure("event_fan_out", error),
+    );
     session.onWritten = (entries, leafId) => this.#events.written(entries, leafId);
     // Watchers' pings are answered without waking a hibernating session.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
@@ -107,21 +130,52 @@ export class SessionObject extends DurableObject<DurableEnv> {
     });
   }
 
+  /** A write that adds entries: refused when it would take the session past its byte quotas. */
+  async #limitedWrite<T>(write: (store: SqliteSession) => T): Promise<Result<T>> {
+    const limit = await capture(() => {
+      if (!this.#session.exists) return undefined;
+      const { tenant, header } = this.#session.state;
+      return this.#quotas.byteLimit(tenant, header.id);
+    });
+    if (!limit.ok) return limit;
+    this.#byteLimit = limit.value;
+    try {
+      return await this.#write(write);
+    } finally {
+      this.#byteLimit = undefined;
+    }
+  }
+
+  #syncMs(): number {
+    const delay = Number(this.env.DIRECTORY_SYNC_MS ?? DEFAULT_SYNC_MS);
+    return Number.isFinite(delay) ? delay : DEFAULT_SYNC_MS;
+  }
+
+  /** Writes a data point for this session's tenant (nothing without the METRICS binding). */
+  async #metric(point: MetricPoint): Promise<void> {
+    if (!this.env.METRICS || !this.#session.exists) return;
+    writeMetric(this.env.METRICS, await tenantHash(this.#session.state.tenant), point);
+  }
+
+  async #logFailure(task: string, error: unknown, fields?: Record<string, number | string>): Promise<void> {
+    const state = this.#session.exists ? this.#session.state : undefined;
+    await logBackgroundFailure(task, state?.tenant ?? "", state?.header.id, error, fields);
+  }
+
   #scheduleSync(): void {
     if (this.#syncScheduled) return;
     this.#syncScheduled = true;
-    const delay = Number(this.env.DIRECTORY_SYNC_MS ?? DEFAULT_SYNC_MS);
-    this.ctx.storage
-      .setAlarm(Date.now() + (Number.isFinite(delay) ? delay : DEFAULT_SYNC_MS))
-      .catch((error) => {
-        this.#syncScheduled = false;
-        console.error("session: could not schedule the directory report", String(error));
-      });
+    this.ctx.storage.setAlarm(Date.now() + this.#syncMs()).catch((error) => {
+      this.#syncScheduled = false;
+      return this.#logFailure("schedule_directory_report", error);
+    });
   }
 
   async #report(): Promise<void> {
     const { tenant, incarnation, version } = this.#session.state;
-    await this.env.DIRECTORY.getByName(tenant).put({ info: this.#session.info(), incarnation, version });
+    const info = this.#session.info();
+    await this.env.DIRECTORY.getByName(tenant).put({ info, incarnation, version });
+    await this.#metric({ kind: "storage", sessionId: info.id, entries: info.entryCount, bytes: info.bytes });
   }
 
   /**
@@ -139,7 +193,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     } catch (error) {
       this.#syncFailures++;
       const wait = Math.min(MAX_RETRY_MS, 1000 * 2 ** this.#syncFailures);
-      console.error("session: directory report failed, retrying", { waitMs: wait, error: String(error) });
+      await this.#logFailure("directory_report", error, { retryInMs: wait, failures: this.#syncFailures });
       this.#syncScheduled = true;
       await this.ctx.storage.setAlarm(Date.now() + wait);
     }
@@ -155,7 +209,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
       getLeafId: async () => this.#session.state.leafId,
       getContextPath: async (leafId) => this.#session.contextEntries(leafId),
       appendEntries: async (entries, options) =>
-        unwrap(await this.#write((session) => session.appendEntries(entries, options))),
+        unwrap(await this.#limitedWrite((session) => session.appendEntries(entries, options))),
     };
   }
 
@@ -178,29 +232,57 @@ export class SessionObject extends DurableObject<DurableEnv> {
     const last = { ...autoCompaction };
     this.#setAutoCompaction({ ...last, state: "running" });
     const lastRunAt = nowIso();
+    const sessionId = header.id;
+    const started = Date.now();
+    const summaries: { outcome: "ok" | "failed"; durationMs: number }[] = [];
+    const summarizer = summarizerFromConfig(this.env);
+    let outcome = "ok";
     try {
       const entry = await compactSession(this.#compactionStorage(), {
         keepRecentTokens: settings.keepRecentTokens,
-        summarizer: summarizerFromConfig(this.env),
+        summarizer: measuredSummarizer(summarizer, (result, durationMs) =>
+          summaries.push({ outcome: result, durationMs }),
+        ),
       });
       this.#setAutoCompaction({ state: "idle", lastRunAt, lastEntryId: entry.id });
     } catch (error) {
+      outcome = error instanceof SessionError ? error.code : "internal";
       if (!this.#session.exists) return;
       if (error instanceof SessionError && error.code === "nothing_to_compact") {
         this.#setAutoCompaction({ state: "idle", lastRunAt });
       } else {
         const message = error instanceof Error ? error.message : String(error);
-        console.error("session: automatic compaction failed", message);
+        await this.#logFailure("auto_compaction", error);
         this.#setAutoCompaction({ state: "failed", lastRunAt, lastError: message });
       }
     } finally {
+      for (const summary of summaries) {
+        await this.#metric({ kind: "summary", sessionId, summarizer: summarizer.name, ...summary });
+      }
+      await this.#metric({
+        kind: "compaction",
+        sessionId,
+        trigger: "auto",
+        outcome,
+        durationMs: Date.now() - started,
+      });
       this.#compacting = false;
     }
   }
 
-  /** Creates the session; `publish` lists it at once (a fork publishes only once it is complete). */
-  async init(tenant: string, header: SessionHeader, publish: boolean): Promise<Result<SessionInfo>> {
+  /**
+   * Creates the session; `publish` lists it at once (a fork publishes only once it is complete).
+   * `bytes` is what it is about to receive (a fork's or an import's entries), so that the quotas
+   * refuse it before anything is written.
+   */
+  async init(
+    tenant: string,
+    header: SessionHeader,
+    publish: boolean,
+    bytes = 0,
+  ): Promise<Result<SessionInfo>> {
     return capture(async () => {
+      if (!this.#session.exists) await this.#quotas.admit(tenant, bytes);
       const info = this.ctx.storage.transactionSync(() => this.#session.init(tenant, newId(), header));
       if (publish) await this.publish();
       return info;
@@ -215,7 +297,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     try {
       await this.#report();
     } catch (error) {
-      console.error("session: directory report failed, will retry", String(error));
+      await this.#logFailure("directory_report", error, { retryInMs: this.#syncMs() });
       this.#scheduleSync();
     }
   }
@@ -226,6 +308,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
       const { tenant, incarnation, header } = this.#session.state;
       await this.env.DIRECTORY.getByName(tenant).remove(header.id, incarnation);
       this.#events.deleted(header.id);
+      await this.#metric({ kind: "storage", sessionId: header.id, entries: 0, bytes: 0 });
       await this.ctx.storage.deleteAlarm();
       await this.ctx.storage.deleteAll();
       this.#session.reset();
@@ -254,7 +337,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   setLeaf(targetId: string | null, options: LeafOptions): Promise<Result<StoredEntry<LeafEntry>>> {
-    return this.#write((session) => session.setLeafId(targetId, options));
+    return this.#limitedWrite((session) => session.setLeafId(targetId, options));
   }
 
   entry(id: string): Promise<Result<StoredEntry | undefined>> {
@@ -288,14 +371,31 @@ export class SessionObject extends DurableObject<DurableEnv> {
     since?: string,
   ): Promise<Result<{ version: string; kind: "full" | "delta"; body: ReadableStream<Uint8Array> }>> {
     return this.#run((session) => {
-      const { version, kind, first, rest } = session.context(leafId, since);
-      return { version, kind, body: textStream(first, rest) };
+      const started = Date.now();
+      const { version, kind, source, first, rest } = session.context(leafId, since);
+      const sessionId = session.state.header.id;
+      const sent = (bytes: number) =>
+        this.#metric({ kind: "context", sessionId, source, bytes, durationMs: Date.now() - started });
+      return { version, kind, body: textStream(first, rest, sent) };
     });
   }
 
   /** The session's events after `after` (a seq; now when absent), as Server-Sent Events. */
   events(after: number | undefined, payload: boolean): Promise<Result<ReadableStream<Uint8Array>>> {
-    return this.#run((session) => this.#events.openStream(after ?? session.lastSeq(), payload));
+    return this.#run((session) => {
+      const stream = this.#events.openStream(after ?? session.lastSeq(), payload);
+      void this.#watcherMetric("sse");
+      return stream;
+    });
+  }
+
+  #watcherMetric(transport: "sse" | "websocket"): Promise<void> {
+    return this.#metric({
+      kind: "watcher",
+      sessionId: this.#session.state.header.id,
+      transport,
+      watchers: this.#events.watchers,
+    });
   }
 
   /** A one-time ticket that opens this session's WebSocket within TICKET_MS (for browsers). */
@@ -336,6 +436,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
       ),
     );
     if (!answer.ok) return errorAnswer(answer.error);
+    void this.#watcherMetric("websocket");
     return new Response(null, { status: 101, webSocket: pair[0] });
   }
 
@@ -363,15 +464,28 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return this.#run((session) => session.labels());
   }
 
-  append(
+  async append(
     entries: readonly unknown[],
     options: AppendOptions & { validated?: boolean },
   ): Promise<Result<AppendResult>> {
-    return this.#write((session) => session.appendEntries(entries, options));
+    let written = { sessionId: "", entries: 0, bytes: 0 };
+    const result = await this.#limitedWrite((session) => {
+      const { nextSeq, stats, header } = session.state;
+      const before = { seq: nextSeq, bytes: stats.bytes };
+      const answer = session.appendEntries(entries, options);
+      written = {
+        sessionId: header.id,
+        entries: session.state.nextSeq - before.seq,
+        bytes: session.state.stats.bytes - before.bytes,
+      };
+      return answer;
+    });
+    if (written.entries > 0) await this.#metric({ kind: "append", ...written });
+    return result;
   }
 
   importEntries(entries: readonly SessionEntry[], options: ImportOptions): Promise<Result<void>> {
-    return this.#write((session) => session.importEntries(entries, options));
+    return this.#limitedWrite((session) => session.importEntries(entries, options));
   }
 
   /** Entries as stored, for a copy (a fork) to another object. */
@@ -380,7 +494,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   importJson(json: string[]): Promise<Result<void>> {
-    return this.#write((session) => session.importJson(json));
+    return this.#limitedWrite((session) => session.importJson(json));
   }
 
   forkSource(targetId: string, position: LeafOptions["position"]): Promise<Result<ForkSource>> {

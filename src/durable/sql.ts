@@ -20,14 +20,17 @@ export function execScript(storage: SqlStorage, script: string): void {
 
 /**
  * Applies the migrations not yet applied, in order, recording each version. `migrations[i]` takes
- * the schema from version i to i + 1.
+ * the schema from version i to i + 1: a script split at semicolons, or a list of statements run
+ * whole (for statements that hold semicolons themselves, such as triggers).
  */
-export function migrate(storage: SqlStorage, migrations: readonly string[]): void {
+export function migrate(storage: SqlStorage, migrations: readonly (string | readonly string[])[]): void {
   storage.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
   const row = storage.exec<{ version: number }>("SELECT max(version) AS version FROM schema_version").one();
   const current = row.version ?? 0;
   for (let version = current; version < migrations.length; version++) {
-    execScript(storage, migrations[version] as string);
+    const migration = migrations[version] as string | readonly string[];
+    if (typeof migration === "string") execScript(storage, migration);
+    else for (const statement of migration) storage.exec(statement);
     storage.exec("INSERT INTO schema_version (version) VALUES (?)", version + 1);
   }
 }

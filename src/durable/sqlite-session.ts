@@ -13,6 +13,7 @@ import type {
   ImportOptions,
   LeafEntry,
   LeafOptions,
+  PlannedWrite,
   SessionEntry,
   SessionHeader,
   SessionInfo,
@@ -23,6 +24,7 @@ import type {
 } from "../core";
 import {
   applyEntryToStats,
+  emptyStats,
   expandProviderEntries,
   NO_CONVERSATION,
   nowIso,
@@ -41,6 +43,7 @@ import { forkSource } from "./fork-copy";
 import type { KeptContext } from "./head-context";
 import { HeadContext } from "./head-context";
 import { PathReads } from "./path-reads";
+import { quotaExceeded } from "./quotas";
 import { hasSchema, updateSchema } from "./schema";
 import type { Sql } from "./sql";
 import { sqlOf } from "./sql";
@@ -60,6 +63,16 @@ interface SessionState {
   version: number;
   nextSeq: number;
   autoCompaction?: AutoCompactStatus;
+}
+
+/**
+ * The most bytes a session may hold after a write, and the quota that sets it (the session's own,
+ * or what the tenant's leaves it): a write past it is refused before anything is written.
+ */
+export interface ByteLimit {
+  maxBytes: number;
+  quota: "maxSessionBytes" | "maxTenantBytes";
+  limit: number;
 }
 
 /** The JSON of a context answer up to its messages: `{"systemPrompt":…,…,"<key>":[`. */
@@ -127,6 +140,8 @@ export interface ContextBody {
   version: string;
   /** `full`: the whole context; `delta`: what was appended since the version asked about. */
   kind: "full" | "delta";
+  /** Where it came from: the head's context kept in memory, read from storage, or a delta. */
+  source: "kept" | "built" | "delta";
   first: string;
   rest: Iterator<string>;
 }
@@ -140,12 +155,14 @@ export class SqliteSession {
   readonly #rows: EntryRows;
   readonly #paths: PathReads;
   readonly #head = new HeadContext();
+  readonly #byteLimit: () => ByteLimit | undefined;
   #state: SessionState | undefined;
   /** Told of every committed write (the object's watchers). */
   onWritten: WriteListener | undefined;
 
-  constructor(storage: DurableObjectStorage) {
+  constructor(storage: DurableObjectStorage, byteLimit: () => ByteLimit | undefined = () => undefined) {
     this.#storage = storage;
+    this.#byteLimit = byteLimit;
     this.#sql = sqlOf(storage.sql);
     this.#rows = new EntryRows(storage.sql, this.#sql);
     this.#paths = new PathReads(this.#rows, this.#sql);
@@ -166,12 +183,15 @@ export class SqliteSession {
       auto_compaction: string | null;
     }>`SELECT tenant, incarnation, header, leaf_id, stats, version, auto_compaction FROM session`.toArray()[0];
     if (!row) return undefined;
+    const stats: SessionStats = JSON.parse(row.stats);
+    // Sessions stored before their bytes were counted: counted once from the rows, kept from then on.
+    stats.bytes ??= this.#rows.storedBytes();
     return {
       tenant: row.tenant,
       incarnation: row.incarnation,
       header: JSON.parse(row.header),
       leafId: row.leaf_id,
-      stats: JSON.parse(row.stats),
+      stats,
       version: row.version,
       nextSeq: this.#rows.lastSeq() + 1,
       ...(row.auto_compaction ? { autoCompaction: JSON.parse(row.auto_compaction) } : {}),
@@ -202,7 +222,7 @@ export class SqliteSession {
     if (this.#state) {
       throw new SessionError("already_exists", `session ${header.id} already exists`, { id: header.id });
     }
-    const stats: SessionStats = { entryCount: 0, messageCount: 0, updatedAt: header.createdAt };
+    const stats = emptyStats(header.createdAt);
     updateSchema(this.#storage.sql);
     this.#sql`INSERT INTO session (singleton, tenant, incarnation, header, leaf_id, stats, version)
       VALUES (1, ${tenant}, ${incarnation}, ${JSON.stringify(header)}, NULL, ${JSON.stringify(stats)}, 1)`;
@@ -307,7 +327,13 @@ export class SqliteSession {
         const { settings } = leaf ? this.#paths.settings(leaf) : this.#paths.contextPlan(null);
         const opening = contextOpening(systemPrompt, settings, { version, since }, "append");
         const chunks = contextChunks(opening, this.#paths.projectedPages(delta.seqs, delta.compactionId));
-        return { version, kind: "delta", first: chunks.next().value as string, rest: chunks };
+        return {
+          version,
+          kind: "delta",
+          source: "delta",
+          first: chunks.next().value as string,
+          rest: chunks,
+        };
       }
     }
     const extra = since === undefined ? { version } : { version, reset: true };
@@ -316,13 +342,13 @@ export class SqliteSession {
       if (kept) {
         kept.joined ??= kept.pieces.join(",");
         const whole = `${contextOpening(systemPrompt, kept.settings, extra, "messages")}${kept.joined}]}`;
-        return { version, kind: "full", first: whole, rest: [][Symbol.iterator]() };
+        return { version, kind: "full", source: "kept", first: whole, rest: [][Symbol.iterator]() };
       }
     }
     const plan = this.#paths.contextPlan(start);
     const opening = contextOpening(systemPrompt, plan.settings, extra, "messages");
     const chunks = contextChunks(opening, this.#paths.messagePages(plan));
-    return { version, kind: "full", first: chunks.next().value as string, rest: chunks };
+    return { version, kind: "full", source: "built", first: chunks.next().value as string, rest: chunks };
   }
 
   /**
@@ -455,11 +481,27 @@ export class SqliteSession {
     }
   }
 
+  /** Refuses a write that would take the session past its byte limit. */
+  #checkBytes(writes: readonly PlannedWrite[]): void {
+    const limit = this.#byteLimit();
+    if (!limit) return;
+    let bytes = this.#live().stats.bytes;
+    for (const write of writes) bytes += write.bytes;
+    if (bytes <= limit.maxBytes) return;
+    const what = limit.quota === "maxSessionBytes" ? "this session" : "this tenant";
+    throw quotaExceeded(
+      limit.quota,
+      limit.limit,
+      `the write would take ${what} past its quota of ${limit.limit} bytes`,
+    );
+  }
+
   #apply(plan: Pick<AppendPlan, "writes" | "leafId">): void {
     const state = this.#live();
+    this.#checkBytes(plan.writes);
     this.#write(() => {
       this.#rows.insert(plan.writes);
-      for (const { entry } of plan.writes) applyEntryToStats(state.stats, entry);
+      for (const { entry, bytes } of plan.writes) applyEntryToStats(state.stats, entry, bytes);
       state.leafId = plan.leafId;
       state.nextSeq += plan.writes.length;
       state.stats.updatedAt = nowIso();

@@ -8,12 +8,14 @@ import { docsApp } from "./docs";
 import type { AppEnv } from "./env";
 import { notFound, onError } from "./errors";
 import { rateLimit } from "./rate-limit";
+import { requestLog } from "./request-log";
 import { compactionRoutes } from "./routes/compaction";
 import { contextRoutes } from "./routes/context";
 import { entryRoutes } from "./routes/entries";
 import { eventRoutes } from "./routes/events";
 import { IMPORT_PATH, interchangeRoutes } from "./routes/interchange";
 import { sessionRoutes } from "./routes/sessions";
+import { usageRoutes } from "./routes/usage";
 import { socketTicket } from "./socket-ticket";
 
 const OPENAPI_PATH = "/v1/openapi.json";
@@ -33,12 +35,14 @@ const DOCUMENT = {
 /**
  * The service: health, the viewer and the API's documentation without credentials; every /v1
  * route behind the cross-site and size checks, authentication and the tenant's rate limit, and
- * one error envelope for every failure.
+ * one error envelope for every failure. Every request, whatever answers it, gets a request id and
+ * one log line (request-log.ts).
  */
 export function createApp() {
   const app = new OpenAPIHono<AppEnv>();
   app.onError(onError);
   app.notFound(notFound);
+  app.use("*", requestLog);
 
   app.get("/healthz", (c) => c.json({ ok: true }));
   app.route("/", viewerApp);
@@ -55,6 +59,7 @@ export function createApp() {
   app.use("/v1/sessions/:sid/ws", socketTicket);
   // Matches /v1/sessions itself too. Imports are NDJSON and read their own body.
   app.use("/v1/sessions/*", authenticate, rateLimit, jsonBody([IMPORT_PATH]));
+  app.use("/v1/usage", authenticate, rateLimit);
 
   return app
     .route("/", sessionRoutes)
@@ -62,5 +67,6 @@ export function createApp() {
     .route("/", contextRoutes)
     .route("/", eventRoutes)
     .route("/", compactionRoutes)
-    .route("/", interchangeRoutes);
+    .route("/", interchangeRoutes)
+    .route("/", usageRoutes);
 }

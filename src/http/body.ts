@@ -1,5 +1,6 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { assertJsonDepth, MAX_BODY_BYTES, SessionError } from "../core";
+import type { AppEnv } from "./env";
 
 const JSON_TYPE = /^application\/([\w.-]+\+)?json$/i;
 const NDJSON_TYPE = /^application\/(x-ndjson|jsonl)$/i;
@@ -58,8 +59,9 @@ export const bodyLimit: MiddlewareHandler = async (c, next) => {
 };
 
 /** An NDJSON body (its type checked by `jsonBody`) as UTF-8 text, at most 32 MiB. */
-export async function readNdjson(request: Request): Promise<string> {
-  const bytes = await readCapped(request.body, MAX_BODY_BYTES);
+export async function readNdjson(c: Context<AppEnv>): Promise<string> {
+  const bytes = await readCapped(c.req.raw.body, MAX_BODY_BYTES);
+  c.set("bytesIn", bytes.byteLength);
   try {
     return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
   } catch {
@@ -76,7 +78,7 @@ export async function readNdjson(request: Request): Promise<string> {
  * bodies.
  */
 export const jsonBody =
-  (ndjsonPaths: readonly string[] = []): MiddlewareHandler =>
+  (ndjsonPaths: readonly string[] = []): MiddlewareHandler<AppEnv> =>
   async (c, next) => {
     if (c.req.method === "GET" || c.req.method === "HEAD" || c.req.method === "DELETE") return next();
     const type = mediaType(c.req.header("Content-Type"));
@@ -96,6 +98,7 @@ export const jsonBody =
       });
     }
     const bytes = await readCapped(c.req.raw.body, MAX_BODY_BYTES);
+    c.set("bytesIn", bytes.byteLength);
     let value: unknown = {};
     if (bytes.byteLength > 0) {
       try {

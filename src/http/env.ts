@@ -34,4 +34,19 @@ export interface WorkerEnv extends DurableEnv {
   JWT_ACCESS_CLAIM?: string;
 }
 
-export type AppEnv = { Bindings: WorkerEnv; Variables: { caller: Caller } };
+/** What a request carries through the app: its caller, and what its log line reports. */
+export interface RequestVariables {
+  caller: Caller;
+  /** The caller's `x-request-id` when valid, else one made up; on every answer and error. */
+  requestId: string;
+  /** The session the request is about, when there is one. */
+  sessionId?: string;
+  /** Bytes of the body, once read (else the log takes its declared Content-Length). */
+  bytesIn?: number;
+  /** The error code the request was answered with. */
+  errorCode?: string;
+  /** What went wrong inside, for an `internal` answer (never sent to the caller). */
+  failure?: string;
+}
+
+export type AppEnv = { Bindings: WorkerEnv; Variables: RequestVariables };

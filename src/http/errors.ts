@@ -3,7 +3,9 @@ import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import * as z from "zod";
 import type { ErrorBody, ErrorCode } from "../core";
-import { ERROR_STATUS, newId, SessionError } from "../core";
+import { ERROR_STATUS, SessionError } from "../core";
+import { errorSummary } from "../durable";
+import type { AppEnv } from "./env";
 
 export const ErrorEnvelope = z
   .object({
@@ -11,6 +13,7 @@ export const ErrorEnvelope = z
       code: z.enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]),
       message: z.string(),
       details: z.unknown().optional(),
+      requestId: z.string().meta({ description: "the request's x-request-id, to find its log line" }),
     }),
   })
   .meta({ id: "Error" });
@@ -25,15 +28,22 @@ const codeOfStatus: Record<number, ErrorCode> = {
   429: "rate_limited",
 };
 
-export function errorResponse(c: Context, body: ErrorBody, headers?: Record<string, string>): Response {
-  return c.json({ error: body }, ERROR_STATUS[body.code] as ContentfulStatusCode, headers);
+/** The error envelope, with the request's id; the code goes into the request's log line. */
+export function errorResponse(
+  c: Context<AppEnv>,
+  body: ErrorBody,
+  headers?: Record<string, string>,
+): Response {
+  const requestId = c.get("requestId");
+  c.set("errorCode", body.code);
+  return c.json({ error: { ...body, requestId } }, ERROR_STATUS[body.code] as ContentfulStatusCode, headers);
 }
 
 /**
  * The one place failures become HTTP: a `SessionError` keeps its code; anything else is `internal`
- * with a request id to find the log line, never a stack or a message from inside.
+ * with the request id to find the log line, never a stack or a message from inside.
  */
-export function onError(error: Error, c: Context): Response {
+export function onError(error: Error, c: Context<AppEnv>): Response {
   if (error instanceof SessionError) {
     const retryAfter = (error.details as { retryAfterSeconds?: number } | undefined)?.retryAfterSeconds;
     return errorResponse(
@@ -48,17 +58,15 @@ export function onError(error: Error, c: Context): Response {
       message: error.message || "bad request",
     });
   }
-  const requestId = c.req.header("cf-ray") ?? newId();
-  console.error("request failed", {
-    requestId,
-    method: c.req.method,
-    path: new URL(c.req.url).pathname,
-    error: String(error),
+  c.set("failure", errorSummary(error));
+  return errorResponse(c, {
+    code: "internal",
+    message: "internal error",
+    details: { requestId: c.get("requestId") },
   });
-  return errorResponse(c, { code: "internal", message: "internal error", details: { requestId } });
 }
 
-export function notFound(c: Context): Response {
+export function notFound(c: Context<AppEnv>): Response {
   return errorResponse(c, {
     code: "not_found",
     message: `no route for ${c.req.method} ${new URL(c.req.url).pathname}`,

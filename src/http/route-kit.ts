@@ -80,7 +80,16 @@ export const errors = {
   403: json(ErrorEnvelope, "forbidden: a read-only credential writing, or a request from another site"),
   404: json(ErrorEnvelope, "not_found"),
   429: json(ErrorEnvelope, "rate_limited (Retry-After)"),
-  503: json(ErrorEnvelope, "misconfigured: the service's API_KEYS is invalid"),
+  503: json(ErrorEnvelope, "misconfigured: the service's API_KEYS or QUOTAS is invalid"),
+};
+
+/** What a write that stores something may also answer: a quota it would pass. */
+export const writeErrors = {
+  ...errors,
+  413: json(
+    ErrorEnvelope,
+    "quota_exceeded: the write would pass one of the tenant's quotas; nothing written",
+  ),
 };
 
 /** The caller's sessions. */
@@ -88,8 +97,9 @@ export function repo(c: Context<AppEnv>): DurableRepo {
   return new DurableRepo(c.env, c.get("caller").tenant);
 }
 
-/** One of the caller's sessions (each call on it checks that it exists). */
+/** One of the caller's sessions (each call on it checks that it exists); the request's log names it. */
 export function sessionStorage(c: Context<AppEnv>, sid: string): SessionObjectStorage {
+  c.set("sessionId", sid);
   return repo(c).storage(sid);
 }
 

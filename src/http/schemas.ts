@@ -209,3 +209,20 @@ export const ImportQuery = z.object({
       "sync: into the session of the file's id (or `id`), appending what the file gained since; 409 if the session differs from the file",
   }),
 });
+
+const Count = z.number().int().nonnegative();
+
+export const UsageResponse = z
+  .object({
+    sessions: Count,
+    entries: Count.meta({ description: "entries in the tenant's sessions (leaf records not counted)" }),
+    bytes: Count.meta({ description: "UTF-8 bytes of the stored entries' JSON, as byte quotas count them" }),
+    quotas: z
+      .object({
+        maxSessions: Count.optional(),
+        maxSessionBytes: Count.optional(),
+        maxTenantBytes: Count.optional(),
+      })
+      .meta({ description: "the quotas that apply to the tenant; an absent one is no limit" }),
+  })
+  .meta({ id: "Usage" });

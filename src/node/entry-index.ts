@@ -51,7 +51,7 @@ export class EntryIndex {
     this.rows.push(row);
     this.#byId.set(entry.id, row);
     applyEntryToLabels(this.labels, entry);
-    applyEntryToStats(this.stats, entry);
+    applyEntryToStats(this.stats, entry, span.length);
     this.logLeafId = entry.type === "leaf" ? entry.targetId : entry.id;
     return row;
   }

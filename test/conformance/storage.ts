@@ -438,6 +438,44 @@ export function storageConformance(
       });
     });
 
+    describe("stored bytes", () => {
+      /** What `bytes` must be: the UTF-8 length of every stored entry's JSON, leaf records included. */
+      const storedBytes = async (session: Session) => {
+        let bytes = 0;
+        for (const { seq: _seq, ...entry } of await session.getEntries({ limit: 1000 })) {
+          bytes += new TextEncoder().encode(JSON.stringify(entry)).byteLength;
+        }
+        return bytes;
+      };
+
+      it("counts every entry's JSON as stored, leaf records included, through appends and leaf moves", async () => {
+        const repo = await makeRepo();
+        const session = await fresh(repo);
+        expect((await session.getInfo()).bytes).toBe(0);
+        const a = await session.appendMessage(user("héllo wörld ✓ 🚀"));
+        await session.appendEntries([messageEntry(assistant("a")), messageEntry(user("b"))]);
+        await session.setLeafId(a);
+        await session.appendLabel(a, "first");
+        const info = await session.getInfo();
+        expect(info.bytes).toBe(await storedBytes(session));
+        expect(info.bytes).toBeGreaterThan(0);
+        expect((await (await repo.open(session.id)).getInfo()).bytes).toBe(info.bytes);
+      });
+
+      it("gives a fork the bytes of what it copied, and leaves the source's unchanged", async () => {
+        const repo = await makeRepo();
+        const source = await fresh(repo);
+        const a = await source.appendMessage(user("q"));
+        await source.appendMessage(assistant("a".repeat(500)));
+        await source.appendLabel(a, "kept");
+        const before = (await source.getInfo()).bytes;
+        const fork = await source.fork(a);
+        expect((await fork.getInfo()).bytes).toBe(await storedBytes(fork));
+        expect((await fork.getInfo()).bytes).toBeLessThan(before);
+        expect((await source.getInfo()).bytes).toBe(before);
+      });
+    });
+
     describe("buildContext", () => {
       it("returns the path's messages and derived state", async () => {
         const repo = await makeRepo();

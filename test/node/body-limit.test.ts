@@ -43,8 +43,15 @@ function startSending(
       received += chunk.toString();
       const end = received.indexOf("\r\n\r\n");
       if (end === -1) return;
-      const length = Number(/\r\ncontent-length: (\d+)/i.exec(received.slice(0, end))?.[1] ?? 0);
-      if (Buffer.byteLength(received.slice(end + 4)) < length) return;
+      const head = received.slice(0, end);
+      const body = received.slice(end + 4);
+      // Answers are sent with a Content-Length or in chunks (ending with an empty chunk).
+      if (/\r\ntransfer-encoding: chunked/i.test(head)) {
+        if (!body.startsWith("0\r\n\r\n") && !body.includes("\r\n0\r\n\r\n")) return;
+      } else {
+        const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? 0);
+        if (Buffer.byteLength(body) < length) return;
+      }
       clearTimeout(timer);
       const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(received)?.[1]);
       resolve({ status, afterMs: Date.now() - started, text: received });

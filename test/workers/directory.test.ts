@@ -15,6 +15,7 @@ function fakeInfo(id: string, updatedAt: string, entryCount: number): SessionInf
     leafId: null,
     entryCount,
     messageCount: 0,
+    bytes: entryCount * 100,
   };
 }
 

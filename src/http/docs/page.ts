@@ -141,7 +141,7 @@ export function docsPage(document: OpenApiDocument, assets: DocsAssets): string 
 <main class="docs">
 ${description ? html`<p class="lead">${description}</p>` : ""}
 <p>Every <code>/v1</code> route takes <code>Authorization: Bearer &lt;key&gt;</code> (an API key or a JWT). Errors are
-<code>{"error": {"code", "message", "details"?}}</code> (<a href="#${schemaAnchor("Error")}">Error</a>).</p>
+<code>{"error": {"code", "message", "details"?, "requestId"}}</code> (<a href="#${schemaAnchor("Error")}">Error</a>).</p>
 <nav aria-label="Operations"><h2>Operations</h2><ul class="toc">${operations.map(
     ({ method, path, operation }) =>
       html`<li><a href="#${operationAnchor(method, path)}"><span class="method method-${method}">${method.toUpperCase()}</span> <code>${path}</code></a> <span class="muted">${text(operation.summary) ?? ""}</span></li>`,

@@ -1,7 +1,8 @@
 import { createRoute } from "@hono/zod-openapi";
-import { leafTag, Session, summarizerFromConfig } from "../../core";
+import { leafTag, Session } from "../../core";
 import { ErrorEnvelope } from "../errors";
-import { body, errors, json, routes, security, sessionStorage } from "../route-kit";
+import { recordEvent, summarizerFor, timed } from "../metrics";
+import { body, json, routes, security, sessionStorage, writeErrors } from "../route-kit";
 import { CompactBody, CompactResponse, SessionIdParam } from "../schemas";
 
 /** Compacting a session's current branch. */
@@ -20,12 +21,18 @@ export const compactionRoutes = routes().openapi(
       409: json(ErrorEnvelope, "nothing_to_compact"),
       412: json(ErrorEnvelope, "leaf_conflict: the branch moved off the kept part meanwhile"),
       502: json(ErrorEnvelope, "summarizer_failed: nothing written"),
-      ...errors,
+      ...writeErrors,
     },
   }),
   async (c) => {
-    const session = new Session(sessionStorage(c, c.req.valid("param").sid));
-    const entry = await session.compact({ ...c.req.valid("json"), summarizer: summarizerFromConfig(c.env) });
+    const sessionId = c.req.valid("param").sid;
+    const session = new Session(sessionStorage(c, sessionId));
+    const summarizer = await summarizerFor(c, sessionId);
+    const entry = await timed(
+      () => session.compact({ ...c.req.valid("json"), summarizer }),
+      (outcome, durationMs) =>
+        recordEvent(c, { kind: "compaction", sessionId, trigger: "manual", outcome, durationMs }),
+    );
     return c.json({ entry }, 201, { ETag: leafTag(entry.id) });
   },
 );

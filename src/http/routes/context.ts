@@ -9,10 +9,19 @@ import {
   Session,
   type SessionContext,
   SessionError,
-  summarizerFromConfig,
 } from "../../core";
 import { ErrorEnvelope } from "../errors";
-import { body, errors, json, routes, security, sessionStorage, streamedJson } from "../route-kit";
+import { summarizerFor } from "../metrics";
+import {
+  body,
+  errors,
+  json,
+  routes,
+  security,
+  sessionStorage,
+  streamedJson,
+  writeErrors,
+} from "../route-kit";
 import { ContextQuery, ContextResponse, MoveLeafBody, SessionIdParam } from "../schemas";
 
 const IfNoneMatch = z.object({
@@ -93,16 +102,17 @@ export const contextRoutes = routes()
       responses: {
         200: json(NavigateResult, "moved"),
         412: json(ErrorEnvelope, "leaf_conflict"),
-        ...errors,
+        ...writeErrors,
       },
     }),
     async (c) => {
       const { targetId, ...options } = c.req.valid("json");
-      const session = new Session(sessionStorage(c, c.req.valid("param").sid));
+      const sid = c.req.valid("param").sid;
+      const session = new Session(sessionStorage(c, sid));
       const result = await session.navigate(targetId, {
         ...options,
         expectedLeafId: expectedLeaf(c.req.valid("header")["if-match"]),
-        summarizer: summarizerFromConfig(c.env),
+        summarizer: await summarizerFor(c, sid),
       });
       return c.json(result, 200, { ETag: leafTag(result.leafId) });
     },

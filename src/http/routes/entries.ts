@@ -11,7 +11,16 @@ import {
   treeToJson,
 } from "../../core";
 import { ErrorEnvelope } from "../errors";
-import { body, errors, json, routes, security, sessionStorage, streamedJson } from "../route-kit";
+import {
+  body,
+  errors,
+  json,
+  routes,
+  security,
+  sessionStorage,
+  streamedJson,
+  writeErrors,
+} from "../route-kit";
 import {
   AppendBody,
   AppendResponse,
@@ -49,7 +58,7 @@ export const entryRoutes = routes()
         200: json(AppendResponse, "every entry was a replay; nothing written"),
         409: json(ErrorEnvelope, "already_exists"),
         412: json(ErrorEnvelope, "leaf_conflict"),
-        413: json(ErrorEnvelope, "entry_too_large / payload_too_large"),
+        413: json(ErrorEnvelope, "entry_too_large / payload_too_large / quota_exceeded"),
         415: json(ErrorEnvelope, "unsupported_format: a message entry's format is not one of the known ones"),
         422: json(ErrorEnvelope, "parent_not_found / invalid_tree"),
         ...errors,
@@ -81,7 +90,7 @@ export const entryRoutes = routes()
         200: json(z.object({ leafId: Id.nullable() }), "written"),
         409: json(ErrorEnvelope, "already_exists"),
         422: json(ErrorEnvelope, "parent_not_found / invalid_tree"),
-        ...errors,
+        ...writeErrors,
       },
     }),
     async (c) => {

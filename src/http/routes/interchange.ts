@@ -11,6 +11,7 @@ import {
 } from "../../core";
 import { readNdjson } from "../body";
 import { ErrorEnvelope } from "../errors";
+import { recordEvent } from "../metrics";
 import { errors, json, ndjsonResponse, repo, routes, security, sessionStorage } from "../route-kit";
 import { ExportQuery, ImportQuery, ImportResult, SessionIdParam } from "../schemas";
 import { textStream } from "../stream";
@@ -71,22 +72,35 @@ export const interchangeRoutes = routes()
         200: json(ImportResult, "mode=sync: the session, which had all or part of the file"),
         201: json(ImportResult, "the imported session, with the repairs made"),
         409: json(ErrorEnvelope, "already_exists"),
-        413: json(ErrorEnvelope, "payload_too_large"),
+        413: json(ErrorEnvelope, "payload_too_large / quota_exceeded"),
         415: json(ErrorEnvelope, "unsupported_format"),
         ...errors,
       },
     }),
     async (c) => {
+      const started = Date.now();
       const { format, id, mode } = c.req.valid("query");
-      const file = parseImport(checkFormat(format), await readNdjson(c.req.raw));
+      const checked = checkFormat(format);
+      const file = parseImport(checked, await readNdjson(c));
       if (mode === "sync") {
         const { session, ...sync } = await repo(c).syncSession(file, id === undefined ? {} : { id });
         const info = await session.getInfo();
+        c.set("sessionId", info.id);
         const status = sync.status === "created" ? 201 : 200;
         return c.json({ ...info, warnings: file.warnings, sync }, status, { ETag: leafTag(info.leafId) });
       }
       const session = await repo(c).importSession(file, id === undefined ? {} : { id });
       const info = await session.getInfo();
+      c.set("sessionId", info.id);
+      await recordEvent(c, {
+        kind: "import",
+        sessionId: info.id,
+        format: checked,
+        entries: info.entryCount,
+        bytes: info.bytes,
+        warnings: file.warnings.length,
+        durationMs: Date.now() - started,
+      });
       return c.json({ ...info, warnings: file.warnings }, 201, { ETag: leafTag(info.leafId) });
     },
   );

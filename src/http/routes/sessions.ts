@@ -1,7 +1,8 @@
 import { createRoute } from "@hono/zod-openapi";
 import { leafTag, SessionInfo, SessionPage } from "../../core";
 import { ErrorEnvelope } from "../errors";
-import { body, errors, json, repo, routes, security, sessionStorage } from "../route-kit";
+import { recordEvent } from "../metrics";
+import { body, errors, json, repo, routes, security, sessionStorage, writeErrors } from "../route-kit";
 import { CreateSessionBody, ForkBody, ListSessionsQuery, PatchSessionBody, SessionIdParam } from "../schemas";
 
 /** Sessions as a whole: create, list, describe, change, delete, fork. */
@@ -17,7 +18,7 @@ export const sessionRoutes = routes()
       responses: {
         201: json(SessionInfo, "the new session"),
         409: json(ErrorEnvelope, "already_exists"),
-        ...errors,
+        ...writeErrors,
       },
     }),
     async (c) => {
@@ -60,7 +61,7 @@ export const sessionRoutes = routes()
       summary: "Rename, or change the system prompt or metadata",
       security,
       request: { params: SessionIdParam, body: body(PatchSessionBody) },
-      responses: { 200: json(SessionInfo, "the session"), ...errors },
+      responses: { 200: json(SessionInfo, "the session"), ...writeErrors },
     }),
     async (c) => {
       const storage = sessionStorage(c, c.req.valid("param").sid);
@@ -97,13 +98,23 @@ export const sessionRoutes = routes()
       responses: {
         201: json(SessionInfo, "the new session"),
         409: json(ErrorEnvelope, "already_exists"),
-        ...errors,
+        ...writeErrors,
       },
     }),
     async (c) => {
       const { entryId, ...options } = c.req.valid("json");
-      const fork = await sessionStorage(c, c.req.valid("param").sid).fork(entryId, options);
+      const sourceId = c.req.valid("param").sid;
+      const started = Date.now();
+      const fork = await sessionStorage(c, sourceId).fork(entryId, options);
       const info = await fork.getInfo();
+      await recordEvent(c, {
+        kind: "fork",
+        sessionId: info.id,
+        sourceId,
+        entries: info.entryCount,
+        bytes: info.bytes,
+        durationMs: Date.now() - started,
+      });
       return c.json(info, 201, { ETag: leafTag(info.leafId) });
     },
   );

@@ -1,0 +1,65 @@
+import * as z from "zod";
+import { SessionError, zodDetails } from "../core";
+
+/*
+ * Per-tenant quotas, from the `QUOTAS` setting: JSON with defaults for every tenant and, under
+ * `tenants`, overrides for some (each field of an override replaces the default's). A limit left
+ * out, or null, is no limit; without `QUOTAS` nothing is limited. A write that would pass a limit
+ * is refused with `quota_exceeded` before anything is written.
+ */
+
+/** The limits that apply to a tenant; an absent one is no limit. */
+export interface Quotas {
+  /** Sessions the tenant may hold; creating, forking or importing one more is refused. */
+  maxSessions?: number;
+  /** Bytes one session may hold (its entries' JSON, `SessionInfo.bytes`). */
+  maxSessionBytes?: number;
+  /** Bytes all the tenant's sessions may hold together. */
+  maxTenantBytes?: number;
+}
+
+const Limit = z.number().int().nonnegative().nullable().optional();
+const Limits = z.object({ maxSessions: Limit, maxSessionBytes: Limit, maxTenantBytes: Limit }).strict();
+type Limits = z.infer<typeof Limits>;
+const QuotaSetting = Limits.extend({ tenants: z.record(z.string(), Limits).optional() }).strict();
+type QuotaSetting = z.infer<typeof QuotaSetting>;
+
+let parsed: { text: string; setting: QuotaSetting } | undefined;
+
+function quotaSetting(text: string): QuotaSetting {
+  if (parsed?.text === text) return parsed.setting;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new SessionError("misconfigured", "the service's QUOTAS setting is not valid JSON");
+  }
+  const result = QuotaSetting.safeParse(value);
+  if (!result.success) {
+    throw new SessionError(
+      "misconfigured",
+      "the service's QUOTAS setting is invalid",
+      zodDetails(result.error),
+    );
+  }
+  parsed = { text, setting: result.data };
+  return result.data;
+}
+
+/** The quotas that apply to a tenant (`misconfigured` when the setting is invalid). */
+export function quotasFor(setting: string | undefined, tenant: string): Quotas {
+  if (setting === undefined || setting.trim() === "") return {};
+  const { tenants, ...defaults } = quotaSetting(setting);
+  const own = tenants && Object.hasOwn(tenants, tenant) ? tenants[tenant] : undefined;
+  const limits: Limits = { ...defaults, ...own };
+  const quotas: Quotas = {};
+  for (const key of ["maxSessions", "maxSessionBytes", "maxTenantBytes"] as const) {
+    const limit = limits[key];
+    if (limit !== undefined && limit !== null) quotas[key] = limit;
+  }
+  return quotas;
+}
+
+export function quotaExceeded(quota: keyof Quotas, limit: number, message: string): SessionError {
+  return new SessionError("quota_exceeded", message, { quota, limit });
+}

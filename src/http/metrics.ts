@@ -1,0 +1,80 @@
+import type { Context } from "hono";
+import type { Summarizer } from "../core";
+import { summarizerFromConfig } from "../core";
+import type { MetricPoint } from "../durable";
+import { measuredSummarizer, tenantHash, writeMetric } from "../durable";
+import type { AppEnv } from "./env";
+
+/*
+ * The Worker's metrics (the dataset's layout is in durable/metrics.ts): one data point per request,
+ * and the domain events whose work happens in the Worker (forks, imports, compactions asked for
+ * over HTTP, and the summarizer calls they make). Without the METRICS binding, nothing is written.
+ */
+
+/** Requests without a caller (unauthenticated, health, the viewer) share this index. */
+const NO_TENANT = "-";
+
+export function recordRequest(
+  dataset: AnalyticsEngineDataset | undefined,
+  tenant: string | null,
+  request: {
+    route: string | null;
+    method: string;
+    status: number;
+    errorCode: string | null;
+    durationMs: number;
+    bytesIn: number;
+    bytesOut: number;
+  },
+): void {
+  writeMetric(dataset, tenant ?? NO_TENANT, {
+    kind: "request",
+    route: request.route ?? "(none)",
+    method: request.method,
+    status: request.status,
+    errorCode: request.errorCode ?? "",
+    durationMs: request.durationMs,
+    bytesIn: request.bytesIn,
+    bytesOut: request.bytesOut,
+  });
+}
+
+/** Writes one domain event for the caller's tenant. */
+export async function recordEvent(c: Context<AppEnv>, point: MetricPoint): Promise<void> {
+  if (!c.env.METRICS) return;
+  writeMetric(c.env.METRICS, await tenantHash(c.get("caller").tenant), point);
+}
+
+/** The configured summarizer, each of its calls for this session written as a `summary` event. */
+export async function summarizerFor(c: Context<AppEnv>, sessionId: string): Promise<Summarizer> {
+  const summarizer = summarizerFromConfig(c.env);
+  const dataset = c.env.METRICS;
+  if (!dataset) return summarizer;
+  const tenant = await tenantHash(c.get("caller").tenant);
+  return measuredSummarizer(summarizer, (outcome, durationMs) =>
+    writeMetric(dataset, tenant, {
+      kind: "summary",
+      sessionId,
+      summarizer: summarizer.name,
+      outcome,
+      durationMs,
+    }),
+  );
+}
+
+/** Runs `work`, timing it; `record` gets how it ended ("ok" or the error code) and how long it took. */
+export async function timed<T>(
+  work: () => Promise<T>,
+  record: (outcome: string, durationMs: number, result?: T) => Promise<void>,
+): Promise<T> {
+  const started = Date.now();
+  try {
+    const result = await work();
+    await record("ok", Date.now() - started, result);
+    return result;
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    await record(typeof code === "string" ? code : "internal", Date.now() - started);
+    throw error;
+  }
+}

@@ -1,0 +1,22 @@
+import { createRoute } from "@hono/zod-openapi";
+import { errors, json, repo, routes, security } from "../route-kit";
+import { UsageResponse } from "../schemas";
+
+/** What the caller's tenant stores, and the quotas it is held to. */
+export const usageRoutes = routes().openapi(
+  createRoute({
+    method: "get",
+    path: "/v1/usage",
+    operationId: "getUsage",
+    summary: "Usage of the tenant: sessions, entries and bytes, and its quotas",
+    description:
+      "Summed from what each session last reported to the tenant's directory: a write shows here within the report interval (about a second).",
+    security,
+    responses: { 200: json(UsageResponse, "the tenant's usage"), ...errors },
+  }),
+  async (c) => {
+    const tenant = repo(c);
+    const quotas = tenant.quotas();
+    return c.json({ ...(await tenant.usage()), quotas }, 200);
+  },
+);

@@ -1,0 +1,51 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { gzipSync } from "node:zlib";
+import { afterAll, describe, expect, it } from "vitest";
+
+/*
+ * The Worker as it is deployed: `wrangler deploy --dry-run` builds the real bundle of each
+ * environment (its build step included) without an account, and checks the configuration. The
+ * bundle's gzipped size is what a cold start loads, so it has a budget: 278 KiB when it was set,
+ * plus about 8% for growth. A dependency that pushes past it fails here, on purpose: raise the
+ * budget only for a reason worth the cold-start time.
+ */
+
+const BUDGET_BYTES = 300 * 1024;
+const WRANGLER = join(process.cwd(), "node_modules", "wrangler", "bin", "wrangler.js");
+
+const run = promisify(execFile);
+const folders: string[] = [];
+afterAll(() => Promise.all(folders.map((folder) => rm(folder, { recursive: true, force: true }))));
+
+async function dryRun(environment: string): Promise<{ bundle: Buffer; output: string }> {
+  const outdir = await mkdtemp(join(tmpdir(), "cf-sessions-bundle-"));
+  folders.push(outdir);
+  const { stdout, stderr } = await run(
+    process.execPath,
+    [WRANGLER, "deploy", "--dry-run", "--env", environment, "--outdir", outdir],
+    { env: { ...process.env, WRANGLER_SEND_METRICS: "false" }, maxBuffer: 16 * 1024 * 1024 },
+  );
+  const script = (await readdir(outdir)).find((name) => name.endsWith(".js"));
+  if (!script) throw new Error(`no bundle in ${outdir}:\n${stdout}\n${stderr}`);
+  return { bundle: await readFile(join(outdir, script)), output: stdout };
+}
+
+describe("deploy", () => {
+  it("builds the production bundle, its bindings as configured, under its gzipped size budget", async () => {
+    const { bundle, output } = await dryRun("production");
+    for (const binding of ["SESSIONS", "DIRECTORY", "METRICS", "RATE_LIMITER", "QUOTAS"]) {
+      expect(output).toContain(`env.${binding} `);
+    }
+    const gzipped = gzipSync(bundle).byteLength;
+    expect(gzipped, `gzipped bundle: ${(gzipped / 1024).toFixed(1)} KiB`).toBeLessThan(BUDGET_BYTES);
+  });
+
+  it("builds the staging bundle with its own metrics dataset", async () => {
+    const { output } = await dryRun("staging");
+    expect(output).toContain("cf_sessions_staging");
+  });
+});

@@ -1,0 +1,235 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
+import type { SessionInfo } from "../../src/core";
+import { quotasFor } from "../../src/durable";
+import type { WorkerEnv } from "../../src/http/env";
+import worker from "../../src/worker";
+import type { ApiResponse } from "./helpers";
+import { api, expectError, sid, userMessage } from "./helpers";
+
+/*
+ * Each quota on a tenant of its own (vitest.workers.config.ts): tenant-few-sessions may hold 2
+ * sessions, tenant-small-sessions 4,000 bytes a session, tenant-small-tenant 6,000 bytes in all.
+ */
+
+const ctx = () => ({ waitUntil() {}, passThroughOnException() {}, props: {} }) as unknown as ExecutionContext;
+
+async function create(key: string, entries: unknown[] = []): Promise<SessionInfo> {
+  const id = sid();
+  const created = await api("POST", "/v1/sessions", { key, body: { id } });
+  expect(created.status, created.text).toBe(201);
+  if (entries.length > 0) {
+    const res = await api("POST", `/v1/sessions/${id}/entries`, { key, body: { entries } });
+    expect(res.status, res.text).toBe(201);
+  }
+  return (await api("GET", `/v1/sessions/${id}`, { key })).body;
+}
+
+async function infoOf(key: string, id: string): Promise<SessionInfo> {
+  return (await api("GET", `/v1/sessions/${id}`, { key })).body;
+}
+
+async function usage(key: string) {
+  return (await api("GET", "/v1/usage", { key })).body as {
+    sessions: number;
+    entries: number;
+    bytes: number;
+  };
+}
+
+/** An entry whose stored JSON is about `bytes` long. */
+const sized = (bytes: number) => userMessage("x".repeat(bytes - 90));
+
+function importFile(id: string, bytes: number): string {
+  const timestamp = "2026-01-01T00:00:00.000Z";
+  return [
+    { type: "session", version: 3, id, timestamp, cwd: "/" },
+    {
+      type: "message",
+      id: "a1b2c3d4",
+      parentId: null,
+      timestamp,
+      message: { role: "user", content: "y".repeat(bytes), timestamp: 1 },
+    },
+  ]
+    .map((line) => JSON.stringify(line))
+    .join("\n");
+}
+
+const importAs = (key: string, id: string, bytes: number) =>
+  api("POST", `/v1/sessions/import?format=pi&id=${id}`, {
+    key,
+    raw: importFile(id, bytes),
+    headers: { "Content-Type": "application/x-ndjson" },
+  });
+
+const expectQuota = (res: ApiResponse, quota: string, limit: number) => {
+  expectError(res, 413, "quota_exceeded");
+  expect(res.body.error.details).toEqual({ quota, limit });
+};
+
+describe("maxSessions", () => {
+  const KEY = "key-few-sessions";
+
+  it("refuses one session too many, created, forked or imported, writing nothing; a deletion makes room", async () => {
+    const first = await create(KEY, [userMessage("hello")]);
+    await create(KEY);
+    const id = sid("third");
+    expectQuota(await api("POST", "/v1/sessions", { key: KEY, body: { id } }), "maxSessions", 2);
+    expectError(await api("GET", `/v1/sessions/${id}`, { key: KEY }), 404, "not_found");
+
+    const forkId = sid("fork");
+    expectQuota(
+      await api("POST", `/v1/sessions/${first.id}/fork`, {
+        key: KEY,
+        body: { entryId: first.leafId, id: forkId },
+      }),
+      "maxSessions",
+      2,
+    );
+    expectError(await api("GET", `/v1/sessions/${forkId}`, { key: KEY }), 404, "not_found");
+
+    const importId = sid("import");
+    expectQuota(await importAs(KEY, importId, 10), "maxSessions", 2);
+    expectError(await api("GET", `/v1/sessions/${importId}`, { key: KEY }), 404, "not_found");
+
+    expect((await api("GET", "/v1/sessions", { key: KEY })).body.sessions.length).toBe(2);
+    expect((await infoOf(KEY, first.id)).entryCount).toBe(1);
+
+    expect((await api("DELETE", `/v1/sessions/${first.id}`, { key: KEY })).status).toBe(204);
+    expect((await api("POST", "/v1/sessions", { key: KEY, body: { id } })).status).toBe(201);
+  });
+});
+
+describe("maxSessionBytes", () => {
+  const KEY = "key-small-sessions";
+
+  it("refuses an append, a batch or a leaf move past the session's bytes, writing nothing", async () => {
+    const session = await create(KEY, [sized(1000)]);
+    expect(session.bytes).toBeGreaterThan(900);
+    expect(session.bytes).toBeLessThan(1100);
+
+    expectQuota(
+      await api("POST", `/v1/sessions/${session.id}/entries`, { key: KEY, body: sized(3500) }),
+      "maxSessionBytes",
+      4000,
+    );
+    expectQuota(
+      await api("POST", `/v1/sessions/${session.id}/entries`, {
+        key: KEY,
+        body: { entries: [sized(1000), sized(1000), sized(1000), sized(1000)] },
+      }),
+      "maxSessionBytes",
+      4000,
+    );
+    expect(await infoOf(KEY, session.id)).toEqual(session);
+
+    // Filled to within 30 bytes of the quota: the next entry's JSON is the first one's, plus the
+    // parent's id where the first had null (34 more characters), plus its own text.
+    const overhead = session.bytes - (1000 - 90) + 34;
+    const filler = userMessage("x".repeat(4000 - session.bytes - overhead - 30));
+    const filled = await api("POST", `/v1/sessions/${session.id}/entries`, { key: KEY, body: filler });
+    expect(filled.status, filled.text).toBe(201);
+    const full = await infoOf(KEY, session.id);
+    expect(full.bytes).toBe(4000 - 30);
+    // Even a leaf move writes a record: past the quota, it is refused too.
+    expectQuota(
+      await api("PUT", `/v1/sessions/${session.id}/leaf`, { key: KEY, body: { targetId: null } }),
+      "maxSessionBytes",
+      4000,
+    );
+    expect(await infoOf(KEY, session.id)).toEqual(full);
+    // Reading and deleting go on.
+    expect((await api("GET", `/v1/sessions/${session.id}/context`, { key: KEY })).status).toBe(200);
+  });
+
+  it("refuses a file larger than a session may hold before writing any of it", async () => {
+    const id = sid("import");
+    expectQuota(await importAs(KEY, id, 5000), "maxSessionBytes", 4000);
+    expectError(await api("GET", `/v1/sessions/${id}`, { key: KEY }), 404, "not_found");
+    const fits = await importAs(KEY, sid("import"), 1000);
+    expect(fits.status, fits.text).toBe(201);
+  });
+});
+
+describe("maxTenantBytes", () => {
+  const KEY = "key-small-tenant";
+
+  it("refuses appends, forks and imports past the tenant's bytes, writing nothing", async () => {
+    const big = await create(KEY, [sized(1800), sized(1800)]);
+    const other = await create(KEY, [sized(500)]);
+    await vi.waitFor(async () => expect((await usage(KEY)).bytes).toBe(big.bytes + other.bytes), {
+      timeout: 10_000,
+      interval: 25,
+    });
+
+    expectQuota(
+      await api("POST", `/v1/sessions/${other.id}/entries`, { key: KEY, body: sized(2500) }),
+      "maxTenantBytes",
+      6000,
+    );
+    expect(await infoOf(KEY, other.id)).toEqual(other);
+
+    const forkId = sid("fork");
+    expectQuota(
+      await api("POST", `/v1/sessions/${big.id}/fork`, {
+        key: KEY,
+        body: { entryId: big.leafId, id: forkId },
+      }),
+      "maxTenantBytes",
+      6000,
+    );
+    expectError(await api("GET", `/v1/sessions/${forkId}`, { key: KEY }), 404, "not_found");
+
+    const importId = sid("import");
+    expectQuota(await importAs(KEY, importId, 2500), "maxTenantBytes", 6000);
+    expectError(await api("GET", `/v1/sessions/${importId}`, { key: KEY }), 404, "not_found");
+
+    expect((await api("GET", "/v1/sessions", { key: KEY })).body.sessions.length).toBe(2);
+    expect((await usage(KEY)).bytes).toBe(big.bytes + other.bytes);
+    // What still fits is written.
+    expect(
+      (await api("POST", `/v1/sessions/${other.id}/entries`, { key: KEY, body: sized(500) })).status,
+    ).toBe(201);
+  });
+});
+
+describe("the QUOTAS setting", () => {
+  it("gives every tenant the defaults, and a tenant's own limits field by field; null lifts one", () => {
+    const setting = JSON.stringify({
+      maxSessions: 10,
+      maxTenantBytes: 1000,
+      tenants: { big: { maxSessions: 100, maxTenantBytes: null }, capped: { maxSessionBytes: 50 } },
+    });
+    expect(quotasFor(setting, "anyone")).toEqual({ maxSessions: 10, maxTenantBytes: 1000 });
+    expect(quotasFor(setting, "big")).toEqual({ maxSessions: 100 });
+    expect(quotasFor(setting, "capped")).toEqual({
+      maxSessions: 10,
+      maxSessionBytes: 50,
+      maxTenantBytes: 1000,
+    });
+    expect(quotasFor(undefined, "anyone")).toEqual({});
+    expect(quotasFor(" ", "anyone")).toEqual({});
+  });
+
+  it("refuses to serve with an invalid setting (503 misconfigured), and GET /v1/usage shows the quotas", async () => {
+    for (const QUOTAS of [
+      "not json",
+      '{"maxSessions": -1}',
+      '{"maxSesions": 1}',
+      '{"tenants": {"a": {"x": 1}}}',
+    ]) {
+      expect(() => quotasFor(QUOTAS, "tenant")).toThrow(/QUOTAS/);
+      const res = await worker.fetch(
+        new Request("http://sessions.test/v1/usage", { headers: { Authorization: "Bearer key-a" } }),
+        { ...env, QUOTAS } as WorkerEnv,
+        ctx(),
+      );
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe("misconfigured");
+    }
+    expect((await api("GET", "/v1/usage", { key: "key-small-tenant" })).body.quotas).toEqual({
+      maxTenantBytes: 6000,
+    });
+  });
+});

@@ -8,4 +8,8 @@ export interface DurableEnv extends SummarizerConfig {
   DIRECTORY: DurableObjectNamespace<SessionDirectory>;
   /** Milliseconds between a write and the directory hearing of it (default 1000). */
   DIRECTORY_SYNC_MS?: string;
+  /** Shards of each tenant's directory (default 1, at most 64); it may grow, never shrink. */
+  DIRECTORY_SHARDS?: string;
+  /** Seconds a deleted session can be restored (default 604800, seven days); then it is purged. */
+  RECOVERY_WINDOW_SECONDS?: string;
 }

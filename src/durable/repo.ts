@@ -17,24 +17,43 @@ import type {
   SessionInfo,
   SessionPage,
   SessionRepo,
+  SessionSearchOptions,
+  SessionSearchPage,
   SessionStorage,
   StoredEntry,
+  TenantImportReport,
+  TenantSearchOptions,
+  TenantSearchResult,
   TreeEntry,
   TreeNode,
 } from "../core";
+import type { ExistingSessions, NumberedLine } from "../core";
 import {
   buildTree,
   checkSessionId,
+  DEFAULT_SEARCH_HITS,
+  exportTenant,
   forkExtras,
+  importTenant,
   newSessionHeader,
   Session,
   unwrap,
   writeImport,
 } from "../core";
+import {
+  directoryShard,
+  directoryShards,
+  mergePages,
+  mergeSearchResults,
+  shardCount,
+  shardOf,
+} from "./directory-shards";
 import type { EntryPage } from "./entry-rows";
 import type { DurableEnv } from "./env";
 import type { ForkSource } from "./fork-copy";
+import { recoveryWindowMs } from "./lifecycle";
 import { sessionObjectName } from "./names";
+import type { Retention } from "./session-directory";
 import type { SessionObject } from "./session-object";
 
 /** Unwraps an RPC answer; structured clone turns `Result<T>` into a type RPC stubs describe loosely. */
@@ -191,9 +210,14 @@ export class SessionObjectStorage implements SessionStorage {
     return call(this.#stub.importJson(json));
   }
 
-  /** Creates the session in its (empty) object. */
-  async init(tenant: string, header: SessionHeader, publish: boolean): Promise<SessionInfo> {
-    return call(this.#stub.init(tenant, header, publish));
+  /** Creates the session in its (empty) object (see `SessionObject.init`). */
+  async init(
+    tenant: string,
+    header: SessionHeader,
+    publish: boolean,
+    options: { shard: number; replacePending?: boolean },
+  ): Promise<SessionInfo> {
+    return call(this.#stub.init(tenant, header, publish, options));
   }
 
   /** Lists the session in the directory now. */
@@ -201,8 +225,23 @@ export class SessionObjectStorage implements SessionStorage {
     return this.#stub.publish();
   }
 
+  /** Deletes the session, restorable for the recovery window (RECOVERY_WINDOW_SECONDS). */
   delete(): Promise<void> {
-    return call(this.#stub.destroy());
+    return call(this.#stub.destroy(this.#repo.recoveryMs));
+  }
+
+  /** Deletes the session for good, now (a deleted one too). */
+  purge(): Promise<void> {
+    return call(this.#stub.purge());
+  }
+
+  /** Brings a deleted session back within its recovery window. */
+  restore(): Promise<SessionInfo> {
+    return call(this.#stub.restore());
+  }
+
+  search(options: SessionSearchOptions): Promise<SessionSearchPage> {
+    return call(this.#stub.search(options));
   }
 
   async cleanup(): Promise<void> {}
@@ -228,10 +267,24 @@ export class DurableRepo implements SessionRepo {
     );
   }
 
+  /** How long a deleted session stays restorable. */
+  get recoveryMs(): number {
+    return recoveryWindowMs(this.#env);
+  }
+
+  /** The directory shard a new session reports to, for its whole life. */
+  #shardFor(id: string): number {
+    return shardOf(id, shardCount(this.#env));
+  }
+
   /** @internal creates the object of a new session. */
-  async initialize(header: SessionHeader, publish: boolean): Promise<SessionObjectStorage> {
+  async initialize(
+    header: SessionHeader,
+    publish: boolean,
+    options: { replacePending?: boolean } = {},
+  ): Promise<SessionObjectStorage> {
     const storage = this.storage(header.id);
-    await storage.init(this.tenant, header, publish);
+    await storage.init(this.tenant, header, publish, { ...options, shard: this.#shardFor(header.id) });
     return storage;
   }
 
@@ -242,7 +295,7 @@ export class DurableRepo implements SessionRepo {
   /** Creates a session and answers its info in one call to its object. */
   async createSession(options: CreateSessionOptions = {}): Promise<SessionInfo> {
     const header = newSessionHeader(options);
-    return this.storage(header.id).init(this.tenant, header, true);
+    return this.storage(header.id).init(this.tenant, header, true, { shard: this.#shardFor(header.id) });
   }
 
   async open(id: string): Promise<Session> {
@@ -251,8 +304,63 @@ export class DurableRepo implements SessionRepo {
     return new Session(storage);
   }
 
+  /** A page of the tenant's sessions: every directory shard asked at once, their pages merged. */
   async list(options: ListOptions = {}): Promise<SessionPage> {
-    return call(this.#env.DIRECTORY.getByName(this.tenant).list(options));
+    const pages = await Promise.all(
+      directoryShards(this.#env, this.tenant).map((shard) => call<SessionPage>(shard.list(options))),
+    );
+    return mergePages(pages, options);
+  }
+
+  /** The tenant's sessions best matching a query, from the directory shards (no session is opened). */
+  async search(options: TenantSearchOptions): Promise<TenantSearchResult[]> {
+    const answers = await Promise.all(
+      directoryShards(this.#env, this.tenant).map((shard) => call<TenantSearchResult[]>(shard.search(options))),
+    );
+    return mergeSearchResults(answers, options.limit ?? DEFAULT_SEARCH_HITS);
+  }
+
+  restore(id: string): Promise<SessionInfo> {
+    return this.storage(id).restore();
+  }
+
+  purge(id: string): Promise<void> {
+    return this.storage(id).purge();
+  }
+
+  /** The tenant's retention, as its first directory shard holds it. */
+  retention(): Promise<Retention> {
+    return directoryShard(this.#env, this.tenant, 0).retention();
+  }
+
+  /** Sets the tenant's retention on every directory shard (each sweeps its own sessions). */
+  async setRetention(retention: Retention): Promise<Retention> {
+    await Promise.all(
+      directoryShards(this.#env, this.tenant).map((shard, index) =>
+        shard.setRetention(retention, this.tenant, index),
+      ),
+    );
+    return retention;
+  }
+
+  /** Every session of the tenant as one stream of lines (see core's tenant-stream.ts). */
+  exportTenant(cursor: string | null = null): AsyncGenerator<string> {
+    return exportTenant({ list: (options) => this.list(options), session: (id) => new Session(this.storage(id)) }, cursor);
+  }
+
+  /**
+   * Writes the sessions of a tenant stream. Each is listed once all its entries are written; one a
+   * previous import left incomplete (its id taken, not listed) is written again from the start.
+   */
+  importTenant(lines: AsyncIterable<NumberedLine>, existing: ExistingSessions): Promise<TenantImportReport> {
+    return importTenant(
+      lines,
+      {
+        begin: (header) => this.initialize(newSessionHeader(header), false, { replacePending: true }),
+        finish: (storage) => (storage as SessionObjectStorage).publish(),
+      },
+      { existing },
+    );
   }
 
   async delete(id: string): Promise<void> {

@@ -5,6 +5,7 @@ import {
   EntryInput,
   EntryQuery,
   EntryType,
+  ExistingSessions,
   ForkOptions,
   Id,
   ImportWarning,
@@ -14,7 +15,9 @@ import {
   SessionEntry,
   SessionInfo,
   SessionPatch,
+  SessionSearchOptions,
   StoredEntry,
+  TenantSearchOptions,
 } from "../core";
 
 /*
@@ -99,3 +102,36 @@ export const ImportQuery = z.object({
   format: z.string().optional().meta({ description: "native (default), pi, claude-code or codex" }),
   id: Id.optional().meta({ description: "the id to give the session (409 if taken)" }),
 });
+
+/** A flag in a query string: `true` or `false`. */
+const QueryFlag = z.enum(["true", "false"]).transform((value) => value === "true");
+
+export const DeleteQuery = z.object({
+  purge: QueryFlag.optional().meta({
+    description: "true: delete for good now, with no recovery window (a deleted session too)",
+  }),
+});
+
+export const SessionSearchQuery = SessionSearchOptions.extend({
+  thinking: QueryFlag.optional().meta({ description: "true: search the model's thinking too" }),
+});
+export const TenantSearchQuery = TenantSearchOptions;
+
+export const ExportTenantQuery = z.object({
+  cursor: z.string().optional().meta({ description: "from a `cursor` line: resume after that session" }),
+});
+
+export const ImportTenantQuery = z.object({ existing: ExistingSessions.optional() });
+
+export const RetentionBody = z
+  .object({
+    idleDays: z
+      .number()
+      .int()
+      .min(1)
+      .max(36_500)
+      .nullable()
+      .meta({ description: "delete sessions with no write for this many days; null keeps them" }),
+  })
+  .strict()
+  .meta({ id: "Retention" });

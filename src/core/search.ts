@@ -81,7 +81,10 @@ export type SessionMatch = z.infer<typeof SessionMatch>;
 export const TenantSearchResult = z
   .object({
     session: SessionInfo,
-    score: z.number().meta({ description: "higher is better; comparable within one answer" }),
+    score: z.number().meta({
+      description:
+        "higher is better: 1000 per match in the name, 100 in labels, 10 in the preview, 1 in the text (at most 9 each)",
+    }),
     matches: z.array(SessionMatch).meta({ description: "the best snippet of each field that matched" }),
   })
   .meta({ id: "TenantSearchResult" });

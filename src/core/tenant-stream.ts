@@ -131,19 +131,79 @@ function lineOfBatchError(error: SessionError, lines: readonly number[]): number
   return index === undefined ? undefined : lines[index];
 }
 
-interface Current {
-  id: string;
-  storage: SessionStorage;
-  batch: SessionEntry[];
-  lines: number[];
-  chars: number;
-  written: number;
+/**
+ * One session of an import, written in the background while the stream is read on: its batches
+ * go out in order, one after the other, and the first failure stops them.
+ */
+class SessionWrite {
+  readonly id: string;
+  readonly slot: number;
+  batch: SessionEntry[] = [];
+  lines: number[] = [];
+  chars = 0;
+  written = 0;
+  /** Batches handed to `chain` and not written yet. */
+  queued = 0;
+  storage: SessionStorage | undefined;
+  /** Set when the id was taken: the session is left as it is. */
+  taken: SessionError | undefined;
+  failure: { error: unknown; line?: number } | undefined;
+  /** The session's writes, in order. */
+  chain: Promise<void>;
+
+  constructor(id: string, slot: number, begin: Promise<SessionStorage>) {
+    this.id = id;
+    this.slot = slot;
+    this.chain = begin.then(
+      (storage) => {
+        this.storage = storage;
+      },
+      (error) => {
+        if (error instanceof SessionError && error.code === "already_exists") this.taken = error;
+        else this.failure = { error };
+      },
+    );
+  }
+
+  get stopped(): boolean {
+    return this.taken !== undefined || this.failure !== undefined;
+  }
+
+  fail(error: unknown, line?: number): void {
+    this.failure ??= line === undefined ? { error } : { error, line };
+  }
+
+  /** Sends the batch read so far after the batches before it. */
+  flush(): void {
+    if (this.batch.length === 0) return;
+    const batch = this.batch;
+    const lines = this.lines;
+    this.batch = [];
+    this.lines = [];
+    this.chars = 0;
+    this.queued++;
+    this.chain = this.chain.then(async () => {
+      this.queued--;
+      if (this.stopped || !this.storage) return;
+      try {
+        await this.storage.importEntries(batch);
+        this.written += batch.length;
+      } catch (error) {
+        this.fail(error, error instanceof SessionError ? lineOfBatchError(error, lines) : undefined);
+      }
+    });
+  }
 }
+
+/** Sessions an import writes at once (each one's batches stay in order). */
+const IMPORT_PARALLEL = 4;
+/** Batches of one session read ahead of its writes. */
+const IMPORT_READ_AHEAD = 2;
 
 /**
  * Writes the sessions of a tenant stream (or of native exports one after another), each on its
- * own: a session that fails is deleted and reported, and the import goes on with the next. Holds
- * one batch of entries at a time, whatever the stream's size.
+ * own: a session that fails is deleted and reported, and the import goes on with the next. A few
+ * sessions are written at once, each holding at most a few batches, whatever the stream's size.
  */
 export async function importTenant(
   lines: AsyncIterable<NumberedLine>,
@@ -152,83 +212,65 @@ export async function importTenant(
 ): Promise<TenantImportReport> {
   const existing = options.existing ?? "skip";
   const sessions: ImportedSessionStatus[] = [];
-  let current: Current | undefined;
-  /** After a session failed or was skipped: its remaining lines are passed over. */
+  const running = new Set<Promise<void>>();
+  let current: SessionWrite | undefined;
+  /** After a header that could not be read: the lines of its session are passed over. */
   let passing = false;
   let first = true;
 
-  const fail = async (error: unknown, at?: number, id: string | null = current?.id ?? null) => {
-    const body = errorBody(error, "the session could not be written");
-    if (current) {
-      const storage = current.storage;
-      current = undefined;
-      await storage.delete().catch(() => undefined);
+  /** The outcome of a session once its writes are done: listed, or deleted and reported. */
+  const settle = async (write: SessionWrite): Promise<void> => {
+    await write.chain;
+    const { id, slot, storage, taken, failure } = write;
+    if (taken) {
+      sessions[slot] =
+        existing === "skip"
+          ? { id, status: "skipped" }
+          : { id, status: "refused", error: { code: taken.code, message: taken.message } };
+      return;
     }
-    sessions.push({ id, status: "failed", error: at === undefined ? body : { ...body, line: at } });
-    passing = true;
+    if (!failure && storage) {
+      try {
+        await target.finish(storage);
+        sessions[slot] = { id, status: "imported", entries: write.written };
+        return;
+      } catch (error) {
+        write.fail(error);
+      }
+    }
+    await storage?.delete().catch(() => undefined);
+    const reason = write.failure ?? { error: undefined };
+    const body = errorBody(reason.error, "the session could not be written");
+    sessions[slot] = {
+      id,
+      status: "failed",
+      error: reason.line === undefined ? body : { ...body, line: reason.line },
+    };
   };
 
-  const flush = async () => {
-    if (!current || current.batch.length === 0) return;
-    const { batch, lines: numbers, storage } = current;
-    current.batch = [];
-    current.lines = [];
-    current.chars = 0;
-    try {
-      await storage.importEntries(batch);
-      current.written += batch.length;
-    } catch (error) {
-      await fail(error, error instanceof SessionError ? lineOfBatchError(error, numbers) : undefined);
-    }
+  const close = async (): Promise<void> => {
+    const write = current;
+    current = undefined;
+    if (!write) return;
+    write.flush();
+    const done = settle(write).finally(() => running.delete(done));
+    running.add(done);
+    if (running.size >= IMPORT_PARALLEL) await Promise.race(running);
   };
 
-  const close = async () => {
-    await flush();
-    if (!current) return;
-    const { id, storage, written } = current;
-    try {
-      await target.finish(storage);
-      current = undefined;
-      sessions.push({ id, status: "imported", entries: written });
-    } catch (error) {
-      await fail(error);
-    }
-  };
-
-  const open = async (numbered: NumberedLine) => {
+  const open = async (numbered: NumberedLine): Promise<void> => {
     await close();
-    passing = false;
     let header: ImportHeader;
     try {
       header = parseNativeHeader(numbered);
     } catch (error) {
-      await fail(error, numbered.line);
+      sessions.push({ id: null, status: "failed", error: { ...errorBody(error, ""), line: numbered.line } });
+      passing = true;
       return;
     }
-    try {
-      current = {
-        id: header.id,
-        storage: await target.begin(header),
-        batch: [],
-        lines: [],
-        chars: 0,
-        written: 0,
-      };
-    } catch (error) {
-      if (error instanceof SessionError && error.code === "already_exists") {
-        passing = true;
-        if (existing === "skip") sessions.push({ id: header.id, status: "skipped" });
-        else {
-          sessions.push({
-            id: header.id,
-            status: "refused",
-            error: { code: error.code, message: error.message, line: numbered.line },
-          });
-        }
-        return;
-      }
-      await fail(error, numbered.line, header.id);
-    }
+    passing = false;
+    const slot = sessions.push({ id: header.id, status: "failed" }) - 1;
+    current = new SessionWrite(header.id, slot, target.begin(header));
   };
 
   const readAll = async (): Promise<void> => {
@@ -263,30 +305,39 @@ export async function importTenant(
         break;
       } else if (type === "error") {
         // The exporter could not read the rest of this session: what came of it is not kept.
-        if (current) {
-          const error = record?.error as { code?: unknown; message?: unknown } | undefined;
-          await fail(
-            new SessionError(
-              "invalid_request",
-              `the export of this session was cut short: ${typeof error?.message === "string" ? error.message : "an error"}`,
-            ),
-            numbered.line,
-          );
-        }
+        const error = record?.error as { message?: unknown } | undefined;
+        const reason = typeof error?.message === "string" ? error.message : "an error";
+        current?.fail(
+          new SessionError("invalid_request", `the export of this session was cut short: ${reason}`),
+          numbered.line,
+        );
+        await close();
+        passing = true;
       } else if (passing) {
         // A line of a session already reported.
       } else if (!current) {
-        await fail(
-          lineError(numbered.line, "an entry outside any session (its header is missing)"),
-          numbered.line,
-        );
+        sessions.push({
+          id: null,
+          status: "failed",
+          error: {
+            code: "invalid_request",
+            message: "an entry outside any session (its header is missing)",
+            line: numbered.line,
+          },
+        });
+        passing = true;
+      } else if (current.stopped) {
+        // The session failed or was taken: the rest of its lines are not needed.
       } else if (!record) {
-        await fail(lineError(numbered.line, "not a JSON object (truncated or malformed)"), numbered.line);
+        current.fail(lineError(numbered.line, "not a JSON object (truncated or malformed)"), numbered.line);
       } else {
         current.batch.push(record as unknown as SessionEntry);
         current.lines.push(numbered.line);
         current.chars += numbered.text.length;
-        if (current.batch.length >= IMPORT_BATCH || current.chars >= IMPORT_BATCH_CHARS) await flush();
+        if (current.batch.length >= IMPORT_BATCH || current.chars >= IMPORT_BATCH_CHARS) {
+          current.flush();
+          if (current.queued > IMPORT_READ_AHEAD) await current.chain;
+        }
       }
     }
     await close();
@@ -296,13 +347,12 @@ export async function importTenant(
     await readAll();
   } catch (error) {
     // The stream itself broke (unreadable, too large): the session it was in is not kept.
-    if (current) {
-      const storage = current.storage;
-      current = undefined;
-      await storage.delete().catch(() => undefined);
-    }
+    current?.fail(error);
+    await close();
+    await Promise.all(running);
     throw error;
   }
+  await Promise.all(running);
   const count = (status: ImportedSessionStatus["status"]) =>
     sessions.filter((s) => s.status === status).length;
   return {

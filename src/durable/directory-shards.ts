@@ -69,13 +69,25 @@ export function mergePages(pages: readonly SessionPage[], options: ListOptions):
   };
 }
 
-/** The best `limit` results of every shard's best, by score. */
+/** Search results best first: by score, then the most recently updated, then by id. */
+export function rankResults(results: TenantSearchResult[]): TenantSearchResult[] {
+  return results.sort(
+    (a, b) =>
+      b.score - a.score ||
+      (a.session.updatedAt === b.session.updatedAt
+        ? a.session.id < b.session.id
+          ? -1
+          : 1
+        : a.session.updatedAt < b.session.updatedAt
+          ? 1
+          : -1),
+  );
+}
+
+/** The best `limit` results of every shard's best. */
 export function mergeSearchResults(
   answers: readonly TenantSearchResult[][],
   limit: number,
 ): TenantSearchResult[] {
-  return answers
-    .flat()
-    .sort((a, b) => b.score - a.score || (a.session.id < b.session.id ? -1 : 1))
-    .slice(0, limit);
+  return rankResults(answers.flat()).slice(0, limit);
 }

@@ -20,7 +20,7 @@ import {
   sessionsPageLimit,
   unwrap,
 } from "../core";
-import { directoryShard } from "./directory-shards";
+import { directoryShard, rankResults } from "./directory-shards";
 import type { DurableEnv } from "./env";
 import { sessionObjectName } from "./names";
 import type { SearchDigest } from "./search-index";
@@ -85,6 +85,21 @@ const SWEEP_PARALLEL = 10;
 const SNIPPET_WORDS = 16;
 
 const FIELDS: SessionMatch["field"][] = ["name", "labels", "preview", "text"];
+/**
+ * Candidates each shard ranks for every result asked: bm25 picks them within the shard, then the
+ * score below orders them. bm25's figures depend on the shard's own statistics and cannot be
+ * compared across shards; the score can.
+ */
+const CANDIDATES_PER_RESULT = 3;
+
+/**
+ * A session's score for a query: matches in its name outrank any in its labels, which outrank any
+ * in its preview, then in its text; within a field, more matches (up to 9) score more.
+ */
+export function matchScore(matches: readonly SessionMatch[]): number {
+  const weight: Record<SessionMatch["field"], number> = { name: 1000, labels: 100, preview: 10, text: 1 };
+  return matches.reduce((score, match) => score + weight[match.field] * Math.min(match.highlights.length, 9), 0);
+}
 
 export interface DirectoryReport {
   info: SessionInfo;
@@ -240,9 +255,9 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
       const limit = options.limit ?? DEFAULT_SEARCH_HITS;
       const match = ftsQuery(options.q);
       const ranked = this.#match(
-        () => this.#sql<{ rowid: number; score: number }>`
-          SELECT rowid, rank AS score FROM session_text WHERE session_text MATCH ${match}
-          ORDER BY rank LIMIT ${limit}`,
+        () => this.#sql<{ rowid: number }>`
+          SELECT rowid FROM session_text WHERE session_text MATCH ${match}
+          ORDER BY rank LIMIT ${limit * CANDIDATES_PER_RESULT}`,
       );
       if (ranked.length === 0) return [];
       const details = new Map<number, Record<string, string>>();
@@ -260,7 +275,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
         details.set(row.rowid, row);
       }
       const results: TenantSearchResult[] = [];
-      for (const { rowid, score } of ranked) {
+      for (const { rowid } of ranked) {
         const row = details.get(rowid);
         if (!row) continue;
         const matches: SessionMatch[] = [];
@@ -268,9 +283,10 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
           const { snippet, highlights } = readSnippet(row[field] ?? "");
           if (highlights.length > 0) matches.push({ field, snippet, highlights });
         }
-        results.push({ session: JSON.parse(row.info as string) as SessionInfo, score: -score, matches });
+        const session = JSON.parse(row.info as string) as SessionInfo;
+        results.push({ session, score: matchScore(matches), matches });
       }
-      return results;
+      return rankResults(results).slice(0, limit);
     });
   }
 

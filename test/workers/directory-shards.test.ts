@@ -82,7 +82,15 @@ describe("directory shards", () => {
 
   it("merges shard pages newest first by (key, id), and knows when more remain", () => {
     const info = (id: string, updatedAt: string) =>
-      ({ id, updatedAt, createdAt: updatedAt, metadata: {}, leafId: null, entryCount: 0, messageCount: 0 }) as SessionInfo;
+      ({
+        id,
+        updatedAt,
+        createdAt: updatedAt,
+        metadata: {},
+        leafId: null,
+        entryCount: 0,
+        messageCount: 0,
+      }) as SessionInfo;
     const pages: SessionPage[] = [
       { sessions: [info("b", "2026-01-03"), info("a", "2026-01-01")], nextCursor: null },
       { sessions: [info("c", "2026-01-03"), info("d", "2026-01-02")], nextCursor: "more" },
@@ -121,9 +129,9 @@ describe("directory shards", () => {
     }
     // Sessions from before keep reporting to shard 0 when they write after the growth.
     for (const id of before.slice(0, 8)) {
-      expect((await four("POST", `/v1/sessions/${id}/entries`, { body: userMessage("after growth") })).status).toBe(
-        201,
-      );
+      expect(
+        (await four("POST", `/v1/sessions/${id}/entries`, { body: userMessage("after growth") })).status,
+      ).toBe(201);
     }
     await vi.waitFor(
       async () => {

@@ -60,10 +60,12 @@ async function listedIds(key?: string) {
 
 /** Rows the session's object still holds (0 once purged). */
 async function storedRows(id: string) {
-  return runInDurableObject(sessionStub(id), (_instance, state) =>
-    state.storage.sql
-      .exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'")
-      .one().n,
+  return runInDurableObject(
+    sessionStub(id),
+    (_instance, state) =>
+      state.storage.sql
+        .exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'")
+        .one().n,
   );
 }
 
@@ -78,7 +80,11 @@ describe("deleting and restoring", () => {
     expect(await listedIds()).not.toContain(id);
     expectError(await api("GET", `/v1/sessions/${id}`), 404, "not_found");
     expectError(await api("GET", `/v1/sessions/${id}/context`), 404, "not_found");
-    expectError(await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("x") }), 404, "not_found");
+    expectError(
+      await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("x") }),
+      404,
+      "not_found",
+    );
     expectError(await api("POST", `/v1/sessions/${id}/fork`, { body: { entryId: "q" } }), 404, "not_found");
     expectError(await api("DELETE", `/v1/sessions/${id}`), 404, "not_found");
     // Its data is still there, waiting for the window to close.
@@ -176,7 +182,11 @@ describe("deleting and restoring", () => {
     const id = await createSession();
     await fill(id);
     expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
-    expectError(await api("POST", `/v1/sessions/${id}/restore`, { key: KEY_A_READ, body: {} }), 403, "forbidden");
+    expectError(
+      await api("POST", `/v1/sessions/${id}/restore`, { key: KEY_A_READ, body: {} }),
+      403,
+      "forbidden",
+    );
     expectError(await api("POST", `/v1/sessions/${id}/restore`, { key: KEY_B, body: {} }), 404, "not_found");
     expectError(await api("GET", `/v1/sessions/${id}`), 404, "not_found");
     expect((await api("POST", `/v1/sessions/${id}/restore`, { body: {} })).status).toBe(200);
@@ -186,14 +196,26 @@ describe("deleting and restoring", () => {
 describe("expiry", () => {
   it("lists expiresAt, refuses one in the past, and deletes the session (recoverably) when it comes", async () => {
     const past = new Date(Date.now() - 1000).toISOString();
-    expectError(await api("POST", "/v1/sessions", { body: { id: sid(), expiresAt: past } }), 400, "invalid_request");
-    expectError(await api("POST", "/v1/sessions", { body: { id: sid(), expiresAt: "soon" } }), 400, "invalid_request");
+    expectError(
+      await api("POST", "/v1/sessions", { body: { id: sid(), expiresAt: past } }),
+      400,
+      "invalid_request",
+    );
+    expectError(
+      await api("POST", "/v1/sessions", { body: { id: sid(), expiresAt: "soon" } }),
+      400,
+      "invalid_request",
+    );
 
     const later = new Date(Date.now() + 3600_000).toISOString();
     const id = await createSession({ body: { expiresAt: later } });
     expect((await api("GET", `/v1/sessions/${id}`)).body.expiresAt).toBe(later);
     await fill(id);
-    expectError(await api("PATCH", `/v1/sessions/${id}`, { body: { expiresAt: past } }), 400, "invalid_request");
+    expectError(
+      await api("PATCH", `/v1/sessions/${id}`, { body: { expiresAt: past } }),
+      400,
+      "invalid_request",
+    );
     expect((await api("GET", `/v1/sessions/${id}`)).body.expiresAt).toBe(later);
 
     const soon = new Date(Date.now() + 400).toISOString();
@@ -230,9 +252,17 @@ describe("expiry", () => {
 describe("tenant retention", () => {
   it("is read by any key and set by write keys only, on every shard", async () => {
     expect((await api("GET", "/v1/retention", { key: KEY_B })).body).toEqual({ idleDays: null });
-    expectError(await api("PUT", "/v1/retention", { key: KEY_A_READ, body: { idleDays: 3 } }), 403, "forbidden");
+    expectError(
+      await api("PUT", "/v1/retention", { key: KEY_A_READ, body: { idleDays: 3 } }),
+      403,
+      "forbidden",
+    );
     for (const idleDays of [0, -1, 1.5, "3", 40_000]) {
-      expectError(await api("PUT", "/v1/retention", { key: KEY_B, body: { idleDays } }), 400, "invalid_request");
+      expectError(
+        await api("PUT", "/v1/retention", { key: KEY_B, body: { idleDays } }),
+        400,
+        "invalid_request",
+      );
     }
     const set = await api("PUT", "/v1/retention", { key: KEY_B, body: { idleDays: 30 } });
     expect(set.status).toBe(200);
@@ -301,7 +331,9 @@ describe("tenant retention", () => {
     await vi.waitFor(
       async () => {
         const row = await runInDurableObject(lagShard, (_instance, state) =>
-          state.storage.sql.exec<{ updated_at: string }>("SELECT updated_at FROM sessions WHERE id = ?", lagging).one(),
+          state.storage.sql
+            .exec<{ updated_at: string }>("SELECT updated_at FROM sessions WHERE id = ?", lagging)
+            .one(),
         );
         expect(Date.parse(row.updated_at)).toBeGreaterThan(midpoint);
       },

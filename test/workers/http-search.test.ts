@@ -126,14 +126,19 @@ describe("searching a session", () => {
     const id = await createSession();
     const entries = Array.from({ length: 25 }, (_, i) => ({
       id: `m${i}`,
-      ...userMessage(i % 5 === 0 ? "walrus walrus walrus walrus" : `walrus number ${i} among many other words here`),
+      ...userMessage(
+        i % 5 === 0 ? "walrus walrus walrus walrus" : `walrus number ${i} among many other words here`,
+      ),
     }));
     await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } });
     for (const order of ["newest", "rank"]) {
       const seen: string[] = [];
       let cursor: string | null = null;
       do {
-        const res = await search(id, q("walrus", `&limit=7&order=${order}${cursor ? `&cursor=${cursor}` : ""}`));
+        const res = await search(
+          id,
+          q("walrus", `&limit=7&order=${order}${cursor ? `&cursor=${cursor}` : ""}`),
+        );
         expect(res.status).toBe(200);
         expect(res.body.hits.length).toBeLessThanOrEqual(7);
         seen.push(...res.body.hits.map((h) => h.entryId));
@@ -190,7 +195,9 @@ describe("searching a session", () => {
       },
     });
     const fork = sid("fork");
-    expect((await api("POST", `/v1/sessions/${id}/fork`, { body: { entryId: "a1", id: fork } })).status).toBe(201);
+    expect((await api("POST", `/v1/sessions/${id}/fork`, { body: { entryId: "a1", id: fork } })).status).toBe(
+      201,
+    );
     expect((await search(fork, q("ocelot"))).body.hits.map((h) => h.entryId)).toEqual(["a1", "q"]);
 
     const exported = await api("GET", `/v1/sessions/${id}/export`);
@@ -228,7 +235,7 @@ describe("searching a session", () => {
     for (const text of ["", "   ", "!!!", "-excluded", "* - \" ' ( )"]) {
       const res = await search(id, q(text));
       expectError(res, 400, "invalid_request");
-      expect(res.body.error.message).toMatch(/query/);
+      expect(res.text).toMatch(/"message":"[^"]*query/);
     }
     expectError(await search(id, ""), 400, "invalid_request");
     expectError(await search(id, q("x".repeat(501))), 400, "invalid_request");
@@ -241,7 +248,12 @@ describe("searching a session", () => {
   it("never fails on hostile queries: FTS5 syntax, quotes, operators, control characters, any unicode", async () => {
     const id = await createSession();
     await api("POST", `/v1/sessions/${id}/entries`, {
-      body: { entries: [userMessage('He said "hello" AND NOT near(world) -- col:value {text} ^start'), userMessage("ñandú 😀 日本語")] },
+      body: {
+        entries: [
+          userMessage('He said "hello" AND NOT near(world) -- col:value {text} ^start'),
+          userMessage("ñandú 😀 日本語"),
+        ],
+      },
     });
     const nasty = [
       '"',
@@ -286,12 +298,16 @@ describe("searching a session", () => {
     for (const text of nasty) {
       const res = await search(id, q(text));
       expect([200, 400], `${JSON.stringify(text)} -> ${res.text}`).toContain(res.status);
-      if (res.status === 400) expect(res.body.error.code).toBe("invalid_request");
+      if (res.status === 400) expectError(res, 400, "invalid_request");
     }
     expect((await search(id, q('"hello"'))).body.hits).toHaveLength(1);
     expect((await search(id, q("near(world)"))).body.hits).toHaveLength(1);
     expect((await search(id, q("ñandú"))).body.hits).toHaveLength(1);
-    expectError(await search(id, q(Array.from({ length: 33 }, (_, i) => `w${i}`).join(" "))), 400, "invalid_request");
+    expectError(
+      await search(id, q(Array.from({ length: 33 }, (_, i) => `w${i}`).join(" "))),
+      400,
+      "invalid_request",
+    );
 
     await fc.assert(
       fc.asyncProperty(
@@ -299,10 +315,29 @@ describe("searching a session", () => {
           fc.string({ minLength: 1, maxLength: 40 }),
           fc.string({ unit: "grapheme", minLength: 1, maxLength: 20 }),
           fc
-            .array(fc.constantFrom('"', "*", "-", "(", ")", "OR", "AND", "NOT", "NEAR", ":", "{", "}", "^", "hello", " "), {
-              minLength: 1,
-              maxLength: 12,
-            })
+            .array(
+              fc.constantFrom(
+                '"',
+                "*",
+                "-",
+                "(",
+                ")",
+                "OR",
+                "AND",
+                "NOT",
+                "NEAR",
+                ":",
+                "{",
+                "}",
+                "^",
+                "hello",
+                " ",
+              ),
+              {
+                minLength: 1,
+                maxLength: 12,
+              },
+            )
             .map((parts) => parts.join("")),
         ),
         async (text) => {
@@ -336,7 +371,12 @@ describe("searching the tenant", () => {
     const named = await createSession({ body: { name: "Capybara migration plan" } });
     const labelled = await createSession();
     await api("POST", `/v1/sessions/${labelled}/entries`, {
-      body: { entries: [{ id: "m", ...userMessage("unrelated words") }, { type: "label", targetId: "m", label: "capybara" }] },
+      body: {
+        entries: [
+          { id: "m", ...userMessage("unrelated words") },
+          { type: "label", targetId: "m", label: "capybara" },
+        ],
+      },
     });
     const talked = await createSession();
     await api("POST", `/v1/sessions/${talked}/entries`, {
@@ -357,7 +397,9 @@ describe("searching the tenant", () => {
     const [first, second, third] = res.body.results as [Result, Result, Result];
     expect(first.score).toBeGreaterThan(second.score);
     expect(first.session.name).toBe("Capybara migration plan");
-    expect(first.matches).toEqual([{ field: "name", snippet: "Capybara migration plan", highlights: [[0, 8]] }]);
+    expect(first.matches).toEqual([
+      { field: "name", snippet: "Capybara migration plan", highlights: [[0, 8]] },
+    ]);
     expect(second.matches.map((m) => m.field)).toEqual(["labels"]);
     expect(third.matches.map((m) => m.field)).toEqual(["text"]);
     expect(third.matches[0]?.highlights).toHaveLength(2);

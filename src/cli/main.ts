@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { RemoteRepo } from "../client";
 import { createClient } from "../client";
-import type { ImportFormat, ImportWarning } from "../core";
+import type { ExistingSessions, ImportFormat, ImportWarning, SearchHit, SessionMatch } from "../core";
 import {
   checkExportFormat,
   checkFormat,
@@ -12,6 +12,7 @@ import {
   parseImport,
   SessionError,
 } from "../core";
+import { backup, restore } from "./backup";
 import { drawTree } from "./tree-text";
 
 /*
@@ -32,7 +33,11 @@ commands:
   import <file|dir>           import session files: native, pi, Claude Code, Codex (a directory: every .jsonl under it)
   export <id>                 a session as NDJSON (native or pi)
   fork <id> <entry>           a new session holding the path to <entry>
-  rm <id>                     delete a session
+  rm <id>                     delete a session (restorable for the service's recovery window)
+  undelete <id>               restore a deleted session
+  search <query>              the tenant's sessions matching a query (or one session's entries: --session)
+  backup <dir>                every session of the tenant into a folder (resumes an interrupted backup)
+  restore <dir|file>          a backup folder (or a tenant export file) back into the tenant
 
 options (every command):
   --url <url>       the service (default: $SESSIONS_URL, else http://127.0.0.1:8787)
@@ -68,7 +73,31 @@ options (every command):
   fork: `usage: cf-sessions fork <id> <entry> [--id <new id>] [--name <name>] [--before]
 
   --before      fork at the parent of a user message (to edit and resend it)`,
-  rm: `usage: cf-sessions rm <id>`,
+  rm: `usage: cf-sessions rm <id> [--purge]
+
+  Deletes the session: it can be restored (cf-sessions undelete) until the service's recovery
+  window closes (seven days by default).
+  --purge       delete it for good, now (a deleted session too)`,
+  undelete: `usage: cf-sessions undelete <id>
+
+  Brings back a deleted session, whole, within the recovery window.`,
+  search: `usage: cf-sessions search <query> [--session <id>] [--limit N] [--order newest|rank] [--thinking]
+
+  Without --session: the tenant's sessions, best first, with what matched in their name, labels,
+  preview or text. With --session: that session's entries, newest first (--order rank: best
+  first); --thinking searches the model's thinking too.
+  The query: words (all required, matched after stemming), "a phrase", prefix*, a OR b, -word.`,
+  backup: `usage: cf-sessions backup <dir>
+
+  Every session of the tenant into <dir>/sessions/<id>.ndjson (native exports), with progress.
+  <dir>/backup.json records how far it got: run the same command again to resume an interrupted
+  backup after its last complete session. Exit code 1 when sessions could not be read or the
+  export stopped early.`,
+  restore: `usage: cf-sessions restore <dir|file> [--existing skip|refuse]
+
+  A backup folder (or a file saved from GET /v1/export) back into the tenant, a few MiB per
+  request, with progress. Sessions already there are skipped (--existing refuse reports them as
+  refused instead); run it again to resume. Exit code 1 when a session failed or was refused.`,
 };
 
 class UsageError extends Error {}
@@ -196,6 +225,73 @@ async function importPaths(
   return report.failed.length > 0 ? 1 : 0;
 }
 
+/** A snippet with its matches marked for a terminal: «match». */
+function markMatches(snippet: string, highlights: readonly [number, number][]): string {
+  let out = "";
+  let at = 0;
+  for (const [start, end] of highlights) {
+    out += `${snippet.slice(at, start)}«${snippet.slice(start, end)}»`;
+    at = end;
+  }
+  return oneLine(out + snippet.slice(at), 160);
+}
+
+async function search(
+  client: RemoteRepo,
+  query: string,
+  values: Record<string, unknown>,
+  output: Output,
+  json: boolean,
+  number: (value: string | undefined) => number | undefined,
+): Promise<number> {
+  const limit = number(values.limit as string | undefined);
+  if (values.session !== undefined) {
+    const order =
+      values.order === undefined
+        ? undefined
+        : values.order === "rank"
+          ? "rank"
+          : values.order === "newest"
+            ? "newest"
+            : fail("--order is newest or rank");
+    const page = await client.storage(String(values.session)).search({
+      q: query,
+      ...(limit === undefined ? {} : { limit }),
+      ...(order === undefined ? {} : { order }),
+      ...(values.thinking ? { thinking: true } : {}),
+    });
+    if (json) output.out(JSON.stringify(page));
+    else if (page.hits.length === 0) output.out("no matches");
+    else {
+      output.out(
+        page.hits
+          .map(
+            (hit: SearchHit) =>
+              `${String(hit.seq).padStart(6)}  ${hit.entryId}  ${hit.role ?? hit.type}${hit.onBranch ? "" : " (off branch)"}${hit.field === "thinking" ? " [thinking]" : ""}  ${markMatches(hit.snippet, hit.highlights)}`,
+          )
+          .join("\n"),
+      );
+    }
+    return 0;
+  }
+  const { results } = await client.search(query, limit === undefined ? {} : { limit });
+  if (json) output.out(JSON.stringify(results));
+  else if (results.length === 0) output.out("no matches");
+  else {
+    output.out(
+      results
+        .map((result) => {
+          const lines = [`${result.session.id}  ${result.session.name ?? ""}`.trimEnd()];
+          for (const match of result.matches as SessionMatch[])
+            lines.push(`    ${match.field}: ${markMatches(match.snippet, match.highlights)}`);
+          return lines.join("\n");
+        })
+        .join("\n"),
+    );
+  }
+  return 0;
+}
+
 function parse(argv: string[]) {
   try {
     return parseArgs({
@@ -217,6 +313,10 @@ function parse(argv: string[]) {
         name: { type: "string" },
         out: { type: "string" },
         before: { type: "boolean" },
+        purge: { type: "boolean" },
+        session: { type: "string" },
+        thinking: { type: "boolean" },
+        existing: { type: "string" },
       },
     });
   } catch (error) {
@@ -360,9 +460,64 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
     }
     case "rm": {
       const id = arg(rest, 0, "id");
-      await client.delete(id);
-      output.out(json ? JSON.stringify({ deleted: id }) : `deleted ${id}`);
+      if (values.purge) await client.purge(id);
+      else await client.delete(id);
+      const what = values.purge ? "purged" : "deleted";
+      output.out(json ? JSON.stringify({ [what]: id }) : `${what} ${id}`);
       return 0;
+    }
+    case "undelete": {
+      const info = await client.restore(arg(rest, 0, "id"));
+      output.out(json ? JSON.stringify(info) : `restored ${info.id} (${info.entryCount} entries)`);
+      return 0;
+    }
+    case "search":
+      return search(client, arg(rest, 0, "query"), values, output, json, number);
+    case "backup": {
+      const dir = arg(rest, 0, "dir");
+      const result = await backup(client, dir, (text) => {
+        if (output.isTTY) output.err(`\r${text}`);
+      });
+      if (output.isTTY && result.written > 0) output.err("\n");
+      const { state } = result;
+      for (const { id, error } of state.failed) output.err(`failed: ${id}: ${JSON.stringify(error)}\n`);
+      if (json) output.out(JSON.stringify({ ...state, written: result.written, resumed: result.resumed }));
+      else if (state.complete) {
+        output.out(
+          result.written === 0 && !result.resumed
+            ? `the backup in ${dir} is complete already (${state.sessions} sessions); use another folder for a new one`
+            : `backed up ${state.sessions} sessions into ${dir}${state.failed.length ? `, ${state.failed.length} could not be read` : ""}`,
+        );
+      } else
+        output.out(
+          `the export stopped early after ${state.sessions} sessions; run the same command to resume`,
+        );
+      return state.complete && state.failed.length === 0 ? 0 : 1;
+    }
+    case "restore": {
+      const existing: ExistingSessions =
+        values.existing === undefined || values.existing === "skip"
+          ? "skip"
+          : values.existing === "refuse"
+            ? "refuse"
+            : fail("--existing is skip or refuse");
+      const result = await restore(client, arg(rest, 0, "dir|file"), existing, (text) => {
+        if (output.isTTY) output.err(`\r${text}`);
+      });
+      if (output.isTTY) output.err("\n");
+      for (const problem of result.problems) {
+        const line = problem.error?.line === undefined ? "" : ` (line ${problem.error.line})`;
+        output.err(
+          `${problem.status}: ${problem.id ?? "(unreadable header)"}: ${problem.error?.message ?? ""}${line}\n`,
+        );
+      }
+      if (json) output.out(JSON.stringify(result));
+      else {
+        output.out(
+          `restored ${result.imported}, skipped ${result.skipped} (already there), refused ${result.refused}, failed ${result.failed}`,
+        );
+      }
+      return result.failed + result.refused > 0 ? 1 : 0;
     }
   }
   return 2;

@@ -9,7 +9,7 @@ import { SessionError } from "./errors";
  *   error handling     both words (in any order)
  *   "exact phrase"     the words next to each other, in this order (an unclosed quote runs to the end)
  *   deploy*            words starting with `deploy`
- *   kafka OR rabbitmq  either word (OR in capitals, between two terms)
+ *   kafka OR rabbitmq  either word (OR in capitals joins the terms beside it; elsewhere it is left out)
  *   -draft             leaves out what contains `draft`
  *
  * Words are matched after stemming (`porter unicode61`): "deploying" finds "deployed".

@@ -39,8 +39,8 @@ const IMPORT_BATCH_CHARS = 8 * 1024 * 1024;
 /** What an export reads: the tenant's listing and its sessions. */
 export interface TenantSource {
   list(options: ListOptions): Promise<SessionPage>;
-  /** A session by id, without checking that it exists (reading it does). */
-  session(id: string): Session;
+  /** A session by id; reading it fails with `not_found` once it is gone. */
+  open(id: string): Promise<Session>;
 }
 
 function errorBody(error: unknown, otherwise: string): { code: string; message: string } {
@@ -64,8 +64,8 @@ export async function* exportTenant(
   do {
     const page = await source.list({ order: "created", limit: EXPORT_PAGE, cursor: next });
     for (const info of page.sessions) {
-      const lines = exportNative(source.session(info.id));
       try {
+        const lines = exportNative(await source.open(info.id));
         const header = await lines.next();
         if (header.done) continue;
         yield header.value;

@@ -23,6 +23,7 @@ import type {
   StoredEntry,
   TenantImportReport,
   TenantSearchOptions,
+  TenantSearchPage,
   TenantSearchResult,
   TreeEntry,
   TreeNode,
@@ -313,11 +314,11 @@ export class DurableRepo implements SessionRepo {
   }
 
   /** The tenant's sessions best matching a query, from the directory shards (no session is opened). */
-  async search(options: TenantSearchOptions): Promise<TenantSearchResult[]> {
+  async search(options: TenantSearchOptions): Promise<TenantSearchPage> {
     const answers = await Promise.all(
       directoryShards(this.#env, this.tenant).map((shard) => call<TenantSearchResult[]>(shard.search(options))),
     );
-    return mergeSearchResults(answers, options.limit ?? DEFAULT_SEARCH_HITS);
+    return { results: mergeSearchResults(answers, options.limit ?? DEFAULT_SEARCH_HITS) };
   }
 
   restore(id: string): Promise<SessionInfo> {
@@ -345,7 +346,10 @@ export class DurableRepo implements SessionRepo {
 
   /** Every session of the tenant as one stream of lines (see core's tenant-stream.ts). */
   exportTenant(cursor: string | null = null): AsyncGenerator<string> {
-    return exportTenant({ list: (options) => this.list(options), session: (id) => new Session(this.storage(id)) }, cursor);
+    return exportTenant(
+      { list: (options) => this.list(options), open: async (id) => new Session(this.storage(id)) },
+      cursor,
+    );
   }
 
   /**

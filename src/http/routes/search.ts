@@ -33,5 +33,5 @@ export const searchRoutes = routes()
       request: { query: TenantSearchQuery },
       responses: { 200: json(TenantSearchPage, "sessions, best first"), ...errors },
     }),
-    async (c) => c.json({ results: await repo(c).search(c.req.valid("query")) }, 200),
+    async (c) => c.json(await repo(c).search(c.req.valid("query")), 200),
   );

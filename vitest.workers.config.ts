@@ -31,7 +31,9 @@ export default defineConfig({
     name: "workers",
     include: ["test/workers/**/*.test.ts"],
     // Tests at scale take minutes: `npm run test:scale` runs them.
-    exclude: process.env.SCALE_TESTS ? configDefaults.exclude : [...configDefaults.exclude, "**/*.scale.test.ts"],
+    exclude: process.env.SCALE_TESTS
+      ? configDefaults.exclude
+      : [...configDefaults.exclude, "**/*.scale.test.ts"],
     // The Worker serves the viewer's bundle, which must be built before it loads.
     globalSetup: ["./test/support/fake-llm.setup.ts", "./scripts/build-viewer.mjs"],
     testTimeout: 60_000,

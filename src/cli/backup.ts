@@ -1,3 +1,4 @@
+import type { WriteStream } from "node:fs";
 import {
   createReadStream,
   createWriteStream,
@@ -10,7 +11,6 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
-import type { WriteStream } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { RemoteRepo } from "../client";
@@ -41,10 +41,8 @@ export interface BackupState {
   updatedAt: string;
 }
 
-export interface Progress {
-  /** Called as work is done: a short line about it. */
-  (text: string): void;
-}
+/** Called as work is done, with a short line about it. */
+export type Progress = (text: string) => void;
 
 /** Request bodies a restore sends: about this many bytes of sessions (a larger session goes alone). */
 const RESTORE_REQUEST_BYTES = 8 * 1024 * 1024;

@@ -7,6 +7,7 @@ import type {
   CreateSessionOptions,
   EntryInput,
   EntryQuery,
+  ExistingSessions,
   ExportFormat,
   ForkOptions,
   HeaderPatch,
@@ -34,7 +35,6 @@ import type {
   TreeEntry,
   TreeNode,
 } from "../core";
-import type { ExistingSessions } from "../core";
 import {
   checkSessionId,
   entryPage,

@@ -27,6 +27,8 @@ interface Term {
 /** Whether text holds anything the tokenizer keeps (a letter or a digit); else it matches nothing. */
 const SEARCHABLE = /[\p{L}\p{N}]/u;
 
+const isControl = (char: string) => char.charCodeAt(0) < 0x20 || char === "\u007f";
+
 const quote = (text: string) => `"${text.replace(/"/g, '""')}"`;
 
 /** The terms of a query, in order, with `OR` kept as a marker between them. */
@@ -77,9 +79,10 @@ export function ftsQuery(query: string, columns?: readonly string[]): string {
   if (query.length > MAX_QUERY_CHARS) {
     throw new SessionError("invalid_request", `the query is longer than ${MAX_QUERY_CHARS} characters`);
   }
-  if (!query.trim()) throw new SessionError("invalid_request", "the query is empty: give words to search for");
+  if (!query.trim())
+    throw new SessionError("invalid_request", "the query is empty: give words to search for");
   // Control characters (NUL ends a string inside SQLite) separate words like spaces do.
-  const parsed = tokens(query.replace(/[\u0000-\u001f\u007f]/g, " "));
+  const parsed = tokens(Array.from(query, (char) => (isControl(char) ? " " : char)).join(""));
   const terms = parsed.filter((t): t is Term => t !== "OR");
   if (terms.length > MAX_QUERY_TERMS) {
     throw new SessionError("invalid_request", `a query holds at most ${MAX_QUERY_TERMS} terms`);
@@ -105,7 +108,9 @@ export function ftsQuery(query: string, columns?: readonly string[]): string {
       { query },
     );
   }
-  let expression = groups.map((group) => (group.length > 1 ? `(${group.join(" OR ")})` : group[0])).join(" AND ");
+  let expression = groups
+    .map((group) => (group.length > 1 ? `(${group.join(" OR ")})` : group[0]))
+    .join(" AND ");
   if (excluded.length > 0) expression = `(${expression}) NOT (${excluded.join(" OR ")})`;
   return columns ? `{${columns.join(" ")}} : (${expression})` : expression;
 }

@@ -19,11 +19,9 @@ export interface EntryText {
  * Snippets come back from SQLite with U+0001 and U+0002 around each match, so those two characters
  * never reach the index from the text itself.
  */
-const MARKERS = /[\u0001\u0002]/g;
-
 function clean(parts: readonly string[]): string {
   const joined = parts.filter((part) => part.length > 0).join("\n");
-  return joined.slice(0, MAX_INDEXED_CHARS).replace(MARKERS, " ");
+  return joined.slice(0, MAX_INDEXED_CHARS).replaceAll("\u0001", " ").replaceAll("\u0002", " ");
 }
 
 function stringField(value: unknown): string {

@@ -17,13 +17,9 @@ const Highlights = z
   .array(z.tuple([z.number().int(), z.number().int()]))
   .meta({ description: "[start, end) of each match in the snippet" });
 
-export const SearchQueryText = z
-  .string()
-  .max(MAX_QUERY_CHARS)
-  .meta({
-    description:
-      'words (all required), "a phrase", prefix*, a OR b, -excluded; matched after stemming',
-  });
+export const SearchQueryText = z.string().max(MAX_QUERY_CHARS).meta({
+  description: 'words (all required), "a phrase", prefix*, a OR b, -excluded; matched after stemming',
+});
 
 export const SessionSearchOptions = z.object({
   q: SearchQueryText,
@@ -111,7 +107,11 @@ export function decodeSearchCursor(cursor: string, order: "newest" | "rank"): Se
   } catch {
     // fall through to the error below
   }
-  throw new SessionError("invalid_request", "invalid cursor (a cursor belongs to the query and order it came from)", {
-    cursor,
-  });
+  throw new SessionError(
+    "invalid_request",
+    "invalid cursor (a cursor belongs to the query and order it came from)",
+    {
+      cursor,
+    },
+  );
 }

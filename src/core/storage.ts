@@ -71,7 +71,9 @@ export const SessionInfo = z
     parentSession: ParentSession.optional(),
     preview: z.string().optional().meta({ description: "the first user message's text, at most 200 chars" }),
     autoCompact: AutoCompactSettings.and(z.object({ status: AutoCompactStatus.optional() })).optional(),
-    expiresAt: Timestamp.optional().meta({ description: "when the service deletes the session (recoverably)" }),
+    expiresAt: Timestamp.optional().meta({
+      description: "when the service deletes the session (recoverably)",
+    }),
   })
   .meta({ id: "SessionInfo" });
 export type SessionInfo = z.infer<typeof SessionInfo>;

@@ -69,7 +69,8 @@ export class SessionLifecycle {
   }
 
   #save(next: LifecycleState): void {
-    this.#sql`INSERT OR REPLACE INTO lifecycle (singleton, directory_shard, pending_since, deleted_at, purge_at)
+    this
+      .#sql`INSERT OR REPLACE INTO lifecycle (singleton, directory_shard, pending_since, deleted_at, purge_at)
       VALUES (1, ${next.shard}, ${next.pendingSince}, ${next.deletedAt}, ${next.purgeAt})`;
     this.#state = next;
   }

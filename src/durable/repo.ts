@@ -4,6 +4,7 @@ import type {
   CreateSessionOptions,
   EntryInput,
   EntryQuery,
+  ExistingSessions,
   ForkOptions,
   HeaderPatch,
   ImportedSession,
@@ -11,6 +12,7 @@ import type {
   LeafEntry,
   LeafOptions,
   ListOptions,
+  NumberedLine,
   Result,
   SessionEntry,
   SessionHeader,
@@ -28,7 +30,6 @@ import type {
   TreeEntry,
   TreeNode,
 } from "../core";
-import type { ExistingSessions, NumberedLine } from "../core";
 import {
   buildTree,
   checkSessionId,
@@ -316,7 +317,9 @@ export class DurableRepo implements SessionRepo {
   /** The tenant's sessions best matching a query, from the directory shards (no session is opened). */
   async search(options: TenantSearchOptions): Promise<TenantSearchPage> {
     const answers = await Promise.all(
-      directoryShards(this.#env, this.tenant).map((shard) => call<TenantSearchResult[]>(shard.search(options))),
+      directoryShards(this.#env, this.tenant).map((shard) =>
+        call<TenantSearchResult[]>(shard.search(options)),
+      ),
     );
     return { results: mergeSearchResults(answers, options.limit ?? DEFAULT_SEARCH_HITS) };
   }

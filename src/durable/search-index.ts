@@ -137,7 +137,13 @@ export class SearchIndex {
       snippets.set(row.seq, { text: row.text, thinking: row.thinking });
     }
     const meta = new Map<number, { id: string; type: string; role: string | null; depth: number | null }>();
-    for (const row of this.#sql<{ seq: number; id: string; type: string; role: string | null; depth: number | null }>`
+    for (const row of this.#sql<{
+      seq: number;
+      id: string;
+      type: string;
+      role: string | null;
+      depth: number | null;
+    }>`
       SELECT seq, id, type, role, depth FROM entries WHERE seq IN (SELECT value FROM json_each(${list}))`) {
       meta.set(row.seq, row);
     }

@@ -98,7 +98,10 @@ const CANDIDATES_PER_RESULT = 3;
  */
 export function matchScore(matches: readonly SessionMatch[]): number {
   const weight: Record<SessionMatch["field"], number> = { name: 1000, labels: 100, preview: 10, text: 1 };
-  return matches.reduce((score, match) => score + weight[match.field] * Math.min(match.highlights.length, 9), 0);
+  return matches.reduce(
+    (score, match) => score + weight[match.field] * Math.min(match.highlights.length, 9),
+    0,
+  );
 }
 
 export interface DirectoryReport {
@@ -164,7 +167,8 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
   }
 
   async put(report: DirectoryReport): Promise<void> {
-    if (report.tenant !== undefined && report.shard !== undefined) await this.#learn(report.tenant, report.shard);
+    if (report.tenant !== undefined && report.shard !== undefined)
+      await this.#learn(report.tenant, report.shard);
     const { info, incarnation, version } = report;
     const buried = this
       .#sql`SELECT 1 FROM tombstones WHERE id = ${info.id} AND incarnation = ${incarnation}`.toArray();
@@ -197,7 +201,8 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     this.ctx.storage.transactionSync(() => {
       this
         .#sql`INSERT OR IGNORE INTO tombstones (id, incarnation, deleted_at) VALUES (${id}, ${incarnation}, ${now})`;
-      const listed = this.#sql`SELECT 1 FROM sessions WHERE id = ${id} AND incarnation = ${incarnation}`.toArray();
+      const listed = this
+        .#sql`SELECT 1 FROM sessions WHERE id = ${id} AND incarnation = ${incarnation}`.toArray();
       if (listed.length > 0) this.#drop(id);
       this.#sql`DELETE FROM tombstones WHERE deleted_at < ${now - TOMBSTONE_MS}`;
     });

@@ -10,7 +10,10 @@ export const retentionRoutes = routes()
       path: "/v1/retention",
       summary: "The tenant's retention",
       security,
-      responses: { 200: json(RetentionBody, "days without a write after which a session is deleted"), ...errors },
+      responses: {
+        200: json(RetentionBody, "days without a write after which a session is deleted"),
+        ...errors,
+      },
     }),
     async (c) => c.json(await repo(c).retention(), 200),
   )

@@ -8,7 +8,7 @@ export const retentionRoutes = routes()
     createRoute({
       method: "get",
       path: "/v1/retention",
-      summary: "The tenant's retention",
+      summary: "Retention of the tenant",
       security,
       responses: {
         200: json(RetentionBody, "days without a write after which a session is deleted"),
@@ -21,7 +21,7 @@ export const retentionRoutes = routes()
     createRoute({
       method: "put",
       path: "/v1/retention",
-      summary: "Set the tenant's retention",
+      summary: "Set the retention of the tenant",
       description:
         "Sessions with no write for idleDays are deleted, as by DELETE: restorable for the recovery window. Checked about hourly by each directory shard; null turns it off. A session's own expiresAt applies as well.",
       security,

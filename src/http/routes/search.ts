@@ -12,7 +12,7 @@ export const searchRoutes = routes()
     createRoute({
       method: "get",
       path: "/v1/sessions/{sid}/search",
-      summary: "Search a session's entries",
+      summary: "Search the entries of a session",
       description: `Over message text (user, assistant, tool results), summaries, custom messages, labels and names; the model's thinking with thinking=true. Indexed as entries are written. ${QUERY_SYNTAX}`,
       security,
       request: { params: SessionIdParam, query: SessionSearchQuery },
@@ -27,7 +27,7 @@ export const searchRoutes = routes()
     createRoute({
       method: "get",
       path: "/v1/search",
-      summary: "Search the tenant's sessions",
+      summary: "Search the sessions of the tenant",
       description: `Sessions ranked by their name, labels, preview and text (each session's beginning and its most recent text), with the best snippet of each field that matched. Served from the tenant's directory: what a session wrote is found within DIRECTORY_SYNC_MS. ${QUERY_SYNTAX}`,
       security,
       request: { query: TenantSearchQuery },

@@ -196,16 +196,12 @@ describe("deleting and restoring", () => {
 describe("expiry", () => {
   it("lists expiresAt, refuses one in the past, and deletes the session (recoverably) when it comes", async () => {
     const past = new Date(Date.now() - 1000).toISOString();
-    expectError(
-      await api("POST", "/v1/sessions", { body: { id: sid(), expiresAt: past } }),
-      400,
-      "invalid_request",
-    );
-    expectError(
-      await api("POST", "/v1/sessions", { body: { id: sid(), expiresAt: "soon" } }),
-      400,
-      "invalid_request",
-    );
+    for (const expiresAt of [past, "soon"]) {
+      const refused = sid();
+      const res = await api("POST", "/v1/sessions", { body: { id: refused, expiresAt } });
+      expectError(res, 400, "invalid_request");
+      expectError(await api("GET", `/v1/sessions/${refused}`), 404, "not_found");
+    }
 
     const later = new Date(Date.now() + 3600_000).toISOString();
     const id = await createSession({ body: { expiresAt: later } });
@@ -264,6 +260,7 @@ describe("tenant retention", () => {
         "invalid_request",
       );
     }
+    expect((await api("GET", "/v1/retention", { key: KEY_B })).body).toEqual({ idleDays: null });
     const set = await api("PUT", "/v1/retention", { key: KEY_B, body: { idleDays: 30 } });
     expect(set.status).toBe(200);
     expect(set.body).toEqual({ idleDays: 30 });

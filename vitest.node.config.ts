@@ -4,7 +4,12 @@ export default defineConfig({
   test: {
     name: "node",
     environment: "node",
-    include: ["test/core/**/*.test.ts", "test/node/**/*.test.ts", "test/interop/**/*.test.ts"],
+    include: [
+      "test/core/**/*.test.ts",
+      "test/node/**/*.test.ts",
+      "test/interop/**/*.test.ts",
+      "test/package/**/*.test.ts",
+    ],
     testTimeout: 60_000,
   },
 });

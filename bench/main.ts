@@ -6,6 +6,7 @@ import { buildSessionContext as piBuildSessionContext, SessionManager } from "@m
 import type { AgentMessage } from "../src/core";
 import type { DevServer } from "../test/support/dev-server";
 import { startDevServer } from "../test/support/dev-server";
+import { liveSessions } from "./live";
 
 /*
  * `npm run bench`: the performance budgets' figures, measured in one run on this machine, against local
@@ -146,6 +147,11 @@ async function fillSession(id: string, count: number, compact: boolean): Promise
 
 /** Peak resident memory (VmHWM, kB) of the workerd processes: every object and the router together. */
 function workerdPeakKb(): number {
+  return workerdMemoryKb("VmHWM");
+}
+
+/** Resident memory of the workerd processes (kB): `VmHWM` the peak, `VmRSS` now. */
+function workerdMemoryKb(field: "VmHWM" | "VmRSS"): number {
   try {
     const pids = execSync("pgrep -f bin/workerd", { encoding: "utf8" }).trim().split("\n").filter(Boolean);
     let total = 0;
@@ -158,7 +164,7 @@ function workerdPeakKb(): number {
         continue;
       }
       if (!status.startsWith("Name:\tworkerd")) continue;
-      total += Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+      total += Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
     }
     return total;
   } catch {
@@ -652,6 +658,27 @@ async function main() {
     await contexts(sizes);
     await overHttp(sizes);
     await tenants(sizes);
+    await liveSessions({
+      url: server.url,
+      quick: QUICK,
+      http,
+      record: (name, unit, samples) => void record(name, unit, samples),
+      percentile: (name, unit, samples, q) => {
+        const sorted = [...samples].sort((a, b) => a - b);
+        const value = sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+        figures.push({
+          name,
+          unit,
+          median: value,
+          min: sorted[0] ?? 0,
+          max: sorted.at(-1) ?? 0,
+          runs: samples.length,
+        });
+      },
+      fillSession: (id, count) => fillSession(id, count, false),
+      message,
+      workerdRssKb: () => workerdMemoryKb("VmRSS"),
+    });
     await cold(persist, sizes[sizes.length - 1] as number);
   } finally {
     await server?.stop();

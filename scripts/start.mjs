@@ -2,7 +2,8 @@
 // are served as the dev tenant `local`, but only while the server listens on a loopback address:
 // wrangler dev passes a CF-Connecting-IP header sent by the client through unchanged, so on an
 // address others can reach, the Worker could not tell a local request from a forged one (see
-// src/http/dev-tenant.ts). Options other than --ip and --port go to wrangler dev as they are.
+// src/http/dev-tenant.ts). The port comes from `--port` (`npm start -- --port 8795`), else the
+// PORT variable, else 8787. Options other than --ip and --port go to wrangler dev as they are.
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
@@ -24,7 +25,11 @@ function take(name, fallback) {
 }
 
 const ip = take("ip", "127.0.0.1");
-const port = take("port", "8787");
+const port = take("port", process.env.PORT || "8787");
+if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) {
+  console.error(`npm start: the port must be a number from 0 to 65535, not ${JSON.stringify(port)}`);
+  process.exit(2);
+}
 const loopback = ip === "localhost" || ip === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(ip);
 
 if (!loopback && args.some((arg) => /^DEV_TENANT[:=]/.test(arg))) {

@@ -1,24 +1,29 @@
-import { createWriteStream, readdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
-import type { RemoteRepo } from "../client";
-import { createClient } from "../client";
-import type { ExistingSessions, ImportFormat, ImportWarning, SearchHit, SessionMatch } from "../core";
+import { ConnectionError, createClient } from "../client";
+import type { ExistingSessions } from "../core";
 import {
   checkExportFormat,
-  checkFormat,
   contentText,
-  detectFormat,
-  parseImport,
+  MAX_ENTRIES_PAGE,
+  MAX_SEARCH_HITS,
+  MAX_SESSIONS_PAGE,
   SessionError,
 } from "../core";
+import { writeFileAtomically } from "./atomic-file";
 import { backup, restore } from "./backup";
+import { checkProgress, importFiles } from "./import-files";
+import type { Output } from "./output";
+import { columns, fail, UsageError } from "./output";
+import { search } from "./search";
+import { eventLine } from "./tail";
 import { drawTree } from "./tree-text";
 
 /*
- * `cf-sessions`: the service from a terminal. Configured by flags or SESSIONS_URL /
- * SESSIONS_TOKEN; `--json` for scripts; one-line errors and a non-zero exit code on failure.
+ * `cf-sessions`: the service from a terminal. Configured by flags or CF_SESSIONS_URL /
+ * CF_SESSIONS_TOKEN; `--json` for scripts; one-line errors and a non-zero exit code on failure.
  */
+
+const DEFAULT_URL = "http://127.0.0.1:8787";
 
 const HELP: Record<string, string> = {
   main: `cf-sessions: branchable agent sessions, from the terminal
@@ -31,18 +36,21 @@ commands:
   tree <id>                   a session's tree: branches, the leaf and labels marked
   context <id>                what a model is sent from the leaf (or --leaf <entry>)
   import <file|dir>           import session files: native, pi, Claude Code, Codex (a directory: every .jsonl under it)
+  sync <file|dir>             import, and append to sessions imported before what their files gained since
   export <id>                 a session as NDJSON (native or pi)
   fork <id> <entry>           a new session holding the path to <entry>
   rm <id>                     delete a session (restorable for the service's recovery window)
   undelete <id>               restore a deleted session
+  tail <id>                   follow a session's entries as they are written (like tail -f)
   search <query>              the tenant's sessions matching a query (or one session's entries: --session)
   backup <dir>                every session of the tenant into a folder (resumes an interrupted backup)
   restore <dir|file>          a backup folder (or a tenant export file) back into the tenant
 
 options (every command):
-  --url <url>       the service (default: $SESSIONS_URL, else http://127.0.0.1:8787)
-  --token <key>     an API key (default: $SESSIONS_TOKEN)
+  --url <url>       the service (default: $CF_SESSIONS_URL, else http://127.0.0.1:8787)
+  --token <key>     an API key (default: $CF_SESSIONS_TOKEN)
   --json            machine-readable output
+  --verbose         say which service is used, on stderr
   -h, --help        help for a command: cf-sessions <command> --help`,
   list: `usage: cf-sessions list [--limit N] [--order updated|created] [--all]
 
@@ -51,7 +59,8 @@ options (every command):
   --all         every page, not just the first`,
   show: `usage: cf-sessions show <id> [--type t1,t2] [--limit N] [--after seq]
 
-  Entries in append order (seq, type, id, parent, a line of content).`,
+  Entries in append order (seq, type, id, parent, a line of content).
+  --limit N     entries (1-1000, default 1000); --after <seq> for the ones after`,
   tree: `usage: cf-sessions tree <id>
 
   The tree: branches indent, chains stay level; the leaf and labels are marked.`,
@@ -59,14 +68,25 @@ options (every command):
 
   The messages, model, thinking level and tools buildContext returns.`,
   import: `usage: cf-sessions import <file|dir> [--format native|pi|claude-code|codex] [--id <id>]
+                          [--progress bar|plain|none]
 
   A file, or every .jsonl file under a directory (~/.pi/agent/sessions, ~/.claude/projects,
   ~/.codex/sessions), with progress and a summary of imported / skipped (already there) / failed.
   The format is told from the first lines when --format is not given. A file's session id is kept
   (Claude Code and Codex sessions get one made from theirs, so importing again skips them); --id
-  (one file only) chooses it.
+  (one file only) chooses it. To bring in what files gained since, use cf-sessions sync.
   What a file needed repaired to import (a torn last line, a missing parent, a repeated line)
-  is listed by file and line.`,
+  is listed by file and line.
+  --progress    bar (the default on a terminal), plain (one line per file, the default
+                otherwise) or none`,
+  sync: `usage: cf-sessions sync <file|dir> [--format native|pi|claude-code|codex] [--id <id>]
+                        [--progress bar|plain|none]
+
+  As import, for a folder that keeps growing (run it every hour): a file whose session is not
+  there yet is imported; a session holding the start of its file gets the rest appended; one
+  holding the whole file is unchanged. A file its session differs from (edited, or the session
+  gained entries of its own) is a conflict: nothing is written, and the exit code is 1.
+  Summary: imported / appended (entries) / unchanged / conflicts / failed.`,
   export: `usage: cf-sessions export <id> [--format native|pi] [--out <file>]
 
   Streams the session as NDJSON to stdout or --out.`,
@@ -98,19 +118,12 @@ options (every command):
   A backup folder (or a file saved from GET /v1/export) back into the tenant, a few MiB per
   request, with progress. Sessions already there are skipped (--existing refuse reports them as
   refused instead); run it again to resume. Exit code 1 when a session failed or was refused.`,
+  tail: `usage: cf-sessions tail <id> [--after seq]
+
+  Prints each entry as it is written, and head moves, until the session is deleted or you stop
+  it (Ctrl-C). --after replays the entries after that seq first. Reconnects by itself after a
+  dropped connection, missing nothing. --json: one event per line.`,
 };
-
-class UsageError extends Error {}
-
-interface Output {
-  out(text: string): void;
-  err(text: string): void;
-  isTTY: boolean;
-}
-
-function fail(message: string): never {
-  throw new UsageError(message);
-}
 
 function arg(positionals: string[], index: number, name: string): string {
   const value = positionals[index];
@@ -148,150 +161,6 @@ function gist(entry: Record<string, unknown>): string {
   }
 }
 
-/** Every `.jsonl` file under a folder, in a stable order. */
-function sessionFiles(path: string): string[] {
-  if (!statSync(path).isDirectory()) return [path];
-  const files: string[] = [];
-  const stack = [path];
-  while (stack.length > 0) {
-    const dir = stack.pop() as string;
-    for (const name of readdirSync(dir).sort()) {
-      const full = join(dir, name);
-      if (statSync(full).isDirectory()) stack.push(full);
-      else if (name.endsWith(".jsonl") || name.endsWith(".ndjson")) files.push(full);
-    }
-  }
-  return files.sort();
-}
-
-/** A file parsed here first: its format and the id it imports under (the service checks it again). */
-function readSessionFile(
-  text: string,
-  format: ImportFormat | undefined,
-): { format: ImportFormat; id: string } {
-  const detected = format ?? detectFormat(text);
-  if (!detected) throw new Error("cannot tell the format from the first lines; give --format");
-  return { format: detected, id: parseImport(detected, text).header.id };
-}
-
-function progress(output: Output, done: number, total: number): void {
-  if (!output.isTTY) return;
-  const width = 30;
-  const filled = Math.round((done / total) * width);
-  output.err(`\r[${"#".repeat(filled)}${"-".repeat(width - filled)}] ${done}/${total}`);
-  if (done === total) output.err("\n");
-}
-
-async function importPaths(
-  client: RemoteRepo,
-  path: string,
-  values: Record<string, unknown>,
-  output: Output,
-  json: boolean,
-) {
-  const format = values.format === undefined ? undefined : checkFormat(String(values.format));
-  const files = sessionFiles(path);
-  if (values.id !== undefined && files.length > 1) fail("--id applies to a single file");
-  const report = {
-    imported: [] as string[],
-    skipped: [] as string[],
-    failed: [] as Array<{ file: string; error: string }>,
-    warnings: [] as Array<{ file: string } & ImportWarning>,
-  };
-  for (const [index, file] of files.entries()) {
-    let id: string | undefined;
-    try {
-      const text = readFileSync(file, "utf8");
-      const read = readSessionFile(text, format);
-      id = values.id === undefined ? read.id : String(values.id);
-      const imported = await client.importFile(text, { format: read.format, id });
-      report.imported.push(imported.info.id);
-      for (const warning of imported.warnings) report.warnings.push({ file, ...warning });
-    } catch (error) {
-      if (error instanceof SessionError && error.code === "already_exists") report.skipped.push(id ?? file);
-      else report.failed.push({ file, error: error instanceof Error ? error.message : String(error) });
-    }
-    progress(output, index + 1, files.length);
-  }
-  if (json) output.out(JSON.stringify(report));
-  else {
-    for (const { file, line, message } of report.warnings)
-      output.err(`warning: ${file}: line ${line}: ${message}\n`);
-    for (const { file, error } of report.failed) output.err(`failed: ${file}: ${error}\n`);
-    output.out(
-      `imported ${report.imported.length}, skipped ${report.skipped.length} (already there), failed ${report.failed.length}`,
-    );
-  }
-  return report.failed.length > 0 ? 1 : 0;
-}
-
-/** A snippet with its matches marked for a terminal: «match». */
-function markMatches(snippet: string, highlights: readonly [number, number][]): string {
-  let out = "";
-  let at = 0;
-  for (const [start, end] of highlights) {
-    out += `${snippet.slice(at, start)}«${snippet.slice(start, end)}»`;
-    at = end;
-  }
-  return oneLine(out + snippet.slice(at), 160);
-}
-
-async function search(
-  client: RemoteRepo,
-  query: string,
-  values: Record<string, unknown>,
-  output: Output,
-  json: boolean,
-  number: (value: string | undefined) => number | undefined,
-): Promise<number> {
-  const limit = number(values.limit as string | undefined);
-  if (values.session !== undefined) {
-    const order =
-      values.order === undefined
-        ? undefined
-        : values.order === "rank"
-          ? "rank"
-          : values.order === "newest"
-            ? "newest"
-            : fail("--order is newest or rank");
-    const page = await client.storage(String(values.session)).search({
-      q: query,
-      ...(limit === undefined ? {} : { limit }),
-      ...(order === undefined ? {} : { order }),
-      ...(values.thinking ? { thinking: true } : {}),
-    });
-    if (json) output.out(JSON.stringify(page));
-    else if (page.hits.length === 0) output.out("no matches");
-    else {
-      output.out(
-        page.hits
-          .map(
-            (hit: SearchHit) =>
-              `${String(hit.seq).padStart(6)}  ${hit.entryId}  ${hit.role ?? hit.type}${hit.onBranch ? "" : " (off branch)"}${hit.field === "thinking" ? " [thinking]" : ""}  ${markMatches(hit.snippet, hit.highlights)}`,
-          )
-          .join("\n"),
-      );
-    }
-    return 0;
-  }
-  const { results } = await client.search(query, limit === undefined ? {} : { limit });
-  if (json) output.out(JSON.stringify(results));
-  else if (results.length === 0) output.out("no matches");
-  else {
-    output.out(
-      results
-        .map((result) => {
-          const lines = [`${result.session.id}  ${result.session.name ?? ""}`.trimEnd()];
-          for (const match of result.matches as SessionMatch[])
-            lines.push(`    ${match.field}: ${markMatches(match.snippet, match.highlights)}`);
-          return lines.join("\n");
-        })
-        .join("\n"),
-    );
-  }
-  return 0;
-}
-
 function parse(argv: string[]) {
   try {
     return parseArgs({
@@ -301,6 +170,8 @@ function parse(argv: string[]) {
         url: { type: "string" },
         token: { type: "string" },
         json: { type: "boolean" },
+        verbose: { type: "boolean" },
+        progress: { type: "string" },
         help: { type: "boolean", short: "h" },
         limit: { type: "string" },
         order: { type: "string" },
@@ -337,14 +208,24 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
     return 0;
   }
   const json = values.json === true;
-  const client = createClient({
-    baseUrl: values.url ?? env.SESSIONS_URL ?? "http://127.0.0.1:8787",
-    ...((values.token ?? env.SESSIONS_TOKEN) ? { token: values.token ?? env.SESSIONS_TOKEN } : {}),
-  });
+  const [baseUrl, from] = values.url
+    ? [values.url, "--url"]
+    : env.CF_SESSIONS_URL
+      ? [env.CF_SESSIONS_URL, "CF_SESSIONS_URL"]
+      : [DEFAULT_URL, "the default"];
+  if (values.verbose) output.err(`cf-sessions: service ${baseUrl} (${from})\n`);
+  const client = createClient({ baseUrl, token: values.token ?? env.CF_SESSIONS_TOKEN });
   const number = (value: string | undefined) => {
     if (value === undefined) return undefined;
     const n = Number(value);
     if (!Number.isInteger(n)) fail(`not a whole number: ${value}`);
+    return n;
+  };
+  /** `--limit`, checked against the page size the service allows, before any request. */
+  const limit = (max: number, what: string, more: string) => {
+    const n = number(values.limit);
+    if (n !== undefined && (n < 1 || n > max))
+      fail(`--limit is 1 to ${max}: the service sends at most ${max} ${what} a page (${more})`);
     return n;
   };
 
@@ -358,24 +239,25 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
             : values.order === "updated"
               ? "updated"
               : fail("--order is updated or created");
+      const pageSize = limit(MAX_SESSIONS_PAGE, "sessions", "--all reads every page");
       const sessions = [];
       let cursor: string | null = null;
       do {
-        const page = await client.list({ limit: number(values.limit), order, cursor });
+        const page = await client.list({ limit: pageSize, order, cursor });
         sessions.push(...page.sessions);
         cursor = values.all ? page.nextCursor : null;
       } while (cursor);
       if (json) output.out(JSON.stringify(sessions));
       else if (sessions.length === 0) output.out("no sessions");
       else {
-        output.out(
-          sessions
-            .map(
-              (s) =>
-                `${s.id}  ${s.updatedAt}  ${String(s.entryCount).padStart(6)} entries  ${s.name ?? ""}${s.preview ? `  “${oneLine(s.preview, 60)}”` : ""}`,
-            )
-            .join("\n"),
-        );
+        const rows = sessions.map((s) => [
+          s.id,
+          s.updatedAt,
+          String(s.entryCount),
+          s.name ?? "",
+          s.preview ? `“${oneLine(s.preview, 60)}”` : "",
+        ]);
+        output.out(columns([["ID", "UPDATED", "ENTRIES", "NAME", "PREVIEW"], ...rows], [2]).join("\n"));
       }
       return 0;
     }
@@ -383,7 +265,7 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       const session = await client.open(arg(rest, 0, "id"));
       const types = values.type?.split(",") as never;
       const entries = await session.getEntries({
-        limit: number(values.limit) ?? 1000,
+        limit: limit(MAX_ENTRIES_PAGE, "entries", "--after <seq> shows the ones after") ?? MAX_ENTRIES_PAGE,
         after: number(values.after),
         ...(types ? { type: types } : {}),
       });
@@ -426,18 +308,24 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       return 0;
     }
     case "import":
-      return importPaths(client, arg(rest, 0, "file|dir"), values, output, json);
+    case "sync":
+      return importFiles(
+        client,
+        arg(rest, 0, "file|dir"),
+        {
+          mode: command,
+          format: values.format,
+          id: values.id,
+          progress: checkProgress(values.progress, output.isTTY),
+          json,
+        },
+        output,
+      );
     case "export": {
       const format = checkExportFormat(values.format);
       const lines = client.storage(arg(rest, 0, "id")).exportLines(format);
-      if (values.out) {
-        const file = createWriteStream(values.out);
-        for await (const line of lines)
-          if (!file.write(line)) await new Promise<void>((r) => file.once("drain", () => r()));
-        await new Promise<void>((resolve, reject) =>
-          file.end((error?: Error | null) => (error ? reject(error) : resolve())),
-        );
-      } else {
+      if (values.out) await writeFileAtomically(values.out, lines);
+      else {
         let text = "";
         for await (const line of lines) text += line;
         output.out(text.replace(/\n$/, ""));
@@ -458,6 +346,20 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       );
       return 0;
     }
+    case "tail": {
+      const session = await client.open(arg(rest, 0, "id"));
+      const stop = new AbortController();
+      const interrupt = () => stop.abort();
+      process.once("SIGINT", interrupt);
+      try {
+        for await (const event of session.watch({ after: number(values.after), signal: stop.signal })) {
+          output.out(json ? JSON.stringify(event) : eventLine(event, gist));
+        }
+      } finally {
+        process.off("SIGINT", interrupt);
+      }
+      return 0;
+    }
     case "rm": {
       const id = arg(rest, 0, "id");
       if (values.purge) await client.purge(id);
@@ -472,7 +374,18 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       return 0;
     }
     case "search":
-      return search(client, arg(rest, 0, "query"), values, output, json, number);
+      return search(
+        client,
+        arg(rest, 0, "query"),
+        {
+          session: values.session,
+          limit: limit(MAX_SEARCH_HITS, "hits", "the best ones come first"),
+          order: values.order,
+          thinking: values.thinking,
+          json,
+        },
+        output,
+      );
     case "backup": {
       const dir = arg(rest, 0, "dir");
       const result = await backup(client, dir, (text) => {
@@ -482,16 +395,18 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       const { state } = result;
       for (const { id, error } of state.failed) output.err(`failed: ${id}: ${JSON.stringify(error)}\n`);
       if (json) output.out(JSON.stringify({ ...state, written: result.written, resumed: result.resumed }));
-      else if (state.complete) {
-        output.out(
-          result.written === 0 && !result.resumed
-            ? `the backup in ${dir} is complete already (${state.sessions} sessions); use another folder for a new one`
-            : `backed up ${state.sessions} sessions into ${dir}${state.failed.length ? `, ${state.failed.length} could not be read` : ""}`,
-        );
-      } else
+      else if (!state.complete)
         output.out(
           `the export stopped early after ${state.sessions} sessions; run the same command to resume`,
         );
+      else if (result.written === 0 && !result.resumed)
+        output.out(
+          `the backup in ${dir} is complete already (${state.sessions} sessions); use another folder for a new one`,
+        );
+      else {
+        const unread = state.failed.length > 0 ? `, ${state.failed.length} could not be read` : "";
+        output.out(`backed up ${state.sessions} sessions into ${dir}${unread}`);
+      }
       return state.complete && state.failed.length === 0 ? 0 : 1;
     }
     case "restore": {
@@ -512,11 +427,10 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
         );
       }
       if (json) output.out(JSON.stringify(result));
-      else {
+      else
         output.out(
           `restored ${result.imported}, skipped ${result.skipped} (already there), refused ${result.refused}, failed ${result.failed}`,
         );
-      }
       return result.failed + result.refused > 0 ? 1 : 0;
     }
   }
@@ -537,14 +451,9 @@ export async function main(
       return 2;
     }
     if (error instanceof SessionError) output.err(`cf-sessions: ${error.code}: ${error.message}\n`);
-    else if (
-      error instanceof TypeError &&
-      /fetch|ECONNREFUSED/i.test(`${error.message} ${String(error.cause)}`)
-    ) {
-      output.err(
-        `cf-sessions: cannot reach the service (${String((error.cause as Error | undefined)?.message ?? error.message)})\n`,
-      );
-    } else output.err(`cf-sessions: ${error instanceof Error ? error.message : String(error)}\n`);
+    else if (error instanceof ConnectionError)
+      output.err(`cf-sessions: ${error.message}; is it running? Another: --url or CF_SESSIONS_URL\n`);
+    else output.err(`cf-sessions: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
   }
 }

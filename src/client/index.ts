@@ -1,10 +1,11 @@
 import { RemoteRepo } from "./remote";
 import type { ClientOptions } from "./transport";
 
-export type { FileImport } from "./remote";
+export type { ContextAnswer, FileImport, FileImportOptions, FileSync } from "./remote";
 export { RemoteRepo, RemoteSession, RemoteStorage } from "./remote";
 export type { ClientOptions } from "./transport";
-export { retryAfterMs } from "./transport";
+export { ConnectionError, retryAfterMs } from "./transport";
+export type { WatchOptions } from "./watch";
 
 /**
  * A client of the service: a `SessionRepo` whose sessions are the same `Session` API as

@@ -1,4 +1,5 @@
 import type {
+  AgentMessage,
   AppendOptions,
   AppendResult,
   CompactionEntry,
@@ -21,6 +22,7 @@ import type {
   NavigateResult,
   SessionContext,
   SessionEntry,
+  SessionEvent,
   SessionHeader,
   SessionInfo,
   SessionPage,
@@ -29,6 +31,8 @@ import type {
   SessionSearchPage,
   SessionStorage,
   StoredEntry,
+  SyncResult,
+  SyncSummary,
   TenantImportReport,
   TenantSearchOptions,
   TenantSearchPage,
@@ -36,24 +40,38 @@ import type {
   TreeNode,
 } from "../core";
 import {
+  checkFormat,
   checkSessionId,
   entryPage,
   isValidId,
   leafAfter,
   leafTag,
   newId,
+  parseImport,
   Session,
   SessionError,
   walkTree,
 } from "../core";
 import type { ClientOptions } from "./transport";
 import { Transport } from "./transport";
+import type { WatchOptions } from "./watch";
+import { watchStream } from "./watch";
 
 /** A session the service created from a file, and what it repaired in the file to do so. */
 export interface FileImport {
   session: RemoteSession;
   info: SessionInfo;
   warnings: ImportWarning[];
+}
+
+/** A file synced into its session on the service: what was done, and the session as it now is. */
+export interface FileSync extends FileImport, SyncSummary {}
+
+export interface FileImportOptions {
+  /** The file's format (default native). */
+  format?: ImportFormat | undefined;
+  /** The session's id; by default the one the file gives. */
+  id?: string | undefined;
 }
 
 function ifMatch(expected: string | null | undefined): Record<string, string> {
@@ -68,6 +86,14 @@ function sessionPath(id: string, rest = ""): string {
 function withIds(entries: readonly EntryInput[]): EntryInput[] {
   return entries.map((entry) => (entry.id === undefined ? { ...entry, id: newId() } : entry));
 }
+
+/** Contexts a session keeps to ask for deltas. */
+const KEPT_CONTEXTS = 4;
+
+/** A context answer of the service: whole, or what was appended since a version read before. */
+export type ContextAnswer =
+  | (SessionContext & { version: string; reset?: true })
+  | (Omit<SessionContext, "messages"> & { version: string; since: string; append: AgentMessage[] });
 
 type ServiceCompactOptions = Omit<CompactOptions, "summarizer" | "signal">;
 type ServiceNavigateOptions = Omit<NavigateOptions, "summarizer" | "signal">;
@@ -215,9 +241,10 @@ export class RemoteStorage implements SessionStorage {
   }
 
   /** The context the service builds for a leaf (the head when undefined). */
-  async context(leafId?: string | null): Promise<SessionContext> {
-    if (leafId !== null)
-      return this.#http.json<SessionContext>("GET", this.#path("/context"), { query: { leafId } });
+  async context(leafId?: string | null, since?: string): Promise<ContextAnswer> {
+    if (leafId !== null) {
+      return this.#http.json<ContextAnswer>("GET", this.#path("/context"), { query: { leafId, since } });
+    }
     const info = await this.getInfo();
     return {
       systemPrompt: info.systemPrompt ?? "",
@@ -225,7 +252,13 @@ export class RemoteStorage implements SessionStorage {
       thinkingLevel: "off",
       model: null,
       activeToolNames: null,
+      version: "",
     };
+  }
+
+  /** The session's events as they happen (see `watchStream`). */
+  watch(options: WatchOptions = {}): AsyncGenerator<SessionEvent> {
+    return watchStream(this.#http, this.#path("/events"), options);
   }
 
   /** Compacts with the service's summarizer (or the summary given). */
@@ -276,15 +309,56 @@ export class RemoteStorage implements SessionStorage {
  */
 export class RemoteSession extends Session {
   declare readonly storage: RemoteStorage;
+  /** The last context read per leaf ("" for the head), with its version. */
+  readonly #known = new Map<string, { version: string; context: SessionContext }>();
 
   constructor(storage: RemoteStorage) {
     super(storage);
   }
 
+  /**
+   * The context, from the service. The last one read for each leaf is kept, and the next read
+   * asks only for what was appended since (`?since=`), so an agent turn moves the new messages,
+   * not the history.
+   */
   override async buildContext(options: ContextOptions = {}): Promise<SessionContext> {
     if (options.entryProjectors || options.transforms) return super.buildContext(options);
-    const context = await this.storage.context(options.leafId);
-    return options.systemPrompt === undefined ? context : { ...context, systemPrompt: options.systemPrompt };
+    const key = options.leafId === undefined ? "" : String(options.leafId);
+    const known = this.#known.get(key);
+    const answer = await this.storage.context(options.leafId, known?.version);
+    let context: SessionContext;
+    if ("append" in answer) {
+      const { version: _version, since, append, ...settings } = answer;
+      if (!known || since !== known.version) return this.#reread(key, options);
+      context = { ...settings, messages: [...known.context.messages, ...append] };
+    } else {
+      const { version: _version, reset: _reset, ...whole } = answer;
+      context = whole;
+    }
+    this.#remember(key, answer.version, context);
+    // The caller's own copy: changing it (adding cache hints, trimming) never reaches what the
+    // next delta builds on.
+    const copy = structuredClone(context);
+    return options.systemPrompt === undefined ? copy : { ...copy, systemPrompt: options.systemPrompt };
+  }
+
+  /** A delta that does not fit what is kept: forget it and read the whole context. */
+  #reread(key: string, options: ContextOptions): Promise<SessionContext> {
+    this.#known.delete(key);
+    return this.buildContext(options);
+  }
+
+  #remember(key: string, version: string, context: SessionContext): void {
+    if (!version) return;
+    this.#known.delete(key);
+    this.#known.set(key, { version, context });
+    // A few leaves at most: an agent reads the head, a viewer the entries it shows.
+    if (this.#known.size > KEPT_CONTEXTS) this.#known.delete(this.#known.keys().next().value as string);
+  }
+
+  /** The session's events as they happen: replay after `after`, then live, reconnecting as needed. */
+  watch(options: WatchOptions = {}): AsyncGenerator<SessionEvent> {
+    return this.storage.watch(options);
   }
 
   override compact(options: CompactOptions = {}): Promise<StoredEntry<CompactionEntry>> {
@@ -389,30 +463,60 @@ export class RemoteRepo implements SessionRepo {
   }
 
   /**
-   * Creates a session from an import file's text (native, pi, Claude Code or Codex), checked by the service, which
-   * reports what it repaired on the way in (`warnings`, by line).
+   * Creates a session from an import file's text (native, pi, Claude Code or Codex), checked by the
+   * service, which reports what it repaired on the way in (`warnings`, by line). The session takes
+   * the file's id unless `id` is given; when that id is taken the import fails with
+   * `already_exists` and writes nothing (`syncFile` appends what a file gained since).
    */
-  async importFile(text: string, options: { format?: ImportFormat; id?: string } = {}): Promise<FileImport> {
-    const { warnings, ...info } = await this.#http.json<SessionInfo & { warnings: ImportWarning[] }>(
-      "POST",
-      "v1/sessions/import",
-      {
-        query: { format: options.format, id: options.id },
-        raw: { body: text, contentType: "application/x-ndjson" },
-      },
-    );
-    return { session: new RemoteSession(this.storage(info.id)), info, warnings };
+  importFile(text: string, options: FileImportOptions = {}): Promise<FileImport> {
+    const format = checkFormat(options.format);
+    return this.#importText(text, { format, id: options.id ?? parseImport(format, text).header.id });
+  }
+
+  /**
+   * Syncs an import file's text into the session of its id (or `id`): creates it, appends what the
+   * file gained since the last sync, or writes nothing when it gained nothing; a session that
+   * differs from the file is `already_exists`, and nothing is written.
+   */
+  async syncFile(text: string, options: FileImportOptions = {}): Promise<FileSync> {
+    const { sync, ...imported } = await this.#importText(text, { ...options, mode: "sync" });
+    if (!sync) throw new SessionError("internal", "the service did not say what the sync did");
+    return { ...imported, ...sync };
+  }
+
+  async #importText(
+    text: string,
+    query: FileImportOptions & { mode?: "sync" },
+  ): Promise<FileImport & { sync?: SyncSummary }> {
+    const { warnings, sync, ...info } = await this.#http.json<
+      SessionInfo & { warnings: ImportWarning[]; sync?: SyncSummary }
+    >("POST", "v1/sessions/import", {
+      query: { format: query.format, id: query.id, mode: query.mode },
+      raw: { body: text, contentType: "application/x-ndjson" },
+    });
+    return { session: new RemoteSession(this.storage(info.id)), info, warnings, ...(sync ? { sync } : {}) };
+  }
+
+  /** The file as native NDJSON: how a parsed file travels to the service. */
+  #nativeText(file: ImportedSession): string {
+    const lines = [
+      JSON.stringify({ type: "session", format: "cf-session", version: 1, ...file.header }),
+      ...file.entries.map((entry) => JSON.stringify(entry)),
+    ];
+    return `${lines.join("\n")}\n`;
   }
 
   async importSession(file: ImportedSession, options: { id?: string } = {}): Promise<RemoteSession> {
-    const { header, entries } = file;
-    const lines = [
-      JSON.stringify({ type: "session", format: "cf-session", version: 1, ...header }),
-      ...entries.map((entry) => JSON.stringify(entry)),
-    ];
-    const { session } = await this.importFile(`${lines.join("\n")}\n`, { id: options.id });
-    if (leafAfter(entries) !== file.leafId) await session.setLeafId(file.leafId);
+    const { session } = await this.#importText(this.#nativeText(file), { id: options.id });
+    if (leafAfter(file.entries) !== file.leafId) await session.setLeafId(file.leafId);
     return session;
+  }
+
+  async syncSession(file: ImportedSession, options: { id?: string } = {}): Promise<SyncResult> {
+    const { session, status, appended } = await this.syncFile(this.#nativeText(file), { id: options.id });
+    if (status !== "unchanged" && leafAfter(file.entries) !== file.leafId)
+      await session.setLeafId(file.leafId);
+    return { session, status, appended };
   }
 
   async cleanup(): Promise<void> {}

@@ -5,26 +5,28 @@ export interface ClientOptions {
   /** Where the service answers, e.g. `https://sessions.example.com` or `http://127.0.0.1:8787`. */
   baseUrl: string;
   /** An API key (sent as `Authorization: Bearer <token>`); none for local development. */
-  token?: string;
+  token?: string | undefined;
   /** A `fetch` to use instead of the global one: a service binding's, or a test's. */
-  fetch?: (input: Request) => Promise<Response>;
+  fetch?: ((input: Request) => Promise<Response>) | undefined;
   /** Tries for a request that may be retried (default 4). */
-  maxAttempts?: number;
+  maxAttempts?: number | undefined;
   /** First backoff in milliseconds, doubled on each retry (default 200). */
-  retryDelayMs?: number;
+  retryDelayMs?: number | undefined;
 }
 
 export interface RequestOptions {
   query?: Record<string, string | number | undefined>;
   body?: unknown;
   /** A body sent as is, with its own content type. */
-  raw?: { body: BodyInit; contentType: string };
+  raw?: { body: NonNullable<RequestInit["body"]>; contentType: string };
   headers?: Record<string, string>;
   /**
    * Whether sending the request twice does no harm, so a network failure may be retried (reads,
    * and appends whose entries carry ids). 429 and 503 are retried whatever this says.
    */
   idempotent?: boolean;
+  /** Aborts the request (and reading its answer). */
+  signal?: AbortSignal;
 }
 
 const RETRY_STATUSES = new Set([429, 503]);
@@ -41,6 +43,24 @@ export function retryAfterMs(header: string | null): number | undefined {
   if (Number.isFinite(seconds)) return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, seconds * 1000));
   const date = Date.parse(header);
   return Number.isNaN(date) ? undefined : Math.min(MAX_RETRY_AFTER_MS, Math.max(0, date - Date.now()));
+}
+
+/**
+ * The service could not be reached at all (refused, no such host, the connection dropped): no
+ * answer came, so there is no error code. Names the service's address so a wrong URL is plain.
+ */
+export class ConnectionError extends Error {
+  readonly url: string;
+
+  constructor(baseUrl: string, method: string, path: string, cause: unknown) {
+    const reason =
+      cause instanceof Error ? ((cause.cause as Error | undefined)?.message ?? cause.message) : String(cause);
+    super(`cannot reach the service at ${baseUrl} (${method} /${path.replace(/^\//, "")}: ${reason})`, {
+      cause,
+    });
+    this.name = "ConnectionError";
+    this.url = baseUrl;
+  }
 }
 
 async function errorOf(response: Response): Promise<SessionError> {
@@ -92,7 +112,8 @@ export class Transport {
       try {
         response = await this.#fetch(this.#request(method, path, options));
       } catch (error) {
-        if (!idempotent || attempt >= attempts) throw error;
+        if (!idempotent || attempt >= attempts)
+          throw new ConnectionError(this.#options.baseUrl, method, path, error);
         await sleep(baseDelay * 2 ** (attempt - 1));
         continue;
       }
@@ -114,7 +135,7 @@ export class Transport {
   #request(method: string, path: string, options: RequestOptions): Request {
     const headers = new Headers(options.headers);
     if (this.#options.token) headers.set("Authorization", `Bearer ${this.#options.token}`);
-    let body: BodyInit | undefined;
+    let body: RequestInit["body"];
     if (options.raw) {
       body = options.raw.body;
       headers.set("Content-Type", options.raw.contentType);
@@ -122,6 +143,6 @@ export class Transport {
       body = JSON.stringify(options.body);
       headers.set("Content-Type", "application/json");
     }
-    return new Request(this.url(path, options.query), { method, headers, body });
+    return new Request(this.url(path, options.query), { method, headers, body, signal: options.signal });
   }
 }

@@ -29,6 +29,8 @@ import type {
   SessionRepo,
   SessionStorage,
 } from "./storage";
+import type { SyncResult } from "./sync-import";
+import { syncImport } from "./sync-import";
 import type { TreeNode } from "./tree";
 import { buildTree } from "./tree";
 
@@ -260,6 +262,13 @@ export class MemoryRepo implements SessionRepo {
 
   async importSession(file: ImportedSession, options: { id?: string } = {}): Promise<Session> {
     return new Session(await writeImport(file, options, async (header) => this.createStorage(header)));
+  }
+
+  syncSession(file: ImportedSession, options: { id?: string } = {}): Promise<SyncResult> {
+    return syncImport(file, options, {
+      open: async (id) => this.#sessions.get(id),
+      create: async (header) => this.createStorage(header),
+    });
   }
 
   async cleanup(): Promise<void> {}

@@ -4,6 +4,7 @@ import { EntryType as EntryTypeSchema, Id, Timestamp } from "./entries";
 import type { ImportedSession } from "./interchange";
 import { MAX_ENTRIES_PAGE, MAX_SESSIONS_PAGE } from "./limits";
 import type { Session } from "./session";
+import type { SyncResult } from "./sync-import";
 import type { TreeNode } from "./tree";
 
 export const ParentSession = z.object({ id: Id, entryId: Id });
@@ -218,5 +219,12 @@ export interface SessionRepo {
    * it is taken (then a new one), or `id`, which fails with `already_exists` if taken.
    */
   importSession(file: ImportedSession, options?: { id?: string }): Promise<Session>;
+  /**
+   * Writes a parsed import file into the session of its id (or `id`), to keep a copy of a file that
+   * grows: creates the session when there is none, appends what the file gained since the last
+   * sync, writes nothing when it gained nothing; a session that differs from the file is
+   * `already_exists` and nothing is written (`syncImport`).
+   */
+  syncSession(file: ImportedSession, options?: { id?: string }): Promise<SyncResult>;
   cleanup(): Promise<void>;
 }

@@ -76,6 +76,12 @@ export class EntryRows {
       FROM entries WHERE id = ${id}`.toArray()[0];
   }
 
+  nodeAt(seq: number): Node | undefined {
+    return this
+      .#sql<Node>`SELECT seq, id, type, parent_id, depth, last_compaction, last_thinking, last_model, last_tools
+      FROM entries WHERE seq = ${seq}`.toArray()[0];
+  }
+
   /** Type and parent of each id that names an entry, in one query. */
   refs(ids: readonly string[]): Map<string, EntryRef> {
     const refs = new Map<string, EntryRef>();
@@ -146,6 +152,15 @@ export class EntryRows {
   pageJson(seqs: readonly number[]): { json: string[]; rest: number[] } {
     const json = this.bodies(seqs, PAGE_CHARS);
     return { json, rest: seqs.slice(json.length) };
+  }
+
+  /** Entries with `after < seq <= bound` in append order, at most `limit` (and a page's size). */
+  after(after: number, bound: number, limit: number): StoredEntry[] {
+    const seqs = this.#sql<{ seq: number }>`SELECT seq FROM entries
+      WHERE seq > ${after} AND seq <= ${bound} ORDER BY seq LIMIT ${limit}`
+      .toArray()
+      .map((row) => row.seq);
+    return this.page(seqs).entries;
   }
 
   /** Seqs of a page of entries in append order. */

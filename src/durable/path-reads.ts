@@ -80,10 +80,7 @@ export class PathReads {
   contextPlan(leafId: string | null): ContextPlan {
     if (leafId === null) return { seqs: [], settingSeqs: [], settings: deriveState([]) };
     const leaf = this.treeNode(leafId);
-    const settingSeqs = [leaf.last_thinking, leaf.last_model, leaf.last_tools]
-      .filter((seq): seq is number => seq !== null)
-      .sort((a, b) => a - b);
-    const settings = deriveState(this.#rows.entries(settingSeqs) as TreeEntry[]);
+    const { settingSeqs, settings } = this.settings(leaf);
     if (leaf.last_compaction === null) return { seqs: this.pathSeqs(leafId), settingSeqs, settings };
     const [compaction] = this.#rows.entries([leaf.last_compaction]) as [StoredEntry<CompactionEntry>];
     const path = this.#compactedPath(leaf, compaction);
@@ -95,6 +92,14 @@ export class PathReads {
     );
     const seqs = [...path.slice(from, at), ...path.slice(at + 1)].map((step) => step.seq);
     return { compaction, seqs, settingSeqs, settings };
+  }
+
+  /** The latest thinking, model and tools entries on a leaf's path, and what they set: three reads. */
+  settings(leaf: Node): Pick<ContextPlan, "settingSeqs" | "settings"> {
+    const settingSeqs = [leaf.last_thinking, leaf.last_model, leaf.last_tools]
+      .filter((seq): seq is number => seq !== null)
+      .sort((a, b) => a - b);
+    return { settingSeqs, settings: deriveState(this.#rows.entries(settingSeqs) as TreeEntry[]) };
   }
 
   /**
@@ -124,13 +129,32 @@ export class PathReads {
   }
 
   /** The context's messages as JSON, a page of entries at a time. */
-  *messagePages(plan: ContextPlan): Generator<string[]> {
+  *messagePages(plan: Pick<ContextPlan, "compaction" | "seqs">): Generator<string[]> {
     const compactionId = plan.compaction?.id;
     if (plan.compaction) yield projectEntries([plan.compaction], compactionId).map((m) => JSON.stringify(m));
-    for (let rest = plan.seqs; rest.length > 0; ) {
+    yield* this.projectedPages(plan.seqs, compactionId);
+  }
+
+  /** The messages the entries of `seqs` project to, as JSON, a page of entries at a time. */
+  *projectedPages(seqs: readonly number[], compactionId: string | undefined): Generator<string[]> {
+    for (let rest = seqs; rest.length > 0; ) {
       const page = this.#rows.page(rest);
       yield projectEntries(page.entries as TreeEntry[], compactionId).map((m) => JSON.stringify(m));
       rest = page.rest;
     }
+  }
+
+  /**
+   * Seqs of the entries on `to`'s path after `from`, in path order, when `from` is `to` or one of
+   * its ancestors; undefined otherwise. Walks only the part between the two.
+   */
+  pathAfter(from: Node, to: Node): number[] | undefined {
+    if (from.depth === null || to.depth === null || from.depth > to.depth) return undefined;
+    const steps = this.#walk(to.seq, from.depth);
+    if (steps[steps.length - 1]?.seq !== from.seq) return undefined;
+    return steps
+      .slice(0, -1)
+      .map((step) => step.seq)
+      .reverse();
   }
 }

@@ -23,6 +23,7 @@ import type {
   SessionSearchPage,
   SessionStorage,
   StoredEntry,
+  SyncResult,
   TenantImportReport,
   TenantSearchOptions,
   TenantSearchPage,
@@ -38,7 +39,9 @@ import {
   forkExtras,
   importTenant,
   newSessionHeader,
+  openIfExists,
   Session,
+  syncImport,
   unwrap,
   writeImport,
 } from "../core";
@@ -137,9 +140,36 @@ export class SessionObjectStorage implements SessionStorage {
     return (await this.#drain(await call<EntryPage>(this.#stub.branch(leafId)))) as StoredEntry<TreeEntry>[];
   }
 
-  /** The context of a leaf (the head when undefined) as JSON, streamed from the object. */
-  context(leafId?: string | null): Promise<ReadableStream<Uint8Array>> {
-    return call(this.#stub.context(leafId));
+  /**
+   * The context of a leaf (the head when undefined) as JSON, streamed from the object, with its
+   * version; only what was appended when it grew from the version `since`.
+   */
+  context(
+    leafId?: string | null,
+    since?: string,
+  ): Promise<{ version: string; kind: "full" | "delta"; body: ReadableStream<Uint8Array> }> {
+    return call(this.#stub.context(leafId, since));
+  }
+
+  /**
+   * The session's events as Server-Sent Events: after `after` replayed from storage, then live
+   * (without `after`, live from now).
+   */
+  events(after: number | undefined, payload: boolean): Promise<ReadableStream<Uint8Array>> {
+    return call(this.#stub.events(after, payload));
+  }
+
+  /** Hands a WebSocket upgrade (already authenticated) to the session's object. */
+  openSocket(request: Request): Promise<Response> {
+    return this.#stub.fetch(request);
+  }
+
+  mintTicket(): Promise<{ ticket: string; expiresAt: string }> {
+    return call(this.#stub.mintTicket());
+  }
+
+  redeemTicket(ticket: string): Promise<boolean> {
+    return this.#stub.redeemTicket(ticket);
   }
 
   async getContextPath(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
@@ -385,6 +415,21 @@ export class DurableRepo implements SessionRepo {
     )) as SessionObjectStorage;
     await storage.publish();
     return new Session(storage);
+  }
+
+  /** Syncs a parsed file into its session (see `syncImport`); a new session is listed once complete. */
+  async syncSession(file: ImportedSession, options: { id?: string } = {}): Promise<SyncResult> {
+    const result = await syncImport(file, options, {
+      open: (id) =>
+        openIfExists(async () => {
+          const storage = this.storage(id);
+          await storage.getLeafId();
+          return storage;
+        }),
+      create: (header) => this.initialize(newSessionHeader(header), false),
+    });
+    if (result.status === "created") await (result.session.storage as SessionObjectStorage).publish();
+    return result;
   }
 
   async cleanup(): Promise<void> {}

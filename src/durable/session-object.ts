@@ -2,8 +2,10 @@ import { DurableObject } from "cloudflare:workers";
 import type {
   AppendOptions,
   AppendResult,
+  AutoCompactStatus,
   CompactionStorage,
   EntryQuery,
+  ErrorBody,
   HeaderPatch,
   ImportOptions,
   LeafEntry,
@@ -21,6 +23,7 @@ import {
   buildSessionContext,
   capture,
   compactSession,
+  ERROR_STATUS,
   estimateContextTokens,
   newId,
   nowIso,
@@ -31,10 +34,40 @@ import {
 import { directoryShard } from "./directory-shards";
 import type { EntryPage } from "./entry-rows";
 import type { DurableEnv } from "./env";
+import { EventHub } from "./event-hub";
 import type { ForkSource } from "./fork-copy";
 import { PENDING_MS, recoveryWindowMs, SessionLifecycle } from "./lifecycle";
 import { sqlOf } from "./sql";
 import { SqliteSession } from "./sqlite-session";
+
+/** How long a WebSocket ticket stays good. */
+const TICKET_MS = 60_000;
+
+function newTicket(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(24));
+  return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function errorAnswer(error: ErrorBody): Response {
+  return Response.json({ error }, { status: ERROR_STATUS[error.code] });
+}
+
+/** Chunks as bytes, the next made only when the reader asks for it. */
+function textStream(first: string, rest: Iterator<string>): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  let pending: string | undefined = first;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      const next = pending ?? rest.next().value;
+      pending = undefined;
+      if (next === undefined) controller.close();
+      else controller.enqueue(encoder.encode(next));
+    },
+    cancel() {
+      rest.return?.();
+    },
+  });
+}
 
 /** How long after a write the directory hears of it: writes in between are reported together. */
 const DEFAULT_SYNC_MS = 1000;
@@ -51,6 +84,7 @@ export type ExpiryOutcome = "expired" | "kept" | "missing";
  */
 export class SessionObject extends DurableObject<DurableEnv> {
   readonly #session: SqliteSession;
+  readonly #events: EventHub;
   readonly #lifecycle: SessionLifecycle;
   #syncScheduled = false;
   #syncFailures = 0;
@@ -59,6 +93,16 @@ export class SessionObject extends DurableObject<DurableEnv> {
   constructor(ctx: DurableObjectState, env: DurableEnv) {
     super(ctx, env);
     this.#session = ctx.storage.transactionSync(() => new SqliteSession(ctx.storage));
+    const session = this.#session;
+    this.#events = new EventHub(ctx, {
+      lastSeq: () => session.lastSeq(),
+      leafId: () => session.state.leafId,
+      info: () => session.info(),
+      entriesAfter: (after, bound, limit) => session.entriesAfter(after, bound, limit),
+    });
+    session.onWritten = (entries, leafId) => this.#events.written(entries, leafId);
+    // Watchers' pings are answered without waking a hibernating session.
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
     this.#lifecycle = new SessionLifecycle(sqlOf(ctx.storage.sql));
     if (this.#session.searchBackfillPending) {
       this.#armLifecycle().catch((error) =>
@@ -67,12 +111,17 @@ export class SessionObject extends DurableObject<DurableEnv> {
     }
   }
 
+  /** Whether the session is there for its routes: created, and not deleted. */
+  get #listed(): boolean {
+    return this.#session.exists && !this.#lifecycle.deleted;
+  }
+
   /** A deleted session is not found by any read or write (until it is restored). */
   #checkListed(): void {
     if (this.#lifecycle.deleted) throw new SessionError("not_found", "session does not exist");
   }
 
-  #run<T>(read: (store: SqliteSession) => T): Promise<Result<T>> {
+  #run<T>(read: (session: SqliteSession) => T): Promise<Result<T>> {
     return capture(() => {
       this.#checkListed();
       return read(this.#session);
@@ -80,7 +129,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   /** Runs a write, then makes sure the directory will hear of it. */
-  #write<T>(write: (store: SqliteSession) => T): Promise<Result<T>> {
+  #write<T>(write: (session: SqliteSession) => T): Promise<Result<T>> {
     return capture(() => {
       this.#checkListed();
       const result = write(this.#session);
@@ -153,6 +202,11 @@ export class SessionObject extends DurableObject<DurableEnv> {
     };
   }
 
+  #setAutoCompaction(status: AutoCompactStatus): void {
+    this.#session.setAutoCompaction(status);
+    this.#events.compactionChanged(status);
+  }
+
   async #autoCompact(): Promise<void> {
     const { header, leafId, autoCompaction } = this.#session.state;
     const settings = header.autoCompact;
@@ -165,22 +219,22 @@ export class SessionObject extends DurableObject<DurableEnv> {
       return;
     this.#compacting = true;
     const last = { ...autoCompaction };
-    this.#session.setAutoCompaction({ ...last, state: "running" });
+    this.#setAutoCompaction({ ...last, state: "running" });
     const lastRunAt = nowIso();
     try {
       const entry = await compactSession(this.#compactionStorage(), {
         keepRecentTokens: settings.keepRecentTokens,
         summarizer: summarizerFromConfig(this.env),
       });
-      this.#session.setAutoCompaction({ state: "idle", lastRunAt, lastEntryId: entry.id });
+      this.#setAutoCompaction({ state: "idle", lastRunAt, lastEntryId: entry.id });
     } catch (error) {
       if (!this.#session.exists || this.#lifecycle.deleted) return;
       if (error instanceof SessionError && error.code === "nothing_to_compact") {
-        this.#session.setAutoCompaction({ state: "idle", lastRunAt });
+        this.#setAutoCompaction({ state: "idle", lastRunAt });
       } else {
         const message = error instanceof Error ? error.message : String(error);
         console.error("session: automatic compaction failed", message);
-        this.#session.setAutoCompaction({ state: "failed", lastRunAt, lastError: message });
+        this.#setAutoCompaction({ state: "failed", lastRunAt, lastError: message });
       }
     } finally {
       this.#compacting = false;
@@ -241,6 +295,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
       this.#checkListed();
       const { tenant, incarnation, header } = this.#session.state;
       await directoryShard(this.env, tenant, this.#lifecycle.state.shard).remove(header.id, incarnation);
+      this.#events.deleted(header.id);
       if (recoveryMs <= 0 || this.#lifecycle.pending) {
         await this.#purge();
         return;
@@ -258,6 +313,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
       const { tenant, incarnation, header } = this.#session.state;
       if (!this.#lifecycle.deleted) {
         await directoryShard(this.env, tenant, this.#lifecycle.state.shard).remove(header.id, incarnation);
+        this.#events.deleted(header.id);
       }
       await this.#purge();
     });
@@ -370,7 +426,11 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   async updateHeader(patch: HeaderPatch): Promise<Result<SessionHeader>> {
-    const result = await this.#write((session) => session.updateHeader(patch));
+    const result = await this.#write((session) => {
+      const header = session.updateHeader(patch);
+      this.#events.sessionChanged(session.info());
+      return header;
+    });
     if (result.ok && patch.expiresAt !== undefined) await this.#armLifecycle();
     return result;
   }
@@ -405,24 +465,77 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return this.#run((session) => session.page(session.contextSeqs(leafId)));
   }
 
-  /** The context of a leaf as JSON, streamed: projected here, read page by page as it is sent. */
-  context(leafId: string | null | undefined): Promise<Result<ReadableStream<Uint8Array>>> {
+  /**
+   * The context of a leaf as JSON, streamed: projected here, read page by page as it is sent; only
+   * what was appended when `since` names a version the context grew from.
+   */
+  context(
+    leafId: string | null | undefined,
+    since?: string,
+  ): Promise<Result<{ version: string; kind: "full" | "delta"; body: ReadableStream<Uint8Array> }>> {
     return this.#run((session) => {
-      const { first, rest } = session.context(leafId);
-      const encoder = new TextEncoder();
-      let pending: string | undefined = first;
-      return new ReadableStream<Uint8Array>({
-        pull(controller) {
-          const next = pending ?? rest.next().value;
-          pending = undefined;
-          if (next === undefined) controller.close();
-          else controller.enqueue(encoder.encode(next));
-        },
-        cancel() {
-          rest.return?.();
-        },
-      });
+      const { version, kind, first, rest } = session.context(leafId, since);
+      return { version, kind, body: textStream(first, rest) };
     });
+  }
+
+  /** The session's events after `after` (a seq; now when absent), as Server-Sent Events. */
+  events(after: number | undefined, payload: boolean): Promise<Result<ReadableStream<Uint8Array>>> {
+    return this.#run((session) => this.#events.openStream(after ?? session.lastSeq(), payload));
+  }
+
+  /** A one-time ticket that opens this session's WebSocket within TICKET_MS (for browsers). */
+  mintTicket(): Promise<Result<{ ticket: string; expiresAt: string }>> {
+    return capture(async () => {
+      if (!this.#listed) throw new SessionError("not_found", "session does not exist");
+      const now = Date.now();
+      const ticket = newTicket();
+      await this.ctx.storage.put(`ticket:${ticket}`, now + TICKET_MS);
+      const stale = await this.ctx.storage.list<number>({ prefix: "ticket:" });
+      const expired = [...stale].filter(([, expiry]) => expiry < now).map(([key]) => key);
+      if (expired.length > 0) await this.ctx.storage.delete(expired);
+      return { ticket, expiresAt: new Date(now + TICKET_MS).toISOString() };
+    });
+  }
+
+  /** Whether a ticket is good, using it up either way. */
+  async redeemTicket(ticket: string): Promise<boolean> {
+    const key = `ticket:${ticket}`;
+    const expiry = await this.ctx.storage.get<number>(key);
+    if (expiry === undefined) return false;
+    await this.ctx.storage.delete(key);
+    return expiry >= Date.now() && this.#listed;
+  }
+
+  /** A watcher's WebSocket (the router has authenticated it): `?after=<seq>&payload=false`. */
+  override async fetch(request: Request): Promise<Response> {
+    if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket") {
+      return errorAnswer({ code: "invalid_request", message: "expected a WebSocket upgrade" });
+    }
+    const url = new URL(request.url);
+    const pair = new WebSocketPair();
+    const answer = await capture(() => {
+      this.#checkListed();
+      return this.#events.acceptSocket(
+        pair[1],
+        Number(url.searchParams.get("after") ?? this.#session.lastSeq()),
+        url.searchParams.get("payload") !== "false",
+      );
+    });
+    if (!answer.ok) return errorAnswer(answer.error);
+    return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+
+  override webSocketMessage(socket: WebSocket, message: string | ArrayBuffer): void {
+    this.#events.socketMessage(socket, message);
+  }
+
+  override webSocketClose(socket: WebSocket, code: number, reason: string): void {
+    try {
+      socket.close(code === 1005 ? 1000 : code, reason);
+    } catch {
+      // Already closed on this side.
+    }
   }
 
   readEntries(seqs: number[]): Promise<Result<EntryPage>> {

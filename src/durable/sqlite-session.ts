@@ -31,7 +31,7 @@ import {
   SessionError,
   sessionInfo,
 } from "../core";
-import type { EntryPage } from "./entry-rows";
+import type { EntryPage, Node } from "./entry-rows";
 import { EntryRows } from "./entry-rows";
 import type { ForkSource } from "./fork-copy";
 import { forkSource } from "./fork-copy";
@@ -60,10 +60,15 @@ interface SessionState {
   autoCompaction?: AutoCompactStatus;
 }
 
-/** The JSON of a context up to its messages: `{"systemPrompt":…,…,"messages":[`. */
-function contextOpening(systemPrompt: string, settings: ContextSettings): string {
-  const head = JSON.stringify({ systemPrompt, ...settings });
-  return `${head.slice(0, -1)},"messages":[`;
+/** The JSON of a context answer up to its messages: `{"systemPrompt":…,…,"<key>":[`. */
+function contextOpening(
+  systemPrompt: string,
+  settings: ContextSettings,
+  extra: Record<string, unknown>,
+  key: "messages" | "append",
+): string {
+  const head = JSON.stringify({ systemPrompt, ...settings, ...extra });
+  return `${head.slice(0, -1)},"${key}":[`;
 }
 
 /** A context's JSON: its opening, its messages a page at a time, and the closing brackets. */
@@ -78,6 +83,55 @@ function* contextChunks(opening: string, pages: Iterable<string[]>): Generator<s
   yield "]}";
 }
 
+/** A 32-bit FNV-1a hash, in hex: enough to tell that a system prompt changed. */
+function fingerprint(text: string): string {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0).toString(16).padStart(8, "0");
+}
+
+/**
+ * A context's version: which life of the session it is (a deleted and re-created session starts
+ * over), its leaf, the compaction it starts from, and its system prompt. Two versions of one life
+ * with the same compaction and prompt, one leaf above the other, are one context grown.
+ */
+interface ContextVersion {
+  life: string;
+  leafSeq: number;
+  compactionSeq: number;
+  prompt: string;
+}
+
+function formatVersion(version: ContextVersion): string {
+  return `${version.life}-${version.leafSeq}-${version.compactionSeq}-${version.prompt}`;
+}
+
+function parseVersion(text: string): ContextVersion | undefined {
+  const match = /^([0-9a-f]{8})-(\d{1,15})-(\d{1,15})-([0-9a-f]{8})$/.exec(text);
+  if (!match) return undefined;
+  return {
+    life: match[1] as string,
+    leafSeq: Number(match[2]),
+    compactionSeq: Number(match[3]),
+    prompt: match[4] as string,
+  };
+}
+
+/** A context answer as JSON text, in chunks read as they are pulled. */
+export interface ContextBody {
+  version: string;
+  /** `full`: the whole context; `delta`: what was appended since the version asked about. */
+  kind: "full" | "delta";
+  first: string;
+  rest: Iterator<string>;
+}
+
+/** What a committed write wrote, and the head it left. */
+export type WriteListener = (entries: StoredEntry[], leafId: string | null) => void;
+
 export class SqliteSession {
   readonly #storage: DurableObjectStorage;
   readonly #sql: Sql;
@@ -86,6 +140,8 @@ export class SqliteSession {
   readonly #head = new HeadContext();
   readonly #search: SearchIndex;
   #state: SessionState | undefined;
+  /** Told of every committed write (the object's watchers). */
+  onWritten: WriteListener | undefined;
 
   constructor(storage: DurableObjectStorage) {
     this.#storage = storage;
@@ -227,13 +283,34 @@ export class SqliteSession {
 
   /**
    * The context of a leaf (the head when undefined) as JSON text, in chunks read as they are
-   * pulled. The first chunk is made at once, so a missing session or leaf fails here; the head's
-   * context comes from memory when it is kept.
+   * pulled, with its version. Given the version of a context read before (`since`), the answer is
+   * only what was appended since when the context just grew; else the whole context with
+   * `reset: true`. The first chunk is made at once, so a missing session or leaf fails here; the
+   * head's whole context comes from memory when it is kept.
    */
-  context(leafId?: string | null): { first: string; rest: Iterator<string> } {
-    const { header, leafId: head } = this.state;
+  context(leafId?: string | null, since?: string): ContextBody {
+    const { header, leafId: head, incarnation } = this.state;
     const systemPrompt = header.systemPrompt ?? "";
     const start = this.#start(leafId);
+    const leaf = start === null ? undefined : this.#paths.treeNode(start);
+    const current: ContextVersion = {
+      life: fingerprint(incarnation),
+      leafSeq: leaf?.seq ?? 0,
+      compactionSeq: leaf?.last_compaction ?? 0,
+      prompt: fingerprint(systemPrompt),
+    };
+    const version = formatVersion(current);
+    const previous = since === undefined ? undefined : parseVersion(since);
+    if (previous && previous.life === current.life && previous.prompt === current.prompt) {
+      const delta = this.#delta(previous, leaf);
+      if (delta) {
+        const { settings } = leaf ? this.#paths.settings(leaf) : this.#paths.contextPlan(null);
+        const opening = contextOpening(systemPrompt, settings, { version, since }, "append");
+        const chunks = contextChunks(opening, this.#paths.projectedPages(delta.seqs, delta.compactionId));
+        return { version, kind: "delta", first: chunks.next().value as string, rest: chunks };
+      }
+    }
+    const extra = since === undefined ? { version } : { version, reset: true };
     if (start !== null && start === head) {
       const kept = this.#head.get(start, () => {
         const plan = this.#paths.contextPlan(start);
@@ -245,13 +322,47 @@ export class SqliteSession {
       });
       if (kept) {
         kept.joined ??= kept.pieces.join(",");
-        const whole = `${contextOpening(systemPrompt, kept.settings)}${kept.joined}]}`;
-        return { first: whole, rest: [][Symbol.iterator]() };
+        const whole = `${contextOpening(systemPrompt, kept.settings, extra, "messages")}${kept.joined}]}`;
+        return { version, kind: "full", first: whole, rest: [][Symbol.iterator]() };
       }
     }
     const plan = this.#paths.contextPlan(start);
-    const chunks = contextChunks(contextOpening(systemPrompt, plan.settings), this.#paths.messagePages(plan));
-    return { first: chunks.next().value as string, rest: chunks };
+    const opening = contextOpening(systemPrompt, plan.settings, extra, "messages");
+    const chunks = contextChunks(opening, this.#paths.messagePages(plan));
+    return { version, kind: "full", first: chunks.next().value as string, rest: chunks };
+  }
+
+  /**
+   * What the context of `leaf` adds to the one `previous` names, when it only grew: the same
+   * compaction, and the old leaf on the new one's path. Costs the part between the two.
+   */
+  #delta(
+    previous: ContextVersion,
+    leaf: Node | undefined,
+  ): { seqs: number[]; compactionId: string | undefined } | undefined {
+    if ((leaf?.last_compaction ?? 0) !== previous.compactionSeq) return undefined;
+    const compactionId =
+      leaf?.last_compaction == null ? undefined : this.#rows.nodeAt(leaf.last_compaction)?.id;
+    if (previous.leafSeq === 0) {
+      // From no leaf: everything the context holds now (no compaction, so the whole path).
+      return previous.compactionSeq === 0
+        ? { seqs: leaf ? this.#paths.pathSeqs(leaf.id) : [], compactionId }
+        : undefined;
+    }
+    const from = this.#rows.nodeAt(previous.leafSeq);
+    if (!from || !leaf || from.type === "leaf") return undefined;
+    const seqs = this.#paths.pathAfter(from, leaf);
+    return seqs && { seqs, compactionId };
+  }
+
+  lastSeq(): number {
+    return this.state.nextSeq - 1;
+  }
+
+  /** Entries with `after < seq <= bound`, a page of at most `limit`: what a watcher replays. */
+  entriesAfter(after: number, bound: number, limit: number): StoredEntry[] {
+    this.#live();
+    return this.#rows.after(after, bound, limit);
   }
 
   treeRows(): { rows: TreeRow[]; labels: Record<string, string> } {
@@ -351,6 +462,10 @@ export class SqliteSession {
       state.stats.updatedAt = nowIso();
     });
     this.#head.follow(plan.writes, plan.leafId);
+    this.onWritten?.(
+      plan.writes.map((write) => write.entry),
+      plan.leafId,
+    );
   }
 
   appendEntries(

@@ -12,10 +12,12 @@ import { backupRoutes, MAX_TENANT_IMPORT_BYTES, TENANT_IMPORT_PATH } from "./rou
 import { compactionRoutes } from "./routes/compaction";
 import { contextRoutes } from "./routes/context";
 import { entryRoutes } from "./routes/entries";
+import { eventRoutes } from "./routes/events";
 import { IMPORT_PATH, interchangeRoutes } from "./routes/interchange";
 import { retentionRoutes } from "./routes/retention";
 import { searchRoutes } from "./routes/search";
 import { sessionRoutes } from "./routes/sessions";
+import { socketTicket } from "./socket-ticket";
 
 const OPENAPI_PATH = "/v1/openapi.json";
 
@@ -52,6 +54,8 @@ export function createApp() {
 
   // Before anything reads a body or a credential: CORS, forged requests, declared sizes.
   app.use("/v1/*", cors, refuseCrossSite, bodyLimit({ [TENANT_IMPORT_PATH]: MAX_TENANT_IMPORT_BYTES }));
+  // A WebSocket ticket authenticates its one connection, ahead of the usual credentials.
+  app.use("/v1/sessions/:sid/ws", socketTicket);
   // Matches /v1/sessions itself too. Imports are NDJSON and read their own body.
   app.use("/v1/sessions/*", authenticate, rateLimit, jsonBody([IMPORT_PATH]));
   for (const path of TENANT_PATHS) app.use(path, authenticate, rateLimit, jsonBody([TENANT_IMPORT_PATH]));
@@ -60,6 +64,7 @@ export function createApp() {
     .route("/", sessionRoutes)
     .route("/", entryRoutes)
     .route("/", contextRoutes)
+    .route("/", eventRoutes)
     .route("/", compactionRoutes)
     .route("/", interchangeRoutes)
     .route("/", searchRoutes)

@@ -48,7 +48,12 @@ async function callerOf(c: Context<AppEnv>, keys: KeyTable): Promise<Caller> {
 
 const WRITE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
+/** Requests that only read although they are POSTs: a ticket to watch a session. */
+const READ_BY_POST = /^\/v1\/sessions\/[^/]+\/tickets$/;
+
 export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
+  // Already known from a WebSocket ticket (socket-ticket.ts).
+  if (c.get("caller")) return next();
   // An invalid API_KEYS refuses every request, whatever credential it carries.
   const keys = apiKeyTable(c.env.API_KEYS);
   let caller: Caller;
@@ -58,7 +63,7 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
     if (error instanceof SessionError && error.code === "unauthorized") await limitAuthFailures(c);
     throw error;
   }
-  if (caller.access === "read" && WRITE_METHODS.has(c.req.method)) {
+  if (caller.access === "read" && WRITE_METHODS.has(c.req.method) && !READ_BY_POST.test(c.req.path)) {
     throw new SessionError("forbidden", "this credential may only read");
   }
   c.set("caller", caller);

@@ -15,8 +15,13 @@ import type { AppEnv } from "./env";
 
 const STATE_CHANGING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
+/** A WebSocket handshake is a GET that browsers send from any page: it is treated as a write. */
+function isSocket(upgrade: string | undefined): boolean {
+  return upgrade?.toLowerCase() === "websocket";
+}
+
 export const refuseCrossSite: MiddlewareHandler<AppEnv> = async (c, next) => {
-  if (!STATE_CHANGING.has(c.req.method)) return next();
+  if (!STATE_CHANGING.has(c.req.method) && !isSocket(c.req.header("Upgrade"))) return next();
   const origin = c.req.header("Origin");
   const site = c.req.header("Sec-Fetch-Site")?.toLowerCase();
   const fromElsewhere =

@@ -75,9 +75,10 @@ export function sessionStorage(c: Context<AppEnv>, sid: string): SessionObjectSt
 export function streamedJson<S extends z.ZodType>(
   _schema: S,
   body: ReadableStream<Uint8Array> | string,
+  headers: Record<string, string> = {},
 ): Response & TypedResponse<JSONParsed<z.output<S>>, 200, "json"> {
   return new Response(body, {
-    headers: { "Content-Type": "application/json; charset=utf-8" },
+    headers: { "Content-Type": "application/json; charset=utf-8", ...headers },
   }) as Response & TypedResponse<JSONParsed<z.output<S>>, 200, "json">;
 }
 

@@ -12,11 +12,13 @@ import {
   ListOptions,
   MAX_BATCH_ENTRIES,
   NavigateRequest,
+  SessionContext,
   SessionEntry,
   SessionInfo,
   SessionPatch,
   SessionSearchOptions,
   StoredEntry,
+  SyncSummary,
   TenantSearchOptions,
 } from "../core";
 
@@ -80,6 +82,29 @@ export const EntriesQuery = EntryQuery.extend({
 export const EntriesPage = z.object({ entries: z.array(StoredEntry), nextCursor: z.string().nullable() });
 
 export const LeafQuery = z.object({ leafId: Id.optional() });
+
+export const ContextQuery = LeafQuery.extend({
+  since: z
+    .string()
+    .max(64)
+    .optional()
+    .meta({ description: "the version of a context read before: answer only what was appended since" }),
+});
+
+const Version = z.string().meta({ description: "the context's version (also its ETag)" });
+
+/** A whole context, with its version; `reset` when `since` was asked and the context did not just grow. */
+export const FullContext = SessionContext.extend({
+  version: Version,
+  reset: z.literal(true).optional(),
+}).meta({ id: "FullContext" });
+
+/** What was appended to the context since the version `since`, and its settings now. */
+export const ContextDelta = SessionContext.omit({ messages: true })
+  .extend({ version: Version, since: z.string(), append: SessionContext.shape.messages })
+  .meta({ id: "ContextDelta" });
+
+export const ContextAnswer = z.union([FullContext, ContextDelta]);
 export const BranchResponse = z.object({ entries: z.array(StoredEntry) });
 export const CompactResponse = z.object({ entry: StoredEntry });
 
@@ -92,6 +117,7 @@ export const ImportEntriesBody = z
 
 export const ImportResult = SessionInfo.extend({
   warnings: z.array(ImportWarning).meta({ description: "what was repaired to import the file, by line" }),
+  sync: SyncSummary.optional().meta({ description: "with mode=sync: what the sync did" }),
 }).meta({ id: "ImportResult" });
 
 export const ExportQuery = z.object({
@@ -101,6 +127,10 @@ export const ExportQuery = z.object({
 export const ImportQuery = z.object({
   format: z.string().optional().meta({ description: "native (default), pi, claude-code or codex" }),
   id: Id.optional().meta({ description: "the id to give the session (409 if taken)" }),
+  mode: z.enum(["sync"]).optional().meta({
+    description:
+      "sync: into the session of the file's id (or `id`), appending what the file gained since; 409 if the session differs from the file",
+  }),
 });
 
 /** A flag in a query string: `true` or `false`. */

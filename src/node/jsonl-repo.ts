@@ -10,14 +10,17 @@ import type {
   SessionInfo,
   SessionPage,
   SessionRepo,
+  SyncResult,
 } from "../core";
 import {
   isValidId,
   newSessionHeader,
+  openIfExists,
   pageSessions,
   Session,
   SessionError,
   sessionsPageLimit,
+  syncImport,
   writeImport,
 } from "../core";
 import { errnoCode, ioError } from "./errno";
@@ -142,6 +145,13 @@ export class JSONLRepo implements SessionRepo {
   /** Writes a parsed native or pi file as a new session (see `writeImport`): all or nothing. */
   async importSession(file: ImportedSession, options: { id?: string } = {}): Promise<Session> {
     return new Session(await writeImport(file, options, (header) => this.createStorage(header)));
+  }
+
+  syncSession(file: ImportedSession, options: { id?: string } = {}): Promise<SyncResult> {
+    return syncImport(file, options, {
+      open: (id) => openIfExists(() => this.openStorage(id)),
+      create: (header) => this.createStorage(header),
+    });
   }
 
   async cleanup(): Promise<void> {

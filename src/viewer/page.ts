@@ -18,6 +18,7 @@ export function viewerPage(assets: { script: string; style: string; icon: string
   <h1>cf-sessions</h1>
   <span class="topbar-note">session trees</span>
   <span class="spacer"></span>
+  <span id="live-status" class="live-status" role="status" hidden></span>
   <button type="button" id="token-button">API token…</button>
   <a href="/docs">API docs</a>
 </header>
@@ -43,7 +44,7 @@ export function viewerPage(assets: { script: string; style: string; icon: string
         <h2 id="session-title">No session selected</h2>
         <p id="session-meta" class="muted"></p>
       </div>
-      <button type="button" id="compact-button" disabled>Compact</button>
+      <button type="button" id="compact-button" disabled>Compact…</button>
     </div>
     <form id="search-form" class="search-form" role="search">
       <label class="visually-hidden" for="search-input">Search this session</label>
@@ -77,7 +78,7 @@ export function viewerPage(assets: { script: string; style: string; icon: string
     </div>
     <div id="entry-actions" class="entry-actions" hidden>
       <button type="button" id="move-leaf-button">Move leaf here</button>
-      <button type="button" id="fork-button">Fork from here</button>
+      <button type="button" id="fork-button">Fork from here…</button>
       <form id="label-form" class="label-form">
         <label for="label-input">Label</label>
         <input id="label-input" type="text" maxlength="200" autocomplete="off">
@@ -88,6 +89,36 @@ export function viewerPage(assets: { script: string; style: string; icon: string
     <div id="context" class="context" aria-live="polite"></div>
   </section>
 </main>
+<dialog id="compact-dialog" aria-labelledby="compact-title">
+  <form method="dialog" id="compact-form">
+    <h2 id="compact-title">Compact the current branch</h2>
+    <p id="compact-context" class="muted"></p>
+    <label for="compact-keep">Keep the newest</label>
+    <div class="keep-row">
+      <input id="compact-keep-range" type="range" min="0" step="1" aria-label="Tokens to keep">
+      <input id="compact-keep" type="number" min="0" step="1" required>
+      <span>tokens</span>
+    </div>
+    <p id="compact-preview" role="status"></p>
+    <div class="dialog-buttons confirm-first">
+      <button type="submit" value="ok" id="compact-confirm" disabled>Compact</button>
+      <button type="submit" value="cancel" formnovalidate>Cancel</button>
+    </div>
+  </form>
+</dialog>
+<dialog id="fork-dialog" aria-labelledby="fork-title">
+  <form method="dialog" id="fork-form">
+    <h2 id="fork-title">Fork from this entry</h2>
+    <p id="fork-from" class="muted"></p>
+    <label for="fork-name">Name of the new session</label>
+    <input id="fork-name" type="text" maxlength="200" autocomplete="off">
+    <p class="muted">Left empty, the new session keeps this one's name.</p>
+    <div class="dialog-buttons confirm-first">
+      <button type="submit" value="ok" id="fork-confirm">Fork</button>
+      <button type="submit" value="cancel" formnovalidate>Cancel</button>
+    </div>
+  </form>
+</dialog>
 <dialog id="token-dialog" aria-labelledby="token-title">
   <form method="dialog" id="token-form">
     <h2 id="token-title">API token</h2>

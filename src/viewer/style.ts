@@ -70,6 +70,9 @@ input[type=search], input[type=text], input[type=password] {
 .topbar h1 { font-size: 16px; margin: 0; }
 .topbar a { color: var(--accent); }
 .topbar-note { color: var(--muted); }
+.live-status { color: var(--muted); font-size: 12px; }
+.live-status[data-status="live"] { color: #1a7f37; }
+.live-status[data-status="reconnecting"] { color: #9a6700; }
 
 .error {
   display: flex; align-items: flex-start; gap: 8px; margin: 8px 16px 0; padding: 8px 12px;
@@ -202,6 +205,12 @@ dialog::backdrop { background: rgb(0 0 0 / .35); }
 dialog h2 { margin-top: 0; font-size: 16px; }
 dialog input { width: 100%; }
 .dialog-buttons { display: flex; justify-content: flex-end; gap: 8px; }
+/* The confirming button comes first in the form, so Enter confirms; it is shown last. */
+.dialog-buttons.confirm-first { flex-direction: row-reverse; justify-content: flex-start; }
+.keep-row { display: flex; align-items: center; gap: 8px; margin: 4px 0; }
+.keep-row input[type=range] { flex: 1; }
+.keep-row input[type=number] { width: 8em; }
+#compact-preview { min-height: 3em; }
 
 @media (max-width: 900px) {
   .layout { grid-template-columns: 1fr; grid-auto-rows: minmax(50vh, auto); overflow: auto; }

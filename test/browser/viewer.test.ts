@@ -4,10 +4,13 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { prepareCompaction } from "../../src/core/compaction";
+import { buildSessionContext } from "../../src/core/context";
 import type { AgentMessage } from "../../src/core/messages";
 import { estimateTokens } from "../../src/core/tokens";
 import { type DevServer, startDevServer } from "../support/dev-server";
 import {
+  assistant,
   createChainSession,
   createDemoSession,
   createLongSession,
@@ -66,6 +69,13 @@ async function select(page: Page, id: string) {
 }
 
 const row = (page: Page, id: string) => page.locator(`#row-${id}`);
+
+/** Opens the compaction dialog and waits until it has read the branch. */
+async function openCompactDialog(page: Page) {
+  await page.click("#compact-button");
+  await page.waitForSelector("#compact-dialog[open]");
+  await page.waitForSelector("#compact-context[data-tokens]");
+}
 
 async function screenshot(page: Page, name: string) {
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`) });
@@ -315,12 +325,21 @@ describe("the session viewer", () => {
   });
 
   test("shows API errors in words", async () => {
+    await createLongSession(service.url, "viewer-raced");
     const page = await newPage();
-    await openSession(page, "viewer-demo");
-    // The branch the leaf is on now is a few messages long: nothing for a compaction to drop.
-    await page.click("#compact-button");
+    await openSession(page, "viewer-raced");
+    await openCompactDialog(page);
+    // Another writer compacts while the dialog is open: the service refuses a second one.
+    await request(service.url, "POST", "/v1/sessions/viewer-raced/compact", { summary: "elsewhere" });
+    await page.click("#compact-confirm");
     await page.waitForSelector("#error:not([hidden])");
     expect(await page.textContent("#error-text")).toMatch(/^nothing_to_compact: .+ \(HTTP 409\)/);
+    const compactions = await request(
+      service.url,
+      "GET",
+      "/v1/sessions/viewer-raced/entries?type=compaction",
+    );
+    expect(compactions.entries).toHaveLength(1);
 
     await page.goto(`${service.url}/#session=no-such-session`);
     await expect
@@ -329,16 +348,38 @@ describe("the session viewer", () => {
     await page.close();
   });
 
-  test("compacts from the page and shows the summary", async () => {
+  test("compacts keeping what the person chooses, with the estimate shown, and shows the summary", async () => {
     await createLongSession(service.url, "viewer-long");
     const page = await newPage();
     await openSession(page, "viewer-long");
-    await page.click("#compact-button");
+    await openCompactDialog(page);
+
+    // The dialog plans as the service will: the same estimate, the same cut for each choice.
+    const { entries: branch } = await request(service.url, "GET", "/v1/sessions/viewer-long/branch");
+    const tokens = buildSessionContext(branch).messages.reduce((sum, m) => sum + estimateTokens(m), 0);
+    expect(await page.getAttribute("#compact-context", "data-tokens")).toBe(String(tokens));
+    expect(await page.textContent("#compact-context")).toContain(
+      `≈ ${tokens.toLocaleString("en-US")} tokens`,
+    );
+    expect(await page.inputValue("#compact-keep")).toBe(String(Math.min(20_000, Math.floor(tokens / 2))));
+    expect(await page.isEnabled("#compact-confirm")).toBe(true);
+    const keep = 12_000;
+    await page.fill("#compact-keep", String(keep));
+    const planned = prepareCompaction(branch, { keepRecentTokens: keep });
+    await expect
+      .poll(() => page.getAttribute("#compact-preview", "data-first-kept"))
+      .toBe(planned.firstKeptEntryId);
+    expect(await page.inputValue("#compact-keep-range")).toBe(String(keep));
+    expect(await page.textContent("#compact-preview")).toMatch(
+      /^Summarizes ≈ [\d,]+ tokens \(\d+ messages\)/,
+    );
+    await page.click("#compact-confirm");
     await page.waitForSelector("#compaction-notice:not([hidden])");
 
     const { entries } = await request(service.url, "GET", "/v1/sessions/viewer-long/entries?type=compaction");
     expect(entries).toHaveLength(1);
     const [compaction] = entries;
+    expect(compaction.firstKeptEntryId).toBe(planned.firstKeptEntryId);
     expect(await page.textContent("#compaction-notice .compaction-summary")).toBe(compaction.summary);
     await expect.poll(() => row(page, compaction.id).getAttribute("class")).toContain("leaf");
     await page.waitForSelector(`#context[data-context-for="${compaction.id}"]:not([aria-busy])`);
@@ -346,6 +387,37 @@ describe("the session viewer", () => {
       "compactionSummary",
     );
     await screenshot(page, "viewer-compacted");
+    // The leaf is a compaction now: there is nothing to compact until the session goes on.
+    await expect.poll(() => page.isDisabled("#compact-button")).toBe(true);
+    await page.close();
+  });
+
+  test("disables Compact while nothing would be dropped, and cancelling writes nothing", async () => {
+    await request(service.url, "POST", "/v1/sessions", { id: "viewer-short", name: "Short chat" });
+    await request(service.url, "POST", "/v1/sessions/viewer-short/entries", {
+      entries: [
+        user("s1", "What is 2+2?"),
+        assistant("s2", [{ type: "text", text: "4" }]),
+        user("s3", "And 3+3?"),
+        assistant("s4", [{ type: "text", text: "6" }]),
+      ],
+    });
+    const page = await newPage();
+    await openSession(page, "viewer-short");
+    const before = await request(service.url, "GET", "/v1/sessions/viewer-short");
+    await openCompactDialog(page);
+    const tokens = Number(await page.getAttribute("#compact-context", "data-tokens"));
+    await page.fill("#compact-keep", String(tokens + 1000));
+    await expect.poll(() => page.isDisabled("#compact-confirm")).toBe(true);
+    expect(await page.textContent("#compact-preview")).toMatch(
+      /^Nothing would be dropped: .+ Keep fewer tokens to compact\.$/,
+    );
+    await screenshot(page, "viewer-compact-nothing");
+    await page.fill("#compact-keep", "0");
+    await expect.poll(() => page.isEnabled("#compact-confirm")).toBe(true);
+    await page.click('#compact-form button[value="cancel"]');
+    await page.waitForSelector("#compact-dialog:not([open])", { state: "attached" });
+    expect(await request(service.url, "GET", "/v1/sessions/viewer-short")).toEqual(before);
     await page.close();
   });
 
@@ -354,12 +426,17 @@ describe("the session viewer", () => {
     await openSession(page, "viewer-demo");
     await select(page, "a3");
     await page.click("#fork-button");
+    await page.waitForSelector("#fork-dialog[open]");
+    expect(await page.getAttribute("#fork-name", "placeholder")).toBe("Rename foo to bar");
+    await page.fill("#fork-name", "try B");
+    await page.click("#fork-confirm");
     await page.waitForURL((url) => !url.hash.includes("session=viewer-demo"));
     const forkId = new URLSearchParams(new URL(page.url()).hash.slice(1)).get("session") as string;
     await page.waitForSelector(`#tree[data-rendered-session="${forkId}"]`);
 
     const fork = await request(service.url, "GET", `/v1/sessions/${forkId}`);
     expect(fork.parentSession).toEqual({ id: "viewer-demo", entryId: "a3" });
+    expect(fork.name).toBe("try B");
     expect(fork.leafId).toBe("a3");
     await expect.poll(() => row(page, "a3").getAttribute("class")).toContain("leaf");
     expect(await row(page, "a4").count()).toBe(0);
@@ -369,9 +446,11 @@ describe("the session viewer", () => {
     await page.close();
   });
 
-  test("refreshes by itself when the session changes", async () => {
+  test("follows the session's events: a change made elsewhere shows at once", async () => {
     const page = await newPage();
     await openSession(page, "viewer-demo");
+    await page.waitForSelector('#live-status[data-status="live"]');
+    expect(await page.textContent("#live-status")).toContain("live");
     const before = await request(service.url, "GET", "/v1/sessions/viewer-demo");
     await request(
       service.url,
@@ -379,7 +458,8 @@ describe("the session viewer", () => {
       "/v1/sessions/viewer-demo/entries",
       user("live1", "Written elsewhere"),
     );
-    await page.waitForSelector("#row-live1", { timeout: 6000 });
+    // Well under the two seconds a poll would take.
+    await page.waitForSelector("#row-live1", { timeout: 1500 });
     await expect.poll(() => row(page, "live1").getAttribute("class")).toContain("leaf");
     expect(before.leafId).not.toBe("live1");
     // The leaf was selected, so the selection followed it to the new entry.

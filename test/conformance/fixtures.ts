@@ -50,3 +50,36 @@ export function toolResult(toolCallId: string, toolName: string, text: string): 
 export function messageEntry(message: AgentMessage, extra: Record<string, unknown> = {}) {
   return { type: "message" as const, message, ...extra };
 }
+
+/** A pi session file (version 3) holding a chain of messages, one line each, as pi appends them. */
+export class PiFile {
+  readonly id: string;
+  readonly #lines: string[];
+  #parent: string | null = null;
+
+  constructor(id: string) {
+    this.id = id;
+    this.#lines = [
+      JSON.stringify({
+        type: "session",
+        version: 3,
+        id,
+        timestamp: "2026-01-01T00:00:00.000Z",
+        cwd: "/work",
+      }),
+    ];
+  }
+
+  /** Appends a message line under the previous one. */
+  message(id: string, message: AgentMessage): this {
+    const timestamp = new Date(Date.UTC(2026, 0, 1) + this.#lines.length * 1000).toISOString();
+    this.#lines.push(JSON.stringify({ type: "message", id, parentId: this.#parent, timestamp, message }));
+    this.#parent = id;
+    return this;
+  }
+
+  /** The file's text, with `tail` appended after the last newline (a line being written). */
+  text(tail = ""): string {
+    return `${this.#lines.join("\n")}\n${tail}`;
+  }
+}

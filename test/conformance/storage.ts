@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { EntryInput, ErrorCode, Session, SessionRepo, TreeNode } from "../../src/core";
-import { newId, SessionError, treeToJson, walkTree } from "../../src/core";
-import { assistant, messageEntry, user } from "./fixtures";
+import { newId, parsePi, SessionError, treeToJson, walkTree } from "../../src/core";
+import { assistant, messageEntry, PiFile, user } from "./fixtures";
 
 /*
  * One set of behavioural cases for every backend: memory, JSONL files, the Durable Object's
@@ -762,6 +762,74 @@ export function storageConformance(
         expect(ours).toEqual([...created].reverse());
         expect(new Set(seen).size).toBe(seen.length);
         await expectCode(repo.list({ cursor: "not a cursor" }), "invalid_request");
+      });
+    });
+
+    describe("sync", () => {
+      it("creates the session of a file's id, appends what the file gained, and writes nothing when it gained nothing", async () => {
+        const repo = await makeRepo();
+        const file = new PiFile(`pi-${newId()}`).message("e1", user("plan?")).message("e2", assistant("A"));
+        const created = await repo.syncSession(parsePi(file.text()));
+        expect({ status: created.status, appended: created.appended, id: created.session.id }).toEqual({
+          status: "created",
+          appended: 2,
+          id: file.id,
+        });
+        file.message("e3", user("and then?")).message("e4", assistant("B"));
+        const grown = await repo.syncSession(parsePi(file.text()));
+        expect({ status: grown.status, appended: grown.appended }).toEqual({
+          status: "appended",
+          appended: 2,
+        });
+        const session = await repo.open(file.id);
+        expect((await session.getBranch()).map((e) => e.id)).toEqual(["e1", "e2", "e3", "e4"]);
+        expect(await session.getLeafId()).toBe("e4");
+        const written = await count(session);
+        // pi was writing a line when the file was read: it is left for the next sync.
+        const torn = parsePi(file.text('{"type":"message","id":"e5","par'));
+        expect(torn.warnings).toHaveLength(1);
+        const again = await repo.syncSession(torn);
+        expect({ status: again.status, appended: again.appended }).toEqual({
+          status: "unchanged",
+          appended: 0,
+        });
+        expect(await count(session)).toBe(written);
+        file.message("e5", user("done"));
+        expect((await repo.syncSession(parsePi(file.text()))).appended).toBe(1);
+        expect((await session.buildContext()).messages.map((m) => m.role)).toEqual([
+          "user",
+          "assistant",
+          "user",
+          "assistant",
+          "user",
+        ]);
+      });
+
+      it("refuses a file its session differs from, writing nothing", async () => {
+        const repo = await makeRepo();
+        const id = `pi-${newId()}`;
+        const question = user("plan?");
+        const file = new PiFile(id).message("e1", question).message("e2", assistant("A"));
+        const session = (await repo.syncSession(parsePi(file.text()))).session;
+        const edited = new PiFile(id).message("e1", question).message("e2", assistant("A, edited"));
+        const changed = await expectCode(repo.syncSession(parsePi(edited.text())), "already_exists");
+        expect(changed.details).toEqual({ id, entryId: "e2" });
+        // The session gained an entry of its own: the file no longer holds everything it has.
+        await session.appendMessage(user("written here, not in the file"));
+        const before = await session.getEntries();
+        file.message("e3", user("and then?"));
+        await expectCode(repo.syncSession(parsePi(file.text())), "already_exists");
+        expect(await session.getEntries()).toEqual(before);
+      });
+
+      it("syncs into the session named, whatever id the file gives", async () => {
+        const repo = await makeRepo();
+        const id = `copy-${newId()}`;
+        const file = new PiFile(`pi-${newId()}`).message("e1", user("plan?"));
+        expect((await repo.syncSession(parsePi(file.text()), { id })).session.id).toBe(id);
+        file.message("e2", assistant("A"));
+        expect((await repo.syncSession(parsePi(file.text()), { id })).appended).toBe(1);
+        await expectCode(repo.open(file.id), "not_found");
       });
     });
 

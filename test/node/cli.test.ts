@@ -1,6 +1,8 @@
 import { execFile, execFileSync } from "node:child_process";
 import {
+  appendFileSync,
   copyFileSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -15,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentMessage } from "../../src/core";
 import { assistant, toolResult, user } from "../conformance/fixtures";
 import type { DevServer } from "../support/dev-server";
-import { startDevServer } from "../support/dev-server";
+import { freePort, startDevServer } from "../support/dev-server";
 
 /*
  * The command line against the real service (wrangler dev): import a folder of pi sessions, then
@@ -36,7 +38,7 @@ function cli(
     execFile(
       process.execPath,
       [join(root, "dist/cli.js"), ...args],
-      { env: { ...process.env, SESSIONS_URL: server.url, ...env }, maxBuffer: 64 * 1024 * 1024 },
+      { env: { ...process.env, CF_SESSIONS_URL: server.url, ...env }, maxBuffer: 64 * 1024 * 1024 },
       (error, stdout, stderr) =>
         done({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr }),
     );
@@ -58,7 +60,7 @@ let toolSession: { id: string };
 let torn: { id: string; path: string };
 
 beforeAll(async () => {
-  execFileSync(process.execPath, [join(root, "scripts/build.mjs")], { cwd: root });
+  execFileSync(process.execPath, [join(root, "scripts/build.mjs"), "--skip-types"], { cwd: root });
   server = await startDevServer();
   folder = mkdtempSync(join(tmpdir(), "pi-sessions-"));
   mkdirSync(join(folder, "--home-me-project--"));
@@ -107,6 +109,66 @@ describe("command line", () => {
       failed: [{}],
       warnings: [],
     });
+  });
+
+  it("prints one progress line per file where stderr is no terminal", async () => {
+    const dir = mkdtempSync(join(folder, "progress-"));
+    const one = writePiSession(dir, (pi) => void pi.appendMessage(user("first")));
+    const two = writePiSession(dir, (pi) => void pi.appendMessage(user("second")));
+    const [a, b] = [one, two].sort((x, y) => x.path.localeCompare(y.path));
+    const first = await cli(["import", dir]);
+    expect(first.stderr).toBe(`[1/2] imported ${a?.id}: ${a?.path}\n[2/2] imported ${b?.id}: ${b?.path}\n`);
+    const again = await cli(["import", dir, "--progress", "plain"]);
+    expect(again.stderr).toContain(`[1/2] skipped ${a?.id} (already there): ${a?.path}\n`);
+    expect((await cli(["import", dir, "--progress", "none"])).stderr).toBe("");
+    expect((await cli(["import", dir, "--progress", "fancy"])).stderr).toBe(
+      "cf-sessions: --progress is bar, plain or none, not fancy\n",
+    );
+  });
+
+  it("syncs a folder pi keeps writing: new files imported, grown ones appended, edited ones refused", async () => {
+    const dir = mkdtempSync(join(folder, "sync-"));
+    const grows = writePiSession(dir, (pi) => {
+      pi.appendMessage(user("step one"));
+      pi.appendMessage(assistant("done one"));
+    });
+    const edited = writePiSession(dir, (pi) => void pi.appendMessage(user("as first written")));
+    const first = await cli(["sync", dir, "--progress", "none"]);
+    expect(first.stdout).toBe("imported 2, appended 0 (0 entries), unchanged 0, conflicts 0, failed 0\n");
+    expect(first.code).toBe(0);
+
+    const last = JSON.parse(readFileSync(grows.path, "utf8").trim().split("\n").at(-1) as string);
+    const next = (id: string, parentId: string, text: string) =>
+      `${JSON.stringify({ type: "message", id, parentId, timestamp: new Date().toISOString(), message: user(text) })}\n`;
+    appendFileSync(
+      grows.path,
+      next("a1000001", last.id, "step two") + next("a1000002", "a1000001", "step three"),
+    );
+    writeFileSync(edited.path, readFileSync(edited.path, "utf8").replace("as first written", "rewritten"));
+    const before = JSON.parse((await cli(["show", edited.id, "--json"])).stdout);
+
+    const second = await cli(["sync", dir, "--json"]);
+    expect(second.code).toBe(1);
+    expect(JSON.parse(second.stdout)).toEqual({
+      imported: [],
+      appended: [{ id: grows.id, entries: 2 }],
+      unchanged: [],
+      conflicts: [
+        { file: edited.path, id: edited.id, error: expect.stringContaining("nothing was written") },
+      ],
+      failed: [],
+      warnings: [],
+    });
+    expect(second.stderr).toContain(`appended 2 to ${grows.id}: ${grows.path}`);
+    expect(second.stderr).toContain(`conflict ${edited.id}: ${edited.path}`);
+    expect(JSON.parse((await cli(["show", edited.id, "--json"])).stdout)).toEqual(before);
+    const context = await cli(["context", grows.id]);
+    expect(context.stdout).toContain("user: step three");
+
+    rmSync(edited.path);
+    const third = await cli(["sync", dir, "--progress", "none"]);
+    expect(third.stdout).toBe("imported 0, appended 0 (0 entries), unchanged 1, conflicts 0, failed 0\n");
+    expect(third.code).toBe(0);
   });
 
   it("imports a Claude Code projects tree and a Codex sessions tree, and skips them the second time", async () => {
@@ -359,6 +421,7 @@ describe("command line", () => {
       "tree",
       "context",
       "import",
+      "sync",
       "export",
       "fork",
       "rm",
@@ -378,9 +441,55 @@ describe("command line", () => {
     expect(usage.code).toBe(2);
     expect(usage.stderr).toBe("cf-sessions: missing <id>\n");
     expect((await cli(["frobnicate"])).code).toBe(2);
-    const unreachable = await cli(["list"], { SESSIONS_URL: "http://127.0.0.1:9" });
+    // Nothing listens there: a port just found free.
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const unreachable = await cli(["list"], { CF_SESSIONS_URL: closed });
     expect(unreachable.code).toBe(1);
-    expect(unreachable.stderr).toMatch(/^cf-sessions: cannot reach the service/);
-    expect(unreachable.stderr.split("\n").length).toBe(2);
+    expect(unreachable.stderr).toBe(
+      `cf-sessions: cannot reach the service at ${closed} (GET /v1/sessions: connect ECONNREFUSED ${closed.slice(7)}); is it running? Another: --url or CF_SESSIONS_URL\n`,
+    );
+    const flagged = await cli(["list", "--url", closed, "--verbose"]);
+    expect(flagged.stderr.split("\n")[0]).toBe(`cf-sessions: service ${closed} (--url)`);
+    expect(flagged.stderr).toContain(`cannot reach the service at ${closed} `);
+    const verbose = await cli(["list", "--verbose", "--json"]);
+    expect(verbose.stderr).toBe(`cf-sessions: service ${server.url} (CF_SESSIONS_URL)\n`);
+    expect(verbose.code).toBe(0);
+  });
+
+  it("says which limit a --limit passes and why, before sending anything", async () => {
+    const list = await cli(["list", "--limit", "500"]);
+    expect(list.code).toBe(2);
+    expect(list.stderr).toBe(
+      "cf-sessions: --limit is 1 to 200: the service sends at most 200 sessions a page (--all reads every page)\n",
+    );
+    const show = await cli(["show", toolSession.id, "--limit", "5000"]);
+    expect(show.code).toBe(2);
+    expect(show.stderr).toBe(
+      "cf-sessions: --limit is 1 to 1000: the service sends at most 1000 entries a page (--after <seq> shows the ones after)\n",
+    );
+  });
+
+  it("lists sessions in aligned columns", async () => {
+    const lines = (await cli(["list"])).stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^ID +UPDATED +ENTRIES +NAME +PREVIEW$/);
+    const start = (line: string, column: string) => line.indexOf(column);
+    const updated = start(lines[0] as string, "UPDATED");
+    const entriesEnd = start(lines[0] as string, "ENTRIES") + "ENTRIES".length;
+    for (const line of lines.slice(1)) {
+      expect(line.slice(updated)).toMatch(/^\d{4}-\d\d-\d\dT/);
+      expect(line.slice(0, entriesEnd)).toMatch(/\d$/);
+      expect(line.slice(entriesEnd, entriesEnd + 2)).toBe("  ");
+    }
+  });
+
+  it("leaves no file behind when an export fails, and keeps the one that was there", async () => {
+    const out = join(folder, "missing.jsonl");
+    const failed = await cli(["export", "no-such-session", "--out", out]);
+    expect(failed.code).toBe(1);
+    expect(existsSync(out)).toBe(false);
+    writeFileSync(out, "before\n");
+    expect((await cli(["export", "no-such-session", "--out", out])).code).toBe(1);
+    expect(readFileSync(out, "utf8")).toBe("before\n");
+    expect(readdirSync(folder).filter((name) => name.includes("partial"))).toEqual([]);
   });
 });

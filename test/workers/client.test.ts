@@ -1,9 +1,10 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { createClient } from "../../src/client";
+import { ConnectionError, createClient } from "../../src/client";
 import type { Session } from "../../src/core";
 import { compactIfNeeded, parseNative, SessionError } from "../../src/core";
 import { assistant, user } from "../conformance/fixtures";
+import { expectCode } from "../conformance/storage";
 import { KEY_A, sid } from "./helpers";
 
 const worker = (request: Request) => exports.default.fetch(request);
@@ -66,6 +67,50 @@ describe("client", () => {
     expect((caught as SessionError).code).toBe("parent_not_found");
     expect(attempts.length - before).toBe(1);
     await expect(client.open(sid("missing"))).rejects.toMatchObject({ code: "not_found" });
+  });
+
+  it("names the service's address when it cannot be reached, after retrying only what may be retried", async () => {
+    const { client, attempts } = clientWith(async () => {
+      throw new TypeError("fetch failed", { cause: new Error("connect ECONNREFUSED 127.0.0.1:9") });
+    });
+    const listing = await client.list().catch((error: unknown) => error);
+    expect(listing).toBeInstanceOf(ConnectionError);
+    expect((listing as ConnectionError).message).toBe(
+      "cannot reach the service at http://sessions.test (GET /v1/sessions: connect ECONNREFUSED 127.0.0.1:9)",
+    );
+    expect((listing as ConnectionError).url).toBe("http://sessions.test");
+    expect(attempts.length).toBe(4);
+    await expect(client.create({ id: sid() })).rejects.toThrow(
+      "cannot reach the service at http://sessions.test (POST /v1/sessions: connect ECONNREFUSED",
+    );
+    expect(attempts.length).toBe(5);
+  });
+
+  it("imports a file under its own id, and never again as a copy: syncFile appends what it gained", async () => {
+    const client = createClient({ baseUrl: "http://sessions.test", token: KEY_A, fetch: worker });
+    const id = sid("pi");
+    const header = { type: "session", version: 3, id, timestamp: "2026-01-01T00:00:00.000Z", cwd: "/" };
+    const line = (entryId: string, parentId: string | null) =>
+      JSON.stringify({
+        type: "message",
+        id: entryId,
+        parentId,
+        timestamp: header.timestamp,
+        message: user(entryId),
+      });
+    const first = `${JSON.stringify(header)}\n${line("p1", null)}\n`;
+    expect((await client.importFile(first, { format: "pi" })).info.id).toBe(id);
+    const grown = `${first}${line("p2", "p1")}\n`;
+    await expectCode(client.importFile(grown, { format: "pi" }), "already_exists");
+    expect((await client.open(id).then((s) => s.getInfo())).entryCount).toBe(1);
+    const synced = await client.syncFile(grown, { format: "pi" });
+    expect({ status: synced.status, appended: synced.appended, id: synced.info.id }).toEqual({
+      status: "appended",
+      appended: 1,
+      id,
+    });
+    expect(synced.info.entryCount).toBe(2);
+    expect((await client.syncFile(grown, { format: "pi" })).status).toBe("unchanged");
   });
 
   it("compacts and navigates with the service's summarizer", async () => {

@@ -70,6 +70,65 @@ describe("export and import", () => {
     expect(other.body.id).toBe(id);
   });
 
+  it("syncs a growing pi file with mode=sync: 201 made, 200 appended or unchanged, 409 diverged", async () => {
+    const id = sid("pi");
+    const header = { type: "session", version: 3, id, timestamp: "2026-01-01T00:00:00.000Z", cwd: "/w" };
+    const line = (entryId: string, parentId: string | null, text: string) =>
+      JSON.stringify({
+        type: "message",
+        id: entryId,
+        parentId,
+        timestamp: "2026-01-01T00:00:01.000Z",
+        message: { role: "user", content: text, timestamp: 1_767_225_601_000 },
+      });
+    const first = [JSON.stringify(header), line("e1", null, "one")].join("\n");
+    const created = await importFile(first, "?format=pi&mode=sync");
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ id, entryCount: 1, sync: { status: "created", appended: 1 } });
+    const grown = [first, line("e2", "e1", "two"), line("e3", "e2", "three")].join("\n");
+    const appended = await importFile(grown, "?format=pi&mode=sync");
+    expect(appended.status).toBe(200);
+    expect(appended.body).toMatchObject({
+      id,
+      entryCount: 3,
+      leafId: "e3",
+      sync: { status: "appended", appended: 2 },
+    });
+    const unchanged = await importFile(grown, "?format=pi&mode=sync");
+    expect(unchanged.status).toBe(200);
+    expect(unchanged.body.sync).toEqual({ status: "unchanged", appended: 0 });
+    const before = (await api("GET", `/v1/sessions/${id}/entries`)).body;
+    const diverged = [first, line("e2", "e1", "TWO"), line("e4", "e2", "four")].join("\n");
+    const refused = await importFile(diverged, "?format=pi&mode=sync");
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe("already_exists");
+    expect(refused.body.error.details).toEqual({ id, entryId: "e2" });
+    expect((await api("GET", `/v1/sessions/${id}/entries`)).body).toEqual(before);
+    const spec = (await api("GET", "/v1/openapi.json", { key: null })).body;
+    const operation = spec.paths["/v1/sessions/import"].post;
+    expect(operation.parameters).toContainEqual(
+      expect.objectContaining({
+        name: "mode",
+        in: "query",
+        schema: expect.objectContaining({ enum: ["sync"] }),
+      }),
+    );
+    expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(["200", "201", "409"]));
+    // Without mode=sync the file's session is copied under a new id, as before.
+    const copied = await importFile(grown, "?format=pi");
+    expect(copied.status).toBe(201);
+    expect(copied.body.id).not.toBe(id);
+    expect(copied.body.sync).toBeUndefined();
+    expectError(
+      await api("POST", "/v1/sessions/import?mode=merge", {
+        raw: grown,
+        headers: { "Content-Type": "application/x-ndjson" },
+      }),
+      400,
+      "invalid_request",
+    );
+  });
+
   it("imports a pi session and exports it back as pi version 3 with the head last", async () => {
     const piId = sid("pi");
     const file = [

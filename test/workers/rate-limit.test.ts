@@ -56,6 +56,23 @@ describe("rate limit", () => {
     expect((await get(KEY_A, attacker)).status).toBe(200);
   });
 
+  it("counts WebSocket tickets that fail like any failed credential", async () => {
+    const tight = { ...env, AUTH_FAILURE_LIMITER: env.TIGHT_RATE_LIMITER };
+    const attacker = `203.0.113.${Math.floor(Math.random() * 250) + 1}`;
+    const guess = () =>
+      worker.fetch(
+        new Request(`http://sessions.test/v1/sessions/guessed/ws?ticket=dGVuYW50LWE.${"0".repeat(48)}`, {
+          headers: { Upgrade: "websocket", "CF-Connecting-IP": attacker },
+        }),
+        tight,
+        ctx(),
+      );
+    const statuses: number[] = [];
+    for (let i = 0; i < 8; i++) statuses.push((await guess()).status);
+    expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(5);
+    expect(statuses).toContain(429);
+  });
+
   it("counts nothing without the binding", async () => {
     const unlimited = { ...env, AUTH_FAILURE_LIMITER: undefined };
     for (let i = 0; i < 12; i++) {

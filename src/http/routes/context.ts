@@ -1,16 +1,13 @@
 import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
-import {
-  expectedLeaf,
-  leafTag,
-  NavigateResult,
-  Session,
-  SessionContext,
-  summarizerFromConfig,
-} from "../../core";
+import { expectedLeaf, leafTag, NavigateResult, Session, summarizerFromConfig } from "../../core";
 import { ErrorEnvelope } from "../errors";
 import { body, errors, json, routes, security, sessionStorage, streamedJson } from "../route-kit";
-import { LeafQuery, MoveLeafBody, SessionIdParam } from "../schemas";
+import { ContextAnswer, ContextQuery, MoveLeafBody, SessionIdParam } from "../schemas";
+
+const IfNoneMatch = z.object({
+  "if-none-match": z.string().optional().meta({ description: 'a version read before, "<version>"' }),
+});
 
 const IfMatch = z.object({
   "if-match": z.string().optional().meta({ description: 'the expected leaf, "<leafId>"' }),
@@ -24,13 +21,31 @@ export const contextRoutes = routes()
       path: "/v1/sessions/{sid}/context",
       summary: "What to send to a model from a leaf",
       security,
-      request: { params: SessionIdParam, query: LeafQuery },
-      responses: { 200: json(SessionContext, "the context"), ...errors },
+      description:
+        "Every answer has a version (also its ETag). With `since` set to an earlier version, a context that only grew since (the usual agent turn) comes back as `append`: the new messages; otherwise whole, with `reset: true`. If-None-Match with the current version is 304.",
+      request: { params: SessionIdParam, query: ContextQuery, headers: IfNoneMatch },
+      responses: {
+        200: json(ContextAnswer, "the context, or what was appended to it since `since`"),
+        304: { description: "the context is still the version If-None-Match names" },
+        ...errors,
+      },
     }),
     async (c) => {
+      const { leafId, since } = c.req.valid("query");
       const storage = sessionStorage(c, c.req.valid("param").sid);
       // Built and projected by the session's object, passed through as it streams.
-      return streamedJson(SessionContext, await storage.context(c.req.valid("query").leafId));
+      const { version, body } = await storage.context(leafId, since);
+      const etag = `"${version}"`;
+      if (
+        c.req
+          .valid("header")
+          ["if-none-match"]?.split(/\s*,\s*/)
+          .includes(etag)
+      ) {
+        await body.cancel();
+        return c.body(null, 304, { ETag: etag });
+      }
+      return streamedJson(ContextAnswer, body, { ETag: etag });
     },
   )
   .openapi(

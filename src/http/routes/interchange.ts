@@ -66,6 +66,7 @@ export const interchangeRoutes = routes()
         body: { content: { "application/x-ndjson": { schema: z.string() } }, required: true },
       },
       responses: {
+        200: json(ImportResult, "mode=sync: the session, which had all or part of the file"),
         201: json(ImportResult, "the imported session, with the repairs made"),
         409: json(ErrorEnvelope, "already_exists"),
         413: json(ErrorEnvelope, "payload_too_large"),
@@ -74,8 +75,14 @@ export const interchangeRoutes = routes()
       },
     }),
     async (c) => {
-      const { format, id } = c.req.valid("query");
+      const { format, id, mode } = c.req.valid("query");
       const file = parseImport(checkFormat(format), await readNdjson(c.req.raw));
+      if (mode === "sync") {
+        const { session, ...sync } = await repo(c).syncSession(file, id === undefined ? {} : { id });
+        const info = await session.getInfo();
+        const status = sync.status === "created" ? 201 : 200;
+        return c.json({ ...info, warnings: file.warnings, sync }, status, { ETag: leafTag(info.leafId) });
+      }
       const session = await repo(c).importSession(file, id === undefined ? {} : { id });
       const info = await session.getInfo();
       return c.json({ ...info, warnings: file.warnings }, 201, { ETag: leafTag(info.leafId) });

@@ -1,8 +1,10 @@
 import { navigate } from "./address";
 import { session } from "./api";
+import { chooseKeepTokens } from "./compact-dialog";
 import { count, h } from "./dom";
 import { select, updateEntryPane } from "./entry-pane";
 import { clearError, showError } from "./error-bar";
+import { chooseForkName } from "./fork-dialog";
 import { els } from "./page-elements";
 import { listFirst } from "./session-list";
 import { refreshSession } from "./session-view";
@@ -55,7 +57,11 @@ export function installActions(): void {
   els.forkButton.addEventListener("click", () =>
     act(els.forkButton, async () => {
       const { sessionId, entryId } = selection();
-      const fork = await (await session(sessionId).fork(entryId)).getInfo();
+      const name = await chooseForkName(view.info?.name, entryId);
+      if (name === null) return;
+      const fork = await (
+        await session(sessionId).fork(entryId, name === undefined ? {} : { name })
+      ).getInfo();
       listFirst(fork);
       navigate(fork.id, fork.leafId);
     }),
@@ -68,12 +74,15 @@ export function installActions(): void {
   });
   els.labelClear.addEventListener("click", () => writeLabel("", els.labelClear));
 
+  // The button's state follows the session (see session-view.ts), so the action leaves it alone.
   els.compactButton.addEventListener("click", () =>
-    act(els.compactButton, async () => {
+    act(null, async () => {
       const sessionId = view.sessionId;
       if (!sessionId) return;
+      const keepRecentTokens = await chooseKeepTokens(sessionId);
+      if (keepRecentTokens === null) return;
       els.compactionNotice.hidden = true;
-      const entry = await session(sessionId).compact();
+      const entry = await session(sessionId).compact({ keepRecentTokens });
       els.compactionNotice.replaceChildren(
         h("button", {
           type: "button",

@@ -18,7 +18,7 @@ function storedToken(): string | null {
 }
 
 let tokenPrompt: Promise<boolean> | null = null;
-// Once the person cancels, background requests (polling) must not reopen the dialog every 2 s.
+// Once the person cancels, background requests (following a session) must not reopen the dialog.
 let tokenDeclined = false;
 
 /** Resolves true when a key was entered; one dialog however many requests were refused. */

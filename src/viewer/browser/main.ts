@@ -6,7 +6,7 @@ import { clearError, showError } from "./error-bar";
 import { els } from "./page-elements";
 import { loadSessions, renderSessions } from "./session-list";
 import { installSearch } from "./session-search";
-import { openSession, POLL_MS, poll, refreshSession } from "./session-view";
+import { openSession, refreshSession } from "./session-view";
 import { installTreeEvents } from "./tree-view";
 import { view } from "./view-state";
 
@@ -55,7 +55,6 @@ async function start(): Promise<void> {
   } catch (error) {
     showError(error);
   }
-  setInterval(poll, POLL_MS);
 }
 
 void start();

@@ -11,16 +11,21 @@ import { loadDetails, rebuildRows, renderTree } from "./tree-view";
 import { view } from "./view-state";
 
 /*
- * The open session: opening one, taking a fresh copy of its tree, and the 2-second poll that
- * takes one when the session changed.
+ * The open session: opening one, taking a fresh copy of its tree, and following its events so a
+ * change made anywhere shows at once (a fresh copy, taken at most every REFRESH_MS).
  */
 
-export const POLL_MS = 2000;
+/** Changes arriving together are shown together. */
+const REFRESH_MS = 100;
+
+let watching: AbortController | undefined;
+let refreshTimer: ReturnType<typeof setTimeout> | undefined;
 
 export async function openSession(sessionId: string, entryId?: string | null): Promise<void> {
   const switching = sessionId !== view.sessionId;
   const generation = ++view.generation;
   if (switching) {
+    watchSession(sessionId);
     view.sessionId = sessionId;
     view.info = null;
     view.roots = [];
@@ -92,7 +97,12 @@ function renderSessionHeader(info: SessionInfo): void {
   ];
   els.sessionMeta.textContent = parts.filter(Boolean).join(" · ");
   els.sessionMeta.title = `created ${fullTime(info.createdAt)}, updated ${fullTime(info.updatedAt)}`;
-  els.compactButton.disabled = !info.leafId;
+  // A compaction at the leaf leaves nothing to drop, whatever is kept.
+  const leafIsCompaction = info.leafId !== null && view.nodes.get(info.leafId)?.type === "compaction";
+  els.compactButton.disabled = !info.leafId || leafIsCompaction;
+  els.compactButton.title = leafIsCompaction
+    ? "The leaf is already a compaction: nothing to compact until the session goes on."
+    : "Choose how much of the current branch to keep, and summarize the rest.";
 }
 
 /**
@@ -116,25 +126,40 @@ export async function refreshSession(knownInfo?: SessionInfo, followLeaf = false
   }
 }
 
-// Polling compares the cheap SessionInfo; the tree is fetched again only when it moved.
-export async function poll(): Promise<void> {
-  if (!view.sessionId || !view.info || view.polling || document.hidden) return;
-  view.polling = true;
-  const generation = view.generation;
-  try {
-    const info = await session(view.sessionId).getInfo();
-    const known = view.info;
-    if (generation !== view.generation || !known) return;
-    if (
-      info.leafId !== known.leafId ||
-      info.entryCount !== known.entryCount ||
-      info.updatedAt !== known.updatedAt
-    ) {
-      await refreshSession(info, true);
+/** Follows the open session's events until another one is opened. */
+export function watchSession(sessionId: string): void {
+  watching?.abort();
+  const stop = new AbortController();
+  watching = stop;
+  void (async () => {
+    try {
+      for await (const event of session(sessionId).watch({ signal: stop.signal, onStatus: showStatus })) {
+        if (view.sessionId !== sessionId) return;
+        if (event.event === "deleted") {
+          showStatus("deleted");
+          return;
+        }
+        if (event.event === "entry" || event.event === "session" || event.event === "leaf") scheduleRefresh();
+      }
+    } catch (error) {
+      // Before the session opened, opening it failed too and says so itself (openSession).
+      if (!stop.signal.aborted && view.sessionId === sessionId && view.info) showError(error);
     }
-  } catch (error) {
-    if (generation === view.generation) showError(error);
-  } finally {
-    view.polling = false;
-  }
+  })();
+}
+
+/** The session's connection, as the top bar shows it. */
+function showStatus(status: "live" | "reconnecting" | "deleted"): void {
+  els.liveStatus.hidden = false;
+  els.liveStatus.dataset.status = status;
+  els.liveStatus.textContent =
+    status === "live" ? "● live" : status === "reconnecting" ? "reconnecting…" : "session deleted";
+}
+
+function scheduleRefresh(): void {
+  if (refreshTimer !== undefined) return;
+  refreshTimer = setTimeout(() => {
+    refreshTimer = undefined;
+    refreshSession(undefined, true).catch((error: unknown) => showError(error));
+  }, REFRESH_MS);
 }

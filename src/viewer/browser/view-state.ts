@@ -28,7 +28,6 @@ export const view = {
   // Bumped whenever a session is opened: answers meant for an earlier view are dropped.
   generation: 0,
   contextRequest: 0,
-  polling: false,
   /** One line about each entry whose row was drawn, by id. */
   previews: new Map<string, string>(),
   previewQueue: [] as string[],

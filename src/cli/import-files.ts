@@ -1,0 +1,155 @@
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import type { RemoteRepo } from "../client";
+import type { ImportFormat, ImportWarning } from "../core";
+import { checkFormat, detectFormat, parseImport, SessionError } from "../core";
+import type { Output } from "./output";
+import { fail } from "./output";
+
+/*
+ * `import` and `sync`: every session file under a folder, one request each, with progress and a
+ * summary. `import` makes the sessions that are not there yet and skips the rest; `sync` also
+ * appends what a file gained since it was last synced (agents only ever append to their files),
+ * and reports a file its session no longer matches as a conflict, writing nothing.
+ */
+
+export type Progress = "bar" | "plain" | "none";
+
+export function checkProgress(value: string | undefined, isTTY: boolean): Progress {
+  if (value === undefined) return isTTY ? "bar" : "plain";
+  if (value === "bar" || value === "plain" || value === "none") return value;
+  fail(`--progress is bar, plain or none, not ${value}`);
+}
+
+/** Every `.jsonl` or `.ndjson` file under a folder, in a stable order. */
+function sessionFiles(path: string): string[] {
+  if (!statSync(path).isDirectory()) return [path];
+  const files: string[] = [];
+  const stack = [path];
+  while (stack.length > 0) {
+    const dir = stack.pop() as string;
+    for (const name of readdirSync(dir).sort()) {
+      const full = join(dir, name);
+      if (statSync(full).isDirectory()) stack.push(full);
+      else if (name.endsWith(".jsonl") || name.endsWith(".ndjson")) files.push(full);
+    }
+  }
+  return files.sort();
+}
+
+/** A file parsed here first: its format and the id it imports under (the service checks it again). */
+function readSessionFile(
+  text: string,
+  format: ImportFormat | undefined,
+): { format: ImportFormat; id: string } {
+  const detected = format ?? detectFormat(text);
+  if (!detected) throw new Error("cannot tell the format from the first lines; give --format");
+  return { format: detected, id: parseImport(detected, text).header.id };
+}
+
+/** What happened to each file, as `--json` prints it. */
+interface Report {
+  imported: string[];
+  /** `sync` only: sessions that gained entries, and how many. */
+  appended: Array<{ id: string; entries: number }>;
+  /** Already there (`import`), or holding the whole file already (`sync`: "unchanged"). */
+  skipped: string[];
+  /** `sync` only: files their session differs from; nothing was written. */
+  conflicts: Array<{ file: string; id: string; error: string }>;
+  failed: Array<{ file: string; error: string }>;
+  warnings: Array<{ file: string } & ImportWarning>;
+}
+
+function progressLine(output: Output, progress: Progress, done: number, total: number, line: string): void {
+  if (progress === "plain") output.err(`[${done}/${total}] ${line}\n`);
+  else if (progress === "bar") {
+    const width = 30;
+    const filled = Math.round((done / total) * width);
+    output.err(`\r[${"#".repeat(filled)}${"-".repeat(width - filled)}] ${done}/${total}`);
+    if (done === total) output.err("\n");
+  }
+}
+
+export interface ImportFilesOptions {
+  mode: "import" | "sync";
+  format?: string | undefined;
+  id?: string | undefined;
+  progress: Progress;
+  json: boolean;
+}
+
+/** Imports or syncs a file or every session file under a folder; resolves to the exit code. */
+export async function importFiles(
+  client: RemoteRepo,
+  path: string,
+  options: ImportFilesOptions,
+  output: Output,
+): Promise<number> {
+  const format = options.format === undefined ? undefined : checkFormat(options.format);
+  const files = sessionFiles(path);
+  if (options.id !== undefined && files.length > 1) fail("--id applies to a single file");
+  const report: Report = { imported: [], appended: [], skipped: [], conflicts: [], failed: [], warnings: [] };
+  for (const [index, file] of files.entries()) {
+    let id: string | undefined;
+    let line: string;
+    try {
+      const text = readFileSync(file, "utf8");
+      const read = readSessionFile(text, format);
+      id = options.id ?? read.id;
+      let warnings: ImportWarning[];
+      if (options.mode === "sync") {
+        const synced = await client.syncFile(text, { format: read.format, id });
+        warnings = synced.warnings;
+        if (synced.status === "created") report.imported.push(id);
+        else if (synced.status === "appended") report.appended.push({ id, entries: synced.appended });
+        else report.skipped.push(id);
+        line =
+          synced.status === "appended"
+            ? `appended ${synced.appended} to ${id}: ${file}`
+            : `${synced.status === "created" ? "imported" : "unchanged"} ${id}: ${file}`;
+      } else {
+        warnings = (await client.importFile(text, { format: read.format, id })).warnings;
+        report.imported.push(id);
+        line = `imported ${id}: ${file}`;
+      }
+      for (const warning of warnings) report.warnings.push({ file, ...warning });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      if (error instanceof SessionError && error.code === "already_exists" && id !== undefined) {
+        if (options.mode === "sync") {
+          report.conflicts.push({ file, id, error: message });
+          line = `conflict ${id}: ${file}`;
+        } else {
+          report.skipped.push(id);
+          line = `skipped ${id} (already there): ${file}`;
+        }
+      } else {
+        report.failed.push({ file, error: message });
+        line = `failed: ${file}`;
+      }
+    }
+    progressLine(output, options.progress, index + 1, files.length, line);
+  }
+  if (options.json) {
+    const { imported, appended, skipped, conflicts, failed, warnings } = report;
+    output.out(
+      JSON.stringify(
+        options.mode === "sync"
+          ? { imported, appended, unchanged: skipped, conflicts, failed, warnings }
+          : { imported, skipped, failed, warnings },
+      ),
+    );
+  } else {
+    for (const { file, line, message } of report.warnings)
+      output.err(`warning: ${file}: line ${line}: ${message}\n`);
+    for (const { file, error } of report.conflicts) output.err(`conflict: ${file}: ${error}\n`);
+    for (const { file, error } of report.failed) output.err(`failed: ${file}: ${error}\n`);
+    const entries = report.appended.reduce((sum, { entries }) => sum + entries, 0);
+    output.out(
+      options.mode === "sync"
+        ? `imported ${report.imported.length}, appended ${report.appended.length} (${entries} entries), unchanged ${report.skipped.length}, conflicts ${report.conflicts.length}, failed ${report.failed.length}`
+        : `imported ${report.imported.length}, skipped ${report.skipped.length} (already there), failed ${report.failed.length}`,
+    );
+  }
+  return report.failed.length > 0 || report.conflicts.length > 0 ? 1 : 0;
+}

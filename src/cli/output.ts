@@ -1,0 +1,35 @@
+/** Where the command line writes: results to stdout, errors and progress to stderr. */
+export interface Output {
+  out(text: string): void;
+  err(text: string): void;
+  /** Whether stderr is a terminal (progress redraws one line there). */
+  isTTY: boolean;
+}
+
+/** A command line used wrongly: one line on stderr and exit code 2. */
+export class UsageError extends Error {}
+
+export function fail(message: string): never {
+  throw new UsageError(message);
+}
+
+/**
+ * Rows of cells as aligned columns, each as wide as its widest cell (numbers in the columns named
+ * by `right` aligned right); the last column is not padded.
+ */
+export function columns(rows: ReadonlyArray<readonly string[]>, right: readonly number[] = []): string[] {
+  const length = (cell: string) => [...cell].length;
+  const widths: number[] = [];
+  for (const row of rows)
+    for (const [i, cell] of row.entries()) widths[i] = Math.max(widths[i] ?? 0, length(cell));
+  return rows.map((row) =>
+    row
+      .map((cell, i) => {
+        const pad = " ".repeat((widths[i] ?? 0) - length(cell));
+        if (right.includes(i)) return pad + cell;
+        return i === row.length - 1 ? cell : cell + pad;
+      })
+      .join("  ")
+      .trimEnd(),
+  );
+}

@@ -1,0 +1,110 @@
+import type { SessionEvent } from "../core";
+import { SessionError, SseReader } from "../core";
+import type { Transport } from "./transport";
+
+/*
+ * Following an event stream from the client: reconnects with backoff when the connection drops
+ * or the service closes it (a restart, a watcher that fell behind), and resumes after the last
+ * seq it saw, so the caller gets every entry once, in order, whatever happened on the way.
+ */
+
+export interface WatchOptions {
+  /** Replay the entries after this seq first; without it, from now. */
+  after?: number;
+  /** false: entries without their payloads. */
+  payload?: boolean;
+  /** Stops watching (the iterator ends). */
+  signal?: AbortSignal;
+  /** First wait before reconnecting, doubled on each failure in a row (default 500 ms, at most 30 s). */
+  retryDelayMs?: number;
+  /** Told when a connection starts answering (`live`) and when it is lost (`reconnecting`). */
+  onStatus?: (status: "live" | "reconnecting") => void;
+}
+
+const MAX_RETRY_DELAY_MS = 30_000;
+/** Failures no reconnecting can mend. */
+const FINAL = new Set(["not_found", "invalid_request", "unauthorized", "forbidden", "misconfigured"]);
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}
+
+/** An event's data; a frame that is not JSON is no network hiccup, and retrying cannot mend it. */
+function parseData(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new SessionError("internal", "the service sent an event that is not JSON", {
+      data: text.slice(0, 200),
+    });
+  }
+}
+
+export async function* watchStream(
+  http: Transport,
+  path: string,
+  options: WatchOptions = {},
+): AsyncGenerator<SessionEvent> {
+  const { signal } = options;
+  let after = options.after;
+  let failures = 0;
+  const baseDelay = options.retryDelayMs ?? 500;
+  while (!signal?.aborted) {
+    let body: ReadableStream<Uint8Array> | null = null;
+    try {
+      const response = await http.send("GET", path, {
+        query: { after, payload: options.payload === false ? "false" : undefined },
+        headers: { Accept: "text/event-stream" },
+        signal,
+      });
+      body = response.body;
+    } catch (error) {
+      if (signal?.aborted) return;
+      if (error instanceof SessionError && FINAL.has(error.code)) throw error;
+    }
+    if (body) {
+      options.onStatus?.("live");
+      const reader = body.getReader();
+      const sse = new SseReader();
+      const decoder = new TextDecoder();
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          for (const raw of sse.push(decoder.decode(value, { stream: true }))) {
+            const event = { event: raw.event, data: parseData(raw.data) } as SessionEvent;
+            if (raw.id !== undefined) {
+              const seq = Number(raw.id);
+              // Only progress resets the backoff: a stream that fails as soon as it opens
+              // keeps backing off.
+              if (after === undefined || seq > after) failures = 0;
+              after = seq;
+              (event as { id?: number }).id = after;
+            }
+            yield event;
+            if (event.event === "deleted") return;
+          }
+        }
+      } catch (error) {
+        if (error instanceof SessionError) throw error;
+        // The connection dropped: resume below.
+      } finally {
+        await reader.cancel().catch(() => undefined);
+      }
+    }
+    if (signal?.aborted) return;
+    options.onStatus?.("reconnecting");
+    failures++;
+    await sleep(Math.min(MAX_RETRY_DELAY_MS, baseDelay * 2 ** Math.min(failures - 1, 10)), signal);
+  }
+}

@@ -1,0 +1,88 @@
+import type { StoredEntry } from "./entries";
+import type { AutoCompactStatus, SessionInfo } from "./storage";
+
+/*
+ * A session's log made live. Every entry is an `entry` event whose id is its seq, so a watcher
+ * that saw seq n resumes after n and misses nothing. Other events carry what changed without
+ * being entries: `leaf` after each write that moved the head (its id the write's last seq),
+ * `session` when the name, system prompt or metadata changed (and once when a stream opens),
+ * `compaction` when automatic compaction starts, finishes or fails, `deleted` last of all.
+ */
+
+/** An entry without its payload: what `?payload=false` sends. */
+export interface EntrySummary {
+  id: string;
+  parentId: string | null;
+  type: StoredEntry["type"];
+  seq: number;
+  timestamp: string;
+  role?: string;
+}
+
+export type SessionEvent =
+  | { event: "entry"; id: number; data: StoredEntry | EntrySummary }
+  /** `token`: on a WebSocket, what the next `{after}` sends back. */
+  | { event: "leaf"; id: number; data: { leafId: string | null; token?: string } }
+  | { event: "session"; data: SessionInfo }
+  | { event: "compaction"; data: AutoCompactStatus }
+  | { event: "deleted"; data: { id: string } }
+  | { event: "closed"; data: { reason: string } };
+
+export function entrySummary(entry: StoredEntry): EntrySummary {
+  const summary: EntrySummary = {
+    id: entry.id,
+    parentId: entry.parentId,
+    type: entry.type,
+    seq: entry.seq,
+    timestamp: entry.timestamp,
+  };
+  if (entry.type === "message") summary.role = entry.message.role;
+  return summary;
+}
+
+/** One event as Server-Sent Events text (its data is one line of JSON). */
+export function sseFrame(event: SessionEvent): string {
+  const id = "id" in event ? `id: ${event.id}\n` : "";
+  return `event: ${event.event}\n${id}data: ${JSON.stringify(event.data)}\n\n`;
+}
+
+/** The same event as one WebSocket message. */
+export function socketMessage(event: SessionEvent): string {
+  return JSON.stringify(event);
+}
+
+/**
+ * Reads Server-Sent Events from text arriving in pieces: `push` a piece, get back the events it
+ * completed. Comments (heartbeats) are skipped; fields other than event, id and data are ignored.
+ */
+export class SseReader {
+  #rest = "";
+
+  push(text: string): Array<{ event: string; id?: string; data: string }> {
+    this.#rest += text;
+    const events: Array<{ event: string; id?: string; data: string }> = [];
+    for (;;) {
+      const end = this.#rest.search(/\r?\n\r?\n/);
+      if (end < 0) break;
+      const block = this.#rest.slice(0, end);
+      this.#rest = this.#rest.slice(end + (this.#rest[end] === "\r" ? 4 : 2));
+      let event = "message";
+      let id: string | undefined;
+      const data: string[] = [];
+      for (const line of block.split(/\r?\n/)) {
+        if (line === "" || line.startsWith(":")) continue;
+        const colon = line.indexOf(":");
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+        if (field === "event") event = value;
+        else if (field === "id") id = value;
+        else if (field === "data") data.push(value);
+      }
+      if (data.length > 0)
+        events.push(
+          id === undefined ? { event, data: data.join("\n") } : { event, id, data: data.join("\n") },
+        );
+    }
+    return events;
+  }
+}

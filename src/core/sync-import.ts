@@ -1,0 +1,106 @@
+import * as z from "zod";
+import type { SessionEntry } from "./entries";
+import { isTreeEntry } from "./entries";
+import { SessionError } from "./errors";
+import type { ImportedSession, ImportHeader } from "./interchange";
+import { importBatches, writeImport } from "./interchange";
+import { canonicalJson } from "./json";
+import { Session } from "./session";
+import type { SessionStorage } from "./storage";
+
+/*
+ * Importing a file again after it grew. Agents append to their session files and never rewrite
+ * them, so a file whose session is already here either starts with exactly the entries stored
+ * (then only what follows is new) or was changed some other way, and then nothing is overwritten.
+ */
+
+/** What a sync did: made the session, appended what the file gained, or found nothing new. */
+export const SyncSummary = z
+  .object({
+    status: z.enum(["created", "appended", "unchanged"]),
+    appended: z
+      .number()
+      .int()
+      .nonnegative()
+      .meta({ description: "entries written (head moves not counted)" }),
+  })
+  .meta({ id: "SyncSummary" });
+export type SyncSummary = z.infer<typeof SyncSummary>;
+export type SyncStatus = SyncSummary["status"];
+
+export interface SyncResult extends SyncSummary {
+  session: Session;
+}
+
+export interface SyncTarget {
+  /** The session's storage, or undefined when there is no such session. */
+  open(id: string): Promise<SessionStorage | undefined>;
+  /** Makes an empty session with the header; `already_exists` when the id is taken. */
+  create(header: ImportHeader): Promise<SessionStorage>;
+}
+
+/** Runs `open`, answering undefined for a session that does not exist. */
+export async function openIfExists<T>(open: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await open();
+  } catch (error) {
+    if (error instanceof SessionError && error.code === "not_found") return undefined;
+    throw error;
+  }
+}
+
+function diverged(id: string, entryId: string | undefined): SessionError {
+  return new SessionError(
+    "already_exists",
+    entryId === undefined
+      ? `session ${id} holds entries the file does not; nothing was written`
+      : `session ${id} differs from the file from entry ${entryId} on; nothing was written`,
+    { id, ...(entryId === undefined ? {} : { entryId }) },
+  );
+}
+
+/**
+ * How many of the file's entries the session holds already: its tree entries must be the file's
+ * first ones, the same in every field (head moves are not compared: moving the head elsewhere
+ * changes no entry). Anything else is `already_exists`.
+ */
+async function storedPrefix(storage: SessionStorage, entries: readonly SessionEntry[]): Promise<number> {
+  let next = 0;
+  for await (const { seq: _seq, ...stored } of new Session(storage).allEntries()) {
+    if (stored.type === "leaf") continue;
+    while (next < entries.length && !isTreeEntry(entries[next] as SessionEntry)) next++;
+    const expected = entries[next];
+    if (expected === undefined) throw diverged(storage.id, undefined);
+    if (canonicalJson(stored) !== canonicalJson(expected)) throw diverged(storage.id, expected.id);
+    next++;
+  }
+  return next;
+}
+
+/**
+ * Writes a parsed file into the session of its id (or `id`): a new session when there is none;
+ * when the session holds the file's first entries, the rest are appended and the head goes where
+ * the file's is; when it holds the whole file, nothing is written. A session that differs from the
+ * file is `already_exists`, and nothing is written.
+ */
+export async function syncImport(
+  file: ImportedSession,
+  options: { id?: string | undefined },
+  target: SyncTarget,
+): Promise<SyncResult> {
+  const id = options.id ?? file.header.id;
+  const storage = await target.open(id);
+  const treeEntries = (entries: readonly SessionEntry[]) => entries.filter((e) => isTreeEntry(e)).length;
+  if (!storage) {
+    const created = await writeImport(file, { id }, target.create);
+    return { session: new Session(created), status: "created", appended: treeEntries(file.entries) };
+  }
+  const rest = file.entries.slice(await storedPrefix(storage, file.entries));
+  const session = new Session(storage);
+  if (treeEntries(rest) === 0) return { session, status: "unchanged", appended: 0 };
+  // The file's parser checked every entry; the parents of the rest are stored or in the rest. Each
+  // batch is atomic, and a sync cut short between batches goes on where it stopped when run again.
+  for (const batch of importBatches(rest)) await storage.importEntries(batch, { validated: true });
+  if ((await storage.getLeafId()) !== file.leafId) await storage.setLeafId(file.leafId);
+  return { session, status: "appended", appended: treeEntries(rest) };
+}

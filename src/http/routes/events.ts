@@ -1,0 +1,118 @@
+import { createRoute } from "@hono/zod-openapi";
+import * as z from "zod";
+import { SessionError } from "../../core";
+import { errors, json, routes, security, sessionStorage } from "../route-kit";
+import { SessionIdParam } from "../schemas";
+import { ticketFor } from "../socket-ticket";
+
+const EventsQuery = z.object({
+  after: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .meta({ description: "a seq: replay the entries after it first (or Last-Event-ID)" }),
+  payload: z.enum(["true", "false"]).optional().meta({
+    description: "false: entries without their payload ({id, parentId, type, seq, timestamp, role?})",
+  }),
+});
+
+const LastEventId = z.object({
+  "last-event-id": z
+    .string()
+    .optional()
+    .meta({ description: "the id of the last event seen: resume after it" }),
+});
+
+const Ticket = z.object({
+  ticket: z.string(),
+  expiresAt: z.string(),
+  url: z.string().meta({ description: "the WebSocket path with the ticket, to open within a minute" }),
+});
+
+/** Where to resume: `?after=` or the `Last-Event-ID` a reconnecting EventSource sends. */
+function resumePoint(after: number | undefined, lastEventId: string | undefined): number | undefined {
+  if (after !== undefined) return after;
+  if (lastEventId === undefined || lastEventId === "") return undefined;
+  if (!/^\d{1,15}$/.test(lastEventId)) {
+    throw new SessionError("invalid_request", "Last-Event-ID must be an event id (a seq)", { lastEventId });
+  }
+  return Number(lastEventId);
+}
+
+/** A session's events, as Server-Sent Events or over a WebSocket. */
+export const eventRoutes = routes()
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/sessions/{sid}/events",
+      summary: "Events of the session as they happen (Server-Sent Events)",
+      description:
+        "entry (id: its seq), leaf, session, compaction, deleted. With `after` or Last-Event-ID, what came after that seq is replayed first; otherwise only what happens from now.",
+      security,
+      request: { params: SessionIdParam, query: EventsQuery, headers: LastEventId },
+      responses: {
+        200: { content: { "text/event-stream": { schema: z.string() } }, description: "the event stream" },
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { after, payload } = c.req.valid("query");
+      const storage = sessionStorage(c, c.req.valid("param").sid);
+      const from = resumePoint(after, c.req.valid("header")["last-event-id"]);
+      const body = await storage.events(from, payload !== "false");
+      return new Response(body, {
+        headers: {
+          "Content-Type": "text/event-stream; charset=utf-8",
+          "Cache-Control": "no-cache, no-transform",
+          "X-Accel-Buffering": "no",
+        },
+      });
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/sessions/{sid}/tickets",
+      summary: "A one-time ticket to open the session WebSocket (for browsers)",
+      description: "Good for one connection within a minute; read-only keys may ask for one.",
+      security,
+      request: { params: SessionIdParam },
+      responses: { 201: json(Ticket, "the ticket"), ...errors },
+    }),
+    async (c) => {
+      const sid = c.req.valid("param").sid;
+      const { ticket, expiresAt } = await sessionStorage(c, sid).mintTicket();
+      const full = ticketFor(c.get("caller").tenant, ticket);
+      return c.json({ ticket: full, expiresAt, url: `/v1/sessions/${sid}/ws?ticket=${full}` }, 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/sessions/{sid}/ws",
+      summary: "Events of the session over a WebSocket (hibernating)",
+      description:
+        'The same events as JSON messages. `?after=<seq>` replays what came after it; send `{"after": <seq>}` to resume. Authenticate with a bearer key or `?ticket=` from POST …/tickets.',
+      security,
+      request: {
+        params: SessionIdParam,
+        query: EventsQuery.extend({
+          ticket: z.string().optional().meta({ description: "from POST …/tickets" }),
+        }),
+      },
+      responses: { 101: { description: "switching to the WebSocket" }, ...errors },
+    }),
+    async (c) => {
+      if (c.req.header("Upgrade")?.toLowerCase() !== "websocket") {
+        throw new SessionError("invalid_request", "open this with a WebSocket (Upgrade: websocket)");
+      }
+      const answer = await sessionStorage(c, c.req.valid("param").sid).openSocket(c.req.raw);
+      // The object's answer has headers fixed; later middleware (CORS) adds to a copy.
+      return new Response(answer.body, {
+        status: answer.status,
+        headers: new Headers(answer.headers),
+        webSocket: answer.webSocket,
+      });
+    },
+  );

@@ -1,0 +1,90 @@
+import { execFileSync, spawn } from "node:child_process";
+import { join, resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient } from "../../src/client";
+import { user } from "../conformance/fixtures";
+import type { DevServer } from "../support/dev-server";
+import { startDevServer } from "../support/dev-server";
+
+/* `cf-sessions tail` against the real service (wrangler dev), as a person runs it. */
+
+const root = resolve(import.meta.dirname, "../..");
+let server: DevServer;
+
+beforeAll(async () => {
+  execFileSync(process.execPath, [join(root, "scripts/build.mjs")], { cwd: root });
+  server = await startDevServer();
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+/** Runs the command line, handing its output over line by line. */
+function run(args: string[]) {
+  const child = spawn(process.execPath, [join(root, "dist/cli.js"), ...args], {
+    env: { ...process.env, CF_SESSIONS_URL: server.url },
+  });
+  const lines: string[] = [];
+  let rest = "";
+  let waiting: (() => void) | undefined;
+  child.stdout.on("data", (chunk: Buffer) => {
+    rest += chunk.toString("utf8");
+    const parts = rest.split("\n");
+    rest = parts.pop() ?? "";
+    lines.push(...parts);
+    waiting?.();
+  });
+  const exited = new Promise<number>((done) => child.on("close", (code) => done(code ?? 1)));
+  return {
+    lines,
+    exited,
+    async until(match: (line: string) => boolean, timeoutMs = 15_000): Promise<void> {
+      const deadline = Date.now() + timeoutMs;
+      while (!lines.some(match)) {
+        if (Date.now() > deadline) throw new Error(`no such line in ${JSON.stringify(lines)}`);
+        await new Promise<void>((resolve) => {
+          waiting = resolve;
+          setTimeout(resolve, 100);
+        });
+      }
+    },
+  };
+}
+
+describe("cf-sessions tail", () => {
+  it("follows a session as it is written, from a seq, and stops when it is deleted", async () => {
+    const client = createClient({ baseUrl: server.url });
+    const session = await client.create({ id: `tail-${Date.now()}` });
+    await session.appendMessage(user("before"));
+    await session.appendMessage(user("replayed"));
+    const tail = run(["tail", session.id, "--after", "1", "--json"]);
+    await tail.until((line) => line.includes('"event":"leaf"'));
+    await session.appendMessage(user("live one"));
+    await tail.until((line) => line.includes("live one"));
+    await session.delete();
+    expect(await tail.exited).toBe(0);
+    const events = tail.lines.map((line) => JSON.parse(line));
+    expect(events.map((e) => e.event)).toEqual(["session", "entry", "leaf", "entry", "leaf", "deleted"]);
+    expect(events.filter((e) => e.event === "entry").map((e) => e.data.message.content)).toEqual([
+      "replayed",
+      "live one",
+    ]);
+  }, 60_000);
+
+  it("prints one readable line per event", async () => {
+    const client = createClient({ baseUrl: server.url });
+    const session = await client.create({ id: `tail-text-${Date.now()}`, name: "followed" });
+    const tail = run(["tail", session.id]);
+    await tail.until((line) => line.includes("leaf →"));
+    await session.appendMessage(user("hello there"));
+    await tail.until((line) => line.includes("user: hello there"));
+    await session.delete();
+    expect(await tail.exited).toBe(0);
+    expect(tail.lines[0]).toMatch(/session tail-text-\d+ “followed”: 0 entries/);
+    expect(tail.lines.some((line) => /^\s+1 {2}message\s+\S+ {2}← - {2}user: hello there$/.test(line))).toBe(
+      true,
+    );
+    expect(tail.lines[tail.lines.length - 1]).toMatch(/deleted tail-text-/);
+  }, 60_000);
+});

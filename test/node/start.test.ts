@@ -1,0 +1,90 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { freePort } from "../support/dev-server";
+
+/*
+ * `npm start` (scripts/start.mjs): the port from PORT or `--port`, wrangler's own options passed
+ * through, and a wrong port refused before wrangler starts.
+ */
+
+const root = resolve(import.meta.dirname, "../..");
+const state = mkdtempSync(join(tmpdir(), "sessions-start-"));
+afterAll(() => rmSync(state, { recursive: true, force: true }));
+
+function start(args: string[], env: Record<string, string> = {}) {
+  let output = "";
+  const child: ChildProcess = spawn(process.execPath, [join(root, "scripts/start.mjs"), ...args], {
+    cwd: root,
+    env: {
+      ...process.env,
+      PATH: `${join(root, "node_modules/.bin")}:${process.env.PATH ?? ""}`,
+      WRANGLER_SEND_METRICS: "false",
+      CI: "1",
+      ...env,
+    },
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
+  return {
+    exited,
+    output: () => output,
+    async healthy(url: string): Promise<boolean> {
+      const deadline = Date.now() + 60_000;
+      while (Date.now() < deadline && child.exitCode === null) {
+        try {
+          if ((await fetch(`${url}/healthz`)).ok) return true;
+        } catch {
+          // not listening yet
+        }
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      return false;
+    },
+    async stop() {
+      if (child.exitCode === null && child.pid) process.kill(-child.pid, "SIGTERM");
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+      if (child.exitCode === null && child.pid) process.kill(-child.pid, "SIGKILL");
+    },
+  };
+}
+
+describe("npm start", () => {
+  it("listens on PORT, and on --port when both are given", async () => {
+    const fromEnv = await freePort();
+    const server = start(["--persist-to", state, "--show-interactive-dev-session=false"], {
+      PORT: String(fromEnv),
+    });
+    try {
+      expect(await server.healthy(`http://127.0.0.1:${fromEnv}`), server.output()).toBe(true);
+      const listed = await fetch(`http://127.0.0.1:${fromEnv}/v1/sessions`);
+      expect(listed.status).toBe(200);
+    } finally {
+      await server.stop();
+    }
+    const fromFlag = await freePort();
+    const flagged = start(
+      ["--port", String(fromFlag), "--persist-to", state, "--show-interactive-dev-session=false"],
+      {
+        PORT: String(fromEnv),
+      },
+    );
+    try {
+      expect(await flagged.healthy(`http://127.0.0.1:${fromFlag}`), flagged.output()).toBe(true);
+      await expect(fetch(`http://127.0.0.1:${fromEnv}/healthz`)).rejects.toThrow();
+    } finally {
+      await flagged.stop();
+    }
+  }, 150_000);
+
+  it("refuses a port that is not a number, naming it, before starting anything", async () => {
+    const server = start([], { PORT: "eighty" });
+    expect(await server.exited).toBe(2);
+    expect(server.output()).toBe('npm start: the port must be a number from 0 to 65535, not "eighty"\n');
+  });
+});

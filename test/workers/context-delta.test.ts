@@ -1,0 +1,162 @@
+import { describe, expect, it } from "vitest";
+import { api, createSession, expectError, userMessage } from "./helpers";
+
+const assistantMessage = (text: string) => ({
+  type: "message",
+  message: {
+    role: "assistant",
+    content: [{ type: "text", text }],
+    api: "openai-completions",
+    provider: "openai",
+    model: "gpt-test",
+    usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2 },
+    stopReason: "stop",
+    timestamp: 1_700_000_000_000,
+  },
+});
+
+/** A small deterministic generator, so a failing sequence can be replayed. */
+function random(seed: number) {
+  let state = seed >>> 0;
+  return (n: number) => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    return state % n;
+  };
+}
+
+interface Known {
+  version: string;
+  context: {
+    systemPrompt: string;
+    messages: unknown[];
+    thinkingLevel: string;
+    model: unknown;
+    activeToolNames: unknown;
+  };
+}
+
+/** What a client keeping the last context does with an answer to `?since=`. */
+function apply(known: Known | undefined, answer: any): Known {
+  const { version, since, append, reset, messages, ...settings } = answer;
+  if (since !== undefined) {
+    expect(known?.version).toBe(since);
+    return { version, context: { ...settings, messages: [...(known?.context.messages ?? []), ...append] } };
+  }
+  return { version, context: { ...settings, messages } };
+}
+
+describe("contexts that grow by deltas", () => {
+  it("answers only the new messages after an append, and the whole context when the branch moved", async () => {
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, { body: { ...userMessage("q1"), id: "u1" } });
+    const first = await api("GET", `/v1/sessions/${id}/context`);
+    expect(first.body.version).toEqual(expect.any(String));
+    expect(first.headers.get("ETag")).toBe(`"${first.body.version}"`);
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { entries: [assistantMessage("a1"), userMessage("q2")] },
+    });
+    const grown = await api("GET", `/v1/sessions/${id}/context?since=${first.body.version}`);
+    expect(grown.body).toMatchObject({
+      since: first.body.version,
+      model: { provider: "openai", modelId: "gpt-test" },
+    });
+    expect(grown.body.append.map((m: { role: string }) => m.role)).toEqual(["assistant", "user"]);
+    expect(grown.body.messages).toBeUndefined();
+    await api("PUT", `/v1/sessions/${id}/leaf`, { body: { targetId: "u1" } });
+    await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("q1 again") });
+    const moved = await api("GET", `/v1/sessions/${id}/context?since=${grown.body.version}`);
+    expect(moved.body.reset).toBe(true);
+    expect(moved.body.messages.map((m: { content: string }) => m.content)).toEqual(["q1", "q1 again"]);
+  });
+
+  it("never answers a delta or a 304 across a deleted and re-created session of the same id", async () => {
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { entries: [userMessage("old 1"), userMessage("old 2")] },
+    });
+    const old = await api("GET", `/v1/sessions/${id}/context`);
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    expect((await api("POST", "/v1/sessions", { body: { id } })).status).toBe(201);
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { entries: [userMessage("new 1"), userMessage("new 2"), userMessage("new 3")] },
+    });
+    const again = await api("GET", `/v1/sessions/${id}/context?since=${old.body.version}`);
+    expect(again.body.reset).toBe(true);
+    expect(again.body.messages.map((m: { content: string }) => m.content)).toEqual([
+      "new 1",
+      "new 2",
+      "new 3",
+    ]);
+    const etag = old.headers.get("ETag") as string;
+    expect(
+      (await api("GET", `/v1/sessions/${id}/context`, { headers: { "If-None-Match": etag } })).status,
+    ).toBe(200);
+  });
+
+  it("is 304 for If-None-Match with the current version, and a full context for a version it cannot read", async () => {
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("q") });
+    const { headers } = await api("GET", `/v1/sessions/${id}/context`);
+    const etag = headers.get("ETag") as string;
+    const same = await api("GET", `/v1/sessions/${id}/context`, { headers: { "If-None-Match": etag } });
+    expect(same.status).toBe(304);
+    expect(same.text).toBe("");
+    const odd = await api("GET", `/v1/sessions/${id}/context?since=not-a-version`);
+    expect(odd.body).toMatchObject({ reset: true, messages: [{ content: "q" }] });
+    expectError(
+      await api("GET", `/v1/sessions/${id}/context?since=${"9".repeat(80)}`),
+      400,
+      "invalid_request",
+    );
+  });
+
+  it("equals the full context at every step of a random agent loop with moves, compactions and prompt changes", async () => {
+    const id = await createSession();
+    const next = random(20261130);
+    const ids: string[] = [];
+    let known: Known | undefined;
+    const kinds = { delta: 0, reset: 0 };
+    for (let step = 0; step < 80; step++) {
+      const choice = next(10);
+      if (choice < 5 || ids.length < 3) {
+        const body = next(2) === 0 ? userMessage(`u${step}`) : assistantMessage(`a${step}`);
+        const res = await api("POST", `/v1/sessions/${id}/entries`, { body: { ...body, id: `e${step}` } });
+        expect(res.status, res.text).toBe(201);
+        ids.push(`e${step}`);
+      } else if (choice === 5) {
+        const target = ids[next(ids.length)] as string;
+        await api("PUT", `/v1/sessions/${id}/leaf`, { body: { targetId: target } });
+      } else if (choice === 6) {
+        const res = await api("POST", `/v1/sessions/${id}/compact`, {
+          body: { summary: `summary ${step}`, keepRecentTokens: 1 },
+        });
+        expect([201, 409]).toContain(res.status);
+      } else if (choice === 7) {
+        await api("PATCH", `/v1/sessions/${id}`, { body: { systemPrompt: `prompt ${next(3)}` } });
+      } else if (choice === 8) {
+        await api("POST", `/v1/sessions/${id}/entries`, {
+          body: { type: "thinking_level_change", thinkingLevel: next(2) === 0 ? "high" : "low" },
+        });
+      } else {
+        const parent = ids[next(ids.length)] as string;
+        const res = await api("POST", `/v1/sessions/${id}/entries`, {
+          body: { ...userMessage(`branch ${step}`), id: `e${step}`, parentId: parent },
+        });
+        expect(res.status, res.text).toBe(201);
+        ids.push(`e${step}`);
+      }
+      const answer = await api("GET", `/v1/sessions/${id}/context${known ? `?since=${known.version}` : ""}`);
+      expect(answer.status, answer.text).toBe(200);
+      if (answer.body.since !== undefined) kinds.delta++;
+      if (answer.body.reset) kinds.reset++;
+      known = apply(known, answer.body);
+      const full = await api("GET", `/v1/sessions/${id}/context`);
+      expect(known.version, `step ${step}`).toBe(full.body.version);
+      const { version: _version, ...context } = full.body;
+      expect(known.context, `step ${step}`).toEqual(context);
+    }
+    // Both kinds of answer were exercised.
+    expect(kinds.delta).toBeGreaterThan(20);
+    expect(kinds.reset).toBeGreaterThan(5);
+  });
+});

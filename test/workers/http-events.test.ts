@@ -1,0 +1,214 @@
+import { describe, expect, it } from "vitest";
+import { type ReadEvent, watchEvents } from "./events-helpers";
+import { api, createSession, expectError, KEY_A_READ, KEY_B, userMessage } from "./helpers";
+
+async function append(id: string, ...texts: string[]) {
+  const res = await api("POST", `/v1/sessions/${id}/entries`, {
+    body: { entries: texts.map((text) => userMessage(text)) },
+  });
+  expect(res.status, res.text).toBe(201);
+  return res.body as { entries: Array<{ id: string; seq: number }>; leafId: string };
+}
+
+const seqsOf = (events: ReadEvent[]) => events.filter((e) => e.event === "entry").map((e) => Number(e.id));
+
+describe("session events (Server-Sent Events)", () => {
+  it("opens with the session, replays what came after the resume point, then goes live", async () => {
+    const id = await createSession({ body: { name: "watched" } });
+    const first = await append(id, "a", "b");
+    const watch = await watchEvents(id, { after: 1 });
+    expect(watch.status).toBe(200);
+    expect(watch.headers.get("Content-Type")).toMatch(/^text\/event-stream/);
+    const opening = await watch.next();
+    expect(opening).toMatchObject({ event: "session", data: { id, name: "watched" } });
+    expect(opening?.id).toBeUndefined();
+    const replay = await watch.until((e) => e.event === "leaf");
+    expect(replay.map((e) => [e.event, e.id])).toEqual([
+      ["entry", "2"],
+      ["leaf", "2"],
+    ]);
+    expect(replay[0]?.data).toMatchObject({ id: first.entries[1]?.id, seq: 2, message: { content: "b" } });
+    expect(replay[1]?.data).toEqual({ leafId: first.leafId });
+    const next = await append(id, "c");
+    const live = await watch.until((e) => e.event === "leaf");
+    expect(live.map((e) => [e.event, e.id])).toEqual([
+      ["entry", "3"],
+      ["leaf", "3"],
+    ]);
+    expect(live[1]?.data).toEqual({ leafId: next.leafId });
+    await watch.close();
+  });
+
+  it("ends its replay with the head as it was when the stream opened", async () => {
+    const id = await createSession();
+    const before = await append(id, "a", "b");
+    const watch = await watchEvents(id, { after: 0 });
+    // Written after the stream opened, before anything of it was read.
+    await append(id, "late");
+    await watch.next();
+    const replay = await watch.until((e) => e.event === "leaf");
+    expect(replay[replay.length - 1]).toEqual({ event: "leaf", id: "2", data: { leafId: before.leafId } });
+    const live = await watch.until((e) => e.event === "leaf");
+    expect(seqsOf(live)).toEqual([3]);
+    await watch.close();
+  });
+
+  it("ends a stream that is still replaying with deleted when the session goes", async () => {
+    const id = await createSession();
+    const big = "q".repeat(200 * 1024);
+    for (let i = 0; i < 30; i++) await append(id, `${i} ${big}`);
+    const watch = await watchEvents(id, { after: 0 });
+    await watch.next();
+    await watch.next();
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    const rest = await watch.until((e) => e.event === "deleted");
+    expect(rest[rest.length - 1]).toEqual({ event: "deleted", data: { id } });
+    expect(seqsOf(rest).length).toBeLessThan(30);
+    expect(await watch.next()).toBeUndefined();
+  });
+
+  it("takes Last-Event-ID like ?after, and starts live from now without either", async () => {
+    const id = await createSession();
+    await append(id, "a", "b", "c");
+    const resumed = await watchEvents(id, { lastEventId: "2" });
+    await resumed.next();
+    expect(seqsOf(await resumed.until((e) => e.event === "leaf"))).toEqual([3]);
+    await resumed.close();
+    const fresh = await watchEvents(id);
+    await fresh.next();
+    const opening = await fresh.until((e) => e.event === "leaf");
+    expect(seqsOf(opening)).toEqual([]);
+    expect(opening[0]?.id).toBe("3");
+    await append(id, "d");
+    expect(seqsOf(await fresh.until((e) => e.event === "leaf"))).toEqual([4]);
+    await fresh.close();
+  });
+
+  it("sends entries without payloads on ?payload=false", async () => {
+    const id = await createSession();
+    const { entries } = await append(id, "secret words");
+    const watch = await watchEvents(id, { after: 0, payload: false });
+    await watch.next();
+    const entry = await watch.next();
+    expect(entry?.data).toEqual({
+      id: entries[0]?.id,
+      parentId: null,
+      type: "message",
+      seq: 1,
+      timestamp: expect.any(String),
+      role: "user",
+    });
+    await watch.close();
+  });
+
+  it("refuses a resume point after the end, or that is no seq", async () => {
+    const id = await createSession();
+    await append(id, "a");
+    expectError(await api("GET", `/v1/sessions/${id}/events?after=5`), 400, "invalid_request");
+    expectError(await api("GET", `/v1/sessions/${id}/events?after=-1`), 400, "invalid_request");
+    expectError(
+      await api("GET", `/v1/sessions/${id}/events`, { headers: { "Last-Event-ID": "abc" } }),
+      400,
+      "invalid_request",
+    );
+  });
+
+  it("shows another tenant nothing, and lets a read-only key watch", async () => {
+    const id = await createSession();
+    await append(id, "a");
+    expectError(await api("GET", `/v1/sessions/${id}/events?after=0`, { key: KEY_B }), 404, "not_found");
+    const reader = await watchEvents(id, { after: 0, key: KEY_A_READ });
+    expect(reader.status).toBe(200);
+    await reader.next();
+    expect(seqsOf(await reader.until((e) => e.event === "leaf"))).toEqual([1]);
+    await reader.close();
+  });
+
+  it("tells of header changes and ends every stream when the session is deleted", async () => {
+    const id = await createSession();
+    const watch = await watchEvents(id);
+    await watch.until((e) => e.event === "leaf");
+    expect((await api("PATCH", `/v1/sessions/${id}`, { body: { systemPrompt: "be brief" } })).status).toBe(
+      200,
+    );
+    expect(await watch.next()).toMatchObject({ event: "session", data: { id, systemPrompt: "be brief" } });
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    expect(await watch.next()).toEqual({ event: "deleted", data: { id } });
+    expect(await watch.next()).toBeUndefined();
+  });
+
+  it("gives every seq exactly once, in order, across drops and resumes during concurrent appends", async () => {
+    const id = await createSession();
+    const writers = 4;
+    const rounds = 15;
+    const storm = Promise.all(
+      Array.from({ length: writers }, async (_, w) => {
+        for (let r = 0; r < rounds; r++) {
+          const size = 1 + ((w + r) % 3);
+          await append(id, ...Array.from({ length: size }, (_, k) => `w${w} r${r} k${k}`));
+        }
+      }),
+    );
+    const total = Array.from({ length: writers }, (_, w) =>
+      Array.from({ length: rounds }, (_, r) => 1 + ((w + r) % 3)).reduce((a, b) => a + b, 0),
+    ).reduce((a, b) => a + b, 0);
+    const seen: number[] = [];
+    let last = 0;
+    let drops = 0;
+    // Deterministic "random" drop points: after 1, 2, 3 … events, then resume from the last id.
+    while (seen.length < total) {
+      const watch = await watchEvents(id, { after: last });
+      expect(watch.status).toBe(200);
+      let taken = 0;
+      const limit = 1 + (drops % 7);
+      while (taken < limit && seen.length < total) {
+        const event = await watch.next(10_000);
+        if (!event) break;
+        if (event.event !== "entry") continue;
+        seen.push(Number(event.id));
+        last = Number(event.id);
+        taken++;
+      }
+      await watch.close();
+      drops++;
+    }
+    await storm;
+    expect(seen).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+    expect(drops).toBeGreaterThan(5);
+  });
+
+  it("tells watchers when automatic compaction runs, and sends the compaction it wrote", async () => {
+    const id = await createSession();
+    const settings = { contextWindow: 2000, reserveTokens: 500, keepRecentTokens: 300 };
+    expect((await api("PATCH", `/v1/sessions/${id}`, { body: { autoCompact: settings } })).status).toBe(200);
+    const watch = await watchEvents(id);
+    await watch.until((e) => e.event === "leaf");
+    await append(id, ...Array.from({ length: 12 }, (_, i) => `message ${i} ${"word ".repeat(150)}`));
+    const seen = await watch.until((e) => e.event === "compaction" && e.data.state === "idle", 10_000);
+    const states = seen.filter((e) => e.event === "compaction").map((e) => e.data.state);
+    expect(states).toEqual(["running", "idle"]);
+    const written = seen.filter((e) => e.event === "entry" && e.data.type === "compaction");
+    expect(written).toHaveLength(1);
+    expect(seen[seen.length - 1]?.data.lastEntryId).toBe(written[0]?.data.id);
+    await watch.close();
+  });
+
+  it("closes a watcher that stops reading with a reason, and never holds back the writer or other watchers", async () => {
+    const id = await createSession();
+    const slow = await watchEvents(id);
+    await slow.until((e) => e.event === "leaf");
+    const reader = await watchEvents(id);
+    await reader.until((e) => e.event === "leaf");
+    // The slow watcher reads nothing more while about 24 MiB of entries are appended.
+    const big = "y".repeat(1024 * 1024);
+    const reading = reader.until((e) => e.event === "leaf" && e.id === "24", 20_000);
+    for (let i = 0; i < 24; i++) await append(id, `${i} ${big}`);
+    const read = await reading;
+    expect(read.filter((e) => e.event === "entry")).toHaveLength(24);
+    await reader.close();
+    const late = await slow.until((e) => e.event === "closed", 20_000);
+    expect(late[late.length - 1]?.data.reason).toMatch(/slow/);
+    expect(late.filter((e) => e.event === "entry").length).toBeLessThan(24);
+    expect(await slow.next()).toBeUndefined();
+  });
+});

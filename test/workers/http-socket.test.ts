@@ -1,0 +1,187 @@
+import { createExecutionContext, runInDurableObject } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { sessionObjectName } from "../../src/durable";
+import worker from "../../src/worker";
+import { api, createSession, expectError, KEY_A, KEY_A_READ, KEY_B, userMessage } from "./helpers";
+
+interface Message {
+  event: string;
+  id?: number;
+  data: any;
+}
+
+/** A WebSocket to a session's events, its messages collected as they arrive. */
+async function connect(path: string, headers: Record<string, string> = { Authorization: `Bearer ${KEY_A}` }) {
+  const res = await exports.default.fetch(`http://sessions.test${path}`, {
+    headers: { Upgrade: "websocket", ...headers },
+  });
+  const socket = res.webSocket;
+  if (!socket) return { status: res.status, text: await res.text(), live: undefined };
+  socket.accept();
+  const messages: Message[] = [];
+  let waiting: (() => void) | undefined;
+  let closed: { code: number; reason: string } | undefined;
+  socket.addEventListener("message", (event) => {
+    messages.push(JSON.parse(event.data as string));
+    waiting?.();
+  });
+  socket.addEventListener("close", (event) => {
+    closed = { code: event.code, reason: event.reason };
+    waiting?.();
+  });
+  async function until(match: (m: Message) => boolean, timeoutMs = 5000): Promise<Message[]> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const at = messages.findIndex(match);
+      if (at >= 0) return messages.splice(0, at + 1);
+      if (closed) throw new Error(`closed: ${closed.code} ${closed.reason}`);
+      if (Date.now() > deadline) throw new Error(`no matching message; have ${JSON.stringify(messages)}`);
+      await new Promise<void>((resolve) => {
+        waiting = resolve;
+        setTimeout(resolve, 50);
+      });
+    }
+  }
+  return { status: res.status, text: "", live: { socket, until } };
+}
+
+/** A WebSocket that must open. */
+async function open(path: string, headers?: Record<string, string>) {
+  const { status, text, live } = await connect(path, headers);
+  if (!live) throw new Error(`expected 101, got ${status}: ${text}`);
+  return { status, ...live };
+}
+
+async function append(id: string, ...texts: string[]) {
+  const res = await api("POST", `/v1/sessions/${id}/entries`, {
+    body: { entries: texts.map((text) => userMessage(text)) },
+  });
+  expect(res.status).toBe(201);
+  return res.body as { entries: Array<{ id: string; seq: number }>; leafId: string };
+}
+
+const entrySeqs = (messages: Message[]) => messages.filter((m) => m.event === "entry").map((m) => m.id);
+
+describe("session events over a WebSocket", () => {
+  it("replays after ?after=, then sends each write live, from state kept in the socket's attachment", async () => {
+    const id = await createSession();
+    await append(id, "a", "b");
+    const watch = await open(`/v1/sessions/${id}/ws?after=1`);
+    expect(watch.status).toBe(101);
+    const opening = await watch.until((m) => m.event === "leaf");
+    expect(opening[0]).toMatchObject({ event: "session", data: { id } });
+    expect(entrySeqs(opening)).toEqual([2]);
+    // Everything the object needs to keep sending lives with the socket, not in the object's
+    // memory, so a session that hibernates and wakes on the next write still reaches its watchers.
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    const states = await runInDurableObject(stub, (_instance, state) =>
+      state.getWebSockets("events").map((socket) => socket.deserializeAttachment()),
+    );
+    expect(states).toEqual([{ payload: true, cursor: 2, live: true, token: expect.any(String) }]);
+    await append(id, "c", "d");
+    const live = await watch.until((m) => m.event === "leaf");
+    expect(entrySeqs(live)).toEqual([3, 4]);
+    expect(live[0]?.data).toMatchObject({ seq: 3, message: { content: "c" } });
+    watch.socket.close(1000, "done");
+  });
+
+  it("resumes from {after} sent on the socket with the token of the last round", async () => {
+    const id = await createSession();
+    await append(id, "a", "b", "c");
+    const watch = await open(`/v1/sessions/${id}/ws`);
+    const opening = await watch.until((m) => m.event === "leaf");
+    expect(entrySeqs(opening)).toEqual([]);
+    const token = opening[opening.length - 1]?.data.token;
+    expect(token).toMatch(/^[0-9a-f]{16}$/);
+    watch.socket.send(JSON.stringify({ after: 1, token }));
+    const resumed = await watch.until((m) => m.event === "leaf");
+    expect(entrySeqs(resumed)).toEqual([2, 3]);
+    watch.socket.send(JSON.stringify({ after: 99, token: resumed[resumed.length - 1]?.data.token }));
+    const refused = await watch.until((m) => m.event === "closed");
+    // After a resume the socket hears where the session stands, then the refusal.
+    expect(refused.map((m) => m.event)).toEqual(["session", "closed"]);
+    expect(refused[1]?.data.reason).toMatch(/seq from 0 to 3/);
+    watch.socket.close(1000, "done");
+  });
+
+  it("replays a long history in rounds, one unread round at most: a request without the last token closes the socket", async () => {
+    const id = await createSession();
+    const big = "z".repeat(300 * 1024);
+    for (let i = 0; i < 8; i++) await append(id, `${i} ${big}`);
+    const watch = await open(`/v1/sessions/${id}/ws?after=0`);
+    const first = await watch.until((m) => m.event === "more");
+    const round = entrySeqs(first);
+    expect(round.length).toBeGreaterThan(0);
+    expect(round.length).toBeLessThan(8);
+    const more = first[first.length - 1]?.data;
+    expect(more.after).toBe(round[round.length - 1]);
+    const seen = [...round];
+    let next = more;
+    for (;;) {
+      watch.socket.send(JSON.stringify({ after: next.after, token: next.token }));
+      const got = await watch.until((m) => m.event === "more" || m.event === "leaf");
+      seen.push(...entrySeqs(got));
+      const last = got[got.length - 1];
+      if (last?.event === "leaf") break;
+      next = last?.data;
+    }
+    expect(seen).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    // Asking again without reading the last round's end (no token) is not served.
+    watch.socket.send(JSON.stringify({ after: 0 }));
+    await expect(watch.until((m) => m.event === "entry", 1000)).rejects.toThrow(/closed: 1008/);
+  });
+
+  it("upgrades with CORS origins configured (the answer's headers are copied, not changed)", async () => {
+    const id = await createSession();
+    const res = await worker.fetch(
+      new Request(`http://sessions.test/v1/sessions/${id}/ws`, {
+        headers: { Upgrade: "websocket", Authorization: `Bearer ${KEY_A}` },
+      }),
+      { ...env, CORS_ALLOWED_ORIGINS: "https://app.example" },
+      createExecutionContext(),
+    );
+    expect(res.status).toBe(101);
+    res.webSocket?.accept();
+    res.webSocket?.close(1000, "done");
+  });
+
+  it("opens with a one-time ticket (for browsers), read-only keys included", async () => {
+    const id = await createSession();
+    await append(id, "a");
+    const minted = await api("POST", `/v1/sessions/${id}/tickets`, { key: KEY_A_READ, body: {} });
+    expect(minted.status, minted.text).toBe(201);
+    expect(minted.body.url).toBe(`/v1/sessions/${id}/ws?ticket=${minted.body.ticket}`);
+    const watch = await open(`${minted.body.url}&after=0`, {});
+    expect(entrySeqs(await watch.until((m) => m.event === "leaf"))).toEqual([1]);
+    watch.socket.close(1000, "done");
+    // Used up.
+    const again = await connect(`${minted.body.url}&after=0`, {});
+    expect(again.status).toBe(401);
+  });
+
+  it("refuses a forged ticket, another tenant, and a handshake from another site", async () => {
+    const id = await createSession();
+    const minted = await api("POST", `/v1/sessions/${id}/tickets`, { body: {} });
+    const forged = `${minted.body.ticket.slice(0, -4)}0000`;
+    expect((await connect(`/v1/sessions/${id}/ws?ticket=${forged}`, {})).status).toBe(401);
+    expect((await connect(`/v1/sessions/${id}/ws?ticket=garbage`, {})).status).toBe(401);
+    const other = await connect(`/v1/sessions/${id}/ws`, { Authorization: `Bearer ${KEY_B}` });
+    expect(other.status).toBe(404);
+    const crossSite = await connect(`/v1/sessions/${id}/ws`, {
+      Authorization: `Bearer ${KEY_A}`,
+      Origin: "https://evil.example",
+    });
+    expect(crossSite.status).toBe(403);
+    expectError(await api("GET", `/v1/sessions/${id}/ws`), 400, "invalid_request");
+    expectError(await api("POST", `/v1/sessions/${id}/tickets`, { key: KEY_B, body: {} }), 404, "not_found");
+  });
+
+  it("says deleted and closes when the session is deleted", async () => {
+    const id = await createSession();
+    const watch = await open(`/v1/sessions/${id}/ws`);
+    await watch.until((m) => m.event === "leaf");
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    expect((await watch.until((m) => m.event === "deleted"))[0]?.data).toEqual({ id });
+  });
+});

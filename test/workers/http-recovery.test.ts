@@ -4,6 +4,7 @@ import { describe, expect, it, vi } from "vitest";
 import type { DurableEnv } from "../../src/durable";
 import { sessionObjectName } from "../../src/durable";
 import { directoryShard, shardCount, shardOf } from "../../src/durable/directory-shards";
+import { watchEvents } from "./events-helpers";
 import {
   api,
   apiWith,
@@ -102,6 +103,25 @@ describe("deleting and restoring", () => {
     );
     await runDurableObjectAlarm(sessionStub(id));
     expect((await api("GET", `/v1/sessions/${id}`)).body.entryCount).toBe(6);
+  });
+
+  it("ends its watchers' streams, refuses new ones while deleted, and is watched again once restored", async () => {
+    const id = await createSession();
+    await fill(id);
+    const watch = await watchEvents(id);
+    await watch.until((e) => e.event === "leaf");
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    expect(await watch.next()).toEqual({ event: "deleted", data: { id } });
+    expect(await watch.next()).toBeUndefined();
+    expect((await watchEvents(id)).status).toBe(404);
+    expectError(await api("POST", `/v1/sessions/${id}/tickets`, { body: {} }), 404, "not_found");
+    expect((await api("POST", `/v1/sessions/${id}/restore`, { body: {} })).status).toBe(200);
+    const again = await watchEvents(id);
+    expect(again.status).toBe(200);
+    await again.until((e) => e.event === "leaf");
+    await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("back again") });
+    expect((await again.until((e) => e.event === "entry")).at(-1)?.data.message.content).toBe("back again");
+    await again.close();
   });
 
   it("answers 409 to restoring a session that is not deleted, and 404 to one never created", async () => {
@@ -217,9 +237,17 @@ describe("expiry", () => {
     const soon = new Date(Date.now() + 400).toISOString();
     const patched = await api("PATCH", `/v1/sessions/${id}`, { body: { expiresAt: soon } });
     expect(patched.body.expiresAt).toBe(soon);
-    const alarm = await runInDurableObject(sessionStub(id), (_instance, state) => state.storage.getAlarm());
-    expect(alarm).not.toBeNull();
-    expect(alarm as number).toBeLessThanOrEqual(Date.parse(soon));
+    // The object wakes by then (a directory report may run first; it arms the expiry after it).
+    await vi.waitFor(
+      async () => {
+        const alarm = await runInDurableObject(sessionStub(id), (_instance, state) =>
+          state.storage.getAlarm(),
+        );
+        expect(alarm).not.toBeNull();
+        expect(alarm as number).toBeLessThanOrEqual(Date.parse(soon));
+      },
+      { timeout: 300, interval: 10 },
+    );
     await new Promise((resolve) => setTimeout(resolve, 450));
     await runDurableObjectAlarm(sessionStub(id));
     expectError(await api("GET", `/v1/sessions/${id}`), 404, "not_found");

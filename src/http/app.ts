@@ -30,7 +30,10 @@ const DOCUMENT = {
     title: "cf-sessions",
     version: "1",
     description: "Persistent, branchable conversation history for LLM agents.",
+    license: { name: "MIT", identifier: "MIT" },
   },
+  // The document is served by the service it describes: paths are relative to where it was read.
+  servers: [{ url: "/", description: "this service" }],
 };
 
 /**

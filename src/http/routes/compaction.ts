@@ -9,6 +9,7 @@ export const compactionRoutes = routes().openapi(
   createRoute({
     method: "post",
     path: "/v1/sessions/{sid}/compact",
+    operationId: "compactSession",
     summary: "Compact the current branch",
     description:
       "Summarizes what the kept part (at least keepRecentTokens of the newest messages) drops and appends the compaction at the leaf.",

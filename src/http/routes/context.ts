@@ -19,6 +19,7 @@ export const contextRoutes = routes()
     createRoute({
       method: "get",
       path: "/v1/sessions/{sid}/context",
+      operationId: "getContext",
       summary: "What to send to a model from a leaf",
       security,
       description:
@@ -52,6 +53,7 @@ export const contextRoutes = routes()
     createRoute({
       method: "put",
       path: "/v1/sessions/{sid}/leaf",
+      operationId: "moveLeaf",
       summary: "Move the head",
       security,
       request: { params: SessionIdParam, headers: IfMatch, body: body(MoveLeafBody) },

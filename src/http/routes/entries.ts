@@ -38,6 +38,7 @@ export const entryRoutes = routes()
     createRoute({
       method: "post",
       path: "/v1/sessions/{sid}/entries",
+      operationId: "appendEntries",
       summary: "Append an entry or an atomic batch",
       description:
         "Each entry's parent defaults to the leaf (in a batch, to the previous entry). Resending an entry with the same id and content is an idempotent replay (200).",
@@ -68,6 +69,7 @@ export const entryRoutes = routes()
     createRoute({
       method: "post",
       path: "/v1/sessions/{sid}/import",
+      operationId: "writeEntries",
       summary: "Write entries verbatim into a session",
       description:
         "For restores and copies: ids, parents, timestamps and leaf records are kept as given (parents must exist); the rules for new appends (default parent, replays, label targets) do not apply. At most 1,000 entries.",
@@ -95,6 +97,7 @@ export const entryRoutes = routes()
     createRoute({
       method: "get",
       path: "/v1/sessions/{sid}/entries",
+      operationId: "listEntries",
       summary: "Entries in append order, paged by seq",
       security,
       request: { params: SessionIdParam, query: EntriesQuery },
@@ -110,6 +113,7 @@ export const entryRoutes = routes()
     createRoute({
       method: "get",
       path: "/v1/sessions/{sid}/entries/{eid}",
+      operationId: "getEntry",
       summary: "One entry",
       security,
       request: { params: EntryIdParams },
@@ -126,6 +130,7 @@ export const entryRoutes = routes()
     createRoute({
       method: "get",
       path: "/v1/sessions/{sid}/branch",
+      operationId: "getBranch",
       summary: "The path root → leaf",
       security,
       request: { params: SessionIdParam, query: LeafQuery },
@@ -141,6 +146,7 @@ export const entryRoutes = routes()
     createRoute({
       method: "get",
       path: "/v1/sessions/{sid}/tree",
+      operationId: "getTree",
       summary: "The whole tree, without payloads",
       security,
       request: { params: SessionIdParam },

@@ -46,6 +46,7 @@ export const eventRoutes = routes()
     createRoute({
       method: "get",
       path: "/v1/sessions/{sid}/events",
+      operationId: "watchEvents",
       summary: "Events of the session as they happen (Server-Sent Events)",
       description:
         "entry (id: its seq), leaf, session, compaction, deleted. With `after` or Last-Event-ID, what came after that seq is replayed first; otherwise only what happens from now.",
@@ -74,6 +75,7 @@ export const eventRoutes = routes()
     createRoute({
       method: "post",
       path: "/v1/sessions/{sid}/tickets",
+      operationId: "createSocketTicket",
       summary: "A one-time ticket to open the session WebSocket (for browsers)",
       description: "Good for one connection within a minute; read-only keys may ask for one.",
       security,
@@ -91,6 +93,7 @@ export const eventRoutes = routes()
     createRoute({
       method: "get",
       path: "/v1/sessions/{sid}/ws",
+      operationId: "openEventSocket",
       summary: "Events of the session over a WebSocket (hibernating)",
       description:
         'The same events as JSON messages. `?after=<seq>` replays what came after it; send `{"after": <seq>}` to resume. Authenticate with a bearer key or `?ticket=` from POST …/tickets.',

@@ -17,6 +17,7 @@ export const sessionRoutes = routes()
     createRoute({
       method: "post",
       path: "/v1/sessions",
+      operationId: "createSession",
       summary: "Create a session",
       description:
         "An id held by a deleted session (still restorable) is taken over: that session is purged first.",
@@ -39,6 +40,7 @@ export const sessionRoutes = routes()
     createRoute({
       method: "get",
       path: "/v1/sessions",
+      operationId: "listSessions",
       summary: "List sessions, newest first",
       security,
       request: { query: ListSessionsQuery },
@@ -50,6 +52,7 @@ export const sessionRoutes = routes()
     createRoute({
       method: "get",
       path: "/v1/sessions/{sid}",
+      operationId: "getSession",
       summary: "Describe a session",
       security,
       request: { params: SessionIdParam },
@@ -64,6 +67,7 @@ export const sessionRoutes = routes()
     createRoute({
       method: "patch",
       path: "/v1/sessions/{sid}",
+      operationId: "updateSession",
       summary: "Rename, or change the system prompt or metadata",
       security,
       request: { params: SessionIdParam, body: body(PatchSessionBody) },
@@ -83,6 +87,7 @@ export const sessionRoutes = routes()
     createRoute({
       method: "delete",
       path: "/v1/sessions/{sid}",
+      operationId: "deleteSession",
       summary: "Delete a session",
       description:
         "The session leaves the listing and every route answers 404, but POST …/restore brings it back whole within the recovery window (RECOVERY_WINDOW_SECONDS, seven days by default); then it is purged. purge=true deletes it for good at once, a deleted one too.",
@@ -121,6 +126,7 @@ export const sessionRoutes = routes()
     createRoute({
       method: "post",
       path: "/v1/sessions/{sid}/fork",
+      operationId: "forkSession",
       summary: "A new session holding the path to an entry",
       security,
       request: { params: SessionIdParam, body: body(ForkBody) },

@@ -21,6 +21,7 @@ export const backupRoutes = routes()
     createRoute({
       method: "get",
       path: "/v1/export",
+      operationId: "exportTenant",
       summary: "Export every session of the tenant as one NDJSON stream",
       description:
         'A line {"type":"export","format":"cf-tenant","version":1}, then each session as its native export (header line, entries) followed by {"type":"cursor","cursor":…} once complete, and {"type":"end","sessions":n} at the end. Newest first by creation. A session that fails while sent is followed by {"type":"error",…} instead of its cursor. To resume a cut stream, pass the last cursor line\'s cursor. Deleted sessions are not exported.',
@@ -46,6 +47,7 @@ export const backupRoutes = routes()
     createRoute({
       method: "post",
       path: TENANT_IMPORT_PATH,
+      operationId: "importTenant",
       summary: "Import a tenant stream (from GET /v1/export, or native exports one after another)",
       description:
         "application/x-ndjson, read as it arrives. Each session is written on its own and listed once all its entries are: one that fails is left out and reported, and the import goes on. A session whose id is taken is skipped (existing=skip, default) or reported refused (existing=refuse); an id held by a deleted session is taken over; a session a previous import left incomplete is written again. The answer lists every session with its status.",

@@ -8,6 +8,7 @@ export const retentionRoutes = routes()
     createRoute({
       method: "get",
       path: "/v1/retention",
+      operationId: "getRetention",
       summary: "Retention of the tenant",
       security,
       responses: {
@@ -21,6 +22,7 @@ export const retentionRoutes = routes()
     createRoute({
       method: "put",
       path: "/v1/retention",
+      operationId: "setRetention",
       summary: "Set the retention of the tenant",
       description:
         "Sessions with no write for idleDays are deleted, as by DELETE: restorable for the recovery window. Checked about hourly by each directory shard; null turns it off. A session's own expiresAt applies as well.",

@@ -12,6 +12,7 @@ export const searchRoutes = routes()
     createRoute({
       method: "get",
       path: "/v1/sessions/{sid}/search",
+      operationId: "searchSession",
       summary: "Search the entries of a session",
       description: `Over message text (user, assistant, tool results), summaries, custom messages, labels and names; the model's thinking with thinking=true. Indexed as entries are written. ${QUERY_SYNTAX}`,
       security,
@@ -27,6 +28,7 @@ export const searchRoutes = routes()
     createRoute({
       method: "get",
       path: "/v1/search",
+      operationId: "searchSessions",
       summary: "Search the sessions of the tenant",
       description: `Sessions ranked by their name, labels, preview and text (each session's beginning and its most recent text), with the best snippet of each field that matched. Served from the tenant's directory: what a session wrote is found within DIRECTORY_SYNC_MS. ${QUERY_SYNTAX}`,
       security,

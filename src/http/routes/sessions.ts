@@ -106,6 +106,7 @@ export const sessionRoutes = routes()
     createRoute({
       method: "post",
       path: "/v1/sessions/{sid}/restore",
+      operationId: "restoreSession",
       summary: "Restore a deleted session",
       description:
         "Within the recovery window: the session as it was when deleted, listed again. An expiresAt that has passed is cleared. 404 when it was never created or has been purged; 409 when it is not deleted.",

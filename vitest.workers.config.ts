@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 import "./test/support/fake-llm.setup.ts";
 
 const sha256 = (key: string) => createHash("sha256").update(key).digest("hex");
@@ -43,6 +43,10 @@ export default defineConfig({
   test: {
     name: "workers",
     include: ["test/workers/**/*.test.ts"],
+    // Tests at scale take minutes: `npm run test:scale` runs them.
+    exclude: process.env.SCALE_TESTS
+      ? configDefaults.exclude
+      : [...configDefaults.exclude, "**/*.scale.test.ts"],
     // The Worker serves the viewer's bundle, which must be built before it loads.
     globalSetup: ["./test/support/fake-llm.setup.ts", "./scripts/build-viewer.mjs"],
     testTimeout: 60_000,

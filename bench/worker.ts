@@ -1,9 +1,11 @@
 import { DurableObject } from "cloudflare:workers";
 import type { EntryInput, SessionHeader } from "../src/core";
 import { newId, nowIso } from "../src/core";
-import type { SessionDirectory } from "../src/durable";
+import type { DurableEnv } from "../src/durable";
+import { directoryShard, shardCount, shardOf } from "../src/durable/directory-shards";
 import { EntryRows } from "../src/durable/entry-rows";
 import { PathReads } from "../src/durable/path-reads";
+import type { DirectoryReport } from "../src/durable/session-directory";
 import { sqlOf } from "../src/durable/sql";
 import { SqliteSession } from "../src/durable/sqlite-session";
 import { createApp } from "../src/http";
@@ -71,6 +73,31 @@ export class BenchObject extends DurableObject {
     return { ms: (performance.now() - start) / iterations, messages };
   }
 
+  /**
+   * The search index alone: `count` rows of `size` characters into an FTS5 table like a session's,
+   * in one transaction, as an append of that batch indexes them.
+   */
+  indexBatch(count: number, size: number): { ms: number } {
+    const sql = this.ctx.storage.sql;
+    sql.exec(
+      "CREATE VIRTUAL TABLE IF NOT EXISTS bench_text USING fts5(text, thinking, tokenize='porter unicode61')",
+    );
+    sql.exec("DELETE FROM bench_text");
+    const rows = Array.from({ length: count }, (_, i) => [
+      i + 1,
+      `${i} ${"lorem ipsum dolor sit amet ".repeat(Math.ceil(size / 27))}`.slice(0, size),
+      "",
+    ]);
+    const start = performance.now();
+    this.ctx.storage.transactionSync(() => {
+      sql.exec(
+        "INSERT INTO bench_text (rowid, text, thinking) SELECT value->>0, value->>1, value->>2 FROM json_each(?)",
+        JSON.stringify(rows),
+      );
+    });
+    return { ms: performance.now() - start };
+  }
+
   /** Nothing: the floor of a request that reaches an object. */
   noop(): { ok: true } {
     return { ok: true };
@@ -95,27 +122,66 @@ export class BenchObject extends DurableObject {
   }
 }
 
-/** Fills a tenant's directory with `count` listed sessions (reports as session objects send them). */
-async function fillDirectory(directory: DurableObjectStub<SessionDirectory>, count: number): Promise<void> {
-  const base = Date.parse("2026-01-01T00:00:00.000Z");
-  for (let i = 0; i < count; i++) {
-    const at = new Date(base + i * 1000).toISOString();
-    await directory.put({
-      info: {
-        id: `listed-${i}`,
-        metadata: {},
-        createdAt: at,
-        updatedAt: at,
-        leafId: null,
-        entryCount: i % 50,
-        messageCount: i % 50,
-        bytes: (i % 50) * 200,
-        preview: `session number ${i}`,
-      },
-      incarnation: "bench",
-      version: 1,
-    });
-  }
+/** Words of the reports' text: a tenant search for one of them finds 1 session in RARE_WORDS. */
+const RARE_WORDS = 5000;
+/** Characters of message text a report carries: a long session's whole digest. */
+const DIGEST_CHARS = 8000;
+
+/** A report as a session object sends it, with the digest of a long session's text. */
+function report(tenant: string, shard: number, i: number): DirectoryReport {
+  const at = new Date(Date.parse("2026-01-01T00:00:00.000Z") + i * 1000).toISOString();
+  return {
+    info: {
+      id: `listed-${i}`,
+      name: `session ${i}`,
+      metadata: {},
+      createdAt: at,
+      updatedAt: at,
+      leafId: null,
+      entryCount: i % 50,
+      messageCount: i % 50,
+      bytes: (i % 50) * 200,
+      preview: `session number ${i} about w${i % RARE_WORDS}x`,
+    },
+    incarnation: "bench",
+    version: 1,
+    tenant,
+    shard,
+    search: {
+      labels: `label ${i % 100}`,
+      text: `w${i % RARE_WORDS}x ${"lorem ipsum dolor sit amet consectetur adipiscing elit ".repeat(DIGEST_CHARS / 55)}`.slice(
+        0,
+        DIGEST_CHARS,
+      ),
+    },
+  };
+}
+
+/**
+ * Sends reports `from` to `to` of a tenant's sessions to the shards their ids hash to (over
+ * `shards`), `concurrency` at a time, as many session objects reporting at once would. Answers the
+ * time it took and each report's latency.
+ */
+async function sendReports(
+  env: DurableEnv,
+  tenant: string,
+  options: { from: number; to: number; shards: number; concurrency: number },
+): Promise<{ ms: number; latencies: number[] }> {
+  const latencies: number[] = [];
+  let next = options.from;
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: options.concurrency }, async () => {
+      while (next < options.to) {
+        const i = next++;
+        const shard = shardOf(`listed-${i}`, options.shards);
+        const sent = performance.now();
+        await directoryShard(env, tenant, shard).put(report(tenant, shard, i));
+        latencies.push(performance.now() - sent);
+      }
+    }),
+  );
+  return { ms: performance.now() - start, latencies };
 }
 
 const app = createApp();
@@ -123,13 +189,17 @@ const app = createApp();
 export default {
   async fetch(request: Request, env: { BENCH: DurableObjectNamespace<BenchObject> }, ctx: ExecutionContext) {
     const url = new URL(request.url);
-    if (url.pathname === "/bench-directory/fill") {
-      const directory = (env as unknown as { DIRECTORY: DurableObjectNamespace<SessionDirectory> }).DIRECTORY;
-      await fillDirectory(
-        directory.getByName(url.searchParams.get("tenant") ?? "local"),
-        Number(url.searchParams.get("count")),
+    if (url.pathname === "/bench-directory/reports") {
+      const durableEnv = env as unknown as DurableEnv;
+      const number = (name: string, otherwise: number) => Number(url.searchParams.get(name) ?? otherwise);
+      return Response.json(
+        await sendReports(durableEnv, url.searchParams.get("tenant") ?? "local", {
+          from: number("from", 0),
+          to: number("to", 0),
+          shards: number("shards", shardCount(durableEnv)),
+          concurrency: number("concurrency", 32),
+        }),
       );
-      return Response.json({ ok: true });
     }
     const match = /^\/bench\/([^/]+)\/([a-zA-Z]+)$/.exec(url.pathname);
     if (!match) return app.fetch(request, env as never, ctx);
@@ -144,6 +214,10 @@ export default {
         return Response.json(await stub.buildFromStorage(Number(url.searchParams.get("iterations") ?? 1)));
       case "noop":
         return Response.json(await stub.noop());
+      case "indexBatch":
+        return Response.json(
+          await stub.indexBatch(Number(url.searchParams.get("count")), Number(url.searchParams.get("size"))),
+        );
       case "rawSql":
         return Response.json(
           await stub.rawSql(Number(url.searchParams.get("count")), Number(url.searchParams.get("size"))),

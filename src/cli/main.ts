@@ -1,10 +1,20 @@
 import { parseArgs } from "node:util";
 import { ConnectionError, createClient } from "../client";
-import { checkExportFormat, contentText, MAX_ENTRIES_PAGE, MAX_SESSIONS_PAGE, SessionError } from "../core";
+import type { ExistingSessions } from "../core";
+import {
+  checkExportFormat,
+  contentText,
+  MAX_ENTRIES_PAGE,
+  MAX_SEARCH_HITS,
+  MAX_SESSIONS_PAGE,
+  SessionError,
+} from "../core";
 import { writeFileAtomically } from "./atomic-file";
+import { backup, restore } from "./backup";
 import { checkProgress, importFiles } from "./import-files";
 import type { Output } from "./output";
 import { columns, fail, UsageError } from "./output";
+import { search } from "./search";
 import { eventLine } from "./tail";
 import { drawTree } from "./tree-text";
 
@@ -29,8 +39,12 @@ commands:
   sync <file|dir>             import, and append to sessions imported before what their files gained since
   export <id>                 a session as NDJSON (native or pi)
   fork <id> <entry>           a new session holding the path to <entry>
-  rm <id>                     delete a session
+  rm <id>                     delete a session (restorable for the service's recovery window)
+  undelete <id>               restore a deleted session
   tail <id>                   follow a session's entries as they are written (like tail -f)
+  search <query>              the tenant's sessions matching a query (or one session's entries: --session)
+  backup <dir>                every session of the tenant into a folder (resumes an interrupted backup)
+  restore <dir|file>          a backup folder (or a tenant export file) back into the tenant
 
 options (every command):
   --url <url>       the service (default: $CF_SESSIONS_URL, else http://127.0.0.1:8787)
@@ -79,7 +93,31 @@ options (every command):
   fork: `usage: cf-sessions fork <id> <entry> [--id <new id>] [--name <name>] [--before]
 
   --before      fork at the parent of a user message (to edit and resend it)`,
-  rm: `usage: cf-sessions rm <id>`,
+  rm: `usage: cf-sessions rm <id> [--purge]
+
+  Deletes the session: it can be restored (cf-sessions undelete) until the service's recovery
+  window closes (seven days by default).
+  --purge       delete it for good, now (a deleted session too)`,
+  undelete: `usage: cf-sessions undelete <id>
+
+  Brings back a deleted session, whole, within the recovery window.`,
+  search: `usage: cf-sessions search <query> [--session <id>] [--limit N] [--order newest|rank] [--thinking]
+
+  Without --session: the tenant's sessions, best first, with what matched in their name, labels,
+  preview or text. With --session: that session's entries, newest first (--order rank: best
+  first); --thinking searches the model's thinking too.
+  The query: words (all required, matched after stemming), "a phrase", prefix*, a OR b, -word.`,
+  backup: `usage: cf-sessions backup <dir>
+
+  Every session of the tenant into <dir>/sessions/<id>.ndjson (native exports), with progress.
+  <dir>/backup.json records how far it got: run the same command again to resume an interrupted
+  backup after its last complete session. Exit code 1 when sessions could not be read or the
+  export stopped early.`,
+  restore: `usage: cf-sessions restore <dir|file> [--existing skip|refuse]
+
+  A backup folder (or a file saved from GET /v1/export) back into the tenant, a few MiB per
+  request, with progress. Sessions already there are skipped (--existing refuse reports them as
+  refused instead); run it again to resume. Exit code 1 when a session failed or was refused.`,
   tail: `usage: cf-sessions tail <id> [--after seq]
 
   Prints each entry as it is written, and head moves, until the session is deleted or you stop
@@ -146,6 +184,10 @@ function parse(argv: string[]) {
         name: { type: "string" },
         out: { type: "string" },
         before: { type: "boolean" },
+        purge: { type: "boolean" },
+        session: { type: "string" },
+        thinking: { type: "boolean" },
+        existing: { type: "string" },
       },
     });
   } catch (error) {
@@ -320,9 +362,76 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
     }
     case "rm": {
       const id = arg(rest, 0, "id");
-      await client.delete(id);
-      output.out(json ? JSON.stringify({ deleted: id }) : `deleted ${id}`);
+      if (values.purge) await client.purge(id);
+      else await client.delete(id);
+      const what = values.purge ? "purged" : "deleted";
+      output.out(json ? JSON.stringify({ [what]: id }) : `${what} ${id}`);
       return 0;
+    }
+    case "undelete": {
+      const info = await client.restore(arg(rest, 0, "id"));
+      output.out(json ? JSON.stringify(info) : `restored ${info.id} (${info.entryCount} entries)`);
+      return 0;
+    }
+    case "search":
+      return search(
+        client,
+        arg(rest, 0, "query"),
+        {
+          session: values.session,
+          limit: limit(MAX_SEARCH_HITS, "hits", "the best ones come first"),
+          order: values.order,
+          thinking: values.thinking,
+          json,
+        },
+        output,
+      );
+    case "backup": {
+      const dir = arg(rest, 0, "dir");
+      const result = await backup(client, dir, (text) => {
+        if (output.isTTY) output.err(`\r${text}`);
+      });
+      if (output.isTTY && result.written > 0) output.err("\n");
+      const { state } = result;
+      for (const { id, error } of state.failed) output.err(`failed: ${id}: ${JSON.stringify(error)}\n`);
+      if (json) output.out(JSON.stringify({ ...state, written: result.written, resumed: result.resumed }));
+      else if (!state.complete)
+        output.out(
+          `the export stopped early after ${state.sessions} sessions; run the same command to resume`,
+        );
+      else if (result.written === 0 && !result.resumed)
+        output.out(
+          `the backup in ${dir} is complete already (${state.sessions} sessions); use another folder for a new one`,
+        );
+      else {
+        const unread = state.failed.length > 0 ? `, ${state.failed.length} could not be read` : "";
+        output.out(`backed up ${state.sessions} sessions into ${dir}${unread}`);
+      }
+      return state.complete && state.failed.length === 0 ? 0 : 1;
+    }
+    case "restore": {
+      const existing: ExistingSessions =
+        values.existing === undefined || values.existing === "skip"
+          ? "skip"
+          : values.existing === "refuse"
+            ? "refuse"
+            : fail("--existing is skip or refuse");
+      const result = await restore(client, arg(rest, 0, "dir|file"), existing, (text) => {
+        if (output.isTTY) output.err(`\r${text}`);
+      });
+      if (output.isTTY) output.err("\n");
+      for (const problem of result.problems) {
+        const line = problem.error?.line === undefined ? "" : ` (line ${problem.error.line})`;
+        output.err(
+          `${problem.status}: ${problem.id ?? "(unreadable header)"}: ${problem.error?.message ?? ""}${line}\n`,
+        );
+      }
+      if (json) output.out(JSON.stringify(result));
+      else
+        output.out(
+          `restored ${result.imported}, skipped ${result.skipped} (already there), refused ${result.refused}, failed ${result.failed}`,
+        );
+      return result.failed + result.refused > 0 ? 1 : 0;
     }
   }
   return 2;

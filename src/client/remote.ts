@@ -11,6 +11,7 @@ import type {
   CreateSessionOptions,
   EntryInput,
   EntryQuery,
+  ExistingSessions,
   ExportFormat,
   ForkOptions,
   HeaderPatch,
@@ -32,10 +33,15 @@ import type {
   SessionInfo,
   SessionPage,
   SessionRepo,
+  SessionSearchOptions,
+  SessionSearchPage,
   SessionStorage,
   StoredEntry,
   SyncResult,
   SyncSummary,
+  TenantImportReport,
+  TenantSearchOptions,
+  TenantSearchPage,
   TreeEntry,
   TreeNode,
 } from "../core";
@@ -100,6 +106,23 @@ export type ContextAnswer =
 type ServiceCompactOptions = Omit<CompactOptions, "summarizer" | "signal">;
 type ServiceNavigateOptions = Omit<NavigateOptions, "summarizer" | "signal">;
 
+/** The lines of an NDJSON answer as it arrives, each ending in a newline. */
+async function* responseLines(response: Response): AsyncGenerator<string> {
+  if (!response.body) return;
+  const decoder = new TextDecoder();
+  const reader = response.body.getReader();
+  let rest = "";
+  for (;;) {
+    const { done, value } = await reader.read();
+    rest += decoder.decode(value, { stream: !done });
+    const lines = rest.split("\n");
+    rest = lines.pop() ?? "";
+    for (const line of lines) if (line) yield `${line}\n`;
+    if (done) break;
+  }
+  if (rest) yield `${rest}\n`;
+}
+
 /** A session kept by the service: the `SessionStorage` interface over its HTTP API. */
 export class RemoteStorage implements SessionStorage {
   readonly id: string;
@@ -120,6 +143,7 @@ export class RemoteStorage implements SessionStorage {
     if (info.name !== undefined) header.name = info.name;
     if (info.systemPrompt !== undefined) header.systemPrompt = info.systemPrompt;
     if (info.parentSession) header.parentSession = info.parentSession;
+    if (info.expiresAt !== undefined) header.expiresAt = info.expiresAt;
     if (info.autoCompact) {
       const { status: _status, ...settings } = info.autoCompact;
       header.autoCompact = settings;
@@ -319,20 +343,15 @@ export class RemoteStorage implements SessionStorage {
 
   /** The session as NDJSON lines (native or pi), streamed. */
   async *exportLines(format: ExportFormat = "native"): AsyncGenerator<string> {
-    const response = await this.#http.send("GET", this.#path("/export"), { query: { format } });
-    if (!response.body) return;
-    const decoder = new TextDecoder();
-    const reader = response.body.getReader();
-    let rest = "";
-    for (;;) {
-      const { done, value } = await reader.read();
-      rest += decoder.decode(value, { stream: !done });
-      const lines = rest.split("\n");
-      rest = lines.pop() ?? "";
-      for (const line of lines) if (line) yield `${line}\n`;
-      if (done) break;
-    }
-    if (rest) yield `${rest}\n`;
+    yield* responseLines(await this.#http.send("GET", this.#path("/export"), { query: { format } }));
+  }
+
+  /** The session's entries matching a query (see `GET /v1/sessions/:sid/search`). */
+  search(options: SessionSearchOptions): Promise<SessionSearchPage> {
+    const { thinking, ...rest } = options;
+    return this.#http.json("GET", this.#path("/search"), {
+      query: { ...rest, ...(thinking === undefined ? {} : { thinking: String(thinking) }) },
+    });
   }
 
   async delete(): Promise<void> {
@@ -433,6 +452,11 @@ export class RemoteSession extends Session {
     return this.storage.exportLines(format);
   }
 
+  /** The entries matching a query: `q` in the search syntax, newest first or by rank, paged. */
+  search(q: string, options: Omit<SessionSearchOptions, "q"> = {}): Promise<SessionSearchPage> {
+    return this.storage.search({ q, ...options });
+  }
+
   protected override sibling(storage: SessionStorage): Session {
     return new RemoteSession(storage as RemoteStorage);
   }
@@ -468,8 +492,46 @@ export class RemoteRepo implements SessionRepo {
     });
   }
 
+  /** Deletes a session: restorable with `restore` for the service's recovery window. */
   async delete(id: string): Promise<void> {
     await this.storage(id).delete();
+  }
+
+  /** Deletes a session for good, now (a deleted one too). */
+  async purge(id: string): Promise<void> {
+    await this.#http.json("DELETE", sessionPath(id), { query: { purge: "true" } });
+  }
+
+  /** Brings a deleted session back, within the recovery window. */
+  restore(id: string): Promise<SessionInfo> {
+    return this.#http.json("POST", sessionPath(id, "/restore"), { body: {} });
+  }
+
+  /** The tenant's sessions best matching a query, with the snippets that matched. */
+  search(q: string, options: Omit<TenantSearchOptions, "q"> = {}): Promise<TenantSearchPage> {
+    return this.#http.json("GET", "v1/search", { query: { q, limit: options.limit } });
+  }
+
+  /** Every session of the tenant as NDJSON lines (`GET /v1/export`), from `cursor` when resuming. */
+  async *exportTenant(cursor?: string): AsyncGenerator<string> {
+    yield* responseLines(await this.#http.send("GET", "v1/export", { query: { cursor } }));
+  }
+
+  /** Writes the sessions of a tenant stream (or native exports one after another). */
+  importTenant(text: string, options: { existing?: ExistingSessions } = {}): Promise<TenantImportReport> {
+    return this.#http.json("POST", "v1/import", {
+      query: { existing: options.existing },
+      raw: { body: text, contentType: "application/x-ndjson" },
+    });
+  }
+
+  /** The tenant's retention: sessions with no write for `idleDays` are deleted (null: kept). */
+  retention(): Promise<{ idleDays: number | null }> {
+    return this.#http.json("GET", "v1/retention");
+  }
+
+  setRetention(idleDays: number | null): Promise<{ idleDays: number | null }> {
+    return this.#http.json("PUT", "v1/retention", { body: { idleDays }, idempotent: true });
   }
 
   async fork(id: string, targetId: string, options?: ForkOptions): Promise<RemoteSession> {

@@ -1,3 +1,4 @@
+import { SessionError } from "./errors";
 import { checkSessionId, newId, nowIso } from "./ids";
 import type { CreateSessionOptions, HeaderPatch, SessionHeader } from "./storage";
 
@@ -14,6 +15,7 @@ export function newSessionHeader(
   if (options.name !== undefined) header.name = options.name;
   if (options.systemPrompt !== undefined) header.systemPrompt = options.systemPrompt;
   if (options.parentSession) header.parentSession = options.parentSession;
+  if (options.expiresAt !== undefined) header.expiresAt = options.expiresAt;
   return header;
 }
 
@@ -24,5 +26,14 @@ export function patchHeader(header: SessionHeader, patch: HeaderPatch): SessionH
   if (patch.metadata !== undefined) next.metadata = patch.metadata;
   if (patch.autoCompact === null) delete next.autoCompact;
   else if (patch.autoCompact !== undefined) next.autoCompact = patch.autoCompact;
+  if (patch.expiresAt === null) delete next.expiresAt;
+  else if (patch.expiresAt !== undefined) next.expiresAt = patch.expiresAt;
   return next;
+}
+
+/** An expiry given by a caller must lie ahead: one in the past would delete the session at once. */
+export function checkExpiresAt(expiresAt: string | null | undefined, now = Date.now()): void {
+  if (typeof expiresAt === "string" && Date.parse(expiresAt) <= now) {
+    throw new SessionError("invalid_request", "expiresAt must be in the future", { expiresAt });
+  }
 }

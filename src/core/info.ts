@@ -66,6 +66,7 @@ export function sessionInfo(header: SessionHeader, stats: SessionStats, leafId: 
   if (header.parentSession) info.parentSession = header.parentSession;
   if (stats.preview !== undefined) info.preview = stats.preview;
   if (header.autoCompact) info.autoCompact = { ...header.autoCompact };
+  if (header.expiresAt !== undefined) info.expiresAt = header.expiresAt;
   return info;
 }
 

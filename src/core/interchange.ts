@@ -20,6 +20,7 @@ export interface ImportHeader {
   systemPrompt?: string;
   metadata: Record<string, unknown>;
   parentSession?: ParentSession;
+  expiresAt?: string;
 }
 
 /** A repair made on the way in (a torn last line dropped, a missing parent made a root, …), at the 1-based line of the file it concerns. */

@@ -1,7 +1,8 @@
 import * as z from "zod";
 import { Id, Timestamp } from "./entries";
-import type { ImportedSession } from "./interchange";
+import type { ImportedSession, ImportHeader } from "./interchange";
 import { checkImportEntries, leafAfter, sessionEntries } from "./interchange";
+import type { NumberedLine } from "./ndjson";
 import { lineError, ndjsonLines, parseLine } from "./ndjson";
 import type { Session } from "./session";
 import { Metadata, ParentSession } from "./storage";
@@ -25,6 +26,7 @@ const NativeHeader = z.object({
   systemPrompt: z.string().optional(),
   metadata: Metadata.optional(),
   parentSession: ParentSession.optional(),
+  expiresAt: Timestamp.optional(),
 });
 
 /** The export of a session as NDJSON lines (each ending in a newline), read page by page. */
@@ -40,20 +42,36 @@ export async function* exportNative(session: Session): AsyncGenerator<string> {
     systemPrompt: header.systemPrompt,
     metadata: header.metadata,
     parentSession: header.parentSession,
+    expiresAt: header.expiresAt,
   })}\n`;
   for await (const entry of sessionEntries(session)) yield `${JSON.stringify(entry)}\n`;
+}
+
+/** A native header line read as the header of the session it opens; `invalid_request` at its line otherwise. */
+export function parseNativeHeader(line: NumberedLine): ImportHeader {
+  const parsed = NativeHeader.safeParse(parseLine(line));
+  if (!parsed.success) {
+    throw lineError(line.line, `not a ${NATIVE_FORMAT} version ${NATIVE_VERSION} header`, {
+      issues: parsed.error.issues.map((i) => ({ path: i.path, message: i.message })),
+    });
+  }
+  const { name, systemPrompt, parentSession, metadata, expiresAt } = parsed.data;
+  return {
+    id: parsed.data.id,
+    createdAt: parsed.data.createdAt,
+    metadata: metadata ?? {},
+    ...(name === undefined ? {} : { name }),
+    ...(systemPrompt === undefined ? {} : { systemPrompt }),
+    ...(parentSession === undefined ? {} : { parentSession }),
+    ...(expiresAt === undefined ? {} : { expiresAt }),
+  };
 }
 
 export function parseNative(text: string): ImportedSession {
   const lines = ndjsonLines(text);
   const first = lines.next();
   if (first.done) throw lineError(1, "empty file: expected a session header");
-  const parsed = NativeHeader.safeParse(parseLine(first.value));
-  if (!parsed.success) {
-    throw lineError(first.value.line, `not a ${NATIVE_FORMAT} version ${NATIVE_VERSION} header`, {
-      issues: parsed.error.issues.map((i) => ({ path: i.path, message: i.message })),
-    });
-  }
+  const header = parseNativeHeader(first.value);
   const raw: unknown[] = [];
   const numbers: number[] = [];
   for (const line of lines) {
@@ -61,18 +79,5 @@ export function parseNative(text: string): ImportedSession {
     numbers.push(line.line);
   }
   const entries = checkImportEntries(raw, numbers);
-  const { name, systemPrompt, parentSession, metadata } = parsed.data;
-  return {
-    header: {
-      id: parsed.data.id,
-      createdAt: parsed.data.createdAt,
-      metadata: metadata ?? {},
-      ...(name === undefined ? {} : { name }),
-      ...(systemPrompt === undefined ? {} : { systemPrompt }),
-      ...(parentSession === undefined ? {} : { parentSession }),
-    },
-    entries,
-    leafId: leafAfter(entries),
-    warnings: [],
-  };
+  return { header, entries, leafId: leafAfter(entries), warnings: [] };
 }

@@ -46,8 +46,17 @@ export const SessionHeader = z.object({
   metadata: Metadata,
   parentSession: ParentSession.optional(),
   autoCompact: AutoCompactSettings.optional(),
+  expiresAt: Timestamp.optional(),
 });
 export type SessionHeader = z.infer<typeof SessionHeader>;
+
+/**
+ * When the service deletes a session by itself (recoverably, like a DELETE). The library's own
+ * backends keep it as data.
+ */
+export const ExpiresAt = Timestamp.meta({
+  description: "ISO 8601; the service deletes the session then (recoverable for the recovery window)",
+});
 
 export const SessionInfo = z
   .object({
@@ -66,6 +75,9 @@ export const SessionInfo = z
     parentSession: ParentSession.optional(),
     preview: z.string().optional().meta({ description: "the first user message's text, at most 200 chars" }),
     autoCompact: AutoCompactSettings.and(z.object({ status: AutoCompactStatus.optional() })).optional(),
+    expiresAt: Timestamp.optional().meta({
+      description: "when the service deletes the session (recoverably)",
+    }),
   })
   .meta({ id: "SessionInfo" });
 export type SessionInfo = z.infer<typeof SessionInfo>;
@@ -76,6 +88,7 @@ export const CreateSessionOptions = z
     name: z.string().optional(),
     systemPrompt: z.string().optional(),
     metadata: Metadata.optional(),
+    expiresAt: ExpiresAt.optional(),
   })
   .strict();
 export type CreateSessionOptions = z.infer<typeof CreateSessionOptions>;
@@ -88,6 +101,7 @@ export const HeaderPatch = z
       description:
         "compact by itself when the context passes contextWindow - reserveTokens; null turns it off",
     }),
+    expiresAt: ExpiresAt.nullable().optional().meta({ description: "null: the session never expires" }),
   })
   .strict();
 export type HeaderPatch = z.infer<typeof HeaderPatch>;

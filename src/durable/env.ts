@@ -12,4 +12,8 @@ export interface DurableEnv extends SummarizerConfig {
   QUOTAS?: string;
   /** Workers Analytics Engine dataset for metrics (see metrics.ts); unset, none are written. */
   METRICS?: AnalyticsEngineDataset;
+  /** Shards of each tenant's directory (default 1, at most 64); it may grow, never shrink. */
+  DIRECTORY_SHARDS?: string;
+  /** Seconds a deleted session can be restored (default 604800, seven days); then it is purged. */
+  RECOVERY_WINDOW_SECONDS?: string;
 }

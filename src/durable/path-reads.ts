@@ -61,6 +61,11 @@ export class PathReads {
       SELECT seq, id, type, depth FROM path`.toArray();
   }
 
+  /** The entries on the path from `seq` up to depth `minDepth`, `seq` first, ids only. */
+  ancestors(seq: number, minDepth: number): Step[] {
+    return this.#walk(seq, minDepth);
+  }
+
   /** The path root → `leafId` (on a path, seq grows from parent to child). */
   path(leafId: string | null): Step[] {
     if (leafId === null) return [];

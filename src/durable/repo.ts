@@ -4,6 +4,7 @@ import type {
   AppendResult,
   CreateSessionOptions,
   EntryQuery,
+  ExistingSessions,
   ForkOptions,
   HeaderPatch,
   ImportedSession,
@@ -11,22 +12,32 @@ import type {
   LeafEntry,
   LeafOptions,
   ListOptions,
+  NumberedLine,
   Result,
   SessionEntry,
   SessionHeader,
   SessionInfo,
   SessionPage,
   SessionRepo,
+  SessionSearchOptions,
+  SessionSearchPage,
   SessionStorage,
   StoredEntry,
   SyncResult,
+  TenantImportReport,
+  TenantSearchOptions,
+  TenantSearchPage,
+  TenantSearchResult,
   TreeEntry,
   TreeNode,
 } from "../core";
 import {
   buildTree,
   checkSessionId,
+  DEFAULT_SEARCH_HITS,
+  exportTenant,
   forkExtras,
+  importTenant,
   newSessionHeader,
   openIfExists,
   Session,
@@ -35,12 +46,22 @@ import {
   utf8Length,
   writeImport,
 } from "../core";
+import {
+  directoryShard,
+  directoryShards,
+  mergePages,
+  mergeSearchResults,
+  shardCount,
+  shardOf,
+} from "./directory-shards";
 import type { EntryPage } from "./entry-rows";
 import type { DurableEnv } from "./env";
 import type { ForkSource } from "./fork-copy";
+import { recoveryWindowMs } from "./lifecycle";
 import { sessionObjectName } from "./names";
 import type { Quotas } from "./quotas";
 import { quotasFor } from "./quotas";
+import type { Retention } from "./session-directory";
 import type { SessionObject } from "./session-object";
 import type { TenantUsage } from "./tenant-usage";
 import { tenantUsage } from "./tenant-usage";
@@ -207,7 +228,7 @@ export class SessionObjectStorage implements SessionStorage {
       metadata: source.header.metadata,
       parentSession: { id: this.id, entryId: source.leafId ?? targetId },
     });
-    const fork = await this.#repo.initialize(header, false, source.bytes);
+    const fork = await this.#repo.initialize(header, false, { bytes: source.bytes });
     try {
       // Entries cross as the JSON they are stored as: never parsed here, never validated again.
       let rest = source.seqs;
@@ -234,9 +255,14 @@ export class SessionObjectStorage implements SessionStorage {
     return call(this.#stub.importJson(json));
   }
 
-  /** Creates the session in its (empty) object, about to receive `bytes` of entries. */
-  async init(tenant: string, header: SessionHeader, publish: boolean, bytes = 0): Promise<SessionInfo> {
-    return call(this.#stub.init(tenant, header, publish, bytes));
+  /** Creates the session in its (empty) object (see `SessionObject.init`). */
+  async init(
+    tenant: string,
+    header: SessionHeader,
+    publish: boolean,
+    options: { shard: number; replacePending?: boolean; bytes?: number },
+  ): Promise<SessionInfo> {
+    return call(this.#stub.init(tenant, header, publish, options));
   }
 
   /** Lists the session in the directory now. */
@@ -244,8 +270,23 @@ export class SessionObjectStorage implements SessionStorage {
     return this.#stub.publish();
   }
 
+  /** Deletes the session, restorable for the recovery window (RECOVERY_WINDOW_SECONDS). */
   delete(): Promise<void> {
-    return call(this.#stub.destroy());
+    return call(this.#stub.destroy(this.#repo.recoveryMs));
+  }
+
+  /** Deletes the session for good, now (a deleted one too). */
+  purge(): Promise<void> {
+    return call(this.#stub.purge());
+  }
+
+  /** Brings a deleted session back within its recovery window. */
+  restore(): Promise<SessionInfo> {
+    return call(this.#stub.restore());
+  }
+
+  search(options: SessionSearchOptions): Promise<SessionSearchPage> {
+    return call(this.#stub.search(options));
   }
 
   async cleanup(): Promise<void> {}
@@ -271,10 +312,24 @@ export class DurableRepo implements SessionRepo {
     );
   }
 
-  /** @internal creates the object of a new session, about to receive `bytes` of entries. */
-  async initialize(header: SessionHeader, publish: boolean, bytes = 0): Promise<SessionObjectStorage> {
+  /** How long a deleted session stays restorable. */
+  get recoveryMs(): number {
+    return recoveryWindowMs(this.#env);
+  }
+
+  /** The directory shard a new session reports to, for its whole life. */
+  #shardFor(id: string): number {
+    return shardOf(id, shardCount(this.#env));
+  }
+
+  /** @internal creates the object of a new session (about to receive `bytes` of entries). */
+  async initialize(
+    header: SessionHeader,
+    publish: boolean,
+    options: { replacePending?: boolean; bytes?: number } = {},
+  ): Promise<SessionObjectStorage> {
     const storage = this.storage(header.id);
-    await storage.init(this.tenant, header, publish, bytes);
+    await storage.init(this.tenant, header, publish, { ...options, shard: this.#shardFor(header.id) });
     return storage;
   }
 
@@ -295,7 +350,7 @@ export class DurableRepo implements SessionRepo {
   /** Creates a session and answers its info in one call to its object. */
   async createSession(options: CreateSessionOptions = {}): Promise<SessionInfo> {
     const header = newSessionHeader(options);
-    return this.storage(header.id).init(this.tenant, header, true);
+    return this.storage(header.id).init(this.tenant, header, true, { shard: this.#shardFor(header.id) });
   }
 
   async open(id: string): Promise<Session> {
@@ -304,8 +359,68 @@ export class DurableRepo implements SessionRepo {
     return new Session(storage);
   }
 
+  /** A page of the tenant's sessions: every directory shard asked at once, their pages merged. */
   async list(options: ListOptions = {}): Promise<SessionPage> {
-    return call(this.#env.DIRECTORY.getByName(this.tenant).list(options));
+    const pages = await Promise.all(
+      directoryShards(this.#env, this.tenant).map((shard) => call<SessionPage>(shard.list(options))),
+    );
+    return mergePages(pages, options);
+  }
+
+  /** The tenant's sessions best matching a query, from the directory shards (no session is opened). */
+  async search(options: TenantSearchOptions): Promise<TenantSearchPage> {
+    const answers = await Promise.all(
+      directoryShards(this.#env, this.tenant).map((shard) =>
+        call<TenantSearchResult[]>(shard.search(options)),
+      ),
+    );
+    return { results: mergeSearchResults(answers, options.limit ?? DEFAULT_SEARCH_HITS) };
+  }
+
+  restore(id: string): Promise<SessionInfo> {
+    return this.storage(id).restore();
+  }
+
+  purge(id: string): Promise<void> {
+    return this.storage(id).purge();
+  }
+
+  /** The tenant's retention, as its first directory shard holds it. */
+  retention(): Promise<Retention> {
+    return directoryShard(this.#env, this.tenant, 0).retention();
+  }
+
+  /** Sets the tenant's retention on every directory shard (each sweeps its own sessions). */
+  async setRetention(retention: Retention): Promise<Retention> {
+    await Promise.all(
+      directoryShards(this.#env, this.tenant).map((shard, index) =>
+        shard.setRetention(retention, this.tenant, index),
+      ),
+    );
+    return retention;
+  }
+
+  /** Every session of the tenant as one stream of lines (see core's tenant-stream.ts). */
+  exportTenant(cursor: string | null = null): AsyncGenerator<string> {
+    return exportTenant(
+      { list: (options) => this.list(options), open: async (id) => new Session(this.storage(id)) },
+      cursor,
+    );
+  }
+
+  /**
+   * Writes the sessions of a tenant stream. Each is listed once all its entries are written; one a
+   * previous import left incomplete (its id taken, not listed) is written again from the start.
+   */
+  importTenant(lines: AsyncIterable<NumberedLine>, existing: ExistingSessions): Promise<TenantImportReport> {
+    return importTenant(
+      lines,
+      {
+        begin: (header) => this.initialize(newSessionHeader(header), false, { replacePending: true }),
+        finish: (storage) => (storage as SessionObjectStorage).publish(),
+      },
+      { existing },
+    );
   }
 
   async delete(id: string): Promise<void> {
@@ -326,7 +441,7 @@ export class DurableRepo implements SessionRepo {
     const limited = quotas.maxSessionBytes !== undefined || quotas.maxTenantBytes !== undefined;
     const bytes = limited ? storedBytes(file.entries) : 0;
     const storage = (await writeImport(file, options, (header) =>
-      this.initialize(newSessionHeader(header), false, bytes),
+      this.initialize(newSessionHeader(header), false, { bytes }),
     )) as SessionObjectStorage;
     await storage.publish();
     return new Session(storage);

@@ -45,6 +45,25 @@ const MIGRATIONS = [
   CREATE TABLE labels (target_id TEXT PRIMARY KEY, label TEXT NOT NULL)
   `,
   `ALTER TABLE session ADD COLUMN auto_compaction TEXT`,
+  // Where the session reports, whether it is complete, deleted or due to be purged (lifecycle.ts);
+  // the full-text index of its entries (search-index.ts), and how much of a session written before
+  // the index existed is still to be indexed.
+  `
+  CREATE TABLE lifecycle (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    directory_shard INTEGER NOT NULL DEFAULT 0,
+    pending_since INTEGER,
+    deleted_at INTEGER,
+    purge_at INTEGER
+  );
+  CREATE VIRTUAL TABLE entry_text USING fts5(text, thinking, tokenize='porter unicode61');
+  CREATE TABLE search_backfill (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    next_seq INTEGER NOT NULL,
+    end_seq INTEGER NOT NULL
+  );
+  INSERT INTO search_backfill (singleton, next_seq, end_seq) SELECT 1, 1, seq + 1 FROM entries ORDER BY seq DESC LIMIT 1
+  `,
 ];
 
 /**

@@ -1,13 +1,40 @@
 import { DurableObject } from "cloudflare:workers";
-import type { ListOptions, Result, SessionInfo, SessionPage } from "../core";
-import { capture, decodeCursor, encodeCursor, sessionsPageLimit } from "../core";
+import type {
+  ListOptions,
+  Result,
+  SessionInfo,
+  SessionMatch,
+  SessionPage,
+  TenantSearchOptions,
+  TenantSearchResult,
+} from "../core";
+import {
+  capture,
+  DEFAULT_SEARCH_HITS,
+  decodeCursor,
+  encodeCursor,
+  ftsQuery,
+  isQueryError,
+  readSnippet,
+  SessionError,
+  sessionsPageLimit,
+  unwrap,
+} from "../core";
+import { directoryShard, rankResults } from "./directory-shards";
+import type { DurableEnv } from "./env";
+import { sessionObjectName } from "./names";
+import type { SearchDigest } from "./search-index";
+import type { ExpiryOutcome } from "./session-object";
 import type { Sql } from "./sql";
 import { migrate, sqlOf } from "./sql";
 
 /*
- * One per tenant: the list of the tenant's sessions, kept from what each session object reports,
- * so listing never wakes a session. Reports are idempotent and ordered by a per-session version;
- * a deleted session leaves a tombstone so a late report cannot bring it back.
+ * One shard of a tenant's directory (directory-shards.ts): the list of the sessions that report to
+ * it, kept from what each session object reports, so listing and searching never wake a session.
+ * Reports are idempotent and ordered by a per-session version; a deleted session leaves a
+ * tombstone so a late report cannot bring it back (a restore lifts it). Each session's name,
+ * labels, preview and a digest of its text are indexed for the tenant's search. The shard also
+ * enforces the tenant's retention: an alarm asks sessions idle for longer to delete themselves.
  */
 
 const MIGRATIONS = [
@@ -27,6 +54,21 @@ const MIGRATIONS = [
     incarnation TEXT NOT NULL,
     deleted_at INTEGER NOT NULL,
     PRIMARY KEY (id, incarnation)
+  )
+  `,
+  // The search index (rowid = the session's row), ranked with names weighing most; rows listed
+  // before it existed are indexed by their name and preview until they report again. Which tenant
+  // and shard this is, and the tenant's retention.
+  `
+  CREATE VIRTUAL TABLE session_text USING fts5(name, labels, preview, text, tokenize='porter unicode61');
+  INSERT INTO session_text (session_text, rank) VALUES ('rank', 'bm25(10.0, 5.0, 3.0, 1.0)');
+  INSERT INTO session_text (rowid, name, labels, preview, text)
+    SELECT rowid, coalesce(info->>'name', ''), '', coalesce(info->>'preview', ''), '' FROM sessions;
+  CREATE TABLE shard (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    tenant TEXT NOT NULL,
+    shard INTEGER NOT NULL,
+    idle_days INTEGER
   )
   `,
   // The tenant's usage, summed from the reports as they land, so reading it never scans the list.
@@ -59,6 +101,34 @@ const MIGRATIONS = [
 
 /** Tombstones outlive any report still in flight by far; older ones are dropped. */
 const TOMBSTONE_MS = 7 * 24 * 3600 * 1000;
+const DAY_MS = 24 * 3600 * 1000;
+/** How often the retention sweep looks for idle sessions. */
+const SWEEP_INTERVAL_MS = 3600 * 1000;
+/** Idle sessions one step of the sweep handles, and how many it asks at once. */
+const SWEEP_BATCH = 100;
+const SWEEP_PARALLEL = 10;
+/** Words around a match in the snippet of a session's text. */
+const SNIPPET_WORDS = 16;
+
+const FIELDS: SessionMatch["field"][] = ["name", "labels", "preview", "text"];
+/**
+ * Candidates each shard ranks for every result asked: bm25 picks them within the shard, then the
+ * score below orders them. bm25's figures depend on the shard's own statistics and cannot be
+ * compared across shards; the score can.
+ */
+const CANDIDATES_PER_RESULT = 3;
+
+/**
+ * A session's score for a query: matches in its name outrank any in its labels, which outrank any
+ * in its preview, then in its text; within a field, more matches (up to 9) score more.
+ */
+export function matchScore(matches: readonly SessionMatch[]): number {
+  const weight: Record<SessionMatch["field"], number> = { name: 1000, labels: 100, preview: 10, text: 1 };
+  return matches.reduce(
+    (score, match) => score + weight[match.field] * Math.min(match.highlights.length, 9),
+    0,
+  );
+}
 
 export interface DirectoryReport {
   info: SessionInfo;
@@ -66,6 +136,11 @@ export interface DirectoryReport {
   incarnation: string;
   /** Grows with every write to the session; older reports are ignored. */
   version: number;
+  /** The tenant and shard the report goes to (the shard learns who it is from them). */
+  tenant?: string;
+  shard?: number;
+  /** What the tenant's search finds the session by, besides its name and preview. */
+  search?: SearchDigest;
 }
 
 /** What a tenant stores, as its sessions last reported it. */
@@ -75,27 +150,83 @@ export interface TenantUsage {
   bytes: number;
 }
 
-export class SessionDirectory extends DurableObject<Record<string, never>> {
-  readonly #sql: Sql;
+/** The tenant's retention: sessions idle (no write) for this many days are deleted; null keeps them. */
+export interface Retention {
+  idleDays: number | null;
+}
 
-  constructor(ctx: DurableObjectState, env: Record<string, never>) {
+interface Identity {
+  tenant: string;
+  shard: number;
+  idleDays: number | null;
+}
+
+export class SessionDirectory extends DurableObject<DurableEnv> {
+  readonly #sql: Sql;
+  #identity: Identity | undefined;
+
+  constructor(ctx: DurableObjectState, env: DurableEnv) {
     super(ctx, env);
     this.#sql = sqlOf(ctx.storage.sql);
     ctx.storage.transactionSync(() => migrate(ctx.storage.sql, MIGRATIONS));
+    const row = this.#sql<{ tenant: string; shard: number; idle_days: number | null }>`
+      SELECT tenant, shard, idle_days FROM shard`.toArray()[0];
+    if (row) this.#identity = { tenant: row.tenant, shard: row.shard, idleDays: row.idle_days };
   }
 
-  put(report: DirectoryReport): void {
+  #saveIdentity(identity: Identity): void {
+    this.#sql`INSERT OR REPLACE INTO shard (singleton, tenant, shard, idle_days)
+      VALUES (1, ${identity.tenant}, ${identity.shard}, ${identity.idleDays})`;
+    this.#identity = identity;
+  }
+
+  /**
+   * Learns which tenant and shard this is from the first report. A shard added when the count
+   * grew asks shard 0 for the tenant's retention, which was set before it existed.
+   */
+  async #learn(tenant: string, shard: number): Promise<void> {
+    if (this.#identity) return;
+    let idleDays: number | null = null;
+    if (shard !== 0) {
+      try {
+        idleDays = (await directoryShard(this.env, tenant, 0).retention()).idleDays;
+      } catch (error) {
+        console.error("directory: could not read the tenant's retention", String(error));
+      }
+    }
+    if (this.#identity) return;
+    this.#saveIdentity({ tenant, shard, idleDays });
+    await this.#armSweep();
+  }
+
+  async put(report: DirectoryReport): Promise<void> {
+    if (report.tenant !== undefined && report.shard !== undefined)
+      await this.#learn(report.tenant, report.shard);
     const { info, incarnation, version } = report;
     const buried = this
       .#sql`SELECT 1 FROM tombstones WHERE id = ${info.id} AND incarnation = ${incarnation}`.toArray();
     if (buried.length > 0) return;
     const json = JSON.stringify(info);
-    this.#sql`INSERT INTO sessions (id, incarnation, version, created_at, updated_at, info)
+    const written = this.#sql<{ rowid: number }>`
+      INSERT INTO sessions (id, incarnation, version, created_at, updated_at, info)
       VALUES (${info.id}, ${incarnation}, ${version}, ${info.createdAt}, ${info.updatedAt}, ${json})
       ON CONFLICT (id) DO UPDATE SET
         incarnation = excluded.incarnation, version = excluded.version,
         created_at = excluded.created_at, updated_at = excluded.updated_at, info = excluded.info
-      WHERE sessions.incarnation != excluded.incarnation OR sessions.version < excluded.version`;
+      WHERE sessions.incarnation != excluded.incarnation OR sessions.version < excluded.version
+      RETURNING rowid`.toArray()[0];
+    if (!written) return;
+    this.#sql`DELETE FROM session_text WHERE rowid = ${written.rowid}`;
+    this.#sql`INSERT INTO session_text (rowid, name, labels, preview, text)
+      VALUES (${written.rowid}, ${info.name ?? ""}, ${report.search?.labels ?? ""}, ${info.preview ?? ""},
+        ${report.search?.text ?? ""})`;
+  }
+
+  #drop(id: string): void {
+    const row = this.#sql<{ rowid: number }>`SELECT rowid FROM sessions WHERE id = ${id}`.toArray()[0];
+    if (!row) return;
+    this.#sql`DELETE FROM session_text WHERE rowid = ${row.rowid}`;
+    this.#sql`DELETE FROM sessions WHERE rowid = ${row.rowid}`;
   }
 
   remove(id: string, incarnation: string): void {
@@ -103,7 +234,9 @@ export class SessionDirectory extends DurableObject<Record<string, never>> {
     this.ctx.storage.transactionSync(() => {
       this
         .#sql`INSERT OR IGNORE INTO tombstones (id, incarnation, deleted_at) VALUES (${id}, ${incarnation}, ${now})`;
-      this.#sql`DELETE FROM sessions WHERE id = ${id} AND incarnation = ${incarnation}`;
+      const listed = this
+        .#sql`SELECT 1 FROM sessions WHERE id = ${id} AND incarnation = ${incarnation}`.toArray();
+      if (listed.length > 0) this.#drop(id);
       this.#sql`DELETE FROM tombstones WHERE deleted_at < ${now - TOMBSTONE_MS}`;
     });
   }
@@ -124,6 +257,11 @@ export class SessionDirectory extends DurableObject<Record<string, never>> {
       entries: total.entries - (row.entries ?? 0),
       bytes: total.bytes - (row.bytes ?? 0),
     };
+  }
+
+  /** Lets a restored session be listed again (its next report puts it back). */
+  unbury(id: string, incarnation: string): void {
+    this.#sql`DELETE FROM tombstones WHERE id = ${id} AND incarnation = ${incarnation}`;
   }
 
   list(options: ListOptions): Promise<Result<SessionPage>> {
@@ -151,5 +289,115 @@ export class SessionDirectory extends DurableObject<Record<string, never>> {
         nextCursor: rows.length > limit && last ? encodeCursor(last.sort_key, last.id) : null,
       };
     });
+  }
+
+  /** Runs a MATCH; a query SQLite cannot read is the caller's mistake (400), never a 500. */
+  #match<T extends Record<string, SqlStorageValue>>(run: () => SqlStorageCursor<T>): T[] {
+    try {
+      return run().toArray();
+    } catch (error) {
+      if (isQueryError(error)) {
+        throw new SessionError("invalid_request", "the search query could not be read", {
+          reason: String(error).replace(/^Error: /, ""),
+        });
+      }
+      throw error;
+    }
+  }
+
+  /** This shard's best sessions for a query, with the best snippet of each field that matched. */
+  search(options: TenantSearchOptions): Promise<Result<TenantSearchResult[]>> {
+    return capture(() => {
+      const limit = options.limit ?? DEFAULT_SEARCH_HITS;
+      const match = ftsQuery(options.q);
+      const ranked = this.#match(
+        () => this.#sql<{ rowid: number }>`
+          SELECT rowid FROM session_text WHERE session_text MATCH ${match}
+          ORDER BY rank LIMIT ${limit * CANDIDATES_PER_RESULT}`,
+      );
+      if (ranked.length === 0) return [];
+      const details = new Map<number, Record<string, string>>();
+      for (const row of this.#match(
+        () => this.#sql<Record<string, string> & { rowid: number }>`
+          SELECT t.rowid AS rowid, s.info AS info,
+            snippet(session_text, 0, char(1), char(2), '…', 64) AS name,
+            snippet(session_text, 1, char(1), char(2), '…', ${SNIPPET_WORDS}) AS labels,
+            snippet(session_text, 2, char(1), char(2), '…', 64) AS preview,
+            snippet(session_text, 3, char(1), char(2), '…', ${SNIPPET_WORDS}) AS text
+          FROM session_text t JOIN sessions s ON s.rowid = t.rowid
+          WHERE session_text MATCH ${match}
+            AND t.rowid IN (SELECT value FROM json_each(${JSON.stringify(ranked.map((r) => r.rowid))}))`,
+      )) {
+        details.set(row.rowid, row);
+      }
+      const results: TenantSearchResult[] = [];
+      for (const { rowid } of ranked) {
+        const row = details.get(rowid);
+        if (!row) continue;
+        const matches: SessionMatch[] = [];
+        for (const field of FIELDS) {
+          const { snippet, highlights } = readSnippet(row[field] ?? "");
+          if (highlights.length > 0) matches.push({ field, snippet, highlights });
+        }
+        const session = JSON.parse(row.info as string) as SessionInfo;
+        results.push({ session, score: matchScore(matches), matches });
+      }
+      return rankResults(results).slice(0, limit);
+    });
+  }
+
+  retention(): Retention {
+    return { idleDays: this.#identity?.idleDays ?? null };
+  }
+
+  /** Sets the tenant's retention on this shard (the router sets it on every shard). */
+  async setRetention(retention: Retention, tenant: string, shard: number): Promise<void> {
+    this.#saveIdentity({ tenant, shard, idleDays: retention.idleDays });
+    if (retention.idleDays === null) await this.ctx.storage.deleteAlarm();
+    else await this.ctx.storage.setAlarm(Date.now());
+  }
+
+  async #armSweep(): Promise<void> {
+    if (this.#identity?.idleDays === null || this.#identity === undefined) return;
+    if ((await this.ctx.storage.getAlarm()) === null)
+      await this.ctx.storage.setAlarm(Date.now() + SWEEP_INTERVAL_MS);
+  }
+
+  override async alarm(): Promise<void> {
+    await this.sweep(Date.now());
+  }
+
+  /**
+   * Asks the sessions idle since `now` minus the retention to delete themselves (each checks its
+   * own last write: the listing may lag), a bounded step at a time; answers how many did. Runs
+   * from the alarm; `now` is a parameter so retention can be exercised without waiting for days.
+   */
+  async sweep(now: number): Promise<number> {
+    const identity = this.#identity;
+    if (!identity || identity.idleDays === null) return 0;
+    const idleBefore = new Date(now - identity.idleDays * DAY_MS).toISOString();
+    const idle = this.#sql<{ id: string }>`
+      SELECT id FROM sessions WHERE updated_at < ${idleBefore} ORDER BY updated_at LIMIT ${SWEEP_BATCH}`
+      .toArray()
+      .map((row) => row.id);
+    let expired = 0;
+    for (let i = 0; i < idle.length; i += SWEEP_PARALLEL) {
+      await Promise.all(
+        idle.slice(i, i + SWEEP_PARALLEL).map(async (id) => {
+          try {
+            const stub = this.env.SESSIONS.getByName(sessionObjectName(identity.tenant, id));
+            const outcome = unwrap((await stub.expireIdle(idleBefore)) as Result<ExpiryOutcome>);
+            if (outcome === "expired") expired++;
+            // A row whose session is gone would be asked forever.
+            else if (outcome === "missing") this.#drop(id);
+          } catch (error) {
+            console.error("directory: retention could not reach a session", { id, error: String(error) });
+          }
+        }),
+      );
+    }
+    const more = idle.length === SWEEP_BATCH && expired > 0;
+    await this.ctx.storage.setAlarm(now + (more ? 1000 : SWEEP_INTERVAL_MS));
+    return expired;
   }
 }

@@ -14,6 +14,8 @@ import type {
   SessionEntry,
   SessionHeader,
   SessionInfo,
+  SessionSearchOptions,
+  SessionSearchPage,
   StoredEntry,
   TreeRow,
 } from "../core";
@@ -29,14 +31,17 @@ import {
   summarizerFromConfig,
   unwrap,
 } from "../core";
+import { directoryShard } from "./directory-shards";
 import type { EntryPage } from "./entry-rows";
 import type { DurableEnv } from "./env";
 import { EventHub } from "./event-hub";
 import type { ForkSource } from "./fork-copy";
+import { PENDING_MS, recoveryWindowMs, SessionLifecycle } from "./lifecycle";
 import { logBackgroundFailure, tenantHash } from "./log-line";
 import type { MetricPoint } from "./metrics";
 import { measuredSummarizer, writeMetric } from "./metrics";
 import { QuotaChecks } from "./quota-checks";
+import { sqlOf } from "./sql";
 import type { ByteLimit } from "./sqlite-session";
 import { SqliteSession } from "./sqlite-session";
 
@@ -82,6 +87,11 @@ function textStream(
 /** How long after a write the directory hears of it: writes in between are reported together. */
 const DEFAULT_SYNC_MS = 1000;
 const MAX_RETRY_MS = 60_000;
+/** Pause between steps of indexing a session written before the search index existed. */
+const BACKFILL_PAUSE_MS = 50;
+
+/** What the retention sweep of a directory shard learns from a session it found idle. */
+export type ExpiryOutcome = "expired" | "kept" | "missing";
 
 /**
  * A session as a Durable Object. Every method answers a `Result` (RPC drops error classes); the
@@ -90,6 +100,7 @@ const MAX_RETRY_MS = 60_000;
 export class SessionObject extends DurableObject<DurableEnv> {
   readonly #session: SqliteSession;
   readonly #events: EventHub;
+  readonly #lifecycle: SessionLifecycle;
   #syncScheduled = false;
   #syncFailures = 0;
   #compacting = false;
@@ -115,15 +126,35 @@ export class SessionObject extends DurableObject<DurableEnv> {
     session.onWritten = (entries, leafId) => this.#events.written(entries, leafId);
     // Watchers' pings are answered without waking a hibernating session.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
+    this.#lifecycle = new SessionLifecycle(sqlOf(ctx.storage.sql));
+    if (this.#session.searchBackfillPending) {
+      this.#armLifecycle().catch((error) =>
+        console.error("session: could not schedule indexing for search", String(error)),
+      );
+    }
+  }
+
+  /** Whether the session is there for its routes: created, and not deleted. */
+  get #listed(): boolean {
+    return this.#session.exists && !this.#lifecycle.deleted;
+  }
+
+  /** A deleted session is not found by any read or write (until it is restored). */
+  #checkListed(): void {
+    if (this.#lifecycle.deleted) throw new SessionError("not_found", "session does not exist");
   }
 
   #run<T>(read: (session: SqliteSession) => T): Promise<Result<T>> {
-    return capture(() => read(this.#session));
+    return capture(() => {
+      this.#checkListed();
+      return read(this.#session);
+    });
   }
 
   /** Runs a write, then makes sure the directory will hear of it. */
   #write<T>(write: (session: SqliteSession) => T): Promise<Result<T>> {
     return capture(() => {
+      this.#checkListed();
       const result = write(this.#session);
       this.#scheduleSync();
       return result;
@@ -172,9 +203,19 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   async #report(): Promise<void> {
+    // Deleted sessions left the listing; incomplete ones join it once complete.
+    if (this.#lifecycle.deleted || this.#lifecycle.pending) return;
     const { tenant, incarnation, version } = this.#session.state;
+    const { shard } = this.#lifecycle.state;
     const info = this.#session.info();
-    await this.env.DIRECTORY.getByName(tenant).put({ info, incarnation, version });
+    await directoryShard(this.env, tenant, shard).put({
+      info,
+      incarnation,
+      version,
+      tenant,
+      shard,
+      search: this.#session.searchDigest(),
+    });
     await this.#metric({ kind: "storage", sessionId: info.id, entries: info.entryCount, bytes: info.bytes });
   }
 
@@ -183,6 +224,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
    * then reports to the directory; a failed report is retried with backoff until it gets through.
    */
   override async alarm(): Promise<void> {
+    if (await this.#lifecycleDue()) return;
     if (!this.#session.exists) return;
     this.#syncScheduled = false;
     await this.#autoCompact();
@@ -197,6 +239,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
       this.#syncScheduled = true;
       await this.ctx.storage.setAlarm(Date.now() + wait);
     }
+    await this.#armLifecycle();
   }
 
   /**
@@ -247,7 +290,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
       this.#setAutoCompaction({ state: "idle", lastRunAt, lastEntryId: entry.id });
     } catch (error) {
       outcome = error instanceof SessionError ? error.code : "internal";
-      if (!this.#session.exists) return;
+      if (!this.#session.exists || this.#lifecycle.deleted) return;
       if (error instanceof SessionError && error.code === "nothing_to_compact") {
         this.#setAutoCompaction({ state: "idle", lastRunAt });
       } else {
@@ -271,29 +314,44 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   /**
-   * Creates the session; `publish` lists it at once (a fork publishes only once it is complete).
-   * `bytes` is what it is about to receive (a fork's or an import's entries), so that the quotas
-   * refuse it before anything is written.
+   * Creates the session; `publish` lists it at once (a fork or an import publishes only once it is
+   * complete). A deleted session still in its recovery window gives up its id: it is purged. With
+   * `replacePending`, so does a session a fork or an import began and never completed. `bytes` is
+   * what it is about to receive (a fork's or an import's entries), so that the quotas refuse it
+   * before anything is written.
    */
   async init(
     tenant: string,
     header: SessionHeader,
     publish: boolean,
-    bytes = 0,
+    options: { shard?: number; replacePending?: boolean; bytes?: number } = {},
   ): Promise<Result<SessionInfo>> {
     return capture(async () => {
-      if (!this.#session.exists) await this.#quotas.admit(tenant, bytes);
-      const info = this.ctx.storage.transactionSync(() => this.#session.init(tenant, newId(), header));
+      if (
+        this.#session.exists &&
+        (this.#lifecycle.deleted || (options.replacePending === true && this.#lifecycle.pending))
+      ) {
+        await this.#purge();
+      }
+      if (!this.#session.exists) await this.#quotas.admit(tenant, options.bytes ?? 0);
+      const info = this.ctx.storage.transactionSync(() => {
+        const created = this.#session.init(tenant, newId(), header);
+        this.#lifecycle.begin(options.shard ?? 0, publish ? null : Date.now());
+        return created;
+      });
       if (publish) await this.publish();
+      await this.#armLifecycle();
       return info;
     });
   }
 
   /**
-   * Reports to the directory now. The session exists whether or not the directory answers; if it
-   * does not, the alarm keeps reporting until it does.
+   * Lists the session now (a fork or an import: once complete). The session exists whether or not
+   * the directory answers; if it does not, the alarm keeps reporting until it does.
    */
   async publish(): Promise<void> {
+    if (!this.#session.exists || this.#lifecycle.deleted) return;
+    this.#lifecycle.listed();
     try {
       await this.#report();
     } catch (error) {
@@ -302,18 +360,139 @@ export class SessionObject extends DurableObject<DurableEnv> {
     }
   }
 
-  /** Deletes the session: first from the listing (so it never shows again), then its storage. */
-  async destroy(): Promise<Result<void>> {
+  /**
+   * Deletes the session: first from the listing (so it never shows again), then from every route.
+   * Its data stays for `recoveryMs` (restore brings it back whole), then an alarm purges it. A
+   * session never completed, or a window of 0, is purged at once.
+   */
+  async destroy(recoveryMs: number): Promise<Result<void>> {
+    return capture(async () => {
+      this.#checkListed();
+      const { tenant, incarnation, header } = this.#session.state;
+      await directoryShard(this.env, tenant, this.#lifecycle.state.shard).remove(header.id, incarnation);
+      this.#events.deleted(header.id);
+      if (recoveryMs <= 0 || this.#lifecycle.pending) {
+        await this.#purge();
+        return;
+      }
+      const now = Date.now();
+      this.#lifecycle.markDeleted(now, now + recoveryMs);
+      this.#syncScheduled = false;
+      await this.ctx.storage.setAlarm(now + recoveryMs);
+    });
+  }
+
+  /** Deletes the session for good, now, whether it is listed or deleted already. */
+  async purge(): Promise<Result<void>> {
     return capture(async () => {
       const { tenant, incarnation, header } = this.#session.state;
-      await this.env.DIRECTORY.getByName(tenant).remove(header.id, incarnation);
-      this.#events.deleted(header.id);
-      await this.#metric({ kind: "storage", sessionId: header.id, entries: 0, bytes: 0 });
-      await this.ctx.storage.deleteAlarm();
-      await this.ctx.storage.deleteAll();
-      this.#session.reset();
-      this.#syncScheduled = false;
+      if (!this.#lifecycle.deleted) {
+        await directoryShard(this.env, tenant, this.#lifecycle.state.shard).remove(header.id, incarnation);
+        this.#events.deleted(header.id);
+      }
+      await this.#purge();
     });
+  }
+
+  /**
+   * Brings a deleted session back as it was, listed again, within its recovery window. An
+   * `expiresAt` that has passed is cleared (else it would be deleted again at once). A session
+   * that is not deleted is `already_exists`; one never created, or purged, is `not_found`.
+   */
+  async restore(): Promise<Result<SessionInfo>> {
+    return capture(async () => {
+      const { tenant, incarnation, header } = this.#session.state;
+      if (!this.#lifecycle.deleted) {
+        throw new SessionError("already_exists", `session ${header.id} is not deleted`, { id: header.id });
+      }
+      if ((this.#lifecycle.state.purgeAt ?? 0) <= Date.now()) {
+        await this.#purge();
+        throw new SessionError("not_found", "session does not exist");
+      }
+      // The expiry first: a restore cut short here leaves the session deleted, to be restored again.
+      if (header.expiresAt !== undefined && Date.parse(header.expiresAt) <= Date.now()) {
+        this.#session.updateHeader({ expiresAt: null });
+      }
+      this.#lifecycle.markRestored();
+      await this.ctx.storage.deleteAlarm();
+      await directoryShard(this.env, tenant, this.#lifecycle.state.shard).unbury(header.id, incarnation);
+      await this.publish();
+      await this.#armLifecycle();
+      return this.#session.info();
+    });
+  }
+
+  /**
+   * Deletes the session (recoverably) if it has been idle since `idleBefore`: the retention sweep
+   * of its directory shard asks, and the session, which knows its last write, decides. A session
+   * written since is `kept`, and reports again so the directory catches up.
+   */
+  async expireIdle(idleBefore: string): Promise<Result<ExpiryOutcome>> {
+    return capture(async (): Promise<ExpiryOutcome> => {
+      if (!this.#session.exists || this.#lifecycle.deleted) return "missing";
+      if (this.#lifecycle.pending) return "kept";
+      if (Date.parse(this.#session.state.stats.updatedAt) >= Date.parse(idleBefore)) {
+        await this.publish();
+        return "kept";
+      }
+      unwrap(await this.destroy(recoveryWindowMs(this.env)));
+      return "expired";
+    });
+  }
+
+  search(options: SessionSearchOptions): Promise<Result<SessionSearchPage>> {
+    return this.#run((session) => session.search(options));
+  }
+
+  // --- retention and recovery, run by the alarm ---
+
+  /** Drops the session's storage and every alarm. */
+  async #purge(): Promise<void> {
+    if (this.#session.exists) {
+      await this.#metric({ kind: "storage", sessionId: this.#session.state.header.id, entries: 0, bytes: 0 });
+    }
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    this.#session.reset();
+    this.#lifecycle.reset();
+    this.#syncScheduled = false;
+  }
+
+  /**
+   * The lifecycle work due now: purging a deleted session whose window closed, dropping one a
+   * fork or import never completed, deleting one whose `expiresAt` came, a step of indexing an
+   * old session. True when the session is gone or deleted, so the alarm has nothing else to do.
+   */
+  async #lifecycleDue(): Promise<boolean> {
+    if (!this.#session.exists) return false;
+    const now = Date.now();
+    const { pendingSince, purgeAt } = this.#lifecycle.state;
+    if (this.#lifecycle.deleted) {
+      if (purgeAt === null || purgeAt <= now) await this.#purge();
+      else await this.ctx.storage.setAlarm(purgeAt);
+      return true;
+    }
+    if (pendingSince !== null && pendingSince + PENDING_MS <= now) {
+      await this.#purge();
+      return true;
+    }
+    const { expiresAt } = this.#session.state.header;
+    if (expiresAt !== undefined && Date.parse(expiresAt) <= now) {
+      unwrap(await this.destroy(recoveryWindowMs(this.env)));
+      return true;
+    }
+    if (this.#session.searchBackfillPending) this.#session.searchBackfillStep();
+    return false;
+  }
+
+  /** Makes sure the alarm wakes the object when lifecycle work is next due (never later than set). */
+  async #armLifecycle(): Promise<void> {
+    if (!this.#session.exists) return;
+    const soon = this.#session.searchBackfillPending ? Date.now() + BACKFILL_PAUSE_MS : undefined;
+    const at = this.#lifecycle.dueAt(this.#session.state.header.expiresAt, soon);
+    if (at === undefined) return;
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || current > at) await this.ctx.storage.setAlarm(at);
   }
 
   info(): Promise<Result<SessionInfo>> {
@@ -324,12 +503,14 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return this.#run((session) => session.state.header);
   }
 
-  updateHeader(patch: HeaderPatch): Promise<Result<SessionHeader>> {
-    return this.#write((session) => {
+  async updateHeader(patch: HeaderPatch): Promise<Result<SessionHeader>> {
+    const result = await this.#write((session) => {
       const header = session.updateHeader(patch);
       this.#events.sessionChanged(session.info());
       return header;
     });
+    if (result.ok && patch.expiresAt !== undefined) await this.#armLifecycle();
+    return result;
   }
 
   leaf(): Promise<Result<string | null>> {
@@ -401,7 +582,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   /** A one-time ticket that opens this session's WebSocket within TICKET_MS (for browsers). */
   mintTicket(): Promise<Result<{ ticket: string; expiresAt: string }>> {
     return capture(async () => {
-      if (!this.#session.exists) throw new SessionError("not_found", "session does not exist");
+      if (!this.#listed) throw new SessionError("not_found", "session does not exist");
       const now = Date.now();
       const ticket = newTicket();
       await this.ctx.storage.put(`ticket:${ticket}`, now + TICKET_MS);
@@ -418,7 +599,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     const expiry = await this.ctx.storage.get<number>(key);
     if (expiry === undefined) return false;
     await this.ctx.storage.delete(key);
-    return expiry >= Date.now() && this.#session.exists;
+    return expiry >= Date.now() && this.#listed;
   }
 
   /** A watcher's WebSocket (the router has authenticated it): `?after=<seq>&payload=false`. */
@@ -428,13 +609,14 @@ export class SessionObject extends DurableObject<DurableEnv> {
     }
     const url = new URL(request.url);
     const pair = new WebSocketPair();
-    const answer = await capture(() =>
-      this.#events.acceptSocket(
+    const answer = await capture(() => {
+      this.#checkListed();
+      return this.#events.acceptSocket(
         pair[1],
         Number(url.searchParams.get("after") ?? this.#session.lastSeq()),
         url.searchParams.get("payload") !== "false",
-      ),
-    );
+      );
+    });
     if (!answer.ok) return errorAnswer(answer.error);
     void this.#watcherMetric("websocket");
     return new Response(null, { status: 101, webSocket: pair[0] });

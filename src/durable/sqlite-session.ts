@@ -17,6 +17,8 @@ import type {
   SessionEntry,
   SessionHeader,
   SessionInfo,
+  SessionSearchOptions,
+  SessionSearchPage,
   SessionStats,
   StoredEntry,
   TreeEntry,
@@ -45,6 +47,8 @@ import { HeadContext } from "./head-context";
 import { PathReads } from "./path-reads";
 import { quotaExceeded } from "./quotas";
 import { hasSchema, updateSchema } from "./schema";
+import type { SearchDigest } from "./search-index";
+import { SearchIndex } from "./search-index";
 import type { Sql } from "./sql";
 import { sqlOf } from "./sql";
 
@@ -156,6 +160,7 @@ export class SqliteSession {
   readonly #paths: PathReads;
   readonly #head = new HeadContext();
   readonly #byteLimit: () => ByteLimit | undefined;
+  readonly #search: SearchIndex;
   #state: SessionState | undefined;
   /** Told of every committed write (the object's watchers). */
   onWritten: WriteListener | undefined;
@@ -166,6 +171,7 @@ export class SqliteSession {
     this.#sql = sqlOf(storage.sql);
     this.#rows = new EntryRows(storage.sql, this.#sql);
     this.#paths = new PathReads(this.#rows, this.#sql);
+    this.#search = new SearchIndex(storage.sql, this.#sql, this.#rows, this.#paths);
     if (hasSchema(this.#sql)) {
       updateSchema(storage.sql);
       this.#state = this.#load();
@@ -427,6 +433,28 @@ export class SqliteSession {
     return this.#rows.labels();
   }
 
+  /** Entries matching a search, with whether each is on the current branch. */
+  search(options: SessionSearchOptions): SessionSearchPage {
+    return this.#search.search(options, this.state.leafId);
+  }
+
+  /** What the tenant's directory searches of this session. */
+  searchDigest(): SearchDigest {
+    this.#live();
+    return this.#search.digest();
+  }
+
+  /** Whether entries written before the search index existed are still to be indexed. */
+  get searchBackfillPending(): boolean {
+    return this.exists && this.#search.backfillPending;
+  }
+
+  /** Indexes one bounded step of them; true when more remain. */
+  searchBackfillStep(): boolean {
+    this.#live();
+    return this.#storage.transactionSync(() => this.#search.backfillStep());
+  }
+
   forkSource(targetId: string, position: LeafOptions["position"]): ForkSource {
     const { header } = this.state;
     const source = forkSource(this.#rows, this.#paths, targetId, position);
@@ -501,6 +529,7 @@ export class SqliteSession {
     this.#checkBytes(plan.writes);
     this.#write(() => {
       this.#rows.insert(plan.writes);
+      this.#search.index(plan.writes);
       for (const { entry, bytes } of plan.writes) applyEntryToStats(state.stats, entry, bytes);
       state.leafId = plan.leafId;
       state.nextSeq += plan.writes.length;

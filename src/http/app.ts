@@ -9,16 +9,22 @@ import type { AppEnv } from "./env";
 import { notFound, onError } from "./errors";
 import { rateLimit } from "./rate-limit";
 import { requestLog } from "./request-log";
+import { backupRoutes, MAX_TENANT_IMPORT_BYTES, TENANT_IMPORT_PATH } from "./routes/backup";
 import { compactionRoutes } from "./routes/compaction";
 import { contextRoutes } from "./routes/context";
 import { entryRoutes } from "./routes/entries";
 import { eventRoutes } from "./routes/events";
 import { IMPORT_PATH, interchangeRoutes } from "./routes/interchange";
+import { retentionRoutes } from "./routes/retention";
+import { searchRoutes } from "./routes/search";
 import { sessionRoutes } from "./routes/sessions";
 import { usageRoutes } from "./routes/usage";
 import { socketTicket } from "./socket-ticket";
 
 const OPENAPI_PATH = "/v1/openapi.json";
+
+/** Routes about the tenant as a whole, outside /v1/sessions. */
+const TENANT_PATHS = ["/v1/search", "/v1/export", TENANT_IMPORT_PATH, "/v1/retention"];
 
 const DOCUMENT = {
   openapi: "3.1.0",
@@ -54,11 +60,12 @@ export function createApp() {
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
 
   // Before anything reads a body or a credential: CORS, forged requests, declared sizes.
-  app.use("/v1/*", cors, refuseCrossSite, bodyLimit);
+  app.use("/v1/*", cors, refuseCrossSite, bodyLimit({ [TENANT_IMPORT_PATH]: MAX_TENANT_IMPORT_BYTES }));
   // A WebSocket ticket authenticates its one connection, ahead of the usual credentials.
   app.use("/v1/sessions/:sid/ws", socketTicket);
   // Matches /v1/sessions itself too. Imports are NDJSON and read their own body.
   app.use("/v1/sessions/*", authenticate, rateLimit, jsonBody([IMPORT_PATH]));
+  for (const path of TENANT_PATHS) app.use(path, authenticate, rateLimit, jsonBody([TENANT_IMPORT_PATH]));
   app.use("/v1/usage", authenticate, rateLimit);
 
   return app
@@ -68,5 +75,8 @@ export function createApp() {
     .route("/", eventRoutes)
     .route("/", compactionRoutes)
     .route("/", interchangeRoutes)
+    .route("/", searchRoutes)
+    .route("/", backupRoutes)
+    .route("/", retentionRoutes)
     .route("/", usageRoutes);
 }

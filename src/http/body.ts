@@ -1,5 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { assertJsonDepth, MAX_BODY_BYTES, SessionError } from "../core";
+import type { NumberedLine } from "../core";
+import { assertJsonDepth, MAX_BODY_BYTES, MAX_ENTRY_BYTES, SessionError } from "../core";
 import type { AppEnv } from "./env";
 
 const JSON_TYPE = /^application\/([\w.-]+\+)?json$/i;
@@ -47,16 +48,74 @@ export async function readCapped(
  * body has been read or cancelled, so a client declaring 100 MB and sending a few bytes would
  * otherwise wait for an answer as long as it keeps the connection open.
  */
-export const bodyLimit: MiddlewareHandler = async (c, next) => {
-  const request = c.req.raw;
+export const bodyLimit =
+  (streamed: Readonly<Record<string, number>> = {}): MiddlewareHandler =>
+  async (c, next) => {
+    const request = c.req.raw;
+    const limit = streamed[c.req.path] ?? MAX_BODY_BYTES;
+    try {
+      const declared = c.req.header("Content-Length");
+      if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit);
+      await next();
+    } finally {
+      if (request.body && !request.bodyUsed) await request.body.cancel().catch(() => {});
+    }
+  };
+
+/** The longest line a streamed NDJSON body may hold: an entry of the largest size, and room around it. */
+const MAX_LINE_BYTES = MAX_ENTRY_BYTES + 1024 * 1024;
+
+/**
+ * An NDJSON body read line by line as it arrives, never whole: checked as UTF-8, each line at
+ * most MAX_LINE_BYTES, at most `limit` bytes in all. Blank lines are skipped; lines are numbered
+ * from 1.
+ */
+export async function* streamedNdjsonLines(
+  body: ReadableStream<Uint8Array> | null,
+  limit: number,
+): AsyncGenerator<NumberedLine> {
+  if (!body) return;
+  const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+  const reader = body.getReader();
+  let pending = "";
+  let line = 1;
+  let size = 0;
+  const decode = (bytes?: Uint8Array) => {
+    try {
+      return decoder.decode(bytes, { stream: bytes !== undefined });
+    } catch {
+      throw new SessionError("invalid_request", `line ${line}: the body is not valid UTF-8`, { line });
+    }
+  };
   try {
-    const declared = c.req.header("Content-Length");
-    if (declared !== undefined && Number(declared) > MAX_BODY_BYTES) throw tooLarge(MAX_BODY_BYTES);
-    await next();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (!done) {
+        size += value.byteLength;
+        if (size > limit) throw tooLarge(limit);
+      }
+      pending += decode(done ? undefined : value);
+      let start = 0;
+      for (let newline = pending.indexOf("\n"); newline >= 0; newline = pending.indexOf("\n", start)) {
+        const text = pending.slice(start, newline).replace(/\r$/, "");
+        start = newline + 1;
+        if (text.trim()) yield { line, text };
+        line++;
+      }
+      pending = pending.slice(start);
+      // Characters, not bytes: a UTF-16 unit is at most 3 UTF-8 bytes, so the bound is loose by design.
+      if (pending.length > MAX_LINE_BYTES) {
+        throw new SessionError("payload_too_large", `line ${line} is longer than ${MAX_LINE_BYTES} bytes`, {
+          line,
+        });
+      }
+      if (done) break;
+    }
+    if (pending.trim()) yield { line, text: pending.replace(/\r$/, "") };
   } finally {
-    if (request.body && !request.bodyUsed) await request.body.cancel().catch(() => {});
+    await reader.cancel().catch(() => {});
   }
-};
+}
 
 /** An NDJSON body (its type checked by `jsonBody`) as UTF-8 text, at most 32 MiB. */
 export async function readNdjson(c: Context<AppEnv>): Promise<string> {

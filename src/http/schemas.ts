@@ -6,6 +6,7 @@ import {
   CreateSessionOptions,
   EntryQuery,
   EntryType,
+  ExistingSessions,
   ForkOptions,
   Id,
   ImportWarning,
@@ -17,8 +18,10 @@ import {
   SessionEntry,
   SessionInfo,
   SessionPatch,
+  SessionSearchOptions,
   StoredEntry,
   SyncSummary,
+  TenantSearchOptions,
 } from "../core";
 
 /*
@@ -226,3 +229,36 @@ export const UsageResponse = z
       .meta({ description: "the quotas that apply to the tenant; an absent one is no limit" }),
   })
   .meta({ id: "Usage" });
+
+/** A flag in a query string: `true` or `false`. */
+const QueryFlag = z.enum(["true", "false"]).transform((value) => value === "true");
+
+export const DeleteQuery = z.object({
+  purge: QueryFlag.optional().meta({
+    description: "true: delete for good now, with no recovery window (a deleted session too)",
+  }),
+});
+
+export const SessionSearchQuery = SessionSearchOptions.extend({
+  thinking: QueryFlag.optional().meta({ description: "true: search the model's thinking too" }),
+});
+export const TenantSearchQuery = TenantSearchOptions;
+
+export const ExportTenantQuery = z.object({
+  cursor: z.string().optional().meta({ description: "from a `cursor` line: resume after that session" }),
+});
+
+export const ImportTenantQuery = z.object({ existing: ExistingSessions.optional() });
+
+export const RetentionBody = z
+  .object({
+    idleDays: z
+      .number()
+      .int()
+      .min(1)
+      .max(36_500)
+      .nullable()
+      .meta({ description: "delete sessions with no write for this many days; null keeps them" }),
+  })
+  .strict()
+  .meta({ id: "Retention" });

@@ -46,6 +46,16 @@ export function viewerPage(assets: { script: string; style: string; icon: string
       </div>
       <button type="button" id="compact-button" disabled>Compact…</button>
     </div>
+    <form id="search-form" class="search-form" role="search">
+      <label class="visually-hidden" for="search-input">Search this session</label>
+      <input id="search-input" type="search" placeholder="Search this session (Enter)" autocomplete="off" disabled>
+      <label class="search-option"><input id="search-thinking" type="checkbox"> thinking</label>
+    </form>
+    <div id="search-panel" class="search-panel" hidden>
+      <p id="search-status" class="muted" role="status"></p>
+      <ol id="search-results" class="search-results"></ol>
+      <button type="button" id="search-more" class="more" hidden>More results</button>
+    </div>
     <div id="compaction-notice" class="notice" role="status" hidden></div>
     <div id="tree" class="tree" role="tree" tabindex="0" aria-labelledby="session-title">
       <div id="tree-spacer" class="tree-spacer" role="none"></div>

@@ -109,6 +109,22 @@ input[type=search], input[type=text], input[type=password] {
 .more { margin: 8px 12px; }
 .sessions > .muted { padding: 0 12px; }
 
+.search-form { display: flex; align-items: center; gap: 8px; padding: 0 12px 8px; }
+.search-form input[type=search] { flex: 1; min-width: 0; }
+.search-option { font-size: 12px; color: var(--muted); white-space: nowrap; }
+.search-panel { margin: 0 12px 8px; border: 1px solid var(--line); border-radius: 6px; max-height: 34vh; overflow: auto; }
+.search-panel[hidden] { display: none; }
+.search-panel > p { margin: 6px 8px; font-size: 12px; }
+.search-results { list-style: none; margin: 0; padding: 0; }
+.search-hit {
+  display: block; width: 100%; text-align: left; border: none; border-top: 1px solid var(--line);
+  border-radius: 0; padding: 5px 8px; background: transparent;
+}
+.search-hit:hover, .search-hit:focus-visible { background: var(--accent-soft); }
+.search-hit .hit-kind { font-size: 11px; color: var(--muted); margin-right: 6px; }
+.search-hit.off-branch { color: var(--muted); }
+.search-hit mark { background: var(--accent-soft); color: inherit; font-weight: 600; border-radius: 2px; }
+
 .notice {
   margin: 0 12px 8px; padding: 8px 10px; border-left: 3px solid var(--compaction);
   background: var(--code); border-radius: 4px; max-height: 30vh; overflow: auto; white-space: pre-wrap;

@@ -260,6 +260,47 @@ describe("the session viewer", () => {
     await page.close();
   });
 
+  test("searches the open session and jumps to a hit in the tree", async () => {
+    const page = await newPage();
+    await openSession(page, "viewer-demo", "q1");
+    await page.fill("#search-input", "main");
+    await page.press("#search-input", "Enter");
+    await page.waitForSelector("#search-panel:not([hidden]) .search-hit");
+    const hits = page.locator(".search-hit");
+    // The hits the API gives, newest first, each with its matches marked.
+    const expected = await request(service.url, "GET", "/v1/sessions/viewer-demo/search?q=main");
+    const ids = expected.hits.map((hit: { entryId: string }) => hit.entryId);
+    expect(ids).toEqual(expect.arrayContaining(["a4", "q2"]));
+    expect(await hits.evaluateAll((els) => els.map((el) => el.getAttribute("data-entry")))).toEqual(ids);
+    expect(await page.locator('.search-hit[data-entry="q2"] mark').allTextContents()).toEqual(["main"]);
+    // q2 is on the branch left for a summary.
+    expect(await page.locator('.search-hit[data-entry="q2"]').textContent()).toContain("off branch");
+    expect(await page.locator("#search-status").textContent()).toBe(`${ids.length} matches, newest first`);
+    // Thinking only when asked.
+    const plain = await request(service.url, "GET", "/v1/sessions/viewer-demo/search?q=should");
+    expect(plain.hits).toEqual([]);
+    await page.fill("#search-input", "should");
+    await page.press("#search-input", "Enter");
+    await page.waitForSelector("#search-status:text('No matches.')");
+    await page.check("#search-thinking");
+    await page.press("#search-input", "Enter");
+    await page.waitForSelector('.search-hit[data-entry="a1"]');
+    expect(await page.locator('.search-hit[data-entry="a1"]').textContent()).toContain("thinking");
+    await page.click('.search-hit[data-entry="a1"]');
+    await page.waitForSelector('#context[data-context-for="a1"]:not([aria-busy])');
+    expect(await row(page, "a1").getAttribute("aria-selected")).toBe("true");
+    expect(page.url()).toContain("entry=a1");
+    await screenshot(page, "viewer-search");
+    // A query with nothing to find is explained, not a crash.
+    await page.fill("#search-input", "!!!");
+    await page.press("#search-input", "Enter");
+    await page.waitForSelector("#error:not([hidden])");
+    expect(await page.locator("#error-text").textContent()).toContain("invalid_request");
+    await page.press("#search-input", "Escape");
+    expect(await page.locator("#search-panel").isHidden()).toBe(true);
+    await page.close();
+  });
+
   test("moves the leaf, and sets and clears a label, from the page", async () => {
     const page = await newPage();
     await openSession(page, "viewer-demo");

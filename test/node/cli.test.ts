@@ -331,11 +331,105 @@ describe("command line", () => {
     expect((await cli(["rm", "cli-fork"])).stdout).toBe("deleted cli-fork\n");
   });
 
+  it("searches the tenant and a session, and deletes, restores and purges", async () => {
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const tenant = await cli(["search", "plan", "--json"]);
+    expect(tenant.code).toBe(0);
+    expect(JSON.parse(tenant.stdout).map((r: { session: { id: string } }) => r.session.id)).toContain(
+      branched.id,
+    );
+    const text = await cli(["search", "plan"]);
+    expect(text.stdout).toContain(branched.id);
+    expect(text.stdout).toMatch(/text: .*«plan»/);
+    const hits = await cli(["search", "plan", "--session", branched.id]);
+    expect(hits.code).toBe(0);
+    expect(hits.stdout).toMatch(/assistant \(off branch\) {2}«plan» A/);
+    expect(hits.stdout).toMatch(/assistant {2}«plan» B/);
+    expect((await cli(["search", "!!!"])).code).toBe(1);
+
+    expect((await cli(["rm", toolSession.id])).stdout).toBe(`deleted ${toolSession.id}\n`);
+    expect((await cli(["show", toolSession.id])).code).toBe(1);
+    expect((await cli(["undelete", toolSession.id])).stdout).toBe(`restored ${toolSession.id} (3 entries)\n`);
+    expect((await cli(["show", toolSession.id])).code).toBe(0);
+  });
+
+  it("backs the tenant up into a folder, resumes a cut backup, and restores it", async () => {
+    const dir = join(folder, "backup");
+    const first = await cli(["backup", dir, "--json"]);
+    expect(first.code).toBe(0);
+    const state = JSON.parse(first.stdout);
+    expect(state).toMatchObject({ complete: true, failed: [], resumed: false });
+    const listed = JSON.parse((await cli(["list", "--json", "--all"])).stdout) as Array<{ id: string }>;
+    expect(state.sessions).toBe(listed.length);
+    const files = readdirSync(join(dir, "sessions")).sort();
+    expect(files).toEqual(listed.map((s) => `${s.id}.ndjson`).sort());
+    const exported = await cli(["export", branched.id]);
+    expect(readFileSync(join(dir, "sessions", `${branched.id}.ndjson`), "utf8")).toBe(`${exported.stdout}`);
+    expect((await cli(["backup", dir])).stdout).toMatch(/is complete already/);
+
+    // Cut after the first two sessions: the backup resumes after the second one's cursor.
+    const stream = await (await fetch(`${server.url}/v1/export`)).text();
+    const lines = stream
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    const cursors = lines.filter((l) => l.type === "cursor").map((l) => l.cursor);
+    const order = lines.filter((l) => l.type === "session").map((l) => l.id as string);
+    const cut = join(folder, "cut");
+    mkdirSync(join(cut, "sessions"), { recursive: true });
+    for (const id of order.slice(0, 2))
+      copyFileSync(join(dir, "sessions", `${id}.ndjson`), join(cut, "sessions", `${id}.ndjson`));
+    writeFileSync(
+      join(cut, "backup.json"),
+      JSON.stringify({ ...state, cursor: cursors[1], sessions: 2, complete: false }),
+    );
+    const resumed = await cli(["backup", cut, "--json"]);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({
+      complete: true,
+      resumed: true,
+      written: order.length - 2,
+    });
+    expect(readdirSync(join(cut, "sessions")).sort()).toEqual(files);
+
+    // Everything is there already: a restore skips it all.
+    const again = await cli(["restore", dir]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toBe(`restored 0, skipped ${files.length} (already there), refused 0, failed 0\n`);
+    const refused = await cli(["restore", dir, "--existing", "refuse"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^refused: /m);
+    // Gone for good, then back from the backup, as it was.
+    expect((await cli(["rm", branched.id, "--purge"])).stdout).toBe(`purged ${branched.id}\n`);
+    const back = await cli(["restore", dir, "--json"]);
+    expect(JSON.parse(back.stdout)).toMatchObject({ imported: 1, skipped: files.length - 1, failed: 0 });
+    expect((await cli(["export", branched.id])).stdout).toBe(exported.stdout);
+    // A file saved from GET /v1/export restores too.
+    const file = join(folder, "tenant.ndjson");
+    writeFileSync(file, stream);
+    expect((await cli(["restore", file])).stdout).toBe(
+      `restored 0, skipped ${order.length} (already there), refused 0, failed 0\n`,
+    );
+  });
+
   it("explains itself and fails in one line with a non-zero code", async () => {
     const help = await cli(["--help"]);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("commands:");
-    for (const command of ["list", "show", "tree", "context", "import", "sync", "export", "fork", "rm"]) {
+    for (const command of [
+      "list",
+      "show",
+      "tree",
+      "context",
+      "import",
+      "sync",
+      "export",
+      "fork",
+      "rm",
+      "undelete",
+      "search",
+      "backup",
+      "restore",
+    ]) {
       const commandHelp = await cli([command, "--help"]);
       expect(commandHelp.code).toBe(0);
       expect(commandHelp.stdout).toContain(`usage: cf-sessions ${command}`);

@@ -3,7 +3,9 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { ListOptions, Result, SessionInfo, SessionPage } from "../../src/core";
 import { unwrap } from "../../src/core";
+import type { DurableEnv } from "../../src/durable";
 import { sessionObjectName } from "../../src/durable";
+import { directoryShard, shardCount, shardOf } from "../../src/durable/directory-shards";
 import { api, createSession, sid, userMessage } from "./helpers";
 
 function fakeInfo(id: string, updatedAt: string, entryCount: number): SessionInfo {
@@ -88,7 +90,8 @@ describe("session directory", () => {
     const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
     // Runs the pending alarm, unless it fired by itself already (and may still be reporting).
     await runDurableObjectAlarm(stub);
-    const directory = env.DIRECTORY.getByName("tenant-a");
+    const durableEnv = env as unknown as DurableEnv;
+    const directory = directoryShard(durableEnv, "tenant-a", shardOf(id, shardCount(durableEnv)));
     await vi.waitFor(async () => {
       const page = await list(directory, { limit: 200 });
       expect(page.sessions.find((s) => s.id === id)?.entryCount).toBe(1);

@@ -143,12 +143,14 @@ const bodies = fc.oneof(
     { requiredKeys: [] },
   ),
   fc.record({ entryId: anyId, id: anyId, name: jsonish, position: jsonish }, { requiredKeys: [] }),
+  fc.record({ idleDays: fc.oneof(fc.integer(), jsonish) }, { requiredKeys: [] }),
   fc.record(
     {
       name: jsonish,
       systemPrompt: jsonish,
       metadata: jsonish,
       autoCompact: jsonish,
+      expiresAt: fc.oneof(fc.constant("2099-01-01T00:00:00.000Z"), hostileStrings, jsonish),
       summary: jsonish,
       keepRecentTokens: jsonish,
     },
@@ -161,6 +163,13 @@ const rawBodies = fc.oneof(
   bodies.map((b) => JSON.stringify(b) ?? "null"),
   fc.string({ maxLength: 200 }),
   fc.constantFrom("{", "[1,2", '{"type":"message"', "\uFEFF{}", "null", '"\\ud800"', "{} {}", "1e99999"),
+  // Tenant streams, whole and broken.
+  fc.constantFrom(
+    '{"type":"export","format":"cf-tenant","version":1,"cursor":null}\n{"type":"session","format":"cf-session","version":1,"id":"fz","createdAt":"2026-01-01T00:00:00.000Z"}\n{"type":"cursor","cursor":"x"}\n{"type":"end","sessions":1}\n',
+    '{"type":"session","format":"cf-session","version":1,"id":"fz2","createdAt":"2026-01-01T00:00:00.000Z"}\n{"type":"message"}\n',
+    '{"type":"export","format":"cf-tenant","version":1}\n{"type":"end"}\n{"type":"session"',
+    '{"type":"session","format":"cf-session","version":1,"id":"../x"}\n{"type":"error"}\n',
+  ),
 );
 
 const contentTypes = fc.constantFrom(
@@ -192,9 +201,29 @@ const routes = [
   ["POST", "/v1/sessions/{sid}/import"],
   ["GET", "/v1/sessions/{sid}/export"],
   ["POST", "/v1/sessions/import"],
+  ["GET", "/v1/sessions/{sid}/search"],
+  ["POST", "/v1/sessions/{sid}/restore"],
+  ["GET", "/v1/search"],
+  ["GET", "/v1/export"],
+  ["POST", "/v1/import"],
+  ["GET", "/v1/retention"],
+  ["PUT", "/v1/retention"],
 ] as const;
 
-const queryKeys = ["limit", "cursor", "order", "after", "type", "leafId", "format", "id"] as const;
+const queryKeys = [
+  "limit",
+  "cursor",
+  "order",
+  "after",
+  "type",
+  "leafId",
+  "format",
+  "id",
+  "q",
+  "thinking",
+  "existing",
+  "purge",
+] as const;
 
 /** `arbitrary` once in `every` cases, else null (the well-formed default). */
 function sometimes<T>(arbitrary: fc.Arbitrary<T>, every: number): fc.Arbitrary<T | null> {
@@ -233,8 +262,8 @@ const requests = fc.record({
 
 const auth = { Authorization: `Bearer ${KEY_A}` };
 
-/** One well-formed value for each query key any route reads. */
-const validQueryValues: Record<(typeof queryKeys)[number], string> = {
+/** One well-formed value for each query key any route of a session reads (purging aside). */
+const validQueryValues: Record<Exclude<(typeof queryKeys)[number], "purge" | "existing">, string> = {
   limit: "5",
   cursor: "c",
   order: "updated",
@@ -243,6 +272,16 @@ const validQueryValues: Record<(typeof queryKeys)[number], string> = {
   leafId: "x",
   format: "pi",
   id: "copy",
+  q: "hello",
+  thinking: "true",
+};
+
+/** What a route needs in its query to get past validation to the session, and its own values. */
+const requiredQuery: Record<string, string> = { "GET /v1/sessions/{sid}/search": "q=hello" };
+const routeQueryValues: Record<string, Partial<typeof validQueryValues>> = {
+  "GET /v1/sessions/{sid}/search": { order: "rank" },
+  // The context's formats are model APIs; the other routes' are interchange formats.
+  "GET /v1/sessions/{sid}/context": { format: "anthropic" },
 };
 
 /** A well-formed body for each route of a session that takes one. */
@@ -365,17 +404,19 @@ describe("hostile input", () => {
       message: { role: "user", content: "hello", timestamp: 1 },
     });
     expect((await call("DELETE", `/v1/sessions/${deleted}`, { headers: auth })).status).toBe(204);
-    const queries = ["", ...Object.entries(validQueryValues).map(([key, value]) => `?${key}=${value}`)];
     const answers: string[] = [];
+    // Restore is the one route meant for a deleted session (http-recovery.test.ts).
+    const sessionRoutes = routes.filter(([, path]) => /\{[sr]id\}/.test(path) && !path.endsWith("/restore"));
     for (const id of [sid("never"), deleted]) {
-      for (const [method, template] of routes.filter(([, path]) => /\{[sr]id\}/.test(path))) {
+      for (const [method, template] of sessionRoutes) {
         const path = template.replace(/\{[sr]id\}/, id).replace("{eid}", "m1");
         const body = validBodies[`${method} ${template}`];
-        for (const shared of queries) {
-          // The context's formats are model APIs; the other routes' are interchange formats.
-          const query = template.endsWith("/context")
-            ? shared.replace("format=pi", "format=anthropic")
-            : shared;
+        const values = { ...validQueryValues, ...routeQueryValues[`${method} ${template}`] };
+        const queries: Array<[string, string] | undefined> = [undefined, ...Object.entries(values)];
+        for (const given of queries) {
+          const params = new URLSearchParams(requiredQuery[`${method} ${template}`] ?? "");
+          if (given) params.set(...given);
+          const query = params.size > 0 ? `?${params}` : "";
           const res = await call(method, `${path}${query}`, {
             headers: { ...auth, "Content-Type": "application/json" },
             body: body === undefined ? undefined : JSON.stringify(body),
@@ -387,7 +428,11 @@ describe("hostile input", () => {
         }
       }
     }
-    expect(answers.length).toBe(2 * 14 * (Object.keys(validQueryValues).length + 1));
+    expect(answers.length).toBe(2 * 15 * (Object.keys(validQueryValues).length + 1));
+    const never = await call("POST", `/v1/sessions/${sid("never")}/restore`, {
+      headers: { ...auth, "Content-Type": "application/json" },
+    });
+    expect(never.status).toBe(404);
   });
 
   it("keeps prototype keys as data without polluting anything", async () => {

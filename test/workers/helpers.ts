@@ -1,6 +1,7 @@
-import { exports } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { expect } from "vitest";
 import { newId } from "../../src/core";
+import worker from "../../src/worker";
 
 export const KEY_A = "key-a";
 export const KEY_B = "key-b";
@@ -72,4 +73,56 @@ export async function info(id: string, key?: string) {
 export const userMessage = (text: string) => ({
   type: "message",
   message: { role: "user", content: text, timestamp: 1_700_000_000_000 },
+});
+
+const executionContext = () =>
+  ({ waitUntil() {}, passThroughOnException() {}, props: {} }) as unknown as ExecutionContext;
+
+/**
+ * `api`, against the worker run with some settings changed (a tiny recovery window, another
+ * shard count): the same objects, reached with another configuration.
+ */
+export function apiWith(settings: Record<string, string>) {
+  return async <T = any>(method: string, path: string, options: ApiOptions = {}): Promise<ApiResponse<T>> => {
+    const headers: Record<string, string> = { ...options.headers };
+    const key = options.key === undefined ? KEY_A : options.key;
+    if (key !== null) headers.Authorization = `Bearer ${key}`;
+    let body: BodyInit | undefined = options.raw;
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers["Content-Type"] ??= "application/json";
+    }
+    const res = await worker.fetch(
+      new Request(`http://sessions.test${path}`, { method, headers, body }),
+      { ...(env as object), ...settings } as never,
+      executionContext(),
+    );
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {}
+    return { status: res.status, headers: res.headers, body: parsed as T, text };
+  };
+}
+
+export const assistantMessage = (text: string, thinking?: string) => ({
+  type: "message",
+  message: {
+    role: "assistant",
+    content: [...(thinking ? [{ type: "thinking", thinking }] : []), { type: "text", text }],
+    api: "openai-completions",
+    provider: "openai",
+    model: "gpt-4o",
+    usage: {
+      input: 1,
+      output: 1,
+      cacheRead: 0,
+      cacheWrite: 0,
+      totalTokens: 2,
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+    },
+    stopReason: "stop",
+    timestamp: 1_700_000_000_000,
+  },
 });

@@ -22,6 +22,12 @@ describe("service basics", () => {
       "/v1/sessions/{sid}/context",
       "/v1/sessions/{sid}/leaf",
       "/v1/sessions/{sid}/fork",
+      "/v1/sessions/{sid}/search",
+      "/v1/sessions/{sid}/restore",
+      "/v1/search",
+      "/v1/export",
+      "/v1/import",
+      "/v1/retention",
     ]) {
       expect(spec.body.paths[path], path).toBeDefined();
     }

@@ -158,7 +158,8 @@ describe("metrics with the METRICS binding", () => {
     expect(of("storage").at(-1)?.blobs).toEqual(["storage", id]);
     expect(of("storage").at(-1)?.indexes).toEqual([await tenantHash("tenant-a")]);
 
-    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    // A deleted session keeps its data until its recovery window closes; a purge frees it.
+    expect((await api("DELETE", `/v1/sessions/${id}?purge=true`)).status).toBe(204);
     expect(of("storage").at(-1)?.doubles).toEqual([0, 0]);
   });
 });

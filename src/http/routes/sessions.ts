@@ -1,11 +1,18 @@
 import { createRoute } from "@hono/zod-openapi";
-import { leafTag, SessionInfo, SessionPage } from "../../core";
+import { checkExpiresAt, leafTag, SessionInfo, SessionPage } from "../../core";
 import { ErrorEnvelope } from "../errors";
 import { recordEvent } from "../metrics";
 import { body, errors, json, repo, routes, security, sessionStorage, writeErrors } from "../route-kit";
-import { CreateSessionBody, ForkBody, ListSessionsQuery, PatchSessionBody, SessionIdParam } from "../schemas";
+import {
+  CreateSessionBody,
+  DeleteQuery,
+  ForkBody,
+  ListSessionsQuery,
+  PatchSessionBody,
+  SessionIdParam,
+} from "../schemas";
 
-/** Sessions as a whole: create, list, describe, change, delete, fork. */
+/** Sessions as a whole: create, list, describe, change, delete and restore, fork. */
 export const sessionRoutes = routes()
   .openapi(
     createRoute({
@@ -13,6 +20,8 @@ export const sessionRoutes = routes()
       path: "/v1/sessions",
       operationId: "createSession",
       summary: "Create a session",
+      description:
+        "An id held by a deleted session (still restorable) is taken over: that session is purged first.",
       security,
       request: { body: body(CreateSessionBody, false) },
       responses: {
@@ -22,7 +31,9 @@ export const sessionRoutes = routes()
       },
     }),
     async (c) => {
-      const info = await repo(c).createSession(c.req.valid("json") ?? {});
+      const options = c.req.valid("json") ?? {};
+      checkExpiresAt(options.expiresAt);
+      const info = await repo(c).createSession(options);
       return c.json(info, 201, { ETag: leafTag(info.leafId) });
     },
   )
@@ -66,6 +77,7 @@ export const sessionRoutes = routes()
     async (c) => {
       const storage = sessionStorage(c, c.req.valid("param").sid);
       const { name, ...header } = c.req.valid("json");
+      checkExpiresAt(header.expiresAt);
       if (name !== undefined) await storage.appendEntries([{ type: "session_info", name }]);
       if (Object.values(header).some((v) => v !== undefined)) await storage.updateHeader(header);
       const info = await storage.getInfo();
@@ -78,13 +90,38 @@ export const sessionRoutes = routes()
       path: "/v1/sessions/{sid}",
       operationId: "deleteSession",
       summary: "Delete a session",
+      description:
+        "The session leaves the listing and every route answers 404, but POST …/restore brings it back whole within the recovery window (RECOVERY_WINDOW_SECONDS, seven days by default); then it is purged. purge=true deletes it for good at once, a deleted one too.",
       security,
-      request: { params: SessionIdParam },
+      request: { params: SessionIdParam, query: DeleteQuery },
       responses: { 204: { description: "deleted" }, ...errors },
     }),
     async (c) => {
-      await sessionStorage(c, c.req.valid("param").sid).delete();
+      const storage = sessionStorage(c, c.req.valid("param").sid);
+      if (c.req.valid("query").purge) await storage.purge();
+      else await storage.delete();
       return c.body(null, 204);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/sessions/{sid}/restore",
+      operationId: "restoreSession",
+      summary: "Restore a deleted session",
+      description:
+        "Within the recovery window: the session as it was when deleted, listed again. An expiresAt that has passed is cleared. 404 when it was never created or has been purged; 409 when it is not deleted.",
+      security,
+      request: { params: SessionIdParam },
+      responses: {
+        200: json(SessionInfo, "the restored session"),
+        409: json(ErrorEnvelope, "already_exists: the session is not deleted"),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const info = await repo(c).restore(c.req.valid("param").sid);
+      return c.json(info, 200, { ETag: leafTag(info.leafId) });
     },
   )
   .openapi(

@@ -5,6 +5,7 @@ import { select, showNoEntry } from "./entry-pane";
 import { clearError, showError } from "./error-bar";
 import { els } from "./page-elements";
 import { loadSessions, renderSessions } from "./session-list";
+import { installSearch } from "./session-search";
 import { openSession, refreshSession } from "./session-view";
 import { installTreeEvents } from "./tree-view";
 import { view } from "./view-state";
@@ -16,6 +17,7 @@ import { view } from "./view-state";
 
 installTreeEvents(select);
 installActions();
+installSearch();
 
 window.addEventListener("hashchange", () => {
   const address = readAddress();

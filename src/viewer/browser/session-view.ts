@@ -5,6 +5,7 @@ import { select, showNoEntry, updateEntryPane } from "./entry-pane";
 import { clearError, showError } from "./error-bar";
 import { els } from "./page-elements";
 import { renderSessions, updateListedSession } from "./session-list";
+import { clearSearch, enableSearch } from "./session-search";
 import { indexTree, pathTo } from "./tree-rows";
 import { loadDetails, rebuildRows, renderTree } from "./tree-view";
 import { view } from "./view-state";
@@ -44,6 +45,8 @@ export async function openSession(sessionId: string, entryId?: string | null): P
     els.compactionNotice.hidden = true;
     delete els.tree.dataset.renderedSession;
     clearError();
+    clearSearch();
+    enableSearch(true);
     renderTree();
     showNoEntry();
     renderSessions();

@@ -1,0 +1,229 @@
+import type { WriteStream } from "node:fs";
+import {
+  createReadStream,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import type { RemoteRepo } from "../client";
+import type { ExistingSessions, ImportedSessionStatus } from "../core";
+import { TENANT_FORMAT, TENANT_VERSION } from "../core";
+
+/*
+ * `cf-sessions backup <dir>` and `cf-sessions restore <dir>`: a whole tenant to a folder, one
+ * file per session (`sessions/<id>.ndjson`, its native export), and back.
+ *
+ * A backup follows the tenant's export stream. A session's file is written under a temporary
+ * name and renamed once the stream closes the session with its cursor; `backup.json` then records
+ * that cursor, so a backup cut short (network, Ctrl-C) resumes after the last complete session
+ * when run again. A restore sends the files in requests of a few MiB; sessions already there are
+ * skipped, so it resumes by being run again too.
+ */
+
+/** What `backup.json` holds. */
+export interface BackupState {
+  format: typeof TENANT_FORMAT;
+  version: typeof TENANT_VERSION;
+  /** The cursor after the last complete session: where a resumed backup starts. */
+  cursor: string | null;
+  sessions: number;
+  failed: Array<{ id: string; error: unknown }>;
+  complete: boolean;
+  startedAt: string;
+  updatedAt: string;
+}
+
+/** Called as work is done, with a short line about it. */
+export type Progress = (text: string) => void;
+
+/** Request bodies a restore sends: about this many bytes of sessions (a larger session goes alone). */
+const RESTORE_REQUEST_BYTES = 8 * 1024 * 1024;
+
+function saveState(dir: string, state: BackupState): void {
+  state.updatedAt = new Date().toISOString();
+  const path = join(dir, "backup.json");
+  writeFileSync(`${path}.tmp`, `${JSON.stringify(state, null, 2)}\n`);
+  renameSync(`${path}.tmp`, path);
+}
+
+function readState(dir: string): BackupState | undefined {
+  const path = join(dir, "backup.json");
+  if (!existsSync(path)) return undefined;
+  const state = JSON.parse(readFileSync(path, "utf8")) as BackupState;
+  if (state.format !== TENANT_FORMAT) throw new Error(`${path} is not a cf-sessions backup`);
+  return state;
+}
+
+function write(stream: WriteStream, text: string): Promise<void> {
+  return stream.write(text)
+    ? Promise.resolve()
+    : new Promise((resolve) => stream.once("drain", () => resolve()));
+}
+
+function finish(stream: WriteStream): Promise<void> {
+  return new Promise((resolve, reject) =>
+    stream.end((error?: Error | null) => (error ? reject(error) : resolve())),
+  );
+}
+
+export interface BackupResult {
+  state: BackupState;
+  /** Sessions written by this run. */
+  written: number;
+  /** Whether this run resumed an earlier one. */
+  resumed: boolean;
+}
+
+/** Backs the tenant up into `dir`, resuming a backup left incomplete there. */
+export async function backup(client: RemoteRepo, dir: string, progress: Progress): Promise<BackupResult> {
+  const sessionsDir = join(dir, "sessions");
+  mkdirSync(sessionsDir, { recursive: true });
+  const earlier = readState(dir);
+  if (earlier?.complete) return { state: earlier, written: 0, resumed: false };
+  const now = new Date().toISOString();
+  const state: BackupState = earlier ?? {
+    format: TENANT_FORMAT,
+    version: TENANT_VERSION,
+    cursor: null,
+    sessions: 0,
+    failed: [],
+    complete: false,
+    startedAt: now,
+    updatedAt: now,
+  };
+  let file: { id: string; path: string; stream: WriteStream } | undefined;
+  let written = 0;
+  const drop = async () => {
+    if (!file) return;
+    await finish(file.stream);
+    rmSync(`${file.path}.partial`, { force: true });
+    file = undefined;
+  };
+  try {
+    for await (const line of client.exportTenant(state.cursor ?? undefined)) {
+      const record = JSON.parse(line) as { type: string; id?: string; cursor?: string; error?: unknown };
+      switch (record.type) {
+        case "export":
+          break;
+        case "session": {
+          await drop();
+          const id = String(record.id);
+          const path = join(sessionsDir, `${id}.ndjson`);
+          file = { id, path, stream: createWriteStream(`${path}.partial`) };
+          await write(file.stream, line);
+          break;
+        }
+        case "cursor": {
+          if (file) {
+            await finish(file.stream);
+            renameSync(`${file.path}.partial`, file.path);
+            file = undefined;
+            state.sessions++;
+            written++;
+          }
+          state.cursor = record.cursor ?? null;
+          saveState(dir, state);
+          progress(`backed up ${state.sessions} sessions`);
+          break;
+        }
+        case "error":
+          await drop();
+          state.failed.push({ id: String(record.id), error: record.error });
+          saveState(dir, state);
+          break;
+        case "end":
+          state.complete = true;
+          saveState(dir, state);
+          break;
+        default:
+          if (file) await write(file.stream, line);
+      }
+    }
+  } finally {
+    await drop();
+  }
+  return { state, written, resumed: earlier !== undefined };
+}
+
+/** The sessions of a backup folder, or of a tenant export file, as request bodies of a few MiB. */
+async function* restoreBodies(path: string): AsyncGenerator<{ body: string; sessions: number }> {
+  let body = "";
+  let sessions = 0;
+  const add = function* (text: string) {
+    if (body && body.length + text.length > RESTORE_REQUEST_BYTES) {
+      yield { body, sessions };
+      body = "";
+      sessions = 0;
+    }
+    body += text;
+    sessions++;
+  };
+  if (statSync(path).isDirectory()) {
+    const dir = join(path, "sessions");
+    const files = existsSync(dir)
+      ? readdirSync(dir)
+          .filter((name) => name.endsWith(".ndjson"))
+          .sort()
+      : [];
+    for (const name of files) {
+      let text = readFileSync(join(dir, name), "utf8");
+      if (!text.endsWith("\n")) text += "\n";
+      yield* add(text);
+    }
+  } else {
+    // A stream from GET /v1/export: split where each session's header line starts.
+    let session = "";
+    for await (const line of createInterface({
+      input: createReadStream(path),
+      crlfDelay: Number.POSITIVE_INFINITY,
+    })) {
+      if (!line.trim()) continue;
+      if (line.startsWith('{"type":"session"') && session) {
+        yield* add(session);
+        session = "";
+      }
+      session += `${line}\n`;
+    }
+    if (session) yield* add(session);
+  }
+  if (body) yield { body, sessions };
+}
+
+export interface RestoreResult {
+  imported: number;
+  skipped: number;
+  refused: number;
+  failed: number;
+  problems: ImportedSessionStatus[];
+}
+
+/** Restores a backup folder (or a tenant export file) into the tenant. */
+export async function restore(
+  client: RemoteRepo,
+  path: string,
+  existing: ExistingSessions,
+  progress: Progress,
+): Promise<RestoreResult> {
+  const result: RestoreResult = { imported: 0, skipped: 0, refused: 0, failed: 0, problems: [] };
+  for await (const { body } of restoreBodies(path)) {
+    const report = await client.importTenant(body, { existing });
+    result.imported += report.imported;
+    result.skipped += report.skipped;
+    result.refused += report.refused;
+    result.failed += report.failed;
+    for (const session of report.sessions)
+      if (session.status === "failed" || session.status === "refused") result.problems.push(session);
+    progress(
+      `restored ${result.imported}, skipped ${result.skipped}, failed ${result.failed + result.refused}`,
+    );
+  }
+  return result;
+}

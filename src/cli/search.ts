@@ -1,0 +1,77 @@
+import type { RemoteRepo } from "../client";
+import type { SearchHit, SessionMatch } from "../core";
+import type { Output } from "./output";
+import { fail } from "./output";
+
+/*
+ * `cf-sessions search <query> [--session <id>]`: the tenant's sessions matching a query, best first,
+ * or one session's entries, newest first, each with its matches marked «so».
+ */
+
+export interface SearchOptions {
+  session?: string;
+  limit?: number;
+  order?: string;
+  thinking?: boolean;
+  json: boolean;
+}
+
+function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/** A snippet with its matches marked for a terminal: «match». */
+function markMatches(snippet: string, highlights: readonly [number, number][]): string {
+  let out = "";
+  let at = 0;
+  for (const [start, end] of highlights) {
+    out += `${snippet.slice(at, start)}«${snippet.slice(start, end)}»`;
+    at = end;
+  }
+  return oneLine(out + snippet.slice(at), 160);
+}
+
+function hitLine(hit: SearchHit): string {
+  const where = `${hit.role ?? hit.type}${hit.onBranch ? "" : " (off branch)"}${hit.field === "thinking" ? " [thinking]" : ""}`;
+  return `${String(hit.seq).padStart(6)}  ${hit.entryId}  ${where}  ${markMatches(hit.snippet, hit.highlights)}`;
+}
+
+export async function search(
+  client: RemoteRepo,
+  query: string,
+  options: SearchOptions,
+  output: Output,
+): Promise<number> {
+  const limit = options.limit === undefined ? {} : { limit: options.limit };
+  if (options.session !== undefined) {
+    const order =
+      options.order === undefined
+        ? undefined
+        : options.order === "rank" || options.order === "newest"
+          ? options.order
+          : fail("--order is newest or rank");
+    const page = await client.storage(options.session).search({
+      q: query,
+      ...limit,
+      ...(order === undefined ? {} : { order }),
+      ...(options.thinking ? { thinking: true } : {}),
+    });
+    if (options.json) output.out(JSON.stringify(page));
+    else output.out(page.hits.length === 0 ? "no matches" : page.hits.map(hitLine).join("\n"));
+    return 0;
+  }
+  const { results } = await client.search(query, limit);
+  if (options.json) output.out(JSON.stringify(results));
+  else if (results.length === 0) output.out("no matches");
+  else {
+    const lines: string[] = [];
+    for (const result of results) {
+      lines.push(`${result.session.id}  ${result.session.name ?? ""}`.trimEnd());
+      for (const match of result.matches as SessionMatch[])
+        lines.push(`    ${match.field}: ${markMatches(match.snippet, match.highlights)}`);
+    }
+    output.out(lines.join("\n"));
+  }
+  return 0;
+}

@@ -1,0 +1,95 @@
+import type { SessionEntry } from "./entries";
+import { contentText } from "./messages";
+
+/*
+ * What an entry contributes to search: the text people look for (what was said, what tools
+ * answered, summaries, custom messages, labels, the session's name), and apart from it the
+ * model's thinking, which is searched only when asked for.
+ */
+
+/** Characters of one entry's text (and of its thinking) that are indexed; the rest is not searched. */
+export const MAX_INDEXED_CHARS = 256 * 1024;
+
+export interface EntryText {
+  text: string;
+  thinking: string;
+}
+
+/*
+ * Snippets come back from SQLite with U+0001 and U+0002 around each match, so those two characters
+ * never reach the index from the text itself.
+ */
+function clean(parts: readonly string[]): string {
+  const joined = parts.filter((part) => part.length > 0).join("\n");
+  return joined.slice(0, MAX_INDEXED_CHARS).replaceAll("\u0001", " ").replaceAll("\u0002", " ");
+}
+
+function stringField(value: unknown): string {
+  return typeof value === "string" ? value : "";
+}
+
+/** The text parts of a message, and apart the thinking it shows (redacted thinking is no text). */
+function messageText(message: Record<string, unknown>): { text: string[]; thinking: string[] } {
+  const text: string[] = [];
+  const thinking: string[] = [];
+  const content = message.content;
+  if (Array.isArray(content)) {
+    for (const part of content) {
+      if (!part || typeof part !== "object") continue;
+      if (part.type === "text" && typeof part.text === "string") text.push(part.text);
+      else if (part.type === "thinking" && typeof part.thinking === "string" && part.redacted !== true)
+        thinking.push(part.thinking);
+    }
+  } else text.push(contentText(content));
+  // Roles agents add carry their text in fields of their own (summaries, shell commands and output).
+  if (message.role !== "user" && message.role !== "assistant" && message.role !== "toolResult") {
+    for (const key of ["summary", "command", "output"]) text.push(stringField(message[key]));
+  }
+  return { text, thinking };
+}
+
+/** The searchable text of an entry, or undefined when it has none. */
+export function entrySearchText(entry: SessionEntry): EntryText | undefined {
+  let text: string[] = [];
+  let thinking: string[] = [];
+  switch (entry.type) {
+    case "message":
+      ({ text, thinking } = messageText(entry.message as unknown as Record<string, unknown>));
+      break;
+    case "compaction":
+    case "branch_summary":
+      text = [entry.summary];
+      break;
+    case "custom_message":
+      text = [contentText(entry.content)];
+      break;
+    case "label":
+      text = [stringField(entry.label)];
+      break;
+    case "session_info":
+      text = [stringField(entry.name)];
+      break;
+    default:
+      return undefined;
+  }
+  const result = { text: clean(text), thinking: clean(thinking) };
+  return result.text.trim() || result.thinking.trim() ? result : undefined;
+}
+
+/**
+ * A snippet as SQLite marks it (U+0001 before a match, U+0002 after) as plain text and the
+ * [start, end) offsets of its matches, so no client has to trust markup inside the text.
+ */
+export function readSnippet(marked: string): { snippet: string; highlights: [number, number][] } {
+  let snippet = "";
+  const highlights: [number, number][] = [];
+  let start = -1;
+  for (const char of marked) {
+    if (char === "\u0001") start = snippet.length;
+    else if (char === "\u0002") {
+      if (start >= 0 && snippet.length > start) highlights.push([start, snippet.length]);
+      start = -1;
+    } else snippet += char;
+  }
+  return { snippet, highlights };
+}

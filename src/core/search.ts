@@ -1,0 +1,117 @@
+import * as z from "zod";
+import { EntryType, Id } from "./entries";
+import { SessionError } from "./errors";
+import { MAX_QUERY_CHARS } from "./search-query";
+import { SessionInfo } from "./storage";
+
+/*
+ * Search, in one session (its entries) and across a tenant (its sessions): what is asked and what
+ * comes back. Snippets are plain text; `highlights` are the [start, end) offsets (UTF-16 code
+ * units, as JavaScript indexes strings) of the matches in them.
+ */
+
+export const DEFAULT_SEARCH_HITS = 20;
+export const MAX_SEARCH_HITS = 100;
+
+const Highlights = z
+  .array(z.tuple([z.number().int(), z.number().int()]))
+  .meta({ description: "[start, end) of each match in the snippet" });
+
+export const SearchQueryText = z.string().max(MAX_QUERY_CHARS).meta({
+  description: 'words (all required), "a phrase", prefix*, a OR b, -excluded; matched after stemming',
+});
+
+export const SessionSearchOptions = z.object({
+  q: SearchQueryText,
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_SEARCH_HITS)
+    .optional()
+    .meta({ description: `default ${DEFAULT_SEARCH_HITS}` }),
+  cursor: z.string().optional(),
+  order: z.enum(["newest", "rank"]).optional().meta({ description: "newest first (default) or best first" }),
+  thinking: z.boolean().optional().meta({ description: "search the model's thinking too (default false)" }),
+});
+export type SessionSearchOptions = z.infer<typeof SessionSearchOptions>;
+
+export const SearchHit = z
+  .object({
+    entryId: Id,
+    seq: z.number().int(),
+    type: EntryType,
+    role: z.string().optional().meta({ description: "the message's role, for messages" }),
+    onBranch: z.boolean().meta({ description: "whether the entry is on the path root → current leaf" }),
+    field: z.enum(["text", "thinking"]),
+    snippet: z.string(),
+    highlights: Highlights,
+  })
+  .meta({ id: "SearchHit" });
+export type SearchHit = z.infer<typeof SearchHit>;
+
+export const SessionSearchPage = z.object({ hits: z.array(SearchHit), nextCursor: z.string().nullable() });
+export type SessionSearchPage = z.infer<typeof SessionSearchPage>;
+
+export const TenantSearchOptions = z.object({
+  q: SearchQueryText,
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_SEARCH_HITS)
+    .optional()
+    .meta({ description: `default ${DEFAULT_SEARCH_HITS}` }),
+});
+export type TenantSearchOptions = z.infer<typeof TenantSearchOptions>;
+
+export const SessionMatch = z
+  .object({
+    field: z.enum(["name", "labels", "preview", "text"]),
+    snippet: z.string(),
+    highlights: Highlights,
+  })
+  .meta({ id: "SessionMatch" });
+export type SessionMatch = z.infer<typeof SessionMatch>;
+
+export const TenantSearchResult = z
+  .object({
+    session: SessionInfo,
+    score: z.number().meta({
+      description:
+        "higher is better: 1000 per match in the name, 100 in labels, 10 in the preview, 1 in the text (at most 9 each)",
+    }),
+    matches: z.array(SessionMatch).meta({ description: "the best snippet of each field that matched" }),
+  })
+  .meta({ id: "TenantSearchResult" });
+export type TenantSearchResult = z.infer<typeof TenantSearchResult>;
+
+export const TenantSearchPage = z.object({ results: z.array(TenantSearchResult) });
+export type TenantSearchPage = z.infer<typeof TenantSearchPage>;
+
+/** Where the next page of a session's hits starts: below a seq (newest first), or after n hits (by rank). */
+export type SearchCursor = { before: number } | { offset: number };
+
+export function encodeSearchCursor(cursor: SearchCursor): string {
+  return btoa(JSON.stringify(cursor)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+export function decodeSearchCursor(cursor: string, order: "newest" | "rank"): SearchCursor {
+  try {
+    const value: unknown = JSON.parse(atob(cursor.replace(/-/g, "+").replace(/_/g, "/")));
+    const key = order === "rank" ? "offset" : "before";
+    if (value && typeof value === "object" && Object.keys(value).length === 1) {
+      const n = (value as Record<string, unknown>)[key];
+      if (typeof n === "number" && Number.isSafeInteger(n) && n >= 0) return { [key]: n } as SearchCursor;
+    }
+  } catch {
+    // fall through to the error below
+  }
+  throw new SessionError(
+    "invalid_request",
+    "invalid cursor (a cursor belongs to the query and order it came from)",
+    {
+      cursor,
+    },
+  );
+}

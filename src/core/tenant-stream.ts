@@ -1,0 +1,365 @@
+import * as z from "zod";
+import type { SessionEntry } from "./entries";
+import { Id } from "./entries";
+import { SessionError } from "./errors";
+import { encodeCursor } from "./info";
+import type { ImportHeader } from "./interchange";
+import { exportNative, NATIVE_FORMAT, parseNativeHeader } from "./native-format";
+import type { NumberedLine } from "./ndjson";
+import { lineError } from "./ndjson";
+import type { Session } from "./session";
+import type { ListOptions, SessionPage, SessionStorage } from "./storage";
+
+/*
+ * A whole tenant as one NDJSON stream, for backups: a line opening the stream, then each session
+ * as its native export (its header line, then every entry in append order), each followed by a
+ * `cursor` line once it is complete, and an `end` line:
+ *
+ *   {"type":"export","format":"cf-tenant","version":1,"cursor":null}
+ *   {"type":"session","format":"cf-session",...}   ← a native export
+ *   {"type":"message",...}
+ *   {"type":"cursor","cursor":"…"}                 ← complete; `?cursor=` resumes after it
+ *   …
+ *   {"type":"end","sessions":1000}                 ← the stream is whole
+ *
+ * A session that fails while it is sent is followed by an `error` line instead of its cursor, and
+ * an import drops it. Sessions come newest first by creation (the order that never moves while the
+ * tenant keeps writing), a listing page at a time, one page of entries at a time.
+ */
+
+export const TENANT_FORMAT = "cf-tenant";
+export const TENANT_VERSION = 1;
+
+/** Sessions of a listing page read per step of an export. */
+const EXPORT_PAGE = 50;
+/** Entries, and characters of them, sent to a session per import call. */
+const IMPORT_BATCH = 500;
+const IMPORT_BATCH_CHARS = 8 * 1024 * 1024;
+
+/** What an export reads: the tenant's listing and its sessions. */
+export interface TenantSource {
+  list(options: ListOptions): Promise<SessionPage>;
+  /** A session by id; reading it fails with `not_found` once it is gone. */
+  open(id: string): Promise<Session>;
+}
+
+function errorBody(error: unknown, otherwise: string): { code: string; message: string } {
+  return error instanceof SessionError
+    ? { code: error.code, message: error.message }
+    : { code: "internal", message: otherwise };
+}
+
+function line(value: unknown): string {
+  return `${JSON.stringify(value)}\n`;
+}
+
+/** The tenant's sessions as one stream of lines, after `cursor` when resuming. */
+export async function* exportTenant(
+  source: TenantSource,
+  cursor: string | null = null,
+): AsyncGenerator<string> {
+  yield line({ type: "export", format: TENANT_FORMAT, version: TENANT_VERSION, cursor });
+  let count = 0;
+  let next: string | null = cursor;
+  do {
+    const page = await source.list({ order: "created", limit: EXPORT_PAGE, cursor: next });
+    for (const info of page.sessions) {
+      try {
+        const lines = exportNative(await source.open(info.id));
+        const header = await lines.next();
+        if (header.done) continue;
+        yield header.value;
+        for await (const text of lines) yield text;
+      } catch (error) {
+        // Deleted since the listing was read: it is simply not in the tenant any more.
+        if (error instanceof SessionError && error.code === "not_found") continue;
+        yield line({ type: "error", id: info.id, error: errorBody(error, "the session could not be read") });
+        continue;
+      }
+      count++;
+      yield line({ type: "cursor", cursor: encodeCursor(info.createdAt, info.id) });
+    }
+    next = page.nextCursor;
+  } while (next);
+  yield line({ type: "end", sessions: count });
+}
+
+export const ExistingSessions = z
+  .enum(["skip", "refuse"])
+  .meta({ description: "a session whose id is taken: left as it is (skip, default) or reported refused" });
+export type ExistingSessions = z.infer<typeof ExistingSessions>;
+
+export const ImportedSessionStatus = z
+  .object({
+    id: Id.nullable().meta({ description: "null when the header line could not be read" }),
+    status: z.enum(["imported", "skipped", "refused", "failed"]),
+    entries: z.number().int().optional().meta({ description: "entries written, when imported" }),
+    error: z
+      .object({ code: z.string(), message: z.string(), line: z.number().int().optional() })
+      .optional()
+      .meta({ description: "why it was refused or failed; `line` is 1-based in the stream" }),
+  })
+  .meta({ id: "ImportedSessionStatus" });
+export type ImportedSessionStatus = z.infer<typeof ImportedSessionStatus>;
+
+export const TenantImportReport = z
+  .object({
+    imported: z.number().int(),
+    skipped: z.number().int(),
+    refused: z.number().int(),
+    failed: z.number().int(),
+    sessions: z.array(ImportedSessionStatus).meta({ description: "one per session of the stream, in order" }),
+  })
+  .meta({ id: "TenantImportReport" });
+export type TenantImportReport = z.infer<typeof TenantImportReport>;
+
+/** Where an import writes: sessions made empty from a header, listed once complete. */
+export interface TenantImportTarget {
+  /** An empty session with this header, not listed yet; `already_exists` when the id is taken. */
+  begin(header: ImportHeader): Promise<SessionStorage>;
+  /** Lists a session whose entries are all written. */
+  finish(storage: SessionStorage): Promise<void>;
+}
+
+/** The 1-based line of the entry a refused import batch points at, when it says which. */
+function lineOfBatchError(error: SessionError, lines: readonly number[]): number | undefined {
+  const details = error.details;
+  let index: number | undefined;
+  if (Array.isArray(details)) index = details[0]?.path?.[0];
+  else if (details && typeof details === "object" && "index" in details)
+    index = (details as { index: number }).index;
+  return index === undefined ? undefined : lines[index];
+}
+
+/**
+ * One session of an import, written in the background while the stream is read on: its batches
+ * go out in order, one after the other, and the first failure stops them.
+ */
+class SessionWrite {
+  readonly id: string;
+  readonly slot: number;
+  batch: SessionEntry[] = [];
+  lines: number[] = [];
+  chars = 0;
+  written = 0;
+  /** Batches handed to `chain` and not written yet. */
+  queued = 0;
+  storage: SessionStorage | undefined;
+  /** Set when the id was taken: the session is left as it is. */
+  taken: SessionError | undefined;
+  failure: { error: unknown; line?: number } | undefined;
+  /** The session's writes, in order. */
+  chain: Promise<void>;
+
+  constructor(id: string, slot: number, begin: Promise<SessionStorage>) {
+    this.id = id;
+    this.slot = slot;
+    this.chain = begin.then(
+      (storage) => {
+        this.storage = storage;
+      },
+      (error) => {
+        if (error instanceof SessionError && error.code === "already_exists") this.taken = error;
+        else this.failure = { error };
+      },
+    );
+  }
+
+  get stopped(): boolean {
+    return this.taken !== undefined || this.failure !== undefined;
+  }
+
+  fail(error: unknown, line?: number): void {
+    this.failure ??= line === undefined ? { error } : { error, line };
+  }
+
+  /** Sends the batch read so far after the batches before it. */
+  flush(): void {
+    if (this.batch.length === 0) return;
+    const batch = this.batch;
+    const lines = this.lines;
+    this.batch = [];
+    this.lines = [];
+    this.chars = 0;
+    this.queued++;
+    this.chain = this.chain.then(async () => {
+      this.queued--;
+      if (this.stopped || !this.storage) return;
+      try {
+        await this.storage.importEntries(batch);
+        this.written += batch.length;
+      } catch (error) {
+        this.fail(error, error instanceof SessionError ? lineOfBatchError(error, lines) : undefined);
+      }
+    });
+  }
+}
+
+/** Sessions an import writes at once (each one's batches stay in order). */
+const IMPORT_PARALLEL = 4;
+/** Batches of one session read ahead of its writes. */
+const IMPORT_READ_AHEAD = 2;
+
+/**
+ * Writes the sessions of a tenant stream (or of native exports one after another), each on its
+ * own: a session that fails is deleted and reported, and the import goes on with the next. A few
+ * sessions are written at once, each holding at most a few batches, whatever the stream's size.
+ */
+export async function importTenant(
+  lines: AsyncIterable<NumberedLine>,
+  target: TenantImportTarget,
+  options: { existing?: ExistingSessions } = {},
+): Promise<TenantImportReport> {
+  const existing = options.existing ?? "skip";
+  const sessions: ImportedSessionStatus[] = [];
+  const running = new Set<Promise<void>>();
+  let current: SessionWrite | undefined;
+  /** After a header that could not be read: the lines of its session are passed over. */
+  let passing = false;
+  let first = true;
+
+  /** The outcome of a session once its writes are done: listed, or deleted and reported. */
+  const settle = async (write: SessionWrite): Promise<void> => {
+    await write.chain;
+    const { id, slot, storage, taken, failure } = write;
+    if (taken) {
+      sessions[slot] =
+        existing === "skip"
+          ? { id, status: "skipped" }
+          : { id, status: "refused", error: { code: taken.code, message: taken.message } };
+      return;
+    }
+    if (!failure && storage) {
+      try {
+        await target.finish(storage);
+        sessions[slot] = { id, status: "imported", entries: write.written };
+        return;
+      } catch (error) {
+        write.fail(error);
+      }
+    }
+    await storage?.delete().catch(() => undefined);
+    const reason = write.failure ?? { error: undefined };
+    const body = errorBody(reason.error, "the session could not be written");
+    sessions[slot] = {
+      id,
+      status: "failed",
+      error: reason.line === undefined ? body : { ...body, line: reason.line },
+    };
+  };
+
+  const close = async (): Promise<void> => {
+    const write = current;
+    current = undefined;
+    if (!write) return;
+    write.flush();
+    const done = settle(write).finally(() => running.delete(done));
+    running.add(done);
+    if (running.size >= IMPORT_PARALLEL) await Promise.race(running);
+  };
+
+  const open = async (numbered: NumberedLine): Promise<void> => {
+    await close();
+    let header: ImportHeader;
+    try {
+      header = parseNativeHeader(numbered);
+    } catch (error) {
+      sessions.push({ id: null, status: "failed", error: { ...errorBody(error, ""), line: numbered.line } });
+      passing = true;
+      return;
+    }
+    passing = false;
+    const slot = sessions.push({ id: header.id, status: "failed" }) - 1;
+    current = new SessionWrite(header.id, slot, target.begin(header));
+  };
+
+  const readAll = async (): Promise<void> => {
+    for await (const numbered of lines) {
+      let value: unknown;
+      try {
+        value = JSON.parse(numbered.text);
+      } catch {
+        value = undefined;
+      }
+      const record =
+        value && typeof value === "object" && !Array.isArray(value)
+          ? (value as Record<string, unknown>)
+          : undefined;
+      const type = record?.type;
+      if (first) {
+        first = false;
+        const opensExport =
+          type === "export" && record?.format === TENANT_FORMAT && record.version === TENANT_VERSION;
+        if (type !== "session" && !opensExport) {
+          throw lineError(
+            numbered.line,
+            `not a ${TENANT_FORMAT} stream: expected {"type":"export","format":"${TENANT_FORMAT}","version":${TENANT_VERSION}} or a session header`,
+          );
+        }
+        if (opensExport) continue;
+      }
+      if (type === "session" && record?.format === NATIVE_FORMAT) await open(numbered);
+      else if (type === "cursor" || type === "export") await close();
+      else if (type === "end") {
+        await close();
+        break;
+      } else if (type === "error") {
+        // The exporter could not read the rest of this session: what came of it is not kept.
+        const error = record?.error as { message?: unknown } | undefined;
+        const reason = typeof error?.message === "string" ? error.message : "an error";
+        current?.fail(
+          new SessionError("invalid_request", `the export of this session was cut short: ${reason}`),
+          numbered.line,
+        );
+        await close();
+        passing = true;
+      } else if (passing) {
+        // A line of a session already reported.
+      } else if (!current) {
+        sessions.push({
+          id: null,
+          status: "failed",
+          error: {
+            code: "invalid_request",
+            message: "an entry outside any session (its header is missing)",
+            line: numbered.line,
+          },
+        });
+        passing = true;
+      } else if (current.stopped) {
+        // The session failed or was taken: the rest of its lines are not needed.
+      } else if (!record) {
+        current.fail(lineError(numbered.line, "not a JSON object (truncated or malformed)"), numbered.line);
+      } else {
+        current.batch.push(record as unknown as SessionEntry);
+        current.lines.push(numbered.line);
+        current.chars += numbered.text.length;
+        if (current.batch.length >= IMPORT_BATCH || current.chars >= IMPORT_BATCH_CHARS) {
+          current.flush();
+          if (current.queued > IMPORT_READ_AHEAD) await current.chain;
+        }
+      }
+    }
+    await close();
+  };
+
+  try {
+    await readAll();
+  } catch (error) {
+    // The stream itself broke (unreadable, too large): the session it was in is not kept.
+    current?.fail(error);
+    await close();
+    await Promise.all(running);
+    throw error;
+  }
+  await Promise.all(running);
+  const count = (status: ImportedSessionStatus["status"]) =>
+    sessions.filter((s) => s.status === status).length;
+  return {
+    imported: count("imported"),
+    skipped: count("skipped"),
+    refused: count("refused"),
+    failed: count("failed"),
+    sessions,
+  };
+}

@@ -1,0 +1,71 @@
+import { createRoute } from "@hono/zod-openapi";
+import * as z from "zod";
+import { decodeCursor, TenantImportReport } from "../../core";
+import { streamedNdjsonLines } from "../body";
+import { ErrorEnvelope } from "../errors";
+import { errors, json, ndjsonResponse, repo, routes, security } from "../route-kit";
+import { ExportTenantQuery, ImportTenantQuery } from "../schemas";
+import { textStream } from "../stream";
+
+/** Where a tenant stream is posted: NDJSON, read as it arrives. */
+export const TENANT_IMPORT_PATH = "/v1/import";
+/**
+ * The largest tenant stream one request may carry. It is read a line at a time, so the size is
+ * bounded by time, not memory; Cloudflare's own request limit (100 MB on most plans) comes first.
+ */
+export const MAX_TENANT_IMPORT_BYTES = 1024 * 1024 * 1024;
+
+/** A whole tenant out as one stream, and back in. */
+export const backupRoutes = routes()
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/export",
+      operationId: "exportTenant",
+      summary: "Export every session of the tenant as one NDJSON stream",
+      description:
+        'A line {"type":"export","format":"cf-tenant","version":1}, then each session as its native export (header line, entries) followed by {"type":"cursor","cursor":…} once complete, and {"type":"end","sessions":n} at the end. Newest first by creation. A session that fails while sent is followed by {"type":"error",…} instead of its cursor. To resume a cut stream, pass the last cursor line\'s cursor. Deleted sessions are not exported.',
+      security,
+      request: { query: ExportTenantQuery },
+      responses: {
+        200: {
+          content: { "application/x-ndjson": { schema: z.string() } },
+          description: "the tenant's sessions",
+        },
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { cursor } = c.req.valid("query");
+      // A bad cursor is refused before the stream starts.
+      if (cursor !== undefined) decodeCursor(cursor);
+      const lines = repo(c).exportTenant(cursor ?? null);
+      return ndjsonResponse(textStream(lines), "sessions.ndjson");
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: TENANT_IMPORT_PATH,
+      operationId: "importTenant",
+      summary: "Import a tenant stream (from GET /v1/export, or native exports one after another)",
+      description:
+        "application/x-ndjson, read as it arrives. Each session is written on its own and listed once all its entries are: one that fails is left out and reported, and the import goes on. A session whose id is taken is skipped (existing=skip, default) or reported refused (existing=refuse); an id held by a deleted session is taken over; a session a previous import left incomplete is written again. The answer lists every session with its status.",
+      security,
+      request: {
+        query: ImportTenantQuery,
+        body: { content: { "application/x-ndjson": { schema: z.string() } }, required: true },
+      },
+      responses: {
+        200: json(TenantImportReport, "what became of each session"),
+        413: json(ErrorEnvelope, "payload_too_large: a line over 17 MiB, or a stream over 1 GiB"),
+        415: json(ErrorEnvelope, "unsupported_format: not application/x-ndjson"),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const lines = streamedNdjsonLines(c.req.raw.body, MAX_TENANT_IMPORT_BYTES);
+      const report = await repo(c).importTenant(lines, c.req.valid("query").existing ?? "skip");
+      return c.json(report, 200);
+    },
+  );

@@ -1,0 +1,117 @@
+import type { SearchHit } from "../../core";
+import { act } from "./actions";
+import { session } from "./api";
+import { h } from "./dom";
+import { select } from "./entry-pane";
+import { els } from "./page-elements";
+import { view } from "./view-state";
+
+/*
+ * The search box of the open session: its entries matching a query, newest first, each a button
+ * that selects the entry in the tree (opening the run it sits in). Snippets reach the page as
+ * text, their matches as <mark> elements around text: nothing a session holds becomes markup.
+ */
+
+const PAGE = 20;
+
+const search = {
+  query: "",
+  thinking: false,
+  nextCursor: null as string | null,
+  /** The session the results are for. */
+  sessionId: null as string | null,
+};
+
+/** A snippet as text nodes, its matches in <mark>. */
+function snippetNodes(hit: SearchHit): Node[] {
+  const nodes: Node[] = [];
+  let at = 0;
+  for (const [start, end] of hit.highlights) {
+    if (start > at) nodes.push(document.createTextNode(hit.snippet.slice(at, start)));
+    nodes.push(h("mark", { text: hit.snippet.slice(start, end) }));
+    at = end;
+  }
+  if (at < hit.snippet.length) nodes.push(document.createTextNode(hit.snippet.slice(at)));
+  return nodes;
+}
+
+function hitItem(hit: SearchHit): HTMLLIElement {
+  const kind = [
+    hit.role ?? hit.type,
+    hit.field === "thinking" ? "thinking" : null,
+    hit.onBranch ? null : "off branch",
+  ]
+    .filter(Boolean)
+    .join(" · ");
+  return h("li", {}, [
+    h(
+      "button",
+      {
+        type: "button",
+        class: `search-hit${hit.onBranch ? "" : " off-branch"}`,
+        "data-entry": hit.entryId,
+        onclick: () => select(hit.entryId, { reveal: true }),
+      },
+      [h("span", { class: "hit-kind", text: kind }), ...snippetNodes(hit)],
+    ),
+  ]);
+}
+
+async function run(more: boolean): Promise<void> {
+  const sessionId = view.sessionId;
+  if (!sessionId || !search.query) return;
+  const page = await session(sessionId).search(search.query, {
+    limit: PAGE,
+    ...(search.thinking ? { thinking: true } : {}),
+    ...(more && search.nextCursor ? { cursor: search.nextCursor } : {}),
+  });
+  if (sessionId !== view.sessionId) return;
+  if (!more) els.searchResults.replaceChildren();
+  els.searchResults.append(...page.hits.map(hitItem));
+  search.nextCursor = page.nextCursor;
+  search.sessionId = sessionId;
+  const shown = els.searchResults.childElementCount;
+  els.searchStatus.textContent =
+    shown === 0
+      ? "No matches."
+      : `${shown}${page.nextCursor ? "+" : ""} ${shown === 1 ? "match" : "matches"}, newest first`;
+  els.searchMore.hidden = page.nextCursor === null;
+  els.searchPanel.hidden = false;
+}
+
+/** Empties the results (another session was opened, or the box was cleared). */
+export function clearSearch(): void {
+  search.query = "";
+  search.nextCursor = null;
+  search.sessionId = null;
+  els.searchResults.replaceChildren();
+  els.searchStatus.textContent = "";
+  els.searchPanel.hidden = true;
+}
+
+/** Whether the box can be used: only with a session open. */
+export function enableSearch(enabled: boolean): void {
+  els.searchInput.disabled = !enabled;
+  if (!enabled) els.searchInput.value = "";
+}
+
+export function installSearch(): void {
+  els.searchForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    search.query = els.searchInput.value.trim();
+    search.thinking = els.searchThinking.checked;
+    search.nextCursor = null;
+    if (!search.query) {
+      clearSearch();
+      return;
+    }
+    void act(null, () => run(false));
+  });
+  els.searchInput.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") {
+      els.searchInput.value = "";
+      clearSearch();
+    }
+  });
+  els.searchMore.addEventListener("click", () => act(els.searchMore, () => run(true)));
+}

@@ -1,0 +1,53 @@
+import { describe, expect, it } from "vitest";
+import type { NumberedLine } from "../../src/core";
+import { exportNative, exportTenant, importTenant, MemoryRepo, ndjsonLines } from "../../src/core";
+import { assistant, user } from "../conformance/fixtures";
+
+/*
+ * The tenant stream on the library's own backend: every session of one repo out as one stream
+ * and into another, the same session for session. The service runs the same code over its
+ * Durable Objects (test/workers/http-backup.test.ts).
+ */
+
+async function text(lines: AsyncIterable<string>): Promise<string> {
+  let out = "";
+  for await (const line of lines) out += line;
+  return out;
+}
+
+async function* numbered(stream: string): AsyncGenerator<NumberedLine> {
+  yield* ndjsonLines(stream);
+}
+
+describe("tenant stream", () => {
+  it("copies every session of a memory repo into another, each export the same", async () => {
+    const from = new MemoryRepo();
+    const ids: string[] = [];
+    for (let i = 0; i < 7; i++) {
+      const session = await from.create({ id: `s${i}`, name: `session ${i}`, metadata: { i } });
+      const q = await session.appendMessage(user(`question ${i}`));
+      await session.appendMessage(assistant(`answer ${i}`));
+      await session.appendMessage(assistant(`another answer ${i}`), { parentId: q });
+      await session.appendLabel(q, `label ${i}`);
+      ids.push(session.id);
+    }
+    const source = { list: from.list.bind(from), open: from.open.bind(from) };
+    const stream = await text(exportTenant(source));
+    const to = new MemoryRepo();
+    const report = await importTenant(numbered(stream), {
+      begin: async (header) => to.createStorage(header),
+      finish: async () => undefined,
+    });
+    expect(report).toMatchObject({ imported: 7, skipped: 0, refused: 0, failed: 0 });
+    for (const id of ids) {
+      expect(await text(exportNative(await to.open(id)))).toBe(await text(exportNative(await from.open(id))));
+      expect(await (await to.open(id)).buildContext()).toEqual(await (await from.open(id)).buildContext());
+    }
+    // A second import finds them all there.
+    const again = await importTenant(numbered(stream), {
+      begin: async (header) => to.createStorage(header),
+      finish: async () => undefined,
+    });
+    expect(again.skipped).toBe(7);
+  });
+});

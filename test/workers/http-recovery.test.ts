@@ -1,0 +1,372 @@
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
+import type { DurableEnv } from "../../src/durable";
+import { sessionObjectName } from "../../src/durable";
+import { directoryShard, shardCount, shardOf } from "../../src/durable/directory-shards";
+import { watchEvents } from "./events-helpers";
+import {
+  api,
+  apiWith,
+  assistantMessage,
+  createSession,
+  expectError,
+  KEY_A_READ,
+  KEY_B,
+  sid,
+  userMessage,
+} from "./helpers";
+
+/*
+ * Deleting is recoverable: a deleted session is gone from every route and the listing, restore
+ * brings it back whole within the recovery window, and an alarm purges it after. Sessions also
+ * expire: at their own `expiresAt`, or when idle longer than the tenant's retention.
+ */
+
+const durableEnv = env as unknown as DurableEnv;
+const sessionStub = (id: string, tenant = "tenant-a") =>
+  env.SESSIONS.getByName(sessionObjectName(tenant, id));
+
+async function fill(id: string) {
+  const res = await api("POST", `/v1/sessions/${id}/entries`, {
+    body: {
+      entries: [
+        { id: "q", ...userMessage("where is the mongoose") },
+        { id: "a1", ...assistantMessage("under the porch") },
+        { id: "a2", parentId: "q", ...assistantMessage("in the garden") },
+        { type: "label", targetId: "a1", label: "first" },
+        { type: "session_info", name: "Mongoose hunt" },
+      ],
+    },
+  });
+  expect(res.status).toBe(201);
+}
+
+/** Everything a reader can see of a session, as the bytes the service sends. */
+async function snapshot(id: string) {
+  const [exported, context, tree, entries] = await Promise.all([
+    api("GET", `/v1/sessions/${id}/export`),
+    api("GET", `/v1/sessions/${id}/context`),
+    api("GET", `/v1/sessions/${id}/tree`),
+    api("GET", `/v1/sessions/${id}/entries?limit=1000`),
+  ]);
+  for (const res of [exported, context, tree, entries]) expect(res.status).toBe(200);
+  return { exported: exported.text, context: context.text, tree: tree.text, entries: entries.text };
+}
+
+async function listedIds(key?: string) {
+  const res = await api("GET", "/v1/sessions?limit=200", key === undefined ? {} : { key });
+  return res.body.sessions.map((s: { id: string }) => s.id) as string[];
+}
+
+/** Rows the session's object still holds (0 once purged). */
+async function storedRows(id: string) {
+  return runInDurableObject(
+    sessionStub(id),
+    (_instance, state) =>
+      state.storage.sql
+        .exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'")
+        .one().n,
+  );
+}
+
+describe("deleting and restoring", () => {
+  it("hides a deleted session from every route and the listing, then restores it whole", async () => {
+    const id = await createSession();
+    await fill(id);
+    const before = await snapshot(id);
+    await vi.waitFor(async () => expect(await listedIds()).toContain(id), { timeout: 5000, interval: 30 });
+
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    expect(await listedIds()).not.toContain(id);
+    expectError(await api("GET", `/v1/sessions/${id}`), 404, "not_found");
+    expectError(await api("GET", `/v1/sessions/${id}/context`), 404, "not_found");
+    expectError(
+      await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("x") }),
+      404,
+      "not_found",
+    );
+    expectError(await api("POST", `/v1/sessions/${id}/fork`, { body: { entryId: "q" } }), 404, "not_found");
+    expectError(await api("DELETE", `/v1/sessions/${id}`), 404, "not_found");
+    // Its data is still there, waiting for the window to close.
+    expect(await storedRows(id)).toBeGreaterThan(0);
+
+    const restored = await api("POST", `/v1/sessions/${id}/restore`, { body: {} });
+    expect(restored.status).toBe(200);
+    expect(restored.body).toMatchObject({ id, name: "Mongoose hunt", entryCount: 5 });
+    expect(restored.headers.get("ETag")).toBe(`"${restored.body.leafId}"`);
+    expect(await snapshot(id)).toEqual(before);
+    await vi.waitFor(async () => expect(await listedIds()).toContain(id), { timeout: 5000, interval: 30 });
+    // Writable again, and the alarm no longer purges it.
+    expect((await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("found it") })).status).toBe(
+      201,
+    );
+    await runDurableObjectAlarm(sessionStub(id));
+    expect((await api("GET", `/v1/sessions/${id}`)).body.entryCount).toBe(6);
+  });
+
+  it("ends its watchers' streams, refuses new ones while deleted, and is watched again once restored", async () => {
+    const id = await createSession();
+    await fill(id);
+    const watch = await watchEvents(id);
+    await watch.until((e) => e.event === "leaf");
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    expect(await watch.next()).toEqual({ event: "deleted", data: { id } });
+    expect(await watch.next()).toBeUndefined();
+    expect((await watchEvents(id)).status).toBe(404);
+    expectError(await api("POST", `/v1/sessions/${id}/tickets`, { body: {} }), 404, "not_found");
+    expect((await api("POST", `/v1/sessions/${id}/restore`, { body: {} })).status).toBe(200);
+    const again = await watchEvents(id);
+    expect(again.status).toBe(200);
+    await again.until((e) => e.event === "leaf");
+    await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("back again") });
+    expect((await again.until((e) => e.event === "entry")).at(-1)?.data.message.content).toBe("back again");
+    await again.close();
+  });
+
+  it("answers 409 to restoring a session that is not deleted, and 404 to one never created", async () => {
+    const id = await createSession();
+    expectError(await api("POST", `/v1/sessions/${id}/restore`, { body: {} }), 409, "already_exists");
+    expectError(await api("POST", `/v1/sessions/${sid("never")}/restore`, { body: {} }), 404, "not_found");
+  });
+
+  it("purges after the recovery window: restore is then 404 and the object holds nothing", async () => {
+    const tiny = apiWith({ RECOVERY_WINDOW_SECONDS: "0.05" });
+    const id = await createSession();
+    await fill(id);
+    expect((await tiny("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    // The alarm purges it (it may have fired by itself already; else it runs now). Nothing else
+    // reached the object since the delete.
+    await runDurableObjectAlarm(sessionStub(id));
+    expect(await storedRows(id)).toBe(0);
+    expectError(await api("POST", `/v1/sessions/${id}/restore`, { body: {} }), 404, "not_found");
+  });
+
+  it("refuses a restore after the window even before the alarm has run", async () => {
+    const tiny = apiWith({ RECOVERY_WINDOW_SECONDS: "0.05" });
+    const id = await createSession();
+    await fill(id);
+    expect((await tiny("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    // As if the alarm were late: the window is the rule, not the alarm.
+    await runInDurableObject(sessionStub(id), (_instance, state) => state.storage.deleteAlarm());
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    expect(await storedRows(id)).toBeGreaterThan(0);
+    expectError(await api("POST", `/v1/sessions/${id}/restore`, { body: {} }), 404, "not_found");
+    expect(await storedRows(id)).toBe(0);
+  });
+
+  it("deletes for good at once with purge=true, a deleted session too", async () => {
+    const live = await createSession();
+    await fill(live);
+    expect((await api("DELETE", `/v1/sessions/${live}?purge=true`)).status).toBe(204);
+    expect(await storedRows(live)).toBe(0);
+    expectError(await api("POST", `/v1/sessions/${live}/restore`, { body: {} }), 404, "not_found");
+
+    const deleted = await createSession();
+    await fill(deleted);
+    expect((await api("DELETE", `/v1/sessions/${deleted}`)).status).toBe(204);
+    expect((await api("DELETE", `/v1/sessions/${deleted}?purge=true`)).status).toBe(204);
+    expect(await storedRows(deleted)).toBe(0);
+    expectError(await api("DELETE", `/v1/sessions/${deleted}?purge=true`), 404, "not_found");
+    expectError(await api("DELETE", `/v1/sessions/${sid()}?purge=false`), 404, "not_found");
+    expectError(await api("DELETE", `/v1/sessions/${deleted}?purge=now`), 400, "invalid_request");
+  });
+
+  it("gives a deleted session's id to a new session created, forked or imported with it", async () => {
+    const source = await createSession();
+    await fill(source);
+    const exported = (await api("GET", `/v1/sessions/${source}/export`)).text;
+    for (const how of ["create", "fork", "import"] as const) {
+      const id = await createSession();
+      await fill(id);
+      expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+      const res =
+        how === "create"
+          ? await api("POST", "/v1/sessions", { body: { id } })
+          : how === "fork"
+            ? await api("POST", `/v1/sessions/${source}/fork`, { body: { entryId: "a1", id } })
+            : await api("POST", `/v1/sessions/import?id=${id}`, {
+                raw: exported,
+                headers: { "Content-Type": "application/x-ndjson" },
+              });
+      expect(res.status, how).toBe(201);
+      expect(res.body.id).toBe(id);
+      expect(res.body.entryCount, how).toBe(how === "create" ? 0 : how === "fork" ? 3 : 5);
+      // The deleted session is gone for good: nothing to restore, the new one stays.
+      expectError(await api("POST", `/v1/sessions/${id}/restore`, { body: {} }), 409, "already_exists");
+    }
+  });
+
+  it("refuses restores to read-only keys and to other tenants, changing nothing", async () => {
+    const id = await createSession();
+    await fill(id);
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    expectError(
+      await api("POST", `/v1/sessions/${id}/restore`, { key: KEY_A_READ, body: {} }),
+      403,
+      "forbidden",
+    );
+    expectError(await api("POST", `/v1/sessions/${id}/restore`, { key: KEY_B, body: {} }), 404, "not_found");
+    expectError(await api("GET", `/v1/sessions/${id}`), 404, "not_found");
+    expect((await api("POST", `/v1/sessions/${id}/restore`, { body: {} })).status).toBe(200);
+  });
+});
+
+describe("expiry", () => {
+  it("lists expiresAt, refuses one in the past, and deletes the session (recoverably) when it comes", async () => {
+    const past = new Date(Date.now() - 1000).toISOString();
+    for (const expiresAt of [past, "soon"]) {
+      const refused = sid();
+      const res = await api("POST", "/v1/sessions", { body: { id: refused, expiresAt } });
+      expectError(res, 400, "invalid_request");
+      expectError(await api("GET", `/v1/sessions/${refused}`), 404, "not_found");
+    }
+
+    const later = new Date(Date.now() + 3600_000).toISOString();
+    const id = await createSession({ body: { expiresAt: later } });
+    expect((await api("GET", `/v1/sessions/${id}`)).body.expiresAt).toBe(later);
+    await fill(id);
+    expectError(
+      await api("PATCH", `/v1/sessions/${id}`, { body: { expiresAt: past } }),
+      400,
+      "invalid_request",
+    );
+    expect((await api("GET", `/v1/sessions/${id}`)).body.expiresAt).toBe(later);
+
+    const soon = new Date(Date.now() + 400).toISOString();
+    const patched = await api("PATCH", `/v1/sessions/${id}`, { body: { expiresAt: soon } });
+    expect(patched.body.expiresAt).toBe(soon);
+    // The object wakes by then (a directory report may run first; it arms the expiry after it).
+    await vi.waitFor(
+      async () => {
+        const alarm = await runInDurableObject(sessionStub(id), (_instance, state) =>
+          state.storage.getAlarm(),
+        );
+        expect(alarm).not.toBeNull();
+        expect(alarm as number).toBeLessThanOrEqual(Date.parse(soon));
+      },
+      { timeout: 300, interval: 10 },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 450));
+    await runDurableObjectAlarm(sessionStub(id));
+    expectError(await api("GET", `/v1/sessions/${id}`), 404, "not_found");
+    expect(await listedIds()).not.toContain(id);
+
+    // Restored, it loses the expiry that has passed (else it would go again at once).
+    const restored = await api("POST", `/v1/sessions/${id}/restore`, { body: {} });
+    expect(restored.status).toBe(200);
+    expect(restored.body).not.toHaveProperty("expiresAt");
+    expect(restored.body.entryCount).toBe(5);
+    await runDurableObjectAlarm(sessionStub(id));
+    expect((await api("GET", `/v1/sessions/${id}`)).status).toBe(200);
+  });
+
+  it("clears expiresAt with null, and the session stays", async () => {
+    const id = await createSession({ body: { expiresAt: new Date(Date.now() + 400).toISOString() } });
+    const cleared = await api("PATCH", `/v1/sessions/${id}`, { body: { expiresAt: null } });
+    expect(cleared.status).toBe(200);
+    expect(cleared.body).not.toHaveProperty("expiresAt");
+    await new Promise((resolve) => setTimeout(resolve, 450));
+    await runDurableObjectAlarm(sessionStub(id));
+    expect((await api("GET", `/v1/sessions/${id}`)).status).toBe(200);
+  });
+});
+
+describe("tenant retention", () => {
+  it("is read by any key and set by write keys only, on every shard", async () => {
+    expect((await api("GET", "/v1/retention", { key: KEY_B })).body).toEqual({ idleDays: null });
+    expectError(
+      await api("PUT", "/v1/retention", { key: KEY_A_READ, body: { idleDays: 3 } }),
+      403,
+      "forbidden",
+    );
+    for (const idleDays of [0, -1, 1.5, "3", 40_000]) {
+      expectError(
+        await api("PUT", "/v1/retention", { key: KEY_B, body: { idleDays } }),
+        400,
+        "invalid_request",
+      );
+    }
+    expect((await api("GET", "/v1/retention", { key: KEY_B })).body).toEqual({ idleDays: null });
+    const set = await api("PUT", "/v1/retention", { key: KEY_B, body: { idleDays: 30 } });
+    expect(set.status).toBe(200);
+    expect(set.body).toEqual({ idleDays: 30 });
+    expect((await api("GET", "/v1/retention", { key: KEY_A_READ })).body).toEqual({ idleDays: null });
+    expect((await api("GET", "/v1/retention", { key: KEY_B })).body).toEqual({ idleDays: 30 });
+    for (let shard = 0; shard < shardCount(durableEnv); shard++) {
+      expect(await directoryShard(durableEnv, "tenant-b", shard).retention()).toEqual({ idleDays: 30 });
+    }
+    expect((await api("PUT", "/v1/retention", { key: KEY_B, body: { idleDays: null } })).body).toEqual({
+      idleDays: null,
+    });
+  });
+
+  it("deletes sessions idle longer than the retention (recoverably), and keeps the others", async () => {
+    const tenant = "tenant-a";
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    const idle = await createSession();
+    await fill(idle);
+    await sleep(30);
+    const midpoint = Date.now();
+    await sleep(30);
+    const busy = await createSession();
+    await api("POST", `/v1/sessions/${busy}/entries`, { body: userMessage("still here") });
+    const lagging = await createSession();
+    await api("POST", `/v1/sessions/${lagging}/entries`, { body: userMessage("also here") });
+    const listedCount = async (id: string) => {
+      const res = await api("GET", "/v1/sessions?limit=200");
+      return res.body.sessions.find((s: { id: string }) => s.id === id)?.entryCount;
+    };
+    await vi.waitFor(
+      async () => {
+        expect(await listedCount(idle)).toBe(5);
+        expect(await listedCount(busy)).toBe(1);
+        expect(await listedCount(lagging)).toBe(1);
+      },
+      { timeout: 5000, interval: 30 },
+    );
+    expect((await api("PUT", "/v1/retention", { body: { idleDays: 7 } })).status).toBe(200);
+    // This shard has not heard of the lagging session's last write yet: its row looks idle.
+    const lagShard = directoryShard(durableEnv, tenant, shardOf(lagging, shardCount(durableEnv)));
+    await runInDurableObject(lagShard, (_instance, state) => {
+      state.storage.sql.exec(
+        "UPDATE sessions SET updated_at = '2000-01-01T00:00:00.000Z', version = version - 1 WHERE id = ?",
+        lagging,
+      );
+    });
+    const sweepAll = async (at: number) => {
+      let expired = 0;
+      for (let shard = 0; shard < shardCount(durableEnv); shard++) {
+        expired += await runInDurableObject(directoryShard(durableEnv, tenant, shard), (directory) =>
+          directory.sweep(at),
+        );
+      }
+      return expired;
+    };
+    // Nothing has been idle for seven days yet.
+    expect(await sweepAll(Date.now())).toBe(0);
+    // Seven days after the midpoint: `idle` wrote before it, `busy` and `lagging` after.
+    expect(await sweepAll(midpoint + 7 * 24 * 3600_000)).toBeGreaterThanOrEqual(1);
+    expectError(await api("GET", `/v1/sessions/${idle}`), 404, "not_found");
+    expect(await listedIds()).not.toContain(idle);
+    expect((await api("GET", `/v1/sessions/${busy}`)).status).toBe(200);
+    expect((await api("GET", `/v1/sessions/${lagging}`)).status).toBe(200);
+    // The lagging session, asked, reported again: the shard caught up.
+    await vi.waitFor(
+      async () => {
+        const row = await runInDurableObject(lagShard, (_instance, state) =>
+          state.storage.sql
+            .exec<{ updated_at: string }>("SELECT updated_at FROM sessions WHERE id = ?", lagging)
+            .one(),
+        );
+        expect(Date.parse(row.updated_at)).toBeGreaterThan(midpoint);
+      },
+      { timeout: 5000, interval: 30 },
+    );
+    // Recoverable like any delete.
+    expect((await api("POST", `/v1/sessions/${idle}/restore`, { body: {} })).body.entryCount).toBe(5);
+    expect((await api("PUT", "/v1/retention", { body: { idleDays: null } })).status).toBe(200);
+    expect(await sweepAll(Date.now() + 365 * 24 * 3600_000)).toBe(0);
+  });
+});

@@ -1,0 +1,455 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import fc from "fast-check";
+import { describe, expect, it, vi } from "vitest";
+import { sessionObjectName } from "../../src/durable";
+import {
+  api,
+  assistantMessage,
+  createSession,
+  expectError,
+  KEY_A_READ,
+  KEY_B,
+  sid,
+  userMessage,
+} from "./helpers";
+
+/*
+ * Search over HTTP: the entries of one session (FTS5 in its object, written with the entries) and
+ * the sessions of a tenant (FTS5 in the directory shards, fed by the sessions' reports).
+ */
+
+interface Hit {
+  entryId: string;
+  seq: number;
+  type: string;
+  role?: string;
+  onBranch: boolean;
+  field: "text" | "thinking";
+  snippet: string;
+  highlights: [number, number][];
+}
+
+async function search(id: string, query: string, key?: string) {
+  return api<{ hits: Hit[]; nextCursor: string | null }>(
+    "GET",
+    `/v1/sessions/${id}/search?${query}`,
+    key === undefined ? {} : { key },
+  );
+}
+
+const q = (text: string, extra = "") => `q=${encodeURIComponent(text)}${extra}`;
+
+/** The highlighted parts of a hit, as text. */
+const marked = (hit: Hit) => hit.highlights.map(([start, end]) => hit.snippet.slice(start, end));
+
+const toolResult = (text: string) => ({
+  type: "message",
+  message: {
+    role: "toolResult",
+    toolCallId: "call-1",
+    toolName: "bash",
+    content: [{ type: "text", text }],
+    isError: false,
+    timestamp: 1_700_000_000_000,
+  },
+});
+
+describe("searching a session", () => {
+  it("finds what was said, tool output, summaries, custom messages, labels and the name, each hit described", async () => {
+    const id = await createSession();
+    const appended = await api("POST", `/v1/sessions/${id}/entries`, {
+      body: {
+        entries: [
+          { id: "u1", ...userMessage("Please deploy the zeppelin service to staging") },
+          { id: "a1", ...assistantMessage("The zeppelin deploy failed with a timeout", "secret musing") },
+          { id: "t1", ...toolResult("kubectl: zeppelin pods crashlooping") },
+          { id: "c1", type: "custom_message", customType: "note", content: "zeppelin note", display: true },
+          { id: "l1", type: "label", targetId: "a1", label: "zeppelin failure" },
+          { id: "n1", type: "session_info", name: "Zeppelin rollout" },
+          { id: "x1", type: "custom", customType: "state", data: { text: "zeppelin hidden in data" } },
+        ],
+      },
+    });
+    expect(appended.status).toBe(201);
+    const res = await search(id, q("zeppelin"));
+    expect(res.status).toBe(200);
+    // Newest first; custom entries' data is not text.
+    expect(res.body.hits.map((h) => h.entryId)).toEqual(["n1", "l1", "c1", "t1", "a1", "u1"]);
+    const byId = new Map(res.body.hits.map((h) => [h.entryId, h]));
+    expect(byId.get("u1")).toMatchObject({ type: "message", role: "user", field: "text", onBranch: true });
+    expect(byId.get("t1")).toMatchObject({ type: "message", role: "toolResult" });
+    expect(byId.get("l1")).toMatchObject({ type: "label", onBranch: true });
+    expect(byId.get("l1")).not.toHaveProperty("role");
+    for (const hit of res.body.hits) {
+      expect(marked(hit).map((m) => m.toLowerCase())).toContain("zeppelin");
+      expect(hit.seq).toBeGreaterThan(0);
+    }
+    expect(byId.get("u1")?.snippet).toBe("Please deploy the zeppelin service to staging");
+    expect(byId.get("u1")?.highlights).toEqual([[18, 26]]);
+  });
+
+  it("searches the model's thinking only when asked", async () => {
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { id: "a1", ...assistantMessage("visible answer", "pondering quaternions quietly") },
+    });
+    expect((await search(id, q("quaternions"))).body.hits).toEqual([]);
+    const withThinking = await search(id, q("quaternions", "&thinking=true"));
+    expect(withThinking.body.hits).toHaveLength(1);
+    expect(withThinking.body.hits[0]).toMatchObject({ entryId: "a1", field: "thinking" });
+    expect(marked(withThinking.body.hits[0] as Hit)).toEqual(["quaternions"]);
+  });
+
+  it("reads words, phrases, prefixes, OR and exclusions, matched after stemming", async () => {
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: {
+        entries: [
+          { id: "m1", ...userMessage("deploying the red rocket") },
+          { id: "m2", ...userMessage("the rocket is red and deployed") },
+          { id: "m3", ...userMessage("a blue balloon was deployed") },
+        ],
+      },
+    });
+    const ids = async (text: string) => (await search(id, q(text))).body.hits.map((h) => h.entryId);
+    expect(await ids("deploy")).toEqual(["m3", "m2", "m1"]);
+    expect(await ids("red rocket")).toEqual(["m2", "m1"]);
+    expect(await ids('"red rocket"')).toEqual(["m1"]);
+    expect(await ids("ball*")).toEqual(["m3"]);
+    expect(await ids("balloon OR rocket")).toEqual(["m3", "m2", "m1"]);
+    expect(await ids("deployed -blue")).toEqual(["m2", "m1"]);
+    expect(await ids("RED")).toEqual(["m2", "m1"]);
+  });
+
+  it("pages newest first and by rank with cursors, never repeating or skipping a hit", async () => {
+    const id = await createSession();
+    const entries = Array.from({ length: 25 }, (_, i) => ({
+      id: `m${i}`,
+      ...userMessage(
+        i % 5 === 0 ? "walrus walrus walrus walrus" : `walrus number ${i} among many other words here`,
+      ),
+    }));
+    await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } });
+    for (const order of ["newest", "rank"]) {
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const res = await search(
+          id,
+          q("walrus", `&limit=7&order=${order}${cursor ? `&cursor=${cursor}` : ""}`),
+        );
+        expect(res.status).toBe(200);
+        expect(res.body.hits.length).toBeLessThanOrEqual(7);
+        seen.push(...res.body.hits.map((h) => h.entryId));
+        cursor = res.body.nextCursor;
+      } while (cursor);
+      expect(new Set(seen).size).toBe(25);
+      expect(seen).toHaveLength(25);
+      if (order === "newest") expect(seen).toEqual(entries.map((e) => e.id).reverse());
+      // The densest entries rank first.
+      else expect(seen.slice(0, 5).sort()).toEqual(["m0", "m10", "m15", "m20", "m5"]);
+    }
+    expectError(await search(id, q("walrus", "&cursor=bm90LWEtY3Vyc29y")), 400, "invalid_request");
+  });
+
+  it("tells which hits are on the current branch", async () => {
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: {
+        entries: [
+          { id: "q", ...userMessage("which llama is fastest") },
+          { id: "a1", ...assistantMessage("the grey llama") },
+          { id: "a2", parentId: "q", ...assistantMessage("the white llama") },
+        ],
+      },
+    });
+    const branch = async () =>
+      Object.fromEntries((await search(id, q("llama"))).body.hits.map((h) => [h.entryId, h.onBranch]));
+    expect(await branch()).toEqual({ q: true, a1: false, a2: true });
+    await api("PUT", `/v1/sessions/${id}/leaf`, { body: { targetId: "a1" } });
+    expect(await branch()).toEqual({ q: true, a1: true, a2: false });
+  });
+
+  it("indexes in the write's transaction: a refused batch leaves nothing to find", async () => {
+    const id = await createSession();
+    const refused = await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { entries: [userMessage("ephemeral aardvark"), { type: "label", targetId: "nope", label: "x" }] },
+    });
+    expectError(refused, 422, "invalid_tree");
+    expect((await search(id, q("aardvark"))).body.hits).toEqual([]);
+    await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("durable aardvark") });
+    // Found at once: no lag between an answered write and search.
+    expect((await search(id, q("aardvark"))).body.hits.map((h) => h.snippet)).toEqual(["durable aardvark"]);
+  });
+
+  it("finds what forks copied and what imports wrote, and nothing once the session is deleted", async () => {
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: {
+        entries: [
+          { id: "q", ...userMessage("ocelot question") },
+          { id: "a1", ...assistantMessage("ocelot answer one") },
+          { id: "a2", parentId: "q", ...assistantMessage("ocelot answer two") },
+        ],
+      },
+    });
+    const fork = sid("fork");
+    expect((await api("POST", `/v1/sessions/${id}/fork`, { body: { entryId: "a1", id: fork } })).status).toBe(
+      201,
+    );
+    expect((await search(fork, q("ocelot"))).body.hits.map((h) => h.entryId)).toEqual(["a1", "q"]);
+
+    const exported = await api("GET", `/v1/sessions/${id}/export`);
+    const copy = sid("copy");
+    const imported = await api("POST", `/v1/sessions/import?id=${copy}`, {
+      raw: exported.text,
+      headers: { "Content-Type": "application/x-ndjson" },
+    });
+    expect(imported.status).toBe(201);
+    expect((await search(copy, q("ocelot"))).body.hits.map((h) => h.entryId)).toEqual(["a2", "a1", "q"]);
+
+    expect((await api("DELETE", `/v1/sessions/${copy}`)).status).toBe(204);
+    expectError(await search(copy, q("ocelot")), 404, "not_found");
+    expect((await api("DELETE", `/v1/sessions/${copy}?purge=true`)).status).toBe(204);
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", copy));
+    const tables = await runInDurableObject(stub, (_instance, state) =>
+      state.storage.sql.exec("SELECT name FROM sqlite_master WHERE name LIKE 'entry_text%'").toArray(),
+    );
+    // Purged: the index went with the rest.
+    expect(tables).toEqual([]);
+  });
+
+  it("is for the session's tenant only, and read-only keys may search", async () => {
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("confidential narwhal") });
+    expectError(await search(id, q("narwhal"), KEY_B), 404, "not_found");
+    const read = await search(id, q("narwhal"), KEY_A_READ);
+    expect(read.status).toBe(200);
+    expect(read.body.hits).toHaveLength(1);
+  });
+
+  it("answers 400 with a clear message to a query with nothing to find, and to bad parameters", async () => {
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("anything") });
+    for (const text of ["", "   ", "!!!", "-excluded", "* - \" ' ( )"]) {
+      const res = await search(id, q(text));
+      expectError(res, 400, "invalid_request");
+      expect(res.text).toMatch(/"message":"[^"]*query/);
+    }
+    expectError(await search(id, ""), 400, "invalid_request");
+    expectError(await search(id, q("x".repeat(501))), 400, "invalid_request");
+    expectError(await search(id, q("a", "&limit=0")), 400, "invalid_request");
+    expectError(await search(id, q("a", "&limit=101")), 400, "invalid_request");
+    expectError(await search(id, q("a", "&order=oldest")), 400, "invalid_request");
+    expectError(await search(id, q("a", "&thinking=yes")), 400, "invalid_request");
+  });
+
+  it("never fails on hostile queries: FTS5 syntax, quotes, operators, control characters, any unicode", async () => {
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: {
+        entries: [
+          userMessage('He said "hello" AND NOT near(world) -- col:value {text} ^start'),
+          userMessage("ñandú 😀 日本語"),
+        ],
+      },
+    });
+    const nasty = [
+      '"',
+      '"""',
+      'hello"',
+      '"hello',
+      "AND",
+      "OR",
+      "NOT",
+      "hello AND",
+      "OR hello",
+      "hello OR",
+      "NEAR(hello world, 2)",
+      "near(hello",
+      "text:hello",
+      "{text}: hello",
+      "{text thinking} : hello",
+      "^hello",
+      "hello*",
+      "*hello",
+      "h*llo",
+      "(hello",
+      "hello)",
+      "((((",
+      "hello + world",
+      "-hello world",
+      "hello -",
+      "- -",
+      "hello\u0000world",
+      "\u0000",
+      "said'",
+      "rank",
+      "rowid = 1",
+      "'; DROP TABLE entries; --",
+      "ñandú",
+      "日本語",
+      "😀 hello",
+      "\u202e\u0007hello",
+      "a".repeat(500),
+      Array.from({ length: 32 }, (_, i) => `w${i}`).join(" "),
+    ];
+    for (const text of nasty) {
+      const res = await search(id, q(text));
+      expect([200, 400], `${JSON.stringify(text)} -> ${res.text}`).toContain(res.status);
+      if (res.status === 400) expectError(res, 400, "invalid_request");
+    }
+    expect((await search(id, q('"hello"'))).body.hits).toHaveLength(1);
+    expect((await search(id, q("near(world)"))).body.hits).toHaveLength(1);
+    expect((await search(id, q("ñandú"))).body.hits).toHaveLength(1);
+    expectError(
+      await search(id, q(Array.from({ length: 33 }, (_, i) => `w${i}`).join(" "))),
+      400,
+      "invalid_request",
+    );
+
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          fc.string({ minLength: 1, maxLength: 40 }),
+          fc.string({ unit: "grapheme", minLength: 1, maxLength: 20 }),
+          fc
+            .array(
+              fc.constantFrom(
+                '"',
+                "*",
+                "-",
+                "(",
+                ")",
+                "OR",
+                "AND",
+                "NOT",
+                "NEAR",
+                ":",
+                "{",
+                "}",
+                "^",
+                "hello",
+                " ",
+              ),
+              {
+                minLength: 1,
+                maxLength: 12,
+              },
+            )
+            .map((parts) => parts.join("")),
+        ),
+        async (text) => {
+          const res = await search(id, q(text));
+          expect([200, 400], `${JSON.stringify(text)} -> ${res.text}`).toContain(res.status);
+          expect(res.text).not.toMatch(/\n\s+at /);
+        },
+      ),
+      { seed: 20261201, numRuns: 150 },
+    );
+  });
+});
+
+interface Result {
+  session: { id: string; name?: string };
+  score: number;
+  matches: { field: string; snippet: string; highlights: [number, number][] }[];
+}
+
+async function tenantSearch(text: string, key?: string) {
+  return api<{ results: Result[] }>("GET", `/v1/search?${q(text)}`, key === undefined ? {} : { key });
+}
+
+/** Waits for the directory to hear of what sessions wrote (DIRECTORY_SYNC_MS is 20 ms in the tests). */
+async function eventually(check: () => Promise<void>) {
+  await vi.waitFor(check, { timeout: 5000, interval: 30 });
+}
+
+describe("searching the tenant", () => {
+  it("ranks sessions by name, labels, preview and message text, with the best snippet of each field", async () => {
+    const named = await createSession({ body: { name: "Capybara migration plan" } });
+    const labelled = await createSession();
+    await api("POST", `/v1/sessions/${labelled}/entries`, {
+      body: {
+        entries: [
+          { id: "m", ...userMessage("unrelated words") },
+          { type: "label", targetId: "m", label: "capybara" },
+        ],
+      },
+    });
+    const talked = await createSession();
+    await api("POST", `/v1/sessions/${talked}/entries`, {
+      body: {
+        entries: [
+          userMessage("hello there"),
+          assistantMessage("we discussed the capybara at length, because a capybara is large"),
+        ],
+      },
+    });
+    await eventually(async () => {
+      const res = await tenantSearch("capybara");
+      expect(res.status).toBe(200);
+      const ids = res.body.results.map((r) => r.session.id);
+      expect(ids).toEqual([named, labelled, talked]);
+    });
+    const res = await tenantSearch("capybara");
+    const [first, second, third] = res.body.results as [Result, Result, Result];
+    expect(first.score).toBeGreaterThan(second.score);
+    expect(first.session.name).toBe("Capybara migration plan");
+    expect(first.matches).toEqual([
+      { field: "name", snippet: "Capybara migration plan", highlights: [[0, 8]] },
+    ]);
+    expect(second.matches.map((m) => m.field)).toEqual(["labels"]);
+    expect(third.matches.map((m) => m.field)).toEqual(["text"]);
+    expect(third.matches[0]?.highlights).toHaveLength(2);
+    // The preview (the first user message) is searched too.
+    const previewed = await createSession();
+    await api("POST", `/v1/sessions/${previewed}/entries`, { body: userMessage("a tapir question") });
+    await eventually(async () => {
+      const found = (await tenantSearch("tapir")).body.results;
+      expect(found.map((r) => r.session.id)).toEqual([previewed]);
+      expect(found[0]?.matches.map((m) => m.field)).toEqual(["preview", "text"]);
+    });
+  });
+
+  it("finds what a session wrote within the directory's sync delay, and forgets deleted sessions", async () => {
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("first words") });
+    await api("POST", `/v1/sessions/${id}/entries`, { body: assistantMessage("then the quokka appeared") });
+    const started = Date.now();
+    await eventually(async () => {
+      expect((await tenantSearch("quokka")).body.results.map((r) => r.session.id)).toEqual([id]);
+    });
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    expect((await tenantSearch("quokka")).body.results).toEqual([]);
+    expect((await api("POST", `/v1/sessions/${id}/restore`, { body: {} })).status).toBe(200);
+    await eventually(async () => {
+      expect((await tenantSearch("quokka")).body.results.map((r) => r.session.id)).toEqual([id]);
+    });
+  });
+
+  it("never returns another tenant's sessions; read-only keys may search", async () => {
+    const id = await createSession({ body: { name: "wombat secrets" } });
+    const theirs = await createSession({ key: KEY_B, body: { name: "wombat of tenant b" } });
+    await eventually(async () => {
+      expect((await tenantSearch("wombat", KEY_B)).body.results.map((r) => r.session.id)).toEqual([theirs]);
+    });
+    await eventually(async () => {
+      const read = await tenantSearch("wombat", KEY_A_READ);
+      expect(read.status).toBe(200);
+      expect(read.body.results.map((r) => r.session.id)).toEqual([id]);
+    });
+  });
+
+  it("answers hostile queries with 200 or a 400, never a 500", async () => {
+    await createSession({ body: { name: "hello world" } });
+    for (const text of ['"', "NEAR(", "name:hello", "{name}: x", "-x", "AND OR NOT", "\u0000", "hello*"]) {
+      const res = await tenantSearch(text);
+      expect([200, 400], `${JSON.stringify(text)} -> ${res.text}`).toContain(res.status);
+    }
+    expectError(await api("GET", "/v1/search"), 400, "invalid_request");
+    expectError(await api("GET", "/v1/search?q=a&limit=500"), 400, "invalid_request");
+  });
+});

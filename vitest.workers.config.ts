@@ -30,7 +30,14 @@ export default defineConfig({
     cloudflareTest(({ inject }) => ({
       wrangler: { configPath: "./wrangler.toml" },
       miniflare: {
-        bindings: { API_KEYS, QUOTAS, DIRECTORY_SYNC_MS: "20", FAKE_LLM_URL: inject("fakeLlmUrl") },
+        bindings: {
+          API_KEYS,
+          QUOTAS,
+          DIRECTORY_SYNC_MS: "20",
+          FAKE_LLM_URL: inject("fakeLlmUrl"),
+          // The request log's own tests read every line.
+          REQUEST_LOG: "all",
+        },
         // The suite's own traffic must not trip the service's limiter; a tight one is tested apart.
         ratelimits: {
           RATE_LIMITER: { namespace_id: "1001", simple: { limit: 1_000_000, period: 10 } },

@@ -39,6 +39,7 @@ import type {
   StoredEntry,
   SyncResult,
   SyncSummary,
+  TenantEvent,
   TenantImportReport,
   TenantSearchOptions,
   TenantSearchPage,
@@ -317,7 +318,12 @@ export class RemoteStorage implements SessionStorage {
 
   /** The session's events as they happen (see `watchStream`). */
   watch(options: WatchOptions = {}): AsyncGenerator<SessionEvent> {
-    return watchStream(this.#http, this.#path("/events"), options);
+    return watchStream<SessionEvent>(
+      this.#http,
+      this.#path("/events"),
+      options,
+      (event) => event.event === "deleted",
+    );
   }
 
   /** Compacts with the service's summarizer (or the summary given). */
@@ -505,6 +511,16 @@ export class RemoteRepo implements SessionRepo {
   /** Brings a deleted session back, within the recovery window. */
   restore(id: string): Promise<SessionInfo> {
     return this.#http.json("POST", sessionPath(id, "/restore"), { body: {} });
+  }
+
+  /**
+   * The tenant's sessions created, updated and deleted, as they happen (reconnecting as needed):
+   * what keeps a list of sessions current without polling.
+   */
+  watch(
+    options: Pick<WatchOptions, "signal" | "retryDelayMs" | "onStatus"> = {},
+  ): AsyncGenerator<TenantEvent> {
+    return watchStream<TenantEvent>(this.#http, "v1/events", options);
   }
 
   /** The tenant's sessions best matching a query, with the snippets that matched. */

@@ -1,4 +1,4 @@
-import type { SessionEvent } from "../core";
+import type { SessionEvent, TenantEvent } from "../core";
 import { SessionError, SseReader } from "../core";
 import type { Transport } from "./transport";
 
@@ -50,11 +50,16 @@ function parseData(text: string): unknown {
   }
 }
 
-export async function* watchStream(
+/**
+ * The events of a stream at `path`; `last` tells the event after which nothing more comes (a
+ * session's `deleted`).
+ */
+export async function* watchStream<E extends SessionEvent | TenantEvent>(
   http: Transport,
   path: string,
   options: WatchOptions = {},
-): AsyncGenerator<SessionEvent> {
+  last: (event: E) => boolean = () => false,
+): AsyncGenerator<E> {
   const { signal } = options;
   let after = options.after;
   let failures = 0;
@@ -82,7 +87,7 @@ export async function* watchStream(
           const { done, value } = await reader.read();
           if (done) break;
           for (const raw of sse.push(decoder.decode(value, { stream: true }))) {
-            const event = { event: raw.event, data: parseData(raw.data) } as SessionEvent;
+            const event = { event: raw.event, data: parseData(raw.data) } as E;
             if (raw.id !== undefined) {
               const seq = Number(raw.id);
               // Only progress resets the backoff: a stream that fails as soon as it opens
@@ -92,7 +97,7 @@ export async function* watchStream(
               (event as { id?: number }).id = after;
             }
             yield event;
-            if (event.event === "deleted") return;
+            if (last(event)) return;
           }
         }
       } catch (error) {

@@ -28,6 +28,16 @@ export type SessionEvent =
   | { event: "deleted"; data: { id: string } }
   | { event: "closed"; data: { reason: string } };
 
+/**
+ * A tenant's sessions made live, as its listing sees them: `created` and `updated` carry the
+ * listing row (a session's info as it last reported), `deleted` its id.
+ */
+export type TenantEvent =
+  | { event: "created"; data: SessionInfo }
+  | { event: "updated"; data: SessionInfo }
+  | { event: "deleted"; data: { id: string } }
+  | { event: "closed"; data: { reason: string } };
+
 export function entrySummary(entry: StoredEntry): EntrySummary {
   const summary: EntrySummary = {
     id: entry.id,
@@ -41,7 +51,7 @@ export function entrySummary(entry: StoredEntry): EntrySummary {
 }
 
 /** One event as Server-Sent Events text (its data is one line of JSON). */
-export function sseFrame(event: SessionEvent): string {
+export function sseFrame(event: SessionEvent | TenantEvent): string {
   const id = "id" in event ? `id: ${event.id}\n` : "";
   return `event: ${event.event}\n${id}data: ${JSON.stringify(event.data)}\n\n`;
 }

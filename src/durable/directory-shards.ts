@@ -1,5 +1,5 @@
 import type { ListOptions, SessionInfo, SessionPage, TenantSearchResult } from "../core";
-import { encodeCursor, sessionsPageLimit, sortKey } from "../core";
+import { encodeCursor, SseReader, sessionsPageLimit, sortKey } from "../core";
 import type { DurableEnv } from "./env";
 import { directoryObjectName } from "./names";
 import type { SessionDirectory } from "./session-directory";
@@ -90,4 +90,56 @@ export function mergeSearchResults(
   limit: number,
 ): TenantSearchResult[] {
   return rankResults(answers.flat()).slice(0, limit);
+}
+
+/** How often a merged event stream says it is alive when nothing happens (for proxies). */
+const KEEP_ALIVE_MS = 15_000;
+
+/**
+ * The event streams of every shard as one: each event passed on whole, as it arrives from its
+ * shard. When one shard's stream ends (its object restarted) the merged stream ends too, so the
+ * watcher reconnects to all of them.
+ */
+export function mergeEventStreams(
+  streams: readonly ReadableStream<Uint8Array>[],
+): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  const readers = streams.map((stream) => stream.getReader());
+  let keepAlive: ReturnType<typeof setInterval> | undefined;
+  let ended = false;
+  const end = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    if (ended) return;
+    ended = true;
+    if (keepAlive !== undefined) clearInterval(keepAlive);
+    for (const reader of readers) reader.cancel().catch(() => undefined);
+    controller.close();
+  };
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      keepAlive = setInterval(() => controller.enqueue(encoder.encode(": keep-alive\n\n")), KEEP_ALIVE_MS);
+      for (const reader of readers) {
+        const sse = new SseReader();
+        const decoder = new TextDecoder();
+        void (async () => {
+          try {
+            for (;;) {
+              const { done, value } = await reader.read();
+              if (done || ended) break;
+              for (const event of sse.push(decoder.decode(value, { stream: true }))) {
+                controller.enqueue(encoder.encode(`event: ${event.event}\ndata: ${event.data}\n\n`));
+              }
+            }
+          } catch {
+            // The shard's stream broke: ending the merged one lets the watcher reconnect.
+          }
+          end(controller);
+        })();
+      }
+    },
+    cancel() {
+      ended = true;
+      if (keepAlive !== undefined) clearInterval(keepAlive);
+      for (const reader of readers) reader.cancel().catch(() => undefined);
+    },
+  });
 }

@@ -1,5 +1,6 @@
 import type { AutoCompactStatus, SessionEvent, SessionInfo, StoredEntry } from "../core";
 import { entrySummary, SessionError, socketMessage, sseFrame } from "../core";
+import { EventStream } from "./event-stream";
 
 /*
  * The watchers of one session and what they are sent. Two kinds: Server-Sent Events streams (held
@@ -15,8 +16,6 @@ import { entrySummary, SessionError, socketMessage, sseFrame } from "../core";
  * anyone else.
  */
 
-/** Live events a stream may hold while its reader is slow, in characters; over it, it is closed. */
-const MAX_QUEUED_CHARS = 8 * 1024 * 1024;
 /** Bytes a WebSocket may have waiting to go out before it is closed as too slow. */
 const MAX_SOCKET_BUFFERED = 8 * 1024 * 1024;
 /** Entries one replay step reads (a page of SSE, one round of WebSocket replay). */
@@ -58,93 +57,6 @@ interface SocketState {
 
 function newToken(): string {
   return [...crypto.getRandomValues(new Uint8Array(8))].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-class EventStream {
-  readonly stream: ReadableStream<Uint8Array>;
-  readonly payload: boolean;
-  /** The last seq its replay covers: later writes reach it live, earlier ones through replay. */
-  readonly bound: number;
-  #queue: string[] = [];
-  #queued = 0;
-  #wake: (() => void) | undefined;
-  #ended = false;
-  #replay: Generator<string> | undefined;
-
-  constructor(payload: boolean, bound: number, replay: Generator<string>, onCancel: () => void) {
-    this.payload = payload;
-    this.bound = bound;
-    this.#replay = replay;
-    const encoder = new TextEncoder();
-    this.stream = new ReadableStream<Uint8Array>({
-      pull: async (controller) => {
-        for (;;) {
-          // An ended stream (the session was deleted) reads no more of its replay.
-          if (this.#replay && !this.#ended) {
-            let next: IteratorResult<string>;
-            try {
-              next = this.#replay.next();
-            } catch {
-              // The session went while replaying (its `deleted` comes through the queue).
-              next = { done: true, value: undefined };
-            }
-            if (!next.done) return controller.enqueue(encoder.encode(next.value));
-            this.#replay = undefined;
-          }
-          if (this.#queue.length > 0) {
-            const text = this.#queue.join("");
-            this.#queue = [];
-            this.#queued = 0;
-            return controller.enqueue(encoder.encode(text));
-          }
-          if (this.#ended) return controller.close();
-          await new Promise<void>((resolve) => {
-            this.#wake = resolve;
-          });
-        }
-      },
-      cancel: () => {
-        this.#ended = true;
-        onCancel();
-      },
-    });
-  }
-
-  get ended(): boolean {
-    return this.#ended;
-  }
-
-  /** Stops reading the replay: the session is going. */
-  stopReplay(): void {
-    this.#replay = undefined;
-  }
-
-  /** Queues frames; false when this stream fell too far behind and was closed. */
-  push(text: string, end = false): boolean {
-    if (this.#ended) return false;
-    if (this.#queued > 0 && this.#queued + text.length > MAX_QUEUED_CHARS) {
-      this.#queue = [sseFrame({ event: "closed", data: { reason: "slow: resume from the last event id" } })];
-      this.#queued = 0;
-      this.#end();
-      return false;
-    }
-    this.#queue.push(text);
-    this.#queued += text.length;
-    if (end) this.#end();
-    else this.#notify();
-    return true;
-  }
-
-  #end(): void {
-    this.#ended = true;
-    this.#notify();
-  }
-
-  #notify(): void {
-    const wake = this.#wake;
-    this.#wake = undefined;
-    wake?.();
-  }
 }
 
 export class EventHub {

@@ -49,6 +49,7 @@ import {
 import {
   directoryShard,
   directoryShards,
+  mergeEventStreams,
   mergePages,
   mergeSearchResults,
   shardCount,
@@ -368,6 +369,12 @@ export class DurableRepo implements SessionRepo {
   }
 
   /** The tenant's sessions best matching a query, from the directory shards (no session is opened). */
+  /** The tenant's sessions created, updated and deleted from now, as Server-Sent Events. */
+  async events(): Promise<ReadableStream<Uint8Array>> {
+    const shards = directoryShards(this.#env, this.tenant);
+    return mergeEventStreams(await Promise.all(shards.map((shard) => shard.events())));
+  }
+
   async search(options: TenantSearchOptions): Promise<TenantSearchPage> {
     const answers = await Promise.all(
       directoryShards(this.#env, this.tenant).map((shard) =>

@@ -27,6 +27,7 @@ import type { SearchDigest } from "./search-index";
 import type { ExpiryOutcome } from "./session-object";
 import type { Sql } from "./sql";
 import { migrate, sqlOf } from "./sql";
+import { TenantEventHub } from "./tenant-events";
 
 /*
  * One shard of a tenant's directory (directory-shards.ts): the list of the sessions that report to
@@ -163,11 +164,13 @@ interface Identity {
 
 export class SessionDirectory extends DurableObject<DurableEnv> {
   readonly #sql: Sql;
+  readonly #events: TenantEventHub;
   #identity: Identity | undefined;
 
   constructor(ctx: DurableObjectState, env: DurableEnv) {
     super(ctx, env);
     this.#sql = sqlOf(ctx.storage.sql);
+    this.#events = new TenantEventHub(ctx);
     ctx.storage.transactionSync(() => migrate(ctx.storage.sql, MIGRATIONS));
     const row = this.#sql<{ tenant: string; shard: number; idle_days: number | null }>`
       SELECT tenant, shard, idle_days FROM shard`.toArray()[0];
@@ -207,6 +210,8 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
       .#sql`SELECT 1 FROM tombstones WHERE id = ${info.id} AND incarnation = ${incarnation}`.toArray();
     if (buried.length > 0) return;
     const json = JSON.stringify(info);
+    const listed = this.#sql<{ incarnation: string }>`
+      SELECT incarnation FROM sessions WHERE id = ${info.id}`.toArray()[0];
     const written = this.#sql<{ rowid: number }>`
       INSERT INTO sessions (id, incarnation, version, created_at, updated_at, info)
       VALUES (${info.id}, ${incarnation}, ${version}, ${info.createdAt}, ${info.updatedAt}, ${json})
@@ -220,6 +225,12 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     this.#sql`INSERT INTO session_text (rowid, name, labels, preview, text)
       VALUES (${written.rowid}, ${info.name ?? ""}, ${report.search?.labels ?? ""}, ${info.preview ?? ""},
         ${report.search?.text ?? ""})`;
+    this.#events.listed(info, listed?.incarnation !== incarnation);
+  }
+
+  /** What this shard's listing gains, changes and loses, from now, as Server-Sent Events. */
+  events(): ReadableStream<Uint8Array> {
+    return this.#events.open();
   }
 
   #drop(id: string): void {
@@ -227,6 +238,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     if (!row) return;
     this.#sql`DELETE FROM session_text WHERE rowid = ${row.rowid}`;
     this.#sql`DELETE FROM sessions WHERE rowid = ${row.rowid}`;
+    this.#events.unlisted(id);
   }
 
   remove(id: string, incarnation: string): void {

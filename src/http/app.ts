@@ -24,7 +24,7 @@ import { socketTicket } from "./socket-ticket";
 const OPENAPI_PATH = "/v1/openapi.json";
 
 /** Routes about the tenant as a whole, outside /v1/sessions. */
-const TENANT_PATHS = ["/v1/search", "/v1/export", TENANT_IMPORT_PATH, "/v1/retention"];
+const TENANT_PATHS = ["/v1/search", "/v1/export", TENANT_IMPORT_PATH, "/v1/retention", "/v1/events"];
 
 const DOCUMENT = {
   openapi: "3.1.0",

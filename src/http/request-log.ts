@@ -11,7 +11,8 @@ import { recordRequest } from "./metrics";
  * ids and may hold anything a caller typed), status, error code, duration, bytes in and out, the
  * tenant as an opaque hash and the session the request was about. The request id is the caller's
  * `x-request-id` when it is short and plain, else a new one, and goes back in the `x-request-id`
- * header of every answer (and in every error envelope, errors.ts). Answers pass through a stream
+ * header of every answer (and in every error envelope, errors.ts). With REQUEST_LOG=errors only
+ * answers of 400 and up are logged (metrics still count every request). Answers pass through a stream
  * that counts their bytes as they are sent, so they go out without a Content-Length (chunked).
  */
 
@@ -82,11 +83,14 @@ export const requestLog: MiddlewareHandler<AppEnv> = async (c, next) => {
     sessionId: c.get("sessionId") ?? null,
   };
   const failure = c.get("failure");
+  const logged = c.env.REQUEST_LOG !== "errors" || line.status >= 400;
   const write = (bytesOut: number, complete: boolean) => {
-    logLine(
-      { ...line, bytesOut, ...(complete ? {} : { incomplete: true }), ...(failure ? { failure } : {}) },
-      line.status >= 500 ? "error" : "info",
-    );
+    if (logged) {
+      logLine(
+        { ...line, bytesOut, ...(complete ? {} : { incomplete: true }), ...(failure ? { failure } : {}) },
+        line.status >= 500 ? "error" : "info",
+      );
+    }
     recordRequest(c.env.METRICS, tenant, { ...line, bytesOut });
   };
   const headers = new Headers(response.headers);

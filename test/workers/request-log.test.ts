@@ -246,6 +246,27 @@ describe("request log", () => {
   });
 });
 
+describe("request log level", () => {
+  it("with REQUEST_LOG=errors, logs answers of 400 and up only, ids on every answer still", async () => {
+    const quiet = { ...env, REQUEST_LOG: "errors" } as WorkerEnv;
+    const logs = captureLogs();
+    const ok = await worker.fetch(new Request("http://sessions.test/healthz"), quiet, ctx());
+    const missing = await worker.fetch(
+      new Request(`http://sessions.test/v1/sessions/${sid("missing")}`, {
+        headers: { Authorization: "Bearer key-a" },
+      }),
+      quiet,
+      ctx(),
+    );
+    await ok.text();
+    await missing.text();
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+    expect(missing.status).toBe(404);
+    await vi.waitFor(() => expect(logs.requests().map((line) => line.status)).toEqual([404]));
+  });
+});
+
 describe("background failures", () => {
   it("are logged the same way, with the session and the tenant's hash, and nothing secret", async () => {
     const summarizerKey = `sk-summarizer-${newId()}`;

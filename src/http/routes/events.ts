@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
 import { SessionError } from "../../core";
-import { errors, json, routes, security, sessionStorage } from "../route-kit";
+import { errors, json, repo, routes, security, sessionStorage } from "../route-kit";
 import { SessionIdParam } from "../schemas";
 import { ticketFor } from "../socket-ticket";
 
@@ -40,8 +40,30 @@ function resumePoint(after: number | undefined, lastEventId: string | undefined)
   return Number(lastEventId);
 }
 
-/** A session's events, as Server-Sent Events or over a WebSocket. */
+const EVENT_STREAM_HEADERS = {
+  "Content-Type": "text/event-stream; charset=utf-8",
+  "Cache-Control": "no-cache, no-transform",
+  "X-Accel-Buffering": "no",
+};
+
+/** A session's events, as Server-Sent Events or over a WebSocket; the tenant's, of its listing. */
 export const eventRoutes = routes()
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/events",
+      operationId: "watchTenantEvents",
+      summary: "Sessions created, updated and deleted, as they happen (Server-Sent Events)",
+      description:
+        "created and updated carry the listing row (the session's info as it last reported, within DIRECTORY_SYNC_MS of a write), deleted its id. Live from now: read the listing first, then follow.",
+      security,
+      responses: {
+        200: { content: { "text/event-stream": { schema: z.string() } }, description: "the event stream" },
+        ...errors,
+      },
+    }),
+    async (c) => new Response(await repo(c).events(), { headers: EVENT_STREAM_HEADERS }),
+  )
   .openapi(
     createRoute({
       method: "get",
@@ -62,13 +84,7 @@ export const eventRoutes = routes()
       const storage = sessionStorage(c, c.req.valid("param").sid);
       const from = resumePoint(after, c.req.valid("header")["last-event-id"]);
       const body = await storage.events(from, payload !== "false");
-      return new Response(body, {
-        headers: {
-          "Content-Type": "text/event-stream; charset=utf-8",
-          "Cache-Control": "no-cache, no-transform",
-          "X-Accel-Buffering": "no",
-        },
-      });
+      return new Response(body, { headers: EVENT_STREAM_HEADERS });
     },
   )
   .openapi(

@@ -4,7 +4,7 @@ import { changeToken } from "./api-key";
 import { select, showNoEntry } from "./entry-pane";
 import { clearError, showError } from "./error-bar";
 import { els } from "./page-elements";
-import { loadSessions, renderSessions } from "./session-list";
+import { loadSessions, renderSessions, watchSessions } from "./session-list";
 import { installSearch } from "./session-search";
 import { openSession, refreshSession } from "./session-view";
 import { installTreeEvents } from "./tree-view";
@@ -47,6 +47,7 @@ async function start(): Promise<void> {
   else showNoEntry();
   try {
     const sessions = await loadSessions(false);
+    watchSessions().catch((error: unknown) => showError(error));
     const [newest] = sessions;
     if (!address.session && !view.sessionId && newest) {
       history.replaceState(null, "", addressOf(newest.id));

@@ -1,0 +1,46 @@
+import type { SessionInfo, TenantEvent } from "../core";
+import { sseFrame } from "../core";
+import { EventStream } from "./event-stream";
+
+/*
+ * The watchers of one directory shard: what its listing gains, changes and loses, live. Nothing is
+ * replayed (a list view reads the listing, then follows); events go out once the shard's write is
+ * durable, in order.
+ */
+
+export class TenantEventHub {
+  readonly #ctx: DurableObjectState;
+  readonly #streams = new Set<EventStream>();
+  #delivery: Promise<void> = Promise.resolve();
+
+  constructor(ctx: DurableObjectState) {
+    this.#ctx = ctx;
+  }
+
+  /** A stream of this shard's events from now. */
+  open(): ReadableStream<Uint8Array> {
+    function* nothing(): Generator<string> {}
+    const stream: EventStream = new EventStream(true, 0, nothing(), () => this.#streams.delete(stream));
+    this.#streams.add(stream);
+    return stream.stream;
+  }
+
+  listed(info: SessionInfo, created: boolean): void {
+    this.#send({ event: created ? "created" : "updated", data: info });
+  }
+
+  unlisted(id: string): void {
+    this.#send({ event: "deleted", data: { id } });
+  }
+
+  #send(event: TenantEvent): void {
+    if (this.#streams.size === 0) return;
+    const frame = sseFrame(event);
+    this.#delivery = this.#delivery
+      .then(() => this.#ctx.storage.sync())
+      .then(() => {
+        for (const stream of this.#streams) if (!stream.push(frame)) this.#streams.delete(stream);
+      })
+      .catch((error: unknown) => console.error("directory: events could not be sent", String(error)));
+  }
+}

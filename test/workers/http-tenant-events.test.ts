@@ -1,0 +1,108 @@
+import { exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { createClient } from "../../src/client";
+import type { TenantEvent } from "../../src/core";
+import { SseReader } from "../../src/core";
+import { api, KEY_A, KEY_A_READ, KEY_B, sid, userMessage } from "./helpers";
+
+/** The tenant's event stream, read event by event. */
+async function watchTenant(key = KEY_A) {
+  const res = await exports.default.fetch("http://sessions.test/v1/events", {
+    headers: { Authorization: `Bearer ${key}` },
+  });
+  expect(res.status).toBe(200);
+  expect(res.headers.get("Content-Type")).toMatch(/^text\/event-stream/);
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+  const sse = new SseReader();
+  const decoder = new TextDecoder();
+  const seen: TenantEvent[] = [];
+  return {
+    /** Events until one matches (included). */
+    async until(match: (event: TenantEvent) => boolean, timeoutMs = 5000): Promise<TenantEvent[]> {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const at = seen.findIndex(match);
+        if (at >= 0) return seen.splice(0, at + 1);
+        const left = deadline - Date.now();
+        if (left <= 0) throw new Error(`no matching event; saw ${JSON.stringify(seen)}`);
+        const read = await Promise.race([
+          reader.read(),
+          new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), left)),
+        ]);
+        if (read === "timeout") continue;
+        if (read.done) throw new Error("the stream ended");
+        for (const event of sse.push(decoder.decode(read.value, { stream: true }))) {
+          seen.push({ event: event.event, data: JSON.parse(event.data) } as TenantEvent);
+        }
+      }
+    },
+    pending: seen,
+    close: () => reader.cancel(),
+  };
+}
+
+describe("tenant events", () => {
+  it("says when a session is created, updated (with its listing row) and deleted, from every shard", async () => {
+    const watch = await watchTenant();
+    // Ids that land in different shards of the four the tests run with.
+    const ids = Array.from({ length: 6 }, () => sid("listed"));
+    for (const id of ids)
+      expect((await api("POST", "/v1/sessions", { body: { id, name: `n ${id}` } })).status).toBe(201);
+    const createdIds = new Set<string>();
+    while (createdIds.size < ids.length) {
+      const [event] = (await watch.until((e) => e.event === "created")).slice(-1);
+      if (event?.event === "created") createdIds.add(event.data.id);
+    }
+    expect(createdIds).toEqual(new Set(ids));
+    const [first] = ids as [string];
+    await api("POST", `/v1/sessions/${first}/entries`, { body: userMessage("hello") });
+    const updated = await watch.until((e) => e.event === "updated" && e.data.id === first);
+    expect(updated[updated.length - 1]?.data).toMatchObject({ id: first, entryCount: 1, preview: "hello" });
+    expect((await api("DELETE", `/v1/sessions/${first}`)).status).toBe(204);
+    expect(await watch.until((e) => e.event === "deleted")).toContainEqual({
+      event: "deleted",
+      data: { id: first },
+    });
+    await watch.close();
+  });
+
+  it("shows a tenant only its own sessions, and lets a read-only key watch", async () => {
+    const watchB = await watchTenant(KEY_B);
+    const reader = await watchTenant(KEY_A_READ);
+    const mine = sid("a-only");
+    const theirs = sid("b-only");
+    expect((await api("POST", "/v1/sessions", { body: { id: mine } })).status).toBe(201);
+    expect((await api("POST", "/v1/sessions", { key: KEY_B, body: { id: theirs } })).status).toBe(201);
+    const seenByB = await watchB.until((e) => e.event === "created" && e.data.id === theirs);
+    expect(seenByB.some((e) => e.event !== "closed" && "id" in e.data && e.data.id === mine)).toBe(false);
+    const seenByReader = await reader.until((e) => e.event === "created" && e.data.id === mine);
+    expect(seenByReader.some((e) => "id" in e.data && e.data.id === theirs)).toBe(false);
+    expect((await api("GET", "/v1/events", { key: null })).status).toBe(401);
+    await watchB.close();
+    await reader.close();
+  });
+
+  it("reaches the typed client: repo.watch()", async () => {
+    const client = createClient({
+      baseUrl: "http://sessions.test",
+      token: KEY_A,
+      fetch: (r) => exports.default.fetch(r),
+    });
+    const stop = new AbortController();
+    const id = sid("client-watched");
+    const seen: string[] = [];
+    const watching = (async () => {
+      for await (const event of client.watch({ signal: stop.signal })) {
+        if (event.event === "created" && event.data.id === id) {
+          seen.push(event.event);
+          stop.abort();
+        }
+      }
+    })();
+    // The watch opens before the session is created.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await client.create({ id });
+    await watching;
+    expect(seen).toEqual(["created"]);
+  });
+});

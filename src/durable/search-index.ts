@@ -15,13 +15,20 @@ import type { Sql } from "./sql";
 
 /*
  * Full-text search of one session: an FTS5 table (`entry_text`, rowid = the entry's seq) written in
- * the same transaction as the entries, so what an append wrote is found as soon as it is answered,
- * and a rolled-back write leaves nothing behind. Deleting the session's storage drops it with the
+ * the same transaction as the entries (a large batch: right after, and a search indexes what is
+ * pending before it looks), so what an append wrote is found as soon as it is answered, and a
+ * rolled-back write leaves nothing behind. Deleting the session's storage drops it with the
  * rest. It also gives the tenant's directory a bounded digest of the session's text to search.
  */
 
 /** Rows one multi-row INSERT writes. */
 const INSERT_BATCH = 500;
+/**
+ * Entries a write indexes in its own transaction. A larger batch (a bulk load, an import, a
+ * fork's copy) is indexed just after, a step at a time, so writing it costs what writing rows
+ * costs; a search first indexes whatever is still pending, so it never misses an entry.
+ */
+const INLINE_ENTRIES = 64;
 /** Words around a match in a snippet. */
 const SNIPPET_WORDS = 16;
 /** Entries a step of indexing a session written before the index existed reads. */
@@ -56,9 +63,22 @@ export class SearchIndex {
     this.#paths = paths;
   }
 
-  /** Indexes entries being written (inside the caller's transaction). */
+  /**
+   * Indexes entries being written (inside the caller's transaction), or, for a large batch or
+   * while indexing is pending anyway, adds them to what is pending (which stays one range of seqs).
+   */
   index(writes: readonly PlannedWrite[]): void {
-    this.#insert(writes.map((write) => write.entry));
+    const first = writes[0]?.entry.seq;
+    const last = writes[writes.length - 1]?.entry.seq;
+    if (first === undefined || last === undefined) return;
+    const pending = this.#backfill();
+    if (pending) {
+      this.#sql`UPDATE search_backfill SET end_seq = ${Math.max(pending.end, last + 1)}`;
+    } else if (writes.length > INLINE_ENTRIES) {
+      this.#sql`INSERT INTO search_backfill (singleton, next_seq, end_seq) VALUES (1, ${first}, ${last + 1})`;
+    } else {
+      this.#insert(writes.map((write) => write.entry));
+    }
   }
 
   #insert(entries: readonly (SessionEntry & { seq: number })[]): void {

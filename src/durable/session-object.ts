@@ -157,6 +157,10 @@ export class SessionObject extends DurableObject<DurableEnv> {
       this.#checkListed();
       const result = write(this.#session);
       this.#scheduleSync();
+      // A large batch is indexed for search just after (see SearchIndex.index).
+      if (this.#session.searchBackfillPending) {
+        this.#armLifecycle().catch((error) => this.#logFailure("schedule_search_indexing", error));
+      }
       return result;
     });
   }

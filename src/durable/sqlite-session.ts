@@ -433,9 +433,14 @@ export class SqliteSession {
     return this.#rows.labels();
   }
 
-  /** Entries matching a search, with whether each is on the current branch. */
+  /**
+   * Entries matching a search, with whether each is on the current branch. What is still to be
+   * indexed is indexed first, so a search finds everything written before it.
+   */
   search(options: SessionSearchOptions): SessionSearchPage {
-    return this.#search.search(options, this.state.leafId);
+    const { leafId } = this.state;
+    while (this.#search.backfillPending) this.#storage.transactionSync(() => this.#search.backfillStep());
+    return this.#search.search(options, leafId);
   }
 
   /** What the tenant's directory searches of this session. */

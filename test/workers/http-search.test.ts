@@ -153,6 +153,39 @@ describe("searching a session", () => {
     expectError(await search(id, q("walrus", "&cursor=bm90LWEtY3Vyc29y")), 400, "invalid_request");
   });
 
+  it("finds every entry of a large batch at once, indexed right after the write rather than in it", async () => {
+    const id = await createSession();
+    const entries = Array.from({ length: 300 }, (_, i) => userMessage(`bulk ${i} zebra${i}`));
+    expect((await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } })).status).toBe(201);
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    const pending = () =>
+      runInDurableObject(
+        stub,
+        (_instance, state) =>
+          state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM search_backfill").one().n,
+      );
+    // Not in the write's transaction: a search indexes what is pending before it looks.
+    const found = await api("GET", `/v1/sessions/${id}/search?q=zebra299`);
+    expect(found.body.hits.map((hit: Hit) => hit.seq)).toEqual([300]);
+    expect(await pending()).toBe(0);
+    // Without a search, the object's alarm indexes it by itself soon after.
+    const more = Array.from({ length: 200 }, (_, i) => userMessage(`more ${i} okapi${i}`));
+    expect((await api("POST", `/v1/sessions/${id}/entries`, { body: { entries: more } })).status).toBe(201);
+    await vi.waitFor(async () => expect(await pending()).toBe(0), { timeout: 5000 });
+    const indexed = await runInDurableObject(
+      stub,
+      (_instance, state) =>
+        state.storage.sql
+          .exec<{ n: number }>("SELECT count(*) AS n FROM entry_text WHERE entry_text MATCH 'okapi199'")
+          .one().n,
+    );
+    expect(indexed).toBe(1);
+    // A small append is indexed in its own transaction.
+    await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("quagga") });
+    expect(await pending()).toBe(0);
+    expect((await api("GET", `/v1/sessions/${id}/search?q=quagga`)).body.hits).toHaveLength(1);
+  });
+
   it("tells which hits are on the current branch", async () => {
     const id = await createSession();
     await api("POST", `/v1/sessions/${id}/entries`, {

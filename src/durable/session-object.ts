@@ -87,8 +87,13 @@ function textStream(
 /** How long after a write the directory hears of it: writes in between are reported together. */
 const DEFAULT_SYNC_MS = 1000;
 const MAX_RETRY_MS = 60_000;
-/** Pause between steps of indexing a session written before the search index existed. */
-const BACKFILL_PAUSE_MS = 50;
+/** When entries wait to be indexed for search, the alarm comes this soon. */
+const BACKFILL_PAUSE_MS = 10;
+/**
+ * Milliseconds one alarm spends indexing (in steps, each its own transaction) before it lets other
+ * requests in and comes back: a bulk write is searchable soon after, however large.
+ */
+const BACKFILL_BUDGET_MS = 500;
 
 /** What the retention sweep of a directory shard learns from a session it found idle. */
 export type ExpiryOutcome = "expired" | "kept" | "missing";
@@ -485,7 +490,12 @@ export class SessionObject extends DurableObject<DurableEnv> {
       unwrap(await this.destroy(recoveryWindowMs(this.env)));
       return true;
     }
-    if (this.#session.searchBackfillPending) this.#session.searchBackfillStep();
+    const started = Date.now();
+    while (this.#session.searchBackfillPending && Date.now() - started < BACKFILL_BUDGET_MS) {
+      this.#session.searchBackfillStep();
+      // Lets other requests in between steps.
+      await scheduler.wait(0);
+    }
     return false;
   }
 

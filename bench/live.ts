@@ -129,16 +129,18 @@ async function socketFanOut(bench: LiveBench, count: number): Promise<void> {
   const fanOuts: number[] = [];
   for (let round = 0; round < 5; round++) {
     arrived.length = 0;
+    // Watchers hear of an append as it commits, often before its writer has the answer: time from the send.
+    const sent = performance.now();
     await bench.http("POST", `/v1/sessions/${id}/entries`, {
       type: "message",
       message: bench.message(round, 300),
     });
-    const answered = performance.now();
-    const deadline = answered + 30_000;
+    const deadline = performance.now() + 30_000;
     while (arrived.length < count && performance.now() < deadline) await new Promise((r) => setTimeout(r, 1));
-    fanOuts.push(Math.max(...arrived) - answered);
+    if (arrived.length < count) throw new Error(`${count - arrived.length} watchers missed an append`);
+    fanOuts.push(Math.max(...arrived) - sent);
   }
-  bench.record(`one append to ${count} WebSocket watchers: answer → the last has it`, "ms", fanOuts);
+  bench.record(`one append to ${count} WebSocket watchers: append sent → the last has it`, "ms", fanOuts);
   for (const socket of sockets) socket.close(1000, "done");
 }
 

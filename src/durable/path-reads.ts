@@ -61,9 +61,25 @@ export class PathReads {
       SELECT seq, id, type, depth FROM path`.toArray();
   }
 
-  /** The entries on the path from `seq` up to depth `minDepth`, `seq` first, ids only. */
-  ancestors(seq: number, minDepth: number): Step[] {
-    return this.#walk(seq, minDepth);
+  /** `#walk` when only the seqs are wanted: a third of the row data on a long path. */
+  #walkSeqs(seq: number, minDepth = 0): number[] {
+    const seqs: number[] = [];
+    for (const row of this.#sql<{ seq: number }>`
+      WITH RECURSIVE path(seq, parent_seq, depth) AS (
+        SELECT seq, parent_seq, depth FROM entries WHERE seq = ${seq}
+        UNION ALL
+        SELECT e.seq, e.parent_seq, e.depth FROM path JOIN entries e ON e.seq = path.parent_seq
+        WHERE e.depth >= ${minDepth}
+      )
+      SELECT seq FROM path`) {
+      seqs.push(row.seq);
+    }
+    return seqs;
+  }
+
+  /** Seqs of the entries on the path from `seq` up to depth `minDepth`, `seq` first. */
+  ancestors(seq: number, minDepth: number): number[] {
+    return this.#walkSeqs(seq, minDepth);
   }
 
   /** The path root → `leafId` (on a path, seq grows from parent to child). */
@@ -73,7 +89,8 @@ export class PathReads {
   }
 
   pathSeqs(leafId: string | null): number[] {
-    return this.path(leafId).map((step) => step.seq);
+    if (leafId === null) return [];
+    return this.#walkSeqs(this.treeNode(leafId).seq).reverse();
   }
 
   /**
@@ -177,11 +194,8 @@ export class PathReads {
    */
   pathAfter(from: Node, to: Node): number[] | undefined {
     if (from.depth === null || to.depth === null || from.depth > to.depth) return undefined;
-    const steps = this.#walk(to.seq, from.depth);
-    if (steps[steps.length - 1]?.seq !== from.seq) return undefined;
-    return steps
-      .slice(0, -1)
-      .map((step) => step.seq)
-      .reverse();
+    const seqs = this.#walkSeqs(to.seq, from.depth);
+    if (seqs[seqs.length - 1] !== from.seq) return undefined;
+    return seqs.slice(0, -1).reverse();
   }
 }

@@ -197,7 +197,7 @@ export class SearchIndex {
     const leaf = this.#rows.node(leafId);
     const depths = hits.map((hit) => hit.depth).filter((depth): depth is number => depth !== null);
     if (!leaf || depths.length === 0) return new Set();
-    return new Set(this.#paths.ancestors(leaf.seq, Math.min(...depths)).map((step) => step.seq));
+    return new Set(this.#paths.ancestors(leaf.seq, Math.min(...depths)));
   }
 
   /** The session's text as its directory shard searches it (see DIGEST_*). */

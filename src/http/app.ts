@@ -1,7 +1,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { FAVICON_PATH, viewerApp } from "../viewer";
 import { authenticate } from "./auth";
-import { bodyLimit, jsonBody } from "./body";
+import { declaredBodyLimit, jsonBody } from "./body";
 import { cors } from "./cors";
 import { refuseCrossSite } from "./cross-site";
 import { docsApp } from "./docs";
@@ -60,7 +60,12 @@ export function createApp() {
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
 
   // Before anything reads a body or a credential: CORS, forged requests, declared sizes.
-  app.use("/v1/*", cors, refuseCrossSite, bodyLimit({ [TENANT_IMPORT_PATH]: MAX_TENANT_IMPORT_BYTES }));
+  app.use(
+    "/v1/*",
+    cors,
+    refuseCrossSite,
+    declaredBodyLimit({ [TENANT_IMPORT_PATH]: MAX_TENANT_IMPORT_BYTES }),
+  );
   // A WebSocket ticket authenticates its one connection, ahead of the usual credentials.
   app.use("/v1/sessions/:sid/ws", socketTicket);
   // Matches /v1/sessions itself too. Imports are NDJSON and read their own body.

@@ -1,7 +1,9 @@
 import type { Context, MiddlewareHandler } from "hono";
+import { bodyLimit as honoBodyLimit } from "hono/body-limit";
 import type { NumberedLine } from "../core";
-import { assertJsonDepth, MAX_BODY_BYTES, MAX_ENTRY_BYTES, SessionError } from "../core";
+import { MAX_BODY_BYTES, MAX_ENTRY_BYTES, SessionError } from "../core";
 import type { AppEnv } from "./env";
+import { countedBytes } from "./stream";
 
 const JSON_TYPE = /^application\/([\w.-]+\+)?json$/i;
 const NDJSON_TYPE = /^application\/(x-ndjson|jsonl)$/i;
@@ -15,10 +17,7 @@ function mediaType(header: string | undefined): string {
 }
 
 /** Reads at most `limit` bytes of a body, failing as soon as it is larger (whatever Content-Length says). */
-export async function readCapped(
-  body: ReadableStream<Uint8Array> | null,
-  limit: number,
-): Promise<Uint8Array> {
+async function readCapped(body: ReadableStream<Uint8Array> | null, limit: number): Promise<Uint8Array> {
   if (!body) return new Uint8Array();
   const reader = body.getReader();
   const parts: Uint8Array[] = [];
@@ -48,7 +47,7 @@ export async function readCapped(
  * body has been read or cancelled, so a client declaring 100 MB and sending a few bytes would
  * otherwise wait for an answer as long as it keeps the connection open.
  */
-export const bodyLimit =
+export const declaredBodyLimit =
   (streamed: Readonly<Record<string, number>> = {}): MiddlewareHandler =>
   async (c, next) => {
     const request = c.req.raw;
@@ -128,13 +127,21 @@ export async function readNdjson(c: Context<AppEnv>): Promise<string> {
   }
 }
 
+/** A JSON body is read whole, by the route's validator: at most 32 MiB of it. */
+const capJsonBody = honoBodyLimit({
+  maxSize: MAX_BODY_BYTES,
+  onError: () => {
+    throw tooLarge(MAX_BODY_BYTES);
+  },
+});
+
 /**
- * Parses JSON bodies before validation. Every POST, PUT and PATCH must declare application/json,
- * an empty body included (it stands for `{}`): browsers send other types from other sites without
- * asking first, so a route accepting them would be open to forged requests. Refuses other media
- * types (415), bodies over 32 MiB (413), malformed or over-deep JSON (400). The paths in
- * `ndjsonPaths` take `application/x-ndjson` (or `application/jsonl`) instead, and read their own
- * bodies.
+ * Gets JSON bodies ready for validation. Every POST, PUT and PATCH must declare application/json,
+ * an empty body included: browsers send other types from other sites without asking first, so a
+ * route accepting them would be open to forged requests. Refuses other media types (415) and
+ * bodies over 32 MiB (413, Hono's body limit). An empty body (none, or `Content-Length: 0`) stands
+ * for `{}`; the route's validator parses the rest. The paths in `ndjsonPaths` take
+ * `application/x-ndjson` (or `application/jsonl`) instead, and read their own bodies.
  */
 export const jsonBody =
   (ndjsonPaths: readonly string[] = []): MiddlewareHandler<AppEnv> =>
@@ -156,18 +163,13 @@ export const jsonBody =
         contentType: type || null,
       });
     }
-    const bytes = await readCapped(c.req.raw.body, MAX_BODY_BYTES);
-    c.set("bytesIn", bytes.byteLength);
-    let value: unknown = {};
-    if (bytes.byteLength > 0) {
-      try {
-        value = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes));
-      } catch {
-        throw new SessionError("invalid_request", "the body is not valid JSON");
-      }
-      assertJsonDepth(value, "the body");
+    const declared = c.req.header("Content-Length");
+    if (!c.req.raw.body || declared === "0") {
+      c.req.raw = new Request(c.req.raw, { body: "{}" });
+    } else if (declared === undefined) {
+      // A body sent without its length (chunked): its size is known once read, for the request log.
+      const body = countedBytes(c.req.raw.body, (bytes) => c.set("bytesIn", bytes));
+      c.req.raw = new Request(c.req.raw, { body });
     }
-    // The validators read the parsed body from here instead of the (consumed) stream.
-    c.req.bodyCache.json = Promise.resolve(value);
-    return next();
+    return capJsonBody(c, next);
   };

@@ -4,6 +4,7 @@ import { newId } from "../core";
 import { logLine, tenantHash } from "../durable";
 import type { AppEnv } from "./env";
 import { recordRequest } from "./metrics";
+import { countedBytes } from "./stream";
 
 /*
  * One log line and one metrics data point per request, written once the answer's body has been
@@ -12,8 +13,9 @@ import { recordRequest } from "./metrics";
  * tenant as an opaque hash and the session the request was about. The request id is the caller's
  * `x-request-id` when it is short and plain, else a new one, and goes back in the `x-request-id`
  * header of every answer (and in every error envelope, errors.ts). With REQUEST_LOG=errors only
- * answers of 400 and up are logged (metrics still count every request). Answers pass through a stream
- * that counts their bytes as they are sent, so they go out without a Content-Length (chunked).
+ * answers of 400 and up are logged (metrics still count every request). Answers that are logged or
+ * counted pass through a stream that counts their bytes as they are sent, so they go out without a
+ * Content-Length (chunked); the others go out as they are.
  */
 
 export const REQUEST_ID_HEADER = "x-request-id";
@@ -30,37 +32,6 @@ function routeOf(c: Context): string | null {
   return null;
 }
 
-/** The body passed through, `done` called with its size once it has been sent or abandoned. */
-function counted(
-  body: ReadableStream<Uint8Array>,
-  done: (bytes: number, complete: boolean) => void,
-): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
-  let bytes = 0;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      let chunk: ReadableStreamReadResult<Uint8Array>;
-      try {
-        chunk = await reader.read();
-      } catch (error) {
-        done(bytes, false);
-        throw error;
-      }
-      if (chunk.done) {
-        controller.close();
-        done(bytes, true);
-      } else {
-        bytes += chunk.value.byteLength;
-        controller.enqueue(chunk.value);
-      }
-    },
-    cancel(reason) {
-      done(bytes, false);
-      return reader.cancel(reason);
-    },
-  });
-}
-
 export const requestLog: MiddlewareHandler<AppEnv> = async (c, next) => {
   const started = Date.now();
   const requestId = requestIdOf(c.req.header(REQUEST_ID_HEADER));
@@ -68,6 +39,14 @@ export const requestLog: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
   const durationMs = Date.now() - started;
   const response = c.res;
+  const logged = c.env.REQUEST_LOG !== "errors" || response.status >= 400;
+  // A WebSocket answer (101) carries its socket, which a copy would lose: only its header is set.
+  if (response.status === 101) response.headers.set(REQUEST_ID_HEADER, requestId);
+  if (!logged && !c.env.METRICS) {
+    // Nobody waits for the answer's size: it goes out as it came, with its Content-Length.
+    if (response.status !== 101) c.res = withRequestIdHeader(response, requestId);
+    return;
+  }
   const caller = c.get("caller");
   const tenant = caller ? await tenantHash(caller.tenant) : null;
   const line = {
@@ -83,7 +62,6 @@ export const requestLog: MiddlewareHandler<AppEnv> = async (c, next) => {
     sessionId: c.get("sessionId") ?? null,
   };
   const failure = c.get("failure");
-  const logged = c.env.REQUEST_LOG !== "errors" || line.status >= 400;
   const write = (bytesOut: number, complete: boolean) => {
     if (logged) {
       logLine(
@@ -93,18 +71,30 @@ export const requestLog: MiddlewareHandler<AppEnv> = async (c, next) => {
     }
     recordRequest(c.env.METRICS, tenant, { ...line, bytesOut });
   };
-  const headers = new Headers(response.headers);
-  headers.set(REQUEST_ID_HEADER, requestId);
-  // A WebSocket answer (101) carries its socket, which a copy would lose: only its header is set.
   if (response.status === 101 || response.body === null) {
-    if (response.status === 101) response.headers.set(REQUEST_ID_HEADER, requestId);
-    else c.res = new Response(null, { status: response.status, statusText: response.statusText, headers });
+    if (response.status !== 101) c.res = withRequestId(response, null, requestId);
     write(0, true);
     return;
   }
-  c.res = new Response(counted(response.body, write), {
-    status: response.status,
-    statusText: response.statusText,
-    headers,
-  });
+  c.res = withRequestId(response, countedBytes(response.body, write), requestId);
 };
+
+/**
+ * `response` itself with the request id header when its headers may change, else a copy (the
+ * answers of other objects' fetches have immutable headers, and a copied body loses its length).
+ */
+function withRequestIdHeader(response: Response, requestId: string): Response {
+  try {
+    response.headers.set(REQUEST_ID_HEADER, requestId);
+    return response;
+  } catch {
+    return withRequestId(response, response.body, requestId);
+  }
+}
+
+/** `response` with `body` and the request id among its headers. */
+function withRequestId(response: Response, body: BodyInit | null, requestId: string): Response {
+  const headers = new Headers(response.headers);
+  headers.set(REQUEST_ID_HEADER, requestId);
+  return new Response(body, { status: response.status, statusText: response.statusText, headers });
+}

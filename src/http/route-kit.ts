@@ -2,7 +2,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, TypedResponse, ValidationTargets } from "hono";
 import type { JSONParsed } from "hono/utils/types";
 import type * as z from "zod";
-import { SessionError, zodDetails } from "../core";
+import { assertJsonDepth, SessionError, zodDetails } from "../core";
 import type { SessionObjectStorage } from "../durable";
 import { DurableRepo } from "../durable";
 import type { AppEnv } from "./env";
@@ -34,12 +34,16 @@ function unknownFormat(error: z.ZodError): z.core.$ZodIssue | undefined {
 
 /**
  * A group of routes, mounted by `createApp` with `app.route("/", …)`. Invalid input is one
- * `invalid_request`, but an unknown format is `unsupported_format`.
+ * `invalid_request` (a body nested too deep included), but an unknown format is
+ * `unsupported_format`.
  */
 export function routes(): OpenAPIHono<AppEnv> {
   return new OpenAPIHono<AppEnv>({
     defaultHook: (result) => {
-      if (result.success) return;
+      if (result.success) {
+        if (result.target === "json") assertJsonDepth(result.data, "the body");
+        return;
+      }
       const format = unknownFormat(result.error);
       if (format) {
         const path = format.path.map(String);

@@ -2,7 +2,7 @@ import type { StoredEntry } from "../core";
 
 /*
  * Answers built while they are sent: long paths and large entries reach the client page by page,
- * so the router never holds a whole session either.
+ * so the router never holds a whole session either. And bodies counted as they pass.
  */
 
 /** Text parts as bytes, the next part produced only when the client reads. */
@@ -56,4 +56,35 @@ export async function* entriesPageJson(
   }
   yield* jsonArray('{"entries":', counted(), "");
   yield `,"nextCursor":${count === limit && last !== undefined ? JSON.stringify(String(last)) : "null"}}`;
+}
+
+/** The body passed through, `done` called with its size once it has been sent or abandoned. */
+export function countedBytes(
+  body: ReadableStream<Uint8Array>,
+  done: (bytes: number, complete: boolean) => void,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let bytes = 0;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        done(bytes, false);
+        throw error;
+      }
+      if (chunk.done) {
+        controller.close();
+        done(bytes, true);
+      } else {
+        bytes += chunk.value.byteLength;
+        controller.enqueue(chunk.value);
+      }
+    },
+    cancel(reason) {
+      done(bytes, false);
+      return reader.cancel(reason);
+    },
+  });
 }

@@ -142,3 +142,33 @@ describe("declared body sizes", () => {
     }
   });
 });
+
+describe("bodies and answers over the wire", () => {
+  it("reads a JSON body sent in chunks, without a Content-Length", async () => {
+    const id = `chunked-${Date.now()}`;
+    const bytes = new TextEncoder().encode(JSON.stringify({ id, metadata: { via: "chunks" } }));
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(bytes.slice(0, 5));
+        controller.enqueue(bytes.slice(5));
+        controller.close();
+      },
+    });
+    const created = await fetch(`${server.url}/v1/sessions`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body,
+      duplex: "half",
+    } as RequestInit);
+    expect(created.status, await created.clone().text()).toBe(201);
+    expect(await created.json()).toMatchObject({ id, metadata: { via: "chunks" } });
+  });
+
+  it("sends an answer that is neither logged nor metered with its Content-Length", async () => {
+    // npm start logs errors only and has no METRICS binding: nothing needs to count the bytes sent.
+    const answer = await fetch(`${server.url}/healthz`, { headers: { "Accept-Encoding": "identity" } });
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get("x-request-id")).toBeTruthy();
+    expect(Number(answer.headers.get("content-length"))).toBe((await answer.arrayBuffer()).byteLength);
+  });
+});

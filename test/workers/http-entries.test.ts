@@ -222,6 +222,65 @@ describe("appending", () => {
     await unchanged(id, before);
   });
 
+  it("stops reading a body sent without a length once it passes 32 MiB", async () => {
+    const id = await createSession();
+    const before = await info(id);
+    const chunk = new Uint8Array(1024 * 1024).fill(0x20);
+    let sent = 0;
+    // 40 MiB of spaces after an opening brace, streamed with no Content-Length.
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode("{"));
+      },
+      pull(controller) {
+        if (sent++ < 40) controller.enqueue(chunk);
+        else controller.close();
+      },
+    });
+    const request = new Request(`http://sessions.test/v1/sessions/${id}/entries`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${KEY_A}`, "Content-Type": "application/json" },
+      body,
+    });
+    expect(request.headers.get("Content-Length")).toBeNull();
+    const res = await worker.fetch(request, env, ctx());
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("payload_too_large");
+    expect(sent).toBeLessThanOrEqual(34);
+    await unchanged(id, before);
+  });
+
+  it("takes an empty JSON body as {}, sent with Content-Length: 0 or with no body at all", async () => {
+    const inits: { body: string | null; headers: Record<string, string> }[] = [
+      { body: "", headers: { "Content-Length": "0" } },
+      { body: null, headers: {} },
+    ];
+    for (const init of inits) {
+      const request = new Request("http://sessions.test/v1/sessions", {
+        method: "POST",
+        headers: { Authorization: `Bearer ${KEY_A}`, "Content-Type": "application/json", ...init.headers },
+        body: init.body,
+      });
+      const res = await worker.fetch(request, env, ctx());
+      expect(res.status).toBe(201);
+      const created = (await res.json()) as { id: string; entryCount: number };
+      expect(created.entryCount).toBe(0);
+    }
+  });
+
+  it("refuses a body nested deeper than 128 levels on any route, and writes nothing", async () => {
+    const id = await createSession();
+    const before = await api("GET", `/v1/sessions/${id}`);
+    let metadata: unknown = "bottom";
+    for (let i = 0; i < 200; i++) metadata = { inner: metadata };
+    const patched = await api("PATCH", `/v1/sessions/${id}`, { body: { metadata } });
+    expectError(patched, 400, "invalid_request");
+    expect(patched.body.error.message).toContain("nests deeper than 128 levels");
+    const after = await api("GET", `/v1/sessions/${id}`);
+    expect(after.body.metadata).toEqual(before.body.metadata);
+    expect(after.body.updatedAt).toBe(before.body.updatedAt);
+  });
+
   it("keeps a 5 MiB entry exactly", async () => {
     const id = await createSession();
     const text = "é€😀abc".repeat((5 * 1024 * 1024) / 10);

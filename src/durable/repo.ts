@@ -154,13 +154,13 @@ export class SessionObjectStorage implements SessionStorage {
   }
 
   /**
-   * The context of a leaf (the head when undefined) as JSON, streamed from the object, with its
-   * version; only what was appended when it grew from the version `since`.
+   * The context of a leaf (the head when undefined) as JSON, streamed from the object (or whole,
+   * when the object kept it), with its version; only what was appended when it grew from `since`.
    */
   context(
     leafId?: string | null,
     since?: string,
-  ): Promise<{ version: string; kind: "full" | "delta"; body: ReadableStream<Uint8Array> }> {
+  ): Promise<{ version: string; kind: "full" | "delta"; body: ReadableStream<Uint8Array> | string }> {
     return call(this.#stub.context(leafId, since));
   }
 

@@ -30,6 +30,7 @@ import {
   SessionError,
   summarizerFromConfig,
   unwrap,
+  utf8Length,
 } from "../core";
 import { directoryShard } from "./directory-shards";
 import type { EntryPage } from "./entry-rows";
@@ -564,13 +565,18 @@ export class SessionObject extends DurableObject<DurableEnv> {
   context(
     leafId: string | null | undefined,
     since?: string,
-  ): Promise<Result<{ version: string; kind: "full" | "delta"; body: ReadableStream<Uint8Array> }>> {
+  ): Promise<Result<{ version: string; kind: "full" | "delta"; body: ReadableStream<Uint8Array> | string }>> {
     return this.#run((session) => {
       const started = Date.now();
       const { version, kind, source, first, rest } = session.context(leafId, since);
       const sessionId = session.state.header.id;
       const sent = (bytes: number) =>
         this.#metric({ kind: "context", sessionId, source, bytes, durationMs: Date.now() - started });
+      if (source === "kept") {
+        // The kept head context is one string already: sent whole, it saves the stream's round trips.
+        void sent(utf8Length(first));
+        return { version, kind, body: first };
+      }
       return { version, kind, body: textStream(first, rest, sent) };
     });
   }

@@ -74,7 +74,7 @@ export const contextRoutes = routes()
           ["if-none-match"]?.split(/\s*,\s*/)
           .includes(etag)
       ) {
-        await body.cancel();
+        if (typeof body !== "string") await body.cancel();
         return c.body(null, 304, { ETag: etag });
       }
       if (format === undefined) return streamedJson(ContextResponse, body, { ETag: etag });

@@ -3,7 +3,6 @@ import { bodyLimit as honoBodyLimit } from "hono/body-limit";
 import type { NumberedLine } from "../core";
 import { MAX_BODY_BYTES, MAX_ENTRY_BYTES, SessionError } from "../core";
 import type { AppEnv } from "./env";
-import { countedBytes } from "./stream";
 
 const JSON_TYPE = /^application\/([\w.-]+\+)?json$/i;
 const NDJSON_TYPE = /^application\/(x-ndjson|jsonl)$/i;
@@ -167,9 +166,32 @@ export const jsonBody =
     if (!c.req.raw.body || declared === "0") {
       c.req.raw = new Request(c.req.raw, { body: "{}" });
     } else if (declared === undefined) {
-      // A body sent without its length (chunked): its size is known once read, for the request log.
-      const body = countedBytes(c.req.raw.body, (bytes) => c.set("bytesIn", bytes));
-      c.req.raw = new Request(c.req.raw, { body });
+      return chunkedJsonBody(c, next);
     }
     return capJsonBody(c, next);
   };
+
+/**
+ * A JSON body sent without its length (chunked): counted as it is read, for the request log, and
+ * when it passes the limit the client's stream is cancelled, so the 413 is not held back until
+ * the client has sent the rest.
+ */
+async function chunkedJsonBody(c: Context<AppEnv>, next: () => Promise<void>): Promise<void> {
+  const source = c.req.raw.body as ReadableStream<Uint8Array>;
+  const stop = new AbortController();
+  let bytes = 0;
+  const counter = new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
+      bytes += chunk.byteLength;
+      c.set("bytesIn", bytes);
+      controller.enqueue(chunk);
+    },
+  });
+  c.req.raw = new Request(c.req.raw, { body: source.pipeThrough(counter, { signal: stop.signal }) });
+  try {
+    await capJsonBody(c, next);
+  } catch (error) {
+    if (error instanceof SessionError && error.code === "payload_too_large") stop.abort();
+    throw error;
+  }
+}

@@ -14,6 +14,7 @@ const API_KEYS = JSON.stringify({
   [sha256("key-few-sessions")]: "tenant-few-sessions",
   [sha256("key-small-sessions")]: "tenant-small-sessions",
   [sha256("key-small-tenant")]: "tenant-small-tenant",
+  [sha256("key-mid-sessions")]: "tenant-mid-sessions",
 });
 
 /** Quotas for tenants of their own (test/workers/quotas.test.ts); every other tenant has none. */
@@ -22,6 +23,7 @@ const QUOTAS = JSON.stringify({
     "tenant-few-sessions": { maxSessions: 2 },
     "tenant-small-sessions": { maxSessionBytes: 4000 },
     "tenant-small-tenant": { maxTenantBytes: 6000 },
+    "tenant-mid-sessions": { maxSessionBytes: 200_000 },
   },
 });
 

@@ -37,6 +37,11 @@ export interface SyncTarget {
   open(id: string): Promise<SessionStorage | undefined>;
   /** Makes an empty session with the header; `already_exists` when the id is taken. */
   create(header: ImportHeader): Promise<SessionStorage>;
+  /**
+   * Refuses, before anything is written, entries the session has no room for (its quotas); the
+   * batches are checked again as they are written.
+   */
+  admit?(storage: SessionStorage, entries: readonly SessionEntry[]): Promise<void>;
 }
 
 /** Runs `open`, answering undefined for a session that does not exist. */
@@ -98,6 +103,7 @@ export async function syncImport(
   const rest = file.entries.slice(await storedPrefix(storage, file.entries));
   const session = new Session(storage);
   if (treeEntries(rest) === 0) return { session, status: "unchanged", appended: 0 };
+  await target.admit?.(storage, rest);
   // The file's parser checked every entry; the parents of the rest are stored or in the rest. Each
   // batch is atomic, and a sync cut short between batches goes on where it stopped when run again.
   for (const batch of importBatches(rest)) await storage.importEntries(batch, { validated: true });

@@ -215,6 +215,11 @@ export class SessionObjectStorage implements SessionStorage {
     return call(this.#stub.importEntries(entries, options));
   }
 
+  /** Refuses (`quota_exceeded`) when `bytes` more would take the session past its byte quotas. */
+  checkRoom(bytes: number): Promise<void> {
+    return call(this.#stub.checkRoom(bytes));
+  }
+
   /**
    * Copies the path root → target into a new object in bounded chunks (each call does a bounded
    * amount of work, whatever the path's length), then lists it. A failed fork leaves nothing.
@@ -454,8 +459,14 @@ export class DurableRepo implements SessionRepo {
     return new Session(storage);
   }
 
-  /** Syncs a parsed file into its session (see `syncImport`); a new session is listed once complete. */
+  /**
+   * Syncs a parsed file into its session (see `syncImport`); a new session is listed once complete.
+   * Under a byte quota, what the sync adds is counted first, so a file too large for the quotas is
+   * refused before anything is written.
+   */
   async syncSession(file: ImportedSession, options: { id?: string } = {}): Promise<SyncResult> {
+    const quotas = this.quotas();
+    const limited = quotas.maxSessionBytes !== undefined || quotas.maxTenantBytes !== undefined;
     const result = await syncImport(file, options, {
       open: (id) =>
         openIfExists(async () => {
@@ -463,7 +474,11 @@ export class DurableRepo implements SessionRepo {
           await storage.getLeafId();
           return storage;
         }),
-      create: (header) => this.initialize(newSessionHeader(header), false),
+      create: (header) =>
+        this.initialize(newSessionHeader(header), false, { bytes: limited ? storedBytes(file.entries) : 0 }),
+      admit: async (storage, entries) => {
+        if (limited) await (storage as SessionObjectStorage).checkRoom(storedBytes(entries));
+      },
     });
     if (result.status === "created") await (result.session.storage as SessionObjectStorage).publish();
     return result;

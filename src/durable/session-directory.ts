@@ -22,6 +22,7 @@ import {
 } from "../core";
 import { directoryShard, rankResults } from "./directory-shards";
 import type { DurableEnv } from "./env";
+import { logBackgroundFailure } from "./log-line";
 import { sessionObjectName } from "./names";
 import type { SearchDigest } from "./search-index";
 import type { ExpiryOutcome } from "./session-object";
@@ -170,11 +171,18 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
   constructor(ctx: DurableObjectState, env: DurableEnv) {
     super(ctx, env);
     this.#sql = sqlOf(ctx.storage.sql);
-    this.#events = new TenantEventHub(ctx);
+    this.#events = new TenantEventHub(ctx, (error) => this.#logFailure("tenant_events", error));
     ctx.storage.transactionSync(() => migrate(ctx.storage.sql, MIGRATIONS));
     const row = this.#sql<{ tenant: string; shard: number; idle_days: number | null }>`
       SELECT tenant, shard, idle_days FROM shard`.toArray()[0];
     if (row) this.#identity = { tenant: row.tenant, shard: row.shard, idleDays: row.idle_days };
+  }
+
+  /** A failure of the shard's background work, logged as the sessions' are (its tenant hashed). */
+  #logFailure(task: string, error: unknown, sessionId?: string): Promise<void> {
+    return logBackgroundFailure(task, this.#identity?.tenant ?? "", sessionId, error, {
+      shard: this.#identity?.shard ?? -1,
+    });
   }
 
   #saveIdentity(identity: Identity): void {
@@ -194,7 +202,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
       try {
         idleDays = (await directoryShard(this.env, tenant, 0).retention()).idleDays;
       } catch (error) {
-        console.error("directory: could not read the tenant's retention", String(error));
+        await logBackgroundFailure("read_retention", tenant, undefined, error, { shard });
       }
     }
     if (this.#identity) return;
@@ -403,7 +411,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
             // A row whose session is gone would be asked forever.
             else if (outcome === "missing") this.#drop(id);
           } catch (error) {
-            console.error("directory: retention could not reach a session", { id, error: String(error) });
+            await this.#logFailure("retention", error, id);
           }
         }),
       );

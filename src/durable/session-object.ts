@@ -134,9 +134,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
     this.#lifecycle = new SessionLifecycle(sqlOf(ctx.storage.sql));
     if (this.#session.searchBackfillPending) {
-      this.#armLifecycle().catch((error) =>
-        console.error("session: could not schedule indexing for search", String(error)),
-      );
+      this.#armLifecycle().catch((error) => this.#logFailure("schedule_search_indexing", error));
     }
   }
 
@@ -230,11 +228,18 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   /**
-   * Runs after writes: compacts if automatic compaction is on and the context outgrew its budget,
-   * then reports to the directory; a failed report is retried with backoff until it gets through.
+   * Runs the lifecycle work that is due (purge, expiry, indexing for search), then after writes:
+   * compacts if automatic compaction is on and the context outgrew its budget, then reports to the
+   * directory; a failed report is retried with backoff until it gets through.
    */
   override async alarm(): Promise<void> {
-    if (await this.#lifecycleDue()) return;
+    try {
+      if (await this.#lifecycleDue()) return;
+    } catch (error) {
+      // Logged, then thrown: the runtime retries a failed alarm with backoff.
+      await this.#logFailure("lifecycle", error);
+      throw error;
+    }
     if (!this.#session.exists) return;
     this.#syncScheduled = false;
     await this.#autoCompact();
@@ -684,6 +689,21 @@ export class SessionObject extends DurableObject<DurableEnv> {
     });
     if (written.entries > 0) await this.#metric({ kind: "append", ...written });
     return result;
+  }
+
+  /** Refuses (`quota_exceeded`) when `bytes` more would take the session past its byte quotas. */
+  checkRoom(bytes: number): Promise<Result<void>> {
+    return capture(async () => {
+      this.#checkListed();
+      const { tenant, header } = this.#session.state;
+      const limit = await this.#quotas.byteLimit(tenant, header.id);
+      this.#byteLimit = limit;
+      try {
+        this.#session.checkRoom(bytes);
+      } finally {
+        this.#byteLimit = undefined;
+      }
+    });
   }
 
   importEntries(entries: readonly SessionEntry[], options: ImportOptions): Promise<Result<void>> {

@@ -13,7 +13,6 @@ import type {
   ImportOptions,
   LeafEntry,
   LeafOptions,
-  PlannedWrite,
   SessionEntry,
   SessionHeader,
   SessionInfo,
@@ -514,12 +513,11 @@ export class SqliteSession {
     }
   }
 
-  /** Refuses a write that would take the session past its byte limit. */
-  #checkBytes(writes: readonly PlannedWrite[]): void {
+  /** Refuses (`quota_exceeded`) when `added` more bytes would take the session past its byte limit. */
+  checkRoom(added: number): void {
     const limit = this.#byteLimit();
     if (!limit) return;
-    let bytes = this.#live().stats.bytes;
-    for (const write of writes) bytes += write.bytes;
+    const bytes = this.#live().stats.bytes + added;
     if (bytes <= limit.maxBytes) return;
     const what = limit.quota === "maxSessionBytes" ? "this session" : "this tenant";
     throw quotaExceeded(
@@ -531,7 +529,7 @@ export class SqliteSession {
 
   #apply(plan: Pick<AppendPlan, "writes" | "leafId">): void {
     const state = this.#live();
-    this.#checkBytes(plan.writes);
+    this.checkRoom(plan.writes.reduce((sum, write) => sum + write.bytes, 0));
     this.#write(() => {
       this.#rows.insert(plan.writes);
       this.#search.index(plan.writes);

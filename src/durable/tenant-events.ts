@@ -10,11 +10,14 @@ import { EventStream } from "./event-stream";
 
 export class TenantEventHub {
   readonly #ctx: DurableObjectState;
+  readonly #failed: (error: unknown) => Promise<void>;
   readonly #streams = new Set<EventStream>();
   #delivery: Promise<void> = Promise.resolve();
 
-  constructor(ctx: DurableObjectState) {
+  /** `failed` logs a delivery that could not be made (the shard knows its tenant). */
+  constructor(ctx: DurableObjectState, failed: (error: unknown) => Promise<void>) {
     this.#ctx = ctx;
+    this.#failed = failed;
   }
 
   /** A stream of this shard's events from now. */
@@ -41,6 +44,6 @@ export class TenantEventHub {
       .then(() => {
         for (const stream of this.#streams) if (!stream.push(frame)) this.#streams.delete(stream);
       })
-      .catch((error: unknown) => console.error("directory: events could not be sent", String(error)));
+      .catch((error: unknown) => this.#failed(error));
   }
 }

@@ -18,6 +18,12 @@ import { afterAll, describe, expect, it } from "vitest";
 const BUDGET_BYTES = 300 * 1024;
 const WRANGLER = join(process.cwd(), "node_modules", "wrangler", "bin", "wrangler.js");
 
+/**
+ * Settings every deployed environment must list itself (vars are not inherited): without them a
+ * deployment would quietly run on defaults, one directory shard instead of the four it had.
+ */
+const SETTINGS = ["DIRECTORY_SYNC_MS", "DIRECTORY_SHARDS", "RECOVERY_WINDOW_SECONDS"];
+
 const run = promisify(execFile);
 const folders: string[] = [];
 afterAll(() => Promise.all(folders.map((folder) => rm(folder, { recursive: true, force: true }))));
@@ -38,7 +44,7 @@ async function dryRun(environment: string): Promise<{ bundle: Buffer; output: st
 describe("deploy", () => {
   it("builds the production bundle, its bindings as configured, under its gzipped size budget", async () => {
     const { bundle, output } = await dryRun("production");
-    for (const binding of ["SESSIONS", "DIRECTORY", "METRICS", "RATE_LIMITER", "QUOTAS"]) {
+    for (const binding of ["SESSIONS", "DIRECTORY", "METRICS", "RATE_LIMITER", "QUOTAS", ...SETTINGS]) {
       expect(output).toContain(`env.${binding} `);
     }
     const gzipped = gzipSync(bundle).byteLength;
@@ -48,5 +54,6 @@ describe("deploy", () => {
   it("builds the staging bundle with its own metrics dataset", async () => {
     const { output } = await dryRun("staging");
     expect(output).toContain("cf_sessions_staging");
+    for (const setting of SETTINGS) expect(output).toContain(`env.${setting} `);
   });
 });

@@ -1,4 +1,4 @@
-import { createExecutionContext, runInDurableObject } from "cloudflare:test";
+import { createExecutionContext, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sessionObjectName } from "../../src/durable";
@@ -83,6 +83,21 @@ describe("session events over a WebSocket", () => {
     const live = await watch.until((m) => m.event === "leaf");
     expect(entrySeqs(live)).toEqual([3, 4]);
     expect(live[0]?.data).toMatchObject({ seq: 3, message: { content: "c" } });
+    watch.socket.close(1000, "done");
+  });
+
+  it("reaches its watchers after the object was evicted from memory, as a hibernated session is", async () => {
+    const id = await createSession();
+    await append(id, "a");
+    const watch = await open(`/v1/sessions/${id}/ws?after=0`);
+    expect(entrySeqs(await watch.until((m) => m.event === "leaf"))).toEqual([1]);
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    await evictDurableObject(stub);
+    // A new instance: nothing of the old one's memory, only the sockets and their attachments.
+    await append(id, "b");
+    const live = await watch.until((m) => m.event === "leaf");
+    expect(entrySeqs(live)).toEqual([2]);
+    expect(live[0]?.data).toMatchObject({ seq: 2, message: { content: "b" } });
     watch.socket.close(1000, "done");
   });
 

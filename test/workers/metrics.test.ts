@@ -126,7 +126,7 @@ describe("metrics with the METRICS binding", () => {
     }
   });
 
-  it("writes the events of a session's object: appends, contexts sent, storage reports, deletion", async () => {
+  it("writes the events of a session's object: appends, contexts sent, watchers, storage reports, deletion", async () => {
     const { dataset, of } = recordingDataset();
     const id = await createSession();
     await runInDurableObject(env.SESSIONS.getByName(sessionObjectName("tenant-a", id)), (instance) => {
@@ -153,6 +153,20 @@ describe("metrics with the METRICS binding", () => {
     await vi.waitFor(() => expect(of("context").length).toBe(1));
     expect(of("context")[0]?.blobs).toEqual(["context", id, expect.stringMatching(/^(kept|built)$/)]);
     expect(of("context")[0]?.doubles?.[0]).toBe(new TextEncoder().encode(context.text).byteLength);
+
+    // A watcher: its transport, and how many the session has with it.
+    const watching = await worker.fetch(
+      new Request(`http://sessions.test/v1/sessions/${id}/events`, {
+        headers: { Authorization: `Bearer ${KEY_A}` },
+      }),
+      env as WorkerEnv,
+      ctx(),
+    );
+    expect(watching.status).toBe(200);
+    await vi.waitFor(() => expect(of("watcher").length).toBe(1));
+    expect(of("watcher")[0]?.blobs).toEqual(["watcher", id, "sse"]);
+    expect(of("watcher")[0]?.doubles).toEqual([1]);
+    await watching.body?.cancel();
 
     await vi.waitFor(() => expect(of("storage").at(-1)?.doubles).toEqual([after.bytes, after.entryCount]));
     expect(of("storage").at(-1)?.blobs).toEqual(["storage", id]);

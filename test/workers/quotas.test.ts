@@ -150,6 +150,77 @@ describe("maxSessionBytes", () => {
     const fits = await importAs(KEY, sid("import"), 1000);
     expect(fits.status, fits.text).toBe(201);
   });
+
+  it("refuses a sync that would take the session past its bytes, new or grown, writing nothing", async () => {
+    const syncAs = (id: string, text: string) =>
+      api("POST", `/v1/sessions/import?format=pi&id=${id}&mode=sync`, {
+        key: KEY,
+        raw: text,
+        headers: { "Content-Type": "application/x-ndjson" },
+      });
+    const fresh = sid("sync");
+    expectQuota(await syncAs(fresh, importFile(fresh, 5000)), "maxSessionBytes", 4000);
+    expectError(await api("GET", `/v1/sessions/${fresh}`, { key: KEY }), 404, "not_found");
+
+    const id = sid("sync");
+    const first = importFile(id, 1000);
+    expect((await syncAs(id, first)).status).toBe(201);
+    const before = await infoOf(KEY, id);
+    const grown = `${first}\n${JSON.stringify({
+      type: "message",
+      id: "e5f6a7b8",
+      parentId: "a1b2c3d4",
+      timestamp: "2026-01-01T00:00:01.000Z",
+      message: { role: "user", content: "z".repeat(3500), timestamp: 2 },
+    })}`;
+    expectQuota(await syncAs(id, grown), "maxSessionBytes", 4000);
+    const after = await infoOf(KEY, id);
+    expect([after.entryCount, after.leafId, after.bytes]).toEqual([
+      before.entryCount,
+      before.leafId,
+      before.bytes,
+    ]);
+  });
+});
+
+describe("maxSessionBytes, on a sync of several batches", () => {
+  const KEY = "key-mid-sessions";
+
+  it("refuses a sync whose batches would pass the session's bytes only together, writing none of them", async () => {
+    const id = sid("sync");
+    const timestamp = "2026-01-01T00:00:00.000Z";
+    const line = (i: number) =>
+      JSON.stringify({
+        type: "message",
+        id: `m${i}`,
+        parentId: i === 0 ? null : `m${i - 1}`,
+        timestamp,
+        message: { role: "user", content: `${i} ${"w".repeat(150)}`, timestamp: 1 },
+      });
+    const file = (count: number) =>
+      [JSON.stringify({ type: "session", version: 3, id, timestamp, cwd: "/" })]
+        .concat(Array.from({ length: count }, (_, i) => line(i)))
+        .join("\n");
+    const sync = (count: number) =>
+      api("POST", `/v1/sessions/import?format=pi&id=${id}&mode=sync`, {
+        key: KEY,
+        raw: file(count),
+        headers: { "Content-Type": "application/x-ndjson" },
+      });
+    expect((await sync(10)).status).toBe(201);
+    const before = await infoOf(KEY, id);
+    // 1,200 more entries of ~250 bytes: each batch of 500 fits under 200,000 bytes, not all three.
+    expectQuota(await sync(1210), "maxSessionBytes", 200_000);
+    const after = await infoOf(KEY, id);
+    expect([after.entryCount, after.leafId, after.bytes]).toEqual([
+      before.entryCount,
+      before.leafId,
+      before.bytes,
+    ]);
+    // What fits still syncs.
+    expect((await sync(400)).status).toBe(200);
+    expect((await infoOf(KEY, id)).entryCount).toBe(400);
+  });
 });
 
 describe("maxTenantBytes", () => {

@@ -465,6 +465,13 @@ export function parseCodex(text: string): ImportedSession {
   const reader = new CodexReader(provider, createdAt);
   for (const [index, line] of lines.entries()) reader.read(line, values[index] as Record<string, unknown>);
 
+  // The name Codex gave the thread (it may rename it): the last one is the session's name.
+  const name = values
+    .map((v) => (v.type === "event_msg" && isRecord(v.payload) ? v.payload : undefined))
+    .filter((p) => p?.type === "thread_name_updated")
+    .map((p) => asString(p?.thread_name)?.trim())
+    .filter((n): n is string => n !== undefined && n !== "")
+    .at(-1);
   const base = meta.base_instructions;
   const systemPrompt = isRecord(base) ? asString(base.text) : asString(base);
   const cwd = asString(meta.cwd);
@@ -482,7 +489,13 @@ export function parseCodex(text: string): ImportedSession {
     pi: { cwd: cwd ?? "" },
   };
   return {
-    header: { id, createdAt, metadata, ...(systemPrompt ? { systemPrompt } : {}) },
+    header: {
+      id,
+      createdAt,
+      metadata,
+      ...(name === undefined ? {} : { name }),
+      ...(systemPrompt ? { systemPrompt } : {}),
+    },
     entries: checkImportEntries(reader.entries, reader.lines),
     leafId: reader.leafId,
     warnings,

@@ -356,6 +356,35 @@ describe("Codex shapes", () => {
     expect(error.details).toMatchObject({ line: 3 });
   });
 
+  it("names the session as Codex last named the thread, keeping each rename as it was written", async () => {
+    const named = (name: unknown) => ({
+      timestamp: at(),
+      type: "event_msg",
+      payload: {
+        type: "thread_name_updated",
+        thread_id: "019b0000-0000-7000-8000-00000000c0de",
+        thread_name: name,
+      },
+    });
+    const file = rollout(
+      meta(),
+      userSays("fix the parser"),
+      named("Parser fix"),
+      replies("done"),
+      named("Parser fix, v2"),
+    );
+    const parsed = parseCodex(file);
+    expect(parsed.header.name).toBe("Parser fix, v2");
+    const renames = parsed.entries.filter(
+      (e) => e.type === "custom" && e.customType === "codex:event_msg:thread_name_updated",
+    );
+    expect(renames.length).toBe(2);
+    const session = await new MemoryRepo().importSession(parsed);
+    expect((await session.getInfo()).name).toBe("Parser fix, v2");
+    // A blank or missing name is no name.
+    expect(parseCodex(rollout(meta(), userSays("hi"), named("  "), named(null))).header.name).toBeUndefined();
+  });
+
   it("refuses a file without a session_meta line", () => {
     expect(refusal(() => parseCodex(rollout(userSays("hi")))).message).toMatch(/^line 1: no session_meta/);
   });

@@ -2,9 +2,12 @@
 // are served as the dev tenant `local`, but only while the server listens on a loopback address:
 // wrangler dev passes a CF-Connecting-IP header sent by the client through unchanged, so on an
 // address others can reach, the Worker could not tell a local request from a forged one (see
-// src/http/dev-tenant.ts). The port comes from `--port` (`npm start -- --port 8795`), else the
+// src/http/dev-tenant.ts); so it also refuses to start beyond loopback when a DEV_TENANT is set
+// by --var or in the local vars files. The port comes from `--port` (`npm start -- --port 8795`), else the
 // PORT variable, else 8787. Options other than --ip and --port go to wrangler dev as they are.
 import { spawn } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const args = process.argv.slice(2);
@@ -32,11 +35,47 @@ if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) {
 }
 const loopback = ip === "localhost" || ip === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(ip);
 
-if (!loopback && args.some((arg) => /^DEV_TENANT[:=]/.test(arg))) {
-  console.error(
-    `npm start: refusing to set DEV_TENANT while listening on ${ip}, which is not a loopback address`,
-  );
-  process.exit(2);
+/** Files of local vars wrangler dev reads beside its configuration, that set DEV_TENANT. */
+function devTenantFiles() {
+  const configAt = args.findIndex((arg) => arg === "--config" || arg === "-c" || arg.startsWith("--config="));
+  const config =
+    configAt < 0
+      ? "wrangler.toml"
+      : args[configAt].startsWith("--config=")
+        ? args[configAt].slice(9)
+        : args[configAt + 1];
+  const folder = dirname(resolve(config ?? "wrangler.toml"));
+  const read = (file) => {
+    try {
+      return readFileSync(file, "utf8");
+    } catch {
+      return "";
+    }
+  };
+  let names = [];
+  try {
+    names = readdirSync(folder);
+  } catch {
+    // No such folder: wrangler will say so.
+  }
+  return names
+    .filter(
+      (name) =>
+        name === ".dev.vars" || name.startsWith(".dev.vars.") || name === ".env" || name.startsWith(".env."),
+    )
+    .map((name) => join(folder, name))
+    .filter((file) => /^\s*(export\s+)?DEV_TENANT\s*=/m.test(read(file)));
+}
+
+if (!loopback) {
+  const set = args.some((arg) => /^DEV_TENANT[:=]/.test(arg)) ? ["--var"] : devTenantFiles();
+  if (set.length > 0) {
+    console.error(
+      `npm start: refusing to serve a DEV_TENANT (set in ${set.join(", ")}) while listening on ${ip}, ` +
+        "which is not a loopback address: anyone who can reach it could act as that tenant",
+    );
+    process.exit(2);
+  }
 }
 if (!loopback) {
   console.warn(

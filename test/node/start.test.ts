@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -7,7 +7,7 @@ import { freePort } from "../support/dev-server";
 
 /*
  * `npm start` (scripts/start.mjs): the port from PORT or `--port`, wrangler's own options passed
- * through, and a wrong port refused before wrangler starts.
+ * through, and a wrong port or a dev tenant beyond loopback refused before wrangler starts.
  */
 
 const root = resolve(import.meta.dirname, "../..");
@@ -86,5 +86,28 @@ describe("npm start", () => {
     const server = start([], { PORT: "eighty" });
     expect(await server.exited).toBe(2);
     expect(server.output()).toBe('npm start: the port must be a number from 0 to 65535, not "eighty"\n');
+  });
+
+  it("refuses a DEV_TENANT from the local vars files when it would listen beyond loopback", async () => {
+    const folder = mkdtempSync(join(tmpdir(), "sessions-start-vars-"));
+    try {
+      const config = join(folder, "wrangler.toml");
+      for (const [file, text] of [
+        [".dev.vars", "API_KEYS={}\nDEV_TENANT=local\n"],
+        [".env", "export DEV_TENANT=someone\n"],
+      ] as const) {
+        rmSync(join(folder, ".dev.vars"), { force: true });
+        rmSync(join(folder, ".env"), { force: true });
+        writeFileSync(join(folder, file), text);
+        const server = start(["--ip", "0.0.0.0", "--config", config]);
+        expect(await server.exited).toBe(2);
+        expect(server.output()).toContain(`refusing to serve a DEV_TENANT (set in ${join(folder, file)})`);
+      }
+      const byFlag = start(["--ip", "0.0.0.0", "--var", "DEV_TENANT:local", "--config", config]);
+      expect(await byFlag.exited).toBe(2);
+      expect(byFlag.output()).toContain("refusing to serve a DEV_TENANT (set in --var)");
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 });

@@ -30,6 +30,7 @@ export function viewerPage(assets: { script: string; style: string; icon: string
   <nav class="pane sessions" aria-labelledby="sessions-title">
     <div class="pane-head">
       <h2 id="sessions-title">Sessions</h2>
+      <span id="sessions-status" class="live-status" role="status" hidden></span>
       <button type="button" id="sessions-refresh">Refresh</button>
     </div>
     <label class="visually-hidden" for="session-filter">Filter sessions by name</label>

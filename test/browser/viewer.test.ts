@@ -468,6 +468,42 @@ describe("the session viewer", () => {
     await page.close();
   });
 
+  test("shows the list's connection, and reads the list again after a reconnect", async () => {
+    const page = await newPage();
+    const missed = `viewer-missed-${Date.now()}`;
+    let connections = 0;
+    let created: Promise<void> | undefined;
+    await page.route("**/v1/events", async (route) => {
+      connections++;
+      if (connections === 1) {
+        // The first stream ends at once, as a dropped connection does.
+        await route.fulfill({ status: 200, contentType: "text/event-stream", body: ": hello\n\n" });
+        return;
+      }
+      if (connections === 2) {
+        // While the list is disconnected, a session is made and listed: its event goes nowhere.
+        created = (async () => {
+          await request(service.url, "POST", "/v1/sessions", { id: missed, name: "made while away" });
+          for (let tries = 0; tries < 100; tries++) {
+            const listed = await request(service.url, "GET", "/v1/sessions?limit=100");
+            if (listed.sessions.some((s: { id: string }) => s.id === missed)) return;
+            await new Promise((r) => setTimeout(r, 50));
+          }
+          throw new Error("the session was never listed");
+        })();
+        await created;
+      }
+      await route.continue();
+    });
+    await page.goto(`${service.url}/`);
+    await expect.poll(() => created !== undefined, { timeout: 10_000 }).toBe(true);
+    await created;
+    await page.waitForSelector(`[data-session="${missed}"]`);
+    await page.waitForSelector('#sessions-status[data-status="live"]');
+    expect(await page.textContent(`[data-session="${missed}"]`)).toContain("made while away");
+    await page.close();
+  });
+
   test("deployed, asks for a token once on a 401 and keeps it in sessionStorage", async () => {
     const page = await newPage();
     const seen: Array<string | undefined> = [];

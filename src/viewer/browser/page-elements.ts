@@ -19,6 +19,7 @@ export const els = {
   tokenReason: element("token-reason", HTMLParagraphElement),
   tokenInput: element("token-input", HTMLInputElement),
   sessionsRefresh: element("sessions-refresh", HTMLButtonElement),
+  sessionsStatus: element("sessions-status", HTMLSpanElement),
   sessionFilter: element("session-filter", HTMLInputElement),
   sessionList: element("session-list", HTMLUListElement),
   sessionsEmpty: element("sessions-empty", HTMLParagraphElement),

@@ -73,10 +73,23 @@ export function listFirst(info: SessionInfo): void {
 
 /**
  * Follows the tenant's sessions as they are created, change and go, so the list stays current
- * without reloading (rows are what the listing reports, a moment after each write).
+ * without reloading (rows are what the listing reports, a moment after each write). Tenant events
+ * are not replayed, so after a reconnect the first page is read again: nothing changed while the
+ * connection was down is missed.
  */
 export async function watchSessions(): Promise<void> {
-  for await (const event of client.watch()) {
+  let reconnected = false;
+  const onStatus = (status: "live" | "reconnecting") => {
+    els.sessionsStatus.hidden = false;
+    els.sessionsStatus.dataset.status = status;
+    els.sessionsStatus.textContent = status === "live" ? "● live" : "reconnecting…";
+    if (status === "reconnecting") reconnected = true;
+    else if (reconnected) {
+      reconnected = false;
+      loadSessions(false).catch(() => undefined);
+    }
+  };
+  for await (const event of client.watch({ onStatus })) {
     if (event.event === "deleted") {
       list.sessions = list.sessions.filter((s) => s.id !== event.data.id);
     } else if (event.event === "created" || event.event === "updated") {

@@ -120,6 +120,7 @@ describe("command line", () => {
     expect(first.stderr).toBe(`[1/2] imported ${a?.id}: ${a?.path}\n[2/2] imported ${b?.id}: ${b?.path}\n`);
     const again = await cli(["import", dir, "--progress", "plain"]);
     expect(again.stderr).toContain(`[1/2] skipped ${a?.id} (already there): ${a?.path}\n`);
+    expect(again.stderr).toContain("cf-sessions sync adds what their files gained since");
     expect((await cli(["import", dir, "--progress", "none"])).stderr).toBe("");
     expect((await cli(["import", dir, "--progress", "fancy"])).stderr).toBe(
       "cf-sessions: --progress is bar, plain or none, not fancy\n",

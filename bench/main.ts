@@ -322,6 +322,25 @@ async function batchAppend() {
     limit: 50_000,
     atLeast: true,
   });
+
+  // What a single append costs inside the object, and the part of it its search index takes.
+  const appends: number[] = [];
+  const rows: number[] = [];
+  const indexes: number[] = [];
+  for (let run = 0; run < 5; run++) {
+    const entries = Array.from({ length: 500 }, (_, i) => entry(i, 1000));
+    const { json } = await http("POST", `/bench/single-${run}/singleWrites`, entries);
+    appends.push(json.appendMs);
+    rows.push(json.rowMs);
+    indexes.push(json.indexMs);
+  }
+  record(
+    "single append of ~1 KB inside the object (rows, search index, kept context), each its own transaction",
+    "ms",
+    appends,
+  );
+  record("one-row transaction into a plain table, inside the object", "ms", rows);
+  record("one-row transaction into FTS5 (a single append's search index), inside the object", "ms", indexes);
 }
 
 /** Reports `from` to `to` sent to a tenant's shards, `concurrency` at a time: reports/s and latencies. */

@@ -98,6 +98,37 @@ export class BenchObject extends DurableObject {
     return { ms: performance.now() - start };
   }
 
+  /**
+   * `entries` appended one at a time (each its own transaction, as single appends are), then the
+   * same number of one-row transactions into a plain table and into an FTS5 table like a
+   * session's: milliseconds per write of each, inside the object.
+   */
+  singleWrites(entries: EntryInput[]): { appendMs: number; rowMs: number; indexMs: number } {
+    this.#ensure();
+    const count = entries.length;
+    const sql = this.ctx.storage.sql;
+    const t0 = performance.now();
+    for (const entry of entries) this.#session.appendEntries([entry], { validated: true });
+    const t1 = performance.now();
+    sql.exec("CREATE TABLE IF NOT EXISTS single_rows (id INTEGER PRIMARY KEY, body TEXT)");
+    sql.exec(
+      "CREATE VIRTUAL TABLE IF NOT EXISTS single_text USING fts5(text, thinking, tokenize='porter unicode61')",
+    );
+    const texts = entries.map((entry) => JSON.stringify(entry));
+    const t2 = performance.now();
+    for (const text of texts) {
+      this.ctx.storage.transactionSync(() => sql.exec("INSERT INTO single_rows (body) VALUES (?)", text));
+    }
+    const t3 = performance.now();
+    for (const text of texts) {
+      this.ctx.storage.transactionSync(() =>
+        sql.exec("INSERT INTO single_text (text, thinking) VALUES (?, '')", text),
+      );
+    }
+    const t4 = performance.now();
+    return { appendMs: (t1 - t0) / count, rowMs: (t3 - t2) / count, indexMs: (t4 - t3) / count };
+  }
+
   /** Nothing: the floor of a request that reaches an object. */
   noop(): { ok: true } {
     return { ok: true };
@@ -214,6 +245,8 @@ export default {
         return Response.json(await stub.buildFromStorage(Number(url.searchParams.get("iterations") ?? 1)));
       case "noop":
         return Response.json(await stub.noop());
+      case "singleWrites":
+        return Response.json(await stub.singleWrites(body as EntryInput[]));
       case "indexBatch":
         return Response.json(
           await stub.indexBatch(Number(url.searchParams.get("count")), Number(url.searchParams.get("size"))),

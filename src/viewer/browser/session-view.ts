@@ -117,8 +117,16 @@ export async function refreshSession(knownInfo?: SessionInfo, followLeaf = false
   const selectedLeaf =
     view.selectedId !== null && view.selectedId === view.info?.leafId ? view.selectedId : null;
   const storage = session(sessionId);
-  const [info, roots] = await Promise.all([knownInfo ?? storage.getInfo(), storage.getTree()]);
+  let read: [SessionInfo, TreeNode[]];
+  try {
+    read = await Promise.all([knownInfo ?? storage.getInfo(), storage.getTree()]);
+  } catch (error) {
+    // Another session was opened meanwhile: what failed is no longer on the page.
+    if (generation !== view.generation) return;
+    throw error;
+  }
   if (generation !== view.generation) return;
+  const [info, roots] = read;
   applySession(info, roots);
   void loadDetails(generation);
   if (followLeaf && selectedLeaf && info.leafId !== selectedLeaf && view.path.has(selectedLeaf)) {
@@ -158,8 +166,11 @@ function showStatus(status: "live" | "reconnecting" | "deleted"): void {
 
 function scheduleRefresh(): void {
   if (refreshTimer !== undefined) return;
+  const sessionId = view.sessionId;
   refreshTimer = setTimeout(() => {
     refreshTimer = undefined;
+    // The events were about the session then open; another one opened since reads itself.
+    if (view.sessionId !== sessionId) return;
     refreshSession(undefined, true).catch((error: unknown) => showError(error));
   }, REFRESH_MS);
 }

@@ -57,6 +57,7 @@ import {
   modelRefString,
   newId,
   parseImport,
+  providerMessageInput,
   Session,
   SessionError,
   walkTree,
@@ -296,20 +297,12 @@ export class RemoteStorage implements SessionStorage {
     message: unknown,
     options: ProviderMessageOptions = {},
   ): Promise<StoredEntry<MessageEntry>[]> {
-    const { expectedLeafId, model, ...placement } = options;
     const { entries } = await this.#http.json<{ entries: StoredEntry<MessageEntry>[] }>(
       "POST",
       this.#path("/entries"),
       {
-        body: {
-          type: "message",
-          format,
-          message,
-          ...placement,
-          id: placement.id ?? newId(),
-          ...(model ? { model: modelRefString(model) } : {}),
-        },
-        headers: ifMatch(expectedLeafId),
+        body: providerMessageInput(format, message, options),
+        headers: ifMatch(options.expectedLeafId),
         idempotent: true,
       },
     );

@@ -21,7 +21,8 @@ export const SearchQueryText = z.string().max(MAX_QUERY_CHARS).meta({
   description: 'words (all required), "a phrase", prefix*, a OR b, -excluded; matched after stemming',
 });
 
-export const SessionSearchOptions = z.object({
+/** A search's words and page size: across the tenant, all it takes. */
+export const TenantSearchOptions = z.object({
   q: SearchQueryText,
   limit: z.coerce
     .number()
@@ -30,6 +31,10 @@ export const SessionSearchOptions = z.object({
     .max(MAX_SEARCH_HITS)
     .optional()
     .meta({ description: `default ${DEFAULT_SEARCH_HITS}` }),
+});
+export type TenantSearchOptions = z.infer<typeof TenantSearchOptions>;
+
+export const SessionSearchOptions = TenantSearchOptions.extend({
   cursor: z.string().optional(),
   order: z.enum(["newest", "rank"]).optional().meta({ description: "newest first (default) or best first" }),
   thinking: z.boolean().optional().meta({ description: "search the model's thinking too (default false)" }),
@@ -52,18 +57,6 @@ export type SearchHit = z.infer<typeof SearchHit>;
 
 export const SessionSearchPage = z.object({ hits: z.array(SearchHit), nextCursor: z.string().nullable() });
 export type SessionSearchPage = z.infer<typeof SessionSearchPage>;
-
-export const TenantSearchOptions = z.object({
-  q: SearchQueryText,
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(MAX_SEARCH_HITS)
-    .optional()
-    .meta({ description: `default ${DEFAULT_SEARCH_HITS}` }),
-});
-export type TenantSearchOptions = z.infer<typeof TenantSearchOptions>;
 
 export const SessionMatch = z
   .object({

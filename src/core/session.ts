@@ -81,6 +81,26 @@ export interface ProviderMessageOptions extends EntryOptions {
   model?: ModelRef | undefined;
 }
 
+/**
+ * The entry that appends a model API's own message with these options (`expectedLeafId` aside).
+ * Its id is chosen here, before the first try, so a retry is a replay.
+ */
+export function providerMessageInput(
+  format: MessageFormat,
+  message: unknown,
+  options: ProviderMessageOptions,
+): ProviderMessageEntryInput {
+  const { expectedLeafId: _expected, model, ...placement } = options;
+  return {
+    type: "message",
+    format,
+    message,
+    ...placement,
+    id: placement.id ?? newId(),
+    ...(model ? { model: modelRefString(model) } : {}),
+  };
+}
+
 /** A session: the tree of entries over a storage, with the operations agents use. */
 export class Session {
   constructor(readonly storage: SessionStorage) {}
@@ -184,15 +204,8 @@ export class Session {
     message: unknown,
     options: ProviderMessageOptions = {},
   ): Promise<StoredEntry<MessageEntry>[]> {
-    const { expectedLeafId, model, ...placement } = options;
-    const input: ProviderMessageEntryInput = {
-      type: "message",
-      format,
-      message,
-      ...placement,
-      id: placement.id ?? newId(),
-      ...(model ? { model: modelRefString(model) } : {}),
-    };
+    const { expectedLeafId } = options;
+    const input = providerMessageInput(format, message, options);
     const earlier = await this.storage.getEntry(input.id as string);
     const explicit = earlier === undefined && input.parentId !== undefined;
     const parentId = earlier

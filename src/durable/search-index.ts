@@ -5,13 +5,12 @@ import {
   encodeSearchCursor,
   entrySearchText,
   ftsQuery,
-  isQueryError,
   readSnippet,
-  SessionError,
 } from "../core";
 import type { EntryRows } from "./entry-rows";
 import type { PathReads } from "./path-reads";
 import type { Sql } from "./sql";
+import { matchRows } from "./sql";
 
 /*
  * Full-text search of one session: an FTS5 table (`entry_text`, rowid = the entry's seq) written in
@@ -101,20 +100,6 @@ export class SearchIndex {
     }
   }
 
-  /** Runs a MATCH; a query SQLite cannot read is the caller's mistake (400), never a 500. */
-  #match<T extends Record<string, SqlStorageValue>>(run: () => SqlStorageCursor<T>): T[] {
-    try {
-      return run().toArray();
-    } catch (error) {
-      if (isQueryError(error)) {
-        throw new SessionError("invalid_request", "the search query could not be read", {
-          reason: String(error).replace(/^Error: /, ""),
-        });
-      }
-      throw error;
-    }
-  }
-
   /** The session's entries matching a query, newest first or best first, a page at a time. */
   search(options: SessionSearchOptions, leafId: string | null): SessionSearchPage {
     const limit = options.limit ?? DEFAULT_SEARCH_HITS;
@@ -125,14 +110,14 @@ export class SearchIndex {
     let nextCursor: string | null = null;
     if (order === "rank") {
       const offset = cursor && "offset" in cursor ? cursor.offset : 0;
-      seqs = this.#match(
+      seqs = matchRows(
         () => this.#sql<{ seq: number }>`SELECT rowid AS seq FROM entry_text WHERE entry_text MATCH ${match}
           ORDER BY rank, rowid DESC LIMIT ${limit + 1} OFFSET ${offset}`,
       ).map((row) => row.seq);
       if (seqs.length > limit) nextCursor = encodeSearchCursor({ offset: offset + limit });
     } else {
       const before = cursor && "before" in cursor ? cursor.before : Number.MAX_SAFE_INTEGER;
-      seqs = this.#match(
+      seqs = matchRows(
         () => this.#sql<{ seq: number }>`SELECT rowid AS seq FROM entry_text
           WHERE entry_text MATCH ${match} AND rowid < ${before} ORDER BY rowid DESC LIMIT ${limit + 1}`,
       ).map((row) => row.seq);
@@ -147,7 +132,7 @@ export class SearchIndex {
     if (seqs.length === 0) return [];
     const list = JSON.stringify(seqs);
     const snippets = new Map<number, { text: string; thinking: string }>();
-    for (const row of this.#match(
+    for (const row of matchRows(
       () => this.#sql<{ seq: number; text: string; thinking: string }>`
         SELECT rowid AS seq,
           snippet(entry_text, 0, char(1), char(2), '…', ${SNIPPET_WORDS}) AS text,

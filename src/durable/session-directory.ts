@@ -14,9 +14,7 @@ import {
   decodeCursor,
   encodeCursor,
   ftsQuery,
-  isQueryError,
   readSnippet,
-  SessionError,
   sessionsPageLimit,
   unwrap,
 } from "../core";
@@ -27,7 +25,7 @@ import { sessionObjectName } from "./names";
 import type { SearchDigest } from "./search-index";
 import type { ExpiryOutcome } from "./session-object";
 import type { Sql } from "./sql";
-import { migrate, sqlOf } from "./sql";
+import { matchRows, migrate, sqlOf } from "./sql";
 import { TenantEventHub } from "./tenant-events";
 
 /*
@@ -311,33 +309,19 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     });
   }
 
-  /** Runs a MATCH; a query SQLite cannot read is the caller's mistake (400), never a 500. */
-  #match<T extends Record<string, SqlStorageValue>>(run: () => SqlStorageCursor<T>): T[] {
-    try {
-      return run().toArray();
-    } catch (error) {
-      if (isQueryError(error)) {
-        throw new SessionError("invalid_request", "the search query could not be read", {
-          reason: String(error).replace(/^Error: /, ""),
-        });
-      }
-      throw error;
-    }
-  }
-
   /** This shard's best sessions for a query, with the best snippet of each field that matched. */
   search(options: TenantSearchOptions): Promise<Result<TenantSearchResult[]>> {
     return capture(() => {
       const limit = options.limit ?? DEFAULT_SEARCH_HITS;
       const match = ftsQuery(options.q);
-      const ranked = this.#match(
+      const ranked = matchRows(
         () => this.#sql<{ rowid: number }>`
           SELECT rowid FROM session_text WHERE session_text MATCH ${match}
           ORDER BY rank LIMIT ${limit * CANDIDATES_PER_RESULT}`,
       );
       if (ranked.length === 0) return [];
       const details = new Map<number, Record<string, string>>();
-      for (const row of this.#match(
+      for (const row of matchRows(
         () => this.#sql<Record<string, string> & { rowid: number }>`
           SELECT t.rowid AS rowid, s.info AS info,
             snippet(session_text, 0, char(1), char(2), '…', 64) AS name,

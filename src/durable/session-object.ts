@@ -2,8 +2,6 @@ import { DurableObject } from "cloudflare:workers";
 import type {
   AppendOptions,
   AppendResult,
-  AutoCompactStatus,
-  CompactionStorage,
   EntryQuery,
   ErrorBody,
   HeaderPatch,
@@ -19,19 +17,8 @@ import type {
   StoredEntry,
   TreeRow,
 } from "../core";
-import {
-  buildSessionContext,
-  capture,
-  compactSession,
-  ERROR_STATUS,
-  estimateContextTokens,
-  newId,
-  nowIso,
-  SessionError,
-  summarizerFromConfig,
-  unwrap,
-  utf8Length,
-} from "../core";
+import { capture, ERROR_STATUS, newId, SessionError, unwrap, utf8Length } from "../core";
+import { AutoCompaction } from "./auto-compaction";
 import { directoryShard } from "./directory-shards";
 import type { EntryPage } from "./entry-rows";
 import type { DurableEnv } from "./env";
@@ -40,7 +27,7 @@ import type { ForkSource } from "./fork-copy";
 import { PENDING_MS, recoveryWindowMs, SessionLifecycle } from "./lifecycle";
 import { logBackgroundFailure, tenantHash } from "./log-line";
 import type { MetricPoint } from "./metrics";
-import { measuredSummarizer, writeMetric } from "./metrics";
+import { writeMetric } from "./metrics";
 import { QuotaChecks } from "./quota-checks";
 import { sqlOf } from "./sql";
 import type { ByteLimit } from "./sqlite-session";
@@ -109,7 +96,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   readonly #lifecycle: SessionLifecycle;
   #syncScheduled = false;
   #syncFailures = 0;
-  #compacting = false;
+  readonly #autoCompaction: AutoCompaction;
   readonly #quotas: QuotaChecks;
   /** What the session may hold after the write under way (set just before it, see `#limitedWrite`). */
   #byteLimit: ByteLimit | undefined;
@@ -133,6 +120,15 @@ export class SessionObject extends DurableObject<DurableEnv> {
     // Watchers' pings are answered without waking a hibernating session.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
     this.#lifecycle = new SessionLifecycle(sqlOf(ctx.storage.sql));
+    this.#autoCompaction = new AutoCompaction({
+      session,
+      summarizerConfig: () => this.env,
+      write: (write) => this.#limitedWrite(write),
+      gone: () => !session.exists || this.#lifecycle.deleted,
+      statusChanged: (status) => this.#events.compactionChanged(status),
+      metric: (point) => this.#metric(point),
+      logFailure: (task, error) => this.#logFailure(task, error),
+    });
     if (this.#session.searchBackfillPending) {
       this.#armLifecycle().catch((error) => this.#logFailure("schedule_search_indexing", error));
     }
@@ -242,7 +238,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     }
     if (!this.#session.exists) return;
     this.#syncScheduled = false;
-    await this.#autoCompact();
+    await this.#autoCompaction.runIfDue();
     if (!this.#session.exists) return;
     try {
       await this.#report();
@@ -255,77 +251,6 @@ export class SessionObject extends DurableObject<DurableEnv> {
       await this.ctx.storage.setAlarm(Date.now() + wait);
     }
     await this.#armLifecycle();
-  }
-
-  /**
-   * The session as core's compaction sees it: reads from this object's SQLite, and the compaction
-   * appended through the same rules and checks as any write (the branch may move while the
-   * summary is written).
-   */
-  #compactionStorage(): CompactionStorage {
-    return {
-      getLeafId: async () => this.#session.state.leafId,
-      getContextPath: async (leafId) => this.#session.contextEntries(leafId),
-      appendEntries: async (entries, options) =>
-        unwrap(await this.#limitedWrite((session) => session.appendEntries(entries, options))),
-    };
-  }
-
-  #setAutoCompaction(status: AutoCompactStatus): void {
-    this.#session.setAutoCompaction(status);
-    this.#events.compactionChanged(status);
-  }
-
-  async #autoCompact(): Promise<void> {
-    const { header, leafId, autoCompaction } = this.#session.state;
-    const settings = header.autoCompact;
-    if (!settings || leafId === null || this.#compacting) return;
-    const path = this.#session.contextEntries(leafId);
-    if (
-      estimateContextTokens(buildSessionContext(path).messages) <=
-      settings.contextWindow - settings.reserveTokens
-    )
-      return;
-    this.#compacting = true;
-    const last = { ...autoCompaction };
-    this.#setAutoCompaction({ ...last, state: "running" });
-    const lastRunAt = nowIso();
-    const sessionId = header.id;
-    const started = Date.now();
-    const summaries: { outcome: "ok" | "failed"; durationMs: number }[] = [];
-    const summarizer = summarizerFromConfig(this.env);
-    let outcome = "ok";
-    try {
-      const entry = await compactSession(this.#compactionStorage(), {
-        keepRecentTokens: settings.keepRecentTokens,
-        summarizer: measuredSummarizer(summarizer, (result, durationMs) =>
-          summaries.push({ outcome: result, durationMs }),
-        ),
-      });
-      this.#setAutoCompaction({ state: "idle", lastRunAt, lastEntryId: entry.id });
-    } catch (error) {
-      outcome = error instanceof SessionError ? error.code : "internal";
-      if (!this.#session.exists || this.#lifecycle.deleted) return;
-      if (error instanceof SessionError && error.code === "nothing_to_compact") {
-        this.#setAutoCompaction({ state: "idle", lastRunAt });
-      } else {
-        const message = error instanceof Error ? error.message : String(error);
-        await this.#logFailure("auto_compaction", error);
-        this.#setAutoCompaction({ state: "failed", lastRunAt, lastError: message });
-      }
-    } finally {
-      for (const summary of summaries) {
-        await this.#metric({ kind: "summary", sessionId, summarizer: summarizer.name, ...summary });
-      }
-      await this.#metric({
-        kind: "compaction",
-        sessionId,
-        trigger: "auto",
-        outcome,
-        durationMs: Date.now() - started,
-      });
-      this.#compacting = false;
-    }
   }
 
   /**

@@ -1,3 +1,5 @@
+import { isQueryError, SessionError } from "../core";
+
 /**
  * `sql\`SELECT … WHERE id = ${id}\`` over a Durable Object's SQLite: the query reads as SQL and
  * every interpolated value is a bound parameter, never spliced into the text.
@@ -32,5 +34,19 @@ export function migrate(storage: SqlStorage, migrations: readonly (string | read
     if (typeof migration === "string") execScript(storage, migration);
     else for (const statement of migration) storage.exec(statement);
     storage.exec("INSERT INTO schema_version (version) VALUES (?)", version + 1);
+  }
+}
+
+/** Runs an FTS5 MATCH; a query SQLite cannot read is the caller's mistake (400), never a 500. */
+export function matchRows<T extends Record<string, SqlStorageValue>>(run: () => SqlStorageCursor<T>): T[] {
+  try {
+    return run().toArray();
+  } catch (error) {
+    if (isQueryError(error)) {
+      throw new SessionError("invalid_request", "the search query could not be read", {
+        reason: String(error).replace(/^Error: /, ""),
+      });
+    }
+    throw error;
   }
 }

@@ -504,7 +504,8 @@ export class SessionObject extends DurableObject<DurableEnv> {
         this.#metric({ kind: "context", sessionId, source, bytes, durationMs: Date.now() - started });
       if (source === "kept") {
         // The kept head context is one string already: sent whole, it saves the stream's round trips.
-        void sent(utf8Length(first));
+        // Its size is measured only for a metric that will be written (it may be megabytes).
+        if (this.env.METRICS) void sent(utf8Length(first));
         return { version, kind, body: first };
       }
       return { version, kind, body: textStream(first, rest, sent) };

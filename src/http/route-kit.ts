@@ -2,7 +2,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, TypedResponse, ValidationTargets } from "hono";
 import type { JSONParsed } from "hono/utils/types";
 import type * as z from "zod";
-import { assertJsonDepth, SessionError, zodDetails } from "../core";
+import { assertJsonDepth, assertProtoKeysKept, SessionError, zodDetails } from "../core";
 import type { SessionObjectStorage } from "../durable";
 import { DurableRepo } from "../durable";
 import type { AppEnv } from "./env";
@@ -39,9 +39,13 @@ function unknownFormat(error: z.ZodError): z.core.$ZodIssue | undefined {
  */
 export function routes(): OpenAPIHono<AppEnv> {
   return new OpenAPIHono<AppEnv>({
-    defaultHook: (result) => {
+    defaultHook: async (result, c) => {
       if (result.success) {
-        if (result.target === "json") assertJsonDepth(result.data, "the body");
+        if (result.target !== "json") return;
+        assertJsonDepth(result.data, "the body");
+        // Validation may have dropped `__proto__` keys: the text the body was parsed from tells.
+        const text = await c.req.bodyCache.text;
+        if (typeof text === "string") assertProtoKeysKept(text, result.data, "the body");
         return;
       }
       const format = unknownFormat(result.error);

@@ -1,7 +1,7 @@
 import { Timestamp } from "./entries";
 import { isValidId } from "./ids";
 import type { ImportWarning } from "./interchange";
-import type { ThinkingLevel, Usage } from "./messages";
+import type { ThinkingLevel } from "./messages";
 import { THINKING_LEVELS } from "./messages";
 import { lineError, ndjsonLines, parseLine } from "./ndjson";
 
@@ -63,23 +63,6 @@ export function derivedSessionId(prefix: string, sourceId: string, line: number)
     );
   }
   return id;
-}
-
-export function usage(
-  input: number,
-  output: number,
-  cacheRead: number,
-  cacheWrite: number,
-  total?: number,
-): Usage {
-  return {
-    input,
-    output,
-    cacheRead,
-    cacheWrite,
-    totalTokens: total ?? input + output + cacheRead + cacheWrite,
-    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-  };
 }
 
 export function count(value: unknown): number {

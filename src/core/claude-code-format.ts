@@ -8,7 +8,6 @@ import {
   isRecord,
   readLogLines,
   thinkingLevel,
-  usage,
   without,
 } from "./agent-log";
 import type { CompactionEntry, MessageEntry, SessionEntry } from "./entries";
@@ -21,6 +20,7 @@ import type {
   ThinkingLevel,
   ToolResultMessage,
 } from "./messages";
+import { usage } from "./messages";
 import { lineError } from "./ndjson";
 
 /*

@@ -9,7 +9,6 @@ import {
   isRecord,
   readLogLines,
   thinkingLevel,
-  usage,
   without,
 } from "./agent-log";
 import type { MessageEntry, SessionEntry } from "./entries";
@@ -24,6 +23,7 @@ import type {
   ThinkingLevel,
   ToolResultMessage,
 } from "./messages";
+import { usage } from "./messages";
 import { lineError } from "./ndjson";
 
 /*

@@ -1,17 +1,9 @@
 import * as z from "zod";
 import { parseJsonField } from "../json";
 import type { AgentMessage, AssistantMessage, ImageContent, TextContent, ThinkingContent } from "../messages";
+import { NO_USAGE, usage } from "../messages";
 import type { ReadOptions } from "./incoming";
-import {
-  assistantMessage,
-  byKind,
-  invalidMessage,
-  NO_USAGE,
-  objectOf,
-  readWith,
-  toolResultMessage,
-  usage,
-} from "./incoming";
+import { assistantMessage, byKind, invalidMessage, objectOf, readWith, toolResultMessage } from "./incoming";
 import { FORMAT_API } from "./target";
 import { parseDataUrl } from "./text";
 

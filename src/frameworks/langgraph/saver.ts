@@ -52,6 +52,9 @@ interface KnownCheckpoint {
   holders: Record<string, string>;
 }
 
+/** How long a write waits for the put of its checkpoint when that has not come yet. */
+const ARRIVAL_MS = 30_000;
+
 /** Checkpoints remembered to build on without reading them back (the ones last put or read). */
 const KEPT_CHECKPOINTS = 256;
 
@@ -101,6 +104,14 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
   readonly #handles: SessionHandles;
   readonly #prefix: string;
   readonly #known = new Map<string, KnownCheckpoint>();
+  /**
+   * Puts not yet written, by session and checkpoint: LangGraph writes a checkpoint in the
+   * background and may put writes for it (or the next checkpoint) before that is done, and an
+   * entry's parent must be stored before it.
+   */
+  readonly #writing = new Map<string, Promise<unknown>>();
+  /** Writes waiting for the put of their checkpoint, by session and checkpoint. */
+  readonly #arrivals = new Map<string, { arrived: Promise<void>; arrive: () => void }>();
 
   constructor(options: CfSessionsSaverOptions) {
     super(options.serde);
@@ -187,32 +198,42 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
       ...(parentId === undefined ? {} : { parent: parentId }),
     };
 
-    const known = await this.#write(thread, async (session) => {
-      const parent = parentId === undefined ? undefined : await this.#parent(session, parentId);
-      // A channel the checkpoint did not change has the value its parent had at the same version.
-      const held: Record<string, string> = {};
-      for (const [channel, version] of Object.entries(checkpoint.channel_versions)) {
-        const holder = parent?.holders[channel];
-        if (
-          !Object.hasOwn(newVersions, channel) &&
-          holder !== undefined &&
-          parent?.versions[channel] === version
-        ) {
-          held[channel] = holder;
+    const key = `${thread.sessionId}\n${checkpoint.id}`;
+    const written = this.#afterParent(thread, parentId, () =>
+      this.#write(thread, async (session) => {
+        const parent = parentId === undefined ? undefined : await this.#parent(session, parentId);
+        // A channel the checkpoint did not change has the value its parent had at the same version.
+        const held: Record<string, string> = {};
+        for (const [channel, version] of Object.entries(checkpoint.channel_versions)) {
+          const holder = parent?.holders[channel];
+          if (
+            !Object.hasOwn(newVersions, channel) &&
+            holder !== undefined &&
+            parent?.versions[channel] === version
+          ) {
+            held[channel] = holder;
+          }
         }
-      }
-      await session.appendEntry({
-        type: "custom",
-        id: entryId,
-        parentId: parent ? (parentEntryId as string) : null,
-        customType: CHECKPOINT,
-        data: { ...data, held },
-      });
-      const holders = { ...held };
-      for (const channel of Object.keys(values)) holders[channel] = entryId;
-      return { versions: { ...checkpoint.channel_versions }, holders };
-    });
-    this.#remember(thread.sessionId, checkpoint.id, known);
+        await session.appendEntry({
+          type: "custom",
+          id: entryId,
+          parentId: parent ? (parentEntryId as string) : null,
+          customType: CHECKPOINT,
+          data: { ...data, held },
+        });
+        const holders = { ...held };
+        for (const channel of Object.keys(values)) holders[channel] = entryId;
+        return { versions: { ...checkpoint.channel_versions }, holders };
+      }),
+    );
+    this.#writing.set(key, written);
+    try {
+      this.#remember(thread.sessionId, checkpoint.id, await written);
+    } finally {
+      if (this.#writing.get(key) === written) this.#writing.delete(key);
+      this.#arrivals.get(key)?.arrive();
+      this.#arrivals.delete(key);
+    }
     return {
       configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpoint.id },
     };
@@ -255,9 +276,59 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     };
     const thread = await this.#thread(threadId, checkpointNs);
     const parentId = await checkpointEntryId(checkpointId);
-    await this.#write(thread, (session) =>
-      session.appendEntry({ type: "custom", parentId, customType: WRITES, data }),
+    await this.#afterParent(thread, checkpointId, () =>
+      this.#write(thread, (session) =>
+        session.appendEntry({ type: "custom", parentId, customType: WRITES, data }),
+      ),
     );
+  }
+
+  /**
+   * Runs a write that hangs under checkpoint `parentId` once that checkpoint is stored. LangGraph
+   * puts checkpoints in the background, so the writes of a step can come before the put of the
+   * checkpoint they are for: such a write waits here for that put (up to `ARRIVAL_MS`).
+   */
+  async #afterParent<T>(thread: Thread, parentId: string | undefined, write: () => Promise<T>): Promise<T> {
+    if (parentId === undefined) return write();
+    const key = `${thread.sessionId}\n${parentId}`;
+    // A failed put fails its own caller; this write then meets the missing parent itself.
+    await this.#writing.get(key)?.catch(() => undefined);
+    try {
+      return await write();
+    } catch (error) {
+      if (!(error instanceof SessionError && error.code === "parent_not_found")) throw error;
+      if (!(await this.#arrival(key))) throw error;
+      return write();
+    }
+  }
+
+  /** Whether the put of a checkpoint was made here, waiting up to `ARRIVAL_MS` for it to come. */
+  async #arrival(key: string): Promise<boolean> {
+    if (this.#known.has(key)) return true;
+    const writing = this.#writing.get(key);
+    if (writing)
+      return writing.then(
+        () => true,
+        () => false,
+      );
+    let waiting = this.#arrivals.get(key);
+    if (!waiting) {
+      let arrive = () => {};
+      const arrived = new Promise<void>((resolve) => {
+        arrive = resolve;
+      });
+      waiting = { arrived, arrive };
+      this.#arrivals.set(key, waiting);
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), ARRIVAL_MS);
+    });
+    try {
+      return await Promise.race([waiting.arrived.then(() => this.#known.has(key)), timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {

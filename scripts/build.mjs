@@ -40,6 +40,7 @@ await build({
     node: "src/node/index.ts",
     // The framework adapters: each framework stays an import (an optional peer dependency).
     langgraph: "src/frameworks/langgraph/index.ts",
+    "openai-agents": "src/frameworks/openai-agents/index.ts",
   },
   chunkNames: "chunks/[name]-[hash]",
   outdir: "dist",

@@ -165,7 +165,14 @@ describe.each(repos)("a StateGraph checkpointed in %s", (_name, makeRepo) => {
 
   it("refuses a put without a thread, or with a malformed checkpoint, and writes nothing", async () => {
     const before = (await repo.list()).sessions.length;
-    const checkpoint = { v: 4, id: "cp-1", ts: new Date().toISOString(), channel_values: {}, channel_versions: {}, versions_seen: {} };
+    const checkpoint = {
+      v: 4,
+      id: "cp-1",
+      ts: new Date().toISOString(),
+      channel_values: {},
+      channel_versions: {},
+      versions_seen: {},
+    };
     const metadata = { source: "input" as const, step: -1, parents: {} };
     await expect(saver.put({ configurable: {} }, checkpoint, metadata, {})).rejects.toMatchObject({
       code: "invalid_request",
@@ -179,21 +186,37 @@ describe.each(repos)("a StateGraph checkpointed in %s", (_name, makeRepo) => {
     await expect(
       saver.putWrites({ configurable: { thread_id: "malformed" } }, [["a", 1]], "task"),
     ).rejects.toMatchObject({ code: "invalid_request", message: expect.stringContaining("checkpoint_id") });
-    await expect(
-      saver.getTuple({ configurable: { thread_id: 42 } } as never),
-    ).rejects.toMatchObject({ code: "invalid_request" });
+    await expect(saver.getTuple({ configurable: { thread_id: 42 } } as never)).rejects.toMatchObject({
+      code: "invalid_request",
+    });
     expect((await repo.list()).sessions.length).toBe(before);
   });
 
   it("deletes a thread's sessions in every namespace", async () => {
     const id = `doomed-${crypto.randomUUID()}`;
-    const checkpoint = { v: 4, id: "cp-1", ts: new Date().toISOString(), channel_values: {}, channel_versions: {}, versions_seen: {} };
+    const checkpoint = {
+      v: 4,
+      id: "cp-1",
+      ts: new Date().toISOString(),
+      channel_values: {},
+      channel_versions: {},
+      versions_seen: {},
+    };
     const metadata = { source: "input" as const, step: -1, parents: {} };
     await saver.put({ configurable: { thread_id: id } }, checkpoint, metadata, {});
-    await saver.put({ configurable: { thread_id: id, checkpoint_ns: "sub:graph|1" } }, checkpoint, metadata, {});
-    expect(await saver.getTuple({ configurable: { thread_id: id, checkpoint_ns: "sub:graph|1" } })).toBeDefined();
+    await saver.put(
+      { configurable: { thread_id: id, checkpoint_ns: "sub:graph|1" } },
+      checkpoint,
+      metadata,
+      {},
+    );
+    expect(
+      await saver.getTuple({ configurable: { thread_id: id, checkpoint_ns: "sub:graph|1" } }),
+    ).toBeDefined();
     await saver.deleteThread(id);
     expect(await saver.getTuple({ configurable: { thread_id: id } })).toBeUndefined();
-    expect(await saver.getTuple({ configurable: { thread_id: id, checkpoint_ns: "sub:graph|1" } })).toBeUndefined();
+    expect(
+      await saver.getTuple({ configurable: { thread_id: id, checkpoint_ns: "sub:graph|1" } }),
+    ).toBeUndefined();
   });
 });

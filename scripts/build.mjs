@@ -41,6 +41,7 @@ await build({
     // The framework adapters: each framework stays an import (an optional peer dependency).
     langgraph: "src/frameworks/langgraph/index.ts",
     "openai-agents": "src/frameworks/openai-agents/index.ts",
+    "claude-agent-sdk": "src/frameworks/claude-agent-sdk/index.ts",
   },
   chunkNames: "chunks/[name]-[hash]",
   outdir: "dist",

@@ -34,7 +34,8 @@ export function decodeKey(key: string): string {
   return decoder.decode(new Uint8Array(bytes));
 }
 
-async function sha256Hex(text: string): Promise<string> {
+/** The SHA-256 of `text` in hex. */
+export async function sha256Hex(text: string): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
   return Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }

@@ -42,6 +42,7 @@ await build({
     langgraph: "src/frameworks/langgraph/index.ts",
     "openai-agents": "src/frameworks/openai-agents/index.ts",
     "claude-agent-sdk": "src/frameworks/claude-agent-sdk/index.ts",
+    "ai-sdk": "src/frameworks/ai-sdk/index.ts",
   },
   chunkNames: "chunks/[name]-[hash]",
   outdir: "dist",

@@ -6,6 +6,7 @@ import { buildSessionContext as piBuildSessionContext, SessionManager } from "@m
 import type { AgentMessage } from "../src/core";
 import type { DevServer } from "../test/support/dev-server";
 import { startDevServer } from "../test/support/dev-server";
+import { frameworkWrites } from "./frameworks";
 import { liveSessions } from "./live";
 
 /*
@@ -17,6 +18,8 @@ import { liveSessions } from "./live";
 // npm runs scripts from the package root.
 const root = process.cwd();
 const QUICK = process.argv.includes("--quick");
+/** `--only=frameworks`: only the framework adapters' writes (with the no-op floor). */
+const ONLY = process.argv.find((arg) => arg.startsWith("--only="))?.slice("--only=".length);
 
 interface Figure {
   name: string;
@@ -683,38 +686,48 @@ async function main() {
   try {
     server = await startDevServer({ config: "bench/wrangler.toml", persistTo: persist, timeoutMs: 120_000 });
     await floor();
-    await appends();
-    await batchAppend();
-    await contexts(sizes);
-    await overHttp(sizes);
-    await tenants(sizes);
-    await liveSessions({
+    await frameworkWrites({
       url: server.url,
       quick: QUICK,
-      http,
-      record: (name, unit, samples) => void record(name, unit, samples),
-      percentile: (name, unit, samples, q) => {
-        const sorted = [...samples].sort((a, b) => a - b);
-        const value = sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
-        figures.push({
-          name,
-          unit,
-          median: value,
-          min: sorted[0] ?? 0,
-          max: sorted.at(-1) ?? 0,
-          runs: samples.length,
-        });
-      },
-      fillSession: (id, count) => fillSession(id, count, false),
       message,
-      workerdRssKb: () => workerdMemoryKb("VmRSS"),
+      record,
+      ratio: (name, value, limit) =>
+        void figures.push({ name, unit: "×", median: value, min: 0, max: 0, runs: 1, budget: { limit } }),
     });
-    await cold(persist, sizes[sizes.length - 1] as number);
+    if (ONLY !== "frameworks") {
+      await appends();
+      await batchAppend();
+      await contexts(sizes);
+      await overHttp(sizes);
+      await tenants(sizes);
+      await liveSessions({
+        url: server.url,
+        quick: QUICK,
+        http,
+        record: (name, unit, samples) => void record(name, unit, samples),
+        percentile: (name, unit, samples, q) => {
+          const sorted = [...samples].sort((a, b) => a - b);
+          const value = sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+          figures.push({
+            name,
+            unit,
+            median: value,
+            min: sorted[0] ?? 0,
+            max: sorted.at(-1) ?? 0,
+            runs: samples.length,
+          });
+        },
+        fillSession: (id, count) => fillSession(id, count, false),
+        message,
+        workerdRssKb: () => workerdMemoryKb("VmRSS"),
+      });
+      await cold(persist, sizes[sizes.length - 1] as number);
+    }
   } finally {
     await server?.stop();
     rmSync(persist, { recursive: true, force: true });
   }
-  piReference(QUICK ? [1000, 10_000] : [10_000, 100_000]);
+  if (ONLY !== "frameworks") piReference(QUICK ? [1000, 10_000] : [10_000, 100_000]);
   const result = {
     date: new Date().toISOString(),
     machine: { nproc: availableParallelism(), cpu: cpus()[0]?.model ?? "unknown", node: process.version },

@@ -6,6 +6,7 @@ import { buildSessionContext as piBuildSessionContext, SessionManager } from "@m
 import type { AgentMessage } from "../src/core";
 import type { DevServer } from "../test/support/dev-server";
 import { startDevServer } from "../test/support/dev-server";
+import { frameworkWrites } from "./frameworks";
 import { liveSessions } from "./live";
 
 /*
@@ -705,6 +706,15 @@ async function main() {
     server = await startDevServer({ config: "bench/wrangler.toml", persistTo: persist, timeoutMs: 120_000 });
     if (runs("floor")) await floor();
     if (runs("appends")) await appends();
+    if (runs("frameworks"))
+      await frameworkWrites({
+        url: server.url,
+        quick: QUICK,
+        message,
+        record,
+        ratio: (name, value, limit) =>
+          void figures.push({ name, unit: "×", median: value, min: 0, max: 0, runs: 1, budget: { limit } }),
+      });
     if (runs("batch")) await batchAppend();
     if (runs("contexts")) await contexts(sizes);
     if (runs("http")) await overHttp(sizes);

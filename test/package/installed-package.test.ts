@@ -1,4 +1,13 @@
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -41,7 +50,21 @@ afterAll(async () => {
   await server?.stop();
 });
 
+/** The frameworks the adapters are written for: optional peer dependencies, none installed here. */
+const FRAMEWORKS: Record<string, string[]> = {
+  "cf-sessions/langgraph": ["@langchain/langgraph-checkpoint", "@langchain/core"],
+  "cf-sessions/openai-agents": ["@openai/agents-core"],
+  "cf-sessions/claude-agent-sdk": ["@anthropic-ai/claude-agent-sdk"],
+  "cf-sessions/ai-sdk": ["ai"],
+};
+
 describe("the installed package", () => {
+  it("installs none of the frameworks it has adapters for (the tests below run without them)", () => {
+    for (const name of Object.values(FRAMEWORKS).flat()) {
+      expect(existsSync(join(project.dir, "node_modules", name)), name).toBe(false);
+    }
+  });
+
   for (const [name, settings] of Object.entries(CONSUMER_SETTINGS)) {
     it(`type-checks for a consumer under ${name} settings`, async () => {
       project.write(`tsconfig.node-${name}.json`, tsconfig(settings, ["src/node.ts"], ["node"]));
@@ -65,7 +88,17 @@ describe("the installed package", () => {
     const manifest = JSON.parse(readFileSync(join(installed, "package.json"), "utf8")) as {
       exports: Record<string, { types: string; default: string }>;
     };
-    expect(Object.keys(manifest.exports)).toEqual([".", "./client", "./node", "./durable", "./http"]);
+    expect(Object.keys(manifest.exports)).toEqual([
+      ".",
+      "./client",
+      "./node",
+      "./durable",
+      "./http",
+      "./langgraph",
+      "./openai-agents",
+      "./claude-agent-sdk",
+      "./ai-sdk",
+    ]);
     for (const { types } of Object.values(manifest.exports)) {
       expect(types).toMatch(/^\.\/dist\/types\/.*\.d\.ts$/);
       expect(readFileSync(join(installed, types), "utf8")).not.toMatch(/from "\.{1,2}\/[^"]*(?<!\.js)"/);
@@ -218,6 +251,98 @@ describe("the README, run as written", () => {
         },
       );
       expect({ line, code: ran.code, stderr: ran.stderr }).toEqual({ line, code: 0, stderr: "" });
+    }
+  });
+});
+
+describe("docs/frameworks.md, run as written", () => {
+  const page = join(root, "docs/frameworks.md");
+
+  it("compiles each framework's example against the installed package, with the framework installed, and runs it", async () => {
+    const blocks = readmeBlocks("ts", page);
+    expect(blocks.length).toBe(4);
+    const imports = (code: string) => [...code.matchAll(/from "([^"]+)"/g)].map((m) => m[1] as string);
+    const files = blocks.map((block) => ({ ...block, file: `frameworks/line-${block.line}.ts` }));
+    for (const { file, code } of files) {
+      project.write(file, code);
+      for (const name of imports(code)) {
+        if (name.startsWith("cf-sessions")) for (const peer of FRAMEWORKS[name] ?? []) project.link(peer);
+        else if (!name.startsWith("node:"))
+          project.link(
+            name.startsWith("@") ? name.split("/").slice(0, 2).join("/") : (name.split("/")[0] as string),
+          );
+      }
+    }
+    project.write(
+      "tsconfig.frameworks.json",
+      tsconfig(
+        // The examples strictly; the frameworks' own declarations are theirs to keep.
+        { ...CONSUMER_SETTINGS.strict, skipLibCheck: true },
+        files.map((f) => f.file),
+        ["node"],
+        { noEmit: false, outDir: "frameworks-out" },
+      ),
+    );
+    const checked = await project.typecheck("tsconfig.frameworks.json");
+    expect(checked.stdout).toBe("");
+    const outputs: string[] = [];
+    for (const { file, line } of files) {
+      const ran = await run(
+        process.execPath,
+        [join("frameworks-out", file.replace(/^frameworks\//, "").replace(/\.ts$/, ".js"))],
+        {
+          cwd: project.dir,
+          env: { CF_SESSIONS_URL: server.url },
+        },
+      );
+      expect({ line, code: ran.code, stderr: ran.stderr }).toEqual({ line, code: 0, stderr: "" });
+      outputs.push(ran.stdout);
+    }
+    expect(outputs[0]).toContain("verdict: 'yes'");
+    expect(outputs[1]).toContain("3 items so far");
+    expect(outputs[2]).toContain("[ 'user', 'assistant' ]");
+    expect(outputs[3]).toContain("[ 'q1', 'a2' ]");
+  });
+
+  it("mirrors a pi sessions folder with the command of the guide, and again after the file grew", async () => {
+    const [block] = readmeBlocks("sh", page);
+    expect(block?.code).toContain("cf-sessions sync");
+    const folder = mkdtempSync(join(tmpdir(), "pi-sessions-"));
+    try {
+      mkdirSync(join(folder, "--home-me-project--"));
+      const file = join(folder, "--home-me-project--", "session.jsonl");
+      // A session file as pi (v3) writes it: a header, then entries chained by id.
+      const at = (n: number) => new Date(Date.UTC(2026, 0, 1, 12, 0, n)).toISOString();
+      const entry = (id: string, parentId: string | null, n: number, role: string, text: string) => ({
+        type: "message",
+        id,
+        parentId,
+        timestamp: at(n),
+        message: { role, content: [{ type: "text", text }], timestamp: Date.parse(at(n)) },
+      });
+      const lines = [
+        { type: "session", version: 3, id: crypto.randomUUID(), timestamp: at(0), cwd: "/home/me/project" },
+        entry("a1b2c3d4", null, 1, "user", "hello"),
+      ];
+      writeFileSync(file, lines.map((line) => `${JSON.stringify(line)}\n`).join(""));
+      const env = { CF_SESSIONS_URL: server.url, PI_SESSIONS: folder };
+      const first = await run("bash", ["-euo", "pipefail", "-c", block?.code as string], {
+        cwd: project.dir,
+        env,
+      });
+      expect({ code: first.code, stderr: first.stderr }).toEqual({ code: 0, stderr: "" });
+      appendFileSync(
+        file,
+        `${JSON.stringify(entry("e5f6a7b8", "a1b2c3d4", 2, "user", "and one more thing"))}\n`,
+      );
+      const second = await run("bash", ["-euo", "pipefail", "-c", block?.code as string], {
+        cwd: project.dir,
+        env,
+      });
+      expect({ code: second.code, stderr: second.stderr }).toEqual({ code: 0, stderr: "" });
+      expect(second.stdout).toMatch(/appended/);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
     }
   });
 });

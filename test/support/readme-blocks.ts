@@ -10,9 +10,9 @@ export interface CodeBlock {
 
 const README = resolve(import.meta.dirname, "../../README.md");
 
-/** Every fenced block of the README in `lang`, in document order. */
-export function readmeBlocks(lang: string): CodeBlock[] {
-  const text = readFileSync(README, "utf8");
+/** Every fenced block in `lang` of the README (or of another page of the docs), in document order. */
+export function readmeBlocks(lang: string, page = README): CodeBlock[] {
+  const text = readFileSync(page, "utf8");
   const blocks: CodeBlock[] = [];
   for (const match of text.matchAll(/^```(\w*)[^\n]*\n([\s\S]*?)^```$/gm)) {
     if (match[1] !== lang) continue;

@@ -83,6 +83,16 @@ function turnsOf(messages: AgentMessage[]): Turn[] {
 }
 
 describe("real Claude Code sessions", () => {
+  it("are there to test", () => {
+    expect(fixtureFiles("claude-code").map(([name]) => name)).toEqual(
+      expect.arrayContaining([
+        "1.0.108-sidechains.jsonl",
+        "1.0.98-parallel-tools.jsonl",
+        "2.1.152-redacted.jsonl",
+      ]),
+    );
+  });
+
   for (const [name, text] of fixtureFiles("claude-code")) {
     describe(name, () => {
       const lines = jsonLines(text);

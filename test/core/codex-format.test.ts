@@ -70,6 +70,12 @@ function turnsOf(messages: AgentMessage[]): Turn[] {
 }
 
 describe("real Codex CLI rollouts", () => {
+  it("are there to test", () => {
+    expect(fixtureFiles("codex").map(([name]) => name)).toEqual(
+      expect.arrayContaining(["0.135.0-redacted.jsonl", "0.58.0-shell-calls.jsonl", "0.77.0-opening.jsonl"]),
+    );
+  });
+
   for (const [name, text] of fixtureFiles("codex")) {
     describe(name, () => {
       const lines = jsonLines(text);

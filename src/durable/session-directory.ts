@@ -235,8 +235,8 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
   }
 
   /** What this shard's listing gains, changes and loses, from now, as Server-Sent Events. */
-  events(): ReadableStream<Uint8Array> {
-    return this.#events.open();
+  events(): Promise<Result<ReadableStream<Uint8Array>>> {
+    return capture(() => this.#events.open());
   }
 
   #drop(id: string): void {

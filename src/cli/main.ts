@@ -440,6 +440,14 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
   return 2;
 }
 
+/** Where the key the service refused came from, so the one to fix is named. */
+function keySource(argv: readonly string[], env: Record<string, string | undefined>): string {
+  if (argv.some((arg) => arg === "--token" || arg.startsWith("--token=")))
+    return " (the key given by --token)";
+  if (env.CF_SESSIONS_TOKEN) return " (the key in CF_SESSIONS_TOKEN)";
+  return " (no key given: --token <key> or CF_SESSIONS_TOKEN)";
+}
+
 /** Runs the command line; resolves to the exit code. */
 export async function main(
   argv: string[],
@@ -453,7 +461,10 @@ export async function main(
       output.err(`cf-sessions: ${error.message}\n`);
       return 2;
     }
-    if (error instanceof SessionError) output.err(`cf-sessions: ${error.code}: ${error.message}\n`);
+    if (error instanceof SessionError)
+      output.err(
+        `cf-sessions: ${error.code}: ${error.message}${error.code === "unauthorized" ? keySource(argv, env) : ""}\n`,
+      );
     else if (error instanceof ConnectionError)
       output.err(`cf-sessions: ${error.message}; is it running? Another: --url or CF_SESSIONS_URL\n`);
     else output.err(`cf-sessions: ${error instanceof Error ? error.message : String(error)}\n`);

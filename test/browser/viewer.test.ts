@@ -235,9 +235,12 @@ describe("the session viewer", () => {
     expect(await row(page, "q2").getAttribute("aria-selected")).toBe("true");
     expect(page.url()).toContain("entry=q2");
 
+    // The view as the README shows it: the session and the list followed live, the search box ready.
+    await page.waitForSelector('#live-status[data-status="live"]');
+    await page.waitForSelector('#sessions-status[data-status="live"]');
+    expect(await page.isEnabled("#search-input")).toBe(true);
     await screenshot(page, "viewer-context");
     if (process.env.UPDATE_DOCS_SCREENSHOT) {
-      await mkdir(join(REPO, "docs"), { recursive: true });
       await page.screenshot({ path: join(REPO, "docs", "viewer.png") });
     }
 

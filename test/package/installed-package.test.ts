@@ -122,7 +122,14 @@ describe("the installed package", () => {
  * session that compaction.md and live.md go on with; imports.md copies it to `demo-restored` and
  * deletes it, and search.md searches the copy.
  */
-const PAGES = ["README.md", "docs/compaction.md", "docs/live.md", "docs/formats.md", "docs/library.md"];
+const PAGES = [
+  "README.md",
+  "docs/compaction.md",
+  "docs/live.md",
+  "docs/formats.md",
+  "docs/imports.md",
+  "docs/library.md",
+];
 
 /** The shell blocks that talk to the service (they use `$B`), and every TypeScript block. */
 const walkthroughBlocks = (page: string) =>

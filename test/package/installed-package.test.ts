@@ -128,6 +128,7 @@ const PAGES = [
   "docs/live.md",
   "docs/formats.md",
   "docs/imports.md",
+  "docs/search.md",
   "docs/library.md",
 ];
 

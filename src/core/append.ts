@@ -6,7 +6,7 @@ import { newId, nowIso } from "./ids";
 import { assertJsonDepth, canonicalJson, utf8Length } from "./json";
 import { MAX_BATCH_ENTRIES, MAX_ENTRY_BYTES } from "./limits";
 import { isProviderEntry } from "./providers/provider-entries";
-import type { Position } from "./storage";
+import type { Position } from "./session-schemas";
 
 /*
  * The append rules, written once: a parent defaults to the leaf, an explicit one must exist, a

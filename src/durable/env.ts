@@ -2,13 +2,13 @@ import type { SummarizerConfig } from "../core";
 import type { SessionDirectory } from "./session-directory";
 import type { SessionObject } from "./session-object";
 
-/** The bindings the Durable Objects and the router need (see wrangler.toml and README). */
+/** The bindings the Durable Objects and the router need (see wrangler.toml and docs/configuration.md). */
 export interface DurableEnv extends SummarizerConfig {
   SESSIONS: DurableObjectNamespace<SessionObject>;
   DIRECTORY: DurableObjectNamespace<SessionDirectory>;
   /** Milliseconds between a write and the directory hearing of it (default 1000). */
   DIRECTORY_SYNC_MS?: string;
-  /** Per-tenant quotas as JSON (see quotas.ts and README, "Quotas"); unset, nothing is limited. */
+  /** Per-tenant quotas as JSON (see quotas.ts and docs/limits.md, "Quotas"); unset, nothing is limited. */
   QUOTAS?: string;
   /** Workers Analytics Engine dataset for metrics (see metrics.ts); unset, none are written. */
   METRICS?: AnalyticsEngineDataset;

@@ -23,7 +23,7 @@ import {
  * The viewer in a real browser against the real service: `wrangler dev` on a free port, as
  * `npm start` runs it (test/support/dev-server.ts), and Debian's Chromium driven by
  * playwright-core. Screenshots land in test-artifacts/; with UPDATE_DOCS_SCREENSHOT=1 the tree
- * view is also saved as docs/viewer.png for the README.
+ * view is also saved as docs/viewer.png for docs/viewer.md.
  */
 
 const REPO = fileURLToPath(new URL("../..", import.meta.url));

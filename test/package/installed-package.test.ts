@@ -21,14 +21,14 @@ import {
   tsconfig,
 } from "../support/consumer-project";
 import { type DevServer, startDevServer } from "../support/dev-server";
-import { readmeBlocks } from "../support/readme-blocks";
+import { type CodeBlock, documentationPages, pageBlocks } from "../support/doc-blocks";
 
 /*
  * What a new user meets: the package as `npm pack` makes it, installed into a fresh project and
  * type-checked there under a bundler's resolution, Node's ESM resolution and the strictest
- * settings, its Node code run, its command line started through npx; and the README, whose HTTP
- * walkthrough runs as written against a local service and whose TypeScript examples compile
- * against the installed package and run.
+ * settings, its Node code run, its command line started through npx; and the documentation (the
+ * README and the pages under docs/), whose HTTP walkthrough runs as written against a local service
+ * and whose TypeScript examples compile against the installed package and run.
  */
 
 const root = resolve(import.meta.dirname, "../..");
@@ -150,14 +150,45 @@ describe("the installed package", () => {
   });
 });
 
-describe("the README, run as written", () => {
+/*
+ * The pages with examples, in the order their walkthrough runs: the README's tour creates the `demo`
+ * session that compaction.md and live.md go on with; imports.md copies it to `demo-restored` and
+ * deletes it, and search.md searches the copy.
+ */
+const PAGES = [
+  "README.md",
+  "docs/compaction.md",
+  "docs/live.md",
+  "docs/formats.md",
+  "docs/imports.md",
+  "docs/search.md",
+  "docs/library.md",
+];
+
+/** Pages whose examples need more than the walkthrough's service: each is run by its own test below. */
+const PAGES_RUN_APART = ["docs/frameworks.md"];
+
+/** The shell blocks that talk to the service (they use `$B`), and every TypeScript block. */
+const walkthroughBlocks = (page: string) =>
+  pageBlocks(page, "sh").filter((block) => block.code.includes("$B"));
+const typescriptBlocks = (page: string) => pageBlocks(page, "ts");
+const where = (block: CodeBlock) => `${block.page}:${block.line}`;
+
+describe("the documentation, run as written", () => {
+  it("lists every page that has examples, and only those", () => {
+    const withExamples = documentationPages().filter(
+      (page) => walkthroughBlocks(page).length > 0 || typescriptBlocks(page).length > 0,
+    );
+    expect([...PAGES, ...PAGES_RUN_APART].sort()).toEqual(withExamples.sort());
+  });
+
   it("runs every shell block of the HTTP walkthrough in order against a local service", async () => {
-    const blocks = readmeBlocks("sh").filter((block) => block.code.includes("$B"));
+    const blocks = PAGES.flatMap(walkthroughBlocks);
     // Every curl fails on an error answer, and none follows a stream without a bound.
     for (const block of blocks) {
       for (const line of block.code.split("\n").filter((text) => /^\s*curl /.test(text))) {
-        expect(line, `README.md:${block.line}`).toMatch(/^\s*curl -fsS/);
-        if (/^\s*curl -fsSN/.test(line)) expect(line, `README.md:${block.line}`).toContain("--max-time");
+        expect(line, where(block)).toMatch(/^\s*curl -fsS/);
+        if (/^\s*curl -fsSN/.test(line)) expect(line, where(block)).toContain("--max-time");
       }
     }
     expect(blocks.length).toBeGreaterThanOrEqual(4);
@@ -166,19 +197,15 @@ describe("the README, run as written", () => {
     const cwd = mkdtempSync(join(tmpdir(), "cf-sessions-walkthrough-"));
     try {
       symlinkSync(join(root, "test"), join(cwd, "test"));
-      const script = blocks
-        .map((block) => `echo "--- README.md:${block.line}" >&2\n${block.code}`)
-        .join("\n");
+      const script = blocks.map((block) => `echo "--- ${where(block)}" >&2\n${block.code}`).join("\n");
       writeFileSync(join(cwd, "walkthrough.sh"), script);
       const port = new URL(server.url).port;
       const walked = await run("bash", ["-euo", "pipefail", "walkthrough.sh"], { cwd, env: { PORT: port } });
-      // Nothing on stderr but the block markers, and the events example's time running out.
+      // Nothing on stderr but the block markers, and the events examples' time running out.
       expect(
         walked.stderr
           .split("\n")
-          .filter(
-            (line) => !line.startsWith("--- README.md:") && !/^curl: \(28\) Operation timed out/.test(line),
-          ),
+          .filter((line) => !line.startsWith("--- ") && !/^curl: \(28\) Operation timed out/.test(line)),
         walked.stderr,
       ).toEqual([""]);
       expect(walked.code).toBe(0);
@@ -195,7 +222,7 @@ describe("the README, run as written", () => {
   });
 
   it("compiles every TypeScript example under strict settings against the installed package, and runs them", async () => {
-    const blocks = readmeBlocks("ts");
+    const blocks = PAGES.flatMap(typescriptBlocks);
     expect(blocks.length).toBeGreaterThanOrEqual(4);
     const imports = (code: string) => [...code.matchAll(/from "([^"]+)"/g)].map((m) => m[1] as string);
     const isWorker = (code: string) =>
@@ -203,7 +230,11 @@ describe("the README, run as written", () => {
     // What an example imports besides this package and Node's modules: a model API's client.
     const clients = (code: string) =>
       imports(code).filter((name) => !name.startsWith("cf-sessions") && !name.startsWith("node:"));
-    const files = blocks.map((block) => ({ ...block, file: `readme/line-${block.line}.ts` }));
+    // docs/examples/README/line-86.ts, docs/examples/library/line-12.ts, ...
+    const files = blocks.map((block) => ({
+      ...block,
+      file: `docs/examples/${block.page.replace(/^docs\//, "").replace(/\.md$/, "")}/line-${block.line}.ts`,
+    }));
     for (const { file, code } of files) {
       project.write(file, code);
       for (const name of clients(code))
@@ -215,16 +246,16 @@ describe("the README, run as written", () => {
     // (this package's are checked under the same settings above).
     const settings = { ...CONSUMER_SETTINGS.strict, skipLibCheck: true };
     project.write(
-      "tsconfig.readme-node.json",
+      "tsconfig.docs-node.json",
       tsconfig(
         settings,
         node.map((f) => f.file),
         ["node"],
-        { noEmit: false, outDir: "readme-out" },
+        { noEmit: false, rootDir: "docs/examples", outDir: "docs-out" },
       ),
     );
     project.write(
-      "tsconfig.readme-workers.json",
+      "tsconfig.docs-workers.json",
       tsconfig(
         settings,
         workers.map((f) => f.file),
@@ -232,8 +263,8 @@ describe("the README, run as written", () => {
       ),
     );
     const [checked, checkedWorkers] = await Promise.all([
-      project.typecheck("tsconfig.readme-node.json"),
-      project.typecheck("tsconfig.readme-workers.json"),
+      project.typecheck("tsconfig.docs-node.json"),
+      project.typecheck("tsconfig.docs-workers.json"),
     ]);
     // Judged by the compiler's exit code: a tsc that failed without a word on stdout fails here.
     expect(checked).toEqual({ code: 0, stdout: "", stderr: "" });
@@ -242,25 +273,29 @@ describe("the README, run as written", () => {
     // to the reader (those are compiled only).
     const runnable = node.filter((f) => clients(f.code).length === 0 && !/^declare /m.test(f.code));
     expect(runnable.length).toBeGreaterThanOrEqual(3);
-    for (const { file, line } of runnable) {
+    for (const example of runnable) {
       const ran = await run(
         process.execPath,
-        [join("readme-out", file.replace(/^readme\//, "").replace(/\.ts$/, ".js"))],
+        [join("docs-out", example.file.replace(/^docs\/examples\//, "").replace(/\.ts$/, ".js"))],
         {
           cwd: project.dir,
           env: { CF_SESSIONS_URL: server.url },
         },
       );
-      expect({ line, code: ran.code, stderr: ran.stderr }).toEqual({ line, code: 0, stderr: "" });
+      expect({ example: where(example), code: ran.code, stderr: ran.stderr }).toEqual({
+        example: where(example),
+        code: 0,
+        stderr: "",
+      });
     }
   });
 });
 
 describe("docs/frameworks.md, run as written", () => {
-  const page = join(root, "docs/frameworks.md");
+  const page = "docs/frameworks.md";
 
   it("compiles each framework's example against the installed package, with the framework installed, and runs it", async () => {
-    const blocks = readmeBlocks("ts", page);
+    const blocks = pageBlocks(page, "ts");
     expect(blocks.length).toBe(4);
     const imports = (code: string) => [...code.matchAll(/from "([^"]+)"/g)].map((m) => m[1] as string);
     const files = blocks.map((block) => ({ ...block, file: `frameworks/line-${block.line}.ts` }));
@@ -306,7 +341,7 @@ describe("docs/frameworks.md, run as written", () => {
   });
 
   it("mirrors a pi sessions folder with the command of the guide, and again after the file grew", async () => {
-    const [block] = readmeBlocks("sh", page);
+    const [block] = pageBlocks(page, "sh");
     expect(block?.code).toContain("cf-sessions sync");
     const folder = mkdtempSync(join(tmpdir(), "pi-sessions-"));
     try {

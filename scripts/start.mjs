@@ -3,10 +3,10 @@
 // wrangler dev passes a CF-Connecting-IP header sent by the client through unchanged, so on an
 // address others can reach, the Worker could not tell a local request from a forged one (see
 // src/http/dev-tenant.ts); so it also refuses to start beyond loopback when a DEV_TENANT is set
-// by --var or in the local vars files. The port comes from `--port` (`npm start -- --port 8795`), else the
+// by --var, in the local vars files, or in the configuration's vars (any environment's). The port comes from `--port` (`npm start -- --port 8795`), else the
 // PORT variable, else 8787. Options other than --ip and --port go to wrangler dev as they are.
 import { spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -35,8 +35,8 @@ if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) {
 }
 const loopback = ip === "localhost" || ip === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(ip);
 
-/** Files of local vars wrangler dev reads beside its configuration, that set DEV_TENANT. */
-function devTenantFiles() {
+/** The wrangler configuration file wrangler dev will read. */
+function configFile() {
   const configAt = args.findIndex((arg) => arg === "--config" || arg === "-c" || arg.startsWith("--config="));
   const config =
     configAt < 0
@@ -44,7 +44,30 @@ function devTenantFiles() {
       : args[configAt].startsWith("--config=")
         ? args[configAt].slice(9)
         : args[configAt + 1];
-  const folder = dirname(resolve(config ?? "wrangler.toml"));
+  return resolve(config ?? "wrangler.toml");
+}
+
+/**
+ * Where the configuration's vars set DEV_TENANT: its top level or any environment's (read by
+ * wrangler's own parser, TOML or JSON alike). A missing file sets nothing; wrangler will say so.
+ */
+async function devTenantInConfig() {
+  const config = configFile();
+  if (!existsSync(config)) return [];
+  const { experimental_readRawConfig } = await import("wrangler");
+  const { rawConfig } = experimental_readRawConfig({ config });
+  const sets = (vars) => typeof vars === "object" && vars !== null && Object.hasOwn(vars, "DEV_TENANT");
+  return [
+    ...(sets(rawConfig.vars) ? [`${config} [vars]`] : []),
+    ...Object.entries(rawConfig.env ?? {})
+      .filter(([, env]) => sets(env.vars))
+      .map(([name]) => `${config} [env.${name}.vars]`),
+  ];
+}
+
+/** Files of local vars wrangler dev reads beside its configuration, that set DEV_TENANT. */
+function devTenantFiles() {
+  const folder = dirname(configFile());
   const read = (file) => {
     try {
       return readFileSync(file, "utf8");
@@ -68,7 +91,9 @@ function devTenantFiles() {
 }
 
 if (!loopback) {
-  const set = args.some((arg) => /^DEV_TENANT[:=]/.test(arg)) ? ["--var"] : devTenantFiles();
+  const set = args.some((arg) => /^DEV_TENANT[:=]/.test(arg))
+    ? ["--var"]
+    : [...devTenantFiles(), ...(await devTenantInConfig())];
   if (set.length > 0) {
     console.error(
       `npm start: refusing to serve a DEV_TENANT (set in ${set.join(", ")}) while listening on ${ip}, ` +

@@ -208,7 +208,8 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
     output.out(HELP.main as string);
     return command ? 0 : values.help ? 0 : 2;
   }
-  if (!HELP[command] || command === "main") fail(`unknown command ${command}; see cf-sessions --help`);
+  if (!Object.hasOwn(HELP, command) || command === "main")
+    fail(`unknown command ${command}; see cf-sessions --help`);
   if (values.help) {
     output.out(HELP[command] as string);
     return 0;

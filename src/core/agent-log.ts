@@ -99,9 +99,8 @@ export function defined(record: Record<string, unknown>): Record<string, unknown
 
 /** `record` without `keys` (shallow). */
 export function without(record: Record<string, unknown>, ...keys: string[]): Record<string, unknown> {
-  const rest: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(record)) if (!keys.includes(key)) rest[key] = value;
-  return rest;
+  // Entries, not assignments: a key named `__proto__` stays a key.
+  return Object.fromEntries(Object.entries(record).filter(([key]) => !keys.includes(key)));
 }
 
 /** An image from a base64 data URL, as our image content. */

@@ -104,18 +104,19 @@ export type ToolResultMessage = z.infer<typeof ToolResultMessage>;
 export type OtherMessage = z.infer<typeof OtherMessage>;
 export type AgentMessage = UserMessage | AssistantMessage | ToolResultMessage | OtherMessage;
 
-const knownRoles: Record<string, z.ZodType | undefined> = {
-  user: UserMessage,
-  assistant: AssistantMessage,
-  toolResult: ToolResultMessage,
-};
+/** A Map, so that a role named like an inherited property (`constructor`) is just an unknown role. */
+const knownRoles = new Map<string, z.ZodType>([
+  ["user", UserMessage],
+  ["assistant", AssistantMessage],
+  ["toolResult", ToolResultMessage],
+]);
 
 /**
  * Dispatches on `role`: a known role must match its schema (issues keep their paths), any other
  * role passes as it is. A plain union would report a failed known role as "matches no option".
  */
 export const AgentMessage = OtherMessage.superRefine((message, ctx) => {
-  const schema = knownRoles[message.role];
+  const schema = knownRoles.get(message.role);
   if (!schema) return;
   const result = schema.safeParse(message);
   if (result.success) return;

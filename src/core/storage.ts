@@ -2,7 +2,7 @@ import * as z from "zod";
 import type { EntryInput, LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "./entries";
 import { EntryType as EntryTypeSchema, Id, Timestamp } from "./entries";
 import type { ImportedSession } from "./interchange";
-import { MAX_ENTRIES_PAGE, MAX_SESSIONS_PAGE } from "./limits";
+import { LATEST_EXPIRES_AT, MAX_ENTRIES_PAGE, MAX_SESSIONS_PAGE } from "./limits";
 import type { Session } from "./session";
 import type { SyncResult } from "./sync-import";
 import type { TreeNode } from "./tree";
@@ -54,8 +54,10 @@ export type SessionHeader = z.infer<typeof SessionHeader>;
  * When the service deletes a session by itself (recoverably, like a DELETE). The library's own
  * backends keep it as data.
  */
-export const ExpiresAt = Timestamp.meta({
-  description: "ISO 8601; the service deletes the session then (recoverable for the recovery window)",
+export const ExpiresAt = Timestamp.refine((value) => Date.parse(value) < Date.parse(LATEST_EXPIRES_AT), {
+  message: `must be before ${LATEST_EXPIRES_AT}`,
+}).meta({
+  description: `ISO 8601, before ${LATEST_EXPIRES_AT}; the service deletes the session then (recoverable for the recovery window)`,
 });
 
 export const SessionInfo = z

@@ -223,11 +223,12 @@ export class EntryRows {
   }
 
   labels(): Record<string, string> {
-    const labels: Record<string, string> = {};
-    for (const row of this.#sql<{ target_id: string; label: string }>`SELECT target_id, label FROM labels`) {
-      labels[row.target_id] = row.label;
-    }
-    return labels;
+    // Entries, not assignments: an entry may be named `__proto__`.
+    return Object.fromEntries(
+      this.#sql<{ target_id: string; label: string }>`SELECT target_id, label FROM labels`
+        .toArray()
+        .map((row) => [row.target_id, row.label]),
+    );
   }
 
   /** Writes planned entries (inside the caller's transaction), each parent before its children. */

@@ -1,3 +1,4 @@
+import { LATEST_EXPIRES_AT } from "../core";
 import type { DurableEnv } from "./env";
 import { hasSchema } from "./schema";
 import type { Sql } from "./sql";
@@ -105,7 +106,9 @@ export class SessionLifecycle {
     if (this.#state.purgeAt !== null) return this.#state.purgeAt;
     const times: number[] = [];
     if (this.#state.pendingSince !== null) times.push(this.#state.pendingSince + PENDING_MS);
-    if (expiresAt !== undefined) times.push(Date.parse(expiresAt));
+    // An expiry stored before expiries were bounded may lie past what an alarm can be set to.
+    const expiry = expiresAt === undefined ? Number.NaN : Date.parse(expiresAt);
+    if (expiry < Date.parse(LATEST_EXPIRES_AT)) times.push(expiry);
     if (soon !== undefined) times.push(soon);
     return times.length > 0 ? Math.min(...times) : undefined;
   }

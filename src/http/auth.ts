@@ -3,8 +3,9 @@ import { SessionError } from "../core";
 import type { Caller } from "./access";
 import { apiKeyTable, type KeyTable } from "./api-keys";
 import { devCaller } from "./dev-tenant";
-import type { AppEnv, WorkerEnv } from "./env";
-import { jwtConfig, jwtHeader, verifyJwt } from "./jwt";
+import type { AppEnv } from "./env";
+import { jwtHeader, verifyJwt } from "./jwt";
+import { type JwtConfig, jwtConfig } from "./jwt-config";
 import { limitAuthFailures } from "./rate-limit";
 
 /*
@@ -29,17 +30,17 @@ async function apiKeyCaller(keys: KeyTable, key: string): Promise<Caller> {
 }
 
 /** The caller a bearer credential names: a JWT when it has the shape of one, else an API key. */
-async function bearerCaller(env: WorkerEnv, keys: KeyTable, token: string): Promise<Caller> {
+async function bearerCaller(keys: KeyTable, jwt: JwtConfig | undefined, token: string): Promise<Caller> {
   const header = jwtHeader(token);
-  return header ? verifyJwt(token, header, jwtConfig(env)) : apiKeyCaller(keys, token);
+  return header ? verifyJwt(token, header, jwt) : apiKeyCaller(keys, token);
 }
 
-async function callerOf(c: Context<AppEnv>, keys: KeyTable): Promise<Caller> {
+async function callerOf(c: Context<AppEnv>, keys: KeyTable, jwt: JwtConfig | undefined): Promise<Caller> {
   const header = c.req.header("Authorization");
   if (header) {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match) throw new SessionError("unauthorized", "use Authorization: Bearer <key>");
-    return bearerCaller(c.env, keys, match[1] as string);
+    return bearerCaller(keys, jwt, match[1] as string);
   }
   const dev = devCaller(c);
   if (dev) return dev;
@@ -54,11 +55,12 @@ const READ_BY_POST = /^\/v1\/sessions\/[^/]+\/tickets$/;
 export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   // Already known from a WebSocket ticket (socket-ticket.ts).
   if (c.get("caller")) return next();
-  // An invalid API_KEYS refuses every request, whatever credential it carries.
+  // Invalid API_KEYS or JWT settings refuse every request, whatever credential it carries.
   const keys = apiKeyTable(c.env.API_KEYS);
+  const jwt = jwtConfig(c.env);
   let caller: Caller;
   try {
-    caller = await callerOf(c, keys);
+    caller = await callerOf(c, keys, jwt);
   } catch (error) {
     if (error instanceof SessionError && error.code === "unauthorized") await limitAuthFailures(c);
     throw error;

@@ -409,6 +409,23 @@ export function storageConformance(
         expect(await session.getName()).toBeUndefined();
       });
 
+      it("keeps entries named like inherited properties, and their labels", async () => {
+        const session = await fresh();
+        const names = ["__proto__", "constructor", "toString", "hasOwnProperty"];
+        for (const name of names) {
+          await session.appendEntries([messageEntry(user(name), { id: name })]);
+          await session.appendLabel(name, `label of ${name}`);
+        }
+        const labels = await session.storage.getLabels();
+        expect(Object.keys(labels).sort()).toEqual([...names].sort());
+        for (const name of names) {
+          expect(Object.hasOwn(labels, name)).toBe(true);
+          expect(await session.getLabel(name)).toBe(`label of ${name}`);
+          expect((await session.getEntry(name))?.id).toBe(name);
+        }
+        expect(await session.getLabel("valueOf")).toBeUndefined();
+      });
+
       it("describes the session in its info", async () => {
         const repo = await makeRepo();
         const session = await repo.create({

@@ -88,7 +88,7 @@ describe("npm start", () => {
     expect(server.output()).toBe('npm start: the port must be a number from 0 to 65535, not "eighty"\n');
   });
 
-  it("refuses a DEV_TENANT from the local vars files when it would listen beyond loopback", async () => {
+  it("refuses a DEV_TENANT from the local vars files or the configuration's vars when it would listen beyond loopback", async () => {
     const folder = mkdtempSync(join(tmpdir(), "sessions-start-vars-"));
     try {
       const config = join(folder, "wrangler.toml");
@@ -106,8 +106,37 @@ describe("npm start", () => {
       const byFlag = start(["--ip", "0.0.0.0", "--var", "DEV_TENANT:local", "--config", config]);
       expect(await byFlag.exited).toBe(2);
       expect(byFlag.output()).toContain("refusing to serve a DEV_TENANT (set in --var)");
+      rmSync(join(folder, ".env"), { force: true });
+      for (const [toml, where] of <Array<[string, string]>>[
+        ['name = "s"\n[vars]\nDEV_TENANT = "local"\n', "[vars]"],
+        ['name = "s"\nvars = { DEV_TENANT = "local" }\n', "[vars]"],
+        [
+          'name = "s"\n[env.staging]\nname = "s-staging"\n[env.staging.vars]\nDEV_TENANT = "x"\n',
+          "[env.staging.vars]",
+        ],
+      ]) {
+        writeFileSync(config, toml);
+        const server = start(["--ip", "0.0.0.0", "--config", config]);
+        expect(await server.exited).toBe(2);
+        expect(server.output()).toContain(`refusing to serve a DEV_TENANT (set in ${config} ${where})`);
+      }
     } finally {
       rmSync(folder, { recursive: true, force: true });
     }
+  });
+});
+
+describe("deployed environments", () => {
+  it("production and staging have no dev tenant: none of their vars sets DEV_TENANT", async () => {
+    const { experimental_readRawConfig } = await import("wrangler");
+    const { rawConfig } = experimental_readRawConfig({ config: join(root, "wrangler.toml") });
+    expect(Object.keys(rawConfig.env ?? {}).sort()).toEqual(["production", "staging"]);
+    for (const name of ["production", "staging"]) {
+      const vars = rawConfig.env?.[name]?.vars ?? {};
+      expect(Object.keys(vars).length, name).toBeGreaterThan(0);
+      expect(Object.hasOwn(vars, "DEV_TENANT"), name).toBe(false);
+    }
+    // The local service gets its dev tenant from npm start alone, never from the configuration.
+    expect(Object.hasOwn(rawConfig.vars ?? {}, "DEV_TENANT")).toBe(false);
   });
 });

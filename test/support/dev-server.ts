@@ -48,7 +48,21 @@ export interface DevServerOptions {
 
 let nextNetnsPort = 8787;
 
+/**
+ * Starts the server; when the free port it picked was taken by another process before wrangler
+ * bound it (servers of other tests start at the same time), it starts again on another port.
+ */
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(options);
+    } catch (error) {
+      if (attempt >= 3 || options.netns || !/Address already in use/.test(String(error))) throw error;
+    }
+  }
+}
+
+async function startOnce(options: DevServerOptions): Promise<DevServer> {
   const { netns } = options;
   // A namespace holds only the servers started here: each gets the next port.
   const port = netns ? nextNetnsPort++ : await freePort();

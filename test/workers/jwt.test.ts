@@ -269,11 +269,34 @@ describe("JWT refusals", () => {
     await expectRefused(await rs256(claims(tenant())), /RS256 tokens are not accepted/, {
       env: jwtEnv({ JWT_JWKS: undefined }),
     });
-    // A secret too short for HS256 (RFC 7518 §3.2) counts as none.
-    vi.spyOn(console, "error").mockImplementation(() => {});
-    await expectRefused(await hs256(claims(tenant())), /HS256 tokens are not accepted/, {
-      env: jwtEnv({ JWT_SECRET: "short" }),
-    });
+  });
+
+  it("answers 503 misconfigured to every request while a JWT setting is invalid, and logs why", async () => {
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    const invalid: Array<[Partial<WorkerEnv>, RegExp]> = [
+      // RFC 7518 §3.2: an HS256 key shorter than the hash output must not be used.
+      [{ JWT_SECRET: "short" }, /JWT_SECRET is shorter than 32 bytes/],
+      [{ JWT_JWKS: "{not json" }, /JWT_JWKS is not valid JSON/],
+      [{ JWT_JWKS: JSON.stringify([rsaJwk]) }, /JWT_JWKS must be a JWKS/],
+      [{ JWT_JWKS_URL: `http://issuer.test/${newId()}/jwks.json` }, /JWT_JWKS_URL must be an https URL/],
+      [{ JWT_JWKS_URL: "not a url" }, /JWT_JWKS_URL must be an https URL/],
+      [{ JWT_CLOCK_SKEW_SECONDS: "soon" }, /JWT_CLOCK_SKEW_SECONDS must be a number/],
+    ];
+    for (const [overrides, reason] of invalid) {
+      errors.mockClear();
+      const badEnv = jwtEnv(overrides);
+      const id = `s-${newId()}`;
+      // Whatever the credential: a valid token, an API key, a token of the broken kind.
+      for (const token of [await es256(claims(tenant())), "key-a", await hs256(claims(tenant()))]) {
+        const res = await call(token, { method: "POST", body: { id }, env: badEnv });
+        expect(res.status, res.text).toBe(503);
+        expect(res.body.error?.code).toBe("misconfigured");
+        expect(res.body.error?.message).toMatch(/JWT settings/);
+      }
+      expect(JSON.stringify(errors.mock.calls)).toMatch(reason);
+      // Nothing was written: with the settings fixed, the session is not there.
+      expect((await call("key-a", { path: `/v1/sessions/${id}` })).status).toBe(404);
+    }
   });
 
   it("never uses a public key as an HMAC secret (algorithm confusion)", async () => {

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import { SessionError } from "../errors";
+import { parseJsonField } from "../json";
 import type { AgentMessage, AssistantMessage, ToolCall, ToolResultMessage, Usage } from "../messages";
 import type { MessageFormat } from "./target";
 
@@ -115,14 +116,10 @@ export const NO_USAGE: Usage = usage(0, 0, 0, 0);
 
 /** Tool-call arguments from the JSON string an API sends; what is not a JSON object reads as `{}`. */
 export function parseArguments(json: string): Record<string, unknown> {
-  try {
-    const value: unknown = JSON.parse(json);
-    return value !== null && typeof value === "object" && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : {};
-  } catch {
-    return {};
-  }
+  const value = parseJsonField(json, "tool call arguments");
+  return value !== null && typeof value === "object" && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {};
 }
 
 export interface AssistantFields {
@@ -233,9 +230,11 @@ export function stableHash(text: string): string {
  * keep their paths), any other passes as it is, for the caller to skip.
  */
 export function byKind<T extends z.ZodType>(base: T, key: string, schemas: Record<string, z.ZodType>): T {
+  // Looked up among the table's own names only: `constructor` is an unknown kind like any other.
+  const known = new Map(Object.entries(schemas));
   return base.superRefine((value, ctx) => {
     const kind = (value as Record<string, unknown>)[key];
-    const schema = typeof kind === "string" ? schemas[kind] : undefined;
+    const schema = typeof kind === "string" ? known.get(kind) : undefined;
     if (!schema) return;
     const result = schema.safeParse(value);
     if (result.success) return;

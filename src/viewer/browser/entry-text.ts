@@ -18,7 +18,7 @@ const KIND_NAMES: Readonly<Record<string, string>> = {
 
 /** What a tree row and the context pane call an entry that is not a message. */
 export function kindName(type: string): string {
-  return KIND_NAMES[type] ?? type;
+  return Object.hasOwn(KIND_NAMES, type) ? (KIND_NAMES[type] as string) : type;
 }
 
 /** One line about an entry, for its tree row. */

@@ -187,7 +187,11 @@ export function findProjectedCut(
  * where the kept part begins, holding at least `keep` tokens when the branch has them.
  */
 export function findCut(path: readonly TreeEntry[], start: number, end: number, keep: number): number {
-  const entries = path.map((entry) => ({ entry, messages: projectEntries([entry], undefined) }));
+  // A compaction shows its own opening here (its system message and summary count), as in pi.
+  const entries = path.map((entry) => ({
+    entry,
+    messages: projectEntries([entry], entry.type === "compaction" ? entry.id : undefined),
+  }));
   return findProjectedCut(entries, start, end, keep).index;
 }
 

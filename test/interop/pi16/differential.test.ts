@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -10,7 +10,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../../src/client";
 import type { Session, SessionContext, SessionRepo } from "../../../src/core";
-import { exportPi, parsePi } from "../../../src/core";
+import { exportPi, MemoryRepo, parsePi } from "../../../src/core";
 import type { DevServer } from "../../support/dev-server";
 import { startDevServer } from "../../support/dev-server";
 import { backends } from "../backends";
@@ -89,6 +89,48 @@ describe.each(backends())("pi 1.6 sessions on $name", (backend) => {
       ),
       { numRuns: 60 },
     );
+  });
+});
+
+describe("files pi wrote before 1.6 (test/fixtures/pi)", () => {
+  const folder = join(import.meta.dirname, "../../fixtures/pi");
+  /** Each fixture, and the line pi skips in it (corrupt by hand; test/interop/pi-fixtures.test.ts refuses it). */
+  const files: Array<[string, number | undefined]> = [
+    ["before-compaction.jsonl", undefined],
+    ["large-session.jsonl", undefined],
+    ["hand-edited/session.jsonl", 440],
+    ["hand-edited/compact.jsonl", 1013],
+  ];
+
+  it("are all the fixtures", () => {
+    const found = [
+      ...readdirSync(folder).filter((name) => name.endsWith(".jsonl")),
+      ...readdirSync(join(folder, "hand-edited")).map((name) => `hand-edited/${name}`),
+    ];
+    expect(found.sort()).toEqual(files.map(([name]) => name).sort());
+  });
+
+  it.each(files)("%s has pi 1.6's context at the head and at every 20th entry", async (name, corrupt) => {
+    const text = readFileSync(join(folder, name), "utf8");
+    const lines = text.split("\n");
+    const readable =
+      corrupt === undefined ? text : [...lines.slice(0, corrupt - 1), ...lines.slice(corrupt)].join("\n");
+    const pi = openInPi(text);
+    const entries = pi.getEntries();
+    const session = await new MemoryRepo().importSession(parsePi(readable));
+    expectSame(await session.buildContext(), pi.buildSessionContext(), "at the head");
+    // A version 1 file has no ids: pi and we each give its entries new ones, in file order.
+    const ours: string[] = [];
+    for await (const entry of session.allEntries()) if (entry.type !== "leaf") ours.push(entry.id);
+    expect(ours).toHaveLength(entries.length);
+    for (let i = 0; i < entries.length; i += 20) {
+      const where = `entry ${i}`;
+      expectSame(
+        await session.buildContext({ leafId: ours[i] as string }),
+        piBuildSessionContext(entries, (entries[i] as PiEntry).id),
+        where,
+      );
+    }
   });
 });
 

@@ -433,6 +433,8 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
           `${problem.status}: ${problem.id ?? "(unreadable header)"}: ${problem.error?.message ?? ""}${line}\n`,
         );
       }
+      for (const warning of result.warnings)
+        output.err(`warning: line ${warning.line}: ${warning.message}\n`);
       if (json) output.out(JSON.stringify(result));
       else
         output.out(

@@ -24,6 +24,13 @@ const REPLAY_PAGE = 256;
 const SOCKET_REPLAY_CHARS = 1024 * 1024;
 /** Watching sockets one session takes; more are refused until some leave. */
 const MAX_SOCKETS = 2000;
+/**
+ * Server-Sent Events streams one session takes: each is held in the object's memory and keeps it
+ * awake, so fewer than sockets, which hibernate.
+ */
+const MAX_STREAMS = 500;
+/** How long a refused watcher is asked to wait before trying again. */
+const RETRY_WATCH_SECONDS = 10;
 const HEARTBEAT_MS = 15_000;
 
 /** The tag of event sockets (see `ctx.getWebSockets`). */
@@ -128,6 +135,11 @@ export class EventHub {
    */
   openStream(after: number, payload: boolean): ReadableStream<Uint8Array> {
     const bound = this.#checkAfter(after);
+    if (this.#streams.size >= MAX_STREAMS) {
+      throw new SessionError("rate_limited", `this session has ${MAX_STREAMS} event streams open already`, {
+        retryAfterSeconds: RETRY_WATCH_SECONDS,
+      });
+    }
     const info = this.#source.info();
     const replay = this.#replay(after, bound, this.#source.leafId(), payload, sseFrame);
     function* opening(): Generator<string> {
@@ -163,7 +175,7 @@ export class EventHub {
     this.#checkAfter(after);
     if (this.#sockets().length >= MAX_SOCKETS) {
       throw new SessionError("rate_limited", `this session has ${MAX_SOCKETS} watching sockets already`, {
-        retryAfterSeconds: 10,
+        retryAfterSeconds: RETRY_WATCH_SECONDS,
       });
     }
     this.#ctx.acceptWebSocket(socket, [EVENT_SOCKET_TAG]);
@@ -189,7 +201,7 @@ export class EventHub {
       return;
     }
     if (request.token !== state.token) {
-      socket.close(1008, "send the token of the last leaf or more message with {after}");
+      refuse(socket, "send the token of the last leaf or more message with {after}");
       return;
     }
     try {
@@ -323,8 +335,14 @@ export class EventHub {
   }
 }
 
+/**
+ * Ends a socket that sent what the protocol does not allow: the reason as a `closed` event, then a
+ * close with 1008, so that no number of bad messages is ever answered more than once.
+ */
 function refuse(socket: WebSocket, reason: string): void {
   socket.send(socketMessage({ event: "closed", data: { reason } }));
+  // Close reasons are limited to 123 bytes.
+  socket.close(1008, reason.slice(0, 120));
 }
 
 function entryEvent(entry: StoredEntry, payload: boolean): SessionEvent {

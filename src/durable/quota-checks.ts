@@ -1,28 +1,90 @@
+import { SessionError, unwrap } from "../core";
+import { directoryShard } from "./directory-shards";
 import type { DurableEnv } from "./env";
-import { logBackgroundFailure } from "./log-line";
+import type { Quotas } from "./quotas";
 import { quotaExceeded, quotasFor } from "./quotas";
-import type { ByteLimit } from "./sqlite-session";
-import { tenantUsage } from "./tenant-usage";
+import type { ClaimRequest } from "./tenant-ledger";
 
 /*
- * A session object's side of the quotas: whether a new session may be created, and how many bytes
- * an existing one may hold after a write. Tenant-wide figures come from the tenant's directory
- * (tenant-usage.ts); the object asks only when a quota needs them.
+ * A session object's side of the quotas. `maxSessionBytes` is the session's own affair. The
+ * tenant-wide quotas (`maxSessions`, `maxTenantBytes`) are kept by the tenant's ledger
+ * (tenant-ledger.ts): a new or restored session is admitted by it, and a session writes within the
+ * room it was granted (its claim), asking for more only when a write needs it and handing back what
+ * it did not use once idle. Without quotas nothing is asked of anyone.
  */
+
+/**
+ * The most bytes a session may hold after a write, and what sets it: its own quota, or its claim
+ * on the tenant's room (`claim`: a write past it asks the ledger for more before it is refused).
+ */
+export interface ByteLimit {
+  maxBytes: number;
+  quota: "maxSessionBytes" | "claim";
+  limit: number;
+}
+
+/** A write needs more of the tenant's room than the session was granted: ask, then write again. */
+export class ClaimExceeded extends Error {
+  constructor(
+    readonly holds: number,
+    readonly wants: number,
+  ) {
+    super("the write needs a larger claim on the tenant's quota");
+  }
+}
+
+/** Attempts a write makes to get the room it needs (others may take room between them). */
+export const CLAIM_ATTEMPTS = 3;
+
+function tenantWide(quotas: Quotas): boolean {
+  return quotas.maxSessions !== undefined || quotas.maxTenantBytes !== undefined;
+}
+
 export class QuotaChecks {
   readonly #env: DurableEnv;
-  /** How long the directory's figure for the other sessions is reused: one report interval. */
-  readonly #reuseMs: number;
-  /** The bytes of the tenant's other sessions, as the directory last told them. */
-  #otherSessions: { bytes: number; at: number } | undefined;
+  /** The bytes this session may hold without asking the ledger again; unknown until it asks. */
+  #claim: number | undefined;
+  /** The sequence of this session's ledger requests: it only grows, across restarts too. */
+  #seq = 0;
 
-  constructor(env: DurableEnv, reuseMs: number) {
+  constructor(env: DurableEnv) {
     this.#env = env;
-    this.#reuseMs = reuseMs;
   }
 
-  /** Refuses a new session the tenant's quotas leave no room for (`bytes`: what it will hold). */
-  async admit(tenant: string, bytes: number): Promise<void> {
+  #nextSeq(): number {
+    this.#seq = Math.max(this.#seq + 1, Date.now() * 1000);
+    return this.#seq;
+  }
+
+  #ledger(tenant: string) {
+    return directoryShard(this.#env, tenant, 0);
+  }
+
+  /** A ledger that cannot be reached refuses the write for now; nothing is written. */
+  async #reach<T>(call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      if (error instanceof SessionError) throw error;
+      throw new SessionError("unavailable", "the tenant's quota ledger cannot be reached; try again", {
+        retryAfterSeconds: 1,
+      });
+    }
+  }
+
+  async #ask(tenant: string, request: Omit<ClaimRequest, "seq">): Promise<number> {
+    const answer = await this.#reach(() =>
+      this.#ledger(tenant).claimQuota(tenant, { ...request, seq: this.#nextSeq() }),
+    );
+    this.#claim = unwrap(answer);
+    return this.#claim;
+  }
+
+  /**
+   * Refuses a session being created or restored (holding `bytes`) that the tenant's quotas leave
+   * no room for; else it counts against them from now.
+   */
+  async admit(tenant: string, sessionId: string, bytes: number): Promise<void> {
     const quotas = quotasFor(this.#env.QUOTAS, tenant);
     if (quotas.maxSessionBytes !== undefined && bytes > quotas.maxSessionBytes) {
       throw quotaExceeded(
@@ -31,55 +93,39 @@ export class QuotaChecks {
         `the session would hold ${bytes} bytes; the quota is ${quotas.maxSessionBytes}`,
       );
     }
-    if (quotas.maxSessions === undefined && quotas.maxTenantBytes === undefined) return;
-    const usage = await tenantUsage(this.#env, tenant);
-    if (quotas.maxSessions !== undefined && usage.sessions >= quotas.maxSessions) {
-      throw quotaExceeded(
-        "maxSessions",
-        quotas.maxSessions,
-        `the tenant holds ${usage.sessions} sessions; the quota is ${quotas.maxSessions}`,
-      );
-    }
-    if (quotas.maxTenantBytes !== undefined && usage.bytes + bytes > quotas.maxTenantBytes) {
-      throw quotaExceeded(
-        "maxTenantBytes",
-        quotas.maxTenantBytes,
-        `the write would take this tenant past its quota of ${quotas.maxTenantBytes} bytes`,
-      );
-    }
+    if (tenantWide(quotas)) await this.#ask(tenant, { sessionId, holds: 0, wants: bytes, newSession: true });
   }
 
-  /**
-   * The most bytes a session may hold after a write: its own quota, or what the tenant's quota
-   * leaves it beside the tenant's other sessions (their last reports). Without byte quotas, no
-   * limit and no call to the directory.
-   */
-  byteLimit(tenant: string, sessionId: string): ByteLimit | undefined | Promise<ByteLimit | undefined> {
+  /** The most bytes the session (holding `holds`) may hold after a write; none without byte quotas. */
+  byteLimit(tenant: string, holds: number): ByteLimit | undefined {
     const quotas = quotasFor(this.#env.QUOTAS, tenant);
     const own: ByteLimit | undefined =
       quotas.maxSessionBytes === undefined
         ? undefined
         : { maxBytes: quotas.maxSessionBytes, quota: "maxSessionBytes", limit: quotas.maxSessionBytes };
-    const tenantLimit = quotas.maxTenantBytes;
-    if (tenantLimit === undefined) return own;
-    return this.#otherSessionsBytes(tenant, sessionId).then((others) => {
-      const room = tenantLimit - others;
-      if (own && own.maxBytes <= room) return own;
-      return { maxBytes: room, quota: "maxTenantBytes" as const, limit: tenantLimit };
-    });
+    if (quotas.maxTenantBytes === undefined) return own;
+    // Not known (the object just woke): nothing beyond what it holds, until a write asks for more.
+    const claim = this.#claim ?? holds;
+    if (own && own.maxBytes <= claim) return own;
+    return { maxBytes: claim, quota: "claim", limit: quotas.maxTenantBytes };
   }
 
-  async #otherSessionsBytes(tenant: string, sessionId: string): Promise<number> {
-    const known = this.#otherSessions;
-    if (known && Date.now() - known.at < this.#reuseMs) return known.bytes;
-    try {
-      const { bytes } = await tenantUsage(this.#env, tenant, sessionId);
-      this.#otherSessions = { bytes, at: Date.now() };
-      return bytes;
-    } catch (error) {
-      // The directory cannot be asked: the write goes through on what was known (or nothing).
-      await logBackgroundFailure("tenant_quota_check", tenant, sessionId, error);
-      return known?.bytes ?? 0;
-    }
+  /** Asks for room for `wants` more bytes; `quota_exceeded` when the tenant has none left. */
+  async grow(tenant: string, sessionId: string, needed: ClaimExceeded): Promise<void> {
+    await this.#ask(tenant, { sessionId, holds: needed.holds, wants: needed.wants, newSession: false });
+  }
+
+  /** The session is idle holding `holds` bytes: what it was granted beyond them goes back. */
+  async settle(tenant: string, sessionId: string, holds: number): Promise<void> {
+    if (quotasFor(this.#env.QUOTAS, tenant).maxTenantBytes === undefined) return;
+    this.#claim = undefined;
+    await this.#ledger(tenant).settleQuota(sessionId, holds, this.#nextSeq());
+  }
+
+  /** The session was deleted: it counts against no quota until it is restored. */
+  async release(tenant: string, sessionId: string): Promise<void> {
+    this.#claim = undefined;
+    if (!tenantWide(quotasFor(this.#env.QUOTAS, tenant))) return;
+    await this.#reach(() => this.#ledger(tenant).releaseQuota(sessionId));
   }
 }

@@ -377,7 +377,18 @@ export class DurableRepo implements SessionRepo {
   /** The tenant's sessions created, updated and deleted from now, as Server-Sent Events. */
   async events(): Promise<ReadableStream<Uint8Array>> {
     const shards = directoryShards(this.#env, this.tenant);
-    return mergeEventStreams(await Promise.all(shards.map((shard) => shard.events())));
+    const streams = await Promise.allSettled(
+      shards.map((shard) => call<ReadableStream<Uint8Array>>(shard.events())),
+    );
+    const refused = streams.find((stream) => stream.status === "rejected");
+    if (refused) {
+      // A shard said no: the streams the others opened are let go.
+      for (const stream of streams) if (stream.status === "fulfilled") await stream.value.cancel();
+      throw refused.reason;
+    }
+    return mergeEventStreams(
+      streams.map((stream) => (stream as PromiseFulfilledResult<ReadableStream<Uint8Array>>).value),
+    );
   }
 
   async search(options: TenantSearchOptions): Promise<TenantSearchPage> {

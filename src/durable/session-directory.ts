@@ -18,15 +18,18 @@ import {
   sessionsPageLimit,
   unwrap,
 } from "../core";
-import { directoryShard, rankResults } from "./directory-shards";
+import { directoryShard, directoryShards, rankResults } from "./directory-shards";
 import type { DurableEnv } from "./env";
 import { logBackgroundFailure } from "./log-line";
 import { sessionObjectName } from "./names";
+import { quotasFor } from "./quotas";
 import type { SearchDigest } from "./search-index";
 import type { ExpiryOutcome } from "./session-object";
 import type { Sql } from "./sql";
 import { matchRows, migrate, sqlOf } from "./sql";
 import { TenantEventHub } from "./tenant-events";
+import type { ClaimRequest, SeedRow } from "./tenant-ledger";
+import { TenantLedger } from "./tenant-ledger";
 
 /*
  * One shard of a tenant's directory (directory-shards.ts): the list of the sessions that report to
@@ -97,6 +100,18 @@ const MIGRATIONS = [
         bytes = bytes - coalesce(OLD.info->>'bytes', 0);
     END`,
   ],
+  // The tenant's quota ledger (tenant-ledger.ts), kept by shard 0.
+  `
+  CREATE TABLE quota_claims (
+    session_id TEXT PRIMARY KEY,
+    bytes INTEGER NOT NULL,
+    seq INTEGER NOT NULL
+  );
+  CREATE TABLE quota_ledger (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    seeded_for TEXT NOT NULL
+  )
+  `,
 ];
 
 /** Tombstones outlive any report still in flight by far; older ones are dropped. */
@@ -164,11 +179,15 @@ interface Identity {
 export class SessionDirectory extends DurableObject<DurableEnv> {
   readonly #sql: Sql;
   readonly #events: TenantEventHub;
+  readonly #ledger: TenantLedger;
+  /** The ledger's seeding under way, which claims arriving meanwhile wait for. */
+  #seeding: Promise<void> | undefined;
   #identity: Identity | undefined;
 
   constructor(ctx: DurableObjectState, env: DurableEnv) {
     super(ctx, env);
     this.#sql = sqlOf(ctx.storage.sql);
+    this.#ledger = new TenantLedger(this.#sql);
     this.#events = new TenantEventHub(ctx, (error) => this.#logFailure("tenant_events", error));
     ctx.storage.transactionSync(() => migrate(ctx.storage.sql, MIGRATIONS));
     const row = this.#sql<{ tenant: string; shard: number; idle_days: number | null }>`
@@ -235,8 +254,8 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
   }
 
   /** What this shard's listing gains, changes and loses, from now, as Server-Sent Events. */
-  events(): ReadableStream<Uint8Array> {
-    return this.#events.open();
+  events(): Promise<Result<ReadableStream<Uint8Array>>> {
+    return capture(() => this.#events.open());
   }
 
   #drop(id: string): void {
@@ -275,6 +294,51 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
       entries: total.entries - (row.entries ?? 0),
       bytes: total.bytes - (row.bytes ?? 0),
     };
+  }
+
+  /** Each listed session's bytes as last reported: what a quota ledger is seeded from. */
+  quotaSeed(): SeedRow[] {
+    return this.#sql<{ id: string; bytes: number | null }>`
+      SELECT id, info->>'bytes' AS bytes FROM sessions`
+      .toArray()
+      .map((row) => ({ id: row.id, bytes: row.bytes ?? 0 }));
+  }
+
+  /**
+   * The bytes a session may hold after a write, from the tenant's ledger (shard 0 keeps it), or
+   * `quota_exceeded`. A ledger new to these quotas is seeded from every shard first.
+   */
+  async claimQuota(tenant: string, request: ClaimRequest): Promise<Result<number>> {
+    return capture(async () => {
+      const quotas = quotasFor(this.env.QUOTAS, tenant);
+      const setting = JSON.stringify(quotas);
+      if (!this.#ledger.seededFor(setting)) {
+        this.#seeding ??= this.#seedLedger(tenant, setting).finally(() => {
+          this.#seeding = undefined;
+        });
+        await this.#seeding;
+      }
+      return this.ctx.storage.transactionSync(() => this.#ledger.claim(request, quotas));
+    });
+  }
+
+  async #seedLedger(tenant: string, setting: string): Promise<void> {
+    const rows = await Promise.all(
+      directoryShards(this.env, tenant).map((shard, index) =>
+        index === 0 ? this.quotaSeed() : shard.quotaSeed(),
+      ),
+    );
+    this.ctx.storage.transactionSync(() => this.#ledger.seed(rows.flat(), setting));
+  }
+
+  /** A session idle at `holds` bytes hands back the rest of its claim. */
+  settleQuota(sessionId: string, holds: number, seq: number): void {
+    this.#ledger.settle(sessionId, holds, seq);
+  }
+
+  /** A deleted session no longer counts against the tenant's quotas. */
+  releaseQuota(sessionId: string): void {
+    this.#ledger.release(sessionId);
   }
 
   /** Lets a restored session be listed again (its next report puts it back). */

@@ -28,9 +28,9 @@ import { PENDING_MS, recoveryWindowMs, SessionLifecycle } from "./lifecycle";
 import { logBackgroundFailure, tenantHash } from "./log-line";
 import type { MetricPoint } from "./metrics";
 import { writeMetric } from "./metrics";
-import { QuotaChecks } from "./quota-checks";
+import type { ByteLimit } from "./quota-checks";
+import { CLAIM_ATTEMPTS, ClaimExceeded, QuotaChecks } from "./quota-checks";
 import { sqlOf } from "./sql";
-import type { ByteLimit } from "./sqlite-session";
 import { SqliteSession } from "./sqlite-session";
 
 /** How long a WebSocket ticket stays good. */
@@ -104,7 +104,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   constructor(ctx: DurableObjectState, env: DurableEnv) {
     super(ctx, env);
     this.#session = ctx.storage.transactionSync(() => new SqliteSession(ctx.storage, () => this.#byteLimit));
-    this.#quotas = new QuotaChecks(env, this.#syncMs());
+    this.#quotas = new QuotaChecks(env);
     const session = this.#session;
     this.#events = new EventHub(
       ctx,
@@ -165,19 +165,47 @@ export class SessionObject extends DurableObject<DurableEnv> {
     });
   }
 
-  /** A write that adds entries: refused when it would take the session past its byte quotas. */
+  /**
+   * A write that adds entries: refused when it would take the session past its byte quotas. When
+   * it needs more of the tenant's room than the session was granted, the room is asked for and the
+   * write made again (nothing was written the first time).
+   */
   async #limitedWrite<T>(write: (store: SqliteSession) => T): Promise<Result<T>> {
-    const limit = await capture(() => {
-      if (!this.#session.exists) return undefined;
+    return this.#withinQuotas(() => this.#write(write));
+  }
+
+  /** Runs `run` (which answers a Result) under the session's byte limit, growing its claim as needed. */
+  async #withinQuotas<T>(run: () => Promise<Result<T>>): Promise<Result<T>> {
+    for (let attempt = 1; ; attempt++) {
+      const limit = await capture(() => {
+        if (!this.#session.exists) return undefined;
+        const { tenant, stats } = this.#session.state;
+        return this.#quotas.byteLimit(tenant, stats.bytes);
+      });
+      if (!limit.ok) return limit;
+      this.#byteLimit = limit.value;
+      let needed: ClaimExceeded | undefined;
+      try {
+        return await run();
+      } catch (error) {
+        if (!(error instanceof ClaimExceeded)) throw error;
+        if (attempt >= CLAIM_ATTEMPTS) {
+          const busy = new SessionError(
+            "unavailable",
+            "the session's writes keep outgrowing its room; try again",
+            {
+              retryAfterSeconds: 1,
+            },
+          );
+          return { ok: false, error: busy.toJSON() };
+        }
+        needed = error;
+      } finally {
+        this.#byteLimit = undefined;
+      }
       const { tenant, header } = this.#session.state;
-      return this.#quotas.byteLimit(tenant, header.id);
-    });
-    if (!limit.ok) return limit;
-    this.#byteLimit = limit.value;
-    try {
-      return await this.#write(write);
-    } finally {
-      this.#byteLimit = undefined;
+      const grown = await capture(() => this.#quotas.grow(tenant, header.id, needed));
+      if (!grown.ok) return grown;
     }
   }
 
@@ -221,6 +249,9 @@ export class SessionObject extends DurableObject<DurableEnv> {
       search: this.#session.searchDigest(),
     });
     await this.#metric({ kind: "storage", sessionId: info.id, entries: info.entryCount, bytes: info.bytes });
+    await this.#quotas
+      .settle(tenant, info.id, info.bytes)
+      .catch((error) => this.#logFailure("settle_quota", error));
   }
 
   /**
@@ -273,7 +304,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
       ) {
         await this.#purge();
       }
-      if (!this.#session.exists) await this.#quotas.admit(tenant, options.bytes ?? 0);
+      if (!this.#session.exists) await this.#quotas.admit(tenant, header.id, options.bytes ?? 0);
       const info = this.ctx.storage.transactionSync(() => {
         const created = this.#session.init(tenant, newId(), header);
         this.#lifecycle.begin(options.shard ?? 0, publish ? null : Date.now());
@@ -309,6 +340,8 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return capture(async () => {
       this.#checkListed();
       const { tenant, incarnation, header } = this.#session.state;
+      // Released first: should the rest fail, the session's next write claims its room again.
+      await this.#quotas.release(tenant, header.id);
       await directoryShard(this.env, tenant, this.#lifecycle.state.shard).remove(header.id, incarnation);
       this.#events.deleted(header.id);
       if (recoveryMs <= 0 || this.#lifecycle.pending) {
@@ -349,6 +382,8 @@ export class SessionObject extends DurableObject<DurableEnv> {
         await this.#purge();
         throw new SessionError("not_found", "session does not exist");
       }
+      // Back, it counts against the tenant's quotas again: refused (still deleted) without room.
+      await this.#quotas.admit(tenant, header.id, this.#session.state.stats.bytes);
       // The expiry first: a restore cut short here leaves the session deleted, to be restored again.
       if (header.expiresAt !== undefined && Date.parse(header.expiresAt) <= Date.now()) {
         this.#session.updateHeader({ expiresAt: null });
@@ -389,7 +424,12 @@ export class SessionObject extends DurableObject<DurableEnv> {
   /** Drops the session's storage and every alarm. */
   async #purge(): Promise<void> {
     if (this.#session.exists) {
-      await this.#metric({ kind: "storage", sessionId: this.#session.state.header.id, entries: 0, bytes: 0 });
+      const { tenant, header } = this.#session.state;
+      await this.#metric({ kind: "storage", sessionId: header.id, entries: 0, bytes: 0 });
+      // A claim left behind would only leave the tenant less room than it has: logged, not fatal.
+      await this.#quotas
+        .release(tenant, header.id)
+        .catch((error) => this.#logFailure("release_quota", error));
     }
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
@@ -619,17 +659,12 @@ export class SessionObject extends DurableObject<DurableEnv> {
 
   /** Refuses (`quota_exceeded`) when `bytes` more would take the session past its byte quotas. */
   checkRoom(bytes: number): Promise<Result<void>> {
-    return capture(async () => {
-      this.#checkListed();
-      const { tenant, header } = this.#session.state;
-      const limit = await this.#quotas.byteLimit(tenant, header.id);
-      this.#byteLimit = limit;
-      try {
+    return this.#withinQuotas(() =>
+      capture(() => {
+        this.#checkListed();
         this.#session.checkRoom(bytes);
-      } finally {
-        this.#byteLimit = undefined;
-      }
-    });
+      }),
+    );
   }
 
   importEntries(entries: readonly SessionEntry[], options: ImportOptions): Promise<Result<void>> {

@@ -44,6 +44,8 @@ import { forkSource } from "./fork-copy";
 import type { KeptContext } from "./head-context";
 import { HeadContext } from "./head-context";
 import { PathReads } from "./path-reads";
+import type { ByteLimit } from "./quota-checks";
+import { ClaimExceeded } from "./quota-checks";
 import { quotaExceeded } from "./quotas";
 import { hasSchema, updateSchema } from "./schema";
 import type { SearchDigest } from "./search-index";
@@ -66,16 +68,6 @@ interface SessionState {
   version: number;
   nextSeq: number;
   autoCompaction?: AutoCompactStatus;
-}
-
-/**
- * The most bytes a session may hold after a write, and the quota that sets it (the session's own,
- * or what the tenant's leaves it): a write past it is refused before anything is written.
- */
-export interface ByteLimit {
-  maxBytes: number;
-  quota: "maxSessionBytes" | "maxTenantBytes";
-  limit: number;
 }
 
 /** The JSON of a context answer up to its messages: `{"systemPrompt":…,…,"<key>":[`. */
@@ -520,17 +512,20 @@ export class SqliteSession {
     }
   }
 
-  /** Refuses (`quota_exceeded`) when `added` more bytes would take the session past its byte limit. */
+  /**
+   * Refuses (`quota_exceeded`) when `added` more bytes would take the session past its own quota;
+   * past its claim on the tenant's room, the write stops for the object to ask for more.
+   */
   checkRoom(added: number): void {
     const limit = this.#byteLimit();
     if (!limit) return;
-    const bytes = this.#live().stats.bytes + added;
-    if (bytes <= limit.maxBytes) return;
-    const what = limit.quota === "maxSessionBytes" ? "this session" : "this tenant";
+    const holds = this.#live().stats.bytes;
+    if (holds + added <= limit.maxBytes) return;
+    if (limit.quota === "claim") throw new ClaimExceeded(holds, added);
     throw quotaExceeded(
       limit.quota,
       limit.limit,
-      `the write would take ${what} past its quota of ${limit.limit} bytes`,
+      `the write would take this session past its quota of ${limit.limit} bytes`,
     );
   }
 

@@ -1,5 +1,5 @@
 import type { SessionInfo, TenantEvent } from "../core";
-import { sseFrame } from "../core";
+import { SessionError, sseFrame } from "../core";
 import { EventStream } from "./event-stream";
 
 /*
@@ -7,6 +7,9 @@ import { EventStream } from "./event-stream";
  * replayed (a list view reads the listing, then follows); events go out once the shard's write is
  * durable, in order.
  */
+
+/** Streams one directory shard holds open (each in memory, keeping the shard awake). */
+const MAX_TENANT_STREAMS = 500;
 
 export class TenantEventHub {
   readonly #ctx: DurableObjectState;
@@ -20,8 +23,17 @@ export class TenantEventHub {
     this.#failed = failed;
   }
 
-  /** A stream of this shard's events from now. */
+  /** A stream of this shard's events from now; `rate_limited` when the shard has enough of them. */
   open(): ReadableStream<Uint8Array> {
+    if (this.#streams.size >= MAX_TENANT_STREAMS) {
+      throw new SessionError(
+        "rate_limited",
+        `this tenant has ${MAX_TENANT_STREAMS} event streams open already`,
+        {
+          retryAfterSeconds: 10,
+        },
+      );
+    }
     function* nothing(): Generator<string> {}
     const stream: EventStream = new EventStream(true, 0, nothing(), () => this.#streams.delete(stream));
     this.#streams.add(stream);

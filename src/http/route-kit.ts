@@ -88,7 +88,10 @@ export const errors = {
   403: json(ErrorEnvelope, "forbidden: a read-only credential writing, or a request from another site"),
   404: json(ErrorEnvelope, "not_found"),
   429: json(ErrorEnvelope, "rate_limited (Retry-After)"),
-  503: json(ErrorEnvelope, "misconfigured: the service's API_KEYS, JWT settings or QUOTAS are invalid"),
+  503: json(
+    ErrorEnvelope,
+    "misconfigured (the service's API_KEYS, JWT settings or QUOTAS are invalid) or unavailable (try again after Retry-After)",
+  ),
 };
 
 /** What a write that stores something may also answer: a quota it would pass. */

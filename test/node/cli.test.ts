@@ -407,8 +407,20 @@ describe("command line", () => {
     // A file saved from GET /v1/export restores too.
     const file = join(folder, "tenant.ndjson");
     writeFileSync(file, stream);
-    expect((await cli(["restore", file])).stdout).toBe(
+    const fromFile = await cli(["restore", file]);
+    expect(fromFile.stdout).toBe(
       `restored 0, skipped ${order.length} (already there), refused 0, failed 0\n`,
+    );
+    expect(fromFile.stderr).not.toContain("warning");
+    // A file whose end line counts other sessions than it holds says so.
+    writeFileSync(file, stream.replace(/{"type":"end","sessions":\d+}/, '{"type":"end","sessions":999}'));
+    const miscounted = await cli(["restore", file]);
+    expect(miscounted.code).toBe(0);
+    expect(miscounted.stderr).toMatch(
+      new RegExp(
+        `^warning: line \\d+: the end line counts 999 sessions; the file holds ${order.length} complete ones$`,
+        "m",
+      ),
     );
   });
 

@@ -274,6 +274,11 @@ export function estimateProjectedTokens(
   return tokens;
 }
 
+/** The size of the context of a path (pi 1.6's estimate: see `estimateProjectedTokens`). */
+export function estimatePathTokens(path: readonly TreeEntry[]): number {
+  return estimateProjectedTokens(projectContext(path), path);
+}
+
 /**
  * Plans a compaction of the branch ending at the path's last entry, over its context as pi 1.6
  * sees it (the previous compaction applied, edits applied): the search starts after the previous

@@ -7,7 +7,7 @@ import { newId, nowIso } from "./ids";
 import { assertJsonDepth, canonicalJson, utf8Length } from "./json";
 import { MAX_BATCH_ENTRIES, MAX_ENTRY_BYTES } from "./limits";
 import { isProviderEntry } from "./providers/provider-entries";
-import type { Position } from "./storage";
+import type { Position } from "./session-schemas";
 
 /*
  * The append rules, written once: a parent defaults to the leaf, an explicit one must exist, a
@@ -302,10 +302,7 @@ export function planLeafMove(
 export function planImport(
   inputs: readonly unknown[],
   view: AppendView,
-  options: Pick<PlanOptions, "validated"> & {
-    /** Each input as stored already (copies between stores): written as is, not serialized again. */
-    serialized?: readonly string[];
-  } = {},
+  options: Pick<PlanOptions, "validated"> = {},
 ): AppendPlan {
   const overlay = new Overlay(view);
   const writes: PlannedWrite[] = [];
@@ -338,11 +335,7 @@ export function planImport(
     const entry = normalize(input, input.id, input.parentId, input.timestamp);
     const stored = { ...entry, seq: seq++ } as StoredEntry;
     overlay.pending.set(input.id, stored);
-    const json = options.serialized?.[index];
-    writes.push({
-      entry: stored,
-      ...(json === undefined ? serialize(entry, options.validated) : { json, bytes: utf8Length(json) }),
-    });
+    writes.push({ entry: stored, ...serialize(entry, options.validated) });
     leafId = input.type === "leaf" ? input.targetId : input.id;
   });
   return { entries: writes.map((w) => w.entry), writes, leafId };

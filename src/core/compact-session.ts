@@ -4,8 +4,8 @@ import { CompactionSettings, formatFileLists, prepareBranchSummary, prepareCompa
 import type { CompactionEntry, EntryInput, StoredEntry } from "./entries";
 import { BranchSummaryEntry, Id, LeafEntry, stored } from "./entries";
 import { SessionError } from "./errors";
+import { Position } from "./session-schemas";
 import type { AppendOptions, SessionStorage } from "./storage";
-import { Position } from "./storage";
 import type { Summarizer, SummaryRequest, SummaryResult } from "./summarizers/summarizer";
 
 /** What a caller asks of a compaction (the service's request body). */

@@ -5,7 +5,7 @@ import { checkImportEntries, leafAfter, sessionEntries } from "./interchange";
 import type { NumberedLine } from "./ndjson";
 import { lineError, ndjsonLines, parseLine } from "./ndjson";
 import type { Session } from "./session";
-import { ExpiresAt, Metadata, ParentSession } from "./storage";
+import { ExpiresAt, Metadata, ParentSession } from "./session-schemas";
 
 /*
  * The native interchange format: a header line, then every entry in append order (`leaf` records

@@ -2,7 +2,7 @@ import * as z from "zod";
 import { EntryType, Id } from "./entries";
 import { SessionError } from "./errors";
 import { MAX_QUERY_CHARS } from "./search-query";
-import { SessionInfo } from "./storage";
+import { SessionInfo } from "./session-schemas";
 
 /*
  * Search, in one session (its entries) and across a tenant (its sessions): what is asked and what

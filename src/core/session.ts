@@ -17,17 +17,8 @@ import { newId } from "./ids";
 import type { AgentMessage, SummaryUsage, ThinkingLevel, Usage } from "./messages";
 import type { ContextFormat, ContextRequests, MessageFormat, ProviderMessageEntryInput } from "./providers";
 import { contextForModel, modelRefString, NO_CONVERSATION, providerMessageEntries } from "./providers";
-import type {
-  AppendOptions,
-  AppendResult,
-  EntryQuery,
-  ForkOptions,
-  HeaderPatch,
-  LeafOptions,
-  SessionHeader,
-  SessionInfo,
-  SessionStorage,
-} from "./storage";
+import type { EntryQuery, ForkOptions, HeaderPatch, SessionHeader, SessionInfo } from "./session-schemas";
+import type { AppendOptions, AppendResult, LeafOptions, SessionStorage } from "./storage";
 import type { TreeNode } from "./tree";
 
 /** Where a new entry goes and what it is called; everything is optional. */

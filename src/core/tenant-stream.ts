@@ -9,7 +9,8 @@ import { exportNative, NATIVE_FORMAT, parseNativeHeader } from "./native-format"
 import type { NumberedLine } from "./ndjson";
 import { lineError } from "./ndjson";
 import type { Session } from "./session";
-import type { ListOptions, SessionPage, SessionStorage } from "./storage";
+import type { ListOptions, SessionPage } from "./session-schemas";
+import type { SessionStorage } from "./storage";
 
 /*
  * A whole tenant as one NDJSON stream, for backups: a line opening the stream, then each session

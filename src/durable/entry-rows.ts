@@ -20,6 +20,29 @@ const READ_BATCH = 256;
 /** Rows one multi-row INSERT writes. */
 const INSERT_BATCH = 500;
 
+/**
+ * A row of a fork's path as it crosses to the new session: its columns as stored (the copy keeps
+ * the source's seqs, so what a row points at, its parent and the latest compaction and settings on
+ * its path, all on the same path, keeps its number) and its payload whole, with its UTF-8 size.
+ */
+export interface CopiedRow {
+  seq: number;
+  id: string;
+  parent_id: string | null;
+  parent_seq: number | null;
+  type: EntryType;
+  role: string | null;
+  timestamp: string;
+  depth: number;
+  last_compaction: number | null;
+  last_thinking: number | null;
+  last_model: number | null;
+  last_tools: number | null;
+  body: string;
+  bytes: number;
+  [key: string]: SqlStorageValue;
+}
+
 /** Entries read in order until the page is full; `rest` are the seqs still to read. */
 export interface EntryPage {
   entries: StoredEntry[];
@@ -109,17 +132,15 @@ export class EntryRows {
         SELECT total(length(data)) AS bytes FROM entry_chunks`.one().bytes;
       return inline + chunked;
     }
-    let bytes = 0;
-    for (let i = 0; i < seqs.length; i += READ_BATCH) {
-      const batch = JSON.stringify(seqs.slice(i, i + READ_BATCH));
-      bytes += this.#sql<{ bytes: number }>`
-        SELECT total(length(CAST(body AS BLOB))) AS bytes FROM entries
-        WHERE seq IN (SELECT value FROM json_each(${batch}))`.one().bytes;
-      bytes += this.#sql<{ bytes: number }>`
-        SELECT total(length(data)) AS bytes FROM entry_chunks
-        WHERE seq IN (SELECT value FROM json_each(${batch}))`.one().bytes;
-    }
-    return bytes;
+    // Sums read no payload into memory: one query each, however many seqs.
+    const all = JSON.stringify(seqs);
+    const inline = this.#sql<{ bytes: number }>`
+      SELECT total(length(CAST(body AS BLOB))) AS bytes FROM entries
+      WHERE seq IN (SELECT value FROM json_each(${all}))`.one().bytes;
+    const chunked = this.#sql<{ bytes: number }>`
+      SELECT total(length(data)) AS bytes FROM entry_chunks
+      WHERE seq IN (SELECT value FROM json_each(${all}))`.one().bytes;
+    return inline + chunked;
   }
 
   /** Payload JSON of each seq, in the order asked, read in bounded batches until `budget` characters. */
@@ -173,10 +194,55 @@ export class EntryRows {
     return { entries, rest: seqs.slice(entries.length) };
   }
 
-  /** Entries as stored (their JSON, no seq), a page of them: what a copy to another store needs. */
-  pageJson(seqs: readonly number[]): { json: string[]; rest: number[] } {
-    const json = this.bodies(seqs, PAGE_CHARS);
-    return { json, rest: seqs.slice(json.length) };
+  /** Rows of a path (`seqs`, root first) as a fork copies them, a page at a time. */
+  pathRows(seqs: readonly number[]): { rows: CopiedRow[]; rest: number[] } {
+    const rows: CopiedRow[] = [];
+    let size = 0;
+    for (let i = 0; i < seqs.length && size < PAGE_CHARS; i += READ_BATCH) {
+      const batch = JSON.stringify(seqs.slice(i, i + READ_BATCH));
+      for (const row of this.#sql<CopiedRow & { chunks: number }>`
+        SELECT seq, id, parent_id, parent_seq, type, role, timestamp, depth,
+          last_compaction, last_thinking, last_model, last_tools,
+          body, chunks, coalesce(length(CAST(body AS BLOB)), 0) AS bytes
+        FROM entries WHERE seq IN (SELECT value FROM json_each(${batch})) ORDER BY seq`) {
+        if (size >= PAGE_CHARS) break;
+        const { chunks, ...copied } = row;
+        if (chunks > 0) {
+          copied.body = this.#chunked(copied.seq);
+          copied.bytes = encoder.encode(copied.body).byteLength;
+        }
+        size += copied.body.length;
+        rows.push(copied);
+      }
+    }
+    return { rows, rest: seqs.slice(rows.length) };
+  }
+
+  /** Writes rows a fork copied (inside the caller's transaction), as `pathRows` made them. */
+  insertCopied(rows: readonly CopiedRow[]): void {
+    const values: SqlStorageValue[][] = [];
+    for (const row of rows) {
+      const inline = row.bytes <= INLINE_BYTES;
+      const chunks = inline ? 0 : Math.ceil(row.bytes / CHUNK_BYTES);
+      values.push([
+        row.seq,
+        row.id,
+        row.parent_id,
+        row.parent_seq,
+        row.type,
+        row.role,
+        row.timestamp,
+        row.depth,
+        row.last_compaction,
+        row.last_thinking,
+        row.last_model,
+        row.last_tools,
+        inline ? row.body : null,
+        chunks,
+      ]);
+      if (!inline) this.#writeChunks(row.seq, row.body, chunks);
+    }
+    this.#insertRows(values);
   }
 
   /** Entries with `after < seq <= bound` in append order, at most `limit` (and a page's size). */
@@ -294,19 +360,24 @@ export class EntryRows {
       inline ? json : null,
       chunks,
     ]);
-    if (!inline) {
-      const data = encoder.encode(json);
-      for (let n = 0; n < chunks; n++) {
-        const part = data.slice(n * CHUNK_BYTES, (n + 1) * CHUNK_BYTES);
-        this.#sql`INSERT INTO entry_chunks (seq, n, data) VALUES (${seq}, ${n}, ${part.buffer})`;
-      }
-    }
-    if (entry.type === "label") {
-      const label = nonBlank(entry.label);
-      if (label === undefined) this.#sql`DELETE FROM labels WHERE target_id = ${entry.targetId}`;
-      else this.#sql`INSERT OR REPLACE INTO labels (target_id, label) VALUES (${entry.targetId}, ${label})`;
-    }
+    if (!inline) this.#writeChunks(seq, json, chunks);
+    if (entry.type === "label") this.setLabel(entry.targetId, entry.label);
     return node;
+  }
+
+  /** A label entry's effect on the label index: the latest label of its target (blank clears). */
+  setLabel(targetId: string, text: string | undefined): void {
+    const label = nonBlank(text);
+    if (label === undefined) this.#sql`DELETE FROM labels WHERE target_id = ${targetId}`;
+    else this.#sql`INSERT OR REPLACE INTO labels (target_id, label) VALUES (${targetId}, ${label})`;
+  }
+
+  #writeChunks(seq: number, json: string, chunks: number): void {
+    const data = encoder.encode(json);
+    for (let n = 0; n < chunks; n++) {
+      const part = data.slice(n * CHUNK_BYTES, (n + 1) * CHUNK_BYTES);
+      this.#sql`INSERT INTO entry_chunks (seq, n, data) VALUES (${seq}, ${n}, ${part.buffer})`;
+    }
   }
 
   /**

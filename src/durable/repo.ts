@@ -236,13 +236,9 @@ export class SessionObjectStorage implements SessionStorage {
     });
     const fork = await this.#repo.initialize(header, false, { bytes: source.bytes });
     try {
-      // Entries cross as the JSON they are stored as: never parsed here, never validated again.
+      // The new session's object reads the rows from this one's itself, a bounded part a call.
       let rest = source.seqs;
-      while (rest.length > 0) {
-        const page = await call<{ json: string[]; rest: number[] }>(this.#stub.readJson(rest));
-        await fork.importJson(page.json);
-        rest = page.rest;
-      }
+      while (rest.length > 0) rest = await fork.copyFrom(this.id, rest);
       const extras = forkExtras(source.path, source.labels, name);
       if (extras.length > 0 && source.leafId !== null) {
         await fork.appendEntries(extras);
@@ -256,9 +252,9 @@ export class SessionObjectStorage implements SessionStorage {
     }
   }
 
-  /** Writes entries copied, as stored, from another session object. */
-  importJson(json: string[]): Promise<void> {
-    return call(this.#stub.importJson(json));
+  /** Copies a fork's path from the session `sourceId`'s object (see `SessionObject.copyFrom`). */
+  copyFrom(sourceId: string, seqs: number[]): Promise<number[]> {
+    return call(this.#stub.copyFrom(sourceId, seqs));
   }
 
   /** Creates the session in its (empty) object (see `SessionObject.init`). */

@@ -70,14 +70,16 @@ export class SearchIndex {
     const first = writes[0]?.entry.seq;
     const last = writes[writes.length - 1]?.entry.seq;
     if (first === undefined || last === undefined) return;
+    if (this.backfillPending || writes.length > INLINE_ENTRIES) this.markPending(first, last);
+    else this.#insert(writes.map((write) => write.entry));
+  }
+
+  /** Adds the seqs `first` to `last`, just written, to what is to be indexed (one range of seqs). */
+  markPending(first: number, last: number): void {
     const pending = this.#backfill();
-    if (pending) {
-      this.#sql`UPDATE search_backfill SET end_seq = ${Math.max(pending.end, last + 1)}`;
-    } else if (writes.length > INLINE_ENTRIES) {
+    if (pending) this.#sql`UPDATE search_backfill SET end_seq = ${Math.max(pending.end, last + 1)}`;
+    else
       this.#sql`INSERT INTO search_backfill (singleton, next_seq, end_seq) VALUES (1, ${first}, ${last + 1})`;
-    } else {
-      this.#insert(writes.map((write) => write.entry));
-    }
   }
 
   #insert(entries: readonly (SessionEntry & { seq: number })[]): void {

@@ -20,7 +20,7 @@ import type {
 import { capture, ERROR_STATUS, newId, SessionError, unwrap, utf8Length } from "../core";
 import { AutoCompaction } from "./auto-compaction";
 import { directoryShard } from "./directory-shards";
-import type { EntryPage } from "./entry-rows";
+import type { CopiedRow, EntryPage } from "./entry-rows";
 import type { DurableEnv } from "./env";
 import { EventHub } from "./event-hub";
 import type { ForkSource } from "./fork-copy";
@@ -28,10 +28,14 @@ import { PENDING_MS, recoveryWindowMs, SessionLifecycle } from "./lifecycle";
 import { logBackgroundFailure, tenantHash } from "./log-line";
 import type { MetricPoint } from "./metrics";
 import { writeMetric } from "./metrics";
+import { sessionObjectName } from "./names";
 import type { ByteLimit } from "./quota-checks";
 import { CLAIM_ATTEMPTS, ClaimExceeded, QuotaChecks } from "./quota-checks";
 import { sqlOf } from "./sql";
 import { SqliteSession } from "./sqlite-session";
+
+/** Milliseconds one call of a fork's copy spends copying pages before it answers with the rest. */
+const COPY_BUDGET_MS = 1000;
 
 /** How long a WebSocket ticket stays good. */
 const TICKET_MS = 60_000;
@@ -671,13 +675,33 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return this.#limitedWrite((session) => session.importEntries(entries, options));
   }
 
-  /** Entries as stored, for a copy (a fork) to another object. */
-  readJson(seqs: number[]): Promise<Result<{ json: string[]; rest: number[] }>> {
-    return this.#run((session) => session.pageJson(seqs));
+  /** Rows of a fork's path, a page of them, for the new session's object (see `copyFrom`). */
+  pathRows(seqs: number[]): Promise<Result<{ rows: CopiedRow[]; rest: number[] }>> {
+    return this.#run((session) => session.pathRows(seqs));
   }
 
-  importJson(json: string[]): Promise<Result<void>> {
-    return this.#limitedWrite((session) => session.importJson(json));
+  /**
+   * Copies a fork's path (`seqs` of the session `sourceId` of the same tenant) into this new
+   * session, reading it from the source's object itself, so the rows cross once. Copies for up to
+   * COPY_BUDGET_MS and answers the seqs left, so that no call runs long however long the path.
+   */
+  async copyFrom(sourceId: string, seqs: number[]): Promise<Result<number[]>> {
+    const tenant = await capture(() => this.#session.state.tenant);
+    if (!tenant.ok) return tenant;
+    const source = this.env.SESSIONS.getByName(sessionObjectName(tenant.value, sourceId));
+    const started = Date.now();
+    let rest = seqs;
+    const copied = await this.#withinQuotas(() =>
+      capture(async () => {
+        while (rest.length > 0 && Date.now() - started < COPY_BUDGET_MS) {
+          const page = unwrap((await source.pathRows(rest)) as Result<{ rows: CopiedRow[]; rest: number[] }>);
+          // A page that needs more room than granted stops here, and is read again once it is granted.
+          unwrap(await this.#write((session) => session.copyRows(page.rows)));
+          rest = page.rest;
+        }
+      }),
+    );
+    return copied.ok ? { ok: true, value: rest } : copied;
   }
 
   forkSource(targetId: string, position: LeafOptions["position"]): Promise<Result<ForkSource>> {

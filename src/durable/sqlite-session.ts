@@ -37,7 +37,7 @@ import {
   sessionInfo,
   startsTurn,
 } from "../core";
-import type { EntryPage, Node } from "./entry-rows";
+import type { CopiedRow, EntryPage, Node } from "./entry-rows";
 import { EntryRows } from "./entry-rows";
 import type { ForkSource } from "./fork-copy";
 import { forkSource } from "./fork-copy";
@@ -273,10 +273,10 @@ export class SqliteSession {
     return this.#rows.page(seqs);
   }
 
-  /** Entries as stored, a page of them, for a copy (a fork) to another object. */
-  pageJson(seqs: readonly number[]): { json: string[]; rest: number[] } {
+  /** Rows of a fork's path, a page of them, as the new session writes them (see `copyRows`). */
+  pathRows(seqs: readonly number[]): { rows: CopiedRow[]; rest: number[] } {
     this.#live();
-    return this.#rows.pageJson(seqs);
+    return this.#rows.pathRows(seqs);
   }
 
   entrySeqs(query: EntryQuery = {}): number[] {
@@ -561,11 +561,46 @@ export class SqliteSession {
     return { entries: plan.entries, leafId: this.state.leafId, created: plan.writes.length > 0 };
   }
 
-  /** Writes entries copied from another store as they were stored there (see `importEntries`). */
-  importJson(json: readonly string[]): void {
-    if (json.length === 0) return;
-    const entries = json.map((text) => JSON.parse(text) as SessionEntry);
-    this.#apply(planImport(entries, this.#view(entries), { validated: true, serialized: json }));
+  /**
+   * Writes rows of a fork's path as its source stored them (`pathRows`), seqs included, after those
+   * copied before: entries that were valid when written are moved, not read and written again.
+   * Only what the session's figures need of a payload is read (the first user message, a name, a
+   * label).
+   */
+  copyRows(rows: readonly CopiedRow[]): void {
+    const state = this.#live();
+    const first = rows[0];
+    const last = rows.at(-1);
+    if (!first || !last) return;
+    // Seqs only grow: a copy keeps the source's (with the gaps its other branches leave).
+    if (first.seq < state.nextSeq) {
+      throw new SessionError(
+        "invalid_request",
+        `a copy continues after seq ${state.nextSeq - 1}, not at ${first.seq}`,
+      );
+    }
+    this.checkRoom(rows.reduce((sum, row) => sum + row.bytes, 0));
+    this.#write(() => {
+      this.#rows.insertCopied(rows);
+      for (const row of rows) {
+        // What the figures read of an entry is in its payload only for these.
+        const needsPayload =
+          row.type === "label" ||
+          row.type === "session_info" ||
+          (row.role === "user" && state.stats.preview === undefined);
+        const entry = needsPayload
+          ? (JSON.parse(row.body) as SessionEntry)
+          : ({ type: row.type } as SessionEntry);
+        if (entry.type === "label") this.#rows.setLabel(entry.targetId, entry.label);
+        applyEntryToStats(state.stats, entry, row.bytes);
+      }
+      this.#search.markPending(first.seq, last.seq);
+      state.leafId = last.id;
+      state.nextSeq = last.seq + 1;
+      state.stats.updatedAt = nowIso();
+    });
+    // The copy's head context is built when it is first read.
+    this.#head.drop();
   }
 
   importEntries(entries: readonly SessionEntry[], options: ImportOptions = {}): void {

@@ -156,6 +156,12 @@ function gist(entry: Record<string, unknown>): string {
     case "compaction":
     case "branch_summary":
       return oneLine(String(entry.summary));
+    case "context_edit": {
+      const replacement = entry.replacement as { content?: unknown } | null;
+      return `${entry.targetId} ${replacement ? `→ ${oneLine(contentText(replacement.content))}` : "left out"}`;
+    }
+    case "usage":
+      return `${entry.kind}: ${entry.provider}/${entry.model}`;
     default:
       return String(entry.customType ?? "");
   }

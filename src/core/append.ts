@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { checkEditTarget } from "./context-edits";
 import type { EntryType, LeafEntry, SessionEntry, StoredEntry } from "./entries";
 import { EntryInput, SessionEntry as SessionEntrySchema } from "./entries";
 import { SessionError } from "./errors";
@@ -11,8 +12,8 @@ import type { Position } from "./session-schemas";
 /*
  * The append rules, written once: a parent defaults to the leaf, an explicit one must exist, a
  * batch is atomic, a known id with the same content is a replay and with other content a
- * conflict, `If-Match` is checked after replays, labels need a target and a compaction's kept
- * entry must be on its branch. A backend describes what it holds through an
+ * conflict, `If-Match` is checked after replays, labels need a target, a compaction's kept
+ * entry must be on its branch, and a context edit's target too (`checkEditTarget`). A backend describes what it holds through an
  * `AppendView`, gets back a plan (the entries to write, with their seq, and the new leaf) or a
  * `SessionError`, and then writes the plan in one transaction. Nothing is written on error.
  */
@@ -206,7 +207,13 @@ export function planAppend(
         });
       }
     }
-    if (input.type === "compaction" && input.firstKeptEntryId !== undefined) {
+    if (input.type === "context_edit") checkEditTarget(input.targetId, parentId, overlay);
+    // A compaction naming itself keeps nothing before it (pi 1.6).
+    if (
+      input.type === "compaction" &&
+      input.firstKeptEntryId !== undefined &&
+      input.firstKeptEntryId !== id
+    ) {
       if (!overlay.onPath(input.firstKeptEntryId, parentId)) {
         throw new SessionError(
           "invalid_tree",

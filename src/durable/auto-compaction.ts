@@ -1,8 +1,7 @@
 import type { AutoCompactStatus, CompactionStorage, Result, SummarizerConfig } from "../core";
 import {
-  buildSessionContext,
   compactSession,
-  estimateContextTokens,
+  estimatePathTokens,
   nowIso,
   SessionError,
   summarizerFromConfig,
@@ -69,11 +68,7 @@ export class AutoCompaction {
     const settings = header.autoCompact;
     if (!settings || leafId === null || this.#running) return;
     const path = session.contextEntries(leafId);
-    if (
-      estimateContextTokens(buildSessionContext(path).messages) <=
-      settings.contextWindow - settings.reserveTokens
-    )
-      return;
+    if (estimatePathTokens(path) <= settings.contextWindow - settings.reserveTokens) return;
     this.#running = true;
     const last = { ...autoCompaction };
     this.#setStatus({ ...last, state: "running" });

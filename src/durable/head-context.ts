@@ -1,4 +1,4 @@
-import type { ContextSettings, PlannedWrite } from "../core";
+import type { ContextEditEntry, ContextSettings, PlannedWrite } from "../core";
 import { deriveState, projectEntries } from "../core";
 
 /*
@@ -14,6 +14,8 @@ export interface KeptContext {
   leafId: string;
   readonly compactionId: string | undefined;
   settings: ContextSettings;
+  /** The context's edits: one written before its target (a hand-made file) applies to it when it arrives. */
+  readonly edits: ReadonlyMap<string, ContextEditEntry>;
   /** Each message's JSON. */
   readonly pieces: string[];
   chars: number;
@@ -25,6 +27,7 @@ export interface KeptContext {
 export interface ContextSource {
   compactionId: string | undefined;
   settings: ContextSettings;
+  edits: ReadonlyMap<string, ContextEditEntry>;
   pages: Iterable<string[]>;
 }
 
@@ -37,7 +40,7 @@ export class HeadContext {
   get(leafId: string, source: () => ContextSource): KeptContext | undefined {
     if (this.#kept?.leafId === leafId) return this.#kept;
     if (this.#tooLarge === leafId) return undefined;
-    const { compactionId, settings, pages } = source();
+    const { compactionId, settings, edits, pages } = source();
     const pieces: string[] = [];
     let chars = 0;
     for (const page of pages) {
@@ -50,13 +53,14 @@ export class HeadContext {
         return undefined;
       }
     }
-    this.#kept = { leafId, compactionId, settings, pieces, chars, joined: undefined };
+    this.#kept = { leafId, compactionId, settings, edits, pieces, chars, joined: undefined };
     return this.#kept;
   }
 
   /**
    * Keeps the context current after a write: entries appended under the head extend it; anything
-   * else (a compaction, a branch, a move) drops it, to be rebuilt when next asked.
+   * else (a compaction, a context edit, which changes an earlier message, a branch, a move) drops
+   * it, to be rebuilt when next asked.
    */
   follow(writes: readonly PlannedWrite[], leafId: string | null): void {
     const kept = this.#kept;
@@ -64,8 +68,12 @@ export class HeadContext {
     for (const { entry } of writes) {
       if (entry.type === "leaf") {
         if (entry.targetId === kept.leafId) continue;
-      } else if (entry.parentId === kept.leafId && entry.type !== "compaction") {
-        for (const message of projectEntries([entry], kept.compactionId)) {
+      } else if (
+        entry.parentId === kept.leafId &&
+        entry.type !== "compaction" &&
+        entry.type !== "context_edit"
+      ) {
+        for (const message of projectEntries([entry], kept.compactionId, { edits: kept.edits })) {
           const piece = JSON.stringify(message);
           kept.pieces.push(piece);
           kept.chars += piece.length;

@@ -1,5 +1,20 @@
-import type { AgentMessage, CompactionEntry, ContextSettings, StoredEntry, TreeEntry } from "../core";
-import { deriveState, keptFrom, projectEntries, SessionError, startsTurn } from "../core";
+import type {
+  AgentMessage,
+  CompactionEntry,
+  ContextEditEntry,
+  ContextSettings,
+  StoredEntry,
+  TreeEntry,
+} from "../core";
+import {
+  deriveState,
+  isSystemMessageEntry,
+  keptFrom,
+  latestEdits,
+  projectEntries,
+  SessionError,
+  startsTurn,
+} from "../core";
 import type { EntryRows, Node } from "./entry-rows";
 import type { Sql } from "./sql";
 
@@ -17,6 +32,7 @@ export interface Step {
   seq: number;
   id: string;
   type: string;
+  role: string | null;
   depth: number;
   [key: string]: SqlStorageValue;
 }
@@ -30,6 +46,8 @@ export interface ContextPlan {
   /** The latest thinking, model and tools entries on the path, in path order. */
   settingSeqs: number[];
   settings: ContextSettings;
+  /** The latest context edit of each target among the projected entries. */
+  edits: ReadonlyMap<string, ContextEditEntry>;
 }
 
 export class PathReads {
@@ -52,13 +70,13 @@ export class PathReads {
   /** The path from `seq` up towards the root, stopping below `minDepth`: leaf first, ids only. */
   #walk(seq: number, minDepth = 0): Step[] {
     return this.#sql<Step>`
-      WITH RECURSIVE path(seq, id, type, parent_seq, depth) AS (
-        SELECT seq, id, type, parent_seq, depth FROM entries WHERE seq = ${seq}
+      WITH RECURSIVE path(seq, id, type, role, parent_seq, depth) AS (
+        SELECT seq, id, type, role, parent_seq, depth FROM entries WHERE seq = ${seq}
         UNION ALL
-        SELECT e.seq, e.id, e.type, e.parent_seq, e.depth FROM path JOIN entries e ON e.seq = path.parent_seq
+        SELECT e.seq, e.id, e.type, e.role, e.parent_seq, e.depth FROM path JOIN entries e ON e.seq = path.parent_seq
         WHERE e.depth >= ${minDepth}
       )
-      SELECT seq, id, type, depth FROM path`.toArray();
+      SELECT seq, id, type, role, depth FROM path`.toArray();
   }
 
   /** `#walk` when only the seqs are wanted: a third of the row data on a long path. */
@@ -98,10 +116,13 @@ export class PathReads {
    * settings entries'. Costs what the kept part costs, however long the history.
    */
   contextPlan(leafId: string | null): ContextPlan {
-    if (leafId === null) return { seqs: [], settingSeqs: [], settings: deriveState([]) };
+    if (leafId === null) return { seqs: [], settingSeqs: [], settings: deriveState([]), edits: new Map() };
     const leaf = this.treeNode(leafId);
     const { settingSeqs, settings } = this.settings(leaf);
-    if (leaf.last_compaction === null) return { seqs: this.pathSeqs(leafId), settingSeqs, settings };
+    if (leaf.last_compaction === null) {
+      const seqs = this.pathSeqs(leafId);
+      return { seqs, settingSeqs, settings, edits: this.#edits(seqs) };
+    }
     const [compaction] = this.#rows.entries([leaf.last_compaction]) as [StoredEntry<CompactionEntry>];
     const path = this.#compactedPath(leaf, compaction);
     const at = path.findIndex((step) => step.seq === compaction.seq);
@@ -110,8 +131,24 @@ export class PathReads {
       at,
       compaction,
     );
-    const seqs = [...path.slice(from, at), ...path.slice(at + 1)].map((step) => step.seq);
-    return { compaction, seqs, settingSeqs, settings };
+    // The compaction carries the prompt the kept part's system messages replay to (pi 1.6).
+    const kept = path.slice(from, at).filter((step) => !isSystemMessageEntry(step));
+    const seqs = [...kept, ...path.slice(at + 1)].map((step) => step.seq);
+    return { compaction, seqs, settingSeqs, settings, edits: this.#edits([compaction.seq, ...seqs]) };
+  }
+
+  /**
+   * The latest context edit of each target among the entries of `seqs`: the session's edits are
+   * found through the type index (most sessions have none), and only those among `seqs` are read.
+   */
+  #edits(seqs: readonly number[]): Map<string, ContextEditEntry> {
+    const all = this.#sql<{ seq: number }>`SELECT seq FROM entries WHERE type = 'context_edit' ORDER BY seq`
+      .toArray()
+      .map((row) => row.seq);
+    if (all.length === 0) return new Map();
+    const among = new Set(seqs);
+    const mine = all.filter((seq) => among.has(seq));
+    return latestEdits(this.#rows.entries(mine) as TreeEntry[]);
   }
 
   /** The latest thinking, model and tools entries on a leaf's path, and what they set: three reads. */
@@ -163,29 +200,59 @@ export class PathReads {
     };
     for (let end = plan.seqs.length; end > 0; end -= TURN_READ) {
       const entries = this.#rows.entries(plan.seqs.slice(Math.max(0, end - TURN_READ), end)) as TreeEntry[];
-      const messages = projectEntries(entries, compactionId);
+      const messages = projectEntries(entries, compactionId, { edits: plan.edits });
       const turn = cut(messages);
       if (turn) return turn;
       read.unshift(messages);
     }
-    const opening = plan.compaction ? projectEntries([plan.compaction], compactionId) : [];
+    const opening = plan.compaction
+      ? projectEntries([plan.compaction], compactionId, { edits: plan.edits })
+      : [];
     return cut(opening) ?? [...opening, ...read.flat()];
   }
 
   /** The context's messages as JSON, a page of entries at a time. */
-  *messagePages(plan: Pick<ContextPlan, "compaction" | "seqs">): Generator<string[]> {
+  *messagePages(plan: Pick<ContextPlan, "compaction" | "seqs" | "edits">): Generator<string[]> {
     const compactionId = plan.compaction?.id;
-    if (plan.compaction) yield projectEntries([plan.compaction], compactionId).map((m) => JSON.stringify(m));
-    yield* this.projectedPages(plan.seqs, compactionId);
+    const { edits } = plan;
+    if (plan.compaction) {
+      yield projectEntries([plan.compaction], compactionId, { edits }).map((m) => JSON.stringify(m));
+    }
+    yield* this.projectedPages(plan.seqs, compactionId, edits);
   }
 
-  /** The messages the entries of `seqs` project to, as JSON, a page of entries at a time. */
-  *projectedPages(seqs: readonly number[], compactionId: string | undefined): Generator<string[]> {
+  /** The messages the entries of `seqs` project to (with the context's `edits`), as JSON, a page of entries at a time. */
+  *projectedPages(
+    seqs: readonly number[],
+    compactionId: string | undefined,
+    edits: ReadonlyMap<string, ContextEditEntry>,
+  ): Generator<string[]> {
     for (let rest = seqs; rest.length > 0; ) {
       const page = this.#rows.page(rest);
-      yield projectEntries(page.entries as TreeEntry[], compactionId).map((m) => JSON.stringify(m));
+      yield projectEntries(page.entries as TreeEntry[], compactionId, { edits }).map((m) =>
+        JSON.stringify(m),
+      );
       rest = page.rest;
     }
+  }
+
+  /**
+   * Whether context edits reach the entries of `seqs`: one of them is an edit, or an edit names
+   * one of them (only a hand-made file holds an edit before its target; pi writes it after).
+   * Entries appended to a context with an edit among them did not only grow it. An edit stored in
+   * chunks is not looked into, and counts.
+   */
+  editsReach(seqs: readonly number[]): boolean {
+    if (seqs.length === 0) return false;
+    const list = JSON.stringify(seqs);
+    return (
+      this.#sql<{ one: number }>`
+        SELECT 1 AS one FROM entries e WHERE e.type = 'context_edit' AND (
+          e.seq IN (SELECT value FROM json_each(${list}))
+          OR e.body IS NULL
+          OR e.body->>'targetId' IN (SELECT id FROM entries WHERE seq IN (SELECT value FROM json_each(${list})))
+        ) LIMIT 1`.toArray().length > 0
+    );
   }
 
   /**

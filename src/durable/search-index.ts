@@ -155,6 +155,7 @@ export class SearchIndex {
       meta.set(row.seq, row);
     }
     const onBranch = this.#branchSeqs(leafId, [...meta.values()]);
+    const editedBy = this.#edits(onBranch);
     const hits: SearchHit[] = [];
     for (const seq of seqs) {
       const entry = meta.get(seq);
@@ -170,6 +171,7 @@ export class SearchIndex {
         type: entry.type as SearchHit["type"],
         ...(entry.role === null ? {} : { role: entry.role }),
         onBranch: onBranch.has(seq),
+        ...(onBranch.has(seq) && editedBy.has(entry.id) ? { editedBy: editedBy.get(entry.id) } : {}),
         field: inThinking ? "thinking" : "text",
         snippet: shown.snippet,
         highlights: shown.highlights,
@@ -185,6 +187,22 @@ export class SearchIndex {
     const depths = hits.map((hit) => hit.depth).filter((depth): depth is number => depth !== null);
     if (!leaf || depths.length === 0) return new Set();
     return new Set(this.#paths.ancestors(leaf.seq, Math.min(...depths)));
+  }
+
+  /**
+   * The latest context edit of each entry among `branch` (seqs of a path): an edit of a path entry
+   * lies below it, so on the same path. Entry id → the edit's id.
+   */
+  #edits(branch: ReadonlySet<number>): Map<string, string> {
+    const edits = new Map<string, string>();
+    if (branch.size === 0) return edits;
+    for (const row of this.#sql<{ id: string; target: string | null }>`
+      SELECT id, body->>'targetId' AS target FROM entries
+      WHERE type = 'context_edit' AND seq IN (SELECT value FROM json_each(${JSON.stringify([...branch])}))
+      ORDER BY seq`) {
+      if (row.target !== null) edits.set(row.target, row.id);
+    }
+    return edits;
   }
 
   /** The session's text as its directory shard searches it (see DIGEST_*). */

@@ -323,7 +323,9 @@ export class SqliteSession {
       if (delta) {
         const { settings } = leaf ? this.#paths.settings(leaf) : this.#paths.contextPlan(null);
         const opening = contextOpening(systemPrompt, settings, { version, since }, "append");
-        const chunks = contextChunks(opening, this.#paths.projectedPages(delta.seqs, delta.compactionId));
+        // A delta holds no edit and no entry an edit names (see #delta): nothing to apply.
+        const pages = this.#paths.projectedPages(delta.seqs, delta.compactionId, new Map());
+        const chunks = contextChunks(opening, pages);
         return {
           version,
           kind: "delta",
@@ -350,7 +352,9 @@ export class SqliteSession {
 
   /**
    * What the context of `leaf` adds to the one `previous` names, when it only grew: the same
-   * compaction, and the old leaf on the new one's path. Costs the part between the two.
+   * compaction, the old leaf on the new one's path, and no context edit reaching the part between
+   * (an edit changes an earlier message). Costs the part between the two, and a look at the
+   * session's edits.
    */
   #delta(
     previous: ContextVersion,
@@ -361,14 +365,16 @@ export class SqliteSession {
       leaf?.last_compaction == null ? undefined : this.#rows.nodeAt(leaf.last_compaction)?.id;
     if (previous.leafSeq === 0) {
       // From no leaf: everything the context holds now (no compaction, so the whole path).
-      return previous.compactionSeq === 0
-        ? { seqs: leaf ? this.#paths.pathSeqs(leaf.id) : [], compactionId }
-        : undefined;
+      if (previous.compactionSeq !== 0) return undefined;
+      const seqs = leaf ? this.#paths.pathSeqs(leaf.id) : [];
+      return this.#paths.editsReach(seqs) ? undefined : { seqs, compactionId };
     }
     const from = this.#rows.nodeAt(previous.leafSeq);
     if (!from || !leaf || from.type === "leaf") return undefined;
     const seqs = this.#paths.pathAfter(from, leaf);
-    return seqs && { seqs, compactionId };
+    // An edit changes an earlier message: the context did not only grow.
+    if (!seqs || this.#paths.editsReach(seqs)) return undefined;
+    return { seqs, compactionId };
   }
 
   lastSeq(): number {
@@ -388,6 +394,7 @@ export class SqliteSession {
       return {
         compactionId: plan.compaction?.id,
         settings: plan.settings,
+        edits: plan.edits,
         pages: this.#paths.messagePages(plan),
       };
     });

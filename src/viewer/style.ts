@@ -148,9 +148,12 @@ input[type=search], input[type=text], input[type=password] {
 .badge { border-radius: 8px; padding: 0 6px; font-size: 11px; flex: none; font-style: normal; }
 .leaf-badge { background: var(--leaf); color: var(--pane); }
 .label-chip { background: var(--label); color: var(--pane); }
+.edited-chip { border: 1px dashed var(--compaction); color: var(--compaction); }
 .mark { border-radius: 4px; padding: 0 5px; font-size: 11px; border: 1px solid currentColor; flex: none; font-style: normal; }
 .mark-compaction { color: var(--compaction); }
 .mark-branch_summary { color: var(--summary); }
+.mark-context_edit { color: var(--compaction); }
+.mark-usage { color: var(--muted); }
 .mark-model_change, .mark-thinking_level_change, .mark-active_tools_change { color: var(--model); }
 .mark-session_info, .mark-label { color: var(--label); }
 .role-user .kind { color: var(--accent); }

@@ -638,6 +638,46 @@ describe("the session viewer", () => {
     await page.close();
   });
 
+  test("shows an edited entry with what it says and what the edit shows instead, and system messages", async () => {
+    const sid = "viewer-edits";
+    await request(service.url, "POST", "/v1/sessions", { id: sid });
+    await request(service.url, "POST", `/v1/sessions/${sid}/entries`, {
+      entries: [
+        {
+          type: "message",
+          id: "sys",
+          message: { role: "system", content: "You help.", sections: { cwd: "/work" }, timestamp: 1 },
+        },
+        user("eq", "my password is hunter2"),
+        assistant("ea", [{ type: "text", text: "noted" }]),
+        {
+          type: "context_edit",
+          id: "edit",
+          targetId: "eq",
+          replacement: { content: "my password is [redacted]" },
+        },
+      ],
+    });
+    const page = await newPage();
+    await openSession(page, sid);
+    // The edited entry keeps its own text and says what the context shows instead.
+    await expect.poll(() => row(page, "eq").locator(".text").textContent()).toContain("hunter2");
+    const chip = row(page, "eq").locator(".edited-chip");
+    await expect
+      .poll(() => chip.getAttribute("title"))
+      .toBe("context edit edit: now “my password is [redacted]”");
+    await expect.poll(() => row(page, "edit").textContent()).toContain("eq: now “my password is [redacted]”");
+    expect(await row(page, "edit").locator(".mark-context_edit").count()).toBe(1);
+    // The context at the leaf holds the edited text, and the system message with its section.
+    await select(page, "edit");
+    const context = page.locator("#context");
+    expect(await context.textContent()).toContain("my password is [redacted]");
+    expect(await context.textContent()).not.toContain("hunter2");
+    expect(await context.locator('article[data-role="system"]').textContent()).toContain("section cwd");
+    await screenshot(page, "edits");
+    await page.close();
+  });
+
   test("no script error happened on any page, and nothing the pages load was missing", () => {
     expect(pageErrors).toEqual([]);
     expect(missingResources).toEqual([]);

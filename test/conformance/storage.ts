@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { EntryInput, ErrorCode, Session, SessionRepo, TreeNode } from "../../src/core";
 import { newId, parsePi, SessionError, treeToJson, walkTree } from "../../src/core";
 import { assistant, messageEntry, PiFile, user } from "./fixtures";
+import { pi16Conformance } from "./pi16";
 
 /*
  * One set of behavioural cases for every backend: memory, JSONL files, the Durable Object's
@@ -887,6 +888,8 @@ export function storageConformance(
         await expectCode(repo.open(file.id), "not_found");
       });
     });
+
+    pi16Conformance(makeRepo);
 
     describe("scale", () => {
       it(`returns a ${deepChain}-entry chain as one path and tree without overflowing`, async () => {

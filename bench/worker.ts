@@ -2,12 +2,12 @@ import { DurableObject } from "cloudflare:workers";
 import type { EntryInput, SessionHeader } from "../src/core";
 import { newId, nowIso } from "../src/core";
 import type { DurableEnv } from "../src/durable";
-import { directoryShard, shardCount, shardOf } from "../src/durable/directory-shards";
-import { EntryRows } from "../src/durable/entry-rows";
-import { PathReads } from "../src/durable/path-reads";
-import type { DirectoryReport } from "../src/durable/session-directory";
+import type { DirectoryReport } from "../src/durable/directory/session-directory";
+import { directoryShard, shardCount, shardOf } from "../src/durable/router/directory-shards";
+import { EntryRows } from "../src/durable/session/entry-rows";
+import { PathReads } from "../src/durable/session/path-reads";
+import { SessionStore } from "../src/durable/session/session-store";
 import { sqlOf } from "../src/durable/sql";
-import { SqliteSession } from "../src/durable/sqlite-session";
 import { createApp } from "../src/http";
 
 export { SessionDirectory, SessionObject } from "../src/durable";
@@ -17,13 +17,13 @@ export { SessionDirectory, SessionObject } from "../src/durable";
  * from inside, where the clock is the object's own: batch appends, buildContext, raw SQLite.
  */
 export class BenchObject extends DurableObject {
-  readonly #session: SqliteSession;
+  readonly #session: SessionStore;
   /** The session's path reads without the kept head context: a context as read from storage. */
   readonly #paths: PathReads;
 
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env as never);
-    this.#session = ctx.storage.transactionSync(() => new SqliteSession(ctx.storage));
+    this.#session = ctx.storage.transactionSync(() => new SessionStore(ctx.storage));
     const sql = sqlOf(ctx.storage.sql);
     this.#paths = new PathReads(new EntryRows(ctx.storage.sql, sql), sql);
   }

@@ -1,6 +1,6 @@
 import type { SummarizerConfig } from "../core";
-import type { SessionDirectory } from "./session-directory";
-import type { SessionObject } from "./session-object";
+import type { SessionDirectory } from "./directory/session-directory";
+import type { SessionObject } from "./session/session-object";
 
 /** The bindings the Durable Objects and the router need (see wrangler.toml and docs/configuration.md). */
 export interface DurableEnv extends SummarizerConfig {

@@ -5,7 +5,7 @@ import type {
   ContextSettings,
   StoredEntry,
   TreeEntry,
-} from "../core";
+} from "../../core";
 import {
   deriveState,
   isSystemMessageEntry,
@@ -14,9 +14,9 @@ import {
   projectEntries,
   SessionError,
   startsTurn,
-} from "../core";
+} from "../../core";
+import type { Sql } from "../sql";
 import type { EntryRows, Node } from "./entry-rows";
-import type { Sql } from "./sql";
 
 /*
  * Paths of a session's tree, walked over the rows' parent seqs without reading payloads, and the

@@ -1,6 +1,6 @@
-import type { Quotas } from "./quotas";
-import { quotaExceeded } from "./quotas";
-import type { Sql } from "./sql";
+import type { Quotas } from "../quotas";
+import { quotaExceeded } from "../quotas";
+import type { Sql } from "../sql";
 
 /*
  * A tenant's quota ledger, kept by its directory shard 0 once the tenant has a tenant-wide quota

@@ -1,5 +1,5 @@
-import type { ForkPathEntry, LeafOptions, SessionHeader } from "../core";
-import { headFor } from "../core";
+import type { ForkPathEntry, LeafOptions, SessionHeader } from "../../core";
+import { headFor } from "../../core";
 import type { EntryRows } from "./entry-rows";
 import type { PathReads } from "./path-reads";
 

@@ -16,23 +16,23 @@ import type {
   SessionSearchPage,
   StoredEntry,
   TreeRow,
-} from "../core";
-import { capture, ERROR_STATUS, newId, SessionError, unwrap, utf8Length } from "../core";
+} from "../../core";
+import { capture, ERROR_STATUS, newId, SessionError, unwrap, utf8Length } from "../../core";
+import type { DurableEnv } from "../env";
+import { logBackgroundFailure, tenantHash } from "../log-line";
+import type { MetricPoint } from "../metrics";
+import { writeMetric } from "../metrics";
+import { sessionObjectName } from "../names";
+import { directoryShard } from "../router/directory-shards";
+import { sqlOf } from "../sql";
 import { AutoCompaction } from "./auto-compaction";
-import { directoryShard } from "./directory-shards";
 import type { CopiedRow, EntryPage } from "./entry-rows";
-import type { DurableEnv } from "./env";
 import { EventHub } from "./event-hub";
 import type { ForkSource } from "./fork-copy";
 import { PENDING_MS, recoveryWindowMs, SessionLifecycle } from "./lifecycle";
-import { logBackgroundFailure, tenantHash } from "./log-line";
-import type { MetricPoint } from "./metrics";
-import { writeMetric } from "./metrics";
-import { sessionObjectName } from "./names";
 import type { ByteLimit } from "./quota-checks";
 import { CLAIM_ATTEMPTS, ClaimExceeded, QuotaChecks } from "./quota-checks";
-import { sqlOf } from "./sql";
-import { SqliteSession } from "./sqlite-session";
+import { SessionStore } from "./session-store";
 
 /** Milliseconds one call of a fork's copy spends copying pages before it answers with the rest. */
 const COPY_BUDGET_MS = 1000;
@@ -95,7 +95,7 @@ export type ExpiryOutcome = "expired" | "kept" | "missing";
  * worker-side `SessionObjectStorage` turns failures back into `SessionError`s.
  */
 export class SessionObject extends DurableObject<DurableEnv> {
-  readonly #session: SqliteSession;
+  readonly #session: SessionStore;
   readonly #events: EventHub;
   readonly #lifecycle: SessionLifecycle;
   #syncScheduled = false;
@@ -107,7 +107,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
 
   constructor(ctx: DurableObjectState, env: DurableEnv) {
     super(ctx, env);
-    this.#session = ctx.storage.transactionSync(() => new SqliteSession(ctx.storage, () => this.#byteLimit));
+    this.#session = ctx.storage.transactionSync(() => new SessionStore(ctx.storage, () => this.#byteLimit));
     this.#quotas = new QuotaChecks(env);
     const session = this.#session;
     this.#events = new EventHub(
@@ -148,7 +148,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     if (this.#lifecycle.deleted) throw new SessionError("not_found", "session does not exist");
   }
 
-  #run<T>(read: (session: SqliteSession) => T): Promise<Result<T>> {
+  #run<T>(read: (session: SessionStore) => T): Promise<Result<T>> {
     return capture(() => {
       this.#checkListed();
       return read(this.#session);
@@ -156,7 +156,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   /** Runs a write, then makes sure the directory will hear of it. */
-  #write<T>(write: (session: SqliteSession) => T): Promise<Result<T>> {
+  #write<T>(write: (session: SessionStore) => T): Promise<Result<T>> {
     return capture(() => {
       this.#checkListed();
       const result = write(this.#session);
@@ -174,7 +174,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
    * it needs more of the tenant's room than the session was granted, the room is asked for and the
    * write made again (nothing was written the first time).
    */
-  async #limitedWrite<T>(write: (store: SqliteSession) => T): Promise<Result<T>> {
+  async #limitedWrite<T>(write: (store: SessionStore) => T): Promise<Result<T>> {
     return this.#withinQuotas(() => this.#write(write));
   }
 

@@ -1,9 +1,9 @@
-import { SessionError, unwrap } from "../core";
-import { directoryShard } from "./directory-shards";
-import type { DurableEnv } from "./env";
-import type { Quotas } from "./quotas";
-import { quotaExceeded, quotasFor } from "./quotas";
-import type { ClaimRequest } from "./tenant-ledger";
+import { SessionError, unwrap } from "../../core";
+import type { ClaimRequest } from "../directory/tenant-ledger";
+import type { DurableEnv } from "../env";
+import type { Quotas } from "../quotas";
+import { quotaExceeded, quotasFor } from "../quotas";
+import { directoryShard } from "../router/directory-shards";
 
 /*
  * A session object's side of the quotas. `maxSessionBytes` is the session's own affair. The

@@ -1,8 +1,8 @@
-import type { ListOptions, SessionInfo, SessionPage, TenantSearchResult } from "../core";
-import { encodeCursor, SseReader, sessionsPageLimit, sortKey } from "../core";
-import type { DurableEnv } from "./env";
-import { directoryObjectName } from "./names";
-import type { SessionDirectory } from "./session-directory";
+import type { ListOptions, SessionInfo, SessionPage, TenantSearchResult } from "../../core";
+import { encodeCursor, SseReader, sessionsPageLimit, sortKey } from "../../core";
+import type { SessionDirectory } from "../directory/session-directory";
+import type { DurableEnv } from "../env";
+import { directoryObjectName } from "../names";
 
 /*
  * A tenant's directory in shards: each session reports to one shard for its whole life, chosen

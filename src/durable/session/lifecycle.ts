@@ -1,7 +1,7 @@
-import { LATEST_EXPIRES_AT } from "../core";
-import type { DurableEnv } from "./env";
+import { LATEST_EXPIRES_AT } from "../../core";
+import type { DurableEnv } from "../env";
+import type { Sql } from "../sql";
 import { hasSchema } from "./schema";
-import type { Sql } from "./sql";
 
 /*
  * Where a session stands apart from its content: the directory shard it reports to (fixed when it

@@ -22,7 +22,7 @@ import type {
   StoredEntry,
   TreeEntry,
   TreeRow,
-} from "../core";
+} from "../../core";
 import {
   applyEntryToStats,
   emptyStats,
@@ -36,7 +36,10 @@ import {
   SessionError,
   sessionInfo,
   startsTurn,
-} from "../core";
+} from "../../core";
+import { quotaExceeded } from "../quotas";
+import type { Sql } from "../sql";
+import { sqlOf } from "../sql";
 import type { CopiedRow, EntryPage, Node } from "./entry-rows";
 import { EntryRows } from "./entry-rows";
 import type { ForkSource } from "./fork-copy";
@@ -46,12 +49,9 @@ import { HeadContext } from "./head-context";
 import { PathReads } from "./path-reads";
 import type { ByteLimit } from "./quota-checks";
 import { ClaimExceeded } from "./quota-checks";
-import { quotaExceeded } from "./quotas";
 import { hasSchema, updateSchema } from "./schema";
 import type { SearchDigest } from "./search-index";
 import { SearchIndex } from "./search-index";
-import type { Sql } from "./sql";
-import { sqlOf } from "./sql";
 
 /*
  * One session in a Durable Object's SQLite: its state (header, leaf, counts) kept in memory and in
@@ -144,7 +144,7 @@ export interface ContextBody {
 /** What a committed write wrote, and the head it left. */
 export type WriteListener = (entries: StoredEntry[], leafId: string | null) => void;
 
-export class SqliteSession {
+export class SessionStore {
   readonly #storage: DurableObjectStorage;
   readonly #sql: Sql;
   readonly #rows: EntryRows;

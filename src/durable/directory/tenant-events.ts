@@ -1,6 +1,6 @@
-import type { SessionInfo, TenantEvent } from "../core";
-import { SessionError, sseFrame } from "../core";
-import { EventStream } from "./event-stream";
+import type { SessionInfo, TenantEvent } from "../../core";
+import { SessionError, sseFrame } from "../../core";
+import { EventStream } from "../session/event-stream";
 
 /*
  * The watchers of one directory shard: what its listing gains, changes and loses, live. Nothing is

@@ -1,6 +1,6 @@
-import type { EntryQuery, EntryRef, EntryType, PlannedWrite, StoredEntry, TreeRow } from "../core";
-import { entryPage, nonBlank } from "../core";
-import type { Sql } from "./sql";
+import type { EntryQuery, EntryRef, EntryType, PlannedWrite, StoredEntry, TreeRow } from "../../core";
+import { entryPage, nonBlank } from "../../core";
+import type { Sql } from "../sql";
 
 /*
  * Entry rows of a session's SQLite: writing them (with their path indexes, payloads over

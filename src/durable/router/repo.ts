@@ -30,7 +30,7 @@ import type {
   TenantSearchResult,
   TreeEntry,
   TreeNode,
-} from "../core";
+} from "../../core";
 import {
   buildTree,
   checkSessionId,
@@ -45,7 +45,16 @@ import {
   unwrap,
   utf8Length,
   writeImport,
-} from "../core";
+} from "../../core";
+import type { Retention } from "../directory/session-directory";
+import type { DurableEnv } from "../env";
+import { sessionObjectName } from "../names";
+import type { Quotas } from "../quotas";
+import { quotasFor } from "../quotas";
+import type { EntryPage } from "../session/entry-rows";
+import type { ForkSource } from "../session/fork-copy";
+import { recoveryWindowMs } from "../session/lifecycle";
+import type { SessionObject } from "../session/session-object";
 import {
   directoryShard,
   directoryShards,
@@ -55,15 +64,6 @@ import {
   shardCount,
   shardOf,
 } from "./directory-shards";
-import type { EntryPage } from "./entry-rows";
-import type { DurableEnv } from "./env";
-import type { ForkSource } from "./fork-copy";
-import { recoveryWindowMs } from "./lifecycle";
-import { sessionObjectName } from "./names";
-import type { Quotas } from "./quotas";
-import { quotasFor } from "./quotas";
-import type { Retention } from "./session-directory";
-import type { SessionObject } from "./session-object";
 import type { TenantUsage } from "./tenant-usage";
 import { tenantUsage } from "./tenant-usage";
 

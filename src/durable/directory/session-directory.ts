@@ -7,7 +7,7 @@ import type {
   SessionPage,
   TenantSearchOptions,
   TenantSearchResult,
-} from "../core";
+} from "../../core";
 import {
   capture,
   DEFAULT_SEARCH_HITS,
@@ -17,16 +17,16 @@ import {
   readSnippet,
   sessionsPageLimit,
   unwrap,
-} from "../core";
-import { directoryShard, directoryShards, rankResults } from "./directory-shards";
-import type { DurableEnv } from "./env";
-import { logBackgroundFailure } from "./log-line";
-import { sessionObjectName } from "./names";
-import { quotasFor } from "./quotas";
-import type { SearchDigest } from "./search-index";
-import type { ExpiryOutcome } from "./session-object";
-import type { Sql } from "./sql";
-import { matchRows, migrate, sqlOf } from "./sql";
+} from "../../core";
+import type { DurableEnv } from "../env";
+import { logBackgroundFailure } from "../log-line";
+import { sessionObjectName } from "../names";
+import { quotasFor } from "../quotas";
+import { directoryShard, directoryShards, rankResults } from "../router/directory-shards";
+import type { SearchDigest } from "../session/search-index";
+import type { ExpiryOutcome } from "../session/session-object";
+import type { Sql } from "../sql";
+import { matchRows, migrate, sqlOf } from "../sql";
 import { TenantEventHub } from "./tenant-events";
 import type { ClaimRequest, SeedRow } from "./tenant-ledger";
 import { TenantLedger } from "./tenant-ledger";

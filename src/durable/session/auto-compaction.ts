@@ -1,4 +1,4 @@
-import type { AutoCompactStatus, CompactionStorage, Result, SummarizerConfig } from "../core";
+import type { AutoCompactStatus, CompactionStorage, Result, SummarizerConfig } from "../../core";
 import {
   compactSession,
   estimatePathTokens,
@@ -6,10 +6,10 @@ import {
   SessionError,
   summarizerFromConfig,
   unwrap,
-} from "../core";
-import type { MetricPoint } from "./metrics";
-import { measuredSummarizer } from "./metrics";
-import type { SqliteSession } from "./sqlite-session";
+} from "../../core";
+import type { MetricPoint } from "../metrics";
+import { measuredSummarizer } from "../metrics";
+import type { SessionStore } from "./session-store";
 
 /*
  * Automatic compaction of one session, run by its object's alarm after writes: when `autoCompact`
@@ -20,11 +20,11 @@ import type { SqliteSession } from "./sqlite-session";
 
 /** What automatic compaction needs of the session's object. */
 export interface AutoCompactionHost {
-  readonly session: SqliteSession;
+  readonly session: SessionStore;
   /** The summarizer's settings (the object's environment, read when a compaction runs). */
   summarizerConfig(): SummarizerConfig;
   /** A write through the object's checks (quotas), as every write. */
-  write<T>(write: (session: SqliteSession) => T): Promise<Result<T>>;
+  write<T>(write: (session: SessionStore) => T): Promise<Result<T>>;
   /** Whether the session was deleted or purged meanwhile. */
   gone(): boolean;
   /** The session's watchers hear of each change of state. */

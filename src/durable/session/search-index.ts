@@ -1,4 +1,10 @@
-import type { PlannedWrite, SearchHit, SessionEntry, SessionSearchOptions, SessionSearchPage } from "../core";
+import type {
+  PlannedWrite,
+  SearchHit,
+  SessionEntry,
+  SessionSearchOptions,
+  SessionSearchPage,
+} from "../../core";
 import {
   DEFAULT_SEARCH_HITS,
   decodeSearchCursor,
@@ -6,11 +12,11 @@ import {
   entrySearchText,
   ftsQuery,
   readSnippet,
-} from "../core";
+} from "../../core";
+import type { Sql } from "../sql";
+import { matchRows } from "../sql";
 import type { EntryRows } from "./entry-rows";
 import type { PathReads } from "./path-reads";
-import type { Sql } from "./sql";
-import { matchRows } from "./sql";
 
 /*
  * Full-text search of one session: an FTS5 table (`entry_text`, rowid = the entry's seq) written in

@@ -1,5 +1,5 @@
-import type { Sql } from "./sql";
-import { migrate } from "./sql";
+import type { Sql } from "../sql";
+import { migrate } from "../sql";
 
 /*
  * The tables of one session. Entries are rows keyed by `seq`; a row keeps, beside the entry's

@@ -6,6 +6,7 @@ export * from "./codex-format";
 export * from "./compact-session";
 export * from "./compaction";
 export * from "./context";
+export * from "./context-answer";
 export * from "./context-edits";
 export * from "./entries";
 export * from "./errors";

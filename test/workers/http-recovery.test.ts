@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { DurableEnv } from "../../src/durable";
 import { sessionObjectName } from "../../src/durable";
-import { directoryShard, shardCount, shardOf } from "../../src/durable/router/directory-shards";
+import { directoryShard, shardCount, shardOf } from "../../src/durable/names";
 import { watchEvents } from "./events-helpers";
 import {
   api,

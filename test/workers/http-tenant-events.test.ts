@@ -4,7 +4,7 @@ import { createClient } from "../../src/client";
 import type { TenantEvent } from "../../src/core";
 import { SseReader } from "../../src/core";
 import type { DurableEnv } from "../../src/durable";
-import { shardCount, shardOf } from "../../src/durable/router/directory-shards";
+import { shardCount, shardOf } from "../../src/durable/names";
 import { api, KEY_A, KEY_A_READ, KEY_B, sid, userMessage } from "./helpers";
 
 /** The tenant's event stream, read event by event. */

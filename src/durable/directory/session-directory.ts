@@ -20,15 +20,12 @@ import {
 } from "../../core";
 import type { DurableEnv } from "../env";
 import { logBackgroundFailure } from "../log-line";
-import { sessionObjectName } from "../names";
+import { directoryShard, directoryShards, sessionObjectName } from "../names";
 import { quotasFor } from "../quotas";
-import { directoryShard, directoryShards, rankResults } from "../router/directory-shards";
-import type { SearchDigest } from "../session/search-index";
-import type { ExpiryOutcome } from "../session/session-object";
 import type { Sql } from "../sql";
 import { matchRows, migrate, sqlOf } from "../sql";
+import type { ClaimRequest, DirectoryReport, ExpiryOutcome, Retention, SeedRow, TenantUsage } from "../types";
 import { TenantEventHub } from "./tenant-events";
-import type { ClaimRequest, SeedRow } from "./tenant-ledger";
 import { TenantLedger } from "./tenant-ledger";
 
 /*
@@ -145,35 +142,25 @@ export function matchScore(matches: readonly SessionMatch[]): number {
   );
 }
 
-export interface DirectoryReport {
-  info: SessionInfo;
-  /** Which life of the id this is: a deleted and re-created session is a new incarnation. */
-  incarnation: string;
-  /** Grows with every write to the session; older reports are ignored. */
-  version: number;
-  /** The tenant and shard the report goes to (the shard learns who it is from them). */
-  tenant?: string;
-  shard?: number;
-  /** What the tenant's search finds the session by, besides its name and preview. */
-  search?: SearchDigest;
-}
-
-/** What a tenant stores, as its sessions last reported it. */
-export interface TenantUsage {
-  sessions: number;
-  entries: number;
-  bytes: number;
-}
-
-/** The tenant's retention: sessions idle (no write) for this many days are deleted; null keeps them. */
-export interface Retention {
-  idleDays: number | null;
-}
-
 interface Identity {
   tenant: string;
   shard: number;
   idleDays: number | null;
+}
+
+/** Search results best first: by score, then the most recently updated, then by id. */
+export function rankResults(results: TenantSearchResult[]): TenantSearchResult[] {
+  return results.sort(
+    (a, b) =>
+      b.score - a.score ||
+      (a.session.updatedAt === b.session.updatedAt
+        ? a.session.id < b.session.id
+          ? -1
+          : 1
+        : a.session.updatedAt < b.session.updatedAt
+          ? 1
+          : -1),
+  );
 }
 
 export class SessionDirectory extends DurableObject<DurableEnv> {

@@ -1,6 +1,7 @@
 import type { Quotas } from "../quotas";
 import { quotaExceeded } from "../quotas";
 import type { Sql } from "../sql";
+import type { ClaimRequest, SeedRow } from "../types";
 
 /*
  * A tenant's quota ledger, kept by its directory shard 0 once the tenant has a tenant-wide quota
@@ -21,23 +22,6 @@ import type { Sql } from "../sql";
  */
 const CLAIM_CHUNK_BYTES = 256 * 1024;
 const CLAIM_CHUNK_SHARE = 64;
-
-export interface ClaimRequest {
-  sessionId: string;
-  /** Bytes the session holds now. */
-  holds: number;
-  /** Bytes its write adds. */
-  wants: number;
-  /** Increases with each request the session makes. */
-  seq: number;
-  /** A session being created (or restored): it counts against `maxSessions` from now. */
-  newSession: boolean;
-}
-
-export interface SeedRow {
-  id: string;
-  bytes: number;
-}
 
 export class TenantLedger {
   readonly #sql: Sql;

@@ -1,51 +1,11 @@
 import type { ListOptions, SessionInfo, SessionPage, TenantSearchResult } from "../../core";
 import { encodeCursor, SseReader, sessionsPageLimit, sortKey } from "../../core";
-import type { SessionDirectory } from "../directory/session-directory";
-import type { DurableEnv } from "../env";
-import { directoryObjectName } from "../names";
+import { rankResults } from "../directory/session-directory";
 
 /*
- * A tenant's directory in shards: each session reports to one shard for its whole life, chosen
- * when it is created by a stable hash of its id over the shard count configured then
- * (DIRECTORY_SHARDS). Listing and search ask every shard and merge.
- *
- * The count may grow: sessions created before keep reporting to the shard they were given (it is
- * stored with them), new sessions spread over all shards, and listing reads every shard up to the
- * current count, which includes every shard ever used. So no row is lost or listed twice. The
- * count must never shrink: the shards above it would no longer be read.
+ * Listing, search and events of a tenant's directory ask every shard (names.ts says which) and
+ * merge what they answer.
  */
-
-export const DEFAULT_SHARDS = 1;
-export const MAX_SHARDS = 64;
-
-/** The configured shard count (DIRECTORY_SHARDS, 1 to 64). */
-export function shardCount(env: Pick<DurableEnv, "DIRECTORY_SHARDS">): number {
-  const value = Number(env.DIRECTORY_SHARDS ?? DEFAULT_SHARDS);
-  return Number.isInteger(value) && value >= 1 ? Math.min(value, MAX_SHARDS) : DEFAULT_SHARDS;
-}
-
-/** FNV-1a over the id's UTF-8 bytes: the same shard for the same id, in every runtime and release. */
-export function shardOf(sessionId: string, shards: number): number {
-  let hash = 0x811c9dc5;
-  for (const byte of new TextEncoder().encode(sessionId)) {
-    hash ^= byte;
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return hash % shards;
-}
-
-export function directoryShard(
-  env: Pick<DurableEnv, "DIRECTORY">,
-  tenant: string,
-  shard: number,
-): DurableObjectStub<SessionDirectory> {
-  return env.DIRECTORY.getByName(directoryObjectName(tenant, shard));
-}
-
-/** Every shard of a tenant's directory, in order. */
-export function directoryShards(env: DurableEnv, tenant: string): DurableObjectStub<SessionDirectory>[] {
-  return Array.from({ length: shardCount(env) }, (_, shard) => directoryShard(env, tenant, shard));
-}
 
 /**
  * One page of the tenant's listing from the pages each shard answered for the same options: each
@@ -67,21 +27,6 @@ export function mergePages(pages: readonly SessionPage[], options: ListOptions):
     sessions: page.map(({ info }) => info),
     nextCursor: more && last ? encodeCursor(last.key, last.info.id) : null,
   };
-}
-
-/** Search results best first: by score, then the most recently updated, then by id. */
-export function rankResults(results: TenantSearchResult[]): TenantSearchResult[] {
-  return results.sort(
-    (a, b) =>
-      b.score - a.score ||
-      (a.session.updatedAt === b.session.updatedAt
-        ? a.session.id < b.session.id
-          ? -1
-          : 1
-        : a.session.updatedAt < b.session.updatedAt
-          ? 1
-          : -1),
-  );
 }
 
 /** The best `limit` results of every shard's best. */

@@ -46,24 +46,14 @@ import {
   utf8Length,
   writeImport,
 } from "../../core";
-import type { Retention } from "../directory/session-directory";
 import type { DurableEnv } from "../env";
-import { sessionObjectName } from "../names";
+import { directoryShard, directoryShards, sessionObjectName, shardCount, shardOf } from "../names";
 import type { Quotas } from "../quotas";
 import { quotasFor } from "../quotas";
-import type { EntryPage } from "../session/entry-rows";
-import type { ForkSource } from "../session/fork-copy";
 import { recoveryWindowMs } from "../session/lifecycle";
 import type { SessionObject } from "../session/session-object";
-import {
-  directoryShard,
-  directoryShards,
-  mergeEventStreams,
-  mergePages,
-  mergeSearchResults,
-  shardCount,
-  shardOf,
-} from "./directory-shards";
+import type { ContextAnswer, EntryPage, ForkSource, Retention } from "../types";
+import { mergeEventStreams, mergePages, mergeSearchResults } from "./directory-shards";
 import type { TenantUsage } from "./tenant-usage";
 import { tenantUsage } from "./tenant-usage";
 
@@ -95,7 +85,7 @@ export class SessionObjectStorage implements SessionStorage {
   }
 
   getHeader(): Promise<SessionHeader> {
-    return call(this.#stub.header());
+    return call(this.#stub.getHeader());
   }
 
   updateHeader(patch: HeaderPatch): Promise<SessionHeader> {
@@ -103,19 +93,19 @@ export class SessionObjectStorage implements SessionStorage {
   }
 
   getInfo(): Promise<SessionInfo> {
-    return call(this.#stub.info());
+    return call(this.#stub.getInfo());
   }
 
   getLeafId(): Promise<string | null> {
-    return call(this.#stub.leaf());
+    return call(this.#stub.getLeafId());
   }
 
   setLeafId(targetId: string | null, options: LeafOptions = {}): Promise<StoredEntry<LeafEntry>> {
-    return call(this.#stub.setLeaf(targetId, options));
+    return call(this.#stub.setLeafId(targetId, options));
   }
 
   getEntry(id: string): Promise<StoredEntry | undefined> {
-    return call(this.#stub.entry(id));
+    return call(this.#stub.getEntry(id));
   }
 
   /** A first page, then the pages after it as they are read. */
@@ -137,31 +127,34 @@ export class SessionObjectStorage implements SessionStorage {
 
   /** Entries page by page; the first is read before this resolves, so a missing session fails here. */
   async entryPages(query: EntryQuery = {}): Promise<AsyncGenerator<StoredEntry[]>> {
-    return this.#pages(await call<EntryPage>(this.#stub.entries(query)));
+    return this.#pages(await call<EntryPage>(this.#stub.getEntries(query)));
   }
 
   /** The path page by page (see `entryPages`). */
   async branchPages(leafId?: string | null): Promise<AsyncGenerator<StoredEntry[]>> {
-    return this.#pages(await call<EntryPage>(this.#stub.branch(leafId)));
+    return this.#pages(await call<EntryPage>(this.#stub.getBranch(leafId)));
   }
 
   async getEntries(query: EntryQuery = {}): Promise<StoredEntry[]> {
-    return this.#drain(await call<EntryPage>(this.#stub.entries(query)));
+    return this.#drain(await call<EntryPage>(this.#stub.getEntries(query)));
   }
 
   async getBranch(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
-    return (await this.#drain(await call<EntryPage>(this.#stub.branch(leafId)))) as StoredEntry<TreeEntry>[];
+    return (await this.#drain(
+      await call<EntryPage>(this.#stub.getBranch(leafId)),
+    )) as StoredEntry<TreeEntry>[];
   }
 
   /**
    * The context of a leaf (the head when undefined) as JSON, streamed from the object (or whole,
-   * when the object kept it), with its version; only what was appended when it grew from `since`.
+   * when the object kept it), with its version; only what was appended when it grew from `since`;
+   * only the version when it is one of `ifNoneMatch`.
    */
-  context(
+  getContext(
     leafId?: string | null,
-    since?: string,
-  ): Promise<{ version: string; kind: "full" | "delta"; body: ReadableStream<Uint8Array> | string }> {
-    return call(this.#stub.context(leafId, since));
+    options: { since?: string; ifNoneMatch?: readonly string[] } = {},
+  ): Promise<ContextAnswer> {
+    return call(this.#stub.getContext(leafId, options));
   }
 
   /**
@@ -187,7 +180,7 @@ export class SessionObjectStorage implements SessionStorage {
 
   async getContextPath(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
     return (await this.#drain(
-      await call<EntryPage>(this.#stub.contextPath(leafId)),
+      await call<EntryPage>(this.#stub.getContextPath(leafId)),
     )) as StoredEntry<TreeEntry>[];
   }
 
@@ -195,12 +188,12 @@ export class SessionObjectStorage implements SessionStorage {
     const { rows, labels } = await call<{
       rows: Parameters<typeof buildTree>[0];
       labels: Record<string, string>;
-    }>(this.#stub.treeRows());
+    }>(this.#stub.getTreeRows());
     return buildTree(rows, labels);
   }
 
   getLabels(): Promise<Record<string, string>> {
-    return call(this.#stub.labels());
+    return call(this.#stub.getLabels());
   }
 
   /** Appends entries; a provider's message among them is converted inside the object, as it writes. */
@@ -208,7 +201,7 @@ export class SessionObjectStorage implements SessionStorage {
     entries: readonly AppendEntryInput[],
     options: AppendOptions & { validated?: boolean } = {},
   ): Promise<AppendResult> {
-    return call(this.#stub.append(entries, options));
+    return call(this.#stub.appendEntries(entries, options));
   }
 
   importEntries(entries: readonly SessionEntry[], options: ImportOptions = {}): Promise<void> {
@@ -274,7 +267,7 @@ export class SessionObjectStorage implements SessionStorage {
 
   /** Deletes the session, restorable for the recovery window (RECOVERY_WINDOW_SECONDS). */
   delete(): Promise<void> {
-    return call(this.#stub.destroy(this.#repo.recoveryMs));
+    return call(this.#stub.delete(this.#repo.recoveryMs));
   }
 
   /** Deletes the session for good, now (a deleted one too). */

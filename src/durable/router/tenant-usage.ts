@@ -1,6 +1,6 @@
-import type { TenantUsage } from "../directory/session-directory";
 import type { DurableEnv } from "../env";
-import { directoryShards } from "./directory-shards";
+import { directoryShards } from "../names";
+import type { TenantUsage } from "../types";
 
 /*
  * A tenant's usage as its directory sums it: the one place that knows where the figures live, so
@@ -8,7 +8,7 @@ import { directoryShards } from "./directory-shards";
  * of the sessions that report to it; the tenant's are their sum.
  */
 
-export type { TenantUsage } from "../directory/session-directory";
+export type { TenantUsage } from "../types";
 
 /** Sessions, entries and bytes of a tenant; with `except`, without that session. */
 export async function tenantUsage(env: DurableEnv, tenant: string, except?: string): Promise<TenantUsage> {

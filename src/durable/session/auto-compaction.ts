@@ -9,6 +9,7 @@ import {
 } from "../../core";
 import type { MetricPoint } from "../metrics";
 import { measuredSummarizer } from "../metrics";
+import type { ByteLimit } from "./quota-checks";
 import type { SessionStore } from "./session-store";
 
 /*
@@ -23,8 +24,8 @@ export interface AutoCompactionHost {
   readonly session: SessionStore;
   /** The summarizer's settings (the object's environment, read when a compaction runs). */
   summarizerConfig(): SummarizerConfig;
-  /** A write through the object's checks (quotas), as every write. */
-  write<T>(write: (session: SessionStore) => T): Promise<Result<T>>;
+  /** A write through the object's checks (within the session's room), as every write. */
+  write<T>(write: (session: SessionStore, room: ByteLimit | undefined) => T): Promise<Result<T>>;
   /** Whether the session was deleted or purged meanwhile. */
   gone(): boolean;
   /** The session's watchers hear of each change of state. */
@@ -52,7 +53,7 @@ export class AutoCompaction {
       getLeafId: async () => session.state.leafId,
       getContextPath: async (leafId) => session.contextEntries(leafId),
       appendEntries: async (entries, options) =>
-        unwrap(await this.#host.write((s) => s.appendEntries(entries, options))),
+        unwrap(await this.#host.write((s, room) => s.appendEntries(entries, options ?? {}, room))),
     };
   }
 

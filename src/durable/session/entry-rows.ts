@@ -1,6 +1,7 @@
 import type { EntryQuery, EntryRef, EntryType, PlannedWrite, StoredEntry, TreeRow } from "../../core";
 import { entryPage, nonBlank } from "../../core";
 import type { Sql } from "../sql";
+import type { CopiedRow, CopiedRows, EntryPage } from "../types";
 
 /*
  * Entry rows of a session's SQLite: writing them (with their path indexes, payloads over
@@ -19,35 +20,6 @@ const PAGE_CHARS = 8 * 1024 * 1024;
 const READ_BATCH = 256;
 /** Rows one multi-row INSERT writes. */
 const INSERT_BATCH = 500;
-
-/**
- * A row of a fork's path as it crosses to the new session: its columns as stored (the copy keeps
- * the source's seqs, so what a row points at, its parent and the latest compaction and settings on
- * its path, all on the same path, keeps its number) and its payload whole, with its UTF-8 size.
- */
-export interface CopiedRow {
-  seq: number;
-  id: string;
-  parent_id: string | null;
-  parent_seq: number | null;
-  type: EntryType;
-  role: string | null;
-  timestamp: string;
-  depth: number;
-  last_compaction: number | null;
-  last_thinking: number | null;
-  last_model: number | null;
-  last_tools: number | null;
-  body: string;
-  bytes: number;
-  [key: string]: SqlStorageValue;
-}
-
-/** Entries read in order until the page is full; `rest` are the seqs still to read. */
-export interface EntryPage {
-  entries: StoredEntry[];
-  rest: number[];
-}
 
 /** A row without its payload: where it sits in the tree and the latest settings on its path. */
 export interface Node {
@@ -195,7 +167,7 @@ export class EntryRows {
   }
 
   /** Rows of a path (`seqs`, root first) as a fork copies them, a page at a time. */
-  pathRows(seqs: readonly number[]): { rows: CopiedRow[]; rest: number[] } {
+  pathRows(seqs: readonly number[]): CopiedRows {
     const rows: CopiedRow[] = [];
     let size = 0;
     for (let i = 0; i < seqs.length && size < PAGE_CHARS; i += READ_BATCH) {

@@ -340,6 +340,8 @@ export class EventHub {
  * close with 1008, so that no number of bad messages is ever answered more than once.
  */
 function refuse(socket: WebSocket, reason: string): void {
+  // Messages sent before the close arrive after it: the first is answered, the rest are not.
+  if (socket.readyState !== WebSocket.OPEN) return;
   socket.send(socketMessage({ event: "closed", data: { reason } }));
   // Close reasons are limited to 123 bytes.
   socket.close(1008, reason.slice(0, 120));

@@ -1,5 +1,6 @@
-import type { ForkPathEntry, LeafOptions, SessionHeader } from "../../core";
+import type { ForkPathEntry, LeafOptions } from "../../core";
 import { headFor } from "../../core";
+import type { ForkSource } from "../types";
 import type { EntryRows } from "./entry-rows";
 import type { PathReads } from "./path-reads";
 
@@ -7,20 +8,6 @@ import type { PathReads } from "./path-reads";
  * The source side of a fork: which rows the new session copies (the path root → target, as stored,
  * in pages) and what `forkExtras` needs to make labels and the name read as in the source.
  */
-
-export interface ForkSource {
-  /** The head of the fork (the target, or its parent for `before`). */
-  leafId: string | null;
-  /** Seqs of the path root → leaf, to copy in pages. */
-  seqs: number[];
-  /** Bytes of those entries as stored: what the fork will hold before any label it re-creates. */
-  bytes: number;
-  /** Light path entries, for `forkExtras`. */
-  path: ForkPathEntry[];
-  labels: Record<string, string>;
-  header: SessionHeader;
-  name: string | undefined;
-}
 
 export function forkSource(
   rows: EntryRows,

@@ -1,9 +1,11 @@
-import { SessionError, unwrap } from "../../core";
-import type { ClaimRequest } from "../directory/tenant-ledger";
+import type { Result } from "../../core";
+import { capture, SessionError, unwrap } from "../../core";
 import type { DurableEnv } from "../env";
+import { directoryShard } from "../names";
 import type { Quotas } from "../quotas";
 import { quotaExceeded, quotasFor } from "../quotas";
-import { directoryShard } from "../router/directory-shards";
+import type { ClaimRequest } from "../types";
+import type { SessionStore } from "./session-store";
 
 /*
  * A session object's side of the quotas. `maxSessionBytes` is the session's own affair. The
@@ -34,7 +36,7 @@ export class ClaimExceeded extends Error {
 }
 
 /** Attempts a write makes to get the room it needs (others may take room between them). */
-export const CLAIM_ATTEMPTS = 3;
+const CLAIM_ATTEMPTS = 3;
 
 function tenantWide(quotas: Quotas): boolean {
   return quotas.maxSessions !== undefined || quotas.maxTenantBytes !== undefined;
@@ -108,6 +110,43 @@ export class QuotaChecks {
     const claim = this.#claim ?? holds;
     if (own && own.maxBytes <= claim) return own;
     return { maxBytes: claim, quota: "claim", limit: quotas.maxTenantBytes };
+  }
+
+  /**
+   * Runs a write (`run` answers a Result) within the session's room, and when it needs more of the
+   * tenant's room than the session was granted, asks for it and runs the write again (nothing was
+   * written the first time).
+   */
+  async within<T>(
+    session: SessionStore,
+    run: (room: ByteLimit | undefined) => Promise<Result<T>>,
+  ): Promise<Result<T>> {
+    for (let attempt = 1; ; attempt++) {
+      const room = await capture(() =>
+        session.exists ? this.byteLimit(session.state.tenant, session.state.stats.bytes) : undefined,
+      );
+      if (!room.ok) return room;
+      let needed: ClaimExceeded;
+      try {
+        return await run(room.value);
+      } catch (error) {
+        if (!(error instanceof ClaimExceeded)) throw error;
+        if (attempt >= CLAIM_ATTEMPTS) {
+          const busy = new SessionError(
+            "unavailable",
+            "the session's writes keep outgrowing its room; try again",
+            {
+              retryAfterSeconds: 1,
+            },
+          );
+          return { ok: false, error: busy.toJSON() };
+        }
+        needed = error;
+      }
+      const { tenant, header } = session.state;
+      const grown = await capture(() => this.grow(tenant, header.id, needed));
+      if (!grown.ok) return grown;
+    }
   }
 
   /** Asks for room for `wants` more bytes; `quota_exceeded` when the tenant has none left. */

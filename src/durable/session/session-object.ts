@@ -17,68 +17,43 @@ import type {
   StoredEntry,
   TreeRow,
 } from "../../core";
-import { capture, ERROR_STATUS, newId, SessionError, unwrap, utf8Length } from "../../core";
+import {
+  capture,
+  ERROR_STATUS,
+  jsonArray,
+  newId,
+  SessionError,
+  textStream,
+  unwrap,
+  utf8Length,
+} from "../../core";
 import type { DurableEnv } from "../env";
 import { logBackgroundFailure, tenantHash } from "../log-line";
 import type { MetricPoint } from "../metrics";
 import { writeMetric } from "../metrics";
-import { sessionObjectName } from "../names";
-import { directoryShard } from "../router/directory-shards";
+import { directoryShard, sessionObjectName } from "../names";
 import { sqlOf } from "../sql";
+import type { ContextAnswer, CopiedRows, EntryPage, ExpiryOutcome, ForkSource } from "../types";
 import { AutoCompaction } from "./auto-compaction";
-import type { CopiedRow, EntryPage } from "./entry-rows";
+import { DirectoryReports } from "./directory-reports";
 import { EventHub } from "./event-hub";
-import type { ForkSource } from "./fork-copy";
 import { PENDING_MS, recoveryWindowMs, SessionLifecycle } from "./lifecycle";
 import type { ByteLimit } from "./quota-checks";
-import { CLAIM_ATTEMPTS, ClaimExceeded, QuotaChecks } from "./quota-checks";
+import { QuotaChecks } from "./quota-checks";
 import { SessionStore } from "./session-store";
+import { SocketTickets } from "./socket-tickets";
+
+/*
+ * A session as a Durable Object: its RPC face. Each method answers a `Result` (RPC drops error
+ * classes; the Worker's `SessionObjectStorage` turns failures back into `SessionError`s) and is
+ * named as the `SessionStorage` call it serves. The work is done by the store (session-store.ts)
+ * and the parts beside it: watchers (event-hub.ts), directory reports, quotas, tickets, lifecycle
+ * and automatic compaction. The alarm runs what is due: purging, expiry, indexing for search,
+ * automatic compaction and the directory report.
+ */
 
 /** Milliseconds one call of a fork's copy spends copying pages before it answers with the rest. */
 const COPY_BUDGET_MS = 1000;
-
-/** How long a WebSocket ticket stays good. */
-const TICKET_MS = 60_000;
-
-function newTicket(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(24));
-  return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-function errorAnswer(error: ErrorBody): Response {
-  return Response.json({ error }, { status: ERROR_STATUS[error.code] });
-}
-
-/** Chunks as bytes, the next made only when the reader asks for it; `done` hears the total sent. */
-function textStream(
-  first: string,
-  rest: Iterator<string>,
-  done: (bytes: number) => unknown = () => undefined,
-): ReadableStream<Uint8Array> {
-  const encoder = new TextEncoder();
-  let pending: string | undefined = first;
-  let bytes = 0;
-  return new ReadableStream<Uint8Array>({
-    pull(controller) {
-      const next = pending ?? rest.next().value;
-      pending = undefined;
-      if (next === undefined) {
-        controller.close();
-        return void done(bytes);
-      }
-      const chunk = encoder.encode(next);
-      bytes += chunk.byteLength;
-      controller.enqueue(chunk);
-    },
-    cancel() {
-      rest.return?.();
-    },
-  });
-}
-
-/** How long after a write the directory hears of it: writes in between are reported together. */
-const DEFAULT_SYNC_MS = 1000;
-const MAX_RETRY_MS = 60_000;
 /** When entries wait to be indexed for search, the alarm comes this soon. */
 const BACKFILL_PAUSE_MS = 10;
 /**
@@ -87,29 +62,25 @@ const BACKFILL_PAUSE_MS = 10;
  */
 const BACKFILL_BUDGET_MS = 500;
 
-/** What the retention sweep of a directory shard learns from a session it found idle. */
-export type ExpiryOutcome = "expired" | "kept" | "missing";
+function errorAnswer(error: ErrorBody): Response {
+  return Response.json({ error }, { status: ERROR_STATUS[error.code] });
+}
 
-/**
- * A session as a Durable Object. Every method answers a `Result` (RPC drops error classes); the
- * worker-side `SessionObjectStorage` turns failures back into `SessionError`s.
- */
 export class SessionObject extends DurableObject<DurableEnv> {
   readonly #session: SessionStore;
   readonly #events: EventHub;
   readonly #lifecycle: SessionLifecycle;
-  #syncScheduled = false;
-  #syncFailures = 0;
+  readonly #reports: DirectoryReports;
   readonly #autoCompaction: AutoCompaction;
   readonly #quotas: QuotaChecks;
-  /** What the session may hold after the write under way (set just before it, see `#limitedWrite`). */
-  #byteLimit: ByteLimit | undefined;
+  readonly #tickets: SocketTickets;
 
   constructor(ctx: DurableObjectState, env: DurableEnv) {
     super(ctx, env);
-    this.#session = ctx.storage.transactionSync(() => new SessionStore(ctx.storage, () => this.#byteLimit));
+    const session = ctx.storage.transactionSync(() => new SessionStore(ctx.storage));
+    this.#session = session;
     this.#quotas = new QuotaChecks(env);
-    const session = this.#session;
+    this.#tickets = new SocketTickets(ctx.storage);
     this.#events = new EventHub(
       ctx,
       {
@@ -124,6 +95,16 @@ export class SessionObject extends DurableObject<DurableEnv> {
     // Watchers' pings are answered without waking a hibernating session.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
     this.#lifecycle = new SessionLifecycle(sqlOf(ctx.storage.sql));
+    this.#reports = new DirectoryReports({
+      env,
+      storage: ctx.storage,
+      session,
+      lifecycle: this.#lifecycle,
+      quotas: this.#quotas,
+      storedMetric: (sessionId, entries, bytes) =>
+        this.#metric({ kind: "storage", sessionId, entries, bytes }),
+      logFailure: (task, error, fields) => this.#logFailure(task, error, fields),
+    });
     this.#autoCompaction = new AutoCompaction({
       session,
       summarizerConfig: () => this.env,
@@ -133,9 +114,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
       metric: (point) => this.#metric(point),
       logFailure: (task, error) => this.#logFailure(task, error),
     });
-    if (this.#session.searchBackfillPending) {
-      this.#armLifecycle().catch((error) => this.#logFailure("schedule_search_indexing", error));
-    }
+    if (session.searchBackfillPending) this.#armSoon();
   }
 
   /** Whether the session is there for its routes: created, and not deleted. */
@@ -155,67 +134,21 @@ export class SessionObject extends DurableObject<DurableEnv> {
     });
   }
 
-  /** Runs a write, then makes sure the directory will hear of it. */
+  /** Runs a write, then makes sure the directory will hear of it (and search index it). */
   #write<T>(write: (session: SessionStore) => T): Promise<Result<T>> {
     return capture(() => {
       this.#checkListed();
       const result = write(this.#session);
-      this.#scheduleSync();
+      this.#reports.schedule();
       // A large batch is indexed for search just after (see SearchIndex.index).
-      if (this.#session.searchBackfillPending) {
-        this.#armLifecycle().catch((error) => this.#logFailure("schedule_search_indexing", error));
-      }
+      if (this.#session.searchBackfillPending) this.#armSoon();
       return result;
     });
   }
 
-  /**
-   * A write that adds entries: refused when it would take the session past its byte quotas. When
-   * it needs more of the tenant's room than the session was granted, the room is asked for and the
-   * write made again (nothing was written the first time).
-   */
-  async #limitedWrite<T>(write: (store: SessionStore) => T): Promise<Result<T>> {
-    return this.#withinQuotas(() => this.#write(write));
-  }
-
-  /** Runs `run` (which answers a Result) under the session's byte limit, growing its claim as needed. */
-  async #withinQuotas<T>(run: () => Promise<Result<T>>): Promise<Result<T>> {
-    for (let attempt = 1; ; attempt++) {
-      const limit = await capture(() => {
-        if (!this.#session.exists) return undefined;
-        const { tenant, stats } = this.#session.state;
-        return this.#quotas.byteLimit(tenant, stats.bytes);
-      });
-      if (!limit.ok) return limit;
-      this.#byteLimit = limit.value;
-      let needed: ClaimExceeded | undefined;
-      try {
-        return await run();
-      } catch (error) {
-        if (!(error instanceof ClaimExceeded)) throw error;
-        if (attempt >= CLAIM_ATTEMPTS) {
-          const busy = new SessionError(
-            "unavailable",
-            "the session's writes keep outgrowing its room; try again",
-            {
-              retryAfterSeconds: 1,
-            },
-          );
-          return { ok: false, error: busy.toJSON() };
-        }
-        needed = error;
-      } finally {
-        this.#byteLimit = undefined;
-      }
-      const { tenant, header } = this.#session.state;
-      const grown = await capture(() => this.#quotas.grow(tenant, header.id, needed));
-      if (!grown.ok) return grown;
-    }
-  }
-
-  #syncMs(): number {
-    const delay = Number(this.env.DIRECTORY_SYNC_MS ?? DEFAULT_SYNC_MS);
-    return Number.isFinite(delay) ? delay : DEFAULT_SYNC_MS;
+  /** A write that stores bytes: within the session's room (its quotas), growing it when it may. */
+  #limitedWrite<T>(write: (session: SessionStore, room: ByteLimit | undefined) => T): Promise<Result<T>> {
+    return this.#quotas.within(this.#session, (room) => this.#write((session) => write(session, room)));
   }
 
   /** Writes a data point for this session's tenant (nothing without the METRICS binding). */
@@ -229,39 +162,14 @@ export class SessionObject extends DurableObject<DurableEnv> {
     await logBackgroundFailure(task, state?.tenant ?? "", state?.header.id, error, fields);
   }
 
-  #scheduleSync(): void {
-    if (this.#syncScheduled) return;
-    this.#syncScheduled = true;
-    this.ctx.storage.setAlarm(Date.now() + this.#syncMs()).catch((error) => {
-      this.#syncScheduled = false;
-      return this.#logFailure("schedule_directory_report", error);
-    });
-  }
-
-  async #report(): Promise<void> {
-    // Deleted sessions left the listing; incomplete ones join it once complete.
-    if (this.#lifecycle.deleted || this.#lifecycle.pending) return;
-    const { tenant, incarnation, version } = this.#session.state;
-    const { shard } = this.#lifecycle.state;
-    const info = this.#session.info();
-    await directoryShard(this.env, tenant, shard).put({
-      info,
-      incarnation,
-      version,
-      tenant,
-      shard,
-      search: this.#session.searchDigest(),
-    });
-    await this.#metric({ kind: "storage", sessionId: info.id, entries: info.entryCount, bytes: info.bytes });
-    await this.#quotas
-      .settle(tenant, info.id, info.bytes)
-      .catch((error) => this.#logFailure("settle_quota", error));
+  #armSoon(): void {
+    this.#armLifecycle().catch((error) => this.#logFailure("schedule_search_indexing", error));
   }
 
   /**
    * Runs the lifecycle work that is due (purge, expiry, indexing for search), then after writes:
    * compacts if automatic compaction is on and the context outgrew its budget, then reports to the
-   * directory; a failed report is retried with backoff until it gets through.
+   * directory.
    */
   override async alarm(): Promise<void> {
     try {
@@ -272,21 +180,13 @@ export class SessionObject extends DurableObject<DurableEnv> {
       throw error;
     }
     if (!this.#session.exists) return;
-    this.#syncScheduled = false;
     await this.#autoCompaction.runIfDue();
     if (!this.#session.exists) return;
-    try {
-      await this.#report();
-      this.#syncFailures = 0;
-    } catch (error) {
-      this.#syncFailures++;
-      const wait = Math.min(MAX_RETRY_MS, 1000 * 2 ** this.#syncFailures);
-      await this.#logFailure("directory_report", error, { retryInMs: wait, failures: this.#syncFailures });
-      this.#syncScheduled = true;
-      await this.ctx.storage.setAlarm(Date.now() + wait);
-    }
+    await this.#reports.reportDue();
     await this.#armLifecycle();
   }
+
+  // --- a session's life: created, listed, deleted, restored, purged ---
 
   /**
    * Creates the session; `publish` lists it at once (a fork or an import publishes only once it is
@@ -320,19 +220,9 @@ export class SessionObject extends DurableObject<DurableEnv> {
     });
   }
 
-  /**
-   * Lists the session now (a fork or an import: once complete). The session exists whether or not
-   * the directory answers; if it does not, the alarm keeps reporting until it does.
-   */
-  async publish(): Promise<void> {
-    if (!this.#session.exists || this.#lifecycle.deleted) return;
-    this.#lifecycle.listed();
-    try {
-      await this.#report();
-    } catch (error) {
-      await this.#logFailure("directory_report", error, { retryInMs: this.#syncMs() });
-      this.#scheduleSync();
-    }
+  /** Lists the session now (a fork or an import: once complete). */
+  publish(): Promise<void> {
+    return this.#reports.publish();
   }
 
   /**
@@ -340,7 +230,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
    * Its data stays for `recoveryMs` (restore brings it back whole), then an alarm purges it. A
    * session never completed, or a window of 0, is purged at once.
    */
-  async destroy(recoveryMs: number): Promise<Result<void>> {
+  async delete(recoveryMs: number): Promise<Result<void>> {
     return capture(async () => {
       this.#checkListed();
       const { tenant, incarnation, header } = this.#session.state;
@@ -354,7 +244,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
       }
       const now = Date.now();
       this.#lifecycle.markDeleted(now, now + recoveryMs);
-      this.#syncScheduled = false;
+      this.#reports.forget();
       await this.ctx.storage.setAlarm(now + recoveryMs);
     });
   }
@@ -414,16 +304,10 @@ export class SessionObject extends DurableObject<DurableEnv> {
         await this.publish();
         return "kept";
       }
-      unwrap(await this.destroy(recoveryWindowMs(this.env)));
+      unwrap(await this.delete(recoveryWindowMs(this.env)));
       return "expired";
     });
   }
-
-  search(options: SessionSearchOptions): Promise<Result<SessionSearchPage>> {
-    return this.#run((session) => session.search(options));
-  }
-
-  // --- retention and recovery, run by the alarm ---
 
   /** Drops the session's storage and every alarm. */
   async #purge(): Promise<void> {
@@ -439,7 +323,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     await this.ctx.storage.deleteAll();
     this.#session.reset();
     this.#lifecycle.reset();
-    this.#syncScheduled = false;
+    this.#reports.forget();
   }
 
   /**
@@ -462,7 +346,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     }
     const { expiresAt } = this.#session.state.header;
     if (expiresAt !== undefined && Date.parse(expiresAt) <= now) {
-      unwrap(await this.destroy(recoveryWindowMs(this.env)));
+      unwrap(await this.delete(recoveryWindowMs(this.env)));
       return true;
     }
     const started = Date.now();
@@ -484,11 +368,13 @@ export class SessionObject extends DurableObject<DurableEnv> {
     if (current === null || current > at) await this.ctx.storage.setAlarm(at);
   }
 
-  info(): Promise<Result<SessionInfo>> {
+  // --- the session's header, head and entries (the SessionStorage calls) ---
+
+  getInfo(): Promise<Result<SessionInfo>> {
     return this.#run((session) => session.info());
   }
 
-  header(): Promise<Result<SessionHeader>> {
+  getHeader(): Promise<Result<SessionHeader>> {
     return this.#run((session) => session.state.header);
   }
 
@@ -502,15 +388,15 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return result;
   }
 
-  leaf(): Promise<Result<string | null>> {
+  getLeafId(): Promise<Result<string | null>> {
     return this.#run((session) => session.state.leafId);
   }
 
-  setLeaf(targetId: string | null, options: LeafOptions): Promise<Result<StoredEntry<LeafEntry>>> {
-    return this.#limitedWrite((session) => session.setLeafId(targetId, options));
+  setLeafId(targetId: string | null, options: LeafOptions): Promise<Result<StoredEntry<LeafEntry>>> {
+    return this.#limitedWrite((session, room) => session.setLeafId(targetId, options, room));
   }
 
-  entry(id: string): Promise<Result<StoredEntry | undefined>> {
+  getEntry(id: string): Promise<Result<StoredEntry | undefined>> {
     return this.#run((session) => session.getEntry(id));
   }
 
@@ -519,42 +405,102 @@ export class SessionObject extends DurableObject<DurableEnv> {
    * answer passes the 32 MiB RPC limit however long the path or large the entries.
    */
 
-  entries(query: EntryQuery): Promise<Result<EntryPage>> {
+  getEntries(query: EntryQuery): Promise<Result<EntryPage>> {
     return this.#run((session) => session.page(session.entrySeqs(query)));
   }
 
-  branch(leafId: string | null | undefined): Promise<Result<EntryPage>> {
+  getBranch(leafId: string | null | undefined): Promise<Result<EntryPage>> {
     return this.#run((session) => session.page(session.pathSeqs(leafId)));
   }
 
   /** The path buildSessionContext needs (what the latest compaction dropped left out). */
-  contextPath(leafId: string | null | undefined): Promise<Result<EntryPage>> {
+  getContextPath(leafId: string | null | undefined): Promise<Result<EntryPage>> {
     return this.#run((session) => session.page(session.contextSeqs(leafId)));
+  }
+
+  readEntries(seqs: number[]): Promise<Result<EntryPage>> {
+    return this.#run((session) => session.page(seqs));
+  }
+
+  getTreeRows(): Promise<Result<{ rows: TreeRow[]; labels: Record<string, string> }>> {
+    return this.#run((session) => session.treeRows());
+  }
+
+  getLabels(): Promise<Result<Record<string, string>>> {
+    return this.#run((session) => session.labels());
+  }
+
+  async appendEntries(
+    entries: readonly unknown[],
+    options: AppendOptions & { validated?: boolean },
+  ): Promise<Result<AppendResult>> {
+    let written = { sessionId: "", entries: 0, bytes: 0 };
+    const result = await this.#limitedWrite((session, room) => {
+      const { nextSeq, stats, header } = session.state;
+      const before = { seq: nextSeq, bytes: stats.bytes };
+      const answer = session.appendEntries(entries, options, room);
+      written = {
+        sessionId: header.id,
+        entries: session.state.nextSeq - before.seq,
+        bytes: session.state.stats.bytes - before.bytes,
+      };
+      return answer;
+    });
+    if (written.entries > 0) await this.#metric({ kind: "append", ...written });
+    return result;
+  }
+
+  importEntries(entries: readonly SessionEntry[], options: ImportOptions): Promise<Result<void>> {
+    return this.#limitedWrite((session, room) => session.importEntries(entries, options, room));
+  }
+
+  /** Refuses (`quota_exceeded`) when `bytes` more would take the session past its byte quotas. */
+  checkRoom(bytes: number): Promise<Result<void>> {
+    return this.#limitedWrite((session, room) => session.checkRoom(bytes, room));
+  }
+
+  search(options: SessionSearchOptions): Promise<Result<SessionSearchPage>> {
+    return this.#run((session) => session.search(options));
   }
 
   /**
    * The context of a leaf as JSON, streamed: projected here, read page by page as it is sent; only
-   * what was appended when `since` names a version the context grew from.
+   * what was appended when `since` names a version the context grew from. A caller that already
+   * holds the current version (`ifNoneMatch`) gets the version alone: no body is built.
    */
-  context(
+  getContext(
     leafId: string | null | undefined,
-    since?: string,
-  ): Promise<Result<{ version: string; kind: "full" | "delta"; body: ReadableStream<Uint8Array> | string }>> {
-    return this.#run((session) => {
+    options: { since?: string; ifNoneMatch?: readonly string[] } = {},
+  ): Promise<Result<ContextAnswer>> {
+    return this.#run((session): ContextAnswer => {
+      const version = session.contextVersion(leafId);
+      if (options.ifNoneMatch?.includes(version)) return { version, kind: "unchanged" };
       const started = Date.now();
-      const { version, kind, source, first, rest } = session.context(leafId, since);
+      const answer = session.context(leafId, options.since);
       const sessionId = session.state.header.id;
       const sent = (bytes: number) =>
-        this.#metric({ kind: "context", sessionId, source, bytes, durationMs: Date.now() - started });
-      if (source === "kept") {
+        this.#metric({
+          kind: "context",
+          sessionId,
+          source: answer.source,
+          bytes,
+          durationMs: Date.now() - started,
+        });
+      if ("text" in answer) {
         // The kept head context is one string already: sent whole, it saves the stream's round trips.
         // Its size is measured only for a metric that will be written (it may be megabytes).
-        if (this.env.METRICS) void sent(utf8Length(first));
-        return { version, kind, body: first };
+        if (this.env.METRICS) void sent(utf8Length(answer.text));
+        return { version, kind: answer.kind, body: answer.text };
       }
-      return { version, kind, body: textStream(first, rest, sent) };
+      return {
+        version,
+        kind: answer.kind,
+        body: textStream(jsonArray(answer.head, answer.pages, "}"), sent),
+      };
     });
   }
+
+  // --- watchers ---
 
   /** The session's events after `after` (a seq; now when absent), as Server-Sent Events. */
   events(after: number | undefined, payload: boolean): Promise<Result<ReadableStream<Uint8Array>>> {
@@ -574,27 +520,17 @@ export class SessionObject extends DurableObject<DurableEnv> {
     });
   }
 
-  /** A one-time ticket that opens this session's WebSocket within TICKET_MS (for browsers). */
+  /** A one-time ticket that opens this session's WebSocket (for browsers). */
   mintTicket(): Promise<Result<{ ticket: string; expiresAt: string }>> {
-    return capture(async () => {
+    return capture(() => {
       if (!this.#listed) throw new SessionError("not_found", "session does not exist");
-      const now = Date.now();
-      const ticket = newTicket();
-      await this.ctx.storage.put(`ticket:${ticket}`, now + TICKET_MS);
-      const stale = await this.ctx.storage.list<number>({ prefix: "ticket:" });
-      const expired = [...stale].filter(([, expiry]) => expiry < now).map(([key]) => key);
-      if (expired.length > 0) await this.ctx.storage.delete(expired);
-      return { ticket, expiresAt: new Date(now + TICKET_MS).toISOString() };
+      return this.#tickets.mint();
     });
   }
 
   /** Whether a ticket is good, using it up either way. */
   async redeemTicket(ticket: string): Promise<boolean> {
-    const key = `ticket:${ticket}`;
-    const expiry = await this.ctx.storage.get<number>(key);
-    if (expiry === undefined) return false;
-    await this.ctx.storage.delete(key);
-    return expiry >= Date.now() && this.#listed;
+    return (await this.#tickets.redeem(ticket)) && this.#listed;
   }
 
   /** A watcher's WebSocket (the router has authenticated it): `?after=<seq>&payload=false`. */
@@ -629,54 +565,15 @@ export class SessionObject extends DurableObject<DurableEnv> {
     }
   }
 
-  readEntries(seqs: number[]): Promise<Result<EntryPage>> {
-    return this.#run((session) => session.page(seqs));
-  }
+  // --- forks ---
 
-  treeRows(): Promise<Result<{ rows: TreeRow[]; labels: Record<string, string> }>> {
-    return this.#run((session) => session.treeRows());
-  }
-
-  labels(): Promise<Result<Record<string, string>>> {
-    return this.#run((session) => session.labels());
-  }
-
-  async append(
-    entries: readonly unknown[],
-    options: AppendOptions & { validated?: boolean },
-  ): Promise<Result<AppendResult>> {
-    let written = { sessionId: "", entries: 0, bytes: 0 };
-    const result = await this.#limitedWrite((session) => {
-      const { nextSeq, stats, header } = session.state;
-      const before = { seq: nextSeq, bytes: stats.bytes };
-      const answer = session.appendEntries(entries, options);
-      written = {
-        sessionId: header.id,
-        entries: session.state.nextSeq - before.seq,
-        bytes: session.state.stats.bytes - before.bytes,
-      };
-      return answer;
-    });
-    if (written.entries > 0) await this.#metric({ kind: "append", ...written });
-    return result;
-  }
-
-  /** Refuses (`quota_exceeded`) when `bytes` more would take the session past its byte quotas. */
-  checkRoom(bytes: number): Promise<Result<void>> {
-    return this.#withinQuotas(() =>
-      capture(() => {
-        this.#checkListed();
-        this.#session.checkRoom(bytes);
-      }),
-    );
-  }
-
-  importEntries(entries: readonly SessionEntry[], options: ImportOptions): Promise<Result<void>> {
-    return this.#limitedWrite((session) => session.importEntries(entries, options));
+  /** What a fork of the path to `targetId` copies, for the Worker to create the fork with. */
+  forkSource(targetId: string, position: LeafOptions["position"]): Promise<Result<ForkSource>> {
+    return this.#run((session) => session.forkSource(targetId, position));
   }
 
   /** Rows of a fork's path, a page of them, for the new session's object (see `copyFrom`). */
-  pathRows(seqs: number[]): Promise<Result<{ rows: CopiedRow[]; rest: number[] }>> {
+  pathRows(seqs: number[]): Promise<Result<CopiedRows>> {
     return this.#run((session) => session.pathRows(seqs));
   }
 
@@ -691,20 +588,16 @@ export class SessionObject extends DurableObject<DurableEnv> {
     const source = this.env.SESSIONS.getByName(sessionObjectName(tenant.value, sourceId));
     const started = Date.now();
     let rest = seqs;
-    const copied = await this.#withinQuotas(() =>
+    // A page that needs more room than granted stops, and is read again once it is granted.
+    const copied = await this.#quotas.within(this.#session, (room) =>
       capture(async () => {
         while (rest.length > 0 && Date.now() - started < COPY_BUDGET_MS) {
-          const page = unwrap((await source.pathRows(rest)) as Result<{ rows: CopiedRow[]; rest: number[] }>);
-          // A page that needs more room than granted stops here, and is read again once it is granted.
-          unwrap(await this.#write((session) => session.copyRows(page.rows)));
+          const page = unwrap((await source.pathRows(rest)) as Result<CopiedRows>);
+          unwrap(await this.#write((session) => session.copyRows(page.rows, room)));
           rest = page.rest;
         }
       }),
     );
     return copied.ok ? { ok: true, value: rest } : copied;
-  }
-
-  forkSource(targetId: string, position: LeafOptions["position"]): Promise<Result<ForkSource>> {
-    return this.#run((session) => session.forkSource(targetId, position));
   }
 }

@@ -5,7 +5,7 @@ import type {
   AppendResult,
   AppendView,
   AutoCompactStatus,
-  ContextSettings,
+  ContextVersion,
   Conversation,
   EntryQuery,
   EntryRef,
@@ -25,10 +25,14 @@ import type {
 } from "../../core";
 import {
   applyEntryToStats,
+  contextHead,
   emptyStats,
   expandProviderEntries,
+  fingerprint,
+  formatContextVersion,
   NO_CONVERSATION,
   nowIso,
+  parseContextVersion,
   patchHeader,
   planAppend,
   planImport,
@@ -40,9 +44,9 @@ import {
 import { quotaExceeded } from "../quotas";
 import type { Sql } from "../sql";
 import { sqlOf } from "../sql";
-import type { CopiedRow, EntryPage, Node } from "./entry-rows";
+import type { CopiedRow, CopiedRows, EntryPage, ForkSource } from "../types";
+import type { Node } from "./entry-rows";
 import { EntryRows } from "./entry-rows";
-import type { ForkSource } from "./fork-copy";
 import { forkSource } from "./fork-copy";
 import type { KeptContext } from "./head-context";
 import { HeadContext } from "./head-context";
@@ -70,76 +74,16 @@ interface SessionState {
   autoCompaction?: AutoCompactStatus;
 }
 
-/** The JSON of a context answer up to its messages: `{"systemPrompt":…,…,"<key>":[`. */
-function contextOpening(
-  systemPrompt: string,
-  settings: ContextSettings,
-  extra: Record<string, unknown>,
-  key: "messages" | "append",
-): string {
-  const head = JSON.stringify({ systemPrompt, ...settings, ...extra });
-  return `${head.slice(0, -1)},"${key}":[`;
-}
-
-/** A context's JSON: its opening, its messages a page at a time, and the closing brackets. */
-function* contextChunks(opening: string, pages: Iterable<string[]>): Generator<string> {
-  yield opening;
-  let first = true;
-  for (const page of pages) {
-    if (page.length === 0) continue;
-    yield `${first ? "" : ","}${page.join(",")}`;
-    first = false;
-  }
-  yield "]}";
-}
-
-/** A 32-bit FNV-1a hash, in hex: enough to tell that a system prompt changed. */
-function fingerprint(text: string): string {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return (hash >>> 0).toString(16).padStart(8, "0");
-}
-
 /**
- * A context's version: which life of the session it is (a deleted and re-created session starts
- * over), its leaf, the compaction it starts from, and its system prompt. Two versions of one life
- * with the same compaction and prompt, one leaf above the other, are one context grown.
+ * A context answer as JSON text: whole (`text`, the head's kept context), or its head and its
+ * messages a page at a time, read as they are pulled.
  */
-interface ContextVersion {
-  life: string;
-  leafSeq: number;
-  compactionSeq: number;
-  prompt: string;
-}
-
-function formatVersion(version: ContextVersion): string {
-  return `${version.life}-${version.leafSeq}-${version.compactionSeq}-${version.prompt}`;
-}
-
-function parseVersion(text: string): ContextVersion | undefined {
-  const match = /^([0-9a-f]{8})-(\d{1,15})-(\d{1,15})-([0-9a-f]{8})$/.exec(text);
-  if (!match) return undefined;
-  return {
-    life: match[1] as string,
-    leafSeq: Number(match[2]),
-    compactionSeq: Number(match[3]),
-    prompt: match[4] as string,
-  };
-}
-
-/** A context answer as JSON text, in chunks read as they are pulled. */
-export interface ContextBody {
-  version: string;
+export type ContextBody = {
   /** `full`: the whole context; `delta`: what was appended since the version asked about. */
   kind: "full" | "delta";
   /** Where it came from: the head's context kept in memory, read from storage, or a delta. */
   source: "kept" | "built" | "delta";
-  first: string;
-  rest: Iterator<string>;
-}
+} & ({ text: string } | { head: string; pages: Iterable<string[]> });
 
 /** What a committed write wrote, and the head it left. */
 export type WriteListener = (entries: StoredEntry[], leafId: string | null) => void;
@@ -150,15 +94,13 @@ export class SessionStore {
   readonly #rows: EntryRows;
   readonly #paths: PathReads;
   readonly #head = new HeadContext();
-  readonly #byteLimit: () => ByteLimit | undefined;
   readonly #search: SearchIndex;
   #state: SessionState | undefined;
   /** Told of every committed write (the object's watchers). */
   onWritten: WriteListener | undefined;
 
-  constructor(storage: DurableObjectStorage, byteLimit: () => ByteLimit | undefined = () => undefined) {
+  constructor(storage: DurableObjectStorage) {
     this.#storage = storage;
-    this.#byteLimit = byteLimit;
     this.#sql = sqlOf(storage.sql);
     this.#rows = new EntryRows(storage.sql, this.#sql);
     this.#paths = new PathReads(this.#rows, this.#sql);
@@ -274,7 +216,7 @@ export class SessionStore {
   }
 
   /** Rows of a fork's path, a page of them, as the new session writes them (see `copyRows`). */
-  pathRows(seqs: readonly number[]): { rows: CopiedRow[]; rest: number[] } {
+  pathRows(seqs: readonly number[]): CopiedRows {
     this.#live();
     return this.#rows.pathRows(seqs);
   }
@@ -305,33 +247,40 @@ export class SessionStore {
    * `reset: true`. The first chunk is made at once, so a missing session or leaf fails here; the
    * head's whole context comes from memory when it is kept.
    */
-  context(leafId?: string | null, since?: string): ContextBody {
-    const { header, leafId: head, incarnation } = this.state;
-    const systemPrompt = header.systemPrompt ?? "";
-    const start = this.#start(leafId);
+  /** The version of a leaf's context (the head's when undefined): what its ETag names. */
+  contextVersion(leafId?: string | null): string {
+    return formatContextVersion(this.#version(this.#start(leafId)).current);
+  }
+
+  #version(start: string | null): { current: ContextVersion; leaf: Node | undefined } {
+    const { header, incarnation } = this.state;
     const leaf = start === null ? undefined : this.#paths.treeNode(start);
     const current: ContextVersion = {
       life: fingerprint(incarnation),
       leafSeq: leaf?.seq ?? 0,
       compactionSeq: leaf?.last_compaction ?? 0,
-      prompt: fingerprint(systemPrompt),
+      prompt: fingerprint(header.systemPrompt ?? ""),
     };
-    const version = formatVersion(current);
-    const previous = since === undefined ? undefined : parseVersion(since);
+    return { current, leaf };
+  }
+
+  context(leafId?: string | null, since?: string): ContextBody {
+    const { header, leafId: head } = this.state;
+    const systemPrompt = header.systemPrompt ?? "";
+    const start = this.#start(leafId);
+    const { current, leaf } = this.#version(start);
+    const version = formatContextVersion(current);
+    const previous = since === undefined ? undefined : parseContextVersion(since);
     if (previous && previous.life === current.life && previous.prompt === current.prompt) {
       const delta = this.#delta(previous, leaf);
       if (delta) {
         const { settings } = leaf ? this.#paths.settings(leaf) : this.#paths.contextPlan(null);
-        const opening = contextOpening(systemPrompt, settings, { version, since }, "append");
-        // A delta holds no edit and no entry an edit names (see #delta): nothing to apply.
-        const pages = this.#paths.projectedPages(delta.seqs, delta.compactionId, new Map());
-        const chunks = contextChunks(opening, pages);
         return {
-          version,
           kind: "delta",
           source: "delta",
-          first: chunks.next().value as string,
-          rest: chunks,
+          head: contextHead(systemPrompt, settings, { version, since }, "append"),
+          // A delta holds no edit and no entry an edit names (see #delta): nothing to apply.
+          pages: this.#paths.projectedPages(delta.seqs, delta.compactionId, new Map()),
         };
       }
     }
@@ -340,14 +289,17 @@ export class SessionStore {
       const kept = this.#keptHead(start);
       if (kept) {
         kept.joined ??= kept.pieces.join(",");
-        const whole = `${contextOpening(systemPrompt, kept.settings, extra, "messages")}${kept.joined}]}`;
-        return { version, kind: "full", source: "kept", first: whole, rest: [][Symbol.iterator]() };
+        const text = `${contextHead(systemPrompt, kept.settings, extra, "messages")}[${kept.joined}]}`;
+        return { kind: "full", source: "kept", text };
       }
     }
     const plan = this.#paths.contextPlan(start);
-    const opening = contextOpening(systemPrompt, plan.settings, extra, "messages");
-    const chunks = contextChunks(opening, this.#paths.messagePages(plan));
-    return { version, kind: "full", source: "built", first: chunks.next().value as string, rest: chunks };
+    return {
+      kind: "full",
+      source: "built",
+      head: contextHead(systemPrompt, plan.settings, extra, "messages"),
+      pages: this.#paths.messagePages(plan),
+    };
   }
 
   /**
@@ -514,24 +466,27 @@ export class SessionStore {
 
   /**
    * Refuses (`quota_exceeded`) when `added` more bytes would take the session past its own quota;
-   * past its claim on the tenant's room, the write stops for the object to ask for more.
+   * past its claim on the tenant's room, the write stops for the object to ask for more. Every
+   * write that stores bytes takes the session's `room` (none: no quota) from the object.
    */
-  checkRoom(added: number): void {
-    const limit = this.#byteLimit();
-    if (!limit) return;
+  checkRoom(added: number, room: ByteLimit | undefined): void {
+    if (!room) return;
     const holds = this.#live().stats.bytes;
-    if (holds + added <= limit.maxBytes) return;
-    if (limit.quota === "claim") throw new ClaimExceeded(holds, added);
+    if (holds + added <= room.maxBytes) return;
+    if (room.quota === "claim") throw new ClaimExceeded(holds, added);
     throw quotaExceeded(
-      limit.quota,
-      limit.limit,
-      `the write would take this session past its quota of ${limit.limit} bytes`,
+      room.quota,
+      room.limit,
+      `the write would take this session past its quota of ${room.limit} bytes`,
     );
   }
 
-  #apply(plan: Pick<AppendPlan, "writes" | "leafId">): void {
+  #apply(plan: Pick<AppendPlan, "writes" | "leafId">, room: ByteLimit | undefined): void {
     const state = this.#live();
-    this.checkRoom(plan.writes.reduce((sum, write) => sum + write.bytes, 0));
+    this.checkRoom(
+      plan.writes.reduce((sum, write) => sum + write.bytes, 0),
+      room,
+    );
     this.#write(() => {
       this.#rows.insert(plan.writes);
       this.#search.index(plan.writes);
@@ -549,7 +504,8 @@ export class SessionStore {
 
   appendEntries(
     entries: readonly unknown[],
-    options: AppendOptions & { validated?: boolean } = {},
+    options: AppendOptions & { validated?: boolean },
+    room: ByteLimit | undefined,
   ): AppendResult {
     const inputs = expandProviderEntries(entries, {
       leafId: this.state.leafId,
@@ -557,7 +513,7 @@ export class SessionStore {
       conversationAt: (id) => this.#conversationAt(id),
     });
     const plan = planAppend(inputs, this.#view(inputs), options);
-    if (plan.writes.length > 0) this.#apply(plan);
+    if (plan.writes.length > 0) this.#apply(plan, room);
     return { entries: plan.entries, leafId: this.state.leafId, created: plan.writes.length > 0 };
   }
 
@@ -567,7 +523,7 @@ export class SessionStore {
    * Only what the session's figures need of a payload is read (the first user message, a name, a
    * label).
    */
-  copyRows(rows: readonly CopiedRow[]): void {
+  copyRows(rows: readonly CopiedRow[], room: ByteLimit | undefined): void {
     const state = this.#live();
     const first = rows[0];
     const last = rows.at(-1);
@@ -579,7 +535,10 @@ export class SessionStore {
         `a copy continues after seq ${state.nextSeq - 1}, not at ${first.seq}`,
       );
     }
-    this.checkRoom(rows.reduce((sum, row) => sum + row.bytes, 0));
+    this.checkRoom(
+      rows.reduce((sum, row) => sum + row.bytes, 0),
+      room,
+    );
     this.#write(() => {
       this.#rows.insertCopied(rows);
       for (const row of rows) {
@@ -603,18 +562,22 @@ export class SessionStore {
     this.#head.drop();
   }
 
-  importEntries(entries: readonly SessionEntry[], options: ImportOptions = {}): void {
+  importEntries(entries: readonly SessionEntry[], options: ImportOptions, room: ByteLimit | undefined): void {
     if (entries.length === 0) return;
-    this.#apply(planImport(entries, this.#view(entries), options));
+    this.#apply(planImport(entries, this.#view(entries), options), room);
   }
 
-  setLeafId(targetId: string | null, options: LeafOptions = {}): StoredEntry<LeafEntry> {
+  setLeafId(
+    targetId: string | null,
+    options: LeafOptions,
+    room: ByteLimit | undefined,
+  ): StoredEntry<LeafEntry> {
     const { write, leafId } = planLeafMove(
       targetId,
       this.#view(targetId === null ? [] : [{ id: targetId }]),
       options,
     );
-    this.#apply({ writes: [write], leafId });
+    this.#apply({ writes: [write], leafId }, room);
     return write.entry;
   }
 }

@@ -7,6 +7,7 @@ export { measuredSummarizer, writeMetric } from "./metrics";
 export { sessionObjectName } from "./names";
 export type { Quotas } from "./quotas";
 export { quotasFor } from "./quotas";
-export { DurableRepo, SessionObjectStorage } from "./router/repo";
+export { DurableRepo } from "./router/repo";
+export { SessionObjectStorage } from "./router/session-object-storage";
 export type { TenantUsage } from "./router/tenant-usage";
 export { SessionObject } from "./session/session-object";

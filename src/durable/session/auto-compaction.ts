@@ -9,7 +9,7 @@ import {
 } from "../../core";
 import type { MetricPoint } from "../metrics";
 import { measuredSummarizer } from "../metrics";
-import type { ByteLimit } from "./quota-checks";
+import type { ByteLimit } from "./room";
 import type { SessionStore } from "./session-store";
 
 /*

@@ -44,17 +44,16 @@ import {
 import { quotaExceeded } from "../quotas";
 import type { Sql } from "../sql";
 import { sqlOf } from "../sql";
-import type { CopiedRow, CopiedRows, EntryPage, ForkSource } from "../types";
+import type { CopiedRow, CopiedRows, EntryPage, ForkSource, SearchDigest } from "../types";
 import type { Node } from "./entry-rows";
 import { EntryRows } from "./entry-rows";
 import { forkSource } from "./fork-copy";
 import type { KeptContext } from "./head-context";
 import { HeadContext } from "./head-context";
 import { PathReads } from "./path-reads";
-import type { ByteLimit } from "./quota-checks";
-import { ClaimExceeded } from "./quota-checks";
+import type { ByteLimit } from "./room";
+import { ClaimExceeded } from "./room";
 import { hasSchema, updateSchema } from "./schema";
-import type { SearchDigest } from "./search-index";
 import { SearchIndex } from "./search-index";
 
 /*

@@ -15,7 +15,13 @@ import type {
 } from "./entries";
 import { newId } from "./ids";
 import type { AgentMessage, SummaryUsage, ThinkingLevel, Usage } from "./messages";
-import type { ContextFormat, ContextRequests, MessageFormat, ProviderMessageEntryInput } from "./providers";
+import type {
+  AppendEntryInput,
+  ContextFormat,
+  ContextRequests,
+  MessageFormat,
+  ProviderMessageEntryInput,
+} from "./providers";
 import { contextForModel, modelRefString } from "./providers";
 import type { EntryQuery, ForkOptions, HeaderPatch, SessionHeader, SessionInfo } from "./session-schemas";
 import type { AppendOptions, AppendResult, LeafOptions, SessionStorage } from "./storage";
@@ -208,7 +214,7 @@ export class Session {
     return (await this.storage.appendEntries([entry], options)).entries[0] as StoredEntry;
   }
 
-  appendEntries(entries: readonly EntryInput[], options?: AppendOptions): Promise<AppendResult> {
+  appendEntries(entries: readonly AppendEntryInput[], options?: AppendOptions): Promise<AppendResult> {
     return this.storage.appendEntries(entries, options);
   }
 

@@ -15,6 +15,18 @@ function mediaType(header: string | undefined): string {
   return header?.split(";")[0]?.trim().toLowerCase() ?? "";
 }
 
+/** The parts as one run of bytes (the first itself when it is the only one). */
+function concat(parts: readonly Uint8Array[], size: number): Uint8Array {
+  if (parts.length === 1) return parts[0] as Uint8Array;
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const part of parts) {
+    bytes.set(part, offset);
+    offset += part.byteLength;
+  }
+  return bytes;
+}
+
 /** Reads at most `limit` bytes of a body, failing as soon as it is larger (whatever Content-Length says). */
 async function readCapped(body: ReadableStream<Uint8Array> | null, limit: number): Promise<Uint8Array> {
   if (!body) return new Uint8Array();
@@ -31,13 +43,7 @@ async function readCapped(body: ReadableStream<Uint8Array> | null, limit: number
     }
     parts.push(value);
   }
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const part of parts) {
-    bytes.set(part, offset);
-    offset += part.byteLength;
-  }
-  return bytes;
+  return concat(parts, size);
 }
 
 /**
@@ -64,17 +70,6 @@ export const declaredBodyLimit =
 const MAX_LINE_BYTES = MAX_ENTRY_BYTES + 1024 * 1024;
 
 const NEWLINE = 0x0a;
-
-function concat(parts: readonly Uint8Array[], size: number): Uint8Array {
-  if (parts.length === 1) return parts[0] as Uint8Array;
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const part of parts) {
-    bytes.set(part, offset);
-    offset += part.byteLength;
-  }
-  return bytes;
-}
 
 /**
  * A line's bytes as text, checked as UTF-8. Lines are cut at the newline byte before decoding (no

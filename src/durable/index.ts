@@ -9,4 +9,5 @@ export { quotasFor } from "./quotas";
 export { DurableRepo, SessionObjectStorage } from "./repo";
 export { SessionDirectory } from "./session-directory";
 export { SessionObject } from "./session-object";
+export { StreamObject } from "./stream";
 export type { TenantUsage } from "./tenant-usage";

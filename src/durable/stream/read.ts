@@ -1,0 +1,236 @@
+import { SessionError } from "../../core";
+import { answer, tailHeaders } from "./answers";
+import type { StreamContext } from "./context";
+import { after } from "./context";
+import { streamCursor } from "./cursor";
+import type { Position } from "./offsets";
+import { formatOffset, parseOffsetRequest, START } from "./offsets";
+import {
+  HEADER,
+  isTextType,
+  LONG_POLL_MS,
+  READ_PAGE_BYTES,
+  readReadRequest,
+  SSE_KEEPALIVE_MS,
+  SSE_MAX_MS,
+} from "./protocol";
+import type { SharedRecord } from "./sources";
+import type { Control } from "./sse";
+import { base64, controlEvent, dataEvent, KEEPALIVE } from "./sse";
+import type { StreamState } from "./store";
+import { entityTag } from "./store";
+
+/*
+ * GET: read a stream from an offset. A catch-up read answers one page (up to READ_PAGE_BYTES) and
+ * says where the next starts; a long-poll at the tail waits for data; SSE sends pages as events
+ * and follows the stream live. Whatever the mode, the object holds one page at a time.
+ */
+
+/** Caches may keep a full page of history (its bytes never change); the tail is revalidated. */
+const HISTORY_CACHE = "private, max-age=60, stale-while-revalidate=300";
+const TAIL_CACHE = "private, no-cache";
+
+const textDecoder = new TextDecoder();
+const textEncoder = new TextEncoder();
+
+/** A page as the reader gets it: the records' bytes, or for JSON one array of the messages. */
+function encodeRecords(stream: StreamState, records: readonly SharedRecord[]): Uint8Array {
+  const separators = stream.json ? Math.max(records.length - 1, 0) + 2 : 0;
+  let size = separators;
+  for (const record of records) size += record.data.byteLength;
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  const put = (part: Uint8Array) => {
+    bytes.set(part, at);
+    at += part.byteLength;
+  };
+  if (stream.json) bytes[at++] = 0x5b; // [
+  records.forEach((record, i) => {
+    if (stream.json && i > 0) bytes[at++] = 0x2c; // ,
+    put(record.data);
+  });
+  if (stream.json) bytes[at++] = 0x5d; // ]
+  return bytes;
+}
+
+function matches(ifNoneMatch: string | null, etag: string): boolean {
+  if (ifNoneMatch === null) return false;
+  return ifNoneMatch.split(",").some((tag) => {
+    const trimmed = tag.trim();
+    return trimmed === "*" || trimmed.replace(/^W\//, "") === etag;
+  });
+}
+
+/** Records from `from` on, checked to begin where the reader stands. */
+async function pageFrom(
+  context: StreamContext,
+  stream: StreamState,
+  from: Position,
+): Promise<SharedRecord[]> {
+  const records = await context.page(stream, from.records, stream.tail.records, READ_PAGE_BYTES);
+  if (records[0] && records[0].start !== from.bytes) {
+    throw new SessionError("invalid_request", "not an offset of this stream");
+  }
+  return records;
+}
+
+async function catchUp(
+  context: StreamContext,
+  stream: StreamState,
+  from: Position,
+  request: Request,
+  cursor: string | null,
+): Promise<Response> {
+  const records = await pageFrom(context, stream, from);
+  const last = records[records.length - 1];
+  const next = last ? after(last) : from;
+  const upToDate = next.records === stream.tail.records;
+  const closedAtEnd = upToDate && stream.closed;
+  const etag = entityTag(stream, from, next, closedAtEnd);
+  const headers: Record<string, string> = {
+    [HEADER.nextOffset]: formatOffset(next),
+    ...(upToDate ? { [HEADER.upToDate]: "true" } : {}),
+    ...(closedAtEnd ? { [HEADER.closed]: "true" } : {}),
+    ...(cursor === null ? {} : { [HEADER.cursor]: cursor }),
+    ETag: etag,
+    "Cache-Control": upToDate ? TAIL_CACHE : HISTORY_CACHE,
+  };
+  if (matches(request.headers.get("If-None-Match"), etag)) return answer(304, headers);
+  return answer(200, { "Content-Type": stream.contentType, ...headers }, encodeRecords(stream, records));
+}
+
+/** `offset=now` without waiting: no data, and where the tail is. */
+function atTail(stream: StreamState): Response {
+  return answer(
+    200,
+    {
+      "Content-Type": stream.contentType,
+      ...tailHeaders(stream),
+      [HEADER.upToDate]: "true",
+      "Cache-Control": "no-store",
+    },
+    stream.json ? "[]" : null,
+  );
+}
+
+/** The stream under `key`, still the one the read began on. */
+function stillThere(context: StreamContext, key: string, incarnation: string): StreamState | undefined {
+  const stream = context.store.get(key);
+  return stream && stream.incarnation === incarnation && !stream.deleted ? stream : undefined;
+}
+
+async function longPoll(
+  context: StreamContext,
+  key: string,
+  incarnation: string,
+  from: Position,
+  echoed: string | null,
+  request: Request,
+): Promise<Response> {
+  const deadline = context.now() + LONG_POLL_MS;
+  for (;;) {
+    const stream = stillThere(context, key, incarnation);
+    if (!stream) throw new SessionError("not_found", "the stream was deleted");
+    const cursor = streamCursor(context.now(), echoed);
+    if (from.records < stream.tail.records) return catchUp(context, stream, from, request, cursor);
+    const waited = { ...tailHeaders(stream), [HEADER.upToDate]: "true", "Cache-Control": "no-store" };
+    // A closed stream at its tail has nothing more to wait for: EOF, at once.
+    if (stream.closed) return answer(204, waited);
+    const remaining = deadline - context.now();
+    if (remaining <= 0) return answer(204, { ...waited, [HEADER.cursor]: cursor });
+    await context.waiters.wait(incarnation, remaining, request.signal);
+  }
+}
+
+function sse(
+  context: StreamContext,
+  key: string,
+  opening: StreamState,
+  from: Position,
+  echoed: string | null,
+): Response {
+  const { incarnation } = opening;
+  const textual = isTextType(opening.contentType);
+  const opened = context.now();
+  const stop = new AbortController();
+  let position = from;
+  // Whether the last control event told the reader it is at the tail.
+  let toldUpToDate = false;
+  const control = (stream: StreamState, next: Position): Control => {
+    const upToDate = next.records === stream.tail.records;
+    const closed = upToDate && stream.closed;
+    return {
+      streamNextOffset: formatOffset(next),
+      ...(closed ? {} : { streamCursor: streamCursor(context.now(), echoed) }),
+      ...(upToDate ? { upToDate: true } : {}),
+      ...(closed ? { streamClosed: true } : {}),
+    };
+  };
+  const body = new ReadableStream<Uint8Array>(
+    {
+      pull: async (controller) => {
+        for (;;) {
+          const stream = stillThere(context, key, incarnation);
+          if (!stream) return controller.close();
+          if (position.records < stream.tail.records) {
+            const records = await pageFrom(context, stream, position);
+            if (stop.signal.aborted) return;
+            const bytes = encodeRecords(stream, records);
+            const next = after(records[records.length - 1] as SharedRecord);
+            const event = control(stream, next);
+            const payload = textual ? textDecoder.decode(bytes) : base64(bytes);
+            controller.enqueue(textEncoder.encode(dataEvent(payload) + controlEvent(event)));
+            position = next;
+            toldUpToDate = event.upToDate === true;
+            if (event.streamClosed) controller.close();
+            return;
+          }
+          if (stream.closed || !toldUpToDate) {
+            const event = control(stream, position);
+            controller.enqueue(textEncoder.encode(controlEvent(event)));
+            toldUpToDate = true;
+            if (event.streamClosed) controller.close();
+            return;
+          }
+          // Connections end now and then, so caches can gather readers; the reader resumes.
+          const remaining = opened + SSE_MAX_MS - context.now();
+          if (remaining <= 0) return controller.close();
+          const changed = await context.waiters.wait(
+            incarnation,
+            Math.min(remaining, SSE_KEEPALIVE_MS),
+            stop.signal,
+          );
+          if (stop.signal.aborted) return;
+          if (!changed) {
+            controller.enqueue(textEncoder.encode(KEEPALIVE));
+            return;
+          }
+        }
+      },
+      cancel: () => stop.abort(),
+    },
+    { highWaterMark: 0 },
+  );
+  return answer(
+    200,
+    {
+      "Content-Type": "text/event-stream",
+      "Cache-Control": "no-cache",
+      ...(textual ? {} : { [HEADER.sseEncoding]: "base64" }),
+    },
+    body,
+  );
+}
+
+export async function readStream(context: StreamContext, request: Request, key: string): Promise<Response> {
+  const query = readReadRequest(new URL(request.url));
+  const offset = parseOffsetRequest(query.offset ?? "-1");
+  const stream = await context.visible(key);
+  context.renew(stream);
+  if (offset.kind === "at") await context.checkPosition(stream, offset.position);
+  const from = offset.kind === "start" ? START : offset.kind === "now" ? stream.tail : offset.position;
+  if (query.live === "long-poll")
+    return longPoll(context, key, stream.incarnation, from, query.cursor, request);
+  if (query.live === "sse") return sse(context, key, stream, from, query.cursor);
+  return offset.kind === "now" ? atTail(stream) : catchUp(context, stream, from, request, null);
+}

@@ -1,0 +1,337 @@
+import type { Sql } from "../sql";
+import { sqlOf } from "../sql";
+import type { Position } from "./offsets";
+import { formatOffset } from "./offsets";
+import type { Expiry, Producer } from "./protocol";
+import { isJsonType } from "./protocol";
+import { hasStreamSchema, updateStreamSchema } from "./schema";
+
+/*
+ * Streams in an object's SQLite, by key: one stream in a stream's own object, several in an object
+ * that hosts them beside its own data. Every method is synchronous and writes through the object's
+ * storage, so a caller may group several (append the last data, close the stream, and write its
+ * own rows) in one `ctx.storage.transactionSync`. Data is read a page at a time, never whole.
+ */
+
+/** Where a fork's inherited data comes from. */
+export interface ForkLink {
+  /** The source stream's key, as the host resolves it. */
+  source: string;
+  /** The offset the fork was asked for (or the source's tail when none was given). */
+  offset: string;
+  subOffset: number;
+  /** Records before this position are the source's. */
+  inherited: Position;
+}
+
+export interface StreamState {
+  id: number;
+  key: string;
+  /** Random per stream: a stream made again under a deleted one's key never looks like it. */
+  incarnation: string;
+  contentType: string;
+  json: boolean;
+  expiry: Expiry;
+  /** When a read or write last renewed a sliding expiry. */
+  renewedAt: number;
+  closed: boolean;
+  /** The producer append that closed the stream: its retry is a duplicate, not a conflict. */
+  closedBy: Producer | null;
+  tail: Position;
+  /** The highest `Stream-Seq` appended. */
+  lastSeq: string | null;
+  fork: ForkLink | null;
+  /** Forks reading this stream's data. */
+  forks: number;
+  /** Deleted while forks still read it: kept for them, gone for everyone else. */
+  deleted: boolean;
+}
+
+export interface StoredRecord {
+  n: number;
+  start: number;
+  batchEnd: number;
+  data: Uint8Array;
+}
+
+export interface NewStream {
+  contentType: string;
+  expiry: Expiry;
+  closed: boolean;
+  fork: ForkLink | null;
+  now: number;
+}
+
+export interface AppendWrite {
+  /** Records to add, each with the end of its append's batch. */
+  records: readonly Uint8Array[];
+  close: boolean;
+  /** The producer whose append this is, recorded with its sequence number. */
+  producer: Producer | null;
+  streamSeq: string | null;
+  now: number;
+}
+
+type StreamRow = {
+  id: number;
+  key: string;
+  incarnation: string;
+  content_type: string;
+  ttl_seconds: number | null;
+  expires_at: number | null;
+  renewed_at: number;
+  closed: number;
+  closed_by: string | null;
+  tail_records: number;
+  tail_bytes: number;
+  last_seq: string | null;
+  fork_source: string | null;
+  fork_offset: string | null;
+  fork_sub_offset: number | null;
+  fork_records: number | null;
+  fork_bytes: number | null;
+  forks: number;
+  deleted_at: number | null;
+};
+
+type RecordRow = { n: number; start: number; batch_end: number; data: ArrayBuffer };
+
+function stateOf(row: StreamRow): StreamState {
+  return {
+    id: row.id,
+    key: row.key,
+    incarnation: row.incarnation,
+    contentType: row.content_type,
+    json: isJsonType(row.content_type),
+    expiry: { ttlSeconds: row.ttl_seconds, expiresAt: row.expires_at },
+    renewedAt: row.renewed_at,
+    closed: row.closed === 1,
+    closedBy: row.closed_by === null ? null : (JSON.parse(row.closed_by) as Producer),
+    tail: { records: row.tail_records, bytes: row.tail_bytes },
+    lastSeq: row.last_seq,
+    fork:
+      row.fork_source === null
+        ? null
+        : {
+            source: row.fork_source,
+            offset: row.fork_offset as string,
+            subOffset: row.fork_sub_offset ?? 0,
+            inherited: { records: row.fork_records as number, bytes: row.fork_bytes as number },
+          },
+    forks: row.forks,
+    deleted: row.deleted_at !== null,
+  };
+}
+
+function recordOf(row: RecordRow): StoredRecord {
+  return { n: row.n, start: row.start, batchEnd: row.batch_end, data: new Uint8Array(row.data) };
+}
+
+/** When a stream expires, if it does: its fixed end, or its sliding window from the last renewal. */
+export function deadlineOf(stream: Pick<StreamState, "expiry" | "renewedAt">): number | null {
+  const { expiresAt, ttlSeconds } = stream.expiry;
+  if (expiresAt !== null) return expiresAt;
+  return ttlSeconds === null ? null : stream.renewedAt + ttlSeconds * 1000;
+}
+
+/** SQLite takes an ArrayBuffer: the view's own bytes, copied only when it shares a larger buffer. */
+function bufferOf(data: Uint8Array): ArrayBuffer {
+  const whole = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength;
+  return (whole ? data.buffer : data.slice().buffer) as ArrayBuffer;
+}
+
+function newIncarnation(): string {
+  return [...crypto.getRandomValues(new Uint8Array(8))].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export class StreamStore {
+  readonly #storage: SqlStorage;
+  readonly #sql: Sql;
+  /**
+   * Whether the tables exist. They are made by the first create, so an object only ever asked
+   * about streams it does not have stores nothing.
+   */
+  #ready: boolean;
+
+  /** Opens the store in `storage`, updating its tables if it has them (call it inside a transaction). */
+  constructor(storage: SqlStorage) {
+    this.#storage = storage;
+    this.#sql = sqlOf(storage);
+    this.#ready = hasStreamSchema(this.#sql);
+    if (this.#ready) updateStreamSchema(storage);
+  }
+
+  get(key: string): StreamState | undefined {
+    if (!this.#ready) return undefined;
+    const row = this.#sql<StreamRow>`SELECT * FROM streams WHERE key = ${key}`.toArray()[0];
+    return row && stateOf(row);
+  }
+
+  /**
+   * A new stream whose first data (after what it inherits, if it is a fork) is `batches`: each a
+   * list of records written as one append.
+   */
+  create(key: string, stream: NewStream, batches: readonly (readonly Uint8Array[])[]): StreamState {
+    if (!this.#ready) {
+      updateStreamSchema(this.#storage);
+      this.#ready = true;
+    }
+    const { fork } = stream;
+    const start = fork?.inherited ?? { records: 0, bytes: 0 };
+    this.#sql`INSERT INTO streams (key, incarnation, content_type, ttl_seconds, expires_at, renewed_at,
+        tail_records, tail_bytes, fork_source, fork_offset, fork_sub_offset, fork_records, fork_bytes)
+      VALUES (${key}, ${newIncarnation()}, ${stream.contentType}, ${stream.expiry.ttlSeconds},
+        ${stream.expiry.expiresAt}, ${stream.now}, ${start.records}, ${start.bytes}, ${fork?.source ?? null},
+        ${fork?.offset ?? null}, ${fork?.subOffset ?? null}, ${fork?.inherited.records ?? null},
+        ${fork?.inherited.bytes ?? null})`;
+    const created = this.get(key) as StreamState;
+    let tail = created.tail;
+    for (const batch of batches) tail = this.#write(created, batch, tail);
+    if (stream.closed) this.#sql`UPDATE streams SET closed = 1 WHERE id = ${created.id}`;
+    return this.get(key) as StreamState;
+  }
+
+  /**
+   * Adds records after the tail as one append (one batch), closes the stream when asked, and
+   * records the producer's sequence and the `Stream-Seq`. Answers the new tail.
+   */
+  append(stream: StreamState, write: AppendWrite): Position {
+    const tail = this.#write(stream, write.records, stream.tail);
+    const closedBy = write.close && write.producer ? JSON.stringify(write.producer) : null;
+    this.#sql`UPDATE streams SET renewed_at = ${write.now},
+        last_seq = coalesce(${write.streamSeq}, last_seq),
+        closed = max(closed, ${write.close ? 1 : 0}),
+        closed_by = coalesce(closed_by, ${closedBy})
+      WHERE id = ${stream.id}`;
+    if (write.producer) {
+      const { id, epoch, seq } = write.producer;
+      this.#sql`INSERT INTO stream_producers (stream_id, producer, epoch, last_seq)
+        VALUES (${stream.id}, ${id}, ${epoch}, ${seq})
+        ON CONFLICT (stream_id, producer) DO UPDATE SET epoch = excluded.epoch, last_seq = excluded.last_seq`;
+    }
+    return tail;
+  }
+
+  #write(stream: StreamState, records: readonly Uint8Array[], from: Position): Position {
+    let { records: n, bytes } = from;
+    const batchEnd = n + records.length;
+    for (const data of records) {
+      this.#sql`INSERT INTO stream_records (stream_id, n, start, batch_end, data)
+        VALUES (${stream.id}, ${n}, ${bytes}, ${batchEnd}, ${bufferOf(data)})`;
+      n += 1;
+      bytes += data.byteLength;
+    }
+    this.#sql`UPDATE streams SET tail_records = ${n}, tail_bytes = ${bytes} WHERE id = ${stream.id}`;
+    return { records: n, bytes };
+  }
+
+  /** A producer's epoch and last sequence number on a stream, if it wrote there. */
+  producer(stream: StreamState, producerId: string): { epoch: number; lastSeq: number } | undefined {
+    const row = this.#sql<{ epoch: number; last_seq: number }>`SELECT epoch, last_seq FROM stream_producers
+      WHERE stream_id = ${stream.id} AND producer = ${producerId}`.toArray()[0];
+    return row && { epoch: row.epoch, lastSeq: row.last_seq };
+  }
+
+  /**
+   * Own records from number `from` on and before `until`, in order, until `maxBytes` are
+   * reached: at least one when there is one, so a record larger than the page still goes out.
+   */
+  records(stream: StreamState, from: number, until: number, maxBytes: number): StoredRecord[] {
+    const page: StoredRecord[] = [];
+    let bytes = 0;
+    const cursor = this.#sql<RecordRow>`SELECT n, start, batch_end, data FROM stream_records
+      WHERE stream_id = ${stream.id} AND n >= ${from} AND n < ${until} ORDER BY n`;
+    for (const row of cursor) {
+      const record = recordOf(row);
+      if (page.length > 0 && bytes + record.data.byteLength > maxBytes) break;
+      page.push(record);
+      bytes += record.data.byteLength;
+      if (bytes >= maxBytes) break;
+    }
+    return page;
+  }
+
+  /** One of the stream's own records. */
+  record(stream: StreamState, n: number): StoredRecord | undefined {
+    const row = this.#sql<RecordRow>`SELECT n, start, batch_end, data FROM stream_records
+      WHERE stream_id = ${stream.id} AND n = ${n}`.toArray()[0];
+    return row && recordOf(row);
+  }
+
+  /** Whether a position is where one of the stream's own records starts. */
+  startsRecord(stream: StreamState, position: Position): boolean {
+    const row = this.#sql<{ start: number }>`SELECT start FROM stream_records
+      WHERE stream_id = ${stream.id} AND n = ${position.records}`.toArray()[0];
+    return row?.start === position.bytes;
+  }
+
+  close(stream: StreamState, closedBy: Producer | null, now: number): void {
+    this.append(stream, { records: [], close: true, producer: closedBy, streamSeq: null, now });
+  }
+
+  /** Starts a sliding expiry's window again from `now`. */
+  renew(stream: StreamState, now: number): void {
+    this.#sql`UPDATE streams SET renewed_at = ${now} WHERE id = ${stream.id}`;
+  }
+
+  /** Deleted, but kept (data and all) for the forks that still read it. */
+  markDeleted(stream: StreamState, now: number): void {
+    this.#sql`UPDATE streams SET deleted_at = ${now} WHERE id = ${stream.id}`;
+  }
+
+  /**
+   * Removes the stream and its data. A fork's source must hear that one of its forks is gone:
+   * that is recorded here, in the same transaction, and answered by `releases` until done.
+   */
+  remove(stream: StreamState): void {
+    this.#sql`DELETE FROM stream_records WHERE stream_id = ${stream.id}`;
+    this.#sql`DELETE FROM stream_producers WHERE stream_id = ${stream.id}`;
+    this.#sql`DELETE FROM streams WHERE id = ${stream.id}`;
+    if (stream.fork) this.#sql`INSERT INTO stream_releases (source) VALUES (${stream.fork.source})`;
+  }
+
+  addFork(stream: StreamState): void {
+    this.#sql`UPDATE streams SET forks = forks + 1 WHERE id = ${stream.id}`;
+  }
+
+  /** One fork fewer; answers how many remain. */
+  dropFork(stream: StreamState): number {
+    this.#sql`UPDATE streams SET forks = max(forks - 1, 0) WHERE id = ${stream.id}`;
+    return (this.get(stream.key) as StreamState).forks;
+  }
+
+  /** Sources still to be told that a fork of theirs is gone. */
+  releases(): { id: number; source: string }[] {
+    if (!this.#ready) return [];
+    return this.#sql<{
+      id: number;
+      source: string;
+    }>`SELECT id, source FROM stream_releases ORDER BY id`.toArray();
+  }
+
+  released(id: number): void {
+    this.#sql`DELETE FROM stream_releases WHERE id = ${id}`;
+  }
+
+  /** The earliest time a live stream expires, if any does. */
+  nextDeadline(): number | null {
+    if (!this.#ready) return null;
+    const row = this.#sql<{ deadline: number | null }>`SELECT min(coalesce(expires_at,
+        renewed_at + ttl_seconds * 1000)) AS deadline FROM streams WHERE deleted_at IS NULL`.one();
+    return row.deadline;
+  }
+
+  /** Keys of live streams whose time is up. */
+  expired(now: number): string[] {
+    if (!this.#ready) return [];
+    return this.#sql<{ key: string }>`SELECT key FROM streams WHERE deleted_at IS NULL
+        AND coalesce(expires_at, renewed_at + ttl_seconds * 1000) <= ${now}`
+      .toArray()
+      .map((row) => row.key);
+  }
+}
+
+/** The ETag of a read from `from` to `to`: it changes with the data and with closing. */
+export function entityTag(stream: StreamState, from: Position, to: Position, closedAtEnd: boolean): string {
+  return `"${stream.incarnation}:${formatOffset(from)}:${formatOffset(to)}${closedAtEnd ? ":c" : ""}"`;
+}

@@ -93,7 +93,6 @@ export class StreamContext {
       .sync()
       .catch(() => undefined)
       .then(() => this.waiters.wake(stream.incarnation));
-    this.scheduleAlarm();
   }
 
   /**

@@ -74,7 +74,7 @@ export async function createStream(context: StreamContext, request: Request, key
       records.length > 0 ? [records] : [],
     ),
   );
-  context.written(stream);
+  context.scheduleAlarm();
   return created(request, stream);
 }
 
@@ -115,7 +115,7 @@ async function createFork(
       ),
     );
     counted = false;
-    context.written(stream);
+    context.scheduleAlarm();
     return created(request, stream);
   } finally {
     if (counted) await context.sources.release(source);

@@ -11,6 +11,7 @@ import {
   streamObjectName,
 } from "../../durable/stream";
 import type { AppEnv } from "../env";
+import { describeStreams } from "./stream-docs";
 
 /*
  * `/v1/stream/*`: the Durable Streams protocol for the caller's tenant (docs/streams.md). The
@@ -59,9 +60,8 @@ async function toStream(c: Context<AppEnv>): Promise<Response> {
   return new Response(answer.body, { status: answer.status, headers: new Headers(answer.headers) });
 }
 
+const app = new OpenAPIHono<AppEnv>();
+describeStreams(app.openAPIRegistry);
+
 /** GET also answers HEAD (Hono sends HEAD through GET's route, the method unchanged). */
-export const streamRoutes = new OpenAPIHono<AppEnv>().on(
-  ["GET", "PUT", "POST", "DELETE"],
-  "/v1/stream/:path{.+}",
-  toStream,
-);
+export const streamRoutes = app.on(["GET", "PUT", "POST", "DELETE"], "/v1/stream/:path{.+}", toStream);

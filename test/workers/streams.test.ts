@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MAX_APPEND_BYTES, READ_PAGE_BYTES } from "../../src/durable/stream";
+import { MAX_APPEND_BYTES, MAX_TTL_SECONDS, READ_PAGE_BYTES } from "../../src/durable/stream";
 import { KEY_A_READ, KEY_B } from "./helpers";
 import {
   append,
@@ -283,6 +283,7 @@ describe("bad input to streams gets a clear 4xx and changes nothing", () => {
       { "Stream-TTL": "60", "Stream-Expires-At": future },
       { "Stream-TTL": "-1" },
       { "Stream-TTL": "01" },
+      { "Stream-TTL": String(MAX_TTL_SECONDS + 1) },
       { "Stream-Expires-At": "tomorrow" },
       { "Stream-Expires-At": new Date(Date.now() - 1000).toISOString() },
       { "Stream-Fork-Offset": "0000000000000000_0000000000000000" },

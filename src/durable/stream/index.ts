@@ -1,6 +1,14 @@
 export { SAFETY_HEADERS } from "./answers";
 export { STREAM_ROUTE, streamKeyOf, streamObjectName } from "./paths";
-export { ANSWER_HEADERS, MAX_APPEND_BYTES, READ_PAGE_BYTES, REQUEST_HEADERS } from "./protocol";
+export {
+  ANSWER_HEADERS,
+  LONG_POLL_MS,
+  MAX_APPEND_BYTES,
+  MAX_TTL_SECONDS,
+  READ_PAGE_BYTES,
+  REQUEST_HEADERS,
+  SSE_MAX_MS,
+} from "./protocol";
 export type { ForkPoint, ForkPointRequest, SharedRecord, StreamSources } from "./sources";
 export type { StreamState } from "./store";
 export { StreamStore } from "./store";

@@ -65,6 +65,8 @@ export const LONG_POLL_MS = 4_000;
 export const SSE_MAX_MS = 60_000;
 /** A comment line on a quiet SSE connection this often, so proxies do not drop it. */
 export const SSE_KEEPALIVE_MS = 15_000;
+/** The longest Stream-TTL, in seconds (about a hundred years): expiry times stay exact integers. */
+export const MAX_TTL_SECONDS = 100 * 365 * 24 * 3600;
 /** The longest stream path, in characters. */
 export const MAX_PATH_CHARS = 1024;
 
@@ -121,7 +123,9 @@ const flag = z
 const CreateHeaders = z
   .object({
     "content-type": z.string().optional(),
-    "stream-ttl": count("Stream-TTL").optional(),
+    "stream-ttl": count("Stream-TTL")
+      .refine((seconds) => seconds <= MAX_TTL_SECONDS, `Stream-TTL is at most ${MAX_TTL_SECONDS} seconds`)
+      .optional(),
     "stream-expires-at": timestamp.optional(),
     "stream-closed": flag,
     "stream-forked-from": z.string().min(1).optional(),

@@ -5,7 +5,7 @@ import type { StreamContext } from "./context";
 import { recordsOf } from "./create";
 import { formatOffset } from "./offsets";
 import type { ProducerLanes } from "./producers";
-import { checkProducer } from "./producers";
+import { checkProducer, staleEpoch } from "./producers";
 import type { AppendRequest } from "./protocol";
 import { HEADER, MAX_APPEND_BYTES, mediaType, readAppendRequest } from "./protocol";
 import type { StreamState } from "./store";
@@ -35,7 +35,7 @@ function closedStream(
       return answer(204, { ...tailHeaders(stream), ...producerHeaders(by.epoch, by.seq) });
     }
     const state = context.store.producer(stream, producer.id);
-    if (state && producer.epoch < state.epoch) checkProducer(state, producer);
+    if (state && producer.epoch < state.epoch) throw staleEpoch(state.epoch, producer.epoch);
   } else if (empty && input.close) {
     return answer(204, tailHeaders(stream));
   }

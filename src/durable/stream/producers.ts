@@ -18,15 +18,7 @@ export function checkProducer(
     if (producer.seq !== 0) throw gap(0, producer.seq);
     return { kind: "accept" };
   }
-  if (producer.epoch < state.epoch) {
-    throw new SessionError(
-      "stale_epoch",
-      `this producer is at epoch ${state.epoch}; epoch ${producer.epoch} is fenced off`,
-      {
-        currentEpoch: state.epoch,
-      },
-    );
-  }
+  if (producer.epoch < state.epoch) throw staleEpoch(state.epoch, producer.epoch);
   if (producer.epoch > state.epoch) {
     if (producer.seq !== 0) {
       throw new SessionError("invalid_request", "a new producer epoch starts at Producer-Seq 0", {
@@ -39,6 +31,12 @@ export function checkProducer(
   if (producer.seq <= state.lastSeq) return { kind: "duplicate", lastSeq: state.lastSeq };
   if (producer.seq === state.lastSeq + 1) return { kind: "accept" };
   throw gap(state.lastSeq + 1, producer.seq);
+}
+
+/** A producer writing with an epoch older than its current one: fenced off (a zombie writer). */
+export function staleEpoch(currentEpoch: number, epoch: number): SessionError {
+  const message = `this producer is at epoch ${currentEpoch}; epoch ${epoch} is fenced off`;
+  return new SessionError("stale_epoch", message, { currentEpoch });
 }
 
 function gap(expectedSeq: number, receivedSeq: number): SessionError {

@@ -251,22 +251,11 @@ export class StreamStore {
     return page;
   }
 
-  /** One of the stream's own records. */
-  record(stream: StreamState, n: number): StoredRecord | undefined {
-    const row = this.#sql<RecordRow>`SELECT n, start, batch_end, data FROM stream_records
-      WHERE stream_id = ${stream.id} AND n = ${n}`.toArray()[0];
-    return row && recordOf(row);
-  }
-
   /** Whether a position is where one of the stream's own records starts. */
   startsRecord(stream: StreamState, position: Position): boolean {
     const row = this.#sql<{ start: number }>`SELECT start FROM stream_records
       WHERE stream_id = ${stream.id} AND n = ${position.records}`.toArray()[0];
     return row?.start === position.bytes;
-  }
-
-  close(stream: StreamState, closedBy: Producer | null, now: number): void {
-    this.append(stream, { records: [], close: true, producer: closedBy, streamSeq: null, now });
   }
 
   /** Starts a sliding expiry's window again from `now`. */

@@ -30,11 +30,6 @@ export class DurableStreams {
     return this.#context.store;
   }
 
-  /** Readers waiting live now, on every stream of this host. */
-  get waitingReaders(): number {
-    return this.#context.waiters.count;
-  }
-
   /** Answers one protocol request for the stream `key`; errors are the service's error envelope. */
   async handle(request: Request, key: string, requestId: string | null): Promise<Response> {
     try {

@@ -43,11 +43,4 @@ export class TailWaiters {
     this.#waiting.delete(incarnation);
     for (const woken of [...waiters]) woken();
   }
-
-  /** Readers waiting now, on every stream. */
-  get count(): number {
-    let count = 0;
-    for (const waiters of this.#waiting.values()) count += waiters.size;
-    return count;
-  }
 }

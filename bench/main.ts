@@ -7,6 +7,7 @@ import type { AgentMessage } from "../src/core";
 import type { DevServer } from "../test/support/dev-server";
 import { startDevServer } from "../test/support/dev-server";
 import { liveSessions } from "./live";
+import { streamFigures } from "./streams";
 
 /*
  * `npm run bench`: the performance budgets' figures, measured in one run on this machine, against local
@@ -708,6 +709,22 @@ async function main() {
       fillSession: (id, count) => fillSession(id, count, false),
       message,
       workerdRssKb: () => workerdMemoryKb("VmRSS"),
+    });
+    await streamFigures({
+      url: server.url,
+      quick: QUICK,
+      record: (name, unit, samples, budget) => void record(name, unit, samples, budget),
+      derived: (name, unit, value, budget) =>
+        void figures.push({
+          name,
+          unit,
+          median: value,
+          min: 0,
+          max: 0,
+          runs: 1,
+          ...(budget ? { budget } : {}),
+        }),
+      workerdPeakKb,
     });
     await cold(persist, sizes[sizes.length - 1] as number);
   } finally {

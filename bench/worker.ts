@@ -10,7 +10,7 @@ import { sqlOf } from "../src/durable/sql";
 import { SqliteSession } from "../src/durable/sqlite-session";
 import { createApp } from "../src/http";
 
-export { SessionDirectory, SessionObject } from "../src/durable";
+export { SessionDirectory, SessionObject, StreamObject } from "../src/durable";
 
 /*
  * A Durable Object that runs the real session store (the code SessionObject runs) and times it

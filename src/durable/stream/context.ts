@@ -1,8 +1,8 @@
 import { SessionError, unwrap } from "../../core";
 import { errorSummary, logLine } from "../log-line";
 import type { Position } from "./offsets";
-import type { SharedRecord, StreamSources } from "./sources";
-import type { StoredRecord, StreamState, StreamStore } from "./store";
+import type { RecordPage, StreamSources } from "./sources";
+import type { StreamState, StreamStore } from "./store";
 import { deadlineOf } from "./store";
 import { TailWaiters } from "./waiters";
 
@@ -26,9 +26,9 @@ export interface StreamHostOptions {
   now?: () => number;
 }
 
-/** The position just after a record. */
-export function after(record: { n: number; start: number; data: Uint8Array }): Position {
-  return { records: record.n + 1, bytes: record.start + record.data.byteLength };
+/** Bytes of a page's records. */
+export function pageBytes(page: RecordPage): number {
+  return page.end.bytes - page.start;
 }
 
 export class StreamContext {
@@ -149,35 +149,25 @@ export class StreamContext {
 
   /**
    * Records of a stream from number `from` on and before `until`, about `maxBytes` of them (at
-   * least one): what a fork inherits comes from its source, the rest from its own rows.
+   * least one; null when there are none): what a fork inherits comes from its source, the rest
+   * from its own rows.
    */
-  async page(stream: StreamState, from: number, until: number, maxBytes: number): Promise<SharedRecord[]> {
-    const page: SharedRecord[] = [];
-    let next = from;
-    let bytes = 0;
+  async page(stream: StreamState, from: number, until: number, maxBytes: number): Promise<RecordPage | null> {
     const fork = stream.fork;
-    if (fork && next < fork.inherited.records) {
-      const limit = Math.min(until, fork.inherited.records);
-      const inherited = unwrap(await this.sources.read(fork.source, next, limit, maxBytes));
-      if (inherited.length === 0) throw new SessionError("gone", "the data this fork inherits is gone");
-      for (const record of inherited) {
-        page.push({ ...record, batchEnd: Math.min(record.batchEnd, limit) });
-        bytes += record.data.byteLength;
-      }
-      next = (inherited[inherited.length - 1] as SharedRecord).n + 1;
-      if (next < limit || bytes >= maxBytes) return page;
-    }
-    if (next < until) {
-      for (const record of this.store.records(stream, next, until, maxBytes - bytes)) {
-        page.push(capped(record, until));
-      }
-    }
-    return page;
+    if (!fork || from >= fork.inherited.records) return this.store.page(stream, from, until, maxBytes);
+    const limit = Math.min(until, fork.inherited.records);
+    const inherited = unwrap(await this.sources.read(fork.source, from, limit, maxBytes));
+    if (!inherited) throw new SessionError("gone", "the data this fork inherits is gone");
+    const page = { ...inherited, batchEnd: Math.min(inherited.batchEnd, limit) };
+    const bytes = pageBytes(page);
+    if (page.end.records < limit || bytes >= maxBytes || page.end.records >= until) return page;
+    const own = this.store.page(stream, page.end.records, until, maxBytes - bytes);
+    return own ? { ...page, end: own.end, pieces: [...page.pieces, ...own.pieces] } : page;
   }
 
-  /** The record at number `n`, own or inherited (its batch end as far as the stream reaches). */
-  async recordAt(stream: StreamState, n: number): Promise<SharedRecord | undefined> {
-    return (await this.page(stream, n, stream.tail.records, 1))[0];
+  /** The record at number `n`, own or inherited, as a page of one. */
+  recordAt(stream: StreamState, n: number): Promise<RecordPage | null> {
+    return this.page(stream, n, stream.tail.records, 1);
   }
 
   /**
@@ -199,8 +189,4 @@ export class StreamContext {
         : this.store.startsRecord(stream, position);
     if (!starts) throw new SessionError("invalid_request", "not an offset of this stream");
   }
-}
-
-function capped(record: StoredRecord, until: number): SharedRecord {
-  return { n: record.n, start: record.start, batchEnd: Math.min(record.batchEnd, until), data: record.data };
 }

@@ -1,10 +1,10 @@
 import { SessionError } from "../../core";
 import type { StreamContext } from "./context";
-import { after } from "./context";
+import { pageBytes } from "./context";
 import type { Position } from "./offsets";
 import { formatOffset, parseOffset, samePosition } from "./offsets";
 import { mediaType } from "./protocol";
-import type { ForkPoint, ForkPointRequest, SharedRecord } from "./sources";
+import type { ForkPoint, ForkPointRequest, RecordPage } from "./sources";
 
 /*
  * A stream as the source of forks (PROTOCOL.md 4.2). A fork shares its source's offsets: it reads
@@ -42,21 +42,20 @@ export async function forkPoint(
           subOffset: request.subOffset,
         },
       );
-    const first = samePosition(anchor, stream.tail)
-      ? undefined
-      : await context.recordAt(stream, anchor.records);
+    const first = samePosition(anchor, stream.tail) ? null : await context.recordAt(stream, anchor.records);
     if (!first) throw past();
+    const size = pageBytes(first);
     if (stream.json) {
       if (request.subOffset > first.batchEnd - anchor.records) throw past();
       const end = anchor.records + request.subOffset;
       const messages = await context.page(stream, anchor.records, end, Number.POSITIVE_INFINITY);
-      inherited = after(messages[messages.length - 1] as SharedRecord);
-    } else if (request.subOffset > first.data.byteLength) {
+      inherited = (messages as RecordPage).end;
+    } else if (request.subOffset > size) {
       throw past();
-    } else if (request.subOffset === first.data.byteLength) {
-      inherited = after(first);
+    } else if (request.subOffset === size) {
+      inherited = first.end;
     } else {
-      materialized = [first.data.slice(0, request.subOffset)];
+      materialized = [(first.pieces[0] as Uint8Array).slice(0, request.subOffset)];
     }
   }
   // The source may have gone while its records were read.
@@ -81,10 +80,12 @@ export async function readForFork(
   from: number,
   until: number,
   maxBytes: number,
-): Promise<SharedRecord[]> {
+): Promise<RecordPage | null> {
   const stream = context.store.get(key);
   if (!stream) throw new SessionError("gone", "the data this fork inherits is gone");
-  return context.page(stream, from, Math.min(until, stream.tail.records), maxBytes);
+  const page = await context.page(stream, from, Math.min(until, stream.tail.records), maxBytes);
+  // A piece is a view of a whole block: copied, only its own bytes cross RPC.
+  return page && { ...page, pieces: page.pieces.map((piece) => piece.slice()) };
 }
 
 /** A fork is gone: one reader fewer, and a deleted source with none left goes too. */

@@ -9,7 +9,7 @@ export {
   REQUEST_HEADERS,
   SSE_MAX_MS,
 } from "./protocol";
-export type { ForkPoint, ForkPointRequest, SharedRecord, StreamSources } from "./sources";
+export type { ForkPoint, ForkPointRequest, RecordPage, StreamSources } from "./sources";
 export type { StreamState } from "./store";
 export { StreamStore } from "./store";
 export {

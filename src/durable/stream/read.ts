@@ -1,7 +1,6 @@
 import { SessionError } from "../../core";
 import { answer, tailHeaders } from "./answers";
 import type { StreamContext } from "./context";
-import { after } from "./context";
 import { streamCursor } from "./cursor";
 import type { Position } from "./offsets";
 import { formatOffset, parseOffsetRequest, START } from "./offsets";
@@ -14,7 +13,7 @@ import {
   SSE_KEEPALIVE_MS,
   SSE_MAX_MS,
 } from "./protocol";
-import type { SharedRecord } from "./sources";
+import type { RecordPage } from "./sources";
 import type { Control } from "./sse";
 import { base64, controlEvent, dataEvent, KEEPALIVE } from "./sse";
 import type { StreamState } from "./store";
@@ -34,20 +33,18 @@ const textDecoder = new TextDecoder();
 const textEncoder = new TextEncoder();
 
 /** A page as the reader gets it: the records' bytes, or for JSON one array of the messages. */
-function encodeRecords(stream: StreamState, records: readonly SharedRecord[]): Uint8Array {
-  const separators = stream.json ? Math.max(records.length - 1, 0) + 2 : 0;
+function encodePage(stream: StreamState, page: RecordPage | null): Uint8Array {
+  const pieces = page?.pieces ?? [];
+  const separators = stream.json ? Math.max(pieces.length - 1, 0) + 2 : 0;
   let size = separators;
-  for (const record of records) size += record.data.byteLength;
+  for (const piece of pieces) size += piece.byteLength;
   const bytes = new Uint8Array(size);
   let at = 0;
-  const put = (part: Uint8Array) => {
-    bytes.set(part, at);
-    at += part.byteLength;
-  };
   if (stream.json) bytes[at++] = 0x5b; // [
-  records.forEach((record, i) => {
+  pieces.forEach((piece, i) => {
     if (stream.json && i > 0) bytes[at++] = 0x2c; // ,
-    put(record.data);
+    bytes.set(piece, at);
+    at += piece.byteLength;
   });
   if (stream.json) bytes[at++] = 0x5d; // ]
   return bytes;
@@ -61,17 +58,16 @@ function matches(ifNoneMatch: string | null, etag: string): boolean {
   });
 }
 
-/** Records from `from` on, checked to begin where the reader stands. */
+/** Records from `from` on, checked to begin where the reader stands; null at the tail. */
 async function pageFrom(
   context: StreamContext,
   stream: StreamState,
   from: Position,
-): Promise<SharedRecord[]> {
-  const records = await context.page(stream, from.records, stream.tail.records, READ_PAGE_BYTES);
-  if (records[0] && records[0].start !== from.bytes) {
+): Promise<RecordPage | null> {
+  const page = await context.page(stream, from.records, stream.tail.records, READ_PAGE_BYTES);
+  if (page && page.start !== from.bytes)
     throw new SessionError("invalid_request", "not an offset of this stream");
-  }
-  return records;
+  return page;
 }
 
 async function catchUp(
@@ -81,9 +77,8 @@ async function catchUp(
   request: Request,
   cursor: string | null,
 ): Promise<Response> {
-  const records = await pageFrom(context, stream, from);
-  const last = records[records.length - 1];
-  const next = last ? after(last) : from;
+  const page = await pageFrom(context, stream, from);
+  const next = page ? page.end : from;
   const upToDate = next.records === stream.tail.records;
   const closedAtEnd = upToDate && stream.closed;
   const etag = entityTag(stream, from, next, closedAtEnd);
@@ -96,7 +91,7 @@ async function catchUp(
     "Cache-Control": upToDate ? TAIL_CACHE : HISTORY_CACHE,
   };
   if (matches(request.headers.get("If-None-Match"), etag)) return answer(304, headers);
-  return answer(200, { "Content-Type": stream.contentType, ...headers }, encodeRecords(stream, records));
+  return answer(200, { "Content-Type": stream.contentType, ...headers }, encodePage(stream, page));
 }
 
 /** `offset=now` without waiting: no data, and where the tail is. */
@@ -173,10 +168,10 @@ function sse(
           const stream = stillThere(context, key, incarnation);
           if (!stream) return controller.close();
           if (position.records < stream.tail.records) {
-            const records = await pageFrom(context, stream, position);
+            const page = (await pageFrom(context, stream, position)) as RecordPage;
             if (stop.signal.aborted) return;
-            const bytes = encodeRecords(stream, records);
-            const next = after(records[records.length - 1] as SharedRecord);
+            const bytes = encodePage(stream, page);
+            const next = page.end;
             const event = control(stream, next);
             const payload = textual ? textDecoder.decode(bytes) : base64(bytes);
             controller.enqueue(textEncoder.encode(dataEvent(payload) + controlEvent(event)));

@@ -7,9 +7,8 @@ import { migrate } from "../sql";
  * is kept in `stream_schema_version`. `MIGRATIONS[i]` takes the schema from version i to i + 1.
  *
  * A stream's data is its records, numbered from 0: a binary stream's appends, a JSON stream's
- * messages. `start` is the record's first byte in the stream, `batch_end` the number of the record
- * after the last one its append wrote (a JSON append of three messages writes three records that
- * share it). A fork reads records before `fork_records` from its source and keeps its own after.
+ * messages, packed into blocks of consecutive records (blocks.ts). A fork reads records before
+ * `fork_records` from its source and keeps its own after.
  */
 const MIGRATIONS = [
   `
@@ -34,13 +33,14 @@ const MIGRATIONS = [
     forks INTEGER NOT NULL DEFAULT 0,
     deleted_at INTEGER
   );
-  CREATE TABLE stream_records (
+  CREATE TABLE stream_blocks (
     stream_id INTEGER NOT NULL,
-    n INTEGER NOT NULL,
+    first INTEGER NOT NULL,
     start INTEGER NOT NULL,
-    batch_end INTEGER NOT NULL,
+    ends BLOB NOT NULL,
+    batch_ends BLOB NOT NULL,
     data BLOB NOT NULL,
-    PRIMARY KEY (stream_id, n)
+    PRIMARY KEY (stream_id, first)
   );
   CREATE TABLE stream_producers (
     stream_id INTEGER NOT NULL,

@@ -31,12 +31,21 @@ export interface ForkPoint {
   materialized: Uint8Array[];
 }
 
-/** A record as another stream reads it; `batchEnd` never reaches past what the reader may see. */
-export interface SharedRecord {
-  n: number;
+/**
+ * Consecutive records of a stream as a reader gets them (from its own rows or across RPC from a
+ * fork's source): where they begin and end, and their bytes in pieces, each piece whole records
+ * (in a JSON stream, messages joined by commas).
+ */
+export interface RecordPage {
+  /** The number of the first record. */
+  first: number;
+  /** Bytes of the stream before the first record. */
   start: number;
+  /** The position after the last record. */
+  end: Position;
+  /** The end of the first record's append, as a record number, never past what the reader may see. */
   batchEnd: number;
-  data: Uint8Array;
+  pieces: Uint8Array[];
 }
 
 export interface StreamSources {
@@ -44,8 +53,8 @@ export interface StreamSources {
   keyOf(path: string): string;
   /** Validates a fork of `key` and counts it among the source's forks. */
   forkPoint(key: string, request: ForkPointRequest): Promise<Result<ForkPoint>>;
-  /** Records of `key` from `from` on, before `until`, up to about `maxBytes` (at least one). */
-  read(key: string, from: number, until: number, maxBytes: number): Promise<Result<SharedRecord[]>>;
+  /** Records of `key` from `from` on, before `until`, up to about `maxBytes` (at least one); null: none. */
+  read(key: string, from: number, until: number, maxBytes: number): Promise<Result<RecordPage | null>>;
   /** One fork of `key` is gone. */
   release(key: string): Promise<void>;
 }

@@ -1,10 +1,13 @@
 import type { Sql } from "../sql";
 import { sqlOf } from "../sql";
+import type { Block } from "./blocks";
+import { BLOCK_BYTES, bytesOf, packed, recordCount, recordStart, separatorOf, sliceRecords } from "./blocks";
 import type { Position } from "./offsets";
 import { formatOffset } from "./offsets";
 import type { Expiry, Producer } from "./protocol";
 import { isJsonType } from "./protocol";
 import { hasStreamSchema, updateStreamSchema } from "./schema";
+import type { RecordPage } from "./sources";
 
 /*
  * Streams in an object's SQLite, by key: one stream in a stream's own object, several in an object
@@ -47,13 +50,6 @@ export interface StreamState {
   deleted: boolean;
 }
 
-export interface StoredRecord {
-  n: number;
-  start: number;
-  batchEnd: number;
-  data: Uint8Array;
-}
-
 export interface NewStream {
   contentType: string;
   expiry: Expiry;
@@ -94,8 +90,6 @@ type StreamRow = {
   deleted_at: number | null;
 };
 
-type RecordRow = { n: number; start: number; batch_end: number; data: ArrayBuffer };
-
 function stateOf(row: StreamRow): StreamState {
   return {
     id: row.id,
@@ -123,8 +117,22 @@ function stateOf(row: StreamRow): StreamState {
   };
 }
 
-function recordOf(row: RecordRow): StoredRecord {
-  return { n: row.n, start: row.start, batchEnd: row.batch_end, data: new Uint8Array(row.data) };
+type BlockRow = {
+  first: number;
+  start: number;
+  ends: ArrayBuffer;
+  batch_ends: ArrayBuffer;
+  data: ArrayBuffer;
+};
+
+function blockOf(row: BlockRow): Block {
+  return {
+    first: row.first,
+    start: row.start,
+    ends: new Uint32Array(row.ends),
+    batchEnds: new Uint32Array(row.batch_ends),
+    data: new Uint8Array(row.data),
+  };
 }
 
 /** When a stream expires, if it does: its fixed end, or its sliding window from the last renewal. */
@@ -132,12 +140,6 @@ export function deadlineOf(stream: Pick<StreamState, "expiry" | "renewedAt">): n
   const { expiresAt, ttlSeconds } = stream.expiry;
   if (expiresAt !== null) return expiresAt;
   return ttlSeconds === null ? null : stream.renewedAt + ttlSeconds * 1000;
-}
-
-/** SQLite takes an ArrayBuffer: the view's own bytes, copied only when it shares a larger buffer. */
-function bufferOf(data: Uint8Array): ArrayBuffer {
-  const whole = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength;
-  return (whole ? data.buffer : data.slice().buffer) as ArrayBuffer;
 }
 
 function newIncarnation(): string {
@@ -212,17 +214,46 @@ export class StreamStore {
     return tail;
   }
 
+  /**
+   * Writes records after `from` as one append: into the last block while it has room, else as a
+   * block of their own. Answers the new tail.
+   */
   #write(stream: StreamState, records: readonly Uint8Array[], from: Position): Position {
-    let { records: n, bytes } = from;
-    const batchEnd = n + records.length;
-    for (const data of records) {
-      this.#sql`INSERT INTO stream_records (stream_id, n, start, batch_end, data)
-        VALUES (${stream.id}, ${n}, ${bytes}, ${batchEnd}, ${bufferOf(data)})`;
-      n += 1;
-      bytes += data.byteLength;
+    if (records.length === 0) return from;
+    const separator = separatorOf(stream.json);
+    let bytes = 0;
+    for (const record of records) bytes += record.byteLength;
+    // The last block takes the append when it ends where the append begins (a fork's first append
+    // starts its own block after what it inherits) and has room; only then is it read whole.
+    const last = this.#sql<{ first: number; size: number; count: number }>`SELECT first,
+        length(data) AS size, length(ends) / 4 AS count
+      FROM stream_blocks WHERE stream_id = ${stream.id} ORDER BY first DESC LIMIT 1`.toArray()[0];
+    const extend =
+      last !== undefined &&
+      last.first + last.count === from.records &&
+      last.size + bytes + separator * records.length <= BLOCK_BYTES;
+    if (extend) {
+      const block = this.#block(stream, last.first);
+      const { ends, batchEnds, data } = packed(block, records, separator);
+      this.#sql`UPDATE stream_blocks SET ends = ${bytesOf(ends)}, batch_ends = ${bytesOf(batchEnds)},
+          data = ${bytesOf(data)}
+        WHERE stream_id = ${stream.id} AND first = ${last.first}`;
+    } else {
+      const { ends, batchEnds, data } = packed(undefined, records, separator);
+      this.#sql`INSERT INTO stream_blocks (stream_id, first, start, ends, batch_ends, data)
+        VALUES (${stream.id}, ${from.records}, ${from.bytes}, ${bytesOf(ends)}, ${bytesOf(batchEnds)},
+          ${bytesOf(data)})`;
     }
-    this.#sql`UPDATE streams SET tail_records = ${n}, tail_bytes = ${bytes} WHERE id = ${stream.id}`;
-    return { records: n, bytes };
+    const tail = { records: from.records + records.length, bytes: from.bytes + bytes };
+    this.#sql`UPDATE streams SET tail_records = ${tail.records}, tail_bytes = ${tail.bytes}
+      WHERE id = ${stream.id}`;
+    return tail;
+  }
+
+  #block(stream: StreamState, first: number): Block {
+    const row = this.#sql<BlockRow>`SELECT first, start, ends, batch_ends, data FROM stream_blocks
+      WHERE stream_id = ${stream.id} AND first = ${first}`.one();
+    return blockOf(row);
   }
 
   /** A producer's epoch and last sequence number on a stream, if it wrote there. */
@@ -235,27 +266,56 @@ export class StreamStore {
   /**
    * Own records from number `from` on and before `until`, in order, until `maxBytes` are
    * reached: at least one when there is one, so a record larger than the page still goes out.
+   * The pieces are views of the blocks read; null when there is no record to give.
    */
-  records(stream: StreamState, from: number, until: number, maxBytes: number): StoredRecord[] {
-    const page: StoredRecord[] = [];
+  page(stream: StreamState, from: number, until: number, maxBytes: number): RecordPage | null {
+    const separator = separatorOf(stream.json);
+    const pieces: Uint8Array[] = [];
+    let page: Omit<RecordPage, "pieces"> | undefined;
+    let next = from;
     let bytes = 0;
-    const cursor = this.#sql<RecordRow>`SELECT n, start, batch_end, data FROM stream_records
-      WHERE stream_id = ${stream.id} AND n >= ${from} AND n < ${until} ORDER BY n`;
-    for (const row of cursor) {
-      const record = recordOf(row);
-      if (page.length > 0 && bytes + record.data.byteLength > maxBytes) break;
-      page.push(record);
-      bytes += record.data.byteLength;
-      if (bytes >= maxBytes) break;
+    const rows = this.#sql<BlockRow>`SELECT first, start, ends, batch_ends, data FROM stream_blocks
+      WHERE stream_id = ${stream.id} AND first < ${until} AND first >= coalesce(
+        (SELECT max(first) FROM stream_blocks WHERE stream_id = ${stream.id} AND first <= ${from}), 0)
+      ORDER BY first`;
+    for (const row of rows) {
+      const block = blockOf(row);
+      const index = next - block.first;
+      const stop = Math.min(recordCount(block), until - block.first);
+      if (index < 0 || index >= stop) continue;
+      const slice = sliceRecords(
+        block,
+        index,
+        stop,
+        pieces.length === 0 ? maxBytes : maxBytes - bytes,
+        separator,
+      );
+      if (pieces.length > 0 && bytes + slice.bytes > maxBytes) break;
+      page ??= {
+        first: from,
+        start: recordStart(block, index, separator),
+        end: { records: from, bytes: 0 },
+        batchEnd: Math.min(block.first + (block.batchEnds[index] as number), until),
+      };
+      pieces.push(slice.piece);
+      next += slice.records;
+      bytes += slice.bytes;
+      if (bytes >= maxBytes || index + slice.records < stop) break;
     }
-    return page;
+    if (!page) return null;
+    return { ...page, end: { records: next, bytes: page.start + bytes }, pieces };
   }
 
   /** Whether a position is where one of the stream's own records starts. */
   startsRecord(stream: StreamState, position: Position): boolean {
-    const row = this.#sql<{ start: number }>`SELECT start FROM stream_records
-      WHERE stream_id = ${stream.id} AND n = ${position.records}`.toArray()[0];
-    return row?.start === position.bytes;
+    const row = this.#sql<BlockRow>`SELECT first, start, ends, batch_ends, data FROM stream_blocks
+      WHERE stream_id = ${stream.id} AND first <= ${position.records} ORDER BY first DESC LIMIT 1`.toArray()[0];
+    if (!row) return false;
+    const block = blockOf(row);
+    const index = position.records - block.first;
+    return (
+      index < recordCount(block) && recordStart(block, index, separatorOf(stream.json)) === position.bytes
+    );
   }
 
   /** Starts a sliding expiry's window again from `now`. */
@@ -273,7 +333,7 @@ export class StreamStore {
    * that is recorded here, in the same transaction, and answered by `releases` until done.
    */
   remove(stream: StreamState): void {
-    this.#sql`DELETE FROM stream_records WHERE stream_id = ${stream.id}`;
+    this.#sql`DELETE FROM stream_blocks WHERE stream_id = ${stream.id}`;
     this.#sql`DELETE FROM stream_producers WHERE stream_id = ${stream.id}`;
     this.#sql`DELETE FROM streams WHERE id = ${stream.id}`;
     if (stream.fork) this.#sql`INSERT INTO stream_releases (source) VALUES (${stream.fork.source})`;

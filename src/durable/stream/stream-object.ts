@@ -3,7 +3,7 @@ import type { Result } from "../../core";
 import { capture } from "../../core";
 import type { DurableEnv } from "../env";
 import { streamKeyOf, streamObjectName } from "./paths";
-import type { ForkPoint, ForkPointRequest, SharedRecord, StreamSources } from "./sources";
+import type { ForkPoint, ForkPointRequest, RecordPage, StreamSources } from "./sources";
 import { StreamStore } from "./store";
 import { DurableStreams } from "./streams";
 
@@ -43,8 +43,8 @@ class StreamObjectSources implements StreamSources {
     return (await this.#object(key).forkPoint(key, request)) as Result<ForkPoint>;
   }
 
-  async read(key: string, from: number, until: number, maxBytes: number): Promise<Result<SharedRecord[]>> {
-    return (await this.#object(key).readForFork(key, from, until, maxBytes)) as Result<SharedRecord[]>;
+  async read(key: string, from: number, until: number, maxBytes: number): Promise<Result<RecordPage | null>> {
+    return (await this.#object(key).readForFork(key, from, until, maxBytes)) as Result<RecordPage | null>;
   }
 
   async release(key: string): Promise<void> {
@@ -97,7 +97,12 @@ export class StreamObject extends DurableObject<DurableEnv> {
     return capture(() => this.#streams.forkPoint(key, request));
   }
 
-  readForFork(key: string, from: number, until: number, maxBytes: number): Promise<Result<SharedRecord[]>> {
+  readForFork(
+    key: string,
+    from: number,
+    until: number,
+    maxBytes: number,
+  ): Promise<Result<RecordPage | null>> {
     return capture(() => this.#streams.readForFork(key, from, until, maxBytes));
   }
 

@@ -7,7 +7,7 @@ import { createStream } from "./create";
 import { forkPoint, readForFork, releaseFork } from "./fork-source";
 import { ProducerLanes } from "./producers";
 import { readStream } from "./read";
-import type { ForkPoint, ForkPointRequest, SharedRecord } from "./sources";
+import type { ForkPoint, ForkPointRequest, RecordPage } from "./sources";
 import type { StreamStore } from "./store";
 
 /*
@@ -76,7 +76,7 @@ export class DurableStreams {
     return forkPoint(this.#context, key, request);
   }
 
-  readForFork(key: string, from: number, until: number, maxBytes: number): Promise<SharedRecord[]> {
+  readForFork(key: string, from: number, until: number, maxBytes: number): Promise<RecordPage | null> {
     return readForFork(this.#context, key, from, until, maxBytes);
   }
 

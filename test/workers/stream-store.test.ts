@@ -8,7 +8,8 @@ import { StreamStore } from "../../src/durable/stream/store";
 /*
  * The stream store against a model, inside a real object's SQLite: random appends (binary and
  * JSON, tiny to larger than a block, one record or many an append) and reads from every position
- * with random page sizes must give back exactly the records appended, in order, where they were.
+ * with random page sizes (pages read whole, and pages planned then read block by block) must give
+ * back exactly the records appended, in order, where they were.
  * Small appends share blocks and big ones start their own, so the cases cross block boundaries.
  */
 
@@ -109,6 +110,18 @@ describe("the stream store's blocks", () => {
                 // The pieces, joined as a reader gets them, are exactly the records.
                 const comma = json ? 0x2c : undefined;
                 expect(concat(page.pieces, comma)).toEqual(concat(taken, comma));
+                // A planned page: whole blocks' parts, read afterwards, are the same records.
+                const plan = store.plan(stream, from, records.length, pageBytes);
+                expect(plan?.start).toBe(start);
+                if (!plan) return;
+                const planned = records.slice(from, plan.end.records);
+                const plannedSize = planned.reduce((n, record) => n + record.byteLength, 0);
+                expect(plan.end.bytes).toBe(start + plannedSize);
+                if (plan.parts.length > 1) expect(plannedSize).toBeLessThanOrEqual(pageBytes);
+                const parts = plan.parts.map((part) =>
+                  (store.blockData(stream, part.first) as Uint8Array).subarray(part.from, part.to),
+                );
+                expect(concat(parts, comma)).toEqual(concat(planned, comma));
                 start += (records[from] as Uint8Array).byteLength;
               }
               expect(store.page(stream, records.length, records.length, pageBytes)).toBeNull();

@@ -48,7 +48,8 @@ describe("streams through /v1/stream", () => {
     const path = streamPath("pages");
     await create(path, { contentType: "application/octet-stream" });
     const chunk = new Uint8Array(600 * 1024).map((_, i) => i % 251);
-    for (let i = 0; i < 4; i++) {
+    const appends = Math.ceil((READ_PAGE_BYTES * 2) / chunk.byteLength);
+    for (let i = 0; i < appends; i++) {
       expect(
         (await call("POST", path, { body: chunk, headers: { "Content-Type": "application/octet-stream" } }))
           .status,
@@ -58,10 +59,11 @@ describe("streams through /v1/stream", () => {
     expect(first.bytes.byteLength).toBeLessThanOrEqual(READ_PAGE_BYTES);
     expect(first.headers.get("Stream-Up-To-Date")).toBeNull();
     const all = await readAll(path);
-    expect(all.bytes.byteLength).toBe(4 * chunk.byteLength);
-    expect(all.pages).toBeGreaterThanOrEqual(4);
-    for (let i = 0; i < 4; i++)
+    expect(all.bytes.byteLength).toBe(appends * chunk.byteLength);
+    expect(all.pages).toBeGreaterThanOrEqual(3);
+    for (let i = 0; i < appends; i++) {
       expect(all.bytes.subarray(i * chunk.byteLength, (i + 1) * chunk.byteLength)).toEqual(chunk);
+    }
   });
 
   it("closes a stream: a last append and the close at once, then EOF at the tail", async () => {

@@ -1,4 +1,5 @@
 export { SAFETY_HEADERS } from "./answers";
+export { refuseBody } from "./body";
 export { STREAM_ROUTE, streamKeyOf, streamObjectName } from "./paths";
 export {
   ANSWER_HEADERS,

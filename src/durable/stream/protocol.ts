@@ -57,8 +57,16 @@ export const ANSWER_HEADERS = [
 
 /** The largest body one append (or a create's initial content) may carry: 1 MiB. */
 export const MAX_APPEND_BYTES = 1024 * 1024;
-/** The most data one catch-up read answers (at least one record); the reader continues from its end. */
-export const READ_PAGE_BYTES = 1024 * 1024;
+/**
+ * The most data one catch-up read answers (at least one append); the reader continues from its
+ * end. It is sent block by block as it is read, so it costs the object one block of memory.
+ */
+export const READ_PAGE_BYTES = 4 * 1024 * 1024;
+/**
+ * The most data one SSE event carries, or a read of what a fork inherits (read whole, from the
+ * source's object); the reader or the next event continues from its end.
+ */
+export const HELD_PAGE_BYTES = 1024 * 1024;
 /** How long a long-poll waits for data before it answers 204. */
 export const LONG_POLL_MS = 4_000;
 /** How long one SSE connection stays open; the reader reconnects from its last offset. */

@@ -6,6 +6,7 @@ import type { Position } from "./offsets";
 import { formatOffset, parseOffsetRequest, START } from "./offsets";
 import {
   HEADER,
+  HELD_PAGE_BYTES,
   isTextType,
   LONG_POLL_MS,
   READ_PAGE_BYTES,
@@ -16,13 +17,14 @@ import {
 import type { RecordPage } from "./sources";
 import type { Control } from "./sse";
 import { base64, controlEvent, dataEvent, KEEPALIVE } from "./sse";
-import type { StreamState } from "./store";
+import type { PagePlan, StreamState } from "./store";
 import { entityTag } from "./store";
 
 /*
  * GET: read a stream from an offset. A catch-up read answers one page (up to READ_PAGE_BYTES) and
  * says where the next starts; a long-poll at the tail waits for data; SSE sends pages as events
- * and follows the stream live. Whatever the mode, the object holds one page at a time.
+ * and follows the stream live. A reader costs the object one block at a time (a catch-up page is
+ * read as it is sent) or one held page (an SSE event, what a fork inherits), never the stream.
  */
 
 /** Caches may keep a full page of history (its bytes never change); the tail is revalidated. */
@@ -58,16 +60,46 @@ function matches(ifNoneMatch: string | null, etag: string): boolean {
   });
 }
 
-/** Records from `from` on, checked to begin where the reader stands; null at the tail. */
-async function pageFrom(
+/**
+ * Records from `from` on, read whole (an SSE event, or what a fork inherits), checked to begin
+ * where the reader stands; null at `until`.
+ */
+async function heldPage(
   context: StreamContext,
   stream: StreamState,
   from: Position,
+  until: number,
 ): Promise<RecordPage | null> {
-  const page = await context.page(stream, from.records, stream.tail.records, READ_PAGE_BYTES);
+  const page = await context.page(stream, from.records, until, HELD_PAGE_BYTES);
   if (page && page.start !== from.bytes)
     throw new SessionError("invalid_request", "not an offset of this stream");
   return page;
+}
+
+/** A planned page's body, each block read as the reader takes the part before it. */
+function pageBody(context: StreamContext, stream: StreamState, plan: PagePlan): ReadableStream<Uint8Array> {
+  let next = 0;
+  return new ReadableStream<Uint8Array>(
+    {
+      pull(controller) {
+        const part = plan.parts[next];
+        if (!part) return controller.close();
+        const data = context.store.blockData(stream, part.first);
+        if (!data) return controller.error(new Error("the stream went while it was read"));
+        const piece = data.subarray(part.from, part.to);
+        // JSON: the array's brackets around the pieces, commas between them.
+        const before = stream.json ? 1 : 0;
+        const after = stream.json && next === plan.parts.length - 1 ? 1 : 0;
+        const bytes = new Uint8Array(before + piece.byteLength + after);
+        if (before) bytes[0] = next === 0 ? 0x5b : 0x2c; // [ or ,
+        bytes.set(piece, before);
+        if (after) bytes[bytes.length - 1] = 0x5d; // ]
+        controller.enqueue(bytes);
+        next += 1;
+      },
+    },
+    { highWaterMark: 0 },
+  );
 }
 
 async function catchUp(
@@ -77,8 +109,25 @@ async function catchUp(
   request: Request,
   cursor: string | null,
 ): Promise<Response> {
-  const page = await pageFrom(context, stream, from);
-  const next = page ? page.end : from;
+  // A page that starts in what a fork inherits is read whole (from the source's object, then the
+  // fork's own records after), a held page at most; the stream's own records are planned, and
+  // read as they are sent.
+  const fork = stream.fork;
+  let next = from;
+  let body: () => BodyInit = () => encodePage(stream, null);
+  if (fork && from.records < fork.inherited.records) {
+    const page = await heldPage(context, stream, from, stream.tail.records);
+    next = page ? page.end : from;
+    body = () => encodePage(stream, page);
+  } else {
+    const plan = context.store.plan(stream, from.records, stream.tail.records, READ_PAGE_BYTES);
+    if (plan && plan.start !== from.bytes)
+      throw new SessionError("invalid_request", "not an offset of this stream");
+    if (plan) {
+      next = plan.end;
+      body = () => pageBody(context, stream, plan);
+    }
+  }
   const upToDate = next.records === stream.tail.records;
   const closedAtEnd = upToDate && stream.closed;
   const etag = entityTag(stream, from, next, closedAtEnd);
@@ -91,7 +140,7 @@ async function catchUp(
     "Cache-Control": upToDate ? TAIL_CACHE : HISTORY_CACHE,
   };
   if (matches(request.headers.get("If-None-Match"), etag)) return answer(304, headers);
-  return answer(200, { "Content-Type": stream.contentType, ...headers }, encodePage(stream, page));
+  return answer(200, { "Content-Type": stream.contentType, ...headers }, body());
 }
 
 /** `offset=now` without waiting: no data, and where the tail is. */
@@ -168,7 +217,7 @@ function sse(
           const stream = stillThere(context, key, incarnation);
           if (!stream) return controller.close();
           if (position.records < stream.tail.records) {
-            const page = (await pageFrom(context, stream, position)) as RecordPage;
+            const page = (await heldPage(context, stream, position, stream.tail.records)) as RecordPage;
             if (stop.signal.aborted) return;
             const bytes = encodePage(stream, page);
             const next = page.end;

@@ -50,6 +50,21 @@ export interface StreamState {
   deleted: boolean;
 }
 
+/** Part of a block in a planned page: its data from `from` to `to`, whole records. */
+export interface PagePart {
+  first: number;
+  from: number;
+  to: number;
+}
+
+/** A page planned, not yet read: where it begins and ends, and the parts of blocks it is made of. */
+export interface PagePlan {
+  /** Bytes of the stream before its first record. */
+  start: number;
+  end: Position;
+  parts: PagePart[];
+}
+
 export interface NewStream {
   contentType: string;
   expiry: Expiry;
@@ -304,6 +319,54 @@ export class StreamStore {
     }
     if (!page) return null;
     return { ...page, end: { records: next, bytes: page.start + bytes }, pieces };
+  }
+
+  /**
+   * A page of own records from number `from` on and before `until`, planned from the blocks'
+   * sizes without reading their data: whole blocks after the first (cut only where `until`
+   * falls), stopping before the block that would take it past `maxBytes` (one block at least).
+   * `blockData` then reads each part as the answer is sent, so a reader holds one block at a time.
+   */
+  plan(stream: StreamState, from: number, until: number, maxBytes: number): PagePlan | null {
+    const separator = separatorOf(stream.json);
+    const parts: PagePart[] = [];
+    let start = 0;
+    let bytes = 0;
+    let next = from;
+    const rows = this.#sql<{ first: number; start: number; size: number; count: number }>`SELECT first, start,
+        length(data) AS size, length(ends) / 4 AS count
+      FROM stream_blocks WHERE stream_id = ${stream.id} AND first < ${until} AND first >= coalesce(
+        (SELECT max(first) FROM stream_blocks WHERE stream_id = ${stream.id} AND first <= ${from}), 0)
+      ORDER BY first`.toArray();
+    for (const row of rows) {
+      const index = next - row.first;
+      if (index < 0 || index >= row.count) continue;
+      const stop = Math.min(row.count, until - row.first);
+      const ends = index > 0 || stop < row.count ? this.#ends(stream, row.first) : undefined;
+      const dataFrom = index === 0 ? 0 : (ends?.[index - 1] as number) + separator;
+      const dataTo = stop === row.count ? row.size : (ends?.[stop - 1] as number);
+      const partBytes = dataTo - dataFrom - (stop - index - 1) * separator;
+      if (parts.length > 0 && bytes + partBytes > maxBytes) break;
+      if (parts.length === 0) start = row.start + dataFrom - index * separator;
+      parts.push({ first: row.first, from: dataFrom, to: dataTo });
+      bytes += partBytes;
+      next = row.first + stop;
+      if (bytes >= maxBytes || stop < row.count) break;
+    }
+    return parts.length === 0 ? null : { start, end: { records: next, bytes: start + bytes }, parts };
+  }
+
+  /** The data of one block, as `plan` named it (undefined once the stream is gone). */
+  blockData(stream: StreamState, first: number): Uint8Array | undefined {
+    const row = this.#sql<{ data: ArrayBuffer }>`SELECT data FROM stream_blocks
+      WHERE stream_id = ${stream.id} AND first = ${first}`.toArray()[0];
+    return row && new Uint8Array(row.data);
+  }
+
+  #ends(stream: StreamState, first: number): Uint32Array {
+    const row = this.#sql<{ ends: ArrayBuffer }>`SELECT ends FROM stream_blocks
+      WHERE stream_id = ${stream.id} AND first = ${first}`.one();
+    return new Uint32Array(row.ends);
   }
 
   /** Whether a position is where one of the stream's own records starts. */

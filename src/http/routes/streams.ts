@@ -1,8 +1,8 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
-import { SessionError } from "../../core";
 import {
   MAX_APPEND_BYTES,
+  refuseBody,
   SAFETY_HEADERS,
   STREAM_KEY_HEADER,
   STREAM_REQUEST_ID_HEADER,
@@ -41,11 +41,9 @@ async function errorCodeOf(answer: Response): Promise<string | undefined> {
 async function toStream(c: Context<AppEnv>): Promise<Response> {
   const key = streamKeyOf(new URL(c.req.url).pathname);
   const declared = c.req.header("Content-Length");
-  if (declared !== undefined && Number(declared) > MAX_APPEND_BYTES) {
-    throw new SessionError("payload_too_large", `an append carries at most ${MAX_APPEND_BYTES} bytes`, {
-      limit: MAX_APPEND_BYTES,
-    });
-  }
+  // Refused before it reaches the object (the rest of the body read and dropped, see refuseBody).
+  if (declared !== undefined && Number(declared) > MAX_APPEND_BYTES)
+    await refuseBody(c.req.raw.body, MAX_APPEND_BYTES);
   const { tenant } = c.get("caller");
   const headers = new Headers(c.req.raw.headers);
   headers.delete("Authorization");

@@ -1,8 +1,8 @@
 /*
  * `Stream-Cursor` (PROTOCOL.md 10.1): the number of the 20-second interval since 2024-10-09
- * 00:00 UTC. A caches' key for live reads moves on as time does; a reader that echoes a cursor not
- * behind the current interval gets one strictly ahead of it (jittered by up to an hour), so a
- * cached answer can never lead a reader back to itself.
+ * 00:00 UTC. Readers echo it in their next live read, so the URLs caches key on move on as time
+ * does; a reader that echoes a cursor not behind the current interval gets one strictly ahead of
+ * it (jittered by up to an hour), so a cached answer can never lead a reader back to itself.
  */
 
 const INTERVAL_SECONDS = 20;

@@ -131,7 +131,7 @@ export function describeStreams(registry: OpenAPIHono<AppEnv>["openAPIRegistry"]
     request: { params: StreamPath, query: ReadQuery },
     responses: {
       200: {
-        description: "data (a page of at most 1 MiB), or an SSE stream of data and control events",
+        description: "data (a page of at most 4 MiB), or an SSE stream of data and control events",
         headers: { ...TAIL, "Stream-Up-To-Date": header("true when the answer reaches the tail") },
         content: { "*/*": { schema: z.string() }, "text/event-stream": { schema: z.string() } },
       },

@@ -16,7 +16,7 @@ import { describeStreams } from "./stream-docs";
 /*
  * `/v1/stream/*`: the Durable Streams protocol for the caller's tenant (docs/streams.md). The
  * router authenticates (a read-only key may GET and HEAD, nothing else), refuses a body declared
- * over the append limit before anything reads it, and hands the request to the stream's object,
+ * over the append limit before the object sees it, and hands the request to the stream's object,
  * which answers it: protocol headers, and the service's error envelope on failure.
  */
 
@@ -41,9 +41,10 @@ async function errorCodeOf(answer: Response): Promise<string | undefined> {
 async function toStream(c: Context<AppEnv>): Promise<Response> {
   const key = streamKeyOf(new URL(c.req.url).pathname);
   const declared = c.req.header("Content-Length");
-  // Refused before it reaches the object (the rest of the body read and dropped, see refuseBody).
-  if (declared !== undefined && Number(declared) > MAX_APPEND_BYTES)
+  if (declared !== undefined && Number(declared) > MAX_APPEND_BYTES) {
+    // Refused before the object sees it (the rest of the body read and dropped: see refuseBody).
     await refuseBody(c.req.raw.body, MAX_APPEND_BYTES);
+  }
   const { tenant } = c.get("caller");
   const headers = new Headers(c.req.raw.headers);
   headers.delete("Authorization");

@@ -15,6 +15,8 @@ const API_KEYS = JSON.stringify({
   [sha256("key-small-sessions")]: "tenant-small-sessions",
   [sha256("key-small-tenant")]: "tenant-small-tenant",
   [sha256("key-mid-sessions")]: "tenant-mid-sessions",
+  [sha256("key-restore-quota")]: "tenant-restore-quota",
+  [sha256("key-parallel-quota")]: "tenant-parallel-quota",
 });
 
 /** Quotas for tenants of their own (test/workers/quotas.test.ts); every other tenant has none. */
@@ -24,6 +26,8 @@ const QUOTAS = JSON.stringify({
     "tenant-small-sessions": { maxSessionBytes: 4000 },
     "tenant-small-tenant": { maxTenantBytes: 6000 },
     "tenant-mid-sessions": { maxSessionBytes: 200_000 },
+    "tenant-restore-quota": { maxSessions: 2, maxTenantBytes: 8000 },
+    "tenant-parallel-quota": { maxTenantBytes: 20_000 },
   },
 });
 

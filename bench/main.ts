@@ -6,6 +6,7 @@ import { buildSessionContext as piBuildSessionContext, SessionManager } from "@m
 import type { AgentMessage } from "../src/core";
 import type { DevServer } from "../test/support/dev-server";
 import { startDevServer } from "../test/support/dev-server";
+import { frameworkWrites } from "./frameworks";
 import { liveSessions } from "./live";
 import { streamFigures } from "./streams";
 
@@ -18,6 +19,12 @@ import { streamFigures } from "./streams";
 // npm runs scripts from the package root.
 const root = process.cwd();
 const QUICK = process.argv.includes("--quick");
+/** `--only=fork,pi`: just those sections (all without it). */
+const ONLY = process.argv
+  .find((arg) => arg.startsWith("--only="))
+  ?.slice("--only=".length)
+  .split(",");
+const runs = (section: string) => ONLY === undefined || ONLY.includes(section);
 
 interface Figure {
   name: string;
@@ -138,7 +145,11 @@ async function settleIndexing(id: string): Promise<void> {
 }
 
 /** Fills a service session over HTTP (batches of 1,000) and maybe compacts it keeping about 100 entries. */
+/** Sessions filled so far in this run (a section that needs one another section made reuses it). */
+const filled = new Set<string>();
+
 async function fillSession(id: string, count: number, compact: boolean): Promise<void> {
+  filled.add(id);
   await http("POST", "/v1/sessions", { id });
   for (let i = 0; i < count; i += 1000) {
     await http("POST", `/v1/sessions/${id}/entries`, {
@@ -533,28 +544,6 @@ async function overHttp(sizes: number[]) {
     compacted.push((await http("GET", `/v1/sessions/http-${big}-c/context`)).ms);
   record(`GET context over HTTP, ${big.toLocaleString("en-US")} entries compacted`, "ms", compacted);
 
-  for (const size of [1000, 10_000]) {
-    if (!sizes.includes(size)) await fillSession(`http-${size}`, size, false);
-    const samples: number[] = [];
-    for (let run = 0; run < 3; run++) {
-      samples.push(
-        (
-          await http("POST", `/v1/sessions/http-${size}/fork`, {
-            entryId: `e${size - 1}`,
-            id: `fork-${size}-${run}`,
-          })
-        ).ms,
-      );
-      await settleIndexing(`fork-${size}-${run}`);
-    }
-    record(
-      `fork of a ${size.toLocaleString("en-US")}-entry path, end to end`,
-      "ms",
-      samples,
-      size === 10_000 ? { limit: 500 } : undefined,
-    );
-  }
-
   await http("GET", `/bench-directory/reports?tenant=local&from=0&to=${QUICK ? 2000 : 10_000}`);
   const list: number[] = [];
   for (let run = 0; run < 30; run++) list.push((await http("GET", "/v1/sessions?limit=50")).ms);
@@ -590,6 +579,31 @@ async function overHttp(sizes: number[]) {
   process.stderr.write(
     `  workerd peak ${(before / 1024).toFixed(0)} MB -> ${(after / 1024).toFixed(0)} MB\n`,
   );
+}
+
+async function forks() {
+  process.stderr.write("fork over HTTP\n");
+  for (const size of [1000, 10_000]) {
+    if (!filled.has(`http-${size}`)) await fillSession(`http-${size}`, size, false);
+    const samples: number[] = [];
+    for (let run = 0; run < 3; run++) {
+      samples.push(
+        (
+          await http("POST", `/v1/sessions/http-${size}/fork`, {
+            entryId: `e${size - 1}`,
+            id: `fork-${size}-${run}`,
+          })
+        ).ms,
+      );
+      await settleIndexing(`fork-${size}-${run}`);
+    }
+    record(
+      `fork of a ${size.toLocaleString("en-US")}-entry path, end to end`,
+      "ms",
+      samples,
+      size === 10_000 ? { limit: 500 } : undefined,
+    );
+  }
 }
 
 async function cold(persist: string, big: number) {
@@ -659,6 +673,14 @@ function piReference(sizes: number[]) {
   }
 }
 
+/** A same-run ratio of two figures already measured (none when either was not). */
+function ratio(name: string, of: string, to: string, limit: number): void {
+  const a = figures.find((f) => f.name === of);
+  const b = figures.find((f) => f.name === to);
+  if (!a || !b) return;
+  figures.push({ name, unit: "×", median: a.median / b.median, min: 0, max: 0, runs: 1, budget: { limit } });
+}
+
 function table(): string {
   const fmt = (f: Figure, v: number) =>
     f.unit === "ms" || f.unit === "×" || f.unit === "MB"
@@ -683,55 +705,73 @@ async function main() {
   const started = Date.now();
   try {
     server = await startDevServer({ config: "bench/wrangler.toml", persistTo: persist, timeoutMs: 120_000 });
-    await floor();
-    await appends();
-    await batchAppend();
-    await contexts(sizes);
-    await overHttp(sizes);
-    await tenants(sizes);
-    await liveSessions({
-      url: server.url,
-      quick: QUICK,
-      http,
-      record: (name, unit, samples) => void record(name, unit, samples),
-      percentile: (name, unit, samples, q) => {
-        const sorted = [...samples].sort((a, b) => a - b);
-        const value = sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
-        figures.push({
-          name,
-          unit,
-          median: value,
-          min: sorted[0] ?? 0,
-          max: sorted.at(-1) ?? 0,
-          runs: samples.length,
-        });
-      },
-      fillSession: (id, count) => fillSession(id, count, false),
-      message,
-      workerdRssKb: () => workerdMemoryKb("VmRSS"),
-    });
-    await streamFigures({
-      url: server.url,
-      quick: QUICK,
-      record: (name, unit, samples, budget) => void record(name, unit, samples, budget),
-      derived: (name, unit, value, budget) =>
-        void figures.push({
-          name,
-          unit,
-          median: value,
-          min: 0,
-          max: 0,
-          runs: 1,
-          ...(budget ? { budget } : {}),
-        }),
-      workerdPeakKb,
-    });
-    await cold(persist, sizes[sizes.length - 1] as number);
+    if (runs("floor")) await floor();
+    if (runs("appends")) await appends();
+    if (runs("frameworks"))
+      await frameworkWrites({
+        url: server.url,
+        quick: QUICK,
+        message,
+        record,
+        ratio: (name, value, limit) =>
+          void figures.push({ name, unit: "×", median: value, min: 0, max: 0, runs: 1, budget: { limit } }),
+      });
+    if (runs("batch")) await batchAppend();
+    if (runs("contexts")) await contexts(sizes);
+    if (runs("http")) await overHttp(sizes);
+    if (runs("fork")) await forks();
+    if (runs("tenants")) await tenants(sizes);
+    if (runs("live"))
+      await liveSessions({
+        url: server.url,
+        quick: QUICK,
+        http,
+        record: (name, unit, samples) => void record(name, unit, samples),
+        percentile: (name, unit, samples, q) => {
+          const sorted = [...samples].sort((a, b) => a - b);
+          const value = sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+          figures.push({
+            name,
+            unit,
+            median: value,
+            min: sorted[0] ?? 0,
+            max: sorted.at(-1) ?? 0,
+            runs: samples.length,
+          });
+        },
+        fillSession: (id, count) => fillSession(id, count, false),
+        message,
+        workerdRssKb: () => workerdMemoryKb("VmRSS"),
+      });
+    if (runs("streams"))
+      await streamFigures({
+        url: server.url,
+        quick: QUICK,
+        record: (name, unit, samples, budget) => void record(name, unit, samples, budget),
+        derived: (name, unit, value, budget) =>
+          void figures.push({
+            name,
+            unit,
+            median: value,
+            min: 0,
+            max: 0,
+            runs: 1,
+            ...(budget ? { budget } : {}),
+          }),
+        workerdPeakKb,
+      });
+    if (runs("cold")) await cold(persist, sizes[sizes.length - 1] as number);
   } finally {
     await server?.stop();
     rmSync(persist, { recursive: true, force: true });
   }
-  piReference(QUICK ? [1000, 10_000] : [10_000, 100_000]);
+  if (runs("pi") || runs("fork")) piReference(QUICK || !runs("pi") ? [1000, 10_000] : [10_000, 100_000]);
+  ratio(
+    "fork of a 10,000-entry path / pi opening and building the same entries",
+    "fork of a 10,000-entry path, end to end",
+    "pi: open + build from file, 10,000 entries",
+    1.5,
+  );
   const result = {
     date: new Date().toISOString(),
     machine: { nproc: availableParallelism(), cpu: cpus()[0]?.model ?? "unknown", node: process.version },

@@ -2,12 +2,12 @@ import { DurableObject } from "cloudflare:workers";
 import type { EntryInput, SessionHeader } from "../src/core";
 import { newId, nowIso } from "../src/core";
 import type { DurableEnv } from "../src/durable";
-import { directoryShard, shardCount, shardOf } from "../src/durable/directory-shards";
-import { EntryRows } from "../src/durable/entry-rows";
-import { PathReads } from "../src/durable/path-reads";
-import type { DirectoryReport } from "../src/durable/session-directory";
+import { directoryShard, shardCount, shardOf } from "../src/durable/names";
+import { EntryRows } from "../src/durable/session/entry-rows";
+import { PathReads } from "../src/durable/session/path-reads";
+import { SessionStore } from "../src/durable/session/session-store";
 import { sqlOf } from "../src/durable/sql";
-import { SqliteSession } from "../src/durable/sqlite-session";
+import type { DirectoryReport } from "../src/durable/types";
 import { createApp } from "../src/http";
 
 export { SessionDirectory, SessionObject, StreamObject } from "../src/durable";
@@ -17,13 +17,13 @@ export { SessionDirectory, SessionObject, StreamObject } from "../src/durable";
  * from inside, where the clock is the object's own: batch appends, buildContext, raw SQLite.
  */
 export class BenchObject extends DurableObject {
-  readonly #session: SqliteSession;
+  readonly #session: SessionStore;
   /** The session's path reads without the kept head context: a context as read from storage. */
   readonly #paths: PathReads;
 
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env as never);
-    this.#session = ctx.storage.transactionSync(() => new SqliteSession(ctx.storage));
+    this.#session = ctx.storage.transactionSync(() => new SessionStore(ctx.storage));
     const sql = sqlOf(ctx.storage.sql);
     this.#paths = new PathReads(new EntryRows(ctx.storage.sql, sql), sql);
   }
@@ -39,7 +39,7 @@ export class BenchObject extends DurableObject {
     this.#ensure();
     const start = performance.now();
     // Entries arrive validated, as from the router (which checks them against the schemas).
-    const result = this.#session.appendEntries(entries, { validated: true });
+    const result = this.#session.appendEntries(entries, { validated: true }, undefined);
     return { ms: performance.now() - start, leafId: result.leafId };
   }
 
@@ -49,9 +49,15 @@ export class BenchObject extends DurableObject {
    */
   buildContext(): { ms: number; messages: number; bytes: number } {
     const start = performance.now();
-    const { first, rest } = this.#session.context();
-    let json = first;
-    for (let next = rest.next(); !next.done; next = rest.next()) json += next.value;
+    const answer = this.#session.context();
+    let json = "text" in answer ? answer.text : `${answer.head}[`;
+    if (!("text" in answer)) {
+      json += [...answer.pages]
+        .filter((page) => page.length > 0)
+        .map((page) => page.join(","))
+        .join(",");
+      json += "]}";
+    }
     const ms = performance.now() - start;
     const messages = (JSON.parse(json) as { messages: unknown[] }).messages.length;
     return { ms, messages, bytes: json.length };
@@ -108,7 +114,7 @@ export class BenchObject extends DurableObject {
     const count = entries.length;
     const sql = this.ctx.storage.sql;
     const t0 = performance.now();
-    for (const entry of entries) this.#session.appendEntries([entry], { validated: true });
+    for (const entry of entries) this.#session.appendEntries([entry], { validated: true }, undefined);
     const t1 = performance.now();
     sql.exec("CREATE TABLE IF NOT EXISTS single_rows (id INTEGER PRIMARY KEY, body TEXT)");
     sql.exec(

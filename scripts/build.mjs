@@ -27,14 +27,23 @@ const common = {
 for (const name of existsSync(`${root}/dist`) ? readdirSync(`${root}/dist`) : [])
   if (!(skipTypes && name === "types")) rmSync(`${root}/dist/${name}`, { recursive: true, force: true });
 
-// One build with shared chunks, so `cf-sessions`, `cf-sessions/client` and `cf-sessions/node` hold
-// the same classes: a `SessionError` thrown by the client is an `instanceof` the core's.
+// One build with shared chunks, so `cf-sessions`, `cf-sessions/client`, `cf-sessions/node` and the
+// framework adapters hold the same classes: a `SessionError` thrown by the client is an `instanceof` the core's.
 await build({
   ...common,
   platform: "neutral",
   splitting: true,
   external: ["node:*"],
-  entryPoints: { index: "src/core/index.ts", client: "src/client/index.ts", node: "src/node/index.ts" },
+  entryPoints: {
+    index: "src/core/index.ts",
+    client: "src/client/index.ts",
+    node: "src/node/index.ts",
+    // The framework adapters: each framework stays an import (an optional peer dependency).
+    langgraph: "src/frameworks/langgraph/index.ts",
+    "openai-agents": "src/frameworks/openai-agents/index.ts",
+    "claude-agent-sdk": "src/frameworks/claude-agent-sdk/index.ts",
+    "ai-sdk": "src/frameworks/ai-sdk/index.ts",
+  },
   chunkNames: "chunks/[name]-[hash]",
   outdir: "dist",
 });

@@ -14,7 +14,7 @@ import {
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { RemoteRepo } from "../client";
-import type { ExistingSessions, ImportedSessionStatus } from "../core";
+import type { ExistingSessions, ImportedSessionStatus, ImportWarning } from "../core";
 import { TENANT_FORMAT, TENANT_VERSION } from "../core";
 
 /*
@@ -153,8 +153,15 @@ export async function backup(client: RemoteRepo, dir: string, progress: Progress
   return { state, written, resumed: earlier !== undefined };
 }
 
-/** The sessions of a backup folder, or of a tenant export file, as request bodies of a few MiB. */
-async function* restoreBodies(path: string): AsyncGenerator<{ body: string; sessions: number }> {
+/**
+ * The sessions of a backup folder, or of a tenant export file, as request bodies of a few MiB. A
+ * file's opening and end lines stay here (each body is a stream of its own): its end line is
+ * checked against the sessions the file completed, and what does not add up goes to `warnings`.
+ */
+async function* restoreBodies(
+  path: string,
+  warnings: ImportWarning[],
+): AsyncGenerator<{ body: string; sessions: number }> {
   let body = "";
   let sessions = 0;
   const add = function* (text: string) {
@@ -181,11 +188,40 @@ async function* restoreBodies(path: string): AsyncGenerator<{ body: string; sess
   } else {
     // A stream from GET /v1/export: split where each session's header line starts.
     let session = "";
+    let number = 0;
+    let completed = 0;
+    let endedAt: number | undefined;
     for await (const line of createInterface({
       input: createReadStream(path),
       crlfDelay: Number.POSITIVE_INFINITY,
     })) {
+      number++;
       if (!line.trim()) continue;
+      if (line.startsWith('{"type":"export"')) {
+        [completed, endedAt] = [0, undefined];
+        continue;
+      }
+      if (endedAt !== undefined) {
+        warnings.push({ line: number, message: `the file goes on after its end line (line ${endedAt})` });
+        endedAt = undefined;
+      }
+      if (line.startsWith('{"type":"end"')) {
+        endedAt = number;
+        let counted: unknown;
+        try {
+          counted = (JSON.parse(line) as { sessions?: unknown }).sessions;
+        } catch {
+          // An end line that is not JSON counts nothing.
+        }
+        if (counted !== completed) {
+          warnings.push({
+            line: number,
+            message: `the end line counts ${JSON.stringify(counted)} sessions; the file holds ${completed} complete ones`,
+          });
+        }
+        continue;
+      }
+      if (line.startsWith('{"type":"cursor"')) completed++;
       if (line.startsWith('{"type":"session"') && session) {
         yield* add(session);
         session = "";
@@ -203,6 +239,8 @@ export interface RestoreResult {
   refused: number;
   failed: number;
   problems: ImportedSessionStatus[];
+  /** What the file or the service found that did not add up. */
+  warnings: ImportWarning[];
 }
 
 /** Restores a backup folder (or a tenant export file) into the tenant. */
@@ -212,8 +250,15 @@ export async function restore(
   existing: ExistingSessions,
   progress: Progress,
 ): Promise<RestoreResult> {
-  const result: RestoreResult = { imported: 0, skipped: 0, refused: 0, failed: 0, problems: [] };
-  for await (const { body } of restoreBodies(path)) {
+  const result: RestoreResult = {
+    imported: 0,
+    skipped: 0,
+    refused: 0,
+    failed: 0,
+    problems: [],
+    warnings: [],
+  };
+  for await (const { body } of restoreBodies(path, result.warnings)) {
     const report = await client.importTenant(body, { existing });
     result.imported += report.imported;
     result.skipped += report.skipped;
@@ -221,6 +266,7 @@ export async function restore(
     result.failed += report.failed;
     for (const session of report.sessions)
       if (session.status === "failed" || session.status === "refused") result.problems.push(session);
+    result.warnings.push(...report.warnings);
     progress(
       `restored ${result.imported}, skipped ${result.skipped}, failed ${result.failed + result.refused}`,
     );

@@ -114,6 +114,9 @@ export async function importFiles(
       }
       for (const warning of warnings) report.warnings.push({ file, ...warning });
     } catch (error) {
+      // A credential the service refuses fails every file alike: stop at the first.
+      if (error instanceof SessionError && (error.code === "unauthorized" || error.code === "forbidden"))
+        throw error;
       const message = error instanceof Error ? error.message : String(error);
       if (error instanceof SessionError && error.code === "already_exists" && id !== undefined) {
         if (options.mode === "sync") {

@@ -156,6 +156,12 @@ function gist(entry: Record<string, unknown>): string {
     case "compaction":
     case "branch_summary":
       return oneLine(String(entry.summary));
+    case "context_edit": {
+      const replacement = entry.replacement as { content?: unknown } | null;
+      return `${entry.targetId} ${replacement ? `→ ${oneLine(contentText(replacement.content))}` : "left out"}`;
+    }
+    case "usage":
+      return `${entry.kind}: ${entry.provider}/${entry.model}`;
     default:
       return String(entry.customType ?? "");
   }
@@ -202,7 +208,8 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
     output.out(HELP.main as string);
     return command ? 0 : values.help ? 0 : 2;
   }
-  if (!HELP[command] || command === "main") fail(`unknown command ${command}; see cf-sessions --help`);
+  if (!Object.hasOwn(HELP, command) || command === "main")
+    fail(`unknown command ${command}; see cf-sessions --help`);
   if (values.help) {
     output.out(HELP[command] as string);
     return 0;
@@ -426,6 +433,8 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
           `${problem.status}: ${problem.id ?? "(unreadable header)"}: ${problem.error?.message ?? ""}${line}\n`,
         );
       }
+      for (const warning of result.warnings)
+        output.err(`warning: line ${warning.line}: ${warning.message}\n`);
       if (json) output.out(JSON.stringify(result));
       else
         output.out(
@@ -435,6 +444,14 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
     }
   }
   return 2;
+}
+
+/** Where the key the service refused came from, so the one to fix is named. */
+function keySource(argv: readonly string[], env: Record<string, string | undefined>): string {
+  if (argv.some((arg) => arg === "--token" || arg.startsWith("--token=")))
+    return " (the key given by --token)";
+  if (env.CF_SESSIONS_TOKEN) return " (the key in CF_SESSIONS_TOKEN)";
+  return " (no key given: --token <key> or CF_SESSIONS_TOKEN)";
 }
 
 /** Runs the command line; resolves to the exit code. */
@@ -450,7 +467,10 @@ export async function main(
       output.err(`cf-sessions: ${error.message}\n`);
       return 2;
     }
-    if (error instanceof SessionError) output.err(`cf-sessions: ${error.code}: ${error.message}\n`);
+    if (error instanceof SessionError)
+      output.err(
+        `cf-sessions: ${error.code}: ${error.message}${error.code === "unauthorized" ? keySource(argv, env) : ""}\n`,
+      );
     else if (error instanceof ConnectionError)
       output.err(`cf-sessions: ${error.message}; is it running? Another: --url or CF_SESSIONS_URL\n`);
     else output.err(`cf-sessions: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -223,10 +223,9 @@ export class RemoteStorage implements SessionStorage {
   }
 
   async getLabels(): Promise<Record<string, string>> {
-    const labels: Record<string, string> = {};
-    for (const node of walkTree(await this.getTree()))
-      if (node.label !== undefined) labels[node.id] = node.label;
-    return labels;
+    // Entries, not assignments: an entry may be named `__proto__`.
+    const labelled = [...walkTree(await this.getTree())].filter((node) => node.label !== undefined);
+    return Object.fromEntries(labelled.map((node) => [node.id, node.label as string]));
   }
 
   async appendEntries(entries: readonly EntryInput[], options: AppendOptions = {}): Promise<AppendResult> {

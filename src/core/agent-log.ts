@@ -1,7 +1,7 @@
 import { Timestamp } from "./entries";
 import { isValidId } from "./ids";
 import type { ImportWarning } from "./interchange";
-import type { ThinkingLevel, Usage } from "./messages";
+import type { ThinkingLevel } from "./messages";
 import { THINKING_LEVELS } from "./messages";
 import { lineError, ndjsonLines, parseLine } from "./ndjson";
 
@@ -65,23 +65,6 @@ export function derivedSessionId(prefix: string, sourceId: string, line: number)
   return id;
 }
 
-export function usage(
-  input: number,
-  output: number,
-  cacheRead: number,
-  cacheWrite: number,
-  total?: number,
-): Usage {
-  return {
-    input,
-    output,
-    cacheRead,
-    cacheWrite,
-    totalTokens: total ?? input + output + cacheRead + cacheWrite,
-    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-  };
-}
-
 export function count(value: unknown): number {
   return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : 0;
 }
@@ -99,9 +82,8 @@ export function defined(record: Record<string, unknown>): Record<string, unknown
 
 /** `record` without `keys` (shallow). */
 export function without(record: Record<string, unknown>, ...keys: string[]): Record<string, unknown> {
-  const rest: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(record)) if (!keys.includes(key)) rest[key] = value;
-  return rest;
+  // Entries, not assignments: a key named `__proto__` stays a key.
+  return Object.fromEntries(Object.entries(record).filter(([key]) => !keys.includes(key)));
 }
 
 /** An image from a base64 data URL, as our image content. */

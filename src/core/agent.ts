@@ -1,9 +1,8 @@
-import { DEFAULT_KEEP_RECENT_TOKENS } from "./compaction";
+import { DEFAULT_KEEP_RECENT_TOKENS, estimatePathTokens } from "./compaction";
 import type { CompactionEntry, StoredEntry } from "./entries";
 import { SessionError } from "./errors";
 import type { Session } from "./session";
 import type { Summarizer } from "./summarizers/summarizer";
-import { estimateContextTokens } from "./tokens";
 
 /*
  * Helpers for agent loops: compact before the context overflows.
@@ -25,14 +24,15 @@ export type CompactIfNeededResult =
 
 /**
  * Compacts when the context estimate (the same one the service uses: the last reply's reported
- * usage plus estimates after it) passes `contextWindow - reserveTokens`.
+ * usage plus estimates after it, unless an edit or a compaction came after that reply, as in
+ * pi 1.6) passes `contextWindow - reserveTokens`.
  */
 export async function compactIfNeeded(
   session: Session,
   options: CompactIfNeededOptions,
 ): Promise<CompactIfNeededResult> {
   const reserve = options.reserveTokens ?? 16_384;
-  const tokens = estimateContextTokens((await session.buildContext()).messages);
+  const tokens = estimatePathTokens(await session.storage.getContextPath());
   if (tokens <= options.contextWindow - reserve) return { compacted: false, tokens };
   try {
     const entry = await session.compact({

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { checkEditTarget } from "./context-edits";
 import type { EntryType, LeafEntry, SessionEntry, StoredEntry } from "./entries";
 import { EntryInput, SessionEntry as SessionEntrySchema } from "./entries";
 import { SessionError } from "./errors";
@@ -6,13 +7,13 @@ import { newId, nowIso } from "./ids";
 import { assertJsonDepth, canonicalJson, utf8Length } from "./json";
 import { MAX_BATCH_ENTRIES, MAX_ENTRY_BYTES } from "./limits";
 import { isProviderEntry } from "./providers/provider-entries";
-import type { Position } from "./storage";
+import type { Position } from "./session-schemas";
 
 /*
  * The append rules, written once: a parent defaults to the leaf, an explicit one must exist, a
  * batch is atomic, a known id with the same content is a replay and with other content a
- * conflict, `If-Match` is checked after replays, labels need a target and a compaction's kept
- * entry must be on its branch. A backend describes what it holds through an
+ * conflict, `If-Match` is checked after replays, labels need a target, a compaction's kept
+ * entry must be on its branch, and a context edit's target too (`checkEditTarget`). A backend describes what it holds through an
  * `AppendView`, gets back a plan (the entries to write, with their seq, and the new leaf) or a
  * `SessionError`, and then writes the plan in one transaction. Nothing is written on error.
  */
@@ -206,7 +207,13 @@ export function planAppend(
         });
       }
     }
-    if (input.type === "compaction" && input.firstKeptEntryId !== undefined) {
+    if (input.type === "context_edit") checkEditTarget(input.targetId, parentId, overlay);
+    // A compaction naming itself keeps nothing before it (pi 1.6).
+    if (
+      input.type === "compaction" &&
+      input.firstKeptEntryId !== undefined &&
+      input.firstKeptEntryId !== id
+    ) {
       if (!overlay.onPath(input.firstKeptEntryId, parentId)) {
         throw new SessionError(
           "invalid_tree",
@@ -295,10 +302,7 @@ export function planLeafMove(
 export function planImport(
   inputs: readonly unknown[],
   view: AppendView,
-  options: Pick<PlanOptions, "validated"> & {
-    /** Each input as stored already (copies between stores): written as is, not serialized again. */
-    serialized?: readonly string[];
-  } = {},
+  options: Pick<PlanOptions, "validated"> = {},
 ): AppendPlan {
   const overlay = new Overlay(view);
   const writes: PlannedWrite[] = [];
@@ -331,11 +335,7 @@ export function planImport(
     const entry = normalize(input, input.id, input.parentId, input.timestamp);
     const stored = { ...entry, seq: seq++ } as StoredEntry;
     overlay.pending.set(input.id, stored);
-    const json = options.serialized?.[index];
-    writes.push({
-      entry: stored,
-      ...(json === undefined ? serialize(entry, options.validated) : { json, bytes: utf8Length(json) }),
-    });
+    writes.push({ entry: stored, ...serialize(entry, options.validated) });
     leafId = input.type === "leaf" ? input.targetId : input.id;
   });
   return { entries: writes.map((w) => w.entry), writes, leafId };

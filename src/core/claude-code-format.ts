@@ -8,7 +8,6 @@ import {
   isRecord,
   readLogLines,
   thinkingLevel,
-  usage,
   without,
 } from "./agent-log";
 import type { CompactionEntry, MessageEntry, SessionEntry } from "./entries";
@@ -21,14 +20,21 @@ import type {
   ThinkingLevel,
   ToolResultMessage,
 } from "./messages";
+import { usage } from "./messages";
 import { lineError } from "./ndjson";
 
 /*
  * Claude Code sessions (`~/.claude/projects/<project>/<session>.jsonl`): one JSON line per event,
  * a tree by `uuid`/`parentUuid`. Claude Code writes each streamed content block of an API message
- * as its own line; those lines become one assistant message. Lines that are not messages are
- * kept as `custom` entries (`customType` "claude-code:<type>", the line as `data`), and every entry
- * made from lines keeps what it does not hold of them in `sourceLines`, so nothing is lost.
+ * as its own line; those lines become one assistant message, also across lines that are no
+ * messages (hook progress) written between them. Lines that are not messages are kept as `custom`
+ * entries (`customType` "claude-code:<type>", the line as `data`), and every entry made from lines
+ * keeps what it does not hold of them in `sourceLines`, so nothing is lost.
+ *
+ * Parallel tool calls: Claude Code hangs each result from the line of its own call, so all but
+ * one land beside the conversation's chain, and recovers them when it reads the file again. Here
+ * the results of one assistant message follow one another in the order written, and what hangs
+ * from any of them continues after the last, so the context holds every call's result.
  */
 
 const PREFIX = "claude-code";
@@ -143,6 +149,14 @@ class ClaudeCodeReader {
   readonly #state = new Map<string, State>();
   readonly #assistantOf = new Map<string, MessageEntry>();
   readonly #toolNames = new Map<string, string>();
+  /** The assistant entry that made each tool call, by call id. */
+  readonly #callOwner = new Map<string, string>();
+  /** The assistant entry each tool result entry answers. */
+  readonly #resultOf = new Map<string, string>();
+  /** The last tool result entry of an assistant entry's results, by the assistant entry. */
+  readonly #lastResult = new Map<string, string>();
+  readonly #parentOf = new Map<string, string | null>();
+  readonly #custom = new Set<string>();
   readonly #uuids: Set<string>;
   readonly #subagent: boolean;
   #head: string | null = null;
@@ -232,6 +246,8 @@ class ClaudeCodeReader {
       }
     }
     if (id === null && !main) return null;
+    const answered = id === null ? undefined : this.#resultOf.get(id);
+    if (answered !== undefined) id = this.#lastResult.get(answered) ?? id;
     let key = id ?? ROOT;
     for (let next = this.#spliced.get(key); next !== undefined; next = this.#spliced.get(key)) key = next;
     return key === ROOT ? null : key;
@@ -244,6 +260,8 @@ class ClaudeCodeReader {
     if (full.type === "model_change") state.model = full.modelId;
     if (full.type === "thinking_level_change") state.thinking = full.thinkingLevel;
     this.#state.set(full.id, state);
+    this.#parentOf.set(full.id, full.parentId);
+    if (full.type === "custom") this.#custom.add(full.id);
     this.entries.push(full);
     this.lines.push(line.line);
   }
@@ -337,7 +355,26 @@ class ClaudeCodeReader {
     const rest = without(value, ...(details === undefined ? [] : ["toolUseResult"]));
     rest.message = unmapped.length > 0 ? { ...message, content: unmapped } : without(message, "content");
     (entries[0] as Record<string, unknown>).sourceLines = [rest];
-    this.#chain(line, uuid, parentId, entries);
+    const caller = results.length === 0 ? undefined : this.#callOwner.get(results[0]?.tool_use_id as string);
+    if (caller === undefined || this.#messageAbove(parentId) !== caller) {
+      this.#chain(line, uuid, parentId, entries);
+      return;
+    }
+    const first = this.entries.length;
+    const last = this.#chain(line, uuid, this.#lastResult.get(caller) ?? parentId, entries);
+    for (const entry of this.entries.slice(first)) this.#resultOf.set(entry.id, caller);
+    this.#lastResult.set(caller, last);
+  }
+
+  /**
+   * The assistant entry an entry belongs to: itself, or the one whose results or non-message
+   * lines (custom entries) it follows.
+   */
+  #messageAbove(id: string | null): string | undefined {
+    let at = id;
+    while (at !== null && this.#custom.has(at)) at = this.#parentOf.get(at) ?? null;
+    if (at === null) return undefined;
+    return this.#resultOf.get(at) ?? at;
   }
 
   #stateAt(id: string | null): State {
@@ -364,7 +401,8 @@ class ClaudeCodeReader {
     const apiId = asString(message.id);
     const open = apiId === undefined ? undefined : this.#assistantOf.get(apiId);
     const parentUuid = asString(value.parentUuid);
-    if (open && parentUuid !== undefined && this.#entryOf.get(parentUuid) === open.id) {
+    const above = parentUuid === undefined ? undefined : this.#entryOf.get(parentUuid);
+    if (open && above !== undefined && this.#messageAbove(above) === open.id) {
       const merged = open.message as AssistantMessage;
       merged.content.push(...parts);
       if (isRecord(message.usage)) merged.usage = anthropicUsage(message.usage);
@@ -374,6 +412,7 @@ class ClaudeCodeReader {
       }
       (open.sourceLines as unknown[]).push(rest);
       this.#entryOf.set(uuid, open.id);
+      this.#ownCalls(parts, open.id);
       return;
     }
 
@@ -404,6 +443,11 @@ class ClaudeCodeReader {
     this.#chain(line, uuid, parentId, entries);
     const entry = this.entries[this.entries.length - 1] as MessageEntry;
     if (apiId !== undefined) this.#assistantOf.set(apiId, entry);
+    this.#ownCalls(parts, entry.id);
+  }
+
+  #ownCalls(parts: AssistantMessage["content"], entryId: string): void {
+    for (const part of parts) if (part.type === "toolCall") this.#callOwner.set(part.id, entryId);
   }
 
   /** The boundary becomes the compaction (its summary follows on the next line). */

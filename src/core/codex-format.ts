@@ -9,12 +9,13 @@ import {
   isRecord,
   readLogLines,
   thinkingLevel,
-  usage,
   without,
 } from "./agent-log";
 import type { MessageEntry, SessionEntry } from "./entries";
+import { SessionError } from "./errors";
 import type { ImportedSession } from "./interchange";
 import { checkImportEntries } from "./interchange";
+import { parseJsonField } from "./json";
 import type {
   AssistantMessage,
   ImageContent,
@@ -22,6 +23,7 @@ import type {
   ThinkingLevel,
   ToolResultMessage,
 } from "./messages";
+import { usage } from "./messages";
 import { lineError } from "./ndjson";
 
 /*
@@ -94,18 +96,15 @@ function outputText(
 ): { content: Content[]; isError: boolean; details?: unknown } {
   if (typeof output === "string") {
     // Versions up to late 2025 wrapped shell output as {"output", "metadata": {"exit_code"}}.
-    try {
-      const wrapped = JSON.parse(output) as unknown;
-      if (isRecord(wrapped) && typeof wrapped.output === "string" && isRecord(wrapped.metadata)) {
-        const code = wrapped.metadata.exit_code;
-        return {
-          content: [{ type: "text", text: wrapped.output }],
-          isError: typeof code === "number" && code !== 0,
-          details: wrapped.metadata,
-        };
-      }
-    } catch {
-      // plain text output
+    // Plain text output is not JSON: it reads as undefined.
+    const wrapped = parseJsonField(output, "a tool's output");
+    if (isRecord(wrapped) && typeof wrapped.output === "string" && isRecord(wrapped.metadata)) {
+      const code = wrapped.metadata.exit_code;
+      return {
+        content: [{ type: "text", text: wrapped.output }],
+        isError: typeof code === "number" && code !== 0,
+        details: wrapped.metadata,
+      };
     }
     const code = /^Exit code: (\d+)/m.exec(output);
     return { content: [{ type: "text", text: output }], isError: code !== null && code[1] !== "0" };
@@ -120,12 +119,8 @@ function outputText(
 function toolArguments(raw: unknown): Record<string, unknown> | undefined {
   if (isRecord(raw)) return raw;
   if (typeof raw !== "string") return undefined;
-  try {
-    const parsed = JSON.parse(raw) as unknown;
-    return isRecord(parsed) ? parsed : undefined;
-  } catch {
-    return undefined;
-  }
+  const parsed = parseJsonField(raw, "tool call arguments");
+  return isRecord(parsed) ? parsed : undefined;
 }
 
 function textOf(content: unknown): string {
@@ -463,7 +458,18 @@ export function parseCodex(text: string): ImportedSession {
   const provider = asString(meta.model_provider) ?? "openai";
 
   const reader = new CodexReader(provider, createdAt);
-  for (const [index, line] of lines.entries()) reader.read(line, values[index] as Record<string, unknown>);
+  for (const [index, line] of lines.entries()) {
+    try {
+      reader.read(line, values[index] as Record<string, unknown>);
+    } catch (error) {
+      // JSON a line carries as text (tool arguments, wrapped output) refused: the file, at that line.
+      throw error instanceof SessionError &&
+        error.code === "invalid_request" &&
+        !/^line \d+:/.test(error.message)
+        ? lineError(line.line, error.message)
+        : error;
+    }
+  }
 
   // The name Codex gave the thread (it may rename it): the last one is the session's name.
   const name = values

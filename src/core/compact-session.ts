@@ -4,8 +4,8 @@ import { CompactionSettings, formatFileLists, prepareBranchSummary, prepareCompa
 import type { CompactionEntry, EntryInput, StoredEntry } from "./entries";
 import { BranchSummaryEntry, Id, LeafEntry, stored } from "./entries";
 import { SessionError } from "./errors";
+import { Position } from "./session-schemas";
 import type { AppendOptions, SessionStorage } from "./storage";
-import { Position } from "./storage";
 import type { Summarizer, SummaryRequest, SummaryResult } from "./summarizers/summarizer";
 
 /** What a caller asks of a compaction (the service's request body). */
@@ -66,6 +66,10 @@ export async function compactSession(
     details: { readFiles: preparation.readFiles, modifiedFiles: preparation.modifiedFiles },
     ...(result.usage ? { usage: result.usage } : {}),
     ...(preparation.retainedTail ? { retainedTail: preparation.retainedTail } : {}),
+    // The timestamp it leads the compacted context with is the compaction's own (pi 1.6).
+    ...(preparation.systemMessage
+      ? { systemMessage: { ...preparation.systemMessage, timestamp: Date.now() } }
+      : {}),
   };
   try {
     // A retained tail copies the branch as it was: it is only right if nothing moved since.
@@ -166,7 +170,8 @@ export async function navigateSession(
     {
       type: "branch_summary",
       parentId: target,
-      fromId: target ?? "root",
+      // The leaf that was left (pi 1.6; pi before 1.6 named the entry navigated to).
+      fromId: oldLeaf ?? "root",
       summary: result.text,
       details: { readFiles: preparation.readFiles, modifiedFiles: preparation.modifiedFiles },
       ...(result.usage ? { usage: result.usage } : {}),

@@ -1,15 +1,19 @@
 import * as z from "zod";
-import { buildSessionContext, latestCompaction, projectEntries } from "./context";
-import type { CompactionEntry, TreeEntry } from "./entries";
+import type { ProjectedEntry } from "./context";
+import { projectContext, projectEntries } from "./context";
+import { latestEdits } from "./context-edits";
+import type { ContextEditEntry, TreeEntry } from "./entries";
 import { SessionError } from "./errors";
-import type { AgentMessage } from "./messages";
-import { estimateContextTokens, estimateTokens } from "./tokens";
+import type { AgentMessage, Usage } from "./messages";
+import type { SystemMessage } from "./system-messages";
+import { currentSystemMessage } from "./system-messages";
+import { assistantUsage, estimateContextTokens, estimateTokens, usageTokens } from "./tokens";
 
 /*
- * Where to cut a branch for compaction (following pi's rules): keep at least
+ * Where to cut a branch for compaction (following pi 1.6's rules, see docs/pi.md): keep at least
  * `keepRecentTokens` of the newest messages, cut only where a turn may start (never at a tool
- * result, never between a tool call and its result), and summarize what lies between the previous
- * compaction's first kept entry and the cut.
+ * result or a system message, never between a tool call and its result), and summarize what lies
+ * between the previous compaction and the cut.
  */
 
 export const DEFAULT_KEEP_RECENT_TOKENS = 20_000;
@@ -39,15 +43,20 @@ export interface CompactionPreparation extends FileLists {
   previousSummary?: string;
   tokensBefore: number;
   retainedTail?: AgentMessage[];
+  /** The prompt and tools the context's system messages replay to: the compaction carries them (pi 1.6). */
+  systemMessage?: SystemMessage;
 }
 
 /** The message an entry adds to a conversation being summarized (compactions add none). */
-function summaryMessage(entry: TreeEntry): AgentMessage | undefined {
+function summaryMessage(
+  entry: TreeEntry,
+  edits?: ReadonlyMap<string, ContextEditEntry>,
+): AgentMessage | undefined {
   if (entry.type === "compaction") return undefined;
-  return projectEntries([entry], undefined)[0];
+  return projectEntries([entry], undefined, edits ? { edits } : {})[0];
 }
 
-const TURN_START_ROLES = new Set(["user", "bashExecution"]);
+/** Roles a kept part may begin at (pi 1.6): never a tool result, nor a system message. */
 const CUT_ROLES = new Set([
   "user",
   "assistant",
@@ -56,77 +65,153 @@ const CUT_ROLES = new Set([
   "branchSummary",
   "compactionSummary",
 ]);
+/** Roles that open a turn (pi 1.6): a cut there splits no turn. */
+const TURN_START_ROLES = new Set(["user", "custom", "bashExecution", "branchSummary", "compactionSummary"]);
 
-function isCutRole(entry: TreeEntry): boolean {
-  if (entry.type === "branch_summary" || entry.type === "custom_message") return true;
-  return entry.type === "message" && CUT_ROLES.has(entry.message.role);
+function isCutPoint(projected: ProjectedEntry): boolean {
+  return projected.entry.type !== "compaction" && projected.messages.some((m) => CUT_ROLES.has(m.role));
 }
 
-function startsTurn(entry: TreeEntry): boolean {
-  if (entry.type === "branch_summary" || entry.type === "custom_message") return true;
-  return entry.type === "message" && TURN_START_ROLES.has(entry.message.role);
+function opensTurn(projected: ProjectedEntry): boolean {
+  return (
+    projected.entry.type !== "compaction" && projected.messages.some((m) => TURN_START_ROLES.has(m.role))
+  );
 }
 
-function toolCallIds(entry: TreeEntry): string[] {
-  if (entry.type !== "message" || entry.message.role !== "assistant") return [];
-  const content = (entry.message as { content?: unknown }).content;
-  if (!Array.isArray(content)) return [];
-  return content.filter((p) => p?.type === "toolCall" && typeof p.id === "string").map((p) => p.id as string);
+function tokensOf(projected: ProjectedEntry): number {
+  let tokens = 0;
+  for (const message of projected.messages) tokens += estimateTokens(message);
+  return tokens;
 }
 
 /**
- * Positions in [start, end) where a kept part may begin: a turn-starting entry, and not inside
- * the span from a tool call to its result (cutting there would keep a result without its call).
+ * Positions in [start, end) where a kept part may begin: an entry with a message a turn may start
+ * at, and not inside the span from a tool call to its result (cutting there would keep a result
+ * without its call; pi 1.6 only refuses to cut at the result itself).
  */
-function cutPoints(path: readonly TreeEntry[], start: number, end: number): number[] {
+function cutPoints(entries: readonly ProjectedEntry[], start: number, end: number): number[] {
   const callAt = new Map<string, number>();
   const blocked = new Uint8Array(end - start);
   for (let i = start; i < end; i++) {
-    const entry = path[i] as TreeEntry;
-    for (const id of toolCallIds(entry)) callAt.set(id, i);
-    if (entry.type === "message" && entry.message.role === "toolResult") {
-      const call = callAt.get((entry.message as { toolCallId: string }).toolCallId);
-      if (call !== undefined) for (let j = call + 1; j <= i; j++) blocked[j - start] = 1;
+    for (const message of (entries[i] as ProjectedEntry).messages) {
+      if (message.role === "assistant" && Array.isArray((message as { content?: unknown }).content)) {
+        for (const part of (message as { content: unknown[] }).content) {
+          const call = part as { type?: unknown; id?: unknown };
+          if (call?.type === "toolCall" && typeof call.id === "string") callAt.set(call.id, i);
+        }
+      } else if (message.role === "toolResult") {
+        const call = callAt.get((message as { toolCallId: string }).toolCallId);
+        if (call !== undefined) for (let j = call + 1; j <= i; j++) blocked[j - start] = 1;
+      }
     }
   }
   const points: number[] = [];
-  for (let i = start; i < end; i++)
-    if (!blocked[i - start] && isCutRole(path[i] as TreeEntry)) points.push(i);
+  for (let i = start; i < end; i++) {
+    if (!blocked[i - start] && isCutPoint(entries[i] as ProjectedEntry)) points.push(i);
+  }
   return points;
 }
 
-/** The index where the kept part begins, holding at least `keep` tokens when the branch has them. */
-export function findCut(path: readonly TreeEntry[], start: number, end: number, keep: number): number {
-  const points = cutPoints(path, start, end);
-  if (points.length === 0) return start;
+/**
+ * Whether the entries after a cut are only a failed attempt that edits left out: an assistant
+ * reply omitted by an edit, and nothing else the context shows (pi 1.6's recovery rule: such a
+ * suffix is not worth keeping, so the cut moves past its first entry).
+ */
+function isOmittedAttempt(suffix: readonly ProjectedEntry[]): boolean {
+  const visible = (p: ProjectedEntry) =>
+    p.entry.type !== "context_edit" && projectEntries([p.entry], undefined, { edits: new Map() }).length > 0;
+  const omitted = (p: ProjectedEntry) => visible(p) && p.messages.length === 0;
+  const omittedIds = new Set(suffix.filter(omitted).map((p) => p.entry.id));
+  const replacesOther = suffix.some(
+    (p) =>
+      p.entry.type === "context_edit" && p.entry.replacement !== null && !omittedIds.has(p.entry.targetId),
+  );
+  return (
+    !replacesOther &&
+    suffix.some((p) => p.entry.type === "message" && p.entry.message.role === "assistant" && omitted(p)) &&
+    suffix.every((p) => p.entry.type !== "compaction" && (!visible(p) || omitted(p)))
+  );
+}
+
+export interface Cut {
+  /** Index of the first entry kept. */
+  index: number;
+  /** When the cut falls inside a turn: the index of the entry that opened it, else -1. */
+  turnStart: number;
+}
+
+/**
+ * Where the kept part of projected entries begins (pi 1.6's rules, with the tool-call span kept
+ * whole): walk back from `end` summing message tokens until `keep` is reached, move to the nearest
+ * cut point at or after that entry (past the last one: the last one), step back over entries the
+ * context does not show, and report the opening of the turn the cut splits.
+ */
+export function findProjectedCut(
+  entries: readonly ProjectedEntry[],
+  start: number,
+  end: number,
+  keep: number,
+  options: { skipOmittedAttempt?: boolean } = {},
+): Cut {
+  const points = cutPoints(entries, start, end);
+  if (points.length === 0) return { index: start, turnStart: -1 };
   let cut = points[0] as number;
+  let exceeded = false;
   let tokens = 0;
   for (let i = end - 1; i >= start; i--) {
-    const message = summaryMessage(path[i] as TreeEntry);
-    if (!message) continue;
-    tokens += estimateTokens(message);
+    const size = tokensOf(entries[i] as ProjectedEntry);
+    if (size === 0) continue;
+    tokens += size;
     if (tokens < keep) continue;
-    // The nearest cut at or after i; past the last one, the last one (a turn longer than the
-    // budget is kept whole rather than not compacted at all).
+    exceeded = true;
+    // A turn longer than the budget is kept whole rather than not compacted at all.
     cut = points.find((p) => p >= i) ?? (points[points.length - 1] as number);
     break;
   }
-  // Settings and other non-message entries just before the cut stay with what they precede.
+  if (options.skipOmittedAttempt && exceeded && isOmittedAttempt(entries.slice(cut + 1, end))) cut++;
+  // Entries the context does not show, just before the cut, stay with what they precede.
   while (cut > start) {
-    const previous = path[cut - 1] as TreeEntry;
-    if (previous.type === "compaction" || previous.type === "message") break;
+    const previous = entries[cut - 1] as ProjectedEntry;
+    if (previous.entry.type === "compaction" || previous.messages.length > 0) break;
     cut--;
   }
-  return cut;
+  const cutEntry = entries[cut];
+  if (!cutEntry || opensTurn(cutEntry)) return { index: cut, turnStart: -1 };
+  for (let i = cut; i >= start; i--)
+    if (opensTurn(entries[i] as ProjectedEntry)) return { index: cut, turnStart: i };
+  return { index: cut, turnStart: -1 };
+}
+
+/**
+ * pi's `findCutPoint` over raw path entries (each showing its own messages, no edits): the index
+ * where the kept part begins, holding at least `keep` tokens when the branch has them.
+ */
+export function findCut(path: readonly TreeEntry[], start: number, end: number, keep: number): number {
+  // A compaction shows its own opening here (its system message and summary count), as in pi.
+  const entries = path.map((entry) => ({
+    entry,
+    messages: projectEntries([entry], entry.type === "compaction" ? entry.id : undefined),
+  }));
+  return findProjectedCut(entries, start, end, keep).index;
 }
 
 function addFiles(message: AgentMessage, read: Set<string>, modified: Set<string>): void {
+  const add = (name: unknown, args: unknown) => {
+    const path = (args as { path?: unknown } | undefined)?.path;
+    if (typeof path !== "string" || !path) return;
+    if (name === "read") read.add(path);
+    else if (name === "edit" || name === "write") modified.add(path);
+  };
+  if (message.role === "toolResult") {
+    // Calls a tool made itself (a codemode script's) are recorded on its result (pi 1.6).
+    const nested = (message as { nestedCalls?: { calls?: unknown } }).nestedCalls?.calls;
+    for (const call of Array.isArray(nested) ? nested : []) add(call?.name, call?.arguments);
+    return;
+  }
   if (message.role !== "assistant" || !Array.isArray((message as { content?: unknown }).content)) return;
   for (const part of (message as { content: unknown[] }).content) {
-    const call = part as { type?: unknown; name?: unknown; arguments?: { path?: unknown } };
-    if (call?.type !== "toolCall" || typeof call.arguments?.path !== "string") continue;
-    if (call.name === "read") read.add(call.arguments.path);
-    else if (call.name === "edit" || call.name === "write") modified.add(call.arguments.path);
+    const call = part as { type?: unknown; name?: unknown; arguments?: unknown };
+    if (call?.type === "toolCall") add(call.name, call.arguments);
   }
 }
 
@@ -154,10 +239,53 @@ function detailsFiles(details: unknown): FileLists | undefined {
 }
 
 /**
- * Plans a compaction of the branch ending at the path's last entry. `path` may be the pruned path
- * a storage returns for buildContext: it starts at the previous compaction's kept part, which is
- * where the search starts anyway. Fails with `nothing_to_compact` when the leaf is a compaction or
- * no message would be dropped.
+ * The size of a context before compaction (pi 1.6): the last trustworthy reply's usage plus
+ * estimates after it, unless an edit or a compaction came after that reply (its usage counted a
+ * context that is no longer the one sent); then every message is estimated, the system messages
+ * once as the prompt they replay to.
+ */
+export function estimateProjectedTokens(
+  projected: readonly ProjectedEntry[],
+  path: readonly TreeEntry[],
+): number {
+  const messages = projected.flatMap((p) => p.messages);
+  let usageEntry: string | undefined;
+  for (let i = projected.length - 1; i >= 0 && usageEntry === undefined; i--) {
+    const p = projected[i] as ProjectedEntry;
+    if (
+      p.messages.some((m) => assistantUsage(m) !== undefined && usageTokens(assistantUsage(m) as Usage) > 0)
+    ) {
+      usageEntry = p.entry.id;
+    }
+  }
+  const usageAt = usageEntry === undefined ? -1 : path.findIndex((entry) => entry.id === usageEntry);
+  let invalidatedAt = -1;
+  for (let i = path.length - 1; i >= 0; i--) {
+    const type = (path[i] as TreeEntry).type;
+    if (type === "context_edit" || type === "compaction") {
+      invalidatedAt = i;
+      break;
+    }
+  }
+  if (usageAt >= 0 && usageAt > invalidatedAt) return estimateContextTokens(messages);
+  const system = currentSystemMessage(messages);
+  let tokens = system ? estimateTokens(system as AgentMessage) : 0;
+  for (const message of messages) if (message.role !== "system") tokens += estimateTokens(message);
+  return tokens;
+}
+
+/** The size of the context of a path (pi 1.6's estimate: see `estimateProjectedTokens`). */
+export function estimatePathTokens(path: readonly TreeEntry[]): number {
+  return estimateProjectedTokens(projectContext(path), path);
+}
+
+/**
+ * Plans a compaction of the branch ending at the path's last entry, over its context as pi 1.6
+ * sees it (the previous compaction applied, edits applied): the search starts after the previous
+ * compaction, and what lies before the cut is summarized, system messages aside (the compaction
+ * carries the prompt they replay to). `path` may be the pruned path a storage returns for
+ * buildContext. Fails with `nothing_to_compact` when the leaf is a compaction or no message would
+ * be dropped.
  */
 export function prepareCompaction(
   path: readonly TreeEntry[],
@@ -171,35 +299,22 @@ export function prepareCompaction(
   if (!Number.isFinite(keep) || keep < 0)
     throw new SessionError("invalid_request", "keepRecentTokens must be a non-negative number");
 
-  const previous: CompactionEntry | undefined = latestCompaction(path);
-  let start = 0;
-  if (previous) {
-    const at = path.lastIndexOf(previous);
-    const firstKept =
-      previous.firstKeptEntryId === undefined
-        ? -1
-        : path.findIndex((e) => e.id === previous.firstKeptEntryId);
-    start = firstKept >= 0 && firstKept < at ? firstKept : at + 1;
-  }
-  const cut = findCut(path, start, path.length, keep);
-  const cutEntry = path[cut];
-  let turnStart = -1;
-  if (cutEntry && !(cutEntry.type === "message" && cutEntry.message.role === "user")) {
-    for (let i = cut; i >= start; i--) {
-      if (startsTurn(path[i] as TreeEntry)) {
-        turnStart = i;
-        break;
-      }
-    }
-  }
-  const historyEnd = turnStart >= 0 && turnStart < cut ? turnStart : cut;
+  const projected = projectContext(path);
+  const opening = projected[0];
+  const previous =
+    opening?.entry.type === "compaction" && opening.messages.length > 0 ? opening.entry : undefined;
+  const start = previous ? 1 : 0;
+  const cut = findProjectedCut(projected, start, projected.length, keep, { skipOmittedAttempt: true });
+  const cutEntry = projected[cut.index]?.entry;
+  const historyEnd = cut.turnStart >= 0 ? cut.turnStart : cut.index;
   const collect = (from: number, to: number) =>
-    path.slice(from, to).flatMap((entry) => {
-      const message = summaryMessage(entry);
-      return message ? [message] : [];
-    });
-  const messagesToSummarize = collect(start, historyEnd);
-  const turnPrefixMessages = historyEnd < cut ? collect(historyEnd, cut) : [];
+    projected
+      .slice(from, to)
+      .flatMap((p) => (p.entry.type === "compaction" ? [] : p.messages.filter((m) => m.role !== "system")));
+  // A retained tail is dropped with the previous compaction's opening: it is summarized too.
+  const retained = previous?.retainedTail ?? [];
+  const messagesToSummarize = [...retained.filter((m) => m.role !== "system"), ...collect(start, historyEnd)];
+  const turnPrefixMessages = historyEnd < cut.index ? collect(historyEnd, cut.index) : [];
   if (!cutEntry || (messagesToSummarize.length === 0 && turnPrefixMessages.length === 0)) {
     throw new SessionError(
       "nothing_to_compact",
@@ -209,16 +324,22 @@ export function prepareCompaction(
 
   const earlier = previous && !previous.fromHook ? [detailsFiles(previous.details)] : [];
   const files = fileLists([...messagesToSummarize, ...turnPrefixMessages], earlier);
+  const systemMessage = currentSystemMessage(projected.flatMap((p) => p.messages));
   const preparation: CompactionPreparation = {
     leafId: leaf.id,
     firstKeptEntryId: cutEntry.id,
     messagesToSummarize,
     turnPrefixMessages,
-    tokensBefore: estimateContextTokens(buildSessionContext(path).messages),
+    tokensBefore: estimateProjectedTokens(projected, path),
     ...files,
   };
+  if (systemMessage) preparation.systemMessage = systemMessage;
   if (previous) preparation.previousSummary = previous.summary;
-  if (settings.retainTail) preparation.retainedTail = projectEntries(path.slice(cut), undefined);
+  if (settings.retainTail) {
+    preparation.retainedTail = projected
+      .slice(cut.index)
+      .flatMap((p) => (p.entry.type === "compaction" ? [] : p.messages.filter((m) => m.role !== "system")));
+  }
   return preparation;
 }
 
@@ -253,6 +374,8 @@ export function prepareBranchSummary(
     }
   }
   const entries = fromPath.slice(ancestor + 1);
+  // The abandoned entries as the context showed them: their edits applied (pi 1.6).
+  const edits = latestEdits(entries);
   const messages: AgentMessage[] = [];
   for (const entry of entries) {
     if (entry.type === "message" && entry.message.role === "toolResult") continue;
@@ -264,7 +387,7 @@ export function prepareBranchSummary(
             tokensBefore: entry.tokensBefore,
             timestamp: Date.parse(entry.timestamp),
           }
-        : summaryMessage(entry);
+        : summaryMessage(entry, edits);
     if (message) messages.push(message);
   }
   const earlier = entries

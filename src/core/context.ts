@@ -1,5 +1,6 @@
 import * as z from "zod";
-import type { CompactionEntry, CustomEntry, TreeEntry } from "./entries";
+import { applyContextEdit, latestEdits } from "./context-edits";
+import type { CompactionEntry, ContextEditEntry, CustomEntry, TreeEntry } from "./entries";
 import type { AgentMessage } from "./messages";
 import { AgentMessage as AgentMessageSchema, ThinkingLevel } from "./messages";
 
@@ -68,8 +69,18 @@ export function keptFrom(
 }
 
 /**
+ * Whether a path entry is a system message: those a compaction keeps before it are dropped, since
+ * the compaction carries the prompt they replay to (pi 1.6). Takes a stored row's `role` too.
+ */
+export function isSystemMessageEntry(entry: { type: string; role?: unknown; message?: unknown }): boolean {
+  if (entry.type !== "message") return false;
+  const role = entry.message ? (entry.message as { role?: unknown }).role : entry.role;
+  return role === "system";
+}
+
+/**
  * The latest compaction on the path replaces what it summarized: the compaction first, then what
- * it kept before it (see `keptFrom`), then everything after it.
+ * it kept before it (see `keptFrom`) but its system messages, then everything after it.
  */
 export function defaultContextEntryTransform(path: readonly TreeEntry[]): TreeEntry[] {
   const compaction = latestCompaction(path);
@@ -80,7 +91,21 @@ export function defaultContextEntryTransform(path: readonly TreeEntry[]): TreeEn
     at,
     compaction,
   );
-  return [compaction, ...path.slice(from, at), ...path.slice(at + 1)];
+  const kept = path.slice(from, at).filter((entry) => !isSystemMessageEntry(entry));
+  return [compaction, ...kept, ...path.slice(at + 1)];
+}
+
+/**
+ * A message whose content is null or missing (old or hand-edited files) as pi reads it: an empty
+ * prompt for a system message, no blocks for user, assistant and tool-result messages.
+ */
+function withContent(message: AgentMessage): AgentMessage {
+  if ((message as { content?: unknown }).content != null) return message;
+  if (message.role === "system") return { ...message, content: "" };
+  if (message.role === "user" || message.role === "assistant" || message.role === "toolResult") {
+    return { ...message, content: [] } as AgentMessage;
+  }
+  return message;
 }
 
 function millis(timestamp: string): number {
@@ -96,7 +121,7 @@ function projectEntry(
 ): AgentMessage[] {
   switch (entry.type) {
     case "message":
-      return [entry.message];
+      return [withContent(entry.message)];
     case "custom_message": {
       const message: AgentMessage = {
         role: "custom",
@@ -111,6 +136,7 @@ function projectEntry(
     case "compaction":
       if (entry.id !== compactionId) return [];
       return [
+        ...(entry.systemMessage ? [entry.systemMessage as AgentMessage] : []),
         {
           role: "compactionSummary",
           summary: entry.summary,
@@ -166,28 +192,61 @@ export function buildSessionContext(
   path: readonly TreeEntry[],
   options: BuildContextOptions & { sessionSystemPrompt?: string } = {},
 ): SessionContext {
-  const transforms = options.transforms ?? [defaultContextEntryTransform];
-  let entries: readonly TreeEntry[] = path;
-  for (const transform of transforms) entries = transform(entries);
   return {
     systemPrompt: options.systemPrompt ?? options.sessionSystemPrompt ?? "",
-    messages: projectEntries(entries, latestCompaction(path)?.id, options),
+    messages: projectContext(path, options).flatMap((projected) => projected.messages),
     ...deriveState(path),
   };
 }
 
+/** An entry of a context and the messages it contributes (none when it projects nothing or an edit left it out). */
+export interface ProjectedEntry {
+  entry: TreeEntry;
+  messages: AgentMessage[];
+}
+
+/** The entries a path's context is made of (compaction applied), each with its messages (edits applied). */
+export function projectContext(
+  path: readonly TreeEntry[],
+  options: Pick<BuildContextOptions, "entryProjectors" | "transforms"> = {},
+): ProjectedEntry[] {
+  const transforms = options.transforms ?? [defaultContextEntryTransform];
+  let entries: readonly TreeEntry[] = path;
+  for (const transform of transforms) entries = transform(entries);
+  const compactionId = latestCompaction(path)?.id;
+  const edits = latestEdits(entries);
+  return entries.map((entry, index) => ({
+    entry,
+    messages: applyContextEdit(
+      projectEntry(entry, index, entries, compactionId, options),
+      edits.get(entry.id),
+    ),
+  }));
+}
+
+export interface ProjectOptions extends Pick<BuildContextOptions, "entryProjectors"> {
+  /**
+   * The latest context edit of each target in the whole context (`latestEdits`); by default those
+   * among `entries`, which is right only when `entries` are the whole context.
+   */
+  edits?: ReadonlyMap<string, ContextEditEntry>;
+}
+
 /**
- * The messages entries project to. Only the compaction `compactionId` projects (with its
- * retained tail); any other compaction projects to nothing.
+ * The messages entries project to, with their context edits applied. Only the compaction
+ * `compactionId` projects (its system message, summary and retained tail); any other compaction
+ * projects to nothing.
  */
 export function projectEntries(
   entries: readonly TreeEntry[],
   compactionId: string | undefined,
-  options: Pick<BuildContextOptions, "entryProjectors"> = {},
+  options: ProjectOptions = {},
 ): AgentMessage[] {
+  const edits = options.edits ?? latestEdits(entries);
   const messages: AgentMessage[] = [];
   entries.forEach((entry, index) => {
-    for (const message of projectEntry(entry, index, entries, compactionId, options)) messages.push(message);
+    const projected = projectEntry(entry, index, entries, compactionId, options);
+    for (const message of applyContextEdit(projected, edits.get(entry.id))) messages.push(message);
   });
   return messages;
 }

@@ -1,6 +1,16 @@
 import * as z from "zod";
 import { ID_PATTERN } from "./ids";
-import { AgentMessage, ImageContent, SummaryUsage, TextContent, ThinkingLevel } from "./messages";
+import {
+  AgentMessage,
+  ImageContent,
+  SummaryUsage,
+  TextContent,
+  ThinkingContent,
+  ThinkingLevel,
+  ToolCall,
+  Usage,
+} from "./messages";
+import { SystemMessage } from "./system-messages";
 
 export const Id = z.string().regex(ID_PATTERN, "must be 1-128 characters of A-Z a-z 0-9 . _ : -").meta({
   description: "1-128 characters of A-Z a-z 0-9 . _ : -",
@@ -40,7 +50,9 @@ const compaction = variants({
   type: z.literal("compaction"),
   summary: z.string(),
   tokensBefore: z.number().nonnegative(),
-  firstKeptEntryId: Id.optional(),
+  firstKeptEntryId: Id.optional().meta({
+    description: "the first entry kept before the compaction; the compaction's own id keeps none",
+  }),
   retainedTail: z.array(AgentMessage).optional(),
   // pi's type leaves it open: a compaction an extension wrote carries whatever it chose.
   details: z.unknown().optional().meta({
@@ -48,11 +60,17 @@ const compaction = variants({
   }),
   usage: SummaryUsage.optional(),
   fromHook: z.boolean().optional(),
+  systemMessage: SystemMessage.optional().meta({
+    description: "pi 1.6: the prompt and tools replayed at the compaction; it leads the compacted context",
+  }),
 });
 const branchSummary = variants({
   type: z.literal("branch_summary"),
   summary: z.string(),
-  fromId: z.string().meta({ description: 'the entry the branch was left for, or "root"' }),
+  fromId: z.string().meta({
+    description:
+      'the leaf that was left (pi 1.6 and this store; earlier pi wrote the entry the branch was left for), or "root"',
+  }),
   details: z.unknown().optional(),
   usage: SummaryUsage.optional(),
   fromHook: z.boolean().optional(),
@@ -70,6 +88,26 @@ const label = variants({
   targetId: Id,
   label: z.string().optional().meta({ description: "absent or blank clears the label" }),
 });
+const usage = variants({
+  type: z.literal("usage"),
+  kind: z.string().meta({ description: 'what the tokens were spent on, e.g. "cache_warm"' }),
+  provider: z.string(),
+  model: z.string(),
+  usage: Usage,
+  note: z.string().optional(),
+});
+/** What a context edit may put in place of a message's content. */
+export const EditedContent = z.union([
+  z.string(),
+  z.array(z.discriminatedUnion("type", [TextContent, ImageContent, ThinkingContent, ToolCall])),
+]);
+const contextEdit = variants({
+  type: z.literal("context_edit"),
+  targetId: Id,
+  replacement: z.looseObject({ content: EditedContent }).nullable().meta({
+    description: "null leaves the target out of the context; otherwise its content is replaced",
+  }),
+});
 const sessionInfo = variants({
   type: z.literal("session_info"),
   name: z.string().optional().meta({ description: "absent or blank clears the name" }),
@@ -85,6 +123,8 @@ export const CustomEntry = custom.stored;
 export const CustomMessageEntry = customMessage.stored;
 export const LabelEntry = label.stored;
 export const SessionInfoEntry = sessionInfo.stored;
+export const UsageEntry = usage.stored;
+export const ContextEditEntry = contextEdit.stored;
 /** A durable record of a head move. Never a tree node: its own parentId is always null. */
 export const LeafEntry = z.looseObject({
   type: z.literal("leaf"),
@@ -105,6 +145,8 @@ export const SessionEntry = z.discriminatedUnion("type", [
   CustomMessageEntry,
   LabelEntry,
   SessionInfoEntry,
+  UsageEntry,
+  ContextEditEntry,
   LeafEntry,
 ]);
 
@@ -120,6 +162,8 @@ export const EntryInput = z.discriminatedUnion("type", [
   customMessage.input,
   label.input,
   sessionInfo.input,
+  usage.input,
+  contextEdit.input,
 ]);
 
 export type MessageEntry = z.infer<typeof MessageEntry>;
@@ -132,6 +176,8 @@ export type CustomEntry = z.infer<typeof CustomEntry>;
 export type CustomMessageEntry = z.infer<typeof CustomMessageEntry>;
 export type LabelEntry = z.infer<typeof LabelEntry>;
 export type SessionInfoEntry = z.infer<typeof SessionInfoEntry>;
+export type UsageEntry = z.infer<typeof UsageEntry>;
+export type ContextEditEntry = z.infer<typeof ContextEditEntry>;
 export type LeafEntry = z.infer<typeof LeafEntry>;
 export type SessionEntry = z.infer<typeof SessionEntry>;
 /** A tree node: every entry but a `leaf` record. */
@@ -153,6 +199,8 @@ export const ENTRY_TYPES = [
   "custom_message",
   "label",
   "session_info",
+  "usage",
+  "context_edit",
   "leaf",
 ] as const satisfies readonly EntryType[];
 export const EntryType = z.enum(ENTRY_TYPES);

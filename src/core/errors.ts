@@ -35,6 +35,12 @@ export const ERROR_STATUS = {
   summarizer_failed: 502,
   /** The service's own configuration is invalid (e.g. API_KEYS); it refuses to serve until fixed. */
   misconfigured: 503,
+  /**
+   * Something the request needs cannot be reached for now (an object overloaded or restarting, a
+   * storage operation that failed transiently); nothing was written. `Retry-After` says when to
+   * try again.
+   */
+  unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

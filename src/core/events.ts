@@ -1,5 +1,5 @@
 import type { StoredEntry } from "./entries";
-import type { AutoCompactStatus, SessionInfo } from "./storage";
+import type { AutoCompactStatus, SessionInfo } from "./session-schemas";
 
 /*
  * A session's log made live. Every entry is an `entry` event whose id is its seq, so a watcher

@@ -2,7 +2,8 @@ import { headFor } from "./append";
 import type { EntryInput, StoredEntry, TreeEntry } from "./entries";
 import { withoutSeq } from "./entries";
 import { nonBlank } from "./info";
-import type { ForkOptions, ParentSession, SessionHeader, SessionStorage } from "./storage";
+import type { ForkOptions, ParentSession, SessionHeader } from "./session-schemas";
+import type { SessionStorage } from "./storage";
 
 /** Entries per `importEntries` call when copying a path, so no single call grows with the path. */
 export const COPY_BATCH = 500;

@@ -1,6 +1,6 @@
 import { SessionError } from "./errors";
 import { checkSessionId, newId, nowIso } from "./ids";
-import type { CreateSessionOptions, HeaderPatch, SessionHeader } from "./storage";
+import type { CreateSessionOptions, HeaderPatch, SessionHeader } from "./session-schemas";
 
 /** The header of a new session, its id checked (ids become object names and file paths). */
 export function newSessionHeader(

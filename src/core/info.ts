@@ -2,7 +2,7 @@ import type { SessionEntry } from "./entries";
 import { SessionError } from "./errors";
 import { PREVIEW_CHARS } from "./limits";
 import { contentText } from "./messages";
-import type { SessionHeader, SessionInfo, SessionPage } from "./storage";
+import type { SessionHeader, SessionInfo, SessionPage } from "./session-schemas";
 
 /** Blank (absent or whitespace-only) labels and names clear. */
 export function nonBlank(value: string | undefined): string | undefined {

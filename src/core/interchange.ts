@@ -6,7 +6,8 @@ import { SessionError } from "./errors";
 import { newId } from "./ids";
 import { lineError } from "./ndjson";
 import type { Session } from "./session";
-import type { ParentSession, SessionStorage } from "./storage";
+import type { ParentSession } from "./session-schemas";
+import type { SessionStorage } from "./storage";
 
 /*
  * What an import file holds once parsed and checked, whatever its format: the session's header,

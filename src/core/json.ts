@@ -19,6 +19,44 @@ export function assertJsonDepth(value: unknown, what = "entry"): void {
   }
 }
 
+/** A `"__proto__":` key in JSON text, its letters escaped or not. */
+const PROTO_KEY =
+  /"(?:_|\\u005[Ff])(?:_|\\u005[Ff])(?:p|\\u0070)(?:r|\\u0072)(?:o|\\u006[Ff])(?:t|\\u0074)(?:o|\\u006[Ff])(?:_|\\u005[Ff])(?:_|\\u005[Ff])"\s*:/g;
+
+function protoKeys(text: string): number {
+  return text.match(PROTO_KEY)?.length ?? 0;
+}
+
+/**
+ * Throws `invalid_request` when a key named `__proto__` in the JSON `text` is missing from
+ * `validated`, the value its schema made of it: schemas rebuild the objects whose fields they know
+ * (and drop such a key there without a word), while values they do not look into keep it as data.
+ * Costs one scan of the text when it has no such key.
+ */
+export function assertProtoKeysKept(text: string, validated: unknown, what: string): void {
+  const sent = protoKeys(text);
+  if (sent === 0 || protoKeys(JSON.stringify(validated)) >= sent) return;
+  throw new SessionError(
+    "invalid_request",
+    `${what} has a key named __proto__ where it cannot be kept (in a message, entry or metadata object itself; inside their values it is kept as data)`,
+  );
+}
+
+/**
+ * JSON text found inside a field (a tool call's `arguments`, a cursor, a signature) as a value,
+ * held to the same rules as a body (`assertJsonDepth`); `undefined` when it is not JSON.
+ */
+export function parseJsonField(text: string, what: string): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  assertJsonDepth(value, what);
+  return value;
+}
+
 /**
  * JSON with object keys sorted at every level: two values are the same content exactly when their
  * canonical forms are equal. Undefined properties are dropped, as JSON.stringify does.

@@ -7,3 +7,8 @@ export const MAX_ENTRIES_PAGE = 1000;
 export const DEFAULT_SESSIONS_PAGE = 50;
 export const MAX_SESSIONS_PAGE = 200;
 export const PREVIEW_CHARS = 200;
+/**
+ * The latest `expiresAt` a session may have. The platform's alarms stop at a date in the 2180s;
+ * a bound well before it keeps every expiry schedulable.
+ */
+export const LATEST_EXPIRES_AT = "2100-01-01T00:00:00.000Z";

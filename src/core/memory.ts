@@ -12,23 +12,19 @@ import { applyEntryToLabels, applyEntryToStats, emptyStats, pageSessions, sessio
 import type { ImportedSession, ImportHeader } from "./interchange";
 import { writeImport } from "./interchange";
 import { entryPage, sessionsPageLimit } from "./paging";
+import type { SessionRepo } from "./repo";
 import { Session } from "./session";
 import type {
-  AppendOptions,
-  AppendResult,
   CreateSessionOptions,
   EntryQuery,
   ForkOptions,
   HeaderPatch,
-  ImportOptions,
-  LeafOptions,
   ListOptions,
   SessionHeader,
   SessionInfo,
   SessionPage,
-  SessionRepo,
-  SessionStorage,
-} from "./storage";
+} from "./session-schemas";
+import type { AppendOptions, AppendResult, ImportOptions, LeafOptions, SessionStorage } from "./storage";
 import type { SyncResult } from "./sync-import";
 import { syncImport } from "./sync-import";
 import type { TreeNode } from "./tree";

@@ -104,18 +104,19 @@ export type ToolResultMessage = z.infer<typeof ToolResultMessage>;
 export type OtherMessage = z.infer<typeof OtherMessage>;
 export type AgentMessage = UserMessage | AssistantMessage | ToolResultMessage | OtherMessage;
 
-const knownRoles: Record<string, z.ZodType | undefined> = {
-  user: UserMessage,
-  assistant: AssistantMessage,
-  toolResult: ToolResultMessage,
-};
+/** A Map, so that a role named like an inherited property (`constructor`) is just an unknown role. */
+const knownRoles = new Map<string, z.ZodType>([
+  ["user", UserMessage],
+  ["assistant", AssistantMessage],
+  ["toolResult", ToolResultMessage],
+]);
 
 /**
  * Dispatches on `role`: a known role must match its schema (issues keep their paths), any other
  * role passes as it is. A plain union would report a failed known role as "matches no option".
  */
 export const AgentMessage = OtherMessage.superRefine((message, ctx) => {
-  const schema = knownRoles[message.role];
+  const schema = knownRoles.get(message.role);
   if (!schema) return;
   const result = schema.safeParse(message);
   if (result.success) return;
@@ -153,3 +154,30 @@ export function contentText(content: unknown): string {
   }
   return parts.join(" ");
 }
+
+/**
+ * A message's token counts, each 0 when missing or not a count; `total` when the API reports one,
+ * else their sum. Costs are not known here (0).
+ */
+export function usage(
+  input: number,
+  output: number,
+  cacheRead: number,
+  cacheWrite: number,
+  total?: number,
+): Usage {
+  const clean = (n: number) => (Number.isFinite(n) && n > 0 ? n : 0);
+  const u = {
+    input: clean(input),
+    output: clean(output),
+    cacheRead: clean(cacheRead),
+    cacheWrite: clean(cacheWrite),
+  };
+  return {
+    ...u,
+    totalTokens: total !== undefined && total > 0 ? total : u.input + u.output + u.cacheRead + u.cacheWrite,
+    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+  };
+}
+
+export const NO_USAGE: Usage = usage(0, 0, 0, 0);

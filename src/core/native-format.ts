@@ -5,7 +5,7 @@ import { checkImportEntries, leafAfter, sessionEntries } from "./interchange";
 import type { NumberedLine } from "./ndjson";
 import { lineError, ndjsonLines, parseLine } from "./ndjson";
 import type { Session } from "./session";
-import { Metadata, ParentSession } from "./storage";
+import { ExpiresAt, Metadata, ParentSession } from "./session-schemas";
 
 /*
  * The native interchange format: a header line, then every entry in append order (`leaf` records
@@ -26,7 +26,7 @@ const NativeHeader = z.object({
   systemPrompt: z.string().optional(),
   metadata: Metadata.optional(),
   parentSession: ParentSession.optional(),
-  expiresAt: Timestamp.optional(),
+  expiresAt: ExpiresAt.optional(),
 });
 
 /** The export of a session as NDJSON lines (each ending in a newline), read page by page. */
@@ -49,17 +49,19 @@ export async function* exportNative(session: Session): AsyncGenerator<string> {
 
 /** A native header line read as the header of the session it opens; `invalid_request` at its line otherwise. */
 export function parseNativeHeader(line: NumberedLine): ImportHeader {
-  const parsed = NativeHeader.safeParse(parseLine(line));
+  const raw = parseLine(line);
+  const parsed = NativeHeader.safeParse(raw);
   if (!parsed.success) {
     throw lineError(line.line, `not a ${NATIVE_FORMAT} version ${NATIVE_VERSION} header`, {
       issues: parsed.error.issues.map((i) => ({ path: i.path, message: i.message })),
     });
   }
-  const { name, systemPrompt, parentSession, metadata, expiresAt } = parsed.data;
+  const { name, systemPrompt, parentSession, expiresAt } = parsed.data;
   return {
     id: parsed.data.id,
     createdAt: parsed.data.createdAt,
-    metadata: metadata ?? {},
+    // As written: the schema would rebuild it, and drop a key named `__proto__` there.
+    metadata: (raw.metadata as z.infer<typeof Metadata> | undefined) ?? {},
     ...(name === undefined ? {} : { name }),
     ...(systemPrompt === undefined ? {} : { systemPrompt }),
     ...(parentSession === undefined ? {} : { parentSession }),

@@ -1,4 +1,5 @@
 import { SessionError } from "./errors";
+import { assertJsonDepth, MAX_JSON_DEPTH } from "./json";
 
 /** One non-blank line of a file, with its 1-based line number. */
 export interface NumberedLine {
@@ -39,6 +40,11 @@ export function parseLine(line: NumberedLine): Record<string, unknown> {
   }
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw lineError(line.line, "not a JSON object");
+  }
+  try {
+    assertJsonDepth(value);
+  } catch {
+    throw lineError(line.line, `nests deeper than ${MAX_JSON_DEPTH} levels`);
   }
   return value as Record<string, unknown>;
 }

@@ -1,6 +1,6 @@
 import { SessionError } from "./errors";
 import { DEFAULT_ENTRIES_PAGE, DEFAULT_SESSIONS_PAGE, MAX_ENTRIES_PAGE, MAX_SESSIONS_PAGE } from "./limits";
-import type { EntryQuery, ListOptions } from "./storage";
+import type { EntryQuery, ListOptions } from "./session-schemas";
 
 /** Checks shared by every backend for the arguments of an entry page. */
 export function entryPage(query: EntryQuery): { after: number; limit: number; types?: ReadonlySet<string> } {

@@ -4,12 +4,14 @@ import type { ImportedSession, ImportWarning } from "./interchange";
 import { checkImportEntries, sessionEntries } from "./interchange";
 import type { NumberedLine } from "./ndjson";
 import { lineError, ndjsonLines, parseLine } from "./ndjson";
+import { fillMissingContent, noteOddities } from "./pi-repairs";
 import type { Session } from "./session";
 
 /*
  * pi coding agent sessions (`.jsonl`): a header `{type: "session", version, id, timestamp, cwd}`,
  * then entries; the head is the last entry. Versions 1 to 3 import (migrated as pi migrates them)
- * to the context pi builds for the same file; export writes version 3.
+ * to the context pi builds for the same file, pi 1.6's entries (`usage`, `context_edit`, system
+ * messages, compactions carrying a system message) included; export writes version 3.
  */
 
 export const PI_VERSION = 3;
@@ -189,6 +191,8 @@ export function parsePi(text: string): ImportedSession {
   // pi's head is the entry of the last line, even when that line repeats an earlier one.
   const head = entries[entries.length - 1];
   entries = dropRepeats(entries, warnings);
+  fillMissingContent(entries, warnings);
+  noteOddities(entries, warnings);
   const ordered = parentsFirst(entries, warnings);
   const checked = checkImportEntries(
     ordered.map((e) => e.entry),

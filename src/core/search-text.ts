@@ -1,10 +1,13 @@
 import type { SessionEntry } from "./entries";
 import { contentText } from "./messages";
+import type { SystemMessage } from "./system-messages";
+import { systemSections } from "./system-messages";
 
 /*
  * What an entry contributes to search: the text people look for (what was said, what tools
- * answered, summaries, custom messages, labels, the session's name), and apart from it the
- * model's thinking, which is searched only when asked for.
+ * answered, summaries, custom messages, system prompts, the text a context edit puts in place of
+ * a message, labels, the session's name), and apart from it the model's thinking, which is
+ * searched only when asked for.
  */
 
 /** Characters of one entry's text (and of its thinking) that are indexed; the rest is not searched. */
@@ -45,6 +48,9 @@ function messageText(message: Record<string, unknown>): { text: string[]; thinki
   if (message.role !== "user" && message.role !== "assistant" && message.role !== "toolResult") {
     for (const key of ["summary", "command", "output"]) text.push(stringField(message[key]));
   }
+  if (message.role === "system") {
+    for (const [, section] of systemSections(message as SystemMessage)) if (section) text.push(section);
+  }
   return { text, thinking };
 }
 
@@ -62,6 +68,14 @@ export function entrySearchText(entry: SessionEntry): EntryText | undefined {
       break;
     case "custom_message":
       text = [contentText(entry.content)];
+      break;
+    case "context_edit":
+      // What the context shows from here on in place of the target's text; the target keeps its own.
+      if (entry.replacement)
+        ({ text, thinking } = messageText({ role: "edit", content: entry.replacement.content }));
+      break;
+    case "usage":
+      text = [stringField(entry.note)];
       break;
     case "label":
       text = [stringField(entry.label)];

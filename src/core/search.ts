@@ -2,7 +2,7 @@ import * as z from "zod";
 import { EntryType, Id } from "./entries";
 import { SessionError } from "./errors";
 import { MAX_QUERY_CHARS } from "./search-query";
-import { SessionInfo } from "./storage";
+import { SessionInfo } from "./session-schemas";
 
 /*
  * Search, in one session (its entries) and across a tenant (its sessions): what is asked and what
@@ -48,6 +48,10 @@ export const SearchHit = z
     type: EntryType,
     role: z.string().optional().meta({ description: "the message's role, for messages" }),
     onBranch: z.boolean().meta({ description: "whether the entry is on the path root → current leaf" }),
+    editedBy: Id.optional().meta({
+      description:
+        "the latest context edit of this entry on the current branch: the context shows the edit's content (or, for a null replacement, nothing) instead",
+    }),
     field: z.enum(["text", "thinking"]),
     snippet: z.string(),
     highlights: Highlights,

@@ -4,6 +4,7 @@ import type { BuildContextOptions, ModelRef, SessionContext } from "./context";
 import { buildSessionContext } from "./context";
 import type {
   CompactionEntry,
+  ContextEditEntry,
   CustomMessageEntry,
   EntryInput,
   EntryType,
@@ -13,20 +14,11 @@ import type {
   TreeEntry,
 } from "./entries";
 import { newId } from "./ids";
-import type { AgentMessage, SummaryUsage, ThinkingLevel } from "./messages";
+import type { AgentMessage, SummaryUsage, ThinkingLevel, Usage } from "./messages";
 import type { ContextFormat, ContextRequests, MessageFormat, ProviderMessageEntryInput } from "./providers";
 import { contextForModel, modelRefString, NO_CONVERSATION, providerMessageEntries } from "./providers";
-import type {
-  AppendOptions,
-  AppendResult,
-  EntryQuery,
-  ForkOptions,
-  HeaderPatch,
-  LeafOptions,
-  SessionHeader,
-  SessionInfo,
-  SessionStorage,
-} from "./storage";
+import type { EntryQuery, ForkOptions, HeaderPatch, SessionHeader, SessionInfo } from "./session-schemas";
+import type { AppendOptions, AppendResult, LeafOptions, SessionStorage } from "./storage";
 import type { TreeNode } from "./tree";
 
 /** Where a new entry goes and what it is called; everything is optional. */
@@ -282,6 +274,26 @@ export class Session {
 
   appendSessionName(name: string, options?: EntryOptions): Promise<string> {
     return this.append("session_info", { name }, options);
+  }
+
+  /** Records tokens spent outside the conversation (a cache warm-up, say); it adds nothing to the context. */
+  appendUsage(
+    fields: { kind: string; provider: string; model: string; usage: Usage; note?: string },
+    options?: EntryOptions,
+  ): Promise<string> {
+    return this.append("usage", { ...fields }, options);
+  }
+
+  /**
+   * Changes what an earlier message on the branch contributes to the context from here on: `null`
+   * leaves it out, `{content}` replaces its content. The message itself stays as it was.
+   */
+  appendContextEdit(
+    targetId: string,
+    replacement: ContextEditEntry["replacement"],
+    options?: EntryOptions,
+  ): Promise<string> {
+    return this.append("context_edit", { targetId, replacement }, options);
   }
 
   /** Compacts the current branch (see `compactSession`). */

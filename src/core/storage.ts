@@ -1,123 +1,18 @@
-import * as z from "zod";
 import type { EntryInput, LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "./entries";
-import { EntryType as EntryTypeSchema, Id, Timestamp } from "./entries";
-import type { ImportedSession } from "./interchange";
-import { MAX_ENTRIES_PAGE, MAX_SESSIONS_PAGE } from "./limits";
-import type { Session } from "./session";
-import type { SyncResult } from "./sync-import";
+import type {
+  EntryQuery,
+  ForkOptions,
+  HeaderPatch,
+  Position,
+  SessionHeader,
+  SessionInfo,
+} from "./session-schemas";
 import type { TreeNode } from "./tree";
 
-export const ParentSession = z.object({ id: Id, entryId: Id });
-export type ParentSession = z.infer<typeof ParentSession>;
-
-export const Metadata = z.record(z.string(), z.unknown());
-
-/**
- * Compaction the service runs by itself after a write brings the context estimate over
- * `contextWindow - reserveTokens` (in the background: it never delays the write).
+/*
+ * The port a backend provides for one session (`SessionStorage`), and the options and answers of its
+ * calls. The conveniences over it are written once, in `Session`.
  */
-export const AutoCompactSettings = z
-  .object({
-    contextWindow: z.number().int().positive(),
-    reserveTokens: z.number().int().nonnegative(),
-    keepRecentTokens: z.number().int().nonnegative().optional(),
-  })
-  .strict()
-  .refine((s) => s.reserveTokens < s.contextWindow, {
-    message: "reserveTokens must be less than contextWindow",
-  });
-export type AutoCompactSettings = z.infer<typeof AutoCompactSettings>;
-
-/** Where automatic compaction stands (service only). */
-export const AutoCompactStatus = z.object({
-  state: z.enum(["idle", "running", "failed"]),
-  lastRunAt: Timestamp.optional(),
-  lastEntryId: Id.optional(),
-  lastError: z.string().optional(),
-});
-export type AutoCompactStatus = z.infer<typeof AutoCompactStatus>;
-
-/** What a session is apart from its entries. Its name, once a `session_info` entry exists, comes from entries. */
-export const SessionHeader = z.object({
-  id: Id,
-  createdAt: Timestamp,
-  name: z.string().optional(),
-  systemPrompt: z.string().optional(),
-  metadata: Metadata,
-  parentSession: ParentSession.optional(),
-  autoCompact: AutoCompactSettings.optional(),
-  expiresAt: Timestamp.optional(),
-});
-export type SessionHeader = z.infer<typeof SessionHeader>;
-
-/**
- * When the service deletes a session by itself (recoverably, like a DELETE). The library's own
- * backends keep it as data.
- */
-export const ExpiresAt = Timestamp.meta({
-  description: "ISO 8601; the service deletes the session then (recoverable for the recovery window)",
-});
-
-export const SessionInfo = z
-  .object({
-    id: Id,
-    name: z.string().optional(),
-    systemPrompt: z.string().optional(),
-    metadata: Metadata,
-    createdAt: Timestamp,
-    updatedAt: Timestamp,
-    leafId: Id.nullable(),
-    entryCount: z.number().int().meta({ description: "entries in the tree (leaf records not counted)" }),
-    messageCount: z.number().int(),
-    bytes: z.number().int().meta({
-      description: "UTF-8 bytes of the stored entries' JSON, leaf records included (what byte quotas count)",
-    }),
-    parentSession: ParentSession.optional(),
-    preview: z.string().optional().meta({ description: "the first user message's text, at most 200 chars" }),
-    autoCompact: AutoCompactSettings.and(z.object({ status: AutoCompactStatus.optional() })).optional(),
-    expiresAt: Timestamp.optional().meta({
-      description: "when the service deletes the session (recoverably)",
-    }),
-  })
-  .meta({ id: "SessionInfo" });
-export type SessionInfo = z.infer<typeof SessionInfo>;
-
-export const CreateSessionOptions = z
-  .object({
-    id: Id.optional(),
-    name: z.string().optional(),
-    systemPrompt: z.string().optional(),
-    metadata: Metadata.optional(),
-    expiresAt: ExpiresAt.optional(),
-  })
-  .strict();
-export type CreateSessionOptions = z.infer<typeof CreateSessionOptions>;
-
-export const HeaderPatch = z
-  .object({
-    systemPrompt: z.string().nullable().optional().meta({ description: "null removes it" }),
-    metadata: Metadata.optional().meta({ description: "replaces the metadata" }),
-    autoCompact: AutoCompactSettings.nullable().optional().meta({
-      description:
-        "compact by itself when the context passes contextWindow - reserveTokens; null turns it off",
-    }),
-    expiresAt: ExpiresAt.nullable().optional().meta({ description: "null: the session never expires" }),
-  })
-  .strict();
-export type HeaderPatch = z.infer<typeof HeaderPatch>;
-
-/** A change to a session: its header, and its name (a `session_info` entry). */
-export const SessionPatch = HeaderPatch.extend({
-  name: z.string().optional().meta({ description: "appends a session_info entry; blank clears the name" }),
-}).strict();
-export type SessionPatch = z.infer<typeof SessionPatch>;
-
-export const EntryQuery = z.object({
-  after: z.coerce.number().int().min(0).optional().meta({ description: "a seq: entries after it" }),
-  limit: z.coerce.number().int().min(1).max(MAX_ENTRIES_PAGE).optional().meta({ description: "default 100" }),
-  type: z.union([EntryTypeSchema, z.array(EntryTypeSchema).readonly()]).optional(),
-});
-export type EntryQuery = z.infer<typeof EntryQuery>;
 
 export interface AppendOptions {
   /** Write only if the leaf is still this (`null`: the session has no leaf). */
@@ -137,32 +32,9 @@ export interface AppendResult {
   created: boolean;
 }
 
-/** `before` on a user message means its parent: the head to edit and resend it from. */
-export const Position = z.enum(["at", "before"]);
-export type Position = z.infer<typeof Position>;
-
 export interface LeafOptions extends AppendOptions {
   position?: Position;
 }
-
-export const ForkOptions = z
-  .object({
-    position: Position.optional(),
-    id: Id.optional().meta({ description: "id of the new session (a fresh one when absent)" }),
-    name: z.string().optional().meta({ description: "the source's name carries over when absent" }),
-  })
-  .strict();
-export type ForkOptions = z.infer<typeof ForkOptions>;
-
-export const ListOptions = z.object({
-  limit: z.coerce.number().int().min(1).max(MAX_SESSIONS_PAGE).optional().meta({ description: "default 50" }),
-  cursor: z.string().nullable().optional(),
-  order: z.enum(["updated", "created"]).optional().meta({ description: "newest first; default updated" }),
-});
-export type ListOptions = z.infer<typeof ListOptions>;
-
-export const SessionPage = z.object({ sessions: z.array(SessionInfo), nextCursor: z.string().nullable() });
-export type SessionPage = z.infer<typeof SessionPage>;
 
 /**
  * Where one session's entries live: the primitives a backend provides (header, leaf, reading
@@ -207,27 +79,5 @@ export interface SessionStorage {
   fork(targetId: string, options?: ForkOptions): Promise<SessionStorage>;
   delete(): Promise<void>;
   /** Releases what the storage holds open (file locks, handles). */
-  cleanup(): Promise<void>;
-}
-
-export interface SessionRepo {
-  create(options?: CreateSessionOptions): Promise<Session>;
-  /** Fails with `not_found` when there is no such session. */
-  open(id: string): Promise<Session>;
-  list(options?: ListOptions): Promise<SessionPage>;
-  delete(id: string): Promise<void>;
-  fork(id: string, targetId: string, options?: ForkOptions): Promise<Session>;
-  /**
-   * Writes a parsed import file (`parseNative`, `parsePi`) as a new session: the file's id unless
-   * it is taken (then a new one), or `id`, which fails with `already_exists` if taken.
-   */
-  importSession(file: ImportedSession, options?: { id?: string }): Promise<Session>;
-  /**
-   * Writes a parsed import file into the session of its id (or `id`), to keep a copy of a file that
-   * grows: creates the session when there is none, appends what the file gained since the last
-   * sync, writes nothing when it gained nothing; a session that differs from the file is
-   * `already_exists` and nothing is written (`syncImport`).
-   */
-  syncSession(file: ImportedSession, options?: { id?: string }): Promise<SyncResult>;
   cleanup(): Promise<void>;
 }

@@ -4,11 +4,13 @@ import { Id } from "./entries";
 import { SessionError } from "./errors";
 import { encodeCursor } from "./info";
 import type { ImportHeader } from "./interchange";
+import { ImportWarning } from "./interchange";
 import { exportNative, NATIVE_FORMAT, parseNativeHeader } from "./native-format";
 import type { NumberedLine } from "./ndjson";
 import { lineError } from "./ndjson";
 import type { Session } from "./session";
-import type { ListOptions, SessionPage, SessionStorage } from "./storage";
+import type { ListOptions, SessionPage } from "./session-schemas";
+import type { SessionStorage } from "./storage";
 
 /*
  * A whole tenant as one NDJSON stream, for backups: a line opening the stream, then each session
@@ -109,6 +111,10 @@ export const TenantImportReport = z
     refused: z.number().int(),
     failed: z.number().int(),
     sessions: z.array(ImportedSessionStatus).meta({ description: "one per session of the stream, in order" }),
+    warnings: z.array(ImportWarning).meta({
+      description:
+        "what the stream says that does not add up: an end line counting other sessions than the stream holds, lines after an end line (imported all the same)",
+    }),
   })
   .meta({ id: "TenantImportReport" });
 export type TenantImportReport = z.infer<typeof TenantImportReport>;
@@ -217,6 +223,11 @@ export async function importTenant(
   /** After a header that could not be read: the lines of its session are passed over. */
   let passing = false;
   let first = true;
+  const warnings: ImportWarning[] = [];
+  /** Sessions completed (a cursor line after them) since the stream's opening line. */
+  let completed = 0;
+  /** The line of the stream's end line, once one was read. */
+  let endedAt: number | undefined;
 
   /** The outcome of a session once its writes are done: listed, or deleted and reported. */
   const settle = async (write: SessionWrite): Promise<void> => {
@@ -298,11 +309,32 @@ export async function importTenant(
         }
         if (opensExport) continue;
       }
+      const opensStream = type === "export";
+      if (endedAt !== undefined && !opensStream) {
+        // Nothing follows an end line but another stream (exports one after another).
+        warnings.push({
+          line: numbered.line,
+          message: `the stream goes on after its end line (line ${endedAt}): what follows is imported as it is`,
+        });
+        endedAt = undefined;
+      }
       if (type === "session" && record?.format === NATIVE_FORMAT) await open(numbered);
-      else if (type === "cursor" || type === "export") await close();
-      else if (type === "end") {
+      else if (type === "cursor" || opensStream) {
         await close();
-        break;
+        if (opensStream) {
+          completed = 0;
+          endedAt = undefined;
+        } else completed++;
+      } else if (type === "end") {
+        await close();
+        endedAt = numbered.line;
+        const counted = record?.sessions;
+        if (counted !== completed) {
+          warnings.push({
+            line: numbered.line,
+            message: `the end line counts ${JSON.stringify(counted)} sessions; the stream holds ${completed} complete ones`,
+          });
+        }
       } else if (type === "error") {
         // The exporter could not read the rest of this session: what came of it is not kept.
         const error = record?.error as { message?: unknown } | undefined;
@@ -361,5 +393,6 @@ export async function importTenant(
     refused: count("refused"),
     failed: count("failed"),
     sessions,
+    warnings,
   };
 }

@@ -1,9 +1,11 @@
 import type { AgentMessage, AssistantMessage, Usage } from "./messages";
+import { systemSections } from "./system-messages";
 
 /*
  * Token estimates: about four characters a token; an image counts as 1,200
- * tokens; a tool call as its name and JSON arguments; thinking as its text. The same estimate
- * drives compaction on the server and `compactIfNeeded` in clients.
+ * tokens; a tool call as its name and JSON arguments; thinking as its text; a system message as
+ * its content, its sections and its added tools' JSON (pi 1.6). The same estimate drives
+ * compaction on the server and `compactIfNeeded` in clients.
  */
 
 export const IMAGE_TOKENS = 1200;
@@ -45,6 +47,11 @@ export function estimateTokens(message: AgentMessage): number {
     case "branchSummary":
     case "compactionSummary":
       chars = String(m.summary ?? "").length;
+      break;
+    case "system":
+      chars = contentChars(m.content);
+      for (const [, text] of systemSections(message as { role: "system" })) chars += text?.length ?? 0;
+      if (Array.isArray(m.toolsAdded)) chars += JSON.stringify(m.toolsAdded).length;
       break;
     default:
       chars = contentChars(m.content);

@@ -1,9 +1,9 @@
 import type { SummarizerConfig } from "../core";
-import type { SessionDirectory } from "./session-directory";
-import type { SessionObject } from "./session-object";
+import type { SessionDirectory } from "./directory/session-directory";
+import type { SessionObject } from "./session/session-object";
 import type { StreamObject } from "./stream";
 
-/** The bindings the Durable Objects and the router need (see wrangler.toml and README). */
+/** The bindings the Durable Objects and the router need (see wrangler.toml and docs/configuration.md). */
 export interface DurableEnv extends SummarizerConfig {
   SESSIONS: DurableObjectNamespace<SessionObject>;
   DIRECTORY: DurableObjectNamespace<SessionDirectory>;
@@ -11,7 +11,7 @@ export interface DurableEnv extends SummarizerConfig {
   STREAMS: DurableObjectNamespace<StreamObject>;
   /** Milliseconds between a write and the directory hearing of it (default 1000). */
   DIRECTORY_SYNC_MS?: string;
-  /** Per-tenant quotas as JSON (see quotas.ts and README, "Quotas"); unset, nothing is limited. */
+  /** Per-tenant quotas as JSON (see quotas.ts and docs/limits.md, "Quotas"); unset, nothing is limited. */
   QUOTAS?: string;
   /** Workers Analytics Engine dataset for metrics (see metrics.ts); unset, none are written. */
   METRICS?: AnalyticsEngineDataset;

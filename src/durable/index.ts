@@ -1,3 +1,4 @@
+export { SessionDirectory } from "./directory/session-directory";
 export type { DurableEnv } from "./env";
 export type { LogFields, LogValue } from "./log-line";
 export { errorSummary, logBackgroundFailure, logLine, tenantHash } from "./log-line";
@@ -6,8 +7,7 @@ export { measuredSummarizer, writeMetric } from "./metrics";
 export { sessionObjectName } from "./names";
 export type { Quotas } from "./quotas";
 export { quotasFor } from "./quotas";
-export { DurableRepo, SessionObjectStorage } from "./repo";
-export { SessionDirectory } from "./session-directory";
-export { SessionObject } from "./session-object";
+export { DurableRepo, SessionObjectStorage } from "./router/repo";
+export type { TenantUsage } from "./router/tenant-usage";
+export { SessionObject } from "./session/session-object";
 export { StreamObject } from "./stream";
-export type { TenantUsage } from "./tenant-usage";

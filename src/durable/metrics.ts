@@ -6,7 +6,7 @@ import type { Summarizer } from "../core";
  *
  *   index1   the tenant's hash (Analytics Engine samples per index: every tenant keeps its share)
  *   blob1    the kind: "request", or a domain event
- *   blob2…   and double1… as the kind lays them out (`MetricPoint` below, and README "Metrics")
+ *   blob2…   and double1… as the kind lays them out (`MetricPoint` below, and docs/observability.md, "Metrics")
  *
  * Writing a data point never waits and never throws into the work it measures.
  */

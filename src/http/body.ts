@@ -63,8 +63,33 @@ export const declaredBodyLimit =
 /** The longest line a streamed NDJSON body may hold: an entry of the largest size, and room around it. */
 const MAX_LINE_BYTES = MAX_ENTRY_BYTES + 1024 * 1024;
 
+const NEWLINE = 0x0a;
+
+function concat(parts: readonly Uint8Array[], size: number): Uint8Array {
+  if (parts.length === 1) return parts[0] as Uint8Array;
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const part of parts) {
+    bytes.set(part, offset);
+    offset += part.byteLength;
+  }
+  return bytes;
+}
+
 /**
- * An NDJSON body read line by line as it arrives, never whole: checked as UTF-8, each line at
+ * A line's bytes as text, checked as UTF-8. Lines are cut at the newline byte before decoding (no
+ * UTF-8 sequence holds one), so a bad byte is reported on its own line.
+ */
+function decodeLine(bytes: Uint8Array, line: number): string {
+  try {
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes).replace(/\r$/, "");
+  } catch {
+    throw new SessionError("invalid_request", `line ${line}: not valid UTF-8`, { line });
+  }
+}
+
+/**
+ * An NDJSON body read line by line as it arrives, never whole: each line checked as UTF-8 and at
  * most MAX_LINE_BYTES, at most `limit` bytes in all. Blank lines are skipped; lines are numbered
  * from 1.
  */
@@ -73,43 +98,43 @@ export async function* streamedNdjsonLines(
   limit: number,
 ): AsyncGenerator<NumberedLine> {
   if (!body) return;
-  const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
   const reader = body.getReader();
-  let pending = "";
+  // The bytes of the line being read, as they came (none of them holds a newline).
+  let parts: Uint8Array[] = [];
+  let pending = 0;
   let line = 1;
   let size = 0;
-  const decode = (bytes?: Uint8Array) => {
-    try {
-      return decoder.decode(bytes, { stream: bytes !== undefined });
-    } catch {
-      throw new SessionError("invalid_request", `line ${line}: the body is not valid UTF-8`, { line });
-    }
-  };
   try {
     for (;;) {
       const { done, value } = await reader.read();
-      if (!done) {
-        size += value.byteLength;
-        if (size > limit) throw tooLarge(limit);
-      }
-      pending += decode(done ? undefined : value);
+      if (done) break;
+      size += value.byteLength;
+      if (size > limit) throw tooLarge(limit);
       let start = 0;
-      for (let newline = pending.indexOf("\n"); newline >= 0; newline = pending.indexOf("\n", start)) {
-        const text = pending.slice(start, newline).replace(/\r$/, "");
+      for (let newline = value.indexOf(NEWLINE); newline >= 0; newline = value.indexOf(NEWLINE, start)) {
+        parts.push(value.subarray(start, newline));
+        const text = decodeLine(concat(parts, pending + newline - start), line);
+        parts = [];
+        pending = 0;
         start = newline + 1;
         if (text.trim()) yield { line, text };
         line++;
       }
-      pending = pending.slice(start);
-      // Characters, not bytes: a UTF-16 unit is at most 3 UTF-8 bytes, so the bound is loose by design.
-      if (pending.length > MAX_LINE_BYTES) {
+      if (start < value.byteLength) {
+        parts.push(value.subarray(start));
+        pending += value.byteLength - start;
+      }
+      // A line longer than any entry can be is refused before it is held whole.
+      if (pending > MAX_LINE_BYTES) {
         throw new SessionError("payload_too_large", `line ${line} is longer than ${MAX_LINE_BYTES} bytes`, {
           line,
         });
       }
-      if (done) break;
     }
-    if (pending.trim()) yield { line, text: pending.replace(/\r$/, "") };
+    if (pending > 0) {
+      const text = decodeLine(concat(parts, pending), line);
+      if (text.trim()) yield { line, text };
+    }
   } finally {
     await reader.cancel().catch(() => {});
   }
@@ -122,6 +147,14 @@ export async function readNdjson(c: Context<AppEnv>): Promise<string> {
   try {
     return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
   } catch {
+    // Only now is it worth finding the line: each is decoded on its own until one fails.
+    let line = 1;
+    for (let start = 0; start <= bytes.byteLength; line++) {
+      const newline = bytes.indexOf(NEWLINE, start);
+      const end = newline < 0 ? bytes.byteLength : newline;
+      decodeLine(bytes.subarray(start, end), line);
+      start = end + 1;
+    }
     throw new SessionError("invalid_request", "the body is not valid UTF-8");
   }
 }

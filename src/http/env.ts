@@ -12,7 +12,7 @@ export interface WorkerEnv extends DurableEnv {
   AUTH_FAILURE_LIMITER?: RateLimit;
   /** The window of AUTH_FAILURE_LIMITER in seconds (10 or 60), for Retry-After. */
   AUTH_FAILURE_LIMIT_PERIOD_SECONDS?: string;
-  /** Secret: JSON map of SHA-256 (hex) of each API key to its tenant (see README, Auth). */
+  /** Secret: JSON map of SHA-256 (hex) of each API key to its tenant (see docs/security.md). */
   API_KEYS?: string;
   /** Local development only (set by `npm start`): the tenant of loopback requests without a key. */
   DEV_TENANT?: string;

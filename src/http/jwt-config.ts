@@ -184,7 +184,10 @@ function remoteKeys(url: string): JwtKeys {
         } catch (error) {
           if (isKeySelectionError(error)) throw error;
           failedAt = Date.now();
-          console.error("auth: could not fetch JWT_JWKS_URL; keeping the keys fetched before:", String(error));
+          console.error(
+            "auth: could not fetch JWT_JWKS_URL; keeping the keys fetched before:",
+            String(error),
+          );
         }
       }
       const before = fetched();

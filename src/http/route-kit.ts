@@ -2,7 +2,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, TypedResponse, ValidationTargets } from "hono";
 import type { JSONParsed } from "hono/utils/types";
 import type * as z from "zod";
-import { assertJsonDepth, SessionError, zodDetails } from "../core";
+import { assertJsonDepth, assertProtoKeysKept, SessionError, zodDetails } from "../core";
 import type { SessionObjectStorage } from "../durable";
 import { DurableRepo } from "../durable";
 import type { AppEnv } from "./env";
@@ -39,9 +39,13 @@ function unknownFormat(error: z.ZodError): z.core.$ZodIssue | undefined {
  */
 export function routes(): OpenAPIHono<AppEnv> {
   return new OpenAPIHono<AppEnv>({
-    defaultHook: (result) => {
+    defaultHook: async (result, c) => {
       if (result.success) {
-        if (result.target === "json") assertJsonDepth(result.data, "the body");
+        if (result.target !== "json") return;
+        assertJsonDepth(result.data, "the body");
+        // Validation may have dropped `__proto__` keys: the text the body was parsed from tells.
+        const text = await c.req.bodyCache.text;
+        if (typeof text === "string") assertProtoKeysKept(text, result.data, "the body");
         return;
       }
       const format = unknownFormat(result.error);
@@ -84,7 +88,10 @@ export const errors = {
   403: json(ErrorEnvelope, "forbidden: a read-only credential writing, or a request from another site"),
   404: json(ErrorEnvelope, "not_found"),
   429: json(ErrorEnvelope, "rate_limited (Retry-After)"),
-  503: json(ErrorEnvelope, "misconfigured: the service's API_KEYS, JWT settings or QUOTAS are invalid"),
+  503: json(
+    ErrorEnvelope,
+    "misconfigured (the service's API_KEYS, JWT settings or QUOTAS are invalid) or unavailable (try again after Retry-After)",
+  ),
 };
 
 /** What a write that stores something may also answer: a quota it would pass. */

@@ -1,40 +1,14 @@
 import type { StoredEntry } from "../core";
+import { jsonArray } from "../core";
 
 /*
  * Answers built while they are sent: long paths and large entries reach the client page by page,
  * so the router never holds a whole session either. And bodies counted as they pass.
  */
 
-/** Text parts as bytes, the next part produced only when the client reads. */
-export function textStream(parts: AsyncIterable<string>): ReadableStream<Uint8Array> {
-  const encoder = new TextEncoder();
-  const iterator = parts[Symbol.asyncIterator]();
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const next = await iterator.next();
-      if (next.done) controller.close();
-      else controller.enqueue(encoder.encode(next.value));
-    },
-    async cancel() {
-      await iterator.return?.();
-    },
-  });
-}
-
-/** `items` pages as one JSON array, `open` and `close` around it. */
-export async function* jsonArray<T>(
-  open: string,
-  pages: AsyncIterable<T[]>,
-  close: string,
-): AsyncGenerator<string> {
-  yield `${open}[`;
-  let first = true;
-  for await (const page of pages) {
-    if (page.length === 0) continue;
-    yield `${first ? "" : ","}${page.map((item) => JSON.stringify(item)).join(",")}`;
-    first = false;
-  }
-  yield `]${close}`;
+/** Each entry of each page as its JSON. */
+export async function* entryJson(pages: AsyncIterable<StoredEntry[]>): AsyncGenerator<string[]> {
+  for await (const page of pages) yield page.map((entry) => JSON.stringify(entry));
 }
 
 /**
@@ -54,7 +28,7 @@ export async function* entriesPageJson(
       yield page;
     }
   }
-  yield* jsonArray('{"entries":', counted(), "");
+  yield* jsonArray('{"entries":', entryJson(counted()), "");
   yield `,"nextCursor":${count === limit && last !== undefined ? JSON.stringify(String(last)) : "null"}}`;
 }
 

@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { viewerScript } from "./browser-bundle.js";
 import { FAVICON_PATH, faviconSvg } from "./favicon";
 import { viewerPage } from "./page";
+import { pageHeaders } from "./page-headers";
 import { viewerStyle } from "./style";
 
 /*
@@ -19,23 +20,12 @@ export { FAVICON_PATH };
  * The page renders payloads written by agents (tool output, model text), so nothing but the
  * Worker's own script may run, and images may only be inline data: URLs from those payloads.
  */
-const CONTENT_SECURITY_POLICY = [
-  "default-src 'none'",
+const commonHeaders = pageHeaders([
   "script-src 'self'",
   "style-src 'self'",
   "img-src 'self' data:",
   "connect-src 'self'",
-  "base-uri 'none'",
-  "frame-ancestors 'none'",
-].join("; ");
-
-const commonHeaders = {
-  "Content-Security-Policy": CONTENT_SECURITY_POLICY,
-  "X-Content-Type-Options": "nosniff",
-  "Referrer-Policy": "no-referrer",
-  // Revalidated on every load so a deploy shows at once; the files are small.
-  "Cache-Control": "no-cache",
-};
+]);
 
 export const viewerApp = new Hono()
   .get("/", (c) =>

@@ -1,3 +1,4 @@
+import { PALETTE } from "./page-headers";
 import { TREE_ROW_HEIGHT } from "./tree-row-height";
 
 /** The viewer's stylesheet; tree rows are drawn at TREE_ROW_HEIGHT, which the script relies on. */
@@ -5,13 +6,8 @@ import { TREE_ROW_HEIGHT } from "./tree-row-height";
 export const viewerStyle = String.raw`
 :root {
   color-scheme: light dark;
-  --bg: #fbfbfa;
-  --pane: #ffffff;
-  --text: #1d1f23;
-  --muted: #6a6f78;
-  --line: #e2e3e6;
+  ${PALETTE.light}
   --guide: #d4d6db;
-  --accent: #2557d6;
   --accent-soft: #e6edfc;
   --path: #2557d6;
   --leaf: #0f8a4b;
@@ -22,19 +18,13 @@ export const viewerStyle = String.raw`
   --summary: #b06d00;
   --model: #0b7d8c;
   --label: #a1306a;
-  --code: #f3f4f6;
   --row: ${TREE_ROW_HEIGHT}px;
   font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
 }
 @media (prefers-color-scheme: dark) {
   :root {
-    --bg: #15171a;
-    --pane: #1c1f23;
-    --text: #e5e7ea;
-    --muted: #9096a0;
-    --line: #2e3238;
+    ${PALETTE.dark}
     --guide: #3a3f46;
-    --accent: #7ea2ff;
     --accent-soft: #23304d;
     --path: #7ea2ff;
     --leaf: #4cc988;
@@ -45,7 +35,6 @@ export const viewerStyle = String.raw`
     --summary: #f0b44c;
     --model: #53c7d6;
     --label: #f07bb4;
-    --code: #24282e;
   }
 }
 * { box-sizing: border-box; }
@@ -159,9 +148,12 @@ input[type=search], input[type=text], input[type=password] {
 .badge { border-radius: 8px; padding: 0 6px; font-size: 11px; flex: none; font-style: normal; }
 .leaf-badge { background: var(--leaf); color: var(--pane); }
 .label-chip { background: var(--label); color: var(--pane); }
+.edited-chip { border: 1px dashed var(--compaction); color: var(--compaction); }
 .mark { border-radius: 4px; padding: 0 5px; font-size: 11px; border: 1px solid currentColor; flex: none; font-style: normal; }
 .mark-compaction { color: var(--compaction); }
 .mark-branch_summary { color: var(--summary); }
+.mark-context_edit { color: var(--compaction); }
+.mark-usage { color: var(--muted); }
 .mark-model_change, .mark-thinking_level_change, .mark-active_tools_change { color: var(--model); }
 .mark-session_info, .mark-label { color: var(--label); }
 .role-user .kind { color: var(--accent); }

@@ -23,7 +23,7 @@ import {
  * The viewer in a real browser against the real service: `wrangler dev` on a free port, as
  * `npm start` runs it (test/support/dev-server.ts), and Debian's Chromium driven by
  * playwright-core. Screenshots land in test-artifacts/; with UPDATE_DOCS_SCREENSHOT=1 the tree
- * view is also saved as docs/viewer.png for the README.
+ * view is also saved as docs/viewer.png for docs/viewer.md.
  */
 
 const REPO = fileURLToPath(new URL("../..", import.meta.url));
@@ -235,9 +235,12 @@ describe("the session viewer", () => {
     expect(await row(page, "q2").getAttribute("aria-selected")).toBe("true");
     expect(page.url()).toContain("entry=q2");
 
+    // The view as the README shows it: the session and the list followed live, the search box ready.
+    await page.waitForSelector('#live-status[data-status="live"]');
+    await page.waitForSelector('#sessions-status[data-status="live"]');
+    expect(await page.isEnabled("#search-input")).toBe(true);
     await screenshot(page, "viewer-context");
     if (process.env.UPDATE_DOCS_SCREENSHOT) {
-      await mkdir(join(REPO, "docs"), { recursive: true });
       await page.screenshot({ path: join(REPO, "docs", "viewer.png") });
     }
 
@@ -632,6 +635,46 @@ describe("the session viewer", () => {
     expect(loaded).toContain("/docs/docs.css");
     for (const path of loaded) expect(["/docs", "/docs/docs.css", "/favicon.svg"]).toContain(path);
     await screenshot(page, "docs");
+    await page.close();
+  });
+
+  test("shows an edited entry with what it says and what the edit shows instead, and system messages", async () => {
+    const sid = "viewer-edits";
+    await request(service.url, "POST", "/v1/sessions", { id: sid });
+    await request(service.url, "POST", `/v1/sessions/${sid}/entries`, {
+      entries: [
+        {
+          type: "message",
+          id: "sys",
+          message: { role: "system", content: "You help.", sections: { cwd: "/work" }, timestamp: 1 },
+        },
+        user("eq", "my password is hunter2"),
+        assistant("ea", [{ type: "text", text: "noted" }]),
+        {
+          type: "context_edit",
+          id: "edit",
+          targetId: "eq",
+          replacement: { content: "my password is [redacted]" },
+        },
+      ],
+    });
+    const page = await newPage();
+    await openSession(page, sid);
+    // The edited entry keeps its own text and says what the context shows instead.
+    await expect.poll(() => row(page, "eq").locator(".text").textContent()).toContain("hunter2");
+    const chip = row(page, "eq").locator(".edited-chip");
+    await expect
+      .poll(() => chip.getAttribute("title"))
+      .toBe("context edit edit: now “my password is [redacted]”");
+    await expect.poll(() => row(page, "edit").textContent()).toContain("eq: now “my password is [redacted]”");
+    expect(await row(page, "edit").locator(".mark-context_edit").count()).toBe(1);
+    // The context at the leaf holds the edited text, and the system message with its section.
+    await select(page, "edit");
+    const context = page.locator("#context");
+    expect(await context.textContent()).toContain("my password is [redacted]");
+    expect(await context.textContent()).not.toContain("hunter2");
+    expect(await context.locator('article[data-role="system"]').textContent()).toContain("section cwd");
+    await screenshot(page, "edits");
     await page.close();
   });
 

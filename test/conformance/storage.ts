@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { EntryInput, ErrorCode, Session, SessionRepo, TreeNode } from "../../src/core";
 import { newId, parsePi, SessionError, treeToJson, walkTree } from "../../src/core";
 import { assistant, messageEntry, PiFile, user } from "./fixtures";
+import { pi16Conformance } from "./pi16";
 
 /*
  * One set of behavioural cases for every backend: memory, JSONL files, the Durable Object's
@@ -406,6 +407,23 @@ export function storageConformance(
         expect((await session.getInfo()).name).toBe("renamed");
         await session.appendSessionName("");
         expect(await session.getName()).toBeUndefined();
+      });
+
+      it("keeps entries named like inherited properties, and their labels", async () => {
+        const session = await fresh();
+        const names = ["__proto__", "constructor", "toString", "hasOwnProperty"];
+        for (const name of names) {
+          await session.appendEntries([messageEntry(user(name), { id: name })]);
+          await session.appendLabel(name, `label of ${name}`);
+        }
+        const labels = await session.storage.getLabels();
+        expect(Object.keys(labels).sort()).toEqual([...names].sort());
+        for (const name of names) {
+          expect(Object.hasOwn(labels, name)).toBe(true);
+          expect(await session.getLabel(name)).toBe(`label of ${name}`);
+          expect((await session.getEntry(name))?.id).toBe(name);
+        }
+        expect(await session.getLabel("valueOf")).toBeUndefined();
       });
 
       it("describes the session in its info", async () => {
@@ -870,6 +888,8 @@ export function storageConformance(
         await expectCode(repo.open(file.id), "not_found");
       });
     });
+
+    pi16Conformance(makeRepo);
 
     describe("scale", () => {
       it(`returns a ${deepChain}-entry chain as one path and tree without overflowing`, async () => {

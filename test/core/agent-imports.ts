@@ -64,6 +64,27 @@ export function expectToolResultsPaired(entries: readonly SessionEntry[]): void 
 }
 
 /**
+ * A context a model API accepts: every tool call of an assistant message is answered by its
+ * result before the next assistant message (Anthropic's and OpenAI's rule alike).
+ */
+export function expectToolCallsAnswered(messages: readonly AgentMessage[]): void {
+  let open: string[] = [];
+  for (const [index, message] of messages.entries()) {
+    if (message.role === "assistant") {
+      expect(open, `calls unanswered before message ${index}`).toEqual([]);
+      open = (message as { content: Array<{ type: string; id?: string }> }).content
+        .filter((part) => part.type === "toolCall")
+        .map((part) => part.id as string);
+    } else if (message.role === "toolResult") {
+      const answered = (message as { toolCallId: string }).toolCallId;
+      expect(open, `message ${index} answers a call of the assistant message before it`).toContain(answered);
+      open = open.filter((id) => id !== answered);
+    }
+  }
+  expect(open, "calls unanswered at the head").toEqual([]);
+}
+
+/**
  * The imported session exports to native and back byte for byte, and to pi, whose own
  * buildSessionContext gives the context we give.
  */

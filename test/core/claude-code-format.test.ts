@@ -3,6 +3,7 @@ import type { AgentMessage, AssistantMessage, SessionEntry } from "../../src/cor
 import { detectFormat, MemoryRepo, parseClaudeCode } from "../../src/core";
 import {
   expectRoundTrips,
+  expectToolCallsAnswered,
   expectToolResultsPaired,
   fixtureFiles,
   jsonLines,
@@ -28,8 +29,10 @@ function textsOf(content: unknown): string | undefined {
 }
 
 /**
- * The conversation on a file's main chain, read without the codec: from the newest main-chain
- * message back by parentUuid, the streamed lines of one API message merged.
+ * The conversation on a file's main chain as Claude Code reads it back, without the codec: from
+ * the newest main-chain message back by parentUuid; each API message once, from every line it was
+ * streamed in (those of parallel calls written beside the chain too), then the results of its
+ * tool calls in the order they were written, wherever they hang.
  */
 function conversationInFile(text: string): Turn[] {
   const lines = jsonLines(text).filter((l) => typeof l.uuid === "string");
@@ -39,30 +42,46 @@ function conversationInFile(text: string): Turn[] {
     .find((l) => !l.isSidechain && (l.type === "user" || l.type === "assistant"));
   const chain: Line[] = [];
   for (let line = leaf; line; line = byUuid.get(line.parentUuid)) chain.unshift(line);
-  const turns: Array<Turn & { apiId?: unknown }> = [];
+  const sameThread = lines.filter((l) => l.isSidechain === leaf?.isSidechain);
+  type Block = { type: string; id?: string; text?: string; tool_use_id?: string };
+  const blocksOf = (line: Line) => (line.message as { content: unknown }).content as Block[];
+  const streamed = new Map<unknown, Line[]>();
+  for (const line of sameThread.filter((l) => l.type === "assistant")) {
+    const id = (line.message as { id?: string }).id;
+    streamed.set(id, [...(streamed.get(id) ?? []), line]);
+  }
+  const written = sameThread
+    .filter((l) => l.type === "user" && Array.isArray((l.message as { content: unknown }).content))
+    .flatMap((l) => blocksOf(l).filter((b) => b.type === "tool_result"));
+  const turns: Turn[] = [];
+  const read = new Set<unknown>();
+  const answered = new Set<unknown>();
+  const answer = (callId: unknown) => {
+    answered.add(callId);
+    turns.push({ role: "toolResult", callId: callId as string });
+  };
   for (const line of chain) {
     const message = line.message as { id?: string; content: unknown } | undefined;
     if (!message) continue;
     if (line.type === "assistant") {
-      const blocks = message.content as Array<{ type: string; id?: string; text?: string }>;
+      if (message.id !== undefined && read.has(message.id)) continue;
+      read.add(message.id);
+      const blocks = (message.id === undefined ? [line] : (streamed.get(message.id) ?? [])).flatMap(blocksOf);
       const calls = blocks.filter((b) => b.type === "tool_use").map((b) => b.id as string);
-      const last = turns[turns.length - 1];
-      if (last?.role === "assistant" && last.apiId === message.id) {
-        last.calls = [...(last.calls ?? []), ...calls];
-        const more = textsOf(blocks);
-        if (more !== undefined) last.text = last.text === undefined ? more : `${last.text}\n${more}`;
-      } else turns.push({ role: "assistant", apiId: message.id, text: textsOf(blocks), calls });
+      turns.push({ role: "assistant", text: textsOf(blocks), calls });
+      for (const result of written)
+        if (calls.includes(result.tool_use_id as string)) answer(result.tool_use_id);
     } else if (typeof message.content === "string") turns.push({ role: "user", text: message.content });
     else {
-      const blocks = message.content as Array<{ type: string; tool_use_id?: string }>;
-      for (const block of blocks.filter((b) => b.type === "tool_result")) {
-        turns.push({ role: "toolResult", callId: block.tool_use_id });
+      const blocks = message.content as Block[];
+      for (const block of blocks.filter((b) => b.type === "tool_result" && !answered.has(b.tool_use_id))) {
+        answer(block.tool_use_id);
       }
       const text = textsOf(blocks.filter((b) => b.type !== "tool_result"));
       if (text !== undefined) turns.push({ role: "user", text });
     }
   }
-  return turns.map(({ apiId: _apiId, ...turn }) => turn);
+  return turns;
 }
 
 function turnsOf(messages: AgentMessage[]): Turn[] {
@@ -83,6 +102,17 @@ function turnsOf(messages: AgentMessage[]): Turn[] {
 }
 
 describe("real Claude Code sessions", () => {
+  it("are there to test", () => {
+    expect(fixtureFiles("claude-code").map(([name]) => name)).toEqual(
+      expect.arrayContaining([
+        "1.0.108-sidechains.jsonl",
+        "1.0.98-parallel-tools.jsonl",
+        "2.1.152-redacted.jsonl",
+        "2.1.38-task-plan-mode.jsonl",
+      ]),
+    );
+  });
+
   for (const [name, text] of fixtureFiles("claude-code")) {
     describe(name, () => {
       const lines = jsonLines(text);
@@ -133,6 +163,7 @@ describe("real Claude Code sessions", () => {
         const session = await new MemoryRepo().importSession(file);
         const context = await session.buildContext();
         expect(turnsOf(context.messages)).toEqual(conversationInFile(text));
+        expectToolCallsAnswered(context.messages);
         const model = [...lines].reverse().find((l) => l.type === "assistant" && !l.isSidechain)?.message as {
           model: string;
         };
@@ -144,6 +175,36 @@ describe("real Claude Code sessions", () => {
       });
     });
   }
+
+  it("answers every call at the head of a 2.1 session, also the parallel ones Claude Code wrote beside the chain", async () => {
+    const [, text] = fixtureFiles("claude-code").find(([n]) => n.startsWith("2.1.38")) as [string, string];
+    const lines = jsonLines(text);
+    const { messages } = await (await new MemoryRepo().importSession(parseClaudeCode(text))).buildContext();
+    const roles: Record<string, number> = {};
+    for (const m of messages) roles[m.role] = (roles[m.role] ?? 0) + 1;
+    expect(roles).toEqual({ user: 4, assistant: 12, toolResult: 16 });
+    // Four calls in one API message, each line hanging from the one before; each result hangs
+    // from its own call's line and the next message from one of them, so the file's chain
+    // passes by the other three results.
+    const parallel = messages.findIndex(
+      (m) =>
+        m.role === "assistant" &&
+        (m as AssistantMessage).content.filter((p) => p.type === "toolCall").length === 4,
+    );
+    const calls = (messages[parallel] as AssistantMessage).content
+      .filter((p) => p.type === "toolCall")
+      .map((p) => (p as { id: string }).id);
+    const answers = messages
+      .slice(parallel + 1, parallel + 5)
+      .map((m) => (m as { toolCallId?: string }).toolCallId);
+    expect([...answers].sort()).toEqual([...calls].sort());
+    const holds = (line: Line, text: string) =>
+      line.message !== undefined && JSON.stringify(line.message).includes(text);
+    const resultLines = lines.filter((l) => l.type === "user" && holds(l, `"tool_use_id":"${calls[0]}"`));
+    const callLine = lines.find((l) => l.type === "assistant" && holds(l, `"id":"${calls[0]}"`));
+    expect(resultLines.map((l) => l.parentUuid)).toEqual([callLine?.uuid]);
+    expectToolCallsAnswered(messages);
+  });
 
   it("merges the streamed lines of one API message into one assistant message", () => {
     const [, text] = fixtureFiles("claude-code").find(([n]) => n.startsWith("1.0.98")) as [string, string];

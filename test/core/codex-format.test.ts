@@ -3,6 +3,7 @@ import type { AgentMessage, AssistantMessage } from "../../src/core";
 import { detectFormat, MemoryRepo, parseCodex } from "../../src/core";
 import {
   expectRoundTrips,
+  expectToolCallsAnswered,
   expectToolResultsPaired,
   fixtureFiles,
   jsonLines,
@@ -70,6 +71,17 @@ function turnsOf(messages: AgentMessage[]): Turn[] {
 }
 
 describe("real Codex CLI rollouts", () => {
+  it("are there to test", () => {
+    expect(fixtureFiles("codex").map(([name]) => name)).toEqual(
+      expect.arrayContaining([
+        "0.125.0-web-search-patches.jsonl",
+        "0.135.0-redacted.jsonl",
+        "0.58.0-shell-calls.jsonl",
+        "0.77.0-opening.jsonl",
+      ]),
+    );
+  });
+
   for (const [name, text] of fixtureFiles("codex")) {
     describe(name, () => {
       const lines = jsonLines(text);
@@ -89,11 +101,14 @@ describe("real Codex CLI rollouts", () => {
         const count = (type: string, role?: string) =>
           items.filter((i) => i.type === type && (role === undefined || i.role === role)).length;
         expect(messagesOf(file.entries, "user").length).toBe(count("message", "user"));
-        expect(messagesOf(file.entries, "toolResult").length).toBe(count("function_call_output"));
+        // Function calls, and the free-form calls of custom tools (apply_patch), with their outputs.
+        expect(messagesOf(file.entries, "toolResult").length).toBe(
+          count("function_call_output") + count("custom_tool_call_output"),
+        );
         const calls = messagesOf(file.entries, "assistant").flatMap((m) =>
           (m as AssistantMessage).content.filter((p) => p.type === "toolCall"),
         );
-        expect(calls.length).toBe(count("function_call"));
+        expect(calls.length).toBe(count("function_call") + count("custom_tool_call"));
         const thinking = messagesOf(file.entries, "assistant").flatMap((m) =>
           (m as AssistantMessage).content.filter((p) => p.type === "thinking"),
         );
@@ -114,6 +129,7 @@ describe("real Codex CLI rollouts", () => {
         const session = await new MemoryRepo().importSession(file);
         const context = await session.buildContext();
         expect(turnsOf(context.messages)).toEqual(conversationInFile(text));
+        expectToolCallsAnswered(context.messages);
         const turn = [...lines].reverse().find((l) => l.type === "turn_context")?.payload as {
           model: string;
         };
@@ -125,6 +141,28 @@ describe("real Codex CLI rollouts", () => {
       });
     });
   }
+
+  it("reads a whole 0.125 session: its patches as answered custom tool calls, its web searches kept", async () => {
+    const [, text] = fixtureFiles("codex").find(([n]) => n.startsWith("0.125")) as [string, string];
+    const file = parseCodex(text);
+    const { messages, model } = await (await new MemoryRepo().importSession(file)).buildContext();
+    const roles: Record<string, number> = {};
+    for (const m of messages) roles[m.role] = (roles[m.role] ?? 0) + 1;
+    expect(roles).toEqual({ developer: 1, user: 3, assistant: 66, toolResult: 102 });
+    expect(model).toEqual({ provider: "openai", modelId: "gpt-5.5" });
+    const patches = messages
+      .flatMap((m) => (m.role === "assistant" ? (m as AssistantMessage).content : []))
+      .filter((p) => p.type === "toolCall" && p.name === "apply_patch");
+    expect(patches).toHaveLength(3);
+    for (const patch of patches) {
+      expect(patch).toMatchObject({ arguments: { input: expect.stringMatching(/^\*\*\* Begin Patch\n/) } });
+    }
+    expectToolCallsAnswered(messages);
+    const searches = file.entries.filter(
+      (e) => e.type === "custom" && e.customType === "codex:response_item:web_search_call",
+    );
+    expect(searches).toHaveLength(3);
+  });
 
   it("keeps reasoning as pi's openai-responses thinking, the item itself its signature", () => {
     const [, text] = fixtureFiles("codex").find(([n]) => n.startsWith("0.58")) as [string, string];

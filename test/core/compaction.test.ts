@@ -287,20 +287,21 @@ describe("branch summaries", () => {
     await session.appendMessage(
       assistant("tried something", { toolCalls: [{ id: "c", name: "write", arguments: { path: "x.ts" } }] }),
     );
-    await session.appendMessage(toolResult("c", "write", "ok"));
+    const left = await session.appendMessage(toolResult("c", "write", "ok"));
     const result = await session.navigate(q, { summarize: true, summarizer: extractive });
-    expect(result.entry).toMatchObject({ type: "branch_summary", parentId: q, fromId: q });
+    // fromId names the leaf that was left, as pi 1.6 writes it.
+    expect(result.entry).toMatchObject({ type: "branch_summary", parentId: q, fromId: left });
     expect(result.entry?.summary).toContain("x.ts");
     expect(result.leafId).toBe(result.entry?.id);
     const context = await session.buildContext();
     expect(context.messages.map((m) => m.role)).toEqual(["user", "branchSummary"]);
   });
 
-  it('writes under no parent with fromId "root" when the target is null', async () => {
+  it("writes under no parent when the target is null, fromId naming the leaf left", async () => {
     const session = await fresh();
-    await session.appendMessage(user("q"));
+    const q = await session.appendMessage(user("q"));
     const result = await session.navigate(null, { summarize: true, summarizer: extractive });
-    expect(result.entry).toMatchObject({ parentId: null, fromId: "root" });
+    expect(result.entry).toMatchObject({ parentId: null, fromId: q });
   });
 
   it("just moves when there is nothing to summarize, and changes nothing when the summary fails", async () => {

@@ -42,9 +42,13 @@ export class PiSessionManager {
     return new PiSessionManager(repo, await repo.create(options));
   }
 
-  /** A pi file's text imported and opened (pi's `SessionManager.open(path)`). */
-  static async open(repo: SessionRepo, text: string): Promise<PiSessionManager> {
-    return new PiSessionManager(repo, await repo.importSession(parsePi(text)));
+  /** A pi file's text imported and opened (pi's `SessionManager.open(path)`), under `id` if given. */
+  static async open(
+    repo: SessionRepo,
+    text: string,
+    options: { id?: string } = {},
+  ): Promise<PiSessionManager> {
+    return new PiSessionManager(repo, await repo.importSession(parsePi(text), options));
   }
 
   getSessionId(): string {

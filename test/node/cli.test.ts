@@ -1,4 +1,5 @@
 import { execFile, execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import {
   appendFileSync,
   copyFileSync,
@@ -407,8 +408,20 @@ describe("command line", () => {
     // A file saved from GET /v1/export restores too.
     const file = join(folder, "tenant.ndjson");
     writeFileSync(file, stream);
-    expect((await cli(["restore", file])).stdout).toBe(
+    const fromFile = await cli(["restore", file]);
+    expect(fromFile.stdout).toBe(
       `restored 0, skipped ${order.length} (already there), refused 0, failed 0\n`,
+    );
+    expect(fromFile.stderr).not.toContain("warning");
+    // A file whose end line counts other sessions than it holds says so.
+    writeFileSync(file, stream.replace(/{"type":"end","sessions":\d+}/, '{"type":"end","sessions":999}'));
+    const miscounted = await cli(["restore", file]);
+    expect(miscounted.code).toBe(0);
+    expect(miscounted.stderr).toMatch(
+      new RegExp(
+        `^warning: line \\d+: the end line counts 999 sessions; the file holds ${order.length} complete ones$`,
+        "m",
+      ),
     );
   });
 
@@ -492,5 +505,95 @@ describe("command line", () => {
     expect((await cli(["export", "no-such-session", "--out", out])).code).toBe(1);
     expect(readFileSync(out, "utf8")).toBe("before\n");
     expect(readdirSync(folder).filter((name) => name.includes("partial"))).toEqual([]);
+  });
+});
+
+describe("command line with a key, against a service that requires one", () => {
+  // npm start listening beyond loopback serves no dev tenant: every request needs a key.
+  const keys = { a: "cli-key-a", b: "cli-key-b" };
+  const digest = (key: string) => createHash("sha256").update(key).digest("hex");
+  let keyed: DevServer;
+  const stamp = Date.now();
+  const ids = { a: `keyed-a-${stamp}`, b: `keyed-b-${stamp}` };
+
+  beforeAll(async () => {
+    keyed = await startDevServer({
+      everyAddress: true,
+      vars: {
+        API_KEYS: JSON.stringify({ [digest(keys.a)]: "cli-tenant-a", [digest(keys.b)]: "cli-tenant-b" }),
+      },
+      timeoutMs: 90_000,
+    });
+    for (const tenant of ["a", "b"] as const) {
+      const created = await fetch(`${keyed.url}/v1/sessions`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${keys[tenant]}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ id: ids[tenant] }),
+      });
+      expect(created.status).toBe(201);
+    }
+  }, 120_000);
+
+  afterAll(async () => {
+    await keyed?.stop();
+  });
+
+  /** The command line against the keyed service, with no key but what `env` or the flags give. */
+  const keyedCli = (args: string[], env: Record<string, string> = {}) =>
+    cli(args, { CF_SESSIONS_URL: keyed.url, CF_SESSIONS_TOKEN: "", ...env });
+
+  /** The session ids a key's tenant shows, one `show` each. */
+  async function visible(env: Record<string, string>, flags: string[] = []) {
+    const seen: string[] = [];
+    for (const id of [ids.a, ids.b]) {
+      const shown = await keyedCli(["show", id, "--json", ...flags], env);
+      if (shown.code === 0) seen.push(id);
+      else expect(shown.stderr).toBe("cf-sessions: not_found: session does not exist\n");
+    }
+    return seen;
+  }
+
+  it("sends the key in CF_SESSIONS_TOKEN, and the one given by --token over it", async () => {
+    expect(await visible({ CF_SESSIONS_TOKEN: keys.a })).toEqual([ids.a]);
+    expect(await visible({}, ["--token", keys.b])).toEqual([ids.b]);
+    expect(await visible({ CF_SESSIONS_TOKEN: keys.a }, [`--token=${keys.b}`])).toEqual([ids.b]);
+  });
+
+  it("refuses a wrong or missing key with the service's error and where the key came from", async () => {
+    const fromEnv = await keyedCli(["show", ids.a], { CF_SESSIONS_TOKEN: "not-a-key" });
+    expect(fromEnv).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: "cf-sessions: unauthorized: unknown key (the key in CF_SESSIONS_TOKEN)\n",
+    });
+    const fromFlag = await keyedCli(["show", ids.a, "--token", "not-a-key"], { CF_SESSIONS_TOKEN: keys.a });
+    expect(fromFlag).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: "cf-sessions: unauthorized: unknown key (the key given by --token)\n",
+    });
+    const none = await keyedCli(["show", ids.a]);
+    expect(none).toEqual({
+      code: 1,
+      stdout: "",
+      stderr:
+        "cf-sessions: unauthorized: missing Authorization: Bearer <key> (no key given: --token <key> or CF_SESSIONS_TOKEN)\n",
+    });
+  });
+
+  it("stops an import at a refused key, and writes nothing", async () => {
+    const dir = mkdtempSync(join(folder, "keyed-"));
+    const first = writePiSession(dir, (pi) => void pi.appendMessage(user("first")));
+    writePiSession(dir, (pi) => void pi.appendMessage(user("second")));
+    const refused = await keyedCli(["import", dir, "--token", "not-a-key"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toBe("cf-sessions: unauthorized: unknown key (the key given by --token)\n");
+    const read = await fetch(`${keyed.url}/v1/sessions/${first.id}`, {
+      headers: { Authorization: `Bearer ${keys.a}` },
+    });
+    expect(read.status).toBe(404);
+    // The same files with the tenant's key import.
+    const imported = await keyedCli(["import", dir, "--json"], { CF_SESSIONS_TOKEN: keys.a });
+    expect(JSON.parse(imported.stdout).imported).toHaveLength(2);
   });
 });

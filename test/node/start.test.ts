@@ -107,10 +107,13 @@ describe("npm start", () => {
       expect(await byFlag.exited).toBe(2);
       expect(byFlag.output()).toContain("refusing to serve a DEV_TENANT (set in --var)");
       rmSync(join(folder, ".env"), { force: true });
-      for (const [toml, where] of [
+      for (const [toml, where] of <Array<[string, string]>>[
         ['name = "s"\n[vars]\nDEV_TENANT = "local"\n', "[vars]"],
         ['name = "s"\nvars = { DEV_TENANT = "local" }\n', "[vars]"],
-        ['name = "s"\n[env.staging]\nname = "s-staging"\n[env.staging.vars]\nDEV_TENANT = "x"\n', "[env.staging.vars]"],
+        [
+          'name = "s"\n[env.staging]\nname = "s-staging"\n[env.staging.vars]\nDEV_TENANT = "x"\n',
+          "[env.staging.vars]",
+        ],
       ]) {
         writeFileSync(config, toml);
         const server = start(["--ip", "0.0.0.0", "--config", config]);

@@ -42,17 +42,33 @@ export interface DevServerOptions {
   config?: string;
   /** Run inside this network namespace, listening on its extra address. */
   netns?: Netns;
+  /** Listen on every address (0.0.0.0), reached here through 127.0.0.1. */
+  everyAddress?: boolean;
   /** Run `wrangler dev` itself with DEV_TENANT set, as someone bypassing `npm start` would. */
   devTenantByHand?: boolean;
 }
 
 let nextNetnsPort = 8787;
 
+/**
+ * Starts the server; when the free port it picked was taken by another process before wrangler
+ * bound it (servers of other tests start at the same time), it starts again on another port.
+ */
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(options);
+    } catch (error) {
+      if (attempt >= 3 || options.netns || !/Address already in use/.test(String(error))) throw error;
+    }
+  }
+}
+
+async function startOnce(options: DevServerOptions): Promise<DevServer> {
   const { netns } = options;
   // A namespace holds only the servers started here: each gets the next port.
   const port = netns ? nextNetnsPort++ : await freePort();
-  const ip = netns?.address ?? "127.0.0.1";
+  const ip = netns?.address ?? (options.everyAddress ? "0.0.0.0" : "127.0.0.1");
   const state = options.persistTo ?? mkdtempSync(join(tmpdir(), "sessions-dev-"));
   const bin = join(root, "node_modules/.bin");
   const vars = Object.entries({
@@ -89,7 +105,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   let output = "";
   child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  const url = `http://${ip}:${port}`;
+  const url = `http://${options.everyAddress ? "127.0.0.1" : ip}:${port}`;
   const stop = async () => {
     if (child.exitCode === null && child.pid) {
       const exited = new Promise((r) => child.once("exit", r));

@@ -3,8 +3,10 @@ import { type ChildProcess, execFile, spawn, spawnSync } from "node:child_proces
 /*
  * A private network namespace, for tests of a server listening on an address other than loopback
  * without sending traffic anywhere real: its only interface is `lo`, carrying 127.0.0.1 and one
- * extra address. Made with util-linux's `unshare -n` (needs root, or unprivileged user
- * namespaces); programs run inside it through `nsenter`.
+ * extra address. Made with util-linux's `unshare` and iproute2's `ip`; programs run inside it
+ * through util-linux's `nsenter`. As root (with CAP_SYS_ADMIN) it is a network namespace alone;
+ * otherwise, where the kernel allows unprivileged user namespaces, it is made inside a user
+ * namespace of one's own that maps the user to root.
  */
 
 export interface Netns {
@@ -25,14 +27,47 @@ export interface NetnsRequest {
 
 const setUp = (address: string) => `ip link set lo up && ip addr add ${address}/32 dev lo`;
 
+/** The options of `unshare` that make a namespace, and of `nsenter` that enter it. */
+interface Isolation {
+  unshare: string[];
+  nsenter: string[];
+}
+
+const AS_ROOT: Isolation = { unshare: ["-n"], nsenter: ["-n"] };
+const IN_USER_NAMESPACE: Isolation = {
+  unshare: ["-r", "-n"],
+  nsenter: ["-U", "-n", "--preserve-credentials"],
+};
+
+let probed: Isolation | string | undefined;
+
+/** How a namespace is made here, or why none can be (what is missing, said plainly). */
+function isolation(): Isolation | string {
+  probed ??= probe();
+  return probed;
+}
+
+function probe(): Isolation | string {
+  const nsenter = spawnSync("nsenter", ["--version"], { encoding: "utf8" });
+  if (nsenter.error) return `nsenter (util-linux) is not installed: ${nsenter.error.message}`;
+  const failures: string[] = [];
+  for (const way of [AS_ROOT, IN_USER_NAMESPACE]) {
+    const made = spawnSync("unshare", [...way.unshare, "sh", "-c", setUp("10.77.0.9")], { encoding: "utf8" });
+    if (made.error) return `unshare (util-linux) is not installed: ${made.error.message}`;
+    if (made.status === 0) return way;
+    failures.push(`unshare ${way.unshare.join(" ")}: ${made.stderr.trim() || `exit ${made.status}`}`);
+  }
+  return (
+    "no private network namespace can be made here: it needs root with CAP_SYS_ADMIN (in a " +
+    "container, --cap-add SYS_ADMIN or --privileged) or unprivileged user namespaces, and iproute2's " +
+    `ip (${failures.join("; ")})`
+  );
+}
+
 /** Why no namespace can be made here, or undefined when one can. */
 export function netnsUnavailable(): string | undefined {
-  const probe = spawnSync("unshare", ["-n", "sh", "-c", setUp("10.77.0.9")], { encoding: "utf8" });
-  if (probe.error) return `unshare is not available: ${probe.error.message}`;
-  if (probe.status !== 0) return `unshare -n failed: ${probe.stderr.trim()}`;
-  const nsenter = spawnSync("nsenter", ["--version"], { encoding: "utf8" });
-  if (nsenter.error) return `nsenter is not available: ${nsenter.error.message}`;
-  return undefined;
+  const way = isolation();
+  return typeof way === "string" ? way : undefined;
 }
 
 // Node's http client, unlike fetch, sends a Host header of our choosing.
@@ -52,10 +87,12 @@ req.end(body);
 `;
 
 export async function createNetns(address = "10.77.0.1"): Promise<Netns> {
+  const way = isolation();
+  if (typeof way === "string") throw new Error(way);
   // unshare execs the shell in the new namespace, so the holder's pid names the namespace.
   const holder: ChildProcess = spawn(
     "unshare",
-    ["-n", "sh", "-c", `${setUp(address)} && echo ready && exec sleep 86400`],
+    [...way.unshare, "sh", "-c", `${setUp(address)} && echo ready && exec sleep 86400`],
     {
       stdio: ["ignore", "pipe", "pipe"],
     },
@@ -72,7 +109,7 @@ export async function createNetns(address = "10.77.0.1"): Promise<Netns> {
   const pid = String(holder.pid);
   const wrap = (command: string, args: string[]): [string, string[]] => [
     "nsenter",
-    ["-t", pid, "-n", "--", command, ...args],
+    ["-t", pid, ...way.nsenter, "--", command, ...args],
   ];
   return {
     address,

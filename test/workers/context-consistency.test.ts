@@ -11,8 +11,8 @@ import { assistant, toolResult, user } from "../conformance/fixtures";
 /*
  * The object keeps the context at the head in memory and grows it as entries arrive. Whatever
  * happens to the session (appends, branches, head moves, compactions, labels, settings, the
- * object being evicted), the context it answers is the one built from scratch by the memory
- * backend after the same operations.
+ * object being evicted, context edits of earlier messages, system messages), the context it
+ * answers is the one built from scratch by the memory backend after the same operations.
  */
 
 type Op =
@@ -22,6 +22,8 @@ type Op =
   | { kind: "compact"; keep: number; retainTail: boolean }
   | { kind: "label"; back: number }
   | { kind: "setting"; level: "low" | "high" }
+  | { kind: "edit"; back: number; omit: boolean }
+  | { kind: "system"; section: string }
   | { kind: "evict" };
 
 const op: fc.Arbitrary<Op> = fc.oneof(
@@ -59,6 +61,18 @@ const op: fc.Arbitrary<Op> = fc.oneof(
       kind: fc.constant("setting" as const),
       level: fc.constantFrom("low" as const, "high" as const),
     }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant("edit" as const),
+      back: fc.integer({ min: 0, max: 6 }),
+      omit: fc.boolean(),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant("system" as const), section: fc.constantFrom("a", "b") }),
   },
   { weight: 1, arbitrary: fc.constant({ kind: "evict" as const }) },
 );
@@ -153,6 +167,37 @@ describe("the context kept at the head", () => {
               };
               await both((s) => s.appendEntry(entry));
             }
+          } else if (o.kind === "edit") {
+            const editable = path.filter(
+              (e) =>
+                e.type === "custom_message" ||
+                (e.type === "message" && ["user", "assistant", "toolResult"].includes(e.message.role)),
+            );
+            const target = editable[Math.max(0, editable.length - 1 - o.back)];
+            if (!target) continue;
+            const n = counter++;
+            const entry: EntryInput = {
+              type: "context_edit",
+              id: `e${n}`,
+              timestamp: timestamp(n),
+              targetId: target.id,
+              replacement: o.omit ? null : { content: `edited ${n}` },
+            };
+            await both((s) => s.appendEntry(entry));
+          } else if (o.kind === "system") {
+            const n = counter++;
+            const entry: EntryInput = {
+              type: "message",
+              id: `s${n}`,
+              timestamp: timestamp(n),
+              message: {
+                role: "system",
+                content: "",
+                sections: { [o.section]: `section ${n}` },
+                timestamp: n,
+              },
+            };
+            await both((s) => s.appendEntry(entry));
           } else if (o.kind === "setting") {
             const n = counter++;
             const entry: EntryInput = {

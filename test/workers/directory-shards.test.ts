@@ -3,8 +3,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { SessionInfo, SessionPage } from "../../src/core";
 import type { DurableEnv } from "../../src/durable";
-import { directoryShard, mergePages, shardCount, shardOf } from "../../src/durable/directory-shards";
-import { directoryObjectName } from "../../src/durable/names";
+import { directoryObjectName, directoryShard, shardCount, shardOf } from "../../src/durable/names";
+import { mergePages } from "../../src/durable/router/directory-shards";
 import { api, apiWith, KEY_B, sid, userMessage } from "./helpers";
 
 /*

@@ -5,7 +5,7 @@ import type { ListOptions, Result, SessionInfo, SessionPage } from "../../src/co
 import { unwrap } from "../../src/core";
 import type { DurableEnv } from "../../src/durable";
 import { sessionObjectName } from "../../src/durable";
-import { directoryShard, shardCount, shardOf } from "../../src/durable/directory-shards";
+import { directoryShard, shardCount, shardOf } from "../../src/durable/names";
 import { api, createSession, sid, userMessage } from "./helpers";
 
 function fakeInfo(id: string, updatedAt: string, entryCount: number): SessionInfo {

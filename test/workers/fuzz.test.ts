@@ -309,11 +309,18 @@ async function json(method: string, path: string, body?: unknown) {
   return { status: res.status, body: (await res.json()) as any };
 }
 
-/** The invariants every session keeps, whatever it was sent. */
-async function expectValidSession(id: string) {
+/**
+ * The invariants every session keeps, whatever it was sent; `exists` says whether the run left it
+ * there (a session a request deleted must be gone, and only such a one). A session there exports,
+ * and its export imports again as the same context.
+ */
+async function expectValidSession(id: string, exists: boolean) {
   const info = await json("GET", `/v1/sessions/${id}`);
-  if (info.status === 404) return;
-  expect(info.status).toBe(200);
+  if (!exists) {
+    expect(info.status, `${id} should not exist`).toBe(404);
+    return;
+  }
+  expect(info.status, `${id} should exist`).toBe(200);
   const entries: Array<{
     seq: number;
     id: string;
@@ -342,9 +349,21 @@ async function expectValidSession(id: string) {
   });
   expect(info.body.entryCount).toBe(entries.filter((e) => e.type !== "leaf").length);
   if (info.body.leafId !== null) expect(byId.get(info.body.leafId)?.type).not.toBe("leaf");
-  expect((await json("GET", `/v1/sessions/${id}/context`)).status).toBe(200);
+  const context = await json("GET", `/v1/sessions/${id}/context`);
+  expect(context.status).toBe(200);
   expect((await json("GET", `/v1/sessions/${id}/tree`)).status).toBe(200);
   expect((await json("GET", `/v1/sessions/${id}/branch`)).status).toBe(200);
+  // Whatever the service accepted, its export imports again.
+  const exported = await call("GET", `/v1/sessions/${id}/export`, { headers: auth });
+  expect(exported.status).toBe(200);
+  const copy = sid("copy");
+  const imported = await call("POST", `/v1/sessions/import?id=${copy}`, {
+    headers: { ...auth, "Content-Type": "application/x-ndjson" },
+    body: await exported.text(),
+  });
+  expect(imported.status, await imported.clone().text()).toBe(201);
+  const copied = await json("GET", `/v1/sessions/${copy}/context`);
+  expect({ ...copied.body, version: undefined }).toEqual({ ...context.body, version: undefined });
 }
 
 describe("hostile input", () => {
@@ -360,6 +379,8 @@ describe("hostile input", () => {
       });
     }
     expect((await call("DELETE", `/v1/sessions/${sessions[4]}`, { headers: auth })).status).toBe(204);
+    // Whether each session is there, as the requests that succeeded left it.
+    const exists = new Map(sessions.map((id, index) => [id, index < 3]));
     const statuses = new Map<number, number>();
     await fc.assert(
       fc.asyncProperty(requests, async (r) => {
@@ -379,6 +400,12 @@ describe("hostile input", () => {
         });
         const text = await res.text();
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        const target = sessions.find((id) => path.startsWith(`/v1/sessions/${encodeURIComponent(id)}`));
+        if (target && res.status < 300) {
+          if (method === "DELETE" && path === `/v1/sessions/${encodeURIComponent(target)}`)
+            exists.set(target, false);
+          if (method === "POST" && path.endsWith("/restore")) exists.set(target, true);
+        }
         expect(res.status, `${method} ${path}?${query} -> ${text.slice(0, 300)}`).toBeLessThan(500);
         expect(text).not.toMatch(/\n\s+at /);
         if (res.status >= 400) {
@@ -389,7 +416,7 @@ describe("hostile input", () => {
       }),
       { seed: SEED, numRuns: RUNS },
     );
-    for (const id of sessions) await expectValidSession(id);
+    for (const id of sessions) await expectValidSession(id, exists.get(id) as boolean);
     // The run exercised both sides: some requests were accepted, most refused.
     expect([...statuses.keys()].some((s) => s < 300)).toBe(true);
     expect([...statuses.keys()].some((s) => s >= 400)).toBe(true);
@@ -450,6 +477,6 @@ describe("hostile input", () => {
       '{"__proto__":{"polluted":true},"constructor":{"prototype":{"p":1}}}',
     );
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
-    await expectValidSession(id);
+    await expectValidSession(id, true);
   });
 });

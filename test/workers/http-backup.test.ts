@@ -289,6 +289,54 @@ describe("tenant import", () => {
     expect(entries.body.entries.map((e: { id: string }) => e.id)).toEqual(["whole-1", "whole-2"]);
   });
 
+  it("reports an end line that counts other sessions, and imports (and reports) what follows an end line", async () => {
+    const first = await createSession({ key: KEY_A });
+    await fill(first, KEY_A, "otters");
+    const text = await exportTenant();
+    const all = sessionIds(text).length;
+    const clean = await importTenant(text, KEY_B, "?existing=skip");
+    expect(clean.body.warnings).toEqual([]);
+
+    // The end line of a stream that lost a session on the way.
+    const cut = lines(text);
+    const endAt = cut.findIndex((line) => line.type === "end");
+    const miscounted = text.replace(/{"type":"end","sessions":\d+}/, `{"type":"end","sessions":${all + 1}}`);
+    const counted = await importTenant(miscounted);
+    expect(counted.status).toBe(200);
+    expect(counted.body.warnings).toEqual([
+      {
+        line: endAt + 1,
+        message: `the end line counts ${all + 1} sessions; the stream holds ${all} complete ones`,
+      },
+    ]);
+
+    // A session after the end line is not dropped without a word.
+    const late = sid();
+    const after = `${text}{"type":"session","format":"cf-session","version":1,"id":"${late}","createdAt":"2026-01-01T00:00:00.000Z","metadata":{}}\n{"type":"message","id":"m","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"late","timestamp":1}}\n`;
+    const res = await importTenant(after);
+    expect(res.body.sessions.at(-1)).toEqual({ id: late, status: "imported", entries: 1 });
+    expect(res.body.warnings).toEqual([
+      {
+        line: endAt + 2,
+        message: `the stream goes on after its end line (line ${endAt + 1}): what follows is imported as it is`,
+      },
+    ]);
+    // Two whole streams one after the other are two streams, not a warning.
+    const twice = await importTenant(`${text}${text}`, KEY_B, "?existing=skip");
+    expect(twice.body.warnings).toEqual([]);
+  });
+
+  it("names the line of a byte that is not UTF-8, in a tenant import and a session import", async () => {
+    const header = `{"type":"session","format":"cf-session","version":1,"id":"${sid()}","createdAt":"2026-01-01T00:00:00.000Z","metadata":{}}\n`;
+    const entry = `{"type":"message","id":"m","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"ok","timestamp":1}}\n`;
+    const bytes = new Uint8Array([...new TextEncoder().encode(header + entry), 0x7b, 0xff, 0x7d, 0x0a]);
+    for (const path of ["/v1/import", "/v1/sessions/import"]) {
+      const res = await api("POST", path, { key: KEY_B, raw: bytes, headers: NDJSON });
+      expectError(res, 400, "invalid_request");
+      expect(res.body.error.message).toBe("line 3: not valid UTF-8");
+    }
+  });
+
   it("refuses what is not a stream of sessions, and other media types", async () => {
     expectError(await importTenant('{"type":"message"}\n'), 400, "invalid_request");
     expectError(await importTenant("not json\n"), 400, "invalid_request");

@@ -183,7 +183,8 @@ describe("PUT /leaf with summarize", () => {
     const id = await conversation(3);
     const res = await api("PUT", `/v1/sessions/${id}/leaf`, { body: { targetId: "a0", summarize: true } });
     expect(res.status).toBe(200);
-    expect(res.body.entry).toMatchObject({ type: "branch_summary", parentId: "a0", fromId: "a0" });
+    // fromId names the leaf that was left, as pi 1.6 writes it.
+    expect(res.body.entry).toMatchObject({ type: "branch_summary", parentId: "a0", fromId: "a2" });
     expect(res.body.leafId).toBe(res.body.entry.id);
     const context = await api("GET", `/v1/sessions/${id}/context`);
     expect(context.body.messages.map((m: { role: string }) => m.role)).toEqual([
@@ -211,10 +212,10 @@ describe("PUT /leaf with summarize", () => {
     expect(plain.body).toMatchObject({ leafId: "q0", record: { type: "leaf", targetId: "q0" } });
   });
 
-  it('writes the summary with no parent and fromId "root" when the target is null', async () => {
+  it("writes the summary with no parent when the target is null, fromId naming the leaf left", async () => {
     const id = await conversation(2);
     const res = await api("PUT", `/v1/sessions/${id}/leaf`, { body: { targetId: null, summarize: true } });
-    expect(res.body.entry).toMatchObject({ parentId: null, fromId: "root" });
+    expect(res.body.entry).toMatchObject({ parentId: null, fromId: "a1" });
   });
 });
 

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { sessionObjectName } from "../../src/durable";
 import worker from "../../src/worker";
-import { api, createSession, expectError, info, KEY_A, userMessage } from "./helpers";
+import { api, createSession, expectError, info, KEY_A, sid, userMessage } from "./helpers";
 
 const ctx = () => ({ waitUntil() {}, passThroughOnException() {}, props: {} }) as unknown as ExecutionContext;
 
@@ -488,6 +488,71 @@ describe("fork", () => {
       "not_found",
     );
     expectError(await api("POST", `/v1/sessions/${id}/fork`, { body: {} }), 400, "invalid_request");
+  });
+
+  it("moves the rows of a branched, compacted path as they are stored, and the fork reads and grows as the source would", async () => {
+    const id = await createSession({ body: { name: "moved" } });
+    await append(id, {
+      entries: [
+        { ...userMessage("where are the otters"), id: "q1" },
+        { type: "model_change", id: "m1", provider: "openai", modelId: "gpt-5" },
+        { ...assistantMessage("by the river"), id: "a1" },
+        { ...userMessage("and the beavers"), id: "q2" },
+      ],
+    });
+    // Another branch in between leaves gaps in the seqs of the path below.
+    await append(id, {
+      entries: [{ ...assistantMessage("elsewhere"), id: "x1", parentId: "q1" }, userMessage("x2")],
+    });
+    await append(id, {
+      entries: [
+        { type: "thinking_level_change", id: "t1", parentId: "q2", thinkingLevel: "high" },
+        { ...assistantMessage("at the dam"), id: "a2" },
+        {
+          type: "compaction",
+          id: "c1",
+          summary: "otters and beavers",
+          tokensBefore: 100,
+          firstKeptEntryId: "q2",
+        },
+        { type: "label", id: "l1", targetId: "a1", label: "river" },
+        { type: "session_info", id: "n1", name: "renamed" },
+        { ...userMessage("what next"), id: "q3" },
+      ],
+    });
+    const source = await info(id);
+    const fork = await api("POST", `/v1/sessions/${id}/fork`, { body: { entryId: "q3", id: sid("moved") } });
+    expect(fork.status, fork.text).toBe(201);
+    const copy = fork.body.id as string;
+    const path = (await api("GET", `/v1/sessions/${id}/branch?leafId=q3`)).body.entries;
+    expect((await api("GET", `/v1/sessions/${copy}/branch`)).body.entries).toEqual(path);
+    expect(fork.body).toMatchObject({
+      name: "renamed",
+      entryCount: path.length,
+      messageCount: path.filter((e: { type: string }) => e.type === "message").length,
+      preview: "where are the otters",
+      bytes: path.reduce(
+        (sum: number, { seq: _seq, ...entry }: { seq: number }) => sum + JSON.stringify(entry).length,
+        0,
+      ),
+    });
+    expect(fork.body.bytes).toBeLessThan(source.bytes as number);
+    const withoutVersion = ({ version: _version, ...context }: Record<string, unknown>) => context;
+    const sourceContext = await api("GET", `/v1/sessions/${id}/context?leafId=q3`);
+    const forkContext = await api("GET", `/v1/sessions/${copy}/context`);
+    expect(withoutVersion(forkContext.body)).toEqual(withoutVersion(sourceContext.body));
+    expect((await api("GET", `/v1/sessions/${copy}/entries/a1`)).body).toMatchObject({ id: "a1" });
+    const tree = (await api("GET", `/v1/sessions/${copy}/tree`)).body.roots;
+    expect(JSON.stringify(tree)).toContain('"label":"river"');
+    // Found by search, and grown past the copied seqs.
+    const hits = (await api("GET", `/v1/sessions/${copy}/search?q=beavers`)).body.hits;
+    expect(hits.map((hit: { entryId: string }) => hit.entryId)).toEqual(expect.arrayContaining(["q2", "c1"]));
+    const grown = await append(copy, userMessage("onwards"));
+    expect(grown.status, grown.text).toBe(201);
+    expect(grown.body.entries[0].seq).toBeGreaterThan(path.at(-1).seq);
+    const after = await api("GET", `/v1/sessions/${copy}/context`);
+    expect(after.body.messages.at(-1).content).toBe("onwards");
+    expect(after.body.messages.length).toBe(sourceContext.body.messages.length + 1);
   });
 
   it("forks a 10,000-entry path whole", async () => {

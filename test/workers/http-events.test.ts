@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { type ReadEvent, watchEvents } from "./events-helpers";
 import { api, createSession, expectError, KEY_A_READ, KEY_B, userMessage } from "./helpers";
 
@@ -111,6 +111,30 @@ describe("session events (Server-Sent Events)", () => {
       400,
       "invalid_request",
     );
+  });
+
+  it("takes up to 500 streams a session, then answers 429 with Retry-After until one leaves", async () => {
+    const id = await createSession();
+    const watches = await Promise.all(Array.from({ length: 500 }, () => watchEvents(id)));
+    expect(watches.every((watch) => watch.status === 200)).toBe(true);
+    const refused = await watchEvents(id);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("Retry-After")).toBe("10");
+    const body = JSON.parse(refused.text);
+    expect(body.error.code).toBe("rate_limited");
+    expect(body.error.requestId).toMatch(/\S/);
+    await (watches.pop() as (typeof watches)[number]).close();
+    // The object hears that a stream went when it next sends on it (an event, or the heartbeat).
+    await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("wake") });
+    await vi.waitFor(
+      async () => {
+        const again = await watchEvents(id);
+        expect(again.status).toBe(200);
+        watches.push(again);
+      },
+      { timeout: 10_000, interval: 500 },
+    );
+    await Promise.all(watches.map((watch) => watch.close()));
   });
 
   it("shows another tenant nothing, and lets a read-only key watch", async () => {

@@ -1,9 +1,9 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { DurableEnv } from "../../src/durable";
 import { sessionObjectName } from "../../src/durable";
-import { directoryShard, shardCount, shardOf } from "../../src/durable/directory-shards";
+import { directoryShard, shardCount, shardOf } from "../../src/durable/names";
 import { watchEvents } from "./events-helpers";
 import {
   api,
@@ -260,6 +260,59 @@ describe("expiry", () => {
     expect(restored.body.entryCount).toBe(5);
     await runDurableObjectAlarm(sessionStub(id));
     expect((await api("GET", `/v1/sessions/${id}`)).status).toBe(200);
+  });
+
+  it("refuses an expiresAt past the latest allowed on every path, writing nothing", async () => {
+    const far = ["2100-01-01T00:00:00.000Z", "2190-06-01T00:00:00.000Z", "9999-12-31T23:59:59.000Z"];
+    for (const expiresAt of far) {
+      const refused = sid();
+      const res = await api("POST", "/v1/sessions", { body: { id: refused, expiresAt } });
+      expectError(res, 400, "invalid_request");
+      expect(res.text).toContain("2100-01-01T00:00:00.000Z");
+      expectError(await api("GET", `/v1/sessions/${refused}`), 404, "not_found");
+
+      const id = await createSession();
+      expectError(await api("PATCH", `/v1/sessions/${id}`, { body: { expiresAt } }), 400, "invalid_request");
+      expect((await api("GET", `/v1/sessions/${id}`)).body).not.toHaveProperty("expiresAt");
+
+      const header = {
+        type: "session",
+        format: "cf-session",
+        version: 1,
+        id: sid(),
+        createdAt: new Date().toISOString(),
+        metadata: {},
+        expiresAt,
+      };
+      const imported = await api("POST", "/v1/sessions/import", {
+        raw: `${JSON.stringify(header)}\n`,
+        headers: { "Content-Type": "application/x-ndjson" },
+      });
+      expectError(imported, 400, "invalid_request");
+      expect(imported.body.error.message).toMatch(/^line 1:/);
+      expectError(await api("GET", `/v1/sessions/${header.id}`), 404, "not_found");
+    }
+    const latest = "2099-12-31T23:59:59.000Z";
+    const id = await createSession({ body: { expiresAt: latest } });
+    expect((await api("GET", `/v1/sessions/${id}`)).body.expiresAt).toBe(latest);
+  });
+
+  it("restores and schedules a session whose stored expiry lies past what an alarm can be set to", async () => {
+    const id = await createSession();
+    await fill(id);
+    // As a session stored before expiries were bounded holds it.
+    await runInDurableObject(sessionStub(id), (_instance, state) => {
+      const row = state.storage.sql.exec<{ header: string }>("SELECT header FROM session").one();
+      const header = { ...JSON.parse(row.header), expiresAt: "9999-01-01T00:00:00.000Z" };
+      state.storage.sql.exec("UPDATE session SET header = ?", JSON.stringify(header));
+    });
+    await evictDurableObject(sessionStub(id));
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    const restored = await api("POST", `/v1/sessions/${id}/restore`, { body: {} });
+    expect(restored.status, restored.text).toBe(200);
+    expect(restored.body.entryCount).toBe(5);
+    const update = await api("PATCH", `/v1/sessions/${id}`, { body: { name: "still here" } });
+    expect(update.status, update.text).toBe(200);
   });
 
   it("clears expiresAt with null, and the session stays", async () => {

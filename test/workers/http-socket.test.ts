@@ -192,6 +192,33 @@ describe("session events over a WebSocket", () => {
     expectError(await api("POST", `/v1/sessions/${id}/tickets`, { key: KEY_B, body: {} }), 404, "not_found");
   });
 
+  it("answers a message it cannot serve once, with its reason and a 1008 close", async () => {
+    const id = await createSession();
+    await append(id, "a");
+    for (const message of ["not json", "{}", '{"after":"1"}', JSON.stringify({ after: 0, token: "wrong" })]) {
+      const watch = await open(`/v1/sessions/${id}/ws`);
+      await watch.until((m) => m.event === "leaf");
+      // Five at once: the first closes the socket, and none after it is answered.
+      for (let i = 0; i < 5; i++) watch.socket.send(message);
+      const refused = await watch.until((m) => m.event === "closed");
+      expect(refused.map((m) => m.event)).toEqual(["closed"]);
+      await expect(watch.until((m) => m.event === "closed", 300)).rejects.toThrow(/closed: 1008/);
+    }
+  });
+
+  it("refuses an upgrade the object cannot serve in the error envelope, with the request id", async () => {
+    const id = await createSession();
+    const res = await exports.default.fetch(`http://sessions.test/v1/sessions/${id}/ws?after=7`, {
+      headers: { Upgrade: "websocket", Authorization: `Bearer ${KEY_A}` },
+    });
+    const body = (await res.json()) as { error: { code: string; message: string; requestId?: string } };
+    expect(res.status).toBe(400);
+    expect(body.error.code).toBe("invalid_request");
+    expect(body.error.message).toMatch(/seq from 0 to 0/);
+    expect(body.error.requestId).toBe(res.headers.get("x-request-id"));
+    expect(body.error.requestId).toMatch(/\S/);
+  });
+
   it("says deleted and closes when the session is deleted", async () => {
     const id = await createSession();
     const watch = await open(`/v1/sessions/${id}/ws`);

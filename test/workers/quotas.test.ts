@@ -265,6 +265,91 @@ describe("maxTenantBytes", () => {
   });
 });
 
+describe("bringing data back", () => {
+  const KEY = "key-restore-quota";
+  const restore = (id: string) => api("POST", `/v1/sessions/${id}/restore`, { key: KEY, body: {} });
+
+  it("checks the quotas on restore, tenant import and sync; a refused restore leaves the session deleted", async () => {
+    // Two sessions (the quota), one of them deleted, then another in its place.
+    const kept = await create(KEY, [sized(3000)]);
+    const deleted = await create(KEY, [sized(3000)]);
+    expect((await api("DELETE", `/v1/sessions/${deleted.id}`, { key: KEY })).status).toBe(204);
+    const third = await create(KEY, [sized(1000)]);
+    expectQuota(await restore(deleted.id), "maxSessions", 2);
+    expectError(await api("GET", `/v1/sessions/${deleted.id}`, { key: KEY }), 404, "not_found");
+
+    // Room for a session, but not for its bytes: 3,000 + 1,000 + 3,000 + the growth below > 8,000.
+    expect((await api("DELETE", `/v1/sessions/${third.id}`, { key: KEY })).status).toBe(204);
+    const grown = await api("POST", `/v1/sessions/${kept.id}/entries`, { key: KEY, body: sized(2500) });
+    expect(grown.status, grown.text).toBe(201);
+    expectQuota(await restore(deleted.id), "maxTenantBytes", 8000);
+    expectError(await api("GET", `/v1/sessions/${deleted.id}`, { key: KEY }), 404, "not_found");
+
+    // A tenant import of a copy of what was deleted: refused the same way, session by session.
+    const stream = await api("GET", "/v1/export", { key: KEY });
+    const copy = stream.text.replaceAll(kept.id, sid("copy"));
+    const imported = await api("POST", "/v1/import", {
+      key: KEY,
+      raw: copy,
+      headers: { "Content-Type": "application/x-ndjson" },
+    });
+    expect(imported.status).toBe(200);
+    expect(imported.body.imported).toBe(0);
+    expect(imported.body.sessions[0].error).toMatchObject({ code: "quota_exceeded" });
+    const sync = await api("POST", `/v1/sessions/import?format=pi&mode=sync&id=${sid("sync")}`, {
+      key: KEY,
+      raw: importFile("synced", 3000),
+      headers: { "Content-Type": "application/x-ndjson" },
+    });
+    expectError(sync, 413, "quota_exceeded");
+    expect(
+      (await api("GET", "/v1/sessions", { key: KEY })).body.sessions.map((s: SessionInfo) => s.id),
+    ).toEqual([kept.id]);
+
+    // With room made, the deleted session comes back whole.
+    expect((await api("DELETE", `/v1/sessions/${kept.id}`, { key: KEY })).status).toBe(204);
+    const back = await restore(deleted.id);
+    expect(back.status, back.text).toBe(200);
+    expect(back.body.bytes).toBe(deleted.bytes);
+  });
+});
+
+describe("writes at once", () => {
+  const KEY = "key-parallel-quota";
+
+  it("never take the tenant past its bytes, however many sessions write at the same time", async () => {
+    const sessions = await Promise.all(Array.from({ length: 8 }, () => create(KEY)));
+    // Eight writes of 4,000 bytes at once against 20,000: four fit, whichever they are.
+    const answers = await Promise.all(
+      sessions.map((session) =>
+        api("POST", `/v1/sessions/${session.id}/entries`, { key: KEY, body: sized(4000) }),
+      ),
+    );
+    const written = answers.filter((res) => res.status === 201).length;
+    for (const res of answers.filter((answer) => answer.status !== 201)) {
+      expectQuota(res, "maxTenantBytes", 20_000);
+    }
+    expect(written).toBeGreaterThanOrEqual(3);
+    expect(written).toBeLessThanOrEqual(5);
+    const held = (await Promise.all(sessions.map((session) => infoOf(KEY, session.id)))).reduce(
+      (sum, info) => sum + info.bytes,
+      0,
+    );
+    expect(held).toBeLessThanOrEqual(20_000);
+    // Once idle, what a session was granted beyond what it holds goes back: the rest fits.
+    await vi.waitFor(
+      async () => {
+        const res = await api("POST", `/v1/sessions/${(sessions[0] as SessionInfo).id}/entries`, {
+          key: KEY,
+          body: sized(20_000 - held - 200),
+        });
+        expect(res.status, res.text).toBe(201);
+      },
+      { timeout: 10_000, interval: 200 },
+    );
+  });
+});
+
 describe("the QUOTAS setting", () => {
   it("gives every tenant the defaults, and a tenant's own limits field by field; null lifts one", () => {
     const setting = JSON.stringify({

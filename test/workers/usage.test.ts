@@ -144,7 +144,10 @@ describe("the directory's usage", () => {
         state.storage.sql.exec(`DROP TRIGGER ${trigger}`);
       }
       state.storage.sql.exec("DROP TABLE usage");
-      state.storage.sql.exec("DELETE FROM schema_version WHERE version = 3");
+      // The versions after it did not exist then either.
+      state.storage.sql.exec("DROP TABLE quota_claims");
+      state.storage.sql.exec("DROP TABLE quota_ledger");
+      state.storage.sql.exec("DELETE FROM schema_version WHERE version >= 3");
     });
     await evictDurableObject(directory);
     expect(await directory.usage()).toEqual({ sessions: 2, entries: 5, bytes: 500 });

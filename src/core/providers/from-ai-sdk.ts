@@ -1,16 +1,9 @@
 import * as z from "zod";
+import { parseJsonField } from "../json";
 import type { AgentMessage, AssistantMessage, ImageContent, TextContent, ThinkingContent } from "../messages";
+import { NO_USAGE, usage } from "../messages";
 import type { ReadOptions } from "./incoming";
-import {
-  assistantMessage,
-  byKind,
-  invalidMessage,
-  NO_USAGE,
-  objectOf,
-  readWith,
-  toolResultMessage,
-  usage,
-} from "./incoming";
+import { assistantMessage, byKind, invalidMessage, objectOf, readWith, toolResultMessage } from "./incoming";
 import { FORMAT_API } from "./target";
 import { parseDataUrl } from "./text";
 
@@ -115,11 +108,11 @@ export const AISDKResultInput = z.looseObject({
 type ModelMessage = z.output<typeof AISDKModelMessageInput>;
 type ProviderOptions = z.output<typeof Options>;
 
-const PROVIDER_API: Record<string, string> = {
-  anthropic: FORMAT_API.anthropic,
-  openai: FORMAT_API["openai-responses"],
-  google: FORMAT_API.gemini,
-};
+const PROVIDER_API = new Map<string, string>([
+  ["anthropic", FORMAT_API.anthropic],
+  ["openai", FORMAT_API["openai-responses"]],
+  ["google", FORMAT_API.gemini],
+]);
 
 function stopReason(
   finish: string | undefined,
@@ -198,7 +191,8 @@ function assistantContent(content: ModelMessage["content"]): AssistantMessage["c
     } else if (raw.type === "tool-call") {
       const part = raw as z.output<typeof ToolCallPart>;
       if (part.providerExecuted) continue;
-      const input = typeof part.input === "string" ? safeParse(part.input) : part.input;
+      const input =
+        typeof part.input === "string" ? parseJsonField(part.input, "tool call input") : part.input;
       const block: AssistantMessage["content"][number] = {
         type: "toolCall",
         id: part.toolCallId,
@@ -221,14 +215,6 @@ function openaiItem(reasoning: { itemId: string; summary: string[]; encrypted: u
     summary: reasoning.summary.filter((text) => text).map((text) => ({ type: "summary_text", text })),
     encrypted_content: typeof reasoning.encrypted === "string" ? reasoning.encrypted : null,
   });
-}
-
-function safeParse(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -303,7 +289,7 @@ function inferProvider(messages: readonly ModelMessage[]): string | undefined {
     if (message.role !== "assistant" || typeof message.content === "string") continue;
     for (const part of message.content) {
       const options = (part as { providerOptions?: ProviderOptions }).providerOptions;
-      for (const key of Object.keys(options ?? {})) if (PROVIDER_API[key]) return key;
+      for (const key of Object.keys(options ?? {})) if (PROVIDER_API.has(key)) return key;
     }
   }
   return undefined;
@@ -333,7 +319,7 @@ export function fromAISDK(input: unknown, options: ReadOptions = {}): AgentMessa
     path = [];
   }
   const provider = options.model?.provider ?? inferProvider(messages) ?? "ai-sdk";
-  const api = options.model?.api ?? PROVIDER_API[provider] ?? "ai-sdk";
+  const api = options.model?.api ?? PROVIDER_API.get(provider) ?? "ai-sdk";
   const model = options.model?.modelId ?? result?.response.modelId ?? "";
   const timestamp = options.timestamp ?? timestampOf(result?.response.timestamp) ?? Date.now();
   const names = new Map<string, string>();

@@ -1,14 +1,14 @@
 import * as z from "zod";
 import type { AgentMessage, AssistantMessage, ImageContent, TextContent } from "../messages";
+import { usage } from "../messages";
 import type { ReadOptions } from "./incoming";
 import {
   assistantMessage,
   byKind,
-  NO_USAGE,
+  historyReply,
   objectOf,
   readWith,
   toolResultMessage,
-  usage,
   WaitingCalls,
 } from "./incoming";
 import { FORMAT_API } from "./target";
@@ -161,17 +161,7 @@ export function fromAnthropic(input: unknown, options: ReadOptions = {}): AgentM
       typeof message.content === "string"
         ? [{ type: "text" as const, text: message.content }]
         : assistantContent(message.content);
-    return [
-      assistantMessage({
-        content,
-        api,
-        provider,
-        model: options.model?.modelId ?? "",
-        usage: NO_USAGE,
-        stopReason: content.some((block) => block.type === "toolCall") ? "toolUse" : "stop",
-        timestamp,
-      }),
-    ];
+    return [historyReply(content, api, provider, options, timestamp)];
   }
   if (typeof message.content === "string") return [{ role: "user", content: message.content, timestamp }];
   // Results first, as the API orders them; the rest of the turn is the user's own message.

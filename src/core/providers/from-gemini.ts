@@ -1,14 +1,14 @@
 import * as z from "zod";
 import type { AgentMessage, AssistantMessage, ImageContent, TextContent } from "../messages";
+import { NO_USAGE, usage } from "../messages";
 import type { ReadOptions } from "./incoming";
 import {
   assistantMessage,
-  NO_USAGE,
+  historyReply,
   objectOf,
   readWith,
   stableHash,
   toolResultMessage,
-  usage,
   WaitingCalls,
 } from "./incoming";
 import { FORMAT_API } from "./target";
@@ -184,17 +184,7 @@ export function fromGemini(input: unknown, options: ReadOptions = {}): AgentMess
   const timestamp = options.timestamp ?? Date.now();
   if (message.role === "model") {
     const content = modelContent(message.parts, JSON.stringify(message.parts));
-    return [
-      assistantMessage({
-        content,
-        api,
-        provider,
-        model: options.model?.modelId ?? "",
-        usage: NO_USAGE,
-        stopReason: content.some((block) => block.type === "toolCall") ? "toolUse" : "stop",
-        timestamp,
-      }),
-    ];
+    return [historyReply(content, api, provider, options, timestamp)];
   }
   const waiting = new WaitingCalls(options.history);
   const out: AgentMessage[] = [];

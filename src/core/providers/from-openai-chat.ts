@@ -1,15 +1,15 @@
 import * as z from "zod";
 import type { AgentMessage, AssistantMessage, ImageContent, TextContent, UserMessage } from "../messages";
+import { NO_USAGE, usage } from "../messages";
 import type { ReadOptions } from "./incoming";
 import {
   assistantMessage,
+  historyReply,
   invalidMessage,
-  NO_USAGE,
   objectOf,
   parseArguments,
   readWith,
   toolResultMessage,
-  usage,
   WaitingCalls,
 } from "./incoming";
 import { FORMAT_API } from "./target";
@@ -176,17 +176,7 @@ export function fromOpenAIChat(input: unknown, options: ReadOptions = {}): Agent
   const timestamp = options.timestamp ?? Date.now();
   if (message.role === "assistant") {
     const content = assistantContent(message);
-    return [
-      assistantMessage({
-        content,
-        api,
-        provider,
-        model: options.model?.modelId ?? "",
-        usage: NO_USAGE,
-        stopReason: content.some((block) => block.type === "toolCall") ? "toolUse" : "stop",
-        timestamp,
-      }),
-    ];
+    return [historyReply(content, api, provider, options, timestamp)];
   }
   if (message.role === "tool") {
     const text =

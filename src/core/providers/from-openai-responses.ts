@@ -1,5 +1,6 @@
 import * as z from "zod";
 import type { AgentMessage, AssistantMessage, ImageContent, TextContent } from "../messages";
+import { usage } from "../messages";
 import type { ReadOptions } from "./incoming";
 import {
   assistantMessage,
@@ -9,7 +10,6 @@ import {
   parseArguments,
   readWith,
   toolResultMessage,
-  usage,
   WaitingCalls,
 } from "./incoming";
 import { FORMAT_API } from "./target";

@@ -1,6 +1,8 @@
 import type { z } from "zod";
 import { SessionError } from "../errors";
+import { parseJsonField } from "../json";
 import type { AgentMessage, AssistantMessage, ToolCall, ToolResultMessage, Usage } from "../messages";
+import { NO_USAGE } from "../messages";
 import type { MessageFormat } from "./target";
 
 /*
@@ -90,39 +92,12 @@ export function invalidMessage(
   ]);
 }
 
-export function usage(
-  input: number,
-  output: number,
-  cacheRead: number,
-  cacheWrite: number,
-  total?: number,
-): Usage {
-  const clean = (n: number) => (Number.isFinite(n) && n > 0 ? n : 0);
-  const u = {
-    input: clean(input),
-    output: clean(output),
-    cacheRead: clean(cacheRead),
-    cacheWrite: clean(cacheWrite),
-  };
-  return {
-    ...u,
-    totalTokens: total !== undefined && total > 0 ? total : u.input + u.output + u.cacheRead + u.cacheWrite,
-    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-  };
-}
-
-export const NO_USAGE: Usage = usage(0, 0, 0, 0);
-
 /** Tool-call arguments from the JSON string an API sends; what is not a JSON object reads as `{}`. */
 export function parseArguments(json: string): Record<string, unknown> {
-  try {
-    const value: unknown = JSON.parse(json);
-    return value !== null && typeof value === "object" && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : {};
-  } catch {
-    return {};
-  }
+  const value = parseJsonField(json, "tool call arguments");
+  return value !== null && typeof value === "object" && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {};
 }
 
 export interface AssistantFields {
@@ -152,6 +127,28 @@ export function assistantMessage(fields: AssistantFields): AssistantMessage {
   if (fields.responseId) message.responseId = fields.responseId;
   if (fields.errorMessage) message.errorMessage = fields.errorMessage;
   return message;
+}
+
+/**
+ * A reply as a request's history holds it, without the usage or stop reason a response carries:
+ * no usage, and `toolUse` when it calls tools.
+ */
+export function historyReply(
+  content: AssistantMessage["content"],
+  api: string,
+  provider: string,
+  options: ReadOptions,
+  timestamp: number,
+): AssistantMessage {
+  return assistantMessage({
+    content,
+    api,
+    provider,
+    model: options.model?.modelId ?? "",
+    usage: NO_USAGE,
+    stopReason: content.some((block) => block.type === "toolCall") ? "toolUse" : "stop",
+    timestamp,
+  });
 }
 
 export function toolResultMessage(
@@ -233,9 +230,11 @@ export function stableHash(text: string): string {
  * keep their paths), any other passes as it is, for the caller to skip.
  */
 export function byKind<T extends z.ZodType>(base: T, key: string, schemas: Record<string, z.ZodType>): T {
+  // Looked up among the table's own names only: `constructor` is an unknown kind like any other.
+  const known = new Map(Object.entries(schemas));
   return base.superRefine((value, ctx) => {
     const kind = (value as Record<string, unknown>)[key];
-    const schema = typeof kind === "string" ? schemas[kind] : undefined;
+    const schema = typeof kind === "string" ? known.get(kind) : undefined;
     if (!schema) return;
     const result = schema.safeParse(value);
     if (result.success) return;

@@ -2,6 +2,7 @@ import type { ModelRef } from "../context";
 import type { EntryInput, StoredEntry } from "../entries";
 import { SessionError } from "../errors";
 import { isValidId, newId } from "../ids";
+import { assertJsonDepth } from "../json";
 import type { AgentMessage } from "../messages";
 import { convertProviderMessage } from "./convert";
 import type { ProviderMessageEntryInput } from "./entry-input";
@@ -82,6 +83,9 @@ export function providerMessageEntries(
     const entry: ConvertedEntry = { type: "message", id: entryId, message };
     if (index === 0 && input.parentId !== undefined) entry.parentId = input.parentId;
     if (input.timestamp !== undefined) entry.timestamp = input.timestamp;
+    // JSON the message carried as text (a tool call's arguments) is held to the body's rules once
+    // parsed, so that everything stored can be exported and imported again.
+    assertJsonDepth(entry, "the converted message");
     return entry;
   });
 }

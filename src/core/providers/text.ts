@@ -28,15 +28,14 @@ export function stripLoneSurrogatesDeep<T>(value: T): T {
     });
     return (copy ?? value) as T;
   }
-  let copy: Record<string, unknown> | undefined;
-  for (const [key, item] of Object.entries(value)) {
+  let changed = false;
+  const entries = Object.entries(value).map(([key, item]) => {
     const clean = stripLoneSurrogatesDeep(item);
-    if (clean !== item) {
-      copy ??= { ...(value as Record<string, unknown>) };
-      copy[key] = clean;
-    }
-  }
-  return (copy ?? value) as T;
+    changed ||= clean !== item;
+    return [key, clean] as const;
+  });
+  // Entries, not assignments: a key named `__proto__` stays a key.
+  return (changed ? Object.fromEntries(entries) : value) as T;
 }
 
 /** A data URL for base64 bytes, as OpenAI's image inputs take them. */

@@ -1,5 +1,6 @@
 import type { SessionContext } from "../context";
 import type { ImageContent, TextContent } from "../messages";
+import { contextSystemPrompt } from "../system-messages";
 import type {
   NormalAssistant,
   NormalText,
@@ -274,6 +275,6 @@ export function toAISDK(
       });
     }
   }
-  const system = stripLoneSurrogates(context.systemPrompt);
+  const system = stripLoneSurrogates(contextSystemPrompt(context));
   return system ? { system, messages } : { messages };
 }

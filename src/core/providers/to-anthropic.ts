@@ -1,5 +1,6 @@
 import type { SessionContext } from "../context";
 import type { ImageContent, TextContent } from "../messages";
+import { contextSystemPrompt } from "../system-messages";
 import type { NormalAssistant, NormalToolResults, NormalUser } from "./normalize";
 import { normalizeMessages } from "./normalize";
 import type { TargetModel } from "./target";
@@ -111,6 +112,6 @@ export function toAnthropic(context: SessionContext, model: TargetModel): Anthro
     else if (message.role === "assistant") push({ role: "assistant", content: assistantBlocks(message) });
     else push({ role: "user", content: toolResultBlocks(message) });
   }
-  const system = stripLoneSurrogates(context.systemPrompt);
+  const system = stripLoneSurrogates(contextSystemPrompt(context));
   return system ? { system, messages } : { messages };
 }

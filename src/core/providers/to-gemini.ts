@@ -1,5 +1,6 @@
 import type { SessionContext } from "../context";
 import type { ImageContent, TextContent } from "../messages";
+import { contextSystemPrompt } from "../system-messages";
 import type { NormalAssistant, NormalToolResults, NormalUser } from "./normalize";
 import { normalizeMessages, resultImages, resultText, TOOL_IMAGE_PLACEHOLDER } from "./normalize";
 import type { TargetModel } from "./target";
@@ -158,6 +159,6 @@ export function toGemini(context: SessionContext, model: TargetModel): GeminiReq
     else if (message.role === "assistant") contents.push(modelContent(message, target));
     else for (const content of responseContents(message, target)) contents.push(content);
   }
-  const system = stripLoneSurrogates(context.systemPrompt);
+  const system = stripLoneSurrogates(contextSystemPrompt(context));
   return system ? { systemInstruction: { parts: [{ text: system }] }, contents } : { contents };
 }

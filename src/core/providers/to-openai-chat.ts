@@ -1,5 +1,6 @@
 import type { SessionContext } from "../context";
 import type { ImageContent, TextContent } from "../messages";
+import { contextSystemPrompt } from "../system-messages";
 import type { NormalAssistant, NormalToolResults, NormalUser } from "./normalize";
 import { normalizeMessages, resultImages, resultText, TOOL_IMAGE_PLACEHOLDER } from "./normalize";
 import type { TargetModel } from "./target";
@@ -124,7 +125,7 @@ export function toOpenAIChat(
 ): OpenAIChatRequest {
   const target = targetForFormat("openai-chat", model);
   const messages: OpenAIChatMessage[] = [];
-  const systemPrompt = stripLoneSurrogates(context.systemPrompt);
+  const systemPrompt = stripLoneSurrogates(contextSystemPrompt(context));
   if (systemPrompt) messages.push({ role: options.systemRole ?? "system", content: systemPrompt });
   for (const message of normalizeMessages(context.messages, target, { ids: OPENAI_CHAT_IDS })) {
     if (message.role === "user") messages.push(userMessage(message));

@@ -1,5 +1,6 @@
 import type { SessionContext } from "../context";
 import type { ImageContent, TextContent } from "../messages";
+import { contextSystemPrompt } from "../system-messages";
 import type { NormalAssistant, NormalToolResult, NormalUser } from "./normalize";
 import { normalizeMessages, resultImages, resultText } from "./normalize";
 import type { TargetModel } from "./target";
@@ -160,6 +161,6 @@ export function toOpenAIResponses(context: SessionContext, model: TargetModel): 
     else if (message.role === "assistant") for (const item of assistantItems(message)) input.push(item);
     else for (const result of message.results) input.push(outputItem(result));
   }
-  const instructions = stripLoneSurrogates(context.systemPrompt);
+  const instructions = stripLoneSurrogates(contextSystemPrompt(context));
   return instructions ? { instructions, input } : { input };
 }

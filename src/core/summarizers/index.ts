@@ -10,7 +10,7 @@ export * from "./prompt";
 export * from "./summarizer";
 export * from "./workers-ai";
 
-/** Configuration read from the environment (vars and secrets), see README: Summarizers. */
+/** Configuration read from the environment (vars and secrets), see docs/compaction.md: Summarizers. */
 export interface SummarizerConfig {
   SUMMARIZER_BASE_URL?: string;
   SUMMARIZER_API_KEY?: string;

@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { pageHeaders } from "../../viewer/page-headers";
 import { type DocsAssets, docsPage, type OpenApiDocument } from "./page";
 import { docsStyle } from "./style";
 
@@ -10,21 +11,7 @@ import { docsStyle } from "./style";
 
 export const DOCS_STYLE_PATH = "/docs/docs.css";
 
-const CONTENT_SECURITY_POLICY = [
-  "default-src 'none'",
-  "style-src 'self'",
-  "img-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join("; ");
-
-const commonHeaders = {
-  "Content-Security-Policy": CONTENT_SECURITY_POLICY,
-  "X-Content-Type-Options": "nosniff",
-  "Referrer-Policy": "no-referrer",
-  "Cache-Control": "no-cache",
-};
+const commonHeaders = pageHeaders(["style-src 'self'", "img-src 'self'", "form-action 'none'"]);
 
 /** The docs routes, for a document built on first use (the routes must all be registered by then). */
 export function docsApp(document: () => OpenApiDocument, assets: Omit<DocsAssets, "style">): Hono {

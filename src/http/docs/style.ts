@@ -1,14 +1,10 @@
+import { PALETTE } from "../../viewer/page-headers";
+
 /** The reference page's stylesheet, in the viewer's colours. */
 export const docsStyle = `
 :root {
   color-scheme: light dark;
-  --bg: #fbfbfa;
-  --pane: #ffffff;
-  --text: #1d1f23;
-  --muted: #6a6f78;
-  --line: #e2e3e6;
-  --accent: #2557d6;
-  --code: #f3f4f6;
+  ${PALETTE.light}
   --get: #0f8a4b;
   --post: #2557d6;
   --put: #b06d00;
@@ -18,13 +14,7 @@ export const docsStyle = `
 }
 @media (prefers-color-scheme: dark) {
   :root {
-    --bg: #15171a;
-    --pane: #1c1f23;
-    --text: #e5e7ea;
-    --muted: #9096a0;
-    --line: #2e3238;
-    --accent: #7ea2ff;
-    --code: #24282e;
+    ${PALETTE.dark}
     --get: #4cc988;
     --post: #7ea2ff;
     --put: #f0b44c;

@@ -1,11 +1,10 @@
 import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
-import { decodeCursor, TenantImportReport } from "../../core";
+import { decodeCursor, TenantImportReport, textStream } from "../../core";
 import { streamedNdjsonLines } from "../body";
 import { ErrorEnvelope } from "../errors";
 import { errors, json, ndjsonResponse, repo, routes, security } from "../route-kit";
 import { ExportTenantQuery, ImportTenantQuery } from "../schemas";
-import { textStream } from "../stream";
 
 /** Where a tenant stream is posted: NDJSON, read as it arrives. */
 export const TENANT_IMPORT_PATH = "/v1/import";

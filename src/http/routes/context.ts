@@ -65,22 +65,19 @@ export const contextRoutes = routes()
         throw new SessionError("invalid_request", "since applies to a context in our own shape", { format });
       }
       const storage = sessionStorage(c, c.req.valid("param").sid);
+      // A version the client holds already is answered before any body is built.
+      const ifNoneMatch = c.req
+        .valid("header")
+        ["if-none-match"]?.split(/\s*,\s*/)
+        .map((tag) => tag.replace(/^"|"$/g, ""));
       // Built and projected by the session's object, passed through as it streams.
-      const { version, body } = await storage.context(leafId, since);
-      const etag = `"${version}"`;
-      if (
-        c.req
-          .valid("header")
-          ["if-none-match"]?.split(/\s*,\s*/)
-          .includes(etag)
-      ) {
-        if (typeof body !== "string") await body.cancel();
-        return c.body(null, 304, { ETag: etag });
-      }
-      if (format === undefined) return streamedJson(ContextResponse, body, { ETag: etag });
+      const answer = await storage.getContext(leafId, { since, ifNoneMatch });
+      const etag = `"${answer.version}"`;
+      if (answer.kind === "unchanged") return c.body(null, 304, { ETag: etag });
+      if (format === undefined) return streamedJson(ContextResponse, answer.body, { ETag: etag });
       // Converted here, not in the object: the object's time is the session's writers' time.
       const { version: _version, ...context } = JSON.parse(
-        await new Response(body).text(),
+        await new Response(answer.body).text(),
       ) as SessionContext & {
         version: string;
       };

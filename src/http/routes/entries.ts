@@ -3,11 +3,13 @@ import * as z from "zod";
 import {
   expectedLeaf,
   Id,
+  jsonArray,
   leafTag,
   MAX_BATCH_ENTRIES,
   SessionError,
   StoredEntry,
   TreeNode,
+  textStream,
   treeToJson,
 } from "../../core";
 import { ErrorEnvelope } from "../errors";
@@ -33,7 +35,7 @@ import {
   LeafQuery,
   SessionIdParam,
 } from "../schemas";
-import { entriesPageJson, jsonArray, textStream } from "../stream";
+import { entriesPageJson, entryJson } from "../stream";
 
 const IfMatch = z.object({
   "if-match": z.string().optional().meta({ description: 'the expected leaf, "<leafId>"' }),
@@ -150,7 +152,7 @@ export const entryRoutes = routes()
     async (c) => {
       const storage = sessionStorage(c, c.req.valid("param").sid);
       const pages = await storage.branchPages(c.req.valid("query").leafId);
-      return streamedJson(BranchResponse, textStream(jsonArray('{"entries":', pages, "}")));
+      return streamedJson(BranchResponse, textStream(jsonArray('{"entries":', entryJson(pages), "}")));
     },
   )
   .openapi(

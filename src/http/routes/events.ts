@@ -1,5 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
+import type { ErrorBody } from "../../core";
 import { SessionError } from "../../core";
 import { errors, json, repo, routes, security, sessionStorage } from "../route-kit";
 import { SessionIdParam } from "../schemas";
@@ -127,6 +128,8 @@ export const eventRoutes = routes()
         throw new SessionError("invalid_request", "open this with a WebSocket (Upgrade: websocket)");
       }
       const answer = await sessionStorage(c, c.req.valid("param").sid).openSocket(c.req.raw);
+      // A refusal becomes HTTP here, as every other error (with its request id and Retry-After).
+      if (!answer.webSocket) throw SessionError.from(((await answer.json()) as { error: ErrorBody }).error);
       // The object's answer has headers fixed; later middleware (CORS) adds to a copy.
       return new Response(answer.body, {
         status: answer.status,

@@ -8,13 +8,13 @@ import {
   leafTag,
   parseImport,
   Session,
+  textStream,
 } from "../../core";
 import { readNdjson } from "../body";
 import { ErrorEnvelope } from "../errors";
 import { recordEvent } from "../metrics";
 import { errors, json, ndjsonResponse, repo, routes, security, sessionStorage } from "../route-kit";
 import { ExportQuery, ImportQuery, ImportResult, SessionIdParam } from "../schemas";
-import { textStream } from "../stream";
 
 /** Where imports are posted: NDJSON, which the JSON body parser leaves alone. */
 export const IMPORT_PATH = "/v1/sessions/import";

@@ -1,9 +1,9 @@
+import { act } from "./act";
 import { navigate } from "./address";
 import { session } from "./api";
 import { chooseKeepTokens } from "./compact-dialog";
 import { count, h } from "./dom";
-import { select, updateEntryPane } from "./entry-pane";
-import { clearError, showError } from "./error-bar";
+import { select } from "./entry-pane";
 import { chooseForkName } from "./fork-dialog";
 import { els } from "./page-elements";
 import { listFirst } from "./session-list";
@@ -11,20 +11,6 @@ import { refreshSession } from "./session-view";
 import { view } from "./view-state";
 
 /* What the page writes: move the leaf, fork, set or clear a label, compact. */
-
-/** Runs an action from a button: the button waits, and a failure is shown in words. */
-export async function act(button: HTMLButtonElement | null, action: () => Promise<unknown>): Promise<void> {
-  if (button) button.disabled = true;
-  try {
-    clearError();
-    await action();
-  } catch (error) {
-    showError(error);
-  } finally {
-    if (button) button.disabled = false;
-    updateEntryPane();
-  }
-}
 
 /** The open session and its selected entry, which every action here starts from. */
 function selection(): { sessionId: string; entryId: string } {

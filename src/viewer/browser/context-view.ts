@@ -1,5 +1,5 @@
-import type { AgentMessage, SessionContext } from "../../core";
-import { estimateTokens } from "../../core";
+import type { AgentMessage, SessionContext, SystemMessage } from "../../core";
+import { estimateTokens, systemSections } from "../../core";
 import { count, h, shortTime, truncate } from "./dom";
 
 /*
@@ -147,9 +147,25 @@ function messageBody(message: AgentMessage, results: Results): HTMLElement[] {
         h("pre", { text: `$ ${String(message.command ?? "")}` }),
         h("pre", { text: String(message.output ?? "") }),
       ];
+    case "system":
+      return systemBody(message);
     default:
       return [h("pre", { text: truncate(jsonText(message), UNKNOWN_MESSAGE_CHARS) })];
   }
+}
+
+/** A system message: its instructions, then each prompt section it sets or removes. */
+function systemBody(message: AgentMessage): HTMLElement[] {
+  const body = contentElements(
+    typeof message.content === "string" ? [{ type: "text", text: message.content }] : message.content,
+  );
+  for (const [name, text] of systemSections(message as SystemMessage)) {
+    body.push(
+      h("p", { class: "muted", text: text === null ? `section ${name} removed` : `section ${name}` }),
+    );
+    if (text !== null) body.push(h("pre", { text }));
+  }
+  return body;
 }
 
 function messageElement(message: AgentMessage, index: number, results: Results): HTMLElement {

@@ -1,4 +1,4 @@
-import type { AgentMessage, SessionEntry } from "../../core";
+import type { AgentMessage, ContextEditEntry, SessionEntry } from "../../core";
 
 /* Entries in a few words: the name of their kind and one line about what they hold. */
 
@@ -12,11 +12,13 @@ const KIND_NAMES: Readonly<Record<string, string>> = {
   label: "label",
   custom: "custom",
   custom_message: "custom message",
+  context_edit: "context edit",
+  usage: "usage",
 };
 
 /** What a tree row and the context pane call an entry that is not a message. */
 export function kindName(type: string): string {
-  return KIND_NAMES[type] ?? type;
+  return Object.hasOwn(KIND_NAMES, type) ? (KIND_NAMES[type] as string) : type;
 }
 
 /** One line about an entry, for its tree row. */
@@ -41,9 +43,19 @@ export function describeEntry(entry: SessionEntry): string {
       return entry.label ? `${entry.targetId} ← “${entry.label}”` : `cleared the label of ${entry.targetId}`;
     case "session_info":
       return entry.name ? `renamed “${entry.name}”` : "name cleared";
+    case "context_edit":
+      return `${entry.targetId}: ${editedText(entry)}`;
+    case "usage":
+      return `${entry.kind} · ${entry.provider}/${entry.model}${entry.note ? ` · ${entry.note}` : ""}`;
     default:
       return "";
   }
+}
+
+/** What a context edit puts in place of its target, in a few words. */
+export function editedText(entry: ContextEditEntry): string {
+  if (entry.replacement === null) return "left out of the context";
+  return `now “${firstText(entry.replacement.content)}”`;
 }
 
 function isPart(part: unknown): part is Record<string, unknown> {
@@ -71,5 +83,6 @@ function describeMessage(message: AgentMessage): string {
     return content.some((part) => isPart(part) && part.type === "thinking") ? "[thinking]" : "";
   }
   if (message.role === "bashExecution") return `$ ${String(message.command ?? "")}`;
+  if (message.role === "system" && !firstText(content)) return "prompt sections and tools";
   return firstText(content);
 }

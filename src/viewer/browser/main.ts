@@ -1,4 +1,5 @@
-import { act, installActions } from "./actions";
+import { act } from "./act";
+import { installActions } from "./actions";
 import { addressOf, readAddress } from "./address";
 import { changeToken } from "./api-key";
 import { select, showNoEntry } from "./entry-pane";

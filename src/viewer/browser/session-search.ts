@@ -1,5 +1,5 @@
 import type { SearchHit } from "../../core";
-import { act } from "./actions";
+import { act } from "./act";
 import { session } from "./api";
 import { h } from "./dom";
 import { select } from "./entry-pane";

@@ -36,6 +36,7 @@ export async function openSession(sessionId: string, entryId?: string | null): P
     view.selectedId = null;
     view.activeIndex = -1;
     view.previews = new Map();
+    view.edits = new Map();
     view.previewQueue = [];
     view.previewLoading = new Set();
     view.detailsAfter = undefined;

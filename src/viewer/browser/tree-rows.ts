@@ -37,6 +37,7 @@ const MARKED_TYPES: ReadonlySet<string> = new Set([
   "thinking_level_change",
   "active_tools_change",
   "session_info",
+  "context_edit",
 ]);
 
 // Shorter runs are shown whole: a row that hides three entries saves nothing.

@@ -2,7 +2,7 @@ import type { StoredEntry } from "../../core";
 import { TREE_ROW_HEIGHT } from "../tree-row-height";
 import { session } from "./api";
 import { count, fullTime, h, shortTime } from "./dom";
-import { describeEntry, kindName } from "./entry-text";
+import { describeEntry, editedText, kindName } from "./entry-text";
 import { showError } from "./error-bar";
 import { els } from "./page-elements";
 import { describeRun, flattenTree, type NodeRow, type Row, type RunRow } from "./tree-rows";
@@ -24,6 +24,8 @@ const DETAIL_TYPES = [
   "active_tools_change",
   "session_info",
   "label",
+  "context_edit",
+  "usage",
 ] as const;
 const DETAIL_TYPE_SET: ReadonlySet<string> = new Set(DETAIL_TYPES);
 const DETAILS_PAGE = 1000;
@@ -138,6 +140,8 @@ function nodeRowElement(row: NodeRow, indent: HTMLElement): HTMLElement {
         })
       : h("span", { class: `mark mark-${node.type}`, text: kindName(node.type) });
   const preview = view.previews.get(node.id);
+  // An edited entry shows what it says and, beside it, what the latest edit of it shows instead.
+  const edit = view.edits.get(node.id);
   return h(
     "div",
     {
@@ -152,6 +156,14 @@ function nodeRowElement(row: NodeRow, indent: HTMLElement): HTMLElement {
       h("span", { class: "fork", "aria-hidden": "true", text: row.fork ? "↳" : "" }),
       kind,
       h("span", { class: "text", text: preview ? preview.replace(/\s+/g, " ").slice(0, 300) : "" }),
+      edit
+        ? h("span", {
+            class: "badge edited-chip",
+            text: "edited",
+            title: `context edit ${edit.id}: ${edit.text}`,
+            "aria-label": `edited by ${edit.id}: ${edit.text}`,
+          })
+        : null,
       node.label !== undefined
         ? h("span", { class: "badge label-chip", text: node.label, "aria-label": `label ${node.label}` })
         : null,
@@ -183,6 +195,8 @@ export async function loadDetails(generation: number): Promise<void> {
     if (generation !== view.generation) return;
     for (const entry of entries) {
       view.previews.set(entry.id, describeEntry(entry));
+      if (entry.type === "context_edit")
+        view.edits.set(entry.targetId, { id: entry.id, text: editedText(entry) });
       view.detailsAfter = entry.seq;
     }
     if (entries.length < DETAILS_PAGE) break;

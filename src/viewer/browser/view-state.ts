@@ -28,6 +28,11 @@ export const view = {
   // Bumped whenever a session is opened: answers meant for an earlier view are dropped.
   generation: 0,
   contextRequest: 0,
+  /**
+   * The latest context edit of each entry the details listing found, by the edited entry's id: its
+   * row shows what it says and what the edit shows instead.
+   */
+  edits: new Map<string, { id: string; text: string }>(),
   /** One line about each entry whose row was drawn, by id. */
   previews: new Map<string, string>(),
   previewQueue: [] as string[],

@@ -1,0 +1,458 @@
+import { DurableObject } from "cloudflare:workers";
+import type {
+  ListOptions,
+  Result,
+  SessionInfo,
+  SessionMatch,
+  SessionPage,
+  TenantSearchOptions,
+  TenantSearchResult,
+} from "../../core";
+import {
+  capture,
+  DEFAULT_SEARCH_HITS,
+  decodeCursor,
+  encodeCursor,
+  ftsQuery,
+  readSnippet,
+  sessionsPageLimit,
+  unwrap,
+} from "../../core";
+import type { DurableEnv } from "../env";
+import { logBackgroundFailure } from "../log-line";
+import { directoryShard, directoryShards, sessionObjectName } from "../names";
+import { quotasFor } from "../quotas";
+import type { Sql } from "../sql";
+import { matchRows, migrate, sqlOf } from "../sql";
+import type { ClaimRequest, DirectoryReport, ExpiryOutcome, Retention, SeedRow, TenantUsage } from "../types";
+import { TenantEventHub } from "./tenant-events";
+import { TenantLedger } from "./tenant-ledger";
+
+/*
+ * One shard of a tenant's directory (directory-shards.ts): the list of the sessions that report to
+ * it, kept from what each session object reports, so listing and searching never wake a session.
+ * Reports are idempotent and ordered by a per-session version; a deleted session leaves a
+ * tombstone so a late report cannot bring it back (a restore lifts it). Each session's name,
+ * labels, preview and a digest of its text are indexed for the tenant's search. The shard also
+ * enforces the tenant's retention: an alarm asks sessions idle for longer to delete themselves.
+ */
+
+const MIGRATIONS = [
+  `
+  CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    incarnation TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    info TEXT NOT NULL
+  );
+  CREATE INDEX sessions_by_updated ON sessions (updated_at, id);
+  CREATE INDEX sessions_by_created ON sessions (created_at, id);
+  CREATE TABLE tombstones (
+    id TEXT NOT NULL,
+    incarnation TEXT NOT NULL,
+    deleted_at INTEGER NOT NULL,
+    PRIMARY KEY (id, incarnation)
+  )
+  `,
+  // The search index (rowid = the session's row), ranked with names weighing most; rows listed
+  // before it existed are indexed by their name and preview until they report again. Which tenant
+  // and shard this is, and the tenant's retention.
+  `
+  CREATE VIRTUAL TABLE session_text USING fts5(name, labels, preview, text, tokenize='porter unicode61');
+  INSERT INTO session_text (session_text, rank) VALUES ('rank', 'bm25(10.0, 5.0, 3.0, 1.0)');
+  INSERT INTO session_text (rowid, name, labels, preview, text)
+    SELECT rowid, coalesce(info->>'name', ''), '', coalesce(info->>'preview', ''), '' FROM sessions;
+  CREATE TABLE shard (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    tenant TEXT NOT NULL,
+    shard INTEGER NOT NULL,
+    idle_days INTEGER
+  )
+  `,
+  // The tenant's usage, summed from the reports as they land, so reading it never scans the list.
+  [
+    `CREATE TABLE usage (
+      singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+      sessions INTEGER NOT NULL,
+      entries INTEGER NOT NULL,
+      bytes INTEGER NOT NULL
+    )`,
+    `INSERT INTO usage (singleton, sessions, entries, bytes)
+      SELECT 1, count(*), total(info->>'entryCount'), total(info->>'bytes') FROM sessions`,
+    `CREATE TRIGGER usage_on_insert AFTER INSERT ON sessions BEGIN
+      UPDATE usage SET sessions = sessions + 1,
+        entries = entries + coalesce(NEW.info->>'entryCount', 0),
+        bytes = bytes + coalesce(NEW.info->>'bytes', 0);
+    END`,
+    `CREATE TRIGGER usage_on_update AFTER UPDATE OF info ON sessions BEGIN
+      UPDATE usage SET
+        entries = entries + coalesce(NEW.info->>'entryCount', 0) - coalesce(OLD.info->>'entryCount', 0),
+        bytes = bytes + coalesce(NEW.info->>'bytes', 0) - coalesce(OLD.info->>'bytes', 0);
+    END`,
+    `CREATE TRIGGER usage_on_delete AFTER DELETE ON sessions BEGIN
+      UPDATE usage SET sessions = sessions - 1,
+        entries = entries - coalesce(OLD.info->>'entryCount', 0),
+        bytes = bytes - coalesce(OLD.info->>'bytes', 0);
+    END`,
+  ],
+  // The tenant's quota ledger (tenant-ledger.ts), kept by shard 0.
+  `
+  CREATE TABLE quota_claims (
+    session_id TEXT PRIMARY KEY,
+    bytes INTEGER NOT NULL,
+    seq INTEGER NOT NULL
+  );
+  CREATE TABLE quota_ledger (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    seeded_for TEXT NOT NULL
+  )
+  `,
+];
+
+/** Tombstones outlive any report still in flight by far; older ones are dropped. */
+const TOMBSTONE_MS = 7 * 24 * 3600 * 1000;
+const DAY_MS = 24 * 3600 * 1000;
+/** How often the retention sweep looks for idle sessions. */
+const SWEEP_INTERVAL_MS = 3600 * 1000;
+/** Idle sessions one step of the sweep handles, and how many it asks at once. */
+const SWEEP_BATCH = 100;
+const SWEEP_PARALLEL = 10;
+/** Words around a match in the snippet of a session's text. */
+const SNIPPET_WORDS = 16;
+
+const FIELDS: SessionMatch["field"][] = ["name", "labels", "preview", "text"];
+/**
+ * Candidates each shard ranks for every result asked: bm25 picks them within the shard, then the
+ * score below orders them. bm25's figures depend on the shard's own statistics and cannot be
+ * compared across shards; the score can.
+ */
+const CANDIDATES_PER_RESULT = 3;
+
+/**
+ * A session's score for a query: matches in its name outrank any in its labels, which outrank any
+ * in its preview, then in its text; within a field, more matches (up to 9) score more.
+ */
+export function matchScore(matches: readonly SessionMatch[]): number {
+  const weight: Record<SessionMatch["field"], number> = { name: 1000, labels: 100, preview: 10, text: 1 };
+  return matches.reduce(
+    (score, match) => score + weight[match.field] * Math.min(match.highlights.length, 9),
+    0,
+  );
+}
+
+interface Identity {
+  tenant: string;
+  shard: number;
+  idleDays: number | null;
+}
+
+/** Search results best first: by score, then the most recently updated, then by id. */
+export function rankResults(results: TenantSearchResult[]): TenantSearchResult[] {
+  return results.sort(
+    (a, b) =>
+      b.score - a.score ||
+      (a.session.updatedAt === b.session.updatedAt
+        ? a.session.id < b.session.id
+          ? -1
+          : 1
+        : a.session.updatedAt < b.session.updatedAt
+          ? 1
+          : -1),
+  );
+}
+
+export class SessionDirectory extends DurableObject<DurableEnv> {
+  readonly #sql: Sql;
+  readonly #events: TenantEventHub;
+  readonly #ledger: TenantLedger;
+  /** The ledger's seeding under way, which claims arriving meanwhile wait for. */
+  #seeding: Promise<void> | undefined;
+  #identity: Identity | undefined;
+
+  constructor(ctx: DurableObjectState, env: DurableEnv) {
+    super(ctx, env);
+    this.#sql = sqlOf(ctx.storage.sql);
+    this.#ledger = new TenantLedger(this.#sql);
+    this.#events = new TenantEventHub(ctx, (error) => this.#logFailure("tenant_events", error));
+    ctx.storage.transactionSync(() => migrate(ctx.storage.sql, MIGRATIONS));
+    const row = this.#sql<{ tenant: string; shard: number; idle_days: number | null }>`
+      SELECT tenant, shard, idle_days FROM shard`.toArray()[0];
+    if (row) this.#identity = { tenant: row.tenant, shard: row.shard, idleDays: row.idle_days };
+  }
+
+  /** A failure of the shard's background work, logged as the sessions' are (its tenant hashed). */
+  #logFailure(task: string, error: unknown, sessionId?: string): Promise<void> {
+    return logBackgroundFailure(task, this.#identity?.tenant ?? "", sessionId, error, {
+      shard: this.#identity?.shard ?? -1,
+    });
+  }
+
+  #saveIdentity(identity: Identity): void {
+    this.#sql`INSERT OR REPLACE INTO shard (singleton, tenant, shard, idle_days)
+      VALUES (1, ${identity.tenant}, ${identity.shard}, ${identity.idleDays})`;
+    this.#identity = identity;
+  }
+
+  /**
+   * Learns which tenant and shard this is from the first report. A shard added when the count
+   * grew asks shard 0 for the tenant's retention, which was set before it existed.
+   */
+  async #learn(tenant: string, shard: number): Promise<void> {
+    if (this.#identity) return;
+    let idleDays: number | null = null;
+    if (shard !== 0) {
+      try {
+        idleDays = (await directoryShard(this.env, tenant, 0).retention()).idleDays;
+      } catch (error) {
+        await logBackgroundFailure("read_retention", tenant, undefined, error, { shard });
+      }
+    }
+    if (this.#identity) return;
+    this.#saveIdentity({ tenant, shard, idleDays });
+    await this.#armSweep();
+  }
+
+  async put(report: DirectoryReport): Promise<void> {
+    if (report.tenant !== undefined && report.shard !== undefined)
+      await this.#learn(report.tenant, report.shard);
+    const { info, incarnation, version } = report;
+    const buried = this
+      .#sql`SELECT 1 FROM tombstones WHERE id = ${info.id} AND incarnation = ${incarnation}`.toArray();
+    if (buried.length > 0) return;
+    const json = JSON.stringify(info);
+    const listed = this.#sql<{ incarnation: string }>`
+      SELECT incarnation FROM sessions WHERE id = ${info.id}`.toArray()[0];
+    const written = this.#sql<{ rowid: number }>`
+      INSERT INTO sessions (id, incarnation, version, created_at, updated_at, info)
+      VALUES (${info.id}, ${incarnation}, ${version}, ${info.createdAt}, ${info.updatedAt}, ${json})
+      ON CONFLICT (id) DO UPDATE SET
+        incarnation = excluded.incarnation, version = excluded.version,
+        created_at = excluded.created_at, updated_at = excluded.updated_at, info = excluded.info
+      WHERE sessions.incarnation != excluded.incarnation OR sessions.version < excluded.version
+      RETURNING rowid`.toArray()[0];
+    if (!written) return;
+    this.#sql`DELETE FROM session_text WHERE rowid = ${written.rowid}`;
+    this.#sql`INSERT INTO session_text (rowid, name, labels, preview, text)
+      VALUES (${written.rowid}, ${info.name ?? ""}, ${report.search?.labels ?? ""}, ${info.preview ?? ""},
+        ${report.search?.text ?? ""})`;
+    this.#events.listed(info, listed?.incarnation !== incarnation);
+  }
+
+  /** What this shard's listing gains, changes and loses, from now, as Server-Sent Events. */
+  events(): Promise<Result<ReadableStream<Uint8Array>>> {
+    return capture(() => this.#events.open());
+  }
+
+  #drop(id: string): void {
+    const row = this.#sql<{ rowid: number }>`SELECT rowid FROM sessions WHERE id = ${id}`.toArray()[0];
+    if (!row) return;
+    this.#sql`DELETE FROM session_text WHERE rowid = ${row.rowid}`;
+    this.#sql`DELETE FROM sessions WHERE rowid = ${row.rowid}`;
+    this.#events.unlisted(id);
+  }
+
+  remove(id: string, incarnation: string): void {
+    const now = Date.now();
+    this.ctx.storage.transactionSync(() => {
+      this
+        .#sql`INSERT OR IGNORE INTO tombstones (id, incarnation, deleted_at) VALUES (${id}, ${incarnation}, ${now})`;
+      const listed = this
+        .#sql`SELECT 1 FROM sessions WHERE id = ${id} AND incarnation = ${incarnation}`.toArray();
+      if (listed.length > 0) this.#drop(id);
+      this.#sql`DELETE FROM tombstones WHERE deleted_at < ${now - TOMBSTONE_MS}`;
+    });
+  }
+
+  /** The tenant's usage; with `except`, without that session (which knows its own figures better). */
+  usage(except?: string): TenantUsage {
+    const total = this.#sql<{
+      sessions: number;
+      entries: number;
+      bytes: number;
+    }>`SELECT sessions, entries, bytes FROM usage`.one();
+    if (except === undefined) return { ...total };
+    const row = this.#sql<{ entries: number | null; bytes: number | null }>`
+      SELECT info->>'entryCount' AS entries, info->>'bytes' AS bytes FROM sessions WHERE id = ${except}`.toArray()[0];
+    if (!row) return { ...total };
+    return {
+      sessions: total.sessions - 1,
+      entries: total.entries - (row.entries ?? 0),
+      bytes: total.bytes - (row.bytes ?? 0),
+    };
+  }
+
+  /** Each listed session's bytes as last reported: what a quota ledger is seeded from. */
+  quotaSeed(): SeedRow[] {
+    return this.#sql<{ id: string; bytes: number | null }>`
+      SELECT id, info->>'bytes' AS bytes FROM sessions`
+      .toArray()
+      .map((row) => ({ id: row.id, bytes: row.bytes ?? 0 }));
+  }
+
+  /**
+   * The bytes a session may hold after a write, from the tenant's ledger (shard 0 keeps it), or
+   * `quota_exceeded`. A ledger new to these quotas is seeded from every shard first.
+   */
+  async claimQuota(tenant: string, request: ClaimRequest): Promise<Result<number>> {
+    return capture(async () => {
+      const quotas = quotasFor(this.env.QUOTAS, tenant);
+      const setting = JSON.stringify(quotas);
+      if (!this.#ledger.seededFor(setting)) {
+        this.#seeding ??= this.#seedLedger(tenant, setting).finally(() => {
+          this.#seeding = undefined;
+        });
+        await this.#seeding;
+      }
+      return this.ctx.storage.transactionSync(() => this.#ledger.claim(request, quotas));
+    });
+  }
+
+  async #seedLedger(tenant: string, setting: string): Promise<void> {
+    const rows = await Promise.all(
+      directoryShards(this.env, tenant).map((shard, index) =>
+        index === 0 ? this.quotaSeed() : shard.quotaSeed(),
+      ),
+    );
+    this.ctx.storage.transactionSync(() => this.#ledger.seed(rows.flat(), setting));
+  }
+
+  /** A session idle at `holds` bytes hands back the rest of its claim. */
+  settleQuota(sessionId: string, holds: number, seq: number): void {
+    this.#ledger.settle(sessionId, holds, seq);
+  }
+
+  /** A deleted session no longer counts against the tenant's quotas. */
+  releaseQuota(sessionId: string): void {
+    this.#ledger.release(sessionId);
+  }
+
+  /** Lets a restored session be listed again (its next report puts it back). */
+  unbury(id: string, incarnation: string): void {
+    this.#sql`DELETE FROM tombstones WHERE id = ${id} AND incarnation = ${incarnation}`;
+  }
+
+  list(options: ListOptions): Promise<Result<SessionPage>> {
+    return capture(() => {
+      const limit = sessionsPageLimit(options);
+      const cursor = options.cursor ? decodeCursor(options.cursor) : undefined;
+      const byCreated = options.order === "created";
+      const key = cursor?.key ?? "\uffff";
+      const after = cursor?.id ?? "\uffff";
+      const rows = (
+        byCreated
+          ? this.#sql<{ id: string; sort_key: string; info: string }>`
+              SELECT id, created_at AS sort_key, info FROM sessions
+              WHERE created_at < ${key} OR (created_at = ${key} AND id < ${after})
+              ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`
+          : this.#sql<{ id: string; sort_key: string; info: string }>`
+              SELECT id, updated_at AS sort_key, info FROM sessions
+              WHERE updated_at < ${key} OR (updated_at = ${key} AND id < ${after})
+              ORDER BY updated_at DESC, id DESC LIMIT ${limit + 1}`
+      ).toArray();
+      const page = rows.slice(0, limit);
+      const last = page[page.length - 1];
+      return {
+        sessions: page.map((row) => JSON.parse(row.info) as SessionInfo),
+        nextCursor: rows.length > limit && last ? encodeCursor(last.sort_key, last.id) : null,
+      };
+    });
+  }
+
+  /** This shard's best sessions for a query, with the best snippet of each field that matched. */
+  search(options: TenantSearchOptions): Promise<Result<TenantSearchResult[]>> {
+    return capture(() => {
+      const limit = options.limit ?? DEFAULT_SEARCH_HITS;
+      const match = ftsQuery(options.q);
+      const ranked = matchRows(
+        () => this.#sql<{ rowid: number }>`
+          SELECT rowid FROM session_text WHERE session_text MATCH ${match}
+          ORDER BY rank LIMIT ${limit * CANDIDATES_PER_RESULT}`,
+      );
+      if (ranked.length === 0) return [];
+      const details = new Map<number, Record<string, string>>();
+      for (const row of matchRows(
+        () => this.#sql<Record<string, string> & { rowid: number }>`
+          SELECT t.rowid AS rowid, s.info AS info,
+            snippet(session_text, 0, char(1), char(2), '…', 64) AS name,
+            snippet(session_text, 1, char(1), char(2), '…', ${SNIPPET_WORDS}) AS labels,
+            snippet(session_text, 2, char(1), char(2), '…', 64) AS preview,
+            snippet(session_text, 3, char(1), char(2), '…', ${SNIPPET_WORDS}) AS text
+          FROM session_text t JOIN sessions s ON s.rowid = t.rowid
+          WHERE session_text MATCH ${match}
+            AND t.rowid IN (SELECT value FROM json_each(${JSON.stringify(ranked.map((r) => r.rowid))}))`,
+      )) {
+        details.set(row.rowid, row);
+      }
+      const results: TenantSearchResult[] = [];
+      for (const { rowid } of ranked) {
+        const row = details.get(rowid);
+        if (!row) continue;
+        const matches: SessionMatch[] = [];
+        for (const field of FIELDS) {
+          const { snippet, highlights } = readSnippet(row[field] ?? "");
+          if (highlights.length > 0) matches.push({ field, snippet, highlights });
+        }
+        const session = JSON.parse(row.info as string) as SessionInfo;
+        results.push({ session, score: matchScore(matches), matches });
+      }
+      return rankResults(results).slice(0, limit);
+    });
+  }
+
+  retention(): Retention {
+    return { idleDays: this.#identity?.idleDays ?? null };
+  }
+
+  /** Sets the tenant's retention on this shard (the router sets it on every shard). */
+  async setRetention(retention: Retention, tenant: string, shard: number): Promise<void> {
+    this.#saveIdentity({ tenant, shard, idleDays: retention.idleDays });
+    if (retention.idleDays === null) await this.ctx.storage.deleteAlarm();
+    else await this.ctx.storage.setAlarm(Date.now());
+  }
+
+  async #armSweep(): Promise<void> {
+    if (this.#identity?.idleDays === null || this.#identity === undefined) return;
+    if ((await this.ctx.storage.getAlarm()) === null)
+      await this.ctx.storage.setAlarm(Date.now() + SWEEP_INTERVAL_MS);
+  }
+
+  override async alarm(): Promise<void> {
+    await this.sweep(Date.now());
+  }
+
+  /**
+   * Asks the sessions idle since `now` minus the retention to delete themselves (each checks its
+   * own last write: the listing may lag), a bounded step at a time; answers how many did. Runs
+   * from the alarm; `now` is a parameter so retention can be exercised without waiting for days.
+   */
+  async sweep(now: number): Promise<number> {
+    const identity = this.#identity;
+    if (!identity || identity.idleDays === null) return 0;
+    const idleBefore = new Date(now - identity.idleDays * DAY_MS).toISOString();
+    const idle = this.#sql<{ id: string }>`
+      SELECT id FROM sessions WHERE updated_at < ${idleBefore} ORDER BY updated_at LIMIT ${SWEEP_BATCH}`
+      .toArray()
+      .map((row) => row.id);
+    let expired = 0;
+    for (let i = 0; i < idle.length; i += SWEEP_PARALLEL) {
+      await Promise.all(
+        idle.slice(i, i + SWEEP_PARALLEL).map(async (id) => {
+          try {
+            const stub = this.env.SESSIONS.getByName(sessionObjectName(identity.tenant, id));
+            const outcome = unwrap((await stub.expireIdle(idleBefore)) as Result<ExpiryOutcome>);
+            if (outcome === "expired") expired++;
+            // A row whose session is gone would be asked forever.
+            else if (outcome === "missing") this.#drop(id);
+          } catch (error) {
+            await this.#logFailure("retention", error, id);
+          }
+        }),
+      );
+    }
+    const more = idle.length === SWEEP_BATCH && expired > 0;
+    await this.ctx.storage.setAlarm(now + (more ? 1000 : SWEEP_INTERVAL_MS));
+    return expired;
+  }
+}

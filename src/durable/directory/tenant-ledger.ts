@@ -1,0 +1,106 @@
+import type { Quotas } from "../quotas";
+import { quotaExceeded } from "../quotas";
+import type { Sql } from "../sql";
+import type { ClaimRequest, SeedRow } from "../types";
+
+/*
+ * A tenant's quota ledger, kept by its directory shard 0 once the tenant has a tenant-wide quota
+ * (`maxSessions`, `maxTenantBytes`). Every session of the tenant has a claim: the most bytes it may
+ * hold without asking again. Claims are granted one request at a time, so the tenant's sessions
+ * together never pass its quotas, however many of them write at once. A session asks for room a
+ * chunk at a time and hands back what it did not use once it is idle (`settle`); each request
+ * carries the session's sequence number, and one older than the last the ledger heard from that
+ * session changes nothing, so a late answer never undoes a newer one.
+ *
+ * A ledger that has not seen the tenant's sessions yet (the quotas were just set, or changed) is
+ * seeded from the bytes the directory's shards last heard from each session.
+ */
+
+/**
+ * Room a session is given beyond what a write needs, so that most writes need no request: 256 KiB,
+ * or a 64th of the tenant's quota when that is less, so that a few writers cannot hold it all.
+ */
+const CLAIM_CHUNK_BYTES = 256 * 1024;
+const CLAIM_CHUNK_SHARE = 64;
+
+export class TenantLedger {
+  readonly #sql: Sql;
+
+  constructor(sql: Sql) {
+    this.#sql = sql;
+  }
+
+  /** Whether the ledger was seeded under these quotas (their JSON). */
+  seededFor(quotas: string): boolean {
+    const row = this.#sql<{ seeded_for: string }>`SELECT seeded_for FROM quota_ledger`.toArray()[0];
+    return row?.seeded_for === quotas;
+  }
+
+  /** Claims for the sessions the directory knows of, each at least what it last reported. */
+  seed(rows: readonly SeedRow[], quotas: string): void {
+    for (const { id, bytes } of rows) {
+      this.#sql`INSERT INTO quota_claims (session_id, bytes, seq) VALUES (${id}, ${bytes}, 0)
+        ON CONFLICT (session_id) DO UPDATE SET bytes = max(bytes, excluded.bytes)`;
+    }
+    this.#sql`INSERT OR REPLACE INTO quota_ledger (singleton, seeded_for) VALUES (1, ${quotas})`;
+  }
+
+  /**
+   * The bytes the session may hold after its write: what it claimed, or more if the write needs
+   * more and the quotas leave room. `quota_exceeded` when they do not (nothing changes then).
+   */
+  claim(request: ClaimRequest, quotas: Quotas): number {
+    const row = this.#row(request.sessionId);
+    if (row && request.seq <= row.seq) return row.bytes;
+    if (!row && request.newSession && quotas.maxSessions !== undefined) {
+      const { sessions } = this.#totals();
+      if (sessions >= quotas.maxSessions) {
+        throw quotaExceeded(
+          "maxSessions",
+          quotas.maxSessions,
+          `the tenant holds ${sessions} sessions; the quota is ${quotas.maxSessions}`,
+        );
+      }
+    }
+    const need = request.holds + request.wants;
+    const current = row?.bytes ?? 0;
+    let granted = need;
+    if (quotas.maxTenantBytes !== undefined) {
+      const others = this.#totals().bytes - current;
+      const room = quotas.maxTenantBytes - others;
+      if (need > room) {
+        throw quotaExceeded(
+          "maxTenantBytes",
+          quotas.maxTenantBytes,
+          `the write would take this tenant past its quota of ${quotas.maxTenantBytes} bytes`,
+        );
+      }
+      const chunk = Math.min(CLAIM_CHUNK_BYTES, Math.floor(quotas.maxTenantBytes / CLAIM_CHUNK_SHARE));
+      granted = Math.min(Math.max(need + chunk, current), room);
+    }
+    this.#sql`INSERT OR REPLACE INTO quota_claims (session_id, bytes, seq)
+      VALUES (${request.sessionId}, ${granted}, ${request.seq})`;
+    return granted;
+  }
+
+  /** The session is idle holding `holds` bytes: its claim shrinks to them. */
+  settle(sessionId: string, holds: number, seq: number): void {
+    this.#sql`UPDATE quota_claims SET bytes = ${holds}, seq = ${seq}
+      WHERE session_id = ${sessionId} AND seq < ${seq}`;
+  }
+
+  /** The session was deleted: it no longer counts. */
+  release(sessionId: string): void {
+    this.#sql`DELETE FROM quota_claims WHERE session_id = ${sessionId}`;
+  }
+
+  #row(sessionId: string): { bytes: number; seq: number } | undefined {
+    return this.#sql<{ bytes: number; seq: number }>`
+      SELECT bytes, seq FROM quota_claims WHERE session_id = ${sessionId}`.toArray()[0];
+  }
+
+  #totals(): { sessions: number; bytes: number } {
+    return this.#sql<{ sessions: number; bytes: number }>`
+      SELECT count(*) AS sessions, coalesce(sum(bytes), 0) AS bytes FROM quota_claims`.one();
+  }
+}

@@ -1,0 +1,90 @@
+import type { ListOptions, SessionInfo, SessionPage, TenantSearchResult } from "../../core";
+import { encodeCursor, SseReader, sessionsPageLimit, sortKey } from "../../core";
+import { rankResults } from "../directory/session-directory";
+
+/*
+ * Listing, search and events of a tenant's directory ask every shard (names.ts says which) and
+ * merge what they answer.
+ */
+
+/**
+ * One page of the tenant's listing from the pages each shard answered for the same options: each
+ * holds its shard's first `limit` sessions after the cursor, so together they hold the tenant's.
+ */
+export function mergePages(pages: readonly SessionPage[], options: ListOptions): SessionPage {
+  if (pages.length === 1) return pages[0] as SessionPage;
+  const limit = sessionsPageLimit(options);
+  const order = options.order ?? "updated";
+  const all: Array<{ info: SessionInfo; key: string }> = [];
+  for (const page of pages) for (const info of page.sessions) all.push({ info, key: sortKey(info, order) });
+  all.sort((a, b) =>
+    a.key === b.key ? (a.info.id < b.info.id ? 1 : a.info.id > b.info.id ? -1 : 0) : a.key < b.key ? 1 : -1,
+  );
+  const page = all.slice(0, limit);
+  const last = page[page.length - 1];
+  const more = all.length > limit || pages.some((p) => p.nextCursor !== null);
+  return {
+    sessions: page.map(({ info }) => info),
+    nextCursor: more && last ? encodeCursor(last.key, last.info.id) : null,
+  };
+}
+
+/** The best `limit` results of every shard's best. */
+export function mergeSearchResults(
+  answers: readonly TenantSearchResult[][],
+  limit: number,
+): TenantSearchResult[] {
+  return rankResults(answers.flat()).slice(0, limit);
+}
+
+/** How often a merged event stream says it is alive when nothing happens (for proxies). */
+const KEEP_ALIVE_MS = 15_000;
+
+/**
+ * The event streams of every shard as one: each event passed on whole, as it arrives from its
+ * shard. When one shard's stream ends (its object restarted) the merged stream ends too, so the
+ * watcher reconnects to all of them.
+ */
+export function mergeEventStreams(
+  streams: readonly ReadableStream<Uint8Array>[],
+): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  const readers = streams.map((stream) => stream.getReader());
+  let keepAlive: ReturnType<typeof setInterval> | undefined;
+  let ended = false;
+  const end = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    if (ended) return;
+    ended = true;
+    if (keepAlive !== undefined) clearInterval(keepAlive);
+    for (const reader of readers) reader.cancel().catch(() => undefined);
+    controller.close();
+  };
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      keepAlive = setInterval(() => controller.enqueue(encoder.encode(": keep-alive\n\n")), KEEP_ALIVE_MS);
+      for (const reader of readers) {
+        const sse = new SseReader();
+        const decoder = new TextDecoder();
+        void (async () => {
+          try {
+            for (;;) {
+              const { done, value } = await reader.read();
+              if (done || ended) break;
+              for (const event of sse.push(decoder.decode(value, { stream: true }))) {
+                controller.enqueue(encoder.encode(`event: ${event.event}\ndata: ${event.data}\n\n`));
+              }
+            }
+          } catch {
+            // The shard's stream broke: ending the merged one lets the watcher reconnect.
+          }
+          end(controller);
+        })();
+      }
+    },
+    cancel() {
+      ended = true;
+      if (keepAlive !== undefined) clearInterval(keepAlive);
+      for (const reader of readers) reader.cancel().catch(() => undefined);
+    },
+  });
+}

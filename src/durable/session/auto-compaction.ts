@@ -1,0 +1,114 @@
+import type { AutoCompactStatus, CompactionStorage, Result, SummarizerConfig } from "../../core";
+import {
+  compactSession,
+  estimatePathTokens,
+  nowIso,
+  SessionError,
+  summarizerFromConfig,
+  unwrap,
+} from "../../core";
+import type { MetricPoint } from "../metrics";
+import { measuredSummarizer } from "../metrics";
+import type { ByteLimit } from "./quota-checks";
+import type { SessionStore } from "./session-store";
+
+/*
+ * Automatic compaction of one session, run by its object's alarm after writes: when `autoCompact`
+ * is set and the context outgrew `contextWindow - reserveTokens`, core's `compactSession`
+ * summarizes and appends a compaction through the object's own writes (its rules and quotas),
+ * never calling the object back. Its state is the session's `autoCompact.status`.
+ */
+
+/** What automatic compaction needs of the session's object. */
+export interface AutoCompactionHost {
+  readonly session: SessionStore;
+  /** The summarizer's settings (the object's environment, read when a compaction runs). */
+  summarizerConfig(): SummarizerConfig;
+  /** A write through the object's checks (within the session's room), as every write. */
+  write<T>(write: (session: SessionStore, room: ByteLimit | undefined) => T): Promise<Result<T>>;
+  /** Whether the session was deleted or purged meanwhile. */
+  gone(): boolean;
+  /** The session's watchers hear of each change of state. */
+  statusChanged(status: AutoCompactStatus): void;
+  metric(point: MetricPoint): Promise<void>;
+  logFailure(task: string, error: unknown): Promise<void>;
+}
+
+export class AutoCompaction {
+  readonly #host: AutoCompactionHost;
+  #running = false;
+
+  constructor(host: AutoCompactionHost) {
+    this.#host = host;
+  }
+
+  /**
+   * The session as core's compaction sees it: reads from the object's SQLite, and the compaction
+   * appended through the same rules and checks as any write (the branch may move while the
+   * summary is written).
+   */
+  #storage(): CompactionStorage {
+    const { session } = this.#host;
+    return {
+      getLeafId: async () => session.state.leafId,
+      getContextPath: async (leafId) => session.contextEntries(leafId),
+      appendEntries: async (entries, options) =>
+        unwrap(await this.#host.write((s, room) => s.appendEntries(entries, options ?? {}, room))),
+    };
+  }
+
+  #setStatus(status: AutoCompactStatus): void {
+    this.#host.session.setAutoCompaction(status);
+    this.#host.statusChanged(status);
+  }
+
+  /** Compacts when the session's settings ask for it and its context is over budget. */
+  async runIfDue(): Promise<void> {
+    const { session } = this.#host;
+    const { header, leafId, autoCompaction } = session.state;
+    const settings = header.autoCompact;
+    if (!settings || leafId === null || this.#running) return;
+    const path = session.contextEntries(leafId);
+    if (estimatePathTokens(path) <= settings.contextWindow - settings.reserveTokens) return;
+    this.#running = true;
+    const last = { ...autoCompaction };
+    this.#setStatus({ ...last, state: "running" });
+    const lastRunAt = nowIso();
+    const sessionId = header.id;
+    const started = Date.now();
+    const summaries: { outcome: "ok" | "failed"; durationMs: number }[] = [];
+    const summarizer = summarizerFromConfig(this.#host.summarizerConfig());
+    let outcome = "ok";
+    try {
+      const entry = await compactSession(this.#storage(), {
+        keepRecentTokens: settings.keepRecentTokens,
+        summarizer: measuredSummarizer(summarizer, (result, durationMs) =>
+          summaries.push({ outcome: result, durationMs }),
+        ),
+      });
+      this.#setStatus({ state: "idle", lastRunAt, lastEntryId: entry.id });
+    } catch (error) {
+      outcome = error instanceof SessionError ? error.code : "internal";
+      if (this.#host.gone()) return;
+      if (error instanceof SessionError && error.code === "nothing_to_compact") {
+        this.#setStatus({ state: "idle", lastRunAt });
+      } else {
+        const message = error instanceof Error ? error.message : String(error);
+        await this.#host.logFailure("auto_compaction", error);
+        this.#setStatus({ state: "failed", lastRunAt, lastError: message });
+      }
+    } finally {
+      for (const summary of summaries) {
+        await this.#host.metric({ kind: "summary", sessionId, summarizer: summarizer.name, ...summary });
+      }
+      await this.#host.metric({
+        kind: "compaction",
+        sessionId,
+        trigger: "auto",
+        outcome,
+        durationMs: Date.now() - started,
+      });
+      this.#running = false;
+    }
+  }
+}

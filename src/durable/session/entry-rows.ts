@@ -1,0 +1,377 @@
+import type { EntryQuery, EntryRef, EntryType, PlannedWrite, StoredEntry, TreeRow } from "../../core";
+import { entryPage, nonBlank } from "../../core";
+import type { Sql } from "../sql";
+import type { CopiedRow, CopiedRows, EntryPage } from "../types";
+
+/*
+ * Entry rows of a session's SQLite: writing them (with their path indexes, payloads over
+ * INLINE_BYTES in chunks, and the label index) and reading payloads back by seq in bounded batches.
+ */
+
+/** Payloads up to this many UTF-8 bytes sit in the row; larger ones in chunks (SQLite rows cap at 2 MB). */
+const INLINE_BYTES = 512 * 1024;
+const CHUNK_BYTES = 1024 * 1024;
+/**
+ * Characters of entry JSON one page carries: RPC values are capped at 32 MiB, so long paths and
+ * large entries cross in several pages (a page always holds at least one entry).
+ */
+const PAGE_CHARS = 8 * 1024 * 1024;
+/** Entries whose payloads one query reads. */
+const READ_BATCH = 256;
+/** Rows one multi-row INSERT writes. */
+const INSERT_BATCH = 500;
+
+/** A row without its payload: where it sits in the tree and the latest settings on its path. */
+export interface Node {
+  seq: number;
+  id: string;
+  type: EntryType;
+  parent_id: string | null;
+  depth: number | null;
+  last_compaction: number | null;
+  last_thinking: number | null;
+  last_model: number | null;
+  last_tools: number | null;
+  [key: string]: SqlStorageValue;
+}
+
+const ENTRY_COLUMN_LIST = [
+  "seq",
+  "id",
+  "parent_id",
+  "parent_seq",
+  "type",
+  "role",
+  "timestamp",
+  "depth",
+  "last_compaction",
+  "last_thinking",
+  "last_model",
+  "last_tools",
+  "body",
+  "chunks",
+] as const;
+const ENTRY_COLUMNS = ENTRY_COLUMN_LIST.join(", ");
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export class EntryRows {
+  readonly #storage: SqlStorage;
+  readonly #sql: Sql;
+
+  constructor(storage: SqlStorage, sql: Sql) {
+    this.#storage = storage;
+    this.#sql = sql;
+  }
+
+  node(id: string): Node | undefined {
+    return this
+      .#sql<Node>`SELECT seq, id, type, parent_id, depth, last_compaction, last_thinking, last_model, last_tools
+      FROM entries WHERE id = ${id}`.toArray()[0];
+  }
+
+  nodeAt(seq: number): Node | undefined {
+    return this
+      .#sql<Node>`SELECT seq, id, type, parent_id, depth, last_compaction, last_thinking, last_model, last_tools
+      FROM entries WHERE seq = ${seq}`.toArray()[0];
+  }
+
+  /** Type and parent of each id that names an entry, in one query. */
+  refs(ids: readonly string[]): Map<string, EntryRef> {
+    const refs = new Map<string, EntryRef>();
+    if (ids.length === 0) return refs;
+    for (const row of this.#sql<{ id: string; type: EntryType; parent_id: string | null }>`
+      SELECT id, type, parent_id FROM entries WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`) {
+      refs.set(row.id, { type: row.type, parentId: row.parent_id });
+    }
+    return refs;
+  }
+
+  lastSeq(): number {
+    return this.#sql<{ seq: number | null }>`SELECT max(seq) AS seq FROM entries`.one().seq ?? 0;
+  }
+
+  /**
+   * UTF-8 bytes of the entries' JSON as stored (inline in the row, or in chunks): all entries, or
+   * those of `seqs`. What a session's `bytes` counts, read back from the rows.
+   */
+  storedBytes(seqs?: readonly number[]): number {
+    if (seqs === undefined) {
+      const inline = this.#sql<{ bytes: number }>`
+        SELECT total(length(CAST(body AS BLOB))) AS bytes FROM entries`.one().bytes;
+      const chunked = this.#sql<{ bytes: number }>`
+        SELECT total(length(data)) AS bytes FROM entry_chunks`.one().bytes;
+      return inline + chunked;
+    }
+    // Sums read no payload into memory: one query each, however many seqs.
+    const all = JSON.stringify(seqs);
+    const inline = this.#sql<{ bytes: number }>`
+      SELECT total(length(CAST(body AS BLOB))) AS bytes FROM entries
+      WHERE seq IN (SELECT value FROM json_each(${all}))`.one().bytes;
+    const chunked = this.#sql<{ bytes: number }>`
+      SELECT total(length(data)) AS bytes FROM entry_chunks
+      WHERE seq IN (SELECT value FROM json_each(${all}))`.one().bytes;
+    return inline + chunked;
+  }
+
+  /** Payload JSON of each seq, in the order asked, read in bounded batches until `budget` characters. */
+  bodies(seqs: readonly number[], budget = Number.POSITIVE_INFINITY): string[] {
+    const out: string[] = [];
+    let size = 0;
+    for (let i = 0; i < seqs.length && size < budget; i += READ_BATCH) {
+      const batch = seqs.slice(i, i + READ_BATCH);
+      const rows = new Map<number, { body: string | null; chunks: number }>();
+      for (const row of this.#sql<{ seq: number; body: string | null; chunks: number }>`
+        SELECT seq, body, chunks FROM entries WHERE seq IN (SELECT value FROM json_each(${JSON.stringify(batch)}))`) {
+        rows.set(row.seq, row);
+      }
+      for (const seq of batch) {
+        const row = rows.get(seq);
+        if (!row) throw new Error(`entry row ${seq} is missing`);
+        if (size >= budget) break;
+        const body = row.body ?? this.#chunked(seq);
+        size += body.length;
+        out.push(body);
+      }
+    }
+    return out;
+  }
+
+  #chunked(seq: number): string {
+    const parts = this.#sql<{
+      data: ArrayBuffer;
+    }>`SELECT data FROM entry_chunks WHERE seq = ${seq} ORDER BY n`.toArray();
+    const bytes = new Uint8Array(parts.reduce((n, p) => n + p.data.byteLength, 0));
+    let offset = 0;
+    for (const part of parts) {
+      bytes.set(new Uint8Array(part.data), offset);
+      offset += part.data.byteLength;
+    }
+    return decoder.decode(bytes);
+  }
+
+  /** The entries of these seqs, in order, until `budget` characters of payload (at least one). */
+  entries(seqs: readonly number[], budget?: number): StoredEntry[] {
+    return this.bodies(seqs, budget).map((body, i) => {
+      const entry = JSON.parse(body) as StoredEntry;
+      entry.seq = seqs[i] as number;
+      return entry;
+    });
+  }
+
+  /** A page of the entries with these seqs, in order. */
+  page(seqs: readonly number[]): EntryPage {
+    const entries = this.entries(seqs, PAGE_CHARS);
+    return { entries, rest: seqs.slice(entries.length) };
+  }
+
+  /** Rows of a path (`seqs`, root first) as a fork copies them, a page at a time. */
+  pathRows(seqs: readonly number[]): CopiedRows {
+    const rows: CopiedRow[] = [];
+    let size = 0;
+    for (let i = 0; i < seqs.length && size < PAGE_CHARS; i += READ_BATCH) {
+      const batch = JSON.stringify(seqs.slice(i, i + READ_BATCH));
+      for (const row of this.#sql<CopiedRow & { chunks: number }>`
+        SELECT seq, id, parent_id, parent_seq, type, role, timestamp, depth,
+          last_compaction, last_thinking, last_model, last_tools,
+          body, chunks, coalesce(length(CAST(body AS BLOB)), 0) AS bytes
+        FROM entries WHERE seq IN (SELECT value FROM json_each(${batch})) ORDER BY seq`) {
+        if (size >= PAGE_CHARS) break;
+        const { chunks, ...copied } = row;
+        if (chunks > 0) {
+          copied.body = this.#chunked(copied.seq);
+          copied.bytes = encoder.encode(copied.body).byteLength;
+        }
+        size += copied.body.length;
+        rows.push(copied);
+      }
+    }
+    return { rows, rest: seqs.slice(rows.length) };
+  }
+
+  /** Writes rows a fork copied (inside the caller's transaction), as `pathRows` made them. */
+  insertCopied(rows: readonly CopiedRow[]): void {
+    const values: SqlStorageValue[][] = [];
+    for (const row of rows) {
+      const inline = row.bytes <= INLINE_BYTES;
+      const chunks = inline ? 0 : Math.ceil(row.bytes / CHUNK_BYTES);
+      values.push([
+        row.seq,
+        row.id,
+        row.parent_id,
+        row.parent_seq,
+        row.type,
+        row.role,
+        row.timestamp,
+        row.depth,
+        row.last_compaction,
+        row.last_thinking,
+        row.last_model,
+        row.last_tools,
+        inline ? row.body : null,
+        chunks,
+      ]);
+      if (!inline) this.#writeChunks(row.seq, row.body, chunks);
+    }
+    this.#insertRows(values);
+  }
+
+  /** Entries with `after < seq <= bound` in append order, at most `limit` (and a page's size). */
+  after(after: number, bound: number, limit: number): StoredEntry[] {
+    const seqs = this.#sql<{ seq: number }>`SELECT seq FROM entries
+      WHERE seq > ${after} AND seq <= ${bound} ORDER BY seq LIMIT ${limit}`
+      .toArray()
+      .map((row) => row.seq);
+    return this.page(seqs).entries;
+  }
+
+  /** Seqs of a page of entries in append order. */
+  seqs(query: EntryQuery = {}): number[] {
+    const { after, limit, types } = entryPage(query);
+    const rows = types
+      ? this.#sql<{ seq: number }>`SELECT seq FROM entries
+          WHERE seq > ${after} AND type IN (SELECT value FROM json_each(${JSON.stringify([...types])}))
+          ORDER BY seq LIMIT ${limit}`
+      : this.#sql<{ seq: number }>`SELECT seq FROM entries WHERE seq > ${after} ORDER BY seq LIMIT ${limit}`;
+    return rows.toArray().map((r) => r.seq);
+  }
+
+  /** Every tree entry without its payload, in append order. */
+  treeRows(): TreeRow[] {
+    const rows: TreeRow[] = [];
+    for (const row of this.#sql<{
+      id: string;
+      parent_id: string | null;
+      type: string;
+      timestamp: string;
+      role: string | null;
+    }>`
+      SELECT id, parent_id, type, timestamp, role FROM entries WHERE type != 'leaf' ORDER BY seq`) {
+      const node: TreeRow = {
+        id: row.id,
+        parentId: row.parent_id,
+        type: row.type as TreeRow["type"],
+        timestamp: row.timestamp,
+      };
+      if (row.role !== null) node.role = row.role;
+      rows.push(node);
+    }
+    return rows;
+  }
+
+  labels(): Record<string, string> {
+    // Entries, not assignments: an entry may be named `__proto__`.
+    return Object.fromEntries(
+      this.#sql<{ target_id: string; label: string }>`SELECT target_id, label FROM labels`
+        .toArray()
+        .map((row) => [row.target_id, row.label]),
+    );
+  }
+
+  /** Writes planned entries (inside the caller's transaction), each parent before its children. */
+  insert(writes: readonly PlannedWrite[]): void {
+    const pending = new Map<string, Node>();
+    const rows: SqlStorageValue[][] = [];
+    for (const write of writes) pending.set(write.entry.id, this.#row(write, pending, rows));
+    this.#insertRows(rows);
+  }
+
+  #row(
+    { entry, json, bytes }: PlannedWrite,
+    pending: ReadonlyMap<string, Node>,
+    rows: SqlStorageValue[][],
+  ): Node {
+    const seq = entry.seq;
+    const parent =
+      entry.parentId === null ? undefined : (pending.get(entry.parentId) ?? this.node(entry.parentId));
+    let node: Node;
+    if (entry.type === "leaf") {
+      node = {
+        seq,
+        id: entry.id,
+        type: "leaf",
+        parent_id: null,
+        depth: null,
+        last_compaction: null,
+        last_thinking: null,
+        last_model: null,
+        last_tools: null,
+      };
+    } else {
+      const isModel =
+        entry.type === "model_change" || (entry.type === "message" && entry.message.role === "assistant");
+      node = {
+        seq,
+        id: entry.id,
+        type: entry.type,
+        parent_id: entry.parentId,
+        depth: parent ? (parent.depth ?? 0) + 1 : 0,
+        last_compaction: entry.type === "compaction" ? seq : (parent?.last_compaction ?? null),
+        last_thinking: entry.type === "thinking_level_change" ? seq : (parent?.last_thinking ?? null),
+        last_model: isModel ? seq : (parent?.last_model ?? null),
+        last_tools: entry.type === "active_tools_change" ? seq : (parent?.last_tools ?? null),
+      };
+    }
+    const role = entry.type === "message" ? entry.message.role : null;
+    const inline = bytes <= INLINE_BYTES;
+    const chunks = inline ? 0 : Math.ceil(bytes / CHUNK_BYTES);
+    rows.push([
+      seq,
+      entry.id,
+      node.parent_id,
+      parent?.seq ?? null,
+      entry.type,
+      role,
+      entry.timestamp,
+      node.depth,
+      node.last_compaction,
+      node.last_thinking,
+      node.last_model,
+      node.last_tools,
+      inline ? json : null,
+      chunks,
+    ]);
+    if (!inline) this.#writeChunks(seq, json, chunks);
+    if (entry.type === "label") this.setLabel(entry.targetId, entry.label);
+    return node;
+  }
+
+  /** A label entry's effect on the label index: the latest label of its target (blank clears). */
+  setLabel(targetId: string, text: string | undefined): void {
+    const label = nonBlank(text);
+    if (label === undefined) this.#sql`DELETE FROM labels WHERE target_id = ${targetId}`;
+    else this.#sql`INSERT OR REPLACE INTO labels (target_id, label) VALUES (${targetId}, ${label})`;
+  }
+
+  #writeChunks(seq: number, json: string, chunks: number): void {
+    const data = encoder.encode(json);
+    for (let n = 0; n < chunks; n++) {
+      const part = data.slice(n * CHUNK_BYTES, (n + 1) * CHUNK_BYTES);
+      this.#sql`INSERT INTO entry_chunks (seq, n, data) VALUES (${seq}, ${n}, ${part.buffer})`;
+    }
+  }
+
+  /**
+   * One statement a row for a few rows, else one statement for up to INSERT_BATCH rows passed as
+   * one JSON parameter (statements take at most 100 bound parameters, and the per-statement cost
+   * dominates a batch of small entries).
+   */
+  #insertRows(rows: readonly SqlStorageValue[][]): void {
+    if (rows.length < 8) {
+      for (const row of rows) {
+        this.#storage.exec(
+          `INSERT INTO entries (${ENTRY_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+          ...row,
+        );
+      }
+      return;
+    }
+    for (let i = 0; i < rows.length; i += INSERT_BATCH) {
+      this.#storage.exec(
+        `INSERT INTO entries (${ENTRY_COLUMNS}) SELECT ${ENTRY_COLUMN_LIST.map((_, n) => `value->>${n}`).join(", ")} FROM json_each(?)`,
+        JSON.stringify(rows.slice(i, i + INSERT_BATCH)),
+      );
+    }
+  }
+}

@@ -1,0 +1,268 @@
+import type {
+  AgentMessage,
+  CompactionEntry,
+  ContextEditEntry,
+  ContextSettings,
+  StoredEntry,
+  TreeEntry,
+} from "../../core";
+import {
+  deriveState,
+  isSystemMessageEntry,
+  keptFrom,
+  latestEdits,
+  projectEntries,
+  SessionError,
+  startsTurn,
+} from "../../core";
+import type { Sql } from "../sql";
+import type { EntryRows, Node } from "./entry-rows";
+
+/*
+ * Paths of a session's tree, walked over the rows' parent seqs without reading payloads, and the
+ * context of a leaf read from them: which entries it projects (core's rules decide, on the ids the
+ * walk found) and its messages page by page.
+ */
+
+/** Entries read at a time when looking for a context's last turn from its end. */
+const TURN_READ = 16;
+
+/** An entry on a path, without its payload. */
+export interface Step {
+  seq: number;
+  id: string;
+  type: string;
+  role: string | null;
+  depth: number;
+  [key: string]: SqlStorageValue;
+}
+
+/** The context of a leaf before its messages are read. */
+export interface ContextPlan {
+  /** The latest compaction on the path: it projects first (its summary and retained tail). */
+  compaction?: StoredEntry<CompactionEntry>;
+  /** The entries projected after it, in order: the kept part, then what follows the compaction. */
+  seqs: number[];
+  /** The latest thinking, model and tools entries on the path, in path order. */
+  settingSeqs: number[];
+  settings: ContextSettings;
+  /** The latest context edit of each target among the projected entries. */
+  edits: ReadonlyMap<string, ContextEditEntry>;
+}
+
+export class PathReads {
+  readonly #rows: EntryRows;
+  readonly #sql: Sql;
+
+  constructor(rows: EntryRows, sql: Sql) {
+    this.#rows = rows;
+    this.#sql = sql;
+  }
+
+  /** The tree entry `id`; `not_found` for no entry or a `leaf` record. */
+  treeNode(id: string): Node {
+    const node = this.#rows.node(id);
+    if (!node || node.type === "leaf")
+      throw new SessionError("not_found", `entry ${id} does not exist`, { id });
+    return node;
+  }
+
+  /** The path from `seq` up towards the root, stopping below `minDepth`: leaf first, ids only. */
+  #walk(seq: number, minDepth = 0): Step[] {
+    return this.#sql<Step>`
+      WITH RECURSIVE path(seq, id, type, role, parent_seq, depth) AS (
+        SELECT seq, id, type, role, parent_seq, depth FROM entries WHERE seq = ${seq}
+        UNION ALL
+        SELECT e.seq, e.id, e.type, e.role, e.parent_seq, e.depth FROM path JOIN entries e ON e.seq = path.parent_seq
+        WHERE e.depth >= ${minDepth}
+      )
+      SELECT seq, id, type, role, depth FROM path`.toArray();
+  }
+
+  /** `#walk` when only the seqs are wanted: a third of the row data on a long path. */
+  #walkSeqs(seq: number, minDepth = 0): number[] {
+    const seqs: number[] = [];
+    for (const row of this.#sql<{ seq: number }>`
+      WITH RECURSIVE path(seq, parent_seq, depth) AS (
+        SELECT seq, parent_seq, depth FROM entries WHERE seq = ${seq}
+        UNION ALL
+        SELECT e.seq, e.parent_seq, e.depth FROM path JOIN entries e ON e.seq = path.parent_seq
+        WHERE e.depth >= ${minDepth}
+      )
+      SELECT seq FROM path`) {
+      seqs.push(row.seq);
+    }
+    return seqs;
+  }
+
+  /** Seqs of the entries on the path from `seq` up to depth `minDepth`, `seq` first. */
+  ancestors(seq: number, minDepth: number): number[] {
+    return this.#walkSeqs(seq, minDepth);
+  }
+
+  /** The path root → `leafId` (on a path, seq grows from parent to child). */
+  path(leafId: string | null): Step[] {
+    if (leafId === null) return [];
+    return this.#walk(this.treeNode(leafId).seq).reverse();
+  }
+
+  pathSeqs(leafId: string | null): number[] {
+    if (leafId === null) return [];
+    return this.#walkSeqs(this.treeNode(leafId).seq).reverse();
+  }
+
+  /**
+   * What the context of `leafId` projects, without reading payloads but the compaction's and the
+   * settings entries'. Costs what the kept part costs, however long the history.
+   */
+  contextPlan(leafId: string | null): ContextPlan {
+    if (leafId === null) return { seqs: [], settingSeqs: [], settings: deriveState([]), edits: new Map() };
+    const leaf = this.treeNode(leafId);
+    const { settingSeqs, settings } = this.settings(leaf);
+    if (leaf.last_compaction === null) {
+      const seqs = this.pathSeqs(leafId);
+      return { seqs, settingSeqs, settings, edits: this.#edits(seqs) };
+    }
+    const [compaction] = this.#rows.entries([leaf.last_compaction]) as [StoredEntry<CompactionEntry>];
+    const path = this.#compactedPath(leaf, compaction);
+    const at = path.findIndex((step) => step.seq === compaction.seq);
+    const from = keptFrom(
+      path.map((step) => step.id),
+      at,
+      compaction,
+    );
+    // The compaction carries the prompt the kept part's system messages replay to (pi 1.6).
+    const kept = path.slice(from, at).filter((step) => !isSystemMessageEntry(step));
+    const seqs = [...kept, ...path.slice(at + 1)].map((step) => step.seq);
+    return { compaction, seqs, settingSeqs, settings, edits: this.#edits([compaction.seq, ...seqs]) };
+  }
+
+  /**
+   * The latest context edit of each target among the entries of `seqs`: the session's edits are
+   * found through the type index (most sessions have none), and only those among `seqs` are read.
+   */
+  #edits(seqs: readonly number[]): Map<string, ContextEditEntry> {
+    const all = this.#sql<{ seq: number }>`SELECT seq FROM entries WHERE type = 'context_edit' ORDER BY seq`
+      .toArray()
+      .map((row) => row.seq);
+    if (all.length === 0) return new Map();
+    const among = new Set(seqs);
+    const mine = all.filter((seq) => among.has(seq));
+    return latestEdits(this.#rows.entries(mine) as TreeEntry[]);
+  }
+
+  /** The latest thinking, model and tools entries on a leaf's path, and what they set: three reads. */
+  settings(leaf: Node): Pick<ContextPlan, "settingSeqs" | "settings"> {
+    const settingSeqs = [leaf.last_thinking, leaf.last_model, leaf.last_tools]
+      .filter((seq): seq is number => seq !== null)
+      .sort((a, b) => a - b);
+    return { settingSeqs, settings: deriveState(this.#rows.entries(settingSeqs) as TreeEntry[]) };
+  }
+
+  /**
+   * The part of the path a compaction's context can reach, root first: from the compaction, or
+   * from its first kept entry when that lies higher up (whether it is on the path is for
+   * `keptFrom` to decide).
+   */
+  #compactedPath(leaf: Node, compaction: StoredEntry<CompactionEntry>): Step[] {
+    const compactionNode = this.treeNode(compaction.id);
+    let minDepth = compactionNode.depth ?? 0;
+    if (!compaction.retainedTail && compaction.firstKeptEntryId !== undefined) {
+      const firstKept = this.#rows.node(compaction.firstKeptEntryId);
+      if (firstKept?.depth !== null && firstKept !== undefined)
+        minDepth = Math.min(minDepth, firstKept.depth);
+    }
+    return this.#walk(leaf.seq, minDepth).reverse();
+  }
+
+  /**
+   * Seqs of the path `buildSessionContext` needs for `leafId`: with a compaction, its settings
+   * entries, the compaction and what its context projects; without one, the whole path.
+   */
+  contextSeqs(leafId: string | null): number[] {
+    const plan = this.contextPlan(leafId);
+    if (!plan.compaction) return plan.seqs;
+    return [...new Set([...plan.settingSeqs, plan.compaction.seq, ...plan.seqs])].sort((a, b) => a - b);
+  }
+
+  /**
+   * The context's messages from its last user or assistant message on (all of them when none
+   * opens a turn), read backwards a few entries at a time: costs what the last turn costs.
+   */
+  lastTurn(plan: ContextPlan): AgentMessage[] {
+    const compactionId = plan.compaction?.id;
+    const read: AgentMessage[][] = [];
+    const cut = (messages: AgentMessage[]): AgentMessage[] | undefined => {
+      const start = messages.findLastIndex(startsTurn);
+      if (start < 0) return undefined;
+      read.unshift(messages.slice(start));
+      return read.flat();
+    };
+    for (let end = plan.seqs.length; end > 0; end -= TURN_READ) {
+      const entries = this.#rows.entries(plan.seqs.slice(Math.max(0, end - TURN_READ), end)) as TreeEntry[];
+      const messages = projectEntries(entries, compactionId, { edits: plan.edits });
+      const turn = cut(messages);
+      if (turn) return turn;
+      read.unshift(messages);
+    }
+    const opening = plan.compaction
+      ? projectEntries([plan.compaction], compactionId, { edits: plan.edits })
+      : [];
+    return cut(opening) ?? [...opening, ...read.flat()];
+  }
+
+  /** The context's messages as JSON, a page of entries at a time. */
+  *messagePages(plan: Pick<ContextPlan, "compaction" | "seqs" | "edits">): Generator<string[]> {
+    const compactionId = plan.compaction?.id;
+    const { edits } = plan;
+    if (plan.compaction) {
+      yield projectEntries([plan.compaction], compactionId, { edits }).map((m) => JSON.stringify(m));
+    }
+    yield* this.projectedPages(plan.seqs, compactionId, edits);
+  }
+
+  /** The messages the entries of `seqs` project to (with the context's `edits`), as JSON, a page of entries at a time. */
+  *projectedPages(
+    seqs: readonly number[],
+    compactionId: string | undefined,
+    edits: ReadonlyMap<string, ContextEditEntry>,
+  ): Generator<string[]> {
+    for (let rest = seqs; rest.length > 0; ) {
+      const page = this.#rows.page(rest);
+      yield projectEntries(page.entries as TreeEntry[], compactionId, { edits }).map((m) =>
+        JSON.stringify(m),
+      );
+      rest = page.rest;
+    }
+  }
+
+  /**
+   * Whether context edits reach the entries of `seqs`: one of them is an edit, or an edit names
+   * one of them (only a hand-made file holds an edit before its target; pi writes it after).
+   * Entries appended to a context with an edit among them did not only grow it. An edit stored in
+   * chunks is not looked into, and counts.
+   */
+  editsReach(seqs: readonly number[]): boolean {
+    if (seqs.length === 0) return false;
+    const list = JSON.stringify(seqs);
+    return (
+      this.#sql<{ one: number }>`
+        SELECT 1 AS one FROM entries e WHERE e.type = 'context_edit' AND (
+          e.seq IN (SELECT value FROM json_each(${list}))
+          OR e.body IS NULL
+          OR e.body->>'targetId' IN (SELECT id FROM entries WHERE seq IN (SELECT value FROM json_each(${list})))
+        ) LIMIT 1`.toArray().length > 0
+    );
+  }
+
+  /**
+   * Seqs of the entries on `to`'s path after `from`, in path order, when `from` is `to` or one of
+   * its ancestors; undefined otherwise. Walks only the part between the two.
+   */
+  pathAfter(from: Node, to: Node): number[] | undefined {
+    if (from.depth === null || to.depth === null || from.depth > to.depth) return undefined;
+    const seqs = this.#walkSeqs(to.seq, from.depth);
+    if (seqs[seqs.length - 1] !== from.seq) return undefined;
+    return seqs.slice(0, -1).reverse();
+  }
+}

@@ -1,0 +1,82 @@
+import type { Sql } from "../sql";
+import { migrate } from "../sql";
+
+/*
+ * The tables of one session. Entries are rows keyed by `seq`; a row keeps, beside the entry's
+ * JSON, what walking the tree needs without payloads: its parent's seq, its depth, and the seq of
+ * the latest compaction, thinking-level, model and active-tools entry on its path. With those,
+ * a context on a compacted session reads only the kept part of the path plus three entries,
+ * however long the history. `MIGRATIONS[i]` takes the schema from version i to i + 1.
+ */
+const MIGRATIONS = [
+  `
+  CREATE TABLE session (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    tenant TEXT NOT NULL,
+    incarnation TEXT NOT NULL,
+    header TEXT NOT NULL,
+    leaf_id TEXT,
+    stats TEXT NOT NULL,
+    version INTEGER NOT NULL
+  );
+  CREATE TABLE entries (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    parent_id TEXT,
+    parent_seq INTEGER,
+    type TEXT NOT NULL,
+    role TEXT,
+    timestamp TEXT NOT NULL,
+    depth INTEGER,
+    last_compaction INTEGER,
+    last_thinking INTEGER,
+    last_model INTEGER,
+    last_tools INTEGER,
+    body TEXT,
+    chunks INTEGER NOT NULL DEFAULT 0
+  );
+  CREATE INDEX entries_by_type ON entries (type, seq);
+  CREATE TABLE entry_chunks (
+    seq INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (seq, n)
+  );
+  CREATE TABLE labels (target_id TEXT PRIMARY KEY, label TEXT NOT NULL)
+  `,
+  `ALTER TABLE session ADD COLUMN auto_compaction TEXT`,
+  // Where the session reports, whether it is complete, deleted or due to be purged (lifecycle.ts);
+  // the full-text index of its entries (search-index.ts), and how much of a session written before
+  // the index existed is still to be indexed.
+  `
+  CREATE TABLE lifecycle (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    directory_shard INTEGER NOT NULL DEFAULT 0,
+    pending_since INTEGER,
+    deleted_at INTEGER,
+    purge_at INTEGER
+  );
+  CREATE VIRTUAL TABLE entry_text USING fts5(text, thinking, tokenize='porter unicode61');
+  CREATE TABLE search_backfill (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    next_seq INTEGER NOT NULL,
+    end_seq INTEGER NOT NULL
+  );
+  INSERT INTO search_backfill (singleton, next_seq, end_seq) SELECT 1, 1, seq + 1 FROM entries ORDER BY seq DESC LIMIT 1
+  `,
+];
+
+/**
+ * Whether this object ever held a session. An object that never did has no tables at all, so
+ * probing unknown ids stores nothing.
+ */
+export function hasSchema(sql: Sql): boolean {
+  return (
+    sql`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'`.toArray().length > 0
+  );
+}
+
+/** Creates the tables, or brings them to the current version. */
+export function updateSchema(storage: SqlStorage): void {
+  migrate(storage, MIGRATIONS);
+}

@@ -1,0 +1,285 @@
+import type {
+  PlannedWrite,
+  SearchHit,
+  SessionEntry,
+  SessionSearchOptions,
+  SessionSearchPage,
+} from "../../core";
+import {
+  DEFAULT_SEARCH_HITS,
+  decodeSearchCursor,
+  encodeSearchCursor,
+  entrySearchText,
+  ftsQuery,
+  readSnippet,
+} from "../../core";
+import type { Sql } from "../sql";
+import { matchRows } from "../sql";
+import type { EntryRows } from "./entry-rows";
+import type { PathReads } from "./path-reads";
+
+/*
+ * Full-text search of one session: an FTS5 table (`entry_text`, rowid = the entry's seq) written in
+ * the same transaction as the entries (a large batch: right after, and a search indexes what is
+ * pending before it looks), so what an append wrote is found as soon as it is answered, and a
+ * rolled-back write leaves nothing behind. Deleting the session's storage drops it with the
+ * rest. It also gives the tenant's directory a bounded digest of the session's text to search.
+ */
+
+/** Rows one multi-row INSERT writes. */
+const INSERT_BATCH = 500;
+/**
+ * Entries a write indexes in its own transaction. A larger batch (a bulk load, an import, a
+ * fork's copy) is indexed just after, a step at a time, so writing it costs what writing rows
+ * costs; a search first indexes whatever is still pending, so it never misses an entry.
+ */
+const INLINE_ENTRIES = 64;
+/** Words around a match in a snippet. */
+const SNIPPET_WORDS = 16;
+/** Entries a step of indexing a session written before the index existed reads. */
+const BACKFILL_BATCH = 1000;
+
+/*
+ * What a session tells its directory shard to search: its labels, and of its message text the
+ * beginning and the most recent part. The directory holds every session's digest, so each is
+ * bounded; a session's whole text is searched in the session itself.
+ */
+const DIGEST_LABEL_CHARS = 2000;
+const DIGEST_HEAD_CHARS = 2000;
+const DIGEST_TAIL_CHARS = 6000;
+/** Entry types whose text is conversation (labels and names reach the directory apart). */
+const DIGEST_TYPES = ["message", "custom_message", "compaction", "branch_summary"];
+
+export interface SearchDigest {
+  labels: string;
+  text: string;
+}
+
+export class SearchIndex {
+  readonly #storage: SqlStorage;
+  readonly #sql: Sql;
+  readonly #rows: EntryRows;
+  readonly #paths: PathReads;
+
+  constructor(storage: SqlStorage, sql: Sql, rows: EntryRows, paths: PathReads) {
+    this.#storage = storage;
+    this.#sql = sql;
+    this.#rows = rows;
+    this.#paths = paths;
+  }
+
+  /**
+   * Indexes entries being written (inside the caller's transaction), or, for a large batch or
+   * while indexing is pending anyway, adds them to what is pending (which stays one range of seqs).
+   */
+  index(writes: readonly PlannedWrite[]): void {
+    const first = writes[0]?.entry.seq;
+    const last = writes[writes.length - 1]?.entry.seq;
+    if (first === undefined || last === undefined) return;
+    if (this.backfillPending || writes.length > INLINE_ENTRIES) this.markPending(first, last);
+    else this.#insert(writes.map((write) => write.entry));
+  }
+
+  /** Adds the seqs `first` to `last`, just written, to what is to be indexed (one range of seqs). */
+  markPending(first: number, last: number): void {
+    const pending = this.#backfill();
+    if (pending) this.#sql`UPDATE search_backfill SET end_seq = ${Math.max(pending.end, last + 1)}`;
+    else
+      this.#sql`INSERT INTO search_backfill (singleton, next_seq, end_seq) VALUES (1, ${first}, ${last + 1})`;
+  }
+
+  #insert(entries: readonly (SessionEntry & { seq: number })[]): void {
+    const rows: [number, string, string][] = [];
+    for (const entry of entries) {
+      const text = entrySearchText(entry);
+      if (text) rows.push([entry.seq, text.text, text.thinking]);
+    }
+    if (rows.length < 8) {
+      for (const [seq, text, thinking] of rows) {
+        this.#sql`INSERT INTO entry_text (rowid, text, thinking) VALUES (${seq}, ${text}, ${thinking})`;
+      }
+      return;
+    }
+    for (let i = 0; i < rows.length; i += INSERT_BATCH) {
+      this.#storage.exec(
+        "INSERT INTO entry_text (rowid, text, thinking) SELECT value->>0, value->>1, value->>2 FROM json_each(?)",
+        JSON.stringify(rows.slice(i, i + INSERT_BATCH)),
+      );
+    }
+  }
+
+  /** The session's entries matching a query, newest first or best first, a page at a time. */
+  search(options: SessionSearchOptions, leafId: string | null): SessionSearchPage {
+    const limit = options.limit ?? DEFAULT_SEARCH_HITS;
+    const order = options.order ?? "newest";
+    const match = ftsQuery(options.q, options.thinking ? undefined : ["text"]);
+    const cursor = options.cursor ? decodeSearchCursor(options.cursor, order) : undefined;
+    let seqs: number[];
+    let nextCursor: string | null = null;
+    if (order === "rank") {
+      const offset = cursor && "offset" in cursor ? cursor.offset : 0;
+      seqs = matchRows(
+        () => this.#sql<{ seq: number }>`SELECT rowid AS seq FROM entry_text WHERE entry_text MATCH ${match}
+          ORDER BY rank, rowid DESC LIMIT ${limit + 1} OFFSET ${offset}`,
+      ).map((row) => row.seq);
+      if (seqs.length > limit) nextCursor = encodeSearchCursor({ offset: offset + limit });
+    } else {
+      const before = cursor && "before" in cursor ? cursor.before : Number.MAX_SAFE_INTEGER;
+      seqs = matchRows(
+        () => this.#sql<{ seq: number }>`SELECT rowid AS seq FROM entry_text
+          WHERE entry_text MATCH ${match} AND rowid < ${before} ORDER BY rowid DESC LIMIT ${limit + 1}`,
+      ).map((row) => row.seq);
+      if (seqs.length > limit) nextCursor = encodeSearchCursor({ before: seqs[limit - 1] as number });
+    }
+    seqs = seqs.slice(0, limit);
+    return { hits: this.#hits(match, seqs, leafId), nextCursor };
+  }
+
+  /** Hits for matching seqs, in their order: the entry, its snippet, and whether it is on the branch. */
+  #hits(match: string, seqs: readonly number[], leafId: string | null): SearchHit[] {
+    if (seqs.length === 0) return [];
+    const list = JSON.stringify(seqs);
+    const snippets = new Map<number, { text: string; thinking: string }>();
+    for (const row of matchRows(
+      () => this.#sql<{ seq: number; text: string; thinking: string }>`
+        SELECT rowid AS seq,
+          snippet(entry_text, 0, char(1), char(2), '…', ${SNIPPET_WORDS}) AS text,
+          snippet(entry_text, 1, char(1), char(2), '…', ${SNIPPET_WORDS}) AS thinking
+        FROM entry_text WHERE entry_text MATCH ${match} AND rowid IN (SELECT value FROM json_each(${list}))`,
+    )) {
+      snippets.set(row.seq, { text: row.text, thinking: row.thinking });
+    }
+    const meta = new Map<number, { id: string; type: string; role: string | null; depth: number | null }>();
+    for (const row of this.#sql<{
+      seq: number;
+      id: string;
+      type: string;
+      role: string | null;
+      depth: number | null;
+    }>`
+      SELECT seq, id, type, role, depth FROM entries WHERE seq IN (SELECT value FROM json_each(${list}))`) {
+      meta.set(row.seq, row);
+    }
+    const onBranch = this.#branchSeqs(leafId, [...meta.values()]);
+    const editedBy = this.#edits(onBranch);
+    const hits: SearchHit[] = [];
+    for (const seq of seqs) {
+      const entry = meta.get(seq);
+      const snippet = snippets.get(seq);
+      if (!entry || !snippet) continue;
+      const text = readSnippet(snippet.text);
+      const thinking = readSnippet(snippet.thinking);
+      const inThinking = text.highlights.length === 0 && thinking.highlights.length > 0;
+      const shown = inThinking ? thinking : text;
+      hits.push({
+        entryId: entry.id,
+        seq,
+        type: entry.type as SearchHit["type"],
+        ...(entry.role === null ? {} : { role: entry.role }),
+        onBranch: onBranch.has(seq),
+        ...(onBranch.has(seq) && editedBy.has(entry.id) ? { editedBy: editedBy.get(entry.id) } : {}),
+        field: inThinking ? "thinking" : "text",
+        snippet: shown.snippet,
+        highlights: shown.highlights,
+      });
+    }
+    return hits;
+  }
+
+  /** Which of the hits' entries lie on the path to the leaf: one walk up, no deeper than the highest hit. */
+  #branchSeqs(leafId: string | null, hits: readonly { depth: number | null }[]): Set<number> {
+    if (leafId === null) return new Set();
+    const leaf = this.#rows.node(leafId);
+    const depths = hits.map((hit) => hit.depth).filter((depth): depth is number => depth !== null);
+    if (!leaf || depths.length === 0) return new Set();
+    return new Set(this.#paths.ancestors(leaf.seq, Math.min(...depths)));
+  }
+
+  /**
+   * The latest context edit of each entry among `branch` (seqs of a path): an edit of a path entry
+   * lies below it, so on the same path. Entry id → the edit's id.
+   */
+  #edits(branch: ReadonlySet<number>): Map<string, string> {
+    const edits = new Map<string, string>();
+    if (branch.size === 0) return edits;
+    for (const row of this.#sql<{ id: string; target: string | null }>`
+      SELECT id, body->>'targetId' AS target FROM entries
+      WHERE type = 'context_edit' AND seq IN (SELECT value FROM json_each(${JSON.stringify([...branch])}))
+      ORDER BY seq`) {
+      if (row.target !== null) edits.set(row.target, row.id);
+    }
+    return edits;
+  }
+
+  /** The session's text as its directory shard searches it (see DIGEST_*). */
+  digest(): SearchDigest {
+    const labels: string[] = [];
+    let labelChars = 0;
+    for (const row of this.#sql<{ label: string }>`SELECT label FROM labels LIMIT 200`) {
+      if (labelChars >= DIGEST_LABEL_CHARS) break;
+      const label = row.label.slice(0, DIGEST_LABEL_CHARS - labelChars);
+      labels.push(label);
+      labelChars += label.length + 1;
+    }
+    const types = JSON.stringify(DIGEST_TYPES);
+    // CROSS JOIN keeps the texts the outer loop, read in rowid order, so each read stops at its
+    // LIMIT; joined the other way SQLite read and sorted every entry of the session on every
+    // report (600,000 rows at 100,000 entries; test/workers/turn-cost.test.ts).
+    const tail: { seq: number; text: string }[] = [];
+    let tailChars = 0;
+    for (const row of this.#sql<{ seq: number; text: string }>`
+      SELECT t.rowid AS seq, t.text AS text FROM entry_text t CROSS JOIN entries e ON e.seq = t.rowid
+      WHERE e.type IN (SELECT value FROM json_each(${types})) AND t.text != ''
+      ORDER BY t.rowid DESC LIMIT 100`) {
+      if (tailChars >= DIGEST_TAIL_CHARS) break;
+      const text = row.text.slice(-(DIGEST_TAIL_CHARS - tailChars));
+      tail.push({ seq: row.seq, text });
+      tailChars += text.length + 1;
+    }
+    const inTail = new Set(tail.map((part) => part.seq));
+    const head: string[] = [];
+    let headChars = 0;
+    for (const row of this.#sql<{ seq: number; text: string }>`
+      SELECT t.rowid AS seq, t.text AS text FROM entry_text t CROSS JOIN entries e ON e.seq = t.rowid
+      WHERE e.type IN (SELECT value FROM json_each(${types})) AND t.text != ''
+      ORDER BY t.rowid LIMIT 20`) {
+      if (headChars >= DIGEST_HEAD_CHARS || inTail.has(row.seq)) break;
+      const text = row.text.slice(0, DIGEST_HEAD_CHARS - headChars);
+      head.push(text);
+      headChars += text.length + 1;
+    }
+    const text = [...head, ...tail.reverse().map((part) => part.text)].join("\n");
+    return { labels: labels.join("\n"), text };
+  }
+
+  /** Whether entries written before the index existed are still to be indexed. */
+  get backfillPending(): boolean {
+    return this.#backfill() !== undefined;
+  }
+
+  #backfill(): { next: number; end: number } | undefined {
+    const row = this.#sql<{ next_seq: number; end_seq: number }>`
+      SELECT next_seq, end_seq FROM search_backfill`.toArray()[0];
+    return row && { next: row.next_seq, end: row.end_seq };
+  }
+
+  /**
+   * Indexes one bounded step of what was written before the index existed (inside the caller's
+   * transaction); true when more remain.
+   */
+  backfillStep(): boolean {
+    const pending = this.#backfill();
+    if (!pending) return false;
+    const seqs = this.#sql<{ seq: number }>`SELECT seq FROM entries
+      WHERE seq >= ${pending.next} AND seq < ${pending.end} ORDER BY seq LIMIT ${BACKFILL_BATCH}`
+      .toArray()
+      .map((row) => row.seq);
+    const page = seqs.length > 0 ? this.#rows.page(seqs) : { entries: [], rest: [] };
+    const last = page.entries[page.entries.length - 1]?.seq;
+    const next = last === undefined ? pending.end : last + 1;
+    this.#insert(page.entries);
+    if (next >= pending.end) this.#sql`DELETE FROM search_backfill`;
+    else this.#sql`UPDATE search_backfill SET next_seq = ${next}`;
+    return next < pending.end;
+  }
+}

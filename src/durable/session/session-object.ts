@@ -1,0 +1,603 @@
+import { DurableObject } from "cloudflare:workers";
+import type {
+  AppendOptions,
+  AppendResult,
+  EntryQuery,
+  ErrorBody,
+  HeaderPatch,
+  ImportOptions,
+  LeafEntry,
+  LeafOptions,
+  Result,
+  SessionEntry,
+  SessionHeader,
+  SessionInfo,
+  SessionSearchOptions,
+  SessionSearchPage,
+  StoredEntry,
+  TreeRow,
+} from "../../core";
+import {
+  capture,
+  ERROR_STATUS,
+  jsonArray,
+  newId,
+  SessionError,
+  textStream,
+  unwrap,
+  utf8Length,
+} from "../../core";
+import type { DurableEnv } from "../env";
+import { logBackgroundFailure, tenantHash } from "../log-line";
+import type { MetricPoint } from "../metrics";
+import { writeMetric } from "../metrics";
+import { directoryShard, sessionObjectName } from "../names";
+import { sqlOf } from "../sql";
+import type { ContextAnswer, CopiedRows, EntryPage, ExpiryOutcome, ForkSource } from "../types";
+import { AutoCompaction } from "./auto-compaction";
+import { DirectoryReports } from "./directory-reports";
+import { EventHub } from "./event-hub";
+import { PENDING_MS, recoveryWindowMs, SessionLifecycle } from "./lifecycle";
+import type { ByteLimit } from "./quota-checks";
+import { QuotaChecks } from "./quota-checks";
+import { SessionStore } from "./session-store";
+import { SocketTickets } from "./socket-tickets";
+
+/*
+ * A session as a Durable Object: its RPC face. Each method answers a `Result` (RPC drops error
+ * classes; the Worker's `SessionObjectStorage` turns failures back into `SessionError`s) and is
+ * named as the `SessionStorage` call it serves. The work is done by the store (session-store.ts)
+ * and the parts beside it: watchers (event-hub.ts), directory reports, quotas, tickets, lifecycle
+ * and automatic compaction. The alarm runs what is due: purging, expiry, indexing for search,
+ * automatic compaction and the directory report.
+ */
+
+/** Milliseconds one call of a fork's copy spends copying pages before it answers with the rest. */
+const COPY_BUDGET_MS = 1000;
+/** When entries wait to be indexed for search, the alarm comes this soon. */
+const BACKFILL_PAUSE_MS = 10;
+/**
+ * Milliseconds one alarm spends indexing (in steps, each its own transaction) before it lets other
+ * requests in and comes back: a bulk write is searchable soon after, however large.
+ */
+const BACKFILL_BUDGET_MS = 500;
+
+function errorAnswer(error: ErrorBody): Response {
+  return Response.json({ error }, { status: ERROR_STATUS[error.code] });
+}
+
+export class SessionObject extends DurableObject<DurableEnv> {
+  readonly #session: SessionStore;
+  readonly #events: EventHub;
+  readonly #lifecycle: SessionLifecycle;
+  readonly #reports: DirectoryReports;
+  readonly #autoCompaction: AutoCompaction;
+  readonly #quotas: QuotaChecks;
+  readonly #tickets: SocketTickets;
+
+  constructor(ctx: DurableObjectState, env: DurableEnv) {
+    super(ctx, env);
+    const session = ctx.storage.transactionSync(() => new SessionStore(ctx.storage));
+    this.#session = session;
+    this.#quotas = new QuotaChecks(env);
+    this.#tickets = new SocketTickets(ctx.storage);
+    this.#events = new EventHub(
+      ctx,
+      {
+        lastSeq: () => session.lastSeq(),
+        leafId: () => session.state.leafId,
+        info: () => session.info(),
+        entriesAfter: (after, bound, limit) => session.entriesAfter(after, bound, limit),
+      },
+      (error) => void this.#logFailure("event_fan_out", error),
+    );
+    session.onWritten = (entries, leafId) => this.#events.written(entries, leafId);
+    // Watchers' pings are answered without waking a hibernating session.
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
+    this.#lifecycle = new SessionLifecycle(sqlOf(ctx.storage.sql));
+    this.#reports = new DirectoryReports({
+      env,
+      storage: ctx.storage,
+      session,
+      lifecycle: this.#lifecycle,
+      quotas: this.#quotas,
+      storedMetric: (sessionId, entries, bytes) =>
+        this.#metric({ kind: "storage", sessionId, entries, bytes }),
+      logFailure: (task, error, fields) => this.#logFailure(task, error, fields),
+    });
+    this.#autoCompaction = new AutoCompaction({
+      session,
+      summarizerConfig: () => this.env,
+      write: (write) => this.#limitedWrite(write),
+      gone: () => !session.exists || this.#lifecycle.deleted,
+      statusChanged: (status) => this.#events.compactionChanged(status),
+      metric: (point) => this.#metric(point),
+      logFailure: (task, error) => this.#logFailure(task, error),
+    });
+    if (session.searchBackfillPending) this.#armSoon();
+  }
+
+  /** Whether the session is there for its routes: created, and not deleted. */
+  get #listed(): boolean {
+    return this.#session.exists && !this.#lifecycle.deleted;
+  }
+
+  /** A deleted session is not found by any read or write (until it is restored). */
+  #checkListed(): void {
+    if (this.#lifecycle.deleted) throw new SessionError("not_found", "session does not exist");
+  }
+
+  #run<T>(read: (session: SessionStore) => T): Promise<Result<T>> {
+    return capture(() => {
+      this.#checkListed();
+      return read(this.#session);
+    });
+  }
+
+  /** Runs a write, then makes sure the directory will hear of it (and search index it). */
+  #write<T>(write: (session: SessionStore) => T): Promise<Result<T>> {
+    return capture(() => {
+      this.#checkListed();
+      const result = write(this.#session);
+      this.#reports.schedule();
+      // A large batch is indexed for search just after (see SearchIndex.index).
+      if (this.#session.searchBackfillPending) this.#armSoon();
+      return result;
+    });
+  }
+
+  /** A write that stores bytes: within the session's room (its quotas), growing it when it may. */
+  #limitedWrite<T>(write: (session: SessionStore, room: ByteLimit | undefined) => T): Promise<Result<T>> {
+    return this.#quotas.within(this.#session, (room) => this.#write((session) => write(session, room)));
+  }
+
+  /** Writes a data point for this session's tenant (nothing without the METRICS binding). */
+  async #metric(point: MetricPoint): Promise<void> {
+    if (!this.env.METRICS || !this.#session.exists) return;
+    writeMetric(this.env.METRICS, await tenantHash(this.#session.state.tenant), point);
+  }
+
+  async #logFailure(task: string, error: unknown, fields?: Record<string, number | string>): Promise<void> {
+    const state = this.#session.exists ? this.#session.state : undefined;
+    await logBackgroundFailure(task, state?.tenant ?? "", state?.header.id, error, fields);
+  }
+
+  #armSoon(): void {
+    this.#armLifecycle().catch((error) => this.#logFailure("schedule_search_indexing", error));
+  }
+
+  /**
+   * Runs the lifecycle work that is due (purge, expiry, indexing for search), then after writes:
+   * compacts if automatic compaction is on and the context outgrew its budget, then reports to the
+   * directory.
+   */
+  override async alarm(): Promise<void> {
+    try {
+      if (await this.#lifecycleDue()) return;
+    } catch (error) {
+      // Logged, then thrown: the runtime retries a failed alarm with backoff.
+      await this.#logFailure("lifecycle", error);
+      throw error;
+    }
+    if (!this.#session.exists) return;
+    await this.#autoCompaction.runIfDue();
+    if (!this.#session.exists) return;
+    await this.#reports.reportDue();
+    await this.#armLifecycle();
+  }
+
+  // --- a session's life: created, listed, deleted, restored, purged ---
+
+  /**
+   * Creates the session; `publish` lists it at once (a fork or an import publishes only once it is
+   * complete). A deleted session still in its recovery window gives up its id: it is purged. With
+   * `replacePending`, so does a session a fork or an import began and never completed. `bytes` is
+   * what it is about to receive (a fork's or an import's entries), so that the quotas refuse it
+   * before anything is written.
+   */
+  async init(
+    tenant: string,
+    header: SessionHeader,
+    publish: boolean,
+    options: { shard?: number; replacePending?: boolean; bytes?: number } = {},
+  ): Promise<Result<SessionInfo>> {
+    return capture(async () => {
+      if (
+        this.#session.exists &&
+        (this.#lifecycle.deleted || (options.replacePending === true && this.#lifecycle.pending))
+      ) {
+        await this.#purge();
+      }
+      if (!this.#session.exists) await this.#quotas.admit(tenant, header.id, options.bytes ?? 0);
+      const info = this.ctx.storage.transactionSync(() => {
+        const created = this.#session.init(tenant, newId(), header);
+        this.#lifecycle.begin(options.shard ?? 0, publish ? null : Date.now());
+        return created;
+      });
+      if (publish) await this.publish();
+      await this.#armLifecycle();
+      return info;
+    });
+  }
+
+  /** Lists the session now (a fork or an import: once complete). */
+  publish(): Promise<void> {
+    return this.#reports.publish();
+  }
+
+  /**
+   * Deletes the session: first from the listing (so it never shows again), then from every route.
+   * Its data stays for `recoveryMs` (restore brings it back whole), then an alarm purges it. A
+   * session never completed, or a window of 0, is purged at once.
+   */
+  async delete(recoveryMs: number): Promise<Result<void>> {
+    return capture(async () => {
+      this.#checkListed();
+      const { tenant, incarnation, header } = this.#session.state;
+      // Released first: should the rest fail, the session's next write claims its room again.
+      await this.#quotas.release(tenant, header.id);
+      await directoryShard(this.env, tenant, this.#lifecycle.state.shard).remove(header.id, incarnation);
+      this.#events.deleted(header.id);
+      if (recoveryMs <= 0 || this.#lifecycle.pending) {
+        await this.#purge();
+        return;
+      }
+      const now = Date.now();
+      this.#lifecycle.markDeleted(now, now + recoveryMs);
+      this.#reports.forget();
+      await this.ctx.storage.setAlarm(now + recoveryMs);
+    });
+  }
+
+  /** Deletes the session for good, now, whether it is listed or deleted already. */
+  async purge(): Promise<Result<void>> {
+    return capture(async () => {
+      const { tenant, incarnation, header } = this.#session.state;
+      if (!this.#lifecycle.deleted) {
+        await directoryShard(this.env, tenant, this.#lifecycle.state.shard).remove(header.id, incarnation);
+        this.#events.deleted(header.id);
+      }
+      await this.#purge();
+    });
+  }
+
+  /**
+   * Brings a deleted session back as it was, listed again, within its recovery window. An
+   * `expiresAt` that has passed is cleared (else it would be deleted again at once). A session
+   * that is not deleted is `already_exists`; one never created, or purged, is `not_found`.
+   */
+  async restore(): Promise<Result<SessionInfo>> {
+    return capture(async () => {
+      const { tenant, incarnation, header } = this.#session.state;
+      if (!this.#lifecycle.deleted) {
+        throw new SessionError("already_exists", `session ${header.id} is not deleted`, { id: header.id });
+      }
+      if ((this.#lifecycle.state.purgeAt ?? 0) <= Date.now()) {
+        await this.#purge();
+        throw new SessionError("not_found", "session does not exist");
+      }
+      // Back, it counts against the tenant's quotas again: refused (still deleted) without room.
+      await this.#quotas.admit(tenant, header.id, this.#session.state.stats.bytes);
+      // The expiry first: a restore cut short here leaves the session deleted, to be restored again.
+      if (header.expiresAt !== undefined && Date.parse(header.expiresAt) <= Date.now()) {
+        this.#session.updateHeader({ expiresAt: null });
+      }
+      this.#lifecycle.markRestored();
+      await this.ctx.storage.deleteAlarm();
+      await directoryShard(this.env, tenant, this.#lifecycle.state.shard).unbury(header.id, incarnation);
+      await this.publish();
+      await this.#armLifecycle();
+      return this.#session.info();
+    });
+  }
+
+  /**
+   * Deletes the session (recoverably) if it has been idle since `idleBefore`: the retention sweep
+   * of its directory shard asks, and the session, which knows its last write, decides. A session
+   * written since is `kept`, and reports again so the directory catches up.
+   */
+  async expireIdle(idleBefore: string): Promise<Result<ExpiryOutcome>> {
+    return capture(async (): Promise<ExpiryOutcome> => {
+      if (!this.#session.exists || this.#lifecycle.deleted) return "missing";
+      if (this.#lifecycle.pending) return "kept";
+      if (Date.parse(this.#session.state.stats.updatedAt) >= Date.parse(idleBefore)) {
+        await this.publish();
+        return "kept";
+      }
+      unwrap(await this.delete(recoveryWindowMs(this.env)));
+      return "expired";
+    });
+  }
+
+  /** Drops the session's storage and every alarm. */
+  async #purge(): Promise<void> {
+    if (this.#session.exists) {
+      const { tenant, header } = this.#session.state;
+      await this.#metric({ kind: "storage", sessionId: header.id, entries: 0, bytes: 0 });
+      // A claim left behind would only leave the tenant less room than it has: logged, not fatal.
+      await this.#quotas
+        .release(tenant, header.id)
+        .catch((error) => this.#logFailure("release_quota", error));
+    }
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    this.#session.reset();
+    this.#lifecycle.reset();
+    this.#reports.forget();
+  }
+
+  /**
+   * The lifecycle work due now: purging a deleted session whose window closed, dropping one a
+   * fork or import never completed, deleting one whose `expiresAt` came, a step of indexing an
+   * old session. True when the session is gone or deleted, so the alarm has nothing else to do.
+   */
+  async #lifecycleDue(): Promise<boolean> {
+    if (!this.#session.exists) return false;
+    const now = Date.now();
+    const { pendingSince, purgeAt } = this.#lifecycle.state;
+    if (this.#lifecycle.deleted) {
+      if (purgeAt === null || purgeAt <= now) await this.#purge();
+      else await this.ctx.storage.setAlarm(purgeAt);
+      return true;
+    }
+    if (pendingSince !== null && pendingSince + PENDING_MS <= now) {
+      await this.#purge();
+      return true;
+    }
+    const { expiresAt } = this.#session.state.header;
+    if (expiresAt !== undefined && Date.parse(expiresAt) <= now) {
+      unwrap(await this.delete(recoveryWindowMs(this.env)));
+      return true;
+    }
+    const started = Date.now();
+    while (this.#session.searchBackfillPending && Date.now() - started < BACKFILL_BUDGET_MS) {
+      this.#session.searchBackfillStep();
+      // Lets other requests in between steps.
+      await scheduler.wait(0);
+    }
+    return false;
+  }
+
+  /** Makes sure the alarm wakes the object when lifecycle work is next due (never later than set). */
+  async #armLifecycle(): Promise<void> {
+    if (!this.#session.exists) return;
+    const soon = this.#session.searchBackfillPending ? Date.now() + BACKFILL_PAUSE_MS : undefined;
+    const at = this.#lifecycle.dueAt(this.#session.state.header.expiresAt, soon);
+    if (at === undefined) return;
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || current > at) await this.ctx.storage.setAlarm(at);
+  }
+
+  // --- the session's header, head and entries (the SessionStorage calls) ---
+
+  getInfo(): Promise<Result<SessionInfo>> {
+    return this.#run((session) => session.info());
+  }
+
+  getHeader(): Promise<Result<SessionHeader>> {
+    return this.#run((session) => session.state.header);
+  }
+
+  async updateHeader(patch: HeaderPatch): Promise<Result<SessionHeader>> {
+    const result = await this.#write((session) => {
+      const header = session.updateHeader(patch);
+      this.#events.sessionChanged(session.info());
+      return header;
+    });
+    if (result.ok && patch.expiresAt !== undefined) await this.#armLifecycle();
+    return result;
+  }
+
+  getLeafId(): Promise<Result<string | null>> {
+    return this.#run((session) => session.state.leafId);
+  }
+
+  setLeafId(targetId: string | null, options: LeafOptions): Promise<Result<StoredEntry<LeafEntry>>> {
+    return this.#limitedWrite((session, room) => session.setLeafId(targetId, options, room));
+  }
+
+  getEntry(id: string): Promise<Result<StoredEntry | undefined>> {
+    return this.#run((session) => session.getEntry(id));
+  }
+
+  /*
+   * Reads answer a first page of entries and the seqs left (`readEntries` fetches those), so no
+   * answer passes the 32 MiB RPC limit however long the path or large the entries.
+   */
+
+  getEntries(query: EntryQuery): Promise<Result<EntryPage>> {
+    return this.#run((session) => session.page(session.entrySeqs(query)));
+  }
+
+  getBranch(leafId: string | null | undefined): Promise<Result<EntryPage>> {
+    return this.#run((session) => session.page(session.pathSeqs(leafId)));
+  }
+
+  /** The path buildSessionContext needs (what the latest compaction dropped left out). */
+  getContextPath(leafId: string | null | undefined): Promise<Result<EntryPage>> {
+    return this.#run((session) => session.page(session.contextSeqs(leafId)));
+  }
+
+  readEntries(seqs: number[]): Promise<Result<EntryPage>> {
+    return this.#run((session) => session.page(seqs));
+  }
+
+  getTreeRows(): Promise<Result<{ rows: TreeRow[]; labels: Record<string, string> }>> {
+    return this.#run((session) => session.treeRows());
+  }
+
+  getLabels(): Promise<Result<Record<string, string>>> {
+    return this.#run((session) => session.labels());
+  }
+
+  async appendEntries(
+    entries: readonly unknown[],
+    options: AppendOptions & { validated?: boolean },
+  ): Promise<Result<AppendResult>> {
+    let written = { sessionId: "", entries: 0, bytes: 0 };
+    const result = await this.#limitedWrite((session, room) => {
+      const { nextSeq, stats, header } = session.state;
+      const before = { seq: nextSeq, bytes: stats.bytes };
+      const answer = session.appendEntries(entries, options, room);
+      written = {
+        sessionId: header.id,
+        entries: session.state.nextSeq - before.seq,
+        bytes: session.state.stats.bytes - before.bytes,
+      };
+      return answer;
+    });
+    if (written.entries > 0) await this.#metric({ kind: "append", ...written });
+    return result;
+  }
+
+  importEntries(entries: readonly SessionEntry[], options: ImportOptions): Promise<Result<void>> {
+    return this.#limitedWrite((session, room) => session.importEntries(entries, options, room));
+  }
+
+  /** Refuses (`quota_exceeded`) when `bytes` more would take the session past its byte quotas. */
+  checkRoom(bytes: number): Promise<Result<void>> {
+    return this.#limitedWrite((session, room) => session.checkRoom(bytes, room));
+  }
+
+  search(options: SessionSearchOptions): Promise<Result<SessionSearchPage>> {
+    return this.#run((session) => session.search(options));
+  }
+
+  /**
+   * The context of a leaf as JSON, streamed: projected here, read page by page as it is sent; only
+   * what was appended when `since` names a version the context grew from. A caller that already
+   * holds the current version (`ifNoneMatch`) gets the version alone: no body is built.
+   */
+  getContext(
+    leafId: string | null | undefined,
+    options: { since?: string; ifNoneMatch?: readonly string[] } = {},
+  ): Promise<Result<ContextAnswer>> {
+    return this.#run((session): ContextAnswer => {
+      const version = session.contextVersion(leafId);
+      if (options.ifNoneMatch?.includes(version)) return { version, kind: "unchanged" };
+      const started = Date.now();
+      const answer = session.context(leafId, options.since);
+      const sessionId = session.state.header.id;
+      const sent = (bytes: number) =>
+        this.#metric({
+          kind: "context",
+          sessionId,
+          source: answer.source,
+          bytes,
+          durationMs: Date.now() - started,
+        });
+      if ("text" in answer) {
+        // The kept head context is one string already: sent whole, it saves the stream's round trips.
+        // Its size is measured only for a metric that will be written (it may be megabytes).
+        if (this.env.METRICS) void sent(utf8Length(answer.text));
+        return { version, kind: answer.kind, body: answer.text };
+      }
+      return {
+        version,
+        kind: answer.kind,
+        body: textStream(jsonArray(answer.head, answer.pages, "}"), sent),
+      };
+    });
+  }
+
+  // --- watchers ---
+
+  /** The session's events after `after` (a seq; now when absent), as Server-Sent Events. */
+  events(after: number | undefined, payload: boolean): Promise<Result<ReadableStream<Uint8Array>>> {
+    return this.#run((session) => {
+      const stream = this.#events.openStream(after ?? session.lastSeq(), payload);
+      void this.#watcherMetric("sse");
+      return stream;
+    });
+  }
+
+  #watcherMetric(transport: "sse" | "websocket"): Promise<void> {
+    return this.#metric({
+      kind: "watcher",
+      sessionId: this.#session.state.header.id,
+      transport,
+      watchers: this.#events.watchers,
+    });
+  }
+
+  /** A one-time ticket that opens this session's WebSocket (for browsers). */
+  mintTicket(): Promise<Result<{ ticket: string; expiresAt: string }>> {
+    return capture(() => {
+      if (!this.#listed) throw new SessionError("not_found", "session does not exist");
+      return this.#tickets.mint();
+    });
+  }
+
+  /** Whether a ticket is good, using it up either way. */
+  async redeemTicket(ticket: string): Promise<boolean> {
+    return (await this.#tickets.redeem(ticket)) && this.#listed;
+  }
+
+  /** A watcher's WebSocket (the router has authenticated it): `?after=<seq>&payload=false`. */
+  override async fetch(request: Request): Promise<Response> {
+    if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket") {
+      return errorAnswer({ code: "invalid_request", message: "expected a WebSocket upgrade" });
+    }
+    const url = new URL(request.url);
+    const pair = new WebSocketPair();
+    const answer = await capture(() => {
+      this.#checkListed();
+      return this.#events.acceptSocket(
+        pair[1],
+        Number(url.searchParams.get("after") ?? this.#session.lastSeq()),
+        url.searchParams.get("payload") !== "false",
+      );
+    });
+    if (!answer.ok) return errorAnswer(answer.error);
+    void this.#watcherMetric("websocket");
+    return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+
+  override webSocketMessage(socket: WebSocket, message: string | ArrayBuffer): void {
+    this.#events.socketMessage(socket, message);
+  }
+
+  override webSocketClose(socket: WebSocket, code: number, reason: string): void {
+    try {
+      socket.close(code === 1005 ? 1000 : code, reason);
+    } catch {
+      // Already closed on this side.
+    }
+  }
+
+  // --- forks ---
+
+  /** What a fork of the path to `targetId` copies, for the Worker to create the fork with. */
+  forkSource(targetId: string, position: LeafOptions["position"]): Promise<Result<ForkSource>> {
+    return this.#run((session) => session.forkSource(targetId, position));
+  }
+
+  /** Rows of a fork's path, a page of them, for the new session's object (see `copyFrom`). */
+  pathRows(seqs: number[]): Promise<Result<CopiedRows>> {
+    return this.#run((session) => session.pathRows(seqs));
+  }
+
+  /**
+   * Copies a fork's path (`seqs` of the session `sourceId` of the same tenant) into this new
+   * session, reading it from the source's object itself, so the rows cross once. Copies for up to
+   * COPY_BUDGET_MS and answers the seqs left, so that no call runs long however long the path.
+   */
+  async copyFrom(sourceId: string, seqs: number[]): Promise<Result<number[]>> {
+    const tenant = await capture(() => this.#session.state.tenant);
+    if (!tenant.ok) return tenant;
+    const source = this.env.SESSIONS.getByName(sessionObjectName(tenant.value, sourceId));
+    const started = Date.now();
+    let rest = seqs;
+    // A page that needs more room than granted stops, and is read again once it is granted.
+    const copied = await this.#quotas.within(this.#session, (room) =>
+      capture(async () => {
+        while (rest.length > 0 && Date.now() - started < COPY_BUDGET_MS) {
+          const page = unwrap((await source.pathRows(rest)) as Result<CopiedRows>);
+          unwrap(await this.#write((session) => session.copyRows(page.rows, room)));
+          rest = page.rest;
+        }
+      }),
+    );
+    return copied.ok ? { ok: true, value: rest } : copied;
+  }
+}

@@ -1,0 +1,583 @@
+import type {
+  AgentMessage,
+  AppendOptions,
+  AppendPlan,
+  AppendResult,
+  AppendView,
+  AutoCompactStatus,
+  ContextVersion,
+  Conversation,
+  EntryQuery,
+  EntryRef,
+  HeaderPatch,
+  ImportOptions,
+  LeafEntry,
+  LeafOptions,
+  SessionEntry,
+  SessionHeader,
+  SessionInfo,
+  SessionSearchOptions,
+  SessionSearchPage,
+  SessionStats,
+  StoredEntry,
+  TreeEntry,
+  TreeRow,
+} from "../../core";
+import {
+  applyEntryToStats,
+  contextHead,
+  emptyStats,
+  expandProviderEntries,
+  fingerprint,
+  formatContextVersion,
+  NO_CONVERSATION,
+  nowIso,
+  parseContextVersion,
+  patchHeader,
+  planAppend,
+  planImport,
+  planLeafMove,
+  SessionError,
+  sessionInfo,
+  startsTurn,
+} from "../../core";
+import { quotaExceeded } from "../quotas";
+import type { Sql } from "../sql";
+import { sqlOf } from "../sql";
+import type { CopiedRow, CopiedRows, EntryPage, ForkSource } from "../types";
+import type { Node } from "./entry-rows";
+import { EntryRows } from "./entry-rows";
+import { forkSource } from "./fork-copy";
+import type { KeptContext } from "./head-context";
+import { HeadContext } from "./head-context";
+import { PathReads } from "./path-reads";
+import type { ByteLimit } from "./quota-checks";
+import { ClaimExceeded } from "./quota-checks";
+import { hasSchema, updateSchema } from "./schema";
+import type { SearchDigest } from "./search-index";
+import { SearchIndex } from "./search-index";
+
+/*
+ * One session in a Durable Object's SQLite: its state (header, leaf, counts) kept in memory and in
+ * the `session` row, every write applied in one transaction (the in-memory state rolls back with
+ * it), and the reads the object answers. Runs inside the object only: every method is synchronous.
+ */
+
+interface SessionState {
+  tenant: string;
+  incarnation: string;
+  header: SessionHeader;
+  leafId: string | null;
+  stats: SessionStats;
+  version: number;
+  nextSeq: number;
+  autoCompaction?: AutoCompactStatus;
+}
+
+/**
+ * A context answer as JSON text: whole (`text`, the head's kept context), or its head and its
+ * messages a page at a time, read as they are pulled.
+ */
+export type ContextBody = {
+  /** `full`: the whole context; `delta`: what was appended since the version asked about. */
+  kind: "full" | "delta";
+  /** Where it came from: the head's context kept in memory, read from storage, or a delta. */
+  source: "kept" | "built" | "delta";
+} & ({ text: string } | { head: string; pages: Iterable<string[]> });
+
+/** What a committed write wrote, and the head it left. */
+export type WriteListener = (entries: StoredEntry[], leafId: string | null) => void;
+
+export class SessionStore {
+  readonly #storage: DurableObjectStorage;
+  readonly #sql: Sql;
+  readonly #rows: EntryRows;
+  readonly #paths: PathReads;
+  readonly #head = new HeadContext();
+  readonly #search: SearchIndex;
+  #state: SessionState | undefined;
+  /** Told of every committed write (the object's watchers). */
+  onWritten: WriteListener | undefined;
+
+  constructor(storage: DurableObjectStorage) {
+    this.#storage = storage;
+    this.#sql = sqlOf(storage.sql);
+    this.#rows = new EntryRows(storage.sql, this.#sql);
+    this.#paths = new PathReads(this.#rows, this.#sql);
+    this.#search = new SearchIndex(storage.sql, this.#sql, this.#rows, this.#paths);
+    if (hasSchema(this.#sql)) {
+      updateSchema(storage.sql);
+      this.#state = this.#load();
+    }
+  }
+
+  #load(): SessionState | undefined {
+    const row = this.#sql<{
+      tenant: string;
+      incarnation: string;
+      header: string;
+      leaf_id: string | null;
+      stats: string;
+      version: number;
+      auto_compaction: string | null;
+    }>`SELECT tenant, incarnation, header, leaf_id, stats, version, auto_compaction FROM session`.toArray()[0];
+    if (!row) return undefined;
+    const stats: SessionStats = JSON.parse(row.stats);
+    // Sessions stored before their bytes were counted: counted once from the rows, kept from then on.
+    stats.bytes ??= this.#rows.storedBytes();
+    return {
+      tenant: row.tenant,
+      incarnation: row.incarnation,
+      header: JSON.parse(row.header),
+      leafId: row.leaf_id,
+      stats,
+      version: row.version,
+      nextSeq: this.#rows.lastSeq() + 1,
+      ...(row.auto_compaction ? { autoCompaction: JSON.parse(row.auto_compaction) } : {}),
+    };
+  }
+
+  get exists(): boolean {
+    return this.#state !== undefined;
+  }
+
+  /** The session's state; `not_found` when this object holds no session. */
+  get state(): Readonly<SessionState> {
+    return this.#live();
+  }
+
+  #live(): SessionState {
+    if (!this.#state) throw new SessionError("not_found", "session does not exist");
+    return this.#state;
+  }
+
+  /** The leaf a read starts from (the head when undefined); `not_found` when there is no session. */
+  #start(leafId: string | null | undefined): string | null {
+    const state = this.#live();
+    return leafId === undefined ? state.leafId : leafId;
+  }
+
+  init(tenant: string, incarnation: string, header: SessionHeader): SessionInfo {
+    if (this.#state) {
+      throw new SessionError("already_exists", `session ${header.id} already exists`, { id: header.id });
+    }
+    const stats = emptyStats(header.createdAt);
+    updateSchema(this.#storage.sql);
+    this.#sql`INSERT INTO session (singleton, tenant, incarnation, header, leaf_id, stats, version)
+      VALUES (1, ${tenant}, ${incarnation}, ${JSON.stringify(header)}, NULL, ${JSON.stringify(stats)}, 1)`;
+    this.#state = { tenant, incarnation, header, leafId: null, stats, version: 1, nextSeq: 1 };
+    return this.info();
+  }
+
+  /** Forgets the in-memory state after the object's storage was deleted. */
+  reset(): void {
+    this.#state = undefined;
+    this.#head.drop();
+  }
+
+  info(): SessionInfo {
+    const state = this.state;
+    const info = sessionInfo(state.header, state.stats, state.leafId);
+    if (info.autoCompact) info.autoCompact.status = state.autoCompaction ?? { state: "idle" };
+    return info;
+  }
+
+  /** Records where automatic compaction stands (shown in the session's info). */
+  setAutoCompaction(status: AutoCompactStatus): void {
+    const state = this.#live();
+    state.autoCompaction = status;
+    state.version++;
+    this.#sql`UPDATE session SET auto_compaction = ${JSON.stringify(status)}, version = ${state.version}`;
+  }
+
+  updateHeader(patch: HeaderPatch): SessionHeader {
+    const state = this.#live();
+    const header = patchHeader(state.header, patch);
+    this.#write(() => {
+      state.header = header;
+      state.stats.updatedAt = nowIso();
+      this.#sql`UPDATE session SET header = ${JSON.stringify(header)}`;
+    });
+    return header;
+  }
+
+  // --- reading ---
+
+  getEntry(id: string): StoredEntry | undefined {
+    this.#live();
+    const node = this.#rows.node(id);
+    return node && this.#rows.entries([node.seq])[0];
+  }
+
+  /** A page of the entries with these seqs, in order. */
+  page(seqs: readonly number[]): EntryPage {
+    this.#live();
+    return this.#rows.page(seqs);
+  }
+
+  /** Rows of a fork's path, a page of them, as the new session writes them (see `copyRows`). */
+  pathRows(seqs: readonly number[]): CopiedRows {
+    this.#live();
+    return this.#rows.pathRows(seqs);
+  }
+
+  entrySeqs(query: EntryQuery = {}): number[] {
+    this.#live();
+    return this.#rows.seqs(query);
+  }
+
+  pathSeqs(leafId?: string | null): number[] {
+    return this.#paths.pathSeqs(this.#start(leafId));
+  }
+
+  /** The path `buildSessionContext` needs: what the latest compaction dropped is left out. */
+  contextSeqs(leafId?: string | null): number[] {
+    return this.#paths.contextSeqs(this.#start(leafId));
+  }
+
+  /** The whole context path, read at once: for work inside the object. */
+  contextEntries(leafId?: string | null): StoredEntry<TreeEntry>[] {
+    return this.#rows.entries(this.contextSeqs(leafId)) as StoredEntry<TreeEntry>[];
+  }
+
+  /**
+   * The context of a leaf (the head when undefined) as JSON text, in chunks read as they are
+   * pulled, with its version. Given the version of a context read before (`since`), the answer is
+   * only what was appended since when the context just grew; else the whole context with
+   * `reset: true`. The first chunk is made at once, so a missing session or leaf fails here; the
+   * head's whole context comes from memory when it is kept.
+   */
+  /** The version of a leaf's context (the head's when undefined): what its ETag names. */
+  contextVersion(leafId?: string | null): string {
+    return formatContextVersion(this.#version(this.#start(leafId)).current);
+  }
+
+  #version(start: string | null): { current: ContextVersion; leaf: Node | undefined } {
+    const { header, incarnation } = this.state;
+    const leaf = start === null ? undefined : this.#paths.treeNode(start);
+    const current: ContextVersion = {
+      life: fingerprint(incarnation),
+      leafSeq: leaf?.seq ?? 0,
+      compactionSeq: leaf?.last_compaction ?? 0,
+      prompt: fingerprint(header.systemPrompt ?? ""),
+    };
+    return { current, leaf };
+  }
+
+  context(leafId?: string | null, since?: string): ContextBody {
+    const { header, leafId: head } = this.state;
+    const systemPrompt = header.systemPrompt ?? "";
+    const start = this.#start(leafId);
+    const { current, leaf } = this.#version(start);
+    const version = formatContextVersion(current);
+    const previous = since === undefined ? undefined : parseContextVersion(since);
+    if (previous && previous.life === current.life && previous.prompt === current.prompt) {
+      const delta = this.#delta(previous, leaf);
+      if (delta) {
+        const { settings } = leaf ? this.#paths.settings(leaf) : this.#paths.contextPlan(null);
+        return {
+          kind: "delta",
+          source: "delta",
+          head: contextHead(systemPrompt, settings, { version, since }, "append"),
+          // A delta holds no edit and no entry an edit names (see #delta): nothing to apply.
+          pages: this.#paths.projectedPages(delta.seqs, delta.compactionId, new Map()),
+        };
+      }
+    }
+    const extra = since === undefined ? { version } : { version, reset: true };
+    if (start !== null && start === head) {
+      const kept = this.#keptHead(start);
+      if (kept) {
+        kept.joined ??= kept.pieces.join(",");
+        const text = `${contextHead(systemPrompt, kept.settings, extra, "messages")}[${kept.joined}]}`;
+        return { kind: "full", source: "kept", text };
+      }
+    }
+    const plan = this.#paths.contextPlan(start);
+    return {
+      kind: "full",
+      source: "built",
+      head: contextHead(systemPrompt, plan.settings, extra, "messages"),
+      pages: this.#paths.messagePages(plan),
+    };
+  }
+
+  /**
+   * What the context of `leaf` adds to the one `previous` names, when it only grew: the same
+   * compaction, the old leaf on the new one's path, and no context edit reaching the part between
+   * (an edit changes an earlier message). Costs the part between the two, and a look at the
+   * session's edits.
+   */
+  #delta(
+    previous: ContextVersion,
+    leaf: Node | undefined,
+  ): { seqs: number[]; compactionId: string | undefined } | undefined {
+    if ((leaf?.last_compaction ?? 0) !== previous.compactionSeq) return undefined;
+    const compactionId =
+      leaf?.last_compaction == null ? undefined : this.#rows.nodeAt(leaf.last_compaction)?.id;
+    if (previous.leafSeq === 0) {
+      // From no leaf: everything the context holds now (no compaction, so the whole path).
+      if (previous.compactionSeq !== 0) return undefined;
+      const seqs = leaf ? this.#paths.pathSeqs(leaf.id) : [];
+      return this.#paths.editsReach(seqs) ? undefined : { seqs, compactionId };
+    }
+    const from = this.#rows.nodeAt(previous.leafSeq);
+    if (!from || !leaf || from.type === "leaf") return undefined;
+    const seqs = this.#paths.pathAfter(from, leaf);
+    // An edit changes an earlier message: the context did not only grow.
+    if (!seqs || this.#paths.editsReach(seqs)) return undefined;
+    return { seqs, compactionId };
+  }
+
+  lastSeq(): number {
+    return this.state.nextSeq - 1;
+  }
+
+  /** Entries with `after < seq <= bound`, a page of at most `limit`: what a watcher replays. */
+  entriesAfter(after: number, bound: number, limit: number): StoredEntry[] {
+    this.#live();
+    return this.#rows.after(after, bound, limit);
+  }
+
+  /** The head's context from memory, built when missing; undefined when too large to keep. */
+  #keptHead(head: string): KeptContext | undefined {
+    return this.#head.get(head, () => {
+      const plan = this.#paths.contextPlan(head);
+      return {
+        compactionId: plan.compaction?.id,
+        settings: plan.settings,
+        edits: plan.edits,
+        pages: this.#paths.messagePages(plan),
+      };
+    });
+  }
+
+  /**
+   * The conversation a provider's message appended under `entryId` continues: the context's last
+   * turn (read from its end) and its model. No entry of that id: none.
+   */
+  #conversationAt(entryId: string): Conversation {
+    const node = this.#rows.node(entryId);
+    if (!node || node.type === "leaf") return NO_CONVERSATION;
+    const kept = entryId === this.state.leafId ? this.#keptHead(entryId) : undefined;
+    if (kept) {
+      const messages: AgentMessage[] = [];
+      for (let i = kept.pieces.length - 1; i >= 0; i--) {
+        const message = JSON.parse(kept.pieces[i] as string) as AgentMessage;
+        messages.push(message);
+        if (startsTurn(message)) break;
+      }
+      return { messages: messages.reverse(), model: kept.settings.model };
+    }
+    const plan = this.#paths.contextPlan(entryId);
+    return { messages: this.#paths.lastTurn(plan), model: plan.settings.model };
+  }
+
+  treeRows(): { rows: TreeRow[]; labels: Record<string, string> } {
+    this.#live();
+    return { rows: this.#rows.treeRows(), labels: this.#rows.labels() };
+  }
+
+  labels(): Record<string, string> {
+    this.#live();
+    return this.#rows.labels();
+  }
+
+  /**
+   * Entries matching a search, with whether each is on the current branch. What is still to be
+   * indexed is indexed first, so a search finds everything written before it.
+   */
+  search(options: SessionSearchOptions): SessionSearchPage {
+    const { leafId } = this.state;
+    while (this.#search.backfillPending) this.#storage.transactionSync(() => this.#search.backfillStep());
+    return this.#search.search(options, leafId);
+  }
+
+  /** What the tenant's directory searches of this session. */
+  searchDigest(): SearchDigest {
+    this.#live();
+    return this.#search.digest();
+  }
+
+  /** Whether entries written before the search index existed are still to be indexed. */
+  get searchBackfillPending(): boolean {
+    return this.exists && this.#search.backfillPending;
+  }
+
+  /** Indexes one bounded step of them; true when more remain. */
+  searchBackfillStep(): boolean {
+    this.#live();
+    return this.#storage.transactionSync(() => this.#search.backfillStep());
+  }
+
+  forkSource(targetId: string, position: LeafOptions["position"]): ForkSource {
+    const { header } = this.state;
+    const source = forkSource(this.#rows, this.#paths, targetId, position);
+    return { ...source, header, name: this.info().name };
+  }
+
+  // --- writing ---
+
+  /**
+   * What the append rules see of this session. The ids a batch names (its own, its parents, label
+   * targets, kept entries) are looked up in one query up front, not one query each.
+   */
+  #view(inputs: readonly unknown[] = []): AppendView {
+    const state = this.state;
+    const named = new Set<string>();
+    for (const input of inputs) {
+      if (!input || typeof input !== "object") continue;
+      for (const key of ["id", "parentId", "targetId", "firstKeptEntryId"]) {
+        const value = (input as Record<string, unknown>)[key];
+        if (typeof value === "string") named.add(value);
+      }
+    }
+    const known = this.#rows.refs([...named]);
+    return {
+      leafId: state.leafId,
+      nextSeq: state.nextSeq,
+      ref: (id): EntryRef | undefined => {
+        if (named.has(id)) return known.get(id);
+        const node = this.#rows.node(id);
+        return node && { type: node.type, parentId: node.parent_id };
+      },
+      load: (id) => (named.has(id) && !known.has(id) ? undefined : this.getEntry(id)),
+    };
+  }
+
+  #write<T>(run: () => T): T {
+    const state = this.#live();
+    const before: SessionState = { ...state, stats: { ...state.stats } };
+    try {
+      return this.#storage.transactionSync(() => {
+        const result = run();
+        state.version++;
+        this
+          .#sql`UPDATE session SET leaf_id = ${state.leafId}, stats = ${JSON.stringify(state.stats)}, version = ${state.version}`;
+        return result;
+      });
+    } catch (error) {
+      // The transaction rolled back; so does the cached state.
+      this.#state = before;
+      this.#head.drop();
+      throw error;
+    }
+  }
+
+  /**
+   * Refuses (`quota_exceeded`) when `added` more bytes would take the session past its own quota;
+   * past its claim on the tenant's room, the write stops for the object to ask for more. Every
+   * write that stores bytes takes the session's `room` (none: no quota) from the object.
+   */
+  checkRoom(added: number, room: ByteLimit | undefined): void {
+    if (!room) return;
+    const holds = this.#live().stats.bytes;
+    if (holds + added <= room.maxBytes) return;
+    if (room.quota === "claim") throw new ClaimExceeded(holds, added);
+    throw quotaExceeded(
+      room.quota,
+      room.limit,
+      `the write would take this session past its quota of ${room.limit} bytes`,
+    );
+  }
+
+  #apply(plan: Pick<AppendPlan, "writes" | "leafId">, room: ByteLimit | undefined): void {
+    const state = this.#live();
+    this.checkRoom(
+      plan.writes.reduce((sum, write) => sum + write.bytes, 0),
+      room,
+    );
+    this.#write(() => {
+      this.#rows.insert(plan.writes);
+      this.#search.index(plan.writes);
+      for (const { entry, bytes } of plan.writes) applyEntryToStats(state.stats, entry, bytes);
+      state.leafId = plan.leafId;
+      state.nextSeq += plan.writes.length;
+      state.stats.updatedAt = nowIso();
+    });
+    this.#head.follow(plan.writes, plan.leafId);
+    this.onWritten?.(
+      plan.writes.map((write) => write.entry),
+      plan.leafId,
+    );
+  }
+
+  appendEntries(
+    entries: readonly unknown[],
+    options: AppendOptions & { validated?: boolean },
+    room: ByteLimit | undefined,
+  ): AppendResult {
+    const inputs = expandProviderEntries(entries, {
+      leafId: this.state.leafId,
+      load: (id) => this.getEntry(id),
+      conversationAt: (id) => this.#conversationAt(id),
+    });
+    const plan = planAppend(inputs, this.#view(inputs), options);
+    if (plan.writes.length > 0) this.#apply(plan, room);
+    return { entries: plan.entries, leafId: this.state.leafId, created: plan.writes.length > 0 };
+  }
+
+  /**
+   * Writes rows of a fork's path as its source stored them (`pathRows`), seqs included, after those
+   * copied before: entries that were valid when written are moved, not read and written again.
+   * Only what the session's figures need of a payload is read (the first user message, a name, a
+   * label).
+   */
+  copyRows(rows: readonly CopiedRow[], room: ByteLimit | undefined): void {
+    const state = this.#live();
+    const first = rows[0];
+    const last = rows.at(-1);
+    if (!first || !last) return;
+    // Seqs only grow: a copy keeps the source's (with the gaps its other branches leave).
+    if (first.seq < state.nextSeq) {
+      throw new SessionError(
+        "invalid_request",
+        `a copy continues after seq ${state.nextSeq - 1}, not at ${first.seq}`,
+      );
+    }
+    this.checkRoom(
+      rows.reduce((sum, row) => sum + row.bytes, 0),
+      room,
+    );
+    this.#write(() => {
+      this.#rows.insertCopied(rows);
+      for (const row of rows) {
+        // What the figures read of an entry is in its payload only for these.
+        const needsPayload =
+          row.type === "label" ||
+          row.type === "session_info" ||
+          (row.role === "user" && state.stats.preview === undefined);
+        const entry = needsPayload
+          ? (JSON.parse(row.body) as SessionEntry)
+          : ({ type: row.type } as SessionEntry);
+        if (entry.type === "label") this.#rows.setLabel(entry.targetId, entry.label);
+        applyEntryToStats(state.stats, entry, row.bytes);
+      }
+      this.#search.markPending(first.seq, last.seq);
+      state.leafId = last.id;
+      state.nextSeq = last.seq + 1;
+      state.stats.updatedAt = nowIso();
+    });
+    // The copy's head context is built when it is first read.
+    this.#head.drop();
+  }
+
+  importEntries(entries: readonly SessionEntry[], options: ImportOptions, room: ByteLimit | undefined): void {
+    if (entries.length === 0) return;
+    this.#apply(planImport(entries, this.#view(entries), options), room);
+  }
+
+  setLeafId(
+    targetId: string | null,
+    options: LeafOptions,
+    room: ByteLimit | undefined,
+  ): StoredEntry<LeafEntry> {
+    const { write, leafId } = planLeafMove(
+      targetId,
+      this.#view(targetId === null ? [] : [{ id: targetId }]),
+      options,
+    );
+    this.#apply({ writes: [write], leafId }, room);
+    return write.entry;
+  }
+}

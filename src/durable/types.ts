@@ -1,0 +1,109 @@
+import type { EntryType, ForkPathEntry, SessionHeader, SessionInfo, StoredEntry } from "../core";
+import type { SearchDigest } from "./session/search-index";
+
+/*
+ * What crosses RPC between the Worker and the objects, and between objects: the answers and
+ * requests no single side owns.
+ */
+
+/** Entries read in order until the page is full; `rest` are the seqs still to read. */
+export interface EntryPage {
+  entries: StoredEntry[];
+  rest: number[];
+}
+
+/**
+ * A row of a fork's path as it crosses to the new session: its columns as stored (the copy keeps
+ * the source's seqs, so what a row points at, its parent and the latest compaction and settings on
+ * its path, all on the same path, keeps its number) and its payload whole, with its UTF-8 size.
+ */
+export interface CopiedRow {
+  seq: number;
+  id: string;
+  parent_id: string | null;
+  parent_seq: number | null;
+  type: EntryType;
+  role: string | null;
+  timestamp: string;
+  depth: number;
+  last_compaction: number | null;
+  last_thinking: number | null;
+  last_model: number | null;
+  last_tools: number | null;
+  body: string;
+  bytes: number;
+  [key: string]: SqlStorageValue;
+}
+
+export interface ForkSource {
+  /** The head of the fork (the target, or its parent for `before`). */
+  leafId: string | null;
+  /** Seqs of the path root → leaf, to copy in pages. */
+  seqs: number[];
+  /** Bytes of those entries as stored: what the fork will hold before any label it re-creates. */
+  bytes: number;
+  /** Light path entries, for `forkExtras`. */
+  path: ForkPathEntry[];
+  labels: Record<string, string>;
+  header: SessionHeader;
+  name: string | undefined;
+}
+
+export interface DirectoryReport {
+  info: SessionInfo;
+  /** Which life of the id this is: a deleted and re-created session is a new incarnation. */
+  incarnation: string;
+  /** Grows with every write to the session; older reports are ignored. */
+  version: number;
+  /** The tenant and shard the report goes to (the shard learns who it is from them). */
+  tenant?: string;
+  shard?: number;
+  /** What the tenant's search finds the session by, besides its name and preview. */
+  search?: SearchDigest;
+}
+
+/** What a tenant stores, as its sessions last reported it. */
+export interface TenantUsage {
+  sessions: number;
+  entries: number;
+  bytes: number;
+}
+
+/** The tenant's retention: sessions idle (no write) for this many days are deleted; null keeps them. */
+export interface Retention {
+  idleDays: number | null;
+}
+
+export interface ClaimRequest {
+  sessionId: string;
+  /** Bytes the session holds now. */
+  holds: number;
+  /** Bytes its write adds. */
+  wants: number;
+  /** Increases with each request the session makes. */
+  seq: number;
+  /** A session being created (or restored): it counts against `maxSessions` from now. */
+  newSession: boolean;
+}
+
+export interface SeedRow {
+  id: string;
+  bytes: number;
+}
+
+/** Rows of a fork's path, a page of them, and the seqs still to copy. */
+export interface CopiedRows {
+  rows: CopiedRow[];
+  rest: number[];
+}
+
+/** What the retention sweep of a directory shard learns from a session it found idle. */
+export type ExpiryOutcome = "expired" | "kept" | "missing";
+
+/**
+ * A context answer from a session's object: its version, and its JSON whole (`string`) or
+ * streamed; or only the version, when the caller holds it already (`unchanged`).
+ */
+export type ContextAnswer =
+  | { version: string; kind: "full" | "delta"; body: ReadableStream<Uint8Array> | string }
+  | { version: string; kind: "unchanged" };

@@ -1,0 +1,2 @@
+export type { CfSessionsStoreOptions } from "./store";
+export { CfSessionsStore } from "./store";

@@ -1,0 +1,242 @@
+import type {
+  SessionKey,
+  SessionStore,
+  SessionStoreEntry,
+  SessionSummaryEntry,
+} from "@anthropic-ai/claude-agent-sdk";
+import { foldSessionSummary } from "@anthropic-ai/claude-agent-sdk";
+import * as z from "zod";
+import type { EntryInput, Session, SessionInfo, SessionRepo, StoredEntry } from "../../core";
+import { SessionError } from "../../core";
+import { keyedId, sha256Hex } from "../keys";
+import { SessionHandles } from "../session-handles";
+import type { TranscriptLine, TranscriptPlaces } from "./transcript";
+import { lineOf, placesOf, transcriptEntries } from "./transcript";
+
+export interface CfSessionsStoreOptions {
+  /** Where transcripts are kept: a `RemoteRepo` (the service) or any of the library's repos. */
+  repo: SessionRepo;
+  /** What this store's session ids start with (default `claude:`). */
+  sessionPrefix?: string;
+}
+
+const Key = z.object({
+  projectKey: z.string().min(1),
+  sessionId: z.string().min(1),
+  subpath: z.string().min(1).optional(),
+});
+
+const ProjectKey = z.string().min(1);
+const SessionRef = Key.omit({ subpath: true });
+
+/** Entries are JSON objects with a string `type` (and, most of them, a string `uuid`). */
+const Lines = z.array(z.looseObject({ type: z.string(), uuid: z.string().optional() }));
+
+/** What a transcript's session says of the key it keeps, and the summary kept with it. */
+const KeyMetadata = z.object({
+  projectKey: z.string(),
+  sessionId: z.string(),
+  subpath: z.string().optional(),
+  /** When the store last wrote the transcript (ms): the `mtime` of `listSessions`. */
+  mtime: z.number().optional(),
+  summary: z
+    .looseObject({ sessionId: z.string(), mtime: z.number(), data: z.record(z.string(), z.unknown()) })
+    .optional(),
+});
+type KeyMetadata = z.infer<typeof KeyMetadata>;
+
+/** Entries per append request, and bytes (the service takes up to 1,000 entries and 32 MiB). */
+const BATCH_ENTRIES = 1000;
+const BATCH_BYTES = 8 * 1024 * 1024;
+
+function check<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    throw new SessionError("invalid_request", `invalid ${what}`, { issues: parsed.error.issues });
+  }
+  return parsed.data;
+}
+
+/** What the store knows of a transcript it wrote to: where lines hang, and its metadata. */
+interface Transcript {
+  places: TranscriptPlaces;
+  metadata: KeyMetadata;
+  /** The session's whole metadata (ours under `claudeAgentSdk`), to write it back changed. */
+  header: Record<string, unknown>;
+}
+
+function batches(entries: readonly EntryInput[]): EntryInput[][] {
+  const out: EntryInput[][] = [];
+  let batch: EntryInput[] = [];
+  let bytes = 0;
+  for (const entry of entries) {
+    const size = JSON.stringify(entry).length;
+    if (batch.length > 0 && (batch.length >= BATCH_ENTRIES || bytes + size > BATCH_BYTES)) {
+      out.push(batch);
+      batch = [];
+      bytes = 0;
+    }
+    batch.push(entry);
+    bytes += size;
+  }
+  if (batch.length > 0) out.push(batch);
+  return out;
+}
+
+/**
+ * A Claude Agent SDK `SessionStore` over cf-sessions: each transcript (a session's main one, or a
+ * subagent's under its subpath) is a session, each line one or more entries by the Claude Code
+ * import's mapping, so the viewer shows the conversation; `load` gives the lines back exactly.
+ * Appends are idempotent on `uuid` and serialized per transcript in this process; the summary
+ * `listSessionSummaries` answers is folded by the SDK's `foldSessionSummary` inside `append` and
+ * kept in the session's metadata, with the `mtime` that `listSessions` answers.
+ */
+export class CfSessionsStore implements SessionStore {
+  readonly #handles: SessionHandles;
+  readonly #prefix: string;
+  readonly #transcripts = new Map<string, Transcript>();
+  readonly #queues = new Map<string, Promise<unknown>>();
+  #lastMtime = 0;
+
+  constructor(options: CfSessionsStoreOptions) {
+    this.#handles = new SessionHandles(options.repo);
+    this.#prefix = options.sessionPrefix ?? "claude:";
+  }
+
+  /** The ids of a project's transcripts start with this: the prefix and a digest of the project key. */
+  async projectPrefix(projectKey: string): Promise<string> {
+    return `${this.#prefix}${(await sha256Hex(projectKey)).slice(0, 16)}:`;
+  }
+
+  /**
+   * The session id of a transcript: the project's prefix, then the session id and the subpath,
+   * escaped (`encodeKey`), or a digest of them when that is too long.
+   */
+  async sessionIdFor(key: SessionKey): Promise<string> {
+    const parts = key.subpath === undefined ? [key.sessionId] : [key.sessionId, key.subpath];
+    return keyedId(await this.projectPrefix(key.projectKey), parts);
+  }
+
+  /** Runs `task` after every earlier task on the same transcript. */
+  async #serialized<T>(id: string, task: () => Promise<T>): Promise<T> {
+    const before = this.#queues.get(id) ?? Promise.resolve();
+    const run = before.catch(() => undefined).then(task);
+    this.#queues.set(id, run);
+    try {
+      return await run;
+    } finally {
+      if (this.#queues.get(id) === run) this.#queues.delete(id);
+    }
+  }
+
+  async #transcript(session: Session, key: SessionKey): Promise<Transcript> {
+    const known = this.#transcripts.get(session.id);
+    if (known) return known;
+    const entries: StoredEntry[] = [];
+    for await (const entry of session.allEntries()) entries.push(entry);
+    const header = await session.getMetadata();
+    const stored = KeyMetadata.safeParse(header.claudeAgentSdk);
+    const transcript: Transcript = {
+      places: placesOf(entries),
+      metadata: stored.success ? stored.data : { ...key },
+      header,
+    };
+    this.#transcripts.set(session.id, transcript);
+    return transcript;
+  }
+
+  #mtime(): number {
+    this.#lastMtime = Math.max(Date.now(), this.#lastMtime + 1);
+    return this.#lastMtime;
+  }
+
+  async append(key: SessionKey, entries: SessionStoreEntry[]): Promise<void> {
+    const checked = check(Key, key, "session key");
+    const lines = check(Lines, entries, "transcript entries") as TranscriptLine[];
+    const id = await this.sessionIdFor(checked);
+    const create = { id, metadata: { claudeAgentSdk: { ...checked } } };
+    await this.#serialized(id, () =>
+      this.#handles.write(create, async (session) => {
+        const transcript = await this.#transcript(session, checked);
+        const { places } = transcript;
+        // Lines already stored (a retry, an import run again) are not written twice.
+        const seen = new Set(places.entryOf.keys());
+        const fresh = lines.filter((line) => {
+          if (typeof line.uuid !== "string") return true;
+          if (seen.has(line.uuid)) return false;
+          seen.add(line.uuid);
+          return true;
+        });
+        const planned: TranscriptPlaces = { entryOf: new Map(places.entryOf), head: places.head };
+        for (const batch of batches(transcriptEntries(fresh, planned))) await session.appendEntries(batch);
+        transcript.places = planned;
+        const mtime = this.#mtime();
+        const metadata: KeyMetadata = { ...transcript.metadata, ...checked, mtime };
+        if (checked.subpath === undefined) {
+          metadata.summary = foldSessionSummary(transcript.metadata.summary, checked, entries, { mtime });
+        }
+        transcript.header = { ...transcript.header, claudeAgentSdk: metadata };
+        await session.updateHeader({ metadata: transcript.header });
+        transcript.metadata = metadata;
+      }),
+    );
+  }
+
+  async load(key: SessionKey): Promise<SessionStoreEntry[] | null> {
+    const checked = check(Key, key, "session key");
+    const session = await this.#handles.find(await this.sessionIdFor(checked));
+    if (!session) return null;
+    const lines: SessionStoreEntry[] = [];
+    for await (const entry of session.allEntries()) {
+      const line = lineOf(entry);
+      if (line) lines.push(line);
+    }
+    return lines;
+  }
+
+  /** The transcripts of a project, from the tenant's listing (their metadata as last reported). */
+  async #project(projectKey: string): Promise<Array<{ info: SessionInfo; key: KeyMetadata }>> {
+    const found: Array<{ info: SessionInfo; key: KeyMetadata }> = [];
+    for await (const info of this.#handles.scan(await this.projectPrefix(projectKey))) {
+      const key = KeyMetadata.safeParse(info.metadata.claudeAgentSdk);
+      if (key.success && key.data.projectKey === projectKey) found.push({ info, key: key.data });
+    }
+    return found;
+  }
+
+  async listSessions(projectKey: string): Promise<Array<{ sessionId: string; mtime: number }>> {
+    const project = await this.#project(check(ProjectKey, projectKey, "project key"));
+    return project
+      .filter(({ key }) => key.subpath === undefined)
+      .map(({ info, key }) => ({ sessionId: key.sessionId, mtime: key.mtime ?? Date.parse(info.updatedAt) }));
+  }
+
+  async listSessionSummaries(projectKey: string): Promise<SessionSummaryEntry[]> {
+    const project = await this.#project(check(ProjectKey, projectKey, "project key"));
+    return project.flatMap(({ key }) => (key.subpath === undefined && key.summary ? [key.summary] : []));
+  }
+
+  /** Deletes a transcript; a session's main one takes its subagents' with it. */
+  async delete(key: SessionKey): Promise<void> {
+    const checked = check(Key, key, "session key");
+    const ids = [await this.sessionIdFor(checked)];
+    if (checked.subpath === undefined) {
+      for (const { info, key: found } of await this.#project(checked.projectKey)) {
+        if (found.sessionId === checked.sessionId && found.subpath !== undefined) ids.push(info.id);
+      }
+    }
+    for (const id of ids) {
+      await this.#serialized(id, async () => {
+        this.#transcripts.delete(id);
+        await this.#handles.delete(id);
+      });
+    }
+  }
+
+  async listSubkeys(key: { projectKey: string; sessionId: string }): Promise<string[]> {
+    const checked = check(SessionRef, key, "session key");
+    return (await this.#project(checked.projectKey)).flatMap(({ key: found }) =>
+      found.sessionId === checked.sessionId && found.subpath !== undefined ? [found.subpath] : [],
+    );
+  }
+}

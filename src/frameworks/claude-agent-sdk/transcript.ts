@@ -1,0 +1,117 @@
+import type { EntryInput, StoredEntry } from "../../core";
+import { isValidId, newId, parseClaudeCode } from "../../core";
+
+/*
+ * A Claude Code transcript line as entries, by the Claude Code import's mapping (`parseClaudeCode`),
+ * one line at a time: a user or assistant line becomes its messages (a compaction for a compact
+ * summary), chained under the entry of its `parentUuid`, and the last of them keeps the line itself
+ * in `line`; any other line is a `custom` entry (`customType` "claude-code:<type>") whose `data` is
+ * the line, as the import makes it. So the transcript reads back exactly, and the session shows it
+ * as a conversation tree. Unlike a whole-file import, the streamed blocks of one API message stay
+ * one message each (a line once written is never rewritten), and the settings entries the import
+ * derives across lines (model and thinking changes) are left out: each assistant message names its
+ * model.
+ */
+
+export type TranscriptLine = Record<string, unknown> & { type: string; uuid?: string };
+
+const PREFIX = "claude-code:";
+
+/** Where lines hang: the entry of each uuid seen (the last of its chain), and the main chain's head. */
+export interface TranscriptPlaces {
+  entryOf: Map<string, string>;
+  head: string | null;
+}
+
+function isMain(line: TranscriptLine): boolean {
+  return line.isSidechain !== true;
+}
+
+/** The line an entry holds, or undefined for an entry that holds none (the rest of a chain). */
+export function lineOf(entry: StoredEntry): TranscriptLine | undefined {
+  if ("line" in entry && entry.line !== null && typeof entry.line === "object")
+    return entry.line as TranscriptLine;
+  if (
+    entry.type === "custom" &&
+    entry.customType.startsWith(PREFIX) &&
+    entry.data !== null &&
+    typeof entry.data === "object"
+  ) {
+    return entry.data as TranscriptLine;
+  }
+  return undefined;
+}
+
+/** Where lines written before hang from, read back from the session's entries in append order. */
+export function placesOf(entries: Iterable<StoredEntry>): TranscriptPlaces {
+  const places: TranscriptPlaces = { entryOf: new Map(), head: null };
+  for (const entry of entries) {
+    const line = lineOf(entry);
+    if (!line) continue;
+    if (typeof line.uuid === "string") places.entryOf.set(line.uuid, entry.id);
+    if (isMain(line)) places.head = entry.id;
+  }
+  return places;
+}
+
+/** The entry a line hangs from: its parent's, the logical parent of a compaction, or the head. */
+function parentOf(line: TranscriptLine, places: TranscriptPlaces): string | null {
+  if (typeof line.uuid !== "string") return places.head;
+  const parent = typeof line.parentUuid === "string" ? places.entryOf.get(line.parentUuid) : undefined;
+  if (parent !== undefined) return parent;
+  if (line.type === "system" && line.subtype === "compact_boundary") {
+    const logical =
+      typeof line.logicalParentUuid === "string" ? places.entryOf.get(line.logicalParentUuid) : undefined;
+    return logical ?? places.head;
+  }
+  // A root: the first line, a subagent's first line, or a parent the store never saw.
+  return null;
+}
+
+function isConversation(line: TranscriptLine): boolean {
+  return (
+    line.type === "user" ||
+    line.type === "assistant" ||
+    (line.type === "system" && line.subtype === "compact_boundary")
+  );
+}
+
+/** The import's entries for a message (or compaction) line, or undefined when it maps to none. */
+function messageEntries(line: TranscriptLine): Record<string, unknown>[] | undefined {
+  if (!isConversation(line) || typeof line.uuid !== "string" || !isValidId(line.uuid)) return undefined;
+  try {
+    const { entries } = parseClaudeCode(`${JSON.stringify(line)}\n`);
+    const kept = entries
+      .filter((entry) => entry.type !== "model_change" && entry.type !== "thinking_level_change")
+      .map(({ sourceLines: _sourceLines, ...entry }) => entry as Record<string, unknown>);
+    return kept.length > 0 && kept.every((entry) => entry.type !== "custom") ? kept : undefined;
+  } catch {
+    // A line the import refuses on its own (no sessionId, say) is still kept, as a custom entry.
+    return undefined;
+  }
+}
+
+/** The entries for new lines (in order), placing each under its parent; `places` follows along. */
+export function transcriptEntries(lines: readonly TranscriptLine[], places: TranscriptPlaces): EntryInput[] {
+  const out: EntryInput[] = [];
+  for (const line of lines) {
+    let parentId = parentOf(line, places);
+    const messages = messageEntries(line);
+    let last: string;
+    if (messages) {
+      messages.forEach((entry, index) => {
+        const last = index === messages.length - 1;
+        out.push({ ...entry, parentId, ...(last ? { line } : {}) } as EntryInput);
+        parentId = entry.id as string;
+      });
+      last = parentId as string;
+    } else {
+      const id = typeof line.uuid === "string" && isValidId(line.uuid) ? line.uuid : newId();
+      out.push({ type: "custom", id, parentId, customType: `${PREFIX}${line.type}`, data: line });
+      last = id;
+    }
+    if (typeof line.uuid === "string") places.entryOf.set(line.uuid, last);
+    if (isMain(line)) places.head = last;
+  }
+  return out;
+}

@@ -1,0 +1,56 @@
+import { SessionError } from "../core";
+
+/*
+ * Frameworks name their threads, sessions and checkpoints with any string; ours are 1-128
+ * characters of `A-Z a-z 0-9 . _ : -`. A framework's name becomes one of ours by a reversible
+ * escape, or by a digest when the escaped form is too long, so the same name always finds the same
+ * session or entry.
+ */
+
+const MAX_ID = 128;
+const KEPT = /[A-Za-z0-9-]/;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** `value` in id characters: `A-Z a-z 0-9 -` stay, every other UTF-8 byte becomes `_` and two hex digits. */
+export function encodeKey(value: string): string {
+  let out = "";
+  for (const char of value) {
+    if (KEPT.test(char)) out += char;
+    else for (const byte of encoder.encode(char)) out += `_${byte.toString(16).padStart(2, "0")}`;
+  }
+  return out;
+}
+
+/** The string `encodeKey` made `key` from. */
+export function decodeKey(key: string): string {
+  const bytes: number[] = [];
+  for (let i = 0; i < key.length; i++) {
+    if (key[i] === "_") {
+      bytes.push(Number.parseInt(key.slice(i + 1, i + 3), 16));
+      i += 2;
+    } else bytes.push(key.charCodeAt(i));
+  }
+  return decoder.decode(new Uint8Array(bytes));
+}
+
+/** The SHA-256 of `text` in hex. */
+export async function sha256Hex(text: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
+  return Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * The id `prefix` then the escaped `parts` joined by `:` (an escaped part holds no `:`), or, when
+ * that is over 128 characters, `prefix` then `_h` and 64 hex digits of the parts' SHA-256 (no
+ * escaped part starts with `_h`: an escape is `_` and hex digits).
+ */
+export async function keyedId(prefix: string, parts: readonly string[]): Promise<string> {
+  const id = prefix + parts.map(encodeKey).join(":");
+  if (id.length > 0 && id.length <= MAX_ID) return id;
+  const hashed = `${prefix}_h${await sha256Hex(JSON.stringify(parts))}`;
+  if (hashed.length > MAX_ID) {
+    throw new SessionError("invalid_request", `the id prefix "${prefix}" leaves no room for a digest`);
+  }
+  return hashed;
+}

@@ -1,0 +1,62 @@
+import * as z from "zod";
+import { Serialized } from "./serialized";
+
+/*
+ * What a thread's session holds: one `custom` entry per checkpoint, under the checkpoint it was
+ * made from, and one `custom` entry per `putWrites` call (one task's writes), under the checkpoint
+ * the writes are for.
+ */
+
+export const CHECKPOINT = "langgraph:checkpoint";
+export const WRITES = "langgraph:writes";
+
+const ChannelVersion = z.union([z.number(), z.string()]);
+
+/**
+ * A checkpoint without its channel values: the values of the channels it changed are in `values`,
+ * and each other channel names in `held` the entry of an earlier checkpoint that holds its value at
+ * this checkpoint's version (so each version of a value is stored once, as in LangGraph's SQL savers).
+ */
+export const CheckpointData = z.object({
+  checkpoint: z.looseObject({
+    v: z.number(),
+    id: z.string(),
+    ts: z.string(),
+    channel_versions: z.record(z.string(), ChannelVersion),
+    versions_seen: z.record(z.string(), z.record(z.string(), ChannelVersion)),
+  }),
+  values: z.record(z.string(), Serialized),
+  held: z.record(z.string(), z.string()),
+  metadata: Serialized,
+  /** The checkpoint it was made from (also the entry's parent, unless that one is gone). */
+  parent: z.string().optional(),
+});
+export type CheckpointData = z.infer<typeof CheckpointData>;
+
+export const WritesData = z.object({
+  checkpointId: z.string(),
+  taskId: z.string(),
+  taskPath: z.string().optional(),
+  writes: z.array(z.object({ channel: z.string(), idx: z.number().int(), value: Serialized })),
+});
+export type WritesData = z.infer<typeof WritesData>;
+
+/** What a session's metadata says of the thread it keeps. */
+export const ThreadMetadata = z.object({ threadId: z.string(), checkpointNs: z.string() });
+export type ThreadMetadata = z.infer<typeof ThreadMetadata>;
+
+/** The input the checkpoint argument of `put` must be (channel values and versions are checked). */
+export const CheckpointInput = z.looseObject({
+  v: z.number(),
+  id: z.string().min(1),
+  ts: z.string(),
+  channel_values: z.record(z.string(), z.unknown()),
+  channel_versions: z.record(z.string(), ChannelVersion),
+  versions_seen: z.record(z.string(), z.record(z.string(), ChannelVersion)),
+});
+
+export const Configurable = z.looseObject({
+  thread_id: z.string().min(1).optional(),
+  checkpoint_ns: z.string().optional(),
+  checkpoint_id: z.string().min(1).optional(),
+});

@@ -1,0 +1,2 @@
+export type { CfSessionsSaverOptions } from "./saver";
+export { CfSessionsSaver } from "./saver";

@@ -1,0 +1,530 @@
+import type { RunnableConfig } from "@langchain/core/runnables";
+import type {
+  ChannelVersions,
+  Checkpoint,
+  CheckpointListOptions,
+  CheckpointMetadata,
+  CheckpointPendingWrite,
+  CheckpointTuple,
+  PendingWrite,
+  SerializerProtocol,
+} from "@langchain/langgraph-checkpoint";
+import {
+  BaseCheckpointSaver,
+  compareWritesSortKeys,
+  maxChannelVersion,
+  TASKS,
+  WRITES_IDX_MAP,
+  writesSortKey,
+} from "@langchain/langgraph-checkpoint";
+import type * as z from "zod";
+import type { Session, SessionRepo } from "../../core";
+import { canonicalJson, SessionError } from "../../core";
+import { keyedId } from "../keys";
+import { isMissingSession, SessionHandles } from "../session-handles";
+import type { CheckpointData, WritesData } from "./entries";
+import { CHECKPOINT, CheckpointInput, Configurable, ThreadMetadata, WRITES } from "./entries";
+import { deserialize, type Serialized, serialize } from "./serialized";
+import type { StoredCheckpoint, ThreadReader } from "./thread-reader";
+import { checkpointOf, sessionReader, wholeThread } from "./thread-reader";
+
+export interface CfSessionsSaverOptions {
+  /** Where threads are kept: a `RemoteRepo` (the service) or any of the library's repos. */
+  repo: SessionRepo;
+  /**
+   * What the ids of this saver's sessions start with (default `langgraph:`): a saver lists and
+   * deletes only its own, so several graphs can share a tenant.
+   */
+  sessionPrefix?: string;
+  serde?: SerializerProtocol;
+}
+
+/** A thread in one checkpoint namespace, and the session that keeps it. */
+interface Thread {
+  threadId: string;
+  checkpointNs: string;
+  sessionId: string;
+}
+
+/** What `put` needs of the checkpoint it builds on: its channel versions and who holds each value. */
+interface KnownCheckpoint {
+  versions: ChannelVersions;
+  holders: Record<string, string>;
+}
+
+/** How long a write waits for the put of its checkpoint when that has not come yet. */
+const ARRIVAL_MS = 30_000;
+
+/** Checkpoints remembered to build on without reading them back (the ones last put or read). */
+const KEPT_CHECKPOINTS = 256;
+
+const MISSING_THREAD =
+  'The passed RunnableConfig is missing a required "thread_id" field in its "configurable" property. ' +
+  "When using a checkpointer, you must pass a thread_id, e.g. " +
+  'graph.invoke(input, { configurable: { thread_id: "my-thread-id" } })';
+
+function invalid(message: string, error?: z.ZodError): SessionError {
+  return new SessionError("invalid_request", message, error ? { issues: error.issues } : undefined);
+}
+
+function configurable(config: RunnableConfig | undefined): z.infer<typeof Configurable> {
+  const parsed = Configurable.safeParse(config?.configurable ?? {});
+  if (!parsed.success)
+    throw invalid(
+      "invalid configurable: thread_id, checkpoint_ns and checkpoint_id are strings",
+      parsed.error,
+    );
+  return parsed.data;
+}
+
+/** The entry id of a checkpoint (its id as it is when it fits the id syntax). */
+function checkpointEntryId(checkpointId: string): Promise<string> {
+  return keyedId("", [checkpointId]);
+}
+
+/** Whether `actual` holds everything of `expected` (objects by key, anything else equal). */
+function contains(actual: unknown, expected: unknown): boolean {
+  if (expected !== null && typeof expected === "object" && !Array.isArray(expected)) {
+    if (actual === null || typeof actual !== "object" || Array.isArray(actual)) return false;
+    return Object.entries(expected).every(([key, value]) =>
+      contains((actual as Record<string, unknown>)[key], value),
+    );
+  }
+  return canonicalJson(actual) === canonicalJson(expected);
+}
+
+/**
+ * A LangGraph checkpointer over cf-sessions: each thread (in each checkpoint namespace) is a
+ * session, each checkpoint a `custom` entry under the checkpoint it was made from, so a run
+ * resumed or forked from an older checkpoint (time travel) is a branch of the session's tree; each
+ * task's pending writes are a `custom` entry under their checkpoint. `put` and `putWrites` are one
+ * append each.
+ */
+export class CfSessionsSaver extends BaseCheckpointSaver {
+  readonly #handles: SessionHandles;
+  readonly #prefix: string;
+  readonly #known = new Map<string, KnownCheckpoint>();
+  /**
+   * Puts not yet written, by session and checkpoint: LangGraph writes a checkpoint in the
+   * background and may put writes for it (or the next checkpoint) before that is done, and an
+   * entry's parent must be stored before it.
+   */
+  readonly #writing = new Map<string, Promise<unknown>>();
+  /** Writes waiting for the put of their checkpoint, by session and checkpoint. */
+  readonly #arrivals = new Map<string, { arrived: Promise<void>; arrive: () => void }>();
+
+  constructor(options: CfSessionsSaverOptions) {
+    super(options.serde);
+    this.#handles = new SessionHandles(options.repo);
+    this.#prefix = options.sessionPrefix ?? "langgraph:";
+  }
+
+  /**
+   * The session id of a thread in a namespace: the prefix, then the thread id and (outside the
+   * root namespace) the namespace, escaped (`encodeKey`); a digest when that is too long.
+   */
+  async sessionIdFor(threadId: string, checkpointNs = ""): Promise<string> {
+    return keyedId(this.#prefix, checkpointNs === "" ? [threadId] : [threadId, checkpointNs]);
+  }
+
+  async #thread(threadId: string, checkpointNs: string): Promise<Thread> {
+    return { threadId, checkpointNs, sessionId: await this.sessionIdFor(threadId, checkpointNs) };
+  }
+
+  #write<T>(thread: Thread, write: (session: Session) => Promise<T>): Promise<T> {
+    const metadata: ThreadMetadata = { threadId: thread.threadId, checkpointNs: thread.checkpointNs };
+    const name = thread.checkpointNs === "" ? thread.threadId : `${thread.threadId} (${thread.checkpointNs})`;
+    return this.#handles.write({ id: thread.sessionId, name, metadata: { langgraph: metadata } }, write);
+  }
+
+  #remember(sessionId: string, checkpointId: string, known: KnownCheckpoint): void {
+    const key = `${sessionId}\n${checkpointId}`;
+    this.#known.delete(key);
+    this.#known.set(key, known);
+    if (this.#known.size > KEPT_CHECKPOINTS) this.#known.delete(this.#known.keys().next().value as string);
+  }
+
+  #rememberStored(sessionId: string, stored: StoredCheckpoint): void {
+    const holders = { ...stored.data.held };
+    for (const channel of Object.keys(stored.data.values)) holders[channel] = stored.entryId;
+    this.#remember(sessionId, stored.data.checkpoint.id, {
+      versions: stored.data.checkpoint.channel_versions,
+      holders,
+    });
+  }
+
+  /** The checkpoint `put` builds on: remembered, or read (once, when another process wrote it). */
+  async #parent(session: Session, checkpointId: string): Promise<KnownCheckpoint | undefined> {
+    const known = this.#known.get(`${session.id}\n${checkpointId}`);
+    if (known) return known;
+    const stored = checkpointOf(await session.getEntry(await checkpointEntryId(checkpointId)));
+    if (!stored) return undefined;
+    this.#rememberStored(session.id, stored);
+    return this.#known.get(`${session.id}\n${checkpointId}`);
+  }
+
+  override async put(
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    newVersions: ChannelVersions,
+  ): Promise<RunnableConfig> {
+    if (config.configurable === undefined) throw invalid(`Failed to put checkpoint. ${MISSING_THREAD}`);
+    const {
+      thread_id: threadId,
+      checkpoint_ns: checkpointNs = "",
+      checkpoint_id: parentId,
+    } = configurable(config);
+    if (threadId === undefined) throw invalid(`Failed to put checkpoint. ${MISSING_THREAD}`);
+    const input = CheckpointInput.safeParse(checkpoint);
+    if (!input.success) throw invalid("Failed to put checkpoint: the checkpoint is malformed", input.error);
+    const thread = await this.#thread(threadId, checkpointNs);
+    const entryId = await checkpointEntryId(checkpoint.id);
+    const parentEntryId = parentId === undefined ? undefined : await checkpointEntryId(parentId);
+
+    // Every value is serialized before anything is written.
+    const { channel_values: channelValues, ...bare } = checkpoint;
+    const values: Record<string, Serialized> = {};
+    for (const channel of Object.keys(newVersions)) {
+      if (Object.hasOwn(channelValues, channel)) {
+        values[channel] = await serialize(this.serde, channelValues[channel]);
+      }
+    }
+    const data: CheckpointData = {
+      checkpoint: JSON.parse(JSON.stringify(bare)),
+      values,
+      held: {},
+      metadata: await serialize(this.serde, metadata),
+      ...(parentId === undefined ? {} : { parent: parentId }),
+    };
+
+    const key = `${thread.sessionId}\n${checkpoint.id}`;
+    const written = this.#afterParent(thread, parentId, () =>
+      this.#write(thread, async (session) => {
+        const parent = parentId === undefined ? undefined : await this.#parent(session, parentId);
+        // A channel the checkpoint did not change has the value its parent had at the same version.
+        const held: Record<string, string> = {};
+        for (const [channel, version] of Object.entries(checkpoint.channel_versions)) {
+          const holder = parent?.holders[channel];
+          if (
+            !Object.hasOwn(newVersions, channel) &&
+            holder !== undefined &&
+            parent?.versions[channel] === version
+          ) {
+            held[channel] = holder;
+          }
+        }
+        await session.appendEntry({
+          type: "custom",
+          id: entryId,
+          parentId: parent ? (parentEntryId as string) : null,
+          customType: CHECKPOINT,
+          data: { ...data, held },
+        });
+        const holders = { ...held };
+        for (const channel of Object.keys(values)) holders[channel] = entryId;
+        return { versions: { ...checkpoint.channel_versions }, holders };
+      }),
+    );
+    this.#writing.set(key, written);
+    try {
+      this.#remember(thread.sessionId, checkpoint.id, await written);
+    } finally {
+      if (this.#writing.get(key) === written) this.#writing.delete(key);
+      this.#arrivals.get(key)?.arrive();
+      this.#arrivals.delete(key);
+    }
+    return {
+      configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpoint.id },
+    };
+  }
+
+  override async putWrites(
+    config: RunnableConfig,
+    writes: PendingWrite[],
+    taskId: string,
+    taskPath?: string,
+  ): Promise<void> {
+    const {
+      thread_id: threadId,
+      checkpoint_ns: checkpointNs = "",
+      checkpoint_id: checkpointId,
+    } = configurable(config);
+    if (threadId === undefined) throw invalid(`Failed to put writes. ${MISSING_THREAD}`);
+    if (checkpointId === undefined) {
+      throw invalid(
+        'Failed to put writes. The passed RunnableConfig is missing a required "checkpoint_id" field in its "configurable" property.',
+      );
+    }
+    if (typeof taskId !== "string" || taskId === "")
+      throw invalid("Failed to put writes: taskId must be a string");
+    if (!Array.isArray(writes) || !writes.every((w) => Array.isArray(w) && typeof w[0] === "string")) {
+      throw invalid("Failed to put writes: writes must be [channel, value] pairs");
+    }
+    if (writes.length === 0) return;
+    const data: WritesData = {
+      checkpointId,
+      taskId,
+      ...(taskPath === undefined ? {} : { taskPath }),
+      writes: await Promise.all(
+        writes.map(async ([channel, value], idx) => ({
+          channel,
+          idx: WRITES_IDX_MAP[channel] ?? idx,
+          value: await serialize(this.serde, value),
+        })),
+      ),
+    };
+    const thread = await this.#thread(threadId, checkpointNs);
+    const parentId = await checkpointEntryId(checkpointId);
+    await this.#afterParent(thread, checkpointId, () =>
+      this.#write(thread, (session) =>
+        session.appendEntry({ type: "custom", parentId, customType: WRITES, data }),
+      ),
+    );
+  }
+
+  /**
+   * Runs a write that hangs under checkpoint `parentId` once that checkpoint is stored. LangGraph
+   * puts checkpoints in the background, so the writes of a step can come before the put of the
+   * checkpoint they are for: such a write waits here for that put (up to `ARRIVAL_MS`).
+   */
+  async #afterParent<T>(thread: Thread, parentId: string | undefined, write: () => Promise<T>): Promise<T> {
+    if (parentId === undefined) return write();
+    const key = `${thread.sessionId}\n${parentId}`;
+    // A failed put fails its own caller; this write then meets the missing parent itself.
+    await this.#writing.get(key)?.catch(() => undefined);
+    try {
+      return await write();
+    } catch (error) {
+      if (!(error instanceof SessionError && error.code === "parent_not_found")) throw error;
+      if (!(await this.#arrival(key))) throw error;
+      return write();
+    }
+  }
+
+  /** Whether the put of a checkpoint was made here, waiting up to `ARRIVAL_MS` for it to come. */
+  async #arrival(key: string): Promise<boolean> {
+    if (this.#known.has(key)) return true;
+    const writing = this.#writing.get(key);
+    if (writing)
+      return writing.then(
+        () => true,
+        () => false,
+      );
+    let waiting = this.#arrivals.get(key);
+    if (!waiting) {
+      let arrive = () => {};
+      const arrived = new Promise<void>((resolve) => {
+        arrive = resolve;
+      });
+      waiting = { arrived, arrive };
+      this.#arrivals.set(key, waiting);
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), ARRIVAL_MS);
+    });
+    try {
+      return await Promise.race([waiting.arrived.then(() => this.#known.has(key)), timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    const {
+      thread_id: threadId,
+      checkpoint_ns: checkpointNs = "",
+      checkpoint_id: checkpointId,
+    } = configurable(config);
+    if (threadId === undefined) return undefined;
+    const thread = await this.#thread(threadId, checkpointNs);
+    return this.#read(thread, undefined, async (session) => {
+      const stored =
+        checkpointId === undefined
+          ? await this.#latest(session)
+          : checkpointOf(await session.getEntry(await checkpointEntryId(checkpointId)));
+      if (!stored || (checkpointId !== undefined && stored.data.checkpoint.id !== checkpointId))
+        return undefined;
+      this.#rememberStored(session.id, stored);
+      return this.#tuple(thread, sessionReader(session), stored);
+    });
+  }
+
+  /** Reads the thread's session; `none` when there is no such session (or it was deleted meanwhile). */
+  async #read<T>(thread: Thread, none: T, read: (session: Session) => Promise<T>): Promise<T> {
+    const session = await this.#handles.find(thread.sessionId);
+    if (!session) return none;
+    try {
+      return await read(session);
+    } catch (error) {
+      if (!isMissingSession(error)) throw error;
+      this.#handles.forget(thread.sessionId);
+      return none;
+    }
+  }
+
+  /**
+   * The checkpoint at the session's head: the last one put, or, when the head was moved (in the
+   * viewer, say), the checkpoint it was moved to, so the graph resumes from there.
+   */
+  async #latest(session: Session): Promise<StoredCheckpoint | undefined> {
+    let id = await session.getLeafId();
+    while (id !== null) {
+      const entry = await session.getEntry(id);
+      if (!entry) return undefined;
+      const stored = checkpointOf(entry);
+      if (stored) return stored;
+      id = entry.parentId;
+    }
+    return undefined;
+  }
+
+  override async *list(
+    config: RunnableConfig,
+    options: CheckpointListOptions = {},
+  ): AsyncGenerator<CheckpointTuple> {
+    const {
+      thread_id: threadId,
+      checkpoint_ns: checkpointNs,
+      checkpoint_id: checkpointId,
+    } = configurable(config);
+    const { limit, before, filter } = options;
+    const beforeId = configurable(before).checkpoint_id;
+    if (limit !== undefined && !Number.isInteger(limit)) throw invalid("list: limit must be an integer");
+
+    const threads: Thread[] = [];
+    if (threadId !== undefined && checkpointNs !== undefined) {
+      threads.push(await this.#thread(threadId, checkpointNs));
+    } else {
+      for await (const info of this.#handles.scan(this.#prefix)) {
+        const thread = ThreadMetadata.safeParse(info.metadata.langgraph);
+        if (!thread.success) continue;
+        if (threadId !== undefined && thread.data.threadId !== threadId) continue;
+        if (checkpointNs !== undefined && thread.data.checkpointNs !== checkpointNs) continue;
+        threads.push({ ...thread.data, sessionId: info.id });
+      }
+    }
+
+    const found: CheckpointTuple[] = [];
+    for (const thread of threads) {
+      const whole = await this.#read(thread, undefined, wholeThread);
+      if (!whole) continue;
+      const { checkpoints, reader } = whole;
+      for (const stored of checkpoints) {
+        const id = stored.data.checkpoint.id;
+        if (checkpointId !== undefined && id !== checkpointId) continue;
+        if (beforeId !== undefined && !(id < beforeId)) continue;
+        const metadata = await deserialize(this.serde, stored.data.metadata);
+        if (filter && !contains(metadata, filter)) continue;
+        found.push(await this.#tuple(thread, reader, stored, metadata as CheckpointMetadata));
+      }
+    }
+    // Newest first, as LangGraph's own savers list (checkpoint ids sort by time).
+    found.sort((a, b) =>
+      a.checkpoint.id < b.checkpoint.id ? 1 : a.checkpoint.id > b.checkpoint.id ? -1 : 0,
+    );
+    yield* limit === undefined ? found : found.slice(0, Math.max(0, limit));
+  }
+
+  override async deleteThread(threadId: string): Promise<void> {
+    if (typeof threadId !== "string" || threadId === "")
+      throw invalid("deleteThread: the thread id must be a string");
+    const ids = new Set([(await this.#thread(threadId, "")).sessionId]);
+    for await (const info of this.#handles.scan(this.#prefix)) {
+      if (ThreadMetadata.safeParse(info.metadata.langgraph).data?.threadId === threadId) ids.add(info.id);
+    }
+    for (const id of ids) {
+      await this.#handles.delete(id);
+      for (const key of this.#known.keys()) if (key.startsWith(`${id}\n`)) this.#known.delete(key);
+    }
+  }
+
+  /** The pending writes as LangGraph replays them: one per task and index, in `writesSortKey` order. */
+  async #pendingWrites(entries: readonly WritesData[]): Promise<CheckpointPendingWrite[]> {
+    const byKey = new Map<
+      string,
+      { taskPath: string; taskId: string; idx: number; channel: string; value: Serialized }
+    >();
+    for (const entry of entries) {
+      for (const write of entry.writes) {
+        const key = `${entry.taskId}\n${write.idx}`;
+        // A task's regular write is kept once (a retry adds nothing); errors, interrupts and
+        // resumes (negative indexes) are replaced by the latest.
+        if (write.idx >= 0 && byKey.has(key)) continue;
+        byKey.set(key, { taskPath: entry.taskPath ?? "", taskId: entry.taskId, ...write });
+      }
+    }
+    const ordered = [...byKey.values()].sort((a, b) =>
+      compareWritesSortKeys(
+        writesSortKey(a.taskPath, a.taskId, a.idx),
+        writesSortKey(b.taskPath, b.taskId, b.idx),
+      ),
+    );
+    return Promise.all(
+      ordered.map(
+        async (w): Promise<CheckpointPendingWrite> => [
+          w.taskId,
+          w.channel,
+          await deserialize(this.serde, w.value),
+        ],
+      ),
+    );
+  }
+
+  async #tuple(
+    thread: Thread,
+    reader: ThreadReader,
+    stored: StoredCheckpoint,
+    metadata?: CheckpointMetadata,
+  ): Promise<CheckpointTuple> {
+    const { data } = stored;
+    const channelValues: Record<string, unknown> = {};
+    for (const [channel, value] of Object.entries(data.values)) {
+      channelValues[channel] = await deserialize(this.serde, value);
+    }
+    const byHolder = new Map<string, string[]>();
+    for (const [channel, holder] of Object.entries(data.held)) {
+      byHolder.set(holder, [...(byHolder.get(holder) ?? []), channel]);
+    }
+    await Promise.all(
+      [...byHolder].map(async ([holder, channels]) => {
+        const held = await reader.checkpoint(holder);
+        for (const channel of channels) {
+          const value = held?.data.values[channel];
+          if (value !== undefined) channelValues[channel] = await deserialize(this.serde, value);
+        }
+      }),
+    );
+    const checkpoint = { ...data.checkpoint, channel_values: channelValues } as Checkpoint;
+    if (checkpoint.v < 4 && data.parent !== undefined)
+      await this.#migratePendingSends(reader, checkpoint, data.parent);
+
+    const ids = { thread_id: thread.threadId, checkpoint_ns: thread.checkpointNs };
+    const tuple: CheckpointTuple = {
+      config: { configurable: { ...ids, checkpoint_id: data.checkpoint.id } },
+      checkpoint,
+      metadata: metadata ?? ((await deserialize(this.serde, data.metadata)) as CheckpointMetadata),
+      pendingWrites: await this.#pendingWrites(await reader.writes(stored)),
+    };
+    if (data.parent !== undefined)
+      tuple.parentConfig = { configurable: { ...ids, checkpoint_id: data.parent } };
+    return tuple;
+  }
+
+  /**
+   * Checkpoints of format 3 and before kept the `Send`s of a step as their parent's writes to the
+   * tasks channel; LangGraph now reads them from the checkpoint's own values (as its savers do).
+   */
+  async #migratePendingSends(reader: ThreadReader, checkpoint: Checkpoint, parentId: string): Promise<void> {
+    const parent = await reader.checkpoint(await checkpointEntryId(parentId));
+    if (!parent) return;
+    const writes = await this.#pendingWrites(await reader.writes(parent));
+    checkpoint.channel_values[TASKS] = writes
+      .filter(([, channel]) => channel === TASKS)
+      .map(([, , value]) => value);
+    const versions = Object.values(checkpoint.channel_versions);
+    checkpoint.channel_versions[TASKS] =
+      versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
+  }
+}

@@ -1,0 +1,85 @@
+import type { Session, StoredEntry } from "../../core";
+import { CHECKPOINT, CheckpointData, WRITES, WritesData } from "./entries";
+
+/** A checkpoint entry as read: its id, where it stands in append order, and what it holds. */
+export interface StoredCheckpoint {
+  entryId: string;
+  seq: number;
+  data: CheckpointData;
+}
+
+/** The entries a tuple is built from: checkpoints by entry id, and the writes under a checkpoint. */
+export interface ThreadReader {
+  checkpoint(entryId: string): Promise<StoredCheckpoint | undefined>;
+  /** The writes entries under the checkpoint, in append order. */
+  writes(checkpoint: StoredCheckpoint): Promise<WritesData[]>;
+}
+
+/** The checkpoint an entry holds, or undefined for any other entry (one a person added, say). */
+export function checkpointOf(entry: StoredEntry | undefined): StoredCheckpoint | undefined {
+  if (entry?.type !== "custom" || entry.customType !== CHECKPOINT) return undefined;
+  const data = CheckpointData.safeParse(entry.data);
+  return data.success ? { entryId: entry.id, seq: entry.seq, data: data.data } : undefined;
+}
+
+function writesOf(entry: StoredEntry): { parentId: string; data: WritesData } | undefined {
+  if (entry.type !== "custom" || entry.customType !== WRITES || entry.parentId === null) return undefined;
+  const data = WritesData.safeParse(entry.data);
+  return data.success ? { parentId: entry.parentId, data: data.data } : undefined;
+}
+
+/** Entries per page when a session is read whole or from a checkpoint on. */
+const PAGE = 1000;
+
+/** Custom entries of the session appended after `after`, page by page. */
+async function* customEntriesAfter(session: Session, after: number): AsyncGenerator<StoredEntry> {
+  for (let cursor = after; ; ) {
+    const page = await session.getEntries({ after: cursor, limit: PAGE, type: "custom" });
+    yield* page;
+    const last = page[page.length - 1];
+    if (!last || page.length < PAGE) return;
+    cursor = last.seq;
+  }
+}
+
+/**
+ * A thread read entry by entry from its session: a checkpoint by its id, and its writes from the
+ * entries appended after it (a checkpoint's writes come after it; for the latest checkpoint, where
+ * a graph resumes, that is the end of the session).
+ */
+export function sessionReader(session: Session): ThreadReader {
+  return {
+    async checkpoint(entryId) {
+      return checkpointOf(await session.getEntry(entryId));
+    },
+    async writes(checkpoint) {
+      const found: WritesData[] = [];
+      for await (const entry of customEntriesAfter(session, checkpoint.seq)) {
+        const writes = writesOf(entry);
+        if (writes?.parentId === checkpoint.entryId) found.push(writes.data);
+      }
+      return found;
+    },
+  };
+}
+
+/** A whole thread read at once (to list it): every checkpoint and every write, in one pass. */
+export async function wholeThread(
+  session: Session,
+): Promise<{ checkpoints: StoredCheckpoint[]; reader: ThreadReader }> {
+  const checkpoints = new Map<string, StoredCheckpoint>();
+  const writes = new Map<string, WritesData[]>();
+  for await (const entry of customEntriesAfter(session, 0)) {
+    const checkpoint = checkpointOf(entry);
+    if (checkpoint) checkpoints.set(checkpoint.entryId, checkpoint);
+    const written = writesOf(entry);
+    if (written) writes.set(written.parentId, [...(writes.get(written.parentId) ?? []), written.data]);
+  }
+  return {
+    checkpoints: [...checkpoints.values()],
+    reader: {
+      checkpoint: async (entryId) => checkpoints.get(entryId),
+      writes: async (checkpoint) => writes.get(checkpoint.entryId) ?? [],
+    },
+  };
+}

@@ -1,0 +1,2 @@
+export type { CfSessionsSessionOptions } from "./session";
+export { CfSessionsSession } from "./session";

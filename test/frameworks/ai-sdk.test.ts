@@ -1,0 +1,138 @@
+import { createUIMessageStream, type UIMessage, validateUIMessages } from "ai";
+import { validateUIMessages as validateUIMessagesV5 } from "ai-v5";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient } from "../../src/client";
+import { MemoryRepo, type SessionRepo, type TreeNode, walkTree } from "../../src/core";
+import { CfSessionsChatStore } from "../../src/frameworks/ai-sdk";
+import { type DevServer, startDevServer } from "../support/dev-server";
+
+/*
+ * Chats of the AI SDK's UI kept as sessions: a server route answers with the SDK's own UI message
+ * stream and saves what its onFinish gives; a regenerate (the UI sending the chat without its last
+ * answer) makes a sibling branch; what loadChat answers passes validateUIMessages.
+ */
+
+type ChatMessage = UIMessage<{ model: string }, { weather: { city: string; sky: string } }>;
+
+/** A chat route: streams an answer to `messages` and saves the chat when it is finished. */
+async function answer(store: CfSessionsChatStore, chatId: string, messages: ChatMessage[], text: string) {
+  let saved: Promise<void> | undefined;
+  const stream = createUIMessageStream<ChatMessage>({
+    originalMessages: messages,
+    generateId: () => `msg-${crypto.randomUUID()}`,
+    execute: ({ writer }) => {
+      writer.write({ type: "start", messageMetadata: { model: "scripted" } });
+      writer.write({ type: "data-weather", data: { city: "Paris", sky: "sun" } });
+      writer.write({ type: "text-start", id: "t1" });
+      writer.write({ type: "text-delta", id: "t1", delta: text });
+      writer.write({ type: "text-end", id: "t1" });
+    },
+    onFinish: ({ messages: finished }) => {
+      saved = store.saveChat({ chatId, messages: finished });
+    },
+  });
+  // The UI would show the chunks; the route only has to run the stream to its end.
+  const reader = stream.getReader();
+  while (!(await reader.read()).done);
+  await saved;
+}
+
+function user(id: string, text: string): ChatMessage {
+  return { id, role: "user", parts: [{ type: "text", text }] };
+}
+
+let server: DevServer;
+beforeAll(async () => {
+  server = await startDevServer();
+}, 120_000);
+afterAll(async () => {
+  await server?.stop();
+});
+
+const repos: Array<[string, () => SessionRepo]> = [
+  ["the service", () => createClient({ baseUrl: server.url })],
+  ["a MemoryRepo", () => new MemoryRepo()],
+];
+
+describe.each(repos)("CfSessionsChatStore on %s", (_name, makeRepo) => {
+  let repo: SessionRepo;
+  let store: CfSessionsChatStore;
+  beforeAll(() => {
+    repo = makeRepo();
+    store = new CfSessionsChatStore({ repo });
+  });
+
+  it("saves and loads a chat exactly, and what it loads passes validateUIMessages", async () => {
+    const chatId = await store.createChat();
+    expect(await store.loadChat(chatId)).toEqual([]);
+    await answer(store, chatId, [user("u1", "Weather in Paris?")], "Sunny.");
+    const first = await store.loadChat<ChatMessage>(chatId);
+    await answer(store, chatId, [...first, user("u2", "And tomorrow?")], "Rain.");
+    const chat = await store.loadChat<ChatMessage>(chatId);
+    expect(chat.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+    expect(chat[1]).toMatchObject({
+      metadata: { model: "scripted" },
+      parts: [
+        { type: "data-weather", data: { city: "Paris", sky: "sun" } },
+        { type: "text", text: "Sunny." },
+      ],
+    });
+    expect(chat.slice(0, 2)).toEqual(first);
+    expect(await validateUIMessages({ messages: chat })).toEqual(chat);
+    expect(await validateUIMessagesV5({ messages: chat as never })).toEqual(chat);
+    // Saving the same chat again writes nothing.
+    const session = await repo.open(await store.sessionIdFor(chatId));
+    const count = (await session.getInfo()).entryCount;
+    await store.saveChat({ chatId, messages: chat });
+    expect((await session.getInfo()).entryCount).toBe(count);
+  });
+
+  it("keeps a regenerated answer beside the old one: a sibling branch, the head on the new one", async () => {
+    const chatId = `chat/${crypto.randomUUID()}`;
+    await answer(store, chatId, [user("u1", "Name a colour")], "Red.");
+    const before = await store.loadChat<ChatMessage>(chatId);
+    // The UI regenerates: it sends the chat without its last answer.
+    await answer(store, chatId, before.slice(0, -1), "Blue.");
+    const after = await store.loadChat<ChatMessage>(chatId);
+    expect(after.length).toBe(2);
+    expect(after[0]).toEqual(before[0]);
+    expect(after[1]?.id).not.toBe(before[1]?.id);
+    expect(after[1]?.parts.at(-1)).toMatchObject({ type: "text", text: "Blue." });
+
+    const session = await repo.open(await store.sessionIdFor(chatId));
+    const nodes = [...walkTree(await session.getTree())];
+    const question = nodes.find((node) => node.children.length === 2) as TreeNode;
+    const answers = await Promise.all(question.children.map((child) => session.getEntry(child.id)));
+    expect(answers.map((entry) => (entry as { details: ChatMessage }).details.id).sort()).toEqual(
+      [before[1]?.id, after[1]?.id].sort(),
+    );
+
+    // An edited first message (same id, new text) branches from the root; the old chat stays.
+    await store.saveChat({ chatId, messages: [user("u1", "Name a fruit")] });
+    expect(await store.loadChat(chatId)).toEqual([user("u1", "Name a fruit")]);
+    expect((await session.getTree()).length).toBe(2);
+    // Saving a chat cut short moves the head back to where it agrees.
+    await store.saveChat({ chatId, messages: [] });
+    expect(await store.loadChat(chatId)).toEqual([]);
+    expect((await session.getEntries({ type: "custom_message" })).length).toBe(4);
+  });
+
+  it("refuses a bad chat id or messages with invalid_request, writing nothing", async () => {
+    const chatId = `bad-${crypto.randomUUID()}`;
+    const bad: unknown[] = [
+      { chatId: "", messages: [] },
+      { chatId: 7, messages: [] },
+      { chatId, messages: "hi" },
+      { chatId, messages: [{ id: "x", role: "user" }] },
+      { chatId, messages: [{ id: "", role: "user", parts: [] }] },
+      { chatId, messages: [{ id: "x", role: "robot", parts: [] }] },
+      { chatId, messages: [{ id: "x", role: "user", parts: [{ text: "no type" }] }] },
+    ];
+    for (const options of bad) {
+      await expect(store.saveChat(options as never)).rejects.toMatchObject({ code: "invalid_request" });
+    }
+    await expect(store.loadChat("")).rejects.toMatchObject({ code: "invalid_request" });
+    expect(await store.loadChat(chatId)).toEqual([]);
+    await expect(repo.open(await store.sessionIdFor(chatId))).rejects.toMatchObject({ code: "not_found" });
+  });
+});

@@ -1,0 +1,219 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import {
+  InMemorySessionStore,
+  importSessionToStore,
+  type SessionKey,
+  type SessionStore,
+  type SessionStoreEntry,
+} from "@anthropic-ai/claude-agent-sdk";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient } from "../../src/client";
+import { MemoryRepo, parseClaudeCode, type SessionRepo } from "../../src/core";
+import { CfSessionsStore } from "../../src/frameworks/claude-agent-sdk";
+import { type DevServer, startDevServer } from "../support/dev-server";
+
+/*
+ * The store side by side with the SDK's own InMemorySessionStore on recorded Claude Code
+ * transcripts (test/fixtures/claude-code/): the same appends must get the same answers from both.
+ * Then the SDK's importSessionToStore from a config folder of transcript files, and the mirrored
+ * transcript read as a session tree.
+ */
+
+const fixtures = resolve(import.meta.dirname, "../fixtures/claude-code");
+const FILES = ["1.0.98-parallel-tools.jsonl", "1.0.108-sidechains.jsonl", "2.1.152-redacted.jsonl"];
+
+function transcript(file: string): SessionStoreEntry[] {
+  return readFileSync(join(fixtures, file), "utf8")
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => JSON.parse(line) as SessionStoreEntry);
+}
+
+function sessionIdOf(lines: SessionStoreEntry[]): string {
+  return lines.map((line) => line.sessionId).findLast((id): id is string => typeof id === "string") as string;
+}
+
+/** Appends in batches of `size`, as the SDK mirrors a transcript while it is written. */
+async function mirror(store: SessionStore, key: SessionKey, lines: SessionStoreEntry[], size = 7) {
+  for (let i = 0; i < lines.length; i += size) await store.append(key, lines.slice(i, i + size));
+}
+
+/** What two stores answer for a project, with the times (each store's own clock) left out. */
+async function answers(store: SessionStore, projectKey: string, sessionIds: string[]) {
+  const listed = (await store.listSessions?.(projectKey)) ?? [];
+  const summaries = (await store.listSessionSummaries?.(projectKey)) ?? [];
+  return {
+    listed: listed.map((s) => s.sessionId).sort(),
+    mtimesAreMs: listed.every((s) => Number.isInteger(s.mtime) && s.mtime > 1_600_000_000_000),
+    summaries: summaries
+      .map(({ sessionId, data }) => ({ sessionId, data }))
+      .sort((a, b) => a.sessionId.localeCompare(b.sessionId)),
+    loads: await Promise.all(sessionIds.map((sessionId) => store.load({ projectKey, sessionId }))),
+    subkeys: await Promise.all(
+      sessionIds.map(async (sessionId) => (await store.listSubkeys?.({ projectKey, sessionId }))?.sort()),
+    ),
+  };
+}
+
+let server: DevServer;
+const configDir = mkdtempSync(join(tmpdir(), "claude-config-"));
+beforeAll(async () => {
+  // Sessions report to the listing soon after a write (the summaries live in their metadata).
+  server = await startDevServer({ vars: { DIRECTORY_SYNC_MS: "20" } });
+}, 120_000);
+afterAll(async () => {
+  await server?.stop();
+  rmSync(configDir, { recursive: true, force: true });
+});
+
+const repos: Array<[string, () => SessionRepo]> = [
+  ["the service", () => createClient({ baseUrl: server.url })],
+  ["a MemoryRepo", () => new MemoryRepo()],
+];
+
+describe.each(repos)("CfSessionsStore on %s", (_name, makeRepo) => {
+  let repo: SessionRepo;
+  beforeAll(() => {
+    repo = makeRepo();
+  });
+
+  it("answers as InMemorySessionStore does on recorded transcripts, subagents and deletes included", async () => {
+    const projectKey = `-path-to-Demo-${crypto.randomUUID()}`;
+    const ours = new CfSessionsStore({ repo });
+    const theirs = new InMemorySessionStore();
+    const ids: string[] = [];
+    for (const file of FILES) {
+      const lines = transcript(file);
+      const sessionId = sessionIdOf(lines);
+      ids.push(sessionId);
+      for (const store of [ours, theirs]) {
+        await mirror(store, { projectKey, sessionId }, lines);
+        // A subagent's transcript of its own: the sidechain lines, under a subpath.
+        const side = lines.filter((line) => line.isSidechain === true);
+        if (side.length > 0)
+          await mirror(store, { projectKey, sessionId, subpath: "subagents/agent-a1" }, side, 5);
+      }
+    }
+    const expected = await answers(theirs, projectKey, ids);
+    expect(expected.loads.every((load) => load !== null && load.length > 0)).toBe(true);
+    expect(expected.subkeys.flat()).toContain("subagents/agent-a1");
+    await expect.poll(() => answers(ours, projectKey, ids), { timeout: 10_000 }).toEqual(expected);
+    expect(
+      await ours.load({ projectKey, sessionId: ids[1] as string, subpath: "subagents/agent-a1" }),
+    ).toEqual(await theirs.load({ projectKey, sessionId: ids[1] as string, subpath: "subagents/agent-a1" }));
+    expect(await ours.load({ projectKey, sessionId: crypto.randomUUID() })).toBeNull();
+
+    for (const store of [ours, theirs]) await store.delete({ projectKey, sessionId: ids[1] as string });
+    const afterDelete = await answers(theirs, projectKey, ids);
+    expect(afterDelete.listed).toEqual([ids[0], ids[2]].sort());
+    await expect.poll(() => answers(ours, projectKey, ids), { timeout: 10_000 }).toEqual(afterDelete);
+    expect(
+      await ours.load({ projectKey, sessionId: ids[1] as string, subpath: "subagents/agent-a1" }),
+    ).toBeNull();
+  });
+
+  it("is idempotent on uuid: a retried batch or an import run again writes nothing twice", async () => {
+    const key = { projectKey: `p-${crypto.randomUUID()}`, sessionId: crypto.randomUUID() };
+    const ours = new CfSessionsStore({ repo });
+    const lines = transcript("1.0.98-parallel-tools.jsonl");
+    await mirror(ours, key, lines);
+    await mirror(ours, key, lines, 11);
+    // Another process (a store of its own) replays too.
+    await mirror(new CfSessionsStore({ repo }), key, lines.slice(0, 9));
+    expect(await ours.load(key)).toEqual(lines);
+    // Lines without a uuid are appended again, as the SDK asks.
+    const title = { type: "custom-title", customTitle: "renamed", sessionId: key.sessionId };
+    await ours.append(key, [title]);
+    await ours.append(key, [title]);
+    expect(await ours.load(key)).toEqual([...lines, title, title]);
+  });
+
+  it("mirrors a transcript as a readable session tree: the Claude Code import's messages", async () => {
+    const key = { projectKey: `p-${crypto.randomUUID()}`, sessionId: crypto.randomUUID() };
+    const store = new CfSessionsStore({ repo });
+    const text = readFileSync(join(fixtures, "1.0.98-parallel-tools.jsonl"), "utf8");
+    await mirror(store, key, transcript("1.0.98-parallel-tools.jsonl"), 4);
+    const session = await repo.open(await store.sessionIdFor(key));
+    const context = await session.buildContext();
+    const imported = await new MemoryRepo().importSession(parseClaudeCode(text));
+    const reference = await imported.buildContext();
+    const userTexts = (messages: typeof context.messages) =>
+      messages
+        .filter((m) => m.role === "user")
+        .map((m) => JSON.stringify((m as { content: unknown }).content));
+    const toolCalls = (messages: typeof context.messages) =>
+      messages.flatMap((m) =>
+        m.role === "assistant"
+          ? (m as { content: Array<{ type: string; id?: string }> }).content
+              .filter((part) => part.type === "toolCall")
+              .map((part) => part.id)
+          : [],
+      );
+    const toolResults = (messages: typeof context.messages) =>
+      messages.filter((m) => m.role === "toolResult").map((m) => (m as { toolCallId: string }).toolCallId);
+    expect(userTexts(context.messages)).toEqual(userTexts(reference.messages));
+    expect(toolCalls(context.messages)).toEqual(toolCalls(reference.messages));
+    expect(toolResults(context.messages)).toEqual(toolResults(reference.messages));
+    expect(toolCalls(context.messages).length).toBeGreaterThan(4);
+    // Each line's first entry is named by its uuid, under its parent's.
+    const first = transcript("1.0.98-parallel-tools.jsonl")[1] as SessionStoreEntry;
+    expect((await session.getEntry(first.uuid as string))?.parentId).toBeTypeOf("string");
+  });
+
+  it("round-trips importSessionToStore from a folder of transcripts, as InMemorySessionStore does", async () => {
+    const lines = transcript("1.0.108-sidechains.jsonl");
+    const sessionId = sessionIdOf(lines);
+    const project = join(configDir, "projects", "-path-to-Demo");
+    mkdirSync(join(project, sessionId, "subagents"), { recursive: true });
+    writeFileSync(join(project, `${sessionId}.jsonl`), `${lines.map((l) => JSON.stringify(l)).join("\n")}\n`);
+    const side = lines.filter((line) => line.isSidechain === true);
+    writeFileSync(
+      join(project, sessionId, "subagents", "agent-a1.jsonl"),
+      `${side.map((l) => JSON.stringify(l)).join("\n")}\n`,
+    );
+    const previous = process.env.CLAUDE_CONFIG_DIR;
+    process.env.CLAUDE_CONFIG_DIR = configDir;
+    const ours = new CfSessionsStore({ repo, sessionPrefix: `imported-${crypto.randomUUID().slice(0, 8)}:` });
+    const theirs = new InMemorySessionStore();
+    try {
+      const options = { dir: "/path/to/Demo", batchSize: 10 };
+      await importSessionToStore(sessionId, ours, options);
+      await importSessionToStore(sessionId, theirs, options);
+      // Run again: nothing changes in ours.
+      await importSessionToStore(sessionId, ours, options);
+    } finally {
+      if (previous === undefined) delete process.env.CLAUDE_CONFIG_DIR;
+      else process.env.CLAUDE_CONFIG_DIR = previous;
+    }
+    // The project key the SDK derives from the folder: the path with its separators as dashes.
+    const projectKey = "-path-to-Demo";
+    const expected = await answers(theirs, projectKey, [sessionId]);
+    expect(expected.loads[0]).toEqual(lines);
+    expect(expected.subkeys[0]).toEqual(["subagents/agent-a1"]);
+    await expect.poll(() => answers(ours, projectKey, [sessionId]), { timeout: 10_000 }).toEqual(expected);
+  });
+
+  it("refuses a malformed key or entries with invalid_request, writing nothing", async () => {
+    const store = new CfSessionsStore({ repo });
+    const key = { projectKey: `p-${crypto.randomUUID()}`, sessionId: crypto.randomUUID() };
+    const bad: Array<[unknown, unknown]> = [
+      [{ ...key, projectKey: "" }, [{ type: "user", uuid: "u1" }]],
+      [{ ...key, subpath: "" }, [{ type: "user", uuid: "u1" }]],
+      [{ sessionId: key.sessionId }, [{ type: "user", uuid: "u1" }]],
+      [key, "lines"],
+      [key, [{ uuid: "no-type" }]],
+      [key, [{ type: "user", uuid: 7 }]],
+      [key, [null]],
+    ];
+    for (const [k, entries] of bad) {
+      await expect(store.append(k as SessionKey, entries as SessionStoreEntry[])).rejects.toMatchObject({
+        code: "invalid_request",
+      });
+    }
+    await expect(store.listSessions("")).rejects.toMatchObject({ code: "invalid_request" });
+    expect(await store.load(key)).toBeNull();
+    expect(await store.listSessions(key.projectKey)).toEqual([]);
+  });
+});

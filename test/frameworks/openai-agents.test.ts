@@ -1,0 +1,224 @@
+import {
+  Agent,
+  type AgentInputItem,
+  type AgentOutputItem,
+  type Session as AgentsSession,
+  MemorySession,
+  type Model,
+  type ModelRequest,
+  type ModelResponse,
+  run,
+  setTracingDisabled,
+  tool,
+  Usage,
+} from "@openai/agents-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as z from "zod";
+import { createClient } from "../../src/client";
+import { MemoryRepo, type SessionRepo } from "../../src/core";
+import { CfSessionsSession } from "../../src/frameworks/openai-agents";
+import { type DevServer, startDevServer } from "../support/dev-server";
+
+/*
+ * The Agents SDK's runner over several turns with function tools and reasoning items, the model a
+ * script (no network): once with the SDK's own MemorySession, once with ours. The model must be
+ * sent the same inputs and the sessions must hold the same items.
+ */
+
+setTracingDisabled(true);
+
+/** The answers of the model, turn by turn: reasoning, then a tool call or a reply. */
+function scriptedOutputs(): AgentOutputItem[][] {
+  const reasoning = (text: string, id: string): AgentOutputItem => ({
+    type: "reasoning",
+    id,
+    content: [{ type: "input_text", text }],
+    providerData: { encryptedContent: `enc-${id}` },
+  });
+  const call = (callId: string, city: string): AgentOutputItem => ({
+    type: "function_call",
+    id: `fc-${callId}`,
+    callId,
+    name: "get_weather",
+    arguments: JSON.stringify({ city }),
+    status: "completed",
+  });
+  const reply = (id: string, text: string): AgentOutputItem => ({
+    type: "message",
+    id,
+    role: "assistant",
+    status: "completed",
+    content: [{ type: "output_text", text }],
+  });
+  return [
+    [reasoning("The user wants the weather: ask the tool.", "rs-1"), call("call-1", "Paris")],
+    [reasoning("The tool answered.", "rs-2"), reply("msg-1", "It is sunny in Paris.")],
+    [call("call-2", "Lyon"), call("call-3", "Nice")],
+    [reply("msg-2", "Rain in Lyon, sun in Nice.")],
+    [reasoning("A thank-you needs no tool.", "rs-3"), reply("msg-3", "You are welcome.")],
+  ];
+}
+
+/** A model that answers from the script and records every request's input. */
+class ScriptedModel implements Model {
+  readonly inputs: unknown[] = [];
+  readonly #outputs = scriptedOutputs();
+
+  async getResponse(request: ModelRequest): Promise<ModelResponse> {
+    this.inputs.push(structuredClone(request.input));
+    const output = this.#outputs.shift();
+    if (!output) throw new Error("the script has no more answers");
+    return { usage: new Usage({ requests: 1, inputTokens: 10, outputTokens: 5, totalTokens: 15 }), output };
+  }
+
+  // biome-ignore lint/correctness/useYield: the runner here never streams
+  async *getStreamedResponse(): AsyncIterable<never> {
+    throw new Error("not streamed");
+  }
+}
+
+const getWeather = tool({
+  name: "get_weather",
+  description: "The weather in a city",
+  parameters: z.object({ city: z.string() }),
+  execute: async ({ city }) => (city === "Lyon" ? `rain in ${city}` : `sun in ${city}`),
+});
+
+/** Three turns of a conversation through the runner; what the model saw, and what the session holds. */
+async function conversation(session: AgentsSession) {
+  const model = new ScriptedModel();
+  const agent = new Agent({
+    name: "weather",
+    instructions: "Answer about the weather.",
+    model,
+    tools: [getWeather],
+  });
+  const finals: unknown[] = [];
+  for (const input of ["Weather in Paris?", "And in Lyon and Nice?", "Thanks!"]) {
+    const result = await run(agent, input, { session });
+    finals.push(result.finalOutput);
+  }
+  return { inputs: model.inputs, finals, items: await session.getItems() };
+}
+
+let server: DevServer;
+let reference: Awaited<ReturnType<typeof conversation>>;
+beforeAll(async () => {
+  server = await startDevServer();
+  reference = await conversation(new MemorySession());
+}, 120_000);
+afterAll(async () => {
+  await server?.stop();
+});
+
+const repos: Array<[string, () => SessionRepo]> = [
+  ["the service", () => createClient({ baseUrl: server.url })],
+  ["a MemoryRepo", () => new MemoryRepo()],
+];
+
+describe.each(repos)("CfSessionsSession on %s", (_name, makeRepo) => {
+  let repo: SessionRepo;
+  beforeAll(() => {
+    repo = makeRepo();
+  });
+
+  it("runs a conversation with tools and reasoning exactly as the SDK's MemorySession does", async () => {
+    const ours = await conversation(new CfSessionsSession({ repo }));
+    expect(reference.items.some((item) => item.type === "reasoning")).toBe(true);
+    expect(reference.items.filter((item) => item.type === "function_call").length).toBe(3);
+    expect(ours.inputs).toEqual(reference.inputs);
+    expect(ours.finals).toEqual(reference.finals);
+    expect(ours.items).toEqual(reference.items);
+  });
+
+  it("keeps items exactly, answers the most recent ones in order, and pops the last", async () => {
+    const sessionId = `agents-${crypto.randomUUID()}`;
+    const ours = new CfSessionsSession({ repo, sessionId });
+    const theirs = new MemorySession({ sessionId });
+    const items: AgentInputItem[] = [
+      {
+        type: "message",
+        role: "user",
+        content: [{ type: "input_text", text: "hi" }],
+        providerData: { a: [1, { b: null }] },
+      },
+      {
+        type: "message",
+        role: "assistant",
+        status: "completed",
+        content: [{ type: "output_text", text: "hello" }],
+      },
+      { type: "function_call", callId: "c1", name: "f", arguments: "{}", status: "completed" },
+      {
+        type: "function_call_result",
+        callId: "c1",
+        name: "f",
+        status: "completed",
+        output: { type: "text", text: "42" },
+      },
+    ];
+    for (const session of [ours, theirs]) {
+      await session.addItems(items.slice(0, 2));
+      await session.addItems(items.slice(2));
+    }
+    expect(await ours.getSessionId()).toBe(sessionId);
+    expect(await ours.getItems()).toEqual(items);
+    for (const limit of [0, 1, 3, 10])
+      expect(await ours.getItems(limit)).toEqual(await theirs.getItems(limit));
+    expect(await ours.popItem()).toEqual(await theirs.popItem());
+    expect(await ours.getItems()).toEqual(await theirs.getItems());
+    // The popped item is still in the tree, on a branch the head left.
+    const session = await repo.open(sessionId);
+    expect((await session.getEntries({ type: "custom_message" })).length).toBe(4);
+    expect((await session.getBranch()).length).toBe(3);
+    await ours.clearSession();
+    await theirs.clearSession();
+    expect(await ours.getItems()).toEqual([]);
+    expect(await ours.popItem()).toBeUndefined();
+    await ours.addItems([items[0] as AgentInputItem]);
+    expect(await ours.getItems()).toEqual([items[0]]);
+  });
+
+  it("stores a compaction as ours: the history is the replacement, and the tree keeps what it replaced", async () => {
+    const sessionId = `agents-compacted-${crypto.randomUUID()}`;
+    const ours = new CfSessionsSession({ repo, sessionId });
+    const said = (text: string): AgentInputItem => ({ type: "message", role: "user", content: text });
+    await ours.addItems([said("one"), said("two"), said("three")]);
+    const replacement: AgentInputItem[] = [
+      { type: "compaction", encrypted_content: "opaque-summary" } as AgentInputItem,
+      said("three"),
+    ];
+    await ours.replaceHistoryWithCompaction(replacement);
+    await ours.addItems([said("four")]);
+    expect(await ours.getItems()).toEqual([...replacement, said("four")]);
+    expect(await ours.getItems(2)).toEqual([said("three"), said("four")]);
+    const session = await repo.open(sessionId);
+    const branch = await session.getBranch();
+    expect(branch.map((entry) => entry.type)).toEqual([
+      "custom_message",
+      "custom_message",
+      "custom_message",
+      "compaction",
+      "custom_message",
+    ]);
+    // Popping into what the compaction kept writes a new compaction without it.
+    expect(await ours.popItem()).toEqual(said("four"));
+    expect(await ours.popItem()).toEqual(said("three"));
+    expect(await ours.getItems()).toEqual(replacement.slice(0, 1));
+  });
+
+  it("refuses what is not an item with invalid_request, writing nothing", async () => {
+    const sessionId = `agents-bad-${crypto.randomUUID()}`;
+    const ours = new CfSessionsSession({ repo, sessionId });
+    await ours.addItems([{ type: "message", role: "user", content: "kept" }]);
+    for (const bad of [[42], ["text"], [null], [{ type: "message", role: "user", content: 7 }]]) {
+      await expect(ours.addItems(bad as AgentInputItem[])).rejects.toMatchObject({ code: "invalid_request" });
+    }
+    await expect(ours.addItems("x" as never)).rejects.toMatchObject({ code: "invalid_request" });
+    await expect(ours.getItems(1.5)).rejects.toMatchObject({ code: "invalid_request" });
+    expect(await ours.getItems()).toEqual([{ type: "message", role: "user", content: "kept" }]);
+    expect(() => new CfSessionsSession({ repo, sessionId: "not a valid id" })).toThrow(
+      expect.objectContaining({ code: "invalid_request" }),
+    );
+  });
+});

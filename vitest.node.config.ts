@@ -9,6 +9,7 @@ export default defineConfig({
       "test/node/**/*.test.ts",
       "test/interop/**/*.test.ts",
       "test/package/**/*.test.ts",
+      "test/architecture/**/*.test.ts",
     ],
     testTimeout: 60_000,
   },

@@ -1,4 +1,4 @@
-import { SseReader } from "../src/core";
+import { SseReader } from "../src/core/internal";
 
 /*
  * Streams (/v1/stream), measured against the running service: a 20-byte append against the no-op

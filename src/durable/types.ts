@@ -1,5 +1,4 @@
-import type { EntryType, ForkPathEntry, SessionHeader, SessionInfo, StoredEntry } from "../core";
-import type { SearchDigest } from "./session/search-index";
+import type { EntryType, ForkPathEntry, SessionHeader, SessionInfo, StoredEntry } from "../core/internal";
 
 /*
  * What crosses RPC between the Worker and the objects, and between objects: the answers and
@@ -89,6 +88,12 @@ export interface ClaimRequest {
 export interface SeedRow {
   id: string;
   bytes: number;
+}
+
+/** What the tenant's search finds a session by besides its name and preview: its labels and a digest of its text. */
+export interface SearchDigest {
+  labels: string;
+  text: string;
 }
 
 /** Rows of a fork's path, a page of them, and the seqs still to copy. */

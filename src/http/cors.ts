@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from "hono";
-import { SessionError } from "../core";
-import { ANSWER_HEADERS, REQUEST_HEADERS } from "../durable/stream";
+import { SessionError } from "../core/internal";
+import { ANSWER_HEADERS, REQUEST_HEADERS } from "../durable/internal";
 import type { AppEnv } from "./env";
 
 /*

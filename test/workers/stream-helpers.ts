@@ -1,6 +1,6 @@
 import { exports } from "cloudflare:workers";
 import { expect } from "vitest";
-import { newId, SseReader } from "../../src/core";
+import { newId, SseReader } from "../../src/core/internal";
 import { KEY_A } from "./helpers";
 
 /** A stream request's answer, its body read whole. */

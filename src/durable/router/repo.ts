@@ -1,59 +1,41 @@
 import type {
-  AppendEntryInput,
-  AppendOptions,
-  AppendResult,
   CreateSessionOptions,
-  EntryQuery,
   ExistingSessions,
   ForkOptions,
-  HeaderPatch,
   ImportedSession,
-  ImportOptions,
-  LeafEntry,
-  LeafOptions,
   ListOptions,
   NumberedLine,
-  Result,
   SessionEntry,
   SessionHeader,
   SessionInfo,
   SessionPage,
   SessionRepo,
-  SessionSearchOptions,
-  SessionSearchPage,
-  SessionStorage,
-  StoredEntry,
   SyncResult,
   TenantImportReport,
   TenantSearchOptions,
   TenantSearchPage,
   TenantSearchResult,
-  TreeEntry,
-  TreeNode,
-} from "../../core";
+} from "../../core/internal";
 import {
-  buildTree,
   checkSessionId,
   DEFAULT_SEARCH_HITS,
   exportTenant,
-  forkExtras,
   importTenant,
   newSessionHeader,
   openIfExists,
   Session,
   syncImport,
-  unwrap,
   utf8Length,
   writeImport,
-} from "../../core";
+} from "../../core/internal";
 import type { DurableEnv } from "../env";
 import { directoryShard, directoryShards, sessionObjectName, shardCount, shardOf } from "../names";
 import type { Quotas } from "../quotas";
 import { quotasFor } from "../quotas";
 import { recoveryWindowMs } from "../session/lifecycle";
-import type { SessionObject } from "../session/session-object";
-import type { ContextAnswer, EntryPage, ForkSource, Retention } from "../types";
+import type { Retention } from "../types";
 import { mergeEventStreams, mergePages, mergeSearchResults } from "./directory-shards";
+import { call, type SessionCreator, SessionObjectStorage } from "./session-object-storage";
 import type { TenantUsage } from "./tenant-usage";
 import { tenantUsage } from "./tenant-usage";
 
@@ -64,231 +46,8 @@ function storedBytes(entries: readonly SessionEntry[]): number {
   return bytes;
 }
 
-/** Unwraps an RPC answer; structured clone turns `Result<T>` into a type RPC stubs describe loosely. */
-async function call<T>(answer: Promise<unknown>): Promise<T> {
-  return unwrap((await answer) as Result<T>);
-}
-
-/**
- * The object-backed `SessionStorage`: each call is one RPC to the session's Durable Object, where
- * the SQLite store applies it in a transaction.
- */
-export class SessionObjectStorage implements SessionStorage {
-  readonly id: string;
-  readonly #repo: DurableRepo;
-  readonly #stub: DurableObjectStub<SessionObject>;
-
-  constructor(repo: DurableRepo, id: string, stub: DurableObjectStub<SessionObject>) {
-    this.#repo = repo;
-    this.id = id;
-    this.#stub = stub;
-  }
-
-  getHeader(): Promise<SessionHeader> {
-    return call(this.#stub.getHeader());
-  }
-
-  updateHeader(patch: HeaderPatch): Promise<SessionHeader> {
-    return call(this.#stub.updateHeader(patch));
-  }
-
-  getInfo(): Promise<SessionInfo> {
-    return call(this.#stub.getInfo());
-  }
-
-  getLeafId(): Promise<string | null> {
-    return call(this.#stub.getLeafId());
-  }
-
-  setLeafId(targetId: string | null, options: LeafOptions = {}): Promise<StoredEntry<LeafEntry>> {
-    return call(this.#stub.setLeafId(targetId, options));
-  }
-
-  getEntry(id: string): Promise<StoredEntry | undefined> {
-    return call(this.#stub.getEntry(id));
-  }
-
-  /** A first page, then the pages after it as they are read. */
-  async *#pages(first: EntryPage): AsyncGenerator<StoredEntry[]> {
-    yield first.entries;
-    let rest = first.rest;
-    while (rest.length > 0) {
-      const page = await call<EntryPage>(this.#stub.readEntries(rest));
-      yield page.entries;
-      rest = page.rest;
-    }
-  }
-
-  async #drain(first: EntryPage): Promise<StoredEntry[]> {
-    const entries: StoredEntry[] = [];
-    for await (const page of this.#pages(first)) for (const entry of page) entries.push(entry);
-    return entries;
-  }
-
-  /** Entries page by page; the first is read before this resolves, so a missing session fails here. */
-  async entryPages(query: EntryQuery = {}): Promise<AsyncGenerator<StoredEntry[]>> {
-    return this.#pages(await call<EntryPage>(this.#stub.getEntries(query)));
-  }
-
-  /** The path page by page (see `entryPages`). */
-  async branchPages(leafId?: string | null): Promise<AsyncGenerator<StoredEntry[]>> {
-    return this.#pages(await call<EntryPage>(this.#stub.getBranch(leafId)));
-  }
-
-  async getEntries(query: EntryQuery = {}): Promise<StoredEntry[]> {
-    return this.#drain(await call<EntryPage>(this.#stub.getEntries(query)));
-  }
-
-  async getBranch(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
-    return (await this.#drain(
-      await call<EntryPage>(this.#stub.getBranch(leafId)),
-    )) as StoredEntry<TreeEntry>[];
-  }
-
-  /**
-   * The context of a leaf (the head when undefined) as JSON, streamed from the object (or whole,
-   * when the object kept it), with its version; only what was appended when it grew from `since`;
-   * only the version when it is one of `ifNoneMatch`.
-   */
-  getContext(
-    leafId?: string | null,
-    options: { since?: string; ifNoneMatch?: readonly string[] } = {},
-  ): Promise<ContextAnswer> {
-    return call(this.#stub.getContext(leafId, options));
-  }
-
-  /**
-   * The session's events as Server-Sent Events: after `after` replayed from storage, then live
-   * (without `after`, live from now).
-   */
-  events(after: number | undefined, payload: boolean): Promise<ReadableStream<Uint8Array>> {
-    return call(this.#stub.events(after, payload));
-  }
-
-  /** Hands a WebSocket upgrade (already authenticated) to the session's object. */
-  openSocket(request: Request): Promise<Response> {
-    return this.#stub.fetch(request);
-  }
-
-  mintTicket(): Promise<{ ticket: string; expiresAt: string }> {
-    return call(this.#stub.mintTicket());
-  }
-
-  redeemTicket(ticket: string): Promise<boolean> {
-    return this.#stub.redeemTicket(ticket);
-  }
-
-  async getContextPath(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
-    return (await this.#drain(
-      await call<EntryPage>(this.#stub.getContextPath(leafId)),
-    )) as StoredEntry<TreeEntry>[];
-  }
-
-  async getTree(): Promise<TreeNode[]> {
-    const { rows, labels } = await call<{
-      rows: Parameters<typeof buildTree>[0];
-      labels: Record<string, string>;
-    }>(this.#stub.getTreeRows());
-    return buildTree(rows, labels);
-  }
-
-  getLabels(): Promise<Record<string, string>> {
-    return call(this.#stub.getLabels());
-  }
-
-  /** Appends entries; a provider's message among them is converted inside the object, as it writes. */
-  appendEntries(
-    entries: readonly AppendEntryInput[],
-    options: AppendOptions & { validated?: boolean } = {},
-  ): Promise<AppendResult> {
-    return call(this.#stub.appendEntries(entries, options));
-  }
-
-  importEntries(entries: readonly SessionEntry[], options: ImportOptions = {}): Promise<void> {
-    return call(this.#stub.importEntries(entries, options));
-  }
-
-  /** Refuses (`quota_exceeded`) when `bytes` more would take the session past its byte quotas. */
-  checkRoom(bytes: number): Promise<void> {
-    return call(this.#stub.checkRoom(bytes));
-  }
-
-  /**
-   * Copies the path root → target into a new object in bounded chunks (each call does a bounded
-   * amount of work, whatever the path's length), then lists it. A failed fork leaves nothing.
-   */
-  async fork(targetId: string, options: ForkOptions = {}): Promise<SessionStorage> {
-    const source = await call<ForkSource>(this.#stub.forkSource(targetId, options.position));
-    const name = options.name ?? source.name;
-    const header = newSessionHeader({
-      id: options.id,
-      name,
-      systemPrompt: source.header.systemPrompt,
-      metadata: source.header.metadata,
-      parentSession: { id: this.id, entryId: source.leafId ?? targetId },
-    });
-    const fork = await this.#repo.initialize(header, false, { bytes: source.bytes });
-    try {
-      // The new session's object reads the rows from this one's itself, a bounded part a call.
-      let rest = source.seqs;
-      while (rest.length > 0) rest = await fork.copyFrom(this.id, rest);
-      const extras = forkExtras(source.path, source.labels, name);
-      if (extras.length > 0 && source.leafId !== null) {
-        await fork.appendEntries(extras);
-        await fork.setLeafId(source.leafId);
-      }
-      await fork.publish();
-      return fork;
-    } catch (error) {
-      await fork.delete().catch(() => undefined);
-      throw error;
-    }
-  }
-
-  /** Copies a fork's path from the session `sourceId`'s object (see `SessionObject.copyFrom`). */
-  copyFrom(sourceId: string, seqs: number[]): Promise<number[]> {
-    return call(this.#stub.copyFrom(sourceId, seqs));
-  }
-
-  /** Creates the session in its (empty) object (see `SessionObject.init`). */
-  async init(
-    tenant: string,
-    header: SessionHeader,
-    publish: boolean,
-    options: { shard: number; replacePending?: boolean; bytes?: number },
-  ): Promise<SessionInfo> {
-    return call(this.#stub.init(tenant, header, publish, options));
-  }
-
-  /** Lists the session in the directory now. */
-  publish(): Promise<void> {
-    return this.#stub.publish();
-  }
-
-  /** Deletes the session, restorable for the recovery window (RECOVERY_WINDOW_SECONDS). */
-  delete(): Promise<void> {
-    return call(this.#stub.delete(this.#repo.recoveryMs));
-  }
-
-  /** Deletes the session for good, now (a deleted one too). */
-  purge(): Promise<void> {
-    return call(this.#stub.purge());
-  }
-
-  /** Brings a deleted session back within its recovery window. */
-  restore(): Promise<SessionInfo> {
-    return call(this.#stub.restore());
-  }
-
-  search(options: SessionSearchOptions): Promise<SessionSearchPage> {
-    return call(this.#stub.search(options));
-  }
-
-  async cleanup(): Promise<void> {}
-}
-
 /** A tenant's sessions, each in its own Durable Object, listed by the tenant's directory. */
-export class DurableRepo implements SessionRepo {
+export class DurableRepo implements SessionRepo, SessionCreator {
   readonly #env: DurableEnv;
   readonly tenant: string;
 

@@ -1,10 +1,12 @@
-import type { Result } from "../../core";
-import { capture, SessionError, unwrap } from "../../core";
+import type { Result } from "../../core/internal";
+import { capture, SessionError, unwrap } from "../../core/internal";
 import type { DurableEnv } from "../env";
 import { directoryShard } from "../names";
 import type { Quotas } from "../quotas";
 import { quotaExceeded, quotasFor } from "../quotas";
 import type { ClaimRequest } from "../types";
+import type { ByteLimit } from "./room";
+import { ClaimExceeded } from "./room";
 import type { SessionStore } from "./session-store";
 
 /*
@@ -14,26 +16,6 @@ import type { SessionStore } from "./session-store";
  * room it was granted (its claim), asking for more only when a write needs it and handing back what
  * it did not use once idle. Without quotas nothing is asked of anyone.
  */
-
-/**
- * The most bytes a session may hold after a write, and what sets it: its own quota, or its claim
- * on the tenant's room (`claim`: a write past it asks the ledger for more before it is refused).
- */
-export interface ByteLimit {
-  maxBytes: number;
-  quota: "maxSessionBytes" | "claim";
-  limit: number;
-}
-
-/** A write needs more of the tenant's room than the session was granted: ask, then write again. */
-export class ClaimExceeded extends Error {
-  constructor(
-    readonly holds: number,
-    readonly wants: number,
-  ) {
-    super("the write needs a larger claim on the tenant's quota");
-  }
-}
 
 /** Attempts a write makes to get the room it needs (others may take room between them). */
 const CLAIM_ATTEMPTS = 3;

@@ -4,7 +4,7 @@ import type {
   SessionEntry,
   SessionSearchOptions,
   SessionSearchPage,
-} from "../../core";
+} from "../../core/internal";
 import {
   DEFAULT_SEARCH_HITS,
   decodeSearchCursor,
@@ -12,9 +12,10 @@ import {
   entrySearchText,
   ftsQuery,
   readSnippet,
-} from "../../core";
+} from "../../core/internal";
 import type { Sql } from "../sql";
 import { matchRows } from "../sql";
+import type { SearchDigest } from "../types";
 import type { EntryRows } from "./entry-rows";
 import type { PathReads } from "./path-reads";
 
@@ -49,11 +50,6 @@ const DIGEST_HEAD_CHARS = 2000;
 const DIGEST_TAIL_CHARS = 6000;
 /** Entry types whose text is conversation (labels and names reach the directory apart). */
 const DIGEST_TYPES = ["message", "custom_message", "compaction", "branch_summary"];
-
-export interface SearchDigest {
-  labels: string;
-  text: string;
-}
 
 export class SearchIndex {
   readonly #storage: SqlStorage;

@@ -16,30 +16,30 @@ import type {
   SessionSearchPage,
   StoredEntry,
   TreeRow,
-} from "../../core";
+} from "../../core/internal";
 import {
   capture,
   ERROR_STATUS,
   jsonArray,
-  newId,
   SessionError,
   textStream,
   unwrap,
   utf8Length,
-} from "../../core";
+} from "../../core/internal";
 import type { DurableEnv } from "../env";
 import { logBackgroundFailure, tenantHash } from "../log-line";
 import type { MetricPoint } from "../metrics";
 import { writeMetric } from "../metrics";
-import { directoryShard, sessionObjectName } from "../names";
+import { sessionObjectName } from "../names";
 import { sqlOf } from "../sql";
 import type { ContextAnswer, CopiedRows, EntryPage, ExpiryOutcome, ForkSource } from "../types";
 import { AutoCompaction } from "./auto-compaction";
 import { DirectoryReports } from "./directory-reports";
 import { EventHub } from "./event-hub";
-import { PENDING_MS, recoveryWindowMs, SessionLifecycle } from "./lifecycle";
-import type { ByteLimit } from "./quota-checks";
+import { SessionLifecycle } from "./lifecycle";
 import { QuotaChecks } from "./quota-checks";
+import type { ByteLimit } from "./room";
+import { SessionLife } from "./session-life";
 import { SessionStore } from "./session-store";
 import { SocketTickets } from "./socket-tickets";
 
@@ -54,14 +54,6 @@ import { SocketTickets } from "./socket-tickets";
 
 /** Milliseconds one call of a fork's copy spends copying pages before it answers with the rest. */
 const COPY_BUDGET_MS = 1000;
-/** When entries wait to be indexed for search, the alarm comes this soon. */
-const BACKFILL_PAUSE_MS = 10;
-/**
- * Milliseconds one alarm spends indexing (in steps, each its own transaction) before it lets other
- * requests in and comes back: a bulk write is searchable soon after, however large.
- */
-const BACKFILL_BUDGET_MS = 500;
-
 function errorAnswer(error: ErrorBody): Response {
   return Response.json({ error }, { status: ERROR_STATUS[error.code] });
 }
@@ -71,6 +63,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   readonly #events: EventHub;
   readonly #lifecycle: SessionLifecycle;
   readonly #reports: DirectoryReports;
+  readonly #life: SessionLife;
   readonly #autoCompaction: AutoCompaction;
   readonly #quotas: QuotaChecks;
   readonly #tickets: SocketTickets;
@@ -105,6 +98,18 @@ export class SessionObject extends DurableObject<DurableEnv> {
         this.#metric({ kind: "storage", sessionId, entries, bytes }),
       logFailure: (task, error, fields) => this.#logFailure(task, error, fields),
     });
+    this.#life = new SessionLife({
+      env,
+      storage: ctx.storage,
+      session,
+      lifecycle: this.#lifecycle,
+      quotas: this.#quotas,
+      reports: this.#reports,
+      events: this.#events,
+      storedMetric: (sessionId, entries, bytes) =>
+        this.#metric({ kind: "storage", sessionId, entries, bytes }),
+      logFailure: (task, error) => this.#logFailure(task, error),
+    });
     this.#autoCompaction = new AutoCompaction({
       session,
       summarizerConfig: () => this.env,
@@ -114,7 +119,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
       metric: (point) => this.#metric(point),
       logFailure: (task, error) => this.#logFailure(task, error),
     });
-    if (session.searchBackfillPending) this.#armSoon();
+    if (session.searchBackfillPending) this.#life.armSoon();
   }
 
   /** Whether the session is there for its routes: created, and not deleted. */
@@ -141,7 +146,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
       const result = write(this.#session);
       this.#reports.schedule();
       // A large batch is indexed for search just after (see SearchIndex.index).
-      if (this.#session.searchBackfillPending) this.#armSoon();
+      if (this.#session.searchBackfillPending) this.#life.armSoon();
       return result;
     });
   }
@@ -162,10 +167,6 @@ export class SessionObject extends DurableObject<DurableEnv> {
     await logBackgroundFailure(task, state?.tenant ?? "", state?.header.id, error, fields);
   }
 
-  #armSoon(): void {
-    this.#armLifecycle().catch((error) => this.#logFailure("schedule_search_indexing", error));
-  }
-
   /**
    * Runs the lifecycle work that is due (purge, expiry, indexing for search), then after writes:
    * compacts if automatic compaction is on and the context outgrew its budget, then reports to the
@@ -173,7 +174,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
    */
   override async alarm(): Promise<void> {
     try {
-      if (await this.#lifecycleDue()) return;
+      if (await this.#life.due()) return;
     } catch (error) {
       // Logged, then thrown: the runtime retries a failed alarm with backoff.
       await this.#logFailure("lifecycle", error);
@@ -183,7 +184,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     await this.#autoCompaction.runIfDue();
     if (!this.#session.exists) return;
     await this.#reports.reportDue();
-    await this.#armLifecycle();
+    await this.#life.arm();
   }
 
   // --- a session's life: created, listed, deleted, restored, purged ---
@@ -201,23 +202,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     publish: boolean,
     options: { shard?: number; replacePending?: boolean; bytes?: number } = {},
   ): Promise<Result<SessionInfo>> {
-    return capture(async () => {
-      if (
-        this.#session.exists &&
-        (this.#lifecycle.deleted || (options.replacePending === true && this.#lifecycle.pending))
-      ) {
-        await this.#purge();
-      }
-      if (!this.#session.exists) await this.#quotas.admit(tenant, header.id, options.bytes ?? 0);
-      const info = this.ctx.storage.transactionSync(() => {
-        const created = this.#session.init(tenant, newId(), header);
-        this.#lifecycle.begin(options.shard ?? 0, publish ? null : Date.now());
-        return created;
-      });
-      if (publish) await this.publish();
-      await this.#armLifecycle();
-      return info;
-    });
+    return capture(() => this.#life.create(tenant, header, publish, options));
   }
 
   /** Lists the session now (a fork or an import: once complete). */
@@ -225,147 +210,27 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return this.#reports.publish();
   }
 
-  /**
-   * Deletes the session: first from the listing (so it never shows again), then from every route.
-   * Its data stays for `recoveryMs` (restore brings it back whole), then an alarm purges it. A
-   * session never completed, or a window of 0, is purged at once.
-   */
-  async delete(recoveryMs: number): Promise<Result<void>> {
-    return capture(async () => {
+  /** Deletes the session, restorable for `recoveryMs` (see `SessionLife.delete`). */
+  delete(recoveryMs: number): Promise<Result<void>> {
+    return capture(() => {
       this.#checkListed();
-      const { tenant, incarnation, header } = this.#session.state;
-      // Released first: should the rest fail, the session's next write claims its room again.
-      await this.#quotas.release(tenant, header.id);
-      await directoryShard(this.env, tenant, this.#lifecycle.state.shard).remove(header.id, incarnation);
-      this.#events.deleted(header.id);
-      if (recoveryMs <= 0 || this.#lifecycle.pending) {
-        await this.#purge();
-        return;
-      }
-      const now = Date.now();
-      this.#lifecycle.markDeleted(now, now + recoveryMs);
-      this.#reports.forget();
-      await this.ctx.storage.setAlarm(now + recoveryMs);
+      return this.#life.delete(recoveryMs);
     });
   }
 
   /** Deletes the session for good, now, whether it is listed or deleted already. */
-  async purge(): Promise<Result<void>> {
-    return capture(async () => {
-      const { tenant, incarnation, header } = this.#session.state;
-      if (!this.#lifecycle.deleted) {
-        await directoryShard(this.env, tenant, this.#lifecycle.state.shard).remove(header.id, incarnation);
-        this.#events.deleted(header.id);
-      }
-      await this.#purge();
-    });
+  purge(): Promise<Result<void>> {
+    return capture(() => this.#life.purge());
   }
 
-  /**
-   * Brings a deleted session back as it was, listed again, within its recovery window. An
-   * `expiresAt` that has passed is cleared (else it would be deleted again at once). A session
-   * that is not deleted is `already_exists`; one never created, or purged, is `not_found`.
-   */
-  async restore(): Promise<Result<SessionInfo>> {
-    return capture(async () => {
-      const { tenant, incarnation, header } = this.#session.state;
-      if (!this.#lifecycle.deleted) {
-        throw new SessionError("already_exists", `session ${header.id} is not deleted`, { id: header.id });
-      }
-      if ((this.#lifecycle.state.purgeAt ?? 0) <= Date.now()) {
-        await this.#purge();
-        throw new SessionError("not_found", "session does not exist");
-      }
-      // Back, it counts against the tenant's quotas again: refused (still deleted) without room.
-      await this.#quotas.admit(tenant, header.id, this.#session.state.stats.bytes);
-      // The expiry first: a restore cut short here leaves the session deleted, to be restored again.
-      if (header.expiresAt !== undefined && Date.parse(header.expiresAt) <= Date.now()) {
-        this.#session.updateHeader({ expiresAt: null });
-      }
-      this.#lifecycle.markRestored();
-      await this.ctx.storage.deleteAlarm();
-      await directoryShard(this.env, tenant, this.#lifecycle.state.shard).unbury(header.id, incarnation);
-      await this.publish();
-      await this.#armLifecycle();
-      return this.#session.info();
-    });
+  /** Brings a deleted session back within its recovery window (see `SessionLife.restore`). */
+  restore(): Promise<Result<SessionInfo>> {
+    return capture(() => this.#life.restore());
   }
 
-  /**
-   * Deletes the session (recoverably) if it has been idle since `idleBefore`: the retention sweep
-   * of its directory shard asks, and the session, which knows its last write, decides. A session
-   * written since is `kept`, and reports again so the directory catches up.
-   */
-  async expireIdle(idleBefore: string): Promise<Result<ExpiryOutcome>> {
-    return capture(async (): Promise<ExpiryOutcome> => {
-      if (!this.#session.exists || this.#lifecycle.deleted) return "missing";
-      if (this.#lifecycle.pending) return "kept";
-      if (Date.parse(this.#session.state.stats.updatedAt) >= Date.parse(idleBefore)) {
-        await this.publish();
-        return "kept";
-      }
-      unwrap(await this.delete(recoveryWindowMs(this.env)));
-      return "expired";
-    });
-  }
-
-  /** Drops the session's storage and every alarm. */
-  async #purge(): Promise<void> {
-    if (this.#session.exists) {
-      const { tenant, header } = this.#session.state;
-      await this.#metric({ kind: "storage", sessionId: header.id, entries: 0, bytes: 0 });
-      // A claim left behind would only leave the tenant less room than it has: logged, not fatal.
-      await this.#quotas
-        .release(tenant, header.id)
-        .catch((error) => this.#logFailure("release_quota", error));
-    }
-    await this.ctx.storage.deleteAlarm();
-    await this.ctx.storage.deleteAll();
-    this.#session.reset();
-    this.#lifecycle.reset();
-    this.#reports.forget();
-  }
-
-  /**
-   * The lifecycle work due now: purging a deleted session whose window closed, dropping one a
-   * fork or import never completed, deleting one whose `expiresAt` came, a step of indexing an
-   * old session. True when the session is gone or deleted, so the alarm has nothing else to do.
-   */
-  async #lifecycleDue(): Promise<boolean> {
-    if (!this.#session.exists) return false;
-    const now = Date.now();
-    const { pendingSince, purgeAt } = this.#lifecycle.state;
-    if (this.#lifecycle.deleted) {
-      if (purgeAt === null || purgeAt <= now) await this.#purge();
-      else await this.ctx.storage.setAlarm(purgeAt);
-      return true;
-    }
-    if (pendingSince !== null && pendingSince + PENDING_MS <= now) {
-      await this.#purge();
-      return true;
-    }
-    const { expiresAt } = this.#session.state.header;
-    if (expiresAt !== undefined && Date.parse(expiresAt) <= now) {
-      unwrap(await this.delete(recoveryWindowMs(this.env)));
-      return true;
-    }
-    const started = Date.now();
-    while (this.#session.searchBackfillPending && Date.now() - started < BACKFILL_BUDGET_MS) {
-      this.#session.searchBackfillStep();
-      // Lets other requests in between steps.
-      await scheduler.wait(0);
-    }
-    return false;
-  }
-
-  /** Makes sure the alarm wakes the object when lifecycle work is next due (never later than set). */
-  async #armLifecycle(): Promise<void> {
-    if (!this.#session.exists) return;
-    const soon = this.#session.searchBackfillPending ? Date.now() + BACKFILL_PAUSE_MS : undefined;
-    const at = this.#lifecycle.dueAt(this.#session.state.header.expiresAt, soon);
-    if (at === undefined) return;
-    const current = await this.ctx.storage.getAlarm();
-    if (current === null || current > at) await this.ctx.storage.setAlarm(at);
+  /** Deletes the session if idle since `idleBefore` (the retention sweep of its directory shard asks). */
+  expireIdle(idleBefore: string): Promise<Result<ExpiryOutcome>> {
+    return capture(() => this.#life.expireIdle(idleBefore));
   }
 
   // --- the session's header, head and entries (the SessionStorage calls) ---
@@ -384,7 +249,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
       this.#events.sessionChanged(session.info());
       return header;
     });
-    if (result.ok && patch.expiresAt !== undefined) await this.#armLifecycle();
+    if (result.ok && patch.expiresAt !== undefined) await this.#life.arm();
     return result;
   }
 

@@ -1,5 +1,5 @@
-import type { SessionError } from "../../core";
-import { ERROR_STATUS } from "../../core";
+import type { SessionError } from "../../core/internal";
+import { ERROR_STATUS } from "../../core/internal";
 import type { Position } from "./offsets";
 import { formatOffset } from "./offsets";
 import { HEADER } from "./protocol";

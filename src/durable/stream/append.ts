@@ -1,4 +1,4 @@
-import { SessionError } from "../../core";
+import { SessionError } from "../../core/internal";
 import { answer, tailHeaders } from "./answers";
 import { readBody } from "./body";
 import type { StreamContext } from "./context";

@@ -1,4 +1,4 @@
-import { MAX_BODY_BYTES, SessionError } from "../../core";
+import { MAX_BODY_BYTES, SessionError } from "../../core/internal";
 
 /*
  * Request bodies of appends. A body over the limit is refused (413), but the rest of it, up to

@@ -1,4 +1,4 @@
-import { SessionError, unwrap } from "../../core";
+import { SessionError, unwrap } from "../../core/internal";
 import { errorSummary, logLine } from "../log-line";
 import type { Position } from "./offsets";
 import type { RecordPage, StreamSources } from "./sources";

@@ -1,4 +1,4 @@
-import { SessionError, unwrap } from "../../core";
+import { SessionError, unwrap } from "../../core/internal";
 import { answer, metadataHeaders } from "./answers";
 import { readBody } from "./body";
 import type { StreamContext } from "./context";

@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { SessionError, zodDetails } from "../../core";
+import { SessionError, zodDetails } from "../../core/internal";
 
 /*
  * The Durable Streams protocol's wire names and the rules for reading what a request carries

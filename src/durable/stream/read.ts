@@ -1,4 +1,4 @@
-import { SessionError } from "../../core";
+import { SessionError } from "../../core/internal";
 import { answer, tailHeaders } from "./answers";
 import type { StreamContext } from "./context";
 import { streamCursor } from "./cursor";

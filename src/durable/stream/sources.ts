@@ -1,4 +1,4 @@
-import type { Result } from "../../core";
+import type { Result } from "../../core/internal";
 import type { Position } from "./offsets";
 import type { Expiry } from "./protocol";
 

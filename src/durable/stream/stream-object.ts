@@ -1,6 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
-import type { Result } from "../../core";
-import { capture } from "../../core";
+import type { Result } from "../../core/internal";
+import { capture } from "../../core/internal";
 import type { DurableEnv } from "../env";
 import { streamKeyOf, streamObjectName } from "./paths";
 import type { ForkPoint, ForkPointRequest, RecordPage, StreamSources } from "./sources";

@@ -1,4 +1,4 @@
-import { SessionError } from "../../core";
+import { SessionError } from "../../core/internal";
 import { answer, errorAnswer, metadataHeaders } from "./answers";
 import { appendToStream } from "./append";
 import type { StreamHostOptions } from "./context";

@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import * as z from "zod";
-import { MAX_APPEND_BYTES } from "../../durable/stream";
+import { MAX_APPEND_BYTES } from "../../durable/internal";
 import type { AppEnv } from "../env";
 import { ErrorEnvelope } from "../errors";
 import { errors, json, security } from "../route-kit";

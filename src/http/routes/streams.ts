@@ -9,7 +9,7 @@ import {
   STREAM_TENANT_HEADER,
   streamKeyOf,
   streamObjectName,
-} from "../../durable/stream";
+} from "../../durable/internal";
 import type { AppEnv } from "../env";
 import { describeStreams } from "./stream-docs";
 

@@ -1,0 +1,213 @@
+import type { SessionHeader, SessionInfo } from "../../core/internal";
+import { newId, SessionError } from "../../core/internal";
+import type { DurableEnv } from "../env";
+import { directoryShard } from "../names";
+import type { ExpiryOutcome } from "../types";
+import type { DirectoryReports } from "./directory-reports";
+import type { EventHub } from "./event-hub";
+import type { SessionLifecycle } from "./lifecycle";
+import { PENDING_MS, recoveryWindowMs } from "./lifecycle";
+import type { QuotaChecks } from "./quota-checks";
+import type { SessionStore } from "./session-store";
+
+/*
+ * A session's life, as its object runs it: created (listed at once, or once a fork or an import is
+ * complete), deleted from the listing and every route but kept for the recovery window, restored
+ * within it, purged after it, deleted when its `expiresAt` comes; and the alarm's share of that
+ * work, with indexing for search after large writes.
+ */
+
+/** When entries wait to be indexed for search, the alarm comes this soon. */
+const BACKFILL_PAUSE_MS = 10;
+/**
+ * Milliseconds one alarm spends indexing (in steps, each its own transaction) before it lets other
+ * requests in and comes back: a bulk write is searchable soon after, however large.
+ */
+const BACKFILL_BUDGET_MS = 500;
+
+/** What a session's life involves of its object. */
+export interface LifeHost {
+  readonly env: DurableEnv;
+  readonly storage: DurableObjectStorage;
+  readonly session: SessionStore;
+  readonly lifecycle: SessionLifecycle;
+  readonly quotas: QuotaChecks;
+  readonly reports: DirectoryReports;
+  readonly events: EventHub;
+  storedMetric(sessionId: string, entries: number, bytes: number): Promise<void>;
+  logFailure(task: string, error: unknown): Promise<void>;
+}
+
+export class SessionLife {
+  readonly #host: LifeHost;
+
+  constructor(host: LifeHost) {
+    this.#host = host;
+  }
+
+  /** Creates the session (see `SessionObject.init`). */
+  async create(
+    tenant: string,
+    header: SessionHeader,
+    publish: boolean,
+    options: { shard?: number; replacePending?: boolean; bytes?: number },
+  ): Promise<SessionInfo> {
+    const { session, lifecycle, quotas, storage, reports } = this.#host;
+    if (session.exists && (lifecycle.deleted || (options.replacePending === true && lifecycle.pending))) {
+      await this.#purge();
+    }
+    if (!session.exists) await quotas.admit(tenant, header.id, options.bytes ?? 0);
+    const info = storage.transactionSync(() => {
+      const created = session.init(tenant, newId(), header);
+      lifecycle.begin(options.shard ?? 0, publish ? null : Date.now());
+      return created;
+    });
+    if (publish) await reports.publish();
+    await this.arm();
+    return info;
+  }
+
+  /**
+   * Deletes the session: first from the listing (so it never shows again), then from every route.
+   * Its data stays for `recoveryMs` (restore brings it back whole), then an alarm purges it. A
+   * session never completed, or a window of 0, is purged at once.
+   */
+  async delete(recoveryMs: number): Promise<void> {
+    const { session, lifecycle, quotas, events, reports, storage, env } = this.#host;
+    const { tenant, incarnation, header } = session.state;
+    // Released first: should the rest fail, the session's next write claims its room again.
+    await quotas.release(tenant, header.id);
+    await directoryShard(env, tenant, lifecycle.state.shard).remove(header.id, incarnation);
+    events.deleted(header.id);
+    if (recoveryMs <= 0 || lifecycle.pending) {
+      await this.#purge();
+      return;
+    }
+    const now = Date.now();
+    lifecycle.markDeleted(now, now + recoveryMs);
+    reports.forget();
+    await storage.setAlarm(now + recoveryMs);
+  }
+
+  /** Deletes the session for good, now, whether it is listed or deleted already. */
+  async purge(): Promise<void> {
+    const { session, lifecycle, events, env } = this.#host;
+    const { tenant, incarnation, header } = session.state;
+    if (!lifecycle.deleted) {
+      await directoryShard(env, tenant, lifecycle.state.shard).remove(header.id, incarnation);
+      events.deleted(header.id);
+    }
+    await this.#purge();
+  }
+
+  /**
+   * Brings a deleted session back as it was, listed again, within its recovery window. An
+   * `expiresAt` that has passed is cleared (else it would be deleted again at once). A session
+   * that is not deleted is `already_exists`; one never created, or purged, is `not_found`.
+   */
+  async restore(): Promise<SessionInfo> {
+    const { session, lifecycle, quotas, storage, env, reports } = this.#host;
+    const { tenant, incarnation, header } = session.state;
+    if (!lifecycle.deleted) {
+      throw new SessionError("already_exists", `session ${header.id} is not deleted`, { id: header.id });
+    }
+    if ((lifecycle.state.purgeAt ?? 0) <= Date.now()) {
+      await this.#purge();
+      throw new SessionError("not_found", "session does not exist");
+    }
+    // Back, it counts against the tenant's quotas again: refused (still deleted) without room.
+    await quotas.admit(tenant, header.id, session.state.stats.bytes);
+    // The expiry first: a restore cut short here leaves the session deleted, to be restored again.
+    if (header.expiresAt !== undefined && Date.parse(header.expiresAt) <= Date.now()) {
+      session.updateHeader({ expiresAt: null });
+    }
+    lifecycle.markRestored();
+    await storage.deleteAlarm();
+    await directoryShard(env, tenant, lifecycle.state.shard).unbury(header.id, incarnation);
+    await reports.publish();
+    await this.arm();
+    return session.info();
+  }
+
+  /**
+   * Deletes the session (recoverably) if it has been idle since `idleBefore`: the retention sweep
+   * of its directory shard asks, and the session, which knows its last write, decides. A session
+   * written since is `kept`, and reports again so the directory catches up.
+   */
+  async expireIdle(idleBefore: string): Promise<ExpiryOutcome> {
+    const { session, lifecycle, reports, env } = this.#host;
+    if (!session.exists || lifecycle.deleted) return "missing";
+    if (lifecycle.pending) return "kept";
+    if (Date.parse(session.state.stats.updatedAt) >= Date.parse(idleBefore)) {
+      await reports.publish();
+      return "kept";
+    }
+    await this.delete(recoveryWindowMs(env));
+    return "expired";
+  }
+
+  /** Drops the session's storage and every alarm. */
+  async #purge(): Promise<void> {
+    const { session, lifecycle, quotas, storage, reports } = this.#host;
+    if (session.exists) {
+      const { tenant, header } = session.state;
+      await this.#host.storedMetric(header.id, 0, 0);
+      // A claim left behind would only leave the tenant less room than it has: logged, not fatal.
+      await quotas.release(tenant, header.id).catch((error) => this.#host.logFailure("release_quota", error));
+    }
+    await storage.deleteAlarm();
+    await storage.deleteAll();
+    session.reset();
+    lifecycle.reset();
+    reports.forget();
+  }
+
+  /**
+   * The lifecycle work due now: purging a deleted session whose window closed, dropping one a
+   * fork or import never completed, deleting one whose `expiresAt` came, a step of indexing an
+   * old session. True when the session is gone or deleted, so the alarm has nothing else to do.
+   */
+  async due(): Promise<boolean> {
+    const { session, lifecycle, storage, env } = this.#host;
+    if (!session.exists) return false;
+    const now = Date.now();
+    const { pendingSince, purgeAt } = lifecycle.state;
+    if (lifecycle.deleted) {
+      if (purgeAt === null || purgeAt <= now) await this.#purge();
+      else await storage.setAlarm(purgeAt);
+      return true;
+    }
+    if (pendingSince !== null && pendingSince + PENDING_MS <= now) {
+      await this.#purge();
+      return true;
+    }
+    const { expiresAt } = session.state.header;
+    if (expiresAt !== undefined && Date.parse(expiresAt) <= now) {
+      await this.delete(recoveryWindowMs(env));
+      return true;
+    }
+    const started = Date.now();
+    while (session.searchBackfillPending && Date.now() - started < BACKFILL_BUDGET_MS) {
+      session.searchBackfillStep();
+      // Lets other requests in between steps.
+      await scheduler.wait(0);
+    }
+    return false;
+  }
+
+  /** Makes sure the alarm wakes the object when lifecycle work is next due (never later than set). */
+  async arm(): Promise<void> {
+    const { session, lifecycle, storage } = this.#host;
+    if (!session.exists) return;
+    const soon = session.searchBackfillPending ? Date.now() + BACKFILL_PAUSE_MS : undefined;
+    const at = lifecycle.dueAt(session.state.header.expiresAt, soon);
+    if (at === undefined) return;
+    const current = await storage.getAlarm();
+    if (current === null || current > at) await storage.setAlarm(at);
+  }
+
+  /** `arm`, from a write that cannot wait for it (a failure is logged). */
+  armSoon(): void {
+    this.arm().catch((error) => this.#host.logFailure("schedule_search_indexing", error));
+  }
+}

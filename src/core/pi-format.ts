@@ -1,5 +1,5 @@
-import { ENTRY_TYPES } from "./entries";
 import { fingerprint } from "./context-answer";
+import { ENTRY_TYPES } from "./entries";
 import { isValidId, newId, nowIso } from "./ids";
 import type { ImportedSession, ImportWarning } from "./interchange";
 import { checkImportEntries, sessionEntries } from "./interchange";

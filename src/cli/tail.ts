@@ -15,6 +15,13 @@ export function eventLine(event: SessionEvent, describe: (entry: Record<string, 
       return `        session ${event.data.id}${event.data.name ? ` “${event.data.name}”` : ""}: ${event.data.entryCount} entries`;
     case "compaction":
       return `        automatic compaction: ${event.data.state}${event.data.lastError ? ` (${event.data.lastError})` : ""}`;
+    case "generation": {
+      const { id, state, parentId, format, entryIds, stoppedBy } = event.data;
+      if (state === "open") return `        generation ${id} started under ${parentId ?? "-"} (${format})`;
+      const how =
+        state === "stopped" ? `stopped${stoppedBy === "abandoned" ? " (abandoned)" : ""}` : "finished";
+      return `        generation ${id} ${how} → ${(entryIds ?? []).join(", ")}`;
+    }
     case "deleted":
       return `        deleted ${event.data.id}`;
     case "closed":

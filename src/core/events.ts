@@ -1,4 +1,5 @@
 import type { StoredEntry } from "./entries";
+import type { GenerationInfo } from "./generations/generation-schemas";
 import type { AutoCompactStatus, SessionInfo } from "./session-schemas";
 
 /*
@@ -6,7 +7,9 @@ import type { AutoCompactStatus, SessionInfo } from "./session-schemas";
  * that saw seq n resumes after n and misses nothing. Other events carry what changed without
  * being entries: `leaf` after each write that moved the head (its id the write's last seq),
  * `session` when the name, system prompt or metadata changed (and once when a stream opens),
- * `compaction` when automatic compaction starts, finishes or fails, `deleted` last of all.
+ * `compaction` when automatic compaction starts, finishes or fails, `generation` when an answer
+ * starts being written, finishes or is stopped (and for each one open when a stream opens, so a
+ * watcher that joins late finds it), `deleted` last of all.
  */
 
 /** An entry without its payload: what `?payload=false` sends. */
@@ -25,6 +28,8 @@ export type SessionEvent =
   | { event: "leaf"; id: number; data: { leafId: string | null; token?: string } }
   | { event: "session"; data: SessionInfo }
   | { event: "compaction"; data: AutoCompactStatus }
+  /** `state`: open (started), finished or stopped; `stream` is where its chunks are read. */
+  | { event: "generation"; data: GenerationInfo }
   | { event: "deleted"; data: { id: string } }
   | { event: "closed"; data: { reason: string } };
 

@@ -17,6 +17,7 @@ export * from "./entries";
 export * from "./errors";
 export * from "./events";
 export * from "./fork";
+export * from "./generations";
 export * from "./header";
 export * from "./ids";
 export * from "./import-formats";

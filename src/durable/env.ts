@@ -19,4 +19,8 @@ export interface DurableEnv extends SummarizerConfig {
   DIRECTORY_SHARDS?: string;
   /** Seconds a deleted session can be restored (default 604800, seven days); then it is purged. */
   RECOVERY_WINDOW_SECONDS?: string;
+  /** Seconds a generation may go without an append before the alarm stops it (default 300). */
+  GENERATION_ABANDON_SECONDS?: string;
+  /** Seconds a finished or stopped generation's stream stays readable (default 3600). */
+  GENERATION_RETAIN_SECONDS?: string;
 }

@@ -14,6 +14,7 @@ import { compactionRoutes } from "./routes/compaction";
 import { contextRoutes } from "./routes/context";
 import { entryRoutes } from "./routes/entries";
 import { eventRoutes } from "./routes/events";
+import { exceptGenerationStreams, generationRoutes } from "./routes/generations";
 import { IMPORT_PATH, interchangeRoutes } from "./routes/interchange";
 import { retentionRoutes } from "./routes/retention";
 import { searchRoutes } from "./routes/search";
@@ -69,8 +70,10 @@ export function createApp(): OpenAPIHono<AppEnv> {
   );
   // A WebSocket ticket authenticates its one connection, ahead of the usual credentials.
   app.use("/v1/sessions/:sid/ws", socketTicket);
-  // Matches /v1/sessions itself too. Imports are NDJSON and read their own body.
-  app.use("/v1/sessions/*", authenticate, rateLimit, jsonBody([IMPORT_PATH]));
+  // Matches /v1/sessions itself too. Imports are NDJSON and read their own body; so do appends to a
+  // generation's stream (any content type, as the protocol has them), which answer as streams do.
+  app.use("/v1/sessions/:sid/generations/:gid/stream", streamSafety);
+  app.use("/v1/sessions/*", authenticate, rateLimit, exceptGenerationStreams(jsonBody([IMPORT_PATH])));
   for (const path of TENANT_PATHS) app.use(path, authenticate, rateLimit, jsonBody([TENANT_IMPORT_PATH]));
   app.use("/v1/usage", authenticate, rateLimit);
   // Streams read and write their own bodies (any content type), as the protocol has them.
@@ -81,6 +84,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
     .route("/", entryRoutes)
     .route("/", contextRoutes)
     .route("/", eventRoutes)
+    .route("/", generationRoutes)
     .route("/", compactionRoutes)
     .route("/", interchangeRoutes)
     .route("/", searchRoutes)

@@ -4,10 +4,12 @@ import type {
   AppendResult,
   EntryQuery,
   ForkOptions,
+  GenerationInfo,
   HeaderPatch,
   ImportOptions,
   LeafEntry,
   LeafOptions,
+  OpenGenerationBody,
   Result,
   SessionEntry,
   SessionHeader,
@@ -20,6 +22,7 @@ import type {
   TreeNode,
 } from "../../core/internal";
 import { buildTree, forkExtras, newSessionHeader, unwrap } from "../../core/internal";
+import type { GenerationEnd, GenerationOutcome } from "../session/generations";
 import type { SessionObject } from "../session/session-object";
 import type { ContextAnswer, EntryPage, ForkSource } from "../types";
 
@@ -251,6 +254,29 @@ export class SessionObjectStorage implements SessionStorage {
 
   search(options: SessionSearchOptions): Promise<SessionSearchPage> {
     return call(this.#stub.search(options));
+  }
+
+  /** Opens a generation: an answer written as chunks to a stream of the session (generations.ts). */
+  openGeneration(input: OpenGenerationBody): Promise<GenerationInfo> {
+    return call(this.#stub.openGeneration(input));
+  }
+
+  getGeneration(id: string): Promise<GenerationInfo> {
+    return call(this.#stub.getGeneration(id));
+  }
+
+  listGenerations(): Promise<GenerationInfo[]> {
+    return call(this.#stub.listGenerations());
+  }
+
+  /** Completes or stops a generation: its answer appended and its stream closed at once. */
+  endGeneration(id: string, how: GenerationEnd): Promise<GenerationOutcome> {
+    return call(this.#stub.endGeneration(id, how));
+  }
+
+  /** Hands a Durable Streams request for a generation's stream to the session's object. */
+  generationStream(id: string, request: Request, requestId: string | null): Promise<Response> {
+    return this.#stub.generationStream(id, request, requestId);
   }
 
   async cleanup(): Promise<void> {}

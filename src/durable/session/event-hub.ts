@@ -1,4 +1,10 @@
-import type { AutoCompactStatus, SessionEvent, SessionInfo, StoredEntry } from "../../core/internal";
+import type {
+  AutoCompactStatus,
+  GenerationInfo,
+  SessionEvent,
+  SessionInfo,
+  StoredEntry,
+} from "../../core/internal";
 import { entrySummary, SessionError, socketMessage, sseFrame } from "../../core/internal";
 import { EventStream } from "./event-stream";
 
@@ -45,6 +51,8 @@ export interface EventSource {
   info(): SessionInfo;
   /** Entries with `after < seq <= bound`, in order, a page of at most `limit`. */
   entriesAfter(after: number, bound: number, limit: number): StoredEntry[];
+  /** Answers being written now: a watcher is told of each when it starts watching. */
+  openGenerations(): GenerationInfo[];
 }
 
 /** What a WebSocket watcher keeps across hibernation. */
@@ -141,9 +149,11 @@ export class EventHub {
       });
     }
     const info = this.#source.info();
+    const generations = this.#source.openGenerations();
     const replay = this.#replay(after, bound, this.#source.leafId(), payload, sseFrame);
     function* opening(): Generator<string> {
       yield sseFrame({ event: "session", data: info });
+      for (const generation of generations) yield sseFrame({ event: "generation", data: generation });
       yield* replay;
     }
     const stream: EventStream = new EventStream(payload, bound, opening(), () => this.#drop(stream));
@@ -181,6 +191,9 @@ export class EventHub {
     this.#ctx.acceptWebSocket(socket, [EVENT_SOCKET_TAG]);
     const state: SocketState = { payload, cursor: after, live: false, token: "" };
     socket.send(socketMessage({ event: "session", data: this.#source.info() }));
+    for (const generation of this.#source.openGenerations()) {
+      socket.send(socketMessage({ event: "generation", data: generation }));
+    }
     this.#catchUp(socket, state);
   }
 
@@ -269,6 +282,12 @@ export class EventHub {
   sessionChanged(info: SessionInfo): void {
     if (!this.watching) return;
     this.#afterDurable(() => this.#deliverAll({ event: "session", data: info }));
+  }
+
+  /** An answer started being written, finished, or was stopped. */
+  generationChanged(generation: GenerationInfo): void {
+    if (!this.watching) return;
+    this.#afterDurable(() => this.#deliverAll({ event: "generation", data: generation }));
   }
 
   compactionChanged(status: AutoCompactStatus): void {

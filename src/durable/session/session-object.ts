@@ -4,10 +4,12 @@ import type {
   AppendResult,
   EntryQuery,
   ErrorBody,
+  GenerationInfo,
   HeaderPatch,
   ImportOptions,
   LeafEntry,
   LeafOptions,
+  OpenGenerationBody,
   Result,
   SessionEntry,
   SessionHeader,
@@ -19,6 +21,8 @@ import type {
 } from "../../core/internal";
 import {
   capture,
+  DEFAULT_ABANDON_SECONDS,
+  DEFAULT_RETAIN_SECONDS,
   ERROR_STATUS,
   jsonArray,
   SessionError,
@@ -36,6 +40,8 @@ import type { ContextAnswer, CopiedRows, EntryPage, ExpiryOutcome, ForkSource } 
 import { AutoCompaction } from "./auto-compaction";
 import { DirectoryReports } from "./directory-reports";
 import { EventHub } from "./event-hub";
+import type { GenerationEnd, GenerationOutcome } from "./generations";
+import { Generations } from "./generations";
 import { SessionLifecycle } from "./lifecycle";
 import { QuotaChecks } from "./quota-checks";
 import type { ByteLimit } from "./room";
@@ -52,6 +58,12 @@ import { SocketTickets } from "./socket-tickets";
  * automatic compaction and the directory report.
  */
 
+/** A number of seconds from the environment, or its default when unset or not one. */
+function seconds(value: string | undefined, fallback: number): number {
+  const parsed = Number(value);
+  return value !== undefined && Number.isInteger(parsed) && parsed >= 0 ? parsed : fallback;
+}
+
 /** Milliseconds one call of a fork's copy spends copying pages before it answers with the rest. */
 const COPY_BUDGET_MS = 1000;
 function errorAnswer(error: ErrorBody): Response {
@@ -67,6 +79,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   readonly #autoCompaction: AutoCompaction;
   readonly #quotas: QuotaChecks;
   readonly #tickets: SocketTickets;
+  readonly #generations: Generations;
 
   constructor(ctx: DurableObjectState, env: DurableEnv) {
     super(ctx, env);
@@ -81,6 +94,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
         leafId: () => session.state.leafId,
         info: () => session.info(),
         entriesAfter: (after, bound, limit) => session.entriesAfter(after, bound, limit),
+        openGenerations: () => this.#generations.openOnes(),
       },
       (error) => void this.#logFailure("event_fan_out", error),
     );
@@ -118,6 +132,17 @@ export class SessionObject extends DurableObject<DurableEnv> {
       statusChanged: (status) => this.#events.compactionChanged(status),
       metric: (point) => this.#metric(point),
       logFailure: (task, error) => this.#logFailure(task, error),
+    });
+    this.#generations = new Generations({
+      storage: ctx.storage,
+      session,
+      defaults: {
+        abandonSeconds: seconds(env.GENERATION_ABANDON_SECONDS, DEFAULT_ABANDON_SECONDS),
+        retainSeconds: seconds(env.GENERATION_RETAIN_SECONDS, DEFAULT_RETAIN_SECONDS),
+      },
+      write: (run) => this.#limitedWrite(run),
+      changed: (info) => this.#events.generationChanged(info),
+      checkListed: () => this.#checkListed(),
     });
     if (session.searchBackfillPending) this.#life.armSoon();
   }
@@ -184,6 +209,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     await this.#autoCompaction.runIfDue();
     if (!this.#session.exists) return;
     await this.#reports.reportDue();
+    await this.#generations.alarm();
     await this.#life.arm();
   }
 
@@ -224,8 +250,11 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   /** Brings a deleted session back within its recovery window (see `SessionLife.restore`). */
-  restore(): Promise<Result<SessionInfo>> {
-    return capture(() => this.#life.restore());
+  async restore(): Promise<Result<SessionInfo>> {
+    const restored = await capture(() => this.#life.restore());
+    // Restoring cleared the alarm: its generations' due times are set again.
+    if (restored.ok) await this.#generations.arm();
+    return restored;
   }
 
   /** Deletes the session if idle since `idleBefore` (the retention sweep of its directory shard asks). */
@@ -363,6 +392,39 @@ export class SessionObject extends DurableObject<DurableEnv> {
         body: textStream(jsonArray(answer.head, answer.pages, "}"), sent),
       };
     });
+  }
+
+  // --- generations: answers being written (generations.ts) ---
+
+  openGeneration(input: OpenGenerationBody): Promise<Result<GenerationInfo>> {
+    return capture(async () => {
+      this.#checkListed();
+      const info = this.#generations.open(input);
+      await this.#generations.arm();
+      return info;
+    });
+  }
+
+  getGeneration(id: string): Promise<Result<GenerationInfo>> {
+    return this.#run(() => this.#generations.get(id));
+  }
+
+  listGenerations(): Promise<Result<GenerationInfo[]>> {
+    return this.#run(() => this.#generations.list());
+  }
+
+  /** Completes or stops a generation: its answer appended and its stream closed, in one transaction. */
+  endGeneration(id: string, how: GenerationEnd): Promise<Result<GenerationOutcome>> {
+    return capture(async () => {
+      const outcome = await this.#generations.end(id, how);
+      if (outcome.created) await this.#generations.arm();
+      return outcome;
+    });
+  }
+
+  /** A Durable Streams request for a generation's stream (the router has authenticated it). */
+  generationStream(id: string, request: Request, requestId: string | null): Promise<Response> {
+    return this.#generations.handle(id, request, requestId);
   }
 
   // --- watchers ---

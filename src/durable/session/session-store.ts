@@ -332,6 +332,12 @@ export class SessionStore {
     return this.state.nextSeq - 1;
   }
 
+  /** The model the context at `entryId` names (its last model change or reply); `not_found` without it. */
+  modelAt(entryId: string): { provider: string; modelId: string } | null {
+    this.#live();
+    return this.#paths.settings(this.#paths.treeNode(entryId)).settings.model;
+  }
+
   /** Entries with `after < seq <= bound`, a page of at most `limit`: what a watcher replays. */
   entriesAfter(after: number, bound: number, limit: number): StoredEntry[] {
     this.#live();

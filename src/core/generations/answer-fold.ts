@@ -1,0 +1,411 @@
+import * as z from "zod";
+import { type ErrorCode, SessionError } from "../errors";
+import type {
+  AgentMessage,
+  AssistantMessage,
+  TextContent,
+  ThinkingContent,
+  ToolCall,
+  ToolResultMessage,
+  Usage,
+} from "../messages";
+import { AssistantMessage as AssistantMessageSchema, NO_USAGE } from "../messages";
+import type { GenerationFormat } from "./generation-schemas";
+
+/*
+ * A generation's chunks folded into the answer they make, read once in order: plain text; pi-ai's
+ * assistant-message events (their deltas, by content index; a `done` or `error` event carries the
+ * whole message); the AI SDK's UI message stream parts (text and reasoning by part id, tool calls
+ * and their results, one assistant message per step). A stopped generation keeps what came, with
+ * `stopReason: "aborted"`; a tool call whose input never arrived whole is left out.
+ */
+
+/** Who answered, recorded on the assembled message. */
+export interface AnswerSource {
+  provider: string;
+  model: string;
+  api: string;
+}
+
+export interface AnswerFold {
+  /** The next chunk: a piece of text (text), or one event (pi-ai, ai-sdk-ui). */
+  add(chunk: unknown): void;
+  /** The answer so far as messages (at least one assistant message), stopped or not. */
+  finish(options: { stopped: boolean; timestamp: number }): AgentMessage[];
+}
+
+type Block = TextContent | ThinkingContent | ToolCall;
+
+function record(value: unknown): Record<string, unknown> | undefined {
+  return value !== null && typeof value === "object" && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
+}
+
+function text(value: unknown): string {
+  return typeof value === "string" ? value : "";
+}
+
+function assistant(
+  source: AnswerSource,
+  content: Block[],
+  stopReason: string,
+  timestamp: number,
+  usage: Usage = NO_USAGE,
+): AssistantMessage {
+  return {
+    role: "assistant",
+    content,
+    api: source.api,
+    provider: source.provider,
+    model: source.model,
+    usage,
+    stopReason,
+    timestamp,
+  };
+}
+
+/** A message given whole (a `done` event's, or a complete request's): it must be an assistant's. */
+export function checkedAssistant(
+  value: unknown,
+  where: string,
+  code: ErrorCode = "invalid_request",
+): AssistantMessage {
+  const parsed = AssistantMessageSchema.safeParse(value);
+  if (!parsed.success) {
+    throw new SessionError(code, `${where} is not a pi-ai assistant message`, {
+      issues: parsed.error.issues.map((issue) => ({ path: issue.path.map(String), message: issue.message })),
+    });
+  }
+  return value as AssistantMessage;
+}
+
+class TextFold implements AnswerFold {
+  readonly #source: AnswerSource;
+  #pieces: string[] = [];
+
+  constructor(source: AnswerSource) {
+    this.#source = source;
+  }
+
+  add(chunk: unknown): void {
+    this.#pieces.push(text(chunk));
+  }
+
+  finish({ stopped, timestamp }: { stopped: boolean; timestamp: number }): AgentMessage[] {
+    const all = this.#pieces.join("");
+    const content: Block[] = all === "" ? [] : [{ type: "text", text: all }];
+    return [assistant(this.#source, content, stopped ? "aborted" : "stop", timestamp)];
+  }
+}
+
+/** A tool call's input as it arrives: its JSON text, parsed once it is whole. */
+interface PendingCall {
+  id: string;
+  name: string;
+  json: string;
+}
+
+class PiAiFold implements AnswerFold {
+  readonly #source: AnswerSource;
+  #base: Record<string, unknown> | undefined;
+  readonly #blocks: Array<Block | PendingCall | undefined> = [];
+  #final: AssistantMessage | undefined;
+
+  constructor(source: AnswerSource) {
+    this.#source = source;
+  }
+
+  /** The block a partial message holds at `index`, when it is of `type`. */
+  #partialBlock(event: Record<string, unknown>, index: number, type: string): Block | undefined {
+    const content = record(event.partial)?.content;
+    const block = Array.isArray(content) ? record(content[index]) : undefined;
+    return block?.type === type ? (structuredClone(block) as Block) : undefined;
+  }
+
+  add(chunk: unknown): void {
+    const event = record(chunk);
+    if (!event) return;
+    const index = typeof event.contentIndex === "number" ? event.contentIndex : -1;
+    const at = this.#blocks[index];
+    switch (event.type) {
+      case "start":
+        this.#base = record(event.partial);
+        return;
+      case "text_start":
+        this.#blocks[index] = { type: "text", text: "" };
+        return;
+      case "text_delta":
+        if (at && "type" in at && at.type === "text") at.text += text(event.delta);
+        else this.#blocks[index] = { type: "text", text: text(event.delta) };
+        return;
+      case "text_end":
+        this.#blocks[index] = this.#partialBlock(event, index, "text") ?? {
+          type: "text",
+          text: text(event.content),
+        };
+        return;
+      case "thinking_start":
+        this.#blocks[index] = { type: "thinking", thinking: "" };
+        return;
+      case "thinking_delta":
+        if (at && "type" in at && at.type === "thinking") at.thinking += text(event.delta);
+        else this.#blocks[index] = { type: "thinking", thinking: text(event.delta) };
+        return;
+      case "thinking_end":
+        this.#blocks[index] = this.#partialBlock(event, index, "thinking") ?? {
+          type: "thinking",
+          thinking: text(event.content),
+        };
+        return;
+      case "toolcall_start": {
+        const started = this.#partialBlock(event, index, "toolCall") as ToolCall | undefined;
+        this.#blocks[index] = { id: started?.id ?? "", name: started?.name ?? "", json: "" };
+        return;
+      }
+      case "toolcall_delta":
+        if (at && "json" in at) at.json += text(event.delta);
+        return;
+      case "toolcall_end": {
+        const call = record(event.toolCall);
+        if (call?.type === "toolCall" && record(call.arguments)) this.#blocks[index] = call as ToolCall;
+        return;
+      }
+      case "done":
+        this.#final = checkedAssistant(event.message, "the done event's message");
+        return;
+      case "error":
+        this.#final = checkedAssistant(event.error, "the error event's message");
+        return;
+    }
+  }
+
+  finish({ stopped, timestamp }: { stopped: boolean; timestamp: number }): AgentMessage[] {
+    if (this.#final) return [stopped ? { ...this.#final, stopReason: "aborted" } : this.#final];
+    const content = this.#blocks.filter((block): block is Block => block !== undefined && "type" in block);
+    const base = this.#base;
+    const source: AnswerSource = {
+      provider: typeof base?.provider === "string" ? base.provider : this.#source.provider,
+      model: typeof base?.model === "string" ? base.model : this.#source.model,
+      api: typeof base?.api === "string" ? base.api : this.#source.api,
+    };
+    const calls = content.some((block) => block.type === "toolCall");
+    const stopReason = stopped ? "aborted" : calls ? "toolUse" : "stop";
+    const usage = record(base?.usage) ? (base?.usage as Usage) : NO_USAGE;
+    return [assistant(source, content, stopReason, timestamp, usage)];
+  }
+}
+
+/** The AI SDK's finish reasons in pi-ai's terms. */
+function stopReasonOf(finishReason: unknown, calls: boolean): string {
+  switch (finishReason) {
+    case "length":
+      return "length";
+    case "tool-calls":
+      return "toolUse";
+    case "error":
+    case "content-filter":
+      return "error";
+    default:
+      return calls ? "toolUse" : "stop";
+  }
+}
+
+/** A tool's output as the text of its result. */
+function outputText(output: unknown): string {
+  return typeof output === "string" ? output : JSON.stringify(output ?? null);
+}
+
+class UiMessageFold implements AnswerFold {
+  readonly #source: AnswerSource;
+  readonly #done: AgentMessage[] = [];
+  #content: Block[] = [];
+  #results: ToolResultMessage[] = [];
+  readonly #parts = new Map<string, TextContent | ThinkingContent>();
+  readonly #calls = new Map<string, PendingCall>();
+  #finishReason: unknown;
+  #errorText: string | undefined;
+  #aborted = false;
+  #timestamp = 0;
+
+  constructor(source: AnswerSource) {
+    this.#source = source;
+  }
+
+  /** A step ends: its assistant message, then the results of the tools it ran. */
+  #endStep(): void {
+    if (this.#content.length > 0 || this.#results.length > 0) {
+      const calls = this.#content.some((block) => block.type === "toolCall");
+      this.#done.push(assistant(this.#source, this.#content, calls ? "toolUse" : "stop", this.#timestamp));
+      this.#done.push(...this.#results);
+    }
+    this.#content = [];
+    this.#results = [];
+    this.#parts.clear();
+  }
+
+  #part(id: string, type: "text" | "thinking"): TextContent | ThinkingContent {
+    const known = this.#parts.get(id);
+    if (known && known.type === type) return known;
+    const part: TextContent | ThinkingContent =
+      type === "text" ? { type: "text", text: "" } : { type: "thinking", thinking: "" };
+    this.#parts.set(id, part);
+    this.#content.push(part);
+    return part;
+  }
+
+  #result(toolCallId: string, content: string, isError: boolean): void {
+    const call = this.#calls.get(toolCallId);
+    this.#results.push({
+      role: "toolResult",
+      toolCallId,
+      toolName: call?.name ?? "",
+      content: [{ type: "text", text: content }],
+      isError,
+      timestamp: this.#timestamp,
+    });
+  }
+
+  add(chunk: unknown): void {
+    const part = record(chunk);
+    if (!part) return;
+    const id = text(part.id);
+    const toolCallId = text(part.toolCallId);
+    switch (part.type) {
+      case "start-step":
+        this.#endStep();
+        return;
+      case "finish-step":
+        this.#endStep();
+        return;
+      case "text-start":
+        this.#part(id, "text");
+        return;
+      case "text-delta":
+        (this.#part(id, "text") as TextContent).text += text(part.delta);
+        return;
+      case "reasoning-start":
+        this.#part(id, "thinking");
+        return;
+      case "reasoning-delta":
+        (this.#part(id, "thinking") as ThinkingContent).thinking += text(part.delta);
+        return;
+      case "tool-input-start":
+        this.#calls.set(toolCallId, { id: toolCallId, name: text(part.toolName), json: "" });
+        return;
+      case "tool-input-delta": {
+        const call = this.#calls.get(toolCallId);
+        if (call) call.json += text(part.inputTextDelta);
+        return;
+      }
+      case "tool-input-available":
+      case "tool-input-error": {
+        const name = text(part.toolName) || (this.#calls.get(toolCallId)?.name ?? "");
+        this.#calls.set(toolCallId, { id: toolCallId, name, json: "" });
+        const input = record(part.input) ?? {};
+        this.#content.push({ type: "toolCall", id: toolCallId, name, arguments: input });
+        if (part.type === "tool-input-error") this.#result(toolCallId, text(part.errorText), true);
+        return;
+      }
+      case "tool-output-available":
+        this.#result(toolCallId, outputText(part.output), false);
+        return;
+      case "tool-output-error":
+        this.#result(toolCallId, text(part.errorText), true);
+        return;
+      case "tool-output-denied":
+        this.#result(toolCallId, "the tool call was denied", true);
+        return;
+      case "finish":
+        this.#finishReason = part.finishReason;
+        return;
+      case "error":
+        this.#errorText = text(part.errorText);
+        return;
+      case "abort":
+        this.#aborted = true;
+        return;
+    }
+  }
+
+  finish({ stopped, timestamp }: { stopped: boolean; timestamp: number }): AgentMessage[] {
+    this.#timestamp = timestamp;
+    for (const message of this.#done) message.timestamp = timestamp;
+    for (const result of this.#results) result.timestamp = timestamp;
+    this.#endStep();
+    const messages = [...this.#done];
+    let last = messages.findLast((message): message is AssistantMessage => message.role === "assistant");
+    // A step that ended in tool results, or nothing at all: the answer still ends in an assistant message.
+    if (!last || messages.at(-1) !== last) {
+      last = assistant(this.#source, [], "stop", timestamp);
+      messages.push(last);
+    }
+    const calls = last.content.some((block) => block.type === "toolCall");
+    if (stopped || this.#aborted) last.stopReason = "aborted";
+    else if (this.#errorText !== undefined) {
+      last.stopReason = "error";
+      last.errorMessage = this.#errorText;
+    } else last.stopReason = stopReasonOf(this.#finishReason, calls);
+    return messages;
+  }
+}
+
+export function answerFold(format: GenerationFormat, source: AnswerSource): AnswerFold {
+  switch (format) {
+    case "text":
+      return new TextFold(source);
+    case "pi-ai":
+      return new PiAiFold(source);
+    case "ai-sdk-ui":
+      return new UiMessageFold(source);
+  }
+}
+
+/** An AI SDK UI message (what `useChat` holds, what `toUIMessageStream`'s `onFinish` gives). */
+const UIAssistantMessage = z.looseObject({
+  role: z.literal("assistant"),
+  parts: z.array(z.looseObject({ type: z.string() })),
+});
+
+/** A UIMessage's parts as the stream parts that would have made it. */
+function* uiMessageChunks(parts: ReadonlyArray<Record<string, unknown>>): Generator<Record<string, unknown>> {
+  let n = 0;
+  for (const part of parts) {
+    const id = `p${n++}`;
+    const type = String(part.type);
+    if (type === "step-start") yield { type: "start-step" };
+    else if (type === "text") yield { type: "text-delta", id, delta: text(part.text) };
+    else if (type === "reasoning") yield { type: "reasoning-delta", id, delta: text(part.text) };
+    else if (type === "dynamic-tool" || type.startsWith("tool-")) {
+      const toolName = type === "dynamic-tool" ? text(part.toolName) : type.slice("tool-".length);
+      const toolCallId = text(part.toolCallId);
+      yield { type: "tool-input-available", toolCallId, toolName, input: part.input };
+      if (part.state === "output-available")
+        yield { type: "tool-output-available", toolCallId, output: part.output };
+      if (part.state === "output-error")
+        yield { type: "tool-output-error", toolCallId, errorText: part.errorText };
+    }
+  }
+}
+
+/**
+ * The answer a complete request gives whole: a pi-ai assistant message (text, pi-ai), or the
+ * UIMessage the AI SDK built (ai-sdk-ui).
+ */
+export function givenAnswer(
+  format: GenerationFormat,
+  message: unknown,
+  source: AnswerSource,
+  timestamp: number,
+): AgentMessage[] {
+  if (format !== "ai-sdk-ui") return [checkedAssistant(message, "message")];
+  const parsed = UIAssistantMessage.safeParse(message);
+  if (!parsed.success) {
+    throw new SessionError("invalid_request", "message is not an AI SDK assistant UIMessage (role, parts)", {
+      issues: parsed.error.issues.map((issue) => ({ path: issue.path.map(String), message: issue.message })),
+    });
+  }
+  const fold = answerFold(format, source);
+  for (const chunk of uiMessageChunks(parsed.data.parts)) fold.add(chunk);
+  return fold.finish({ stopped: false, timestamp });
+}

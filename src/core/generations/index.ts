@@ -1,0 +1,3 @@
+export * from "./answer-fold";
+export * from "./chunks";
+export * from "./generation-schemas";

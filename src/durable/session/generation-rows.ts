@@ -1,0 +1,138 @@
+import type { GenerationFormat, GenerationState, StoppedBy } from "../../core/internal";
+import type { Sql } from "../sql";
+import { migrate } from "../sql";
+
+/*
+ * A session's generations in its object's SQLite: one row each, from the moment it opens until its
+ * stream's retention window closes. The tables are versioned apart (`generation_schema_version`)
+ * and made by the first generation, so a session that never had one stores nothing for them.
+ * Their chunks are a stream of the object's stream store, under `generation/<id>`.
+ */
+
+const MIGRATIONS = [
+  `
+  CREATE TABLE generations (
+    id TEXT PRIMARY KEY,
+    parent_id TEXT,
+    format TEXT NOT NULL,
+    provider TEXT,
+    model TEXT,
+    api TEXT,
+    state TEXT NOT NULL,
+    opened_at INTEGER NOT NULL,
+    abandon_ms INTEGER NOT NULL,
+    retain_ms INTEGER NOT NULL,
+    finished_at INTEGER,
+    stopped_by TEXT,
+    entry_ids TEXT
+  )
+  `,
+];
+
+const VERSION_TABLE = "generation_schema_version";
+
+export interface GenerationRow {
+  id: string;
+  parentId: string | null;
+  format: GenerationFormat;
+  model: { provider: string; modelId: string } | undefined;
+  api: string | undefined;
+  state: GenerationState;
+  openedAt: number;
+  abandonMs: number;
+  retainMs: number;
+  finishedAt: number | null;
+  stoppedBy: StoppedBy | null;
+  entryIds: string[];
+}
+
+type Row = {
+  id: string;
+  parent_id: string | null;
+  format: string;
+  provider: string | null;
+  model: string | null;
+  api: string | null;
+  state: string;
+  opened_at: number;
+  abandon_ms: number;
+  retain_ms: number;
+  finished_at: number | null;
+  stopped_by: string | null;
+  entry_ids: string | null;
+};
+
+function rowOf(row: Row): GenerationRow {
+  return {
+    id: row.id,
+    parentId: row.parent_id,
+    format: row.format as GenerationFormat,
+    model:
+      row.provider === null || row.model === null
+        ? undefined
+        : { provider: row.provider, modelId: row.model },
+    api: row.api ?? undefined,
+    state: row.state as GenerationState,
+    openedAt: row.opened_at,
+    abandonMs: row.abandon_ms,
+    retainMs: row.retain_ms,
+    finishedAt: row.finished_at,
+    stoppedBy: row.stopped_by as StoppedBy | null,
+    entryIds: row.entry_ids === null ? [] : (JSON.parse(row.entry_ids) as string[]),
+  };
+}
+
+export class GenerationRows {
+  readonly #storage: SqlStorage;
+  readonly #sql: Sql;
+  #ready: boolean;
+
+  constructor(storage: SqlStorage, sql: Sql) {
+    this.#storage = storage;
+    this.#sql = sql;
+    this.#ready =
+      sql`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ${VERSION_TABLE}`.toArray().length > 0;
+    if (this.#ready) migrate(storage, MIGRATIONS, VERSION_TABLE);
+  }
+
+  get(id: string): GenerationRow | undefined {
+    if (!this.#ready) return undefined;
+    const row = this.#sql<Row>`SELECT * FROM generations WHERE id = ${id}`.toArray()[0];
+    return row && rowOf(row);
+  }
+
+  /** Every generation still kept, oldest first. */
+  all(): GenerationRow[] {
+    if (!this.#ready) return [];
+    return this.#sql<Row>`SELECT * FROM generations ORDER BY opened_at, id`.toArray().map(rowOf);
+  }
+
+  insert(row: GenerationRow): void {
+    if (!this.#ready) {
+      migrate(this.#storage, MIGRATIONS, VERSION_TABLE);
+      this.#ready = true;
+    }
+    this.#sql`INSERT INTO generations (id, parent_id, format, provider, model, api, state, opened_at,
+        abandon_ms, retain_ms)
+      VALUES (${row.id}, ${row.parentId}, ${row.format}, ${row.model?.provider ?? null},
+        ${row.model?.modelId ?? null}, ${row.api ?? null}, ${row.state}, ${row.openedAt}, ${row.abandonMs},
+        ${row.retainMs})`;
+  }
+
+  /** The generation is over: finished or stopped, at `at`, its answer the entries `entryIds`. */
+  end(
+    id: string,
+    state: Exclude<GenerationState, "open">,
+    at: number,
+    stoppedBy: StoppedBy | null,
+    entryIds: string[],
+  ): void {
+    this.#sql`UPDATE generations SET state = ${state}, finished_at = ${at}, stopped_by = ${stoppedBy},
+        entry_ids = ${JSON.stringify(entryIds)}
+      WHERE id = ${id}`;
+  }
+
+  remove(id: string): void {
+    this.#sql`DELETE FROM generations WHERE id = ${id}`;
+  }
+}

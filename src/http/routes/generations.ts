@@ -1,0 +1,234 @@
+import { createRoute } from "@hono/zod-openapi";
+import type { Context, MiddlewareHandler } from "hono";
+import * as z from "zod";
+import {
+  CompleteGenerationBody,
+  GenerationInfo,
+  Id,
+  MAX_GENERATION_BYTES,
+  OpenGenerationBody,
+  StoredEntry,
+} from "../../core/internal";
+import { MAX_APPEND_BYTES, refuseBody } from "../../durable/internal";
+import type { AppEnv } from "../env";
+import { ErrorEnvelope } from "../errors";
+import { body, errors, json, routes, security, sessionStorage, writeErrors } from "../route-kit";
+import { SessionIdParam } from "../schemas";
+
+/*
+ * Generations: an answer written as it is generated, bound to a session (docs/generations.md).
+ * Opening one makes its stream, a Durable Streams stream kept in the session's object and served
+ * under the generation's path with the protocol as `/v1/stream/*` serves it; complete and stop
+ * turn what was written into the session's entry and close the stream, in one transaction.
+ */
+
+const GenerationParams = SessionIdParam.extend({ gid: Id.meta({ param: { name: "gid", in: "path" } }) });
+
+const GenerationList = z.object({ generations: z.array(GenerationInfo) });
+
+const GenerationOutcome = z
+  .object({
+    generation: GenerationInfo,
+    entries: z.array(StoredEntry).meta({ description: "the entries the answer became, in order" }),
+  })
+  .meta({ id: "GenerationOutcome" });
+
+/** The path of a generation's stream: the protocol, as the session's object answers it. */
+const STREAM_PATH = /^\/v1\/sessions\/([^/]+)\/generations\/([^/]+)\/stream$/;
+
+/** Whether a request is for a generation's stream, whose body (any content type) the protocol reads. */
+export function isGenerationStream(path: string): boolean {
+  return STREAM_PATH.test(path);
+}
+
+/** Runs `middleware` on every request but those to a generation's stream. */
+export function exceptGenerationStreams(middleware: MiddlewareHandler<AppEnv>): MiddlewareHandler<AppEnv> {
+  return (c, next) => (isGenerationStream(c.req.path) ? next() : middleware(c, next));
+}
+
+const closedConflict = json(
+  ErrorEnvelope,
+  "stream_closed: the generation was completed or stopped already (the other one of the two)",
+);
+
+const outcomeResponses = {
+  201: json(GenerationOutcome, "ended now: its entries, and the generation as it ended"),
+  200: json(GenerationOutcome, "ended already the same way: the same outcome, nothing written"),
+  409: closedConflict,
+  ...writeErrors,
+  413: json(ErrorEnvelope, "entry_too_large or quota_exceeded; nothing written, the generation stays open"),
+};
+
+async function toGenerationStream(c: Context<AppEnv>): Promise<Response> {
+  const [, sid, gid] = STREAM_PATH.exec(new URL(c.req.url).pathname) as RegExpExecArray;
+  const declared = c.req.header("Content-Length");
+  if (declared !== undefined && Number(declared) > MAX_APPEND_BYTES) {
+    // Refused before the object sees it (the rest of the body read and dropped: see refuseBody).
+    await refuseBody(c.req.raw.body, MAX_APPEND_BYTES);
+  }
+  const headers = new Headers(c.req.raw.headers);
+  headers.delete("Authorization");
+  const storage = sessionStorage(c, decodeURIComponent(sid as string));
+  const answer = await storage.generationStream(
+    decodeURIComponent(gid as string),
+    new Request(c.req.raw, { headers }),
+    c.get("requestId"),
+  );
+  if (answer.status >= 400 && answer.headers.get("Content-Type") === "application/json") {
+    const code = ((await answer.clone().json()) as { error?: { code?: string } }).error?.code;
+    if (code !== undefined) c.set("errorCode", code);
+  }
+  // The object's answer has its headers fixed; later middleware (CORS, the request id) adds to a copy.
+  return new Response(answer.body, { status: answer.status, headers: new Headers(answer.headers) });
+}
+
+const app = routes()
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/sessions/{sid}/generations",
+      operationId: "openGeneration",
+      summary: "Open a generation: an answer written chunk by chunk to a stream",
+      description: `Answers the generation with \`stream\`, its Durable Streams URL: append chunks there (text/plain for \`text\`, application/json events for \`pi-ai\` and \`ai-sdk-ui\`; at most ${MAX_APPEND_BYTES} bytes an append and ${MAX_GENERATION_BYTES} in all), read it from any offset, follow it live. The session's events announce it (\`generation\`). Complete or stop it to append the answer; without an append for \`abandonAfterSeconds\` it is stopped.`,
+      security,
+      request: { params: SessionIdParam, body: body(OpenGenerationBody, false) },
+      responses: {
+        201: json(GenerationInfo, "opened"),
+        422: json(ErrorEnvelope, "parent_not_found"),
+        ...writeErrors,
+      },
+    }),
+    async (c) => {
+      const storage = sessionStorage(c, c.req.valid("param").sid);
+      const generation = await storage.openGeneration(c.req.valid("json"));
+      return c.json(generation, 201, { Location: generation.stream });
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/sessions/{sid}/generations",
+      operationId: "listGenerations",
+      summary: "The session's generations: open ones, and ended ones still within their retention window",
+      security,
+      request: { params: SessionIdParam },
+      responses: { 200: json(GenerationList, "oldest first"), ...errors },
+    }),
+    async (c) => {
+      const generations = await sessionStorage(c, c.req.valid("param").sid).listGenerations();
+      return c.json({ generations }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/sessions/{sid}/generations/{gid}",
+      operationId: "getGeneration",
+      summary: "A generation: its state, its stream's tail, and the entries it became",
+      security,
+      request: { params: GenerationParams },
+      responses: { 200: json(GenerationInfo, "the generation"), ...errors },
+    }),
+    async (c) => {
+      const { sid, gid } = c.req.valid("param");
+      return c.json(await sessionStorage(c, sid).getGeneration(gid), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/sessions/{sid}/generations/{gid}/complete",
+      operationId: "completeGeneration",
+      summary: "Complete a generation: its answer appended under its parent, its stream closed",
+      description:
+        "With `message`, that is the answer; otherwise it is assembled from the chunks. The entry (the answer's first, which takes the generation's id) exists exactly when the stream says it is closed.",
+      security,
+      request: { params: GenerationParams, body: body(CompleteGenerationBody, false) },
+      responses: outcomeResponses,
+    }),
+    async (c) => {
+      const { sid, gid } = c.req.valid("param");
+      const { message } = c.req.valid("json");
+      const outcome = await sessionStorage(c, sid).endGeneration(gid, {
+        kind: "complete",
+        ...(message === undefined ? {} : { message }),
+      });
+      const { created, ...answer } = outcome;
+      return c.json(answer, created ? 201 : 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/sessions/{sid}/generations/{gid}/stop",
+      operationId: "stopGeneration",
+      summary: 'Stop a generation: what it wrote so far appended (stopReason "aborted"), its stream closed',
+      description:
+        "Any key that may write the session may stop it; the writer's next append is refused (stream_closed), so it can cancel its model call.",
+      security,
+      request: { params: GenerationParams, body: body(z.strictObject({}), false) },
+      responses: outcomeResponses,
+    }),
+    async (c) => {
+      const { sid, gid } = c.req.valid("param");
+      const { created, ...answer } = await sessionStorage(c, sid).endGeneration(gid, {
+        kind: "stop",
+        by: "request",
+      });
+      return c.json(answer, created ? 201 : 200);
+    },
+  );
+
+app.openAPIRegistry.registerPath({
+  method: "get",
+  path: "/v1/sessions/{sid}/generations/{gid}/stream",
+  operationId: "readGenerationStream",
+  summary: "Read a generation's chunks: the Durable Streams protocol (offset, long-poll, SSE, HEAD)",
+  security,
+  request: {
+    params: GenerationParams,
+    query: z.object({
+      offset: z.string().optional().meta({ description: "-1 (the start, default), now, or an offset" }),
+      live: z.enum(["long-poll", "sse"]).optional(),
+    }),
+  },
+  responses: {
+    200: {
+      description: "chunks from the offset, or an SSE stream of them",
+      content: { "*/*": { schema: z.string() } },
+    },
+    204: { description: "a long-poll that saw no new chunk" },
+    ...errors,
+  },
+});
+app.openAPIRegistry.registerPath({
+  method: "post",
+  path: "/v1/sessions/{sid}/generations/{gid}/stream",
+  operationId: "appendToGeneration",
+  summary: "Append chunks to an open generation (Producer-Id/-Epoch/-Seq for exactly-once appends)",
+  security,
+  request: {
+    params: GenerationParams,
+    body: { content: { "*/*": { schema: z.string() } }, description: "text, or JSON events" },
+  },
+  responses: {
+    200: { description: "appended (a producer's new data)" },
+    204: { description: "appended; a producer's duplicate" },
+    ...errors,
+    409: json(
+      ErrorEnvelope,
+      "stream_closed (completed or stopped), content_type_mismatch, sequence_conflict",
+    ),
+    413: json(
+      ErrorEnvelope,
+      `payload_too_large: over ${MAX_APPEND_BYTES} bytes, or the stream past ${MAX_GENERATION_BYTES}`,
+    ),
+  },
+});
+
+/** The generation routes; the stream's own (any method) answer through the session's object. */
+export const generationRoutes = app.on(
+  ["GET", "POST", "PUT", "DELETE"],
+  "/v1/sessions/:sid/generations/:gid/stream",
+  toGenerationStream,
+);

@@ -1,29 +1,29 @@
 import { describe, expect, it } from "vitest";
-import { api, createSession, expectError, info, KEY_A_READ, KEY_B, userMessage } from "./helpers";
-import { call, expectStreamError, head, readAll } from "./stream-helpers";
+import {
+  appendEvents,
+  appendText,
+  endGeneration,
+  openGeneration,
+  sessionWithQuestion,
+  snapshot,
+} from "./generation-helpers";
+import { api, expectError, info, userMessage } from "./helpers";
+import { call, expectStreamError, head, openSse, readAll } from "./stream-helpers";
 
 /*
  * Generations through the real routes: an answer written chunk by chunk to a stream kept in the
- * session's object, then completed or stopped into one entry, in one transaction with the
- * stream's close.
+ * session's object, then completed or stopped into the session's entries, in one transaction with
+ * the stream's close.
  */
 
-async function sessionWithQuestion(): Promise<{ id: string; questionId: string }> {
-  const id = await createSession();
-  const res = await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("Hello?") });
-  expect(res.status).toBe(201);
-  return { id, questionId: res.body.entries[0].id };
-}
-
-async function openGeneration(id: string, body: Record<string, unknown> = {}) {
-  const res = await api("POST", `/v1/sessions/${id}/generations`, { body });
-  expect(res.status, res.text).toBe(201);
-  return res.body as { id: string; stream: string; parentId: string | null; format: string; state: string };
-}
-
-function appendText(stream: string, text: string, headers: Record<string, string> = {}, key?: string) {
-  return call("POST", stream, { key, body: text, headers: { "Content-Type": "text/plain", ...headers } });
-}
+const USAGE = {
+  input: 3,
+  output: 5,
+  cacheRead: 0,
+  cacheWrite: 0,
+  totalTokens: 8,
+  cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+};
 
 describe("a text generation", () => {
   it("opens under the leaf, takes chunks, and completes into one entry with exactly the streamed text", async () => {
@@ -31,12 +31,15 @@ describe("a text generation", () => {
     const generation = await openGeneration(id);
     expect(generation).toMatchObject({ parentId: questionId, format: "text", state: "open" });
     expect(generation.stream).toBe(`/v1/sessions/${id}/generations/${generation.id}/stream`);
-    for (const chunk of ["Hel", "lo ", "wörld"])
+    for (const chunk of ["Hel", "lo ", "wörld"]) {
       expect((await appendText(generation.stream, chunk)).status).toBe(204);
+    }
     expect((await readAll(generation.stream)).text).toBe("Hello wörld");
     expect((await head(generation.stream)).closed).toBe(false);
+    // Nothing is in the session until it completes.
+    expect((await info(id)).entryCount).toBe(1);
 
-    const done = await api("POST", `/v1/sessions/${id}/generations/${generation.id}/complete`, { body: {} });
+    const done = await endGeneration(id, generation.id, "complete");
     expect(done.status, done.text).toBe(201);
     expect(done.body.entries).toHaveLength(1);
     const [entry] = done.body.entries;
@@ -49,5 +52,339 @@ describe("a text generation", () => {
     expect((await head(generation.stream)).closed).toBe(true);
     expect((await info(id)).leafId).toBe(generation.id);
     expect(done.body.generation).toMatchObject({ state: "finished", entryIds: [generation.id] });
+    // The stream stays readable, whole, for its retention window.
+    expect((await readAll(generation.stream)).text).toBe("Hello wörld");
+  });
+
+  it("records the model it was opened with, else the session's", async () => {
+    const { id } = await sessionWithQuestion();
+    const named = await openGeneration(id, {
+      model: "anthropic/claude-sonnet-4-5",
+      api: "anthropic-messages",
+    });
+    await appendText(named.stream, "a");
+    const done = await endGeneration(id, named.id, "complete");
+    expect(done.body.entries[0].message).toMatchObject({
+      provider: "anthropic",
+      model: "claude-sonnet-4-5",
+      api: "anthropic-messages",
+    });
+    // The session's model is now that reply's: the next generation under it records it too.
+    const next = await openGeneration(id);
+    expect(next.model).toEqual({ provider: "anthropic", modelId: "claude-sonnet-4-5" });
+  });
+
+  it("completes with the message given instead of the chunks", async () => {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id);
+    await appendText(generation.stream, "draft");
+    const message = {
+      role: "assistant",
+      content: [{ type: "text", text: "Final answer." }],
+      api: "openai-responses",
+      provider: "openai",
+      model: "gpt-5",
+      usage: USAGE,
+      stopReason: "stop",
+      timestamp: 1_700_000_000_000,
+    };
+    const done = await endGeneration(id, generation.id, "complete", { message });
+    expect(done.status, done.text).toBe(201);
+    expect(done.body.entries[0].message).toEqual(message);
+  });
+
+  it("stops into one entry of what was written, aborted, and refuses the writer's next append", async () => {
+    const { id, questionId } = await sessionWithQuestion();
+    const generation = await openGeneration(id);
+    await appendText(generation.stream, "Half an ");
+    await appendText(generation.stream, "answer");
+    const stopped = await endGeneration(id, generation.id, "stop");
+    expect(stopped.status, stopped.text).toBe(201);
+    expect(stopped.body.entries).toHaveLength(1);
+    expect(stopped.body.entries[0]).toMatchObject({ id: generation.id, parentId: questionId });
+    expect(stopped.body.entries[0].message).toMatchObject({
+      stopReason: "aborted",
+      content: [{ type: "text", text: "Half an answer" }],
+    });
+    expect(stopped.body.generation).toMatchObject({ state: "stopped", stoppedBy: "request" });
+
+    const before = await snapshot(id, generation.stream);
+    const late = await appendText(generation.stream, " and more");
+    expectStreamError(late, 409, "stream_closed");
+    expect(late.json.error.message).toMatch(/stopped/);
+    expect(late.headers.get("Stream-Closed")).toBe("true");
+    expect(await snapshot(id, generation.stream)).toEqual(before);
+    expect((await readAll(generation.stream)).text).toBe("Half an answer");
+  });
+
+  it("answers a repeated complete or stop with the same outcome, and refuses the other one", async () => {
+    const { id } = await sessionWithQuestion();
+    const completed = await openGeneration(id);
+    await appendText(completed.stream, "done");
+    const first = await endGeneration(id, completed.id, "complete");
+    const again = await endGeneration(id, completed.id, "complete");
+    expect(again.status).toBe(200);
+    expect(again.body.entries).toEqual(first.body.entries);
+    const before = await snapshot(id, completed.stream);
+    expectError(await endGeneration(id, completed.id, "stop"), 409, "stream_closed");
+    expect(await snapshot(id, completed.stream)).toEqual(before);
+
+    const stopped = await openGeneration(id);
+    await endGeneration(id, stopped.id, "stop");
+    expect((await endGeneration(id, stopped.id, "stop")).status).toBe(200);
+    const res = await endGeneration(id, stopped.id, "complete");
+    expectError(res, 409, "stream_closed");
+    expect(res.body.error.message).toMatch(/stopped/);
+  });
+
+  it("keeps several generations open at once: two answers to one question become siblings", async () => {
+    const { id, questionId } = await sessionWithQuestion();
+    const a = await openGeneration(id);
+    const b = await openGeneration(id, { parentId: questionId });
+    const list = await api("GET", `/v1/sessions/${id}/generations`);
+    expect(list.body.generations.map((g: { id: string }) => g.id)).toEqual([a.id, b.id]);
+    await appendText(b.stream, "second");
+    await appendText(a.stream, "first");
+    await endGeneration(id, b.id, "complete");
+    await endGeneration(id, a.id, "complete");
+    const tree = await api("GET", `/v1/sessions/${id}/tree`);
+    const children = tree.body.roots[0].children.map((node: { id: string }) => node.id).sort();
+    expect(children).toEqual([a.id, b.id].sort());
+    expect((await info(id)).leafId).toBe(a.id);
+  });
+
+  it("opens under an empty session's root, and under any entry given", async () => {
+    const empty = await api("POST", "/v1/sessions", { body: {} });
+    const root = await openGeneration(empty.body.id);
+    expect(root.parentId).toBeNull();
+    await appendText(root.stream, "first words");
+    const done = await endGeneration(empty.body.id, root.id, "complete");
+    expect(done.body.entries[0].parentId).toBeNull();
+  });
+
+  it("leaves the stream open when the answer cannot be written: the entry exists exactly when it is closed", async () => {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id);
+    await appendText(generation.stream, "words");
+    // Another entry took the id the answer would take.
+    const taken = await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { ...userMessage("squatter"), id: generation.id },
+    });
+    expect(taken.status).toBe(201);
+    const before = await snapshot(id, generation.stream);
+    const res = await endGeneration(id, generation.id, "complete");
+    expect(res.status).toBe(409);
+    expect(res.body.error.code).toBe("already_exists");
+    expect(await snapshot(id, generation.stream)).toEqual(before);
+    expect(before.closed).toBe(false);
+    const state = await api("GET", `/v1/sessions/${id}/generations/${generation.id}`);
+    expect(state.body.state).toBe("open");
+  });
+});
+
+describe("generations in the JSON formats", () => {
+  it("assembles pi-ai assistant-message events: text, thinking and a tool call", async () => {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id, { format: "pi-ai" });
+    const partial = {
+      role: "assistant",
+      content: [],
+      api: "anthropic-messages",
+      provider: "anthropic",
+      model: "claude-sonnet-4-5",
+      usage: USAGE,
+      stopReason: "stop",
+      timestamp: 1,
+    };
+    const events = [
+      { type: "start", partial },
+      { type: "thinking_start", contentIndex: 0 },
+      { type: "thinking_delta", contentIndex: 0, delta: "Let me " },
+      { type: "thinking_delta", contentIndex: 0, delta: "look." },
+      { type: "thinking_end", contentIndex: 0, content: "Let me look." },
+      { type: "text_start", contentIndex: 1 },
+      { type: "text_delta", contentIndex: 1, delta: "Checking " },
+      { type: "text_delta", contentIndex: 1, delta: "the file." },
+      { type: "toolcall_start", contentIndex: 2 },
+      { type: "toolcall_delta", contentIndex: 2, delta: '{"path":' },
+      {
+        type: "toolcall_end",
+        contentIndex: 2,
+        toolCall: { type: "toolCall", id: "call-1", name: "read", arguments: { path: "a.txt" } },
+      },
+    ];
+    expect((await appendEvents(generation.stream, events.slice(0, 5))).status).toBe(204);
+    for (const event of events.slice(5))
+      expect((await appendEvents(generation.stream, event)).status).toBe(204);
+    const read = await call("GET", `${generation.stream}?offset=-1`);
+    expect(read.json).toEqual(events);
+    const done = await endGeneration(id, generation.id, "complete");
+    expect(done.body.entries[0].message).toMatchObject({
+      provider: "anthropic",
+      model: "claude-sonnet-4-5",
+      stopReason: "toolUse",
+      content: [
+        { type: "thinking", thinking: "Let me look." },
+        { type: "text", text: "Checking the file." },
+        { type: "toolCall", id: "call-1", name: "read", arguments: { path: "a.txt" } },
+      ],
+    });
+  });
+
+  it("takes a pi-ai done event's message whole, and a stop keeps a half-written tool call out", async () => {
+    const { id } = await sessionWithQuestion();
+    const whole = await openGeneration(id, { format: "pi-ai" });
+    const message = {
+      role: "assistant",
+      content: [{ type: "text", text: "All of it." }],
+      api: "openai-completions",
+      provider: "openai",
+      model: "gpt-4.1",
+      usage: USAGE,
+      stopReason: "stop",
+      timestamp: 2,
+    };
+    await appendEvents(whole.stream, [
+      { type: "text_delta", contentIndex: 0, delta: "All of it." },
+      { type: "done", reason: "stop", message },
+    ]);
+    expect((await endGeneration(id, whole.id, "complete")).body.entries[0].message).toEqual(message);
+
+    const cut = await openGeneration(id, { format: "pi-ai" });
+    await appendEvents(cut.stream, [
+      { type: "text_start", contentIndex: 0 },
+      { type: "text_delta", contentIndex: 0, delta: "Partly" },
+      { type: "toolcall_start", contentIndex: 1 },
+      { type: "toolcall_delta", contentIndex: 1, delta: '{"pa' },
+    ]);
+    const stopped = await endGeneration(id, cut.id, "stop");
+    expect(stopped.body.entries[0].message).toMatchObject({
+      stopReason: "aborted",
+      content: [{ type: "text", text: "Partly" }],
+    });
+  });
+
+  it("assembles AI SDK UI message stream parts: a tool step, its result, then the answer", async () => {
+    const { id, questionId } = await sessionWithQuestion();
+    const generation = await openGeneration(id, { format: "ai-sdk-ui", model: "openai/gpt-5" });
+    const parts = [
+      { type: "start", messageId: "m1" },
+      { type: "start-step" },
+      { type: "tool-input-start", toolCallId: "t1", toolName: "weather" },
+      { type: "tool-input-delta", toolCallId: "t1", inputTextDelta: '{"city":"Paris"}' },
+      { type: "tool-input-available", toolCallId: "t1", toolName: "weather", input: { city: "Paris" } },
+      { type: "tool-output-available", toolCallId: "t1", output: { sky: "sun" } },
+      { type: "finish-step" },
+      { type: "start-step" },
+      { type: "reasoning-start", id: "r1" },
+      { type: "reasoning-delta", id: "r1", delta: "Sunny, so" },
+      { type: "reasoning-end", id: "r1" },
+      { type: "text-start", id: "x1" },
+      { type: "text-delta", id: "x1", delta: "It is " },
+      { type: "text-delta", id: "x1", delta: "sunny." },
+      { type: "text-end", id: "x1" },
+      { type: "finish-step" },
+      { type: "finish", finishReason: "stop" },
+    ];
+    await appendEvents(generation.stream, parts);
+    const done = await endGeneration(id, generation.id, "complete");
+    expect(done.status, done.text).toBe(201);
+    const entries = done.body.entries;
+    expect(entries.map((e: { id: string }) => e.id)).toEqual([
+      generation.id,
+      `${generation.id}:1`,
+      `${generation.id}:2`,
+    ]);
+    expect(entries[0].parentId).toBe(questionId);
+    expect(entries[1].parentId).toBe(generation.id);
+    expect(entries[0].message).toMatchObject({
+      role: "assistant",
+      provider: "openai",
+      model: "gpt-5",
+      stopReason: "toolUse",
+      content: [{ type: "toolCall", id: "t1", name: "weather", arguments: { city: "Paris" } }],
+    });
+    expect(entries[1].message).toMatchObject({
+      role: "toolResult",
+      toolCallId: "t1",
+      toolName: "weather",
+      isError: false,
+      content: [{ type: "text", text: '{"sky":"sun"}' }],
+    });
+    expect(entries[2].message).toMatchObject({
+      role: "assistant",
+      stopReason: "stop",
+      content: [
+        { type: "thinking", thinking: "Sunny, so" },
+        { type: "text", text: "It is sunny." },
+      ],
+    });
+    expect(done.body.generation.entryIds).toEqual(entries.map((e: { id: string }) => e.id));
+  });
+
+  it("completes an AI SDK generation with the UIMessage the SDK built", async () => {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id, { format: "ai-sdk-ui" });
+    await appendEvents(generation.stream, { type: "text-delta", id: "x", delta: "ignored draft" });
+    const message = {
+      id: "msg-1",
+      role: "assistant",
+      parts: [{ type: "step-start" }, { type: "text", text: "The final text.", state: "done" }],
+    };
+    const done = await endGeneration(id, generation.id, "complete", { message });
+    expect(done.body.entries).toHaveLength(1);
+    expect(done.body.entries[0].message).toMatchObject({
+      stopReason: "stop",
+      content: [{ type: "text", text: "The final text." }],
+    });
+  });
+});
+
+describe("watching generations", () => {
+  it("announces a generation started, then its entry, then finished; a late watcher learns of the open one", async () => {
+    const { id } = await sessionWithQuestion();
+    const events = await openSse(`/v1/sessions/${id}/events`, "now");
+    expect((await events.next())?.event).toBe("session");
+    expect((await events.next())?.event).toBe("leaf");
+    const generation = await openGeneration(id);
+    const started = await events.next();
+    expect(started?.event).toBe("generation");
+    expect(JSON.parse(started?.data as string)).toMatchObject({
+      id: generation.id,
+      state: "open",
+      stream: generation.stream,
+    });
+
+    const late = await openSse(`/v1/sessions/${id}/events`, "now");
+    expect((await late.next())?.event).toBe("session");
+    const known = await late.next();
+    expect(known?.event).toBe("generation");
+    expect(JSON.parse(known?.data as string)).toMatchObject({ id: generation.id, state: "open" });
+    await late.close();
+
+    await appendText(generation.stream, "watched");
+    await endGeneration(id, generation.id, "complete");
+    const after = [await events.next(), await events.next(), await events.next()];
+    expect(after.map((event) => event?.event)).toEqual(["entry", "leaf", "generation"]);
+    expect(JSON.parse(after[0]?.data as string).message.content[0].text).toBe("watched");
+    expect(JSON.parse(after[2]?.data as string)).toMatchObject({
+      state: "finished",
+      entryIds: [generation.id],
+    });
+    await events.close();
+  });
+
+  it("wakes a reader at the tail with each chunk, and ends it when the generation completes", async () => {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id);
+    const reader = await openSse(generation.stream, "-1");
+    expect((await reader.next())?.event).toBe("control");
+    await appendText(generation.stream, "live");
+    expect(await reader.next()).toEqual({ event: "data", data: "live" });
+    expect((await reader.next())?.event).toBe("control");
+    await endGeneration(id, generation.id, "complete");
+    const closing = await reader.next();
+    expect(JSON.parse(closing?.data as string)).toMatchObject({ streamClosed: true });
+    expect(await reader.next()).toBeUndefined();
   });
 });

@@ -2,7 +2,6 @@ import type {
   AgentMessage,
   AnswerSource,
   AppendEntryInput,
-  CompleteGenerationBody,
   GenerationInfo,
   OpenGenerationBody,
   Result,
@@ -12,8 +11,6 @@ import type {
 import {
   answerFold,
   checkChunk,
-  DEFAULT_ABANDON_SECONDS,
-  DEFAULT_RETAIN_SECONDS,
   GENERATION_FORMATS,
   generationContentType,
   generationStreamPath,
@@ -281,14 +278,15 @@ export class Generations {
     return this.#parts.streams.handle(forwarded, keyOf(row.id), requestId);
   }
 
-  #checkOpen(row: GenerationRow): void {
+  /** Refuses what only an open generation takes (`what`: more chunks, a complete, a stop). */
+  #checkOpen(row: GenerationRow, what = "no more chunks"): void {
     if (row.state === "open") return;
     const stream = this.#stream(row.id);
     const how =
       row.state === "stopped"
         ? `stopped (${row.stoppedBy === "abandoned" ? "abandoned" : "by a client"})`
         : "completed";
-    throw new SessionError("stream_closed", `generation ${row.id} was ${how}: it takes no more chunks`, {
+    throw new SessionError("stream_closed", `generation ${row.id} was ${how}: it takes ${what}`, {
       generationId: row.id,
       state: row.state,
       ...(row.stoppedBy ? { stoppedBy: row.stoppedBy } : {}),
@@ -320,7 +318,7 @@ export class Generations {
     const row = this.#row(id);
     const state = how.kind === "complete" ? "finished" : "stopped";
     if (row.state !== "open") {
-      if (row.state !== state) this.#checkOpen(row);
+      if (row.state !== state) this.#checkOpen(row, how.kind === "complete" ? "no complete" : "no stop");
       const entries = row.entryIds.map((entryId) => session.getEntry(entryId)).filter((e) => e !== undefined);
       return { generation: this.#info(row), entries, created: false };
     }
@@ -471,5 +469,5 @@ function checkChunks(row: GenerationRow, body: Uint8Array): void {
     throw new SessionError("invalid_request", "the body is not valid JSON");
   }
   const events = Array.isArray(value) ? value : [value];
-  events.forEach((event, index) => checkChunk(row.format, event, index));
+  for (const [index, event] of events.entries()) checkChunk(row.format, event, index);
 }

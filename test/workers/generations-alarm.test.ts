@@ -1,0 +1,81 @@
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { sessionObjectName } from "../../src/durable/internal";
+import { appendText, endGeneration, openGeneration, sessionWithQuestion } from "./generation-helpers";
+import { api, expectError, info } from "./helpers";
+import { call, expectStreamError, head, readAll } from "./stream-helpers";
+
+/*
+ * The session object's alarm and its generations: one left without an append is stopped as a
+ * client's stop would (its text kept, aborted), though the object was evicted meanwhile; an ended
+ * one's stream is removed after its retention window, and its entry stays.
+ */
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The object of one of tenant A's sessions (test/workers/helpers.ts: key-a). */
+const objectOf = (id: string) => env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+
+/** Generation streams the object still stores, read from its SQLite. */
+function storedStreams(id: string): Promise<number> {
+  return runInDurableObject(objectOf(id), (_instance, state) => {
+    const tables = state.storage.sql.exec("SELECT name FROM sqlite_master WHERE name = 'streams'").toArray();
+    if (tables.length === 0) return 0;
+    return Number(state.storage.sql.exec("SELECT count(*) AS n FROM streams").one().n);
+  });
+}
+
+describe("the alarm and generations", () => {
+  it("stops a generation left without an append, after the object was evicted, keeping what it wrote", async () => {
+    const { id, questionId } = await sessionWithQuestion();
+    const generation = await openGeneration(id, { abandonAfterSeconds: 1 });
+    await appendText(generation.stream, "The writer ");
+    await appendText(generation.stream, "went away");
+    await evictDurableObject(objectOf(id));
+    await sleep(1100);
+    // The alarm runs by itself once due; this runs it now if it has not yet.
+    await runDurableObjectAlarm(objectOf(id));
+    const state = await api("GET", `/v1/sessions/${id}/generations/${generation.id}`);
+    expect(state.body).toMatchObject({ state: "stopped", stoppedBy: "abandoned", entryIds: [generation.id] });
+    const entry = await api("GET", `/v1/sessions/${id}/entries/${generation.id}`);
+    expect(entry.body).toMatchObject({ parentId: questionId });
+    expect(entry.body.message).toMatchObject({
+      stopReason: "aborted",
+      content: [{ type: "text", text: "The writer went away" }],
+    });
+    expect((await head(generation.stream)).closed).toBe(true);
+    const late = await appendText(generation.stream, " and came back");
+    expectStreamError(late, 409, "stream_closed");
+    expect(late.json.error.message).toMatch(/abandoned/);
+    expect((await info(id)).entryCount).toBe(2);
+  });
+
+  it("keeps a generation that goes on being written, however long it takes", async () => {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id, { abandonAfterSeconds: 1 });
+    for (let i = 0; i < 4; i++) {
+      await appendText(generation.stream, `${i}`);
+      await sleep(400);
+      await runDurableObjectAlarm(objectOf(id));
+    }
+    const state = await api("GET", `/v1/sessions/${id}/generations/${generation.id}`);
+    expect(state.body.state).toBe("open");
+  });
+
+  it("removes an ended generation's stream after its retention window; its entry stays", async () => {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id, { retainSeconds: 1 });
+    await appendText(generation.stream, "briefly kept");
+    await endGeneration(id, generation.id, "complete");
+    expect((await readAll(generation.stream)).text).toBe("briefly kept");
+    await evictDurableObject(objectOf(id));
+    await sleep(1100);
+    await runDurableObjectAlarm(objectOf(id));
+    expect(await storedStreams(id)).toBe(0);
+    expectStreamError(await call("GET", generation.stream), 404, "not_found");
+    expectError(await api("GET", `/v1/sessions/${id}/generations/${generation.id}`), 404, "not_found");
+    const entry = await api("GET", `/v1/sessions/${id}/entries/${generation.id}`);
+    expect(entry.body.message.content[0].text).toBe("briefly kept");
+  });
+});

@@ -1,0 +1,235 @@
+import { describe, expect, it } from "vitest";
+import { MAX_GENERATION_BYTES } from "../../src/core/internal";
+import {
+  appendEvents,
+  appendText,
+  endGeneration,
+  openGeneration,
+  sessionWithQuestion,
+  snapshot,
+} from "./generation-helpers";
+import { api, expectError, info, KEY_A_READ, KEY_B } from "./helpers";
+import { call, expectStreamError, readAll } from "./stream-helpers";
+
+/*
+ * What a generation refuses, with a clear 4xx and nothing written: appends to a closed or stopped
+ * stream, the wrong content type, bad offsets, producer gaps, chunks over the limits, unknown ids;
+ * read-only keys that write; other tenants.
+ */
+
+const MiB = 1024 * 1024;
+
+describe("bad input to a generation changes nothing", () => {
+  it("refuses appends after it completed, of the wrong content type, and of the wrong shape", async () => {
+    const { id } = await sessionWithQuestion();
+    const text = await openGeneration(id);
+    await appendText(text.stream, "kept");
+    const before = await snapshot(id, text.stream);
+    expectStreamError(
+      await appendEvents(text.stream, { type: "text-delta", delta: "x" }),
+      409,
+      "content_type_mismatch",
+    );
+    expectStreamError(await appendText(text.stream, new Uint8Array([0xff, 0xfe])), 400, "invalid_request");
+    expectStreamError(
+      await appendText(text.stream, "closing", { "Stream-Closed": "true" }),
+      400,
+      "invalid_request",
+    );
+    expectStreamError(
+      await call("PUT", text.stream, { headers: { "Content-Type": "text/plain" } }),
+      400,
+      "invalid_request",
+    );
+    expectStreamError(await call("DELETE", text.stream), 400, "invalid_request");
+    expectStreamError(
+      await call("POST", text.stream, { body: new TextEncoder().encode("no type") }),
+      400,
+      "invalid_request",
+    );
+    expect(await snapshot(id, text.stream)).toEqual(before);
+
+    await endGeneration(id, text.id, "complete");
+    const done = await snapshot(id, text.stream);
+    const late = await appendText(text.stream, "late");
+    expectStreamError(late, 409, "stream_closed");
+    expect(late.json.error.message).toMatch(/completed/);
+    expect(await snapshot(id, text.stream)).toEqual(done);
+
+    const events = await openGeneration(id, { format: "ai-sdk-ui" });
+    const empty = await snapshot(id, events.stream);
+    expectStreamError(await appendText(events.stream, "plain"), 409, "content_type_mismatch");
+    expectStreamError(await appendEvents(events.stream, [{ delta: "no type" }]), 400, "invalid_request");
+    expectStreamError(await appendEvents(events.stream, [1, 2]), 400, "invalid_request");
+    expectStreamError(
+      await call("POST", events.stream, {
+        body: "{not json",
+        headers: { "Content-Type": "application/json" },
+      }),
+      400,
+      "invalid_request",
+    );
+    expect(await snapshot(id, events.stream)).toEqual(empty);
+  });
+
+  it("refuses offsets past the end or malformed", async () => {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id);
+    await appendText(generation.stream, "abc");
+    const past = "0000000000000009_0000000000000099";
+    expectStreamError(await call("GET", `${generation.stream}?offset=${past}`), 400, "invalid_request");
+    expectStreamError(await call("GET", `${generation.stream}?offset=banana`), 400, "invalid_request");
+    expectStreamError(
+      await call("GET", `${generation.stream}?offset=-1&live=sideways`),
+      400,
+      "invalid_request",
+    );
+  });
+
+  it("refuses a producer's sequence gap, and answers its retry as a duplicate written once", async () => {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id);
+    const producer = (seq: number) => ({
+      "Producer-Id": "agent",
+      "Producer-Epoch": "0",
+      "Producer-Seq": String(seq),
+    });
+    expect((await appendText(generation.stream, "a", producer(0))).status).toBe(200);
+    expect((await appendText(generation.stream, "b", producer(1))).status).toBe(200);
+    const before = await snapshot(id, generation.stream);
+    const gap = await appendText(generation.stream, "d", producer(3));
+    expectStreamError(gap, 409, "sequence_conflict");
+    expect(gap.headers.get("Producer-Expected-Seq")).toBe("2");
+    expect((await appendText(generation.stream, "b", producer(1))).status).toBe(204);
+    expect(await snapshot(id, generation.stream)).toEqual(before);
+    expect((await readAll(generation.stream)).text).toBe("ab");
+  });
+
+  it(`refuses an append over 1 MiB, and chunks past ${MAX_GENERATION_BYTES / MiB} MiB in all`, async () => {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id);
+    const empty = await snapshot(id, generation.stream);
+    expectStreamError(await appendText(generation.stream, "x".repeat(MiB + 1)), 413, "payload_too_large");
+    expect(await snapshot(id, generation.stream)).toEqual(empty);
+    const chunk = "y".repeat(MiB);
+    for (let i = 0; i < MAX_GENERATION_BYTES / MiB; i++) {
+      expect((await appendText(generation.stream, chunk)).status).toBe(204);
+    }
+    const full = await snapshot(id, generation.stream);
+    const over = await appendText(generation.stream, "z");
+    expectStreamError(over, 413, "payload_too_large");
+    expect(await snapshot(id, generation.stream)).toEqual(full);
+    // It still completes, with everything it holds.
+    const done = await endGeneration(id, generation.id, "complete");
+    expect(done.status).toBe(201);
+    expect(done.body.entries[0].message.content[0].text).toHaveLength(MAX_GENERATION_BYTES);
+  }, 60_000);
+
+  it("answers 404 for unknown generation ids, and 422 for a parent that does not exist", async () => {
+    const { id } = await sessionWithQuestion();
+    const unknown = "01890a5d-ac96-774b-bcce-b302099a8057";
+    const entries = (await info(id)).entryCount;
+    expectError(await api("GET", `/v1/sessions/${id}/generations/${unknown}`), 404, "not_found");
+    expectError(await endGeneration(id, unknown, "complete"), 404, "not_found");
+    expectError(await endGeneration(id, unknown, "stop"), 404, "not_found");
+    const stream = `/v1/sessions/${id}/generations/${unknown}/stream`;
+    expectStreamError(await call("GET", stream), 404, "not_found");
+    expectStreamError(await appendText(stream, "x"), 404, "not_found");
+    expectError(
+      await api("POST", `/v1/sessions/${id}/generations`, { body: { parentId: "nope" } }),
+      422,
+      "parent_not_found",
+    );
+    expectError(
+      await api("POST", `/v1/sessions/${id}/generations`, { body: { format: "mp3" } }),
+      415,
+      "unsupported_format",
+    );
+    expectError(
+      await api("POST", `/v1/sessions/${id}/generations`, { body: { abandonAfterSeconds: 0 } }),
+      400,
+      "invalid_request",
+    );
+    expectError(
+      await endGeneration(id, unknown, "complete", { message: 1, extra: true }),
+      400,
+      "invalid_request",
+    );
+    expect((await info(id)).entryCount).toBe(entries);
+    expect((await api("GET", `/v1/sessions/${id}/generations`)).body.generations).toEqual([]);
+  });
+
+  it("refuses a complete whose message is not an answer, and leaves the generation open", async () => {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id);
+    await appendText(generation.stream, "words");
+    const before = await snapshot(id, generation.stream);
+    const user = { role: "user", content: "not an answer", timestamp: 1 };
+    expectError(
+      await endGeneration(id, generation.id, "complete", { message: user }),
+      400,
+      "invalid_request",
+    );
+    const ui = await openGeneration(id, { format: "ai-sdk-ui" });
+    expectError(
+      await endGeneration(id, ui.id, "complete", { message: { role: "user", parts: [] } }),
+      400,
+      "invalid_request",
+    );
+    expect(await snapshot(id, generation.stream)).toEqual(before);
+  });
+});
+
+describe("who may touch a generation", () => {
+  it("lets a read-only key read it but not open, append, complete or stop one", async () => {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id);
+    await appendText(generation.stream, "visible");
+    const before = await snapshot(id, generation.stream);
+    expect((await readAll(generation.stream, "-1", KEY_A_READ)).text).toBe("visible");
+    expect((await call("HEAD", generation.stream, { key: KEY_A_READ })).status).toBe(200);
+    expect(
+      (await api("GET", `/v1/sessions/${id}/generations/${generation.id}`, { key: KEY_A_READ })).status,
+    ).toBe(200);
+    expectStreamError(await appendText(generation.stream, "no", {}, KEY_A_READ), 403, "forbidden");
+    expectError(await endGeneration(id, generation.id, "complete", {}, KEY_A_READ), 403, "forbidden");
+    expectError(await endGeneration(id, generation.id, "stop", {}, KEY_A_READ), 403, "forbidden");
+    expectError(
+      await api("POST", `/v1/sessions/${id}/generations`, { body: {}, key: KEY_A_READ }),
+      403,
+      "forbidden",
+    );
+    expect(await snapshot(id, generation.stream)).toEqual(before);
+  });
+
+  it("is not there for another tenant", async () => {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id);
+    await appendText(generation.stream, "private");
+    const before = await snapshot(id, generation.stream);
+    expectStreamError(await call("GET", generation.stream, { key: KEY_B }), 404, "not_found");
+    expectStreamError(await appendText(generation.stream, "intrusion", {}, KEY_B), 404, "not_found");
+    expectError(
+      await api("GET", `/v1/sessions/${id}/generations/${generation.id}`, { key: KEY_B }),
+      404,
+      "not_found",
+    );
+    expectError(await endGeneration(id, generation.id, "stop", {}, KEY_B), 404, "not_found");
+    expectError(await endGeneration(id, generation.id, "complete", {}, KEY_B), 404, "not_found");
+    expectError(
+      await api("POST", `/v1/sessions/${id}/generations`, { body: {}, key: KEY_B }),
+      404,
+      "not_found",
+    );
+    expect(await snapshot(id, generation.stream)).toEqual(before);
+  });
+
+  it("is gone with its deleted session", async () => {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id);
+    await appendText(generation.stream, "soon gone");
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    expectStreamError(await call("GET", generation.stream), 404, "not_found");
+    expectError(await endGeneration(id, generation.id, "stop"), 404, "not_found");
+  });
+});

@@ -7,8 +7,8 @@ import type { StreamObject } from "./stream";
 export interface DurableEnv extends SummarizerConfig {
   SESSIONS: DurableObjectNamespace<SessionObject>;
   DIRECTORY: DurableObjectNamespace<SessionDirectory>;
-  /** One object per tenant and stream path (`/v1/stream/…`). */
-  STREAMS: DurableObjectNamespace<StreamObject>;
+  /** One object per tenant and stream path (`/v1/stream/…`); unbound, streams answer 503 `misconfigured`. */
+  STREAMS?: DurableObjectNamespace<StreamObject>;
   /** Milliseconds between a write and the directory hearing of it (default 1000). */
   DIRECTORY_SYNC_MS?: string;
   /** Per-tenant quotas as JSON (see quotas.ts and docs/limits.md, "Quotas"); unset, nothing is limited. */

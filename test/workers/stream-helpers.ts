@@ -1,6 +1,7 @@
-import { exports } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { expect } from "vitest";
 import { newId, SseReader } from "../../src/core/internal";
+import type { StreamObject } from "../../src/durable";
 import { KEY_A } from "./helpers";
 
 /** A stream request's answer, its body read whole. */
@@ -19,6 +20,12 @@ export interface CallOptions {
   headers?: Record<string, string>;
   body?: BodyInit;
   signal?: AbortSignal;
+}
+
+/** The stream objects' namespace, which the tests' Worker binds. */
+export function streamObjects(): DurableObjectNamespace<StreamObject> {
+  if (env.STREAMS === undefined) throw new Error("the tests' Worker binds STREAMS");
+  return env.STREAMS;
 }
 
 /** A stream path no other test uses. */

@@ -1,9 +1,9 @@
 import { runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { BLOCK_BYTES } from "../../src/durable/stream/blocks";
 import { StreamStore } from "../../src/durable/stream/store";
+import { streamObjects } from "./stream-helpers";
 
 /*
  * The stream store against a model, inside a real object's SQLite: random appends (binary and
@@ -51,7 +51,7 @@ function concat(parts: readonly Uint8Array[], separator?: number): Uint8Array {
 describe("the stream store's blocks", () => {
   for (const json of [false, true]) {
     it(`gives back every ${json ? "JSON message" : "append"} from every position, in pages of any size`, async () => {
-      const stub = env.STREAMS.getByName(`store-model-${json}`);
+      const stub = streamObjects().getByName(`store-model-${json}`);
       await runInDurableObject(stub, (_instance, state) => {
         const store = state.storage.transactionSync(() => new StreamStore(state.storage.sql));
         let streams = 0;

@@ -1,12 +1,11 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { STREAM_ROUTE, streamObjectName } from "../../src/durable/stream";
-import { call, create, head, streamPath } from "./stream-helpers";
+import { call, create, head, streamObjects, streamPath } from "./stream-helpers";
 
 /** The object of one of tenant A's streams (test/workers/helpers.ts: key-a). */
 function objectOf(path: string) {
-  return env.STREAMS.getByName(
+  return streamObjects().getByName(
     streamObjectName("tenant-a", decodeURIComponent(path.slice(STREAM_ROUTE.length))),
   );
 }

@@ -1,6 +1,8 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MAX_APPEND_BYTES, MAX_TTL_SECONDS, READ_PAGE_BYTES } from "../../src/durable/stream";
-import { KEY_A_READ, KEY_B } from "./helpers";
+import worker from "../../src/worker";
+import { KEY_A, KEY_A_READ, KEY_B } from "./helpers";
 import {
   append,
   call,
@@ -130,6 +132,19 @@ describe("stream tenancy and access", () => {
     for (const res of writes) expectStreamError(res, 403, "forbidden");
     await unchanged(path, "data", tail);
     expect((await head(path)).closed).toBe(false);
+  });
+
+  it("answers 503 misconfigured in a Worker that binds no STREAMS, and serves sessions still", async () => {
+    const unbound = { ...env, STREAMS: undefined };
+    const request = (method: string, path: string) =>
+      new Request(`http://sessions.test${path}`, { method, headers: { Authorization: `Bearer ${KEY_A}` } });
+    const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
+    const path = streamPath("unbound");
+    const refused = await worker.fetch(request("PUT", path), unbound, ctx);
+    expect(refused.status).toBe(503);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("misconfigured");
+    expect((await worker.fetch(request("GET", "/v1/sessions"), unbound, ctx)).status).toBe(200);
+    expectStreamError(await call("GET", path), 404, "not_found");
   });
 
   it("refuses requests without a key", async () => {

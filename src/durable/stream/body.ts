@@ -1,4 +1,4 @@
-import { MAX_BODY_BYTES, SessionError } from "../../core/internal";
+import { concatBytes, MAX_BODY_BYTES, SessionError } from "../../core/internal";
 
 /*
  * Request bodies of appends. A body over the limit is refused (413), but the rest of it, up to
@@ -53,12 +53,5 @@ export async function readBody(request: Request, limit: number): Promise<Uint8Ar
     }
     parts.push(chunk.value);
   }
-  if (parts.length === 1) return parts[0] as Uint8Array;
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const part of parts) {
-    bytes.set(part, offset);
-    offset += part.byteLength;
-  }
-  return bytes;
+  return concatBytes(parts, size);
 }

@@ -2,6 +2,10 @@ import { DurableObject } from "cloudflare:workers";
 import type { Result } from "../../core/internal";
 import { capture } from "../../core/internal";
 import type { DurableEnv } from "../env";
+
+/** A stream object's own environment: its namespace is bound, since it runs in it. */
+type StreamEnv = DurableEnv & Required<Pick<DurableEnv, "STREAMS">>;
+
 import { streamKeyOf, streamObjectName } from "./paths";
 import type { ForkPoint, ForkPointRequest, RecordPage, StreamSources } from "./sources";
 import { StreamStore } from "./store";
@@ -23,10 +27,10 @@ const TENANT_KEY = "tenant";
 
 /** The sources of a tenant's forks: each stream in its own object. */
 class StreamObjectSources implements StreamSources {
-  readonly #env: DurableEnv;
+  readonly #env: StreamEnv;
   readonly #tenant: string;
 
-  constructor(env: DurableEnv, tenant: string) {
+  constructor(env: StreamEnv, tenant: string) {
     this.#env = env;
     this.#tenant = tenant;
   }
@@ -52,14 +56,14 @@ class StreamObjectSources implements StreamSources {
   }
 }
 
-export class StreamObject extends DurableObject<DurableEnv> {
+export class StreamObject extends DurableObject<StreamEnv> {
   readonly #streams: DurableStreams;
   /** The tenant of the request being answered, or the one stored by the first create. */
   #tenant: string | undefined;
   /** The alarm this instance set, if any (a later one need not be set while it is pending). */
   #alarmAt: number | undefined;
 
-  constructor(ctx: DurableObjectState, env: DurableEnv) {
+  constructor(ctx: DurableObjectState, env: StreamEnv) {
     super(ctx, env);
     const store = ctx.storage.transactionSync(() => new StreamStore(ctx.storage.sql));
     this.#streams = new DurableStreams({

@@ -1,5 +1,6 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
+import { SessionError } from "../../core/internal";
 import {
   MAX_APPEND_BYTES,
   refuseBody,
@@ -51,6 +52,10 @@ async function toStream(c: Context<AppEnv>): Promise<Response> {
   headers.set(STREAM_TENANT_HEADER, encodeURIComponent(tenant));
   headers.set(STREAM_KEY_HEADER, encodeURIComponent(key));
   headers.set(STREAM_REQUEST_ID_HEADER, c.get("requestId"));
+  if (c.env.STREAMS === undefined) {
+    // A Worker that embeds the API without binding StreamObject serves everything but streams.
+    throw new SessionError("misconfigured", "this service has no STREAMS binding; streams are not served");
+  }
   const stub = c.env.STREAMS.getByName(streamObjectName(tenant, key));
   const answer = await stub.fetch(new Request(c.req.raw, { headers }));
   const code = await errorCodeOf(answer);

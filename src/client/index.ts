@@ -1,6 +1,13 @@
 import { RemoteRepo } from "./remote";
 import type { ClientOptions } from "./transport";
 
+export type {
+  FollowOptions,
+  GenerateOptions,
+  GenerationChunk,
+  GenerationResult,
+} from "./generations";
+export { GenerationWriter } from "./generations";
 export type { FileImport, FileImportOptions, FileSync } from "./remote";
 export { RemoteRepo, RemoteSession, RemoteStorage } from "./remote";
 export type { ClientOptions } from "./transport";

@@ -14,6 +14,7 @@ import type {
   ExistingSessions,
   ExportFormat,
   ForkOptions,
+  GenerationInfo,
   HeaderPatch,
   ImportedSession,
   ImportFormat,
@@ -58,6 +59,15 @@ import {
   SessionError,
   walkTree,
 } from "../core/internal";
+import type { FollowOptions, GenerateOptions, GenerationChunk, GenerationResult } from "./generations";
+import {
+  followGeneration,
+  GenerationWriter,
+  getGeneration,
+  listGenerations,
+  openGeneration,
+  stopGeneration,
+} from "./generations";
 import type { ClientOptions } from "./transport";
 import { Transport } from "./transport";
 import type { WatchOptions } from "./watch";
@@ -291,6 +301,36 @@ export class RemoteStorage implements SessionStorage {
     );
   }
 
+  /** Opens a generation and answers its writer (see `GenerationWriter`). */
+  async generate(options: GenerateOptions = {}): Promise<GenerationWriter> {
+    return new GenerationWriter(
+      this.#http,
+      this.#path(),
+      await openGeneration(this.#http, this.#path(), options),
+    );
+  }
+
+  generation(id: string): Promise<GenerationInfo> {
+    return getGeneration(this.#http, this.#path(), id);
+  }
+
+  generations(): Promise<GenerationInfo[]> {
+    return listGenerations(this.#http, this.#path());
+  }
+
+  stopGeneration(id: string): Promise<GenerationResult> {
+    return stopGeneration(this.#http, this.#path(), id);
+  }
+
+  /** A generation's chunks from an offset on, live, until it is completed or stopped. */
+  async *follow(
+    generation: string | GenerationInfo,
+    options: FollowOptions = {},
+  ): AsyncGenerator<GenerationChunk> {
+    const info = typeof generation === "string" ? await this.generation(generation) : generation;
+    yield* followGeneration(this.#http, info, options);
+  }
+
   /** Compacts with the service's summarizer (or the summary given). */
   async compact(options: ServiceCompactOptions = {}): Promise<StoredEntry<CompactionEntry>> {
     const { entry } = await this.#http.json<{ entry: StoredEntry<CompactionEntry> }>(
@@ -389,6 +429,38 @@ export class RemoteSession extends Session {
   /** The session's events as they happen: replay after `after`, then live, reconnecting as needed. */
   watch(options: WatchOptions = {}): AsyncGenerator<SessionEvent> {
     return this.storage.watch(options);
+  }
+
+  /**
+   * Opens a generation (under `parentId`, default the leaf) and answers its writer: append the
+   * answer's chunks as the model writes them, then complete (or stop) it. Readers elsewhere follow
+   * it meanwhile (`follow`); the session's events announce it.
+   */
+  generate(options: GenerateOptions = {}): Promise<GenerationWriter> {
+    return this.storage.generate(options);
+  }
+
+  /** A generation: its state, its stream's tail, the entries it became. */
+  generation(id: string): Promise<GenerationInfo> {
+    return this.storage.generation(id);
+  }
+
+  /** The session's generations: open ones, and ended ones within their retention window. */
+  generations(): Promise<GenerationInfo[]> {
+    return this.storage.generations();
+  }
+
+  /** Stops a generation someone else is writing: what it wrote becomes the entry, aborted. */
+  stopGeneration(id: string): Promise<GenerationResult> {
+    return this.storage.stopGeneration(id);
+  }
+
+  /**
+   * A generation's chunks from `offset` on (default the start), live, until it is completed or
+   * stopped; each chunk carries the offset to resume from, after a reload or on another device.
+   */
+  follow(generation: string | GenerationInfo, options: FollowOptions = {}): AsyncGenerator<GenerationChunk> {
+    return this.storage.follow(generation, options);
   }
 
   /** The context in a model API's request shape, built by the service. */

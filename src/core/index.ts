@@ -50,6 +50,17 @@ export type { ErrorBody, ErrorCode } from "./errors";
 export { ERROR_STATUS, isErrorCode, SessionError } from "./errors";
 export type { EntrySummary, SessionEvent, TenantEvent } from "./events";
 export { SseReader } from "./events";
+export type {
+  GenerationFormat,
+  GenerationState,
+  OpenGenerationBody,
+  StoppedBy,
+} from "./generations/generation-schemas";
+export {
+  GENERATION_FORMATS,
+  GenerationInfo,
+  MAX_GENERATION_BYTES,
+} from "./generations/generation-schemas";
 export { ID_PATTERN, isValidId, newId } from "./ids";
 export { detectFormat, parseImport } from "./import-formats";
 export type { ExportFormat, ImportedSession, ImportFormat, ImportHeader } from "./interchange";

@@ -1,0 +1,103 @@
+import { exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { GenerationChunk } from "../../src/client";
+import { createClient } from "../../src/client";
+import { SessionError } from "../../src/core/internal";
+import { user } from "../conformance/fixtures";
+import { KEY_A, sid } from "./helpers";
+
+/*
+ * Generations from the typed client: a writer whose appends carry producer headers (a retry after
+ * a lost answer is written once), complete and stop; a reader that follows from an offset and
+ * resumes where it left off.
+ */
+
+const worker = (request: Request) => exports.default.fetch(request);
+
+describe("client: generations", () => {
+  it("writes an answer, completes it into the session, and follows it from any offset", async () => {
+    const client = createClient({ baseUrl: "http://sessions.test", token: KEY_A, fetch: worker });
+    const session = await client.create({ id: sid() });
+    const questionId = await session.appendMessage(user("Count to five"));
+    const writer = await session.generate({ model: "openai/gpt-5" });
+    expect(writer.info.parentId).toBe(questionId);
+    const chunks: GenerationChunk[] = [];
+    const reading = (async () => {
+      for await (const chunk of session.follow(writer.id)) chunks.push(chunk);
+    })();
+    // Appends made without waiting go in order.
+    const sent = ["one ", "two ", "three ", "four ", "five"].map((chunk) => writer.append(chunk));
+    await Promise.all(sent);
+    const result = await writer.complete();
+    await reading;
+    expect(chunks.map((chunk) => chunk.text).join("")).toBe("one two three four five");
+    expect(result.entries[0]?.message).toMatchObject({
+      content: [{ type: "text", text: "one two three four five" }],
+    });
+    expect(await session.getLeafId()).toBe(writer.id);
+
+    // From the offset a chunk gave: the rest, nothing before it.
+    const first = chunks[0] as GenerationChunk;
+    const resumed: string[] = [];
+    for await (const chunk of session.follow(writer.id, { offset: first.offset })) resumed.push(chunk.text);
+    expect(first.text + resumed.join("")).toBe("one two three four five");
+    const whole: string[] = [];
+    for await (const chunk of session.follow(result.generation)) whole.push(chunk.text);
+    expect(whole.join("")).toBe("one two three four five");
+  });
+
+  it("retries an append whose answer was lost, and the service writes it once", async () => {
+    let drops = 0;
+    const client = createClient({
+      baseUrl: "http://sessions.test",
+      token: KEY_A,
+      retryDelayMs: 1,
+      fetch: async (request) => {
+        const response = await worker(request);
+        // Every third append is written, but its answer never arrives.
+        if (request.method === "POST" && request.url.endsWith("/stream") && ++drops % 3 === 0) {
+          await response.body?.cancel();
+          throw new TypeError("network connection lost");
+        }
+        return response;
+      },
+    });
+    const session = await client.create({ id: sid() });
+    await session.appendMessage(user("go"));
+    const writer = await session.generate();
+    const words = Array.from({ length: 12 }, (_, i) => `w${i} `);
+    for (const word of words) await writer.append(word);
+    expect(drops).toBeGreaterThan(12);
+    const { entries } = await writer.complete();
+    expect(entries[0]?.message).toMatchObject({ content: [{ type: "text", text: words.join("") }] });
+  });
+
+  it("aborts the writer's signal and refuses its appends once someone else stops the generation", async () => {
+    const client = createClient({ baseUrl: "http://sessions.test", token: KEY_A, fetch: worker });
+    const session = await client.create({ id: sid() });
+    await session.appendMessage(user("write a long story"));
+    const writer = await session.generate({ format: "pi-ai" });
+    await writer.append([
+      { type: "text_start", contentIndex: 0 },
+      { type: "text_delta", contentIndex: 0, delta: "Once upon" },
+    ]);
+    const other = await client.open(session.id);
+    const [open] = await other.generations();
+    expect(open?.state).toBe("open");
+    const stopped = await other.stopGeneration(writer.id);
+    expect(stopped.entries[0]?.message).toMatchObject({
+      stopReason: "aborted",
+      content: [{ text: "Once upon" }],
+    });
+    const tail = stopped.generation.offset;
+    const refused = await writer
+      .append({ type: "text_delta", contentIndex: 0, delta: " a time" })
+      .catch((e) => e);
+    expect(refused).toBeInstanceOf(SessionError);
+    expect(refused.code).toBe("stream_closed");
+    expect(writer.signal.aborted).toBe(true);
+    // Whatever was queued behind it fails the same way; nothing more is written.
+    await expect(writer.append({ type: "text_delta", contentIndex: 0, delta: "!" })).rejects.toThrow();
+    expect((await other.generation(writer.id)).offset).toBe(tail);
+  });
+});

@@ -4,6 +4,7 @@ process.exitCode = await main(
   process.argv.slice(2),
   {
     out: (text) => process.stdout.write(`${text}\n`),
+    write: (text) => process.stdout.write(text),
     err: (text) => process.stderr.write(text),
     isTTY: Boolean(process.stderr.isTTY),
   },

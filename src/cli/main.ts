@@ -15,7 +15,7 @@ import { checkProgress, importFiles } from "./import-files";
 import type { Output } from "./output";
 import { columns, fail, UsageError } from "./output";
 import { search } from "./search";
-import { eventLine } from "./tail";
+import { followSession } from "./tail";
 import { drawTree } from "./tree-text";
 
 /*
@@ -121,8 +121,9 @@ options (every command):
   tail: `usage: cf-sessions tail <id> [--after seq]
 
   Prints each entry as it is written, and head moves, until the session is deleted or you stop
-  it (Ctrl-C). --after replays the entries after that seq first. Reconnects by itself after a
-  dropped connection, missing nothing. --json: one event per line.`,
+  it (Ctrl-C); the text of an answer being generated shows as it comes (▸), then its entry.
+  --after replays the entries after that seq first. Reconnects by itself after a dropped
+  connection, missing nothing. --json: one event per line, and in-flight text as "chunk" lines.`,
 };
 
 function arg(positionals: string[], index: number, name: string): string {
@@ -359,9 +360,12 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       const interrupt = () => stop.abort();
       process.once("SIGINT", interrupt);
       try {
-        for await (const event of session.watch({ after: number(values.after), signal: stop.signal })) {
-          output.out(json ? JSON.stringify(event) : eventLine(event, gist));
-        }
+        await followSession(session, output, {
+          after: number(values.after),
+          json,
+          signal: stop.signal,
+          describe: gist,
+        });
       } finally {
         process.off("SIGINT", interrupt);
       }

@@ -1,6 +1,8 @@
 /** Where the command line writes: results to stdout, errors and progress to stderr. */
 export interface Output {
   out(text: string): void;
+  /** Text to stdout as it is, without a line end (an answer's text as it is generated). */
+  write(text: string): void;
   err(text: string): void;
   /** Whether stderr is a terminal (progress redraws one line there). */
   isTTY: boolean;

@@ -1,4 +1,6 @@
-import type { SessionEvent, StoredEntry } from "../core/internal";
+import type { GenerationChunk } from "../client/generations";
+import type { GenerationInfo, SessionEvent, StoredEntry } from "../core/internal";
+import { SessionError } from "../core/internal";
 
 /** One line for an event of `cf-sessions tail`; `describe` gives an entry's gist. */
 export function eventLine(event: SessionEvent, describe: (entry: Record<string, unknown>) => string): string {
@@ -27,4 +29,78 @@ export function eventLine(event: SessionEvent, describe: (entry: Record<string, 
     case "closed":
       return `        closed: ${event.data.reason}`;
   }
+}
+
+/** Where `tail` writes: whole lines, and text as it comes (no line end). */
+export interface TailOutput {
+  out(line: string): void;
+  write(text: string): void;
+}
+
+/** What `tail` needs of the session it follows. */
+export interface FollowedSession {
+  watch(options: { after?: number; signal?: AbortSignal }): AsyncIterable<SessionEvent>;
+  follow(generation: GenerationInfo, options: { signal?: AbortSignal }): AsyncIterable<GenerationChunk>;
+}
+
+/** Indentation of in-flight text, under the event lines. */
+const TEXT_INDENT = "        ";
+
+/**
+ * Follows a session for `cf-sessions tail`: its events, one line each, and the text of answers in
+ * flight as it is generated (each generation from its stream, from its start when tail joins
+ * late), then the entry it became. With `json`, one JSON object a line: the events, and for
+ * in-flight text `{"event":"chunk","generation":…,"offset":…,"text":…}`.
+ */
+export async function followSession(
+  session: FollowedSession,
+  output: TailOutput,
+  options: {
+    after?: number;
+    json: boolean;
+    signal: AbortSignal;
+    describe: (entry: Record<string, unknown>) => string;
+  },
+): Promise<void> {
+  const { json, signal } = options;
+  const followers = new Map<string, Promise<void>>();
+  // The generation whose text line is open (written without its line end yet).
+  let open: string | undefined;
+  const closeLine = () => {
+    if (open !== undefined) output.write("\n");
+    open = undefined;
+  };
+  const line = (text: string) => {
+    closeLine();
+    output.out(text);
+  };
+  const text = (generation: string, chunk: GenerationChunk) => {
+    if (json)
+      return line(JSON.stringify({ event: "chunk", generation, offset: chunk.offset, text: chunk.text }));
+    if (chunk.text === "") return;
+    if (open !== generation) {
+      closeLine();
+      output.write(`${TEXT_INDENT}▸ `);
+      open = generation;
+    }
+    output.write(chunk.text.replace(/\r?\n/g, `\n${TEXT_INDENT}  `));
+  };
+  const follow = async (generation: GenerationInfo) => {
+    try {
+      for await (const chunk of session.follow(generation, { signal })) text(generation.id, chunk);
+    } catch (error) {
+      // Gone already (its stream's retention window closed): its entry tells what it was.
+      if (error instanceof SessionError && error.code === "not_found") return;
+      line(`${TEXT_INDENT}(the text of ${generation.id} cannot be followed: ${(error as Error).message})`);
+    }
+  };
+  for await (const event of session.watch({ after: options.after, signal })) {
+    // An answer's entry comes once its text has all been shown.
+    if (event.event === "entry") await followers.get(event.data.id);
+    line(json ? JSON.stringify(event) : eventLine(event, options.describe));
+    if (event.event === "generation" && event.data.state === "open" && !followers.has(event.data.id)) {
+      followers.set(event.data.id, follow(event.data));
+    }
+  }
+  closeLine();
 }

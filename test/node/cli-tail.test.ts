@@ -87,4 +87,45 @@ describe("cf-sessions tail", () => {
     );
     expect(tail.lines[tail.lines.length - 1]).toMatch(/deleted tail-text-/);
   }, 60_000);
+
+  it("prints an answer's text as it is generated, then the entry it became", async () => {
+    const client = createClient({ baseUrl: server.url });
+    const session = await client.create({ id: `tail-generation-${Date.now()}` });
+    await session.appendMessage(user("tell me"));
+    const writer = await session.generate();
+    await writer.append("The first words, ");
+    // Joining late, tail shows what was written before it came, then the rest as it comes.
+    const tail = run(["tail", session.id]);
+    await tail.until((line) => line.includes(`generation ${writer.id} started`));
+    await writer.append("then more\nand a second line");
+    await writer.complete();
+    await tail.until((line) => line.includes(`generation ${writer.id} finished`));
+    await session.delete();
+    expect(await tail.exited).toBe(0);
+    const text = tail.lines.filter((line) => line.startsWith("        ▸ ") || /^ {10}\S/.test(line));
+    expect(text).toEqual(["        ▸ The first words, then more", "          and a second line"]);
+    const answer = tail.lines.findIndex((line) => line.includes(writer.id) && line.includes("assistant:"));
+    expect(answer).toBeGreaterThan(tail.lines.indexOf(text[1] as string));
+  }, 60_000);
+
+  it("prints in-flight chunks as JSON lines with --json", async () => {
+    const client = createClient({ baseUrl: server.url });
+    const session = await client.create({ id: `tail-chunks-${Date.now()}` });
+    const tail = run(["tail", session.id, "--json"]);
+    await tail.until((line) => line.includes('"event":"leaf"'));
+    const writer = await session.generate();
+    await tail.until((line) => line.includes('"event":"generation"'));
+    await writer.append("live ");
+    await tail.until((line) => line.includes('"event":"chunk"'));
+    await writer.append("text");
+    await writer.stop();
+    await tail.until((line) => line.includes('"state":"stopped"'));
+    await session.delete();
+    expect(await tail.exited).toBe(0);
+    const chunks = tail.lines.map((line) => JSON.parse(line)).filter((event) => event.event === "chunk");
+    expect(chunks.map((chunk) => chunk.text).join("")).toBe("live text");
+    expect(chunks.every((chunk) => chunk.generation === writer.id && typeof chunk.offset === "string")).toBe(
+      true,
+    );
+  }, 60_000);
 });

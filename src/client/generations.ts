@@ -32,6 +32,8 @@ export interface FollowOptions {
   signal?: AbortSignal;
   /** First wait before reconnecting, doubled on each failure in a row (default 500 ms, at most 30 s). */
   retryDelayMs?: number;
+  /** Failures in a row after which following gives up with the last one (default: never). */
+  maxFailures?: number;
 }
 
 const MAX_RETRY_DELAY_MS = 30_000;
@@ -232,6 +234,7 @@ export async function* followGeneration(
       if (signal?.aborted) return;
       if (error instanceof SessionError && FINAL.has(error.code)) throw error;
       failures++;
+      if (failures >= (options.maxFailures ?? Number.POSITIVE_INFINITY)) throw error;
       await sleep(Math.min(MAX_RETRY_DELAY_MS, baseDelay * 2 ** Math.min(failures - 1, 10)), signal);
       continue;
     }

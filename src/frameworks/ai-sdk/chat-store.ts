@@ -1,6 +1,14 @@
 import type { UIMessage } from "ai";
 import * as z from "zod";
-import type { EntryInput, Session, SessionRepo, StoredEntry } from "../../core";
+import type {
+  AgentMessage,
+  AssistantMessage,
+  EntryInput,
+  Session,
+  SessionRepo,
+  StoredEntry,
+  ToolResultMessage,
+} from "../../core";
 import { newId, SessionError } from "../../core";
 import { canonicalJson } from "../../core/internal";
 import { keyedId } from "../keys";
@@ -11,7 +19,9 @@ import { SessionHandles } from "../session-handles";
  * each `UIMessage` a `custom_message` entry holding it exactly (its text in `content`, for search
  * and the viewer). Saving messages that differ from the stored ones at some point (a regenerated
  * answer, an edited message) appends the new ones under the last message both share: a branch
- * beside the old answer, which the tree keeps.
+ * beside the old answer, which the tree keeps. An answer written as a generation is the messages
+ * it became (an assistant's, tool results): one UIMessage, named by its first entry's id, which
+ * is the generation's and the id the UI gave it (see `pipeToGeneration`).
  */
 
 export const UI_MESSAGE = "ai-sdk:ui-message";
@@ -82,15 +92,90 @@ function messageOf<M extends UIMessage>(entry: StoredEntry): M | undefined {
     : undefined;
 }
 
+/** A message of the chat as stored, with the entry that holds it (the last of them, for an answer). */
+interface StoredMessage<M> {
+  entryId: string;
+  message: M;
+  /** An answer kept as the session's own messages: the UI's message of its id is the same answer. */
+  answer: boolean;
+}
+
+/**
+ * An answer's messages (an assistant's and tool results, as a generation writes them) as one
+ * UIMessage, as the UI showed it: each model turn a step, tool calls holding their results. A
+ * stopped answer shows what it wrote.
+ */
+function answerMessage<M extends UIMessage>(run: ReadonlyArray<StoredEntry & { message: AgentMessage }>): M {
+  const parts: Array<Record<string, unknown>> = [];
+  const calls = new Map<string, number>();
+  for (const { message } of run) {
+    if (message.role === "assistant") {
+      parts.push({ type: "step-start" });
+      for (const block of (message as AssistantMessage).content) {
+        if (block.type === "text") parts.push({ type: "text", text: block.text, state: "done" });
+        else if (block.type === "thinking")
+          parts.push({ type: "reasoning", text: block.thinking, state: "done" });
+        else {
+          calls.set(block.id, parts.length);
+          parts.push({
+            type: `tool-${block.name}`,
+            toolCallId: block.id,
+            state: "input-available",
+            input: block.arguments,
+          });
+        }
+      }
+    } else if (message.role === "toolResult") {
+      const result = message as ToolResultMessage;
+      const at = calls.get(result.toolCallId);
+      if (at === undefined) continue;
+      const text = result.content.map((part) => (part.type === "text" ? part.text : "")).join("");
+      parts[at] = result.isError
+        ? { ...parts[at], state: "output-error", errorText: text }
+        : { ...parts[at], state: "output-available", output: text };
+    }
+  }
+  return { id: (run[0] as StoredEntry).id, role: "assistant", parts } as unknown as M;
+}
+
 /** The chat on the current branch: each message with the entry that holds it. */
 async function storedChat<M extends UIMessage>(session: Session) {
   const branch = await session.getBranch();
-  const messages: Array<{ entryId: string; message: M }> = [];
+  const messages: StoredMessage<M>[] = [];
+  let run: Array<StoredEntry & { message: AgentMessage }> = [];
+  const endRun = () => {
+    if (run.length > 0)
+      messages.push({
+        entryId: (run.at(-1) as StoredEntry).id,
+        message: answerMessage<M>(run),
+        answer: true,
+      });
+    run = [];
+  };
   for (const entry of branch) {
+    if (
+      entry.type === "message" &&
+      (entry.message.role === "assistant" || entry.message.role === "toolResult")
+    ) {
+      run.push(entry);
+      continue;
+    }
+    endRun();
     const message = messageOf<M>(entry);
-    if (message) messages.push({ entryId: entry.id, message });
+    if (message) messages.push({ entryId: entry.id, message, answer: false });
   }
+  endRun();
   return { messages, leafId: branch.at(-1)?.id ?? null };
+}
+
+function sameMessage<M extends UIMessage>(
+  stored: StoredMessage<M> | undefined,
+  message: M | undefined,
+): boolean {
+  if (!stored || !message) return false;
+  return stored.answer
+    ? stored.message.id === message.id
+    : canonicalJson(stored.message) === canonicalJson(message);
 }
 
 /**
@@ -142,7 +227,7 @@ export class CfSessionsChatStore {
       while (
         shared < messages.length &&
         shared < stored.messages.length &&
-        canonicalJson(stored.messages[shared]?.message) === canonicalJson(messages[shared])
+        sameMessage(stored.messages[shared], messages[shared])
       ) {
         shared++;
       }

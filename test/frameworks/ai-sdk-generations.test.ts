@@ -1,0 +1,250 @@
+import {
+  AbstractChat,
+  type ChatState,
+  type ChatStatus,
+  convertToModelMessages,
+  simulateReadableStream,
+  streamText,
+  type UIMessage,
+} from "ai";
+import { MockLanguageModelV3 } from "ai/test";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient, type RemoteRepo } from "../../src/client";
+import { CfSessionsChatStore, CfSessionsChatTransport, pipeToGeneration } from "../../src/frameworks/ai-sdk";
+import { type DevServer, startDevServer } from "../support/dev-server";
+
+/*
+ * The AI SDK with generations, tested with the `ai` package itself: `streamText(…)
+ * .toUIMessageStream()` piped into a session's generation by the server, and a `Chat` reading the
+ * answer through `CfSessionsChatTransport`: whole; resumed after a disconnect from where the UI
+ * stood, without a part missed or repeated; and from its start by a Chat made after a reload.
+ */
+
+const WORDS = Array.from({ length: 40 }, (_, i) => `word${i} `);
+const ANSWER = WORDS.join("");
+
+/** A model that streams ANSWER word by word, `delayMs` apart. */
+function model(delayMs: number) {
+  return new MockLanguageModelV3({
+    doStream: async () => ({
+      stream: simulateReadableStream({
+        chunkDelayInMs: delayMs,
+        chunks: [
+          { type: "stream-start", warnings: [] },
+          { type: "text-start", id: "t1" },
+          ...WORDS.map((delta) => ({ type: "text-delta" as const, id: "t1", delta })),
+          { type: "text-end", id: "t1" },
+          {
+            type: "finish",
+            finishReason: { unified: "stop", raw: "stop" },
+            usage: {
+              inputTokens: { total: 5, noCache: 5, cacheRead: 0, cacheWrite: 0 },
+              outputTokens: { total: 40, text: 40, reasoning: 0 },
+            },
+          },
+        ],
+      }),
+    }),
+  });
+}
+
+/** A `ChatState` kept in plain arrays: what a UI framework's state would hold. */
+class ArrayState<M extends UIMessage> implements ChatState<M> {
+  status: ChatStatus = "ready";
+  error: Error | undefined;
+  messages: M[];
+
+  constructor(messages: M[] = []) {
+    this.messages = messages;
+  }
+
+  pushMessage = (message: M) => {
+    this.messages = [...this.messages, message];
+  };
+  popMessage = () => {
+    this.messages = this.messages.slice(0, -1);
+  };
+  replaceMessage = (index: number, message: M) => {
+    this.messages = [...this.messages.slice(0, index), message, ...this.messages.slice(index + 1)];
+  };
+  snapshot = <T>(thing: T): T => structuredClone(thing);
+}
+
+class Chat extends AbstractChat<UIMessage> {
+  constructor(options: {
+    id: string;
+    transport: CfSessionsChatTransport;
+    messages?: UIMessage[];
+    onFinish?: (finish: { isAbort: boolean; isDisconnect: boolean }) => void;
+  }) {
+    const { messages, ...rest } = options;
+    super({ ...rest, state: new ArrayState(messages) });
+  }
+}
+
+let server: DevServer;
+let client: RemoteRepo;
+let store: CfSessionsChatStore;
+beforeAll(async () => {
+  server = await startDevServer();
+  client = createClient({ baseUrl: server.url });
+  store = new CfSessionsChatStore({ repo: client });
+}, 120_000);
+afterAll(async () => {
+  await server?.stop();
+});
+
+/** The app's server: saves the chat, opens a generation, and pipes the model's answer into it. */
+function chatServer(delayMs: number) {
+  const piped: Promise<unknown>[] = [];
+  const start = async ({ chatId, messages }: { chatId: string; messages: UIMessage[] }) => {
+    await store.saveChat({ chatId, messages });
+    const session = await client.open(await store.sessionIdFor(chatId));
+    const writer = await session.generate({ format: "ai-sdk-ui", model: "mock/streaming" });
+    const result = streamText({
+      model: model(delayMs),
+      messages: await convertToModelMessages(messages),
+      abortSignal: writer.signal,
+    });
+    piped.push(pipeToGeneration(result.toUIMessageStream(), writer));
+    return { generationId: writer.id };
+  };
+  return { start, piped };
+}
+
+function textOf(message: UIMessage | undefined): string {
+  return (message?.parts ?? []).map((part) => (part.type === "text" ? part.text : "")).join("");
+}
+
+const user = (id: string, text: string): UIMessage => ({ id, role: "user", parts: [{ type: "text", text }] });
+
+describe("generations with the AI SDK", () => {
+  it("pipes streamText into a generation, whose answer the chat store loads under the generation's id", async () => {
+    const app = chatServer(0);
+    const chatId = await store.createChat();
+    const { generationId } = await app.start({ chatId, messages: [user("u1", "Say forty words")] });
+    const [outcome] = (await Promise.all(app.piped)) as Array<{
+      entries: Array<{ id: string; message: unknown }>;
+    }>;
+    expect(outcome?.entries[0]?.id).toBe(generationId);
+    expect(outcome?.entries[0]?.message).toMatchObject({
+      role: "assistant",
+      stopReason: "stop",
+      content: [{ type: "text", text: ANSWER }],
+    });
+    const chat = await store.loadChat(chatId);
+    expect(chat.map((message) => message.id)).toEqual(["u1", generationId]);
+    expect(textOf(chat[1])).toBe(ANSWER);
+    // The next turn goes on under the answer: no branch beside it.
+    await store.saveChat({ chatId, messages: [...chat, user("u2", "Thanks")] });
+    const session = await client.open(await store.sessionIdFor(chatId));
+    const tree = await session.getTree();
+    expect(tree).toHaveLength(1);
+    expect((await store.loadChat(chatId)).map((message) => message.id)).toEqual(["u1", generationId, "u2"]);
+  });
+
+  it("gives a Chat the whole answer through the transport", async () => {
+    const app = chatServer(2);
+    const chatId = await store.createChat();
+    const sessionId = await store.sessionIdFor(chatId);
+    const transport = new CfSessionsChatTransport({
+      session: () => client.open(sessionId),
+      start: (request) => app.start(request),
+    });
+    const chat = new Chat({ id: chatId, transport });
+    await chat.sendMessage({ text: "Say forty words" });
+    await Promise.all(app.piped);
+    expect(chat.status).toBe("ready");
+    expect(chat.messages.map((message) => message.role)).toEqual(["user", "assistant"]);
+    expect(textOf(chat.messages[1])).toBe(ANSWER);
+  });
+
+  it("resumes after a disconnect from where the UI stood: no part missed or repeated", async () => {
+    const app = chatServer(15);
+    const chatId = await store.createChat();
+    const sessionId = await store.sessionIdFor(chatId);
+    let offline = false;
+    let reads = 0;
+    const flaky = createClient({
+      baseUrl: server.url,
+      retryDelayMs: 1,
+      fetch: async (request) => {
+        if (offline && request.url.includes("/stream")) throw new TypeError("fetch failed: offline");
+        if (request.url.includes("/stream") && ++reads === 4) offline = true;
+        return fetch(request);
+      },
+    });
+    const transport = new CfSessionsChatTransport({
+      session: () => flaky.open(sessionId),
+      start: (request) => app.start(request),
+      maxFailures: 2,
+    });
+    const chat = new Chat({ id: chatId, transport });
+    await chat.sendMessage({ text: "Say forty words" });
+    expect(chat.status).toBe("error");
+    const partial = textOf(chat.messages.at(-1));
+    expect(ANSWER.startsWith(partial)).toBe(true);
+    expect(partial.length).toBeLessThan(ANSWER.length);
+
+    offline = false;
+    await chat.resumeStream();
+    await Promise.all(app.piped);
+    expect(chat.status).toBe("ready");
+    expect(chat.messages.map((message) => message.role)).toEqual(["user", "assistant"]);
+    const answer = chat.messages[1] as UIMessage;
+    expect(textOf(answer)).toBe(ANSWER);
+    expect(answer.parts.filter((part) => part.type === "text")).toHaveLength(1);
+  });
+
+  it("finds the answer in flight after a reload, and reads it from its start", async () => {
+    const app = chatServer(20);
+    const chatId = await store.createChat();
+    const sessionId = await store.sessionIdFor(chatId);
+    const { generationId } = await app.start({ chatId, messages: [user("u1", "Say forty words")] });
+    const session = await client.open(sessionId);
+    // The first words are written before the page comes back.
+    for await (const chunk of session.follow(generationId)) if (chunk.text.includes("word3 ")) break;
+
+    // The reloaded page: the chat as stored (the answer still in flight), and a new transport.
+    const transport = new CfSessionsChatTransport({
+      session: () => client.open(sessionId),
+      start: (request) => app.start(request),
+    });
+    const chat = new Chat({ id: chatId, transport, messages: await store.loadChat(chatId) });
+    expect(chat.messages.map((message) => message.id)).toEqual(["u1"]);
+    await chat.resumeStream();
+    await Promise.all(app.piped);
+    expect(chat.messages.map((message) => message.id)).toEqual(["u1", generationId]);
+    expect(textOf(chat.messages[1])).toBe(ANSWER);
+    // Nothing is in flight any more.
+    expect(await transport.reconnectToStream({ chatId })).toBeNull();
+  });
+
+  it("ends the Chat's answer as aborted when the generation is stopped elsewhere", async () => {
+    const app = chatServer(30);
+    const chatId = await store.createChat();
+    const sessionId = await store.sessionIdFor(chatId);
+    const transport = new CfSessionsChatTransport({
+      session: () => client.open(sessionId),
+      start: async (request) => {
+        const started = await app.start(request);
+        setTimeout(
+          () => void client.open(sessionId).then((s) => s.stopGeneration(started.generationId)),
+          200,
+        );
+        return started;
+      },
+    });
+    const finishes: Array<{ isAbort: boolean; isDisconnect: boolean }> = [];
+    const chat = new Chat({ id: chatId, transport, onFinish: (finish) => finishes.push(finish) });
+    await chat.sendMessage({ text: "Say forty words" });
+    const [outcome] = (await Promise.all(app.piped)) as Array<{ generation: { state: string } }>;
+    expect(outcome?.generation.state).toBe("stopped");
+    const partial = textOf(chat.messages.at(-1));
+    expect(ANSWER.startsWith(partial) && partial.length < ANSWER.length).toBe(true);
+    const stored = await store.loadChat(chatId);
+    expect(textOf(stored.at(-1))).toBe(partial);
+    expect(chat.status).toBe("ready");
+    expect(finishes).toHaveLength(1);
+  });
+});

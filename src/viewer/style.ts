@@ -147,6 +147,10 @@ input[type=search], input[type=text], input[type=password] {
 .run button { font-style: normal; padding: 0 6px; font-size: 12px; }
 .badge { border-radius: 8px; padding: 0 6px; font-size: 11px; flex: none; font-style: normal; }
 .leaf-badge { background: var(--leaf); color: var(--pane); }
+.writing-badge { background: var(--accent-soft); color: var(--accent); }
+.row.in-flight-row .text { font-style: italic; }
+.row .stop-generation { padding: 0 8px; font-size: 12px; flex: none; }
+.in-flight-text { white-space: pre-wrap; }
 .label-chip { background: var(--label); color: var(--pane); }
 .edited-chip { border: 1px dashed var(--compaction); color: var(--compaction); }
 .mark { border-radius: 4px; padding: 0 5px; font-size: 11px; border: 1px solid currentColor; flex: none; font-style: normal; }

@@ -4,6 +4,7 @@ import { renderContext } from "./context-view";
 import { fullTime, h } from "./dom";
 import { kindName } from "./entry-text";
 import { showError } from "./error-bar";
+import { renderInFlight } from "./in-flight";
 import { els } from "./page-elements";
 import { rebuildRows, renderTree, type SelectOptions, scrollToRow } from "./tree-view";
 import { view } from "./view-state";
@@ -54,7 +55,7 @@ export function showNoEntry(): void {
 /** The title, place and actions of the selected entry, after it or the session changed. */
 export function updateEntryPane(): void {
   const node = view.selectedId ? view.nodes.get(view.selectedId) : undefined;
-  if (!node) return;
+  if (!node || renderInFlight(node.id)) return;
   const isLeaf = node.id === view.info?.leafId;
   const where = isLeaf ? "the leaf" : view.path.has(node.id) ? "on the current branch" : "on another branch";
   const kind = node.type === "message" ? `${node.role ?? ""} message` : kindName(node.type);
@@ -76,7 +77,8 @@ export function updateEntryPane(): void {
 async function loadContext(id: string): Promise<void> {
   const request = ++view.contextRequest;
   const sessionId = view.sessionId;
-  if (!sessionId) return;
+  // An answer being written has no context yet: its text is shown instead.
+  if (!sessionId || renderInFlight(id)) return;
   els.context.setAttribute("aria-busy", "true");
   try {
     const context = await session(sessionId).buildContext({ leafId: id });

@@ -4,6 +4,7 @@ import { addressOf, readAddress } from "./address";
 import { changeToken } from "./api-key";
 import { select, showNoEntry } from "./entry-pane";
 import { clearError, showError } from "./error-bar";
+import { installStopButtons } from "./in-flight";
 import { els } from "./page-elements";
 import { loadSessions, renderSessions, watchSessions } from "./session-list";
 import { installSearch } from "./session-search";
@@ -19,6 +20,7 @@ import { view } from "./view-state";
 installTreeEvents(select);
 installActions();
 installSearch();
+installStopButtons();
 
 window.addEventListener("hashchange", () => {
   const address = readAddress();

@@ -3,11 +3,12 @@ import { session } from "./api";
 import { ago, count, fullTime } from "./dom";
 import { select, showNoEntry, updateEntryPane } from "./entry-pane";
 import { clearError, showError } from "./error-bar";
+import { followGeneration, forgetInFlight, generationEnded, graftInto } from "./in-flight";
 import { els } from "./page-elements";
 import { renderSessions, updateListedSession } from "./session-list";
 import { clearSearch, enableSearch } from "./session-search";
 import { indexTree, pathTo } from "./tree-rows";
-import { loadDetails, rebuildRows, renderTree } from "./tree-view";
+import { loadDetails, rebuildRows, renderTree, scheduleRender } from "./tree-view";
 import { view } from "./view-state";
 
 /*
@@ -25,8 +26,9 @@ export async function openSession(sessionId: string, entryId?: string | null): P
   const switching = sessionId !== view.sessionId;
   const generation = ++view.generation;
   if (switching) {
-    watchSession(sessionId);
+    forgetInFlight();
     view.sessionId = sessionId;
+    watchSession(sessionId);
     view.info = null;
     view.roots = [];
     view.nodes = new Map();
@@ -79,6 +81,8 @@ function applySession(info: SessionInfo, roots: TreeNode[]): void {
   view.info = info;
   view.roots = roots;
   view.nodes = indexTree(roots);
+  // Answers being written show under their parents until their entries are there.
+  graftInto(roots);
   view.path = pathTo(view.nodes, info.leafId);
   renderSessionHeader(info);
   rebuildRows();
@@ -147,6 +151,20 @@ export function watchSession(sessionId: string): void {
         if (event.event === "deleted") {
           showStatus("deleted");
           return;
+        }
+        if (event.event === "generation") {
+          if (event.data.state === "open")
+            followGeneration(sessionId, event.data, { select, render: scheduleRender });
+          else {
+            const { id } = event.data;
+            generationEnded(sessionId, event.data);
+            // The answer is an entry now: shown as one, its context in the pane when selected.
+            refreshSession(undefined, true)
+              .then(() => {
+                if (view.sessionId === sessionId && view.selectedId === id) select(id);
+              })
+              .catch((error: unknown) => showError(error));
+          }
         }
         if (event.event === "entry" || event.event === "session" || event.event === "leaf") scheduleRefresh();
       }

@@ -4,6 +4,7 @@ import { session } from "./api";
 import { count, fullTime, h, shortTime } from "./dom";
 import { describeEntry, editedText, kindName } from "./entry-text";
 import { showError } from "./error-bar";
+import { inFlightRow, rowText } from "./in-flight";
 import { els } from "./page-elements";
 import { describeRun, flattenTree, type NodeRow, type Row, type RunRow } from "./tree-rows";
 import { view } from "./view-state";
@@ -126,7 +127,42 @@ function runRowElement(row: RunRow, indent: HTMLElement): HTMLElement {
   );
 }
 
+/** An answer being written: its text so far, growing, and a Stop button. */
+function inFlightRowElement(row: NodeRow, indent: HTMLElement): HTMLElement | undefined {
+  const flight = inFlightRow(row.node.id);
+  if (!flight) return undefined;
+  const node = row.node;
+  return h(
+    "div",
+    {
+      class: "row in-flight-row on-path",
+      "aria-selected": node.id === view.selectedId ? "true" : "false",
+      "aria-busy": "true",
+      "data-id": node.id,
+      "data-generation": node.id,
+      title: `${node.id} · being written since ${fullTime(node.timestamp)}`,
+    },
+    [
+      indent,
+      h("span", { class: "fork", "aria-hidden": "true", text: row.fork ? "↳" : "" }),
+      h("span", { class: "kind", text: "assistant" }),
+      h("span", { class: "badge writing-badge", text: "writing…" }),
+      h("span", { class: "text", text: rowText(flight) }),
+      h("button", {
+        type: "button",
+        tabindex: "-1",
+        class: "stop-generation",
+        text: "Stop",
+        "data-stop": node.id,
+        "aria-label": "Stop this answer",
+      }),
+    ],
+  );
+}
+
 function nodeRowElement(row: NodeRow, indent: HTMLElement): HTMLElement {
+  const flight = inFlightRowElement(row, indent);
+  if (flight) return flight;
   const node = row.node;
   const isLeaf = node.id === view.info?.leafId;
   const classes = ["row", view.path.has(node.id) ? "on-path" : "off-path"];
@@ -211,7 +247,7 @@ function requestPreviews(first: number, last: number): void {
     if (row?.kind !== "node") continue;
     const id = row.node.id;
     if (view.previews.has(id) || view.previewLoading.has(id)) continue;
-    if (DETAIL_TYPE_SET.has(row.node.type)) continue;
+    if (DETAIL_TYPE_SET.has(row.node.type) || inFlightRow(id)) continue;
     view.previewLoading.add(id);
     view.previewQueue.push(id);
   }

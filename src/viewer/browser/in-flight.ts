@@ -124,6 +124,14 @@ export function generationEnded(sessionId: string, info: GenerationInfo): void {
   forgetProgress(sessionId, info.id);
 }
 
+/** The latest answer being written under an entry, if any: what watching that entry shows next. */
+export function answerInFlight(parentId: string | null): string | undefined {
+  let latest: string | undefined;
+  for (const { info } of inFlight.values())
+    if (info.parentId === parentId && grafted.has(info.id)) latest = info.id;
+  return latest;
+}
+
 /** Another session is opened: nothing of this one is followed any more. */
 export function forgetInFlight(): void {
   for (const flight of inFlight.values()) flight.stop.abort();

@@ -3,7 +3,7 @@ import { session } from "./api";
 import { ago, count, fullTime } from "./dom";
 import { select, showNoEntry, updateEntryPane } from "./entry-pane";
 import { clearError, showError } from "./error-bar";
-import { followGeneration, forgetInFlight, generationEnded, graftInto } from "./in-flight";
+import { answerInFlight, followGeneration, forgetInFlight, generationEnded, graftInto } from "./in-flight";
 import { els } from "./page-elements";
 import { renderSessions, updateListedSession } from "./session-list";
 import { clearSearch, enableSearch } from "./session-search";
@@ -67,7 +67,9 @@ export async function openSession(sessionId: string, entryId?: string | null): P
       });
     }
     els.tree.dataset.renderedSession = sessionId;
-    select(entryId && view.nodes.has(entryId) ? entryId : info.leafId, { reveal: true });
+    // Without an entry asked for, the head, or the answer being written under it.
+    const head = info.leafId === null ? null : (answerInFlight(info.leafId) ?? info.leafId);
+    select(entryId && view.nodes.has(entryId) ? entryId : head, { reveal: true });
     void loadDetails(generation);
   } catch (error) {
     if (generation !== view.generation) return;

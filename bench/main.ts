@@ -7,6 +7,7 @@ import type { AgentMessage } from "../src/core/internal";
 import type { DevServer } from "../test/support/dev-server";
 import { startDevServer } from "../test/support/dev-server";
 import { frameworkWrites } from "./frameworks";
+import { generationFigures } from "./generations";
 import { liveSessions } from "./live";
 import { streamFigures } from "./streams";
 
@@ -745,6 +746,23 @@ async function main() {
       });
     if (runs("streams"))
       await streamFigures({
+        url: server.url,
+        quick: QUICK,
+        record: (name, unit, samples, budget) => void record(name, unit, samples, budget),
+        derived: (name, unit, value, budget) =>
+          void figures.push({
+            name,
+            unit,
+            median: value,
+            min: 0,
+            max: 0,
+            runs: 1,
+            ...(budget ? { budget } : {}),
+          }),
+        workerdPeakKb,
+      });
+    if (runs("generations"))
+      await generationFigures({
         url: server.url,
         quick: QUICK,
         record: (name, unit, samples, budget) => void record(name, unit, samples, budget),

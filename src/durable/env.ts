@@ -1,7 +1,7 @@
 import type { SummarizerConfig } from "../core/internal";
 import type { SessionDirectory } from "./directory/session-directory";
 import type { SessionObject } from "./session/session-object";
-import type { StreamObject } from "./stream";
+import type { StreamObject } from "./stream/stream-object";
 
 /** The bindings the Durable Objects and the router need (see wrangler.toml and docs/configuration.md). */
 export interface DurableEnv extends SummarizerConfig {

@@ -23,7 +23,9 @@ import type {
 } from "../../core/internal";
 import { buildTree, forkExtras, newSessionHeader, unwrap } from "../../core/internal";
 import type { GenerationEnd, GenerationOutcome } from "../session/generations";
+import { GENERATION_ID_HEADER } from "../session/generations";
 import type { SessionObject } from "../session/session-object";
+import { STREAM_REQUEST_ID_HEADER } from "../stream";
 import type { ContextAnswer, EntryPage, ForkSource } from "../types";
 
 /** What a session's storage needs of its repo: creating a session (a fork), and its recovery window. */
@@ -274,9 +276,13 @@ export class SessionObjectStorage implements SessionStorage {
     return call(this.#stub.endGeneration(id, how));
   }
 
-  /** Hands a Durable Streams request for a generation's stream to the session's object. */
-  generationStream(id: string, request: Request, requestId: string | null): Promise<Response> {
-    return this.#stub.generationStream(id, request, requestId);
+  /** Hands a Durable Streams request for a generation's stream (authenticated) to the session's object. */
+  generationStream(id: string, request: Request, requestId: string): Promise<Response> {
+    const headers = new Headers(request.headers);
+    headers.delete("Authorization");
+    headers.set(GENERATION_ID_HEADER, encodeURIComponent(id));
+    headers.set(STREAM_REQUEST_ID_HEADER, requestId);
+    return this.#stub.fetch(new Request(request, { headers }));
   }
 
   async cleanup(): Promise<void> {}

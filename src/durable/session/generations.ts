@@ -69,6 +69,9 @@ export interface GenerationOutcome {
 /** How a generation ends: completed (with the message, or assembled), or stopped. */
 export type GenerationEnd = { kind: "complete"; message?: unknown } | { kind: "stop"; by: StoppedBy };
 
+/** The header that hands the session's object a request for a generation's stream (its id, URI-encoded). */
+export const GENERATION_ID_HEADER = "x-generation-id";
+
 /** How soon the alarm looks again after a generation it could not stop (a failure is logged). */
 const RETRY_MS = 30_000;
 

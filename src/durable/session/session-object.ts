@@ -36,12 +36,13 @@ import type { MetricPoint } from "../metrics";
 import { writeMetric } from "../metrics";
 import { sessionObjectName } from "../names";
 import { sqlOf } from "../sql";
+import { STREAM_REQUEST_ID_HEADER } from "../stream";
 import type { ContextAnswer, CopiedRows, EntryPage, ExpiryOutcome, ForkSource } from "../types";
 import { AutoCompaction } from "./auto-compaction";
 import { DirectoryReports } from "./directory-reports";
 import { EventHub } from "./event-hub";
 import type { GenerationEnd, GenerationOutcome } from "./generations";
-import { Generations } from "./generations";
+import { GENERATION_ID_HEADER, Generations } from "./generations";
 import { SessionLifecycle } from "./lifecycle";
 import { QuotaChecks } from "./quota-checks";
 import type { ByteLimit } from "./room";
@@ -422,11 +423,6 @@ export class SessionObject extends DurableObject<DurableEnv> {
     });
   }
 
-  /** A Durable Streams request for a generation's stream (the router has authenticated it). */
-  generationStream(id: string, request: Request, requestId: string | null): Promise<Response> {
-    return this.#generations.handle(id, request, requestId);
-  }
-
   // --- watchers ---
 
   /** The session's events after `after` (a seq; now when absent), as Server-Sent Events. */
@@ -460,8 +456,17 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return (await this.#tickets.redeem(ticket)) && this.#listed;
   }
 
-  /** A watcher's WebSocket (the router has authenticated it): `?after=<seq>&payload=false`. */
+  /**
+   * A watcher's WebSocket (the router has authenticated it): `?after=<seq>&payload=false`; or a
+   * Durable Streams request for a generation's stream (`x-generation-id`), whose answers (pages,
+   * SSE) stream from here block by block as fetch answers do.
+   */
   override async fetch(request: Request): Promise<Response> {
+    const generation = request.headers.get(GENERATION_ID_HEADER);
+    if (generation !== null) {
+      const requestId = request.headers.get(STREAM_REQUEST_ID_HEADER);
+      return this.#generations.handle(decodeURIComponent(generation), request, requestId);
+    }
     if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket") {
       return errorAnswer({ code: "invalid_request", message: "expected a WebSocket upgrade" });
     }

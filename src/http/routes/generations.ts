@@ -66,12 +66,10 @@ async function toGenerationStream(c: Context<AppEnv>): Promise<Response> {
     // Refused before the object sees it (the rest of the body read and dropped: see refuseBody).
     await refuseBody(c.req.raw.body, MAX_APPEND_BYTES);
   }
-  const headers = new Headers(c.req.raw.headers);
-  headers.delete("Authorization");
   const storage = sessionStorage(c, decodeURIComponent(sid as string));
   const answer = await storage.generationStream(
     decodeURIComponent(gid as string),
-    new Request(c.req.raw, { headers }),
+    c.req.raw,
     c.get("requestId"),
   );
   if (answer.status >= 400 && answer.headers.get("Content-Type") === "application/json") {

@@ -5,8 +5,8 @@ import { SseReader } from "../src/core/internal";
  * the running service: a 20-byte append against the no-op requests of the same run; how soon a
  * reader following the tail sees a chunk (a long-poll, as the client follows, and SSE); a catch-up
  * from offset 0 of a 100,000-chunk generation against reading the same bytes as one entry's
- * context; 1,000 readers following one generation, each getting every chunk; and what reading
- * a generation costs the object's memory, at 10,000 and 100,000 chunks.
+ * context; appends and tail reads at 100,000 chunks against 1,000 (their time, and workerd's
+ * memory meanwhile); and 1,000 readers following one generation, each getting every chunk.
  */
 
 export interface GenerationBench {
@@ -209,34 +209,20 @@ async function catchUpOnce(stream: string): Promise<{ ms: number; bytes: number;
   return { ms: performance.now() - start, bytes, events: Math.round(events) };
 }
 
-/**
- * Catch-up from offset 0 of a long generation, against the same bytes as one entry's context, and
- * the workerd peak memory growth while reading it (at 10,000 and at 100,000 chunks).
- */
-async function catchUp(bench: GenerationBench): Promise<void> {
-  const lengths = bench.quick ? [10_000] : [10_000, 100_000];
-  let reads: number[] = [];
+/** Catch-up from offset 0 of a long generation, against the same bytes as one entry's context. */
+async function catchUp(bench: GenerationBench, stream: string, chunks: number): Promise<void> {
+  const label = chunks.toLocaleString("en-US");
+  process.stderr.write(`generation catch-up, ${label} chunks\n`);
+  await catchUpOnce(stream);
+  const reads: number[] = [];
   let total = 0;
-  for (const chunks of lengths) {
-    const label = chunks.toLocaleString("en-US");
-    process.stderr.write(`generation catch-up, ${label} chunks\n`);
-    const { stream } = await fill(bench, `gen-long-${chunks}`, chunks);
-    reads = [];
-    const before = bench.workerdPeakKb();
-    for (let run = 0; run < 5; run++) {
-      const read = await catchUpOnce(stream);
-      if (read.events !== chunks) throw new Error(`catch-up read ${read.events} events of ${chunks}`);
-      reads.push(read.ms);
-      total = read.bytes;
-    }
-    bench.derived(
-      `workerd peak memory growth catching up a ${label}-chunk generation 5 times (whole process)`,
-      "MB",
-      (bench.workerdPeakKb() - before) / 1024,
-    );
-    bench.record(`generation catch-up from offset 0, ${label} chunks of 20 bytes, every page`, "ms", reads);
+  for (let run = 0; run < 5; run++) {
+    const read = await catchUpOnce(stream);
+    if (read.events !== chunks) throw new Error(`catch-up read ${read.events} events of ${chunks}`);
+    reads.push(read.ms);
+    total = read.bytes;
   }
-  const label = (lengths.at(-1) as number).toLocaleString("en-US");
+  bench.record(`generation catch-up from offset 0, ${label} chunks of 20 bytes, every page`, "ms", reads);
   await timed(`${bench.url}/v1/sessions`, json({ id: "gen-compare" }));
   await timed(
     `${bench.url}/v1/sessions/gen-compare/entries`,
@@ -256,6 +242,62 @@ async function catchUp(bench: GenerationBench): Promise<void> {
     median(reads) / median(contexts),
     { limit: 2 },
   );
+}
+
+/**
+ * A writer and a reader at the tail of a generation of `chunks`: 300 rounds of a 20-byte append
+ * and a read of what it added (from the offset before it). What they take, and how much the peak
+ * resident memory of workerd (every object and the router, a high-water mark) grows meanwhile.
+ */
+async function atTail(stream: string, workerdPeakKb: () => number) {
+  const appends: number[] = [];
+  const reads: number[] = [];
+  let offset = (await timed(`${stream}?offset=now`)).res.headers.get("Stream-Next-Offset") as string;
+  const before = workerdPeakKb();
+  for (let i = 0; i < 300; i++) {
+    const appended = await timed(stream, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: EVENT,
+    });
+    appends.push(appended.ms);
+    const read = await timed(`${stream}?offset=${offset}`);
+    if (read.text !== `[${EVENT}]`) throw new Error(`the tail read ${read.text.slice(0, 100)}`);
+    reads.push(read.ms);
+    offset = appended.res.headers.get("Stream-Next-Offset") as string;
+  }
+  return { appends: appends.slice(20), reads: reads.slice(20), growthMb: (workerdPeakKb() - before) / 1024 };
+}
+
+/**
+ * What a generation's length costs the object: appends and reads at the tail of a 100,000-chunk
+ * generation against a 1,000-chunk one (time, and workerd's peak memory meanwhile).
+ */
+async function lengthCost(
+  bench: GenerationBench,
+  short: string,
+  long: string,
+  chunks: number,
+): Promise<void> {
+  process.stderr.write("generation appends and tail reads by length\n");
+  const label = chunks.toLocaleString("en-US");
+  // Warm, each once.
+  await atTail(short, bench.workerdPeakKb);
+  await atTail(long, bench.workerdPeakKb);
+  const a = await atTail(short, bench.workerdPeakKb);
+  const b = await atTail(long, bench.workerdPeakKb);
+  bench.record("generation append at 1,000 chunks, p50", "ms", a.appends);
+  bench.record(`generation append at ${label} chunks, p50`, "ms", b.appends);
+  bench.record("read of the last chunk at 1,000 chunks, p50", "ms", a.reads);
+  bench.record(`read of the last chunk at ${label} chunks, p50`, "ms", b.reads);
+  bench.derived(`append p50 at ${label} chunks / at 1,000`, "×", median(b.appends) / median(a.appends), {
+    limit: 1.5,
+  });
+  bench.derived(`tail read p50 at ${label} chunks / at 1,000`, "×", median(b.reads) / median(a.reads), {
+    limit: 1.5,
+  });
+  bench.derived("workerd peak growth over 300 appends and tail reads at 1,000 chunks", "MB", a.growthMb);
+  bench.derived(`workerd peak growth over the same at ${label} chunks`, "MB", b.growthMb);
 }
 
 /** Readers following one generation over SSE, each until the generation completes: what each got. */
@@ -314,6 +356,10 @@ export async function generationFigures(bench: GenerationBench): Promise<void> {
   await appendCost(bench);
   await tailLatency(bench, "long-poll");
   await tailLatency(bench, "sse");
-  await catchUp(bench);
+  const chunks = bench.quick ? 20_000 : 100_000;
+  const long = await fill(bench, `gen-long-${chunks}`, chunks);
+  const short = await fill(bench, "gen-short", 1000);
+  await catchUp(bench, long.stream, chunks);
+  await lengthCost(bench, short.stream, long.stream, chunks);
   await manyReaders(bench);
 }

@@ -164,6 +164,7 @@ const PAGES = [
   "docs/search.md",
   "docs/library.md",
   "docs/streams.md",
+  "docs/generations.md",
 ];
 
 /** Pages whose examples need more than the walkthrough's service: each is run by its own test below. */
@@ -217,6 +218,9 @@ describe("the documentation, run as written", () => {
       // The streams example read back what it appended, and the JSON stream as one array.
       expect(walked.stdout).toContain("Hello, world");
       expect(walked.stdout).toContain('[{"n":1},{"n":2}]');
+      // The generations example: the answer read back, then its entry; the late append refused.
+      expect(walked.stdout).toContain('"text":"The Nile, the Amazon and the Yangtze."');
+      expect(walked.stdout).toContain("refused (22)");
       expect(readFileSync(join(cwd, "demo.ndjson"), "utf8")).toMatch(
         /^{"type":"session","format":"cf-session"/,
       );

@@ -173,16 +173,21 @@ function workerdPeakKb(): number {
   return workerdMemoryKb("VmHWM");
 }
 
-/** Resident memory of the workerd processes (kB): `VmHWM` the peak, `VmRSS` now. */
+/**
+ * Resident memory of the workerd processes (kB): `VmHWM` the peak, `VmRSS` now. Only this run's
+ * (serving its server's port): others may run workerd on the same machine.
+ */
 function workerdMemoryKb(field: "VmHWM" | "VmRSS"): number {
   try {
     const pids = execSync("pgrep -f bin/workerd", { encoding: "utf8" }).trim().split("\n").filter(Boolean);
+    const entry = `entry=${new URL(server.url).host}`;
     let total = 0;
     for (const pid of pids) {
       // The shell that ran pgrep matches too, and is gone by now.
       let status = "";
       try {
         status = readFileSync(`/proc/${pid}/status`, "utf8");
+        if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(entry)) continue;
       } catch {
         continue;
       }

@@ -1,3 +1,4 @@
+import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import {
   appendEvents,
@@ -7,7 +8,7 @@ import {
   sessionWithQuestion,
   snapshot,
 } from "./generation-helpers";
-import { api, expectError, info, userMessage } from "./helpers";
+import { api, expectError, info, KEY_A, userMessage } from "./helpers";
 import { call, expectStreamError, head, openSse, readAll } from "./stream-helpers";
 
 /*
@@ -372,6 +373,29 @@ describe("watching generations", () => {
       entryIds: [generation.id],
     });
     await events.close();
+  });
+
+  it("tells a WebSocket watcher of the answers in flight as it connects, then of each end", async () => {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id);
+    const res = await exports.default.fetch(`http://sessions.test/v1/sessions/${id}/ws`, {
+      headers: { Upgrade: "websocket", Authorization: `Bearer ${KEY_A}` },
+    });
+    const socket = res.webSocket as WebSocket;
+    socket.accept();
+    const messages: Array<{ event: string; data: { id?: string; state?: string } }> = [];
+    socket.addEventListener("message", (event) => messages.push(JSON.parse(event.data as string)));
+    const until = async (match: (m: (typeof messages)[number]) => boolean) => {
+      for (let tries = 0; tries < 100 && !messages.some(match); tries++)
+        await new Promise((r) => setTimeout(r, 50));
+      expect(messages.some(match), JSON.stringify(messages)).toBe(true);
+    };
+    await until((m) => m.event === "leaf");
+    expect(messages.slice(0, 2).map((m) => m.event)).toEqual(["session", "generation"]);
+    expect(messages[1]?.data).toMatchObject({ id: generation.id, state: "open" });
+    await endGeneration(id, generation.id, "stop");
+    await until((m) => m.event === "generation" && m.data.state === "stopped");
+    socket.close(1000, "done");
   });
 
   it("wakes a reader at the tail with each chunk, and ends it when the generation completes", async () => {

@@ -107,7 +107,8 @@ const app = routes()
       method: "get",
       path: "/v1/sessions/{sid}/generations",
       operationId: "listGenerations",
-      summary: "The session's generations: open ones, and ended ones still within their retention window",
+      summary:
+        "The generations of the session: open ones, and ended ones still within their retention window",
       security,
       request: { params: SessionIdParam },
       responses: { 200: json(GenerationList, "oldest first"), ...errors },
@@ -122,7 +123,7 @@ const app = routes()
       method: "get",
       path: "/v1/sessions/{sid}/generations/{gid}",
       operationId: "getGeneration",
-      summary: "A generation: its state, its stream's tail, and the entries it became",
+      summary: "A generation: its state, the tail of its stream, and the entries it became",
       security,
       request: { params: GenerationParams },
       responses: { 200: json(GenerationInfo, "the generation"), ...errors },
@@ -160,7 +161,7 @@ const app = routes()
       method: "post",
       path: "/v1/sessions/{sid}/generations/{gid}/stop",
       operationId: "stopGeneration",
-      summary: 'Stop a generation: what it wrote so far appended (stopReason "aborted"), its stream closed',
+      summary: "Stop a generation: what it wrote so far appended as aborted, its stream closed",
       description:
         "Any key that may write the session may stop it; the writer's next append is refused (stream_closed), so it can cancel its model call.",
       security,
@@ -181,7 +182,7 @@ app.openAPIRegistry.registerPath({
   method: "get",
   path: "/v1/sessions/{sid}/generations/{gid}/stream",
   operationId: "readGenerationStream",
-  summary: "Read a generation's chunks: the Durable Streams protocol (offset, long-poll, SSE, HEAD)",
+  summary: "Read the chunks of a generation: the Durable Streams protocol (offset, long-poll, SSE, HEAD)",
   security,
   request: {
     params: GenerationParams,

@@ -6,6 +6,11 @@ export const ERROR_STATUS = {
   not_found: 404,
   already_exists: 409,
   nothing_to_compact: 409,
+  /**
+   * The tenant's sessions are in another jurisdiction than the one it is now pinned to: moving a
+   * tenant is an export and an import, never a side effect of a request.
+   */
+  wrong_jurisdiction: 409,
   leaf_conflict: 412,
   entry_too_large: 413,
   payload_too_large: 413,

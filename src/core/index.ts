@@ -20,6 +20,7 @@ export * from "./interchange";
 export * from "./json";
 export * from "./leaf-tag";
 export * from "./limits";
+export * from "./location";
 export * from "./memory";
 export * from "./messages";
 export * from "./native-format";

@@ -5,6 +5,11 @@ export { errorSummary, logBackgroundFailure, logLine, tenantHash } from "./log-l
 export type { MetricPoint } from "./metrics";
 export { measuredSummarizer, writeMetric } from "./metrics";
 export { sessionObjectName } from "./names";
+export type { Jurisdiction } from "./placement/jurisdictions";
+export { tenantJurisdiction } from "./placement/jurisdictions";
+export { objectEnv, placedEnv, tenantEnv } from "./placement/placed-env";
+export { checkPlacement, tenantKey } from "./placement/placement-check";
+export { TenantPlacement } from "./placement/tenant-placement";
 export type { Quotas } from "./quotas";
 export { quotasFor } from "./quotas";
 export { DurableRepo } from "./router/repo";

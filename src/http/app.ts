@@ -7,6 +7,7 @@ import { refuseCrossSite } from "./cross-site";
 import { docsApp } from "./docs";
 import type { AppEnv } from "./env";
 import { notFound, onError } from "./errors";
+import { placement } from "./placement";
 import { rateLimit } from "./rate-limit";
 import { requestLog } from "./request-log";
 import { backupRoutes, MAX_TENANT_IMPORT_BYTES, TENANT_IMPORT_PATH } from "./routes/backup";
@@ -69,9 +70,10 @@ export function createApp() {
   // A WebSocket ticket authenticates its one connection, ahead of the usual credentials.
   app.use("/v1/sessions/:sid/ws", socketTicket);
   // Matches /v1/sessions itself too. Imports are NDJSON and read their own body.
-  app.use("/v1/sessions/*", authenticate, rateLimit, jsonBody([IMPORT_PATH]));
-  for (const path of TENANT_PATHS) app.use(path, authenticate, rateLimit, jsonBody([TENANT_IMPORT_PATH]));
-  app.use("/v1/usage", authenticate, rateLimit);
+  app.use("/v1/sessions/*", authenticate, rateLimit, placement, jsonBody([IMPORT_PATH]));
+  for (const path of TENANT_PATHS)
+    app.use(path, authenticate, rateLimit, placement, jsonBody([TENANT_IMPORT_PATH]));
+  app.use("/v1/usage", authenticate, rateLimit, placement);
 
   return app
     .route("/", sessionRoutes)

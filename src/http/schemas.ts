@@ -11,6 +11,7 @@ import {
   Id,
   ImportWarning,
   ListOptions,
+  LocationHint,
   MAX_BATCH_ENTRIES,
   ModelRefString,
   NavigateRequest,
@@ -33,11 +34,11 @@ import {
 export const SessionIdParam = z.object({ sid: Id.meta({ param: { name: "sid", in: "path" } }) });
 export const EntryIdParams = SessionIdParam.extend({ eid: Id.meta({ param: { name: "eid", in: "path" } }) });
 
-export const CreateSessionBody = CreateSessionOptions;
+export const CreateSessionBody = CreateSessionOptions.extend({ location: LocationHint.optional() }).strict();
 export const PatchSessionBody = SessionPatch;
 export const CompactBody = CompactRequest;
 export const MoveLeafBody = NavigateRequest.extend({ targetId: Id.nullable() }).strict();
-export const ForkBody = ForkOptions.extend({ entryId: Id }).strict();
+export const ForkBody = ForkOptions.extend({ entryId: Id, location: LocationHint.optional() }).strict();
 
 export const ListSessionsQuery = ListOptions.extend({ cursor: z.string().optional() });
 
@@ -211,6 +212,7 @@ export const ImportQuery = z.object({
     description:
       "sync: into the session of the file's id (or `id`), appending what the file gained since; 409 if the session differs from the file",
   }),
+  location: LocationHint.optional(),
 });
 
 const Count = z.number().int().nonnegative();
@@ -248,7 +250,10 @@ export const ExportTenantQuery = z.object({
   cursor: z.string().optional().meta({ description: "from a `cursor` line: resume after that session" }),
 });
 
-export const ImportTenantQuery = z.object({ existing: ExistingSessions.optional() });
+export const ImportTenantQuery = z.object({
+  existing: ExistingSessions.optional(),
+  location: LocationHint.optional(),
+});
 
 export const RetentionBody = z
   .object({

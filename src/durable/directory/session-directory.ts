@@ -21,6 +21,7 @@ import {
 import type { DurableEnv } from "../env";
 import { logBackgroundFailure } from "../log-line";
 import { directoryShard, directoryShards, sessionObjectName } from "../names";
+import { objectEnv } from "../placement/placed-env";
 import { quotasFor } from "../quotas";
 import type { Sql } from "../sql";
 import { matchRows, migrate, sqlOf } from "../sql";
@@ -170,9 +171,12 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
   /** The ledger's seeding under way, which claims arriving meanwhile wait for. */
   #seeding: Promise<void> | undefined;
   #identity: Identity | undefined;
+  /** The environment of the objects it reaches: those of its own jurisdiction. */
+  readonly #placed: DurableEnv;
 
   constructor(ctx: DurableObjectState, env: DurableEnv) {
     super(ctx, env);
+    this.#placed = objectEnv(env, ctx);
     this.#sql = sqlOf(ctx.storage.sql);
     this.#ledger = new TenantLedger(this.#sql);
     this.#events = new TenantEventHub(ctx, (error) => this.#logFailure("tenant_events", error));
@@ -204,7 +208,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     let idleDays: number | null = null;
     if (shard !== 0) {
       try {
-        idleDays = (await directoryShard(this.env, tenant, 0).retention()).idleDays;
+        idleDays = (await directoryShard(this.#placed, tenant, 0).retention()).idleDays;
       } catch (error) {
         await logBackgroundFailure("read_retention", tenant, undefined, error, { shard });
       }
@@ -311,7 +315,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
 
   async #seedLedger(tenant: string, setting: string): Promise<void> {
     const rows = await Promise.all(
-      directoryShards(this.env, tenant).map((shard, index) =>
+      directoryShards(this.#placed, tenant).map((shard, index) =>
         index === 0 ? this.quotaSeed() : shard.quotaSeed(),
       ),
     );
@@ -440,7 +444,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
       await Promise.all(
         idle.slice(i, i + SWEEP_PARALLEL).map(async (id) => {
           try {
-            const stub = this.env.SESSIONS.getByName(sessionObjectName(identity.tenant, id));
+            const stub = this.#placed.SESSIONS.getByName(sessionObjectName(identity.tenant, id));
             const outcome = unwrap((await stub.expireIdle(idleBefore)) as Result<ExpiryOutcome>);
             if (outcome === "expired") expired++;
             // A row whose session is gone would be asked forever.

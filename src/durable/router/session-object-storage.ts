@@ -8,6 +8,7 @@ import type {
   ImportOptions,
   LeafEntry,
   LeafOptions,
+  LocationHint,
   Result,
   SessionEntry,
   SessionHeader,
@@ -28,7 +29,7 @@ export interface SessionCreator {
   initialize(
     header: SessionHeader,
     publish: boolean,
-    options?: { replacePending?: boolean; bytes?: number },
+    options?: { replacePending?: boolean; bytes?: number; location?: LocationHint },
   ): Promise<SessionObjectStorage>;
   readonly recoveryMs: number;
 }
@@ -184,9 +185,13 @@ export class SessionObjectStorage implements SessionStorage {
 
   /**
    * Copies the path root → target into a new object in bounded chunks (each call does a bounded
-   * amount of work, whatever the path's length), then lists it. A failed fork leaves nothing.
+   * amount of work, whatever the path's length), then lists it. A failed fork leaves nothing. The
+   * new session's object is created near `location`, when given.
    */
-  async fork(targetId: string, options: ForkOptions = {}): Promise<SessionStorage> {
+  async fork(
+    targetId: string,
+    options: ForkOptions & { location?: LocationHint } = {},
+  ): Promise<SessionStorage> {
     const source = await call<ForkSource>(this.#stub.forkSource(targetId, options.position));
     const name = options.name ?? source.name;
     const header = newSessionHeader({
@@ -196,7 +201,10 @@ export class SessionObjectStorage implements SessionStorage {
       metadata: source.header.metadata,
       parentSession: { id: this.id, entryId: source.leafId ?? targetId },
     });
-    const fork = await this.#repo.initialize(header, false, { bytes: source.bytes });
+    const fork = await this.#repo.initialize(header, false, {
+      bytes: source.bytes,
+      location: options.location,
+    });
     try {
       // The new session's object reads the rows from this one's itself, a bounded part a call.
       let rest = source.seqs;

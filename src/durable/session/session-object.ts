@@ -23,6 +23,7 @@ import { logBackgroundFailure, tenantHash } from "../log-line";
 import type { MetricPoint } from "../metrics";
 import { writeMetric } from "../metrics";
 import { sessionObjectName } from "../names";
+import { objectEnv } from "../placement/placed-env";
 import { sqlOf } from "../sql";
 import type { ContextAnswer, CopiedRows, EntryPage, ExpiryOutcome, ForkSource } from "../types";
 import { AutoCompaction } from "./auto-compaction";
@@ -59,12 +60,16 @@ export class SessionObject extends DurableObject<DurableEnv> {
   readonly #autoCompaction: AutoCompaction;
   readonly #quotas: QuotaChecks;
   readonly #tickets: SocketTickets;
+  /** The environment of the objects it reaches: those of its own jurisdiction. */
+  readonly #placed: DurableEnv;
 
   constructor(ctx: DurableObjectState, env: DurableEnv) {
     super(ctx, env);
+    const placed = objectEnv(env, ctx);
+    this.#placed = placed;
     const session = ctx.storage.transactionSync(() => new SessionStore(ctx.storage));
     this.#session = session;
-    this.#quotas = new QuotaChecks(env);
+    this.#quotas = new QuotaChecks(placed);
     this.#tickets = new SocketTickets(ctx.storage);
     this.#events = new EventHub(
       ctx,
@@ -81,7 +86,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
     this.#lifecycle = new SessionLifecycle(sqlOf(ctx.storage.sql));
     this.#reports = new DirectoryReports({
-      env,
+      env: placed,
       storage: ctx.storage,
       session,
       lifecycle: this.#lifecycle,
@@ -91,7 +96,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
       logFailure: (task, error, fields) => this.#logFailure(task, error, fields),
     });
     this.#life = new SessionLife({
-      env,
+      env: placed,
       storage: ctx.storage,
       session,
       lifecycle: this.#lifecycle,
@@ -442,7 +447,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   async copyFrom(sourceId: string, seqs: number[]): Promise<Result<number[]>> {
     const tenant = await capture(() => this.#session.state.tenant);
     if (!tenant.ok) return tenant;
-    const source = this.env.SESSIONS.getByName(sessionObjectName(tenant.value, sourceId));
+    const source = this.#placed.SESSIONS.getByName(sessionObjectName(tenant.value, sourceId));
     const started = Date.now();
     let rest = seqs;
     // A page that needs more room than granted stops, and is read again once it is granted.

@@ -140,5 +140,14 @@ export const ListOptions = z.object({
 });
 export type ListOptions = z.infer<typeof ListOptions>;
 
+/** Where a session's leaf stood at a time, and how far back the session's leaf history goes. */
+export const LeafAt = z
+  .object({
+    leafId: Id.nullable().meta({ description: "the leaf then (now, when no time is given); null: none" }),
+    historyStartsAt: Timestamp.meta({ description: "how far back the session's leaf history goes" }),
+  })
+  .meta({ id: "LeafAt" });
+export type LeafAt = z.infer<typeof LeafAt>;
+
 export const SessionPage = z.object({ sessions: z.array(SessionInfo), nextCursor: z.string().nullable() });
 export type SessionPage = z.infer<typeof SessionPage>;

@@ -10,6 +10,7 @@ import {
   ForkOptions,
   Id,
   ImportWarning,
+  LeafAt,
   ListOptions,
   LocationHint,
   MAX_BATCH_ENTRIES,
@@ -23,6 +24,7 @@ import {
   StoredEntry,
   SyncSummary,
   TenantSearchOptions,
+  Timestamp,
 } from "../core";
 
 /*
@@ -37,8 +39,34 @@ export const EntryIdParams = SessionIdParam.extend({ eid: Id.meta({ param: { nam
 export const CreateSessionBody = CreateSessionOptions.extend({ location: LocationHint.optional() }).strict();
 export const PatchSessionBody = SessionPatch;
 export const CompactBody = CompactRequest;
-export const MoveLeafBody = NavigateRequest.extend({ targetId: Id.nullable() }).strict();
-export const ForkBody = ForkOptions.extend({ entryId: Id, location: LocationHint.optional() }).strict();
+/** A time in a session's past: the leaf as it stood then (see docs/placement.md, "Time travel"). */
+export const AsOf = Timestamp.meta({
+  description: "a time (ISO 8601): the leaf as it stood then, from the session's leaf history",
+  example: "2026-01-01T12:00:00.000Z",
+});
+
+/** Exactly one of two fields that say the same thing two ways. */
+const oneOf =
+  (a: string, b: string) =>
+  (value: Record<string, unknown>, ctx: z.RefinementCtx): void => {
+    if ((value[a] === undefined) === (value[b] === undefined)) {
+      ctx.addIssue({ code: "custom", path: [a], message: `give either ${a} or ${b}` });
+    }
+  };
+
+export const MoveLeafBody = NavigateRequest.extend({
+  targetId: Id.nullable().optional().meta({ description: "the new leaf (null: no leaf); or give asOf" }),
+  asOf: AsOf.optional().meta({ description: "move the leaf back to where it stood at this time" }),
+})
+  .strict()
+  .superRefine(oneOf("targetId", "asOf"));
+export const ForkBody = ForkOptions.extend({
+  entryId: Id.optional().meta({ description: "the entry to fork at; or give asOf" }),
+  asOf: AsOf.optional().meta({ description: "fork at the leaf as it stood at this time" }),
+  location: LocationHint.optional(),
+})
+  .strict()
+  .superRefine(oneOf("entryId", "asOf"));
 
 export const ListSessionsQuery = ListOptions.extend({ cursor: z.string().optional() });
 
@@ -88,7 +116,13 @@ export const EntriesPage = z.object({ entries: z.array(StoredEntry), nextCursor:
 
 export const LeafQuery = z.object({ leafId: Id.optional() });
 
+export const LeafAtQuery = z.object({ asOf: AsOf.optional() });
+export const LeafAtResponse = LeafAt;
+
 export const ContextQuery = LeafQuery.extend({
+  asOf: AsOf.optional().meta({
+    description: "the context of the leaf as it stood at this time (instead of leafId)",
+  }),
   since: z
     .string()
     .max(64)

@@ -1,6 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { LocationHint } from "../../src/core";
+import type { LocationHint, Result, SessionPage } from "../../src/core";
+import { unwrap } from "../../src/core";
+import type { DurableEnv } from "../../src/durable";
 import { sessionObjectName, tenantKey } from "../../src/durable";
 import { directoryShards } from "../../src/durable/names";
 import { sha256Hex } from "../../src/http/auth";
@@ -69,10 +71,16 @@ const plainSession = (tenant: Tenant, id: string) =>
 /** Every session the tenant's directory lists in the default namespace. */
 async function plainListing(tenant: Tenant): Promise<string[]> {
   const pages = await Promise.all(
-    directoryShards(env as never, tenant.name).map(async (shard) => shard.list({ limit: 200 })),
+    directoryShards(env as unknown as DurableEnv, tenant.name).map(async (shard) =>
+      unwrap((await shard.list({ limit: 200 })) as Result<SessionPage>),
+    ),
   );
-  return pages.flatMap((page) => (page.ok ? page.value.sessions.map((s) => s.id) : []));
+  return pages.flatMap((page) => page.sessions.map((session) => session.id));
 }
+
+/** The registry's record of where a tenant is placed. */
+const registryOf = async (tenant: Tenant) =>
+  (env.PLACEMENTS as NonNullable<DurableEnv["PLACEMENTS"]>).getByName(await tenantKey(tenant.name));
 
 const pinned = (tenant: Tenant, jurisdiction: string) => ({
   TENANT_JURISDICTIONS: JSON.stringify({ [tenant.name]: jurisdiction }),
@@ -126,13 +134,13 @@ describe("jurisdictions", () => {
     expect(info.status).toBe(200);
     expect(info.body.entryCount).toBe(1);
     expect(await plainListing(tenant)).toEqual([id]);
-    expect(await env.PLACEMENTS.getByName(await tenantKey(tenant.name)).place("eu")).toBe("");
+    expect(await (await registryOf(tenant)).place("eu")).toBe("");
   });
 
   it("moves the pin of a tenant that holds nothing where it was", async () => {
     const tenant = await newTenant();
     expect((await call(tenant, {}, "GET", "/v1/sessions")).status).toBe(200);
-    const registry = env.PLACEMENTS.getByName(await tenantKey(tenant.name));
+    const registry = await registryOf(tenant);
     expect(await registry.place("eu")).toBe("");
     // Its first request pinned: nothing left in the default location, so the record follows the pin.
     expectError(await call(tenant, pinned(tenant, "eu"), "GET", "/v1/sessions"), 503, "misconfigured");
@@ -142,7 +150,7 @@ describe("jurisdictions", () => {
   it("records a tenant seen first with a pin in its jurisdiction", async () => {
     const tenant = await newTenant();
     expectError(await call(tenant, pinned(tenant, "fedramp"), "GET", "/v1/sessions"), 503, "misconfigured");
-    const registry = env.PLACEMENTS.getByName(await tenantKey(tenant.name));
+    const registry = await registryOf(tenant);
     expect(await registry.place("")).toBe("fedramp");
     // Unpinned again, it would be served from an empty default location: it is refused instead
     // (here, where the runtime cannot look into the fedramp jurisdiction, as misconfigured).

@@ -6,6 +6,7 @@ import type {
   ForkOptions,
   HeaderPatch,
   ImportOptions,
+  LeafAt,
   LeafEntry,
   LeafOptions,
   LocationHint,
@@ -72,6 +73,11 @@ export class SessionObjectStorage implements SessionStorage {
 
   setLeafId(targetId: string | null, options: LeafOptions = {}): Promise<StoredEntry<LeafEntry>> {
     return call(this.#stub.setLeafId(targetId, options));
+  }
+
+  /** Where the leaf stood at `asOf` (the head when undefined): the session's leaf history. */
+  leafAt(asOf?: string): Promise<LeafAt> {
+    return call(this.#stub.leafAt(asOf));
   }
 
   getEntry(id: string): Promise<StoredEntry | undefined> {

@@ -6,6 +6,7 @@ import type {
   ErrorBody,
   HeaderPatch,
   ImportOptions,
+  LeafAt,
   LeafEntry,
   LeafOptions,
   Result,
@@ -256,6 +257,14 @@ export class SessionObject extends DurableObject<DurableEnv> {
 
   setLeafId(targetId: string | null, options: LeafOptions): Promise<Result<StoredEntry<LeafEntry>>> {
     return this.#limitedWrite((session, room) => session.setLeafId(targetId, options, room));
+  }
+
+  /** Where the leaf stood at `asOf` (ISO 8601; the head when undefined), from the leaf's history. */
+  leafAt(asOf: string | undefined): Promise<Result<LeafAt>> {
+    return this.#run((session) => ({
+      leafId: asOf === undefined ? session.state.leafId : session.leafAt(asOf),
+      historyStartsAt: session.historyStartsAt(),
+    }));
   }
 
   getEntry(id: string): Promise<Result<StoredEntry | undefined>> {

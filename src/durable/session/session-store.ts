@@ -50,6 +50,7 @@ import { EntryRows } from "./entry-rows";
 import { forkSource } from "./fork-copy";
 import type { KeptContext } from "./head-context";
 import { HeadContext } from "./head-context";
+import { LeafHistory } from "./leaf-history";
 import { PathReads } from "./path-reads";
 import type { ByteLimit } from "./room";
 import { ClaimExceeded } from "./room";
@@ -94,6 +95,7 @@ export class SessionStore {
   readonly #paths: PathReads;
   readonly #head = new HeadContext();
   readonly #search: SearchIndex;
+  readonly #history: LeafHistory;
   #state: SessionState | undefined;
   /** Told of every committed write (the object's watchers). */
   onWritten: WriteListener | undefined;
@@ -104,6 +106,7 @@ export class SessionStore {
     this.#rows = new EntryRows(storage.sql, this.#sql);
     this.#paths = new PathReads(this.#rows, this.#sql);
     this.#search = new SearchIndex(storage.sql, this.#sql, this.#rows, this.#paths);
+    this.#history = new LeafHistory(this.#sql);
     if (hasSchema(this.#sql)) {
       updateSchema(storage.sql);
       this.#state = this.#load();
@@ -165,6 +168,7 @@ export class SessionStore {
     this.#sql`INSERT INTO session (singleton, tenant, incarnation, header, leaf_id, stats, version)
       VALUES (1, ${tenant}, ${incarnation}, ${JSON.stringify(header)}, NULL, ${JSON.stringify(stats)}, 1)`;
     this.#state = { tenant, incarnation, header, leafId: null, stats, version: 1, nextSeq: 1 };
+    this.#history.record(0, null);
     return this.info();
   }
 
@@ -172,6 +176,7 @@ export class SessionStore {
   reset(): void {
     this.#state = undefined;
     this.#head.drop();
+    this.#history.reset();
   }
 
   info(): SessionInfo {
@@ -332,6 +337,19 @@ export class SessionStore {
     return this.state.nextSeq - 1;
   }
 
+  /** The leaf as it stood at `asOf` (an ISO 8601 time; see leaf-history.ts). */
+  leafAt(asOf: string): string | null {
+    this.#live();
+    const seq = this.#history.leafSeqAt(Date.parse(asOf), asOf);
+    return seq === null ? null : (this.#rows.nodeAt(seq)?.id ?? null);
+  }
+
+  /** When the session's history starts (what `asOf` can go back to), as ISO 8601. */
+  historyStartsAt(): string {
+    this.#live();
+    return new Date(this.#history.startsAt() ?? Date.parse(this.state.header.createdAt)).toISOString();
+  }
+
   /** Entries with `after < seq <= bound`, a page of at most `limit`: what a watcher replays. */
   entriesAfter(after: number, bound: number, limit: number): StoredEntry[] {
     this.#live();
@@ -490,6 +508,8 @@ export class SessionStore {
       this.#rows.insert(plan.writes);
       this.#search.index(plan.writes);
       for (const { entry, bytes } of plan.writes) applyEntryToStats(state.stats, entry, bytes);
+      const last = plan.writes[plan.writes.length - 1];
+      if (last) this.#history.record(last.entry.seq, this.#leafSeq(plan));
       state.leafId = plan.leafId;
       state.nextSeq += plan.writes.length;
       state.stats.updatedAt = nowIso();
@@ -553,12 +573,24 @@ export class SessionStore {
         applyEntryToStats(state.stats, entry, row.bytes);
       }
       this.#search.markPending(first.seq, last.seq);
+      this.#history.record(last.seq, last.seq);
       state.leafId = last.id;
       state.nextSeq = last.seq + 1;
       state.stats.updatedAt = nowIso();
     });
     // The copy's head context is built when it is first read.
     this.#head.drop();
+  }
+
+  /** The seq of the leaf a plan leaves: one of its writes, or an entry written before. */
+  #leafSeq(plan: Pick<AppendPlan, "writes" | "leafId">): number | null {
+    const { leafId } = plan;
+    if (leafId === null) return null;
+    return (
+      plan.writes.find((write) => write.entry.id === leafId)?.entry.seq ??
+      this.#rows.node(leafId)?.seq ??
+      null
+    );
   }
 
   importEntries(entries: readonly SessionEntry[], options: ImportOptions, room: ByteLimit | undefined): void {

@@ -1,5 +1,5 @@
 import { createRoute } from "@hono/zod-openapi";
-import { checkExpiresAt, leafTag, SessionInfo, SessionPage } from "../../core";
+import { checkExpiresAt, leafTag, SessionError, SessionInfo, SessionPage } from "../../core";
 import { ErrorEnvelope } from "../errors";
 import { recordEvent } from "../metrics";
 import { creationLocation } from "../placement";
@@ -141,11 +141,18 @@ export const sessionRoutes = routes()
       },
     }),
     async (c) => {
-      const { entryId, location, ...options } = c.req.valid("json");
+      const { entryId, asOf, location, ...options } = c.req.valid("json");
       const sourceId = c.req.valid("param").sid;
       const started = Date.now();
       const near = creationLocation(c, location);
-      const fork = await sessionStorage(c, sourceId).fork(entryId, { ...options, location: near });
+      const source = sessionStorage(c, sourceId);
+      const target = entryId ?? (await source.leafAt(asOf)).leafId;
+      if (target === null) {
+        throw new SessionError("invalid_request", `the session held no entries at ${asOf}: nothing to fork`, {
+          asOf,
+        });
+      }
+      const fork = await source.fork(target, { ...options, location: near });
       const info = await fork.getInfo();
       await recordEvent(c, {
         kind: "fork",

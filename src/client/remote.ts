@@ -46,7 +46,7 @@ import type {
   TenantSearchPage,
   TreeEntry,
   TreeNode,
-} from "../core";
+} from "../core/internal";
 import {
   checkFormat,
   checkSessionId,
@@ -62,7 +62,7 @@ import {
   Session,
   SessionError,
   walkTree,
-} from "../core";
+} from "../core/internal";
 import type { ClientOptions } from "./transport";
 import { Transport } from "./transport";
 import type { WatchOptions } from "./watch";

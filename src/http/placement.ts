@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
-import type { LocationHint } from "../core";
-import { SessionError } from "../core";
-import { checkPlacement, tenantJurisdiction } from "../durable";
+import type { LocationHint } from "../core/internal";
+import { SessionError } from "../core/internal";
+import { checkPlacement, tenantJurisdiction } from "../durable/internal";
 import type { AppEnv } from "./env";
 
 /*

@@ -25,7 +25,7 @@ import {
   SyncSummary,
   TenantSearchOptions,
   Timestamp,
-} from "../core";
+} from "../core/internal";
 
 /*
  * What the HTTP API adds to core's schemas: path and query parameters (strings on the wire), and

@@ -21,7 +21,7 @@ import type {
   TreeEntry,
   TreeNode,
   TreeRow,
-} from "../core";
+} from "../core/internal";
 import {
   branchRows,
   buildTree,
@@ -35,7 +35,7 @@ import {
   planLeafMove,
   SessionError,
   sessionInfo,
-} from "../core";
+} from "../core/internal";
 import type { IndexedEntry } from "./entry-index";
 import { EntryIndex } from "./entry-index";
 import type { LineSpan } from "./entry-log";

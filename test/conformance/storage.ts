@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { EntryInput, ErrorCode, Session, SessionRepo, TreeNode } from "../../src/core";
-import { newId, parsePi, SessionError, treeToJson, walkTree } from "../../src/core";
+import type { EntryInput, ErrorCode, Session, SessionRepo, TreeNode } from "../../src/core/internal";
+import { newId, parsePi, SessionError, treeToJson, walkTree } from "../../src/core/internal";
 import { assistant, messageEntry, PiFile, user } from "./fixtures";
 import { pi16Conformance } from "./pi16";
 

@@ -1,9 +1,9 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { LocationHint, Result, SessionPage } from "../../src/core";
-import { unwrap } from "../../src/core";
-import type { DurableEnv } from "../../src/durable";
-import { sessionObjectName, tenantKey } from "../../src/durable";
+import type { LocationHint, Result, SessionPage } from "../../src/core/internal";
+import { unwrap } from "../../src/core/internal";
+import type { DurableEnv } from "../../src/durable/internal";
+import { sessionObjectName, tenantKey } from "../../src/durable/internal";
 import { directoryShards } from "../../src/durable/names";
 import { sha256Hex } from "../../src/http/auth";
 import type { WorkerEnv } from "../../src/http/env";

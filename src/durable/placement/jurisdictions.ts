@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { SessionError, zodDetails } from "../../core";
+import { SessionError, zodDetails } from "../../core/internal";
 
 /*
  * Which tenants are pinned to a jurisdiction: `TENANT_JURISDICTIONS`, JSON mapping a tenant's

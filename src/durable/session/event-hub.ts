@@ -1,5 +1,5 @@
-import type { AutoCompactStatus, SessionEvent, SessionInfo, StoredEntry } from "../../core";
-import { entrySummary, SessionError, socketMessage, sseFrame } from "../../core";
+import type { AutoCompactStatus, SessionEvent, SessionInfo, StoredEntry } from "../../core/internal";
+import { entrySummary, SessionError, socketMessage, sseFrame } from "../../core/internal";
 import { EventStream } from "./event-stream";
 
 /*

@@ -22,7 +22,7 @@ import type {
   StoredEntry,
   TreeEntry,
   TreeRow,
-} from "../../core";
+} from "../../core/internal";
 import {
   applyEntryToStats,
   contextHead,
@@ -40,7 +40,7 @@ import {
   SessionError,
   sessionInfo,
   startsTurn,
-} from "../../core";
+} from "../../core/internal";
 import { quotaExceeded } from "../quotas";
 import type { Sql } from "../sql";
 import { sqlOf } from "../sql";

@@ -1,5 +1,5 @@
 import { createRoute } from "@hono/zod-openapi";
-import { checkExpiresAt, leafTag, SessionError, SessionInfo, SessionPage } from "../../core";
+import { checkExpiresAt, leafTag, SessionError, SessionInfo, SessionPage } from "../../core/internal";
 import { ErrorEnvelope } from "../errors";
 import { recordEvent } from "../metrics";
 import { creationLocation } from "../placement";

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import type { Conversation, ProviderAppendView, StoredEntry } from "../../../src/core";
+import type { Conversation, ProviderAppendView, StoredEntry } from "../../../src/core/internal";
 import {
   AppendEntryInput,
   expandProviderEntries,
   MemoryRepo,
   NO_CONVERSATION,
   SessionError,
-} from "../../../src/core";
+} from "../../../src/core/internal";
 import { ANTHROPIC, assistant, call, user } from "./support";
 
 const reply = assistant([call("toolu_1", "read", { path: "a.ts" })], ANTHROPIC);

@@ -5,6 +5,7 @@
 
 export * from "./agent";
 export * from "./append";
+export * from "./blob-refs";
 export * from "./branch";
 export * from "./claude-code-format";
 export * from "./codex-format";

@@ -73,6 +73,10 @@ export const SessionInfo = z
     bytes: z.number().int().meta({
       description: "UTF-8 bytes of the stored entries' JSON, leaf records included (what byte quotas count)",
     }),
+    blobBytes: z.number().int().optional().meta({
+      description:
+        "of `bytes`, those of images and tool outputs stored as blobs in R2 (shared with every session that holds the same value); the session's own storage holds the rest",
+    }),
     parentSession: ParentSession.optional(),
     preview: z.string().optional().meta({ description: "the first user message's text, at most 200 chars" }),
     autoCompact: AutoCompactSettings.and(z.object({ status: AutoCompactStatus.optional() })).optional(),

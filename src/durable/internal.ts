@@ -3,6 +3,8 @@
  * logs, metrics, quotas and object names.
  */
 
+export { blobKey } from "./blobs/blob-store";
+export { verifyBlobUrl } from "./blobs/blob-urls";
 export { SessionDirectory } from "./directory/session-directory";
 export type { DurableEnv } from "./env";
 export type { LogFields, LogValue } from "./log-line";
@@ -13,7 +15,7 @@ export { sessionObjectName } from "./names";
 export type { Jurisdiction } from "./placement/jurisdictions";
 export { tenantJurisdiction } from "./placement/jurisdictions";
 export { objectEnv, placedEnv, tenantEnv } from "./placement/placed-env";
-export { checkPlacement, tenantKey } from "./placement/placement-check";
+export { checkPlacement } from "./placement/placement-check";
 export { TenantPlacement } from "./placement/tenant-placement";
 export type { Quotas } from "./quotas";
 export { quotasFor } from "./quotas";
@@ -21,3 +23,4 @@ export { DurableRepo } from "./router/repo";
 export { SessionObjectStorage } from "./router/session-object-storage";
 export type { TenantUsage } from "./router/tenant-usage";
 export { SessionObject } from "./session/session-object";
+export { tenantKey } from "./tenant-key";

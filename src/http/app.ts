@@ -11,6 +11,7 @@ import { placement } from "./placement";
 import { rateLimit } from "./rate-limit";
 import { requestLog } from "./request-log";
 import { backupRoutes, MAX_TENANT_IMPORT_BYTES, TENANT_IMPORT_PATH } from "./routes/backup";
+import { blobRoutes } from "./routes/blobs";
 import { compactionRoutes } from "./routes/compaction";
 import { contextRoutes } from "./routes/context";
 import { entryRoutes } from "./routes/entries";
@@ -85,5 +86,6 @@ export function createApp(): OpenAPIHono<AppEnv> {
     .route("/", searchRoutes)
     .route("/", backupRoutes)
     .route("/", retentionRoutes)
-    .route("/", usageRoutes);
+    .route("/", usageRoutes)
+    .route("/", blobRoutes);
 }

@@ -137,6 +137,10 @@ export const ContextQuery = LeafQuery.extend({
     description:
       "with `format`: whether the model reads images (default true); false turns images into a note",
   }),
+  blobs: z.enum(["inline", "url"]).optional().meta({
+    description:
+      "url: images and tool outputs stored as blobs come as short-lived signed URLs instead of their values (default inline)",
+  }),
 });
 
 const Version = z.string().meta({ description: "the context's version (also its ETag)" });
@@ -256,6 +260,15 @@ export const UsageResponse = z
     sessions: Count,
     entries: Count.meta({ description: "entries in the tenant's sessions (leaf records not counted)" }),
     bytes: Count.meta({ description: "UTF-8 bytes of the stored entries' JSON, as byte quotas count them" }),
+    blobs: z
+      .object({
+        blobs: Count.meta({ description: "blobs the tenant stores in R2" }),
+        bytes: Count.meta({
+          description:
+            "their bytes as entries hold them (each blob once; also within `bytes` for each session)",
+        }),
+      })
+      .meta({ description: "images and tool outputs stored apart, each once (docs/placement.md)" }),
     quotas: z
       .object({
         maxSessions: Count.optional(),

@@ -1,6 +1,7 @@
 import { SessionError } from "../../core/internal";
 import type { DurableEnv } from "../env";
 import { tenantUsage } from "../router/tenant-usage";
+import { tenantKey } from "../tenant-key";
 import { pinsAny, tenantJurisdiction } from "./jurisdictions";
 import { placedEnv } from "./placed-env";
 import type { PlaceName } from "./tenant-placement";
@@ -20,12 +21,6 @@ const CHECKED_MAX = 10_000;
 
 const placeLabel = (place: PlaceName) =>
   place === "" ? "the default location" : `the ${place} jurisdiction`;
-
-/** A key for the tenant that names nothing of it: the registry's object name. */
-export async function tenantKey(tenant: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`tenant-key:${tenant}`));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
 
 /** Refuses a request of a tenant whose sessions are in another place than its pin names. */
 export async function checkPlacement(env: DurableEnv, tenant: string): Promise<void> {

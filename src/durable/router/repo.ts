@@ -35,6 +35,8 @@ import { tenantEnv } from "../placement/placed-env";
 import type { Quotas } from "../quotas";
 import { quotasFor } from "../quotas";
 import { recoveryWindowMs } from "../session/lifecycle";
+import type { BlobPolicy } from "../session/session-blobs";
+import { blobPolicy } from "../session/session-blobs";
 import type { Retention } from "../types";
 import { mergeEventStreams, mergePages, mergeSearchResults } from "./directory-shards";
 import { call, type SessionCreator, SessionObjectStorage } from "./session-object-storage";
@@ -75,6 +77,11 @@ export class DurableRepo implements SessionRepo, SessionCreator {
     );
   }
 
+  /** What of a write is stored as blobs: values from BLOB_MIN_BYTES, when the tenant's place has a bucket. */
+  get blobPolicy(): BlobPolicy | undefined {
+    return blobPolicy(this.#env);
+  }
+
   /** How long a deleted session stays restorable. */
   get recoveryMs(): number {
     return recoveryWindowMs(this.#env);
@@ -105,6 +112,11 @@ export class DurableRepo implements SessionRepo, SessionCreator {
   /** Sessions, entries and bytes the tenant stores, as its sessions last reported them. */
   usage(): Promise<TenantUsage> {
     return tenantUsage(this.#env, this.tenant);
+  }
+
+  /** The tenant's blobs (each counted once, however many sessions hold it), from its ledger. */
+  blobUsage(): Promise<{ blobs: number; bytes: number }> {
+    return directoryShard(this.#env, this.tenant, 0).blobUsage();
   }
 
   async create(options: CreateSessionOptions = {}): Promise<Session> {

@@ -22,6 +22,7 @@ import type {
   TreeNode,
 } from "../../core/internal";
 import { buildTree, forkExtras, newSessionHeader, unwrap } from "../../core/internal";
+import type { BlobAnswer, BlobPolicy } from "../session/session-blobs";
 import type { SessionObject } from "../session/session-object";
 import type { ContextAnswer, EntryPage, ForkSource } from "../types";
 
@@ -33,6 +34,8 @@ export interface SessionCreator {
     options?: { replacePending?: boolean; bytes?: number; location?: LocationHint },
   ): Promise<SessionObjectStorage>;
   readonly recoveryMs: number;
+  /** What of a write is stored as blobs (none without a bucket). */
+  readonly blobPolicy: BlobPolicy | undefined;
 }
 
 /** Unwraps an RPC answer; structured clone turns `Result<T>` into a type RPC stubs describe loosely. */
@@ -128,7 +131,7 @@ export class SessionObjectStorage implements SessionStorage {
    */
   getContext(
     leafId?: string | null,
-    options: { since?: string; ifNoneMatch?: readonly string[] } = {},
+    options: { since?: string; ifNoneMatch?: readonly string[]; blobs?: BlobAnswer } = {},
   ): Promise<ContextAnswer> {
     return call(this.#stub.getContext(leafId, options));
   }
@@ -177,11 +180,11 @@ export class SessionObjectStorage implements SessionStorage {
     entries: readonly AppendEntryInput[],
     options: AppendOptions & { validated?: boolean } = {},
   ): Promise<AppendResult> {
-    return call(this.#stub.appendEntries(entries, options));
+    return call(this.#stub.appendEntries(entries, { ...options, blobs: this.#repo.blobPolicy }));
   }
 
   importEntries(entries: readonly SessionEntry[], options: ImportOptions = {}): Promise<void> {
-    return call(this.#stub.importEntries(entries, options));
+    return call(this.#stub.importEntries(entries, { ...options, blobs: this.#repo.blobPolicy }));
   }
 
   /** Refuses (`quota_exceeded`) when `bytes` more would take the session past its byte quotas. */

@@ -79,6 +79,12 @@ const MIGRATIONS = [
       (SELECT seq FROM entries WHERE id = session.leaf_id)
     FROM session
   `,
+  // Blobs (session-blobs.ts): what the values of a row's blobs add to its payload, and the blobs
+  // the session claimed in its tenant's ledger, with their sizes in an entry.
+  `
+  ALTER TABLE entries ADD COLUMN blob_bytes INTEGER NOT NULL DEFAULT 0;
+  CREATE TABLE session_blobs (ref TEXT PRIMARY KEY, json_bytes INTEGER NOT NULL)
+  `,
 ];
 
 /**

@@ -45,7 +45,7 @@ import { quotaExceeded } from "../quotas";
 import type { Sql } from "../sql";
 import { sqlOf } from "../sql";
 import type { CopiedRow, CopiedRows, EntryPage, ForkSource, SearchDigest } from "../types";
-import type { Node } from "./entry-rows";
+import type { Node, StoredWrite } from "./entry-rows";
 import { EntryRows } from "./entry-rows";
 import { forkSource } from "./fork-copy";
 import type { KeptContext } from "./head-context";
@@ -56,6 +56,7 @@ import type { ByteLimit } from "./room";
 import { ClaimExceeded } from "./room";
 import { hasSchema, updateSchema } from "./schema";
 import { SearchIndex } from "./search-index";
+import type { PreparedBlobs } from "./session-blobs";
 
 /*
  * One session in a Durable Object's SQLite: its state (header, leaf, counts) kept in memory and in
@@ -211,6 +212,12 @@ export class SessionStore {
     this.#live();
     const node = this.#rows.node(id);
     return node && this.#rows.entries([node.seq])[0];
+  }
+
+  /** The entries of these ids that hold blobs (their payloads hold references). */
+  entriesHoldingBlobs(ids: readonly string[]): StoredEntry[] {
+    this.#live();
+    return this.#rows.entries(this.#rows.seqsHoldingBlobs(ids));
   }
 
   /** A page of the entries with these seqs, in order. */
@@ -439,7 +446,7 @@ export class SessionStore {
    * What the append rules see of this session. The ids a batch names (its own, its parents, label
    * targets, kept entries) are looked up in one query up front, not one query each.
    */
-  #view(inputs: readonly unknown[] = []): AppendView {
+  #view(inputs: readonly unknown[] = [], loaded?: ReadonlyMap<string, StoredEntry>): AppendView {
     const state = this.state;
     const named = new Set<string>();
     for (const input of inputs) {
@@ -458,7 +465,7 @@ export class SessionStore {
         const node = this.#rows.node(id);
         return node && { type: node.type, parentId: node.parent_id };
       },
-      load: (id) => (named.has(id) && !known.has(id) ? undefined : this.getEntry(id)),
+      load: (id) => (named.has(id) && !known.has(id) ? undefined : (loaded?.get(id) ?? this.getEntry(id))),
     };
   }
 
@@ -498,16 +505,24 @@ export class SessionStore {
     );
   }
 
-  #apply(plan: Pick<AppendPlan, "writes" | "leafId">, room: ByteLimit | undefined): void {
+  #apply(
+    plan: Pick<AppendPlan, "writes" | "leafId">,
+    room: ByteLimit | undefined,
+    blobs?: PreparedBlobs,
+  ): void {
     const state = this.#live();
     this.checkRoom(
       plan.writes.reduce((sum, write) => sum + write.bytes, 0),
       room,
     );
+    // Stored with references to the blobs prepared for them; counted as written.
+    const stored: readonly StoredWrite[] = blobs ? blobs.externalize(plan.writes) : plan.writes;
     this.#write(() => {
-      this.#rows.insert(plan.writes);
-      this.#search.index(plan.writes);
+      this.#rows.insert(stored);
+      this.#search.index(stored);
       for (const { entry, bytes } of plan.writes) applyEntryToStats(state.stats, entry, bytes);
+      const blobBytes = stored.reduce((sum, write) => sum + (write.blobBytes ?? 0), 0);
+      if (blobBytes > 0) state.stats.blobBytes = (state.stats.blobBytes ?? 0) + blobBytes;
       const last = plan.writes[plan.writes.length - 1];
       if (last) this.#history.record(last.entry.seq, this.#leafSeq(plan));
       state.leafId = plan.leafId;
@@ -521,18 +536,36 @@ export class SessionStore {
     );
   }
 
+  #planAppend(
+    entries: readonly unknown[],
+    options: AppendOptions & { validated?: boolean },
+    loaded: ReadonlyMap<string, StoredEntry> | undefined,
+  ): AppendPlan {
+    const inputs = expandProviderEntries(entries, {
+      leafId: this.state.leafId,
+      load: (id) => loaded?.get(id) ?? this.getEntry(id),
+      conversationAt: (id) => this.#conversationAt(id),
+    });
+    return planAppend(inputs, this.#view(inputs, loaded), options);
+  }
+
+  /** What an append would write, without writing it: which of its values become blobs is read from it. */
+  plannedAppend(
+    entries: readonly unknown[],
+    options: AppendOptions & { validated?: boolean },
+    loaded: ReadonlyMap<string, StoredEntry>,
+  ): StoredEntry[] {
+    return this.#planAppend(entries, options, loaded).writes.map((write) => write.entry);
+  }
+
   appendEntries(
     entries: readonly unknown[],
     options: AppendOptions & { validated?: boolean },
     room: ByteLimit | undefined,
+    blobs?: PreparedBlobs,
   ): AppendResult {
-    const inputs = expandProviderEntries(entries, {
-      leafId: this.state.leafId,
-      load: (id) => this.getEntry(id),
-      conversationAt: (id) => this.#conversationAt(id),
-    });
-    const plan = planAppend(inputs, this.#view(inputs), options);
-    if (plan.writes.length > 0) this.#apply(plan, room);
+    const plan = this.#planAppend(blobs?.inputs ?? entries, options, blobs?.loaded);
+    if (plan.writes.length > 0) this.#apply(plan, room, blobs);
     return { entries: plan.entries, leafId: this.state.leafId, created: plan.writes.length > 0 };
   }
 
@@ -555,7 +588,7 @@ export class SessionStore {
       );
     }
     this.checkRoom(
-      rows.reduce((sum, row) => sum + row.bytes, 0),
+      rows.reduce((sum, row) => sum + row.bytes + row.blob_bytes, 0),
       room,
     );
     this.#write(() => {
@@ -570,7 +603,8 @@ export class SessionStore {
           ? (JSON.parse(row.body) as SessionEntry)
           : ({ type: row.type } as SessionEntry);
         if (entry.type === "label") this.#rows.setLabel(entry.targetId, entry.label);
-        applyEntryToStats(state.stats, entry, row.bytes);
+        applyEntryToStats(state.stats, entry, row.bytes + row.blob_bytes);
+        if (row.blob_bytes > 0) state.stats.blobBytes = (state.stats.blobBytes ?? 0) + row.blob_bytes;
       }
       this.#search.markPending(first.seq, last.seq);
       this.#history.record(last.seq, last.seq);
@@ -593,9 +627,24 @@ export class SessionStore {
     );
   }
 
-  importEntries(entries: readonly SessionEntry[], options: ImportOptions, room: ByteLimit | undefined): void {
-    if (entries.length === 0) return;
-    this.#apply(planImport(entries, this.#view(entries), options), room);
+  /** What an import would write, without writing it (see `plannedAppend`). */
+  plannedImport(
+    entries: readonly unknown[],
+    options: ImportOptions,
+    loaded: ReadonlyMap<string, StoredEntry>,
+  ): StoredEntry[] {
+    return planImport(entries, this.#view(entries, loaded), options).writes.map((write) => write.entry);
+  }
+
+  importEntries(
+    entries: readonly unknown[],
+    options: ImportOptions,
+    room: ByteLimit | undefined,
+    blobs?: PreparedBlobs,
+  ): void {
+    const inputs = blobs?.inputs ?? entries;
+    if (inputs.length === 0) return;
+    this.#apply(planImport(inputs, this.#view(inputs, blobs?.loaded), options), room, blobs);
   }
 
   setLeafId(

@@ -62,7 +62,21 @@ export const contextRoutes = routes()
       },
     }),
     async (c) => {
-      const { leafId, asOf, since, format, model, imageInput } = c.req.valid("query");
+      const { leafId, asOf, since, format, model, imageInput, blobs } = c.req.valid("query");
+      if (blobs === "url" && format !== undefined) {
+        throw new SessionError("invalid_request", "blobs=url applies to a context in our own shape", {
+          format,
+        });
+      }
+      if (blobs === "url" && !c.env.BLOB_URL_SECRET) {
+        throw new SessionError(
+          "invalid_request",
+          "this service signs no blob URLs (BLOB_URL_SECRET is not set)",
+          {
+            blobs,
+          },
+        );
+      }
       if (asOf !== undefined && leafId !== undefined) {
         throw new SessionError("invalid_request", "give either leafId or asOf", { leafId, asOf });
       }
@@ -83,7 +97,11 @@ export const contextRoutes = routes()
       // The leaf as it stood then, from the session's leaf history.
       const leaf = asOf === undefined ? leafId : (await storage.leafAt(asOf)).leafId;
       // Built and projected by the session's object, passed through as it streams.
-      const answer = await storage.getContext(leaf, { since, ifNoneMatch });
+      const answer = await storage.getContext(leaf, {
+        since,
+        ifNoneMatch,
+        ...(blobs === "url" ? { blobs: { urls: true, origin: new URL(c.req.url).origin } } : {}),
+      });
       const etag = `"${answer.version}"`;
       if (answer.kind === "unchanged") return c.body(null, 304, { ETag: etag });
       if (format === undefined) return streamedJson(ContextResponse, answer.body, { ETag: etag });

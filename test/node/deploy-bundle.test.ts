@@ -44,7 +44,16 @@ async function dryRun(environment: string): Promise<{ bundle: Buffer; output: st
 describe("deploy", () => {
   it("builds the production bundle, its bindings as configured, under its gzipped size budget", async () => {
     const { bundle, output } = await dryRun("production");
-    for (const binding of ["SESSIONS", "DIRECTORY", "METRICS", "RATE_LIMITER", "QUOTAS", ...SETTINGS]) {
+    for (const binding of [
+      "SESSIONS",
+      "DIRECTORY",
+      "PLACEMENTS",
+      "BLOBS",
+      "METRICS",
+      "RATE_LIMITER",
+      "QUOTAS",
+      ...SETTINGS,
+    ]) {
       expect(output).toContain(`env.${binding} `);
     }
     const gzipped = gzipSync(bundle).byteLength;

@@ -33,6 +33,8 @@ export const blobRoutes = routes().openapi(
     summary: "A blob, through the signed URL a context gave for it",
     description:
       "The URLs of `GET …/context?blobs=url`: an image as itself (its media type), a tool output as UTF-8 text. 403 once expired or when the signature does not match; 404 when the blob is no longer stored.",
+    // The signed URL is the credential: no key is asked for.
+    security: [],
     request: { params: BlobParams, query: BlobQuery },
     responses: {
       200: { description: "the blob's bytes" },

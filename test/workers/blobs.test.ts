@@ -2,11 +2,11 @@ import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { blobRef } from "../../src/core/internal";
+import { partialRefAt } from "../../src/durable/blobs/blob-text";
 import { signBlobUrl } from "../../src/durable/blobs/blob-urls";
 import type { DurableEnv } from "../../src/durable/internal";
 import { sessionObjectName, tenantKey } from "../../src/durable/internal";
 import { directoryShard } from "../../src/durable/names";
-import { partialRefAt } from "../../src/durable/session/session-blobs";
 import { api, apiWith, createSession, expectError, info, KEY_B, sid, userMessage } from "./helpers";
 
 /*

@@ -1,7 +1,6 @@
 import type { PlannedWrite, Result, StoredEntry } from "../../core/internal";
 import {
   blobSlots,
-  mentionsBlobRef,
   parseBlobRef,
   rewriteBlobSlots,
   SessionError,
@@ -10,8 +9,10 @@ import {
 } from "../../core/internal";
 import type { BlobValue } from "../blobs/blob-codec";
 import { encodeBlob } from "../blobs/blob-codec";
+import { collectRefs, replaceRefs, scan } from "../blobs/blob-inputs";
 import type { BlobClaim } from "../blobs/blob-ledger";
 import { BlobStore, inParallel } from "../blobs/blob-store";
+import { answerRefsInStream, refsInJson } from "../blobs/blob-text";
 import { signBlobUrl, urlTtlSeconds } from "../blobs/blob-urls";
 import type { DurableEnv } from "../env";
 import { directoryShard } from "../names";
@@ -40,9 +41,6 @@ export interface BlobPolicy {
 /** How blobs come back in a context or event stream: their values, or signed URLs on `origin`. */
 export type BlobAnswer = { urls: false } | { urls: true; origin: string };
 
-/** A reference as it stands in JSON text: the NUL escaped, within quotes; always REF_JSON_CHARS long. */
-const REF_IN_JSON = /"\\u0000blob:(b64|txt):([0-9a-f]{64})"/g;
-const REF_JSON_CHARS = 81;
 /**
  * Characters of entries a WebSocket's replay round is read ahead for: the event hub sends a round
  * of up to 1 MiB (its SOCKET_REPLAY_CHARS) and one entry past it.
@@ -67,93 +65,6 @@ export interface PreparedBlobs {
   readonly loaded: ReadonlyMap<string, StoredEntry>;
   /** The planned writes as stored: values prepared as blobs replaced by references. */
   externalize(writes: readonly PlannedWrite[]): StoredWrite[];
-}
-
-/** What the inputs of a write hold: values large enough to be blobs, references. */
-function scan(value: unknown, minBytes: number, found: { large: boolean; refs: boolean }): void {
-  if (typeof value === "string") {
-    if (mentionsBlobRef(value)) found.refs = true;
-    else if (!found.large && value.length * 3 >= minBytes && utf8Length(value) >= minBytes)
-      found.large = true;
-  } else if (Array.isArray(value)) {
-    for (const item of value) scan(item, minBytes, found);
-  } else if (typeof value === "object" && value !== null) {
-    for (const [key, item] of Object.entries(value)) {
-      if (mentionsBlobRef(key)) found.refs = true;
-      scan(item, minBytes, found);
-    }
-  }
-}
-
-/** Every reference among the strings of `value`; `invalid_request` for one that is malformed. */
-function collectRefs(value: unknown, refs: Set<string>): void {
-  if (typeof value === "string") {
-    if (!mentionsBlobRef(value)) return;
-    if (!parseBlobRef(value)) {
-      throw new SessionError(
-        "invalid_request",
-        "a string opens like a blob reference (U+0000 then blob:) but is not one: \\u0000blob:<b64|txt>:<sha256 hex>",
-      );
-    }
-    refs.add(value);
-  } else if (Array.isArray(value)) {
-    for (const item of value) collectRefs(item, refs);
-  } else if (typeof value === "object" && value !== null) {
-    for (const [key, item] of Object.entries(value)) {
-      if (mentionsBlobRef(key))
-        throw new SessionError("invalid_request", "a key cannot hold a blob reference");
-      collectRefs(item, refs);
-    }
-  }
-}
-
-/** `value` with each reference replaced by its value (copied where something is replaced). */
-function replaceRefs(value: unknown, values: ReadonlyMap<string, string>): unknown {
-  if (typeof value === "string") return values.get(value) ?? value;
-  if (Array.isArray(value)) return value.map((item) => replaceRefs(item, values));
-  if (typeof value === "object" && value !== null) {
-    // Entries, not assignments: a key may be `__proto__`.
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, replaceRefs(item, values)]));
-  }
-  return value;
-}
-
-const REF_OPENING = '"\\u0000blob:';
-const REF_REST = /^(b(6(4)?)?|t(x(t)?)?|(b64|txt):[0-9a-f]{0,64})?$/;
-
-/**
- * Where JSON text ends in the first part of a reference (cut between two chunks of a stream), or
- * its length. Only such a part waits for the next chunk: anything else is passed on at once, so a
- * stream's events are never held back.
- */
-export function partialRefAt(text: string): number {
-  for (let i = Math.max(0, text.length - (REF_JSON_CHARS - 1)); i < text.length; i++) {
-    if (text[i] !== '"') continue;
-    const tail = text.slice(i);
-    if (
-      tail.length <= REF_OPENING.length
-        ? REF_OPENING.startsWith(tail)
-        : tail.startsWith(REF_OPENING) && REF_REST.test(tail.slice(REF_OPENING.length))
-    ) {
-      return i;
-    }
-  }
-  return text.length;
-}
-
-/** The references of JSON text, and the text with each replaced. */
-async function replaceInJson(
-  text: string,
-  replacement: (refs: string[]) => Promise<Map<string, string>>,
-): Promise<string> {
-  const found = new Set<string>();
-  for (const match of text.matchAll(REF_IN_JSON)) found.add(`\u0000blob:${match[1]}:${match[2]}`);
-  if (found.size === 0) return text;
-  const values = await replacement([...found]);
-  return text.replace(REF_IN_JSON, (whole, kind: string, sha: string) => {
-    const value = values.get(`\u0000blob:${kind}:${sha}`);
-    return value === undefined ? whole : JSON.stringify(value);
-  });
 }
 
 export interface SessionBlobsHost {
@@ -365,10 +276,7 @@ export class SessionBlobs {
    */
   async claimCopied(rows: readonly CopiedRow[]): Promise<void> {
     const refs = new Set<string>();
-    for (const row of rows) {
-      if (row.blob_bytes === 0) continue;
-      for (const match of row.body.matchAll(REF_IN_JSON)) refs.add(`\u0000blob:${match[1]}:${match[2]}`);
-    }
+    for (const row of rows) if (row.blob_bytes > 0) for (const ref of refsInJson(row.body)) refs.add(ref);
     const known = this.#recorded([...refs]);
     const claimed = [...refs].filter((ref) => !known.has(ref));
     if (claimed.length === 0) return;
@@ -450,25 +358,7 @@ export class SessionBlobs {
     if (!this.hasBlobs) return stream;
     // Without a bucket the references cannot be answered: refused before anything is sent.
     await this.#blobs();
-    const decoder = new TextDecoder();
-    const encoder = new TextEncoder();
-    let held = "";
-    const answers = (refs: string[]) => this.#answers(refs, answer);
-    return stream.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        async transform(chunk, controller) {
-          const text = held + decoder.decode(chunk, { stream: true });
-          const end = partialRefAt(text);
-          held = text.slice(end);
-          const ready = text.slice(0, end);
-          if (ready) controller.enqueue(encoder.encode(await replaceInJson(ready, answers)));
-        },
-        async flush(controller) {
-          const rest = held + decoder.decode();
-          if (rest) controller.enqueue(encoder.encode(await replaceInJson(rest, answers)));
-        },
-      }),
-    );
+    return answerRefsInStream(stream, (refs) => this.#answers(refs, answer));
   }
 
   /**

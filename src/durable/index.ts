@@ -1,6 +1,6 @@
 /*
  * `cf-sessions/durable`: the Durable Object classes to export from a Worker of one's own (bound as
- * SESSIONS, DIRECTORY and PLACEMENTS), and `DurableRepo`, the sessions of one tenant over them.
+ * SESSIONS, DIRECTORY, STREAMS and PLACEMENTS), and `DurableRepo`, the sessions of one tenant over them.
  */
 
 export { SessionDirectory } from "./directory/session-directory";
@@ -9,3 +9,4 @@ export { TenantPlacement } from "./placement/tenant-placement";
 export { DurableRepo } from "./router/repo";
 export { SessionObjectStorage } from "./router/session-object-storage";
 export { SessionObject } from "./session/session-object";
+export { StreamObject } from "./stream";

@@ -20,6 +20,7 @@ import { IMPORT_PATH, interchangeRoutes } from "./routes/interchange";
 import { retentionRoutes } from "./routes/retention";
 import { searchRoutes } from "./routes/search";
 import { sessionRoutes } from "./routes/sessions";
+import { STREAM_PATHS, streamRoutes, streamSafety } from "./routes/streams";
 import { usageRoutes } from "./routes/usage";
 import { socketTicket } from "./socket-ticket";
 
@@ -75,6 +76,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
   for (const path of TENANT_PATHS)
     app.use(path, authenticate, rateLimit, placement, jsonBody([TENANT_IMPORT_PATH]));
   app.use("/v1/usage", authenticate, rateLimit, placement);
+  // Streams read and write their own bodies (any content type), as the protocol has them.
+  app.use(STREAM_PATHS, streamSafety, authenticate, rateLimit, placement);
 
   return app
     .route("/", sessionRoutes)
@@ -87,5 +90,6 @@ export function createApp(): OpenAPIHono<AppEnv> {
     .route("/", backupRoutes)
     .route("/", retentionRoutes)
     .route("/", usageRoutes)
+    .route("/", streamRoutes)
     .route("/", blobRoutes);
 }

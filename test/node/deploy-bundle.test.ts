@@ -49,6 +49,7 @@ describe("deploy", () => {
       "DIRECTORY",
       "PLACEMENTS",
       "BLOBS",
+      "STREAMS",
       "METRICS",
       "RATE_LIMITER",
       "QUOTAS",
@@ -63,6 +64,7 @@ describe("deploy", () => {
   it("builds the staging bundle with its own metrics dataset", async () => {
     const { output } = await dryRun("staging");
     expect(output).toContain("cf_sessions_staging");
+    expect(output).toContain("env.STREAMS ");
     for (const setting of SETTINGS) expect(output).toContain(`env.${setting} `);
   });
 });

@@ -6,7 +6,7 @@ import { type Jurisdiction, tenantJurisdiction } from "./jurisdictions";
  * The one place where a tenant's objects are found. Every object of a tenant (its sessions, its
  * directory shards, and any kind of object added for it later) is reached through the namespace of
  * the tenant's jurisdiction, and its blobs through that jurisdiction's bucket: `placedEnv` answers
- * the environment whose `SESSIONS`, `DIRECTORY` and `BLOBS` are those. The Worker places a tenant by
+ * the environment whose `SESSIONS`, `DIRECTORY`, `STREAMS` and `BLOBS` are those. The Worker places a tenant by
  * its pin (`tenantEnv`); an object places itself by its own id's jurisdiction (`objectEnv`), so it
  * never reaches out of the place it was created in, whatever the setting says later.
  */
@@ -42,6 +42,7 @@ export function placedEnv<E extends DurableEnv>(env: E, jurisdiction: string | u
     ...env,
     SESSIONS: inJurisdiction(env.SESSIONS, jurisdiction),
     DIRECTORY: inJurisdiction(env.DIRECTORY, jurisdiction),
+    STREAMS: env.STREAMS && inJurisdiction(env.STREAMS, jurisdiction),
     BLOBS: bucketOf(env, jurisdiction),
   };
 }

@@ -1,4 +1,4 @@
-import type { PlannedWrite, Result, StoredEntry } from "../../core/internal";
+import type { Result, StoredEntry } from "../../core/internal";
 import {
   blobSlots,
   parseBlobRef,
@@ -19,7 +19,7 @@ import { directoryShard } from "../names";
 import type { Sql } from "../sql";
 import { tenantKey } from "../tenant-key";
 import type { CopiedRow } from "../types";
-import type { StoredWrite } from "./entry-rows";
+import type { PreparedBlobs } from "./prepared-blobs";
 import type { SessionStore } from "./session-store";
 
 /*
@@ -55,16 +55,6 @@ export function blobPolicy(env: Pick<DurableEnv, "BLOBS" | "BLOB_MIN_BYTES">): B
   if (!env.BLOBS) return undefined;
   const value = Number(env.BLOB_MIN_BYTES ?? DEFAULT_BLOB_MIN_BYTES);
   return { minBytes: Number.isInteger(value) && value > 0 ? value : DEFAULT_BLOB_MIN_BYTES };
-}
-
-/** What a write needs of the blobs prepared for it. */
-export interface PreparedBlobs {
-  /** The write's inputs, references read back into values. */
-  readonly inputs: readonly unknown[];
-  /** Entries the inputs name that hold blobs, with their values: what a replay is compared with. */
-  readonly loaded: ReadonlyMap<string, StoredEntry>;
-  /** The planned writes as stored: values prepared as blobs replaced by references. */
-  externalize(writes: readonly PlannedWrite[]): StoredWrite[];
 }
 
 export interface SessionBlobsHost {

@@ -27,9 +27,9 @@ import {
   applyEntryToStats,
   contextHead,
   emptyStats,
-  expandProviderEntries,
   fingerprint,
   formatContextVersion,
+  idsNamedBy,
   NO_CONVERSATION,
   nowIso,
   parseContextVersion,
@@ -52,11 +52,11 @@ import type { KeptContext } from "./head-context";
 import { HeadContext } from "./head-context";
 import { LeafHistory } from "./leaf-history";
 import { PathReads } from "./path-reads";
+import type { PreparedBlobs } from "./prepared-blobs";
 import type { ByteLimit } from "./room";
 import { ClaimExceeded } from "./room";
 import { hasSchema, updateSchema } from "./schema";
 import { SearchIndex } from "./search-index";
-import type { PreparedBlobs } from "./session-blobs";
 
 /*
  * One session in a Durable Object's SQLite: its state (header, leaf, counts) kept in memory and in
@@ -251,13 +251,6 @@ export class SessionStore {
     return this.#rows.entries(this.contextSeqs(leafId)) as StoredEntry<TreeEntry>[];
   }
 
-  /**
-   * The context of a leaf (the head when undefined) as JSON text, in chunks read as they are
-   * pulled, with its version. Given the version of a context read before (`since`), the answer is
-   * only what was appended since when the context just grew; else the whole context with
-   * `reset: true`. The first chunk is made at once, so a missing session or leaf fails here; the
-   * head's whole context comes from memory when it is kept.
-   */
   /** The version of a leaf's context (the head's when undefined): what its ETag names. */
   contextVersion(leafId?: string | null): string {
     return formatContextVersion(this.#version(this.#start(leafId)).current);
@@ -275,6 +268,13 @@ export class SessionStore {
     return { current, leaf };
   }
 
+  /**
+   * The context of a leaf (the head when undefined) as JSON text, in chunks read as they are
+   * pulled, with its version. Given the version of a context read before (`since`), the answer is
+   * only what was appended since when the context just grew; else the whole context with
+   * `reset: true`. The first chunk is made at once, so a missing session or leaf fails here; the
+   * head's whole context comes from memory when it is kept.
+   */
   context(leafId?: string | null, since?: string): ContextBody {
     const { header, leafId: head } = this.state;
     const systemPrompt = header.systemPrompt ?? "";
@@ -443,19 +443,12 @@ export class SessionStore {
   // --- writing ---
 
   /**
-   * What the append rules see of this session. The ids a batch names (its own, its parents, label
-   * targets, kept entries) are looked up in one query up front, not one query each.
+   * What the append rules see of this session. The ids a batch names (`idsNamedBy`) are looked up
+   * in one query up front, not one query each.
    */
   #view(inputs: readonly unknown[] = [], loaded?: ReadonlyMap<string, StoredEntry>): AppendView {
     const state = this.state;
-    const named = new Set<string>();
-    for (const input of inputs) {
-      if (!input || typeof input !== "object") continue;
-      for (const key of ["id", "parentId", "targetId", "firstKeptEntryId"]) {
-        const value = (input as Record<string, unknown>)[key];
-        if (typeof value === "string") named.add(value);
-      }
-    }
+    const named = new Set(idsNamedBy(inputs));
     const known = this.#rows.refs([...named]);
     return {
       leafId: state.leafId,
@@ -466,6 +459,7 @@ export class SessionStore {
         return node && { type: node.type, parentId: node.parent_id };
       },
       load: (id) => (named.has(id) && !known.has(id) ? undefined : (loaded?.get(id) ?? this.getEntry(id))),
+      conversationAt: (id) => this.#conversationAt(id),
     };
   }
 
@@ -541,12 +535,7 @@ export class SessionStore {
     options: AppendOptions & { validated?: boolean },
     loaded: ReadonlyMap<string, StoredEntry> | undefined,
   ): AppendPlan {
-    const inputs = expandProviderEntries(entries, {
-      leafId: this.state.leafId,
-      load: (id) => loaded?.get(id) ?? this.getEntry(id),
-      conversationAt: (id) => this.#conversationAt(id),
-    });
-    return planAppend(inputs, this.#view(inputs, loaded), options);
+    return planAppend(entries, this.#view(entries, loaded), options);
   }
 
   /** What an append would write, without writing it: which of its values become blobs is read from it. */

@@ -192,13 +192,17 @@ describe("Session over memory", () => {
       code: "invalid_request",
     });
     expect((await session.getEntries()).length).toBe(5);
-    // A provider's message handed to appendEntries is refused, not stored as if it were ours.
-    await expect(
-      session.appendEntries([
-        { type: "message", message: user("fine") },
-        { type: "message", format: "gemini", message: { role: "model", parts: [{ text: "hi" }] } } as never,
-      ]),
-    ).rejects.toMatchObject({ code: "invalid_request", details: [{ path: [1, "format"] }] });
-    expect((await session.getEntries()).length).toBe(5);
+    // A provider's message handed to appendEntries is converted as it is appended, never stored as
+    // if it were ours.
+    const batch = await session.appendEntries([
+      { type: "message", message: user("fine") },
+      { type: "message", format: "gemini", message: { role: "model", parts: [{ text: "hi" }] } },
+    ]);
+    expect(batch.entries.map((e) => (e.type === "message" ? e.message.role : e.type))).toEqual([
+      "user",
+      "assistant",
+    ]);
+    expect(batch.entries[1]).not.toHaveProperty("format");
+    expect((await session.getEntries()).length).toBe(7);
   });
 });

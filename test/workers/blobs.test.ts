@@ -1,12 +1,13 @@
-import { runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { blobRef } from "../../src/core/internal";
-import { partialRefAt } from "../../src/durable/blobs/blob-text";
+import { partialRefAt, slices } from "../../src/durable/blobs/blob-text";
 import { signBlobUrl } from "../../src/durable/blobs/blob-urls";
 import type { DurableEnv } from "../../src/durable/internal";
 import { sessionObjectName, tenantKey } from "../../src/durable/internal";
-import { directoryShard } from "../../src/durable/names";
+import { directoryShard, shardCount } from "../../src/durable/names";
+import { sha256Hex } from "../../src/http/auth";
 import { api, apiWith, createSession, expectError, info, KEY_B, sid, userMessage } from "./helpers";
 
 /*
@@ -389,6 +390,52 @@ describe("blobs in R2", () => {
     expect(await storedBlobs()).toContain(key);
   });
 
+  it("frees the blobs of sessions the tenant's retention deleted, once their recovery window ends", async () => {
+    const tenant = `retention-${sid()}`;
+    const key = `key-${tenant}`;
+    const call = apiWith({ API_KEYS: JSON.stringify({ [await sha256Hex(key)]: tenant }) });
+    const as = (method: string, path: string, body?: unknown) =>
+      call(method, path, { key, ...(body === undefined ? {} : { body }) });
+    const id = sid();
+    expect((await as("POST", "/v1/sessions", { id })).status).toBe(201);
+    const shot = base64(bytes(70 * 1024, 4242));
+    const message = {
+      role: "user",
+      content: [{ type: "image", data: shot, mimeType: "image/png" }],
+      timestamp: 1,
+    };
+    expect((await as("POST", `/v1/sessions/${id}/entries`, { type: "message", message })).status).toBe(201);
+    const blob = await keyOf("b64", await sha256(bytes(70 * 1024, 4242)), tenant);
+    expect(await storedBlobs(tenant)).toEqual([blob]);
+    expect((await as("PUT", "/v1/retention", { idleDays: 1 })).status).toBe(200);
+    await vi.waitFor(
+      async () =>
+        expect((await as("GET", "/v1/sessions")).body.sessions.map((s: { id: string }) => s.id)).toEqual([
+          id,
+        ]),
+      { timeout: 5000, interval: 30 },
+    );
+    // Two days on, the session is idle past the retention: deleted, still restorable, its blob kept.
+    let expired = 0;
+    for (let shard = 0; shard < shardCount(durableEnv); shard++) {
+      expired += await runInDurableObject(directoryShard(durableEnv, tenant, shard), (directory) =>
+        directory.sweep(Date.now() + 2 * 24 * 3600_000),
+      );
+    }
+    expect(expired).toBe(1);
+    expectError(await as("GET", `/v1/sessions/${id}`), 404, "not_found");
+    expect(await storedBlobs(tenant)).toEqual([blob]);
+    // The recovery window ends: the session's alarm purges it, and its blob goes with it.
+    const stub = env.SESSIONS.getByName(sessionObjectName(tenant, id));
+    await runInDurableObject(stub, (_instance, state) => {
+      state.storage.sql.exec("UPDATE lifecycle SET purge_at = 0");
+    });
+    await evictDurableObject(stub);
+    await runDurableObjectAlarm(stub);
+    expect(await storedBlobs(tenant)).toEqual([]);
+    expect(await directoryShard(durableEnv, tenant, 0).blobUsage()).toEqual({ blobs: 0, bytes: 0 });
+  });
+
   it("carries blobs in a session's export and a tenant's backup, and imports them into another tenant", async () => {
     const id = await writeSession(api, [11, 12]);
     const exported = await api("GET", `/v1/sessions/${id}/export`);
@@ -504,5 +551,15 @@ describe("references cut between two chunks of a stream", () => {
     expect(partialRefAt('data: {"event":"leaf"}\n\n')).toBe('data: {"event":"leaf"}\n\n'.length);
     expect(partialRefAt('{"a":"b')).toBe('{"a":"b'.length);
     expect(partialRefAt('{"a":"\\u0000blob:png')).toBe('{"a":"\\u0000blob:png'.length);
+  });
+});
+
+describe("a kept context streamed in slices", () => {
+  it("never cuts a character in two", () => {
+    const text = `${"a".repeat(1024 * 1024 - 1)}😀${"b".repeat(10)}`;
+    const parts = [...slices(text)];
+    expect(parts.join("")).toBe(text);
+    expect(parts[0]).toHaveLength(1024 * 1024 - 1);
+    for (const part of parts) expect(new TextDecoder().decode(new TextEncoder().encode(part))).toBe(part);
   });
 });

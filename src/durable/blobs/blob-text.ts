@@ -78,3 +78,16 @@ export function answerRefsInStream(
     }),
   );
 }
+
+/** Characters of a string one chunk of its stream carries. */
+const SLICE_CHARS = 1024 * 1024;
+
+/** A string in slices for a stream, never cut between the two halves of a surrogate pair. */
+export function* slices(text: string): Generator<string> {
+  for (let start = 0; start < text.length; ) {
+    let end = Math.min(text.length, start + SLICE_CHARS);
+    if (end < text.length && (text.charCodeAt(end - 1) & 0xfc00) === 0xd800) end--;
+    yield text.slice(start, end);
+    start = end;
+  }
+}

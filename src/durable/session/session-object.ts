@@ -27,6 +27,7 @@ import {
   unwrap,
   utf8Length,
 } from "../../core/internal";
+import { slices } from "../blobs/blob-text";
 import type { DurableEnv } from "../env";
 import { logBackgroundFailure, tenantHash } from "../log-line";
 import type { MetricPoint } from "../metrics";
@@ -60,19 +61,6 @@ import { SocketTickets } from "./socket-tickets";
 const COPY_BUDGET_MS = 1000;
 function errorAnswer(error: ErrorBody): Response {
   return Response.json({ error }, { status: ERROR_STATUS[error.code] });
-}
-
-/** Characters of a string one chunk of its stream carries. */
-const SLICE_CHARS = 1024 * 1024;
-
-/** A string in slices, never between the two halves of a surrogate pair. */
-function* slices(text: string): Generator<string> {
-  for (let start = 0; start < text.length; ) {
-    let end = Math.min(text.length, start + SLICE_CHARS);
-    if (end < text.length && (text.charCodeAt(end - 1) & 0xfc00) === 0xd800) end--;
-    yield text.slice(start, end);
-    start = end;
-  }
 }
 
 /** The seq a watcher's `{after}` message resumes from, when it is one. */

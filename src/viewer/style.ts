@@ -151,6 +151,9 @@ input[type=search], input[type=text], input[type=password] {
 .row.in-flight-row .text { font-style: italic; }
 .row .stop-generation { padding: 0 8px; font-size: 12px; flex: none; }
 .in-flight-text { white-space: pre-wrap; }
+.then-badge { border: 1px dashed var(--leaf); color: var(--leaf); }
+.time-travel { display: flex; align-items: center; gap: 8px; padding: 0 12px 8px; }
+.time-travel input[type="range"] { flex: 1; min-width: 80px; }
 .label-chip { background: var(--label); color: var(--pane); }
 .edited-chip { border: 1px dashed var(--compaction); color: var(--compaction); }
 .mark { border-radius: 4px; padding: 0 5px; font-size: 11px; border: 1px solid currentColor; flex: none; font-style: normal; }

@@ -9,6 +9,7 @@ import { els } from "./page-elements";
 import { loadSessions, renderSessions, watchSessions } from "./session-list";
 import { installSearch } from "./session-search";
 import { openSession, refreshSession } from "./session-view";
+import { installTimeTravel } from "./time-travel";
 import { installTreeEvents } from "./tree-view";
 import { view } from "./view-state";
 
@@ -21,6 +22,7 @@ installTreeEvents(select);
 installActions();
 installSearch();
 installStopButtons();
+installTimeTravel();
 
 window.addEventListener("hashchange", () => {
   const address = readAddress();

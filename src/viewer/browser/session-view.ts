@@ -7,6 +7,7 @@ import { answerInFlight, followGeneration, forgetInFlight, generationEnded, graf
 import { els } from "./page-elements";
 import { renderSessions, updateListedSession } from "./session-list";
 import { clearSearch, enableSearch } from "./session-search";
+import { resetTimeTravel } from "./time-travel";
 import { indexTree, pathTo } from "./tree-rows";
 import { loadDetails, rebuildRows, renderTree, scheduleRender } from "./tree-view";
 import { view } from "./view-state";
@@ -50,6 +51,7 @@ export async function openSession(sessionId: string, entryId?: string | null): P
     clearError();
     clearSearch();
     enableSearch(true);
+    resetTimeTravel(sessionId).catch((error: unknown) => showError(error));
     renderTree();
     showNoEntry();
     renderSessions();

@@ -165,6 +165,7 @@ function nodeRowElement(row: NodeRow, indent: HTMLElement): HTMLElement {
   if (flight) return flight;
   const node = row.node;
   const isLeaf = node.id === view.info?.leafId;
+  const wasLeaf = view.asOf !== null && node.id === view.asOf.leafId;
   const classes = ["row", view.path.has(node.id) ? "on-path" : "off-path"];
   if (isLeaf) classes.push("leaf");
   if (node.type === "message" && node.role) classes.push(`role-${node.role}`);
@@ -207,6 +208,13 @@ function nodeRowElement(row: NodeRow, indent: HTMLElement): HTMLElement {
         ? h("span", { class: "branches", text: `${node.children.length} branches` })
         : null,
       isLeaf ? h("span", { class: "badge leaf-badge", text: "leaf" }) : null,
+      wasLeaf
+        ? h("span", {
+            class: "badge then-badge",
+            text: "then",
+            title: `the head as of ${fullTime((view.asOf as { at: string }).at)}`,
+          })
+        : null,
       h("span", { class: "time", text: shortTime(node.timestamp) }),
     ],
   );

@@ -1,3 +1,4 @@
+import { isRecord } from "./agent-log";
 import { ENTRY_TYPES } from "./entries";
 import { isValidId, newId, nowIso } from "./ids";
 import type { ImportedSession, ImportWarning } from "./interchange";
@@ -267,8 +268,4 @@ export async function* exportPi(session: Session): AsyncGenerator<string> {
       name: piName(name) ?? "",
     })}\n`;
   }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
 }

@@ -4,7 +4,7 @@ import { Id } from "./entries";
 import { SessionError } from "./errors";
 import { encodeCursor } from "./info";
 import type { ImportHeader } from "./interchange";
-import { ImportWarning } from "./interchange";
+import { ImportWarning, lineOfBatchError } from "./interchange";
 import { exportNative, NATIVE_FORMAT, parseNativeHeader } from "./native-format";
 import type { NumberedLine } from "./ndjson";
 import { lineError } from "./ndjson";
@@ -125,16 +125,6 @@ export interface TenantImportTarget {
   begin(header: ImportHeader): Promise<SessionStorage>;
   /** Lists a session whose entries are all written. */
   finish(storage: SessionStorage): Promise<void>;
-}
-
-/** The 1-based line of the entry a refused import batch points at, when it says which. */
-function lineOfBatchError(error: SessionError, lines: readonly number[]): number | undefined {
-  const details = error.details;
-  let index: number | undefined;
-  if (Array.isArray(details)) index = details[0]?.path?.[0];
-  else if (details && typeof details === "object" && "index" in details)
-    index = (details as { index: number }).index;
-  return index === undefined ? undefined : lines[index];
 }
 
 /**

@@ -16,6 +16,7 @@ import { createInterface } from "node:readline";
 import type { RemoteRepo } from "../client";
 import type { ExistingSessions, ImportedSessionStatus, ImportWarning } from "../core/internal";
 import { TENANT_FORMAT, TENANT_VERSION } from "../core/internal";
+import { write } from "./atomic-file";
 
 /*
  * `cf-sessions backup <dir>` and `cf-sessions restore <dir>`: a whole tenant to a folder, one
@@ -60,12 +61,6 @@ function readState(dir: string): BackupState | undefined {
   const state = JSON.parse(readFileSync(path, "utf8")) as BackupState;
   if (state.format !== TENANT_FORMAT) throw new Error(`${path} is not a cf-sessions backup`);
   return state;
-}
-
-function write(stream: WriteStream, text: string): Promise<void> {
-  return stream.write(text)
-    ? Promise.resolve()
-    : new Promise((resolve) => stream.once("drain", () => resolve()));
 }
 
 function finish(stream: WriteStream): Promise<void> {
@@ -260,10 +255,8 @@ export async function restore(
   };
   for await (const { body } of restoreBodies(path, result.warnings)) {
     const report = await client.importTenant(body, { existing });
-    result.imported += report.imported;
-    result.skipped += report.skipped;
-    result.refused += report.refused;
-    result.failed += report.failed;
+    for (const status of ["imported", "skipped", "refused", "failed"] as const)
+      result[status] += report[status];
     for (const session of report.sessions)
       if (session.status === "failed" || session.status === "refused") result.problems.push(session);
     result.warnings.push(...report.warnings);

@@ -259,14 +259,19 @@ export async function importTenant(
     if (running.size >= IMPORT_PARALLEL) await Promise.race(running);
   };
 
+  /** A session whose header is missing or unreadable: reported, and its lines passed over. */
+  const unreadable = (error: { code: string; message: string }, line: number): void => {
+    sessions.push({ id: null, status: "failed", error: { ...error, line } });
+    passing = true;
+  };
+
   const open = async (numbered: NumberedLine): Promise<void> => {
     await close();
     let header: ImportHeader;
     try {
       header = parseNativeHeader(numbered);
     } catch (error) {
-      sessions.push({ id: null, status: "failed", error: { ...errorBody(error, ""), line: numbered.line } });
-      passing = true;
+      unreadable(errorBody(error, ""), numbered.line);
       return;
     }
     passing = false;
@@ -338,16 +343,8 @@ export async function importTenant(
       } else if (passing) {
         // A line of a session already reported.
       } else if (!current) {
-        sessions.push({
-          id: null,
-          status: "failed",
-          error: {
-            code: "invalid_request",
-            message: "an entry outside any session (its header is missing)",
-            line: numbered.line,
-          },
-        });
-        passing = true;
+        const message = "an entry outside any session (its header is missing)";
+        unreadable({ code: "invalid_request", message }, numbered.line);
       } else if (current.stopped) {
         // The session failed or was taken: the rest of its lines are not needed.
       } else if (!record) {

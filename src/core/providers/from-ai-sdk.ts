@@ -308,20 +308,14 @@ function timestampOf(value: string | number | Date | undefined): number | undefi
 
 /** The messages an AI SDK message, message list, or `generateText` result stands for. */
 export function fromAISDK(input: unknown, options: ReadOptions = {}): AgentMessage[] {
-  let messages: ModelMessage[];
-  let result: z.output<typeof AISDKResultInput> | undefined;
-  let path: Array<string | number>;
-  if (Array.isArray(input)) {
-    messages = readWith("ai-sdk", z.array(AISDKModelMessageInput), input);
-    path = [];
-  } else if (objectOf("ai-sdk", input).response !== undefined) {
-    result = readWith("ai-sdk", AISDKResultInput, input);
-    messages = result.response.messages;
-    path = ["response", "messages"];
-  } else {
-    messages = [readWith("ai-sdk", AISDKModelMessageInput, input)];
-    path = [];
-  }
+  const list = Array.isArray(input);
+  const result =
+    !list && objectOf("ai-sdk", input).response !== undefined
+      ? readWith("ai-sdk", AISDKResultInput, input)
+      : undefined;
+  const messages = list
+    ? readWith("ai-sdk", z.array(AISDKModelMessageInput), input)
+    : (result?.response.messages ?? [readWith("ai-sdk", AISDKModelMessageInput, input)]);
   const provider = options.model?.provider ?? inferProvider(messages) ?? "ai-sdk";
   const api = options.model?.api ?? PROVIDER_API.get(provider) ?? "ai-sdk";
   const model = options.model?.modelId ?? result?.response.modelId ?? "";
@@ -330,7 +324,8 @@ export function fromAISDK(input: unknown, options: ReadOptions = {}): AgentMessa
   const lastAssistant = messages.findLastIndex((message) => message.role === "assistant");
   const out: AgentMessage[] = [];
   messages.forEach((message, index) => {
-    const at = Array.isArray(input) || result ? [...path, index] : path;
+    // Where the message is in the input, for the errors that name a field.
+    const at = result ? ["response", "messages", index] : list ? [index] : [];
     if (message.role === "user") {
       out.push({ role: "user", content: userContent(message.content, [...at, "content"]), timestamp });
     } else if (message.role === "assistant") {

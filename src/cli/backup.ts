@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { RemoteRepo } from "../client";
 import type { ExistingSessions, ImportedSessionStatus, ImportWarning } from "../core/internal";
-import { TENANT_FORMAT, TENANT_VERSION } from "../core/internal";
+import { StreamEnds, TENANT_FORMAT, TENANT_VERSION } from "../core/internal";
 import { write } from "./atomic-file";
 
 /*
@@ -148,6 +148,15 @@ export async function backup(client: RemoteRepo, dir: string, progress: Progress
   return { state, written, resumed: earlier !== undefined };
 }
 
+/** The sessions an end line counts; undefined when it is not JSON. */
+function endCount(line: string): unknown {
+  try {
+    return (JSON.parse(line) as { sessions?: unknown }).sessions;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The sessions of a backup folder, or of a tenant export file, as request bodies of a few MiB. A
  * file's opening and end lines stay here (each body is a stream of its own): its end line is
@@ -182,41 +191,19 @@ async function* restoreBodies(
     }
   } else {
     // A stream from GET /v1/export: split where each session's header line starts.
+    const ends = new StreamEnds("the file", warnings);
     let session = "";
     let number = 0;
-    let completed = 0;
-    let endedAt: number | undefined;
     for await (const line of createInterface({
       input: createReadStream(path),
       crlfDelay: Number.POSITIVE_INFINITY,
     })) {
       number++;
       if (!line.trim()) continue;
-      if (line.startsWith('{"type":"export"')) {
-        [completed, endedAt] = [0, undefined];
-        continue;
-      }
-      if (endedAt !== undefined) {
-        warnings.push({ line: number, message: `the file goes on after its end line (line ${endedAt})` });
-        endedAt = undefined;
-      }
-      if (line.startsWith('{"type":"end"')) {
-        endedAt = number;
-        let counted: unknown;
-        try {
-          counted = (JSON.parse(line) as { sessions?: unknown }).sessions;
-        } catch {
-          // An end line that is not JSON counts nothing.
-        }
-        if (counted !== completed) {
-          warnings.push({
-            line: number,
-            message: `the end line counts ${JSON.stringify(counted)} sessions; the file holds ${completed} complete ones`,
-          });
-        }
-        continue;
-      }
-      if (line.startsWith('{"type":"cursor"')) completed++;
+      // The stream's own lines, told by how they start: a session's lines are not parsed here.
+      const type = /^\{"type":"(export|cursor|end)"/.exec(line)?.[1];
+      ends.read(number, type, type === "end" ? endCount(line) : undefined);
+      if (type === "export" || type === "end") continue;
       if (line.startsWith('{"type":"session"') && session) {
         yield* add(session);
         session = "";

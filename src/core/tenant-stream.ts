@@ -191,6 +191,45 @@ class SessionWrite {
   }
 }
 
+/**
+ * The opening, cursor and end lines of tenant streams read one after another, checked: an end line
+ * counting other sessions than its stream completed, and lines after an end line, are warnings
+ * (`what` names the stream in them: "the stream", "the file").
+ */
+export class StreamEnds {
+  /** Sessions completed (a cursor line after them) since the stream's opening line. */
+  #completed = 0;
+  /** The line of the stream's end line, once one was read. */
+  #endedAt: number | undefined;
+
+  constructor(
+    private readonly what: string,
+    readonly warnings: ImportWarning[] = [],
+  ) {}
+
+  /** Reads the line at `line` of `type` (undefined for a line of a session); `counted` is an end line's count. */
+  read(line: number, type: unknown, counted?: unknown): void {
+    if (type === "export") {
+      this.#completed = 0;
+      this.#endedAt = undefined;
+      return;
+    }
+    if (this.#endedAt !== undefined) {
+      // Nothing follows an end line but another stream (exports one after another).
+      const message = `${this.what} goes on after its end line (line ${this.#endedAt}): what follows is imported as it is`;
+      this.warnings.push({ line, message });
+      this.#endedAt = undefined;
+    }
+    if (type === "cursor") this.#completed++;
+    if (type !== "end") return;
+    this.#endedAt = line;
+    if (counted !== this.#completed) {
+      const message = `the end line counts ${JSON.stringify(counted)} sessions; ${this.what} holds ${this.#completed} complete ones`;
+      this.warnings.push({ line, message });
+    }
+  }
+}
+
 /** Sessions an import writes at once (each one's batches stay in order). */
 const IMPORT_PARALLEL = 4;
 /** Batches of one session read ahead of its writes. */
@@ -213,11 +252,7 @@ export async function importTenant(
   /** After a header that could not be read: the lines of its session are passed over. */
   let passing = false;
   let first = true;
-  const warnings: ImportWarning[] = [];
-  /** Sessions completed (a cursor line after them) since the stream's opening line. */
-  let completed = 0;
-  /** The line of the stream's end line, once one was read. */
-  let endedAt: number | undefined;
+  const ends = new StreamEnds("the stream");
 
   /** The outcome of a session once its writes are done: listed, or deleted and reported. */
   const settle = async (write: SessionWrite): Promise<void> => {
@@ -304,33 +339,10 @@ export async function importTenant(
         }
         if (opensExport) continue;
       }
-      const opensStream = type === "export";
-      if (endedAt !== undefined && !opensStream) {
-        // Nothing follows an end line but another stream (exports one after another).
-        warnings.push({
-          line: numbered.line,
-          message: `the stream goes on after its end line (line ${endedAt}): what follows is imported as it is`,
-        });
-        endedAt = undefined;
-      }
+      ends.read(numbered.line, type, record?.sessions);
       if (type === "session" && record?.format === NATIVE_FORMAT) await open(numbered);
-      else if (type === "cursor" || opensStream) {
-        await close();
-        if (opensStream) {
-          completed = 0;
-          endedAt = undefined;
-        } else completed++;
-      } else if (type === "end") {
-        await close();
-        endedAt = numbered.line;
-        const counted = record?.sessions;
-        if (counted !== completed) {
-          warnings.push({
-            line: numbered.line,
-            message: `the end line counts ${JSON.stringify(counted)} sessions; the stream holds ${completed} complete ones`,
-          });
-        }
-      } else if (type === "error") {
+      else if (type === "cursor" || type === "export" || type === "end") await close();
+      else if (type === "error") {
         // The exporter could not read the rest of this session: what came of it is not kept.
         const error = record?.error as { message?: unknown } | undefined;
         const reason = typeof error?.message === "string" ? error.message : "an error";
@@ -380,6 +392,6 @@ export async function importTenant(
     refused: count("refused"),
     failed: count("failed"),
     sessions,
-    warnings,
+    warnings: ends.warnings,
   };
 }

@@ -1,14 +1,7 @@
 import type { z } from "zod";
 import { SessionError } from "../errors";
 import { parseJsonField } from "../json";
-import type {
-  AgentMessage,
-  AssistantMessage,
-  ImageContent,
-  ToolCall,
-  ToolResultMessage,
-  Usage,
-} from "../messages";
+import type { AgentMessage, AssistantMessage, ImageContent, ToolResultMessage, Usage } from "../messages";
 import { NO_USAGE } from "../messages";
 import type { MessageFormat } from "./target";
 import { parseDataUrl } from "./text";
@@ -192,20 +185,12 @@ export class WaitingCalls {
       if (message.role === "toolResult") answered.add((message as ToolResultMessage).toolCallId);
       else if (message.role === "assistant") {
         for (const block of (message as AssistantMessage).content) {
-          if (block.type !== "toolCall") continue;
-          const call = block as ToolCall;
-          this.calls.push({ id: call.id, name: call.name, answered: answered.has(call.id) });
+          if (block.type === "toolCall") {
+            this.calls.push({ id: block.id, name: block.name, answered: answered.has(block.id) });
+          }
         }
         break;
       } else if (message.role === "user") break;
-    }
-  }
-
-  /** Adds the calls of a reply read in the same message, for results that follow it. */
-  add(message: AgentMessage): void {
-    if (message.role !== "assistant") return;
-    for (const block of (message as AssistantMessage).content) {
-      if (block.type === "toolCall") this.calls.push({ id: block.id, name: block.name, answered: false });
     }
   }
 

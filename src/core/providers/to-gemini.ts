@@ -105,10 +105,7 @@ function modelContent(message: NormalAssistant, modelId: string): GeminiContent 
           : { thought: true, text: block.thinking },
       );
     } else {
-      const call: GeminiFunctionCall = {
-        name: block.name,
-        args: block.arguments,
-      };
+      const call: GeminiFunctionCall = { name: block.name, args: block.arguments };
       if (withIds) call.id = block.id;
       const signature =
         validSignature(block.thoughtSignature) ?? (needsSignature ? SKIP_THOUGHT_SIGNATURE : undefined);

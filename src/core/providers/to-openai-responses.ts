@@ -123,15 +123,14 @@ function assistantItems(message: NormalAssistant): ResponsesInputItem[] {
         emit({ role: "assistant", content: block.text });
         continue;
       }
-      const item: ResponsesOutputMessageItem = {
+      emit({
         type: "message",
         role: "assistant",
         id: identity.id,
         status: "completed",
         content: [{ type: "output_text", text: block.text, annotations: [] }],
-      };
-      if (identity.phase) item.phase = identity.phase;
-      emit(item);
+        ...(identity.phase ? { phase: identity.phase } : {}),
+      });
     } else {
       const item: ResponsesFunctionCallItem = {
         type: "function_call",

@@ -14,7 +14,12 @@ import {
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { RemoteRepo } from "../client";
-import type { ExistingSessions, ImportedSessionStatus, ImportWarning } from "../core/internal";
+import type {
+  ExistingSessions,
+  ImportedSessionStatus,
+  ImportWarning,
+  TenantImportReport,
+} from "../core/internal";
 import { StreamEnds, TENANT_FORMAT, TENANT_VERSION } from "../core/internal";
 import { write } from "./atomic-file";
 
@@ -215,15 +220,11 @@ async function* restoreBodies(
   if (body) yield { body, sessions };
 }
 
-export interface RestoreResult {
-  imported: number;
-  skipped: number;
-  refused: number;
-  failed: number;
+/** The service's reports added up; `warnings` also holds what the file itself does not add up to. */
+export type RestoreResult = Omit<TenantImportReport, "sessions"> & {
+  /** The sessions that failed or were refused. */
   problems: ImportedSessionStatus[];
-  /** What the file or the service found that did not add up. */
-  warnings: ImportWarning[];
-}
+};
 
 /** Restores a backup folder (or a tenant export file) into the tenant. */
 export async function restore(

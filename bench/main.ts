@@ -8,6 +8,7 @@ import type { DevServer } from "../test/support/dev-server";
 import { startDevServer } from "../test/support/dev-server";
 import { frameworkWrites } from "./frameworks";
 import { liveSessions } from "./live";
+import { streamFigures } from "./streams";
 
 /*
  * `npm run bench`: the performance budgets' figures, measured in one run on this machine, against local
@@ -741,6 +742,23 @@ async function main() {
         fillSession: (id, count) => fillSession(id, count, false),
         message,
         workerdRssKb: () => workerdMemoryKb("VmRSS"),
+      });
+    if (runs("streams"))
+      await streamFigures({
+        url: server.url,
+        quick: QUICK,
+        record: (name, unit, samples, budget) => void record(name, unit, samples, budget),
+        derived: (name, unit, value, budget) =>
+          void figures.push({
+            name,
+            unit,
+            median: value,
+            min: 0,
+            max: 0,
+            runs: 1,
+            ...(budget ? { budget } : {}),
+          }),
+        workerdPeakKb,
       });
     if (runs("cold")) await cold(persist, sizes[sizes.length - 1] as number);
   } finally {

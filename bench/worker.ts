@@ -10,7 +10,7 @@ import { sqlOf } from "../src/durable/sql";
 import type { DirectoryReport } from "../src/durable/types";
 import { createApp } from "../src/http";
 
-export { SessionDirectory, SessionObject } from "../src/durable/internal";
+export { SessionDirectory, SessionObject, StreamObject } from "../src/durable/internal";
 
 /*
  * A Durable Object that runs the real session store (the code SessionObject runs) and times it

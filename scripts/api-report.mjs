@@ -32,7 +32,7 @@ const ENTRY_POINTS = {
 const temp = `${root}node_modules/.cache/api-report`;
 mkdirSync(temp, { recursive: true });
 mkdirSync(`${root}api`, { recursive: true });
-let changed = [];
+const changed = [];
 for (const [name, entry] of Object.entries(ENTRY_POINTS)) {
   const config = ExtractorConfig.prepare({
     configObject: {

@@ -6,6 +6,7 @@
 export * from "./agent";
 export * from "./append";
 export * from "./branch";
+export * from "./bytes";
 export * from "./claude-code-format";
 export * from "./codex-format";
 export * from "./compact-session";

@@ -1,11 +1,14 @@
 import type { SummarizerConfig } from "../core/internal";
 import type { SessionDirectory } from "./directory/session-directory";
 import type { SessionObject } from "./session/session-object";
+import type { StreamObject } from "./stream";
 
 /** The bindings the Durable Objects and the router need (see wrangler.toml and docs/configuration.md). */
 export interface DurableEnv extends SummarizerConfig {
   SESSIONS: DurableObjectNamespace<SessionObject>;
   DIRECTORY: DurableObjectNamespace<SessionDirectory>;
+  /** One object per tenant and stream path (`/v1/stream/…`); unbound, streams answer 503 `misconfigured`. */
+  STREAMS?: DurableObjectNamespace<StreamObject>;
   /** Milliseconds between a write and the directory hearing of it (default 1000). */
   DIRECTORY_SYNC_MS?: string;
   /** Per-tenant quotas as JSON (see quotas.ts and docs/limits.md, "Quotas"); unset, nothing is limited. */

@@ -1,6 +1,6 @@
 /*
  * `cf-sessions/durable`: the Durable Object classes to export from a Worker of one's own (bound as
- * SESSIONS and DIRECTORY), and `DurableRepo`, the sessions of one tenant over them.
+ * SESSIONS, DIRECTORY and STREAMS), and `DurableRepo`, the sessions of one tenant over them.
  */
 
 export { SessionDirectory } from "./directory/session-directory";
@@ -8,3 +8,4 @@ export type { DurableEnv } from "./env";
 export { DurableRepo } from "./router/repo";
 export { SessionObjectStorage } from "./router/session-object-storage";
 export { SessionObject } from "./session/session-object";
+export { StreamObject } from "./stream";

@@ -1,6 +1,6 @@
 /*
  * What the Worker's layers (src/http) use of the objects' side, beside the public face (`index.ts`):
- * logs, metrics, quotas and object names.
+ * logs, metrics, quotas, object names, and what the stream routes hand their objects.
  */
 
 export { SessionDirectory } from "./directory/session-directory";
@@ -16,3 +16,16 @@ export { DurableRepo } from "./router/repo";
 export { SessionObjectStorage } from "./router/session-object-storage";
 export type { TenantUsage } from "./router/tenant-usage";
 export { SessionObject } from "./session/session-object";
+export {
+  ANSWER_HEADERS,
+  MAX_APPEND_BYTES,
+  REQUEST_HEADERS,
+  refuseBody,
+  SAFETY_HEADERS,
+  STREAM_KEY_HEADER,
+  STREAM_REQUEST_ID_HEADER,
+  STREAM_TENANT_HEADER,
+  StreamObject,
+  streamKeyOf,
+  streamObjectName,
+} from "./stream";

@@ -18,6 +18,7 @@ import { IMPORT_PATH, interchangeRoutes } from "./routes/interchange";
 import { retentionRoutes } from "./routes/retention";
 import { searchRoutes } from "./routes/search";
 import { sessionRoutes } from "./routes/sessions";
+import { STREAM_PATHS, streamRoutes, streamSafety } from "./routes/streams";
 import { usageRoutes } from "./routes/usage";
 import { socketTicket } from "./socket-ticket";
 
@@ -72,6 +73,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.use("/v1/sessions/*", authenticate, rateLimit, jsonBody([IMPORT_PATH]));
   for (const path of TENANT_PATHS) app.use(path, authenticate, rateLimit, jsonBody([TENANT_IMPORT_PATH]));
   app.use("/v1/usage", authenticate, rateLimit);
+  // Streams read and write their own bodies (any content type), as the protocol has them.
+  app.use(STREAM_PATHS, streamSafety, authenticate, rateLimit);
 
   return app
     .route("/", sessionRoutes)
@@ -83,5 +86,6 @@ export function createApp(): OpenAPIHono<AppEnv> {
     .route("/", searchRoutes)
     .route("/", backupRoutes)
     .route("/", retentionRoutes)
-    .route("/", usageRoutes);
+    .route("/", usageRoutes)
+    .route("/", streamRoutes);
 }

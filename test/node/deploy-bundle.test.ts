@@ -44,7 +44,15 @@ async function dryRun(environment: string): Promise<{ bundle: Buffer; output: st
 describe("deploy", () => {
   it("builds the production bundle, its bindings as configured, under its gzipped size budget", async () => {
     const { bundle, output } = await dryRun("production");
-    for (const binding of ["SESSIONS", "DIRECTORY", "METRICS", "RATE_LIMITER", "QUOTAS", ...SETTINGS]) {
+    for (const binding of [
+      "SESSIONS",
+      "DIRECTORY",
+      "STREAMS",
+      "METRICS",
+      "RATE_LIMITER",
+      "QUOTAS",
+      ...SETTINGS,
+    ]) {
       expect(output).toContain(`env.${binding} `);
     }
     const gzipped = gzipSync(bundle).byteLength;
@@ -54,6 +62,7 @@ describe("deploy", () => {
   it("builds the staging bundle with its own metrics dataset", async () => {
     const { output } = await dryRun("staging");
     expect(output).toContain("cf_sessions_staging");
+    expect(output).toContain("env.STREAMS ");
     for (const setting of SETTINGS) expect(output).toContain(`env.${setting} `);
   });
 });

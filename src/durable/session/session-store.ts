@@ -239,13 +239,6 @@ export class SessionStore {
     return this.#rows.entries(this.contextSeqs(leafId)) as StoredEntry<TreeEntry>[];
   }
 
-  /**
-   * The context of a leaf (the head when undefined) as JSON text, in chunks read as they are
-   * pulled, with its version. Given the version of a context read before (`since`), the answer is
-   * only what was appended since when the context just grew; else the whole context with
-   * `reset: true`. The first chunk is made at once, so a missing session or leaf fails here; the
-   * head's whole context comes from memory when it is kept.
-   */
   /** The version of a leaf's context (the head's when undefined): what its ETag names. */
   contextVersion(leafId?: string | null): string {
     return formatContextVersion(this.#version(this.#start(leafId)).current);
@@ -263,6 +256,13 @@ export class SessionStore {
     return { current, leaf };
   }
 
+  /**
+   * The context of a leaf (the head when undefined) as JSON text, in chunks read as they are
+   * pulled, with its version. Given the version of a context read before (`since`), the answer is
+   * only what was appended since when the context just grew; else the whole context with
+   * `reset: true`. The first chunk is made at once, so a missing session or leaf fails here; the
+   * head's whole context comes from memory when it is kept.
+   */
   context(leafId?: string | null, since?: string): ContextBody {
     const { header, leafId: head } = this.state;
     const systemPrompt = header.systemPrompt ?? "";

@@ -111,8 +111,16 @@ export function leafAfter(entries: readonly SessionEntry[]): string | null {
   return leafId;
 }
 
-/** Splits entries into import calls of bounded count and size (RPC answers and arguments are capped). */
-export function* importBatches(entries: readonly SessionEntry[], maxCount = 500, maxChars = 8 * 1024 * 1024) {
+/** Entries, and characters of them, sent to a session per import call (RPC answers and arguments are capped). */
+export const IMPORT_BATCH = 500;
+export const IMPORT_BATCH_CHARS = 8 * 1024 * 1024;
+
+/** Splits entries into import calls of bounded count and size. */
+export function* importBatches(
+  entries: readonly SessionEntry[],
+  maxCount = IMPORT_BATCH,
+  maxChars = IMPORT_BATCH_CHARS,
+) {
   let batch: SessionEntry[] = [];
   let chars = 0;
   for (const entry of entries) {

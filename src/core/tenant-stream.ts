@@ -4,7 +4,7 @@ import { Id } from "./entries";
 import { SessionError } from "./errors";
 import { encodeCursor } from "./info";
 import type { ImportHeader } from "./interchange";
-import { ImportWarning, lineOfBatchError } from "./interchange";
+import { IMPORT_BATCH, IMPORT_BATCH_CHARS, ImportWarning, lineOfBatchError } from "./interchange";
 import { exportNative, NATIVE_FORMAT, parseNativeHeader } from "./native-format";
 import type { NumberedLine } from "./ndjson";
 import { lineError } from "./ndjson";
@@ -34,9 +34,6 @@ export const TENANT_VERSION = 1;
 
 /** Sessions of a listing page read per step of an export. */
 const EXPORT_PAGE = 50;
-/** Entries, and characters of them, sent to a session per import call. */
-const IMPORT_BATCH = 500;
-const IMPORT_BATCH_CHARS = 8 * 1024 * 1024;
 
 /** What an export reads: the tenant's listing and its sessions. */
 export interface TenantSource {

@@ -8,6 +8,11 @@ export const ERROR_STATUS = {
   not_found: 404,
   already_exists: 409,
   nothing_to_compact: 409,
+  /**
+   * The tenant's sessions are in another jurisdiction than the one it is now pinned to: moving a
+   * tenant is an export and an import, never a side effect of a request.
+   */
+  wrong_jurisdiction: 409,
   /** An append to a stream that was closed: it takes no more data. */
   stream_closed: 409,
   /** An append whose content type is not the stream's (fixed when the stream was created). */

@@ -5,6 +5,7 @@
 
 export * from "./agent";
 export * from "./append";
+export * from "./blob-refs";
 export * from "./branch";
 export * from "./bytes";
 export * from "./claude-code-format";
@@ -26,6 +27,7 @@ export * from "./interchange";
 export * from "./json";
 export * from "./leaf-tag";
 export * from "./limits";
+export * from "./location";
 export * from "./memory";
 export * from "./messages";
 export * from "./native-format";

@@ -3,6 +3,8 @@
  * logs, metrics, quotas, object names, and what the stream routes hand their objects.
  */
 
+export { blobKey } from "./blobs/blob-store";
+export { verifyBlobUrl } from "./blobs/blob-urls";
 export { SessionDirectory } from "./directory/session-directory";
 export type { DurableEnv } from "./env";
 export type { LogFields, LogValue } from "./log-line";
@@ -10,6 +12,11 @@ export { errorSummary, logBackgroundFailure, logLine, tenantHash } from "./log-l
 export type { MetricPoint } from "./metrics";
 export { measuredSummarizer, writeMetric } from "./metrics";
 export { sessionObjectName } from "./names";
+export type { Jurisdiction } from "./placement/jurisdictions";
+export { tenantJurisdiction } from "./placement/jurisdictions";
+export { objectEnv, placedEnv, tenantEnv } from "./placement/placed-env";
+export { checkPlacement } from "./placement/placement-check";
+export { TenantPlacement } from "./placement/tenant-placement";
 export type { Quotas } from "./quotas";
 export { quotasFor } from "./quotas";
 export { DurableRepo } from "./router/repo";
@@ -29,3 +36,4 @@ export {
   streamKeyOf,
   streamObjectName,
 } from "./stream";
+export { tenantKey } from "./tenant-key";

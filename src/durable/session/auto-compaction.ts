@@ -1,4 +1,11 @@
-import type { AutoCompactStatus, CompactionStorage, Result, SummarizerConfig } from "../../core/internal";
+import type {
+  AutoCompactStatus,
+  CompactionStorage,
+  Result,
+  StoredEntry,
+  SummarizerConfig,
+  TreeEntry,
+} from "../../core/internal";
 import {
   compactSession,
   estimatePathTokens,
@@ -24,6 +31,8 @@ export interface AutoCompactionHost {
   readonly session: SessionStore;
   /** The summarizer's settings (the object's environment, read when a compaction runs). */
   summarizerConfig(): SummarizerConfig;
+  /** Entries with their blobs' values in place (what a summarizer reads, what tokens are estimated on). */
+  filled(entries: StoredEntry[]): Promise<StoredEntry[]>;
   /** A write through the object's checks (within the session's room), as every write. */
   write<T>(write: (session: SessionStore, room: ByteLimit | undefined) => T): Promise<Result<T>>;
   /** Whether the session was deleted or purged meanwhile. */
@@ -51,7 +60,8 @@ export class AutoCompaction {
     const { session } = this.#host;
     return {
       getLeafId: async () => session.state.leafId,
-      getContextPath: async (leafId) => session.contextEntries(leafId),
+      getContextPath: async (leafId) =>
+        (await this.#host.filled(session.contextEntries(leafId))) as StoredEntry<TreeEntry>[],
       appendEntries: async (entries, options) =>
         unwrap(await this.#host.write((s, room) => s.appendEntries(entries, options ?? {}, room))),
     };
@@ -68,7 +78,7 @@ export class AutoCompaction {
     const { header, leafId, autoCompaction } = session.state;
     const settings = header.autoCompact;
     if (!settings || leafId === null || this.#running) return;
-    const path = session.contextEntries(leafId);
+    const path = (await this.#host.filled(session.contextEntries(leafId))) as StoredEntry<TreeEntry>[];
     if (estimatePathTokens(path) <= settings.contextWindow - settings.reserveTokens) return;
     this.#running = true;
     const last = { ...autoCompaction };

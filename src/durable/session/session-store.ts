@@ -45,12 +45,14 @@ import { quotaExceeded } from "../quotas";
 import type { Sql } from "../sql";
 import { sqlOf } from "../sql";
 import type { CopiedRow, CopiedRows, EntryPage, ForkSource, SearchDigest } from "../types";
-import type { Node } from "./entry-rows";
+import type { Node, StoredWrite } from "./entry-rows";
 import { EntryRows } from "./entry-rows";
 import { forkSource } from "./fork-copy";
 import type { KeptContext } from "./head-context";
 import { HeadContext } from "./head-context";
+import { LeafHistory } from "./leaf-history";
 import { PathReads } from "./path-reads";
+import type { PreparedBlobs } from "./prepared-blobs";
 import type { ByteLimit } from "./room";
 import { ClaimExceeded } from "./room";
 import { hasSchema, updateSchema } from "./schema";
@@ -94,6 +96,7 @@ export class SessionStore {
   readonly #paths: PathReads;
   readonly #head = new HeadContext();
   readonly #search: SearchIndex;
+  readonly #history: LeafHistory;
   #state: SessionState | undefined;
   /** Told of every committed write (the object's watchers). */
   onWritten: WriteListener | undefined;
@@ -104,6 +107,7 @@ export class SessionStore {
     this.#rows = new EntryRows(storage.sql, this.#sql);
     this.#paths = new PathReads(this.#rows, this.#sql);
     this.#search = new SearchIndex(storage.sql, this.#sql, this.#rows, this.#paths);
+    this.#history = new LeafHistory(this.#sql);
     if (hasSchema(this.#sql)) {
       updateSchema(storage.sql);
       this.#state = this.#load();
@@ -165,6 +169,7 @@ export class SessionStore {
     this.#sql`INSERT INTO session (singleton, tenant, incarnation, header, leaf_id, stats, version)
       VALUES (1, ${tenant}, ${incarnation}, ${JSON.stringify(header)}, NULL, ${JSON.stringify(stats)}, 1)`;
     this.#state = { tenant, incarnation, header, leafId: null, stats, version: 1, nextSeq: 1 };
+    this.#history.record(0, null);
     return this.info();
   }
 
@@ -172,6 +177,7 @@ export class SessionStore {
   reset(): void {
     this.#state = undefined;
     this.#head.drop();
+    this.#history.reset();
   }
 
   info(): SessionInfo {
@@ -206,6 +212,12 @@ export class SessionStore {
     this.#live();
     const node = this.#rows.node(id);
     return node && this.#rows.entries([node.seq])[0];
+  }
+
+  /** The entries of these ids that hold blobs (their payloads hold references). */
+  entriesHoldingBlobs(ids: readonly string[]): StoredEntry[] {
+    this.#live();
+    return this.#rows.entries(this.#rows.seqsHoldingBlobs(ids));
   }
 
   /** A page of the entries with these seqs, in order. */
@@ -332,6 +344,19 @@ export class SessionStore {
     return this.state.nextSeq - 1;
   }
 
+  /** The leaf as it stood at `asOf` (an ISO 8601 time; see leaf-history.ts). */
+  leafAt(asOf: string): string | null {
+    this.#live();
+    const seq = this.#history.leafSeqAt(Date.parse(asOf), asOf);
+    return seq === null ? null : (this.#rows.nodeAt(seq)?.id ?? null);
+  }
+
+  /** When the session's history starts (what `asOf` can go back to), as ISO 8601. */
+  historyStartsAt(): string {
+    this.#live();
+    return new Date(this.#history.startsAt() ?? Date.parse(this.state.header.createdAt)).toISOString();
+  }
+
   /** Entries with `after < seq <= bound`, a page of at most `limit`: what a watcher replays. */
   entriesAfter(after: number, bound: number, limit: number): StoredEntry[] {
     this.#live();
@@ -421,7 +446,7 @@ export class SessionStore {
    * What the append rules see of this session. The ids a batch names (`idsNamedBy`) are looked up
    * in one query up front, not one query each.
    */
-  #view(inputs: readonly unknown[] = []): AppendView {
+  #view(inputs: readonly unknown[] = [], loaded?: ReadonlyMap<string, StoredEntry>): AppendView {
     const state = this.state;
     const named = new Set(idsNamedBy(inputs));
     const known = this.#rows.refs([...named]);
@@ -433,7 +458,7 @@ export class SessionStore {
         const node = this.#rows.node(id);
         return node && { type: node.type, parentId: node.parent_id };
       },
-      load: (id) => (named.has(id) && !known.has(id) ? undefined : this.getEntry(id)),
+      load: (id) => (named.has(id) && !known.has(id) ? undefined : (loaded?.get(id) ?? this.getEntry(id))),
       conversationAt: (id) => this.#conversationAt(id),
     };
   }
@@ -474,16 +499,26 @@ export class SessionStore {
     );
   }
 
-  #apply(plan: Pick<AppendPlan, "writes" | "leafId">, room: ByteLimit | undefined): void {
+  #apply(
+    plan: Pick<AppendPlan, "writes" | "leafId">,
+    room: ByteLimit | undefined,
+    blobs?: PreparedBlobs,
+  ): void {
     const state = this.#live();
     this.checkRoom(
       plan.writes.reduce((sum, write) => sum + write.bytes, 0),
       room,
     );
+    // Stored with references to the blobs prepared for them; counted as written.
+    const stored: readonly StoredWrite[] = blobs ? blobs.externalize(plan.writes) : plan.writes;
     this.#write(() => {
-      this.#rows.insert(plan.writes);
-      this.#search.index(plan.writes);
+      this.#rows.insert(stored);
+      this.#search.index(stored);
       for (const { entry, bytes } of plan.writes) applyEntryToStats(state.stats, entry, bytes);
+      const blobBytes = stored.reduce((sum, write) => sum + (write.blobBytes ?? 0), 0);
+      if (blobBytes > 0) state.stats.blobBytes = (state.stats.blobBytes ?? 0) + blobBytes;
+      const last = plan.writes[plan.writes.length - 1];
+      if (last) this.#history.record(last.entry.seq, this.#leafSeq(plan));
       state.leafId = plan.leafId;
       state.nextSeq += plan.writes.length;
       state.stats.updatedAt = nowIso();
@@ -495,13 +530,31 @@ export class SessionStore {
     );
   }
 
+  #planAppend(
+    entries: readonly unknown[],
+    options: AppendOptions & { validated?: boolean },
+    loaded: ReadonlyMap<string, StoredEntry> | undefined,
+  ): AppendPlan {
+    return planAppend(entries, this.#view(entries, loaded), options);
+  }
+
+  /** What an append would write, without writing it: which of its values become blobs is read from it. */
+  plannedAppend(
+    entries: readonly unknown[],
+    options: AppendOptions & { validated?: boolean },
+    loaded: ReadonlyMap<string, StoredEntry>,
+  ): StoredEntry[] {
+    return this.#planAppend(entries, options, loaded).writes.map((write) => write.entry);
+  }
+
   appendEntries(
     entries: readonly unknown[],
     options: AppendOptions & { validated?: boolean },
     room: ByteLimit | undefined,
+    blobs?: PreparedBlobs,
   ): AppendResult {
-    const plan = planAppend(entries, this.#view(entries), options);
-    if (plan.writes.length > 0) this.#apply(plan, room);
+    const plan = this.#planAppend(blobs?.inputs ?? entries, options, blobs?.loaded);
+    if (plan.writes.length > 0) this.#apply(plan, room, blobs);
     return { entries: plan.entries, leafId: this.state.leafId, created: plan.writes.length > 0 };
   }
 
@@ -524,7 +577,7 @@ export class SessionStore {
       );
     }
     this.checkRoom(
-      rows.reduce((sum, row) => sum + row.bytes, 0),
+      rows.reduce((sum, row) => sum + row.bytes + row.blob_bytes, 0),
       room,
     );
     this.#write(() => {
@@ -539,9 +592,11 @@ export class SessionStore {
           ? (JSON.parse(row.body) as SessionEntry)
           : ({ type: row.type } as SessionEntry);
         if (entry.type === "label") this.#rows.setLabel(entry.targetId, entry.label);
-        applyEntryToStats(state.stats, entry, row.bytes);
+        applyEntryToStats(state.stats, entry, row.bytes + row.blob_bytes);
+        if (row.blob_bytes > 0) state.stats.blobBytes = (state.stats.blobBytes ?? 0) + row.blob_bytes;
       }
       this.#search.markPending(first.seq, last.seq);
+      this.#history.record(last.seq, last.seq);
       state.leafId = last.id;
       state.nextSeq = last.seq + 1;
       state.stats.updatedAt = nowIso();
@@ -550,9 +605,35 @@ export class SessionStore {
     this.#head.drop();
   }
 
-  importEntries(entries: readonly SessionEntry[], options: ImportOptions, room: ByteLimit | undefined): void {
-    if (entries.length === 0) return;
-    this.#apply(planImport(entries, this.#view(entries), options), room);
+  /** The seq of the leaf a plan leaves: one of its writes, or an entry written before. */
+  #leafSeq(plan: Pick<AppendPlan, "writes" | "leafId">): number | null {
+    const { leafId } = plan;
+    if (leafId === null) return null;
+    return (
+      plan.writes.find((write) => write.entry.id === leafId)?.entry.seq ??
+      this.#rows.node(leafId)?.seq ??
+      null
+    );
+  }
+
+  /** What an import would write, without writing it (see `plannedAppend`). */
+  plannedImport(
+    entries: readonly unknown[],
+    options: ImportOptions,
+    loaded: ReadonlyMap<string, StoredEntry>,
+  ): StoredEntry[] {
+    return planImport(entries, this.#view(entries, loaded), options).writes.map((write) => write.entry);
+  }
+
+  importEntries(
+    entries: readonly unknown[],
+    options: ImportOptions,
+    room: ByteLimit | undefined,
+    blobs?: PreparedBlobs,
+  ): void {
+    const inputs = blobs?.inputs ?? entries;
+    if (inputs.length === 0) return;
+    this.#apply(planImport(inputs, this.#view(inputs, blobs?.loaded), options), room, blobs);
   }
 
   setLeafId(

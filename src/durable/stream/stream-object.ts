@@ -2,6 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import type { Result } from "../../core/internal";
 import { capture } from "../../core/internal";
 import type { DurableEnv } from "../env";
+import { objectEnv } from "../placement/placed-env";
 
 /** A stream object's own environment: its namespace is bound, since it runs in it. */
 type StreamEnv = DurableEnv & Required<Pick<DurableEnv, "STREAMS">>;
@@ -69,7 +70,8 @@ export class StreamObject extends DurableObject<StreamEnv> {
     this.#streams = new DurableStreams({
       storage: ctx.storage,
       store,
-      sources: () => new StreamObjectSources(env, this.#tenantOf()),
+      // Sources in the object's own jurisdiction (placed-env.ts).
+      sources: () => new StreamObjectSources(objectEnv(env, ctx), this.#tenantOf()),
       scheduleAlarm: (at) => this.#schedule(at),
     });
   }

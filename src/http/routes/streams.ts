@@ -10,6 +10,7 @@ import {
   STREAM_TENANT_HEADER,
   streamKeyOf,
   streamObjectName,
+  tenantEnv,
 } from "../../durable/internal";
 import type { AppEnv } from "../env";
 import { describeStreams } from "./stream-docs";
@@ -52,11 +53,13 @@ async function toStream(c: Context<AppEnv>): Promise<Response> {
   headers.set(STREAM_TENANT_HEADER, encodeURIComponent(tenant));
   headers.set(STREAM_KEY_HEADER, encodeURIComponent(key));
   headers.set(STREAM_REQUEST_ID_HEADER, c.get("requestId"));
-  if (c.env.STREAMS === undefined) {
+  // The tenant's streams, in its jurisdiction (placed-env.ts).
+  const streams = tenantEnv(c.env, tenant).STREAMS;
+  if (streams === undefined) {
     // A Worker that embeds the API without binding StreamObject serves everything but streams.
     throw new SessionError("misconfigured", "this service has no STREAMS binding; streams are not served");
   }
-  const stub = c.env.STREAMS.getByName(streamObjectName(tenant, key));
+  const stub = streams.getByName(streamObjectName(tenant, key));
   const answer = await stub.fetch(new Request(c.req.raw, { headers }));
   const code = await errorCodeOf(answer);
   if (code !== undefined) c.set("errorCode", code);

@@ -47,6 +47,10 @@ export const view = {
   generation: 0,
   contextRequest: 0,
   previewActive: 0,
+  /** The time the slider went back to, and where the head stood then (null: now). */
+  asOf: null as { at: string; leafId: string | null } | null,
+  /** How far back the open session's leaf history goes (ms). */
+  historyStartsAt: null as number | null,
   /** Sessions whose tree was drawn at least once since the page loaded. */
   renderedOnce: new Set<string>(),
 };

@@ -40,6 +40,7 @@ import {
   planLeafMove,
   SessionError,
   sessionInfo,
+  treeRow,
 } from "../core/internal";
 import type { IndexedEntry } from "./entry-index";
 import { EntryIndex } from "./entry-index";
@@ -371,16 +372,8 @@ export class JSONLStorage implements SessionStorage {
       const treeRows: TreeRow[] = [];
       const rows = this.#index.rows.filter((row) => row.type !== "leaf");
       for (let i = 0; i < rows.length; i += TREE_BATCH) {
-        for (const entry of await this.#load(rows.slice(i, i + TREE_BATCH))) {
-          const node = entry as StoredEntry<TreeEntry>;
-          treeRows.push({
-            id: node.id,
-            parentId: node.parentId,
-            type: node.type,
-            timestamp: node.timestamp,
-            ...(node.type === "message" ? { role: node.message.role } : {}),
-          });
-        }
+        for (const entry of await this.#load(rows.slice(i, i + TREE_BATCH)))
+          treeRows.push(treeRow(entry as TreeEntry));
       }
       return buildTree(treeRows, Object.fromEntries(this.#index.labels));
     });

@@ -6,7 +6,7 @@ import { clearError, showError } from "./error-bar";
 import { els } from "./page-elements";
 import { renderSessions, updateListedSession } from "./session-list";
 import { clearSearch, enableSearch } from "./session-search";
-import { resetTimeTravel } from "./time-travel";
+import { hideTimeTravel, showTimeTravel } from "./time-travel";
 import { indexTree, pathTo } from "./tree-rows";
 import { loadDetails, rebuildRows, renderTree } from "./tree-view";
 import { resetView, view } from "./view-state";
@@ -36,7 +36,7 @@ export async function openSession(sessionId: string, entryId?: string | null): P
     clearError();
     clearSearch();
     enableSearch(true);
-    resetTimeTravel(sessionId).catch((error: unknown) => showError(error));
+    hideTimeTravel();
     renderTree();
     showNoEntry();
     renderSessions();
@@ -56,6 +56,8 @@ export async function openSession(sessionId: string, entryId?: string | null): P
     els.tree.dataset.renderedSession = sessionId;
     select(entryId && view.nodes.has(entryId) ? entryId : info.leafId, { reveal: true });
     void loadDetails(generation);
+    // Only a session that opened gets its slider, so a failed open shows one error: its own.
+    if (switching) showTimeTravel(sessionId).catch((error: unknown) => showError(error));
   } catch (error) {
     if (generation !== view.generation) return;
     els.sessionMeta.textContent = "";

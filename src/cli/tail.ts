@@ -1,15 +1,16 @@
 import type { GenerationChunk } from "../client/generations";
 import type { GenerationInfo, SessionEvent, StoredEntry } from "../core/internal";
 import { SessionError } from "../core/internal";
+import { entryLine, gist } from "./entry-line";
 
-/** One line for an event of `cf-sessions tail`; `describe` gives an entry's gist. */
-export function eventLine(event: SessionEvent, describe: (entry: Record<string, unknown>) => string): string {
+/** One line for an event of `cf-sessions tail`. */
+export function eventLine(event: SessionEvent): string {
   switch (event.event) {
     case "entry": {
       const entry = event.data as StoredEntry;
-      const gist = "message" in entry || "summary" in entry || "customType" in entry ? describe(entry) : "";
-      const role = "role" in event.data && event.data.role ? ` ${event.data.role}` : "";
-      return `${String(entry.seq).padStart(6)}  ${entry.type.padEnd(21)} ${entry.id}  ← ${entry.parentId ?? "-"}  ${gist || role.trim()}`;
+      const text = "message" in entry || "summary" in entry || "customType" in entry ? gist(entry) : "";
+      const role = "role" in event.data && event.data.role ? String(event.data.role) : "";
+      return entryLine(entry, text || role);
     }
     case "leaf":
       return `        leaf → ${event.data.leafId ?? "(none)"}`;
@@ -59,7 +60,6 @@ export async function followSession(
     after?: number;
     json: boolean;
     signal: AbortSignal;
-    describe: (entry: Record<string, unknown>) => string;
   },
 ): Promise<void> {
   const { json, signal } = options;
@@ -97,7 +97,7 @@ export async function followSession(
   for await (const event of session.watch({ after: options.after, signal })) {
     // An answer's entry comes once its text has all been shown.
     if (event.event === "entry") await followers.get(event.data.id);
-    line(json ? JSON.stringify(event) : eventLine(event, options.describe));
+    line(json ? JSON.stringify(event) : eventLine(event));
     if (event.event === "generation" && event.data.state === "open" && !followers.has(event.data.id)) {
       followers.set(event.data.id, follow(event.data));
     }

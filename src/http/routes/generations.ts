@@ -12,7 +12,7 @@ import {
 import { MAX_APPEND_BYTES, refuseBody } from "../../durable/internal";
 import type { AppEnv } from "../env";
 import { ErrorEnvelope } from "../errors";
-import { body, errors, json, routes, security, sessionStorage, writeErrors } from "../route-kit";
+import { body, conflict, errors, json, routes, security, sessionStorage, writeErrors } from "../route-kit";
 import { SessionIdParam } from "../schemas";
 
 /*
@@ -46,16 +46,11 @@ export function exceptGenerationStreams(middleware: MiddlewareHandler<AppEnv>): 
   return (c, next) => (isGenerationStream(c.req.path) ? next() : middleware(c, next));
 }
 
-const closedConflict = json(
-  ErrorEnvelope,
-  "stream_closed: the generation was completed or stopped already (the other one of the two)",
-);
-
 const outcomeResponses = {
+  ...writeErrors,
   201: json(GenerationOutcome, "ended now: its entries, and the generation as it ended"),
   200: json(GenerationOutcome, "ended already the same way: the same outcome, nothing written"),
-  409: closedConflict,
-  ...writeErrors,
+  409: conflict("stream_closed: the generation was completed or stopped already (the other one of the two)"),
   413: json(ErrorEnvelope, "entry_too_large or quota_exceeded; nothing written, the generation stays open"),
 };
 
@@ -214,10 +209,7 @@ app.openAPIRegistry.registerPath({
     200: { description: "appended (a producer's new data)" },
     204: { description: "appended; a producer's duplicate" },
     ...errors,
-    409: json(
-      ErrorEnvelope,
-      "stream_closed (completed or stopped), content_type_mismatch, sequence_conflict",
-    ),
+    409: conflict("stream_closed (completed or stopped), content_type_mismatch, sequence_conflict"),
     413: json(
       ErrorEnvelope,
       `payload_too_large: over ${MAX_APPEND_BYTES} bytes, or the stream past ${MAX_GENERATION_BYTES}`,

@@ -153,6 +153,7 @@ input[type=search], input[type=text], input[type=password] {
 .in-flight-text { white-space: pre-wrap; }
 .then-badge { border: 1px dashed var(--leaf); color: var(--leaf); }
 .time-travel { display: flex; align-items: center; gap: 8px; padding: 0 12px 8px; }
+.time-travel[hidden] { display: none; }
 .time-travel input[type="range"] { flex: 1; min-width: 80px; }
 .label-chip { background: var(--label); color: var(--pane); }
 .edited-chip { border: 1px dashed var(--compaction); color: var(--compaction); }

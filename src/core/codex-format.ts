@@ -167,7 +167,10 @@ class CodexReader {
           : value.type === "compacted"
             ? this.#compacted
             : undefined;
-    if (reader && payload) return reader.call(this, line, value, payload, id);
+    if (reader && payload) {
+      reader.call(this, line, value, payload, id);
+      return;
+    }
     if (value.type === "event_msg" && payload?.type === "token_count" && isRecord(payload.info)) {
       this.#tokenCount(payload.info);
     }

@@ -99,10 +99,31 @@ export interface SearchDigest {
   text: string;
 }
 
-/** Rows of a fork's path, a page of them, and the seqs still to copy. */
+/** A page of a fork's path, and the seqs still to copy (see `EntryRows.pathRows`). */
 export interface CopiedRows {
-  rows: CopiedRow[];
+  /** Rows whose payload is inline, as JSON arrays of their columns. */
+  batches: string[];
+  /** Rows whose payload was stored in chunks, each with its payload whole. */
+  chunked: CopiedRow[];
+  /** The blobs the page's entries refer to. */
+  blobRefs: string[];
+  /** What the page adds to the session's size (payloads and their blobs' values). */
+  bytes: number;
+  first?: number;
+  last?: { seq: number; id: string };
   rest: number[];
+}
+
+/** What a session's figures read of a row it copied. */
+export interface CopiedFigure {
+  seq: number;
+  type: EntryType;
+  role: string | null;
+  body: string | null;
+  bytes: number;
+  blob_bytes: number;
+  chunks: number;
+  [key: string]: SqlStorageValue;
 }
 
 /** What the retention sweep of a directory shard learns from a session it found idle. */

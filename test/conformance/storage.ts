@@ -816,6 +816,26 @@ export function storageConformance(
         expect((await repo.open(fork.id)).id).toBe(fork.id);
       });
 
+      it("forks a path that opens with a reply, with the same figures as its source", async () => {
+        const repo = await makeRepo();
+        const source = await fresh(repo);
+        await source.appendMessage(assistant("hello first"));
+        await source.appendMessage(user(""));
+        const asked = await source.appendMessage(user("the question"));
+        await source.appendSessionName("named on the way");
+        const answered = await source.appendMessage(assistant("the answer"));
+        const fork = await source.fork(answered);
+        const [forked, original] = [await fork.getInfo(), await source.getInfo()];
+        expect(forked).toMatchObject({
+          entryCount: original.entryCount,
+          messageCount: original.messageCount,
+          bytes: original.bytes,
+          preview: "the question",
+          name: "named on the way",
+        });
+        expect((await fork.getBranch()).map((e) => e.id)).toContain(asked);
+      });
+
       it("forks with a chosen id and name, and before a user message", async () => {
         const repo = await makeRepo();
         const source = await fresh(repo);

@@ -7,8 +7,9 @@ import type {
   TreeRow,
 } from "../../core/internal";
 import { entryPage, nonBlank } from "../../core/internal";
+import { refsInJson } from "../blobs/blob-text";
 import type { Sql } from "../sql";
-import type { CopiedRow, CopiedRows, EntryPage } from "../types";
+import type { CopiedFigure, CopiedRow, CopiedRows, EntryPage } from "../types";
 
 /*
  * Entry rows of a session's SQLite: writing them (with their path indexes, payloads over
@@ -30,6 +31,8 @@ const CHUNK_BYTES = 1024 * 1024;
 const PAGE_CHARS = 8 * 1024 * 1024;
 /** Entries whose payloads one query reads. */
 const READ_BATCH = 256;
+/** Characters of rows one INSERT of a fork's copy takes as JSON: a statement's value stays under 2 MB. */
+const BATCH_CHARS = 1024 * 1024;
 /** Rows one multi-row INSERT writes. */
 const INSERT_BATCH = 500;
 
@@ -65,6 +68,10 @@ const ENTRY_COLUMN_LIST = [
   "blob_bytes",
 ] as const;
 const ENTRY_COLUMNS = ENTRY_COLUMN_LIST.join(", ");
+/** A row's columns read from a JSON array of them, in ENTRY_COLUMN_LIST's order. */
+const ENTRY_VALUES = ENTRY_COLUMN_LIST.map((_, n) => `value->>${n}`).join(", ");
+/** An inline row's columns as `insertCopied` reads them: ENTRY_COLUMN_LIST, no chunks. */
+const COPIED_COLUMNS = ENTRY_COLUMN_LIST.map((c) => (c === "chunks" ? "0" : c)).join(", ");
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -181,36 +188,89 @@ export class EntryRows {
     return { entries, rest: seqs.slice(entries.length) };
   }
 
-  /** Rows of a path (`seqs`, root first) as a fork copies them, a page at a time. */
+  /**
+   * Rows of a path (`seqs`, root first) as a fork copies them, a page at a time. Rows with their
+   * payload inline cross as JSON that SQLite writes here and reads there (`insertCopied`): no
+   * entry is parsed, and no row becomes an object on the way.
+   */
   pathRows(seqs: readonly number[]): CopiedRows {
-    const rows: CopiedRow[] = [];
+    const page: CopiedRows = { batches: [], chunked: [], blobRefs: [], bytes: 0, rest: [] };
+    let run: number[] = [];
+    let runChars = 0;
+    const endRun = () => {
+      if (run.length === 0) return;
+      page.batches.push(
+        this.#storage
+          .exec<{ rows: string }>(
+            `SELECT json_group_array(json_array(${COPIED_COLUMNS})) AS rows
+            FROM entries WHERE seq IN (SELECT value FROM json_each(?))`,
+            JSON.stringify(run),
+          )
+          .one().rows,
+      );
+      run = [];
+      runChars = 0;
+    };
     let size = 0;
+    let taken = 0;
     for (let i = 0; i < seqs.length && size < PAGE_CHARS; i += READ_BATCH) {
       const batch = JSON.stringify(seqs.slice(i, i + READ_BATCH));
-      for (const row of this.#sql<CopiedRow & { chunks: number }>`
-        SELECT seq, id, parent_id, parent_seq, type, role, timestamp, depth,
-          last_compaction, last_thinking, last_model, last_tools,
-          body, chunks, coalesce(length(CAST(body AS BLOB)), 0) AS bytes, blob_bytes
+      for (const row of this.#sql<{
+        seq: number;
+        id: string;
+        chunks: number;
+        chars: number;
+        bytes: number;
+        blob_bytes: number;
+      }>`
+        SELECT seq, id, chunks, coalesce(length(body), 0) AS chars,
+          coalesce(length(CAST(body AS BLOB)), 0) AS bytes, blob_bytes
         FROM entries WHERE seq IN (SELECT value FROM json_each(${batch})) ORDER BY seq`) {
         if (size >= PAGE_CHARS) break;
-        const { chunks, ...copied } = row;
-        if (chunks > 0) {
-          copied.body = this.#chunked(copied.seq);
-          copied.bytes = encoder.encode(copied.body).byteLength;
+        let body: string | undefined;
+        if (row.chunks > 0) {
+          endRun();
+          body = this.#chunked(row.seq);
+          const copied = {
+            ...this.#storage
+              .exec<CopiedRow>(`SELECT ${ENTRY_COLUMNS} FROM entries WHERE seq = ?`, row.seq)
+              .one(),
+            body,
+            bytes: encoder.encode(body).byteLength,
+          };
+          page.chunked.push(copied);
+          page.bytes += copied.bytes;
+          size += body.length;
+        } else {
+          if (runChars + row.chars > BATCH_CHARS) endRun();
+          run.push(row.seq);
+          runChars += row.chars;
+          page.bytes += row.bytes;
+          size += row.chars;
         }
-        size += copied.body.length;
-        rows.push(copied);
+        page.bytes += row.blob_bytes;
+        if (row.blob_bytes > 0) page.blobRefs.push(...refsInJson(body ?? this.bodies([row.seq])[0] ?? ""));
+        page.last = { seq: row.seq, id: row.id };
+        page.first ??= row.seq;
+        taken++;
       }
     }
-    return { rows, rest: seqs.slice(rows.length) };
+    endRun();
+    page.rest = seqs.slice(taken);
+    return page;
   }
 
-  /** Writes rows a fork copied (inside the caller's transaction), as `pathRows` made them. */
-  insertCopied(rows: readonly CopiedRow[]): void {
+  /** Writes a page a fork copied (inside the caller's transaction), as `pathRows` made it. */
+  insertCopied(page: CopiedRows): void {
+    for (const batch of page.batches) {
+      this.#storage.exec(
+        `INSERT INTO entries (${ENTRY_COLUMNS}) SELECT ${ENTRY_VALUES} FROM json_each(?)`,
+        batch,
+      );
+    }
     const values: SqlStorageValue[][] = [];
-    for (const row of rows) {
-      const inline = row.bytes <= INLINE_BYTES;
-      const chunks = inline ? 0 : Math.ceil(row.bytes / CHUNK_BYTES);
+    for (const row of page.chunked) {
+      const chunks = Math.ceil(row.bytes / CHUNK_BYTES);
       values.push([
         row.seq,
         row.id,
@@ -224,13 +284,24 @@ export class EntryRows {
         row.last_thinking,
         row.last_model,
         row.last_tools,
-        inline ? row.body : null,
+        null,
         chunks,
         row.blob_bytes,
       ]);
-      if (!inline) this.#writeChunks(row.seq, row.body, chunks);
+      this.#writeChunks(row.seq, row.body, chunks);
     }
     this.#insertRows(values);
+  }
+
+  /**
+   * What a session's figures need of its rows `first` to `last`, in order: sizes, and the payload
+   * only of labels and names (see `SessionStore.copyRows`).
+   */
+  copiedFigures(first: number, last: number): CopiedFigure[] {
+    return this.#sql<CopiedFigure>`SELECT seq, type, role, blob_bytes, chunks,
+        CASE WHEN type IN ('label', 'session_info') THEN body END AS body,
+        coalesce(length(CAST(body AS BLOB)), 0) AS bytes
+      FROM entries WHERE seq BETWEEN ${first} AND ${last} ORDER BY seq`.toArray();
   }
 
   /** Seqs of the entries of these ids whose payloads hold blobs. */
@@ -395,7 +466,7 @@ export class EntryRows {
     }
     for (let i = 0; i < rows.length; i += INSERT_BATCH) {
       this.#storage.exec(
-        `INSERT INTO entries (${ENTRY_COLUMNS}) SELECT ${ENTRY_COLUMN_LIST.map((_, n) => `value->>${n}`).join(", ")} FROM json_each(?)`,
+        `INSERT INTO entries (${ENTRY_COLUMNS}) SELECT ${ENTRY_VALUES} FROM json_each(?)`,
         JSON.stringify(rows.slice(i, i + INSERT_BATCH)),
       );
     }

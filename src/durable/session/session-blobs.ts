@@ -12,13 +12,12 @@ import { encodeBlob } from "../blobs/blob-codec";
 import { collectRefs, replaceRefs, scan } from "../blobs/blob-inputs";
 import type { BlobClaim } from "../blobs/blob-ledger";
 import { BlobStore, inParallel } from "../blobs/blob-store";
-import { answerRefsInStream, refsInJson } from "../blobs/blob-text";
+import { answerRefsInStream } from "../blobs/blob-text";
 import { signBlobUrl, urlTtlSeconds } from "../blobs/blob-urls";
 import type { DurableEnv } from "../env";
 import { directoryShard } from "../names";
 import type { Sql } from "../sql";
 import { tenantKey } from "../tenant-key";
-import type { CopiedRow } from "../types";
 import type { PreparedBlobs } from "./prepared-blobs";
 import type { SessionStore } from "./session-store";
 
@@ -264,9 +263,8 @@ export class SessionBlobs {
    * Claims the blobs rows copied from a fork's source refer to, before they are written (so the
    * source's purge cannot take them away meanwhile).
    */
-  async claimCopied(rows: readonly CopiedRow[]): Promise<void> {
-    const refs = new Set<string>();
-    for (const row of rows) if (row.blob_bytes > 0) for (const ref of refsInJson(row.body)) refs.add(ref);
+  async claimCopied(blobRefs: readonly string[]): Promise<void> {
+    const refs = new Set(blobRefs);
     const known = this.#recorded([...refs]);
     const claimed = [...refs].filter((ref) => !known.has(ref));
     if (claimed.length === 0) return;

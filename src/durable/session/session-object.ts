@@ -639,8 +639,8 @@ export class SessionObject extends DurableObject<DurableEnv> {
         while (rest.length > 0 && Date.now() - started < COPY_BUDGET_MS) {
           const page = unwrap((await source.pathRows(rest)) as Result<CopiedRows>);
           // The blobs the rows refer to are this session's too before the rows are.
-          await this.#blobs.claimCopied(page.rows);
-          unwrap(await this.#write((session) => session.copyRows(page.rows, room)));
+          await this.#blobs.claimCopied(page.blobRefs);
+          unwrap(await this.#write((session) => session.copyRows(page, room)));
           rest = page.rest;
         }
       }),

@@ -44,7 +44,7 @@ import {
 import { quotaExceeded } from "../quotas";
 import type { Sql } from "../sql";
 import { sqlOf } from "../sql";
-import type { CopiedRow, CopiedRows, EntryPage, ForkSource, SearchDigest } from "../types";
+import type { CopiedRows, EntryPage, ForkSource, SearchDigest } from "../types";
 import type { Node, StoredWrite } from "./entry-rows";
 import { EntryRows } from "./entry-rows";
 import { forkSource } from "./fork-copy";
@@ -570,38 +570,33 @@ export class SessionStore {
    * Only what the session's figures need of a payload is read (the first user message, a name, a
    * label).
    */
-  copyRows(rows: readonly CopiedRow[], room: ByteLimit | undefined): void {
+  copyRows(page: CopiedRows, room: ByteLimit | undefined): void {
     const state = this.#live();
-    const first = rows[0];
-    const last = rows.at(-1);
-    if (!first || !last) return;
+    const { first, last } = page;
+    if (first === undefined || last === undefined) return;
     // Seqs only grow: a copy keeps the source's (with the gaps its other branches leave).
-    if (first.seq < state.nextSeq) {
+    if (first < state.nextSeq) {
       throw new SessionError(
         "invalid_request",
-        `a copy continues after seq ${state.nextSeq - 1}, not at ${first.seq}`,
+        `a copy continues after seq ${state.nextSeq - 1}, not at ${first}`,
       );
     }
-    this.checkRoom(
-      rows.reduce((sum, row) => sum + row.bytes + row.blob_bytes, 0),
-      room,
-    );
+    this.checkRoom(page.bytes, room);
     this.#write(() => {
-      this.#rows.insertCopied(rows);
-      for (const row of rows) {
-        // What the figures read of an entry is in its payload only for these.
-        const needsPayload =
-          row.type === "label" ||
-          row.type === "session_info" ||
-          (row.role === "user" && state.stats.preview === undefined);
-        const entry = needsPayload
-          ? (JSON.parse(row.body) as SessionEntry)
-          : ({ type: row.type } as SessionEntry);
+      this.#rows.insertCopied(page);
+      const chunked = new Map(page.chunked.map((row) => [row.seq, row.bytes]));
+      for (const row of this.#rows.copiedFigures(first, last.seq)) {
+        // What the figures read of an entry is in its payload only for labels, names and the
+        // first user message.
+        let entry = { type: row.type, message: { role: row.role } } as SessionEntry;
+        if (row.body !== null) entry = JSON.parse(row.body) as SessionEntry;
+        else if (row.role === "user" && state.stats.preview === undefined)
+          entry = JSON.parse(this.#rows.bodies([row.seq])[0] ?? "{}") as SessionEntry;
         if (entry.type === "label") this.#rows.setLabel(entry.targetId, entry.label);
-        applyEntryToStats(state.stats, entry, row.bytes + row.blob_bytes);
+        applyEntryToStats(state.stats, entry, (chunked.get(row.seq) ?? row.bytes) + row.blob_bytes);
         if (row.blob_bytes > 0) state.stats.blobBytes = (state.stats.blobBytes ?? 0) + row.blob_bytes;
       }
-      this.#search.markPending(first.seq, last.seq);
+      this.#search.markPending(first, last.seq);
       this.#history.record(last.seq, last.seq);
       state.leafId = last.id;
       state.nextSeq = last.seq + 1;

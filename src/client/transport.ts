@@ -21,8 +21,10 @@ export interface RequestOptions {
   raw?: { body: NonNullable<RequestInit["body"]>; contentType: string };
   headers?: Record<string, string>;
   /**
-   * Whether sending the request twice does no harm, so a network failure may be retried (reads,
-   * and appends whose entries carry ids). 429 and 503 are retried whatever this says.
+   * Whether sending the request twice does no harm, so a failure that may have come after the
+   * request was applied (the connection lost, a 503 whose `outcome` is `"unknown"`) is retried:
+   * reads, appends whose entries carry ids, header patches, the retention setting. 429s, and 503s
+   * that say nothing was applied, are retried whatever this says.
    */
   idempotent?: boolean;
   /** Aborts the request (and reading its answer). */
@@ -82,6 +84,11 @@ async function errorOf(response: Response): Promise<SessionError> {
   );
 }
 
+/** Whether a failed request may have been applied all the same (see `unavailable` in core/errors.ts). */
+function mayBeApplied(error: SessionError): boolean {
+  return (error.details as { outcome?: unknown } | undefined)?.outcome === "unknown";
+}
+
 /** HTTP to the service: JSON in and out, errors as `SessionError`s, retries where they are safe. */
 export class Transport {
   readonly #options: ClientOptions;
@@ -118,12 +125,14 @@ export class Transport {
         continue;
       }
       if (response.ok) return response;
-      if (RETRY_STATUSES.has(response.status) && attempt < attempts) {
-        await response.body?.cancel();
+      const error = await errorOf(response);
+      // A request that may have been applied (the object went away while it ran) is sent again
+      // only if sending it twice does no harm.
+      if (RETRY_STATUSES.has(response.status) && attempt < attempts && (idempotent || !mayBeApplied(error))) {
         await sleep(retryAfterMs(response.headers.get("Retry-After")) ?? baseDelay * 2 ** (attempt - 1));
         continue;
       }
-      throw await errorOf(response);
+      throw error;
     }
   }
 

@@ -16,4 +16,6 @@ export interface DurableEnv extends SummarizerConfig {
   DIRECTORY_SHARDS?: string;
   /** Seconds a deleted session can be restored (default 604800, seven days); then it is purged. */
   RECOVERY_WINDOW_SECONDS?: string;
+  /** Bytes of storage at which a session takes no more entries (default 9e9; see storage-ceiling.ts). */
+  SESSION_FULL_BYTES?: string;
 }

@@ -11,3 +11,4 @@ export { DurableRepo } from "./router/repo";
 export { SessionObjectStorage } from "./router/session-object-storage";
 export type { TenantUsage } from "./router/tenant-usage";
 export { SessionObject } from "./session/session-object";
+export { transientError } from "./transient";

@@ -24,6 +24,7 @@ import type { MetricPoint } from "../metrics";
 import { writeMetric } from "../metrics";
 import { sessionObjectName } from "../names";
 import { sqlOf } from "../sql";
+import { storageWork } from "../transient";
 import type { ContextAnswer, CopiedRows, EntryPage, ExpiryOutcome, ForkSource } from "../types";
 import { AutoCompaction } from "./auto-compaction";
 import { DirectoryReports } from "./directory-reports";
@@ -34,6 +35,7 @@ import type { ByteLimit } from "./room";
 import { SessionLife } from "./session-life";
 import { SessionStore } from "./session-store";
 import { SocketTickets } from "./socket-tickets";
+import { checkNotFull } from "./storage-ceiling";
 
 /*
  * A session as a Durable Object: its RPC face. Each method answers a `Result` (RPC drops error
@@ -127,7 +129,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   #run<T>(read: (session: SessionStore) => T): Promise<Result<T>> {
     return capture(() => {
       this.#checkListed();
-      return read(this.#session);
+      return storageWork(() => read(this.#session));
     });
   }
 
@@ -135,7 +137,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   #write<T>(write: (session: SessionStore) => T): Promise<Result<T>> {
     return capture(() => {
       this.#checkListed();
-      const result = write(this.#session);
+      const result = storageWork(() => write(this.#session));
       this.#reports.schedule();
       // A large batch is indexed for search just after (see SearchIndex.index).
       if (this.#session.searchBackfillPending) this.#life.armSoon();
@@ -292,7 +294,10 @@ export class SessionObject extends DurableObject<DurableEnv> {
     options: AppendOptions & { validated?: boolean },
   ): Promise<Result<AppendResult>> {
     let written = { sessionId: "", entries: 0, bytes: 0 };
+    // A full session still takes a compaction: it is what keeps its context usable.
+    const compaction = entries.every((entry) => (entry as { type?: unknown } | null)?.type === "compaction");
     const result = await this.#limitedWrite((session, room) => {
+      if (!compaction) checkNotFull(this.ctx.storage.sql, this.env);
       const { nextSeq, stats, header } = session.state;
       const before = { seq: nextSeq, bytes: stats.bytes };
       const answer = session.appendEntries(entries, options, room);
@@ -308,7 +313,10 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   importEntries(entries: readonly SessionEntry[], options: ImportOptions): Promise<Result<void>> {
-    return this.#limitedWrite((session, room) => session.importEntries(entries, options, room));
+    return this.#limitedWrite((session, room) => {
+      checkNotFull(this.ctx.storage.sql, this.env);
+      return session.importEntries(entries, options, room);
+    });
   }
 
   /** Refuses (`quota_exceeded`) when `bytes` more would take the session past its byte quotas. */

@@ -1,6 +1,6 @@
 import type { AgentInputItem } from "@openai/agents-core";
 import { createClient } from "../src/client";
-import type { AgentMessage } from "../src/core";
+import type { AgentMessage } from "../src/core/internal";
 import { CfSessionsSaver } from "../src/frameworks/langgraph";
 import { CfSessionsSession } from "../src/frameworks/openai-agents";
 

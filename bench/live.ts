@@ -1,4 +1,4 @@
-import { SseReader } from "../src/core";
+import { SseReader } from "../src/core/internal";
 
 /*
  * Live sessions, measured against the running service: how long an event takes from the append's

@@ -1,7 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
-import type { EntryInput, SessionHeader } from "../src/core";
-import { newId, nowIso } from "../src/core";
-import type { DurableEnv } from "../src/durable";
+import type { EntryInput, SessionHeader } from "../src/core/internal";
+import { newId, nowIso } from "../src/core/internal";
+import type { DurableEnv } from "../src/durable/internal";
 import { directoryShard, shardCount, shardOf } from "../src/durable/names";
 import { EntryRows } from "../src/durable/session/entry-rows";
 import { PathReads } from "../src/durable/session/path-reads";
@@ -10,7 +10,7 @@ import { sqlOf } from "../src/durable/sql";
 import type { DirectoryReport } from "../src/durable/types";
 import { createApp } from "../src/http";
 
-export { SessionDirectory, SessionObject } from "../src/durable";
+export { SessionDirectory, SessionObject } from "../src/durable/internal";
 
 /*
  * A Durable Object that runs the real session store (the code SessionObject runs) and times it

@@ -14,8 +14,8 @@ import {
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { RemoteRepo } from "../client";
-import type { ExistingSessions, ImportedSessionStatus, ImportWarning } from "../core";
-import { TENANT_FORMAT, TENANT_VERSION } from "../core";
+import type { ExistingSessions, ImportedSessionStatus, ImportWarning } from "../core/internal";
+import { TENANT_FORMAT, TENANT_VERSION } from "../core/internal";
 
 /*
  * `cf-sessions backup <dir>` and `cf-sessions restore <dir>`: a whole tenant to a folder, one

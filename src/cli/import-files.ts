@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { RemoteRepo } from "../client";
-import type { ImportFormat, ImportWarning } from "../core";
-import { checkFormat, detectFormat, parseImport, SessionError } from "../core";
+import type { ImportFormat, ImportWarning } from "../core/internal";
+import { checkFormat, detectFormat, parseImport, SessionError } from "../core/internal";
 import type { Output } from "./output";
 import { fail } from "./output";
 

@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { ConnectionError, createClient } from "../client";
-import type { ExistingSessions } from "../core";
+import type { ExistingSessions } from "../core/internal";
 import {
   checkExportFormat,
   contentText,
@@ -8,7 +8,7 @@ import {
   MAX_SEARCH_HITS,
   MAX_SESSIONS_PAGE,
   SessionError,
-} from "../core";
+} from "../core/internal";
 import { writeFileAtomically } from "./atomic-file";
 import { backup, restore } from "./backup";
 import { checkProgress, importFiles } from "./import-files";

@@ -1,5 +1,5 @@
 import type { RemoteRepo } from "../client";
-import type { SearchHit, SessionMatch } from "../core";
+import type { SearchHit, SessionMatch } from "../core/internal";
 import type { Output } from "./output";
 import { fail } from "./output";
 

@@ -1,4 +1,4 @@
-import type { SessionEvent, StoredEntry } from "../core";
+import type { SessionEvent, StoredEntry } from "../core/internal";
 
 /** One line for an event of `cf-sessions tail`; `describe` gives an entry's gist. */
 export function eventLine(event: SessionEvent, describe: (entry: Record<string, unknown>) => string): string {

@@ -1,4 +1,4 @@
-import type { TreeNode } from "../core";
+import type { TreeNode } from "../core/internal";
 
 /*
  * A session tree for a terminal. Branches indent; a chain of single children stays at one level

@@ -1,7 +1,7 @@
 import { RemoteRepo } from "./remote";
 import type { ClientOptions } from "./transport";
 
-export type { ContextAnswer, FileImport, FileImportOptions, FileSync } from "./remote";
+export type { FileImport, FileImportOptions, FileSync } from "./remote";
 export { RemoteRepo, RemoteSession, RemoteStorage } from "./remote";
 export type { ClientOptions } from "./transport";
 export { ConnectionError, retryAfterMs } from "./transport";

@@ -1,15 +1,15 @@
 import type {
-  AgentMessage,
+  AppendEntryInput,
   AppendOptions,
   AppendResult,
   CompactionEntry,
   CompactOptions,
+  ContextAnswer,
   ContextFormat,
   ContextInOptions,
   ContextOptions,
   ContextRequests,
   CreateSessionOptions,
-  EntryInput,
   EntryQuery,
   ExistingSessions,
   ExportFormat,
@@ -21,11 +21,8 @@ import type {
   LeafEntry,
   LeafOptions,
   ListOptions,
-  MessageEntry,
-  MessageFormat,
   NavigateOptions,
   NavigateResult,
-  ProviderMessageOptions,
   SessionContext,
   SessionEntry,
   SessionEvent,
@@ -45,7 +42,7 @@ import type {
   TenantSearchPage,
   TreeEntry,
   TreeNode,
-} from "../core";
+} from "../core/internal";
 import {
   checkFormat,
   checkSessionId,
@@ -57,11 +54,10 @@ import {
   modelRefString,
   newId,
   parseImport,
-  providerMessageInput,
   Session,
   SessionError,
   walkTree,
-} from "../core";
+} from "../core/internal";
 import type { ClientOptions } from "./transport";
 import { Transport } from "./transport";
 import type { WatchOptions } from "./watch";
@@ -93,17 +89,12 @@ function sessionPath(id: string, rest = ""): string {
 }
 
 /** Entries get their ids here, before the first try: a retry of the same request is then a replay. */
-function withIds(entries: readonly EntryInput[]): EntryInput[] {
+function withIds(entries: readonly AppendEntryInput[]): AppendEntryInput[] {
   return entries.map((entry) => (entry.id === undefined ? { ...entry, id: newId() } : entry));
 }
 
 /** Contexts a session keeps to ask for deltas. */
 const KEPT_CONTEXTS = 4;
-
-/** A context answer of the service: whole, or what was appended since a version read before. */
-export type ContextAnswer =
-  | (SessionContext & { version: string; reset?: true })
-  | (Omit<SessionContext, "messages"> & { version: string; since: string; append: AgentMessage[] });
 
 type ServiceCompactOptions = Omit<CompactOptions, "summarizer" | "signal">;
 type ServiceNavigateOptions = Omit<NavigateOptions, "summarizer" | "signal">;
@@ -228,7 +219,10 @@ export class RemoteStorage implements SessionStorage {
     return Object.fromEntries(labelled.map((node) => [node.id, node.label as string]));
   }
 
-  async appendEntries(entries: readonly EntryInput[], options: AppendOptions = {}): Promise<AppendResult> {
+  async appendEntries(
+    entries: readonly AppendEntryInput[],
+    options: AppendOptions = {},
+  ): Promise<AppendResult> {
     const response = await this.#http.send("POST", this.#path("/entries"), {
       body: { entries: withIds(entries) },
       headers: ifMatch(options.expectedLeafId),
@@ -285,27 +279,6 @@ export class RemoteStorage implements SessionStorage {
         imageInput: imageInput === undefined ? undefined : String(imageInput),
       },
     });
-  }
-
-  /**
-   * Appends a model API's own message, converted by the service into the messages it stands for.
-   * The entry gets its id here, before the first try, so a retry is a replay.
-   */
-  async appendProviderMessage(
-    format: MessageFormat,
-    message: unknown,
-    options: ProviderMessageOptions = {},
-  ): Promise<StoredEntry<MessageEntry>[]> {
-    const { entries } = await this.#http.json<{ entries: StoredEntry<MessageEntry>[] }>(
-      "POST",
-      this.#path("/entries"),
-      {
-        body: providerMessageInput(format, message, options),
-        headers: ifMatch(options.expectedLeafId),
-        idempotent: true,
-      },
-    );
-    return entries;
   }
 
   /** The session's events as they happen (see `watchStream`). */
@@ -424,15 +397,6 @@ export class RemoteSession extends Session {
     options: ContextInOptions = {},
   ): Promise<ContextRequests[F]> {
     return this.storage.contextIn(format, options);
-  }
-
-  /** A model API's own message, converted by the service as it appends it. */
-  override appendProviderMessage(
-    format: MessageFormat,
-    message: unknown,
-    options: ProviderMessageOptions = {},
-  ): Promise<StoredEntry<MessageEntry>[]> {
-    return this.storage.appendProviderMessage(format, message, options);
   }
 
   override compact(options: CompactOptions = {}): Promise<StoredEntry<CompactionEntry>> {

@@ -1,5 +1,5 @@
-import type { ErrorBody } from "../core";
-import { isErrorCode, SessionError } from "../core";
+import type { ErrorBody } from "../core/internal";
+import { isErrorCode, SessionError } from "../core/internal";
 
 export interface ClientOptions {
   /** Where the service answers, e.g. `https://sessions.example.com` or `http://127.0.0.1:8787`. */

@@ -1,5 +1,5 @@
-import type { SessionEvent, TenantEvent } from "../core";
-import { SessionError, SseReader } from "../core";
+import type { SessionEvent, TenantEvent } from "../core/internal";
+import { SessionError, SseReader } from "../core/internal";
 import type { Transport } from "./transport";
 
 /*

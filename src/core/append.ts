@@ -1,12 +1,14 @@
 import type { z } from "zod";
 import { checkEditTarget } from "./context-edits";
-import type { EntryType, LeafEntry, SessionEntry, StoredEntry } from "./entries";
-import { EntryInput, SessionEntry as SessionEntrySchema } from "./entries";
+import type { EntryInput, EntryType, LeafEntry, SessionEntry, StoredEntry } from "./entries";
+import { SessionEntry as SessionEntrySchema } from "./entries";
 import { SessionError } from "./errors";
 import { newId, nowIso } from "./ids";
 import { assertJsonDepth, canonicalJson, utf8Length } from "./json";
 import { MAX_BATCH_ENTRIES, MAX_ENTRY_BYTES } from "./limits";
-import { isProviderEntry } from "./providers/provider-entries";
+import { AppendEntryInput } from "./providers/entry-input";
+import type { Conversation } from "./providers/provider-entries";
+import { expandProviderEntries } from "./providers/provider-entries";
 import type { Position } from "./session-schemas";
 
 /*
@@ -31,6 +33,24 @@ export interface AppendView {
   ref(id: string): EntryRef | undefined;
   /** The whole stored entry (for replay comparison and `position: "before"`). */
   load(id: string): StoredEntry | undefined;
+  /**
+   * The conversation a provider's message appended under `entryId` continues (its last turn and
+   * its model); none for an id that names no entry. Asked only of batches holding one.
+   */
+  conversationAt(entryId: string): Conversation;
+}
+
+/** The ids a batch names (its own, parents, label and edit targets, kept entries): what a view is asked about. */
+export function idsNamedBy(inputs: readonly unknown[]): string[] {
+  const named = new Set<string>();
+  for (const input of inputs) {
+    if (!input || typeof input !== "object") continue;
+    for (const key of ["id", "parentId", "targetId", "firstKeptEntryId"]) {
+      const value = (input as Record<string, unknown>)[key];
+      if (typeof value === "string") named.add(value);
+    }
+  }
+  return [...named];
 }
 
 export interface PlannedWrite {
@@ -140,12 +160,21 @@ function checkBatchSize(count: number): void {
   }
 }
 
-export function planAppend(
-  inputs: readonly unknown[],
-  view: AppendView,
-  options: PlanOptions = {},
-): AppendPlan {
-  checkBatchSize(inputs.length);
+/** Refuses an input that is not an entry (nor a provider's message), naming where it is wrong. */
+function checkInput(raw: unknown, prefix: readonly number[]): void {
+  assertJsonDepth(raw);
+  const parsed = AppendEntryInput.safeParse(raw);
+  if (!parsed.success) {
+    throw new SessionError("invalid_request", "invalid entry", zodDetails(parsed.error, prefix));
+  }
+}
+
+export function planAppend(raw: readonly unknown[], view: AppendView, options: PlanOptions = {}): AppendPlan {
+  checkBatchSize(raw.length);
+  if (!options.validated) raw.forEach((input, index) => checkInput(input, raw.length > 1 ? [index] : []));
+  // A provider's message stands for the message entries it converts to, each read against the
+  // conversation at its parent (stored, or made by the batch's entries before it).
+  const inputs = expandProviderEntries(raw, view) as ReadonlyArray<Record<string, unknown> & EntryInput>;
   const overlay = new Overlay(view);
   const entries: StoredEntry[] = [];
   const writes: PlannedWrite[] = [];
@@ -154,25 +183,7 @@ export function planAppend(
   // Entries of one batch are appended at one time.
   const now = nowIso();
 
-  inputs.forEach((raw, index) => {
-    const prefix = inputs.length > 1 ? [index] : [];
-    if (!options.validated) {
-      assertJsonDepth(raw);
-      const parsed = EntryInput.safeParse(raw);
-      if (!parsed.success) {
-        throw new SessionError("invalid_request", "invalid entry", zodDetails(parsed.error, prefix));
-      }
-    }
-    const input = raw as Record<string, unknown> & EntryInput;
-    if (isProviderEntry(input)) {
-      // Stored as it is, a provider's message would read as one of ours; it is converted first.
-      throw new SessionError(
-        "invalid_request",
-        "a message with a format is a provider's message: append it with appendProviderMessage",
-        [{ path: [...prefix, "format"], code: "custom", message: "convert provider messages first" }],
-      );
-    }
-
+  inputs.forEach((input) => {
     if (input.id !== undefined) {
       const existing = overlay.load(input.id);
       if (existing) {

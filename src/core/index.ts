@@ -1,42 +1,139 @@
-export * from "./agent";
-export * from "./append";
-export * from "./branch";
-export * from "./claude-code-format";
-export * from "./codex-format";
-export * from "./compact-session";
-export * from "./compaction";
-export * from "./context";
-export * from "./context-answer";
-export * from "./context-edits";
-export * from "./entries";
-export * from "./errors";
-export * from "./events";
-export * from "./fork";
-export * from "./header";
-export * from "./ids";
-export * from "./import-formats";
-export * from "./info";
-export * from "./interchange";
-export * from "./json";
-export * from "./leaf-tag";
-export * from "./limits";
-export * from "./memory";
-export * from "./messages";
-export * from "./native-format";
-export * from "./ndjson";
-export * from "./paging";
-export * from "./pi-format";
-export * from "./providers";
-export * from "./repo";
-export * from "./search";
-export * from "./search-query";
-export * from "./search-text";
-export * from "./session";
-export * from "./session-schemas";
-export * from "./storage";
-export * from "./summarizers";
-export * from "./sync-import";
-export * from "./system-messages";
-export * from "./tenant-stream";
-export * from "./tokens";
-export * from "./tree";
+/*
+ * `cf-sessions`: the library's public face. Every name here is a promise (semver); the project's
+ * own layers (the service, the backends, the client, the command line) import `core/internal.ts`.
+ */
+
+export type { CompactIfNeededOptions, CompactIfNeededResult } from "./agent";
+export { compactIfNeeded } from "./agent";
+export { parseClaudeCode } from "./claude-code-format";
+export { parseCodex } from "./codex-format";
+export type { CompactOptions, NavigateOptions } from "./compact-session";
+export { NavigateResult } from "./compact-session";
+export type {
+  BranchSummaryPreparation,
+  CompactionPreparation,
+  CompactionSettings,
+  FileLists,
+} from "./compaction";
+export {
+  DEFAULT_KEEP_RECENT_TOKENS,
+  prepareBranchSummary,
+  prepareCompaction,
+} from "./compaction";
+export type {
+  BuildContextOptions,
+  ContextSettings,
+  EntryProjector,
+  ModelRef,
+} from "./context";
+export { buildSessionContext, SessionContext } from "./context";
+export type { ContextAnswer } from "./context-answer";
+export { ContextDelta, FullContext } from "./context-answer";
+export type {
+  ActiveToolsChangeEntry,
+  BranchSummaryEntry,
+  CompactionEntry,
+  ContextEditEntry,
+  CustomEntry,
+  CustomMessageEntry,
+  LabelEntry,
+  LeafEntry,
+  MessageEntry,
+  ModelChangeEntry,
+  SessionInfoEntry,
+  ThinkingLevelChangeEntry,
+  TreeEntry,
+  UsageEntry,
+} from "./entries";
+export { ENTRY_TYPES, EntryInput, EntryType, Id, SessionEntry, StoredEntry, Timestamp } from "./entries";
+export type { ErrorBody, ErrorCode } from "./errors";
+export { ERROR_STATUS, isErrorCode, SessionError } from "./errors";
+export type { EntrySummary, LeafEvent, SessionEvent, TenantEvent } from "./events";
+export { SseReader } from "./events";
+export { ID_PATTERN, isValidId, newId } from "./ids";
+export { detectFormat, parseImport } from "./import-formats";
+export type { ExportFormat, ImportedSession, ImportFormat, ImportHeader } from "./interchange";
+export { EXPORT_FORMATS, IMPORT_FORMATS, ImportWarning } from "./interchange";
+export {
+  DEFAULT_ENTRIES_PAGE,
+  DEFAULT_SESSIONS_PAGE,
+  LATEST_EXPIRES_AT,
+  MAX_BATCH_ENTRIES,
+  MAX_BODY_BYTES,
+  MAX_ENTRIES_PAGE,
+  MAX_ENTRY_BYTES,
+  MAX_SESSIONS_PAGE,
+  PREVIEW_CHARS,
+} from "./limits";
+export { MemoryRepo, MemoryStorage } from "./memory";
+export type {
+  Cost,
+  OtherMessage,
+  SummaryUsage,
+  TextContent,
+  ThinkingContent,
+  ToolCall,
+} from "./messages";
+export {
+  AgentMessage,
+  AssistantMessage,
+  contentText,
+  ImageContent,
+  isAssistantMessage,
+  isToolResultMessage,
+  isUserMessage,
+  THINKING_LEVELS,
+  ThinkingLevel,
+  ToolResultMessage,
+  Usage,
+  UserMessage,
+} from "./messages";
+export { exportNative, NATIVE_FORMAT, parseNative } from "./native-format";
+export { exportPi, PI_VERSION, parsePi } from "./pi-format";
+export * from "./providers/public";
+export type { SessionRepo } from "./repo";
+export type {
+  SearchHit,
+  SessionMatch,
+  SessionSearchOptions,
+  SessionSearchPage,
+  TenantSearchOptions,
+  TenantSearchPage,
+  TenantSearchResult,
+} from "./search";
+export { DEFAULT_SEARCH_HITS, MAX_SEARCH_HITS } from "./search";
+export type {
+  BranchSummaryFields,
+  CompactionFields,
+  ContextInOptions,
+  ContextOptions,
+  CustomMessageFields,
+  EntryOptions,
+  ProviderMessageOptions,
+} from "./session";
+export { Session } from "./session";
+export {
+  AutoCompactSettings,
+  AutoCompactStatus,
+  CreateSessionOptions,
+  EntryQuery,
+  ForkOptions,
+  HeaderPatch,
+  ListOptions,
+  Metadata,
+  ParentSession,
+  Position,
+  SessionHeader,
+  SessionInfo,
+  SessionPage,
+  SessionPatch,
+} from "./session-schemas";
+export type { AppendOptions, AppendResult, ImportOptions, LeafOptions, SessionStorage } from "./storage";
+export * from "./summarizers/public";
+export type { SyncResult, SyncStatus, SyncSummary } from "./sync-import";
+export type { SystemMessage } from "./system-messages";
+export type { ImportedSessionStatus, TenantImportReport } from "./tenant-stream";
+export { ExistingSessions, exportTenant, importTenant, TENANT_FORMAT } from "./tenant-stream";
+export { estimateContextTokens, estimateTokens } from "./tokens";
+export type { TreeNode } from "./tree";
+export { treeToJson, walkTree } from "./tree";

@@ -5,6 +5,7 @@ import type { SessionEntry } from "./entries";
 import { SessionError } from "./errors";
 import { newId } from "./ids";
 import { lineError } from "./ndjson";
+import { NO_CONVERSATION } from "./providers/provider-entries";
 import type { Session } from "./session";
 import type { ParentSession } from "./session-schemas";
 import type { SessionStorage } from "./storage";
@@ -66,7 +67,13 @@ export function checkExportFormat(format: string | undefined): ExportFormat {
   return pickFormat(format, EXPORT_FORMATS);
 }
 
-const emptyView: AppendView = { leafId: null, nextSeq: 1, ref: () => undefined, load: () => undefined };
+const emptyView: AppendView = {
+  leafId: null,
+  nextSeq: 1,
+  ref: () => undefined,
+  load: () => undefined,
+  conversationAt: () => NO_CONVERSATION,
+};
 
 /**
  * Checks entries as an import would write them (schema, unique ids, parents present and before

@@ -1,7 +1,7 @@
 import type { AppendPlan, AppendView, EntryRef } from "./append";
 import { planAppend, planImport, planLeafMove } from "./append";
 import { branchRows } from "./branch";
-import type { EntryInput, LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "./entries";
+import type { LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "./entries";
 import { SessionError } from "./errors";
 import type { ForkTargetHeader } from "./fork";
 import { forkStorage } from "./fork";
@@ -12,6 +12,8 @@ import { applyEntryToLabels, applyEntryToStats, emptyStats, pageSessions, sessio
 import type { ImportedSession, ImportHeader } from "./interchange";
 import { writeImport } from "./interchange";
 import { entryPage, sessionsPageLimit } from "./paging";
+import type { AppendEntryInput } from "./providers/entry-input";
+import { conversationOf, NO_CONVERSATION } from "./providers/provider-entries";
 import type { SessionRepo } from "./repo";
 import { Session } from "./session";
 import type {
@@ -80,6 +82,12 @@ export class MemoryStorage implements SessionStorage {
       load: (id) => {
         const row = this.#byId.get(id);
         return row && this.#read(row);
+      },
+      conversationAt: (id) => {
+        const row = this.#byId.get(id);
+        if (!row || row.type === "leaf") return NO_CONVERSATION;
+        const path = branchRows(id, (at) => this.#byId.get(at)).map((step) => this.#read(step) as TreeEntry);
+        return conversationOf(path);
       },
     };
   }
@@ -183,7 +191,10 @@ export class MemoryStorage implements SessionStorage {
     return Object.fromEntries(this.#labels);
   }
 
-  async appendEntries(entries: readonly EntryInput[], options: AppendOptions = {}): Promise<AppendResult> {
+  async appendEntries(
+    entries: readonly AppendEntryInput[],
+    options: AppendOptions = {},
+  ): Promise<AppendResult> {
     this.#live();
     const plan = planAppend(entries, this.#view(), options);
     if (plan.writes.length > 0) this.#apply(plan);

@@ -15,8 +15,14 @@ import type {
 } from "./entries";
 import { newId } from "./ids";
 import type { AgentMessage, SummaryUsage, ThinkingLevel, Usage } from "./messages";
-import type { ContextFormat, ContextRequests, MessageFormat, ProviderMessageEntryInput } from "./providers";
-import { contextForModel, modelRefString, NO_CONVERSATION, providerMessageEntries } from "./providers";
+import type {
+  AppendEntryInput,
+  ContextFormat,
+  ContextRequests,
+  MessageFormat,
+  ProviderMessageEntryInput,
+} from "./providers";
+import { contextForModel, modelRefString } from "./providers";
 import type { EntryQuery, ForkOptions, HeaderPatch, SessionHeader, SessionInfo } from "./session-schemas";
 import type { AppendOptions, AppendResult, LeafOptions, SessionStorage } from "./storage";
 import type { TreeNode } from "./tree";
@@ -197,20 +203,8 @@ export class Session {
     options: ProviderMessageOptions = {},
   ): Promise<StoredEntry<MessageEntry>[]> {
     const { expectedLeafId } = options;
-    const input = providerMessageInput(format, message, options);
-    const earlier = await this.storage.getEntry(input.id as string);
-    const explicit = earlier === undefined && input.parentId !== undefined;
-    const parentId = earlier
-      ? earlier.parentId
-      : explicit
-        ? (input.parentId ?? null)
-        : await this.getLeafId();
-    // A parent that does not exist converts against nothing; the append then refuses it.
-    const known = parentId !== null && (!explicit || (await this.storage.getEntry(parentId)) !== undefined);
-    const context = known ? await this.buildContext({ leafId: parentId }) : undefined;
-    const entries = providerMessageEntries(input, context ?? NO_CONVERSATION, earlier);
     const result = await this.storage.appendEntries(
-      entries,
+      [providerMessageInput(format, message, options)],
       expectedLeafId === undefined ? {} : { expectedLeafId },
     );
     return result.entries as StoredEntry<MessageEntry>[];
@@ -220,7 +214,7 @@ export class Session {
     return (await this.storage.appendEntries([entry], options)).entries[0] as StoredEntry;
   }
 
-  appendEntries(entries: readonly EntryInput[], options?: AppendOptions): Promise<AppendResult> {
+  appendEntries(entries: readonly AppendEntryInput[], options?: AppendOptions): Promise<AppendResult> {
     return this.storage.appendEntries(entries, options);
   }
 

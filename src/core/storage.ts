@@ -1,4 +1,5 @@
-import type { EntryInput, LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "./entries";
+import type { LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "./entries";
+import type { AppendEntryInput } from "./providers/entry-input";
 import type {
   EntryQuery,
   ForkOptions,
@@ -68,8 +69,11 @@ export interface SessionStorage {
   /** Every entry's current label. */
   getLabels(): Promise<Record<string, string>>;
 
-  /** Appends atomically: every entry or none. */
-  appendEntries(entries: readonly EntryInput[], options?: AppendOptions): Promise<AppendResult>;
+  /**
+   * Appends atomically: every entry or none. A provider's message (`{type: "message", format,
+   * message}`) stands for the message entries it converts to.
+   */
+  appendEntries(entries: readonly AppendEntryInput[], options?: AppendOptions): Promise<AppendResult>;
   /**
    * Copies entries exactly as given (ids, parents, timestamps, `leaf` records) in order: how forks
    * and imports are written. Parents must exist; the rules for new appends are not applied.

@@ -1,4 +1,4 @@
-import type { SummarizerConfig } from "../core";
+import type { SummarizerConfig } from "../core/internal";
 import type { SessionDirectory } from "./directory/session-directory";
 import type { SessionObject } from "./session/session-object";
 

@@ -1,14 +1,10 @@
+/*
+ * `cf-sessions/durable`: the Durable Object classes to export from a Worker of one's own (bound as
+ * SESSIONS and DIRECTORY), and `DurableRepo`, the sessions of one tenant over them.
+ */
+
 export { SessionDirectory } from "./directory/session-directory";
 export type { DurableEnv } from "./env";
-export type { LogFields, LogValue } from "./log-line";
-export { errorSummary, logBackgroundFailure, logLine, tenantHash } from "./log-line";
-export type { MetricPoint } from "./metrics";
-export { measuredSummarizer, writeMetric } from "./metrics";
-export { sessionObjectName } from "./names";
-export type { Quotas } from "./quotas";
-export { quotasFor } from "./quotas";
 export { DurableRepo } from "./router/repo";
 export { SessionObjectStorage } from "./router/session-object-storage";
-export type { TenantUsage } from "./router/tenant-usage";
 export { SessionObject } from "./session/session-object";
-export { transientError } from "./transient";

@@ -1,4 +1,4 @@
-import { SessionError } from "../core";
+import { SessionError } from "../core/internal";
 
 /*
  * Log lines: one JSON object a line through the console, which Workers Logs indexes field by

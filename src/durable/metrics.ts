@@ -1,4 +1,4 @@
-import type { Summarizer } from "../core";
+import type { Summarizer } from "../core/internal";
 
 /*
  * Metrics, written to Workers Analytics Engine through the optional `METRICS` binding; without it

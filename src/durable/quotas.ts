@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { SessionError, zodDetails } from "../core";
+import { SessionError, zodDetails } from "../core/internal";
 
 /*
  * Per-tenant quotas, from the `QUOTAS` setting: JSON with defaults for every tenant and, under

@@ -1,4 +1,4 @@
-import { isQueryError, SessionError } from "../core";
+import { isQueryError, SessionError } from "../core/internal";
 
 /**
  * `sql\`SELECT … WHERE id = ${id}\`` over a Durable Object's SQLite: the query reads as SQL and

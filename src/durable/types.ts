@@ -1,4 +1,4 @@
-import type { EntryType, ForkPathEntry, SessionHeader, SessionInfo, StoredEntry } from "../core";
+import type { EntryType, ForkPathEntry, SessionHeader, SessionInfo, StoredEntry } from "../core/internal";
 
 /*
  * What crosses RPC between the Worker and the objects, and between objects: the answers and

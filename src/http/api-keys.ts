@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { SessionError } from "../core";
+import { SessionError } from "../core/internal";
 import { Access, type Caller } from "./access";
 
 /*

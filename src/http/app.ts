@@ -44,7 +44,7 @@ const DOCUMENT = {
  * one error envelope for every failure. Every request, whatever answers it, gets a request id and
  * one log line (request-log.ts).
  */
-export function createApp() {
+export function createApp(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
   app.onError(onError);
   app.notFound(notFound);

@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { SessionError } from "../core";
+import { SessionError } from "../core/internal";
 import type { Caller } from "./access";
 import { apiKeyTable, type KeyTable } from "./api-keys";
 import { devCaller } from "./dev-tenant";

@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit as honoBodyLimit } from "hono/body-limit";
-import type { NumberedLine } from "../core";
-import { MAX_BODY_BYTES, MAX_ENTRY_BYTES, SessionError } from "../core";
+import type { NumberedLine } from "../core/internal";
+import { MAX_BODY_BYTES, MAX_ENTRY_BYTES, SessionError } from "../core/internal";
 import type { AppEnv } from "./env";
 
 const JSON_TYPE = /^application\/([\w.-]+\+)?json$/i;

@@ -1,4 +1,4 @@
-import type { DurableEnv } from "../durable";
+import type { DurableEnv } from "../durable/internal";
 import type { Caller } from "./access";
 
 export interface WorkerEnv extends DurableEnv {

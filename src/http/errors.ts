@@ -2,9 +2,9 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import * as z from "zod";
-import type { ErrorBody, ErrorCode } from "../core";
-import { ERROR_STATUS, SessionError } from "../core";
-import { errorSummary, transientError } from "../durable";
+import type { ErrorBody, ErrorCode } from "../core/internal";
+import { ERROR_STATUS, SessionError } from "../core/internal";
+import { errorSummary, transientError } from "../durable/internal";
 import type { AppEnv } from "./env";
 
 export const ErrorEnvelope = z

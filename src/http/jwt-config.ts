@@ -6,7 +6,7 @@ import {
   type JWK,
   type JWTVerifyGetKey,
 } from "jose";
-import { SessionError } from "../core";
+import { SessionError } from "../core/internal";
 import type { WorkerEnv } from "./env";
 
 /*

@@ -8,7 +8,7 @@ import {
   jwtVerify,
   type ProtectedHeaderParameters,
 } from "jose";
-import { SessionError } from "../core";
+import { SessionError } from "../core/internal";
 import { Access, type Caller } from "./access";
 import type { JwtConfig } from "./jwt-config";
 

@@ -1,8 +1,8 @@
 import type { Context } from "hono";
-import type { Summarizer } from "../core";
-import { summarizerFromConfig } from "../core";
-import type { MetricPoint } from "../durable";
-import { measuredSummarizer, tenantHash, writeMetric } from "../durable";
+import type { Summarizer } from "../core/internal";
+import { summarizerFromConfig } from "../core/internal";
+import type { MetricPoint } from "../durable/internal";
+import { measuredSummarizer, tenantHash, writeMetric } from "../durable/internal";
 import type { AppEnv } from "./env";
 
 /*

@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { SessionError } from "../core";
+import { SessionError } from "../core/internal";
 import { clientAddress } from "./client-address";
 import type { AppEnv } from "./env";
 

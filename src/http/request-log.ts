@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
-import { newId } from "../core";
-import { logLine, tenantHash } from "../durable";
+import { newId } from "../core/internal";
+import { logLine, tenantHash } from "../durable/internal";
 import type { AppEnv } from "./env";
 import { recordRequest } from "./metrics";
 import { countedBytes } from "./stream";

@@ -2,9 +2,9 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, TypedResponse, ValidationTargets } from "hono";
 import type { JSONParsed } from "hono/utils/types";
 import type * as z from "zod";
-import { assertJsonDepth, assertProtoKeysKept, SessionError, zodDetails } from "../core";
-import type { SessionObjectStorage } from "../durable";
-import { DurableRepo } from "../durable";
+import { assertJsonDepth, assertProtoKeysKept, SessionError, zodDetails } from "../core/internal";
+import type { SessionObjectStorage } from "../durable/internal";
+import { DurableRepo } from "../durable/internal";
 import type { AppEnv } from "./env";
 import { ErrorEnvelope } from "./errors";
 

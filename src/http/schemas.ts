@@ -22,7 +22,7 @@ import {
   StoredEntry,
   SyncSummary,
   TenantSearchOptions,
-} from "../core";
+} from "../core/internal";
 
 /*
  * What the HTTP API adds to core's schemas: path and query parameters (strings on the wire), and

@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from "hono";
-import { SessionError } from "../core";
-import { DurableRepo } from "../durable";
+import { SessionError } from "../core/internal";
+import { DurableRepo } from "../durable/internal";
 import type { AppEnv } from "./env";
 import { limitAuthFailures } from "./rate-limit";
 

@@ -1,5 +1,5 @@
-import type { StoredEntry } from "../core";
-import { jsonArray } from "../core";
+import type { StoredEntry } from "../core/internal";
+import { jsonArray } from "../core/internal";
 
 /*
  * Answers built while they are sent: long paths and large entries reach the client page by page,

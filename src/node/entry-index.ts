@@ -1,5 +1,5 @@
-import type { EntryRef, SessionEntry, SessionStats } from "../core";
-import { applyEntryToLabels, applyEntryToStats, ENTRY_TYPES, emptyStats, isValidId } from "../core";
+import type { EntryRef, SessionEntry, SessionStats } from "../core/internal";
+import { applyEntryToLabels, applyEntryToStats, ENTRY_TYPES, emptyStats, isValidId } from "../core/internal";
 import type { LineSpan } from "./entry-log";
 
 /**

@@ -1,7 +1,7 @@
 import { readSync } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { open } from "node:fs/promises";
-import { SessionError } from "../core";
+import { SessionError } from "../core/internal";
 import { errnoCode, ioError } from "./errno";
 
 /** Where a line sits in the log: its first byte and its length in bytes, newline excluded. */

@@ -1,4 +1,4 @@
-import { SessionError } from "../core";
+import { SessionError } from "../core/internal";
 
 /** The `code` of a failed system call (`ENOENT`, `EEXIST`, …), or undefined for any other error. */
 export function errnoCode(error: unknown): string | undefined {

@@ -11,7 +11,7 @@ import type {
   SessionPage,
   SessionRepo,
   SyncResult,
-} from "../core";
+} from "../core/internal";
 import {
   isValidId,
   newSessionHeader,
@@ -22,7 +22,7 @@ import {
   sessionsPageLimit,
   syncImport,
   writeImport,
-} from "../core";
+} from "../core/internal";
 import { errnoCode, ioError } from "./errno";
 import { JSONLStorage } from "./jsonl-storage";
 import { sessionFolder, sessionsFolder } from "./layout";

@@ -1,10 +1,11 @@
 import { mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type {
+  AppendEntryInput,
   AppendOptions,
   AppendResult,
   AppendView,
-  EntryInput,
+  Conversation,
   EntryQuery,
   ForkOptions,
   ForkTargetHeader,
@@ -21,13 +22,17 @@ import type {
   TreeEntry,
   TreeNode,
   TreeRow,
-} from "../core";
+} from "../core/internal";
 import {
   branchRows,
   buildTree,
   canonicalJson,
+  conversationOf,
   entryPage,
   forkStorage,
+  idsNamedBy,
+  isProviderEntry,
+  NO_CONVERSATION,
   nowIso,
   patchHeader,
   planAppend,
@@ -35,7 +40,7 @@ import {
   planLeafMove,
   SessionError,
   sessionInfo,
-} from "../core";
+} from "../core/internal";
 import type { IndexedEntry } from "./entry-index";
 import { EntryIndex } from "./entry-index";
 import type { LineSpan } from "./entry-log";
@@ -70,16 +75,6 @@ async function exists(path: string): Promise<boolean> {
 
 function notFound(id: string): SessionError {
   return new SessionError("not_found", `session ${id} does not exist`, { id });
-}
-
-function candidateIds(inputs: readonly unknown[]): string[] {
-  const ids: string[] = [];
-  for (const input of inputs) {
-    if (typeof input === "object" && input !== null && "id" in input && typeof input.id === "string") {
-      ids.push(input.id);
-    }
-  }
-  return ids;
 }
 
 /**
@@ -243,7 +238,10 @@ export class JSONLStorage implements SessionStorage {
    * The planner's view. Its `load` is synchronous, so the entries it will ask for (ids the inputs
    * name, a leaf target) are read beforehand; anything else is read synchronously.
    */
-  async #view(ids: readonly (string | null)[]): Promise<AppendView> {
+  async #view(
+    ids: readonly (string | null)[],
+    conversations = new Map<string, Conversation>(),
+  ): Promise<AppendView> {
     const stored = new Map<string, IndexedEntry>();
     for (const id of ids) {
       const row = id === null ? undefined : this.#index.get(id);
@@ -262,7 +260,27 @@ export class JSONLStorage implements SessionStorage {
         const row = this.#index.get(id);
         return row && this.#parse(this.#log.readNow(row), row);
       },
+      conversationAt: (id) => conversations.get(id) ?? NO_CONVERSATION,
     };
+  }
+
+  /**
+   * The conversations a batch's provider messages may continue (at the leaf, and at the entries
+   * it names and their parents), read before planning, which asks for them synchronously. None
+   * for a batch without a provider's message.
+   */
+  async #conversations(entries: readonly unknown[]): Promise<Map<string, Conversation>> {
+    const conversations = new Map<string, Conversation>();
+    if (!entries.some(isProviderEntry)) return conversations;
+    const named = idsNamedBy(entries);
+    const ids = new Set([this.#leafId, ...named, ...named.map((id) => this.#index.get(id)?.parentId)]);
+    for (const id of ids) {
+      const row = typeof id === "string" ? this.#index.get(id) : undefined;
+      if (!row || row.type === "leaf") continue;
+      const path = branchRows(id as string, (at) => this.#index.get(at));
+      conversations.set(id as string, conversationOf((await this.#load(path)) as TreeEntry[]));
+    }
+    return conversations;
   }
 
   /** Writes planned entries to the log, then (only then) to the index and the metadata. */
@@ -389,9 +407,10 @@ export class JSONLStorage implements SessionStorage {
     return this.#run(() => Object.fromEntries(this.#index.labels));
   }
 
-  appendEntries(entries: readonly EntryInput[], options: AppendOptions = {}): Promise<AppendResult> {
+  appendEntries(entries: readonly AppendEntryInput[], options: AppendOptions = {}): Promise<AppendResult> {
     return this.#run(async () => {
-      const plan = planAppend(entries, await this.#view(candidateIds(entries)), options);
+      const view = await this.#view(idsNamedBy(entries), await this.#conversations(entries));
+      const plan = planAppend(entries, view, options);
       if (plan.writes.length > 0) await this.#commit(plan.writes, plan.leafId);
       return { entries: plan.entries, leafId: this.#leafId, created: plan.writes.length > 0 };
     });

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { link, open, readFile, rename, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { nowIso, SessionError } from "../core";
+import { nowIso, SessionError } from "../core/internal";
 import { errnoCode } from "./errno";
 import { LOCK_FILE } from "./layout";
 

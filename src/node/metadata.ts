@@ -3,8 +3,8 @@ import { readFile } from "node:fs";
 import { rename, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import type { SessionInfo, SessionStats } from "../core";
-import { isValidId, SessionError, SessionHeader, sessionInfo, zodDetails } from "../core";
+import type { SessionInfo, SessionStats } from "../core/internal";
+import { isValidId, SessionError, SessionHeader, sessionInfo, zodDetails } from "../core/internal";
 import { METADATA_FILE } from "./layout";
 
 /**

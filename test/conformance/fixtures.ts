@@ -1,4 +1,4 @@
-import type { AgentMessage, AssistantMessage, ToolResultMessage, UserMessage } from "../../src/core";
+import type { AgentMessage, AssistantMessage, ToolResultMessage, UserMessage } from "../../src/core/internal";
 
 let clock = Date.UTC(2026, 0, 1);
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, EntryInput, Session, SessionRepo } from "../../src/core";
-import { newId, parsePi, SessionError } from "../../src/core";
+import type { AgentMessage, EntryInput, Session, SessionRepo } from "../../src/core/internal";
+import { newId, parsePi, SessionError } from "../../src/core/internal";
 import { assistant, toolResult, user } from "./fixtures";
 import { expectCode } from "./storage";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { EntryInput, ErrorCode, Session, SessionRepo, TreeNode } from "../../src/core";
-import { newId, parsePi, SessionError, treeToJson, walkTree } from "../../src/core";
+import type { EntryInput, ErrorCode, Session, SessionRepo, TreeNode } from "../../src/core/internal";
+import { newId, parsePi, SessionError, treeToJson, walkTree } from "../../src/core/internal";
 import { assistant, messageEntry, PiFile, user } from "./fixtures";
 import { pi16Conformance } from "./pi16";
 
@@ -491,6 +491,68 @@ export function storageConformance(
         expect((await fork.getInfo()).bytes).toBe(await storedBytes(fork));
         expect((await fork.getInfo()).bytes).toBeLessThan(before);
         expect((await source.getInfo()).bytes).toBe(before);
+      });
+    });
+
+    describe("provider messages", () => {
+      it("converts a model API's message on append, against the conversation at its parent", async () => {
+        const session = await fresh();
+        const result = await session.appendEntries([
+          {
+            type: "message",
+            id: "q",
+            format: "openai-chat",
+            message: { role: "user", content: "list the files" },
+          },
+          {
+            type: "message",
+            id: "r",
+            format: "anthropic",
+            message: {
+              role: "assistant",
+              content: [{ type: "tool_use", id: "toolu_1", name: "ls", input: { path: "." } }],
+            },
+          },
+        ]);
+        expect(result.entries.map((e) => e.id)).toEqual(["q", "r"]);
+        // The result takes its tool's name from the call waiting in the conversation it continues.
+        await session.appendEntries([
+          {
+            type: "message",
+            id: "t",
+            format: "anthropic",
+            message: {
+              role: "user",
+              content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "a.txt" }],
+            },
+          },
+        ]);
+        const { messages } = await session.buildContext();
+        expect(messages.map((m) => m.role)).toEqual(["user", "assistant", "toolResult"]);
+        expect(messages[2]).toMatchObject({ toolCallId: "toolu_1", toolName: "ls", isError: false });
+        // Sent again, it is a replay; with other content, a conflict; malformed, refused: nothing written.
+        const again = await session.appendEntries([
+          {
+            type: "message",
+            id: "q",
+            format: "openai-chat",
+            message: { role: "user", content: "list the files" },
+          },
+        ]);
+        expect(again.created).toBe(false);
+        await expectCode(
+          session.appendEntries([
+            { type: "message", id: "q", format: "openai-chat", message: { role: "user", content: "other" } },
+          ]),
+          "already_exists",
+        );
+        await expectCode(
+          session.appendEntries([
+            { type: "message", format: "anthropic", message: { role: "user", content: 5 } },
+          ]),
+          "invalid_request",
+        );
+        expect((await session.getEntries()).length).toBe(3);
       });
     });
 

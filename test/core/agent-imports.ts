@@ -6,8 +6,8 @@ import {
   buildSessionContext as piBuildSessionContext,
 } from "@mariozechner/pi-coding-agent";
 import { expect } from "vitest";
-import type { AgentMessage, ImportedSession, SessionEntry } from "../../src/core";
-import { exportNative, exportPi, MemoryRepo, parseNative, SessionError } from "../../src/core";
+import type { AgentMessage, ImportedSession, SessionEntry } from "../../src/core/internal";
+import { exportNative, exportPi, MemoryRepo, parseNative, SessionError } from "../../src/core/internal";
 
 /* What the Claude Code and Codex import tests share: the real files, and the round trips. */
 

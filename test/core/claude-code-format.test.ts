@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, AssistantMessage, SessionEntry } from "../../src/core";
-import { detectFormat, MemoryRepo, parseClaudeCode } from "../../src/core";
+import type { AgentMessage, AssistantMessage, SessionEntry } from "../../src/core/internal";
+import { detectFormat, MemoryRepo, parseClaudeCode } from "../../src/core/internal";
 import {
   expectRoundTrips,
   expectToolCallsAnswered,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, AssistantMessage } from "../../src/core";
-import { detectFormat, MemoryRepo, parseCodex } from "../../src/core";
+import type { AgentMessage, AssistantMessage } from "../../src/core/internal";
+import { detectFormat, MemoryRepo, parseCodex } from "../../src/core/internal";
 import {
   expectRoundTrips,
   expectToolCallsAnswered,

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, Session, Summarizer } from "../../src/core";
+import type { AgentMessage, Session, Summarizer } from "../../src/core/internal";
 import {
   defaultContextEntryTransform,
   ExtractiveSummarizer,
@@ -12,7 +12,7 @@ import {
   prepareCompaction,
   SessionError,
   summaryPrompt,
-} from "../../src/core";
+} from "../../src/core/internal";
 import { assistant, toolResult, user } from "../conformance/fixtures";
 import { expectCode } from "../conformance/storage";
 

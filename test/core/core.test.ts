@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { TreeNode } from "../../src/core";
+import type { TreeNode } from "../../src/core/internal";
 import {
   AgentMessage,
   buildTree,
@@ -11,7 +11,7 @@ import {
   Session,
   SessionError,
   treeToJson,
-} from "../../src/core";
+} from "../../src/core/internal";
 import { expectCode } from "../conformance/storage";
 
 describe("canonical JSON", () => {

@@ -8,7 +8,7 @@ import {
   SessionManager,
 } from "@mariozechner/pi-coding-agent";
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, Session } from "../../src/core";
+import type { AgentMessage, Session } from "../../src/core/internal";
 import {
   contentText,
   exportNative,
@@ -17,7 +17,7 @@ import {
   parseNative,
   parsePi,
   SessionError,
-} from "../../src/core";
+} from "../../src/core/internal";
 import { assistant, toolResult, user } from "../conformance/fixtures";
 import { expectCode } from "../conformance/storage";
 

@@ -1,7 +1,13 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { SessionEntry } from "../../src/core";
-import { entrySearchText, ftsQuery, MAX_INDEXED_CHARS, readSnippet, SessionError } from "../../src/core";
+import type { SessionEntry } from "../../src/core/internal";
+import {
+  entrySearchText,
+  ftsQuery,
+  MAX_INDEXED_CHARS,
+  readSnippet,
+  SessionError,
+} from "../../src/core/internal";
 
 /*
  * The pure parts of search: the query a person types turned into an FTS5 expression that always

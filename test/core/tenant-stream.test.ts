@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { NumberedLine } from "../../src/core";
-import { exportNative, exportTenant, importTenant, MemoryRepo, ndjsonLines } from "../../src/core";
+import type { NumberedLine } from "../../src/core/internal";
+import { exportNative, exportTenant, importTenant, MemoryRepo, ndjsonLines } from "../../src/core/internal";
 import { assistant, user } from "../conformance/fixtures";
 
 /*

@@ -2,7 +2,7 @@ import { createUIMessageStream, type UIMessage, validateUIMessages } from "ai";
 import { validateUIMessages as validateUIMessagesV5 } from "ai-v5";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../src/client";
-import { MemoryRepo, type SessionRepo, type TreeNode, walkTree } from "../../src/core";
+import { MemoryRepo, type SessionRepo, type TreeNode, walkTree } from "../../src/core/internal";
 import { CfSessionsChatStore } from "../../src/frameworks/ai-sdk";
 import { type DevServer, startDevServer } from "../support/dev-server";
 

@@ -10,7 +10,7 @@ import {
 } from "@anthropic-ai/claude-agent-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../src/client";
-import { MemoryRepo, parseClaudeCode, type SessionRepo } from "../../src/core";
+import { MemoryRepo, parseClaudeCode, type SessionRepo } from "../../src/core/internal";
 import { CfSessionsStore } from "../../src/frameworks/claude-agent-sdk";
 import { type DevServer, startDevServer } from "../support/dev-server";
 

@@ -13,7 +13,7 @@ import {
 } from "@langchain/langgraph";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../src/client";
-import { MemoryRepo, type SessionRepo, type TreeNode, walkTree } from "../../src/core";
+import { MemoryRepo, type SessionRepo, type TreeNode, walkTree } from "../../src/core/internal";
 import { CfSessionsSaver } from "../../src/frameworks/langgraph";
 import { type DevServer, startDevServer } from "../support/dev-server";
 

@@ -15,7 +15,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
 import { createClient } from "../../src/client";
-import { MemoryRepo, type SessionRepo } from "../../src/core";
+import { MemoryRepo, type SessionRepo } from "../../src/core/internal";
 import { CfSessionsSession } from "../../src/frameworks/openai-agents";
 import { type DevServer, startDevServer } from "../support/dev-server";
 

@@ -10,8 +10,8 @@
  * A move without a summary writes no tree entry (as in pi) but a `leaf` record of the move.
  */
 import { describe, expect, it } from "vitest";
-import type { BranchSummaryEntry, Summarizer, SummaryRequest } from "../../src/core";
-import { contentText, ExtractiveSummarizer } from "../../src/core";
+import type { BranchSummaryEntry, Summarizer, SummaryRequest } from "../../src/core/internal";
+import { contentText, ExtractiveSummarizer } from "../../src/core/internal";
 import { expectCode } from "../conformance/storage";
 import type { Backend } from "./backends";
 import { backends } from "./backends";

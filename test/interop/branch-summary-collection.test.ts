@@ -4,8 +4,8 @@ import {
   SessionManager,
 } from "@mariozechner/pi-coding-agent";
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, ImportedSession, Summarizer, SummaryRequest } from "../../src/core";
-import { MemoryRepo, parsePi } from "../../src/core";
+import type { AgentMessage, ImportedSession, Summarizer, SummaryRequest } from "../../src/core/internal";
+import { MemoryRepo, parsePi } from "../../src/core/internal";
 import { assistant, toolResult, user } from "../conformance/fixtures";
 
 /*

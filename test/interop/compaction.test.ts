@@ -17,7 +17,14 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { findCutPoint as piFindCutPoint } from "@mariozechner/pi-coding-agent";
 import { beforeEach, describe, expect, it } from "vitest";
-import type { AgentMessage, AssistantMessage, MessageEntry, Session, TreeEntry, Usage } from "../../src/core";
+import type {
+  AgentMessage,
+  AssistantMessage,
+  MessageEntry,
+  Session,
+  TreeEntry,
+  Usage,
+} from "../../src/core/internal";
 import {
   assistantUsage,
   compactIfNeeded,
@@ -27,7 +34,7 @@ import {
   parsePi,
   prepareCompaction,
   usageTokens,
-} from "../../src/core";
+} from "../../src/core/internal";
 import { expectCode } from "../conformance/storage";
 import type { Backend } from "./backends";
 import { backends } from "./backends";

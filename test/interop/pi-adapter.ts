@@ -9,8 +9,8 @@ import type {
   ThinkingLevel,
   TreeEntry,
   TreeNode,
-} from "../../src/core";
-import { parsePi } from "../../src/core";
+} from "../../src/core/internal";
+import { parsePi } from "../../src/core/internal";
 import type { Backend } from "./backends";
 
 /*

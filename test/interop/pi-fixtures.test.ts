@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildSessionContext as piBuildSessionContext, SessionManager } from "@mariozechner/pi-coding-agent";
 import { afterAll, describe, expect, it } from "vitest";
-import type { Session, SessionContext } from "../../src/core";
-import { exportPi, MemoryRepo, parsePi } from "../../src/core";
+import type { Session, SessionContext } from "../../src/core/internal";
+import { exportPi, MemoryRepo, parsePi } from "../../src/core/internal";
 import { backends } from "./backends";
 
 /*

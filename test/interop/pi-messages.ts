@@ -1,4 +1,4 @@
-import type { AssistantMessage, UserMessage } from "../../src/core";
+import type { AssistantMessage, UserMessage } from "../../src/core/internal";
 
 /*
  * The message builders of pi's tests (badlogic/pi-mono, packages/coding-agent/test/utilities.ts,

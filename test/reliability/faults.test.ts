@@ -7,8 +7,8 @@ import {
 import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createClient } from "../../src/client";
-import { newId, SessionError } from "../../src/core";
-import { sessionObjectName } from "../../src/durable";
+import { newId, SessionError } from "../../src/core/internal";
+import { sessionObjectName } from "../../src/durable/internal";
 import { faults, INJECTED_IO_ERROR } from "./faults";
 import type { Fetch } from "./network";
 import worker from "./worker";

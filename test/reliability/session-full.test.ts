@@ -1,8 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { afterEach, expect, it } from "vitest";
-import { newId } from "../../src/core";
-import { sessionObjectName } from "../../src/durable";
+import { newId } from "../../src/core/internal";
+import { sessionObjectName } from "../../src/durable/internal";
 import { DEFAULT_SESSION_FULL_BYTES, sessionFullBytes } from "../../src/durable/session/storage-ceiling";
 import { faults } from "./faults";
 

@@ -1,7 +1,7 @@
 import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { expect, it } from "vitest";
-import { sessionObjectName } from "../../src/durable";
+import { sessionObjectName } from "../../src/durable/internal";
 import { faults } from "./faults";
 import { runSoak, type SoakTarget, type SocketLike } from "./soak";
 

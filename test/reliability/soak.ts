@@ -1,5 +1,5 @@
 import { createClient, type RemoteRepo } from "../../src/client";
-import { SessionError } from "../../src/core";
+import { SessionError } from "../../src/core/internal";
 import { seededRandom } from "./faults";
 import {
   type AppendOp,

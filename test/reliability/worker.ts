@@ -1,8 +1,8 @@
-import type { DurableEnv } from "../../src/durable";
+import type { DurableEnv } from "../../src/durable/internal";
 import {
   SessionDirectory as ServiceDirectory,
   SessionObject as ServiceSessionObject,
-} from "../../src/durable";
+} from "../../src/durable/internal";
 import { createApp } from "../../src/http";
 import { faults, faultyStorage, plannedEnv } from "./faults";
 

@@ -1,8 +1,8 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { createClient } from "../../src/client";
-import type { AnthropicRequest, GeminiRequest, Session } from "../../src/core";
-import { CONTEXT_FORMATS, contextForModel, MemoryRepo } from "../../src/core";
+import type { AnthropicRequest, GeminiRequest, Session } from "../../src/core/internal";
+import { CONTEXT_FORMATS, contextForModel, MemoryRepo } from "../../src/core/internal";
 import { user } from "../conformance/fixtures";
 import anthropicToolUse from "../fixtures/providers/anthropic-thinking-tool-use.json?raw";
 import { KEY_A, sid } from "./helpers";

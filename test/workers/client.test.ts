@@ -1,8 +1,8 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ConnectionError, createClient } from "../../src/client";
-import type { Session } from "../../src/core";
-import { compactIfNeeded, parseNative, SessionError } from "../../src/core";
+import type { Session } from "../../src/core/internal";
+import { compactIfNeeded, parseNative, SessionError } from "../../src/core/internal";
 import { assistant, user } from "../conformance/fixtures";
 import { expectCode } from "../conformance/storage";
 import { KEY_A, sid } from "./helpers";

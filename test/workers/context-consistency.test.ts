@@ -2,10 +2,10 @@ import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { EntryInput, Session } from "../../src/core";
-import { MemoryRepo, newId } from "../../src/core";
-import type { DurableEnv } from "../../src/durable";
-import { DurableRepo, sessionObjectName } from "../../src/durable";
+import type { EntryInput, Session } from "../../src/core/internal";
+import { MemoryRepo, newId } from "../../src/core/internal";
+import type { DurableEnv } from "../../src/durable/internal";
+import { DurableRepo, sessionObjectName } from "../../src/durable/internal";
 import { assistant, toolResult, user } from "../conformance/fixtures";
 
 /*

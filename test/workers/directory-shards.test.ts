@@ -1,8 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import type { SessionInfo, SessionPage } from "../../src/core";
-import type { DurableEnv } from "../../src/durable";
+import type { SessionInfo, SessionPage } from "../../src/core/internal";
+import type { DurableEnv } from "../../src/durable/internal";
 import { directoryObjectName, directoryShard, shardCount, shardOf } from "../../src/durable/names";
 import { mergePages } from "../../src/durable/router/directory-shards";
 import { api, apiWith, KEY_B, sid, userMessage } from "./helpers";

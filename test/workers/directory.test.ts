@@ -1,10 +1,10 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import type { ListOptions, Result, SessionInfo, SessionPage } from "../../src/core";
-import { unwrap } from "../../src/core";
-import type { DurableEnv } from "../../src/durable";
-import { sessionObjectName } from "../../src/durable";
+import type { ListOptions, Result, SessionInfo, SessionPage } from "../../src/core/internal";
+import { unwrap } from "../../src/core/internal";
+import type { DurableEnv } from "../../src/durable/internal";
+import { sessionObjectName } from "../../src/durable/internal";
 import { directoryShard, shardCount, shardOf } from "../../src/durable/names";
 import { api, createSession, sid, userMessage } from "./helpers";
 

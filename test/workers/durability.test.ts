@@ -1,7 +1,7 @@
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { sessionObjectName } from "../../src/durable";
+import { sessionObjectName } from "../../src/durable/internal";
 import { api, createSession, info, KEY_B, sid, userMessage } from "./helpers";
 
 describe("durability", () => {

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
-import type { DurableEnv } from "../../src/durable";
-import { DurableRepo } from "../../src/durable";
+import type { DurableEnv } from "../../src/durable/internal";
+import { DurableRepo } from "../../src/durable/internal";
 import { storageConformance } from "../conformance/storage";
 
 storageConformance(

@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { newSessionHeader } from "../../src/core";
-import type { DurableEnv } from "../../src/durable";
-import { DurableRepo } from "../../src/durable";
+import { newSessionHeader } from "../../src/core/internal";
+import type { DurableEnv } from "../../src/durable/internal";
+import { DurableRepo } from "../../src/durable/internal";
 import {
   api,
   assistantMessage,

@@ -1,7 +1,7 @@
 import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { sessionObjectName } from "../../src/durable";
+import { sessionObjectName } from "../../src/durable/internal";
 import worker from "../../src/worker";
 import { api, createSession, expectError, info, KEY_A, sid, userMessage } from "./helpers";
 

@@ -1,6 +1,11 @@
 import { describe, expect, it } from "vitest";
-import type { ContextFormat, SessionContext } from "../../src/core";
-import { CONTEXT_FORMATS, contextForModel, contextInFormat, convertProviderMessage } from "../../src/core";
+import type { ContextFormat, SessionContext } from "../../src/core/internal";
+import {
+  CONTEXT_FORMATS,
+  contextForModel,
+  contextInFormat,
+  convertProviderMessage,
+} from "../../src/core/internal";
 import anthropicRedacted from "../fixtures/providers/anthropic-redacted-thinking.json?raw";
 import anthropicToolUse from "../fixtures/providers/anthropic-thinking-tool-use.json?raw";
 import geminiCall from "../fixtures/providers/gemini-3-function-call.json?raw";

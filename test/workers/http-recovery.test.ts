@@ -1,8 +1,8 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import type { DurableEnv } from "../../src/durable";
-import { sessionObjectName } from "../../src/durable";
+import type { DurableEnv } from "../../src/durable/internal";
+import { sessionObjectName } from "../../src/durable/internal";
 import { directoryShard, shardCount, shardOf } from "../../src/durable/names";
 import { watchEvents } from "./events-helpers";
 import {

@@ -1,7 +1,7 @@
 import { createExecutionContext, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { sessionObjectName } from "../../src/durable";
+import { sessionObjectName } from "../../src/durable/internal";
 import worker from "../../src/worker";
 import { api, createSession, expectError, KEY_A, KEY_A_READ, KEY_B, userMessage } from "./helpers";
 import { connect, type Message, open } from "./socket-helpers";

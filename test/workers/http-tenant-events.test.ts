@@ -1,9 +1,9 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createClient } from "../../src/client";
-import type { TenantEvent } from "../../src/core";
-import { SseReader } from "../../src/core";
-import type { DurableEnv } from "../../src/durable";
+import type { TenantEvent } from "../../src/core/internal";
+import { SseReader } from "../../src/core/internal";
+import type { DurableEnv } from "../../src/durable/internal";
 import { shardCount, shardOf } from "../../src/durable/names";
 import { api, KEY_A, KEY_A_READ, KEY_B, sid, userMessage } from "./helpers";
 

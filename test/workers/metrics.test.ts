@@ -1,8 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { newId } from "../../src/core";
-import { sessionObjectName, tenantHash, writeMetric } from "../../src/durable";
+import { newId } from "../../src/core/internal";
+import { sessionObjectName, tenantHash, writeMetric } from "../../src/durable/internal";
 import type { WorkerEnv } from "../../src/http/env";
 import worker from "../../src/worker";
 import { api, createSession, KEY_A, sid, userMessage } from "./helpers";

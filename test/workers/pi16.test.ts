@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { SessionContext, TreeEntry } from "../../src/core";
-import { buildSessionContext } from "../../src/core";
+import type { SessionContext, TreeEntry } from "../../src/core/internal";
+import { buildSessionContext } from "../../src/core/internal";
 import { api, assistantMessage, createSession, expectError, info, userMessage } from "./helpers";
 
 /*

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import type { SessionInfo } from "../../src/core";
-import { quotasFor } from "../../src/durable";
+import type { SessionInfo } from "../../src/core/internal";
+import { quotasFor } from "../../src/durable/internal";
 import type { WorkerEnv } from "../../src/http/env";
 import worker from "../../src/worker";
 import type { ApiResponse } from "./helpers";

@@ -1,8 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { newId } from "../../src/core";
-import { errorSummary, sessionObjectName, tenantHash } from "../../src/durable";
+import { newId } from "../../src/core/internal";
+import { errorSummary, sessionObjectName, tenantHash } from "../../src/durable/internal";
 import type { WorkerEnv } from "../../src/http/env";
 import worker from "../../src/worker";
 import { api, createSession, sid, userMessage } from "./helpers";

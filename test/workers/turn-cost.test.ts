@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { sessionObjectName } from "../../src/durable";
+import { sessionObjectName } from "../../src/durable/internal";
 import { api, sid } from "./helpers";
 
 /*

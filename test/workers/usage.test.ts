@@ -1,8 +1,8 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import type { SessionInfo } from "../../src/core";
-import { sessionObjectName } from "../../src/durable";
+import type { SessionInfo } from "../../src/core/internal";
+import { sessionObjectName } from "../../src/durable/internal";
 import { api, expectError, KEY_A, KEY_A_READ, sid, userMessage } from "./helpers";
 
 /** A tenant of its own (vitest.workers.config.ts), so its usage is exactly what this file writes. */

@@ -1,5 +1,6 @@
 import type { ModelRef } from "../context";
-import type { EntryInput, StoredEntry } from "../entries";
+import { buildSessionContext } from "../context";
+import type { EntryInput, StoredEntry, TreeEntry } from "../entries";
 import { SessionError } from "../errors";
 import { isValidId, newId } from "../ids";
 import { assertJsonDepth } from "../json";
@@ -27,6 +28,12 @@ export interface Conversation {
 }
 
 export const NO_CONVERSATION: Conversation = { messages: [], model: null };
+
+/** The conversation at the end of a context path (the whole path is always a correct one). */
+export function conversationOf(path: readonly TreeEntry[]): Conversation {
+  const { messages, model } = buildSessionContext(path);
+  return { messages, model };
+}
 
 /** A message entry an append of a provider's message stands for. */
 export type ConvertedEntry = Extract<EntryInput, { type: "message" }> & { id: string };

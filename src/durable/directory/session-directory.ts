@@ -7,7 +7,7 @@ import type {
   SessionPage,
   TenantSearchOptions,
   TenantSearchResult,
-} from "../../core";
+} from "../../core/internal";
 import {
   capture,
   DEFAULT_SEARCH_HITS,
@@ -17,7 +17,7 @@ import {
   readSnippet,
   sessionsPageLimit,
   unwrap,
-} from "../../core";
+} from "../../core/internal";
 import type { DurableEnv } from "../env";
 import { logBackgroundFailure } from "../log-line";
 import { directoryShard, directoryShards, sessionObjectName } from "../names";

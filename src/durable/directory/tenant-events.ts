@@ -1,5 +1,5 @@
-import type { SessionInfo, TenantEvent } from "../../core";
-import { SessionError, sseFrame } from "../../core";
+import type { SessionInfo, TenantEvent } from "../../core/internal";
+import { SessionError, sseFrame } from "../../core/internal";
 import { EventStream } from "../session/event-stream";
 
 /*

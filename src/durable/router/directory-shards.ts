@@ -1,5 +1,5 @@
-import type { ListOptions, SessionInfo, SessionPage, TenantSearchResult } from "../../core";
-import { encodeCursor, SseReader, sessionsPageLimit, sortKey } from "../../core";
+import type { ListOptions, SessionInfo, SessionPage, TenantSearchResult } from "../../core/internal";
+import { encodeCursor, SseReader, sessionsPageLimit, sortKey } from "../../core/internal";
 import { rankResults } from "../directory/session-directory";
 
 /*

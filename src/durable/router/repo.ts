@@ -15,7 +15,7 @@ import type {
   TenantSearchOptions,
   TenantSearchPage,
   TenantSearchResult,
-} from "../../core";
+} from "../../core/internal";
 import {
   checkSessionId,
   DEFAULT_SEARCH_HITS,
@@ -27,7 +27,7 @@ import {
   syncImport,
   utf8Length,
   writeImport,
-} from "../../core";
+} from "../../core/internal";
 import type { DurableEnv } from "../env";
 import { directoryShard, directoryShards, sessionObjectName, shardCount, shardOf } from "../names";
 import type { Quotas } from "../quotas";

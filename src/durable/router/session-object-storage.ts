@@ -18,8 +18,8 @@ import type {
   StoredEntry,
   TreeEntry,
   TreeNode,
-} from "../../core";
-import { buildTree, forkExtras, newSessionHeader, unwrap } from "../../core";
+} from "../../core/internal";
+import { buildTree, forkExtras, newSessionHeader, unwrap } from "../../core/internal";
 import type { SessionObject } from "../session/session-object";
 import type { ContextAnswer, EntryPage, ForkSource } from "../types";
 

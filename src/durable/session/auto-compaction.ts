@@ -1,4 +1,4 @@
-import type { AutoCompactStatus, CompactionStorage, Result, SummarizerConfig } from "../../core";
+import type { AutoCompactStatus, CompactionStorage, Result, SummarizerConfig } from "../../core/internal";
 import {
   compactSession,
   estimatePathTokens,
@@ -6,7 +6,7 @@ import {
   SessionError,
   summarizerFromConfig,
   unwrap,
-} from "../../core";
+} from "../../core/internal";
 import type { MetricPoint } from "../metrics";
 import { measuredSummarizer } from "../metrics";
 import type { ByteLimit } from "./room";

@@ -1,5 +1,12 @@
-import type { EntryQuery, EntryRef, EntryType, PlannedWrite, StoredEntry, TreeRow } from "../../core";
-import { entryPage, nonBlank } from "../../core";
+import type {
+  EntryQuery,
+  EntryRef,
+  EntryType,
+  PlannedWrite,
+  StoredEntry,
+  TreeRow,
+} from "../../core/internal";
+import { entryPage, nonBlank } from "../../core/internal";
 import type { Sql } from "../sql";
 import type { CopiedRow, CopiedRows, EntryPage } from "../types";
 

@@ -1,5 +1,11 @@
-import type { AutoCompactStatus, LeafEvent, SessionEvent, SessionInfo, StoredEntry } from "../../core";
-import { entrySummary, SessionError, socketMessage, sseFrame } from "../../core";
+import type {
+  AutoCompactStatus,
+  LeafEvent,
+  SessionEvent,
+  SessionInfo,
+  StoredEntry,
+} from "../../core/internal";
+import { entrySummary, SessionError, socketMessage, sseFrame } from "../../core/internal";
 import { EventStream } from "./event-stream";
 
 /*

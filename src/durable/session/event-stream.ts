@@ -1,4 +1,4 @@
-import { sseFrame } from "../../core";
+import { sseFrame } from "../../core/internal";
 
 /*
  * One watcher's Server-Sent Events stream, as an object serves it: what it replays is read from

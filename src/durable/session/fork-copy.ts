@@ -1,5 +1,5 @@
-import type { ForkPathEntry, LeafOptions } from "../../core";
-import { headFor } from "../../core";
+import type { ForkPathEntry, LeafOptions } from "../../core/internal";
+import { headFor } from "../../core/internal";
 import type { ForkSource } from "../types";
 import type { EntryRows } from "./entry-rows";
 import type { PathReads } from "./path-reads";

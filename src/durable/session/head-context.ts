@@ -1,5 +1,5 @@
-import type { ContextEditEntry, ContextSettings, PlannedWrite } from "../../core";
-import { deriveState, projectEntries } from "../../core";
+import type { ContextEditEntry, ContextSettings, PlannedWrite } from "../../core/internal";
+import { deriveState, projectEntries } from "../../core/internal";
 
 /*
  * The context at the head, kept in memory while the head only grows. Agents build the context at

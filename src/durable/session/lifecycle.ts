@@ -1,4 +1,4 @@
-import { LATEST_EXPIRES_AT } from "../../core";
+import { LATEST_EXPIRES_AT } from "../../core/internal";
 import type { DurableEnv } from "../env";
 import type { Sql } from "../sql";
 import { hasSchema } from "./schema";

@@ -5,7 +5,7 @@ import type {
   ContextSettings,
   StoredEntry,
   TreeEntry,
-} from "../../core";
+} from "../../core/internal";
 import {
   deriveState,
   isSystemMessageEntry,
@@ -14,7 +14,7 @@ import {
   projectEntries,
   SessionError,
   startsTurn,
-} from "../../core";
+} from "../../core/internal";
 import type { Sql } from "../sql";
 import type { EntryRows, Node } from "./entry-rows";
 

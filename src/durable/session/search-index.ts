@@ -4,7 +4,7 @@ import type {
   SessionEntry,
   SessionSearchOptions,
   SessionSearchPage,
-} from "../../core";
+} from "../../core/internal";
 import {
   DEFAULT_SEARCH_HITS,
   decodeSearchCursor,
@@ -12,7 +12,7 @@ import {
   entrySearchText,
   ftsQuery,
   readSnippet,
-} from "../../core";
+} from "../../core/internal";
 import type { Sql } from "../sql";
 import { matchRows } from "../sql";
 import type { SearchDigest } from "../types";

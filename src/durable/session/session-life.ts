@@ -1,5 +1,5 @@
-import type { SessionHeader, SessionInfo } from "../../core";
-import { newId, SessionError } from "../../core";
+import type { SessionHeader, SessionInfo } from "../../core/internal";
+import { newId, SessionError } from "../../core/internal";
 import type { DurableEnv } from "../env";
 import type { ExpiryOutcome } from "../types";
 import type { DirectoryReports } from "./directory-reports";

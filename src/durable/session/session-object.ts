@@ -16,8 +16,16 @@ import type {
   SessionSearchPage,
   StoredEntry,
   TreeRow,
-} from "../../core";
-import { capture, ERROR_STATUS, jsonArray, SessionError, textStream, unwrap, utf8Length } from "../../core";
+} from "../../core/internal";
+import {
+  capture,
+  ERROR_STATUS,
+  jsonArray,
+  SessionError,
+  textStream,
+  unwrap,
+  utf8Length,
+} from "../../core/internal";
 import type { DurableEnv } from "../env";
 import { logBackgroundFailure, tenantHash } from "../log-line";
 import type { MetricPoint } from "../metrics";

@@ -22,14 +22,14 @@ import type {
   StoredEntry,
   TreeEntry,
   TreeRow,
-} from "../../core";
+} from "../../core/internal";
 import {
   applyEntryToStats,
   contextHead,
   emptyStats,
-  expandProviderEntries,
   fingerprint,
   formatContextVersion,
+  idsNamedBy,
   NO_CONVERSATION,
   nowIso,
   parseContextVersion,
@@ -40,7 +40,7 @@ import {
   SessionError,
   sessionInfo,
   startsTurn,
-} from "../../core";
+} from "../../core/internal";
 import { quotaExceeded } from "../quotas";
 import type { Sql } from "../sql";
 import { sqlOf } from "../sql";
@@ -418,19 +418,12 @@ export class SessionStore {
   // --- writing ---
 
   /**
-   * What the append rules see of this session. The ids a batch names (its own, its parents, label
-   * targets, kept entries) are looked up in one query up front, not one query each.
+   * What the append rules see of this session. The ids a batch names (`idsNamedBy`) are looked up
+   * in one query up front, not one query each.
    */
   #view(inputs: readonly unknown[] = []): AppendView {
     const state = this.state;
-    const named = new Set<string>();
-    for (const input of inputs) {
-      if (!input || typeof input !== "object") continue;
-      for (const key of ["id", "parentId", "targetId", "firstKeptEntryId"]) {
-        const value = (input as Record<string, unknown>)[key];
-        if (typeof value === "string") named.add(value);
-      }
-    }
+    const named = new Set(idsNamedBy(inputs));
     const known = this.#rows.refs([...named]);
     return {
       leafId: state.leafId,
@@ -441,6 +434,7 @@ export class SessionStore {
         return node && { type: node.type, parentId: node.parent_id };
       },
       load: (id) => (named.has(id) && !known.has(id) ? undefined : this.getEntry(id)),
+      conversationAt: (id) => this.#conversationAt(id),
     };
   }
 
@@ -506,12 +500,7 @@ export class SessionStore {
     options: AppendOptions & { validated?: boolean },
     room: ByteLimit | undefined,
   ): AppendResult {
-    const inputs = expandProviderEntries(entries, {
-      leafId: this.state.leafId,
-      load: (id) => this.getEntry(id),
-      conversationAt: (id) => this.#conversationAt(id),
-    });
-    const plan = planAppend(inputs, this.#view(inputs), options);
+    const plan = planAppend(entries, this.#view(entries), options);
     if (plan.writes.length > 0) this.#apply(plan, room);
     return { entries: plan.entries, leafId: this.state.leafId, created: plan.writes.length > 0 };
   }

@@ -1,4 +1,4 @@
-import { SessionError } from "../../core";
+import { SessionError } from "../../core/internal";
 import type { DurableEnv } from "../env";
 
 /*

@@ -1,7 +1,8 @@
 import type { UIMessage } from "ai";
 import * as z from "zod";
 import type { EntryInput, Session, SessionRepo, StoredEntry } from "../../core";
-import { canonicalJson, newId, SessionError } from "../../core";
+import { newId, SessionError } from "../../core";
+import { canonicalJson } from "../../core/internal";
 import { keyedId } from "../keys";
 import { SessionHandles } from "../session-handles";
 

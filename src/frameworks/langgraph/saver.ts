@@ -19,7 +19,8 @@ import {
 } from "@langchain/langgraph-checkpoint";
 import type * as z from "zod";
 import type { Session, SessionRepo } from "../../core";
-import { canonicalJson, SessionError } from "../../core";
+import { SessionError } from "../../core";
+import { canonicalJson } from "../../core/internal";
 import { keyedId } from "../keys";
 import { isMissingSession, SessionHandles } from "../session-handles";
 import type { CheckpointData, WritesData } from "./entries";

@@ -1,6 +1,7 @@
 import type { AgentInputItem, Session as AgentsSession } from "@openai/agents-core";
 import type { Session, SessionRepo, StoredEntry } from "../../core";
-import { checkSessionId, newId, SessionError } from "../../core";
+import { newId, SessionError } from "../../core";
+import { checkSessionId } from "../../core/internal";
 import { SessionHandles } from "../session-handles";
 import { COMPACTION, checkItems, compactedItems, itemEntry, itemOf } from "./items";
 

@@ -1,6 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
-import { decodeCursor, TenantImportReport, textStream } from "../../core";
+import { decodeCursor, TenantImportReport, textStream } from "../../core/internal";
 import { streamedNdjsonLines } from "../body";
 import { ErrorEnvelope } from "../errors";
 import { errors, json, ndjsonResponse, repo, routes, security } from "../route-kit";

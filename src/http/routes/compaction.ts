@@ -1,5 +1,5 @@
 import { createRoute } from "@hono/zod-openapi";
-import { leafTag, Session } from "../../core";
+import { leafTag, Session } from "../../core/internal";
 import { ErrorEnvelope } from "../errors";
 import { recordEvent, summarizerFor, timed } from "../metrics";
 import { body, json, routes, security, sessionStorage, writeErrors } from "../route-kit";

@@ -9,7 +9,7 @@ import {
   Session,
   type SessionContext,
   SessionError,
-} from "../../core";
+} from "../../core/internal";
 import { ErrorEnvelope } from "../errors";
 import { summarizerFor } from "../metrics";
 import {

@@ -11,7 +11,7 @@ import {
   TreeNode,
   textStream,
   treeToJson,
-} from "../../core";
+} from "../../core/internal";
 import { ErrorEnvelope } from "../errors";
 import {
   body,

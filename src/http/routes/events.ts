@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
-import type { ErrorBody } from "../../core";
-import { SessionError } from "../../core";
+import type { ErrorBody } from "../../core/internal";
+import { SessionError } from "../../core/internal";
 import { errors, json, repo, routes, security, sessionStorage } from "../route-kit";
 import { SessionIdParam } from "../schemas";
 import { ticketFor } from "../socket-ticket";

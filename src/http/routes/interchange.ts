@@ -9,7 +9,7 @@ import {
   parseImport,
   Session,
   textStream,
-} from "../../core";
+} from "../../core/internal";
 import { readNdjson } from "../body";
 import { ErrorEnvelope } from "../errors";
 import { recordEvent } from "../metrics";

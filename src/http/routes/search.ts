@@ -1,5 +1,5 @@
 import { createRoute } from "@hono/zod-openapi";
-import { SessionSearchPage, TenantSearchPage } from "../../core";
+import { SessionSearchPage, TenantSearchPage } from "../../core/internal";
 import { errors, json, repo, routes, security, sessionStorage } from "../route-kit";
 import { SessionIdParam, SessionSearchQuery, TenantSearchQuery } from "../schemas";
 

@@ -1,5 +1,5 @@
 import { createRoute } from "@hono/zod-openapi";
-import { checkExpiresAt, leafTag, SessionInfo, SessionPage } from "../../core";
+import { checkExpiresAt, leafTag, SessionInfo, SessionPage } from "../../core/internal";
 import { ErrorEnvelope } from "../errors";
 import { recordEvent } from "../metrics";
 import { body, errors, json, repo, routes, security, sessionStorage, writeErrors } from "../route-kit";

@@ -1,5 +1,5 @@
 import { createClient, RemoteSession } from "../../client";
-import { SessionError } from "../../core";
+import { SessionError } from "../../core/internal";
 import { fetchWithKey } from "./api-key";
 
 /*

@@ -1,11 +1,11 @@
-import type { TreeEntry } from "../../core";
+import type { TreeEntry } from "../../core/internal";
 import {
   buildSessionContext,
   DEFAULT_KEEP_RECENT_TOKENS,
   estimateTokens,
   prepareCompaction,
   SessionError,
-} from "../../core";
+} from "../../core/internal";
 import { session } from "./api";
 import { count } from "./dom";
 import { kindName } from "./entry-text";

@@ -1,5 +1,5 @@
-import type { AgentMessage, SessionContext, SystemMessage } from "../../core";
-import { estimateTokens, systemSections } from "../../core";
+import type { AgentMessage, SessionContext, SystemMessage } from "../../core/internal";
+import { estimateTokens, systemSections } from "../../core/internal";
 import { count, h, shortTime, truncate } from "./dom";
 
 /*

@@ -1,4 +1,4 @@
-import type { AgentMessage, ContextEditEntry, SessionEntry } from "../../core";
+import type { AgentMessage, ContextEditEntry, SessionEntry } from "../../core/internal";
 
 /* Entries in a few words: the name of their kind and one line about what they hold. */
 

@@ -1,4 +1,4 @@
-import type { SessionInfo } from "../../core";
+import type { SessionInfo } from "../../core/internal";
 import { navigate } from "./address";
 import { client } from "./api";
 import { ago, count, fullTime, h } from "./dom";

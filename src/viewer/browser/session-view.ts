@@ -1,4 +1,4 @@
-import type { SessionInfo, TreeNode } from "../../core";
+import type { SessionInfo, TreeNode } from "../../core/internal";
 import { session } from "./api";
 import { ago, count, fullTime } from "./dom";
 import { select, showNoEntry, updateEntryPane } from "./entry-pane";

@@ -1,4 +1,4 @@
-import type { TreeNode } from "../../core";
+import type { TreeNode } from "../../core/internal";
 import { formatNumber } from "./dom";
 
 /*

@@ -1,4 +1,4 @@
-import type { StoredEntry } from "../../core";
+import type { StoredEntry } from "../../core/internal";
 import { TREE_ROW_HEIGHT } from "../tree-row-height";
 import { session } from "./api";
 import { count, fullTime, h, shortTime } from "./dom";

@@ -1,4 +1,4 @@
-import type { SessionInfo, TreeNode } from "../../core";
+import type { SessionInfo, TreeNode } from "../../core/internal";
 import type { Row } from "./tree-rows";
 
 /* What the page shows, in one place: the modules that draw it read and update these. */

@@ -15,8 +15,8 @@ import {
 } from "ai-v5";
 import { MockLanguageModelV2 } from "ai-v5/test";
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, AssistantMessage } from "../../../src/core";
-import { fromAISDK, toAISDK, toAISDKUIMessages, toAnthropic } from "../../../src/core";
+import type { AgentMessage, AssistantMessage } from "../../../src/core/internal";
+import { fromAISDK, toAISDK, toAISDKUIMessages, toAnthropic } from "../../../src/core/internal";
 import {
   ANTHROPIC,
   assistant,

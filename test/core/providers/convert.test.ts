@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { SessionError } from "../../../src/core";
+import type { SessionError } from "../../../src/core/internal";
 import {
   CONTEXT_FORMATS,
   contextInFormat,
@@ -9,7 +9,7 @@ import {
   parseContextFormat,
   parseModelRef,
   toAISDKUIMessages,
-} from "../../../src/core";
+} from "../../../src/core/internal";
 import { ANTHROPIC, assistant, context, GEMINI, text, thinking, user } from "./support";
 
 function codeOf(run: () => unknown): { code: string; message: string; details: unknown } {

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, AssistantMessage, ToolResultMessage } from "../../../src/core";
+import type { AgentMessage, AssistantMessage, ToolResultMessage } from "../../../src/core/internal";
 import {
   convertProviderMessage,
   fromAnthropic,
@@ -13,7 +13,7 @@ import {
   toGemini,
   toOpenAIChat,
   toOpenAIResponses,
-} from "../../../src/core";
+} from "../../../src/core/internal";
 import { assistant, call, context, GEMINI, user } from "./support";
 
 const FIXTURES = join(import.meta.dirname, "../../fixtures/providers");

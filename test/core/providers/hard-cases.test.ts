@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, ContextFormat, ThinkingContent } from "../../../src/core";
+import type { AgentMessage, ContextFormat, ThinkingContent } from "../../../src/core/internal";
 import {
   BRANCH_SUMMARY_PREFIX,
   COMPACTION_SUMMARY_PREFIX,
@@ -9,7 +9,7 @@ import {
   toGemini,
   toOpenAIChat,
   USER_IMAGE_NOTE,
-} from "../../../src/core";
+} from "../../../src/core/internal";
 import {
   ANTHROPIC,
   assistant,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, ContextFormat } from "../../../src/core";
-import { contextInFormat } from "../../../src/core";
+import type { AgentMessage, ContextFormat } from "../../../src/core/internal";
+import { contextInFormat } from "../../../src/core/internal";
 import {
   ANTHROPIC,
   assistant,

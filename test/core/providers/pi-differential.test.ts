@@ -1,8 +1,8 @@
 import { stream } from "@mariozechner/pi-ai";
 import { convertToLlm } from "@mariozechner/pi-coding-agent";
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, SessionContext, TargetModel } from "../../../src/core";
-import { toAnthropic, toGemini, toOpenAIChat, toOpenAIResponses } from "../../../src/core";
+import type { AgentMessage, SessionContext, TargetModel } from "../../../src/core/internal";
+import { toAnthropic, toGemini, toOpenAIChat, toOpenAIResponses } from "../../../src/core/internal";
 import {
   ANTHROPIC,
   assistant,

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import type { Conversation, ProviderAppendView, StoredEntry } from "../../../src/core";
+import type { Conversation, ProviderAppendView, StoredEntry } from "../../../src/core/internal";
 import {
   AppendEntryInput,
   expandProviderEntries,
   MemoryRepo,
   NO_CONVERSATION,
   SessionError,
-} from "../../../src/core";
+} from "../../../src/core/internal";
 import { ANTHROPIC, assistant, call, user } from "./support";
 
 const reply = assistant([call("toolu_1", "read", { path: "a.ts" })], ANTHROPIC);
@@ -192,13 +192,17 @@ describe("Session over memory", () => {
       code: "invalid_request",
     });
     expect((await session.getEntries()).length).toBe(5);
-    // A provider's message handed to appendEntries is refused, not stored as if it were ours.
-    await expect(
-      session.appendEntries([
-        { type: "message", message: user("fine") },
-        { type: "message", format: "gemini", message: { role: "model", parts: [{ text: "hi" }] } } as never,
-      ]),
-    ).rejects.toMatchObject({ code: "invalid_request", details: [{ path: [1, "format"] }] });
-    expect((await session.getEntries()).length).toBe(5);
+    // A provider's message handed to appendEntries is converted as it is appended, never stored as
+    // if it were ours.
+    const batch = await session.appendEntries([
+      { type: "message", message: user("fine") },
+      { type: "message", format: "gemini", message: { role: "model", parts: [{ text: "hi" }] } },
+    ]);
+    expect(batch.entries.map((e) => (e.type === "message" ? e.message.role : e.type))).toEqual([
+      "user",
+      "assistant",
+    ]);
+    expect(batch.entries[1]).not.toHaveProperty("format");
+    expect((await session.getEntries()).length).toBe(7);
   });
 });

@@ -11,7 +11,7 @@ import type {
   GeminiRequest,
   OpenAIChatRequest,
   OpenAIResponsesRequest,
-} from "../../../src/core";
+} from "../../../src/core/internal";
 import {
   toAISDK,
   toAISDKUIMessages,
@@ -19,7 +19,7 @@ import {
   toGemini,
   toOpenAIChat,
   toOpenAIResponses,
-} from "../../../src/core";
+} from "../../../src/core/internal";
 import { assistant, call, context, result, user } from "./support";
 
 /*

@@ -16,8 +16,8 @@ import type {
   ToolCall,
   ToolResultMessage,
   UserMessage,
-} from "../../../src/core";
-import { contextInFormat } from "../../../src/core";
+} from "../../../src/core/internal";
+import { contextInFormat } from "../../../src/core/internal";
 
 /*
  * Conversations for the converter tests, and one reader per target that says what a converted

@@ -4,7 +4,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { GoogleGenAI } from "@google/genai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AgentMessage, AssistantMessage } from "../../../src/core";
+import type { AgentMessage, AssistantMessage } from "../../../src/core/internal";
 import {
   fromAnthropic,
   fromGemini,
@@ -14,7 +14,7 @@ import {
   toGemini,
   toOpenAIChat,
   toOpenAIResponses,
-} from "../../../src/core";
+} from "../../../src/core/internal";
 import { type RecordingServer, startRecordingServer } from "./recording-server";
 import { assistant, call, context, image, result, type Source, text, thinking, user } from "./support";
 

@@ -22,7 +22,7 @@ import { describe, expect, it } from "vitest";
 // The package's exports list leaves its compaction planner out; it is read from its own file.
 import { prepareCompaction as piPrepareCompaction } from "../../../node_modules/@earendil-works/pi-coding-agent/dist/core/compaction/compaction.js";
 import { computeFileLists } from "../../../node_modules/@earendil-works/pi-coding-agent/dist/core/compaction/utils.js";
-import type { AgentMessage, TreeEntry } from "../../../src/core";
+import type { AgentMessage, TreeEntry } from "../../../src/core/internal";
 import {
   estimateContextTokens,
   findCut,
@@ -30,7 +30,7 @@ import {
   parsePi,
   prepareCompaction,
   SessionError,
-} from "../../../src/core";
+} from "../../../src/core/internal";
 import { expectCode } from "../../conformance/storage";
 import { backends } from "../backends";
 import { PiSessionManager, piFileText } from "../pi-adapter";

@@ -9,8 +9,8 @@ import {
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../../src/client";
-import type { Session, SessionContext, SessionRepo } from "../../../src/core";
-import { exportPi, MemoryRepo, parsePi } from "../../../src/core";
+import type { Session, SessionContext, SessionRepo } from "../../../src/core/internal";
+import { exportPi, MemoryRepo, parsePi } from "../../../src/core/internal";
 import type { DevServer } from "../../support/dev-server";
 import { startDevServer } from "../../support/dev-server";
 import { backends } from "../backends";

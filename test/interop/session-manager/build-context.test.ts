@@ -5,7 +5,7 @@
  * context is built by the session. One deliberate difference is marked where it applies.
  */
 import { describe, expect, it } from "vitest";
-import type { AgentMessage } from "../../../src/core";
+import type { AgentMessage } from "../../../src/core/internal";
 import { expectCode } from "../../conformance/storage";
 import { backends } from "../backends";
 import { contextOf } from "../pi-adapter";

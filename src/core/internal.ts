@@ -1,0 +1,47 @@
+/*
+ * Everything the core holds, for the project's own layers (the service, the backends, the client,
+ * the command line, the viewer): planners, codecs and helpers the public face (`index.ts`) leaves out.
+ */
+
+export * from "./agent";
+export * from "./append";
+export * from "./branch";
+export * from "./claude-code-format";
+export * from "./codex-format";
+export * from "./compact-session";
+export * from "./compaction";
+export * from "./context";
+export * from "./context-answer";
+export * from "./context-edits";
+export * from "./entries";
+export * from "./errors";
+export * from "./events";
+export * from "./fork";
+export * from "./header";
+export * from "./ids";
+export * from "./import-formats";
+export * from "./info";
+export * from "./interchange";
+export * from "./json";
+export * from "./leaf-tag";
+export * from "./limits";
+export * from "./memory";
+export * from "./messages";
+export * from "./native-format";
+export * from "./ndjson";
+export * from "./paging";
+export * from "./pi-format";
+export * from "./providers";
+export * from "./repo";
+export * from "./search";
+export * from "./search-query";
+export * from "./search-text";
+export * from "./session";
+export * from "./session-schemas";
+export * from "./storage";
+export * from "./summarizers";
+export * from "./sync-import";
+export * from "./system-messages";
+export * from "./tenant-stream";
+export * from "./tokens";
+export * from "./tree";

@@ -14,6 +14,7 @@ export type {
   CompactionPreparation,
   CompactionSettings,
   FileLists,
+  OmittedHistory,
 } from "./compaction";
 export {
   DEFAULT_KEEP_RECENT_TOKENS,

@@ -8,6 +8,7 @@ import type {
   ImportOptions,
   LeafEntry,
   LeafOptions,
+  OmittedHistory,
   Result,
   SessionEntry,
   SessionHeader,
@@ -19,9 +20,9 @@ import type {
   TreeEntry,
   TreeNode,
 } from "../../core/internal";
-import { buildTree, forkExtras, newSessionHeader, unwrap } from "../../core/internal";
+import { addOmitted, buildTree, forkExtras, newSessionHeader, unwrap } from "../../core/internal";
 import type { SessionObject } from "../session/session-object";
-import type { ContextAnswer, EntryPage, ForkSource } from "../types";
+import type { CompactionPlan, ContextAnswer, EntryPage, ForkSource, OmittedCount } from "../types";
 
 /** What a session's storage needs of its repo: creating a session (a fork), and its recovery window. */
 export interface SessionCreator {
@@ -32,6 +33,9 @@ export interface SessionCreator {
   ): Promise<SessionObjectStorage>;
   readonly recoveryMs: number;
 }
+
+/** Seqs sent in one call that counts what a compaction leaves out (each call counts what it can in its time). */
+const COUNT_SLICE = 100_000;
 
 /** Unwraps an RPC answer; structured clone turns `Result<T>` into a type RPC stubs describe loosely. */
 export async function call<T>(answer: Promise<unknown>): Promise<T> {
@@ -151,6 +155,31 @@ export class SessionObjectStorage implements SessionStorage {
     return (await this.#drain(
       await call<EntryPage>(this.#stub.getContextPath(leafId)),
     )) as StoredEntry<TreeEntry>[];
+  }
+
+  /**
+   * What a compaction reads, in bounded memory: the object plans it (the whole context path, or a
+   * long one's start, end and the entries that shape it) and counts the rest in calls of bounded
+   * work; only what it reads whole crosses, a page at a time.
+   */
+  async getCompactionPath(
+    leafId: string,
+    keepRecentTokens: number,
+  ): Promise<{ path: StoredEntry<TreeEntry>[]; omitted?: OmittedHistory }> {
+    const plan = await call<CompactionPlan>(this.#stub.compactionPlan(leafId, keepRecentTokens));
+    let counted: Omit<OmittedHistory, "after"> = { messages: 0, tokens: 0, readFiles: [], modifiedFiles: [] };
+    for (let next = 0; next < plan.omitted.length; ) {
+      const part = await call<OmittedCount>(
+        this.#stub.countOmitted(plan.omitted.slice(next, next + COUNT_SLICE), plan.compactionId),
+      );
+      counted = addOmitted(counted, part.counted);
+      next += part.done;
+    }
+    const path = (await this.#drain(
+      await call<EntryPage>(this.#stub.readEntries(plan.seqs)),
+    )) as StoredEntry<TreeEntry>[];
+    if (plan.omitted.length === 0 || plan.after === undefined) return { path };
+    return { path, omitted: { ...counted, after: plan.after } };
   }
 
   async getTree(): Promise<TreeNode[]> {

@@ -1,6 +1,7 @@
 import type { AutoCompactStatus, CompactionStorage, Result, SummarizerConfig } from "../../core/internal";
 import {
   compactSession,
+  DEFAULT_KEEP_RECENT_TOKENS,
   estimatePathTokens,
   nowIso,
   SessionError,
@@ -52,6 +53,7 @@ export class AutoCompaction {
     return {
       getLeafId: async () => session.state.leafId,
       getContextPath: async (leafId) => session.contextEntries(leafId),
+      getCompactionPath: async (leafId, keepRecentTokens) => session.compactionPath(leafId, keepRecentTokens),
       appendEntries: async (entries, options) =>
         unwrap(await this.#host.write((s, room) => s.appendEntries(entries, options ?? {}, room))),
     };
@@ -68,8 +70,10 @@ export class AutoCompaction {
     const { header, leafId, autoCompaction } = session.state;
     const settings = header.autoCompact;
     if (!settings || leafId === null || this.#running) return;
-    const path = session.contextEntries(leafId);
-    if (estimatePathTokens(path) <= settings.contextWindow - settings.reserveTokens) return;
+    // What a compaction would read (a long history's middle only counted): its size, in bounded memory.
+    const keep = settings.keepRecentTokens ?? DEFAULT_KEEP_RECENT_TOKENS;
+    const { path, omitted } = session.compactionPath(leafId, keep);
+    if (estimatePathTokens(path, omitted?.tokens) <= settings.contextWindow - settings.reserveTokens) return;
     this.#running = true;
     const last = { ...autoCompaction };
     this.#setStatus({ ...last, state: "running" });

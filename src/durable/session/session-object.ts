@@ -33,7 +33,15 @@ import { writeMetric } from "../metrics";
 import { sessionObjectName } from "../names";
 import { sqlOf } from "../sql";
 import { storageWork } from "../transient";
-import type { ContextAnswer, CopiedRows, EntryPage, ExpiryOutcome, ForkSource } from "../types";
+import type {
+  CompactionPlan,
+  ContextAnswer,
+  CopiedRows,
+  EntryPage,
+  ExpiryOutcome,
+  ForkSource,
+  OmittedCount,
+} from "../types";
 import { AutoCompaction } from "./auto-compaction";
 import { DirectoryReports } from "./directory-reports";
 import { EventHub } from "./event-hub";
@@ -56,6 +64,8 @@ import { checkNotFull } from "./storage-ceiling";
 
 /** Milliseconds one call of a fork's copy spends copying pages before it answers with the rest. */
 const COPY_BUDGET_MS = 1000;
+/** Milliseconds one call spends counting what a compaction leaves out of its summarizer's input. */
+const COUNT_BUDGET_MS = 1000;
 function errorAnswer(error: ErrorBody): Response {
   return Response.json({ error }, { status: ERROR_STATUS[error.code] });
 }
@@ -283,6 +293,16 @@ export class SessionObject extends DurableObject<DurableEnv> {
   /** The path buildSessionContext needs (what the latest compaction dropped left out). */
   getContextPath(leafId: string | null | undefined): Promise<Result<EntryPage>> {
     return this.#run((session) => session.page(session.contextSeqs(leafId)));
+  }
+
+  /** What a compaction at `leafId` reads whole and what it only counts (see compaction-reads.ts). */
+  compactionPlan(leafId: string, keepRecentTokens: number): Promise<Result<CompactionPlan>> {
+    return this.#run((session) => session.compactionPlan(leafId, keepRecentTokens));
+  }
+
+  /** Counts omitted entries from the first of `seqs`, for up to COUNT_BUDGET_MS. */
+  countOmitted(seqs: number[], compactionId: string | undefined): Promise<Result<OmittedCount>> {
+    return this.#run((session) => session.countOmitted(seqs, compactionId, COUNT_BUDGET_MS));
   }
 
   readEntries(seqs: number[]): Promise<Result<EntryPage>> {

@@ -13,6 +13,7 @@ import type {
   ImportOptions,
   LeafEntry,
   LeafOptions,
+  OmittedHistory,
   SessionEntry,
   SessionHeader,
   SessionInfo,
@@ -44,7 +45,16 @@ import {
 import { quotaExceeded } from "../quotas";
 import type { Sql } from "../sql";
 import { sqlOf } from "../sql";
-import type { CopiedRow, CopiedRows, EntryPage, ForkSource, SearchDigest } from "../types";
+import type {
+  CompactionPlan,
+  CopiedRow,
+  CopiedRows,
+  EntryPage,
+  ForkSource,
+  OmittedCount,
+  SearchDigest,
+} from "../types";
+import { CompactionReads } from "./compaction-reads";
 import type { Node } from "./entry-rows";
 import { EntryRows } from "./entry-rows";
 import { forkSource } from "./fork-copy";
@@ -94,6 +104,7 @@ export class SessionStore {
   readonly #paths: PathReads;
   readonly #head = new HeadContext();
   readonly #search: SearchIndex;
+  readonly #compaction: CompactionReads;
   #state: SessionState | undefined;
   /** Told of every committed write (the object's watchers). */
   onWritten: WriteListener | undefined;
@@ -104,6 +115,7 @@ export class SessionStore {
     this.#rows = new EntryRows(storage.sql, this.#sql);
     this.#paths = new PathReads(this.#rows, this.#sql);
     this.#search = new SearchIndex(storage.sql, this.#sql, this.#rows, this.#paths);
+    this.#compaction = new CompactionReads(this.#rows, this.#paths, this.#sql);
     if (hasSchema(this.#sql)) {
       updateSchema(storage.sql);
       this.#state = this.#load();
@@ -232,6 +244,30 @@ export class SessionStore {
   /** The path `buildSessionContext` needs: what the latest compaction dropped is left out. */
   contextSeqs(leafId?: string | null): number[] {
     return this.#paths.contextSeqs(this.#start(leafId));
+  }
+
+  /** What a compaction at `leafId` reads whole and what it counts (see compaction-reads.ts). */
+  compactionPlan(leafId: string, keepRecentTokens: number): CompactionPlan {
+    this.#live();
+    return this.#compaction.plan(leafId, keepRecentTokens);
+  }
+
+  /** Counts omitted entries from the first of `seqs` for up to `budgetMs` (see compaction-reads.ts). */
+  countOmitted(seqs: readonly number[], compactionId: string | undefined, budgetMs: number): OmittedCount {
+    this.#live();
+    return this.#compaction.count(seqs, compactionId, budgetMs);
+  }
+
+  /** What a compaction at `leafId` reads, counted and read here at once: for work inside the object. */
+  compactionPath(
+    leafId: string,
+    keepRecentTokens: number,
+  ): { path: StoredEntry<TreeEntry>[]; omitted?: OmittedHistory } {
+    const plan = this.compactionPlan(leafId, keepRecentTokens);
+    const path = this.#rows.entries(plan.seqs) as StoredEntry<TreeEntry>[];
+    if (plan.omitted.length === 0 || plan.after === undefined) return { path };
+    const { counted } = this.countOmitted(plan.omitted, plan.compactionId, Number.POSITIVE_INFINITY);
+    return { path, omitted: { ...counted, after: plan.after } };
   }
 
   /** The whole context path, read at once: for work inside the object. */

@@ -7,6 +7,8 @@
  * test/reliability/worker.ts uses it; nothing in src/ does.
  */
 
+import { seededRandom } from "./random";
+
 /** Where a fault strikes. */
 export type FaultPoint =
   /** A SQL statement inside a transaction: it fails as a passing SQLite error would (SQLITE_IOERR). */
@@ -36,18 +38,6 @@ export interface FaultRule {
 export const INJECTED_IO_ERROR = "injected fault: disk I/O error: SQLITE_IOERR";
 /** The message of storage full at the platform's limit. */
 export const INJECTED_FULL_ERROR = "injected fault: database or disk is full: SQLITE_FULL";
-
-/** Deterministic randomness (mulberry32): the same seed draws the same faults. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface ActiveRule extends FaultRule {
   seen: number;

@@ -1,6 +1,5 @@
 import { createClient, type RemoteRepo } from "../../src/client";
 import { SessionError } from "../../src/core/internal";
-import { seededRandom } from "./faults";
 import {
   type AppendOp,
   checkHistory,
@@ -14,6 +13,7 @@ import {
   type Watched,
 } from "./history";
 import { type Attempt, type Fetch, faultyNetwork, type NetworkFaults, outcomeOf } from "./network";
+import { seededRandom } from "./random";
 
 /*
  * A soak: writers (each with its own seeded random, so the run's operations repeat from its seed)

@@ -36,6 +36,8 @@ export interface SessionCreator {
 
 /** Seqs sent in one call that counts what a compaction leaves out (each call counts what it can in its time). */
 const COUNT_SLICE = 100_000;
+/** Seqs named in one call that reads or copies pages of them (each call does what it can, and says what is left). */
+const SEQ_WINDOW = 20_000;
 
 /** Unwraps an RPC answer; structured clone turns `Result<T>` into a type RPC stubs describe loosely. */
 export async function call<T>(answer: Promise<unknown>): Promise<T> {
@@ -81,14 +83,18 @@ export class SessionObjectStorage implements SessionStorage {
     return call(this.#stub.getEntry(id));
   }
 
-  /** A first page, then the pages after it as they are read. */
+  /**
+   * A first page, then the pages after it as they are read. Each call names a window of the seqs
+   * left, not all of them, so a path of a million entries costs what its pages cost.
+   */
   async *#pages(first: EntryPage): AsyncGenerator<StoredEntry[]> {
     yield first.entries;
-    let rest = first.rest;
-    while (rest.length > 0) {
-      const page = await call<EntryPage>(this.#stub.readEntries(rest));
+    const { rest } = first;
+    for (let next = 0; next < rest.length; ) {
+      const window = rest.slice(next, next + SEQ_WINDOW);
+      const page = await call<EntryPage>(this.#stub.readEntries(window));
       yield page.entries;
-      rest = page.rest;
+      next += window.length - page.rest.length;
     }
   }
 
@@ -228,8 +234,10 @@ export class SessionObjectStorage implements SessionStorage {
     const fork = await this.#repo.initialize(header, false, { bytes: source.bytes });
     try {
       // The new session's object reads the rows from this one's itself, a bounded part a call.
-      let rest = source.seqs;
-      while (rest.length > 0) rest = await fork.copyFrom(this.id, rest);
+      for (let next = 0; next < source.seqs.length; ) {
+        const window = source.seqs.slice(next, next + SEQ_WINDOW);
+        next += window.length - (await fork.copyFrom(this.id, window)).length;
+      }
       const extras = forkExtras(source.path, source.labels, name);
       if (extras.length > 0 && source.leafId !== null) {
         await fork.appendEntries(extras);

@@ -48,7 +48,7 @@ export interface ForkSource {
   seqs: number[];
   /** Bytes of those entries as stored: what the fork will hold before any label it re-creates. */
   bytes: number;
-  /** Light path entries, for `forkExtras`. */
+  /** Light entries of the path, those `forkExtras` can act on (labels, names, labelled entries, the target), in path order. */
   path: ForkPathEntry[];
   labels: Record<string, string>;
   header: SessionHeader;

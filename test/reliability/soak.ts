@@ -56,6 +56,8 @@ export interface SoakOptions {
   network: NetworkFaults;
   /** Chance a WebSocket watcher drops its socket after a message (and resumes). */
   dropSocket: number;
+  /** Operations the writers make at least, however long that takes past `durationMs`. */
+  minOperations?: number;
   log?: (line: string) => void;
 }
 
@@ -246,8 +248,10 @@ export async function runSoak(target: SoakTarget, options: SoakOptions): Promise
     return (open[Math.floor(random() * open.length)] as [string, SessionTrack])[0];
   }
 
+  /** Runs `work` alone on the session (once the operations running on it are done); skipped if another has it. */
   async function exclusively(id: string, work: () => Promise<void>): Promise<void> {
     const track = tracks.get(id) as SessionTrack;
+    if (track.exclusive) return;
     track.exclusive = true;
     while (track.running > 0) await sleep(2);
     try {
@@ -273,7 +277,7 @@ export async function runSoak(target: SoakTarget, options: SoakOptions): Promise
         },
       };
     };
-    while (Date.now() < deadline) {
+    while (Date.now() < deadline || ops.length < (options.minOperations ?? 0)) {
       const id = pick(random);
       if (!id) {
         await sleep(5);

@@ -447,7 +447,7 @@ export class SessionStore {
 
   forkSource(targetId: string, position: LeafOptions["position"]): ForkSource {
     const { header } = this.state;
-    const source = forkSource(this.#rows, this.#paths, targetId, position);
+    const source = forkSource(this.#rows, this.#paths, this.#sql, targetId, position);
     return { ...source, header, name: this.info().name };
   }
 

@@ -43,6 +43,8 @@ export default defineConfig({
           FAKE_LLM_URL: inject("fakeLlmUrl"),
           // The request log's own tests read every line.
           REQUEST_LOG: "all",
+          // Signs the blob URLs of `?blobs=url` (test/workers/blobs.test.ts).
+          BLOB_URL_SECRET: "a test secret that is at least 32 bytes long",
         },
         // The suite's own traffic must not trip the service's limiter; a tight one is tested apart.
         ratelimits: {

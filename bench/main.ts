@@ -6,8 +6,10 @@ import { buildSessionContext as piBuildSessionContext, SessionManager } from "@m
 import type { AgentMessage } from "../src/core/internal";
 import type { DevServer } from "../test/support/dev-server";
 import { startDevServer } from "../test/support/dev-server";
+import { blobSessions } from "./blobs";
 import { frameworkWrites } from "./frameworks";
 import { liveSessions } from "./live";
+import { streamFigures } from "./streams";
 
 /*
  * `npm run bench`: the performance budgets' figures, measured in one run on this machine, against local
@@ -741,6 +743,36 @@ async function main() {
         fillSession: (id, count) => fillSession(id, count, false),
         message,
         workerdRssKb: () => workerdMemoryKb("VmRSS"),
+      });
+    if (runs("blobs"))
+      await blobSessions({
+        quick: QUICK,
+        http,
+        record: (name, unit, samples) => void record(name, unit, samples),
+        read: async (path) => {
+          const start = performance.now();
+          const res = await fetch(`${server.url}${path}`);
+          const bytes = (await res.arrayBuffer()).byteLength;
+          if (!res.ok) throw new Error(`GET ${path} -> ${res.status}`);
+          return { ms: performance.now() - start, bytes };
+        },
+      });
+    if (runs("streams"))
+      await streamFigures({
+        url: server.url,
+        quick: QUICK,
+        record: (name, unit, samples, budget) => void record(name, unit, samples, budget),
+        derived: (name, unit, value, budget) =>
+          void figures.push({
+            name,
+            unit,
+            median: value,
+            min: 0,
+            max: 0,
+            runs: 1,
+            ...(budget ? { budget } : {}),
+          }),
+        workerdPeakKb,
       });
     if (runs("cold")) await cold(persist, sizes[sizes.length - 1] as number);
   } finally {

@@ -10,7 +10,7 @@ import { sqlOf } from "../src/durable/sql";
 import type { DirectoryReport } from "../src/durable/types";
 import { createApp } from "../src/http";
 
-export { SessionDirectory, SessionObject } from "../src/durable/internal";
+export { SessionDirectory, SessionObject, StreamObject } from "../src/durable/internal";
 
 /*
  * A Durable Object that runs the real session store (the code SessionObject runs) and times it
@@ -237,6 +237,26 @@ export default {
           concurrency: number("concurrency", 32),
         }),
       );
+    }
+    // The service with no blob bucket bound: what a session stores without the R2 tier.
+    if (url.pathname.startsWith("/bench-inline/")) {
+      const inner = new URL(url.pathname.slice("/bench-inline".length) + url.search, url.origin);
+      return app.fetch(new Request(inner, request), { ...env, BLOBS: undefined } as never, ctx);
+    }
+    if (url.pathname === "/bench-blobs/stored") {
+      const bucket = (env as unknown as DurableEnv).BLOBS;
+      let objects = 0;
+      let bytes = 0;
+      let cursor: string | undefined;
+      do {
+        const page = await (bucket as R2Bucket).list({ cursor });
+        for (const object of page.objects) {
+          objects++;
+          bytes += object.size;
+        }
+        cursor = page.truncated ? page.cursor : undefined;
+      } while (cursor);
+      return Response.json({ objects, bytes });
     }
     const match = /^\/bench\/([^/]+)\/([a-zA-Z]+)$/.exec(url.pathname);
     if (!match) return app.fetch(request, env as never, ctx);

@@ -2,7 +2,7 @@
 declare namespace Cloudflare {
   interface GlobalProps {
     mainModule: typeof import("./worker");
-    durableNamespaces: "SessionObject" | "SessionDirectory";
+    durableNamespaces: "SessionObject" | "SessionDirectory" | "StreamObject";
   }
   type WorkerEnv = import("./http/env").WorkerEnv;
   interface Env extends WorkerEnv {}

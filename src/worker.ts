@@ -1,5 +1,5 @@
 import { createApp } from "./http/app";
 
-export { SessionDirectory, SessionObject } from "./durable";
+export { SessionDirectory, SessionObject, StreamObject, TenantPlacement } from "./durable";
 
 export default createApp();

@@ -18,6 +18,7 @@ import type {
   ImportedSession,
   ImportFormat,
   ImportWarning,
+  LeafAt,
   LeafEntry,
   LeafOptions,
   ListOptions,
@@ -241,6 +242,11 @@ export class RemoteStorage implements SessionStorage {
       body: { entryId: targetId, ...options },
     });
     return new RemoteStorage(this.#http, info.id);
+  }
+
+  /** Where the leaf stood at `asOf` (ISO 8601; the head when absent), and how far back that can go. */
+  leafAt(asOf?: string): Promise<LeafAt> {
+    return this.#http.json<LeafAt>("GET", this.#path("/leaf"), { query: { asOf } });
   }
 
   /** The context the service builds for a leaf (the head when undefined). */

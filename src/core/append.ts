@@ -171,7 +171,9 @@ function checkInput(raw: unknown, prefix: readonly number[]): void {
 
 export function planAppend(raw: readonly unknown[], view: AppendView, options: PlanOptions = {}): AppendPlan {
   checkBatchSize(raw.length);
-  if (!options.validated) raw.forEach((input, index) => checkInput(input, raw.length > 1 ? [index] : []));
+  if (!options.validated) {
+    for (const [index, input] of raw.entries()) checkInput(input, raw.length > 1 ? [index] : []);
+  }
   // A provider's message stands for the message entries it converts to, each read against the
   // conversation at its parent (stored, or made by the batch's entries before it).
   const inputs = expandProviderEntries(raw, view) as ReadonlyArray<Record<string, unknown> & EntryInput>;

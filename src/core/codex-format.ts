@@ -173,28 +173,22 @@ class CodexReader {
   read(line: LogLine, value: Record<string, unknown>, id = `l${line.line}`): void {
     this.#timestamp = entryTimestamp(value.timestamp, this.#timestamp);
     const payload = isRecord(value.payload) ? value.payload : undefined;
-    switch (value.type) {
-      case "response_item":
-        if (payload) {
-          this.#item(line, value, payload, id);
-          return;
-        }
-        break;
-      case "turn_context":
-        if (payload) {
-          this.#turnContext(line, value, payload, id);
-          return;
-        }
-        break;
-      case "compacted":
-        if (payload) {
-          this.#compacted(line, value, payload, id);
-          return;
-        }
-        break;
-      case "event_msg":
-        if (payload?.type === "token_count" && isRecord(payload.info)) this.#tokenCount(payload.info);
-        break;
+    // The lines whose payload becomes entries of their own; every other line is kept as custom.
+    const readers = {
+      response_item: this.#item,
+      turn_context: this.#turnContext,
+      compacted: this.#compacted,
+    } as const;
+    const reader =
+      typeof value.type === "string" && Object.hasOwn(readers, value.type)
+        ? readers[value.type as keyof typeof readers]
+        : undefined;
+    if (reader && payload) {
+      reader.call(this, line, value, payload, id);
+      return;
+    }
+    if (value.type === "event_msg" && payload?.type === "token_count" && isRecord(payload.info)) {
+      this.#tokenCount(payload.info);
     }
     this.#custom(line, id, value);
   }

@@ -3,9 +3,26 @@ export const ERROR_STATUS = {
   invalid_request: 400,
   unauthorized: 401,
   forbidden: 403,
+  /** A stream's producer wrote with an epoch older than the producer's current one (fenced off). */
+  stale_epoch: 403,
   not_found: 404,
   already_exists: 409,
   nothing_to_compact: 409,
+  /**
+   * The tenant's sessions are in another jurisdiction than the one it is now pinned to: moving a
+   * tenant is an export and an import, never a side effect of a request.
+   */
+  wrong_jurisdiction: 409,
+  /** An append to a stream that was closed: it takes no more data. */
+  stream_closed: 409,
+  /** An append whose content type is not the stream's (fixed when the stream was created). */
+  content_type_mismatch: 409,
+  /** A stream append out of order: `Stream-Seq` not above the last one, or a producer's sequence gap. */
+  sequence_conflict: 409,
+  /** A stream was deleted but its forks still read it: its path can not be used again, nor forked. */
+  stream_deleted: 409,
+  /** A stream that was deleted but is kept for the forks that read its data. */
+  gone: 410,
   leaf_conflict: 412,
   entry_too_large: 413,
   payload_too_large: 413,

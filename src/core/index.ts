@@ -66,6 +66,7 @@ export {
   MAX_SESSIONS_PAGE,
   PREVIEW_CHARS,
 } from "./limits";
+export { LocationHint } from "./location";
 export { MemoryRepo, MemoryStorage } from "./memory";
 export type {
   Cost,
@@ -120,6 +121,7 @@ export {
   EntryQuery,
   ForkOptions,
   HeaderPatch,
+  LeafAt,
   ListOptions,
   Metadata,
   ParentSession,

@@ -18,6 +18,8 @@ export interface SessionStats {
   messageCount: number;
   /** UTF-8 bytes of every stored entry's JSON, `leaf` records included: what quotas count. */
   bytes: number;
+  /** Of `bytes`, those of values a service stores apart, as blobs (its own storage holds the rest). */
+  blobBytes?: number;
   preview?: string;
   /** Set once a `session_info` entry exists: from then on the name comes from entries. */
   entryName?: { name?: string };
@@ -65,6 +67,7 @@ export function sessionInfo(header: SessionHeader, stats: SessionStats, leafId: 
   if (header.systemPrompt !== undefined) info.systemPrompt = header.systemPrompt;
   if (header.parentSession) info.parentSession = header.parentSession;
   if (stats.preview !== undefined) info.preview = stats.preview;
+  if (stats.blobBytes) info.blobBytes = stats.blobBytes;
   if (header.autoCompact) info.autoCompact = { ...header.autoCompact };
   if (header.expiresAt !== undefined) info.expiresAt = header.expiresAt;
   return info;

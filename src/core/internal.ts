@@ -5,7 +5,9 @@
 
 export * from "./agent";
 export * from "./append";
+export * from "./blob-refs";
 export * from "./branch";
+export * from "./bytes";
 export * from "./claude-code-format";
 export * from "./codex-format";
 export * from "./compact-session";
@@ -25,6 +27,7 @@ export * from "./interchange";
 export * from "./json";
 export * from "./leaf-tag";
 export * from "./limits";
+export * from "./location";
 export * from "./memory";
 export * from "./messages";
 export * from "./native-format";

@@ -1,3 +1,4 @@
+import { fingerprint } from "./context-answer";
 import { ENTRY_TYPES } from "./entries";
 import { isValidId, newId, nowIso } from "./ids";
 import type { ImportedSession, ImportWarning } from "./interchange";
@@ -26,10 +27,14 @@ interface PiLine {
   entry: Record<string, unknown>;
 }
 
-/** Short ids like pi's own (8 hex characters), unique within the file. */
-function shortId(taken: Set<string>): string {
-  for (;;) {
-    const id = crypto.randomUUID().slice(0, 8);
+/**
+ * Ids like pi's own (8 hex characters) for a v1 file's entries, which had none: derived from the
+ * session's id and the entry's place in the file, so that the same file always reads with the same
+ * ids (a file that grows syncs as appends); unique within the file.
+ */
+function v1Id(session: string, index: number, taken: Set<string>): string {
+  for (let attempt = 0; ; attempt++) {
+    const id = fingerprint(`${session}:${index}:${attempt}`);
     if (!taken.has(id)) {
       taken.add(id);
       return id;
@@ -43,10 +48,11 @@ function shortId(taken: Set<string>): string {
  */
 function migrateV1(entries: PiLine[], records: ReadonlyArray<Record<string, unknown>>): void {
   const taken = new Set<string>();
+  const session = String(records[0]?.id ?? "");
   let previous: string | null = null;
   // One pass, as pi does it: an index pointing forward names an entry without an id yet.
-  for (const { entry } of entries) {
-    entry.id = shortId(taken);
+  for (const [index, { entry }] of entries.entries()) {
+    entry.id = v1Id(session, index, taken);
     entry.parentId = previous;
     previous = entry.id as string;
     if (entry.type !== "compaction" || typeof entry.firstKeptEntryIndex !== "number") continue;

@@ -1,3 +1,4 @@
+import { parseBlobRef } from "./blob-refs";
 import type { SessionEntry } from "./entries";
 import { contentText } from "./messages";
 import type { SystemMessage } from "./system-messages";
@@ -39,7 +40,9 @@ function messageText(message: Record<string, unknown>): { text: string[]; thinki
   if (Array.isArray(content)) {
     for (const part of content) {
       if (!part || typeof part !== "object") continue;
-      if (part.type === "text" && typeof part.text === "string") text.push(part.text);
+      // A tool output stored as a blob is not searched (docs/placement.md, "Blobs in R2").
+      if (part.type === "text" && typeof part.text === "string" && !parseBlobRef(part.text))
+        text.push(part.text);
       else if (part.type === "thinking" && typeof part.thinking === "string" && part.redacted !== true)
         thinking.push(part.thinking);
     }

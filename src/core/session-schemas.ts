@@ -73,6 +73,10 @@ export const SessionInfo = z
     bytes: z.number().int().meta({
       description: "UTF-8 bytes of the stored entries' JSON, leaf records included (what byte quotas count)",
     }),
+    blobBytes: z.number().int().optional().meta({
+      description:
+        "of `bytes`, those of images and tool outputs stored as blobs in R2 (shared with every session that holds the same value); the session's own storage holds the rest",
+    }),
     parentSession: ParentSession.optional(),
     preview: z.string().optional().meta({ description: "the first user message's text, at most 200 chars" }),
     autoCompact: AutoCompactSettings.and(z.object({ status: AutoCompactStatus.optional() })).optional(),
@@ -139,6 +143,15 @@ export const ListOptions = z.object({
   order: z.enum(["updated", "created"]).optional().meta({ description: "newest first; default updated" }),
 });
 export type ListOptions = z.infer<typeof ListOptions>;
+
+/** Where a session's leaf stood at a time, and how far back the session's leaf history goes. */
+export const LeafAt = z
+  .object({
+    leafId: Id.nullable().meta({ description: "the leaf then (now, when no time is given); null: none" }),
+    historyStartsAt: Timestamp.meta({ description: "how far back the session's leaf history goes" }),
+  })
+  .meta({ id: "LeafAt" });
+export type LeafAt = z.infer<typeof LeafAt>;
 
 export const SessionPage = z.object({ sessions: z.array(SessionInfo), nextCursor: z.string().nullable() });
 export type SessionPage = z.infer<typeof SessionPage>;

@@ -1,10 +1,12 @@
 /*
  * `cf-sessions/durable`: the Durable Object classes to export from a Worker of one's own (bound as
- * SESSIONS and DIRECTORY), and `DurableRepo`, the sessions of one tenant over them.
+ * SESSIONS, DIRECTORY, STREAMS and PLACEMENTS), and `DurableRepo`, the sessions of one tenant over them.
  */
 
 export { SessionDirectory } from "./directory/session-directory";
 export type { DurableEnv } from "./env";
+export { TenantPlacement } from "./placement/tenant-placement";
 export { DurableRepo } from "./router/repo";
 export { SessionObjectStorage } from "./router/session-object-storage";
 export { SessionObject } from "./session/session-object";
+export { StreamObject } from "./stream";

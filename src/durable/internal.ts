@@ -1,8 +1,10 @@
 /*
  * What the Worker's layers (src/http) use of the objects' side, beside the public face (`index.ts`):
- * logs, metrics, quotas and object names.
+ * logs, metrics, quotas, object names, and what the stream routes hand their objects.
  */
 
+export { blobKey } from "./blobs/blob-store";
+export { verifyBlobUrl } from "./blobs/blob-urls";
 export { SessionDirectory } from "./directory/session-directory";
 export type { DurableEnv } from "./env";
 export type { LogFields, LogValue } from "./log-line";
@@ -10,10 +12,29 @@ export { errorSummary, logBackgroundFailure, logLine, tenantHash } from "./log-l
 export type { MetricPoint } from "./metrics";
 export { measuredSummarizer, writeMetric } from "./metrics";
 export { sessionObjectName } from "./names";
+export type { Jurisdiction } from "./placement/jurisdictions";
+export { tenantJurisdiction } from "./placement/jurisdictions";
+export { objectEnv, placedEnv, tenantEnv } from "./placement/placed-env";
+export { checkPlacement } from "./placement/placement-check";
+export { TenantPlacement } from "./placement/tenant-placement";
 export type { Quotas } from "./quotas";
 export { quotasFor } from "./quotas";
 export { DurableRepo } from "./router/repo";
 export { SessionObjectStorage } from "./router/session-object-storage";
 export type { TenantUsage } from "./router/tenant-usage";
 export { SessionObject } from "./session/session-object";
+export {
+  ANSWER_HEADERS,
+  MAX_APPEND_BYTES,
+  REQUEST_HEADERS,
+  refuseBody,
+  SAFETY_HEADERS,
+  STREAM_KEY_HEADER,
+  STREAM_REQUEST_ID_HEADER,
+  STREAM_TENANT_HEADER,
+  StreamObject,
+  streamKeyOf,
+  streamObjectName,
+} from "./stream";
+export { tenantKey } from "./tenant-key";
 export { transientError } from "./transient";

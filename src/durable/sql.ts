@@ -23,17 +23,23 @@ export function execScript(storage: SqlStorage, script: string): void {
 /**
  * Applies the migrations not yet applied, in order, recording each version. `migrations[i]` takes
  * the schema from version i to i + 1: a script split at semicolons, or a list of statements run
- * whole (for statements that hold semicolons themselves, such as triggers).
+ * whole (for statements that hold semicolons themselves, such as triggers). Tables that share an
+ * object's database with others (a stream store inside a session's object) keep their versions in
+ * a `versionTable` of their own.
  */
-export function migrate(storage: SqlStorage, migrations: readonly (string | readonly string[])[]): void {
-  storage.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
-  const row = storage.exec<{ version: number }>("SELECT max(version) AS version FROM schema_version").one();
+export function migrate(
+  storage: SqlStorage,
+  migrations: readonly (string | readonly string[])[],
+  versionTable = "schema_version",
+): void {
+  storage.exec(`CREATE TABLE IF NOT EXISTS ${versionTable} (version INTEGER NOT NULL)`);
+  const row = storage.exec<{ version: number }>(`SELECT max(version) AS version FROM ${versionTable}`).one();
   const current = row.version ?? 0;
   for (let version = current; version < migrations.length; version++) {
     const migration = migrations[version] as string | readonly string[];
     if (typeof migration === "string") execScript(storage, migration);
     else for (const statement of migration) storage.exec(statement);
-    storage.exec("INSERT INTO schema_version (version) VALUES (?)", version + 1);
+    storage.exec(`INSERT INTO ${versionTable} (version) VALUES (?)`, version + 1);
   }
 }
 

@@ -37,7 +37,10 @@ export interface CopiedRow {
   last_model: number | null;
   last_tools: number | null;
   body: string;
+  /** UTF-8 bytes of `body` as stored. */
   bytes: number;
+  /** What the values of its blobs add to it (it holds references to them). */
+  blob_bytes: number;
   [key: string]: SqlStorageValue;
 }
 

@@ -7,9 +7,11 @@ import { refuseCrossSite } from "./cross-site";
 import { docsApp } from "./docs";
 import type { AppEnv } from "./env";
 import { notFound, onError } from "./errors";
+import { placement } from "./placement";
 import { rateLimit } from "./rate-limit";
 import { requestLog } from "./request-log";
 import { backupRoutes, MAX_TENANT_IMPORT_BYTES, TENANT_IMPORT_PATH } from "./routes/backup";
+import { blobRoutes } from "./routes/blobs";
 import { compactionRoutes } from "./routes/compaction";
 import { contextRoutes } from "./routes/context";
 import { entryRoutes } from "./routes/entries";
@@ -18,6 +20,7 @@ import { IMPORT_PATH, interchangeRoutes } from "./routes/interchange";
 import { retentionRoutes } from "./routes/retention";
 import { searchRoutes } from "./routes/search";
 import { sessionRoutes } from "./routes/sessions";
+import { STREAM_PATHS, streamRoutes, streamSafety } from "./routes/streams";
 import { usageRoutes } from "./routes/usage";
 import { socketTicket } from "./socket-ticket";
 
@@ -69,9 +72,12 @@ export function createApp(): OpenAPIHono<AppEnv> {
   // A WebSocket ticket authenticates its one connection, ahead of the usual credentials.
   app.use("/v1/sessions/:sid/ws", socketTicket);
   // Matches /v1/sessions itself too. Imports are NDJSON and read their own body.
-  app.use("/v1/sessions/*", authenticate, rateLimit, jsonBody([IMPORT_PATH]));
-  for (const path of TENANT_PATHS) app.use(path, authenticate, rateLimit, jsonBody([TENANT_IMPORT_PATH]));
-  app.use("/v1/usage", authenticate, rateLimit);
+  app.use("/v1/sessions/*", authenticate, rateLimit, placement, jsonBody([IMPORT_PATH]));
+  for (const path of TENANT_PATHS)
+    app.use(path, authenticate, rateLimit, placement, jsonBody([TENANT_IMPORT_PATH]));
+  app.use("/v1/usage", authenticate, rateLimit, placement);
+  // Streams read and write their own bodies (any content type), as the protocol has them.
+  app.use(STREAM_PATHS, streamSafety, authenticate, rateLimit, placement);
 
   return app
     .route("/", sessionRoutes)
@@ -83,5 +89,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
     .route("/", searchRoutes)
     .route("/", backupRoutes)
     .route("/", retentionRoutes)
-    .route("/", usageRoutes);
+    .route("/", usageRoutes)
+    .route("/", streamRoutes)
+    .route("/", blobRoutes);
 }

@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit as honoBodyLimit } from "hono/body-limit";
 import type { NumberedLine } from "../core/internal";
-import { MAX_BODY_BYTES, MAX_ENTRY_BYTES, SessionError } from "../core/internal";
+import { concatBytes, MAX_BODY_BYTES, MAX_ENTRY_BYTES, SessionError } from "../core/internal";
 import type { AppEnv } from "./env";
 
 const JSON_TYPE = /^application\/([\w.-]+\+)?json$/i;
@@ -31,13 +31,7 @@ async function readCapped(body: ReadableStream<Uint8Array> | null, limit: number
     }
     parts.push(value);
   }
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const part of parts) {
-    bytes.set(part, offset);
-    offset += part.byteLength;
-  }
-  return bytes;
+  return concatBytes(parts, size);
 }
 
 /**
@@ -64,17 +58,6 @@ export const declaredBodyLimit =
 const MAX_LINE_BYTES = MAX_ENTRY_BYTES + 1024 * 1024;
 
 const NEWLINE = 0x0a;
-
-function concat(parts: readonly Uint8Array[], size: number): Uint8Array {
-  if (parts.length === 1) return parts[0] as Uint8Array;
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const part of parts) {
-    bytes.set(part, offset);
-    offset += part.byteLength;
-  }
-  return bytes;
-}
 
 /**
  * A line's bytes as text, checked as UTF-8. Lines are cut at the newline byte before decoding (no
@@ -113,7 +96,7 @@ export async function* streamedNdjsonLines(
       let start = 0;
       for (let newline = value.indexOf(NEWLINE); newline >= 0; newline = value.indexOf(NEWLINE, start)) {
         parts.push(value.subarray(start, newline));
-        const text = decodeLine(concat(parts, pending + newline - start), line);
+        const text = decodeLine(concatBytes(parts, pending + newline - start), line);
         parts = [];
         pending = 0;
         start = newline + 1;
@@ -132,7 +115,7 @@ export async function* streamedNdjsonLines(
       }
     }
     if (pending > 0) {
-      const text = decodeLine(concat(parts, pending), line);
+      const text = decodeLine(concatBytes(parts, pending), line);
       if (text.trim()) yield { line, text };
     }
   } finally {

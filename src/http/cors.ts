@@ -1,5 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import { SessionError } from "../core/internal";
+import { ANSWER_HEADERS, REQUEST_HEADERS } from "../durable/internal";
 import type { AppEnv } from "./env";
 
 /*
@@ -10,9 +11,10 @@ import type { AppEnv } from "./env";
  * Access-Control-Allow-Credentials: callers authenticate with a bearer token, not cookies.
  */
 
-const ALLOWED_METHODS = "GET, POST, PUT, PATCH, DELETE";
-const ALLOWED_HEADERS = "Authorization, Content-Type, If-Match";
-const EXPOSED_HEADERS = "ETag, Retry-After, Content-Disposition";
+const ALLOWED_METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE";
+/** The API's headers, and those of the Durable Streams protocol (/v1/stream). */
+const ALLOWED_HEADERS = ["Authorization", "Content-Type", "If-Match", ...REQUEST_HEADERS].join(", ");
+const EXPOSED_HEADERS = ["ETag", "Retry-After", "Content-Disposition", ...ANSWER_HEADERS].join(", ");
 const PREFLIGHT_MAX_AGE_SECONDS = "600";
 
 let parsed: { setting: string; origins: ReadonlySet<string> } | undefined;

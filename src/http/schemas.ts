@@ -10,7 +10,9 @@ import {
   ForkOptions,
   Id,
   ImportWarning,
+  LeafAt,
   ListOptions,
+  LocationHint,
   MAX_BATCH_ENTRIES,
   ModelRefString,
   NavigateRequest,
@@ -22,6 +24,7 @@ import {
   StoredEntry,
   SyncSummary,
   TenantSearchOptions,
+  Timestamp,
 } from "../core/internal";
 
 /*
@@ -33,11 +36,37 @@ import {
 export const SessionIdParam = z.object({ sid: Id.meta({ param: { name: "sid", in: "path" } }) });
 export const EntryIdParams = SessionIdParam.extend({ eid: Id.meta({ param: { name: "eid", in: "path" } }) });
 
-export const CreateSessionBody = CreateSessionOptions;
+export const CreateSessionBody = CreateSessionOptions.extend({ location: LocationHint.optional() }).strict();
 export const PatchSessionBody = SessionPatch;
 export const CompactBody = CompactRequest;
-export const MoveLeafBody = NavigateRequest.extend({ targetId: Id.nullable() }).strict();
-export const ForkBody = ForkOptions.extend({ entryId: Id }).strict();
+/** A time in a session's past: the leaf as it stood then (see docs/placement.md, "Time travel"). */
+export const AsOf = Timestamp.meta({
+  description: "a time (ISO 8601): the leaf as it stood then, from the session's leaf history",
+  example: "2026-01-01T12:00:00.000Z",
+});
+
+/** Exactly one of two fields that say the same thing two ways. */
+const oneOf =
+  (a: string, b: string) =>
+  (value: Record<string, unknown>, ctx: z.RefinementCtx): void => {
+    if ((value[a] === undefined) === (value[b] === undefined)) {
+      ctx.addIssue({ code: "custom", path: [a], message: `give either ${a} or ${b}` });
+    }
+  };
+
+export const MoveLeafBody = NavigateRequest.extend({
+  targetId: Id.nullable().optional().meta({ description: "the new leaf (null: no leaf); or give asOf" }),
+  asOf: AsOf.optional().meta({ description: "move the leaf back to where it stood at this time" }),
+})
+  .strict()
+  .superRefine(oneOf("targetId", "asOf"));
+export const ForkBody = ForkOptions.extend({
+  entryId: Id.optional().meta({ description: "the entry to fork at; or give asOf" }),
+  asOf: AsOf.optional().meta({ description: "fork at the leaf as it stood at this time" }),
+  location: LocationHint.optional(),
+})
+  .strict()
+  .superRefine(oneOf("entryId", "asOf"));
 
 export const ListSessionsQuery = ListOptions.extend({ cursor: z.string().optional() });
 
@@ -87,7 +116,13 @@ export const EntriesPage = z.object({ entries: z.array(StoredEntry), nextCursor:
 
 export const LeafQuery = z.object({ leafId: Id.optional() });
 
+export const LeafAtQuery = z.object({ asOf: AsOf.optional() });
+export const LeafAtResponse = LeafAt;
+
 export const ContextQuery = LeafQuery.extend({
+  asOf: AsOf.optional().meta({
+    description: "the context of the leaf as it stood at this time (instead of leafId)",
+  }),
   since: z
     .string()
     .max(64)
@@ -101,6 +136,10 @@ export const ContextQuery = LeafQuery.extend({
   imageInput: z.enum(["true", "false"]).optional().meta({
     description:
       "with `format`: whether the model reads images (default true); false turns images into a note",
+  }),
+  blobs: z.enum(["inline", "url"]).optional().meta({
+    description:
+      "url: images and tool outputs stored as blobs come as short-lived signed URLs instead of their values (default inline)",
   }),
 });
 
@@ -211,6 +250,7 @@ export const ImportQuery = z.object({
     description:
       "sync: into the session of the file's id (or `id`), appending what the file gained since; 409 if the session differs from the file",
   }),
+  location: LocationHint.optional(),
 });
 
 const Count = z.number().int().nonnegative();
@@ -220,6 +260,15 @@ export const UsageResponse = z
     sessions: Count,
     entries: Count.meta({ description: "entries in the tenant's sessions (leaf records not counted)" }),
     bytes: Count.meta({ description: "UTF-8 bytes of the stored entries' JSON, as byte quotas count them" }),
+    blobs: z
+      .object({
+        blobs: Count.meta({ description: "blobs the tenant stores in R2" }),
+        bytes: Count.meta({
+          description:
+            "their bytes as entries hold them (each blob once; also within `bytes` for each session)",
+        }),
+      })
+      .meta({ description: "images and tool outputs stored apart, each once (docs/placement.md)" }),
     quotas: z
       .object({
         maxSessions: Count.optional(),
@@ -248,7 +297,10 @@ export const ExportTenantQuery = z.object({
   cursor: z.string().optional().meta({ description: "from a `cursor` line: resume after that session" }),
 });
 
-export const ImportTenantQuery = z.object({ existing: ExistingSessions.optional() });
+export const ImportTenantQuery = z.object({
+  existing: ExistingSessions.optional(),
+  location: LocationHint.optional(),
+});
 
 export const RetentionBody = z
   .object({

@@ -57,12 +57,19 @@ export function viewerPage(assets: { script: string; style: string; icon: string
       <ol id="search-results" class="search-results"></ol>
       <button type="button" id="search-more" class="more" hidden>More results</button>
     </div>
+    <div id="time-travel" class="time-travel" hidden>
+      <label for="time-slider">As of</label>
+      <input id="time-slider" type="range" min="0" max="1000" step="1" value="1000">
+      <span id="time-label" class="muted" role="status">now</span>
+      <button type="button" id="time-now" hidden>Back to now</button>
+    </div>
     <div id="compaction-notice" class="notice" role="status" hidden></div>
     <div id="tree" class="tree" role="tree" tabindex="0" aria-labelledby="session-title">
       <div id="tree-spacer" class="tree-spacer" role="none"></div>
     </div>
     <p class="legend muted">
       <span class="badge leaf-badge">leaf</span> current head ·
+      <span class="badge then-badge">then</span> the head at the time chosen above ·
       <span class="mark mark-compaction">compaction</span>
       <span class="mark mark-branch_summary">branch summary</span>
       <span class="mark mark-model_change">model</span>

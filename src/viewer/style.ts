@@ -147,6 +147,9 @@ input[type=search], input[type=text], input[type=password] {
 .run button { font-style: normal; padding: 0 6px; font-size: 12px; }
 .badge { border-radius: 8px; padding: 0 6px; font-size: 11px; flex: none; font-style: normal; }
 .leaf-badge { background: var(--leaf); color: var(--pane); }
+.then-badge { border: 1px dashed var(--leaf); color: var(--leaf); }
+.time-travel { display: flex; align-items: center; gap: 8px; padding: 0 12px 8px; }
+.time-travel input[type="range"] { flex: 1; min-width: 80px; }
 .label-chip { background: var(--label); color: var(--pane); }
 .edited-chip { border: 1px dashed var(--compaction); color: var(--compaction); }
 .mark { border-radius: 4px; padding: 0 5px; font-size: 11px; border: 1px solid currentColor; flex: none; font-style: normal; }

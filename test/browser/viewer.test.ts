@@ -678,6 +678,52 @@ describe("the session viewer", () => {
     await page.close();
   });
 
+  test("goes back in time with the slider: the head then marked and its context shown, then back to now", async () => {
+    const sid = "viewer-time";
+    await request(service.url, "POST", "/v1/sessions", { id: sid, name: "Time travel" });
+    const created = Date.now();
+    await request(service.url, "POST", `/v1/sessions/${sid}/entries`, user("t1", "The first question"));
+    // Three seconds between the two answers: a slider position falls between them, whatever its
+    // "now" is to the page.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    await request(service.url, "POST", `/v1/sessions/${sid}/entries`, user("t2", "The second question"));
+    const page = await newPage();
+    await openSession(page, sid);
+    await page.waitForSelector("#time-travel:not([hidden])");
+    expect(await page.textContent("#time-label")).toBe("now");
+
+    const slide = (position: number) =>
+      page.$eval(
+        "#time-slider",
+        (el, value) => {
+          (el as HTMLInputElement).value = String(value);
+          el.dispatchEvent(new Event("input"));
+        },
+        position,
+      );
+    // 1.5 s after the session was made, of the (about 3.5 s) span up to now.
+    await slide(Math.round((1500 / (Date.now() - created)) * 1000));
+    await page.waitForSelector("#row-t1 .then-badge");
+    await page.waitForSelector('#context[data-context-for="t1"]:not([aria-busy])');
+    expect(await page.textContent("#context")).toContain("The first question");
+    expect(await page.textContent("#context")).not.toContain("The second question");
+    expect(await row(page, "t2").locator(".leaf-badge").count()).toBe(1);
+    expect(await page.isVisible("#time-now")).toBe(true);
+    await screenshot(page, "viewer-time-travel");
+
+    await slide(0);
+    await expect.poll(() => page.textContent("#time-label")).toContain("no entries yet");
+    expect(await page.locator("#tree .then-badge").count()).toBe(0);
+
+    await page.click("#time-now");
+    await expect.poll(() => page.textContent("#time-label")).toBe("now");
+    await page.waitForSelector('#context[data-context-for="t2"]:not([aria-busy])');
+    expect(await page.locator("#tree .then-badge").count()).toBe(0);
+    // Looking back wrote nothing.
+    expect((await request(service.url, "GET", `/v1/sessions/${sid}`)).leafId).toBe("t2");
+    await page.close();
+  });
+
   test("no script error happened on any page, and nothing the pages load was missing", () => {
     expect(pageErrors).toEqual([]);
     expect(missingResources).toEqual([]);

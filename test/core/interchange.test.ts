@@ -106,6 +106,22 @@ function expectSameAsPi(
 }
 
 describe("pi sessions", () => {
+  it("reads a version 1 file (no ids) with the same ids every time, so a file that grows syncs as appends", async () => {
+    const text = readFileSync(join(import.meta.dirname, "../fixtures/pi/before-compaction.jsonl"), "utf8");
+    const first = parsePi(text);
+    expect(first.entries.map((e) => e.id)).toEqual(parsePi(text).entries.map((e) => e.id));
+    expect(new Set(first.entries.map((e) => e.id)).size).toBe(first.entries.length);
+    const repo = new MemoryRepo();
+    expect((await repo.syncSession(first)).status).toBe("created");
+    const grown = `${text.trimEnd()}\n${JSON.stringify({
+      type: "message",
+      timestamp: "2025-12-09T02:00:00.000Z",
+      message: { role: "user", content: "one more", timestamp: 1765245600000 },
+    })}\n`;
+    const synced = await repo.syncSession(parsePi(grown));
+    expect(synced).toMatchObject({ status: "appended", appended: 1 });
+  });
+
   for (const [name, shape] of Object.entries(shapes)) {
     it(`builds the same context as pi for every entry: ${name}`, async () => {
       const manager = SessionManager.inMemory("/work/project");

@@ -10,12 +10,13 @@ import { afterAll, describe, expect, it } from "vitest";
  * The Worker as it is deployed: `wrangler deploy --dry-run` builds the real bundle of each
  * environment (its build step included) without an account, and checks the configuration. The
  * bundle's gzipped size is what a cold start loads, so it has a budget: the deployed bundle is
- * minified (260 KiB gzipped with the model API converters, when the budget was last looked at),
- * and 300 KiB leaves about 15% for growth. A dependency that pushes past it fails here, on purpose:
- * raise the budget only for a reason worth the cold-start time.
+ * minified (260 KiB gzipped with the model API converters; 292 KiB with streams; 302 KiB with
+ * jurisdictions, time travel and blobs in R2, when the budget was last raised), and 330 KiB leaves
+ * about 9% for growth. A dependency that pushes past it fails here, on purpose: raise the budget
+ * only for a reason worth the cold-start time.
  */
 
-const BUDGET_BYTES = 300 * 1024;
+const BUDGET_BYTES = 330 * 1024;
 const WRANGLER = join(process.cwd(), "node_modules", "wrangler", "bin", "wrangler.js");
 
 /**
@@ -44,7 +45,17 @@ async function dryRun(environment: string): Promise<{ bundle: Buffer; output: st
 describe("deploy", () => {
   it("builds the production bundle, its bindings as configured, under its gzipped size budget", async () => {
     const { bundle, output } = await dryRun("production");
-    for (const binding of ["SESSIONS", "DIRECTORY", "METRICS", "RATE_LIMITER", "QUOTAS", ...SETTINGS]) {
+    for (const binding of [
+      "SESSIONS",
+      "DIRECTORY",
+      "PLACEMENTS",
+      "BLOBS",
+      "STREAMS",
+      "METRICS",
+      "RATE_LIMITER",
+      "QUOTAS",
+      ...SETTINGS,
+    ]) {
       expect(output).toContain(`env.${binding} `);
     }
     const gzipped = gzipSync(bundle).byteLength;
@@ -57,6 +68,7 @@ describe("deploy", () => {
   it("builds the staging bundle with its own metrics dataset", async () => {
     const { output } = await dryRun("staging");
     expect(output).toContain("cf_sessions_staging");
+    expect(output).toContain("env.STREAMS ");
     for (const setting of SETTINGS) expect(output).toContain(`env.${setting} `);
   });
 });

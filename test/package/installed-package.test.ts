@@ -163,6 +163,7 @@ const PAGES = [
   "docs/imports.md",
   "docs/search.md",
   "docs/library.md",
+  "docs/streams.md",
 ];
 
 /** Pages whose examples need more than the walkthrough's service: each is run by its own test below. */
@@ -213,6 +214,9 @@ describe("the documentation, run as written", () => {
       expect(walked.stdout).toContain('"type":"branch_summary"');
       // The events example replayed the session, then stopped on its own.
       expect(walked.stdout).toMatch(/^event: entry\nid: 1\n/m);
+      // The streams example read back what it appended, and the JSON stream as one array.
+      expect(walked.stdout).toContain("Hello, world");
+      expect(walked.stdout).toContain('[{"n":1},{"n":2}]');
       expect(readFileSync(join(cwd, "demo.ndjson"), "utf8")).toMatch(
         /^{"type":"session","format":"cf-session"/,
       );

@@ -174,7 +174,7 @@ describe("inherited names as data", () => {
     walk(tree.body.roots);
     expect([...labelled].sort()).toEqual(INHERITED.map((name) => [name, name]).sort());
     const exported = await api("GET", `/v1/sessions/${id}/export`);
-    const imported = await api("POST", "/v1/sessions/import?id=" + sid(), {
+    const imported = await api("POST", `/v1/sessions/import?id=${sid()}`, {
       raw: exported.text,
       headers: NDJSON,
     });

@@ -45,7 +45,13 @@ async function create(entries: unknown[]): Promise<string> {
 
 describe("GET /v1/usage", () => {
   it("sums the tenant's sessions, entries and bytes through appends, forks, imports and deletes", async () => {
-    expect(await usage()).toEqual({ sessions: 0, entries: 0, bytes: 0, quotas: {} });
+    expect(await usage()).toEqual({
+      sessions: 0,
+      entries: 0,
+      bytes: 0,
+      blobs: { blobs: 0, bytes: 0 },
+      quotas: {},
+    });
     const a = await create([userMessage("one"), userMessage("two"), userMessage("three ✓")]);
     const b = await create([userMessage("b".repeat(2000))]);
     await expectUsage([await infoOf(a), await infoOf(b)]);
@@ -79,7 +85,13 @@ describe("GET /v1/usage", () => {
 
   it("answers for the caller's tenant only, to read-only credentials too, and never without one", async () => {
     await create([userMessage("another tenant's")]);
-    expect(await usage(KEY_A)).toEqual({ sessions: 0, entries: 0, bytes: 0, quotas: {} });
+    expect(await usage(KEY_A)).toEqual({
+      sessions: 0,
+      entries: 0,
+      bytes: 0,
+      blobs: { blobs: 0, bytes: 0 },
+      quotas: {},
+    });
     expect((await usage(KEY_A_READ)).sessions).toBe(0);
     expectError(await api("GET", "/v1/usage", { key: null }), 401, "unauthorized");
     expectError(await api("GET", "/v1/usage", { key: "not-a-key" }), 401, "unauthorized");
@@ -147,6 +159,8 @@ describe("the directory's usage", () => {
       // The versions after it did not exist then either.
       state.storage.sql.exec("DROP TABLE quota_claims");
       state.storage.sql.exec("DROP TABLE quota_ledger");
+      state.storage.sql.exec("DROP TABLE blob_owners");
+      state.storage.sql.exec("DROP TABLE blobs");
       state.storage.sql.exec("DELETE FROM schema_version WHERE version >= 3");
     });
     await evictDurableObject(directory);

@@ -18,9 +18,12 @@ import {
   sessionsPageLimit,
   unwrap,
 } from "../../core/internal";
+import type { BlobClaim, BlobClaimRequest } from "../blobs/blob-ledger";
+import { BLOB_LEDGER_MIGRATION, BlobLedger } from "../blobs/blob-ledger";
 import type { DurableEnv } from "../env";
 import { logBackgroundFailure } from "../log-line";
 import { directoryShard, directoryShards, sessionObjectName } from "../names";
+import { objectEnv } from "../placement/placed-env";
 import { quotasFor } from "../quotas";
 import type { Sql } from "../sql";
 import { matchRows, migrate, sqlOf } from "../sql";
@@ -109,6 +112,8 @@ const MIGRATIONS = [
     seeded_for TEXT NOT NULL
   )
   `,
+  // The tenant's blobs and which sessions hold them (blob-ledger.ts), kept by shard 0.
+  BLOB_LEDGER_MIGRATION,
 ];
 
 /** Tombstones outlive any report still in flight by far; older ones are dropped. */
@@ -167,14 +172,21 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
   readonly #sql: Sql;
   readonly #events: TenantEventHub;
   readonly #ledger: TenantLedger;
+  readonly #blobs: BlobLedger;
+  /** Blobs being deleted from the bucket now: a claim of one waits until it is gone. */
+  readonly #deleting = new Map<string, Promise<void>>();
   /** The ledger's seeding under way, which claims arriving meanwhile wait for. */
   #seeding: Promise<void> | undefined;
   #identity: Identity | undefined;
+  /** The environment of the objects it reaches: those of its own jurisdiction. */
+  readonly #placed: DurableEnv;
 
   constructor(ctx: DurableObjectState, env: DurableEnv) {
     super(ctx, env);
+    this.#placed = objectEnv(env, ctx);
     this.#sql = sqlOf(ctx.storage.sql);
     this.#ledger = new TenantLedger(this.#sql);
+    this.#blobs = new BlobLedger(this.#sql);
     this.#events = new TenantEventHub(ctx, (error) => this.#logFailure("tenant_events", error));
     ctx.storage.transactionSync(() => migrate(ctx.storage.sql, MIGRATIONS));
     const row = this.#sql<{ tenant: string; shard: number; idle_days: number | null }>`
@@ -204,7 +216,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     let idleDays: number | null = null;
     if (shard !== 0) {
       try {
-        idleDays = (await directoryShard(this.env, tenant, 0).retention()).idleDays;
+        idleDays = (await directoryShard(this.#placed, tenant, 0).retention()).idleDays;
       } catch (error) {
         await logBackgroundFailure("read_retention", tenant, undefined, error, { shard });
       }
@@ -311,7 +323,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
 
   async #seedLedger(tenant: string, setting: string): Promise<void> {
     const rows = await Promise.all(
-      directoryShards(this.env, tenant).map((shard, index) =>
+      directoryShards(this.#placed, tenant).map((shard, index) =>
         index === 0 ? this.quotaSeed() : shard.quotaSeed(),
       ),
     );
@@ -326,6 +338,46 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
   /** A deleted session no longer counts against the tenant's quotas. */
   releaseQuota(sessionId: string): void {
     this.#ledger.release(sessionId);
+  }
+
+  /**
+   * Claims blobs for a session (`owner`: its id and incarnation) before it uploads them and writes
+   * the entries that hold them (blob-ledger.ts). A blob being deleted is claimed once it is gone, to
+   * be uploaded again.
+   */
+  async claimBlobs(owner: string, requests: BlobClaimRequest[]): Promise<Result<BlobClaim[]>> {
+    await Promise.all(requests.map((request) => this.#deleting.get(request.key)));
+    return capture(() => this.ctx.storage.transactionSync(() => this.#blobs.claim(owner, requests)));
+  }
+
+  /** Blobs a session uploaded after claiming them. */
+  confirmBlobs(keys: string[]): void {
+    this.#blobs.confirm(keys);
+  }
+
+  /** A purged session's claims given up; blobs no session holds any more are deleted from the bucket. */
+  async releaseBlobs(owner: string): Promise<Result<void>> {
+    return capture(async () => {
+      const unclaimed = this.ctx.storage.transactionSync(() => this.#blobs.release(owner));
+      await this.#deleteBlobs(unclaimed.filter((key) => !this.#deleting.has(key)));
+    });
+  }
+
+  async #deleteBlobs(keys: string[]): Promise<void> {
+    const bucket = this.#placed.BLOBS;
+    // Without the bucket they stay marked, to be deleted by a release once it is bound again.
+    if (keys.length === 0 || !bucket) return;
+    const deletion = bucket.delete(keys).then(() => this.#blobs.deleted(keys));
+    const tracked = deletion.finally(() => {
+      for (const key of keys) if (this.#deleting.get(key) === tracked) this.#deleting.delete(key);
+    });
+    for (const key of keys) this.#deleting.set(key, tracked);
+    await tracked;
+  }
+
+  /** The tenant's blobs and their bytes as entries hold them. */
+  blobUsage(): { blobs: number; bytes: number } {
+    return this.#blobs.usage();
   }
 
   /** Lets a restored session be listed again (its next report puts it back). */
@@ -440,7 +492,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
       await Promise.all(
         idle.slice(i, i + SWEEP_PARALLEL).map(async (id) => {
           try {
-            const stub = this.env.SESSIONS.getByName(sessionObjectName(identity.tenant, id));
+            const stub = this.#placed.SESSIONS.getByName(sessionObjectName(identity.tenant, id));
             const outcome = unwrap((await stub.expireIdle(idleBefore)) as Result<ExpiryOutcome>);
             if (outcome === "expired") expired++;
             // A row whose session is gone would be asked forever.

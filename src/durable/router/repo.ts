@@ -4,6 +4,7 @@ import type {
   ForkOptions,
   ImportedSession,
   ListOptions,
+  LocationHint,
   NumberedLine,
   SessionEntry,
   SessionHeader,
@@ -30,9 +31,12 @@ import {
 } from "../../core/internal";
 import type { DurableEnv } from "../env";
 import { directoryShard, directoryShards, sessionObjectName, shardCount, shardOf } from "../names";
+import { tenantEnv } from "../placement/placed-env";
 import type { Quotas } from "../quotas";
 import { quotasFor } from "../quotas";
 import { recoveryWindowMs } from "../session/lifecycle";
+import type { BlobPolicy } from "../session/session-blobs";
+import { blobPolicy } from "../session/session-blobs";
 import type { Retention } from "../types";
 import { mergeEventStreams, mergePages, mergeSearchResults } from "./directory-shards";
 import { call, type SessionCreator, SessionObjectStorage } from "./session-object-storage";
@@ -51,19 +55,31 @@ export class DurableRepo implements SessionRepo, SessionCreator {
   readonly #env: DurableEnv;
   readonly tenant: string;
 
+  /** The tenant's sessions, in the namespaces of the jurisdiction it is pinned to (placed-env.ts). */
   constructor(env: DurableEnv, tenant: string) {
-    this.#env = env;
+    this.#env = tenantEnv(env, tenant);
     this.tenant = tenant;
   }
 
-  /** A handle on a session without checking that it exists (every call on it does). */
-  storage(id: string): SessionObjectStorage {
+  /**
+   * A handle on a session without checking that it exists (every call on it does). `location` is
+   * given only by the calls that create the session: a hint counts when an object is first made.
+   */
+  storage(id: string, location?: LocationHint): SessionObjectStorage {
     checkSessionId(id);
+    const name = sessionObjectName(this.tenant, id);
     return new SessionObjectStorage(
       this,
       id,
-      this.#env.SESSIONS.getByName(sessionObjectName(this.tenant, id)),
+      location === undefined
+        ? this.#env.SESSIONS.getByName(name)
+        : this.#env.SESSIONS.getByName(name, { locationHint: location }),
     );
+  }
+
+  /** What of a write is stored as blobs: values from BLOB_MIN_BYTES, when the tenant's place has a bucket. */
+  get blobPolicy(): BlobPolicy | undefined {
+    return blobPolicy(this.#env);
   }
 
   /** How long a deleted session stays restorable. */
@@ -80,10 +96,11 @@ export class DurableRepo implements SessionRepo, SessionCreator {
   async initialize(
     header: SessionHeader,
     publish: boolean,
-    options: { replacePending?: boolean; bytes?: number } = {},
+    options: { replacePending?: boolean; bytes?: number; location?: LocationHint } = {},
   ): Promise<SessionObjectStorage> {
-    const storage = this.storage(header.id);
-    await storage.init(this.tenant, header, publish, { ...options, shard: this.#shardFor(header.id) });
+    const { location, ...rest } = options;
+    const storage = this.storage(header.id, location);
+    await storage.init(this.tenant, header, publish, { ...rest, shard: this.#shardFor(header.id) });
     return storage;
   }
 
@@ -97,14 +114,21 @@ export class DurableRepo implements SessionRepo, SessionCreator {
     return tenantUsage(this.#env, this.tenant);
   }
 
+  /** The tenant's blobs (each counted once, however many sessions hold it), from its ledger. */
+  blobUsage(): Promise<{ blobs: number; bytes: number }> {
+    return directoryShard(this.#env, this.tenant, 0).blobUsage();
+  }
+
   async create(options: CreateSessionOptions = {}): Promise<Session> {
     return new Session(await this.initialize(newSessionHeader(options), true));
   }
 
-  /** Creates a session and answers its info in one call to its object. */
-  async createSession(options: CreateSessionOptions = {}): Promise<SessionInfo> {
+  /** Creates a session (its object near `location`, when given) and answers its info in one call. */
+  async createSession(options: CreateSessionOptions = {}, location?: LocationHint): Promise<SessionInfo> {
     const header = newSessionHeader(options);
-    return this.storage(header.id).init(this.tenant, header, true, { shard: this.#shardFor(header.id) });
+    return this.storage(header.id, location).init(this.tenant, header, true, {
+      shard: this.#shardFor(header.id),
+    });
   }
 
   async open(id: string): Promise<Session> {
@@ -183,11 +207,16 @@ export class DurableRepo implements SessionRepo, SessionCreator {
    * Writes the sessions of a tenant stream. Each is listed once all its entries are written; one a
    * previous import left incomplete (its id taken, not listed) is written again from the start.
    */
-  importTenant(lines: AsyncIterable<NumberedLine>, existing: ExistingSessions): Promise<TenantImportReport> {
+  importTenant(
+    lines: AsyncIterable<NumberedLine>,
+    existing: ExistingSessions,
+    location?: LocationHint,
+  ): Promise<TenantImportReport> {
     return importTenant(
       lines,
       {
-        begin: (header) => this.initialize(newSessionHeader(header), false, { replacePending: true }),
+        begin: (header) =>
+          this.initialize(newSessionHeader(header), false, { replacePending: true, location }),
         finish: (storage) => (storage as SessionObjectStorage).publish(),
       },
       { existing },
@@ -207,12 +236,16 @@ export class DurableRepo implements SessionRepo, SessionCreator {
    * quota, the file's size as it will be stored is counted first, so a file too large for the
    * quotas is refused before anything is written.
    */
-  async importSession(file: ImportedSession, options: { id?: string } = {}): Promise<Session> {
+  async importSession(
+    file: ImportedSession,
+    options: { id?: string; location?: LocationHint } = {},
+  ): Promise<Session> {
     const quotas = this.quotas();
     const limited = quotas.maxSessionBytes !== undefined || quotas.maxTenantBytes !== undefined;
     const bytes = limited ? storedBytes(file.entries) : 0;
-    const storage = (await writeImport(file, options, (header) =>
-      this.initialize(newSessionHeader(header), false, { bytes }),
+    const { location, ...write } = options;
+    const storage = (await writeImport(file, write, (header) =>
+      this.initialize(newSessionHeader(header), false, { bytes, location }),
     )) as SessionObjectStorage;
     await storage.publish();
     return new Session(storage);
@@ -223,10 +256,14 @@ export class DurableRepo implements SessionRepo, SessionCreator {
    * Under a byte quota, what the sync adds is counted first, so a file too large for the quotas is
    * refused before anything is written.
    */
-  async syncSession(file: ImportedSession, options: { id?: string } = {}): Promise<SyncResult> {
+  async syncSession(
+    file: ImportedSession,
+    options: { id?: string; location?: LocationHint } = {},
+  ): Promise<SyncResult> {
     const quotas = this.quotas();
     const limited = quotas.maxSessionBytes !== undefined || quotas.maxTenantBytes !== undefined;
-    const result = await syncImport(file, options, {
+    const { location, ...sync } = options;
+    const result = await syncImport(file, sync, {
       open: (id) =>
         openIfExists(async () => {
           const storage = this.storage(id);
@@ -234,7 +271,10 @@ export class DurableRepo implements SessionRepo, SessionCreator {
           return storage;
         }),
       create: (header) =>
-        this.initialize(newSessionHeader(header), false, { bytes: limited ? storedBytes(file.entries) : 0 }),
+        this.initialize(newSessionHeader(header), false, {
+          bytes: limited ? storedBytes(file.entries) : 0,
+          location,
+        }),
       admit: async (storage, entries) => {
         if (limited) await (storage as SessionObjectStorage).checkRoom(storedBytes(entries));
       },

@@ -6,8 +6,10 @@ import type {
   ForkOptions,
   HeaderPatch,
   ImportOptions,
+  LeafAt,
   LeafEntry,
   LeafOptions,
+  LocationHint,
   OmittedHistory,
   Result,
   SessionEntry,
@@ -21,6 +23,7 @@ import type {
   TreeNode,
 } from "../../core/internal";
 import { addOmitted, buildTree, forkExtras, newSessionHeader, unwrap } from "../../core/internal";
+import type { BlobAnswer, BlobPolicy } from "../session/session-blobs";
 import type { SessionObject } from "../session/session-object";
 import type { CompactionPlan, ContextAnswer, EntryPage, ForkSource, OmittedCount } from "../types";
 
@@ -29,9 +32,11 @@ export interface SessionCreator {
   initialize(
     header: SessionHeader,
     publish: boolean,
-    options?: { replacePending?: boolean; bytes?: number },
+    options?: { replacePending?: boolean; bytes?: number; location?: LocationHint },
   ): Promise<SessionObjectStorage>;
   readonly recoveryMs: number;
+  /** What of a write is stored as blobs (none without a bucket). */
+  readonly blobPolicy: BlobPolicy | undefined;
 }
 
 /** Seqs sent in one call that counts what a compaction leaves out (each call counts what it can in its time). */
@@ -77,6 +82,11 @@ export class SessionObjectStorage implements SessionStorage {
 
   setLeafId(targetId: string | null, options: LeafOptions = {}): Promise<StoredEntry<LeafEntry>> {
     return call(this.#stub.setLeafId(targetId, options));
+  }
+
+  /** Where the leaf stood at `asOf` (the head when undefined): the session's leaf history. */
+  leafAt(asOf?: string): Promise<LeafAt> {
+    return call(this.#stub.leafAt(asOf));
   }
 
   getEntry(id: string): Promise<StoredEntry | undefined> {
@@ -131,7 +141,7 @@ export class SessionObjectStorage implements SessionStorage {
    */
   getContext(
     leafId?: string | null,
-    options: { since?: string; ifNoneMatch?: readonly string[] } = {},
+    options: { since?: string; ifNoneMatch?: readonly string[]; blobs?: BlobAnswer } = {},
   ): Promise<ContextAnswer> {
     return call(this.#stub.getContext(leafId, options));
   }
@@ -205,11 +215,11 @@ export class SessionObjectStorage implements SessionStorage {
     entries: readonly AppendEntryInput[],
     options: AppendOptions & { validated?: boolean } = {},
   ): Promise<AppendResult> {
-    return call(this.#stub.appendEntries(entries, options));
+    return call(this.#stub.appendEntries(entries, { ...options, blobs: this.#repo.blobPolicy }));
   }
 
   importEntries(entries: readonly SessionEntry[], options: ImportOptions = {}): Promise<void> {
-    return call(this.#stub.importEntries(entries, options));
+    return call(this.#stub.importEntries(entries, { ...options, blobs: this.#repo.blobPolicy }));
   }
 
   /** Refuses (`quota_exceeded`) when `bytes` more would take the session past its byte quotas. */
@@ -219,9 +229,13 @@ export class SessionObjectStorage implements SessionStorage {
 
   /**
    * Copies the path root → target into a new object in bounded chunks (each call does a bounded
-   * amount of work, whatever the path's length), then lists it. A failed fork leaves nothing.
+   * amount of work, whatever the path's length), then lists it. A failed fork leaves nothing. The
+   * new session's object is created near `location`, when given.
    */
-  async fork(targetId: string, options: ForkOptions = {}): Promise<SessionStorage> {
+  async fork(
+    targetId: string,
+    options: ForkOptions & { location?: LocationHint } = {},
+  ): Promise<SessionStorage> {
     const source = await call<ForkSource>(this.#stub.forkSource(targetId, options.position));
     const name = options.name ?? source.name;
     const header = newSessionHeader({
@@ -231,7 +245,10 @@ export class SessionObjectStorage implements SessionStorage {
       metadata: source.header.metadata,
       parentSession: { id: this.id, entryId: source.leafId ?? targetId },
     });
-    const fork = await this.#repo.initialize(header, false, { bytes: source.bytes });
+    const fork = await this.#repo.initialize(header, false, {
+      bytes: source.bytes,
+      location: options.location,
+    });
     try {
       // The new session's object reads the rows from this one's itself, a bounded part a call.
       for (let next = 0; next < source.seqs.length; ) {

@@ -1,4 +1,12 @@
-import type { AutoCompactStatus, CompactionStorage, Result, SummarizerConfig } from "../../core/internal";
+import type {
+  AutoCompactStatus,
+  CompactionStorage,
+  OmittedHistory,
+  Result,
+  StoredEntry,
+  SummarizerConfig,
+  TreeEntry,
+} from "../../core/internal";
 import {
   compactSession,
   DEFAULT_KEEP_RECENT_TOKENS,
@@ -25,6 +33,8 @@ export interface AutoCompactionHost {
   readonly session: SessionStore;
   /** The summarizer's settings (the object's environment, read when a compaction runs). */
   summarizerConfig(): SummarizerConfig;
+  /** Entries with their blobs' values in place (what a summarizer reads, what tokens are estimated on). */
+  filled(entries: StoredEntry[]): Promise<StoredEntry[]>;
   /** A write through the object's checks (within the session's room), as every write. */
   write<T>(write: (session: SessionStore, room: ByteLimit | undefined) => T): Promise<Result<T>>;
   /** Whether the session was deleted or purged meanwhile. */
@@ -52,11 +62,22 @@ export class AutoCompaction {
     const { session } = this.#host;
     return {
       getLeafId: async () => session.state.leafId,
-      getContextPath: async (leafId) => session.contextEntries(leafId),
-      getCompactionPath: async (leafId, keepRecentTokens) => session.compactionPath(leafId, keepRecentTokens),
+      getContextPath: async (leafId) =>
+        (await this.#host.filled(session.contextEntries(leafId))) as StoredEntry<TreeEntry>[],
+      getCompactionPath: async (leafId, keepRecentTokens) => this.#compactionPath(leafId, keepRecentTokens),
       appendEntries: async (entries, options) =>
         unwrap(await this.#host.write((s, room) => s.appendEntries(entries, options ?? {}, room))),
     };
+  }
+
+  /** What a compaction reads (compaction-reads.ts), its blobs' values read back. */
+  async #compactionPath(
+    leafId: string,
+    keepRecentTokens: number,
+  ): Promise<{ path: StoredEntry<TreeEntry>[]; omitted?: OmittedHistory }> {
+    const { path, omitted } = this.#host.session.compactionPath(leafId, keepRecentTokens);
+    const filled = (await this.#host.filled(path)) as StoredEntry<TreeEntry>[];
+    return omitted ? { path: filled, omitted } : { path: filled };
   }
 
   #setStatus(status: AutoCompactStatus): void {
@@ -72,7 +93,7 @@ export class AutoCompaction {
     if (!settings || leafId === null || this.#running) return;
     // What a compaction would read (a long history's middle only counted): its size, in bounded memory.
     const keep = settings.keepRecentTokens ?? DEFAULT_KEEP_RECENT_TOKENS;
-    const { path, omitted } = session.compactionPath(leafId, keep);
+    const { path, omitted } = await this.#compactionPath(leafId, keep);
     if (estimatePathTokens(path, omitted?.tokens) <= settings.contextWindow - settings.reserveTokens) return;
     this.#running = true;
     const last = { ...autoCompaction };

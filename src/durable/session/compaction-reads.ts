@@ -1,5 +1,12 @@
 import type { OmittedHistory, TreeEntry } from "../../core/internal";
-import { addOmitted, countOmitted, estimateTokens, projectEntries } from "../../core/internal";
+import {
+  addOmitted,
+  blobSlots,
+  countOmitted,
+  estimateTokens,
+  parseBlobRef,
+  projectEntries,
+} from "../../core/internal";
 import type { Sql } from "../sql";
 import type { CompactionPlan, OmittedCount } from "../types";
 import type { EntryRows } from "./entry-rows";
@@ -92,9 +99,32 @@ export class CompactionReads {
           if (extra > TURN_BYTES) return start + i;
         }
         for (const message of messages) tokens += estimateTokens(message);
+        tokens += this.#blobTokens([entries[i] as TreeEntry]);
       }
     }
     return 0;
+  }
+
+  /**
+   * Tokens the text blobs of `entries` add once their values are read back (as stored, a
+   * reference counts as its few characters): about a token for four bytes of each value.
+   */
+  #blobTokens(entries: readonly TreeEntry[]): number {
+    const refs: string[] = [];
+    for (const entry of entries) {
+      for (const slot of blobSlots(entry))
+        if (parseBlobRef(slot.value)?.kind === "txt") refs.push(slot.value);
+    }
+    if (refs.length === 0) return 0;
+    const sizes = new Map(
+      this.#sql<{ ref: string; json_bytes: number }>`
+        SELECT ref, json_bytes FROM session_blobs WHERE ref IN (SELECT value FROM json_each(${JSON.stringify([...new Set(refs)])}))`
+        .toArray()
+        .map((row) => [row.ref, row.json_bytes]),
+    );
+    let tokens = 0;
+    for (const ref of refs) tokens += Math.ceil(Math.max(0, (sizes.get(ref) ?? 0) - ref.length) / 4);
+    return tokens;
   }
 
   /** The entries of `seqs` that change how the others are read: context edits, system messages. */
@@ -118,7 +148,8 @@ export class CompactionReads {
     let counted: Omit<OmittedHistory, "after"> = { messages: 0, tokens: 0, readFiles: [], modifiedFiles: [] };
     while (done < seqs.length && (done === 0 || Date.now() - started < budgetMs)) {
       const entries = this.#rows.entries(seqs.slice(done, done + 1024), COUNT_PAGE_CHARS) as TreeEntry[];
-      counted = addOmitted(counted, countOmitted(entries, compactionId));
+      const part = countOmitted(entries, compactionId);
+      counted = addOmitted(counted, { ...part, tokens: part.tokens + this.#blobTokens(entries) });
       done += entries.length;
     }
     return { done, counted };

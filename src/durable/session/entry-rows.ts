@@ -13,7 +13,12 @@ import type { CopiedRow, CopiedRows, EntryPage } from "../types";
 /*
  * Entry rows of a session's SQLite: writing them (with their path indexes, payloads over
  * INLINE_BYTES in chunks, and the label index) and reading payloads back by seq in bounded batches.
+ * A row whose entry holds blobs (session-blobs.ts) keeps references in its payload, and in
+ * `blob_bytes` what the values add to it: sizes and pages count the entry as it is read back.
  */
+
+/** A planned write as stored: its payload with references to blobs, and what their values add. */
+export type StoredWrite = PlannedWrite & { blobBytes?: number };
 
 /** Payloads up to this many UTF-8 bytes sit in the row; larger ones in chunks (SQLite rows cap at 2 MB). */
 const INLINE_BYTES = 512 * 1024;
@@ -59,6 +64,7 @@ const ENTRY_COLUMN_LIST = [
   "last_tools",
   "body",
   "chunks",
+  "blob_bytes",
 ] as const;
 const ENTRY_COLUMNS = ENTRY_COLUMN_LIST.join(", ");
 
@@ -108,7 +114,7 @@ export class EntryRows {
   storedBytes(seqs?: readonly number[]): number {
     if (seqs === undefined) {
       const inline = this.#sql<{ bytes: number }>`
-        SELECT total(length(CAST(body AS BLOB))) AS bytes FROM entries`.one().bytes;
+        SELECT total(length(CAST(body AS BLOB))) + total(blob_bytes) AS bytes FROM entries`.one().bytes;
       const chunked = this.#sql<{ bytes: number }>`
         SELECT total(length(data)) AS bytes FROM entry_chunks`.one().bytes;
       return inline + chunked;
@@ -116,7 +122,7 @@ export class EntryRows {
     // Sums read no payload into memory: one query each, however many seqs.
     const all = JSON.stringify(seqs);
     const inline = this.#sql<{ bytes: number }>`
-      SELECT total(length(CAST(body AS BLOB))) AS bytes FROM entries
+      SELECT total(length(CAST(body AS BLOB))) + total(blob_bytes) AS bytes FROM entries
       WHERE seq IN (SELECT value FROM json_each(${all}))`.one().bytes;
     const chunked = this.#sql<{ bytes: number }>`
       SELECT total(length(data)) AS bytes FROM entry_chunks
@@ -130,9 +136,10 @@ export class EntryRows {
     let size = 0;
     for (let i = 0; i < seqs.length && size < budget; i += READ_BATCH) {
       const batch = seqs.slice(i, i + READ_BATCH);
-      const rows = new Map<number, { body: string | null; chunks: number }>();
-      for (const row of this.#sql<{ seq: number; body: string | null; chunks: number }>`
-        SELECT seq, body, chunks FROM entries WHERE seq IN (SELECT value FROM json_each(${JSON.stringify(batch)}))`) {
+      const rows = new Map<number, { body: string | null; chunks: number; blob_bytes: number }>();
+      for (const row of this.#sql<{ seq: number; body: string | null; chunks: number; blob_bytes: number }>`
+        SELECT seq, body, chunks, blob_bytes FROM entries
+        WHERE seq IN (SELECT value FROM json_each(${JSON.stringify(batch)}))`) {
         rows.set(row.seq, row);
       }
       for (const seq of batch) {
@@ -140,7 +147,8 @@ export class EntryRows {
         if (!row) throw new Error(`entry row ${seq} is missing`);
         if (size >= budget) break;
         const body = row.body ?? this.#chunked(seq);
-        size += body.length;
+        // A page is as large as it will be once its blobs' values are back in it.
+        size += body.length + row.blob_bytes;
         out.push(body);
       }
     }
@@ -184,7 +192,7 @@ export class EntryRows {
       for (const row of this.#sql<CopiedRow & { chunks: number }>`
         SELECT seq, id, parent_id, parent_seq, type, role, timestamp, depth,
           last_compaction, last_thinking, last_model, last_tools,
-          body, chunks, coalesce(length(CAST(body AS BLOB)), 0) AS bytes
+          body, chunks, coalesce(length(CAST(body AS BLOB)), 0) AS bytes, blob_bytes
         FROM entries WHERE seq IN (SELECT value FROM json_each(${batch})) ORDER BY seq`) {
         if (size >= PAGE_CHARS) break;
         const { chunks, ...copied } = row;
@@ -220,10 +228,20 @@ export class EntryRows {
         row.last_tools,
         inline ? row.body : null,
         chunks,
+        row.blob_bytes,
       ]);
       if (!inline) this.#writeChunks(row.seq, row.body, chunks);
     }
     this.#insertRows(values);
+  }
+
+  /** Seqs of the entries of these ids whose payloads hold blobs. */
+  seqsHoldingBlobs(ids: readonly string[]): number[] {
+    if (ids.length === 0) return [];
+    return this.#sql<{ seq: number }>`SELECT seq FROM entries
+      WHERE blob_bytes > 0 AND id IN (SELECT value FROM json_each(${JSON.stringify(ids)})) ORDER BY seq`
+      .toArray()
+      .map((row) => row.seq);
   }
 
   /** Entries with `after < seq <= bound` in append order, at most `limit` (and a page's size). */
@@ -279,7 +297,7 @@ export class EntryRows {
   }
 
   /** Writes planned entries (inside the caller's transaction), each parent before its children. */
-  insert(writes: readonly PlannedWrite[]): void {
+  insert(writes: readonly StoredWrite[]): void {
     const pending = new Map<string, Node>();
     const rows: SqlStorageValue[][] = [];
     for (const write of writes) pending.set(write.entry.id, this.#row(write, pending, rows));
@@ -287,7 +305,7 @@ export class EntryRows {
   }
 
   #row(
-    { entry, json, bytes }: PlannedWrite,
+    { entry, json, bytes, blobBytes }: StoredWrite,
     pending: ReadonlyMap<string, Node>,
     rows: SqlStorageValue[][],
   ): Node {
@@ -340,6 +358,7 @@ export class EntryRows {
       node.last_tools,
       inline ? json : null,
       chunks,
+      blobBytes ?? 0,
     ]);
     if (!inline) this.#writeChunks(seq, json, chunks);
     if (entry.type === "label") this.setLabel(entry.targetId, entry.label);
@@ -370,7 +389,7 @@ export class EntryRows {
     if (rows.length < 8) {
       for (const row of rows) {
         this.#storage.exec(
-          `INSERT INTO entries (${ENTRY_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+          `INSERT INTO entries (${ENTRY_COLUMNS}) VALUES (${ENTRY_COLUMN_LIST.map(() => "?").join(",")})`,
           ...row,
         );
       }

@@ -64,6 +64,27 @@ const MIGRATIONS = [
   );
   INSERT INTO search_backfill (singleton, next_seq, end_seq) SELECT 1, 1, seq + 1 FROM entries ORDER BY seq DESC LIMIT 1
   `,
+  // Where the leaf stood after each write, and when (leaf-history.ts): what `asOf` reads. A
+  // session stored before has its history from its last write before then.
+  `
+  CREATE TABLE leaf_history (
+    seq INTEGER PRIMARY KEY,
+    at INTEGER NOT NULL,
+    leaf_seq INTEGER
+  );
+  CREATE INDEX leaf_history_by_at ON leaf_history (at, seq);
+  INSERT INTO leaf_history (seq, at, leaf_seq)
+    SELECT (SELECT coalesce(max(seq), 0) FROM entries),
+      coalesce(CAST(unixepoch(stats->>'updatedAt', 'subsec') * 1000 AS INTEGER), 0),
+      (SELECT seq FROM entries WHERE id = session.leaf_id)
+    FROM session
+  `,
+  // Blobs (session-blobs.ts): what the values of a row's blobs add to its payload, and the blobs
+  // the session claimed in its tenant's ledger, with their sizes in an entry.
+  `
+  ALTER TABLE entries ADD COLUMN blob_bytes INTEGER NOT NULL DEFAULT 0;
+  CREATE TABLE session_blobs (ref TEXT PRIMARY KEY, json_bytes INTEGER NOT NULL)
+  `,
 ];
 
 /**

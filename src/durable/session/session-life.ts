@@ -37,6 +37,8 @@ export interface LifeHost {
   readonly events: EventHub;
   storedMetric(sessionId: string, entries: number, bytes: number): Promise<void>;
   logFailure(task: string, error: unknown): Promise<void>;
+  /** Gives up the session's claims on its tenant's blobs (those no session holds are deleted). */
+  releaseBlobs(): Promise<void>;
 }
 
 export class SessionLife {
@@ -181,6 +183,8 @@ export class SessionLife {
       await this.#host.storedMetric(header.id, 0, 0);
       // A claim left behind would only leave the tenant less room than it has: logged, not fatal.
       await quotas.release(tenant, header.id).catch((error) => this.#host.logFailure("release_quota", error));
+      // Likewise a blob claim: the blob is kept longer than needed, never lost.
+      await this.#host.releaseBlobs().catch((error) => this.#host.logFailure("release_blobs", error));
     }
     await storage.deleteAlarm();
     try {

@@ -6,6 +6,7 @@ import type {
   ErrorBody,
   HeaderPatch,
   ImportOptions,
+  LeafAt,
   LeafEntry,
   LeafOptions,
   Result,
@@ -26,11 +27,13 @@ import {
   unwrap,
   utf8Length,
 } from "../../core/internal";
+import { slices } from "../blobs/blob-text";
 import type { DurableEnv } from "../env";
 import { logBackgroundFailure, tenantHash } from "../log-line";
 import type { MetricPoint } from "../metrics";
 import { writeMetric } from "../metrics";
 import { sessionObjectName } from "../names";
+import { objectEnv } from "../placement/placed-env";
 import { sqlOf } from "../sql";
 import { storageWork } from "../transient";
 import type {
@@ -48,6 +51,8 @@ import { EventHub } from "./event-hub";
 import { SessionLifecycle } from "./lifecycle";
 import { QuotaChecks } from "./quota-checks";
 import type { ByteLimit } from "./room";
+import type { BlobAnswer, BlobPolicy } from "./session-blobs";
+import { SessionBlobs } from "./session-blobs";
 import { SessionLife } from "./session-life";
 import { SessionStore } from "./session-store";
 import { SocketTickets } from "./socket-tickets";
@@ -70,6 +75,16 @@ function errorAnswer(error: ErrorBody): Response {
   return Response.json({ error }, { status: ERROR_STATUS[error.code] });
 }
 
+/** The seq a watcher's `{after}` message resumes from, when it is one. */
+function requestedAfter(message: string | ArrayBuffer): number | undefined {
+  try {
+    const request = JSON.parse(typeof message === "string" ? message : new TextDecoder().decode(message));
+    return typeof request?.after === "number" ? request.after : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export class SessionObject extends DurableObject<DurableEnv> {
   readonly #session: SessionStore;
   readonly #events: EventHub;
@@ -79,12 +94,26 @@ export class SessionObject extends DurableObject<DurableEnv> {
   readonly #autoCompaction: AutoCompaction;
   readonly #quotas: QuotaChecks;
   readonly #tickets: SocketTickets;
+  /** The environment of the objects it reaches: those of its own jurisdiction. */
+  readonly #placed: DurableEnv;
+  readonly #blobs: SessionBlobs;
+  /** True while a WebSocket's replay round runs: its entries come with their blobs read ahead. */
+  #socketRound = false;
 
   constructor(ctx: DurableObjectState, env: DurableEnv) {
     super(ctx, env);
+    const placed = objectEnv(env, ctx);
+    this.#placed = placed;
     const session = ctx.storage.transactionSync(() => new SessionStore(ctx.storage));
     this.#session = session;
-    this.#quotas = new QuotaChecks(env);
+    this.#blobs = new SessionBlobs({
+      env: placed,
+      jurisdiction: ctx.id.jurisdiction,
+      storage: ctx.storage,
+      sql: sqlOf(ctx.storage.sql),
+      session,
+    });
+    this.#quotas = new QuotaChecks(placed);
     this.#tickets = new SocketTickets(ctx.storage);
     this.#events = new EventHub(
       ctx,
@@ -92,7 +121,11 @@ export class SessionObject extends DurableObject<DurableEnv> {
         lastSeq: () => session.lastSeq(),
         leafId: () => session.state.leafId,
         info: () => session.info(),
-        entriesAfter: (after, bound, limit) => session.entriesAfter(after, bound, limit),
+        entriesAfter: (after, bound, limit) => {
+          const entries = session.entriesAfter(after, bound, limit);
+          // A socket's round is sent at once, with values read ahead; a stream's passes `rehydrateStream`.
+          return this.#socketRound ? this.#blobs.fromWarm(entries) : entries;
+        },
       },
       (error) => void this.#logFailure("event_fan_out", error),
     );
@@ -101,7 +134,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
     this.#lifecycle = new SessionLifecycle(sqlOf(ctx.storage.sql));
     this.#reports = new DirectoryReports({
-      env,
+      env: placed,
       storage: ctx.storage,
       session,
       lifecycle: this.#lifecycle,
@@ -111,7 +144,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
       logFailure: (task, error, fields) => this.#logFailure(task, error, fields),
     });
     this.#life = new SessionLife({
-      env,
+      env: placed,
       storage: ctx.storage,
       session,
       lifecycle: this.#lifecycle,
@@ -121,10 +154,12 @@ export class SessionObject extends DurableObject<DurableEnv> {
       storedMetric: (sessionId, entries, bytes) =>
         this.#metric({ kind: "storage", sessionId, entries, bytes }),
       logFailure: (task, error) => this.#logFailure(task, error),
+      releaseBlobs: () => this.#blobs.release(),
     });
     this.#autoCompaction = new AutoCompaction({
       session,
       summarizerConfig: () => this.env,
+      filled: (entries) => this.#blobs.fill(entries),
       write: (write) => this.#limitedWrite(write),
       gone: () => !session.exists || this.#lifecycle.deleted,
       statusChanged: (status) => this.#events.compactionChanged(status),
@@ -148,6 +183,15 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return capture(() => {
       this.#checkListed();
       return storageWork(() => read(this.#session));
+    });
+  }
+
+  /** A read of entries, answered with their blobs' values in place of references. */
+  #runFilled(read: (session: SessionStore) => EntryPage): Promise<Result<EntryPage>> {
+    return capture(async () => {
+      this.#checkListed();
+      const page = storageWork(() => read(this.#session));
+      return { ...page, entries: await this.#blobs.fill(page.entries) };
     });
   }
 
@@ -273,8 +317,20 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return this.#limitedWrite((session, room) => session.setLeafId(targetId, options, room));
   }
 
+  /** Where the leaf stood at `asOf` (ISO 8601; the head when undefined), from the leaf's history. */
+  leafAt(asOf: string | undefined): Promise<Result<LeafAt>> {
+    return this.#run((session) => ({
+      leafId: asOf === undefined ? session.state.leafId : session.leafAt(asOf),
+      historyStartsAt: session.historyStartsAt(),
+    }));
+  }
+
   getEntry(id: string): Promise<Result<StoredEntry | undefined>> {
-    return this.#run((session) => session.getEntry(id));
+    return capture(async () => {
+      this.#checkListed();
+      const entry = this.#session.getEntry(id);
+      return entry && (await this.#blobs.fill([entry]))[0];
+    });
   }
 
   /*
@@ -283,16 +339,16 @@ export class SessionObject extends DurableObject<DurableEnv> {
    */
 
   getEntries(query: EntryQuery): Promise<Result<EntryPage>> {
-    return this.#run((session) => session.page(session.entrySeqs(query)));
+    return this.#runFilled((session) => session.page(session.entrySeqs(query)));
   }
 
   getBranch(leafId: string | null | undefined): Promise<Result<EntryPage>> {
-    return this.#run((session) => session.page(session.pathSeqs(leafId)));
+    return this.#runFilled((session) => session.page(session.pathSeqs(leafId)));
   }
 
   /** The path buildSessionContext needs (what the latest compaction dropped left out). */
   getContextPath(leafId: string | null | undefined): Promise<Result<EntryPage>> {
-    return this.#run((session) => session.page(session.contextSeqs(leafId)));
+    return this.#runFilled((session) => session.page(session.contextSeqs(leafId)));
   }
 
   /** What a compaction at `leafId` reads whole and what it only counts (see compaction-reads.ts). */
@@ -306,7 +362,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   readEntries(seqs: number[]): Promise<Result<EntryPage>> {
-    return this.#run((session) => session.page(seqs));
+    return this.#runFilled((session) => session.page(seqs));
   }
 
   getTreeRows(): Promise<Result<{ rows: TreeRow[]; labels: Record<string, string> }>> {
@@ -317,18 +373,31 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return this.#run((session) => session.labels());
   }
 
+  /**
+   * Appends entries. Under the router's blob `policy`, values large enough are stored as blobs
+   * first (session-blobs.ts); references an entry holds are read back into values.
+   */
   async appendEntries(
     entries: readonly unknown[],
-    options: AppendOptions & { validated?: boolean },
+    options: AppendOptions & { validated?: boolean; blobs?: BlobPolicy },
   ): Promise<Result<AppendResult>> {
-    let written = { sessionId: "", entries: 0, bytes: 0 };
+    const { blobs: policy, ...appendOptions } = options;
     // A full session still takes a compaction: it is what keeps its context usable.
     const compaction = entries.every((entry) => (entry as { type?: unknown } | null)?.type === "compaction");
-    const result = await this.#limitedWrite((session, room) => {
+    const prepared = await capture(() => {
+      this.#checkListed();
+      // Refused before any of its blobs is uploaded.
       if (!compaction) checkNotFull(this.ctx.storage.sql, this.env);
+      return this.#blobs.prepare(entries, policy, (inputs, loaded) =>
+        this.#session.plannedAppend(inputs, appendOptions, loaded),
+      );
+    });
+    if (!prepared.ok) return prepared;
+    let written = { sessionId: "", entries: 0, bytes: 0 };
+    const result = await this.#limitedWrite((session, room) => {
       const { nextSeq, stats, header } = session.state;
       const before = { seq: nextSeq, bytes: stats.bytes };
-      const answer = session.appendEntries(entries, options, room);
+      const answer = session.appendEntries(entries, appendOptions, room, prepared.value);
       written = {
         sessionId: header.id,
         entries: session.state.nextSeq - before.seq,
@@ -337,14 +406,28 @@ export class SessionObject extends DurableObject<DurableEnv> {
       return answer;
     });
     if (written.entries > 0) await this.#metric({ kind: "append", ...written });
-    return result;
+    if (!result.ok) return result;
+    // A replay answers the entry as stored: with its blobs' values.
+    return capture(async () => ({ ...result.value, entries: await this.#blobs.fill(result.value.entries) }));
   }
 
-  importEntries(entries: readonly SessionEntry[], options: ImportOptions): Promise<Result<void>> {
-    return this.#limitedWrite((session, room) => {
+  /** Writes entries verbatim (an import), their large values stored as blobs under `policy`. */
+  async importEntries(
+    entries: readonly SessionEntry[],
+    options: ImportOptions & { blobs?: BlobPolicy },
+  ): Promise<Result<void>> {
+    const { blobs: policy, ...importOptions } = options;
+    const prepared = await capture(() => {
+      this.#checkListed();
       checkNotFull(this.ctx.storage.sql, this.env);
-      return session.importEntries(entries, options, room);
+      return this.#blobs.prepare(entries, policy, (inputs, loaded) =>
+        this.#session.plannedImport(inputs, importOptions, loaded),
+      );
     });
+    if (!prepared.ok) return prepared;
+    return this.#limitedWrite((session, room) =>
+      session.importEntries(entries, importOptions, room, prepared.value),
+    );
   }
 
   /** Refuses (`quota_exceeded`) when `bytes` more would take the session past its byte quotas. */
@@ -359,13 +442,14 @@ export class SessionObject extends DurableObject<DurableEnv> {
   /**
    * The context of a leaf as JSON, streamed: projected here, read page by page as it is sent; only
    * what was appended when `since` names a version the context grew from. A caller that already
-   * holds the current version (`ifNoneMatch`) gets the version alone: no body is built.
+   * holds the current version (`ifNoneMatch`) gets the version alone: no body is built. Blobs
+   * come back as their values, or as signed URLs when `blobs` asks for them.
    */
-  getContext(
+  async getContext(
     leafId: string | null | undefined,
-    options: { since?: string; ifNoneMatch?: readonly string[] } = {},
+    options: { since?: string; ifNoneMatch?: readonly string[]; blobs?: BlobAnswer } = {},
   ): Promise<Result<ContextAnswer>> {
-    return this.#run((session): ContextAnswer => {
+    const result = await this.#run((session): ContextAnswer => {
       const version = session.contextVersion(leafId);
       if (options.ifNoneMatch?.includes(version)) return { version, kind: "unchanged" };
       const started = Date.now();
@@ -391,16 +475,25 @@ export class SessionObject extends DurableObject<DurableEnv> {
         body: textStream(jsonArray(answer.head, answer.pages, "}"), sent),
       };
     });
+    if (!result.ok || result.value.kind === "unchanged") return result;
+    const { body, ...answer } = result.value;
+    const blobs = options.blobs ?? { urls: false };
+    if (typeof body === "string" && !this.#blobs.hasBlobs) return result;
+    // A kept context holding references may be far larger once they are answered: it is streamed.
+    const stream = typeof body === "string" ? textStream(slices(body)) : body;
+    return capture(async () => ({ ...answer, body: await this.#blobs.rehydrateStream(stream, blobs) }));
   }
 
   // --- watchers ---
 
   /** The session's events after `after` (a seq; now when absent), as Server-Sent Events. */
   events(after: number | undefined, payload: boolean): Promise<Result<ReadableStream<Uint8Array>>> {
-    return this.#run((session) => {
-      const stream = this.#events.openStream(after ?? session.lastSeq(), payload);
+    return capture(async () => {
+      this.#checkListed();
+      const stream = this.#events.openStream(after ?? this.#session.lastSeq(), payload);
       void this.#watcherMetric("sse");
-      return stream;
+      // Entries replayed from storage come with references: their values are put back as they pass.
+      return this.#blobs.rehydrateStream(stream, { urls: false });
     });
   }
 
@@ -433,21 +526,40 @@ export class SessionObject extends DurableObject<DurableEnv> {
     }
     const url = new URL(request.url);
     const pair = new WebSocketPair();
-    const answer = await capture(() => {
+    const answer = await capture(async () => {
       this.#checkListed();
-      return this.#events.acceptSocket(
-        pair[1],
-        Number(url.searchParams.get("after") ?? this.#session.lastSeq()),
-        url.searchParams.get("payload") !== "false",
-      );
+      const after = Number(url.searchParams.get("after") ?? this.#session.lastSeq());
+      await this.#blobs.warm(after);
+      this.#socketRound = true;
+      try {
+        return this.#events.acceptSocket(pair[1], after, url.searchParams.get("payload") !== "false");
+      } finally {
+        this.#socketRound = false;
+      }
     });
     if (!answer.ok) return errorAnswer(answer.error);
     void this.#watcherMetric("websocket");
     return new Response(null, { status: 101, webSocket: pair[0] });
   }
 
-  override webSocketMessage(socket: WebSocket, message: string | ArrayBuffer): void {
-    this.#events.socketMessage(socket, message);
+  override async webSocketMessage(socket: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    const after = requestedAfter(message);
+    if (after !== undefined) {
+      try {
+        await this.#blobs.warm(after);
+      } catch (error) {
+        // The round could not be sent whole: the watcher reconnects (with its backoff) and resumes.
+        await this.#logFailure("read_blobs", error);
+        socket.close(1011, "blobs unavailable: resume from the last seq");
+        return;
+      }
+    }
+    this.#socketRound = true;
+    try {
+      this.#events.socketMessage(socket, message);
+    } finally {
+      this.#socketRound = false;
+    }
   }
 
   override webSocketClose(socket: WebSocket, code: number, reason: string): void {
@@ -478,7 +590,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   async copyFrom(sourceId: string, seqs: number[]): Promise<Result<number[]>> {
     const tenant = await capture(() => this.#session.state.tenant);
     if (!tenant.ok) return tenant;
-    const source = this.env.SESSIONS.getByName(sessionObjectName(tenant.value, sourceId));
+    const source = this.#placed.SESSIONS.getByName(sessionObjectName(tenant.value, sourceId));
     const started = Date.now();
     let rest = seqs;
     // A page that needs more room than granted stops, and is read again once it is granted.
@@ -486,6 +598,8 @@ export class SessionObject extends DurableObject<DurableEnv> {
       capture(async () => {
         while (rest.length > 0 && Date.now() - started < COPY_BUDGET_MS) {
           const page = unwrap((await source.pathRows(rest)) as Result<CopiedRows>);
+          // The blobs the rows refer to are this session's too before the rows are.
+          await this.#blobs.claimCopied(page.rows);
           unwrap(await this.#write((session) => session.copyRows(page.rows, room)));
           rest = page.rest;
         }

@@ -55,12 +55,14 @@ import type {
   SearchDigest,
 } from "../types";
 import { CompactionReads } from "./compaction-reads";
-import type { Node } from "./entry-rows";
+import type { Node, StoredWrite } from "./entry-rows";
 import { EntryRows } from "./entry-rows";
 import { forkSource } from "./fork-copy";
 import type { KeptContext } from "./head-context";
 import { HeadContext } from "./head-context";
+import { LeafHistory } from "./leaf-history";
 import { PathReads } from "./path-reads";
+import type { PreparedBlobs } from "./prepared-blobs";
 import type { ByteLimit } from "./room";
 import { ClaimExceeded } from "./room";
 import { hasSchema, updateSchema } from "./schema";
@@ -105,6 +107,7 @@ export class SessionStore {
   readonly #head = new HeadContext();
   readonly #search: SearchIndex;
   readonly #compaction: CompactionReads;
+  readonly #history: LeafHistory;
   #state: SessionState | undefined;
   /** Told of every committed write (the object's watchers). */
   onWritten: WriteListener | undefined;
@@ -116,6 +119,7 @@ export class SessionStore {
     this.#paths = new PathReads(this.#rows, this.#sql);
     this.#search = new SearchIndex(storage.sql, this.#sql, this.#rows, this.#paths);
     this.#compaction = new CompactionReads(this.#rows, this.#paths, this.#sql);
+    this.#history = new LeafHistory(this.#sql);
     if (hasSchema(this.#sql)) {
       updateSchema(storage.sql);
       this.#state = this.#load();
@@ -177,6 +181,7 @@ export class SessionStore {
     this.#sql`INSERT INTO session (singleton, tenant, incarnation, header, leaf_id, stats, version)
       VALUES (1, ${tenant}, ${incarnation}, ${JSON.stringify(header)}, NULL, ${JSON.stringify(stats)}, 1)`;
     this.#state = { tenant, incarnation, header, leafId: null, stats, version: 1, nextSeq: 1 };
+    this.#history.record(0, null);
     return this.info();
   }
 
@@ -184,6 +189,7 @@ export class SessionStore {
   reset(): void {
     this.#state = undefined;
     this.#head.drop();
+    this.#history.reset();
   }
 
   info(): SessionInfo {
@@ -218,6 +224,12 @@ export class SessionStore {
     this.#live();
     const node = this.#rows.node(id);
     return node && this.#rows.entries([node.seq])[0];
+  }
+
+  /** The entries of these ids that hold blobs (their payloads hold references). */
+  entriesHoldingBlobs(ids: readonly string[]): StoredEntry[] {
+    this.#live();
+    return this.#rows.entries(this.#rows.seqsHoldingBlobs(ids));
   }
 
   /** A page of the entries with these seqs, in order. */
@@ -275,13 +287,6 @@ export class SessionStore {
     return this.#rows.entries(this.contextSeqs(leafId)) as StoredEntry<TreeEntry>[];
   }
 
-  /**
-   * The context of a leaf (the head when undefined) as JSON text, in chunks read as they are
-   * pulled, with its version. Given the version of a context read before (`since`), the answer is
-   * only what was appended since when the context just grew; else the whole context with
-   * `reset: true`. The first chunk is made at once, so a missing session or leaf fails here; the
-   * head's whole context comes from memory when it is kept.
-   */
   /** The version of a leaf's context (the head's when undefined): what its ETag names. */
   contextVersion(leafId?: string | null): string {
     return formatContextVersion(this.#version(this.#start(leafId)).current);
@@ -299,6 +304,13 @@ export class SessionStore {
     return { current, leaf };
   }
 
+  /**
+   * The context of a leaf (the head when undefined) as JSON text, in chunks read as they are
+   * pulled, with its version. Given the version of a context read before (`since`), the answer is
+   * only what was appended since when the context just grew; else the whole context with
+   * `reset: true`. The first chunk is made at once, so a missing session or leaf fails here; the
+   * head's whole context comes from memory when it is kept.
+   */
   context(leafId?: string | null, since?: string): ContextBody {
     const { header, leafId: head } = this.state;
     const systemPrompt = header.systemPrompt ?? "";
@@ -366,6 +378,19 @@ export class SessionStore {
 
   lastSeq(): number {
     return this.state.nextSeq - 1;
+  }
+
+  /** The leaf as it stood at `asOf` (an ISO 8601 time; see leaf-history.ts). */
+  leafAt(asOf: string): string | null {
+    this.#live();
+    const seq = this.#history.leafSeqAt(Date.parse(asOf), asOf);
+    return seq === null ? null : (this.#rows.nodeAt(seq)?.id ?? null);
+  }
+
+  /** When the session's history starts (what `asOf` can go back to), as ISO 8601. */
+  historyStartsAt(): string {
+    this.#live();
+    return new Date(this.#history.startsAt() ?? Date.parse(this.state.header.createdAt)).toISOString();
   }
 
   /** Entries with `after < seq <= bound`, a page of at most `limit`: what a watcher replays. */
@@ -457,7 +482,7 @@ export class SessionStore {
    * What the append rules see of this session. The ids a batch names (`idsNamedBy`) are looked up
    * in one query up front, not one query each.
    */
-  #view(inputs: readonly unknown[] = []): AppendView {
+  #view(inputs: readonly unknown[] = [], loaded?: ReadonlyMap<string, StoredEntry>): AppendView {
     const state = this.state;
     const named = new Set(idsNamedBy(inputs));
     const known = this.#rows.refs([...named]);
@@ -469,7 +494,7 @@ export class SessionStore {
         const node = this.#rows.node(id);
         return node && { type: node.type, parentId: node.parent_id };
       },
-      load: (id) => (named.has(id) && !known.has(id) ? undefined : this.getEntry(id)),
+      load: (id) => (named.has(id) && !known.has(id) ? undefined : (loaded?.get(id) ?? this.getEntry(id))),
       conversationAt: (id) => this.#conversationAt(id),
     };
   }
@@ -510,16 +535,26 @@ export class SessionStore {
     );
   }
 
-  #apply(plan: Pick<AppendPlan, "writes" | "leafId">, room: ByteLimit | undefined): void {
+  #apply(
+    plan: Pick<AppendPlan, "writes" | "leafId">,
+    room: ByteLimit | undefined,
+    blobs?: PreparedBlobs,
+  ): void {
     const state = this.#live();
     this.checkRoom(
       plan.writes.reduce((sum, write) => sum + write.bytes, 0),
       room,
     );
+    // Stored with references to the blobs prepared for them; counted as written.
+    const stored: readonly StoredWrite[] = blobs ? blobs.externalize(plan.writes) : plan.writes;
     this.#write(() => {
-      this.#rows.insert(plan.writes);
-      this.#search.index(plan.writes);
+      this.#rows.insert(stored);
+      this.#search.index(stored);
       for (const { entry, bytes } of plan.writes) applyEntryToStats(state.stats, entry, bytes);
+      const blobBytes = stored.reduce((sum, write) => sum + (write.blobBytes ?? 0), 0);
+      if (blobBytes > 0) state.stats.blobBytes = (state.stats.blobBytes ?? 0) + blobBytes;
+      const last = plan.writes[plan.writes.length - 1];
+      if (last) this.#history.record(last.entry.seq, this.#leafSeq(plan));
       state.leafId = plan.leafId;
       state.nextSeq += plan.writes.length;
       state.stats.updatedAt = nowIso();
@@ -531,13 +566,31 @@ export class SessionStore {
     );
   }
 
+  #planAppend(
+    entries: readonly unknown[],
+    options: AppendOptions & { validated?: boolean },
+    loaded: ReadonlyMap<string, StoredEntry> | undefined,
+  ): AppendPlan {
+    return planAppend(entries, this.#view(entries, loaded), options);
+  }
+
+  /** What an append would write, without writing it: which of its values become blobs is read from it. */
+  plannedAppend(
+    entries: readonly unknown[],
+    options: AppendOptions & { validated?: boolean },
+    loaded: ReadonlyMap<string, StoredEntry>,
+  ): StoredEntry[] {
+    return this.#planAppend(entries, options, loaded).writes.map((write) => write.entry);
+  }
+
   appendEntries(
     entries: readonly unknown[],
     options: AppendOptions & { validated?: boolean },
     room: ByteLimit | undefined,
+    blobs?: PreparedBlobs,
   ): AppendResult {
-    const plan = planAppend(entries, this.#view(entries), options);
-    if (plan.writes.length > 0) this.#apply(plan, room);
+    const plan = this.#planAppend(blobs?.inputs ?? entries, options, blobs?.loaded);
+    if (plan.writes.length > 0) this.#apply(plan, room, blobs);
     return { entries: plan.entries, leafId: this.state.leafId, created: plan.writes.length > 0 };
   }
 
@@ -560,7 +613,7 @@ export class SessionStore {
       );
     }
     this.checkRoom(
-      rows.reduce((sum, row) => sum + row.bytes, 0),
+      rows.reduce((sum, row) => sum + row.bytes + row.blob_bytes, 0),
       room,
     );
     this.#write(() => {
@@ -575,9 +628,11 @@ export class SessionStore {
           ? (JSON.parse(row.body) as SessionEntry)
           : ({ type: row.type } as SessionEntry);
         if (entry.type === "label") this.#rows.setLabel(entry.targetId, entry.label);
-        applyEntryToStats(state.stats, entry, row.bytes);
+        applyEntryToStats(state.stats, entry, row.bytes + row.blob_bytes);
+        if (row.blob_bytes > 0) state.stats.blobBytes = (state.stats.blobBytes ?? 0) + row.blob_bytes;
       }
       this.#search.markPending(first.seq, last.seq);
+      this.#history.record(last.seq, last.seq);
       state.leafId = last.id;
       state.nextSeq = last.seq + 1;
       state.stats.updatedAt = nowIso();
@@ -586,9 +641,35 @@ export class SessionStore {
     this.#head.drop();
   }
 
-  importEntries(entries: readonly SessionEntry[], options: ImportOptions, room: ByteLimit | undefined): void {
-    if (entries.length === 0) return;
-    this.#apply(planImport(entries, this.#view(entries), options), room);
+  /** The seq of the leaf a plan leaves: one of its writes, or an entry written before. */
+  #leafSeq(plan: Pick<AppendPlan, "writes" | "leafId">): number | null {
+    const { leafId } = plan;
+    if (leafId === null) return null;
+    return (
+      plan.writes.find((write) => write.entry.id === leafId)?.entry.seq ??
+      this.#rows.node(leafId)?.seq ??
+      null
+    );
+  }
+
+  /** What an import would write, without writing it (see `plannedAppend`). */
+  plannedImport(
+    entries: readonly unknown[],
+    options: ImportOptions,
+    loaded: ReadonlyMap<string, StoredEntry>,
+  ): StoredEntry[] {
+    return planImport(entries, this.#view(entries, loaded), options).writes.map((write) => write.entry);
+  }
+
+  importEntries(
+    entries: readonly unknown[],
+    options: ImportOptions,
+    room: ByteLimit | undefined,
+    blobs?: PreparedBlobs,
+  ): void {
+    const inputs = blobs?.inputs ?? entries;
+    if (inputs.length === 0) return;
+    this.#apply(planImport(inputs, this.#view(inputs, blobs?.loaded), options), room, blobs);
   }
 
   setLeafId(

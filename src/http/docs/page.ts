@@ -23,7 +23,7 @@ export interface DocsAssets {
   spec: string;
 }
 
-const METHODS = ["get", "post", "put", "patch", "delete"] as const;
+const METHODS = ["get", "head", "post", "put", "patch", "delete"] as const;
 
 const asObject = (value: unknown): JsonObject => (isObject(value) ? value : {});
 const text = (value: unknown): string | undefined => (typeof value === "string" && value ? value : undefined);

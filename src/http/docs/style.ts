@@ -39,7 +39,7 @@ h4 { font-size: 13px; margin: 16px 0 6px; text-transform: uppercase; letter-spac
 .toc li { margin: 2px 0; break-inside: avoid; }
 .toc a { text-decoration: none; }
 .method { display: inline-block; min-width: 58px; font: 600 11.5px/1.8 ui-monospace, monospace; text-align: center; border-radius: 4px; color: #fff; }
-.method-get { background: var(--get); }
+.method-get, .method-head { background: var(--get); }
 .method-post { background: var(--post); }
 .method-put { background: var(--put); }
 .method-patch { background: var(--patch); }

@@ -3,6 +3,7 @@ import * as z from "zod";
 import { decodeCursor, TenantImportReport, textStream } from "../../core/internal";
 import { streamedNdjsonLines } from "../body";
 import { ErrorEnvelope } from "../errors";
+import { creationLocation } from "../placement";
 import { errors, json, ndjsonResponse, repo, routes, security } from "../route-kit";
 import { ExportTenantQuery, ImportTenantQuery } from "../schemas";
 
@@ -64,7 +65,9 @@ export const backupRoutes = routes()
     }),
     async (c) => {
       const lines = streamedNdjsonLines(c.req.raw.body, MAX_TENANT_IMPORT_BYTES);
-      const report = await repo(c).importTenant(lines, c.req.valid("query").existing ?? "skip");
+      const { existing, location } = c.req.valid("query");
+      const near = creationLocation(c, location);
+      const report = await repo(c).importTenant(lines, existing ?? "skip", near);
       return c.json(report, 200);
     },
   );

@@ -22,7 +22,14 @@ import {
   streamedJson,
   writeErrors,
 } from "../route-kit";
-import { ContextQuery, ContextResponse, MoveLeafBody, SessionIdParam } from "../schemas";
+import {
+  ContextQuery,
+  ContextResponse,
+  LeafAtQuery,
+  LeafAtResponse,
+  MoveLeafBody,
+  SessionIdParam,
+} from "../schemas";
 
 const IfNoneMatch = z.object({
   "if-none-match": z.string().optional().meta({ description: 'a version read before, "<version>"' }),
@@ -55,7 +62,24 @@ export const contextRoutes = routes()
       },
     }),
     async (c) => {
-      const { leafId, since, format, model, imageInput } = c.req.valid("query");
+      const { leafId, asOf, since, format, model, imageInput, blobs } = c.req.valid("query");
+      if (blobs === "url" && format !== undefined) {
+        throw new SessionError("invalid_request", "blobs=url applies to a context in our own shape", {
+          format,
+        });
+      }
+      if (blobs === "url" && !c.env.BLOB_URL_SECRET) {
+        throw new SessionError(
+          "invalid_request",
+          "this service signs no blob URLs (BLOB_URL_SECRET is not set)",
+          {
+            blobs,
+          },
+        );
+      }
+      if (asOf !== undefined && leafId !== undefined) {
+        throw new SessionError("invalid_request", "give either leafId or asOf", { leafId, asOf });
+      }
       if (format === undefined && (model !== undefined || imageInput !== undefined)) {
         throw new SessionError("invalid_request", "model and imageInput apply to a context in a format", {
           format: null,
@@ -70,8 +94,14 @@ export const contextRoutes = routes()
         .valid("header")
         ["if-none-match"]?.split(/\s*,\s*/)
         .map((tag) => tag.replace(/^"|"$/g, ""));
+      // The leaf as it stood then, from the session's leaf history.
+      const leaf = asOf === undefined ? leafId : (await storage.leafAt(asOf)).leafId;
       // Built and projected by the session's object, passed through as it streams.
-      const answer = await storage.getContext(leafId, { since, ifNoneMatch });
+      const answer = await storage.getContext(leaf, {
+        since,
+        ifNoneMatch,
+        ...(blobs === "url" ? { blobs: { urls: true, origin: new URL(c.req.url).origin } } : {}),
+      });
       const etag = `"${answer.version}"`;
       if (answer.kind === "unchanged") return c.body(null, 304, { ETag: etag });
       if (format === undefined) return streamedJson(ContextResponse, answer.body, { ETag: etag });
@@ -90,6 +120,23 @@ export const contextRoutes = routes()
   )
   .openapi(
     createRoute({
+      method: "get",
+      path: "/v1/sessions/{sid}/leaf",
+      operationId: "getLeaf",
+      summary: "Where the head is, or stood at a time",
+      description:
+        "With `asOf`, the leaf as it stood then, from the session's leaf history (every write records the leaf it left); `historyStartsAt` says how far back that goes. An `asOf` before it is 404, one in the future 400.",
+      security,
+      request: { params: SessionIdParam, query: LeafAtQuery },
+      responses: { 200: json(LeafAtResponse, "the leaf"), ...errors },
+    }),
+    async (c) => {
+      const at = await sessionStorage(c, c.req.valid("param").sid).leafAt(c.req.valid("query").asOf);
+      return c.json(at, 200, { ETag: leafTag(at.leafId) });
+    },
+  )
+  .openapi(
+    createRoute({
       method: "put",
       path: "/v1/sessions/{sid}/leaf",
       operationId: "moveLeaf",
@@ -103,10 +150,13 @@ export const contextRoutes = routes()
       },
     }),
     async (c) => {
-      const { targetId, ...options } = c.req.valid("json");
+      const { targetId, asOf, ...options } = c.req.valid("json");
       const sid = c.req.valid("param").sid;
-      const session = new Session(sessionStorage(c, sid));
-      const result = await session.navigate(targetId, {
+      const storage = sessionStorage(c, sid);
+      const session = new Session(storage);
+      // Back (or forward) to where the leaf stood then: a new head, nothing deleted.
+      const target = asOf === undefined ? (targetId as string | null) : (await storage.leafAt(asOf)).leafId;
+      const result = await session.navigate(target, {
         ...options,
         expectedLeafId: expectedLeaf(c.req.valid("header")["if-match"]),
         summarizer: await summarizerFor(c, sid),

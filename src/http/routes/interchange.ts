@@ -13,6 +13,7 @@ import {
 import { readNdjson } from "../body";
 import { ErrorEnvelope } from "../errors";
 import { recordEvent } from "../metrics";
+import { creationLocation } from "../placement";
 import { errors, json, ndjsonResponse, repo, routes, security, sessionStorage } from "../route-kit";
 import { ExportQuery, ImportQuery, ImportResult, SessionIdParam } from "../schemas";
 
@@ -79,17 +80,21 @@ export const interchangeRoutes = routes()
     }),
     async (c) => {
       const started = Date.now();
-      const { format, id, mode } = c.req.valid("query");
+      const { format, id, mode, location: asked } = c.req.valid("query");
       const checked = checkFormat(format);
+      const location = creationLocation(c, asked);
       const file = parseImport(checked, await readNdjson(c));
       if (mode === "sync") {
-        const { session, ...sync } = await repo(c).syncSession(file, id === undefined ? {} : { id });
+        const { session, ...sync } = await repo(c).syncSession(file, {
+          ...(id === undefined ? {} : { id }),
+          location,
+        });
         const info = await session.getInfo();
         c.set("sessionId", info.id);
         const status = sync.status === "created" ? 201 : 200;
         return c.json({ ...info, warnings: file.warnings, sync }, status, { ETag: leafTag(info.leafId) });
       }
-      const session = await repo(c).importSession(file, id === undefined ? {} : { id });
+      const session = await repo(c).importSession(file, { ...(id === undefined ? {} : { id }), location });
       const info = await session.getInfo();
       c.set("sessionId", info.id);
       await recordEvent(c, {

@@ -1,7 +1,8 @@
 import { createRoute } from "@hono/zod-openapi";
-import { checkExpiresAt, leafTag, SessionInfo, SessionPage } from "../../core/internal";
+import { checkExpiresAt, leafTag, SessionError, SessionInfo, SessionPage } from "../../core/internal";
 import { ErrorEnvelope } from "../errors";
 import { recordEvent } from "../metrics";
+import { creationLocation } from "../placement";
 import { body, errors, json, repo, routes, security, sessionStorage, writeErrors } from "../route-kit";
 import {
   CreateSessionBody,
@@ -31,9 +32,10 @@ export const sessionRoutes = routes()
       },
     }),
     async (c) => {
-      const options = c.req.valid("json") ?? {};
+      const { location, ...options } = c.req.valid("json") ?? {};
       checkExpiresAt(options.expiresAt);
-      const info = await repo(c).createSession(options);
+      const near = creationLocation(c, location);
+      const info = await repo(c).createSession(options, near);
       return c.json(info, 201, { ETag: leafTag(info.leafId) });
     },
   )
@@ -139,10 +141,18 @@ export const sessionRoutes = routes()
       },
     }),
     async (c) => {
-      const { entryId, ...options } = c.req.valid("json");
+      const { entryId, asOf, location, ...options } = c.req.valid("json");
       const sourceId = c.req.valid("param").sid;
       const started = Date.now();
-      const fork = await sessionStorage(c, sourceId).fork(entryId, options);
+      const near = creationLocation(c, location);
+      const source = sessionStorage(c, sourceId);
+      const target = entryId ?? (await source.leafAt(asOf)).leafId;
+      if (target === null) {
+        throw new SessionError("invalid_request", `the session held no entries at ${asOf}: nothing to fork`, {
+          asOf,
+        });
+      }
+      const fork = await source.fork(target, { ...options, location: near });
       const info = await fork.getInfo();
       await recordEvent(c, {
         kind: "fork",

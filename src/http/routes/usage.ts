@@ -10,13 +10,14 @@ export const usageRoutes = routes().openapi(
     operationId: "getUsage",
     summary: "Usage of the tenant: sessions, entries and bytes, and its quotas",
     description:
-      "Summed from what each session last reported to the tenant's directory: a write shows here within the report interval (about a second).",
+      "Summed from what each session last reported to the tenant's directory: a write shows here within the report interval (about a second). `blobs` are the values stored apart in R2, each once however many sessions hold it.",
     security,
     responses: { 200: json(UsageResponse, "the tenant's usage"), ...errors },
   }),
   async (c) => {
     const tenant = repo(c);
     const quotas = tenant.quotas();
-    return c.json({ ...(await tenant.usage()), quotas }, 200);
+    const [usage, blobs] = await Promise.all([tenant.usage(), tenant.blobUsage()]);
+    return c.json({ ...usage, blobs, quotas }, 200);
   },
 );

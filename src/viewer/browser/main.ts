@@ -8,6 +8,7 @@ import { els } from "./page-elements";
 import { loadSessions, renderSessions, watchSessions } from "./session-list";
 import { installSearch } from "./session-search";
 import { openSession, refreshSession } from "./session-view";
+import { installTimeTravel } from "./time-travel";
 import { installTreeEvents } from "./tree-view";
 import { view } from "./view-state";
 
@@ -19,6 +20,7 @@ import { view } from "./view-state";
 installTreeEvents(select);
 installActions();
 installSearch();
+installTimeTravel();
 
 window.addEventListener("hashchange", () => {
   const address = readAddress();

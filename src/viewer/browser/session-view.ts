@@ -6,6 +6,7 @@ import { clearError, showError } from "./error-bar";
 import { els } from "./page-elements";
 import { renderSessions, updateListedSession } from "./session-list";
 import { clearSearch, enableSearch } from "./session-search";
+import { resetTimeTravel } from "./time-travel";
 import { indexTree, pathTo } from "./tree-rows";
 import { loadDetails, rebuildRows, renderTree } from "./tree-view";
 import { view } from "./view-state";
@@ -48,6 +49,7 @@ export async function openSession(sessionId: string, entryId?: string | null): P
     clearError();
     clearSearch();
     enableSearch(true);
+    resetTimeTravel(sessionId).catch((error: unknown) => showError(error));
     renderTree();
     showNoEntry();
     renderSessions();

@@ -129,6 +129,7 @@ function runRowElement(row: RunRow, indent: HTMLElement): HTMLElement {
 function nodeRowElement(row: NodeRow, indent: HTMLElement): HTMLElement {
   const node = row.node;
   const isLeaf = node.id === view.info?.leafId;
+  const wasLeaf = view.asOf !== null && node.id === view.asOf.leafId;
   const classes = ["row", view.path.has(node.id) ? "on-path" : "off-path"];
   if (isLeaf) classes.push("leaf");
   if (node.type === "message" && node.role) classes.push(`role-${node.role}`);
@@ -171,6 +172,13 @@ function nodeRowElement(row: NodeRow, indent: HTMLElement): HTMLElement {
         ? h("span", { class: "branches", text: `${node.children.length} branches` })
         : null,
       isLeaf ? h("span", { class: "badge leaf-badge", text: "leaf" }) : null,
+      wasLeaf
+        ? h("span", {
+            class: "badge then-badge",
+            text: "then",
+            title: `the head as of ${fullTime((view.asOf as { at: string }).at)}`,
+          })
+        : null,
       h("span", { class: "time", text: shortTime(node.timestamp) }),
     ],
   );

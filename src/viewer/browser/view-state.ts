@@ -40,6 +40,10 @@ export const view = {
   previewActive: 0,
   /** The seq of the last entry the detail listing returned. */
   detailsAfter: undefined as number | undefined,
+  /** The time the slider went back to, and where the head stood then (null: now). */
+  asOf: null as { at: string; leafId: string | null } | null,
+  /** How far back the open session's leaf history goes (ms). */
+  historyStartsAt: null as number | null,
   /** Sessions whose tree was drawn at least once since the page loaded. */
   renderedOnce: new Set<string>(),
 };

@@ -1,0 +1,101 @@
+import type { Sql } from "../sql";
+
+/*
+ * Which sessions of a tenant hold which blobs: the ledger its directory's shard 0 keeps (one
+ * object, so claims and deletions of the same blob never cross). A session claims the blobs of a
+ * write before it uploads them and before the write is committed, and gives all its claims up when
+ * it is purged; a blob no session claims any more is deleted from the bucket. A claim left by a
+ * write that failed only keeps a blob until its session is purged: the ledger may keep a blob too
+ * long, never drop one a session holds. Its tables are the directory's migrations.
+ */
+
+/** What a session asks of the ledger for one blob: its key, and its size in an entry when it brings the value. */
+export interface BlobClaimRequest {
+  key: string;
+  /** Given by a session that holds the value (it may upload it); absent for a reference alone. */
+  jsonBytes?: number;
+}
+
+/** The ledger's answer for one blob. */
+export type BlobClaim =
+  | { key: string; jsonBytes: number; upload: boolean }
+  /** A reference to a blob the tenant does not store. */
+  | { key: string; missing: true };
+
+/** The ledger's tables, appended to the directory shard's migrations. */
+export const BLOB_LEDGER_MIGRATION = `
+  CREATE TABLE blobs (
+    key TEXT PRIMARY KEY,
+    json_bytes INTEGER NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('uploading', 'stored', 'deleting'))
+  );
+  CREATE TABLE blob_owners (
+    key TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    PRIMARY KEY (key, owner)
+  );
+  CREATE INDEX blob_owners_by_owner ON blob_owners (owner, key)
+`;
+
+export class BlobLedger {
+  readonly #sql: Sql;
+
+  constructor(sql: Sql) {
+    this.#sql = sql;
+  }
+
+  /**
+   * Claims blobs for `owner` (inside a transaction): each answers its size and whether it must be
+   * uploaded (new, not yet confirmed, or being deleted when the object last stopped). A reference
+   * alone to a blob not stored is `missing`, and not claimed.
+   */
+  claim(owner: string, requests: readonly BlobClaimRequest[]): BlobClaim[] {
+    return requests.map(({ key, jsonBytes }) => {
+      const row = this.#sql<{ json_bytes: number; state: string }>`
+        SELECT json_bytes, state FROM blobs WHERE key = ${key}`.toArray()[0];
+      if (jsonBytes === undefined && row?.state !== "stored") return { key, missing: true };
+      if (!row) {
+        this
+          .#sql`INSERT INTO blobs (key, json_bytes, state) VALUES (${key}, ${jsonBytes as number}, 'uploading')`;
+      } else if (row.state === "deleting") {
+        this.#sql`UPDATE blobs SET state = 'uploading' WHERE key = ${key}`;
+      }
+      this.#sql`INSERT OR IGNORE INTO blob_owners (key, owner) VALUES (${key}, ${owner})`;
+      const size = row?.json_bytes ?? (jsonBytes as number);
+      return { key, jsonBytes: size, upload: row?.state !== "stored" };
+    });
+  }
+
+  /** Blobs uploaded: from now on a claim needs no upload. */
+  confirm(keys: readonly string[]): void {
+    this.#sql`UPDATE blobs SET state = 'stored'
+      WHERE state = 'uploading' AND key IN (SELECT value FROM json_each(${JSON.stringify(keys)}))`;
+  }
+
+  /** Gives up every claim of `owner`; answers the blobs no one claims any more, now to be deleted. */
+  release(owner: string): string[] {
+    this.#sql`DELETE FROM blob_owners WHERE owner = ${owner}`;
+    this.#sql`UPDATE blobs SET state = 'deleting'
+      WHERE NOT EXISTS (SELECT 1 FROM blob_owners o WHERE o.key = blobs.key)`;
+    return this.unclaimed();
+  }
+
+  /** Blobs being deleted (some may be left from a deletion the object did not finish). */
+  unclaimed(): string[] {
+    return this.#sql<{ key: string }>`SELECT key FROM blobs WHERE state = 'deleting' LIMIT 1000`
+      .toArray()
+      .map((row) => row.key);
+  }
+
+  /** Forgets blobs deleted from the bucket, unless a claim came for one meanwhile. */
+  deleted(keys: readonly string[]): void {
+    this.#sql`DELETE FROM blobs WHERE state = 'deleting'
+      AND key IN (SELECT value FROM json_each(${JSON.stringify(keys)}))`;
+  }
+
+  /** Blobs the tenant stores, and their bytes as entries hold them. */
+  usage(): { blobs: number; bytes: number } {
+    return this.#sql<{ blobs: number; bytes: number }>`
+      SELECT count(*) AS blobs, total(json_bytes) AS bytes FROM blobs WHERE state = 'stored'`.one();
+  }
+}

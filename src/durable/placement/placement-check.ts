@@ -1,0 +1,62 @@
+import { SessionError } from "../../core/internal";
+import type { DurableEnv } from "../env";
+import { tenantUsage } from "../router/tenant-usage";
+import { tenantKey } from "../tenant-key";
+import { pinsAny, tenantJurisdiction } from "./jurisdictions";
+import { placedEnv } from "./placed-env";
+import type { PlaceName } from "./tenant-placement";
+
+/*
+ * Before a tenant's request reaches its objects: is the tenant where its pin says? The registry
+ * (tenant-placement.ts) records where a tenant was first served. A tenant pinned elsewhere since
+ * is refused (`wrong_jurisdiction`) while it still has sessions where it was: moving a tenant is
+ * an export and an import (docs/operations.md, "Moving a tenant to a jurisdiction"). A tenant with
+ * nothing left there moves with its pin. An isolate asks once per tenant and pin: a changed setting
+ * is a new deployment, with new isolates.
+ */
+
+/** Tenants (with their pin) this isolate found in place. */
+const checked = new Set<string>();
+const CHECKED_MAX = 10_000;
+
+const placeLabel = (place: PlaceName) =>
+  place === "" ? "the default location" : `the ${place} jurisdiction`;
+
+/** Refuses a request of a tenant whose sessions are in another place than its pin names. */
+export async function checkPlacement(env: DurableEnv, tenant: string): Promise<void> {
+  const pinned = tenantJurisdiction(env.TENANT_JURISDICTIONS, tenant);
+  const registry = env.PLACEMENTS;
+  if (!registry) {
+    // Without the registry a changed pin could not be noticed: pins need it.
+    if (pinsAny(env.TENANT_JURISDICTIONS)) {
+      throw new SessionError(
+        "misconfigured",
+        "TENANT_JURISDICTIONS needs the PLACEMENTS binding (docs/configuration.md)",
+      );
+    }
+    return;
+  }
+  const wanted: PlaceName = pinned ?? "";
+  const key = `${wanted}\n${tenant}`;
+  if (checked.has(key)) return;
+  const record = registry.getByName(await tenantKey(tenant));
+  const placed = await record.place(wanted);
+  if (placed !== wanted) {
+    const left = await tenantUsage(placedEnv(env, placed === "" ? undefined : placed), tenant);
+    if (left.sessions > 0) {
+      throw new SessionError(
+        "wrong_jurisdiction",
+        `this tenant's sessions are in ${placeLabel(placed)}, but it is now pinned to ${placeLabel(wanted)}: moving a tenant is an export and an import (docs/operations.md)`,
+        { stored: placed || null, pinned: wanted || null, sessions: left.sessions },
+      );
+    }
+    // Another isolate may have moved it meanwhile: then it must be where this one wants it.
+    if (!(await record.move(placed, wanted)) && (await record.place(wanted)) !== wanted) {
+      throw new SessionError("unavailable", "this tenant is being moved; try again", {
+        retryAfterSeconds: 1,
+      });
+    }
+  }
+  if (checked.size >= CHECKED_MAX) checked.clear();
+  checked.add(key);
+}

@@ -1,0 +1,405 @@
+import type { Result, StoredEntry } from "../../core/internal";
+import {
+  blobSlots,
+  parseBlobRef,
+  rewriteBlobSlots,
+  SessionError,
+  unwrap,
+  utf8Length,
+} from "../../core/internal";
+import type { BlobValue } from "../blobs/blob-codec";
+import { encodeBlob } from "../blobs/blob-codec";
+import { collectRefs, replaceRefs, scan } from "../blobs/blob-inputs";
+import type { BlobClaim } from "../blobs/blob-ledger";
+import { BlobStore, inParallel } from "../blobs/blob-store";
+import { answerRefsInStream, refsInJson } from "../blobs/blob-text";
+import { signBlobUrl, urlTtlSeconds } from "../blobs/blob-urls";
+import type { DurableEnv } from "../env";
+import { directoryShard } from "../names";
+import type { Sql } from "../sql";
+import { tenantKey } from "../tenant-key";
+import type { CopiedRow } from "../types";
+import type { PreparedBlobs } from "./prepared-blobs";
+import type { SessionStore } from "./session-store";
+
+/*
+ * A session's blobs (core's blob-refs.ts says what they are; docs/placement.md, "Blobs in R2").
+ * Before a write: references a client wrote are read back into values, the write is planned once
+ * without writing to see which values it stores as blobs, and those are claimed in the tenant's
+ * ledger and uploaded; the write itself then stores references in their place (`externalize`).
+ * Whatever leaves the object gets the values back: entries (`fill`), contexts and event streams
+ * (`rehydrateStream`: the references in their JSON), a WebSocket's replay from a
+ * set read ahead (`warm`); or, asked for, short-lived signed URLs instead. The session's
+ * `session_blobs` table lists what it claimed; when it is purged it gives its claims up (`release`).
+ */
+
+/** What the router asks of a write: values of at least `minBytes` (UTF-8) stored as blobs. */
+export interface BlobPolicy {
+  minBytes: number;
+}
+
+/** How blobs come back in a context or event stream: their values, or signed URLs on `origin`. */
+export type BlobAnswer = { urls: false } | { urls: true; origin: string };
+
+/**
+ * Characters of entries a WebSocket's replay round is read ahead for: the event hub sends a round
+ * of up to 1 MiB (its SOCKET_REPLAY_CHARS) and one entry past it.
+ */
+const WARM_CHARS = 2 * 1024 * 1024;
+
+/** The default of BLOB_MIN_BYTES: 64 KiB. */
+export const DEFAULT_BLOB_MIN_BYTES = 64 * 1024;
+
+/** The policy a router applies to a tenant's writes: none without a bucket. */
+export function blobPolicy(env: Pick<DurableEnv, "BLOBS" | "BLOB_MIN_BYTES">): BlobPolicy | undefined {
+  if (!env.BLOBS) return undefined;
+  const value = Number(env.BLOB_MIN_BYTES ?? DEFAULT_BLOB_MIN_BYTES);
+  return { minBytes: Number.isInteger(value) && value > 0 ? value : DEFAULT_BLOB_MIN_BYTES };
+}
+
+export interface SessionBlobsHost {
+  /** The object's environment, in its jurisdiction (its bucket, the directory's shards, settings). */
+  readonly env: DurableEnv;
+  /** The object's own jurisdiction, which its blob URLs name. */
+  readonly jurisdiction: string | undefined;
+  readonly storage: DurableObjectStorage;
+  readonly sql: Sql;
+  readonly session: SessionStore;
+}
+
+export class SessionBlobs {
+  readonly #host: SessionBlobsHost;
+  #bucket: { tenant: string; store: BlobStore } | undefined;
+  #hasBlobs: boolean | undefined;
+  /** Values read ahead for a WebSocket's replay round (see `warm`). */
+  #warm = new Map<string, string>();
+
+  constructor(host: SessionBlobsHost) {
+    this.#host = host;
+  }
+
+  /** Whether the session claimed any blob (its entries may hold references). */
+  get hasBlobs(): boolean {
+    this.#hasBlobs ??=
+      this.#host.session.exists && this.#host.sql`SELECT 1 FROM session_blobs LIMIT 1`.toArray().length > 0;
+    return this.#hasBlobs;
+  }
+
+  /** Forgets what it knew (the session's storage was dropped). */
+  reset(): void {
+    this.#hasBlobs = undefined;
+    this.#bucket = undefined;
+    this.#warm = new Map();
+  }
+
+  /** The tenant's blobs in the object's bucket; `unavailable` when the object has no bucket. */
+  async #blobs(): Promise<BlobStore> {
+    const { env, session } = this.#host;
+    const { tenant } = session.state;
+    if (this.#bucket?.tenant === tenant) return this.#bucket.store;
+    if (!env.BLOBS) {
+      throw new SessionError(
+        "unavailable",
+        "this session holds blobs, but the service has no blob bucket bound (BLOBS) to read them from",
+      );
+    }
+    const store = new BlobStore(env.BLOBS, await tenantKey(tenant));
+    this.#bucket = { tenant, store };
+    return store;
+  }
+
+  #owner(): string {
+    const { header, incarnation } = this.#host.session.state;
+    return `${header.id}\n${incarnation}`;
+  }
+
+  #ledger() {
+    return directoryShard(this.#host.env, this.#host.session.state.tenant, 0);
+  }
+
+  /** Records blobs claimed and stored, with their sizes in an entry. */
+  #record(blobs: Iterable<{ ref: string; jsonBytes: number }>): void {
+    const { storage, sql } = this.#host;
+    storage.transactionSync(() => {
+      for (const { ref, jsonBytes } of blobs) {
+        sql`INSERT OR IGNORE INTO session_blobs (ref, json_bytes) VALUES (${ref}, ${jsonBytes})`;
+      }
+    });
+    this.#hasBlobs = true;
+  }
+
+  /** The references (of those given) this session claimed already. */
+  #recorded(refs: readonly string[]): Set<string> {
+    if (refs.length === 0 || !this.hasBlobs) return new Set();
+    return new Set(
+      this.#host.sql<{ ref: string }>`SELECT ref FROM session_blobs
+        WHERE ref IN (SELECT value FROM json_each(${JSON.stringify(refs)}))`
+        .toArray()
+        .map((row) => row.ref),
+    );
+  }
+
+  /**
+   * Prepares the blobs of a write (see the file's comment): undefined when it holds no value large
+   * enough and no reference, so the write goes as it always did. `plan` plans the write without
+   * writing, from inputs and the entries replays are compared with. A reference to a blob the
+   * tenant does not store, or a malformed one, is `invalid_request`; nothing is written then.
+   */
+  async prepare(
+    entries: readonly unknown[],
+    policy: BlobPolicy | undefined,
+    plan: (inputs: readonly unknown[], loaded: ReadonlyMap<string, StoredEntry>) => readonly StoredEntry[],
+  ): Promise<PreparedBlobs | undefined> {
+    const found = { large: false, refs: false };
+    scan(entries, policy?.minBytes ?? Number.POSITIVE_INFINITY, found);
+    if (!found.refs && !(found.large && policy && this.#host.env.BLOBS)) {
+      // No value will become a blob: entries named for a replay are still read whole.
+      return this.hasBlobs ? this.#prepared(entries, await this.#loaded(entries), new Map()) : undefined;
+    }
+    const inputs = found.refs ? await this.#resolve(entries) : entries;
+    const loaded = await this.#loaded(inputs);
+    if (!policy || !this.#host.env.BLOBS) return this.#prepared(inputs, loaded, new Map());
+    const values = new Map<string, BlobValue>();
+    const pending: Promise<void>[] = [];
+    for (const entry of plan(inputs, loaded)) {
+      for (const slot of blobSlots(entry)) {
+        if (values.has(slot.value) || slot.value.length * 3 < policy.minBytes) continue;
+        if (utf8Length(slot.value) < policy.minBytes) continue;
+        pending.push(
+          encodeBlob(slot).then((value) => {
+            if (value) values.set(slot.value, value);
+          }),
+        );
+      }
+    }
+    await Promise.all(pending);
+    await this.#claimAndUpload(values);
+    return this.#prepared(inputs, loaded, values);
+  }
+
+  /** References read back into values; `invalid_request` for one whose blob the tenant does not store. */
+  async #resolve(entries: readonly unknown[]): Promise<unknown[]> {
+    const refs = new Set<string>();
+    collectRefs(entries, refs);
+    if (!this.#host.env.BLOBS) {
+      throw new SessionError("invalid_request", "this service stores no blobs: an entry cannot refer to one");
+    }
+    const store = await this.#blobs();
+    let values: Map<string, string>;
+    try {
+      values = await store.read(refs);
+    } catch (error) {
+      if (error instanceof SessionError && error.code === "unavailable") {
+        throw new SessionError("invalid_request", "an entry refers to a blob this tenant does not store", {
+          blob: (error.details as { blob?: string } | undefined)?.blob,
+        });
+      }
+      throw error;
+    }
+    return replaceRefs(entries, values) as unknown[];
+  }
+
+  /** The entries the inputs name (by id) that hold blobs, with their values (a replay compares them). */
+  async #loaded(inputs: readonly unknown[]): Promise<Map<string, StoredEntry>> {
+    if (!this.hasBlobs) return new Map();
+    const ids: string[] = [];
+    for (const input of inputs) {
+      const id = (input as { id?: unknown } | null)?.id;
+      if (typeof id === "string") ids.push(id);
+    }
+    const held = this.#host.session.entriesHoldingBlobs(ids);
+    if (held.length === 0) return new Map();
+    return new Map((await this.fill(held)).map((entry) => [entry.id, entry]));
+  }
+
+  /** Claims the values' blobs in the tenant's ledger, uploads those it does not hold yet, records them. */
+  async #claimAndUpload(values: ReadonlyMap<string, BlobValue>): Promise<void> {
+    const known = this.#recorded([...values.values()].map((value) => value.ref));
+    const claimed = [...values.values()].filter((value) => !known.has(value.ref));
+    if (claimed.length === 0) return;
+    const store = await this.#blobs();
+    const byKey = new Map(claimed.map((value) => [store.key(value), value]));
+    const answers = unwrap(
+      (await this.#ledger().claimBlobs(
+        this.#owner(),
+        claimed.map((value) => ({ key: store.key(value), jsonBytes: value.jsonBytes })),
+      )) as Result<BlobClaim[]>,
+    );
+    const uploads = answers
+      .filter((answer) => "upload" in answer && answer.upload)
+      .map((answer) => answer.key);
+    await inParallel(uploads, (key) => store.put(byKey.get(key) as BlobValue));
+    if (uploads.length > 0) await this.#ledger().confirmBlobs(uploads);
+    this.#record(claimed);
+  }
+
+  #prepared(
+    inputs: readonly unknown[],
+    loaded: ReadonlyMap<string, StoredEntry>,
+    values: ReadonlyMap<string, BlobValue>,
+  ): PreparedBlobs {
+    return {
+      inputs,
+      loaded,
+      externalize: (writes) =>
+        values.size === 0
+          ? [...writes]
+          : writes.map((write) => {
+              const { seq, ...entry } = write.entry;
+              const stored = rewriteBlobSlots(entry, (slot) => values.get(slot.value)?.ref);
+              if (stored === entry) return write;
+              const json = JSON.stringify(stored);
+              const bytes = utf8Length(json);
+              return {
+                entry: { ...stored, seq } as StoredEntry,
+                json,
+                bytes,
+                blobBytes: write.bytes - bytes,
+              };
+            }),
+    };
+  }
+
+  /**
+   * Claims the blobs rows copied from a fork's source refer to, before they are written (so the
+   * source's purge cannot take them away meanwhile).
+   */
+  async claimCopied(rows: readonly CopiedRow[]): Promise<void> {
+    const refs = new Set<string>();
+    for (const row of rows) if (row.blob_bytes > 0) for (const ref of refsInJson(row.body)) refs.add(ref);
+    const known = this.#recorded([...refs]);
+    const claimed = [...refs].filter((ref) => !known.has(ref));
+    if (claimed.length === 0) return;
+    const store = await this.#blobs();
+    const keyOf = (ref: string) =>
+      store.key(parseBlobRef(ref) as NonNullable<ReturnType<typeof parseBlobRef>>);
+    const refOf = new Map(claimed.map((ref) => [keyOf(ref), ref]));
+    const answers = unwrap(
+      (await this.#ledger().claimBlobs(
+        this.#owner(),
+        claimed.map((ref) => ({ key: keyOf(ref) })),
+      )) as Result<BlobClaim[]>,
+    );
+    const recorded: Array<{ ref: string; jsonBytes: number }> = [];
+    for (const answer of answers) {
+      if ("missing" in answer) {
+        throw new SessionError(
+          "unavailable",
+          "a blob the fork's source holds is not in the tenant's ledger",
+          {
+            blob: answer.key,
+          },
+        );
+      }
+      recorded.push({ ref: refOf.get(answer.key) as string, jsonBytes: answer.jsonBytes });
+    }
+    this.#record(recorded);
+  }
+
+  /** Gives up every claim of this session (it is being purged); blobs no session holds are deleted. */
+  async release(): Promise<void> {
+    try {
+      if (!this.#host.env.BLOBS || !this.#host.session.exists) return;
+      unwrap((await this.#ledger().releaseBlobs(this.#owner())) as Result<void>);
+    } finally {
+      this.reset();
+    }
+  }
+
+  /** Entries with their blobs' values in place of references. */
+  async fill(entries: StoredEntry[]): Promise<StoredEntry[]> {
+    if (!this.hasBlobs) return entries;
+    const refs = new Set<string>();
+    for (const entry of entries) {
+      for (const slot of blobSlots(entry)) if (parseBlobRef(slot.value)) refs.add(slot.value);
+    }
+    if (refs.size === 0) return entries;
+    const values = await (await this.#blobs()).read(refs);
+    return entries.map((entry) => rewriteBlobSlots(entry, (slot) => values.get(slot.value)));
+  }
+
+  /** What each reference of a context or event stream becomes: its value, or a signed URL. */
+  async #answers(refs: string[], answer: BlobAnswer): Promise<Map<string, string>> {
+    const store = await this.#blobs();
+    if (!answer.urls) return store.read(refs);
+    const { env, jurisdiction } = this.#host;
+    const secret = env.BLOB_URL_SECRET;
+    if (!secret)
+      throw new SessionError("invalid_request", "this service signs no blob URLs (BLOB_URL_SECRET)");
+    const expires = Math.floor(Date.now() / 1000) + urlTtlSeconds(env.BLOB_URL_TTL_SECONDS);
+    const urls = new Map<string, string>();
+    for (const text of refs) {
+      const ref = parseBlobRef(text);
+      if (!ref) continue;
+      const address = { jurisdiction, tenantKey: store.tenantKey, kind: ref.kind, sha256: ref.sha256 };
+      urls.set(text, await signBlobUrl(secret, answer.origin, address, expires));
+    }
+    return urls;
+  }
+
+  /**
+   * A stream of JSON text (a context, Server-Sent Events) with its references answered as it passes:
+   * a chunk ending in the first part of a reference keeps that part for the next one.
+   */
+  async rehydrateStream(
+    stream: ReadableStream<Uint8Array>,
+    answer: BlobAnswer,
+  ): Promise<ReadableStream<Uint8Array>> {
+    if (!this.hasBlobs) return stream;
+    // Without a bucket the references cannot be answered: refused before anything is sent.
+    await this.#blobs();
+    return answerRefsInStream(stream, (refs) => this.#answers(refs, answer));
+  }
+
+  /**
+   * Reads ahead the values of the entries a WebSocket's replay round after `after` sends, for
+   * `fromWarm`: a round is sent synchronously, so its values must be at hand before it starts.
+   */
+  async warm(after: number): Promise<void> {
+    this.#warm = new Map();
+    if (!this.hasBlobs || !this.#host.session.exists) return;
+    const { session, sql } = this.#host;
+    const bound = session.lastSeq();
+    const refs = new Set<string>();
+    let chars = 0;
+    for (let cursor = after; cursor < bound && chars < WARM_CHARS; ) {
+      const page = session.entriesAfter(cursor, bound, 64);
+      if (page.length === 0) break;
+      for (const entry of page) {
+        const held = blobSlots(entry)
+          .map((slot) => slot.value)
+          .filter((value) => parseBlobRef(value));
+        for (const ref of held) refs.add(ref);
+        const sizes = held.length
+          ? sql<{ bytes: number }>`SELECT total(json_bytes) AS bytes FROM session_blobs
+              WHERE ref IN (SELECT value FROM json_each(${JSON.stringify(held)}))`.one().bytes
+          : 0;
+        chars += JSON.stringify(entry).length + sizes;
+        cursor = entry.seq;
+        if (chars >= WARM_CHARS) break;
+      }
+    }
+    if (refs.size > 0) this.#warm = await (await this.#blobs()).read(refs);
+  }
+
+  /**
+   * Replayed entries with the values read ahead by `warm`, up to the first whose value was not:
+   * the round stops there and the watcher is told to ask again, which reads the next ones ahead.
+   */
+  fromWarm(entries: StoredEntry[]): StoredEntry[] {
+    if (!this.hasBlobs) return entries;
+    const ready: StoredEntry[] = [];
+    for (const entry of entries) {
+      let missing = false;
+      const filled = rewriteBlobSlots(entry, (slot) => {
+        if (!parseBlobRef(slot.value)) return undefined;
+        const value = this.#warm.get(slot.value);
+        if (value === undefined) missing = true;
+        return value;
+      });
+      if (missing) break;
+      ready.push(filled);
+    }
+    return ready;
+  }
+}

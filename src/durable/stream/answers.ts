@@ -1,0 +1,69 @@
+import type { SessionError } from "../../core/internal";
+import { ERROR_STATUS } from "../../core/internal";
+import type { Position } from "./offsets";
+import { formatOffset } from "./offsets";
+import { HEADER } from "./protocol";
+import type { StreamState } from "./store";
+
+/*
+ * The answers a stream gives. Every one carries the protocol's browser safety headers
+ * (PROTOCOL.md 12.7): no MIME sniffing, and no embedding by pages of other origins (a page's
+ * `<script src>` to a local server would otherwise read a stream as the dev tenant).
+ */
+
+export const SAFETY_HEADERS: Readonly<Record<string, string>> = {
+  "X-Content-Type-Options": "nosniff",
+  "Cross-Origin-Resource-Policy": "same-origin",
+};
+
+export function answer(
+  status: number,
+  headers: Record<string, string>,
+  body: BodyInit | null = null,
+): Response {
+  return new Response(body, { status, headers: { ...SAFETY_HEADERS, ...headers } });
+}
+
+/** Where the stream's tail is, and whether it is closed. */
+export function tailHeaders(stream: StreamState, tail: Position = stream.tail): Record<string, string> {
+  return { [HEADER.nextOffset]: formatOffset(tail), ...(stream.closed ? { [HEADER.closed]: "true" } : {}) };
+}
+
+/** A stream's metadata: its content type, where it ends, how it expires. */
+export function metadataHeaders(stream: StreamState): Record<string, string> {
+  const { ttlSeconds, expiresAt } = stream.expiry;
+  return {
+    "Content-Type": stream.contentType,
+    ...tailHeaders(stream),
+    ...(ttlSeconds === null ? {} : { [HEADER.ttl]: String(ttlSeconds) }),
+    ...(expiresAt === null ? {} : { [HEADER.expiresAt]: new Date(expiresAt).toISOString() }),
+  };
+}
+
+/** Headers the protocol asks for beside some errors, read from the error's details. */
+function errorHeaders(error: SessionError): Record<string, string> {
+  const details = (error.details ?? {}) as Record<string, unknown>;
+  const headers: Record<string, string> = {};
+  if (error.code === "stream_closed") {
+    headers[HEADER.closed] = "true";
+    if (typeof details.nextOffset === "string") headers[HEADER.nextOffset] = details.nextOffset;
+  }
+  if (error.code === "stale_epoch" && typeof details.currentEpoch === "number") {
+    headers[HEADER.producerEpoch] = String(details.currentEpoch);
+  }
+  if (error.code === "sequence_conflict" && typeof details.expectedSeq === "number") {
+    headers[HEADER.producerExpectedSeq] = String(details.expectedSeq);
+    headers[HEADER.producerReceivedSeq] = String(details.receivedSeq);
+  }
+  return headers;
+}
+
+/** The service's error envelope, with the protocol's headers where it asks for them. */
+export function errorAnswer(error: SessionError, requestId: string | null): Response {
+  const body = { error: { ...error.toJSON(), ...(requestId ? { requestId } : {}) } };
+  return answer(
+    ERROR_STATUS[error.code],
+    { "Content-Type": "application/json", ...errorHeaders(error) },
+    JSON.stringify(body),
+  );
+}

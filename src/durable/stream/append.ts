@@ -1,0 +1,115 @@
+import { SessionError } from "../../core/internal";
+import { answer, tailHeaders } from "./answers";
+import { readBody } from "./body";
+import type { StreamContext } from "./context";
+import { recordsOf } from "./create";
+import { formatOffset } from "./offsets";
+import type { ProducerLanes } from "./producers";
+import { checkProducer, staleEpoch } from "./producers";
+import type { AppendRequest } from "./protocol";
+import { HEADER, MAX_APPEND_BYTES, mediaType, readAppendRequest } from "./protocol";
+import type { StreamState } from "./store";
+
+/*
+ * POST: append to a stream, close it (`Stream-Closed: true`, with or without a last append), or
+ * both at once. The checks run in the order the protocol gives them: a closed stream first, then
+ * the content type, the producer's sequence, and `Stream-Seq`; a refused append writes nothing.
+ * From the last check to the write nothing awaits, so no other request comes between them.
+ */
+
+function producerHeaders(epoch: number, seq: number): Record<string, string> {
+  return { [HEADER.producerEpoch]: String(epoch), [HEADER.producerSeq]: String(seq) };
+}
+
+/** What an append to a closed stream gets: a duplicate of the closing append is a success. */
+function closedStream(
+  context: StreamContext,
+  stream: StreamState,
+  input: AppendRequest,
+  empty: boolean,
+): Response {
+  const { producer } = input;
+  if (producer) {
+    const by = stream.closedBy;
+    if (by && by.id === producer.id && by.epoch === producer.epoch && by.seq === producer.seq) {
+      return answer(204, { ...tailHeaders(stream), ...producerHeaders(by.epoch, by.seq) });
+    }
+    const state = context.store.producer(stream, producer.id);
+    if (state && producer.epoch < state.epoch) throw staleEpoch(state.epoch, producer.epoch);
+  } else if (empty && input.close) {
+    return answer(204, tailHeaders(stream));
+  }
+  throw new SessionError("stream_closed", "the stream is closed: it takes no more data", {
+    nextOffset: formatOffset(stream.tail),
+  });
+}
+
+export function appendToStream(
+  context: StreamContext,
+  lanes: ProducerLanes,
+  request: Request,
+  key: string,
+): Promise<Response> {
+  const input = readAppendRequest(request.headers);
+  const run = () => append(context, request, key, input);
+  return input.producer ? lanes.run(JSON.stringify([key, input.producer.id]), run) : run();
+}
+
+async function append(
+  context: StreamContext,
+  request: Request,
+  key: string,
+  input: AppendRequest,
+): Promise<Response> {
+  // Refused before its body is read, when the stream is not there.
+  await context.visible(key);
+  const body = await readBody(request, MAX_APPEND_BYTES);
+  const stream = await context.visible(key);
+  const empty = body.byteLength === 0;
+  if (empty && !input.close) {
+    throw new SessionError("invalid_request", "an append needs a body (send Stream-Closed: true to close)");
+  }
+  if (!empty && input.contentType === null) {
+    throw new SessionError("invalid_request", "an append with a body needs a Content-Type");
+  }
+  if (stream.closed) return closedStream(context, stream, input, empty);
+  if (!empty && mediaType(input.contentType) !== mediaType(stream.contentType)) {
+    throw new SessionError("content_type_mismatch", `this stream takes ${stream.contentType}`, {
+      contentType: stream.contentType,
+    });
+  }
+  const records = recordsOf(stream.contentType, body);
+  if (!empty && records.length === 0) {
+    throw new SessionError("invalid_request", "an empty JSON array appends nothing");
+  }
+  const { producer } = input;
+  if (producer) {
+    const verdict = checkProducer(context.store.producer(stream, producer.id), producer);
+    if (verdict.kind === "duplicate") {
+      return answer(204, { ...tailHeaders(stream), ...producerHeaders(producer.epoch, verdict.lastSeq) });
+    }
+  }
+  if (input.streamSeq !== null && stream.lastSeq !== null && input.streamSeq <= stream.lastSeq) {
+    throw new SessionError("sequence_conflict", "Stream-Seq must be above the last one appended", {
+      lastSeq: stream.lastSeq,
+      seq: input.streamSeq,
+    });
+  }
+  const tail = context.transact(() =>
+    context.store.append(stream, {
+      records,
+      close: input.close,
+      producer,
+      streamSeq: input.streamSeq,
+      now: context.now(),
+    }),
+  );
+  context.written(stream);
+  const headers = {
+    [HEADER.nextOffset]: formatOffset(tail),
+    ...(input.close ? { [HEADER.closed]: "true" } : {}),
+    ...(producer ? producerHeaders(producer.epoch, producer.seq) : {}),
+  };
+  // A producer's new data is 200 (a duplicate is 204), so the two can be told apart.
+  return answer(producer && !empty ? 200 : 204, headers);
+}

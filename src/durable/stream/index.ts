@@ -1,0 +1,22 @@
+export { SAFETY_HEADERS } from "./answers";
+export { refuseBody } from "./body";
+export { STREAM_ROUTE, streamKeyOf, streamObjectName } from "./paths";
+export {
+  ANSWER_HEADERS,
+  LONG_POLL_MS,
+  MAX_APPEND_BYTES,
+  MAX_TTL_SECONDS,
+  READ_PAGE_BYTES,
+  REQUEST_HEADERS,
+  SSE_MAX_MS,
+} from "./protocol";
+export type { ForkPoint, ForkPointRequest, RecordPage, StreamSources } from "./sources";
+export type { StreamState } from "./store";
+export { StreamStore } from "./store";
+export {
+  STREAM_KEY_HEADER,
+  STREAM_REQUEST_ID_HEADER,
+  STREAM_TENANT_HEADER,
+  StreamObject,
+} from "./stream-object";
+export { DurableStreams } from "./streams";

@@ -1,0 +1,280 @@
+import { SessionError } from "../../core/internal";
+import { answer, tailHeaders } from "./answers";
+import type { StreamContext } from "./context";
+import { streamCursor } from "./cursor";
+import type { Position } from "./offsets";
+import { formatOffset, parseOffsetRequest, START } from "./offsets";
+import {
+  HEADER,
+  HELD_PAGE_BYTES,
+  isTextType,
+  LONG_POLL_MS,
+  READ_PAGE_BYTES,
+  readReadRequest,
+  SSE_KEEPALIVE_MS,
+  SSE_MAX_MS,
+} from "./protocol";
+import type { RecordPage } from "./sources";
+import type { Control } from "./sse";
+import { base64, controlEvent, dataEvent, KEEPALIVE } from "./sse";
+import type { PagePlan, StreamState } from "./store";
+import { entityTag } from "./store";
+
+/*
+ * GET: read a stream from an offset. A catch-up read answers one page (up to READ_PAGE_BYTES) and
+ * says where the next starts; a long-poll at the tail waits for data; SSE sends pages as events
+ * and follows the stream live. A reader costs the object one block at a time (a catch-up page is
+ * read as it is sent) or one held page (an SSE event, what a fork inherits), never the stream.
+ */
+
+/** Caches may keep a full page of history (its bytes never change); the tail is revalidated. */
+const HISTORY_CACHE = "private, max-age=60, stale-while-revalidate=300";
+const TAIL_CACHE = "private, no-cache";
+
+const textDecoder = new TextDecoder();
+const textEncoder = new TextEncoder();
+
+/** A page as the reader gets it: the records' bytes, or for JSON one array of the messages. */
+function encodePage(stream: StreamState, page: RecordPage | null): Uint8Array {
+  const pieces = page?.pieces ?? [];
+  const separators = stream.json ? Math.max(pieces.length - 1, 0) + 2 : 0;
+  let size = separators;
+  for (const piece of pieces) size += piece.byteLength;
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  if (stream.json) bytes[at++] = 0x5b; // [
+  pieces.forEach((piece, i) => {
+    if (stream.json && i > 0) bytes[at++] = 0x2c; // ,
+    bytes.set(piece, at);
+    at += piece.byteLength;
+  });
+  if (stream.json) bytes[at++] = 0x5d; // ]
+  return bytes;
+}
+
+function matches(ifNoneMatch: string | null, etag: string): boolean {
+  if (ifNoneMatch === null) return false;
+  return ifNoneMatch.split(",").some((tag) => {
+    const trimmed = tag.trim();
+    return trimmed === "*" || trimmed.replace(/^W\//, "") === etag;
+  });
+}
+
+/**
+ * Records from `from` on, read whole (an SSE event, or what a fork inherits), checked to begin
+ * where the reader stands; null at `until`.
+ */
+async function heldPage(
+  context: StreamContext,
+  stream: StreamState,
+  from: Position,
+  until: number,
+): Promise<RecordPage | null> {
+  const page = await context.page(stream, from.records, until, HELD_PAGE_BYTES);
+  if (page && page.start !== from.bytes)
+    throw new SessionError("invalid_request", "not an offset of this stream");
+  return page;
+}
+
+/** A planned page's body, each block read as the reader takes the part before it. */
+function pageBody(context: StreamContext, stream: StreamState, plan: PagePlan): ReadableStream<Uint8Array> {
+  let next = 0;
+  return new ReadableStream<Uint8Array>(
+    {
+      pull(controller) {
+        const part = plan.parts[next];
+        if (!part) return controller.close();
+        const data = context.store.blockData(stream, part.first);
+        if (!data) return controller.error(new Error("the stream went while it was read"));
+        const piece = data.subarray(part.from, part.to);
+        // JSON: the array's brackets around the pieces, commas between them.
+        const before = stream.json ? 1 : 0;
+        const after = stream.json && next === plan.parts.length - 1 ? 1 : 0;
+        const bytes = new Uint8Array(before + piece.byteLength + after);
+        if (before) bytes[0] = next === 0 ? 0x5b : 0x2c; // [ or ,
+        bytes.set(piece, before);
+        if (after) bytes[bytes.length - 1] = 0x5d; // ]
+        controller.enqueue(bytes);
+        next += 1;
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+async function catchUp(
+  context: StreamContext,
+  stream: StreamState,
+  from: Position,
+  request: Request,
+  cursor: string | null,
+): Promise<Response> {
+  // A page that starts in what a fork inherits is read whole (from the source's object, then the
+  // fork's own records after), a held page at most; the stream's own records are planned, and
+  // read as they are sent.
+  const fork = stream.fork;
+  let next = from;
+  let body: () => BodyInit = () => encodePage(stream, null);
+  if (fork && from.records < fork.inherited.records) {
+    const page = await heldPage(context, stream, from, stream.tail.records);
+    next = page ? page.end : from;
+    body = () => encodePage(stream, page);
+  } else {
+    const plan = context.store.plan(stream, from.records, stream.tail.records, READ_PAGE_BYTES);
+    if (plan && plan.start !== from.bytes)
+      throw new SessionError("invalid_request", "not an offset of this stream");
+    if (plan) {
+      next = plan.end;
+      body = () => pageBody(context, stream, plan);
+    }
+  }
+  const upToDate = next.records === stream.tail.records;
+  const closedAtEnd = upToDate && stream.closed;
+  const etag = entityTag(stream, from, next, closedAtEnd);
+  const headers: Record<string, string> = {
+    [HEADER.nextOffset]: formatOffset(next),
+    ...(upToDate ? { [HEADER.upToDate]: "true" } : {}),
+    ...(closedAtEnd ? { [HEADER.closed]: "true" } : {}),
+    ...(cursor === null ? {} : { [HEADER.cursor]: cursor }),
+    ETag: etag,
+    "Cache-Control": upToDate ? TAIL_CACHE : HISTORY_CACHE,
+  };
+  if (matches(request.headers.get("If-None-Match"), etag)) return answer(304, headers);
+  return answer(200, { "Content-Type": stream.contentType, ...headers }, body());
+}
+
+/** `offset=now` without waiting: no data, and where the tail is. */
+function atTail(stream: StreamState): Response {
+  return answer(
+    200,
+    {
+      "Content-Type": stream.contentType,
+      ...tailHeaders(stream),
+      [HEADER.upToDate]: "true",
+      "Cache-Control": "no-store",
+    },
+    stream.json ? "[]" : null,
+  );
+}
+
+/** The stream under `key`, still the one the read began on. */
+function stillThere(context: StreamContext, key: string, incarnation: string): StreamState | undefined {
+  const stream = context.store.get(key);
+  return stream && stream.incarnation === incarnation && !stream.deleted ? stream : undefined;
+}
+
+async function longPoll(
+  context: StreamContext,
+  key: string,
+  incarnation: string,
+  from: Position,
+  echoed: string | null,
+  request: Request,
+): Promise<Response> {
+  const deadline = context.now() + LONG_POLL_MS;
+  for (;;) {
+    const stream = stillThere(context, key, incarnation);
+    if (!stream) throw new SessionError("not_found", "the stream was deleted");
+    const cursor = streamCursor(context.now(), echoed);
+    if (from.records < stream.tail.records) return catchUp(context, stream, from, request, cursor);
+    const waited = { ...tailHeaders(stream), [HEADER.upToDate]: "true", "Cache-Control": "no-store" };
+    // A closed stream at its tail has nothing more to wait for: EOF, at once.
+    if (stream.closed) return answer(204, waited);
+    const remaining = deadline - context.now();
+    if (remaining <= 0) return answer(204, { ...waited, [HEADER.cursor]: cursor });
+    await context.waiters.wait(incarnation, remaining, request.signal);
+  }
+}
+
+function sse(
+  context: StreamContext,
+  key: string,
+  opening: StreamState,
+  from: Position,
+  echoed: string | null,
+): Response {
+  const { incarnation } = opening;
+  const textual = isTextType(opening.contentType);
+  const opened = context.now();
+  const stop = new AbortController();
+  let position = from;
+  // Whether the last control event told the reader it is at the tail.
+  let toldUpToDate = false;
+  const control = (stream: StreamState, next: Position): Control => {
+    const upToDate = next.records === stream.tail.records;
+    const closed = upToDate && stream.closed;
+    return {
+      streamNextOffset: formatOffset(next),
+      ...(closed ? {} : { streamCursor: streamCursor(context.now(), echoed) }),
+      ...(upToDate ? { upToDate: true } : {}),
+      ...(closed ? { streamClosed: true } : {}),
+    };
+  };
+  const body = new ReadableStream<Uint8Array>(
+    {
+      pull: async (controller) => {
+        for (;;) {
+          const stream = stillThere(context, key, incarnation);
+          if (!stream) return controller.close();
+          if (position.records < stream.tail.records) {
+            const page = (await heldPage(context, stream, position, stream.tail.records)) as RecordPage;
+            if (stop.signal.aborted) return;
+            const bytes = encodePage(stream, page);
+            const next = page.end;
+            const event = control(stream, next);
+            const payload = textual ? textDecoder.decode(bytes) : base64(bytes);
+            controller.enqueue(textEncoder.encode(dataEvent(payload) + controlEvent(event)));
+            position = next;
+            toldUpToDate = event.upToDate === true;
+            if (event.streamClosed) controller.close();
+            return;
+          }
+          if (stream.closed || !toldUpToDate) {
+            const event = control(stream, position);
+            controller.enqueue(textEncoder.encode(controlEvent(event)));
+            toldUpToDate = true;
+            if (event.streamClosed) controller.close();
+            return;
+          }
+          // Connections end now and then, so caches can gather readers; the reader resumes.
+          const remaining = opened + SSE_MAX_MS - context.now();
+          if (remaining <= 0) return controller.close();
+          const changed = await context.waiters.wait(
+            incarnation,
+            Math.min(remaining, SSE_KEEPALIVE_MS),
+            stop.signal,
+          );
+          if (stop.signal.aborted) return;
+          if (!changed) {
+            controller.enqueue(textEncoder.encode(KEEPALIVE));
+            return;
+          }
+        }
+      },
+      cancel: () => stop.abort(),
+    },
+    { highWaterMark: 0 },
+  );
+  return answer(
+    200,
+    {
+      "Content-Type": "text/event-stream",
+      "Cache-Control": "no-cache",
+      ...(textual ? {} : { [HEADER.sseEncoding]: "base64" }),
+    },
+    body,
+  );
+}
+
+export async function readStream(context: StreamContext, request: Request, key: string): Promise<Response> {
+  const query = readReadRequest(new URL(request.url));
+  const offset = parseOffsetRequest(query.offset ?? "-1");
+  const stream = await context.visible(key);
+  context.renew(stream);
+  if (offset.kind === "at") await context.checkPosition(stream, offset.position);
+  const from = offset.kind === "start" ? START : offset.kind === "now" ? stream.tail : offset.position;
+  if (query.live === "long-poll")
+    return longPoll(context, key, stream.incarnation, from, query.cursor, request);
+  if (query.live === "sse") return sse(context, key, stream, from, query.cursor);
+  return offset.kind === "now" ? atTail(stream) : catchUp(context, stream, from, request, null);
+}

@@ -1,0 +1,449 @@
+import type { Sql } from "../sql";
+import { sqlOf } from "../sql";
+import type { Block } from "./blocks";
+import { BLOCK_BYTES, bytesOf, packed, recordCount, recordStart, separatorOf, sliceRecords } from "./blocks";
+import type { Position } from "./offsets";
+import { formatOffset } from "./offsets";
+import type { Expiry, Producer } from "./protocol";
+import { isJsonType } from "./protocol";
+import { hasStreamSchema, updateStreamSchema } from "./schema";
+import type { RecordPage } from "./sources";
+
+/*
+ * Streams in an object's SQLite, by key: one stream in a stream's own object, several in an object
+ * that hosts them beside its own data. Every method is synchronous and writes through the object's
+ * storage, so a caller may group several (append the last data, close the stream, and write its
+ * own rows) in one `ctx.storage.transactionSync`. Data is read a page at a time, never whole.
+ */
+
+/** Where a fork's inherited data comes from. */
+export interface ForkLink {
+  /** The source stream's key, as the host resolves it. */
+  source: string;
+  /** The offset the fork was asked for (or the source's tail when none was given). */
+  offset: string;
+  subOffset: number;
+  /** Records before this position are the source's. */
+  inherited: Position;
+}
+
+export interface StreamState {
+  id: number;
+  key: string;
+  /** Random per stream: a stream made again under a deleted one's key never looks like it. */
+  incarnation: string;
+  contentType: string;
+  json: boolean;
+  expiry: Expiry;
+  /** When a read or write last renewed a sliding expiry. */
+  renewedAt: number;
+  closed: boolean;
+  /** The producer append that closed the stream: its retry is a duplicate, not a conflict. */
+  closedBy: Producer | null;
+  tail: Position;
+  /** The highest `Stream-Seq` appended. */
+  lastSeq: string | null;
+  fork: ForkLink | null;
+  /** Forks reading this stream's data. */
+  forks: number;
+  /** Deleted while forks still read it: kept for them, gone for everyone else. */
+  deleted: boolean;
+}
+
+/** Part of a block in a planned page: its data from `from` to `to`, whole records. */
+export interface PagePart {
+  first: number;
+  from: number;
+  to: number;
+}
+
+/** A page planned, not yet read: where it begins and ends, and the parts of blocks it is made of. */
+export interface PagePlan {
+  /** Bytes of the stream before its first record. */
+  start: number;
+  end: Position;
+  parts: PagePart[];
+}
+
+export interface NewStream {
+  contentType: string;
+  expiry: Expiry;
+  closed: boolean;
+  fork: ForkLink | null;
+  now: number;
+}
+
+export interface AppendWrite {
+  /** Records to add, each with the end of its append's batch. */
+  records: readonly Uint8Array[];
+  close: boolean;
+  /** The producer whose append this is, recorded with its sequence number. */
+  producer: Producer | null;
+  streamSeq: string | null;
+  now: number;
+}
+
+type StreamRow = {
+  id: number;
+  key: string;
+  incarnation: string;
+  content_type: string;
+  ttl_seconds: number | null;
+  expires_at: number | null;
+  renewed_at: number;
+  closed: number;
+  closed_by: string | null;
+  tail_records: number;
+  tail_bytes: number;
+  last_seq: string | null;
+  fork_source: string | null;
+  fork_offset: string | null;
+  fork_sub_offset: number | null;
+  fork_records: number | null;
+  fork_bytes: number | null;
+  forks: number;
+  deleted_at: number | null;
+};
+
+function stateOf(row: StreamRow): StreamState {
+  return {
+    id: row.id,
+    key: row.key,
+    incarnation: row.incarnation,
+    contentType: row.content_type,
+    json: isJsonType(row.content_type),
+    expiry: { ttlSeconds: row.ttl_seconds, expiresAt: row.expires_at },
+    renewedAt: row.renewed_at,
+    closed: row.closed === 1,
+    closedBy: row.closed_by === null ? null : (JSON.parse(row.closed_by) as Producer),
+    tail: { records: row.tail_records, bytes: row.tail_bytes },
+    lastSeq: row.last_seq,
+    fork:
+      row.fork_source === null
+        ? null
+        : {
+            source: row.fork_source,
+            offset: row.fork_offset as string,
+            subOffset: row.fork_sub_offset ?? 0,
+            inherited: { records: row.fork_records as number, bytes: row.fork_bytes as number },
+          },
+    forks: row.forks,
+    deleted: row.deleted_at !== null,
+  };
+}
+
+type BlockRow = {
+  first: number;
+  start: number;
+  ends: ArrayBuffer;
+  batch_ends: ArrayBuffer;
+  data: ArrayBuffer;
+};
+
+function blockOf(row: BlockRow): Block {
+  return {
+    first: row.first,
+    start: row.start,
+    ends: new Uint32Array(row.ends),
+    batchEnds: new Uint32Array(row.batch_ends),
+    data: new Uint8Array(row.data),
+  };
+}
+
+/** When a stream expires, if it does: its fixed end, or its sliding window from the last renewal. */
+export function deadlineOf(stream: Pick<StreamState, "expiry" | "renewedAt">): number | null {
+  const { expiresAt, ttlSeconds } = stream.expiry;
+  if (expiresAt !== null) return expiresAt;
+  return ttlSeconds === null ? null : stream.renewedAt + ttlSeconds * 1000;
+}
+
+function newIncarnation(): string {
+  return [...crypto.getRandomValues(new Uint8Array(8))].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export class StreamStore {
+  readonly #storage: SqlStorage;
+  readonly #sql: Sql;
+  /**
+   * Whether the tables exist. They are made by the first create, so an object only ever asked
+   * about streams it does not have stores nothing.
+   */
+  #ready: boolean;
+
+  /** Opens the store in `storage`, updating its tables if it has them (call it inside a transaction). */
+  constructor(storage: SqlStorage) {
+    this.#storage = storage;
+    this.#sql = sqlOf(storage);
+    this.#ready = hasStreamSchema(this.#sql);
+    if (this.#ready) updateStreamSchema(storage);
+  }
+
+  get(key: string): StreamState | undefined {
+    if (!this.#ready) return undefined;
+    const row = this.#sql<StreamRow>`SELECT * FROM streams WHERE key = ${key}`.toArray()[0];
+    return row && stateOf(row);
+  }
+
+  /**
+   * A new stream whose first data (after what it inherits, if it is a fork) is `batches`: each a
+   * list of records written as one append.
+   */
+  create(key: string, stream: NewStream, batches: readonly (readonly Uint8Array[])[]): StreamState {
+    if (!this.#ready) {
+      updateStreamSchema(this.#storage);
+      this.#ready = true;
+    }
+    const { fork } = stream;
+    const start = fork?.inherited ?? { records: 0, bytes: 0 };
+    this.#sql`INSERT INTO streams (key, incarnation, content_type, ttl_seconds, expires_at, renewed_at,
+        tail_records, tail_bytes, fork_source, fork_offset, fork_sub_offset, fork_records, fork_bytes)
+      VALUES (${key}, ${newIncarnation()}, ${stream.contentType}, ${stream.expiry.ttlSeconds},
+        ${stream.expiry.expiresAt}, ${stream.now}, ${start.records}, ${start.bytes}, ${fork?.source ?? null},
+        ${fork?.offset ?? null}, ${fork?.subOffset ?? null}, ${fork?.inherited.records ?? null},
+        ${fork?.inherited.bytes ?? null})`;
+    const created = this.get(key) as StreamState;
+    let tail = created.tail;
+    for (const batch of batches) tail = this.#write(created, batch, tail);
+    if (stream.closed) this.#sql`UPDATE streams SET closed = 1 WHERE id = ${created.id}`;
+    return this.get(key) as StreamState;
+  }
+
+  /**
+   * Adds records after the tail as one append (one batch), closes the stream when asked, and
+   * records the producer's sequence and the `Stream-Seq`. Answers the new tail.
+   */
+  append(stream: StreamState, write: AppendWrite): Position {
+    const tail = this.#write(stream, write.records, stream.tail);
+    const closedBy = write.close && write.producer ? JSON.stringify(write.producer) : null;
+    this.#sql`UPDATE streams SET renewed_at = ${write.now},
+        last_seq = coalesce(${write.streamSeq}, last_seq),
+        closed = max(closed, ${write.close ? 1 : 0}),
+        closed_by = coalesce(closed_by, ${closedBy})
+      WHERE id = ${stream.id}`;
+    if (write.producer) {
+      const { id, epoch, seq } = write.producer;
+      this.#sql`INSERT INTO stream_producers (stream_id, producer, epoch, last_seq)
+        VALUES (${stream.id}, ${id}, ${epoch}, ${seq})
+        ON CONFLICT (stream_id, producer) DO UPDATE SET epoch = excluded.epoch, last_seq = excluded.last_seq`;
+    }
+    return tail;
+  }
+
+  /**
+   * Writes records after `from` as one append: into the last block while it has room, else as a
+   * block of their own. Answers the new tail.
+   */
+  #write(stream: StreamState, records: readonly Uint8Array[], from: Position): Position {
+    if (records.length === 0) return from;
+    const separator = separatorOf(stream.json);
+    let bytes = 0;
+    for (const record of records) bytes += record.byteLength;
+    // The last block takes the append when it ends where the append begins (a fork's first append
+    // starts its own block after what it inherits) and has room; only then is it read whole.
+    const last = this.#sql<{ first: number; size: number; count: number }>`SELECT first,
+        length(data) AS size, length(ends) / 4 AS count
+      FROM stream_blocks WHERE stream_id = ${stream.id} ORDER BY first DESC LIMIT 1`.toArray()[0];
+    const extend =
+      last !== undefined &&
+      last.first + last.count === from.records &&
+      last.size + bytes + separator * records.length <= BLOCK_BYTES;
+    if (extend) {
+      const block = this.#block(stream, last.first);
+      const { ends, batchEnds, data } = packed(block, records, separator);
+      this.#sql`UPDATE stream_blocks SET ends = ${bytesOf(ends)}, batch_ends = ${bytesOf(batchEnds)},
+          data = ${bytesOf(data)}
+        WHERE stream_id = ${stream.id} AND first = ${last.first}`;
+    } else {
+      const { ends, batchEnds, data } = packed(undefined, records, separator);
+      this.#sql`INSERT INTO stream_blocks (stream_id, first, start, ends, batch_ends, data)
+        VALUES (${stream.id}, ${from.records}, ${from.bytes}, ${bytesOf(ends)}, ${bytesOf(batchEnds)},
+          ${bytesOf(data)})`;
+    }
+    const tail = { records: from.records + records.length, bytes: from.bytes + bytes };
+    this.#sql`UPDATE streams SET tail_records = ${tail.records}, tail_bytes = ${tail.bytes}
+      WHERE id = ${stream.id}`;
+    return tail;
+  }
+
+  #block(stream: StreamState, first: number): Block {
+    const row = this.#sql<BlockRow>`SELECT first, start, ends, batch_ends, data FROM stream_blocks
+      WHERE stream_id = ${stream.id} AND first = ${first}`.one();
+    return blockOf(row);
+  }
+
+  /** A producer's epoch and last sequence number on a stream, if it wrote there. */
+  producer(stream: StreamState, producerId: string): { epoch: number; lastSeq: number } | undefined {
+    const row = this.#sql<{ epoch: number; last_seq: number }>`SELECT epoch, last_seq FROM stream_producers
+      WHERE stream_id = ${stream.id} AND producer = ${producerId}`.toArray()[0];
+    return row && { epoch: row.epoch, lastSeq: row.last_seq };
+  }
+
+  /**
+   * Own records from number `from` on and before `until`, in order, until `maxBytes` are
+   * reached: at least one when there is one, so a record larger than the page still goes out.
+   * The pieces are views of the blocks read; null when there is no record to give.
+   */
+  page(stream: StreamState, from: number, until: number, maxBytes: number): RecordPage | null {
+    const separator = separatorOf(stream.json);
+    const pieces: Uint8Array[] = [];
+    let page: Omit<RecordPage, "pieces"> | undefined;
+    let next = from;
+    let bytes = 0;
+    const rows = this.#sql<BlockRow>`SELECT first, start, ends, batch_ends, data FROM stream_blocks
+      WHERE stream_id = ${stream.id} AND first < ${until} AND first >= coalesce(
+        (SELECT max(first) FROM stream_blocks WHERE stream_id = ${stream.id} AND first <= ${from}), 0)
+      ORDER BY first`;
+    for (const row of rows) {
+      const block = blockOf(row);
+      const index = next - block.first;
+      const stop = Math.min(recordCount(block), until - block.first);
+      if (index < 0 || index >= stop) continue;
+      const slice = sliceRecords(
+        block,
+        index,
+        stop,
+        pieces.length === 0 ? maxBytes : maxBytes - bytes,
+        separator,
+      );
+      if (pieces.length > 0 && bytes + slice.bytes > maxBytes) break;
+      page ??= {
+        first: from,
+        start: recordStart(block, index, separator),
+        end: { records: from, bytes: 0 },
+        batchEnd: Math.min(block.first + (block.batchEnds[index] as number), until),
+      };
+      pieces.push(slice.piece);
+      next += slice.records;
+      bytes += slice.bytes;
+      if (bytes >= maxBytes || index + slice.records < stop) break;
+    }
+    if (!page) return null;
+    return { ...page, end: { records: next, bytes: page.start + bytes }, pieces };
+  }
+
+  /**
+   * A page of own records from number `from` on and before `until`, planned from the blocks'
+   * sizes without reading their data: whole blocks after the first (cut only where `until`
+   * falls), stopping before the block that would take it past `maxBytes` (one block at least).
+   * `blockData` then reads each part as the answer is sent, so a reader holds one block at a time.
+   */
+  plan(stream: StreamState, from: number, until: number, maxBytes: number): PagePlan | null {
+    const separator = separatorOf(stream.json);
+    const parts: PagePart[] = [];
+    let start = 0;
+    let bytes = 0;
+    let next = from;
+    const rows = this.#sql<{ first: number; start: number; size: number; count: number }>`SELECT first, start,
+        length(data) AS size, length(ends) / 4 AS count
+      FROM stream_blocks WHERE stream_id = ${stream.id} AND first < ${until} AND first >= coalesce(
+        (SELECT max(first) FROM stream_blocks WHERE stream_id = ${stream.id} AND first <= ${from}), 0)
+      ORDER BY first`.toArray();
+    for (const row of rows) {
+      const index = next - row.first;
+      if (index < 0 || index >= row.count) continue;
+      const stop = Math.min(row.count, until - row.first);
+      const ends = index > 0 || stop < row.count ? this.#ends(stream, row.first) : undefined;
+      const dataFrom = index === 0 ? 0 : (ends?.[index - 1] as number) + separator;
+      const dataTo = stop === row.count ? row.size : (ends?.[stop - 1] as number);
+      const partBytes = dataTo - dataFrom - (stop - index - 1) * separator;
+      if (parts.length > 0 && bytes + partBytes > maxBytes) break;
+      if (parts.length === 0) start = row.start + dataFrom - index * separator;
+      parts.push({ first: row.first, from: dataFrom, to: dataTo });
+      bytes += partBytes;
+      next = row.first + stop;
+      if (bytes >= maxBytes || stop < row.count) break;
+    }
+    return parts.length === 0 ? null : { start, end: { records: next, bytes: start + bytes }, parts };
+  }
+
+  /** The data of one block, as `plan` named it (undefined once the stream is gone). */
+  blockData(stream: StreamState, first: number): Uint8Array | undefined {
+    const row = this.#sql<{ data: ArrayBuffer }>`SELECT data FROM stream_blocks
+      WHERE stream_id = ${stream.id} AND first = ${first}`.toArray()[0];
+    return row && new Uint8Array(row.data);
+  }
+
+  #ends(stream: StreamState, first: number): Uint32Array {
+    const row = this.#sql<{ ends: ArrayBuffer }>`SELECT ends FROM stream_blocks
+      WHERE stream_id = ${stream.id} AND first = ${first}`.one();
+    return new Uint32Array(row.ends);
+  }
+
+  /** Whether a position is where one of the stream's own records starts. */
+  startsRecord(stream: StreamState, position: Position): boolean {
+    const row = this.#sql<BlockRow>`SELECT first, start, ends, batch_ends, data FROM stream_blocks
+      WHERE stream_id = ${stream.id} AND first <= ${position.records} ORDER BY first DESC LIMIT 1`.toArray()[0];
+    if (!row) return false;
+    const block = blockOf(row);
+    const index = position.records - block.first;
+    return (
+      index < recordCount(block) && recordStart(block, index, separatorOf(stream.json)) === position.bytes
+    );
+  }
+
+  /** Starts a sliding expiry's window again from `now`. */
+  renew(stream: StreamState, now: number): void {
+    this.#sql`UPDATE streams SET renewed_at = ${now} WHERE id = ${stream.id}`;
+  }
+
+  /** Deleted, but kept (data and all) for the forks that still read it. */
+  markDeleted(stream: StreamState, now: number): void {
+    this.#sql`UPDATE streams SET deleted_at = ${now} WHERE id = ${stream.id}`;
+  }
+
+  /**
+   * Removes the stream and its data. A fork's source must hear that one of its forks is gone:
+   * that is recorded here, in the same transaction, and answered by `releases` until done.
+   */
+  remove(stream: StreamState): void {
+    this.#sql`DELETE FROM stream_blocks WHERE stream_id = ${stream.id}`;
+    this.#sql`DELETE FROM stream_producers WHERE stream_id = ${stream.id}`;
+    this.#sql`DELETE FROM streams WHERE id = ${stream.id}`;
+    if (stream.fork) this.#sql`INSERT INTO stream_releases (source) VALUES (${stream.fork.source})`;
+  }
+
+  addFork(stream: StreamState): void {
+    this.#sql`UPDATE streams SET forks = forks + 1 WHERE id = ${stream.id}`;
+  }
+
+  /** One fork fewer; answers how many remain. */
+  dropFork(stream: StreamState): number {
+    this.#sql`UPDATE streams SET forks = max(forks - 1, 0) WHERE id = ${stream.id}`;
+    return (this.get(stream.key) as StreamState).forks;
+  }
+
+  /** Sources still to be told that a fork of theirs is gone. */
+  releases(): { id: number; source: string }[] {
+    if (!this.#ready) return [];
+    return this.#sql<{
+      id: number;
+      source: string;
+    }>`SELECT id, source FROM stream_releases ORDER BY id`.toArray();
+  }
+
+  released(id: number): void {
+    this.#sql`DELETE FROM stream_releases WHERE id = ${id}`;
+  }
+
+  /** The earliest time a live stream expires, if any does. */
+  nextDeadline(): number | null {
+    if (!this.#ready) return null;
+    const row = this.#sql<{ deadline: number | null }>`SELECT min(coalesce(expires_at,
+        renewed_at + ttl_seconds * 1000)) AS deadline FROM streams WHERE deleted_at IS NULL`.one();
+    return row.deadline;
+  }
+
+  /** Keys of live streams whose time is up. */
+  expired(now: number): string[] {
+    if (!this.#ready) return [];
+    return this.#sql<{ key: string }>`SELECT key FROM streams WHERE deleted_at IS NULL
+        AND coalesce(expires_at, renewed_at + ttl_seconds * 1000) <= ${now}`
+      .toArray()
+      .map((row) => row.key);
+  }
+}
+
+/** The ETag of a read from `from` to `to`: it changes with the data and with closing. */
+export function entityTag(stream: StreamState, from: Position, to: Position, closedAtEnd: boolean): string {
+  return `"${stream.incarnation}:${formatOffset(from)}:${formatOffset(to)}${closedAtEnd ? ":c" : ""}"`;
+}

@@ -1,0 +1,565 @@
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
+import { blobRef } from "../../src/core/internal";
+import { partialRefAt, slices } from "../../src/durable/blobs/blob-text";
+import { signBlobUrl } from "../../src/durable/blobs/blob-urls";
+import type { DurableEnv } from "../../src/durable/internal";
+import { sessionObjectName, tenantKey } from "../../src/durable/internal";
+import { directoryShard, shardCount } from "../../src/durable/names";
+import { sha256Hex } from "../../src/http/auth";
+import { api, apiWith, createSession, expectError, info, KEY_B, sid, userMessage } from "./helpers";
+
+/*
+ * Blobs in R2: images and tool outputs from BLOB_MIN_BYTES (64 KiB here) stored once per tenant,
+ * their references in the entries, and every read giving the values back. The same writes made
+ * with the bucket unbound (`inline`) are the measure: what a client reads must not differ by a byte.
+ */
+
+const inline = apiWith({ BLOBS: undefined } as unknown as Record<string, string>);
+const noUrlSecret = apiWith({ BLOB_URL_SECRET: undefined } as unknown as Record<string, string>);
+const durableEnv = env as unknown as DurableEnv;
+const bucket = env.BLOBS as R2Bucket;
+
+/** `bytes` pseudo-random bytes (the same for the same seed). */
+function bytes(length: number, seed: number): Uint8Array {
+  const out = new Uint8Array(length);
+  let x = seed >>> 0 || 1;
+  for (let i = 0; i < length; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    out[i] = x & 0xff;
+  }
+  return out;
+}
+
+const base64 = (data: Uint8Array) => (data as Uint8Array & { toBase64(): string }).toBase64();
+
+/** A screenshot as agents send it: base64 PNG data (here 96 KiB of bytes, 128 KiB of text). */
+const screenshot = (seed: number) => base64(bytes(96 * 1024, seed));
+
+/** A tool's long output: lines with quotes, tabs, non-ASCII and an emoji, over 64 KiB. */
+const toolOutput = (seed: number) =>
+  Array.from(
+    { length: 1200 },
+    (_, i) => `${seed}:${i}\t"ok" — ünïcödé ✓ 🚀 \\path\\to\\file ${"x".repeat(30)}`,
+  ).join("\n");
+
+function turn(seed: number) {
+  return [
+    {
+      type: "message",
+      message: {
+        role: "user",
+        content: [
+          { type: "text", text: `look at screen ${seed}` },
+          { type: "image", data: screenshot(seed), mimeType: "image/png" },
+        ],
+        timestamp: 1_700_000_000_000,
+      },
+    },
+    {
+      type: "message",
+      message: {
+        role: "toolResult",
+        toolCallId: `call-${seed}`,
+        toolName: "bash",
+        content: [{ type: "text", text: toolOutput(seed) }],
+        isError: false,
+        timestamp: 1_700_000_000_001,
+      },
+    },
+  ];
+}
+
+type Call = typeof api;
+
+/** A session written through `call` with the same entries each time. */
+async function writeSession(call: Call, seeds: number[]): Promise<string> {
+  const id = sid();
+  expect((await call("POST", "/v1/sessions", { body: { id } })).status).toBe(201);
+  for (const seed of seeds) {
+    const res = await call("POST", `/v1/sessions/${id}/entries`, { body: { entries: turn(seed) } });
+    expect(res.status, res.text).toBe(201);
+  }
+  return id;
+}
+
+/** A context's text with its version (which differs from session to session) left out. */
+const unversioned = (text: string) => text.replace(/"version":"[^"]*"/, '"version":""');
+
+/** The tenant's blobs in the bucket. */
+async function storedBlobs(tenant = "tenant-a"): Promise<string[]> {
+  const listed = await bucket.list({ prefix: `v1/${await tenantKey(tenant)}/` });
+  return listed.objects.map((object) => object.key);
+}
+
+const keyOf = async (kind: "b64" | "txt", sha256: string, tenant = "tenant-a") =>
+  `v1/${await tenantKey(tenant)}/${kind}/${sha256}`;
+
+async function sha256(data: Uint8Array | string): Promise<string> {
+  const buffer = typeof data === "string" ? new TextEncoder().encode(data) : data;
+  const digest = await crypto.subtle.digest("SHA-256", buffer);
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** What the session's own SQLite holds: its rows' payloads, and what their blobs add to them. */
+async function rowBytes(id: string, tenant = "tenant-a") {
+  const stub = env.SESSIONS.getByName(sessionObjectName(tenant, id));
+  return runInDurableObject(stub, (_instance, state) =>
+    state.storage.sql
+      .exec<{ body: number; blobs: number; refs: number }>(
+        `SELECT total(length(CAST(body AS BLOB))) AS body, total(blob_bytes) AS blobs,
+          sum(instr(body, '\\u0000blob:') > 0) AS refs FROM entries`,
+      )
+      .one(),
+  );
+}
+
+describe("blobs in R2", () => {
+  it("stores images and tool outputs apart, and reads back contexts, entries and exports byte for byte", async () => {
+    const withR2 = await writeSession(api, [1, 2]);
+    const without = await writeSession(inline, [1, 2]);
+
+    const [r2Context, inlineContext] = await Promise.all([
+      api("GET", `/v1/sessions/${withR2}/context`),
+      inline("GET", `/v1/sessions/${without}/context`),
+    ]);
+    expect(r2Context.status).toBe(200);
+    expect(unversioned(r2Context.text)).toBe(unversioned(inlineContext.text));
+    expect(r2Context.text).toContain(screenshot(2));
+    expect(r2Context.text).not.toContain("\\u0000blob:");
+
+    // Read back from storage rather than from the context kept in memory, it is the same.
+    const leaf = (await info(withR2)).leafId as string;
+    const inlineLeaf = (await info(without)).leafId as string;
+    const built = await api("GET", `/v1/sessions/${withR2}/context?leafId=${leaf}`);
+    expect(unversioned(built.text)).toBe(
+      unversioned((await inline("GET", `/v1/sessions/${without}/context?leafId=${inlineLeaf}`)).text),
+    );
+
+    // Entries, one entry, the branch, an export: the values as written.
+    const strip = (entries: Array<Record<string, unknown>>) =>
+      entries.map(({ id: _id, parentId: _parent, timestamp: _time, seq: _seq, ...rest }) => rest);
+    const entries = await api("GET", `/v1/sessions/${withR2}/entries`);
+    const inlineEntries = await inline("GET", `/v1/sessions/${without}/entries`);
+    expect(strip(entries.body.entries)).toEqual(strip(inlineEntries.body.entries));
+    const one = await api("GET", `/v1/sessions/${withR2}/entries/${entries.body.entries[1].id}`);
+    expect(one.body).toEqual(entries.body.entries[1]);
+    const branch = await api("GET", `/v1/sessions/${withR2}/branch`);
+    expect(branch.body.entries).toEqual(entries.body.entries);
+    const exported = await api("GET", `/v1/sessions/${withR2}/export`);
+    expect(exported.text).toContain(screenshot(1));
+    expect(exported.text).not.toContain("\\u0000blob:");
+
+    // Counted as written: the same bytes, entries and messages either way.
+    const [r2Info, inlineInfo] = [await info(withR2), await info(without)];
+    for (const key of ["bytes", "entryCount", "messageCount", "preview"])
+      expect(r2Info[key]).toEqual(inlineInfo[key]);
+
+    // What the session's SQLite holds: references, and no value.
+    const stored = await rowBytes(withR2);
+    const kept = await rowBytes(without);
+    expect(stored.refs).toBe(4);
+    expect(stored.body).toBeLessThan(4096);
+    expect(stored.body + stored.blobs).toBe(kept.body);
+    expect(r2Info.blobBytes).toBe(stored.blobs);
+    expect(inlineInfo.blobBytes).toBeUndefined();
+    // The image as its bytes, the output as its text, each under its SHA-256.
+    const blobs = await storedBlobs();
+    expect(blobs).toContain(await keyOf("b64", await sha256(bytes(96 * 1024, 1))));
+    expect(blobs).toContain(await keyOf("txt", await sha256(toolOutput(1))));
+    const image = await bucket.get(await keyOf("b64", await sha256(bytes(96 * 1024, 2))));
+    expect(image?.httpMetadata?.contentType).toBe("image/png");
+    expect(new Uint8Array(await (image as R2ObjectBody).arrayBuffer())).toEqual(bytes(96 * 1024, 2));
+  });
+
+  it("keeps values under the threshold, and text that would not survive UTF-8, in the entry", async () => {
+    const id = await createSession();
+    const small = "s".repeat(1000);
+    const lone = `\ud800${"y".repeat(70 * 1024)}`;
+    const res = await api("POST", `/v1/sessions/${id}/entries`, {
+      body: {
+        type: "message",
+        message: {
+          role: "toolResult",
+          toolCallId: "c",
+          toolName: "t",
+          content: [
+            { type: "text", text: small },
+            { type: "text", text: lone },
+          ],
+          isError: false,
+          timestamp: 1,
+        },
+      },
+    });
+    expect(res.status, res.text).toBe(201);
+    expect((await rowBytes(id)).refs).toBe(0);
+    const context = await api("GET", `/v1/sessions/${id}/context`);
+    expect(context.body.messages[0].content[1].text).toBe(lone);
+  });
+
+  it("stores the same screenshot once however many sessions hold it, and lets a client refer to it", async () => {
+    const before = (await api("GET", "/v1/usage")).body.blobs;
+    const shot = base64(bytes(80 * 1024, 77));
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const id = await createSession();
+      ids.push(id);
+      const res = await api("POST", `/v1/sessions/${id}/entries`, {
+        body: {
+          type: "message",
+          message: {
+            role: "user",
+            content: [{ type: "image", data: shot, mimeType: "image/png" }],
+            timestamp: 1,
+          },
+        },
+      });
+      expect(res.status).toBe(201);
+    }
+    const key = await keyOf("b64", await sha256(bytes(80 * 1024, 77)));
+    expect((await storedBlobs()).filter((k) => k === key)).toHaveLength(1);
+    const after = (await api("GET", "/v1/usage")).body.blobs;
+    expect(after.blobs - before.blobs).toBe(1);
+    expect(after.bytes - before.bytes).toBe(shot.length + 2);
+
+    // A reference to it, instead of its bytes, reads as the screenshot itself.
+    const ref = blobRef("b64", await sha256(bytes(80 * 1024, 77)));
+    const id = await createSession();
+    const referred = await api("POST", `/v1/sessions/${id}/entries`, {
+      body: {
+        type: "message",
+        message: {
+          role: "user",
+          content: [{ type: "image", data: ref, mimeType: "image/png" }],
+          timestamp: 1,
+        },
+      },
+    });
+    expect(referred.status, referred.text).toBe(201);
+    expect(referred.body.entries[0].message.content[0].data).toBe(shot);
+    expect((await api("GET", `/v1/sessions/${id}/context`)).body.messages[0].content[0].data).toBe(shot);
+    expect((await info(id)).bytes).toBe((await info(ids[0] as string)).bytes);
+  });
+
+  it("refuses a reference to a blob the tenant does not store, or a malformed one, writing nothing", async () => {
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("first") });
+    const before = await info(id);
+    const missing = blobRef("b64", "0".repeat(64));
+    const cases = [
+      { role: "user", content: [{ type: "image", data: missing, mimeType: "image/png" }], timestamp: 1 },
+      { role: "user", content: `see ${missing}`, timestamp: 1 },
+      { role: "user", content: "\u0000blob:b64:xyz", timestamp: 1 },
+    ];
+    for (const message of cases) {
+      const res = await api("POST", `/v1/sessions/${id}/entries`, { body: { type: "message", message } });
+      expectError(res, 400, "invalid_request");
+      expect(res.body.error.message).toContain("blob");
+    }
+    // Another tenant's blob is not this tenant's either.
+    const shot = base64(bytes(70 * 1024, 5));
+    const theirs = await createSession({ key: KEY_B });
+    await api("POST", `/v1/sessions/${theirs}/entries`, {
+      key: KEY_B,
+      body: {
+        type: "message",
+        message: {
+          role: "user",
+          content: [{ type: "image", data: shot, mimeType: "image/png" }],
+          timestamp: 1,
+        },
+      },
+    });
+    const stolen = await api("POST", `/v1/sessions/${id}/entries`, {
+      body: {
+        type: "message",
+        message: {
+          role: "user",
+          content: [
+            { type: "image", data: blobRef("b64", await sha256(bytes(70 * 1024, 5))), mimeType: "image/png" },
+          ],
+          timestamp: 1,
+        },
+      },
+    });
+    expectError(stolen, 400, "invalid_request");
+    expect(await info(id)).toEqual(before);
+  });
+
+  it("answers a retried append with blobs as a replay", async () => {
+    const id = await createSession();
+    const [entry] = turn(9);
+    const body = { ...entry, id: "with-a-screenshot" };
+    const first = await api("POST", `/v1/sessions/${id}/entries`, { body });
+    expect(first.status).toBe(201);
+    const again = await api("POST", `/v1/sessions/${id}/entries`, { body });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.entries[0]).toEqual(first.body.entries[0]);
+    expect((await info(id)).entryCount).toBe(1);
+  });
+
+  it("replays entries with blobs to watchers, over Server-Sent Events and a WebSocket", async () => {
+    // About 2.5 MB as read: a WebSocket gets it in several rounds, each read ahead.
+    const id = await writeSession(api, [3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
+    const { entries } = (await api("GET", `/v1/sessions/${id}/entries`)).body;
+    const controller = new AbortController();
+    const res = await exports.default.fetch(`http://sessions.test/v1/sessions/${id}/events?after=0`, {
+      headers: { Authorization: "Bearer key-a" },
+      signal: controller.signal,
+    });
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    while (!text.includes("event: leaf"))
+      text += decoder.decode((await reader.read()).value, { stream: true });
+    await reader.cancel();
+    const replayed = text
+      .split("\n\n")
+      .filter((frame) => frame.startsWith("event: entry"))
+      .map((frame) => JSON.parse(frame.slice(frame.indexOf("data: ") + 6)));
+    expect(replayed).toEqual(entries);
+
+    const ws = await exports.default.fetch(`http://sessions.test/v1/sessions/${id}/ws?after=0`, {
+      headers: { Upgrade: "websocket", Authorization: "Bearer key-a" },
+    });
+    const socket = ws.webSocket as WebSocket;
+    socket.accept();
+    const received: Array<{ event: string; data: unknown }> = [];
+    const done = new Promise<void>((resolve) => {
+      socket.addEventListener("message", (event) => {
+        const message = JSON.parse(event.data as string);
+        received.push(message);
+        if (message.event === "leaf") resolve();
+        // A round that stops early is asked for again, as the client does.
+        if (message.event === "more")
+          socket.send(JSON.stringify({ after: message.data.after, token: message.data.token }));
+      });
+    });
+    await done;
+    socket.close();
+    expect(received.filter((m) => m.event === "more").length).toBeGreaterThan(1);
+    expect(received.filter((m) => m.event === "entry").map((m) => m.data)).toEqual(entries);
+  });
+
+  it("frees a blob when the last session that holds it is purged, keeping it while another does", async () => {
+    const shot = base64(bytes(90 * 1024, 123));
+    const key = await keyOf("b64", await sha256(bytes(90 * 1024, 123)));
+    const message = {
+      role: "user",
+      content: [{ type: "image", data: shot, mimeType: "image/png" }],
+      timestamp: 1,
+    };
+    const first = await createSession();
+    await api("POST", `/v1/sessions/${first}/entries`, { body: { type: "message", message } });
+    const copy = sid();
+    const forked = await api("POST", `/v1/sessions/${first}/fork`, {
+      body: { entryId: (await info(first)).leafId, id: copy },
+    });
+    expect(forked.status, forked.text).toBe(201);
+    expect((await api("GET", `/v1/sessions/${copy}/context`)).body.messages[0].content[0].data).toBe(shot);
+    expect((await rowBytes(copy)).refs).toBe(1);
+    expect((await info(copy)).blobBytes).toBe(
+      shot.length + 2 - JSON.stringify(blobRef("b64", "0".repeat(64))).length,
+    );
+    expect((await info(copy)).blobBytes).toBe((await info(first)).blobBytes);
+
+    // Deleted but restorable: still held.
+    expect((await api("DELETE", `/v1/sessions/${first}`)).status).toBe(204);
+    expect(await storedBlobs()).toContain(key);
+    expect((await api("POST", `/v1/sessions/${first}/restore`, { body: {} })).status).toBe(200);
+    expect((await api("GET", `/v1/sessions/${first}/context`)).body.messages[0].content[0].data).toBe(shot);
+
+    expect((await api("DELETE", `/v1/sessions/${first}?purge=true`)).status).toBe(204);
+    expect(await storedBlobs()).toContain(key);
+    expect((await api("GET", `/v1/sessions/${copy}/context`)).body.messages[0].content[0].data).toBe(shot);
+    // Deleted with no recovery window, the fork is purged at once: no session holds the blob now.
+    const noWindow = apiWith({ RECOVERY_WINDOW_SECONDS: "0" });
+    expect((await noWindow("DELETE", `/v1/sessions/${copy}`)).status).toBe(204);
+    expect(await storedBlobs()).not.toContain(key);
+    const ledger = directoryShard(durableEnv, "tenant-a", 0);
+    const usage = await ledger.blobUsage();
+    expect(usage.blobs).toBe((await storedBlobs()).length);
+
+    // Written again, it is stored again.
+    const again = await createSession();
+    await api("POST", `/v1/sessions/${again}/entries`, { body: { type: "message", message } });
+    expect(await storedBlobs()).toContain(key);
+  });
+
+  it("frees the blobs of sessions the tenant's retention deleted, once their recovery window ends", async () => {
+    const tenant = `retention-${sid()}`;
+    const key = `key-${tenant}`;
+    const call = apiWith({ API_KEYS: JSON.stringify({ [await sha256Hex(key)]: tenant }) });
+    const as = (method: string, path: string, body?: unknown) =>
+      call(method, path, { key, ...(body === undefined ? {} : { body }) });
+    const id = sid();
+    expect((await as("POST", "/v1/sessions", { id })).status).toBe(201);
+    const shot = base64(bytes(70 * 1024, 4242));
+    const message = {
+      role: "user",
+      content: [{ type: "image", data: shot, mimeType: "image/png" }],
+      timestamp: 1,
+    };
+    expect((await as("POST", `/v1/sessions/${id}/entries`, { type: "message", message })).status).toBe(201);
+    const blob = await keyOf("b64", await sha256(bytes(70 * 1024, 4242)), tenant);
+    expect(await storedBlobs(tenant)).toEqual([blob]);
+    expect((await as("PUT", "/v1/retention", { idleDays: 1 })).status).toBe(200);
+    await vi.waitFor(
+      async () =>
+        expect((await as("GET", "/v1/sessions")).body.sessions.map((s: { id: string }) => s.id)).toEqual([
+          id,
+        ]),
+      { timeout: 5000, interval: 30 },
+    );
+    // Two days on, the session is idle past the retention: deleted, still restorable, its blob kept.
+    let expired = 0;
+    for (let shard = 0; shard < shardCount(durableEnv); shard++) {
+      expired += await runInDurableObject(directoryShard(durableEnv, tenant, shard), (directory) =>
+        directory.sweep(Date.now() + 2 * 24 * 3600_000),
+      );
+    }
+    expect(expired).toBe(1);
+    expectError(await as("GET", `/v1/sessions/${id}`), 404, "not_found");
+    expect(await storedBlobs(tenant)).toEqual([blob]);
+    // The recovery window ends: the session's alarm purges it, and its blob goes with it.
+    const stub = env.SESSIONS.getByName(sessionObjectName(tenant, id));
+    await runInDurableObject(stub, (_instance, state) => {
+      state.storage.sql.exec("UPDATE lifecycle SET purge_at = 0");
+    });
+    await evictDurableObject(stub);
+    await runDurableObjectAlarm(stub);
+    expect(await storedBlobs(tenant)).toEqual([]);
+    expect(await directoryShard(durableEnv, tenant, 0).blobUsage()).toEqual({ blobs: 0, bytes: 0 });
+  });
+
+  it("carries blobs in a session's export and a tenant's backup, and imports them into another tenant", async () => {
+    const id = await writeSession(api, [11, 12]);
+    const exported = await api("GET", `/v1/sessions/${id}/export`);
+    const imported = await api("POST", "/v1/sessions/import", {
+      key: KEY_B,
+      raw: exported.text,
+      headers: { "Content-Type": "application/x-ndjson" },
+    });
+    expect(imported.status, imported.text).toBe(201);
+    const again = await api("GET", `/v1/sessions/${id}/export`, { key: KEY_B });
+    expect(again.text).toBe(exported.text);
+    expect(unversioned((await api("GET", `/v1/sessions/${id}/context`, { key: KEY_B })).text)).toBe(
+      unversioned((await api("GET", `/v1/sessions/${id}/context`)).text),
+    );
+    // Tenant B holds its own copy of each blob, and its rows refer to them.
+    expect(await storedBlobs("tenant-b")).toContain(
+      await keyOf("b64", await sha256(bytes(96 * 1024, 11)), "tenant-b"),
+    );
+    expect((await rowBytes(id, "tenant-b")).refs).toBe(4);
+
+    // The whole tenant's backup carries them too.
+    const backup = await api("GET", "/v1/export");
+    expect(backup.text).toContain(screenshot(12));
+    expect(backup.text).not.toContain("\\u0000blob:");
+  });
+
+  it("gives short-lived signed URLs with ?blobs=url, which read the blob and nothing else", async () => {
+    const id = await writeSession(api, [21]);
+    const res = await api("GET", `/v1/sessions/${id}/context?blobs=url`);
+    expect(res.status, res.text).toBe(200);
+    const [user, tool] = res.body.messages;
+    const imageUrl: string = user.content[1].data;
+    const textUrl: string = tool.content[0].text;
+    expect(imageUrl).toMatch(
+      /^http:\/\/sessions\.test\/v1\/blobs\/[0-9a-f]{64}\/b64\/[0-9a-f]{64}\?expires=\d+&signature=/,
+    );
+    expect(textUrl).toContain("/txt/");
+    // Everything else is as in the context with the values.
+    const whole = await api("GET", `/v1/sessions/${id}/context`);
+    const withUrls = structuredClone(whole.body);
+    withUrls.messages[0].content[1].data = imageUrl;
+    withUrls.messages[1].content[0].text = textUrl;
+    expect(res.body).toEqual(withUrls);
+
+    // Read with no key at all.
+    const image = await exports.default.fetch(imageUrl);
+    expect(image.status).toBe(200);
+    expect(image.headers.get("Content-Type")).toBe("image/png");
+    expect(image.headers.get("Content-Security-Policy")).toContain("sandbox");
+    expect(new Uint8Array(await image.arrayBuffer())).toEqual(bytes(96 * 1024, 21));
+    const text = await exports.default.fetch(textUrl);
+    expect(text.headers.get("Content-Type")).toBe("text/plain; charset=utf-8");
+    expect(await text.text()).toBe(toolOutput(21));
+
+    const tampered = imageUrl.replace(
+      /signature=./,
+      (s) => `${s.slice(0, -1)}${s.endsWith("A") ? "B" : "A"}`,
+    );
+    expect((await exports.default.fetch(tampered)).status).toBe(403);
+    const otherBlob = imageUrl.replace(/\/b64\/[0-9a-f]{64}/, `/b64/${"1".repeat(64)}`);
+    expect((await exports.default.fetch(otherBlob)).status).toBe(403);
+    const later = imageUrl.replace(/expires=(\d+)/, (_, n) => `expires=${Number(n) + 1}`);
+    expect((await exports.default.fetch(later)).status).toBe(403);
+
+    const secret = env.BLOB_URL_SECRET as string;
+    const address = { jurisdiction: undefined, tenantKey: await tenantKey("tenant-a"), kind: "b64" as const };
+    const expired = await signBlobUrl(
+      secret,
+      "http://sessions.test",
+      { ...address, sha256: await sha256(bytes(96 * 1024, 21)) },
+      Math.floor(Date.now() / 1000) - 1,
+    );
+    const expiredRes = await exports.default.fetch(expired);
+    expect(expiredRes.status).toBe(403);
+    expect(await expiredRes.text()).toContain("expired");
+    const gone = await signBlobUrl(
+      secret,
+      "http://sessions.test",
+      { ...address, sha256: "2".repeat(64) },
+      Math.floor(Date.now() / 1000) + 60,
+    );
+    expect((await exports.default.fetch(gone)).status).toBe(404);
+    expect(
+      (await exports.default.fetch("http://sessions.test/v1/blobs/x/b64/y?expires=1&signature=z")).status,
+    ).toBe(400);
+
+    expectError(
+      await api("GET", `/v1/sessions/${id}/context?blobs=url&format=anthropic`),
+      400,
+      "invalid_request",
+    );
+    expectError(await noUrlSecret("GET", `/v1/sessions/${id}/context?blobs=url`), 400, "invalid_request");
+    expectError(await api("GET", `/v1/sessions/${id}/context?blobs=links`), 400, "invalid_request");
+  });
+
+  it("does not search text stored as a blob, and still finds the rest", async () => {
+    const id = await writeSession(api, [31]);
+    const hits = async (q: string) =>
+      (await api("GET", `/v1/sessions/${id}/search?q=${encodeURIComponent(q)}`)).body.hits;
+    expect(await hits("screen")).toHaveLength(1);
+    expect(await hits("ünïcödé")).toHaveLength(0);
+  });
+});
+
+describe("references cut between two chunks of a stream", () => {
+  it("wait for the next chunk only when a chunk ends in the first part of one", () => {
+    const ref = JSON.stringify(blobRef("txt", "a".repeat(64)));
+    for (let cut = 1; cut < ref.length; cut++) {
+      const text = `{"text":${ref.slice(0, cut)}`;
+      expect(partialRefAt(text), `cut at ${cut}`).toBe(8);
+    }
+    expect(partialRefAt(`{"text":${ref}}`)).toBe(`{"text":${ref}}`.length);
+    expect(partialRefAt('data: {"event":"leaf"}\n\n')).toBe('data: {"event":"leaf"}\n\n'.length);
+    expect(partialRefAt('{"a":"b')).toBe('{"a":"b'.length);
+    expect(partialRefAt('{"a":"\\u0000blob:png')).toBe('{"a":"\\u0000blob:png'.length);
+  });
+});
+
+describe("a kept context streamed in slices", () => {
+  it("never cuts a character in two", () => {
+    const text = `${"a".repeat(1024 * 1024 - 1)}😀${"b".repeat(10)}`;
+    const parts = [...slices(text)];
+    expect(parts.join("")).toBe(text);
+    expect(parts[0]).toHaveLength(1024 * 1024 - 1);
+    for (const part of parts) expect(new TextDecoder().decode(new TextEncoder().encode(part))).toBe(part);
+  });
+});

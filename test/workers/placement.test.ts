@@ -1,0 +1,331 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { LocationHint, Result, SessionPage } from "../../src/core/internal";
+import { unwrap } from "../../src/core/internal";
+import type { DurableEnv } from "../../src/durable/internal";
+import { sessionObjectName, tenantKey } from "../../src/durable/internal";
+import { directoryShards } from "../../src/durable/names";
+import { sha256Hex } from "../../src/http/auth";
+import type { WorkerEnv } from "../../src/http/env";
+import { nearestLocation } from "../../src/http/placement";
+import worker from "../../src/worker";
+import { expectError, sid, userMessage } from "./helpers";
+
+/*
+ * Where a tenant's objects live: pins to a jurisdiction (TENANT_JURISDICTIONS), the registry that
+ * refuses a pin moved away from a tenant's sessions, and location hints given only when an object
+ * is created. Local workerd has no jurisdictions (`jurisdiction()` throws there), so what a pinned
+ * tenant's objects do inside one is not run here: these tests show that such a tenant is never
+ * served from the default namespace instead, and that a moved pin is caught.
+ */
+
+const ctx = () => ({ waitUntil() {}, passThroughOnException() {}, props: {} }) as unknown as ExecutionContext;
+
+interface Tenant {
+  name: string;
+  key: string;
+  keys: string;
+}
+
+/** A tenant of its own for one test, and the API_KEYS that name it. */
+async function newTenant(): Promise<Tenant> {
+  const name = `placement-${sid()}`;
+  const key = `key-${name}`;
+  return { name, key, keys: JSON.stringify({ [await sha256Hex(key)]: name }) };
+}
+
+/** A request to the worker as `tenant`, with settings (or bindings) changed. */
+async function call(
+  tenant: Tenant,
+  settings: Record<string, unknown>,
+  method: string,
+  path: string,
+  options: { body?: unknown; raw?: BodyInit; contentType?: string; cf?: Record<string, unknown> } = {},
+) {
+  const headers: Record<string, string> = { Authorization: `Bearer ${tenant.key}` };
+  let body = options.raw;
+  if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers["Content-Type"] = "application/json";
+  }
+  if (options.contentType) headers["Content-Type"] = options.contentType;
+  const request = new Request(`http://sessions.test${path}`, {
+    method,
+    headers,
+    body,
+    ...(options.cf ? { cf: options.cf } : {}),
+  });
+  const res = await worker.fetch(request, { ...env, API_KEYS: tenant.keys, ...settings } as WorkerEnv, ctx());
+  const text = new TextDecoder().decode(await res.arrayBuffer());
+  let parsed: any = text;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {}
+  return { status: res.status, headers: res.headers, body: parsed, text };
+}
+
+/** The tenant's session `id` as reached through the default namespace, around any pin. */
+const plainSession = (tenant: Tenant, id: string) =>
+  env.SESSIONS.getByName(sessionObjectName(tenant.name, id));
+
+/** Every session the tenant's directory lists in the default namespace. */
+async function plainListing(tenant: Tenant): Promise<string[]> {
+  const pages = await Promise.all(
+    directoryShards(env as unknown as DurableEnv, tenant.name).map(async (shard) =>
+      unwrap((await shard.list({ limit: 200 })) as Result<SessionPage>),
+    ),
+  );
+  return pages.flatMap((page) => page.sessions.map((session) => session.id));
+}
+
+/** The registry's record of where a tenant is placed. */
+const registryOf = async (tenant: Tenant) =>
+  (env.PLACEMENTS as NonNullable<DurableEnv["PLACEMENTS"]>).getByName(await tenantKey(tenant.name));
+
+const pinned = (tenant: Tenant, jurisdiction: string) => ({
+  TENANT_JURISDICTIONS: JSON.stringify({ [tenant.name]: jurisdiction }),
+});
+
+describe("jurisdictions", () => {
+  it("never serves a pinned tenant from the default namespace where the runtime has no jurisdictions", async () => {
+    const tenant = await newTenant();
+    const id = sid();
+    const created = await call(tenant, pinned(tenant, "eu"), "POST", "/v1/sessions", { body: { id } });
+    expectError(created, 503, "misconfigured");
+    expect(created.body.error.details).toEqual({ jurisdiction: "eu" });
+    for (const [method, path] of [
+      ["GET", "/v1/sessions"],
+      ["GET", `/v1/sessions/${id}`],
+      ["GET", "/v1/usage"],
+    ] as const) {
+      expectError(await call(tenant, pinned(tenant, "eu"), method, path), 503, "misconfigured");
+    }
+    // Nothing of it was written where it does not belong.
+    expect(await plainSession(tenant, id).getInfo()).toMatchObject({
+      ok: false,
+      error: { code: "not_found" },
+    });
+    expect(await plainListing(tenant)).toEqual([]);
+  });
+
+  it("refuses a tenant whose pin moved away from its sessions, and changes nothing", async () => {
+    const tenant = await newTenant();
+    const id = sid();
+    expect((await call(tenant, {}, "POST", "/v1/sessions", { body: { id } })).status).toBe(201);
+    expect(
+      (await call(tenant, {}, "POST", `/v1/sessions/${id}/entries`, { body: userMessage("hello") })).status,
+    ).toBe(201);
+
+    for (const jurisdiction of ["eu", "fedramp"]) {
+      const moved = await call(tenant, pinned(tenant, jurisdiction), "POST", "/v1/sessions", {
+        body: { id: sid() },
+      });
+      expectError(moved, 409, "wrong_jurisdiction");
+      expect(moved.body.error.details).toEqual({ stored: null, pinned: jurisdiction, sessions: 1 });
+      expect(moved.body.error.message).toContain("export and an import");
+      expectError(
+        await call(tenant, pinned(tenant, jurisdiction), "GET", `/v1/sessions/${id}/context`),
+        409,
+        "wrong_jurisdiction",
+      );
+    }
+    // Still whole where it was, and served there with the pin taken back.
+    const info = await call(tenant, {}, "GET", `/v1/sessions/${id}`);
+    expect(info.status).toBe(200);
+    expect(info.body.entryCount).toBe(1);
+    expect(await plainListing(tenant)).toEqual([id]);
+    expect(await (await registryOf(tenant)).place("eu")).toBe("");
+  });
+
+  it("moves the pin of a tenant that holds nothing where it was", async () => {
+    const tenant = await newTenant();
+    expect((await call(tenant, {}, "GET", "/v1/sessions")).status).toBe(200);
+    const registry = await registryOf(tenant);
+    expect(await registry.place("eu")).toBe("");
+    // Its first request pinned: nothing left in the default location, so the record follows the pin.
+    expectError(await call(tenant, pinned(tenant, "eu"), "GET", "/v1/sessions"), 503, "misconfigured");
+    expect(await registry.place("")).toBe("eu");
+  });
+
+  it("records a tenant seen first with a pin in its jurisdiction", async () => {
+    const tenant = await newTenant();
+    expectError(await call(tenant, pinned(tenant, "fedramp"), "GET", "/v1/sessions"), 503, "misconfigured");
+    const registry = await registryOf(tenant);
+    expect(await registry.place("")).toBe("fedramp");
+    // Unpinned again, it would be served from an empty default location: it is refused instead
+    // (here, where the runtime cannot look into the fedramp jurisdiction, as misconfigured).
+    expect((await call(tenant, {}, "GET", "/v1/sessions")).status).toBe(503);
+  });
+
+  it("refuses to serve with an invalid TENANT_JURISDICTIONS, or pins without the PLACEMENTS registry", async () => {
+    const tenant = await newTenant();
+    for (const setting of ["{", '{"a": "mars"}', '["eu"]', '{"": "eu"}']) {
+      const res = await call(tenant, { TENANT_JURISDICTIONS: setting }, "GET", "/v1/sessions");
+      expectError(res, 503, "misconfigured");
+      expect(res.body.error.message).toContain("TENANT_JURISDICTIONS");
+    }
+    const unregistered = await call(
+      tenant,
+      { ...pinned(tenant, "eu"), PLACEMENTS: undefined },
+      "GET",
+      "/v1/sessions",
+    );
+    expectError(unregistered, 503, "misconfigured");
+    expect(unregistered.body.error.message).toContain("PLACEMENTS");
+    // Without pins, the registry is not needed.
+    expect((await call(tenant, { PLACEMENTS: undefined }, "GET", "/v1/sessions")).status).toBe(200);
+  });
+});
+
+/** The default namespace, noting the options of every object reached through it. */
+function recordingNamespace(reached: Array<{ name: string; options: unknown }>) {
+  const real = env.SESSIONS;
+  return new Proxy(real, {
+    get(target, property) {
+      if (property === "getByName") {
+        return (name: string, options?: unknown) => {
+          reached.push({ name, options });
+          return target.getByName(name, options as DurableObjectNamespaceGetDurableObjectOptions);
+        };
+      }
+      const value = Reflect.get(target, property);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+describe("location hints", () => {
+  it("are given when a session is created, forked or imported, and never for one that exists", async () => {
+    const tenant = await newTenant();
+    const reached: Array<{ name: string; options: unknown }> = [];
+    const settings = { SESSIONS: recordingNamespace(reached) };
+    const hintsFor = (id: string) =>
+      reached.filter((r) => r.name === sessionObjectName(tenant.name, id)).map((r) => r.options);
+
+    const id = sid();
+    const created = await call(tenant, settings, "POST", "/v1/sessions", { body: { id, location: "apac" } });
+    expect(created.status).toBe(201);
+    await call(tenant, settings, "POST", `/v1/sessions/${id}/entries`, { body: userMessage("hi") });
+    await call(tenant, settings, "GET", `/v1/sessions/${id}/context`);
+    const entry = (await call(tenant, settings, "GET", `/v1/sessions/${id}`)).body.leafId as string;
+    expect(hintsFor(id)).toEqual([{ locationHint: "apac" }, undefined, undefined, undefined]);
+
+    const fork = sid();
+    const forked = await call(tenant, settings, "POST", `/v1/sessions/${id}/fork`, {
+      body: { entryId: entry, id: fork, location: "oc" },
+    });
+    expect(forked.status).toBe(201);
+    expect(hintsFor(fork)[0]).toEqual({ locationHint: "oc" });
+    expect(
+      hintsFor(fork)
+        .slice(1)
+        .every((options) => options === undefined),
+    ).toBe(true);
+    expect(
+      hintsFor(id)
+        .slice(4)
+        .every((options) => options === undefined),
+    ).toBe(true);
+
+    const exported = await call(tenant, settings, "GET", `/v1/sessions/${id}/export`);
+    const imported = sid();
+    const res = await call(tenant, settings, "POST", `/v1/sessions/import?id=${imported}&location=afr`, {
+      raw: exported.text,
+      contentType: "application/x-ndjson",
+    });
+    expect(res.status).toBe(201);
+    expect(hintsFor(imported)[0]).toEqual({ locationHint: "afr" });
+    expect(
+      hintsFor(imported)
+        .slice(1)
+        .every((options) => options === undefined),
+    ).toBe(true);
+
+    // An id that is taken: the create fails, and the session stays where it is, as it was.
+    const again = await call(tenant, settings, "POST", "/v1/sessions", { body: { id, location: "sam" } });
+    expectError(again, 409, "already_exists");
+    expect((await call(tenant, settings, "GET", `/v1/sessions/${id}`)).body.entryCount).toBe(1);
+  });
+
+  it("follow the request's continent when none is asked for, and none when the runtime reports none", async () => {
+    const tenant = await newTenant();
+    const reached: Array<{ name: string; options: unknown }> = [];
+    const settings = { SESSIONS: recordingNamespace(reached) };
+    const european = sid();
+    await call(tenant, settings, "POST", "/v1/sessions", {
+      body: { id: european },
+      cf: { continent: "EU", longitude: "2.35", country: "FR" },
+    });
+    const unknown = sid();
+    await call(tenant, settings, "POST", "/v1/sessions", { body: { id: unknown } });
+    const optionsOf = (id: string) =>
+      reached.find((r) => r.name === sessionObjectName(tenant.name, id))?.options;
+    expect(optionsOf(european)).toEqual({ locationHint: "weur" });
+    expect(optionsOf(unknown)).toBeUndefined();
+  });
+
+  it("maps each continent to the nearest location", () => {
+    const cases: Array<[Record<string, string>, LocationHint | undefined]> = [
+      [{ continent: "NA", longitude: "-122.4" }, "wnam"],
+      [{ continent: "NA", longitude: "-74.0" }, "enam"],
+      [{ continent: "NA" }, "enam"],
+      [{ continent: "SA", longitude: "-46.6" }, "sam"],
+      [{ continent: "EU", longitude: "13.4" }, "weur"],
+      [{ continent: "EU", longitude: "21.0" }, "eeur"],
+      [{ continent: "AF", longitude: "18.4" }, "afr"],
+      [{ continent: "AS", country: "JP" }, "apac"],
+      [{ continent: "AS", country: "AE" }, "me"],
+      [{ continent: "OC" }, "oc"],
+      [{ continent: "AN" }, undefined],
+      [{}, undefined],
+    ];
+    for (const [cf, hint] of cases) {
+      expect(nearestLocation(cf as unknown as IncomingRequestCfProperties), JSON.stringify(cf)).toBe(hint);
+    }
+    expect(nearestLocation(undefined)).toBeUndefined();
+  });
+
+  it("refuses an unknown location, and a location for a pinned tenant, creating nothing", async () => {
+    const tenant = await newTenant();
+    const id = sid();
+    const bad = await call(tenant, {}, "POST", "/v1/sessions", { body: { id, location: "mars" } });
+    expectError(bad, 400, "invalid_request");
+    expect(bad.text).toContain("location");
+    const source = sid();
+    await call(tenant, {}, "POST", "/v1/sessions", { body: { id: source } });
+    const entry = (
+      await call(tenant, {}, "POST", `/v1/sessions/${source}/entries`, { body: userMessage("hi") })
+    ).body.entries[0].id;
+    const fork = sid();
+    expectError(
+      await call(tenant, {}, "POST", `/v1/sessions/${source}/fork`, {
+        body: { entryId: entry, id: fork, location: "EU" },
+      }),
+      400,
+      "invalid_request",
+    );
+    const imported = sid();
+    expectError(
+      await call(tenant, {}, "POST", `/v1/sessions/import?id=${imported}&location=nowhere`, {
+        raw: (await call(tenant, {}, "GET", `/v1/sessions/${source}/export`)).text,
+        contentType: "application/x-ndjson",
+      }),
+      400,
+      "invalid_request",
+    );
+    for (const missing of [id, fork, imported]) {
+      expectError(await call(tenant, {}, "GET", `/v1/sessions/${missing}`), 404, "not_found");
+    }
+    expect(
+      (await call(tenant, {}, "GET", "/v1/sessions")).body.sessions.map((s: { id: string }) => s.id),
+    ).toEqual([source]);
+
+    // Pinned, the jurisdiction places its sessions: asking for a location is refused first.
+    const pinnedTenant = await newTenant();
+    const refused = await call(pinnedTenant, pinned(pinnedTenant, "eu"), "POST", "/v1/sessions", {
+      body: { id: sid(), location: "weur" },
+    });
+    expectError(refused, 400, "invalid_request");
+    expect(refused.body.error.details).toEqual({ location: "weur", jurisdiction: "eu" });
+  });
+});

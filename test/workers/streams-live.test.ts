@@ -1,0 +1,167 @@
+import { describe, expect, it } from "vitest";
+import { append, call, create, head, openSse, readAll, streamPath } from "./stream-helpers";
+
+/** A small seeded generator, so a failing run can be repeated from its seed. */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const producer = (id: string, epoch: number, seq: number) => ({
+  "Producer-Id": id,
+  "Producer-Epoch": String(epoch),
+  "Producer-Seq": String(seq),
+});
+
+describe("live stream reads", () => {
+  it("wakes a long-poll at the tail with the data appended", async () => {
+    const path = streamPath("poll");
+    const tail = await create(path, { body: "before" });
+    const poll = call("GET", `${path}?offset=${tail}&live=long-poll`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await append(path, "after");
+    const res = await poll;
+    expect(res.status).toBe(200);
+    expect(res.text).toBe("after");
+    expect(res.headers.get("Stream-Up-To-Date")).toBe("true");
+    expect(res.headers.get("Stream-Cursor")).toMatch(/^\d+$/);
+  });
+
+  it("follows a stream over SSE: the history, each live append, then the close", async () => {
+    const path = streamPath("sse");
+    await create(path, { contentType: "application/json", body: '[{"n":1}]' });
+    const sse = await openSse(path, "-1");
+    expect(sse.response.headers.get("Content-Type")).toBe("text/event-stream");
+    expect(await sse.next()).toEqual({ event: "data", data: '[{"n":1}]' });
+    expect(JSON.parse((await sse.next())?.data as string)).toMatchObject({ upToDate: true });
+    await append(path, '{"n":2}', { "Content-Type": "application/json" });
+    expect(await sse.next()).toEqual({ event: "data", data: '[{"n":2}]' });
+    await sse.next();
+    await call("POST", path, { headers: { "Stream-Closed": "true" } });
+    const closing = JSON.parse((await sse.next())?.data as string);
+    expect(closing).toMatchObject({ streamClosed: true });
+    expect(closing.streamCursor).toBeUndefined();
+    expect(await sse.next()).toBeUndefined();
+  });
+
+  it("ends its live readers when the stream is deleted", async () => {
+    const path = streamPath("deleted");
+    const tail = await create(path, { body: "x" });
+    const sse = await openSse(path, tail);
+    await sse.next();
+    const poll = call("GET", `${path}?offset=${tail}&live=long-poll`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect((await call("DELETE", path)).status).toBe(204);
+    expect(await sse.next()).toBeUndefined();
+    expect((await poll).status).toBe(404);
+  });
+
+  it("gives a reader that drops and resumes at random offsets every byte once, in order", async () => {
+    const seed = Date.now();
+    const next = random(seed);
+    const path = streamPath("resume");
+    await create(path);
+    const chunks = Array.from({ length: 600 }, (_, i) => `<${i}:${"x".repeat(Math.floor(next() * 40))}>`);
+    const writer = (async () => {
+      for (const [i, chunk] of chunks.entries()) {
+        const last = i === chunks.length - 1;
+        const res = await append(path, chunk, last ? { "Stream-Closed": "true" } : {});
+        expect(res.status).toBe(204);
+      }
+    })();
+    const received: string[] = [];
+    let offset = "-1";
+    let closed = false;
+    while (!closed) {
+      const mode = next();
+      if (mode < 0.4) {
+        // SSE, dropped after a random number of events.
+        // Data counts once the control event after it says where it ends, as a client resumes.
+        const sse = await openSse(path, offset);
+        const events = 1 + Math.floor(next() * 12);
+        let pending = "";
+        for (let i = 0; i < events && !closed; i++) {
+          const event = await sse.next(10_000);
+          if (!event) break;
+          if (event.event === "data") pending += event.data;
+          else if (event.event === "control") {
+            const control = JSON.parse(event.data);
+            received.push(pending);
+            pending = "";
+            offset = control.streamNextOffset;
+            closed = control.streamClosed === true;
+          }
+        }
+        await sse.close();
+      } else {
+        const live = mode < 0.7 ? "&live=long-poll" : "";
+        const res = await call("GET", `${path}?offset=${encodeURIComponent(offset)}${live}`);
+        expect([200, 204], res.text).toContain(res.status);
+        received.push(res.text);
+        offset = res.headers.get("Stream-Next-Offset") as string;
+        closed = res.headers.get("Stream-Closed") === "true";
+      }
+    }
+    await writer;
+    const got = received.join("");
+    const expected = chunks.join("");
+    const firstDifference = [...expected].findIndex((char, i) => got[i] !== char);
+    expect({ length: got.length, firstDifference }, `seed ${seed}`).toEqual({
+      length: expected.length,
+      firstDifference: -1,
+    });
+  }, 120_000);
+});
+
+describe("producers retrying appends", () => {
+  it("writes a retried append once, whether or not its first answer arrived", async () => {
+    const path = streamPath("retry");
+    await create(path);
+    for (let seq = 0; seq < 20; seq++) {
+      const headers = { "Content-Type": "text/plain", ...producer("agent", 0, seq) };
+      const dropped = new AbortController();
+      const first = call("POST", path, { body: `chunk ${seq};`, headers, signal: dropped.signal }).catch(
+        () => undefined,
+      );
+      // The answer is dropped (the connection cut) at a different moment each time.
+      setTimeout(() => dropped.abort(), seq % 4);
+      await first;
+      const retry = await call("POST", path, { body: `chunk ${seq};`, headers });
+      expect([200, 204]).toContain(retry.status);
+      expect(retry.headers.get("Producer-Seq")).toBe(String(seq));
+    }
+    const expected = Array.from({ length: 20 }, (_, seq) => `chunk ${seq};`).join("");
+    expect((await readAll(path)).text).toBe(expected);
+  });
+
+  it("answers a duplicate with 204 and the highest sequence accepted, writing nothing", async () => {
+    const path = streamPath("duplicate");
+    await create(path);
+    for (let seq = 0; seq < 3; seq++)
+      expect((await append(path, `${seq}`, producer("p", 0, seq))).status).toBe(200);
+    const tail = (await head(path)).offset;
+    const duplicate = await append(path, "0", producer("p", 0, 0));
+    expect(duplicate.status).toBe(204);
+    expect(duplicate.headers.get("Producer-Seq")).toBe("2");
+    expect((await head(path)).offset).toBe(tail);
+    expect((await readAll(path)).text).toBe("012");
+  });
+
+  it("keeps one producer's concurrent appends in the order they were sent", async () => {
+    const path = streamPath("ordered");
+    await create(path);
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, (_, seq) => append(path, `${seq},`, producer("fast", 0, seq))),
+    );
+    const accepted = answers.filter((res) => res.status === 200).length;
+    const text = (await readAll(path)).text;
+    // Whatever arrived out of order was refused, never written out of order.
+    expect(text).toBe(Array.from({ length: accepted }, (_, seq) => `${seq},`).join(""));
+  });
+});

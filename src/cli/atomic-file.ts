@@ -1,6 +1,14 @@
+import type { WriteStream } from "node:fs";
 import { createWriteStream } from "node:fs";
 import { rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+
+/** Writes `text`, waiting for the stream to drain when its buffer is full. */
+export function write(stream: WriteStream, text: string): Promise<void> {
+  return stream.write(text)
+    ? Promise.resolve()
+    : new Promise((resolve) => stream.once("drain", () => resolve()));
+}
 
 /**
  * Writes streamed text to `path` only once all of it arrived: into a hidden file beside it first,
@@ -15,8 +23,7 @@ export async function writeFileAtomically(path: string, chunks: AsyncIterable<st
     file.once("error", reject);
   });
   try {
-    for await (const chunk of chunks)
-      if (!file.write(chunk)) await new Promise<void>((resolve) => file.once("drain", () => resolve()));
+    for await (const chunk of chunks) await write(file, chunk);
     file.end();
     await closed;
     await rename(partial, path);

@@ -14,8 +14,14 @@ import {
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { RemoteRepo } from "../client";
-import type { ExistingSessions, ImportedSessionStatus, ImportWarning } from "../core/internal";
-import { TENANT_FORMAT, TENANT_VERSION } from "../core/internal";
+import type {
+  ExistingSessions,
+  ImportedSessionStatus,
+  ImportWarning,
+  TenantImportReport,
+} from "../core/internal";
+import { StreamEnds, TENANT_FORMAT, TENANT_VERSION } from "../core/internal";
+import { write } from "./atomic-file";
 
 /*
  * `cf-sessions backup <dir>` and `cf-sessions restore <dir>`: a whole tenant to a folder, one
@@ -60,12 +66,6 @@ function readState(dir: string): BackupState | undefined {
   const state = JSON.parse(readFileSync(path, "utf8")) as BackupState;
   if (state.format !== TENANT_FORMAT) throw new Error(`${path} is not a cf-sessions backup`);
   return state;
-}
-
-function write(stream: WriteStream, text: string): Promise<void> {
-  return stream.write(text)
-    ? Promise.resolve()
-    : new Promise((resolve) => stream.once("drain", () => resolve()));
 }
 
 function finish(stream: WriteStream): Promise<void> {
@@ -153,6 +153,15 @@ export async function backup(client: RemoteRepo, dir: string, progress: Progress
   return { state, written, resumed: earlier !== undefined };
 }
 
+/** The sessions an end line counts; undefined when it is not JSON. */
+function endCount(line: string): unknown {
+  try {
+    return (JSON.parse(line) as { sessions?: unknown }).sessions;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The sessions of a backup folder, or of a tenant export file, as request bodies of a few MiB. A
  * file's opening and end lines stay here (each body is a stream of its own): its end line is
@@ -187,41 +196,19 @@ async function* restoreBodies(
     }
   } else {
     // A stream from GET /v1/export: split where each session's header line starts.
+    const ends = new StreamEnds("the file", warnings);
     let session = "";
     let number = 0;
-    let completed = 0;
-    let endedAt: number | undefined;
     for await (const line of createInterface({
       input: createReadStream(path),
       crlfDelay: Number.POSITIVE_INFINITY,
     })) {
       number++;
       if (!line.trim()) continue;
-      if (line.startsWith('{"type":"export"')) {
-        [completed, endedAt] = [0, undefined];
-        continue;
-      }
-      if (endedAt !== undefined) {
-        warnings.push({ line: number, message: `the file goes on after its end line (line ${endedAt})` });
-        endedAt = undefined;
-      }
-      if (line.startsWith('{"type":"end"')) {
-        endedAt = number;
-        let counted: unknown;
-        try {
-          counted = (JSON.parse(line) as { sessions?: unknown }).sessions;
-        } catch {
-          // An end line that is not JSON counts nothing.
-        }
-        if (counted !== completed) {
-          warnings.push({
-            line: number,
-            message: `the end line counts ${JSON.stringify(counted)} sessions; the file holds ${completed} complete ones`,
-          });
-        }
-        continue;
-      }
-      if (line.startsWith('{"type":"cursor"')) completed++;
+      // The stream's own lines, told by how they start: a session's lines are not parsed here.
+      const type = /^\{"type":"(export|cursor|end)"/.exec(line)?.[1];
+      ends.read(number, type, type === "end" ? endCount(line) : undefined);
+      if (type === "export" || type === "end") continue;
       if (line.startsWith('{"type":"session"') && session) {
         yield* add(session);
         session = "";
@@ -233,15 +220,11 @@ async function* restoreBodies(
   if (body) yield { body, sessions };
 }
 
-export interface RestoreResult {
-  imported: number;
-  skipped: number;
-  refused: number;
-  failed: number;
+/** The service's reports added up; `warnings` also holds what the file itself does not add up to. */
+export type RestoreResult = Omit<TenantImportReport, "sessions"> & {
+  /** The sessions that failed or were refused. */
   problems: ImportedSessionStatus[];
-  /** What the file or the service found that did not add up. */
-  warnings: ImportWarning[];
-}
+};
 
 /** Restores a backup folder (or a tenant export file) into the tenant. */
 export async function restore(
@@ -260,10 +243,8 @@ export async function restore(
   };
   for await (const { body } of restoreBodies(path, result.warnings)) {
     const report = await client.importTenant(body, { existing });
-    result.imported += report.imported;
-    result.skipped += report.skipped;
-    result.refused += report.refused;
-    result.failed += report.failed;
+    for (const status of ["imported", "skipped", "refused", "failed"] as const)
+      result[status] += report[status];
     for (const session of report.sessions)
       if (session.status === "failed" || session.status === "refused") result.problems.push(session);
     result.warnings.push(...report.warnings);

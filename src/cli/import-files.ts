@@ -4,7 +4,7 @@ import type { RemoteRepo } from "../client";
 import type { ImportFormat, ImportWarning } from "../core/internal";
 import { checkFormat, detectFormat, parseImport, SessionError } from "../core/internal";
 import type { Output } from "./output";
-import { fail } from "./output";
+import { fail, oneOf } from "./output";
 
 /*
  * `import` and `sync`: every session file under a folder, one request each, with progress and a
@@ -16,9 +16,7 @@ import { fail } from "./output";
 export type Progress = "bar" | "plain" | "none";
 
 export function checkProgress(value: string | undefined, isTTY: boolean): Progress {
-  if (value === undefined) return isTTY ? "bar" : "plain";
-  if (value === "bar" || value === "plain" || value === "none") return value;
-  fail(`--progress is bar, plain or none, not ${value}`);
+  return oneOf("progress", value, ["bar", "plain", "none"] as const) ?? (isTTY ? "bar" : "plain");
 }
 
 /** Every `.jsonl` or `.ndjson` file under a folder, in a stable order. */

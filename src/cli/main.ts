@@ -1,9 +1,7 @@
 import { parseArgs } from "node:util";
 import { ConnectionError, createClient } from "../client";
-import type { ExistingSessions } from "../core/internal";
 import {
   checkExportFormat,
-  contentText,
   MAX_ENTRIES_PAGE,
   MAX_SEARCH_HITS,
   MAX_SESSIONS_PAGE,
@@ -11,9 +9,10 @@ import {
 } from "../core/internal";
 import { writeFileAtomically } from "./atomic-file";
 import { backup, restore } from "./backup";
+import { entryLine, gist, messageLine } from "./entry-line";
 import { checkProgress, importFiles } from "./import-files";
 import type { Output } from "./output";
-import { columns, fail, UsageError } from "./output";
+import { columns, fail, oneLine, oneOf, UsageError } from "./output";
 import { search } from "./search";
 import { eventLine } from "./tail";
 import { drawTree } from "./tree-text";
@@ -131,42 +130,6 @@ function arg(positionals: string[], index: number, name: string): string {
   return value;
 }
 
-function oneLine(text: string, max = 100): string {
-  const flat = text.replace(/\s+/g, " ").trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
-}
-
-/** A line describing an entry's content. */
-function gist(entry: Record<string, unknown>): string {
-  switch (entry.type) {
-    case "message": {
-      const message = entry.message as { role: string; content?: unknown; summary?: unknown };
-      return `${message.role}: ${oneLine(contentText(message.content) || String(message.summary ?? ""))}`;
-    }
-    case "model_change":
-      return `${entry.provider}/${entry.modelId}`;
-    case "thinking_level_change":
-      return String(entry.thinkingLevel);
-    case "label":
-      return `${entry.targetId} = ${entry.label ?? "(cleared)"}`;
-    case "leaf":
-      return `→ ${entry.targetId ?? "(none)"}`;
-    case "session_info":
-      return String(entry.name ?? "(cleared)");
-    case "compaction":
-    case "branch_summary":
-      return oneLine(String(entry.summary));
-    case "context_edit": {
-      const replacement = entry.replacement as { content?: unknown } | null;
-      return `${entry.targetId} ${replacement ? `→ ${oneLine(contentText(replacement.content))}` : "left out"}`;
-    }
-    case "usage":
-      return `${entry.kind}: ${entry.provider}/${entry.model}`;
-    default:
-      return String(entry.customType ?? "");
-  }
-}
-
 function parse(argv: string[]) {
   try {
     return parseArgs({
@@ -235,17 +198,14 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       fail(`--limit is 1 to ${max}: the service sends at most ${max} ${what} a page (${more})`);
     return n;
   };
+  /** Progress redrawn on one line of a terminal; none elsewhere. */
+  const redraw = (text: string) => {
+    if (output.isTTY) output.err(`\r${text}`);
+  };
 
   switch (command) {
     case "list": {
-      const order =
-        values.order === undefined
-          ? undefined
-          : values.order === "created"
-            ? "created"
-            : values.order === "updated"
-              ? "updated"
-              : fail("--order is updated or created");
+      const order = oneOf("order", values.order, ["updated", "created"] as const);
       const pageSize = limit(MAX_SESSIONS_PAGE, "sessions", "--all reads every page");
       const sessions = [];
       let cursor: string | null = null;
@@ -276,16 +236,7 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
         after: number(values.after),
         ...(types ? { type: types } : {}),
       });
-      if (json) output.out(JSON.stringify(entries));
-      else
-        output.out(
-          entries
-            .map(
-              (e) =>
-                `${String(e.seq).padStart(6)}  ${e.type.padEnd(21)} ${e.id}  ← ${e.parentId ?? "-"}  ${gist(e)}`,
-            )
-            .join("\n"),
-        );
+      output.out(json ? JSON.stringify(entries) : entries.map((e) => entryLine(e, gist(e))).join("\n"));
       return 0;
     }
     case "tree": {
@@ -306,11 +257,7 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
         ];
         if (context.activeToolNames) head.push(`tools: ${context.activeToolNames.join(", ")}`);
         if (context.systemPrompt) head.push(`system: ${oneLine(context.systemPrompt)}`);
-        const lines = context.messages.map(
-          (m) =>
-            `${m.role}: ${oneLine(contentText((m as { content?: unknown }).content) || String((m as { summary?: unknown }).summary ?? ""), 200)}`,
-        );
-        output.out([...head, "", ...lines].join("\n"));
+        output.out([...head, "", ...context.messages.map((m) => messageLine(m, 200))].join("\n"));
       }
       return 0;
     }
@@ -360,7 +307,7 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       process.once("SIGINT", interrupt);
       try {
         for await (const event of session.watch({ after: number(values.after), signal: stop.signal })) {
-          output.out(json ? JSON.stringify(event) : eventLine(event, gist));
+          output.out(json ? JSON.stringify(event) : eventLine(event));
         }
       } finally {
         process.off("SIGINT", interrupt);
@@ -395,9 +342,7 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       );
     case "backup": {
       const dir = arg(rest, 0, "dir");
-      const result = await backup(client, dir, (text) => {
-        if (output.isTTY) output.err(`\r${text}`);
-      });
+      const result = await backup(client, dir, redraw);
       if (output.isTTY && result.written > 0) output.err("\n");
       const { state } = result;
       for (const { id, error } of state.failed) output.err(`failed: ${id}: ${JSON.stringify(error)}\n`);
@@ -417,15 +362,8 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       return state.complete && state.failed.length === 0 ? 0 : 1;
     }
     case "restore": {
-      const existing: ExistingSessions =
-        values.existing === undefined || values.existing === "skip"
-          ? "skip"
-          : values.existing === "refuse"
-            ? "refuse"
-            : fail("--existing is skip or refuse");
-      const result = await restore(client, arg(rest, 0, "dir|file"), existing, (text) => {
-        if (output.isTTY) output.err(`\r${text}`);
-      });
+      const existing = oneOf("existing", values.existing, ["skip", "refuse"] as const) ?? "skip";
+      const result = await restore(client, arg(rest, 0, "dir|file"), existing, redraw);
       if (output.isTTY) output.err("\n");
       for (const problem of result.problems) {
         const line = problem.error?.line === undefined ? "" : ` (line ${problem.error.line})`;

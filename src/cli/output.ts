@@ -13,6 +13,22 @@ export function fail(message: string): never {
   throw new UsageError(message);
 }
 
+/** A flag's value, one of `allowed` (undefined when the flag is not given); anything else is a usage error. */
+export function oneOf<T extends string>(
+  flag: string,
+  value: string | undefined,
+  allowed: readonly T[],
+): T | undefined {
+  if (value === undefined || (allowed as readonly string[]).includes(value)) return value as T | undefined;
+  fail(`--${flag} is ${allowed.slice(0, -1).join(", ")} or ${allowed.at(-1)}, not ${value}`);
+}
+
+/** `text` on one line, cut to `max` characters. */
+export function oneLine(text: string, max = 100): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
 /**
  * Rows of cells as aligned columns, each as wide as its widest cell (numbers in the columns named
  * by `right` aligned right); the last column is not padded.

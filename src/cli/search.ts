@@ -1,7 +1,7 @@
 import type { RemoteRepo } from "../client";
 import type { SearchHit, SessionMatch } from "../core/internal";
 import type { Output } from "./output";
-import { fail } from "./output";
+import { oneLine, oneOf } from "./output";
 
 /*
  * `cf-sessions search <query> [--session <id>]`: the tenant's sessions matching a query, best first,
@@ -14,11 +14,6 @@ export interface SearchOptions {
   order?: string;
   thinking?: boolean;
   json: boolean;
-}
-
-function oneLine(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, " ").trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
 /** A snippet with its matches marked for a terminal: «match». */
@@ -45,12 +40,7 @@ export async function search(
 ): Promise<number> {
   const limit = options.limit === undefined ? {} : { limit: options.limit };
   if (options.session !== undefined) {
-    const order =
-      options.order === undefined
-        ? undefined
-        : options.order === "rank" || options.order === "newest"
-          ? options.order
-          : fail("--order is newest or rank");
+    const order = oneOf("order", options.order, ["newest", "rank"] as const);
     const page = await client.storage(options.session).search({
       q: query,
       ...limit,

@@ -1,13 +1,14 @@
 import type { SessionEvent, StoredEntry } from "../core/internal";
+import { entryLine, gist } from "./entry-line";
 
-/** One line for an event of `cf-sessions tail`; `describe` gives an entry's gist. */
-export function eventLine(event: SessionEvent, describe: (entry: Record<string, unknown>) => string): string {
+/** One line for an event of `cf-sessions tail`. */
+export function eventLine(event: SessionEvent): string {
   switch (event.event) {
     case "entry": {
       const entry = event.data as StoredEntry;
-      const gist = "message" in entry || "summary" in entry || "customType" in entry ? describe(entry) : "";
-      const role = "role" in event.data && event.data.role ? ` ${event.data.role}` : "";
-      return `${String(entry.seq).padStart(6)}  ${entry.type.padEnd(21)} ${entry.id}  ← ${entry.parentId ?? "-"}  ${gist || role.trim()}`;
+      const text = "message" in entry || "summary" in entry || "customType" in entry ? gist(entry) : "";
+      const role = "role" in event.data && event.data.role ? String(event.data.role) : "";
+      return entryLine(entry, text || role);
     }
     case "leaf":
       return `        leaf → ${event.data.leafId ?? "(none)"}`;

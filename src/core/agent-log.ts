@@ -1,9 +1,12 @@
+import type { SessionEntry } from "./entries";
 import { Timestamp } from "./entries";
 import { isValidId } from "./ids";
-import type { ImportWarning } from "./interchange";
-import type { ThinkingLevel } from "./messages";
+import type { ImportedSession, ImportWarning } from "./interchange";
+import { checkImportEntries } from "./interchange";
+import type { ImageContent, ThinkingLevel } from "./messages";
 import { THINKING_LEVELS } from "./messages";
 import { lineError, ndjsonLines, parseLine } from "./ndjson";
+import { parseDataUrl } from "./providers/text";
 
 /*
  * What the Claude Code and Codex CLI codecs share: reading an agent's own JSONL log as leniently
@@ -87,8 +90,43 @@ export function without(record: Record<string, unknown>, ...keys: string[]): Rec
 }
 
 /** An image from a base64 data URL, as our image content. */
-export function dataUrlImage(url: unknown): { type: "image"; data: string; mimeType: string } | undefined {
-  if (typeof url !== "string") return undefined;
-  const match = /^data:([^;,]+);base64,(.*)$/s.exec(url);
-  return match ? { type: "image", mimeType: match[1] as string, data: match[2] as string } : undefined;
+export function dataUrlImage(url: unknown): ImageContent | undefined {
+  const image = typeof url === "string" ? parseDataUrl(url) : undefined;
+  return image && { type: "image", mimeType: image.mimeType, data: image.data };
+}
+
+/** The text blocks of a message's content joined by newlines (a string is its own text). */
+export function blockText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content
+    .flatMap((b) => (isRecord(b) && b.type === "text" && typeof b.text === "string" ? [b.text] : []))
+    .join("\n");
+}
+
+/**
+ * An agent's log as an imported session: the agent's own fields under `agent` in the metadata
+ * (those it did not write left out), and its working folder under `pi` too, where pi export finds it.
+ */
+export function agentSession(
+  agent: string,
+  header: { id: string; createdAt: string; name?: string | undefined; systemPrompt?: string | undefined },
+  fields: Record<string, unknown>,
+  read: { entries: SessionEntry[]; lines: number[]; leafId: string | null },
+  warnings: ImportWarning[],
+): ImportedSession {
+  const { id, createdAt, name, systemPrompt } = header;
+  const metadata = { [agent]: defined(fields), pi: { cwd: asString(fields.cwd) ?? "" } };
+  return {
+    header: {
+      id,
+      createdAt,
+      metadata,
+      ...(name === undefined ? {} : { name }),
+      ...(systemPrompt ? { systemPrompt } : {}),
+    },
+    entries: checkImportEntries(read.entries, read.lines),
+    leafId: read.leafId,
+    warnings,
+  };
 }

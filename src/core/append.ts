@@ -135,19 +135,14 @@ function normalize(
 
 /** A retry is a replay when what it sent equals what is stored, ignoring what it left out. */
 export function isReplay(sent: Record<string, unknown>, stored: StoredEntry): boolean {
-  const a: Record<string, unknown> = { ...sent };
-  const b: Record<string, unknown> = { ...stored };
-  for (const key of ["id", "seq"]) {
-    delete a[key];
-    delete b[key];
-  }
-  for (const key of ["parentId", "timestamp"]) {
-    if (sent[key] === undefined) {
-      delete a[key];
-      delete b[key];
-    }
-  }
-  return canonicalJson(a) === canonicalJson(b);
+  const ignored = new Set([
+    "id",
+    "seq",
+    ...["parentId", "timestamp"].filter((key) => sent[key] === undefined),
+  ]);
+  const compared = (entry: object) =>
+    canonicalJson(Object.fromEntries(Object.entries(entry).filter(([key]) => !ignored.has(key))));
+  return compared(sent) === compared(stored);
 }
 
 function checkBatchSize(count: number): void {
@@ -190,13 +185,8 @@ export function planAppend(raw: readonly unknown[], view: AppendView, options: P
       const existing = overlay.load(input.id);
       if (existing) {
         if (!isReplay(input, existing)) {
-          throw new SessionError(
-            "already_exists",
-            `entry ${input.id} already exists with different content`,
-            {
-              id: input.id,
-            },
-          );
+          const message = `entry ${input.id} already exists with different content`;
+          throw new SessionError("already_exists", message, { id: input.id });
         }
         entries.push(existing);
         previous = existing.id;

@@ -9,3 +9,15 @@ export function concatBytes(parts: readonly Uint8Array[], size: number): Uint8Ar
   }
   return bytes;
 }
+
+/** Bytes per `btoa` call: a multiple of 3, so the pieces join into one base64 text. */
+const BASE64_PIECE = 3 * 8192;
+
+/** The bytes as base64, encoded a piece at a time so that no call takes too many arguments. */
+export function toBase64(bytes: Uint8Array): string {
+  let text = "";
+  for (let i = 0; i < bytes.byteLength; i += BASE64_PIECE) {
+    text += btoa(String.fromCharCode(...bytes.subarray(i, i + BASE64_PIECE)));
+  }
+  return text;
+}

@@ -1,8 +1,9 @@
 import type { LogLine } from "./agent-log";
 import {
+  agentSession,
   asString,
+  blockText,
   count,
-  defined,
   derivedSessionId,
   entryTimestamp,
   isRecord,
@@ -12,7 +13,6 @@ import {
 } from "./agent-log";
 import type { CompactionEntry, MessageEntry, SessionEntry } from "./entries";
 import type { ImportedSession, ImportWarning } from "./interchange";
-import { checkImportEntries } from "./interchange";
 import type {
   AssistantMessage,
   ImageContent,
@@ -20,8 +20,13 @@ import type {
   ThinkingLevel,
   ToolResultMessage,
 } from "./messages";
-import { usage } from "./messages";
 import { lineError } from "./ndjson";
+import {
+  anthropicAssistantBlock,
+  anthropicStopReason,
+  anthropicUsage,
+  anthropicUserBlock,
+} from "./providers/from-anthropic";
 
 /*
  * Claude Code sessions (`~/.claude/projects/<project>/<session>.jsonl`): one JSON line per event,
@@ -46,96 +51,6 @@ type Content = TextContent | ImageContent;
 interface State {
   model: string | undefined;
   thinking: ThinkingLevel;
-}
-
-function anthropicStopReason(reason: unknown, hasToolCall: boolean): string {
-  switch (reason) {
-    case "tool_use":
-      return "toolUse";
-    case "max_tokens":
-    case "model_context_window_exceeded":
-      return "length";
-    case "refusal":
-      return "error";
-    case "end_turn":
-    case "stop_sequence":
-    case "pause_turn":
-      return "stop";
-    default:
-      return hasToolCall ? "toolUse" : "stop";
-  }
-}
-
-function anthropicUsage(value: unknown) {
-  const u = isRecord(value) ? value : {};
-  return usage(
-    count(u.input_tokens),
-    count(u.output_tokens),
-    count(u.cache_read_input_tokens),
-    count(u.cache_creation_input_tokens),
-  );
-}
-
-/** A user or tool-result content block as ours, or undefined when ours has no such block. */
-function userBlock(block: unknown): Content | undefined {
-  if (!isRecord(block)) return undefined;
-  if (block.type === "text" && typeof block.text === "string") return { type: "text", text: block.text };
-  const source = block.source;
-  if (
-    block.type === "image" &&
-    isRecord(source) &&
-    source.type === "base64" &&
-    typeof source.data === "string"
-  ) {
-    return { type: "image", data: source.data, mimeType: asString(source.media_type) ?? "image/png" };
-  }
-  return undefined;
-}
-
-function assistantBlock(block: unknown): AssistantMessage["content"][number] | undefined {
-  if (!isRecord(block)) return undefined;
-  switch (block.type) {
-    case "text":
-      return typeof block.text === "string" ? { type: "text", text: block.text } : undefined;
-    case "thinking":
-      if (typeof block.thinking !== "string") return undefined;
-      return typeof block.signature === "string"
-        ? { type: "thinking", thinking: block.thinking, thinkingSignature: block.signature }
-        : { type: "thinking", thinking: block.thinking };
-    case "redacted_thinking":
-      // As pi keeps it: the opaque payload travels as the signature, to be sent back as it came.
-      return typeof block.data === "string"
-        ? {
-            type: "thinking",
-            thinking: "[Reasoning redacted]",
-            thinkingSignature: block.data,
-            redacted: true,
-          }
-        : undefined;
-    case "tool_use":
-      return typeof block.id === "string" && typeof block.name === "string"
-        ? {
-            type: "toolCall",
-            id: block.id,
-            name: block.name,
-            arguments: isRecord(block.input) ? block.input : {},
-          }
-        : undefined;
-    default:
-      return undefined;
-  }
-}
-
-function contentText(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  return content
-    .filter(
-      (b): b is { type: "text"; text: string } =>
-        isRecord(b) && b.type === "text" && typeof b.text === "string",
-    )
-    .map((b) => b.text)
-    .join("\n");
 }
 
 class ClaudeCodeReader {
@@ -312,7 +227,7 @@ class ClaudeCodeReader {
           results.push(block);
           continue;
         }
-        const part = userBlock(block);
+        const part = anthropicUserBlock(block);
         if (part) parts.push(part);
         else unmapped.push(block);
       }
@@ -325,7 +240,7 @@ class ClaudeCodeReader {
       if (typeof result.content === "string") resultContent.push({ type: "text", text: result.content });
       else if (Array.isArray(result.content)) {
         for (const block of result.content) {
-          const part = userBlock(block);
+          const part = anthropicUserBlock(block);
           if (part) resultContent.push(part);
           else unmapped.push({ tool_use_id: id, block });
         }
@@ -388,7 +303,7 @@ class ClaudeCodeReader {
     const parts: AssistantMessage["content"] = [];
     const unmapped: unknown[] = [];
     for (const block of blocks) {
-      const part = assistantBlock(block);
+      const part = anthropicAssistantBlock(block);
       if (part) {
         parts.push(part);
         if (part.type === "toolCall") this.#toolNames.set(part.id, part.name);
@@ -408,7 +323,7 @@ class ClaudeCodeReader {
       if (isRecord(message.usage)) merged.usage = anthropicUsage(message.usage);
       const hasToolCall = merged.content.some((p) => p.type === "toolCall");
       if (message.stop_reason != null || merged.stopReason !== "error") {
-        merged.stopReason = anthropicStopReason(message.stop_reason, hasToolCall);
+        merged.stopReason = anthropicStopReason(message.stop_reason, hasToolCall).stopReason;
       }
       (open.sourceLines as unknown[]).push(rest);
       this.#entryOf.set(uuid, open.id);
@@ -432,12 +347,12 @@ class ClaudeCodeReader {
       stopReason: anthropicStopReason(
         message.stop_reason,
         parts.some((p) => p.type === "toolCall"),
-      ),
+      ).stopReason,
       timestamp: this.#messageTimestamp(),
     };
     if (value.isApiErrorMessage === true) {
       assistant.stopReason = "error";
-      assistant.errorMessage = contentText(blocks) || "API error";
+      assistant.errorMessage = blockText(blocks) || "API error";
     }
     entries.push({ type: "message", message: assistant, sourceLines: [rest] });
     this.#chain(line, uuid, parentId, entries);
@@ -475,7 +390,7 @@ class ClaudeCodeReader {
   #compactSummary(line: LogLine, uuid: string): void {
     const value = line.value;
     const message = value.message as Record<string, unknown>;
-    const summary = contentText(message.content);
+    const summary = blockText(message.content);
     const rest = without(value);
     rest.message = without(message, "content");
     const parentUuid = asString(value.parentUuid);
@@ -536,23 +451,13 @@ export function parseClaudeCode(text: string): ImportedSession {
     lines.filter((l) => l.value.type === "summary" && uuids.has(l.value.leafUuid)),
     "summary",
   );
-  const name = title?.value ?? summary?.value;
-  const cwd = lastString(lines, "cwd")?.value;
-  const metadata: Record<string, unknown> = {
-    claudeCode: defined({
-      sessionId: session.value,
-      agentId: subagent ? lastString(lines, "agentId")?.value : undefined,
-      cwd,
-      gitBranch: lastString(lines, "gitBranch")?.value,
-      version: lastString(lines, "version")?.value,
-    }),
-    // Where pi export finds the working folder.
-    pi: { cwd: cwd ?? "" },
+  const fields = {
+    sessionId: session.value,
+    agentId: subagent ? lastString(lines, "agentId")?.value : undefined,
+    cwd: lastString(lines, "cwd")?.value,
+    gitBranch: lastString(lines, "gitBranch")?.value,
+    version: lastString(lines, "version")?.value,
   };
-  return {
-    header: { id, createdAt, metadata, ...(name === undefined ? {} : { name }) },
-    entries: checkImportEntries(reader.entries, reader.lines),
-    leafId: reader.leafId,
-    warnings: reader.warnings,
-  };
+  const header = { id, createdAt, name: title?.value ?? summary?.value };
+  return agentSession("claudeCode", header, fields, reader, reader.warnings);
 }

@@ -1,9 +1,10 @@
 import type { LogLine } from "./agent-log";
 import {
+  agentSession,
   asString,
+  blockText,
   count,
   dataUrlImage,
-  defined,
   derivedSessionId,
   entryTimestamp,
   isRecord,
@@ -14,7 +15,6 @@ import {
 import type { MessageEntry, SessionEntry } from "./entries";
 import { SessionError } from "./errors";
 import type { ImportedSession } from "./interchange";
-import { checkImportEntries } from "./interchange";
 import { parseJsonField } from "./json";
 import type {
   AssistantMessage,
@@ -25,6 +25,7 @@ import type {
 } from "./messages";
 import { usage } from "./messages";
 import { lineError } from "./ndjson";
+import { messageSignature } from "./providers/to-openai-responses";
 
 /*
  * OpenAI Codex CLI sessions (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`): a linear log of
@@ -123,15 +124,6 @@ function toolArguments(raw: unknown): Record<string, unknown> | undefined {
   return isRecord(parsed) ? parsed : undefined;
 }
 
-function textOf(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  return content
-    .filter((p): p is TextContent => isRecord(p) && p.type === "text" && typeof p.text === "string")
-    .map((p) => p.text)
-    .join("\n");
-}
-
 class CodexReader {
   readonly entries: SessionEntry[] = [];
   readonly lines: number[] = [];
@@ -199,24 +191,23 @@ class CodexReader {
 
   #item(line: LogLine, value: Record<string, unknown>, payload: Record<string, unknown>, id: string): void {
     const type = payload.type;
-    const rest = (...keys: string[]) => ({ ...value, payload: without(payload, ...keys) });
+    // The line as kept beside the entry: without the payload's `key`, or with only what of it was not read.
+    const rest = (key?: string, unmapped: unknown[] = []) => {
+      const kept = without(payload, ...(key === undefined ? [] : [key]));
+      return {
+        ...value,
+        payload: key !== undefined && unmapped.length > 0 ? { ...kept, [key]: unmapped } : kept,
+      };
+    };
     if (type === "message" && payload.role === "assistant") {
       const unmapped: unknown[] = [];
       const parts = inputContent(payload.content, unmapped).filter(
         (p): p is TextContent => p.type === "text",
       );
       const signature =
-        typeof payload.id === "string"
-          ? JSON.stringify({
-              v: 1,
-              id: payload.id,
-              ...(typeof payload.phase === "string" ? { phase: payload.phase } : {}),
-            })
-          : undefined;
+        typeof payload.id === "string" ? messageSignature(payload.id, asString(payload.phase)) : undefined;
       const content = parts.map((p) => (signature ? { ...p, textSignature: signature } : p));
-      const kept = rest("content");
-      if (unmapped.length > 0) (kept.payload as Record<string, unknown>).content = unmapped;
-      this.#output(line, id, content, kept);
+      this.#output(line, id, content, rest("content", unmapped));
       return;
     }
     if (OUTPUT_ITEMS.has(type as string)) {
@@ -238,17 +229,12 @@ class CodexReader {
       }
       const callId = asString(payload.call_id) ?? asString(payload.id) ?? id;
       const name = type === "local_shell_call" ? "local_shell" : (asString(payload.name) ?? "unknown");
-      const raw =
-        type === "local_shell_call"
-          ? payload.action
-          : type === "custom_tool_call"
-            ? payload.input
-            : payload.arguments;
+      const field =
+        type === "local_shell_call" ? "action" : type === "custom_tool_call" ? "input" : "arguments";
+      const raw = payload[field];
       const parsed = type === "custom_tool_call" ? undefined : toolArguments(raw);
       const args = parsed ?? (type === "custom_tool_call" ? { input: raw } : {});
       this.#toolNames.set(callId, name);
-      const field =
-        type === "local_shell_call" ? "action" : type === "custom_tool_call" ? "input" : "arguments";
       const kept = parsed !== undefined || type === "custom_tool_call" ? rest(field) : rest();
       this.#output(line, id, [{ type: "toolCall", id: callId, name, arguments: args }], kept);
       return;
@@ -267,21 +253,16 @@ class CodexReader {
         timestamp: this.#timestampMs(),
       };
       if (result.details !== undefined) message.details = result.details;
-      const kept = rest("output");
-      if (unmapped.length > 0) (kept.payload as Record<string, unknown>).output = unmapped;
-      this.#push(line.line, { type: "message", id, message, sourceLines: [kept] });
+      this.#push(line.line, { type: "message", id, message, sourceLines: [rest("output", unmapped)] });
       return;
     }
     if (type === "message") {
       this.#reply = undefined;
       const unmapped: unknown[] = [];
       const content = inputContent(payload.content, unmapped);
-      const role = asString(payload.role) ?? "user";
-      const kept = rest("content");
-      if (unmapped.length > 0) (kept.payload as Record<string, unknown>).content = unmapped;
       // Developer and system messages (instructions Codex adds to the history) keep their role.
-      const message = { role, content, timestamp: this.#timestampMs() };
-      this.#push(line.line, { type: "message", id, message, sourceLines: [kept] });
+      const message = { role: asString(payload.role) ?? "user", content, timestamp: this.#timestampMs() };
+      this.#push(line.line, { type: "message", id, message, sourceLines: [rest("content", unmapped)] });
       return;
     }
     this.#custom(line, id, value);
@@ -426,7 +407,7 @@ class CodexReader {
       const entry = this.entries[i] as SessionEntry;
       if (entry.type === "compaction") break;
       if (entry.type !== "message" || entry.message.role !== "user") continue;
-      const message = textOf((entry.message as { content?: unknown }).content);
+      const message = blockText((entry.message as { content?: unknown }).content);
       if (message && !SESSION_PREFIXES.some((prefix) => message.startsWith(prefix))) found.unshift(message);
     }
     return found;
@@ -473,31 +454,15 @@ export function parseCodex(text: string): ImportedSession {
     .filter((n): n is string => n !== undefined && n !== "")
     .at(-1);
   const base = meta.base_instructions;
+  const fields = {
+    id: sourceId,
+    cwd: asString(meta.cwd),
+    cliVersion: asString(meta.cli_version),
+    originator: asString(meta.originator),
+    source: meta.source,
+    modelProvider: asString(meta.model_provider),
+    git: isRecord(meta.git) ? meta.git : undefined,
+  };
   const systemPrompt = isRecord(base) ? asString(base.text) : asString(base);
-  const cwd = asString(meta.cwd);
-  const metadata: Record<string, unknown> = {
-    codex: defined({
-      id: sourceId,
-      cwd,
-      cliVersion: asString(meta.cli_version),
-      originator: asString(meta.originator),
-      source: meta.source,
-      modelProvider: asString(meta.model_provider),
-      git: isRecord(meta.git) ? meta.git : undefined,
-    }),
-    // Where pi export finds the working folder.
-    pi: { cwd: cwd ?? "" },
-  };
-  return {
-    header: {
-      id,
-      createdAt,
-      metadata,
-      ...(name === undefined ? {} : { name }),
-      ...(systemPrompt ? { systemPrompt } : {}),
-    },
-    entries: checkImportEntries(reader.entries, reader.lines),
-    leafId: reader.leafId,
-    warnings,
-  };
+  return agentSession("codex", { id, createdAt, name, systemPrompt }, fields, reader, warnings);
 }

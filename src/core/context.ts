@@ -108,10 +108,6 @@ function withContent(message: AgentMessage): AgentMessage {
   return message;
 }
 
-function millis(timestamp: string): number {
-  return Date.parse(timestamp);
-}
-
 function projectEntry(
   entry: TreeEntry,
   index: number,
@@ -128,7 +124,7 @@ function projectEntry(
         customType: entry.customType,
         content: entry.content,
         display: entry.display,
-        timestamp: millis(entry.timestamp),
+        timestamp: Date.parse(entry.timestamp),
       };
       if (entry.details !== undefined) message.details = entry.details;
       return [message];
@@ -141,7 +137,7 @@ function projectEntry(
           role: "compactionSummary",
           summary: entry.summary,
           tokensBefore: entry.tokensBefore,
-          timestamp: millis(entry.timestamp),
+          timestamp: Date.parse(entry.timestamp),
         },
         ...(entry.retainedTail ?? []),
       ];
@@ -152,7 +148,7 @@ function projectEntry(
           role: "branchSummary",
           summary: entry.summary,
           fromId: entry.fromId,
-          timestamp: millis(entry.timestamp),
+          timestamp: Date.parse(entry.timestamp),
         },
       ];
     case "custom":
@@ -243,10 +239,7 @@ export function projectEntries(
   options: ProjectOptions = {},
 ): AgentMessage[] {
   const edits = options.edits ?? latestEdits(entries);
-  const messages: AgentMessage[] = [];
-  entries.forEach((entry, index) => {
-    const projected = projectEntry(entry, index, entries, compactionId, options);
-    for (const message of applyContextEdit(projected, edits.get(entry.id))) messages.push(message);
-  });
-  return messages;
+  return entries.flatMap((entry, index) =>
+    applyContextEdit(projectEntry(entry, index, entries, compactionId, options), edits.get(entry.id)),
+  );
 }

@@ -209,7 +209,6 @@ export function isTreeEntry<E extends SessionEntry>(entry: E): entry is Exclude<
   return entry.type !== "leaf";
 }
 
-/** `entry` without its store-assigned `seq`. */
 /** The schema of an entry as stored: the entry and its `seq`. */
 export function stored<S extends z.ZodType<SessionEntry>>(schema: S) {
   return schema.and(z.object({ seq: z.number().int() }));
@@ -217,6 +216,7 @@ export function stored<S extends z.ZodType<SessionEntry>>(schema: S) {
 
 export const StoredEntry = stored(SessionEntry).meta({ id: "StoredEntry" });
 
+/** `entry` without its store-assigned `seq`. */
 export function withoutSeq(entry: StoredEntry | SessionEntry): SessionEntry {
   if (!("seq" in entry)) return entry;
   const { seq: _seq, ...rest } = entry;

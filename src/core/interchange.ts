@@ -85,18 +85,23 @@ export function checkImportEntries(entries: readonly unknown[], lines: readonly 
     return planImport(entries, emptyView).entries.map(({ seq: _seq, ...entry }) => entry as SessionEntry);
   } catch (error) {
     if (!(error instanceof SessionError)) throw error;
-    const details = error.details;
-    let index: number | undefined;
-    if (Array.isArray(details)) index = details[0]?.path?.[0];
-    else if (details && typeof details === "object" && "index" in details)
-      index = (details as { index: number }).index;
-    const line = index === undefined ? undefined : lines[index];
+    const line = lineOfBatchError(error, lines);
     if (line === undefined) throw error;
     throw lineError(line, error.message, {
       code: error.code,
-      ...(Array.isArray(details) ? { issues: details } : {}),
+      ...(Array.isArray(error.details) ? { issues: error.details } : {}),
     });
   }
+}
+
+/** The line of the entry a refused batch points at (`lines` holds each entry's), when it says which. */
+export function lineOfBatchError(error: SessionError, lines: readonly number[]): number | undefined {
+  const details = error.details;
+  let index: number | undefined;
+  if (Array.isArray(details)) index = details[0]?.path?.[0];
+  else if (details && typeof details === "object" && "index" in details)
+    index = (details as { index: number }).index;
+  return index === undefined ? undefined : lines[index];
 }
 
 /** Where the head ends after writing `entries` in order (each entry, or a leaf record's target). */
@@ -106,8 +111,16 @@ export function leafAfter(entries: readonly SessionEntry[]): string | null {
   return leafId;
 }
 
-/** Splits entries into import calls of bounded count and size (RPC answers and arguments are capped). */
-export function* importBatches(entries: readonly SessionEntry[], maxCount = 500, maxChars = 8 * 1024 * 1024) {
+/** Entries, and characters of them, sent to a session per import call (RPC answers and arguments are capped). */
+export const IMPORT_BATCH = 500;
+export const IMPORT_BATCH_CHARS = 8 * 1024 * 1024;
+
+/** Splits entries into import calls of bounded count and size. */
+export function* importBatches(
+  entries: readonly SessionEntry[],
+  maxCount = IMPORT_BATCH,
+  maxChars = IMPORT_BATCH_CHARS,
+) {
   let batch: SessionEntry[] = [];
   let chars = 0;
   for (const entry of entries) {

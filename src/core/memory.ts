@@ -30,7 +30,7 @@ import type { AppendOptions, AppendResult, ImportOptions, LeafOptions, SessionSt
 import type { SyncResult } from "./sync-import";
 import { syncImport } from "./sync-import";
 import type { TreeNode } from "./tree";
-import { buildTree } from "./tree";
+import { buildTree, treeRow } from "./tree";
 
 interface Row extends EntryRef {
   seq: number;
@@ -170,20 +170,10 @@ export class MemoryStorage implements SessionStorage {
 
   async getTree(): Promise<TreeNode[]> {
     this.#live();
-    const labels = Object.fromEntries(this.#labels);
     const rows = this.#rows
       .filter((row) => row.type !== "leaf")
-      .map((row) => {
-        const entry = this.#read(row) as TreeEntry;
-        return {
-          id: entry.id,
-          parentId: entry.parentId,
-          type: entry.type,
-          timestamp: entry.timestamp,
-          ...(entry.type === "message" ? { role: entry.message.role } : {}),
-        };
-      });
-    return buildTree(rows, labels);
+      .map((row) => treeRow(this.#read(row) as TreeEntry));
+    return buildTree(rows, Object.fromEntries(this.#labels));
   }
 
   async getLabels(): Promise<Record<string, string>> {

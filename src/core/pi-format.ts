@@ -1,3 +1,4 @@
+import { isRecord } from "./agent-log";
 import { fingerprint } from "./context-answer";
 import { ENTRY_TYPES } from "./entries";
 import { isValidId, newId, nowIso } from "./ids";
@@ -273,8 +274,4 @@ export async function* exportPi(session: Session): AsyncGenerator<string> {
       name: piName(name) ?? "",
     })}\n`;
   }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
 }

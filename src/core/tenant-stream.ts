@@ -4,7 +4,7 @@ import { Id } from "./entries";
 import { SessionError } from "./errors";
 import { encodeCursor } from "./info";
 import type { ImportHeader } from "./interchange";
-import { ImportWarning } from "./interchange";
+import { IMPORT_BATCH, IMPORT_BATCH_CHARS, ImportWarning, lineOfBatchError } from "./interchange";
 import { exportNative, NATIVE_FORMAT, parseNativeHeader } from "./native-format";
 import type { NumberedLine } from "./ndjson";
 import { lineError } from "./ndjson";
@@ -34,9 +34,6 @@ export const TENANT_VERSION = 1;
 
 /** Sessions of a listing page read per step of an export. */
 const EXPORT_PAGE = 50;
-/** Entries, and characters of them, sent to a session per import call. */
-const IMPORT_BATCH = 500;
-const IMPORT_BATCH_CHARS = 8 * 1024 * 1024;
 
 /** What an export reads: the tenant's listing and its sessions. */
 export interface TenantSource {
@@ -127,16 +124,6 @@ export interface TenantImportTarget {
   finish(storage: SessionStorage): Promise<void>;
 }
 
-/** The 1-based line of the entry a refused import batch points at, when it says which. */
-function lineOfBatchError(error: SessionError, lines: readonly number[]): number | undefined {
-  const details = error.details;
-  let index: number | undefined;
-  if (Array.isArray(details)) index = details[0]?.path?.[0];
-  else if (details && typeof details === "object" && "index" in details)
-    index = (details as { index: number }).index;
-  return index === undefined ? undefined : lines[index];
-}
-
 /**
  * One session of an import, written in the background while the stream is read on: its batches
  * go out in order, one after the other, and the first failure stops them.
@@ -201,6 +188,45 @@ class SessionWrite {
   }
 }
 
+/**
+ * The opening, cursor and end lines of tenant streams read one after another, checked: an end line
+ * counting other sessions than its stream completed, and lines after an end line, are warnings
+ * (`what` names the stream in them: "the stream", "the file").
+ */
+export class StreamEnds {
+  /** Sessions completed (a cursor line after them) since the stream's opening line. */
+  #completed = 0;
+  /** The line of the stream's end line, once one was read. */
+  #endedAt: number | undefined;
+
+  constructor(
+    private readonly what: string,
+    readonly warnings: ImportWarning[] = [],
+  ) {}
+
+  /** Reads the line at `line` of `type` (undefined for a line of a session); `counted` is an end line's count. */
+  read(line: number, type: unknown, counted?: unknown): void {
+    if (type === "export") {
+      this.#completed = 0;
+      this.#endedAt = undefined;
+      return;
+    }
+    if (this.#endedAt !== undefined) {
+      // Nothing follows an end line but another stream (exports one after another).
+      const message = `${this.what} goes on after its end line (line ${this.#endedAt}): what follows is imported as it is`;
+      this.warnings.push({ line, message });
+      this.#endedAt = undefined;
+    }
+    if (type === "cursor") this.#completed++;
+    if (type !== "end") return;
+    this.#endedAt = line;
+    if (counted !== this.#completed) {
+      const message = `the end line counts ${JSON.stringify(counted)} sessions; ${this.what} holds ${this.#completed} complete ones`;
+      this.warnings.push({ line, message });
+    }
+  }
+}
+
 /** Sessions an import writes at once (each one's batches stay in order). */
 const IMPORT_PARALLEL = 4;
 /** Batches of one session read ahead of its writes. */
@@ -223,11 +249,7 @@ export async function importTenant(
   /** After a header that could not be read: the lines of its session are passed over. */
   let passing = false;
   let first = true;
-  const warnings: ImportWarning[] = [];
-  /** Sessions completed (a cursor line after them) since the stream's opening line. */
-  let completed = 0;
-  /** The line of the stream's end line, once one was read. */
-  let endedAt: number | undefined;
+  const ends = new StreamEnds("the stream");
 
   /** The outcome of a session once its writes are done: listed, or deleted and reported. */
   const settle = async (write: SessionWrite): Promise<void> => {
@@ -269,14 +291,19 @@ export async function importTenant(
     if (running.size >= IMPORT_PARALLEL) await Promise.race(running);
   };
 
+  /** A session whose header is missing or unreadable: reported, and its lines passed over. */
+  const unreadable = (error: { code: string; message: string }, line: number): void => {
+    sessions.push({ id: null, status: "failed", error: { ...error, line } });
+    passing = true;
+  };
+
   const open = async (numbered: NumberedLine): Promise<void> => {
     await close();
     let header: ImportHeader;
     try {
       header = parseNativeHeader(numbered);
     } catch (error) {
-      sessions.push({ id: null, status: "failed", error: { ...errorBody(error, ""), line: numbered.line } });
-      passing = true;
+      unreadable(errorBody(error, ""), numbered.line);
       return;
     }
     passing = false;
@@ -309,33 +336,10 @@ export async function importTenant(
         }
         if (opensExport) continue;
       }
-      const opensStream = type === "export";
-      if (endedAt !== undefined && !opensStream) {
-        // Nothing follows an end line but another stream (exports one after another).
-        warnings.push({
-          line: numbered.line,
-          message: `the stream goes on after its end line (line ${endedAt}): what follows is imported as it is`,
-        });
-        endedAt = undefined;
-      }
+      ends.read(numbered.line, type, record?.sessions);
       if (type === "session" && record?.format === NATIVE_FORMAT) await open(numbered);
-      else if (type === "cursor" || opensStream) {
-        await close();
-        if (opensStream) {
-          completed = 0;
-          endedAt = undefined;
-        } else completed++;
-      } else if (type === "end") {
-        await close();
-        endedAt = numbered.line;
-        const counted = record?.sessions;
-        if (counted !== completed) {
-          warnings.push({
-            line: numbered.line,
-            message: `the end line counts ${JSON.stringify(counted)} sessions; the stream holds ${completed} complete ones`,
-          });
-        }
-      } else if (type === "error") {
+      else if (type === "cursor" || type === "export" || type === "end") await close();
+      else if (type === "error") {
         // The exporter could not read the rest of this session: what came of it is not kept.
         const error = record?.error as { message?: unknown } | undefined;
         const reason = typeof error?.message === "string" ? error.message : "an error";
@@ -348,16 +352,8 @@ export async function importTenant(
       } else if (passing) {
         // A line of a session already reported.
       } else if (!current) {
-        sessions.push({
-          id: null,
-          status: "failed",
-          error: {
-            code: "invalid_request",
-            message: "an entry outside any session (its header is missing)",
-            line: numbered.line,
-          },
-        });
-        passing = true;
+        const message = "an entry outside any session (its header is missing)";
+        unreadable({ code: "invalid_request", message }, numbered.line);
       } else if (current.stopped) {
         // The session failed or was taken: the rest of its lines are not needed.
       } else if (!record) {
@@ -393,6 +389,6 @@ export async function importTenant(
     refused: count("refused"),
     failed: count("failed"),
     sessions,
-    warnings,
+    warnings: ends.warnings,
   };
 }

@@ -1,5 +1,5 @@
 import * as z from "zod";
-import type { EntryType } from "./entries";
+import type { EntryType, TreeEntry } from "./entries";
 import { EntryType as EntryTypeSchema, Id, Timestamp } from "./entries";
 
 /** A node of `getTree`: the shape of the session without payloads. */
@@ -28,12 +28,11 @@ export const TreeNode: z.ZodType<TreeNode> = z
   .meta({ id: "TreeNode" });
 
 /** What `buildTree` needs of an entry: no payload but the message role. */
-export interface TreeRow {
-  id: string;
-  parentId: string | null;
-  type: Exclude<EntryType, "leaf">;
-  timestamp: string;
-  role?: string;
+export type TreeRow = Omit<TreeNode, "label" | "children">;
+
+export function treeRow(entry: TreeEntry): TreeRow {
+  const { id, parentId, type, timestamp } = entry;
+  return { id, parentId, type, timestamp, ...(type === "message" ? { role: entry.message.role } : {}) };
 }
 
 /**
@@ -88,9 +87,10 @@ export function* walkTree(roots: readonly TreeNode[]): Generator<TreeNode> {
  */
 export function treeToJson(roots: readonly TreeNode[]): string {
   const out: string[] = ["["];
-  const stack: Array<{ nodes: readonly TreeNode[]; next: number }> = [{ nodes: roots, next: 0 }];
+  type Frame = { nodes: readonly TreeNode[]; next: number };
+  const stack: Frame[] = [{ nodes: roots, next: 0 }];
   while (stack.length > 0) {
-    const frame = stack[stack.length - 1] as { nodes: readonly TreeNode[]; next: number };
+    const frame = stack[stack.length - 1] as Frame;
     if (frame.next >= frame.nodes.length) {
       stack.pop();
       out.push(stack.length > 0 ? "]}" : "]");

@@ -36,21 +36,9 @@ export type MetricPoint =
   /** A watcher opened (an event stream or socket), and how many the session has with it. */
   | { kind: "watcher"; sessionId: string; transport: "sse" | "websocket"; watchers: number }
   /** A compaction run, by a caller or by the object itself, and how it ended. */
-  | {
-      kind: "compaction";
-      sessionId: string;
-      trigger: "manual" | "auto";
-      outcome: string;
-      durationMs: number;
-    }
+  | { kind: "compaction"; sessionId: string; trigger: "manual" | "auto"; outcome: string; durationMs: number }
   /** One summarizer call (compaction or branch summary) and how it ended. */
-  | {
-      kind: "summary";
-      sessionId: string;
-      summarizer: string;
-      outcome: "ok" | "failed";
-      durationMs: number;
-    }
+  | { kind: "summary"; sessionId: string; summarizer: string; outcome: "ok" | "failed"; durationMs: number }
   | { kind: "fork"; sessionId: string; sourceId: string; entries: number; bytes: number; durationMs: number }
   | {
       kind: "import";

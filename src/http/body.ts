@@ -7,13 +7,13 @@ import type { AppEnv } from "./env";
 const JSON_TYPE = /^application\/([\w.-]+\+)?json$/i;
 const NDJSON_TYPE = /^application\/(x-ndjson|jsonl)$/i;
 
-const tooLarge = (limit: number) =>
-  new SessionError("payload_too_large", `the body is larger than ${limit} bytes`, { limit });
-
 /** The media type of a request, without parameters, lower case ("" when there is none). */
 function mediaType(header: string | undefined): string {
   return header?.split(";")[0]?.trim().toLowerCase() ?? "";
 }
+
+const tooLarge = (limit: number) =>
+  new SessionError("payload_too_large", `the body is larger than ${limit} bytes`, { limit });
 
 /** Reads at most `limit` bytes of a body, failing as soon as it is larger (whatever Content-Length says). */
 async function readCapped(body: ReadableStream<Uint8Array> | null, limit: number): Promise<Uint8Array> {
@@ -109,9 +109,8 @@ export async function* streamedNdjsonLines(
       }
       // A line longer than any entry can be is refused before it is held whole.
       if (pending > MAX_LINE_BYTES) {
-        throw new SessionError("payload_too_large", `line ${line} is longer than ${MAX_LINE_BYTES} bytes`, {
-          line,
-        });
+        const message = `line ${line} is longer than ${MAX_LINE_BYTES} bytes`;
+        throw new SessionError("payload_too_large", message, { line });
       }
     }
     if (pending > 0) {
@@ -163,21 +162,13 @@ export const jsonBody =
   async (c, next) => {
     if (c.req.method === "GET" || c.req.method === "HEAD" || c.req.method === "DELETE") return next();
     const type = mediaType(c.req.header("Content-Type"));
+    const unsupported = (message: string) =>
+      new SessionError("unsupported_format", message, { contentType: type || null });
     if (ndjsonPaths.includes(c.req.path)) {
       if (NDJSON_TYPE.test(type)) return next();
-      throw new SessionError(
-        "unsupported_format",
-        "send the file as application/x-ndjson (or application/jsonl)",
-        {
-          contentType: type || null,
-        },
-      );
+      throw unsupported("send the file as application/x-ndjson (or application/jsonl)");
     }
-    if (!JSON_TYPE.test(type)) {
-      throw new SessionError("unsupported_format", "send the body as application/json", {
-        contentType: type || null,
-      });
-    }
+    if (!JSON_TYPE.test(type)) throw unsupported("send the body as application/json");
     const declared = c.req.header("Content-Length");
     if (!c.req.raw.body || declared === "0") {
       c.req.raw = new Request(c.req.raw, { body: "{}" });

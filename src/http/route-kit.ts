@@ -82,17 +82,25 @@ export const body = <T extends z.ZodType>(schema: T, required = true) => ({
   required,
 });
 
+const WRONG_JURISDICTION =
+  "wrong_jurisdiction: the tenant is pinned to a jurisdiction but its sessions are in another";
+
 export const errors = {
   400: json(ErrorEnvelope, "invalid_request"),
   401: json(ErrorEnvelope, "unauthorized"),
   403: json(ErrorEnvelope, "forbidden: a read-only credential writing, or a request from another site"),
   404: json(ErrorEnvelope, "not_found"),
+  409: json(ErrorEnvelope, WRONG_JURISDICTION),
   429: json(ErrorEnvelope, "rate_limited (Retry-After)"),
   503: json(
     ErrorEnvelope,
     "misconfigured (the service's API_KEYS, JWT settings or QUOTAS are invalid) or unavailable (try again after Retry-After)",
   ),
 };
+
+/** A route's own 409, beside the tenant's wrong_jurisdiction that every route may answer. */
+export const conflict = (description: string) =>
+  json(ErrorEnvelope, `${description}, or ${WRONG_JURISDICTION}`);
 
 /** What a write that stores something may also answer: a quota it would pass. */
 export const writeErrors = {

@@ -89,9 +89,7 @@ export class EntryLog {
 
   /** Appends the lines as one write and flushes it; returns where each landed. */
   async append(lines: readonly string[]): Promise<LineSpan[]> {
-    if (this.#broken !== undefined) {
-      throw ioError("appending to", this.file, this.#broken);
-    }
+    if (this.#broken !== undefined) throw ioError("appending to", this.file, this.#broken);
     const buffers = lines.map((line) => Buffer.from(`${line}\n`, "utf8"));
     const start = this.#size;
     const spans: LineSpan[] = [];
@@ -169,13 +167,8 @@ export class EntryLog {
   }
 
   #shorter(): SessionError {
-    return new SessionError(
-      "internal",
-      `${this.file} is shorter than its index: it was changed by another program`,
-      {
-        file: this.file,
-      },
-    );
+    const message = `${this.file} is shorter than its index: it was changed by another program`;
+    return new SessionError("internal", message, { file: this.file });
   }
 }
 

@@ -18,12 +18,11 @@ import {
   openIfExists,
   pageSessions,
   Session,
-  SessionError,
   sessionsPageLimit,
   syncImport,
   writeImport,
 } from "../core/internal";
-import { errnoCode, ioError } from "./errno";
+import { ioError, unlessMissing } from "./errno";
 import { JSONLStorage } from "./jsonl-storage";
 import { sessionFolder, sessionsFolder } from "./layout";
 import { metadataFile, metadataInfo, readMetadata } from "./metadata";
@@ -99,14 +98,10 @@ export class JSONLRepo implements SessionRepo {
   async list(options: ListOptions = {}): Promise<SessionPage> {
     const limit = sessionsPageLimit(options);
     const folder = sessionsFolder(this.root);
-    let names: string[];
-    try {
-      const found = await readdir(folder, { withFileTypes: true });
-      names = found.filter((dirent) => dirent.isDirectory() && isValidId(dirent.name)).map((d) => d.name);
-    } catch (error) {
-      if (errnoCode(error) !== "ENOENT") throw ioError("listing", folder, error);
-      names = [];
-    }
+    const found = await unlessMissing(readdir(folder, { withFileTypes: true })).catch((error: unknown) => {
+      throw ioError("listing", folder, error);
+    });
+    const names = (found ?? []).filter((d) => d.isDirectory() && isValidId(d.name)).map((d) => d.name);
     // A pool of readers rather than batches in lockstep, so one slow file does not hold up the rest.
     const listed: Array<SessionInfo | undefined> = [];
     let next = 0;
@@ -125,11 +120,9 @@ export class JSONLRepo implements SessionRepo {
   async #listed(name: string): Promise<SessionInfo | undefined> {
     const folder = join(sessionsFolder(this.root), name);
     try {
-      const metadata = await readMetadata(folder);
-      return metadata.header.id === name ? metadataInfo(metadata) : undefined;
+      const metadata = await unlessMissing(readMetadata(folder));
+      return metadata?.header.id === name ? metadataInfo(metadata) : undefined;
     } catch (error) {
-      if (errnoCode(error) === "ENOENT") return undefined;
-      if (error instanceof SessionError) throw error;
       throw ioError("reading", metadataFile(folder), error);
     }
   }

@@ -40,12 +40,13 @@ import {
   planLeafMove,
   SessionError,
   sessionInfo,
+  treeRow,
 } from "../core/internal";
 import type { IndexedEntry } from "./entry-index";
 import { EntryIndex } from "./entry-index";
 import type { LineSpan } from "./entry-log";
 import { corruptLine, EntryLog } from "./entry-log";
-import { errnoCode, ioError } from "./errno";
+import { errnoCode, ioError, unlessMissing } from "./errno";
 import { ENTRIES_FILE, scratchFolder, sessionFolder, sessionsFolder } from "./layout";
 import { SessionLock } from "./lock";
 import type { SessionMetadata } from "./metadata";
@@ -61,16 +62,6 @@ export interface StorageOwner {
   createStorage(header: ForkTargetHeader): Promise<JSONLStorage>;
   /** Called once the storage is closed or deleted, so the repo opens the id afresh next time. */
   forget(storage: JSONLStorage): void;
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch (error) {
-    if (errnoCode(error) === "ENOENT") return false;
-    throw error;
-  }
 }
 
 function notFound(id: string): SessionError {
@@ -134,7 +125,7 @@ export class JSONLStorage implements SessionStorage {
     const folder = sessionFolder(root, header.id);
     const alreadyExists = () =>
       new SessionError("already_exists", `session ${header.id} already exists`, { id: header.id });
-    if (await exists(folder)) throw alreadyExists();
+    if (await unlessMissing(stat(folder))) throw alreadyExists();
     await mkdir(sessionsFolder(root), { recursive: true });
     const staging = await scratchFolder(root, "create");
     const index = new EntryIndex(header.createdAt);
@@ -149,7 +140,7 @@ export class JSONLStorage implements SessionStorage {
       await rm(staging, { recursive: true, force: true });
       const code = errnoCode(error);
       if (code === "ENOTEMPTY" || code === "EEXIST") throw alreadyExists();
-      throw asSessionError("creating", folder, error);
+      throw ioError("creating", folder, error);
     }
     const held = lock.movedTo(folder);
     try {
@@ -157,7 +148,7 @@ export class JSONLStorage implements SessionStorage {
       return new JSONLStorage(root, header, { log, lock: held, index, leafId: null, owner });
     } catch (error) {
       await held.release().catch(() => undefined);
-      throw asSessionError("opening", folder, error);
+      throw ioError("opening", folder, error);
     }
   }
 
@@ -169,19 +160,13 @@ export class JSONLStorage implements SessionStorage {
       lock = await SessionLock.acquire(folder, id);
     } catch (error) {
       if (errnoCode(error) === "ENOENT") throw notFound(id);
-      throw asSessionError("locking", folder, error);
+      throw ioError("locking", folder, error);
     }
     let log: EntryLog | undefined;
     try {
-      let metadata: SessionMetadata;
-      try {
-        metadata = await readMetadata(folder);
-      } catch (error) {
-        if (errnoCode(error) === "ENOENT") throw notFound(id);
-        throw error;
-      }
+      const metadata = await unlessMissing(readMetadata(folder));
       // On a case-insensitive file system another id's folder can answer to this one.
-      if (metadata.header.id !== id) throw notFound(id);
+      if (metadata?.header.id !== id) throw notFound(id);
 
       const index = new EntryIndex(metadata.header.createdAt);
       const file = join(folder, ENTRIES_FILE);
@@ -199,7 +184,7 @@ export class JSONLStorage implements SessionStorage {
     } catch (error) {
       await log?.close().catch(() => undefined);
       await lock.release().catch(() => undefined);
-      throw asSessionError("opening", folder, error);
+      throw ioError("opening", folder, error);
     }
   }
 
@@ -219,9 +204,8 @@ export class JSONLStorage implements SessionStorage {
   #usable(): void {
     if (this.#state === "deleted") throw notFound(this.id);
     if (this.#state === "closed") {
-      throw new SessionError("invalid_request", `session ${this.id} was closed by cleanup(); open it again`, {
-        id: this.id,
-      });
+      const message = `session ${this.id} was closed by cleanup(); open it again`;
+      throw new SessionError("invalid_request", message, { id: this.id });
     }
   }
 
@@ -388,16 +372,8 @@ export class JSONLStorage implements SessionStorage {
       const treeRows: TreeRow[] = [];
       const rows = this.#index.rows.filter((row) => row.type !== "leaf");
       for (let i = 0; i < rows.length; i += TREE_BATCH) {
-        for (const entry of await this.#load(rows.slice(i, i + TREE_BATCH))) {
-          const node = entry as StoredEntry<TreeEntry>;
-          treeRows.push({
-            id: node.id,
-            parentId: node.parentId,
-            type: node.type,
-            timestamp: node.timestamp,
-            ...(node.type === "message" ? { role: node.message.role } : {}),
-          });
-        }
+        for (const entry of await this.#load(rows.slice(i, i + TREE_BATCH)))
+          treeRows.push(treeRow(entry as TreeEntry));
       }
       return buildTree(treeRows, Object.fromEntries(this.#index.labels));
     });
@@ -479,11 +455,6 @@ export class JSONLStorage implements SessionStorage {
     this.#closing = settled;
     return result;
   }
-}
-
-/** Passes `SessionError`s through; any other failure becomes `internal`, naming the path. */
-function asSessionError(action: string, path: string, error: unknown): SessionError {
-  return error instanceof SessionError ? error : ioError(action, path, error);
 }
 
 /**

@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
+import type { FileHandle } from "node:fs/promises";
 import { link, open, readFile, rename, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { nowIso, SessionError } from "../core/internal";
-import { errnoCode } from "./errno";
+import { errnoCode, unlessMissing } from "./errno";
 import { LOCK_FILE } from "./layout";
 
 /** What a lock file holds: who wrote it, and a token so its owner can tell the file is still its own. */
@@ -63,23 +64,15 @@ export class SessionLock {
 
   /** Removes the lock file if it is still this lock's (a missing file is already released). */
   async release(): Promise<void> {
-    let text: string;
-    try {
-      text = await readFile(this.file, "utf8");
-    } catch (error) {
-      if (errnoCode(error) === "ENOENT") return;
-      throw error;
-    }
-    if (parseOwner(text)?.token !== this.owner.token) return;
-    await unlink(this.file).catch((error: unknown) => {
-      if (errnoCode(error) !== "ENOENT") throw error;
-    });
+    const text = await unlessMissing(readFile(this.file, "utf8"));
+    if (text === undefined || parseOwner(text)?.token !== this.owner.token) return;
+    await unlessMissing(unlink(this.file));
   }
 }
 
 /** Creates the lock file; false when one exists. */
 async function create(file: string, owner: LockOwner): Promise<boolean> {
-  let handle: Awaited<ReturnType<typeof open>>;
+  let handle: FileHandle;
   try {
     handle = await open(file, "wx");
   } catch (error) {
@@ -100,13 +93,8 @@ async function create(file: string, owner: LockOwner): Promise<boolean> {
 
 /** Who holds the lock; undefined when the file vanished in the meantime. */
 async function inspect(file: string): Promise<Holder | undefined> {
-  let text: string;
-  try {
-    text = await readFile(file, "utf8");
-  } catch (error) {
-    if (errnoCode(error) === "ENOENT") return undefined;
-    throw error;
-  }
+  const text = await unlessMissing(readFile(file, "utf8"));
+  if (text === undefined) return undefined;
   const owner = parseOwner(text);
   if (!owner) return { kind: "unreadable", text };
   return { kind: isRunning(owner) ? "live" : "stale", text, owner };

@@ -348,6 +348,10 @@ describe("the session viewer", () => {
     await expect
       .poll(() => page.textContent("#error-text"))
       .toMatch(/^Could not open no-such-session: not_found: .+ \(HTTP 404\)/);
+    // A session that did not open gets no time slider, and no second error replaces the first.
+    expect(await page.isHidden("#time-travel")).toBe(true);
+    await page.waitForTimeout(300);
+    expect(await page.textContent("#error-text")).toMatch(/^Could not open no-such-session/);
     await page.close();
   });
 

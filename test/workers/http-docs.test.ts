@@ -60,6 +60,19 @@ describe("/docs", () => {
     expect(page).toContain('<a href="#schema-StoredEntry">StoredEntry</a>');
   });
 
+  it("documents wrong_jurisdiction on every route a tenant's pin guards", async () => {
+    const spec = (await (await get("/v1/openapi.json")).json()) as {
+      paths: Record<string, Record<string, { responses: Record<string, { description: string }> }>>;
+    };
+    const guarded = Object.entries(spec.paths).filter(([path]) => !path.startsWith("/v1/blobs/"));
+    expect(guarded.length).toBeGreaterThanOrEqual(20);
+    for (const [path, item] of guarded) {
+      for (const [method, operation] of Object.entries(item)) {
+        expect(operation.responses["409"]?.description, `${method} ${path}`).toContain("wrong_jurisdiction");
+      }
+    }
+  });
+
   it("describes the provider formats: the context's query and answers, the provider message entry", async () => {
     const spec = (await (await get("/v1/openapi.json")).json()) as {
       paths: Record<string, Record<string, Record<string, unknown>>>;

@@ -7,14 +7,8 @@ import { fromGemini } from "./from-gemini";
 import { fromOpenAIChat } from "./from-openai-chat";
 import { fromOpenAIResponses } from "./from-openai-responses";
 import type { ReadOptions } from "./incoming";
-import type { ContextFormat, TargetModel } from "./target";
-import {
-  CONTEXT_FORMATS,
-  isContextFormat,
-  isMessageFormat,
-  MESSAGE_FORMATS,
-  parseContextFormat,
-} from "./target";
+import type { ContextFormat, MessageFormat, TargetModel } from "./target";
+import { isMessageFormat, MESSAGE_FORMATS, parseContextFormat } from "./target";
 import type { AISDKRequest } from "./to-ai-sdk";
 import { toAISDK } from "./to-ai-sdk";
 import type { AISDKUIRequest } from "./to-ai-sdk-ui";
@@ -42,6 +36,18 @@ export interface ContextRequests {
   "ai-sdk-ui": AISDKUIRequest;
 }
 
+type Converters = {
+  [F in ContextFormat]: (context: SessionContext, model: TargetModel) => ContextRequests[F];
+};
+const CONVERTERS: Converters = {
+  "openai-chat": toOpenAIChat,
+  "openai-responses": toOpenAIResponses,
+  anthropic: toAnthropic,
+  gemini: toGemini,
+  "ai-sdk": toAISDK,
+  "ai-sdk-ui": toAISDKUIMessages,
+};
+
 /**
  * The request fields carrying `context` in `format`, for `model`. An unknown format is
  * `unsupported_format`.
@@ -61,25 +67,7 @@ export function contextInFormat(
   format: string,
   model: TargetModel,
 ): ContextRequests[ContextFormat] {
-  if (!isContextFormat(format)) {
-    throw new SessionError("unsupported_format", `unknown format "${format}"`, {
-      formats: [...CONTEXT_FORMATS],
-    });
-  }
-  switch (format) {
-    case "openai-chat":
-      return toOpenAIChat(context, model);
-    case "openai-responses":
-      return toOpenAIResponses(context, model);
-    case "anthropic":
-      return toAnthropic(context, model);
-    case "gemini":
-      return toGemini(context, model);
-    case "ai-sdk":
-      return toAISDK(context, model);
-    case "ai-sdk-ui":
-      return toAISDKUIMessages(context, model);
-  }
+  return CONVERTERS[parseContextFormat(format)](context, model);
 }
 
 /** The model a context is wanted for, when it is not the context's own. */
@@ -124,6 +112,14 @@ export function contextForModel(
   return contextInFormat(context, format, model);
 }
 
+const READERS: Record<MessageFormat, (message: unknown, options: ReadOptions) => AgentMessage[]> = {
+  "openai-chat": fromOpenAIChat,
+  "openai-responses": fromOpenAIResponses,
+  anthropic: fromAnthropic,
+  gemini: fromGemini,
+  "ai-sdk": fromAISDK,
+};
+
 /**
  * The messages to append for `message`, a provider's own message in `format` (a response, a tool
  * result, a user turn): one or more, in order. An invalid message is `invalid_request` naming the
@@ -139,16 +135,5 @@ export function convertProviderMessage(
       formats: [...MESSAGE_FORMATS],
     });
   }
-  switch (format) {
-    case "openai-chat":
-      return fromOpenAIChat(message, options);
-    case "openai-responses":
-      return fromOpenAIResponses(message, options);
-    case "anthropic":
-      return fromAnthropic(message, options);
-    case "gemini":
-      return fromGemini(message, options);
-    case "ai-sdk":
-      return fromAISDK(message, options);
-  }
+  return READERS[format](message, options);
 }

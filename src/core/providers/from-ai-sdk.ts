@@ -3,9 +3,18 @@ import { parseJsonField } from "../json";
 import type { AgentMessage, AssistantMessage, ImageContent, TextContent, ThinkingContent } from "../messages";
 import { NO_USAGE, usage } from "../messages";
 import type { ReadOptions } from "./incoming";
-import { assistantMessage, byKind, invalidMessage, objectOf, readWith, toolResultMessage } from "./incoming";
+import {
+  assistantMessage,
+  byKind,
+  invalidMessage,
+  isRecord,
+  objectOf,
+  readWith,
+  toolResultMessage,
+} from "./incoming";
 import { FORMAT_API } from "./target";
 import { parseDataUrl } from "./text";
+import { messageSignature } from "./to-openai-responses";
 
 /*
  * Vercel AI SDK in (versions 5 and 6): a `ModelMessage`, a list of them, or what `generateText`
@@ -156,7 +165,7 @@ function assistantContent(content: ModelMessage["content"]): AssistantMessage["c
       const thoughtSignature = option(part.providerOptions, "google", "thoughtSignature");
       const itemId = option(part.providerOptions, "openai", "itemId");
       if (thoughtSignature) block.textSignature = thoughtSignature;
-      else if (itemId) block.textSignature = JSON.stringify({ v: 1, id: itemId });
+      else if (itemId) block.textSignature = messageSignature(itemId);
       out.push(withOptions(block, part.providerOptions));
     } else if (raw.type === "reasoning") {
       const part = raw as z.output<typeof ReasoningPart>;
@@ -217,10 +226,6 @@ function openaiItem(reasoning: { itemId: string; summary: string[]; encrypted: u
   });
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
-}
-
 /** Image bytes from a base64 string or a `data:` URL; other URLs cannot be stored. */
 function imageBytes(
   value: string,
@@ -254,19 +259,18 @@ function toolOutput(output: { type: string; [key: string]: unknown }): {
   isError: boolean;
 } {
   const text = (value: string) => (value ? [{ type: "text" as const, text: value }] : []);
+  const isError = output.type.startsWith("error-") || output.type === "execution-denied";
   switch (output.type) {
     case "text":
-      return { content: text(String(output.value)), isError: false };
     case "error-text":
-      return { content: text(String(output.value)), isError: true };
+      return { content: text(String(output.value)), isError };
     case "json":
-      return { content: text(JSON.stringify(output.value)), isError: false };
     case "error-json":
-      return { content: text(JSON.stringify(output.value)), isError: true };
+      return { content: text(JSON.stringify(output.value)), isError };
     case "execution-denied":
       return {
         content: text(typeof output.reason === "string" ? output.reason : "Tool execution denied."),
-        isError: true,
+        isError,
       };
     case "content": {
       const content: Array<TextContent | ImageContent> = [];
@@ -304,20 +308,14 @@ function timestampOf(value: string | number | Date | undefined): number | undefi
 
 /** The messages an AI SDK message, message list, or `generateText` result stands for. */
 export function fromAISDK(input: unknown, options: ReadOptions = {}): AgentMessage[] {
-  let messages: ModelMessage[];
-  let result: z.output<typeof AISDKResultInput> | undefined;
-  let path: Array<string | number>;
-  if (Array.isArray(input)) {
-    messages = readWith("ai-sdk", z.array(AISDKModelMessageInput), input);
-    path = [];
-  } else if (objectOf("ai-sdk", input).response !== undefined) {
-    result = readWith("ai-sdk", AISDKResultInput, input);
-    messages = result.response.messages;
-    path = ["response", "messages"];
-  } else {
-    messages = [readWith("ai-sdk", AISDKModelMessageInput, input)];
-    path = [];
-  }
+  const list = Array.isArray(input);
+  const result =
+    !list && objectOf("ai-sdk", input).response !== undefined
+      ? readWith("ai-sdk", AISDKResultInput, input)
+      : undefined;
+  const messages = list
+    ? readWith("ai-sdk", z.array(AISDKModelMessageInput), input)
+    : (result?.response.messages ?? [readWith("ai-sdk", AISDKModelMessageInput, input)]);
   const provider = options.model?.provider ?? inferProvider(messages) ?? "ai-sdk";
   const api = options.model?.api ?? PROVIDER_API.get(provider) ?? "ai-sdk";
   const model = options.model?.modelId ?? result?.response.modelId ?? "";
@@ -326,7 +324,8 @@ export function fromAISDK(input: unknown, options: ReadOptions = {}): AgentMessa
   const lastAssistant = messages.findLastIndex((message) => message.role === "assistant");
   const out: AgentMessage[] = [];
   messages.forEach((message, index) => {
-    const at = Array.isArray(input) || result ? [...path, index] : path;
+    // Where the message is in the input, for the errors that name a field.
+    const at = result ? ["response", "messages", index] : list ? [index] : [];
     if (message.role === "user") {
       out.push({ role: "user", content: userContent(message.content, [...at, "content"]), timestamp });
     } else if (message.role === "assistant") {

@@ -1,14 +1,14 @@
 import * as z from "zod";
-import type { AgentMessage, AssistantMessage, ImageContent, TextContent } from "../messages";
+import type { AgentMessage, AssistantMessage, ImageContent, TextContent, Usage } from "../messages";
 import { usage } from "../messages";
 import type { ReadOptions } from "./incoming";
 import {
   assistantMessage,
   byKind,
   historyReply,
+  isRecord,
   objectOf,
   readWith,
-  toolResultMessage,
   WaitingCalls,
 } from "./incoming";
 import { FORMAT_API } from "./target";
@@ -79,7 +79,16 @@ export const AnthropicMessageInput = z.discriminatedUnion("role", [
   z.looseObject({ role: z.literal("assistant"), content: z.union([z.string(), z.array(AssistantBlock)]) }),
 ]);
 
-function stopReason(reason: string | null): { stopReason: string; errorMessage?: string } {
+/*
+ * The readers below take blocks as the API wrote them, checked or not: Claude Code's logs hold
+ * the same blocks unchecked, and a block ours has no place for reads as undefined.
+ */
+
+/** Our stop reason (and error) for Anthropic's; one it does not give reads as tool use when the turn calls tools. */
+export function anthropicStopReason(
+  reason: unknown,
+  hasToolCall = false,
+): { stopReason: string; errorMessage?: string } {
   switch (reason) {
     case "tool_use":
       return { stopReason: "toolUse" };
@@ -88,44 +97,81 @@ function stopReason(reason: string | null): { stopReason: string; errorMessage?:
       return { stopReason: "length" };
     case "refusal":
       return { stopReason: "error", errorMessage: "refusal" };
-    default:
-      // end_turn, stop_sequence, pause_turn (resubmit to continue): the turn ended normally.
+    case "end_turn":
+    case "stop_sequence":
+    case "pause_turn":
+      // pause_turn asks for a resubmit to continue: the turn itself ended normally.
       return { stopReason: "stop" };
+    default:
+      return { stopReason: hasToolCall ? "toolUse" : "stop" };
   }
 }
 
-function assistantContent(blocks: ReadonlyArray<{ type: string }>): AssistantMessage["content"] {
-  const content: AssistantMessage["content"] = [];
-  for (const raw of blocks) {
-    if (raw.type === "text") content.push({ type: "text", text: (raw as z.output<typeof TextBlock>).text });
-    else if (raw.type === "thinking") {
-      const block = raw as z.output<typeof ThinkingBlock>;
-      content.push({ type: "thinking", thinking: block.thinking, thinkingSignature: block.signature });
-    } else if (raw.type === "redacted_thinking") {
-      const block = raw as z.output<typeof RedactedThinkingBlock>;
-      content.push({
+export function anthropicUsage(value: unknown): Usage {
+  const u = isRecord(value) ? value : {};
+  // usage() counts what is not a finite, positive number as 0.
+  const n = (key: string) => u[key] as number;
+  return usage(
+    n("input_tokens"),
+    n("output_tokens"),
+    n("cache_read_input_tokens"),
+    n("cache_creation_input_tokens"),
+  );
+}
+
+/** A user or tool-result block (text, or a base64 image) as ours. */
+export function anthropicUserBlock(block: unknown): TextContent | ImageContent | undefined {
+  if (!isRecord(block)) return undefined;
+  if (block.type === "text" && typeof block.text === "string") return { type: "text", text: block.text };
+  const source = block.source;
+  if (block.type !== "image" || !isRecord(source) || source.type !== "base64") return undefined;
+  if (typeof source.data !== "string") return undefined;
+  const mimeType = typeof source.media_type === "string" ? source.media_type : "image/png";
+  return { type: "image", data: source.data, mimeType };
+}
+
+/**
+ * A block of the model's reply as ours. Thinking keeps its signature; redacted thinking keeps its
+ * opaque payload as the signature (pi-ai's convention), to be sent back as it came.
+ */
+export function anthropicAssistantBlock(block: unknown): AssistantMessage["content"][number] | undefined {
+  if (!isRecord(block)) return undefined;
+  switch (block.type) {
+    case "text":
+      return typeof block.text === "string" ? { type: "text", text: block.text } : undefined;
+    case "thinking":
+      if (typeof block.thinking !== "string") return undefined;
+      return typeof block.signature === "string"
+        ? { type: "thinking", thinking: block.thinking, thinkingSignature: block.signature }
+        : { type: "thinking", thinking: block.thinking };
+    case "redacted_thinking":
+      if (typeof block.data !== "string") return undefined;
+      return {
         type: "thinking",
         thinking: "[Reasoning redacted]",
         thinkingSignature: block.data,
         redacted: true,
-      });
-    } else if (raw.type === "tool_use") {
-      const block = raw as z.output<typeof ToolUseBlock>;
-      content.push({ type: "toolCall", id: block.id, name: block.name, arguments: block.input });
-    }
+      };
+    case "tool_use":
+      if (typeof block.id !== "string" || typeof block.name !== "string") return undefined;
+      return {
+        type: "toolCall",
+        id: block.id,
+        name: block.name,
+        arguments: isRecord(block.input) ? block.input : {},
+      };
+    default:
+      return undefined;
   }
-  return content;
 }
 
-function parts(
-  content: string | ReadonlyArray<z.output<typeof TextBlock> | z.output<typeof ImageBlock>>,
-): Array<TextContent | ImageContent> {
+function assistantContent(blocks: readonly unknown[]): AssistantMessage["content"] {
+  return blocks.flatMap((block) => anthropicAssistantBlock(block) ?? []);
+}
+
+function parts(content: string | readonly unknown[]): Array<TextContent | ImageContent> {
   if (typeof content === "string") return [{ type: "text", text: content }];
-  return content.map((block) =>
-    block.type === "text"
-      ? { type: "text", text: block.text }
-      : { type: "image", data: block.source.data, mimeType: block.source.media_type },
-  );
+  return content.flatMap((block) => anthropicUserBlock(block) ?? []);
 }
 
 /** The messages an Anthropic response or message param stands for. */
@@ -135,20 +181,14 @@ export function fromAnthropic(input: unknown, options: ReadOptions = {}): AgentM
   const provider = options.model?.provider ?? "anthropic";
   if (raw.type === "message") {
     const response = readWith("anthropic", AnthropicResponseInput, input);
-    const u = response.usage;
     return [
       assistantMessage({
         content: assistantContent(response.content),
         api,
         provider,
         model: options.model?.modelId ?? response.model,
-        usage: usage(
-          u.input_tokens,
-          u.output_tokens,
-          u.cache_read_input_tokens ?? 0,
-          u.cache_creation_input_tokens ?? 0,
-        ),
-        ...stopReason(response.stop_reason),
+        usage: anthropicUsage(response.usage),
+        ...anthropicStopReason(response.stop_reason),
         timestamp: options.timestamp ?? Date.now(),
         responseId: response.id,
       }),
@@ -170,16 +210,8 @@ export function fromAnthropic(input: unknown, options: ReadOptions = {}): AgentM
   const rest: Array<TextContent | ImageContent> = [];
   for (const block of message.content) {
     if (block.type === "tool_result") {
-      const call = waiting.answer(block.tool_use_id);
-      out.push(
-        toolResultMessage(
-          call?.id ?? block.tool_use_id,
-          call?.name ?? "",
-          block.content === undefined ? [] : parts(block.content),
-          block.is_error === true,
-          timestamp,
-        ),
-      );
+      const content = block.content === undefined ? [] : parts(block.content);
+      out.push(waiting.result(block.tool_use_id, content, block.is_error === true, timestamp));
     } else rest.push(...parts([block]));
   }
   if (rest.length > 0) out.push({ role: "user", content: rest, timestamp });

@@ -91,28 +91,26 @@ function modelContent(parts: readonly GeminiPart[], seed: string): AssistantMess
   const content: AssistantMessage["content"] = [];
   const ids = new Set<string>();
   parts.forEach((part, index) => {
+    const signature = part.thoughtSignature;
     if (part.functionCall) {
-      const given = part.functionCall.id;
+      const { name, args = {}, id: given } = part.functionCall;
       const id = given && !ids.has(given) ? given : `call_${stableHash(`${seed}:${index}`)}_${index}`;
       ids.add(id);
-      const call: AssistantMessage["content"][number] = {
+      content.push({
         type: "toolCall",
         id,
-        name: part.functionCall.name,
-        arguments: part.functionCall.args ?? {},
-      };
-      if (part.thoughtSignature) call.thoughtSignature = part.thoughtSignature;
-      content.push(call);
+        name,
+        arguments: args,
+        ...(signature ? { thoughtSignature: signature } : {}),
+      });
+    } else if (typeof part.text === "string" && part.thought) {
+      content.push({
+        type: "thinking",
+        thinking: part.text,
+        ...(signature ? { thinkingSignature: signature } : {}),
+      });
     } else if (typeof part.text === "string") {
-      if (part.thought) {
-        const thinking: AssistantMessage["content"][number] = { type: "thinking", thinking: part.text };
-        if (part.thoughtSignature) thinking.thinkingSignature = part.thoughtSignature;
-        content.push(thinking);
-      } else {
-        const text: AssistantMessage["content"][number] = { type: "text", text: part.text };
-        if (part.thoughtSignature) text.textSignature = part.thoughtSignature;
-        content.push(text);
-      }
+      content.push({ type: "text", text: part.text, ...(signature ? { textSignature: signature } : {}) });
     }
   });
   return content;

@@ -4,16 +4,14 @@ import { NO_USAGE, usage } from "../messages";
 import type { ReadOptions } from "./incoming";
 import {
   assistantMessage,
+  dataUrlImage,
   historyReply,
-  invalidMessage,
   objectOf,
   parseArguments,
   readWith,
-  toolResultMessage,
   WaitingCalls,
 } from "./incoming";
 import { FORMAT_API } from "./target";
-import { parseDataUrl } from "./text";
 import { CHAT_REASONING_FIELDS } from "./to-openai-chat";
 
 /*
@@ -132,18 +130,11 @@ function assistantContent(message: z.output<typeof OpenAIChatAssistantInput>): A
 
 function userContent(content: z.output<typeof OpenAIChatUserInput>["content"]): UserMessage["content"] {
   if (typeof content === "string") return content;
-  return content.map((part, index): TextContent | ImageContent => {
-    if (part.type === "text") return { type: "text", text: part.text };
-    const image = parseDataUrl(part.image_url.url);
-    if (!image) {
-      throw invalidMessage(
-        "openai-chat",
-        ["content", index, "image_url", "url"],
-        "only data: URLs can be stored",
-      );
-    }
-    return { type: "image", data: image.data, mimeType: image.mimeType };
-  });
+  return content.map((part, index): TextContent | ImageContent =>
+    part.type === "text"
+      ? { type: "text", text: part.text }
+      : dataUrlImage("openai-chat", part.image_url.url, ["content", index, "image_url", "url"]),
+  );
 }
 
 /** The messages a Chat Completions response or message stands for. */
@@ -183,16 +174,8 @@ export function fromOpenAIChat(input: unknown, options: ReadOptions = {}): Agent
       typeof message.content === "string"
         ? message.content
         : message.content.map((part) => part.text).join("\n");
-    const call = new WaitingCalls(options.history).answer(message.tool_call_id);
-    return [
-      toolResultMessage(
-        call?.id ?? message.tool_call_id,
-        call?.name ?? "",
-        [{ type: "text", text }],
-        false,
-        timestamp,
-      ),
-    ];
+    const waiting = new WaitingCalls(options.history);
+    return [waiting.result(message.tool_call_id, [{ type: "text", text }], false, timestamp)];
   }
   return [{ role: "user", content: userContent(message.content), timestamp }];
 }

@@ -5,15 +5,14 @@ import type { ReadOptions } from "./incoming";
 import {
   assistantMessage,
   byKind,
-  invalidMessage,
+  dataUrlImage,
   objectOf,
   parseArguments,
   readWith,
-  toolResultMessage,
   WaitingCalls,
 } from "./incoming";
 import { FORMAT_API } from "./target";
-import { parseDataUrl } from "./text";
+import { messageSignature } from "./to-openai-responses";
 
 /*
  * OpenAI Responses in: a `response` object (its output items), or an input item a caller made: a
@@ -130,9 +129,8 @@ function outputContent(response: Response, original: readonly unknown[]): Assist
           part.type === "output_text" ? part.text : part.type === "refusal" ? part.refusal : "",
         )
         .join("");
-      const signature: { v: 1; id: string; phase?: string } = { v: 1, id: item.id };
-      if (item.phase) signature.phase = item.phase;
-      content.push({ type: "text", text: String(text), textSignature: JSON.stringify(signature) });
+      const textSignature = messageSignature(item.id, item.phase || undefined);
+      content.push({ type: "text", text: String(text), textSignature });
     } else if (raw.type === "function_call") {
       const item = raw as z.output<typeof FunctionCallItem>;
       content.push({
@@ -151,17 +149,11 @@ function inputContent(
   path: ReadonlyArray<string | number>,
 ): Array<TextContent | ImageContent> {
   if (typeof content === "string") return [{ type: "text", text: content }];
-  return content.map((part, index): TextContent | ImageContent => {
-    if (part.type === "input_text") return { type: "text", text: part.text };
-    const image = parseDataUrl(part.image_url);
-    if (!image)
-      throw invalidMessage(
-        "openai-responses",
-        [...path, index, "image_url"],
-        "only data: URLs can be stored",
-      );
-    return { type: "image", data: image.data, mimeType: image.mimeType };
-  });
+  return content.map((part, index): TextContent | ImageContent =>
+    part.type === "input_text"
+      ? { type: "text", text: part.text }
+      : dataUrlImage("openai-responses", part.image_url, [...path, index, "image_url"]),
+  );
 }
 
 /** The messages a Responses response or input item stands for. */
@@ -194,9 +186,8 @@ export function fromOpenAIResponses(input: unknown, options: ReadOptions = {}): 
   const timestamp = options.timestamp ?? Date.now();
   if (raw.type === "function_call_output") {
     const item = readWith("openai-responses", OpenAIResponsesFunctionOutputInput, input);
-    const call = new WaitingCalls(options.history).answer(item.call_id);
     const content = inputContent(item.output, ["output"]);
-    return [toolResultMessage(call?.id ?? item.call_id, call?.name ?? "", content, false, timestamp)];
+    return [new WaitingCalls(options.history).result(item.call_id, content, false, timestamp)];
   }
   const message = readWith("openai-responses", OpenAIResponsesUserInput, input);
   return [{ role: "user", content: inputContent(message.content, ["content"]), timestamp }];

@@ -1,9 +1,10 @@
 import type { z } from "zod";
 import { SessionError } from "../errors";
 import { parseJsonField } from "../json";
-import type { AgentMessage, AssistantMessage, ToolCall, ToolResultMessage, Usage } from "../messages";
+import type { AgentMessage, AssistantMessage, ImageContent, ToolResultMessage, Usage } from "../messages";
 import { NO_USAGE } from "../messages";
 import type { MessageFormat } from "./target";
+import { parseDataUrl } from "./text";
 
 /*
  * What every reader of a provider's messages shares: validation that names the bad field, the
@@ -74,10 +75,13 @@ export function readWith<S extends z.ZodType>(format: MessageFormat, schema: S, 
   );
 }
 
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
 /** `input` as an object to look into, or `invalid_request` for anything else. */
 export function objectOf(format: MessageFormat, input: unknown): Record<string, unknown> {
-  if (input !== null && typeof input === "object" && !Array.isArray(input))
-    return input as Record<string, unknown>;
+  if (isRecord(input)) return input;
   throw invalidMessage(format, [], "expected an object");
 }
 
@@ -95,9 +99,18 @@ export function invalidMessage(
 /** Tool-call arguments from the JSON string an API sends; what is not a JSON object reads as `{}`. */
 export function parseArguments(json: string): Record<string, unknown> {
   const value = parseJsonField(json, "tool call arguments");
-  return value !== null && typeof value === "object" && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : {};
+  return isRecord(value) ? value : {};
+}
+
+/** An image from a `data:` URL; any other URL is `invalid_request` at `path`, as it cannot be stored. */
+export function dataUrlImage(
+  format: MessageFormat,
+  url: string,
+  path: ReadonlyArray<string | number>,
+): ImageContent {
+  const image = parseDataUrl(url);
+  if (!image) throw invalidMessage(format, path, "only data: URLs can be stored");
+  return { type: "image", data: image.data, mimeType: image.mimeType };
 }
 
 export interface AssistantFields {
@@ -172,20 +185,12 @@ export class WaitingCalls {
       if (message.role === "toolResult") answered.add((message as ToolResultMessage).toolCallId);
       else if (message.role === "assistant") {
         for (const block of (message as AssistantMessage).content) {
-          if (block.type !== "toolCall") continue;
-          const call = block as ToolCall;
-          this.calls.push({ id: call.id, name: call.name, answered: answered.has(call.id) });
+          if (block.type === "toolCall") {
+            this.calls.push({ id: block.id, name: block.name, answered: answered.has(block.id) });
+          }
         }
         break;
       } else if (message.role === "user") break;
-    }
-  }
-
-  /** Adds the calls of a reply read in the same message, for results that follow it. */
-  add(message: AgentMessage): void {
-    if (message.role !== "assistant") return;
-    for (const block of (message as AssistantMessage).content) {
-      if (block.type === "toolCall") this.calls.push({ id: block.id, name: block.name, answered: false });
     }
   }
 
@@ -200,6 +205,17 @@ export class WaitingCalls {
     if (!call) return undefined;
     call.answered = true;
     return { id: call.id, name: call.name };
+  }
+
+  /** The result message for `id`, under the id and name of the waiting call it answers. */
+  result(
+    id: string,
+    content: ToolResultMessage["content"],
+    isError: boolean,
+    timestamp: number,
+  ): ToolResultMessage {
+    const call = this.answer(id);
+    return toolResultMessage(call?.id ?? id, call?.name ?? "", content, isError, timestamp);
   }
 
   /** The id of the first unanswered call of `name`, for a result that does not carry one. */

@@ -1,3 +1,4 @@
+import type { SessionContext } from "../context";
 import type {
   AgentMessage,
   AssistantMessage,
@@ -7,9 +8,10 @@ import type {
   ToolCall,
   ToolResultMessage,
 } from "../messages";
+import { contextSystemPrompt } from "../system-messages";
 import { toModelMessage } from "./pi-messages";
-import type { TargetModel } from "./target";
-import { isSameModel } from "./target";
+import type { ContextFormat, TargetModel } from "./target";
+import { isSameModel, targetForFormat } from "./target";
 import { stripLoneSurrogates, stripLoneSurrogatesDeep } from "./text";
 import type { ToolCallIdRule } from "./tool-call-ids";
 import { callIdPart, ToolCallIds } from "./tool-call-ids";
@@ -300,14 +302,9 @@ export function normalizeMessages(
     closeTurn();
     if (message.role === "user") {
       const raw = (message as { content: unknown }).content;
-      const content =
-        typeof raw === "string"
-          ? cleanContent([{ type: "text", text: raw }], imageInput, USER_IMAGE_NOTE)
-          : cleanContent(
-              Array.isArray(raw) ? (raw as Array<TextContent | ImageContent>) : [],
-              imageInput,
-              USER_IMAGE_NOTE,
-            );
+      const parts =
+        typeof raw === "string" ? [{ type: "text" as const, text: raw }] : Array.isArray(raw) ? raw : [];
+      const content = cleanContent(parts, imageInput, USER_IMAGE_NOTE);
       if (content.length > 0) out.push({ role: "user", content });
       continue;
     }
@@ -325,11 +322,22 @@ export function normalizeMessages(
   return out;
 }
 
+/** A context's system prompt and its messages normalized for `format`, sent to `model`. */
+export function normalizeContext(
+  context: SessionContext,
+  format: ContextFormat,
+  model: TargetModel,
+  options: NormalizeOptions,
+): { system: string; messages: NormalMessage[] } {
+  return {
+    system: stripLoneSurrogates(contextSystemPrompt(context)),
+    messages: normalizeMessages(context.messages, targetForFormat(format, model), options),
+  };
+}
+
 /** The text parts of tool-result content joined by newlines. */
 export function resultText(content: ReadonlyArray<TextContent | ImageContent>): string {
-  const texts: string[] = [];
-  for (const part of content) if (part.type === "text") texts.push(part.text);
-  return texts.join("\n");
+  return content.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("\n");
 }
 
 export function resultImages(content: ReadonlyArray<TextContent | ImageContent>): ImageContent[] {

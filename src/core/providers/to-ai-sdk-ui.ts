@@ -1,8 +1,7 @@
 import type { SessionContext } from "../context";
 import type { NormalAssistant, NormalToolResults, NormalUser } from "./normalize";
-import { normalizeMessages, resultImages, resultText } from "./normalize";
+import { normalizeContext, resultImages, resultText } from "./normalize";
 import type { TargetModel } from "./target";
-import { targetForFormat } from "./target";
 import { dataUrl } from "./text";
 import type { AISDKProviderOptions } from "./to-ai-sdk";
 import { reasoningPart, textPart, toolCallPart } from "./to-ai-sdk";
@@ -66,25 +65,15 @@ function addStep(message: NormalAssistant, parts: AISDKUIPart[], slots: ToolSlot
   const api = message.source.api;
   parts.push({ type: "step-start" });
   for (const block of message.content) {
-    if (block.type === "text") {
-      const { providerOptions } = textPart(block, api);
+    if (block.type !== "toolCall") {
+      // The model's parts as the AI SDK gets them, their provider options shown as metadata.
+      const part = block.type === "text" ? textPart(block, api) : reasoningPart(block, api);
+      if (!part) continue;
+      const { type, text, providerOptions } = part;
       parts.push(
         providerOptions
-          ? { type: "text", text: block.text, state: "done", providerMetadata: providerOptions }
-          : { type: "text", text: block.text, state: "done" },
-      );
-    } else if (block.type === "thinking") {
-      const reasoning = reasoningPart(block, api);
-      if (!reasoning) continue;
-      parts.push(
-        reasoning.providerOptions
-          ? {
-              type: "reasoning",
-              text: reasoning.text,
-              state: "done",
-              providerMetadata: reasoning.providerOptions,
-            }
-          : { type: "reasoning", text: reasoning.text, state: "done" },
+          ? { type, text, state: "done", providerMetadata: providerOptions }
+          : { type, text, state: "done" },
       );
     } else {
       const { providerOptions } = toolCallPart(block, message.sameModel, api);
@@ -113,18 +102,15 @@ function settle(turn: NormalToolResults, slots: ToolSlots): void {
 
 /** The session as AI SDK UI messages, for `useChat`'s `messages`. */
 export function toAISDKUIMessages(context: SessionContext, model?: TargetModel): AISDKUIRequest {
-  const target = targetForFormat(
-    "ai-sdk-ui",
-    model ?? { provider: context.model?.provider ?? "", modelId: context.model?.modelId ?? "" },
-  );
-  const messages: AISDKUIMessage[] = [];
-  const slots: ToolSlots = new Map();
-  let assistant: AISDKUIMessage | undefined;
-  const normal = normalizeMessages(context.messages, target, {
+  const target = model ?? { provider: context.model?.provider ?? "", modelId: context.model?.modelId ?? "" };
+  const normal = normalizeContext(context, "ai-sdk-ui", target, {
     ids: PORTABLE_IDS,
     foreignThinking: "thinking",
   });
-  normal.forEach((message, index) => {
+  const messages: AISDKUIMessage[] = [];
+  const slots: ToolSlots = new Map();
+  let assistant: AISDKUIMessage | undefined;
+  normal.messages.forEach((message, index) => {
     if (message.role === "user") {
       assistant = undefined;
       messages.push(userMessage(message, `msg-${index}`));

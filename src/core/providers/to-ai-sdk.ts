@@ -1,6 +1,5 @@
 import type { SessionContext } from "../context";
 import type { ImageContent, TextContent } from "../messages";
-import { contextSystemPrompt } from "../system-messages";
 import type {
   NormalAssistant,
   NormalText,
@@ -10,10 +9,9 @@ import type {
   NormalUser,
   ProviderOptions,
 } from "./normalize";
-import { normalizeMessages, resultImages, resultText } from "./normalize";
+import { normalizeContext, resultImages, resultText } from "./normalize";
 import type { TargetModel } from "./target";
-import { targetForFormat } from "./target";
-import { stripLoneSurrogates } from "./text";
+import { reasoningItem } from "./to-openai-responses";
 import { itemIdPart, PORTABLE_IDS } from "./tool-call-ids";
 
 /*
@@ -105,62 +103,49 @@ function asOptions(options: ProviderOptions): AISDKProviderOptions {
   return options as AISDKProviderOptions;
 }
 
-function reasoningItem(signature: string): { id?: unknown; encrypted_content?: unknown } | undefined {
-  try {
-    const item = JSON.parse(signature) as { type?: unknown; id?: unknown; encrypted_content?: unknown };
-    return item?.type === "reasoning" ? item : undefined;
-  } catch {
-    return undefined;
-  }
+/** A part of `type` holding `text`, with `providerOptions` when there are any. */
+function withText<T extends "text" | "reasoning">(
+  type: T,
+  text: string,
+  providerOptions?: AISDKProviderOptions,
+): { type: T; text: string; providerOptions?: AISDKProviderOptions } {
+  return providerOptions ? { type, text, providerOptions } : { type, text };
 }
 
 /** The reasoning part for a thinking block of a reply of `api`, its signature in the options the AI SDK reads. */
 export function reasoningPart(block: NormalThinking, api: string): AISDKReasoningPart | undefined {
-  if (block.providerOptions) {
-    return { type: "reasoning", text: block.thinking, providerOptions: asOptions(block.providerOptions) };
-  }
+  if (block.providerOptions) return withText("reasoning", block.thinking, asOptions(block.providerOptions));
   const signature = block.thinkingSignature;
   const family = signatureFamily(api);
   if (block.redacted) {
     return family === "anthropic" && signature
-      ? { type: "reasoning", text: "", providerOptions: { anthropic: { redactedData: signature } } }
+      ? withText("reasoning", "", { anthropic: { redactedData: signature } })
       : undefined;
   }
-  if (signature && family === "anthropic") {
-    return { type: "reasoning", text: block.thinking, providerOptions: { anthropic: { signature } } };
-  }
+  if (signature && family === "anthropic")
+    return withText("reasoning", block.thinking, { anthropic: { signature } });
   if (signature && family === "google") {
-    return {
-      type: "reasoning",
-      text: block.thinking,
-      providerOptions: { google: { thoughtSignature: signature } },
-    };
+    return withText("reasoning", block.thinking, { google: { thoughtSignature: signature } });
   }
-  const item = signature && family === "openai" ? reasoningItem(signature) : undefined;
-  if (item && typeof item.id === "string") {
+  const item = family === "openai" ? reasoningItem(signature) : undefined;
+  if (item) {
     const encrypted = typeof item.encrypted_content === "string" ? item.encrypted_content : null;
-    return {
-      type: "reasoning",
-      text: block.thinking,
-      providerOptions: { openai: { itemId: item.id, reasoningEncryptedContent: encrypted } },
-    };
+    return withText("reasoning", block.thinking, {
+      openai: { itemId: item.id, reasoningEncryptedContent: encrypted },
+    });
   }
-  return block.thinking.trim() ? { type: "reasoning", text: block.thinking } : undefined;
+  return block.thinking.trim() ? withText("reasoning", block.thinking) : undefined;
 }
 
 export function textPart(block: NormalText, api: string): AISDKTextPart {
-  if (block.providerOptions)
-    return { type: "text", text: block.text, providerOptions: asOptions(block.providerOptions) };
+  if (block.providerOptions) return withText("text", block.text, asOptions(block.providerOptions));
   const signature = block.textSignature;
   const family = signatureFamily(api);
   if (signature && family === "google") {
-    return { type: "text", text: block.text, providerOptions: { google: { thoughtSignature: signature } } };
+    return withText("text", block.text, { google: { thoughtSignature: signature } });
   }
-  if (signature && family === "openai") {
-    const id = messageItemId(signature);
-    if (id) return { type: "text", text: block.text, providerOptions: { openai: { itemId: id } } };
-  }
-  return { type: "text", text: block.text };
+  const itemId = signature && family === "openai" ? messageItemId(signature) : undefined;
+  return withText("text", block.text, itemId ? { openai: { itemId } } : undefined);
 }
 
 function messageItemId(signature: string): string | undefined {
@@ -261,9 +246,9 @@ export function toAISDK(
   options: AISDKOptions<AISDKVersion> = {},
 ): AISDKRequest<AISDKVersion> {
   const version = options.version ?? 6;
-  const target = targetForFormat("ai-sdk", model);
+  const normal = normalizeContext(context, "ai-sdk", model, { ids: PORTABLE_IDS });
   const messages: AISDKModelMessage<AISDKVersion>[] = [];
-  for (const message of normalizeMessages(context.messages, target, { ids: PORTABLE_IDS })) {
+  for (const message of normal.messages) {
     if (message.role === "user") messages.push(userMessage(message));
     else if (message.role === "assistant") {
       const out = assistantMessage(message);
@@ -275,6 +260,5 @@ export function toAISDK(
       });
     }
   }
-  const system = stripLoneSurrogates(contextSystemPrompt(context));
-  return system ? { system, messages } : { messages };
+  return normal.system ? { system: normal.system, messages } : { messages };
 }

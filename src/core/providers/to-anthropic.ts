@@ -1,11 +1,8 @@
 import type { SessionContext } from "../context";
 import type { ImageContent, TextContent } from "../messages";
-import { contextSystemPrompt } from "../system-messages";
 import type { NormalAssistant, NormalToolResults, NormalUser } from "./normalize";
-import { normalizeMessages } from "./normalize";
+import { normalizeContext } from "./normalize";
 import type { TargetModel } from "./target";
-import { targetForFormat } from "./target";
-import { stripLoneSurrogates } from "./text";
 import { ANTHROPIC_IDS } from "./tool-call-ids";
 
 /*
@@ -97,7 +94,7 @@ function assistantBlocks(message: NormalAssistant): AnthropicAssistantBlock[] {
 
 /** `system` and `messages` of a Messages request for `context`, sent to `model`. */
 export function toAnthropic(context: SessionContext, model: TargetModel): AnthropicRequest {
-  const target = targetForFormat("anthropic", model);
+  const normal = normalizeContext(context, "anthropic", model, { ids: ANTHROPIC_IDS });
   const messages: AnthropicMessage[] = [];
   const push = (message: AnthropicMessage) => {
     if (message.content.length === 0) return;
@@ -107,11 +104,10 @@ export function toAnthropic(context: SessionContext, model: TargetModel): Anthro
       for (const part of message.content) (last.content as unknown[]).push(part);
     } else messages.push(message);
   };
-  for (const message of normalizeMessages(context.messages, target, { ids: ANTHROPIC_IDS })) {
+  for (const message of normal.messages) {
     if (message.role === "user") push({ role: "user", content: userBlocks(message) });
     else if (message.role === "assistant") push({ role: "assistant", content: assistantBlocks(message) });
     else push({ role: "user", content: toolResultBlocks(message) });
   }
-  const system = stripLoneSurrogates(contextSystemPrompt(context));
-  return system ? { system, messages } : { messages };
+  return normal.system ? { system: normal.system, messages } : { messages };
 }

@@ -1,11 +1,8 @@
 import type { SessionContext } from "../context";
 import type { ImageContent, TextContent } from "../messages";
-import { contextSystemPrompt } from "../system-messages";
 import type { NormalAssistant, NormalToolResults, NormalUser } from "./normalize";
-import { normalizeMessages, resultImages, resultText, TOOL_IMAGE_PLACEHOLDER } from "./normalize";
+import { normalizeContext, resultImages, resultText, TOOL_IMAGE_PLACEHOLDER } from "./normalize";
 import type { TargetModel } from "./target";
-import { targetForFormat } from "./target";
-import { stripLoneSurrogates } from "./text";
 import { ANTHROPIC_IDS } from "./tool-call-ids";
 
 /*
@@ -88,13 +85,13 @@ function userContent(message: NormalUser): GeminiContent {
   return { role: "user", parts: message.content.map(part) };
 }
 
-function modelContent(message: NormalAssistant, target: TargetModel): GeminiContent {
+function modelContent(message: NormalAssistant, modelId: string): GeminiContent {
   const parts: GeminiPart[] = [];
-  const withIds = requiresToolCallIds(target.modelId);
+  const withIds = requiresToolCallIds(modelId);
   // Gemini 3 checks the signature of the first function call of a turn (its own parallel calls
   // carry one on the first only): another model's calls all get the stand-in, the model's own
   // turn gets it on a first call that lost its signature.
-  let needsSignature = isGemini3OrLater(target.modelId);
+  let needsSignature = isGemini3OrLater(modelId);
   for (const block of message.content) {
     if (block.type === "text") {
       const signature = validSignature(block.textSignature);
@@ -108,10 +105,7 @@ function modelContent(message: NormalAssistant, target: TargetModel): GeminiCont
           : { thought: true, text: block.thinking },
       );
     } else {
-      const call: GeminiFunctionCall = {
-        name: block.name,
-        args: block.arguments,
-      };
+      const call: GeminiFunctionCall = { name: block.name, args: block.arguments };
       if (withIds) call.id = block.id;
       const signature =
         validSignature(block.thoughtSignature) ?? (needsSignature ? SKIP_THOUGHT_SIGNATURE : undefined);
@@ -122,9 +116,9 @@ function modelContent(message: NormalAssistant, target: TargetModel): GeminiCont
   return { role: "model", parts };
 }
 
-function responseContents(turn: NormalToolResults, target: TargetModel): GeminiContent[] {
-  const inline = isGemini3OrLater(target.modelId) || !/^gemini/i.test(target.modelId);
-  const withIds = requiresToolCallIds(target.modelId);
+function responseContents(turn: NormalToolResults, modelId: string): GeminiContent[] {
+  const inline = isGemini3OrLater(modelId) || !/^gemini/i.test(modelId);
+  const withIds = requiresToolCallIds(modelId);
   const parts: GeminiPart[] = [];
   const separateImages: GeminiPart[] = [];
   for (const result of turn.results) {
@@ -152,13 +146,12 @@ function responseContents(turn: NormalToolResults, target: TargetModel): GeminiC
 
 /** `systemInstruction` and `contents` of a `generateContent` request for `context`, sent to `model`. */
 export function toGemini(context: SessionContext, model: TargetModel): GeminiRequest {
-  const target = targetForFormat("gemini", model);
+  const { system, messages } = normalizeContext(context, "gemini", model, { ids: ANTHROPIC_IDS });
   const contents: GeminiContent[] = [];
-  for (const message of normalizeMessages(context.messages, target, { ids: ANTHROPIC_IDS })) {
+  for (const message of messages) {
     if (message.role === "user") contents.push(userContent(message));
-    else if (message.role === "assistant") contents.push(modelContent(message, target));
-    else for (const content of responseContents(message, target)) contents.push(content);
+    else if (message.role === "assistant") contents.push(modelContent(message, model.modelId));
+    else for (const content of responseContents(message, model.modelId)) contents.push(content);
   }
-  const system = stripLoneSurrogates(contextSystemPrompt(context));
   return system ? { systemInstruction: { parts: [{ text: system }] }, contents } : { contents };
 }

@@ -1,11 +1,9 @@
 import type { SessionContext } from "../context";
 import type { ImageContent, TextContent } from "../messages";
-import { contextSystemPrompt } from "../system-messages";
 import type { NormalAssistant, NormalToolResults, NormalUser } from "./normalize";
-import { normalizeMessages, resultImages, resultText, TOOL_IMAGE_PLACEHOLDER } from "./normalize";
+import { normalizeContext, resultImages, resultText, TOOL_IMAGE_PLACEHOLDER } from "./normalize";
 import type { TargetModel } from "./target";
-import { targetForFormat } from "./target";
-import { dataUrl, stripLoneSurrogates } from "./text";
+import { dataUrl } from "./text";
 import { OPENAI_CHAT_IDS } from "./tool-call-ids";
 
 /*
@@ -123,11 +121,10 @@ export function toOpenAIChat(
   model: TargetModel,
   options: OpenAIChatOptions = {},
 ): OpenAIChatRequest {
-  const target = targetForFormat("openai-chat", model);
+  const normal = normalizeContext(context, "openai-chat", model, { ids: OPENAI_CHAT_IDS });
   const messages: OpenAIChatMessage[] = [];
-  const systemPrompt = stripLoneSurrogates(contextSystemPrompt(context));
-  if (systemPrompt) messages.push({ role: options.systemRole ?? "system", content: systemPrompt });
-  for (const message of normalizeMessages(context.messages, target, { ids: OPENAI_CHAT_IDS })) {
+  if (normal.system) messages.push({ role: options.systemRole ?? "system", content: normal.system });
+  for (const message of normal.messages) {
     if (message.role === "user") messages.push(userMessage(message));
     else if (message.role === "assistant") messages.push(assistantMessage(message));
     else for (const tool of toolMessages(message)) messages.push(tool);

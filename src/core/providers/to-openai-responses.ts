@@ -1,11 +1,9 @@
 import type { SessionContext } from "../context";
 import type { ImageContent, TextContent } from "../messages";
-import { contextSystemPrompt } from "../system-messages";
 import type { NormalAssistant, NormalToolResult, NormalUser } from "./normalize";
-import { normalizeMessages, resultImages, resultText } from "./normalize";
+import { normalizeContext, resultImages, resultText } from "./normalize";
 import type { TargetModel } from "./target";
-import { targetForFormat } from "./target";
-import { dataUrl, stripLoneSurrogates } from "./text";
+import { dataUrl } from "./text";
 import { itemIdPart, OPENAI_RESPONSES_IDS } from "./tool-call-ids";
 
 /*
@@ -70,7 +68,12 @@ function userItem(message: NormalUser): ResponsesInputItem {
   return { role: "user", content: message.content.map(content) };
 }
 
-/** pi-ai's text signature for Responses: `{"v":1,"id":…,"phase":…}`, or an older plain message id. */
+/** pi-ai's text signature for a Responses message item: `{"v":1,"id":…,"phase":…}`. */
+export function messageSignature(id: string, phase?: string): string {
+  return JSON.stringify(phase === undefined ? { v: 1, id } : { v: 1, id, phase });
+}
+
+/** A text signature read back: pi-ai's `{"v":1,"id":…,"phase":…}`, or an older plain message id. */
 function messageIdentity(
   signature: string | undefined,
 ): { id: string; phase?: "commentary" | "final_answer" } | undefined {
@@ -87,7 +90,8 @@ function messageIdentity(
   }
 }
 
-function reasoningItem(signature: string | undefined): ResponsesReasoningItem | undefined {
+/** The reasoning item a thinking signature holds (pi-ai keeps the whole item there). */
+export function reasoningItem(signature: string | undefined): ResponsesReasoningItem | undefined {
   if (!signature?.startsWith("{")) return undefined;
   try {
     const item = JSON.parse(signature) as ResponsesReasoningItem;
@@ -119,15 +123,14 @@ function assistantItems(message: NormalAssistant): ResponsesInputItem[] {
         emit({ role: "assistant", content: block.text });
         continue;
       }
-      const item: ResponsesOutputMessageItem = {
+      emit({
         type: "message",
         role: "assistant",
         id: identity.id,
         status: "completed",
         content: [{ type: "output_text", text: block.text, annotations: [] }],
-      };
-      if (identity.phase) item.phase = identity.phase;
-      emit(item);
+        ...(identity.phase ? { phase: identity.phase } : {}),
+      });
     } else {
       const item: ResponsesFunctionCallItem = {
         type: "function_call",
@@ -154,13 +157,12 @@ function outputItem(result: NormalToolResult): ResponsesInputItem {
 
 /** `instructions` and `input` of a Responses request for `context`, sent to `model`. */
 export function toOpenAIResponses(context: SessionContext, model: TargetModel): OpenAIResponsesRequest {
-  const target = targetForFormat("openai-responses", model);
+  const normal = normalizeContext(context, "openai-responses", model, { ids: OPENAI_RESPONSES_IDS });
   const input: ResponsesInputItem[] = [];
-  for (const message of normalizeMessages(context.messages, target, { ids: OPENAI_RESPONSES_IDS })) {
+  for (const message of normal.messages) {
     if (message.role === "user") input.push(userItem(message));
     else if (message.role === "assistant") for (const item of assistantItems(message)) input.push(item);
     else for (const result of message.results) input.push(outputItem(result));
   }
-  const instructions = stripLoneSurrogates(contextSystemPrompt(context));
-  return instructions ? { instructions, input } : { input };
+  return normal.system ? { instructions: normal.system, input } : { input };
 }

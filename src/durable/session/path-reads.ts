@@ -79,25 +79,21 @@ export class PathReads {
       SELECT seq, id, type, role, depth FROM path`.toArray();
   }
 
-  /** `#walk` when only the seqs are wanted: a third of the row data on a long path. */
-  #walkSeqs(seq: number, minDepth = 0): number[] {
-    const seqs: number[] = [];
-    for (const row of this.#sql<{ seq: number }>`
+  /**
+   * Seqs of the entries on the path from `seq` up to depth `minDepth`, `seq` first: `#walk` when
+   * only the seqs are wanted, a third of the row data on a long path.
+   */
+  ancestors(seq: number, minDepth = 0): number[] {
+    return this.#sql<{ seq: number }>`
       WITH RECURSIVE path(seq, parent_seq, depth) AS (
         SELECT seq, parent_seq, depth FROM entries WHERE seq = ${seq}
         UNION ALL
         SELECT e.seq, e.parent_seq, e.depth FROM path JOIN entries e ON e.seq = path.parent_seq
         WHERE e.depth >= ${minDepth}
       )
-      SELECT seq FROM path`) {
-      seqs.push(row.seq);
-    }
-    return seqs;
-  }
-
-  /** Seqs of the entries on the path from `seq` up to depth `minDepth`, `seq` first. */
-  ancestors(seq: number, minDepth: number): number[] {
-    return this.#walkSeqs(seq, minDepth);
+      SELECT seq FROM path`
+      .toArray()
+      .map((row) => row.seq);
   }
 
   /** The path root → `leafId` (on a path, seq grows from parent to child). */
@@ -108,7 +104,7 @@ export class PathReads {
 
   pathSeqs(leafId: string | null): number[] {
     if (leafId === null) return [];
-    return this.#walkSeqs(this.treeNode(leafId).seq).reverse();
+    return this.ancestors(this.treeNode(leafId).seq).reverse();
   }
 
   /**
@@ -261,7 +257,7 @@ export class PathReads {
    */
   pathAfter(from: Node, to: Node): number[] | undefined {
     if (from.depth === null || to.depth === null || from.depth > to.depth) return undefined;
-    const seqs = this.#walkSeqs(to.seq, from.depth);
+    const seqs = this.ancestors(to.seq, from.depth);
     if (seqs[seqs.length - 1] !== from.seq) return undefined;
     return seqs.slice(0, -1).reverse();
   }

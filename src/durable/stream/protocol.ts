@@ -170,32 +170,10 @@ export interface Expiry {
   expiresAt: number | null;
 }
 
-export interface ForkRequest {
-  /** The source stream's path, as the request named it. */
-  source: string;
-  /** The offset to fork at; absent: the source's tail. */
-  offset: string | null;
-  subOffset: number;
-}
-
-export interface CreateRequest {
-  contentType: string | null;
-  expiry: Expiry;
-  closed: boolean;
-  fork: ForkRequest | null;
-}
-
 export interface Producer {
   id: string;
   epoch: number;
   seq: number;
-}
-
-export interface AppendRequest {
-  contentType: string | null;
-  close: boolean;
-  streamSeq: string | null;
-  producer: Producer | null;
 }
 
 /** The named headers that are present, by their lower-case names. */
@@ -216,7 +194,10 @@ function parsed<T>(result: z.ZodSafeParseResult<T>): T {
   return result.data;
 }
 
-export function readCreateRequest(headers: Headers, now: number): CreateRequest {
+export type CreateRequest = ReturnType<typeof readCreateRequest>;
+export type AppendRequest = ReturnType<typeof readAppendRequest>;
+
+export function readCreateRequest(headers: Headers, now: number) {
   const h = parsed(CreateHeaders.safeParse(headerObject(headers, Object.keys(CreateHeaders.shape))));
   const expiresAt = h["stream-expires-at"] ?? null;
   if (expiresAt !== null && expiresAt <= now) {
@@ -224,19 +205,22 @@ export function readCreateRequest(headers: Headers, now: number): CreateRequest 
       expiresAt: new Date(expiresAt).toISOString(),
     });
   }
+  // The source stream's path as the request named it, and the offset to fork at (null: its tail).
   const source = h["stream-forked-from"];
+  const fork =
+    source === undefined
+      ? null
+      : { source, offset: h["stream-fork-offset"] ?? null, subOffset: h["stream-fork-sub-offset"] ?? 0 };
+  const expiry: Expiry = { ttlSeconds: h["stream-ttl"] ?? null, expiresAt };
   return {
     contentType: h["content-type"]?.trim() || null,
-    expiry: { ttlSeconds: h["stream-ttl"] ?? null, expiresAt },
+    expiry,
     closed: h["stream-closed"],
-    fork:
-      source === undefined
-        ? null
-        : { source, offset: h["stream-fork-offset"] ?? null, subOffset: h["stream-fork-sub-offset"] ?? 0 },
+    fork,
   };
 }
 
-export function readAppendRequest(headers: Headers): AppendRequest {
+export function readAppendRequest(headers: Headers) {
   const h = parsed(AppendHeaders.safeParse(headerObject(headers, Object.keys(AppendHeaders.shape))));
   const given = headerObject(headers, Object.keys(ProducerHeaders.shape));
   const count = Object.keys(given).length;
@@ -245,42 +229,31 @@ export function readAppendRequest(headers: Headers): AppendRequest {
       given: Object.keys(given),
     });
   }
-  const producer = count === 3 ? parsed(ProducerHeaders.safeParse(given)) : null;
+  const p = count === 3 ? parsed(ProducerHeaders.safeParse(given)) : null;
+  const producer: Producer | null = p && {
+    id: p["producer-id"],
+    epoch: p["producer-epoch"],
+    seq: p["producer-seq"],
+  };
   return {
     contentType: h["content-type"]?.trim() || null,
     close: h["stream-closed"],
     streamSeq: h["stream-seq"] ?? null,
-    producer: producer && {
-      id: producer["producer-id"],
-      epoch: producer["producer-epoch"],
-      seq: producer["producer-seq"],
-    },
+    producer,
   };
 }
 
-export type LiveMode = "long-poll" | "sse";
-
-export interface ReadRequest {
-  offset: string | null;
-  live: LiveMode | null;
-  cursor: string | null;
-}
-
-const LIVE_MODES = ["long-poll", "sse"] as const;
+const LIVE_MODES: readonly string[] = ["long-poll", "sse"];
 
 /** A read's query: one `offset` (required when live), `live` mode, the `cursor` to echo. */
-export function readReadRequest(url: URL): ReadRequest {
+export function readReadRequest(url: URL) {
   const offsets = url.searchParams.getAll("offset");
   if (offsets.length > 1) throw new SessionError("invalid_request", "give one offset", { offsets });
   const offset = offsets[0] ?? null;
   if (offset === "") throw new SessionError("invalid_request", "the offset is empty");
-  const liveValue = url.searchParams.get("live");
-  let live: LiveMode | null = null;
-  if (liveValue !== null) {
-    if (!(LIVE_MODES as readonly string[]).includes(liveValue)) {
-      throw new SessionError("invalid_request", "live is long-poll or sse", { live: liveValue });
-    }
-    live = liveValue as LiveMode;
+  const live = url.searchParams.get("live") as "long-poll" | "sse" | null;
+  if (live !== null && !LIVE_MODES.includes(live)) {
+    throw new SessionError("invalid_request", "live is long-poll or sse", { live });
   }
   if (live && offset === null) {
     throw new SessionError(

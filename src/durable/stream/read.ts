@@ -1,4 +1,4 @@
-import { SessionError } from "../../core/internal";
+import { SessionError, toBase64 } from "../../core/internal";
 import { answer, tailHeaders } from "./answers";
 import type { StreamContext } from "./context";
 import { streamCursor } from "./cursor";
@@ -16,7 +16,7 @@ import {
 } from "./protocol";
 import type { RecordPage } from "./sources";
 import type { Control } from "./sse";
-import { base64, controlEvent, dataEvent, KEEPALIVE } from "./sse";
+import { controlEvent, dataEvent, KEEPALIVE } from "./sse";
 import type { PagePlan, StreamState } from "./store";
 import { entityTag } from "./store";
 
@@ -222,7 +222,7 @@ function sse(
             const bytes = encodePage(stream, page);
             const next = page.end;
             const event = control(stream, next);
-            const payload = textual ? textDecoder.decode(bytes) : base64(bytes);
+            const payload = textual ? textDecoder.decode(bytes) : toBase64(bytes);
             controller.enqueue(textEncoder.encode(dataEvent(payload) + controlEvent(event)));
             position = next;
             toldUpToDate = event.upToDate === true;

@@ -29,14 +29,3 @@ export function controlEvent(control: Control): string {
 }
 
 export const KEEPALIVE = ": keepalive\n\n";
-
-/** Bytes per `btoa` call: a multiple of 3, so the pieces join into one base64 text. */
-const BASE64_PIECE = 3 * 8192;
-
-export function base64(bytes: Uint8Array): string {
-  let text = "";
-  for (let i = 0; i < bytes.byteLength; i += BASE64_PIECE) {
-    text += btoa(String.fromCharCode(...bytes.subarray(i, i + BASE64_PIECE)));
-  }
-  return text;
-}

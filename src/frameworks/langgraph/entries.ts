@@ -12,19 +12,22 @@ export const WRITES = "langgraph:writes";
 
 const ChannelVersion = z.union([z.number(), z.string()]);
 
+/** The fields of a checkpoint the saver reads and checks. */
+const checkpointFields = {
+  v: z.number(),
+  id: z.string(),
+  ts: z.string(),
+  channel_versions: z.record(z.string(), ChannelVersion),
+  versions_seen: z.record(z.string(), z.record(z.string(), ChannelVersion)),
+};
+
 /**
  * A checkpoint without its channel values: the values of the channels it changed are in `values`,
  * and each other channel names in `held` the entry of an earlier checkpoint that holds its value at
  * this checkpoint's version (so each version of a value is stored once, as in LangGraph's SQL savers).
  */
 export const CheckpointData = z.object({
-  checkpoint: z.looseObject({
-    v: z.number(),
-    id: z.string(),
-    ts: z.string(),
-    channel_versions: z.record(z.string(), ChannelVersion),
-    versions_seen: z.record(z.string(), z.record(z.string(), ChannelVersion)),
-  }),
+  checkpoint: z.looseObject(checkpointFields),
   values: z.record(z.string(), Serialized),
   held: z.record(z.string(), z.string()),
   metadata: Serialized,
@@ -47,12 +50,9 @@ export type ThreadMetadata = z.infer<typeof ThreadMetadata>;
 
 /** The input the checkpoint argument of `put` must be (channel values and versions are checked). */
 export const CheckpointInput = z.looseObject({
-  v: z.number(),
+  ...checkpointFields,
   id: z.string().min(1),
-  ts: z.string(),
   channel_values: z.record(z.string(), z.unknown()),
-  channel_versions: z.record(z.string(), ChannelVersion),
-  versions_seen: z.record(z.string(), z.record(z.string(), ChannelVersion)),
 });
 
 export const Configurable = z.looseObject({

@@ -94,6 +94,13 @@ function contains(actual: unknown, expected: unknown): boolean {
   return canonicalJson(actual) === canonicalJson(expected);
 }
 
+/** Who holds each channel's value at a checkpoint: its own entry for the values it stores. */
+function holders(held: Record<string, string>, values: object, entryId: string): Record<string, string> {
+  const all = { ...held };
+  for (const channel of Object.keys(values)) all[channel] = entryId;
+  return all;
+}
+
 /**
  * A LangGraph checkpointer over cf-sessions: each thread (in each checkpoint namespace) is a
  * session, each checkpoint a `custom` entry under the checkpoint it was made from, so a run
@@ -145,13 +152,13 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     if (this.#known.size > KEPT_CHECKPOINTS) this.#known.delete(this.#known.keys().next().value as string);
   }
 
-  #rememberStored(sessionId: string, stored: StoredCheckpoint): void {
-    const holders = { ...stored.data.held };
-    for (const channel of Object.keys(stored.data.values)) holders[channel] = stored.entryId;
-    this.#remember(sessionId, stored.data.checkpoint.id, {
-      versions: stored.data.checkpoint.channel_versions,
-      holders,
-    });
+  #rememberStored(sessionId: string, { entryId, data }: StoredCheckpoint): KnownCheckpoint {
+    const known = {
+      versions: data.checkpoint.channel_versions,
+      holders: holders(data.held, data.values, entryId),
+    };
+    this.#remember(sessionId, data.checkpoint.id, known);
+    return known;
   }
 
   /** The checkpoint `put` builds on: remembered, or read (once, when another process wrote it). */
@@ -159,9 +166,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     const known = this.#known.get(`${session.id}\n${checkpointId}`);
     if (known) return known;
     const stored = checkpointOf(await session.getEntry(await checkpointEntryId(checkpointId)));
-    if (!stored) return undefined;
-    this.#rememberStored(session.id, stored);
-    return this.#known.get(`${session.id}\n${checkpointId}`);
+    return stored && this.#rememberStored(session.id, stored);
   }
 
   override async put(
@@ -222,9 +227,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
           customType: CHECKPOINT,
           data: { ...data, held },
         });
-        const holders = { ...held };
-        for (const channel of Object.keys(values)) holders[channel] = entryId;
-        return { versions: { ...checkpoint.channel_versions }, holders };
+        return { versions: { ...checkpoint.channel_versions }, holders: holders(held, values, entryId) };
       }),
     );
     this.#writing.set(key, written);

@@ -1,5 +1,6 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import * as z from "zod";
+import { toBase64 } from "../../core/internal";
 
 /*
  * A value as the saver's serializer writes it, kept readable in the entry: the serializer's JSON as
@@ -13,14 +14,6 @@ export const Serialized = z.union([
 export type Serialized = z.infer<typeof Serialized>;
 
 const decoder = new TextDecoder();
-
-function toBase64(bytes: Uint8Array): string {
-  let binary = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) {
-    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  }
-  return btoa(binary);
-}
 
 function fromBase64(text: string): Uint8Array {
   return Uint8Array.from(atob(text), (char) => char.charCodeAt(0));

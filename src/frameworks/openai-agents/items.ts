@@ -41,8 +41,6 @@ export function itemText(item: AgentInputItem): string {
       return `${String(value.name)}(${typeof value.arguments === "string" ? value.arguments : ""})`;
     case "function_call_result":
       return partsText(typeof value.output === "string" ? value.output : [value.output].flat());
-    case "reasoning":
-      return partsText(value.content);
     default:
       return partsText(value.content);
   }

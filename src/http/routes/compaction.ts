@@ -2,7 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { leafTag, Session } from "../../core/internal";
 import { ErrorEnvelope } from "../errors";
 import { recordEvent, summarizerFor, timed } from "../metrics";
-import { body, json, routes, security, sessionStorage, writeErrors } from "../route-kit";
+import { body, conflict, json, routes, security, sessionStorage, writeErrors } from "../route-kit";
 import { CompactBody, CompactResponse, SessionIdParam } from "../schemas";
 
 /** Compacting a session's current branch. */
@@ -17,11 +17,11 @@ export const compactionRoutes = routes().openapi(
     security,
     request: { params: SessionIdParam, body: body(CompactBody, false) },
     responses: {
+      ...writeErrors,
       201: json(CompactResponse, "the compaction entry"),
-      409: json(ErrorEnvelope, "nothing_to_compact"),
+      409: conflict("nothing_to_compact"),
       412: json(ErrorEnvelope, "leaf_conflict: the branch moved off the kept part meanwhile"),
       502: json(ErrorEnvelope, "summarizer_failed: nothing written"),
-      ...writeErrors,
     },
   }),
   async (c) => {

@@ -15,6 +15,7 @@ import {
 import { ErrorEnvelope } from "../errors";
 import {
   body,
+  conflict,
   errors,
   json,
   routes,
@@ -56,15 +57,15 @@ export const entryRoutes = routes()
       security,
       request: { params: SessionIdParam, headers: IfMatch, body: body(AppendBody) },
       responses: {
+        ...errors,
         201: json(AppendResponse, "appended"),
         200: json(AppendResponse, "every entry was a replay; nothing written"),
-        409: json(ErrorEnvelope, "already_exists"),
+        409: conflict("already_exists"),
         412: json(ErrorEnvelope, "leaf_conflict"),
         413: json(ErrorEnvelope, "entry_too_large / payload_too_large / quota_exceeded"),
         415: json(ErrorEnvelope, "unsupported_format: a message entry's format is not one of the known ones"),
         422: json(ErrorEnvelope, "parent_not_found / invalid_tree"),
         507: json(ErrorEnvelope, "session_full: the session's storage reached its ceiling; nothing written"),
-        ...errors,
       },
     }),
     async (c) => {
@@ -90,10 +91,10 @@ export const entryRoutes = routes()
       security,
       request: { params: SessionIdParam, body: body(ImportEntriesBody) },
       responses: {
-        200: json(z.object({ leafId: Id.nullable() }), "written"),
-        409: json(ErrorEnvelope, "already_exists"),
-        422: json(ErrorEnvelope, "parent_not_found / invalid_tree"),
         ...writeErrors,
+        200: json(z.object({ leafId: Id.nullable() }), "written"),
+        409: conflict("already_exists"),
+        422: json(ErrorEnvelope, "parent_not_found / invalid_tree"),
       },
     }),
     async (c) => {

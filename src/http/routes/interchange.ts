@@ -14,7 +14,7 @@ import { readNdjson } from "../body";
 import { ErrorEnvelope } from "../errors";
 import { recordEvent } from "../metrics";
 import { creationLocation } from "../placement";
-import { errors, json, ndjsonResponse, repo, routes, security, sessionStorage } from "../route-kit";
+import { conflict, errors, json, ndjsonResponse, repo, routes, security, sessionStorage } from "../route-kit";
 import { ExportQuery, ImportQuery, ImportResult, SessionIdParam } from "../schemas";
 
 /** Where imports are posted: NDJSON, which the JSON body parser leaves alone. */
@@ -70,12 +70,12 @@ export const interchangeRoutes = routes()
         body: { content: { "application/x-ndjson": { schema: z.string() } }, required: true },
       },
       responses: {
+        ...errors,
         200: json(ImportResult, "mode=sync: the session, which had all or part of the file"),
         201: json(ImportResult, "the imported session, with the repairs made"),
-        409: json(ErrorEnvelope, "already_exists"),
+        409: conflict("already_exists"),
         413: json(ErrorEnvelope, "payload_too_large / quota_exceeded"),
         415: json(ErrorEnvelope, "unsupported_format"),
-        ...errors,
       },
     }),
     async (c) => {

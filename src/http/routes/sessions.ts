@@ -1,9 +1,18 @@
 import { createRoute } from "@hono/zod-openapi";
 import { checkExpiresAt, leafTag, SessionError, SessionInfo, SessionPage } from "../../core/internal";
-import { ErrorEnvelope } from "../errors";
 import { recordEvent } from "../metrics";
 import { creationLocation } from "../placement";
-import { body, errors, json, repo, routes, security, sessionStorage, writeErrors } from "../route-kit";
+import {
+  body,
+  conflict,
+  errors,
+  json,
+  repo,
+  routes,
+  security,
+  sessionStorage,
+  writeErrors,
+} from "../route-kit";
 import {
   CreateSessionBody,
   DeleteQuery,
@@ -26,9 +35,9 @@ export const sessionRoutes = routes()
       security,
       request: { body: body(CreateSessionBody, false) },
       responses: {
-        201: json(SessionInfo, "the new session"),
-        409: json(ErrorEnvelope, "already_exists"),
         ...writeErrors,
+        201: json(SessionInfo, "the new session"),
+        409: conflict("already_exists"),
       },
     }),
     async (c) => {
@@ -116,9 +125,9 @@ export const sessionRoutes = routes()
       security,
       request: { params: SessionIdParam },
       responses: {
-        200: json(SessionInfo, "the restored session"),
-        409: json(ErrorEnvelope, "already_exists: the session is not deleted"),
         ...errors,
+        200: json(SessionInfo, "the restored session"),
+        409: conflict("already_exists: the session is not deleted"),
       },
     }),
     async (c) => {
@@ -135,9 +144,9 @@ export const sessionRoutes = routes()
       security,
       request: { params: SessionIdParam, body: body(ForkBody) },
       responses: {
-        201: json(SessionInfo, "the new session"),
-        409: json(ErrorEnvelope, "already_exists"),
         ...writeErrors,
+        201: json(SessionInfo, "the new session"),
+        409: conflict("already_exists"),
       },
     }),
     async (c) => {

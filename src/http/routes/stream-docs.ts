@@ -3,7 +3,7 @@ import * as z from "zod";
 import { MAX_APPEND_BYTES } from "../../durable/internal";
 import type { AppEnv } from "../env";
 import { ErrorEnvelope } from "../errors";
-import { errors, json, security } from "../route-kit";
+import { conflict, errors, json, security } from "../route-kit";
 
 /*
  * The stream routes in the OpenAPI document. The protocol is headers and raw bodies, so these
@@ -29,8 +29,7 @@ const body = (description: string) => ({
   description,
 });
 
-const conflict = json(
-  ErrorEnvelope,
+const streamConflict = conflict(
   "stream_closed, content_type_mismatch, sequence_conflict, already_exists or stream_deleted",
 );
 const gone = json(ErrorEnvelope, "gone: the stream was deleted and is kept only for its forks");
@@ -97,7 +96,7 @@ export function describeStreams(registry: OpenAPIHono<AppEnv>["openAPIRegistry"]
       201: { description: "created", headers: { ...TAIL, Location: header("the stream's URL") } },
       200: { description: "already there, configured the same", headers: TAIL },
       ...errors,
-      409: conflict,
+      409: streamConflict,
       413: tooLarge,
     },
   });
@@ -117,7 +116,7 @@ export function describeStreams(registry: OpenAPIHono<AppEnv>["openAPIRegistry"]
       204: { description: "appended or closed; a producer's duplicate", headers: TAIL },
       ...errors,
       403: json(ErrorEnvelope, "forbidden (a read-only key), or stale_epoch: the producer was fenced off"),
-      409: conflict,
+      409: streamConflict,
       410: gone,
       413: tooLarge,
     },

@@ -1,3 +1,4 @@
+import { showDialog } from "./dom";
 import { els } from "./page-elements";
 
 /*
@@ -24,32 +25,19 @@ let tokenDeclined = false;
 /** Resolves true when a key was entered; one dialog however many requests were refused. */
 export function askToken(reason: string): Promise<boolean> {
   if (tokenPrompt) return tokenPrompt;
-  const dialog = els.tokenDialog;
   const input = els.tokenInput;
   els.tokenReason.textContent = reason;
   input.value = "";
-  dialog.returnValue = "";
-  tokenPrompt = new Promise((resolve) => {
-    dialog.addEventListener(
-      "close",
-      () => {
-        tokenPrompt = null;
-        const token = input.value.trim();
-        input.value = "";
-        if (dialog.returnValue === "ok" && token) {
-          sessionStorage.setItem(TOKEN_KEY, token);
-          tokenDeclined = false;
-          resolve(true);
-        } else {
-          tokenDeclined = true;
-          resolve(false);
-        }
-      },
-      { once: true },
-    );
-    dialog.showModal();
-    input.focus();
+  tokenPrompt = showDialog(els.tokenDialog).then((returned) => {
+    tokenPrompt = null;
+    const token = input.value.trim();
+    input.value = "";
+    const entered = returned === "ok" && token !== "";
+    if (entered) sessionStorage.setItem(TOKEN_KEY, token);
+    tokenDeclined = !entered;
+    return entered;
   });
+  input.focus();
   return tokenPrompt;
 }
 

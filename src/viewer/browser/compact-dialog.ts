@@ -7,7 +7,7 @@ import {
   SessionError,
 } from "../../core/internal";
 import { session } from "./api";
-import { count } from "./dom";
+import { count, showDialog } from "./dom";
 import { kindName } from "./entry-text";
 import { els } from "./page-elements";
 
@@ -74,8 +74,7 @@ export async function chooseKeepTokens(sessionId: string): Promise<number | null
   els.compactContext.textContent = "Reading the current branch…";
   els.compactPreview.textContent = "";
   els.compactConfirm.disabled = true;
-  dialog.returnValue = "";
-  dialog.showModal();
+  const closed = showDialog(dialog);
   let path: TreeEntry[];
   try {
     path = await session(sessionId).getBranch();
@@ -108,15 +107,8 @@ export async function chooseKeepTokens(sessionId: string): Promise<number | null
   els.compactKeepRange.addEventListener("input", fromRange);
   els.compactKeep.addEventListener("input", fromNumber);
   els.compactKeep.focus();
-  return new Promise((resolve) => {
-    dialog.addEventListener(
-      "close",
-      () => {
-        els.compactKeepRange.removeEventListener("input", fromRange);
-        els.compactKeep.removeEventListener("input", fromNumber);
-        resolve(dialog.returnValue === "ok" ? Number(els.compactKeep.value) : null);
-      },
-      { once: true },
-    );
-  });
+  const returned = await closed;
+  els.compactKeepRange.removeEventListener("input", fromRange);
+  els.compactKeep.removeEventListener("input", fromNumber);
+  return returned === "ok" ? Number(els.compactKeep.value) : null;
 }

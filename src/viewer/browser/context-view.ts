@@ -1,6 +1,6 @@
 import type { AgentMessage, SessionContext, SystemMessage } from "../../core/internal";
 import { estimateTokens, systemSections } from "../../core/internal";
-import { count, h, shortTime, truncate } from "./dom";
+import { count, h, isObject, shortTime, truncate } from "./dom";
 
 /*
  * The context `buildContext` returns for an entry, drawn message by message: text, thinking
@@ -17,10 +17,6 @@ const UNKNOWN_MESSAGE_CHARS = 20_000;
 const IMAGE_TYPE = /^image\/[a-z0-9.+-]+$/i;
 
 type Part = Record<string, unknown>;
-
-function isPart(value: unknown): value is Part {
-  return typeof value === "object" && value !== null;
-}
 
 /** Tool results by the id of the call they answer. */
 type Results = ReadonlyMap<string, AgentMessage>;
@@ -46,7 +42,7 @@ function jsonText(value: unknown): string {
 }
 
 function partElement(part: unknown): HTMLElement {
-  if (!isPart(part)) return h("pre", { text: jsonText(part) });
+  if (!isObject(part)) return h("pre", { text: jsonText(part) });
   if (part.type === "text") return h("div", { class: "text-part", text: String(part.text ?? "") });
   if (part.type === "image") return imageElement(part);
   if (part.type === "thinking") return thinkingElement(part);
@@ -117,7 +113,7 @@ function messageBody(message: AgentMessage, results: Results): HTMLElement[] {
     case "assistant": {
       const parts: unknown[] = Array.isArray(message.content) ? message.content : [];
       const body = parts.map((part) =>
-        isPart(part) && part.type === "toolCall"
+        isObject(part) && part.type === "toolCall"
           ? toolCallElement(part, results.get(String(part.id)))
           : partElement(part),
       );
@@ -127,21 +123,16 @@ function messageBody(message: AgentMessage, results: Results): HTMLElement[] {
       return body;
     }
     case "compactionSummary":
+    case "branchSummary": {
+      const note =
+        message.role === "compactionSummary"
+          ? `replaces ≈ ${count(Number(message.tokensBefore) || 0, "token")} of earlier context`
+          : `what was tried on a branch left at ${String(message.fromId ?? "")}`;
       return [
-        h("p", {
-          class: "muted",
-          text: `replaces ≈ ${count(Number(message.tokensBefore) || 0, "token")} of earlier context`,
-        }),
+        h("p", { class: "muted", text: note }),
         h("div", { class: "text-part", text: String(message.summary ?? "") }),
       ];
-    case "branchSummary":
-      return [
-        h("p", {
-          class: "muted",
-          text: `what was tried on a branch left at ${String(message.fromId ?? "")}`,
-        }),
-        h("div", { class: "text-part", text: String(message.summary ?? "") }),
-      ];
+    }
     case "bashExecution":
       return [
         h("pre", { text: `$ ${String(message.command ?? "")}` }),
@@ -196,7 +187,7 @@ function answeredCalls(messages: readonly AgentMessage[]): Map<string, AgentMess
   for (const message of messages) {
     if (message.role !== "assistant" || !Array.isArray(message.content)) continue;
     for (const part of message.content as unknown[]) {
-      if (isPart(part) && part.type === "toolCall") callIds.add(String(part.id));
+      if (isObject(part) && part.type === "toolCall") callIds.add(String(part.id));
     }
   }
   const results = new Map<string, AgentMessage>();

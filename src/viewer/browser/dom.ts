@@ -30,6 +30,29 @@ export function h<K extends keyof HTMLElementTagNameMap>(
   return el;
 }
 
+/** Opens a modal dialog; resolves to the value of the button that closed it ("" for Escape). */
+export function showDialog(dialog: HTMLDialogElement): Promise<string> {
+  dialog.returnValue = "";
+  const closed = new Promise<string>((resolve) =>
+    dialog.addEventListener("close", () => resolve(dialog.returnValue), { once: true }),
+  );
+  dialog.showModal();
+  return closed;
+}
+
+const CONNECTION_TEXT = { live: "● live", reconnecting: "reconnecting…", deleted: "session deleted" };
+
+/** A live connection's state, in the badge that shows it. */
+export function showConnection(badge: HTMLElement, status: keyof typeof CONNECTION_TEXT): void {
+  badge.hidden = false;
+  badge.dataset.status = status;
+  badge.textContent = CONNECTION_TEXT[status];
+}
+
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null;
+}
+
 const numberFormat = new Intl.NumberFormat();
 const timeFormat = new Intl.DateTimeFormat(undefined, {
   hour: "2-digit",

@@ -1,4 +1,5 @@
 import type { AgentMessage, ContextEditEntry, SessionEntry } from "../../core/internal";
+import { isObject } from "./dom";
 
 /* Entries in a few words: the name of their kind and one line about what they hold. */
 
@@ -58,18 +59,15 @@ export function editedText(entry: ContextEditEntry): string {
   return `now “${firstText(entry.replacement.content)}”`;
 }
 
-function isPart(part: unknown): part is Record<string, unknown> {
-  return typeof part === "object" && part !== null;
-}
-
 /** The first text of a message's content; "[image]" when it holds only images. */
 function firstText(content: unknown): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return "";
   for (const part of content) {
-    if (isPart(part) && part.type === "text" && typeof part.text === "string" && part.text) return part.text;
+    if (isObject(part) && part.type === "text" && typeof part.text === "string" && part.text)
+      return part.text;
   }
-  return content.some((part) => isPart(part) && part.type === "image") ? "[image]" : "";
+  return content.some((part) => isObject(part) && part.type === "image") ? "[image]" : "";
 }
 
 function describeMessage(message: AgentMessage): string {
@@ -78,9 +76,9 @@ function describeMessage(message: AgentMessage): string {
   if (message.role === "assistant" && Array.isArray(content)) {
     const text = firstText(content);
     if (text) return text;
-    const calls = content.filter((part) => isPart(part) && part.type === "toolCall");
+    const calls = content.filter((part) => isObject(part) && part.type === "toolCall");
     if (calls.length > 0) return calls.map((call) => `${String(call.name)}(…)`).join(", ");
-    return content.some((part) => isPart(part) && part.type === "thinking") ? "[thinking]" : "";
+    return content.some((part) => isObject(part) && part.type === "thinking") ? "[thinking]" : "";
   }
   if (message.role === "bashExecution") return `$ ${String(message.command ?? "")}`;
   if (message.role === "system" && !firstText(content)) return "prompt sections and tools";

@@ -1,3 +1,4 @@
+import { showDialog } from "./dom";
 import { els } from "./page-elements";
 
 /*
@@ -6,26 +7,15 @@ import { els } from "./page-elements";
  */
 
 /** Resolves to the name typed (undefined when left empty), or null when the person cancels. */
-export function chooseForkName(
+export async function chooseForkName(
   sourceName: string | undefined,
   entryId: string,
 ): Promise<string | undefined | null> {
-  const dialog = els.forkDialog;
   els.forkFrom.textContent = `A new session holding the path to ${entryId}.`;
   els.forkName.value = "";
   els.forkName.placeholder = sourceName ?? "";
-  dialog.returnValue = "";
-  dialog.showModal();
+  const closed = showDialog(els.forkDialog);
   els.forkName.focus();
-  return new Promise((resolve) => {
-    dialog.addEventListener(
-      "close",
-      () => {
-        const name = els.forkName.value.trim();
-        if (dialog.returnValue !== "ok") resolve(null);
-        else resolve(name === "" ? undefined : name);
-      },
-      { once: true },
-    );
-  });
+  if ((await closed) !== "ok") return null;
+  return els.forkName.value.trim() || undefined;
 }

@@ -1,7 +1,7 @@
 import type { SessionInfo } from "../../core/internal";
 import { navigate } from "./address";
 import { client } from "./api";
-import { ago, count, fullTime, h } from "./dom";
+import { ago, count, fullTime, h, showConnection } from "./dom";
 import { els } from "./page-elements";
 import { list, view } from "./view-state";
 
@@ -80,9 +80,7 @@ export function listFirst(info: SessionInfo): void {
 export async function watchSessions(): Promise<void> {
   let reconnected = false;
   const onStatus = (status: "live" | "reconnecting") => {
-    els.sessionsStatus.hidden = false;
-    els.sessionsStatus.dataset.status = status;
-    els.sessionsStatus.textContent = status === "live" ? "● live" : "reconnecting…";
+    showConnection(els.sessionsStatus, status);
     if (status === "reconnecting") reconnected = true;
     else if (reconnected) {
       reconnected = false;

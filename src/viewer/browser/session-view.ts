@@ -1,15 +1,15 @@
 import type { SessionInfo, TreeNode } from "../../core/internal";
 import { session } from "./api";
-import { ago, count, fullTime } from "./dom";
+import { ago, count, fullTime, showConnection } from "./dom";
 import { select, showNoEntry, updateEntryPane } from "./entry-pane";
 import { clearError, showError } from "./error-bar";
 import { els } from "./page-elements";
 import { renderSessions, updateListedSession } from "./session-list";
 import { clearSearch, enableSearch } from "./session-search";
-import { resetTimeTravel } from "./time-travel";
+import { hideTimeTravel, showTimeTravel } from "./time-travel";
 import { indexTree, pathTo } from "./tree-rows";
 import { loadDetails, rebuildRows, renderTree } from "./tree-view";
-import { view } from "./view-state";
+import { resetView, view } from "./view-state";
 
 /*
  * The open session: opening one, taking a fresh copy of its tree, and following its events so a
@@ -27,20 +27,7 @@ export async function openSession(sessionId: string, entryId?: string | null): P
   const generation = ++view.generation;
   if (switching) {
     watchSession(sessionId);
-    view.sessionId = sessionId;
-    view.info = null;
-    view.roots = [];
-    view.nodes = new Map();
-    view.rows = [];
-    view.rowIndex = new Map();
-    view.expanded = new Set();
-    view.selectedId = null;
-    view.activeIndex = -1;
-    view.previews = new Map();
-    view.edits = new Map();
-    view.previewQueue = [];
-    view.previewLoading = new Set();
-    view.detailsAfter = undefined;
+    resetView(sessionId);
     els.tree.scrollTop = 0;
     els.sessionTitle.textContent = sessionId;
     els.sessionMeta.textContent = "Loading…";
@@ -49,7 +36,7 @@ export async function openSession(sessionId: string, entryId?: string | null): P
     clearError();
     clearSearch();
     enableSearch(true);
-    resetTimeTravel(sessionId).catch((error: unknown) => showError(error));
+    hideTimeTravel();
     renderTree();
     showNoEntry();
     renderSessions();
@@ -69,6 +56,8 @@ export async function openSession(sessionId: string, entryId?: string | null): P
     els.tree.dataset.renderedSession = sessionId;
     select(entryId && view.nodes.has(entryId) ? entryId : info.leafId, { reveal: true });
     void loadDetails(generation);
+    // Only a session that opened gets its slider, so a failed open shows one error: its own.
+    if (switching) showTimeTravel(sessionId).catch((error: unknown) => showError(error));
   } catch (error) {
     if (generation !== view.generation) return;
     els.sessionMeta.textContent = "";
@@ -144,10 +133,13 @@ export function watchSession(sessionId: string): void {
   watching = stop;
   void (async () => {
     try {
-      for await (const event of session(sessionId).watch({ signal: stop.signal, onStatus: showStatus })) {
+      // The session's connection, as the top bar shows it.
+      const onStatus = (status: "live" | "reconnecting" | "deleted") =>
+        showConnection(els.liveStatus, status);
+      for await (const event of session(sessionId).watch({ signal: stop.signal, onStatus })) {
         if (view.sessionId !== sessionId) return;
         if (event.event === "deleted") {
-          showStatus("deleted");
+          onStatus("deleted");
           return;
         }
         if (event.event === "entry" || event.event === "session" || event.event === "leaf") scheduleRefresh();
@@ -157,14 +149,6 @@ export function watchSession(sessionId: string): void {
       if (!stop.signal.aborted && view.sessionId === sessionId && view.info) showError(error);
     }
   })();
-}
-
-/** The session's connection, as the top bar shows it. */
-function showStatus(status: "live" | "reconnecting" | "deleted"): void {
-  els.liveStatus.hidden = false;
-  els.liveStatus.dataset.status = status;
-  els.liveStatus.textContent =
-    status === "live" ? "● live" : status === "reconnecting" ? "reconnecting…" : "session deleted";
 }
 
 function scheduleRefresh(): void {

@@ -29,11 +29,15 @@ function showNow(): void {
   els.timeNow.hidden = true;
 }
 
-/** Shows the slider for the session just opened, at now, over the span of its history. */
-export async function resetTimeTravel(sessionId: string): Promise<void> {
+/** Hides the slider while another session opens. */
+export function hideTimeTravel(): void {
   showNow();
   view.historyStartsAt = null;
   els.timeTravel.hidden = true;
+}
+
+/** Shows the slider for the session just opened, at now, over the span of its history. */
+export async function showTimeTravel(sessionId: string): Promise<void> {
   const { historyStartsAt } = await client.storage(sessionId).leafAt();
   if (view.sessionId !== sessionId) return;
   view.historyStartsAt = Date.parse(historyStartsAt);

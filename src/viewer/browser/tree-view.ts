@@ -280,22 +280,15 @@ function toggleRun(row: RunRow): void {
 function rowAfterKey(key: string, index: number): number | undefined {
   const lastRow = view.rows.length - 1;
   const page = Math.floor(els.tree.clientHeight / TREE_ROW_HEIGHT);
-  switch (key) {
-    case "ArrowDown":
-      return Math.min(lastRow, index + 1);
-    case "ArrowUp":
-      return Math.max(0, index - 1);
-    case "Home":
-      return 0;
-    case "End":
-      return lastRow;
-    case "PageDown":
-      return Math.min(lastRow, index + page);
-    case "PageUp":
-      return Math.max(0, index - page);
-    default:
-      return undefined;
-  }
+  const moves: Record<string, number> = {
+    ArrowDown: index + 1,
+    ArrowUp: index - 1,
+    Home: 0,
+    End: lastRow,
+    PageDown: index + page,
+    PageUp: index - page,
+  };
+  return Object.hasOwn(moves, key) ? Math.max(0, Math.min(lastRow, moves[key] as number)) : undefined;
 }
 
 /** Clicks, the keyboard and scrolling on the tree; selecting an entry is the caller's. */

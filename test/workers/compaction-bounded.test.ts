@@ -15,7 +15,7 @@ const OUTPUT = 1024 * 1024;
 const TURNS = 12;
 const ctx = () => ({ waitUntil() {}, passThroughOnException() {}, props: {} }) as unknown as ExecutionContext;
 
-const assistantCall = (i: number) => ({
+const assistantCall = (i: number, reported = 1) => ({
   type: "message",
   message: {
     role: "assistant",
@@ -32,8 +32,8 @@ const assistantCall = (i: number) => ({
     provider: "openai",
     model: "gpt-4o",
     usage: {
-      input: 1,
-      output: 1,
+      input: reported,
+      output: reported,
       cacheRead: 0,
       cacheWrite: 0,
       totalTokens: 0,
@@ -61,24 +61,27 @@ const user = (text: string) => ({
   message: { role: "user", content: text, timestamp: 1_700_000_000_000 },
 });
 
-/** A session of TURNS turns, each reading a megabyte, past what a compaction reads whole. */
-async function longSession(): Promise<string> {
+/**
+ * A session of TURNS turns, each reading a megabyte, past what a compaction reads whole. Its replies
+ * report usage unless `reported` is 0; then a compaction's size before is estimated from the text.
+ */
+async function longSession(reported = 1): Promise<string> {
   const id = await createSession();
   expect(
     (await api("POST", `/v1/sessions/${id}/entries`, { body: user("goal: port the parser to Rust") })).status,
   ).toBe(201);
   for (let i = 0; i < TURNS; i++) {
     const res = await api("POST", `/v1/sessions/${id}/entries`, {
-      body: { entries: [user(`step ${i}`), assistantCall(i), toolOutput(i)] },
+      body: { entries: [user(`step ${i}`), assistantCall(i, reported), toolOutput(i)] },
     });
     expect(res.status).toBe(201);
   }
   const tail = [
     user("last question"),
     {
-      ...assistantCall(99),
+      ...assistantCall(99, reported),
       message: {
-        ...assistantCall(99).message,
+        ...assistantCall(99, reported).message,
         content: [{ type: "text", text: "last answer" }],
         stopReason: "stop",
       },
@@ -115,6 +118,20 @@ describe("compaction of a history too long to hold", () => {
     expect(entry.summary).toContain("## Goal\ngoal: port the parser to Rust");
     const context = (await api("GET", `/v1/sessions/${id}/context`)).body;
     expect(context.messages[0].role).toBe("compactionSummary");
+  });
+
+  it("counts the middle's tool outputs stored as blobs by their values, not their references", async () => {
+    // No usage reported: the size before is every message's text, the middle's counted in place.
+    const id = await longSession(0);
+    expect((await api("GET", `/v1/sessions/${id}`)).body.blobBytes).toBeGreaterThan((TURNS - 1) * OUTPUT);
+    const whole = prepareCompaction(await wholePath(id), { keepRecentTokens: 50 });
+    expect(whole.tokensBefore).toBeGreaterThan((TURNS * OUTPUT) / 4);
+    const res = await api("POST", `/v1/sessions/${id}/compact`, { body: { keepRecentTokens: 50 } });
+    expect(res.status, res.text).toBe(201);
+    const { entry } = res.body;
+    expect(entry.firstKeptEntryId).toBe(whole.firstKeptEntryId);
+    // A reference's few characters stand for the value's length: a token at most apart per blob.
+    expect(Math.abs(entry.tokensBefore - whole.tokensBefore)).toBeLessThanOrEqual(TURNS);
   });
 
   it("tells a model summarizer what it left out instead of sending it", async () => {

@@ -232,16 +232,24 @@ function toolTurn(i: number) {
   ];
 }
 
-async function stored(id: string): Promise<{ entryCount: number; bytes: number; leafId: string }> {
+async function stored(
+  id: string,
+): Promise<{ entryCount: number; bytes: number; blobBytes?: number; leafId: string }> {
   return (await (await http("GET", `/v1/sessions/${id}`)).json()) as never;
 }
 
-/** The steps on a session that exists: wake, head context, delta, export, compaction, fork. */
+/**
+ * Tool outputs stay in the session's SQLite, as a service without a blob bucket keeps them: the
+ * local service binds one, which would take them out to R2, away from the object's storage limit.
+ */
+const INLINE = { BLOB_MIN_BYTES: String(2 ** 40) };
+
 async function start(): Promise<DevServer> {
   process.env.MINIFLARE_WORKERD_V8_FLAGS = HEAP_CAP;
-  return startDevServer({ persistTo: folder, timeoutMs: 120_000 });
+  return startDevServer({ persistTo: folder, timeoutMs: 120_000, vars: INLINE });
 }
 
+/** The steps on a session that exists: wake, head context, delta, export, compaction, fork. */
 async function measureSession(id: string): Promise<void> {
   // Waking: a new server process on the same data, then the session's first request.
   await server?.stop();
@@ -309,6 +317,8 @@ it(
       }
       return undefined;
     });
+    // Every byte of it in the object's own storage.
+    expect((await stored("large")).blobBytes).toBeUndefined();
     await measureSession("large");
 
     process.stderr.write(

@@ -204,6 +204,11 @@ export async function runSoak(target: SoakTarget, options: SoakOptions): Promise
         await sleep(20);
         continue;
       }
+      // Stopped while it opened: the abort below was signalled already and would never come.
+      if (stopWatching.signal.aborted) {
+        socket.close(1000, "done");
+        break;
+      }
       await new Promise<void>((closed) => {
         let open = true;
         const close = () => {

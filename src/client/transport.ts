@@ -84,9 +84,13 @@ async function errorOf(response: Response): Promise<SessionError> {
   );
 }
 
-/** Whether a failed request may have been applied all the same (see `unavailable` in core/errors.ts). */
-function mayBeApplied(error: SessionError): boolean {
-  return (error.details as { outcome?: unknown } | undefined)?.outcome === "unknown";
+/**
+ * Whether a failed request was surely not applied: refused by the rate limit, or a 503 that says
+ * so (`outcome: "not_applied"`; see `unavailable` in core/errors.ts). A 503 that does not say, from
+ * the service or from anything between, may have been applied.
+ */
+function notApplied(status: number, error: SessionError): boolean {
+  return status === 429 || (error.details as { outcome?: unknown } | undefined)?.outcome === "not_applied";
 }
 
 /** HTTP to the service: JSON in and out, errors as `SessionError`s, retries where they are safe. */
@@ -126,9 +130,13 @@ export class Transport {
       }
       if (response.ok) return response;
       const error = await errorOf(response);
-      // A request that may have been applied (the object went away while it ran) is sent again
-      // only if sending it twice does no harm.
-      if (RETRY_STATUSES.has(response.status) && attempt < attempts && (idempotent || !mayBeApplied(error))) {
+      // A request that may have been applied (the object went away while it ran, or the answer
+      // does not say) is sent again only if sending it twice does no harm.
+      if (
+        RETRY_STATUSES.has(response.status) &&
+        attempt < attempts &&
+        (idempotent || notApplied(response.status, error))
+      ) {
         await sleep(retryAfterMs(response.headers.get("Retry-After")) ?? baseDelay * 2 ** (attempt - 1));
         continue;
       }

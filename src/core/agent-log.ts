@@ -6,6 +6,7 @@ import { checkImportEntries } from "./interchange";
 import type { ImageContent, ThinkingLevel } from "./messages";
 import { THINKING_LEVELS } from "./messages";
 import { lineError, ndjsonLines, parseLine } from "./ndjson";
+import { isRecord } from "./providers/incoming";
 import { parseDataUrl } from "./providers/text";
 
 /*
@@ -43,9 +44,7 @@ export function readLogLines(text: string): { lines: LogLine[]; warnings: Import
   return { lines, warnings };
 }
 
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
-}
+export { isRecord };
 
 export function asString(value: unknown): string | undefined {
   return typeof value === "string" ? value : undefined;

@@ -21,3 +21,10 @@ export function toBase64(bytes: Uint8Array): string {
   }
   return text;
 }
+
+/** The SHA-256 of `data` (text as UTF-8) in hex. */
+export async function sha256Hex(data: string | Uint8Array): Promise<string> {
+  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+  const digest = await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>);
+  return Array.from(new Uint8Array(digest), (byte) => byte.toString(16).padStart(2, "0")).join("");
+}

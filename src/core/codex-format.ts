@@ -43,15 +43,8 @@ const API = "openai-responses";
 
 /** Response items that are part of the model's output. */
 const OUTPUT_ITEMS = new Set(["reasoning", "function_call", "custom_tool_call", "local_shell_call"]);
-const BARE_ITEMS = new Set([
-  "message",
-  "reasoning",
-  "function_call",
-  "function_call_output",
-  "custom_tool_call",
-  "custom_tool_call_output",
-  "local_shell_call",
-]);
+/** Response items as versions before `payload` lines wrote them, bare. */
+const BARE_ITEMS = new Set([...OUTPUT_ITEMS, "message", "function_call_output", "custom_tool_call_output"]);
 
 /** User messages Codex sends at the start of every session: not the user's own words. */
 const SESSION_PREFIXES = ["<environment_context>", "<user_instructions>", "# AGENTS.md instructions"];
@@ -166,15 +159,14 @@ class CodexReader {
     this.#timestamp = entryTimestamp(value.timestamp, this.#timestamp);
     const payload = isRecord(value.payload) ? value.payload : undefined;
     // The lines whose payload becomes entries of their own; every other line is kept as custom.
-    const readers = {
-      response_item: this.#item,
-      turn_context: this.#turnContext,
-      compacted: this.#compacted,
-    } as const;
     const reader =
-      typeof value.type === "string" && Object.hasOwn(readers, value.type)
-        ? readers[value.type as keyof typeof readers]
-        : undefined;
+      value.type === "response_item"
+        ? this.#item
+        : value.type === "turn_context"
+          ? this.#turnContext
+          : value.type === "compacted"
+            ? this.#compacted
+            : undefined;
     if (reader && payload) {
       reader.call(this, line, value, payload, id);
       return;

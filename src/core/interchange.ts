@@ -115,13 +115,13 @@ export function leafAfter(entries: readonly SessionEntry[]): string | null {
 export const IMPORT_BATCH = 500;
 export const IMPORT_BATCH_CHARS = 8 * 1024 * 1024;
 
-/** Splits entries into import calls of bounded count and size. */
-export function* importBatches(
-  entries: readonly SessionEntry[],
+/** Splits entries into calls of bounded count and size (import calls by default). */
+export function* importBatches<T>(
+  entries: readonly T[],
   maxCount = IMPORT_BATCH,
   maxChars = IMPORT_BATCH_CHARS,
 ) {
-  let batch: SessionEntry[] = [];
+  let batch: T[] = [];
   let chars = 0;
   for (const entry of entries) {
     const size = JSON.stringify(entry).length;

@@ -1,4 +1,5 @@
 import type { ImportWarning } from "./interchange";
+import { isRecord } from "./providers/incoming";
 
 /*
  * What pi 1.6 reads from a session file without complaint though it is not what pi writes, and
@@ -20,10 +21,6 @@ interface Line {
 }
 
 const BLOCK_ROLES = new Set(["user", "assistant", "toolResult"]);
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
-}
 
 /** Gives null or missing content the value pi reads it as; a warning for each. */
 export function fillMissingContent(lines: readonly Line[], warnings: ImportWarning[]): void {

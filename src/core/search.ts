@@ -107,8 +107,6 @@ export function decodeSearchCursor(cursor: string, order: "newest" | "rank"): Se
   throw new SessionError(
     "invalid_request",
     "invalid cursor (a cursor belongs to the query and order it came from)",
-    {
-      cursor,
-    },
+    { cursor },
   );
 }

@@ -8,6 +8,7 @@ import { IMPORT_BATCH, IMPORT_BATCH_CHARS, ImportWarning, lineOfBatchError } fro
 import { exportNative, NATIVE_FORMAT, parseNativeHeader } from "./native-format";
 import type { NumberedLine } from "./ndjson";
 import { lineError } from "./ndjson";
+import { isRecord } from "./providers/incoming";
 import type { Session } from "./session";
 import type { ListOptions, SessionPage } from "./session-schemas";
 import type { SessionStorage } from "./storage";
@@ -319,10 +320,7 @@ export async function importTenant(
       } catch {
         value = undefined;
       }
-      const record =
-        value && typeof value === "object" && !Array.isArray(value)
-          ? (value as Record<string, unknown>)
-          : undefined;
+      const record = isRecord(value) ? value : undefined;
       const type = record?.type;
       if (first) {
         first = false;

@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { SessionError } from "../core/internal";
+import { SessionError, sha256Hex } from "../core/internal";
 import type { Caller } from "./access";
 import { apiKeyTable, type KeyTable } from "./api-keys";
 import { devCaller } from "./dev-tenant";
@@ -17,10 +17,7 @@ import { limitAuthFailures } from "./rate-limit";
 
 export type { Caller } from "./access";
 
-export async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
+export { sha256Hex };
 
 async function apiKeyCaller(keys: KeyTable, key: string): Promise<Caller> {
   // Lookup by digest: no comparison of the secret itself, so nothing to time.

@@ -1,5 +1,12 @@
 import type { EntryRef, SessionEntry, SessionStats } from "../core/internal";
-import { applyEntryToLabels, applyEntryToStats, ENTRY_TYPES, emptyStats, isValidId } from "../core/internal";
+import {
+  applyEntryToLabels,
+  applyEntryToStats,
+  ENTRY_TYPES,
+  emptyStats,
+  isRecord,
+  isValidId,
+} from "../core/internal";
 import type { LineSpan } from "./entry-log";
 
 /**
@@ -13,10 +20,6 @@ export interface IndexedEntry extends EntryRef, LineSpan {
 }
 
 const TYPES: ReadonlySet<string> = new Set(ENTRY_TYPES);
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** A session's entries by id and by seq, with the labels and figures that follow from them. */
 export class EntryIndex {

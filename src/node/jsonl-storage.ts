@@ -5,7 +5,6 @@ import type {
   AppendOptions,
   AppendResult,
   AppendView,
-  Conversation,
   EntryQuery,
   ForkOptions,
   ForkTargetHeader,
@@ -27,12 +26,9 @@ import {
   branchRows,
   buildTree,
   canonicalJson,
-  conversationOf,
   entryPage,
   forkStorage,
   idsNamedBy,
-  isProviderEntry,
-  NO_CONVERSATION,
   nowIso,
   patchHeader,
   planAppend,
@@ -42,6 +38,7 @@ import {
   sessionInfo,
   treeRow,
 } from "../core/internal";
+import { appendView, readRows } from "./append-view";
 import type { IndexedEntry } from "./entry-index";
 import { EntryIndex } from "./entry-index";
 import type { LineSpan } from "./entry-log";
@@ -209,62 +206,12 @@ export class JSONLStorage implements SessionStorage {
     }
   }
 
-  #parse(text: string, row: IndexedEntry): StoredEntry {
-    return { ...(JSON.parse(text) as SessionEntry), seq: row.seq };
+  #view(ids: readonly (string | null)[], inputs?: readonly unknown[]): Promise<AppendView> {
+    return appendView(this.#log, this.#index, this.#leafId, ids, inputs);
   }
 
-  async #load(rows: readonly IndexedEntry[]): Promise<StoredEntry[]> {
-    const texts = await this.#log.read(rows);
-    return texts.map((text, i) => this.#parse(text, rows[i] as IndexedEntry));
-  }
-
-  /**
-   * The planner's view. Its `load` is synchronous, so the entries it will ask for (ids the inputs
-   * name, a leaf target) are read beforehand; anything else is read synchronously.
-   */
-  async #view(
-    ids: readonly (string | null)[],
-    conversations = new Map<string, Conversation>(),
-  ): Promise<AppendView> {
-    const stored = new Map<string, IndexedEntry>();
-    for (const id of ids) {
-      const row = id === null ? undefined : this.#index.get(id);
-      if (row) stored.set(id as string, row);
-    }
-    const wanted = [...stored].sort(([, a], [, b]) => a.seq - b.seq);
-    const entries = await this.#load(wanted.map(([, row]) => row));
-    const loaded = new Map(wanted.map(([id], i) => [id, entries[i] as StoredEntry]));
-    return {
-      leafId: this.#leafId,
-      nextSeq: this.#index.nextSeq,
-      ref: (id) => this.#index.get(id),
-      load: (id) => {
-        const early = loaded.get(id);
-        if (early) return early;
-        const row = this.#index.get(id);
-        return row && this.#parse(this.#log.readNow(row), row);
-      },
-      conversationAt: (id) => conversations.get(id) ?? NO_CONVERSATION,
-    };
-  }
-
-  /**
-   * The conversations a batch's provider messages may continue (at the leaf, and at the entries
-   * it names and their parents), read before planning, which asks for them synchronously. None
-   * for a batch without a provider's message.
-   */
-  async #conversations(entries: readonly unknown[]): Promise<Map<string, Conversation>> {
-    const conversations = new Map<string, Conversation>();
-    if (!entries.some(isProviderEntry)) return conversations;
-    const named = idsNamedBy(entries);
-    const ids = new Set([this.#leafId, ...named, ...named.map((id) => this.#index.get(id)?.parentId)]);
-    for (const id of ids) {
-      const row = typeof id === "string" ? this.#index.get(id) : undefined;
-      if (!row || row.type === "leaf") continue;
-      const path = branchRows(id as string, (at) => this.#index.get(at));
-      conversations.set(id as string, conversationOf((await this.#load(path)) as TreeEntry[]));
-    }
-    return conversations;
+  #load(rows: readonly IndexedEntry[]): Promise<StoredEntry[]> {
+    return readRows(this.#log, rows);
   }
 
   /** Writes planned entries to the log, then (only then) to the index and the metadata. */
@@ -385,7 +332,7 @@ export class JSONLStorage implements SessionStorage {
 
   appendEntries(entries: readonly AppendEntryInput[], options: AppendOptions = {}): Promise<AppendResult> {
     return this.#run(async () => {
-      const view = await this.#view(idsNamedBy(entries), await this.#conversations(entries));
+      const view = await this.#view(idsNamedBy(entries), entries);
       const plan = planAppend(entries, view, options);
       if (plan.writes.length > 0) await this.#commit(plan.writes, plan.leafId);
       return { entries: plan.entries, leafId: this.#leafId, created: plan.writes.length > 0 };

@@ -4,7 +4,7 @@ import { rename, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import type { SessionInfo, SessionStats } from "../core/internal";
-import { isValidId, SessionError, SessionHeader, sessionInfo, zodDetails } from "../core/internal";
+import { isRecord, isValidId, SessionError, SessionHeader, sessionInfo, zodDetails } from "../core/internal";
 import { METADATA_FILE } from "./layout";
 
 /**
@@ -72,10 +72,6 @@ export async function writeMetadata(folder: string, metadata: SessionMetadata): 
     await unlink(temporary).catch(() => undefined);
     throw error;
   }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function isCount(value: unknown): boolean {

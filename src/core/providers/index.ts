@@ -6,6 +6,7 @@ export * from "./from-gemini";
 export * from "./from-openai-chat";
 export * from "./from-openai-responses";
 export type { AnsweringModel, ReadOptions } from "./incoming";
+export { isRecord } from "./incoming";
 export * from "./normalize";
 export * from "./pi-messages";
 export * from "./provider-entries";

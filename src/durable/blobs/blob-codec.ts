@@ -1,5 +1,5 @@
 import type { BlobKind, BlobSlot } from "../../core/internal";
-import { blobRef, utf8Length } from "../../core/internal";
+import { blobRef, sha256Hex, utf8Length } from "../../core/internal";
 
 /*
  * A value as a blob holds it: an image's base64 data decoded to its bytes (a quarter smaller, and
@@ -49,11 +49,6 @@ function fromBase64(text: string): Uint8Array | undefined {
 
 /** A media type fit for a Content-Type header; anything else is served as bytes. */
 const MEDIA_TYPE = /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/i;
-
-export async function sha256Hex(bytes: Uint8Array): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", bytes);
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
 
 /** How a slot's value is kept as a blob; undefined for text that is not well-formed UTF-16 (it stays in the entry). */
 export async function encodeBlob(slot: BlobSlot): Promise<BlobValue | undefined> {

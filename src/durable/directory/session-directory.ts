@@ -3,31 +3,23 @@ import type {
   ListOptions,
   Result,
   SessionInfo,
-  SessionMatch,
   SessionPage,
   TenantSearchOptions,
   TenantSearchResult,
 } from "../../core/internal";
-import {
-  capture,
-  DEFAULT_SEARCH_HITS,
-  decodeCursor,
-  encodeCursor,
-  ftsQuery,
-  readSnippet,
-  sessionsPageLimit,
-  unwrap,
-} from "../../core/internal";
+import { capture, decodeCursor, encodeCursor, sessionsPageLimit, unwrap } from "../../core/internal";
 import type { BlobClaim, BlobClaimRequest } from "../blobs/blob-ledger";
-import { BLOB_LEDGER_MIGRATION, BlobLedger } from "../blobs/blob-ledger";
+import { BlobLedger } from "../blobs/blob-ledger";
 import type { DurableEnv } from "../env";
 import { logBackgroundFailure } from "../log-line";
 import { directoryShard, directoryShards, sessionObjectName } from "../names";
 import { objectEnv } from "../placement/placed-env";
 import { quotasFor } from "../quotas";
 import type { Sql } from "../sql";
-import { matchRows, migrate, sqlOf } from "../sql";
+import { migrate, sqlOf } from "../sql";
 import type { ClaimRequest, DirectoryReport, ExpiryOutcome, Retention, SeedRow, TenantUsage } from "../types";
+import { MIGRATIONS } from "./directory-schema";
+import { searchShard } from "./directory-search";
 import { TenantEventHub } from "./tenant-events";
 import { TenantLedger } from "./tenant-ledger";
 
@@ -40,82 +32,6 @@ import { TenantLedger } from "./tenant-ledger";
  * enforces the tenant's retention: an alarm asks sessions idle for longer to delete themselves.
  */
 
-const MIGRATIONS = [
-  `
-  CREATE TABLE sessions (
-    id TEXT PRIMARY KEY,
-    incarnation TEXT NOT NULL,
-    version INTEGER NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    info TEXT NOT NULL
-  );
-  CREATE INDEX sessions_by_updated ON sessions (updated_at, id);
-  CREATE INDEX sessions_by_created ON sessions (created_at, id);
-  CREATE TABLE tombstones (
-    id TEXT NOT NULL,
-    incarnation TEXT NOT NULL,
-    deleted_at INTEGER NOT NULL,
-    PRIMARY KEY (id, incarnation)
-  )
-  `,
-  // The search index (rowid = the session's row), ranked with names weighing most; rows listed
-  // before it existed are indexed by their name and preview until they report again. Which tenant
-  // and shard this is, and the tenant's retention.
-  `
-  CREATE VIRTUAL TABLE session_text USING fts5(name, labels, preview, text, tokenize='porter unicode61');
-  INSERT INTO session_text (session_text, rank) VALUES ('rank', 'bm25(10.0, 5.0, 3.0, 1.0)');
-  INSERT INTO session_text (rowid, name, labels, preview, text)
-    SELECT rowid, coalesce(info->>'name', ''), '', coalesce(info->>'preview', ''), '' FROM sessions;
-  CREATE TABLE shard (
-    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
-    tenant TEXT NOT NULL,
-    shard INTEGER NOT NULL,
-    idle_days INTEGER
-  )
-  `,
-  // The tenant's usage, summed from the reports as they land, so reading it never scans the list.
-  [
-    `CREATE TABLE usage (
-      singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
-      sessions INTEGER NOT NULL,
-      entries INTEGER NOT NULL,
-      bytes INTEGER NOT NULL
-    )`,
-    `INSERT INTO usage (singleton, sessions, entries, bytes)
-      SELECT 1, count(*), total(info->>'entryCount'), total(info->>'bytes') FROM sessions`,
-    `CREATE TRIGGER usage_on_insert AFTER INSERT ON sessions BEGIN
-      UPDATE usage SET sessions = sessions + 1,
-        entries = entries + coalesce(NEW.info->>'entryCount', 0),
-        bytes = bytes + coalesce(NEW.info->>'bytes', 0);
-    END`,
-    `CREATE TRIGGER usage_on_update AFTER UPDATE OF info ON sessions BEGIN
-      UPDATE usage SET
-        entries = entries + coalesce(NEW.info->>'entryCount', 0) - coalesce(OLD.info->>'entryCount', 0),
-        bytes = bytes + coalesce(NEW.info->>'bytes', 0) - coalesce(OLD.info->>'bytes', 0);
-    END`,
-    `CREATE TRIGGER usage_on_delete AFTER DELETE ON sessions BEGIN
-      UPDATE usage SET sessions = sessions - 1,
-        entries = entries - coalesce(OLD.info->>'entryCount', 0),
-        bytes = bytes - coalesce(OLD.info->>'bytes', 0);
-    END`,
-  ],
-  // The tenant's quota ledger (tenant-ledger.ts), kept by shard 0.
-  `
-  CREATE TABLE quota_claims (
-    session_id TEXT PRIMARY KEY,
-    bytes INTEGER NOT NULL,
-    seq INTEGER NOT NULL
-  );
-  CREATE TABLE quota_ledger (
-    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
-    seeded_for TEXT NOT NULL
-  )
-  `,
-  // The tenant's blobs and which sessions hold them (blob-ledger.ts), kept by shard 0.
-  BLOB_LEDGER_MIGRATION,
-];
-
 /** Tombstones outlive any report still in flight by far; older ones are dropped. */
 const TOMBSTONE_MS = 7 * 24 * 3600 * 1000;
 const DAY_MS = 24 * 3600 * 1000;
@@ -124,48 +40,10 @@ const SWEEP_INTERVAL_MS = 3600 * 1000;
 /** Idle sessions one step of the sweep handles, and how many it asks at once. */
 const SWEEP_BATCH = 100;
 const SWEEP_PARALLEL = 10;
-/** Words around a match in the snippet of a session's text. */
-const SNIPPET_WORDS = 16;
-
-const FIELDS: SessionMatch["field"][] = ["name", "labels", "preview", "text"];
-/**
- * Candidates each shard ranks for every result asked: bm25 picks them within the shard, then the
- * score below orders them. bm25's figures depend on the shard's own statistics and cannot be
- * compared across shards; the score can.
- */
-const CANDIDATES_PER_RESULT = 3;
-
-/**
- * A session's score for a query: matches in its name outrank any in its labels, which outrank any
- * in its preview, then in its text; within a field, more matches (up to 9) score more.
- */
-export function matchScore(matches: readonly SessionMatch[]): number {
-  const weight: Record<SessionMatch["field"], number> = { name: 1000, labels: 100, preview: 10, text: 1 };
-  return matches.reduce(
-    (score, match) => score + weight[match.field] * Math.min(match.highlights.length, 9),
-    0,
-  );
-}
-
 interface Identity {
   tenant: string;
   shard: number;
   idleDays: number | null;
-}
-
-/** Search results best first: by score, then the most recently updated, then by id. */
-export function rankResults(results: TenantSearchResult[]): TenantSearchResult[] {
-  return results.sort(
-    (a, b) =>
-      b.score - a.score ||
-      (a.session.updatedAt === b.session.updatedAt
-        ? a.session.id < b.session.id
-          ? -1
-          : 1
-        : a.session.updatedAt < b.session.updatedAt
-          ? 1
-          : -1),
-  );
 }
 
 export class SessionDirectory extends DurableObject<DurableEnv> {
@@ -414,43 +292,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
 
   /** This shard's best sessions for a query, with the best snippet of each field that matched. */
   search(options: TenantSearchOptions): Promise<Result<TenantSearchResult[]>> {
-    return capture(() => {
-      const limit = options.limit ?? DEFAULT_SEARCH_HITS;
-      const match = ftsQuery(options.q);
-      const ranked = matchRows(
-        () => this.#sql<{ rowid: number }>`
-          SELECT rowid FROM session_text WHERE session_text MATCH ${match}
-          ORDER BY rank LIMIT ${limit * CANDIDATES_PER_RESULT}`,
-      );
-      if (ranked.length === 0) return [];
-      const details = new Map<number, Record<string, string>>();
-      for (const row of matchRows(
-        () => this.#sql<Record<string, string> & { rowid: number }>`
-          SELECT t.rowid AS rowid, s.info AS info,
-            snippet(session_text, 0, char(1), char(2), '…', 64) AS name,
-            snippet(session_text, 1, char(1), char(2), '…', ${SNIPPET_WORDS}) AS labels,
-            snippet(session_text, 2, char(1), char(2), '…', 64) AS preview,
-            snippet(session_text, 3, char(1), char(2), '…', ${SNIPPET_WORDS}) AS text
-          FROM session_text t JOIN sessions s ON s.rowid = t.rowid
-          WHERE session_text MATCH ${match}
-            AND t.rowid IN (SELECT value FROM json_each(${JSON.stringify(ranked.map((r) => r.rowid))}))`,
-      )) {
-        details.set(row.rowid, row);
-      }
-      const results: TenantSearchResult[] = [];
-      for (const { rowid } of ranked) {
-        const row = details.get(rowid);
-        if (!row) continue;
-        const matches: SessionMatch[] = [];
-        for (const field of FIELDS) {
-          const { snippet, highlights } = readSnippet(row[field] ?? "");
-          if (highlights.length > 0) matches.push({ field, snippet, highlights });
-        }
-        const session = JSON.parse(row.info as string) as SessionInfo;
-        results.push({ session, score: matchScore(matches), matches });
-      }
-      return rankResults(results).slice(0, limit);
-    });
+    return capture(() => searchShard(this.#sql, options));
   }
 
   retention(): Retention {

@@ -1,6 +1,6 @@
 import type { ListOptions, SessionInfo, SessionPage, TenantSearchResult } from "../../core/internal";
 import { encodeCursor, SseReader, sessionsPageLimit, sortKey } from "../../core/internal";
-import { rankResults } from "../directory/session-directory";
+import { rankResults } from "../directory/directory-search";
 
 /*
  * Listing, search and events of a tenant's directory ask every shard (names.ts says which) and

@@ -6,8 +6,9 @@ import type {
 } from "@anthropic-ai/claude-agent-sdk";
 import { foldSessionSummary } from "@anthropic-ai/claude-agent-sdk";
 import * as z from "zod";
-import type { EntryInput, Session, SessionInfo, SessionRepo, StoredEntry } from "../../core";
+import type { Session, SessionInfo, SessionRepo, StoredEntry } from "../../core";
 import { SessionError } from "../../core";
+import { importBatches } from "../../core/internal";
 import { keyedId, sha256Hex } from "../keys";
 import { SessionHandles } from "../session-handles";
 import type { TranscriptLine, TranscriptPlaces } from "./transcript";
@@ -63,24 +64,6 @@ interface Transcript {
   metadata: KeyMetadata;
   /** The session's whole metadata (ours under `claudeAgentSdk`), to write it back changed. */
   header: Record<string, unknown>;
-}
-
-function batches(entries: readonly EntryInput[]): EntryInput[][] {
-  const out: EntryInput[][] = [];
-  let batch: EntryInput[] = [];
-  let bytes = 0;
-  for (const entry of entries) {
-    const size = JSON.stringify(entry).length;
-    if (batch.length > 0 && (batch.length >= BATCH_ENTRIES || bytes + size > BATCH_BYTES)) {
-      out.push(batch);
-      batch = [];
-      bytes = 0;
-    }
-    batch.push(entry);
-    bytes += size;
-  }
-  if (batch.length > 0) out.push(batch);
-  return out;
 }
 
 /**
@@ -168,7 +151,8 @@ export class CfSessionsStore implements SessionStore {
           return true;
         });
         const planned: TranscriptPlaces = { entryOf: new Map(places.entryOf), head: places.head };
-        for (const batch of batches(transcriptEntries(fresh, planned))) await session.appendEntries(batch);
+        for (const batch of importBatches(transcriptEntries(fresh, planned), BATCH_ENTRIES, BATCH_BYTES))
+          await session.appendEntries(batch);
         transcript.places = planned;
         const mtime = this.#mtime();
         const metadata: KeyMetadata = { ...transcript.metadata, ...checked, mtime };

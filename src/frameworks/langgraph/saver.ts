@@ -4,18 +4,15 @@ import type {
   Checkpoint,
   CheckpointListOptions,
   CheckpointMetadata,
-  CheckpointPendingWrite,
   CheckpointTuple,
   PendingWrite,
   SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import {
   BaseCheckpointSaver,
-  compareWritesSortKeys,
   maxChannelVersion,
   TASKS,
   WRITES_IDX_MAP,
-  writesSortKey,
 } from "@langchain/langgraph-checkpoint";
 import type * as z from "zod";
 import type { Session, SessionRepo } from "../../core";
@@ -23,8 +20,10 @@ import { SessionError } from "../../core";
 import { canonicalJson } from "../../core/internal";
 import { keyedId } from "../keys";
 import { isMissingSession, SessionHandles } from "../session-handles";
+import { CheckpointArrivals } from "./checkpoint-arrivals";
 import type { CheckpointData, WritesData } from "./entries";
 import { CHECKPOINT, CheckpointInput, Configurable, ThreadMetadata, WRITES } from "./entries";
+import { pendingWrites } from "./pending-writes";
 import { deserialize, type Serialized, serialize } from "./serialized";
 import type { StoredCheckpoint, ThreadReader } from "./thread-reader";
 import { checkpointOf, sessionReader, wholeThread } from "./thread-reader";
@@ -53,9 +52,6 @@ interface KnownCheckpoint {
   holders: Record<string, string>;
 }
 
-/** How long a write waits for the put of its checkpoint when that has not come yet. */
-const ARRIVAL_MS = 30_000;
-
 /** Checkpoints remembered to build on without reading them back (the ones last put or read). */
 const KEPT_CHECKPOINTS = 256;
 
@@ -68,14 +64,16 @@ function invalid(message: string, error?: z.ZodError): SessionError {
   return new SessionError("invalid_request", message, error ? { issues: error.issues } : undefined);
 }
 
-function configurable(config: RunnableConfig | undefined): z.infer<typeof Configurable> {
+/** The thread, namespace and checkpoint a config names. */
+function configurable(config: RunnableConfig | undefined) {
   const parsed = Configurable.safeParse(config?.configurable ?? {});
   if (!parsed.success)
     throw invalid(
       "invalid configurable: thread_id, checkpoint_ns and checkpoint_id are strings",
       parsed.error,
     );
-  return parsed.data;
+  const { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpointId } = parsed.data;
+  return { threadId, checkpointNs, checkpointId };
 }
 
 /** The entry id of a checkpoint (its id as it is when it fits the id syntax). */
@@ -112,14 +110,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
   readonly #handles: SessionHandles;
   readonly #prefix: string;
   readonly #known = new Map<string, KnownCheckpoint>();
-  /**
-   * Puts not yet written, by session and checkpoint: LangGraph writes a checkpoint in the
-   * background and may put writes for it (or the next checkpoint) before that is done, and an
-   * entry's parent must be stored before it.
-   */
-  readonly #writing = new Map<string, Promise<unknown>>();
-  /** Writes waiting for the put of their checkpoint, by session and checkpoint. */
-  readonly #arrivals = new Map<string, { arrived: Promise<void>; arrive: () => void }>();
+  readonly #arrivals = new CheckpointArrivals((key) => this.#known.has(key));
 
   constructor(options: CfSessionsSaverOptions) {
     super(options.serde);
@@ -176,11 +167,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     newVersions: ChannelVersions,
   ): Promise<RunnableConfig> {
     if (config.configurable === undefined) throw invalid(`Failed to put checkpoint. ${MISSING_THREAD}`);
-    const {
-      thread_id: threadId,
-      checkpoint_ns: checkpointNs = "",
-      checkpoint_id: parentId,
-    } = configurable(config);
+    const { threadId, checkpointNs = "", checkpointId: parentId } = configurable(config);
     if (threadId === undefined) throw invalid(`Failed to put checkpoint. ${MISSING_THREAD}`);
     const input = CheckpointInput.safeParse(checkpoint);
     if (!input.success) throw invalid("Failed to put checkpoint: the checkpoint is malformed", input.error);
@@ -204,7 +191,6 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
       ...(parentId === undefined ? {} : { parent: parentId }),
     };
 
-    const key = `${thread.sessionId}\n${checkpoint.id}`;
     const written = this.#afterParent(thread, parentId, () =>
       this.#write(thread, async (session) => {
         const parent = parentId === undefined ? undefined : await this.#parent(session, parentId);
@@ -227,17 +213,13 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
           customType: CHECKPOINT,
           data: { ...data, held },
         });
-        return { versions: { ...checkpoint.channel_versions }, holders: holders(held, values, entryId) };
+        this.#remember(thread.sessionId, checkpoint.id, {
+          versions: { ...checkpoint.channel_versions },
+          holders: holders(held, values, entryId),
+        });
       }),
     );
-    this.#writing.set(key, written);
-    try {
-      this.#remember(thread.sessionId, checkpoint.id, await written);
-    } finally {
-      if (this.#writing.get(key) === written) this.#writing.delete(key);
-      this.#arrivals.get(key)?.arrive();
-      this.#arrivals.delete(key);
-    }
+    await this.#arrivals.put(`${thread.sessionId}\n${checkpoint.id}`, written);
     return {
       configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpoint.id },
     };
@@ -249,11 +231,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     taskId: string,
     taskPath?: string,
   ): Promise<void> {
-    const {
-      thread_id: threadId,
-      checkpoint_ns: checkpointNs = "",
-      checkpoint_id: checkpointId,
-    } = configurable(config);
+    const { threadId, checkpointNs = "", checkpointId } = configurable(config);
     if (threadId === undefined) throw invalid(`Failed to put writes. ${MISSING_THREAD}`);
     if (checkpointId === undefined) {
       throw invalid(
@@ -287,60 +265,16 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     );
   }
 
-  /**
-   * Runs a write that hangs under checkpoint `parentId` once that checkpoint is stored. LangGraph
-   * puts checkpoints in the background, so the writes of a step can come before the put of the
-   * checkpoint they are for: such a write waits here for that put (up to `ARRIVAL_MS`).
-   */
-  async #afterParent<T>(thread: Thread, parentId: string | undefined, write: () => Promise<T>): Promise<T> {
-    if (parentId === undefined) return write();
-    const key = `${thread.sessionId}\n${parentId}`;
-    // A failed put fails its own caller; this write then meets the missing parent itself.
-    await this.#writing.get(key)?.catch(() => undefined);
-    try {
-      return await write();
-    } catch (error) {
-      if (!(error instanceof SessionError && error.code === "parent_not_found")) throw error;
-      if (!(await this.#arrival(key))) throw error;
-      return write();
-    }
-  }
-
-  /** Whether the put of a checkpoint was made here, waiting up to `ARRIVAL_MS` for it to come. */
-  async #arrival(key: string): Promise<boolean> {
-    if (this.#known.has(key)) return true;
-    const writing = this.#writing.get(key);
-    if (writing)
-      return writing.then(
-        () => true,
-        () => false,
-      );
-    let waiting = this.#arrivals.get(key);
-    if (!waiting) {
-      let arrive = () => {};
-      const arrived = new Promise<void>((resolve) => {
-        arrive = resolve;
-      });
-      waiting = { arrived, arrive };
-      this.#arrivals.set(key, waiting);
-    }
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timedOut = new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), ARRIVAL_MS);
-    });
-    try {
-      return await Promise.race([waiting.arrived.then(() => this.#known.has(key)), timedOut]);
-    } finally {
-      clearTimeout(timer);
-    }
+  /** Runs a write that hangs under checkpoint `parentId` once that checkpoint is stored. */
+  #afterParent<T>(thread: Thread, parentId: string | undefined, write: () => Promise<T>): Promise<T> {
+    return this.#arrivals.after(
+      parentId === undefined ? undefined : `${thread.sessionId}\n${parentId}`,
+      write,
+    );
   }
 
   override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
-    const {
-      thread_id: threadId,
-      checkpoint_ns: checkpointNs = "",
-      checkpoint_id: checkpointId,
-    } = configurable(config);
+    const { threadId, checkpointNs = "", checkpointId } = configurable(config);
     if (threadId === undefined) return undefined;
     const thread = await this.#thread(threadId, checkpointNs);
     return this.#read(thread, undefined, async (session) => {
@@ -388,13 +322,9 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     config: RunnableConfig,
     options: CheckpointListOptions = {},
   ): AsyncGenerator<CheckpointTuple> {
-    const {
-      thread_id: threadId,
-      checkpoint_ns: checkpointNs,
-      checkpoint_id: checkpointId,
-    } = configurable(config);
+    const { threadId, checkpointNs, checkpointId } = configurable(config);
     const { limit, before, filter } = options;
-    const beforeId = configurable(before).checkpoint_id;
+    const beforeId = configurable(before).checkpointId;
     if (limit !== undefined && !Number.isInteger(limit)) throw invalid("list: limit must be an integer");
 
     const threads: Thread[] = [];
@@ -444,38 +374,6 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     }
   }
 
-  /** The pending writes as LangGraph replays them: one per task and index, in `writesSortKey` order. */
-  async #pendingWrites(entries: readonly WritesData[]): Promise<CheckpointPendingWrite[]> {
-    const byKey = new Map<
-      string,
-      { taskPath: string; taskId: string; idx: number; channel: string; value: Serialized }
-    >();
-    for (const entry of entries) {
-      for (const write of entry.writes) {
-        const key = `${entry.taskId}\n${write.idx}`;
-        // A task's regular write is kept once (a retry adds nothing); errors, interrupts and
-        // resumes (negative indexes) are replaced by the latest.
-        if (write.idx >= 0 && byKey.has(key)) continue;
-        byKey.set(key, { taskPath: entry.taskPath ?? "", taskId: entry.taskId, ...write });
-      }
-    }
-    const ordered = [...byKey.values()].sort((a, b) =>
-      compareWritesSortKeys(
-        writesSortKey(a.taskPath, a.taskId, a.idx),
-        writesSortKey(b.taskPath, b.taskId, b.idx),
-      ),
-    );
-    return Promise.all(
-      ordered.map(
-        async (w): Promise<CheckpointPendingWrite> => [
-          w.taskId,
-          w.channel,
-          await deserialize(this.serde, w.value),
-        ],
-      ),
-    );
-  }
-
   async #tuple(
     thread: Thread,
     reader: ThreadReader,
@@ -509,7 +407,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
       config: { configurable: { ...ids, checkpoint_id: data.checkpoint.id } },
       checkpoint,
       metadata: metadata ?? ((await deserialize(this.serde, data.metadata)) as CheckpointMetadata),
-      pendingWrites: await this.#pendingWrites(await reader.writes(stored)),
+      pendingWrites: await pendingWrites(this.serde, await reader.writes(stored)),
     };
     if (data.parent !== undefined)
       tuple.parentConfig = { configurable: { ...ids, checkpoint_id: data.parent } };
@@ -523,7 +421,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
   async #migratePendingSends(reader: ThreadReader, checkpoint: Checkpoint, parentId: string): Promise<void> {
     const parent = await reader.checkpoint(await checkpointEntryId(parentId));
     if (!parent) return;
-    const writes = await this.#pendingWrites(await reader.writes(parent));
+    const writes = await pendingWrites(this.serde, await reader.writes(parent));
     checkpoint.channel_values[TASKS] = writes
       .filter(([, channel]) => channel === TASKS)
       .map(([, , value]) => value);

@@ -35,50 +35,32 @@ const streamConflict = conflict(
 const gone = json(ErrorEnvelope, "gone: the stream was deleted and is kept only for its forks");
 const tooLarge = json(ErrorEnvelope, `payload_too_large: more than ${MAX_APPEND_BYTES} bytes`);
 
+/** A header or query field: optional text, described. */
+const text = (description: string) => z.string().optional().meta({ description });
+
 const CreateHeaders = z.object({
-  "content-type": z.string().optional().meta({ description: "fixed for the stream's life (default bytes)" }),
-  "stream-ttl": z
-    .string()
-    .optional()
-    .meta({ description: "seconds without a read or write before it expires" }),
-  "stream-expires-at": z
-    .string()
-    .optional()
-    .meta({ description: "RFC 3339 time it expires (not with a TTL)" }),
-  "stream-closed": z
-    .string()
-    .optional()
-    .meta({ description: "true: created closed, the body its whole content" }),
-  "stream-forked-from": z
-    .string()
-    .optional()
-    .meta({ description: "/v1/stream/… path of the stream to fork" }),
-  "stream-fork-offset": z
-    .string()
-    .optional()
-    .meta({ description: "where to fork (default: the source's tail)" }),
-  "stream-fork-sub-offset": z.string().optional().meta({ description: "bytes or messages into that append" }),
+  "content-type": text("fixed for the stream's life (default bytes)"),
+  "stream-ttl": text("seconds without a read or write before it expires"),
+  "stream-expires-at": text("RFC 3339 time it expires (not with a TTL)"),
+  "stream-closed": text("true: created closed, the body its whole content"),
+  "stream-forked-from": text("/v1/stream/… path of the stream to fork"),
+  "stream-fork-offset": text("where to fork (default: the source's tail)"),
+  "stream-fork-sub-offset": text("bytes or messages into that append"),
 });
 
 const AppendHeaders = z.object({
-  "content-type": z
-    .string()
-    .optional()
-    .meta({ description: "the stream's content type (needed with a body)" }),
-  "stream-closed": z.string().optional().meta({ description: "true: close the stream (after this body)" }),
-  "stream-seq": z.string().optional().meta({ description: "must sort above the last one appended" }),
-  "producer-id": z.string().optional().meta({ description: "exactly-once appends: the writer's name" }),
-  "producer-epoch": z.string().optional().meta({ description: "raised when the writer restarts" }),
-  "producer-seq": z.string().optional().meta({ description: "0, 1, 2… per epoch" }),
+  "content-type": text("the stream's content type (needed with a body)"),
+  "stream-closed": text("true: close the stream (after this body)"),
+  "stream-seq": text("must sort above the last one appended"),
+  "producer-id": text("exactly-once appends: the writer's name"),
+  "producer-epoch": text("raised when the writer restarts"),
+  "producer-seq": text("0, 1, 2… per epoch"),
 });
 
 const ReadQuery = z.object({
-  offset: z
-    .string()
-    .optional()
-    .meta({ description: "-1 (the start, default), now (the tail), or an offset" }),
+  offset: text("-1 (the start, default), now (the tail), or an offset"),
   live: z.enum(["long-poll", "sse"]).optional().meta({ description: "wait for data, or follow as SSE" }),
-  cursor: z.string().optional().meta({ description: "the Stream-Cursor of the answer before" }),
+  cursor: text("the Stream-Cursor of the answer before"),
 });
 
 /** Registers the five operations of a stream. */

@@ -1,0 +1,78 @@
+import { BLOB_LEDGER_MIGRATION } from "../blobs/blob-ledger";
+
+/** The directory shard's tables (session-directory.ts), one migration a version. */
+export const MIGRATIONS = [
+  `
+  CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    incarnation TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    info TEXT NOT NULL
+  );
+  CREATE INDEX sessions_by_updated ON sessions (updated_at, id);
+  CREATE INDEX sessions_by_created ON sessions (created_at, id);
+  CREATE TABLE tombstones (
+    id TEXT NOT NULL,
+    incarnation TEXT NOT NULL,
+    deleted_at INTEGER NOT NULL,
+    PRIMARY KEY (id, incarnation)
+  )
+  `,
+  // The search index (rowid = the session's row), ranked with names weighing most; rows listed
+  // before it existed are indexed by their name and preview until they report again. Which tenant
+  // and shard this is, and the tenant's retention.
+  `
+  CREATE VIRTUAL TABLE session_text USING fts5(name, labels, preview, text, tokenize='porter unicode61');
+  INSERT INTO session_text (session_text, rank) VALUES ('rank', 'bm25(10.0, 5.0, 3.0, 1.0)');
+  INSERT INTO session_text (rowid, name, labels, preview, text)
+    SELECT rowid, coalesce(info->>'name', ''), '', coalesce(info->>'preview', ''), '' FROM sessions;
+  CREATE TABLE shard (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    tenant TEXT NOT NULL,
+    shard INTEGER NOT NULL,
+    idle_days INTEGER
+  )
+  `,
+  // The tenant's usage, summed from the reports as they land, so reading it never scans the list.
+  [
+    `CREATE TABLE usage (
+      singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+      sessions INTEGER NOT NULL,
+      entries INTEGER NOT NULL,
+      bytes INTEGER NOT NULL
+    )`,
+    `INSERT INTO usage (singleton, sessions, entries, bytes)
+      SELECT 1, count(*), total(info->>'entryCount'), total(info->>'bytes') FROM sessions`,
+    `CREATE TRIGGER usage_on_insert AFTER INSERT ON sessions BEGIN
+      UPDATE usage SET sessions = sessions + 1,
+        entries = entries + coalesce(NEW.info->>'entryCount', 0),
+        bytes = bytes + coalesce(NEW.info->>'bytes', 0);
+    END`,
+    `CREATE TRIGGER usage_on_update AFTER UPDATE OF info ON sessions BEGIN
+      UPDATE usage SET
+        entries = entries + coalesce(NEW.info->>'entryCount', 0) - coalesce(OLD.info->>'entryCount', 0),
+        bytes = bytes + coalesce(NEW.info->>'bytes', 0) - coalesce(OLD.info->>'bytes', 0);
+    END`,
+    `CREATE TRIGGER usage_on_delete AFTER DELETE ON sessions BEGIN
+      UPDATE usage SET sessions = sessions - 1,
+        entries = entries - coalesce(OLD.info->>'entryCount', 0),
+        bytes = bytes - coalesce(OLD.info->>'bytes', 0);
+    END`,
+  ],
+  // The tenant's quota ledger (tenant-ledger.ts), kept by shard 0.
+  `
+  CREATE TABLE quota_claims (
+    session_id TEXT PRIMARY KEY,
+    bytes INTEGER NOT NULL,
+    seq INTEGER NOT NULL
+  );
+  CREATE TABLE quota_ledger (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    seeded_for TEXT NOT NULL
+  )
+  `,
+  // The tenant's blobs and which sessions hold them (blob-ledger.ts), kept by shard 0.
+  BLOB_LEDGER_MIGRATION,
+];

@@ -55,6 +55,18 @@ export function transientError(error: unknown): SessionError | undefined {
 }
 
 /**
+ * The error to answer with when part of a request was applied and could not be undone (a fork
+ * whose new session could not be removed): a transient failure says its outcome is unknown, not
+ * that nothing was applied, so that no client sends it again blindly.
+ */
+export function partlyApplied(error: unknown): unknown {
+  const transient = error instanceof SessionError ? error : transientError(error);
+  const outcome = (transient?.details as { outcome?: unknown } | undefined)?.outcome;
+  if (transient?.code !== "unavailable" || outcome !== "not_applied") return error;
+  return unavailable(transient.message, "unknown");
+}
+
+/**
  * Runs storage work inside an object: a transient failure leaves it as its `SessionError` (what
  * the work wrote rolled back with its transaction); anything else is rethrown as it is.
  */

@@ -39,7 +39,8 @@ export const INJECTED_IO_ERROR = "injected fault: disk I/O error: SQLITE_IOERR";
 /** The message of storage full at the platform's limit. */
 export const INJECTED_FULL_ERROR = "injected fault: database or disk is full: SQLITE_FULL";
 
-interface ActiveRule extends FaultRule {
+export interface ActiveRule extends FaultRule {
+  /** Calls at its point it has seen (counted for rules without a `chance`). */
   seen: number;
   failed: number;
 }
@@ -55,8 +56,11 @@ export class FaultPlan {
   /** Faults injected so far, by point (and `directory` for calls refused while it was down). */
   readonly injected: Record<string, number> = {};
 
-  add(rule: FaultRule): void {
-    this.#rules.push({ ...rule, seen: 0, failed: 0 });
+  /** Adds a rule; what it answers counts the calls it has seen (`seen`) and failed (`failed`). */
+  add(rule: FaultRule): Readonly<ActiveRule> {
+    const active = { ...rule, seen: 0, failed: 0 };
+    this.#rules.push(active);
+    return active;
   }
 
   seed(seed: number): void {

@@ -25,6 +25,7 @@ import type {
 import { addOmitted, buildTree, forkExtras, newSessionHeader, unwrap } from "../../core/internal";
 import type { BlobAnswer, BlobPolicy } from "../session/session-blobs";
 import type { SessionObject } from "../session/session-object";
+import { partlyApplied } from "../transient";
 import type { CompactionPlan, ContextAnswer, EntryPage, ForkSource, OmittedCount } from "../types";
 
 /** What a session's storage needs of its repo: creating a session (a fork), and its recovery window. */
@@ -263,8 +264,12 @@ export class SessionObjectStorage implements SessionStorage {
       await fork.publish();
       return fork;
     } catch (error) {
-      await fork.delete().catch(() => undefined);
-      throw error;
+      const removed = await fork.delete().then(
+        () => true,
+        () => false,
+      );
+      // Left behind (unlisted, until its object drops it), the fork may be read: not "not applied".
+      throw removed ? error : partlyApplied(error);
     }
   }
 

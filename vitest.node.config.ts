@@ -1,4 +1,4 @@
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
@@ -11,6 +11,10 @@ export default defineConfig({
       "test/package/**/*.test.ts",
       "test/architecture/**/*.test.ts",
     ],
+    // Tests at scale take minutes or hours: `npm run test:scale` runs them.
+    exclude: process.env.SCALE_TESTS
+      ? configDefaults.exclude
+      : [...configDefaults.exclude, "**/*.scale.test.ts"],
     testTimeout: 60_000,
   },
 });

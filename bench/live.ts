@@ -1,3 +1,5 @@
+import { randomBytes } from "node:crypto";
+import { connect } from "node:net";
 import { SseReader } from "../src/core/internal";
 
 /*
@@ -144,6 +146,66 @@ async function socketFanOut(bench: LiveBench, count: number): Promise<void> {
   for (const socket of sockets) socket.close(1000, "done");
 }
 
+/**
+ * A WebSocket watcher that stops reading (a raw connection that completes the handshake, then
+ * never reads again, so the service's sends back up in the network) while a writer appends
+ * thousands of entries: the appends' times with it and without it, and what workerd's memory grew
+ * by. The object closes the silent socket once its window is used up (docs/live.md).
+ */
+async function silentWatcher(bench: LiveBench): Promise<void> {
+  const entries = bench.quick ? 2000 : 5000;
+  const batch = 10;
+  const appendAll = async (id: string): Promise<number[]> => {
+    const times: number[] = [];
+    for (let i = 0; i < entries; i += batch) {
+      const body = {
+        entries: Array.from({ length: batch }, (_, k) => ({
+          type: "message",
+          message: bench.message(i + k, 1000),
+        })),
+      };
+      times.push((await bench.http("POST", `/v1/sessions/${id}/entries`, body)).ms);
+    }
+    return times;
+  };
+  await bench.http("POST", "/v1/sessions", { id: "live-unwatched" });
+  const alone = await appendAll("live-unwatched");
+  const id = "live-silent";
+  await bench.http("POST", "/v1/sessions", { id });
+  const url = new URL(`${bench.url}/v1/sessions/${id}/ws?after=0`);
+  const socket = connect(Number(url.port), url.hostname);
+  await new Promise<void>((resolve, reject) => {
+    socket.once("error", reject);
+    socket.once("connect", () => {
+      socket.write(
+        `GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString("base64")}\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+      );
+      socket.once("data", (answer) => {
+        if (!answer.toString().startsWith("HTTP/1.1 101")) reject(new Error(`no upgrade: ${answer}`));
+        // From here on nothing is read: the service's sends fill the network's buffers.
+        socket.pause();
+        resolve();
+      });
+    });
+  });
+  const before = bench.workerdRssKb();
+  const watched = await appendAll(id);
+  const grown = (bench.workerdRssKb() - before) / 1024;
+  socket.destroy();
+  bench.record(`append of ${batch} entries, ${entries} in all, no watcher, p50`, "ms", alone);
+  bench.record(
+    `append of ${batch} entries, ${entries} in all, a WebSocket watcher that stopped reading, p50`,
+    "ms",
+    watched,
+  );
+  bench.record(
+    `the same, last tenth of the appends (stays flat), p50`,
+    "ms",
+    watched.slice(-Math.ceil(watched.length / 10)),
+  );
+  bench.record(`workerd memory growth while the silent watcher was sent to`, "MB", [grown]);
+}
+
 /** An agent turn: the user's message, the context by delta, the model's answer. */
 async function agentTurns(bench: LiveBench, id: string, history: number): Promise<void> {
   const size = (body: unknown) => JSON.stringify(body).length;
@@ -175,6 +237,7 @@ export async function liveSessions(bench: LiveBench): Promise<void> {
   await eventLatency(bench, 1);
   await eventLatency(bench, bench.quick ? 20 : 100);
   await socketFanOut(bench, bench.quick ? 100 : 1000);
+  await silentWatcher(bench);
   await bench.fillSession("live-turn-100", 100);
   await agentTurns(bench, "live-turn-100", 100);
   // The sessions the context figures filled (no compaction), grown by these turns.

@@ -21,8 +21,10 @@ export interface RequestOptions {
   raw?: { body: NonNullable<RequestInit["body"]>; contentType: string };
   headers?: Record<string, string>;
   /**
-   * Whether sending the request twice does no harm, so a network failure may be retried (reads,
-   * and appends whose entries carry ids). 429 and 503 are retried whatever this says.
+   * Whether sending the request twice does no harm, so a failure that may have come after the
+   * request was applied (the connection lost, a 503 whose `outcome` is `"unknown"`) is retried:
+   * reads, appends whose entries carry ids, header patches, the retention setting. 429s, and 503s
+   * that say nothing was applied, are retried whatever this says.
    */
   idempotent?: boolean;
   /** Aborts the request (and reading its answer). */
@@ -82,6 +84,15 @@ async function errorOf(response: Response): Promise<SessionError> {
   );
 }
 
+/**
+ * Whether a failed request was surely not applied: refused by the rate limit, or a 503 that says
+ * so (`outcome: "not_applied"`; see `unavailable` in core/errors.ts). A 503 that does not say, from
+ * the service or from anything between, may have been applied.
+ */
+function notApplied(status: number, error: SessionError): boolean {
+  return status === 429 || (error.details as { outcome?: unknown } | undefined)?.outcome === "not_applied";
+}
+
 /** HTTP to the service: JSON in and out, errors as `SessionError`s, retries where they are safe. */
 export class Transport {
   readonly #options: ClientOptions;
@@ -118,12 +129,18 @@ export class Transport {
         continue;
       }
       if (response.ok) return response;
-      if (RETRY_STATUSES.has(response.status) && attempt < attempts) {
-        await response.body?.cancel();
+      const error = await errorOf(response);
+      // A request that may have been applied (the object went away while it ran, or the answer
+      // does not say) is sent again only if sending it twice does no harm.
+      if (
+        RETRY_STATUSES.has(response.status) &&
+        attempt < attempts &&
+        (idempotent || notApplied(response.status, error))
+      ) {
         await sleep(retryAfterMs(response.headers.get("Retry-After")) ?? baseDelay * 2 ** (attempt - 1));
         continue;
       }
-      throw await errorOf(response);
+      throw error;
     }
   }
 

@@ -80,6 +80,11 @@ export async function* watchStream<E extends SessionEvent | TenantEvent>(
     if (body) {
       options.onStatus?.("live");
       const reader = body.getReader();
+      // Node's fetch loses the link from `signal` to the body once the request it made is
+      // collected, and the stream would go on: stopping cancels the body here as well.
+      const stop = () => void reader.cancel().catch(() => undefined);
+      signal?.addEventListener("abort", stop, { once: true });
+      if (signal?.aborted) stop();
       const sse = new SseReader();
       const decoder = new TextDecoder();
       try {
@@ -104,6 +109,7 @@ export async function* watchStream<E extends SessionEvent | TenantEvent>(
         if (error instanceof SessionError) throw error;
         // The connection dropped: resume below.
       } finally {
+        signal?.removeEventListener("abort", stop);
         await reader.cancel().catch(() => undefined);
       }
     }

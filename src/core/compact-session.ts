@@ -1,6 +1,12 @@
 import * as z from "zod";
 import { headFor } from "./append";
-import { CompactionSettings, formatFileLists, prepareBranchSummary, prepareCompaction } from "./compaction";
+import {
+  CompactionSettings,
+  DEFAULT_KEEP_RECENT_TOKENS,
+  formatFileLists,
+  prepareBranchSummary,
+  prepareCompaction,
+} from "./compaction";
 import type { CompactionEntry, EntryInput, StoredEntry } from "./entries";
 import { BranchSummaryEntry, Id, LeafEntry, stored } from "./entries";
 import { SessionError } from "./errors";
@@ -21,7 +27,10 @@ export interface CompactOptions extends CompactRequest {
 }
 
 /** What compaction reads and writes of a session. */
-export type CompactionStorage = Pick<SessionStorage, "getLeafId" | "getContextPath" | "appendEntries">;
+export type CompactionStorage = Pick<
+  SessionStorage,
+  "getLeafId" | "getContextPath" | "getCompactionPath" | "appendEntries"
+>;
 
 /** What navigation reads and writes of a session. */
 export type NavigationStorage = Pick<
@@ -48,7 +57,10 @@ export async function compactSession(
 ): Promise<StoredEntry<CompactionEntry>> {
   const leafId = await storage.getLeafId();
   if (leafId === null) throw new SessionError("nothing_to_compact", "the session has no leaf");
-  const preparation = prepareCompaction(await storage.getContextPath(leafId), options);
+  const { path, omitted } = storage.getCompactionPath
+    ? await storage.getCompactionPath(leafId, options.keepRecentTokens ?? DEFAULT_KEEP_RECENT_TOKENS)
+    : { path: await storage.getContextPath(leafId), omitted: undefined };
+  const preparation = prepareCompaction(path, options, omitted);
   const result = await summaryText(options, "summarizer_failed", {
     kind: "compaction",
     messages: preparation.messagesToSummarize,

@@ -47,6 +47,57 @@ export interface CompactionPreparation extends FileLists {
   systemMessage?: SystemMessage;
 }
 
+/**
+ * What a compaction of a very long history counts without handing it to its summarizer: the
+ * middle of the part it drops (a storage that reads in bounded pages leaves it out of the path it
+ * gives, and counts it instead). The summarizer is told how much was left out; the file lists and
+ * the size before compaction include it.
+ */
+export interface OmittedHistory extends FileLists {
+  /** The entry the omitted part follows on the path given. */
+  after: string;
+  messages: number;
+  tokens: number;
+}
+
+/** What part of an omitted history counts: its messages (system messages aside), their tokens and files. */
+export function countOmitted(
+  entries: readonly TreeEntry[],
+  compactionId?: string,
+): Omit<OmittedHistory, "after"> {
+  const messages = projectEntries(entries, compactionId).filter((m) => m.role !== "system");
+  let tokens = 0;
+  for (const message of messages) tokens += estimateTokens(message);
+  const read = new Set<string>();
+  const modified = new Set<string>();
+  for (const message of messages) addFiles(message, read, modified);
+  return { messages: messages.length, tokens, readFiles: [...read], modifiedFiles: [...modified] };
+}
+
+/** Two counts of an omitted history as one (files: as tool calls named them, read and modified apart). */
+export function addOmitted(
+  a: Omit<OmittedHistory, "after">,
+  b: Omit<OmittedHistory, "after">,
+): Omit<OmittedHistory, "after"> {
+  return {
+    messages: a.messages + b.messages,
+    tokens: a.tokens + b.tokens,
+    readFiles: [...new Set([...a.readFiles, ...b.readFiles])],
+    modifiedFiles: [...new Set([...a.modifiedFiles, ...b.modifiedFiles])],
+  };
+}
+
+/** The note a summarizer reads where the omitted part was. */
+function omissionNote(omitted: OmittedHistory, timestamp: number): AgentMessage {
+  return {
+    role: "custom",
+    customType: "omitted",
+    content: `[${omitted.messages} earlier messages (about ${omitted.tokens} tokens) are not shown: too long to summarize whole. The files they touched are listed.]`,
+    display: false,
+    timestamp,
+  } as AgentMessage;
+}
+
 /** The message an entry adds to a conversation being summarized (compactions add none). */
 function summaryMessage(
   entry: TreeEntry,
@@ -247,6 +298,7 @@ function detailsFiles(details: unknown): FileLists | undefined {
 export function estimateProjectedTokens(
   projected: readonly ProjectedEntry[],
   path: readonly TreeEntry[],
+  omittedTokens = 0,
 ): number {
   const messages = projected.flatMap((p) => p.messages);
   let usageEntry: string | undefined;
@@ -269,14 +321,17 @@ export function estimateProjectedTokens(
   }
   if (usageAt >= 0 && usageAt > invalidatedAt) return estimateContextTokens(messages);
   const system = currentSystemMessage(messages);
-  let tokens = system ? estimateTokens(system as AgentMessage) : 0;
+  let tokens = (system ? estimateTokens(system as AgentMessage) : 0) + omittedTokens;
   for (const message of messages) if (message.role !== "system") tokens += estimateTokens(message);
   return tokens;
 }
 
-/** The size of the context of a path (pi 1.6's estimate: see `estimateProjectedTokens`). */
-export function estimatePathTokens(path: readonly TreeEntry[]): number {
-  return estimateProjectedTokens(projectContext(path), path);
+/**
+ * The size of the context of a path (pi 1.6's estimate: see `estimateProjectedTokens`), with the
+ * tokens of a part of it left out of the path (`omittedTokens`) when the estimate has to count it.
+ */
+export function estimatePathTokens(path: readonly TreeEntry[], omittedTokens = 0): number {
+  return estimateProjectedTokens(projectContext(path), path, omittedTokens);
 }
 
 /**
@@ -285,11 +340,12 @@ export function estimatePathTokens(path: readonly TreeEntry[]): number {
  * compaction, and what lies before the cut is summarized, system messages aside (the compaction
  * carries the prompt they replay to). `path` may be the pruned path a storage returns for
  * buildContext. Fails with `nothing_to_compact` when the leaf is a compaction or no message would
- * be dropped.
+ * be dropped. With `omitted`, the path leaves out part of what is dropped (see `OmittedHistory`).
  */
 export function prepareCompaction(
   path: readonly TreeEntry[],
   settings: CompactionSettings = {},
+  omitted?: OmittedHistory,
 ): CompactionPreparation {
   const leaf = path[path.length - 1];
   if (!leaf) throw new SessionError("nothing_to_compact", "the session is empty");
@@ -308,9 +364,12 @@ export function prepareCompaction(
   const cutEntry = projected[cut.index]?.entry;
   const historyEnd = cut.turnStart >= 0 ? cut.turnStart : cut.index;
   const collect = (from: number, to: number) =>
-    projected
-      .slice(from, to)
-      .flatMap((p) => (p.entry.type === "compaction" ? [] : p.messages.filter((m) => m.role !== "system")));
+    projected.slice(from, to).flatMap((p) => {
+      const messages = p.entry.type === "compaction" ? [] : p.messages.filter((m) => m.role !== "system");
+      return p.entry.id === omitted?.after
+        ? [...messages, omissionNote(omitted, Date.parse(p.entry.timestamp))]
+        : messages;
+    });
   // A retained tail is dropped with the previous compaction's opening: it is summarized too.
   const retained = previous?.retainedTail ?? [];
   const messagesToSummarize = [...retained.filter((m) => m.role !== "system"), ...collect(start, historyEnd)];
@@ -322,7 +381,7 @@ export function prepareCompaction(
     );
   }
 
-  const earlier = previous && !previous.fromHook ? [detailsFiles(previous.details)] : [];
+  const earlier = [...(previous && !previous.fromHook ? [detailsFiles(previous.details)] : []), omitted];
   const files = fileLists([...messagesToSummarize, ...turnPrefixMessages], earlier);
   const systemMessage = currentSystemMessage(projected.flatMap((p) => p.messages));
   const preparation: CompactionPreparation = {
@@ -330,7 +389,7 @@ export function prepareCompaction(
     firstKeptEntryId: cutEntry.id,
     messagesToSummarize,
     turnPrefixMessages,
-    tokensBefore: estimateProjectedTokens(projected, path),
+    tokensBefore: estimateProjectedTokens(projected, path, omitted?.tokens ?? 0),
     ...files,
   };
   if (systemMessage) preparation.systemMessage = systemMessage;

@@ -42,10 +42,16 @@ export const ERROR_STATUS = {
   misconfigured: 503,
   /**
    * Something the request needs cannot be reached for now (an object overloaded or restarting, a
-   * storage operation that failed transiently); nothing was written. `Retry-After` says when to
-   * try again.
+   * storage operation that failed transiently). Nothing was written, unless `details.outcome` is
+   * `"unknown"` (the object went away while the request ran: only a request that is safe to repeat
+   * should be sent again). `Retry-After` says when to try again.
    */
   unavailable: 503,
+  /**
+   * The session's storage reached its ceiling (SESSION_FULL_BYTES, below the platform's limit per
+   * object): it takes no more entries, and stays readable, exportable, compactable and forkable.
+   */
+  session_full: 507,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -22,10 +22,19 @@ export interface EntrySummary {
   role?: string;
 }
 
+/**
+ * The head after a write or a replay. On a WebSocket, `token` is what the next `{after}` sends
+ * back, and `ack` asks the watcher to send `{"ack": <it>}` once it has read this far.
+ */
+export type LeafEvent = {
+  event: "leaf";
+  id: number;
+  data: { leafId: string | null; token?: string; ack?: string };
+};
+
 export type SessionEvent =
   | { event: "entry"; id: number; data: StoredEntry | EntrySummary }
-  /** `token`: on a WebSocket, what the next `{after}` sends back. */
-  | { event: "leaf"; id: number; data: { leafId: string | null; token?: string } }
+  | LeafEvent
   | { event: "session"; data: SessionInfo }
   | { event: "compaction"; data: AutoCompactStatus }
   /** `state`: open (started), finished or stopped; `stream` is where its chunks are read. */

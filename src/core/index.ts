@@ -14,6 +14,7 @@ export type {
   CompactionPreparation,
   CompactionSettings,
   FileLists,
+  OmittedHistory,
 } from "./compaction";
 export {
   DEFAULT_KEEP_RECENT_TOKENS,
@@ -48,7 +49,7 @@ export type {
 export { ENTRY_TYPES, EntryInput, EntryType, Id, SessionEntry, StoredEntry, Timestamp } from "./entries";
 export type { ErrorBody, ErrorCode } from "./errors";
 export { ERROR_STATUS, isErrorCode, SessionError } from "./errors";
-export type { EntrySummary, SessionEvent, TenantEvent } from "./events";
+export type { EntrySummary, LeafEvent, SessionEvent, TenantEvent } from "./events";
 export { SseReader } from "./events";
 export type {
   GenerationFormat,

@@ -142,14 +142,24 @@ export class Session {
 
   /** Every entry in append order, read page by page. */
   async *allEntries(query: Omit<EntryQuery, "after"> = {}): AsyncGenerator<StoredEntry> {
+    const limit = query.limit ?? 1000;
     let after: number | undefined;
     for (;;) {
-      const page = await this.storage.getEntries({ ...query, after, limit: query.limit ?? 1000 });
-      yield* page;
-      const last = page[page.length - 1];
-      if (!last || page.length < (query.limit ?? 1000)) return;
+      let count = 0;
+      let last: StoredEntry | undefined;
+      for await (const page of await this.#pages({ ...query, after, limit })) {
+        yield* page;
+        count += page.length;
+        last = page[page.length - 1] ?? last;
+      }
+      if (!last || count < limit) return;
       after = last.seq;
     }
+  }
+
+  /** Entries of a query in the storage's own bounded pages where it has them, else at once. */
+  async #pages(query: EntryQuery): Promise<AsyncIterable<StoredEntry[]> | StoredEntry[][]> {
+    return this.storage.entryPages ? this.storage.entryPages(query) : [await this.storage.getEntries(query)];
   }
 
   getBranch(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {

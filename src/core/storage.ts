@@ -1,3 +1,4 @@
+import type { OmittedHistory } from "./compaction";
 import type { LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "./entries";
 import type { AppendEntryInput } from "./providers/entry-input";
 import type {
@@ -57,6 +58,12 @@ export interface SessionStorage {
   getEntry(id: string): Promise<StoredEntry | undefined>;
   /** Entries in append order, paged by `seq`. */
   getEntries(query?: EntryQuery): Promise<StoredEntry[]>;
+  /**
+   * The same entries as `getEntries`, a bounded page at a time, read as they are taken: a storage
+   * whose entries may be large (megabytes each) offers it, so that reading a session never holds
+   * more than a page of it.
+   */
+  entryPages?(query?: EntryQuery): Promise<AsyncIterable<StoredEntry[]>>;
   /** The path root → leaf (the current leaf when `leafId` is undefined; empty for `null`). */
   getBranch(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]>;
   /**
@@ -65,6 +72,16 @@ export interface SessionStorage {
    * its cost does not grow with history; the whole branch is always a correct answer.
    */
   getContextPath(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]>;
+  /**
+   * What a compaction at `leafId` reads, in bounded memory however long the history: the context
+   * path, or (when it is too long to hold) its start, its end holding at least `keepRecentTokens`,
+   * the entries that change how others project, and a count of the rest (`omitted`). A storage
+   * without it gives compaction the whole context path.
+   */
+  getCompactionPath?(
+    leafId: string,
+    keepRecentTokens: number,
+  ): Promise<{ path: StoredEntry<TreeEntry>[]; omitted?: OmittedHistory }>;
   getTree(): Promise<TreeNode[]>;
   /** Every entry's current label. */
   getLabels(): Promise<Record<string, string>>;

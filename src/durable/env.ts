@@ -24,6 +24,8 @@ export interface DurableEnv extends SummarizerConfig {
   GENERATION_ABANDON_SECONDS?: string;
   /** Seconds a finished or stopped generation's stream stays readable (default 3600). */
   GENERATION_RETAIN_SECONDS?: string;
+  /** Bytes of storage at which a session takes no more entries (default 9e9; see storage-ceiling.ts). */
+  SESSION_FULL_BYTES?: string;
   /** Tenants pinned to a jurisdiction, as JSON: `{"<tenant>": "eu" | "fedramp"}` (placement/jurisdictions.ts). */
   TENANT_JURISDICTIONS?: string;
   /** Where each tenant was first placed, so a changed pin cannot split it (placement/tenant-placement.ts). */

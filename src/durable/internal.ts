@@ -37,3 +37,4 @@ export {
   streamObjectName,
 } from "./stream";
 export { tenantKey } from "./tenant-key";
+export { transientError } from "./transient";

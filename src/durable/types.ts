@@ -1,4 +1,11 @@
-import type { EntryType, ForkPathEntry, SessionHeader, SessionInfo, StoredEntry } from "../core/internal";
+import type {
+  EntryType,
+  ForkPathEntry,
+  OmittedHistory,
+  SessionHeader,
+  SessionInfo,
+  StoredEntry,
+} from "../core/internal";
 
 /*
  * What crosses RPC between the Worker and the objects, and between objects: the answers and
@@ -44,7 +51,7 @@ export interface ForkSource {
   seqs: number[];
   /** Bytes of those entries as stored: what the fork will hold before any label it re-creates. */
   bytes: number;
-  /** Light path entries, for `forkExtras`. */
+  /** Light entries of the path, those `forkExtras` can act on (labels, names, labelled entries, the target), in path order. */
   path: ForkPathEntry[];
   labels: Record<string, string>;
   header: SessionHeader;
@@ -136,3 +143,21 @@ export type ExpiryOutcome = "expired" | "kept" | "missing";
 export type ContextAnswer =
   | { version: string; kind: "full" | "delta"; body: ReadableStream<Uint8Array> | string }
   | { version: string; kind: "unchanged" };
+
+/**
+ * What a compaction reads of a context path (compaction-reads.ts): `seqs` whole, in path order;
+ * `omitted` (the middle of a long path) only counted, a part at a time. `after` names the entry
+ * the omitted part follows; `compactionId` the latest compaction the omitted entries project under.
+ */
+export interface CompactionPlan {
+  seqs: number[];
+  omitted: number[];
+  after?: string;
+  compactionId?: string;
+}
+
+/** A count of omitted entries: how many of those asked it covered (`done`), and what they hold. */
+export interface OmittedCount {
+  done: number;
+  counted: Omit<OmittedHistory, "after">;
+}

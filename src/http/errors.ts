@@ -4,7 +4,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import * as z from "zod";
 import type { ErrorBody, ErrorCode } from "../core/internal";
 import { ERROR_STATUS, SessionError } from "../core/internal";
-import { errorSummary } from "../durable/internal";
+import { errorSummary, transientError } from "../durable/internal";
 import type { AppEnv } from "./env";
 
 export const ErrorEnvelope = z
@@ -40,10 +40,16 @@ export function errorResponse(
 }
 
 /**
- * The one place failures become HTTP: a `SessionError` keeps its code; anything else is `internal`
- * with the request id to find the log line, never a stack or a message from inside.
+ * The one place failures become HTTP: a `SessionError` keeps its code; a transient failure of an
+ * object (overloaded, reset mid-call) is `unavailable` with Retry-After; anything else is
+ * `internal` with the request id to find the log line, never a stack or a message from inside.
  */
 export function onError(error: Error, c: Context<AppEnv>): Response {
+  const transient = transientError(error);
+  if (transient) {
+    c.set("failure", errorSummary(error));
+    return onError(transient, c);
+  }
   if (error instanceof SessionError) {
     const retryAfter = (error.details as { retryAfterSeconds?: number } | undefined)?.retryAfterSeconds;
     return errorResponse(

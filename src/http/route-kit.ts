@@ -109,6 +109,7 @@ export const writeErrors = {
     ErrorEnvelope,
     "quota_exceeded: the write would pass one of the tenant's quotas; nothing written",
   ),
+  507: json(ErrorEnvelope, "session_full: the session's storage reached its ceiling; nothing written"),
 };
 
 /** The caller's sessions. */

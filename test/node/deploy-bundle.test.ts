@@ -60,6 +60,9 @@ describe("deploy", () => {
     }
     const gzipped = gzipSync(bundle).byteLength;
     expect(gzipped, `gzipped bundle: ${(gzipped / 1024).toFixed(1)} KiB`).toBeLessThan(BUDGET_BYTES);
+    // The reliability tests' fault injection (test/reliability/faults.ts) is never deployed.
+    expect(bundle.includes("injected fault")).toBe(false);
+    expect(bundle.includes("FaultPlan")).toBe(false);
   });
 
   it("builds the staging bundle with its own metrics dataset", async () => {

@@ -15,6 +15,8 @@ const root = resolve(import.meta.dirname, "../..");
 
 export interface DevServer {
   url: string;
+  /** The process group of the server (its launcher, wrangler and workerd): to find workerd by. */
+  pid: number | undefined;
   stop(): Promise<void>;
   /** What wrangler printed so far (the Worker's console included). */
   logs(): string;
@@ -122,7 +124,7 @@ async function startOnce(options: DevServerOptions): Promise<DevServer> {
       const status = netns
         ? (await netns.request(`${url}/healthz`)).status
         : (await fetch(`${url}/healthz`)).status;
-      if (status === 200) return { url, stop, logs: () => output };
+      if (status === 200) return { url, pid: child.pid, stop, logs: () => output };
     } catch {
       // not listening yet
     }

@@ -26,14 +26,30 @@ function clientWith(intercept: (request: Request, attempt: number) => Promise<Re
 
 describe("client", () => {
   it("retries 429 and 503, honouring Retry-After", async () => {
+    const notApplied = {
+      error: { code: "unavailable", message: "overloaded", details: { outcome: "not_applied" } },
+    };
     const { client, attempts } = clientWith(async (request, attempt) => {
       if (attempt === 1) return new Response("{}", { status: 429, headers: { "Retry-After": "0" } });
-      if (attempt === 2) return new Response("{}", { status: 503 });
+      if (attempt === 2) return Response.json(notApplied, { status: 503 });
       return worker(request);
     });
     const session = await client.create({ id: sid() });
     expect(attempts.length).toBe(3);
     expect((await session.getInfo()).id).toBe(session.id);
+  });
+
+  it("resends a write that is not safe to repeat only after a 503 that says it was not applied", async () => {
+    // A bare 503 (a proxy's, say) may come after the write was applied.
+    const bare = clientWith(async () => new Response("{}", { status: 503 }));
+    await expect(bare.client.create({ id: sid() })).rejects.toMatchObject({ code: "internal" });
+    expect(bare.attempts).toHaveLength(1);
+    // What may be sent twice is sent again after one.
+    const reads = clientWith(async (request, attempt) =>
+      attempt === 1 ? new Response("{}", { status: 503 }) : worker(request),
+    );
+    expect((await reads.client.list()).sessions).toBeDefined();
+    expect(reads.attempts).toHaveLength(2);
   });
 
   it("retries an append whose response was lost, and the retry is a replay", async () => {

@@ -2,6 +2,7 @@ import { SessionError } from "../../core/internal";
 import type { DurableEnv } from "../env";
 import { tenantUsage } from "../router/tenant-usage";
 import { tenantKey } from "../tenant-key";
+import { unavailable } from "../transient";
 import { pinsAny, tenantJurisdiction } from "./jurisdictions";
 import { placedEnv } from "./placed-env";
 import type { PlaceName } from "./tenant-placement";
@@ -52,9 +53,8 @@ export async function checkPlacement(env: DurableEnv, tenant: string): Promise<v
     }
     // Another isolate may have moved it meanwhile: then it must be where this one wants it.
     if (!(await record.move(placed, wanted)) && (await record.place(wanted)) !== wanted) {
-      throw new SessionError("unavailable", "this tenant is being moved; try again", {
-        retryAfterSeconds: 1,
-      });
+      // Refused before anything ran: a client may send it again, whatever it was.
+      throw unavailable("this tenant is being moved; try again", "not_applied");
     }
   }
   if (checked.size >= CHECKED_MAX) checked.clear();

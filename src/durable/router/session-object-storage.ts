@@ -11,6 +11,7 @@ import type {
   LeafEntry,
   LeafOptions,
   LocationHint,
+  OmittedHistory,
   OpenGenerationBody,
   Result,
   SessionEntry,
@@ -23,13 +24,14 @@ import type {
   TreeEntry,
   TreeNode,
 } from "../../core/internal";
-import { buildTree, forkExtras, newSessionHeader, unwrap } from "../../core/internal";
+import { addOmitted, buildTree, forkExtras, newSessionHeader, unwrap } from "../../core/internal";
 import type { GenerationEnd, GenerationOutcome } from "../session/generations";
 import { GENERATION_ID_HEADER } from "../session/generations";
 import type { BlobAnswer, BlobPolicy } from "../session/session-blobs";
 import type { SessionObject } from "../session/session-object";
 import { STREAM_REQUEST_ID_HEADER } from "../stream";
-import type { ContextAnswer, EntryPage, ForkSource } from "../types";
+import { partlyApplied } from "../transient";
+import type { CompactionPlan, ContextAnswer, EntryPage, ForkSource, OmittedCount } from "../types";
 
 /** What a session's storage needs of its repo: creating a session (a fork), and its recovery window. */
 export interface SessionCreator {
@@ -42,6 +44,11 @@ export interface SessionCreator {
   /** What of a write is stored as blobs (none without a bucket). */
   readonly blobPolicy: BlobPolicy | undefined;
 }
+
+/** Seqs sent in one call that counts what a compaction leaves out (each call counts what it can in its time). */
+const COUNT_SLICE = 100_000;
+/** Seqs named in one call that reads or copies pages of them (each call does what it can, and says what is left). */
+const SEQ_WINDOW = 20_000;
 
 /** Unwraps an RPC answer; structured clone turns `Result<T>` into a type RPC stubs describe loosely. */
 export async function call<T>(answer: Promise<unknown>): Promise<T> {
@@ -92,14 +99,18 @@ export class SessionObjectStorage implements SessionStorage {
     return call(this.#stub.getEntry(id));
   }
 
-  /** A first page, then the pages after it as they are read. */
+  /**
+   * A first page, then the pages after it as they are read. Each call names a window of the seqs
+   * left, not all of them, so a path of a million entries costs what its pages cost.
+   */
   async *#pages(first: EntryPage): AsyncGenerator<StoredEntry[]> {
     yield first.entries;
-    let rest = first.rest;
-    while (rest.length > 0) {
-      const page = await call<EntryPage>(this.#stub.readEntries(rest));
+    const { rest } = first;
+    for (let next = 0; next < rest.length; ) {
+      const window = rest.slice(next, next + SEQ_WINDOW);
+      const page = await call<EntryPage>(this.#stub.readEntries(window));
       yield page.entries;
-      rest = page.rest;
+      next += window.length - page.rest.length;
     }
   }
 
@@ -168,6 +179,31 @@ export class SessionObjectStorage implements SessionStorage {
     )) as StoredEntry<TreeEntry>[];
   }
 
+  /**
+   * What a compaction reads, in bounded memory: the object plans it (the whole context path, or a
+   * long one's start, end and the entries that shape it) and counts the rest in calls of bounded
+   * work; only what it reads whole crosses, a page at a time.
+   */
+  async getCompactionPath(
+    leafId: string,
+    keepRecentTokens: number,
+  ): Promise<{ path: StoredEntry<TreeEntry>[]; omitted?: OmittedHistory }> {
+    const plan = await call<CompactionPlan>(this.#stub.compactionPlan(leafId, keepRecentTokens));
+    let counted: Omit<OmittedHistory, "after"> = { messages: 0, tokens: 0, readFiles: [], modifiedFiles: [] };
+    for (let next = 0; next < plan.omitted.length; ) {
+      const part = await call<OmittedCount>(
+        this.#stub.countOmitted(plan.omitted.slice(next, next + COUNT_SLICE), plan.compactionId),
+      );
+      counted = addOmitted(counted, part.counted);
+      next += part.done;
+    }
+    const path = (await this.#drain(
+      await call<EntryPage>(this.#stub.readEntries(plan.seqs)),
+    )) as StoredEntry<TreeEntry>[];
+    if (plan.omitted.length === 0 || plan.after === undefined) return { path };
+    return { path, omitted: { ...counted, after: plan.after } };
+  }
+
   async getTree(): Promise<TreeNode[]> {
     const { rows, labels } = await call<{
       rows: Parameters<typeof buildTree>[0];
@@ -221,8 +257,10 @@ export class SessionObjectStorage implements SessionStorage {
     });
     try {
       // The new session's object reads the rows from this one's itself, a bounded part a call.
-      let rest = source.seqs;
-      while (rest.length > 0) rest = await fork.copyFrom(this.id, rest);
+      for (let next = 0; next < source.seqs.length; ) {
+        const window = source.seqs.slice(next, next + SEQ_WINDOW);
+        next += window.length - (await fork.copyFrom(this.id, window)).length;
+      }
       const extras = forkExtras(source.path, source.labels, name);
       if (extras.length > 0 && source.leafId !== null) {
         await fork.appendEntries(extras);
@@ -231,8 +269,12 @@ export class SessionObjectStorage implements SessionStorage {
       await fork.publish();
       return fork;
     } catch (error) {
-      await fork.delete().catch(() => undefined);
-      throw error;
+      const removed = await fork.delete().then(
+        () => true,
+        () => false,
+      );
+      // Left behind (unlisted, until its object drops it), the fork may be read: not "not applied".
+      throw removed ? error : partlyApplied(error);
     }
   }
 

@@ -1,6 +1,7 @@
 import type {
   AutoCompactStatus,
   CompactionStorage,
+  OmittedHistory,
   Result,
   StoredEntry,
   SummarizerConfig,
@@ -8,6 +9,7 @@ import type {
 } from "../../core/internal";
 import {
   compactSession,
+  DEFAULT_KEEP_RECENT_TOKENS,
   estimatePathTokens,
   nowIso,
   SessionError,
@@ -62,9 +64,20 @@ export class AutoCompaction {
       getLeafId: async () => session.state.leafId,
       getContextPath: async (leafId) =>
         (await this.#host.filled(session.contextEntries(leafId))) as StoredEntry<TreeEntry>[],
+      getCompactionPath: async (leafId, keepRecentTokens) => this.#compactionPath(leafId, keepRecentTokens),
       appendEntries: async (entries, options) =>
         unwrap(await this.#host.write((s, room) => s.appendEntries(entries, options ?? {}, room))),
     };
+  }
+
+  /** What a compaction reads (compaction-reads.ts), its blobs' values read back. */
+  async #compactionPath(
+    leafId: string,
+    keepRecentTokens: number,
+  ): Promise<{ path: StoredEntry<TreeEntry>[]; omitted?: OmittedHistory }> {
+    const { path, omitted } = this.#host.session.compactionPath(leafId, keepRecentTokens);
+    const filled = (await this.#host.filled(path)) as StoredEntry<TreeEntry>[];
+    return omitted ? { path: filled, omitted } : { path: filled };
   }
 
   #setStatus(status: AutoCompactStatus): void {
@@ -78,8 +91,10 @@ export class AutoCompaction {
     const { header, leafId, autoCompaction } = session.state;
     const settings = header.autoCompact;
     if (!settings || leafId === null || this.#running) return;
-    const path = (await this.#host.filled(session.contextEntries(leafId))) as StoredEntry<TreeEntry>[];
-    if (estimatePathTokens(path) <= settings.contextWindow - settings.reserveTokens) return;
+    // What a compaction would read (a long history's middle only counted): its size, in bounded memory.
+    const keep = settings.keepRecentTokens ?? DEFAULT_KEEP_RECENT_TOKENS;
+    const { path, omitted } = await this.#compactionPath(leafId, keep);
+    if (estimatePathTokens(path, omitted?.tokens) <= settings.contextWindow - settings.reserveTokens) return;
     this.#running = true;
     const last = { ...autoCompaction };
     this.#setStatus({ ...last, state: "running" });

@@ -9,11 +9,21 @@ import type { SessionStore } from "./session-store";
  * writes (writes within DIRECTORY_SYNC_MS are reported together, by the object's alarm), and at
  * once when a fork or an import is complete. A report that fails is tried again with backoff until
  * it gets through; the session never waits for its directory.
+ *
+ * Deleting and restoring change the session first and owe the directory the news (a removal, or a
+ * return before the next report), kept with the session in the same transaction: a call to the
+ * directory that fails, or an object stopped before making it, leaves it owed, and the alarm pays
+ * it. So a session is never left live but unlisted, nor listed once gone.
  */
 
 /** How long after a write the directory hears of it: writes in between are reported together. */
 const DEFAULT_SYNC_MS = 1000;
 const MAX_RETRY_MS = 60_000;
+/** Where what the directory is owed is kept (the object's key-value storage, beside its tables). */
+const OWED_KEY = "directory-owed";
+
+/** What the directory is owed: a deleted session's removal, or a restored one's return. */
+export type Owed = "removal" | "return";
 
 /** What reports need of the session's object. */
 export interface ReportHost {
@@ -55,10 +65,36 @@ export class DirectoryReports {
     this.#scheduled = false;
   }
 
+  /** Records what the directory is owed; call it in the transaction that changes the session. */
+  owe(owed: Owed): void {
+    this.#host.storage.kv.put(OWED_KEY, owed);
+  }
+
+  /** Tells the directory what it is owed, if anything; throws (and it stays owed) when it cannot. */
+  async payOwed(): Promise<void> {
+    const { storage, session, lifecycle, env } = this.#host;
+    const owed = storage.kv.get<Owed>(OWED_KEY);
+    if (owed === undefined || !session.exists) return;
+    const { tenant, incarnation, header } = session.state;
+    const shard = directoryShard(env, tenant, lifecycle.state.shard);
+    if (owed === "removal") await shard.remove(header.id, incarnation);
+    else await shard.unbury(header.id, incarnation);
+    // A delete or a restore that came while the call was out owes something else now: it stays.
+    if (storage.kv.get<Owed>(OWED_KEY) === owed) storage.kv.delete(OWED_KEY);
+    this.#failures = 0;
+  }
+
+  /** A call to the directory failed again: how long to wait before the next try. */
+  backoffMs(): number {
+    this.#failures++;
+    return Math.min(MAX_RETRY_MS, 1000 * 2 ** this.#failures);
+  }
+
   async #report(): Promise<void> {
     const { session, lifecycle, env, quotas } = this.#host;
     // Deleted sessions left the listing; incomplete ones join it once complete.
     if (lifecycle.deleted || lifecycle.pending) return;
+    await this.payOwed();
     const { tenant, incarnation, version } = session.state;
     const { shard } = lifecycle.state;
     const info = session.info();
@@ -83,8 +119,7 @@ export class DirectoryReports {
       await this.#report();
       this.#failures = 0;
     } catch (error) {
-      this.#failures++;
-      const wait = Math.min(MAX_RETRY_MS, 1000 * 2 ** this.#failures);
+      const wait = this.backoffMs();
       await this.#host.logFailure("directory_report", error, { retryInMs: wait, failures: this.#failures });
       this.#scheduled = true;
       await this.#host.storage.setAlarm(Date.now() + wait);

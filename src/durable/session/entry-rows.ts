@@ -26,9 +26,11 @@ const INLINE_BYTES = 512 * 1024;
 const CHUNK_BYTES = 1024 * 1024;
 /**
  * Characters of entry JSON one page carries: RPC values are capped at 32 MiB, so long paths and
- * large entries cross in several pages (a page always holds at least one entry).
+ * large entries cross in several pages (a page always holds at least one entry). A page is held
+ * several times over while it crosses (the rows read, the entries parsed, the message that carries
+ * them, the lines written from them), within an isolate's 128 MB: a few MiB, not more.
  */
-const PAGE_CHARS = 8 * 1024 * 1024;
+const PAGE_CHARS = 2 * 1024 * 1024;
 /** Entries whose payloads one query reads. */
 const READ_BATCH = 256;
 /** Characters of rows one INSERT of a fork's copy takes as JSON: a statement's value stays under 2 MB. */

@@ -1,6 +1,7 @@
 import type {
   AutoCompactStatus,
   GenerationInfo,
+  LeafEvent,
   SessionEvent,
   SessionInfo,
   StoredEntry,
@@ -19,11 +20,22 @@ import { EventStream } from "./event-stream";
  * bound from storage, live events (all after the bound) wait until replay is done; events of a
  * write go out only once the write is durable, in order; a watcher that falls too far behind is
  * closed with a reason (it resumes from its last seq), so it never holds back the writer or
- * anyone else.
+ * anyone else. The runtime does not say how much a WebSocket has waiting to go out, so a socket's
+ * watcher acknowledges what it has read: live events to a socket are counted, every
+ * SOCKET_ACK_CHARS a `leaf` event asks for an acknowledgement (`ack`: a token the watcher sends
+ * back), and a socket with more than SOCKET_WINDOW_CHARS sent and not acknowledged is closed.
  */
 
-/** Bytes a WebSocket may have waiting to go out before it is closed as too slow. */
+/** Bytes a WebSocket may have waiting to go out before it is closed as too slow (where the runtime says). */
 const MAX_SOCKET_BUFFERED = 8 * 1024 * 1024;
+/**
+ * Characters of live events a socket may have sent and not acknowledged; a write that would take
+ * it past this is not sent, and the socket is closed as too slow (a write is always sent to a
+ * socket that has acknowledged everything, however large).
+ */
+export const SOCKET_WINDOW_CHARS = 1024 * 1024;
+/** Characters sent after the last acknowledgement at which a `leaf` event asks for the next one. */
+export const SOCKET_ACK_CHARS = 256 * 1024;
 /** Entries one replay step reads (a page of SSE, one round of WebSocket replay). */
 const REPLAY_PAGE = 256;
 /** Characters of entries a WebSocket is sent in one round of replay (at least one entry). */
@@ -68,6 +80,11 @@ interface SocketState {
    * than one round unread.
    */
   token: string;
+  /** Characters of live events sent since it caught up, and the part of them it acknowledged. */
+  sent: number;
+  acked: number;
+  /** The acknowledgement asked for: its token, and `sent` when it was asked. */
+  ask?: { token: string; at: number };
 }
 
 function newToken(): string {
@@ -189,7 +206,7 @@ export class EventHub {
       });
     }
     this.#ctx.acceptWebSocket(socket, [EVENT_SOCKET_TAG]);
-    const state: SocketState = { payload, cursor: after, live: false, token: "" };
+    const state: SocketState = { payload, cursor: after, live: false, token: "", sent: 0, acked: 0 };
     socket.send(socketMessage({ event: "session", data: this.#source.info() }));
     for (const generation of this.#source.openGenerations()) {
       socket.send(socketMessage({ event: "generation", data: generation }));
@@ -202,13 +219,21 @@ export class EventHub {
    * replay that stopped with `more`), with the token of the last round it was sent.
    */
   socketMessage(socket: WebSocket, message: string | ArrayBuffer): void {
-    let request: { after?: unknown; token?: unknown } = {};
+    let request: { after?: unknown; token?: unknown; ack?: unknown } = {};
     try {
       request = JSON.parse(typeof message === "string" ? message : new TextDecoder().decode(message));
     } catch {
       request = {};
     }
     const state = socket.deserializeAttachment() as SocketState | null;
+    if (state && typeof request.ack === "string" && request.after === undefined) {
+      // A repeated acknowledgement, or one a resume overtook, changes nothing.
+      if (request.ack === state.ask?.token) {
+        const { ask: _answered, ...rest } = state;
+        socket.serializeAttachment({ ...rest, acked: state.ask.at });
+      }
+      return;
+    }
     if (!state || typeof request.after !== "number") {
       refuse(socket, 'send {"after": <seq>, "token": <the last leaf or more message\'s token>} to resume');
       return;
@@ -259,7 +284,15 @@ export class EventHub {
     } else {
       socket.send(JSON.stringify({ event: "more", data: { after: cursor, token } }));
     }
-    socket.serializeAttachment({ ...state, cursor: caughtUp ? bound : cursor, live: caughtUp, token });
+    const { ask: _dropped, ...rest } = state;
+    socket.serializeAttachment({
+      ...rest,
+      cursor: caughtUp ? bound : cursor,
+      live: caughtUp,
+      token,
+      sent: 0,
+      acked: 0,
+    });
   }
 
   /** After a committed write: its entries, and the head it left, once they are durable. */
@@ -269,13 +302,12 @@ export class EventHub {
     const last = (entries[entries.length - 1] as StoredEntry).seq;
     const events: SessionEvent[] = entries.map((entry) => entryEvent(entry, true));
     const summaries: SessionEvent[] = entries.map((entry) => entryEvent(entry, false));
-    const leaf: SessionEvent = { event: "leaf", id: last, data: { leafId } };
+    const leaf: LeafEvent = { event: "leaf", id: last, data: { leafId } };
     const named = entries.some((entry) => entry.type === "session_info");
-    const info = named ? this.#source.info() : undefined;
-    this.#afterDurable(() => {
-      const extra: SessionEvent[] = info ? [leaf, { event: "session", data: info }] : [leaf];
-      this.#deliver([...events, ...extra], [...summaries, ...extra], first, last);
-    });
+    const info: SessionEvent | undefined = named
+      ? { event: "session", data: this.#source.info() }
+      : undefined;
+    this.#afterDurable(() => this.#deliver({ full: events, light: summaries, leaf, info }, first, last));
   }
 
   /** The header changed (name, system prompt, metadata, automatic compaction settings). */
@@ -320,27 +352,67 @@ export class EventHub {
       .catch((error: unknown) => this.#onFailure(error));
   }
 
-  #deliver(full: SessionEvent[], light: SessionEvent[], first: number, last: number): void {
-    const frames = { full: full.map(sseFrame).join(""), light: light.map(sseFrame).join("") };
+  #deliver(write: WrittenEvents, first: number, last: number): void {
+    const tail = write.info ? [write.leaf, write.info] : [write.leaf];
+    const frames = {
+      full: [...write.full, ...tail].map(sseFrame).join(""),
+      light: [...write.light, ...tail].map(sseFrame).join(""),
+    };
     for (const stream of this.#streams) {
       // A stream opened after this write was committed replays it from storage.
       if (stream.bound >= last) continue;
       if (!stream.push(stream.payload ? frames.full : frames.light)) this.#drop(stream);
     }
-    let messages: { full: string[]; light: string[] } | undefined;
+    let messages: { full: string[]; light: string[]; info: string[] } | undefined;
     for (const socket of this.#sockets()) {
       const state = socket.deserializeAttachment() as SocketState | null;
       // A socket still replaying (or told to ask again) reads these from storage itself.
       if (!state?.live || state.cursor !== first - 1) continue;
-      // Where the runtime tells how much waits to be sent, a socket too far behind is let go.
-      if (typeof socket.bufferedAmount === "number" && socket.bufferedAmount > MAX_SOCKET_BUFFERED) {
-        socket.close(SLOW_WATCHER_CODE, "slow: resume from the last seq");
-        continue;
-      }
-      messages ??= { full: full.map(socketMessage), light: light.map(socketMessage) };
-      for (const message of state.payload ? messages.full : messages.light) socket.send(message);
-      socket.serializeAttachment({ ...state, cursor: last });
+      messages ??= {
+        full: write.full.map(socketMessage),
+        light: write.light.map(socketMessage),
+        info: write.info ? [socketMessage(write.info)] : [],
+      };
+      const entries = state.payload ? messages.full : messages.light;
+      this.#sendLive(socket, state, entries, write.leaf, messages.info, last);
     }
+  }
+
+  /**
+   * Sends a write's events to a live socket within its window: its entries, its `leaf` (asking for
+   * an acknowledgement when one is due) and the rest. A socket that has not acknowledged enough
+   * to take them is closed instead, to resume from its last seq.
+   */
+  #sendLive(
+    socket: WebSocket,
+    state: SocketState,
+    entries: readonly string[],
+    leaf: LeafEvent,
+    after: readonly string[],
+    last: number,
+  ): void {
+    let size = 0;
+    for (const message of [...entries, ...after]) size += message.length;
+    const outstanding = state.sent - state.acked;
+    const buffered = typeof socket.bufferedAmount === "number" && socket.bufferedAmount > MAX_SOCKET_BUFFERED;
+    if (buffered || (outstanding > 0 && outstanding + size > SOCKET_WINDOW_CHARS)) {
+      socket.close(SLOW_WATCHER_CODE, "slow: resume from the last seq");
+      return;
+    }
+    let ask = state.ask;
+    let leafMessage: string;
+    if (!ask && outstanding + size >= SOCKET_ACK_CHARS) {
+      const token = newToken();
+      leafMessage = socketMessage({ ...leaf, data: { ...leaf.data, ack: token } });
+      ask = { token, at: state.sent + size + leafMessage.length };
+    } else {
+      leafMessage = socketMessage(leaf);
+    }
+    for (const message of entries) socket.send(message);
+    socket.send(leafMessage);
+    for (const message of after) socket.send(message);
+    const sent = state.sent + size + leafMessage.length;
+    socket.serializeAttachment({ ...state, cursor: last, sent, ...(ask ? { ask } : {}) });
   }
 
   #deliverAll(event: SessionEvent): void {
@@ -349,9 +421,19 @@ export class EventHub {
     const message = socketMessage(event);
     for (const socket of this.#sockets()) {
       const state = socket.deserializeAttachment() as SocketState | null;
-      if (state?.live) socket.send(message);
+      if (!state?.live) continue;
+      socket.send(message);
+      socket.serializeAttachment({ ...state, sent: state.sent + message.length });
     }
   }
+}
+
+/** The events of one write: its entries (with and without payloads), its `leaf`, and the session's info when it renamed it. */
+interface WrittenEvents {
+  full: SessionEvent[];
+  light: SessionEvent[];
+  leaf: LeafEvent;
+  info: SessionEvent | undefined;
 }
 
 /**

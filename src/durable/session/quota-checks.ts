@@ -4,6 +4,7 @@ import type { DurableEnv } from "../env";
 import { directoryShard } from "../names";
 import type { Quotas } from "../quotas";
 import { quotaExceeded, quotasFor } from "../quotas";
+import { unavailable } from "../transient";
 import type { ClaimRequest } from "../types";
 import type { ByteLimit } from "./room";
 import { ClaimExceeded } from "./room";
@@ -50,9 +51,7 @@ export class QuotaChecks {
       return await call();
     } catch (error) {
       if (error instanceof SessionError) throw error;
-      throw new SessionError("unavailable", "the tenant's quota ledger cannot be reached; try again", {
-        retryAfterSeconds: 1,
-      });
+      throw unavailable("the tenant's quota ledger cannot be reached; try again", "not_applied");
     }
   }
 
@@ -114,13 +113,7 @@ export class QuotaChecks {
       } catch (error) {
         if (!(error instanceof ClaimExceeded)) throw error;
         if (attempt >= CLAIM_ATTEMPTS) {
-          const busy = new SessionError(
-            "unavailable",
-            "the session's writes keep outgrowing its room; try again",
-            {
-              retryAfterSeconds: 1,
-            },
-          );
+          const busy = unavailable("the session's writes keep outgrowing its room; try again", "not_applied");
           return { ok: false, error: busy.toJSON() };
         }
         needed = error;

@@ -1,7 +1,6 @@
 import type { SessionHeader, SessionInfo } from "../../core/internal";
 import { newId, SessionError } from "../../core/internal";
 import type { DurableEnv } from "../env";
-import { directoryShard } from "../names";
 import type { ExpiryOutcome } from "../types";
 import type { DirectoryReports } from "./directory-reports";
 import type { EventHub } from "./event-hub";
@@ -24,6 +23,8 @@ const BACKFILL_PAUSE_MS = 10;
  * requests in and comes back: a bulk write is searchable soon after, however large.
  */
 const BACKFILL_BUDGET_MS = 500;
+/** A purge whose storage failed is tried again this soon. */
+const PURGE_RETRY_MS = 1000;
 
 /** What a session's life involves of its object. */
 export interface LifeHost {
@@ -70,36 +71,58 @@ export class SessionLife {
   }
 
   /**
-   * Deletes the session: first from the listing (so it never shows again), then from every route.
-   * Its data stays for `recoveryMs` (restore brings it back whole), then an alarm purges it. A
-   * session never completed, or a window of 0, is purged at once.
+   * Deletes the session: from every route at once, then from the listing (at once, or by the alarm
+   * when the directory cannot be reached). Its data stays for `recoveryMs` (restore brings it back
+   * whole), then an alarm purges it. A session never completed, or a window of 0, is purged at
+   * once (once the listing has let it go).
    */
   async delete(recoveryMs: number): Promise<void> {
-    const { session, lifecycle, quotas, events, reports, storage, env } = this.#host;
-    const { tenant, incarnation, header } = session.state;
+    const { session, lifecycle, quotas, storage } = this.#host;
+    const { tenant, header } = session.state;
     // Released first: should the rest fail, the session's next write claims its room again.
     await quotas.release(tenant, header.id);
-    await directoryShard(env, tenant, lifecycle.state.shard).remove(header.id, incarnation);
-    events.deleted(header.id);
-    if (recoveryMs <= 0 || lifecycle.pending) {
-      await this.#purge();
-      return;
-    }
     const now = Date.now();
-    lifecycle.markDeleted(now, now + recoveryMs);
-    reports.forget();
-    await storage.setAlarm(now + recoveryMs);
+    const purgeAt = recoveryMs <= 0 || lifecycle.pending ? now : now + recoveryMs;
+    this.#markDeleted(now, purgeAt);
+    if (!(await this.#unlist())) return;
+    if (purgeAt <= now) await this.#purge();
+    else await storage.setAlarm(purgeAt);
   }
 
   /** Deletes the session for good, now, whether it is listed or deleted already. */
   async purge(): Promise<void> {
-    const { session, lifecycle, events, env } = this.#host;
-    const { tenant, incarnation, header } = session.state;
-    if (!lifecycle.deleted) {
-      await directoryShard(env, tenant, lifecycle.state.shard).remove(header.id, incarnation);
-      events.deleted(header.id);
+    const { session, lifecycle } = this.#host;
+    if (!session.exists) throw new SessionError("not_found", "session does not exist");
+    if (!lifecycle.deleted) this.#markDeleted(Date.now(), Date.now());
+    // The directory hears of it before the data goes (if it cannot now, the alarm does both).
+    if (await this.#unlist()) await this.#purge();
+  }
+
+  /**
+   * Deleted here, and the directory owed its removal, in one transaction; watchers are told. The
+   * directory hears of it next (`#unlist`), or from the alarm if it cannot be reached now.
+   */
+  #markDeleted(now: number, purgeAt: number): void {
+    const { session, lifecycle, reports, events, storage } = this.#host;
+    storage.transactionSync(() => {
+      lifecycle.markDeleted(now, purgeAt);
+      reports.owe("removal");
+    });
+    reports.forget();
+    events.deleted(session.state.header.id);
+  }
+
+  /** Takes the session out of the listing; false when the directory cannot be reached (the alarm tries again). */
+  async #unlist(): Promise<boolean> {
+    const { reports, storage } = this.#host;
+    try {
+      await reports.payOwed();
+      return true;
+    } catch (error) {
+      await this.#host.logFailure("directory_removal", error);
+      await storage.setAlarm(Date.now() + reports.backoffMs());
+      return false;
     }
-    await this.#purge();
   }
 
   /**
@@ -108,13 +131,13 @@ export class SessionLife {
    * that is not deleted is `already_exists`; one never created, or purged, is `not_found`.
    */
   async restore(): Promise<SessionInfo> {
-    const { session, lifecycle, quotas, storage, env, reports } = this.#host;
-    const { tenant, incarnation, header } = session.state;
+    const { session, lifecycle, quotas, storage, reports } = this.#host;
+    const { tenant, header } = session.state;
     if (!lifecycle.deleted) {
       throw new SessionError("already_exists", `session ${header.id} is not deleted`, { id: header.id });
     }
     if ((lifecycle.state.purgeAt ?? 0) <= Date.now()) {
-      await this.#purge();
+      if (await this.#unlist()) await this.#purge();
       throw new SessionError("not_found", "session does not exist");
     }
     // Back, it counts against the tenant's quotas again: refused (still deleted) without room.
@@ -123,9 +146,13 @@ export class SessionLife {
     if (header.expiresAt !== undefined && Date.parse(header.expiresAt) <= Date.now()) {
       session.updateHeader({ expiresAt: null });
     }
-    lifecycle.markRestored();
+    storage.transactionSync(() => {
+      lifecycle.markRestored();
+      reports.owe("return");
+    });
     await storage.deleteAlarm();
-    await directoryShard(env, tenant, lifecycle.state.shard).unbury(header.id, incarnation);
+    // Listed again by its next report, which pays the directory its return first: now, or from
+    // the alarm if the directory cannot be reached now.
     await reports.publish();
     await this.arm();
     return session.info();
@@ -160,7 +187,13 @@ export class SessionLife {
       await this.#host.releaseBlobs().catch((error) => this.#host.logFailure("release_blobs", error));
     }
     await storage.deleteAlarm();
-    await storage.deleteAll();
+    try {
+      await storage.deleteAll();
+    } catch (error) {
+      // The alarm comes back to purge again (one running now is not retried once its alarm is gone).
+      await storage.setAlarm(Date.now() + PURGE_RETRY_MS);
+      throw error;
+    }
     session.reset();
     lifecycle.reset();
     reports.forget();
@@ -177,6 +210,7 @@ export class SessionLife {
     const now = Date.now();
     const { pendingSince, purgeAt } = lifecycle.state;
     if (lifecycle.deleted) {
+      if (!(await this.#unlist())) return true;
       if (purgeAt === null || purgeAt <= now) await this.#purge();
       else await storage.setAlarm(purgeAt);
       return true;

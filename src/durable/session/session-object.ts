@@ -40,7 +40,16 @@ import { sessionObjectName } from "../names";
 import { objectEnv } from "../placement/placed-env";
 import { sqlOf } from "../sql";
 import { STREAM_REQUEST_ID_HEADER } from "../stream";
-import type { ContextAnswer, CopiedRows, EntryPage, ExpiryOutcome, ForkSource } from "../types";
+import { storageWork } from "../transient";
+import type {
+  CompactionPlan,
+  ContextAnswer,
+  CopiedRows,
+  EntryPage,
+  ExpiryOutcome,
+  ForkSource,
+  OmittedCount,
+} from "../types";
 import { AutoCompaction } from "./auto-compaction";
 import { DirectoryReports } from "./directory-reports";
 import { EventHub } from "./event-hub";
@@ -54,6 +63,7 @@ import { SessionBlobs } from "./session-blobs";
 import { SessionLife } from "./session-life";
 import { SessionStore } from "./session-store";
 import { SocketTickets } from "./socket-tickets";
+import { checkNotFull } from "./storage-ceiling";
 
 /*
  * A session as a Durable Object: its RPC face. Each method answers a `Result` (RPC drops error
@@ -72,6 +82,8 @@ function seconds(value: string | undefined, fallback: number): number {
 
 /** Milliseconds one call of a fork's copy spends copying pages before it answers with the rest. */
 const COPY_BUDGET_MS = 1000;
+/** Milliseconds one call spends counting what a compaction leaves out of its summarizer's input. */
+const COUNT_BUDGET_MS = 1000;
 function errorAnswer(error: ErrorBody): Response {
   return Response.json({ error }, { status: ERROR_STATUS[error.code] });
 }
@@ -196,7 +208,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   #run<T>(read: (session: SessionStore) => T): Promise<Result<T>> {
     return capture(() => {
       this.#checkListed();
-      return read(this.#session);
+      return storageWork(() => read(this.#session));
     });
   }
 
@@ -204,7 +216,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   #runFilled(read: (session: SessionStore) => EntryPage): Promise<Result<EntryPage>> {
     return capture(async () => {
       this.#checkListed();
-      const page = read(this.#session);
+      const page = storageWork(() => read(this.#session));
       return { ...page, entries: await this.#blobs.fill(page.entries) };
     });
   }
@@ -213,7 +225,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   #write<T>(write: (session: SessionStore) => T): Promise<Result<T>> {
     return capture(() => {
       this.#checkListed();
-      const result = write(this.#session);
+      const result = storageWork(() => write(this.#session));
       this.#reports.schedule();
       // A large batch is indexed for search just after (see SearchIndex.index).
       if (this.#session.searchBackfillPending) this.#life.armSoon();
@@ -369,6 +381,16 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return this.#runFilled((session) => session.page(session.contextSeqs(leafId)));
   }
 
+  /** What a compaction at `leafId` reads whole and what it only counts (see compaction-reads.ts). */
+  compactionPlan(leafId: string, keepRecentTokens: number): Promise<Result<CompactionPlan>> {
+    return this.#run((session) => session.compactionPlan(leafId, keepRecentTokens));
+  }
+
+  /** Counts omitted entries from the first of `seqs`, for up to COUNT_BUDGET_MS. */
+  countOmitted(seqs: number[], compactionId: string | undefined): Promise<Result<OmittedCount>> {
+    return this.#run((session) => session.countOmitted(seqs, compactionId, COUNT_BUDGET_MS));
+  }
+
   readEntries(seqs: number[]): Promise<Result<EntryPage>> {
     return this.#runFilled((session) => session.page(seqs));
   }
@@ -390,8 +412,12 @@ export class SessionObject extends DurableObject<DurableEnv> {
     options: AppendOptions & { validated?: boolean; blobs?: BlobPolicy },
   ): Promise<Result<AppendResult>> {
     const { blobs: policy, ...appendOptions } = options;
+    // A full session still takes a compaction: it is what keeps its context usable.
+    const compaction = entries.every((entry) => (entry as { type?: unknown } | null)?.type === "compaction");
     const prepared = await capture(() => {
       this.#checkListed();
+      // Refused before any of its blobs is uploaded.
+      if (!compaction) checkNotFull(this.ctx.storage.sql, this.env);
       return this.#blobs.prepare(entries, policy, (inputs, loaded) =>
         this.#session.plannedAppend(inputs, appendOptions, loaded),
       );
@@ -423,6 +449,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     const { blobs: policy, ...importOptions } = options;
     const prepared = await capture(() => {
       this.#checkListed();
+      checkNotFull(this.ctx.storage.sql, this.env);
       return this.#blobs.prepare(entries, policy, (inputs, loaded) =>
         this.#session.plannedImport(inputs, importOptions, loaded),
       );

@@ -13,6 +13,7 @@ import type {
   ImportOptions,
   LeafEntry,
   LeafOptions,
+  OmittedHistory,
   SessionEntry,
   SessionHeader,
   SessionInfo,
@@ -44,7 +45,15 @@ import {
 import { quotaExceeded } from "../quotas";
 import type { Sql } from "../sql";
 import { sqlOf } from "../sql";
-import type { CopiedRows, EntryPage, ForkSource, SearchDigest } from "../types";
+import type {
+  CompactionPlan,
+  CopiedRows,
+  EntryPage,
+  ForkSource,
+  OmittedCount,
+  SearchDigest,
+} from "../types";
+import { CompactionReads } from "./compaction-reads";
 import type { Node, StoredWrite } from "./entry-rows";
 import { EntryRows } from "./entry-rows";
 import { forkSource } from "./fork-copy";
@@ -96,6 +105,7 @@ export class SessionStore {
   readonly #paths: PathReads;
   readonly #head = new HeadContext();
   readonly #search: SearchIndex;
+  readonly #compaction: CompactionReads;
   readonly #history: LeafHistory;
   #state: SessionState | undefined;
   /** Told of every committed write (the object's watchers). */
@@ -107,6 +117,7 @@ export class SessionStore {
     this.#rows = new EntryRows(storage.sql, this.#sql);
     this.#paths = new PathReads(this.#rows, this.#sql);
     this.#search = new SearchIndex(storage.sql, this.#sql, this.#rows, this.#paths);
+    this.#compaction = new CompactionReads(this.#rows, this.#paths, this.#sql);
     this.#history = new LeafHistory(this.#sql);
     if (hasSchema(this.#sql)) {
       updateSchema(storage.sql);
@@ -244,6 +255,30 @@ export class SessionStore {
   /** The path `buildSessionContext` needs: what the latest compaction dropped is left out. */
   contextSeqs(leafId?: string | null): number[] {
     return this.#paths.contextSeqs(this.#start(leafId));
+  }
+
+  /** What a compaction at `leafId` reads whole and what it counts (see compaction-reads.ts). */
+  compactionPlan(leafId: string, keepRecentTokens: number): CompactionPlan {
+    this.#live();
+    return this.#compaction.plan(leafId, keepRecentTokens);
+  }
+
+  /** Counts omitted entries from the first of `seqs` for up to `budgetMs` (see compaction-reads.ts). */
+  countOmitted(seqs: readonly number[], compactionId: string | undefined, budgetMs: number): OmittedCount {
+    this.#live();
+    return this.#compaction.count(seqs, compactionId, budgetMs);
+  }
+
+  /** What a compaction at `leafId` reads, counted and read here at once: for work inside the object. */
+  compactionPath(
+    leafId: string,
+    keepRecentTokens: number,
+  ): { path: StoredEntry<TreeEntry>[]; omitted?: OmittedHistory } {
+    const plan = this.compactionPlan(leafId, keepRecentTokens);
+    const path = this.#rows.entries(plan.seqs) as StoredEntry<TreeEntry>[];
+    if (plan.omitted.length === 0 || plan.after === undefined) return { path };
+    const { counted } = this.countOmitted(plan.omitted, plan.compactionId, Number.POSITIVE_INFINITY);
+    return { path, omitted: { ...counted, after: plan.after } };
   }
 
   /** The whole context path, read at once: for work inside the object. */
@@ -442,7 +477,7 @@ export class SessionStore {
 
   forkSource(targetId: string, position: LeafOptions["position"]): ForkSource {
     const { header } = this.state;
-    const source = forkSource(this.#rows, this.#paths, targetId, position);
+    const source = forkSource(this.#rows, this.#paths, this.#sql, targetId, position);
     return { ...source, header, name: this.info().name };
   }
 

@@ -65,6 +65,7 @@ export const entryRoutes = routes()
         413: json(ErrorEnvelope, "entry_too_large / payload_too_large / quota_exceeded"),
         415: json(ErrorEnvelope, "unsupported_format: a message entry's format is not one of the known ones"),
         422: json(ErrorEnvelope, "parent_not_found / invalid_tree"),
+        507: json(ErrorEnvelope, "session_full: the session's storage reached its ceiling; nothing written"),
       },
     }),
     async (c) => {

@@ -1,0 +1,399 @@
+import {
+  abortAllDurableObjects,
+  evictDurableObject,
+  runDurableObjectAlarm,
+  runInDurableObject,
+} from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { createClient } from "../../src/client";
+import { newId, SessionError } from "../../src/core/internal";
+import { sessionObjectName } from "../../src/durable/internal";
+import { faults, INJECTED_IO_ERROR } from "./faults";
+import type { Fetch } from "./network";
+import worker from "./worker";
+
+/*
+ * One test for each kind of fault the service meets, each showing the promise holds under it: an
+ * acknowledged write is there once, an answer that says nothing was written means nothing was,
+ * and a write without an answer is there at most once (once, retried with its keys).
+ */
+
+const KEY = "key-a";
+const TENANT = "tenant-a";
+const BASE = "http://sessions.test";
+/** The service, reached as a client's fetch would (its own `this`). */
+const service: Fetch = (request) => exports.default.fetch(request);
+
+afterEach(() => faults.clear());
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+async function api(method: string, path: string, body?: unknown, via: Fetch = service): Promise<Answer> {
+  const res = await via(
+    new Request(`${BASE}${path}`, {
+      method,
+      headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }),
+  );
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+}
+
+/** The service run with some settings changed in the Worker (its summarizer, recovery window). */
+function withSettings(settings: Record<string, string>): Fetch {
+  const context = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
+  return async (request) => worker.fetch(request, { ...(env as object), ...settings } as never, context);
+}
+
+const stub = (id: string) => env.SESSIONS.getByName(sessionObjectName(TENANT, id));
+const objectOf = (id: string) => env.SESSIONS.idFromName(sessionObjectName(TENANT, id)).toString();
+
+async function newSession(): Promise<string> {
+  const id = `f-${newId()}`;
+  expect((await api("POST", "/v1/sessions", { id })).status).toBe(201);
+  return id;
+}
+
+const message = (id: string, text: string) => ({
+  id,
+  type: "message",
+  message: { role: "user", content: text, timestamp: 1_700_000_000_000 },
+});
+
+async function entries(id: string): Promise<Array<{ id: string; seq: number; type: string }>> {
+  const res = await api("GET", `/v1/sessions/${id}/entries?limit=1000`);
+  expect(res.status).toBe(200);
+  return res.body.entries;
+}
+
+async function listed(): Promise<string[]> {
+  const res = await api("GET", "/v1/sessions?limit=200");
+  expect(res.status).toBe(200);
+  return res.body.sessions.map((info: { id: string }) => info.id);
+}
+
+/** A fetch that loses the answers of the first `n` requests matching `lose` (each applied all the same). */
+function losingAnswers(n: number, lose: (request: Request) => boolean): Fetch & { lost: number } {
+  const fetcher = Object.assign(
+    async (request: Request) => {
+      const matches = lose(request);
+      const response = await service(request);
+      if (matches && fetcher.lost < n) {
+        await response.arrayBuffer();
+        fetcher.lost++;
+        throw new TypeError("injected fault: the answer was lost");
+      }
+      return response;
+    },
+    { lost: 0 },
+  );
+  return fetcher;
+}
+
+function expectUnavailable(answer: Answer, outcome: "not_applied" | "unknown") {
+  expect(answer.status, JSON.stringify(answer.body)).toBe(503);
+  expect(answer.body.error).toMatchObject({ code: "unavailable", details: { outcome } });
+  expect(answer.headers.get("Retry-After")).toBe("1");
+  expect(JSON.stringify(answer.body)).not.toMatch(/SQLITE|\n\s+at /);
+}
+
+describe("a storage statement failing inside a transaction", () => {
+  it("answers 503 unavailable with Retry-After, writes nothing, and the next write takes the next seq", async () => {
+    const id = await newSession();
+    expect((await api("POST", `/v1/sessions/${id}/entries`, message("a", "first"))).status).toBe(201);
+    const before = await api("GET", `/v1/sessions/${id}`);
+    // The third statement of the batch's transaction fails: rows of it were written, then rolled back.
+    faults.add({ point: "statement", object: objectOf(id), skip: 2 });
+    const failed = await api("POST", `/v1/sessions/${id}/entries`, {
+      entries: [message("b", "second"), message("c", "third")],
+    });
+    expectUnavailable(failed, "not_applied");
+    expect(faults.injected.statement).toBeGreaterThan(0);
+    expect((await entries(id)).map((entry) => entry.id)).toEqual(["a"]);
+    expect((await api("GET", `/v1/sessions/${id}`)).body).toEqual(before.body);
+    const next = await api("POST", `/v1/sessions/${id}/entries`, message("d", "fourth"));
+    expect(next.body.entries[0]).toMatchObject({ seq: 2, parentId: "a" });
+  });
+
+  it("is retried by the client with the same keys: the batch is there once", async () => {
+    const id = await newSession();
+    faults.add({ point: "statement", object: objectOf(id), times: 2 });
+    const client = createClient({ baseUrl: BASE, token: KEY, fetch: service, retryDelayMs: 1 });
+    const result = await client
+      .storage(id)
+      .appendEntries([message("x", "one"), message("y", "two")] as never);
+    expect(result.entries.map((entry) => entry.seq)).toEqual([1, 2]);
+    expect(faults.injected.statement).toBeGreaterThanOrEqual(2);
+    expect((await entries(id)).map((entry) => entry.id)).toEqual(["x", "y"]);
+  });
+
+  it("answers session_full when the storage is full at the platform's limit, writing nothing", async () => {
+    const id = await newSession();
+    faults.add({ point: "statement", object: objectOf(id), error: "full" });
+    const failed = await api("POST", `/v1/sessions/${id}/entries`, message("a", "no room"));
+    expect(failed.status).toBe(507);
+    expect(failed.body.error).toMatchObject({ code: "session_full", details: { reason: "platform_limit" } });
+    expect(await entries(id)).toEqual([]);
+  });
+});
+
+describe("an object reset after a commit, before it answers", () => {
+  it("answers 503 with an unknown outcome; the client resends an append with its keys, and it is there once", async () => {
+    const id = await newSession();
+    faults.add({ point: "commit", object: objectOf(id) });
+    const failed = await api("POST", `/v1/sessions/${id}/entries`, message("a", "maybe"));
+    expectUnavailable(failed, "unknown");
+    // The reset came before the write was durable: it is there at most once (here: not at all).
+    expect((await entries(id)).filter((entry) => entry.id === "a").length).toBeLessThanOrEqual(1);
+    faults.add({ point: "commit", object: objectOf(id) });
+    const client = createClient({ baseUrl: BASE, token: KEY, fetch: service, retryDelayMs: 1 });
+    await client.storage(id).appendEntries([message("a", "maybe")] as never);
+    expect((await entries(id)).map((entry) => entry.id)).toEqual(["a"]);
+  });
+
+  it("is not resent for a compaction (not safe to repeat): it is there at most once", async () => {
+    const id = await newSession();
+    await api("POST", `/v1/sessions/${id}/entries`, { entries: [message("a", "one"), message("b", "two")] });
+    faults.add({ point: "commit", object: objectOf(id) });
+    const resets = faults.injected.commit ?? 0;
+    const client = createClient({ baseUrl: BASE, token: KEY, fetch: service, retryDelayMs: 1 });
+    const error = await client
+      .storage(id)
+      .compact({ summary: "once", keepRecentTokens: 0 })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SessionError);
+    expect((error as SessionError).code).toBe("unavailable");
+    expect((faults.injected.commit ?? 0) - resets).toBe(1);
+    expect((await entries(id)).filter((entry) => entry.type === "compaction").length).toBeLessThanOrEqual(1);
+  });
+});
+
+describe("an answer lost after the write committed", () => {
+  it("makes the client resend the append with the same keys: a replay, the entries there once", async () => {
+    const id = await newSession();
+    const network = losingAnswers(
+      2,
+      (request) => request.method === "POST" && request.url.endsWith("/entries"),
+    );
+    const client = createClient({ baseUrl: BASE, token: KEY, fetch: network, retryDelayMs: 1 });
+    const result = await client
+      .storage(id)
+      .appendEntries([message("a", "one"), message("b", "two")] as never);
+    expect(network.lost).toBe(2);
+    // The third try was a replay of what the first wrote.
+    expect(result.created).toBe(false);
+    expect(result.entries.map((entry) => entry.seq)).toEqual([1, 2]);
+    expect((await entries(id)).map((entry) => entry.id)).toEqual(["a", "b"]);
+  });
+
+  it("leaves a compaction whose answer was lost there once, unrepeated", async () => {
+    const id = await newSession();
+    await api("POST", `/v1/sessions/${id}/entries`, { entries: [message("a", "one"), message("b", "two")] });
+    const network = losingAnswers(1, (request) => request.url.endsWith("/compact"));
+    const client = createClient({ baseUrl: BASE, token: KEY, fetch: network, retryDelayMs: 1 });
+    await expect(client.storage(id).compact({ summary: "once", keepRecentTokens: 0 })).rejects.toThrow(
+      /cannot reach the service/,
+    );
+    expect((await entries(id)).filter((entry) => entry.type === "compaction").length).toBe(1);
+  });
+});
+
+describe("a fork that fails part way", () => {
+  /** A session of a few entries to fork, and what a fork of it writes inside transactions in its new object. */
+  async function forkable(): Promise<{ source: string; statements: number }> {
+    const source = await newSession();
+    const batch = { entries: [message("a", "one"), message("b", "two"), message("c", "three")] };
+    expect((await api("POST", `/v1/sessions/${source}/entries`, batch)).status).toBe(201);
+    const probe = `f-${newId()}`;
+    const counted = faults.add({
+      point: "statement",
+      object: objectOf(probe),
+      skip: Number.MAX_SAFE_INTEGER,
+    });
+    expect((await api("POST", `/v1/sessions/${source}/fork`, { entryId: "c", id: probe })).status).toBe(201);
+    faults.clear();
+    return { source, statements: counted.seen };
+  }
+
+  it("is removed, and answers that nothing was applied, when its last step fails", async () => {
+    const { source, statements } = await forkable();
+    const fork = `f-${newId()}`;
+    // The last statement of the fork's own writes fails (publishing it); removing it goes through.
+    faults.add({ point: "statement", object: objectOf(fork), skip: statements - 1 });
+    const failed = await api("POST", `/v1/sessions/${source}/fork`, { entryId: "c", id: fork });
+    expectUnavailable(failed, "not_applied");
+    expect((await api("GET", `/v1/sessions/${fork}`)).status).toBe(404);
+  });
+
+  it("answers that its outcome is unknown when it cannot be removed either", async () => {
+    const { source, statements } = await forkable();
+    const fork = `f-${newId()}`;
+    faults.add({ point: "statement", object: objectOf(fork), skip: statements - 1, times: Infinity });
+    const failed = await api("POST", `/v1/sessions/${source}/fork`, { entryId: "c", id: fork });
+    // The fork was left behind, unlisted: a client must not send it again blindly.
+    expectUnavailable(failed, "unknown");
+    faults.clear();
+    expect(await listed()).not.toContain(fork);
+    // It is there at most once: sent again with its id, it is already_exists.
+    const again = await api("POST", `/v1/sessions/${source}/fork`, { entryId: "c", id: fork });
+    expect(again.status, JSON.stringify(again.body)).toBe(409);
+    expect(again.body.error.code).toBe("already_exists");
+  });
+});
+
+describe("objects evicted", () => {
+  it("between requests and during them, loses nothing acknowledged and rebuilds what it kept in memory", async () => {
+    const id = await newSession();
+    expect((await api("POST", `/v1/sessions/${id}/entries`, message("a", "one"))).status).toBe(201);
+    const context = (await api("GET", `/v1/sessions/${id}/context`)).body;
+    await evictDurableObject(stub(id));
+    expect((await api("GET", `/v1/sessions/${id}/context`)).body).toEqual(context);
+    // During requests: evictions that drain them, and a reset of every object, while 20 writers append.
+    const writes = Array.from({ length: 20 }, (_, i) =>
+      api("POST", `/v1/sessions/${id}/entries`, message(`w${i}`, `writer ${i}`)),
+    );
+    await evictDurableObject(stub(id)).catch(() => undefined);
+    await abortAllDurableObjects();
+    const answers = await Promise.all(writes);
+    const stored = new Map((await entries(id)).map((entry) => [entry.id, entry.seq]));
+    answers.forEach((answer, i) => {
+      if (answer.status === 201) expect(stored.get(`w${i}`)).toBe(answer.body.entries[0].seq);
+      else expect(answer.status).toBe(503);
+    });
+    expect(stored.size).toBeGreaterThanOrEqual(1 + answers.filter((answer) => answer.status === 201).length);
+  });
+});
+
+describe("an alarm that fails", () => {
+  it("is run again by the runtime: the directory hears of the writes all the same", async () => {
+    const id = await newSession();
+    faults.add({ point: "alarm", object: objectOf(id), times: 1 });
+    await api("POST", `/v1/sessions/${id}/entries`, message("a", "reported late"));
+    await vi.waitFor(
+      async () => {
+        const res = await api("GET", "/v1/sessions?limit=200");
+        const row = res.body.sessions.find((info: { id: string }) => info.id === id);
+        expect(row?.entryCount).toBe(1);
+      },
+      { timeout: 20_000, interval: 100 },
+    );
+    expect(faults.injected.alarm).toBeGreaterThanOrEqual(1);
+  });
+
+  it("a purge whose storage fails under it comes back with its alarm and purges", async () => {
+    const id = await newSession();
+    await api("POST", `/v1/sessions/${id}/entries`, message("a", "to purge"));
+    faults.add({ point: "deleteAll", object: objectOf(id), times: 1 });
+    const failures = faults.injected.deleteAll ?? 0;
+    const brief = withSettings({ RECOVERY_WINDOW_SECONDS: "0.2" });
+    expect((await api("DELETE", `/v1/sessions/${id}`, undefined, brief)).status).toBe(204);
+    const tables = () =>
+      runInDurableObject(
+        stub(id),
+        (_instance, state) =>
+          state.storage.sql
+            .exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'")
+            .one().n,
+      );
+    await vi.waitFor(async () => expect(await tables()).toBe(0), { timeout: 20_000, interval: 200 });
+    expect((faults.injected.deleteAll ?? 0) - failures).toBe(1);
+    expect((await api("POST", `/v1/sessions/${id}/restore`, {})).status).toBe(404);
+  });
+});
+
+describe("a directory shard unreachable for a while", () => {
+  it("lets sessions be written, deleted and restored; the listing answers 503 and then converges", async () => {
+    const kept = await newSession();
+    const gone = await newSession();
+    const back = await newSession();
+    expect((await api("DELETE", `/v1/sessions/${back}`)).status).toBe(204);
+    faults.directoryDown = true;
+    const created = `f-${newId()}`;
+    expect((await api("POST", "/v1/sessions", { id: created })).status).toBe(201);
+    expect((await api("POST", `/v1/sessions/${kept}/entries`, message("a", "written"))).status).toBe(201);
+    expectUnavailable(await api("GET", "/v1/sessions"), "unknown");
+    // The session changes at once; its directory is owed the news.
+    expect((await api("DELETE", `/v1/sessions/${gone}`)).status).toBe(204);
+    expect((await api("GET", `/v1/sessions/${gone}`)).status).toBe(404);
+    expect((await api("POST", `/v1/sessions/${back}/restore`, {})).status).toBe(200);
+    expect(faults.injected.directory).toBeGreaterThan(0);
+    faults.directoryDown = false;
+    for (const id of [kept, gone, back, created]) await runDurableObjectAlarm(stub(id));
+    const now = await listed();
+    expect(now).toEqual(expect.arrayContaining([kept, back, created]));
+    expect(now).not.toContain(gone);
+    const row = (await api("GET", "/v1/sessions?limit=200")).body.sessions.find(
+      (info: any) => info.id === kept,
+    );
+    expect(row.entryCount).toBe(1);
+  });
+
+  it("leaves no session live but unlisted when its object stops between the change and the call", async () => {
+    const id = await newSession();
+    // The delete's transaction commits, then the object is reset before it tells anyone.
+    faults.add({ point: "commit", object: objectOf(id) });
+    expectUnavailable(await api("DELETE", `/v1/sessions/${id}`), "unknown");
+    await runDurableObjectAlarm(stub(id));
+    const exists = (await api("GET", `/v1/sessions/${id}`)).status === 200;
+    expect((await listed()).includes(id)).toBe(exists);
+  });
+});
+
+describe("a summarizer that times out in the middle of a compaction", () => {
+  const held = (key: string) => ({
+    SUMMARIZER_BASE_URL: `${env.FAKE_LLM_URL}/v1`,
+    SUMMARIZER_MODEL: `hold:${key}`,
+    SUMMARIZER_TIMEOUT_MS: "300",
+  });
+
+  it("answers 502 summarizer_failed and writes nothing, while writes go on meanwhile", async () => {
+    const id = await newSession();
+    await api("POST", `/v1/sessions/${id}/entries`, { entries: [message("a", "one"), message("b", "two")] });
+    const compacting = api(
+      "POST",
+      `/v1/sessions/${id}/compact`,
+      { keepRecentTokens: 0 },
+      withSettings(held(id)),
+    );
+    expect((await api("POST", `/v1/sessions/${id}/entries`, message("c", "meanwhile"))).status).toBe(201);
+    const failed = await compacting;
+    expect(failed.status).toBe(502);
+    expect(failed.body.error.code).toBe("summarizer_failed");
+    expect((await entries(id)).map((entry) => entry.type)).toEqual(["message", "message", "message"]);
+  });
+
+  it("fails an automatic compaction, which runs again after the next write and writes once", async () => {
+    const id = await newSession();
+    Object.assign(faults.env, held(`auto-${id}`));
+    const settings = { contextWindow: 2000, reserveTokens: 500, keepRecentTokens: 100 };
+    expect((await api("PATCH", `/v1/sessions/${id}`, { autoCompact: settings })).status).toBe(200);
+    const long = Array.from({ length: 12 }, (_, i) =>
+      message(`m${i}`, `message ${i} ${"word ".repeat(150)}`),
+    );
+    await api("POST", `/v1/sessions/${id}/entries`, { entries: long });
+    await vi.waitFor(
+      async () =>
+        expect((await api("GET", `/v1/sessions/${id}`)).body.autoCompact.status.state).toBe("failed"),
+      { timeout: 10_000, interval: 100 },
+    );
+    expect((await entries(id)).some((entry) => entry.type === "compaction")).toBe(false);
+    faults.env.SUMMARIZER_MODEL = "ok";
+    await api("POST", `/v1/sessions/${id}/entries`, message("n", "next"));
+    await vi.waitFor(
+      async () => expect((await api("GET", `/v1/sessions/${id}`)).body.autoCompact.status.state).toBe("idle"),
+      { timeout: 10_000, interval: 100 },
+    );
+    expect((await entries(id)).filter((entry) => entry.type === "compaction").length).toBe(1);
+  });
+});
+
+it("injects nothing unless a test asks: the plan is empty between tests", () => {
+  expect(INJECTED_IO_ERROR).toMatch(/SQLITE_IOERR/);
+  expect(faults.strikes("statement", "any")).toBe(false);
+});

@@ -1,0 +1,51 @@
+import type { DurableEnv } from "../../src/durable/internal";
+import {
+  SessionDirectory as ServiceDirectory,
+  SessionObject as ServiceSessionObject,
+} from "../../src/durable/internal";
+import { createApp } from "../../src/http";
+import { faults, faultyStorage, plannedEnv } from "./faults";
+
+/*
+ * The service as deployed (its Hono app, its session and directory objects), with faults that the
+ * reliability tests switch on (faults.ts): only test/reliability/wrangler.toml names this Worker.
+ */
+
+/** A session object whose storage, alarm and settings follow the fault plan. */
+export class SessionObject extends ServiceSessionObject {
+  constructor(ctx: DurableObjectState, env: DurableEnv) {
+    faultyStorage(ctx);
+    super(ctx, plannedEnv(env));
+  }
+
+  override async alarm(): Promise<void> {
+    if (faults.strikes("alarm", this.ctx.id.toString())) throw new Error("injected fault: the alarm failed");
+    return super.alarm();
+  }
+}
+
+/** A directory shard that is unreachable while the plan says so: each call resets it unanswered. */
+export class SessionDirectory extends ServiceDirectory {}
+
+const reachable = (name: string, method: (...args: unknown[]) => unknown) =>
+  function (this: SessionDirectory, ...args: unknown[]) {
+    if (faults.directoryDown) {
+      faults.count("directory");
+      this.ctx.abort(`injected fault: directory shard unreachable (${name})`);
+      throw new Error("injected fault: directory shard unreachable");
+    }
+    return method.apply(this, args);
+  };
+
+// Every call the shard answers (over RPC or fetch) goes through the plan first.
+for (const name of Object.getOwnPropertyNames(ServiceDirectory.prototype)) {
+  const method = (ServiceDirectory.prototype as unknown as Record<string, unknown>)[name];
+  if (name === "constructor" || name === "alarm" || typeof method !== "function") continue;
+  Object.defineProperty(SessionDirectory.prototype, name, {
+    value: reachable(name, method as (...args: unknown[]) => unknown),
+    writable: true,
+    configurable: true,
+  });
+}
+
+export default createApp();

@@ -1,0 +1,121 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { sessionObjectName } from "../../src/durable/internal";
+import { SOCKET_ACK_CHARS, SOCKET_WINDOW_CHARS } from "../../src/durable/session/event-hub";
+import { api, createSession } from "./helpers";
+import { type Message, open } from "./socket-helpers";
+
+/*
+ * A WebSocket watcher acknowledges what it has read; one that stops is closed once the live events
+ * sent to it and not acknowledged would pass the window, so what the object has in flight for a
+ * socket stays bounded however long the writer goes on, and the writer never waits for it.
+ */
+
+const BATCHES = 30;
+const PER_BATCH = 50;
+const TEXT = "w".repeat(1000);
+
+async function appendBatch(id: string, batch: number) {
+  const res = await api("POST", `/v1/sessions/${id}/entries`, {
+    body: {
+      entries: Array.from({ length: PER_BATCH }, (_, i) => ({
+        type: "message",
+        message: { role: "user", content: `${batch}:${i} ${TEXT}`, timestamp: 1_700_000_000_000 },
+      })),
+    },
+  });
+  expect(res.status).toBe(201);
+}
+
+/** What the session's object has sent its sockets and not had acknowledged, in characters. */
+async function outstanding(id: string): Promise<number[]> {
+  const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+  return runInDurableObject(stub, (_instance, state) =>
+    state.getWebSockets("events").map((socket) => {
+      const attachment = socket.deserializeAttachment() as { sent: number; acked: number };
+      return attachment.sent - attachment.acked;
+    }),
+  );
+}
+
+const entrySeqs = (messages: Message[]) => messages.filter((m) => m.event === "entry").map((m) => m.id);
+
+describe("a WebSocket watcher's window", () => {
+  it("closes a watcher that stops acknowledging (4008), never holding more than the window for it", async () => {
+    const id = await createSession();
+    const watch = await open(`/v1/sessions/${id}/ws?after=0`);
+    await watch.until((m) => m.event === "leaf");
+    const most: number[] = [];
+    for (let batch = 0; batch < BATCHES; batch++) {
+      await appendBatch(id, batch);
+      most.push(...(await outstanding(id)));
+    }
+    // Every write was answered (the writer never waited); the silent socket was let go on the way.
+    expect(Math.max(...most)).toBeLessThanOrEqual(SOCKET_WINDOW_CHARS);
+    expect(await outstanding(id)).toEqual([]);
+    let received: Message[] = [];
+    await expect(
+      watch.until((m) => {
+        received.push(m);
+        return false;
+      }),
+    ).rejects.toThrow(/closed: 4008 slow: resume from the last seq/);
+    received = received.filter((m) => m.event === "entry");
+    // What it had been sent is a prefix of the session, in order: it resumes from the last seq.
+    const seqs = entrySeqs(received);
+    expect(seqs.length).toBeGreaterThan(0);
+    expect(seqs.length).toBeLessThan(BATCHES * PER_BATCH);
+    expect(seqs).toEqual(seqs.map((_, i) => i + 1));
+  });
+
+  it("keeps a watcher that acknowledges as it reads through thousands of entries", async () => {
+    const id = await createSession();
+    const watch = await open(`/v1/sessions/${id}/ws?after=0`);
+    await watch.until((m) => m.event === "leaf");
+    const seqs: number[] = [];
+    let asked = 0;
+    for (let batch = 0; batch < BATCHES; batch++) {
+      await appendBatch(id, batch);
+      const got = await watch.until((m) => m.event === "leaf");
+      seqs.push(...(entrySeqs(got) as number[]));
+      const ack = got[got.length - 1]?.data.ack;
+      if (typeof ack === "string") {
+        asked++;
+        watch.socket.send(JSON.stringify({ ack }));
+        // A repeated acknowledgement changes nothing and is not answered.
+        watch.socket.send(JSON.stringify({ ack }));
+      }
+      expect(Math.max(0, ...(await outstanding(id)))).toBeLessThanOrEqual(SOCKET_WINDOW_CHARS);
+    }
+    expect(seqs).toEqual(Array.from({ length: BATCHES * PER_BATCH }, (_, i) => i + 1));
+    // One acknowledgement asked for every SOCKET_ACK_CHARS or so, not one a write.
+    expect(asked).toBeGreaterThan(0);
+    expect(asked).toBeLessThan(BATCHES);
+    expect(asked).toBeGreaterThanOrEqual(
+      Math.floor((BATCHES * PER_BATCH * TEXT.length) / (2 * SOCKET_ACK_CHARS)),
+    );
+    expect(await outstanding(id)).toHaveLength(1);
+    watch.socket.close(1000, "done");
+  });
+
+  it("sends a write larger than the window whole to a watcher that acknowledged everything", async () => {
+    const id = await createSession();
+    const watch = await open(`/v1/sessions/${id}/ws?after=0`);
+    await watch.until((m) => m.event === "leaf");
+    const big = "b".repeat(SOCKET_WINDOW_CHARS + 1024);
+    const res = await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { type: "message", message: { role: "user", content: big, timestamp: 1 } },
+    });
+    expect(res.status).toBe(201);
+    const got = await watch.until((m) => m.event === "leaf");
+    expect(got[0]?.data.message.content).toBe(big);
+    const ack = got[got.length - 1]?.data.ack;
+    expect(ack).toEqual(expect.any(String));
+    // Not acknowledged yet: the next write would pass the window, so the socket is let go instead.
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { type: "message", message: { role: "user", content: "next", timestamp: 1 } },
+    });
+    await expect(watch.until((m) => m.event === "entry", 2000)).rejects.toThrow(/closed: 4008/);
+  });
+});

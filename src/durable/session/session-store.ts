@@ -45,14 +45,7 @@ import {
 import { quotaExceeded } from "../quotas";
 import type { Sql } from "../sql";
 import { sqlOf } from "../sql";
-import type {
-  CompactionPlan,
-  CopiedRows,
-  EntryPage,
-  ForkSource,
-  OmittedCount,
-  SearchDigest,
-} from "../types";
+import type { CompactionPlan, CopiedRows, EntryPage, ForkSource, OmittedCount, SearchDigest } from "../types";
 import { CompactionReads } from "./compaction-reads";
 import type { Node, StoredWrite } from "./entry-rows";
 import { EntryRows } from "./entry-rows";

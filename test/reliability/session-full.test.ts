@@ -96,6 +96,12 @@ it("refuses entries with session_full at its ceiling, writing nothing, and stays
   expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
   expect((await api("POST", `/v1/sessions/${id}/restore`, {})).status).toBe(200);
 
+  // An answer cannot start in a full session either; nothing is opened.
+  const generation = await api("POST", `/v1/sessions/${id}/generations`, { format: "text" });
+  expect(generation.status, generation.text).toBe(507);
+  expect(generation.body.error.code).toBe("session_full");
+  expect((await api("GET", `/v1/sessions/${id}/generations`)).body.generations).toEqual([]);
+
   // Given room, it takes entries again.
   faults.env.SESSION_FULL_BYTES = String(10 * size + 10_000_000);
   expect((await api("POST", `/v1/sessions/${id}/entries`, message("room again"))).status).toBe(201);

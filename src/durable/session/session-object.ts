@@ -40,7 +40,7 @@ import { sessionObjectName } from "../names";
 import { objectEnv } from "../placement/placed-env";
 import { sqlOf } from "../sql";
 import { STREAM_REQUEST_ID_HEADER } from "../stream";
-import { storageWork } from "../transient";
+import { storageWork, transientError } from "../transient";
 import type {
   CompactionPlan,
   ContextAnswer,
@@ -516,10 +516,12 @@ export class SessionObject extends DurableObject<DurableEnv> {
 
   // --- generations: answers being written (generations.ts) ---
 
+  /** Opens a generation; a full session opens none (its answer would have nowhere to go). */
   openGeneration(input: OpenGenerationBody): Promise<Result<GenerationInfo>> {
     return capture(async () => {
       this.#checkListed();
-      const info = this.#generations.open(input);
+      checkNotFull(this.ctx.storage.sql, this.env);
+      const info = storageWork(() => this.#generations.open(input));
       await this.#generations.arm();
       return info;
     });
@@ -536,7 +538,9 @@ export class SessionObject extends DurableObject<DurableEnv> {
   /** Completes or stops a generation: its answer appended and its stream closed, in one transaction. */
   endGeneration(id: string, how: GenerationEnd): Promise<Result<GenerationOutcome>> {
     return capture(async () => {
-      const outcome = await this.#generations.end(id, how);
+      const outcome = await this.#generations.end(id, how).catch((error: unknown) => {
+        throw transientError(error) ?? error;
+      });
       if (outcome.created) await this.#generations.arm();
       return outcome;
     });

@@ -57,7 +57,7 @@ export const entryRoutes = routes()
       security,
       request: { params: SessionIdParam, headers: IfMatch, body: body(AppendBody) },
       responses: {
-        ...errors,
+        ...writeErrors,
         201: json(AppendResponse, "appended"),
         200: json(AppendResponse, "every entry was a replay; nothing written"),
         409: conflict("already_exists"),
@@ -65,7 +65,6 @@ export const entryRoutes = routes()
         413: json(ErrorEnvelope, "entry_too_large / payload_too_large / quota_exceeded"),
         415: json(ErrorEnvelope, "unsupported_format: a message entry's format is not one of the known ones"),
         422: json(ErrorEnvelope, "parent_not_found / invalid_tree"),
-        507: json(ErrorEnvelope, "session_full: the session's storage reached its ceiling; nothing written"),
       },
     }),
     async (c) => {

@@ -1,5 +1,6 @@
 import type { GenerationFormat, GenerationInfo, OpenGenerationBody, StoredEntry } from "../core/internal";
 import { chunkText, newId, SessionError } from "../core/internal";
+import { reconnectDelay, sleep } from "./backoff";
 import type { Transport } from "./transport";
 
 /*
@@ -36,23 +37,8 @@ export interface FollowOptions {
   maxFailures?: number;
 }
 
-const MAX_RETRY_DELAY_MS = 30_000;
 /** Failures no reconnecting can mend. */
 const FINAL = new Set(["not_found", "invalid_request", "unauthorized", "forbidden", "misconfigured", "gone"]);
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
-}
 
 /** A path the service gave (`/v1/…`) as one the transport resolves against its base URL. */
 function relative(path: string): string {
@@ -235,7 +221,7 @@ export async function* followGeneration(
       if (error instanceof SessionError && FINAL.has(error.code)) throw error;
       failures++;
       if (failures >= (options.maxFailures ?? Number.POSITIVE_INFINITY)) throw error;
-      await sleep(Math.min(MAX_RETRY_DELAY_MS, baseDelay * 2 ** Math.min(failures - 1, 10)), signal);
+      await sleep(reconnectDelay(baseDelay, failures), signal);
       continue;
     }
     failures = 0;

@@ -1,5 +1,6 @@
 import type { ErrorBody } from "../core/internal";
 import { isErrorCode, SessionError } from "../core/internal";
+import { sleep } from "./backoff";
 
 export interface ClientOptions {
   /** Where the service answers, e.g. `https://sessions.example.com` or `http://127.0.0.1:8787`. */
@@ -33,10 +34,6 @@ export interface RequestOptions {
 
 const RETRY_STATUSES = new Set([429, 503]);
 const MAX_RETRY_AFTER_MS = 60_000;
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 /** Milliseconds a `Retry-After` header asks for (seconds or an HTTP date), if any. */
 export function retryAfterMs(header: string | null): number | undefined {

@@ -1,5 +1,6 @@
 import type { SessionEvent, TenantEvent } from "../core/internal";
 import { SessionError, SseReader } from "../core/internal";
+import { reconnectDelay, sleep } from "./backoff";
 import type { Transport } from "./transport";
 
 /*
@@ -21,23 +22,8 @@ export interface WatchOptions {
   onStatus?: (status: "live" | "reconnecting") => void;
 }
 
-const MAX_RETRY_DELAY_MS = 30_000;
 /** Failures no reconnecting can mend. */
 const FINAL = new Set(["not_found", "invalid_request", "unauthorized", "forbidden", "misconfigured"]);
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
-}
 
 /** An event's data; a frame that is not JSON is no network hiccup, and retrying cannot mend it. */
 function parseData(text: string): unknown {
@@ -116,6 +102,6 @@ export async function* watchStream<E extends SessionEvent | TenantEvent>(
     if (signal?.aborted) return;
     options.onStatus?.("reconnecting");
     failures++;
-    await sleep(Math.min(MAX_RETRY_DELAY_MS, baseDelay * 2 ** Math.min(failures - 1, 10)), signal);
+    await sleep(reconnectDelay(baseDelay, failures), signal);
   }
 }

@@ -763,40 +763,26 @@ async function main() {
           return { ms: performance.now() - start, bytes };
         },
       });
-    if (runs("streams"))
-      await streamFigures({
-        url: server.url,
-        quick: QUICK,
-        record: (name, unit, samples, budget) => void record(name, unit, samples, budget),
-        derived: (name, unit, value, budget) =>
-          void figures.push({
-            name,
-            unit,
-            median: value,
-            min: 0,
-            max: 0,
-            runs: 1,
-            ...(budget ? { budget } : {}),
-          }),
-        workerdPeakKb,
-      });
-    if (runs("generations"))
-      await generationFigures({
-        url: server.url,
-        quick: QUICK,
-        record: (name, unit, samples, budget) => void record(name, unit, samples, budget),
-        derived: (name, unit, value, budget) =>
-          void figures.push({
-            name,
-            unit,
-            median: value,
-            min: 0,
-            max: 0,
-            runs: 1,
-            ...(budget ? { budget } : {}),
-          }),
-        workerdPeakKb,
-      });
+    // What the stream and generation benches measure with: this run's server, table and memory.
+    const recorder = {
+      url: server.url,
+      quick: QUICK,
+      record: (name: string, unit: string, samples: number[], budget?: Figure["budget"]) =>
+        void record(name, unit, samples, budget),
+      derived: (name: string, unit: string, value: number, budget?: Figure["budget"]) =>
+        void figures.push({
+          name,
+          unit,
+          median: value,
+          min: 0,
+          max: 0,
+          runs: 1,
+          ...(budget ? { budget } : {}),
+        }),
+      workerdPeakKb,
+    };
+    if (runs("streams")) await streamFigures(recorder);
+    if (runs("generations")) await generationFigures(recorder);
     if (runs("cold")) await cold(persist, sizes[sizes.length - 1] as number);
   } finally {
     await server?.stop();

@@ -5,9 +5,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
-import { type BrowserContext, chromium } from "playwright-core";
+import type { BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type DevServer, startDevServer } from "../support/dev-server";
+import { launchChromium } from "./chromium";
 
 /*
  * The typed client in a real browser, on a page of another origin: the service lets an origin
@@ -16,7 +17,6 @@ import { type DevServer, startDevServer } from "../support/dev-server";
  */
 
 const REPO = fileURLToPath(new URL("../..", import.meta.url));
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
 /** The page's script: the library's own client, bundled for the browser. */
 const ENTRY = `
@@ -71,19 +71,7 @@ beforeAll(async () => {
   other = await pageServer(script);
   service = await startDevServer({ vars: { CORS_ALLOWED_ORIGINS: allowed }, timeoutMs: 90_000 });
   userDataDir = await mkdtemp(join(tmpdir(), "cf-sessions-cors-chromium-"));
-  browser = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  browser = await launchChromium(userDataDir);
 });
 
 afterAll(async () => {

@@ -1,9 +1,10 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type DevServer, startDevServer } from "../support/dev-server";
+import { launchChromium } from "./chromium";
 import { request, user } from "./fixtures";
 
 /*
@@ -11,8 +12,6 @@ import { request, user } from "./fixtures";
  * under its parent as a writer appends; a reload mid-answer goes on from the offset the tab had
  * (no chunk shown twice, none missed); the Stop button stops it, and its entry takes its place.
  */
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
 let service: DevServer;
 let browser: BrowserContext;
@@ -22,19 +21,7 @@ const pageErrors: string[] = [];
 beforeAll(async () => {
   service = await startDevServer({ vars: { DIRECTORY_SYNC_MS: "100" }, timeoutMs: 90_000 });
   userDataDir = await mkdtemp(join(tmpdir(), "cf-sessions-generations-chromium-"));
-  browser = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1440, height: 900 },
-    locale: "en-US",
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--no-first-run",
-      "--disable-background-networking",
-    ],
-  });
+  browser = await launchChromium(userDataDir, { viewport: { width: 1440, height: 900 }, locale: "en-US" });
 }, 180_000);
 
 afterAll(async () => {

@@ -2,13 +2,14 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { prepareCompaction } from "../../src/core/compaction";
 import { buildSessionContext } from "../../src/core/context";
 import type { AgentMessage } from "../../src/core/messages";
 import { estimateTokens } from "../../src/core/tokens";
 import { type DevServer, startDevServer } from "../support/dev-server";
+import { launchChromium } from "./chromium";
 import {
   assistant,
   createChainSession,
@@ -27,7 +28,6 @@ import {
  */
 
 const REPO = fileURLToPath(new URL("../..", import.meta.url));
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const ARTIFACTS = join(REPO, "test-artifacts");
 const OPEN_BUDGET_MS = 1000;
 
@@ -86,21 +86,7 @@ beforeAll(async () => {
   // The listing shows a write within a tenth of a second instead of a second.
   service = await startDevServer({ vars: { DIRECTORY_SYNC_MS: "100" }, timeoutMs: 90_000 });
   userDataDir = await mkdtemp(join(tmpdir(), "cf-sessions-viewer-chromium-"));
-  browser = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1440, height: 900 },
-    locale: "en-US",
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  browser = await launchChromium(userDataDir, { viewport: { width: 1440, height: 900 }, locale: "en-US" });
   demo = await createDemoSession(service.url, "viewer-demo");
   await request(service.url, "POST", "/v1/sessions", { id: "viewer-other", name: "Unrelated chat" });
   await request(service.url, "POST", "/v1/sessions/viewer-other/entries", user("o1", "Hello there"));

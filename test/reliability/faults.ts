@@ -30,6 +30,8 @@ export interface FaultRule {
   times?: number;
   /** Instead of skip/times: the chance that each call fails, drawn from the plan's seeded random. */
   chance?: number;
+  /** Of statements, only those whose SQL this matches. */
+  matching?: RegExp;
   /** How a statement fails: a passing I/O error (default), or storage full at the platform's limit. */
   error?: "io" | "full";
 }
@@ -39,8 +41,7 @@ export const INJECTED_IO_ERROR = "injected fault: disk I/O error: SQLITE_IOERR";
 /** The message of storage full at the platform's limit. */
 export const INJECTED_FULL_ERROR = "injected fault: database or disk is full: SQLITE_FULL";
 
-export interface ActiveRule extends FaultRule {
-  /** Calls at its point it has seen (counted for rules without a `chance`). */
+interface ActiveRule extends FaultRule {
   seen: number;
   failed: number;
 }
@@ -56,11 +57,8 @@ export class FaultPlan {
   /** Faults injected so far, by point (and `directory` for calls refused while it was down). */
   readonly injected: Record<string, number> = {};
 
-  /** Adds a rule; what it answers counts the calls it has seen (`seen`) and failed (`failed`). */
-  add(rule: FaultRule): Readonly<ActiveRule> {
-    const active = { ...rule, seen: 0, failed: 0 };
-    this.#rules.push(active);
-    return active;
+  add(rule: FaultRule): void {
+    this.#rules.push({ ...rule, seen: 0, failed: 0 });
   }
 
   seed(seed: number): void {
@@ -83,10 +81,11 @@ export class FaultPlan {
     return this.rule(point, object) !== undefined;
   }
 
-  /** The rule that makes this call at `point` of `object` fail, if one does. */
-  rule(point: FaultPoint, object: string): FaultRule | undefined {
+  /** The rule that makes this call at `point` of `object` (running `query`, a statement) fail, if one does. */
+  rule(point: FaultPoint, object: string, query = ""): FaultRule | undefined {
     for (const rule of this.#rules) {
       if (rule.point !== point || (rule.object !== undefined && rule.object !== object)) continue;
+      if (rule.matching && !rule.matching.test(query)) continue;
       if (rule.chance !== undefined) {
         if (this.#random() >= rule.chance) continue;
       } else {
@@ -121,7 +120,7 @@ export function faultyStorage(ctx: DurableObjectState): void {
       const value = Reflect.get(target, property, target);
       if (property === "exec") {
         return (query: string, ...bindings: unknown[]) => {
-          const rule = depth > 0 ? faults.rule("statement", object) : undefined;
+          const rule = depth > 0 ? faults.rule("statement", object, query) : undefined;
           if (rule) throw new Error(rule.error === "full" ? INJECTED_FULL_ERROR : INJECTED_IO_ERROR);
           return target.exec(query, ...bindings);
         };

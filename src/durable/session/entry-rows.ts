@@ -33,8 +33,11 @@ const CHUNK_BYTES = 1024 * 1024;
 const PAGE_CHARS = 2 * 1024 * 1024;
 /** Entries whose payloads one query reads. */
 const READ_BATCH = 256;
-/** Characters of rows one INSERT of a fork's copy takes as JSON: a statement's value stays under 2 MB. */
-const BATCH_CHARS = 1024 * 1024;
+/**
+ * Characters of payloads one INSERT of a fork's copy takes as JSON: escaping at most doubles a
+ * payload's characters, so the statement's value stays under SQLite's 2 MB for a string.
+ */
+const BATCH_CHARS = 512 * 1024;
 /** Rows one multi-row INSERT writes. */
 const INSERT_BATCH = 500;
 

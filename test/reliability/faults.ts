@@ -7,7 +7,7 @@
  * test/reliability/worker.ts uses it; nothing in src/ does.
  */
 
-import { seededRandom } from "./random";
+import { seededRandom } from "../support/random";
 
 /** Where a fault strikes. */
 export type FaultPoint =

@@ -1,5 +1,6 @@
 import { createClient, type RemoteRepo } from "../../src/client";
 import { SessionError } from "../../src/core/internal";
+import { seededRandom } from "../support/random";
 import {
   type AppendOp,
   checkHistory,
@@ -13,7 +14,6 @@ import {
   type Watched,
 } from "./history";
 import { type Attempt, type Fetch, faultyNetwork, type NetworkFaults, outcomeOf } from "./network";
-import { seededRandom } from "./random";
 
 /*
  * A soak: writers (each with its own seeded random, so the run's operations repeat from its seed)

@@ -1,17 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { seededRandom } from "../support/random";
 import { append, call, create, head, openSse, readAll, streamPath } from "./stream-helpers";
-
-/** A small seeded generator, so a failing run can be repeated from its seed. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const producer = (id: string, epoch: number, seq: number) => ({
   "Producer-Id": id,
@@ -64,7 +53,7 @@ describe("live stream reads", () => {
 
   it("gives a reader that drops and resumes at random offsets every byte once, in order", async () => {
     const seed = Date.now();
-    const next = random(seed);
+    const next = seededRandom(seed);
     const path = streamPath("resume");
     await create(path);
     const chunks = Array.from({ length: 600 }, (_, i) => `<${i}:${"x".repeat(Math.floor(next() * 40))}>`);

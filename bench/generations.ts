@@ -1,4 +1,5 @@
 import { SseReader } from "../src/core/internal";
+import { followSse } from "./sse-follow";
 
 /*
  * Generations (answers in flight, their streams kept in their sessions' objects), measured against
@@ -120,25 +121,13 @@ function longPollReader(
 /** Follows a text generation over SSE; the time each chunk arrived. */
 async function sseReader(stream: string, seen: Map<string, number>, wake: () => void, stop: AbortSignal) {
   const res = await fetch(`${stream}?offset=now&live=sse`, { signal: stop });
-  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
-  const sse = new SseReader();
-  const decoder = new TextDecoder();
-  void (async () => {
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) return;
-        const now = performance.now();
-        for (const event of sse.push(decoder.decode(value, { stream: true }))) {
-          if (event.event === "data")
-            for (const chunk of event.data.split(";")) if (chunk) seen.set(chunk, now);
-        }
-        wake();
-      }
-    } catch {
-      // Stopped.
-    }
-  })();
+  followSse(
+    res.body as ReadableStream<Uint8Array>,
+    (event, now) => {
+      if (event.event === "data") for (const chunk of event.data.split(";")) if (chunk) seen.set(chunk, now);
+    },
+    wake,
+  );
 }
 
 /** A reader at the tail: how long after an append starts it sees the chunk. */

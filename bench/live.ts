@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { connect } from "node:net";
-import { SseReader } from "../src/core/internal";
+import { followSse } from "./sse-follow";
 
 /*
  * Live sessions, measured against the running service: how long an event takes from the append's
@@ -31,30 +31,16 @@ async function sseWatcher(
   const stop = new AbortController();
   const res = await fetch(url, { signal: stop.signal, headers: { Accept: "text/event-stream" } });
   if (!res.ok || !res.body) throw new Error(`events: ${res.status}`);
-  const reader = res.body.getReader();
-  const sse = new SseReader();
-  const decoder = new TextDecoder();
   const times = new Map<number, number>();
   arrived[index] = times;
   let resolveReady: () => void = () => undefined;
   const ready = new Promise<void>((resolve) => {
     resolveReady = resolve;
   });
-  void (async () => {
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) return;
-        const now = performance.now();
-        for (const event of sse.push(decoder.decode(value, { stream: true }))) {
-          if (event.event === "leaf") resolveReady();
-          if (event.event === "entry" && event.id !== undefined) times.set(Number(event.id), now);
-        }
-      }
-    } catch {
-      // Stopped.
-    }
-  })();
+  followSse(res.body, (event, now) => {
+    if (event.event === "leaf") resolveReady();
+    if (event.event === "entry" && event.id !== undefined) times.set(Number(event.id), now);
+  });
   await ready;
   return stop;
 }

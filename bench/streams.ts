@@ -1,4 +1,4 @@
-import { SseReader } from "../src/core/internal";
+import { followSse } from "./sse-follow";
 
 /*
  * Streams (/v1/stream), measured against the running service: a 20-byte append against the no-op
@@ -74,26 +74,15 @@ async function tailLatency(bench: StreamBench): Promise<void> {
   await create(bench, "bench-tail");
   const stop = new AbortController();
   const res = await fetch(`${bench.url}/v1/stream/bench-tail?offset=now&live=sse`, { signal: stop.signal });
-  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
-  const sse = new SseReader();
-  const decoder = new TextDecoder();
   const seen = new Map<string, number>();
   let wake: (() => void) | undefined;
-  void (async () => {
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) return;
-        const now = performance.now();
-        for (const event of sse.push(decoder.decode(value, { stream: true }))) {
-          if (event.event === "data") seen.set(event.data, now);
-        }
-        wake?.();
-      }
-    } catch {
-      // Stopped.
-    }
-  })();
+  followSse(
+    res.body as ReadableStream<Uint8Array>,
+    (event, now) => {
+      if (event.event === "data") seen.set(event.data, now);
+    },
+    () => wake?.(),
+  );
   const appends: number[] = [];
   const arrivals: number[] = [];
   const count = bench.quick ? 100 : 300;

@@ -12,6 +12,22 @@ import type {
  * requests no single side owns.
  */
 
+/** How a session is created: its directory shard, the bytes it is about to receive, who builds it. */
+export interface NewSessionOptions {
+  shard?: number;
+  bytes?: number;
+  /**
+   * A fork's or an import's token: the session is found by that builder's calls alone (it is
+   * found by no one else) until the builder publishes it, complete. Absent: listed at once.
+   */
+  builder?: string;
+}
+
+/** A call of the fork or the import that builds a session (see `NewSessionOptions.builder`). */
+export interface Building {
+  builder?: string;
+}
+
 /** Entries read in order until the page is full; `rest` are the seqs still to read. */
 export interface EntryPage {
   entries: StoredEntry[];

@@ -133,6 +133,31 @@ describe("a storage statement failing inside a transaction", () => {
     expect((await entries(id)).map((entry) => entry.id)).toEqual(["x", "y"]);
   });
 
+  it("leaves no session when creating it fails: not found, then created whole by the retry", async () => {
+    const id = `f-${newId()}`;
+    // The session's row is written, then its lifecycle's fails: the transaction rolls back.
+    faults.add({ point: "statement", object: objectOf(id), matching: /INTO lifecycle/ });
+    expectUnavailable(await api("POST", "/v1/sessions", { id }), "not_applied");
+    expect((await api("GET", `/v1/sessions/${id}`)).status).toBe(404);
+    expect((await api("POST", `/v1/sessions/${id}/entries`, message("a", "none"))).status).toBe(404);
+    expect((await api("POST", "/v1/sessions", { id })).status).toBe(201);
+    const first = await api("POST", `/v1/sessions/${id}/entries`, message("b", "first"));
+    expect(first.body.entries[0]).toMatchObject({ seq: 1, parentId: null });
+    await evictDurableObject(stub(id));
+    expect((await entries(id)).map((entry) => `${entry.id}@${entry.seq}`)).toEqual(["b@1"]);
+  });
+
+  it("leaves a deleted session deleted when restoring it fails, and restores it on the retry", async () => {
+    const id = await newSession();
+    expect((await api("POST", `/v1/sessions/${id}/entries`, message("a", "kept"))).status).toBe(201);
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    faults.add({ point: "statement", object: objectOf(id), matching: /INTO lifecycle/ });
+    expectUnavailable(await api("POST", `/v1/sessions/${id}/restore`), "not_applied");
+    expect((await api("GET", `/v1/sessions/${id}`)).status).toBe(404);
+    expect((await api("POST", `/v1/sessions/${id}/restore`)).status).toBe(200);
+    expect((await entries(id)).map((entry) => entry.id)).toEqual(["a"]);
+  });
+
   it("answers session_full when the storage is full at the platform's limit, writing nothing", async () => {
     const id = await newSession();
     faults.add({ point: "statement", object: objectOf(id), error: "full" });
@@ -240,10 +265,17 @@ describe("a fork that fails part way", () => {
     expectUnavailable(failed, "unknown");
     faults.clear();
     expect(await listed()).not.toContain(fork);
-    // It is there at most once: sent again with its id, it is already_exists.
+    // Half written, it is found by no one: not read, not written, not deleted, not restored.
+    expect((await api("GET", `/v1/sessions/${fork}`)).status).toBe(404);
+    expect((await api("GET", `/v1/sessions/${fork}/entries`)).status).toBe(404);
+    expect((await api("POST", `/v1/sessions/${fork}/entries`, message("x", "stranger"))).status).toBe(404);
+    expect((await api("DELETE", `/v1/sessions/${fork}`)).status).toBe(404);
+    expect((await api("POST", `/v1/sessions/${fork}/restore`)).status).toBe(404);
+    // Sent again with its id, the fork replaces what was left: it is there once, whole.
     const again = await api("POST", `/v1/sessions/${source}/fork`, { entryId: "c", id: fork });
-    expect(again.status, JSON.stringify(again.body)).toBe(409);
-    expect(again.body.error.code).toBe("already_exists");
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    expect((await entries(fork)).map((entry) => entry.id)).toEqual(["a", "b", "c"]);
+    expect(await listed()).toContain(fork);
   });
 });
 

@@ -295,7 +295,7 @@ export async function checkHistory(
   for (const op of ops) {
     if (op.kind !== "fork") continue;
     const entries = state.sessions.get(op.fork);
-    if (op.outcome === "acked" && !entries)
+    if (op.outcome === "acked" && !entries && !mayBeDeleted(ops, op.fork))
       fail(`fork ${op.fork} of ${op.session} was acknowledged but is gone`);
     if (op.outcome === "failed" && entries) fail(`fork ${op.fork} failed (${op.error}) but exists`);
     if (!entries || !state.sessions.has(op.session)) continue;
@@ -337,4 +337,15 @@ export async function checkHistory(
       ? [...violations.slice(0, MAX_REPORTED), `… and ${violations.length - MAX_REPORTED} more`]
       : violations;
   return { ok: violations.length === 0, violations: reported, counts };
+}
+
+/**
+ * Whether `session` may be deleted at the end: a delete of it may have applied (acknowledged, or
+ * unanswered), and no restore was acknowledged after it.
+ */
+function mayBeDeleted(ops: readonly Op[], session: string): boolean {
+  const life = ops.filter((op) => op.session === session && (op.kind === "delete" || op.kind === "restore"));
+  const lastDelete = life.filter((op) => op.kind === "delete" && op.outcome !== "failed").at(-1);
+  if (!lastDelete) return false;
+  return !life.some((op) => op.kind === "restore" && op.outcome === "acked" && op.start > lastDelete.end);
 }

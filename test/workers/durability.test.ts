@@ -48,9 +48,16 @@ describe("durability", () => {
     });
     expect(rows).toBe(1);
     expect(await info(id)).toEqual(before);
-    // Nothing of the failed batch remains in memory either: the next append takes the next seq.
-    const next = await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("after") });
-    expect(next.body.entries[0]).toMatchObject({ seq: 2, parentId: "first" });
+    // Nothing of the failed batch remains in memory either: the next append goes under the first
+    // entry, at a seq of its own (memory was read again from storage, squatter and all).
+    const next = await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { ...userMessage("after"), id: "after" },
+    });
+    expect(next.status).toBe(201);
+    expect(next.body.entries[0].parentId).toBe("first");
+    expect(next.body.entries[0].seq).toBeGreaterThan(1);
+    const stored = await api("GET", `/v1/sessions/${id}/entries`);
+    expect(stored.body.entries.map((entry: { id: string }) => entry.id)).toEqual(["first", "after"]);
   });
 });
 

@@ -22,6 +22,7 @@ import {
   DEFAULT_SEARCH_HITS,
   exportTenant,
   importTenant,
+  newId,
   newSessionHeader,
   openIfExists,
   Session,
@@ -66,15 +67,18 @@ export class DurableRepo implements SessionRepo, SessionCreator {
    * given only by the calls that create the session: a hint counts when an object is first made.
    */
   storage(id: string, location?: LocationHint): SessionObjectStorage {
+    return this.#handle(id, location, undefined);
+  }
+
+  /** A handle on a session; with `builder`, the handle of the fork or import building it. */
+  #handle(id: string, location: LocationHint | undefined, builder: string | undefined): SessionObjectStorage {
     checkSessionId(id);
     const name = sessionObjectName(this.tenant, id);
-    return new SessionObjectStorage(
-      this,
-      id,
+    const stub =
       location === undefined
         ? this.#env.SESSIONS.getByName(name)
-        : this.#env.SESSIONS.getByName(name, { locationHint: location }),
-    );
+        : this.#env.SESSIONS.getByName(name, { locationHint: location });
+    return new SessionObjectStorage(this, id, stub, builder);
   }
 
   /** What of a write is stored as blobs: values from BLOB_MIN_BYTES, when the tenant's place has a bucket. */
@@ -92,15 +96,18 @@ export class DurableRepo implements SessionRepo, SessionCreator {
     return shardOf(id, shardCount(this.#env));
   }
 
-  /** @internal creates the object of a new session (about to receive `bytes` of entries). */
+  /**
+   * @internal creates the object of a new session (about to receive `bytes` of entries): listed at
+   * once (`publish`), or found only through the handle answered until its `publish()`.
+   */
   async initialize(
     header: SessionHeader,
     publish: boolean,
-    options: { replacePending?: boolean; bytes?: number; location?: LocationHint } = {},
+    options: { bytes?: number; location?: LocationHint } = {},
   ): Promise<SessionObjectStorage> {
-    const { location, ...rest } = options;
-    const storage = this.storage(header.id, location);
-    await storage.init(this.tenant, header, publish, { ...rest, shard: this.#shardFor(header.id) });
+    const { location, bytes } = options;
+    const storage = this.#handle(header.id, location, publish ? undefined : newId());
+    await storage.init(this.tenant, header, { bytes, shard: this.#shardFor(header.id) });
     return storage;
   }
 
@@ -126,9 +133,7 @@ export class DurableRepo implements SessionRepo, SessionCreator {
   /** Creates a session (its object near `location`, when given) and answers its info in one call. */
   async createSession(options: CreateSessionOptions = {}, location?: LocationHint): Promise<SessionInfo> {
     const header = newSessionHeader(options);
-    return this.storage(header.id, location).init(this.tenant, header, true, {
-      shard: this.#shardFor(header.id),
-    });
+    return this.storage(header.id, location).init(this.tenant, header, { shard: this.#shardFor(header.id) });
   }
 
   async open(id: string): Promise<Session> {
@@ -215,8 +220,7 @@ export class DurableRepo implements SessionRepo, SessionCreator {
     return importTenant(
       lines,
       {
-        begin: (header) =>
-          this.initialize(newSessionHeader(header), false, { replacePending: true, location }),
+        begin: (header) => this.initialize(newSessionHeader(header), false, { location }),
         finish: (storage) => (storage as SessionObjectStorage).publish(),
       },
       { existing },

@@ -38,7 +38,7 @@ export interface SessionCreator {
   initialize(
     header: SessionHeader,
     publish: boolean,
-    options?: { replacePending?: boolean; bytes?: number; location?: LocationHint },
+    options?: { bytes?: number; location?: LocationHint },
   ): Promise<SessionObjectStorage>;
   readonly recoveryMs: number;
   /** What of a write is stored as blobs (none without a bucket). */
@@ -63,11 +63,17 @@ export class SessionObjectStorage implements SessionStorage {
   readonly id: string;
   readonly #repo: SessionCreator;
   readonly #stub: DurableObjectStub<SessionObject>;
+  /**
+   * The token of the fork or import building the session through this handle: only its calls
+   * find the session until `publish`, after which it is a handle like any other.
+   */
+  #builder: string | undefined;
 
-  constructor(repo: SessionCreator, id: string, stub: DurableObjectStub<SessionObject>) {
+  constructor(repo: SessionCreator, id: string, stub: DurableObjectStub<SessionObject>, builder?: string) {
     this.#repo = repo;
     this.id = id;
     this.#stub = stub;
+    this.#builder = builder;
   }
 
   getHeader(): Promise<SessionHeader> {
@@ -83,11 +89,11 @@ export class SessionObjectStorage implements SessionStorage {
   }
 
   getLeafId(): Promise<string | null> {
-    return call(this.#stub.getLeafId());
+    return call(this.#stub.getLeafId(this.#builder));
   }
 
   setLeafId(targetId: string | null, options: LeafOptions = {}): Promise<StoredEntry<LeafEntry>> {
-    return call(this.#stub.setLeafId(targetId, options));
+    return call(this.#stub.setLeafId(targetId, { ...options, builder: this.#builder }));
   }
 
   /** Where the leaf stood at `asOf` (the head when undefined): the session's leaf history. */
@@ -221,16 +227,20 @@ export class SessionObjectStorage implements SessionStorage {
     entries: readonly AppendEntryInput[],
     options: AppendOptions & { validated?: boolean } = {},
   ): Promise<AppendResult> {
-    return call(this.#stub.appendEntries(entries, { ...options, blobs: this.#repo.blobPolicy }));
+    return call(
+      this.#stub.appendEntries(entries, { ...options, blobs: this.#repo.blobPolicy, builder: this.#builder }),
+    );
   }
 
   importEntries(entries: readonly SessionEntry[], options: ImportOptions = {}): Promise<void> {
-    return call(this.#stub.importEntries(entries, { ...options, blobs: this.#repo.blobPolicy }));
+    return call(
+      this.#stub.importEntries(entries, { ...options, blobs: this.#repo.blobPolicy, builder: this.#builder }),
+    );
   }
 
   /** Refuses (`quota_exceeded`) when `bytes` more would take the session past its byte quotas. */
   checkRoom(bytes: number): Promise<void> {
-    return call(this.#stub.checkRoom(bytes));
+    return call(this.#stub.checkRoom(bytes, this.#builder));
   }
 
   /**
@@ -280,27 +290,31 @@ export class SessionObjectStorage implements SessionStorage {
 
   /** Copies a fork's path from the session `sourceId`'s object (see `SessionObject.copyFrom`). */
   copyFrom(sourceId: string, seqs: number[]): Promise<number[]> {
-    return call(this.#stub.copyFrom(sourceId, seqs));
+    return call(this.#stub.copyFrom(sourceId, seqs, this.#builder));
   }
 
-  /** Creates the session in its (empty) object (see `SessionObject.init`). */
+  /**
+   * Creates the session in its (empty) object (see `SessionObject.init`): listed at once, or built
+   * through this handle when it has a builder's token.
+   */
   async init(
     tenant: string,
     header: SessionHeader,
-    publish: boolean,
-    options: { shard: number; replacePending?: boolean; bytes?: number },
+    options: { shard: number; bytes?: number },
   ): Promise<SessionInfo> {
-    return call(this.#stub.init(tenant, header, publish, options));
+    return call(this.#stub.init(tenant, header, { ...options, builder: this.#builder }));
   }
 
-  /** Lists the session in the directory now. */
-  publish(): Promise<void> {
-    return this.#stub.publish();
+  /** Lists the session this handle built, complete, in the directory now. */
+  async publish(): Promise<void> {
+    if (this.#builder === undefined) throw new Error("only the handle that builds a session publishes it");
+    await call(this.#stub.publish(this.#builder));
+    this.#builder = undefined;
   }
 
   /** Deletes the session, restorable for the recovery window (RECOVERY_WINDOW_SECONDS). */
   delete(): Promise<void> {
-    return call(this.#stub.delete(this.#repo.recoveryMs));
+    return call(this.#stub.delete(this.#repo.recoveryMs, this.#builder));
   }
 
   /** Deletes the session for good, now (a deleted one too). */

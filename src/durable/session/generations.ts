@@ -34,6 +34,7 @@ import type { GenerationRow } from "./generation-rows";
 import { GenerationRows } from "./generation-rows";
 import type { ByteLimit } from "./room";
 import type { SessionStore } from "./session-store";
+import { transaction } from "./transaction";
 
 /*
  * A session's generations: answers being written, each a Durable Streams stream hosted in the
@@ -339,7 +340,7 @@ export class Generations {
         : this.#assemble(row, stream, source, how.kind === "stop", now);
     const inputs = answerEntries(row, messages);
     const ids = inputs.map((input) => input.id as string);
-    const appended = this.#host.storage.transactionSync(() => {
+    const appended = transaction(this.#host.storage, [session], () => {
       streams.store.append(stream, { records: [], close: true, producer: null, streamSeq: null, now });
       rows.end(id, state, now, how.kind === "stop" ? how.by : null, ids);
       // Last: should the entries be refused, nothing of this transaction stays.

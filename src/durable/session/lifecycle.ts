@@ -32,11 +32,21 @@ const FRESH: LifecycleState = { shard: 0, pendingSince: null, deletedAt: null, p
 
 export class SessionLifecycle {
   readonly #sql: Sql;
-  #state: LifecycleState;
+  #stored: LifecycleState | undefined;
 
   constructor(sql: Sql) {
     this.#sql = sql;
-    this.#state = this.#load();
+  }
+
+  /** The state as stored (read when first needed, and again after `reload`). */
+  get #state(): LifecycleState {
+    this.#stored ??= this.#load();
+    return this.#stored;
+  }
+
+  /** Reads the state again from storage: a transaction that wrote it failed and rolled back. */
+  reload(): void {
+    this.#stored = undefined;
   }
 
   /** The stored state; a session written before lifecycles existed reports to shard 0. */
@@ -73,7 +83,7 @@ export class SessionLifecycle {
     this
       .#sql`INSERT OR REPLACE INTO lifecycle (singleton, directory_shard, pending_since, deleted_at, purge_at)
       VALUES (1, ${next.shard}, ${next.pendingSince}, ${next.deletedAt}, ${next.purgeAt})`;
-    this.#state = next;
+    this.#stored = next;
   }
 
   /** A new session: its shard, and whether it waits to be listed until it is complete. */
@@ -95,7 +105,7 @@ export class SessionLifecycle {
 
   /** Forgets the state after the object's storage was deleted. */
   reset(): void {
-    this.#state = { ...FRESH };
+    this.#stored = { ...FRESH };
   }
 
   /**

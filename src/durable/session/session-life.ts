@@ -1,13 +1,14 @@
 import type { SessionHeader, SessionInfo } from "../../core/internal";
 import { newId, SessionError } from "../../core/internal";
 import type { DurableEnv } from "../env";
-import type { ExpiryOutcome } from "../types";
+import type { ExpiryOutcome, NewSessionOptions } from "../types";
 import type { DirectoryReports } from "./directory-reports";
 import type { EventHub } from "./event-hub";
 import type { SessionLifecycle } from "./lifecycle";
 import { PENDING_MS, recoveryWindowMs } from "./lifecycle";
 import type { QuotaChecks } from "./quota-checks";
 import type { SessionStore } from "./session-store";
+import { transaction } from "./transaction";
 
 /*
  * A session's life, as its object runs it: created (listed at once, or once a fork or an import is
@@ -49,23 +50,19 @@ export class SessionLife {
   }
 
   /** Creates the session (see `SessionObject.init`). */
-  async create(
-    tenant: string,
-    header: SessionHeader,
-    publish: boolean,
-    options: { shard?: number; replacePending?: boolean; bytes?: number },
-  ): Promise<SessionInfo> {
+  async create(tenant: string, header: SessionHeader, options: NewSessionOptions): Promise<SessionInfo> {
     const { session, lifecycle, quotas, storage, reports } = this.#host;
-    if (session.exists && (lifecycle.deleted || (options.replacePending === true && lifecycle.pending))) {
-      await this.#purge();
-    }
+    // A deleted session gives up its id, as does one a fork or an import never completed.
+    if (session.exists && (lifecycle.deleted || lifecycle.pending)) await this.#purge();
     if (!session.exists) await quotas.admit(tenant, header.id, options.bytes ?? 0);
-    const info = storage.transactionSync(() => {
-      const created = session.init(tenant, newId(), header);
-      lifecycle.begin(options.shard ?? 0, publish ? null : Date.now());
+    const { builder } = options;
+    const info = transaction(storage, [session, lifecycle], () => {
+      // A builder's token is the session's incarnation: what its calls are known by.
+      const created = session.init(tenant, builder ?? newId(), header);
+      lifecycle.begin(options.shard ?? 0, builder === undefined ? null : Date.now());
       return created;
     });
-    if (publish) await reports.publish();
+    if (builder === undefined) await reports.publish();
     await this.arm();
     return info;
   }
@@ -104,7 +101,7 @@ export class SessionLife {
    */
   #markDeleted(now: number, purgeAt: number): void {
     const { session, lifecycle, reports, events, storage } = this.#host;
-    storage.transactionSync(() => {
+    transaction(storage, [lifecycle], () => {
       lifecycle.markDeleted(now, purgeAt);
       reports.owe("removal");
     });
@@ -146,7 +143,7 @@ export class SessionLife {
     if (header.expiresAt !== undefined && Date.parse(header.expiresAt) <= Date.now()) {
       session.updateHeader({ expiresAt: null });
     }
-    storage.transactionSync(() => {
+    transaction(storage, [lifecycle], () => {
       lifecycle.markRestored();
       reports.owe("return");
     });

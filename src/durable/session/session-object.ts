@@ -42,12 +42,14 @@ import { sqlOf } from "../sql";
 import { STREAM_REQUEST_ID_HEADER } from "../stream";
 import { storageWork, transientError } from "../transient";
 import type {
+  Building,
   CompactionPlan,
   ContextAnswer,
   CopiedRows,
   EntryPage,
   ExpiryOutcome,
   ForkSource,
+  NewSessionOptions,
   OmittedCount,
 } from "../types";
 import { AutoCompaction } from "./auto-compaction";
@@ -195,19 +197,25 @@ export class SessionObject extends DurableObject<DurableEnv> {
     if (session.searchBackfillPending) this.#life.armSoon();
   }
 
-  /** Whether the session is there for its routes: created, and not deleted. */
+  /** Whether the session is there for its routes: created, complete, and not deleted. */
   get #listed(): boolean {
-    return this.#session.exists && !this.#lifecycle.deleted;
+    return this.#session.exists && !this.#lifecycle.deleted && !this.#lifecycle.pending;
   }
 
-  /** A deleted session is not found by any read or write (until it is restored). */
-  #checkListed(): void {
-    if (this.#lifecycle.deleted) throw new SessionError("not_found", "session does not exist");
+  /**
+   * A deleted session is not found by any read or write (until it is restored), nor is one a fork
+   * or an import is still writing, but by the calls of its builder (`builder`: the token it was
+   * created with), which find no other session.
+   */
+  #checkListed(builder?: string): void {
+    const { deleted, pending } = this.#lifecycle;
+    const found = builder === undefined ? !pending : pending && this.#session.state.incarnation === builder;
+    if (deleted || !found) throw new SessionError("not_found", "session does not exist");
   }
 
-  #run<T>(read: (session: SessionStore) => T): Promise<Result<T>> {
+  #run<T>(read: (session: SessionStore) => T, builder?: string): Promise<Result<T>> {
     return capture(() => {
-      this.#checkListed();
+      this.#checkListed(builder);
       return storageWork(() => read(this.#session));
     });
   }
@@ -222,9 +230,9 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   /** Runs a write, then makes sure the directory will hear of it (and search index it). */
-  #write<T>(write: (session: SessionStore) => T): Promise<Result<T>> {
+  #write<T>(write: (session: SessionStore) => T, builder?: string): Promise<Result<T>> {
     return capture(() => {
-      this.#checkListed();
+      this.#checkListed(builder);
       const result = storageWork(() => write(this.#session));
       this.#reports.schedule();
       // A large batch is indexed for search just after (see SearchIndex.index).
@@ -234,8 +242,13 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   /** A write that stores bytes: within the session's room (its quotas), growing it when it may. */
-  #limitedWrite<T>(write: (session: SessionStore, room: ByteLimit | undefined) => T): Promise<Result<T>> {
-    return this.#quotas.within(this.#session, (room) => this.#write((session) => write(session, room)));
+  #limitedWrite<T>(
+    write: (session: SessionStore, room: ByteLimit | undefined) => T,
+    builder?: string,
+  ): Promise<Result<T>> {
+    return this.#quotas.within(this.#session, (room) =>
+      this.#write((session) => write(session, room), builder),
+    );
   }
 
   /** Writes a data point for this session's tenant (nothing without the METRICS binding). */
@@ -273,42 +286,52 @@ export class SessionObject extends DurableObject<DurableEnv> {
   // --- a session's life: created, listed, deleted, restored, purged ---
 
   /**
-   * Creates the session; `publish` lists it at once (a fork or an import publishes only once it is
-   * complete). A deleted session still in its recovery window gives up its id: it is purged. With
-   * `replacePending`, so does a session a fork or an import began and never completed. `bytes` is
-   * what it is about to receive (a fork's or an import's entries), so that the quotas refuse it
+   * Creates the session, listed at once; with `builder` (a fork or an import), found only by its
+   * builder's calls until it publishes it, complete. A deleted session still in its recovery window
+   * gives up its id: it is purged, as is one a fork or an import began and never completed. `bytes`
+   * is what it is about to receive (a fork's or an import's entries), so that the quotas refuse it
    * before anything is written.
    */
   async init(
     tenant: string,
     header: SessionHeader,
-    publish: boolean,
-    options: { shard?: number; replacePending?: boolean; bytes?: number } = {},
+    options: NewSessionOptions = {},
   ): Promise<Result<SessionInfo>> {
-    return capture(() => this.#life.create(tenant, header, publish, options));
+    return capture(() => this.#life.create(tenant, header, options));
   }
 
-  /** Lists the session now (a fork or an import: once complete). */
-  publish(): Promise<void> {
-    return this.#reports.publish();
-  }
-
-  /** Deletes the session, restorable for `recoveryMs` (see `SessionLife.delete`). */
-  delete(recoveryMs: number): Promise<Result<void>> {
+  /** Lists the session its builder completed (a fork or an import); again, it does nothing. */
+  publish(builder: string): Promise<Result<void>> {
     return capture(() => {
-      this.#checkListed();
+      if (!this.#session.exists || this.#session.state.incarnation !== builder) {
+        throw new SessionError("not_found", "session does not exist");
+      }
+      return this.#reports.publish();
+    });
+  }
+
+  /** Deletes the session, restorable for `recoveryMs` (see `SessionLife.delete`); a builder's, at once. */
+  delete(recoveryMs: number, builder?: string): Promise<Result<void>> {
+    return capture(() => {
+      this.#checkListed(builder);
       return this.#life.delete(recoveryMs);
     });
   }
 
   /** Deletes the session for good, now, whether it is listed or deleted already. */
   purge(): Promise<Result<void>> {
-    return capture(() => this.#life.purge());
+    return capture(() => {
+      if (!this.#lifecycle.deleted) this.#checkListed();
+      return this.#life.purge();
+    });
   }
 
   /** Brings a deleted session back within its recovery window (see `SessionLife.restore`). */
   async restore(): Promise<Result<SessionInfo>> {
-    const restored = await capture(() => this.#life.restore());
+    const restored = await capture(() => {
+      if (!this.#lifecycle.deleted) this.#checkListed();
+      return this.#life.restore();
+    });
     // Restoring cleared the alarm: its generations' due times are set again.
     if (restored.ok) await this.#generations.arm();
     return restored;
@@ -339,12 +362,16 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return result;
   }
 
-  getLeafId(): Promise<Result<string | null>> {
-    return this.#run((session) => session.state.leafId);
+  getLeafId(builder?: string): Promise<Result<string | null>> {
+    return this.#run((session) => session.state.leafId, builder);
   }
 
-  setLeafId(targetId: string | null, options: LeafOptions): Promise<Result<StoredEntry<LeafEntry>>> {
-    return this.#limitedWrite((session, room) => session.setLeafId(targetId, options, room));
+  setLeafId(
+    targetId: string | null,
+    options: LeafOptions & Building,
+  ): Promise<Result<StoredEntry<LeafEntry>>> {
+    const { builder, ...leaf } = options;
+    return this.#limitedWrite((session, room) => session.setLeafId(targetId, leaf, room), builder);
   }
 
   /** Where the leaf stood at `asOf` (ISO 8601; the head when undefined), from the leaf's history. */
@@ -409,13 +436,13 @@ export class SessionObject extends DurableObject<DurableEnv> {
    */
   async appendEntries(
     entries: readonly unknown[],
-    options: AppendOptions & { validated?: boolean; blobs?: BlobPolicy },
+    options: AppendOptions & { validated?: boolean; blobs?: BlobPolicy } & Building,
   ): Promise<Result<AppendResult>> {
-    const { blobs: policy, ...appendOptions } = options;
+    const { blobs: policy, builder, ...appendOptions } = options;
     // A full session still takes a compaction: it is what keeps its context usable.
     const compaction = entries.every((entry) => (entry as { type?: unknown } | null)?.type === "compaction");
     const prepared = await capture(() => {
-      this.#checkListed();
+      this.#checkListed(builder);
       // Refused before any of its blobs is uploaded.
       if (!compaction) checkNotFull(this.ctx.storage.sql, this.env);
       return this.#blobs.prepare(entries, policy, (inputs, loaded) =>
@@ -434,7 +461,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
         bytes: session.state.stats.bytes - before.bytes,
       };
       return answer;
-    });
+    }, builder);
     if (written.entries > 0) await this.#metric({ kind: "append", ...written });
     if (!result.ok) return result;
     // A replay answers the entry as stored: with its blobs' values.
@@ -444,25 +471,26 @@ export class SessionObject extends DurableObject<DurableEnv> {
   /** Writes entries verbatim (an import), their large values stored as blobs under `policy`. */
   async importEntries(
     entries: readonly SessionEntry[],
-    options: ImportOptions & { blobs?: BlobPolicy },
+    options: ImportOptions & { blobs?: BlobPolicy } & Building,
   ): Promise<Result<void>> {
-    const { blobs: policy, ...importOptions } = options;
+    const { blobs: policy, builder, ...importOptions } = options;
     const prepared = await capture(() => {
-      this.#checkListed();
+      this.#checkListed(builder);
       checkNotFull(this.ctx.storage.sql, this.env);
       return this.#blobs.prepare(entries, policy, (inputs, loaded) =>
         this.#session.plannedImport(inputs, importOptions, loaded),
       );
     });
     if (!prepared.ok) return prepared;
-    return this.#limitedWrite((session, room) =>
-      session.importEntries(entries, importOptions, room, prepared.value),
+    return this.#limitedWrite(
+      (session, room) => session.importEntries(entries, importOptions, room, prepared.value),
+      builder,
     );
   }
 
   /** Refuses (`quota_exceeded`) when `bytes` more would take the session past its byte quotas. */
-  checkRoom(bytes: number): Promise<Result<void>> {
-    return this.#limitedWrite((session, room) => session.checkRoom(bytes, room));
+  checkRoom(bytes: number, builder?: string): Promise<Result<void>> {
+    return this.#limitedWrite((session, room) => session.checkRoom(bytes, room), builder);
   }
 
   search(options: SessionSearchOptions): Promise<Result<SessionSearchPage>> {
@@ -658,7 +686,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
    * session, reading it from the source's object itself, so the rows cross once. Copies for up to
    * COPY_BUDGET_MS and answers the seqs left, so that no call runs long however long the path.
    */
-  async copyFrom(sourceId: string, seqs: number[]): Promise<Result<number[]>> {
+  async copyFrom(sourceId: string, seqs: number[], builder?: string): Promise<Result<number[]>> {
     const tenant = await capture(() => this.#session.state.tenant);
     if (!tenant.ok) return tenant;
     const source = this.#placed.SESSIONS.getByName(sessionObjectName(tenant.value, sourceId));
@@ -671,7 +699,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
           const page = unwrap((await source.pathRows(rest)) as Result<CopiedRows>);
           // The blobs the rows refer to are this session's too before the rows are.
           await this.#blobs.claimCopied(page.blobRefs);
-          unwrap(await this.#write((session) => session.copyRows(page, room)));
+          unwrap(await this.#write((session) => session.copyRows(page, room), builder));
           rest = page.rest;
         }
       }),

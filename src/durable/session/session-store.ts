@@ -59,6 +59,7 @@ import type { ByteLimit } from "./room";
 import { ClaimExceeded } from "./room";
 import { hasSchema, updateSchema } from "./schema";
 import { SearchIndex } from "./search-index";
+import { transaction } from "./transaction";
 
 /*
  * One session in a Durable Object's SQLite: its state (header, leaf, counts) kept in memory and in
@@ -101,6 +102,8 @@ export class SessionStore {
   readonly #compaction: CompactionReads;
   readonly #history: LeafHistory;
   #state: SessionState | undefined;
+  /** A transaction failed since the state was read: storage rolled back, so it is read again. */
+  #stale = false;
   /** Told of every committed write (the object's watchers). */
   onWritten: WriteListener | undefined;
 
@@ -144,8 +147,27 @@ export class SessionStore {
     };
   }
 
+  /** The state as stored, read again after a transaction that failed. */
+  get #current(): SessionState | undefined {
+    if (this.#stale) {
+      this.#state = hasSchema(this.#sql) ? this.#load() : undefined;
+      this.#stale = false;
+    }
+    return this.#state;
+  }
+
+  /**
+   * Forgets what memory holds of the session, to read it again from storage: call it when a
+   * transaction that wrote the session failed, as storage rolled back and memory did not.
+   */
+  reload(): void {
+    this.#stale = true;
+    this.#head.drop();
+    this.#history.reset();
+  }
+
   get exists(): boolean {
-    return this.#state !== undefined;
+    return this.#current !== undefined;
   }
 
   /** The session's state; `not_found` when this object holds no session. */
@@ -154,8 +176,9 @@ export class SessionStore {
   }
 
   #live(): SessionState {
-    if (!this.#state) throw new SessionError("not_found", "session does not exist");
-    return this.#state;
+    const state = this.#current;
+    if (!state) throw new SessionError("not_found", "session does not exist");
+    return state;
   }
 
   /** The leaf a read starts from (the head when undefined); `not_found` when there is no session. */
@@ -165,7 +188,7 @@ export class SessionStore {
   }
 
   init(tenant: string, incarnation: string, header: SessionHeader): SessionInfo {
-    if (this.#state) {
+    if (this.#current) {
       throw new SessionError("already_exists", `session ${header.id} already exists`, { id: header.id });
     }
     const stats = emptyStats(header.createdAt);
@@ -180,6 +203,7 @@ export class SessionStore {
   /** Forgets the in-memory state after the object's storage was deleted. */
   reset(): void {
     this.#state = undefined;
+    this.#stale = false;
     this.#head.drop();
     this.#history.reset();
   }
@@ -499,21 +523,13 @@ export class SessionStore {
 
   #write<T>(run: () => T): T {
     const state = this.#live();
-    const before: SessionState = { ...state, stats: { ...state.stats } };
-    try {
-      return this.#storage.transactionSync(() => {
-        const result = run();
-        state.version++;
-        this
-          .#sql`UPDATE session SET leaf_id = ${state.leafId}, stats = ${JSON.stringify(state.stats)}, version = ${state.version}`;
-        return result;
-      });
-    } catch (error) {
-      // The transaction rolled back; so does the cached state.
-      this.#state = before;
-      this.#head.drop();
-      throw error;
-    }
+    return transaction(this.#storage, [this], () => {
+      const result = run();
+      state.version++;
+      this
+        .#sql`UPDATE session SET leaf_id = ${state.leafId}, stats = ${JSON.stringify(state.stats)}, version = ${state.version}`;
+      return result;
+    });
   }
 
   /**

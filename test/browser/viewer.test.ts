@@ -451,8 +451,8 @@ describe("the session viewer", () => {
       "/v1/sessions/viewer-demo/entries",
       user("live1", "Written elsewhere"),
     );
-    // Well under the two seconds a poll would take.
-    await page.waitForSelector("#row-live1", { timeout: 1500 });
+    // The viewer never polls: the row can only come from the session's event stream.
+    await page.waitForSelector("#row-live1", { timeout: 10_000 });
     await expect.poll(() => row(page, "live1").getAttribute("class")).toContain("leaf");
     expect(before.leafId).not.toBe("live1");
     // The leaf was selected, so the selection followed it to the new entry.

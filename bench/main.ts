@@ -746,7 +746,10 @@ async function main() {
             runs: samples.length,
           });
         },
-        fillSession: (id, count) => fillSession(id, count, false),
+        // The context figures' sessions are reused when that section ran; else filled here.
+        fillSession: async (id, count) => {
+          if (!filled.has(id)) await fillSession(id, count, false);
+        },
         message,
         workerdRssKb: () => workerdMemoryKb("VmRSS"),
       });

@@ -2,7 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sessionObjectName } from "../../src/durable/internal";
-import { SOCKET_ACK_CHARS, SOCKET_WINDOW_CHARS } from "../../src/durable/session/event-hub";
+import { SOCKET_ACK_CHARS, SOCKET_WINDOW_CHARS } from "../../src/durable/session/event-sockets";
 import { api, createSession } from "./helpers";
 import { type Message, open } from "./socket-helpers";
 

@@ -7,39 +7,29 @@ import type {
   TreeRow,
 } from "../../core/internal";
 import { entryPage, nonBlank } from "../../core/internal";
-import { refsInJson } from "../blobs/blob-text";
 import type { Sql } from "../sql";
-import type { CopiedFigure, CopiedRow, CopiedRows, EntryPage } from "../types";
+import type { CopiedFigure, CopiedRows, EntryPage } from "../types";
+import { insertCopiedRows, readCopiedFigures, readPathRows } from "./copied-rows";
+import {
+  CHUNK_BYTES,
+  INLINE_BYTES,
+  insertRows,
+  PAGE_CHARS,
+  READ_BATCH,
+  readChunked,
+  writeChunks,
+} from "./entry-layout";
 
 /*
  * Entry rows of a session's SQLite: writing them (with their path indexes, payloads over
- * INLINE_BYTES in chunks, and the label index) and reading payloads back by seq in bounded batches.
+ * INLINE_BYTES in chunks, and the label index) and reading payloads back by seq in bounded batches
+ * (entry-layout.ts says how a row is stored; copied-rows.ts moves a fork's rows as they are).
  * A row whose entry holds blobs (session-blobs.ts) keeps references in its payload, and in
  * `blob_bytes` what the values add to it: sizes and pages count the entry as it is read back.
  */
 
 /** A planned write as stored: its payload with references to blobs, and what their values add. */
 export type StoredWrite = PlannedWrite & { blobBytes?: number };
-
-/** Payloads up to this many UTF-8 bytes sit in the row; larger ones in chunks (SQLite rows cap at 2 MB). */
-const INLINE_BYTES = 512 * 1024;
-const CHUNK_BYTES = 1024 * 1024;
-/**
- * Characters of entry JSON one page carries: RPC values are capped at 32 MiB, so long paths and
- * large entries cross in several pages (a page always holds at least one entry). A page is held
- * several times over while it crosses (the rows read, the entries parsed, the message that carries
- * them, the lines written from them), within an isolate's 128 MB: a few MiB, not more.
- */
-const PAGE_CHARS = 2 * 1024 * 1024;
-/** Entries whose payloads one query reads. */
-const READ_BATCH = 256;
-/**
- * Characters of payloads one INSERT of a fork's copy takes as JSON: escaping at most doubles a
- * payload's characters, so the statement's value stays under SQLite's 2 MB for a string.
- */
-const BATCH_CHARS = 512 * 1024;
-/** Rows one multi-row INSERT writes. */
-const INSERT_BATCH = 500;
 
 /** A row without its payload: where it sits in the tree and the latest settings on its path. */
 export interface Node {
@@ -54,32 +44,6 @@ export interface Node {
   last_tools: number | null;
   [key: string]: SqlStorageValue;
 }
-
-const ENTRY_COLUMN_LIST = [
-  "seq",
-  "id",
-  "parent_id",
-  "parent_seq",
-  "type",
-  "role",
-  "timestamp",
-  "depth",
-  "last_compaction",
-  "last_thinking",
-  "last_model",
-  "last_tools",
-  "body",
-  "chunks",
-  "blob_bytes",
-] as const;
-const ENTRY_COLUMNS = ENTRY_COLUMN_LIST.join(", ");
-/** A row's columns read from a JSON array of them, in ENTRY_COLUMN_LIST's order. */
-const ENTRY_VALUES = ENTRY_COLUMN_LIST.map((_, n) => `value->>${n}`).join(", ");
-/** An inline row's columns as `insertCopied` reads them: ENTRY_COLUMN_LIST, no chunks. */
-const COPIED_COLUMNS = ENTRY_COLUMN_LIST.map((c) => (c === "chunks" ? "0" : c)).join(", ");
-
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
 export class EntryRows {
   readonly #storage: SqlStorage;
@@ -156,26 +120,13 @@ export class EntryRows {
         const row = rows.get(seq);
         if (!row) throw new Error(`entry row ${seq} is missing`);
         if (size >= budget) break;
-        const body = row.body ?? this.#chunked(seq);
+        const body = row.body ?? readChunked(this.#sql, seq);
         // A page is as large as it will be once its blobs' values are back in it.
         size += body.length + row.blob_bytes;
         out.push(body);
       }
     }
     return out;
-  }
-
-  #chunked(seq: number): string {
-    const parts = this.#sql<{
-      data: ArrayBuffer;
-    }>`SELECT data FROM entry_chunks WHERE seq = ${seq} ORDER BY n`.toArray();
-    const bytes = new Uint8Array(parts.reduce((n, p) => n + p.data.byteLength, 0));
-    let offset = 0;
-    for (const part of parts) {
-      bytes.set(new Uint8Array(part.data), offset);
-      offset += part.data.byteLength;
-    }
-    return decoder.decode(bytes);
   }
 
   /** The entries of these seqs, in order, until `budget` characters of payload (at least one). */
@@ -193,109 +144,14 @@ export class EntryRows {
     return { entries, rest: seqs.slice(entries.length) };
   }
 
-  /**
-   * Rows of a path (`seqs`, root first) as a fork copies them, a page at a time. Rows with their
-   * payload inline cross as JSON that SQLite writes here and reads there (`insertCopied`): no
-   * entry is parsed, and no row becomes an object on the way.
-   */
+  /** Rows of a path (`seqs`, root first) as a fork copies them, a page at a time (copied-rows.ts). */
   pathRows(seqs: readonly number[]): CopiedRows {
-    const page: CopiedRows = { batches: [], chunked: [], blobRefs: [], bytes: 0, rest: [] };
-    let run: number[] = [];
-    let runChars = 0;
-    const endRun = () => {
-      if (run.length === 0) return;
-      page.batches.push(
-        this.#storage
-          .exec<{ rows: string }>(
-            `SELECT json_group_array(json_array(${COPIED_COLUMNS})) AS rows
-            FROM entries WHERE seq IN (SELECT value FROM json_each(?))`,
-            JSON.stringify(run),
-          )
-          .one().rows,
-      );
-      run = [];
-      runChars = 0;
-    };
-    let size = 0;
-    let taken = 0;
-    for (let i = 0; i < seqs.length && size < PAGE_CHARS; i += READ_BATCH) {
-      const batch = JSON.stringify(seqs.slice(i, i + READ_BATCH));
-      for (const row of this.#sql<{
-        seq: number;
-        id: string;
-        chunks: number;
-        chars: number;
-        bytes: number;
-        blob_bytes: number;
-      }>`
-        SELECT seq, id, chunks, coalesce(length(body), 0) AS chars,
-          coalesce(length(CAST(body AS BLOB)), 0) AS bytes, blob_bytes
-        FROM entries WHERE seq IN (SELECT value FROM json_each(${batch})) ORDER BY seq`) {
-        if (size >= PAGE_CHARS) break;
-        let body: string | undefined;
-        if (row.chunks > 0) {
-          endRun();
-          body = this.#chunked(row.seq);
-          const copied = {
-            ...this.#storage
-              .exec<CopiedRow>(`SELECT ${ENTRY_COLUMNS} FROM entries WHERE seq = ?`, row.seq)
-              .one(),
-            body,
-            bytes: encoder.encode(body).byteLength,
-          };
-          page.chunked.push(copied);
-          page.bytes += copied.bytes;
-          size += body.length;
-        } else {
-          if (runChars + row.chars > BATCH_CHARS) endRun();
-          run.push(row.seq);
-          runChars += row.chars;
-          page.bytes += row.bytes;
-          size += row.chars;
-        }
-        page.bytes += row.blob_bytes;
-        if (row.blob_bytes > 0) page.blobRefs.push(...refsInJson(body ?? this.bodies([row.seq])[0] ?? ""));
-        page.last = { seq: row.seq, id: row.id };
-        page.first ??= row.seq;
-        taken++;
-      }
-    }
-    endRun();
-    page.rest = seqs.slice(taken);
-    return page;
+    return readPathRows(this, this.#storage, this.#sql, seqs);
   }
 
   /** Writes a page a fork copied (inside the caller's transaction), as `pathRows` made it. */
   insertCopied(page: CopiedRows): void {
-    for (const batch of page.batches) {
-      this.#storage.exec(
-        `INSERT INTO entries (${ENTRY_COLUMNS}) SELECT ${ENTRY_VALUES} FROM json_each(?)`,
-        batch,
-      );
-    }
-    const values: SqlStorageValue[][] = [];
-    for (const row of page.chunked) {
-      const chunks = Math.ceil(row.bytes / CHUNK_BYTES);
-      values.push([
-        row.seq,
-        row.id,
-        row.parent_id,
-        row.parent_seq,
-        row.type,
-        row.role,
-        row.timestamp,
-        row.depth,
-        row.last_compaction,
-        row.last_thinking,
-        row.last_model,
-        row.last_tools,
-        null,
-        chunks,
-        row.blob_bytes,
-      ]);
-      this.#writeChunks(row.seq, row.body, chunks);
-    }
-    this.#insertRows(values);
+    insertCopiedRows(this.#storage, this.#sql, page);
   }
 
   /**
@@ -303,10 +159,7 @@ export class EntryRows {
    * only of labels and names (see `SessionStore.copyRows`).
    */
   copiedFigures(first: number, last: number): CopiedFigure[] {
-    return this.#sql<CopiedFigure>`SELECT seq, type, role, blob_bytes, chunks,
-        CASE WHEN type IN ('label', 'session_info') THEN body END AS body,
-        coalesce(length(CAST(body AS BLOB)), 0) AS bytes
-      FROM entries WHERE seq BETWEEN ${first} AND ${last} ORDER BY seq`.toArray();
+    return readCopiedFigures(this.#sql, first, last);
   }
 
   /** Seqs of the entries of these ids whose payloads hold blobs. */
@@ -375,7 +228,7 @@ export class EntryRows {
     const pending = new Map<string, Node>();
     const rows: SqlStorageValue[][] = [];
     for (const write of writes) pending.set(write.entry.id, this.#row(write, pending, rows));
-    this.#insertRows(rows);
+    insertRows(this.#storage, rows);
   }
 
   #row(
@@ -434,7 +287,7 @@ export class EntryRows {
       chunks,
       blobBytes ?? 0,
     ]);
-    if (!inline) this.#writeChunks(seq, json, chunks);
+    if (!inline) writeChunks(this.#sql, seq, json, chunks);
     if (entry.type === "label") this.setLabel(entry.targetId, entry.label);
     return node;
   }
@@ -444,36 +297,5 @@ export class EntryRows {
     const label = nonBlank(text);
     if (label === undefined) this.#sql`DELETE FROM labels WHERE target_id = ${targetId}`;
     else this.#sql`INSERT OR REPLACE INTO labels (target_id, label) VALUES (${targetId}, ${label})`;
-  }
-
-  #writeChunks(seq: number, json: string, chunks: number): void {
-    const data = encoder.encode(json);
-    for (let n = 0; n < chunks; n++) {
-      const part = data.slice(n * CHUNK_BYTES, (n + 1) * CHUNK_BYTES);
-      this.#sql`INSERT INTO entry_chunks (seq, n, data) VALUES (${seq}, ${n}, ${part.buffer})`;
-    }
-  }
-
-  /**
-   * One statement a row for a few rows, else one statement for up to INSERT_BATCH rows passed as
-   * one JSON parameter (statements take at most 100 bound parameters, and the per-statement cost
-   * dominates a batch of small entries).
-   */
-  #insertRows(rows: readonly SqlStorageValue[][]): void {
-    if (rows.length < 8) {
-      for (const row of rows) {
-        this.#storage.exec(
-          `INSERT INTO entries (${ENTRY_COLUMNS}) VALUES (${ENTRY_COLUMN_LIST.map(() => "?").join(",")})`,
-          ...row,
-        );
-      }
-      return;
-    }
-    for (let i = 0; i < rows.length; i += INSERT_BATCH) {
-      this.#storage.exec(
-        `INSERT INTO entries (${ENTRY_COLUMNS}) SELECT ${ENTRY_VALUES} FROM json_each(?)`,
-        JSON.stringify(rows.slice(i, i + INSERT_BATCH)),
-      );
-    }
   }
 }

@@ -1,37 +1,20 @@
-import type {
-  AgentMessage,
-  AnswerSource,
-  AppendEntryInput,
-  GenerationInfo,
-  OpenGenerationBody,
-  Result,
-  StoppedBy,
-  StoredEntry,
-} from "../../core/internal";
+import type { GenerationInfo, OpenGenerationBody, Result, StoppedBy, StoredEntry } from "../../core/internal";
 import {
-  answerFold,
-  checkChunk,
   GENERATION_FORMATS,
   generationContentType,
   generationStreamPath,
-  givenAnswer,
-  MAX_GENERATION_BYTES,
   newId,
   SessionError,
   unwrap,
 } from "../../core/internal";
 import { errorSummary, logLine } from "../log-line";
-import { sqlOf } from "../sql";
-import { errorAnswer } from "../stream/answers";
-import { readBody } from "../stream/body";
 import { formatOffset } from "../stream/offsets";
-import { HEADER, MAX_APPEND_BYTES, mediaType, READ_PAGE_BYTES } from "../stream/protocol";
-import type { StreamSources } from "../stream/sources";
 import type { StreamState } from "../stream/store";
-import { StreamStore } from "../stream/store";
-import { DurableStreams } from "../stream/streams";
+import { answerEntries } from "./generation-answer";
+import { GenerationParts, generationStreamKey } from "./generation-parts";
+import type { GenerationRequestHost } from "./generation-requests";
+import { handleGenerationRequest } from "./generation-requests";
 import type { GenerationRow } from "./generation-rows";
-import { GenerationRows } from "./generation-rows";
 import type { ByteLimit } from "./room";
 import type { SessionStore } from "./session-store";
 import { transaction } from "./transaction";
@@ -42,7 +25,9 @@ import { transaction } from "./transaction";
  * stream's close are one transaction: the entry exists exactly when the stream says it is closed.
  * Writers append chunks through the protocol; complete and stop turn what was written (or the
  * message given) into entries under the generation's parent; the alarm stops a generation left
- * without appends and removes a finished one's stream after its retention window.
+ * without appends and removes a finished one's stream after its retention window. Here: their
+ * lifecycle (open, end, the alarm) and what they say of themselves; their streams' requests are
+ * generation-requests.ts, their answers generation-answer.ts.
  */
 
 /** What the generations need of their session's object. */
@@ -76,23 +61,6 @@ export const GENERATION_ID_HEADER = "x-generation-id";
 /** How soon the alarm looks again after a generation it could not stop (a failure is logged). */
 const RETRY_MS = 30_000;
 
-const keyOf = (id: string) => `generation/${id}`;
-
-/** A generation's stream is made and removed by the generation alone: nothing forks from it. */
-const NO_SOURCES: StreamSources = {
-  keyOf: () => {
-    throw new SessionError("invalid_request", "a generation's stream cannot be forked");
-  },
-  forkPoint: async () => ({ ok: false, error: { code: "not_found", message: "no such stream" } }),
-  read: async () => ({ ok: false, error: { code: "not_found", message: "no such stream" } }),
-  release: async () => undefined,
-};
-
-/** What an unknown generation id gets. */
-function unknown(id: string): SessionError {
-  return new SessionError("not_found", `generation ${id} does not exist`, { generationId: id });
-}
-
 const iso = (ms: number) => new Date(ms).toISOString();
 
 export class Generations {
@@ -101,39 +69,27 @@ export class Generations {
    * The tables and streams of the session's current life: a session deleted and made again (a
    * new incarnation) starts with none, so they are opened again.
    */
-  #open: { incarnation: string; rows: GenerationRows; streams: DurableStreams } | undefined;
+  #open: { incarnation: string; parts: GenerationParts } | undefined;
+  readonly #requests: GenerationRequestHost;
 
   constructor(host: GenerationHost) {
     this.#host = host;
+    this.#requests = { checkListed: () => host.checkListed(), parts: () => this.#parts };
   }
 
-  get #parts(): { rows: GenerationRows; streams: DurableStreams } {
+  get #parts(): GenerationParts {
     const { incarnation } = this.#host.session.state;
-    if (this.#open?.incarnation === incarnation) return this.#open;
-    const { storage } = this.#host;
-    const [rows, store] = storage.transactionSync(() => [
-      new GenerationRows(storage.sql, sqlOf(storage.sql)),
-      new StreamStore(storage.sql),
-    ]);
-    const streams = new DurableStreams({
-      storage,
-      store,
-      sources: () => NO_SOURCES,
-      // Generation streams have no TTL: the generations' own alarm removes them (`alarm`).
-      scheduleAlarm: () => undefined,
-    });
-    this.#open = { incarnation, rows, streams };
-    return this.#open;
+    if (this.#open?.incarnation === incarnation) return this.#open.parts;
+    this.#open = { incarnation, parts: new GenerationParts(this.#host.storage) };
+    return this.#open.parts;
   }
 
   #row(id: string): GenerationRow {
-    const row = this.#parts.rows.get(id);
-    if (!row) throw unknown(id);
-    return row;
+    return this.#parts.row(id);
   }
 
   #stream(id: string): StreamState | undefined {
-    return this.#parts.streams.store.get(keyOf(id));
+    return this.#parts.stream(id);
   }
 
   #info(row: GenerationRow, stream = this.#stream(row.id)): GenerationInfo {
@@ -210,7 +166,7 @@ export class Generations {
     const stream = storage.transactionSync(() => {
       rows.insert(row);
       return streams.store.create(
-        keyOf(row.id),
+        generationStreamKey(row.id),
         {
           contentType: generationContentType(format),
           expiry: { ttlSeconds: null, expiresAt: null },
@@ -226,77 +182,9 @@ export class Generations {
     return info;
   }
 
-  /**
-   * A Durable Streams request for a generation's stream: reads (GET, HEAD) as for any stream;
-   * appends (POST) while it is open, within MAX_GENERATION_BYTES, each chunk checked for its
-   * format. It is closed by complete or stop only, and removed by the alarm.
-   */
-  async handle(id: string, request: Request, requestId: string | null): Promise<Response> {
-    try {
-      this.#host.checkListed();
-      const row = this.#row(id);
-      const { streams } = this.#parts;
-      if (request.method === "GET" || request.method === "HEAD") {
-        return await streams.handle(request, keyOf(id), requestId);
-      }
-      if (request.method !== "POST") {
-        throw new SessionError(
-          "invalid_request",
-          "a generation's stream is made by POST …/generations and removed after its retention window",
-          { method: request.method },
-        );
-      }
-      return await this.#append(row, request, requestId);
-    } catch (error) {
-      if (!(error instanceof SessionError)) throw error;
-      const failed = errorAnswer(error, requestId);
-      return request.method === "HEAD" ? new Response(null, failed) : failed;
-    }
-  }
-
-  async #append(row: GenerationRow, request: Request, requestId: string | null): Promise<Response> {
-    if (request.headers.get(HEADER.closed)?.toLowerCase() === "true") {
-      throw new SessionError(
-        "invalid_request",
-        "a generation's stream is closed by POST …/complete or …/stop, which write its answer",
-      );
-    }
-    this.#checkOpen(row);
-    const body = await readBody(request, MAX_APPEND_BYTES);
-    // The body was read: what came meanwhile counts (a stop, another append).
-    const current = this.#row(row.id);
-    this.#checkOpen(current);
-    const stream = this.#stream(row.id) as StreamState;
-    if (stream.tail.bytes + body.byteLength > MAX_GENERATION_BYTES) {
-      throw new SessionError(
-        "payload_too_large",
-        `a generation's stream holds at most ${MAX_GENERATION_BYTES} bytes; complete it, or open another`,
-        { limit: MAX_GENERATION_BYTES, holds: stream.tail.bytes },
-      );
-    }
-    // Chunks of the stream's own type are checked here; any other type is the protocol's to refuse.
-    if (mediaType(request.headers.get("Content-Type")) === mediaType(stream.contentType)) {
-      checkChunks(current, body);
-    }
-    const forwarded = new Request(request.url, { method: "POST", headers: request.headers, body });
-    return this.#parts.streams.handle(forwarded, keyOf(row.id), requestId);
-  }
-
-  /** Refuses what only an open generation takes (`what`: more chunks, a complete, a stop). */
-  #checkOpen(row: GenerationRow, what = "no more chunks"): void {
-    if (row.state === "open") return;
-    const stream = this.#stream(row.id);
-    const how =
-      row.state === "stopped"
-        ? `stopped (${row.stoppedBy === "abandoned" ? "abandoned" : "by a client"})`
-        : "completed";
-    throw new SessionError("stream_closed", `generation ${row.id} was ${how}: it takes ${what}`, {
-      generationId: row.id,
-      state: row.state,
-      ...(row.stoppedBy ? { stoppedBy: row.stoppedBy } : {}),
-      entryIds: row.entryIds,
-      nextOffset: formatOffset(stream?.tail ?? { records: 0, bytes: 0 }),
-    });
+  /** A Durable Streams request for a generation's stream (generation-requests.ts). */
+  handle(id: string, request: Request, requestId: string | null): Promise<Response> {
+    return handleGenerationRequest(this.#requests, id, request, requestId);
   }
 
   /**
@@ -307,7 +195,7 @@ export class Generations {
   async end(id: string, how: GenerationEnd): Promise<GenerationOutcome> {
     const outcome = unwrap(await this.#host.write((session, room) => this.#end(session, id, how, room)));
     if (outcome.created) {
-      this.#parts.streams.written(keyOf(id));
+      this.#parts.streams.written(generationStreamKey(id));
       this.#host.changed(outcome.generation);
     }
     return outcome;
@@ -322,23 +210,15 @@ export class Generations {
     const row = this.#row(id);
     const state = how.kind === "complete" ? "finished" : "stopped";
     if (row.state !== "open") {
-      if (row.state !== state) this.#checkOpen(row, how.kind === "complete" ? "no complete" : "no stop");
+      if (row.state !== state)
+        this.#parts.checkOpen(row, how.kind === "complete" ? "no complete" : "no stop");
       const entries = row.entryIds.map((entryId) => session.getEntry(entryId)).filter((e) => e !== undefined);
       return { generation: this.#info(row), entries, created: false };
     }
     const { rows, streams } = this.#parts;
     const stream = this.#stream(id) as StreamState;
     const now = Date.now();
-    const source: AnswerSource = {
-      provider: row.model?.provider ?? "unknown",
-      model: row.model?.modelId ?? "unknown",
-      api: row.api ?? "unknown",
-    };
-    const messages =
-      how.kind === "complete" && how.message !== undefined
-        ? givenAnswer(row.format, how.message, source, now)
-        : this.#assemble(row, stream, source, how.kind === "stop", now);
-    const inputs = answerEntries(row, messages);
+    const inputs = answerEntries(streams.store, row, stream, how, now);
     const ids = inputs.map((input) => input.id as string);
     const appended = transaction(this.#host.storage, [session], () => {
       streams.store.append(stream, { records: [], close: true, producer: null, streamSeq: null, now });
@@ -347,30 +227,6 @@ export class Generations {
       return session.appendEntries(inputs, {}, room);
     });
     return { generation: this.#info(this.#row(id)), entries: appended.entries, created: true };
-  }
-
-  /** What a generation's chunks make, read from its stream a page at a time. */
-  #assemble(
-    row: GenerationRow,
-    stream: StreamState,
-    source: AnswerSource,
-    stopped: boolean,
-    timestamp: number,
-  ): AgentMessage[] {
-    const fold = answerFold(row.format, source);
-    const { store } = this.#parts.streams;
-    const decoder = new TextDecoder();
-    for (let from = 0; from < stream.tail.records; ) {
-      const page = store.page(stream, from, stream.tail.records, READ_PAGE_BYTES);
-      if (!page) break;
-      for (const piece of page.pieces) {
-        if (row.format === "text") fold.add(decoder.decode(piece, { stream: true }));
-        else for (const event of JSON.parse(`[${decoder.decode(piece)}]`) as unknown[]) fold.add(event);
-      }
-      from = page.end.records;
-    }
-    if (row.format === "text") fold.add(decoder.decode());
-    return fold.finish({ stopped, timestamp });
   }
 
   /**
@@ -408,7 +264,7 @@ export class Generations {
       rows.remove(id);
     });
     // Readers still following it end.
-    if (stream) streams.written(keyOf(id));
+    if (stream) streams.written(generationStreamKey(id));
   }
 
   /** When the alarm must next come for the generations, if ever. */
@@ -441,37 +297,4 @@ export class Generations {
 function splitModel(ref: string): { provider: string; modelId: string } {
   const slash = ref.indexOf("/");
   return { provider: ref.slice(0, slash), modelId: ref.slice(slash + 1) };
-}
-
-/** The answer's entries: the first takes the generation's id, the rest `<id>:1`, `<id>:2`, …, each under the one before. */
-function answerEntries(row: GenerationRow, messages: AgentMessage[]): AppendEntryInput[] {
-  let parentId = row.parentId;
-  return messages.map((message, index) => {
-    const id = index === 0 ? row.id : `${row.id}:${index}`;
-    const entry: AppendEntryInput = { type: "message", id, parentId, message };
-    parentId = id;
-    return entry;
-  });
-}
-
-const strictText = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
-
-/** Refuses an append that is not text (text) or not events (pi-ai, ai-sdk-ui). */
-function checkChunks(row: GenerationRow, body: Uint8Array): void {
-  if (body.byteLength === 0) return;
-  let text: string;
-  try {
-    text = strictText.decode(body);
-  } catch {
-    throw new SessionError("invalid_request", "a chunk must be UTF-8 text");
-  }
-  if (row.format === "text") return;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new SessionError("invalid_request", "the body is not valid JSON");
-  }
-  const events = Array.isArray(value) ? value : [value];
-  for (const [index, event] of events.entries()) checkChunk(row.format, event, index);
 }

@@ -1,0 +1,145 @@
+import { refsInJson } from "../blobs/blob-text";
+import type { Sql } from "../sql";
+import type { CopiedFigure, CopiedRow, CopiedRows } from "../types";
+import {
+  CHUNK_BYTES,
+  ENTRY_COLUMN_LIST,
+  ENTRY_COLUMNS,
+  ENTRY_VALUES,
+  insertRows,
+  PAGE_CHARS,
+  READ_BATCH,
+  readChunked,
+  writeChunks,
+} from "./entry-layout";
+import type { EntryRows } from "./entry-rows";
+
+/*
+ * A fork's rows on their way from the source's object to the copy's: read as the source stored
+ * them, a page at a time, and written in the copy as they came, seqs included. Rows with their
+ * payload inline cross as JSON that SQLite writes on one side and reads on the other: no entry is
+ * parsed, and no row becomes an object on the way.
+ */
+
+/**
+ * Characters of payloads one INSERT of a fork's copy takes as JSON: escaping at most doubles a
+ * payload's characters, so the statement's value stays under SQLite's 2 MB for a string.
+ */
+const BATCH_CHARS = 512 * 1024;
+
+/** An inline row's columns as `insertCopiedRows` reads them: ENTRY_COLUMN_LIST, no chunks. */
+const COPIED_COLUMNS = ENTRY_COLUMN_LIST.map((c) => (c === "chunks" ? "0" : c)).join(", ");
+
+const encoder = new TextEncoder();
+
+/** Rows of a path (`seqs`, root first) as a fork copies them, a page at a time. */
+export function readPathRows(
+  rows: EntryRows,
+  storage: SqlStorage,
+  sql: Sql,
+  seqs: readonly number[],
+): CopiedRows {
+  const page: CopiedRows = { batches: [], chunked: [], blobRefs: [], bytes: 0, rest: [] };
+  let run: number[] = [];
+  let runChars = 0;
+  const endRun = () => {
+    if (run.length === 0) return;
+    page.batches.push(
+      storage
+        .exec<{ rows: string }>(
+          `SELECT json_group_array(json_array(${COPIED_COLUMNS})) AS rows
+          FROM entries WHERE seq IN (SELECT value FROM json_each(?))`,
+          JSON.stringify(run),
+        )
+        .one().rows,
+    );
+    run = [];
+    runChars = 0;
+  };
+  let size = 0;
+  let taken = 0;
+  for (let i = 0; i < seqs.length && size < PAGE_CHARS; i += READ_BATCH) {
+    const batch = JSON.stringify(seqs.slice(i, i + READ_BATCH));
+    for (const row of sql<{
+      seq: number;
+      id: string;
+      chunks: number;
+      chars: number;
+      bytes: number;
+      blob_bytes: number;
+    }>`
+      SELECT seq, id, chunks, coalesce(length(body), 0) AS chars,
+        coalesce(length(CAST(body AS BLOB)), 0) AS bytes, blob_bytes
+      FROM entries WHERE seq IN (SELECT value FROM json_each(${batch})) ORDER BY seq`) {
+      if (size >= PAGE_CHARS) break;
+      let body: string | undefined;
+      if (row.chunks > 0) {
+        endRun();
+        body = readChunked(sql, row.seq);
+        const copied = {
+          ...storage.exec<CopiedRow>(`SELECT ${ENTRY_COLUMNS} FROM entries WHERE seq = ?`, row.seq).one(),
+          body,
+          bytes: encoder.encode(body).byteLength,
+        };
+        page.chunked.push(copied);
+        page.bytes += copied.bytes;
+        size += body.length;
+      } else {
+        if (runChars + row.chars > BATCH_CHARS) endRun();
+        run.push(row.seq);
+        runChars += row.chars;
+        page.bytes += row.bytes;
+        size += row.chars;
+      }
+      page.bytes += row.blob_bytes;
+      if (row.blob_bytes > 0) page.blobRefs.push(...refsInJson(body ?? rows.bodies([row.seq])[0] ?? ""));
+      page.last = { seq: row.seq, id: row.id };
+      page.first ??= row.seq;
+      taken++;
+    }
+  }
+  endRun();
+  page.rest = seqs.slice(taken);
+  return page;
+}
+
+/** Writes a page a fork copied (inside the caller's transaction), as `readPathRows` made it. */
+export function insertCopiedRows(storage: SqlStorage, sql: Sql, page: CopiedRows): void {
+  for (const batch of page.batches) {
+    storage.exec(`INSERT INTO entries (${ENTRY_COLUMNS}) SELECT ${ENTRY_VALUES} FROM json_each(?)`, batch);
+  }
+  const values: SqlStorageValue[][] = [];
+  for (const row of page.chunked) {
+    const chunks = Math.ceil(row.bytes / CHUNK_BYTES);
+    values.push([
+      row.seq,
+      row.id,
+      row.parent_id,
+      row.parent_seq,
+      row.type,
+      row.role,
+      row.timestamp,
+      row.depth,
+      row.last_compaction,
+      row.last_thinking,
+      row.last_model,
+      row.last_tools,
+      null,
+      chunks,
+      row.blob_bytes,
+    ]);
+    writeChunks(sql, row.seq, row.body, chunks);
+  }
+  insertRows(storage, values);
+}
+
+/**
+ * What a session's figures need of its rows `first` to `last`, in order: sizes, and the payload
+ * only of labels and names.
+ */
+export function readCopiedFigures(sql: Sql, first: number, last: number): CopiedFigure[] {
+  return sql<CopiedFigure>`SELECT seq, type, role, blob_bytes, chunks,
+      CASE WHEN type IN ('label', 'session_info') THEN body END AS body,
+      coalesce(length(CAST(body AS BLOB)), 0) AS bytes
+    FROM entries WHERE seq BETWEEN ${first} AND ${last} ORDER BY seq`.toArray();
+}

@@ -1,0 +1,257 @@
+import type { LeafEvent, SessionEvent } from "../../core/internal";
+import { SessionError, socketMessage } from "../../core/internal";
+import type { EventSource, WrittenEvents } from "./watched-session";
+import { checkResumePoint, entryEvent, REPLAY_PAGE, RETRY_WATCH_SECONDS } from "./watched-session";
+
+/*
+ * The WebSocket watchers of one session, accepted with the hibernation API: their state is in
+ * their attachment, so an idle session sleeps and the next write wakes it with its watchers.
+ * Replay goes in rounds, each read synchronously and ended with a token the socket sends back to
+ * ask for the next, so a socket never has more than one round unread. The runtime does not say
+ * how much a WebSocket has waiting to go out, so a socket's watcher acknowledges what it has read:
+ * live events to a socket are counted, every SOCKET_ACK_CHARS a `leaf` event asks for an
+ * acknowledgement (`ack`: a token the watcher sends back), and a socket with more than
+ * SOCKET_WINDOW_CHARS sent and not acknowledged is closed (it resumes from its last seq).
+ */
+
+/** Bytes a WebSocket may have waiting to go out before it is closed as too slow (where the runtime says). */
+const MAX_SOCKET_BUFFERED = 8 * 1024 * 1024;
+/**
+ * Characters of live events a socket may have sent and not acknowledged; a write that would take
+ * it past this is not sent, and the socket is closed as too slow (a write is always sent to a
+ * socket that has acknowledged everything, however large).
+ */
+export const SOCKET_WINDOW_CHARS = 1024 * 1024;
+/** Characters sent after the last acknowledgement at which a `leaf` event asks for the next one. */
+export const SOCKET_ACK_CHARS = 256 * 1024;
+/** Characters of entries a WebSocket is sent in one round of replay (at least one entry). */
+const SOCKET_REPLAY_CHARS = 1024 * 1024;
+/** Watching sockets one session takes; more are refused until some leave. */
+const MAX_SOCKETS = 2000;
+
+/** The tag of event sockets (see `ctx.getWebSockets`). */
+export const EVENT_SOCKET_TAG = "events";
+/** Code a socket is closed with when it falls behind; it should resume from its last seq. */
+export const SLOW_WATCHER_CODE = 4008;
+
+/** What a WebSocket watcher keeps across hibernation. */
+interface SocketState {
+  payload: boolean;
+  /** The last seq it was sent (or replay reached). */
+  cursor: number;
+  /** Whether it is caught up and takes live events. */
+  live: boolean;
+  /**
+   * Sent with the message that ends each round of replay (`leaf` or `more`); the next `{after}`
+   * must carry it. A socket that asks again has read the round before, so it never has more
+   * than one round unread.
+   */
+  token: string;
+  /** Characters of live events sent since it caught up, and the part of them it acknowledged. */
+  sent: number;
+  acked: number;
+  /** The acknowledgement asked for: its token, and `sent` when it was asked. */
+  ask?: { token: string; at: number };
+}
+
+function newToken(): string {
+  return [...crypto.getRandomValues(new Uint8Array(8))].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export class EventSockets {
+  readonly #ctx: DurableObjectState;
+  readonly #source: EventSource;
+
+  constructor(ctx: DurableObjectState, source: EventSource) {
+    this.#ctx = ctx;
+    this.#source = source;
+  }
+
+  /** The sockets watching now (those the object woke with included). */
+  all(): WebSocket[] {
+    return this.#ctx.getWebSockets(EVENT_SOCKET_TAG);
+  }
+
+  /** Accepts an event WebSocket and sends it what it missed after `after`. */
+  accept(socket: WebSocket, after: number, payload: boolean): void {
+    checkResumePoint(this.#source, after);
+    if (this.all().length >= MAX_SOCKETS) {
+      throw new SessionError("rate_limited", `this session has ${MAX_SOCKETS} watching sockets already`, {
+        retryAfterSeconds: RETRY_WATCH_SECONDS,
+      });
+    }
+    this.#ctx.acceptWebSocket(socket, [EVENT_SOCKET_TAG]);
+    const state: SocketState = { payload, cursor: after, live: false, token: "", sent: 0, acked: 0 };
+    socket.send(socketMessage({ event: "session", data: this.#source.info() }));
+    for (const generation of this.#source.openGenerations()) {
+      socket.send(socketMessage({ event: "generation", data: generation }));
+    }
+    this.#catchUp(socket, state);
+  }
+
+  /**
+   * A message from a watcher: `{after, token}` replays from `after` (a resume, or the rest of a
+   * replay that stopped with `more`), with the token of the last round it was sent.
+   */
+  message(socket: WebSocket, message: string | ArrayBuffer): void {
+    let request: { after?: unknown; token?: unknown; ack?: unknown } = {};
+    try {
+      request = JSON.parse(typeof message === "string" ? message : new TextDecoder().decode(message));
+    } catch {
+      request = {};
+    }
+    const state = socket.deserializeAttachment() as SocketState | null;
+    if (state && typeof request.ack === "string" && request.after === undefined) {
+      // A repeated acknowledgement, or one a resume overtook, changes nothing.
+      if (request.ack === state.ask?.token) {
+        const { ask: _answered, ...rest } = state;
+        socket.serializeAttachment({ ...rest, acked: state.ask.at });
+      }
+      return;
+    }
+    if (!state || typeof request.after !== "number") {
+      refuse(socket, 'send {"after": <seq>, "token": <the last leaf or more message\'s token>} to resume');
+      return;
+    }
+    if (request.token !== state.token) {
+      refuse(socket, "send the token of the last leaf or more message with {after}");
+      return;
+    }
+    try {
+      checkResumePoint(this.#source, request.after);
+    } catch (error) {
+      refuse(socket, (error as Error).message);
+      return;
+    }
+    this.#catchUp(socket, { ...state, cursor: request.after, live: false });
+    // Header changes while it was not live reached only live sockets: say where it stands now.
+    if ((socket.deserializeAttachment() as SocketState).live) {
+      socket.send(socketMessage({ event: "session", data: this.#source.info() }));
+    }
+  }
+
+  /**
+   * Replays one round of entries (at most SOCKET_REPLAY_CHARS of them) synchronously, so no
+   * write comes between, and makes the socket live when that reaches the end; otherwise it is
+   * told where to ask again. Either way the round ends with a token for the next request.
+   */
+  #catchUp(socket: WebSocket, state: SocketState): void {
+    const bound = this.#source.lastSeq();
+    let cursor = state.cursor;
+    let chars = 0;
+    while (cursor < bound && chars < SOCKET_REPLAY_CHARS) {
+      const page = this.#source.entriesAfter(cursor, bound, REPLAY_PAGE);
+      if (page.length === 0) break;
+      for (const entry of page) {
+        if (chars >= SOCKET_REPLAY_CHARS) break;
+        const message = socketMessage(entryEvent(entry, state.payload));
+        socket.send(message);
+        chars += message.length;
+        cursor = entry.seq;
+      }
+    }
+    const token = newToken();
+    const caughtUp = cursor >= bound;
+    if (caughtUp) {
+      socket.send(
+        socketMessage({ event: "leaf", id: bound, data: { leafId: this.#source.leafId(), token } }),
+      );
+    } else {
+      socket.send(JSON.stringify({ event: "more", data: { after: cursor, token } }));
+    }
+    const { ask: _dropped, ...rest } = state;
+    socket.serializeAttachment({
+      ...rest,
+      cursor: caughtUp ? bound : cursor,
+      live: caughtUp,
+      token,
+      sent: 0,
+      acked: 0,
+    });
+  }
+
+  /** A durable write's events (seqs `first` to `last`), to each live socket that has read up to it. */
+  deliver(write: WrittenEvents, first: number, last: number): void {
+    let messages: { full: string[]; light: string[]; info: string[] } | undefined;
+    for (const socket of this.all()) {
+      const state = socket.deserializeAttachment() as SocketState | null;
+      // A socket still replaying (or told to ask again) reads these from storage itself.
+      if (!state?.live || state.cursor !== first - 1) continue;
+      messages ??= {
+        full: write.full.map(socketMessage),
+        light: write.light.map(socketMessage),
+        info: write.info ? [socketMessage(write.info)] : [],
+      };
+      const entries = state.payload ? messages.full : messages.light;
+      this.#sendLive(socket, state, entries, write.leaf, messages.info, last);
+    }
+  }
+
+  /**
+   * Sends a write's events to a live socket within its window: its entries, its `leaf` (asking for
+   * an acknowledgement when one is due) and the rest. A socket that has not acknowledged enough
+   * to take them is closed instead, to resume from its last seq.
+   */
+  #sendLive(
+    socket: WebSocket,
+    state: SocketState,
+    entries: readonly string[],
+    leaf: LeafEvent,
+    after: readonly string[],
+    last: number,
+  ): void {
+    let size = 0;
+    for (const message of [...entries, ...after]) size += message.length;
+    const outstanding = state.sent - state.acked;
+    const buffered = typeof socket.bufferedAmount === "number" && socket.bufferedAmount > MAX_SOCKET_BUFFERED;
+    if (buffered || (outstanding > 0 && outstanding + size > SOCKET_WINDOW_CHARS)) {
+      socket.close(SLOW_WATCHER_CODE, "slow: resume from the last seq");
+      return;
+    }
+    let ask = state.ask;
+    let leafMessage: string;
+    if (!ask && outstanding + size >= SOCKET_ACK_CHARS) {
+      const token = newToken();
+      leafMessage = socketMessage({ ...leaf, data: { ...leaf.data, ack: token } });
+      ask = { token, at: state.sent + size + leafMessage.length };
+    } else {
+      leafMessage = socketMessage(leaf);
+    }
+    for (const message of entries) socket.send(message);
+    socket.send(leafMessage);
+    for (const message of after) socket.send(message);
+    const sent = state.sent + size + leafMessage.length;
+    socket.serializeAttachment({ ...state, cursor: last, sent, ...(ask ? { ask } : {}) });
+  }
+
+  /** An event for every live socket (counted in what it has to acknowledge). */
+  deliverAll(event: SessionEvent): void {
+    const message = socketMessage(event);
+    for (const socket of this.all()) {
+      const state = socket.deserializeAttachment() as SocketState | null;
+      if (!state?.live) continue;
+      socket.send(message);
+      socket.serializeAttachment({ ...state, sent: state.sent + message.length });
+    }
+  }
+
+  /** The session is gone: every socket gets `event` (`deleted`) and is closed. */
+  closeAll(event: SessionEvent): void {
+    for (const socket of this.all()) {
+      socket.send(socketMessage(event));
+      socket.close(1000, "deleted");
+    }
+  }
+}
+
+/**
+ * Ends a socket that sent what the protocol does not allow: the reason as a `closed` event, then a
+ * close with 1008, so that no number of bad messages is ever answered more than once.
+ */
+function refuse(socket: WebSocket, reason: string): void {
+  // Messages sent before the close arrive after it: the first is answered, the rest are not.
+  if (socket.readyState !== WebSocket.OPEN) return;
+  socket.send(socketMessage({ event: "closed", data: { reason } }));
+  // Close reasons are limited to 123 bytes.
+  socket.close(1008, reason.slice(0, 120));
+}

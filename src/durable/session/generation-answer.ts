@@ -1,0 +1,67 @@
+import type { AgentMessage, AnswerSource, AppendEntryInput } from "../../core/internal";
+import { answerFold, givenAnswer } from "../../core/internal";
+import { READ_PAGE_BYTES } from "../stream/protocol";
+import type { StreamState, StreamStore } from "../stream/store";
+import type { GenerationRow } from "./generation-rows";
+import type { GenerationEnd } from "./generations";
+
+/*
+ * A generation's answer as entries: the message a complete gave, or what its chunks make (read
+ * from its stream a page at a time and folded by its format), each message an entry under the one
+ * before, the first under the generation's parent.
+ */
+
+/** The entries ending generation `row` the way `how` says, stamped `now`. */
+export function answerEntries(
+  store: StreamStore,
+  row: GenerationRow,
+  stream: StreamState,
+  how: GenerationEnd,
+  now: number,
+): AppendEntryInput[] {
+  const source: AnswerSource = {
+    provider: row.model?.provider ?? "unknown",
+    model: row.model?.modelId ?? "unknown",
+    api: row.api ?? "unknown",
+  };
+  const messages =
+    how.kind === "complete" && how.message !== undefined
+      ? givenAnswer(row.format, how.message, source, now)
+      : assemble(store, row, stream, source, how.kind === "stop", now);
+  return chained(row, messages);
+}
+
+/** What a generation's chunks make, read from its stream a page at a time. */
+function assemble(
+  store: StreamStore,
+  row: GenerationRow,
+  stream: StreamState,
+  source: AnswerSource,
+  stopped: boolean,
+  timestamp: number,
+): AgentMessage[] {
+  const fold = answerFold(row.format, source);
+  const decoder = new TextDecoder();
+  for (let from = 0; from < stream.tail.records; ) {
+    const page = store.page(stream, from, stream.tail.records, READ_PAGE_BYTES);
+    if (!page) break;
+    for (const piece of page.pieces) {
+      if (row.format === "text") fold.add(decoder.decode(piece, { stream: true }));
+      else for (const event of JSON.parse(`[${decoder.decode(piece)}]`) as unknown[]) fold.add(event);
+    }
+    from = page.end.records;
+  }
+  if (row.format === "text") fold.add(decoder.decode());
+  return fold.finish({ stopped, timestamp });
+}
+
+/** The first message takes the generation's id, the rest `<id>:1`, `<id>:2`, …, each under the one before. */
+function chained(row: GenerationRow, messages: AgentMessage[]): AppendEntryInput[] {
+  let parentId = row.parentId;
+  return messages.map((message, index) => {
+    const id = index === 0 ? row.id : `${row.id}:${index}`;
+    const entry: AppendEntryInput = { type: "message", id, parentId, message };
+    parentId = id;
+    return entry;
+  });
+}

@@ -1,4 +1,4 @@
-import { RemoteRepo } from "./remote";
+import { RemoteRepo } from "./remote-repo";
 import type { ClientOptions } from "./transport";
 
 export type {
@@ -8,8 +8,10 @@ export type {
   GenerationResult,
 } from "./generations";
 export { GenerationWriter } from "./generations";
-export type { FileImport, FileImportOptions, FileSync } from "./remote";
-export { RemoteRepo, RemoteSession, RemoteStorage } from "./remote";
+export type { FileImport, FileImportOptions, FileSync } from "./remote-repo";
+export { RemoteRepo } from "./remote-repo";
+export { RemoteSession } from "./remote-session";
+export { RemoteStorage } from "./remote-storage";
 export type { ClientOptions } from "./transport";
 export { ConnectionError, retryAfterMs } from "./transport";
 export type { WatchOptions } from "./watch";

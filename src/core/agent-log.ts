@@ -3,7 +3,7 @@ import { Timestamp } from "./entries";
 import { isValidId } from "./ids";
 import type { ImportedSession, ImportWarning } from "./interchange";
 import { checkImportEntries } from "./interchange";
-import type { ImageContent, ThinkingLevel } from "./messages";
+import type { ImageContent, TextContent, ThinkingLevel } from "./messages";
 import { THINKING_LEVELS } from "./messages";
 import { lineError, ndjsonLines, parseLine } from "./ndjson";
 import { isRecord } from "./providers/incoming";
@@ -18,6 +18,9 @@ export interface LogLine {
   line: number;
   value: Record<string, unknown>;
 }
+
+/** What a user message or a tool result read from a log holds: text and images. */
+export type InputContent = TextContent | ImageContent;
 
 /**
  * Every line of a log, parsed. A last line cut short by a crash (not valid JSON, no newline after

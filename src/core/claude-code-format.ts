@@ -1,4 +1,4 @@
-import type { LogLine } from "./agent-log";
+import type { InputContent, LogLine } from "./agent-log";
 import {
   agentSession,
   asString,
@@ -13,13 +13,7 @@ import {
 } from "./agent-log";
 import type { CompactionEntry, MessageEntry, SessionEntry } from "./entries";
 import type { ImportedSession, ImportWarning } from "./interchange";
-import type {
-  AssistantMessage,
-  ImageContent,
-  TextContent,
-  ThinkingLevel,
-  ToolResultMessage,
-} from "./messages";
+import type { AssistantMessage, ThinkingLevel, ToolResultMessage } from "./messages";
 import { lineError } from "./ndjson";
 import {
   anthropicAssistantBlock,
@@ -45,8 +39,6 @@ import {
 const PREFIX = "claude-code";
 /** Where custom entries written before any message are spliced: no entry id can be this. */
 const ROOT = "\u0000root";
-
-type Content = TextContent | ImageContent;
 
 interface State {
   model: string | undefined;
@@ -218,10 +210,10 @@ class ClaudeCodeReader {
     const entries: Record<string, unknown>[] = [];
     const unmapped: unknown[] = [];
     const results: Record<string, unknown>[] = [];
-    let userContent: string | Content[] | undefined;
+    let userContent: string | InputContent[] | undefined;
     if (typeof content === "string") userContent = content;
     else if (Array.isArray(content)) {
-      const parts: Content[] = [];
+      const parts: InputContent[] = [];
       for (const block of content) {
         if (isRecord(block) && block.type === "tool_result" && typeof block.tool_use_id === "string") {
           results.push(block);
@@ -236,7 +228,7 @@ class ClaudeCodeReader {
     const details = results.length === 1 && "toolUseResult" in value ? value.toolUseResult : undefined;
     for (const result of results) {
       const id = result.tool_use_id as string;
-      const resultContent: Content[] = [];
+      const resultContent: InputContent[] = [];
       if (typeof result.content === "string") resultContent.push({ type: "text", text: result.content });
       else if (Array.isArray(result.content)) {
         for (const block of result.content) {

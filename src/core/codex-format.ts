@@ -4,7 +4,6 @@ import {
   asString,
   blockText,
   count,
-  dataUrlImage,
   derivedSessionId,
   entryTimestamp,
   isRecord,
@@ -12,17 +11,11 @@ import {
   thinkingLevel,
   without,
 } from "./agent-log";
+import { inputContent, normalized, OUTPUT_ITEMS, outputText, toolArguments } from "./codex-items";
 import type { MessageEntry, SessionEntry } from "./entries";
 import { SessionError } from "./errors";
 import type { ImportedSession } from "./interchange";
-import { parseJsonField } from "./json";
-import type {
-  AssistantMessage,
-  ImageContent,
-  TextContent,
-  ThinkingLevel,
-  ToolResultMessage,
-} from "./messages";
+import type { AssistantMessage, TextContent, ThinkingLevel, ToolResultMessage } from "./messages";
 import { usage } from "./messages";
 import { lineError } from "./ndjson";
 import { messageSignature } from "./providers/to-openai-responses";
@@ -41,81 +34,10 @@ import { messageSignature } from "./providers/to-openai-responses";
 const PREFIX = "codex";
 const API = "openai-responses";
 
-/** Response items that are part of the model's output. */
-const OUTPUT_ITEMS = new Set(["reasoning", "function_call", "custom_tool_call", "local_shell_call"]);
-/** Response items as versions before `payload` lines wrote them, bare. */
-const BARE_ITEMS = new Set([...OUTPUT_ITEMS, "message", "function_call_output", "custom_tool_call_output"]);
-
 /** User messages Codex sends at the start of every session: not the user's own words. */
 const SESSION_PREFIXES = ["<environment_context>", "<user_instructions>", "# AGENTS.md instructions"];
 /** What Codex keeps of the user's messages when it compacts locally (approximate tokens). */
 const KEPT_USER_TOKENS = 20_000;
-
-type Content = TextContent | ImageContent;
-
-/** A line of any Codex version as `{timestamp, type, payload}`. */
-function normalized(line: LogLine, index: number): Record<string, unknown> {
-  const value = line.value;
-  if ("payload" in value || typeof value.record_type === "string") return value;
-  if (index === 0 && typeof value.id === "string" && value.type === undefined) {
-    return { timestamp: value.timestamp, type: "session_meta", payload: value };
-  }
-  if (typeof value.type === "string" && BARE_ITEMS.has(value.type)) {
-    return { timestamp: value.timestamp, type: "response_item", payload: value };
-  }
-  return value;
-}
-
-function inputContent(content: unknown, unmapped: unknown[]): Content[] {
-  const parts: Content[] = [];
-  for (const part of Array.isArray(content) ? content : []) {
-    if (
-      isRecord(part) &&
-      (part.type === "input_text" || part.type === "output_text") &&
-      typeof part.text === "string"
-    ) {
-      parts.push({ type: "text", text: part.text });
-      continue;
-    }
-    const image = isRecord(part) && part.type === "input_image" ? dataUrlImage(part.image_url) : undefined;
-    if (image) parts.push(image);
-    else unmapped.push(part);
-  }
-  return parts;
-}
-
-function outputText(
-  output: unknown,
-  unmapped: unknown[],
-): { content: Content[]; isError: boolean; details?: unknown } {
-  if (typeof output === "string") {
-    // Versions up to late 2025 wrapped shell output as {"output", "metadata": {"exit_code"}}.
-    // Plain text output is not JSON: it reads as undefined.
-    const wrapped = parseJsonField(output, "a tool's output");
-    if (isRecord(wrapped) && typeof wrapped.output === "string" && isRecord(wrapped.metadata)) {
-      const code = wrapped.metadata.exit_code;
-      return {
-        content: [{ type: "text", text: wrapped.output }],
-        isError: typeof code === "number" && code !== 0,
-        details: wrapped.metadata,
-      };
-    }
-    const code = /^Exit code: (\d+)/m.exec(output);
-    return { content: [{ type: "text", text: output }], isError: code !== null && code[1] !== "0" };
-  }
-  if (isRecord(output) && typeof output.content === "string") {
-    return { content: [{ type: "text", text: output.content }], isError: output.success === false };
-  }
-  const items = Array.isArray(output) ? output : isRecord(output) ? [output] : [];
-  return { content: inputContent(items, unmapped), isError: false };
-}
-
-function toolArguments(raw: unknown): Record<string, unknown> | undefined {
-  if (isRecord(raw)) return raw;
-  if (typeof raw !== "string") return undefined;
-  const parsed = parseJsonField(raw, "tool call arguments");
-  return isRecord(parsed) ? parsed : undefined;
-}
 
 class CodexReader {
   readonly entries: SessionEntry[] = [];
@@ -168,6 +90,8 @@ class CodexReader {
             ? this.#compacted
             : undefined;
     if (reader && payload) {
+      // A turn's context or a compaction ends the reply being read; a response item may continue it.
+      if (reader !== this.#item) this.#reply = undefined;
       reader.call(this, line, value, payload, id);
       return;
     }
@@ -320,7 +244,6 @@ class CodexReader {
     payload: Record<string, unknown>,
     id: string,
   ): void {
-    this.#reply = undefined;
     const model = asString(payload.model);
     if (model !== undefined && model !== this.#model) {
       this.#model = model;
@@ -352,7 +275,6 @@ class CodexReader {
     payload: Record<string, unknown>,
     id: string,
   ): void {
-    this.#reply = undefined;
     const since = this.#userMessagesSinceCompaction();
     this.#push(line.line, {
       type: "compaction",

@@ -3,13 +3,13 @@ import { headFor } from "./append";
 import {
   CompactionSettings,
   DEFAULT_KEEP_RECENT_TOKENS,
-  formatFileLists,
   prepareBranchSummary,
   prepareCompaction,
 } from "./compaction";
 import type { CompactionEntry, EntryInput, StoredEntry } from "./entries";
 import { BranchSummaryEntry, Id, LeafEntry, stored } from "./entries";
 import { SessionError } from "./errors";
+import { formatFileLists } from "./file-lists";
 import { Position } from "./session-schemas";
 import type { AppendOptions, SessionStorage } from "./storage";
 import type { Summarizer, SummaryRequest, SummaryResult } from "./summarizers/summarizer";

@@ -13,7 +13,6 @@ export type {
   BranchSummaryPreparation,
   CompactionPreparation,
   CompactionSettings,
-  FileLists,
   OmittedHistory,
 } from "./compaction";
 export {
@@ -51,6 +50,7 @@ export type { ErrorBody, ErrorCode } from "./errors";
 export { ERROR_STATUS, isErrorCode, SessionError } from "./errors";
 export type { EntrySummary, LeafEvent, SessionEvent, TenantEvent } from "./events";
 export { SseReader } from "./events";
+export type { FileLists } from "./file-lists";
 export type {
   GenerationFormat,
   GenerationState,

@@ -36,6 +36,11 @@ import {
 export const SessionIdParam = z.object({ sid: Id.meta({ param: { name: "sid", in: "path" } }) });
 export const EntryIdParams = SessionIdParam.extend({ eid: Id.meta({ param: { name: "eid", in: "path" } }) });
 
+/** The leaf a write expects the session to have: refused with `conflict` when it has moved. */
+export const IfMatch = z.object({
+  "if-match": z.string().optional().meta({ description: 'the expected leaf, "<leafId>"' }),
+});
+
 export const CreateSessionBody = CreateSessionOptions.extend({ location: LocationHint.optional() }).strict();
 export const PatchSessionBody = SessionPatch;
 export const CompactBody = CompactRequest;

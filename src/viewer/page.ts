@@ -97,36 +97,29 @@ export function viewerPage(assets: { script: string; style: string; icon: string
     <div id="context" class="context" aria-live="polite"></div>
   </section>
 </main>
-<dialog id="compact-dialog" aria-labelledby="compact-title">
-  <form method="dialog" id="compact-form">
-    <h2 id="compact-title">Compact the current branch</h2>
-    <p id="compact-context" class="muted"></p>
+${confirmDialog(
+  "compact",
+  "Compact the current branch",
+  `    <p id="compact-context" class="muted"></p>
     <label for="compact-keep">Keep the newest</label>
     <div class="keep-row">
       <input id="compact-keep-range" type="range" min="0" step="1" aria-label="Tokens to keep">
       <input id="compact-keep" type="number" min="0" step="1" required>
       <span>tokens</span>
     </div>
-    <p id="compact-preview" role="status"></p>
-    <div class="dialog-buttons confirm-first">
-      <button type="submit" value="ok" id="compact-confirm" disabled>Compact</button>
-      <button type="submit" value="cancel" formnovalidate>Cancel</button>
-    </div>
-  </form>
-</dialog>
-<dialog id="fork-dialog" aria-labelledby="fork-title">
-  <form method="dialog" id="fork-form">
-    <h2 id="fork-title">Fork from this entry</h2>
-    <p id="fork-from" class="muted"></p>
+    <p id="compact-preview" role="status"></p>`,
+  "Compact",
+  { disabled: true },
+)}
+${confirmDialog(
+  "fork",
+  "Fork from this entry",
+  `    <p id="fork-from" class="muted"></p>
     <label for="fork-name">Name of the new session</label>
     <input id="fork-name" type="text" maxlength="200" autocomplete="off">
-    <p class="muted">Left empty, the new session keeps this one's name.</p>
-    <div class="dialog-buttons confirm-first">
-      <button type="submit" value="ok" id="fork-confirm">Fork</button>
-      <button type="submit" value="cancel" formnovalidate>Cancel</button>
-    </div>
-  </form>
-</dialog>
+    <p class="muted">Left empty, the new session keeps this one's name.</p>`,
+  "Fork",
+)}
 <dialog id="token-dialog" aria-labelledby="token-title">
   <form method="dialog" id="token-form">
     <h2 id="token-title">API token</h2>
@@ -142,4 +135,27 @@ export function viewerPage(assets: { script: string; style: string; icon: string
 </dialog>
 </body>
 </html>`;
+}
+
+/**
+ * A dialog that asks before an action: `<name>-dialog`, its form `<name>-form`, its title, the
+ * fields, then the action's button (`<name>-confirm`) before Cancel.
+ */
+function confirmDialog(
+  name: string,
+  title: string,
+  fields: string,
+  action: string,
+  options = { disabled: false },
+): string {
+  return `<dialog id="${name}-dialog" aria-labelledby="${name}-title">
+  <form method="dialog" id="${name}-form">
+    <h2 id="${name}-title">${title}</h2>
+${fields}
+    <div class="dialog-buttons confirm-first">
+      <button type="submit" value="ok" id="${name}-confirm"${options.disabled ? " disabled" : ""}>${action}</button>
+      <button type="submit" value="cancel" formnovalidate>Cancel</button>
+    </div>
+  </form>
+</dialog>`;
 }

@@ -9,6 +9,7 @@ import {
   isRecord,
   objectOf,
   readWith,
+  replySource,
   WaitingCalls,
 } from "./incoming";
 import { FORMAT_API } from "./target";
@@ -177,16 +178,12 @@ function parts(content: string | readonly unknown[]): Array<TextContent | ImageC
 /** The messages an Anthropic response or message param stands for. */
 export function fromAnthropic(input: unknown, options: ReadOptions = {}): AgentMessage[] {
   const raw = objectOf("anthropic", input);
-  const api = options.model?.api ?? FORMAT_API.anthropic;
-  const provider = options.model?.provider ?? "anthropic";
   if (raw.type === "message") {
     const response = readWith("anthropic", AnthropicResponseInput, input);
     return [
       assistantMessage({
         content: assistantContent(response.content),
-        api,
-        provider,
-        model: options.model?.modelId ?? response.model,
+        ...replySource(options, FORMAT_API.anthropic, "anthropic", response.model),
         usage: anthropicUsage(response.usage),
         ...anthropicStopReason(response.stop_reason),
         timestamp: options.timestamp ?? Date.now(),
@@ -201,7 +198,7 @@ export function fromAnthropic(input: unknown, options: ReadOptions = {}): AgentM
       typeof message.content === "string"
         ? [{ type: "text" as const, text: message.content }]
         : assistantContent(message.content);
-    return [historyReply(content, api, provider, options, timestamp)];
+    return [historyReply(content, FORMAT_API.anthropic, "anthropic", options, timestamp)];
   }
   if (typeof message.content === "string") return [{ role: "user", content: message.content, timestamp }];
   // Results first, as the API orders them; the rest of the turn is the user's own message.

@@ -7,6 +7,7 @@ import {
   historyReply,
   objectOf,
   readWith,
+  replySource,
   stableHash,
   toolResultMessage,
   WaitingCalls,
@@ -141,8 +142,6 @@ function resultContent(response: Record<string, unknown> | undefined): { text: s
 /** The messages a Gemini response or content stands for. */
 export function fromGemini(input: unknown, options: ReadOptions = {}): AgentMessage[] {
   const raw = objectOf("gemini", input);
-  const api = options.model?.api ?? FORMAT_API.gemini;
-  const provider = options.model?.provider ?? "google";
   if (raw.role === undefined) {
     const response = readWith("gemini", GeminiResponseInput, input);
     const candidate = response.candidates?.[0];
@@ -155,9 +154,7 @@ export function fromGemini(input: unknown, options: ReadOptions = {}): AgentMess
     return [
       assistantMessage({
         content,
-        api,
-        provider,
-        model: options.model?.modelId ?? response.modelVersion ?? "",
+        ...replySource(options, FORMAT_API.gemini, "google", response.modelVersion),
         usage: u
           ? usage(
               (u.promptTokenCount ?? 0) - cached,
@@ -182,7 +179,7 @@ export function fromGemini(input: unknown, options: ReadOptions = {}): AgentMess
   const timestamp = options.timestamp ?? Date.now();
   if (message.role === "model") {
     const content = modelContent(message.parts, JSON.stringify(message.parts));
-    return [historyReply(content, api, provider, options, timestamp)];
+    return [historyReply(content, FORMAT_API.gemini, "google", options, timestamp)];
   }
   const waiting = new WaitingCalls(options.history);
   const out: AgentMessage[] = [];

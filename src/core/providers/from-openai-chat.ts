@@ -9,6 +9,7 @@ import {
   objectOf,
   parseArguments,
   readWith,
+  replySource,
   WaitingCalls,
 } from "./incoming";
 import { FORMAT_API } from "./target";
@@ -140,8 +141,6 @@ function userContent(content: z.output<typeof OpenAIChatUserInput>["content"]): 
 /** The messages a Chat Completions response or message stands for. */
 export function fromOpenAIChat(input: unknown, options: ReadOptions = {}): AgentMessage[] {
   const raw = objectOf("openai-chat", input);
-  const api = options.model?.api ?? FORMAT_API["openai-chat"];
-  const provider = options.model?.provider ?? "openai";
   if (raw.object === "chat.completion" || raw.choices !== undefined) {
     const completion = readWith("openai-chat", OpenAIChatCompletionInput, input);
     const choice = completion.choices[0] as (typeof completion.choices)[number];
@@ -151,9 +150,7 @@ export function fromOpenAIChat(input: unknown, options: ReadOptions = {}): Agent
     return [
       assistantMessage({
         content: assistantContent(choice.message),
-        api,
-        provider,
-        model: options.model?.modelId ?? completion.model,
+        ...replySource(options, FORMAT_API["openai-chat"], "openai", completion.model),
         usage: u
           ? usage(u.prompt_tokens - cacheRead - cacheWrite, u.completion_tokens, cacheRead, cacheWrite)
           : NO_USAGE,
@@ -167,7 +164,7 @@ export function fromOpenAIChat(input: unknown, options: ReadOptions = {}): Agent
   const timestamp = options.timestamp ?? Date.now();
   if (message.role === "assistant") {
     const content = assistantContent(message);
-    return [historyReply(content, api, provider, options, timestamp)];
+    return [historyReply(content, FORMAT_API["openai-chat"], "openai", options, timestamp)];
   }
   if (message.role === "tool") {
     const text =

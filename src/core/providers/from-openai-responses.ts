@@ -9,6 +9,7 @@ import {
   objectOf,
   parseArguments,
   readWith,
+  replySource,
   WaitingCalls,
 } from "./incoming";
 import { FORMAT_API } from "./target";
@@ -168,9 +169,7 @@ export function fromOpenAIResponses(input: unknown, options: ReadOptions = {}): 
     return [
       assistantMessage({
         content,
-        api: options.model?.api ?? FORMAT_API["openai-responses"],
-        provider: options.model?.provider ?? "openai",
-        model: options.model?.modelId ?? response.model,
+        ...replySource(options, FORMAT_API["openai-responses"], "openai", response.model),
         usage: u
           ? usage(u.input_tokens - cached, u.output_tokens, cached, 0, u.total_tokens)
           : usage(0, 0, 0, 0),

@@ -143,8 +143,27 @@ export function assistantMessage(fields: AssistantFields): AssistantMessage {
 }
 
 /**
+ * The API, provider and model a reply read from a format is recorded under: the caller's model
+ * (`options.model`) where it says, else the format's API and provider and the model the response
+ * names ("" when it names none).
+ */
+export function replySource(
+  options: ReadOptions,
+  api: string,
+  provider: string,
+  model = "",
+): Pick<AssistantMessage, "api" | "provider" | "model"> {
+  return {
+    api: options.model?.api ?? api,
+    provider: options.model?.provider ?? provider,
+    model: options.model?.modelId ?? model,
+  };
+}
+
+/**
  * A reply as a request's history holds it, without the usage or stop reason a response carries:
- * no usage, and `toolUse` when it calls tools.
+ * no usage, and `toolUse` when it calls tools. `api` and `provider` are the format's (see
+ * `replySource`).
  */
 export function historyReply(
   content: AssistantMessage["content"],
@@ -155,9 +174,7 @@ export function historyReply(
 ): AssistantMessage {
   return assistantMessage({
     content,
-    api,
-    provider,
-    model: options.model?.modelId ?? "",
+    ...replySource(options, api, provider),
     usage: NO_USAGE,
     stopReason: content.some((block) => block.type === "toolCall") ? "toolUse" : "stop",
     timestamp,

@@ -1,4 +1,4 @@
-import type { FileLists } from "../compaction";
+import type { FileLists } from "../file-lists";
 import type { AgentMessage, SummaryUsage } from "../messages";
 
 /** What a summarizer is asked to condense. */

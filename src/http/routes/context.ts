@@ -25,6 +25,7 @@ import {
 import {
   ContextQuery,
   ContextResponse,
+  IfMatch,
   LeafAtQuery,
   LeafAtResponse,
   MoveLeafBody,
@@ -33,10 +34,6 @@ import {
 
 const IfNoneMatch = z.object({
   "if-none-match": z.string().optional().meta({ description: 'a version read before, "<version>"' }),
-});
-
-const IfMatch = z.object({
-  "if-match": z.string().optional().meta({ description: 'the expected leaf, "<leafId>"' }),
 });
 
 /** What a model gets from a leaf, and moving the head. */

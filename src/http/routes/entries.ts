@@ -32,15 +32,12 @@ import {
   EntriesPage,
   EntriesQuery,
   EntryIdParams,
+  IfMatch,
   ImportEntriesBody,
   LeafQuery,
   SessionIdParam,
 } from "../schemas";
 import { entriesPageJson, entryJson } from "../stream";
-
-const IfMatch = z.object({
-  "if-match": z.string().optional().meta({ description: 'the expected leaf, "<leafId>"' }),
-});
 
 const TreeResponse = z.object({ roots: z.array(TreeNode) });
 

@@ -1,0 +1,194 @@
+import type {
+  CreateSessionOptions,
+  ExistingSessions,
+  ForkOptions,
+  ImportedSession,
+  ImportFormat,
+  ImportWarning,
+  ListOptions,
+  SessionInfo,
+  SessionPage,
+  SessionRepo,
+  SyncResult,
+  SyncSummary,
+  TenantEvent,
+  TenantImportReport,
+  TenantSearchOptions,
+  TenantSearchPage,
+} from "../core/internal";
+import { checkFormat, leafAfter, parseImport, SessionError } from "../core/internal";
+import { RemoteSession } from "./remote-session";
+import { RemoteStorage, sessionPath } from "./remote-storage";
+import { responseLines } from "./response-lines";
+import type { ClientOptions } from "./transport";
+import { Transport } from "./transport";
+import type { WatchOptions } from "./watch";
+import { watchStream } from "./watch";
+
+/*
+ * A tenant's sessions on the service: creating, opening, listing and deleting them, the tenant's
+ * events, search, retention and backups, and import files turned into sessions by the service.
+ */
+
+/** A session the service created from a file, and what it repaired in the file to do so. */
+export interface FileImport {
+  session: RemoteSession;
+  info: SessionInfo;
+  warnings: ImportWarning[];
+}
+
+/** A file synced into its session on the service: what was done, and the session as it now is. */
+export interface FileSync extends FileImport, SyncSummary {}
+
+export interface FileImportOptions {
+  /** The file's format (default native). */
+  format?: ImportFormat | undefined;
+  /** The session's id; by default the one the file gives. */
+  id?: string | undefined;
+}
+
+/** A tenant's sessions on the service: the `SessionRepo` interface over its HTTP API. */
+export class RemoteRepo implements SessionRepo {
+  readonly #http: Transport;
+
+  constructor(options: ClientOptions) {
+    this.#http = new Transport(options);
+  }
+
+  storage(id: string): RemoteStorage {
+    sessionPath(id);
+    return new RemoteStorage(this.#http, id);
+  }
+
+  async create(options: CreateSessionOptions = {}): Promise<RemoteSession> {
+    const info = await this.#http.json<SessionInfo>("POST", "v1/sessions", { body: options });
+    return new RemoteSession(this.storage(info.id));
+  }
+
+  async open(id: string): Promise<RemoteSession> {
+    const storage = this.storage(id);
+    await storage.getInfo();
+    return new RemoteSession(storage);
+  }
+
+  list(options: ListOptions = {}): Promise<SessionPage> {
+    return this.#http.json("GET", "v1/sessions", {
+      query: { limit: options.limit, cursor: options.cursor ?? undefined, order: options.order },
+    });
+  }
+
+  /** Deletes a session: restorable with `restore` for the service's recovery window. */
+  async delete(id: string): Promise<void> {
+    await this.storage(id).delete();
+  }
+
+  /** Deletes a session for good, now (a deleted one too). */
+  async purge(id: string): Promise<void> {
+    await this.#http.json("DELETE", sessionPath(id), { query: { purge: "true" } });
+  }
+
+  /** Brings a deleted session back, within the recovery window. */
+  restore(id: string): Promise<SessionInfo> {
+    return this.#http.json("POST", sessionPath(id, "/restore"), { body: {} });
+  }
+
+  /**
+   * The tenant's sessions created, updated and deleted, as they happen (reconnecting as needed):
+   * what keeps a list of sessions current without polling.
+   */
+  watch(
+    options: Pick<WatchOptions, "signal" | "retryDelayMs" | "onStatus"> = {},
+  ): AsyncGenerator<TenantEvent> {
+    return watchStream<TenantEvent>(this.#http, "v1/events", options);
+  }
+
+  /** The tenant's sessions best matching a query, with the snippets that matched. */
+  search(q: string, options: Omit<TenantSearchOptions, "q"> = {}): Promise<TenantSearchPage> {
+    return this.#http.json("GET", "v1/search", { query: { q, limit: options.limit } });
+  }
+
+  /** Every session of the tenant as NDJSON lines (`GET /v1/export`), from `cursor` when resuming. */
+  async *exportTenant(cursor?: string): AsyncGenerator<string> {
+    yield* responseLines(await this.#http.send("GET", "v1/export", { query: { cursor } }));
+  }
+
+  /** Writes the sessions of a tenant stream (or native exports one after another). */
+  importTenant(text: string, options: { existing?: ExistingSessions } = {}): Promise<TenantImportReport> {
+    return this.#http.json("POST", "v1/import", {
+      query: { existing: options.existing },
+      raw: { body: text, contentType: "application/x-ndjson" },
+    });
+  }
+
+  /** The tenant's retention: sessions with no write for `idleDays` are deleted (null: kept). */
+  retention(): Promise<{ idleDays: number | null }> {
+    return this.#http.json("GET", "v1/retention");
+  }
+
+  setRetention(idleDays: number | null): Promise<{ idleDays: number | null }> {
+    return this.#http.json("PUT", "v1/retention", { body: { idleDays }, idempotent: true });
+  }
+
+  async fork(id: string, targetId: string, options?: ForkOptions): Promise<RemoteSession> {
+    return new RemoteSession(await this.storage(id).fork(targetId, options));
+  }
+
+  /**
+   * Creates a session from an import file's text (native, pi, Claude Code or Codex), checked by the
+   * service, which reports what it repaired on the way in (`warnings`, by line). The session takes
+   * the file's id unless `id` is given; when that id is taken the import fails with
+   * `already_exists` and writes nothing (`syncFile` appends what a file gained since).
+   */
+  importFile(text: string, options: FileImportOptions = {}): Promise<FileImport> {
+    const format = checkFormat(options.format);
+    return this.#importText(text, { format, id: options.id ?? parseImport(format, text).header.id });
+  }
+
+  /**
+   * Syncs an import file's text into the session of its id (or `id`): creates it, appends what the
+   * file gained since the last sync, or writes nothing when it gained nothing; a session that
+   * differs from the file is `already_exists`, and nothing is written.
+   */
+  async syncFile(text: string, options: FileImportOptions = {}): Promise<FileSync> {
+    const { sync, ...imported } = await this.#importText(text, { ...options, mode: "sync" });
+    if (!sync) throw new SessionError("internal", "the service did not say what the sync did");
+    return { ...imported, ...sync };
+  }
+
+  async #importText(
+    text: string,
+    query: FileImportOptions & { mode?: "sync" },
+  ): Promise<FileImport & { sync?: SyncSummary }> {
+    const { warnings, sync, ...info } = await this.#http.json<
+      SessionInfo & { warnings: ImportWarning[]; sync?: SyncSummary }
+    >("POST", "v1/sessions/import", {
+      query: { format: query.format, id: query.id, mode: query.mode },
+      raw: { body: text, contentType: "application/x-ndjson" },
+    });
+    return { session: new RemoteSession(this.storage(info.id)), info, warnings, ...(sync ? { sync } : {}) };
+  }
+
+  /** The file as native NDJSON: how a parsed file travels to the service. */
+  #nativeText(file: ImportedSession): string {
+    const lines = [
+      JSON.stringify({ type: "session", format: "cf-session", version: 1, ...file.header }),
+      ...file.entries.map((entry) => JSON.stringify(entry)),
+    ];
+    return `${lines.join("\n")}\n`;
+  }
+
+  async importSession(file: ImportedSession, options: { id?: string } = {}): Promise<RemoteSession> {
+    const { session } = await this.#importText(this.#nativeText(file), { id: options.id });
+    if (leafAfter(file.entries) !== file.leafId) await session.setLeafId(file.leafId);
+    return session;
+  }
+
+  async syncSession(file: ImportedSession, options: { id?: string } = {}): Promise<SyncResult> {
+    const { session, status, appended } = await this.syncFile(this.#nativeText(file), { id: options.id });
+    if (status !== "unchanged" && leafAfter(file.entries) !== file.leafId)
+      await session.setLeafId(file.leafId);
+    return { session, status, appended };
+  }
+
+  async cleanup(): Promise<void> {}
+}

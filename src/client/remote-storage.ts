@@ -1,0 +1,328 @@
+import {
+  type AppendEntryInput,
+  type AppendOptions,
+  type AppendResult,
+  type CompactionEntry,
+  type CompactOptions,
+  type ContextAnswer,
+  type ContextFormat,
+  type ContextInOptions,
+  type ContextRequests,
+  checkSessionId,
+  contextForModel,
+  type EntryQuery,
+  type ExportFormat,
+  entryPage,
+  type ForkOptions,
+  type GenerationInfo,
+  type HeaderPatch,
+  isValidId,
+  type LeafAt,
+  type LeafEntry,
+  type LeafOptions,
+  leafTag,
+  modelRefString,
+  type NavigateOptions,
+  type NavigateResult,
+  newId,
+  type SessionContext,
+  type SessionEntry,
+  SessionError,
+  type SessionEvent,
+  type SessionHeader,
+  type SessionInfo,
+  type SessionSearchOptions,
+  type SessionSearchPage,
+  type SessionStorage,
+  type StoredEntry,
+  type TreeEntry,
+  type TreeNode,
+  walkTree,
+} from "../core/internal";
+import type { FollowOptions, GenerateOptions, GenerationChunk, GenerationResult } from "./generations";
+import {
+  followGeneration,
+  GenerationWriter,
+  getGeneration,
+  listGenerations,
+  openGeneration,
+  stopGeneration,
+} from "./generations";
+import { responseLines } from "./response-lines";
+import type { Transport } from "./transport";
+import type { WatchOptions } from "./watch";
+import { watchStream } from "./watch";
+
+/*
+ * One session on the service, call by call: each `SessionStorage` call one request to the
+ * session's routes (`v1/sessions/:sid/...`). Appends carry their entries' ids from the first try,
+ * so a retry is a replay; a leaf the caller expects travels as `If-Match`.
+ */
+
+function ifMatch(expected: string | null | undefined): Record<string, string> {
+  return expected === undefined ? {} : { "If-Match": leafTag(expected) };
+}
+
+/** The path of a session's routes; an id that cannot name a session is refused before any request. */
+export function sessionPath(id: string, rest = ""): string {
+  return `v1/sessions/${checkSessionId(id)}${rest}`;
+}
+
+/** Entries get their ids here, before the first try: a retry of the same request is then a replay. */
+function withIds(entries: readonly AppendEntryInput[]): AppendEntryInput[] {
+  return entries.map((entry) => (entry.id === undefined ? { ...entry, id: newId() } : entry));
+}
+
+type ServiceCompactOptions = Omit<CompactOptions, "summarizer" | "signal">;
+type ServiceNavigateOptions = Omit<NavigateOptions, "summarizer" | "signal">;
+
+/** A session kept by the service: the `SessionStorage` interface over its HTTP API. */
+export class RemoteStorage implements SessionStorage {
+  readonly id: string;
+  readonly #http: Transport;
+
+  constructor(http: Transport, id: string) {
+    this.#http = http;
+    this.id = id;
+  }
+
+  #path(rest = ""): string {
+    return sessionPath(this.id, rest);
+  }
+
+  async getHeader(): Promise<SessionHeader> {
+    const info = await this.getInfo();
+    const header: SessionHeader = { id: info.id, createdAt: info.createdAt, metadata: info.metadata };
+    if (info.name !== undefined) header.name = info.name;
+    if (info.systemPrompt !== undefined) header.systemPrompt = info.systemPrompt;
+    if (info.parentSession) header.parentSession = info.parentSession;
+    if (info.expiresAt !== undefined) header.expiresAt = info.expiresAt;
+    if (info.autoCompact) {
+      const { status: _status, ...settings } = info.autoCompact;
+      header.autoCompact = settings;
+    }
+    return header;
+  }
+
+  async updateHeader(patch: HeaderPatch): Promise<SessionHeader> {
+    await this.#http.json("PATCH", this.#path(), { body: patch, idempotent: true });
+    return this.getHeader();
+  }
+
+  getInfo(): Promise<SessionInfo> {
+    return this.#http.json("GET", this.#path());
+  }
+
+  async getLeafId(): Promise<string | null> {
+    return (await this.getInfo()).leafId;
+  }
+
+  async setLeafId(targetId: string | null, options: LeafOptions = {}): Promise<StoredEntry<LeafEntry>> {
+    const result = await this.#http.json<NavigateResult>("PUT", this.#path("/leaf"), {
+      body: { targetId, ...(options.position ? { position: options.position } : {}) },
+      headers: ifMatch(options.expectedLeafId),
+    });
+    if (!result.record) throw new SessionError("internal", "the service did not return the leaf record");
+    return result.record;
+  }
+
+  async getEntry(id: string): Promise<StoredEntry | undefined> {
+    try {
+      return await this.#http.json<StoredEntry>("GET", this.#path(`/entries/${encodeURIComponent(id)}`));
+    } catch (error) {
+      // The entry is missing (the session itself is there): not an error, as in every storage.
+      const details =
+        error instanceof SessionError ? (error.details as { entryId?: string } | undefined) : undefined;
+      if (error instanceof SessionError && error.code === "not_found" && details?.entryId === id)
+        return undefined;
+      if (error instanceof SessionError && error.code === "invalid_request" && !isValidId(id))
+        return undefined;
+      throw error;
+    }
+  }
+
+  async getEntries(query: EntryQuery = {}): Promise<StoredEntry[]> {
+    const { after, limit, types } = entryPage(query);
+    const page = await this.#http.json<{ entries: StoredEntry[] }>("GET", this.#path("/entries"), {
+      query: { after, limit, type: types ? [...types].join(",") : undefined },
+    });
+    return page.entries;
+  }
+
+  async getBranch(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
+    if (leafId === null) {
+      await this.getInfo();
+      return [];
+    }
+    const { entries } = await this.#http.json<{ entries: StoredEntry<TreeEntry>[] }>(
+      "GET",
+      this.#path("/branch"),
+      {
+        query: { leafId },
+      },
+    );
+    return entries;
+  }
+
+  /** The whole branch: the service builds pruned contexts itself (`RemoteSession.buildContext`). */
+  getContextPath(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
+    return this.getBranch(leafId);
+  }
+
+  async getTree(): Promise<TreeNode[]> {
+    return (await this.#http.json<{ roots: TreeNode[] }>("GET", this.#path("/tree"))).roots;
+  }
+
+  async getLabels(): Promise<Record<string, string>> {
+    // Entries, not assignments: an entry may be named `__proto__`.
+    const labelled = [...walkTree(await this.getTree())].filter((node) => node.label !== undefined);
+    return Object.fromEntries(labelled.map((node) => [node.id, node.label as string]));
+  }
+
+  async appendEntries(
+    entries: readonly AppendEntryInput[],
+    options: AppendOptions = {},
+  ): Promise<AppendResult> {
+    const response = await this.#http.send("POST", this.#path("/entries"), {
+      body: { entries: withIds(entries) },
+      headers: ifMatch(options.expectedLeafId),
+      idempotent: true,
+    });
+    const result = (await response.json()) as { entries: StoredEntry[]; leafId: string | null };
+    return { ...result, created: response.status === 201 };
+  }
+
+  async importEntries(entries: readonly SessionEntry[]): Promise<void> {
+    await this.#http.json("POST", this.#path("/import"), { body: { entries } });
+  }
+
+  async fork(targetId: string, options: ForkOptions = {}): Promise<RemoteStorage> {
+    const info = await this.#http.json<SessionInfo>("POST", this.#path("/fork"), {
+      body: { entryId: targetId, ...options },
+    });
+    return new RemoteStorage(this.#http, info.id);
+  }
+
+  /** Where the leaf stood at `asOf` (ISO 8601; the head when absent), and how far back that can go. */
+  leafAt(asOf?: string): Promise<LeafAt> {
+    return this.#http.json<LeafAt>("GET", this.#path("/leaf"), { query: { asOf } });
+  }
+
+  /** The context the service builds for a leaf (the head when undefined). */
+  async context(leafId?: string | null, since?: string): Promise<ContextAnswer> {
+    if (leafId !== null) {
+      return this.#http.json<ContextAnswer>("GET", this.#path("/context"), { query: { leafId, since } });
+    }
+    const info = await this.getInfo();
+    return {
+      systemPrompt: info.systemPrompt ?? "",
+      messages: [],
+      thinkingLevel: "off",
+      model: null,
+      activeToolNames: null,
+      version: "",
+    };
+  }
+
+  /** The context of a leaf (the head when undefined) in a model API's request shape, built by the service. */
+  async contextIn<F extends ContextFormat>(
+    format: F,
+    options: ContextInOptions = {},
+  ): Promise<ContextRequests[F]> {
+    const { leafId, model, imageInput } = options;
+    if (leafId === null) {
+      const { version: _version, ...empty } = (await this.context(null)) as SessionContext & {
+        version: string;
+      };
+      return contextForModel(empty, format, { model, imageInput });
+    }
+    return this.#http.json("GET", this.#path("/context"), {
+      query: {
+        format,
+        leafId,
+        model: model && modelRefString(model),
+        imageInput: imageInput === undefined ? undefined : String(imageInput),
+      },
+    });
+  }
+
+  /** The session's events as they happen (see `watchStream`). */
+  watch(options: WatchOptions = {}): AsyncGenerator<SessionEvent> {
+    return watchStream<SessionEvent>(
+      this.#http,
+      this.#path("/events"),
+      options,
+      (event) => event.event === "deleted",
+    );
+  }
+
+  /** Opens a generation and answers its writer (see `GenerationWriter`). */
+  async generate(options: GenerateOptions = {}): Promise<GenerationWriter> {
+    return new GenerationWriter(
+      this.#http,
+      this.#path(),
+      await openGeneration(this.#http, this.#path(), options),
+    );
+  }
+
+  generation(id: string): Promise<GenerationInfo> {
+    return getGeneration(this.#http, this.#path(), id);
+  }
+
+  generations(): Promise<GenerationInfo[]> {
+    return listGenerations(this.#http, this.#path());
+  }
+
+  stopGeneration(id: string): Promise<GenerationResult> {
+    return stopGeneration(this.#http, this.#path(), id);
+  }
+
+  /** A generation's chunks from an offset on, live, until it is completed or stopped. */
+  async *follow(
+    generation: string | GenerationInfo,
+    options: FollowOptions = {},
+  ): AsyncGenerator<GenerationChunk> {
+    const info = typeof generation === "string" ? await this.generation(generation) : generation;
+    yield* followGeneration(this.#http, info, options);
+  }
+
+  /** Compacts with the service's summarizer (or the summary given). */
+  async compact(options: ServiceCompactOptions = {}): Promise<StoredEntry<CompactionEntry>> {
+    const { entry } = await this.#http.json<{ entry: StoredEntry<CompactionEntry> }>(
+      "POST",
+      this.#path("/compact"),
+      {
+        body: options,
+      },
+    );
+    return entry;
+  }
+
+  /** Moves the head on the service, which summarizes the branch left with its own summarizer. */
+  navigate(targetId: string | null, options: ServiceNavigateOptions = {}): Promise<NavigateResult> {
+    const { expectedLeafId, summary: _summary, ...body } = options;
+    return this.#http.json("PUT", this.#path("/leaf"), {
+      body: { targetId, ...body },
+      headers: ifMatch(expectedLeafId),
+    });
+  }
+
+  /** The session as NDJSON lines (native or pi), streamed. */
+  async *exportLines(format: ExportFormat = "native"): AsyncGenerator<string> {
+    yield* responseLines(await this.#http.send("GET", this.#path("/export"), { query: { format } }));
+  }
+
+  /** The session's entries matching a query (see `GET /v1/sessions/:sid/search`). */
+  search(options: SessionSearchOptions): Promise<SessionSearchPage> {
+    const { thinking, ...rest } = options;
+    return this.#http.json("GET", this.#path("/search"), {
+      query: { ...rest, ...(thinking === undefined ? {} : { thinking: String(thinking) }) },
+    });
+  }
+
+  async delete(): Promise<void> {
+    await this.#http.json("DELETE", this.#path());
+  }
+
+  async cleanup(): Promise<void> {}
+}

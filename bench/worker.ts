@@ -39,7 +39,7 @@ export class BenchObject extends DurableObject {
     this.#ensure();
     const start = performance.now();
     // Entries arrive validated, as from the router (which checks them against the schemas).
-    const result = this.#session.appendEntries(entries, { validated: true }, undefined);
+    const result = this.#session.writes.appendEntries(entries, { validated: true }, undefined);
     return { ms: performance.now() - start, leafId: result.leafId };
   }
 
@@ -49,7 +49,7 @@ export class BenchObject extends DurableObject {
    */
   buildContext(): { ms: number; messages: number; bytes: number } {
     const start = performance.now();
-    const answer = this.#session.context();
+    const answer = this.#session.contexts.context();
     let json = "text" in answer ? answer.text : `${answer.head}[`;
     if (!("text" in answer)) {
       json += [...answer.pages]
@@ -114,7 +114,7 @@ export class BenchObject extends DurableObject {
     const count = entries.length;
     const sql = this.ctx.storage.sql;
     const t0 = performance.now();
-    for (const entry of entries) this.#session.appendEntries([entry], { validated: true }, undefined);
+    for (const entry of entries) this.#session.writes.appendEntries([entry], { validated: true }, undefined);
     const t1 = performance.now();
     sql.exec("CREATE TABLE IF NOT EXISTS single_rows (id INTEGER PRIMARY KEY, body TEXT)");
     sql.exec(

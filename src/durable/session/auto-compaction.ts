@@ -63,10 +63,10 @@ export class AutoCompaction {
     return {
       getLeafId: async () => session.state.leafId,
       getContextPath: async (leafId) =>
-        (await this.#host.filled(session.contextEntries(leafId))) as StoredEntry<TreeEntry>[],
+        (await this.#host.filled(session.reads.contextEntries(leafId))) as StoredEntry<TreeEntry>[],
       getCompactionPath: async (leafId, keepRecentTokens) => this.#compactionPath(leafId, keepRecentTokens),
       appendEntries: async (entries, options) =>
-        unwrap(await this.#host.write((s, room) => s.appendEntries(entries, options ?? {}, room))),
+        unwrap(await this.#host.write((s, room) => s.writes.appendEntries(entries, options ?? {}, room))),
     };
   }
 
@@ -75,13 +75,13 @@ export class AutoCompaction {
     leafId: string,
     keepRecentTokens: number,
   ): Promise<{ path: StoredEntry<TreeEntry>[]; omitted?: OmittedHistory }> {
-    const { path, omitted } = this.#host.session.compactionPath(leafId, keepRecentTokens);
+    const { path, omitted } = this.#host.session.reads.compactionPath(leafId, keepRecentTokens);
     const filled = (await this.#host.filled(path)) as StoredEntry<TreeEntry>[];
     return omitted ? { path: filled, omitted } : { path: filled };
   }
 
   #setStatus(status: AutoCompactStatus): void {
-    this.#host.session.setAutoCompaction(status);
+    this.#host.session.writes.setAutoCompaction(status);
     this.#host.statusChanged(status);
   }
 

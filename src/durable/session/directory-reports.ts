@@ -104,7 +104,7 @@ export class DirectoryReports {
       version,
       tenant,
       shard,
-      search: session.searchDigest(),
+      search: session.reads.searchDigest(),
     });
     await this.#host.storedMetric(info.id, info.entryCount, info.bytes);
     await quotas

@@ -156,7 +156,7 @@ export class EntryRows {
 
   /**
    * What a session's figures need of its rows `first` to `last`, in order: sizes, and the payload
-   * only of labels and names (see `SessionStore.copyRows`).
+   * only of labels and names (see `SessionWrites.copyRows`).
    */
   copiedFigures(first: number, last: number): CopiedFigure[] {
     return readCopiedFigures(this.#sql, first, last);

@@ -141,11 +141,11 @@ export class Generations {
     const parentId = input.parentId === undefined ? session.state.leafId : input.parentId;
     let model = input.model === undefined ? undefined : splitModel(input.model);
     if (parentId !== null) {
-      const parent = session.getEntry(parentId);
+      const parent = session.reads.getEntry(parentId);
       if (!parent || parent.type === "leaf") {
         throw new SessionError("parent_not_found", `parent ${parentId} does not exist`, { parentId });
       }
-      model ??= session.modelAt(parentId) ?? undefined;
+      model ??= session.contexts.modelAt(parentId) ?? undefined;
     }
     const { rows, streams } = this.#parts;
     const now = Date.now();
@@ -212,7 +212,9 @@ export class Generations {
     if (row.state !== "open") {
       if (row.state !== state)
         this.#parts.checkOpen(row, how.kind === "complete" ? "no complete" : "no stop");
-      const entries = row.entryIds.map((entryId) => session.getEntry(entryId)).filter((e) => e !== undefined);
+      const entries = row.entryIds
+        .map((entryId) => session.reads.getEntry(entryId))
+        .filter((e) => e !== undefined);
       return { generation: this.#info(row), entries, created: false };
     }
     const { rows, streams } = this.#parts;
@@ -224,7 +226,7 @@ export class Generations {
       streams.store.append(stream, { records: [], close: true, producer: null, streamSeq: null, now });
       rows.end(id, state, now, how.kind === "stop" ? how.by : null, ids);
       // Last: should the entries be refused, nothing of this transaction stays.
-      return session.appendEntries(inputs, {}, room);
+      return session.writes.appendEntries(inputs, {}, room);
     });
     return { generation: this.#info(this.#row(id)), entries: appended.entries, created: true };
   }

@@ -206,7 +206,7 @@ export class SessionBlobs {
       const id = (input as { id?: unknown } | null)?.id;
       if (typeof id === "string") ids.push(id);
     }
-    const held = this.#host.session.entriesHoldingBlobs(ids);
+    const held = this.#host.session.reads.entriesHoldingBlobs(ids);
     if (held.length === 0) return new Map();
     return new Map((await this.fill(held)).map((entry) => [entry.id, entry]));
   }
@@ -361,7 +361,7 @@ export class SessionBlobs {
     const refs = new Set<string>();
     let chars = 0;
     for (let cursor = after; cursor < bound && chars < WARM_CHARS; ) {
-      const page = session.entriesAfter(cursor, bound, 64);
+      const page = session.reads.entriesAfter(cursor, bound, 64);
       if (page.length === 0) break;
       for (const entry of page) {
         const held = blobSlots(entry)

@@ -141,7 +141,7 @@ export class SessionLife {
     await quotas.admit(tenant, header.id, session.state.stats.bytes);
     // The expiry first: a restore cut short here leaves the session deleted, to be restored again.
     if (header.expiresAt !== undefined && Date.parse(header.expiresAt) <= Date.now()) {
-      session.updateHeader({ expiresAt: null });
+      session.writes.updateHeader({ expiresAt: null });
     }
     transaction(storage, [lifecycle], () => {
       lifecycle.markRestored();
@@ -222,8 +222,8 @@ export class SessionLife {
       return true;
     }
     const started = Date.now();
-    while (session.searchBackfillPending && Date.now() - started < BACKFILL_BUDGET_MS) {
-      session.searchBackfillStep();
+    while (session.writes.searchBackfillPending && Date.now() - started < BACKFILL_BUDGET_MS) {
+      session.writes.searchBackfillStep();
       // Lets other requests in between steps.
       await scheduler.wait(0);
     }
@@ -234,7 +234,7 @@ export class SessionLife {
   async arm(): Promise<void> {
     const { session, lifecycle, storage } = this.#host;
     if (!session.exists) return;
-    const soon = session.searchBackfillPending ? Date.now() + BACKFILL_PAUSE_MS : undefined;
+    const soon = session.writes.searchBackfillPending ? Date.now() + BACKFILL_PAUSE_MS : undefined;
     const at = lifecycle.dueAt(session.state.header.expiresAt, soon);
     if (at === undefined) return;
     const current = await storage.getAlarm();

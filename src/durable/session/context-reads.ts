@@ -1,0 +1,167 @@
+import type { AgentMessage, ContextVersion, Conversation } from "../../core/internal";
+import {
+  contextHead,
+  fingerprint,
+  formatContextVersion,
+  NO_CONVERSATION,
+  parseContextVersion,
+  startsTurn,
+} from "../../core/internal";
+import type { Node } from "./entry-rows";
+import type { KeptContext } from "./head-context";
+import type { StoreParts } from "./store-parts";
+
+/*
+ * A session's contexts as the object answers them: a leaf's context as JSON text (the head's from
+ * memory when kept, a delta when the caller's version only grew, else built from storage a page
+ * at a time), its version, and what the append rules see of a conversation (its last turn and
+ * model). Reads only; the head's kept context is grown by the writes.
+ */
+
+/**
+ * A context answer as JSON text: whole (`text`, the head's kept context), or its head and its
+ * messages a page at a time, read as they are pulled.
+ */
+export type ContextBody = {
+  /** `full`: the whole context; `delta`: what was appended since the version asked about. */
+  kind: "full" | "delta";
+  /** Where it came from: the head's context kept in memory, read from storage, or a delta. */
+  source: "kept" | "built" | "delta";
+} & ({ text: string } | { head: string; pages: Iterable<string[]> });
+
+export class ContextReads {
+  readonly #parts: StoreParts;
+
+  constructor(parts: StoreParts) {
+    this.#parts = parts;
+  }
+
+  /** The version of a leaf's context (the head's when undefined): what its ETag names. */
+  contextVersion(leafId?: string | null): string {
+    return formatContextVersion(this.#version(this.#parts.row.start(leafId)).current);
+  }
+
+  #version(start: string | null): { current: ContextVersion; leaf: Node | undefined } {
+    const { header, incarnation } = this.#parts.row.live();
+    const leaf = start === null ? undefined : this.#parts.paths.treeNode(start);
+    const current: ContextVersion = {
+      life: fingerprint(incarnation),
+      leafSeq: leaf?.seq ?? 0,
+      compactionSeq: leaf?.last_compaction ?? 0,
+      prompt: fingerprint(header.systemPrompt ?? ""),
+    };
+    return { current, leaf };
+  }
+
+  /**
+   * The context of a leaf (the head when undefined) as JSON text, in chunks read as they are
+   * pulled, with its version. Given the version of a context read before (`since`), the answer is
+   * only what was appended since when the context just grew; else the whole context with
+   * `reset: true`. The first chunk is made at once, so a missing session or leaf fails here; the
+   * head's whole context comes from memory when it is kept.
+   */
+  context(leafId?: string | null, since?: string): ContextBody {
+    const { header, leafId: head } = this.#parts.row.live();
+    const systemPrompt = header.systemPrompt ?? "";
+    const start = this.#parts.row.start(leafId);
+    const { current, leaf } = this.#version(start);
+    const version = formatContextVersion(current);
+    const previous = since === undefined ? undefined : parseContextVersion(since);
+    if (previous && previous.life === current.life && previous.prompt === current.prompt) {
+      const delta = this.#delta(previous, leaf);
+      if (delta) {
+        const { settings } = leaf ? this.#parts.paths.settings(leaf) : this.#parts.paths.contextPlan(null);
+        return {
+          kind: "delta",
+          source: "delta",
+          head: contextHead(systemPrompt, settings, { version, since }, "append"),
+          // A delta holds no edit and no entry an edit names (see #delta): nothing to apply.
+          pages: this.#parts.paths.projectedPages(delta.seqs, delta.compactionId, new Map()),
+        };
+      }
+    }
+    const extra = since === undefined ? { version } : { version, reset: true };
+    if (start !== null && start === head) {
+      const kept = this.#keptHead(start);
+      if (kept) {
+        kept.joined ??= kept.pieces.join(",");
+        const text = `${contextHead(systemPrompt, kept.settings, extra, "messages")}[${kept.joined}]}`;
+        return { kind: "full", source: "kept", text };
+      }
+    }
+    const plan = this.#parts.paths.contextPlan(start);
+    return {
+      kind: "full",
+      source: "built",
+      head: contextHead(systemPrompt, plan.settings, extra, "messages"),
+      pages: this.#parts.paths.messagePages(plan),
+    };
+  }
+
+  /**
+   * What the context of `leaf` adds to the one `previous` names, when it only grew: the same
+   * compaction, the old leaf on the new one's path, and no context edit reaching the part between
+   * (an edit changes an earlier message). Costs the part between the two, and a look at the
+   * session's edits.
+   */
+  #delta(
+    previous: ContextVersion,
+    leaf: Node | undefined,
+  ): { seqs: number[]; compactionId: string | undefined } | undefined {
+    if ((leaf?.last_compaction ?? 0) !== previous.compactionSeq) return undefined;
+    const compactionId =
+      leaf?.last_compaction == null ? undefined : this.#parts.rows.nodeAt(leaf.last_compaction)?.id;
+    if (previous.leafSeq === 0) {
+      // From no leaf: everything the context holds now (no compaction, so the whole path).
+      if (previous.compactionSeq !== 0) return undefined;
+      const seqs = leaf ? this.#parts.paths.pathSeqs(leaf.id) : [];
+      return this.#parts.paths.editsReach(seqs) ? undefined : { seqs, compactionId };
+    }
+    const from = this.#parts.rows.nodeAt(previous.leafSeq);
+    if (!from || !leaf || from.type === "leaf") return undefined;
+    const seqs = this.#parts.paths.pathAfter(from, leaf);
+    // An edit changes an earlier message: the context did not only grow.
+    if (!seqs || this.#parts.paths.editsReach(seqs)) return undefined;
+    return { seqs, compactionId };
+  }
+
+  /** The model the context at `entryId` names (its last model change or reply); `not_found` without it. */
+  modelAt(entryId: string): { provider: string; modelId: string } | null {
+    this.#parts.row.live();
+    return this.#parts.paths.settings(this.#parts.paths.treeNode(entryId)).settings.model;
+  }
+
+  /** The head's context from memory, built when missing; undefined when too large to keep. */
+  #keptHead(head: string): KeptContext | undefined {
+    return this.#parts.head.get(head, () => {
+      const plan = this.#parts.paths.contextPlan(head);
+      return {
+        compactionId: plan.compaction?.id,
+        settings: plan.settings,
+        edits: plan.edits,
+        pages: this.#parts.paths.messagePages(plan),
+      };
+    });
+  }
+
+  /**
+   * The conversation a provider's message appended under `entryId` continues: the context's last
+   * turn (read from its end) and its model. No entry of that id: none.
+   */
+  conversationAt(entryId: string): Conversation {
+    const node = this.#parts.rows.node(entryId);
+    if (!node || node.type === "leaf") return NO_CONVERSATION;
+    const kept = entryId === this.#parts.row.live().leafId ? this.#keptHead(entryId) : undefined;
+    if (kept) {
+      const messages: AgentMessage[] = [];
+      for (let i = kept.pieces.length - 1; i >= 0; i--) {
+        const message = JSON.parse(kept.pieces[i] as string) as AgentMessage;
+        messages.push(message);
+        if (startsTurn(message)) break;
+      }
+      return { messages: messages.reverse(), model: kept.settings.model };
+    }
+    const plan = this.#parts.paths.contextPlan(entryId);
+    return { messages: this.#parts.paths.lastTurn(plan), model: plan.settings.model };
+  }
+}

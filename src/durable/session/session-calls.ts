@@ -1,0 +1,92 @@
+import type { Result } from "../../core/internal";
+import { capture, SessionError } from "../../core/internal";
+import { storageWork } from "../transient";
+import type { EntryPage } from "../types";
+import type { DirectoryReports } from "./directory-reports";
+import type { SessionLifecycle } from "./lifecycle";
+import type { QuotaChecks } from "./quota-checks";
+import type { ByteLimit } from "./room";
+import type { SessionBlobs } from "./session-blobs";
+import type { SessionLife } from "./session-life";
+import type { SessionStore } from "./session-store";
+
+/*
+ * How a call of the object reaches its session: which calls find it (a listed session, or one
+ * being built by its builder's calls only), the store's work run as storage work with its failure
+ * answered as a `Result`, and what follows a write (the directory hears of it, a large batch is
+ * indexed for search just after) and bounds it (the session's room under its quotas).
+ */
+
+/** What the calls use of the object. */
+export interface CallsHost {
+  session: SessionStore;
+  lifecycle: SessionLifecycle;
+  blobs: SessionBlobs;
+  quotas: QuotaChecks;
+  /** The directory's reports and the session's life, made after the calls that use them. */
+  reports: () => DirectoryReports;
+  life: () => SessionLife;
+}
+
+export class SessionCalls {
+  readonly #host: CallsHost;
+
+  constructor(host: CallsHost) {
+    this.#host = host;
+  }
+
+  /** Whether the session is there for its routes: created, complete, and not deleted. */
+  get listed(): boolean {
+    return this.#host.session.exists && !this.#host.lifecycle.deleted && !this.#host.lifecycle.pending;
+  }
+
+  /**
+   * A deleted session is not found by any read or write (until it is restored), nor is one a fork
+   * or an import is still writing, but by the calls of its builder (`builder`: the token it was
+   * created with), which find no other session.
+   */
+  checkListed(builder?: string): void {
+    const { deleted, pending } = this.#host.lifecycle;
+    const found =
+      builder === undefined ? !pending : pending && this.#host.session.state.incarnation === builder;
+    if (deleted || !found) throw new SessionError("not_found", "session does not exist");
+  }
+
+  run<T>(read: (session: SessionStore) => T, builder?: string): Promise<Result<T>> {
+    return capture(() => {
+      this.checkListed(builder);
+      return storageWork(() => read(this.#host.session));
+    });
+  }
+
+  /** A read of entries, answered with their blobs' values in place of references. */
+  runFilled(read: (session: SessionStore) => EntryPage): Promise<Result<EntryPage>> {
+    return capture(async () => {
+      this.checkListed();
+      const page = storageWork(() => read(this.#host.session));
+      return { ...page, entries: await this.#host.blobs.fill(page.entries) };
+    });
+  }
+
+  /** Runs a write, then makes sure the directory will hear of it (and search index it). */
+  write<T>(write: (session: SessionStore) => T, builder?: string): Promise<Result<T>> {
+    return capture(() => {
+      this.checkListed(builder);
+      const result = storageWork(() => write(this.#host.session));
+      this.#host.reports().schedule();
+      // A large batch is indexed for search just after (see SearchIndex.index).
+      if (this.#host.session.writes.searchBackfillPending) this.#host.life().armSoon();
+      return result;
+    });
+  }
+
+  /** A write that stores bytes: within the session's room (its quotas), growing it when it may. */
+  limitedWrite<T>(
+    write: (session: SessionStore, room: ByteLimit | undefined) => T,
+    builder?: string,
+  ): Promise<Result<T>> {
+    return this.#host.quotas.within(this.#host.session, (room) =>
+      this.write((session) => write(session, room), builder),
+    );
+  }
+}

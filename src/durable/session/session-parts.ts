@@ -1,0 +1,147 @@
+import { DEFAULT_ABANDON_SECONDS, DEFAULT_RETAIN_SECONDS } from "../../core/internal";
+import type { DurableEnv } from "../env";
+import { objectEnv } from "../placement/placed-env";
+import { sqlOf } from "../sql";
+import { AutoCompaction } from "./auto-compaction";
+import { ContextAnswers } from "./context-answers";
+import { DirectoryReports } from "./directory-reports";
+import { EntryIntake } from "./entry-intake";
+import { Generations } from "./generations";
+import { SessionLifecycle } from "./lifecycle";
+import { PathCopy } from "./path-copy";
+import { QuotaChecks } from "./quota-checks";
+import { SessionBlobs } from "./session-blobs";
+import { SessionCalls } from "./session-calls";
+import { SessionLife } from "./session-life";
+import { SessionStore } from "./session-store";
+import { SessionTelemetry } from "./session-telemetry";
+import { SessionWatchers } from "./session-watchers";
+
+/*
+ * The parts of a session's object, made and wired together: each is given the others it uses.
+ * Where two use each other (the watchers and the generations, the calls and the session's life),
+ * one reaches the other through a function, called only once both are made. The objects a part
+ * reaches (blobs, the directory, the quota ledger) are those of the object's own jurisdiction.
+ */
+
+export interface SessionParts {
+  session: SessionStore;
+  calls: SessionCalls;
+  watchers: SessionWatchers;
+  lifecycle: SessionLifecycle;
+  reports: DirectoryReports;
+  life: SessionLife;
+  autoCompaction: AutoCompaction;
+  generations: Generations;
+  blobs: SessionBlobs;
+  telemetry: SessionTelemetry;
+  contexts: ContextAnswers;
+  copies: PathCopy;
+  intake: EntryIntake;
+}
+
+/** A number of seconds from the environment, or its default when unset or not one. */
+function seconds(value: string | undefined, fallback: number): number {
+  const parsed = Number(value);
+  return value !== undefined && Number.isInteger(parsed) && parsed >= 0 ? parsed : fallback;
+}
+
+/**
+ * The parts of the object made with `env`; `current` is the object's environment as it stands when
+ * a part reads it (its bindings, the summarizer's settings, the storage ceiling).
+ */
+export function sessionParts(
+  ctx: DurableObjectState,
+  env: DurableEnv,
+  current: () => DurableEnv,
+): SessionParts {
+  const placed = objectEnv(env, ctx);
+  const session = ctx.storage.transactionSync(() => new SessionStore(ctx.storage));
+  const telemetry = new SessionTelemetry(() => current().METRICS, session);
+  const storedMetric = (sessionId: string, entries: number, bytes: number) =>
+    telemetry.metric({ kind: "storage", sessionId, entries, bytes });
+  const blobs = new SessionBlobs({
+    env: placed,
+    jurisdiction: ctx.id.jurisdiction,
+    storage: ctx.storage,
+    sql: sqlOf(ctx.storage.sql),
+    session,
+  });
+  const quotas = new QuotaChecks(placed);
+  const lifecycle = new SessionLifecycle(sqlOf(ctx.storage.sql));
+  const calls: SessionCalls = new SessionCalls({
+    session,
+    lifecycle,
+    blobs,
+    quotas,
+    reports: () => reports,
+    life: () => life,
+  });
+  const watchers = new SessionWatchers({
+    ctx,
+    session,
+    blobs,
+    calls,
+    telemetry,
+    openGenerations: () => generations.openOnes(),
+  });
+  const events = watchers.hub;
+  session.writes.onWritten = (entries, leafId) => events.written(entries, leafId);
+  const reports: DirectoryReports = new DirectoryReports({
+    env: placed,
+    storage: ctx.storage,
+    session,
+    lifecycle,
+    quotas,
+    storedMetric,
+    logFailure: (task, error, fields) => telemetry.logFailure(task, error, fields),
+  });
+  const life: SessionLife = new SessionLife({
+    env: placed,
+    storage: ctx.storage,
+    session,
+    lifecycle,
+    quotas,
+    reports,
+    events,
+    storedMetric,
+    logFailure: (task, error) => telemetry.logFailure(task, error),
+    releaseBlobs: () => blobs.release(),
+  });
+  const autoCompaction = new AutoCompaction({
+    session,
+    summarizerConfig: current,
+    filled: (entries) => blobs.fill(entries),
+    write: (write) => calls.limitedWrite(write),
+    gone: () => !session.exists || lifecycle.deleted,
+    statusChanged: (status) => events.compactionChanged(status),
+    metric: (point) => telemetry.metric(point),
+    logFailure: (task, error) => telemetry.logFailure(task, error),
+  });
+  const generations: Generations = new Generations({
+    storage: ctx.storage,
+    session,
+    defaults: {
+      abandonSeconds: seconds(env.GENERATION_ABANDON_SECONDS, DEFAULT_ABANDON_SECONDS),
+      retainSeconds: seconds(env.GENERATION_RETAIN_SECONDS, DEFAULT_RETAIN_SECONDS),
+    },
+    write: (run) => calls.limitedWrite(run),
+    changed: (info) => events.generationChanged(info),
+    checkListed: () => calls.checkListed(),
+  });
+  return {
+    session,
+    calls,
+    watchers,
+    lifecycle,
+    reports,
+    life,
+    autoCompaction,
+    generations,
+    blobs,
+    telemetry,
+    contexts: new ContextAnswers({ calls, blobs, telemetry }),
+    copies: new PathCopy({ placed, session, quotas, blobs, calls }),
+    intake: new EntryIntake({ sql: ctx.storage.sql, env: current, session, calls, blobs, telemetry }),
+  };
+}

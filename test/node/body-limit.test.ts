@@ -13,7 +13,7 @@ let port: number;
 beforeAll(async () => {
   server = await startDevServer();
   port = Number(new URL(server.url).port);
-});
+}, 120_000);
 
 afterAll(async () => {
   await server?.stop();

@@ -25,7 +25,8 @@ import type {
   TreeNode,
 } from "../../core/internal";
 import { addOmitted, buildTree, forkExtras, newSessionHeader, unwrap } from "../../core/internal";
-import type { GenerationEnd, GenerationOutcome } from "../session/generations";
+import type { GenerationEnd } from "../session/generation-answer";
+import type { GenerationOutcome } from "../session/generations";
 import { GENERATION_ID_HEADER } from "../session/generations";
 import type { BlobAnswer, BlobPolicy } from "../session/session-blobs";
 import type { SessionObject } from "../session/session-object";

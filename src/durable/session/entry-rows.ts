@@ -8,8 +8,7 @@ import type {
 } from "../../core/internal";
 import { entryPage, nonBlank } from "../../core/internal";
 import type { Sql } from "../sql";
-import type { CopiedFigure, CopiedRows, EntryPage } from "../types";
-import { insertCopiedRows, readCopiedFigures, readPathRows } from "./copied-rows";
+import type { EntryPage } from "../types";
 import {
   CHUNK_BYTES,
   INLINE_BYTES,
@@ -142,24 +141,6 @@ export class EntryRows {
   page(seqs: readonly number[]): EntryPage {
     const entries = this.entries(seqs, PAGE_CHARS);
     return { entries, rest: seqs.slice(entries.length) };
-  }
-
-  /** Rows of a path (`seqs`, root first) as a fork copies them, a page at a time (copied-rows.ts). */
-  pathRows(seqs: readonly number[]): CopiedRows {
-    return readPathRows(this, this.#storage, this.#sql, seqs);
-  }
-
-  /** Writes a page a fork copied (inside the caller's transaction), as `pathRows` made it. */
-  insertCopied(page: CopiedRows): void {
-    insertCopiedRows(this.#storage, this.#sql, page);
-  }
-
-  /**
-   * What a session's figures need of its rows `first` to `last`, in order: sizes, and the payload
-   * only of labels and names (see `SessionWrites.copyRows`).
-   */
-  copiedFigures(first: number, last: number): CopiedFigure[] {
-    return readCopiedFigures(this.#sql, first, last);
   }
 
   /** Seqs of the entries of these ids whose payloads hold blobs. */

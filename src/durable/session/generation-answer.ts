@@ -1,15 +1,17 @@
-import type { AgentMessage, AnswerSource, AppendEntryInput } from "../../core/internal";
+import type { AgentMessage, AnswerSource, AppendEntryInput, StoppedBy } from "../../core/internal";
 import { answerFold, givenAnswer } from "../../core/internal";
 import { READ_PAGE_BYTES } from "../stream/protocol";
 import type { StreamState, StreamStore } from "../stream/store";
 import type { GenerationRow } from "./generation-rows";
-import type { GenerationEnd } from "./generations";
 
 /*
  * A generation's answer as entries: the message a complete gave, or what its chunks make (read
  * from its stream a page at a time and folded by its format), each message an entry under the one
  * before, the first under the generation's parent.
  */
+
+/** How a generation ends: completed (with the message, or assembled), or stopped. */
+export type GenerationEnd = { kind: "complete"; message?: unknown } | { kind: "stop"; by: StoppedBy };
 
 /** The entries ending generation `row` the way `how` says, stamped `now`. */
 export function answerEntries(

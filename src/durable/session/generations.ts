@@ -1,4 +1,4 @@
-import type { GenerationInfo, OpenGenerationBody, Result, StoppedBy, StoredEntry } from "../../core/internal";
+import type { GenerationInfo, OpenGenerationBody, Result, StoredEntry } from "../../core/internal";
 import {
   GENERATION_FORMATS,
   generationContentType,
@@ -10,6 +10,7 @@ import {
 import { errorSummary, logLine } from "../log-line";
 import { formatOffset } from "../stream/offsets";
 import type { StreamState } from "../stream/store";
+import type { GenerationEnd } from "./generation-answer";
 import { answerEntries } from "./generation-answer";
 import { GenerationParts, generationStreamKey } from "./generation-parts";
 import type { GenerationRequestHost } from "./generation-requests";
@@ -51,9 +52,6 @@ export interface GenerationOutcome {
   /** False for a repeat of the request that ended it (nothing new was written). */
   created: boolean;
 }
-
-/** How a generation ends: completed (with the message, or assembled), or stopped. */
-export type GenerationEnd = { kind: "complete"; message?: unknown } | { kind: "stop"; by: StoppedBy };
 
 /** The header that hands the session's object a request for a generation's stream (its id, URI-encoded). */
 export const GENERATION_ID_HEADER = "x-generation-id";

@@ -34,7 +34,8 @@ import type {
   NewSessionOptions,
   OmittedCount,
 } from "../types";
-import type { GenerationEnd, GenerationOutcome } from "./generations";
+import type { GenerationEnd } from "./generation-answer";
+import type { GenerationOutcome } from "./generations";
 import { GENERATION_ID_HEADER } from "./generations";
 import type { BlobAnswer, BlobPolicy } from "./session-blobs";
 import type { SessionParts } from "./session-parts";

@@ -10,6 +10,7 @@ import type {
 } from "../../core/internal";
 import type { CompactionPlan, CopiedRows, EntryPage, ForkSource, OmittedCount, SearchDigest } from "../types";
 import { CompactionReads } from "./compaction-reads";
+import { readPathRows } from "./copied-rows";
 import { forkSource } from "./fork-copy";
 import type { StoreParts } from "./store-parts";
 
@@ -49,7 +50,7 @@ export class SessionReads {
   /** Rows of a fork's path, a page of them, as the new session writes them (see `SessionWrites.copyRows`). */
   pathRows(seqs: readonly number[]): CopiedRows {
     this.#parts.row.live();
-    return this.#parts.rows.pathRows(seqs);
+    return readPathRows(this.#parts.rows, this.#parts.storage.sql, this.#parts.sql, seqs);
   }
 
   entrySeqs(query: EntryQuery = {}): number[] {

@@ -26,6 +26,7 @@ import {
 import { quotaExceeded } from "../quotas";
 import type { CopiedRows } from "../types";
 import type { ContextReads } from "./context-reads";
+import { insertCopiedRows, readCopiedFigures } from "./copied-rows";
 import type { StoredWrite } from "./entry-rows";
 import type { PreparedBlobs } from "./prepared-blobs";
 import type { ByteLimit } from "./room";
@@ -221,9 +222,9 @@ export class SessionWrites {
     }
     this.checkRoom(page.bytes, room);
     this.#write(() => {
-      this.#parts.rows.insertCopied(page);
+      insertCopiedRows(this.#parts.storage.sql, this.#parts.sql, page);
       const chunked = new Map(page.chunked.map((row) => [row.seq, row.bytes]));
-      for (const row of this.#parts.rows.copiedFigures(first, last.seq)) {
+      for (const row of readCopiedFigures(this.#parts.sql, first, last.seq)) {
         // What the figures read of an entry is in its payload only for labels, names and the
         // first user message.
         let entry = { type: row.type, message: { role: row.role } } as SessionEntry;

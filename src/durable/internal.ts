@@ -37,4 +37,4 @@ export {
   streamObjectName,
 } from "./stream";
 export { tenantKey } from "./tenant-key";
-export { transientError } from "./transient";
+export { partlyApplied, transientError } from "./transient";

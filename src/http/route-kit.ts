@@ -2,9 +2,10 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, TypedResponse, ValidationTargets } from "hono";
 import type { JSONParsed } from "hono/utils/types";
 import type * as z from "zod";
+import type { SessionInfo } from "../core/internal";
 import { assertJsonDepth, assertProtoKeysKept, SessionError, zodDetails } from "../core/internal";
 import type { SessionObjectStorage } from "../durable/internal";
-import { DurableRepo } from "../durable/internal";
+import { DurableRepo, partlyApplied } from "../durable/internal";
 import type { AppEnv } from "./env";
 import { ErrorEnvelope } from "./errors";
 
@@ -121,6 +122,18 @@ export function repo(c: Context<AppEnv>): DurableRepo {
 export function sessionStorage(c: Context<AppEnv>, sid: string): SessionObjectStorage {
   c.set("sessionId", sid);
   return repo(c).storage(sid);
+}
+
+/**
+ * The info of a session the request has just written (a fork, an import): read after the write,
+ * so a failure to read it answers that the outcome is unknown, never that nothing was applied.
+ */
+export async function writtenInfo(session: { getInfo(): Promise<SessionInfo> }): Promise<SessionInfo> {
+  try {
+    return await session.getInfo();
+  } catch (error) {
+    throw partlyApplied(error);
+  }
 }
 
 /**

@@ -14,7 +14,17 @@ import { readNdjson } from "../body";
 import { ErrorEnvelope } from "../errors";
 import { recordEvent } from "../metrics";
 import { creationLocation } from "../placement";
-import { conflict, errors, json, ndjsonResponse, repo, routes, security, sessionStorage } from "../route-kit";
+import {
+  conflict,
+  errors,
+  json,
+  ndjsonResponse,
+  repo,
+  routes,
+  security,
+  sessionStorage,
+  writtenInfo,
+} from "../route-kit";
 import { ExportQuery, ImportQuery, ImportResult, SessionIdParam } from "../schemas";
 
 /** Where imports are posted: NDJSON, which the JSON body parser leaves alone. */
@@ -89,13 +99,13 @@ export const interchangeRoutes = routes()
           ...(id === undefined ? {} : { id }),
           location,
         });
-        const info = await session.getInfo();
+        const info = await writtenInfo(session);
         c.set("sessionId", info.id);
         const status = sync.status === "created" ? 201 : 200;
         return c.json({ ...info, warnings: file.warnings, sync }, status, { ETag: leafTag(info.leafId) });
       }
       const session = await repo(c).importSession(file, { ...(id === undefined ? {} : { id }), location });
-      const info = await session.getInfo();
+      const info = await writtenInfo(session);
       c.set("sessionId", info.id);
       await recordEvent(c, {
         kind: "import",

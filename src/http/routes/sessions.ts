@@ -12,6 +12,7 @@ import {
   security,
   sessionStorage,
   writeErrors,
+  writtenInfo,
 } from "../route-kit";
 import {
   CreateSessionBody,
@@ -162,7 +163,7 @@ export const sessionRoutes = routes()
         });
       }
       const fork = await source.fork(target, { ...options, location: near });
-      const info = await fork.getInfo();
+      const info = await writtenInfo(fork);
       await recordEvent(c, {
         kind: "fork",
         sessionId: info.id,

@@ -26,6 +26,8 @@ interface OpBase {
   outcome: Outcome;
   /** The final error's code, or `network` when no answer came. */
   error?: string;
+  /** What each try came to, in order (for the report). */
+  tries?: string;
 }
 
 export interface AppendOp extends OpBase {
@@ -179,7 +181,7 @@ export async function checkHistory(
           if (n > 1) fail(`${session}: the entry marked ${word} is there ${n} times`);
           if (op.outcome === "acked" && n !== 1) fail(`${session}: acknowledged ${word} is there ${n} times`);
           if (op.outcome === "failed" && n !== 0)
-            fail(`${session}: ${word} failed (${op.error}) yet is there`);
+            fail(`${session}: ${word} failed (${op.error}; tries: ${op.tries}) yet is there`);
         }
         if (op.outcome === "acked") {
           if (present !== op.ids.length)
@@ -199,7 +201,9 @@ export async function checkHistory(
             }
           }
         } else if (op.outcome === "failed" && present > 0) {
-          fail(`${session}: batch ${op.ids[0]} failed (${op.error}) yet ${present} of it is there`);
+          fail(
+            `${session}: batch ${op.ids[0]} failed (${op.error}; tries: ${op.tries}) yet ${present} of it is there`,
+          );
         } else if (present !== 0 && present !== op.ids.length) {
           fail(`${session}: batch ${op.ids[0]} is there in part (${present} of ${op.ids.length})`);
         }
@@ -209,7 +213,7 @@ export async function checkHistory(
         if (op.outcome === "acked" && n !== 1)
           fail(`${session}: acknowledged compaction ${op.mark} is there ${n} times`);
         if (op.outcome === "failed" && n !== 0)
-          fail(`${session}: compaction ${op.mark} failed (${op.error}) yet is there`);
+          fail(`${session}: compaction ${op.mark} failed (${op.error}; tries: ${op.tries}) yet is there`);
         if (op.outcome === "acked" && bySeq.get(op.seq ?? -1)?.type !== "compaction") {
           fail(`${session}: acknowledged compaction ${op.mark} is not at its seq ${op.seq}`);
         }
@@ -297,7 +301,8 @@ export async function checkHistory(
     const entries = state.sessions.get(op.fork);
     if (op.outcome === "acked" && !entries && !mayBeDeleted(ops, op.fork))
       fail(`fork ${op.fork} of ${op.session} was acknowledged but is gone`);
-    if (op.outcome === "failed" && entries) fail(`fork ${op.fork} failed (${op.error}) but exists`);
+    if (op.outcome === "failed" && entries)
+      fail(`fork ${op.fork} failed (${op.error}; tries: ${op.tries}) but exists`);
     if (!entries || !state.sessions.has(op.session)) continue;
     const path = await state.branch(op.session, op.target);
     const copied = entries.filter((entry) => entry.type !== "leaf").map((entry) => entry.id);

@@ -72,25 +72,27 @@ export function faultyNetwork(
       throw new LostConnection("the request was lost");
     }
     let response: Response;
+    let body: ArrayBuffer;
     try {
       response = await target(request);
+      if ((response.headers.get("Content-Type") ?? "").startsWith("text/event-stream") && response.body) {
+        observe({ status: response.status });
+        return new Response(
+          cuttable(response.body, () => {
+            const cut = random() < faults().cutStream;
+            if (cut) count("cut stream");
+            return cut;
+          }),
+          response,
+        );
+      }
+      body = await response.arrayBuffer();
     } catch (error) {
-      // The connection broke while the request was out: it may or may not have been applied.
+      // The connection broke while the request was out or its answer on the way (the service was
+      // killed, say): it may or may not have been applied.
       observe({ lost: "answer" });
       throw error;
     }
-    if ((response.headers.get("Content-Type") ?? "").startsWith("text/event-stream") && response.body) {
-      observe({ status: response.status });
-      return new Response(
-        cuttable(response.body, () => {
-          const cut = random() < faults().cutStream;
-          if (cut) count("cut stream");
-          return cut;
-        }),
-        response,
-      );
-    }
-    const body = await response.arrayBuffer();
     if (random() < now.loseAnswer) {
       count("lost answer");
       observe({ lost: "answer" });
@@ -132,4 +134,10 @@ export function outcomeOf(attempts: readonly Attempt[], succeeded: boolean): "ac
       (attempt.status !== undefined && attempt.status >= 500 && !DEFINITE.has(attempt.code ?? "")),
   );
   return mayHaveApplied ? "unknown" : "failed";
+}
+
+/** One attempt in a word or two, for a report. */
+export function describeAttempt(attempt: Attempt): string {
+  if (attempt.lost) return `lost ${attempt.lost}`;
+  return [attempt.status, attempt.code, attempt.outcome].filter((part) => part !== undefined).join(" ");
 }

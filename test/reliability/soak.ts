@@ -13,7 +13,14 @@ import {
   type Verdict,
   type Watched,
 } from "./history";
-import { type Attempt, type Fetch, faultyNetwork, type NetworkFaults, outcomeOf } from "./network";
+import {
+  type Attempt,
+  describeAttempt,
+  type Fetch,
+  faultyNetwork,
+  type NetworkFaults,
+  outcomeOf,
+} from "./network";
 
 /*
  * A soak: writers (each with its own seeded random, so the run's operations repeat from its seed)
@@ -138,6 +145,7 @@ export async function runSoak(target: SoakTarget, options: SoakOptions): Promise
         end: clock(),
         outcome: outcomeOf(attempts, false),
         error: errorCode(error),
+        tries: attempts.map(describeAttempt).join(", "),
       } as Op);
       return undefined;
     }

@@ -218,6 +218,9 @@ describe("the documentation, run as written", () => {
       // The streams example read back what it appended, and the JSON stream as one array.
       expect(walked.stdout).toContain("Hello, world");
       expect(walked.stdout).toContain('[{"n":1},{"n":2}]');
+      // The README's answer in flight: read back halfway, then its entry.
+      expect(walked.stdout).toContain("One, two, \n");
+      expect(walked.stdout).toContain('"text":"One, two, three."');
       // The generations example: the answer read back, then its entry; the late append refused.
       expect(walked.stdout).toContain('"text":"The Nile, the Amazon and the Yangtze."');
       expect(walked.stdout).toContain("refused (22)");

@@ -9,6 +9,7 @@ const sha256 = (key: string) => createHash("sha256").update(key).digest("hex");
 const API_KEYS = JSON.stringify({
   [sha256("key-a")]: "tenant-a",
   [sha256("key-b")]: "tenant-b",
+  [sha256("key-c")]: "tenant-c",
   [sha256("key-a-read")]: { tenant: "tenant-a", access: "read" },
   [sha256("key-usage")]: "tenant-usage",
   [sha256("key-few-sessions")]: "tenant-few-sessions",

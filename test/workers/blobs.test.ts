@@ -8,7 +8,7 @@ import type { DurableEnv } from "../../src/durable/internal";
 import { sessionObjectName, tenantKey } from "../../src/durable/internal";
 import { directoryShard, shardCount } from "../../src/durable/names";
 import { sha256Hex } from "../../src/http/auth";
-import { api, apiWith, createSession, expectError, info, KEY_B, sid, userMessage } from "./helpers";
+import { api, apiWith, createSession, expectError, info, KEY_B, KEY_C, sid, userMessage } from "./helpers";
 
 /*
  * Blobs in R2: images and tool outputs from BLOB_MIN_BYTES (64 KiB here) stored once per tenant,
@@ -460,6 +460,30 @@ describe("blobs in R2", () => {
     const backup = await api("GET", "/v1/export");
     expect(backup.text).toContain(screenshot(12));
     expect(backup.text).not.toContain("\\u0000blob:");
+  });
+
+  it("restores a tenant's backup with its blobs into another tenant, which then holds its own copies", async () => {
+    const id = await writeSession(api, [41, 42]);
+    const backup = await api("GET", "/v1/export");
+    expect(backup.status, backup.text).toBe(200);
+    const restored = await api("POST", "/v1/import", {
+      key: KEY_C,
+      raw: backup.text,
+      headers: { "Content-Type": "application/x-ndjson" },
+    });
+    expect(restored.status, restored.text).toBe(200);
+    expect(restored.body.sessions).toContainEqual(expect.objectContaining({ id, status: "imported" }));
+    const [own, copy] = [
+      await api("GET", `/v1/sessions/${id}/export`),
+      await api("GET", `/v1/sessions/${id}/export`, { key: KEY_C }),
+    ];
+    expect(copy.text).toBe(own.text);
+    expect(copy.text).toContain(screenshot(41));
+    // The restored tenant's rows refer to blobs of its own, stored once each.
+    expect(await storedBlobs("tenant-c")).toContain(
+      await keyOf("b64", await sha256(bytes(96 * 1024, 41)), "tenant-c"),
+    );
+    expect((await rowBytes(id, "tenant-c")).refs).toBe(4);
   });
 
   it("gives short-lived signed URLs with ?blobs=url, which read the blob and nothing else", async () => {

@@ -5,6 +5,8 @@ import worker from "../../src/worker";
 
 export const KEY_A = "key-a";
 export const KEY_B = "key-b";
+/** A third tenant, for tests that need one nothing else in their file writes to. */
+export const KEY_C = "key-c";
 export const KEY_A_READ = "key-a-read";
 
 export interface ApiOptions {

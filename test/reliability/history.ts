@@ -62,11 +62,24 @@ export interface ForkOp extends OpBase {
   fork: string;
 }
 
+/**
+ * An answer written as a generation: opened, its chunks appended (each a word of `marks`, with
+ * producer headers, so a retried chunk is written once), then completed into one entry.
+ */
+export interface GenerationOp extends OpBase {
+  kind: "generation";
+  /** The generation's id (its entry's), once it was opened. */
+  generation?: string;
+  marks: string[];
+  /** The seq its completion answered for the entry. */
+  seq?: number;
+}
+
 export interface LifeOp extends OpBase {
   kind: "create" | "delete" | "restore";
 }
 
-export type Op = AppendOp | LeafOp | CompactOp | ForkOp | LifeOp;
+export type Op = AppendOp | LeafOp | CompactOp | ForkOp | GenerationOp | LifeOp;
 
 /** An operation as it is sent, before anything came back. */
 export type PlannedOp = Op extends infer T
@@ -134,6 +147,41 @@ export function mark(n: number, writer: number): string {
   return `mk${writer.toString(36)}z${n.toString(36)}x`;
 }
 
+/**
+ * A generation's answer: one entry when it was completed, with every chunk once and in order; at
+ * most one otherwise (the alarm stops a generation its writer left), holding the chunks it got as
+ * a prefix of those sent, each once. No chunk is ever anywhere else.
+ */
+function checkGeneration(
+  session: string,
+  op: GenerationOp,
+  byId: ReadonlyMap<string, StoredEntryLike[]>,
+  marks: ReadonlyMap<string, number>,
+  fail: (message: string) => void,
+): void {
+  const stored = op.generation === undefined ? [] : (byId.get(op.generation) ?? []);
+  const name = `generation ${op.generation ?? `marked ${op.marks[0]}`}`;
+  if (stored.length > 1) fail(`${session}: ${name} is stored ${stored.length} times`);
+  const [entry] = stored;
+  const text = entry ? JSON.stringify(entry) : "";
+  const found = op.marks.filter((word) => text.includes(word));
+  for (const word of op.marks) {
+    if ((marks.get(word) ?? 0) > (found.includes(word) ? 1 : 0))
+      fail(`${session}: a chunk of ${name} (${word}) is stored more than once or outside its answer`);
+  }
+  const positions = found.map((word) => text.indexOf(word));
+  if (positions.some((at, i) => i > 0 && at < (positions[i - 1] as number)))
+    fail(`${session}: the chunks of ${name} are out of order`);
+  if (found.some((word, i) => word !== op.marks[i]))
+    fail(`${session}: ${name} holds chunks that are not a prefix of those sent: ${found.join(" ")}`);
+  if (op.outcome !== "acked") return;
+  if (!entry) fail(`${session}: acknowledged ${name} has no entry`);
+  else if (found.length !== op.marks.length)
+    fail(`${session}: acknowledged ${name} holds ${found.length} of its ${op.marks.length} chunks`);
+  else if (entry.seq !== op.seq)
+    fail(`${session}: ${name} answered seq ${op.seq} but is stored at ${entry.seq}`);
+}
+
 export async function checkHistory(
   ops: readonly Op[],
   snapshots: readonly Snapshot[],
@@ -160,13 +208,13 @@ export async function checkHistory(
     for (const entry of entries) byId.set(entry.id, [...(byId.get(entry.id) ?? []), entry]);
     const bySeq = new Map(entries.map((entry) => [entry.seq, entry]));
     const allMarks = sessionOps.flatMap((op) =>
-      op.kind === "append" ? op.marks : op.kind === "compact" ? [op.mark] : [],
+      op.kind === "append" || op.kind === "generation" ? op.marks : op.kind === "compact" ? [op.mark] : [],
     );
     const marks = markCounts(entries, allMarks);
     const seqsOf = (op: Op): number[] =>
       op.kind === "append"
         ? (op.seqs ?? [])
-        : op.kind === "leaf" || op.kind === "compact"
+        : op.kind === "leaf" || op.kind === "compact" || op.kind === "generation"
           ? [op.seq ?? -1]
           : [];
 
@@ -217,6 +265,8 @@ export async function checkHistory(
         if (op.outcome === "acked" && bySeq.get(op.seq ?? -1)?.type !== "compaction") {
           fail(`${session}: acknowledged compaction ${op.mark} is not at its seq ${op.seq}`);
         }
+      } else if (op.kind === "generation") {
+        checkGeneration(session, op, byId, marks, fail);
       } else if (op.kind === "leaf" && op.outcome === "acked") {
         const record = bySeq.get(op.seq ?? -1);
         if (record?.type !== "leaf" || record.targetId !== op.target) {

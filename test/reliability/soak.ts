@@ -5,6 +5,7 @@ import {
   type AppendOp,
   checkHistory,
   type FinalState,
+  type GenerationOp,
   mark,
   type Op,
   type PlannedOp,
@@ -365,7 +366,28 @@ export async function runSoak(target: SoakTarget, options: SoakOptions): Promise
           if (made) {
             tracks.set(fork, { entries: [], running: 0, exclusive: false, watched: false, deletable: true });
           }
-        } else if (roll < 0.33) {
+        } else if (roll < 0.31 && known.length > 0) {
+          // An answer written as a generation, chunk by chunk, then completed.
+          const op: GenerationOp = {
+            kind: "generation",
+            session: id,
+            marks: Array.from({ length: 3 }, () => mark(n++, w)),
+          } as GenerationOp;
+          await record(
+            random,
+            op,
+            async (repo) => {
+              const writer = await repo.storage(id).generate();
+              op.generation = writer.id;
+              for (const word of op.marks) await writer.append(`${word} `);
+              return writer.complete();
+            },
+            (result, done) => {
+              (done as GenerationOp).seq = result.entries[0]?.seq;
+              known.push(result.generation.id);
+            },
+          );
+        } else if (roll < 0.35) {
           const attempts: Attempt[] = [];
           const page = await clientFor(random, attempts)
             .storage(id)

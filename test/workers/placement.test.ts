@@ -2,9 +2,11 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { LocationHint, Result, SessionPage } from "../../src/core/internal";
 import { unwrap } from "../../src/core/internal";
+import { signBlobUrl } from "../../src/durable/blobs/blob-urls";
 import type { DurableEnv } from "../../src/durable/internal";
 import { sessionObjectName, tenantKey } from "../../src/durable/internal";
 import { directoryShards } from "../../src/durable/names";
+import { placedEnv } from "../../src/durable/placement/placed-env";
 import { sha256Hex } from "../../src/http/auth";
 import type { WorkerEnv } from "../../src/http/env";
 import { nearestLocation } from "../../src/http/placement";
@@ -14,9 +16,11 @@ import { expectError, sid, userMessage } from "./helpers";
 /*
  * Where a tenant's objects live: pins to a jurisdiction (TENANT_JURISDICTIONS), the registry that
  * refuses a pin moved away from a tenant's sessions, and location hints given only when an object
- * is created. Local workerd has no jurisdictions (`jurisdiction()` throws there), so what a pinned
- * tenant's objects do inside one is not run here: these tests show that such a tenant is never
- * served from the default namespace instead, and that a moved pin is caught.
+ * is created. Local workerd has no jurisdictions (`jurisdiction()` throws there): these tests show
+ * that a pinned tenant is then never served from the default namespace instead, that a moved pin
+ * is caught, and, with namespaces that answer `jurisdiction()` as the platform does, that every
+ * object and blob the Worker reaches for a pinned tenant is looked up in its jurisdiction. What the
+ * objects reach from inside (by their own id's jurisdiction) is the platform's to run.
  */
 
 const ctx = () => ({ waitUntil() {}, passThroughOnException() {}, props: {} }) as unknown as ExecutionContext;
@@ -174,6 +178,158 @@ describe("jurisdictions", () => {
     expect(unregistered.body.error.message).toContain("PLACEMENTS");
     // Without pins, the registry is not needed.
     expect((await call(tenant, { PLACEMENTS: undefined }, "GET", "/v1/sessions")).status).toBe(200);
+  });
+});
+
+/** Where each object a request reached was looked up: the default namespace (""), or a jurisdiction's. */
+type Reach = { place: string; name: string };
+
+/**
+ * `real` as a runtime that has jurisdictions would give it: `jurisdiction(j)` answers a namespace of
+ * the same objects (local workerd has none to give), and every object reached is noted with the
+ * place it was looked up in.
+ */
+function jurisdictional<T extends Rpc.DurableObjectBranded | undefined>(
+  real: DurableObjectNamespace<T>,
+  reached: Reach[],
+  place = "",
+): DurableObjectNamespace<T> {
+  return new Proxy(real, {
+    get(target, property) {
+      if (property === "jurisdiction") return (j: string) => jurisdictional(target, reached, j);
+      if (property === "getByName" || property === "idFromName") {
+        return (name: string, options?: unknown) => {
+          reached.push({ place, name });
+          return (target[property] as (name: string, options?: unknown) => unknown)(name, options);
+        };
+      }
+      const value = Reflect.get(target, property);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/** `bucket`, noting the key of every object read or written through it. */
+function notingBucket(bucket: R2Bucket, touched: string[]): R2Bucket {
+  return new Proxy(bucket, {
+    get(target, property) {
+      const value = Reflect.get(target, property);
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        if (typeof args[0] === "string") touched.push(`${String(property)} ${args[0]}`);
+        return value.apply(target, args);
+      };
+    },
+  });
+}
+
+describe("a pinned tenant in a runtime with jurisdictions", () => {
+  it("takes every namespace and the bucket of its jurisdiction from one place", () => {
+    const noted: Reach[] = [];
+    const namespace = jurisdictional(env.SESSIONS, noted);
+    const [plain, eu, fedramp] = ["plain", "eu", "fedramp"].map((name) => ({ name }) as unknown as R2Bucket);
+    const base = {
+      ...env,
+      SESSIONS: namespace,
+      DIRECTORY: namespace,
+      STREAMS: namespace,
+      BLOBS: plain,
+      BLOBS_EU: eu,
+      BLOBS_FEDRAMP: fedramp,
+    } as unknown as DurableEnv;
+    expect(placedEnv(base, undefined)).toBe(base);
+    for (const [jurisdiction, bucket] of [
+      ["eu", eu],
+      ["fedramp", fedramp],
+    ] as const) {
+      const placed = placedEnv(base, jurisdiction);
+      expect(placed.BLOBS).toBe(bucket);
+      for (const kind of ["SESSIONS", "DIRECTORY", "STREAMS"] as const) {
+        (placed[kind] as DurableObjectNamespace).getByName(`${kind} object`);
+      }
+      expect(noted.splice(0)).toEqual(
+        ["SESSIONS", "DIRECTORY", "STREAMS"].map((kind) => ({ place: jurisdiction, name: `${kind} object` })),
+      );
+    }
+  });
+
+  it("reaches its sessions, directory shards, streams and blobs only through its jurisdiction", async () => {
+    const tenant = await newTenant();
+    const reached: Reach[] = [];
+    const plainBlobs: string[] = [];
+    const euBlobs: string[] = [];
+    const settings = {
+      ...pinned(tenant, "eu"),
+      SESSIONS: jurisdictional(env.SESSIONS, reached),
+      DIRECTORY: jurisdictional(env.DIRECTORY, reached),
+      STREAMS: jurisdictional(env.STREAMS as DurableObjectNamespace, reached),
+      BLOBS: notingBucket(env.BLOBS as R2Bucket, plainBlobs),
+      BLOBS_EU: notingBucket(env.BLOBS as R2Bucket, euBlobs),
+    };
+    const id = sid();
+    expect((await call(tenant, settings, "POST", "/v1/sessions", { body: { id } })).status).toBe(201);
+    const appended = await call(tenant, settings, "POST", `/v1/sessions/${id}/entries`, {
+      body: userMessage("hello from Paris"),
+    });
+    expect(appended.status).toBe(201);
+    const fork = sid();
+    const forked = await call(tenant, settings, "POST", `/v1/sessions/${id}/fork`, {
+      body: { entryId: appended.body.entries[0].id, id: fork },
+    });
+    expect(forked.status, forked.text).toBe(201);
+    expect((await call(tenant, settings, "GET", `/v1/sessions/${fork}/context`)).status).toBe(200);
+    expect((await call(tenant, settings, "GET", "/v1/sessions")).status).toBe(200);
+    expect((await call(tenant, settings, "GET", "/v1/usage")).status).toBe(200);
+    const stream = `/v1/stream/notes-${sid()}`;
+    expect(
+      (await call(tenant, settings, "PUT", stream, { raw: "a", contentType: "text/plain" })).status,
+    ).toBe(201);
+    expect((await call(tenant, settings, "GET", `${stream}?offset=-1`)).text).toBe("a");
+    // A screenshot stored as a blob (by the session's object), read through a URL signed for the
+    // tenant's jurisdiction: from that jurisdiction's bucket.
+    const image = new Uint8Array(96 * 1024).map((_, i) => (i * 7919) % 251);
+    const shot = await call(tenant, settings, "POST", `/v1/sessions/${id}/entries`, {
+      body: {
+        type: "message",
+        message: {
+          role: "user",
+          content: [
+            {
+              type: "image",
+              data: (image as Uint8Array & { toBase64(): string }).toBase64(),
+              mimeType: "image/png",
+            },
+          ],
+          timestamp: 1,
+        },
+      },
+    });
+    expect(shot.status, shot.text).toBe(201);
+    const address = {
+      jurisdiction: "eu",
+      tenantKey: await tenantKey(tenant.name),
+      kind: "b64" as const,
+      sha256: [...new Uint8Array(await crypto.subtle.digest("SHA-256", image))]
+        .map((b) => b.toString(16).padStart(2, "0"))
+        .join(""),
+    };
+    const url = await signBlobUrl(
+      env.BLOB_URL_SECRET as string,
+      "http://sessions.test",
+      address,
+      Math.floor(Date.now() / 1000) + 60,
+    );
+    const read = await worker.fetch(new Request(url), { ...env, ...settings } as WorkerEnv, ctx());
+    expect(read.status).toBe(200);
+    expect(new Uint8Array(await read.arrayBuffer())).toEqual(image);
+    expect(euBlobs).toContainEqual(expect.stringMatching(new RegExp(`^get .*${address.sha256}$`)));
+
+    expect(reached.length).toBeGreaterThan(0);
+    expect(reached.filter((reach) => reach.place !== "eu")).toEqual([]);
+    for (const name of [sessionObjectName(tenant.name, id), sessionObjectName(tenant.name, fork)]) {
+      expect(reached).toContainEqual({ place: "eu", name });
+    }
+    expect(plainBlobs).toEqual([]);
   });
 });
 

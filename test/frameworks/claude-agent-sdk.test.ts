@@ -130,6 +130,42 @@ describe.each(repos)("CfSessionsStore on %s", (_name, makeRepo) => {
     expect(await ours.load(key)).toEqual([...lines, title, title]);
   });
 
+  it("keeps a transcript whole when stores on two hosts take turns writing it", async () => {
+    const projectKey = `p-${crypto.randomUUID()}`;
+    const lines = transcript("1.0.98-parallel-tools.jsonl");
+    const key = { projectKey, sessionId: sessionIdOf(lines) };
+    const [hostA, hostB] = [new CfSessionsStore({ repo }), new CfSessionsStore({ repo })];
+    const theirs = new InMemorySessionStore();
+    // A writes, B resumes the session, then A again (what it knew of the transcript is out of
+    // date), then B.
+    const turns = [hostA, hostB, hostA, hostB, hostA];
+    const size = Math.ceil(lines.length / turns.length);
+    for (const [i, store] of turns.entries()) {
+      for (const writer of [store, theirs]) await writer.append(key, lines.slice(i * size, (i + 1) * size));
+    }
+    expect(await hostB.load(key)).toEqual(lines);
+    // The same tree as one store writing it all.
+    const alone = { projectKey: `p-${crypto.randomUUID()}`, sessionId: key.sessionId };
+    const single = new CfSessionsStore({ repo });
+    await mirror(single, alone, lines, size);
+    const shape = async (store: CfSessionsStore, at: typeof key) => {
+      const session = await repo.open(await store.sessionIdFor(at));
+      const tree: Array<[string, string | null]> = [];
+      for await (const entry of session.allEntries()) tree.push([entry.id, entry.parentId]);
+      return tree;
+    };
+    expect(await shape(hostA, key)).toEqual(await shape(single, alone));
+    // The summary folds every line, whichever host wrote it.
+    const summary = async (store: SessionStore) =>
+      ((await store.listSessionSummaries?.(projectKey)) ?? []).map(({ sessionId, data }) => ({
+        sessionId,
+        data,
+      }));
+    const expected = await summary(theirs);
+    expect(expected).toHaveLength(1);
+    await expect.poll(() => summary(hostA), { timeout: 10_000 }).toEqual(expected);
+  });
+
   it("mirrors a transcript as a readable session tree: the Claude Code import's messages", async () => {
     const key = { projectKey: `p-${crypto.randomUUID()}`, sessionId: crypto.randomUUID() };
     const store = new CfSessionsStore({ repo });

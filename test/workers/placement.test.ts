@@ -245,7 +245,7 @@ describe("a pinned tenant in a runtime with jurisdictions", () => {
       const placed = placedEnv(base, jurisdiction);
       expect(placed.BLOBS).toBe(bucket);
       for (const kind of ["SESSIONS", "DIRECTORY", "STREAMS"] as const) {
-        (placed[kind] as DurableObjectNamespace).getByName(`${kind} object`);
+        (placed[kind] as unknown as DurableObjectNamespace).getByName(`${kind} object`);
       }
       expect(noted.splice(0)).toEqual(
         ["SESSIONS", "DIRECTORY", "STREAMS"].map((kind) => ({ place: jurisdiction, name: `${kind} object` })),
@@ -262,7 +262,7 @@ describe("a pinned tenant in a runtime with jurisdictions", () => {
       ...pinned(tenant, "eu"),
       SESSIONS: jurisdictional(env.SESSIONS, reached),
       DIRECTORY: jurisdictional(env.DIRECTORY, reached),
-      STREAMS: jurisdictional(env.STREAMS as DurableObjectNamespace, reached),
+      STREAMS: jurisdictional(env.STREAMS as unknown as DurableObjectNamespace, reached),
       BLOBS: notingBucket(env.BLOBS as R2Bucket, plainBlobs),
       BLOBS_EU: notingBucket(env.BLOBS as R2Bucket, euBlobs),
     };
@@ -319,7 +319,7 @@ describe("a pinned tenant in a runtime with jurisdictions", () => {
       address,
       Math.floor(Date.now() / 1000) + 60,
     );
-    const read = await worker.fetch(new Request(url), { ...env, ...settings } as WorkerEnv, ctx());
+    const read = await worker.fetch(new Request(url), { ...env, ...settings } as unknown as WorkerEnv, ctx());
     expect(read.status).toBe(200);
     expect(new Uint8Array(await read.arrayBuffer())).toEqual(image);
     expect(euBlobs).toContainEqual(expect.stringMatching(new RegExp(`^get .*${address.sha256}$`)));

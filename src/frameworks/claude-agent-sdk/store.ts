@@ -61,16 +61,23 @@ function check<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
 /** What the store knows of a transcript it wrote to: where lines hang, and its metadata. */
 interface Transcript {
   places: TranscriptPlaces;
+  /** The session's head as this store last knew it: its appends expect it there. */
+  leaf: string | null;
   metadata: KeyMetadata;
   /** The session's whole metadata (ours under `claudeAgentSdk`), to write it back changed. */
   header: Record<string, unknown>;
 }
 
+/** Times an append reads its transcript again after another store (another host) wrote to it. */
+const APPEND_ATTEMPTS = 4;
+
 /**
  * A Claude Agent SDK `SessionStore` over cf-sessions: each transcript (a session's main one, or a
  * subagent's under its subpath) is a session, each line one or more entries by the Claude Code
  * import's mapping, so the viewer shows the conversation; `load` gives the lines back exactly.
- * Appends are idempotent on `uuid` and serialized per transcript in this process; the summary
+ * Appends are idempotent on `uuid` and serialized per transcript in this process; stores on other
+ * hosts may write to the same transcript between them (each append expects the session's head
+ * where this store left it, and reads the transcript again when another moved it); the summary
  * `listSessionSummaries` answers is folded by the SDK's `foldSessionSummary` inside `append` and
  * kept in the session's metadata, with the `mtime` that `listSessions` answers.
  */
@@ -117,10 +124,11 @@ export class CfSessionsStore implements SessionStore {
     if (known) return known;
     const entries: StoredEntry[] = [];
     for await (const entry of session.allEntries()) entries.push(entry);
-    const header = await session.getMetadata();
+    const [header, leaf] = await Promise.all([session.getMetadata(), session.getLeafId()]);
     const stored = KeyMetadata.safeParse(header.claudeAgentSdk);
     const transcript: Transcript = {
       places: placesOf(entries),
+      leaf,
       metadata: stored.success ? stored.data : { ...key },
       header,
     };
@@ -140,30 +148,57 @@ export class CfSessionsStore implements SessionStore {
     const create = { id, metadata: { claudeAgentSdk: { ...checked } } };
     await this.#serialized(id, () =>
       this.#handles.write(create, async (session) => {
-        const transcript = await this.#transcript(session, checked);
-        const { places } = transcript;
-        // Lines already stored (a retry, an import run again) are not written twice.
-        const seen = new Set(places.entryOf.keys());
-        const fresh = lines.filter((line) => {
-          if (typeof line.uuid !== "string") return true;
-          if (seen.has(line.uuid)) return false;
-          seen.add(line.uuid);
-          return true;
-        });
-        const planned: TranscriptPlaces = { entryOf: new Map(places.entryOf), head: places.head };
-        for (const batch of importBatches(transcriptEntries(fresh, planned), BATCH_ENTRIES, BATCH_BYTES))
-          await session.appendEntries(batch);
-        transcript.places = planned;
-        const mtime = this.#mtime();
-        const metadata: KeyMetadata = { ...transcript.metadata, ...checked, mtime };
-        if (checked.subpath === undefined) {
-          metadata.summary = foldSessionSummary(transcript.metadata.summary, checked, entries, { mtime });
+        for (let attempt = 1; ; attempt++) {
+          try {
+            return await this.#append(session, checked, lines, entries);
+          } catch (error) {
+            if (
+              !(error instanceof SessionError && error.code === "leaf_conflict") ||
+              attempt >= APPEND_ATTEMPTS
+            )
+              throw error;
+            // Another store wrote to the transcript: what this one knew of it is out of date.
+            this.#transcripts.delete(session.id);
+          }
         }
-        transcript.header = { ...transcript.header, claudeAgentSdk: metadata };
-        await session.updateHeader({ metadata: transcript.header });
-        transcript.metadata = metadata;
       }),
     );
+  }
+
+  async #append(
+    session: Session,
+    key: SessionKey,
+    lines: readonly TranscriptLine[],
+    entries: SessionStoreEntry[],
+  ): Promise<void> {
+    let transcript = await this.#transcript(session, key);
+    const { places } = transcript;
+    // Lines already stored (a retry, an import run again) are not written twice.
+    const seen = new Set(places.entryOf.keys());
+    const fresh = lines.filter((line) => {
+      if (typeof line.uuid !== "string") return true;
+      if (seen.has(line.uuid)) return false;
+      seen.add(line.uuid);
+      return true;
+    });
+    if (fresh.length === 0) {
+      // Nothing to append, so nothing would notice another store's summary: read it again.
+      this.#transcripts.delete(session.id);
+      transcript = await this.#transcript(session, key);
+    }
+    const planned: TranscriptPlaces = { entryOf: new Map(places.entryOf), head: places.head };
+    for (const batch of importBatches(transcriptEntries(fresh, planned), BATCH_ENTRIES, BATCH_BYTES)) {
+      transcript.leaf = (await session.appendEntries(batch, { expectedLeafId: transcript.leaf })).leafId;
+    }
+    transcript.places = planned;
+    const mtime = this.#mtime();
+    const metadata: KeyMetadata = { ...transcript.metadata, ...key, mtime };
+    if (key.subpath === undefined) {
+      metadata.summary = foldSessionSummary(transcript.metadata.summary, key, entries, { mtime });
+    }
+    transcript.header = { ...transcript.header, claudeAgentSdk: metadata };
+    await session.updateHeader({ metadata: transcript.header });
+    transcript.metadata = metadata;
   }
 
   async load(key: SessionKey): Promise<SessionStoreEntry[] | null> {

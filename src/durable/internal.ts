@@ -37,4 +37,4 @@ export {
   streamObjectName,
 } from "./stream";
 export { tenantKey } from "./tenant-key";
-export { partlyApplied, transientError } from "./transient";
+export { partlyApplied, transientError, unavailable } from "./transient";

@@ -1,5 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { SessionError } from "../core/internal";
+import { unavailable } from "../durable/internal";
 import { clientAddress } from "./client-address";
 import type { AppEnv } from "./env";
 
@@ -8,7 +9,9 @@ import type { AppEnv } from "./env";
  * location, no network hop). `RATE_LIMITER` counts each tenant's requests; `AUTH_FAILURE_LIMITER`
  * counts the requests from one client address that fail authentication, so that a flood of bad
  * credentials is cut off before it costs much. Over budget: 429 with Retry-After, the seconds left
- * in the current window. Without a binding, nothing is counted.
+ * in the current window. Without a binding, nothing is counted. A limiter that cannot be asked
+ * (its binding failed for the moment) refuses the request before anything ran: 503 `unavailable`,
+ * `not_applied`, for the client to send again.
  */
 
 const DEFAULT_PERIOD_SECONDS = 10;
@@ -26,11 +29,22 @@ function rateLimited(what: string, periodSetting: string | undefined): SessionEr
   });
 }
 
+/** Counts one request against `key`: whether it is within the budget. */
+async function withinBudget(limiter: RateLimit, key: string): Promise<boolean> {
+  let answer: RateLimitOutcome;
+  try {
+    answer = await limiter.limit({ key });
+  } catch {
+    throw unavailable("the request budget cannot be checked right now; try again", "not_applied");
+  }
+  return answer.success;
+}
+
 export const rateLimit: MiddlewareHandler<AppEnv> = async (c, next) => {
   const limiter = c.env.RATE_LIMITER;
   if (!limiter) return next();
-  const { success } = await limiter.limit({ key: c.get("caller").tenant });
-  if (!success) throw rateLimited("requests for this tenant", c.env.RATE_LIMIT_PERIOD_SECONDS);
+  if (!(await withinBudget(limiter, c.get("caller").tenant)))
+    throw rateLimited("requests for this tenant", c.env.RATE_LIMIT_PERIOD_SECONDS);
   return next();
 };
 
@@ -41,8 +55,7 @@ export const rateLimit: MiddlewareHandler<AppEnv> = async (c, next) => {
 export async function limitAuthFailures(c: Context<AppEnv>): Promise<void> {
   const limiter = c.env.AUTH_FAILURE_LIMITER;
   if (!limiter) return;
-  const { success } = await limiter.limit({ key: clientAddress(c.req.raw.headers) ?? "unknown" });
-  if (!success) {
+  if (!(await withinBudget(limiter, clientAddress(c.req.raw.headers) ?? "unknown"))) {
     throw rateLimited("failed authentications from this address", c.env.AUTH_FAILURE_LIMIT_PERIOD_SECONDS);
   }
 }

@@ -296,7 +296,7 @@ describe("objects evicted", () => {
     const stored = new Map((await entries(id)).map((entry) => [entry.id, entry.seq]));
     answers.forEach((answer, i) => {
       if (answer.status === 201) expect(stored.get(`w${i}`)).toBe(answer.body.entries[0].seq);
-      else expect(answer.status).toBe(503);
+      else expect(answer.status, JSON.stringify(answer.body)).toBe(503);
     });
     expect(stored.size).toBeGreaterThanOrEqual(1 + answers.filter((answer) => answer.status === 201).length);
   });

@@ -56,6 +56,41 @@ describe("rate limit", () => {
     expect((await get(KEY_A, attacker)).status).toBe(200);
   });
 
+  it("answers 503 not_applied, running nothing, while a limiter cannot be asked", async () => {
+    const broken: RateLimit = {
+      limit: () => Promise.reject(new Error("the limiter's binding failed")),
+    };
+    const session = `rl-${crypto.randomUUID()}`;
+    const post = (settings: Record<string, unknown>, key = KEY_A) =>
+      worker.fetch(
+        new Request("http://sessions.test/v1/sessions", {
+          method: "POST",
+          headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+          body: JSON.stringify({ id: session }),
+        }),
+        { ...env, ...settings },
+        ctx(),
+      );
+    for (const settings of [{ RATE_LIMITER: broken }, { AUTH_FAILURE_LIMITER: broken }]) {
+      const res = await post(settings, "RATE_LIMITER" in settings ? KEY_A : "wrong-key");
+      expect(res.status).toBe(503);
+      expect(res.headers.get("Retry-After")).toBe("1");
+      const body = (await res.json()) as { error: { code: string; details: { outcome: string } } };
+      expect(body.error.code).toBe("unavailable");
+      expect(body.error.details.outcome).toBe("not_applied");
+    }
+    // Nothing was created: the same request with the limiter back creates the session.
+    const get = await worker.fetch(
+      new Request(`http://sessions.test/v1/sessions/${session}`, {
+        headers: { Authorization: `Bearer ${KEY_A}` },
+      }),
+      env,
+      ctx(),
+    );
+    expect(get.status).toBe(404);
+    expect((await post({})).status).toBe(201);
+  });
+
   it("counts WebSocket tickets that fail like any failed credential", async () => {
     const tight = { ...env, AUTH_FAILURE_LIMITER: env.TIGHT_RATE_LIMITER };
     const attacker = `203.0.113.${Math.floor(Math.random() * 250) + 1}`;

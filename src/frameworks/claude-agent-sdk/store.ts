@@ -185,12 +185,13 @@ export class CfSessionsStore implements SessionStore {
       // Nothing to append, so nothing would notice another store's summary: read it again.
       this.#transcripts.delete(session.id);
       transcript = await this.#transcript(session, key);
+    } else {
+      const planned: TranscriptPlaces = { entryOf: new Map(places.entryOf), head: places.head };
+      for (const batch of importBatches(transcriptEntries(fresh, planned), BATCH_ENTRIES, BATCH_BYTES)) {
+        transcript.leaf = (await session.appendEntries(batch, { expectedLeafId: transcript.leaf })).leafId;
+      }
+      transcript.places = planned;
     }
-    const planned: TranscriptPlaces = { entryOf: new Map(places.entryOf), head: places.head };
-    for (const batch of importBatches(transcriptEntries(fresh, planned), BATCH_ENTRIES, BATCH_BYTES)) {
-      transcript.leaf = (await session.appendEntries(batch, { expectedLeafId: transcript.leaf })).leafId;
-    }
-    transcript.places = planned;
     const mtime = this.#mtime();
     const metadata: KeyMetadata = { ...transcript.metadata, ...key, mtime };
     if (key.subpath === undefined) {

@@ -158,6 +158,23 @@ describe("a storage statement failing inside a transaction", () => {
     expect((await entries(id)).map((entry) => entry.id)).toEqual(["a"]);
   });
 
+  it("opens no generation when the first one's opening fails after making its tables, and opens the next", async () => {
+    const id = await newSession();
+    expect((await api("POST", `/v1/sessions/${id}/entries`, message("a", "a question"))).status).toBe(201);
+    // The generation's tables are made and its row written, then its stream's row fails: all of
+    // it rolls back, the tables too.
+    faults.add({ point: "statement", object: objectOf(id), matching: /INSERT INTO streams/ });
+    expectUnavailable(await api("POST", `/v1/sessions/${id}/generations`, {}), "not_applied");
+    expect(faults.injected.statement).toBeGreaterThan(0);
+    const none = await api("GET", `/v1/sessions/${id}/generations`);
+    expect(none.status, JSON.stringify(none.body)).toBe(200);
+    expect(none.body.generations).toEqual([]);
+    const opened = await api("POST", `/v1/sessions/${id}/generations`, {});
+    expect(opened.status, JSON.stringify(opened.body)).toBe(201);
+    const listed = await api("GET", `/v1/sessions/${id}/generations`);
+    expect(listed.body.generations.map((g: { id: string }) => g.id)).toEqual([opened.body.id]);
+  });
+
   it("answers session_full when the storage is full at the platform's limit, writing nothing", async () => {
     const id = await newSession();
     faults.add({ point: "statement", object: objectOf(id), error: "full" });

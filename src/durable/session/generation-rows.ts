@@ -1,6 +1,7 @@
 import type { GenerationFormat, GenerationState, StoppedBy } from "../../core/internal";
 import type { Sql } from "../sql";
 import { migrate } from "../sql";
+import type { Reloadable } from "./transaction";
 
 /*
  * A session's generations in its object's SQLite: one row each, from the moment it opens until its
@@ -82,33 +83,43 @@ function rowOf(row: Row): GenerationRow {
   };
 }
 
-export class GenerationRows {
+export class GenerationRows implements Reloadable {
   readonly #storage: SqlStorage;
   readonly #sql: Sql;
-  #ready: boolean;
+  /** Whether the tables exist; unknown after a transaction that may have made them rolled back. */
+  #ready: boolean | undefined;
 
   constructor(storage: SqlStorage, sql: Sql) {
     this.#storage = storage;
     this.#sql = sql;
-    this.#ready =
-      sql`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ${VERSION_TABLE}`.toArray().length > 0;
-    if (this.#ready) migrate(storage, MIGRATIONS, VERSION_TABLE);
+    if (this.#isReady()) migrate(storage, MIGRATIONS, VERSION_TABLE);
+  }
+
+  #isReady(): boolean {
+    this.#ready ??=
+      this.#sql`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ${VERSION_TABLE}`.toArray()
+        .length > 0;
+    return this.#ready;
+  }
+
+  reload(): void {
+    this.#ready = undefined;
   }
 
   get(id: string): GenerationRow | undefined {
-    if (!this.#ready) return undefined;
+    if (!this.#isReady()) return undefined;
     const row = this.#sql<Row>`SELECT * FROM generations WHERE id = ${id}`.toArray()[0];
     return row && rowOf(row);
   }
 
   /** Every generation still kept, oldest first. */
   all(): GenerationRow[] {
-    if (!this.#ready) return [];
+    if (!this.#isReady()) return [];
     return this.#sql<Row>`SELECT * FROM generations ORDER BY opened_at, id`.toArray().map(rowOf);
   }
 
   insert(row: GenerationRow): void {
-    if (!this.#ready) {
+    if (!this.#isReady()) {
       migrate(this.#storage, MIGRATIONS, VERSION_TABLE);
       this.#ready = true;
     }

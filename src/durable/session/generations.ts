@@ -161,7 +161,7 @@ export class Generations {
       stoppedBy: null,
       entryIds: [],
     };
-    const stream = storage.transactionSync(() => {
+    const stream = transaction(storage, [rows, streams.store], () => {
       rows.insert(row);
       return streams.store.create(
         generationStreamKey(row.id),

@@ -52,8 +52,14 @@ export class StreamContext {
     return this.#sources();
   }
 
+  /** Runs `run` in one transaction; should it fail, the store reads again what it holds in memory. */
   transact<T>(run: () => T): T {
-    return this.storage.transactionSync(run);
+    try {
+      return this.storage.transactionSync(run);
+    } catch (error) {
+      this.store.reload();
+      throw error;
+    }
   }
 
   /** The stream under `key` as it stands now: one whose time is up is retired first. */

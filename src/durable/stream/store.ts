@@ -166,20 +166,30 @@ export class StreamStore {
   readonly #sql: Sql;
   /**
    * Whether the tables exist. They are made by the first create, so an object only ever asked
-   * about streams it does not have stores nothing.
+   * about streams it does not have stores nothing. Unknown after a transaction that may have made
+   * them rolled back (`reload`).
    */
-  #ready: boolean;
+  #ready: boolean | undefined;
 
   /** Opens the store in `storage`, updating its tables if it has them (call it inside a transaction). */
   constructor(storage: SqlStorage) {
     this.#storage = storage;
     this.#sql = sqlOf(storage);
-    this.#ready = hasStreamSchema(this.#sql);
-    if (this.#ready) updateStreamSchema(storage);
+    if (this.#isReady()) updateStreamSchema(storage);
+  }
+
+  #isReady(): boolean {
+    this.#ready ??= hasStreamSchema(this.#sql);
+    return this.#ready;
+  }
+
+  /** A transaction failed: whether the tables exist is read again when next needed. */
+  reload(): void {
+    this.#ready = undefined;
   }
 
   get(key: string): StreamState | undefined {
-    if (!this.#ready) return undefined;
+    if (!this.#isReady()) return undefined;
     const row = this.#sql<StreamRow>`SELECT * FROM streams WHERE key = ${key}`.toArray()[0];
     return row && stateOf(row);
   }
@@ -189,7 +199,7 @@ export class StreamStore {
    * list of records written as one append.
    */
   create(key: string, stream: NewStream, batches: readonly (readonly Uint8Array[])[]): StreamState {
-    if (!this.#ready) {
+    if (!this.#isReady()) {
       updateStreamSchema(this.#storage);
       this.#ready = true;
     }
@@ -414,7 +424,7 @@ export class StreamStore {
 
   /** Sources still to be told that a fork of theirs is gone. */
   releases(): { id: number; source: string }[] {
-    if (!this.#ready) return [];
+    if (!this.#isReady()) return [];
     return this.#sql<{
       id: number;
       source: string;
@@ -427,7 +437,7 @@ export class StreamStore {
 
   /** The earliest time a live stream expires, if any does. */
   nextDeadline(): number | null {
-    if (!this.#ready) return null;
+    if (!this.#isReady()) return null;
     const row = this.#sql<{ deadline: number | null }>`SELECT min(coalesce(expires_at,
         renewed_at + ttl_seconds * 1000)) AS deadline FROM streams WHERE deleted_at IS NULL`.one();
     return row.deadline;
@@ -435,7 +445,7 @@ export class StreamStore {
 
   /** Keys of live streams whose time is up. */
   expired(now: number): string[] {
-    if (!this.#ready) return [];
+    if (!this.#isReady()) return [];
     return this.#sql<{ key: string }>`SELECT key FROM streams WHERE deleted_at IS NULL
         AND coalesce(expires_at, renewed_at + ttl_seconds * 1000) <= ${now}`
       .toArray()

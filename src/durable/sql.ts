@@ -56,3 +56,46 @@ export function matchRows<T extends Record<string, SqlStorageValue>>(run: () => 
     throw error;
   }
 }
+
+/**
+ * Tables a store makes with its first write, so that an object that never writes to it stores
+ * nothing of it. Whether they exist is read from storage when first asked, and read again after a
+ * transaction that may have made them rolled back (`reload`).
+ */
+export class LazyTables {
+  readonly #storage: SqlStorage;
+  readonly #migrations: readonly (string | readonly string[])[];
+  readonly #versionTable: string;
+  #exist: boolean | undefined;
+
+  /** Opens the tables, updating them if they exist (call it inside a transaction). */
+  constructor(
+    storage: SqlStorage,
+    migrations: readonly (string | readonly string[])[],
+    versionTable: string,
+  ) {
+    this.#storage = storage;
+    this.#migrations = migrations;
+    this.#versionTable = versionTable;
+    if (this.exist()) migrate(storage, migrations, versionTable);
+  }
+
+  exist(): boolean {
+    this.#exist ??=
+      this.#storage
+        .exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", this.#versionTable)
+        .toArray().length > 0;
+    return this.#exist;
+  }
+
+  /** Makes the tables if they do not exist yet (inside the write's transaction). */
+  make(): void {
+    if (this.exist()) return;
+    migrate(this.#storage, this.#migrations, this.#versionTable);
+    this.#exist = true;
+  }
+
+  reload(): void {
+    this.#exist = undefined;
+  }
+}

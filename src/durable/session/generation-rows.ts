@@ -1,7 +1,7 @@
 import type { GenerationFormat, GenerationState, StoppedBy } from "../../core/internal";
 import type { Sql } from "../sql";
-import { migrate } from "../sql";
-import type { Reloadable } from "./transaction";
+import { LazyTables } from "../sql";
+import type { Reloadable } from "../transaction";
 
 /*
  * A session's generations in its object's SQLite: one row each, from the moment it opens until its
@@ -84,45 +84,32 @@ function rowOf(row: Row): GenerationRow {
 }
 
 export class GenerationRows implements Reloadable {
-  readonly #storage: SqlStorage;
   readonly #sql: Sql;
-  /** Whether the tables exist; unknown after a transaction that may have made them rolled back. */
-  #ready: boolean | undefined;
+  readonly #tables: LazyTables;
 
   constructor(storage: SqlStorage, sql: Sql) {
-    this.#storage = storage;
     this.#sql = sql;
-    if (this.#isReady()) migrate(storage, MIGRATIONS, VERSION_TABLE);
-  }
-
-  #isReady(): boolean {
-    this.#ready ??=
-      this.#sql`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ${VERSION_TABLE}`.toArray()
-        .length > 0;
-    return this.#ready;
+    this.#tables = new LazyTables(storage, MIGRATIONS, VERSION_TABLE);
   }
 
   reload(): void {
-    this.#ready = undefined;
+    this.#tables.reload();
   }
 
   get(id: string): GenerationRow | undefined {
-    if (!this.#isReady()) return undefined;
+    if (!this.#tables.exist()) return undefined;
     const row = this.#sql<Row>`SELECT * FROM generations WHERE id = ${id}`.toArray()[0];
     return row && rowOf(row);
   }
 
   /** Every generation still kept, oldest first. */
   all(): GenerationRow[] {
-    if (!this.#isReady()) return [];
+    if (!this.#tables.exist()) return [];
     return this.#sql<Row>`SELECT * FROM generations ORDER BY opened_at, id`.toArray().map(rowOf);
   }
 
   insert(row: GenerationRow): void {
-    if (!this.#isReady()) {
-      migrate(this.#storage, MIGRATIONS, VERSION_TABLE);
-      this.#ready = true;
-    }
+    this.#tables.make();
     this.#sql`INSERT INTO generations (id, parent_id, format, provider, model, api, state, opened_at,
         abandon_ms, retain_ms)
       VALUES (${row.id}, ${row.parentId}, ${row.format}, ${row.model?.provider ?? null},

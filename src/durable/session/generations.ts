@@ -10,6 +10,7 @@ import {
 import { errorSummary, logLine } from "../log-line";
 import { formatOffset } from "../stream/offsets";
 import type { StreamState } from "../stream/store";
+import { transaction } from "../transaction";
 import type { GenerationEnd } from "./generation-answer";
 import { answerEntries } from "./generation-answer";
 import { GenerationParts, generationStreamKey } from "./generation-parts";
@@ -18,7 +19,6 @@ import { handleGenerationRequest } from "./generation-requests";
 import type { GenerationRow } from "./generation-rows";
 import type { ByteLimit } from "./room";
 import type { SessionStore } from "./session-store";
-import { transaction } from "./transaction";
 
 /*
  * A session's generations: answers being written, each a Durable Streams stream hosted in the

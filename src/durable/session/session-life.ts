@@ -1,6 +1,7 @@
 import type { SessionHeader, SessionInfo } from "../../core/internal";
 import { newId, SessionError } from "../../core/internal";
 import type { DurableEnv } from "../env";
+import { transaction } from "../transaction";
 import type { ExpiryOutcome, NewSessionOptions } from "../types";
 import type { DirectoryReports } from "./directory-reports";
 import type { EventHub } from "./event-hub";
@@ -8,7 +9,6 @@ import type { SessionLifecycle } from "./lifecycle";
 import { PENDING_MS, recoveryWindowMs } from "./lifecycle";
 import type { QuotaChecks } from "./quota-checks";
 import type { SessionStore } from "./session-store";
-import { transaction } from "./transaction";
 
 /*
  * A session's life, as its object runs it: created (listed at once, or once a fork or an import is

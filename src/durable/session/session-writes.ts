@@ -24,6 +24,8 @@ import {
   SessionError,
 } from "../../core/internal";
 import { quotaExceeded } from "../quotas";
+import type { Reloadable } from "../transaction";
+import { transaction } from "../transaction";
 import type { CopiedRows } from "../types";
 import type { ContextReads } from "./context-reads";
 import { insertCopiedRows, readCopiedFigures } from "./copied-rows";
@@ -33,8 +35,6 @@ import type { ByteLimit } from "./room";
 import { ClaimExceeded } from "./room";
 import type { SessionReads } from "./session-reads";
 import type { StoreParts } from "./store-parts";
-import type { Reloadable } from "./transaction";
-import { transaction } from "./transaction";
 
 /*
  * A session's writes: appends and imports (planned by core's rules against a view of the

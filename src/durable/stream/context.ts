@@ -1,5 +1,6 @@
 import { SessionError, unwrap } from "../../core/internal";
 import { errorSummary, logLine } from "../log-line";
+import { transaction } from "../transaction";
 import type { Position } from "./offsets";
 import type { RecordPage, StreamSources } from "./sources";
 import type { StreamState, StreamStore } from "./store";
@@ -54,12 +55,7 @@ export class StreamContext {
 
   /** Runs `run` in one transaction; should it fail, the store reads again what it holds in memory. */
   transact<T>(run: () => T): T {
-    try {
-      return this.storage.transactionSync(run);
-    } catch (error) {
-      this.store.reload();
-      throw error;
-    }
+    return transaction(this.storage, [this.store], run);
   }
 
   /** The stream under `key` as it stands now: one whose time is up is retired first. */

@@ -1,5 +1,4 @@
-import type { Sql } from "../sql";
-import { migrate } from "../sql";
+import { LazyTables } from "../sql";
 
 /*
  * The tables of a stream store. They may share an object's database with other tables (a session
@@ -55,14 +54,7 @@ const MIGRATIONS = [
 
 const VERSION_TABLE = "stream_schema_version";
 
-/** Whether this database holds stream tables. */
-export function hasStreamSchema(sql: Sql): boolean {
-  return (
-    sql`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ${VERSION_TABLE}`.toArray().length > 0
-  );
-}
-
-/** Creates the stream tables, or brings them to the current version. */
-export function updateStreamSchema(storage: SqlStorage): void {
-  migrate(storage, MIGRATIONS, VERSION_TABLE);
+/** The stream tables of a database (made by its first stream). */
+export function streamTables(storage: SqlStorage): LazyTables {
+  return new LazyTables(storage, MIGRATIONS, VERSION_TABLE);
 }

@@ -1,4 +1,4 @@
-import type { Sql } from "../sql";
+import type { LazyTables, Sql } from "../sql";
 import { sqlOf } from "../sql";
 import type { Block } from "./blocks";
 import { BLOCK_BYTES, bytesOf, packed, recordCount, recordStart, separatorOf, sliceRecords } from "./blocks";
@@ -6,7 +6,7 @@ import type { Position } from "./offsets";
 import { formatOffset } from "./offsets";
 import type { Expiry, Producer } from "./protocol";
 import { isJsonType } from "./protocol";
-import { hasStreamSchema, updateStreamSchema } from "./schema";
+import { streamTables } from "./schema";
 import type { RecordPage } from "./sources";
 
 /*
@@ -162,34 +162,26 @@ function newIncarnation(): string {
 }
 
 export class StreamStore {
-  readonly #storage: SqlStorage;
   readonly #sql: Sql;
   /**
-   * Whether the tables exist. They are made by the first create, so an object only ever asked
-   * about streams it does not have stores nothing. Unknown after a transaction that may have made
-   * them rolled back (`reload`).
+   * The stream tables: made by the first create, so an object only ever asked about streams it
+   * does not have stores nothing.
    */
-  #ready: boolean | undefined;
+  readonly #tables: LazyTables;
 
   /** Opens the store in `storage`, updating its tables if it has them (call it inside a transaction). */
   constructor(storage: SqlStorage) {
-    this.#storage = storage;
     this.#sql = sqlOf(storage);
-    if (this.#isReady()) updateStreamSchema(storage);
-  }
-
-  #isReady(): boolean {
-    this.#ready ??= hasStreamSchema(this.#sql);
-    return this.#ready;
+    this.#tables = streamTables(storage);
   }
 
   /** A transaction failed: whether the tables exist is read again when next needed. */
   reload(): void {
-    this.#ready = undefined;
+    this.#tables.reload();
   }
 
   get(key: string): StreamState | undefined {
-    if (!this.#isReady()) return undefined;
+    if (!this.#tables.exist()) return undefined;
     const row = this.#sql<StreamRow>`SELECT * FROM streams WHERE key = ${key}`.toArray()[0];
     return row && stateOf(row);
   }
@@ -199,10 +191,7 @@ export class StreamStore {
    * list of records written as one append.
    */
   create(key: string, stream: NewStream, batches: readonly (readonly Uint8Array[])[]): StreamState {
-    if (!this.#isReady()) {
-      updateStreamSchema(this.#storage);
-      this.#ready = true;
-    }
+    this.#tables.make();
     const { fork } = stream;
     const start = fork?.inherited ?? { records: 0, bytes: 0 };
     this.#sql`INSERT INTO streams (key, incarnation, content_type, ttl_seconds, expires_at, renewed_at,
@@ -424,7 +413,7 @@ export class StreamStore {
 
   /** Sources still to be told that a fork of theirs is gone. */
   releases(): { id: number; source: string }[] {
-    if (!this.#isReady()) return [];
+    if (!this.#tables.exist()) return [];
     return this.#sql<{
       id: number;
       source: string;
@@ -437,7 +426,7 @@ export class StreamStore {
 
   /** The earliest time a live stream expires, if any does. */
   nextDeadline(): number | null {
-    if (!this.#isReady()) return null;
+    if (!this.#tables.exist()) return null;
     const row = this.#sql<{ deadline: number | null }>`SELECT min(coalesce(expires_at,
         renewed_at + ttl_seconds * 1000)) AS deadline FROM streams WHERE deleted_at IS NULL`.one();
     return row.deadline;
@@ -445,7 +434,7 @@ export class StreamStore {
 
   /** Keys of live streams whose time is up. */
   expired(now: number): string[] {
-    if (!this.#isReady()) return [];
+    if (!this.#tables.exist()) return [];
     return this.#sql<{ key: string }>`SELECT key FROM streams WHERE deleted_at IS NULL
         AND coalesce(expires_at, renewed_at + ttl_seconds * 1000) <= ${now}`
       .toArray()

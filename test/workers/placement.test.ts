@@ -181,8 +181,11 @@ describe("jurisdictions", () => {
   });
 });
 
-/** Where each object a request reached was looked up: the default namespace (""), or a jurisdiction's. */
-type Reach = { place: string; name: string };
+/**
+ * An object a request reached: the namespace it was looked up in (the default, "", or a
+ * jurisdiction's), its name, and the options it was reached with (a location hint).
+ */
+type Reach = { place: string; name: string; options?: unknown };
 
 /**
  * `real` as a runtime that has jurisdictions would give it: `jurisdiction(j)` answers a namespace of
@@ -199,7 +202,7 @@ function jurisdictional<T extends Rpc.DurableObjectBranded | undefined>(
       if (property === "jurisdiction") return (j: string) => jurisdictional(target, reached, j);
       if (property === "getByName" || property === "idFromName") {
         return (name: string, options?: unknown) => {
-          reached.push({ place, name });
+          reached.push({ place, name, ...(options === undefined ? {} : { options }) });
           return (target[property] as (name: string, options?: unknown) => unknown)(name, options);
         };
       }
@@ -333,28 +336,11 @@ describe("a pinned tenant in a runtime with jurisdictions", () => {
   });
 });
 
-/** The default namespace, noting the options of every object reached through it. */
-function recordingNamespace(reached: Array<{ name: string; options: unknown }>) {
-  const real = env.SESSIONS;
-  return new Proxy(real, {
-    get(target, property) {
-      if (property === "getByName") {
-        return (name: string, options?: unknown) => {
-          reached.push({ name, options });
-          return target.getByName(name, options as DurableObjectNamespaceGetDurableObjectOptions);
-        };
-      }
-      const value = Reflect.get(target, property);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-}
-
 describe("location hints", () => {
   it("are given when a session is created, forked or imported, and never for one that exists", async () => {
     const tenant = await newTenant();
-    const reached: Array<{ name: string; options: unknown }> = [];
-    const settings = { SESSIONS: recordingNamespace(reached) };
+    const reached: Reach[] = [];
+    const settings = { SESSIONS: jurisdictional(env.SESSIONS, reached) };
     const hintsFor = (id: string) =>
       reached.filter((r) => r.name === sessionObjectName(tenant.name, id)).map((r) => r.options);
 
@@ -405,8 +391,8 @@ describe("location hints", () => {
 
   it("follow the request's continent when none is asked for, and none when the runtime reports none", async () => {
     const tenant = await newTenant();
-    const reached: Array<{ name: string; options: unknown }> = [];
-    const settings = { SESSIONS: recordingNamespace(reached) };
+    const reached: Reach[] = [];
+    const settings = { SESSIONS: jurisdictional(env.SESSIONS, reached) };
     const european = sid();
     await call(tenant, settings, "POST", "/v1/sessions", {
       body: { id: european },

@@ -41,12 +41,15 @@ function writer(stream: string) {
   const state = {
     words: [] as string[],
     paused: false,
+    /** Paused with no append in flight: `words` is all it wrote. */
+    idle: false,
     stopped: false,
     refused: 0,
     failure: undefined as unknown,
   };
   const done = (async () => {
     for (let i = 0; !state.stopped; i++) {
+      state.idle = state.paused;
       if (state.paused) {
         await new Promise((resolve) => setTimeout(resolve, 20));
         i--;
@@ -132,7 +135,7 @@ describe("an answer being written, in the viewer", () => {
 
     // Once the writer pauses, the tab shows every word written, each once, in order.
     write.state.paused = true;
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await expect.poll(() => write.state.idle, { timeout: 15_000 }).toBe(true);
     const written = write.state.words.join("");
     await expect.poll(() => shownText(page, gid), { timeout: 15_000 }).toBe(written);
     write.state.paused = false;

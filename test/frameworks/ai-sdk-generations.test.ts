@@ -221,7 +221,8 @@ describe("generations with the AI SDK", () => {
   });
 
   it("ends the Chat's answer as aborted when the generation is stopped elsewhere", async () => {
-    const app = chatServer(30);
+    // Words far enough apart (2.4 s in all) that the stop lands mid-answer on a slow machine.
+    const app = chatServer(60);
     const chatId = await store.createChat();
     const sessionId = await store.sessionIdFor(chatId);
     const transport = new CfSessionsChatTransport({

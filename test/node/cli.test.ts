@@ -334,12 +334,17 @@ describe("command line", () => {
   });
 
   it("searches the tenant and a session, and deletes, restores and purges", async () => {
-    await new Promise((resolve) => setTimeout(resolve, 1500));
-    const tenant = await cli(["search", "plan", "--json"]);
+    // The tenant's search reads the directory, which hears of a session's text by its report.
+    const found = (tenant: { stdout: string }) =>
+      JSON.parse(tenant.stdout).map((r: { session: { id: string } }) => r.session.id);
+    const reported = Date.now() + 15_000;
+    let tenant = await cli(["search", "plan", "--json"]);
+    while (tenant.code === 0 && !found(tenant).includes(branched.id) && Date.now() < reported) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      tenant = await cli(["search", "plan", "--json"]);
+    }
     expect(tenant.code).toBe(0);
-    expect(JSON.parse(tenant.stdout).map((r: { session: { id: string } }) => r.session.id)).toContain(
-      branched.id,
-    );
+    expect(found(tenant)).toContain(branched.id);
     const text = await cli(["search", "plan"]);
     expect(text.stdout).toContain(branched.id);
     expect(text.stdout).toMatch(/text: .*«plan»/);

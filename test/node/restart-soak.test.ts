@@ -61,8 +61,6 @@ it("keeps every acknowledged write when the whole service is killed and restarte
         await restarted;
         return { restart: restarts };
       },
-      // The directory hears of the last writes within DIRECTORY_SYNC_MS (a second).
-      settle: () => new Promise((resolve) => setTimeout(resolve, 3000)),
     };
     const report = await runSoak(target, {
       seed: SEED,

@@ -81,6 +81,8 @@ export interface SoakReport {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** How long the listing may take to agree with the sessions once the writers are done. */
+const LISTING_CATCH_UP_MS = 30_000;
 
 function errorCode(error: unknown): string {
   return error instanceof SessionError ? error.code : "network";
@@ -470,12 +472,25 @@ async function finalState(target: SoakTarget, named: Set<string>): Promise<Final
     }
     sessions.set(id, entries);
   }
-  const listed = new Set<string>();
-  for (let cursor: string | null | undefined; ; ) {
-    const page = await repo.list({ limit: 200, cursor });
-    for (const info of page.sessions) listed.add(info.id);
-    if (!page.nextCursor) break;
-    cursor = page.nextCursor;
+  const readListing = async () => {
+    const listed = new Set<string>();
+    for (let cursor: string | null | undefined; ; ) {
+      const page = await repo.list({ limit: 200, cursor });
+      for (const info of page.sessions) listed.add(info.id);
+      if (!page.nextCursor) break;
+      cursor = page.nextCursor;
+    }
+    return listed;
+  };
+  // The listing follows the sessions by their reports to the directory, which a failed report
+  // sends again after a growing pause: it gets time to catch up, and the checker judges where it
+  // came to.
+  const catchUp = Date.now() + LISTING_CATCH_UP_MS;
+  let listed = await readListing();
+  const agrees = () => [...named].every((id) => sessions.has(id) === listed.has(id));
+  while (!agrees() && Date.now() < catchUp) {
+    await sleep(250);
+    listed = await readListing();
   }
   return {
     sessions,

@@ -92,18 +92,24 @@ describe("session directory", () => {
     await runDurableObjectAlarm(stub);
     const durableEnv = env as unknown as DurableEnv;
     const directory = directoryShard(durableEnv, "tenant-a", shardOf(id, shardCount(durableEnv)));
-    await vi.waitFor(async () => {
-      const page = await list(directory, { limit: 200 });
-      expect(page.sessions.find((s) => s.id === id)?.entryCount).toBe(1);
-    });
+    await vi.waitFor(
+      async () => {
+        const page = await list(directory, { limit: 200 });
+        expect(page.sessions.find((s) => s.id === id)?.entryCount).toBe(1);
+      },
+      { timeout: 10_000, interval: 50 },
+    );
     // After a write, a report is pending until the alarm has run (on a slow machine it may have run
     // already); either way the directory hears of the write.
     await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("y") });
     const pending = await runInDurableObject(stub, (_instance, state) => state.storage.getAlarm());
     if (pending !== null) await runDurableObjectAlarm(stub);
-    await vi.waitFor(async () => {
-      const page = await list(directory, { limit: 200 });
-      expect(page.sessions.find((s) => s.id === id)?.entryCount).toBe(2);
-    });
+    await vi.waitFor(
+      async () => {
+        const page = await list(directory, { limit: 200 });
+        expect(page.sessions.find((s) => s.id === id)?.entryCount).toBe(2);
+      },
+      { timeout: 10_000, interval: 50 },
+    );
   });
 });

@@ -29,11 +29,12 @@ function storedStreams(id: string): Promise<number> {
 describe("the alarm and generations", () => {
   it("stops a generation left without an append, after the object was evicted, keeping what it wrote", async () => {
     const { id, questionId } = await sessionWithQuestion();
-    const generation = await openGeneration(id, { abandonAfterSeconds: 1 });
+    const generation = await openGeneration(id, { abandonAfterSeconds: 3 });
     await appendText(generation.stream, "The writer ");
     await appendText(generation.stream, "went away");
+    const abandoned = Date.now() + 3_000;
     await evictDurableObject(objectOf(id));
-    await sleep(1100);
+    await sleep(abandoned - Date.now() + 100);
     // The alarm runs by itself once due; this runs it now if it has not yet.
     await runDurableObjectAlarm(objectOf(id));
     const state = await api("GET", `/v1/sessions/${id}/generations/${generation.id}`);
@@ -53,10 +54,11 @@ describe("the alarm and generations", () => {
 
   it("keeps a generation that goes on being written, however long it takes", async () => {
     const { id } = await sessionWithQuestion();
-    const generation = await openGeneration(id, { abandonAfterSeconds: 1 });
-    for (let i = 0; i < 4; i++) {
+    // Longer than the abandon window in all, a third of it between appends.
+    const generation = await openGeneration(id, { abandonAfterSeconds: 3 });
+    for (let i = 0; i < 5; i++) {
       await appendText(generation.stream, `${i}`);
-      await sleep(400);
+      await sleep(1_000);
       await runDurableObjectAlarm(objectOf(id));
     }
     const state = await api("GET", `/v1/sessions/${id}/generations/${generation.id}`);
@@ -65,12 +67,13 @@ describe("the alarm and generations", () => {
 
   it("removes an ended generation's stream after its retention window; its entry stays", async () => {
     const { id } = await sessionWithQuestion();
-    const generation = await openGeneration(id, { retainSeconds: 1 });
+    const generation = await openGeneration(id, { retainSeconds: 3 });
     await appendText(generation.stream, "briefly kept");
     await endGeneration(id, generation.id, "complete");
+    const gone = Date.now() + 3_000;
     expect((await readAll(generation.stream)).text).toBe("briefly kept");
     await evictDurableObject(objectOf(id));
-    await sleep(1100);
+    await sleep(gone - Date.now() + 100);
     await runDurableObjectAlarm(objectOf(id));
     expect(await storedStreams(id)).toBe(0);
     expectStreamError(await call("GET", generation.stream), 404, "not_found");

@@ -144,13 +144,14 @@ describe("deleting and restoring", () => {
   });
 
   it("refuses a restore after the window even before the alarm has run", async () => {
-    const tiny = apiWith({ RECOVERY_WINDOW_SECONDS: "0.05" });
+    // A window long enough that its alarm cannot fire before the test takes it away.
+    const short = apiWith({ RECOVERY_WINDOW_SECONDS: "2" });
     const id = await createSession();
     await fill(id);
-    expect((await tiny("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    expect((await short("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
     // As if the alarm were late: the window is the rule, not the alarm.
     await runInDurableObject(sessionStub(id), (_instance, state) => state.storage.deleteAlarm());
-    await new Promise((resolve) => setTimeout(resolve, 80));
+    await new Promise((resolve) => setTimeout(resolve, 2_100));
     expect(await storedRows(id)).toBeGreaterThan(0);
     expectError(await api("POST", `/v1/sessions/${id}/restore`, { body: {} }), 404, "not_found");
     expect(await storedRows(id)).toBe(0);
@@ -234,7 +235,7 @@ describe("expiry", () => {
     );
     expect((await api("GET", `/v1/sessions/${id}`)).body.expiresAt).toBe(later);
 
-    const soon = new Date(Date.now() + 400).toISOString();
+    const soon = new Date(Date.now() + 3_000).toISOString();
     const patched = await api("PATCH", `/v1/sessions/${id}`, { body: { expiresAt: soon } });
     expect(patched.body.expiresAt).toBe(soon);
     // The object wakes by then (a directory report may run first; it arms the expiry after it).
@@ -246,9 +247,9 @@ describe("expiry", () => {
         expect(alarm).not.toBeNull();
         expect(alarm as number).toBeLessThanOrEqual(Date.parse(soon));
       },
-      { timeout: 300, interval: 10 },
+      { timeout: 2_500, interval: 20 },
     );
-    await new Promise((resolve) => setTimeout(resolve, 450));
+    await new Promise((resolve) => setTimeout(resolve, Date.parse(soon) - Date.now() + 100));
     await runDurableObjectAlarm(sessionStub(id));
     expectError(await api("GET", `/v1/sessions/${id}`), 404, "not_found");
     expect(await listedIds()).not.toContain(id);

@@ -95,7 +95,15 @@ describe("tenant events", () => {
     const client = createClient({
       baseUrl: "http://sessions.test",
       token: KEY_A,
-      fetch: (r) => exports.default.fetch(r),
+      fetch: async (r) => {
+        const answer = await exports.default.fetch(r);
+        if (new URL(r.url).pathname === "/v1/events") opened();
+        return answer;
+      },
+    });
+    let opened: () => void = () => {};
+    const watchOpened = new Promise<void>((resolve) => {
+      opened = resolve;
     });
     const stop = new AbortController();
     const id = sid("client-watched");
@@ -108,8 +116,8 @@ describe("tenant events", () => {
         }
       }
     })();
-    // The watch opens before the session is created.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The watch has its answer (it hears from then on) before the session is created.
+    await watchOpened;
     await client.create({ id });
     await watching;
     expect(seen).toEqual(["created"]);

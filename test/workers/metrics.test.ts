@@ -168,7 +168,10 @@ describe("metrics with the METRICS binding", () => {
     expect(of("watcher")[0]?.doubles).toEqual([1]);
     await watching.body?.cancel();
 
-    await vi.waitFor(() => expect(of("storage").at(-1)?.doubles).toEqual([after.bytes, after.entryCount]));
+    await vi.waitFor(() => expect(of("storage").at(-1)?.doubles).toEqual([after.bytes, after.entryCount]), {
+      timeout: 10_000,
+      interval: 50,
+    });
     expect(of("storage").at(-1)?.blobs).toEqual(["storage", id]);
     expect(of("storage").at(-1)?.indexes).toEqual([await tenantHash("tenant-a")]);
 

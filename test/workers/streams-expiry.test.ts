@@ -40,28 +40,30 @@ describe("stream expiry by the object's alarm", () => {
 
   it("removes a stream at its Expires-At after an eviction", async () => {
     const path = streamPath("expires-at");
-    const expiresAt = new Date(Date.now() + 1000).toISOString();
+    const expiresAt = new Date(Date.now() + 3_000).toISOString();
     await create(path, { body: "until then", headers: { "Stream-Expires-At": expiresAt } });
     const read = await call("HEAD", path);
     expect(new Date(read.headers.get("Stream-Expires-At") as string).toISOString()).toBe(expiresAt);
     await evictDurableObject(objectOf(path));
-    await sleep(1100);
+    await sleep(Date.parse(expiresAt) - Date.now() + 100);
     await runDurableObjectAlarm(objectOf(path));
     expect(await storedStreams(path)).toBe(0);
   });
 
   it("keeps a stream whose TTL a read renewed, across an eviction, until the renewed time", async () => {
     const path = streamPath("renewed");
-    await create(path, { body: "kept alive", headers: { "Stream-TTL": "2" } });
-    await sleep(1000);
+    // Seconds apart, so that a slow machine still puts each check on its side of a deadline.
+    await create(path, { body: "kept alive", headers: { "Stream-TTL": "6" } });
+    await sleep(3_000);
     expect((await call("GET", path)).status).toBe(200);
+    const renewed = Date.now() + 6_000;
     await evictDurableObject(objectOf(path));
-    // Past the first deadline, before the renewed one.
-    await sleep(1200);
+    // Past the first deadline (7 s after the create), before the renewed one (9 s at the least).
+    await sleep(4_000);
     await runDurableObjectAlarm(objectOf(path));
     expect(await storedStreams(path)).toBe(1);
     expect((await head(path)).status).toBe(200);
-    await sleep(1000);
+    await sleep(renewed - Date.now() + 100);
     await runDurableObjectAlarm(objectOf(path));
     expect(await storedStreams(path)).toBe(0);
   });
@@ -70,13 +72,14 @@ describe("stream expiry by the object's alarm", () => {
     const source = streamPath("source");
     const fork = streamPath("fork");
     await create(source, { body: "shared" });
-    const forked = await call("PUT", fork, { headers: { "Stream-Forked-From": source, "Stream-TTL": "1" } });
+    const forked = await call("PUT", fork, { headers: { "Stream-Forked-From": source, "Stream-TTL": "3" } });
     expect(forked.status).toBe(201);
+    const expires = Date.now() + 3_000;
     expect((await call("DELETE", source)).status).toBe(204);
     expect((await head(source)).status).toBe(410);
     expect(await storedStreams(source)).toBe(1);
     await evictDurableObject(objectOf(fork));
-    await sleep(1100);
+    await sleep(expires - Date.now() + 100);
     await runDurableObjectAlarm(objectOf(fork));
     expect(await storedStreams(fork)).toBe(0);
     expect(await storedStreams(source)).toBe(0);

@@ -150,7 +150,6 @@ export class DurableRepo implements SessionRepo, SessionCreator {
     return mergePages(pages, options);
   }
 
-  /** The tenant's sessions best matching a query, from the directory shards (no session is opened). */
   /** The tenant's sessions created, updated and deleted from now, as Server-Sent Events. */
   async events(): Promise<ReadableStream<Uint8Array>> {
     const shards = directoryShards(this.#env, this.tenant);
@@ -168,6 +167,7 @@ export class DurableRepo implements SessionRepo, SessionCreator {
     );
   }
 
+  /** The tenant's sessions best matching a query, from the directory shards (no session is opened). */
   async search(options: TenantSearchOptions): Promise<TenantSearchPage> {
     const answers = await Promise.all(
       directoryShards(this.#env, this.tenant).map((shard) =>

@@ -7,10 +7,10 @@ import type { ContextEditEntry, TreeEntry } from "./entries";
 import { SessionError } from "./errors";
 import type { FileLists } from "./file-lists";
 import { addFiles, detailsFiles, fileLists } from "./file-lists";
-import type { AgentMessage, Usage } from "./messages";
+import type { AgentMessage } from "./messages";
 import type { SystemMessage } from "./system-messages";
 import { currentSystemMessage } from "./system-messages";
-import { assistantUsage, estimateContextTokens, estimateTokens, usageTokens } from "./tokens";
+import { assistantUsage, estimateContextTokens, estimateTokens } from "./tokens";
 
 /*
  * Planning a compaction (following pi 1.6's rules, see docs/pi.md): what lies between the
@@ -119,11 +119,7 @@ export function estimateProjectedTokens(
   let usageEntry: string | undefined;
   for (let i = projected.length - 1; i >= 0 && usageEntry === undefined; i--) {
     const p = projected[i] as ProjectedEntry;
-    if (
-      p.messages.some((m) => assistantUsage(m) !== undefined && usageTokens(assistantUsage(m) as Usage) > 0)
-    ) {
-      usageEntry = p.entry.id;
-    }
+    if (p.messages.some((m) => assistantUsage(m) !== undefined)) usageEntry = p.entry.id;
   }
   const usageAt = usageEntry === undefined ? -1 : path.findIndex((entry) => entry.id === usageEntry);
   let invalidatedAt = -1;

@@ -59,12 +59,17 @@ export function estimateTokens(message: AgentMessage): number {
   return Math.ceil(chars / 4);
 }
 
-/** Usage of an assistant message that finished normally (aborted and failed replies have none worth trusting). */
+/**
+ * Usage of an assistant message that finished normally and counted something: aborted and failed
+ * replies have none worth trusting, and a usage of all zeros (a reply cut short before its
+ * provider counted) says nothing of the context.
+ */
 export function assistantUsage(message: AgentMessage): Usage | undefined {
   if (message.role !== "assistant") return undefined;
   const assistant = message as AssistantMessage;
   if (assistant.stopReason === "aborted" || assistant.stopReason === "error") return undefined;
-  return assistant.usage;
+  const usage = assistant.usage;
+  return usage && usageTokens(usage) > 0 ? usage : undefined;
 }
 
 export function usageTokens(usage: Usage): number {

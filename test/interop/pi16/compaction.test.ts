@@ -2,15 +2,18 @@
  * pi 1.6's compaction against ours.
  *
  * 1. Ported from earendil-works/pi, packages/coding-agent/test/compaction.test.ts (MIT), as stored
- *    at commit 247ad32f7aab1105d2bd31fa6c7828f4381e5556: the cases that file adds to the ones
- *    test/interop/compaction.test.ts ports from 0.73 ("prepareCompaction with previous
- *    compaction"). Its other cases are the 0.73 ones, ported there already.
+ *    at commit c16bded4ae5bc4ba93f7a62b3750cc6270ba1b21: the cases that file adds to the ones
+ *    test/interop/compaction.test.ts ports from 0.73 (a reply whose usage is all zeros is no
+ *    anchor, custom messages count in the cut's budget, "prepareCompaction with previous
+ *    compaction"). Its other cases are the 0.73 ones, ported there already. pi's functions map to
+ *    ours as in that file (getLastAssistantUsage → assistantUsage, findCutPoint → findCut with
+ *    prepareCompaction for a split turn), and pi 1.6's own functions answer beside ours.
  * 2. pi 1.6 itself as the oracle: on random sessions its SessionManager writes, our `findCut`
  *    equals pi's `findCutPoint`, and our `prepareCompaction` plans what pi 1.6's plans (where the
  *    kept part starts, what is summarized whole and as a split turn's prefix, the size before,
- *    the previous summary, the files), except where docs/pi.md records a deliberate difference:
- *    a plan with nothing to summarize is `nothing_to_compact` here, and a kept part never begins
- *    between a tool call and its result (both tested at the end).
+ *    the previous summary, the files; nothing to summarize is no plan in both), except where
+ *    docs/pi.md records a deliberate difference: a kept part never begins between a tool call and
+ *    its result (tested at the end).
  */
 import {
   type SessionEntry as PiEntry,
@@ -20,11 +23,17 @@ import {
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 // The package's exports list leaves its compaction planner out; it is read from its own file.
-import { prepareCompaction as piPrepareCompaction } from "../../../node_modules/@earendil-works/pi-coding-agent/dist/core/compaction/compaction.js";
+import {
+  estimateContextTokens as piEstimateContextTokens,
+  getLastAssistantUsage as piGetLastAssistantUsage,
+  prepareCompaction as piPrepareCompaction,
+} from "../../../node_modules/@earendil-works/pi-coding-agent/dist/core/compaction/compaction.js";
 import { computeFileLists } from "../../../node_modules/@earendil-works/pi-coding-agent/dist/core/compaction/utils.js";
 import type { AgentMessage, TreeEntry } from "../../../src/core/internal";
 import {
+  assistantUsage,
   estimateContextTokens,
+  estimateTokens,
   findCut,
   MemoryRepo,
   parsePi,
@@ -33,7 +42,7 @@ import {
 } from "../../../src/core/internal";
 import { expectCode } from "../../conformance/storage";
 import { backends } from "../backends";
-import { PiSessionManager, piFileText } from "../pi-adapter";
+import { contextOf, PiSessionManager, piFileText } from "../pi-adapter";
 import { sessionArbitrary, writePiSession } from "./pi16-sessions";
 
 const usage = (input: number, output: number) => ({
@@ -83,6 +92,8 @@ function chain() {
     message: (message: AgentMessage) => next({ type: "message", message }),
     compaction: (summary: string, firstKeptEntryId: string) =>
       next({ type: "compaction", summary, firstKeptEntryId, tokensBefore: 10000 }),
+    customMessage: (content: string) =>
+      next({ type: "custom_message", customType: "test", content, display: true }),
   };
 }
 
@@ -97,8 +108,83 @@ function text(messages: readonly AgentMessage[]): string {
     .join("\n");
 }
 
+/** pi's getLastAssistantUsage over a context: the last reply's usage that can be trusted. */
+function lastAssistantUsage(messages: readonly AgentMessage[]) {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const found = assistantUsage(messages[i] as AgentMessage);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+describe("estimateContextTokens", () => {
+  it("uses the last non-zero assistant usage as the context anchor", () => {
+    const messages = [
+      userMessage("Hello"),
+      assistantMessage("Hi", usage(100, 50)),
+      userMessage("continue"),
+      assistantMessage("Partial thinking", usage(0, 0)),
+    ];
+
+    const pi = piEstimateContextTokens(messages as never);
+    expect(pi.usageTokens).toBe(150);
+    expect(pi.lastUsageIndex).toBe(1);
+    const trailing =
+      estimateTokens(messages[2] as AgentMessage) + estimateTokens(messages[3] as AgentMessage);
+    expect(trailing).toBeGreaterThan(0);
+    expect(estimateContextTokens(messages)).toBe(150 + trailing);
+    expect(estimateContextTokens(messages)).toBe(pi.tokens);
+  });
+});
+
+describe.each(backends())("getLastAssistantUsage and findCutPoint in pi 1.6 ($name)", (backend) => {
+  it("should skip all-zero assistant usage", async () => {
+    const c = chain();
+    c.message(userMessage("Hello"));
+    c.message(assistantMessage("Hi", usage(100, 50)));
+    c.message(userMessage("continue"));
+    c.message(assistantMessage("Partial", usage(0, 0)));
+
+    expect(piGetLastAssistantUsage(c.entries as never)?.input).toBe(100);
+    const context = await contextOf(backend, c.entries);
+    expect(lastAssistantUsage(context.messages)?.input).toBe(100);
+  });
+
+  it("should budget context-visible custom message entries", async () => {
+    const c = chain();
+    c.message(userMessage("hi"));
+    c.message(assistantMessage("hello"));
+    const custom = c.customMessage("x".repeat(4000));
+    const ok = c.message(assistantMessage("ok"));
+    expect(piFindCutPoint(c.entries as PiEntry[], 0, c.entries.length, 1)).toEqual({
+      firstKeptEntryIndex: 3,
+      isSplitTurn: true,
+      turnStartIndex: 2,
+    });
+    expect(piFindCutPoint(c.entries as PiEntry[], 0, c.entries.length, 2)).toEqual({
+      firstKeptEntryIndex: 2,
+      isSplitTurn: false,
+      turnStartIndex: -1,
+    });
+    const path = (await (
+      await PiSessionManager.open(await backend.repo(), piFileText(c.entries))
+    ).getBranch()) as TreeEntry[];
+
+    // A budget of one token keeps the last reply: the custom message opens its turn, summarized apart.
+    expect(findCut(path, 0, path.length, 1)).toBe(3);
+    const tinyBudget = prepareCompaction(path, { keepRecentTokens: 1 });
+    expect(tinyBudget.firstKeptEntryId).toBe(ok);
+    expect(text(tinyBudget.turnPrefixMessages)).toBe("x".repeat(4000));
+
+    expect(findCut(path, 0, path.length, 2)).toBe(2);
+    const customFitsBudget = prepareCompaction(path, { keepRecentTokens: 2 });
+    expect(customFitsBudget.firstKeptEntryId).toBe(custom);
+    expect(customFitsBudget.turnPrefixMessages).toEqual([]);
+  });
+});
+
 describe.each(backends())("prepareCompaction with previous compaction ($name)", (backend) => {
-  it("should preserve kept messages across repeated compactions when they still fit", async () => {
+  it("should skip repeated compactions when kept messages still fit", async () => {
     const c = chain();
     c.message(userMessage("user msg 1 (summarized by compaction1)"));
     c.message(assistantMessage("assistant msg 1"));
@@ -109,21 +195,23 @@ describe.each(backends())("prepareCompaction with previous compaction ($name)", 
     c.compaction("First summary", u2);
     c.message(userMessage("user msg 4 (new after compaction1)"));
     c.message(assistantMessage("assistant msg 4", usage(8000, 2000)));
+
+    expect(
+      piPrepareCompaction(c.entries as PiEntry[], {
+        enabled: true,
+        reserveTokens: 16384,
+        keepRecentTokens: 20000,
+      }),
+    ).toBeUndefined();
+    // No plan here either: nothing_to_compact.
     const session = (await PiSessionManager.open(await backend.repo(), piFileText(c.entries))).session;
-    // pi plans a compaction keeping everything from u2 with nothing new to summarize; here that is
-    // nothing_to_compact (docs/pi.md), and nothing is planned.
     const branch = await session.getBranch();
     await expectCode(
       Promise.resolve().then(() => prepareCompaction(branch, { keepRecentTokens: 20000 })),
       "nothing_to_compact",
     );
-    const contextBefore = await session.buildContext();
-    const tokensBefore = estimateContextTokens(contextBefore.messages);
-    // The compaction pi writes there keeps the messages the first one kept.
-    await session.appendCompaction({ summary: "Second summary", firstKeptEntryId: u2, tokensBefore });
-    const after = text((await session.buildContext()).messages);
-    expect(after).toContain("user msg 2 - kept by compaction1");
-    expect(after).toContain("user msg 3 - kept by compaction1");
+    await expectCode(session.compact({ summary: "S", keepRecentTokens: 20000 }), "nothing_to_compact");
+    expect(await session.getEntries()).toHaveLength(c.entries.length);
   });
 
   it("should re-summarize previously kept messages when the recent window moves past them", async () => {
@@ -239,18 +327,7 @@ describe("a failed attempt an edit left out, against pi 1.6", () => {
   });
 });
 
-describe.each(backends())("deliberate differences from pi 1.6's compaction ($name)", (backend) => {
-  it("is nothing_to_compact where pi's cut leaves nothing to summarize (pi writes a compaction)", async () => {
-    const c = chain();
-    c.message(userMessage("only"));
-    c.message(assistantMessage("answer"));
-    const manager = await PiSessionManager.open(await backend.repo(), piFileText(c.entries));
-    await expectCode(
-      manager.session.compact({ summary: "S", keepRecentTokens: 100_000 }),
-      "nothing_to_compact",
-    );
-  });
-
+describe.each(backends())("the deliberate difference from pi 1.6's compaction ($name)", (backend) => {
   it("never begins the kept part between a tool call and its result (pi cuts at a user message there)", async () => {
     const call = {
       role: "assistant",

@@ -3,6 +3,8 @@
  * at commit 83378aad7e74a0e2bb8f37c007a9685fb4609d8a (MIT). pi builds the context from a list of
  * entries; here the same entries are written as a pi file, imported into each backend, and the
  * context is built by the session. One deliberate difference is marked where it applies.
+ * "includes display:false custom messages in context" comes from the same file in
+ * earendil-works/pi as stored at commit 40065aec82961ff091c95159dcfa401778bf9ec4 (pi 1.6).
  */
 import { describe, expect, it } from "vitest";
 import type { AgentMessage } from "../../../src/core/internal";
@@ -63,6 +65,24 @@ function thinkingLevel(id: string, parentId: string | null, level: string) {
   };
 }
 
+function customMessage(
+  id: string,
+  parentId: string | null,
+  customType: string,
+  content: string,
+  display: boolean,
+) {
+  return {
+    type: "custom_message" as const,
+    id,
+    parentId,
+    timestamp: "2025-01-01T00:00:00Z",
+    customType,
+    content,
+    display,
+  };
+}
+
 function modelChange(id: string, parentId: string | null, provider: string, modelId: string) {
   return { type: "model_change", id, parentId, timestamp: "2025-01-01T00:00:00Z", provider, modelId };
 }
@@ -95,6 +115,26 @@ for (const backend of backends()) {
         ]);
         expect(ctx.messages).toHaveLength(4);
         expect(ctx.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+      });
+
+      it("includes display:false custom messages in context", async () => {
+        const ctx = await contextOf(
+          backend,
+          [
+            msg("1", null, "user", "hello"),
+            customMessage("2", "1", "pi-inline-skill-snapshot", "hidden context", false),
+            msg("3", "2", "assistant", "hi"),
+          ],
+          "3",
+        );
+
+        expect(ctx.messages).toHaveLength(3);
+        expect(at(ctx.messages, 0).role).toBe("user");
+        expect(at(ctx.messages, 1).role).toBe("custom");
+        expect(at(ctx.messages, 1).customType).toBe("pi-inline-skill-snapshot");
+        expect(at(ctx.messages, 1).content).toBe("hidden context");
+        expect(at(ctx.messages, 1).display).toBe(false);
+        expect(at(ctx.messages, 2).role).toBe("assistant");
       });
 
       it("tracks thinking level changes", async () => {

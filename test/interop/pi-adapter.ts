@@ -6,6 +6,7 @@ import type {
   SessionEntry,
   SessionRepo,
   StoredEntry,
+  SummaryUsage,
   ThinkingLevel,
   TreeEntry,
   TreeNode,
@@ -77,6 +78,7 @@ export class PiSessionManager {
     tokensBefore: number,
     details?: unknown,
     fromHook?: boolean,
+    usage?: SummaryUsage,
   ): Promise<string> {
     return this.session.appendCompaction({
       summary,
@@ -84,6 +86,7 @@ export class PiSessionManager {
       tokensBefore,
       ...(details === undefined ? {} : { details }),
       ...(fromHook === undefined ? {} : { fromHook }),
+      ...(usage === undefined ? {} : { usage }),
     });
   }
 
@@ -169,18 +172,21 @@ export class PiSessionManager {
     await this.session.setLeafId(null);
   }
 
-  branchWithSummary(
+  /** As pi 1.6: the summary names the leaf it leaves (`fromId`) and hangs under `branchFromId`. */
+  async branchWithSummary(
     branchFromId: string | null,
     summary: string,
     details?: unknown,
     fromHook?: boolean,
+    usage?: SummaryUsage,
   ): Promise<string> {
     return this.session.appendBranchSummary(
       {
         summary,
-        fromId: branchFromId ?? "root",
+        fromId: (await this.session.getLeafId()) ?? "root",
         ...(details === undefined ? {} : { details }),
         ...(fromHook === undefined ? {} : { fromHook }),
+        ...(usage === undefined ? {} : { usage }),
       },
       { parentId: branchFromId },
     );

@@ -3,7 +3,10 @@
  * at commit 83378aad7e74a0e2bb8f37c007a9685fb4609d8a (MIT), run through the SessionManager adapter
  * on each backend. pi's `createBranchedSession` replaces its session with the path; here it is a
  * fork (a new session, the source unchanged), and pi's checks of the file it writes become checks
- * of the JSONL backend's entry log. Unknown ids fail with our error codes where pi throws.
+ * of the JSONL backend's entry log. Unknown ids fail with our error codes where pi throws. The
+ * `usage` a compaction and a branch summary carry, and the left leaf as a summary's `fromId`, come
+ * from the same file in earendil-works/pi as stored at commit
+ * 1c78a971511cdb21ed142aa8aacbd249089c60d1 (pi 1.6's SessionManager takes them).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
@@ -82,7 +85,15 @@ for (const backend of backends()) {
 
         const id1 = await session.appendMessage(userMsg("1"));
         const id2 = await session.appendMessage(assistantMsg("2"));
-        const compactionId = await session.appendCompaction("summary", id1, 1000);
+        const usage = {
+          input: 10,
+          output: 20,
+          cacheRead: 30,
+          cacheWrite: 40,
+          totalTokens: 100,
+          cost: { input: 0.1, output: 0.2, cacheRead: 0.3, cacheWrite: 0.4, total: 1 },
+        };
+        const compactionId = await session.appendCompaction("summary", id1, 1000, undefined, false, usage);
         await session.appendMessage(userMsg("3"));
 
         const entries = await session.getEntries();
@@ -94,6 +105,7 @@ for (const backend of backends()) {
           expect(compactionEntry.summary).toBe("summary");
           expect(compactionEntry.firstKeptEntryId).toBe(id1);
           expect(compactionEntry.tokensBefore).toBe(1000);
+          expect(compactionEntry.usage).toEqual(usage);
         }
 
         expect(entries[3]?.parentId).toBe(compactionId);
@@ -329,9 +341,23 @@ for (const backend of backends()) {
 
         const id1 = await session.appendMessage(userMsg("1"));
         await session.appendMessage(assistantMsg("2"));
-        await session.appendMessage(userMsg("3"));
+        const id3 = await session.appendMessage(userMsg("3"));
 
-        const summaryId = await session.branchWithSummary(id1, "Summary of abandoned work");
+        const usage = {
+          input: 10,
+          output: 20,
+          cacheRead: 30,
+          cacheWrite: 40,
+          totalTokens: 100,
+          cost: { input: 0.1, output: 0.2, cacheRead: 0.3, cacheWrite: 0.4, total: 1 },
+        };
+        const summaryId = await session.branchWithSummary(
+          id1,
+          "Summary of abandoned work",
+          undefined,
+          false,
+          usage,
+        );
 
         expect(await session.getLeafId()).toBe(summaryId);
 
@@ -341,6 +367,8 @@ for (const backend of backends()) {
         expect(summaryEntry?.parentId).toBe(id1);
         if (summaryEntry?.type === "branch_summary") {
           expect(summaryEntry.summary).toBe("Summary of abandoned work");
+          expect(summaryEntry.usage).toEqual(usage);
+          expect(summaryEntry.fromId).toBe(id3);
         }
       });
 

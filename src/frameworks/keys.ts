@@ -2,15 +2,14 @@ import { SessionError } from "../core";
 
 /*
  * Frameworks name their threads, sessions and checkpoints with any string; ours are 1-128
- * characters of `A-Z a-z 0-9 . _ : -`. A framework's name becomes one of ours by a reversible
- * escape, or by a digest when the escaped form is too long, so the same name always finds the same
- * session or entry.
+ * characters of `A-Z a-z 0-9 . _ : -`. A framework's name becomes one of ours by an escape (one
+ * to one, so two names never meet), or by a digest when the escaped form is too long, so the same
+ * name always finds the same session or entry.
  */
 
 const MAX_ID = 128;
 const KEPT = /[A-Za-z0-9-]/;
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
 /** `value` in id characters: `A-Z a-z 0-9 -` stay, every other UTF-8 byte becomes `_` and two hex digits. */
 export function encodeKey(value: string): string {
@@ -20,18 +19,6 @@ export function encodeKey(value: string): string {
     else for (const byte of encoder.encode(char)) out += `_${byte.toString(16).padStart(2, "0")}`;
   }
   return out;
-}
-
-/** The string `encodeKey` made `key` from. */
-export function decodeKey(key: string): string {
-  const bytes: number[] = [];
-  for (let i = 0; i < key.length; i++) {
-    if (key[i] === "_") {
-      bytes.push(Number.parseInt(key.slice(i + 1, i + 3), 16));
-      i += 2;
-    } else bytes.push(key.charCodeAt(i));
-  }
-  return decoder.decode(new Uint8Array(bytes));
 }
 
 /** The SHA-256 of `text` in hex. */

@@ -73,7 +73,12 @@ export class RemoteRepo implements SessionRepo {
 
   list(options: ListOptions = {}): Promise<SessionPage> {
     return this.#http.json("GET", "v1/sessions", {
-      query: { limit: options.limit, cursor: options.cursor ?? undefined, order: options.order },
+      query: {
+        limit: options.limit,
+        cursor: options.cursor ?? undefined,
+        order: options.order,
+        prefix: options.prefix,
+      },
     });
   }
 

@@ -245,7 +245,12 @@ export class MemoryRepo implements SessionRepo {
 
   async list(options: ListOptions = {}): Promise<SessionPage> {
     const limit = sessionsPageLimit(options);
-    const infos = await Promise.all([...this.#sessions.values()].map((storage) => storage.getInfo()));
+    const { prefix = "" } = options;
+    const infos = await Promise.all(
+      [...this.#sessions.entries()]
+        .filter(([id]) => id.startsWith(prefix))
+        .map(([, storage]) => storage.getInfo()),
+    );
     return pageSessions(infos, { limit, cursor: options.cursor, order: options.order ?? "updated" });
   }
 

@@ -141,6 +141,11 @@ export const ListOptions = z.object({
   limit: z.coerce.number().int().min(1).max(MAX_SESSIONS_PAGE).optional().meta({ description: "default 50" }),
   cursor: z.string().nullable().optional(),
   order: z.enum(["updated", "created"]).optional().meta({ description: "newest first; default updated" }),
+  prefix: z
+    .string()
+    .regex(/^[A-Za-z0-9._:-]{1,128}$/, "must be 1-128 characters of A-Z a-z 0-9 . _ : -")
+    .optional()
+    .meta({ description: "only the sessions whose id starts with it" }),
 });
 export type ListOptions = z.infer<typeof ListOptions>;
 

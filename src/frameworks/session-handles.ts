@@ -98,8 +98,13 @@ export class SessionHandles {
   async *scan(prefix: string): AsyncGenerator<SessionInfo> {
     let cursor: string | null | undefined;
     do {
-      const page = await this.repo.list({ limit: SCAN_PAGE, cursor, order: "created" });
-      for (const info of page.sessions) if (info.id.startsWith(prefix)) yield info;
+      const page = await this.repo.list({
+        limit: SCAN_PAGE,
+        cursor,
+        order: "created",
+        prefix: prefix || undefined,
+      });
+      for (const info of page.sessions) yield info;
       cursor = page.nextCursor;
     } while (cursor);
   }

@@ -101,7 +101,10 @@ export class JSONLRepo implements SessionRepo {
     const found = await unlessMissing(readdir(folder, { withFileTypes: true })).catch((error: unknown) => {
       throw ioError("listing", folder, error);
     });
-    const names = (found ?? []).filter((d) => d.isDirectory() && isValidId(d.name)).map((d) => d.name);
+    const { prefix = "" } = options;
+    const names = (found ?? [])
+      .filter((d) => d.isDirectory() && isValidId(d.name) && d.name.startsWith(prefix))
+      .map((d) => d.name);
     // A pool of readers rather than batches in lockstep, so one slow file does not hold up the rest.
     const listed: Array<SessionInfo | undefined> = [];
     let next = 0;

@@ -901,6 +901,24 @@ export function storageConformance(
         expect(new Set(seen).size).toBe(seen.length);
         await expectCode(repo.list({ cursor: "not a cursor" }), "invalid_request");
       });
+
+      it("lists only the sessions whose id starts with a prefix, page by page", async () => {
+        const repo = await makeRepo();
+        const prefix = `p-${newId()}:`;
+        const inside: string[] = [];
+        for (let i = 0; i < 3; i++) inside.push((await repo.create({ id: `${prefix}${i}` })).id);
+        await repo.create({ id: `${prefix.slice(0, -1)}-beside` });
+        await repo.create({ id: `x${prefix}` });
+        const seen: string[] = [];
+        let cursor: string | null = null;
+        do {
+          const page = await repo.list({ limit: 2, cursor, order: "created", prefix });
+          seen.push(...page.sessions.map((s) => s.id));
+          cursor = page.nextCursor;
+        } while (cursor);
+        expect(seen).toEqual([...inside].reverse());
+        expect((await repo.list({ prefix: `${prefix}1` })).sessions.map((s) => s.id)).toEqual([`${prefix}1`]);
+      });
     });
 
     describe("sync", () => {

@@ -168,6 +168,24 @@ describe("sessions", () => {
     expectError(await api("GET", "/v1/sessions?limit=201"), 400, "invalid_request");
     expectError(await api("GET", "/v1/sessions?order=random"), 400, "invalid_request");
     expectError(await api("GET", "/v1/sessions?cursor=%%%"), 400, "invalid_request");
+    for (const prefix of ["", "has%20space", "a/b", "x".repeat(129)]) {
+      const refused = await api("GET", `/v1/sessions?prefix=${prefix}`);
+      expectError(refused, 400, "invalid_request");
+      expect(JSON.stringify(refused.body.error.details)).toContain("prefix");
+    }
+  });
+
+  it("lists the sessions whose id starts with a prefix", async () => {
+    const prefix = `pre-${crypto.randomUUID()}:`;
+    const inside: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      await createSession({ body: { id: `${prefix}${i}` } });
+      inside.push(`${prefix}${i}`);
+    }
+    await createSession({ body: { id: `${prefix.slice(0, -1)}-beside` } });
+    const listed = await api("GET", `/v1/sessions?order=created&prefix=${encodeURIComponent(prefix)}`);
+    expect(listed.status).toBe(200);
+    expect(listed.body.sessions.map((s: { id: string }) => s.id)).toEqual([...inside].reverse());
   });
 
   it("keeps the listing current after writes", async () => {

@@ -270,15 +270,18 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
       const byCreated = options.order === "created";
       const key = cursor?.key ?? "\uffff";
       const after = cursor?.id ?? "\uffff";
+      const prefix = options.prefix ?? "";
       const rows = (
         byCreated
           ? this.#sql<{ id: string; sort_key: string; info: string }>`
               SELECT id, created_at AS sort_key, info FROM sessions
-              WHERE created_at < ${key} OR (created_at = ${key} AND id < ${after})
+              WHERE (created_at < ${key} OR (created_at = ${key} AND id < ${after}))
+                AND substr(id, 1, ${prefix.length}) = ${prefix}
               ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`
           : this.#sql<{ id: string; sort_key: string; info: string }>`
               SELECT id, updated_at AS sort_key, info FROM sessions
-              WHERE updated_at < ${key} OR (updated_at = ${key} AND id < ${after})
+              WHERE (updated_at < ${key} OR (updated_at = ${key} AND id < ${after}))
+                AND substr(id, 1, ${prefix.length}) = ${prefix}
               ORDER BY updated_at DESC, id DESC LIMIT ${limit + 1}`
       ).toArray();
       const page = rows.slice(0, limit);

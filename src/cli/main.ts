@@ -51,10 +51,11 @@ options (every command):
   --json            machine-readable output
   --verbose         say which service is used, on stderr
   -h, --help        help for a command: cf-sessions <command> --help`,
-  list: `usage: cf-sessions list [--limit N] [--order updated|created] [--all]
+  list: `usage: cf-sessions list [--limit N] [--order updated|created] [--prefix p] [--all]
 
   --limit N     sessions per page (1-200, default 50)
   --order       updated (default) or created, newest first
+  --prefix p    only the sessions whose id starts with p
   --all         every page, not just the first`,
   show: `usage: cf-sessions show <id> [--type t1,t2] [--limit N] [--after seq]
 
@@ -145,6 +146,7 @@ function parse(argv: string[]) {
         help: { type: "boolean", short: "h" },
         limit: { type: "string" },
         order: { type: "string" },
+        prefix: { type: "string" },
         all: { type: "boolean" },
         type: { type: "string" },
         after: { type: "string" },
@@ -211,7 +213,7 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       const sessions = [];
       let cursor: string | null = null;
       do {
-        const page = await client.list({ limit: pageSize, order, cursor });
+        const page = await client.list({ limit: pageSize, order, cursor, prefix: values.prefix });
         sessions.push(...page.sessions);
         cursor = values.all ? page.nextCursor : null;
       } while (cursor);
@@ -395,6 +397,16 @@ function keySource(argv: readonly string[], env: Record<string, string | undefin
   return " (no key given: --token <key> or CF_SESSIONS_TOKEN)";
 }
 
+/** What a refusal says of each field it names (the details of `invalid_request`), in brackets. */
+function fieldProblems(details: unknown): string {
+  if (!Array.isArray(details)) return "";
+  const named = details.filter(
+    (d): d is { path: unknown[]; message: string } =>
+      typeof d === "object" && d !== null && Array.isArray(d.path) && typeof d.message === "string",
+  );
+  return named.length === 0 ? "" : ` (${named.map((d) => `${d.path.join(".")}: ${d.message}`).join("; ")})`;
+}
+
 /** Runs the command line; resolves to the exit code. */
 export async function main(
   argv: string[],
@@ -410,7 +422,7 @@ export async function main(
     }
     if (error instanceof SessionError)
       output.err(
-        `cf-sessions: ${error.code}: ${error.message}${error.code === "unauthorized" ? keySource(argv, env) : ""}\n`,
+        `cf-sessions: ${error.code}: ${error.message}${fieldProblems(error.details)}${error.code === "unauthorized" ? keySource(argv, env) : ""}\n`,
       );
     else if (error instanceof ConnectionError)
       output.err(`cf-sessions: ${error.message}; is it running? Another: --url or CF_SESSIONS_URL\n`);

@@ -277,6 +277,13 @@ describe("command line", () => {
     const text = await cli(["list"]);
     expect(text.stdout).toContain(branched.id);
     expect(text.stdout).toContain("what is the plan?");
+    const codex = await cli(["list", "--json", "--all", "--prefix", "codex-"]);
+    const codexIds = (JSON.parse(codex.stdout) as Array<{ id: string }>).map((s) => s.id);
+    expect(codexIds.length).toBeGreaterThanOrEqual(2);
+    expect(codexIds.every((id) => id.startsWith("codex-"))).toBe(true);
+    const refused = await cli(["list", "--prefix", "no spaces"]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain("prefix");
   });
 
   it("draws the tree with its branches, the leaf and labels marked", async () => {

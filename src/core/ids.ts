@@ -6,6 +6,8 @@ import { SessionError } from "./errors";
  * (`.` and `..` would name folders in a file backend).
  */
 export const ID_PATTERN = /^(?!\.+$)[A-Za-z0-9._:-]{1,128}$/;
+/** The start of an id, as a listing filters by: the same characters, dots alone too. */
+export const ID_PREFIX_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function isValidId(value: unknown): value is string {
   return typeof value === "string" && ID_PATTERN.test(value);

@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { EntryType as EntryTypeSchema, Id, Timestamp } from "./entries";
+import { ID_PREFIX_PATTERN } from "./ids";
 import { LATEST_EXPIRES_AT, MAX_ENTRIES_PAGE, MAX_SESSIONS_PAGE } from "./limits";
 
 /*
@@ -143,7 +144,7 @@ export const ListOptions = z.object({
   order: z.enum(["updated", "created"]).optional().meta({ description: "newest first; default updated" }),
   prefix: z
     .string()
-    .regex(/^[A-Za-z0-9._:-]{1,128}$/, "must be 1-128 characters of A-Z a-z 0-9 . _ : -")
+    .regex(ID_PREFIX_PATTERN, "must be 1-128 characters of A-Z a-z 0-9 . _ : -")
     .optional()
     .meta({ description: "only the sessions whose id starts with it" }),
 });

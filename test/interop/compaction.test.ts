@@ -26,7 +26,6 @@ import type {
   Usage,
 } from "../../src/core/internal";
 import {
-  assistantUsage,
   compactIfNeeded,
   DEFAULT_KEEP_RECENT_TOKENS,
   ExtractiveSummarizer,
@@ -38,7 +37,7 @@ import {
 import { expectCode } from "../conformance/storage";
 import type { Backend } from "./backends";
 import { backends } from "./backends";
-import { contextOf, PiSessionManager, piFileText } from "./pi-adapter";
+import { contextOf, lastAssistantUsage, PiSessionManager, piFileText } from "./pi-adapter";
 
 // ============================================================================
 // Test fixtures
@@ -110,15 +109,6 @@ const createThinkingLevelEntry = (thinkingLevel: string) =>
 async function stored(backend: Backend, entries: readonly object[]): Promise<TreeEntry[]> {
   const manager = await PiSessionManager.open(await backend.repo(), piFileText(entries));
   return manager.getBranch();
-}
-
-/** pi's getLastAssistantUsage over a context: the last reply's usage that can be trusted. */
-function lastAssistantUsage(messages: readonly AgentMessage[]): Usage | undefined {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const usage = assistantUsage(messages[i] as AgentMessage);
-    if (usage) return usage;
-  }
-  return undefined;
 }
 
 const extractive = new ExtractiveSummarizer();

@@ -10,8 +10,9 @@ import type {
   ThinkingLevel,
   TreeEntry,
   TreeNode,
+  Usage,
 } from "../../src/core/internal";
-import { parsePi } from "../../src/core/internal";
+import { assistantUsage, parsePi } from "../../src/core/internal";
 import type { Backend } from "./backends";
 
 /*
@@ -222,6 +223,15 @@ export async function contextOf(
 ): Promise<SessionContext> {
   const manager = await PiSessionManager.open(await backend.repo(), piFileText(entries));
   return leafId === undefined ? manager.buildSessionContext() : manager.session.buildContext({ leafId });
+}
+
+/** pi's getLastAssistantUsage over a context: the last reply's usage that can be trusted. */
+export function lastAssistantUsage(messages: readonly AgentMessage[]): Usage | undefined {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const usage = assistantUsage(messages[i] as AgentMessage);
+    if (usage) return usage;
+  }
+  return undefined;
 }
 
 /** A version 3 pi file holding `entries` in order. */

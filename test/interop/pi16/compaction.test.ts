@@ -31,7 +31,6 @@ import {
 import { computeFileLists } from "../../../node_modules/@earendil-works/pi-coding-agent/dist/core/compaction/utils.js";
 import type { AgentMessage, TreeEntry } from "../../../src/core/internal";
 import {
-  assistantUsage,
   estimateContextTokens,
   estimateTokens,
   findCut,
@@ -42,7 +41,7 @@ import {
 } from "../../../src/core/internal";
 import { expectCode } from "../../conformance/storage";
 import { backends } from "../backends";
-import { contextOf, PiSessionManager, piFileText } from "../pi-adapter";
+import { contextOf, lastAssistantUsage, PiSessionManager, piFileText } from "../pi-adapter";
 import { sessionArbitrary, writePiSession } from "./pi16-sessions";
 
 const usage = (input: number, output: number) => ({
@@ -106,15 +105,6 @@ function text(messages: readonly AgentMessage[]): string {
       return String((m as { summary?: unknown }).summary ?? "");
     })
     .join("\n");
-}
-
-/** pi's getLastAssistantUsage over a context: the last reply's usage that can be trusted. */
-function lastAssistantUsage(messages: readonly AgentMessage[]) {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const found = assistantUsage(messages[i] as AgentMessage);
-    if (found) return found;
-  }
-  return undefined;
 }
 
 describe("estimateContextTokens", () => {

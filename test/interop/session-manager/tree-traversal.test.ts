@@ -18,6 +18,16 @@ import { assistantMsg, userMsg } from "../pi-messages";
 
 const text = (message: unknown) => (message as { content: Array<{ text: string }> }).content[0]?.text;
 
+/** What a summarizer's call cost, as pi 1.6 keeps it on a compaction and a branch summary. */
+const usage = {
+  input: 10,
+  output: 20,
+  cacheRead: 30,
+  cacheWrite: 40,
+  totalTokens: 100,
+  cost: { input: 0.1, output: 0.2, cacheRead: 0.3, cacheWrite: 0.4, total: 1 },
+};
+
 for (const backend of backends()) {
   describe(`SessionManager append and tree traversal (${backend.name})`, () => {
     describe("append operations", () => {
@@ -85,14 +95,6 @@ for (const backend of backends()) {
 
         const id1 = await session.appendMessage(userMsg("1"));
         const id2 = await session.appendMessage(assistantMsg("2"));
-        const usage = {
-          input: 10,
-          output: 20,
-          cacheRead: 30,
-          cacheWrite: 40,
-          totalTokens: 100,
-          cost: { input: 0.1, output: 0.2, cacheRead: 0.3, cacheWrite: 0.4, total: 1 },
-        };
         const compactionId = await session.appendCompaction("summary", id1, 1000, undefined, false, usage);
         await session.appendMessage(userMsg("3"));
 
@@ -343,14 +345,6 @@ for (const backend of backends()) {
         await session.appendMessage(assistantMsg("2"));
         const id3 = await session.appendMessage(userMsg("3"));
 
-        const usage = {
-          input: 10,
-          output: 20,
-          cacheRead: 30,
-          cacheWrite: 40,
-          totalTokens: 100,
-          cost: { input: 0.1, output: 0.2, cacheRead: 0.3, cacheWrite: 0.4, total: 1 },
-        };
         const summaryId = await session.branchWithSummary(
           id1,
           "Summary of abandoned work",

@@ -32,6 +32,17 @@ async function withModel(
   return { status: res.status, body: (await res.json()) as any };
 }
 
+/** Waits until the fake model holds the summarizer's request made under `key`. */
+async function summarizerHolds(key: string): Promise<void> {
+  await vi.waitFor(
+    async () => {
+      const held = (await (await fetch(`${env.FAKE_LLM_URL}/requests/hold:${key}`)).json()) as unknown[];
+      expect(held.length).toBe(1);
+    },
+    { timeout: 10_000, interval: 50 },
+  );
+}
+
 async function conversation(turns: number) {
   const id = await createSession();
   const entries = [];
@@ -145,13 +156,7 @@ describe("POST /compact", () => {
     const id = await conversation(6);
     const key = sid("hold");
     const pending = withModel(`hold:${key}`, "POST", `/v1/sessions/${id}/compact`, { keepRecentTokens: 300 });
-    await vi.waitFor(
-      async () => {
-        const held = (await (await fetch(`${env.FAKE_LLM_URL}/requests/hold:${key}`)).json()) as unknown[];
-        expect(held.length).toBe(1);
-      },
-      { timeout: 10_000, interval: 50 },
-    );
+    await summarizerHolds(key);
     // Meanwhile another client goes back to the start and branches from there.
     expect((await api("PUT", `/v1/sessions/${id}/leaf`, { body: { targetId: "q0" } })).status).toBe(200);
     expect(
@@ -169,13 +174,7 @@ describe("POST /compact", () => {
     const id = await conversation(6);
     const key = sid("hold");
     const pending = withModel(`hold:${key}`, "POST", `/v1/sessions/${id}/compact`, { keepRecentTokens: 300 });
-    await vi.waitFor(
-      async () => {
-        const held = (await (await fetch(`${env.FAKE_LLM_URL}/requests/hold:${key}`)).json()) as unknown[];
-        expect(held.length).toBe(1);
-      },
-      { timeout: 10_000, interval: 50 },
-    );
+    await summarizerHolds(key);
     const appended = await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("one more") });
     await fetch(`${env.FAKE_LLM_URL}/release/${key}`, { method: "POST" });
     const res = await pending;

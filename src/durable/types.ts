@@ -128,6 +128,8 @@ export interface CopiedRows {
   batches: string[];
   /** Rows whose payload was stored in chunks, each with its payload whole. */
   chunked: CopiedRow[];
+  /** What the session's figures need of each row, in order. */
+  figures: CopiedFigure[];
   /** The blobs the page's entries refer to. */
   blobRefs: string[];
   /** What the page adds to the session's size (payloads and their blobs' values). */
@@ -137,16 +139,18 @@ export interface CopiedRows {
   rest: number[];
 }
 
-/** What a session's figures read of a row it copied. */
+/**
+ * What a session's figures read of a row it copied: its sizes, and its payload only for labels and
+ * names (the first user message's, for the preview, is read from the copy).
+ */
 export interface CopiedFigure {
   seq: number;
   type: EntryType;
   role: string | null;
   body: string | null;
+  /** UTF-8 bytes of the payload as stored, chunks included. */
   bytes: number;
   blob_bytes: number;
-  chunks: number;
-  [key: string]: SqlStorageValue;
 }
 
 /** What the retention sweep of a directory shard learns from a session it found idle. */

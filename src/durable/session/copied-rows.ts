@@ -1,6 +1,7 @@
+import type { EntryType } from "../../core/internal";
 import { refsInJson } from "../blobs/blob-text";
 import type { Sql } from "../sql";
-import type { CopiedFigure, CopiedRow, CopiedRows } from "../types";
+import type { CopiedRow, CopiedRows } from "../types";
 import {
   CHUNK_BYTES,
   ENTRY_COLUMN_LIST,
@@ -22,10 +23,11 @@ import type { EntryRows } from "./entry-rows";
  */
 
 /**
- * Characters of payloads one INSERT of a fork's copy takes as JSON: escaping at most doubles a
- * payload's characters, so the statement's value stays under SQLite's 2 MB for a string.
+ * UTF-8 bytes of payloads one INSERT of a fork's copy takes as JSON: escaping at most doubles a
+ * payload's bytes (a stored payload is JSON, its control characters already escaped), so the
+ * statement's value stays under SQLite's 2 MB for a string.
  */
-const BATCH_CHARS = 512 * 1024;
+const BATCH_BYTES = 512 * 1024;
 
 /** An inline row's columns as `insertCopiedRows` reads them: ENTRY_COLUMN_LIST, no chunks. */
 const COPIED_COLUMNS = ENTRY_COLUMN_LIST.map((c) => (c === "chunks" ? "0" : c)).join(", ");
@@ -39,9 +41,9 @@ export function readPathRows(
   sql: Sql,
   seqs: readonly number[],
 ): CopiedRows {
-  const page: CopiedRows = { batches: [], chunked: [], blobRefs: [], bytes: 0, rest: [] };
+  const page: CopiedRows = { batches: [], chunked: [], figures: [], blobRefs: [], bytes: 0, rest: [] };
   let run: number[] = [];
-  let runChars = 0;
+  let runBytes = 0;
   const endRun = () => {
     if (run.length === 0) return;
     page.batches.push(
@@ -54,7 +56,7 @@ export function readPathRows(
         .one().rows,
     );
     run = [];
-    runChars = 0;
+    runBytes = 0;
   };
   let size = 0;
   let taken = 0;
@@ -63,16 +65,19 @@ export function readPathRows(
     for (const row of sql<{
       seq: number;
       id: string;
+      type: EntryType;
+      role: string | null;
+      shaping: string | null;
       chunks: number;
-      chars: number;
       bytes: number;
       blob_bytes: number;
     }>`
-      SELECT seq, id, chunks, coalesce(length(body), 0) AS chars,
-        coalesce(length(CAST(body AS BLOB)), 0) AS bytes, blob_bytes
+      SELECT seq, id, type, role, CASE WHEN type IN ('label', 'session_info') THEN body END AS shaping,
+        chunks, coalesce(octet_length(body), 0) AS bytes, blob_bytes
       FROM entries WHERE seq IN (SELECT value FROM json_each(${batch})) ORDER BY seq`) {
       if (size >= PAGE_CHARS) break;
       let body: string | undefined;
+      let bytes = row.bytes;
       if (row.chunks > 0) {
         endRun();
         body = readChunked(sql, row.seq);
@@ -82,16 +87,24 @@ export function readPathRows(
           bytes: encoder.encode(body).byteLength,
         };
         page.chunked.push(copied);
-        page.bytes += copied.bytes;
+        bytes = copied.bytes;
         size += body.length;
       } else {
-        if (runChars + row.chars > BATCH_CHARS) endRun();
+        // A payload's UTF-8 bytes bound its characters, and are known without reading it.
+        if (runBytes + row.bytes > BATCH_BYTES) endRun();
         run.push(row.seq);
-        runChars += row.chars;
-        page.bytes += row.bytes;
-        size += row.chars;
+        runBytes += row.bytes;
+        size += row.bytes;
       }
-      page.bytes += row.blob_bytes;
+      page.bytes += bytes + row.blob_bytes;
+      page.figures.push({
+        seq: row.seq,
+        type: row.type,
+        role: row.role,
+        body: row.shaping,
+        bytes,
+        blob_bytes: row.blob_bytes,
+      });
       if (row.blob_bytes > 0) page.blobRefs.push(...refsInJson(body ?? rows.bodies([row.seq])[0] ?? ""));
       page.last = { seq: row.seq, id: row.id };
       page.first ??= row.seq;
@@ -131,15 +144,4 @@ export function insertCopiedRows(storage: SqlStorage, sql: Sql, page: CopiedRows
     writeChunks(sql, row.seq, row.body, chunks);
   }
   insertRows(storage, values);
-}
-
-/**
- * What a session's figures need of its rows `first` to `last`, in order: sizes, and the payload
- * only of labels and names.
- */
-export function readCopiedFigures(sql: Sql, first: number, last: number): CopiedFigure[] {
-  return sql<CopiedFigure>`SELECT seq, type, role, blob_bytes, chunks,
-      CASE WHEN type IN ('label', 'session_info') THEN body END AS body,
-      coalesce(length(CAST(body AS BLOB)), 0) AS bytes
-    FROM entries WHERE seq BETWEEN ${first} AND ${last} ORDER BY seq`.toArray();
 }

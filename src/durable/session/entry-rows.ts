@@ -87,7 +87,7 @@ export class EntryRows {
   storedBytes(seqs?: readonly number[]): number {
     if (seqs === undefined) {
       const inline = this.#sql<{ bytes: number }>`
-        SELECT total(length(CAST(body AS BLOB))) + total(blob_bytes) AS bytes FROM entries`.one().bytes;
+        SELECT total(octet_length(body)) + total(blob_bytes) AS bytes FROM entries`.one().bytes;
       const chunked = this.#sql<{ bytes: number }>`
         SELECT total(length(data)) AS bytes FROM entry_chunks`.one().bytes;
       return inline + chunked;
@@ -95,7 +95,7 @@ export class EntryRows {
     // Sums read no payload into memory: one query each, however many seqs.
     const all = JSON.stringify(seqs);
     const inline = this.#sql<{ bytes: number }>`
-      SELECT total(length(CAST(body AS BLOB))) + total(blob_bytes) AS bytes FROM entries
+      SELECT total(octet_length(body)) + total(blob_bytes) AS bytes FROM entries
       WHERE seq IN (SELECT value FROM json_each(${all}))`.one().bytes;
     const chunked = this.#sql<{ bytes: number }>`
       SELECT total(length(data)) AS bytes FROM entry_chunks

@@ -28,7 +28,7 @@ import type { Reloadable } from "../transaction";
 import { transaction } from "../transaction";
 import type { CopiedRows } from "../types";
 import type { ContextReads } from "./context-reads";
-import { insertCopiedRows, readCopiedFigures } from "./copied-rows";
+import { insertCopiedRows } from "./copied-rows";
 import type { StoredWrite } from "./entry-rows";
 import type { PreparedBlobs } from "./prepared-blobs";
 import type { ByteLimit } from "./room";
@@ -223,8 +223,7 @@ export class SessionWrites {
     this.checkRoom(page.bytes, room);
     this.#write(() => {
       insertCopiedRows(this.#parts.storage.sql, this.#parts.sql, page);
-      const chunked = new Map(page.chunked.map((row) => [row.seq, row.bytes]));
-      for (const row of readCopiedFigures(this.#parts.sql, first, last.seq)) {
+      for (const row of page.figures) {
         // What the figures read of an entry is in its payload only for labels, names and the
         // first user message.
         let entry = { type: row.type, message: { role: row.role } } as SessionEntry;
@@ -232,7 +231,7 @@ export class SessionWrites {
         else if (row.role === "user" && state.stats.preview === undefined)
           entry = JSON.parse(this.#parts.rows.bodies([row.seq])[0] ?? "{}") as SessionEntry;
         if (entry.type === "label") this.#parts.rows.setLabel(entry.targetId, entry.label);
-        applyEntryToStats(state.stats, entry, (chunked.get(row.seq) ?? row.bytes) + row.blob_bytes);
+        applyEntryToStats(state.stats, entry, row.bytes + row.blob_bytes);
         if (row.blob_bytes > 0) state.stats.blobBytes = (state.stats.blobBytes ?? 0) + row.blob_bytes;
       }
       this.#parts.search.markPending(first, last.seq);

@@ -45,7 +45,7 @@ function relative(path: string): string {
   return path.replace(/^\/+/, "");
 }
 
-function generationPath(sessionPath: string, id: string, rest = ""): string {
+export function generationPath(sessionPath: string, id: string, rest = ""): string {
   return `${sessionPath}/generations/${encodeURIComponent(id)}${rest}`;
 }
 
@@ -152,23 +152,6 @@ export class GenerationWriter {
     this.#stopped.abort(new SessionError("stream_closed", `generation ${this.id} was stopped`));
     return result;
   }
-}
-
-export function openGeneration(
-  http: Transport,
-  sessionPath: string,
-  options: GenerateOptions,
-): Promise<GenerationInfo> {
-  return http.json("POST", `${sessionPath}/generations`, { body: options });
-}
-
-export function getGeneration(http: Transport, sessionPath: string, id: string): Promise<GenerationInfo> {
-  return http.json("GET", generationPath(sessionPath, id));
-}
-
-export async function listGenerations(http: Transport, sessionPath: string): Promise<GenerationInfo[]> {
-  return (await http.json<{ generations: GenerationInfo[] }>("GET", `${sessionPath}/generations`))
-    .generations;
 }
 
 export function stopGeneration(http: Transport, sessionPath: string, id: string): Promise<GenerationResult> {

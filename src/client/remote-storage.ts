@@ -2,6 +2,7 @@ import {
   type AppendEntryInput,
   type AppendOptions,
   type AppendResult,
+  buildSessionContext,
   type CompactionEntry,
   type CompactOptions,
   type ContextAnswer,
@@ -25,7 +26,6 @@ import {
   type NavigateOptions,
   type NavigateResult,
   newId,
-  type SessionContext,
   type SessionEntry,
   SessionError,
   type SessionEvent,
@@ -40,14 +40,7 @@ import {
   walkTree,
 } from "../core/internal";
 import type { FollowOptions, GenerateOptions, GenerationChunk, GenerationResult } from "./generations";
-import {
-  followGeneration,
-  GenerationWriter,
-  getGeneration,
-  listGenerations,
-  openGeneration,
-  stopGeneration,
-} from "./generations";
+import { followGeneration, GenerationWriter, generationPath, stopGeneration } from "./generations";
 import { responseLines } from "./response-lines";
 import type { Transport } from "./transport";
 import type { WatchOptions } from "./watch";
@@ -214,14 +207,7 @@ export class RemoteStorage implements SessionStorage {
       return this.#http.json<ContextAnswer>("GET", this.#path("/context"), { query: { leafId, since } });
     }
     const info = await this.getInfo();
-    return {
-      systemPrompt: info.systemPrompt ?? "",
-      messages: [],
-      thinkingLevel: "off",
-      model: null,
-      activeToolNames: null,
-      version: "",
-    };
+    return { ...buildSessionContext([], { sessionSystemPrompt: info.systemPrompt }), version: "" };
   }
 
   /** The context of a leaf (the head when undefined) in a model API's request shape, built by the service. */
@@ -231,9 +217,7 @@ export class RemoteStorage implements SessionStorage {
   ): Promise<ContextRequests[F]> {
     const { leafId, model, imageInput } = options;
     if (leafId === null) {
-      const { version: _version, ...empty } = (await this.context(null)) as SessionContext & {
-        version: string;
-      };
+      const empty = buildSessionContext([], { sessionSystemPrompt: (await this.getInfo()).systemPrompt });
       return contextForModel(empty, format, { model, imageInput });
     }
     return this.#http.json("GET", this.#path("/context"), {
@@ -258,19 +242,17 @@ export class RemoteStorage implements SessionStorage {
 
   /** Opens a generation and answers its writer (see `GenerationWriter`). */
   async generate(options: GenerateOptions = {}): Promise<GenerationWriter> {
-    return new GenerationWriter(
-      this.#http,
-      this.#path(),
-      await openGeneration(this.#http, this.#path(), options),
-    );
+    const info = await this.#http.json<GenerationInfo>("POST", this.#path("/generations"), { body: options });
+    return new GenerationWriter(this.#http, this.#path(), info);
   }
 
   generation(id: string): Promise<GenerationInfo> {
-    return getGeneration(this.#http, this.#path(), id);
+    return this.#http.json("GET", generationPath(this.#path(), id));
   }
 
-  generations(): Promise<GenerationInfo[]> {
-    return listGenerations(this.#http, this.#path());
+  async generations(): Promise<GenerationInfo[]> {
+    return (await this.#http.json<{ generations: GenerationInfo[] }>("GET", this.#path("/generations")))
+      .generations;
   }
 
   stopGeneration(id: string): Promise<GenerationResult> {

@@ -40,6 +40,8 @@ const DOCUMENT = {
   },
   // The document is served by the service it describes: paths are relative to where it was read.
   servers: [{ url: "/", description: "this service" }],
+  // Every operation takes a bearer credential unless it says otherwise (a blob's signed URL).
+  security: [{ bearer: [] }],
 };
 
 /**

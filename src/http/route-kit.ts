@@ -71,8 +71,6 @@ export function routes(): OpenAPIHono<AppEnv> {
   });
 }
 
-export const security = [{ bearer: [] }];
-
 export const json = <T extends z.ZodType>(schema: T, description: string) => ({
   content: { "application/json": { schema } },
   description,

@@ -2,12 +2,14 @@ import * as z from "zod";
 import {
   AppendEntryInput,
   CompactRequest,
+  ContextDelta,
   ContextFormatSchema,
   CreateSessionOptions,
   EntryQuery,
   EntryType,
   ExistingSessions,
   ForkOptions,
+  FullContext,
   Id,
   ImportWarning,
   LeafAt,
@@ -16,7 +18,6 @@ import {
   MAX_BATCH_ENTRIES,
   ModelRefString,
   NavigateRequest,
-  SessionContext,
   SessionEntry,
   SessionInfo,
   SessionPatch,
@@ -147,19 +148,6 @@ export const ContextQuery = LeafQuery.extend({
       "url: images and tool outputs stored as blobs come as short-lived signed URLs instead of their values (default inline)",
   }),
 });
-
-const Version = z.string().meta({ description: "the context's version (also its ETag)" });
-
-/** A whole context, with its version; `reset` when `since` was asked and the context did not just grow. */
-export const FullContext = SessionContext.extend({
-  version: Version,
-  reset: z.literal(true).optional(),
-}).meta({ id: "FullContext" });
-
-/** What was appended to the context since the version `since`, and its settings now. */
-export const ContextDelta = SessionContext.omit({ messages: true })
-  .extend({ version: Version, since: z.string(), append: SessionContext.shape.messages })
-  .meta({ id: "ContextDelta" });
 
 /*
  * The request fields of each model API, as `GET …/context?format=` answers them: the fields at

@@ -60,6 +60,25 @@ describe("/docs", () => {
     expect(page).toContain('<a href="#schema-StoredEntry">StoredEntry</a>');
   });
 
+  it("documents a bearer credential for every operation but a blob's signed URL, and the page says so", async () => {
+    const spec = (await (await get("/v1/openapi.json")).json()) as {
+      security?: unknown[];
+      paths: Record<string, Record<string, { security?: unknown[] }>>;
+    };
+    const page = await (await get("/docs")).text();
+    const needs = "Needs <code>Authorization: Bearer &lt;key or JWT&gt;</code>.";
+    let secured = 0;
+    for (const [path, item] of Object.entries(spec.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        const security = operation.security ?? spec.security ?? [];
+        expect(security, `${method} ${path}`).toEqual(path.startsWith("/v1/blobs/") ? [] : [{ bearer: [] }]);
+        if (security.length > 0) secured++;
+      }
+    }
+    expect(secured).toBeGreaterThanOrEqual(20);
+    expect(page.split(needs).length - 1).toBe(secured);
+  });
+
   it("documents wrong_jurisdiction on every route a tenant's pin guards", async () => {
     const spec = (await (await get("/v1/openapi.json")).json()) as {
       paths: Record<string, Record<string, { responses: Record<string, { description: string }> }>>;

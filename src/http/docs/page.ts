@@ -14,6 +14,7 @@ export interface OpenApiDocument {
   info: { title: string; version: string; description?: string };
   paths?: Record<string, unknown>;
   components?: { schemas?: Record<string, unknown>; securitySchemes?: Record<string, unknown> };
+  security?: unknown[];
 }
 
 export interface DocsAssets {
@@ -36,16 +37,18 @@ interface Operation {
   method: string;
   path: string;
   operation: JsonObject;
+  /** Whether it takes a credential: its own `security`, else the document's. */
+  secured: boolean;
 }
 
 function operationsOf(document: OpenApiDocument): Operation[] {
   return Object.entries(document.paths ?? {}).flatMap(([path, value]) => {
     const item = asObject(value);
-    return METHODS.filter((method) => isObject(item[method])).map((method) => ({
-      method,
-      path,
-      operation: item[method] as JsonObject,
-    }));
+    return METHODS.filter((method) => isObject(item[method])).map((method) => {
+      const operation = item[method] as JsonObject;
+      const security = Array.isArray(operation.security) ? operation.security : (document.security ?? []);
+      return { method, path, operation, secured: security.length > 0 };
+    });
   });
 }
 
@@ -96,8 +99,7 @@ ${content(asObject(answer).content)}
   return html`<h4>Answers</h4><ul class="responses">${items}</ul>`;
 }
 
-function operationSection({ method, path, operation }: Operation): Html {
-  const secured = Array.isArray(operation.security) && operation.security.length > 0;
+function operationSection({ method, path, operation, secured }: Operation): Html {
   return html`<details class="operation" id="${operationAnchor(method, path)}">
 <summary><span class="method method-${method}">${method.toUpperCase()}</span> <code class="path">${path}</code> <span class="op-summary">${text(operation.summary) ?? ""}</span></summary>
 <div class="operation-body">

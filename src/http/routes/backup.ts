@@ -4,7 +4,7 @@ import { decodeCursor, TenantImportReport, textStream } from "../../core/interna
 import { streamedNdjsonLines } from "../body";
 import { ErrorEnvelope } from "../errors";
 import { creationLocation } from "../placement";
-import { errors, json, ndjsonResponse, repo, routes, security } from "../route-kit";
+import { errors, json, ndjsonResponse, repo, routes } from "../route-kit";
 import { ExportTenantQuery, ImportTenantQuery } from "../schemas";
 
 /** Where a tenant stream is posted: NDJSON, read as it arrives. */
@@ -25,7 +25,6 @@ export const backupRoutes = routes()
       summary: "Export every session of the tenant as one NDJSON stream",
       description:
         'A line {"type":"export","format":"cf-tenant","version":1}, then each session as its native export (header line, entries) followed by {"type":"cursor","cursor":…} once complete, and {"type":"end","sessions":n} at the end. Newest first by creation. A session that fails while sent is followed by {"type":"error",…} instead of its cursor. To resume a cut stream, pass the last cursor line\'s cursor. Deleted sessions are not exported.',
-      security,
       request: { query: ExportTenantQuery },
       responses: {
         200: {
@@ -51,7 +50,6 @@ export const backupRoutes = routes()
       summary: "Import a tenant stream (from GET /v1/export, or native exports one after another)",
       description:
         "application/x-ndjson, read as it arrives. Each session is written on its own and listed once all its entries are: one that fails is left out and reported, and the import goes on. A session whose id is taken is skipped (existing=skip, default) or reported refused (existing=refuse); an id held by a deleted session is taken over; a session a previous import left incomplete is written again. The answer lists every session with its status.",
-      security,
       request: {
         query: ImportTenantQuery,
         body: { content: { "application/x-ndjson": { schema: z.string() } }, required: true },

@@ -2,7 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { leafTag, Session } from "../../core/internal";
 import { ErrorEnvelope } from "../errors";
 import { recordEvent, summarizerFor, timed } from "../metrics";
-import { body, conflict, json, routes, security, sessionStorage, writeErrors } from "../route-kit";
+import { body, conflict, json, routes, sessionStorage, writeErrors } from "../route-kit";
 import { CompactBody, CompactResponse, SessionIdParam } from "../schemas";
 
 /** Compacting a session's current branch. */
@@ -14,7 +14,6 @@ export const compactionRoutes = routes().openapi(
     summary: "Compact the current branch",
     description:
       "Summarizes what the kept part (at least keepRecentTokens of the newest messages) drops and appends the compaction at the leaf.",
-    security,
     request: { params: SessionIdParam, body: body(CompactBody, false) },
     responses: {
       ...writeErrors,

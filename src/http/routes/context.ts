@@ -12,16 +12,7 @@ import {
 } from "../../core/internal";
 import { ErrorEnvelope } from "../errors";
 import { summarizerFor } from "../metrics";
-import {
-  body,
-  errors,
-  json,
-  routes,
-  security,
-  sessionStorage,
-  streamedJson,
-  writeErrors,
-} from "../route-kit";
+import { body, errors, json, routes, sessionStorage, streamedJson, writeErrors } from "../route-kit";
 import {
   ContextQuery,
   ContextResponse,
@@ -44,7 +35,6 @@ export const contextRoutes = routes()
       path: "/v1/sessions/{sid}/context",
       operationId: "getContext",
       summary: "What to send to a model from a leaf",
-      security,
       description:
         "Every answer has a version (also its ETag). With `since` set to an earlier version, a context that only grew since (the usual agent turn) comes back as `append`: the new messages; otherwise whole, with `reset: true`. If-None-Match with the current version is 304. With `format`, the request fields carrying the context in that model API's shape, for `model` (default: the session's model): signatures and encrypted reasoning go back only to the model that made them.",
       request: { params: SessionIdParam, query: ContextQuery, headers: IfNoneMatch },
@@ -123,7 +113,6 @@ export const contextRoutes = routes()
       summary: "Where the head is, or stood at a time",
       description:
         "With `asOf`, the leaf as it stood then, from the session's leaf history (every write records the leaf it left); `historyStartsAt` says how far back that goes. An `asOf` before it is 404, one in the future 400.",
-      security,
       request: { params: SessionIdParam, query: LeafAtQuery },
       responses: { 200: json(LeafAtResponse, "the leaf"), ...errors },
     }),
@@ -138,7 +127,6 @@ export const contextRoutes = routes()
       path: "/v1/sessions/{sid}/leaf",
       operationId: "moveLeaf",
       summary: "Move the head",
-      security,
       request: { params: SessionIdParam, headers: IfMatch, body: body(MoveLeafBody) },
       responses: {
         200: json(NavigateResult, "moved"),

@@ -19,7 +19,6 @@ import {
   errors,
   json,
   routes,
-  security,
   sessionStorage,
   streamedJson,
   writeErrors,
@@ -51,7 +50,6 @@ export const entryRoutes = routes()
       summary: "Append an entry or an atomic batch",
       description:
         "Each entry's parent defaults to the leaf (in a batch, to the previous entry). Resending an entry with the same id and content is an idempotent replay (200). A message entry with a `format` (`openai-chat`, `openai-responses`, `anthropic`, `gemini`, `ai-sdk`) carries that API's own message: it is stored as the messages it stands for, chained, the first under the entry's id and the others under `<id>:1`, `<id>:2`, …; tool results take their tool's name from the calls they answer, and replies are recorded as the session's model unless `model` names another.",
-      security,
       request: { params: SessionIdParam, headers: IfMatch, body: body(AppendBody) },
       responses: {
         ...writeErrors,
@@ -84,7 +82,6 @@ export const entryRoutes = routes()
       summary: "Write entries verbatim into a session",
       description:
         "For restores and copies: ids, parents, timestamps and leaf records are kept as given (parents must exist); the rules for new appends (default parent, replays, label targets) do not apply. At most 1,000 entries.",
-      security,
       request: { params: SessionIdParam, body: body(ImportEntriesBody) },
       responses: {
         ...writeErrors,
@@ -110,7 +107,6 @@ export const entryRoutes = routes()
       path: "/v1/sessions/{sid}/entries",
       operationId: "listEntries",
       summary: "Entries in append order, paged by seq",
-      security,
       request: { params: SessionIdParam, query: EntriesQuery },
       responses: { 200: json(EntriesPage, "a page of entries"), ...errors },
     }),
@@ -126,7 +122,6 @@ export const entryRoutes = routes()
       path: "/v1/sessions/{sid}/entries/{eid}",
       operationId: "getEntry",
       summary: "One entry",
-      security,
       request: { params: EntryIdParams },
       responses: { 200: json(StoredEntry, "the entry"), ...errors },
     }),
@@ -143,7 +138,6 @@ export const entryRoutes = routes()
       path: "/v1/sessions/{sid}/branch",
       operationId: "getBranch",
       summary: "The path root → leaf",
-      security,
       request: { params: SessionIdParam, query: LeafQuery },
       responses: { 200: json(BranchResponse, "the path"), ...errors },
     }),
@@ -159,7 +153,6 @@ export const entryRoutes = routes()
       path: "/v1/sessions/{sid}/tree",
       operationId: "getTree",
       summary: "The whole tree, without payloads",
-      security,
       request: { params: SessionIdParam },
       responses: { 200: json(TreeResponse, "the roots"), ...errors },
     }),

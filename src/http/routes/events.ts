@@ -2,7 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
 import type { ErrorBody } from "../../core/internal";
 import { SessionError } from "../../core/internal";
-import { errors, json, repo, routes, security, sessionStorage } from "../route-kit";
+import { errors, json, repo, routes, sessionStorage } from "../route-kit";
 import { SessionIdParam } from "../schemas";
 import { ticketFor } from "../socket-ticket";
 
@@ -57,7 +57,6 @@ export const eventRoutes = routes()
       summary: "Sessions created, updated and deleted, as they happen (Server-Sent Events)",
       description:
         "created and updated carry the listing row (the session's info as it last reported, within DIRECTORY_SYNC_MS of a write), deleted its id. Live from now: read the listing first, then follow.",
-      security,
       responses: {
         200: { content: { "text/event-stream": { schema: z.string() } }, description: "the event stream" },
         ...errors,
@@ -73,7 +72,6 @@ export const eventRoutes = routes()
       summary: "Events of the session as they happen (Server-Sent Events)",
       description:
         "entry (id: its seq), leaf, session, compaction, deleted. With `after` or Last-Event-ID, what came after that seq is replayed first; otherwise only what happens from now.",
-      security,
       request: { params: SessionIdParam, query: EventsQuery, headers: LastEventId },
       responses: {
         200: { content: { "text/event-stream": { schema: z.string() } }, description: "the event stream" },
@@ -95,7 +93,6 @@ export const eventRoutes = routes()
       operationId: "createSocketTicket",
       summary: "A one-time ticket to open the session WebSocket (for browsers)",
       description: "Good for one connection within a minute; read-only keys may ask for one.",
-      security,
       request: { params: SessionIdParam },
       responses: { 201: json(Ticket, "the ticket"), ...errors },
     }),
@@ -114,7 +111,6 @@ export const eventRoutes = routes()
       summary: "Events of the session over a WebSocket (hibernating)",
       description:
         'The same events as JSON messages. `?after=<seq>` replays what came after it; send `{"after": <seq>}` to resume. Authenticate with a bearer key or `?ticket=` from POST …/tickets.',
-      security,
       request: {
         params: SessionIdParam,
         query: EventsQuery.extend({

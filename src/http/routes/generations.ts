@@ -12,7 +12,7 @@ import {
 import { MAX_APPEND_BYTES, refuseBody } from "../../durable/internal";
 import type { AppEnv } from "../env";
 import { ErrorEnvelope } from "../errors";
-import { body, conflict, errors, json, routes, security, sessionStorage, writeErrors } from "../route-kit";
+import { body, conflict, errors, json, routes, sessionStorage, writeErrors } from "../route-kit";
 import { SessionIdParam } from "../schemas";
 
 /*
@@ -83,7 +83,6 @@ const app = routes()
       operationId: "openGeneration",
       summary: "Open a generation: an answer written chunk by chunk to a stream",
       description: `Answers the generation with \`stream\`, its Durable Streams URL: append chunks there (text/plain for \`text\`, application/json events for \`pi-ai\` and \`ai-sdk-ui\`; at most ${MAX_APPEND_BYTES} bytes an append and ${MAX_GENERATION_BYTES} in all), read it from any offset, follow it live. The session's events announce it (\`generation\`). Complete or stop it to append the answer; without an append for \`abandonAfterSeconds\` it is stopped.`,
-      security,
       request: { params: SessionIdParam, body: body(OpenGenerationBody, false) },
       responses: {
         201: json(GenerationInfo, "opened"),
@@ -104,7 +103,6 @@ const app = routes()
       operationId: "listGenerations",
       summary:
         "The generations of the session: open ones, and ended ones still within their retention window",
-      security,
       request: { params: SessionIdParam },
       responses: { 200: json(GenerationList, "oldest first"), ...errors },
     }),
@@ -119,7 +117,6 @@ const app = routes()
       path: "/v1/sessions/{sid}/generations/{gid}",
       operationId: "getGeneration",
       summary: "A generation: its state, the tail of its stream, and the entries it became",
-      security,
       request: { params: GenerationParams },
       responses: { 200: json(GenerationInfo, "the generation"), ...errors },
     }),
@@ -136,7 +133,6 @@ const app = routes()
       summary: "Complete a generation: its answer appended under its parent, its stream closed",
       description:
         "With `message`, that is the answer; otherwise it is assembled from the chunks. The entry (the answer's first, which takes the generation's id) exists exactly when the stream says it is closed.",
-      security,
       request: { params: GenerationParams, body: body(CompleteGenerationBody, false) },
       responses: outcomeResponses,
     }),
@@ -159,7 +155,6 @@ const app = routes()
       summary: "Stop a generation: what it wrote so far appended as aborted, its stream closed",
       description:
         "Any key that may write the session may stop it; the writer's next append is refused (stream_closed), so it can cancel its model call.",
-      security,
       request: { params: GenerationParams, body: body(z.strictObject({}), false) },
       responses: outcomeResponses,
     }),
@@ -178,7 +173,6 @@ app.openAPIRegistry.registerPath({
   path: "/v1/sessions/{sid}/generations/{gid}/stream",
   operationId: "readGenerationStream",
   summary: "Read the chunks of a generation: the Durable Streams protocol (offset, long-poll, SSE, HEAD)",
-  security,
   request: {
     params: GenerationParams,
     query: z.object({
@@ -200,7 +194,6 @@ app.openAPIRegistry.registerPath({
   path: "/v1/sessions/{sid}/generations/{gid}/stream",
   operationId: "appendToGeneration",
   summary: "Append chunks to an open generation (Producer-Id/-Epoch/-Seq for exactly-once appends)",
-  security,
   request: {
     params: GenerationParams,
     body: { content: { "*/*": { schema: z.string() } }, description: "text, or JSON events" },

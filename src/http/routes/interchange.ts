@@ -21,7 +21,6 @@ import {
   ndjsonResponse,
   repo,
   routes,
-  security,
   sessionStorage,
   writtenInfo,
 } from "../route-kit";
@@ -45,7 +44,6 @@ export const interchangeRoutes = routes()
       path: "/v1/sessions/{sid}/export",
       operationId: "exportSession",
       summary: "Export a session as NDJSON (native or pi)",
-      security,
       request: { params: SessionIdParam, query: ExportQuery },
       responses: {
         200: {
@@ -74,7 +72,6 @@ export const interchangeRoutes = routes()
       summary: "Import a session from NDJSON (native, pi, Claude Code or Codex CLI)",
       description:
         "The body is application/x-ndjson (application/jsonl is taken too). Keeps the file's session id unless it is taken (then a new one is chosen); an `id` given in the query that is taken is 409. A refused file names its line and imports nothing. What an accepted file needed repaired (a torn last line, a missing parent, a repeated line) is listed in `warnings`.",
-      security,
       request: {
         query: ImportQuery,
         body: { content: { "application/x-ndjson": { schema: z.string() } }, required: true },

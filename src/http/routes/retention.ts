@@ -1,5 +1,5 @@
 import { createRoute } from "@hono/zod-openapi";
-import { body, errors, json, repo, routes, security } from "../route-kit";
+import { body, errors, json, repo, routes } from "../route-kit";
 import { RetentionBody } from "../schemas";
 
 /** The tenant's retention: how long a session may stay idle before it is deleted. */
@@ -10,7 +10,6 @@ export const retentionRoutes = routes()
       path: "/v1/retention",
       operationId: "getRetention",
       summary: "Retention of the tenant",
-      security,
       responses: {
         200: json(RetentionBody, "days without a write after which a session is deleted"),
         ...errors,
@@ -26,7 +25,6 @@ export const retentionRoutes = routes()
       summary: "Set the retention of the tenant",
       description:
         "Sessions with no write for idleDays are deleted, as by DELETE: restorable for the recovery window. Checked about hourly by each directory shard; null turns it off. A session's own expiresAt applies as well.",
-      security,
       request: { body: body(RetentionBody) },
       responses: { 200: json(RetentionBody, "the retention set"), ...errors },
     }),

@@ -1,6 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
 import { SessionSearchPage, TenantSearchPage } from "../../core/internal";
-import { errors, json, repo, routes, security, sessionStorage } from "../route-kit";
+import { errors, json, repo, routes, sessionStorage } from "../route-kit";
 import { SessionIdParam, SessionSearchQuery, TenantSearchQuery } from "../schemas";
 
 const QUERY_SYNTAX =
@@ -15,7 +15,6 @@ export const searchRoutes = routes()
       operationId: "searchSession",
       summary: "Search the entries of a session",
       description: `Over message text (user, assistant, tool results, system prompts), summaries, custom messages, the text a context edit puts in place of a message (the edited message keeps its own, and a hit on it names the edit in editedBy when the current branch edits it), labels and names; the model's thinking with thinking=true. Indexed as entries are written. ${QUERY_SYNTAX}`,
-      security,
       request: { params: SessionIdParam, query: SessionSearchQuery },
       responses: { 200: json(SessionSearchPage, "hits, newest first or by rank"), ...errors },
     }),
@@ -31,7 +30,6 @@ export const searchRoutes = routes()
       operationId: "searchSessions",
       summary: "Search the sessions of the tenant",
       description: `Sessions ranked by their name, labels, preview and text (each session's beginning and its most recent text), with the best snippet of each field that matched. Served from the tenant's directory: what a session wrote is found within DIRECTORY_SYNC_MS. ${QUERY_SYNTAX}`,
-      security,
       request: { query: TenantSearchQuery },
       responses: { 200: json(TenantSearchPage, "sessions, best first"), ...errors },
     }),

@@ -9,7 +9,6 @@ import {
   json,
   repo,
   routes,
-  security,
   sessionStorage,
   writeErrors,
   writtenInfo,
@@ -33,7 +32,6 @@ export const sessionRoutes = routes()
       summary: "Create a session",
       description:
         "An id held by a deleted session (still restorable) is taken over: that session is purged first.",
-      security,
       request: { body: body(CreateSessionBody, false) },
       responses: {
         ...writeErrors,
@@ -55,7 +53,6 @@ export const sessionRoutes = routes()
       path: "/v1/sessions",
       operationId: "listSessions",
       summary: "List sessions, newest first",
-      security,
       request: { query: ListSessionsQuery },
       responses: { 200: json(SessionPage, "a page of sessions"), ...errors },
     }),
@@ -67,7 +64,6 @@ export const sessionRoutes = routes()
       path: "/v1/sessions/{sid}",
       operationId: "getSession",
       summary: "Describe a session",
-      security,
       request: { params: SessionIdParam },
       responses: { 200: json(SessionInfo, "the session; ETag is its leaf"), ...errors },
     }),
@@ -82,7 +78,6 @@ export const sessionRoutes = routes()
       path: "/v1/sessions/{sid}",
       operationId: "updateSession",
       summary: "Rename, or change the system prompt or metadata",
-      security,
       request: { params: SessionIdParam, body: body(PatchSessionBody) },
       responses: { 200: json(SessionInfo, "the session"), ...writeErrors },
     }),
@@ -104,7 +99,6 @@ export const sessionRoutes = routes()
       summary: "Delete a session",
       description:
         "The session leaves the listing and every route answers 404, but POST …/restore brings it back whole within the recovery window (RECOVERY_WINDOW_SECONDS, seven days by default); then it is purged. purge=true deletes it for good at once, a deleted one too.",
-      security,
       request: { params: SessionIdParam, query: DeleteQuery },
       responses: { 204: { description: "deleted" }, ...errors },
     }),
@@ -123,7 +117,6 @@ export const sessionRoutes = routes()
       summary: "Restore a deleted session",
       description:
         "Within the recovery window: the session as it was when deleted, listed again. An expiresAt that has passed is cleared. 404 when it was never created or has been purged; 409 when it is not deleted.",
-      security,
       request: { params: SessionIdParam },
       responses: {
         ...errors,
@@ -142,7 +135,6 @@ export const sessionRoutes = routes()
       path: "/v1/sessions/{sid}/fork",
       operationId: "forkSession",
       summary: "A new session holding the path to an entry",
-      security,
       request: { params: SessionIdParam, body: body(ForkBody) },
       responses: {
         ...writeErrors,

@@ -3,7 +3,7 @@ import * as z from "zod";
 import { MAX_APPEND_BYTES } from "../../durable/internal";
 import type { AppEnv } from "../env";
 import { ErrorEnvelope } from "../errors";
-import { conflict, errors, json, security } from "../route-kit";
+import { conflict, errors, json } from "../route-kit";
 
 /*
  * The stream routes in the OpenAPI document. The protocol is headers and raw bodies, so these
@@ -72,7 +72,6 @@ export function describeStreams(registry: OpenAPIHono<AppEnv>["openAPIRegistry"]
     summary: "Create a stream (or confirm one with the same configuration)",
     description:
       "The Durable Streams protocol's create, a fork with Stream-Forked-From. See docs/streams.md.",
-    security,
     request: { params: StreamPath, headers: CreateHeaders, body: body("the stream's first data, if any") },
     responses: {
       201: { description: "created", headers: { ...TAIL, Location: header("the stream's URL") } },
@@ -87,7 +86,6 @@ export function describeStreams(registry: OpenAPIHono<AppEnv>["openAPIRegistry"]
     path: PATH,
     operationId: "appendToStream",
     summary: "Append to a stream, close it, or both",
-    security,
     request: {
       params: StreamPath,
       headers: AppendHeaders,
@@ -108,7 +106,6 @@ export function describeStreams(registry: OpenAPIHono<AppEnv>["openAPIRegistry"]
     path: PATH,
     operationId: "readStream",
     summary: "Read a stream from an offset: a page, a long-poll, or Server-Sent Events",
-    security,
     request: { params: StreamPath, query: ReadQuery },
     responses: {
       200: {
@@ -127,7 +124,6 @@ export function describeStreams(registry: OpenAPIHono<AppEnv>["openAPIRegistry"]
     path: PATH,
     operationId: "streamMetadata",
     summary: "The content type, tail and expiry of a stream, and whether it is closed",
-    security,
     request: { params: StreamPath },
     responses: { 200: { description: "the stream exists", headers: TAIL }, ...errors, 410: gone },
   });
@@ -136,7 +132,6 @@ export function describeStreams(registry: OpenAPIHono<AppEnv>["openAPIRegistry"]
     path: PATH,
     operationId: "deleteStream",
     summary: "Delete a stream (kept, answering 410, while forks read it)",
-    security,
     request: { params: StreamPath },
     responses: { 204: { description: "deleted" }, ...errors, 410: gone },
   });

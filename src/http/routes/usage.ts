@@ -1,5 +1,5 @@
 import { createRoute } from "@hono/zod-openapi";
-import { errors, json, repo, routes, security } from "../route-kit";
+import { errors, json, repo, routes } from "../route-kit";
 import { UsageResponse } from "../schemas";
 
 /** What the caller's tenant stores, and the quotas it is held to. */
@@ -11,7 +11,6 @@ export const usageRoutes = routes().openapi(
     summary: "Usage of the tenant: sessions, entries and bytes, and its quotas",
     description:
       "Summed from what each session last reported to the tenant's directory: a write shows here within the report interval (about a second). `blobs` are the values stored apart in R2, each once however many sessions hold it.",
-    security,
     responses: { 200: json(UsageResponse, "the tenant's usage"), ...errors },
   }),
   async (c) => {

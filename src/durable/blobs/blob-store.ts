@@ -45,11 +45,6 @@ export class BlobStore {
     });
   }
 
-  /** Whether the blob a reference names is stored. */
-  async has(ref: BlobRef): Promise<boolean> {
-    return (await this.#bucket.head(this.key(ref))) !== null;
-  }
-
   /**
    * The values of these references (strings as entries hold them), fetched a few at a time. A
    * blob missing from the bucket cannot be read back: `unavailable`, and nothing is answered.

@@ -11,6 +11,7 @@ import {
   PAGE_CHARS,
   READ_BATCH,
   readChunked,
+  rowValues,
   writeChunks,
 } from "./entry-layout";
 import type { EntryRows } from "./entry-rows";
@@ -124,23 +125,7 @@ export function insertCopiedRows(storage: SqlStorage, sql: Sql, page: CopiedRows
   const values: SqlStorageValue[][] = [];
   for (const row of page.chunked) {
     const chunks = Math.ceil(row.bytes / CHUNK_BYTES);
-    values.push([
-      row.seq,
-      row.id,
-      row.parent_id,
-      row.parent_seq,
-      row.type,
-      row.role,
-      row.timestamp,
-      row.depth,
-      row.last_compaction,
-      row.last_thinking,
-      row.last_model,
-      row.last_tools,
-      null,
-      chunks,
-      row.blob_bytes,
-    ]);
+    values.push(rowValues({ ...row, body: null, chunks }));
     writeChunks(sql, row.seq, row.body, chunks);
   }
   insertRows(storage, values);

@@ -42,6 +42,13 @@ export const ENTRY_COLUMNS = ENTRY_COLUMN_LIST.join(", ");
 /** A row's columns read from a JSON array of them, in ENTRY_COLUMN_LIST's order. */
 export const ENTRY_VALUES = ENTRY_COLUMN_LIST.map((_, n) => `value->>${n}`).join(", ");
 
+/** A row's values in ENTRY_COLUMN_LIST's order, as every INSERT of `entries` takes them. */
+export function rowValues(
+  row: Record<(typeof ENTRY_COLUMN_LIST)[number], SqlStorageValue>,
+): SqlStorageValue[] {
+  return ENTRY_COLUMN_LIST.map((column) => row[column]);
+}
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 

@@ -16,6 +16,7 @@ import {
   PAGE_CHARS,
   READ_BATCH,
   readChunked,
+  rowValues,
   writeChunks,
 } from "./entry-layout";
 
@@ -251,23 +252,8 @@ export class EntryRows {
     const role = entry.type === "message" ? entry.message.role : null;
     const inline = bytes <= INLINE_BYTES;
     const chunks = inline ? 0 : Math.ceil(bytes / CHUNK_BYTES);
-    rows.push([
-      seq,
-      entry.id,
-      node.parent_id,
-      parent?.seq ?? null,
-      entry.type,
-      role,
-      entry.timestamp,
-      node.depth,
-      node.last_compaction,
-      node.last_thinking,
-      node.last_model,
-      node.last_tools,
-      inline ? json : null,
-      chunks,
-      blobBytes ?? 0,
-    ]);
+    const stored = { ...node, parent_seq: parent?.seq ?? null, role, timestamp: entry.timestamp };
+    rows.push(rowValues({ ...stored, body: inline ? json : null, chunks, blob_bytes: blobBytes ?? 0 }));
     if (!inline) writeChunks(this.#sql, seq, json, chunks);
     if (entry.type === "label") this.setLabel(entry.targetId, entry.label);
     return node;

@@ -1,11 +1,4 @@
-import type {
-  AutoCompactStatus,
-  GenerationInfo,
-  LeafEvent,
-  SessionEvent,
-  SessionInfo,
-  StoredEntry,
-} from "../../core/internal";
+import type { LeafEvent, SessionEvent, StoredEntry } from "../../core/internal";
 import { SessionError, sseFrame } from "../../core/internal";
 import { EventSockets } from "./event-sockets";
 import { EventStream } from "./event-stream";
@@ -37,7 +30,8 @@ export class EventHub {
   readonly #ctx: DurableObjectState;
   readonly #source: EventSource;
   readonly #streams = new Set<EventStream>();
-  readonly #sockets: EventSockets;
+  /** The WebSocket watchers (event-sockets.ts): accepted, and their messages taken, there. */
+  readonly sockets: EventSockets;
   /** Writes waiting to be durable before their events go out, in order. */
   #delivery: Promise<void> = Promise.resolve();
   #heartbeat: ReturnType<typeof setInterval> | undefined;
@@ -49,16 +43,16 @@ export class EventHub {
     this.#ctx = ctx;
     this.#source = source;
     this.#onFailure = onFailure;
-    this.#sockets = new EventSockets(ctx, source);
+    this.sockets = new EventSockets(ctx, source);
   }
 
   /** Watchers now: streams and sockets. */
   get watchers(): number {
-    return this.#streams.size + this.#sockets.all().length;
+    return this.#streams.size + this.sockets.all().length;
   }
 
   get watching(): boolean {
-    return this.#streams.size > 0 || this.#sockets.all().length > 0;
+    return this.#streams.size > 0 || this.sockets.all().length > 0;
   }
 
   /**
@@ -125,16 +119,6 @@ export class EventHub {
     }, HEARTBEAT_MS);
   }
 
-  /** Accepts an event WebSocket and sends it what it missed after `after` (event-sockets.ts). */
-  acceptSocket(socket: WebSocket, after: number, payload: boolean): void {
-    this.#sockets.accept(socket, after, payload);
-  }
-
-  /** A message from a watching socket (event-sockets.ts). */
-  socketMessage(socket: WebSocket, message: string | ArrayBuffer): void {
-    this.#sockets.message(socket, message);
-  }
-
   /** After a committed write: its entries, and the head it left, once they are durable. */
   written(entries: readonly StoredEntry[], leafId: string | null): void {
     if (entries.length === 0 || !this.watching) return;
@@ -150,21 +134,14 @@ export class EventHub {
     this.#afterDurable(() => this.#deliver({ full: events, light: summaries, leaf, info }, first, last));
   }
 
-  /** The header changed (name, system prompt, metadata, automatic compaction settings). */
-  sessionChanged(info: SessionInfo): void {
+  /**
+   * Something besides entries changed, once it is durable: the header (`session`: name, system
+   * prompt, metadata, automatic compaction settings), an answer being written (`generation`:
+   * started, finished or stopped), automatic compaction's state (`compaction`).
+   */
+  changed(event: Extract<SessionEvent, { event: "session" | "generation" | "compaction" }>): void {
     if (!this.watching) return;
-    this.#afterDurable(() => this.#deliverAll({ event: "session", data: info }));
-  }
-
-  /** An answer started being written, finished, or was stopped. */
-  generationChanged(generation: GenerationInfo): void {
-    if (!this.watching) return;
-    this.#afterDurable(() => this.#deliverAll({ event: "generation", data: generation }));
-  }
-
-  compactionChanged(status: AutoCompactStatus): void {
-    if (!this.watching) return;
-    this.#afterDurable(() => this.#deliverAll({ event: "compaction", data: status }));
+    this.#afterDurable(() => this.#deliverAll(event));
   }
 
   /**
@@ -178,7 +155,7 @@ export class EventHub {
       for (const stream of this.#streams) stream.push(sseFrame(event), true);
       this.#streams.clear();
       this.#stopHeartbeat();
-      this.#sockets.closeAll(event);
+      this.sockets.closeAll(event);
     });
   }
 
@@ -200,12 +177,12 @@ export class EventHub {
       if (stream.bound >= last) continue;
       if (!stream.push(stream.payload ? frames.full : frames.light)) this.#drop(stream);
     }
-    this.#sockets.deliver(write, first, last);
+    this.sockets.deliver(write, first, last);
   }
 
   #deliverAll(event: SessionEvent): void {
     const frame = sseFrame(event);
     for (const stream of this.#streams) if (!stream.push(frame)) this.#drop(stream);
-    this.#sockets.deliverAll(event);
+    this.sockets.deliverAll(event);
   }
 }

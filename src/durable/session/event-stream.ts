@@ -60,10 +60,6 @@ export class EventStream {
     });
   }
 
-  get ended(): boolean {
-    return this.#ended;
-  }
-
   /** Stops reading the replay: the session is going. */
   stopReplay(): void {
     this.#replay = undefined;

@@ -82,15 +82,7 @@ export class Generations {
     return this.#open.parts;
   }
 
-  #row(id: string): GenerationRow {
-    return this.#parts.row(id);
-  }
-
-  #stream(id: string): StreamState | undefined {
-    return this.#parts.stream(id);
-  }
-
-  #info(row: GenerationRow, stream = this.#stream(row.id)): GenerationInfo {
+  #info(row: GenerationRow, stream = this.#parts.stream(row.id)): GenerationInfo {
     const lastAppend = stream?.renewedAt ?? row.openedAt;
     const info: GenerationInfo = {
       id: row.id,
@@ -113,7 +105,7 @@ export class Generations {
   }
 
   get(id: string): GenerationInfo {
-    return this.#info(this.#row(id));
+    return this.#info(this.#parts.row(id));
   }
 
   /** Generations still kept: open ones, and ended ones within their retention window. */
@@ -205,7 +197,7 @@ export class Generations {
     how: GenerationEnd,
     room: ByteLimit | undefined,
   ): GenerationOutcome {
-    const row = this.#row(id);
+    const row = this.#parts.row(id);
     const state = how.kind === "complete" ? "finished" : "stopped";
     if (row.state !== "open") {
       if (row.state !== state)
@@ -216,7 +208,7 @@ export class Generations {
       return { generation: this.#info(row), entries, created: false };
     }
     const { rows, streams } = this.#parts;
-    const stream = this.#stream(id) as StreamState;
+    const stream = this.#parts.stream(id) as StreamState;
     const now = Date.now();
     const inputs = answerEntries(streams.store, row, stream, how, now);
     const ids = inputs.map((input) => input.id as string);
@@ -226,7 +218,7 @@ export class Generations {
       // Last: should the entries be refused, nothing of this transaction stays.
       return session.writes.appendEntries(inputs, {}, room);
     });
-    return { generation: this.#info(this.#row(id)), entries: appended.entries, created: true };
+    return { generation: this.#info(this.#parts.row(id)), entries: appended.entries, created: true };
   }
 
   /**
@@ -238,7 +230,7 @@ export class Generations {
     const now = Date.now();
     for (const row of this.#parts.rows.all()) {
       if (row.state === "open") {
-        const last = this.#stream(row.id)?.renewedAt ?? row.openedAt;
+        const last = this.#parts.stream(row.id)?.renewedAt ?? row.openedAt;
         if (last + row.abandonMs > now) continue;
         try {
           await this.end(row.id, { kind: "stop", by: "abandoned" });
@@ -258,7 +250,7 @@ export class Generations {
 
   #remove(id: string): void {
     const { rows, streams } = this.#parts;
-    const stream = this.#stream(id);
+    const stream = this.#parts.stream(id);
     this.#host.storage.transactionSync(() => {
       if (stream) streams.store.remove(stream);
       rows.remove(id);
@@ -275,7 +267,7 @@ export class Generations {
     for (const row of this.#parts.rows.all()) {
       let due =
         row.state === "open"
-          ? (this.#stream(row.id)?.renewedAt ?? row.openedAt) + row.abandonMs
+          ? (this.#parts.stream(row.id)?.renewedAt ?? row.openedAt) + row.abandonMs
           : (row.finishedAt ?? now) + row.retainMs;
       // Past due after the alarm's work: its stop failed, and is tried again later, not at once.
       if (due <= now) due = now + RETRY_MS;

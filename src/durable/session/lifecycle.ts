@@ -39,7 +39,7 @@ export class SessionLifecycle {
   }
 
   /** The state as stored (read when first needed, and again after `reload`). */
-  get #state(): LifecycleState {
+  get state(): Readonly<LifecycleState> {
     this.#stored ??= this.#load();
     return this.#stored;
   }
@@ -67,16 +67,12 @@ export class SessionLifecycle {
     };
   }
 
-  get state(): Readonly<LifecycleState> {
-    return this.#state;
-  }
-
   get deleted(): boolean {
-    return this.#state.deletedAt !== null;
+    return this.state.deletedAt !== null;
   }
 
   get pending(): boolean {
-    return this.#state.pendingSince !== null;
+    return this.state.pendingSince !== null;
   }
 
   #save(next: LifecycleState): void {
@@ -92,15 +88,15 @@ export class SessionLifecycle {
   }
 
   listed(): void {
-    if (this.pending) this.#save({ ...this.#state, pendingSince: null });
+    if (this.pending) this.#save({ ...this.state, pendingSince: null });
   }
 
   markDeleted(now: number, purgeAt: number): void {
-    this.#save({ ...this.#state, deletedAt: now, purgeAt });
+    this.#save({ ...this.state, deletedAt: now, purgeAt });
   }
 
   markRestored(): void {
-    this.#save({ ...this.#state, deletedAt: null, purgeAt: null });
+    this.#save({ ...this.state, deletedAt: null, purgeAt: null });
   }
 
   /** Forgets the state after the object's storage was deleted. */
@@ -113,9 +109,9 @@ export class SessionLifecycle {
    * incomplete, to delete one whose `expiresAt` came, or (`soon`) to go on with background work.
    */
   dueAt(expiresAt: string | undefined, soon: number | undefined): number | undefined {
-    if (this.#state.purgeAt !== null) return this.#state.purgeAt;
+    if (this.state.purgeAt !== null) return this.state.purgeAt;
     const times: number[] = [];
-    if (this.#state.pendingSince !== null) times.push(this.#state.pendingSince + PENDING_MS);
+    if (this.state.pendingSince !== null) times.push(this.state.pendingSince + PENDING_MS);
     // An expiry stored before expiries were bounded may lie past what an alarm can be set to.
     const expiry = expiresAt === undefined ? Number.NaN : Date.parse(expiresAt);
     if (expiry < Date.parse(LATEST_EXPIRES_AT)) times.push(expiry);

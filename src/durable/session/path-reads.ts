@@ -96,12 +96,7 @@ export class PathReads {
       .map((row) => row.seq);
   }
 
-  /** The path root → `leafId` (on a path, seq grows from parent to child). */
-  path(leafId: string | null): Step[] {
-    if (leafId === null) return [];
-    return this.#walk(this.treeNode(leafId).seq).reverse();
-  }
-
+  /** Seqs of the path root → `leafId` (on a path, seq grows from parent to child). */
   pathSeqs(leafId: string | null): number[] {
     if (leafId === null) return [];
     return this.ancestors(this.treeNode(leafId).seq).reverse();

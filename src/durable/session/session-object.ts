@@ -157,7 +157,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   async updateHeader(patch: HeaderPatch): Promise<Result<SessionHeader>> {
     const result = await this.#parts.calls.write((session) => {
       const header = session.writes.updateHeader(patch);
-      this.#parts.watchers.hub.sessionChanged(session.info());
+      this.#parts.watchers.hub.changed({ event: "session", data: session.info() });
       return header;
     });
     if (result.ok && patch.expiresAt !== undefined) await this.#parts.life.arm();
@@ -346,7 +346,11 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   override webSocketClose(socket: WebSocket, code: number, reason: string): void {
-    this.#parts.watchers.socketClosed(socket, code, reason);
+    try {
+      socket.close(code === 1005 ? 1000 : code, reason);
+    } catch {
+      // Already closed on this side.
+    }
   }
 
   // --- forks ---

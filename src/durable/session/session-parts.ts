@@ -114,7 +114,7 @@ export function sessionParts(
     filled: (entries) => blobs.fill(entries),
     write: (write) => calls.limitedWrite(write),
     gone: () => !session.exists || lifecycle.deleted,
-    statusChanged: (status) => events.compactionChanged(status),
+    statusChanged: (status) => events.changed({ event: "compaction", data: status }),
     metric: (point) => telemetry.metric(point),
     logFailure: (task, error) => telemetry.logFailure(task, error),
   });
@@ -126,7 +126,7 @@ export function sessionParts(
       retainSeconds: seconds(env.GENERATION_RETAIN_SECONDS, DEFAULT_RETAIN_SECONDS),
     },
     write: (run) => calls.limitedWrite(run),
-    changed: (info) => events.generationChanged(info),
+    changed: (info) => events.changed({ event: "generation", data: info }),
     checkListed: () => calls.checkListed(),
   });
   return {

@@ -120,7 +120,7 @@ export class SessionWatchers {
       await this.#blobs.warm(after);
       this.#socketRound = true;
       try {
-        return this.hub.acceptSocket(pair[1], after, url.searchParams.get("payload") !== "false");
+        return this.hub.sockets.accept(pair[1], after, url.searchParams.get("payload") !== "false");
       } finally {
         this.#socketRound = false;
       }
@@ -144,17 +144,9 @@ export class SessionWatchers {
     }
     this.#socketRound = true;
     try {
-      this.hub.socketMessage(socket, message);
+      this.hub.sockets.message(socket, message);
     } finally {
       this.#socketRound = false;
-    }
-  }
-
-  socketClosed(socket: WebSocket, code: number, reason: string): void {
-    try {
-      socket.close(code === 1005 ? 1000 : code, reason);
-    } catch {
-      // Already closed on this side.
     }
   }
 }

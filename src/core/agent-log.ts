@@ -3,6 +3,7 @@ import { Timestamp } from "./entries";
 import { isValidId } from "./ids";
 import type { ImportedSession, ImportWarning } from "./interchange";
 import { checkImportEntries } from "./interchange";
+import { tryParseJson } from "./json";
 import type { ImageContent, TextContent, ThinkingLevel } from "./messages";
 import { THINKING_LEVELS } from "./messages";
 import { lineError, ndjsonLines, parseLine } from "./ndjson";
@@ -33,13 +34,9 @@ export function readLogLines(text: string): { lines: LogLine[]; warnings: Import
   const warnings: ImportWarning[] = [];
   numbered.forEach((line, index) => {
     const last = index === numbered.length - 1;
-    if (last && !/\n\s*$/.test(text)) {
-      try {
-        JSON.parse(line.text);
-      } catch {
-        warnings.push({ line: line.line, message: "torn last line (cut short while written) dropped" });
-        return;
-      }
+    if (last && !/\n\s*$/.test(text) && tryParseJson(line.text) === undefined) {
+      warnings.push({ line: line.line, message: "torn last line (cut short while written) dropped" });
+      return;
     }
     lines.push({ line: line.line, value: parseLine(line) });
   });
@@ -95,15 +92,6 @@ export function without(record: Record<string, unknown>, ...keys: string[]): Rec
 export function dataUrlImage(url: unknown): ImageContent | undefined {
   const image = typeof url === "string" ? parseDataUrl(url) : undefined;
   return image && { type: "image", mimeType: image.mimeType, data: image.data };
-}
-
-/** The text blocks of a message's content joined by newlines (a string is its own text). */
-export function blockText(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  return content
-    .flatMap((b) => (isRecord(b) && b.type === "text" && typeof b.text === "string" ? [b.text] : []))
-    .join("\n");
 }
 
 /**

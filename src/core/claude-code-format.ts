@@ -2,7 +2,6 @@ import type { InputContent, LogLine } from "./agent-log";
 import {
   agentSession,
   asString,
-  blockText,
   count,
   derivedSessionId,
   entryTimestamp,
@@ -21,6 +20,7 @@ import {
   anthropicUsage,
   anthropicUserBlock,
 } from "./providers/from-anthropic";
+import { blockText } from "./system-messages";
 
 /*
  * Claude Code sessions (`~/.claude/projects/<project>/<session>.jsonl`): one JSON line per event,

@@ -2,7 +2,6 @@ import type { LogLine } from "./agent-log";
 import {
   agentSession,
   asString,
-  blockText,
   count,
   derivedSessionId,
   entryTimestamp,
@@ -19,6 +18,7 @@ import type { AssistantMessage, TextContent, ThinkingLevel, ToolResultMessage } 
 import { usage } from "./messages";
 import { lineError } from "./ndjson";
 import { messageSignature } from "./providers/to-openai-responses";
+import { blockText } from "./system-messages";
 
 /*
  * OpenAI Codex CLI sessions (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`): a linear log of

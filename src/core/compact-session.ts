@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { headFor } from "./append";
+import { checkExpectedLeaf, headFor } from "./append";
 import {
   CompactionSettings,
   DEFAULT_KEEP_RECENT_TOKENS,
@@ -148,12 +148,7 @@ export async function navigateSession(
     return { leafId: record.targetId, record };
   }
   const oldLeaf = await storage.getLeafId();
-  if (options.expectedLeafId !== undefined && options.expectedLeafId !== oldLeaf) {
-    throw new SessionError("leaf_conflict", "the leaf has moved", {
-      expected: options.expectedLeafId,
-      actual: oldLeaf,
-    });
-  }
+  checkExpectedLeaf({ leafId: oldLeaf }, options.expectedLeafId);
   const target = headFor(
     targetId,
     targetId === null ? undefined : await storage.getEntry(targetId),

@@ -15,7 +15,7 @@ import type { AgentMessage } from "./messages";
 const EDITABLE_ROLES = new Set(["user", "assistant", "toolResult", "custom"]);
 
 /** Whether an edit may name `entry` when it is appended: user, assistant and tool-result messages, custom messages. */
-export function isEditableEntry(entry: Pick<TreeEntry, "type"> & { message?: unknown }): boolean {
+export function isEditableEntry(entry: { type?: unknown; message?: unknown }): boolean {
   if (entry.type === "custom_message") return true;
   if (entry.type !== "message") return false;
   const role = (entry.message as { role?: unknown } | undefined)?.role;

@@ -1,6 +1,7 @@
 import { parseClaudeCode } from "./claude-code-format";
 import { parseCodex } from "./codex-format";
 import type { ImportedSession, ImportFormat } from "./interchange";
+import { tryParseJson } from "./json";
 import { parseNative } from "./native-format";
 import { parsePi } from "./pi-format";
 
@@ -27,12 +28,7 @@ export function detectFormat(text: string, lines = 20): ImportFormat | undefined
   for (const raw of text.split("\n")) {
     if (!raw.trim()) continue;
     if (index++ >= lines) break;
-    let value: unknown;
-    try {
-      value = JSON.parse(raw);
-    } catch {
-      continue;
-    }
+    const value = tryParseJson(raw);
     if (value === null || typeof value !== "object" || Array.isArray(value)) continue;
     const line = value as Record<string, unknown>;
     if (index === 1 && line.type === "session") return line.format === "cf-session" ? "native" : "pi";

@@ -7,7 +7,7 @@ import { newId } from "./ids";
 import { lineError } from "./ndjson";
 import { NO_CONVERSATION } from "./providers/provider-entries";
 import type { Session } from "./session";
-import type { ParentSession } from "./session-schemas";
+import type { SessionHeader } from "./session-schemas";
 import type { SessionStorage } from "./storage";
 
 /*
@@ -15,15 +15,8 @@ import type { SessionStorage } from "./storage";
  * its entries in an order where every parent comes before its children, and where the head goes.
  */
 
-export interface ImportHeader {
-  id: string;
-  createdAt: string;
-  name?: string;
-  systemPrompt?: string;
-  metadata: Record<string, unknown>;
-  parentSession?: ParentSession;
-  expiresAt?: string;
-}
+/** A session's header as a file carries it: automatic compaction is the service's own setting. */
+export type ImportHeader = Omit<SessionHeader, "autoCompact">;
 
 /** A repair made on the way in (a torn last line dropped, a missing parent made a root, …), at the 1-based line of the file it concerns. */
 export const ImportWarning = z

@@ -42,17 +42,21 @@ export function assertProtoKeysKept(text: string, validated: unknown, what: stri
   );
 }
 
+/** The value of JSON `text`, or undefined when it is not JSON (no JSON text stands for undefined). */
+export function tryParseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * JSON text found inside a field (a tool call's `arguments`, a cursor, a signature) as a value,
  * held to the same rules as a body (`assertJsonDepth`); `undefined` when it is not JSON.
  */
 export function parseJsonField(text: string, what: string): unknown {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
+  const value = tryParseJson(text);
   assertJsonDepth(value, what);
   return value;
 }

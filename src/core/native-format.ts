@@ -1,11 +1,10 @@
 import * as z from "zod";
-import { Id, Timestamp } from "./entries";
 import type { ImportedSession, ImportHeader } from "./interchange";
 import { checkImportEntries, leafAfter, sessionEntries } from "./interchange";
 import type { NumberedLine } from "./ndjson";
 import { lineError, ndjsonLines, parseLine } from "./ndjson";
 import type { Session } from "./session";
-import { ExpiresAt, Metadata, ParentSession } from "./session-schemas";
+import { ExpiresAt, Metadata, SessionHeader } from "./session-schemas";
 
 /*
  * The native interchange format: a header line, then every entry in append order (`leaf` records
@@ -16,16 +15,11 @@ import { ExpiresAt, Metadata, ParentSession } from "./session-schemas";
 export const NATIVE_FORMAT = "cf-session";
 export const NATIVE_VERSION = 1;
 
-const NativeHeader = z.object({
+const NativeHeader = SessionHeader.omit({ autoCompact: true }).extend({
   type: z.literal("session"),
   format: z.literal(NATIVE_FORMAT),
   version: z.literal(NATIVE_VERSION),
-  id: Id,
-  name: z.string().optional(),
-  createdAt: Timestamp,
-  systemPrompt: z.string().optional(),
   metadata: Metadata.optional(),
-  parentSession: ParentSession.optional(),
   expiresAt: ExpiresAt.optional(),
 });
 
@@ -56,17 +50,9 @@ export function parseNativeHeader(line: NumberedLine): ImportHeader {
       issues: parsed.error.issues.map((i) => ({ path: i.path, message: i.message })),
     });
   }
-  const { name, systemPrompt, parentSession, expiresAt } = parsed.data;
-  return {
-    id: parsed.data.id,
-    createdAt: parsed.data.createdAt,
-    // As written: the schema would rebuild it, and drop a key named `__proto__` there.
-    metadata: (raw.metadata as z.infer<typeof Metadata> | undefined) ?? {},
-    ...(name === undefined ? {} : { name }),
-    ...(systemPrompt === undefined ? {} : { systemPrompt }),
-    ...(parentSession === undefined ? {} : { parentSession }),
-    ...(expiresAt === undefined ? {} : { expiresAt }),
-  };
+  const { type: _type, format: _format, version: _version, ...header } = parsed.data;
+  // Metadata as written: the schema would rebuild it, and drop a key named `__proto__` there.
+  return { ...header, metadata: (raw.metadata as z.infer<typeof Metadata> | undefined) ?? {} };
 }
 
 export function parseNative(text: string): ImportedSession {

@@ -1,5 +1,5 @@
 import { SessionError } from "./errors";
-import { assertJsonDepth, MAX_JSON_DEPTH } from "./json";
+import { assertJsonDepth, MAX_JSON_DEPTH, tryParseJson } from "./json";
 
 /** One non-blank line of a file, with its 1-based line number. */
 export interface NumberedLine {
@@ -32,12 +32,8 @@ export function lineError(
 }
 
 export function parseLine(line: NumberedLine): Record<string, unknown> {
-  let value: unknown;
-  try {
-    value = JSON.parse(line.text);
-  } catch {
-    throw lineError(line.line, "not valid JSON (truncated or malformed)");
-  }
+  const value = tryParseJson(line.text);
+  if (value === undefined) throw lineError(line.line, "not valid JSON (truncated or malformed)");
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw lineError(line.line, "not a JSON object");
   }

@@ -4,6 +4,7 @@ import { ENTRY_TYPES } from "./entries";
 import { isValidId, newId, nowIso } from "./ids";
 import type { ImportedSession, ImportWarning } from "./interchange";
 import { checkImportEntries, sessionEntries } from "./interchange";
+import { tryParseJson } from "./json";
 import type { NumberedLine } from "./ndjson";
 import { lineError, ndjsonLines, parseLine } from "./ndjson";
 import { fillMissingContent, noteOddities } from "./pi-repairs";
@@ -136,15 +137,6 @@ function parentsFirst(entries: PiLine[], warnings: ImportWarning[]): PiLine[] {
   return ordered;
 }
 
-function isJson(text: string): boolean {
-  try {
-    JSON.parse(text);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * Reads a pi session file. Besides pi's own migrations, it repairs what pi writes or leaves behind
  * and opens anyway, reporting each repair as a warning: a last line cut short by a crash is dropped,
@@ -172,7 +164,7 @@ export function parsePi(text: string): ImportedSession {
   const warnings: ImportWarning[] = [];
   const last = lines[lines.length - 1] as NumberedLine;
   // A line is torn when a write stopped inside it: only the last can be, and its newline is missing.
-  if (lines.length > 1 && !/\n\s*$/.test(text) && !isJson(last.text)) {
+  if (lines.length > 1 && !/\n\s*$/.test(text) && tryParseJson(last.text) === undefined) {
     lines.pop();
     warnings.push({
       line: last.line,

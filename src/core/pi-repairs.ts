@@ -1,3 +1,4 @@
+import { isEditableEntry } from "./context-edits";
 import type { ImportWarning } from "./interchange";
 import { isRecord } from "./providers/incoming";
 
@@ -66,19 +67,13 @@ export function noteOddities(lines: readonly Line[], warnings: ImportWarning[]):
         line,
         message: `context edit of ${String(entry.targetId)}, which names no entry of the file: kept, it changes nothing`,
       });
-    } else if (!isEditableTarget(target)) {
+    } else if (!isEditableEntry(target)) {
       warnings.push({
         line,
         message: `context edit of ${String(entry.targetId)}, a ${describe(target)}: kept, applied as pi applies it (null leaves the entry's messages out, content changes nothing)`,
       });
     }
   }
-}
-
-function isEditableTarget(entry: Record<string, unknown>): boolean {
-  if (entry.type === "custom_message") return true;
-  const role = isRecord(entry.message) ? entry.message.role : undefined;
-  return entry.type === "message" && typeof role === "string" && BLOCK_ROLES.has(role);
 }
 
 function describe(entry: Record<string, unknown>): string {

@@ -29,7 +29,7 @@ export function isSystemMessage(message: AgentMessage): message is SystemMessage
 }
 
 /** A string, or the text parts of an array joined by newlines (pi's `contentText`). */
-function contentText(content: unknown): string {
+export function blockText(content: unknown): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return "";
   return content
@@ -52,7 +52,7 @@ export function systemSections(message: SystemMessage): Array<[string, string | 
 
 /** A system message as a whole prompt: its content, then its sections (pi-ai's `getSystemMessageText`). */
 export function systemMessageText(message: SystemMessage): string {
-  const parts = [contentText(message.content)];
+  const parts = [blockText(message.content)];
   for (const [, text] of systemSections(message)) if (text !== null) parts.push(text);
   return parts.filter((part) => part.length > 0).join("\n\n");
 }
@@ -77,7 +77,7 @@ export function currentSystemMessage(messages: readonly AgentMessage[]): SystemM
     if (!isSystemMessage(message)) continue;
     if (!seen) timestamp = message.timestamp;
     seen = true;
-    const text = contentText(message.content);
+    const text = blockText(message.content);
     if (text.length > 0) content.push(text);
     for (const [name, value] of systemSections(message)) {
       if (value === null) sections.delete(name);

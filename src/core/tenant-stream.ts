@@ -5,6 +5,7 @@ import { SessionError } from "./errors";
 import { encodeCursor } from "./info";
 import type { ImportHeader } from "./interchange";
 import { IMPORT_BATCH, IMPORT_BATCH_CHARS, ImportWarning, lineOfBatchError } from "./interchange";
+import { tryParseJson } from "./json";
 import { exportNative, NATIVE_FORMAT, parseNativeHeader } from "./native-format";
 import type { NumberedLine } from "./ndjson";
 import { lineError } from "./ndjson";
@@ -314,12 +315,7 @@ export async function importTenant(
 
   const readAll = async (): Promise<void> => {
     for await (const numbered of lines) {
-      let value: unknown;
-      try {
-        value = JSON.parse(numbered.text);
-      } catch {
-        value = undefined;
-      }
+      const value = tryParseJson(numbered.text);
       const record = isRecord(value) ? value : undefined;
       const type = record?.type;
       if (first) {

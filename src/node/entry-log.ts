@@ -1,7 +1,7 @@
 import { readSync } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { open } from "node:fs/promises";
-import { SessionError } from "../core/internal";
+import { SessionError, tryParseJson } from "../core/internal";
 import { errnoCode, ioError } from "./errno";
 
 /** Where a line sits in the log: its first byte and its length in bytes, newline excluded. */
@@ -188,14 +188,6 @@ async function writeAll(handle: FileHandle, buffers: Buffer[], position: number)
   }
 }
 
-function parseJson(text: string): { value: unknown } | undefined {
-  try {
-    return { value: JSON.parse(text) };
-  } catch {
-    return undefined;
-  }
-}
-
 /** Reads every line of the log into `accept`, repairs an interrupted last line, returns the size. */
 async function scan(
   file: string,
@@ -220,9 +212,9 @@ async function scan(
       carried = [];
       number++;
       const lineEnd = position + newline;
-      const parsed = parseJson(text);
-      if (!parsed) throw corruptLine(file, number, "not valid JSON");
-      accept(parsed.value, { offset: lineStart, length: lineEnd - lineStart, number });
+      const value = tryParseJson(text);
+      if (value === undefined) throw corruptLine(file, number, "not valid JSON");
+      accept(value, { offset: lineStart, length: lineEnd - lineStart, number });
       lineStart = lineEnd + 1;
       from = newline + 1;
     }
@@ -232,14 +224,14 @@ async function scan(
   }
   if (carried.length === 0) return position;
 
-  const parsed = parseJson(Buffer.concat(carried).toString("utf8"));
-  if (!parsed) {
+  const value = tryParseJson(Buffer.concat(carried).toString("utf8"));
+  if (value === undefined) {
     await handle.truncate(lineStart);
     await handle.datasync();
     return lineStart;
   }
   number++;
-  accept(parsed.value, { offset: lineStart, length: position - lineStart, number });
+  accept(value, { offset: lineStart, length: position - lineStart, number });
   await handle.write("\n", position);
   await handle.datasync();
   return position + 1;

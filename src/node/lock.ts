@@ -3,17 +3,19 @@ import type { FileHandle } from "node:fs/promises";
 import { link, open, readFile, rename, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { nowIso, SessionError } from "../core/internal";
+import * as z from "zod";
+import { nowIso, SessionError, tryParseJson } from "../core/internal";
 import { errnoCode, unlessMissing } from "./errno";
 import { LOCK_FILE } from "./layout";
 
 /** What a lock file holds: who wrote it, and a token so its owner can tell the file is still its own. */
-export interface LockOwner {
-  pid: number;
-  hostname: string;
-  createdAt: string;
-  token: string;
-}
+const LockOwner = z.object({
+  pid: z.number().int().positive(),
+  hostname: z.string(),
+  createdAt: z.string().catch(""),
+  token: z.string().catch(""),
+});
+export type LockOwner = z.infer<typeof LockOwner>;
 
 type Holder =
   | { kind: "live" | "stale"; text: string; owner: LockOwner }
@@ -101,21 +103,7 @@ async function inspect(file: string): Promise<Holder | undefined> {
 }
 
 function parseOwner(text: string): LockOwner | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (typeof value !== "object" || value === null) return undefined;
-  const { pid, hostname: host, createdAt, token } = value as Record<string, unknown>;
-  if (!Number.isSafeInteger(pid) || (pid as number) <= 0 || typeof host !== "string") return undefined;
-  return {
-    pid: pid as number,
-    hostname: host,
-    createdAt: typeof createdAt === "string" ? createdAt : "",
-    token: typeof token === "string" ? token : "",
-  };
+  return LockOwner.safeParse(tryParseJson(text)).data;
 }
 
 function isRunning(owner: LockOwner): boolean {

@@ -10,6 +10,8 @@ import type {
   Usage,
 } from "../messages";
 import { AssistantMessage as AssistantMessageSchema, NO_USAGE } from "../messages";
+import { aiSdkStopReason } from "../providers/from-ai-sdk";
+import { assistantMessage, isRecord } from "../providers/incoming";
 import type { GenerationFormat } from "./generation-schemas";
 
 /*
@@ -21,11 +23,7 @@ import type { GenerationFormat } from "./generation-schemas";
  */
 
 /** Who answered, recorded on the assembled message. */
-export interface AnswerSource {
-  provider: string;
-  model: string;
-  api: string;
-}
+export type AnswerSource = Pick<AssistantMessage, "provider" | "model" | "api">;
 
 export interface AnswerFold {
   /** The next chunk: a piece of text (text), or one event (pi-ai, ai-sdk-ui). */
@@ -37,9 +35,7 @@ export interface AnswerFold {
 type Block = TextContent | ThinkingContent | ToolCall;
 
 function record(value: unknown): Record<string, unknown> | undefined {
-  return value !== null && typeof value === "object" && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : undefined;
+  return isRecord(value) ? value : undefined;
 }
 
 function text(value: unknown): string {
@@ -53,16 +49,7 @@ function assistant(
   timestamp: number,
   usage: Usage = NO_USAGE,
 ): AssistantMessage {
-  return {
-    role: "assistant",
-    content,
-    api: source.api,
-    provider: source.provider,
-    model: source.model,
-    usage,
-    stopReason,
-    timestamp,
-  };
+  return assistantMessage({ ...source, content, usage, stopReason, timestamp });
 }
 
 /** A message given whole (a `done` event's, or a complete request's): it must be an assistant's. */
@@ -193,21 +180,6 @@ class PiAiFold implements AnswerFold {
     const stopReason = stopped ? "aborted" : calls ? "toolUse" : "stop";
     const usage = record(base?.usage) ? (base?.usage as Usage) : NO_USAGE;
     return [assistant(source, content, stopReason, timestamp, usage)];
-  }
-}
-
-/** The AI SDK's finish reasons in pi-ai's terms. */
-function stopReasonOf(finishReason: unknown, calls: boolean): string {
-  switch (finishReason) {
-    case "length":
-      return "length";
-    case "tool-calls":
-      return "toolUse";
-    case "error":
-    case "content-filter":
-      return "error";
-    default:
-      return calls ? "toolUse" : "stop";
   }
 }
 
@@ -345,7 +317,7 @@ class UiMessageFold implements AnswerFold {
     else if (this.#errorText !== undefined) {
       last.stopReason = "error";
       last.errorMessage = this.#errorText;
-    } else last.stopReason = stopReasonOf(this.#finishReason, calls);
+    } else last.stopReason = aiSdkStopReason(this.#finishReason, calls).stopReason;
     return messages;
   }
 }

@@ -123,8 +123,9 @@ const PROVIDER_API = new Map<string, string>([
   ["google", FORMAT_API.gemini],
 ]);
 
-function stopReason(
-  finish: string | undefined,
+/** The AI SDK's finish reasons in pi-ai's terms. */
+export function aiSdkStopReason(
+  finish: unknown,
   hasCalls: boolean,
 ): { stopReason: string; errorMessage?: string } {
   switch (finish) {
@@ -352,7 +353,7 @@ export function fromAISDK(input: unknown, options: ReadOptions = {}): AgentMessa
                   u.totalTokens,
                 )
               : NO_USAGE,
-          ...(last ? stopReason(result?.finishReason, hasCalls) : stopReason(undefined, hasCalls)),
+          ...(last ? aiSdkStopReason(result?.finishReason, hasCalls) : aiSdkStopReason(undefined, hasCalls)),
           timestamp,
           responseId: last ? result?.response.id : undefined,
         }),

@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import { SessionError } from "../errors";
 import { parseJsonField } from "../json";
-import type { AgentMessage, AssistantMessage, ImageContent, ToolResultMessage, Usage } from "../messages";
+import type { AgentMessage, AssistantMessage, ImageContent, ToolResultMessage } from "../messages";
 import { NO_USAGE } from "../messages";
 import type { MessageFormat } from "./target";
 import { parseDataUrl } from "./text";
@@ -113,17 +113,10 @@ export function dataUrlImage(
   return { type: "image", data: image.data, mimeType: image.mimeType };
 }
 
-export interface AssistantFields {
-  content: AssistantMessage["content"];
-  api: string;
-  provider: string;
-  model: string;
-  usage: Usage;
-  stopReason: string;
-  timestamp: number;
-  errorMessage?: string;
-  responseId?: string;
-}
+export type AssistantFields = Pick<
+  AssistantMessage,
+  "content" | "api" | "provider" | "model" | "usage" | "stopReason" | "timestamp" | "errorMessage"
+> & { responseId?: string };
 
 /** An assistant message with pi-ai's fields in pi-ai's order; optional ones only when known. */
 export function assistantMessage(fields: AssistantFields): AssistantMessage {

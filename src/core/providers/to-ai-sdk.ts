@@ -1,4 +1,5 @@
 import type { SessionContext } from "../context";
+import { tryParseJson } from "../json";
 import type { ImageContent, TextContent } from "../messages";
 import type {
   NormalAssistant,
@@ -150,12 +151,8 @@ export function textPart(block: NormalText, api: string): AISDKTextPart {
 
 function messageItemId(signature: string): string | undefined {
   if (!signature.startsWith("{")) return signature;
-  try {
-    const parsed = JSON.parse(signature) as { id?: unknown };
-    return typeof parsed.id === "string" ? parsed.id : undefined;
-  } catch {
-    return undefined;
-  }
+  const parsed = tryParseJson(signature) as { id?: unknown } | undefined;
+  return typeof parsed?.id === "string" ? parsed.id : undefined;
 }
 
 export function toolCallPart(block: NormalToolCall, sameModel: boolean, api: string): AISDKToolCallPart {

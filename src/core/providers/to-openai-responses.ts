@@ -1,4 +1,5 @@
 import type { SessionContext } from "../context";
+import { tryParseJson } from "../json";
 import type { ImageContent, TextContent } from "../messages";
 import type { NormalAssistant, NormalToolResult, NormalUser } from "./normalize";
 import { normalizeContext, resultImages, resultText } from "./normalize";
@@ -79,26 +80,18 @@ function messageIdentity(
 ): { id: string; phase?: "commentary" | "final_answer" } | undefined {
   if (!signature) return undefined;
   if (!signature.startsWith("{")) return { id: signature };
-  try {
-    const parsed = JSON.parse(signature) as { v?: unknown; id?: unknown; phase?: unknown };
-    if (parsed.v !== 1 || typeof parsed.id !== "string") return undefined;
-    return parsed.phase === "commentary" || parsed.phase === "final_answer"
-      ? { id: parsed.id, phase: parsed.phase }
-      : { id: parsed.id };
-  } catch {
-    return undefined;
-  }
+  const parsed = tryParseJson(signature) as { v?: unknown; id?: unknown; phase?: unknown } | undefined;
+  if (parsed?.v !== 1 || typeof parsed.id !== "string") return undefined;
+  return parsed.phase === "commentary" || parsed.phase === "final_answer"
+    ? { id: parsed.id, phase: parsed.phase }
+    : { id: parsed.id };
 }
 
 /** The reasoning item a thinking signature holds (pi-ai keeps the whole item there). */
 export function reasoningItem(signature: string | undefined): ResponsesReasoningItem | undefined {
   if (!signature?.startsWith("{")) return undefined;
-  try {
-    const item = JSON.parse(signature) as ResponsesReasoningItem;
-    return item?.type === "reasoning" && typeof item.id === "string" ? item : undefined;
-  } catch {
-    return undefined;
-  }
+  const item = tryParseJson(signature) as ResponsesReasoningItem | undefined;
+  return item?.type === "reasoning" && typeof item.id === "string" ? item : undefined;
 }
 
 function assistantItems(message: NormalAssistant): ResponsesInputItem[] {

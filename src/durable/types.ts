@@ -132,8 +132,6 @@ export interface CopiedRows {
   figures: CopiedFigure[];
   /** The blobs the page's entries refer to. */
   blobRefs: string[];
-  /** What the page adds to the session's size (payloads and their blobs' values). */
-  bytes: number;
   first?: number;
   last?: { seq: number; id: string };
   rest: number[];

@@ -42,7 +42,7 @@ export function readPathRows(
   sql: Sql,
   seqs: readonly number[],
 ): CopiedRows {
-  const page: CopiedRows = { batches: [], chunked: [], figures: [], blobRefs: [], bytes: 0, rest: [] };
+  const page: CopiedRows = { batches: [], chunked: [], figures: [], blobRefs: [], rest: [] };
   let run: number[] = [];
   let runBytes = 0;
   const endRun = () => {
@@ -97,7 +97,6 @@ export function readPathRows(
         runBytes += row.bytes;
         size += row.bytes;
       }
-      page.bytes += bytes + row.blob_bytes;
       page.figures.push({
         seq: row.seq,
         type: row.type,

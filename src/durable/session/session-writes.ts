@@ -220,7 +220,11 @@ export class SessionWrites {
         `a copy continues after seq ${state.nextSeq - 1}, not at ${first}`,
       );
     }
-    this.checkRoom(page.bytes, room);
+    // What the page adds to the session's size: payloads and their blobs' values.
+    this.checkRoom(
+      page.figures.reduce((sum, row) => sum + row.bytes + row.blob_bytes, 0),
+      room,
+    );
     this.#write(() => {
       insertCopiedRows(this.#parts.storage.sql, this.#parts.sql, page);
       for (const row of page.figures) {

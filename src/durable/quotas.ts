@@ -1,5 +1,6 @@
 import * as z from "zod";
-import { SessionError, zodDetails } from "../core/internal";
+import { SessionError } from "../core/internal";
+import { jsonSetting } from "./json-setting";
 
 /*
  * Per-tenant quotas, from the `QUOTAS` setting: JSON with defaults for every tenant and, under
@@ -22,29 +23,8 @@ const Limit = z.number().int().nonnegative().nullable().optional();
 const Limits = z.object({ maxSessions: Limit, maxSessionBytes: Limit, maxTenantBytes: Limit }).strict();
 type Limits = z.infer<typeof Limits>;
 const QuotaSetting = Limits.extend({ tenants: z.record(z.string(), Limits).optional() }).strict();
-type QuotaSetting = z.infer<typeof QuotaSetting>;
 
-let parsed: { text: string; setting: QuotaSetting } | undefined;
-
-function quotaSetting(text: string): QuotaSetting {
-  if (parsed?.text === text) return parsed.setting;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new SessionError("misconfigured", "the service's QUOTAS setting is not valid JSON");
-  }
-  const result = QuotaSetting.safeParse(value);
-  if (!result.success) {
-    throw new SessionError(
-      "misconfigured",
-      "the service's QUOTAS setting is invalid",
-      zodDetails(result.error),
-    );
-  }
-  parsed = { text, setting: result.data };
-  return result.data;
-}
+const quotaSetting = jsonSetting("QUOTAS", QuotaSetting);
 
 /** The quotas that apply to a tenant (`misconfigured` when the setting is invalid). */
 export function quotasFor(setting: string | undefined, tenant: string): Quotas {

@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { SessionError, zodDetails } from "../../core/internal";
+import { jsonSetting } from "../json-setting";
 
 /*
  * Which tenants are pinned to a jurisdiction: `TENANT_JURISDICTIONS`, JSON mapping a tenant's
@@ -12,29 +12,11 @@ import { SessionError, zodDetails } from "../../core/internal";
 export const Jurisdiction = z.enum(["eu", "fedramp"]);
 export type Jurisdiction = z.infer<typeof Jurisdiction>;
 
-const Setting = z.record(z.string().min(1), Jurisdiction);
-
-let parsed: { text: string; pins: Record<string, Jurisdiction> } | undefined;
-
-function pins(text: string): Record<string, Jurisdiction> {
-  if (parsed?.text === text) return parsed.pins;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new SessionError("misconfigured", "the service's TENANT_JURISDICTIONS setting is not valid JSON");
-  }
-  const result = Setting.safeParse(value);
-  if (!result.success) {
-    throw new SessionError(
-      "misconfigured",
-      'the service\'s TENANT_JURISDICTIONS setting is invalid: {"<tenant>": "eu" | "fedramp"}',
-      zodDetails(result.error),
-    );
-  }
-  parsed = { text, pins: result.data };
-  return result.data;
-}
+const pins = jsonSetting(
+  "TENANT_JURISDICTIONS",
+  z.record(z.string().min(1), Jurisdiction),
+  ': {"<tenant>": "eu" | "fedramp"}',
+);
 
 /** Whether the setting pins any tenant at all. */
 export function pinsAny(setting: string | undefined): boolean {

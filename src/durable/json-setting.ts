@@ -1,0 +1,24 @@
+import type * as z from "zod";
+import { SessionError, tryParseJson, zodDetails } from "../core/internal";
+
+/**
+ * A reader of the service's JSON setting `name`, remembering the last text it read. A setting
+ * that is not JSON, or not what `schema` takes (`shape` shows what it takes), is `misconfigured`.
+ */
+export function jsonSetting<T>(name: string, schema: z.ZodType<T>, shape = ""): (text: string) => T {
+  let last: { text: string; value: T } | undefined;
+  return (text) => {
+    if (last?.text === text) return last.value;
+    const value = tryParseJson(text);
+    if (value === undefined) {
+      throw new SessionError("misconfigured", `the service's ${name} setting is not valid JSON`);
+    }
+    const result = schema.safeParse(value);
+    if (!result.success) {
+      const message = `the service's ${name} setting is invalid${shape}`;
+      throw new SessionError("misconfigured", message, zodDetails(result.error));
+    }
+    last = { text, value: result.data };
+    return result.data;
+  };
+}

@@ -26,5 +26,15 @@ export function toBase64(bytes: Uint8Array): string {
 export async function sha256Hex(data: string | Uint8Array): Promise<string> {
   const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
   const digest = await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>);
-  return Array.from(new Uint8Array(digest), (byte) => byte.toString(16).padStart(2, "0")).join("");
+  return hex(new Uint8Array(digest));
+}
+
+/** The bytes in hex, two lower-case digits each. */
+export function hex(bytes: Uint8Array): string {
+  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+/** `count` random bytes in hex: tokens and incarnations nobody can guess. */
+export function randomHex(count: number): string {
+  return hex(crypto.getRandomValues(new Uint8Array(count)));
 }

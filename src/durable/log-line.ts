@@ -1,4 +1,4 @@
-import { SessionError } from "../core/internal";
+import { SessionError, sha256Hex } from "../core/internal";
 
 /*
  * Log lines: one JSON object a line through the console, which Workers Logs indexes field by
@@ -28,8 +28,7 @@ const hashes = new Map<string, string>();
 export async function tenantHash(tenant: string): Promise<string> {
   const known = hashes.get(tenant);
   if (known !== undefined) return known;
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`tenant:${tenant}`));
-  const hash = [...new Uint8Array(digest, 0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  const hash = (await sha256Hex(`tenant:${tenant}`)).slice(0, 16);
   if (hashes.size >= HASH_CACHE_SIZE) hashes.clear();
   hashes.set(tenant, hash);
   return hash;

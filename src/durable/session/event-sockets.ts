@@ -1,5 +1,5 @@
 import type { LeafEvent, SessionEvent } from "../../core/internal";
-import { SessionError, socketMessage } from "../../core/internal";
+import { randomHex, SessionError, socketMessage } from "../../core/internal";
 import type { EventSource, WrittenEvents } from "./watched-session";
 import { checkResumePoint, entryEvent, REPLAY_PAGE, RETRY_WATCH_SECONDS } from "./watched-session";
 
@@ -52,10 +52,6 @@ interface SocketState {
   acked: number;
   /** The acknowledgement asked for: its token, and `sent` when it was asked. */
   ask?: { token: string; at: number };
-}
-
-function newToken(): string {
-  return [...crypto.getRandomValues(new Uint8Array(8))].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 export class EventSockets {
@@ -150,7 +146,7 @@ export class EventSockets {
         cursor = entry.seq;
       }
     }
-    const token = newToken();
+    const token = randomHex(8);
     const caughtUp = cursor >= bound;
     if (caughtUp) {
       socket.send(
@@ -211,7 +207,7 @@ export class EventSockets {
     let ask = state.ask;
     let leafMessage: string;
     if (!ask && outstanding + size >= SOCKET_ACK_CHARS) {
-      const token = newToken();
+      const token = randomHex(8);
       leafMessage = socketMessage({ ...leaf, data: { ...leaf.data, ack: token } });
       ask = { token, at: state.sent + size + leafMessage.length };
     } else {

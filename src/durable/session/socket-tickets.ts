@@ -1,3 +1,5 @@
+import { randomHex } from "../../core/internal";
+
 /*
  * One-time tickets that open a session's WebSocket (browsers cannot set headers on one, and a key
  * in a URL ends up in logs): minted for a caller who may read the session, good once within
@@ -7,11 +9,6 @@
 /** How long a WebSocket ticket stays good. */
 const TICKET_MS = 60_000;
 const PREFIX = "ticket:";
-
-function newTicket(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(24));
-  return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
 
 export class SocketTickets {
   readonly #storage: DurableObjectStorage;
@@ -23,7 +20,7 @@ export class SocketTickets {
   /** A new ticket; the expired ones are dropped on the way. */
   async mint(): Promise<{ ticket: string; expiresAt: string }> {
     const now = Date.now();
-    const ticket = newTicket();
+    const ticket = randomHex(24);
     await this.#storage.put(`${PREFIX}${ticket}`, now + TICKET_MS);
     const stale = await this.#storage.list<number>({ prefix: PREFIX });
     const expired = [...stale].filter(([, expiry]) => expiry < now).map(([key]) => key);

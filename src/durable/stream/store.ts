@@ -1,3 +1,4 @@
+import { randomHex } from "../../core/internal";
 import type { LazyTables, Sql } from "../sql";
 import { sqlOf } from "../sql";
 import type { Block } from "./blocks";
@@ -157,10 +158,6 @@ export function deadlineOf(stream: Pick<StreamState, "expiry" | "renewedAt">): n
   return ttlSeconds === null ? null : stream.renewedAt + ttlSeconds * 1000;
 }
 
-function newIncarnation(): string {
-  return [...crypto.getRandomValues(new Uint8Array(8))].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
 export class StreamStore {
   readonly #sql: Sql;
   /**
@@ -196,7 +193,7 @@ export class StreamStore {
     const start = fork?.inherited ?? { records: 0, bytes: 0 };
     this.#sql`INSERT INTO streams (key, incarnation, content_type, ttl_seconds, expires_at, renewed_at,
         tail_records, tail_bytes, fork_source, fork_offset, fork_sub_offset, fork_records, fork_bytes)
-      VALUES (${key}, ${newIncarnation()}, ${stream.contentType}, ${stream.expiry.ttlSeconds},
+      VALUES (${key}, ${randomHex(8)}, ${stream.contentType}, ${stream.expiry.ttlSeconds},
         ${stream.expiry.expiresAt}, ${stream.now}, ${start.records}, ${start.bytes}, ${fork?.source ?? null},
         ${fork?.offset ?? null}, ${fork?.subOffset ?? null}, ${fork?.inherited.records ?? null},
         ${fork?.inherited.bytes ?? null})`;

@@ -150,7 +150,15 @@ describe("session events over a WebSocket", () => {
   it("answers a message it cannot serve once, with its reason and a 1008 close", async () => {
     const id = await createSession();
     await append(id, "a");
-    for (const message of ["not json", "{}", '{"after":"1"}', JSON.stringify({ after: 0, token: "wrong" })]) {
+    const messages = [
+      "not json",
+      "null",
+      "[]",
+      "{}",
+      '{"after":"1"}',
+      JSON.stringify({ after: 0, token: "wrong" }),
+    ];
+    for (const message of messages) {
       const watch = await open(`/v1/sessions/${id}/ws`);
       await watch.until((m) => m.event === "leaf");
       // Five at once: the first closes the socket, and none after it is answered.

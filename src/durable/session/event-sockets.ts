@@ -1,5 +1,5 @@
 import type { LeafEvent, SessionEvent } from "../../core/internal";
-import { randomHex, SessionError, socketMessage } from "../../core/internal";
+import { randomHex, SessionError, socketMessage, tryParseJson } from "../../core/internal";
 import type { EventSource, WrittenEvents } from "./watched-session";
 import { checkResumePoint, entryEvent, REPLAY_PAGE, RETRY_WATCH_SECONDS } from "./watched-session";
 
@@ -90,12 +90,9 @@ export class EventSockets {
    * replay that stopped with `more`), with the token of the last round it was sent.
    */
   message(socket: WebSocket, message: string | ArrayBuffer): void {
-    let request: { after?: unknown; token?: unknown; ack?: unknown } = {};
-    try {
-      request = JSON.parse(typeof message === "string" ? message : new TextDecoder().decode(message));
-    } catch {
-      request = {};
-    }
+    const text = typeof message === "string" ? message : new TextDecoder().decode(message);
+    // Anything but a JSON object (null included) is a message without fields.
+    const request = (tryParseJson(text) ?? {}) as { after?: unknown; token?: unknown; ack?: unknown };
     const state = socket.deserializeAttachment() as SocketState | null;
     if (state && typeof request.ack === "string" && request.after === undefined) {
       // A repeated acknowledgement, or one a resume overtook, changes nothing.

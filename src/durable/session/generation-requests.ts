@@ -1,4 +1,4 @@
-import { checkChunk, MAX_GENERATION_BYTES, SessionError } from "../../core/internal";
+import { checkChunk, MAX_GENERATION_BYTES, SessionError, tryParseJson } from "../../core/internal";
 import { errorAnswer } from "../stream/answers";
 import { readBody } from "../stream/body";
 import { HEADER, MAX_APPEND_BYTES, mediaType } from "../stream/protocol";
@@ -95,12 +95,8 @@ function checkChunks(row: GenerationRow, body: Uint8Array): void {
     throw new SessionError("invalid_request", "a chunk must be UTF-8 text");
   }
   if (row.format === "text") return;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new SessionError("invalid_request", "the body is not valid JSON");
-  }
+  const value = tryParseJson(text);
+  if (value === undefined) throw new SessionError("invalid_request", "the body is not valid JSON");
   const events = Array.isArray(value) ? value : [value];
   for (const [index, event] of events.entries()) checkChunk(row.format, event, index);
 }

@@ -1,5 +1,5 @@
 import type { ErrorBody, GenerationInfo, Result } from "../../core/internal";
-import { capture, ERROR_STATUS, SessionError } from "../../core/internal";
+import { capture, ERROR_STATUS, SessionError, tryParseJson } from "../../core/internal";
 import { EventHub } from "./event-hub";
 import type { SessionBlobs } from "./session-blobs";
 import type { SessionCalls } from "./session-calls";
@@ -21,12 +21,9 @@ function errorAnswer(error: ErrorBody): Response {
 
 /** The seq a watcher's `{after}` message resumes from, when it is one. */
 function requestedAfter(message: string | ArrayBuffer): number | undefined {
-  try {
-    const request = JSON.parse(typeof message === "string" ? message : new TextDecoder().decode(message));
-    return typeof request?.after === "number" ? request.after : undefined;
-  } catch {
-    return undefined;
-  }
+  const text = typeof message === "string" ? message : new TextDecoder().decode(message);
+  const after = (tryParseJson(text) as { after?: unknown } | null | undefined)?.after;
+  return typeof after === "number" ? after : undefined;
 }
 
 export class SessionWatchers {

@@ -121,10 +121,13 @@ export class SessionObjectStorage implements SessionStorage {
     }
   }
 
-  async #drain(first: EntryPage): Promise<StoredEntry[]> {
+  /** Every entry of an object's paged answer, its first page and the pages after it. */
+  async #drain<T extends StoredEntry = StoredEntry>(answer: Promise<unknown>): Promise<T[]> {
     const entries: StoredEntry[] = [];
-    for await (const page of this.#pages(first)) for (const entry of page) entries.push(entry);
-    return entries;
+    for await (const page of this.#pages(await call<EntryPage>(answer))) {
+      for (const entry of page) entries.push(entry);
+    }
+    return entries as T[];
   }
 
   /** Entries page by page; the first is read before this resolves, so a missing session fails here. */
@@ -138,13 +141,11 @@ export class SessionObjectStorage implements SessionStorage {
   }
 
   async getEntries(query: EntryQuery = {}): Promise<StoredEntry[]> {
-    return this.#drain(await call<EntryPage>(this.#stub.getEntries(query)));
+    return this.#drain(this.#stub.getEntries(query));
   }
 
   async getBranch(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
-    return (await this.#drain(
-      await call<EntryPage>(this.#stub.getBranch(leafId)),
-    )) as StoredEntry<TreeEntry>[];
+    return this.#drain(this.#stub.getBranch(leafId));
   }
 
   /**
@@ -181,9 +182,7 @@ export class SessionObjectStorage implements SessionStorage {
   }
 
   async getContextPath(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
-    return (await this.#drain(
-      await call<EntryPage>(this.#stub.getContextPath(leafId)),
-    )) as StoredEntry<TreeEntry>[];
+    return this.#drain(this.#stub.getContextPath(leafId));
   }
 
   /**
@@ -204,9 +203,7 @@ export class SessionObjectStorage implements SessionStorage {
       counted = addOmitted(counted, part.counted);
       next += part.done;
     }
-    const path = (await this.#drain(
-      await call<EntryPage>(this.#stub.readEntries(plan.seqs)),
-    )) as StoredEntry<TreeEntry>[];
+    const path = await this.#drain<StoredEntry<TreeEntry>>(this.#stub.readEntries(plan.seqs));
     if (plan.omitted.length === 0 || plan.after === undefined) return { path };
     return { path, omitted: { ...counted, after: plan.after } };
   }

@@ -23,7 +23,7 @@ let tokenPrompt: Promise<boolean> | null = null;
 let tokenDeclined = false;
 
 /** Resolves true when a key was entered; one dialog however many requests were refused. */
-export function askToken(reason: string): Promise<boolean> {
+function askToken(reason: string): Promise<boolean> {
   if (tokenPrompt) return tokenPrompt;
   const input = els.tokenInput;
   els.tokenReason.textContent = reason;

@@ -6,7 +6,7 @@ import { clearError, showError } from "./error-bar";
 import { answerInFlight, followGeneration, forgetInFlight, generationEnded, graftInto } from "./in-flight";
 import { els } from "./page-elements";
 import { renderSessions, updateListedSession } from "./session-list";
-import { clearSearch, enableSearch } from "./session-search";
+import { clearSearch } from "./session-search";
 import { hideTimeTravel, showTimeTravel } from "./time-travel";
 import { indexTree, pathTo } from "./tree-rows";
 import { loadDetails, rebuildRows, renderTree, scheduleRender } from "./tree-view";
@@ -37,7 +37,8 @@ export async function openSession(sessionId: string, entryId?: string | null): P
     delete els.tree.dataset.renderedSession;
     clearError();
     clearSearch();
-    enableSearch(true);
+    // The search box is usable once a session is open.
+    els.searchInput.disabled = false;
     hideTimeTravel();
     renderTree();
     showNoEntry();
@@ -61,7 +62,7 @@ export async function openSession(sessionId: string, entryId?: string | null): P
     select(entryId && view.nodes.has(entryId) ? entryId : head, { reveal: true });
     void loadDetails(generation);
     // Only a session that opened gets its slider, so a failed open shows one error: its own.
-    if (switching) showTimeTravel(sessionId).catch((error: unknown) => showError(error));
+    if (switching) showTimeTravel(sessionId).catch(showError);
   } catch (error) {
     if (generation !== view.generation) return;
     els.sessionMeta.textContent = "";
@@ -107,7 +108,7 @@ function renderSessionHeader(info: SessionInfo): void {
  * Fetches the session again. With followLeaf, a selection that was the leaf moves with it when
  * the leaf only went forward (an agent appending): watching a live session keeps showing its end.
  */
-export async function refreshSession(knownInfo?: SessionInfo, followLeaf = false): Promise<void> {
+export async function refreshSession(followLeaf = false): Promise<void> {
   const sessionId = view.sessionId;
   if (!sessionId) return;
   const generation = view.generation;
@@ -117,7 +118,7 @@ export async function refreshSession(knownInfo?: SessionInfo, followLeaf = false
   const storage = session(sessionId);
   let read: [SessionInfo, TreeNode[]];
   try {
-    read = await Promise.all([knownInfo ?? storage.getInfo(), storage.getTree()]);
+    read = await Promise.all([storage.getInfo(), storage.getTree()]);
   } catch (error) {
     // Another session was opened meanwhile: what failed is no longer on the page.
     if (generation !== view.generation) return;
@@ -133,7 +134,7 @@ export async function refreshSession(knownInfo?: SessionInfo, followLeaf = false
 }
 
 /** Follows the open session's events until another one is opened. */
-export function watchSession(sessionId: string): void {
+function watchSession(sessionId: string): void {
   watching?.abort();
   const stop = new AbortController();
   watching = stop;
@@ -155,11 +156,11 @@ export function watchSession(sessionId: string): void {
             const { id } = event.data;
             generationEnded(sessionId, event.data);
             // The answer is an entry now: shown as one, its context in the pane when selected.
-            refreshSession(undefined, true)
+            refreshSession(true)
               .then(() => {
                 if (view.sessionId === sessionId && view.selectedId === id) select(id);
               })
-              .catch((error: unknown) => showError(error));
+              .catch(showError);
           }
         }
         if (event.event === "entry" || event.event === "session" || event.event === "leaf") scheduleRefresh();
@@ -178,6 +179,6 @@ function scheduleRefresh(): void {
     refreshTimer = undefined;
     // The events were about the session then open; another one opened since reads itself.
     if (view.sessionId !== sessionId) return;
-    refreshSession(undefined, true).catch((error: unknown) => showError(error));
+    refreshSession(true).catch(showError);
   }, REFRESH_MS);
 }

@@ -62,14 +62,18 @@ export function scheduleRender(): void {
   });
 }
 
-/** Draws only the rows in view (plus OVERSCAN): the cost of a frame does not grow with the session. */
+/** The rows in view of a tree `height` pixels high, plus OVERSCAN either side: [first, last). */
+function rowsInView(height: number): [number, number] {
+  const top = els.tree.scrollTop;
+  const first = Math.max(0, Math.floor(top / TREE_ROW_HEIGHT) - OVERSCAN);
+  return [first, Math.min(view.rows.length, Math.ceil((top + height) / TREE_ROW_HEIGHT) + OVERSCAN)];
+}
+
+/** Draws only the rows in view: the cost of a frame does not grow with the session. */
 export function renderTree(): void {
   const total = view.rows.length;
   els.treeSpacer.style.height = `${total * TREE_ROW_HEIGHT}px`;
-  const top = els.tree.scrollTop;
-  const height = els.tree.clientHeight || 600;
-  const first = Math.max(0, Math.floor(top / TREE_ROW_HEIGHT) - OVERSCAN);
-  const last = Math.min(total, Math.ceil((top + height) / TREE_ROW_HEIGHT) + OVERSCAN);
+  const [first, last] = rowsInView(els.tree.clientHeight || 600);
   const fragment = document.createDocumentFragment();
   for (let i = first; i < last; i++) fragment.append(rowElement(view.rows[i] as Row, i));
   els.treeSpacer.replaceChildren(fragment);
@@ -265,10 +269,13 @@ function requestPreviews(first: number, last: number): void {
 function pumpPreviews(): void {
   const sessionId = view.sessionId;
   if (!sessionId) return;
+  const [first, last] = rowsInView(els.tree.clientHeight);
   while (view.previewActive < PREVIEW_FETCHES) {
     const id = view.previewQueue.shift();
     if (id === undefined) return;
-    if (!isRowInView(id)) {
+    // Scrolled out of view while it waited: fetched again if it comes back.
+    const index = view.rowIndex.get(id);
+    if (index === undefined || index < first || index >= last) {
       view.previewLoading.delete(id);
       continue;
     }
@@ -286,14 +293,6 @@ function pumpPreviews(): void {
         pumpPreviews();
       });
   }
-}
-
-function isRowInView(id: string): boolean {
-  const index = view.rowIndex.get(id);
-  if (index === undefined) return false;
-  const top = Math.floor(els.tree.scrollTop / TREE_ROW_HEIGHT) - OVERSCAN;
-  const bottom = Math.ceil((els.tree.scrollTop + els.tree.clientHeight) / TREE_ROW_HEIGHT) + OVERSCAN;
-  return index >= top && index < bottom;
 }
 
 export function scrollToRow(index: number, center: boolean): void {

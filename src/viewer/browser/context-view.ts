@@ -64,7 +64,7 @@ function thinkingElement(part: Part): HTMLElement {
 
 function toolCallElement(part: Part, result: AgentMessage | undefined): HTMLElement {
   const id = String(part.id ?? "");
-  const children: HTMLElement[] = [
+  return h("div", { class: "tool-call", "data-tool-call": id }, [
     h("div", {}, [
       h("span", { text: "tool call " }),
       h("span", { class: "tool-name", text: String(part.name) }),
@@ -74,19 +74,15 @@ function toolCallElement(part: Part, result: AgentMessage | undefined): HTMLElem
       h("summary", { text: "arguments" }),
       h("pre", { text: jsonText(part.arguments ?? {}) }),
     ]),
-  ];
-  if (result) {
-    const title = `${result.isError ? "error result" : "result"} · ≈ ${count(estimateTokens(result), "token")}`;
-    children.push(
-      h("details", { class: `tool-result${result.isError ? " error" : ""}`, open: true }, [
-        h("summary", { text: title }),
-        ...contentElements(result.content),
-      ]),
-    );
-  } else {
-    children.push(h("p", { class: "muted", text: "no result in this context" }));
-  }
-  return h("div", { class: "tool-call", "data-tool-call": id }, children);
+    result
+      ? h("details", { class: `tool-result${result.isError ? " error" : ""}`, open: true }, [
+          h("summary", {
+            text: `${result.isError ? "error result" : "result"} · ≈ ${count(estimateTokens(result), "token")}`,
+          }),
+          ...contentElements(result.content),
+        ])
+      : h("p", { class: "muted", text: "no result in this context" }),
+  ]);
 }
 
 function messageTitle(message: AgentMessage): string {
@@ -206,12 +202,9 @@ export function renderContext(container: HTMLElement, context: SessionContext, e
 
   // A tool result is shown under the call it answers; only the others stand alone.
   const results = answeredCalls(messages);
-  const standalone: number[] = [];
-  messages.forEach((message, index) => {
-    if (!(message.role === "toolResult" && results.get(String(message.toolCallId)) === message)) {
-      standalone.push(index);
-    }
-  });
+  const standalone = messages.flatMap((message, index) =>
+    message.role === "toolResult" && results.get(String(message.toolCallId)) === message ? [] : [index],
+  );
 
   const model = context.model ? `${context.model.provider}/${context.model.modelId}` : "none";
   const tools = context.activeToolNames ? context.activeToolNames.join(", ") || "none" : "default";

@@ -95,10 +95,7 @@ export function flattenTree(
   expanded: ReadonlySet<string>,
 ): Row[] {
   const rows: Row[] = [];
-  const stack: Array<{ node: TreeNode; depth: number; fork: boolean }> = [];
-  for (let i = roots.length - 1; i >= 0; i--) {
-    stack.push({ node: roots[i] as TreeNode, depth: 0, fork: roots.length > 1 });
-  }
+  const stack = roots.map((node) => ({ node, depth: 0, fork: roots.length > 1 })).reverse();
   for (let start = stack.pop(); start; start = stack.pop()) {
     let plain: TreeNode[] = [];
     let node = start.node;
@@ -118,9 +115,8 @@ export function flattenTree(
         node = only;
         continue;
       }
-      for (let i = node.children.length - 1; i >= 0; i--) {
-        stack.push({ node: node.children[i] as TreeNode, depth: start.depth + 1, fork: true });
-      }
+      for (const child of [...node.children].reverse())
+        stack.push({ node: child, depth: start.depth + 1, fork: true });
       break;
     }
   }

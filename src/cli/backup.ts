@@ -20,7 +20,7 @@ import type {
   ImportWarning,
   TenantImportReport,
 } from "../core/internal";
-import { StreamEnds, TENANT_FORMAT, TENANT_VERSION } from "../core/internal";
+import { StreamEnds, TENANT_FORMAT, TENANT_VERSION, tryParseJson } from "../core/internal";
 import { write } from "./atomic-file";
 
 /*
@@ -151,15 +151,6 @@ export async function backup(client: RemoteRepo, dir: string, progress: Progress
   return { state, written, resumed: earlier !== undefined };
 }
 
-/** The sessions an end line counts; undefined when it is not JSON. */
-function endCount(line: string): unknown {
-  try {
-    return (JSON.parse(line) as { sessions?: unknown }).sessions;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * The sessions of a backup folder, or of a tenant export file, as request bodies of a few MiB. A
  * file's opening and end lines stay here (each body is a stream of its own): its end line is
@@ -205,7 +196,9 @@ async function* restoreBodies(
       if (!line.trim()) continue;
       // The stream's own lines, told by how they start: a session's lines are not parsed here.
       const type = /^\{"type":"(export|cursor|end)"/.exec(line)?.[1];
-      ends.read(number, type, type === "end" ? endCount(line) : undefined);
+      const count =
+        type === "end" ? (tryParseJson(line) as { sessions?: unknown } | undefined)?.sessions : undefined;
+      ends.read(number, type, count);
       if (type === "export" || type === "end") continue;
       if (line.startsWith('{"type":"session"') && session) {
         yield* add(session);

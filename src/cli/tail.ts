@@ -82,9 +82,8 @@ export async function followSession(
     // An answer's entry comes once its text has all been shown.
     if (event.event === "entry") await followers.get(event.data.id);
     line(json ? JSON.stringify(event) : eventLine(event));
-    if (event.event === "generation" && event.data.state === "open" && !followers.has(event.data.id)) {
+    if (event.event === "generation" && event.data.state === "open" && !followers.has(event.data.id))
       followers.set(event.data.id, follow(event.data));
-    }
   }
   closeLine();
 }

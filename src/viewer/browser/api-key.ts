@@ -68,12 +68,9 @@ export async function fetchWithKey(request: Request): Promise<Response> {
     const token = storedToken();
     const sent = request.clone();
     if (token) sent.headers.set("Authorization", `Bearer ${token}`);
-    let response: Response;
-    try {
-      response = await fetch(sent);
-    } catch (error) {
+    const response = await fetch(sent).catch((error: unknown) => {
       throw new Error(`the service could not be reached (${error instanceof Error ? error.message : error})`);
-    }
+    });
     if (response.status === 401 && attempt < MAX_PROMPTS && (await keyAfterRefusal(token))) {
       await response.body?.cancel();
       continue;

@@ -75,13 +75,12 @@ export async function chooseKeepTokens(sessionId: string): Promise<number | null
   els.compactPreview.textContent = "";
   els.compactConfirm.disabled = true;
   const closed = showDialog(dialog);
-  let path: TreeEntry[];
-  try {
-    path = await session(sessionId).getBranch();
-  } catch (error) {
-    dialog.close();
-    throw error;
-  }
+  const path = await session(sessionId)
+    .getBranch()
+    .catch((error: unknown) => {
+      dialog.close();
+      throw error;
+    });
   // Closed while the branch was read.
   if (!dialog.open) return null;
   // The estimate the context pane shows, and the one compaction counts what it keeps in.

@@ -23,9 +23,8 @@ type Results = ReadonlyMap<string, AgentMessage>;
 
 function imageElement(part: Part): HTMLElement {
   const mimeType = String(part.mimeType);
-  if (typeof part.data !== "string" || !IMAGE_TYPE.test(mimeType)) {
+  if (typeof part.data !== "string" || !IMAGE_TYPE.test(mimeType))
     return h("p", { class: "muted", text: `[image of unsupported type ${mimeType}]` });
-  }
   return h("img", {
     src: `data:${mimeType};base64,${part.data}`,
     alt: `image (${mimeType})`,
@@ -113,9 +112,8 @@ function messageBody(message: AgentMessage, results: Results): HTMLElement[] {
           ? toolCallElement(part, results.get(String(part.id)))
           : partElement(part),
       );
-      if (message.errorMessage) {
+      if (message.errorMessage)
         body.push(h("p", { class: "tool-result error", text: `error: ${String(message.errorMessage)}` }));
-      }
       return body;
     }
     case "compactionSummary":
@@ -157,9 +155,8 @@ function systemBody(message: AgentMessage): HTMLElement[] {
 
 function messageElement(message: AgentMessage, index: number, results: Results): HTMLElement {
   const meta: string[] = [];
-  if (message.role === "assistant" && message.model) {
+  if (message.role === "assistant" && message.model)
     meta.push(`${String(message.provider ?? "")}/${String(message.model)}`);
-  }
   if (message.role === "assistant" && message.stopReason) meta.push(String(message.stopReason));
   const timestamp = message.timestamp;
   const header = h("header", {}, [
@@ -182,9 +179,8 @@ function answeredCalls(messages: readonly AgentMessage[]): Map<string, AgentMess
   const callIds = new Set<string>();
   for (const message of messages) {
     if (message.role !== "assistant" || !Array.isArray(message.content)) continue;
-    for (const part of message.content as unknown[]) {
+    for (const part of message.content as unknown[])
       if (isObject(part) && part.type === "toolCall") callIds.add(String(part.id));
-    }
   }
   const results = new Map<string, AgentMessage>();
   for (const message of messages) {

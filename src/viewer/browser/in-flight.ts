@@ -49,9 +49,8 @@ function readProgress(sessionId: string, generationId: string): { text: string; 
   const saved = withStorage(
     (storage) => JSON.parse(storage.getItem(key) ?? "null") as { text?: unknown; offset?: unknown } | null,
   );
-  if (typeof saved?.text === "string" && typeof saved.offset === "string") {
+  if (typeof saved?.text === "string" && typeof saved.offset === "string")
     return { text: saved.text, offset: saved.offset };
-  }
   return undefined;
 }
 

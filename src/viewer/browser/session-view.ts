@@ -37,7 +37,6 @@ export async function openSession(sessionId: string, entryId?: string | null): P
     delete els.tree.dataset.renderedSession;
     clearError();
     clearSearch();
-    // The search box is usable once a session is open.
     els.searchInput.disabled = false;
     hideTimeTravel();
     renderTree();
@@ -112,25 +111,19 @@ export async function refreshSession(followLeaf = false): Promise<void> {
   const sessionId = view.sessionId;
   if (!sessionId) return;
   const generation = view.generation;
-  // The leaf, when the selection is on it.
   const selectedLeaf =
     view.selectedId !== null && view.selectedId === view.info?.leafId ? view.selectedId : null;
   const storage = session(sessionId);
-  let read: [SessionInfo, TreeNode[]];
-  try {
-    read = await Promise.all([storage.getInfo(), storage.getTree()]);
-  } catch (error) {
+  const read = await Promise.all([storage.getInfo(), storage.getTree()]).catch((error: unknown) => {
     // Another session was opened meanwhile: what failed is no longer on the page.
-    if (generation !== view.generation) return;
-    throw error;
-  }
-  if (generation !== view.generation) return;
+    if (generation === view.generation) throw error;
+  });
+  if (!read || generation !== view.generation) return;
   const [info, roots] = read;
   applySession(info, roots);
   void loadDetails(generation);
-  if (followLeaf && selectedLeaf && info.leafId !== selectedLeaf && view.path.has(selectedLeaf)) {
+  if (followLeaf && selectedLeaf && info.leafId !== selectedLeaf && view.path.has(selectedLeaf))
     select(info.leafId, { reveal: true });
-  }
 }
 
 /** Follows the open session's events until another one is opened. */
@@ -153,12 +146,11 @@ function watchSession(sessionId: string): void {
           if (event.data.state === "open")
             followGeneration(sessionId, event.data, { select, render: scheduleRender });
           else {
-            const { id } = event.data;
             generationEnded(sessionId, event.data);
             // The answer is an entry now: shown as one, its context in the pane when selected.
             refreshSession(true)
               .then(() => {
-                if (view.sessionId === sessionId && view.selectedId === id) select(id);
+                if (view.sessionId === sessionId && view.selectedId === event.data.id) select(event.data.id);
               })
               .catch(showError);
           }

@@ -1,4 +1,3 @@
-import type { StoredEntry } from "../../core/internal";
 import { TREE_ROW_HEIGHT } from "../tree-row-height";
 import { session } from "./api";
 import { count, fullTime, h, shortTime } from "./dom";
@@ -229,18 +228,12 @@ export async function loadDetails(generation: number): Promise<void> {
   const sessionId = view.sessionId;
   if (!sessionId) return;
   for (let page = 0; page < DETAILS_MAX_PAGES; page++) {
-    let entries: StoredEntry[];
-    try {
-      entries = await session(sessionId).getEntries({
-        after: view.detailsAfter,
-        limit: DETAILS_PAGE,
-        type: [...DETAIL_TYPES],
+    const entries = await session(sessionId)
+      .getEntries({ after: view.detailsAfter, limit: DETAILS_PAGE, type: [...DETAIL_TYPES] })
+      .catch((error: unknown) => {
+        if (generation === view.generation) showError(error);
       });
-    } catch (error) {
-      if (generation === view.generation) showError(error);
-      return;
-    }
-    if (generation !== view.generation) return;
+    if (!entries || generation !== view.generation) return;
     for (const entry of entries) {
       view.previews.set(entry.id, describeEntry(entry));
       if (entry.type === "context_edit")

@@ -173,12 +173,11 @@ export function renderInFlight(id: string): boolean {
   els.entryTitle.textContent = "Answer being written";
   els.entryMeta.textContent = [info.id, `started ${fullTime(info.openedAt)}`, info.format].join(" · ");
   els.entryActions.hidden = true;
-  const stop = h("button", { type: "button", class: "stop-generation", text: "Stop", "data-stop": info.id });
   els.context.replaceChildren(
     h("div", { class: "in-flight", "data-generation": info.id, "data-offset": flight.offset }, [
       h("div", { class: "in-flight-text text-part", text: flight.text }),
       h("p", { class: "muted", text: "Writing… (it becomes an entry once it is complete or stopped)" }),
-      stop,
+      h("button", { type: "button", class: "stop-generation", text: "Stop", "data-stop": info.id }),
     ]),
   );
   els.context.dataset.contextFor = info.id;

@@ -132,11 +132,10 @@ export async function importFiles(
         : `imported ${report.imported.length}, skipped ${report.skipped.length} (already there), failed ${report.failed.length}`,
     );
     // A hint, shown with the progress: a user re-importing a grown file looks for its new entries.
-    if (options.mode !== "sync" && report.skipped.length > 0 && progress !== "none") {
+    if (options.mode !== "sync" && report.skipped.length > 0 && progress !== "none")
       output.err(
         "note: import skips sessions already there; cf-sessions sync adds what their files gained since\n",
       );
-    }
   }
   return report.failed.length > 0 || report.conflicts.length > 0 ? 1 : 0;
 }

@@ -251,9 +251,8 @@ export function renderContext(container: HTMLElement, context: SessionContext, e
     }
   };
   showEarlier();
-  if (messages.length === 0) {
+  if (messages.length === 0)
     list.append(
       h("p", { class: "muted", text: "No messages: a model is sent only the system prompt from here." }),
     );
-  }
 }

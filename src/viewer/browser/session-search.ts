@@ -91,11 +91,8 @@ export function installSearch(): void {
     search.query = els.searchInput.value.trim();
     search.thinking = els.searchThinking.checked;
     search.nextCursor = null;
-    if (!search.query) {
-      clearSearch();
-      return;
-    }
-    void act(null, () => run(false));
+    if (!search.query) clearSearch();
+    else void act(null, () => run(false));
   });
   els.searchInput.addEventListener("keydown", (event) => {
     if (event.key === "Escape") {

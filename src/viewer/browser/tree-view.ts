@@ -78,11 +78,9 @@ export function renderTree(): void {
   els.treeSpacer.replaceChildren(fragment);
   els.tree.dataset.rows = String(total);
   const active = view.rows[view.activeIndex];
-  if (active && view.activeIndex >= first && view.activeIndex < last) {
+  if (active && view.activeIndex >= first && view.activeIndex < last)
     els.tree.setAttribute("aria-activedescendant", rowDomId(active));
-  } else {
-    els.tree.removeAttribute("aria-activedescendant");
-  }
+  else els.tree.removeAttribute("aria-activedescendant");
   requestPreviews(first, last);
 }
 
@@ -293,9 +291,8 @@ export function scrollToRow(index: number, center: boolean): void {
   const top = index * TREE_ROW_HEIGHT;
   if (center) tree.scrollTop = Math.max(0, top - (tree.clientHeight - TREE_ROW_HEIGHT) / 2);
   else if (top < tree.scrollTop) tree.scrollTop = top;
-  else if (top + TREE_ROW_HEIGHT > tree.scrollTop + tree.clientHeight) {
+  else if (top + TREE_ROW_HEIGHT > tree.scrollTop + tree.clientHeight)
     tree.scrollTop = top + TREE_ROW_HEIGHT - tree.clientHeight;
-  }
 }
 
 function toggleRun(row: RunRow): void {

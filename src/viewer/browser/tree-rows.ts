@@ -69,20 +69,6 @@ export function pathTo(nodes: ReadonlyMap<string, TreeNode>, leafId: string | nu
 }
 
 /**
- * The leaf is never hidden either, nor the selected entry: a collapsed run splits around it
- * (an entry opened from the address stays in view without opening 10,000 rows).
- */
-function isMarked(
-  node: TreeNode,
-  leafId: string | null,
-  selectedId: string | null,
-  expanded: ReadonlySet<string>,
-): boolean {
-  if (node.id === leafId || node.label !== undefined || MARKED_TYPES.has(node.type)) return true;
-  return node.id === selectedId && !expanded.has(node.id);
-}
-
-/**
  * Rows in depth-first order, children in append order. An expanded run row is followed by its
  * node rows, then by the run's last RUN_TAIL entries. A run counts as expanded when its first
  * entry is in `expanded`, which holds every entry of each run the person opened, so a run that
@@ -95,13 +81,20 @@ export function flattenTree(
   expanded: ReadonlySet<string>,
 ): Row[] {
   const rows: Row[] = [];
+  // The leaf is never hidden either, nor the selected entry: a collapsed run splits around it
+  // (an entry opened from the address stays in view without opening 10,000 rows).
+  const isMarked = (node: TreeNode) =>
+    node.id === leafId ||
+    node.label !== undefined ||
+    MARKED_TYPES.has(node.type) ||
+    (node.id === selectedId && !expanded.has(node.id));
   const stack = roots.map((node) => ({ node, depth: 0, fork: roots.length > 1 })).reverse();
   for (let start = stack.pop(); start; start = stack.pop()) {
     let plain: TreeNode[] = [];
     let node = start.node;
     let first = true;
     for (;;) {
-      const shown = first || node.children.length !== 1 || isMarked(node, leafId, selectedId, expanded);
+      const shown = first || node.children.length !== 1 || isMarked(node);
       if (shown) {
         pushRun(rows, plain, start.depth, expanded);
         plain = [];

@@ -20,7 +20,7 @@ import type {
   ImportWarning,
   TenantImportReport,
 } from "../core/internal";
-import { StreamEnds, TENANT_FORMAT, TENANT_VERSION } from "../core/internal";
+import { StreamEnds, TENANT_FORMAT, TENANT_VERSION, tryParseJson } from "../core/internal";
 import { write } from "./atomic-file";
 
 /*
@@ -99,12 +99,17 @@ export async function backup(client: RemoteRepo, dir: string, progress: Progress
     startedAt: now,
     updatedAt: now,
   };
-  let file: { id: string; path: string; stream: WriteStream } | undefined;
+  let file: { path: string; stream: WriteStream } | undefined;
   let written = 0;
-  const drop = async () => {
+  /** Closes the session's file: kept (renamed into place) once it is complete, else removed. */
+  const close = async (complete: boolean) => {
     if (!file) return;
     await finish(file.stream);
-    rmSync(`${file.path}.partial`, { force: true });
+    if (complete) {
+      renameSync(`${file.path}.partial`, file.path);
+      state.sessions++;
+      written++;
+    } else rmSync(`${file.path}.partial`, { force: true });
     file = undefined;
   };
   try {
@@ -114,28 +119,21 @@ export async function backup(client: RemoteRepo, dir: string, progress: Progress
         case "export":
           break;
         case "session": {
-          await drop();
-          const id = String(record.id);
-          const path = join(sessionsDir, `${id}.ndjson`);
-          file = { id, path, stream: createWriteStream(`${path}.partial`) };
+          await close(false);
+          const path = join(sessionsDir, `${String(record.id)}.ndjson`);
+          file = { path, stream: createWriteStream(`${path}.partial`) };
           await write(file.stream, line);
           break;
         }
         case "cursor": {
-          if (file) {
-            await finish(file.stream);
-            renameSync(`${file.path}.partial`, file.path);
-            file = undefined;
-            state.sessions++;
-            written++;
-          }
+          await close(true);
           state.cursor = record.cursor ?? null;
           saveState(dir, state);
           progress(`backed up ${state.sessions} sessions`);
           break;
         }
         case "error":
-          await drop();
+          await close(false);
           state.failed.push({ id: String(record.id), error: record.error });
           saveState(dir, state);
           break;
@@ -148,18 +146,9 @@ export async function backup(client: RemoteRepo, dir: string, progress: Progress
       }
     }
   } finally {
-    await drop();
+    await close(false);
   }
   return { state, written, resumed: earlier !== undefined };
-}
-
-/** The sessions an end line counts; undefined when it is not JSON. */
-function endCount(line: string): unknown {
-  try {
-    return (JSON.parse(line) as { sessions?: unknown }).sessions;
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -207,7 +196,9 @@ async function* restoreBodies(
       if (!line.trim()) continue;
       // The stream's own lines, told by how they start: a session's lines are not parsed here.
       const type = /^\{"type":"(export|cursor|end)"/.exec(line)?.[1];
-      ends.read(number, type, type === "end" ? endCount(line) : undefined);
+      const count =
+        type === "end" ? (tryParseJson(line) as { sessions?: unknown } | undefined)?.sessions : undefined;
+      ends.read(number, type, count);
       if (type === "export" || type === "end") continue;
       if (line.startsWith('{"type":"session"') && session) {
         yield* add(session);

@@ -1,10 +1,9 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { RemoteRepo } from "../client";
-import type { ImportFormat, ImportWarning } from "../core/internal";
+import type { ImportWarning } from "../core/internal";
 import { checkFormat, detectFormat, parseImport, SessionError } from "../core/internal";
-import type { Output } from "./output";
-import { fail, oneOf } from "./output";
+import { fail, type Output, oneOf } from "./output";
 
 /*
  * `import` and `sync`: every session file under a folder, one request each, with progress and a
@@ -12,12 +11,6 @@ import { fail, oneOf } from "./output";
  * appends what a file gained since it was last synced (agents only ever append to their files),
  * and reports a file its session no longer matches as a conflict, writing nothing.
  */
-
-export type Progress = "bar" | "plain" | "none";
-
-export function checkProgress(value: string | undefined, isTTY: boolean): Progress {
-  return oneOf("progress", value, ["bar", "plain", "none"] as const) ?? (isTTY ? "bar" : "plain");
-}
 
 /** Every `.jsonl` or `.ndjson` file under a folder, in a stable order. */
 function sessionFiles(path: string): string[] {
@@ -35,16 +28,6 @@ function sessionFiles(path: string): string[] {
   return files.sort();
 }
 
-/** A file parsed here first: its format and the id it imports under (the service checks it again). */
-function readSessionFile(
-  text: string,
-  format: ImportFormat | undefined,
-): { format: ImportFormat; id: string } {
-  const detected = format ?? detectFormat(text);
-  if (!detected) throw new Error("cannot tell the format from the first lines; give --format");
-  return { format: detected, id: parseImport(detected, text).header.id };
-}
-
 /** What happened to each file, as `--json` prints it. */
 interface Report {
   imported: string[];
@@ -58,7 +41,7 @@ interface Report {
   warnings: Array<{ file: string } & ImportWarning>;
 }
 
-function progressLine(output: Output, progress: Progress, done: number, total: number, line: string): void {
+function progressLine(output: Output, progress: string, done: number, total: number, line: string): void {
   if (progress === "plain") output.err(`[${done}/${total}] ${line}\n`);
   else if (progress === "bar") {
     const width = 30;
@@ -68,21 +51,16 @@ function progressLine(output: Output, progress: Progress, done: number, total: n
   }
 }
 
-export interface ImportFilesOptions {
-  mode: "import" | "sync";
-  format?: string | undefined;
-  id?: string | undefined;
-  progress: Progress;
-  json: boolean;
-}
-
 /** Imports or syncs a file or every session file under a folder; resolves to the exit code. */
 export async function importFiles(
   client: RemoteRepo,
   path: string,
-  options: ImportFilesOptions,
   output: Output,
+  options: { mode: "import" | "sync"; format?: string; id?: string; progress?: string; json: boolean },
 ): Promise<number> {
+  const progress =
+    oneOf("progress", options.progress, ["bar", "plain", "none"] as const) ??
+    (output.isTTY ? "bar" : "plain");
   const format = options.format === undefined ? undefined : checkFormat(options.format);
   const files = sessionFiles(path);
   if (options.id !== undefined && files.length > 1) fail("--id applies to a single file");
@@ -92,11 +70,13 @@ export async function importFiles(
     let line: string;
     try {
       const text = readFileSync(file, "utf8");
-      const read = readSessionFile(text, format);
-      id = options.id ?? read.id;
+      // Parsed here first for its format and the id it imports under (the service checks it again).
+      const detected = format ?? detectFormat(text);
+      if (!detected) throw new Error("cannot tell the format from the first lines; give --format");
+      id = options.id ?? parseImport(detected, text).header.id;
       let warnings: ImportWarning[];
       if (options.mode === "sync") {
-        const synced = await client.syncFile(text, { format: read.format, id });
+        const synced = await client.syncFile(text, { format: detected, id });
         warnings = synced.warnings;
         if (synced.status === "created") report.imported.push(id);
         else if (synced.status === "appended") report.appended.push({ id, entries: synced.appended });
@@ -106,7 +86,7 @@ export async function importFiles(
             ? `appended ${synced.appended} to ${id}: ${file}`
             : `${synced.status === "created" ? "imported" : "unchanged"} ${id}: ${file}`;
       } else {
-        warnings = (await client.importFile(text, { format: read.format, id })).warnings;
+        warnings = (await client.importFile(text, { format: detected, id })).warnings;
         report.imported.push(id);
         line = `imported ${id}: ${file}`;
       }
@@ -129,7 +109,7 @@ export async function importFiles(
         line = `failed: ${file}`;
       }
     }
-    progressLine(output, options.progress, index + 1, files.length, line);
+    progressLine(output, progress, index + 1, files.length, line);
   }
   if (options.json) {
     const { imported, appended, skipped, conflicts, failed, warnings } = report;
@@ -152,11 +132,10 @@ export async function importFiles(
         : `imported ${report.imported.length}, skipped ${report.skipped.length} (already there), failed ${report.failed.length}`,
     );
     // A hint, shown with the progress: a user re-importing a grown file looks for its new entries.
-    if (options.mode !== "sync" && report.skipped.length > 0 && options.progress !== "none") {
+    if (options.mode !== "sync" && report.skipped.length > 0 && progress !== "none")
       output.err(
         "note: import skips sessions already there; cf-sessions sync adds what their files gained since\n",
       );
-    }
   }
   return report.failed.length > 0 || report.conflicts.length > 0 ? 1 : 0;
 }

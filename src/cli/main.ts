@@ -10,9 +10,8 @@ import {
 import { writeFileAtomically } from "./atomic-file";
 import { backup, restore } from "./backup";
 import { entryLine, gist, messageLine } from "./entry-line";
-import { checkProgress, importFiles } from "./import-files";
-import type { Output } from "./output";
-import { columns, fail, oneLine, oneOf, UsageError } from "./output";
+import { importFiles } from "./import-files";
+import { columns, fail, type Output, oneLine, oneOf, UsageError } from "./output";
 import { search } from "./search";
 import { followSession } from "./tail";
 import { drawTree } from "./tree-text";
@@ -266,18 +265,13 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
     }
     case "import":
     case "sync":
-      return importFiles(
-        client,
-        arg(rest, 0, "file|dir"),
-        {
-          mode: command,
-          format: values.format,
-          id: values.id,
-          progress: checkProgress(values.progress, output.isTTY),
-          json,
-        },
-        output,
-      );
+      return importFiles(client, arg(rest, 0, "file|dir"), output, {
+        mode: command,
+        format: values.format,
+        id: values.id,
+        progress: values.progress,
+        json,
+      });
     case "export": {
       const format = checkExportFormat(values.format);
       const lines = client.storage(arg(rest, 0, "id")).exportLines(format);
@@ -309,11 +303,7 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       const interrupt = () => stop.abort();
       process.once("SIGINT", interrupt);
       try {
-        await followSession(session, output, {
-          after: number(values.after),
-          json,
-          signal: stop.signal,
-        });
+        await followSession(session, output, { after: number(values.after), json, signal: stop.signal });
       } finally {
         process.off("SIGINT", interrupt);
       }
@@ -333,30 +323,24 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       return 0;
     }
     case "search":
-      return search(
-        client,
-        arg(rest, 0, "query"),
-        {
-          session: values.session,
-          limit: limit(MAX_SEARCH_HITS, "hits", "the best ones come first"),
-          order: values.order,
-          thinking: values.thinking,
-          json,
-        },
-        output,
-      );
+      return search(client, arg(rest, 0, "query"), output, {
+        session: values.session,
+        limit: limit(MAX_SEARCH_HITS, "hits", "the best ones come first"),
+        order: values.order,
+        thinking: values.thinking,
+        json,
+      });
     case "backup": {
       const dir = arg(rest, 0, "dir");
-      const result = await backup(client, dir, redraw);
-      if (output.isTTY && result.written > 0) output.err("\n");
-      const { state } = result;
+      const { state, written, resumed } = await backup(client, dir, redraw);
+      if (output.isTTY && written > 0) output.err("\n");
       for (const { id, error } of state.failed) output.err(`failed: ${id}: ${JSON.stringify(error)}\n`);
-      if (json) output.out(JSON.stringify({ ...state, written: result.written, resumed: result.resumed }));
+      if (json) output.out(JSON.stringify({ ...state, written, resumed }));
       else if (!state.complete)
         output.out(
           `the export stopped early after ${state.sessions} sessions; run the same command to resume`,
         );
-      else if (result.written === 0 && !result.resumed)
+      else if (written === 0 && !resumed)
         output.out(
           `the backup in ${dir} is complete already (${state.sessions} sessions); use another folder for a new one`,
         );

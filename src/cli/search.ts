@@ -1,20 +1,11 @@
 import type { RemoteRepo } from "../client";
 import type { SearchHit, SessionMatch } from "../core/internal";
-import type { Output } from "./output";
-import { oneLine, oneOf } from "./output";
+import { type Output, oneLine, oneOf } from "./output";
 
 /*
  * `cf-sessions search <query> [--session <id>]`: the tenant's sessions matching a query, best first,
  * or one session's entries, newest first, each with its matches marked «so».
  */
-
-export interface SearchOptions {
-  session?: string;
-  limit?: number;
-  order?: string;
-  thinking?: boolean;
-  json: boolean;
-}
 
 /** A snippet with its matches marked for a terminal: «match». */
 function markMatches(snippet: string, highlights: readonly [number, number][]): string {
@@ -35,8 +26,8 @@ function hitLine(hit: SearchHit): string {
 export async function search(
   client: RemoteRepo,
   query: string,
-  options: SearchOptions,
   output: Output,
+  options: { session?: string; limit?: number; order?: string; thinking?: boolean; json: boolean },
 ): Promise<number> {
   const limit = options.limit === undefined ? {} : { limit: options.limit };
   if (options.session !== undefined) {

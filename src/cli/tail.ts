@@ -1,10 +1,11 @@
-import type { GenerationChunk } from "../client/generations";
+import type { GenerationChunk, RemoteSession } from "../client";
 import type { GenerationInfo, SessionEvent, StoredEntry } from "../core/internal";
 import { SessionError } from "../core/internal";
 import { entryLine, gist } from "./entry-line";
+import type { Output } from "./output";
 
 /** One line for an event of `cf-sessions tail`. */
-export function eventLine(event: SessionEvent): string {
+function eventLine(event: SessionEvent): string {
   switch (event.event) {
     case "entry": {
       const entry = event.data as StoredEntry;
@@ -32,18 +33,6 @@ export function eventLine(event: SessionEvent): string {
   }
 }
 
-/** Where `tail` writes: whole lines, and text as it comes (no line end). */
-export interface TailOutput {
-  out(line: string): void;
-  write(text: string): void;
-}
-
-/** What `tail` needs of the session it follows. */
-export interface FollowedSession {
-  watch(options: { after?: number; signal?: AbortSignal }): AsyncIterable<SessionEvent>;
-  follow(generation: GenerationInfo, options: { signal?: AbortSignal }): AsyncIterable<GenerationChunk>;
-}
-
 /** Indentation of in-flight text, under the event lines. */
 const TEXT_INDENT = "        ";
 
@@ -54,15 +43,10 @@ const TEXT_INDENT = "        ";
  * in-flight text `{"event":"chunk","generation":…,"offset":…,"text":…}`.
  */
 export async function followSession(
-  session: FollowedSession,
-  output: TailOutput,
-  options: {
-    after?: number;
-    json: boolean;
-    signal: AbortSignal;
-  },
+  session: RemoteSession,
+  output: Output,
+  { after, json, signal }: { after?: number; json: boolean; signal: AbortSignal },
 ): Promise<void> {
-  const { json, signal } = options;
   const followers = new Map<string, Promise<void>>();
   // The generation whose text line is open (written without its line end yet).
   let open: string | undefined;
@@ -94,13 +78,12 @@ export async function followSession(
       line(`${TEXT_INDENT}(the text of ${generation.id} cannot be followed: ${(error as Error).message})`);
     }
   };
-  for await (const event of session.watch({ after: options.after, signal })) {
+  for await (const event of session.watch({ after, signal })) {
     // An answer's entry comes once its text has all been shown.
     if (event.event === "entry") await followers.get(event.data.id);
     line(json ? JSON.stringify(event) : eventLine(event));
-    if (event.event === "generation" && event.data.state === "open" && !followers.has(event.data.id)) {
+    if (event.event === "generation" && event.data.state === "open" && !followers.has(event.data.id))
       followers.set(event.data.id, follow(event.data));
-    }
   }
   closeLine();
 }

@@ -6,9 +6,8 @@ import { count, h } from "./dom";
 import { select } from "./entry-pane";
 import { chooseForkName } from "./fork-dialog";
 import { els } from "./page-elements";
-import { listFirst } from "./session-list";
 import { refreshSession } from "./session-view";
-import { view } from "./view-state";
+import { list, view } from "./view-state";
 
 /* What the page writes: move the leaf, fork, set or clear a label, compact. */
 
@@ -48,7 +47,8 @@ export function installActions(): void {
       const fork = await (
         await session(sessionId).fork(entryId, name === undefined ? {} : { name })
       ).getInfo();
-      listFirst(fork);
+      // Listed at once, before the listing catches up.
+      list.sessions.unshift(fork);
       navigate(fork.id, fork.leafId);
     }),
   );

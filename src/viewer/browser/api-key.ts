@@ -23,7 +23,7 @@ let tokenPrompt: Promise<boolean> | null = null;
 let tokenDeclined = false;
 
 /** Resolves true when a key was entered; one dialog however many requests were refused. */
-export function askToken(reason: string): Promise<boolean> {
+function askToken(reason: string): Promise<boolean> {
   if (tokenPrompt) return tokenPrompt;
   const input = els.tokenInput;
   els.tokenReason.textContent = reason;
@@ -68,12 +68,9 @@ export async function fetchWithKey(request: Request): Promise<Response> {
     const token = storedToken();
     const sent = request.clone();
     if (token) sent.headers.set("Authorization", `Bearer ${token}`);
-    let response: Response;
-    try {
-      response = await fetch(sent);
-    } catch (error) {
+    const response = await fetch(sent).catch((error: unknown) => {
       throw new Error(`the service could not be reached (${error instanceof Error ? error.message : error})`);
-    }
+    });
     if (response.status === 401 && attempt < MAX_PROMPTS && (await keyAfterRefusal(token))) {
       await response.body?.cancel();
       continue;

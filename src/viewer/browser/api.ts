@@ -16,25 +16,15 @@ export function session(id: string): RemoteSession {
 // How many of an invalid request's issues are listed; the rest are rarely news.
 const ISSUES_SHOWN = 3;
 
-interface Issue {
-  path?: unknown;
-  message?: unknown;
-}
-
-/** The HTTP status the service answered: the code's, unless no error envelope came with it. */
-function statusOf(error: SessionError): number {
-  const details = error.details as { status?: unknown } | undefined;
-  return typeof details?.status === "number" ? details.status : error.status;
-}
-
 /** A failure as shown to the person using the page: code, message, status, and what was invalid. */
 export function describeError(error: unknown): string {
-  if (!(error instanceof SessionError)) {
+  if (!(error instanceof SessionError))
     return `error: ${error instanceof Error ? error.message : String(error)}`;
-  }
-  let text = `${error.code}: ${error.message} (HTTP ${statusOf(error)})`;
+  // The HTTP status the service answered: the code's, unless no error envelope came with it.
+  const status = (error.details as { status?: unknown } | undefined)?.status;
+  let text = `${error.code}: ${error.message} (HTTP ${typeof status === "number" ? status : error.status})`;
   if (error.code === "unauthorized") text += ". Use “API token…” to enter a key.";
-  const issues: Issue[] = Array.isArray(error.details) ? error.details : [];
+  const issues: { path?: unknown; message?: unknown }[] = Array.isArray(error.details) ? error.details : [];
   for (const issue of issues.slice(0, ISSUES_SHOWN)) {
     if (!issue?.message) continue;
     const path = Array.isArray(issue.path) && issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";

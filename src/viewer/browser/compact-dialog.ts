@@ -75,20 +75,17 @@ export async function chooseKeepTokens(sessionId: string): Promise<number | null
   els.compactPreview.textContent = "";
   els.compactConfirm.disabled = true;
   const closed = showDialog(dialog);
-  let path: TreeEntry[];
-  try {
-    path = await session(sessionId).getBranch();
-  } catch (error) {
-    dialog.close();
-    throw error;
-  }
+  const path = await session(sessionId)
+    .getBranch()
+    .catch((error: unknown) => {
+      dialog.close();
+      throw error;
+    });
   // Closed while the branch was read.
   if (!dialog.open) return null;
   // The estimate the context pane shows, and the one compaction counts what it keeps in.
-  const tokens = buildSessionContext(path).messages.reduce(
-    (sum, message) => sum + estimateTokens(message),
-    0,
-  );
+  let tokens = 0;
+  for (const message of buildSessionContext(path).messages) tokens += estimateTokens(message);
   els.compactContext.textContent = `The context at the leaf is ≈ ${count(tokens, "token")} (estimate).`;
   els.compactContext.dataset.tokens = String(tokens);
   const initial = Math.min(DEFAULT_KEEP_RECENT_TOKENS, Math.floor(tokens / 2));
@@ -96,19 +93,16 @@ export async function chooseKeepTokens(sessionId: string): Promise<number | null
   els.compactKeepRange.value = String(initial);
   els.compactKeep.value = String(initial);
   showPlan(path);
-  const fromRange = () => {
-    els.compactKeep.value = els.compactKeepRange.value;
+  // The slider and the number field: either one sets the other.
+  const inputs = [els.compactKeepRange, els.compactKeep];
+  const onInput = (event: Event) => {
+    for (const input of inputs)
+      if (input !== event.target) input.value = (event.target as HTMLInputElement).value;
     showPlan(path);
   };
-  const fromNumber = () => {
-    els.compactKeepRange.value = els.compactKeep.value;
-    showPlan(path);
-  };
-  els.compactKeepRange.addEventListener("input", fromRange);
-  els.compactKeep.addEventListener("input", fromNumber);
+  for (const input of inputs) input.addEventListener("input", onInput);
   els.compactKeep.focus();
   const returned = await closed;
-  els.compactKeepRange.removeEventListener("input", fromRange);
-  els.compactKeep.removeEventListener("input", fromNumber);
+  for (const input of inputs) input.removeEventListener("input", onInput);
   return returned === "ok" ? Number(els.compactKeep.value) : null;
 }

@@ -23,9 +23,8 @@ type Results = ReadonlyMap<string, AgentMessage>;
 
 function imageElement(part: Part): HTMLElement {
   const mimeType = String(part.mimeType);
-  if (typeof part.data !== "string" || !IMAGE_TYPE.test(mimeType)) {
+  if (typeof part.data !== "string" || !IMAGE_TYPE.test(mimeType))
     return h("p", { class: "muted", text: `[image of unsupported type ${mimeType}]` });
-  }
   return h("img", {
     src: `data:${mimeType};base64,${part.data}`,
     alt: `image (${mimeType})`,
@@ -64,7 +63,7 @@ function thinkingElement(part: Part): HTMLElement {
 
 function toolCallElement(part: Part, result: AgentMessage | undefined): HTMLElement {
   const id = String(part.id ?? "");
-  const children: HTMLElement[] = [
+  return h("div", { class: "tool-call", "data-tool-call": id }, [
     h("div", {}, [
       h("span", { text: "tool call " }),
       h("span", { class: "tool-name", text: String(part.name) }),
@@ -74,19 +73,15 @@ function toolCallElement(part: Part, result: AgentMessage | undefined): HTMLElem
       h("summary", { text: "arguments" }),
       h("pre", { text: jsonText(part.arguments ?? {}) }),
     ]),
-  ];
-  if (result) {
-    const title = `${result.isError ? "error result" : "result"} · ≈ ${count(estimateTokens(result), "token")}`;
-    children.push(
-      h("details", { class: `tool-result${result.isError ? " error" : ""}`, open: true }, [
-        h("summary", { text: title }),
-        ...contentElements(result.content),
-      ]),
-    );
-  } else {
-    children.push(h("p", { class: "muted", text: "no result in this context" }));
-  }
-  return h("div", { class: "tool-call", "data-tool-call": id }, children);
+    result
+      ? h("details", { class: `tool-result${result.isError ? " error" : ""}`, open: true }, [
+          h("summary", {
+            text: `${result.isError ? "error result" : "result"} · ≈ ${count(estimateTokens(result), "token")}`,
+          }),
+          ...contentElements(result.content),
+        ])
+      : h("p", { class: "muted", text: "no result in this context" }),
+  ]);
 }
 
 function messageTitle(message: AgentMessage): string {
@@ -117,9 +112,8 @@ function messageBody(message: AgentMessage, results: Results): HTMLElement[] {
           ? toolCallElement(part, results.get(String(part.id)))
           : partElement(part),
       );
-      if (message.errorMessage) {
+      if (message.errorMessage)
         body.push(h("p", { class: "tool-result error", text: `error: ${String(message.errorMessage)}` }));
-      }
       return body;
     }
     case "compactionSummary":
@@ -161,9 +155,8 @@ function systemBody(message: AgentMessage): HTMLElement[] {
 
 function messageElement(message: AgentMessage, index: number, results: Results): HTMLElement {
   const meta: string[] = [];
-  if (message.role === "assistant" && message.model) {
+  if (message.role === "assistant" && message.model)
     meta.push(`${String(message.provider ?? "")}/${String(message.model)}`);
-  }
   if (message.role === "assistant" && message.stopReason) meta.push(String(message.stopReason));
   const timestamp = message.timestamp;
   const header = h("header", {}, [
@@ -186,9 +179,8 @@ function answeredCalls(messages: readonly AgentMessage[]): Map<string, AgentMess
   const callIds = new Set<string>();
   for (const message of messages) {
     if (message.role !== "assistant" || !Array.isArray(message.content)) continue;
-    for (const part of message.content as unknown[]) {
+    for (const part of message.content as unknown[])
       if (isObject(part) && part.type === "toolCall") callIds.add(String(part.id));
-    }
   }
   const results = new Map<string, AgentMessage>();
   for (const message of messages) {
@@ -206,12 +198,9 @@ export function renderContext(container: HTMLElement, context: SessionContext, e
 
   // A tool result is shown under the call it answers; only the others stand alone.
   const results = answeredCalls(messages);
-  const standalone: number[] = [];
-  messages.forEach((message, index) => {
-    if (!(message.role === "toolResult" && results.get(String(message.toolCallId)) === message)) {
-      standalone.push(index);
-    }
-  });
+  const standalone = messages.flatMap((message, index) =>
+    message.role === "toolResult" && results.get(String(message.toolCallId)) === message ? [] : [index],
+  );
 
   const model = context.model ? `${context.model.provider}/${context.model.modelId}` : "none";
   const tools = context.activeToolNames ? context.activeToolNames.join(", ") || "none" : "default";
@@ -262,9 +251,8 @@ export function renderContext(container: HTMLElement, context: SessionContext, e
     }
   };
   showEarlier();
-  if (messages.length === 0) {
+  if (messages.length === 0)
     list.append(
       h("p", { class: "muted", text: "No messages: a model is sent only the system prompt from here." }),
     );
-  }
 }

@@ -24,9 +24,8 @@ export function h<K extends keyof HTMLElementTagNameMap>(
     else if (key === "text") el.textContent = String(value);
     else el.setAttribute(key, value === true ? "" : String(value));
   }
-  for (const child of children) {
+  for (const child of children)
     if (child !== null && child !== undefined && child !== false) el.append(child);
-  }
   return el;
 }
 

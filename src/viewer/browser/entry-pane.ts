@@ -42,11 +42,10 @@ export function showNoEntry(): void {
   els.entryTitle.textContent = "Context";
   if (!view.sessionId) els.entryMeta.textContent = "Pick a session on the left.";
   else if (!view.info) els.entryMeta.textContent = "Loading…";
-  else {
+  else
     els.entryMeta.textContent = view.info.leafId
       ? "Select an entry in the tree."
       : "This session has no entries yet.";
-  }
   els.entryActions.hidden = true;
   els.context.replaceChildren();
   delete els.context.dataset.contextFor;

@@ -31,39 +31,36 @@ function storageKey(sessionId: string, generationId: string): string {
   return `cf-sessions:generation:${sessionId}:${generationId}`;
 }
 
+/**
+ * Uses the tab's sessionStorage, if it can be: storage that cannot be read or is full (a private
+ * window's quota) only means a reload reads the answer from its start, which shows the same.
+ */
+function withStorage<T>(use: (storage: Storage) => T): T | undefined {
+  try {
+    return use(sessionStorage);
+  } catch {
+    return undefined;
+  }
+}
+
 /** What an earlier page of this tab read of the answer, if anything. */
 function readProgress(sessionId: string, generationId: string): { text: string; offset: string } | undefined {
-  try {
-    const saved = JSON.parse(sessionStorage.getItem(storageKey(sessionId, generationId)) ?? "null") as {
-      text?: unknown;
-      offset?: unknown;
-    } | null;
-    if (typeof saved?.text === "string" && typeof saved.offset === "string") {
-      return { text: saved.text, offset: saved.offset };
-    }
-  } catch {
-    // Storage that cannot be read (a private window's quota): the answer is read from its start.
-  }
+  const key = storageKey(sessionId, generationId);
+  const saved = withStorage(
+    (storage) => JSON.parse(storage.getItem(key) ?? "null") as { text?: unknown; offset?: unknown } | null,
+  );
+  if (typeof saved?.text === "string" && typeof saved.offset === "string")
+    return { text: saved.text, offset: saved.offset };
   return undefined;
 }
 
 function saveProgress(sessionId: string, flight: InFlight): void {
-  try {
-    sessionStorage.setItem(
-      storageKey(sessionId, flight.info.id),
-      JSON.stringify({ text: flight.text, offset: flight.offset }),
-    );
-  } catch {
-    // Storage full: a reload reads the answer from its start, which shows the same.
-  }
+  const progress = JSON.stringify({ text: flight.text, offset: flight.offset });
+  withStorage((storage) => storage.setItem(storageKey(sessionId, flight.info.id), progress));
 }
 
 function forgetProgress(sessionId: string, generationId: string): void {
-  try {
-    sessionStorage.removeItem(storageKey(sessionId, generationId));
-  } catch {
-    // Nothing to forget.
-  }
+  withStorage((storage) => storage.removeItem(storageKey(sessionId, generationId)));
 }
 
 /** The in-flight answer a row stands for, when the row is one (not yet an entry). */
@@ -71,17 +68,16 @@ export function inFlightRow(id: string): InFlight | undefined {
   return grafted.has(id) ? inFlight.get(id) : undefined;
 }
 
-/** What following an answer does to the page: select its row, draw the tree again. */
-export interface FlightHooks {
-  select(id: string): void;
-  render(): void;
-}
-
 /**
  * Follows an answer of the open session as it is written (once; from where this tab last was).
- * Watching the head, or the entry it answers, the answer is selected as it starts.
+ * Watching the head, or the entry it answers, the answer is selected as it starts. `hooks` select
+ * its row and draw the tree again.
  */
-export function followGeneration(sessionId: string, info: GenerationInfo, hooks: FlightHooks): void {
+export function followGeneration(
+  sessionId: string,
+  info: GenerationInfo,
+  hooks: { select(id: string): void; render(): void },
+): void {
   if (inFlight.has(info.id) || info.state !== "open") return;
   const saved = readProgress(sessionId, info.id);
   const flight: InFlight = {
@@ -147,11 +143,9 @@ export function graftInto(roots: TreeNode[]): void {
   const before = new Set(grafted);
   grafted.clear();
   for (const { info } of inFlight.values()) {
-    const known = view.nodes.get(info.id);
-    // Its entry is written: the entry is the row.
-    if (known && !before.has(info.id)) continue;
-    if (known) {
-      grafted.add(info.id);
+    // A node from an earlier graft stays; an entry already written is the row itself.
+    if (view.nodes.has(info.id)) {
+      if (before.has(info.id)) grafted.add(info.id);
       continue;
     }
     const node: TreeNode = {
@@ -179,12 +173,11 @@ export function renderInFlight(id: string): boolean {
   els.entryTitle.textContent = "Answer being written";
   els.entryMeta.textContent = [info.id, `started ${fullTime(info.openedAt)}`, info.format].join(" · ");
   els.entryActions.hidden = true;
-  const stop = h("button", { type: "button", class: "stop-generation", text: "Stop", "data-stop": info.id });
   els.context.replaceChildren(
     h("div", { class: "in-flight", "data-generation": info.id, "data-offset": flight.offset }, [
       h("div", { class: "in-flight-text text-part", text: flight.text }),
       h("p", { class: "muted", text: "Writing… (it becomes an entry once it is complete or stopped)" }),
-      stop,
+      h("button", { type: "button", class: "stop-generation", text: "Stop", "data-stop": info.id }),
     ]),
   );
   els.context.dataset.contextFor = info.id;

@@ -52,7 +52,7 @@ async function start(): Promise<void> {
   else showNoEntry();
   try {
     const sessions = await loadSessions(false);
-    watchSessions().catch((error: unknown) => showError(error));
+    watchSessions().catch(showError);
     const [newest] = sessions;
     if (!address.session && !view.sessionId && newest) {
       history.replaceState(null, "", addressOf(newest.id));

@@ -66,11 +66,6 @@ export function updateListedSession(info: SessionInfo): void {
   }
 }
 
-/** A session made from the page (a fork) is listed at once, before the listing catches up. */
-export function listFirst(info: SessionInfo): void {
-  list.sessions.unshift(info);
-}
-
 /**
  * Follows the tenant's sessions as they are created, change and go, so the list stays current
  * without reloading (rows are what the listing reports, a moment after each write). Tenant events
@@ -88,13 +83,10 @@ export async function watchSessions(): Promise<void> {
     }
   };
   for await (const event of client.watch({ onStatus })) {
-    if (event.event === "deleted") {
-      list.sessions = list.sessions.filter((s) => s.id !== event.data.id);
-    } else if (event.event === "created" || event.event === "updated") {
-      const others = list.sessions.filter((s) => s.id !== event.data.id);
-      // Newest first: a session that changed moves to the top.
-      list.sessions = [event.data, ...others];
-    } else continue;
+    if (event.event !== "deleted" && event.event !== "created" && event.event !== "updated") continue;
+    const others = list.sessions.filter((s) => s.id !== event.data.id);
+    // Newest first: a session that changed moves to the top.
+    list.sessions = event.event === "deleted" ? others : [event.data, ...others];
     renderSessions();
   }
 }

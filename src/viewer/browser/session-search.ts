@@ -18,8 +18,6 @@ const search = {
   query: "",
   thinking: false,
   nextCursor: null as string | null,
-  /** The session the results are for. */
-  sessionId: null as string | null,
 };
 
 /** A snippet as text nodes, its matches in <mark>. */
@@ -69,7 +67,6 @@ async function run(more: boolean): Promise<void> {
   if (!more) els.searchResults.replaceChildren();
   els.searchResults.append(...page.hits.map(hitItem));
   search.nextCursor = page.nextCursor;
-  search.sessionId = sessionId;
   const shown = els.searchResults.childElementCount;
   els.searchStatus.textContent =
     shown === 0
@@ -83,16 +80,9 @@ async function run(more: boolean): Promise<void> {
 export function clearSearch(): void {
   search.query = "";
   search.nextCursor = null;
-  search.sessionId = null;
   els.searchResults.replaceChildren();
   els.searchStatus.textContent = "";
   els.searchPanel.hidden = true;
-}
-
-/** Whether the box can be used: only with a session open. */
-export function enableSearch(enabled: boolean): void {
-  els.searchInput.disabled = !enabled;
-  if (!enabled) els.searchInput.value = "";
 }
 
 export function installSearch(): void {
@@ -101,11 +91,8 @@ export function installSearch(): void {
     search.query = els.searchInput.value.trim();
     search.thinking = els.searchThinking.checked;
     search.nextCursor = null;
-    if (!search.query) {
-      clearSearch();
-      return;
-    }
-    void act(null, () => run(false));
+    if (!search.query) clearSearch();
+    else void act(null, () => run(false));
   });
   els.searchInput.addEventListener("keydown", (event) => {
     if (event.key === "Escape") {

@@ -6,7 +6,7 @@ import { clearError, showError } from "./error-bar";
 import { answerInFlight, followGeneration, forgetInFlight, generationEnded, graftInto } from "./in-flight";
 import { els } from "./page-elements";
 import { renderSessions, updateListedSession } from "./session-list";
-import { clearSearch, enableSearch } from "./session-search";
+import { clearSearch } from "./session-search";
 import { hideTimeTravel, showTimeTravel } from "./time-travel";
 import { indexTree, pathTo } from "./tree-rows";
 import { loadDetails, rebuildRows, renderTree, scheduleRender } from "./tree-view";
@@ -37,7 +37,7 @@ export async function openSession(sessionId: string, entryId?: string | null): P
     delete els.tree.dataset.renderedSession;
     clearError();
     clearSearch();
-    enableSearch(true);
+    els.searchInput.disabled = false;
     hideTimeTravel();
     renderTree();
     showNoEntry();
@@ -61,7 +61,7 @@ export async function openSession(sessionId: string, entryId?: string | null): P
     select(entryId && view.nodes.has(entryId) ? entryId : head, { reveal: true });
     void loadDetails(generation);
     // Only a session that opened gets its slider, so a failed open shows one error: its own.
-    if (switching) showTimeTravel(sessionId).catch((error: unknown) => showError(error));
+    if (switching) showTimeTravel(sessionId).catch(showError);
   } catch (error) {
     if (generation !== view.generation) return;
     els.sessionMeta.textContent = "";
@@ -107,33 +107,27 @@ function renderSessionHeader(info: SessionInfo): void {
  * Fetches the session again. With followLeaf, a selection that was the leaf moves with it when
  * the leaf only went forward (an agent appending): watching a live session keeps showing its end.
  */
-export async function refreshSession(knownInfo?: SessionInfo, followLeaf = false): Promise<void> {
+export async function refreshSession(followLeaf = false): Promise<void> {
   const sessionId = view.sessionId;
   if (!sessionId) return;
   const generation = view.generation;
-  // The leaf, when the selection is on it.
   const selectedLeaf =
     view.selectedId !== null && view.selectedId === view.info?.leafId ? view.selectedId : null;
   const storage = session(sessionId);
-  let read: [SessionInfo, TreeNode[]];
-  try {
-    read = await Promise.all([knownInfo ?? storage.getInfo(), storage.getTree()]);
-  } catch (error) {
+  const read = await Promise.all([storage.getInfo(), storage.getTree()]).catch((error: unknown) => {
     // Another session was opened meanwhile: what failed is no longer on the page.
-    if (generation !== view.generation) return;
-    throw error;
-  }
-  if (generation !== view.generation) return;
+    if (generation === view.generation) throw error;
+  });
+  if (!read || generation !== view.generation) return;
   const [info, roots] = read;
   applySession(info, roots);
   void loadDetails(generation);
-  if (followLeaf && selectedLeaf && info.leafId !== selectedLeaf && view.path.has(selectedLeaf)) {
+  if (followLeaf && selectedLeaf && info.leafId !== selectedLeaf && view.path.has(selectedLeaf))
     select(info.leafId, { reveal: true });
-  }
 }
 
 /** Follows the open session's events until another one is opened. */
-export function watchSession(sessionId: string): void {
+function watchSession(sessionId: string): void {
   watching?.abort();
   const stop = new AbortController();
   watching = stop;
@@ -152,14 +146,13 @@ export function watchSession(sessionId: string): void {
           if (event.data.state === "open")
             followGeneration(sessionId, event.data, { select, render: scheduleRender });
           else {
-            const { id } = event.data;
             generationEnded(sessionId, event.data);
             // The answer is an entry now: shown as one, its context in the pane when selected.
-            refreshSession(undefined, true)
+            refreshSession(true)
               .then(() => {
-                if (view.sessionId === sessionId && view.selectedId === id) select(id);
+                if (view.sessionId === sessionId && view.selectedId === event.data.id) select(event.data.id);
               })
-              .catch((error: unknown) => showError(error));
+              .catch(showError);
           }
         }
         if (event.event === "entry" || event.event === "session" || event.event === "leaf") scheduleRefresh();
@@ -178,6 +171,6 @@ function scheduleRefresh(): void {
     refreshTimer = undefined;
     // The events were about the session then open; another one opened since reads itself.
     if (view.sessionId !== sessionId) return;
-    refreshSession(undefined, true).catch((error: unknown) => showError(error));
+    refreshSession(true).catch(showError);
   }, REFRESH_MS);
 }

@@ -76,10 +76,10 @@ export function installTimeTravel(): void {
   els.timeSlider.addEventListener("input", () => {
     clearTimeout(askTimer);
     const position = Number(els.timeSlider.value);
-    askTimer = setTimeout(() => travel(position).catch((error: unknown) => showError(error)), ASK_AFTER_MS);
+    askTimer = setTimeout(() => travel(position).catch(showError), ASK_AFTER_MS);
   });
   els.timeNow.addEventListener("click", () => {
     clearTimeout(askTimer);
-    travel(STEPS).catch((error: unknown) => showError(error));
+    travel(STEPS).catch(showError);
   });
 }

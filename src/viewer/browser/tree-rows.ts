@@ -69,20 +69,6 @@ export function pathTo(nodes: ReadonlyMap<string, TreeNode>, leafId: string | nu
 }
 
 /**
- * The leaf is never hidden either, nor the selected entry: a collapsed run splits around it
- * (an entry opened from the address stays in view without opening 10,000 rows).
- */
-function isMarked(
-  node: TreeNode,
-  leafId: string | null,
-  selectedId: string | null,
-  expanded: ReadonlySet<string>,
-): boolean {
-  if (node.id === leafId || node.label !== undefined || MARKED_TYPES.has(node.type)) return true;
-  return node.id === selectedId && !expanded.has(node.id);
-}
-
-/**
  * Rows in depth-first order, children in append order. An expanded run row is followed by its
  * node rows, then by the run's last RUN_TAIL entries. A run counts as expanded when its first
  * entry is in `expanded`, which holds every entry of each run the person opened, so a run that
@@ -95,32 +81,33 @@ export function flattenTree(
   expanded: ReadonlySet<string>,
 ): Row[] {
   const rows: Row[] = [];
-  const stack: Array<{ node: TreeNode; depth: number; fork: boolean }> = [];
-  for (let i = roots.length - 1; i >= 0; i--) {
-    stack.push({ node: roots[i] as TreeNode, depth: 0, fork: roots.length > 1 });
-  }
+  // The leaf is never hidden either, nor the selected entry: a collapsed run splits around it
+  // (an entry opened from the address stays in view without opening 10,000 rows).
+  const isMarked = (node: TreeNode) =>
+    node.id === leafId ||
+    node.label !== undefined ||
+    MARKED_TYPES.has(node.type) ||
+    (node.id === selectedId && !expanded.has(node.id));
+  const stack = roots.map((node) => ({ node, depth: 0, fork: roots.length > 1 })).reverse();
   for (let start = stack.pop(); start; start = stack.pop()) {
     let plain: TreeNode[] = [];
     let node = start.node;
     let first = true;
     for (;;) {
-      const shown = first || node.children.length !== 1 || isMarked(node, leafId, selectedId, expanded);
+      const shown = first || node.children.length !== 1 || isMarked(node);
       if (shown) {
         pushRun(rows, plain, start.depth, expanded);
         plain = [];
         rows.push({ kind: "node", node, depth: start.depth, fork: first && start.fork });
-      } else {
-        plain.push(node);
-      }
+      } else plain.push(node);
       first = false;
       const [only] = node.children;
       if (node.children.length === 1 && only) {
         node = only;
         continue;
       }
-      for (let i = node.children.length - 1; i >= 0; i--) {
-        stack.push({ node: node.children[i] as TreeNode, depth: start.depth + 1, fork: true });
-      }
+      for (const child of [...node.children].reverse())
+        stack.push({ node: child, depth: start.depth + 1, fork: true });
       break;
     }
   }
@@ -129,16 +116,13 @@ export function flattenTree(
 
 function pushRun(rows: Row[], plain: TreeNode[], depth: number, expanded: ReadonlySet<string>): void {
   const [head] = plain;
-  if (!head) return;
-  if (plain.length < RUN_MIN) {
-    for (const node of plain) rows.push({ kind: "node", node, depth, fork: false });
-    return;
-  }
-  const hidden = plain.slice(0, plain.length - RUN_TAIL);
-  const open = expanded.has(head.id);
-  rows.push({ kind: "run", key: head.id, nodes: hidden, depth, expanded: open });
-  if (open) for (const node of hidden) rows.push({ kind: "node", node, depth, fork: false });
-  for (const node of plain.slice(hidden.length)) rows.push({ kind: "node", node, depth, fork: false });
+  const run = head !== undefined && plain.length >= RUN_MIN;
+  const hidden = run ? plain.slice(0, plain.length - RUN_TAIL) : [];
+  const open = run && expanded.has(head.id);
+  if (run) rows.push({ kind: "run", key: head.id, nodes: hidden, depth, expanded: open });
+  // Node rows for the entries shown: all of them, or those after the collapsed run.
+  for (const node of open ? plain : plain.slice(hidden.length))
+    rows.push({ kind: "node", node, depth, fork: false });
 }
 
 /** "4,999 user · 4,999 assistant · 2 label": what a collapsed run holds. */

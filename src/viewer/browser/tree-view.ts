@@ -1,4 +1,3 @@
-import type { StoredEntry } from "../../core/internal";
 import { TREE_ROW_HEIGHT } from "../tree-row-height";
 import { session } from "./api";
 import { count, fullTime, h, shortTime } from "./dom";
@@ -62,24 +61,26 @@ export function scheduleRender(): void {
   });
 }
 
-/** Draws only the rows in view (plus OVERSCAN): the cost of a frame does not grow with the session. */
+/** The rows in view of a tree `height` pixels high, plus OVERSCAN either side: [first, last). */
+function rowsInView(height: number): [number, number] {
+  const top = els.tree.scrollTop;
+  const first = Math.max(0, Math.floor(top / TREE_ROW_HEIGHT) - OVERSCAN);
+  return [first, Math.min(view.rows.length, Math.ceil((top + height) / TREE_ROW_HEIGHT) + OVERSCAN)];
+}
+
+/** Draws only the rows in view: the cost of a frame does not grow with the session. */
 export function renderTree(): void {
   const total = view.rows.length;
   els.treeSpacer.style.height = `${total * TREE_ROW_HEIGHT}px`;
-  const top = els.tree.scrollTop;
-  const height = els.tree.clientHeight || 600;
-  const first = Math.max(0, Math.floor(top / TREE_ROW_HEIGHT) - OVERSCAN);
-  const last = Math.min(total, Math.ceil((top + height) / TREE_ROW_HEIGHT) + OVERSCAN);
+  const [first, last] = rowsInView(els.tree.clientHeight || 600);
   const fragment = document.createDocumentFragment();
   for (let i = first; i < last; i++) fragment.append(rowElement(view.rows[i] as Row, i));
   els.treeSpacer.replaceChildren(fragment);
   els.tree.dataset.rows = String(total);
   const active = view.rows[view.activeIndex];
-  if (active && view.activeIndex >= first && view.activeIndex < last) {
+  if (active && view.activeIndex >= first && view.activeIndex < last)
     els.tree.setAttribute("aria-activedescendant", rowDomId(active));
-  } else {
-    els.tree.removeAttribute("aria-activedescendant");
-  }
+  else els.tree.removeAttribute("aria-activedescendant");
   requestPreviews(first, last);
 }
 
@@ -225,18 +226,12 @@ export async function loadDetails(generation: number): Promise<void> {
   const sessionId = view.sessionId;
   if (!sessionId) return;
   for (let page = 0; page < DETAILS_MAX_PAGES; page++) {
-    let entries: StoredEntry[];
-    try {
-      entries = await session(sessionId).getEntries({
-        after: view.detailsAfter,
-        limit: DETAILS_PAGE,
-        type: [...DETAIL_TYPES],
+    const entries = await session(sessionId)
+      .getEntries({ after: view.detailsAfter, limit: DETAILS_PAGE, type: [...DETAIL_TYPES] })
+      .catch((error: unknown) => {
+        if (generation === view.generation) showError(error);
       });
-    } catch (error) {
-      if (generation === view.generation) showError(error);
-      return;
-    }
-    if (generation !== view.generation) return;
+    if (!entries || generation !== view.generation) return;
     for (const entry of entries) {
       view.previews.set(entry.id, describeEntry(entry));
       if (entry.type === "context_edit")
@@ -265,10 +260,13 @@ function requestPreviews(first: number, last: number): void {
 function pumpPreviews(): void {
   const sessionId = view.sessionId;
   if (!sessionId) return;
+  const [first, last] = rowsInView(els.tree.clientHeight);
   while (view.previewActive < PREVIEW_FETCHES) {
     const id = view.previewQueue.shift();
     if (id === undefined) return;
-    if (!isRowInView(id)) {
+    // Scrolled out of view while it waited: fetched again if it comes back.
+    const index = view.rowIndex.get(id);
+    if (index === undefined || index < first || index >= last) {
       view.previewLoading.delete(id);
       continue;
     }
@@ -288,22 +286,13 @@ function pumpPreviews(): void {
   }
 }
 
-function isRowInView(id: string): boolean {
-  const index = view.rowIndex.get(id);
-  if (index === undefined) return false;
-  const top = Math.floor(els.tree.scrollTop / TREE_ROW_HEIGHT) - OVERSCAN;
-  const bottom = Math.ceil((els.tree.scrollTop + els.tree.clientHeight) / TREE_ROW_HEIGHT) + OVERSCAN;
-  return index >= top && index < bottom;
-}
-
 export function scrollToRow(index: number, center: boolean): void {
   const tree = els.tree;
   const top = index * TREE_ROW_HEIGHT;
   if (center) tree.scrollTop = Math.max(0, top - (tree.clientHeight - TREE_ROW_HEIGHT) / 2);
   else if (top < tree.scrollTop) tree.scrollTop = top;
-  else if (top + TREE_ROW_HEIGHT > tree.scrollTop + tree.clientHeight) {
+  else if (top + TREE_ROW_HEIGHT > tree.scrollTop + tree.clientHeight)
     tree.scrollTop = top + TREE_ROW_HEIGHT - tree.clientHeight;
-  }
 }
 
 function toggleRun(row: RunRow): void {

@@ -56,13 +56,8 @@ export const contextRoutes = routes()
         });
       }
       if (blobs === "url" && !c.env.BLOB_URL_SECRET) {
-        throw new SessionError(
-          "invalid_request",
-          "this service signs no blob URLs (BLOB_URL_SECRET is not set)",
-          {
-            blobs,
-          },
-        );
+        const message = "this service signs no blob URLs (BLOB_URL_SECRET is not set)";
+        throw new SessionError("invalid_request", message, { blobs });
       }
       if (asOf !== undefined && leafId !== undefined) {
         throw new SessionError("invalid_request", "give either leafId or asOf", { leafId, asOf });
@@ -93,11 +88,8 @@ export const contextRoutes = routes()
       if (answer.kind === "unchanged") return c.body(null, 304, { ETag: etag });
       if (format === undefined) return streamedJson(ContextResponse, answer.body, { ETag: etag });
       // Converted here, not in the object: the object's time is the session's writers' time.
-      const { version: _version, ...context } = JSON.parse(
-        await new Response(answer.body).text(),
-      ) as SessionContext & {
-        version: string;
-      };
+      const whole = (await new Response(answer.body).json()) as SessionContext & { version: string };
+      const { version: _version, ...context } = whole;
       const request = contextForModel(context, format, {
         ...(model === undefined ? {} : { model: parseModelRef(model) }),
         ...(imageInput === undefined ? {} : { imageInput: imageInput === "true" }),

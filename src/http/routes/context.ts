@@ -3,6 +3,7 @@ import * as z from "zod";
 import {
   contextForModel,
   expectedLeaf,
+  LeafAt,
   leafTag,
   NavigateResult,
   parseModelRef,
@@ -18,7 +19,6 @@ import {
   ContextResponse,
   IfMatch,
   LeafAtQuery,
-  LeafAtResponse,
   MoveLeafBody,
   SessionIdParam,
 } from "../schemas";
@@ -51,9 +51,8 @@ export const contextRoutes = routes()
     async (c) => {
       const { leafId, asOf, since, format, model, imageInput, blobs } = c.req.valid("query");
       if (blobs === "url" && format !== undefined) {
-        throw new SessionError("invalid_request", "blobs=url applies to a context in our own shape", {
-          format,
-        });
+        const message = "blobs=url applies to a context in our own shape";
+        throw new SessionError("invalid_request", message, { format });
       }
       if (blobs === "url" && !c.env.BLOB_URL_SECRET) {
         const message = "this service signs no blob URLs (BLOB_URL_SECRET is not set)";
@@ -63,9 +62,8 @@ export const contextRoutes = routes()
         throw new SessionError("invalid_request", "give either leafId or asOf", { leafId, asOf });
       }
       if (format === undefined && (model !== undefined || imageInput !== undefined)) {
-        throw new SessionError("invalid_request", "model and imageInput apply to a context in a format", {
-          format: null,
-        });
+        const message = "model and imageInput apply to a context in a format";
+        throw new SessionError("invalid_request", message, { format: null });
       }
       if (format !== undefined && since !== undefined) {
         throw new SessionError("invalid_request", "since applies to a context in our own shape", { format });
@@ -106,7 +104,7 @@ export const contextRoutes = routes()
       description:
         "With `asOf`, the leaf as it stood then, from the session's leaf history (every write records the leaf it left); `historyStartsAt` says how far back that goes. An `asOf` before it is 404, one in the future 400.",
       request: { params: SessionIdParam, query: LeafAtQuery },
-      responses: { 200: json(LeafAtResponse, "the leaf"), ...errors },
+      responses: { 200: json(LeafAt, "the leaf"), ...errors },
     }),
     async (c) => {
       const at = await sessionStorage(c, c.req.valid("param").sid).leafAt(c.req.valid("query").asOf);

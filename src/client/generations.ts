@@ -206,7 +206,6 @@ export async function* followGeneration(
     const closed = response.headers.get("Stream-Closed") === "true";
     if (response.status === 200 && bytes.byteLength > 0) {
       const data = decoder.decode(bytes, { stream: !closed });
-      offset = next;
       const chunk = chunkOf(generation.format, data, next);
       if (chunk.text !== "" || chunk.events.length > 0) yield chunk;
     }

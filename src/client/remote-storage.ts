@@ -145,14 +145,9 @@ export class RemoteStorage implements SessionStorage {
       await this.getInfo();
       return [];
     }
-    const branch = await this.#http.json<{ entries: StoredEntry<TreeEntry>[] }>(
-      "GET",
-      this.#path("/branch"),
-      {
-        query: { leafId },
-      },
-    );
-    return branch.entries;
+    const path = this.#path("/branch");
+    return (await this.#http.json<{ entries: StoredEntry<TreeEntry>[] }>("GET", path, { query: { leafId } }))
+      .entries;
   }
 
   /** The whole branch: the service builds pruned contexts itself (`RemoteSession.buildContext`). */

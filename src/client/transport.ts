@@ -54,9 +54,8 @@ export class ConnectionError extends Error {
   constructor(baseUrl: string, method: string, path: string, cause: unknown) {
     const reason =
       cause instanceof Error ? ((cause.cause as Error | undefined)?.message ?? cause.message) : String(cause);
-    super(`cannot reach the service at ${baseUrl} (${method} /${path.replace(/^\//, "")}: ${reason})`, {
-      cause,
-    });
+    const where = `${method} /${path.replace(/^\//, "")}`;
+    super(`cannot reach the service at ${baseUrl} (${where}: ${reason})`, { cause });
     this.name = "ConnectionError";
     this.url = baseUrl;
   }

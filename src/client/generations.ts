@@ -1,7 +1,7 @@
 import type { GenerationFormat, GenerationInfo, OpenGenerationBody, StoredEntry } from "../core/internal";
 import { chunkText, newId, SessionError } from "../core/internal";
 import { reconnectDelay, sleep } from "./backoff";
-import type { Transport } from "./transport";
+import { serviceJson, type Transport } from "./transport";
 
 /*
  * Generations from the client: a writer that appends an answer's chunks as it is generated (each
@@ -161,14 +161,7 @@ export function stopGeneration(http: Transport, sessionPath: string, id: string)
 /** The chunks of one answer of the stream: its text, or its events. */
 function chunkOf(format: GenerationFormat, data: string, offset: string): GenerationChunk {
   if (format === "text") return { offset, text: data, events: [] };
-  let events: unknown[];
-  try {
-    events = JSON.parse(data) as unknown[];
-  } catch {
-    throw new SessionError("internal", "the service sent chunks that are not JSON", {
-      data: data.slice(0, 200),
-    });
-  }
+  const events = serviceJson(data, "the service sent chunks that are not JSON") as unknown[];
   return { offset, text: chunkText(format, events), events };
 }
 
@@ -213,7 +206,6 @@ export async function* followGeneration(
     const closed = response.headers.get("Stream-Closed") === "true";
     if (response.status === 200 && bytes.byteLength > 0) {
       const data = decoder.decode(bytes, { stream: !closed });
-      offset = next;
       const chunk = chunkOf(generation.format, data, next);
       if (chunk.text !== "" || chunk.events.length > 0) yield chunk;
     }

@@ -72,13 +72,9 @@ export class RemoteRepo implements SessionRepo {
   }
 
   list(options: ListOptions = {}): Promise<SessionPage> {
+    const { limit, cursor, order, prefix } = options;
     return this.#http.json("GET", "v1/sessions", {
-      query: {
-        limit: options.limit,
-        cursor: options.cursor ?? undefined,
-        order: options.order,
-        prefix: options.prefix,
-      },
+      query: { limit, cursor: cursor ?? undefined, order, prefix },
     });
   }
 

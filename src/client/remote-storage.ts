@@ -124,12 +124,10 @@ export class RemoteStorage implements SessionStorage {
       return await this.#http.json<StoredEntry>("GET", this.#path(`/entries/${encodeURIComponent(id)}`));
     } catch (error) {
       // The entry is missing (the session itself is there): not an error, as in every storage.
-      const details =
-        error instanceof SessionError ? (error.details as { entryId?: string } | undefined) : undefined;
-      if (error instanceof SessionError && error.code === "not_found" && details?.entryId === id)
-        return undefined;
-      if (error instanceof SessionError && error.code === "invalid_request" && !isValidId(id))
-        return undefined;
+      if (!(error instanceof SessionError)) throw error;
+      const details = error.details as { entryId?: string } | undefined;
+      if (error.code === "not_found" && details?.entryId === id) return undefined;
+      if (error.code === "invalid_request" && !isValidId(id)) return undefined;
       throw error;
     }
   }
@@ -147,14 +145,9 @@ export class RemoteStorage implements SessionStorage {
       await this.getInfo();
       return [];
     }
-    const { entries } = await this.#http.json<{ entries: StoredEntry<TreeEntry>[] }>(
-      "GET",
-      this.#path("/branch"),
-      {
-        query: { leafId },
-      },
-    );
-    return entries;
+    const path = this.#path("/branch");
+    return (await this.#http.json<{ entries: StoredEntry<TreeEntry>[] }>("GET", path, { query: { leafId } }))
+      .entries;
   }
 
   /** The whole branch: the service builds pruned contexts itself (`RemoteSession.buildContext`). */
@@ -270,14 +263,9 @@ export class RemoteStorage implements SessionStorage {
 
   /** Compacts with the service's summarizer (or the summary given). */
   async compact(options: ServiceCompactOptions = {}): Promise<StoredEntry<CompactionEntry>> {
-    const { entry } = await this.#http.json<{ entry: StoredEntry<CompactionEntry> }>(
-      "POST",
-      this.#path("/compact"),
-      {
-        body: options,
-      },
-    );
-    return entry;
+    const path = this.#path("/compact");
+    return (await this.#http.json<{ entry: StoredEntry<CompactionEntry> }>("POST", path, { body: options }))
+      .entry;
   }
 
   /** Moves the head on the service, which summarizes the branch left with its own summarizer. */

@@ -1,5 +1,5 @@
 import type { ErrorBody } from "../core/internal";
-import { isErrorCode, SessionError } from "../core/internal";
+import { isErrorCode, SessionError, tryParseJson } from "../core/internal";
 import { sleep } from "./backoff";
 
 export interface ClientOptions {
@@ -54,31 +54,27 @@ export class ConnectionError extends Error {
   constructor(baseUrl: string, method: string, path: string, cause: unknown) {
     const reason =
       cause instanceof Error ? ((cause.cause as Error | undefined)?.message ?? cause.message) : String(cause);
-    super(`cannot reach the service at ${baseUrl} (${method} /${path.replace(/^\//, "")}: ${reason})`, {
-      cause,
-    });
+    const where = `${method} /${path.replace(/^\//, "")}`;
+    super(`cannot reach the service at ${baseUrl} (${where}: ${reason})`, { cause });
     this.name = "ConnectionError";
     this.url = baseUrl;
   }
 }
 
+/** JSON the service sent in a stream: anything else is no network hiccup, and retrying cannot mend it. */
+export function serviceJson(text: string, notJson: string): unknown {
+  const value = tryParseJson(text);
+  if (value === undefined) throw new SessionError("internal", notJson, { data: text.slice(0, 200) });
+  return value;
+}
+
 async function errorOf(response: Response): Promise<SessionError> {
-  let body: { error?: Partial<ErrorBody> } | undefined;
-  try {
-    body = (await response.json()) as { error?: Partial<ErrorBody> };
-  } catch {
-    body = undefined;
-  }
+  const body = (await response.json().catch(() => undefined)) as { error?: Partial<ErrorBody> } | undefined;
   const error = body?.error;
   if (error && isErrorCode(error.code))
     return new SessionError(error.code, error.message ?? "", error.details);
-  return new SessionError(
-    response.status >= 500 ? "internal" : "invalid_request",
-    `the service answered ${response.status}`,
-    {
-      status: response.status,
-    },
-  );
+  const code = response.status >= 500 ? "internal" : "invalid_request";
+  return new SessionError(code, `the service answered ${response.status}`, { status: response.status });
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { SessionEvent, TenantEvent } from "../core/internal";
 import { SessionError, SseReader } from "../core/internal";
 import { reconnectDelay, sleep } from "./backoff";
-import type { Transport } from "./transport";
+import { serviceJson, type Transport } from "./transport";
 
 /*
  * Following an event stream from the client: reconnects with backoff when the connection drops
@@ -24,17 +24,6 @@ export interface WatchOptions {
 
 /** Failures no reconnecting can mend. */
 const FINAL = new Set(["not_found", "invalid_request", "unauthorized", "forbidden", "misconfigured"]);
-
-/** An event's data; a frame that is not JSON is no network hiccup, and retrying cannot mend it. */
-function parseData(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new SessionError("internal", "the service sent an event that is not JSON", {
-      data: text.slice(0, 200),
-    });
-  }
-}
 
 /**
  * The events of a stream at `path`; `last` tells the event after which nothing more comes (a
@@ -78,7 +67,10 @@ export async function* watchStream<E extends SessionEvent | TenantEvent>(
           const { done, value } = await reader.read();
           if (done) break;
           for (const raw of sse.push(decoder.decode(value, { stream: true }))) {
-            const event = { event: raw.event, data: parseData(raw.data) } as E;
+            const event = {
+              event: raw.event,
+              data: serviceJson(raw.data, "the service sent an event that is not JSON"),
+            } as E;
             if (raw.id !== undefined) {
               const seq = Number(raw.id);
               // Only progress resets the backoff: a stream that fails as soon as it opens

@@ -1,4 +1,4 @@
-import { SessionError } from "../core";
+import { SessionError, sha256Hex } from "../core/internal";
 
 /*
  * Frameworks name their threads, sessions and checkpoints with any string; ours are 1-128
@@ -12,19 +12,13 @@ const KEPT = /[A-Za-z0-9-]/;
 const encoder = new TextEncoder();
 
 /** `value` in id characters: `A-Z a-z 0-9 -` stay, every other UTF-8 byte becomes `_` and two hex digits. */
-export function encodeKey(value: string): string {
+function encodeKey(value: string): string {
   let out = "";
   for (const char of value) {
     if (KEPT.test(char)) out += char;
     else for (const byte of encoder.encode(char)) out += `_${byte.toString(16).padStart(2, "0")}`;
   }
   return out;
-}
-
-/** The SHA-256 of `text` in hex. */
-export async function sha256Hex(text: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
-  return Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
 /**

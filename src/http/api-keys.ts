@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { SessionError } from "../core/internal";
+import { isRecord, SessionError, tryParseJson } from "../core/internal";
 import { Access, type Caller } from "./access";
 
 /*
@@ -20,7 +20,7 @@ let parsed: { source: string; table: KeyTable } | { source: string; invalid: tru
 
 /** The caller of one entry, or what is wrong with it. */
 function entryCaller(value: unknown): Caller | string[] {
-  if (typeof value !== "string" && (typeof value !== "object" || value === null || Array.isArray(value))) {
+  if (typeof value !== "string" && !isRecord(value)) {
     return [': must be the tenant (a string) or {"tenant": "...", "access": "read" | "write"}'];
   }
   const result = typeof value === "string" ? Tenant.safeParse(value) : KeyObject.safeParse(value);
@@ -33,13 +33,9 @@ function entryCaller(value: unknown): Caller | string[] {
 }
 
 function parse(source: string): KeyTable {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(source);
-  } catch {
-    throw new Error("it is not valid JSON");
-  }
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+  const raw = tryParseJson(source);
+  if (raw === undefined) throw new Error("it is not valid JSON");
+  if (!isRecord(raw)) {
     throw new Error('it must be a JSON object: {"<sha256 of a key>": "<tenant>" | {"tenant", "access"}}');
   }
   const table = new Map<string, Caller>();

@@ -20,7 +20,7 @@ const PREFLIGHT_MAX_AGE_SECONDS = "600";
 let parsed: { setting: string; origins: ReadonlySet<string> } | undefined;
 
 /** The origins `CORS_ALLOWED_ORIGINS` lists; an entry that is not exactly an origin is logged and left out. */
-export function allowedOrigins(setting: string | undefined): ReadonlySet<string> {
+function allowedOrigins(setting: string | undefined): ReadonlySet<string> {
   if (!setting) return new Set();
   if (parsed?.setting !== setting) {
     const origins = new Set<string>();
@@ -48,13 +48,8 @@ export const cors: MiddlewareHandler<AppEnv> = async (c, next) => {
   const allowed = originAllowed(origin, c.env.CORS_ALLOWED_ORIGINS);
   if (c.req.method === "OPTIONS" && origin !== undefined && c.req.header("Access-Control-Request-Method")) {
     if (!allowed) {
-      throw new SessionError(
-        "forbidden",
-        "this origin may not call the API from a browser (CORS_ALLOWED_ORIGINS)",
-        {
-          origin,
-        },
-      );
+      const message = "this origin may not call the API from a browser (CORS_ALLOWED_ORIGINS)";
+      throw new SessionError("forbidden", message, { origin });
     }
     return c.body(null, 204, {
       "Access-Control-Allow-Origin": origin,

@@ -29,11 +29,7 @@ const codeOfStatus: Record<number, ErrorCode> = {
 };
 
 /** The error envelope, with the request's id; the code goes into the request's log line. */
-export function errorResponse(
-  c: Context<AppEnv>,
-  body: ErrorBody,
-  headers?: Record<string, string>,
-): Response {
+function errorResponse(c: Context<AppEnv>, body: ErrorBody, headers?: Record<string, string>): Response {
   const requestId = c.get("requestId");
   c.set("errorCode", body.code);
   return c.json({ error: { ...body, requestId } }, ERROR_STATUS[body.code] as ContentfulStatusCode, headers);
@@ -52,18 +48,11 @@ export function onError(error: Error, c: Context<AppEnv>): Response {
   }
   if (error instanceof SessionError) {
     const retryAfter = (error.details as { retryAfterSeconds?: number } | undefined)?.retryAfterSeconds;
-    return errorResponse(
-      c,
-      error.toJSON(),
-      retryAfter === undefined ? undefined : { "Retry-After": String(retryAfter) },
-    );
+    const headers = retryAfter === undefined ? undefined : { "Retry-After": String(retryAfter) };
+    return errorResponse(c, error.toJSON(), headers);
   }
-  if (error instanceof HTTPException && codeOfStatus[error.status]) {
-    return errorResponse(c, {
-      code: codeOfStatus[error.status] as ErrorCode,
-      message: error.message || "bad request",
-    });
-  }
+  const code = error instanceof HTTPException ? codeOfStatus[error.status] : undefined;
+  if (code) return errorResponse(c, { code, message: error.message || "bad request" });
   c.set("failure", errorSummary(error));
   return errorResponse(c, {
     code: "internal",

@@ -6,7 +6,7 @@ import {
   type JWK,
   type JWTVerifyGetKey,
 } from "jose";
-import { SessionError } from "../core/internal";
+import { isRecord, SessionError, tryParseJson } from "../core/internal";
 import type { WorkerEnv } from "./env";
 
 /*
@@ -110,19 +110,13 @@ function skewSeconds(value: string | undefined): number {
 }
 
 function inlineKeys(source: string): JwtKeys {
-  let jwks: unknown;
-  try {
-    jwks = JSON.parse(source);
-  } catch {
-    throw new Error("JWT_JWKS is not valid JSON");
-  }
+  const jwks = tryParseJson(source);
+  if (jwks === undefined) throw new Error("JWT_JWKS is not valid JSON");
   const keys = (jwks as { keys?: unknown } | null)?.keys;
   if (typeof jwks !== "object" || !Array.isArray(keys)) {
     throw new Error('JWT_JWKS must be a JWKS: {"keys": [...]}');
   }
-  const set: JSONWebKeySet = {
-    keys: keys.filter((key): key is JWK => typeof key === "object" && key !== null && !Array.isArray(key)),
-  };
+  const set: JSONWebKeySet = { keys: keys.filter((key): key is JWK => isRecord(key)) };
   return { getKey: createLocalJWKSet(set), known: () => set.keys };
 }
 

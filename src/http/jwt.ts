@@ -8,7 +8,7 @@ import {
   jwtVerify,
   type ProtectedHeaderParameters,
 } from "jose";
-import { SessionError } from "../core/internal";
+import { isRecord, SessionError } from "../core/internal";
 import { Access, type Caller } from "./access";
 import type { JwtConfig } from "./jwt-config";
 
@@ -28,10 +28,6 @@ const refuse = (message: string) => new SessionError("unauthorized", message);
 const malformed = () => refuse("malformed token");
 
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /**
  * The protected header of a token shaped like a JWT (three base64url segments, a header that is a
@@ -161,7 +157,7 @@ function claimAt(payload: JsonObject, name: string): unknown {
   if (Object.hasOwn(payload, name)) return payload[name];
   let value: unknown = payload;
   for (const part of name.split(".")) {
-    if (!isObject(value) || !Object.hasOwn(value, part)) return undefined;
+    if (!isRecord(value) || !Object.hasOwn(value, part)) return undefined;
     value = value[part];
   }
   return value;

@@ -14,28 +14,21 @@ import type { AppEnv } from "./env";
 /** Requests without a caller (unauthenticated, health, the viewer) share this index. */
 const NO_TENANT = "-";
 
+type RequestPoint = Extract<MetricPoint, { kind: "request" }>;
+type RequestFigures = Omit<RequestPoint, "kind" | "route" | "errorCode">;
+
+/** A request's data point: one no route matched is "(none)", one that did not fail has no error code. */
 export function recordRequest(
   dataset: AnalyticsEngineDataset | undefined,
   tenant: string | null,
-  request: {
-    route: string | null;
-    method: string;
-    status: number;
-    errorCode: string | null;
-    durationMs: number;
-    bytesIn: number;
-    bytesOut: number;
-  },
+  request: RequestFigures & { route: string | null; errorCode: string | null },
 ): void {
+  const route = request.route ?? "(none)";
   writeMetric(dataset, tenant ?? NO_TENANT, {
+    ...request,
     kind: "request",
-    route: request.route ?? "(none)",
-    method: request.method,
-    status: request.status,
+    route,
     errorCode: request.errorCode ?? "",
-    durationMs: request.durationMs,
-    bytesIn: request.bytesIn,
-    bytesOut: request.bytesOut,
   });
 }
 

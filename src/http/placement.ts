@@ -17,22 +17,7 @@ export const placement: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 
 /** Countries Cloudflare reports in Asia whose nearest location is the Middle East's. */
-const MIDDLE_EAST = new Set([
-  "AE",
-  "BH",
-  "IL",
-  "IQ",
-  "IR",
-  "JO",
-  "KW",
-  "LB",
-  "OM",
-  "PS",
-  "QA",
-  "SA",
-  "SY",
-  "YE",
-]);
+const MIDDLE_EAST = new Set("AE BH IL IQ IR JO KW LB OM PS QA SA SY YE".split(" "));
 
 /**
  * The location nearest to where a request came from, by the continent (and for the Americas and

@@ -24,20 +24,17 @@ export function secondsLeftInWindow(periodSeconds: number, now = Date.now()): nu
 function rateLimited(what: string, periodSetting: string | undefined): SessionError {
   const period = Number(periodSetting) || DEFAULT_PERIOD_SECONDS;
   const retryAfter = secondsLeftInWindow(period);
-  return new SessionError("rate_limited", `too many ${what}; retry in ${retryAfter} s`, {
-    retryAfterSeconds: retryAfter,
-  });
+  const message = `too many ${what}; retry in ${retryAfter} s`;
+  return new SessionError("rate_limited", message, { retryAfterSeconds: retryAfter });
 }
 
 /** Counts one request against `key`: whether it is within the budget. */
 async function withinBudget(limiter: RateLimit, key: string): Promise<boolean> {
-  let answer: RateLimitOutcome;
   try {
-    answer = await limiter.limit({ key });
+    return (await limiter.limit({ key })).success;
   } catch {
     throw unavailable("the request budget cannot be checked right now; try again", "not_applied");
   }
-  return answer.success;
 }
 
 export const rateLimit: MiddlewareHandler<AppEnv> = async (c, next) => {

@@ -18,13 +18,9 @@ import { countedBytes } from "./stream";
  * Content-Length (chunked); the others go out as they are.
  */
 
-export const REQUEST_ID_HEADER = "x-request-id";
+const REQUEST_ID_HEADER = "x-request-id";
+/** A caller's request id we may echo and log; any other is replaced by a new one. */
 const CALLER_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
-
-/** The caller's request id when it is one we may echo and log, else a new one. */
-export function requestIdOf(header: string | undefined): string {
-  return header !== undefined && CALLER_REQUEST_ID.test(header) ? header : newId();
-}
 
 /** The route pattern that matched (`/v1/sessions/:sid`), or null when no route did. */
 function routeOf(c: Context): string | null {
@@ -34,7 +30,8 @@ function routeOf(c: Context): string | null {
 
 export const requestLog: MiddlewareHandler<AppEnv> = async (c, next) => {
   const started = Date.now();
-  const requestId = requestIdOf(c.req.header(REQUEST_ID_HEADER));
+  const header = c.req.header(REQUEST_ID_HEADER);
+  const requestId = header !== undefined && CALLER_REQUEST_ID.test(header) ? header : newId();
   c.set("requestId", requestId);
   await next();
   const durationMs = Date.now() - started;

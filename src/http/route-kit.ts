@@ -5,7 +5,7 @@ import type * as z from "zod";
 import type { SessionInfo } from "../core/internal";
 import { assertJsonDepth, assertProtoKeysKept, SessionError, zodDetails } from "../core/internal";
 import type { SessionObjectStorage } from "../durable/internal";
-import { DurableRepo, partlyApplied } from "../durable/internal";
+import { DurableRepo, MAX_APPEND_BYTES, partlyApplied, refuseBody } from "../durable/internal";
 import type { AppEnv } from "./env";
 import { ErrorEnvelope } from "./errors";
 
@@ -160,4 +160,27 @@ export function ndjsonResponse(body: ReadableStream<Uint8Array>, filename: strin
       "Content-Disposition": `attachment; filename="${filename}"`,
     },
   }) as never;
+}
+
+/** Refuses an append declared too large before an object sees it (the rest read and dropped: see refuseBody). */
+export async function refuseLargeAppend(c: Context<AppEnv>): Promise<void> {
+  const declared = c.req.header("Content-Length");
+  if (declared !== undefined && Number(declared) > MAX_APPEND_BYTES) {
+    await refuseBody(c.req.raw.body, MAX_APPEND_BYTES);
+  }
+}
+
+/**
+ * An object's answer, passed on: its error code goes into the request's log line, and its headers,
+ * fixed, into a copy that later middleware (CORS, the request id) adds to.
+ */
+export async function passedOn(c: Context<AppEnv>, answer: Response): Promise<Response> {
+  if (answer.status >= 400 && answer.headers.get("Content-Type") === "application/json") {
+    const body = (await answer
+      .clone()
+      .json()
+      .catch(() => undefined)) as { error?: { code?: string } } | undefined;
+    if (body?.error?.code !== undefined) c.set("errorCode", body.error.code);
+  }
+  return new Response(answer.body, { status: answer.status, headers: new Headers(answer.headers) });
 }

@@ -1,7 +1,6 @@
 import * as z from "zod";
 import {
   AppendEntryInput,
-  CompactRequest,
   ContextDelta,
   ContextFormatSchema,
   CreateSessionOptions,
@@ -12,7 +11,6 @@ import {
   FullContext,
   Id,
   ImportWarning,
-  LeafAt,
   ListOptions,
   LocationHint,
   MAX_BATCH_ENTRIES,
@@ -24,7 +22,6 @@ import {
   SessionSearchOptions,
   StoredEntry,
   SyncSummary,
-  TenantSearchOptions,
   Timestamp,
 } from "../core/internal";
 
@@ -44,7 +41,6 @@ export const IfMatch = z.object({
 
 export const CreateSessionBody = CreateSessionOptions.extend({ location: LocationHint.optional() }).strict();
 export const PatchSessionBody = SessionPatch;
-export const CompactBody = CompactRequest;
 /** A time in a session's past: the leaf as it stood then (see docs/placement.md, "Time travel"). */
 export const AsOf = Timestamp.meta({
   description: "a time (ISO 8601): the leaf as it stood then, from the session's leaf history",
@@ -123,7 +119,6 @@ export const EntriesPage = z.object({ entries: z.array(StoredEntry), nextCursor:
 export const LeafQuery = z.object({ leafId: Id.optional() });
 
 export const LeafAtQuery = z.object({ asOf: AsOf.optional() });
-export const LeafAtResponse = LeafAt;
 
 export const ContextQuery = LeafQuery.extend({
   asOf: AsOf.optional().meta({
@@ -284,7 +279,6 @@ export const DeleteQuery = z.object({
 export const SessionSearchQuery = SessionSearchOptions.extend({
   thinking: QueryFlag.optional().meta({ description: "true: search the model's thinking too" }),
 });
-export const TenantSearchQuery = TenantSearchOptions;
 
 export const ExportTenantQuery = z.object({
   cursor: z.string().optional().meta({ description: "from a `cursor` line: resume after that session" }),

@@ -151,15 +151,9 @@ export class JSONLRepo implements SessionRepo {
   }
 
   async cleanup(): Promise<void> {
-    const open = [...this.#open.values()];
-    const results = await Promise.allSettled(
-      open.map((entry) =>
-        entry.ready.then(
-          (storage) => storage.cleanup(),
-          () => undefined,
-        ),
-      ),
-    );
+    // A storage that never opened has nothing to close.
+    const opened = [...this.#open.values()].map((entry) => entry.ready.catch(() => undefined));
+    const results = await Promise.allSettled(opened.map(async (ready) => (await ready)?.cleanup()));
     const failed = results.find((result) => result.status === "rejected");
     if (failed) throw failed.reason;
   }

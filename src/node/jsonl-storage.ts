@@ -395,10 +395,7 @@ export class JSONLStorage implements SessionStorage {
       if (this.#state !== "open") this.#owner.forget(this);
       else if (this.#closing === settled) this.#closing = undefined;
     });
-    const settled = result.then(
-      () => undefined,
-      () => undefined,
-    );
+    const settled = result.catch(() => undefined);
     this.#closing = settled;
     return result;
   }

@@ -54,8 +54,8 @@ export async function readMetadata(folder: string): Promise<SessionMetadata> {
   if (!isStats(value.stats)) throw invalid("bad stats");
   const { leafId, lines } = value;
   if (leafId !== null && !isValidId(leafId)) throw invalid("bad leafId");
-  if (!Number.isSafeInteger(lines) || (lines as number) < 0) throw invalid("bad lines");
-  return { version: 1, header: header.data, stats: value.stats, leafId, lines: lines as number };
+  if (!isCount(lines)) throw invalid("bad lines");
+  return { version: 1, header: header.data, stats: value.stats, leafId, lines };
 }
 
 /**
@@ -74,7 +74,7 @@ export async function writeMetadata(folder: string, metadata: SessionMetadata): 
   }
 }
 
-function isCount(value: unknown): boolean {
+function isCount(value: unknown): value is number {
   return Number.isSafeInteger(value) && (value as number) >= 0;
 }
 

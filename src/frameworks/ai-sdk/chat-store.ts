@@ -57,9 +57,8 @@ function checkChatId(chatId: unknown): string {
 function checkMessages<M extends UIMessage>(messages: unknown): M[] {
   const parsed = UIMessages.safeParse(messages);
   if (!parsed.success) {
-    throw new SessionError("invalid_request", "messages must be UI messages (id, role, parts)", {
-      issues: parsed.error.issues,
-    });
+    const message = "messages must be UI messages (id, role, parts)";
+    throw new SessionError("invalid_request", message, { issues: parsed.error.issues });
   }
   return messages as M[];
 }
@@ -144,12 +143,8 @@ async function storedChat<M extends UIMessage>(session: Session) {
   const messages: StoredMessage<M>[] = [];
   let run: Array<StoredEntry & { message: AgentMessage }> = [];
   const endRun = () => {
-    if (run.length > 0)
-      messages.push({
-        entryId: (run.at(-1) as StoredEntry).id,
-        message: answerMessage<M>(run),
-        answer: true,
-      });
+    const last = run.at(-1);
+    if (last) messages.push({ entryId: last.id, message: answerMessage<M>(run), answer: true });
     run = [];
   };
   for (const entry of branch) {
@@ -224,13 +219,8 @@ export class CfSessionsChatStore {
     await this.#handles.write({ id, metadata: { aiSdk: { chatId } } }, async (session) => {
       const stored = await storedChat<M>(session);
       let shared = 0;
-      while (
-        shared < messages.length &&
-        shared < stored.messages.length &&
-        sameMessage(stored.messages[shared], messages[shared])
-      ) {
-        shared++;
-      }
+      // Past the end of either list there is no message to share.
+      while (sameMessage(stored.messages[shared], messages[shared])) shared++;
       const under = shared === 0 ? null : (stored.messages[shared - 1]?.entryId ?? null);
       const rest = messages.slice(shared);
       if (rest.length === 0) {

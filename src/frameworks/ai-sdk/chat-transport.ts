@@ -1,5 +1,6 @@
 import type { ChatRequestOptions, ChatTransport, UIMessage, UIMessageChunk } from "ai";
 import type { GenerationInfo } from "../../core";
+import { isRecord } from "../../core/internal";
 
 /*
  * A `ChatTransport` for `useChat` / `Chat` whose answers are generations of the chat's session:
@@ -58,9 +59,7 @@ interface Cut {
 }
 
 function isChunk(event: unknown): event is UIMessageChunk {
-  return (
-    event !== null && typeof event === "object" && typeof (event as { type?: unknown }).type === "string"
-  );
+  return isRecord(event) && typeof event.type === "string";
 }
 
 export class CfSessionsChatTransport<M extends UIMessage = UIMessage> implements ChatTransport<M> {

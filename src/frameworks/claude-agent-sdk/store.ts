@@ -7,9 +7,8 @@ import type {
 import { foldSessionSummary } from "@anthropic-ai/claude-agent-sdk";
 import * as z from "zod";
 import type { Session, SessionInfo, SessionRepo, StoredEntry } from "../../core";
-import { SessionError } from "../../core";
-import { importBatches } from "../../core/internal";
-import { keyedId, sha256Hex } from "../keys";
+import { importBatches, SessionError, sha256Hex } from "../../core/internal";
+import { keyedId } from "../keys";
 import { SessionHandles } from "../session-handles";
 import type { TranscriptLine, TranscriptPlaces } from "./transcript";
 import { lineOf, placesOf, transcriptEntries } from "./transcript";
@@ -152,11 +151,8 @@ export class CfSessionsStore implements SessionStore {
           try {
             return await this.#append(session, checked, lines, entries);
           } catch (error) {
-            if (
-              !(error instanceof SessionError && error.code === "leaf_conflict") ||
-              attempt >= APPEND_ATTEMPTS
-            )
-              throw error;
+            const conflict = error instanceof SessionError && error.code === "leaf_conflict";
+            if (!conflict || attempt >= APPEND_ATTEMPTS) throw error;
             // Another store wrote to the transcript: what this one knew of it is out of date.
             this.#transcripts.delete(session.id);
           }

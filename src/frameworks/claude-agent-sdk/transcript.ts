@@ -31,15 +31,10 @@ function isMain(line: TranscriptLine): boolean {
 export function lineOf(entry: StoredEntry): TranscriptLine | undefined {
   if ("line" in entry && entry.line !== null && typeof entry.line === "object")
     return entry.line as TranscriptLine;
-  if (
-    entry.type === "custom" &&
-    entry.customType.startsWith(PREFIX) &&
-    entry.data !== null &&
-    typeof entry.data === "object"
-  ) {
-    return entry.data as TranscriptLine;
-  }
-  return undefined;
+  const custom = entry.type === "custom" && entry.customType.startsWith(PREFIX);
+  return custom && entry.data !== null && typeof entry.data === "object"
+    ? (entry.data as TranscriptLine)
+    : undefined;
 }
 
 /** Where lines written before hang from, read back from the session's entries in append order. */

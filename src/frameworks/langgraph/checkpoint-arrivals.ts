@@ -54,11 +54,7 @@ export class CheckpointArrivals {
   async #arrival(key: string): Promise<boolean> {
     if (this.#stored(key)) return true;
     const writing = this.#writing.get(key);
-    if (writing)
-      return writing.then(
-        () => true,
-        () => false,
-      );
+    if (writing) return writing.then(() => true).catch(() => false);
     let waiting = this.#arrivals.get(key);
     if (!waiting) {
       let arrive = () => {};

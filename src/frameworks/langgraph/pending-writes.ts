@@ -1,17 +1,14 @@
 import type { CheckpointPendingWrite, SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { compareWritesSortKeys, writesSortKey } from "@langchain/langgraph-checkpoint";
 import type { WritesData } from "./entries";
-import { deserialize, type Serialized } from "./serialized";
+import { deserialize } from "./serialized";
 
 /** The pending writes as LangGraph replays them: one per task and index, in `writesSortKey` order. */
 export async function pendingWrites(
   serde: SerializerProtocol,
   entries: readonly WritesData[],
 ): Promise<CheckpointPendingWrite[]> {
-  const byKey = new Map<
-    string,
-    { taskPath: string; taskId: string; idx: number; channel: string; value: Serialized }
-  >();
+  const byKey = new Map<string, WritesData["writes"][number] & { taskPath: string; taskId: string }>();
   for (const entry of entries) {
     for (const write of entry.writes) {
       const key = `${entry.taskId}\n${write.idx}`;

@@ -17,7 +17,7 @@ import {
 import type * as z from "zod";
 import type { Session, SessionRepo } from "../../core";
 import { SessionError } from "../../core";
-import { canonicalJson } from "../../core/internal";
+import { canonicalJson, isRecord } from "../../core/internal";
 import { keyedId } from "../keys";
 import { isMissingSession, SessionHandles } from "../session-handles";
 import { CheckpointArrivals } from "./checkpoint-arrivals";
@@ -67,11 +67,8 @@ function invalid(message: string, error?: z.ZodError): SessionError {
 /** The thread, namespace and checkpoint a config names. */
 function configurable(config: RunnableConfig | undefined) {
   const parsed = Configurable.safeParse(config?.configurable ?? {});
-  if (!parsed.success)
-    throw invalid(
-      "invalid configurable: thread_id, checkpoint_ns and checkpoint_id are strings",
-      parsed.error,
-    );
+  const message = "invalid configurable: thread_id, checkpoint_ns and checkpoint_id are strings";
+  if (!parsed.success) throw invalid(message, parsed.error);
   const { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpointId } = parsed.data;
   return { threadId, checkpointNs, checkpointId };
 }
@@ -83,13 +80,8 @@ function checkpointEntryId(checkpointId: string): Promise<string> {
 
 /** Whether `actual` holds everything of `expected` (objects by key, anything else equal). */
 function contains(actual: unknown, expected: unknown): boolean {
-  if (expected !== null && typeof expected === "object" && !Array.isArray(expected)) {
-    if (actual === null || typeof actual !== "object" || Array.isArray(actual)) return false;
-    return Object.entries(expected).every(([key, value]) =>
-      contains((actual as Record<string, unknown>)[key], value),
-    );
-  }
-  return canonicalJson(actual) === canonicalJson(expected);
+  if (!isRecord(expected)) return canonicalJson(actual) === canonicalJson(expected);
+  return isRecord(actual) && Object.entries(expected).every(([key, value]) => contains(actual[key], value));
 }
 
 /** Who holds each channel's value at a checkpoint: its own entry for the values it stores. */
@@ -198,13 +190,8 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
         const held: Record<string, string> = {};
         for (const [channel, version] of Object.entries(checkpoint.channel_versions)) {
           const holder = parent?.holders[channel];
-          if (
-            !Object.hasOwn(newVersions, channel) &&
-            holder !== undefined &&
-            parent?.versions[channel] === version
-          ) {
-            held[channel] = holder;
-          }
+          const unchanged = !Object.hasOwn(newVersions, channel) && parent?.versions[channel] === version;
+          if (unchanged && holder !== undefined) held[channel] = holder;
         }
         await session.appendEntry({
           type: "custom",
@@ -267,10 +254,8 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
 
   /** Runs a write that hangs under checkpoint `parentId` once that checkpoint is stored. */
   #afterParent<T>(thread: Thread, parentId: string | undefined, write: () => Promise<T>): Promise<T> {
-    return this.#arrivals.after(
-      parentId === undefined ? undefined : `${thread.sessionId}\n${parentId}`,
-      write,
-    );
+    const key = parentId === undefined ? undefined : `${thread.sessionId}\n${parentId}`;
+    return this.#arrivals.after(key, write);
   }
 
   override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {

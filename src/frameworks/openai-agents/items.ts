@@ -1,7 +1,7 @@
 import type { AgentInputItem } from "@openai/agents-core";
 import { protocol } from "@openai/agents-core";
 import type { EntryInput, StoredEntry } from "../../core";
-import { SessionError } from "../../core";
+import { isRecord, SessionError } from "../../core/internal";
 
 /*
  * An Agents SDK item is a `custom_message` entry: the item itself, exactly, in `details`, and its
@@ -9,14 +9,10 @@ import { SessionError } from "../../core";
  * entry, holding the items that replace the history before it.
  */
 
-export const ITEM = "openai-agents:item";
+const ITEM = "openai-agents:item";
 export const COMPACTION = "openai-agents:compaction";
 
-function record(value: unknown): Record<string, unknown> | undefined {
-  return value !== null && typeof value === "object" && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : undefined;
-}
+const record = (value: unknown) => (isRecord(value) ? value : undefined);
 
 /** The text parts of a content list (`input_text`, `output_text`, `refusal`, plain `text`). */
 function partsText(content: unknown): string {
@@ -34,7 +30,7 @@ function partsText(content: unknown): string {
 }
 
 /** What an item says, as text: a message's words, a call with its arguments, a tool's output. */
-export function itemText(item: AgentInputItem): string {
+function itemText(item: AgentInputItem): string {
   const value = item as Record<string, unknown>;
   switch (value.type) {
     case "function_call":

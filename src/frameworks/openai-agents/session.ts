@@ -120,14 +120,8 @@ export class CfSessionsSession implements AgentsSession {
     expectedLeafId: string | null,
     tokensBefore: number,
   ): Promise<void> {
-    await session.appendCompaction(
-      {
-        summary: `The conversation before this point, replaced by ${items.length} item(s) of the OpenAI Agents SDK`,
-        tokensBefore,
-        details: { customType: COMPACTION, items },
-        fromHook: true,
-      },
-      { expectedLeafId },
-    );
+    const summary = `The conversation before this point, replaced by ${items.length} item(s) of the OpenAI Agents SDK`;
+    const compaction = { summary, tokensBefore, details: { customType: COMPACTION, items }, fromHook: true };
+    await session.appendCompaction(compaction, { expectedLeafId });
   }
 }

@@ -22,15 +22,11 @@ const ESCAPES: Record<string, string> = {
   "'": "&#39;",
 };
 
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (char) => ESCAPES[char] as string);
-}
-
 function render(value: HtmlValue): string {
   if (value instanceof Html) return value.value;
   if (Array.isArray(value)) return value.map(render).join("");
   if (value === null || value === undefined || value === false) return "";
-  return escapeHtml(String(value));
+  return String(value).replace(/[&<>"']/g, (char) => ESCAPES[char] as string);
 }
 
 export function html(strings: TemplateStringsArray, ...values: HtmlValue[]): Html {

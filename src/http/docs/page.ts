@@ -1,5 +1,6 @@
+import { isRecord } from "../../core/internal";
 import { type Html, html } from "./html";
-import { isObject, type Schema, schemaAnchor, schemaDetails, schemaSummary } from "./schema";
+import { type Schema, schemaAnchor, schemaDetails, schemaSummary } from "./schema";
 
 /*
  * The API reference page, rendered by the Worker from its own OpenAPI document: every operation
@@ -26,7 +27,7 @@ export interface DocsAssets {
 
 const METHODS = ["get", "head", "post", "put", "patch", "delete"] as const;
 
-const asObject = (value: unknown): JsonObject => (isObject(value) ? value : {});
+const asObject = (value: unknown): JsonObject => (isRecord(value) ? value : {});
 const text = (value: unknown): string | undefined => (typeof value === "string" && value ? value : undefined);
 
 function operationAnchor(method: string, path: string): string {
@@ -44,7 +45,7 @@ interface Operation {
 function operationsOf(document: OpenApiDocument): Operation[] {
   return Object.entries(document.paths ?? {}).flatMap(([path, value]) => {
     const item = asObject(value);
-    return METHODS.filter((method) => isObject(item[method])).map((method) => {
+    return METHODS.filter((method) => isRecord(item[method])).map((method) => {
       const operation = item[method] as JsonObject;
       const security = Array.isArray(operation.security) ? operation.security : (document.security ?? []);
       return { method, path, operation, secured: security.length > 0 };
@@ -53,12 +54,12 @@ function operationsOf(document: OpenApiDocument): Operation[] {
 }
 
 function parametersTable(parameters: unknown): Html | "" {
-  const list = Array.isArray(parameters) ? parameters.filter(isObject) : [];
+  const list = Array.isArray(parameters) ? parameters.filter(isRecord) : [];
   if (list.length === 0) return "";
   const rows = list.map((parameter) => {
-    const schema = (isObject(parameter.schema) ? parameter.schema : {}) as Schema;
+    const schema = (isRecord(parameter.schema) ? parameter.schema : {}) as Schema;
     const description =
-      text(parameter.description) ?? (isObject(schema) ? text(schema.description) : undefined);
+      text(parameter.description) ?? (isRecord(schema) ? text(schema.description) : undefined);
     return html`<tr>
 <td><code>${text(parameter.name) ?? "?"}</code>${parameter.required === true ? html` <span class="required">required</span>` : ""}</td>
 <td>${text(parameter.in) ?? ""}</td>
@@ -75,7 +76,7 @@ function parametersTable(parameters: unknown): Html | "" {
 function content(value: unknown): Html[] {
   return Object.entries(asObject(value)).map(([mediaType, media]) => {
     const schema = (asObject(media).schema ?? {}) as Schema;
-    if (isObject(schema) && typeof schema.$ref === "string") {
+    if (isRecord(schema) && typeof schema.$ref === "string") {
       return html`<p class="media-type"><code>${mediaType}</code> ${schemaSummary(schema)}</p>`;
     }
     return html`<div class="media"><p class="media-type"><code>${mediaType}</code></p>${schemaDetails(schema)}</div>`;
@@ -83,7 +84,7 @@ function content(value: unknown): Html[] {
 }
 
 function requestBody(body: unknown): Html | "" {
-  if (!isObject(body)) return "";
+  if (!isRecord(body)) return "";
   const required = body.required === true ? "required" : "optional";
   return html`<h4>Request body <span class="muted">(${required})</span></h4>${content(body.content)}`;
 }
@@ -115,7 +116,7 @@ ${responses(operation.responses)}
 function schemaSection([name, schema]: [string, unknown]): Html {
   return html`<section class="component" id="${schemaAnchor(name)}">
 <h3>${name}</h3>
-${schemaDetails((isObject(schema) || typeof schema === "boolean" ? schema : {}) as Schema)}
+${schemaDetails((isRecord(schema) || typeof schema === "boolean" ? schema : {}) as Schema)}
 </section>`;
 }
 

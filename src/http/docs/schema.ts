@@ -1,3 +1,4 @@
+import { isRecord } from "../../core/internal";
 import { type Html, html } from "./html";
 
 /*
@@ -12,11 +13,7 @@ export type Schema = JsonObject | boolean;
 /** Past this depth a nested schema is only summarized, so a page stays readable. */
 const MAX_DEPTH = 6;
 
-export function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-const asSchema = (value: unknown): Schema => (isObject(value) || typeof value === "boolean" ? value : {});
+const asSchema = (value: unknown): Schema => (isRecord(value) || typeof value === "boolean" ? value : {});
 const schemas = (value: unknown): Schema[] => (Array.isArray(value) ? value.map(asSchema) : []);
 
 /** The anchor of a component schema. */
@@ -85,19 +82,19 @@ function constraints(schema: JsonObject): Html[] {
 }
 
 function hasDetails(schema: Schema): boolean {
-  if (!isObject(schema) || typeof schema.$ref === "string") return false;
-  if (isObject(schema.properties) || Array.isArray(schema.allOf)) return true;
+  if (!isRecord(schema) || typeof schema.$ref === "string") return false;
+  if (isRecord(schema.properties) || Array.isArray(schema.allOf)) return true;
   if (variantsOf(schema).some(hasDetails)) return true;
   return schema.items !== undefined && hasDetails(asSchema(schema.items));
 }
 
 /** What tells a union's shapes apart: the `type` each one fixes, when it fixes one. */
 function variantName(variant: Schema, index: number): Html {
-  const type = isObject(variant) && isObject(variant.properties) ? variant.properties.type : undefined;
-  if (isObject(type) && Array.isArray(type.enum) && type.enum.length === 1)
+  const type = isRecord(variant) && isRecord(variant.properties) ? variant.properties.type : undefined;
+  if (isRecord(type) && Array.isArray(type.enum) && type.enum.length === 1)
     return html`type ${code(type.enum[0])}`;
-  if (isObject(type) && "const" in type) return html`type ${code(type.const)}`;
-  if (isObject(variant) && isObject(variant.properties)) {
+  if (isRecord(type) && "const" in type) return html`type ${code(type.const)}`;
+  if (isRecord(variant) && isRecord(variant.properties)) {
     return html`shape ${index + 1}: an object of ${join(
       Object.keys(variant.properties).map((name) => html`<code>${name}</code>`),
       ", ",
@@ -107,7 +104,7 @@ function variantName(variant: Schema, index: number): Html {
 }
 
 function properties(schema: JsonObject, depth: number): Html {
-  const props = isObject(schema.properties) ? Object.entries(schema.properties) : [];
+  const props = isRecord(schema.properties) ? Object.entries(schema.properties) : [];
   const required = new Set(Array.isArray(schema.required) ? schema.required : []);
   const extra = schema.additionalProperties;
   const rows = props.map(([name, value]) => {
@@ -120,7 +117,7 @@ function properties(schema: JsonObject, depth: number): Html {
   const others =
     extra === undefined || extra === false
       ? ""
-      : html`<p class="others">Other fields: ${isObject(extra) && Object.keys(extra).length > 0 ? schemaSummary(extra) : "any"}.</p>`;
+      : html`<p class="others">Other fields: ${isRecord(extra) && Object.keys(extra).length > 0 ? schemaSummary(extra) : "any"}.</p>`;
   const table = rows.length > 0 ? html`<table class="properties"><tbody>${rows}</tbody></table>` : "";
   return html`${table}${others}`;
 }
@@ -128,14 +125,14 @@ function properties(schema: JsonObject, depth: number): Html {
 /** A schema in full: summary, description, constraints, then properties and shapes, nested. */
 export function schemaDetails(schema: Schema, depth = 0): Html {
   const summary = html`<span class="type">${schemaSummary(schema)}</span>`;
-  if (!isObject(schema)) return summary;
+  if (!isRecord(schema)) return summary;
   const description = typeof schema.description === "string" ? html`<p>${schema.description}</p>` : "";
   const limits = constraints(schema);
   const limitsLine = limits.length > 0 ? html`<p class="constraints">${join(limits, "; ")}</p>` : "";
   if (depth >= MAX_DEPTH || !hasDetails(schema)) return html`${summary}${description}${limitsLine}`;
   const variants = variantsOf(schema);
   const nested: Html[] = [];
-  if (isObject(schema.properties)) nested.push(properties(schema, depth));
+  if (isRecord(schema.properties)) nested.push(properties(schema, depth));
   if (variants.length > 0 && variants.some(hasDetails)) {
     nested.push(
       html`<div class="variants">${variants.map(

@@ -1,9 +1,9 @@
 import { createRoute } from "@hono/zod-openapi";
-import { leafTag, Session } from "../../core/internal";
+import { CompactRequest, leafTag, Session } from "../../core/internal";
 import { ErrorEnvelope } from "../errors";
 import { recordEvent, summarizerFor, timed } from "../metrics";
 import { body, conflict, json, routes, sessionStorage, writeErrors } from "../route-kit";
-import { CompactBody, CompactResponse, SessionIdParam } from "../schemas";
+import { CompactResponse, SessionIdParam } from "../schemas";
 
 /** Compacting a session's current branch. */
 export const compactionRoutes = routes().openapi(
@@ -14,7 +14,7 @@ export const compactionRoutes = routes().openapi(
     summary: "Compact the current branch",
     description:
       "Summarizes what the kept part (at least keepRecentTokens of the newest messages) drops and appends the compaction at the leaf.",
-    request: { params: SessionIdParam, body: body(CompactBody, false) },
+    request: { params: SessionIdParam, body: body(CompactRequest, false) },
     responses: {
       ...writeErrors,
       201: json(CompactResponse, "the compaction entry"),

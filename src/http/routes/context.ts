@@ -3,6 +3,7 @@ import * as z from "zod";
 import {
   contextForModel,
   expectedLeaf,
+  LeafAt,
   leafTag,
   NavigateResult,
   parseModelRef,
@@ -18,7 +19,6 @@ import {
   ContextResponse,
   IfMatch,
   LeafAtQuery,
-  LeafAtResponse,
   MoveLeafBody,
   SessionIdParam,
 } from "../schemas";
@@ -51,26 +51,19 @@ export const contextRoutes = routes()
     async (c) => {
       const { leafId, asOf, since, format, model, imageInput, blobs } = c.req.valid("query");
       if (blobs === "url" && format !== undefined) {
-        throw new SessionError("invalid_request", "blobs=url applies to a context in our own shape", {
-          format,
-        });
+        const message = "blobs=url applies to a context in our own shape";
+        throw new SessionError("invalid_request", message, { format });
       }
       if (blobs === "url" && !c.env.BLOB_URL_SECRET) {
-        throw new SessionError(
-          "invalid_request",
-          "this service signs no blob URLs (BLOB_URL_SECRET is not set)",
-          {
-            blobs,
-          },
-        );
+        const message = "this service signs no blob URLs (BLOB_URL_SECRET is not set)";
+        throw new SessionError("invalid_request", message, { blobs });
       }
       if (asOf !== undefined && leafId !== undefined) {
         throw new SessionError("invalid_request", "give either leafId or asOf", { leafId, asOf });
       }
       if (format === undefined && (model !== undefined || imageInput !== undefined)) {
-        throw new SessionError("invalid_request", "model and imageInput apply to a context in a format", {
-          format: null,
-        });
+        const message = "model and imageInput apply to a context in a format";
+        throw new SessionError("invalid_request", message, { format: null });
       }
       if (format !== undefined && since !== undefined) {
         throw new SessionError("invalid_request", "since applies to a context in our own shape", { format });
@@ -93,11 +86,8 @@ export const contextRoutes = routes()
       if (answer.kind === "unchanged") return c.body(null, 304, { ETag: etag });
       if (format === undefined) return streamedJson(ContextResponse, answer.body, { ETag: etag });
       // Converted here, not in the object: the object's time is the session's writers' time.
-      const { version: _version, ...context } = JSON.parse(
-        await new Response(answer.body).text(),
-      ) as SessionContext & {
-        version: string;
-      };
+      const whole = (await new Response(answer.body).json()) as SessionContext & { version: string };
+      const { version: _version, ...context } = whole;
       const request = contextForModel(context, format, {
         ...(model === undefined ? {} : { model: parseModelRef(model) }),
         ...(imageInput === undefined ? {} : { imageInput: imageInput === "true" }),
@@ -114,7 +104,7 @@ export const contextRoutes = routes()
       description:
         "With `asOf`, the leaf as it stood then, from the session's leaf history (every write records the leaf it left); `historyStartsAt` says how far back that goes. An `asOf` before it is 404, one in the future 400.",
       request: { params: SessionIdParam, query: LeafAtQuery },
-      responses: { 200: json(LeafAtResponse, "the leaf"), ...errors },
+      responses: { 200: json(LeafAt, "the leaf"), ...errors },
     }),
     async (c) => {
       const at = await sessionStorage(c, c.req.valid("param").sid).leafAt(c.req.valid("query").asOf);

@@ -9,10 +9,20 @@ import {
   OpenGenerationBody,
   StoredEntry,
 } from "../../core/internal";
-import { MAX_APPEND_BYTES, refuseBody } from "../../durable/internal";
+import { MAX_APPEND_BYTES } from "../../durable/internal";
 import type { AppEnv } from "../env";
 import { ErrorEnvelope } from "../errors";
-import { body, conflict, errors, json, routes, sessionStorage, writeErrors } from "../route-kit";
+import {
+  body,
+  conflict,
+  errors,
+  json,
+  passedOn,
+  refuseLargeAppend,
+  routes,
+  sessionStorage,
+  writeErrors,
+} from "../route-kit";
 import { SessionIdParam } from "../schemas";
 
 /*
@@ -36,14 +46,12 @@ const GenerationOutcome = z
 /** The path of a generation's stream: the protocol, as the session's object answers it. */
 const STREAM_PATH = /^\/v1\/sessions\/([^/]+)\/generations\/([^/]+)\/stream$/;
 
-/** Whether a request is for a generation's stream, whose body (any content type) the protocol reads. */
-export function isGenerationStream(path: string): boolean {
-  return STREAM_PATH.test(path);
-}
-
-/** Runs `middleware` on every request but those to a generation's stream. */
+/**
+ * Runs `middleware` on every request but those to a generation's stream, whose body (any content
+ * type) the protocol reads.
+ */
 export function exceptGenerationStreams(middleware: MiddlewareHandler<AppEnv>): MiddlewareHandler<AppEnv> {
-  return (c, next) => (isGenerationStream(c.req.path) ? next() : middleware(c, next));
+  return (c, next) => (STREAM_PATH.test(c.req.path) ? next() : middleware(c, next));
 }
 
 const outcomeResponses = {
@@ -56,23 +64,10 @@ const outcomeResponses = {
 
 async function toGenerationStream(c: Context<AppEnv>): Promise<Response> {
   const [, sid, gid] = STREAM_PATH.exec(new URL(c.req.url).pathname) as RegExpExecArray;
-  const declared = c.req.header("Content-Length");
-  if (declared !== undefined && Number(declared) > MAX_APPEND_BYTES) {
-    // Refused before the object sees it (the rest of the body read and dropped: see refuseBody).
-    await refuseBody(c.req.raw.body, MAX_APPEND_BYTES);
-  }
+  await refuseLargeAppend(c);
   const storage = sessionStorage(c, decodeURIComponent(sid as string));
-  const answer = await storage.generationStream(
-    decodeURIComponent(gid as string),
-    c.req.raw,
-    c.get("requestId"),
-  );
-  if (answer.status >= 400 && answer.headers.get("Content-Type") === "application/json") {
-    const code = ((await answer.clone().json()) as { error?: { code?: string } }).error?.code;
-    if (code !== undefined) c.set("errorCode", code);
-  }
-  // The object's answer has its headers fixed; later middleware (CORS, the request id) adds to a copy.
-  return new Response(answer.body, { status: answer.status, headers: new Headers(answer.headers) });
+  const id = decodeURIComponent(gid as string);
+  return passedOn(c, await storage.generationStream(id, c.req.raw, c.get("requestId")));
 }
 
 const app = routes()
@@ -139,11 +134,10 @@ const app = routes()
     async (c) => {
       const { sid, gid } = c.req.valid("param");
       const { message } = c.req.valid("json");
-      const outcome = await sessionStorage(c, sid).endGeneration(gid, {
+      const { created, ...answer } = await sessionStorage(c, sid).endGeneration(gid, {
         kind: "complete",
         ...(message === undefined ? {} : { message }),
       });
-      const { created, ...answer } = outcome;
       return c.json(answer, created ? 201 : 200);
     },
   )

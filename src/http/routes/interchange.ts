@@ -91,17 +91,15 @@ export const interchangeRoutes = routes()
       const checked = checkFormat(format);
       const location = creationLocation(c, asked);
       const file = parseImport(checked, await readNdjson(c));
+      const options = { ...(id === undefined ? {} : { id }), location };
       if (mode === "sync") {
-        const { session, ...sync } = await repo(c).syncSession(file, {
-          ...(id === undefined ? {} : { id }),
-          location,
-        });
+        const { session, ...sync } = await repo(c).syncSession(file, options);
         const info = await writtenInfo(session);
         c.set("sessionId", info.id);
         const status = sync.status === "created" ? 201 : 200;
         return c.json({ ...info, warnings: file.warnings, sync }, status, { ETag: leafTag(info.leafId) });
       }
-      const session = await repo(c).importSession(file, { ...(id === undefined ? {} : { id }), location });
+      const session = await repo(c).importSession(file, options);
       const info = await writtenInfo(session);
       c.set("sessionId", info.id);
       await recordEvent(c, {

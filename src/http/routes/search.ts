@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
-import { SessionSearchPage, TenantSearchPage } from "../../core/internal";
+import { SessionSearchPage, TenantSearchOptions, TenantSearchPage } from "../../core/internal";
 import { errors, json, repo, routes, sessionStorage } from "../route-kit";
-import { SessionIdParam, SessionSearchQuery, TenantSearchQuery } from "../schemas";
+import { SessionIdParam, SessionSearchQuery } from "../schemas";
 
 const QUERY_SYNTAX =
   'Words are all required and matched after stemming ("deploying" finds "deployed"); "a phrase" in quotes, prefix* for words starting so, a OR b for either, -word to leave out. Any text is a valid query: characters that are not letters or digits separate words. A query with no word to find is 400.';
@@ -30,7 +30,7 @@ export const searchRoutes = routes()
       operationId: "searchSessions",
       summary: "Search the sessions of the tenant",
       description: `Sessions ranked by their name, labels, preview and text (each session's beginning and its most recent text), with the best snippet of each field that matched. Served from the tenant's directory: what a session wrote is found within DIRECTORY_SYNC_MS. ${QUERY_SYNTAX}`,
-      request: { query: TenantSearchQuery },
+      request: { query: TenantSearchOptions },
       responses: { 200: json(TenantSearchPage, "sessions, best first"), ...errors },
     }),
     async (c) => c.json(await repo(c).search(c.req.valid("query")), 200),

@@ -150,9 +150,8 @@ export const sessionRoutes = routes()
       const source = sessionStorage(c, sourceId);
       const target = entryId ?? (await source.leafAt(asOf)).leafId;
       if (target === null) {
-        throw new SessionError("invalid_request", `the session held no entries at ${asOf}: nothing to fork`, {
-          asOf,
-        });
+        const message = `the session held no entries at ${asOf}: nothing to fork`;
+        throw new SessionError("invalid_request", message, { asOf });
       }
       const fork = await source.fork(target, { ...options, location: near });
       const info = await writtenInfo(fork);

@@ -2,8 +2,6 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { SessionError } from "../../core/internal";
 import {
-  MAX_APPEND_BYTES,
-  refuseBody,
   SAFETY_HEADERS,
   STREAM_KEY_HEADER,
   STREAM_REQUEST_ID_HEADER,
@@ -13,6 +11,7 @@ import {
   tenantEnv,
 } from "../../durable/internal";
 import type { AppEnv } from "../env";
+import { passedOn, refuseLargeAppend } from "../route-kit";
 import { describeStreams } from "./stream-docs";
 
 /*
@@ -30,23 +29,9 @@ export const streamSafety: MiddlewareHandler<AppEnv> = async (c, next) => {
   for (const [name, value] of Object.entries(SAFETY_HEADERS)) c.res.headers.set(name, value);
 };
 
-/** The error code of an object's error answer (for the request's log line). */
-async function errorCodeOf(answer: Response): Promise<string | undefined> {
-  if (answer.status < 400 || answer.headers.get("Content-Type") !== "application/json") return undefined;
-  const body = (await answer
-    .clone()
-    .json()
-    .catch(() => undefined)) as { error?: { code?: string } } | undefined;
-  return body?.error?.code;
-}
-
 async function toStream(c: Context<AppEnv>): Promise<Response> {
   const key = streamKeyOf(new URL(c.req.url).pathname);
-  const declared = c.req.header("Content-Length");
-  if (declared !== undefined && Number(declared) > MAX_APPEND_BYTES) {
-    // Refused before the object sees it (the rest of the body read and dropped: see refuseBody).
-    await refuseBody(c.req.raw.body, MAX_APPEND_BYTES);
-  }
+  await refuseLargeAppend(c);
   const { tenant } = c.get("caller");
   const headers = new Headers(c.req.raw.headers);
   headers.delete("Authorization");
@@ -60,11 +45,7 @@ async function toStream(c: Context<AppEnv>): Promise<Response> {
     throw new SessionError("misconfigured", "this service has no STREAMS binding; streams are not served");
   }
   const stub = streams.getByName(streamObjectName(tenant, key));
-  const answer = await stub.fetch(new Request(c.req.raw, { headers }));
-  const code = await errorCodeOf(answer);
-  if (code !== undefined) c.set("errorCode", code);
-  // The object's answer has its headers fixed; later middleware (CORS, the request id) adds to a copy.
-  return new Response(answer.body, { status: answer.status, headers: new Headers(answer.headers) });
+  return passedOn(c, await stub.fetch(new Request(c.req.raw, { headers })));
 }
 
 const app = new OpenAPIHono<AppEnv>();

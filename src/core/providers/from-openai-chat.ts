@@ -83,19 +83,13 @@ export const OpenAIChatMessageInput = z.discriminatedUnion("role", [
   OpenAIChatUserInput,
 ]);
 
+const STOP_REASONS = new Map(
+  Object.entries({ stop: "stop", length: "length", tool_calls: "toolUse", function_call: "toolUse" }),
+);
+
 function stopReason(finish: string | null): { stopReason: string; errorMessage?: string } {
-  switch (finish) {
-    case null:
-    case "stop":
-      return { stopReason: "stop" };
-    case "length":
-      return { stopReason: "length" };
-    case "tool_calls":
-    case "function_call":
-      return { stopReason: "toolUse" };
-    default:
-      return { stopReason: "error", errorMessage: `finish_reason: ${finish}` };
-  }
+  const known = STOP_REASONS.get(finish ?? "stop");
+  return known ? { stopReason: known } : { stopReason: "error", errorMessage: `finish_reason: ${finish}` };
 }
 
 function assistantContent(message: z.output<typeof OpenAIChatAssistantInput>): AssistantMessage["content"] {

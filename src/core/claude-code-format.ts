@@ -404,12 +404,8 @@ class ClaudeCodeReader {
 
 /** The value of the last line that has `key` as a string. */
 function lastString(lines: LogLine[], key: string): { value: string; line: number } | undefined {
-  for (let i = lines.length - 1; i >= 0; i--) {
-    const line = lines[i] as LogLine;
-    const value = line.value[key];
-    if (typeof value === "string" && value !== "") return { value, line: line.line };
-  }
-  return undefined;
+  const found = lines.findLast((line) => typeof line.value[key] === "string" && line.value[key] !== "");
+  return found && { value: found.value[key] as string, line: found.line };
 }
 
 /**

@@ -116,20 +116,10 @@ export function estimateProjectedTokens(
   omittedTokens = 0,
 ): number {
   const messages = projected.flatMap((p) => p.messages);
-  let usageEntry: string | undefined;
-  for (let i = projected.length - 1; i >= 0 && usageEntry === undefined; i--) {
-    const p = projected[i] as ProjectedEntry;
-    if (p.messages.some((m) => assistantUsage(m) !== undefined)) usageEntry = p.entry.id;
-  }
-  const usageAt = usageEntry === undefined ? -1 : path.findIndex((entry) => entry.id === usageEntry);
-  let invalidatedAt = -1;
-  for (let i = path.length - 1; i >= 0; i--) {
-    const type = (path[i] as TreeEntry).type;
-    if (type === "context_edit" || type === "compaction") {
-      invalidatedAt = i;
-      break;
-    }
-  }
+  const usageId = projected.findLast((p) => p.messages.some((m) => assistantUsage(m)))?.entry.id;
+  // -1 when no reply reported usage: no entry's id is undefined.
+  const usageAt = path.findIndex((entry) => entry.id === usageId);
+  const invalidatedAt = path.findLastIndex((e) => e.type === "context_edit" || e.type === "compaction");
   if (usageAt >= 0 && usageAt > invalidatedAt) return estimateContextTokens(messages);
   const system = currentSystemMessage(messages);
   let tokens = (system ? estimateTokens(system as AgentMessage) : 0) + omittedTokens;
@@ -227,13 +217,7 @@ export function prepareBranchSummary(
   toPath: readonly TreeEntry[],
 ): BranchSummaryPreparation {
   const onTarget = new Set(toPath.map((e) => e.id));
-  let ancestor = -1;
-  for (let i = fromPath.length - 1; i >= 0; i--) {
-    if (onTarget.has((fromPath[i] as TreeEntry).id)) {
-      ancestor = i;
-      break;
-    }
-  }
+  const ancestor = fromPath.findLastIndex((e) => onTarget.has(e.id));
   const entries = fromPath.slice(ancestor + 1);
   // The abandoned entries as the context showed them: their edits applied (pi 1.6).
   const edits = latestEdits(entries);

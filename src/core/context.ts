@@ -44,11 +44,7 @@ export interface BuildContextOptions {
 }
 
 export function latestCompaction(path: readonly TreeEntry[]): CompactionEntry | undefined {
-  for (let i = path.length - 1; i >= 0; i--) {
-    const entry = path[i] as TreeEntry;
-    if (entry.type === "compaction") return entry;
-  }
-  return undefined;
+  return path.findLast((entry): entry is CompactionEntry => entry.type === "compaction");
 }
 
 /**

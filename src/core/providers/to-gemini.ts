@@ -1,6 +1,6 @@
 import type { SessionContext } from "../context";
 import type { ImageContent, TextContent } from "../messages";
-import type { NormalAssistant, NormalToolResults, NormalUser } from "./normalize";
+import type { NormalAssistant, NormalToolResults } from "./normalize";
 import { normalizeContext, resultImages, resultText, TOOL_IMAGE_PLACEHOLDER } from "./normalize";
 import type { TargetModel } from "./target";
 import { ANTHROPIC_IDS } from "./tool-call-ids";
@@ -81,10 +81,6 @@ function part(content: TextContent | ImageContent): GeminiPart {
     : { inlineData: { mimeType: content.mimeType, data: content.data } };
 }
 
-function userContent(message: NormalUser): GeminiContent {
-  return { role: "user", parts: message.content.map(part) };
-}
-
 function modelContent(message: NormalAssistant, modelId: string): GeminiContent {
   const parts: GeminiPart[] = [];
   const withIds = requiresToolCallIds(modelId);
@@ -149,7 +145,7 @@ export function toGemini(context: SessionContext, model: TargetModel): GeminiReq
   const { system, messages } = normalizeContext(context, "gemini", model, { ids: ANTHROPIC_IDS });
   const contents: GeminiContent[] = [];
   for (const message of messages) {
-    if (message.role === "user") contents.push(userContent(message));
+    if (message.role === "user") contents.push({ role: "user", parts: message.content.map(part) });
     else if (message.role === "assistant") contents.push(modelContent(message, model.modelId));
     else for (const content of responseContents(message, model.modelId)) contents.push(content);
   }

@@ -7,14 +7,12 @@ import { AgentMessage as AgentMessageSchema, ThinkingLevel } from "./messages";
 export const ModelRef = z.object({ provider: z.string(), modelId: z.string() });
 export type ModelRef = z.infer<typeof ModelRef>;
 
-/** A message as a context carries it: pi-ai's roles checked, any other role kept as it is. */
-const ContextMessage: z.ZodType<AgentMessage> = AgentMessageSchema;
-
 /** What to send to a model: the system prompt, the messages, and the settings of the path. */
 export const SessionContext = z
   .object({
     systemPrompt: z.string(),
-    messages: z.array(ContextMessage),
+    // pi-ai's roles checked, any other role kept as it is.
+    messages: z.array(AgentMessageSchema),
     thinkingLevel: ThinkingLevel,
     model: ModelRef.nullable(),
     activeToolNames: z.array(z.string()).nullable(),

@@ -53,15 +53,10 @@ export interface GeminiRequest {
 export const SKIP_THOUGHT_SIGNATURE = "skip_thought_signature_validator";
 export const GEMINI_TOOL_IMAGES_INTRO = "Tool result image:";
 
-function geminiMajorVersion(modelId: string): number | undefined {
-  const match = /^gemini(?:-live)?-(\d+)/i.exec(modelId);
-  return match ? Number.parseInt(match[1] as string, 10) : undefined;
-}
-
 /** Gemini 3 on takes images inside a function response, and requires signatures on function calls. */
 function isGemini3OrLater(modelId: string): boolean {
-  const major = geminiMajorVersion(modelId);
-  return major === undefined ? /^gemini/i.test(modelId) : major >= 3;
+  const major = /^gemini(?:-live)?-(\d+)/i.exec(modelId)?.[1];
+  return major === undefined ? /^gemini/i.test(modelId) : Number.parseInt(major, 10) >= 3;
 }
 
 /** Models other than Gemini served through Google's APIs pair calls and results by id only. */

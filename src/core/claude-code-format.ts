@@ -12,7 +12,7 @@ import {
 } from "./agent-log";
 import type { CompactionEntry, MessageEntry, SessionEntry } from "./entries";
 import type { ImportedSession, ImportWarning } from "./interchange";
-import type { AssistantMessage, ThinkingLevel, ToolResultMessage } from "./messages";
+import type { AssistantMessage, ThinkingLevel } from "./messages";
 import { lineError } from "./ndjson";
 import {
   anthropicAssistantBlock,
@@ -20,6 +20,7 @@ import {
   anthropicUsage,
   anthropicUserBlock,
 } from "./providers/from-anthropic";
+import { toolResultMessage } from "./providers/incoming";
 import { blockText } from "./system-messages";
 
 /*
@@ -237,14 +238,8 @@ class ClaudeCodeReader {
           else unmapped.push({ tool_use_id: id, block });
         }
       }
-      const toolResult: ToolResultMessage = {
-        role: "toolResult",
-        toolCallId: id,
-        toolName: this.#toolNames.get(id) ?? "unknown",
-        content: resultContent,
-        isError: result.is_error === true,
-        timestamp,
-      };
+      const toolName = this.#toolNames.get(id) ?? "unknown";
+      const toolResult = toolResultMessage(id, toolName, resultContent, result.is_error === true, timestamp);
       if (details !== undefined) toolResult.details = details;
       entries.push({ type: "message", message: toolResult });
     }

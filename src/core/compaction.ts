@@ -1,9 +1,9 @@
 import * as z from "zod";
 import { findProjectedCut } from "./compaction-cut";
 import type { ProjectedEntry } from "./context";
-import { projectContext, projectEntries } from "./context";
+import { compactionSummary, projectContext, projectEntries } from "./context";
 import { latestEdits } from "./context-edits";
-import type { ContextEditEntry, TreeEntry } from "./entries";
+import type { TreeEntry } from "./entries";
 import { SessionError } from "./errors";
 import type { FileLists } from "./file-lists";
 import { addFiles, detailsFiles, fileLists } from "./file-lists";
@@ -93,15 +93,6 @@ function omissionNote(omitted: OmittedHistory, timestamp: number): AgentMessage 
     display: false,
     timestamp,
   } as AgentMessage;
-}
-
-/** The message an entry adds to a conversation being summarized (compactions add none). */
-function summaryMessage(
-  entry: TreeEntry,
-  edits?: ReadonlyMap<string, ContextEditEntry>,
-): AgentMessage | undefined {
-  if (entry.type === "compaction") return undefined;
-  return projectEntries([entry], undefined, edits ? { edits } : {})[0];
 }
 
 /**
@@ -226,13 +217,8 @@ export function prepareBranchSummary(
     if (entry.type === "message" && entry.message.role === "toolResult") continue;
     const message =
       entry.type === "compaction"
-        ? {
-            role: "compactionSummary",
-            summary: entry.summary,
-            tokensBefore: entry.tokensBefore,
-            timestamp: Date.parse(entry.timestamp),
-          }
-        : summaryMessage(entry, edits);
+        ? compactionSummary(entry)
+        : projectEntries([entry], undefined, { edits })[0];
     if (message) messages.push(message);
   }
   const earlier = entries

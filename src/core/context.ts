@@ -102,6 +102,12 @@ function withContent(message: AgentMessage): AgentMessage {
   return message;
 }
 
+/** The message a compaction's summary stands as (pi's `compactionSummary` role). */
+export function compactionSummary(entry: CompactionEntry): AgentMessage {
+  const { summary, tokensBefore } = entry;
+  return { role: "compactionSummary", summary, tokensBefore, timestamp: Date.parse(entry.timestamp) };
+}
+
 function projectEntry(
   entry: TreeEntry,
   index: number,
@@ -127,12 +133,7 @@ function projectEntry(
       if (entry.id !== compactionId) return [];
       return [
         ...(entry.systemMessage ? [entry.systemMessage as AgentMessage] : []),
-        {
-          role: "compactionSummary",
-          summary: entry.summary,
-          tokensBefore: entry.tokensBefore,
-          timestamp: Date.parse(entry.timestamp),
-        },
+        compactionSummary(entry),
         ...(entry.retainedTail ?? []),
       ];
     case "branch_summary":

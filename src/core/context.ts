@@ -136,16 +136,12 @@ function projectEntry(
         compactionSummary(entry),
         ...(entry.retainedTail ?? []),
       ];
-    case "branch_summary":
-      if (!entry.summary) return [];
-      return [
-        {
-          role: "branchSummary",
-          summary: entry.summary,
-          fromId: entry.fromId,
-          timestamp: Date.parse(entry.timestamp),
-        },
-      ];
+    case "branch_summary": {
+      const { summary, fromId } = entry;
+      return summary
+        ? [{ role: "branchSummary", summary, fromId, timestamp: Date.parse(entry.timestamp) }]
+        : [];
+    }
     case "custom":
       return options.entryProjectors?.[entry.customType]?.(entry, index, entries) ?? [];
     default:

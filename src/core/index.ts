@@ -66,14 +66,7 @@ export {
 } from "./limits";
 export { LocationHint } from "./location";
 export { MemoryRepo, MemoryStorage } from "./memory";
-export type {
-  Cost,
-  OtherMessage,
-  SummaryUsage,
-  TextContent,
-  ThinkingContent,
-  ToolCall,
-} from "./messages";
+export type { Cost, OtherMessage, SummaryUsage, TextContent, ThinkingContent, ToolCall } from "./messages";
 export {
   AgentMessage,
   AssistantMessage,

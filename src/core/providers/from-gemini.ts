@@ -46,10 +46,7 @@ const Part = z.looseObject({
     .optional(),
 });
 
-export const GeminiContentInput = z.looseObject({
-  role: z.enum(["user", "model"]),
-  parts: z.array(Part),
-});
+export const GeminiContentInput = z.looseObject({ role: z.enum(["user", "model"]), parts: z.array(Part) });
 
 export const GeminiResponseInput = z.looseObject({
   candidates: z

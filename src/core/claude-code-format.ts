@@ -13,6 +13,7 @@ import {
 import type { CompactionEntry, MessageEntry, SessionEntry } from "./entries";
 import type { ImportedSession, ImportWarning } from "./interchange";
 import type { AssistantMessage, ThinkingLevel } from "./messages";
+import { blockText } from "./messages";
 import { lineError } from "./ndjson";
 import {
   anthropicAssistantBlock,
@@ -21,7 +22,6 @@ import {
   anthropicUserBlock,
 } from "./providers/from-anthropic";
 import { toolResultMessage } from "./providers/incoming";
-import { blockText } from "./system-messages";
 
 /*
  * Claude Code sessions (`~/.claude/projects/<project>/<session>.jsonl`): one JSON line per event,

@@ -15,11 +15,10 @@ import type { MessageEntry, SessionEntry } from "./entries";
 import { SessionError } from "./errors";
 import type { ImportedSession } from "./interchange";
 import type { AssistantMessage, TextContent, ThinkingLevel } from "./messages";
-import { usage } from "./messages";
+import { blockText, usage } from "./messages";
 import { lineError } from "./ndjson";
 import { toolResultMessage } from "./providers/incoming";
 import { messageSignature } from "./providers/to-openai-responses";
-import { blockText } from "./system-messages";
 
 /*
  * OpenAI Codex CLI sessions (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`): a linear log of

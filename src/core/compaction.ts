@@ -63,8 +63,7 @@ export function countOmitted(
   compactionId?: string,
 ): Omit<OmittedHistory, "after"> {
   const messages = projectEntries(entries, compactionId).filter((m) => m.role !== "system");
-  let tokens = 0;
-  for (const message of messages) tokens += estimateTokens(message);
+  const tokens = messages.reduce((sum, message) => sum + estimateTokens(message), 0);
   const read = new Set<string>();
   const modified = new Set<string>();
   for (const message of messages) addFiles(message, read, modified);

@@ -155,10 +155,10 @@ function checkBatchSize(count: number): void {
   }
 }
 
-/** Refuses an input that is not an entry (nor a provider's message), naming where it is wrong. */
-function checkInput(raw: unknown, prefix: readonly number[]): void {
+/** Refuses an input `schema` does not read (an entry, a provider's message), naming where it is wrong. */
+function checkInput(schema: z.ZodType, raw: unknown, prefix: readonly number[]): void {
   assertJsonDepth(raw);
-  const parsed = AppendEntryInput.safeParse(raw);
+  const parsed = schema.safeParse(raw);
   if (!parsed.success) {
     throw new SessionError("invalid_request", "invalid entry", zodDetails(parsed.error, prefix));
   }
@@ -167,7 +167,8 @@ function checkInput(raw: unknown, prefix: readonly number[]): void {
 export function planAppend(raw: readonly unknown[], view: AppendView, options: PlanOptions = {}): AppendPlan {
   checkBatchSize(raw.length);
   if (!options.validated) {
-    for (const [index, input] of raw.entries()) checkInput(input, raw.length > 1 ? [index] : []);
+    for (const [index, input] of raw.entries())
+      checkInput(AppendEntryInput, input, raw.length > 1 ? [index] : []);
   }
   // A provider's message stands for the message entries it converts to, each read against the
   // conversation at its parent (stored, or made by the batch's entries before it).
@@ -312,13 +313,7 @@ export function planImport(
   let leafId = view.leafId;
   let seq = view.nextSeq;
   inputs.forEach((raw, index) => {
-    if (!options.validated) {
-      assertJsonDepth(raw);
-      const parsed = SessionEntrySchema.safeParse(raw);
-      if (!parsed.success) {
-        throw new SessionError("invalid_request", "invalid entry", zodDetails(parsed.error, [index]));
-      }
-    }
+    if (!options.validated) checkInput(SessionEntrySchema, raw, [index]);
     const input = raw as SessionEntry;
     if (overlay.ref(input.id)) {
       throw new SessionError("already_exists", `entry ${input.id} appears twice`, { id: input.id, index });

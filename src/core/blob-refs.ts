@@ -67,15 +67,16 @@ function rewritePart(part: unknown, toolOutput: boolean, rewrite: SlotRewrite): 
   return part;
 }
 
+/** `items` mapped through `f`, or `items` itself when `f` changed none of them. */
+function mapKept(items: readonly unknown[], f: (item: unknown) => unknown): readonly unknown[] {
+  const next = items.map(f);
+  return next.some((item, index) => item !== items[index]) ? next : items;
+}
+
 function rewriteContent(content: unknown, toolOutput: boolean, rewrite: SlotRewrite): unknown {
-  if (!Array.isArray(content)) return content;
-  let changed = false;
-  const next = content.map((part) => {
-    const rewritten = rewritePart(part, toolOutput, rewrite);
-    if (rewritten !== part) changed = true;
-    return rewritten;
-  });
-  return changed ? next : content;
+  return Array.isArray(content)
+    ? mapKept(content, (part) => rewritePart(part, toolOutput, rewrite))
+    : content;
 }
 
 function rewriteMessage(message: unknown, rewrite: SlotRewrite): unknown {
@@ -102,13 +103,8 @@ export function rewriteBlobSlots<T>(entry: T, rewrite: SlotRewrite): T {
     }
     case "compaction": {
       if (!Array.isArray(entry.retainedTail)) return entry as T;
-      let changed = false;
-      const retainedTail = entry.retainedTail.map((message) => {
-        const rewritten = rewriteMessage(message, rewrite);
-        if (rewritten !== message) changed = true;
-        return rewritten;
-      });
-      return (changed ? { ...entry, retainedTail } : entry) as T;
+      const retainedTail = mapKept(entry.retainedTail, (message) => rewriteMessage(message, rewrite));
+      return (retainedTail === entry.retainedTail ? entry : { ...entry, retainedTail }) as T;
     }
     default:
       return entry as T;

@@ -12,7 +12,8 @@ import {
 } from "./agent-log";
 import type { CompactionEntry, MessageEntry, SessionEntry } from "./entries";
 import type { ImportedSession, ImportWarning } from "./interchange";
-import type { AssistantMessage, ThinkingLevel, ToolResultMessage } from "./messages";
+import type { AssistantMessage, ThinkingLevel } from "./messages";
+import { blockText } from "./messages";
 import { lineError } from "./ndjson";
 import {
   anthropicAssistantBlock,
@@ -20,7 +21,7 @@ import {
   anthropicUsage,
   anthropicUserBlock,
 } from "./providers/from-anthropic";
-import { blockText } from "./system-messages";
+import { toolResultMessage } from "./providers/incoming";
 
 /*
  * Claude Code sessions (`~/.claude/projects/<project>/<session>.jsonl`): one JSON line per event,
@@ -237,14 +238,8 @@ class ClaudeCodeReader {
           else unmapped.push({ tool_use_id: id, block });
         }
       }
-      const toolResult: ToolResultMessage = {
-        role: "toolResult",
-        toolCallId: id,
-        toolName: this.#toolNames.get(id) ?? "unknown",
-        content: resultContent,
-        isError: result.is_error === true,
-        timestamp,
-      };
+      const toolName = this.#toolNames.get(id) ?? "unknown";
+      const toolResult = toolResultMessage(id, toolName, resultContent, result.is_error === true, timestamp);
       if (details !== undefined) toolResult.details = details;
       entries.push({ type: "message", message: toolResult });
     }
@@ -404,12 +399,8 @@ class ClaudeCodeReader {
 
 /** The value of the last line that has `key` as a string. */
 function lastString(lines: LogLine[], key: string): { value: string; line: number } | undefined {
-  for (let i = lines.length - 1; i >= 0; i--) {
-    const line = lines[i] as LogLine;
-    const value = line.value[key];
-    if (typeof value === "string" && value !== "") return { value, line: line.line };
-  }
-  return undefined;
+  const found = lines.findLast((line) => typeof line.value[key] === "string" && line.value[key] !== "");
+  return found && { value: found.value[key] as string, line: found.line };
 }
 
 /**

@@ -14,11 +14,11 @@ import { inputContent, normalized, OUTPUT_ITEMS, outputText, toolArguments } fro
 import type { MessageEntry, SessionEntry } from "./entries";
 import { SessionError } from "./errors";
 import type { ImportedSession } from "./interchange";
-import type { AssistantMessage, TextContent, ThinkingLevel, ToolResultMessage } from "./messages";
-import { usage } from "./messages";
+import type { AssistantMessage, TextContent, ThinkingLevel } from "./messages";
+import { blockText, usage } from "./messages";
 import { lineError } from "./ndjson";
+import { toolResultMessage } from "./providers/incoming";
 import { messageSignature } from "./providers/to-openai-responses";
-import { blockText } from "./system-messages";
 
 /*
  * OpenAI Codex CLI sessions (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`): a linear log of
@@ -159,16 +159,10 @@ class CodexReader {
       this.#reply = undefined;
       const callId = asString(payload.call_id) ?? "";
       const unmapped: unknown[] = [];
-      const result = outputText(payload.output, unmapped);
-      const message: ToolResultMessage = {
-        role: "toolResult",
-        toolCallId: callId,
-        toolName: this.#toolNames.get(callId) ?? "unknown",
-        content: result.content,
-        isError: result.isError,
-        timestamp: this.#timestampMs(),
-      };
-      if (result.details !== undefined) message.details = result.details;
+      const { content, isError, details } = outputText(payload.output, unmapped);
+      const toolName = this.#toolNames.get(callId) ?? "unknown";
+      const message = toolResultMessage(callId, toolName, content, isError, this.#timestampMs());
+      if (details !== undefined) message.details = details;
       this.#push(line.line, { type: "message", id, message, sourceLines: [rest("output", unmapped)] });
       return;
     }

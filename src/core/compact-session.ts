@@ -92,9 +92,7 @@ export async function compactSession(
       throw new SessionError(
         "leaf_conflict",
         "the branch moved while the summary was written; the kept part is no longer on it",
-        {
-          firstKeptEntryId: preparation.firstKeptEntryId,
-        },
+        { firstKeptEntryId: preparation.firstKeptEntryId },
       );
     }
     throw error;
@@ -203,17 +201,12 @@ async function summaryText(
     const generated = await options.summarizer.summarize(request, options.signal);
     return { ...generated, text: generated.text + formatFileLists(request) };
   } catch (error) {
+    // The failure's message, without a stack.
+    const reason = error instanceof Error ? error.message : String(error);
     throw new SessionError(
       failure,
-      `the ${failure === "summarizer_failed" ? "summarizer" : "branch summary"} failed: ${describe(error)}`,
-      {
-        summarizer: options.summarizer.name,
-      },
+      `the ${failure === "summarizer_failed" ? "summarizer" : "branch summary"} failed: ${reason}`,
+      { summarizer: options.summarizer.name },
     );
   }
-}
-
-/** A failure's message for an error detail, without a stack. */
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

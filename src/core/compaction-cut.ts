@@ -21,20 +21,13 @@ const CUT_ROLES = new Set([
 /** Roles that open a turn (pi 1.6): a cut there splits no turn. */
 const TURN_START_ROLES = new Set(["user", "custom", "bashExecution", "branchSummary", "compactionSummary"]);
 
-function isCutPoint(projected: ProjectedEntry): boolean {
-  return projected.entry.type !== "compaction" && projected.messages.some((m) => CUT_ROLES.has(m.role));
-}
-
-function opensTurn(projected: ProjectedEntry): boolean {
-  return (
-    projected.entry.type !== "compaction" && projected.messages.some((m) => TURN_START_ROLES.has(m.role))
-  );
+/** Whether an entry other than a compaction shows a message of one of `roles`. */
+function showsRole(projected: ProjectedEntry, roles: ReadonlySet<string>): boolean {
+  return projected.entry.type !== "compaction" && projected.messages.some((m) => roles.has(m.role));
 }
 
 function tokensOf(projected: ProjectedEntry): number {
-  let tokens = 0;
-  for (const message of projected.messages) tokens += estimateTokens(message);
-  return tokens;
+  return projected.messages.reduce((tokens, message) => tokens + estimateTokens(message), 0);
 }
 
 /**
@@ -60,7 +53,7 @@ function cutPoints(entries: readonly ProjectedEntry[], start: number, end: numbe
   }
   const points: number[] = [];
   for (let i = start; i < end; i++) {
-    if (!blocked[i - start] && isCutPoint(entries[i] as ProjectedEntry)) points.push(i);
+    if (!blocked[i - start] && showsRole(entries[i] as ProjectedEntry, CUT_ROLES)) points.push(i);
   }
   return points;
 }
@@ -129,9 +122,9 @@ export function findProjectedCut(
     cut--;
   }
   const cutEntry = entries[cut];
-  if (!cutEntry || opensTurn(cutEntry)) return { index: cut, turnStart: -1 };
+  if (!cutEntry || showsRole(cutEntry, TURN_START_ROLES)) return { index: cut, turnStart: -1 };
   for (let i = cut; i >= start; i--)
-    if (opensTurn(entries[i] as ProjectedEntry)) return { index: cut, turnStart: i };
+    if (showsRole(entries[i] as ProjectedEntry, TURN_START_ROLES)) return { index: cut, turnStart: i };
   return { index: cut, turnStart: -1 };
 }
 

@@ -1,9 +1,9 @@
 import * as z from "zod";
 import { findProjectedCut } from "./compaction-cut";
 import type { ProjectedEntry } from "./context";
-import { projectContext, projectEntries } from "./context";
+import { compactionSummary, projectContext, projectEntries } from "./context";
 import { latestEdits } from "./context-edits";
-import type { ContextEditEntry, TreeEntry } from "./entries";
+import type { TreeEntry } from "./entries";
 import { SessionError } from "./errors";
 import type { FileLists } from "./file-lists";
 import { addFiles, detailsFiles, fileLists } from "./file-lists";
@@ -63,8 +63,7 @@ export function countOmitted(
   compactionId?: string,
 ): Omit<OmittedHistory, "after"> {
   const messages = projectEntries(entries, compactionId).filter((m) => m.role !== "system");
-  let tokens = 0;
-  for (const message of messages) tokens += estimateTokens(message);
+  const tokens = messages.reduce((sum, message) => sum + estimateTokens(message), 0);
   const read = new Set<string>();
   const modified = new Set<string>();
   for (const message of messages) addFiles(message, read, modified);
@@ -95,15 +94,6 @@ function omissionNote(omitted: OmittedHistory, timestamp: number): AgentMessage 
   } as AgentMessage;
 }
 
-/** The message an entry adds to a conversation being summarized (compactions add none). */
-function summaryMessage(
-  entry: TreeEntry,
-  edits?: ReadonlyMap<string, ContextEditEntry>,
-): AgentMessage | undefined {
-  if (entry.type === "compaction") return undefined;
-  return projectEntries([entry], undefined, edits ? { edits } : {})[0];
-}
-
 /**
  * The size of a context before compaction (pi 1.6): the last trustworthy reply's usage plus
  * estimates after it, unless an edit or a compaction came after that reply (its usage counted a
@@ -116,20 +106,10 @@ export function estimateProjectedTokens(
   omittedTokens = 0,
 ): number {
   const messages = projected.flatMap((p) => p.messages);
-  let usageEntry: string | undefined;
-  for (let i = projected.length - 1; i >= 0 && usageEntry === undefined; i--) {
-    const p = projected[i] as ProjectedEntry;
-    if (p.messages.some((m) => assistantUsage(m) !== undefined)) usageEntry = p.entry.id;
-  }
-  const usageAt = usageEntry === undefined ? -1 : path.findIndex((entry) => entry.id === usageEntry);
-  let invalidatedAt = -1;
-  for (let i = path.length - 1; i >= 0; i--) {
-    const type = (path[i] as TreeEntry).type;
-    if (type === "context_edit" || type === "compaction") {
-      invalidatedAt = i;
-      break;
-    }
-  }
+  const usageId = projected.findLast((p) => p.messages.some((m) => assistantUsage(m)))?.entry.id;
+  // -1 when no reply reported usage: no entry's id is undefined.
+  const usageAt = path.findIndex((entry) => entry.id === usageId);
+  const invalidatedAt = path.findLastIndex((e) => e.type === "context_edit" || e.type === "compaction");
   if (usageAt >= 0 && usageAt > invalidatedAt) return estimateContextTokens(messages);
   const system = currentSystemMessage(messages);
   let tokens = (system ? estimateTokens(system as AgentMessage) : 0) + omittedTokens;
@@ -227,13 +207,7 @@ export function prepareBranchSummary(
   toPath: readonly TreeEntry[],
 ): BranchSummaryPreparation {
   const onTarget = new Set(toPath.map((e) => e.id));
-  let ancestor = -1;
-  for (let i = fromPath.length - 1; i >= 0; i--) {
-    if (onTarget.has((fromPath[i] as TreeEntry).id)) {
-      ancestor = i;
-      break;
-    }
-  }
+  const ancestor = fromPath.findLastIndex((e) => onTarget.has(e.id));
   const entries = fromPath.slice(ancestor + 1);
   // The abandoned entries as the context showed them: their edits applied (pi 1.6).
   const edits = latestEdits(entries);
@@ -242,13 +216,8 @@ export function prepareBranchSummary(
     if (entry.type === "message" && entry.message.role === "toolResult") continue;
     const message =
       entry.type === "compaction"
-        ? {
-            role: "compactionSummary",
-            summary: entry.summary,
-            tokensBefore: entry.tokensBefore,
-            timestamp: Date.parse(entry.timestamp),
-          }
-        : summaryMessage(entry, edits);
+        ? compactionSummary(entry)
+        : projectEntries([entry], undefined, { edits })[0];
     if (message) messages.push(message);
   }
   const earlier = entries

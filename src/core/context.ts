@@ -7,14 +7,12 @@ import { AgentMessage as AgentMessageSchema, ThinkingLevel } from "./messages";
 export const ModelRef = z.object({ provider: z.string(), modelId: z.string() });
 export type ModelRef = z.infer<typeof ModelRef>;
 
-/** A message as a context carries it: pi-ai's roles checked, any other role kept as it is. */
-const ContextMessage: z.ZodType<AgentMessage> = AgentMessageSchema;
-
 /** What to send to a model: the system prompt, the messages, and the settings of the path. */
 export const SessionContext = z
   .object({
     systemPrompt: z.string(),
-    messages: z.array(ContextMessage),
+    // pi-ai's roles checked, any other role kept as it is.
+    messages: z.array(AgentMessageSchema),
     thinkingLevel: ThinkingLevel,
     model: ModelRef.nullable(),
     activeToolNames: z.array(z.string()).nullable(),
@@ -44,11 +42,7 @@ export interface BuildContextOptions {
 }
 
 export function latestCompaction(path: readonly TreeEntry[]): CompactionEntry | undefined {
-  for (let i = path.length - 1; i >= 0; i--) {
-    const entry = path[i] as TreeEntry;
-    if (entry.type === "compaction") return entry;
-  }
-  return undefined;
+  return path.findLast((entry): entry is CompactionEntry => entry.type === "compaction");
 }
 
 /**
@@ -108,6 +102,12 @@ function withContent(message: AgentMessage): AgentMessage {
   return message;
 }
 
+/** The message a compaction's summary stands as (pi's `compactionSummary` role). */
+export function compactionSummary(entry: CompactionEntry): AgentMessage {
+  const { summary, tokensBefore } = entry;
+  return { role: "compactionSummary", summary, tokensBefore, timestamp: Date.parse(entry.timestamp) };
+}
+
 function projectEntry(
   entry: TreeEntry,
   index: number,
@@ -133,24 +133,15 @@ function projectEntry(
       if (entry.id !== compactionId) return [];
       return [
         ...(entry.systemMessage ? [entry.systemMessage as AgentMessage] : []),
-        {
-          role: "compactionSummary",
-          summary: entry.summary,
-          tokensBefore: entry.tokensBefore,
-          timestamp: Date.parse(entry.timestamp),
-        },
+        compactionSummary(entry),
         ...(entry.retainedTail ?? []),
       ];
-    case "branch_summary":
-      if (!entry.summary) return [];
-      return [
-        {
-          role: "branchSummary",
-          summary: entry.summary,
-          fromId: entry.fromId,
-          timestamp: Date.parse(entry.timestamp),
-        },
-      ];
+    case "branch_summary": {
+      const { summary, fromId } = entry;
+      return summary
+        ? [{ role: "branchSummary", summary, fromId, timestamp: Date.parse(entry.timestamp) }]
+        : [];
+    }
     case "custom":
       return options.entryProjectors?.[entry.customType]?.(entry, index, entries) ?? [];
     default:

@@ -53,13 +53,8 @@ export type TenantEvent =
   | { event: "closed"; data: { reason: string } };
 
 export function entrySummary(entry: StoredEntry): EntrySummary {
-  const summary: EntrySummary = {
-    id: entry.id,
-    parentId: entry.parentId,
-    type: entry.type,
-    seq: entry.seq,
-    timestamp: entry.timestamp,
-  };
+  const { id, parentId, type, seq, timestamp } = entry;
+  const summary: EntrySummary = { id, parentId, type, seq, timestamp };
   if (entry.type === "message") summary.role = entry.message.role;
   return summary;
 }

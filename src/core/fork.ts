@@ -17,13 +17,6 @@ export interface ForkPathEntry {
   name?: string;
 }
 
-export function forkPathEntry(entry: TreeEntry): ForkPathEntry {
-  if (entry.type === "label")
-    return { id: entry.id, type: entry.type, targetId: entry.targetId, label: entry.label };
-  if (entry.type === "session_info") return { id: entry.id, type: entry.type, name: entry.name };
-  return { id: entry.id, type: entry.type };
-}
-
 /**
  * What a fork appends after copying the path so that labels and the name read as in the source:
  * a `label` for every path entry whose label the copied path alone would get wrong (labels set off
@@ -101,7 +94,7 @@ export async function forkStorage(
         { validated: true },
       );
     }
-    const extras = forkExtras(path.map(forkPathEntry), labels, name);
+    const extras = forkExtras(path, labels, name);
     if (extras.length > 0 && resolved !== null) {
       await fork.appendEntries(extras);
       await fork.setLeafId(resolved);

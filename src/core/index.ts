@@ -15,17 +15,8 @@ export type {
   CompactionSettings,
   OmittedHistory,
 } from "./compaction";
-export {
-  DEFAULT_KEEP_RECENT_TOKENS,
-  prepareBranchSummary,
-  prepareCompaction,
-} from "./compaction";
-export type {
-  BuildContextOptions,
-  ContextSettings,
-  EntryProjector,
-  ModelRef,
-} from "./context";
+export { DEFAULT_KEEP_RECENT_TOKENS, prepareBranchSummary, prepareCompaction } from "./compaction";
+export type { BuildContextOptions, ContextSettings, EntryProjector, ModelRef } from "./context";
 export { buildSessionContext, SessionContext } from "./context";
 export type { ContextAnswer } from "./context-answer";
 export { ContextDelta, FullContext } from "./context-answer";
@@ -57,11 +48,7 @@ export type {
   OpenGenerationBody,
   StoppedBy,
 } from "./generations/generation-schemas";
-export {
-  GENERATION_FORMATS,
-  GenerationInfo,
-  MAX_GENERATION_BYTES,
-} from "./generations/generation-schemas";
+export { GENERATION_FORMATS, GenerationInfo, MAX_GENERATION_BYTES } from "./generations/generation-schemas";
 export { ID_PATTERN, isValidId, newId } from "./ids";
 export { detectFormat, parseImport } from "./import-formats";
 export type { ExportFormat, ImportedSession, ImportFormat, ImportHeader } from "./interchange";
@@ -79,14 +66,7 @@ export {
 } from "./limits";
 export { LocationHint } from "./location";
 export { MemoryRepo, MemoryStorage } from "./memory";
-export type {
-  Cost,
-  OtherMessage,
-  SummaryUsage,
-  TextContent,
-  ThinkingContent,
-  ToolCall,
-} from "./messages";
+export type { Cost, OtherMessage, SummaryUsage, TextContent, ThinkingContent, ToolCall } from "./messages";
 export {
   AgentMessage,
   AssistantMessage,

@@ -47,10 +47,6 @@ export function applyEntryToStats(stats: SessionStats, entry: SessionEntry, byte
   }
 }
 
-export function sessionName(header: SessionHeader, stats: SessionStats): string | undefined {
-  return stats.entryName ? stats.entryName.name : nonBlank(header.name);
-}
-
 export function sessionInfo(header: SessionHeader, stats: SessionStats, leafId: string | null): SessionInfo {
   const info: SessionInfo = {
     id: header.id,
@@ -62,7 +58,7 @@ export function sessionInfo(header: SessionHeader, stats: SessionStats, leafId: 
     messageCount: stats.messageCount,
     bytes: stats.bytes,
   };
-  const name = sessionName(header, stats);
+  const name = stats.entryName ? stats.entryName.name : nonBlank(header.name);
   if (name !== undefined) info.name = name;
   if (header.systemPrompt !== undefined) info.systemPrompt = header.systemPrompt;
   if (header.parentSession) info.parentSession = header.parentSession;
@@ -109,11 +105,6 @@ export function decodeCursor(cursor: string): { key: string; id: string } {
   throw new SessionError("invalid_request", "invalid cursor", { cursor });
 }
 
-/** True when (key, id) sorts after the cursor position in newest-first order. */
-export function isAfterCursor(key: string, id: string, cursor: { key: string; id: string }): boolean {
-  return key < cursor.key || (key === cursor.key && id < cursor.id);
-}
-
 /** One page of an in-memory list (memory and JSONL repos). */
 export function pageSessions(
   infos: readonly SessionInfo[],
@@ -122,7 +113,8 @@ export function pageSessions(
   const cursor = options.cursor ? decodeCursor(options.cursor) : undefined;
   const sorted = infos
     .map((info) => ({ info, key: sortKey(info, options.order) }))
-    .filter(({ info, key }) => !cursor || isAfterCursor(key, info.id, cursor))
+    // Newest first: what sorts after the cursor is older, or as old with a smaller id.
+    .filter(({ info, key }) => !cursor || key < cursor.key || (key === cursor.key && info.id < cursor.id))
     .sort((a, b) => (a.key === b.key ? (a.info.id < b.info.id ? 1 : -1) : a.key < b.key ? 1 : -1));
   const page = sorted.slice(0, options.limit);
   const last = page[page.length - 1];

@@ -144,15 +144,19 @@ export type ThinkingLevel = z.infer<typeof ThinkingLevel>;
 
 /** The text of a user-like message's content (string, or its text parts joined). */
 export function contentText(content: unknown): string {
+  return blockText(content, " ");
+}
+
+/** A string, or the text parts of an array joined by newlines (pi's `contentText`) or `separator`. */
+export function blockText(content: unknown, separator = "\n"): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return "";
-  const parts: string[] = [];
-  for (const part of content) {
-    if (part && typeof part === "object" && part.type === "text" && typeof part.text === "string") {
-      parts.push(part.text);
-    }
-  }
-  return parts.join(" ");
+  return content
+    .filter(
+      (part) => part && typeof part === "object" && part.type === "text" && typeof part.text === "string",
+    )
+    .map((part) => part.text as string)
+    .join(separator);
 }
 
 /**

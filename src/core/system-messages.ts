@@ -1,5 +1,6 @@
 import * as z from "zod";
 import type { AgentMessage } from "./messages";
+import { blockText } from "./messages";
 
 /*
  * pi 1.6's system messages: the prompt and the tools, carried in the conversation. The first one
@@ -26,18 +27,6 @@ export interface SystemMessage {
 
 export function isSystemMessage(message: AgentMessage): message is SystemMessage {
   return message.role === "system";
-}
-
-/** A string, or the text parts of an array joined by newlines (pi's `contentText`). */
-export function blockText(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  return content
-    .filter(
-      (part) => part && typeof part === "object" && part.type === "text" && typeof part.text === "string",
-    )
-    .map((part) => part.text as string)
-    .join("\n");
 }
 
 /** The sections pi can render, in order: string values, and `null` for a removal. */

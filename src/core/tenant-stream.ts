@@ -375,14 +375,7 @@ export async function importTenant(
     throw error;
   }
   await Promise.all(running);
-  const count = (status: ImportedSessionStatus["status"]) =>
-    sessions.filter((s) => s.status === status).length;
-  return {
-    imported: count("imported"),
-    skipped: count("skipped"),
-    refused: count("refused"),
-    failed: count("failed"),
-    sessions,
-    warnings: ends.warnings,
-  };
+  const counts = { imported: 0, skipped: 0, refused: 0, failed: 0 };
+  for (const { status } of sessions) counts[status]++;
+  return { ...counts, sessions, warnings: ends.warnings };
 }

@@ -81,13 +81,7 @@ export function usageTokens(usage: Usage): number {
  * estimates for the messages after it; all estimates when no reply reported usage.
  */
 export function estimateContextTokens(messages: readonly AgentMessage[]): number {
-  let last = -1;
-  for (let i = messages.length - 1; i >= 0; i--) {
-    if (assistantUsage(messages[i] as AgentMessage)) {
-      last = i;
-      break;
-    }
-  }
+  const last = messages.findLastIndex((message) => assistantUsage(message) !== undefined);
   let tokens = last >= 0 ? usageTokens(assistantUsage(messages[last] as AgentMessage) as Usage) : 0;
   for (let i = last + 1; i < messages.length; i++) tokens += estimateTokens(messages[i] as AgentMessage);
   return tokens;

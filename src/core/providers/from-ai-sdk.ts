@@ -128,17 +128,11 @@ export function aiSdkStopReason(
   finish: unknown,
   hasCalls: boolean,
 ): { stopReason: string; errorMessage?: string } {
-  switch (finish) {
-    case "length":
-      return { stopReason: "length" };
-    case "tool-calls":
-      return { stopReason: "toolUse" };
-    case "content-filter":
-    case "error":
-      return { stopReason: "error", errorMessage: `finishReason: ${finish}` };
-    default:
-      return { stopReason: hasCalls ? "toolUse" : "stop" };
+  if (finish === "content-filter" || finish === "error") {
+    return { stopReason: "error", errorMessage: `finishReason: ${finish}` };
   }
+  if (finish === "length") return { stopReason: "length" };
+  return { stopReason: finish === "tool-calls" || hasCalls ? "toolUse" : "stop" };
 }
 
 function option(options: ProviderOptions | undefined, provider: string, key: string): string | undefined {
@@ -353,7 +347,7 @@ export function fromAISDK(input: unknown, options: ReadOptions = {}): AgentMessa
                   u.totalTokens,
                 )
               : NO_USAGE,
-          ...(last ? aiSdkStopReason(result?.finishReason, hasCalls) : aiSdkStopReason(undefined, hasCalls)),
+          ...aiSdkStopReason(last ? result?.finishReason : undefined, hasCalls),
           timestamp,
           responseId: last ? result?.response.id : undefined,
         }),

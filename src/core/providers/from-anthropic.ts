@@ -85,27 +85,25 @@ export const AnthropicMessageInput = z.discriminatedUnion("role", [
  * the same blocks unchecked, and a block ours has no place for reads as undefined.
  */
 
+const STOP_REASONS = new Map<unknown, string>(
+  Object.entries({
+    tool_use: "toolUse",
+    max_tokens: "length",
+    model_context_window_exceeded: "length",
+    end_turn: "stop",
+    stop_sequence: "stop",
+    // pause_turn asks for a resubmit to continue: the turn itself ended normally.
+    pause_turn: "stop",
+  }),
+);
+
 /** Our stop reason (and error) for Anthropic's; one it does not give reads as tool use when the turn calls tools. */
 export function anthropicStopReason(
   reason: unknown,
   hasToolCall = false,
 ): { stopReason: string; errorMessage?: string } {
-  switch (reason) {
-    case "tool_use":
-      return { stopReason: "toolUse" };
-    case "max_tokens":
-    case "model_context_window_exceeded":
-      return { stopReason: "length" };
-    case "refusal":
-      return { stopReason: "error", errorMessage: "refusal" };
-    case "end_turn":
-    case "stop_sequence":
-    case "pause_turn":
-      // pause_turn asks for a resubmit to continue: the turn itself ended normally.
-      return { stopReason: "stop" };
-    default:
-      return { stopReason: hasToolCall ? "toolUse" : "stop" };
-  }
+  if (reason === "refusal") return { stopReason: "error", errorMessage: "refusal" };
+  return { stopReason: STOP_REASONS.get(reason) ?? (hasToolCall ? "toolUse" : "stop") };
 }
 
 export function anthropicUsage(value: unknown): Usage {

@@ -46,10 +46,7 @@ const Part = z.looseObject({
     .optional(),
 });
 
-export const GeminiContentInput = z.looseObject({
-  role: z.enum(["user", "model"]),
-  parts: z.array(Part),
-});
+export const GeminiContentInput = z.looseObject({ role: z.enum(["user", "model"]), parts: z.array(Part) });
 
 export const GeminiResponseInput = z.looseObject({
   candidates: z
@@ -120,12 +117,9 @@ function modelContent(parts: readonly GeminiPart[], seed: string): AssistantMess
 function images(
   parts: ReadonlyArray<{ inlineData?: { mimeType: string; data: string } | undefined }>,
 ): ImageContent[] {
-  const out: ImageContent[] = [];
-  for (const part of parts) {
-    if (part.inlineData)
-      out.push({ type: "image", data: part.inlineData.data, mimeType: part.inlineData.mimeType });
-  }
-  return out;
+  return parts.flatMap(({ inlineData }): ImageContent[] =>
+    inlineData ? [{ type: "image", data: inlineData.data, mimeType: inlineData.mimeType }] : [],
+  );
 }
 
 function resultContent(response: Record<string, unknown> | undefined): { text: string; isError: boolean } {

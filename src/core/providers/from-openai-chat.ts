@@ -83,40 +83,25 @@ export const OpenAIChatMessageInput = z.discriminatedUnion("role", [
   OpenAIChatUserInput,
 ]);
 
+const STOP_REASONS = new Map(
+  Object.entries({ stop: "stop", length: "length", tool_calls: "toolUse", function_call: "toolUse" }),
+);
+
 function stopReason(finish: string | null): { stopReason: string; errorMessage?: string } {
-  switch (finish) {
-    case null:
-    case "stop":
-      return { stopReason: "stop" };
-    case "length":
-      return { stopReason: "length" };
-    case "tool_calls":
-    case "function_call":
-      return { stopReason: "toolUse" };
-    default:
-      return { stopReason: "error", errorMessage: `finish_reason: ${finish}` };
-  }
+  const known = STOP_REASONS.get(finish ?? "stop");
+  return known ? { stopReason: known } : { stopReason: "error", errorMessage: `finish_reason: ${finish}` };
 }
 
 function assistantContent(message: z.output<typeof OpenAIChatAssistantInput>): AssistantMessage["content"] {
   const content: AssistantMessage["content"] = [];
   // The first reasoning field a server filled; pi-ai keeps its name to send it back there.
-  for (const field of CHAT_REASONING_FIELDS) {
-    const reasoning = message[field];
-    if (reasoning) {
-      content.push({ type: "thinking", thinking: reasoning, thinkingSignature: field });
-      break;
-    }
-  }
-  if (typeof message.content === "string") {
-    if (message.content) content.push({ type: "text", text: message.content });
-  } else if (message.content) {
-    for (const part of message.content) {
-      const text = part.type === "text" ? part.text : part.refusal;
-      if (text) content.push({ type: "text", text });
-    }
-  }
-  if (message.refusal) content.push({ type: "text", text: message.refusal });
+  const field = CHAT_REASONING_FIELDS.find((name) => message[name]);
+  if (field) content.push({ type: "thinking", thinking: message[field] as string, thinkingSignature: field });
+  const texts =
+    typeof message.content === "string"
+      ? [message.content]
+      : (message.content ?? []).map((part) => (part.type === "text" ? part.text : part.refusal));
+  for (const text of [...texts, message.refusal]) if (text) content.push({ type: "text", text });
   for (const call of message.tool_calls ?? []) {
     if (call.type === "custom") continue;
     content.push({

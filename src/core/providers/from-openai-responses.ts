@@ -96,22 +96,17 @@ export const OpenAIResponsesUserInput = z.looseObject({
 type Response = z.output<typeof OpenAIResponseInput>;
 
 function stopReason(response: Response, hasCalls: boolean): { stopReason: string; errorMessage?: string } {
-  switch (response.status) {
-    case "incomplete":
-      return response.incomplete_details?.reason === "content_filter"
-        ? { stopReason: "error", errorMessage: "incomplete: content_filter" }
-        : { stopReason: "length" };
-    case "failed":
-    case "cancelled":
-      return {
-        stopReason: "error",
-        errorMessage: response.error
-          ? `${response.error.code ?? "error"}: ${response.error.message ?? ""}`
-          : String(response.status),
-      };
-    default:
-      return { stopReason: hasCalls ? "toolUse" : "stop" };
+  const { status, error } = response;
+  if (status === "incomplete") {
+    return response.incomplete_details?.reason === "content_filter"
+      ? { stopReason: "error", errorMessage: "incomplete: content_filter" }
+      : { stopReason: "length" };
   }
+  if (status !== "failed" && status !== "cancelled") return { stopReason: hasCalls ? "toolUse" : "stop" };
+  return {
+    stopReason: "error",
+    errorMessage: error ? `${error.code ?? "error"}: ${error.message ?? ""}` : status,
+  };
 }
 
 /** The blocks of a response's output; `original` is the output as sent, kept whole for reasoning items. */

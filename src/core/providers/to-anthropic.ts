@@ -1,6 +1,6 @@
 import type { SessionContext } from "../context";
 import type { ImageContent, TextContent } from "../messages";
-import type { NormalAssistant, NormalToolResults, NormalUser } from "./normalize";
+import type { NormalAssistant, NormalToolResults } from "./normalize";
 import { normalizeContext } from "./normalize";
 import type { TargetModel } from "./target";
 import { ANTHROPIC_IDS } from "./tool-call-ids";
@@ -55,10 +55,6 @@ function block(part: TextContent | ImageContent): AnthropicTextBlock | Anthropic
   return { type: "image", source: { type: "base64", media_type: part.mimeType, data: part.data } };
 }
 
-function userBlocks(message: NormalUser): Array<AnthropicTextBlock | AnthropicImageBlock> {
-  return message.content.map(block);
-}
-
 function toolResultBlocks(turn: NormalToolResults): AnthropicToolResultBlock[] {
   return turn.results.map((result) => {
     const out: AnthropicToolResultBlock = {
@@ -105,7 +101,7 @@ export function toAnthropic(context: SessionContext, model: TargetModel): Anthro
     } else messages.push(message);
   };
   for (const message of normal.messages) {
-    if (message.role === "user") push({ role: "user", content: userBlocks(message) });
+    if (message.role === "user") push({ role: "user", content: message.content.map(block) });
     else if (message.role === "assistant") push({ role: "assistant", content: assistantBlocks(message) });
     else push({ role: "user", content: toolResultBlocks(message) });
   }

@@ -1,6 +1,6 @@
 import type { SessionContext } from "../context";
 import type { ImageContent, TextContent } from "../messages";
-import type { NormalAssistant, NormalToolResults, NormalUser } from "./normalize";
+import type { NormalAssistant, NormalToolResults } from "./normalize";
 import { normalizeContext, resultImages, resultText, TOOL_IMAGE_PLACEHOLDER } from "./normalize";
 import type { TargetModel } from "./target";
 import { ANTHROPIC_IDS } from "./tool-call-ids";
@@ -53,15 +53,10 @@ export interface GeminiRequest {
 export const SKIP_THOUGHT_SIGNATURE = "skip_thought_signature_validator";
 export const GEMINI_TOOL_IMAGES_INTRO = "Tool result image:";
 
-function geminiMajorVersion(modelId: string): number | undefined {
-  const match = /^gemini(?:-live)?-(\d+)/i.exec(modelId);
-  return match ? Number.parseInt(match[1] as string, 10) : undefined;
-}
-
 /** Gemini 3 on takes images inside a function response, and requires signatures on function calls. */
 function isGemini3OrLater(modelId: string): boolean {
-  const major = geminiMajorVersion(modelId);
-  return major === undefined ? /^gemini/i.test(modelId) : major >= 3;
+  const major = /^gemini(?:-live)?-(\d+)/i.exec(modelId)?.[1];
+  return major === undefined ? /^gemini/i.test(modelId) : Number.parseInt(major, 10) >= 3;
 }
 
 /** Models other than Gemini served through Google's APIs pair calls and results by id only. */
@@ -79,10 +74,6 @@ function part(content: TextContent | ImageContent): GeminiPart {
   return content.type === "text"
     ? { text: content.text }
     : { inlineData: { mimeType: content.mimeType, data: content.data } };
-}
-
-function userContent(message: NormalUser): GeminiContent {
-  return { role: "user", parts: message.content.map(part) };
 }
 
 function modelContent(message: NormalAssistant, modelId: string): GeminiContent {
@@ -149,7 +140,7 @@ export function toGemini(context: SessionContext, model: TargetModel): GeminiReq
   const { system, messages } = normalizeContext(context, "gemini", model, { ids: ANTHROPIC_IDS });
   const contents: GeminiContent[] = [];
   for (const message of messages) {
-    if (message.role === "user") contents.push(userContent(message));
+    if (message.role === "user") contents.push({ role: "user", parts: message.content.map(part) });
     else if (message.role === "assistant") contents.push(modelContent(message, model.modelId));
     else for (const content of responseContents(message, model.modelId)) contents.push(content);
   }

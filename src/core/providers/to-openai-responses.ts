@@ -1,7 +1,7 @@
 import type { SessionContext } from "../context";
 import { tryParseJson } from "../json";
 import type { ImageContent, TextContent } from "../messages";
-import type { NormalAssistant, NormalToolResult, NormalUser } from "./normalize";
+import type { NormalAssistant, NormalToolResult } from "./normalize";
 import { normalizeContext, resultImages, resultText } from "./normalize";
 import type { TargetModel } from "./target";
 import { dataUrl } from "./text";
@@ -63,10 +63,6 @@ function content(part: TextContent | ImageContent): ResponsesInputContent {
   return part.type === "text"
     ? { type: "input_text", text: part.text }
     : { type: "input_image", image_url: dataUrl(part.mimeType, part.data), detail: "auto" };
-}
-
-function userItem(message: NormalUser): ResponsesInputItem {
-  return { role: "user", content: message.content.map(content) };
 }
 
 /** pi-ai's text signature for a Responses message item: `{"v":1,"id":…,"phase":…}`. */
@@ -153,7 +149,7 @@ export function toOpenAIResponses(context: SessionContext, model: TargetModel): 
   const normal = normalizeContext(context, "openai-responses", model, { ids: OPENAI_RESPONSES_IDS });
   const input: ResponsesInputItem[] = [];
   for (const message of normal.messages) {
-    if (message.role === "user") input.push(userItem(message));
+    if (message.role === "user") input.push({ role: "user", content: message.content.map(content) });
     else if (message.role === "assistant") for (const item of assistantItems(message)) input.push(item);
     else for (const result of message.results) input.push(outputItem(result));
   }

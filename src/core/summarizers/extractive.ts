@@ -27,13 +27,10 @@ function userTexts(messages: readonly AgentMessage[]): string[] {
 }
 
 function lastAssistantText(messages: readonly AgentMessage[]): string | undefined {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const message = messages[i] as AgentMessage;
-    if (message.role !== "assistant") continue;
-    const text = contentText((message as { content: unknown }).content);
-    if (text.trim()) return text;
-  }
-  return undefined;
+  return messages
+    .filter((m) => m.role === "assistant")
+    .map((m) => contentText((m as { content: unknown }).content))
+    .findLast((text) => text.trim());
 }
 
 /** The "## Goal" section of an earlier extractive summary, to keep the goal stable across compactions. */

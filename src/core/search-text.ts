@@ -57,29 +57,38 @@ function messageText(message: Record<string, unknown>): { text: string[]; thinki
   return { text, thinking };
 }
 
-/** The field holding the text of entries that hold one string. */
-const TEXT_FIELDS: Partial<Record<string, string>> = {
-  compaction: "summary",
-  branch_summary: "summary",
-  usage: "note",
-  label: "label",
-  session_info: "name",
-};
-
 /** The searchable text of an entry, or undefined when it has none. */
 export function entrySearchText(entry: SessionEntry): EntryText | undefined {
   let text: string[] = [];
   let thinking: string[] = [];
-  const field = Object.hasOwn(TEXT_FIELDS, entry.type) ? TEXT_FIELDS[entry.type] : undefined;
-  if (field) text = [stringField((entry as Record<string, unknown>)[field])];
-  else if (entry.type === "message")
-    ({ text, thinking } = messageText(entry.message as unknown as Record<string, unknown>));
-  else if (entry.type === "custom_message") text = [contentText(entry.content)];
-  else if (entry.type === "context_edit") {
-    // What the context shows from here on in place of the target's text; the target keeps its own.
-    if (entry.replacement)
-      ({ text, thinking } = messageText({ role: "edit", content: entry.replacement.content }));
-  } else return undefined;
+  switch (entry.type) {
+    case "message":
+      ({ text, thinking } = messageText(entry.message as unknown as Record<string, unknown>));
+      break;
+    case "compaction":
+    case "branch_summary":
+      text = [entry.summary];
+      break;
+    case "custom_message":
+      text = [contentText(entry.content)];
+      break;
+    case "context_edit":
+      // What the context shows from here on in place of the target's text; the target keeps its own.
+      if (entry.replacement)
+        ({ text, thinking } = messageText({ role: "edit", content: entry.replacement.content }));
+      break;
+    case "usage":
+      text = [stringField(entry.note)];
+      break;
+    case "label":
+      text = [stringField(entry.label)];
+      break;
+    case "session_info":
+      text = [stringField(entry.name)];
+      break;
+    default:
+      return undefined;
+  }
   const result = { text: clean(text), thinking: clean(thinking) };
   return result.text.trim() || result.thinking.trim() ? result : undefined;
 }

@@ -42,11 +42,6 @@ function text(value: unknown): string {
   return typeof value === "string" ? value : "";
 }
 
-/** A text or thinking block (the field holding its text is named like its type) for a streamed event type. */
-function streamedBlock(eventType: string, value: string): TextContent | ThinkingContent {
-  return eventType.startsWith("text") ? { type: "text", text: value } : { type: "thinking", thinking: value };
-}
-
 function assistant(
   source: AnswerSource,
   content: Block[],
@@ -125,23 +120,31 @@ class PiAiFold implements AnswerFold {
         this.#base = record(event.partial);
         return;
       case "text_start":
-      case "thinking_start":
-        this.#blocks[index] = streamedBlock(event.type, "");
+        this.#blocks[index] = { type: "text", text: "" };
         return;
       case "text_delta":
-      case "thinking_delta": {
-        const type = event.type === "text_delta" ? "text" : "thinking";
-        if (at && "type" in at && at.type === type) (at as Record<string, string>)[type] += text(event.delta);
-        else this.#blocks[index] = streamedBlock(event.type, text(event.delta));
+        if (at && "type" in at && at.type === "text") at.text += text(event.delta);
+        else this.#blocks[index] = { type: "text", text: text(event.delta) };
         return;
-      }
       case "text_end":
-      case "thinking_end": {
-        const type = event.type === "text_end" ? "text" : "thinking";
-        this.#blocks[index] =
-          this.#partialBlock(event, index, type) ?? streamedBlock(type, text(event.content));
+        this.#blocks[index] = this.#partialBlock(event, index, "text") ?? {
+          type: "text",
+          text: text(event.content),
+        };
         return;
-      }
+      case "thinking_start":
+        this.#blocks[index] = { type: "thinking", thinking: "" };
+        return;
+      case "thinking_delta":
+        if (at && "type" in at && at.type === "thinking") at.thinking += text(event.delta);
+        else this.#blocks[index] = { type: "thinking", thinking: text(event.delta) };
+        return;
+      case "thinking_end":
+        this.#blocks[index] = this.#partialBlock(event, index, "thinking") ?? {
+          type: "thinking",
+          thinking: text(event.content),
+        };
+        return;
       case "toolcall_start": {
         const started = this.#partialBlock(event, index, "toolCall") as ToolCall | undefined;
         this.#blocks[index] = { id: started?.id ?? "", name: started?.name ?? "", json: "" };
@@ -216,7 +219,8 @@ class UiMessageFold implements AnswerFold {
   #part(id: string, type: "text" | "thinking"): TextContent | ThinkingContent {
     const known = this.#parts.get(id);
     if (known && known.type === type) return known;
-    const part = streamedBlock(type, "");
+    const part: TextContent | ThinkingContent =
+      type === "text" ? { type: "text", text: "" } : { type: "thinking", thinking: "" };
     this.#parts.set(id, part);
     this.#content.push(part);
     return part;
@@ -241,18 +245,23 @@ class UiMessageFold implements AnswerFold {
     const toolCallId = text(part.toolCallId);
     switch (part.type) {
       case "start-step":
+        this.#endStep();
+        return;
       case "finish-step":
         this.#endStep();
         return;
       case "text-start":
-      case "text-delta":
-      case "reasoning-start":
-      case "reasoning-delta": {
-        const type = part.type.startsWith("text") ? "text" : "thinking";
-        const block = this.#part(id, type) as Record<string, string>;
-        if (part.type.endsWith("delta")) block[type] += text(part.delta);
+        this.#part(id, "text");
         return;
-      }
+      case "text-delta":
+        (this.#part(id, "text") as TextContent).text += text(part.delta);
+        return;
+      case "reasoning-start":
+        this.#part(id, "thinking");
+        return;
+      case "reasoning-delta":
+        (this.#part(id, "thinking") as ThinkingContent).thinking += text(part.delta);
+        return;
       case "tool-input-start":
         this.#calls.set(toolCallId, { id: toolCallId, name: text(part.toolName), json: "" });
         return;

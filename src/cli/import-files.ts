@@ -41,7 +41,9 @@ interface Report {
   warnings: Array<{ file: string } & ImportWarning>;
 }
 
-function progressLine(output: Output, progress: string, done: number, total: number, line: string): void {
+type Progress = "bar" | "plain" | "none";
+
+function progressLine(output: Output, progress: Progress, done: number, total: number, line: string): void {
   if (progress === "plain") output.err(`[${done}/${total}] ${line}\n`);
   else if (progress === "bar") {
     const width = 30;
@@ -58,7 +60,7 @@ export async function importFiles(
   output: Output,
   options: { mode: "import" | "sync"; format?: string; id?: string; progress?: string; json: boolean },
 ): Promise<number> {
-  const progress =
+  const progress: Progress =
     oneOf("progress", options.progress, ["bar", "plain", "none"] as const) ??
     (output.isTTY ? "bar" : "plain");
   const format = options.format === undefined ? undefined : checkFormat(options.format);

@@ -44,7 +44,8 @@ export function columns(rows: ReadonlyArray<readonly string[]>, right: readonly 
     row
       .map((cell, i) => {
         const pad = " ".repeat((widths[i] ?? 0) - length(cell));
-        return right.includes(i) ? pad + cell : i === row.length - 1 ? cell : cell + pad;
+        if (right.includes(i)) return pad + cell;
+        return i === row.length - 1 ? cell : cell + pad;
       })
       .join("  ")
       .trimEnd(),

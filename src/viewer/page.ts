@@ -109,7 +109,7 @@ ${confirmDialog(
     </div>
     <p id="compact-preview" role="status"></p>`,
   "Compact",
-  true,
+  { disabled: true },
 )}
 ${confirmDialog(
   "fork",
@@ -139,21 +139,21 @@ ${confirmDialog(
 
 /**
  * A dialog that asks before an action: `<name>-dialog`, its form `<name>-form`, its title, the
- * fields, then the action's button (`<name>-confirm`, disabled at first when `disabled`) before Cancel.
+ * fields, then the action's button (`<name>-confirm`) before Cancel.
  */
 function confirmDialog(
   name: string,
   title: string,
   fields: string,
   action: string,
-  disabled = false,
+  options = { disabled: false },
 ): string {
   return `<dialog id="${name}-dialog" aria-labelledby="${name}-title">
   <form method="dialog" id="${name}-form">
     <h2 id="${name}-title">${title}</h2>
 ${fields}
     <div class="dialog-buttons confirm-first">
-      <button type="submit" value="ok" id="${name}-confirm"${disabled ? " disabled" : ""}>${action}</button>
+      <button type="submit" value="ok" id="${name}-confirm"${options.disabled ? " disabled" : ""}>${action}</button>
       <button type="submit" value="cancel" formnovalidate>Cancel</button>
     </div>
   </form>

@@ -116,13 +116,16 @@ export function flattenTree(
 
 function pushRun(rows: Row[], plain: TreeNode[], depth: number, expanded: ReadonlySet<string>): void {
   const [head] = plain;
-  const run = head !== undefined && plain.length >= RUN_MIN;
-  const hidden = run ? plain.slice(0, plain.length - RUN_TAIL) : [];
-  const open = run && expanded.has(head.id);
-  if (run) rows.push({ kind: "run", key: head.id, nodes: hidden, depth, expanded: open });
-  // Node rows for the entries shown: all of them, or those after the collapsed run.
-  for (const node of open ? plain : plain.slice(hidden.length))
-    rows.push({ kind: "node", node, depth, fork: false });
+  if (!head) return;
+  if (plain.length < RUN_MIN) {
+    for (const node of plain) rows.push({ kind: "node", node, depth, fork: false });
+    return;
+  }
+  const hidden = plain.slice(0, plain.length - RUN_TAIL);
+  const open = expanded.has(head.id);
+  rows.push({ kind: "run", key: head.id, nodes: hidden, depth, expanded: open });
+  if (open) for (const node of hidden) rows.push({ kind: "node", node, depth, fork: false });
+  for (const node of plain.slice(hidden.length)) rows.push({ kind: "node", node, depth, fork: false });
 }
 
 /** "4,999 user · 4,999 assistant · 2 label": what a collapsed run holds. */

@@ -106,8 +106,9 @@ export function flattenTree(
         node = only;
         continue;
       }
-      for (const child of [...node.children].reverse())
-        stack.push({ node: child, depth: start.depth + 1, fork: true });
+      for (let i = node.children.length - 1; i >= 0; i--) {
+        stack.push({ node: node.children[i] as TreeNode, depth: start.depth + 1, fork: true });
+      }
       break;
     }
   }

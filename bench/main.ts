@@ -11,6 +11,7 @@ import { frameworkWrites } from "./frameworks";
 import { generationFigures } from "./generations";
 import { liveSessions } from "./live";
 import { streamFigures } from "./streams";
+import { viewerFigures } from "./viewer";
 
 /*
  * `npm run bench`: the performance budgets' figures, measured in one run on this machine, against local
@@ -786,6 +787,7 @@ async function main() {
     };
     if (runs("streams")) await streamFigures(recorder);
     if (runs("generations")) await generationFigures(recorder);
+    if (runs("viewer")) await viewerFigures(recorder);
     if (runs("cold")) await cold(persist, sizes[sizes.length - 1] as number);
   } finally {
     await server?.stop();

@@ -5,7 +5,8 @@ import { type BrowserContext, chromium } from "playwright-core";
  * the background (no updates, sync or network of its own), in a profile folder of the test's.
  */
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+/** Debian's Chromium unless CHROMIUM_PATH names another. */
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
 export function launchChromium(
   userDataDir: string,

@@ -50,7 +50,7 @@ export async function openSession(sessionId: string, entryId?: string | null): P
     applySession(info, roots);
     if (!view.renderedOnce.has(sessionId)) {
       view.renderedOnce.add(sessionId);
-      // What the browser test times: navigation start → this session's tree on screen.
+      // What `npm run bench` times: navigation start → this session's tree on screen.
       performance.mark("viewer:tree-rendered", {
         detail: { session: sessionId, rows: view.rows.length, entries: view.nodes.size },
       });

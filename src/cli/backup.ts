@@ -156,20 +156,14 @@ export async function backup(client: RemoteRepo, dir: string, progress: Progress
  * file's opening and end lines stay here (each body is a stream of its own): its end line is
  * checked against the sessions the file completed, and what does not add up goes to `warnings`.
  */
-async function* restoreBodies(
-  path: string,
-  warnings: ImportWarning[],
-): AsyncGenerator<{ body: string; sessions: number }> {
+async function* restoreBodies(path: string, warnings: ImportWarning[]): AsyncGenerator<string> {
   let body = "";
-  let sessions = 0;
   const add = function* (text: string) {
     if (body && body.length + text.length > RESTORE_REQUEST_BYTES) {
-      yield { body, sessions };
+      yield body;
       body = "";
-      sessions = 0;
     }
     body += text;
-    sessions++;
   };
   if (statSync(path).isDirectory()) {
     const dir = join(path, "sessions");
@@ -208,7 +202,7 @@ async function* restoreBodies(
     }
     if (session) yield* add(session);
   }
-  if (body) yield { body, sessions };
+  if (body) yield body;
 }
 
 /** The service's reports added up; `warnings` also holds what the file itself does not add up to. */
@@ -232,7 +226,7 @@ export async function restore(
     problems: [],
     warnings: [],
   };
-  for await (const { body } of restoreBodies(path, result.warnings)) {
+  for await (const body of restoreBodies(path, result.warnings)) {
     const report = await client.importTenant(body, { existing });
     for (const status of ["imported", "skipped", "refused", "failed"] as const)
       result[status] += report[status];

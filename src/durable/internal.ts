@@ -8,7 +8,7 @@ export { verifyBlobUrl } from "./blobs/blob-urls";
 export { SessionDirectory } from "./directory/session-directory";
 export type { DurableEnv } from "./env";
 export type { LogFields, LogValue } from "./log-line";
-export { errorSummary, logBackgroundFailure, logLine, tenantHash } from "./log-line";
+export { errorSummary, logBackgroundFailure, logLine, REQUEST_ID_HEADER, tenantHash } from "./log-line";
 export type { MetricPoint } from "./metrics";
 export { measuredSummarizer, writeMetric } from "./metrics";
 export { sessionObjectName } from "./names";
@@ -30,7 +30,6 @@ export {
   refuseBody,
   SAFETY_HEADERS,
   STREAM_KEY_HEADER,
-  STREAM_REQUEST_ID_HEADER,
   STREAM_TENANT_HEADER,
   StreamObject,
   streamKeyOf,

@@ -7,6 +7,12 @@ import { SessionError, sha256Hex } from "../core/internal";
  * are logged with their quoted parts cut out, since a runtime error may quote the data it choked on.
  */
 
+/**
+ * The header that carries a request's id: the caller's, echoed on its answer, and the one the
+ * Worker hands an object with the request it passes on, so the object's log lines name it too.
+ */
+export const REQUEST_ID_HEADER = "x-request-id";
+
 export type LogValue = string | number | boolean | null;
 export type LogFields = Record<string, LogValue | undefined>;
 

@@ -1,6 +1,7 @@
 import * as z from "zod";
-import { isRecord, SessionError, tryParseJson } from "../core/internal";
+import { isRecord, tryParseJson } from "../core/internal";
 import { Access, type Caller } from "./access";
+import { checkedSetting } from "./checked-setting";
 
 /*
  * `API_KEYS` (a secret) maps the SHA-256 (hex) of each key to its caller: the tenant's name
@@ -16,7 +17,10 @@ const KeyObject = z.strictObject({ tenant: Tenant, access: Access });
 
 export type KeyTable = ReadonlyMap<string, Caller>;
 
-let parsed: { source: string; table: KeyTable } | { source: string; invalid: true } | undefined;
+const keyTable = checkedSetting<KeyTable>(
+  "API_KEYS",
+  "API_KEYS is invalid, so every /v1 request answers 503 until it is fixed",
+);
 
 /** The caller of one entry, or what is wrong with it. */
 function entryCaller(value: unknown): Caller | string[] {
@@ -57,19 +61,5 @@ function parse(source: string): KeyTable {
  * logged once for each value it takes.
  */
 export function apiKeyTable(source: string | undefined): KeyTable {
-  if (!source) return new Map();
-  if (parsed?.source !== source) {
-    try {
-      parsed = { source, table: parse(source) };
-    } catch (error) {
-      console.error(
-        `config: API_KEYS is invalid, so every /v1 request answers 503 until it is fixed: ${(error as Error).message}`,
-      );
-      parsed = { source, invalid: true };
-    }
-  }
-  if ("invalid" in parsed) {
-    throw new SessionError("misconfigured", "the service is misconfigured (API_KEYS); see its log");
-  }
-  return parsed.table;
+  return source ? keyTable(source, () => parse(source)) : new Map();
 }

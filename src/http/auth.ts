@@ -15,8 +15,6 @@ import { limitAuthFailures } from "./rate-limit";
  * Failed attempts are counted per client address (rate-limit.ts).
  */
 
-export type { Caller } from "./access";
-
 export { sha256Hex };
 
 async function apiKeyCaller(keys: KeyTable, key: string): Promise<Caller> {

@@ -2,7 +2,11 @@ import type { DurableEnv } from "../durable/internal";
 import type { Caller } from "./access";
 
 export interface WorkerEnv extends DurableEnv {
-  /** `all` (default) or `errors`: which requests are logged (see RequestLogLevel). */
+  /**
+   * Which requests get a log line: `all` (unset: the default, as deployed) or `errors` (answers of
+   * 400 and up). `npm start` logs errors only: in local workerd every console line costs the request
+   * milliseconds, which deployed Workers Logs does not.
+   */
   REQUEST_LOG?: string;
   /** Cloudflare's rate-limiting binding: requests per tenant and window (see wrangler.toml). */
   RATE_LIMITER?: RateLimit;
@@ -50,12 +54,5 @@ export interface RequestVariables {
   /** What went wrong inside, for an `internal` answer (never sent to the caller). */
   failure?: string;
 }
-
-/**
- * Which requests get a log line: `all` (unset: the default, as deployed) or `errors` (answers of
- * 400 and up). `npm start` logs errors only: in local workerd every console line costs the request
- * milliseconds, which deployed Workers Logs does not.
- */
-export type RequestLogLevel = "all" | "errors";
 
 export type AppEnv = { Bindings: WorkerEnv; Variables: RequestVariables };

@@ -6,7 +6,8 @@ import {
   type JWK,
   type JWTVerifyGetKey,
 } from "jose";
-import { isRecord, SessionError, tryParseJson } from "../core/internal";
+import { isRecord, tryParseJson } from "../core/internal";
+import { checkedSetting } from "./checked-setting";
 import type { WorkerEnv } from "./env";
 
 /*
@@ -53,28 +54,17 @@ const SETTINGS = [
   "JWT_ACCESS_CLAIM",
 ] as const;
 
-let parsed: { source: string; config: JwtConfig | undefined } | { source: string; invalid: true } | undefined;
+const settings = checkedSetting<JwtConfig | undefined>(
+  "JWT settings",
+  "the JWT settings are invalid, so every /v1 request answers 503 until they are fixed",
+);
 
 /**
  * The JWT settings of `env`, or undefined when no way to verify a token is configured;
  * `misconfigured` when a setting is invalid, logged once for each value the settings take.
  */
 export function jwtConfig(env: WorkerEnv): JwtConfig | undefined {
-  const source = JSON.stringify(SETTINGS.map((name) => env[name] ?? null));
-  if (parsed?.source !== source) {
-    try {
-      parsed = { source, config: readConfig(env) };
-    } catch (error) {
-      console.error(
-        `config: the JWT settings are invalid, so every /v1 request answers 503 until they are fixed: ${(error as Error).message}`,
-      );
-      parsed = { source, invalid: true };
-    }
-  }
-  if ("invalid" in parsed) {
-    throw new SessionError("misconfigured", "the service is misconfigured (JWT settings); see its log");
-  }
-  return parsed.config;
+  return settings(JSON.stringify(SETTINGS.map((name) => env[name] ?? null)), () => readConfig(env));
 }
 
 function readConfig(env: WorkerEnv): JwtConfig | undefined {

@@ -58,12 +58,12 @@ export async function summarizerFor(c: Context<AppEnv>, sessionId: string): Prom
 /** Runs `work`, timing it; `record` gets how it ended ("ok" or the error code) and how long it took. */
 export async function timed<T>(
   work: () => Promise<T>,
-  record: (outcome: string, durationMs: number, result?: T) => Promise<void>,
+  record: (outcome: string, durationMs: number) => Promise<void>,
 ): Promise<T> {
   const started = Date.now();
   try {
     const result = await work();
-    await record("ok", Date.now() - started, result);
+    await record("ok", Date.now() - started);
     return result;
   } catch (error) {
     const code = (error as { code?: unknown }).code;

@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
 import { newId } from "../core/internal";
-import { logLine, tenantHash } from "../durable/internal";
+import { logLine, REQUEST_ID_HEADER, tenantHash } from "../durable/internal";
 import type { AppEnv } from "./env";
 import { recordRequest } from "./metrics";
 import { countedBytes } from "./stream";
@@ -18,7 +18,6 @@ import { countedBytes } from "./stream";
  * Content-Length (chunked); the others go out as they are.
  */
 
-const REQUEST_ID_HEADER = "x-request-id";
 /** A caller's request id we may echo and log; any other is replaced by a new one. */
 const CALLER_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 

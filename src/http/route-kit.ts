@@ -81,34 +81,32 @@ export const body = <T extends z.ZodType>(schema: T, required = true) => ({
   required,
 });
 
+/** An error answer: the envelope, described by its code (and when it is answered). */
+export const failure = (description: string) => json(ErrorEnvelope, description);
+
 const WRONG_JURISDICTION =
   "wrong_jurisdiction: the tenant is pinned to a jurisdiction but its sessions are in another";
 
 export const errors = {
-  400: json(ErrorEnvelope, "invalid_request"),
-  401: json(ErrorEnvelope, "unauthorized"),
-  403: json(ErrorEnvelope, "forbidden: a read-only credential writing, or a request from another site"),
-  404: json(ErrorEnvelope, "not_found"),
-  409: json(ErrorEnvelope, WRONG_JURISDICTION),
-  429: json(ErrorEnvelope, "rate_limited (Retry-After)"),
-  503: json(
-    ErrorEnvelope,
+  400: failure("invalid_request"),
+  401: failure("unauthorized"),
+  403: failure("forbidden: a read-only credential writing, or a request from another site"),
+  404: failure("not_found"),
+  409: failure(WRONG_JURISDICTION),
+  429: failure("rate_limited (Retry-After)"),
+  503: failure(
     "misconfigured (the service's API_KEYS, JWT settings or QUOTAS are invalid) or unavailable (try again after Retry-After)",
   ),
 };
 
 /** A route's own 409, beside the tenant's wrong_jurisdiction that every route may answer. */
-export const conflict = (description: string) =>
-  json(ErrorEnvelope, `${description}, or ${WRONG_JURISDICTION}`);
+export const conflict = (description: string) => failure(`${description}, or ${WRONG_JURISDICTION}`);
 
 /** What a write that stores something may also answer: a quota it would pass. */
 export const writeErrors = {
   ...errors,
-  413: json(
-    ErrorEnvelope,
-    "quota_exceeded: the write would pass one of the tenant's quotas; nothing written",
-  ),
-  507: json(ErrorEnvelope, "session_full: the session's storage reached its ceiling; nothing written"),
+  413: failure("quota_exceeded: the write would pass one of the tenant's quotas; nothing written"),
+  507: failure("session_full: the session's storage reached its ceiling; nothing written"),
 };
 
 /** The caller's sessions. */

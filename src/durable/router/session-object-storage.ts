@@ -25,12 +25,12 @@ import type {
   TreeNode,
 } from "../../core/internal";
 import { addOmitted, buildTree, forkExtras, newSessionHeader, unwrap } from "../../core/internal";
+import { REQUEST_ID_HEADER } from "../log-line";
 import type { GenerationEnd } from "../session/generation-answer";
 import type { GenerationOutcome } from "../session/generations";
 import { GENERATION_ID_HEADER } from "../session/generations";
 import type { BlobAnswer, BlobPolicy } from "../session/session-blobs";
 import type { SessionObject } from "../session/session-object";
-import { STREAM_REQUEST_ID_HEADER } from "../stream";
 import { partlyApplied } from "../transient";
 import type { CompactionPlan, ContextAnswer, EntryPage, ForkSource, OmittedCount } from "../types";
 
@@ -352,7 +352,7 @@ export class SessionObjectStorage implements SessionStorage {
     const headers = new Headers(request.headers);
     headers.delete("Authorization");
     headers.set(GENERATION_ID_HEADER, encodeURIComponent(id));
-    headers.set(STREAM_REQUEST_ID_HEADER, requestId);
+    headers.set(REQUEST_ID_HEADER, requestId);
     return this.#stub.fetch(new Request(request, { headers }));
   }
 

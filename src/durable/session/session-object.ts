@@ -21,7 +21,7 @@ import type {
 } from "../../core/internal";
 import { capture, SessionError } from "../../core/internal";
 import type { DurableEnv } from "../env";
-import { STREAM_REQUEST_ID_HEADER } from "../stream";
+import { REQUEST_ID_HEADER } from "../log-line";
 import { storageWork, transientError } from "../transient";
 import type {
   Building,
@@ -335,7 +335,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   override async fetch(request: Request): Promise<Response> {
     const generation = request.headers.get(GENERATION_ID_HEADER);
     if (generation !== null) {
-      const requestId = request.headers.get(STREAM_REQUEST_ID_HEADER);
+      const requestId = request.headers.get(REQUEST_ID_HEADER);
       return this.#parts.generations.handle(decodeURIComponent(generation), request, requestId);
     }
     return this.#parts.watchers.acceptSocket(request);

@@ -13,10 +13,5 @@ export {
 export type { ForkPoint, ForkPointRequest, RecordPage, StreamSources } from "./sources";
 export type { StreamState } from "./store";
 export { StreamStore } from "./store";
-export {
-  STREAM_KEY_HEADER,
-  STREAM_REQUEST_ID_HEADER,
-  STREAM_TENANT_HEADER,
-  StreamObject,
-} from "./stream-object";
+export { STREAM_KEY_HEADER, STREAM_TENANT_HEADER, StreamObject } from "./stream-object";
 export { DurableStreams } from "./streams";

@@ -2,6 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import type { Result } from "../../core/internal";
 import { capture } from "../../core/internal";
 import type { DurableEnv } from "../env";
+import { REQUEST_ID_HEADER } from "../log-line";
 import { objectEnv } from "../placement/placed-env";
 
 /** A stream object's own environment: its namespace is bound, since it runs in it. */
@@ -21,7 +22,6 @@ import { DurableStreams } from "./streams";
 /** Headers the router adds to the request it hands on: whose stream, and which (URI-encoded). */
 export const STREAM_TENANT_HEADER = "x-stream-tenant";
 export const STREAM_KEY_HEADER = "x-stream-key";
-export const STREAM_REQUEST_ID_HEADER = "x-request-id";
 
 /** Where the object keeps its tenant (its first create writes it), for the work its alarm does. */
 const TENANT_KEY = "tenant";
@@ -92,7 +92,7 @@ export class StreamObject extends DurableObject<StreamEnv> {
     const tenant = decodeURIComponent(request.headers.get(STREAM_TENANT_HEADER) ?? "");
     const key = decodeURIComponent(request.headers.get(STREAM_KEY_HEADER) ?? "");
     this.#tenant = tenant;
-    const answer = await this.#streams.handle(request, key, request.headers.get(STREAM_REQUEST_ID_HEADER));
+    const answer = await this.#streams.handle(request, key, request.headers.get(REQUEST_ID_HEADER));
     if (answer.status === 201 && this.ctx.storage.kv.get(TENANT_KEY) === undefined) {
       this.ctx.storage.kv.put(TENANT_KEY, tenant);
     }

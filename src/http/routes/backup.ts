@@ -2,9 +2,8 @@ import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
 import { decodeCursor, TenantImportReport, textStream } from "../../core/internal";
 import { streamedNdjsonLines } from "../body";
-import { ErrorEnvelope } from "../errors";
 import { creationLocation } from "../placement";
-import { errors, json, ndjsonResponse, repo, routes } from "../route-kit";
+import { errors, failure, json, ndjsonResponse, repo, routes } from "../route-kit";
 import { ExportTenantQuery, ImportTenantQuery } from "../schemas";
 
 /** Where a tenant stream is posted: NDJSON, read as it arrives. */
@@ -56,8 +55,8 @@ export const backupRoutes = routes()
       },
       responses: {
         200: json(TenantImportReport, "what became of each session"),
-        413: json(ErrorEnvelope, "payload_too_large: a line over 17 MiB, or a stream over 1 GiB"),
-        415: json(ErrorEnvelope, "unsupported_format: not application/x-ndjson"),
+        413: failure("payload_too_large: a line over 17 MiB, or a stream over 1 GiB"),
+        415: failure("unsupported_format: not application/x-ndjson"),
         ...errors,
       },
     }),

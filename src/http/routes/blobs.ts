@@ -2,8 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
 import { SessionError } from "../../core/internal";
 import { blobKey, placedEnv, verifyBlobUrl } from "../../durable/internal";
-import { ErrorEnvelope } from "../errors";
-import { json, routes } from "../route-kit";
+import { failure, routes } from "../route-kit";
 
 /*
  * A blob read through the short-lived URL a context with `?blobs=url` gave for it. The URL is the
@@ -38,9 +37,9 @@ export const blobRoutes = routes().openapi(
     request: { params: BlobParams, query: BlobQuery },
     responses: {
       200: { description: "the blob's bytes" },
-      400: json(ErrorEnvelope, "invalid_request"),
-      403: json(ErrorEnvelope, "forbidden: expired, or not signed by this service"),
-      404: json(ErrorEnvelope, "not_found"),
+      400: failure("invalid_request"),
+      403: failure("forbidden: expired, or not signed by this service"),
+      404: failure("not_found"),
     },
   }),
   async (c) => {

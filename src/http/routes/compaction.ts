@@ -1,8 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { CompactRequest, leafTag, Session } from "../../core/internal";
-import { ErrorEnvelope } from "../errors";
 import { recordEvent, summarizerFor, timed } from "../metrics";
-import { body, conflict, json, routes, sessionStorage, writeErrors } from "../route-kit";
+import { body, conflict, failure, json, routes, sessionStorage, writeErrors } from "../route-kit";
 import { CompactResponse, SessionIdParam } from "../schemas";
 
 /** Compacting a session's current branch. */
@@ -19,8 +18,8 @@ export const compactionRoutes = routes().openapi(
       ...writeErrors,
       201: json(CompactResponse, "the compaction entry"),
       409: conflict("nothing_to_compact"),
-      412: json(ErrorEnvelope, "leaf_conflict: the branch moved off the kept part meanwhile"),
-      502: json(ErrorEnvelope, "summarizer_failed: nothing written"),
+      412: failure("leaf_conflict: the branch moved off the kept part meanwhile"),
+      502: failure("summarizer_failed: nothing written"),
     },
   }),
   async (c) => {

@@ -11,9 +11,8 @@ import {
   type SessionContext,
   SessionError,
 } from "../../core/internal";
-import { ErrorEnvelope } from "../errors";
 import { summarizerFor } from "../metrics";
-import { body, errors, json, routes, sessionStorage, streamedJson, writeErrors } from "../route-kit";
+import { body, errors, failure, json, routes, sessionStorage, streamedJson, writeErrors } from "../route-kit";
 import {
   ContextQuery,
   ContextResponse,
@@ -44,7 +43,7 @@ export const contextRoutes = routes()
           "the context, what was appended to it since `since`, or its request fields in `format`",
         ),
         304: { description: "the context is still the version If-None-Match names" },
-        415: json(ErrorEnvelope, "unsupported_format"),
+        415: failure("unsupported_format"),
         ...errors,
       },
     }),
@@ -120,7 +119,7 @@ export const contextRoutes = routes()
       request: { params: SessionIdParam, headers: IfMatch, body: body(MoveLeafBody) },
       responses: {
         200: json(NavigateResult, "moved"),
-        412: json(ErrorEnvelope, "leaf_conflict"),
+        412: failure("leaf_conflict"),
         ...writeErrors,
       },
     }),

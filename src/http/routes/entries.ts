@@ -12,11 +12,11 @@ import {
   textStream,
   treeToJson,
 } from "../../core/internal";
-import { ErrorEnvelope } from "../errors";
 import {
   body,
   conflict,
   errors,
+  failure,
   json,
   routes,
   sessionStorage,
@@ -56,10 +56,10 @@ export const entryRoutes = routes()
         201: json(AppendResponse, "appended"),
         200: json(AppendResponse, "every entry was a replay; nothing written"),
         409: conflict("already_exists"),
-        412: json(ErrorEnvelope, "leaf_conflict"),
-        413: json(ErrorEnvelope, "entry_too_large / payload_too_large / quota_exceeded"),
-        415: json(ErrorEnvelope, "unsupported_format: a message entry's format is not one of the known ones"),
-        422: json(ErrorEnvelope, "parent_not_found / invalid_tree"),
+        412: failure("leaf_conflict"),
+        413: failure("entry_too_large / payload_too_large / quota_exceeded"),
+        415: failure("unsupported_format: a message entry's format is not one of the known ones"),
+        422: failure("parent_not_found / invalid_tree"),
       },
     }),
     async (c) => {
@@ -87,7 +87,7 @@ export const entryRoutes = routes()
         ...writeErrors,
         200: json(z.object({ leafId: Id.nullable() }), "written"),
         409: conflict("already_exists"),
-        422: json(ErrorEnvelope, "parent_not_found / invalid_tree"),
+        422: failure("parent_not_found / invalid_tree"),
       },
     }),
     async (c) => {

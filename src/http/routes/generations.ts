@@ -11,11 +11,11 @@ import {
 } from "../../core/internal";
 import { MAX_APPEND_BYTES } from "../../durable/internal";
 import type { AppEnv } from "../env";
-import { ErrorEnvelope } from "../errors";
 import {
   body,
   conflict,
   errors,
+  failure,
   json,
   passedOn,
   refuseLargeAppend,
@@ -59,7 +59,7 @@ const outcomeResponses = {
   201: json(GenerationOutcome, "ended now: its entries, and the generation as it ended"),
   200: json(GenerationOutcome, "ended already the same way: the same outcome, nothing written"),
   409: conflict("stream_closed: the generation was completed or stopped already (the other one of the two)"),
-  413: json(ErrorEnvelope, "entry_too_large or quota_exceeded; nothing written, the generation stays open"),
+  413: failure("entry_too_large or quota_exceeded; nothing written, the generation stays open"),
 };
 
 async function toGenerationStream(c: Context<AppEnv>): Promise<Response> {
@@ -81,7 +81,7 @@ const app = routes()
       request: { params: SessionIdParam, body: body(OpenGenerationBody, false) },
       responses: {
         201: json(GenerationInfo, "opened"),
-        422: json(ErrorEnvelope, "parent_not_found"),
+        422: failure("parent_not_found"),
         ...writeErrors,
       },
     }),
@@ -197,8 +197,7 @@ app.openAPIRegistry.registerPath({
     204: { description: "appended; a producer's duplicate" },
     ...errors,
     409: conflict("stream_closed (completed or stopped), content_type_mismatch, sequence_conflict"),
-    413: json(
-      ErrorEnvelope,
+    413: failure(
       `payload_too_large: over ${MAX_APPEND_BYTES} bytes, or the stream past ${MAX_GENERATION_BYTES}`,
     ),
   },

@@ -11,12 +11,12 @@ import {
   textStream,
 } from "../../core/internal";
 import { readNdjson } from "../body";
-import { ErrorEnvelope } from "../errors";
 import { recordEvent } from "../metrics";
 import { creationLocation } from "../placement";
 import {
   conflict,
   errors,
+  failure,
   json,
   ndjsonResponse,
   repo,
@@ -50,7 +50,7 @@ export const interchangeRoutes = routes()
           content: { "application/x-ndjson": { schema: z.string() } },
           description: "a header line, then entries",
         },
-        415: json(ErrorEnvelope, "unsupported_format"),
+        415: failure("unsupported_format"),
         ...errors,
       },
     }),
@@ -81,8 +81,8 @@ export const interchangeRoutes = routes()
         200: json(ImportResult, "mode=sync: the session, which had all or part of the file"),
         201: json(ImportResult, "the imported session, with the repairs made"),
         409: conflict("already_exists"),
-        413: json(ErrorEnvelope, "payload_too_large / quota_exceeded"),
-        415: json(ErrorEnvelope, "unsupported_format"),
+        413: failure("payload_too_large / quota_exceeded"),
+        415: failure("unsupported_format"),
       },
     }),
     async (c) => {

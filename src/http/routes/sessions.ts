@@ -22,6 +22,13 @@ import {
   SessionIdParam,
 } from "../schemas";
 
+/** What making a new session answers (created, or forked). */
+const createdResponses = {
+  ...writeErrors,
+  201: json(SessionInfo, "the new session"),
+  409: conflict("already_exists"),
+};
+
 /** Sessions as a whole: create, list, describe, change, delete and restore, fork. */
 export const sessionRoutes = routes()
   .openapi(
@@ -33,11 +40,7 @@ export const sessionRoutes = routes()
       description:
         "An id held by a deleted session (still restorable) is taken over: that session is purged first.",
       request: { body: body(CreateSessionBody, false) },
-      responses: {
-        ...writeErrors,
-        201: json(SessionInfo, "the new session"),
-        409: conflict("already_exists"),
-      },
+      responses: createdResponses,
     }),
     async (c) => {
       const { location, ...options } = c.req.valid("json") ?? {};
@@ -136,11 +139,7 @@ export const sessionRoutes = routes()
       operationId: "forkSession",
       summary: "A new session holding the path to an entry",
       request: { params: SessionIdParam, body: body(ForkBody) },
-      responses: {
-        ...writeErrors,
-        201: json(SessionInfo, "the new session"),
-        409: conflict("already_exists"),
-      },
+      responses: createdResponses,
     }),
     async (c) => {
       const { entryId, asOf, location, ...options } = c.req.valid("json");

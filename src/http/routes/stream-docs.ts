@@ -2,8 +2,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import * as z from "zod";
 import { MAX_APPEND_BYTES } from "../../durable/internal";
 import type { AppEnv } from "../env";
-import { ErrorEnvelope } from "../errors";
-import { conflict, errors, json } from "../route-kit";
+import { conflict, errors, failure } from "../route-kit";
 
 /*
  * The stream routes in the OpenAPI document. The protocol is headers and raw bodies, so these
@@ -32,8 +31,8 @@ const body = (description: string) => ({
 const streamConflict = conflict(
   "stream_closed, content_type_mismatch, sequence_conflict, already_exists or stream_deleted",
 );
-const gone = json(ErrorEnvelope, "gone: the stream was deleted and is kept only for its forks");
-const tooLarge = json(ErrorEnvelope, `payload_too_large: more than ${MAX_APPEND_BYTES} bytes`);
+const gone = failure("gone: the stream was deleted and is kept only for its forks");
+const tooLarge = failure(`payload_too_large: more than ${MAX_APPEND_BYTES} bytes`);
 
 /** A header or query field: optional text, described. */
 const text = (description: string) => z.string().optional().meta({ description });
@@ -95,7 +94,7 @@ export function describeStreams(registry: OpenAPIHono<AppEnv>["openAPIRegistry"]
       200: { description: "appended (with producer headers)", headers: TAIL },
       204: { description: "appended or closed; a producer's duplicate", headers: TAIL },
       ...errors,
-      403: json(ErrorEnvelope, "forbidden (a read-only key), or stale_epoch: the producer was fenced off"),
+      403: failure("forbidden (a read-only key), or stale_epoch: the producer was fenced off"),
       409: streamConflict,
       410: gone,
       413: tooLarge,

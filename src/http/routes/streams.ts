@@ -2,9 +2,9 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { SessionError } from "../../core/internal";
 import {
+  REQUEST_ID_HEADER,
   SAFETY_HEADERS,
   STREAM_KEY_HEADER,
-  STREAM_REQUEST_ID_HEADER,
   STREAM_TENANT_HEADER,
   streamKeyOf,
   streamObjectName,
@@ -37,7 +37,7 @@ async function toStream(c: Context<AppEnv>): Promise<Response> {
   headers.delete("Authorization");
   headers.set(STREAM_TENANT_HEADER, encodeURIComponent(tenant));
   headers.set(STREAM_KEY_HEADER, encodeURIComponent(key));
-  headers.set(STREAM_REQUEST_ID_HEADER, c.get("requestId"));
+  headers.set(REQUEST_ID_HEADER, c.get("requestId"));
   // The tenant's streams, in its jurisdiction (placed-env.ts).
   const streams = tenantEnv(c.env, tenant).STREAMS;
   if (streams === undefined) {

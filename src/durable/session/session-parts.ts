@@ -58,8 +58,6 @@ export function sessionParts(
   const placed = objectEnv(env, ctx);
   const session = ctx.storage.transactionSync(() => new SessionStore(ctx.storage));
   const telemetry = new SessionTelemetry(() => current().METRICS, session);
-  const storedMetric = (sessionId: string, entries: number, bytes: number) =>
-    telemetry.metric({ kind: "storage", sessionId, entries, bytes });
   const blobs = new SessionBlobs({
     env: placed,
     jurisdiction: ctx.id.jurisdiction,
@@ -87,27 +85,10 @@ export function sessionParts(
   });
   const events = watchers.hub;
   session.writes.onWritten = (entries, leafId) => events.written(entries, leafId);
-  const reports: DirectoryReports = new DirectoryReports({
-    env: placed,
-    storage: ctx.storage,
-    session,
-    lifecycle,
-    quotas,
-    storedMetric,
-    logFailure: (task, error, fields) => telemetry.logFailure(task, error, fields),
-  });
-  const life: SessionLife = new SessionLife({
-    env: placed,
-    storage: ctx.storage,
-    session,
-    lifecycle,
-    quotas,
-    reports,
-    events,
-    storedMetric,
-    logFailure: (task, error) => telemetry.logFailure(task, error),
-    releaseBlobs: () => blobs.release(),
-  });
+  // The session's life uses what the directory reports use, and the reports themselves.
+  const reportHost = { env: placed, storage: ctx.storage, session, lifecycle, quotas, telemetry };
+  const reports = new DirectoryReports(reportHost);
+  const life = new SessionLife({ ...reportHost, reports, events, releaseBlobs: () => blobs.release() });
   const autoCompaction = new AutoCompaction({
     session,
     summarizerConfig: current,

@@ -24,22 +24,6 @@ import { SessionWatchers } from "./session-watchers";
  * reaches (blobs, the directory, the quota ledger) are those of the object's own jurisdiction.
  */
 
-export interface SessionParts {
-  session: SessionStore;
-  calls: SessionCalls;
-  watchers: SessionWatchers;
-  lifecycle: SessionLifecycle;
-  reports: DirectoryReports;
-  life: SessionLife;
-  autoCompaction: AutoCompaction;
-  generations: Generations;
-  blobs: SessionBlobs;
-  telemetry: SessionTelemetry;
-  contexts: ContextAnswers;
-  copies: PathCopy;
-  intake: EntryIntake;
-}
-
 /** A number of seconds from the environment, or its default when unset or not one. */
 function seconds(value: string | undefined, fallback: number): number {
   const parsed = Number(value);
@@ -50,11 +34,7 @@ function seconds(value: string | undefined, fallback: number): number {
  * The parts of the object made with `env`; `current` is the object's environment as it stands when
  * a part reads it (its bindings, the summarizer's settings, the storage ceiling).
  */
-export function sessionParts(
-  ctx: DurableObjectState,
-  env: DurableEnv,
-  current: () => DurableEnv,
-): SessionParts {
+export function sessionParts(ctx: DurableObjectState, env: DurableEnv, current: () => DurableEnv) {
   const placed = objectEnv(env, ctx);
   const session = ctx.storage.transactionSync(() => new SessionStore(ctx.storage));
   const telemetry = new SessionTelemetry(() => current().METRICS, session);
@@ -126,3 +106,6 @@ export function sessionParts(
     intake: new EntryIntake({ sql: ctx.storage.sql, env: current, session, calls, blobs, telemetry }),
   };
 }
+
+/** The parts of a session's object, as `sessionParts` makes them. */
+export type SessionParts = ReturnType<typeof sessionParts>;

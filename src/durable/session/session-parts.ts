@@ -76,8 +76,7 @@ export function sessionParts(ctx: DurableObjectState, env: DurableEnv, current: 
     write: (write) => calls.limitedWrite(write),
     gone: () => !session.exists || lifecycle.deleted,
     statusChanged: (status) => events.changed({ event: "compaction", data: status }),
-    metric: (point) => telemetry.metric(point),
-    logFailure: (task, error) => telemetry.logFailure(task, error),
+    telemetry,
   });
   const generations: Generations = new Generations({
     storage: ctx.storage,
@@ -86,9 +85,8 @@ export function sessionParts(ctx: DurableObjectState, env: DurableEnv, current: 
       abandonSeconds: seconds(env.GENERATION_ABANDON_SECONDS, DEFAULT_ABANDON_SECONDS),
       retainSeconds: seconds(env.GENERATION_RETAIN_SECONDS, DEFAULT_RETAIN_SECONDS),
     },
-    write: (run) => calls.limitedWrite(run),
+    calls,
     changed: (info) => events.changed({ event: "generation", data: info }),
-    checkListed: () => calls.checkListed(),
   });
   return {
     session,

@@ -52,11 +52,14 @@ export function mergeEventStreams(
   const readers = streams.map((stream) => stream.getReader());
   let keepAlive: ReturnType<typeof setInterval> | undefined;
   let ended = false;
-  const end = (controller: ReadableStreamDefaultController<Uint8Array>) => {
-    if (ended) return;
+  const stop = () => {
     ended = true;
     if (keepAlive !== undefined) clearInterval(keepAlive);
     for (const reader of readers) reader.cancel().catch(() => undefined);
+  };
+  const end = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    if (ended) return;
+    stop();
     controller.close();
   };
   return new ReadableStream<Uint8Array>({
@@ -81,10 +84,6 @@ export function mergeEventStreams(
         })();
       }
     },
-    cancel() {
-      ended = true;
-      if (keepAlive !== undefined) clearInterval(keepAlive);
-      for (const reader of readers) reader.cancel().catch(() => undefined);
-    },
+    cancel: stop,
   });
 }

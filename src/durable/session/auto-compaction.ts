@@ -16,10 +16,10 @@ import {
   summarizerFromConfig,
   unwrap,
 } from "../../core/internal";
-import type { MetricPoint } from "../metrics";
 import { measuredSummarizer } from "../metrics";
 import type { ByteLimit } from "./room";
 import type { SessionStore } from "./session-store";
+import type { SessionTelemetry } from "./session-telemetry";
 
 /*
  * Automatic compaction of one session, run by its object's alarm after writes: when `autoCompact`
@@ -41,8 +41,7 @@ export interface AutoCompactionHost {
   gone(): boolean;
   /** The session's watchers hear of each change of state. */
   statusChanged(status: AutoCompactStatus): void;
-  metric(point: MetricPoint): Promise<void>;
-  logFailure(task: string, error: unknown): Promise<void>;
+  readonly telemetry: SessionTelemetry;
 }
 
 export class AutoCompaction {
@@ -87,7 +86,7 @@ export class AutoCompaction {
 
   /** Compacts when the session's settings ask for it and its context is over budget. */
   async runIfDue(): Promise<void> {
-    const { session } = this.#host;
+    const { session, telemetry } = this.#host;
     const { header, leafId, autoCompaction } = session.state;
     const settings = header.autoCompact;
     if (!settings || leafId === null || this.#running) return;
@@ -119,14 +118,14 @@ export class AutoCompaction {
         this.#setStatus({ state: "idle", lastRunAt });
       } else {
         const message = error instanceof Error ? error.message : String(error);
-        await this.#host.logFailure("auto_compaction", error);
+        await telemetry.logFailure("auto_compaction", error);
         this.#setStatus({ state: "failed", lastRunAt, lastError: message });
       }
     } finally {
       for (const summary of summaries) {
-        await this.#host.metric({ kind: "summary", sessionId, summarizer: summarizer.name, ...summary });
+        await telemetry.metric({ kind: "summary", sessionId, summarizer: summarizer.name, ...summary });
       }
-      await this.#host.metric({
+      await telemetry.metric({
         kind: "compaction",
         sessionId,
         trigger: "auto",

@@ -3,6 +3,7 @@ import { directoryShard } from "../names";
 import type { SessionLifecycle } from "./lifecycle";
 import type { QuotaChecks } from "./quota-checks";
 import type { SessionStore } from "./session-store";
+import type { SessionTelemetry } from "./session-telemetry";
 
 /*
  * What a session tells its directory shard: its info, counts and a digest of its text, after its
@@ -32,8 +33,7 @@ export interface ReportHost {
   readonly session: SessionStore;
   readonly lifecycle: SessionLifecycle;
   readonly quotas: QuotaChecks;
-  storedMetric(sessionId: string, entries: number, bytes: number): Promise<void>;
-  logFailure(task: string, error: unknown, fields?: Record<string, number | string>): Promise<void>;
+  readonly telemetry: SessionTelemetry;
 }
 
 export class DirectoryReports {
@@ -56,7 +56,7 @@ export class DirectoryReports {
     this.#scheduled = true;
     this.#host.storage.setAlarm(Date.now() + this.#syncMs).catch((error) => {
       this.#scheduled = false;
-      return this.#host.logFailure("schedule_directory_report", error);
+      return this.#host.telemetry.logFailure("schedule_directory_report", error);
     });
   }
 
@@ -91,7 +91,7 @@ export class DirectoryReports {
   }
 
   async #report(): Promise<void> {
-    const { session, lifecycle, env, quotas } = this.#host;
+    const { session, lifecycle, env, quotas, telemetry } = this.#host;
     // Deleted sessions left the listing; incomplete ones join it once complete.
     if (lifecycle.deleted || lifecycle.pending) return;
     await this.payOwed();
@@ -106,23 +106,29 @@ export class DirectoryReports {
       shard,
       search: session.reads.searchDigest(),
     });
-    await this.#host.storedMetric(info.id, info.entryCount, info.bytes);
+    await telemetry.metric({
+      kind: "storage",
+      sessionId: info.id,
+      entries: info.entryCount,
+      bytes: info.bytes,
+    });
     await quotas
       .settle(tenant, info.id, info.bytes)
-      .catch((error) => this.#host.logFailure("settle_quota", error));
+      .catch((error) => telemetry.logFailure("settle_quota", error));
   }
 
   /** The alarm's report; a failure is tried again, later each time (up to a minute). */
   async reportDue(): Promise<void> {
+    const { telemetry, storage } = this.#host;
     this.#scheduled = false;
     try {
       await this.#report();
       this.#failures = 0;
     } catch (error) {
       const wait = this.backoffMs();
-      await this.#host.logFailure("directory_report", error, { retryInMs: wait, failures: this.#failures });
+      await telemetry.logFailure("directory_report", error, { retryInMs: wait, failures: this.#failures });
       this.#scheduled = true;
-      await this.#host.storage.setAlarm(Date.now() + wait);
+      await storage.setAlarm(Date.now() + wait);
     }
   }
 
@@ -137,7 +143,7 @@ export class DirectoryReports {
     try {
       await this.#report();
     } catch (error) {
-      await this.#host.logFailure("directory_report", error, { retryInMs: this.#syncMs });
+      await this.#host.telemetry.logFailure("directory_report", error, { retryInMs: this.#syncMs });
       this.schedule();
     }
   }

@@ -34,6 +34,19 @@ export const EVENT_SOCKET_TAG = "events";
 /** Code a socket is closed with when it falls behind; it should resume from its last seq. */
 export const SLOW_WATCHER_CODE = 4008;
 
+/** A watcher's message: `{after, token}` asks for a round of replay, `{ack}` acknowledges live events. */
+export interface WatcherMessage {
+  after?: unknown;
+  token?: unknown;
+  ack?: unknown;
+}
+
+/** Reads a watcher's message (once): anything but a JSON object (null included) has no fields. */
+export function readWatcherMessage(message: string | ArrayBuffer): WatcherMessage {
+  const text = typeof message === "string" ? message : new TextDecoder().decode(message);
+  return (tryParseJson(text) ?? {}) as WatcherMessage;
+}
+
 /** What a WebSocket watcher keeps across hibernation. */
 interface SocketState {
   payload: boolean;
@@ -89,10 +102,7 @@ export class EventSockets {
    * A message from a watcher: `{after, token}` replays from `after` (a resume, or the rest of a
    * replay that stopped with `more`), with the token of the last round it was sent.
    */
-  message(socket: WebSocket, message: string | ArrayBuffer): void {
-    const text = typeof message === "string" ? message : new TextDecoder().decode(message);
-    // Anything but a JSON object (null included) is a message without fields.
-    const request = (tryParseJson(text) ?? {}) as { after?: unknown; token?: unknown; ack?: unknown };
+  message(socket: WebSocket, request: WatcherMessage): void {
     const state = socket.deserializeAttachment() as SocketState | null;
     if (state && typeof request.ack === "string" && request.after === undefined) {
       // A repeated acknowledgement, or one a resume overtook, changes nothing.

@@ -1,4 +1,4 @@
-import type { GenerationInfo, OpenGenerationBody, Result, StoredEntry } from "../../core/internal";
+import type { GenerationInfo, OpenGenerationBody, StoredEntry } from "../../core/internal";
 import {
   GENERATION_FORMATS,
   generationContentType,
@@ -18,6 +18,7 @@ import type { GenerationRequestHost } from "./generation-requests";
 import { handleGenerationRequest } from "./generation-requests";
 import type { GenerationRow } from "./generation-rows";
 import type { ByteLimit } from "./room";
+import type { SessionCalls } from "./session-calls";
 import type { SessionStore } from "./session-store";
 
 /*
@@ -37,12 +38,10 @@ export interface GenerationHost {
   readonly session: SessionStore;
   /** Seconds without an append before the alarm stops a generation, and its stream's retention. */
   readonly defaults: { abandonSeconds: number; retainSeconds: number };
-  /** A write that stores entries, within the session's room (its quotas). */
-  write<T>(run: (session: SessionStore, room: ByteLimit | undefined) => T): Promise<Result<T>>;
+  /** The object's calls: whether the session is there for its routes, and writes within its room. */
+  readonly calls: SessionCalls;
   /** A generation opened, finished or stopped (for the session's watchers). */
   changed(info: GenerationInfo): void;
-  /** Throws when the session is not there for its routes (deleted). */
-  checkListed(): void;
 }
 
 /** What complete and stop answer: the generation as it ended and the entries it became. */
@@ -72,7 +71,7 @@ export class Generations {
 
   constructor(host: GenerationHost) {
     this.#host = host;
-    this.#requests = { checkListed: () => host.checkListed(), parts: () => this.#parts };
+    this.#requests = { checkListed: () => host.calls.checkListed(), parts: () => this.#parts };
   }
 
   get #parts(): GenerationParts {
@@ -183,7 +182,9 @@ export class Generations {
    * the same outcome; completing a stopped one, or stopping a completed one, is `stream_closed`.
    */
   async end(id: string, how: GenerationEnd): Promise<GenerationOutcome> {
-    const outcome = unwrap(await this.#host.write((session, room) => this.#end(session, id, how, room)));
+    const outcome = unwrap(
+      await this.#host.calls.limitedWrite((session, room) => this.#end(session, id, how, room)),
+    );
     if (outcome.created) {
       this.#parts.streams.written(generationStreamKey(id));
       this.#host.changed(outcome.generation);

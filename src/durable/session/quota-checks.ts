@@ -119,14 +119,13 @@ export class QuotaChecks {
         needed = error;
       }
       const { tenant, header } = session.state;
-      const grown = await capture(() => this.grow(tenant, header.id, needed));
+      // Asks for room for `wants` more bytes; `quota_exceeded` when the tenant has none left.
+      const { holds, wants } = needed;
+      const grown = await capture(() =>
+        this.#ask(tenant, { sessionId: header.id, holds, wants, newSession: false }),
+      );
       if (!grown.ok) return grown;
     }
-  }
-
-  /** Asks for room for `wants` more bytes; `quota_exceeded` when the tenant has none left. */
-  async grow(tenant: string, sessionId: string, needed: ClaimExceeded): Promise<void> {
-    await this.#ask(tenant, { sessionId, holds: needed.holds, wants: needed.wants, newSession: false });
   }
 
   /** The session is idle holding `holds` bytes: what it was granted beyond them goes back. */

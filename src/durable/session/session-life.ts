@@ -1,14 +1,10 @@
 import type { SessionHeader, SessionInfo } from "../../core/internal";
 import { newId, SessionError } from "../../core/internal";
-import type { DurableEnv } from "../env";
 import { transaction } from "../transaction";
 import type { ExpiryOutcome, NewSessionOptions } from "../types";
-import type { DirectoryReports } from "./directory-reports";
+import type { DirectoryReports, ReportHost } from "./directory-reports";
 import type { EventHub } from "./event-hub";
-import type { SessionLifecycle } from "./lifecycle";
 import { PENDING_MS, recoveryWindowMs } from "./lifecycle";
-import type { QuotaChecks } from "./quota-checks";
-import type { SessionStore } from "./session-store";
 
 /*
  * A session's life, as its object runs it: created (listed at once, or once a fork or an import is
@@ -27,17 +23,10 @@ const BACKFILL_BUDGET_MS = 500;
 /** A purge whose storage failed is tried again this soon. */
 const PURGE_RETRY_MS = 1000;
 
-/** What a session's life involves of its object. */
-export interface LifeHost {
-  readonly env: DurableEnv;
-  readonly storage: DurableObjectStorage;
-  readonly session: SessionStore;
-  readonly lifecycle: SessionLifecycle;
-  readonly quotas: QuotaChecks;
+/** What a session's life involves of its object: what its directory reports do, and more. */
+export interface LifeHost extends ReportHost {
   readonly reports: DirectoryReports;
   readonly events: EventHub;
-  storedMetric(sessionId: string, entries: number, bytes: number): Promise<void>;
-  logFailure(task: string, error: unknown): Promise<void>;
   /** Gives up the session's claims on its tenant's blobs (those no session holds are deleted). */
   releaseBlobs(): Promise<void>;
 }
@@ -111,12 +100,12 @@ export class SessionLife {
 
   /** Takes the session out of the listing; false when the directory cannot be reached (the alarm tries again). */
   async #unlist(): Promise<boolean> {
-    const { reports, storage } = this.#host;
+    const { reports, storage, telemetry } = this.#host;
     try {
       await reports.payOwed();
       return true;
     } catch (error) {
-      await this.#host.logFailure("directory_removal", error);
+      await telemetry.logFailure("directory_removal", error);
       await storage.setAlarm(Date.now() + reports.backoffMs());
       return false;
     }
@@ -174,14 +163,14 @@ export class SessionLife {
 
   /** Drops the session's storage and every alarm. */
   async #purge(): Promise<void> {
-    const { session, lifecycle, quotas, storage, reports } = this.#host;
+    const { session, lifecycle, quotas, storage, reports, telemetry } = this.#host;
     if (session.exists) {
       const { tenant, header } = session.state;
-      await this.#host.storedMetric(header.id, 0, 0);
+      await telemetry.metric({ kind: "storage", sessionId: header.id, entries: 0, bytes: 0 });
       // A claim left behind would only leave the tenant less room than it has: logged, not fatal.
-      await quotas.release(tenant, header.id).catch((error) => this.#host.logFailure("release_quota", error));
+      await quotas.release(tenant, header.id).catch((error) => telemetry.logFailure("release_quota", error));
       // Likewise a blob claim: the blob is kept longer than needed, never lost.
-      await this.#host.releaseBlobs().catch((error) => this.#host.logFailure("release_blobs", error));
+      await this.#host.releaseBlobs().catch((error) => telemetry.logFailure("release_blobs", error));
     }
     await storage.deleteAlarm();
     try {
@@ -243,6 +232,6 @@ export class SessionLife {
 
   /** `arm`, from a write that cannot wait for it (a failure is logged). */
   armSoon(): void {
-    this.arm().catch((error) => this.#host.logFailure("schedule_search_indexing", error));
+    this.arm().catch((error) => this.#host.telemetry.logFailure("schedule_search_indexing", error));
   }
 }

@@ -24,22 +24,6 @@ import { SessionWatchers } from "./session-watchers";
  * reaches (blobs, the directory, the quota ledger) are those of the object's own jurisdiction.
  */
 
-export interface SessionParts {
-  session: SessionStore;
-  calls: SessionCalls;
-  watchers: SessionWatchers;
-  lifecycle: SessionLifecycle;
-  reports: DirectoryReports;
-  life: SessionLife;
-  autoCompaction: AutoCompaction;
-  generations: Generations;
-  blobs: SessionBlobs;
-  telemetry: SessionTelemetry;
-  contexts: ContextAnswers;
-  copies: PathCopy;
-  intake: EntryIntake;
-}
-
 /** A number of seconds from the environment, or its default when unset or not one. */
 function seconds(value: string | undefined, fallback: number): number {
   const parsed = Number(value);
@@ -50,16 +34,10 @@ function seconds(value: string | undefined, fallback: number): number {
  * The parts of the object made with `env`; `current` is the object's environment as it stands when
  * a part reads it (its bindings, the summarizer's settings, the storage ceiling).
  */
-export function sessionParts(
-  ctx: DurableObjectState,
-  env: DurableEnv,
-  current: () => DurableEnv,
-): SessionParts {
+export function sessionParts(ctx: DurableObjectState, env: DurableEnv, current: () => DurableEnv) {
   const placed = objectEnv(env, ctx);
   const session = ctx.storage.transactionSync(() => new SessionStore(ctx.storage));
   const telemetry = new SessionTelemetry(() => current().METRICS, session);
-  const storedMetric = (sessionId: string, entries: number, bytes: number) =>
-    telemetry.metric({ kind: "storage", sessionId, entries, bytes });
   const blobs = new SessionBlobs({
     env: placed,
     jurisdiction: ctx.id.jurisdiction,
@@ -87,27 +65,10 @@ export function sessionParts(
   });
   const events = watchers.hub;
   session.writes.onWritten = (entries, leafId) => events.written(entries, leafId);
-  const reports: DirectoryReports = new DirectoryReports({
-    env: placed,
-    storage: ctx.storage,
-    session,
-    lifecycle,
-    quotas,
-    storedMetric,
-    logFailure: (task, error, fields) => telemetry.logFailure(task, error, fields),
-  });
-  const life: SessionLife = new SessionLife({
-    env: placed,
-    storage: ctx.storage,
-    session,
-    lifecycle,
-    quotas,
-    reports,
-    events,
-    storedMetric,
-    logFailure: (task, error) => telemetry.logFailure(task, error),
-    releaseBlobs: () => blobs.release(),
-  });
+  // The session's life uses what the directory reports use, and the reports themselves.
+  const reportHost = { env: placed, storage: ctx.storage, session, lifecycle, quotas, telemetry };
+  const reports = new DirectoryReports(reportHost);
+  const life = new SessionLife({ ...reportHost, reports, events, releaseBlobs: () => blobs.release() });
   const autoCompaction = new AutoCompaction({
     session,
     summarizerConfig: current,
@@ -115,8 +76,7 @@ export function sessionParts(
     write: (write) => calls.limitedWrite(write),
     gone: () => !session.exists || lifecycle.deleted,
     statusChanged: (status) => events.changed({ event: "compaction", data: status }),
-    metric: (point) => telemetry.metric(point),
-    logFailure: (task, error) => telemetry.logFailure(task, error),
+    telemetry,
   });
   const generations: Generations = new Generations({
     storage: ctx.storage,
@@ -125,9 +85,8 @@ export function sessionParts(
       abandonSeconds: seconds(env.GENERATION_ABANDON_SECONDS, DEFAULT_ABANDON_SECONDS),
       retainSeconds: seconds(env.GENERATION_RETAIN_SECONDS, DEFAULT_RETAIN_SECONDS),
     },
-    write: (run) => calls.limitedWrite(run),
+    calls,
     changed: (info) => events.changed({ event: "generation", data: info }),
-    checkListed: () => calls.checkListed(),
   });
   return {
     session,
@@ -145,3 +104,6 @@ export function sessionParts(
     intake: new EntryIntake({ sql: ctx.storage.sql, env: current, session, calls, blobs, telemetry }),
   };
 }
+
+/** The parts of a session's object, as `sessionParts` makes them. */
+export type SessionParts = ReturnType<typeof sessionParts>;

@@ -1,6 +1,7 @@
 import type { ErrorBody, GenerationInfo, Result } from "../../core/internal";
-import { capture, ERROR_STATUS, SessionError, tryParseJson } from "../../core/internal";
+import { capture, ERROR_STATUS, SessionError } from "../../core/internal";
 import { EventHub } from "./event-hub";
+import { readWatcherMessage } from "./event-sockets";
 import type { SessionBlobs } from "./session-blobs";
 import type { SessionCalls } from "./session-calls";
 import type { SessionStore } from "./session-store";
@@ -17,13 +18,6 @@ import { SocketTickets } from "./socket-tickets";
 
 function errorAnswer(error: ErrorBody): Response {
   return Response.json({ error }, { status: ERROR_STATUS[error.code] });
-}
-
-/** The seq a watcher's `{after}` message resumes from, when it is one. */
-function requestedAfter(message: string | ArrayBuffer): number | undefined {
-  const text = typeof message === "string" ? message : new TextDecoder().decode(message);
-  const after = (tryParseJson(text) as { after?: unknown } | null | undefined)?.after;
-  return typeof after === "number" ? after : undefined;
 }
 
 export class SessionWatchers {
@@ -128,10 +122,11 @@ export class SessionWatchers {
   }
 
   async socketMessage(socket: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    const after = requestedAfter(message);
-    if (after !== undefined) {
+    const request = readWatcherMessage(message);
+    // An `{after}` message resumes from that seq: the round's blobs are read ahead.
+    if (typeof request.after === "number") {
       try {
-        await this.#blobs.warm(after);
+        await this.#blobs.warm(request.after);
       } catch (error) {
         // The round could not be sent whole: the watcher reconnects (with its backoff) and resumes.
         await this.#telemetry.logFailure("read_blobs", error);
@@ -141,7 +136,7 @@ export class SessionWatchers {
     }
     this.#socketRound = true;
     try {
-      this.hub.sockets.message(socket, message);
+      this.hub.sockets.message(socket, request);
     } finally {
       this.#socketRound = false;
     }

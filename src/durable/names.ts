@@ -1,5 +1,6 @@
 import type { SessionDirectory } from "./directory/session-directory";
 import type { DurableEnv } from "./env";
+import { numberSetting } from "./settings";
 
 /*
  * Which object holds what. A session's object is named by its tenant and id. A tenant's directory
@@ -32,8 +33,7 @@ export const MAX_SHARDS = 64;
 
 /** The configured shard count (DIRECTORY_SHARDS, 1 to 64). */
 export function shardCount(env: Pick<DurableEnv, "DIRECTORY_SHARDS">): number {
-  const value = Number(env.DIRECTORY_SHARDS ?? DEFAULT_SHARDS);
-  return Number.isInteger(value) && value >= 1 ? Math.min(value, MAX_SHARDS) : DEFAULT_SHARDS;
+  return numberSetting(env.DIRECTORY_SHARDS, DEFAULT_SHARDS, { min: 1, max: MAX_SHARDS });
 }
 
 /** FNV-1a over the id's UTF-8 bytes: the same shard for the same id, in every runtime and release. */

@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { SessionError } from "../core/internal";
-import { jsonSetting } from "./json-setting";
+import { jsonSetting } from "./settings";
 
 /*
  * Per-tenant quotas, from the `QUOTAS` setting: JSON with defaults for every tenant and, under

@@ -1,5 +1,6 @@
 import type { BlobKind } from "../../core/internal";
 import { SessionError } from "../../core/internal";
+import { numberSetting } from "../settings";
 
 /*
  * Short-lived URLs of blobs, for `?blobs=url`: `GET /v1/blobs/<tenant key>/<kind>/<sha256>` with
@@ -69,8 +70,7 @@ function fromBase64url(text: string): Uint8Array | undefined {
 
 /** Seconds a signed URL stays valid (BLOB_URL_TTL_SECONDS, default 900, at most a week). */
 export function urlTtlSeconds(setting: string | undefined): number {
-  const value = Number(setting ?? DEFAULT_TTL_SECONDS);
-  return Number.isInteger(value) && value > 0 ? Math.min(value, MAX_TTL_SECONDS) : DEFAULT_TTL_SECONDS;
+  return numberSetting(setting, DEFAULT_TTL_SECONDS, { min: 1, max: MAX_TTL_SECONDS });
 }
 
 /** A URL (on `origin`) that reads one blob until `expires` (Unix seconds). */

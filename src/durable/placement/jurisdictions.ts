@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { jsonSetting } from "../json-setting";
+import { jsonSetting } from "../settings";
 
 /*
  * Which tenants are pinned to a jurisdiction: `TENANT_JURISDICTIONS`, JSON mapping a tenant's

@@ -1,5 +1,6 @@
 import type { DurableEnv } from "../env";
 import { directoryShard } from "../names";
+import { numberSetting } from "../settings";
 import type { SessionLifecycle } from "./lifecycle";
 import type { QuotaChecks } from "./quota-checks";
 import type { SessionStore } from "./session-store";
@@ -46,8 +47,7 @@ export class DirectoryReports {
   }
 
   get #syncMs(): number {
-    const delay = Number(this.#host.env.DIRECTORY_SYNC_MS ?? DEFAULT_SYNC_MS);
-    return Number.isFinite(delay) ? delay : DEFAULT_SYNC_MS;
+    return numberSetting(this.#host.env.DIRECTORY_SYNC_MS, DEFAULT_SYNC_MS);
   }
 
   /** After a write: the alarm reports it soon (once, for every write until then). */

@@ -1,5 +1,6 @@
 import { LATEST_EXPIRES_AT } from "../../core/internal";
 import type { DurableEnv } from "../env";
+import { numberSetting } from "../settings";
 import type { Sql } from "../sql";
 import { hasSchema } from "./schema";
 
@@ -16,8 +17,7 @@ export const PENDING_MS = 24 * 3600 * 1000;
 
 /** How long a deleted session stays restorable (RECOVERY_WINDOW_SECONDS; 0 purges at once). */
 export function recoveryWindowMs(env: Pick<DurableEnv, "RECOVERY_WINDOW_SECONDS">): number {
-  const seconds = Number(env.RECOVERY_WINDOW_SECONDS ?? DEFAULT_RECOVERY_SECONDS);
-  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : DEFAULT_RECOVERY_SECONDS * 1000;
+  return numberSetting(env.RECOVERY_WINDOW_SECONDS, DEFAULT_RECOVERY_SECONDS, { whole: false }) * 1000;
 }
 
 export interface LifecycleState {

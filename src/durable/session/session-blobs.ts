@@ -16,6 +16,7 @@ import { answerRefsInStream } from "../blobs/blob-text";
 import { signBlobUrl, urlTtlSeconds } from "../blobs/blob-urls";
 import type { DurableEnv } from "../env";
 import { directoryShard } from "../names";
+import { numberSetting } from "../settings";
 import type { Sql } from "../sql";
 import { tenantKey } from "../tenant-key";
 import type { PreparedBlobs } from "./prepared-blobs";
@@ -52,8 +53,7 @@ export const DEFAULT_BLOB_MIN_BYTES = 64 * 1024;
 /** The policy a router applies to a tenant's writes: none without a bucket. */
 export function blobPolicy(env: Pick<DurableEnv, "BLOBS" | "BLOB_MIN_BYTES">): BlobPolicy | undefined {
   if (!env.BLOBS) return undefined;
-  const value = Number(env.BLOB_MIN_BYTES ?? DEFAULT_BLOB_MIN_BYTES);
-  return { minBytes: Number.isInteger(value) && value > 0 ? value : DEFAULT_BLOB_MIN_BYTES };
+  return { minBytes: numberSetting(env.BLOB_MIN_BYTES, DEFAULT_BLOB_MIN_BYTES, { min: 1 }) };
 }
 
 export interface SessionBlobsHost {

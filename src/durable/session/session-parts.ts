@@ -1,6 +1,7 @@
 import { DEFAULT_ABANDON_SECONDS, DEFAULT_RETAIN_SECONDS } from "../../core/internal";
 import type { DurableEnv } from "../env";
 import { objectEnv } from "../placement/placed-env";
+import { numberSetting } from "../settings";
 import { sqlOf } from "../sql";
 import { AutoCompaction } from "./auto-compaction";
 import { ContextAnswers } from "./context-answers";
@@ -23,12 +24,6 @@ import { SessionWatchers } from "./session-watchers";
  * one reaches the other through a function, called only once both are made. The objects a part
  * reaches (blobs, the directory, the quota ledger) are those of the object's own jurisdiction.
  */
-
-/** A number of seconds from the environment, or its default when unset or not one. */
-function seconds(value: string | undefined, fallback: number): number {
-  const parsed = Number(value);
-  return value !== undefined && Number.isInteger(parsed) && parsed >= 0 ? parsed : fallback;
-}
 
 /**
  * The parts of the object made with `env`; `current` is the object's environment as it stands when
@@ -82,8 +77,8 @@ export function sessionParts(ctx: DurableObjectState, env: DurableEnv, current: 
     storage: ctx.storage,
     session,
     defaults: {
-      abandonSeconds: seconds(env.GENERATION_ABANDON_SECONDS, DEFAULT_ABANDON_SECONDS),
-      retainSeconds: seconds(env.GENERATION_RETAIN_SECONDS, DEFAULT_RETAIN_SECONDS),
+      abandonSeconds: numberSetting(env.GENERATION_ABANDON_SECONDS, DEFAULT_ABANDON_SECONDS),
+      retainSeconds: numberSetting(env.GENERATION_RETAIN_SECONDS, DEFAULT_RETAIN_SECONDS),
     },
     calls,
     changed: (info) => events.changed({ event: "generation", data: info }),

@@ -1,5 +1,6 @@
 import { SessionError } from "../../core/internal";
 import type { DurableEnv } from "../env";
+import { numberSetting } from "../settings";
 
 /*
  * The most a session's object stores before it refuses new entries (`session_full`): a ceiling
@@ -14,10 +15,7 @@ import type { DurableEnv } from "../env";
 export const DEFAULT_SESSION_FULL_BYTES = 9_000_000_000;
 
 export function sessionFullBytes(env: Pick<DurableEnv, "SESSION_FULL_BYTES">): number {
-  const bytes = Number(env.SESSION_FULL_BYTES);
-  return env.SESSION_FULL_BYTES !== undefined && Number.isFinite(bytes) && bytes > 0
-    ? bytes
-    : DEFAULT_SESSION_FULL_BYTES;
+  return numberSetting(env.SESSION_FULL_BYTES, DEFAULT_SESSION_FULL_BYTES, { min: 1 });
 }
 
 /**

@@ -22,3 +22,19 @@ export function jsonSetting<T>(name: string, schema: z.ZodType<T>, shape = ""): 
     return result.data;
   };
 }
+
+/**
+ * A number from the service's environment, or `fallback` when the setting is unset, blank, not a
+ * number, below `min` or (unless `whole` is false) not a whole number; capped at `max`.
+ */
+export function numberSetting(
+  value: string | undefined,
+  fallback: number,
+  rule: { min?: number; max?: number; whole?: boolean } = {},
+): number {
+  const { min = 0, max = Number.POSITIVE_INFINITY, whole = true } = rule;
+  if (value === undefined || value.trim() === "") return fallback;
+  const parsed = Number(value);
+  const valid = whole ? Number.isInteger(parsed) : Number.isFinite(parsed);
+  return valid && parsed >= min ? Math.min(parsed, max) : fallback;
+}

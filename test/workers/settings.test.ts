@@ -1,0 +1,43 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, test } from "vitest";
+import { DEFAULT_RECOVERY_SECONDS, recoveryWindowMs } from "../../src/durable/session/lifecycle";
+import { blobPolicy, DEFAULT_BLOB_MIN_BYTES } from "../../src/durable/session/session-blobs";
+import { DEFAULT_SESSION_FULL_BYTES, sessionFullBytes } from "../../src/durable/session/storage-ceiling";
+import { numberSetting } from "../../src/durable/settings";
+
+describe("number settings from the environment", () => {
+  test("a whole number at least the minimum is taken, capped at the maximum", () => {
+    expect(numberSetting("12", 5)).toBe(12);
+    expect(numberSetting(" 12 ", 5)).toBe(12);
+    expect(numberSetting("0", 5)).toBe(0);
+    expect(numberSetting("1000", 1, { min: 1, max: 64 })).toBe(64);
+  });
+
+  test("unset, blank, not a number, below the minimum or a fraction: the default", () => {
+    for (const value of [undefined, "", "   ", "x", "NaN", "Infinity", "-1", "0.5"]) {
+      expect(numberSetting(value, 5), String(value)).toBe(5);
+    }
+    expect(numberSetting("0", 5, { min: 1 })).toBe(5);
+  });
+
+  test("a setting that takes fractions takes them, but not a blank or a negative", () => {
+    expect(numberSetting("0.05", 7, { whole: false })).toBe(0.05);
+    expect(numberSetting("", 7, { whole: false })).toBe(7);
+    expect(numberSetting("-0.5", 7, { whole: false })).toBe(7);
+  });
+
+  test("a blank recovery window keeps deleted sessions for the default week, not for no time at all", () => {
+    expect(recoveryWindowMs({ RECOVERY_WINDOW_SECONDS: "" })).toBe(DEFAULT_RECOVERY_SECONDS * 1000);
+    expect(recoveryWindowMs({ RECOVERY_WINDOW_SECONDS: "0" })).toBe(0);
+    expect(recoveryWindowMs({ RECOVERY_WINDOW_SECONDS: "0.2" })).toBe(200);
+  });
+
+  test("byte settings need at least one byte", () => {
+    expect(sessionFullBytes({ SESSION_FULL_BYTES: "0" })).toBe(DEFAULT_SESSION_FULL_BYTES);
+    expect(sessionFullBytes({ SESSION_FULL_BYTES: "5000000" })).toBe(5_000_000);
+    const bucket = env.BLOBS as R2Bucket;
+    expect(blobPolicy({ BLOBS: bucket, BLOB_MIN_BYTES: "" })).toEqual({ minBytes: DEFAULT_BLOB_MIN_BYTES });
+    expect(blobPolicy({ BLOBS: bucket, BLOB_MIN_BYTES: "1024" })).toEqual({ minBytes: 1024 });
+    expect(blobPolicy({ BLOB_MIN_BYTES: "1024" })).toBeUndefined();
+  });
+});

@@ -23,6 +23,7 @@ export { DurableRepo } from "./router/repo";
 export { SessionObjectStorage } from "./router/session-object-storage";
 export type { TenantUsage } from "./router/tenant-usage";
 export { SessionObject } from "./session/session-object";
+export { numberSetting } from "./settings";
 export {
   ANSWER_HEADERS,
   MAX_APPEND_BYTES,

@@ -1,6 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { SessionError } from "../core/internal";
-import { unavailable } from "../durable/internal";
+import { numberSetting, unavailable } from "../durable/internal";
 import { clientAddress } from "./client-address";
 import type { AppEnv } from "./env";
 
@@ -22,7 +22,7 @@ export function secondsLeftInWindow(periodSeconds: number, now = Date.now()): nu
 }
 
 function rateLimited(what: string, periodSetting: string | undefined): SessionError {
-  const period = Number(periodSetting) || DEFAULT_PERIOD_SECONDS;
+  const period = numberSetting(periodSetting, DEFAULT_PERIOD_SECONDS, { min: 1 });
   const retryAfter = secondsLeftInWindow(period);
   const message = `too many ${what}; retry in ${retryAfter} s`;
   return new SessionError("rate_limited", message, { retryAfterSeconds: retryAfter });

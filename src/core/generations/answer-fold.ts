@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { type ErrorCode, SessionError } from "../errors";
+import { SessionError } from "../errors";
 import type {
   AgentMessage,
   AssistantMessage,
@@ -53,14 +53,10 @@ function assistant(
 }
 
 /** A message given whole (a `done` event's, or a complete request's): it must be an assistant's. */
-export function checkedAssistant(
-  value: unknown,
-  where: string,
-  code: ErrorCode = "invalid_request",
-): AssistantMessage {
+export function checkedAssistant(value: unknown, where: string): AssistantMessage {
   const parsed = AssistantMessageSchema.safeParse(value);
   if (!parsed.success) {
-    throw new SessionError(code, `${where} is not a pi-ai assistant message`, {
+    throw new SessionError("invalid_request", `${where} is not a pi-ai assistant message`, {
       issues: parsed.error.issues.map((issue) => ({ path: issue.path.map(String), message: issue.message })),
     });
   }

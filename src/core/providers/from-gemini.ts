@@ -112,9 +112,7 @@ function modelContent(parts: readonly GeminiPart[], seed: string): AssistantMess
   return content;
 }
 
-function images(
-  parts: ReadonlyArray<{ inlineData?: { mimeType: string; data: string } | undefined }>,
-): ImageContent[] {
+function images(parts: ReadonlyArray<Pick<GeminiPart, "inlineData">>): ImageContent[] {
   return parts.flatMap(({ inlineData }): ImageContent[] =>
     inlineData ? [{ type: "image", data: inlineData.data, mimeType: inlineData.mimeType }] : [],
   );

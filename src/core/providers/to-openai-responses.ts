@@ -73,7 +73,7 @@ export function messageSignature(id: string, phase?: string): string {
 /** A text signature read back: pi-ai's `{"v":1,"id":…,"phase":…}`, or an older plain message id. */
 function messageIdentity(
   signature: string | undefined,
-): { id: string; phase?: "commentary" | "final_answer" } | undefined {
+): Pick<ResponsesOutputMessageItem, "id" | "phase"> | undefined {
   if (!signature) return undefined;
   if (!signature.startsWith("{")) return { id: signature };
   const parsed = tryParseJson(signature) as { v?: unknown; id?: unknown; phase?: unknown } | undefined;

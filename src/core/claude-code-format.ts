@@ -21,7 +21,7 @@ import {
   anthropicUsage,
   anthropicUserBlock,
 } from "./providers/from-anthropic";
-import { toolResultMessage } from "./providers/incoming";
+import { hasToolCall, toolResultMessage } from "./providers/incoming";
 
 /*
  * Claude Code sessions (`~/.claude/projects/<project>/<session>.jsonl`): one JSON line per event,
@@ -308,9 +308,8 @@ class ClaudeCodeReader {
       const merged = open.message as AssistantMessage;
       merged.content.push(...parts);
       if (isRecord(message.usage)) merged.usage = anthropicUsage(message.usage);
-      const hasToolCall = merged.content.some((p) => p.type === "toolCall");
       if (message.stop_reason != null || merged.stopReason !== "error") {
-        merged.stopReason = anthropicStopReason(message.stop_reason, hasToolCall).stopReason;
+        merged.stopReason = anthropicStopReason(message.stop_reason, hasToolCall(merged.content)).stopReason;
       }
       (open.sourceLines as unknown[]).push(rest);
       this.#entryOf.set(uuid, open.id);
@@ -331,10 +330,7 @@ class ClaudeCodeReader {
       provider: "anthropic",
       model: model ?? "unknown",
       usage: anthropicUsage(message.usage),
-      stopReason: anthropicStopReason(
-        message.stop_reason,
-        parts.some((p) => p.type === "toolCall"),
-      ).stopReason,
+      stopReason: anthropicStopReason(message.stop_reason, hasToolCall(parts)).stopReason,
       timestamp: this.#messageTimestamp(),
     };
     if (value.isApiErrorMessage === true) {

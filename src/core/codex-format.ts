@@ -17,7 +17,7 @@ import type { ImportedSession } from "./interchange";
 import type { AssistantMessage, TextContent, ThinkingLevel } from "./messages";
 import { blockText, usage } from "./messages";
 import { lineError } from "./ndjson";
-import { toolResultMessage } from "./providers/incoming";
+import { hasToolCall, toolResultMessage } from "./providers/incoming";
 import { messageSignature } from "./providers/to-openai-responses";
 
 /*
@@ -189,7 +189,7 @@ class CodexReader {
     if (open) {
       const message = open.message as AssistantMessage;
       message.content.push(...parts);
-      if (parts.some((p) => p.type === "toolCall")) message.stopReason = "toolUse";
+      if (hasToolCall(parts)) message.stopReason = "toolUse";
       (open.sourceLines as unknown[]).push(kept);
       return;
     }
@@ -200,7 +200,7 @@ class CodexReader {
       provider: this.#provider,
       model: this.#model ?? "unknown",
       usage: this.#pendingUsage ?? usage(0, 0, 0, 0),
-      stopReason: parts.some((p) => p.type === "toolCall") ? "toolUse" : "stop",
+      stopReason: hasToolCall(parts) ? "toolUse" : "stop",
       timestamp: this.#timestampMs(),
     };
     this.#unmetered = this.#pendingUsage ? undefined : message;

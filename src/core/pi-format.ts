@@ -227,12 +227,7 @@ export async function* exportPi(session: Session): AsyncGenerator<string> {
     session.getName(),
   ]);
   const pi = (isRecord(header.metadata.pi) ? header.metadata.pi : {}) as Record<string, unknown>;
-  const parentSession =
-    typeof pi.parentSession === "string"
-      ? pi.parentSession
-      : header.parentSession
-        ? header.parentSession.id
-        : undefined;
+  const parentSession = typeof pi.parentSession === "string" ? pi.parentSession : header.parentSession?.id;
   const { parentSession: _parentSession, ...extra } = pi;
   yield `${JSON.stringify({
     ...extra,

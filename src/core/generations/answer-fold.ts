@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { type ErrorCode, SessionError } from "../errors";
+import { SessionError } from "../errors";
 import type {
   AgentMessage,
   AssistantMessage,
@@ -11,7 +11,7 @@ import type {
 } from "../messages";
 import { AssistantMessage as AssistantMessageSchema, NO_USAGE } from "../messages";
 import { aiSdkStopReason } from "../providers/from-ai-sdk";
-import { assistantMessage, isRecord } from "../providers/incoming";
+import { assistantMessage, hasToolCall, isRecord, toolResultMessage } from "../providers/incoming";
 import type { GenerationFormat } from "./generation-schemas";
 
 /*
@@ -53,14 +53,10 @@ function assistant(
 }
 
 /** A message given whole (a `done` event's, or a complete request's): it must be an assistant's. */
-export function checkedAssistant(
-  value: unknown,
-  where: string,
-  code: ErrorCode = "invalid_request",
-): AssistantMessage {
+export function checkedAssistant(value: unknown, where: string): AssistantMessage {
   const parsed = AssistantMessageSchema.safeParse(value);
   if (!parsed.success) {
-    throw new SessionError(code, `${where} is not a pi-ai assistant message`, {
+    throw new SessionError("invalid_request", `${where} is not a pi-ai assistant message`, {
       issues: parsed.error.issues.map((issue) => ({ path: issue.path.map(String), message: issue.message })),
     });
   }
@@ -176,7 +172,7 @@ class PiAiFold implements AnswerFold {
       model: typeof base?.model === "string" ? base.model : this.#source.model,
       api: typeof base?.api === "string" ? base.api : this.#source.api,
     };
-    const calls = content.some((block) => block.type === "toolCall");
+    const calls = hasToolCall(content);
     const stopReason = stopped ? "aborted" : calls ? "toolUse" : "stop";
     const usage = record(base?.usage) ? (base?.usage as Usage) : NO_USAGE;
     return [assistant(source, content, stopReason, timestamp, usage)];
@@ -207,8 +203,8 @@ class UiMessageFold implements AnswerFold {
   /** A step ends: its assistant message, then the results of the tools it ran. */
   #endStep(): void {
     if (this.#content.length > 0 || this.#results.length > 0) {
-      const calls = this.#content.some((block) => block.type === "toolCall");
-      this.#done.push(assistant(this.#source, this.#content, calls ? "toolUse" : "stop", this.#timestamp));
+      const stopReason = hasToolCall(this.#content) ? "toolUse" : "stop";
+      this.#done.push(assistant(this.#source, this.#content, stopReason, this.#timestamp));
       this.#done.push(...this.#results);
     }
     this.#content = [];
@@ -226,16 +222,10 @@ class UiMessageFold implements AnswerFold {
     return part;
   }
 
-  #result(toolCallId: string, content: string, isError: boolean): void {
-    const call = this.#calls.get(toolCallId);
-    this.#results.push({
-      role: "toolResult",
-      toolCallId,
-      toolName: call?.name ?? "",
-      content: [{ type: "text", text: content }],
-      isError,
-      timestamp: this.#timestamp,
-    });
+  #result(toolCallId: string, output: string, isError: boolean): void {
+    const toolName = this.#calls.get(toolCallId)?.name ?? "";
+    const content: TextContent[] = [{ type: "text", text: output }];
+    this.#results.push(toolResultMessage(toolCallId, toolName, content, isError, this.#timestamp));
   }
 
   add(chunk: unknown): void {
@@ -245,8 +235,6 @@ class UiMessageFold implements AnswerFold {
     const toolCallId = text(part.toolCallId);
     switch (part.type) {
       case "start-step":
-        this.#endStep();
-        return;
       case "finish-step":
         this.#endStep();
         return;
@@ -312,12 +300,11 @@ class UiMessageFold implements AnswerFold {
       last = assistant(this.#source, [], "stop", timestamp);
       messages.push(last);
     }
-    const calls = last.content.some((block) => block.type === "toolCall");
     if (stopped || this.#aborted) last.stopReason = "aborted";
     else if (this.#errorText !== undefined) {
       last.stopReason = "error";
       last.errorMessage = this.#errorText;
-    } else last.stopReason = aiSdkStopReason(this.#finishReason, calls).stopReason;
+    } else last.stopReason = aiSdkStopReason(this.#finishReason, hasToolCall(last.content)).stopReason;
     return messages;
   }
 }

@@ -2,10 +2,11 @@ import * as z from "zod";
 import { parseJsonField } from "../json";
 import type { AgentMessage, AssistantMessage, ImageContent, TextContent, ThinkingContent } from "../messages";
 import { NO_USAGE, usage } from "../messages";
-import type { ReadOptions } from "./incoming";
+import type { ReadOptions, StopReason } from "./incoming";
 import {
   assistantMessage,
   byKind,
+  hasToolCall,
   invalidMessage,
   isRecord,
   objectOf,
@@ -124,10 +125,7 @@ const PROVIDER_API = new Map<string, string>([
 ]);
 
 /** The AI SDK's finish reasons in pi-ai's terms. */
-export function aiSdkStopReason(
-  finish: unknown,
-  hasCalls: boolean,
-): { stopReason: string; errorMessage?: string } {
+export function aiSdkStopReason(finish: unknown, hasCalls: boolean): StopReason {
   if (finish === "content-filter" || finish === "error") {
     return { stopReason: "error", errorMessage: `finishReason: ${finish}` };
   }
@@ -295,9 +293,8 @@ function inferProvider(messages: readonly ModelMessage[]): string | undefined {
 }
 
 function timestampOf(value: string | number | Date | undefined): number | undefined {
-  if (typeof value === "number") return value;
-  const parsed =
-    value instanceof Date ? value.getTime() : value === undefined ? Number.NaN : Date.parse(value);
+  if (typeof value === "number" || value === undefined) return value;
+  const parsed = value instanceof Date ? value.getTime() : Date.parse(value);
   return Number.isFinite(parsed) ? parsed : undefined;
 }
 
@@ -325,7 +322,6 @@ export function fromAISDK(input: unknown, options: ReadOptions = {}): AgentMessa
       out.push({ role: "user", content: userContent(message.content, [...at, "content"]), timestamp });
     } else if (message.role === "assistant") {
       const content = assistantContent(message.content);
-      const hasCalls = content.some((block) => block.type === "toolCall");
       const last = index === lastAssistant;
       const u = result?.usage;
       const cacheRead = u?.inputTokenDetails?.cacheReadTokens ?? u?.cachedInputTokens ?? 0;
@@ -347,7 +343,7 @@ export function fromAISDK(input: unknown, options: ReadOptions = {}): AgentMessa
                   u.totalTokens,
                 )
               : NO_USAGE,
-          ...aiSdkStopReason(last ? result?.finishReason : undefined, hasCalls),
+          ...aiSdkStopReason(last ? result?.finishReason : undefined, hasToolCall(content)),
           timestamp,
           responseId: last ? result?.response.id : undefined,
         }),

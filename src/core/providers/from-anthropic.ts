@@ -1,7 +1,7 @@
 import * as z from "zod";
 import type { AgentMessage, AssistantMessage, ImageContent, TextContent, Usage } from "../messages";
 import { usage } from "../messages";
-import type { ReadOptions } from "./incoming";
+import type { ReadOptions, StopReason } from "./incoming";
 import {
   assistantMessage,
   byKind,
@@ -98,10 +98,7 @@ const STOP_REASONS = new Map<unknown, string>(
 );
 
 /** Our stop reason (and error) for Anthropic's; one it does not give reads as tool use when the turn calls tools. */
-export function anthropicStopReason(
-  reason: unknown,
-  hasToolCall = false,
-): { stopReason: string; errorMessage?: string } {
+export function anthropicStopReason(reason: unknown, hasToolCall = false): StopReason {
   if (reason === "refusal") return { stopReason: "error", errorMessage: "refusal" };
   return { stopReason: STOP_REASONS.get(reason) ?? (hasToolCall ? "toolUse" : "stop") };
 }

@@ -1,9 +1,10 @@
 import * as z from "zod";
 import type { AgentMessage, AssistantMessage, ImageContent, TextContent } from "../messages";
 import { NO_USAGE, usage } from "../messages";
-import type { ReadOptions } from "./incoming";
+import type { ReadOptions, StopReason } from "./incoming";
 import {
   assistantMessage,
+  hasToolCall,
   historyReply,
   objectOf,
   readWith,
@@ -75,10 +76,7 @@ export const GeminiResponseInput = z.looseObject({
 
 type GeminiPart = z.output<typeof Part>;
 
-function stopReason(
-  finish: string | undefined,
-  hasCalls: boolean,
-): { stopReason: string; errorMessage?: string } {
+function stopReason(finish: string | undefined, hasCalls: boolean): StopReason {
   if (finish === undefined || finish === "STOP") return { stopReason: hasCalls ? "toolUse" : "stop" };
   if (finish === "MAX_TOKENS") return { stopReason: "length" };
   return { stopReason: "error", errorMessage: `finishReason: ${finish}` };
@@ -114,9 +112,7 @@ function modelContent(parts: readonly GeminiPart[], seed: string): AssistantMess
   return content;
 }
 
-function images(
-  parts: ReadonlyArray<{ inlineData?: { mimeType: string; data: string } | undefined }>,
-): ImageContent[] {
+function images(parts: ReadonlyArray<Pick<GeminiPart, "inlineData">>): ImageContent[] {
   return parts.flatMap(({ inlineData }): ImageContent[] =>
     inlineData ? [{ type: "image", data: inlineData.data, mimeType: inlineData.mimeType }] : [],
   );
@@ -160,10 +156,7 @@ export function fromGemini(input: unknown, options: ReadOptions = {}): AgentMess
           : NO_USAGE,
         ...(blocked !== undefined || !candidate
           ? { stopReason: "error", errorMessage: `prompt blocked: ${blocked ?? "no candidate"}` }
-          : stopReason(
-              candidate.finishReason,
-              content.some((block) => block.type === "toolCall"),
-            )),
+          : stopReason(candidate.finishReason, hasToolCall(content))),
         timestamp: options.timestamp ?? (Number.isFinite(created) ? created : Date.now()),
         responseId: response.responseId,
       }),

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import type { AgentMessage, AssistantMessage, ImageContent, TextContent, UserMessage } from "../messages";
 import { NO_USAGE, usage } from "../messages";
-import type { ReadOptions } from "./incoming";
+import type { ReadOptions, StopReason } from "./incoming";
 import {
   assistantMessage,
   dataUrlImage,
@@ -87,7 +87,7 @@ const STOP_REASONS = new Map(
   Object.entries({ stop: "stop", length: "length", tool_calls: "toolUse", function_call: "toolUse" }),
 );
 
-function stopReason(finish: string | null): { stopReason: string; errorMessage?: string } {
+function stopReason(finish: string | null): StopReason {
   const known = STOP_REASONS.get(finish ?? "stop");
   return known ? { stopReason: known } : { stopReason: "error", errorMessage: `finish_reason: ${finish}` };
 }

@@ -1,11 +1,12 @@
 import * as z from "zod";
 import type { AgentMessage, AssistantMessage, ImageContent, TextContent } from "../messages";
 import { usage } from "../messages";
-import type { ReadOptions } from "./incoming";
+import type { ReadOptions, StopReason } from "./incoming";
 import {
   assistantMessage,
   byKind,
   dataUrlImage,
+  hasToolCall,
   objectOf,
   parseArguments,
   readWith,
@@ -95,7 +96,7 @@ export const OpenAIResponsesUserInput = z.looseObject({
 
 type Response = z.output<typeof OpenAIResponseInput>;
 
-function stopReason(response: Response, hasCalls: boolean): { stopReason: string; errorMessage?: string } {
+function stopReason(response: Response, hasCalls: boolean): StopReason {
   const { status, error } = response;
   if (status === "incomplete") {
     return response.incomplete_details?.reason === "content_filter"
@@ -168,10 +169,7 @@ export function fromOpenAIResponses(input: unknown, options: ReadOptions = {}): 
         usage: u
           ? usage(u.input_tokens - cached, u.output_tokens, cached, 0, u.total_tokens)
           : usage(0, 0, 0, 0),
-        ...stopReason(
-          response,
-          content.some((block) => block.type === "toolCall"),
-        ),
+        ...stopReason(response, hasToolCall(content)),
         timestamp: options.timestamp ?? response.created_at * 1000,
         responseId: response.id,
       }),

@@ -113,6 +113,14 @@ export function dataUrlImage(
   return { type: "image", data: image.data, mimeType: image.mimeType };
 }
 
+/** How a reply ended, in pi-ai's terms: each reader maps its API's reasons to these. */
+export type StopReason = Pick<AssistantMessage, "stopReason" | "errorMessage">;
+
+/** Whether a reply's content calls tools. */
+export function hasToolCall(content: AssistantMessage["content"]): boolean {
+  return content.some((block) => block.type === "toolCall");
+}
+
 export type AssistantFields = Pick<
   AssistantMessage,
   "content" | "api" | "provider" | "model" | "usage" | "stopReason" | "timestamp" | "errorMessage"
@@ -169,7 +177,7 @@ export function historyReply(
     content,
     ...replySource(options, api, provider),
     usage: NO_USAGE,
-    stopReason: content.some((block) => block.type === "toolCall") ? "toolUse" : "stop",
+    stopReason: hasToolCall(content) ? "toolUse" : "stop",
     timestamp,
   });
 }

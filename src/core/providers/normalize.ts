@@ -335,11 +335,13 @@ export function normalizeContext(
   };
 }
 
-/** The text parts of tool-result content joined by newlines. */
-export function resultText(content: ReadonlyArray<TextContent | ImageContent>): string {
-  return content.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("\n");
-}
-
-export function resultImages(content: ReadonlyArray<TextContent | ImageContent>): ImageContent[] {
-  return content.filter((part): part is ImageContent => part.type === "image");
+/** Tool-result content as its text parts joined by newlines, and its images. */
+export function resultParts(content: ReadonlyArray<TextContent | ImageContent>): {
+  text: string;
+  images: ImageContent[];
+} {
+  return {
+    text: content.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("\n"),
+    images: content.filter((part): part is ImageContent => part.type === "image"),
+  };
 }

@@ -1,6 +1,6 @@
 import type { SessionContext } from "../context";
 import type { NormalAssistant, NormalToolResults, NormalUser } from "./normalize";
-import { normalizeContext, resultImages, resultText } from "./normalize";
+import { normalizeContext, resultParts } from "./normalize";
 import type { TargetModel } from "./target";
 import { dataUrl } from "./text";
 import type { AISDKProviderOptions } from "./to-ai-sdk";
@@ -89,14 +89,10 @@ function settle(turn: NormalToolResults, slots: ToolSlots): void {
   for (const result of turn.results) {
     const slot = slots.get(result.toolCallId);
     if (!slot) continue;
-    const text = resultText(result.content);
+    const { text, images } = resultParts(result.content);
     slot.parts[slot.index] = result.isError
       ? { ...slot.call, state: "output-error", errorText: text }
-      : {
-          ...slot.call,
-          state: "output-available",
-          output: resultImages(result.content).length > 0 ? result.content : text,
-        };
+      : { ...slot.call, state: "output-available", output: images.length > 0 ? result.content : text };
   }
 }
 

@@ -10,7 +10,7 @@ import type {
   NormalUser,
   ProviderOptions,
 } from "./normalize";
-import { normalizeContext, resultImages, resultText } from "./normalize";
+import { normalizeContext, resultParts } from "./normalize";
 import type { TargetModel } from "./target";
 import { reasoningItem } from "./to-openai-responses";
 import { itemIdPart, PORTABLE_IDS } from "./tool-call-ids";
@@ -206,8 +206,7 @@ function toolResultPart<V extends AISDKVersion>(
   result: NormalToolResult,
   version: V,
 ): AISDKToolResultPart<V> {
-  const text = resultText(result.content);
-  const images = resultImages(result.content);
+  const { text, images } = resultParts(result.content);
   let output: AISDKToolResultOutput<V>;
   if (images.length === 0) output = { type: result.isError ? "error-text" : "text", value: text };
   else {

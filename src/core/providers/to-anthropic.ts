@@ -1,7 +1,7 @@
 import type { SessionContext } from "../context";
 import type { ImageContent, TextContent } from "../messages";
 import type { NormalAssistant, NormalToolResults } from "./normalize";
-import { normalizeContext } from "./normalize";
+import { normalizeContext, resultParts } from "./normalize";
 import type { TargetModel } from "./target";
 import { ANTHROPIC_IDS } from "./tool-call-ids";
 
@@ -62,10 +62,9 @@ function toolResultBlocks(turn: NormalToolResults): AnthropicToolResultBlock[] {
       tool_use_id: result.toolCallId,
       is_error: result.isError,
     };
-    const hasImage = result.content.some((part) => part.type === "image");
-    if (hasImage) out.content = result.content.map(block);
-    else if (result.content.length > 0)
-      out.content = result.content.map((part) => (part as TextContent).text).join("\n");
+    const { text, images } = resultParts(result.content);
+    if (images.length > 0) out.content = result.content.map(block);
+    else if (text) out.content = text;
     return out;
   });
 }

@@ -1,7 +1,7 @@
 import type { SessionContext } from "../context";
 import type { ImageContent, TextContent } from "../messages";
 import type { NormalAssistant, NormalToolResults } from "./normalize";
-import { normalizeContext, resultImages, resultText, TOOL_IMAGE_PLACEHOLDER } from "./normalize";
+import { normalizeContext, resultParts, TOOL_IMAGE_PLACEHOLDER } from "./normalize";
 import type { TargetModel } from "./target";
 import { ANTHROPIC_IDS } from "./tool-call-ids";
 
@@ -113,8 +113,7 @@ function responseContents(turn: NormalToolResults, modelId: string): GeminiConte
   const parts: GeminiPart[] = [];
   const separateImages: GeminiPart[] = [];
   for (const result of turn.results) {
-    const text = resultText(result.content);
-    const images = resultImages(result.content);
+    const { text, images } = resultParts(result.content);
     const value = text || (images.length > 0 ? TOOL_IMAGE_PLACEHOLDER : "");
     const response: GeminiFunctionResponse = {
       name: result.toolName,

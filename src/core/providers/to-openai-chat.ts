@@ -1,7 +1,7 @@
 import type { SessionContext } from "../context";
 import type { ImageContent, TextContent } from "../messages";
 import type { NormalAssistant, NormalToolResults, NormalUser } from "./normalize";
-import { normalizeContext, resultImages, resultText, TOOL_IMAGE_PLACEHOLDER } from "./normalize";
+import { normalizeContext, resultParts, TOOL_IMAGE_PLACEHOLDER } from "./normalize";
 import type { TargetModel } from "./target";
 import { dataUrl } from "./text";
 import { OPENAI_CHAT_IDS } from "./tool-call-ids";
@@ -101,8 +101,7 @@ function toolMessages(turn: NormalToolResults): OpenAIChatMessage[] {
   const out: OpenAIChatMessage[] = [];
   const images: OpenAIChatContentPart[] = [];
   for (const result of turn.results) {
-    const text = resultText(result.content);
-    const attached = resultImages(result.content);
+    const { text, images: attached } = resultParts(result.content);
     out.push({
       role: "tool",
       tool_call_id: result.toolCallId,

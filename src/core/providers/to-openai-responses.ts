@@ -2,7 +2,7 @@ import type { SessionContext } from "../context";
 import { tryParseJson } from "../json";
 import type { ImageContent, TextContent } from "../messages";
 import type { NormalAssistant, NormalToolResult } from "./normalize";
-import { normalizeContext, resultImages, resultText } from "./normalize";
+import { normalizeContext, resultParts } from "./normalize";
 import type { TargetModel } from "./target";
 import { dataUrl } from "./text";
 import { itemIdPart, OPENAI_RESPONSES_IDS } from "./tool-call-ids";
@@ -73,7 +73,7 @@ export function messageSignature(id: string, phase?: string): string {
 /** A text signature read back: pi-ai's `{"v":1,"id":…,"phase":…}`, or an older plain message id. */
 function messageIdentity(
   signature: string | undefined,
-): { id: string; phase?: "commentary" | "final_answer" } | undefined {
+): Pick<ResponsesOutputMessageItem, "id" | "phase"> | undefined {
   if (!signature) return undefined;
   if (!signature.startsWith("{")) return { id: signature };
   const parsed = tryParseJson(signature) as { v?: unknown; id?: unknown; phase?: unknown } | undefined;
@@ -136,8 +136,7 @@ function assistantItems(message: NormalAssistant): ResponsesInputItem[] {
 }
 
 function outputItem(result: NormalToolResult): ResponsesInputItem {
-  const text = resultText(result.content);
-  const images = resultImages(result.content);
+  const { text, images } = resultParts(result.content);
   if (images.length === 0) return { type: "function_call_output", call_id: result.toolCallId, output: text };
   const output: ResponsesInputContent[] = text ? [{ type: "input_text", text }] : [];
   for (const image of images) output.push(content(image));

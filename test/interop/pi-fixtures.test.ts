@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { Session, SessionContext } from "../../src/core/internal";
 import { exportPi, MemoryRepo, parsePi } from "../../src/core/internal";
 import { backends } from "./backends";
+import { withDistinctIds } from "./pi-opening";
 
 /*
  * Every real pi session file in test/fixtures/pi (see the README there for where each comes from)
@@ -23,8 +24,10 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 /** pi's reading of a file, from a copy (pi migrates a file it opens in place). */
 function openInPi(name: string, text: string): SessionManager {
   const path = join(scratch, name);
-  writeFileSync(path, text);
-  return SessionManager.open(path, scratch);
+  return withDistinctIds(() => {
+    writeFileSync(path, text);
+    return SessionManager.open(path, scratch);
+  });
 }
 
 type PiContext = ReturnType<typeof piBuildSessionContext>;

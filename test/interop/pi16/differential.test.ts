@@ -14,6 +14,7 @@ import { exportPi, MemoryRepo, parsePi } from "../../../src/core/internal";
 import type { DevServer } from "../../support/dev-server";
 import { startDevServer } from "../../support/dev-server";
 import { backends } from "../backends";
+import { withDistinctIds } from "../pi-opening";
 import { sessionArbitrary, writePiSession } from "./pi16-sessions";
 
 /*
@@ -29,8 +30,10 @@ let file = 0;
 /** pi's reading of a file, written to disk as pi would find it. */
 function openInPi(text: string): SessionManager {
   const path = join(scratch, `${++file}.jsonl`);
-  writeFileSync(path, text);
-  return SessionManager.open(path, scratch);
+  return withDistinctIds(() => {
+    writeFileSync(path, text);
+    return SessionManager.open(path, scratch);
+  });
 }
 
 type PiContext = ReturnType<typeof piBuildSessionContext>;

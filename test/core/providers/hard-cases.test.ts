@@ -439,6 +439,17 @@ describe("target-specific shapes", () => {
     ]);
   });
 
+  it("Anthropic: the result of a tool that printed nothing goes without content (empty text is dropped)", () => {
+    const turn = (content: string | []) =>
+      toAnthropic(
+        context([user("Go."), assistant([call("c1", "run")], ANTHROPIC), result("c1", "run", content)]),
+        { provider: "anthropic", modelId: ANTHROPIC.model },
+      ).messages[2]?.content[0];
+    const bare = { type: "tool_result", tool_use_id: "c1", is_error: false };
+    expect(turn("")).toEqual(bare);
+    expect(turn([])).toEqual(bare);
+  });
+
   it("Anthropic: an image type the API does not read becomes a note", () => {
     const out = toAnthropic(context([user([image("AAAA", "image/bmp")])]), {
       provider: "anthropic",

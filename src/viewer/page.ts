@@ -139,7 +139,8 @@ ${confirmDialog(
 
 /**
  * A dialog that asks before an action: `<name>-dialog`, its form `<name>-form`, its title, the
- * fields, then the action's button (`<name>-confirm`) before Cancel.
+ * fields, then the action's button (`<name>-confirm`, disabled at first with `{ disabled: true }`)
+ * before Cancel.
  */
 function confirmDialog(
   name: string,

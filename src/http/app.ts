@@ -7,6 +7,7 @@ import { refuseCrossSite } from "./cross-site";
 import { docsApp } from "./docs";
 import type { AppEnv } from "./env";
 import { notFound, onError } from "./errors";
+import { wellFormedPath } from "./path-encoding";
 import { placement } from "./placement";
 import { rateLimit } from "./rate-limit";
 import { requestLog } from "./request-log";
@@ -65,10 +66,12 @@ export function createApp(): OpenAPIHono<AppEnv> {
   );
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
 
-  // Before anything reads a body or a credential: CORS, forged requests, declared sizes.
+  // Before anything reads a body or a credential: CORS, paths that do not decode, forged requests,
+  // declared sizes.
   app.use(
     "/v1/*",
     cors,
+    wellFormedPath,
     refuseCrossSite,
     declaredBodyLimit({ [TENANT_IMPORT_PATH]: MAX_TENANT_IMPORT_BYTES }),
   );

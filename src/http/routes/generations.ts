@@ -11,6 +11,7 @@ import {
 } from "../../core/internal";
 import { MAX_APPEND_BYTES } from "../../durable/internal";
 import type { AppEnv } from "../env";
+import { decodedSegment } from "../path-encoding";
 import {
   body,
   conflict,
@@ -65,8 +66,8 @@ const outcomeResponses = {
 async function toGenerationStream(c: Context<AppEnv>): Promise<Response> {
   const [, sid, gid] = STREAM_PATH.exec(new URL(c.req.url).pathname) as RegExpExecArray;
   await refuseLargeAppend(c);
-  const storage = sessionStorage(c, decodeURIComponent(sid as string));
-  const id = decodeURIComponent(gid as string);
+  const storage = sessionStorage(c, decodedSegment(sid as string));
+  const id = decodedSegment(gid as string);
   return passedOn(c, await storage.generationStream(id, c.req.raw, c.get("requestId")));
 }
 

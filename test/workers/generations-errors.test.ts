@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MAX_GENERATION_BYTES } from "../../src/core/internal";
+import { MAX_GENERATION_BYTES, newId } from "../../src/core/internal";
 import {
   appendEvents,
   appendText,
@@ -221,7 +221,16 @@ describe("who may touch a generation", () => {
       404,
       "not_found",
     );
+    expectError(await api("GET", `/v1/sessions/${id}/generations`, { key: KEY_B }), 404, "not_found");
     expect(await snapshot(id, generation.stream)).toEqual(before);
+  });
+
+  it("has no listing for a session that does not exist, or no longer does", async () => {
+    expectError(await api("GET", `/v1/sessions/${newId()}/generations`), 404, "not_found");
+    const { id } = await sessionWithQuestion();
+    await openGeneration(id);
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    expectError(await api("GET", `/v1/sessions/${id}/generations`), 404, "not_found");
   });
 
   it("is gone with its deleted session", async () => {

@@ -109,12 +109,13 @@ export class Generations {
 
   /** Generations still kept: open ones, and ended ones within their retention window. */
   list(): GenerationInfo[] {
-    if (!this.#host.session.exists) return [];
+    if (!this.#host.session.exists) throw new SessionError("not_found", "session does not exist");
     return this.#parts.rows.all().map((row) => this.#info(row));
   }
 
   /** Open generations: what a watcher that joins is told of. */
   openOnes(): GenerationInfo[] {
+    if (!this.#host.session.exists) return [];
     return this.list().filter((info) => info.state === "open");
   }
 

@@ -145,7 +145,7 @@ export class RemoteSession extends Session {
     return summarizer ? super.navigate(targetId, options) : this.storage.navigate(targetId, rest);
   }
 
-  /** The session as NDJSON lines (native or pi), streamed. */
+  /** The session as NDJSON lines (native, pi, Claude Code or Codex), streamed. */
   exportLines(format: ExportFormat = "native"): AsyncGenerator<string> {
     return this.storage.exportLines(format);
   }

@@ -277,7 +277,7 @@ export class RemoteStorage implements SessionStorage {
     });
   }
 
-  /** The session as NDJSON lines (native or pi), streamed. */
+  /** The session as NDJSON lines (native, pi, Claude Code or Codex), streamed. */
   async *exportLines(format: ExportFormat = "native"): AsyncGenerator<string> {
     yield* responseLines(await this.#http.send("GET", this.#path("/export"), { query: { format } }));
   }

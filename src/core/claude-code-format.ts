@@ -10,9 +10,16 @@ import {
   thinkingLevel,
   without,
 } from "./agent-log";
+import {
+  assistantBlock,
+  heldBlock,
+  isToolResultBlock,
+  toolResultBlock,
+  userBlock,
+} from "./claude-code-blocks";
 import type { CompactionEntry, MessageEntry, SessionEntry } from "./entries";
 import type { ImportedSession, ImportWarning } from "./interchange";
-import type { AssistantMessage, ThinkingLevel } from "./messages";
+import type { AssistantMessage, ThinkingLevel, ToolResultMessage } from "./messages";
 import { blockText } from "./messages";
 import { lineError } from "./ndjson";
 import {
@@ -22,6 +29,7 @@ import {
   anthropicUserBlock,
 } from "./providers/from-anthropic";
 import { hasToolCall, toolResultMessage } from "./providers/incoming";
+import { keptItem } from "./source-lines";
 
 /*
  * Claude Code sessions (`~/.claude/projects/<project>/<session>.jsonl`): one JSON line per event,
@@ -29,7 +37,8 @@ import { hasToolCall, toolResultMessage } from "./providers/incoming";
  * as its own line; those lines become one assistant message, also across lines that are no
  * messages (hook progress) written between them. Lines that are not messages are kept as `custom`
  * entries (`customType` "claude-code:<type>", the line as `data`), and every entry made from lines
- * keeps what it does not hold of them in `sourceLines`, so nothing is lost.
+ * keeps what it does not hold of them in `sourceLines` (see source-lines.ts), so nothing is lost
+ * and the export writes the file back as it was.
  *
  * Parallel tool calls: Claude Code hangs each result from the line of its own call, so all but
  * one land beside the conversation's chain, and recovers them when it reads the file again. Here
@@ -111,6 +120,7 @@ class ClaudeCodeReader {
         parentId,
         customType: `${PREFIX}:${String(value.type)}`,
         data: value,
+        sourceLineNumbers: [line.line],
       });
       this.#entryOf.set(uuid, uuid);
       if (this.#main(value) && parentId !== null && parentId === this.#head) this.#head = uuid;
@@ -133,6 +143,7 @@ class ClaudeCodeReader {
       parentId: under,
       customType: `${PREFIX}:${kind}`,
       data: line.value,
+      sourceLineNumbers: [line.line],
     });
     this.#spliced.set(under ?? ROOT, id);
     this.#head = id;
@@ -209,40 +220,29 @@ class ClaudeCodeReader {
     const parentId = this.#parent(line, value.parentUuid);
     const timestamp = this.#messageTimestamp();
     const entries: Record<string, unknown>[] = [];
-    const unmapped: unknown[] = [];
-    const results: Record<string, unknown>[] = [];
+    const results: ToolResultMessage[] = [];
     let userContent: string | InputContent[] | undefined;
+    // The content as kept beside the entries: a hole for each block they hold.
+    let kept: unknown[] = [];
     if (typeof content === "string") userContent = content;
     else if (Array.isArray(content)) {
       const parts: InputContent[] = [];
-      for (const block of content) {
-        if (isRecord(block) && block.type === "tool_result" && typeof block.tool_use_id === "string") {
-          results.push(block);
-          continue;
+      kept = content.map((block) => {
+        if (isToolResultBlock(block)) {
+          const result = this.#toolResult(block, timestamp);
+          results.push(result);
+          return heldBlock(block, toolResultBlock(result), ["tool_use_id"]);
         }
         const part = anthropicUserBlock(block);
-        if (part) parts.push(part);
-        else unmapped.push(block);
-      }
+        if (!part) return keptItem(block);
+        parts.push(part);
+        return heldBlock(block as Record<string, unknown>, userBlock(part));
+      });
       if (parts.length > 0) userContent = parts;
     }
     const details = results.length === 1 && "toolUseResult" in value ? value.toolUseResult : undefined;
-    for (const result of results) {
-      const id = result.tool_use_id as string;
-      const resultContent: InputContent[] = [];
-      if (typeof result.content === "string") resultContent.push({ type: "text", text: result.content });
-      else if (Array.isArray(result.content)) {
-        for (const block of result.content) {
-          const part = anthropicUserBlock(block);
-          if (part) resultContent.push(part);
-          else unmapped.push({ tool_use_id: id, block });
-        }
-      }
-      const toolName = this.#toolNames.get(id) ?? "unknown";
-      const toolResult = toolResultMessage(id, toolName, resultContent, result.is_error === true, timestamp);
-      if (details !== undefined) toolResult.details = details;
-      entries.push({ type: "message", message: toolResult });
-    }
+    if (details !== undefined) (results[0] as ToolResultMessage).details = details;
+    for (const result of results) entries.push({ type: "message", message: result });
     const level = isRecord(value.thinkingMetadata) ? thinkingLevel(value.thinkingMetadata.level) : undefined;
     if (userContent !== undefined) {
       if (level !== undefined && level !== this.#stateAt(parentId).thinking) {
@@ -251,13 +251,18 @@ class ClaudeCodeReader {
       entries.push({ type: "message", message: { role: "user", content: userContent, timestamp } });
     }
     if (entries.length === 0) {
-      this.#chain(line, uuid, parentId, [{ type: "custom", customType: `${PREFIX}:user`, data: value }]);
+      this.#chain(line, uuid, parentId, [
+        { type: "custom", customType: `${PREFIX}:user`, data: value, sourceLineNumbers: [line.line] },
+      ]);
       return;
     }
     const rest = without(value, ...(details === undefined ? [] : ["toolUseResult"]));
-    rest.message = unmapped.length > 0 ? { ...message, content: unmapped } : without(message, "content");
-    (entries[0] as Record<string, unknown>).sourceLines = [rest];
-    const caller = results.length === 0 ? undefined : this.#callOwner.get(results[0]?.tool_use_id as string);
+    rest.message = Array.isArray(content) ? { ...message, content: kept } : without(message, "content");
+    Object.assign(entries[0] as Record<string, unknown>, {
+      sourceLines: [rest],
+      sourceLineNumbers: [line.line],
+    });
+    const caller = results.length === 0 ? undefined : this.#callOwner.get(results[0]?.toolCallId as string);
     if (caller === undefined || this.#messageAbove(parentId) !== caller) {
       this.#chain(line, uuid, parentId, entries);
       return;
@@ -266,6 +271,21 @@ class ClaudeCodeReader {
     const last = this.#chain(line, uuid, this.#lastResult.get(caller) ?? parentId, entries);
     for (const entry of this.entries.slice(first)) this.#resultOf.set(entry.id, caller);
     this.#lastResult.set(caller, last);
+  }
+
+  /** A `tool_result` block as a result message (the line's `toolUseResult` is added by the caller). */
+  #toolResult(block: Record<string, unknown>, timestamp: number): ToolResultMessage {
+    const id = block.tool_use_id as string;
+    const content: InputContent[] = [];
+    if (typeof block.content === "string") content.push({ type: "text", text: block.content });
+    else if (Array.isArray(block.content)) {
+      for (const item of block.content) {
+        const part = anthropicUserBlock(item);
+        if (part) content.push(part);
+      }
+    }
+    const toolName = this.#toolNames.get(id) ?? "unknown";
+    return toolResultMessage(id, toolName, content, block.is_error === true, timestamp);
   }
 
   /**
@@ -288,16 +308,15 @@ class ClaudeCodeReader {
     const message = value.message as Record<string, unknown>;
     const blocks = Array.isArray(message.content) ? message.content : [];
     const parts: AssistantMessage["content"] = [];
-    const unmapped: unknown[] = [];
-    for (const block of blocks) {
+    const kept = blocks.map((block) => {
       const part = anthropicAssistantBlock(block);
-      if (part) {
-        parts.push(part);
-        if (part.type === "toolCall") this.#toolNames.set(part.id, part.name);
-      } else unmapped.push(block);
-    }
+      if (!part) return keptItem(block);
+      parts.push(part);
+      if (part.type === "toolCall") this.#toolNames.set(part.id, part.name);
+      return heldBlock(block as Record<string, unknown>, assistantBlock(part));
+    });
     const rest = without(value);
-    rest.message = unmapped.length > 0 ? { ...message, content: unmapped } : without(message, "content");
+    rest.message = Array.isArray(message.content) ? { ...message, content: kept } : message;
 
     // A further streamed block of the message its parent line belongs to.
     const apiId = asString(message.id);
@@ -312,6 +331,7 @@ class ClaudeCodeReader {
         merged.stopReason = anthropicStopReason(message.stop_reason, hasToolCall(merged.content)).stopReason;
       }
       (open.sourceLines as unknown[]).push(rest);
+      (open.sourceLineNumbers as number[]).push(line.line);
       this.#entryOf.set(uuid, open.id);
       this.#ownCalls(parts, open.id);
       return;
@@ -337,7 +357,12 @@ class ClaudeCodeReader {
       assistant.stopReason = "error";
       assistant.errorMessage = blockText(blocks) || "API error";
     }
-    entries.push({ type: "message", message: assistant, sourceLines: [rest] });
+    entries.push({
+      type: "message",
+      message: assistant,
+      sourceLines: [rest],
+      sourceLineNumbers: [line.line],
+    });
     this.#chain(line, uuid, parentId, entries);
     const entry = this.entries[this.entries.length - 1] as MessageEntry;
     if (apiId !== undefined) this.#assistantOf.set(apiId, entry);
@@ -364,6 +389,7 @@ class ClaudeCodeReader {
       summary: "",
       tokensBefore: count(metadata.preTokens),
       sourceLines: [value],
+      sourceLineNumbers: [line.line],
     };
     if (firstKept !== undefined) compaction.firstKeptEntryId = firstKept;
     this.#chain(line, uuid, parentId, [compaction]);
@@ -375,7 +401,8 @@ class ClaudeCodeReader {
     const message = value.message as Record<string, unknown>;
     const summary = blockText(message.content);
     const rest = without(value);
-    rest.message = without(message, "content");
+    // A summary written as text is the compaction's summary; written otherwise it is kept as it is.
+    rest.message = typeof message.content === "string" ? without(message, "content") : message;
     const parentUuid = asString(value.parentUuid);
     const boundary = parentUuid === undefined ? undefined : this.#entryOf.get(parentUuid);
     const entry = this.entries.find((e) => e.id === boundary && e.type === "compaction") as
@@ -384,11 +411,12 @@ class ClaudeCodeReader {
     if (entry && entry.summary === "") {
       entry.summary = summary;
       (entry.sourceLines as unknown[]).push(rest);
+      (entry.sourceLineNumbers as number[]).push(line.line);
       this.#entryOf.set(uuid, entry.id);
       return;
     }
     this.#chain(line, uuid, this.#parent(line, value.parentUuid), [
-      { type: "compaction", summary, tokensBefore: 0, sourceLines: [rest] },
+      { type: "compaction", summary, tokensBefore: 0, sourceLines: [rest], sourceLineNumbers: [line.line] },
     ]);
   }
 }

@@ -5,6 +5,8 @@
 
 export type { CompactIfNeededOptions, CompactIfNeededResult } from "./agent";
 export { compactIfNeeded } from "./agent";
+export type { ClaudeCodeExportOptions } from "./claude-code-export";
+export { exportClaudeCode } from "./claude-code-export";
 export { parseClaudeCode } from "./claude-code-format";
 export { parseCodex } from "./codex-format";
 export type { CompactOptions, NavigateOptions } from "./compact-session";

@@ -32,13 +32,13 @@ export interface ImportedSession {
   warnings: ImportWarning[];
 }
 
-/** Formats a session can be exported to (and imported back from). */
-export type ExportFormat = "native" | "pi";
-export const EXPORT_FORMATS: readonly ExportFormat[] = ["native", "pi"];
-
 /** Formats a session can be imported from: ours, pi's, and other agents' logs. */
-export type ImportFormat = ExportFormat | "claude-code" | "codex";
-export const IMPORT_FORMATS: readonly ImportFormat[] = [...EXPORT_FORMATS, "claude-code", "codex"];
+export type ImportFormat = "native" | "pi" | "claude-code" | "codex";
+export const IMPORT_FORMATS: readonly ImportFormat[] = ["native", "pi", "claude-code", "codex"];
+
+/** Formats a session can be exported to (and imported back from). */
+export type ExportFormat = Exclude<ImportFormat, "codex">;
+export const EXPORT_FORMATS: readonly ExportFormat[] = ["native", "pi", "claude-code"];
 
 function pickFormat<F extends string>(format: string | undefined, formats: readonly F[]): F {
   const value = format ?? "native";

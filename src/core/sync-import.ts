@@ -65,6 +65,19 @@ function diverged(id: string, entryId: string | undefined): SessionError {
 }
 
 /**
+ * Whether a stored entry is the file's. An entry imported before imports recorded where each of its
+ * lines stood (`sourceLineNumbers`) kept less of them: it is compared without what it kept of them.
+ */
+function sameEntry(stored: Record<string, unknown>, expected: SessionEntry): boolean {
+  if (canonicalJson(stored) === canonicalJson(expected)) return true;
+  if (Object.hasOwn(stored, "sourceLineNumbers") || !Object.hasOwn(expected, "sourceLineNumbers"))
+    return false;
+  const bare = ({ sourceLines: _lines, sourceLineNumbers: _numbers, ...entry }: Record<string, unknown>) =>
+    entry;
+  return canonicalJson(bare(stored)) === canonicalJson(bare(expected));
+}
+
+/**
  * How many of the file's entries the session holds already: its tree entries must be the file's
  * first ones, the same in every field (head moves are not compared: moving the head elsewhere
  * changes no entry). Anything else is `already_exists`.
@@ -76,7 +89,7 @@ async function storedPrefix(storage: SessionStorage, entries: readonly SessionEn
     while (next < entries.length && !isTreeEntry(entries[next] as SessionEntry)) next++;
     const expected = entries[next];
     if (expected === undefined) throw diverged(storage.id, undefined);
-    if (canonicalJson(stored) !== canonicalJson(expected)) throw diverged(storage.id, expected.id);
+    if (!sameEntry(stored, expected)) throw diverged(storage.id, expected.id);
     next++;
   }
   return next;

@@ -6,8 +6,16 @@ import {
   buildSessionContext as piBuildSessionContext,
 } from "@mariozechner/pi-coding-agent";
 import { expect } from "vitest";
-import type { AgentMessage, ImportedSession, SessionEntry } from "../../src/core/internal";
-import { exportNative, exportPi, MemoryRepo, parseNative, SessionError } from "../../src/core/internal";
+import type { AgentMessage, ImportedSession, Session, SessionEntry } from "../../src/core/internal";
+import {
+  exportClaudeCode,
+  exportNative,
+  exportPi,
+  MemoryRepo,
+  parseClaudeCode,
+  parseNative,
+  SessionError,
+} from "../../src/core/internal";
 
 /* What the Claude Code and Codex import tests share: the real files, and the round trips. */
 
@@ -28,7 +36,7 @@ export function jsonLines(text: string): Record<string, unknown>[] {
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
-async function collect(lines: AsyncIterable<string>): Promise<string> {
+export async function collect(lines: AsyncIterable<string>): Promise<string> {
   let out = "";
   for await (const line of lines) out += line;
   return out;
@@ -102,6 +110,40 @@ export async function expectRoundTrips(file: ImportedSession): Promise<void> {
   expect(ours.messages).toEqual(theirs.messages);
   expect(ours.thinkingLevel).toBe(theirs.thinkingLevel);
   expect(ours.model).toEqual(theirs.model);
+}
+
+/** The lines of an agent's file as its import reads them: a last line cut short by a crash left out. */
+export function writtenLines(text: string): Record<string, unknown>[] {
+  const lines = text.split("\n").filter((l) => l.trim());
+  const last = lines.at(-1);
+  if (last !== undefined && !/\n\s*$/.test(text)) {
+    try {
+      JSON.parse(last);
+    } catch {
+      lines.pop();
+    }
+  }
+  return lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+const agentFormats = {
+  "claude-code": { parse: parseClaudeCode, write: (session: Session) => exportClaudeCode(session) },
+} as const;
+
+/**
+ * An agent's file imported, then exported to the same format, gives back its lines (deep-equal,
+ * in order), and that export imports to what the file did.
+ */
+export async function expectExportedAsWritten(
+  format: keyof typeof agentFormats,
+  text: string,
+): Promise<void> {
+  const { parse, write } = agentFormats[format];
+  const file = parse(text);
+  const exported = await collect(write(await new MemoryRepo().importSession(file)));
+  expect(jsonLines(exported)).toEqual(writtenLines(text));
+  const again = parse(exported);
+  expect({ ...again, warnings: [] }).toEqual({ ...file, warnings: [] });
 }
 
 /** Runs `parse` and returns the SessionError it throws. */

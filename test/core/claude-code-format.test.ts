@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { AgentMessage, AssistantMessage, SessionEntry } from "../../src/core/internal";
 import { detectFormat, MemoryRepo, parseClaudeCode } from "../../src/core/internal";
 import {
+  expectExportedAsWritten,
   expectRoundTrips,
   expectToolCallsAnswered,
   expectToolResultsPaired,
@@ -18,6 +19,13 @@ import {
  */
 
 type Line = Record<string, unknown>;
+
+/** Every file this test reads, to export each back at the end. */
+const files: string[] = [];
+function parsed(text: string) {
+  files.push(text);
+  return parseClaudeCode(text);
+}
 type Turn = { role: string; text?: string; calls?: string[]; callId?: string };
 
 function textsOf(content: unknown): string | undefined {
@@ -116,7 +124,7 @@ describe("real Claude Code sessions", () => {
   for (const [name, text] of fixtureFiles("claude-code")) {
     describe(name, () => {
       const lines = jsonLines(text);
-      const file = parseClaudeCode(text);
+      const file = parsed(text);
 
       it("is told apart by its first lines and imports under an id made from its sessionId", () => {
         expect(detectFormat(text)).toBe("claude-code");
@@ -179,7 +187,7 @@ describe("real Claude Code sessions", () => {
   it("answers every call at the head of a 2.1 session, also the parallel ones Claude Code wrote beside the chain", async () => {
     const [, text] = fixtureFiles("claude-code").find(([n]) => n.startsWith("2.1.38")) as [string, string];
     const lines = jsonLines(text);
-    const { messages } = await (await new MemoryRepo().importSession(parseClaudeCode(text))).buildContext();
+    const { messages } = await (await new MemoryRepo().importSession(parsed(text))).buildContext();
     const roles: Record<string, number> = {};
     for (const m of messages) roles[m.role] = (roles[m.role] ?? 0) + 1;
     expect(roles).toEqual({ user: 4, assistant: 12, toolResult: 16 });
@@ -208,7 +216,7 @@ describe("real Claude Code sessions", () => {
 
   it("merges the streamed lines of one API message into one assistant message", () => {
     const [, text] = fixtureFiles("claude-code").find(([n]) => n.startsWith("1.0.98")) as [string, string];
-    const file = parseClaudeCode(text);
+    const file = parsed(text);
     // Five tool_use blocks written as five lines (msg_…VQquTL) are one message with five calls.
     const parallel = messagesOf(file.entries, "assistant").find(
       (m) => (m as AssistantMessage).content.filter((p) => p.type === "toolCall").length === 5,
@@ -224,7 +232,7 @@ describe("real Claude Code sessions", () => {
     const [, text] = fixtureFiles("claude-code").find(([n]) => n.includes("sidechains")) as [string, string];
     const sidechainRoots = jsonLines(text).filter((l) => l.isSidechain && l.parentUuid === null);
     expect(sidechainRoots.length).toBe(2);
-    const session = await new MemoryRepo().importSession(parseClaudeCode(text));
+    const session = await new MemoryRepo().importSession(parsed(text));
     const roots = await session.storage.getTree();
     expect(roots.map((r) => r.id).sort()).toEqual(
       [jsonLines(text)[0]?.uuid, ...sidechainRoots.map((l) => l.uuid)].sort(),
@@ -292,7 +300,7 @@ describe("Claude Code shapes", () => {
       say("u2b", "a1", "edited follow-up"),
       reply("a2b", "u2b", "msg_3", [{ type: "text", text: "new reply" }]),
     );
-    const imported = parseClaudeCode(text);
+    const imported = parsed(text);
     expect(imported.leafId).toBe("a2b");
     const parents = new Map(imported.entries.map((e) => [e.id, e.parentId]));
     expect([parents.get("u2"), parents.get("u2b")]).toEqual(["a1", "a1"]);
@@ -309,7 +317,7 @@ describe("Claude Code shapes", () => {
   });
 
   it("maps thinking with its signature, redacted thinking, tool calls and errors", () => {
-    const imported = parseClaudeCode(
+    const imported = parsed(
       file(
         say("u1", null, [
           { type: "text", text: "look at this" },
@@ -401,7 +409,7 @@ describe("Claude Code shapes", () => {
   it("turns compact_boundary and its summary into a compaction: the context is what Claude saw after", async () => {
     const summary =
       "This session is being continued from a previous conversation. Summary: built the parser.";
-    const imported = parseClaudeCode(
+    const imported = parsed(
       file(
         say("u1", null, "build the parser"),
         reply("a1", "u1", "msg_1", [{ type: "text", text: "built" }]),
@@ -431,7 +439,7 @@ describe("Claude Code shapes", () => {
   });
 
   it("keeps the segment a compaction preserved", async () => {
-    const imported = parseClaudeCode(
+    const imported = parsed(
       file(
         say("u1", null, "old"),
         reply("a1", "u1", "msg_1", [{ type: "text", text: "old answer" }]),
@@ -469,13 +477,13 @@ describe("Claude Code shapes", () => {
       say("u1", null, "hi"),
       reply("a1", "u1", "msg_1", [{ type: "text", text: "hello" }]),
     ];
-    expect(parseClaudeCode(file(...lines)).header.name).toBe("Parser work");
+    expect(parsed(file(...lines)).header.name).toBe("Parser work");
     const titled = file(...lines, cc({ type: "custom-title", customTitle: "My parser" }));
-    expect(parseClaudeCode(titled).header.name).toBe("My parser");
+    expect(parsed(titled).header.name).toBe("My parser");
   });
 
   it("keeps lines it does not know as custom entries at the head, in the chain, out of the context", async () => {
-    const imported = parseClaudeCode(
+    const imported = parsed(
       file(
         cc({ type: "file-history-snapshot", messageId: "u1", snapshot: { trackedFileBackups: {} } }),
         say("u1", null, "hi"),
@@ -501,7 +509,7 @@ describe("Claude Code shapes", () => {
 
   it("imports a subagent's file as a session of its own", () => {
     const agent = (fields: Line) => cc({ ...fields, isSidechain: true, agentId: "a0ad4f44" });
-    const imported = parseClaudeCode(
+    const imported = parsed(
       file(
         agent(say("u1", null, "explore the repo")),
         agent(reply("a1", "u1", "msg_1", [{ type: "text", text: "found it" }])),
@@ -513,7 +521,7 @@ describe("Claude Code shapes", () => {
   });
 
   it("records thinking settings as thinking-level changes", () => {
-    const imported = parseClaudeCode(
+    const imported = parsed(
       file(
         say("u1", null, "think hard", { thinkingMetadata: { level: "high", disabled: false, triggers: [] } }),
         reply("a1", "u1", "msg_1", [{ type: "text", text: "ok" }]),
@@ -530,14 +538,14 @@ describe("Claude Code shapes", () => {
 
   it("drops a torn last line with a warning", () => {
     const whole = file(say("u1", null, "hi"), reply("a1", "u1", "msg_1", [{ type: "text", text: "hello" }]));
-    const imported = parseClaudeCode(`${whole}{"parentUuid":"a1","type":"user","mess`);
+    const imported = parsed(`${whole}{"parentUuid":"a1","type":"user","mess`);
     expect(imported.warnings).toEqual([{ line: 3, message: expect.stringContaining("torn") }]);
     expect(imported.entries.map((e) => e.id)).toEqual(["u1", "a1:model", "a1"]);
   });
 
   it("refuses a line that is not JSON before the last, naming it", () => {
     const error = refusal(() =>
-      parseClaudeCode(`${file(say("u1", null, "hi"))}not json\n${file(say("u2", "u1", "again"))}`),
+      parsed(`${file(say("u1", null, "hi"))}not json\n${file(say("u2", "u1", "again"))}`),
     );
     expect(error.code).toBe("invalid_request");
     expect(error.message).toMatch(/^line 2:/);
@@ -545,11 +553,11 @@ describe("Claude Code shapes", () => {
   });
 
   it("refuses a file without a sessionId", () => {
-    expect(refusal(() => parseClaudeCode('{"type":"other"}\n')).message).toMatch(/^line 1: .*sessionId/);
+    expect(refusal(() => parsed('{"type":"other"}\n')).message).toMatch(/^line 1: .*sessionId/);
   });
 
   it("turns a parent the file does not hold into a root, with a warning", () => {
-    const imported = parseClaudeCode(file(say("u1", "gone", "hi")));
+    const imported = parsed(file(say("u1", "gone", "hi")));
     expect(imported.entries[0]?.parentId).toBeNull();
     expect(imported.warnings).toEqual([{ line: 1, message: expect.stringContaining("gone") }]);
   });
@@ -558,12 +566,27 @@ describe("Claude Code shapes", () => {
 describe("entries stay valid", () => {
   it("every real file's entries are what the store accepts", async () => {
     for (const [, text] of fixtureFiles("claude-code")) {
-      const imported = parseClaudeCode(text);
+      const imported = parsed(text);
       const session = await new MemoryRepo().importSession(imported);
       const stored = (await session.getEntries({ limit: 1000 })).map(
         ({ seq: _seq, ...e }) => e as SessionEntry,
       );
       expect(stored.filter((e) => e.type !== "leaf")).toEqual(imported.entries);
     }
+  });
+});
+
+describe("every file above, exported back to Claude Code", () => {
+  it("gives back its lines, which import to the same session", async () => {
+    const imported = files.filter((text) => {
+      try {
+        parseClaudeCode(text);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    expect(imported.length).toBeGreaterThan(20);
+    for (const text of new Set(imported)) await expectExportedAsWritten("claude-code", text);
   });
 });

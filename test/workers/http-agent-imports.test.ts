@@ -6,6 +6,13 @@ import { api, expectError, sid } from "./helpers";
 
 /* Claude Code and Codex CLI sessions over HTTP: `POST /v1/sessions/import?format=claude-code|codex`. */
 
+function lines(text: string): Array<Record<string, unknown>> {
+  return text
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l));
+}
+
 async function importFile(body: string, query: string) {
   const res = await exports.default.fetch(`http://sessions.test/v1/sessions/import${query}`, {
     method: "POST",
@@ -75,13 +82,58 @@ describe("agent session import", () => {
     expectError(await api("GET", `/v1/sessions/${id}`), 404, "not_found");
   });
 
-  it("exports only to native and pi", async () => {
-    const res = await importFile(codex, `?format=codex&id=${sid("export")}`);
-    expectError(
-      await api("GET", `/v1/sessions/${res.body.id}/export?format=codex`),
-      415,
-      "unsupported_format",
+  it("exports a Claude Code session back as the lines it was imported from", async () => {
+    const res = await importFile(claudeCode, `?format=claude-code&id=${sid("cc-back")}`);
+    const exported = await api("GET", `/v1/sessions/${res.body.id}/export?format=claude-code`);
+    expect(exported.status).toBe(200);
+    expect(exported.headers.get("Content-Type")).toContain("application/x-ndjson");
+    expect(lines(exported.text)).toEqual(lines(claudeCode));
+  });
+
+  it("exports a session written over HTTP as a Claude Code transcript that imports to its conversation", async () => {
+    const id = sid("cc-http");
+    await api("POST", "/v1/sessions", { body: { id, name: "Over HTTP" } });
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: {
+        entries: [
+          { type: "message", message: { role: "user", content: "What is 2+2?", timestamp: 1 } },
+          {
+            type: "message",
+            format: "openai-chat",
+            message: {
+              role: "assistant",
+              content: "4",
+              tool_calls: [
+                { id: "call_1", type: "function", function: { name: "calc", arguments: '{"q":"2+2"}' } },
+              ],
+            },
+          },
+          {
+            type: "message",
+            format: "openai-chat",
+            message: { role: "tool", tool_call_id: "call_1", content: "4" },
+          },
+        ],
+      },
+    });
+    const exported = await api("GET", `/v1/sessions/${id}/export?format=claude-code`);
+    expect(exported.status).toBe(200);
+    const transcript = lines(exported.text);
+    expect(transcript.map((l) => l.type)).toEqual(["user", "assistant", "user", "custom-title"]);
+    const copy = await importFile(exported.text, `?format=claude-code&id=${sid("cc-copy")}`);
+    expect(copy.status, copy.text).toBe(201);
+    expect(copy.body).toMatchObject({ name: "Over HTTP", messageCount: 3 });
+    const roles = (await api("GET", `/v1/sessions/${copy.body.id}/context`)).body.messages.map(
+      (m: { role: string }) => m.role,
     );
+    expect(roles).toEqual(["user", "assistant", "toolResult"]);
+  });
+
+  it("refuses an export format it does not know, naming the ones it does", async () => {
+    const res = await importFile(codex, `?format=codex&id=${sid("export")}`);
+    const refused = await api("GET", `/v1/sessions/${res.body.id}/export?format=csv`);
+    expectError(refused, 415, "unsupported_format");
+    expect(refused.body.error.message).toContain("claude-code");
     const pi = await api("GET", `/v1/sessions/${res.body.id}/export?format=pi`);
     expect(pi.status).toBe(200);
     expect(JSON.parse(pi.text.split("\n")[0] as string)).toMatchObject({

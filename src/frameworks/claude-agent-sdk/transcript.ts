@@ -78,7 +78,9 @@ function messageEntries(line: TranscriptLine): Record<string, unknown>[] | undef
     const { entries } = parseClaudeCode(`${JSON.stringify(line)}\n`);
     const kept = entries
       .filter((entry) => entry.type !== "model_change" && entry.type !== "thinking_level_change")
-      .map(({ sourceLines: _sourceLines, ...entry }) => entry as Record<string, unknown>);
+      .map(
+        ({ sourceLines: _lines, sourceLineNumbers: _numbers, ...entry }: Record<string, unknown>) => entry,
+      );
     return kept.length > 0 && kept.every((entry) => entry.type !== "custom") ? kept : undefined;
   } catch {
     // A line the import refuses on its own (no sessionId, say) is still kept, as a custom entry.

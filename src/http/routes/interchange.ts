@@ -3,8 +3,7 @@ import * as z from "zod";
 import {
   checkExportFormat,
   checkFormat,
-  exportNative,
-  exportPi,
+  exportLines,
   leafTag,
   parseImport,
   Session,
@@ -43,7 +42,7 @@ export const interchangeRoutes = routes()
       method: "get",
       path: "/v1/sessions/{sid}/export",
       operationId: "exportSession",
-      summary: "Export a session as NDJSON (native or pi)",
+      summary: "Export a session as NDJSON (native, pi or Claude Code)",
       request: { params: SessionIdParam, query: ExportQuery },
       responses: {
         200: {
@@ -58,7 +57,7 @@ export const interchangeRoutes = routes()
       const format = checkExportFormat(c.req.valid("query").format);
       const sid = c.req.valid("param").sid;
       const session = new Session(sessionStorage(c, sid));
-      const lines = format === "pi" ? exportPi(session) : exportNative(session);
+      const lines = exportLines(format, session);
       // The header is read before answering, so a missing session is a 404, not a broken stream.
       const first = await lines.next();
       return ndjsonResponse(textStream(resume(first, lines)), `${sid}.jsonl`);

@@ -1,0 +1,520 @@
+import { isUuid, uuidFor, uuidFrom } from "./agent-ids";
+import type { InputContent } from "./agent-log";
+import { asString, isRecord } from "./agent-log";
+import { filledAssistantContent, filledUserContent, toolResultBlock } from "./claude-code-blocks";
+import { latestCompaction, projectContext, projectEntries } from "./context";
+import type { CompactionEntry, SessionEntry, TreeEntry } from "./entries";
+import { sessionEntries } from "./interchange";
+import type { AgentMessage, AssistantMessage, ToolResultMessage, UserMessage } from "./messages";
+import { toModelMessage } from "./providers/pi-messages";
+import { ANTHROPIC_IMAGE_TYPES } from "./providers/to-anthropic";
+import { ANTHROPIC_IDS, ToolCallIds } from "./providers/tool-call-ids";
+import type { Session } from "./session";
+import type { SourceFields } from "./source-lines";
+import { sourceOf } from "./source-lines";
+
+/*
+ * A session as a Claude Code transcript (`~/.claude/projects/<project>/<session>.jsonl`).
+ *
+ * What was imported from a Claude Code file goes back as the lines it was made from, in the file's
+ * order: each entry keeps its lines without what it holds (`sourceLines`, their places in
+ * `sourceLineNumbers`), and the export fills them again from the entry. Lines the Claude Agent
+ * SDK store wrote whole (an entry's `line`) go back as they are.
+ *
+ * What was written anywhere else (over HTTP, by pi, by another agent, or here after the import)
+ * becomes the lines Claude Code writes for the conversation on the current branch: a user line per
+ * user message and per tool result, an assistant line per reply (thinking signed by Anthropic kept,
+ * other thinking as text, tool-call ids as Anthropic takes them), messages of pi's own roles as the
+ * user messages pi sends for them, the latest compaction as a `compact_boundary` and the summary
+ * line after it (then the messages it kept), and the session's name as a `custom-title` line.
+ */
+
+type Line = Record<string, unknown>;
+
+/** The version of Claude Code whose line shapes new lines follow. */
+export const CLAUDE_CODE_VERSION = "2.1.38";
+
+const PREFIX = "claude-code:";
+
+export interface ClaudeCodeExportOptions {
+  /** The `sessionId` of new lines: by default the one the session was imported with, else a UUID made from its id. */
+  sessionId?: string;
+  /** The working folder of new lines: by default the one the session recorded. */
+  cwd?: string;
+}
+
+/** The lines an entry was made from, however it keeps them. */
+type EntryLines =
+  | { kind: "source"; lines: Array<{ line: Line; number: number }> }
+  | { kind: "whole"; line: Line; number?: number };
+
+function linesOf(entry: SessionEntry): EntryLines | undefined {
+  const source = sourceOf(entry as SourceFields);
+  if (source) return { kind: "source", lines: source };
+  const held = (entry as { line?: unknown }).line;
+  if (isRecord(held)) return { kind: "whole", line: held };
+  if (entry.type === "custom" && entry.customType.startsWith(PREFIX) && isRecord(entry.data)) {
+    const numbers = (entry as SourceFields).sourceLineNumbers;
+    const number =
+      Array.isArray(numbers) && Number.isInteger(numbers[0]) ? (numbers[0] as number) : undefined;
+    return number === undefined
+      ? { kind: "whole", line: entry.data }
+      : { kind: "whole", line: entry.data, number };
+  }
+  return undefined;
+}
+
+/**
+ * What one reading of the session tells: which entries the transcript's lines hold (made from a
+ * line, or part of what one line became), and the uuid a new line under an entry names as parent.
+ */
+class LineIndex {
+  readonly #parentOf = new Map<string, string | null>();
+  readonly #uuidOf = new Map<string, string>();
+  readonly #lineUuids = new Set<string>();
+  readonly #fromLines = new Set<string>();
+  readonly #others: string[] = [];
+  readonly #renames: string[] = [];
+  hasLines = false;
+  /** Whether the session was named here (a `session_info` no line holds). */
+  namedHere = false;
+
+  read(entry: SessionEntry): void {
+    if (entry.type === "leaf") return;
+    this.#parentOf.set(entry.id, entry.parentId);
+    if (entry.type === "session_info") this.#renames.push(entry.id);
+    const lines = linesOf(entry);
+    if (!lines) {
+      this.#others.push(entry.id);
+      return;
+    }
+    this.hasLines = true;
+    this.#fromLines.add(entry.id);
+    const held = lines.kind === "source" ? lines.lines.map((l) => l.line) : [lines.line];
+    const uuids = held.map((line) => asString(line.uuid)).filter((u): u is string => u !== undefined);
+    for (const uuid of uuids) this.#lineUuids.add(uuid);
+    const last = uuids.at(-1);
+    if (last !== undefined) this.#uuidOf.set(entry.id, last);
+  }
+
+  /** Settles the entries made as part of a line (ids `<uuid>` and `<uuid>:<n>`): call after the last `read`. */
+  finish(): void {
+    for (const id of this.#others) {
+      const uuid = this.#lineUuids.has(id) ? id : this.#linePrefix(id);
+      if (uuid === undefined) continue;
+      this.#fromLines.add(id);
+      this.#uuidOf.set(id, uuid);
+    }
+    this.namedHere = this.#renames.some((id) => !this.#fromLines.has(id));
+  }
+
+  #linePrefix(id: string): string | undefined {
+    for (let at = id.indexOf(":"); at > 0; at = id.indexOf(":", at + 1)) {
+      const prefix = id.slice(0, at);
+      if (this.#lineUuids.has(prefix)) return prefix;
+    }
+    return undefined;
+  }
+
+  fromLines(id: string): boolean {
+    return this.#fromLines.has(id);
+  }
+
+  /** The uuid a line written under `id` hangs from: the line's own, or the nearest one above it. */
+  hangFrom(id: string | null): string | null {
+    for (let at = id; at !== null; at = this.#parentOf.get(at) ?? null) {
+      const uuid = this.#uuidOf.get(at);
+      if (uuid !== undefined) return uuid;
+    }
+    return null;
+  }
+
+  /** The entry ids root → `leafId`. */
+  path(leafId: string | null): string[] {
+    const ids: string[] = [];
+    for (let at = leafId; at !== null && this.#parentOf.has(at); at = this.#parentOf.get(at) ?? null)
+      ids.push(at);
+    return ids.reverse();
+  }
+}
+
+/** Lines out in the file's order: numbered lines by number, others where they come. */
+class LineOrder {
+  #pending: Array<{ number: number; line: Line }> = [];
+
+  /** Lines held back for later numbers go out once a line after them comes. */
+  *put(line: Line, number?: number): Generator<string> {
+    yield* this.#before(number);
+    yield `${JSON.stringify(line)}\n`;
+  }
+
+  /** A line of a number still to come. */
+  later(line: Line, number: number): void {
+    const at = this.#pending.findIndex((p) => p.number > number);
+    this.#pending.splice(at < 0 ? this.#pending.length : at, 0, { number, line });
+  }
+
+  *#before(number: number | undefined): Generator<string> {
+    while (this.#pending.length > 0 && (number === undefined || (this.#pending[0]?.number ?? 0) < number)) {
+      yield `${JSON.stringify(this.#pending.shift()?.line)}\n`;
+    }
+  }
+
+  *rest(): Generator<string> {
+    yield* this.#before(undefined);
+  }
+}
+
+/** A user line and the entries it was made into (its results, a thinking change, the user message). */
+interface UserGroup {
+  uuid: string;
+  line: Line;
+  number: number;
+  entries: SessionEntry[];
+}
+
+function messageOf(entry: SessionEntry): AgentMessage | undefined {
+  return entry.type === "message" ? entry.message : undefined;
+}
+
+function userLine(group: UserGroup): Line {
+  const results = group.entries
+    .map(messageOf)
+    .filter((m): m is ToolResultMessage => m?.role === "toolResult");
+  const user = group.entries.map(messageOf).find((m): m is UserMessage => m?.role === "user");
+  const line = { ...group.line };
+  const message = isRecord(line.message) ? line.message : {};
+  if (!Object.hasOwn(message, "content")) line.message = { ...message, content: user?.content ?? "" };
+  else if (Array.isArray(message.content)) {
+    const parts = Array.isArray(user?.content) ? (user.content as InputContent[]) : [];
+    line.message = { ...message, content: filledUserContent(message.content, results, parts) };
+  }
+  const details = results.length === 1 ? results[0]?.details : undefined;
+  if (!Object.hasOwn(line, "toolUseResult") && details !== undefined) line.toolUseResult = details;
+  return line;
+}
+
+/** An assistant entry's lines, each line's blocks filled from the message in order. */
+function assistantLines(entry: SessionEntry, lines: Line[]): Line[] {
+  const parts = (messageOf(entry) as AssistantMessage | undefined)?.content ?? [];
+  let next = 0;
+  return lines.map((line) => {
+    const message = isRecord(line.message) ? line.message : undefined;
+    if (!message || !Array.isArray(message.content)) return line;
+    const filled = filledAssistantContent(message.content, parts, next);
+    next = filled.next;
+    return { ...line, message: { ...message, content: filled.content } };
+  });
+}
+
+/** A compaction's lines: the summary line's text is the compaction's summary. */
+function compactionLines(entry: CompactionEntry, lines: Line[]): Line[] {
+  return lines.map((line) => {
+    const message = isRecord(line.message) ? line.message : undefined;
+    if (line.type !== "user" || !message || Object.hasOwn(message, "content")) return line;
+    return { ...line, message: { ...message, content: entry.summary } };
+  });
+}
+
+function isMember(group: UserGroup, id: string): boolean {
+  return id === group.uuid || id.startsWith(`${group.uuid}:`);
+}
+
+/** The transcript's own lines, from every entry made from one, in the order the file had them. */
+async function* sourceLines(session: Session): AsyncGenerator<string> {
+  const order = new LineOrder();
+  let group: UserGroup | undefined;
+  const closeGroup = function* (): Generator<string> {
+    if (group) yield* order.put(userLine(group), group.number);
+    group = undefined;
+  };
+  for await (const entry of sessionEntries(session)) {
+    if (entry.type === "leaf") continue;
+    if (group && isMember(group, entry.id)) {
+      group.entries.push(entry);
+      continue;
+    }
+    yield* closeGroup();
+    const lines = linesOf(entry);
+    if (!lines) continue;
+    if (lines.kind === "whole") {
+      yield* order.put(lines.line, lines.number);
+      continue;
+    }
+    const [first, ...rest] = lines.lines;
+    if (!first) continue;
+    const held = lines.lines.map((l) => l.line);
+    let written: Line[];
+    if (entry.type === "compaction") written = compactionLines(entry, held);
+    else if (messageOf(entry)?.role === "assistant") written = assistantLines(entry, held);
+    else {
+      group = {
+        uuid: asString(first.line.uuid) ?? entry.id,
+        line: first.line,
+        number: first.number,
+        entries: [entry],
+      };
+      continue;
+    }
+    yield* order.put(written[0] as Line, first.number);
+    rest.forEach((l, index) => {
+      order.later(written[index + 1] as Line, l.number);
+    });
+  }
+  yield* closeGroup();
+  yield* order.rest();
+}
+
+/** Fields every new line carries, and what makes the lines of messages. */
+class LineWriter {
+  readonly #fields: Line;
+  readonly #sessionId: string;
+  readonly #callIds = new ToolCallIds(ANTHROPIC_IDS);
+  readonly #wireIds = new Map<string, string>();
+
+  constructor(fields: Line, sessionId: string) {
+    this.#fields = fields;
+    this.#sessionId = sessionId;
+  }
+
+  #wire(id: string): string {
+    let wire = this.#wireIds.get(id);
+    if (wire === undefined) {
+      wire = this.#callIds.allocate(id);
+      this.#wireIds.set(id, wire);
+    }
+    return wire;
+  }
+
+  line(parentUuid: string | null, type: string, fields: Line, uuid: string, timestamp: string): Line {
+    return { parentUuid, ...this.#fields, type, ...fields, uuid, timestamp };
+  }
+
+  title(name: string): Line {
+    return { type: "custom-title", customTitle: name, sessionId: this.#sessionId };
+  }
+
+  #userContent(content: unknown): unknown {
+    if (typeof content === "string") return content;
+    return (Array.isArray(content) ? (content as InputContent[]) : []).map((part) => {
+      if (part.type === "text") return { type: "text", text: part.text };
+      if (!(ANTHROPIC_IMAGE_TYPES as readonly string[]).includes(part.mimeType)) {
+        return { type: "text", text: `(image omitted: ${part.mimeType} is not supported)` };
+      }
+      return { type: "image", source: { type: "base64", media_type: part.mimeType, data: part.data } };
+    });
+  }
+
+  #assistantContent(message: AssistantMessage): Line[] {
+    const signed = message.provider === "anthropic";
+    const blocks: Line[] = [];
+    for (const part of message.content) {
+      if (part.type === "text") {
+        if (part.text) blocks.push({ type: "text", text: part.text });
+      } else if (part.type === "toolCall") {
+        blocks.push({ type: "tool_use", id: this.#wire(part.id), name: part.name, input: part.arguments });
+      } else if (signed && part.redacted === true && part.thinkingSignature) {
+        blocks.push({ type: "redacted_thinking", data: part.thinkingSignature });
+      } else if (signed && part.thinkingSignature) {
+        blocks.push({ type: "thinking", thinking: part.thinking, signature: part.thinkingSignature });
+      } else if (part.redacted !== true && part.thinking.trim()) {
+        // Thinking another model wrote cannot go back to Claude as thinking: it goes as text.
+        blocks.push({ type: "text", text: part.thinking });
+      }
+    }
+    return blocks;
+  }
+
+  /** The fields of the line a message is written as; undefined for one Claude Code has no line for. */
+  messageFields(message: AgentMessage, uuid: string): { type: string; fields: Line } | undefined {
+    if (message.role === "assistant") {
+      const assistant = message as AssistantMessage;
+      const content = this.#assistantContent(assistant);
+      if (content.length === 0) return undefined;
+      const { input, output, cacheRead, cacheWrite } = assistant.usage;
+      return {
+        type: "assistant",
+        fields: {
+          message: {
+            id: `msg_${uuid.replaceAll("-", "")}`,
+            type: "message",
+            role: "assistant",
+            model: assistant.model,
+            content,
+            stop_reason: STOP_REASONS[assistant.stopReason] ?? null,
+            stop_sequence: null,
+            usage: {
+              input_tokens: input,
+              cache_creation_input_tokens: cacheWrite,
+              cache_read_input_tokens: cacheRead,
+              output_tokens: output,
+            },
+          },
+        },
+      };
+    }
+    if (message.role === "toolResult") {
+      const result = message as ToolResultMessage;
+      const block = toolResultBlock({ ...result, toolCallId: this.#wire(result.toolCallId) });
+      return { type: "user", fields: { message: { role: "user", content: [block] } } };
+    }
+    const user = toModelMessage(message);
+    if (user?.role !== "user") return undefined;
+    const fields: Line = { message: { role: "user", content: this.#userContent(user.content) } };
+    // pi's summaries, custom messages and commands: what the model is told, not what the user typed.
+    if (message.role !== "user") fields.isMeta = true;
+    return { type: "user", fields };
+  }
+}
+
+const STOP_REASONS: Record<string, string> = { stop: "end_turn", toolUse: "tool_use", length: "max_tokens" };
+
+/** An entry of the conversation to write, with the messages it stands for. */
+interface Written {
+  entry: TreeEntry;
+  messages: AgentMessage[];
+  /** A message kept by the latest compaction, written again after its summary. */
+  kept: boolean;
+}
+
+/**
+ * The conversation on the branch: what came before the latest compaction (for the record), then
+ * the context as built (the compaction, what it kept, what followed).
+ */
+function conversation(path: readonly TreeEntry[]): Written[] {
+  const compaction = latestCompaction(path);
+  const at = compaction ? path.indexOf(compaction) : 0;
+  const before = path.slice(0, at).map((entry) => ({
+    entry,
+    messages: projectEntries([entry], undefined),
+    kept: false,
+  }));
+  const keptIds = new Set(before.map((w) => w.entry.id));
+  const context = projectContext(path).map(({ entry, messages }) => ({
+    entry,
+    messages,
+    kept: keptIds.has(entry.id),
+  }));
+  return [...before, ...context];
+}
+
+/** Lines for the conversation on the branch where no line of the transcript holds it. */
+async function* newLines(
+  session: Session,
+  leafId: string | null,
+  index: LineIndex,
+  writer: LineWriter,
+): AsyncGenerator<string> {
+  const ids = index.path(leafId);
+  if (ids.every((id) => index.fromLines(id))) return;
+  const path = (await session.getBranch(leafId)) as TreeEntry[];
+  const sessionId = (await session.getHeader()).id;
+  let parent: string | null = null;
+  for (const { entry, messages, kept } of conversation(path)) {
+    if (!kept && index.fromLines(entry.id)) {
+      parent = index.hangFrom(entry.id);
+      continue;
+    }
+    const key = kept ? `${entry.id}/kept` : entry.id;
+    let count = 0;
+    const uuidOf = async () => {
+      const n = count++;
+      return n === 0 && !kept && isUuid(entry.id) ? entry.id : await uuidFrom(`${sessionId}/${key}/${n}`);
+    };
+    for (const message of messages) {
+      if (message.role === "compactionSummary" && entry.type === "compaction") {
+        const boundary = await uuidOf();
+        yield `${JSON.stringify(
+          writer.line(
+            null,
+            "system",
+            {
+              ...(parent === null ? {} : { logicalParentUuid: parent }),
+              subtype: "compact_boundary",
+              content: "Conversation compacted",
+              isMeta: false,
+              level: "info",
+              compactMetadata: { trigger: "manual", preTokens: entry.tokensBefore },
+            },
+            boundary,
+            entry.timestamp,
+          ),
+        )}\n`;
+        const summary = await uuidOf();
+        const fields = {
+          message: { role: "user", content: entry.summary },
+          isCompactSummary: true,
+          isVisibleInTranscriptOnly: true,
+        };
+        yield `${JSON.stringify(writer.line(boundary, "user", fields, summary, entry.timestamp))}\n`;
+        parent = summary;
+        continue;
+      }
+      const uuid = await uuidOf();
+      const written = writer.messageFields(message, uuid);
+      if (!written) continue;
+      const time = (message as { timestamp?: unknown }).timestamp;
+      const timestamp =
+        typeof time === "number" && Number.isFinite(time) ? new Date(time).toISOString() : entry.timestamp;
+      yield `${JSON.stringify(writer.line(parent, written.type, written.fields, uuid, timestamp))}\n`;
+      parent = uuid;
+    }
+  }
+}
+
+/** The fields new lines carry, from what the session recorded of where it ran. */
+async function lineFields(
+  session: Session,
+  options: ClaudeCodeExportOptions,
+): Promise<{ fields: Line; sessionId: string }> {
+  const header = await session.getHeader();
+  const metadata = header.metadata;
+  const recorded = (key: string) => (isRecord(metadata[key]) ? (metadata[key] as Line) : {});
+  const claudeCode = recorded("claudeCode");
+  const codex = recorded("codex");
+  const git = isRecord(codex.git) ? codex.git : {};
+  const fromId = /^claude-code-([0-9a-f-]{36})$/i.exec(header.id)?.[1];
+  const sessionId =
+    options.sessionId ??
+    asString(claudeCode.sessionId) ??
+    (isUuid(fromId) ? fromId : await uuidFor(header.id));
+  const cwd =
+    options.cwd ?? asString(claudeCode.cwd) ?? asString(recorded("pi").cwd) ?? asString(codex.cwd) ?? "";
+  const gitBranch = asString(claudeCode.gitBranch) ?? asString(git.branch);
+  const agentId = asString(claudeCode.agentId);
+  return {
+    sessionId,
+    fields: {
+      isSidechain: agentId !== undefined,
+      userType: "external",
+      cwd,
+      sessionId,
+      version: asString(claudeCode.version) ?? CLAUDE_CODE_VERSION,
+      ...(gitBranch === undefined ? {} : { gitBranch }),
+      ...(agentId === undefined ? {} : { agentId }),
+    },
+  };
+}
+
+/**
+ * A session as a Claude Code transcript, line by line (each ending in a newline): the lines it was
+ * imported from as they were, then lines for what was written elsewhere on the current branch.
+ */
+export async function* exportClaudeCode(
+  session: Session,
+  options: ClaudeCodeExportOptions = {},
+): AsyncGenerator<string> {
+  const [leafId, name, { fields, sessionId }] = await Promise.all([
+    session.getLeafId(),
+    session.getName(),
+    lineFields(session, options),
+  ]);
+  const index = new LineIndex();
+  for await (const entry of sessionEntries(session)) index.read(entry);
+  index.finish();
+  if (index.hasLines) yield* sourceLines(session);
+  const writer = new LineWriter(fields, sessionId);
+  yield* newLines(session, leafId, index, writer);
+  if (name !== undefined && (!index.hasLines || index.namedHere))
+    yield `${JSON.stringify(writer.title(name))}\n`;
+}

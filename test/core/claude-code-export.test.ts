@@ -1,0 +1,216 @@
+import { describe, expect, it } from "vitest";
+import type { AgentMessage, AssistantMessage, SessionEntry } from "../../src/core/internal";
+import { exportClaudeCode, MemoryRepo, parseClaudeCode } from "../../src/core/internal";
+import { QUESTION, SECOND_QUESTION, SUMMARY, TOOL_OUTPUT, writeConversation } from "../support/conversation";
+import { collect, expectExportedAsWritten, fixtureFiles, jsonLines } from "./agent-imports";
+
+/*
+ * Sessions out as Claude Code transcripts: a file imported from Claude Code goes back as it was
+ * (every real file in test/fixtures/claude-code); a session written anywhere else becomes the
+ * transcript Claude Code would have written for its conversation.
+ */
+
+type Line = Record<string, unknown>;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The user, assistant and tool-result texts of a context, as the model reads them. */
+function said(messages: AgentMessage[]): string[] {
+  return messages.flatMap((m) => {
+    const content = (m as { content?: unknown }).content;
+    if (m.role === "compactionSummary") return [`summary: ${String(m.summary)}`];
+    const parts = typeof content === "string" ? [{ type: "text", text: content }] : (content as Line[]);
+    return parts.map((p) =>
+      p.type === "text"
+        ? `${m.role}: ${p.text}`
+        : p.type === "toolCall"
+          ? `${m.role} calls ${p.name}`
+          : `${m.role}: ${p.type}`,
+    );
+  });
+}
+
+describe("real Claude Code sessions exported back", () => {
+  for (const [name, text] of fixtureFiles("claude-code")) {
+    it(`${name}: the same lines in the same order, which import to the same session`, async () => {
+      await expectExportedAsWritten("claude-code", text);
+    });
+  }
+
+  it("keeps beside each entry only what it does not hold of its lines", () => {
+    const [, text] = fixtureFiles("claude-code").find(([n]) => n.startsWith("2.1.38")) as [string, string];
+    const { entries } = parseClaudeCode(text);
+    const kept = entries.flatMap((e) => ((e as { sourceLines?: Line[] }).sourceLines ?? []) as Line[]);
+    const written = (value: unknown) => JSON.stringify(value);
+    // No text, tool input or tool output of a message is kept twice.
+    for (const entry of entries) {
+      if (entry.type !== "message" || entry.message.role !== "assistant") continue;
+      for (const part of (entry.message as AssistantMessage).content) {
+        if (part.type === "text" && part.text.length > 20) {
+          expect(kept.some((line) => written(line).includes(written(part.text)))).toBe(false);
+        }
+      }
+    }
+    const holes = kept.flatMap((line) => {
+      const content = (line.message as { content?: unknown } | undefined)?.content;
+      return Array.isArray(content) ? content.filter((b) => !("type" in b)) : [];
+    });
+    expect(holes.length).toBeGreaterThan(0);
+    expect(holes).toContainEqual({ caller: { type: "direct" } });
+  });
+
+  it("writes what was appended after the import under the head, as Claude Code would", async () => {
+    const [, text] = fixtureFiles("claude-code").find(([n]) => n.startsWith("1.0.98")) as [string, string];
+    const session = await new MemoryRepo().importSession(parseClaudeCode(text));
+    const head = await session.getLeafId();
+    await session.appendMessage({ role: "user", content: "and now?", timestamp: Date.UTC(2026, 0, 2) });
+    const lines = jsonLines(await collect(exportClaudeCode(session)));
+    const original = jsonLines(text);
+    expect(lines.slice(0, original.length)).toEqual(original);
+    const added = lines.slice(original.length);
+    expect(added).toHaveLength(1);
+    const headLine = original.find((l) => l.uuid === head);
+    expect(added[0]).toMatchObject({
+      type: "user",
+      parentUuid: headLine?.uuid,
+      sessionId: headLine?.sessionId,
+      cwd: headLine?.cwd,
+      message: { role: "user", content: "and now?" },
+    });
+    const copy = await new MemoryRepo().importSession(
+      parseClaudeCode(lines.map((l) => JSON.stringify(l)).join("\n")),
+    );
+    expect(said((await copy.buildContext()).messages)).toEqual(said((await session.buildContext()).messages));
+  });
+});
+
+describe("sessions imported before entries recorded their lines' places", () => {
+  const [, text] = fixtureFiles("claude-code").find(([n]) => n.startsWith("1.0.98")) as [string, string];
+  /** The file as an earlier release imported it: source lines without places or holes. */
+  function earlier() {
+    const file = parseClaudeCode(text);
+    const entries = file.entries.map((entry) => {
+      const { sourceLineNumbers: _numbers, sourceLines, ...rest } = entry as Line;
+      return (
+        Array.isArray(sourceLines) ? { ...rest, sourceLines: [{ kept: "less" }] } : rest
+      ) as SessionEntry;
+    });
+    return { ...file, entries };
+  }
+
+  it("still sync with their file as it grows", async () => {
+    const repo = new MemoryRepo();
+    await repo.importSession(earlier());
+    const grown = `${text}${JSON.stringify({ ...jsonLines(text).at(-1), uuid: "later-1", parentUuid: jsonLines(text).at(-1)?.uuid, type: "user", message: { role: "user", content: "more" } })}\n`;
+    expect(await repo.syncSession(parseClaudeCode(grown))).toMatchObject({ status: "appended", appended: 1 });
+  });
+
+  it("export as the conversation their branch holds", async () => {
+    const session = await new MemoryRepo().importSession(earlier());
+    const exported = await collect(exportClaudeCode(session));
+    const copy = await new MemoryRepo().importSession(parseClaudeCode(exported));
+    expect(said((await copy.buildContext()).messages)).toEqual(said((await session.buildContext()).messages));
+  });
+});
+
+describe("a session written elsewhere as a Claude Code transcript", () => {
+  async function written() {
+    const session = await new MemoryRepo().create({
+      id: "notes-1",
+      metadata: { pi: { cwd: "/home/me/notes" } },
+    });
+    await writeConversation(session);
+    return { session, text: await collect(exportClaudeCode(session)) };
+  }
+
+  it("is a chain of lines Claude Code reads: one session id, UUIDs, each parent written before", async () => {
+    const { text } = await written();
+    const lines = jsonLines(text);
+    const sessionIds = new Set(lines.map((l) => l.sessionId));
+    expect(sessionIds.size).toBe(1);
+    expect([...sessionIds][0]).toMatch(UUID);
+    const seen = new Set<unknown>();
+    for (const line of lines.filter((l) => l.type !== "custom-title")) {
+      expect(line.uuid).toMatch(UUID);
+      if (line.parentUuid !== null) expect(seen.has(line.parentUuid)).toBe(true);
+      expect(line).toMatchObject({ cwd: "/home/me/notes", userType: "external", isSidechain: false });
+      seen.add(line.uuid);
+    }
+    expect(lines.at(-1)).toEqual({
+      type: "custom-title",
+      customTitle: "Notes",
+      sessionId: [...sessionIds][0],
+    });
+  });
+
+  it("holds the conversation: history, the compaction as Claude Code's own, what it kept, the second turn", async () => {
+    const { text } = await written();
+    const lines = jsonLines(text);
+    const boundary = lines.findIndex((l) => l.subtype === "compact_boundary");
+    expect(lines[boundary]).toMatchObject({
+      type: "system",
+      parentUuid: null,
+      compactMetadata: { trigger: "manual" },
+    });
+    expect(lines[boundary + 1]).toMatchObject({
+      parentUuid: lines[boundary]?.uuid,
+      isCompactSummary: true,
+      message: { content: SUMMARY },
+    });
+    const call = lines.find((l) => l.type === "assistant") as Line;
+    const blocks = (call.message as { content: Line[] }).content;
+    // Another provider's reasoning goes as text; the tool-call id as Anthropic takes it.
+    expect(blocks).toEqual([
+      { type: "text", text: "I should read the file." },
+      { type: "tool_use", id: "call_7Hq", name: "read", input: { path: "notes.txt" } },
+    ]);
+    const result = lines.find((l) => JSON.stringify(l.message).includes("tool_result")) as Line;
+    expect((result.message as { content: Line[] }).content).toEqual([
+      { type: "tool_result", tool_use_id: "call_7Hq", content: TOOL_OUTPUT },
+    ]);
+    const last = lines.filter((l) => l.type === "assistant").at(-1) as Line;
+    expect((last.message as { content: Line[] }).content[0]).toEqual({
+      type: "thinking",
+      thinking: "Nothing is planned.",
+      signature: "EuYBCkQYAiJA",
+    });
+  });
+
+  it("imports back to the context it had, and exports and imports again to the same session", async () => {
+    const { session, text } = await written();
+    const first = parseClaudeCode(text);
+    expect(first.warnings).toEqual([]);
+    expect(first.header.name).toBe("Notes");
+    const copy = await new MemoryRepo().importSession(first);
+    const ours = (await session.buildContext()).messages;
+    const theirs = (await copy.buildContext()).messages;
+    expect(said(theirs)).toEqual(said(ours));
+    expect(said(theirs)).toContain(`user: ${SECOND_QUESTION}`);
+    // What the compaction summarized is in the transcript before its boundary.
+    const branch = await copy.getBranch();
+    expect(said(branch.flatMap((e) => (e.type === "message" ? [e.message] : [])))).toContain(
+      `user: ${QUESTION}`,
+    );
+    const again = parseClaudeCode(await collect(exportClaudeCode(copy)));
+    expect(again).toEqual(first);
+  });
+
+  it("is the same file when exported twice", async () => {
+    const { session, text } = await written();
+    expect(await collect(exportClaudeCode(session))).toBe(text);
+  });
+
+  it("names lines by the entry ids that are UUIDs already", async () => {
+    const { session, text } = await written();
+    const entries = (await session.getEntries({ limit: 1000 })) as SessionEntry[];
+    const question = entries.find((e) => e.type === "message" && e.message.role === "user") as SessionEntry;
+    expect(jsonLines(text)[0]?.uuid).toBe(question.id);
+  });
+
+  it("takes the session id and working folder it is given", async () => {
+    const { session } = await written();
+    const sessionId = "0b4b8a8e-1c55-4c4e-9d55-6a1c2a3b4c5d";
+    const lines = jsonLines(await collect(exportClaudeCode(session, { sessionId, cwd: "/srv/checkout" })));
+    for (const line of lines) expect(line.sessionId).toBe(sessionId);
+    for (const line of lines.filter((l) => l.type !== "custom-title")) expect(line.cwd).toBe("/srv/checkout");
+  });
+});

@@ -1,6 +1,7 @@
 import type { StoredEntry } from "./entries";
 import type { GenerationInfo } from "./generations/generation-schemas";
 import type { AutoCompactStatus, SessionInfo } from "./session-schemas";
+import { sseText } from "./sse";
 
 /*
  * A session's log made live. Every entry is an `entry` event whose id is its seq, so a watcher
@@ -61,47 +62,14 @@ export function entrySummary(entry: StoredEntry): EntrySummary {
 
 /** One event as Server-Sent Events text (its data is one line of JSON). */
 export function sseFrame(event: SessionEvent | TenantEvent): string {
-  const id = "id" in event ? `id: ${event.id}\n` : "";
-  return `event: ${event.event}\n${id}data: ${JSON.stringify(event.data)}\n\n`;
+  return sseText({
+    event: event.event,
+    id: "id" in event ? event.id : undefined,
+    data: JSON.stringify(event.data),
+  });
 }
 
 /** The same event as one WebSocket message. */
 export function socketMessage(event: SessionEvent): string {
   return JSON.stringify(event);
-}
-
-/**
- * Reads Server-Sent Events from text arriving in pieces: `push` a piece, get back the events it
- * completed. Comments (heartbeats) are skipped; fields other than event, id and data are ignored.
- */
-export class SseReader {
-  #rest = "";
-
-  push(text: string): Array<{ event: string; id?: string; data: string }> {
-    this.#rest += text;
-    const events: Array<{ event: string; id?: string; data: string }> = [];
-    for (;;) {
-      const end = this.#rest.search(/\r?\n\r?\n/);
-      if (end < 0) break;
-      const block = this.#rest.slice(0, end);
-      this.#rest = this.#rest.slice(end + (this.#rest[end] === "\r" ? 4 : 2));
-      let event = "message";
-      let id: string | undefined;
-      const data: string[] = [];
-      for (const line of block.split(/\r?\n/)) {
-        if (line === "" || line.startsWith(":")) continue;
-        const colon = line.indexOf(":");
-        const field = colon < 0 ? line : line.slice(0, colon);
-        const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
-        if (field === "event") event = value;
-        else if (field === "id") id = value;
-        else if (field === "data") data.push(value);
-      }
-      if (data.length > 0)
-        events.push(
-          id === undefined ? { event, data: data.join("\n") } : { event, id, data: data.join("\n") },
-        );
-    }
-    return events;
-  }
 }

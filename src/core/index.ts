@@ -42,7 +42,6 @@ export { ENTRY_TYPES, EntryInput, EntryType, Id, SessionEntry, StoredEntry, Time
 export type { ErrorBody, ErrorCode } from "./errors";
 export { ERROR_STATUS, isErrorCode, SessionError } from "./errors";
 export type { EntrySummary, LeafEvent, SessionEvent, TenantEvent } from "./events";
-export { SseReader } from "./events";
 export type { FileLists } from "./file-lists";
 export type {
   GenerationFormat,
@@ -124,6 +123,7 @@ export {
   SessionPage,
   SessionPatch,
 } from "./session-schemas";
+export { SseReader } from "./sse";
 export type { AppendOptions, AppendResult, ImportOptions, LeafOptions, SessionStorage } from "./storage";
 export * from "./summarizers/public";
 export type { SyncResult, SyncStatus, SyncSummary } from "./sync-import";

@@ -46,6 +46,7 @@ export * from "./search-query";
 export * from "./search-text";
 export * from "./session";
 export * from "./session-schemas";
+export * from "./sse";
 export * from "./storage";
 export * from "./summarizers";
 export * from "./sync-import";

@@ -1,7 +1,7 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { blobRef } from "../../src/core/internal";
+import { blobRef, SseReader } from "../../src/core/internal";
 import { partialRefAt, slices } from "../../src/durable/blobs/blob-text";
 import { signBlobUrl } from "../../src/durable/blobs/blob-urls";
 import type { DurableEnv } from "../../src/durable/internal";
@@ -317,10 +317,10 @@ describe("blobs in R2", () => {
     while (!text.includes("event: leaf"))
       text += decoder.decode((await reader.read()).value, { stream: true });
     await reader.cancel();
-    const replayed = text
-      .split("\n\n")
-      .filter((frame) => frame.startsWith("event: entry"))
-      .map((frame) => JSON.parse(frame.slice(frame.indexOf("data: ") + 6)));
+    const replayed = new SseReader()
+      .push(text)
+      .filter((event) => event.event === "entry")
+      .map((event) => JSON.parse(event.data));
     expect(replayed).toEqual(entries);
 
     const ws = await exports.default.fetch(`http://sessions.test/v1/sessions/${id}/ws?after=0`, {

@@ -1,5 +1,12 @@
 import type { ListOptions, SessionInfo, SessionPage, TenantSearchResult } from "../../core/internal";
-import { encodeCursor, SseReader, sessionsPageLimit, sortKey } from "../../core/internal";
+import {
+  encodeCursor,
+  SSE_KEEP_ALIVE,
+  SseReader,
+  sessionsPageLimit,
+  sortKey,
+  sseText,
+} from "../../core/internal";
 import { rankResults } from "../directory/directory-search";
 
 /*
@@ -64,7 +71,7 @@ export function mergeEventStreams(
   };
   return new ReadableStream<Uint8Array>({
     start(controller) {
-      keepAlive = setInterval(() => controller.enqueue(encoder.encode(": keep-alive\n\n")), KEEP_ALIVE_MS);
+      keepAlive = setInterval(() => controller.enqueue(encoder.encode(SSE_KEEP_ALIVE)), KEEP_ALIVE_MS);
       for (const reader of readers) {
         const sse = new SseReader();
         const decoder = new TextDecoder();
@@ -74,7 +81,7 @@ export function mergeEventStreams(
               const { done, value } = await reader.read();
               if (done || ended) break;
               for (const event of sse.push(decoder.decode(value, { stream: true }))) {
-                controller.enqueue(encoder.encode(`event: ${event.event}\ndata: ${event.data}\n\n`));
+                controller.enqueue(encoder.encode(sseText(event)));
               }
             }
           } catch {

@@ -1,5 +1,5 @@
 import type { LeafEvent, SessionEvent, StoredEntry } from "../../core/internal";
-import { SessionError, sseFrame } from "../../core/internal";
+import { SessionError, SSE_KEEP_ALIVE, sseFrame } from "../../core/internal";
 import { EventSockets } from "./event-sockets";
 import { EventStream } from "./event-stream";
 import type { EventSource, WrittenEvents } from "./watched-session";
@@ -115,7 +115,7 @@ export class EventHub {
   #startHeartbeat(): void {
     if (this.#heartbeat !== undefined) return;
     this.#heartbeat = setInterval(() => {
-      for (const stream of this.#streams) stream.push(": keep-alive\n\n");
+      for (const stream of this.#streams) stream.push(SSE_KEEP_ALIVE);
     }, HEARTBEAT_MS);
   }
 

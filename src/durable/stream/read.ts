@@ -1,4 +1,4 @@
-import { SessionError, toBase64 } from "../../core/internal";
+import { SessionError, SSE_KEEP_ALIVE, toBase64 } from "../../core/internal";
 import { answer, tailHeaders } from "./answers";
 import type { StreamContext } from "./context";
 import { streamCursor } from "./cursor";
@@ -16,7 +16,7 @@ import {
 } from "./protocol";
 import type { RecordPage } from "./sources";
 import type { Control } from "./sse";
-import { controlEvent, dataEvent, KEEPALIVE } from "./sse";
+import { controlEvent, dataEvent } from "./sse";
 import type { PagePlan, StreamState } from "./store";
 import { entityTag } from "./store";
 
@@ -246,7 +246,7 @@ function sse(
           );
           if (stop.signal.aborted) return;
           if (!changed) {
-            controller.enqueue(textEncoder.encode(KEEPALIVE));
+            controller.enqueue(textEncoder.encode(SSE_KEEP_ALIVE));
             return;
           }
         }

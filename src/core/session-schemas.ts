@@ -84,6 +84,10 @@ export const SessionInfo = z
     expiresAt: Timestamp.optional().meta({
       description: "when the service deletes the session (recoverably)",
     }),
+    copying: z.object({ entries: z.number().int(), copied: z.number().int() }).optional().meta({
+      description:
+        "a fork whose path is still being copied from its source, in the background: the path's entries and, of them, those copied so far. Every read answers as if the copy were complete.",
+    }),
   })
   .meta({ id: "SessionInfo" });
 export type SessionInfo = z.infer<typeof SessionInfo>;

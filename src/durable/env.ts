@@ -24,6 +24,10 @@ export interface DurableEnv extends SummarizerConfig {
   GENERATION_ABANDON_SECONDS?: string;
   /** Seconds a finished or stopped generation's stream stays readable (default 3600). */
   GENERATION_RETAIN_SECONDS?: string;
+  /** Bytes of entries one page of a fork's background copy carries (default and most 2 MiB; fork-copy.ts). */
+  FORK_COPY_PAGE_BYTES?: string;
+  /** Milliseconds between the steps of a fork's background copy (default 10). */
+  FORK_COPY_PAUSE_MS?: string;
   /** Bytes of storage at which a session takes no more entries (default 9e9; see storage-ceiling.ts). */
   SESSION_FULL_BYTES?: string;
   /** Tenants pinned to a jurisdiction, as JSON: `{"<tenant>": "eu" | "fedramp"}` (placement/jurisdictions.ts). */

@@ -1,4 +1,5 @@
 import type {
+  EntryRef,
   EntryType,
   ForkPathEntry,
   OmittedHistory,
@@ -21,6 +22,15 @@ export interface NewSessionOptions {
    * found by no one else) until the builder publishes it, complete. Absent: listed at once.
    */
   builder?: string;
+  /** A fork: its source, where its copy starts, and its name. */
+  fork?: ForkBegin;
+}
+
+/** What a fork's object begins with: its source's answer (see `ForkStart`) and its name. */
+export interface ForkBegin {
+  sourceId: string;
+  start: ForkStart;
+  name: string | undefined;
 }
 
 /** A call of the fork or the import that builds a session (see `NewSessionOptions.builder`). */
@@ -57,21 +67,43 @@ export interface CopiedRow {
   bytes: number;
   /** What the values of its blobs add to it (it holds references to them). */
   blob_bytes: number;
+  path_bytes: number | null;
+  path_blob_bytes: number | null;
+  path_messages: number | null;
+  path_preview: number | null;
   [key: string]: SqlStorageValue;
 }
 
-export interface ForkSource {
-  /** The head of the fork (the target, or its parent for `before`). */
-  leafId: string | null;
-  /** Seqs of the path root → leaf, to copy in pages. */
-  seqs: number[];
-  /** Bytes of those entries as stored: what the fork will hold before any label it re-creates. */
+/** What the path root → a fork's head holds: the fork's figures from the moment it answers. */
+export interface PathFigures {
+  entries: number;
+  messages: number;
+  /** UTF-8 bytes of the entries as stored, their blobs' values included (what quotas count). */
   bytes: number;
-  /** Light entries of the path, those `forkExtras` can act on (labels, names, labelled entries, the target), in path order. */
-  path: ForkPathEntry[];
-  labels: Record<string, string>;
+  blobBytes: number;
+  preview?: string;
+  /** The name the path's latest `session_info` entry gives, when the path holds one. */
+  entryName?: { name?: string };
+}
+
+/** A fork as its source answers it, having counted it among the forks that copy from it. */
+export interface ForkStart {
+  /** The fork's head (the target, or its parent for `before`); null: the fork holds nothing. */
+  leafId: string | null;
   header: SessionHeader;
   name: string | undefined;
+  figures: PathFigures;
+  /** The label index the path's label entries make, in path order. */
+  labels: Record<string, string>;
+  /** What `forkExtras` reads: the path entries it can act on, root first, and the source's labels of them. */
+  path: ForkPathEntry[];
+  sourceLabels: Record<string, string>;
+  /** Type and parent of those entries: what a fork's first writes see of them before they are copied. */
+  refs: Record<string, EntryRef>;
+  /** The path's first page, from the head up; null when the fork holds nothing. */
+  page: CopiedRows | null;
+  /** What the source keeps the rest of the path by, until the fork has copied it (none: nothing is left). */
+  hold?: string;
 }
 
 export interface DirectoryReport {
@@ -122,33 +154,18 @@ export interface SearchDigest {
   text: string;
 }
 
-/** A page of a fork's path, and the seqs still to copy (see `EntryRows.pathRows`). */
+/** A page of a fork's path, from a row up towards the root (see copied-rows.ts). */
 export interface CopiedRows {
   /** Rows whose payload is inline, as JSON arrays of their columns. */
   batches: string[];
   /** Rows whose payload was stored in chunks, each with its payload whole. */
   chunked: CopiedRow[];
-  /** What the session's figures need of each row, in order. */
-  figures: CopiedFigure[];
   /** The blobs the page's entries refer to. */
   blobRefs: string[];
-  first?: number;
-  last?: { seq: number; id: string };
-  rest: number[];
-}
-
-/**
- * What a session's figures read of a row it copied: its sizes, and its payload only for labels and
- * names (the first user message's, for the preview, is read from the copy).
- */
-export interface CopiedFigure {
-  seq: number;
-  type: EntryType;
-  role: string | null;
-  body: string | null;
-  /** UTF-8 bytes of the payload as stored, chunks included. */
-  bytes: number;
-  blob_bytes: number;
+  /** How many rows the page holds. */
+  rows: number;
+  /** The row the path goes on with above the page (its seq and depth); null: the page reached the root. */
+  next: { seq: number; depth: number } | null;
 }
 
 /** What the retention sweep of a directory shard learns from a session it found idle. */

@@ -210,6 +210,10 @@ describe("asOf", () => {
       state.storage.sql.exec("DROP TABLE leaf_history");
       state.storage.sql.exec("DROP TABLE session_blobs");
       state.storage.sql.exec("ALTER TABLE entries DROP COLUMN blob_bytes");
+      for (const column of ["path_bytes", "path_blob_bytes", "path_messages", "path_preview"])
+        state.storage.sql.exec(`ALTER TABLE entries DROP COLUMN ${column}`);
+      state.storage.sql.exec("DROP TABLE fork_holds");
+      state.storage.sql.exec("DROP TABLE fork_copy");
       state.storage.sql.exec("DELETE FROM schema_version WHERE version > 3");
     });
     await evictDurableObject(stub);

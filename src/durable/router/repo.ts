@@ -38,7 +38,8 @@ import { quotasFor } from "../quotas";
 import { recoveryWindowMs } from "../session/lifecycle";
 import type { BlobPolicy } from "../session/session-blobs";
 import { blobPolicy } from "../session/session-blobs";
-import type { Retention } from "../types";
+import { partlyApplied } from "../transient";
+import type { ForkBegin, Retention } from "../types";
 import { mergeEventStreams, mergePages, mergeSearchResults } from "./directory-shards";
 import { call, type SessionCreator, SessionObjectStorage } from "./session-object-storage";
 import type { TenantUsage } from "./tenant-usage";
@@ -103,11 +104,21 @@ export class DurableRepo implements SessionRepo, SessionCreator {
   async initialize(
     header: SessionHeader,
     publish: boolean,
-    options: { bytes?: number; location?: LocationHint } = {},
+    options: { bytes?: number; location?: LocationHint; fork?: ForkBegin } = {},
   ): Promise<SessionObjectStorage> {
-    const { location, bytes } = options;
+    const { location, bytes, fork } = options;
     const storage = this.#handle(header.id, location, publish ? undefined : newId());
-    await storage.init(this.tenant, header, { bytes, shard: this.#shardFor(header.id) });
+    try {
+      await storage.init(this.tenant, header, { bytes, fork, shard: this.#shardFor(header.id) });
+    } catch (error) {
+      if (!fork) throw error;
+      // What a fork began is removed; left behind (unlisted, until its object drops it), it may be read.
+      const removed = await storage.delete().then(
+        () => true,
+        () => false,
+      );
+      throw removed ? error : partlyApplied(error);
+    }
     return storage;
   }
 

@@ -24,22 +24,21 @@ import type {
   TreeEntry,
   TreeNode,
 } from "../../core/internal";
-import { addOmitted, buildTree, forkExtras, newSessionHeader, unwrap } from "../../core/internal";
+import { addOmitted, buildTree, newId, newSessionHeader, unwrap } from "../../core/internal";
 import { REQUEST_ID_HEADER } from "../log-line";
 import type { GenerationEnd } from "../session/generation-answer";
 import type { GenerationOutcome } from "../session/generations";
 import { GENERATION_ID_HEADER } from "../session/generations";
 import type { BlobAnswer, BlobPolicy } from "../session/session-blobs";
 import type { SessionObject } from "../session/session-object";
-import { partlyApplied } from "../transient";
-import type { CompactionPlan, ContextAnswer, EntryPage, ForkSource, OmittedCount } from "../types";
+import type { CompactionPlan, ContextAnswer, EntryPage, ForkBegin, ForkStart, OmittedCount } from "../types";
 
 /** What a session's storage needs of its repo: creating a session (a fork), and its recovery window. */
 export interface SessionCreator {
   initialize(
     header: SessionHeader,
     publish: boolean,
-    options?: { bytes?: number; location?: LocationHint },
+    options?: { bytes?: number; location?: LocationHint; fork?: ForkBegin },
   ): Promise<SessionObjectStorage>;
   readonly recoveryMs: number;
   /** What of a write is stored as blobs (none without a bucket). */
@@ -242,53 +241,36 @@ export class SessionObjectStorage implements SessionStorage {
   }
 
   /**
-   * Copies the path root → target into a new object in bounded chunks (each call does a bounded
-   * amount of work, whatever the path's length), then lists it. A failed fork leaves nothing. The
-   * new session's object is created near `location`, when given.
+   * A fork of the path root → target: a new session, answered as soon as it exists holding its
+   * path's first page; the rest is copied in the background by its own object, which meanwhile
+   * answers every read as if it were complete (fork-copy.ts). A fork that fails to begin leaves
+   * nothing, and this session keeps nothing for it. The new session's object is created near
+   * `location`, when given.
    */
   async fork(
     targetId: string,
     options: ForkOptions & { location?: LocationHint } = {},
   ): Promise<SessionStorage> {
-    const source = await call<ForkSource>(this.#stub.forkSource(targetId, options.position));
-    const name = options.name ?? source.name;
+    const id = options.id ?? newId();
+    const start = await call<ForkStart>(this.#stub.forkStart(targetId, options.position, id));
+    const name = options.name ?? start.name;
     const header = newSessionHeader({
-      id: options.id,
+      id,
       name,
-      systemPrompt: source.header.systemPrompt,
-      metadata: source.header.metadata,
-      parentSession: { id: this.id, entryId: source.leafId ?? targetId },
-    });
-    const fork = await this.#repo.initialize(header, false, {
-      bytes: source.bytes,
-      location: options.location,
+      systemPrompt: start.header.systemPrompt,
+      metadata: start.header.metadata,
+      parentSession: { id: this.id, entryId: start.leafId ?? targetId },
     });
     try {
-      // The new session's object reads the rows from this one's itself, a bounded part a call.
-      for (let next = 0; next < source.seqs.length; ) {
-        const window = source.seqs.slice(next, next + SEQ_WINDOW);
-        next += window.length - (await fork.copyFrom(this.id, window)).length;
-      }
-      const extras = forkExtras(source.path, source.labels, name);
-      if (extras.length > 0 && source.leafId !== null) {
-        await fork.appendEntries(extras);
-        await fork.setLeafId(source.leafId);
-      }
-      await fork.publish();
-      return fork;
+      return await this.#repo.initialize(header, false, {
+        bytes: start.figures.bytes,
+        location: options.location,
+        fork: { sourceId: this.id, start, name },
+      });
     } catch (error) {
-      const removed = await fork.delete().then(
-        () => true,
-        () => false,
-      );
-      // Left behind (unlisted, until its object drops it), the fork may be read: not "not applied".
-      throw removed ? error : partlyApplied(error);
+      if (start.hold !== undefined) await this.#stub.releaseFork(start.hold).catch(() => undefined);
+      throw error;
     }
-  }
-
-  /** Copies a fork's path from the session `sourceId`'s object (see `SessionObject.copyFrom`). */
-  copyFrom(sourceId: string, seqs: number[]): Promise<number[]> {
-    return call(this.#stub.copyFrom(sourceId, seqs, this.#builder));
   }
 
   /**
@@ -298,9 +280,14 @@ export class SessionObjectStorage implements SessionStorage {
   async init(
     tenant: string,
     header: SessionHeader,
-    options: { shard: number; bytes?: number },
+    options: { shard: number; bytes?: number; fork?: ForkBegin },
   ): Promise<SessionInfo> {
-    return call(this.#stub.init(tenant, header, { ...options, builder: this.#builder }));
+    const info = await call<SessionInfo>(
+      this.#stub.init(tenant, header, { ...options, builder: this.#builder }),
+    );
+    // A fork is listed by its object as soon as it begins.
+    if (options.fork) this.#builder = undefined;
+    return info;
   }
 
   /** Lists the session this handle built, complete, in the directory now. */

@@ -7,6 +7,7 @@ import {
   parseContextVersion,
   startsTurn,
 } from "../../core/internal";
+import { CopyNeeded } from "./copy-state";
 import type { Node } from "./entry-rows";
 import type { KeptContext } from "./head-context";
 import type { StoreParts } from "./store-parts";
@@ -36,8 +37,14 @@ export class ContextReads {
     this.#parts = parts;
   }
 
+  /** A context reaches the path's root: in a fork still copying its path, it waits for the copy. */
+  #whole(): void {
+    if (this.#parts.copy.copying) throw new CopyNeeded();
+  }
+
   /** The version of a leaf's context (the head's when undefined): what its ETag names. */
   contextVersion(leafId?: string | null): string {
+    this.#whole();
     return formatContextVersion(this.#version(this.#parts.row.start(leafId)).current);
   }
 
@@ -61,6 +68,7 @@ export class ContextReads {
    * head's whole context comes from memory when it is kept.
    */
   context(leafId?: string | null, since?: string): ContextBody {
+    this.#whole();
     const { header, leafId: head } = this.#parts.row.live();
     const systemPrompt = header.systemPrompt ?? "";
     const start = this.#parts.row.start(leafId);
@@ -127,6 +135,7 @@ export class ContextReads {
 
   /** The model the context at `entryId` names (its last model change or reply); `not_found` without it. */
   modelAt(entryId: string): { provider: string; modelId: string } | null {
+    this.#whole();
     this.#parts.row.live();
     return this.#parts.paths.settings(this.#parts.paths.treeNode(entryId)).settings.model;
   }
@@ -149,6 +158,7 @@ export class ContextReads {
    * turn (read from its end) and its model. No entry of that id: none.
    */
   conversationAt(entryId: string): Conversation {
+    this.#whole();
     const node = this.#parts.rows.node(entryId);
     if (!node || node.type === "leaf") return NO_CONVERSATION;
     const kept = entryId === this.#parts.row.live().leafId ? this.#keptHead(entryId) : undefined;

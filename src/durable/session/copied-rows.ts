@@ -1,15 +1,13 @@
-import type { EntryType } from "../../core/internal";
 import { refsInJson } from "../blobs/blob-text";
 import type { Sql } from "../sql";
 import type { CopiedRow, CopiedRows } from "../types";
+import { CopyNeeded } from "./copy-state";
 import {
   CHUNK_BYTES,
   ENTRY_COLUMN_LIST,
   ENTRY_COLUMNS,
   ENTRY_VALUES,
   insertRows,
-  PAGE_CHARS,
-  READ_BATCH,
   readChunked,
   rowValues,
   writeChunks,
@@ -17,10 +15,10 @@ import {
 import type { EntryRows } from "./entry-rows";
 
 /*
- * A fork's rows on their way from the source's object to the copy's: read as the source stored
- * them, a page at a time, and written in the copy as they came, seqs included. Rows with their
- * payload inline cross as JSON that SQLite writes on one side and reads on the other: no entry is
- * parsed, and no row becomes an object on the way.
+ * A fork's rows on their way from the source's object to the fork's: a page of the path read as
+ * the source stored it, from a row up towards the root, and written in the fork as it came, seqs
+ * included. Rows with their payload inline cross as JSON that SQLite writes on one side and reads
+ * on the other: no entry is parsed, and no row becomes an object on the way.
  */
 
 /**
@@ -29,20 +27,48 @@ import type { EntryRows } from "./entry-rows";
  * statement's value stays under SQLite's 2 MB for a string.
  */
 const BATCH_BYTES = 512 * 1024;
+/** Rows one page takes at most, however small: the seqs it names cross as one JSON list. */
+const PAGE_ROWS = 20_000;
 
 /** An inline row's columns as `insertCopiedRows` reads them: ENTRY_COLUMN_LIST, no chunks. */
 const COPIED_COLUMNS = ENTRY_COLUMN_LIST.map((c) => (c === "chunks" ? "0" : c)).join(", ");
 
 const encoder = new TextEncoder();
 
-/** Rows of a path (`seqs`, root first) as a fork copies them, a page at a time. */
-export function readPathRows(
+/**
+ * The rows of a path from the row `from` up towards the root, as a fork copies them: as many as
+ * about `budget` bytes of payloads take (at least one), and where the path goes on above them.
+ */
+export function readPathPage(
   rows: EntryRows,
   storage: SqlStorage,
   sql: Sql,
-  seqs: readonly number[],
+  from: number,
+  budget: number,
 ): CopiedRows {
-  const page: CopiedRows = { batches: [], chunked: [], figures: [], blobRefs: [], rest: [] };
+  // Sizes are read without payloads: an inline one's from the row, a chunked one's at most its chunks.
+  const steps = sql<{ seq: number; parent_seq: number | null; depth: number; chunks: number; bytes: number }>`
+    WITH RECURSIVE up(seq, parent_seq, depth, chunks, bytes, size, n) AS (
+      SELECT seq, parent_seq, depth, chunks, coalesce(octet_length(body), 0),
+        coalesce(octet_length(body), chunks * ${CHUNK_BYTES}), 1
+      FROM entries WHERE seq = ${from}
+      UNION ALL
+      SELECT e.seq, e.parent_seq, e.depth, e.chunks, coalesce(octet_length(e.body), 0),
+        up.size + coalesce(octet_length(e.body), e.chunks * ${CHUNK_BYTES}), up.n + 1
+      FROM up JOIN entries e ON e.seq = up.parent_seq
+      WHERE up.size < ${budget} AND up.n < ${PAGE_ROWS}
+    )
+    SELECT seq, parent_seq, depth, chunks, bytes FROM up`.toArray();
+  const top = steps.at(-1);
+  // Only a session still copying its own path (a fork of a fork) lacks the row: it copies it first.
+  if (!top) throw new CopyNeeded();
+  const page: CopiedRows = {
+    batches: [],
+    chunked: [],
+    blobRefs: [],
+    rows: steps.length,
+    next: top.parent_seq === null ? null : { seq: top.parent_seq, depth: top.depth - 1 },
+  };
   let run: number[] = [];
   let runBytes = 0;
   const endRun = () => {
@@ -59,64 +85,32 @@ export function readPathRows(
     run = [];
     runBytes = 0;
   };
-  let size = 0;
-  let taken = 0;
-  for (let i = 0; i < seqs.length && size < PAGE_CHARS; i += READ_BATCH) {
-    const batch = JSON.stringify(seqs.slice(i, i + READ_BATCH));
-    for (const row of sql<{
-      seq: number;
-      id: string;
-      type: EntryType;
-      role: string | null;
-      shaping: string | null;
-      chunks: number;
-      bytes: number;
-      blob_bytes: number;
-    }>`
-      SELECT seq, id, type, role, CASE WHEN type IN ('label', 'session_info') THEN body END AS shaping,
-        chunks, coalesce(octet_length(body), 0) AS bytes, blob_bytes
-      FROM entries WHERE seq IN (SELECT value FROM json_each(${batch})) ORDER BY seq`) {
-      if (size >= PAGE_CHARS) break;
-      let body: string | undefined;
-      let bytes = row.bytes;
-      if (row.chunks > 0) {
-        endRun();
-        body = readChunked(sql, row.seq);
-        const copied = {
-          ...storage.exec<CopiedRow>(`SELECT ${ENTRY_COLUMNS} FROM entries WHERE seq = ?`, row.seq).one(),
-          body,
-          bytes: encoder.encode(body).byteLength,
-        };
-        page.chunked.push(copied);
-        bytes = copied.bytes;
-        size += body.length;
-      } else {
-        // A payload's UTF-8 bytes bound its characters, and are known without reading it.
-        if (runBytes + row.bytes > BATCH_BYTES) endRun();
-        run.push(row.seq);
-        runBytes += row.bytes;
-        size += row.bytes;
-      }
-      page.figures.push({
-        seq: row.seq,
-        type: row.type,
-        role: row.role,
-        body: row.shaping,
-        bytes,
-        blob_bytes: row.blob_bytes,
+  // Root first, as the fork writes them.
+  for (const step of steps.reverse()) {
+    if (step.chunks > 0) {
+      endRun();
+      const body = readChunked(sql, step.seq);
+      page.chunked.push({
+        ...storage.exec<CopiedRow>(`SELECT ${ENTRY_COLUMNS} FROM entries WHERE seq = ?`, step.seq).one(),
+        body,
+        bytes: encoder.encode(body).byteLength,
       });
-      if (row.blob_bytes > 0) page.blobRefs.push(...refsInJson(body ?? rows.bodies([row.seq])[0] ?? ""));
-      page.last = { seq: row.seq, id: row.id };
-      page.first ??= row.seq;
-      taken++;
+    } else {
+      if (runBytes + step.bytes > BATCH_BYTES) endRun();
+      run.push(step.seq);
+      runBytes += step.bytes;
     }
   }
   endRun();
-  page.rest = seqs.slice(taken);
+  const holding = sql<{ seq: number }>`SELECT seq FROM entries
+    WHERE blob_bytes > 0 AND seq IN (SELECT value FROM json_each(${JSON.stringify(steps.map((s) => s.seq))}))`
+    .toArray()
+    .map((row) => row.seq);
+  for (const body of rows.bodies(holding)) page.blobRefs.push(...refsInJson(body));
   return page;
 }
 
-/** Writes a page a fork copied (inside the caller's transaction), as `readPathRows` made it. */
+/** Writes a page a fork copied (inside the caller's transaction), as `readPathPage` made it. */
 export function insertCopiedRows(storage: SqlStorage, sql: Sql, page: CopiedRows): void {
   for (const batch of page.batches) {
     storage.exec(`INSERT INTO entries (${ENTRY_COLUMNS}) SELECT ${ENTRY_VALUES} FROM json_each(?)`, batch);

@@ -37,6 +37,10 @@ export const ENTRY_COLUMN_LIST = [
   "body",
   "chunks",
   "blob_bytes",
+  "path_bytes",
+  "path_blob_bytes",
+  "path_messages",
+  "path_preview",
 ] as const;
 export const ENTRY_COLUMNS = ENTRY_COLUMN_LIST.join(", ");
 /** A row's columns read from a JSON array of them, in ENTRY_COLUMN_LIST's order. */

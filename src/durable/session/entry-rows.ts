@@ -6,9 +6,10 @@ import type {
   StoredEntry,
   TreeRow,
 } from "../../core/internal";
-import { entryPage, nonBlank } from "../../core/internal";
+import { contentText, entryPage, nonBlank } from "../../core/internal";
 import type { Sql } from "../sql";
 import type { EntryPage } from "../types";
+import { CopyNeeded } from "./copy-state";
 import {
   CHUNK_BYTES,
   INLINE_BYTES,
@@ -31,7 +32,11 @@ import {
 /** A planned write as stored: its payload with references to blobs, and what their values add. */
 export type StoredWrite = PlannedWrite & { blobBytes?: number };
 
-/** A row without its payload: where it sits in the tree and the latest settings on its path. */
+/**
+ * A row without its payload: where it sits in the tree, the latest settings on its path, and what
+ * the path root → it holds (null for rows stored before paths were counted; and for `leaf` records,
+ * which are on no path).
+ */
 export interface Node {
   seq: number;
   id: string;
@@ -42,7 +47,34 @@ export interface Node {
   last_thinking: number | null;
   last_model: number | null;
   last_tools: number | null;
+  /** UTF-8 bytes of the path's entries as stored, their blobs' values included. */
+  path_bytes: number | null;
+  /** Of them, what blobs' values add. */
+  path_blob_bytes: number | null;
+  path_messages: number | null;
+  /** The seq of the path's first user message with text (what a session's preview shows); null: none. */
+  path_preview: number | null;
   [key: string]: SqlStorageValue;
+}
+
+const NODE_COLUMNS = `seq, id, type, parent_id, depth, last_compaction, last_thinking, last_model, last_tools,
+  path_bytes, path_blob_bytes, path_messages, path_preview`;
+
+/** A path's figures continued by `parent` (none: a root) and an entry of `bytes`, `blobBytes` and `preview`. */
+function pathFigures(
+  parent: Node | undefined,
+  entry: { seq: number; bytes: number; blobBytes: number; message: boolean; preview: boolean },
+): Pick<Node, "path_bytes" | "path_blob_bytes" | "path_messages" | "path_preview"> {
+  // A parent stored before paths were counted leaves the path uncounted.
+  if (parent && parent.path_bytes === null) {
+    return { path_bytes: null, path_blob_bytes: null, path_messages: null, path_preview: null };
+  }
+  return {
+    path_bytes: (parent?.path_bytes ?? 0) + entry.bytes + entry.blobBytes,
+    path_blob_bytes: (parent?.path_blob_bytes ?? 0) + entry.blobBytes,
+    path_messages: (parent?.path_messages ?? 0) + (entry.message ? 1 : 0),
+    path_preview: parent?.path_preview ?? (entry.preview ? entry.seq : null),
+  };
 }
 
 export class EntryRows {
@@ -55,15 +87,11 @@ export class EntryRows {
   }
 
   node(id: string): Node | undefined {
-    return this
-      .#sql<Node>`SELECT seq, id, type, parent_id, depth, last_compaction, last_thinking, last_model, last_tools
-      FROM entries WHERE id = ${id}`.toArray()[0];
+    return this.#storage.exec<Node>(`SELECT ${NODE_COLUMNS} FROM entries WHERE id = ?`, id).toArray()[0];
   }
 
   nodeAt(seq: number): Node | undefined {
-    return this
-      .#sql<Node>`SELECT seq, id, type, parent_id, depth, last_compaction, last_thinking, last_model, last_tools
-      FROM entries WHERE seq = ${seq}`.toArray()[0];
+    return this.#storage.exec<Node>(`SELECT ${NODE_COLUMNS} FROM entries WHERE seq = ?`, seq).toArray()[0];
   }
 
   /** Type and parent of each id that names an entry, in one query. */
@@ -118,7 +146,8 @@ export class EntryRows {
       }
       for (const seq of batch) {
         const row = rows.get(seq);
-        if (!row) throw new Error(`entry row ${seq} is missing`);
+        // Only a fork still copying its path lacks a row a read names: that read waits for it.
+        if (!row) throw new CopyNeeded();
         if (size >= budget) break;
         const body = row.body ?? readChunked(this.#sql, seq);
         // A page is as large as it will be once its blobs' values are back in it.
@@ -221,6 +250,8 @@ export class EntryRows {
     const seq = entry.seq;
     const parent =
       entry.parentId === null ? undefined : (pending.get(entry.parentId) ?? this.node(entry.parentId));
+    // A parent the plan found that has no row: one of the path a fork is still copying.
+    if (entry.parentId !== null && !parent) throw new CopyNeeded([entry.parentId]);
     let node: Node;
     if (entry.type === "leaf") {
       node = {
@@ -233,10 +264,15 @@ export class EntryRows {
         last_thinking: null,
         last_model: null,
         last_tools: null,
+        path_bytes: null,
+        path_blob_bytes: null,
+        path_messages: null,
+        path_preview: null,
       };
     } else {
       const isModel =
         entry.type === "model_change" || (entry.type === "message" && entry.message.role === "assistant");
+      const isUser = entry.type === "message" && entry.message.role === "user";
       node = {
         seq,
         id: entry.id,
@@ -247,6 +283,13 @@ export class EntryRows {
         last_thinking: entry.type === "thinking_level_change" ? seq : (parent?.last_thinking ?? null),
         last_model: isModel ? seq : (parent?.last_model ?? null),
         last_tools: entry.type === "active_tools_change" ? seq : (parent?.last_tools ?? null),
+        ...pathFigures(parent, {
+          seq,
+          bytes,
+          blobBytes: blobBytes ?? 0,
+          message: entry.type === "message",
+          preview: isUser && contentText(entry.message.content) !== "",
+        }),
       };
     }
     const role = entry.type === "message" ? entry.message.role : null;

@@ -1,58 +1,235 @@
-import type { ForkPathEntry, LeafOptions } from "../../core/internal";
-import { headFor } from "../../core/internal";
-import type { Sql } from "../sql";
-import type { ForkSource } from "../types";
-import type { EntryRows, Node } from "./entry-rows";
-import type { PathReads } from "./path-reads";
+import type { EntryRef, Result } from "../../core/internal";
+import { capture, forkExtras, SessionError, unwrap } from "../../core/internal";
+import type { DurableEnv } from "../env";
+import { sessionObjectName } from "../names";
+import { numberSetting } from "../settings";
+import { storageWork } from "../transient";
+import type { CopiedRows, ForkBegin } from "../types";
+import { CopyNeeded } from "./copy-state";
+import { PAGE_CHARS } from "./entry-layout";
+import type { QuotaChecks } from "./quota-checks";
+import type { ByteLimit } from "./room";
+import type { SessionBlobs } from "./session-blobs";
+import type { SessionStore } from "./session-store";
+import type { SessionTelemetry } from "./session-telemetry";
 
 /*
- * The source side of a fork: which rows the new session copies (the path root → target, as stored,
- * in pages) and what `forkExtras` needs to make labels and the name read as in the source. The path
- * is walked by seq alone, and of its entries only those `forkExtras` can act on are read (labels,
- * names, the entries labelled in the source or by a label on the path, and the target), so a fork
- * of a million-entry path holds its seqs, not its entries.
+ * A fork's side of its copy. The fork answered once it held its path's first page (its head and
+ * the rows above it); the rest comes from the source's object a page at a time, each page read
+ * from where the last one ended, up to the root, and written with where the copy stands in one
+ * transaction, so an eviction or a restart goes on from there. The alarm copies in steps of
+ * STEP_MS, FORK_COPY_PAUSE_MS apart; each page is one call to the source, so its writers wait for
+ * one page at most. When the root is copied the source is told, and lets go of what it kept for
+ * the fork (fork-holds.ts).
+ *
+ * Meanwhile every call answers as if the copy were complete: one that needs entries still to copy
+ * (`CopyNeeded`) learns from the source whether the ids it looked for are on that path, or waits
+ * for the rest to be copied now, then runs again (`retrying`).
  */
 
-export function forkSource(
-  rows: EntryRows,
-  paths: PathReads,
-  sql: Sql,
-  targetId: string,
-  position: LeafOptions["position"],
-): Omit<ForkSource, "header" | "name"> {
-  const target = rows.node(targetId);
-  const [targetEntry] = target ? rows.entries([target.seq]) : [];
-  const leafId = headFor(targetId, targetEntry, position);
-  const seqs = paths.pathSeqs(leafId);
-  const labels = rows.labels();
-  const onPath = JSON.stringify(seqs);
-  // Labels and names on the path, and the entries the source labels: what the extras depend on.
-  const shaping = sql<{ seq: number; id: string; type: string }>`
-    SELECT seq, id, type FROM entries
-    WHERE seq IN (SELECT value FROM json_each(${onPath}))
-      AND (type IN ('label', 'session_info') OR id IN (SELECT value FROM json_each(${JSON.stringify(Object.keys(labels))})))`.toArray();
-  const payloads = new Map(
-    rows
-      .entries(shaping.filter((r) => r.type === "label" || r.type === "session_info").map((r) => r.seq))
-      .map((e) => [e.seq, e]),
-  );
-  // And the entries a label on the path names (its label may have been cleared off the path).
-  const named = [...payloads.values()].flatMap((e) => (e.type === "label" ? [e.targetId] : []));
-  const targets = sql<{ seq: number; id: string; type: string }>`
-    SELECT seq, id, type FROM entries
-    WHERE seq IN (SELECT value FROM json_each(${onPath})) AND id IN (SELECT value FROM json_each(${JSON.stringify(named)}))`.toArray();
-  const last = seqs.at(-1);
-  const tail = last === undefined ? [] : [rows.nodeAt(last) as Node];
-  const steps = new Map<number, { seq: number; id: string; type: string }>();
-  for (const step of [...shaping, ...targets, ...tail]) steps.set(step.seq, step);
-  const path: ForkPathEntry[] = [...steps.values()]
-    .sort((a, b) => a.seq - b.seq)
-    .map((step) => {
-      const entry = payloads.get(step.seq);
-      if (entry?.type === "label")
-        return { id: step.id, type: step.type, targetId: entry.targetId, label: entry.label };
-      if (entry?.type === "session_info") return { id: step.id, type: step.type, name: entry.name };
-      return { id: step.id, type: step.type };
-    });
-  return { leafId, seqs, bytes: rows.storedBytes(seqs), path, labels };
+/** Milliseconds one alarm copies pages for before it lets the object rest. */
+const STEP_MS = 500;
+/** The default of FORK_COPY_PAUSE_MS. */
+const DEFAULT_PAUSE_MS = 10;
+/** A copy that failed (its source unreachable) is tried again this much later. */
+const RETRY_MS = 1000;
+
+/** Bytes of payloads the page a fork answers with carries at most: its answer costs what a small read costs. */
+const FIRST_PAGE_BYTES = 64 * 1024;
+
+export interface CopySettings {
+  /** Bytes of payloads a page of the copy carries (FORK_COPY_PAGE_BYTES). */
+  pageBytes: number;
+  /** Those of the page a fork answers with. */
+  firstPageBytes: number;
+  /** Milliseconds between the alarm's steps (FORK_COPY_PAUSE_MS). */
+  pauseMs: number;
+}
+
+export function copySettings(
+  env: Pick<DurableEnv, "FORK_COPY_PAGE_BYTES" | "FORK_COPY_PAUSE_MS">,
+): CopySettings {
+  const pageBytes = numberSetting(env.FORK_COPY_PAGE_BYTES, PAGE_CHARS, { min: 1, max: PAGE_CHARS });
+  return {
+    pageBytes,
+    firstPageBytes: Math.min(pageBytes, FIRST_PAGE_BYTES),
+    pauseMs: numberSetting(env.FORK_COPY_PAUSE_MS, DEFAULT_PAUSE_MS),
+  };
+}
+
+export interface ForkCopyHost {
+  /** The environment of the objects it reaches: those of its own jurisdiction. */
+  placed: DurableEnv;
+  storage: DurableObjectStorage;
+  session: SessionStore;
+  blobs: SessionBlobs;
+  quotas: QuotaChecks;
+  telemetry: SessionTelemetry;
+  settings: () => CopySettings;
+  /** The copy is done: what follows (the directory hears of it, its entries are indexed). */
+  copied: () => void;
+}
+
+export class ForkCopy {
+  readonly #host: ForkCopyHost;
+  /** The page being copied: pages are copied one after the other. */
+  #page: Promise<void> = Promise.resolve();
+
+  constructor(host: ForkCopyHost) {
+    this.#host = host;
+  }
+
+  /** Whether part of the path is still to copy. */
+  get copying(): boolean {
+    return this.#host.session.exists && this.#host.session.copy.copying;
+  }
+
+  /** Whether the copy is done and its source has still to hear. */
+  get #releaseOwed(): boolean {
+    return this.#host.session.exists && this.#host.session.copy.state?.releaseOwed === true;
+  }
+
+  #source(sourceId: string) {
+    const { tenant } = this.#host.session.state;
+    return this.#host.placed.SESSIONS.getByName(sessionObjectName(tenant, sourceId));
+  }
+
+  /**
+   * Begins a new fork (created, not yet listed): its path's first page, its figures and labels as
+   * the source answered them, then what `forkExtras` adds so that labels and the name read as in
+   * the source, with the head back at the fork's target.
+   */
+  async begin({ sourceId, start, name }: ForkBegin): Promise<void> {
+    const { session, blobs, quotas } = this.#host;
+    const { page, leafId } = start;
+    if (page === null || leafId === null) return;
+    await blobs.claimCopied(page.blobRefs);
+    storageWork(() => session.writes.beginFork(sourceId, { ...start, page, leafId }));
+    const extras = forkExtras(start.path, start.sourceLabels, name);
+    if (extras.length === 0) return;
+    const within = <T>(write: (room: ByteLimit | undefined) => T) =>
+      quotas.within(session, (room) => capture(() => storageWork(() => write(room))));
+    unwrap(await within((room) => session.writes.appendEntries(extras, {}, room)));
+    unwrap(await within((room) => session.writes.setLeafId(leafId, {}, room)));
+  }
+
+  /** Copies the next page, after the one before it. */
+  #next(): Promise<void> {
+    const page = this.#page.then(() => this.#copyPage());
+    this.#page = page.catch(() => undefined);
+    return page;
+  }
+
+  async #copyPage(): Promise<void> {
+    const { session, blobs, settings } = this.#host;
+    const state = session.copy.state;
+    if (!session.exists || !state?.next) return;
+    const from = state.next.seq;
+    const page = unwrap(
+      (await this.#source(state.sourceId).forkPage(
+        state.hold,
+        from,
+        settings().pageBytes,
+      )) as Result<CopiedRows>,
+    );
+    // The blobs the rows refer to are this session's too before the rows are.
+    await blobs.claimCopied(page.blobRefs);
+    storageWork(() => session.writes.copyPage(from, page));
+    if (page.next === null) {
+      this.#host.copied();
+      await this.release().catch((error) => this.#host.telemetry.logFailure("fork_release", error));
+    }
+  }
+
+  /** Copies what is left now (what waits for it: a call that needs the whole path). */
+  async whole(): Promise<void> {
+    while (this.copying) await this.#next();
+  }
+
+  /** A replay of the entries after `after`: from the part still to copy, it waits for the copy. */
+  async replaying(after: number): Promise<void> {
+    const state = this.#host.session.exists ? this.#host.session.copy.state : null;
+    if (state?.next && after < state.forkSeq) await this.whole();
+  }
+
+  /**
+   * Runs `work`; should it need entries still to copy, learns whether those it looked for are on
+   * the path (or copies the rest) and runs it again. Nothing was written by a run that needed them.
+   */
+  async retrying<T>(work: () => Promise<T>): Promise<T> {
+    for (;;) {
+      try {
+        return await work();
+      } catch (error) {
+        if (!(error instanceof CopyNeeded)) throw error;
+        if (!this.copying) throw new SessionError("internal", "an entry row is missing");
+        await this.#resolve(error.ids);
+      }
+    }
+  }
+
+  /** Learns what the source knows of `ids`; copies the rest when one is on the path, or none was named. */
+  async #resolve(ids: readonly string[]): Promise<void> {
+    const { copy } = this.#host.session;
+    const asked = ids.filter((id) => copy.refOf(id) === undefined);
+    const state = copy.state;
+    if (asked.length > 0 && state?.next) {
+      const found = unwrap(
+        (await this.#source(state.sourceId).forkRefs(state.hold, state.next.seq, asked)) as Result<
+          Record<string, EntryRef>
+        >,
+      );
+      copy.learn(asked, found);
+    }
+    // Entries of the path are read, and written under, once copied; so is the rest of the path.
+    if (ids.length === 0 || ids.some((id) => copy.refOf(id) !== null)) await this.whole();
+  }
+
+  /** The alarm's share: pages for up to STEP_MS, and the next step set. */
+  async alarm(): Promise<void> {
+    if (!this.copying && !this.#releaseOwed) return;
+    const started = Date.now();
+    try {
+      while (this.copying && Date.now() - started < STEP_MS) await this.#next();
+      if (this.#releaseOwed) await this.release();
+    } catch (error) {
+      await this.#host.telemetry.logFailure("fork_copy", error);
+      await this.arm(RETRY_MS);
+      return;
+    }
+    await this.arm();
+  }
+
+  /** Makes sure the alarm comes back while the copy goes on (never later than set). */
+  async arm(after = this.#host.settings().pauseMs): Promise<void> {
+    if (!this.copying && !this.#releaseOwed) return;
+    const { storage } = this.#host;
+    const at = Date.now() + after;
+    const current = await storage.getAlarm();
+    if (current === null || current > at) await storage.setAlarm(at);
+  }
+
+  /** `arm`, from where it cannot be waited for (a failure is logged). */
+  armSoon(): void {
+    this.arm().catch((error) => this.#host.telemetry.logFailure("fork_copy", error));
+  }
+
+  /**
+   * Tells the source that this fork no longer needs what it kept for it: the copy is done, or the
+   * fork is purged before it was. Until the source hears, the alarm tells it again.
+   */
+  async release(): Promise<void> {
+    const { session } = this.#host;
+    const state = session.copy.state;
+    if (!session.exists || !state) return;
+    unwrap((await this.#source(state.sourceId).releaseFork(state.hold)) as Result<void>);
+    if (!state.next) storageWork(() => session.copy.released());
+  }
+
+  /** The hold this fork copies its path by, while it does: what a source that holds for it asks. */
+  hold(): string | null {
+    if (!this.#host.session.exists) return null;
+    const state = this.#host.session.copy.state;
+    return state?.next ? state.hold : null;
+  }
 }

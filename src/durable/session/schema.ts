@@ -85,6 +85,27 @@ const MIGRATIONS = [
   ALTER TABLE entries ADD COLUMN blob_bytes INTEGER NOT NULL DEFAULT 0;
   CREATE TABLE session_blobs (ref TEXT PRIMARY KEY, json_bytes INTEGER NOT NULL)
   `,
+  // Forks (fork-source.ts, fork-copy.ts): what the path root → a row holds (its bytes, blob bytes,
+  // messages and first user message with text), so that a fork knows its figures at once; the
+  // forks still copying from this session; and, in a fork, where its copy stands. Rows stored
+  // before have no path figures (NULL): a fork of them counts its path when it is made.
+  `
+  ALTER TABLE entries ADD COLUMN path_bytes INTEGER;
+  ALTER TABLE entries ADD COLUMN path_blob_bytes INTEGER;
+  ALTER TABLE entries ADD COLUMN path_messages INTEGER;
+  ALTER TABLE entries ADD COLUMN path_preview INTEGER;
+  CREATE TABLE fork_holds (hold TEXT PRIMARY KEY, fork_id TEXT NOT NULL, since INTEGER NOT NULL);
+  CREATE TABLE fork_copy (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    source_id TEXT NOT NULL,
+    hold TEXT NOT NULL,
+    fork_seq INTEGER NOT NULL,
+    entries INTEGER NOT NULL,
+    next_seq INTEGER,
+    next_depth INTEGER,
+    release_owed INTEGER NOT NULL DEFAULT 0
+  )
+  `,
 ];
 
 /**

@@ -3,6 +3,7 @@ import { capture, SessionError } from "../../core/internal";
 import { storageWork } from "../transient";
 import type { EntryPage } from "../types";
 import type { DirectoryReports } from "./directory-reports";
+import type { ForkCopy } from "./fork-copy";
 import type { SessionLifecycle } from "./lifecycle";
 import type { QuotaChecks } from "./quota-checks";
 import type { ByteLimit } from "./room";
@@ -23,6 +24,8 @@ export interface CallsHost {
   lifecycle: SessionLifecycle;
   blobs: SessionBlobs;
   quotas: QuotaChecks;
+  /** A fork's copy: calls that need entries still to copy wait for them. */
+  copy: ForkCopy;
   /** The directory's reports and the session's life, made after the calls that use them. */
   reports: () => DirectoryReports;
   life: () => SessionLife;
@@ -52,32 +55,46 @@ export class SessionCalls {
     if (deleted || !found) throw new SessionError("not_found", "session does not exist");
   }
 
+  /**
+   * Runs `call` (which answers a Result), as if a fork's copy were complete: should it need entries
+   * still to copy, it runs again once the object knows of them (see fork-copy.ts).
+   */
+  copied<T>(call: () => Promise<Result<T>>): Promise<Result<T>> {
+    return this.#host.copy.retrying(call);
+  }
+
   run<T>(read: (session: SessionStore) => T, builder?: string): Promise<Result<T>> {
-    return capture(() => {
-      this.checkListed(builder);
-      return storageWork(() => read(this.#host.session));
-    });
+    return this.copied(() =>
+      capture(() => {
+        this.checkListed(builder);
+        return storageWork(() => read(this.#host.session));
+      }),
+    );
   }
 
   /** A read of entries, answered with their blobs' values in place of references. */
   runFilled(read: (session: SessionStore) => EntryPage): Promise<Result<EntryPage>> {
-    return capture(async () => {
-      this.checkListed();
-      const page = storageWork(() => read(this.#host.session));
-      return { ...page, entries: await this.#host.blobs.fill(page.entries) };
-    });
+    return this.copied(() =>
+      capture(async () => {
+        this.checkListed();
+        const page = storageWork(() => read(this.#host.session));
+        return { ...page, entries: await this.#host.blobs.fill(page.entries) };
+      }),
+    );
   }
 
   /** Runs a write, then makes sure the directory will hear of it (and search index it). */
   write<T>(write: (session: SessionStore) => T, builder?: string): Promise<Result<T>> {
-    return capture(() => {
-      this.checkListed(builder);
-      const result = storageWork(() => write(this.#host.session));
-      this.#host.reports().schedule();
-      // A large batch is indexed for search just after (see SearchIndex.index).
-      if (this.#host.session.writes.searchBackfillPending) this.#host.life().armSoon();
-      return result;
-    });
+    return this.copied(() =>
+      capture(() => {
+        this.checkListed(builder);
+        const result = storageWork(() => write(this.#host.session));
+        this.#host.reports().schedule();
+        // A large batch is indexed for search just after (see SearchIndex.index).
+        if (this.#host.session.writes.searchBackfillPending) this.#host.life().armSoon();
+        return result;
+      }),
+    );
   }
 
   /** A write that stores bytes: within the session's room (its quotas), growing it when it may. */

@@ -1,9 +1,13 @@
-import type { SessionHeader, SessionInfo } from "../../core/internal";
-import { newId, SessionError } from "../../core/internal";
+import type { Result, SessionHeader, SessionInfo } from "../../core/internal";
+import { newId, SessionError, unwrap } from "../../core/internal";
+import { sessionObjectName } from "../names";
 import { transaction } from "../transaction";
+import { unavailable } from "../transient";
 import type { ExpiryOutcome, NewSessionOptions } from "../types";
 import type { DirectoryReports, ReportHost } from "./directory-reports";
 import type { EventHub } from "./event-hub";
+import type { ForkCopy } from "./fork-copy";
+import type { ForkHolds } from "./fork-holds";
 import { PENDING_MS, recoveryWindowMs } from "./lifecycle";
 
 /*
@@ -22,11 +26,22 @@ const BACKFILL_PAUSE_MS = 10;
 const BACKFILL_BUDGET_MS = 500;
 /** A purge whose storage failed is tried again this soon. */
 const PURGE_RETRY_MS = 1000;
+/** A purge that waits for forks still copying from the session looks again this soon. */
+const HELD_RETRY_MS = 5000;
+/**
+ * A fork holding the session this long is asked whether it still copies from it (a fork purged
+ * before its copy was done, or whose word that it was done was lost, holds it no longer).
+ */
+const HOLD_CHECK_MS = 60_000;
 
 /** What a session's life involves of its object: what its directory reports do, and more. */
 export interface LifeHost extends ReportHost {
   readonly reports: DirectoryReports;
   readonly events: EventHub;
+  /** The forks still copying from this session, which its purge waits for. */
+  readonly holds: ForkHolds;
+  /** This session's own copy, when it is a fork still copying: its source hears when it is purged. */
+  readonly copy: ForkCopy;
   /** Gives up the session's claims on its tenant's blobs (those no session holds are deleted). */
   releaseBlobs(): Promise<void>;
 }
@@ -41,8 +56,14 @@ export class SessionLife {
   /** Creates the session (see `SessionObject.init`). */
   async create(tenant: string, header: SessionHeader, options: NewSessionOptions): Promise<SessionInfo> {
     const { session, lifecycle, quotas, storage, reports } = this.#host;
-    // A deleted session gives up its id, as does one a fork or an import never completed.
-    if (session.exists && (lifecycle.deleted || lifecycle.pending)) await this.#purge();
+    // A deleted session gives up its id, as does one a fork or an import never completed; one
+    // that forks still copy from is kept for them a little longer.
+    if (session.exists && (lifecycle.deleted || lifecycle.pending) && !(await this.#purge())) {
+      throw unavailable(
+        `session ${header.id} was deleted and forks still copy from it; try again`,
+        "not_applied",
+      );
+    }
     if (!session.exists) await quotas.admit(tenant, header.id, options.bytes ?? 0);
     const { builder } = options;
     const info = transaction(storage, [session, lifecycle], () => {
@@ -161,10 +182,44 @@ export class SessionLife {
     return "expired";
   }
 
-  /** Drops the session's storage and every alarm. */
-  async #purge(): Promise<void> {
-    const { session, lifecycle, quotas, storage, reports, telemetry } = this.#host;
+  /**
+   * Forks still copying from the session keep it (deleted, found by no route) until they are
+   * done: true when none does. A fork that has held it long is asked whether it still copies from
+   * it; one that does not (purged, or its word lost) lets go. While some do, the alarm looks again.
+   */
+  async #unheld(): Promise<boolean> {
+    const { holds, env, session, storage, telemetry } = this.#host;
+    const { tenant } = session.state;
+    for (const { hold, forkId, since } of holds.list()) {
+      if (Date.now() - since < HOLD_CHECK_MS) continue;
+      try {
+        const fork = env.SESSIONS.getByName(sessionObjectName(tenant, forkId));
+        if (unwrap((await fork.copyHold()) as Result<string | null>) !== hold) holds.remove(hold);
+      } catch (error) {
+        await telemetry.logFailure("fork_hold_check", error);
+      }
+    }
+    if (holds.list().length === 0) return true;
+    await storage.setAlarm(Date.now() + HELD_RETRY_MS);
+    return false;
+  }
+
+  /** A fork copying from the session is done: a purge that waited for it goes on now. */
+  async released(): Promise<void> {
+    const { lifecycle, holds, storage } = this.#host;
+    if (!lifecycle.deleted || holds.list().length > 0) return;
+    if ((lifecycle.state.purgeAt ?? 0) <= Date.now()) await storage.setAlarm(Date.now());
+  }
+
+  /**
+   * Drops the session's storage and every alarm; false (nothing dropped) while forks still copy
+   * from it. A fork still copying lets its source go first.
+   */
+  async #purge(): Promise<boolean> {
+    const { session, lifecycle, quotas, storage, reports, telemetry, copy } = this.#host;
+    if (session.exists && !(await this.#unheld())) return false;
     if (session.exists) {
+      await copy.release().catch((error) => telemetry.logFailure("fork_release", error));
       const { tenant, header } = session.state;
       await telemetry.metric({ kind: "storage", sessionId: header.id, entries: 0, bytes: 0 });
       // A claim left behind would only leave the tenant less room than it has: logged, not fatal.
@@ -183,6 +238,7 @@ export class SessionLife {
     session.reset();
     lifecycle.reset();
     reports.forget();
+    return true;
   }
 
   /**

@@ -3,6 +3,7 @@ import type {
   AppendOptions,
   AppendResult,
   EntryQuery,
+  EntryRef,
   GenerationInfo,
   HeaderPatch,
   ImportOptions,
@@ -30,10 +31,11 @@ import type {
   CopiedRows,
   EntryPage,
   ExpiryOutcome,
-  ForkSource,
+  ForkStart,
   NewSessionOptions,
   OmittedCount,
 } from "../types";
+import { copySettings } from "./fork-copy";
 import type { GenerationEnd } from "./generation-answer";
 import type { GenerationOutcome } from "./generations";
 import { GENERATION_ID_HEADER } from "./generations";
@@ -49,7 +51,8 @@ import { checkNotFull } from "./storage-ceiling";
  * and the parts beside it (made in session-parts.ts): which calls find the session and how a
  * write runs (session-calls.ts), watchers, context answers, entries coming in, a fork's copy,
  * directory reports, the session's life, generations and automatic compaction. The alarm runs what
- * is due: purging, expiry, indexing for search, automatic compaction and the directory report.
+ * is due: a fork's copy, purging, expiry, indexing for search, automatic compaction and the
+ * directory report.
  */
 
 /** Milliseconds one call spends counting what a compaction leaves out of its summarizer's input. */
@@ -62,6 +65,8 @@ export class SessionObject extends DurableObject<DurableEnv> {
     super(ctx, env);
     this.#parts = sessionParts(ctx, env, () => this.env);
     if (this.#parts.session.writes.searchBackfillPending) this.#parts.life.armSoon();
+    // A fork's copy goes on after an eviction or a restart.
+    this.#parts.copy.armSoon();
   }
 
   /**
@@ -70,15 +75,21 @@ export class SessionObject extends DurableObject<DurableEnv> {
    * directory.
    */
   override async alarm(): Promise<void> {
+    // A fork's copy goes on whatever else is due (a deleted fork can be restored whole).
+    await this.#parts.copy.alarm();
     try {
-      if (await this.#parts.life.due()) return;
+      if (await this.#parts.life.due()) {
+        await this.#parts.copy.arm();
+        return;
+      }
     } catch (error) {
       // Logged, then thrown: the runtime retries a failed alarm with backoff.
       await this.#parts.telemetry.logFailure("lifecycle", error);
       throw error;
     }
     if (!this.#parts.session.exists) return;
-    await this.#parts.autoCompaction.runIfDue();
+    // A compaction reads the whole path: a fork compacts once its copy is done.
+    if (!this.#parts.copy.copying) await this.#parts.autoCompaction.runIfDue();
     if (!this.#parts.session.exists) return;
     await this.#parts.reports.reportDue();
     await this.#parts.generations.alarm();
@@ -99,7 +110,15 @@ export class SessionObject extends DurableObject<DurableEnv> {
     header: SessionHeader,
     options: NewSessionOptions = {},
   ): Promise<Result<SessionInfo>> {
-    return capture(() => this.#parts.life.create(tenant, header, options));
+    return capture(async () => {
+      const created = await this.#parts.life.create(tenant, header, options);
+      if (!options.fork) return created;
+      // A fork begins with its path's first page, then is listed: its copy goes on in the background.
+      await this.#parts.copy.begin(options.fork);
+      await this.#parts.reports.publish();
+      await this.#parts.copy.arm();
+      return this.#parts.session.info();
+    });
   }
 
   /** Lists the session its builder completed (a fork or an import); again, it does nothing. */
@@ -188,11 +207,13 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   getEntry(id: string): Promise<Result<StoredEntry | undefined>> {
-    return capture(async () => {
-      this.#parts.calls.checkListed();
-      const entry = this.#parts.session.reads.getEntry(id);
-      return entry && (await this.#parts.blobs.fill([entry]))[0];
-    });
+    return this.#parts.calls.copied(() =>
+      capture(async () => {
+        this.#parts.calls.checkListed();
+        const entry = this.#parts.session.reads.getEntry(id);
+        return entry && (await this.#parts.blobs.fill([entry]))[0];
+      }),
+    );
   }
 
   /*
@@ -245,7 +266,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     entries: readonly unknown[],
     options: AppendOptions & { validated?: boolean; blobs?: BlobPolicy } & Building,
   ): Promise<Result<AppendResult>> {
-    return this.#parts.intake.append(entries, options);
+    return this.#parts.calls.copied(() => this.#parts.intake.append(entries, options));
   }
 
   /** Writes entries verbatim (an import), their large values stored as blobs under `policy`. */
@@ -253,7 +274,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     entries: readonly SessionEntry[],
     options: ImportOptions & { blobs?: BlobPolicy } & Building,
   ): Promise<Result<void>> {
-    return this.#parts.intake.import(entries, options);
+    return this.#parts.calls.copied(() => this.#parts.intake.import(entries, options));
   }
 
   /** Refuses (`quota_exceeded`) when `bytes` more would take the session past its byte quotas. */
@@ -282,13 +303,15 @@ export class SessionObject extends DurableObject<DurableEnv> {
 
   /** Opens a generation; a full session opens none (its answer would have nowhere to go). */
   openGeneration(input: OpenGenerationBody): Promise<Result<GenerationInfo>> {
-    return capture(async () => {
-      this.#parts.calls.checkListed();
-      checkNotFull(this.ctx.storage.sql, this.env);
-      const info = storageWork(() => this.#parts.generations.open(input));
-      await this.#parts.generations.arm();
-      return info;
-    });
+    return this.#parts.calls.copied(() =>
+      capture(async () => {
+        this.#parts.calls.checkListed();
+        checkNotFull(this.ctx.storage.sql, this.env);
+        const info = storageWork(() => this.#parts.generations.open(input));
+        await this.#parts.generations.arm();
+        return info;
+      }),
+    );
   }
 
   getGeneration(id: string): Promise<Result<GenerationInfo>> {
@@ -301,13 +324,15 @@ export class SessionObject extends DurableObject<DurableEnv> {
 
   /** Completes or stops a generation: its answer appended and its stream closed, in one transaction. */
   endGeneration(id: string, how: GenerationEnd): Promise<Result<GenerationOutcome>> {
-    return capture(async () => {
-      const outcome = await this.#parts.generations.end(id, how).catch((error: unknown) => {
-        throw transientError(error) ?? error;
-      });
-      if (outcome.created) await this.#parts.generations.arm();
-      return outcome;
-    });
+    return this.#parts.calls.copied(() =>
+      capture(async () => {
+        const outcome = await this.#parts.generations.end(id, how).catch((error: unknown) => {
+          throw transientError(error) ?? error;
+        });
+        if (outcome.created) await this.#parts.generations.arm();
+        return outcome;
+      }),
+    );
   }
 
   // --- watchers (session-watchers.ts) ---
@@ -353,24 +378,57 @@ export class SessionObject extends DurableObject<DurableEnv> {
     }
   }
 
-  // --- forks ---
-
-  /** What a fork of the path to `targetId` copies, for the Worker to create the fork with. */
-  forkSource(targetId: string, position: LeafOptions["position"]): Promise<Result<ForkSource>> {
-    return this.#parts.calls.run((session) => session.reads.forkSource(targetId, position));
-  }
-
-  /** Rows of a fork's path, a page of them, for the new session's object (see `copyFrom`). */
-  pathRows(seqs: number[]): Promise<Result<CopiedRows>> {
-    return this.#parts.calls.run((session) => session.reads.pathRows(seqs));
-  }
+  // --- forks: this session as a source, and as a fork still copying its path ---
 
   /**
-   * Copies a fork's path (`seqs` of the session `sourceId` of the same tenant) into this new
-   * session, reading it from the source's object itself, so the rows cross once (see path-copy.ts);
-   * answers the seqs left.
+   * A fork of the path to `targetId` as it starts (fork-source.ts): what the fork holds from the
+   * moment it answers, and its path's first page. Unless that page is the whole path, the session
+   * keeps the rest for the fork `forkId` by a hold, until the fork releases it.
    */
-  copyFrom(sourceId: string, seqs: number[], builder?: string): Promise<Result<number[]>> {
-    return this.#parts.copies.copyFrom(sourceId, seqs, builder);
+  forkStart(targetId: string, position: LeafOptions["position"], forkId: string): Promise<Result<ForkStart>> {
+    const { firstPageBytes } = copySettings(this.env);
+    return this.#parts.calls.run((session) => {
+      const start = session.reads.forkStart(targetId, position, firstPageBytes);
+      return start.page?.next ? { ...start, hold: this.#parts.holds.add(forkId) } : start;
+    });
+  }
+
+  /** A page of a fork's path, from the row `from` up, by its `hold` (deleted, the session still answers it). */
+  forkPage(hold: string, from: number, pageBytes: number): Promise<Result<CopiedRows>> {
+    return this.#parts.calls.copied(() =>
+      capture(() => {
+        this.#checkHeld(hold);
+        return storageWork(() => this.#parts.session.reads.forkPage(from, pageBytes));
+      }),
+    );
+  }
+
+  /** Which of `ids` are entries of the path root → the row `from`, which the fork of `hold` still copies. */
+  forkRefs(hold: string, from: number, ids: string[]): Promise<Result<Record<string, EntryRef>>> {
+    return this.#parts.calls.copied(() =>
+      capture(() => {
+        this.#checkHeld(hold);
+        return storageWork(() => this.#parts.session.reads.refsOnPath(from, ids));
+      }),
+    );
+  }
+
+  /** The fork of `hold` copied its path (or is gone): the session no longer keeps anything for it. */
+  releaseFork(hold: string): Promise<Result<void>> {
+    return capture(async () => {
+      storageWork(() => this.#parts.holds.remove(hold));
+      await this.#parts.life.released();
+    });
+  }
+
+  /** The hold this session copies its path by, while it does (what a source holding for it asks). */
+  copyHold(): Promise<Result<string | null>> {
+    return capture(() => this.#parts.copy.hold());
+  }
+
+  #checkHeld(hold: string): void {
+    if (!this.#parts.session.exists || !this.#parts.holds.has(hold)) {
+      throw new SessionError("not_found", "the path this fork copies is gone");
+    }
   }
 }

@@ -7,9 +7,10 @@ import { AutoCompaction } from "./auto-compaction";
 import { ContextAnswers } from "./context-answers";
 import { DirectoryReports } from "./directory-reports";
 import { EntryIntake } from "./entry-intake";
+import { copySettings, ForkCopy } from "./fork-copy";
+import { ForkHolds } from "./fork-holds";
 import { Generations } from "./generations";
 import { SessionLifecycle } from "./lifecycle";
-import { PathCopy } from "./path-copy";
 import { QuotaChecks } from "./quota-checks";
 import { SessionBlobs } from "./session-blobs";
 import { SessionCalls } from "./session-calls";
@@ -42,11 +43,27 @@ export function sessionParts(ctx: DurableObjectState, env: DurableEnv, current: 
   });
   const quotas = new QuotaChecks(placed);
   const lifecycle = new SessionLifecycle(sqlOf(ctx.storage.sql));
+  const holds = new ForkHolds(sqlOf(ctx.storage.sql));
+  const copy: ForkCopy = new ForkCopy({
+    placed,
+    storage: ctx.storage,
+    session,
+    blobs,
+    quotas,
+    telemetry,
+    settings: () => copySettings(current()),
+    // The directory hears of the whole fork, and its entries are indexed for search.
+    copied: () => {
+      reports.schedule();
+      life.armSoon();
+    },
+  });
   const calls: SessionCalls = new SessionCalls({
     session,
     lifecycle,
     blobs,
     quotas,
+    copy,
     reports: () => reports,
     life: () => life,
   });
@@ -55,6 +72,7 @@ export function sessionParts(ctx: DurableObjectState, env: DurableEnv, current: 
     session,
     blobs,
     calls,
+    copy,
     telemetry,
     openGenerations: () => generations.openOnes(),
   });
@@ -63,7 +81,14 @@ export function sessionParts(ctx: DurableObjectState, env: DurableEnv, current: 
   // The session's life uses what the directory reports use, and the reports themselves.
   const reportHost = { env: placed, storage: ctx.storage, session, lifecycle, quotas, telemetry };
   const reports = new DirectoryReports(reportHost);
-  const life = new SessionLife({ ...reportHost, reports, events, releaseBlobs: () => blobs.release() });
+  const life = new SessionLife({
+    ...reportHost,
+    reports,
+    events,
+    holds,
+    copy,
+    releaseBlobs: () => blobs.release(),
+  });
   const autoCompaction = new AutoCompaction({
     session,
     summarizerConfig: current,
@@ -94,8 +119,9 @@ export function sessionParts(ctx: DurableObjectState, env: DurableEnv, current: 
     generations,
     blobs,
     telemetry,
+    holds,
+    copy,
     contexts: new ContextAnswers({ calls, blobs, telemetry }),
-    copies: new PathCopy({ placed, session, quotas, blobs, calls }),
     intake: new EntryIntake({ sql: ctx.storage.sql, env: current, session, calls, blobs, telemetry }),
   };
 }

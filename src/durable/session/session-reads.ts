@@ -1,5 +1,6 @@
 import type {
   EntryQuery,
+  EntryRef,
   LeafOptions,
   OmittedHistory,
   SessionSearchOptions,
@@ -8,16 +9,20 @@ import type {
   TreeEntry,
   TreeRow,
 } from "../../core/internal";
-import type { CompactionPlan, CopiedRows, EntryPage, ForkSource, OmittedCount, SearchDigest } from "../types";
+import { entryPage } from "../../core/internal";
+import type { CompactionPlan, CopiedRows, EntryPage, ForkStart, OmittedCount, SearchDigest } from "../types";
 import { CompactionReads } from "./compaction-reads";
-import { readPathRows } from "./copied-rows";
-import { forkSource } from "./fork-copy";
+import { readPathPage } from "./copied-rows";
+import { CopyNeeded } from "./copy-state";
+import { forkStart, refsOnPath } from "./fork-source";
 import type { StoreParts } from "./store-parts";
 
 /*
  * The reads the object answers of a session's entries: entries and pages of them by seq, paths
  * and the context's path, the tree and its labels, where the leaf stood, what a watcher replays,
  * what a compaction or a fork reads, and search. Each is `not_found` when there is no session.
+ * In a fork still copying its path, a read that reaches the part still to copy needs it whole
+ * first (`CopyNeeded`): the object copies it, and reads again.
  */
 
 export class SessionReads {
@@ -29,10 +34,19 @@ export class SessionReads {
     this.#compaction = new CompactionReads(parts.rows, parts.paths, parts.sql);
   }
 
+  /** A read of the whole path (or of the entries after `after`) in a fork still copying it: it waits for the copy. */
+  #whole(after = 0): void {
+    const state = this.#parts.copy.state;
+    if (state?.next && after < state.forkSeq) throw new CopyNeeded();
+  }
+
+  /** The entry `id`; in a fork still copying its path, one of that path is read once it is copied. */
   getEntry(id: string): StoredEntry | undefined {
     this.#parts.row.live();
     const node = this.#parts.rows.node(id);
-    return node && this.#parts.rows.entries([node.seq])[0];
+    if (node) return this.#parts.rows.entries([node.seq])[0];
+    if (this.#parts.copy.copying && this.#parts.copy.refOf(id) !== null) throw new CopyNeeded([id]);
+    return undefined;
   }
 
   /** The entries of these ids that hold blobs (their payloads hold references). */
@@ -47,34 +61,33 @@ export class SessionReads {
     return this.#parts.rows.page(seqs);
   }
 
-  /** Rows of a fork's path, a page of them, as the new session writes them (see `SessionWrites.copyRows`). */
-  pathRows(seqs: readonly number[]): CopiedRows {
-    this.#parts.row.live();
-    return readPathRows(this.#parts.rows, this.#parts.storage.sql, this.#parts.sql, seqs);
-  }
-
   entrySeqs(query: EntryQuery = {}): number[] {
     this.#parts.row.live();
+    this.#whole(entryPage(query).after);
     return this.#parts.rows.seqs(query);
   }
 
   pathSeqs(leafId?: string | null): number[] {
+    this.#whole();
     return this.#parts.paths.pathSeqs(this.#parts.row.start(leafId));
   }
 
   /** The path `buildSessionContext` needs: what the latest compaction dropped is left out. */
   contextSeqs(leafId?: string | null): number[] {
+    this.#whole();
     return this.#parts.paths.contextSeqs(this.#parts.row.start(leafId));
   }
 
   /** What a compaction at `leafId` reads whole and what it counts (see compaction-reads.ts). */
   compactionPlan(leafId: string, keepRecentTokens: number): CompactionPlan {
+    this.#whole();
     this.#parts.row.live();
     return this.#compaction.plan(leafId, keepRecentTokens);
   }
 
   /** Counts omitted entries from the first of `seqs` for up to `budgetMs` (see compaction-reads.ts). */
   countOmitted(seqs: readonly number[], compactionId: string | undefined, budgetMs: number): OmittedCount {
+    this.#whole();
     this.#parts.row.live();
     return this.#compaction.count(seqs, compactionId, budgetMs);
   }
@@ -111,11 +124,13 @@ export class SessionReads {
 
   /** Entries with `after < seq <= bound`, a page of at most `limit`: what a watcher replays. */
   entriesAfter(after: number, bound: number, limit: number): StoredEntry[] {
+    this.#whole(after);
     this.#parts.row.live();
     return this.#parts.rows.after(after, bound, limit);
   }
 
   treeRows(): { rows: TreeRow[]; labels: Record<string, string> } {
+    this.#whole();
     this.#parts.row.live();
     return { rows: this.#parts.rows.treeRows(), labels: this.#parts.rows.labels() };
   }
@@ -130,6 +145,7 @@ export class SessionReads {
    * indexed is indexed first, so a search finds everything written before it.
    */
   search(options: SessionSearchOptions): SessionSearchPage {
+    this.#whole();
     const { leafId } = this.#parts.row.live();
     while (this.#parts.search.backfillPending)
       this.#parts.storage.transactionSync(() => this.#parts.search.backfillStep());
@@ -142,10 +158,25 @@ export class SessionReads {
     return this.#parts.search.digest();
   }
 
-  /** What a fork of the path to `targetId` copies (see fork-copy.ts). */
-  forkSource(targetId: string, position: LeafOptions["position"]): ForkSource {
+  /** A fork of the path to `targetId`, as it starts: its figures, labels and first page (see fork-source.ts). */
+  forkStart(targetId: string, position: LeafOptions["position"], pageBytes: number): ForkStart {
+    this.#whole();
     const { header } = this.#parts.row.live();
-    const source = forkSource(this.#parts.rows, this.#parts.paths, this.#parts.sql, targetId, position);
-    return { ...source, header, name: this.#parts.row.info().name };
+    const { rows, paths, storage, sql } = this.#parts;
+    const start = forkStart(rows, paths, storage.sql, sql, targetId, position, pageBytes);
+    return { ...start, header, name: this.#parts.row.info().name };
+  }
+
+  /** A page of a fork's path, from the row `from` up (see copied-rows.ts). */
+  forkPage(from: number, pageBytes: number): CopiedRows {
+    this.#parts.row.live();
+    return readPathPage(this.#parts.rows, this.#parts.storage.sql, this.#parts.sql, from, pageBytes);
+  }
+
+  /** Which of `ids` are entries of the path root → the row `from`: what a fork still copying it asks. */
+  refsOnPath(from: number, ids: readonly string[]): Record<string, EntryRef> {
+    this.#whole();
+    this.#parts.row.live();
+    return refsOnPath(this.#parts.rows, this.#parts.paths, this.#parts.sql, from, ids);
   }
 }

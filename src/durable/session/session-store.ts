@@ -1,6 +1,7 @@
 import type { SessionHeader, SessionInfo } from "../../core/internal";
 import { sqlOf } from "../sql";
 import { ContextReads } from "./context-reads";
+import { CopyState } from "./copy-state";
 import { EntryRows } from "./entry-rows";
 import { HeadContext } from "./head-context";
 import { LeafHistory } from "./leaf-history";
@@ -23,6 +24,8 @@ export class SessionStore {
   readonly #row: SessionRow;
   readonly #head = new HeadContext();
   readonly #history: LeafHistory;
+  /** In a fork still copying its path, where the copy stands (copy-state.ts). */
+  readonly copy: CopyState;
   readonly reads: SessionReads;
   readonly contexts: ContextReads;
   readonly writes: SessionWrites;
@@ -36,7 +39,8 @@ export class SessionStore {
     const row = new SessionRow(storage.sql, sql, rows);
     this.#row = row;
     this.#history = history;
-    const parts = { storage, sql, row, rows, paths, search, history, head: this.#head };
+    this.copy = new CopyState(sql);
+    const parts = { storage, sql, row, rows, paths, search, history, head: this.#head, copy: this.copy };
     this.reads = new SessionReads(parts);
     this.contexts = new ContextReads(parts);
     this.writes = new SessionWrites(parts, this.reads, this.contexts, this);
@@ -50,6 +54,7 @@ export class SessionStore {
     this.#row.stale();
     this.#head.drop();
     this.#history.reset();
+    this.copy.reload();
   }
 
   get exists(): boolean {
@@ -72,10 +77,14 @@ export class SessionStore {
     this.#row.forget();
     this.#head.drop();
     this.#history.reset();
+    this.copy.reset();
   }
 
+  /** The session's info; a fork still copying its path says how far it is. */
   info(): SessionInfo {
-    return this.#row.info();
+    const info = this.#row.info();
+    const copying = this.copy.progress();
+    return copying ? { ...info, copying } : info;
   }
 
   lastSeq(): number {

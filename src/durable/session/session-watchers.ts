@@ -2,6 +2,7 @@ import type { ErrorBody, GenerationInfo, Result } from "../../core/internal";
 import { capture, ERROR_STATUS, SessionError } from "../../core/internal";
 import { EventHub } from "./event-hub";
 import { readWatcherMessage } from "./event-sockets";
+import type { ForkCopy } from "./fork-copy";
 import type { SessionBlobs } from "./session-blobs";
 import type { SessionCalls } from "./session-calls";
 import type { SessionStore } from "./session-store";
@@ -26,6 +27,7 @@ export class SessionWatchers {
   readonly #session: SessionStore;
   readonly #blobs: SessionBlobs;
   readonly #calls: SessionCalls;
+  readonly #copy: ForkCopy;
   readonly #telemetry: SessionTelemetry;
   readonly #tickets: SocketTickets;
   /** True while a WebSocket's replay round runs: its entries come with their blobs read ahead. */
@@ -36,6 +38,8 @@ export class SessionWatchers {
     session: SessionStore;
     blobs: SessionBlobs;
     calls: SessionCalls;
+    /** A fork's copy: a replay from the part still to copy waits for it. */
+    copy: ForkCopy;
     telemetry: SessionTelemetry;
     /** Answers being written now (a watcher is told of each when it starts watching). */
     openGenerations: () => GenerationInfo[];
@@ -44,6 +48,7 @@ export class SessionWatchers {
     this.#session = session;
     this.#blobs = blobs;
     this.#calls = parts.calls;
+    this.#copy = parts.copy;
     this.#telemetry = telemetry;
     this.#tickets = new SocketTickets(ctx.storage);
     this.hub = new EventHub(
@@ -69,6 +74,7 @@ export class SessionWatchers {
   events(after: number | undefined, payload: boolean): Promise<Result<ReadableStream<Uint8Array>>> {
     return capture(async () => {
       this.#calls.checkListed();
+      if (after !== undefined) await this.#copy.replaying(after);
       const stream = this.hub.openStream(after ?? this.#session.lastSeq(), payload);
       void this.#watcherMetric("sse");
       // Entries replayed from storage come with references: their values are put back as they pass.
@@ -108,6 +114,7 @@ export class SessionWatchers {
     const answer = await capture(async () => {
       this.#calls.checkListed();
       const after = Number(url.searchParams.get("after") ?? this.#session.lastSeq());
+      await this.#copy.replaying(after);
       await this.#blobs.warm(after);
       this.#socketRound = true;
       try {
@@ -126,6 +133,7 @@ export class SessionWatchers {
     // An `{after}` message resumes from that seq: the round's blobs are read ahead.
     if (typeof request.after === "number") {
       try {
+        await this.#copy.replaying(request.after);
         await this.#blobs.warm(request.after);
       } catch (error) {
         // The round could not be sent whole: the watcher reconnects (with its backoff) and resumes.

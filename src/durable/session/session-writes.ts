@@ -9,7 +9,6 @@ import type {
   ImportOptions,
   LeafEntry,
   LeafOptions,
-  SessionEntry,
   SessionHeader,
   StoredEntry,
 } from "../../core/internal";
@@ -21,14 +20,14 @@ import {
   planAppend,
   planImport,
   planLeafMove,
-  SessionError,
 } from "../../core/internal";
 import { quotaExceeded } from "../quotas";
 import type { Reloadable } from "../transaction";
 import { transaction } from "../transaction";
-import type { CopiedRows } from "../types";
+import type { CopiedRows, ForkStart } from "../types";
 import type { ContextReads } from "./context-reads";
 import { insertCopiedRows } from "./copied-rows";
+import { CopyNeeded } from "./copy-state";
 import type { StoredWrite } from "./entry-rows";
 import type { PreparedBlobs } from "./prepared-blobs";
 import type { ByteLimit } from "./room";
@@ -83,36 +82,67 @@ export class SessionWrites {
     return header;
   }
 
-  /** Whether entries written before the search index existed are still to be indexed. */
+  /**
+   * Whether entries are waiting to be indexed for search (written before the index existed, or in
+   * large writes). A fork indexes nothing until its path is copied: its entries come in out of
+   * order, and the index is filled in order of seq.
+   */
   get searchBackfillPending(): boolean {
-    return this.#parts.row.current !== undefined && this.#parts.search.backfillPending;
+    return (
+      this.#parts.row.current !== undefined && !this.#parts.copy.copying && this.#parts.search.backfillPending
+    );
   }
 
   /** Indexes one bounded step of them; true when more remain. */
   searchBackfillStep(): boolean {
     this.#parts.row.live();
+    if (this.#parts.copy.copying) return false;
     return this.#parts.storage.transactionSync(() => this.#parts.search.backfillStep());
   }
 
   /**
    * What the append rules see of this session. The ids a batch names (`idsNamedBy`) are looked up
-   * in one query up front, not one query each.
+   * in one query up front, not one query each. In a fork still copying its path, an id without a
+   * row here may name an entry of the path still to copy: what the source said of it is used
+   * (`CopyNeeded` asks it first), and what needs such an entry whole, or the conversation at an
+   * entry, waits for the copy.
    */
   #view(inputs: readonly unknown[] = [], loaded?: ReadonlyMap<string, StoredEntry>): AppendView {
     const state = this.#parts.row.live();
+    const { copy } = this.#parts;
     const named = new Set(idsNamedBy(inputs));
     const known = this.#parts.rows.refs([...named]);
+    if (copy.copying) {
+      const unknown = [...named].filter((id) => !known.has(id) && copy.refOf(id) === undefined);
+      if (unknown.length > 0) throw new CopyNeeded(unknown);
+    }
+    /** An entry without a row here: none, or in a fork copying its path, what the source said. */
+    const elsewhere = (id: string): EntryRef | undefined => {
+      if (!copy.copying) return undefined;
+      const ref = copy.refOf(id);
+      if (ref === undefined) throw new CopyNeeded([id]);
+      return ref ?? undefined;
+    };
     return {
       leafId: state.leafId,
       nextSeq: state.nextSeq,
       ref: (id): EntryRef | undefined => {
-        if (named.has(id)) return known.get(id);
+        if (named.has(id)) return known.get(id) ?? elsewhere(id);
         const node = this.#parts.rows.node(id);
-        return node && { type: node.type, parentId: node.parent_id };
+        return node ? { type: node.type, parentId: node.parent_id } : elsewhere(id);
       },
-      load: (id) =>
-        named.has(id) && !known.has(id) ? undefined : (loaded?.get(id) ?? this.#reads.getEntry(id)),
-      conversationAt: (id) => this.#contexts.conversationAt(id),
+      load: (id) => {
+        if (named.has(id) && !known.has(id)) {
+          // An entry of the path still to copy is read once it is copied.
+          if (elsewhere(id)) throw new CopyNeeded([id]);
+          return undefined;
+        }
+        return loaded?.get(id) ?? this.#reads.getEntry(id);
+      },
+      conversationAt: (id) => {
+        if (copy.copying) throw new CopyNeeded();
+        return this.#contexts.conversationAt(id);
+      },
     };
   }
 
@@ -204,48 +234,57 @@ export class SessionWrites {
   }
 
   /**
-   * Writes rows of a fork's path as its source stored them (`pathRows`), seqs included, after those
-   * copied before: entries that were valid when written are moved, not read and written again.
-   * Only what the session's figures need of a payload is read (the first user message, a name, a
-   * label).
+   * A new fork's first write, in its creation's transaction: the path's first page (its head and
+   * the rows above it, as the source stored them), the head, the figures and the label index of the
+   * whole path (the copy brings the rest of its rows later, changing none of them), and where the
+   * copy goes on. Its entries are indexed for search once the copy is done.
    */
-  copyRows(page: CopiedRows, room: ByteLimit | undefined): void {
+  beginFork(sourceId: string, start: ForkStart & { page: CopiedRows; leafId: string }): void {
     const state = this.#parts.row.live();
-    const { first, last } = page;
-    if (first === undefined || last === undefined) return;
-    // Seqs only grow: a copy keeps the source's (with the gaps its other branches leave).
-    if (first < state.nextSeq) {
-      throw new SessionError(
-        "invalid_request",
-        `a copy continues after seq ${state.nextSeq - 1}, not at ${first}`,
-      );
-    }
-    // What the page adds to the session's size: payloads and their blobs' values.
-    this.checkRoom(
-      page.figures.reduce((sum, row) => sum + row.bytes + row.blob_bytes, 0),
-      room,
-    );
+    const { figures } = start;
     this.#write(() => {
-      insertCopiedRows(this.#parts.storage.sql, this.#parts.sql, page);
-      for (const row of page.figures) {
-        // What the figures read of an entry is in its payload only for labels, names and the
-        // first user message.
-        let entry = { type: row.type, message: { role: row.role } } as SessionEntry;
-        if (row.body !== null) entry = JSON.parse(row.body) as SessionEntry;
-        else if (row.role === "user" && state.stats.preview === undefined)
-          entry = JSON.parse(this.#parts.rows.bodies([row.seq])[0] ?? "{}") as SessionEntry;
-        if (entry.type === "label") this.#parts.rows.setLabel(entry.targetId, entry.label);
-        applyEntryToStats(state.stats, entry, row.bytes + row.blob_bytes);
-        if (row.blob_bytes > 0) state.stats.blobBytes = (state.stats.blobBytes ?? 0) + row.blob_bytes;
+      insertCopiedRows(this.#parts.storage.sql, this.#parts.sql, start.page);
+      const head = this.#parts.rows.node(start.leafId);
+      if (!head) throw new Error("the fork's first page lacks its head");
+      for (const [target, label] of Object.entries(start.labels)) this.#parts.rows.setLabel(target, label);
+      const { next } = start.page;
+      if (next !== null) {
+        if (start.hold === undefined) throw new Error("a fork with a path still to copy has no hold on it");
+        this.#parts.copy.begin({
+          sourceId,
+          hold: start.hold,
+          forkSeq: head.seq,
+          entries: figures.entries,
+          next,
+        });
+        this.#parts.copy.learn(Object.keys(start.refs), start.refs);
       }
-      this.#parts.search.markPending(first, last.seq);
-      this.#parts.history.record(last.seq, last.seq);
-      state.leafId = last.id;
-      state.nextSeq = last.seq + 1;
+      this.#parts.search.markPending(1, head.seq);
+      this.#parts.history.record(head.seq, head.seq);
+      state.leafId = head.id;
+      state.nextSeq = head.seq + 1;
+      state.stats.entryCount = figures.entries;
+      state.stats.messageCount = figures.messages;
+      state.stats.bytes = figures.bytes;
+      if (figures.blobBytes > 0) state.stats.blobBytes = figures.blobBytes;
+      if (figures.preview !== undefined) state.stats.preview = figures.preview;
+      if (figures.entryName) state.stats.entryName = figures.entryName;
       state.stats.updatedAt = nowIso();
     });
-    // The copy's head context is built when it is first read.
-    this.#parts.head.drop();
+  }
+
+  /**
+   * Writes a page of a fork's path (as the source stored it, seqs included), the one the copy
+   * asked for at `from`, and where the copy goes on: one transaction. What the session holds and
+   * shows does not change: its figures counted the whole path from the start.
+   */
+  copyPage(from: number, page: CopiedRows): void {
+    const { copy, storage, sql } = this.#parts;
+    if (copy.state?.next?.seq !== from) throw new Error(`the copy does not go on at ${from}`);
+    transaction(storage, [this.#held], () => {
+      insertCopiedRows(storage.sql, sql, page);
+      copy.advance(page.next);
+    });
   }
 
   /** The seq of the leaf a plan leaves: one of its writes, or an entry written before. */

@@ -1,4 +1,5 @@
 import type { Sql } from "../sql";
+import type { CopyState } from "./copy-state";
 import type { EntryRows } from "./entry-rows";
 import type { HeadContext } from "./head-context";
 import type { LeafHistory } from "./leaf-history";
@@ -8,7 +9,8 @@ import type { SessionRow } from "./session-row";
 
 /*
  * What the store's reads, contexts and writes share of one session's storage: the session row
- * (its state in memory), the tables' readers and writers, and the head's context kept in memory.
+ * (its state in memory), the tables' readers and writers, the head's context kept in memory, and
+ * in a fork still copying its path, where the copy stands.
  */
 
 export interface StoreParts {
@@ -20,4 +22,5 @@ export interface StoreParts {
   search: SearchIndex;
   history: LeafHistory;
   head: HeadContext;
+  copy: CopyState;
 }

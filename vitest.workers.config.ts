@@ -41,9 +41,9 @@ export default defineConfig({
           API_KEYS,
           QUOTAS,
           DIRECTORY_SYNC_MS: "20",
-          // Forks copy in small pages, and only when something needs the rest or a test runs the
+          // Forks copy in pages of 2 KiB, and only when something needs the rest or a test runs the
           // alarm: every fork in the suite is read, written and removed in the middle of its copy.
-          FORK_COPY_PAGE_BYTES: "4096",
+          FORK_COPY_PAGE_BYTES: "2048",
           FORK_COPY_PAUSE_MS: "3600000",
           FAKE_LLM_URL: inject("fakeLlmUrl"),
           // The request log's own tests read every line.

@@ -17,9 +17,9 @@ import type { SessionTelemetry } from "./session-telemetry";
  * A fork's side of its copy. The fork answered once it held its path's first page (its head and
  * the rows above it); the rest comes from the source's object a page at a time, each page read
  * from where the last one ended, up to the root, and written with where the copy stands in one
- * transaction, so an eviction or a restart goes on from there. The alarm copies in steps of
- * STEP_MS, FORK_COPY_PAUSE_MS apart; each page is one call to the source, so its writers wait for
- * one page at most. When the root is copied the source is told, and lets go of what it kept for
+ * transaction, so an eviction or a restart goes on from there. The alarm copies STEP_PAGES pages
+ * at a time, FORK_COPY_PAUSE_MS apart; each page is one call to the source, so its writers wait
+ * for one page at most. When the root is copied the source is told, and lets go of what it kept for
  * the fork (fork-holds.ts).
  *
  * Meanwhile every call answers as if the copy were complete: one that needs entries still to copy
@@ -27,8 +27,8 @@ import type { SessionTelemetry } from "./session-telemetry";
  * for the rest to be copied now, then runs again (`retrying`).
  */
 
-/** Milliseconds one alarm copies pages for before it lets the object rest. */
-const STEP_MS = 500;
+/** Pages one alarm copies before it lets the object rest. */
+const STEP_PAGES = 2;
 /** The default of FORK_COPY_PAUSE_MS. */
 const DEFAULT_PAUSE_MS = 10;
 /** A copy that failed (its source unreachable) is tried again this much later. */
@@ -185,12 +185,11 @@ export class ForkCopy {
     if (ids.length === 0 || ids.some((id) => copy.refOf(id) !== null)) await this.whole();
   }
 
-  /** The alarm's share: pages for up to STEP_MS, and the next step set. */
+  /** The alarm's share: STEP_PAGES pages, and the next step set. */
   async alarm(): Promise<void> {
     if (!this.copying && !this.#releaseOwed) return;
-    const started = Date.now();
     try {
-      while (this.copying && Date.now() - started < STEP_MS) await this.#next();
+      for (let page = 0; page < STEP_PAGES && this.copying; page++) await this.#next();
       if (this.#releaseOwed) await this.release();
     } catch (error) {
       await this.#host.telemetry.logFailure("fork_copy", error);

@@ -2,6 +2,7 @@ import type { DurableEnv } from "../env";
 import { directoryShard } from "../names";
 import { numberSetting } from "../settings";
 import type { SessionLifecycle } from "./lifecycle";
+import type { ObjectAlarm } from "./object-alarm";
 import type { QuotaChecks } from "./quota-checks";
 import type { SessionStore } from "./session-store";
 import type { SessionTelemetry } from "./session-telemetry";
@@ -31,6 +32,8 @@ export type Owed = "removal" | "return";
 export interface ReportHost {
   readonly env: DurableEnv;
   readonly storage: DurableObjectStorage;
+  /** The object's alarm, which comes by the time each part's work is due. */
+  readonly alarm: ObjectAlarm;
   readonly session: SessionStore;
   readonly lifecycle: SessionLifecycle;
   readonly quotas: QuotaChecks;
@@ -39,7 +42,8 @@ export interface ReportHost {
 
 export class DirectoryReports {
   readonly #host: ReportHost;
-  #scheduled = false;
+  /** When the alarm should next report: soon after a write, later after a failure. */
+  #dueAt: number | undefined;
   #failures = 0;
 
   constructor(host: ReportHost) {
@@ -52,17 +56,19 @@ export class DirectoryReports {
 
   /** After a write: the alarm reports it soon (once, for every write until then). */
   schedule(): void {
-    if (this.#scheduled) return;
-    this.#scheduled = true;
-    this.#host.storage.setAlarm(Date.now() + this.#syncMs).catch((error) => {
-      this.#scheduled = false;
-      return this.#host.telemetry.logFailure("schedule_directory_report", error);
-    });
+    if (this.#dueAt !== undefined) return;
+    this.#dueAt = Date.now() + this.#syncMs;
+    this.#host.alarm.armSoon("schedule_directory_report");
+  }
+
+  /** When the alarm should next report, if a report is waiting. */
+  nextDue(): number | undefined {
+    return this.#dueAt;
   }
 
   /** Nothing is waiting to be reported (the session is gone, or deleted). */
   forget(): void {
-    this.#scheduled = false;
+    this.#dueAt = undefined;
   }
 
   /** Records what the directory is owed; call it in the transaction that changes the session. */
@@ -119,16 +125,15 @@ export class DirectoryReports {
 
   /** The alarm's report; a failure is tried again, later each time (up to a minute). */
   async reportDue(): Promise<void> {
-    const { telemetry, storage } = this.#host;
-    this.#scheduled = false;
+    const { telemetry } = this.#host;
+    this.#dueAt = undefined;
     try {
       await this.#report();
       this.#failures = 0;
     } catch (error) {
       const wait = this.backoffMs();
       await telemetry.logFailure("directory_report", error, { retryInMs: wait, failures: this.#failures });
-      this.#scheduled = true;
-      await storage.setAlarm(Date.now() + wait);
+      this.#dueAt = Date.now() + wait;
     }
   }
 

@@ -7,6 +7,7 @@ import { storageWork } from "../transient";
 import type { CopiedRows, ForkBegin } from "../types";
 import { CopyNeeded } from "./copy-state";
 import { PAGE_CHARS } from "./entry-layout";
+import type { ObjectAlarm } from "./object-alarm";
 import type { QuotaChecks } from "./quota-checks";
 import type { ByteLimit } from "./room";
 import type { SessionBlobs } from "./session-blobs";
@@ -61,6 +62,8 @@ export interface ForkCopyHost {
   /** The environment of the objects it reaches: those of its own jurisdiction. */
   placed: DurableEnv;
   storage: DurableObjectStorage;
+  /** The object's alarm, which comes by the time each part's work is due. */
+  alarm: ObjectAlarm;
   session: SessionStore;
   blobs: SessionBlobs;
   quotas: QuotaChecks;
@@ -74,6 +77,8 @@ export class ForkCopy {
   readonly #host: ForkCopyHost;
   /** The page being copied: pages are copied one after the other. */
   #page: Promise<void> = Promise.resolve();
+  /** When the alarm copies the next pages (or tells the source again that the copy is done). */
+  #dueAt: number | undefined;
 
   constructor(host: ForkCopyHost) {
     this.#host = host;
@@ -199,13 +204,17 @@ export class ForkCopy {
     await this.arm();
   }
 
-  /** Makes sure the alarm comes back while the copy goes on (never later than set). */
+  /** The alarm comes back `after` milliseconds from now while the copy goes on. */
   async arm(after = this.#host.settings().pauseMs): Promise<void> {
     if (!this.copying && !this.#releaseOwed) return;
-    const { storage } = this.#host;
-    const at = Date.now() + after;
-    const current = await storage.getAlarm();
-    if (current === null || current > at) await storage.setAlarm(at);
+    this.#dueAt = Date.now() + after;
+    await this.#host.alarm.arm();
+  }
+
+  /** When the copy's next step is due, while it goes on (at once, after a restart). */
+  nextDue(): number | undefined {
+    if (!this.copying && !this.#releaseOwed) return undefined;
+    return this.#dueAt ?? Date.now();
   }
 
   /** `arm`, from where it cannot be waited for (a failure is logged). */

@@ -68,6 +68,8 @@ export class Generations {
    */
   #open: { incarnation: string; parts: GenerationParts } | undefined;
   readonly #requests: GenerationRequestHost;
+  /** Generations whose stop failed (a failure of storage), and when the alarm tries again. */
+  readonly #retries = new Map<string, number>();
 
   constructor(host: GenerationHost) {
     this.#host = host;
@@ -236,8 +238,10 @@ export class Generations {
         if (last + row.abandonMs > now) continue;
         try {
           await this.end(row.id, { kind: "stop", by: "abandoned" });
+          this.#retries.delete(row.id);
         } catch (error) {
           // Tried again by a later alarm; the chunks stay meanwhile.
+          this.#retries.set(row.id, now + RETRY_MS);
           logLine(
             { type: "background", task: "stop_abandoned_generation", error: errorSummary(error) },
             "error",
@@ -247,7 +251,6 @@ export class Generations {
         this.#remove(row.id);
       }
     }
-    await this.arm();
   }
 
   #remove(id: string): void {
@@ -261,30 +264,19 @@ export class Generations {
     if (stream) streams.written(generationStreamKey(id));
   }
 
-  /** When the alarm must next come for the generations, if ever. */
-  #nextDue(): number | undefined {
-    if (!this.#host.session.exists) return undefined;
-    const now = Date.now();
+  /** When the alarm must next come for the generations, if ever (a deleted session's wait for its restore). */
+  nextDue(): number | undefined {
+    if (!this.#host.calls.listed) return undefined;
     let next: number | undefined;
     for (const row of this.#parts.rows.all()) {
-      let due =
+      const due =
         row.state === "open"
-          ? (this.#parts.stream(row.id)?.renewedAt ?? row.openedAt) + row.abandonMs
-          : (row.finishedAt ?? now) + row.retainMs;
-      // Past due after the alarm's work: its stop failed, and is tried again later, not at once.
-      if (due <= now) due = now + RETRY_MS;
+          ? (this.#retries.get(row.id) ??
+            (this.#parts.stream(row.id)?.renewedAt ?? row.openedAt) + row.abandonMs)
+          : (row.finishedAt ?? row.openedAt) + row.retainMs;
       next = next === undefined ? due : Math.min(next, due);
     }
     return next;
-  }
-
-  /** Makes sure the object's alarm comes by the next generation's due time (never later than set). */
-  async arm(): Promise<void> {
-    const at = this.#nextDue();
-    if (at === undefined) return;
-    const { storage } = this.#host;
-    const current = await storage.getAlarm();
-    if (current === null || current > at) await storage.setAlarm(at);
   }
 }
 

@@ -5,10 +5,10 @@ import type { EntryPage } from "../types";
 import type { DirectoryReports } from "./directory-reports";
 import type { ForkCopy } from "./fork-copy";
 import type { SessionLifecycle } from "./lifecycle";
+import type { ObjectAlarm } from "./object-alarm";
 import type { QuotaChecks } from "./quota-checks";
 import type { ByteLimit } from "./room";
 import type { SessionBlobs } from "./session-blobs";
-import type { SessionLife } from "./session-life";
 import type { SessionStore } from "./session-store";
 
 /*
@@ -26,9 +26,9 @@ export interface CallsHost {
   quotas: QuotaChecks;
   /** A fork's copy: calls that need entries still to copy wait for them. */
   copy: ForkCopy;
-  /** The directory's reports and the session's life, made after the calls that use them. */
+  /** The directory's reports, made after the calls that use them. */
   reports: () => DirectoryReports;
-  life: () => SessionLife;
+  alarm: ObjectAlarm;
 }
 
 export class SessionCalls {
@@ -91,7 +91,8 @@ export class SessionCalls {
         const result = storageWork(() => write(this.#host.session));
         this.#host.reports().schedule();
         // A large batch is indexed for search just after (see SearchIndex.index).
-        if (this.#host.session.writes.searchBackfillPending) this.#host.life().armSoon();
+        if (this.#host.session.writes.searchBackfillPending)
+          this.#host.alarm.armSoon("schedule_search_indexing");
         return result;
       }),
     );

@@ -48,6 +48,11 @@ export interface LifeHost extends ReportHost {
 
 export class SessionLife {
   readonly #host: LifeHost;
+  /**
+   * When the alarm comes back for what could not be done yet: a removal from the listing or a
+   * purge that failed, a purge waiting for forks still copying, one they let go on.
+   */
+  #retryAt: number | undefined;
 
   constructor(host: LifeHost) {
     this.#host = host;
@@ -73,7 +78,7 @@ export class SessionLife {
       return created;
     });
     if (builder === undefined) await reports.publish();
-    await this.arm();
+    await this.#host.alarm.arm();
     return info;
   }
 
@@ -84,7 +89,7 @@ export class SessionLife {
    * once (once the listing has let it go).
    */
   async delete(recoveryMs: number): Promise<void> {
-    const { session, lifecycle, quotas, storage } = this.#host;
+    const { session, lifecycle, quotas, alarm } = this.#host;
     const { tenant, header } = session.state;
     // Released first: should the rest fail, the session's next write claims its room again.
     await quotas.release(tenant, header.id);
@@ -93,7 +98,8 @@ export class SessionLife {
     this.#markDeleted(now, purgeAt);
     if (!(await this.#unlist())) return;
     if (purgeAt <= now) await this.#purge();
-    else await storage.setAlarm(purgeAt);
+    // Deleted, the session's work for the alarm is its purge (and a fork's copy, which goes on).
+    else await alarm.reset();
   }
 
   /** Deletes the session for good, now, whether it is listed or deleted already. */
@@ -121,13 +127,13 @@ export class SessionLife {
 
   /** Takes the session out of the listing; false when the directory cannot be reached (the alarm tries again). */
   async #unlist(): Promise<boolean> {
-    const { reports, storage, telemetry } = this.#host;
+    const { reports, telemetry } = this.#host;
     try {
       await reports.payOwed();
       return true;
     } catch (error) {
       await telemetry.logFailure("directory_removal", error);
-      await storage.setAlarm(Date.now() + reports.backoffMs());
+      await this.#retryIn(reports.backoffMs());
       return false;
     }
   }
@@ -138,7 +144,7 @@ export class SessionLife {
    * that is not deleted is `already_exists`; one never created, or purged, is `not_found`.
    */
   async restore(): Promise<SessionInfo> {
-    const { session, lifecycle, quotas, storage, reports } = this.#host;
+    const { session, lifecycle, quotas, storage, reports, alarm } = this.#host;
     const { tenant, header } = session.state;
     if (!lifecycle.deleted) {
       throw new SessionError("already_exists", `session ${header.id} is not deleted`, { id: header.id });
@@ -157,11 +163,11 @@ export class SessionLife {
       lifecycle.markRestored();
       reports.owe("return");
     });
-    await storage.deleteAlarm();
     // Listed again by its next report, which pays the directory its return first: now, or from
     // the alarm if the directory cannot be reached now.
     await reports.publish();
-    await this.arm();
+    // The alarm no longer waits to purge it: it comes when the restored session's work is due.
+    await alarm.reset();
     return session.info();
   }
 
@@ -188,7 +194,7 @@ export class SessionLife {
    * it; one that does not (purged, or its word lost) lets go. While some do, the alarm looks again.
    */
   async #unheld(): Promise<boolean> {
-    const { holds, env, session, storage, telemetry } = this.#host;
+    const { holds, env, session, telemetry } = this.#host;
     const { tenant } = session.state;
     for (const { hold, forkId, since } of holds.list()) {
       if (Date.now() - since < HOLD_CHECK_MS) continue;
@@ -200,23 +206,23 @@ export class SessionLife {
       }
     }
     if (holds.list().length === 0) return true;
-    await storage.setAlarm(Date.now() + HELD_RETRY_MS);
+    await this.#retryIn(HELD_RETRY_MS);
     return false;
   }
 
   /** A fork copying from the session is done: a purge that waited for it goes on now. */
   async released(): Promise<void> {
-    const { lifecycle, holds, storage } = this.#host;
+    const { lifecycle, holds } = this.#host;
     if (!lifecycle.deleted || holds.list().length > 0) return;
-    if ((lifecycle.state.purgeAt ?? 0) <= Date.now()) await storage.setAlarm(Date.now());
+    if ((lifecycle.state.purgeAt ?? 0) <= Date.now()) await this.#retryIn(0);
   }
 
   /**
-   * Drops the session's storage and every alarm; false (nothing dropped) while forks still copy
+   * Drops the session's storage and its alarm; false (nothing dropped) while forks still copy
    * from it. A fork still copying lets its source go first.
    */
   async #purge(): Promise<boolean> {
-    const { session, lifecycle, quotas, storage, reports, telemetry, copy } = this.#host;
+    const { session, lifecycle, quotas, storage, reports, telemetry, copy, alarm } = this.#host;
     if (session.exists && !(await this.#unheld())) return false;
     if (session.exists) {
       await copy.release().catch((error) => telemetry.logFailure("fork_release", error));
@@ -227,14 +233,15 @@ export class SessionLife {
       // Likewise a blob claim: the blob is kept longer than needed, never lost.
       await this.#host.releaseBlobs().catch((error) => telemetry.logFailure("release_blobs", error));
     }
-    await storage.deleteAlarm();
+    await alarm.clear();
     try {
       await storage.deleteAll();
     } catch (error) {
       // The alarm comes back to purge again (one running now is not retried once its alarm is gone).
-      await storage.setAlarm(Date.now() + PURGE_RETRY_MS);
+      await this.#retryIn(PURGE_RETRY_MS);
       throw error;
     }
+    this.#retryAt = undefined;
     session.reset();
     lifecycle.reset();
     reports.forget();
@@ -247,14 +254,14 @@ export class SessionLife {
    * old session. True when the session is gone or deleted, so the alarm has nothing else to do.
    */
   async due(): Promise<boolean> {
-    const { session, lifecycle, storage, env } = this.#host;
+    const { session, lifecycle, env } = this.#host;
     if (!session.exists) return false;
     const now = Date.now();
+    this.#retryAt = undefined;
     const { pendingSince, purgeAt } = lifecycle.state;
     if (lifecycle.deleted) {
       if (!(await this.#unlist())) return true;
       if (purgeAt === null || purgeAt <= now) await this.#purge();
-      else await storage.setAlarm(purgeAt);
       return true;
     }
     if (pendingSince !== null && pendingSince + PENDING_MS <= now) {
@@ -275,19 +282,23 @@ export class SessionLife {
     return false;
   }
 
-  /** Makes sure the alarm wakes the object when lifecycle work is next due (never later than set). */
-  async arm(): Promise<void> {
-    const { session, lifecycle, storage } = this.#host;
-    if (!session.exists) return;
-    const soon = session.writes.searchBackfillPending ? Date.now() + BACKFILL_PAUSE_MS : undefined;
-    const at = lifecycle.dueAt(session.state.header.expiresAt, soon);
-    if (at === undefined) return;
-    const current = await storage.getAlarm();
-    if (current === null || current > at) await storage.setAlarm(at);
+  /** The alarm comes back for lifecycle work that could not be done yet, `ms` from now. */
+  async #retryIn(ms: number): Promise<void> {
+    const at = Date.now() + ms;
+    this.#retryAt = this.#retryAt === undefined ? at : Math.min(this.#retryAt, at);
+    await this.#host.alarm.arm();
   }
 
-  /** `arm`, from a write that cannot wait for it (a failure is logged). */
-  armSoon(): void {
-    this.arm().catch((error) => this.#host.telemetry.logFailure("schedule_search_indexing", error));
+  /**
+   * When lifecycle work is next due: a purge, an incomplete session dropped, an expiry, indexing
+   * for search going on, or what could not be done yet, tried again.
+   */
+  nextDue(): number | undefined {
+    const { session, lifecycle } = this.#host;
+    if (!session.exists) return undefined;
+    const soon = session.writes.searchBackfillPending ? Date.now() + BACKFILL_PAUSE_MS : undefined;
+    const at = lifecycle.dueAt(session.state.header.expiresAt, soon);
+    if (at === undefined || this.#retryAt === undefined) return at ?? this.#retryAt;
+    return Math.min(at, this.#retryAt);
   }
 }

@@ -64,36 +64,38 @@ export class SessionObject extends DurableObject<DurableEnv> {
   constructor(ctx: DurableObjectState, env: DurableEnv) {
     super(ctx, env);
     this.#parts = sessionParts(ctx, env, () => this.env);
-    if (this.#parts.session.writes.searchBackfillPending) this.#parts.life.armSoon();
+    if (this.#parts.session.writes.searchBackfillPending)
+      this.#parts.alarm.armSoon("schedule_search_indexing");
     // A fork's copy goes on after an eviction or a restart.
     this.#parts.copy.armSoon();
   }
 
   /**
-   * Runs the lifecycle work that is due (purge, expiry, indexing for search), then after writes:
-   * compacts if automatic compaction is on and the context outgrew its budget, then reports to the
-   * directory.
+   * Runs the work that is due: a fork's copy goes on; the lifecycle's (purge, expiry, indexing for
+   * search); then after writes: compacts if automatic compaction is on and the context outgrew its
+   * budget, reports to the directory, and stops or removes the generations whose time came. Then
+   * the alarm is set for whatever is due next (object-alarm.ts).
    */
   override async alarm(): Promise<void> {
     // A fork's copy goes on whatever else is due (a deleted fork can be restored whole).
     await this.#parts.copy.alarm();
     try {
-      if (await this.#parts.life.due()) {
-        await this.#parts.copy.arm();
-        return;
-      }
+      if (await this.#parts.life.due()) return await this.#parts.alarm.arm();
     } catch (error) {
       // Logged, then thrown: the runtime retries a failed alarm with backoff.
       await this.#parts.telemetry.logFailure("lifecycle", error);
       throw error;
     }
-    if (!this.#parts.session.exists) return;
-    // A compaction reads the whole path: a fork compacts once its copy is done.
-    if (!this.#parts.copy.copying) await this.#parts.autoCompaction.runIfDue();
-    if (!this.#parts.session.exists) return;
-    await this.#parts.reports.reportDue();
-    await this.#parts.generations.alarm();
-    await this.#parts.life.arm();
+    try {
+      if (!this.#parts.session.exists) return;
+      // A compaction reads the whole path: a fork compacts once its copy is done.
+      if (!this.#parts.copy.copying) await this.#parts.autoCompaction.runIfDue();
+      if (!this.#parts.session.exists) return;
+      await this.#parts.reports.reportDue();
+      await this.#parts.generations.alarm();
+    } finally {
+      await this.#parts.alarm.arm();
+    }
   }
 
   // --- a session's life: created, listed, deleted, restored, purged ---
@@ -148,14 +150,11 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   /** Brings a deleted session back within its recovery window (see `SessionLife.restore`). */
-  async restore(): Promise<Result<SessionInfo>> {
-    const restored = await capture(() => {
+  restore(): Promise<Result<SessionInfo>> {
+    return capture(() => {
       if (!this.#parts.lifecycle.deleted) this.#parts.calls.checkListed();
       return this.#parts.life.restore();
     });
-    // Restoring cleared the alarm: its generations' due times are set again.
-    if (restored.ok) await this.#parts.generations.arm();
-    return restored;
   }
 
   /** Deletes the session if idle since `idleBefore` (the retention sweep of its directory shard asks). */
@@ -179,7 +178,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
       this.#parts.watchers.hub.changed({ event: "session", data: session.info() });
       return header;
     });
-    if (result.ok && patch.expiresAt !== undefined) await this.#parts.life.arm();
+    if (result.ok && patch.expiresAt !== undefined) await this.#parts.alarm.arm();
     return result;
   }
 
@@ -308,7 +307,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
         this.#parts.calls.checkListed();
         checkNotFull(this.ctx.storage.sql, this.env);
         const info = storageWork(() => this.#parts.generations.open(input));
-        await this.#parts.generations.arm();
+        await this.#parts.alarm.arm();
         return info;
       }),
     );
@@ -329,7 +328,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
         const outcome = await this.#parts.generations.end(id, how).catch((error: unknown) => {
           throw transientError(error) ?? error;
         });
-        if (outcome.created) await this.#parts.generations.arm();
+        if (outcome.created) await this.#parts.alarm.arm();
         return outcome;
       }),
     );

@@ -11,6 +11,7 @@ import { copySettings, ForkCopy } from "./fork-copy";
 import { ForkHolds } from "./fork-holds";
 import { Generations } from "./generations";
 import { SessionLifecycle } from "./lifecycle";
+import { ObjectAlarm } from "./object-alarm";
 import { QuotaChecks } from "./quota-checks";
 import { SessionBlobs } from "./session-blobs";
 import { SessionCalls } from "./session-calls";
@@ -44,9 +45,11 @@ export function sessionParts(ctx: DurableObjectState, env: DurableEnv, current: 
   const quotas = new QuotaChecks(placed);
   const lifecycle = new SessionLifecycle(sqlOf(ctx.storage.sql));
   const holds = new ForkHolds(sqlOf(ctx.storage.sql));
+  const alarm = new ObjectAlarm(ctx.storage, telemetry);
   const copy: ForkCopy = new ForkCopy({
     placed,
     storage: ctx.storage,
+    alarm,
     session,
     blobs,
     quotas,
@@ -55,7 +58,7 @@ export function sessionParts(ctx: DurableObjectState, env: DurableEnv, current: 
     // The directory hears of the whole fork, and its entries are indexed for search.
     copied: () => {
       reports.schedule();
-      life.armSoon();
+      alarm.armSoon("schedule_search_indexing");
     },
   });
   const calls: SessionCalls = new SessionCalls({
@@ -65,7 +68,7 @@ export function sessionParts(ctx: DurableObjectState, env: DurableEnv, current: 
     quotas,
     copy,
     reports: () => reports,
-    life: () => life,
+    alarm,
   });
   const watchers = new SessionWatchers({
     ctx,
@@ -79,7 +82,7 @@ export function sessionParts(ctx: DurableObjectState, env: DurableEnv, current: 
   const events = watchers.hub;
   session.writes.onWritten = (entries, leafId) => events.written(entries, leafId);
   // The session's life uses what the directory reports use, and the reports themselves.
-  const reportHost = { env: placed, storage: ctx.storage, session, lifecycle, quotas, telemetry };
+  const reportHost = { env: placed, storage: ctx.storage, alarm, session, lifecycle, quotas, telemetry };
   const reports = new DirectoryReports(reportHost);
   const life = new SessionLife({
     ...reportHost,
@@ -108,6 +111,11 @@ export function sessionParts(ctx: DurableObjectState, env: DurableEnv, current: 
     calls,
     changed: (info) => events.changed({ event: "generation", data: info }),
   });
+  // The parts with work for the alarm, each saying when it is next due.
+  alarm.add(() => life.nextDue());
+  alarm.add(() => reports.nextDue());
+  alarm.add(() => generations.nextDue());
+  alarm.add(() => copy.nextDue());
   return {
     session,
     calls,
@@ -115,6 +123,7 @@ export function sessionParts(ctx: DurableObjectState, env: DurableEnv, current: 
     lifecycle,
     reports,
     life,
+    alarm,
     autoCompaction,
     generations,
     blobs,

@@ -1,0 +1,72 @@
+import type { SessionTelemetry } from "./session-telemetry";
+
+/*
+ * The one owner of a session object's alarm. Each part with work for the alarm (the session's life,
+ * its directory reports, its generations) states when that work is next due; only here is the alarm
+ * set, to the earliest of those times, and never later than it stands: no part's write, failure or
+ * restart can push back work another part has due sooner. An alarm that comes early finds nothing
+ * due and is set again; one that comes on time runs every part's due work (session-object.ts).
+ */
+
+/** When a part's work is next due (milliseconds since the epoch), if it has any. */
+export type DueTime = () => number | undefined;
+
+export class ObjectAlarm {
+  readonly #storage: DurableObjectStorage;
+  readonly #telemetry: SessionTelemetry;
+  readonly #parts: DueTime[] = [];
+  /** Arming one at a time: each reads the alarm as the one before left it. */
+  #arming: Promise<void> = Promise.resolve();
+
+  constructor(storage: DurableObjectStorage, telemetry: SessionTelemetry) {
+    this.#storage = storage;
+    this.#telemetry = telemetry;
+  }
+
+  /** A part with work for the alarm: `due` says when it is next due. */
+  add(due: DueTime): void {
+    this.#parts.push(due);
+  }
+
+  /** The earliest time any part's work is due, if any part has work. */
+  nextDue(): number | undefined {
+    let next: number | undefined;
+    for (const due of this.#parts) {
+      const at = due();
+      if (at !== undefined && (next === undefined || at < next)) next = at;
+    }
+    return next;
+  }
+
+  /** Makes sure the alarm comes by the earliest due time (an alarm set sooner stays as it is). */
+  arm(): Promise<void> {
+    const armed = this.#arming.then(async () => {
+      const current = await this.#storage.getAlarm();
+      const at = this.nextDue();
+      if (at !== undefined && (current === null || current > at)) await this.#storage.setAlarm(at);
+    });
+    this.#arming = armed.catch(() => undefined);
+    return armed;
+  }
+
+  /** `arm`, for a caller that cannot wait for it (`task` names it in the log line of a failure). */
+  armSoon(task: string): void {
+    this.arm().catch((error) => this.#telemetry.logFailure(task, error));
+  }
+
+  /**
+   * Sets the alarm to exactly the earliest due time, or clears it: for when what it was set for is
+   * known to be over (a deleted session restored no longer waits to be purged).
+   */
+  async reset(): Promise<void> {
+    await this.clear();
+    await this.arm();
+  }
+
+  /** No alarm: the object is about to hold nothing (a purge; should it fail, it arms again). */
+  clear(): Promise<void> {
+    const cleared = this.#arming.then(() => this.#storage.deleteAlarm());
+    this.#arming = cleared.catch(() => undefined);
+    return cleared;
+  }
+}

@@ -7,6 +7,5 @@ export { SessionDirectory } from "./directory/session-directory";
 export type { DurableEnv } from "./env";
 export { TenantPlacement } from "./placement/tenant-placement";
 export { DurableRepo } from "./router/repo";
-export { SessionObjectStorage } from "./router/session-object-storage";
 export { SessionObject } from "./session/session-object";
 export { StreamObject } from "./stream";

@@ -104,6 +104,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     await this.#armSweep();
   }
 
+  /** @internal */
   async put(report: DirectoryReport): Promise<void> {
     if (report.tenant !== undefined && report.shard !== undefined)
       await this.#learn(report.tenant, report.shard);
@@ -130,7 +131,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     this.#events.listed(info, listed?.incarnation !== incarnation);
   }
 
-  /** What this shard's listing gains, changes and loses, from now, as Server-Sent Events. */
+  /** What this shard's listing gains, changes and loses, from now, as Server-Sent Events. @internal */
   events(): Promise<Result<ReadableStream<Uint8Array>>> {
     return capture(() => this.#events.open());
   }
@@ -143,6 +144,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     this.#events.unlisted(id);
   }
 
+  /** @internal */
   remove(id: string, incarnation: string): void {
     const now = Date.now();
     this.ctx.storage.transactionSync(() => {
@@ -155,7 +157,10 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     });
   }
 
-  /** The tenant's usage; with `except`, without that session (which knows its own figures better). */
+  /**
+   * The tenant's usage; with `except`, without that session (which knows its own figures better).
+   * @internal
+   */
   usage(except?: string): TenantUsage {
     const total = this.#sql<{
       sessions: number;
@@ -173,7 +178,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     };
   }
 
-  /** Each listed session's bytes as last reported: what a quota ledger is seeded from. */
+  /** Each listed session's bytes as last reported: what a quota ledger is seeded from. @internal */
   quotaSeed(): SeedRow[] {
     return this.#sql<{ id: string; bytes: number | null }>`
       SELECT id, info->>'bytes' AS bytes FROM sessions`
@@ -184,6 +189,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
   /**
    * The bytes a session may hold after a write, from the tenant's ledger (shard 0 keeps it), or
    * `quota_exceeded`. A ledger new to these quotas is seeded from every shard first.
+   * @internal
    */
   async claimQuota(tenant: string, request: ClaimRequest): Promise<Result<number>> {
     return capture(async () => {
@@ -208,12 +214,12 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     this.ctx.storage.transactionSync(() => this.#ledger.seed(rows.flat(), setting));
   }
 
-  /** A session idle at `holds` bytes hands back the rest of its claim. */
+  /** A session idle at `holds` bytes hands back the rest of its claim. @internal */
   settleQuota(sessionId: string, holds: number, seq: number): void {
     this.#ledger.settle(sessionId, holds, seq);
   }
 
-  /** A deleted session no longer counts against the tenant's quotas. */
+  /** A deleted session no longer counts against the tenant's quotas. @internal */
   releaseQuota(sessionId: string): void {
     this.#ledger.release(sessionId);
   }
@@ -222,18 +228,22 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
    * Claims blobs for a session (`owner`: its id and incarnation) before it uploads them and writes
    * the entries that hold them (blob-ledger.ts). A blob being deleted is claimed once it is gone, to
    * be uploaded again.
+   * @internal
    */
   async claimBlobs(owner: string, requests: BlobClaimRequest[]): Promise<Result<BlobClaim[]>> {
     await Promise.all(requests.map((request) => this.#deleting.get(request.key)));
     return capture(() => this.ctx.storage.transactionSync(() => this.#blobs.claim(owner, requests)));
   }
 
-  /** Blobs a session uploaded after claiming them. */
+  /** Blobs a session uploaded after claiming them. @internal */
   confirmBlobs(keys: string[]): void {
     this.#blobs.confirm(keys);
   }
 
-  /** A purged session's claims given up; blobs no session holds any more are deleted from the bucket. */
+  /**
+   * A purged session's claims given up; blobs no session holds any more are deleted from the bucket.
+   * @internal
+   */
   async releaseBlobs(owner: string): Promise<Result<void>> {
     return capture(async () => {
       const unclaimed = this.ctx.storage.transactionSync(() => this.#blobs.release(owner));
@@ -253,16 +263,17 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     await tracked;
   }
 
-  /** The tenant's blobs and their bytes as entries hold them. */
+  /** The tenant's blobs and their bytes as entries hold them. @internal */
   blobUsage(): { blobs: number; bytes: number } {
     return this.#blobs.usage();
   }
 
-  /** Lets a restored session be listed again (its next report puts it back). */
+  /** Lets a restored session be listed again (its next report puts it back). @internal */
   unbury(id: string, incarnation: string): void {
     this.#sql`DELETE FROM tombstones WHERE id = ${id} AND incarnation = ${incarnation}`;
   }
 
+  /** @internal */
   list(options: ListOptions): Promise<Result<SessionPage>> {
     return capture(() => {
       const limit = sessionsPageLimit(options);
@@ -293,16 +304,17 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     });
   }
 
-  /** This shard's best sessions for a query, with the best snippet of each field that matched. */
+  /** This shard's best sessions for a query, with the best snippet of each field that matched. @internal */
   search(options: TenantSearchOptions): Promise<Result<TenantSearchResult[]>> {
     return capture(() => searchShard(this.#sql, options));
   }
 
+  /** @internal */
   retention(): Retention {
     return { idleDays: this.#identity?.idleDays ?? null };
   }
 
-  /** Sets the tenant's retention on this shard (the router sets it on every shard). */
+  /** Sets the tenant's retention on this shard (the router sets it on every shard). @internal */
   async setRetention(retention: Retention, tenant: string, shard: number): Promise<void> {
     this.#saveIdentity({ tenant, shard, idleDays: retention.idleDays });
     if (retention.idleDays === null) await this.ctx.storage.deleteAlarm();
@@ -323,6 +335,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
    * Asks the sessions idle since `now` minus the retention to delete themselves (each checks its
    * own last write: the listing may lag), a bounded step at a time; answers how many did. Runs
    * from the alarm; `now` is a parameter so retention can be exercised without waiting for days.
+   * @internal
    */
   async sweep(now: number): Promise<number> {
     const identity = this.#identity;

@@ -35,7 +35,7 @@ export class TenantPlacement extends DurableObject<DurableEnv> {
     return this.#sql<{ jurisdiction: string }>`SELECT jurisdiction FROM placement`.toArray()[0]?.jurisdiction;
   }
 
-  /** Records `place` for a tenant seen for the first time; answers where the tenant is placed. */
+  /** Records `place` for a tenant seen for the first time; answers where the tenant is placed. @internal */
   place(place: PlaceName): PlaceName {
     const recorded = this.#recorded();
     if (recorded !== undefined) return recorded;
@@ -43,7 +43,10 @@ export class TenantPlacement extends DurableObject<DurableEnv> {
     return place;
   }
 
-  /** Moves the record from `from` to `to` (the caller found nothing of the tenant left at `from`). */
+  /**
+   * Moves the record from `from` to `to` (the caller found nothing of the tenant left at `from`).
+   * @internal
+   */
   move(from: PlaceName, to: PlaceName): boolean {
     const moved = this.#sql`UPDATE placement SET jurisdiction = ${to}, placed_at = ${Date.now()}
       WHERE jurisdiction = ${from} RETURNING 1`.toArray();

@@ -66,6 +66,7 @@ export class DurableRepo implements SessionRepo, SessionCreator {
   /**
    * A handle on a session without checking that it exists (every call on it does). `location` is
    * given only by the calls that create the session: a hint counts when an object is first made.
+   * @internal
    */
   storage(id: string, location?: LocationHint): SessionObjectStorage {
     return this.#handle(id, location, undefined);
@@ -82,12 +83,15 @@ export class DurableRepo implements SessionRepo, SessionCreator {
     return new SessionObjectStorage(this, id, stub, builder);
   }
 
-  /** What of a write is stored as blobs: values from BLOB_MIN_BYTES, when the tenant's place has a bucket. */
+  /**
+   * What of a write is stored as blobs: values from BLOB_MIN_BYTES, when the tenant's place has a bucket.
+   * @internal
+   */
   get blobPolicy(): BlobPolicy | undefined {
     return blobPolicy(this.#env);
   }
 
-  /** How long a deleted session stays restorable. */
+  /** How long a deleted session stays restorable. @internal */
   get recoveryMs(): number {
     return recoveryWindowMs(this.#env);
   }

@@ -35,13 +35,15 @@ import type { CompactionPlan, ContextAnswer, EntryPage, ForkBegin, ForkStart, Om
 
 /** What a session's storage needs of its repo: creating a session (a fork), and its recovery window. */
 export interface SessionCreator {
+  /** @internal */
   initialize(
     header: SessionHeader,
     publish: boolean,
     options?: { bytes?: number; location?: LocationHint; fork?: ForkBegin },
   ): Promise<SessionObjectStorage>;
+  /** @internal */
   readonly recoveryMs: number;
-  /** What of a write is stored as blobs (none without a bucket). */
+  /** What of a write is stored as blobs (none without a bucket). @internal */
   readonly blobPolicy: BlobPolicy | undefined;
 }
 

@@ -106,6 +106,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
    * gives up its id: it is purged, as is one a fork or an import began and never completed. `bytes`
    * is what it is about to receive (a fork's or an import's entries), so that the quotas refuse it
    * before anything is written.
+   * @internal
    */
   async init(
     tenant: string,
@@ -123,7 +124,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     });
   }
 
-  /** Lists the session its builder completed (a fork or an import); again, it does nothing. */
+  /** Lists the session its builder completed (a fork or an import); again, it does nothing. @internal */
   publish(builder: string): Promise<Result<void>> {
     return capture(() => {
       if (!this.#parts.session.exists || this.#parts.session.state.incarnation !== builder) {
@@ -133,7 +134,10 @@ export class SessionObject extends DurableObject<DurableEnv> {
     });
   }
 
-  /** Deletes the session, restorable for `recoveryMs` (see `SessionLife.delete`); a builder's, at once. */
+  /**
+   * Deletes the session, restorable for `recoveryMs` (see `SessionLife.delete`); a builder's, at once.
+   * @internal
+   */
   delete(recoveryMs: number, builder?: string): Promise<Result<void>> {
     return capture(() => {
       this.#parts.calls.checkListed(builder);
@@ -141,7 +145,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     });
   }
 
-  /** Deletes the session for good, now, whether it is listed or deleted already. */
+  /** Deletes the session for good, now, whether it is listed or deleted already. @internal */
   purge(): Promise<Result<void>> {
     return capture(() => {
       if (!this.#parts.lifecycle.deleted) this.#parts.calls.checkListed();
@@ -149,7 +153,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     });
   }
 
-  /** Brings a deleted session back within its recovery window (see `SessionLife.restore`). */
+  /** Brings a deleted session back within its recovery window (see `SessionLife.restore`). @internal */
   restore(): Promise<Result<SessionInfo>> {
     return capture(() => {
       if (!this.#parts.lifecycle.deleted) this.#parts.calls.checkListed();
@@ -157,21 +161,27 @@ export class SessionObject extends DurableObject<DurableEnv> {
     });
   }
 
-  /** Deletes the session if idle since `idleBefore` (the retention sweep of its directory shard asks). */
+  /**
+   * Deletes the session if idle since `idleBefore` (the retention sweep of its directory shard asks).
+   * @internal
+   */
   expireIdle(idleBefore: string): Promise<Result<ExpiryOutcome>> {
     return capture(() => this.#parts.life.expireIdle(idleBefore));
   }
 
   // --- the session's header, head and entries (the SessionStorage calls) ---
 
+  /** @internal */
   getInfo(): Promise<Result<SessionInfo>> {
     return this.#parts.calls.run((session) => session.info());
   }
 
+  /** @internal */
   getHeader(): Promise<Result<SessionHeader>> {
     return this.#parts.calls.run((session) => session.state.header);
   }
 
+  /** @internal */
   async updateHeader(patch: HeaderPatch): Promise<Result<SessionHeader>> {
     const result = await this.#parts.calls.write((session) => {
       const header = session.writes.updateHeader(patch);
@@ -182,10 +192,12 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return result;
   }
 
+  /** @internal */
   getLeafId(builder?: string): Promise<Result<string | null>> {
     return this.#parts.calls.run((session) => session.state.leafId, builder);
   }
 
+  /** @internal */
   setLeafId(
     targetId: string | null,
     options: LeafOptions & Building,
@@ -197,7 +209,10 @@ export class SessionObject extends DurableObject<DurableEnv> {
     );
   }
 
-  /** Where the leaf stood at `asOf` (ISO 8601; the head when undefined), from the leaf's history. */
+  /**
+   * Where the leaf stood at `asOf` (ISO 8601; the head when undefined), from the leaf's history.
+   * @internal
+   */
   leafAt(asOf: string | undefined): Promise<Result<LeafAt>> {
     return this.#parts.calls.run((session) => ({
       leafId: asOf === undefined ? session.state.leafId : session.reads.leafAt(asOf),
@@ -205,6 +220,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     }));
   }
 
+  /** @internal */
   getEntry(id: string): Promise<Result<StoredEntry | undefined>> {
     return this.#parts.calls.copied(() =>
       capture(async () => {
@@ -220,39 +236,47 @@ export class SessionObject extends DurableObject<DurableEnv> {
    * answer passes the 32 MiB RPC limit however long the path or large the entries.
    */
 
+  /** @internal */
   getEntries(query: EntryQuery): Promise<Result<EntryPage>> {
     return this.#parts.calls.runFilled((session) => session.reads.page(session.reads.entrySeqs(query)));
   }
 
+  /** @internal */
   getBranch(leafId: string | null | undefined): Promise<Result<EntryPage>> {
     return this.#parts.calls.runFilled((session) => session.reads.page(session.reads.pathSeqs(leafId)));
   }
 
-  /** The path buildSessionContext needs (what the latest compaction dropped left out). */
+  /** The path buildSessionContext needs (what the latest compaction dropped left out). @internal */
   getContextPath(leafId: string | null | undefined): Promise<Result<EntryPage>> {
     return this.#parts.calls.runFilled((session) => session.reads.page(session.reads.contextSeqs(leafId)));
   }
 
-  /** What a compaction at `leafId` reads whole and what it only counts (see compaction-reads.ts). */
+  /**
+   * What a compaction at `leafId` reads whole and what it only counts (see compaction-reads.ts).
+   * @internal
+   */
   compactionPlan(leafId: string, keepRecentTokens: number): Promise<Result<CompactionPlan>> {
     return this.#parts.calls.run((session) => session.reads.compactionPlan(leafId, keepRecentTokens));
   }
 
-  /** Counts omitted entries from the first of `seqs`, for up to COUNT_BUDGET_MS. */
+  /** Counts omitted entries from the first of `seqs`, for up to COUNT_BUDGET_MS. @internal */
   countOmitted(seqs: number[], compactionId: string | undefined): Promise<Result<OmittedCount>> {
     return this.#parts.calls.run((session) =>
       session.reads.countOmitted(seqs, compactionId, COUNT_BUDGET_MS),
     );
   }
 
+  /** @internal */
   readEntries(seqs: number[]): Promise<Result<EntryPage>> {
     return this.#parts.calls.runFilled((session) => session.reads.page(seqs));
   }
 
+  /** @internal */
   getTreeRows(): Promise<Result<{ rows: TreeRow[]; labels: Record<string, string> }>> {
     return this.#parts.calls.run((session) => session.reads.treeRows());
   }
 
+  /** @internal */
   getLabels(): Promise<Result<Record<string, string>>> {
     return this.#parts.calls.run((session) => session.reads.labels());
   }
@@ -260,6 +284,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   /**
    * Appends entries. Under the router's blob `policy`, values large enough are stored as blobs
    * first (session-blobs.ts); references an entry holds are read back into values.
+   * @internal
    */
   appendEntries(
     entries: readonly unknown[],
@@ -268,7 +293,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return this.#parts.calls.copied(() => this.#parts.intake.append(entries, options));
   }
 
-  /** Writes entries verbatim (an import), their large values stored as blobs under `policy`. */
+  /** Writes entries verbatim (an import), their large values stored as blobs under `policy`. @internal */
   importEntries(
     entries: readonly SessionEntry[],
     options: ImportOptions & { blobs?: BlobPolicy } & Building,
@@ -276,11 +301,12 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return this.#parts.calls.copied(() => this.#parts.intake.import(entries, options));
   }
 
-  /** Refuses (`quota_exceeded`) when `bytes` more would take the session past its byte quotas. */
+  /** Refuses (`quota_exceeded`) when `bytes` more would take the session past its byte quotas. @internal */
   checkRoom(bytes: number, builder?: string): Promise<Result<void>> {
     return this.#parts.calls.limitedWrite((session, room) => session.writes.checkRoom(bytes, room), builder);
   }
 
+  /** @internal */
   search(options: SessionSearchOptions): Promise<Result<SessionSearchPage>> {
     return this.#parts.calls.run((session) => session.reads.search(options));
   }
@@ -290,6 +316,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
    * what was appended when `since` names a version the context grew from. A caller that already
    * holds the current version (`ifNoneMatch`) gets the version alone: no body is built. Blobs
    * come back as their values, or as signed URLs when `blobs` asks for them.
+   * @internal
    */
   getContext(
     leafId: string | null | undefined,
@@ -300,7 +327,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
 
   // --- generations: answers being written (generations.ts) ---
 
-  /** Opens a generation; a full session opens none (its answer would have nowhere to go). */
+  /** Opens a generation; a full session opens none (its answer would have nowhere to go). @internal */
   openGeneration(input: OpenGenerationBody): Promise<Result<GenerationInfo>> {
     return this.#parts.calls.copied(() =>
       capture(async () => {
@@ -313,15 +340,20 @@ export class SessionObject extends DurableObject<DurableEnv> {
     );
   }
 
+  /** @internal */
   getGeneration(id: string): Promise<Result<GenerationInfo>> {
     return this.#parts.calls.run(() => this.#parts.generations.get(id));
   }
 
+  /** @internal */
   listGenerations(): Promise<Result<GenerationInfo[]>> {
     return this.#parts.calls.run(() => this.#parts.generations.list());
   }
 
-  /** Completes or stops a generation: its answer appended and its stream closed, in one transaction. */
+  /**
+   * Completes or stops a generation: its answer appended and its stream closed, in one transaction.
+   * @internal
+   */
   endGeneration(id: string, how: GenerationEnd): Promise<Result<GenerationOutcome>> {
     return this.#parts.calls.copied(() =>
       capture(async () => {
@@ -336,17 +368,17 @@ export class SessionObject extends DurableObject<DurableEnv> {
 
   // --- watchers (session-watchers.ts) ---
 
-  /** The session's events after `after` (a seq; now when absent), as Server-Sent Events. */
+  /** The session's events after `after` (a seq; now when absent), as Server-Sent Events. @internal */
   events(after: number | undefined, payload: boolean): Promise<Result<ReadableStream<Uint8Array>>> {
     return this.#parts.watchers.events(after, payload);
   }
 
-  /** A one-time ticket that opens this session's WebSocket (for browsers). */
+  /** A one-time ticket that opens this session's WebSocket (for browsers). @internal */
   mintTicket(): Promise<Result<{ ticket: string; expiresAt: string }>> {
     return this.#parts.watchers.mintTicket();
   }
 
-  /** Whether a ticket is good, using it up either way. */
+  /** Whether a ticket is good, using it up either way. @internal */
   redeemTicket(ticket: string): Promise<boolean> {
     return this.#parts.watchers.redeemTicket(ticket);
   }
@@ -383,6 +415,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
    * A fork of the path to `targetId` as it starts (fork-source.ts): what the fork holds from the
    * moment it answers, and its path's first page. Unless that page is the whole path, the session
    * keeps the rest for the fork `forkId` by a hold, until the fork releases it.
+   * @internal
    */
   forkStart(targetId: string, position: LeafOptions["position"], forkId: string): Promise<Result<ForkStart>> {
     const { firstPageBytes } = copySettings(this.env);
@@ -392,7 +425,10 @@ export class SessionObject extends DurableObject<DurableEnv> {
     });
   }
 
-  /** A page of a fork's path, from the row `from` up, by its `hold` (deleted, the session still answers it). */
+  /**
+   * A page of a fork's path, from the row `from` up, by its `hold` (deleted, the session still answers it).
+   * @internal
+   */
   forkPage(hold: string, from: number, pageBytes: number): Promise<Result<CopiedRows>> {
     return this.#parts.calls.copied(() =>
       capture(() => {
@@ -402,7 +438,10 @@ export class SessionObject extends DurableObject<DurableEnv> {
     );
   }
 
-  /** Which of `ids` are entries of the path root → the row `from`, which the fork of `hold` still copies. */
+  /**
+   * Which of `ids` are entries of the path root → the row `from`, which the fork of `hold` still copies.
+   * @internal
+   */
   forkRefs(hold: string, from: number, ids: string[]): Promise<Result<Record<string, EntryRef>>> {
     return this.#parts.calls.copied(() =>
       capture(() => {
@@ -412,7 +451,10 @@ export class SessionObject extends DurableObject<DurableEnv> {
     );
   }
 
-  /** The fork of `hold` copied its path (or is gone): the session no longer keeps anything for it. */
+  /**
+   * The fork of `hold` copied its path (or is gone): the session no longer keeps anything for it.
+   * @internal
+   */
   releaseFork(hold: string): Promise<Result<void>> {
     return capture(async () => {
       storageWork(() => this.#parts.holds.remove(hold));
@@ -420,7 +462,10 @@ export class SessionObject extends DurableObject<DurableEnv> {
     });
   }
 
-  /** The hold this session copies its path by, while it does (what a source holding for it asks). */
+  /**
+   * The hold this session copies its path by, while it does (what a source holding for it asks).
+   * @internal
+   */
   copyHold(): Promise<Result<string | null>> {
     return capture(() => this.#parts.copy.hold());
   }

@@ -99,10 +99,12 @@ export class StreamObject extends DurableObject<StreamEnv> {
     return answer;
   }
 
+  /** @internal */
   forkPoint(key: string, request: ForkPointRequest): Promise<Result<ForkPoint>> {
     return capture(() => this.#streams.forkPoint(key, request));
   }
 
+  /** @internal */
   readForFork(
     key: string,
     from: number,
@@ -112,6 +114,7 @@ export class StreamObject extends DurableObject<StreamEnv> {
     return capture(() => this.#streams.readForFork(key, from, until, maxBytes));
   }
 
+  /** @internal */
   releaseFork(key: string): Promise<void> {
     return this.#streams.releaseFork(key);
   }

@@ -108,22 +108,39 @@ export class DurableRepo implements SessionRepo, SessionCreator {
   async initialize(
     header: SessionHeader,
     publish: boolean,
-    options: { bytes?: number; location?: LocationHint; fork?: ForkBegin } = {},
+    options: { bytes?: number; location?: LocationHint } = {},
   ): Promise<SessionObjectStorage> {
-    const { location, bytes, fork } = options;
+    const { location, bytes } = options;
     const storage = this.#handle(header.id, location, publish ? undefined : newId());
+    await storage.init(this.tenant, header, { bytes, shard: this.#shardFor(header.id) });
+    return storage;
+  }
+
+  /**
+   * @internal creates a fork's object (see `SessionObjectStorage.fork`), which lists it as soon as
+   * it begins; answers its info. A fork that fails to begin is removed.
+   */
+  async beginFork(
+    header: SessionHeader,
+    fork: ForkBegin,
+    location?: LocationHint,
+  ): Promise<{ storage: SessionObjectStorage; info: SessionInfo }> {
+    const storage = this.#handle(header.id, location, newId());
     try {
-      await storage.init(this.tenant, header, { bytes, fork, shard: this.#shardFor(header.id) });
+      const info = await storage.init(this.tenant, header, {
+        bytes: fork.start.figures.bytes,
+        fork,
+        shard: this.#shardFor(header.id),
+      });
+      return { storage, info };
     } catch (error) {
-      if (!fork) throw error;
-      // What a fork began is removed; left behind (unlisted, until its object drops it), it may be read.
+      // Left behind (unlisted, until its object drops it), what it began may be read.
       const removed = await storage.delete().then(
         () => true,
         () => false,
       );
       throw removed ? error : partlyApplied(error);
     }
-    return storage;
   }
 
   /** The tenant's quotas (see quotas.ts). */

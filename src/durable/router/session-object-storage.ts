@@ -39,8 +39,14 @@ export interface SessionCreator {
   initialize(
     header: SessionHeader,
     publish: boolean,
-    options?: { bytes?: number; location?: LocationHint; fork?: ForkBegin },
+    options?: { bytes?: number; location?: LocationHint },
   ): Promise<SessionObjectStorage>;
+  /** Creates a fork's object, listed as it begins; answers its info. @internal */
+  beginFork(
+    header: SessionHeader,
+    fork: ForkBegin,
+    location?: LocationHint,
+  ): Promise<{ storage: SessionObjectStorage; info: SessionInfo }>;
   /** @internal */
   readonly recoveryMs: number;
   /** What of a write is stored as blobs (none without a bucket). @internal */
@@ -253,6 +259,21 @@ export class SessionObjectStorage implements SessionStorage {
     targetId: string,
     options: ForkOptions & { location?: LocationHint } = {},
   ): Promise<SessionStorage> {
+    return (await this.#fork(targetId, options)).storage;
+  }
+
+  /** `fork`, answering the new session's info in the same call. */
+  async forkSession(
+    targetId: string,
+    options: ForkOptions & { location?: LocationHint } = {},
+  ): Promise<SessionInfo> {
+    return (await this.#fork(targetId, options)).info;
+  }
+
+  async #fork(
+    targetId: string,
+    options: ForkOptions & { location?: LocationHint },
+  ): Promise<{ storage: SessionObjectStorage; info: SessionInfo }> {
     const id = options.id ?? newId();
     const start = await call<ForkStart>(this.#stub.forkStart(targetId, options.position, id));
     const name = options.name ?? start.name;
@@ -264,11 +285,7 @@ export class SessionObjectStorage implements SessionStorage {
       parentSession: { id: this.id, entryId: start.leafId ?? targetId },
     });
     try {
-      return await this.#repo.initialize(header, false, {
-        bytes: start.figures.bytes,
-        location: options.location,
-        fork: { sourceId: this.id, start, name },
-      });
+      return await this.#repo.beginFork(header, { sourceId: this.id, start, name }, options.location);
     } catch (error) {
       if (start.hold !== undefined) await this.#stub.releaseFork(start.hold).catch(() => undefined);
       throw error;

@@ -36,7 +36,7 @@ const DEFAULT_PAUSE_MS = 10;
 const RETRY_MS = 1000;
 
 /** Bytes of payloads the page a fork answers with carries at most: its answer costs what a small read costs. */
-const FIRST_PAGE_BYTES = 64 * 1024;
+const FIRST_PAGE_BYTES = 16 * 1024;
 
 export interface CopySettings {
   /** Bytes of payloads a page of the copy carries (FORK_COPY_PAGE_BYTES). */

@@ -116,9 +116,10 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return capture(async () => {
       const created = await this.#parts.life.create(tenant, header, options);
       if (!options.fork) return created;
-      // A fork begins with its path's first page, then is listed: its copy goes on in the background.
+      // A fork begins with its path's first page, then is listed (the directory hears of it in the
+      // background, and the alarm tells it again if it cannot); its copy goes on in the background.
       await this.#parts.copy.begin(options.fork);
-      await this.#parts.reports.publish();
+      void this.#parts.reports.publish();
       await this.#parts.copy.arm();
       return this.#parts.session.info();
     });

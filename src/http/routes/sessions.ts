@@ -2,17 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { checkExpiresAt, leafTag, SessionError, SessionInfo, SessionPage } from "../../core/internal";
 import { recordEvent } from "../metrics";
 import { creationLocation } from "../placement";
-import {
-  body,
-  conflict,
-  errors,
-  json,
-  repo,
-  routes,
-  sessionStorage,
-  writeErrors,
-  writtenInfo,
-} from "../route-kit";
+import { body, conflict, errors, json, repo, routes, sessionStorage, writeErrors } from "../route-kit";
 import {
   CreateSessionBody,
   DeleteQuery,
@@ -152,8 +142,7 @@ export const sessionRoutes = routes()
         const message = `the session held no entries at ${asOf}: nothing to fork`;
         throw new SessionError("invalid_request", message, { asOf });
       }
-      const fork = await source.fork(target, { ...options, location: near });
-      const info = await writtenInfo(fork);
+      const info = await source.forkSession(target, { ...options, location: near });
       await recordEvent(c, {
         kind: "fork",
         sessionId: info.id,

@@ -3,14 +3,17 @@ import { SessionError } from "./errors";
 /** Deepest object/array nesting an entry may have; deeper input is refused, not recursed into. */
 export const MAX_JSON_DEPTH = 128;
 
-/** Throws `invalid_request` when `value` nests deeper than `MAX_JSON_DEPTH` (checked without recursion). */
-export function assertJsonDepth(value: unknown, what = "entry"): void {
+/**
+ * Throws `invalid_request` when `value` nests deeper than `max` levels (`MAX_JSON_DEPTH`; less for
+ * a value that an entry will hold deeper down), checked without recursion.
+ */
+export function assertJsonDepth(value: unknown, what = "entry", max = MAX_JSON_DEPTH): void {
   const stack: Array<[unknown, number]> = [[value, 0]];
   while (stack.length > 0) {
     const [current, depth] = stack.pop() as [unknown, number];
     if (current === null || typeof current !== "object") continue;
-    if (depth >= MAX_JSON_DEPTH) {
-      throw new SessionError("invalid_request", `${what} nests deeper than ${MAX_JSON_DEPTH} levels`);
+    if (depth >= max) {
+      throw new SessionError("invalid_request", `${what} nests deeper than ${max} levels`);
     }
     const children = Array.isArray(current) ? current : Object.values(current);
     for (const child of children) {

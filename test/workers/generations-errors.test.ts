@@ -125,6 +125,57 @@ describe("bad input to a generation changes nothing", () => {
     expect(done.body.entries[0].message.content[0].text).toHaveLength(MAX_GENERATION_BYTES);
   }, 60_000);
 
+  it("refuses when appended a chunk its answer could not be made of, and still ends", async () => {
+    const { id } = await sessionWithQuestion();
+    const pi = await openGeneration(id, { format: "pi-ai" });
+    expect(
+      (await appendEvents(pi.stream, { type: "text_delta", contentIndex: 0, delta: "kept" })).status,
+    ).toBe(204);
+    const before = await snapshot(id, pi.stream);
+    for (const bad of [
+      { type: "done", message: { nope: 1 } },
+      { type: "text_delta", contentIndex: 500_000_000, delta: "x" },
+      { type: "text_delta", contentIndex: 4_294_967_294, delta: "x" },
+      { type: "thinking_delta", contentIndex: -1, delta: "x" },
+      // One bad event refuses the whole append.
+      [
+        { type: "text_delta", contentIndex: 1, delta: "fine" },
+        { type: "toolcall_end", contentIndex: 2 },
+      ],
+    ]) {
+      expectStreamError(await appendEvents(pi.stream, bad), 400, "invalid_request");
+    }
+    expect(await snapshot(id, pi.stream)).toEqual(before);
+    const stopped = await endGeneration(id, pi.id, "stop");
+    expect(stopped.status).toBe(201);
+    expect(stopped.body.entries[0].message.content).toEqual([{ type: "text", text: "kept" }]);
+
+    let input: unknown = "deep";
+    for (let i = 0; i < 200; i++) input = { a: input };
+    const ui = await openGeneration(id, { format: "ai-sdk-ui" });
+    const call = { type: "tool-input-available", toolCallId: "c1", toolName: "t", input };
+    expectStreamError(await appendEvents(ui.stream, call), 400, "invalid_request");
+    expect((await endGeneration(id, ui.id, "stop")).status).toBe(201);
+  });
+
+  it("refuses the chunk that would make its answer too large to store, escapes counted, and still ends", async () => {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id);
+    // 1 MiB of a control character is 6 MiB of the answer's JSON: a second one does not fit.
+    const control = "\u0001".repeat(MiB);
+    expect((await appendText(generation.stream, control)).status).toBe(204);
+    const before = await snapshot(id, generation.stream);
+    const over = await appendText(generation.stream, control);
+    expectStreamError(over, 413, "payload_too_large");
+    expect(over.json.error.message).toMatch(/answer/);
+    expect(await snapshot(id, generation.stream)).toEqual(before);
+    // Plain text still fits beside it.
+    expect((await appendText(generation.stream, "x".repeat(MiB))).status).toBe(204);
+    const stopped = await endGeneration(id, generation.id, "stop");
+    expect(stopped.status).toBe(201);
+    expect(stopped.body.entries[0].message.content[0].text).toHaveLength(2 * MiB);
+  }, 60_000);
+
   it("answers 404 for unknown generation ids, and 422 for a parent that does not exist", async () => {
     const { id } = await sessionWithQuestion();
     const unknown = "01890a5d-ac96-774b-bcce-b302099a8057";

@@ -9,9 +9,17 @@ import type {
   ToolResultMessage,
   Usage,
 } from "../messages";
-import { AssistantMessage as AssistantMessageSchema, NO_USAGE } from "../messages";
+import {
+  AssistantMessage as AssistantMessageSchema,
+  NO_USAGE,
+  TextContent as TextContentSchema,
+  ThinkingContent as ThinkingContentSchema,
+  ToolCall as ToolCallSchema,
+  Usage as UsageSchema,
+} from "../messages";
 import { aiSdkStopReason } from "../providers/from-ai-sdk";
 import { assistantMessage, hasToolCall, isRecord, toolResultMessage } from "../providers/incoming";
+import { MAX_CONTENT_BLOCKS } from "./chunks";
 import type { GenerationFormat } from "./generation-schemas";
 
 /*
@@ -19,7 +27,9 @@ import type { GenerationFormat } from "./generation-schemas";
  * assistant-message events (their deltas, by content index; a `done` or `error` event carries the
  * whole message); the AI SDK's UI message stream parts (text and reasoning by part id, tool calls
  * and their results, one assistant message per step). A stopped generation keeps what came, with
- * `stopReason: "aborted"`; a tool call whose input never arrived whole is left out.
+ * `stopReason: "aborted"`; a tool call whose input never arrived whole is left out. Chunks are
+ * checked when appended (chunks.ts); here, whatever a stream holds makes an answer: an event the
+ * answer cannot be made of is passed over.
  */
 
 /** Who answered, recorded on the assembled message. */
@@ -89,83 +99,101 @@ interface PendingCall {
   json: string;
 }
 
+/** What a partial message's block at a content index must be, by its type, to be taken whole. */
+const PARTIAL_BLOCKS = { text: TextContentSchema, thinking: ThinkingContentSchema, toolCall: ToolCallSchema };
+
+/** A content index an event names, when it is one (0 to MAX_CONTENT_BLOCKS - 1). */
+function contentIndex(value: unknown): number | undefined {
+  return Number.isInteger(value) && (value as number) >= 0 && (value as number) < MAX_CONTENT_BLOCKS
+    ? (value as number)
+    : undefined;
+}
+
 class PiAiFold implements AnswerFold {
   readonly #source: AnswerSource;
   #base: Record<string, unknown> | undefined;
-  readonly #blocks: Array<Block | PendingCall | undefined> = [];
+  /** The blocks by content index: as many as were named, never a sparse array of the highest. */
+  readonly #blocks = new Map<number, Block | PendingCall>();
   #final: AssistantMessage | undefined;
 
   constructor(source: AnswerSource) {
     this.#source = source;
   }
 
-  /** The block a partial message holds at `index`, when it is of `type`. */
-  #partialBlock(event: Record<string, unknown>, index: number, type: string): Block | undefined {
+  /** The block a partial message holds at `index`, when it is a valid one of `type`. */
+  #partialBlock(event: Record<string, unknown>, index: number, type: keyof typeof PARTIAL_BLOCKS) {
     const content = record(event.partial)?.content;
-    const block = Array.isArray(content) ? record(content[index]) : undefined;
-    return block?.type === type ? (structuredClone(block) as Block) : undefined;
+    const block = Array.isArray(content) ? content[index] : undefined;
+    return PARTIAL_BLOCKS[type].safeParse(block).success ? (structuredClone(block) as Block) : undefined;
+  }
+
+  /** The message a `done` or `error` event carries, when it is an assistant's. */
+  #whole(message: unknown): void {
+    if (AssistantMessageSchema.safeParse(message).success) this.#final = message as AssistantMessage;
   }
 
   add(chunk: unknown): void {
     const event = record(chunk);
     if (!event) return;
-    const index = typeof event.contentIndex === "number" ? event.contentIndex : -1;
-    const at = this.#blocks[index];
+    if (event.type === "start") this.#base = record(event.partial);
+    else if (event.type === "done") this.#whole(event.message);
+    else if (event.type === "error") this.#whole(event.error);
+    else {
+      const index = contentIndex(event.contentIndex);
+      if (index !== undefined) this.#addToBlock(event, index);
+    }
+  }
+
+  #addToBlock(event: Record<string, unknown>, index: number): void {
+    const blocks = this.#blocks;
+    const at = blocks.get(index);
     switch (event.type) {
-      case "start":
-        this.#base = record(event.partial);
-        return;
       case "text_start":
-        this.#blocks[index] = { type: "text", text: "" };
+        blocks.set(index, { type: "text", text: "" });
         return;
       case "text_delta":
         if (at && "type" in at && at.type === "text") at.text += text(event.delta);
-        else this.#blocks[index] = { type: "text", text: text(event.delta) };
+        else blocks.set(index, { type: "text", text: text(event.delta) });
         return;
       case "text_end":
-        this.#blocks[index] = this.#partialBlock(event, index, "text") ?? {
-          type: "text",
-          text: text(event.content),
-        };
+        blocks.set(
+          index,
+          this.#partialBlock(event, index, "text") ?? { type: "text", text: text(event.content) },
+        );
         return;
       case "thinking_start":
-        this.#blocks[index] = { type: "thinking", thinking: "" };
+        blocks.set(index, { type: "thinking", thinking: "" });
         return;
       case "thinking_delta":
         if (at && "type" in at && at.type === "thinking") at.thinking += text(event.delta);
-        else this.#blocks[index] = { type: "thinking", thinking: text(event.delta) };
+        else blocks.set(index, { type: "thinking", thinking: text(event.delta) });
         return;
       case "thinking_end":
-        this.#blocks[index] = this.#partialBlock(event, index, "thinking") ?? {
-          type: "thinking",
-          thinking: text(event.content),
-        };
+        blocks.set(
+          index,
+          this.#partialBlock(event, index, "thinking") ?? { type: "thinking", thinking: text(event.content) },
+        );
         return;
       case "toolcall_start": {
         const started = this.#partialBlock(event, index, "toolCall") as ToolCall | undefined;
-        this.#blocks[index] = { id: started?.id ?? "", name: started?.name ?? "", json: "" };
+        blocks.set(index, { id: started?.id ?? "", name: started?.name ?? "", json: "" });
         return;
       }
       case "toolcall_delta":
         if (at && "json" in at) at.json += text(event.delta);
         return;
-      case "toolcall_end": {
-        const call = record(event.toolCall);
-        if (call?.type === "toolCall" && record(call.arguments)) this.#blocks[index] = call as ToolCall;
-        return;
-      }
-      case "done":
-        this.#final = checkedAssistant(event.message, "the done event's message");
-        return;
-      case "error":
-        this.#final = checkedAssistant(event.error, "the error event's message");
+      case "toolcall_end":
+        if (ToolCallSchema.safeParse(event.toolCall).success) blocks.set(index, event.toolCall as ToolCall);
         return;
     }
   }
 
   finish({ stopped, timestamp }: { stopped: boolean; timestamp: number }): AgentMessage[] {
     if (this.#final) return [stopped ? { ...this.#final, stopReason: "aborted" } : this.#final];
-    const content = this.#blocks.filter((block): block is Block => block !== undefined && "type" in block);
+    const content = [...this.#blocks.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([, block]) => block)
+      .filter((block): block is Block => "type" in block);
     const base = this.#base;
     const source: AnswerSource = {
       provider: typeof base?.provider === "string" ? base.provider : this.#source.provider,
@@ -174,13 +202,16 @@ class PiAiFold implements AnswerFold {
     };
     const calls = hasToolCall(content);
     const stopReason = stopped ? "aborted" : calls ? "toolUse" : "stop";
-    const usage = record(base?.usage) ? (base?.usage as Usage) : NO_USAGE;
+    const usage = UsageSchema.safeParse(base?.usage).success ? (base?.usage as Usage) : NO_USAGE;
     return [assistant(source, content, stopReason, timestamp, usage)];
   }
 }
 
+/** The text of a denied tool call's result. */
+export const DENIED_TOOL_CALL = "the tool call was denied";
+
 /** A tool's output as the text of its result. */
-function outputText(output: unknown): string {
+export function outputText(output: unknown): string {
   return typeof output === "string" ? output : JSON.stringify(output ?? null);
 }
 
@@ -274,7 +305,7 @@ class UiMessageFold implements AnswerFold {
         this.#result(toolCallId, text(part.errorText), true);
         return;
       case "tool-output-denied":
-        this.#result(toolCallId, "the tool call was denied", true);
+        this.#result(toolCallId, DENIED_TOOL_CALL, true);
         return;
       case "finish":
         this.#finishReason = part.finishReason;

@@ -1,3 +1,4 @@
 export * from "./answer-fold";
+export * from "./answer-size";
 export * from "./chunks";
 export * from "./generation-schemas";

@@ -1,4 +1,10 @@
-import type { AgentMessage, AnswerSource, AppendEntryInput, StoppedBy } from "../../core/internal";
+import type {
+  AgentMessage,
+  AnswerSource,
+  AppendEntryInput,
+  GenerationFormat,
+  StoppedBy,
+} from "../../core/internal";
 import { answerFold, givenAnswer } from "../../core/internal";
 import { READ_PAGE_BYTES } from "../stream/protocol";
 import type { StreamState, StreamStore } from "../stream/store";
@@ -33,7 +39,22 @@ export function answerEntries(
   return chained(row, messages);
 }
 
-/** What a generation's chunks make, read from its stream a page at a time. */
+/** A generation's chunks as its stream holds them, read a page at a time: text, or events. */
+export function* storedChunks(store: StreamStore, format: GenerationFormat, stream: StreamState) {
+  const decoder = new TextDecoder();
+  for (let from = 0; from < stream.tail.records; ) {
+    const page = store.page(stream, from, stream.tail.records, READ_PAGE_BYTES);
+    if (!page) break;
+    for (const piece of page.pieces) {
+      if (format === "text") yield decoder.decode(piece, { stream: true });
+      else yield* JSON.parse(`[${decoder.decode(piece)}]`) as unknown[];
+    }
+    from = page.end.records;
+  }
+  if (format === "text") yield decoder.decode();
+}
+
+/** What a generation's chunks make. */
 function assemble(
   store: StreamStore,
   row: GenerationRow,
@@ -43,17 +64,7 @@ function assemble(
   timestamp: number,
 ): AgentMessage[] {
   const fold = answerFold(row.format, source);
-  const decoder = new TextDecoder();
-  for (let from = 0; from < stream.tail.records; ) {
-    const page = store.page(stream, from, stream.tail.records, READ_PAGE_BYTES);
-    if (!page) break;
-    for (const piece of page.pieces) {
-      if (row.format === "text") fold.add(decoder.decode(piece, { stream: true }));
-      else for (const event of JSON.parse(`[${decoder.decode(piece)}]`) as unknown[]) fold.add(event);
-    }
-    from = page.end.records;
-  }
-  if (row.format === "text") fold.add(decoder.decode());
+  for (const chunk of storedChunks(store, row.format, stream)) fold.add(chunk);
   return fold.finish({ stopped, timestamp });
 }
 

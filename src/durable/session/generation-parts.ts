@@ -1,10 +1,11 @@
-import { SessionError } from "../../core/internal";
+import { answerBytes, SessionError } from "../../core/internal";
 import { sqlOf } from "../sql";
 import { formatOffset } from "../stream/offsets";
 import type { StreamSources } from "../stream/sources";
 import type { StreamState } from "../stream/store";
 import { StreamStore } from "../stream/store";
 import { DurableStreams } from "../stream/streams";
+import { storedChunks } from "./generation-answer";
 import type { GenerationRow } from "./generation-rows";
 import { GenerationRows } from "./generation-rows";
 
@@ -35,6 +36,8 @@ function unknown(id: string): SessionError {
 export class GenerationParts {
   readonly rows: GenerationRows;
   readonly streams: DurableStreams;
+  /** The bytes each open generation's answer takes so far, as its chunks were appended (answer-size.ts). */
+  readonly #answerBytes = new Map<string, number>();
 
   /** Opens the tables in `storage` (updating them if they exist). */
   constructor(storage: DurableObjectStorage) {
@@ -61,6 +64,30 @@ export class GenerationParts {
 
   stream(id: string): StreamState | undefined {
     return this.streams.store.get(generationStreamKey(id));
+  }
+
+  /** The bytes generation `row`'s answer takes so far: counted from its stream once, then kept. */
+  answerBytes(row: GenerationRow): number {
+    let bytes = this.#answerBytes.get(row.id);
+    if (bytes === undefined) {
+      const stream = this.stream(row.id);
+      bytes = 0;
+      if (stream)
+        for (const chunk of storedChunks(this.streams.store, row.format, stream))
+          bytes += answerBytes(row.format, chunk);
+      this.#answerBytes.set(row.id, bytes);
+    }
+    return bytes;
+  }
+
+  /** Chunks taking `bytes` more of the answer are being appended (counted before they are). */
+  growAnswer(id: string, bytes: number): void {
+    this.#answerBytes.set(id, (this.#answerBytes.get(id) ?? 0) + bytes);
+  }
+
+  /** What was counted of the answer may not stand (an append refused): counted again when next asked. */
+  recountAnswer(id: string): void {
+    this.#answerBytes.delete(id);
   }
 
   /** Refuses what only an open generation takes (`what`: more chunks, a complete, a stop). */

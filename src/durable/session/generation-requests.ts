@@ -1,4 +1,10 @@
-import { checkChunk, MAX_GENERATION_BYTES, SessionError, tryParseJson } from "../../core/internal";
+import {
+  answerBytes,
+  checkChunk,
+  MAX_GENERATION_BYTES,
+  SessionError,
+  tryParseJson,
+} from "../../core/internal";
 import { errorAnswer } from "../stream/answers";
 import { readBody } from "../stream/body";
 import { HEADER, MAX_APPEND_BYTES, mediaType } from "../stream/protocol";
@@ -9,8 +15,8 @@ import type { GenerationRow } from "./generation-rows";
 
 /*
  * Durable Streams requests for a generation's stream: reads (GET, HEAD) as for any stream;
- * appends (POST) while it is open, within MAX_GENERATION_BYTES, each chunk checked for its
- * format. It is closed by complete or stop only, and removed by the alarm (generations.ts).
+ * appends (POST) while it is open, within MAX_GENERATION_BYTES (its chunks, and the answer they
+ * make as it will be stored), each chunk checked for its format. It is closed by complete or stop only, and removed by the alarm (generations.ts).
  */
 
 /** What the requests need of the generations. */
@@ -62,12 +68,13 @@ async function append(
       "a generation's stream is closed by POST …/complete or …/stop, which write its answer",
     );
   }
-  host.parts().checkOpen(row);
+  const parts = host.parts();
+  parts.checkOpen(row);
   const body = await readBody(request, MAX_APPEND_BYTES);
   // The body was read: what came meanwhile counts (a stop, another append).
-  const current = host.parts().row(row.id);
-  host.parts().checkOpen(current);
-  const stream = host.parts().stream(row.id) as StreamState;
+  const current = parts.row(row.id);
+  parts.checkOpen(current);
+  const stream = parts.stream(row.id) as StreamState;
   if (stream.tail.bytes + body.byteLength > MAX_GENERATION_BYTES) {
     throw new SessionError(
       "payload_too_large",
@@ -76,27 +83,43 @@ async function append(
     );
   }
   // Chunks of the stream's own type are checked here; any other type is the protocol's to refuse.
+  let adds = 0;
   if (mediaType(request.headers.get("Content-Type")) === mediaType(stream.contentType)) {
-    checkChunks(current, body);
+    for (const chunk of checkedChunks(current, body)) adds += answerBytes(current.format, chunk);
+    const holds = parts.answerBytes(current);
+    if (holds + adds > MAX_GENERATION_BYTES) {
+      throw new SessionError(
+        "payload_too_large",
+        `a generation's answer takes at most ${MAX_GENERATION_BYTES} bytes stored (its text with its escapes); complete it, or open another`,
+        { limit: MAX_GENERATION_BYTES, answerBytes: holds, adds },
+      );
+    }
   }
+  // Counted before it is written, so that appends at the same time count each other.
+  parts.growAnswer(row.id, adds);
   const forwarded = new Request(request.url, { method: "POST", headers: request.headers, body });
-  return host.parts().streams.handle(forwarded, generationStreamKey(row.id), requestId);
+  const answer = await parts.streams.handle(forwarded, generationStreamKey(row.id), requestId);
+  // A refused append, or a producer's duplicate (200 is a producer's new data), added nothing.
+  const producer = request.headers.has(HEADER.producerId);
+  if (!answer.ok || (producer && answer.status !== 200)) parts.recountAnswer(row.id);
+  return answer;
 }
 
 const strictText = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
-/** Refuses an append that is not text (text) or not events (pi-ai, ai-sdk-ui). */
-function checkChunks(row: GenerationRow, body: Uint8Array): void {
-  if (body.byteLength === 0) return;
+/** The chunks of an append: its text (text), or its events (pi-ai, ai-sdk-ui), each checked. */
+function checkedChunks(row: GenerationRow, body: Uint8Array): unknown[] {
+  if (body.byteLength === 0) return [];
   let text: string;
   try {
     text = strictText.decode(body);
   } catch {
     throw new SessionError("invalid_request", "a chunk must be UTF-8 text");
   }
-  if (row.format === "text") return;
+  if (row.format === "text") return [text];
   const value = tryParseJson(text);
   if (value === undefined) throw new SessionError("invalid_request", "the body is not valid JSON");
   const events = Array.isArray(value) ? value : [value];
   for (const [index, event] of events.entries()) checkChunk(row.format, event, index);
+  return events;
 }

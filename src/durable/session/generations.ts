@@ -189,6 +189,7 @@ export class Generations {
       await this.#host.calls.limitedWrite((session, room) => this.#end(session, id, how, room)),
     );
     if (outcome.created) {
+      this.#parts.recountAnswer(id);
       this.#parts.streams.written(generationStreamKey(id));
       this.#host.changed(outcome.generation);
     }

@@ -1,0 +1,150 @@
+import { describe, expect, it } from "vitest";
+import type { AssistantMessage } from "../../src/core/internal";
+import {
+  answerBytes,
+  answerFold,
+  checkChunk,
+  MAX_CONTENT_BLOCKS,
+  MAX_JSON_DEPTH,
+  SessionError,
+} from "../../src/core/internal";
+
+/*
+ * A generation's chunks are checked when appended, so that whatever a stream holds makes an
+ * answer: pi-ai's events by their content index (bounded), a `done` event's message an assistant's,
+ * no event nested deeper than an entry may be. The fold passes over whatever it cannot use, and
+ * keeps blocks by the indices named, never an array as long as the highest.
+ */
+
+const source = { provider: "test", model: "m", api: "test-api" };
+const finish = { stopped: false, timestamp: 1 };
+
+function refused(format: "pi-ai" | "ai-sdk-ui", chunk: unknown): SessionError {
+  try {
+    checkChunk(format, chunk, 0);
+  } catch (error) {
+    expect(error).toBeInstanceOf(SessionError);
+    expect((error as SessionError).code).toBe("invalid_request");
+    return error as SessionError;
+  }
+  throw new Error(`accepted: ${JSON.stringify(chunk).slice(0, 200)}`);
+}
+
+/** A value nested `depth` levels deep. */
+function nested(depth: number): unknown {
+  let value: unknown = 1;
+  for (let i = 0; i < depth; i++) value = { a: value };
+  return value;
+}
+
+describe("a generation's chunks, checked when appended", () => {
+  it("bound a pi-ai content index to 0 … 4095, a whole number", () => {
+    for (const contentIndex of [500_000_000, 4_294_967_294, MAX_CONTENT_BLOCKS, -1, 1.5, "0", null]) {
+      refused("pi-ai", { type: "text_delta", contentIndex, delta: "x" });
+    }
+    for (const type of ["text_start", "thinking_end", "toolcall_delta"])
+      refused("pi-ai", { type, delta: "" });
+    checkChunk("pi-ai", { type: "text_delta", contentIndex: MAX_CONTENT_BLOCKS - 1, delta: "x" }, 0);
+    checkChunk("pi-ai", { type: "text_delta", contentIndex: 0, delta: "x" }, 0);
+  });
+
+  it("refuse a done or error event whose message is not an assistant's, and a tool call that is not one", () => {
+    refused("pi-ai", { type: "done", message: { nope: 1 } });
+    refused("pi-ai", { type: "error", error: { role: "user", content: "x", timestamp: 1 } });
+    refused("pi-ai", { type: "toolcall_end", contentIndex: 0, toolCall: { type: "toolCall", id: "c" } });
+    refused("pi-ai", { type: "text_delta", contentIndex: 0, delta: 5 });
+    refused("ai-sdk-ui", { type: "text-delta", id: "t", delta: { text: "x" } });
+    refused("ai-sdk-ui", { type: "tool-output-available" });
+    const message: AssistantMessage = {
+      role: "assistant",
+      content: [{ type: "text", text: "fine" }],
+      provider: "p",
+      model: "m",
+      api: "a",
+      usage: {
+        input: 0,
+        output: 0,
+        cacheRead: 0,
+        cacheWrite: 0,
+        totalTokens: 0,
+        cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+      },
+      stopReason: "stop",
+      timestamp: 1,
+    };
+    checkChunk("pi-ai", { type: "done", reason: "stop", message }, 0);
+    // Events it has no use for pass, as do the fields it does not read.
+    checkChunk("pi-ai", { type: "something_new", anything: [1] }, 0);
+    checkChunk("ai-sdk-ui", { type: "data-weather", data: { city: "Paris" } }, 0);
+  });
+
+  it("refuse an event nested deeper than its values may be in an entry", () => {
+    const error = refused("ai-sdk-ui", {
+      type: "tool-input-available",
+      toolCallId: "c",
+      toolName: "t",
+      input: nested(200),
+    });
+    expect(error.message).toMatch(/nests deeper/);
+    // As deep as the entry can hold it (the input becomes its message.content[i].arguments).
+    checkChunk(
+      "ai-sdk-ui",
+      { type: "tool-input-available", toolCallId: "c", toolName: "t", input: nested(MAX_JSON_DEPTH - 5) },
+      0,
+    );
+  });
+});
+
+describe("the fold of a pi-ai generation", () => {
+  it("keeps blocks by the indices named, in order, and passes over an index out of bounds", () => {
+    const fold = answerFold("pi-ai", source);
+    fold.add({ type: "text_delta", contentIndex: 4_294_967_294, delta: "never" });
+    fold.add({ type: "text_delta", contentIndex: 4095, delta: "last" });
+    fold.add({ type: "thinking_delta", contentIndex: 7, delta: "middle" });
+    fold.add({ type: "text_delta", contentIndex: 0, delta: "first" });
+    const [answer] = fold.finish(finish) as AssistantMessage[];
+    expect(answer?.content).toEqual([
+      { type: "text", text: "first" },
+      { type: "thinking", thinking: "middle" },
+      { type: "text", text: "last" },
+    ]);
+  });
+
+  it("passes over a done event whose message is not an assistant's, keeping what the deltas made", () => {
+    const fold = answerFold("pi-ai", source);
+    fold.add({ type: "text_delta", contentIndex: 0, delta: "kept" });
+    fold.add({ type: "done", message: { nope: 1 } });
+    const [answer] = fold.finish({ stopped: true, timestamp: 1 }) as AssistantMessage[];
+    expect(answer).toMatchObject({
+      role: "assistant",
+      content: [{ type: "text", text: "kept" }],
+      stopReason: "aborted",
+    });
+  });
+});
+
+describe("what a chunk adds to its answer", () => {
+  it("counts text as it is stored, escapes included", () => {
+    expect(answerBytes("text", "abc")).toBe(3);
+    expect(answerBytes("text", "\u0001".repeat(10))).toBe(60);
+    expect(answerBytes("text", 'say "hi"\n')).toBe(12);
+    expect(answerBytes("text", "é")).toBe(2);
+  });
+
+  it("counts the text and values events carry, not the rest of them", () => {
+    expect(
+      answerBytes("pi-ai", {
+        type: "text_delta",
+        contentIndex: 0,
+        delta: "\u0001",
+        partial: { content: ["x".repeat(100)] },
+      }),
+    ).toBe(6);
+    expect(answerBytes("ai-sdk-ui", { type: "text-delta", id: "t", delta: "abc" })).toBe(3);
+    // A tool's output is the text of its result: its JSON, escaped again.
+    expect(
+      answerBytes("ai-sdk-ui", { type: "tool-output-available", toolCallId: "c", output: { a: '"' } }),
+    ).toBe(1 + '{\\"a\\":\\"\\\\\\"\\"}'.length);
+    expect(answerBytes("ai-sdk-ui", { type: "start-step" })).toBe(0);
+  });
+});

@@ -3,7 +3,7 @@
 // package promises is a visible diff. `--check` (in `npm run check`) fails when a report would
 // change: run `npm run api` and commit the reports with the change.
 import { execFileSync } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Extractor, ExtractorConfig } from "@microsoft/api-extractor";
 import { rewriteDeclarationSpecifiers } from "./declaration-specifiers.mjs";
@@ -67,6 +67,31 @@ for (const [name, entry] of Object.entries(ENTRY_POINTS)) {
   });
   const result = Extractor.invoke(config, { localBuild: !check, showVerboseMessages: false });
   if (!result.succeeded || result.apiReportChanged) changed.push(name);
+}
+// The Durable Object classes are published to be exported from a Worker; what they answer over
+// RPC is the service's own (marked @internal, so the declarations leave it out).
+const OBJECT_MEMBERS = new Set([
+  "constructor",
+  "fetch",
+  "alarm",
+  "webSocketMessage",
+  "webSocketClose",
+  "webSocketError",
+]);
+const durable = readFileSync(`${temp}/cf-sessions-durable.api.md`, "utf8").replace(/\r\n/g, "\n");
+const exposed = [];
+for (const [, name, body] of durable.matchAll(
+  /export class (\w+) extends DurableObject_2<\w+> \{\n([\s\S]*?)\n\}/g,
+)) {
+  for (const [, member] of body.matchAll(/^ {4}(?:readonly |static |get |set )*(\w+)[(<:?]/gm)) {
+    if (!OBJECT_MEMBERS.has(member)) exposed.push(`${name}.${member}`);
+  }
+}
+if (exposed.length > 0) {
+  console.error(
+    `api: mark these RPC members @internal, they are not part of cf-sessions/durable: ${exposed.join(", ")}`,
+  );
+  process.exit(1);
 }
 if (check && changed.length > 0) {
   console.error(

@@ -163,7 +163,7 @@ describe("a text generation", () => {
     expect(done.body.entries[0].parentId).toBeNull();
   });
 
-  it("leaves the stream open when the answer cannot be written: the entry exists exactly when it is closed", async () => {
+  it("leaves the stream open when a message given cannot be written: the entry exists exactly when it is closed", async () => {
     const { id } = await sessionWithQuestion();
     const generation = await openGeneration(id);
     await appendText(generation.stream, "words");
@@ -173,13 +173,31 @@ describe("a text generation", () => {
     });
     expect(taken.status).toBe(201);
     const before = await snapshot(id, generation.stream);
-    const res = await endGeneration(id, generation.id, "complete");
+    const message = {
+      role: "assistant",
+      content: [{ type: "text", text: "given" }],
+      api: "a",
+      provider: "p",
+      model: "m",
+      usage: USAGE,
+      stopReason: "stop",
+      timestamp: 1,
+    };
+    const res = await endGeneration(id, generation.id, "complete", { message });
     expect(res.status).toBe(409);
     expect(res.body.error.code).toBe("already_exists");
     expect(await snapshot(id, generation.stream)).toEqual(before);
     expect(before.closed).toBe(false);
     const state = await api("GET", `/v1/sessions/${id}/generations/${generation.id}`);
     expect(state.body.state).toBe("open");
+    // Assembled from its chunks, the answer takes an id of its own: the generation ends.
+    const done = await endGeneration(id, generation.id, "complete");
+    expect(done.status).toBe(201);
+    const [entry] = done.body.entries;
+    expect(entry.id).not.toBe(generation.id);
+    expect(entry.message.content).toEqual([{ type: "text", text: "words" }]);
+    expect(done.body.generation).toMatchObject({ state: "finished", entryIds: [entry.id] });
+    expect((await snapshot(id, generation.stream)).closed).toBe(true);
   });
 });
 

@@ -1,8 +1,9 @@
-import type { GenerationInfo, OpenGenerationBody, StoredEntry } from "../../core/internal";
+import type { GenerationInfo, OpenGenerationBody, Result, StoredEntry } from "../../core/internal";
 import {
   GENERATION_FORMATS,
   generationContentType,
   generationStreamPath,
+  MAX_BATCH_ENTRIES,
   newId,
   SessionError,
   unwrap,
@@ -11,7 +12,7 @@ import { errorSummary, logLine } from "../log-line";
 import { formatOffset } from "../stream/offsets";
 import type { StreamState } from "../stream/store";
 import { transaction } from "../transaction";
-import type { GenerationEnd } from "./generation-answer";
+import type { AnswerWriting, GenerationEnd } from "./generation-answer";
 import { answerEntries } from "./generation-answer";
 import { GenerationParts, generationStreamKey } from "./generation-parts";
 import type { GenerationRequestHost } from "./generation-requests";
@@ -54,6 +55,23 @@ export interface GenerationOutcome {
 
 /** The header that hands the session's object a request for a generation's stream (its id, URI-encoded). */
 export const GENERATION_ID_HEADER = "x-generation-id";
+
+/**
+ * Refusals of an answer as it is, after which its ending writes it another way (`end`): what
+ * storing it again the same way would meet again.
+ */
+const UNSTORABLE: ReadonlySet<string> = new Set([
+  "entry_too_large",
+  "payload_too_large",
+  "invalid_request",
+  "already_exists",
+  "conflict",
+  "quota_exceeded",
+  "session_full",
+  "misconfigured",
+]);
+/** Refusals that leave the answer no room: what its ending keeps is none of its text. */
+const ROOMLESS: ReadonlySet<string> = new Set(["quota_exceeded", "session_full", "misconfigured"]);
 
 /** How soon the alarm looks again after a generation it could not stop (a failure is logged). */
 const RETRY_MS = 30_000;
@@ -183,11 +201,38 @@ export class Generations {
    * Ends a generation: its answer (the message given, or what its chunks make) appended under its
    * parent, and its stream closed, in one transaction. Repeating the request that ended it answers
    * the same outcome; completing a stopped one, or stopping a completed one, is `stream_closed`.
+   *
+   * An ending always succeeds but for a passing failure of storage, and a complete whose given
+   * message cannot be stored (the client's to change): an answer refused as it is (too large, past
+   * the tenant's quota, an id another entry took) is written under ids of its own, or cut short
+   * (short-answer.ts), within the session's room; and when even that finds no room, with nothing of
+   * its text, whatever the quota.
    */
   async end(id: string, how: GenerationEnd): Promise<GenerationOutcome> {
-    const outcome = unwrap(
-      await this.#host.calls.limitedWrite((session, room) => this.#end(session, id, how, room)),
-    );
+    const { calls } = this.#host;
+    const given = how.kind === "complete" && how.message !== undefined;
+    const refused = (result: Result<GenerationOutcome>) =>
+      !result.ok && !given && UNSTORABLE.has(result.error.code) ? result.error : undefined;
+    let ended = await calls.limitedWrite((session, room) => this.#end(session, id, how, room));
+    const first = refused(ended);
+    if (first && !ROOMLESS.has(first.code)) {
+      // Its own ids, for an answer whose id another entry took; else its text alone, cut to fit.
+      const writing: AnswerWriting =
+        first.code === "already_exists"
+          ? { ids: "own" }
+          : { ids: "own", shortfall: { keeps: "text", code: first.code, message: first.message } };
+      ended = await calls.limitedWrite((session, room) => this.#end(session, id, how, room, writing));
+    }
+    const last = refused(ended);
+    if (last) {
+      // A few hundred bytes, past the quota if need be: no generation is left unable to end.
+      const writing: AnswerWriting = {
+        ids: "own",
+        shortfall: { keeps: "nothing", code: last.code, message: last.message },
+      };
+      ended = await calls.write((session) => this.#end(session, id, how, undefined, writing));
+    }
+    const outcome = unwrap(ended);
     if (outcome.created) {
       this.#parts.recountAnswer(id);
       this.#parts.streams.written(generationStreamKey(id));
@@ -201,6 +246,7 @@ export class Generations {
     id: string,
     how: GenerationEnd,
     room: ByteLimit | undefined,
+    writing?: AnswerWriting,
   ): GenerationOutcome {
     const row = this.#parts.row(id);
     const state = how.kind === "complete" ? "finished" : "stopped";
@@ -215,15 +261,21 @@ export class Generations {
     const { rows, streams } = this.#parts;
     const stream = this.#parts.stream(id) as StreamState;
     const now = Date.now();
-    const inputs = answerEntries(streams.store, row, stream, how, now);
+    const inputs = answerEntries(streams.store, row, stream, how, now, writing);
     const ids = inputs.map((input) => input.id as string);
-    const appended = transaction(this.#host.storage, [session], () => {
+    const entries = transaction(this.#host.storage, [session, streams.store, rows], () => {
       streams.store.append(stream, { records: [], close: true, producer: null, streamSeq: null, now });
       rows.end(id, state, now, how.kind === "stop" ? how.by : null, ids);
-      // Last: should the entries be refused, nothing of this transaction stays.
-      return session.writes.appendEntries(inputs, {}, room);
+      // Last: should the entries be refused, nothing of this transaction stays. A long answer
+      // (an agent's many steps) takes as many batches as it needs.
+      const written: StoredEntry[] = [];
+      for (let from = 0; from < inputs.length; from += MAX_BATCH_ENTRIES) {
+        const batch = inputs.slice(from, from + MAX_BATCH_ENTRIES);
+        written.push(...session.writes.appendEntries(batch, {}, room).entries);
+      }
+      return written;
     });
-    return { generation: this.#info(this.#parts.row(id)), entries: appended.entries, created: true };
+    return { generation: this.#info(this.#parts.row(id)), entries, created: true };
   }
 
   /**

@@ -1,0 +1,72 @@
+import type { AgentMessage, AssistantMessage } from "../messages";
+import { NO_USAGE } from "../messages";
+import { assistantMessage } from "../providers/incoming";
+import type { AnswerSource } from "./answer-fold";
+import { answerBytes } from "./answer-size";
+import { MAX_GENERATION_BYTES } from "./generation-schemas";
+
+/*
+ * An answer that could not be stored whole (too large for its entries, past the tenant's quota, its
+ * entry's id taken), as the generation's ending keeps it: an ending always succeeds. It ends the
+ * way a provider's answer cut short does, one assistant message with `stopReason: "length"`, its
+ * `errorMessage` saying why; it keeps the answer's text (within what one entry holds), or nothing
+ * when the quota has no room for it.
+ */
+
+/** What an ending keeps of an answer that could not be stored whole, and why. */
+export interface Shortfall {
+  /** The answer's text (`text`), or none of it (`nothing`). */
+  keeps: "text" | "nothing";
+  /** The code of the refusal that made it short. */
+  code: string;
+  message: string;
+}
+
+/** The longest start of `text` whose stored form (its escapes included) takes at most `bytes`. */
+function cut(text: string, bytes: number): string {
+  if (answerBytes("text", text) <= bytes) return text;
+  let used = 0;
+  let end = 0;
+  for (const char of text) {
+    used += answerBytes("text", char);
+    if (used > bytes) break;
+    end += char.length;
+  }
+  return text.slice(0, end);
+}
+
+/** The text of the answer's assistant messages, in order. */
+function textOf(messages: readonly AgentMessage[]): string {
+  let text = "";
+  for (const message of messages) {
+    if (message.role !== "assistant") continue;
+    for (const block of (message as AssistantMessage).content) if (block.type === "text") text += block.text;
+  }
+  return text;
+}
+
+/** The answer `messages` as an ending keeps it after `shortfall`: one assistant message, cut short. */
+export function shortAnswer(
+  messages: readonly AgentMessage[],
+  shortfall: Shortfall,
+  source: AnswerSource,
+  timestamp: number,
+): AssistantMessage {
+  const first = messages.find((message): message is AssistantMessage => message.role === "assistant");
+  const whole = textOf(messages);
+  const text = shortfall.keeps === "text" ? cut(whole, MAX_GENERATION_BYTES) : "";
+  const kept =
+    text.length === whole.length
+      ? "its text is kept"
+      : `${text.length} of ${whole.length} characters of its text are kept`;
+  return assistantMessage({
+    provider: first?.provider ?? source.provider,
+    model: first?.model ?? source.model,
+    api: first?.api ?? source.api,
+    content: text === "" ? [] : [{ type: "text", text }],
+    usage: first?.usage ?? NO_USAGE,
+    stopReason: "length",
+    errorMessage: `the answer could not be stored whole (${shortfall.code}: ${shortfall.message}); ${kept}`,
+    timestamp,
+  });
+}

@@ -1,0 +1,86 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { MAX_BATCH_ENTRIES } from "../../src/core/internal";
+import { sessionObjectName } from "../../src/durable/internal";
+import {
+  appendEvents,
+  appendText,
+  endGeneration,
+  openGeneration,
+  sessionWithQuestion,
+} from "./generation-helpers";
+import { api, info } from "./helpers";
+import { head } from "./stream-helpers";
+
+/*
+ * Every generation ends: an answer longer than a batch is written in as many as it needs; one that
+ * cannot be stored as it is (past the tenant's quota, its id taken) ends cut short, one assistant
+ * message with `stopReason: "length"` saying why, never as a refusal that leaves it open.
+ */
+
+describe("ending a generation", () => {
+  it(`writes an agent's answer of more than ${MAX_BATCH_ENTRIES} entries in as many batches as it needs`, async () => {
+    const { id, questionId } = await sessionWithQuestion();
+    const generation = await openGeneration(id, { format: "ai-sdk-ui" });
+    const steps = 1100;
+    const parts: unknown[] = [{ type: "start" }];
+    for (let step = 0; step < steps; step++) {
+      const toolCallId = `call-${step}`;
+      parts.push(
+        { type: "start-step" },
+        { type: "tool-input-available", toolCallId, toolName: "look", input: { step } },
+        { type: "tool-output-available", toolCallId, output: `seen ${step}` },
+        { type: "finish-step" },
+      );
+    }
+    for (let from = 0; from < parts.length; from += 1000) {
+      expect((await appendEvents(generation.stream, parts.slice(from, from + 1000))).status).toBe(204);
+    }
+    const stopped = await endGeneration(id, generation.id, "stop");
+    expect(stopped.status, stopped.text).toBe(201);
+    // A call and its result a step, then the answer's last assistant message.
+    const entries = stopped.body.entries as { id: string; parentId: string; message: { role: string } }[];
+    expect(entries).toHaveLength(2 * steps + 1);
+    expect(entries[0]).toMatchObject({ id: generation.id, parentId: questionId });
+    expect(entries[2 * steps - 1]?.message.role).toBe("toolResult");
+    for (let i = 1; i < entries.length; i++) expect(entries[i]?.parentId).toBe(entries[i - 1]?.id);
+    expect(stopped.body.generation.entryIds).toEqual(entries.map((entry) => entry.id));
+    expect((await info(id)).entryCount).toBe(1 + 2 * steps + 1);
+  }, 60_000);
+
+  it("past the tenant's quota, ends cut short with the reason, and the stream closed", async () => {
+    const key = "key-small-tenant";
+    const { id } = await sessionWithQuestion(key);
+    const generation = await openGeneration(id, {}, key);
+    // More than the tenant's 6,000 bytes can hold as an entry.
+    expect((await appendText(generation.stream, "x".repeat(1000), {}, key)).status).toBe(204);
+    expect((await appendText(generation.stream, "y".repeat(5500), {}, key)).status).toBe(204);
+    const stopped = await endGeneration(id, generation.id, "stop", {}, key);
+    expect(stopped.status, stopped.text).toBe(201);
+    const [entry] = stopped.body.entries;
+    expect(entry.message).toMatchObject({ role: "assistant", stopReason: "length", content: [] });
+    expect(entry.message.errorMessage).toMatch(/quota_exceeded/);
+    expect(stopped.body.generation).toMatchObject({ state: "stopped", entryIds: [entry.id] });
+    expect((await head(generation.stream, key)).closed).toBe(true);
+    // Its stop, repeated, answers the same.
+    const again = await endGeneration(id, generation.id, "stop", {}, key);
+    expect(again.status).toBe(200);
+    expect(again.body.entries).toEqual(stopped.body.entries);
+    expect((await api("GET", `/v1/sessions/${id}/entries/${entry.id}`, { key })).status).toBe(200);
+  });
+
+  it("abandoned past the tenant's quota, is stopped by the alarm once, cut short", async () => {
+    const key = "key-small-tenant";
+    const { id } = await sessionWithQuestion(key);
+    const generation = await openGeneration(id, { abandonAfterSeconds: 1 }, key);
+    expect((await appendText(generation.stream, "z".repeat(6000), {}, key)).status).toBe(204);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    // The alarm runs by itself once due; this runs it now if it has not yet.
+    await runDurableObjectAlarm(env.SESSIONS.getByName(sessionObjectName("tenant-small-tenant", id)));
+    const state = await api("GET", `/v1/sessions/${id}/generations/${generation.id}`, { key });
+    expect(state.body).toMatchObject({ state: "stopped", stoppedBy: "abandoned" });
+    const entry = await api("GET", `/v1/sessions/${id}/entries/${state.body.entryIds[0]}`, { key });
+    expect(entry.body.message).toMatchObject({ stopReason: "length", content: [] });
+  });
+});

@@ -60,6 +60,11 @@ export interface ForkOp extends OpBase {
   kind: "fork";
   target: string;
   fork: string;
+  /**
+   * The source's path root → target, read once the fork was acknowledged: what the fork holds
+   * whatever becomes of its source (which may be purged before the fork has copied it).
+   */
+  path?: string[];
 }
 
 /**
@@ -76,7 +81,7 @@ export interface GenerationOp extends OpBase {
 }
 
 export interface LifeOp extends OpBase {
-  kind: "create" | "delete" | "restore";
+  kind: "create" | "delete" | "restore" | "purge";
 }
 
 export type Op = AppendOp | LeafOp | CompactOp | ForkOp | GenerationOp | LifeOp;
@@ -353,8 +358,9 @@ export async function checkHistory(
       fail(`fork ${op.fork} of ${op.session} was acknowledged but is gone`);
     if (op.outcome === "failed" && entries)
       fail(`fork ${op.fork} failed (${op.error}; tries: ${op.tries}) but exists`);
-    if (!entries || !state.sessions.has(op.session)) continue;
-    const path = await state.branch(op.session, op.target);
+    if (!entries) continue;
+    if (!op.path && !state.sessions.has(op.session)) continue;
+    const path = op.path ?? (await state.branch(op.session, op.target));
     const copied = entries.filter((entry) => entry.type !== "leaf").map((entry) => entry.id);
     if (JSON.stringify(copied.slice(0, path.length)) !== JSON.stringify(path)) {
       fail(`fork ${op.fork} does not hold the path to ${op.target} of ${op.session}`);
@@ -399,8 +405,12 @@ export async function checkHistory(
  * unanswered), and no restore was acknowledged after it.
  */
 function mayBeDeleted(ops: readonly Op[], session: string): boolean {
-  const life = ops.filter((op) => op.session === session && (op.kind === "delete" || op.kind === "restore"));
-  const lastDelete = life.filter((op) => op.kind === "delete" && op.outcome !== "failed").at(-1);
+  const life = ops.filter(
+    (op) => op.session === session && (op.kind === "delete" || op.kind === "purge" || op.kind === "restore"),
+  );
+  const lastDelete = life
+    .filter((op) => (op.kind === "delete" || op.kind === "purge") && op.outcome !== "failed")
+    .at(-1);
   if (!lastDelete) return false;
   return !life.some((op) => op.kind === "restore" && op.outcome === "acked" && op.start > lastDelete.end);
 }

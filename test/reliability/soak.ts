@@ -5,6 +5,7 @@ import {
   type AppendOp,
   checkHistory,
   type FinalState,
+  type ForkOp,
   type GenerationOp,
   mark,
   type Op,
@@ -26,7 +27,8 @@ import {
 /*
  * A soak: writers (each with its own seeded random, so the run's operations repeat from its seed)
  * append single entries and batches with idempotency keys, race If-Match appends for the same
- * head, move leaves, compact, fork, delete and restore, through a network that loses requests
+ * head, move leaves, compact, fork (forks of forks still copying, and their sources purged while
+ * they copy), delete and restore, through a network that loses requests
  * and answers; readers look for half-written batches; watchers follow sessions over Server-Sent
  * Events and WebSockets through cut streams and dropped sockets. Whatever else fails (the target
  * injects faults in the service itself), the history is then checked against the service's state.
@@ -152,6 +154,34 @@ export async function runSoak(target: SoakTarget, options: SoakOptions): Promise
       } as Op);
       return undefined;
     }
+  }
+
+  /**
+   * Forks `source` at `target` as `fork`; once acknowledged, the source's path to the target is
+   * read (through the same network, tried until it answers) for the checker: what the fork must
+   * hold whatever becomes of its source.
+   */
+  async function forkOf(
+    random: () => number,
+    source: string,
+    target: string,
+    fork: string,
+  ): Promise<boolean> {
+    named.add(fork);
+    const made = await record(random, { kind: "fork", session: source, target, fork }, (repo) =>
+      repo.fork(source, target, { id: fork }),
+    );
+    if (!made) return false;
+    const op = ops.findLast((done) => done.kind === "fork" && done.fork === fork) as ForkOp;
+    for (let tries = 0; tries < 20 && !op.path; tries++) {
+      try {
+        const path = await clientFor(random, []).storage(source).getBranch(target);
+        op.path = path.map((entry) => entry.id);
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    }
+    return true;
   }
 
   // The sessions, created through the same faulty network (a creation may be lost too).
@@ -360,13 +390,19 @@ export async function runSoak(target: SoakTarget, options: SoakOptions): Promise
         } else if (roll < 0.27 && known.length > 0 && forks.length < options.sessions) {
           const to = known[Math.floor(random() * known.length)] as string;
           const fork = `${id}.f${w}.${n++}`;
-          named.add(fork);
-          const made = await record(random, { kind: "fork", session: id, target: to, fork }, (repo) =>
-            repo.fork(id, to, { id: fork }),
-          );
           forks.push(fork);
-          if (made) {
+          if (await forkOf(random, id, to, fork)) {
             tracks.set(fork, { entries: [], running: 0, exclusive: false, watched: false, deletable: true });
+            // Now and then the fork is forked in its turn while it copies, then purged before the
+            // fork of it has copied its path: neither may lose anything.
+            if (random() < 0.3) {
+              const grandchild = `${fork}.g`;
+              forks.push(grandchild);
+              if ((await forkOf(random, fork, to, grandchild)) && random() < 0.5) {
+                tracks.delete(fork);
+                await record(random, { kind: "purge", session: fork }, (repo) => repo.purge(fork));
+              }
+            }
           }
         } else if (roll < 0.31 && known.length > 0) {
           // An answer written as a generation, chunk by chunk, then completed.

@@ -206,6 +206,46 @@ describe("a fork answers before its path is copied", () => {
   });
 });
 
+describe("a fork of a compacted path", () => {
+  it("reads its context at once from what it holds, its copy still going", async () => {
+    const src = await createSession();
+    await append(
+      src,
+      Array.from({ length: 60 }, (_, n) => ({
+        ...(n % 2 ? assistantMessage(text(n)) : userMessage(text(n))),
+        id: `m${n}`,
+      })),
+    );
+    await append(src, [
+      {
+        type: "compaction",
+        id: "c",
+        summary: "what came before",
+        tokensBefore: 9000,
+        firstKeptEntryId: "m54",
+      },
+      { ...userMessage("after the compaction"), id: "a" },
+    ]);
+    const expected = (await api("GET", `/v1/sessions/${src}/context?leafId=a`)).body;
+    const { id } = await fork(src, "a");
+    await copying(id);
+    const { version: _, ...context } = (await api("GET", `/v1/sessions/${id}/context`)).body;
+    const { version: __, ...fromSource } = expected;
+    expect(context).toEqual(fromSource);
+    expect(context.messages).toHaveLength(8);
+    // It copied what the compaction keeps (from m54 on), not the path above it.
+    const read = await copying(id);
+    expect(read.copied).toBeLessThan(20);
+    // And an agent's turn on it: append, then the context again, needing nothing more.
+    await append(id, [{ ...assistantMessage("the fork answers"), id: "r" }]);
+    const after = (await api("GET", `/v1/sessions/${id}/context`)).body;
+    expect(after.messages).toHaveLength(9);
+    expect(await copying(id)).toEqual(read);
+    await finish(id);
+    expect((await api("GET", `/v1/sessions/${id}/context`)).body).toEqual(after);
+  });
+});
+
 describe("a fork still copying its path", () => {
   it("takes appends at once, under its head and under an entry still to copy", async () => {
     const src = await source();

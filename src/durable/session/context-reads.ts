@@ -7,7 +7,7 @@ import {
   parseContextVersion,
   startsTurn,
 } from "../../core/internal";
-import { CopyNeeded } from "./copy-state";
+import { CopyNeeded, readsAfterCopy } from "./copy-state";
 import type { Node } from "./entry-rows";
 import type { KeptContext } from "./head-context";
 import type { StoreParts } from "./store-parts";
@@ -37,20 +37,33 @@ export class ContextReads {
     this.#parts = parts;
   }
 
-  /** A context reaches the path's root: in a fork still copying its path, it waits for the copy. */
-  #whole(): void {
-    if (this.#parts.copy.copying) throw new CopyNeeded();
+  /**
+   * The tree entry a context starts from. In a fork still copying its path, one without a row here
+   * may be an entry of the part still to copy: the object learns of it first (`CopyNeeded`).
+   */
+  #node(id: string): Node {
+    const { copy, rows, paths } = this.#parts;
+    if (copy.copying && !rows.node(id) && copy.refOf(id) !== null) throw new CopyNeeded({ ids: [id] });
+    return paths.treeNode(id);
+  }
+
+  /**
+   * In a fork still copying its path, a context is read at once when everything it reads comes
+   * after the part still to copy (see `PathReads.readsAfter`); else it waits for the copy.
+   */
+  #readable(leaf: Node | undefined, compacted: boolean): void {
+    const next = this.#parts.copy.state?.next;
+    if (next) readsAfterCopy(leaf ? this.#parts.paths.readsAfter(leaf, next, compacted) : false);
   }
 
   /** The version of a leaf's context (the head's when undefined): what its ETag names. */
   contextVersion(leafId?: string | null): string {
-    this.#whole();
     return formatContextVersion(this.#version(this.#parts.row.start(leafId)).current);
   }
 
   #version(start: string | null): { current: ContextVersion; leaf: Node | undefined } {
     const { header, incarnation } = this.#parts.row.live();
-    const leaf = start === null ? undefined : this.#parts.paths.treeNode(start);
+    const leaf = start === null ? undefined : this.#node(start);
     const current: ContextVersion = {
       life: fingerprint(incarnation),
       leafSeq: leaf?.seq ?? 0,
@@ -68,14 +81,17 @@ export class ContextReads {
    * head's whole context comes from memory when it is kept.
    */
   context(leafId?: string | null, since?: string): ContextBody {
-    this.#whole();
     const { header, leafId: head } = this.#parts.row.live();
     const systemPrompt = header.systemPrompt ?? "";
     const start = this.#parts.row.start(leafId);
     const { current, leaf } = this.#version(start);
+    this.#readable(leaf, true);
     const version = formatContextVersion(current);
     const previous = since === undefined ? undefined : parseContextVersion(since);
-    if (previous && previous.life === current.life && previous.prompt === current.prompt) {
+    // A fork still copying answers whole: whether an edit in the part still to copy reaches what
+    // was appended is not known here.
+    const copying = this.#parts.copy.copying;
+    if (previous && !copying && previous.life === current.life && previous.prompt === current.prompt) {
       const delta = this.#delta(previous, leaf);
       if (delta) {
         const { settings } = leaf ? this.#parts.paths.settings(leaf) : this.#parts.paths.contextPlan(null);
@@ -135,9 +151,10 @@ export class ContextReads {
 
   /** The model the context at `entryId` names (its last model change or reply); `not_found` without it. */
   modelAt(entryId: string): { provider: string; modelId: string } | null {
-    this.#whole();
     this.#parts.row.live();
-    return this.#parts.paths.settings(this.#parts.paths.treeNode(entryId)).settings.model;
+    const node = this.#node(entryId);
+    this.#readable(node, false);
+    return this.#parts.paths.settings(node).settings.model;
   }
 
   /** The head's context from memory, built when missing; undefined when too large to keep. */
@@ -158,9 +175,11 @@ export class ContextReads {
    * turn (read from its end) and its model. No entry of that id: none.
    */
   conversationAt(entryId: string): Conversation {
-    this.#whole();
+    const { copy } = this.#parts;
     const node = this.#parts.rows.node(entryId);
+    if (!node && copy.copying && copy.refOf(entryId) !== null) throw new CopyNeeded({ ids: [entryId] });
     if (!node || node.type === "leaf") return NO_CONVERSATION;
+    this.#readable(node, true);
     const kept = entryId === this.#parts.row.live().leafId ? this.#keptHead(entryId) : undefined;
     if (kept) {
       const messages: AgentMessage[] = [];

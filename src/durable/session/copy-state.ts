@@ -32,18 +32,32 @@ export interface CopyPosition {
 }
 
 /**
- * A read or a write needs entries the fork's copy has not brought yet: the ids it looked for, or
- * none when it needs the whole path. The object learns about them, or copies the rest, and runs
- * it again (fork-copy.ts); nothing was written.
+ * A read or a write needs entries the fork's copy has not brought yet: the ids it looked for
+ * (which the source is asked about), the entry of the path it reads up to (`reach`: the copy goes
+ * on until that entry is copied), or neither when it needs the whole path. The object learns about
+ * them, or copies what is needed, and runs it again (fork-copy.ts); nothing was written.
  */
 export class CopyNeeded extends Error {
-  constructor(readonly ids: readonly string[] = []) {
+  readonly ids: readonly string[];
+  readonly reach: string | undefined;
+
+  constructor(need: { ids?: readonly string[]; reach?: string } = {}) {
     super(
-      ids.length > 0
-        ? `entries ${ids.join(", ")} may be on the path still to copy`
-        : "the path is still to copy",
+      need.ids?.length
+        ? `entries ${need.ids.join(", ")} may be on the path still to copy`
+        : need.reach === undefined
+          ? "the path is still to copy"
+          : `the path is still to copy up to ${need.reach}`,
     );
+    this.ids = need.ids ?? [];
+    this.reach = need.reach;
   }
+}
+
+/** What a read that `PathReads.readsAfter` judged needs: nothing, the path copied up to an entry, or all of it. */
+export function readsAfterCopy(readable: boolean | string): void {
+  if (readable === true) return;
+  throw new CopyNeeded(readable === false ? {} : { reach: readable });
 }
 
 export class CopyState {

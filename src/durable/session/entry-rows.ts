@@ -251,7 +251,7 @@ export class EntryRows {
     const parent =
       entry.parentId === null ? undefined : (pending.get(entry.parentId) ?? this.node(entry.parentId));
     // A parent the plan found that has no row: one of the path a fork is still copying.
-    if (entry.parentId !== null && !parent) throw new CopyNeeded([entry.parentId]);
+    if (entry.parentId !== null && !parent) throw new CopyNeeded({ ids: [entry.parentId] });
     let node: Node;
     if (entry.type === "leaf") {
       node = {

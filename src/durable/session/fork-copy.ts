@@ -168,14 +168,21 @@ export class ForkCopy {
       } catch (error) {
         if (!(error instanceof CopyNeeded)) throw error;
         if (!this.copying) throw new SessionError("internal", "an entry row is missing");
-        await this.#resolve(error.ids);
+        await this.#resolve(error);
       }
     }
   }
 
-  /** Learns what the source knows of `ids`; copies the rest when one is on the path, or none was named. */
-  async #resolve(ids: readonly string[]): Promise<void> {
-    const { copy } = this.#host.session;
+  /**
+   * Copies what `need` reads: up to the entry it reaches; or learns what the source knows of the
+   * ids it names, and copies the rest when one is on the path; or, naming nothing, copies the rest.
+   */
+  async #resolve({ ids, reach }: CopyNeeded): Promise<void> {
+    const { copy, reads } = this.#host.session;
+    if (reach !== undefined) {
+      while (this.copying && !reads.holds(reach)) await this.#next();
+      return;
+    }
     const asked = ids.filter((id) => copy.refOf(id) === undefined);
     const state = copy.state;
     if (asked.length > 0 && state?.next) {

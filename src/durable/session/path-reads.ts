@@ -151,6 +151,26 @@ export class PathReads {
   }
 
   /**
+   * Whether the context of `leaf` reads only rows after `row` (a seq and its depth on the leaf's
+   * path): its latest settings and, with `compacted`, a compaction with all it keeps. A fork still
+   * copying its path holds exactly the rows after it, so such a context is read from them at once.
+   * `true` when it does; the id of the highest entry it keeps when it does once that entry (on the
+   * path above `row`) is copied too; `false` when it needs more.
+   */
+  readsAfter(leaf: Node, row: { seq: number; depth: number }, compacted: boolean): boolean | string {
+    const after = (seq: number | null) => seq === null || seq > row.seq;
+    if (!after(leaf.last_thinking) || !after(leaf.last_model) || !after(leaf.last_tools)) return false;
+    if (!compacted) return true;
+    if (leaf.last_compaction === null || !after(leaf.last_compaction)) return false;
+    const [compaction] = this.#rows.entries([leaf.last_compaction]) as [StoredEntry<CompactionEntry>];
+    const compactionNode = this.treeNode(compaction.id);
+    if (compaction.retainedTail || compaction.firstKeptEntryId === undefined) return true;
+    const firstKept = this.#rows.node(compaction.firstKeptEntryId);
+    if (!firstKept) return compaction.firstKeptEntryId;
+    return Math.min(firstKept.depth ?? 0, compactionNode.depth ?? 0) > row.depth;
+  }
+
+  /**
    * The part of the path a compaction's context can reach, root first: from the compaction, or
    * from its first kept entry when that lies higher up (whether it is on the path is for
    * `keptFrom` to decide).

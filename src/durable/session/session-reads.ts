@@ -13,7 +13,7 @@ import { entryPage } from "../../core/internal";
 import type { CompactionPlan, CopiedRows, EntryPage, ForkStart, OmittedCount, SearchDigest } from "../types";
 import { CompactionReads } from "./compaction-reads";
 import { readPathPage } from "./copied-rows";
-import { CopyNeeded } from "./copy-state";
+import { CopyNeeded, readsAfterCopy } from "./copy-state";
 import { forkStart, refsOnPath } from "./fork-source";
 import type { StoreParts } from "./store-parts";
 
@@ -40,12 +40,17 @@ export class SessionReads {
     if (state?.next && after < state.forkSeq) throw new CopyNeeded();
   }
 
+  /** Whether the session holds a row of the entry `id` (a fork still copying may not, yet). */
+  holds(id: string): boolean {
+    return this.#parts.rows.node(id) !== undefined;
+  }
+
   /** The entry `id`; in a fork still copying its path, one of that path is read once it is copied. */
   getEntry(id: string): StoredEntry | undefined {
     this.#parts.row.live();
     const node = this.#parts.rows.node(id);
     if (node) return this.#parts.rows.entries([node.seq])[0];
-    if (this.#parts.copy.copying && this.#parts.copy.refOf(id) !== null) throw new CopyNeeded([id]);
+    if (this.#parts.copy.copying && this.#parts.copy.refOf(id) !== null) throw new CopyNeeded({ ids: [id] });
     return undefined;
   }
 
@@ -72,10 +77,20 @@ export class SessionReads {
     return this.#parts.paths.pathSeqs(this.#parts.row.start(leafId));
   }
 
-  /** The path `buildSessionContext` needs: what the latest compaction dropped is left out. */
+  /**
+   * The path `buildSessionContext` needs: what the latest compaction dropped is left out. In a fork
+   * still copying, it is read at once when it lies after the part still to copy.
+   */
   contextSeqs(leafId?: string | null): number[] {
-    this.#whole();
-    return this.#parts.paths.contextSeqs(this.#parts.row.start(leafId));
+    const start = this.#parts.row.start(leafId);
+    const { copy, rows, paths } = this.#parts;
+    const next = copy.state?.next;
+    if (next && start !== null) {
+      const leaf = rows.node(start);
+      if (!leaf && copy.refOf(start) !== null) throw new CopyNeeded({ ids: [start] });
+      if (leaf) readsAfterCopy(paths.readsAfter(leaf, next, true));
+    }
+    return paths.contextSeqs(start);
   }
 
   /** What a compaction at `leafId` reads whole and what it counts (see compaction-reads.ts). */

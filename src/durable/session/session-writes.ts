@@ -104,8 +104,7 @@ export class SessionWrites {
    * What the append rules see of this session. The ids a batch names (`idsNamedBy`) are looked up
    * in one query up front, not one query each. In a fork still copying its path, an id without a
    * row here may name an entry of the path still to copy: what the source said of it is used
-   * (`CopyNeeded` asks it first), and what needs such an entry whole, or the conversation at an
-   * entry, waits for the copy.
+   * (`CopyNeeded` asks it first), and what needs such an entry whole waits for the copy.
    */
   #view(inputs: readonly unknown[] = [], loaded?: ReadonlyMap<string, StoredEntry>): AppendView {
     const state = this.#parts.row.live();
@@ -114,13 +113,13 @@ export class SessionWrites {
     const known = this.#parts.rows.refs([...named]);
     if (copy.copying) {
       const unknown = [...named].filter((id) => !known.has(id) && copy.refOf(id) === undefined);
-      if (unknown.length > 0) throw new CopyNeeded(unknown);
+      if (unknown.length > 0) throw new CopyNeeded({ ids: unknown });
     }
     /** An entry without a row here: none, or in a fork copying its path, what the source said. */
     const elsewhere = (id: string): EntryRef | undefined => {
       if (!copy.copying) return undefined;
       const ref = copy.refOf(id);
-      if (ref === undefined) throw new CopyNeeded([id]);
+      if (ref === undefined) throw new CopyNeeded({ ids: [id] });
       return ref ?? undefined;
     };
     return {
@@ -134,15 +133,12 @@ export class SessionWrites {
       load: (id) => {
         if (named.has(id) && !known.has(id)) {
           // An entry of the path still to copy is read once it is copied.
-          if (elsewhere(id)) throw new CopyNeeded([id]);
+          if (elsewhere(id)) throw new CopyNeeded({ ids: [id] });
           return undefined;
         }
         return loaded?.get(id) ?? this.#reads.getEntry(id);
       },
-      conversationAt: (id) => {
-        if (copy.copying) throw new CopyNeeded();
-        return this.#contexts.conversationAt(id);
-      },
+      conversationAt: (id) => this.#contexts.conversationAt(id),
     };
   }
 

@@ -16,7 +16,10 @@ export function nonBlank(value: string | undefined): string | undefined {
 export interface SessionStats {
   entryCount: number;
   messageCount: number;
-  /** UTF-8 bytes of every stored entry's JSON, `leaf` records included: what quotas count. */
+  /**
+   * UTF-8 bytes of every stored entry's JSON, `leaf` records included, and of the chunks of the
+   * session's generations while their streams are kept: what quotas count.
+   */
   bytes: number;
   /** Of `bytes`, those of values a service stores apart, as blobs (its own storage holds the rest). */
   blobBytes?: number;

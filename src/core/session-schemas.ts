@@ -72,7 +72,8 @@ export const SessionInfo = z
     entryCount: z.number().int().meta({ description: "entries in the tree (leaf records not counted)" }),
     messageCount: z.number().int(),
     bytes: z.number().int().meta({
-      description: "UTF-8 bytes of the stored entries' JSON, leaf records included (what byte quotas count)",
+      description:
+        "UTF-8 bytes of the stored entries' JSON, leaf records included, and of the generations' chunks kept (what byte quotas count)",
     }),
     blobBytes: z.number().int().optional().meta({
       description:

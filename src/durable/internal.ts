@@ -18,7 +18,7 @@ export { objectEnv, placedEnv, tenantEnv } from "./placement/placed-env";
 export { checkPlacement } from "./placement/placement-check";
 export { TenantPlacement } from "./placement/tenant-placement";
 export type { Quotas } from "./quotas";
-export { quotasFor } from "./quotas";
+export { DEFAULT_OPEN_GENERATIONS, quotasFor } from "./quotas";
 export { DurableRepo } from "./router/repo";
 export { SessionObjectStorage } from "./router/session-object-storage";
 export type { TenantUsage } from "./router/tenant-usage";

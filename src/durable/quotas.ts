@@ -5,22 +5,30 @@ import { jsonSetting } from "./settings";
 /*
  * Per-tenant quotas, from the `QUOTAS` setting: JSON with defaults for every tenant and, under
  * `tenants`, overrides for some (each field of an override replaces the default's). A limit left
- * out, or null, is no limit; without `QUOTAS` nothing is limited. A write that would pass a limit
- * is refused with `quota_exceeded` before anything is written.
+ * out, or null, is no limit; without `QUOTAS` nothing is limited, but for the open generations of a
+ * session (DEFAULT_OPEN_GENERATIONS). A write that would pass a limit is refused with
+ * `quota_exceeded` before anything is written.
  */
+
+/** Open generations one session may hold at once when `QUOTAS` sets no `maxOpenGenerations`. */
+export const DEFAULT_OPEN_GENERATIONS = 64;
 
 /** The limits that apply to a tenant; an absent one is no limit. */
 export interface Quotas {
   /** Sessions the tenant may hold; creating, forking or importing one more is refused. */
   maxSessions?: number;
-  /** Bytes one session may hold (its entries' JSON, `SessionInfo.bytes`). */
+  /** Bytes one session may hold (`SessionInfo.bytes`: its entries' JSON, its generations' chunks). */
   maxSessionBytes?: number;
   /** Bytes all the tenant's sessions may hold together. */
   maxTenantBytes?: number;
+  /** Generations one session may hold open at once (DEFAULT_OPEN_GENERATIONS unless set); one more is refused. */
+  maxOpenGenerations?: number;
 }
 
 const Limit = z.number().int().nonnegative().nullable().optional();
-const Limits = z.object({ maxSessions: Limit, maxSessionBytes: Limit, maxTenantBytes: Limit }).strict();
+const Limits = z
+  .object({ maxSessions: Limit, maxSessionBytes: Limit, maxTenantBytes: Limit, maxOpenGenerations: Limit })
+  .strict();
 type Limits = z.infer<typeof Limits>;
 const QuotaSetting = Limits.extend({ tenants: z.record(z.string(), Limits).optional() }).strict();
 
@@ -28,15 +36,16 @@ const quotaSetting = jsonSetting("QUOTAS", QuotaSetting);
 
 /** The quotas that apply to a tenant (`misconfigured` when the setting is invalid). */
 export function quotasFor(setting: string | undefined, tenant: string): Quotas {
-  if (setting === undefined || setting.trim() === "") return {};
+  if (setting === undefined || setting.trim() === "") return { maxOpenGenerations: DEFAULT_OPEN_GENERATIONS };
   const { tenants, ...defaults } = quotaSetting(setting);
   const own = tenants && Object.hasOwn(tenants, tenant) ? tenants[tenant] : undefined;
   const limits: Limits = { ...defaults, ...own };
   const quotas: Quotas = {};
-  for (const key of ["maxSessions", "maxSessionBytes", "maxTenantBytes"] as const) {
+  for (const key of ["maxSessions", "maxSessionBytes", "maxTenantBytes", "maxOpenGenerations"] as const) {
     const limit = limits[key];
     if (limit !== undefined && limit !== null) quotas[key] = limit;
   }
+  quotas.maxOpenGenerations ??= DEFAULT_OPEN_GENERATIONS;
   return quotas;
 }
 

@@ -247,7 +247,10 @@ export const UsageResponse = z
   .object({
     sessions: Count,
     entries: Count.meta({ description: "entries in the tenant's sessions (leaf records not counted)" }),
-    bytes: Count.meta({ description: "UTF-8 bytes of the stored entries' JSON, as byte quotas count them" }),
+    bytes: Count.meta({
+      description:
+        "UTF-8 bytes of the stored entries' JSON and of the generations' chunks kept, as byte quotas count them",
+    }),
     blobs: z
       .object({
         blobs: Count.meta({ description: "blobs the tenant stores in R2" }),
@@ -262,6 +265,7 @@ export const UsageResponse = z
         maxSessions: Count.optional(),
         maxSessionBytes: Count.optional(),
         maxTenantBytes: Count.optional(),
+        maxOpenGenerations: Count.optional().meta({ description: "64 unless QUOTAS sets it" }),
       })
       .meta({ description: "the quotas that apply to the tenant; an absent one is no limit" }),
   })

@@ -53,9 +53,17 @@ describe("ending a generation", () => {
     const key = "key-small-tenant";
     const { id } = await sessionWithQuestion(key);
     const generation = await openGeneration(id, {}, key);
-    // More than the tenant's 6,000 bytes can hold as an entry.
-    expect((await appendText(generation.stream, "x".repeat(1000), {}, key)).status).toBe(204);
-    expect((await appendText(generation.stream, "y".repeat(5500), {}, key)).status).toBe(204);
+    // Chunks up to the tenant's 6,000 bytes: the answer they make, a little larger, has no room.
+    expect(
+      (
+        await appendText(
+          generation.stream,
+          "x".repeat(6000 - ((await info(id, key)).bytes as number)),
+          {},
+          key,
+        )
+      ).status,
+    ).toBe(204);
     const stopped = await endGeneration(id, generation.id, "stop", {}, key);
     expect(stopped.status, stopped.text).toBe(201);
     const [entry] = stopped.body.entries;
@@ -68,13 +76,24 @@ describe("ending a generation", () => {
     expect(again.status).toBe(200);
     expect(again.body.entries).toEqual(stopped.body.entries);
     expect((await api("GET", `/v1/sessions/${id}/entries/${entry.id}`, { key })).status).toBe(200);
+    // The tenant's room, for the next test.
+    expect((await api("DELETE", `/v1/sessions/${id}?purge=true`, { key })).status).toBe(204);
   });
 
   it("abandoned past the tenant's quota, is stopped by the alarm once, cut short", async () => {
     const key = "key-small-tenant";
     const { id } = await sessionWithQuestion(key);
     const generation = await openGeneration(id, { abandonAfterSeconds: 1 }, key);
-    expect((await appendText(generation.stream, "z".repeat(6000), {}, key)).status).toBe(204);
+    expect(
+      (
+        await appendText(
+          generation.stream,
+          "z".repeat(6000 - ((await info(id, key)).bytes as number)),
+          {},
+          key,
+        )
+      ).status,
+    ).toBe(204);
     await new Promise((resolve) => setTimeout(resolve, 1100));
     // The alarm runs by itself once due; this runs it now if it has not yet.
     await runDurableObjectAlarm(env.SESSIONS.getByName(sessionObjectName("tenant-small-tenant", id)));

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { SessionInfo } from "../../src/core/internal";
-import { quotasFor } from "../../src/durable/internal";
+import { DEFAULT_OPEN_GENERATIONS, quotasFor } from "../../src/durable/internal";
 import type { WorkerEnv } from "../../src/http/env";
 import worker from "../../src/worker";
 import type { ApiResponse } from "./helpers";
@@ -355,17 +355,23 @@ describe("the QUOTAS setting", () => {
     const setting = JSON.stringify({
       maxSessions: 10,
       maxTenantBytes: 1000,
-      tenants: { big: { maxSessions: 100, maxTenantBytes: null }, capped: { maxSessionBytes: 50 } },
+      tenants: {
+        big: { maxSessions: 100, maxTenantBytes: null, maxOpenGenerations: 500 },
+        capped: { maxSessionBytes: 50 },
+      },
     });
-    expect(quotasFor(setting, "anyone")).toEqual({ maxSessions: 10, maxTenantBytes: 1000 });
-    expect(quotasFor(setting, "big")).toEqual({ maxSessions: 100 });
+    // Open generations are always capped: 64 unless the setting says otherwise.
+    const open = { maxOpenGenerations: DEFAULT_OPEN_GENERATIONS };
+    expect(quotasFor(setting, "anyone")).toEqual({ maxSessions: 10, maxTenantBytes: 1000, ...open });
+    expect(quotasFor(setting, "big")).toEqual({ maxSessions: 100, maxOpenGenerations: 500 });
     expect(quotasFor(setting, "capped")).toEqual({
       maxSessions: 10,
       maxSessionBytes: 50,
       maxTenantBytes: 1000,
+      ...open,
     });
-    expect(quotasFor(undefined, "anyone")).toEqual({});
-    expect(quotasFor(" ", "anyone")).toEqual({});
+    expect(quotasFor(undefined, "anyone")).toEqual(open);
+    expect(quotasFor(" ", "anyone")).toEqual(open);
   });
 
   it("refuses to serve with an invalid setting (503 misconfigured), and GET /v1/usage shows the quotas", async () => {
@@ -386,6 +392,7 @@ describe("the QUOTAS setting", () => {
     }
     expect((await api("GET", "/v1/usage", { key: "key-small-tenant" })).body.quotas).toEqual({
       maxTenantBytes: 6000,
+      maxOpenGenerations: DEFAULT_OPEN_GENERATIONS,
     });
   });
 });

@@ -2,7 +2,7 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { SessionInfo } from "../../src/core/internal";
-import { sessionObjectName } from "../../src/durable/internal";
+import { DEFAULT_OPEN_GENERATIONS, sessionObjectName } from "../../src/durable/internal";
 import { api, expectError, KEY_A, KEY_A_READ, sid, userMessage } from "./helpers";
 
 /** A tenant of its own (vitest.workers.config.ts), so its usage is exactly what this file writes. */
@@ -50,7 +50,7 @@ describe("GET /v1/usage", () => {
       entries: 0,
       bytes: 0,
       blobs: { blobs: 0, bytes: 0 },
-      quotas: {},
+      quotas: { maxOpenGenerations: DEFAULT_OPEN_GENERATIONS },
     });
     const a = await create([userMessage("one"), userMessage("two"), userMessage("three ✓")]);
     const b = await create([userMessage("b".repeat(2000))]);
@@ -90,7 +90,7 @@ describe("GET /v1/usage", () => {
       entries: 0,
       bytes: 0,
       blobs: { blobs: 0, bytes: 0 },
-      quotas: {},
+      quotas: { maxOpenGenerations: DEFAULT_OPEN_GENERATIONS },
     });
     expect((await usage(KEY_A_READ)).sessions).toBe(0);
     expectError(await api("GET", "/v1/usage", { key: null }), 401, "unauthorized");

@@ -6,6 +6,7 @@ import {
   tryParseJson,
 } from "../../core/internal";
 import { errorAnswer } from "../stream/answers";
+import type { AppendHook } from "../stream/append";
 import { readBody } from "../stream/body";
 import { HEADER, MAX_APPEND_BYTES, mediaType } from "../stream/protocol";
 import type { StreamState } from "../stream/store";
@@ -25,6 +26,11 @@ export interface GenerationRequestHost {
   checkListed(): void;
   /** The generations' rows and streams in the session's current life. */
   parts(): GenerationParts;
+  /**
+   * Runs `append` (which the hook it is given runs in the append's transaction) as a write that
+   * stores the chunks' bytes: counted in the session's, within its room.
+   */
+  stored(row: GenerationRow, append: (hook: AppendHook | undefined) => Promise<Response>): Promise<Response>;
 }
 
 /** Answers a request for the stream of generation `id`; a refusal is the protocol's error answer. */
@@ -97,12 +103,20 @@ async function append(
   }
   // Counted before it is written, so that appends at the same time count each other.
   parts.growAnswer(row.id, adds);
-  const forwarded = new Request(request.url, { method: "POST", headers: request.headers, body });
-  const answer = await parts.streams.handle(forwarded, generationStreamKey(row.id), requestId);
   // A refused append, or a producer's duplicate (200 is a producer's new data), added nothing.
   const producer = request.headers.has(HEADER.producerId);
-  if (!answer.ok || (producer && answer.status !== 200)) parts.recountAnswer(row.id);
-  return answer;
+  try {
+    // A new request each time it runs: one that needed more room runs again.
+    const answer = await host.stored(current, (hook) => {
+      const forwarded = new Request(request.url, { method: "POST", headers: request.headers, body });
+      return parts.streams.handle(forwarded, generationStreamKey(row.id), requestId, hook);
+    });
+    if (!answer.ok || (producer && answer.status !== 200)) parts.recountAnswer(row.id);
+    return answer;
+  } catch (error) {
+    parts.recountAnswer(row.id);
+    throw error;
+  }
 }
 
 const strictText = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });

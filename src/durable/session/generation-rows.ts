@@ -7,7 +7,8 @@ import type { Reloadable } from "../transaction";
  * A session's generations in its object's SQLite: one row each, from the moment it opens until its
  * stream's retention window closes. The tables are versioned apart (`generation_schema_version`)
  * and made by the first generation, so a session that never had one stores nothing for them.
- * Their chunks are a stream of the object's stream store, under `generation/<id>`.
+ * Their chunks are a stream of the object's stream store, under `generation/<id>`, counted in the
+ * session's bytes (generations.ts says how much).
  */
 
 const MIGRATIONS = [
@@ -28,6 +29,12 @@ const MIGRATIONS = [
     entry_ids TEXT
   )
   `,
+  // Chunks counted in the session's bytes (rows from before count nothing), and what an ended
+  // generation's stream still counts while it is kept.
+  [
+    "ALTER TABLE generations ADD COLUMN counted INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE generations ADD COLUMN held_bytes INTEGER NOT NULL DEFAULT 0",
+  ],
 ];
 
 const VERSION_TABLE = "generation_schema_version";
@@ -45,6 +52,10 @@ export interface GenerationRow {
   finishedAt: number | null;
   stoppedBy: StoppedBy | null;
   entryIds: string[];
+  /** Whether its chunks count in the session's bytes (those of generations opened before did not). */
+  counted: boolean;
+  /** Once it ended: the bytes its stream still counts while it is kept. */
+  heldBytes: number;
 }
 
 type Row = {
@@ -61,6 +72,8 @@ type Row = {
   finished_at: number | null;
   stopped_by: string | null;
   entry_ids: string | null;
+  counted: number;
+  held_bytes: number;
 };
 
 function rowOf(row: Row): GenerationRow {
@@ -80,6 +93,8 @@ function rowOf(row: Row): GenerationRow {
     finishedAt: row.finished_at,
     stoppedBy: row.stopped_by as StoppedBy | null,
     entryIds: row.entry_ids === null ? [] : (JSON.parse(row.entry_ids) as string[]),
+    counted: row.counted === 1,
+    heldBytes: row.held_bytes,
   };
 }
 
@@ -111,22 +126,26 @@ export class GenerationRows implements Reloadable {
   insert(row: GenerationRow): void {
     this.#tables.make();
     this.#sql`INSERT INTO generations (id, parent_id, format, provider, model, api, state, opened_at,
-        abandon_ms, retain_ms)
+        abandon_ms, retain_ms, counted)
       VALUES (${row.id}, ${row.parentId}, ${row.format}, ${row.model?.provider ?? null},
         ${row.model?.modelId ?? null}, ${row.api ?? null}, ${row.state}, ${row.openedAt}, ${row.abandonMs},
-        ${row.retainMs})`;
+        ${row.retainMs}, ${row.counted ? 1 : 0})`;
   }
 
-  /** The generation is over: finished or stopped, at `at`, its answer the entries `entryIds`. */
+  /**
+   * The generation is over: finished or stopped, at `at`, its answer the entries `entryIds`; its
+   * stream counts `heldBytes` while it is kept.
+   */
   end(
     id: string,
     state: Exclude<GenerationState, "open">,
     at: number,
     stoppedBy: StoppedBy | null,
     entryIds: string[],
+    heldBytes: number,
   ): void {
     this.#sql`UPDATE generations SET state = ${state}, finished_at = ${at}, stopped_by = ${stoppedBy},
-        entry_ids = ${JSON.stringify(entryIds)}
+        entry_ids = ${JSON.stringify(entryIds)}, held_bytes = ${heldBytes}
       WHERE id = ${id}`;
   }
 

@@ -9,6 +9,7 @@ import {
   unwrap,
 } from "../../core/internal";
 import { errorSummary, logLine } from "../log-line";
+import type { AppendHook } from "../stream/append";
 import { formatOffset } from "../stream/offsets";
 import type { StreamState } from "../stream/store";
 import { transaction } from "../transaction";
@@ -18,6 +19,7 @@ import { GenerationParts, generationStreamKey } from "./generation-parts";
 import type { GenerationRequestHost } from "./generation-requests";
 import { handleGenerationRequest } from "./generation-requests";
 import type { GenerationRow } from "./generation-rows";
+import type { QuotaChecks } from "./quota-checks";
 import type { ByteLimit } from "./room";
 import type { SessionCalls } from "./session-calls";
 import type { SessionStore } from "./session-store";
@@ -41,6 +43,8 @@ export interface GenerationHost {
   readonly defaults: { abandonSeconds: number; retainSeconds: number };
   /** The object's calls: whether the session is there for its routes, and writes within its room. */
   readonly calls: SessionCalls;
+  /** The tenant's quotas: how many generations a session may hold open. */
+  readonly quotas: QuotaChecks;
   /** A generation opened, finished or stopped (for the session's watchers). */
   changed(info: GenerationInfo): void;
 }
@@ -91,7 +95,11 @@ export class Generations {
 
   constructor(host: GenerationHost) {
     this.#host = host;
-    this.#requests = { checkListed: () => host.calls.checkListed(), parts: () => this.#parts };
+    this.#requests = {
+      checkListed: () => host.calls.checkListed(),
+      parts: () => this.#parts,
+      stored: (row, append) => this.#stored(row, append),
+    };
   }
 
   get #parts(): GenerationParts {
@@ -158,6 +166,8 @@ export class Generations {
       model ??= session.contexts.modelAt(parentId) ?? undefined;
     }
     const { rows, streams } = this.#parts;
+    const open = rows.all().filter((kept) => kept.state === "open").length;
+    this.#host.quotas.checkOpenGenerations(session.state.tenant, open);
     const now = Date.now();
     const row: GenerationRow = {
       id: newId(),
@@ -172,6 +182,8 @@ export class Generations {
       finishedAt: null,
       stoppedBy: null,
       entryIds: [],
+      counted: true,
+      heldBytes: 0,
     };
     const stream = transaction(storage, [rows, streams.store], () => {
       rows.insert(row);
@@ -190,6 +202,21 @@ export class Generations {
     const info = this.#info(row, stream);
     this.#host.changed(info);
     return info;
+  }
+
+  /**
+   * An append of chunks to generation `row`: its bytes counted in the session's, within its room,
+   * in the append's transaction (a session that needs more of the tenant's room asks for it, and
+   * the append runs again).
+   */
+  async #stored(row: GenerationRow, append: (hook: AppendHook | undefined) => Promise<Response>) {
+    const { calls, session } = this.#host;
+    if (!row.counted) return append(undefined);
+    return unwrap(
+      await calls.limitedStore((room) =>
+        append({ appended: (bytes) => session.writes.holdGenerationBytes(bytes, room), held: [session] }),
+      ),
+    );
   }
 
   /** A Durable Streams request for a generation's stream (generation-requests.ts). */
@@ -263,16 +290,22 @@ export class Generations {
     const now = Date.now();
     const inputs = answerEntries(streams.store, row, stream, how, now, writing);
     const ids = inputs.map((input) => input.id as string);
+    const chunks = row.counted ? stream.tail.bytes : 0;
     const entries = transaction(this.#host.storage, [session, streams.store, rows], () => {
       streams.store.append(stream, { records: [], close: true, producer: null, streamSeq: null, now });
-      rows.end(id, state, now, how.kind === "stop" ? how.by : null, ids);
-      // Last: should the entries be refused, nothing of this transaction stays. A long answer
-      // (an agent's many steps) takes as many batches as it needs.
+      // The chunks become the answer: it takes the room they held, and they hold what they exceed it by.
+      session.writes.holdGenerationBytes(-chunks, room);
+      const before = session.state.stats.bytes;
+      // Should the entries be refused, nothing of this transaction stays. A long answer (an agent's
+      // many steps) takes as many batches as it needs.
       const written: StoredEntry[] = [];
       for (let from = 0; from < inputs.length; from += MAX_BATCH_ENTRIES) {
         const batch = inputs.slice(from, from + MAX_BATCH_ENTRIES);
         written.push(...session.writes.appendEntries(batch, {}, room).entries);
       }
+      const held = Math.max(0, chunks - (session.state.stats.bytes - before));
+      session.writes.holdGenerationBytes(held, undefined);
+      rows.end(id, state, now, how.kind === "stop" ? how.by : null, ids, held);
       return written;
     });
     return { generation: this.#info(this.#parts.row(id)), entries, created: true };
@@ -301,17 +334,21 @@ export class Generations {
           );
         }
       } else if ((row.finishedAt ?? now) + row.retainMs <= now) {
-        this.#remove(row.id);
+        this.#remove(row);
       }
     }
   }
 
-  #remove(id: string): void {
+  #remove(row: GenerationRow): void {
+    const { id } = row;
     const { rows, streams } = this.#parts;
+    const { session, storage } = this.#host;
     const stream = this.#parts.stream(id);
-    this.#host.storage.transactionSync(() => {
+    transaction(storage, [session, streams.store, rows], () => {
       if (stream) streams.store.remove(stream);
       rows.remove(id);
+      // Its stream no longer counts.
+      if (row.counted) session.writes.holdGenerationBytes(-row.heldBytes, undefined);
     });
     // Readers still following it end.
     if (stream) streams.written(generationStreamKey(id));

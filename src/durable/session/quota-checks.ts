@@ -3,7 +3,7 @@ import { capture, SessionError, unwrap } from "../../core/internal";
 import type { DurableEnv } from "../env";
 import { directoryShard } from "../names";
 import type { Quotas } from "../quotas";
-import { quotaExceeded, quotasFor } from "../quotas";
+import { DEFAULT_OPEN_GENERATIONS, quotaExceeded, quotasFor } from "../quotas";
 import { unavailable } from "../transient";
 import type { ClaimRequest } from "../types";
 import type { ByteLimit } from "./room";
@@ -126,6 +126,17 @@ export class QuotaChecks {
       );
       if (!grown.ok) return grown;
     }
+  }
+
+  /** Refuses a generation opened beside `open` others when the tenant's quota allows no more. */
+  checkOpenGenerations(tenant: string, open: number): void {
+    const limit = quotasFor(this.#env.QUOTAS, tenant).maxOpenGenerations ?? DEFAULT_OPEN_GENERATIONS;
+    if (open < limit) return;
+    throw quotaExceeded(
+      "maxOpenGenerations",
+      limit,
+      `the session holds ${open} open generations; complete or stop one first`,
+    );
   }
 
   /** The session is idle holding `holds` bytes: what it was granted beyond them goes back. */

@@ -98,6 +98,21 @@ export class SessionCalls {
     );
   }
 
+  /**
+   * A write that stores bytes and waits on the way (a generation's chunks, through the stream
+   * protocol): within the session's room as `limitedWrite`; the directory hears of it.
+   */
+  limitedStore<T>(write: (room: ByteLimit | undefined) => Promise<T>): Promise<Result<T>> {
+    return this.#host.quotas.within(this.#host.session, (room) =>
+      capture(async () => {
+        this.checkListed();
+        const result = await write(room);
+        this.#host.reports().schedule();
+        return result;
+      }),
+    );
+  }
+
   /** A write that stores bytes: within the session's room (its quotas), growing it when it may. */
   limitedWrite<T>(
     write: (session: SessionStore, room: ByteLimit | undefined) => T,

@@ -109,6 +109,7 @@ export function sessionParts(ctx: DurableObjectState, env: DurableEnv, current: 
       retainSeconds: numberSetting(env.GENERATION_RETAIN_SECONDS, DEFAULT_RETAIN_SECONDS),
     },
     calls,
+    quotas,
     changed: (info) => events.changed({ event: "generation", data: info }),
   });
   // The parts with work for the alarm, each saying when it is next due.

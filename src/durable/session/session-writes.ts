@@ -170,6 +170,19 @@ export class SessionWrites {
     );
   }
 
+  /**
+   * Counts `delta` bytes more (or fewer) of the session's generations' chunks in its `bytes`, which
+   * the quotas count: more within its `room`. Part of the transaction that stores or drops them.
+   */
+  holdGenerationBytes(delta: number, room: ByteLimit | undefined): void {
+    if (delta === 0) return;
+    if (delta > 0) this.checkRoom(delta, room);
+    const state = this.#parts.row.live();
+    this.#write(() => {
+      state.stats.bytes = Math.max(0, state.stats.bytes + delta);
+    });
+  }
+
   #apply(
     plan: Pick<AppendPlan, "writes" | "leafId">,
     room: ByteLimit | undefined,

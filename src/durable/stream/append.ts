@@ -1,4 +1,5 @@
 import { SessionError } from "../../core/internal";
+import type { Reloadable } from "../transaction";
 import { answer, tailHeaders } from "./answers";
 import { readBody } from "./body";
 import type { StreamContext } from "./context";
@@ -9,6 +10,17 @@ import { checkProducer, staleEpoch } from "./producers";
 import type { AppendRequest } from "./protocol";
 import { HEADER, MAX_APPEND_BYTES, mediaType, readAppendRequest } from "./protocol";
 import type { StreamState } from "./store";
+
+/**
+ * What a host adds to an append of its own: a generation's, its bytes counted against its
+ * session's quotas, in the append's transaction.
+ */
+export interface AppendHook {
+  /** Runs once the records are written, in their transaction; a throw refuses the append whole. */
+  appended(bytes: number): void;
+  /** What `appended` writes in memory, read again should the transaction fail. */
+  held: readonly Reloadable[];
+}
 
 /*
  * POST: append to a stream, close it (`Stream-Closed: true`, with or without a last append), or
@@ -49,9 +61,10 @@ export function appendToStream(
   lanes: ProducerLanes,
   request: Request,
   key: string,
+  hook?: AppendHook,
 ): Promise<Response> {
   const input = readAppendRequest(request.headers);
-  const run = () => append(context, request, key, input);
+  const run = () => append(context, request, key, input, hook);
   return input.producer ? lanes.run(JSON.stringify([key, input.producer.id]), run) : run();
 }
 
@@ -60,6 +73,7 @@ async function append(
   request: Request,
   key: string,
   input: AppendRequest,
+  hook: AppendHook | undefined,
 ): Promise<Response> {
   // Refused before its body is read, when the stream is not there.
   await context.visible(key);
@@ -95,15 +109,17 @@ async function append(
       seq: input.streamSeq,
     });
   }
-  const tail = context.transact(() =>
-    context.store.append(stream, {
+  const tail = context.transact(() => {
+    const written = context.store.append(stream, {
       records,
       close: input.close,
       producer,
       streamSeq: input.streamSeq,
       now: context.now(),
-    }),
-  );
+    });
+    hook?.appended(body.byteLength);
+    return written;
+  }, hook?.held);
   context.written(stream);
   const headers = {
     [HEADER.nextOffset]: formatOffset(tail),

@@ -1,5 +1,6 @@
 import { SessionError, unwrap } from "../../core/internal";
 import { errorSummary, logLine } from "../log-line";
+import type { Reloadable } from "../transaction";
 import { transaction } from "../transaction";
 import type { Position } from "./offsets";
 import type { RecordPage, StreamSources } from "./sources";
@@ -53,9 +54,12 @@ export class StreamContext {
     return this.#sources();
   }
 
-  /** Runs `run` in one transaction; should it fail, the store reads again what it holds in memory. */
-  transact<T>(run: () => T): T {
-    return transaction(this.storage, [this.store], run);
+  /**
+   * Runs `run` in one transaction; should it fail, the store reads again what it holds in memory,
+   * as does whatever else `held` names (a host's own state the transaction wrote).
+   */
+  transact<T>(run: () => T, held: readonly Reloadable[] = []): T {
+    return transaction(this.storage, [this.store, ...held], run);
   }
 
   /** The stream under `key` as it stands now: one whose time is up is retired first. */

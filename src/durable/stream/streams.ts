@@ -1,5 +1,6 @@
 import { SessionError } from "../../core/internal";
 import { answer, errorAnswer, metadataHeaders } from "./answers";
+import type { AppendHook } from "./append";
 import { appendToStream } from "./append";
 import type { StreamHostOptions } from "./context";
 import { StreamContext } from "./context";
@@ -30,14 +31,22 @@ export class DurableStreams {
     return this.#context.store;
   }
 
-  /** Answers one protocol request for the stream `key`; errors are the service's error envelope. */
-  async handle(request: Request, key: string, requestId: string | null): Promise<Response> {
+  /**
+   * Answers one protocol request for the stream `key`; errors are the service's error envelope. An
+   * append runs the host's `hook` in its transaction.
+   */
+  async handle(
+    request: Request,
+    key: string,
+    requestId: string | null,
+    hook?: AppendHook,
+  ): Promise<Response> {
     try {
       switch (request.method) {
         case "PUT":
           return await createStream(this.#context, request, key);
         case "POST":
-          return await appendToStream(this.#context, this.#lanes, request, key);
+          return await appendToStream(this.#context, this.#lanes, request, key, hook);
         case "GET":
           return await readStream(this.#context, request, key);
         case "HEAD": {

@@ -35,7 +35,7 @@ commands:
   context <id>                what a model is sent from the leaf (or --leaf <entry>)
   import <file|dir>           import session files: native, pi, Claude Code, Codex (a directory: every .jsonl under it)
   sync <file|dir>             import, and append to sessions imported before what their files gained since
-  export <id>                 a session as a file: native, pi or Claude Code
+  export <id>                 a session as a file: native, pi, Claude Code or Codex
   fork <id> <entry>           a new session holding the path to <entry>
   rm <id>                     delete a session (restorable for the service's recovery window)
   undelete <id>               restore a deleted session
@@ -86,11 +86,11 @@ options (every command):
   holding the whole file is unchanged. A file its session differs from (edited, or the session
   gained entries of its own) is a conflict: nothing is written, and the exit code is 1.
   Summary: imported / appended (entries) / unchanged / conflicts / failed.`,
-  export: `usage: cf-sessions export <id> [--format native|pi|claude-code] [--out <file>]
+  export: `usage: cf-sessions export <id> [--format native|pi|claude-code|codex] [--out <file>]
 
-  Streams the session as NDJSON to stdout or --out: native (default), a pi session file or a
-  Claude Code transcript. A session imported from one of those formats goes back to it as it was;
-  any other becomes the file the agent would have written for its conversation.`,
+  Streams the session as NDJSON to stdout or --out: native (default), a pi session file, a Claude
+  Code transcript or a Codex rollout. A session imported from one of those formats goes back to it
+  as it was; any other becomes the file the agent would have written for its conversation.`,
   fork: `usage: cf-sessions fork <id> <entry> [--id <new id>] [--name <name>] [--before]
 
   --before      fork at the parent of a user message (to edit and resend it)`,

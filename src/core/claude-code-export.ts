@@ -1,8 +1,9 @@
+import type { Line } from "./agent-export";
+import { conversation, customLine, HeldEntries, LineOrder } from "./agent-export";
 import { isUuid, uuidFor, uuidFrom } from "./agent-ids";
 import type { InputContent } from "./agent-log";
 import { asString, isRecord } from "./agent-log";
 import { filledAssistantContent, filledUserContent, toolResultBlock } from "./claude-code-blocks";
-import { latestCompaction, projectContext, projectEntries } from "./context";
 import type { CompactionEntry, SessionEntry, TreeEntry } from "./entries";
 import { sessionEntries } from "./interchange";
 import type { AgentMessage, AssistantMessage, ToolResultMessage, UserMessage } from "./messages";
@@ -29,8 +30,6 @@ import { sourceOf } from "./source-lines";
  * line after it (then the messages it kept), and the session's name as a `custom-title` line.
  */
 
-type Line = Record<string, unknown>;
-
 /** The version of Claude Code whose line shapes new lines follow. */
 export const CLAUDE_CODE_VERSION = "2.1.38";
 
@@ -48,120 +47,56 @@ type EntryLines =
   | { kind: "source"; lines: Array<{ line: Line; number: number }> }
   | { kind: "whole"; line: Line; number?: number };
 
-function linesOf(entry: SessionEntry): EntryLines | undefined {
-  const source = sourceOf(entry as SourceFields);
+/**
+ * The lines an entry holds. `imported`: whether the session was imported from a Claude Code file
+ * (only then are its entries' source lines Claude Code's; another agent's import keeps its own).
+ */
+function linesOf(entry: SessionEntry, imported: boolean): EntryLines | undefined {
+  const source = imported ? sourceOf(entry as SourceFields) : undefined;
   if (source) return { kind: "source", lines: source };
   const held = (entry as { line?: unknown }).line;
   if (isRecord(held)) return { kind: "whole", line: held };
-  if (entry.type === "custom" && entry.customType.startsWith(PREFIX) && isRecord(entry.data)) {
-    const numbers = (entry as SourceFields).sourceLineNumbers;
-    const number =
-      Array.isArray(numbers) && Number.isInteger(numbers[0]) ? (numbers[0] as number) : undefined;
-    return number === undefined
-      ? { kind: "whole", line: entry.data }
-      : { kind: "whole", line: entry.data, number };
-  }
-  return undefined;
+  const custom = customLine(entry, PREFIX);
+  return custom && { kind: "whole", ...custom };
+}
+
+/** The uuids of the lines an entry holds. */
+function uuidsOf(lines: EntryLines): string[] {
+  const held = lines.kind === "source" ? lines.lines.map((l) => l.line) : [lines.line];
+  return held.map((line) => asString(line.uuid)).filter((u): u is string => u !== undefined);
 }
 
 /**
- * What one reading of the session tells: which entries the transcript's lines hold (made from a
- * line, or part of what one line became), and the uuid a new line under an entry names as parent.
+ * Which entries the transcript's lines hold, and the uuid a new line under an entry names as its
+ * parent: the entry's last line's, or that of the nearest entry above it that has one.
  */
-class LineIndex {
-  readonly #parentOf = new Map<string, string | null>();
+class TranscriptIndex extends HeldEntries {
   readonly #uuidOf = new Map<string, string>();
-  readonly #lineUuids = new Set<string>();
-  readonly #fromLines = new Set<string>();
-  readonly #others: string[] = [];
-  readonly #renames: string[] = [];
-  hasLines = false;
-  /** Whether the session was named here (a `session_info` no line holds). */
-  namedHere = false;
+  readonly #imported: boolean;
 
-  read(entry: SessionEntry): void {
-    if (entry.type === "leaf") return;
-    this.#parentOf.set(entry.id, entry.parentId);
-    if (entry.type === "session_info") this.#renames.push(entry.id);
-    const lines = linesOf(entry);
-    if (!lines) {
-      this.#others.push(entry.id);
-      return;
-    }
-    this.hasLines = true;
-    this.#fromLines.add(entry.id);
-    const held = lines.kind === "source" ? lines.lines.map((l) => l.line) : [lines.line];
-    const uuids = held.map((line) => asString(line.uuid)).filter((u): u is string => u !== undefined);
-    for (const uuid of uuids) this.#lineUuids.add(uuid);
-    const last = uuids.at(-1);
+  constructor(imported: boolean) {
+    super();
+    this.#imported = imported;
+  }
+
+  note(entry: SessionEntry): void {
+    const lines = entry.type === "leaf" ? undefined : linesOf(entry, this.#imported);
+    const uuids = lines && uuidsOf(lines);
+    this.read(entry, uuids);
+    const last = uuids?.at(-1);
     if (last !== undefined) this.#uuidOf.set(entry.id, last);
   }
 
-  /** Settles the entries made as part of a line (ids `<uuid>` and `<uuid>:<n>`): call after the last `read`. */
-  finish(): void {
-    for (const id of this.#others) {
-      const uuid = this.#lineUuids.has(id) ? id : this.#linePrefix(id);
-      if (uuid === undefined) continue;
-      this.#fromLines.add(id);
-      this.#uuidOf.set(id, uuid);
-    }
-    this.namedHere = this.#renames.some((id) => !this.#fromLines.has(id));
+  settle(): void {
+    for (const id of this.finish()) this.#uuidOf.set(id, this.ownerOf(id) ?? id);
   }
 
-  #linePrefix(id: string): string | undefined {
-    for (let at = id.indexOf(":"); at > 0; at = id.indexOf(":", at + 1)) {
-      const prefix = id.slice(0, at);
-      if (this.#lineUuids.has(prefix)) return prefix;
-    }
-    return undefined;
-  }
-
-  fromLines(id: string): boolean {
-    return this.#fromLines.has(id);
-  }
-
-  /** The uuid a line written under `id` hangs from: the line's own, or the nearest one above it. */
   hangFrom(id: string | null): string | null {
-    for (let at = id; at !== null; at = this.#parentOf.get(at) ?? null) {
+    for (let at = id; at !== null; at = this.parentOf(at)) {
       const uuid = this.#uuidOf.get(at);
       if (uuid !== undefined) return uuid;
     }
     return null;
-  }
-
-  /** The entry ids root → `leafId`. */
-  path(leafId: string | null): string[] {
-    const ids: string[] = [];
-    for (let at = leafId; at !== null && this.#parentOf.has(at); at = this.#parentOf.get(at) ?? null)
-      ids.push(at);
-    return ids.reverse();
-  }
-}
-
-/** Lines out in the file's order: numbered lines by number, others where they come. */
-class LineOrder {
-  #pending: Array<{ number: number; line: Line }> = [];
-
-  /** Lines held back for later numbers go out once a line after them comes. */
-  *put(line: Line, number?: number): Generator<string> {
-    yield* this.#before(number);
-    yield `${JSON.stringify(line)}\n`;
-  }
-
-  /** A line of a number still to come. */
-  later(line: Line, number: number): void {
-    const at = this.#pending.findIndex((p) => p.number > number);
-    this.#pending.splice(at < 0 ? this.#pending.length : at, 0, { number, line });
-  }
-
-  *#before(number: number | undefined): Generator<string> {
-    while (this.#pending.length > 0 && (number === undefined || (this.#pending[0]?.number ?? 0) < number)) {
-      yield `${JSON.stringify(this.#pending.shift()?.line)}\n`;
-    }
-  }
-
-  *rest(): Generator<string> {
-    yield* this.#before(undefined);
   }
 }
 
@@ -221,7 +156,7 @@ function isMember(group: UserGroup, id: string): boolean {
 }
 
 /** The transcript's own lines, from every entry made from one, in the order the file had them. */
-async function* sourceLines(session: Session): AsyncGenerator<string> {
+async function* sourceLines(session: Session, imported: boolean): AsyncGenerator<string> {
   const order = new LineOrder();
   let group: UserGroup | undefined;
   const closeGroup = function* (): Generator<string> {
@@ -235,7 +170,7 @@ async function* sourceLines(session: Session): AsyncGenerator<string> {
       continue;
     }
     yield* closeGroup();
-    const lines = linesOf(entry);
+    const lines = linesOf(entry, imported);
     if (!lines) continue;
     if (lines.kind === "whole") {
       yield* order.put(lines.line, lines.number);
@@ -369,49 +304,22 @@ class LineWriter {
 
 const STOP_REASONS: Record<string, string> = { stop: "end_turn", toolUse: "tool_use", length: "max_tokens" };
 
-/** An entry of the conversation to write, with the messages it stands for. */
-interface Written {
-  entry: TreeEntry;
-  messages: AgentMessage[];
-  /** A message kept by the latest compaction, written again after its summary. */
-  kept: boolean;
-}
-
-/**
- * The conversation on the branch: what came before the latest compaction (for the record), then
- * the context as built (the compaction, what it kept, what followed).
- */
-function conversation(path: readonly TreeEntry[]): Written[] {
-  const compaction = latestCompaction(path);
-  const at = compaction ? path.indexOf(compaction) : 0;
-  const before = path.slice(0, at).map((entry) => ({
-    entry,
-    messages: projectEntries([entry], undefined),
-    kept: false,
-  }));
-  const keptIds = new Set(before.map((w) => w.entry.id));
-  const context = projectContext(path).map(({ entry, messages }) => ({
-    entry,
-    messages,
-    kept: keptIds.has(entry.id),
-  }));
-  return [...before, ...context];
-}
-
 /** Lines for the conversation on the branch where no line of the transcript holds it. */
 async function* newLines(
   session: Session,
   leafId: string | null,
-  index: LineIndex,
+  index: TranscriptIndex,
   writer: LineWriter,
 ): AsyncGenerator<string> {
-  const ids = index.path(leafId);
-  if (ids.every((id) => index.fromLines(id))) return;
+  if (index.path(leafId).every((id) => index.held(id))) return;
   const path = (await session.getBranch(leafId)) as TreeEntry[];
   const sessionId = (await session.getHeader()).id;
   let parent: string | null = null;
+  // What a compaction from the transcript kept is on the transcript's own lines already.
+  let keptOnLines = false;
   for (const { entry, messages, kept } of conversation(path)) {
-    if (!kept && index.fromLines(entry.id)) {
+    if (entry.type === "compaction") keptOnLines = index.held(entry.id);
+    if (kept ? keptOnLines : index.held(entry.id)) {
       parent = index.hangFrom(entry.id);
       continue;
     }
@@ -504,15 +412,17 @@ export async function* exportClaudeCode(
   session: Session,
   options: ClaudeCodeExportOptions = {},
 ): AsyncGenerator<string> {
-  const [leafId, name, { fields, sessionId }] = await Promise.all([
+  const [leafId, name, header, { fields, sessionId }] = await Promise.all([
     session.getLeafId(),
     session.getName(),
+    session.getHeader(),
     lineFields(session, options),
   ]);
-  const index = new LineIndex();
-  for await (const entry of sessionEntries(session)) index.read(entry);
-  index.finish();
-  if (index.hasLines) yield* sourceLines(session);
+  const imported = isRecord(header.metadata.claudeCode);
+  const index = new TranscriptIndex(imported);
+  for await (const entry of sessionEntries(session)) index.note(entry);
+  index.settle();
+  if (index.hasLines) yield* sourceLines(session, imported);
   const writer = new LineWriter(fields, sessionId);
   yield* newLines(session, leafId, index, writer);
   if (name !== undefined && (!index.hasLines || index.namedHere))

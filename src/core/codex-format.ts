@@ -10,7 +10,15 @@ import {
   thinkingLevel,
   without,
 } from "./agent-log";
-import { inputContent, normalized, OUTPUT_ITEMS, outputText, toolArguments } from "./codex-items";
+import {
+  callArguments,
+  normalized,
+  OUTPUT_ITEMS,
+  outputText,
+  readContent,
+  toolArguments,
+  toolOutput,
+} from "./codex-items";
 import type { MessageEntry, SessionEntry } from "./entries";
 import { SessionError } from "./errors";
 import type { ImportedSession } from "./interchange";
@@ -19,6 +27,7 @@ import { blockText, usage } from "./messages";
 import { lineError } from "./ndjson";
 import { hasToolCall, toolResultMessage } from "./providers/incoming";
 import { messageSignature } from "./providers/to-openai-responses";
+import { sameJson } from "./source-lines";
 
 /*
  * OpenAI Codex CLI sessions (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`): a linear log of
@@ -28,7 +37,8 @@ import { messageSignature } from "./providers/to-openai-responses";
  * (reasoning, text, tool calls) become one assistant message, in pi's openai-responses encoding
  * (a reasoning item is the thinking block's signature), so the session can be continued. Lines
  * that are not messages are kept as `custom` entries ("codex:<type>[:<payload type>]", the line
- * as `data`); message entries keep what they do not hold of their lines in `sourceLines`.
+ * as `data`); message entries keep what they do not hold of their lines in `sourceLines` (see
+ * source-lines.ts), so the export writes the file back as it was.
  */
 
 const PREFIX = "codex";
@@ -74,7 +84,21 @@ class CodexReader {
     const payload = isRecord(value.payload) ? value.payload : {};
     const kind = typeof payload.type === "string" && value.type !== "session_meta" ? `:${payload.type}` : "";
     const type = String(value.type ?? value.record_type ?? "line");
-    this.#push(line.line, { type: "custom", id, customType: `${PREFIX}:${type}${kind}`, data: value });
+    this.#push(line.line, {
+      type: "custom",
+      id,
+      customType: `${PREFIX}:${type}${kind}`,
+      data: value,
+      ...this.#numbered(line, id),
+    });
+  }
+
+  /**
+   * Where an entry records its line: the entry named after its line (`l<n>`) does; entries read
+   * from inside a line (a compaction's replacement history) belong to that line's entry.
+   */
+  #numbered(line: LogLine, id: string): { sourceLineNumbers?: number[] } {
+    return id === `l${line.line}` ? { sourceLineNumbers: [line.line] } : {};
   }
 
   read(line: LogLine, value: Record<string, unknown>, id = `l${line.line}`): void {
@@ -107,23 +131,20 @@ class CodexReader {
 
   #item(line: LogLine, value: Record<string, unknown>, payload: Record<string, unknown>, id: string): void {
     const type = payload.type;
-    // The line as kept beside the entry: without the payload's `key`, or with only what of it was not read.
-    const rest = (key?: string, unmapped: unknown[] = []) => {
-      const kept = without(payload, ...(key === undefined ? [] : [key]));
+    // The line as kept beside the entry: the payload without `key` (or with `key` as given).
+    const rest = (key?: string, kept?: unknown) => {
+      const payloadKept = without(payload, ...(key === undefined ? [] : [key]));
       return {
         ...value,
-        payload: key !== undefined && unmapped.length > 0 ? { ...kept, [key]: unmapped } : kept,
+        payload: kept === undefined ? payloadKept : { ...payloadKept, [key as string]: kept },
       };
     };
     if (type === "message" && payload.role === "assistant") {
-      const unmapped: unknown[] = [];
-      const parts = inputContent(payload.content, unmapped).filter(
-        (p): p is TextContent => p.type === "text",
-      );
+      const { parts, kept } = readContent(payload.content, true);
       const signature =
         typeof payload.id === "string" ? messageSignature(payload.id, asString(payload.phase)) : undefined;
-      const content = parts.map((p) => (signature ? { ...p, textSignature: signature } : p));
-      this.#output(line, id, content, rest("content", unmapped));
+      const content = parts.map((p) => (signature ? { ...p, textSignature: signature } : p)) as TextContent[];
+      this.#output(line, id, content, Array.isArray(payload.content) ? rest("content", kept) : rest());
       return;
     }
     if (OUTPUT_ITEMS.has(type as string)) {
@@ -151,28 +172,49 @@ class CodexReader {
       const parsed = type === "custom_tool_call" ? undefined : toolArguments(raw);
       const args = parsed ?? (type === "custom_tool_call" ? { input: raw } : {});
       this.#toolNames.set(callId, name);
-      const kept = parsed !== undefined || type === "custom_tool_call" ? rest(field) : rest();
-      this.#output(line, id, [{ type: "toolCall", id: callId, name, arguments: args }], kept);
+      // The arguments are kept only when writing them back would not give them as they were.
+      const given = sameJson(callArguments(type, args).value, raw);
+      this.#output(
+        line,
+        id,
+        [{ type: "toolCall", id: callId, name, arguments: args }],
+        given ? rest(field) : rest(),
+      );
       return;
     }
     if (type === "function_call_output" || type === "custom_tool_call_output") {
       this.#reply = undefined;
       const callId = asString(payload.call_id) ?? "";
-      const unmapped: unknown[] = [];
-      const { content, isError, details } = outputText(payload.output, unmapped);
+      const { content, isError, details } = outputText(payload.output, []);
       const toolName = this.#toolNames.get(callId) ?? "unknown";
       const message = toolResultMessage(callId, toolName, content, isError, this.#timestampMs());
       if (details !== undefined) message.details = details;
-      this.#push(line.line, { type: "message", id, message, sourceLines: [rest("output", unmapped)] });
+      const given = sameJson(toolOutput(message), payload.output);
+      this.#push(line.line, {
+        type: "message",
+        id,
+        message,
+        sourceLines: [given ? rest("output") : rest()],
+        ...this.#numbered(line, id),
+      });
       return;
     }
     if (type === "message") {
       this.#reply = undefined;
-      const unmapped: unknown[] = [];
-      const content = inputContent(payload.content, unmapped);
+      const { parts, kept } = readContent(payload.content, false);
       // Developer and system messages (instructions Codex adds to the history) keep their role.
-      const message = { role: asString(payload.role) ?? "user", content, timestamp: this.#timestampMs() };
-      this.#push(line.line, { type: "message", id, message, sourceLines: [rest("content", unmapped)] });
+      const message = {
+        role: asString(payload.role) ?? "user",
+        content: parts,
+        timestamp: this.#timestampMs(),
+      };
+      this.#push(line.line, {
+        type: "message",
+        id,
+        message,
+        sourceLines: [Array.isArray(payload.content) ? rest("content", kept) : rest()],
+        ...this.#numbered(line, id),
+      });
       return;
     }
     this.#custom(line, id, value);
@@ -191,6 +233,8 @@ class CodexReader {
       message.content.push(...parts);
       if (hasToolCall(parts)) message.stopReason = "toolUse";
       (open.sourceLines as unknown[]).push(kept);
+      const numbers = this.#numbered(line, id).sourceLineNumbers;
+      if (numbers) (open.sourceLineNumbers as number[]).push(...numbers);
       return;
     }
     const message: AssistantMessage = {
@@ -205,7 +249,13 @@ class CodexReader {
     };
     this.#unmetered = this.#pendingUsage ? undefined : message;
     this.#pendingUsage = undefined;
-    this.#reply = this.#push(line.line, { type: "message", id, message, sourceLines: [kept] });
+    this.#reply = this.#push(line.line, {
+      type: "message",
+      id,
+      message,
+      sourceLines: [kept],
+      ...this.#numbered(line, id),
+    });
   }
 
   /**
@@ -270,12 +320,19 @@ class CodexReader {
     id: string,
   ): void {
     const since = this.#userMessagesSinceCompaction();
+    const summary = asString(payload.message);
+    // Kept: the payload without its summary, its replacement history a hole for each item read.
+    const held = without(payload, ...(summary === undefined ? [] : ["message"]));
+    if (Array.isArray(payload.replacement_history)) {
+      held.replacement_history = payload.replacement_history.map((item) => (isRecord(item) ? {} : item));
+    }
     this.#push(line.line, {
       type: "compaction",
       id,
-      summary: asString(payload.message) ?? "",
+      summary: summary ?? "",
       tokensBefore: this.#tokens,
-      sourceLines: [{ ...value, payload: without(payload, "message", "replacement_history") }],
+      sourceLines: [{ ...value, payload: held }],
+      ...this.#numbered(line, id),
     });
     if (Array.isArray(payload.replacement_history)) {
       payload.replacement_history.forEach((item, index) => {

@@ -1,11 +1,12 @@
 import type { InputContent, LogLine } from "./agent-log";
 import { dataUrlImage, isRecord } from "./agent-log";
 import { parseJsonField } from "./json";
+import { filledHole, holeFor, isHole, keptItem, writtenItem } from "./source-lines";
 
 /*
  * What a Codex CLI line holds, whatever version wrote it: every line as `{timestamp, type,
  * payload}`, and the content of its response items (input and output text, images, a tool's
- * output and arguments) as ours.
+ * output and arguments) as ours, and back.
  */
 
 /** Response items that are part of the model's output. */
@@ -78,4 +79,75 @@ export function toolArguments(raw: unknown): Record<string, unknown> | undefined
   if (typeof raw !== "string") return undefined;
   const parsed = parseJsonField(raw, "tool call arguments");
   return isRecord(parsed) ? parsed : undefined;
+}
+
+/** The content item a message part is written as: text as `input_text` (`output_text` from the model), an image as a data URL. */
+export function contentItem(part: InputContent, fromModel: boolean): Record<string, unknown> {
+  if (part.type === "text") return { type: fromModel ? "output_text" : "input_text", text: part.text };
+  return { type: "input_image", image_url: `data:${part.mimeType};base64,${part.data}` };
+}
+
+/**
+ * A message's content as parts (the model's own: text only), and as kept beside its entry: a hole
+ * for each part (see source-lines.ts), every other item as written.
+ */
+export function readContent(
+  content: unknown,
+  fromModel: boolean,
+): { parts: InputContent[]; kept: unknown[] } {
+  const parts: InputContent[] = [];
+  const kept = (Array.isArray(content) ? content : []).map((item) => {
+    const [part] = inputContent([item], []);
+    if (!part || (fromModel && part.type !== "text")) return keptItem(item);
+    parts.push(part);
+    return holeFor(item as Record<string, unknown>, contentItem(part, fromModel)) ?? item;
+  });
+  return { parts, kept };
+}
+
+/** Kept content with its holes filled from `parts` from `next` on, and the index after the last used. */
+export function filledContent(
+  kept: readonly unknown[],
+  parts: readonly InputContent[],
+  next: number,
+  fromModel: boolean,
+): { content: unknown[]; next: number } {
+  let at = next;
+  const content: unknown[] = [];
+  for (const item of kept) {
+    if (isHole(item)) {
+      const part = parts[at++];
+      if (part) content.push(filledHole(item, contentItem(part, fromModel)));
+      continue;
+    }
+    const written = writtenItem(item);
+    const [part] = inputContent([written], []);
+    if (part && !(fromModel && part.type !== "text")) at++;
+    content.push(written);
+  }
+  return { content, next: at };
+}
+
+/**
+ * The output a tool result is written as: its text (wrapped with its `details` as Codex up to late
+ * 2025 wrote shell output), or its items.
+ */
+export function toolOutput(result: { content: unknown; details?: unknown }): unknown {
+  const content = Array.isArray(result.content) ? (result.content as InputContent[]) : [];
+  const only = content.length === 1 && content[0]?.type === "text" ? content[0].text : undefined;
+  if (only !== undefined && isRecord(result.details)) {
+    return JSON.stringify({ output: only, metadata: result.details });
+  }
+  if (only !== undefined) return only;
+  return content.map((part) => contentItem(part, false));
+}
+
+/** The field a tool call keeps its arguments in, and the value it is written back as. */
+export function callArguments(
+  type: unknown,
+  args: Record<string, unknown>,
+): { field: string; value: unknown } {
+  if (type === "local_shell_call") return { field: "action", value: args };
+  if (type === "custom_tool_call") return { field: "input", value: args.input };
+  return { field: "arguments", value: JSON.stringify(args) };
 }

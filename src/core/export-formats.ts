@@ -1,4 +1,5 @@
 import { exportClaudeCode } from "./claude-code-export";
+import { exportCodex } from "./codex-export";
 import type { ExportFormat } from "./interchange";
 import { exportNative } from "./native-format";
 import { exportPi } from "./pi-format";
@@ -13,5 +14,7 @@ export function exportLines(format: ExportFormat, session: Session): AsyncGenera
       return exportPi(session);
     case "claude-code":
       return exportClaudeCode(session);
+    case "codex":
+      return exportCodex(session);
   }
 }

@@ -8,6 +8,8 @@ export { compactIfNeeded } from "./agent";
 export type { ClaudeCodeExportOptions } from "./claude-code-export";
 export { exportClaudeCode } from "./claude-code-export";
 export { parseClaudeCode } from "./claude-code-format";
+export type { CodexExportOptions } from "./codex-export";
+export { exportCodex } from "./codex-export";
 export { parseCodex } from "./codex-format";
 export type { CompactOptions, NavigateOptions } from "./compact-session";
 export { NavigateResult } from "./compact-session";

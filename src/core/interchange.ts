@@ -36,9 +36,9 @@ export interface ImportedSession {
 export type ImportFormat = "native" | "pi" | "claude-code" | "codex";
 export const IMPORT_FORMATS: readonly ImportFormat[] = ["native", "pi", "claude-code", "codex"];
 
-/** Formats a session can be exported to (and imported back from). */
-export type ExportFormat = Exclude<ImportFormat, "codex">;
-export const EXPORT_FORMATS: readonly ExportFormat[] = ["native", "pi", "claude-code"];
+/** Formats a session can be exported to (and imported back from): all of them. */
+export type ExportFormat = ImportFormat;
+export const EXPORT_FORMATS: readonly ExportFormat[] = IMPORT_FORMATS;
 
 function pickFormat<F extends string>(format: string | undefined, formats: readonly F[]): F {
   const value = format ?? "native";

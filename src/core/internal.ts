@@ -10,6 +10,7 @@ export * from "./branch";
 export * from "./bytes";
 export * from "./claude-code-export";
 export * from "./claude-code-format";
+export * from "./codex-export";
 export * from "./codex-format";
 export * from "./compact-session";
 export * from "./compaction";

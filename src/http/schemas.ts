@@ -228,7 +228,7 @@ export const ImportResult = SessionInfo.extend({
 }).meta({ id: "ImportResult" });
 
 export const ExportQuery = z.object({
-  format: z.string().optional().meta({ description: "native (default), pi or claude-code" }),
+  format: z.string().optional().meta({ description: "native (default), pi, claude-code or codex" }),
 });
 
 export const ImportQuery = z.object({

@@ -6,13 +6,16 @@ import {
   buildSessionContext as piBuildSessionContext,
 } from "@mariozechner/pi-coding-agent";
 import { expect } from "vitest";
+import { normalized } from "../../src/core/codex-items";
 import type { AgentMessage, ImportedSession, Session, SessionEntry } from "../../src/core/internal";
 import {
   exportClaudeCode,
+  exportCodex,
   exportNative,
   exportPi,
   MemoryRepo,
   parseClaudeCode,
+  parseCodex,
   parseNative,
   SessionError,
 } from "../../src/core/internal";
@@ -127,7 +130,18 @@ export function writtenLines(text: string): Record<string, unknown>[] {
 }
 
 const agentFormats = {
-  "claude-code": { parse: parseClaudeCode, write: (session: Session) => exportClaudeCode(session) },
+  "claude-code": {
+    parse: parseClaudeCode,
+    write: (session: Session) => exportClaudeCode(session),
+    lines: writtenLines,
+  },
+  codex: {
+    parse: parseCodex,
+    write: (session: Session) => exportCodex(session),
+    // The first versions' bare lines come back in the `{timestamp, type, payload}` shape.
+    lines: (text: string) =>
+      writtenLines(text).map((value, index) => normalized({ line: index + 1, value }, index)),
+  },
 } as const;
 
 /**
@@ -138,10 +152,15 @@ export async function expectExportedAsWritten(
   format: keyof typeof agentFormats,
   text: string,
 ): Promise<void> {
-  const { parse, write } = agentFormats[format];
+  const { parse, write, lines } = agentFormats[format];
   const file = parse(text);
   const exported = await collect(write(await new MemoryRepo().importSession(file)));
-  expect(jsonLines(exported)).toEqual(writtenLines(text));
+  const expected = lines(text);
+  const written = jsonLines(exported);
+  expected.forEach((line, index) => {
+    expect(written[index], `line ${index + 1}`).toEqual(line);
+  });
+  expect(written).toHaveLength(expected.length);
   const again = parse(exported);
   expect({ ...again, warnings: [] }).toEqual({ ...file, warnings: [] });
 }

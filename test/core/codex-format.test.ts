@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { AgentMessage, AssistantMessage } from "../../src/core/internal";
 import { detectFormat, MemoryRepo, parseCodex } from "../../src/core/internal";
 import {
+  expectExportedAsWritten,
   expectRoundTrips,
   expectToolCallsAnswered,
   expectToolResultsPaired,
@@ -17,6 +18,13 @@ import {
  */
 
 type Turn = { role: string; text?: string; calls?: string[]; callId?: string };
+
+/** Every file this test reads, to export each back at the end. */
+const files: string[] = [];
+function readRollout(text: string) {
+  files.push(text);
+  return parseCodex(text);
+}
 const OUTPUT = new Set(["reasoning", "function_call", "custom_tool_call", "local_shell_call"]);
 
 function texts(content: unknown): string | undefined {
@@ -85,7 +93,7 @@ describe("real Codex CLI rollouts", () => {
   for (const [name, text] of fixtureFiles("codex")) {
     describe(name, () => {
       const lines = jsonLines(text);
-      const file = parseCodex(text);
+      const file = readRollout(text);
       const items = lines
         .filter((l) => l.type === "response_item")
         .map((l) => l.payload as Record<string, unknown>);
@@ -144,7 +152,7 @@ describe("real Codex CLI rollouts", () => {
 
   it("reads a whole 0.125 session: its patches as answered custom tool calls, its web searches kept", async () => {
     const [, text] = fixtureFiles("codex").find(([n]) => n.startsWith("0.125")) as [string, string];
-    const file = parseCodex(text);
+    const file = readRollout(text);
     const { messages, model } = await (await new MemoryRepo().importSession(file)).buildContext();
     const roles: Record<string, number> = {};
     for (const m of messages) roles[m.role] = (roles[m.role] ?? 0) + 1;
@@ -168,7 +176,7 @@ describe("real Codex CLI rollouts", () => {
     const [, text] = fixtureFiles("codex").find(([n]) => n.startsWith("0.58")) as [string, string];
     const reasoning = jsonLines(text).find((l) => (l.payload as { type?: string }).type === "reasoning")
       ?.payload as Record<string, unknown>;
-    const reply = messagesOf(parseCodex(text).entries, "assistant")[0] as AssistantMessage;
+    const reply = messagesOf(readRollout(text).entries, "assistant")[0] as AssistantMessage;
     expect(reply).toMatchObject({ api: "openai-responses", provider: "openai", model: "gpt-5.1-codex" });
     expect(reply.content[0]).toEqual({
       type: "thinking",
@@ -187,7 +195,7 @@ describe("real Codex CLI rollouts", () => {
 
   it("unwraps the shell output of late-2025 versions and marks a failed command", () => {
     const [, text] = fixtureFiles("codex").find(([n]) => n.startsWith("0.58")) as [string, string];
-    const results = messagesOf(parseCodex(text).entries, "toolResult");
+    const results = messagesOf(readRollout(text).entries, "toolResult");
     expect(results[0]).toMatchObject({
       toolName: "shell",
       isError: false,
@@ -198,10 +206,10 @@ describe("real Codex CLI rollouts", () => {
 
   it("records the reasoning effort as the thinking level, and developer messages by their role", async () => {
     const [, text] = fixtureFiles("codex").find(([n]) => n.startsWith("0.58")) as [string, string];
-    const session = await new MemoryRepo().importSession(parseCodex(text));
+    const session = await new MemoryRepo().importSession(readRollout(text));
     expect((await session.buildContext()).thinkingLevel).toBe("high");
     const [, redacted] = fixtureFiles("codex").find(([n]) => n.startsWith("0.135")) as [string, string];
-    const file = parseCodex(redacted);
+    const file = readRollout(redacted);
     expect(messagesOf(file.entries, "developer")).toEqual([
       {
         role: "developer",
@@ -240,7 +248,7 @@ const rollout = (...lines: object[]) => `${lines.map((l) => JSON.stringify(l)).j
 
 describe("Codex shapes", () => {
   it("compacts as Codex did locally: the summary, then the user's messages it kept", async () => {
-    const file = parseCodex(
+    const file = readRollout(
       rollout(
         meta(),
         userSays("<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"),
@@ -269,7 +277,7 @@ describe("Codex shapes", () => {
   });
 
   it("compacts to the replacement history Codex wrote, when it wrote one", async () => {
-    const file = parseCodex(
+    const file = readRollout(
       rollout(
         meta(),
         userSays("old question"),
@@ -317,7 +325,7 @@ describe("Codex shapes", () => {
       },
     );
     expect(detectFormat(text)).toBe("codex");
-    const file = parseCodex(text);
+    const file = readRollout(text);
     expect(file.header).toMatchObject({
       id: "codex-5973b6c0-94b8-487b-a530-2aeb6098ae0e",
       createdAt: "2025-05-07T17:24:21.123Z",
@@ -328,7 +336,7 @@ describe("Codex shapes", () => {
   });
 
   it("keeps custom tool calls, local shell calls and items it does not know", () => {
-    const file = parseCodex(
+    const file = readRollout(
       rollout(
         meta(),
         userSays("patch it"),
@@ -362,7 +370,7 @@ describe("Codex shapes", () => {
   });
 
   it("signs text with its item id and phase, as pi's openai-responses provider does", () => {
-    const file = parseCodex(
+    const file = readRollout(
       rollout(
         meta(),
         userSays("hi"),
@@ -386,10 +394,10 @@ describe("Codex shapes", () => {
 
   it("drops a torn last line with a warning and refuses a bad line before it", () => {
     const whole = rollout(meta(), userSays("hi"));
-    expect(parseCodex(`${whole}{"timestamp":"2026`).warnings).toEqual([
+    expect(readRollout(`${whole}{"timestamp":"2026`).warnings).toEqual([
       { line: 3, message: expect.stringContaining("torn") },
     ]);
-    const error = refusal(() => parseCodex(`${whole}{oops\n${rollout(userSays("again"))}`));
+    const error = refusal(() => readRollout(`${whole}{oops\n${rollout(userSays("again"))}`));
     expect(error.code).toBe("invalid_request");
     expect(error.details).toMatchObject({ line: 3 });
   });
@@ -411,7 +419,7 @@ describe("Codex shapes", () => {
       replies("done"),
       named("Parser fix, v2"),
     );
-    const parsed = parseCodex(file);
+    const parsed = readRollout(file);
     expect(parsed.header.name).toBe("Parser fix, v2");
     const renames = parsed.entries.filter(
       (e) => e.type === "custom" && e.customType === "codex:event_msg:thread_name_updated",
@@ -420,10 +428,27 @@ describe("Codex shapes", () => {
     const session = await new MemoryRepo().importSession(parsed);
     expect((await session.getInfo()).name).toBe("Parser fix, v2");
     // A blank or missing name is no name.
-    expect(parseCodex(rollout(meta(), userSays("hi"), named("  "), named(null))).header.name).toBeUndefined();
+    expect(
+      readRollout(rollout(meta(), userSays("hi"), named("  "), named(null))).header.name,
+    ).toBeUndefined();
   });
 
   it("refuses a file without a session_meta line", () => {
-    expect(refusal(() => parseCodex(rollout(userSays("hi")))).message).toMatch(/^line 1: no session_meta/);
+    expect(refusal(() => readRollout(rollout(userSays("hi")))).message).toMatch(/^line 1: no session_meta/);
+  });
+});
+
+describe("every file above, exported back to Codex", () => {
+  it("gives back its lines (the first versions' in the newer shape), which import to the same session", async () => {
+    const imported = files.filter((text) => {
+      try {
+        parseCodex(text);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    expect(imported.length).toBeGreaterThan(12);
+    for (const text of new Set(imported)) await expectExportedAsWritten("codex", text);
   });
 });

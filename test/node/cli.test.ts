@@ -321,6 +321,18 @@ describe("command line", () => {
     const lines = readFileSync(out, "utf8").trim().split("\n");
     expect(JSON.parse(lines[0] as string)).toMatchObject({ type: "session", version: 3, id: toolSession.id });
     expect(lines.length).toBe(4);
+    // As the transcript Claude Code writes, and the rollout Codex writes, for its conversation.
+    const asLines = (text: string) =>
+      text
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { type: string; message?: { content: unknown } });
+    const transcript = asLines((await cli(["export", toolSession.id, "--format", "claude-code"])).stdout);
+    expect(transcript[0]).toMatchObject({ type: "user", message: { content: "read the config" } });
+    expect(JSON.stringify(transcript)).toContain('"type":"tool_use"');
+    const rollout = asLines((await cli(["export", toolSession.id, "--format", "codex"])).stdout);
+    expect(rollout[0]?.type).toBe("session_meta");
+    expect(JSON.stringify(rollout)).toContain('"type":"function_call_output"');
     const entries = JSON.parse((await cli(["show", toolSession.id, "--json"])).stdout) as Array<{
       id: string;
     }>;

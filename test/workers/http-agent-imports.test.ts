@@ -129,11 +129,25 @@ describe("agent session import", () => {
     expect(roles).toEqual(["user", "assistant", "toolResult"]);
   });
 
+  it("exports a Codex rollout back as it was, and a Claude Code session as a rollout", async () => {
+    const res = await importFile(codex, `?format=codex&id=${sid("cx-back")}`);
+    const exported = await api("GET", `/v1/sessions/${res.body.id}/export?format=codex`);
+    expect(exported.status).toBe(200);
+    expect(lines(exported.text)).toEqual(lines(codex));
+    const cc = await importFile(claudeCode, `?format=claude-code&id=${sid("cc-to-cx")}`);
+    const rollout = await api("GET", `/v1/sessions/${cc.body.id}/export?format=codex`);
+    const copy = await importFile(rollout.text, `?format=codex&id=${sid("cx-copy")}`);
+    expect(copy.status, copy.text).toBe(201);
+    const roles = async (id: string) =>
+      (await api("GET", `/v1/sessions/${id}/context`)).body.messages.map((m: { role: string }) => m.role);
+    expect(await roles(copy.body.id)).toEqual(await roles(cc.body.id));
+  });
+
   it("refuses an export format it does not know, naming the ones it does", async () => {
     const res = await importFile(codex, `?format=codex&id=${sid("export")}`);
     const refused = await api("GET", `/v1/sessions/${res.body.id}/export?format=csv`);
     expectError(refused, 415, "unsupported_format");
-    expect(refused.body.error.message).toContain("claude-code");
+    expect(refused.body.error.message).toContain("claude-code, codex");
     const pi = await api("GET", `/v1/sessions/${res.body.id}/export?format=pi`);
     expect(pi.status).toBe(200);
     expect(JSON.parse(pi.text.split("\n")[0] as string)).toMatchObject({

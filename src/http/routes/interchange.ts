@@ -42,7 +42,7 @@ export const interchangeRoutes = routes()
       method: "get",
       path: "/v1/sessions/{sid}/export",
       operationId: "exportSession",
-      summary: "Export a session as NDJSON (native, pi or Claude Code)",
+      summary: "Export a session as NDJSON (native, pi, Claude Code or Codex CLI)",
       request: { params: SessionIdParam, query: ExportQuery },
       responses: {
         200: {

@@ -1,0 +1,152 @@
+import { latestCompaction, projectContext, projectEntries } from "./context";
+import type { SessionEntry, TreeEntry } from "./entries";
+import type { AgentMessage } from "./messages";
+import type { SourceFields } from "./source-lines";
+
+/*
+ * What the exports to coding agents' files share: lines written in the order the file had them,
+ * which entries the file's lines hold, and the conversation of a branch written where no line
+ * holds it.
+ */
+
+export type Line = Record<string, unknown>;
+
+/** The line a custom entry holds (`data`) and the place in the file it recorded, if any. */
+export function customLine(entry: SessionEntry, prefix: string): { line: Line; number?: number } | undefined {
+  if (entry.type !== "custom" || !entry.customType.startsWith(prefix)) return undefined;
+  const data = entry.data;
+  if (data === null || typeof data !== "object" || Array.isArray(data)) return undefined;
+  const numbers = (entry as SourceFields).sourceLineNumbers;
+  const number = Array.isArray(numbers) && Number.isInteger(numbers[0]) ? (numbers[0] as number) : undefined;
+  return number === undefined ? { line: data as Line } : { line: data as Line, number };
+}
+
+/** Lines out in the file's order: numbered lines by number, the others where they come. */
+export class LineOrder {
+  #pending: Array<{ number: number; line: Line }> = [];
+
+  /** A line now; lines held back for numbers before its own go out first. */
+  *put(line: Line, number?: number): Generator<string> {
+    yield* this.#upTo(number);
+    yield `${JSON.stringify(line)}\n`;
+  }
+
+  /** A line whose number is still to come. */
+  later(line: Line, number: number): void {
+    const at = this.#pending.findIndex((p) => p.number > number);
+    this.#pending.splice(at < 0 ? this.#pending.length : at, 0, { number, line });
+  }
+
+  *#upTo(number: number | undefined): Generator<string> {
+    while (this.#pending.length > 0 && (number === undefined || (this.#pending[0]?.number ?? 0) < number)) {
+      yield `${JSON.stringify(this.#pending.shift()?.line)}\n`;
+    }
+  }
+
+  *rest(): Generator<string> {
+    yield* this.#upTo(undefined);
+  }
+}
+
+/**
+ * Which entries a file's lines hold: those made from a line (`owners`), and those made as part of
+ * one, named after it (`<owner>:<n>`). Also where each entry hangs, to walk the current branch.
+ */
+export class HeldEntries {
+  readonly #parentOf = new Map<string, string | null>();
+  readonly #owners = new Set<string>();
+  readonly #held = new Set<string>();
+  readonly #others: string[] = [];
+  readonly #renames: string[] = [];
+  /** Whether any entry holds a line of the file. */
+  hasLines = false;
+  /** Whether the session was named here (a `session_info` no line holds). */
+  namedHere = false;
+
+  /** `owner`: the names entries made as part of this entry's lines start with. */
+  read(entry: SessionEntry, owner: readonly string[] | undefined): void {
+    if (entry.type === "leaf") return;
+    this.#parentOf.set(entry.id, entry.parentId);
+    if (entry.type === "session_info") this.#renames.push(entry.id);
+    if (owner === undefined) {
+      this.#others.push(entry.id);
+      return;
+    }
+    this.hasLines = true;
+    this.#held.add(entry.id);
+    for (const name of owner) this.#owners.add(name);
+  }
+
+  /** Settles the entries made as part of a line: call after the last `read`. */
+  finish(): string[] {
+    const partOf: string[] = [];
+    for (const id of this.#others) {
+      const owner = this.#owners.has(id) ? id : this.ownerOf(id);
+      if (owner === undefined) continue;
+      this.#held.add(id);
+      partOf.push(id);
+    }
+    this.namedHere = this.#renames.some((id) => !this.#held.has(id));
+    return partOf;
+  }
+
+  /** The owner name `id` starts with (`<owner>:…`), if any. */
+  ownerOf(id: string): string | undefined {
+    for (let at = id.indexOf(":"); at > 0; at = id.indexOf(":", at + 1)) {
+      const prefix = id.slice(0, at);
+      if (this.#owners.has(prefix)) return prefix;
+    }
+    return undefined;
+  }
+
+  held(id: string): boolean {
+    return this.#held.has(id);
+  }
+
+  parentOf(id: string): string | null {
+    return this.#parentOf.get(id) ?? null;
+  }
+
+  /** The entry ids root → `leafId`. */
+  path(leafId: string | null): string[] {
+    const ids: string[] = [];
+    for (let at = leafId; at !== null && this.#parentOf.has(at); at = this.#parentOf.get(at) ?? null)
+      ids.push(at);
+    return ids.reverse();
+  }
+}
+
+/** An entry of a branch's conversation, with the messages it stands for. */
+export interface Written {
+  entry: TreeEntry;
+  messages: AgentMessage[];
+  /** A message the latest compaction kept, written again after its summary. */
+  kept: boolean;
+}
+
+/**
+ * The conversation on a branch: what came before the latest compaction (for the record), then the
+ * context as built (the compaction, what it kept, what followed).
+ */
+export function conversation(path: readonly TreeEntry[]): Written[] {
+  const compaction = latestCompaction(path);
+  const at = compaction ? path.indexOf(compaction) : 0;
+  const before = path.slice(0, at).map((entry) => ({
+    entry,
+    messages: projectEntries([entry], undefined),
+    kept: false,
+  }));
+  const keptIds = new Set(before.map((w) => w.entry.id));
+  const context = projectContext(path).map(({ entry, messages }) => ({
+    entry,
+    messages,
+    kept: keptIds.has(entry.id),
+  }));
+  return [...before, ...context];
+}
+
+/** A message's time as a line's `timestamp`: its own when it has one, else its entry's. */
+export function lineTime(message: AgentMessage, entry: TreeEntry): string {
+  const time = (message as { timestamp?: unknown }).timestamp;
+  return typeof time === "number" && Number.isFinite(time) ? new Date(time).toISOString() : entry.timestamp;
+}

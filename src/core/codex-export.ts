@@ -1,0 +1,343 @@
+import type { Line, Written } from "./agent-export";
+import { conversation, customLine, HeldEntries, LineOrder, lineTime } from "./agent-export";
+import { isUuid, uuidFor } from "./agent-ids";
+import type { InputContent } from "./agent-log";
+import { asString, isRecord } from "./agent-log";
+import { callArguments, contentItem, filledContent, OUTPUT_ITEMS, toolOutput } from "./codex-items";
+import { deriveState } from "./context";
+import type { CompactionEntry, SessionEntry, TreeEntry } from "./entries";
+import { sessionEntries } from "./interchange";
+import { tryParseJson } from "./json";
+import type { AgentMessage, AssistantMessage, ToolResultMessage } from "./messages";
+import { toModelMessage } from "./providers/pi-messages";
+import { OPENAI_RESPONSES_IDS, ToolCallIds } from "./providers/tool-call-ids";
+import type { Session } from "./session";
+import type { SourceFields } from "./source-lines";
+import { isHole, sourceOf } from "./source-lines";
+
+/*
+ * A session as a Codex CLI rollout (`~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl`).
+ *
+ * What was imported from a rollout goes back as the lines it was made from, in the file's order:
+ * each entry keeps its lines without what it holds, and the export fills them again from it.
+ *
+ * What was written anywhere else becomes the lines Codex writes for the conversation on the
+ * current branch: a `session_meta` line (when no line of a rollout holds the session), a
+ * `turn_context` with the model, then `response_item`s (user messages with their `user_message`
+ * event, the model's reasoning, text and function calls, the calls' outputs), the latest
+ * compaction as a `compacted` line whose replacement history is what Codex continues from, and
+ * the session's name as a `thread_name_updated` event.
+ */
+
+/** The version of the Codex CLI whose line shapes new lines follow. */
+export const CODEX_VERSION = "0.135.0";
+
+const PREFIX = "codex:";
+
+export interface CodexExportOptions {
+  /** The thread id of new lines: by default the one the session was imported with, else a UUID made from its id. */
+  threadId?: string;
+  /** The working folder new lines record: by default the one the session recorded. */
+  cwd?: string;
+}
+
+function messageOf(entry: SessionEntry): AgentMessage | undefined {
+  return entry.type === "message" ? entry.message : undefined;
+}
+
+/** A message entry's lines, each filled again from the message's parts in order. */
+function messageLines(message: AgentMessage, lines: readonly Line[]): Line[] {
+  const content = (message as { content?: unknown }).content;
+  const parts = (Array.isArray(content) ? content : []) as Array<AssistantMessage["content"][number]>;
+  const fromModel = message.role === "assistant";
+  let next = 0;
+  return lines.map((line) => {
+    const payload = isRecord(line.payload) ? line.payload : undefined;
+    if (!payload) return line;
+    const type = payload.type;
+    let written = payload;
+    if (type === "message" && Array.isArray(payload.content)) {
+      const filled = filledContent(payload.content, parts as InputContent[], next, fromModel);
+      next = filled.next;
+      written = { ...payload, content: filled.content };
+    } else if (type === "reasoning") {
+      const part = parts[next++];
+      const item = part?.type === "thinking" ? tryParseJson(part.thinkingSignature ?? "") : undefined;
+      if (isRecord(item)) written = item;
+    } else if (OUTPUT_ITEMS.has(type as string)) {
+      const part = parts[next++];
+      const call = part?.type === "toolCall" ? callArguments(type, part.arguments) : undefined;
+      if (call && !Object.hasOwn(payload, call.field)) written = { ...payload, [call.field]: call.value };
+    } else if (
+      (type === "function_call_output" || type === "custom_tool_call_output") &&
+      !Object.hasOwn(payload, "output")
+    ) {
+      written = { ...payload, output: toolOutput(message as ToolResultMessage) };
+    }
+    return written === payload ? line : { ...line, payload: written };
+  });
+}
+
+/** The payloads of the lines an entry read from inside a compacted line holds. */
+function replacementItems(entry: SessionEntry): unknown[] {
+  const custom = customLine(entry, PREFIX);
+  if (custom) return [custom.line.payload];
+  const kept = (entry as SourceFields).sourceLines;
+  const message = messageOf(entry);
+  if (!message || !Array.isArray(kept)) return [];
+  return messageLines(message, kept.filter(isRecord)).map((line) => line.payload);
+}
+
+/** A compacted line: its summary, and its replacement history from the entries read from it. */
+function compactedLine(entry: CompactionEntry, line: Line, members: readonly SessionEntry[]): Line {
+  const payload = isRecord(line.payload) ? { ...line.payload } : {};
+  if (!Object.hasOwn(payload, "message")) payload.message = entry.summary;
+  if (Array.isArray(payload.replacement_history)) {
+    const items = members.flatMap(replacementItems);
+    let next = 0;
+    payload.replacement_history = payload.replacement_history.flatMap((item) =>
+      isHole(item) ? (next < items.length ? [items[next++]] : []) : [item],
+    );
+  }
+  return { ...line, payload };
+}
+
+/** A compaction and the entries read from inside its line (its replacement history). */
+interface CompactedGroup {
+  entry: CompactionEntry;
+  line: Line;
+  number: number;
+  members: SessionEntry[];
+}
+
+/** The rollout's own lines, from every entry made from one, in the order the file had them. */
+async function* sourceLines(session: Session, imported: boolean): AsyncGenerator<string> {
+  const order = new LineOrder();
+  let group: CompactedGroup | undefined;
+  const close = function* (): Generator<string> {
+    if (group) yield* order.put(compactedLine(group.entry, group.line, group.members), group.number);
+    group = undefined;
+  };
+  for await (const entry of sessionEntries(session)) {
+    if (entry.type === "leaf") continue;
+    if (group && entry.id.startsWith(`${group.entry.id}:`)) {
+      group.members.push(entry);
+      continue;
+    }
+    yield* close();
+    const custom = customLine(entry, PREFIX);
+    if (custom) {
+      yield* order.put(custom.line, custom.number);
+      continue;
+    }
+    const source = imported ? sourceOf(entry as SourceFields) : undefined;
+    const [first, ...rest] = source ?? [];
+    if (!first) continue;
+    if (entry.type === "compaction") {
+      group = { entry, line: first.line, number: first.number, members: [] };
+      continue;
+    }
+    const message = messageOf(entry);
+    const lines = message
+      ? messageLines(
+          message,
+          (source ?? []).map((s) => s.line),
+        )
+      : [first.line];
+    yield* order.put(lines[0] as Line, first.number);
+    rest.forEach((s, index) => {
+      order.later(lines[index + 1] ?? s.line, s.number);
+    });
+  }
+  yield* close();
+  yield* order.rest();
+}
+
+/** What makes the lines of messages Codex has no line of. */
+class RolloutWriter {
+  readonly #callIds = new ToolCallIds(OPENAI_RESPONSES_IDS);
+  readonly #wireIds = new Map<string, string>();
+
+  #wire(id: string): string {
+    let wire = this.#wireIds.get(id);
+    if (wire === undefined) {
+      wire = this.#callIds.allocate(id);
+      this.#wireIds.set(id, wire);
+    }
+    return wire;
+  }
+
+  /** The response items a message is written as (and, for the user's own words, its event). */
+  items(message: AgentMessage): { items: Line[]; events: Line[] } {
+    if (message.role === "assistant")
+      return { items: this.#assistant(message as AssistantMessage), events: [] };
+    if (message.role === "toolResult") {
+      const result = message as ToolResultMessage;
+      const { details: _details, ...bare } = result;
+      const output = toolOutput(bare);
+      return {
+        items: [{ type: "function_call_output", call_id: this.#wire(result.toolCallId), output }],
+        events: [],
+      };
+    }
+    const user = toModelMessage(message);
+    if (user?.role !== "user") return { items: [], events: [] };
+    const content = (user as { content: unknown }).content;
+    const parts: InputContent[] =
+      typeof content === "string" ? [{ type: "text", text: content }] : ((content ?? []) as InputContent[]);
+    const item = { type: "message", role: "user", content: parts.map((p) => contentItem(p, false)) };
+    if (message.role !== "user") return { items: [item], events: [] };
+    const text = parts.flatMap((p) => (p.type === "text" ? [p.text] : [])).join("\n");
+    const images = parts.flatMap((p) => (p.type === "image" ? [contentItem(p, false).image_url] : []));
+    const event = { type: "user_message", message: text, images, local_images: [], text_elements: [] };
+    return { items: [item], events: [event] };
+  }
+
+  #assistant(message: AssistantMessage): Line[] {
+    const items: Line[] = [];
+    let text: Line | undefined;
+    const say = (words: string) => {
+      if (!text) {
+        text = { type: "message", role: "assistant", content: [] };
+        items.push(text);
+      }
+      (text.content as Line[]).push({ type: "output_text", text: words });
+    };
+    for (const part of message.content) {
+      if (part.type === "text") {
+        if (part.text) say(part.text);
+        continue;
+      }
+      text = undefined;
+      if (part.type === "toolCall") {
+        items.push({
+          type: "function_call",
+          name: part.name,
+          arguments: JSON.stringify(part.arguments),
+          call_id: this.#wire(part.id),
+        });
+        continue;
+      }
+      // Reasoning an OpenAI model wrote goes back as its own item; other readable thinking as text.
+      const item = part.thinkingSignature ? tryParseJson(part.thinkingSignature) : undefined;
+      if (isRecord(item) && item.type === "reasoning") items.push(item);
+      else if (part.redacted !== true && part.thinking.trim()) say(part.thinking);
+    }
+    return items;
+  }
+}
+
+/** What the session recorded of where it ran, as Codex records it. */
+async function recorded(session: Session, options: CodexExportOptions) {
+  const header = await session.getHeader();
+  const metadata = header.metadata;
+  const field = (key: string) => (isRecord(metadata[key]) ? (metadata[key] as Line) : {});
+  const codex = field("codex");
+  const claudeCode = field("claudeCode");
+  const fromId = /^codex-([0-9a-f-]{36})$/i.exec(header.id)?.[1];
+  const threadId =
+    options.threadId ?? asString(codex.id) ?? (isUuid(fromId) ? fromId : await uuidFor(header.id));
+  const cwd =
+    options.cwd ?? asString(codex.cwd) ?? asString(field("pi").cwd) ?? asString(claudeCode.cwd) ?? "";
+  const branch = asString(claudeCode.gitBranch);
+  const git = isRecord(codex.git) ? codex.git : branch === undefined ? undefined : { branch };
+  return { header, threadId, cwd, git };
+}
+
+/** Lines for the conversation on the branch where no line of the rollout holds it. */
+async function* newLines(
+  session: Session,
+  leafId: string | null,
+  held: HeldEntries,
+  where: Awaited<ReturnType<typeof recorded>>,
+): AsyncGenerator<string> {
+  if (held.path(leafId).every((id) => held.held(id))) return;
+  const path = (await session.getBranch(leafId)) as TreeEntry[];
+  const { header, threadId, cwd, git } = where;
+  const line = (timestamp: string, type: string, payload: Line) =>
+    `${JSON.stringify({ timestamp, type, payload })}\n`;
+  const model = deriveState(path).model;
+  if (!held.hasLines) {
+    yield line(header.createdAt, "session_meta", {
+      id: threadId,
+      timestamp: header.createdAt,
+      cwd,
+      originator: "cf-sessions",
+      cli_version: CODEX_VERSION,
+      source: "cli",
+      model_provider: model?.provider ?? "openai",
+      ...(header.systemPrompt ? { base_instructions: { text: header.systemPrompt } } : {}),
+      ...(git === undefined ? {} : { git }),
+    });
+  }
+  const writer = new RolloutWriter();
+  let turnContext = false;
+  let keptOnLines = false;
+  const written = conversation(path);
+  for (let index = 0; index < written.length; index++) {
+    const { entry, messages, kept } = written[index] as Written;
+    // What a compaction from the rollout kept is on the rollout's own lines already.
+    if (entry.type === "compaction") keptOnLines = held.held(entry.id);
+    if (kept ? keptOnLines : held.held(entry.id)) continue;
+    if (!turnContext && model) {
+      turnContext = true;
+      yield line(entry.timestamp, "turn_context", {
+        cwd,
+        approval_policy: "on-request",
+        sandbox_policy: { type: "read-only" },
+        model: model.modelId,
+        summary: "auto",
+      });
+    }
+    if (entry.type === "compaction" && messages.some((m) => m.role === "compactionSummary")) {
+      // What Codex continues from: the summary as a user message, then what the compaction kept.
+      const history: unknown[] = writer.items(
+        messages.find((m) => m.role === "compactionSummary") as AgentMessage,
+      ).items;
+      while ((written[index + 1] as Written | undefined)?.kept) {
+        const next = written[++index] as Written;
+        for (const message of next.messages) history.push(...writer.items(message).items);
+      }
+      yield line(entry.timestamp, "compacted", { message: entry.summary, replacement_history: history });
+      continue;
+    }
+    for (const message of messages) {
+      const { items, events } = writer.items(message);
+      const time = lineTime(message, entry);
+      for (const item of items) yield line(time, "response_item", item);
+      for (const event of events) yield line(time, "event_msg", event);
+    }
+  }
+}
+
+/**
+ * A session as a Codex CLI rollout, line by line (each ending in a newline): the lines it was
+ * imported from as they were, then lines for what was written elsewhere on the current branch.
+ */
+export async function* exportCodex(
+  session: Session,
+  options: CodexExportOptions = {},
+): AsyncGenerator<string> {
+  const [leafId, name, where] = await Promise.all([
+    session.getLeafId(),
+    session.getName(),
+    recorded(session, options),
+  ]);
+  // Only a session imported from a rollout has Codex's lines beside its entries (another agent's
+  // import keeps its own there).
+  const imported = isRecord(where.header.metadata.codex);
+  const held = new HeldEntries();
+  for await (const entry of sessionEntries(session)) {
+    if (entry.type === "leaf") continue;
+    const holds =
+      customLine(entry, PREFIX) !== undefined || (imported && sourceOf(entry as SourceFields) !== undefined);
+    held.read(entry, holds ? [entry.id] : undefined);
+  }
+  held.finish();
+  if (held.hasLines) yield* sourceLines(session, imported);
+  yield* newLines(session, leafId, held, where);
+  if (name !== undefined && (!held.hasLines || held.namedHere)) {
+    const payload = { type: "thread_name_updated", thread_id: where.threadId, thread_name: name };
+    yield `${JSON.stringify({ timestamp: where.header.createdAt, type: "event_msg", payload })}\n`;
+  }
+}

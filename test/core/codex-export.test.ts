@@ -1,0 +1,175 @@
+import { describe, expect, it } from "vitest";
+import type { AgentMessage } from "../../src/core/internal";
+import { COMPACTION_SUMMARY_PREFIX, exportCodex, MemoryRepo, parseCodex } from "../../src/core/internal";
+import { QUESTION, SECOND_QUESTION, SUMMARY, TOOL_OUTPUT, writeConversation } from "../support/conversation";
+import { collect, expectExportedAsWritten, fixtureFiles, jsonLines } from "./agent-imports";
+
+/*
+ * Sessions out as Codex CLI rollouts: a rollout imported goes back as it was (every real file in
+ * test/fixtures/codex); a session written anywhere else becomes the rollout Codex would have
+ * written for its conversation.
+ */
+
+type Line = Record<string, unknown>;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function said(messages: AgentMessage[]): string[] {
+  return messages.flatMap((m) => {
+    if (m.role === "compactionSummary") return [`summary: ${String(m.summary)}`];
+    const content = (m as { content?: unknown }).content;
+    const parts = typeof content === "string" ? [{ type: "text", text: content }] : (content as Line[]);
+    return parts.map((p) =>
+      p.type === "text"
+        ? `${m.role}: ${p.text}`
+        : p.type === "toolCall"
+          ? `${m.role} calls ${p.name}`
+          : `${m.role}: ${p.type}`,
+    );
+  });
+}
+
+const payloads = (lines: Line[], type: string) =>
+  lines.filter((l) => l.type === type).map((l) => l.payload as Line);
+
+describe("real Codex rollouts exported back", () => {
+  for (const [name, text] of fixtureFiles("codex")) {
+    it(`${name}: the same lines in the same order, which import to the same session`, async () => {
+      await expectExportedAsWritten("codex", text);
+    });
+  }
+
+  it("keeps beside each entry only what it cannot give back as it was", () => {
+    const [, text] = fixtureFiles("codex").find(([n]) => n.startsWith("0.125.0")) as [string, string];
+    const { entries } = parseCodex(text);
+    const kept = entries.flatMap((e) => ((e as { sourceLines?: Line[] }).sourceLines ?? []) as Line[]);
+    const calls = kept.map((l) => l.payload as Line).filter((p) => p.type === "function_call");
+    // Arguments are kept only where the model wrote them otherwise than JSON.stringify does (one of 99).
+    expect(calls.filter((p) => "arguments" in p).length).toBe(1);
+    expect(calls.length).toBe(99);
+    const outputs = kept.map((l) => l.payload as Line).filter((p) => p.type === "function_call_output");
+    expect(outputs.every((p) => !("output" in p))).toBe(true);
+  });
+
+  it("writes what was appended after the import after the rollout's lines", async () => {
+    const [, text] = fixtureFiles("codex").find(([n]) => n.startsWith("0.135.0")) as [string, string];
+    const session = await new MemoryRepo().importSession(parseCodex(text));
+    await session.appendMessage({ role: "user", content: "and now?", timestamp: Date.UTC(2026, 6, 1) });
+    const lines = jsonLines(await collect(exportCodex(session)));
+    const original = jsonLines(text);
+    expect(lines.slice(0, original.length)).toEqual(original);
+    const added = lines.slice(original.length);
+    expect(added.map((l) => [l.type, (l.payload as Line).type])).toEqual([
+      ["turn_context", undefined],
+      ["response_item", "message"],
+      ["event_msg", "user_message"],
+    ]);
+    expect(added[1]?.payload).toEqual({
+      type: "message",
+      role: "user",
+      content: [{ type: "input_text", text: "and now?" }],
+    });
+    const copy = await new MemoryRepo().importSession(
+      parseCodex(lines.map((l) => JSON.stringify(l)).join("\n")),
+    );
+    expect(said((await copy.buildContext()).messages)).toEqual(said((await session.buildContext()).messages));
+  });
+});
+
+describe("a session written elsewhere as a Codex rollout", () => {
+  async function written() {
+    const session = await new MemoryRepo().create({
+      id: "notes-2",
+      systemPrompt: "Be brief.",
+      metadata: { pi: { cwd: "/home/me/notes" } },
+    });
+    await writeConversation(session);
+    return { session, text: await collect(exportCodex(session)) };
+  }
+
+  it("opens with the session's meta and the model's turn context", async () => {
+    const { text } = await written();
+    const lines = jsonLines(text);
+    expect(lines[0]).toMatchObject({
+      type: "session_meta",
+      payload: {
+        cwd: "/home/me/notes",
+        originator: "cf-sessions",
+        base_instructions: { text: "Be brief." },
+        model_provider: "anthropic",
+      },
+    });
+    expect((lines[0] as { payload: Line }).payload.id).toMatch(UUID);
+    expect(lines[1]).toMatchObject({
+      type: "turn_context",
+      payload: { model: "claude-sonnet-4-5", cwd: "/home/me/notes" },
+    });
+    for (const line of lines) expect(Number.isNaN(Date.parse(line.timestamp as string))).toBe(false);
+    expect(lines.at(-1)).toMatchObject({
+      type: "event_msg",
+      payload: {
+        type: "thread_name_updated",
+        thread_name: "Notes",
+        thread_id: (lines[0] as { payload: Line }).payload.id,
+      },
+    });
+  });
+
+  it("holds the conversation as response items, the compaction as Codex's own", async () => {
+    const { text } = await written();
+    const lines = jsonLines(text);
+    const items = payloads(lines, "response_item");
+    expect(items[0]).toMatchObject({
+      role: "user",
+      content: [{ type: "input_text", text: QUESTION }, { type: "input_image" }],
+    });
+    expect(payloads(lines, "event_msg")[0]).toMatchObject({ type: "user_message", message: QUESTION });
+    expect(items).toContainEqual({
+      type: "function_call",
+      name: "read",
+      arguments: '{"path":"notes.txt"}',
+      call_id: "call_7Hq",
+    });
+    expect(items).toContainEqual({ type: "function_call_output", call_id: "call_7Hq", output: TOOL_OUTPUT });
+    const compacted = payloads(lines, "compacted")[0] as Line;
+    expect(compacted.message).toBe(SUMMARY);
+    const history = compacted.replacement_history as Line[];
+    expect(JSON.stringify(history[0])).toContain(
+      COMPACTION_SUMMARY_PREFIX.slice(0, 30).replaceAll("\n", "\\n"),
+    );
+    expect(history.slice(1)).toEqual([
+      {
+        type: "message",
+        role: "assistant",
+        content: [{ type: "output_text", text: "It says: remember the milk." }],
+      },
+    ]);
+    const after = items.slice(items.findIndex((i) => JSON.stringify(i).includes(SECOND_QUESTION)));
+    expect(after.map((i) => i.role)).toEqual(["user", "assistant"]);
+  });
+
+  it("imports back to its context (with the summary Codex keeps as a user message), then the same each time", async () => {
+    const { session, text } = await written();
+    const first = parseCodex(text);
+    expect(first.warnings).toEqual([]);
+    expect(first.header).toMatchObject({ name: "Notes", systemPrompt: "Be brief." });
+    const copy = await new MemoryRepo().importSession(first);
+    const ours = said((await session.buildContext()).messages);
+    const theirs = said((await copy.buildContext()).messages);
+    expect(theirs[0]).toBe(ours[0]);
+    expect(theirs[1]).toContain(SUMMARY);
+    // Thinking another provider wrote goes to Codex as text.
+    expect(theirs.slice(2)).toEqual(
+      ours.slice(1).map((s) => s.replace("assistant: thinking", "assistant: Nothing is planned.")),
+    );
+    expect(parseCodex(await collect(exportCodex(copy)))).toEqual(first);
+    expect(await collect(exportCodex(session))).toBe(text);
+  });
+
+  it("takes the thread id and working folder it is given", async () => {
+    const { session } = await written();
+    const threadId = "019e0000-0000-7000-8000-00000000beef";
+    const lines = jsonLines(await collect(exportCodex(session, { threadId, cwd: "/srv/checkout" })));
+    expect(lines[0]?.payload).toMatchObject({ id: threadId, cwd: "/srv/checkout" });
+    expect(parseCodex(lines.map((l) => JSON.stringify(l)).join("\n")).header.id).toBe(`codex-${threadId}`);
+  });
+});

@@ -19,6 +19,7 @@ import { entryRoutes } from "./routes/entries";
 import { eventRoutes } from "./routes/events";
 import { exceptGenerationStreams, generationRoutes } from "./routes/generations";
 import { IMPORT_PATH, interchangeRoutes } from "./routes/interchange";
+import { MCP_PATH, mcpRoutes } from "./routes/mcp";
 import { retentionRoutes } from "./routes/retention";
 import { searchRoutes } from "./routes/search";
 import { sessionRoutes } from "./routes/sessions";
@@ -90,6 +91,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
   for (const path of TENANT_PATHS)
     app.use(path, authenticate, rateLimit, placement, jsonBody([TENANT_IMPORT_PATH]));
   app.use("/v1/usage", authenticate, rateLimit, placement);
+  // Model Context Protocol: the same checks and credentials as /v1; the transport reads its body.
+  app.use(MCP_PATH, cors, refuseCrossSite, declaredBodyLimit(), authenticate, rateLimit, placement);
   // Streams read and write their own bodies (any content type), as the protocol has them.
   app.use(STREAM_PATHS, streamSafety, authenticate, rateLimit, placement);
 
@@ -106,5 +109,6 @@ export function createApp(): OpenAPIHono<AppEnv> {
     .route("/", retentionRoutes)
     .route("/", usageRoutes)
     .route("/", streamRoutes)
-    .route("/", blobRoutes);
+    .route("/", blobRoutes)
+    .route("/", mcpRoutes);
 }

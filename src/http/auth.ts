@@ -44,8 +44,11 @@ async function callerOf(c: Context<AppEnv>, keys: KeyTable, jwt: JwtConfig | und
 
 const WRITE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
-/** Requests that only read although they are POSTs: a ticket to watch a session. */
-const READ_BY_POST = /^\/v1\/sessions\/[^/]+\/tickets$/;
+/**
+ * Requests that only read although they are POSTs: a ticket to watch a session; and MCP, whose
+ * every message is a POST: a read-only caller is offered only the tools that read (mcp/server.ts).
+ */
+const READ_BY_POST = /^(?:\/v1\/sessions\/[^/]+\/tickets|\/mcp)$/;
 
 export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   // Already known from a WebSocket ticket (socket-ticket.ts).

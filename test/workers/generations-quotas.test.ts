@@ -53,6 +53,10 @@ describe("a generation's chunks and the tenant's quotas", () => {
       404,
     );
     expect((await info(id, KEY)).bytes as number).toBe(entriesOnly + answer);
+    await vi.waitFor(async () => expect(await usageBytes(KEY)).toBe(entriesOnly + answer), {
+      timeout: 5000,
+      interval: 30,
+    });
     expect((await api("DELETE", `/v1/sessions/${id}?purge=true`, { key: KEY })).status).toBe(204);
   });
 

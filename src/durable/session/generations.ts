@@ -334,7 +334,8 @@ export class Generations {
           );
         }
       } else if ((row.finishedAt ?? now) + row.retainMs <= now) {
-        this.#remove(row);
+        // A write: the directory hears of the bytes its stream no longer holds.
+        unwrap(await this.#host.calls.write(() => this.#remove(row)));
       }
     }
   }

@@ -61,19 +61,11 @@ export interface GenerationOutcome {
 export const GENERATION_ID_HEADER = "x-generation-id";
 
 /**
- * Refusals of an answer as it is, after which its ending writes it another way (`end`): what
- * storing it again the same way would meet again.
+ * Failures after which an ending does not write the answer another way (`end`): a passing one of
+ * storage (tried again), no such session or generation, or one ended meanwhile. Any other refusal
+ * of the answer as it is would meet it again the same way.
  */
-const UNSTORABLE: ReadonlySet<string> = new Set([
-  "entry_too_large",
-  "payload_too_large",
-  "invalid_request",
-  "already_exists",
-  "conflict",
-  "quota_exceeded",
-  "session_full",
-  "misconfigured",
-]);
+const NOT_THE_ANSWERS: ReadonlySet<string> = new Set(["unavailable", "not_found", "stream_closed"]);
 /** Refusals that leave the answer no room: what its ending keeps is none of its text. */
 const ROOMLESS: ReadonlySet<string> = new Set(["quota_exceeded", "session_full", "misconfigured"]);
 
@@ -239,7 +231,7 @@ export class Generations {
     const { calls } = this.#host;
     const given = how.kind === "complete" && how.message !== undefined;
     const refused = (result: Result<GenerationOutcome>) =>
-      !result.ok && !given && UNSTORABLE.has(result.error.code) ? result.error : undefined;
+      !result.ok && !given && !NOT_THE_ANSWERS.has(result.error.code) ? result.error : undefined;
     let ended = await calls.limitedWrite((session, room) => this.#end(session, id, how, room));
     const first = refused(ended);
     if (first && !ROOMLESS.has(first.code)) {

@@ -60,7 +60,9 @@ const outcomeResponses = {
   201: json(GenerationOutcome, "ended now: its entries, and the generation as it ended"),
   200: json(GenerationOutcome, "ended already the same way: the same outcome, nothing written"),
   409: conflict("stream_closed: the generation was completed or stopped already (the other one of the two)"),
-  413: failure("entry_too_large or quota_exceeded; nothing written, the generation stays open"),
+  413: failure(
+    "entry_too_large or quota_exceeded for a complete's given message; nothing written, the generation stays open (without a message, an answer that cannot be stored whole ends cut short instead)",
+  ),
 };
 
 async function toGenerationStream(c: Context<AppEnv>): Promise<Response> {
@@ -84,6 +86,9 @@ const app = routes()
         201: json(GenerationInfo, "opened"),
         422: failure("parent_not_found"),
         ...writeErrors,
+        413: failure(
+          "quota_exceeded: the session holds maxOpenGenerations open generations already (64 unless QUOTAS sets it)",
+        ),
       },
     }),
     async (c) => {
@@ -199,7 +204,7 @@ app.openAPIRegistry.registerPath({
     ...errors,
     409: conflict("stream_closed (completed or stopped), content_type_mismatch, sequence_conflict"),
     413: failure(
-      `payload_too_large: over ${MAX_APPEND_BYTES} bytes, or the stream past ${MAX_GENERATION_BYTES}`,
+      `payload_too_large: over ${MAX_APPEND_BYTES} bytes, or the stream or the answer it makes (as stored) past ${MAX_GENERATION_BYTES}; quota_exceeded: the chunks would take the session or the tenant past a byte quota`,
     ),
   },
 });

@@ -26,7 +26,7 @@ import type { AssistantMessage, TextContent, ThinkingLevel } from "./messages";
 import { blockText, usage } from "./messages";
 import { lineError } from "./ndjson";
 import { hasToolCall, toolResultMessage } from "./providers/incoming";
-import { messageSignature } from "./providers/to-openai-responses";
+import { messageSignature } from "./providers/responses-signatures";
 import { sameJson } from "./source-lines";
 
 /*

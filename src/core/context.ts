@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { applyContextEdit, latestEdits } from "./context-edits";
 import type { CompactionEntry, ContextEditEntry, CustomEntry, TreeEntry } from "./entries";
+import { frameworkMessages } from "./framework-custom-messages";
 import type { AgentMessage } from "./messages";
 import { AgentMessage as AgentMessageSchema, ThinkingLevel } from "./messages";
 
@@ -119,6 +120,8 @@ function projectEntry(
     case "message":
       return [withContent(entry.message)];
     case "custom_message": {
+      const read = frameworkMessages(entry);
+      if (read) return read;
       const message: AgentMessage = {
         role: "custom",
         customType: entry.customType,

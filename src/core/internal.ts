@@ -24,6 +24,7 @@ export * from "./events";
 export * from "./export-formats";
 export * from "./file-lists";
 export * from "./fork";
+export * from "./framework-custom-messages";
 export * from "./generations";
 export * from "./header";
 export * from "./ids";

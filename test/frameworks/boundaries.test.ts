@@ -22,7 +22,11 @@ function imports(file: string): string[] {
 function allowed(specifier: string, framework: string | undefined): boolean {
   if (specifier.startsWith("./") || specifier === "zod") return true;
   if (/^\.\.\/(\.\.\/)?core(\/internal)?$/.test(specifier)) return true;
-  if (framework && (specifier === "../keys" || specifier === "../session-handles")) return true;
+  if (
+    framework &&
+    (specifier === "../keys" || specifier === "../session-handles" || specifier === "../conversation")
+  )
+    return true;
   return framework !== undefined && (FRAMEWORK_PACKAGES[framework]?.test(specifier) ?? false);
 }
 

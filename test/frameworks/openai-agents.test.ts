@@ -18,6 +18,7 @@ import { createClient } from "../../src/client";
 import { MemoryRepo, type SessionRepo } from "../../src/core/internal";
 import { CfSessionsSession } from "../../src/frameworks/openai-agents";
 import { type DevServer, startDevServer } from "../support/dev-server";
+import { earlierSession } from "./earlier-sessions";
 
 /*
  * The Agents SDK's runner over several turns with function tools and reasoning items, the model a
@@ -169,7 +170,7 @@ describe.each(repos)("CfSessionsSession on %s", (_name, makeRepo) => {
     expect(await ours.getItems()).toEqual(await theirs.getItems());
     // The popped item is still in the tree, on a branch the head left.
     const session = await repo.open(sessionId);
-    expect((await session.getEntries({ type: "custom_message" })).length).toBe(4);
+    expect((await session.getEntries({ type: "message" })).length).toBe(4);
     expect((await session.getBranch()).length).toBe(3);
     await ours.clearSession();
     await theirs.clearSession();
@@ -195,16 +196,161 @@ describe.each(repos)("CfSessionsSession on %s", (_name, makeRepo) => {
     const session = await repo.open(sessionId);
     const branch = await session.getBranch();
     expect(branch.map((entry) => entry.type)).toEqual([
-      "custom_message",
-      "custom_message",
-      "custom_message",
+      "message",
+      "message",
+      "message",
       "compaction",
-      "custom_message",
+      "message",
+    ]);
+    // The context is the replacement's messages (the SDK's opaque compaction item has none), then the rest.
+    const context = await session.buildContext();
+    expect(context.messages.map((m) => [m.role, m.content])).toEqual([
+      ["compactionSummary", undefined],
+      ["user", "three"],
+      ["user", "four"],
     ]);
     // Popping into what the compaction kept writes a new compaction without it.
     expect(await ours.popItem()).toEqual(said("four"));
     expect(await ours.popItem()).toEqual(said("three"));
     expect(await ours.getItems()).toEqual(replacement.slice(0, 1));
+  });
+
+  it("writes items as the conversation they are: each provider's shape has their roles", async () => {
+    const sessionId = `agents-roles-${crypto.randomUUID()}`;
+    const ours = new CfSessionsSession({ repo, sessionId });
+    await ours.addItems([
+      { type: "message", role: "user", content: "Weather in Paris?" },
+      {
+        type: "function_call",
+        callId: "c1",
+        name: "weather",
+        arguments: '{"city":"Paris"}',
+        status: "completed",
+      },
+      { type: "function_call_result", callId: "c1", name: "weather", status: "completed", output: "sunny" },
+      {
+        type: "message",
+        role: "assistant",
+        status: "completed",
+        content: [{ type: "output_text", text: "Sunny." }],
+      },
+    ]);
+    const session = await repo.open(sessionId);
+    const model = { provider: "openai", modelId: "gpt-4o" };
+    const chat = await session.contextIn("openai-chat", { model });
+    expect(chat.messages).toEqual([
+      { role: "user", content: "Weather in Paris?" },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [
+          { id: "c1", type: "function", function: { name: "weather", arguments: '{"city":"Paris"}' } },
+        ],
+      },
+      { role: "tool", tool_call_id: "c1", content: "sunny" },
+      { role: "assistant", content: "Sunny." },
+    ]);
+    const anthropic = await session.contextIn("anthropic", {
+      model: { provider: "anthropic", modelId: "claude" },
+    });
+    expect(anthropic.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+    expect(JSON.stringify(anthropic.messages[2])).toContain("tool_result");
+  });
+
+  it("answers any session as items, whoever wrote it", async () => {
+    const session = await repo.create({ id: `agents-foreign-${crypto.randomUUID()}` });
+    await session.appendMessage({
+      role: "user",
+      content: [{ type: "text", text: "Read a.txt" }],
+      timestamp: 1,
+    });
+    await session.appendMessage({
+      role: "assistant",
+      content: [
+        { type: "thinking", thinking: "Read it." },
+        { type: "toolCall", id: "t1", name: "read", arguments: { path: "a.txt" } },
+      ],
+      api: "anthropic-messages",
+      provider: "anthropic",
+      model: "claude",
+      usage: {
+        input: 1,
+        output: 1,
+        cacheRead: 0,
+        cacheWrite: 0,
+        totalTokens: 2,
+        cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+      },
+      stopReason: "toolUse",
+      timestamp: 2,
+    });
+    await session.appendMessage({
+      role: "toolResult",
+      toolCallId: "t1",
+      toolName: "read",
+      content: [{ type: "text", text: "hello" }],
+      isError: false,
+      timestamp: 3,
+    });
+    const ours = new CfSessionsSession({ repo, sessionId: session.id });
+    expect(await ours.getItems()).toEqual([
+      { type: "message", role: "user", content: [{ type: "input_text", text: "Read a.txt" }] },
+      { type: "reasoning", content: [{ type: "input_text", text: "Read it." }] },
+      {
+        type: "function_call",
+        callId: "t1",
+        name: "read",
+        arguments: '{"path":"a.txt"}',
+        status: "completed",
+      },
+      {
+        type: "function_call_result",
+        callId: "t1",
+        name: "read",
+        status: "completed",
+        output: { type: "text", text: "hello" },
+      },
+    ]);
+    // Popping the call leaves the reasoning before it, now an entry of its own.
+    await ours.popItem();
+    const call = await ours.popItem();
+    expect(call).toMatchObject({ type: "function_call", callId: "t1" });
+    expect((await ours.getItems()).map((item) => item.type)).toEqual(["message", "reasoning"]);
+    expect((await session.getBranch()).map((entry) => entry.type)).toEqual(["message", "message"]);
+  });
+
+  it("reads a session cf-sessions 0.1 wrote: the same items, and a conversation in every shape", async () => {
+    const { session, expected } = await earlierSession<{ items: AgentInputItem[] }>(
+      repo,
+      "openai-agents-0.1.0",
+    );
+    const ours = new CfSessionsSession({ repo, sessionId: session.id });
+    expect(await ours.getItems()).toEqual(expected.items);
+    const chat = await session.contextIn("openai-chat", { model: { provider: "openai", modelId: "gpt-4o" } });
+    expect(chat.messages.map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "tool",
+      "assistant",
+      "user",
+      "assistant",
+      "tool",
+      "tool",
+      "assistant",
+    ]);
+    // The two parallel calls, kept as two items, are one turn answered by both results.
+    expect(chat.messages[5]).toMatchObject({ tool_calls: [{ id: "call-2" }, { id: "call-3" }] });
+    expect(chat.messages.slice(6, 8)).toEqual([
+      { role: "tool", tool_call_id: "call-2", content: "rain in Lyon" },
+      { role: "tool", tool_call_id: "call-3", content: "sun in Nice" },
+    ]);
+    expect(JSON.stringify(chat.messages[0])).toContain("image_url");
+    // Going on writes the new shape after the old.
+    await ours.addItems([{ type: "message", role: "user", content: "Thanks!" }]);
+    expect(await ours.getItems()).toEqual([
+      ...expected.items,
+      { type: "message", role: "user", content: "Thanks!" },
+    ]);
   });
 
   it("refuses what is not an item with invalid_request, writing nothing", async () => {

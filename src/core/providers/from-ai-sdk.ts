@@ -13,9 +13,9 @@ import {
   readWith,
   toolResultMessage,
 } from "./incoming";
+import { messageSignature } from "./responses-signatures";
 import { FORMAT_API } from "./target";
 import { parseDataUrl } from "./text";
-import { messageSignature } from "./to-openai-responses";
 
 /*
  * Vercel AI SDK in (versions 5 and 6): a `ModelMessage`, a list of them, or what `generateText`

@@ -13,8 +13,8 @@ import {
   replySource,
   WaitingCalls,
 } from "./incoming";
+import { messageSignature } from "./responses-signatures";
 import { FORMAT_API } from "./target";
-import { messageSignature } from "./to-openai-responses";
 
 /*
  * OpenAI Responses in: a `response` object (its output items), or an input item a caller made: a

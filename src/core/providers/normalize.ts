@@ -21,6 +21,8 @@ import { callIdPart, ToolCallIds } from "./tool-call-ids";
  * any API accepts, in user / assistant / tool-results turns.
  *
  * - pi's own messages become what pi sends for them (user messages in pi's wrappers).
+ * - Assistant messages with nothing between them are one turn (a framework that kept each output
+ *   item apart, one parallel call at a time), answered after the last of them.
  * - An errored or aborted assistant turn is left out together with its tool results (a result
  *   whose call is gone is a 400 at Anthropic: "unexpected tool_use_id").
  * - Every tool call is answered right after its turn, in call order: a missing result becomes an
@@ -258,6 +260,11 @@ class PendingCalls {
     return true;
   }
 
+  /** Whether any call got its result. */
+  answered(): boolean {
+    return this.results.some((result) => result !== undefined);
+  }
+
   /** Every call answered, in call order: the missing ones with an error result. */
   close(): NormalToolResults {
     return {
@@ -299,8 +306,8 @@ export function normalizeMessages(
       pending?.answer(message as ToolResultMessage, imageInput);
       continue;
     }
-    closeTurn();
     if (message.role === "user") {
+      closeTurn();
       const raw = (message as { content: unknown }).content;
       const parts =
         typeof raw === "string" ? [{ type: "text" as const, text: raw }] : Array.isArray(raw) ? raw : [];
@@ -310,12 +317,25 @@ export function normalizeMessages(
     }
     const assistant = message as AssistantMessage;
     // An incomplete turn is not replayed: the model retries from the last complete state.
-    if (assistant.stopReason === "error" || assistant.stopReason === "aborted") continue;
+    const incomplete = assistant.stopReason === "error" || assistant.stopReason === "aborted";
     const sameModel = isSameModel(assistant, target);
-    const content = assistantBlocks(assistant, sameModel, ids, foreignThinking);
-    if (content.length === 0) continue;
-    out.push({ role: "assistant", content, sameModel, source: assistant });
+    const content = incomplete ? [] : assistantBlocks(assistant, sameModel, ids, foreignThinking);
+    if (content.length === 0) {
+      closeTurn();
+      continue;
+    }
     const calls = content.filter((block): block is NormalToolCall => block.type === "toolCall");
+    const previous = out.at(-1);
+    if (previous?.role === "assistant" && previous.sameModel === sameModel && !pending?.answered()) {
+      // One turn stored as several messages (a framework that wrote each output item apart, one
+      // parallel call at a time): the calls of all of them are answered after the last.
+      previous.content.push(...content);
+      const waiting = [...(pending?.calls ?? []), ...calls];
+      if (waiting.length > 0) pending = new PendingCalls(waiting);
+      continue;
+    }
+    closeTurn();
+    out.push({ role: "assistant", content, sameModel, source: assistant });
     if (calls.length > 0) pending = new PendingCalls(calls);
   }
   closeTurn();

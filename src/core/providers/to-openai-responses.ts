@@ -3,6 +3,7 @@ import { tryParseJson } from "../json";
 import type { ImageContent, TextContent } from "../messages";
 import type { NormalAssistant, NormalToolResult } from "./normalize";
 import { normalizeContext, resultParts } from "./normalize";
+import { messageIdentity } from "./responses-signatures";
 import type { TargetModel } from "./target";
 import { dataUrl } from "./text";
 import { itemIdPart, OPENAI_RESPONSES_IDS } from "./tool-call-ids";
@@ -63,24 +64,6 @@ function content(part: TextContent | ImageContent): ResponsesInputContent {
   return part.type === "text"
     ? { type: "input_text", text: part.text }
     : { type: "input_image", image_url: dataUrl(part.mimeType, part.data), detail: "auto" };
-}
-
-/** pi-ai's text signature for a Responses message item: `{"v":1,"id":…,"phase":…}`. */
-export function messageSignature(id: string, phase?: string): string {
-  return JSON.stringify(phase === undefined ? { v: 1, id } : { v: 1, id, phase });
-}
-
-/** A text signature read back: pi-ai's `{"v":1,"id":…,"phase":…}`, or an older plain message id. */
-function messageIdentity(
-  signature: string | undefined,
-): Pick<ResponsesOutputMessageItem, "id" | "phase"> | undefined {
-  if (!signature) return undefined;
-  if (!signature.startsWith("{")) return { id: signature };
-  const parsed = tryParseJson(signature) as { v?: unknown; id?: unknown; phase?: unknown } | undefined;
-  if (parsed?.v !== 1 || typeof parsed.id !== "string") return undefined;
-  return parsed.phase === "commentary" || parsed.phase === "final_answer"
-    ? { id: parsed.id, phase: parsed.phase }
-    : { id: parsed.id };
 }
 
 /** The reasoning item a thinking signature holds (pi-ai keeps the whole item there). */

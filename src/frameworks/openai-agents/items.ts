@@ -1,53 +1,49 @@
 import type { AgentInputItem } from "@openai/agents-core";
 import { protocol } from "@openai/agents-core";
-import type { EntryInput, StoredEntry } from "../../core";
-import { isRecord, SessionError } from "../../core/internal";
+import type {
+  AgentMessage,
+  AssistantMessage,
+  EntryInput,
+  ModelRef,
+  StoredEntry,
+  TreeEntry,
+} from "../../core";
+import type { SystemMessage } from "../../core/internal";
+import {
+  callIdPart,
+  dataUrl,
+  fromOpenAIAgents,
+  isRecord,
+  itemIdPart,
+  messageIdentity,
+  OPENAI_AGENTS_ITEM,
+  reasoningItem,
+  SessionError,
+  systemMessageText,
+  toModelMessage,
+} from "../../core/internal";
+import type { Piece } from "../conversation";
+import { conversationPieces, keepOriginal } from "../conversation";
 
 /*
- * An Agents SDK item is a `custom_message` entry: the item itself, exactly, in `details`, and its
- * text in `content` (what search finds and the viewer shows). A compaction is our `compaction`
- * entry, holding the items that replace the history before it.
+ * Agents SDK items as the session model: each run of model output an assistant message, each
+ * function result a tool result, each user or system message one of ours, read by the core's
+ * Agents reader; the items themselves kept on the entry they became. An item with no place in
+ * the model (a hosted or computer tool call, a shell call) is a `custom` entry holding it, which
+ * contexts skip. Read back, the entries the adapter wrote give their items exactly, and any other
+ * message of the context becomes the items it stands for.
  */
 
-const ITEM = "openai-agents:item";
-export const COMPACTION = "openai-agents:compaction";
-
-const record = (value: unknown) => (isRecord(value) ? value : undefined);
-
-/** The text parts of a content list (`input_text`, `output_text`, `refusal`, plain `text`). */
-function partsText(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  return content
-    .map((part) => {
-      const p = record(part);
-      if (typeof p?.text === "string") return p.text;
-      if (typeof p?.refusal === "string") return p.refusal;
-      return "";
-    })
-    .filter((text) => text !== "")
-    .join("\n");
-}
-
-/** What an item says, as text: a message's words, a call with its arguments, a tool's output. */
-function itemText(item: AgentInputItem): string {
-  const value = item as Record<string, unknown>;
-  switch (value.type) {
-    case "function_call":
-      return `${String(value.name)}(${typeof value.arguments === "string" ? value.arguments : ""})`;
-    case "function_call_result":
-      return partsText(typeof value.output === "string" ? value.output : [value.output].flat());
-    default:
-      return partsText(value.content);
-  }
-}
+export const FRAMEWORK = "openai-agents";
+/** The compaction of cf-sessions 0.1's adapter: the replacing items in its `details`. */
+const EARLIER_COMPACTION = "openai-agents:compaction";
 
 /** Checks items at the edge: each must be an item of the SDK's protocol (plain JSON). */
 export function checkItems(items: unknown): AgentInputItem[] {
   if (!Array.isArray(items)) throw new SessionError("invalid_request", "items must be an array of items");
   items.forEach((item, index) => {
     const parsed = protocol.ModelItem.safeParse(item);
-    if (!parsed.success || record(item) === undefined) {
+    if (!parsed.success || !isRecord(item)) {
       throw new SessionError("invalid_request", `item ${index} is not an Agents SDK item`, {
         index,
         issues: parsed.success ? [] : parsed.error.issues,
@@ -57,22 +53,137 @@ export function checkItems(items: unknown): AgentInputItem[] {
   return items as AgentInputItem[];
 }
 
-export function itemEntry(item: AgentInputItem): EntryInput {
-  return { type: "custom_message", customType: ITEM, content: itemText(item), display: true, details: item };
+/** What `items` read as, answered by `model` (default: OpenAI, the model unnamed). */
+export function readItems(items: readonly AgentInputItem[], model: ModelRef | undefined) {
+  return fromOpenAIAgents(items, model ? { model } : {});
 }
 
-/** The item an entry holds, or undefined for any other entry. */
-export function itemOf(entry: StoredEntry): AgentInputItem | undefined {
-  return entry.type === "custom_message" && entry.customType === ITEM && record(entry.details)
-    ? (entry.details as AgentInputItem)
-    : undefined;
+/** The entries for `items`, chained in order. */
+export function itemEntries(items: readonly AgentInputItem[], model: ModelRef | undefined): EntryInput[] {
+  return readItems(items, model).flatMap(({ items: records, message }): EntryInput[] =>
+    message
+      ? keepOriginal([{ type: "message", message }], FRAMEWORK, records)
+      : [{ type: "custom", customType: OPENAI_AGENTS_ITEM, data: records[0] }],
+  );
 }
 
-/** The items a compaction of ours replaced the history with, or undefined for any other entry. */
-export function compactedItems(entry: StoredEntry): AgentInputItem[] | undefined {
-  if (entry.type !== "compaction") return undefined;
-  const details = record(entry.details);
-  return details?.customType === COMPACTION && Array.isArray(details.items)
-    ? (details.items as AgentInputItem[])
-    : undefined;
+/** The items an entry holds in a shape of its own: a custom entry, or one of cf-sessions 0.1. */
+function ownItems(entry: StoredEntry<TreeEntry>): unknown[] | undefined {
+  if (entry.type === "custom" && entry.customType === OPENAI_AGENTS_ITEM && isRecord(entry.data)) {
+    return [entry.data];
+  }
+  if (entry.type === "custom_message" && entry.customType === OPENAI_AGENTS_ITEM && isRecord(entry.details)) {
+    return [entry.details];
+  }
+  if (
+    entry.type === "compaction" &&
+    isRecord(entry.details) &&
+    entry.details.customType === EARLIER_COMPACTION
+  ) {
+    return Array.isArray(entry.details.items) ? entry.details.items : undefined;
+  }
+  return undefined;
+}
+
+const text = (value: string) => ({ type: "input_text" as const, text: value });
+
+function imageUrl(part: { data: string; mimeType: string }): string {
+  return dataUrl(part.mimeType, part.data);
+}
+
+function userItem(message: Extract<AgentMessage, { role: "user" }>): AgentInputItem {
+  const content =
+    typeof message.content === "string"
+      ? message.content
+      : message.content.map((part) =>
+          part.type === "text" ? text(part.text) : { type: "input_image" as const, image: imageUrl(part) },
+        );
+  return { type: "message", role: "user", content };
+}
+
+function assistantItems(message: AssistantMessage): AgentInputItem[] {
+  const items: AgentInputItem[] = [];
+  for (const block of message.content) {
+    if (block.type === "thinking") {
+      const responses = reasoningItem(block.thinkingSignature);
+      const item: AgentInputItem = {
+        type: "reasoning",
+        content: block.thinking ? [text(block.thinking)] : [],
+      };
+      if (responses) {
+        item.id = responses.id;
+        if (typeof responses.encrypted_content === "string") {
+          item.providerData = { encryptedContent: responses.encrypted_content };
+        }
+      }
+      items.push(item);
+    } else if (block.type === "text") {
+      const identity = messageIdentity(block.textSignature);
+      items.push({
+        type: "message",
+        role: "assistant",
+        status: "completed",
+        content: [{ type: "output_text", text: block.text }],
+        ...(identity ? { id: identity.id } : {}),
+        ...(identity?.phase ? { phase: identity.phase } : {}),
+      });
+    } else if (block.type === "toolCall") {
+      const itemId = itemIdPart(block.id);
+      items.push({
+        type: "function_call",
+        callId: callIdPart(block.id),
+        name: block.name,
+        arguments: JSON.stringify(block.arguments ?? {}),
+        status: "completed",
+        ...(itemId ? { id: itemId } : {}),
+      });
+    }
+  }
+  return items;
+}
+
+function resultItem(message: Extract<AgentMessage, { role: "toolResult" }>): AgentInputItem {
+  const images = message.content.some((part) => part.type === "image");
+  const texts = message.content.flatMap((part) => (part.type === "text" ? [part.text] : []));
+  const output = images
+    ? message.content.map((part) =>
+        part.type === "text" ? text(part.text) : { type: "input_image" as const, image: imageUrl(part) },
+      )
+    : { type: "text" as const, text: texts.join("\n") };
+  return {
+    type: "function_call_result",
+    callId: callIdPart(message.toolCallId),
+    name: message.toolName,
+    status: "completed",
+    output,
+  };
+}
+
+/**
+ * The items a message stands for: user, assistant and tool results as the SDK has them, a system
+ * message as its text, pi's summaries and custom messages as the user messages a model is sent for
+ * them. An errored or aborted reply is left out (the model goes on from the last whole answer).
+ */
+export function messageItems(message: AgentMessage): AgentInputItem[] {
+  if (message.role === "system") {
+    const content = systemMessageText(message as SystemMessage);
+    return content ? [{ type: "message", role: "system", content }] : [];
+  }
+  const model = toModelMessage(message);
+  if (!model) return [];
+  if (model.role === "user") return [userItem(model as Extract<AgentMessage, { role: "user" }>)];
+  if (model.role === "toolResult")
+    return [resultItem(model as Extract<AgentMessage, { role: "toolResult" }>)];
+  const reply = model as AssistantMessage;
+  return reply.stopReason === "error" || reply.stopReason === "aborted" ? [] : assistantItems(reply);
+}
+
+/** The items of a piece of the context: its own, or those its messages stand for. */
+export function pieceItems(piece: Piece): AgentInputItem[] {
+  return (piece.records as AgentInputItem[] | undefined) ?? piece.messages.flatMap(messageItems);
+}
+
+/** The conversation on a branch as pieces, with the Agents SDK's own items where it wrote them. */
+export function itemPieces(branch: readonly StoredEntry<TreeEntry>[]): Piece[] {
+  return conversationPieces(branch, FRAMEWORK, ownItems);
 }

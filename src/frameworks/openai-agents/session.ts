@@ -1,38 +1,49 @@
 import type { AgentInputItem, Session as AgentsSession } from "@openai/agents-core";
-import type { Session, SessionRepo, StoredEntry } from "../../core";
+import type { EntryInput, ModelRef, Session, SessionRepo } from "../../core";
 import { newId, SessionError } from "../../core";
 import { checkSessionId } from "../../core/internal";
+import { keepOriginal } from "../conversation";
 import { SessionHandles } from "../session-handles";
-import { COMPACTION, checkItems, compactedItems, itemEntry, itemOf } from "./items";
+import { checkItems, FRAMEWORK, itemEntries, itemPieces, pieceItems, readItems } from "./items";
 
 export interface CfSessionsSessionOptions {
   /** Where the conversation is kept: a `RemoteRepo` (the service) or any of the library's repos. */
   repo: SessionRepo;
-  /** The session to keep the items in (our id syntax); a new session when absent. */
+  /**
+   * The session to keep the items in (our id syntax): one this adapter made, or any other, whoever
+   * wrote it; a new session when absent.
+   */
   sessionId?: string;
+  /** The model the agent talks to, recorded on its replies (default: OpenAI, the model unnamed). */
+  model?: ModelRef;
 }
 
-/** The conversation on the current branch: its items, and the entries they came from. */
+/** The conversation on the current branch: its items, and the entries each came from. */
 interface History {
   items: AgentInputItem[];
-  /** Per item, the entry holding it (a compaction holds several). */
-  holders: StoredEntry[];
+  /** Per item, the index of the piece of the context that holds it. */
+  holders: number[];
+  pieces: ReturnType<typeof itemPieces>;
   leafId: string | null;
 }
 
 /**
  * An OpenAI Agents SDK session over cf-sessions: the conversation is the session's current branch,
- * each item a `custom_message` entry holding it exactly. `addItems` is one append; `popItem` and
+ * each run of items the messages it stands for (user, assistant with its reasoning and calls,
+ * tool results), the items kept beside them exactly. `addItems` is one append; `popItem` and
  * `clearSession` move the head back (the tree keeps what they removed, as a branch), and
- * `replaceHistoryWithCompaction` appends our `compaction` entry, so the tree keeps what it replaced.
+ * `replaceHistoryWithCompaction` appends a `compaction` entry keeping the replacement. Any
+ * session reads as items, whoever wrote it.
  */
 export class CfSessionsSession implements AgentsSession {
   readonly #handles: SessionHandles;
   readonly #id: string;
+  readonly #model: ModelRef | undefined;
 
   constructor(options: CfSessionsSessionOptions) {
     this.#handles = new SessionHandles(options.repo);
     this.#id = options.sessionId === undefined ? newId() : checkSessionId(options.sessionId);
+    this.#model = options.model;
   }
 
   #write<T>(write: (session: Session) => Promise<T>): Promise<T> {
@@ -51,20 +62,14 @@ export class CfSessionsSession implements AgentsSession {
 
   async #history(session: Session): Promise<History> {
     const branch = await session.getBranch();
-    const history: History = { items: [], holders: [], leafId: branch.at(-1)?.id ?? null };
-    for (const entry of branch) {
-      const replaced = compactedItems(entry);
-      if (replaced) {
-        history.items = [...replaced];
-        history.holders = replaced.map(() => entry);
-        continue;
-      }
-      const item = itemOf(entry);
-      if (item) {
+    const pieces = itemPieces(branch);
+    const history: History = { items: [], holders: [], pieces, leafId: branch.at(-1)?.id ?? null };
+    pieces.forEach((piece, index) => {
+      for (const item of pieceItems(piece)) {
         history.items.push(item);
-        history.holders.push(entry);
+        history.holders.push(index);
       }
-    }
+    });
     return history;
   }
 
@@ -81,21 +86,29 @@ export class CfSessionsSession implements AgentsSession {
   async addItems(items: AgentInputItem[]): Promise<void> {
     const checked = checkItems(items);
     if (checked.length === 0) return;
-    await this.#write((session) => session.appendEntries(checked.map(itemEntry)));
+    const entries = itemEntries(checked, this.#model);
+    await this.#write((session) => session.appendEntries(entries));
   }
 
   async popItem(): Promise<AgentInputItem | undefined> {
     const session = await this.#session();
     if (!session) return undefined;
-    const { items, holders, leafId } = await this.#history(session);
+    const { items, holders, pieces, leafId } = await this.#history(session);
     const item = items.at(-1);
-    const holder = holders.at(-1);
-    if (item === undefined || holder === undefined) return undefined;
-    if (holder.type === "compaction") {
+    const piece = pieces[holders.at(-1) ?? -1];
+    const first = piece?.entries[0];
+    if (item === undefined || piece === undefined || first === undefined) return undefined;
+    const kept = items.filter((_, index) => holders[index] === holders.at(-1)).slice(0, -1);
+    if (first.type === "compaction") {
       // The last item is one a compaction kept: a new compaction keeps the others.
-      await this.#compaction(session, items.slice(0, -1), leafId, holder.tokensBefore);
+      await this.#compaction(session, kept, leafId, first.tokensBefore);
+    } else if (kept.length === 0) {
+      await session.setLeafId(first.parentId, { expectedLeafId: leafId });
     } else {
-      await session.setLeafId(holder.parentId, { expectedLeafId: leafId });
+      // The item shares its entry with others (a reply's reasoning and calls): they go on alone.
+      const entries = itemEntries(kept, this.#model);
+      entries[0] = { ...entries[0], parentId: first.parentId } as (typeof entries)[number];
+      await session.appendEntries(entries, { expectedLeafId: leafId });
     }
     return item;
   }
@@ -114,14 +127,21 @@ export class CfSessionsSession implements AgentsSession {
     });
   }
 
+  /** Appends a compaction whose context is `items`: their messages retained, the items kept beside. */
   async #compaction(
     session: Session,
     items: AgentInputItem[],
     expectedLeafId: string | null,
     tokensBefore: number,
   ): Promise<void> {
-    const summary = `The conversation before this point, replaced by ${items.length} item(s) of the OpenAI Agents SDK`;
-    const compaction = { summary, tokensBefore, details: { customType: COMPACTION, items }, fromHook: true };
-    await session.appendCompaction(compaction, { expectedLeafId });
+    const retainedTail = readItems(items, this.#model).flatMap(({ message }) => (message ? [message] : []));
+    const compaction: EntryInput = {
+      type: "compaction",
+      summary: `The conversation before this point, replaced by ${items.length} item(s) of the OpenAI Agents SDK`,
+      tokensBefore,
+      retainedTail,
+      fromHook: true,
+    };
+    await session.appendEntries(keepOriginal([compaction], FRAMEWORK, items), { expectedLeafId });
   }
 }

@@ -168,8 +168,11 @@ describe("a fork answers before its path is copied", () => {
 
     ({ id } = await fork(src));
     await copying(id);
+    const before = await copying(id);
     expect((await api("GET", `/v1/sessions/${id}/entries/t0`)).body).toEqual(path[0]);
     expectError(await api("GET", `/v1/sessions/${id}/entries/b22`), 404, "not_found");
+    // An entry of the part still to copy is read from the source: the copy did not have to go on.
+    expect(await copying(id)).toEqual(before);
   });
 
   it("reads its tree, labels, search, events and history as the source's path at the fork point", async () => {

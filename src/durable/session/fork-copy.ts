@@ -1,4 +1,4 @@
-import type { EntryRef, Result } from "../../core/internal";
+import type { EntryRef, Result, StoredEntry } from "../../core/internal";
 import { capture, forkExtras, SessionError, unwrap } from "../../core/internal";
 import type { DurableEnv } from "../env";
 import { sessionObjectName } from "../names";
@@ -149,6 +149,23 @@ export class ForkCopy {
   /** Copies what is left now (what waits for it: a call that needs the whole path). */
   async whole(): Promise<void> {
     while (this.copying) await this.#next();
+  }
+
+  /**
+   * The entry `id` of the part of the path still to copy, as its source holds it (its blobs'
+   * values in place); undefined when it is none, or when the copy is done.
+   */
+  async entryOf(id: string): Promise<StoredEntry | undefined> {
+    const state = this.copying ? this.#host.session.copy.state : null;
+    if (!state?.next) return undefined;
+    try {
+      const entry = await this.#source(state.sourceId).forkEntry(state.hold, state.next.seq, id);
+      return unwrap(entry as Result<StoredEntry | null>) ?? undefined;
+    } catch (error) {
+      // The source lets go once the copy is done: the fork holds the path itself then.
+      if (!this.copying) return undefined;
+      throw error;
+    }
   }
 
   /** A replay of the entries after `after`: from the part still to copy, it waits for the copy. */

@@ -223,13 +223,18 @@ export class SessionObject extends DurableObject<DurableEnv> {
 
   /** @internal */
   getEntry(id: string): Promise<Result<StoredEntry | undefined>> {
-    return this.#parts.calls.copied(() =>
-      capture(async () => {
-        this.#parts.calls.checkListed();
-        const entry = this.#parts.session.reads.getEntry(id);
-        return entry && (await this.#parts.blobs.fill([entry]))[0];
-      }),
-    );
+    return capture(async () => {
+      this.#parts.calls.checkListed();
+      const held = () => storageWork(() => this.#parts.session.reads.heldEntry(id));
+      const entry = held();
+      if (entry) return (await this.#parts.blobs.fill([entry]))[0];
+      // In a fork still copying its path, an entry of the part still to copy is read from its
+      // source; should the copy have ended meanwhile, the fork holds it now.
+      const borrowed = await this.#parts.copy.entryOf(id);
+      if (borrowed) return borrowed;
+      const copied = held();
+      return copied && (await this.#parts.blobs.fill([copied]))[0];
+    });
   }
 
   /*
@@ -435,6 +440,23 @@ export class SessionObject extends DurableObject<DurableEnv> {
       capture(() => {
         this.#checkHeld(hold);
         return storageWork(() => this.#parts.session.reads.forkPage(from, pageBytes));
+      }),
+    );
+  }
+
+  /**
+   * The entry `id`, with its blobs' values, if it is on the path root → the row `from`, which the
+   * fork of `hold` still copies.
+   * @internal
+   */
+  forkEntry(hold: string, from: number, id: string): Promise<Result<StoredEntry | null>> {
+    return this.#parts.calls.copied(() =>
+      capture(async () => {
+        this.#checkHeld(hold);
+        const { reads } = this.#parts.session;
+        const onPath = storageWork(() => Object.hasOwn(reads.refsOnPath(from, [id]), id));
+        const entry = onPath ? storageWork(() => reads.heldEntry(id)) : undefined;
+        return entry ? ((await this.#parts.blobs.fill([entry]))[0] as StoredEntry) : null;
       }),
     );
   }

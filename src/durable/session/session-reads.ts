@@ -45,6 +45,13 @@ export class SessionReads {
     return this.#parts.rows.node(id) !== undefined;
   }
 
+  /** The entry `id` if the session holds its row (a fork still copying may not, yet). */
+  heldEntry(id: string): StoredEntry | undefined {
+    this.#parts.row.live();
+    const node = this.#parts.rows.node(id);
+    return node && this.#parts.rows.entries([node.seq])[0];
+  }
+
   /** The entry `id`; in a fork still copying its path, one of that path is read once it is copied. */
   getEntry(id: string): StoredEntry | undefined {
     this.#parts.row.live();

@@ -12,10 +12,11 @@ import { api, assistantMessage, createSession, expectError, info, sid, userMessa
 
 /*
  * A fork answers as soon as it holds its path's first page; its object copies the rest from the
- * source's in the background. The suite copies in pages of 2 KiB and runs no copy by itself (see
- * vitest.workers.config.ts): each fork here is read, written and outlived by its source in the
- * middle of its copy, and must answer as the complete copy would (the source's path at the fork
- * point), lose nothing and end whole.
+ * source's in the background. The suite copies in pages of 2 KiB and sets no alarm for the copy
+ * (see vitest.workers.config.ts; an alarm the object sets for other work copies a step of two
+ * pages): each fork here is read, written and outlived by its source in the middle of its copy,
+ * and must answer as the complete copy would (the source's path at the fork point), lose nothing
+ * and end whole.
  */
 
 type Entry = { id: string; seq: number; type: string; parentId: string | null; [k: string]: unknown };
@@ -168,11 +169,10 @@ describe("a fork answers before its path is copied", () => {
 
     ({ id } = await fork(src));
     await copying(id);
-    const before = await copying(id);
     expect((await api("GET", `/v1/sessions/${id}/entries/t0`)).body).toEqual(path[0]);
     expectError(await api("GET", `/v1/sessions/${id}/entries/b22`), 404, "not_found");
-    // An entry of the part still to copy is read from the source: the copy did not have to go on.
-    expect(await copying(id)).toEqual(before);
+    // An entry of the part still to copy is read from the source: the copy did not have to end.
+    await copying(id);
   });
 
   it("reads its tree, labels, search, events and history as the source's path at the fork point", async () => {
@@ -243,7 +243,7 @@ describe("a fork of a compacted path", () => {
     await append(id, [{ ...assistantMessage("the fork answers"), id: "r" }]);
     const after = (await api("GET", `/v1/sessions/${id}/context`)).body;
     expect(after.messages).toHaveLength(9);
-    expect(await copying(id)).toEqual(read);
+    await copying(id);
     await finish(id);
     expect((await api("GET", `/v1/sessions/${id}/context`)).body).toEqual(after);
   });
@@ -253,10 +253,10 @@ describe("a fork still copying its path", () => {
   it("takes appends at once, under its head and under an entry still to copy", async () => {
     const src = await source();
     const { id } = await fork(src);
-    const before = await copying(id);
+    await copying(id);
     await append(id, [{ ...userMessage("the fork goes on"), id: "f1" }, assistantMessage("and answers")]);
-    // Nothing the append named was on the path still to copy: it did not wait for the copy.
-    expect(await copying(id)).toEqual(before);
+    // Nothing the append named was on the path still to copy: it did not wait for the copy to end.
+    await copying(id);
     // The source goes on too, apart.
     await append(src, [userMessage("the source goes on")]);
 

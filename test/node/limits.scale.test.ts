@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,7 +9,8 @@ import { type DevServer, startDevServer } from "../support/dev-server";
  * Sessions at the platform's limits, measured on the real service (`wrangler dev`): one of
  * 1,000,000 entries and one of 2 GB of stored bytes (large tool outputs). For each: waking its
  * object (the server restarted on the same data), reading its head context, a context delta, an
- * export, a compaction and a fork, each timed, with the peak resident memory of workerd during it
+ * export, a compaction and a fork (its answer, its context, its copy in the background), each
+ * timed, with the peak resident memory of workerd during it
  * (its high-water mark reset before each step). No step may hold the whole session in memory: V8's
  * heap is capped at the platform's 128 MB (HEAP_CAP), and what a step adds stays far below the
  * session's size. `npm run test:scale` runs it (SCALE_TESTS=1);
@@ -281,11 +283,41 @@ async function measureSession(id: string): Promise<void> {
     return `${entry.tokensBefore} tokens before`;
   });
   const { leafId } = await stored(id);
-  await measure(id, "fork (the whole path)", async () => {
-    const res = await http("POST", `/v1/sessions/${id}/fork`, { entryId: leafId, id: `${id}-fork` });
-    const info = (await res.json()) as { entryCount: number };
-    return `${info.entryCount} entries copied`;
+  const fork = `${id}-fork`;
+  await measure(id, "fork (the whole path): the answer", async () => {
+    const res = await http("POST", `/v1/sessions/${id}/fork`, { entryId: leafId, id: fork });
+    const info = (await res.json()) as { entryCount: number; copying?: { copied: number } };
+    expect(info.copying).toBeDefined();
+    return `${info.entryCount} entries, ${info.copying?.copied} of them copied`;
   });
+  await measure(id, "fork: its context (while it copies, or once it has)", async () => {
+    const res = await http("GET", `/v1/sessions/${fork}/context`);
+    const bytes = await drain(res);
+    const { copying } = (await (await http("GET", `/v1/sessions/${fork}`)).json()) as {
+      copying?: { copied: number };
+    };
+    return `${Math.round(bytes / 1024)} KB; ${copying ? `${copying.copied} copied` : "copy done"}`;
+  });
+  await measure(id, "fork: its copy in the background, to the whole path", async () => {
+    for (;;) {
+      const info = (await (await http("GET", `/v1/sessions/${fork}`)).json()) as {
+        entryCount: number;
+        copying?: unknown;
+      };
+      if (info.copying === undefined) return `${info.entryCount} entries held`;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  });
+  // The copy holds the source's path, byte for byte (each read streamed through a hash).
+  const digest = async (session: string) => {
+    const hash = createHash("sha256");
+    const reader = (
+      (await http("GET", `/v1/sessions/${session}/branch`)).body as ReadableStream<Uint8Array>
+    ).getReader();
+    for (let read = await reader.read(); !read.done; read = await reader.read()) hash.update(read.value);
+    return hash.digest("hex");
+  };
+  expect(await digest(fork)).toBe(await digest(id));
 }
 
 it(

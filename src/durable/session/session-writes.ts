@@ -23,7 +23,7 @@ import {
 } from "../../core/internal";
 import { quotaExceeded } from "../quotas";
 import type { Reloadable } from "../transaction";
-import { transaction } from "../transaction";
+import { afterCommit, transaction } from "../transaction";
 import type { CopiedRows, ForkStart } from "../types";
 import type { ContextReads } from "./context-reads";
 import { insertCopiedRows } from "./copied-rows";
@@ -208,10 +208,8 @@ export class SessionWrites {
       state.stats.updatedAt = nowIso();
     });
     this.#parts.head.follow(plan.writes, plan.leafId);
-    this.onWritten?.(
-      plan.writes.map((write) => write.entry),
-      plan.leafId,
-    );
+    const written = plan.writes.map((write) => write.entry);
+    afterCommit(this.#parts.storage, () => this.onWritten?.(written, plan.leafId));
   }
 
   #planAppend(

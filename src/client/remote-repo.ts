@@ -105,7 +105,9 @@ export class RemoteRepo implements SessionRepo {
 
   /** The tenant's sessions best matching a query, with the snippets that matched. */
   search(q: string, options: Omit<TenantSearchOptions, "q"> = {}): Promise<TenantSearchPage> {
-    return this.#http.json("GET", "v1/search", { query: { q, limit: options.limit } });
+    return this.#http.json("GET", "v1/search", {
+      query: { q, limit: options.limit, prefix: options.prefix },
+    });
   }
 
   /** Every session of the tenant as NDJSON lines (`GET /v1/export`), from `cursor` when resuming. */

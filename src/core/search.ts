@@ -2,7 +2,7 @@ import * as z from "zod";
 import { EntryType, Id } from "./entries";
 import { SessionError } from "./errors";
 import { MAX_QUERY_CHARS } from "./search-query";
-import { SessionInfo } from "./session-schemas";
+import { IdPrefix, SessionInfo } from "./session-schemas";
 
 /*
  * Search, in one session (its entries) and across a tenant (its sessions): what is asked and what
@@ -21,8 +21,8 @@ export const SearchQueryText = z.string().max(MAX_QUERY_CHARS).meta({
   description: 'words (all required), "a phrase", prefix*, a OR b, -excluded; matched after stemming',
 });
 
-/** A search's words and page size: across the tenant, all it takes. */
-export const TenantSearchOptions = z.object({
+/** A search's words and page size. */
+const SearchOptions = z.object({
   q: SearchQueryText,
   limit: z.coerce
     .number()
@@ -32,9 +32,12 @@ export const TenantSearchOptions = z.object({
     .optional()
     .meta({ description: `default ${DEFAULT_SEARCH_HITS}` }),
 });
+
+/** Across the tenant: among all its sessions, or those whose id starts with a prefix. */
+export const TenantSearchOptions = SearchOptions.extend({ prefix: IdPrefix.optional() });
 export type TenantSearchOptions = z.infer<typeof TenantSearchOptions>;
 
-export const SessionSearchOptions = TenantSearchOptions.extend({
+export const SessionSearchOptions = SearchOptions.extend({
   cursor: z.string().optional(),
   order: z.enum(["newest", "rank"]).optional().meta({ description: "newest first (default) or best first" }),
   thinking: z.boolean().optional().meta({ description: "search the model's thinking too (default false)" }),

@@ -143,15 +143,17 @@ export const ForkOptions = z
   .strict();
 export type ForkOptions = z.infer<typeof ForkOptions>;
 
+/** The start of a session id, as listing and the tenant's search filter by. */
+export const IdPrefix = z
+  .string()
+  .regex(ID_PREFIX_PATTERN, "must be 1-128 characters of A-Z a-z 0-9 . _ : -")
+  .meta({ description: "only the sessions whose id starts with it" });
+
 export const ListOptions = z.object({
   limit: z.coerce.number().int().min(1).max(MAX_SESSIONS_PAGE).optional().meta({ description: "default 50" }),
   cursor: z.string().nullable().optional(),
   order: z.enum(["updated", "created"]).optional().meta({ description: "newest first; default updated" }),
-  prefix: z
-    .string()
-    .regex(ID_PREFIX_PATTERN, "must be 1-128 characters of A-Z a-z 0-9 . _ : -")
-    .optional()
-    .meta({ description: "only the sessions whose id starts with it" }),
+  prefix: IdPrefix.optional(),
 });
 export type ListOptions = z.infer<typeof ListOptions>;
 

@@ -37,6 +37,8 @@ describe("client: search, recovery, backup", () => {
       },
       { timeout: 5000, interval: 30 },
     );
+    expect((await repo.search("heron", { prefix: session.id })).results).toHaveLength(1);
+    expect((await repo.search("heron", { prefix: `${session.id}-other` })).results).toEqual([]);
     await expect(session.search("!!!")).rejects.toMatchObject({ code: "invalid_request" });
   });
 

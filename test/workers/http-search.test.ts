@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import { sessionObjectName } from "../../src/durable/internal";
+import { shardCount, shardOf } from "../../src/durable/names";
 import {
   api,
   assistantMessage,
@@ -472,6 +473,39 @@ describe("searching the tenant", () => {
       expect(read.status).toBe(200);
       expect(read.body.results.map((r) => r.session.id)).toEqual([id]);
     });
+  });
+
+  it("searches only among the sessions whose id starts with a prefix, however many others match better", async () => {
+    const prefix = `okapi-${crypto.randomUUID()}:`;
+    const inside = `${prefix}1`;
+    // Named matches outrank a match in the text: unfiltered, those in its shard take every place
+    // the shard offers a search of one result.
+    const shard = shardOf(inside, shardCount(env));
+    let named = 0;
+    while (named < 4) {
+      const id = `okapi-named-${crypto.randomUUID()}`;
+      if (shardOf(id, shardCount(env)) !== shard) continue;
+      await createSession({ body: { id, name: `okapi notes ${named++}` } });
+    }
+    await createSession({ body: { id: inside } });
+    await api("POST", `/v1/sessions/${inside}/entries`, { body: userMessage("we saw an okapi today") });
+    await createSession({ body: { id: `${prefix.slice(0, -1)}-beside`, name: "okapi beside" } });
+    await eventually(async () => {
+      expect((await tenantSearch("okapi")).body.results).toHaveLength(6);
+    });
+    const all = await api<{ results: Result[] }>("GET", `/v1/search?q=okapi&limit=1`);
+    expect(all.body.results.map((r) => r.session.id)).not.toEqual([inside]);
+    const filtered = await api<{ results: Result[] }>(
+      "GET",
+      `/v1/search?q=okapi&limit=1&prefix=${encodeURIComponent(prefix)}`,
+    );
+    expect(filtered.status).toBe(200);
+    expect(filtered.body.results.map((r) => r.session.id)).toEqual([inside]);
+    for (const bad of ["", "has%20space", "a/b", "x".repeat(129)]) {
+      const refused = await api("GET", `/v1/search?q=okapi&prefix=${bad}`);
+      expectError(refused, 400, "invalid_request");
+      expect(JSON.stringify(refused.body.error.details)).toContain("prefix");
+    }
   });
 
   it("answers hostile queries with 200 or a 400, never a 500", async () => {

@@ -82,9 +82,15 @@ describe("MCP server", () => {
     expect(forked.isError, forked.text).toBeFalsy();
     expect(forked.text).toContain(forkId);
 
-    const listed = await api("GET", "/v1/sessions?limit=100");
-    const fork = listed.body.sessions.find((s: { id: string }) => s.id === forkId);
-    expect(fork?.parentSession).toEqual({ id, entryId: at });
+    // The listing is the directory's, which hears of a new session within DIRECTORY_SYNC_MS.
+    await vi.waitFor(
+      async () => {
+        const listed = await api("GET", "/v1/sessions?limit=100");
+        const fork = listed.body.sessions.find((s: { id: string }) => s.id === forkId);
+        expect(fork?.parentSession).toEqual({ id, entryId: at });
+      },
+      { timeout: 10_000, interval: 50 },
+    );
     const forkRead = await call(client, "read_session", { sessionId: forkId, limit: 200 });
     expect((forkRead.structuredContent as { entries: unknown[] }).entries).toHaveLength(5);
     await client.close();

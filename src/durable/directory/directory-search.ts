@@ -50,10 +50,19 @@ export function rankResults(results: TenantSearchResult[]): TenantSearchResult[]
 export function searchShard(sql: Sql, options: TenantSearchOptions): TenantSearchResult[] {
   const limit = options.limit ?? DEFAULT_SEARCH_HITS;
   const match = ftsQuery(options.q);
-  const ranked = matchRows(
-    () => sql<{ rowid: number }>`
-      SELECT rowid FROM session_text WHERE session_text MATCH ${match}
-      ORDER BY rank LIMIT ${limit * CANDIDATES_PER_RESULT}`,
+  const candidates = limit * CANDIDATES_PER_RESULT;
+  const prefix = options.prefix;
+  // With a prefix, the ids are filtered before bm25 picks the candidates, so every match among
+  // them can be found; without one, the index alone answers.
+  const ranked = matchRows(() =>
+    prefix === undefined
+      ? sql<{ rowid: number }>`
+          SELECT rowid FROM session_text WHERE session_text MATCH ${match}
+          ORDER BY rank LIMIT ${candidates}`
+      : sql<{ rowid: number }>`
+          SELECT t.rowid AS rowid FROM session_text t JOIN sessions s ON s.rowid = t.rowid
+          WHERE session_text MATCH ${match} AND substr(s.id, 1, ${prefix.length}) = ${prefix}
+          ORDER BY t.rank LIMIT ${candidates}`,
   );
   if (ranked.length === 0) return [];
   const details = new Map<number, Record<string, string>>();

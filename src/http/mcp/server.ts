@@ -2,7 +2,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Context } from "hono";
 import * as z from "zod";
-import { Id, MAX_SEARCH_HITS, SearchQueryText, SessionError } from "../../core/internal";
+import { Id, IdPrefix, MAX_SEARCH_HITS, SearchQueryText, SessionError } from "../../core/internal";
 import type { AppEnv } from "../env";
 import { recordEvent } from "../metrics";
 import { creationLocation } from "../placement";
@@ -70,13 +70,9 @@ function readTools(server: McpServer, c: Context<AppEnv>): void {
         'Use first when the user refers to earlier work ("didn\'t we fix this before?", "what did we decide about X?"): finds the sessions whose name, labels or text match, best first, with a snippet of each match. Words are all required and stemmed; "a phrase", prefix*, a OR b, -excluded. Then read_session with a session id to see what was said.',
       inputSchema: {
         query: SearchQueryText,
-        prefix: z
-          .string()
-          .max(128)
-          .optional()
-          .describe(
-            "only sessions whose id starts with this (e.g. claude-code- for imported Claude Code sessions)",
-          ),
+        prefix: IdPrefix.optional().describe(
+          "only sessions whose id starts with this (e.g. claude-code- for imported Claude Code sessions)",
+        ),
         limit: z
           .number()
           .int()
@@ -88,10 +84,7 @@ function readTools(server: McpServer, c: Context<AppEnv>): void {
       annotations: { readOnlyHint: true },
     },
     tool(c, async ({ query, prefix, limit }) => {
-      const page = await repo(c).search({ q: query, limit: prefix === undefined ? limit : MAX_SEARCH_HITS });
-      const results = page.results
-        .filter((result) => prefix === undefined || result.session.id.startsWith(prefix))
-        .slice(0, limit ?? 20);
+      const { results } = await repo(c).search({ q: query, prefix, limit });
       const lines = results.length ? results.map(searchResultLine).join("\n") : "no session matches";
       return text(lines, { results });
     }),
@@ -104,18 +97,13 @@ function readTools(server: McpServer, c: Context<AppEnv>): void {
       description:
         "Use to see what the tenant worked on lately, without a word to search for: sessions newest first, each with its id, name, last update and first message. Page with cursor.",
       inputSchema: {
-        prefix: z.string().max(128).optional().describe("only sessions whose id starts with this"),
+        prefix: IdPrefix.optional().describe("only sessions whose id starts with this"),
         limit: z.number().int().min(1).max(100).optional().describe("sessions at most (default 20)"),
         cursor: Cursor,
       },
       annotations: { readOnlyHint: true },
     },
     tool(c, async ({ prefix, limit, cursor }) => {
-      if (prefix !== undefined && !/^[A-Za-z0-9._:-]+$/.test(prefix)) {
-        throw new SessionError("invalid_request", "prefix must be characters of A-Z a-z 0-9 . _ : -", {
-          argument: "prefix",
-        });
-      }
       const page = await repo(c).list({ limit: limit ?? 20, prefix, cursor });
       const lines = page.sessions.map(sessionLine);
       if (page.nextCursor) lines.push(`more: list_sessions with cursor "${page.nextCursor}"`);

@@ -18,7 +18,7 @@ import {
   userBlock,
 } from "./claude-code-blocks";
 import type { CompactionEntry, MessageEntry, SessionEntry } from "./entries";
-import type { ImportedSession, ImportWarning } from "./interchange";
+import type { ImportedSession, ImportWarning, ParseOptions } from "./interchange";
 import type { AssistantMessage, ThinkingLevel, ToolResultMessage } from "./messages";
 import { blockText } from "./messages";
 import { lineError } from "./ndjson";
@@ -76,12 +76,20 @@ class ClaudeCodeReader {
   readonly #custom = new Set<string>();
   readonly #uuids: Set<string>;
   readonly #subagent: boolean;
+  readonly #linesApart: boolean;
   #head: string | null = null;
   #timestamp: string;
 
-  constructor(lines: LogLine[], warnings: ImportWarning[], subagent: boolean, createdAt: string) {
+  constructor(
+    lines: LogLine[],
+    warnings: ImportWarning[],
+    subagent: boolean,
+    createdAt: string,
+    linesApart: boolean,
+  ) {
     this.warnings = warnings;
     this.#subagent = subagent;
+    this.#linesApart = linesApart;
     this.#timestamp = createdAt;
     this.#uuids = new Set(lines.map((l) => l.value.uuid).filter((u): u is string => typeof u === "string"));
   }
@@ -320,7 +328,7 @@ class ClaudeCodeReader {
 
     // A further streamed block of the message its parent line belongs to.
     const apiId = asString(message.id);
-    const open = apiId === undefined ? undefined : this.#assistantOf.get(apiId);
+    const open = apiId === undefined || this.#linesApart ? undefined : this.#assistantOf.get(apiId);
     const parentUuid = asString(value.parentUuid);
     const above = parentUuid === undefined ? undefined : this.#entryOf.get(parentUuid);
     if (open && above !== undefined && this.#messageAbove(above) === open.id) {
@@ -408,7 +416,7 @@ class ClaudeCodeReader {
     const entry = this.entries.find((e) => e.id === boundary && e.type === "compaction") as
       | CompactionEntry
       | undefined;
-    if (entry && entry.summary === "") {
+    if (entry && entry.summary === "" && !this.#linesApart) {
       entry.summary = summary;
       (entry.sourceLines as unknown[]).push(rest);
       (entry.sourceLineNumbers as number[]).push(line.line);
@@ -432,7 +440,7 @@ function lastString(lines: LogLine[], key: string): { value: string; line: numbe
  * file: a resumed conversation's file starts with lines copied from the one it continued); a
  * subagent's transcript (every message on a sidechain) is `claude-code-<sessionId>-agent-<agentId>`.
  */
-export function parseClaudeCode(text: string): ImportedSession {
+export function parseClaudeCode(text: string, options: ParseOptions = {}): ImportedSession {
   const { lines, warnings } = readLogLines(text);
   const session = lastString(lines, "sessionId");
   if (!session) throw lineError(lines[0]?.line ?? 1, "no sessionId in the file: not a Claude Code session");
@@ -446,7 +454,7 @@ export function parseClaudeCode(text: string): ImportedSession {
   const first = lines.find((l) => typeof l.value.timestamp === "string");
   const createdAt = entryTimestamp(first?.value.timestamp, new Date(0).toISOString());
 
-  const reader = new ClaudeCodeReader(lines, warnings, subagent, createdAt);
+  const reader = new ClaudeCodeReader(lines, warnings, subagent, createdAt, options.linesApart === true);
   for (const line of lines) reader.read(line);
 
   const uuids = new Set(lines.map((l) => l.value.uuid));

@@ -21,7 +21,7 @@ import {
 } from "./codex-items";
 import type { MessageEntry, SessionEntry } from "./entries";
 import { SessionError } from "./errors";
-import type { ImportedSession } from "./interchange";
+import type { ImportedSession, ParseOptions } from "./interchange";
 import type { AssistantMessage, TextContent, ThinkingLevel } from "./messages";
 import { blockText, usage } from "./messages";
 import { lineError } from "./ndjson";
@@ -63,9 +63,12 @@ class CodexReader {
   #timestamp: string;
   #tip: string | null = null;
 
-  constructor(provider: string, createdAt: string) {
+  readonly #linesApart: boolean;
+
+  constructor(provider: string, createdAt: string, linesApart: boolean) {
     this.#provider = provider;
     this.#timestamp = createdAt;
+    this.#linesApart = linesApart;
   }
 
   get leafId(): string | null {
@@ -227,7 +230,7 @@ class CodexReader {
     parts: AssistantMessage["content"],
     kept: Record<string, unknown>,
   ): void {
-    const open = this.#reply;
+    const open = this.#linesApart ? undefined : this.#reply;
     if (open) {
       const message = open.message as AssistantMessage;
       message.content.push(...parts);
@@ -276,6 +279,8 @@ class CodexReader {
       count(last.cache_write_input_tokens),
       count(last.total_tokens) || undefined,
     );
+    // Read a line at a time, a count cannot tell the reply it belongs to (before or after it).
+    if (this.#linesApart) return;
     if (this.#unmetered) {
       this.#unmetered.usage = counted;
       this.#unmetered = undefined;
@@ -380,7 +385,7 @@ class CodexReader {
 }
 
 /** A Codex CLI rollout as a session: id `codex-<session id>`, one chain, the head its last entry. */
-export function parseCodex(text: string): ImportedSession {
+export function parseCodex(text: string, options: ParseOptions = {}): ImportedSession {
   const { lines, warnings } = readLogLines(text);
   const values = lines.map(normalized);
   const metaIndex = values.findIndex((v) => v.type === "session_meta" && isRecord(v.payload));
@@ -397,7 +402,7 @@ export function parseCodex(text: string): ImportedSession {
   );
   const provider = asString(meta.model_provider) ?? "openai";
 
-  const reader = new CodexReader(provider, createdAt);
+  const reader = new CodexReader(provider, createdAt, options.linesApart === true);
   for (const [index, line] of lines.entries()) {
     try {
       reader.read(line, values[index] as Record<string, unknown>);

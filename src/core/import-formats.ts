@@ -1,21 +1,21 @@
 import { parseClaudeCode } from "./claude-code-format";
 import { parseCodex } from "./codex-format";
-import type { ImportedSession, ImportFormat } from "./interchange";
+import type { ImportedSession, ImportFormat, ParseOptions } from "./interchange";
 import { tryParseJson } from "./json";
 import { parseNative } from "./native-format";
 import { parsePi } from "./pi-format";
 
-/** Parses an import file of `format`. */
-export function parseImport(format: ImportFormat, text: string): ImportedSession {
+/** Parses an import file of `format` (pi's and ours hold one entry a line already). */
+export function parseImport(format: ImportFormat, text: string, options: ParseOptions = {}): ImportedSession {
   switch (format) {
     case "native":
       return parseNative(text);
     case "pi":
       return parsePi(text);
     case "claude-code":
-      return parseClaudeCode(text);
+      return parseClaudeCode(text, options);
     case "codex":
-      return parseCodex(text);
+      return parseCodex(text, options);
   }
 }
 

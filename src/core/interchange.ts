@@ -32,6 +32,17 @@ export interface ImportedSession {
   warnings: ImportWarning[];
 }
 
+/** How an import file is read. */
+export interface ParseOptions {
+  /**
+   * Each line as entries of its own, never folded into the entries of lines before it (the
+   * streamed blocks of one answer stay a message each; a usage count written after an answer is
+   * not added to it): the entries of a file's first lines are then the same however the file grows,
+   * which is what mirroring a file while it is written needs. A whole-file import folds them.
+   */
+  linesApart?: boolean;
+}
+
 /** Formats a session can be imported from: ours, pi's, and other agents' logs. */
 export type ImportFormat = "native" | "pi" | "claude-code" | "codex";
 export const IMPORT_FORMATS: readonly ImportFormat[] = ["native", "pi", "claude-code", "codex"];

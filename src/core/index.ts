@@ -54,7 +54,7 @@ export type {
 export { GENERATION_FORMATS, GenerationInfo, MAX_GENERATION_BYTES } from "./generations/generation-schemas";
 export { ID_PATTERN, isValidId, newId } from "./ids";
 export { detectFormat, parseImport } from "./import-formats";
-export type { ExportFormat, ImportedSession, ImportFormat, ImportHeader } from "./interchange";
+export type { ExportFormat, ImportedSession, ImportFormat, ImportHeader, ParseOptions } from "./interchange";
 export { EXPORT_FORMATS, IMPORT_FORMATS, ImportWarning } from "./interchange";
 export {
   DEFAULT_ENTRIES_PAGE,

@@ -13,7 +13,7 @@ import { fail, type Output, oneOf } from "./output";
  */
 
 /** Every `.jsonl` or `.ndjson` file under a folder, in a stable order. */
-function sessionFiles(path: string): string[] {
+export function sessionFiles(path: string): string[] {
   if (!statSync(path).isDirectory()) return [path];
   const files: string[] = [];
   const stack = [path];

@@ -15,6 +15,7 @@ import { columns, fail, type Output, oneLine, oneOf, UsageError } from "./output
 import { search } from "./search";
 import { followSession } from "./tail";
 import { drawTree } from "./tree-text";
+import { defaultStatePath, watchFiles } from "./watch-files";
 
 /*
  * `cf-sessions`: the service from a terminal. Configured by flags or CF_SESSIONS_URL /
@@ -35,6 +36,7 @@ commands:
   context <id>                what a model is sent from the leaf (or --leaf <entry>)
   import <file|dir>           import session files: native, pi, Claude Code, Codex (a directory: every .jsonl under it)
   sync <file|dir>             import, and append to sessions imported before what their files gained since
+                              (--watch <dir>: a live mirror, until stopped)
   export <id>                 a session as a file: native, pi, Claude Code or Codex
   fork <id> <entry>           a new session holding the path to <entry>
   rm <id>                     delete a session (restorable for the service's recovery window)
@@ -80,12 +82,21 @@ options (every command):
                 otherwise) or none`,
   sync: `usage: cf-sessions sync <file|dir> [--format native|pi|claude-code|codex] [--id <id>]
                         [--progress bar|plain|none]
+       cf-sessions sync --watch <dir> [--format pi|claude-code|codex] [--state <file>]
+                        [--interval <ms>]
 
   As import, for a folder that keeps growing (run it every hour): a file whose session is not
   there yet is imported; a session holding the start of its file gets the rest appended; one
   holding the whole file is unchanged. A file its session differs from (edited, or the session
   gained entries of its own) is a conflict: nothing is written, and the exit code is 1.
-  Summary: imported / appended (entries) / unchanged / conflicts / failed.`,
+  Summary: imported / appended (entries) / unchanged / conflicts / failed.
+
+  --watch mirrors the folder until stopped (Ctrl-C, SIGTERM): new lines reach the service within
+  a second, only what is new is sent, and a restart goes on where it stopped (what was sent is
+  kept in the state file it names; --state chooses it). Each line of a file stays entries of its
+  own (a streamed answer's blocks are a message each), so the entries already sent never change.
+  A file rewritten (shorter, or changed before its end) is reported and mirrored no further; one
+  whose session was imported whole before is a conflict. --interval: between looks (default 250).`,
   export: `usage: cf-sessions export <id> [--format native|pi|claude-code|codex] [--out <file>]
 
   Streams the session as NDJSON to stdout or --out: native (default), a pi session file, a Claude
@@ -161,6 +172,9 @@ function parse(argv: string[]) {
         session: { type: "string" },
         thinking: { type: "boolean" },
         existing: { type: "string" },
+        watch: { type: "boolean" },
+        state: { type: "string" },
+        interval: { type: "string" },
       },
     });
   } catch (error) {
@@ -265,8 +279,37 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       }
       return 0;
     }
-    case "import":
     case "sync":
+      if (values.watch) {
+        const dir = arg(rest, 0, "dir");
+        if (values.id !== undefined) fail("--id applies to one file, not to --watch");
+        const intervalMs = number(values.interval) ?? 250;
+        if (intervalMs < 10 || intervalMs > 60_000) fail("--interval is 10 to 60000 milliseconds");
+        const stop = new AbortController();
+        const interrupt = () => stop.abort();
+        process.once("SIGINT", interrupt);
+        process.once("SIGTERM", interrupt);
+        try {
+          return await watchFiles(client, dir, output, {
+            format: values.format,
+            intervalMs,
+            json,
+            signal: stop.signal,
+            statePath: values.state ?? (await defaultStatePath(dir, baseUrl, env)),
+          });
+        } finally {
+          process.off("SIGINT", interrupt);
+          process.off("SIGTERM", interrupt);
+        }
+      }
+      return importFiles(client, arg(rest, 0, "file|dir"), output, {
+        mode: command,
+        format: values.format,
+        id: values.id,
+        progress: values.progress,
+        json,
+      });
+    case "import":
       return importFiles(client, arg(rest, 0, "file|dir"), output, {
         mode: command,
         format: values.format,

@@ -46,6 +46,8 @@ export interface DevServerOptions {
   netns?: Netns;
   /** Listen on every address (0.0.0.0), reached here through 127.0.0.1. */
   everyAddress?: boolean;
+  /** This port rather than a free one (to start again where clients know the service). */
+  port?: number;
   /** Run `wrangler dev` itself with DEV_TENANT set, as someone bypassing `npm start` would. */
   devTenantByHand?: boolean;
 }
@@ -69,7 +71,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
 async function startOnce(options: DevServerOptions): Promise<DevServer> {
   const { netns } = options;
   // A namespace holds only the servers started here: each gets the next port.
-  const port = netns ? nextNetnsPort++ : await freePort();
+  const port = netns ? nextNetnsPort++ : (options.port ?? (await freePort()));
   const ip = netns?.address ?? (options.everyAddress ? "0.0.0.0" : "127.0.0.1");
   const state = options.persistTo ?? mkdtempSync(join(tmpdir(), "sessions-dev-"));
   const bin = join(root, "node_modules/.bin");

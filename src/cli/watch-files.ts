@@ -1,0 +1,266 @@
+import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import type { RemoteRepo } from "../client";
+import type { ImportedSession, ImportFormat, SessionEntry } from "../core/internal";
+import {
+  canonicalJson,
+  checkFormat,
+  detectFormat,
+  importBatches,
+  parseImport,
+  SessionError,
+  sha256Hex,
+} from "../core/internal";
+import { sessionFiles } from "./import-files";
+import type { Output } from "./output";
+
+/*
+ * `sync --watch`: a folder of session files (pi, Claude Code, Codex) mirrored while the agents
+ * write them. Each file is read a line at a time (`linesApart`), so the entries of its first lines
+ * never change as it grows. The first time a file is seen its session is synced whole (made, or
+ * checked against what the service holds and completed); from then on only the entries past those
+ * sent go out, written with their ids, a few times a second. What was sent of each file is kept
+ * in a state file, so a restart goes on where it stopped. A write whose answer was lost (a dropped
+ * connection) is found written when sent again (`already_exists`), and a sync of the whole file
+ * then adds only what the service lacks: nothing is written twice. A file that shrank, or whose
+ * entries sent before now read otherwise, was rewritten: it is reported, and mirrored no further.
+ */
+
+/** What was sent of one file. */
+interface FileState {
+  format: ImportFormat;
+  /** The session it is mirrored to. */
+  id: string;
+  /** Bytes of whole lines read. */
+  size: number;
+  /** Entries sent, and the digest of the last of them. */
+  sent: number;
+  last: string | null;
+  leafId: string | null;
+  /** Why the file is no longer mirrored. */
+  stopped?: "rewritten" | "conflict";
+}
+
+interface WatchState {
+  version: 1;
+  files: Record<string, FileState>;
+}
+
+export interface WatchOptions {
+  format?: string | undefined;
+  /** The state file (default: `defaultStatePath`). */
+  statePath: string;
+  /** Milliseconds between two looks at the folder. */
+  intervalMs: number;
+  json: boolean;
+  /** Stops the watch (after the look under way); the state is saved. */
+  signal: AbortSignal;
+}
+
+/** The default state file of a folder mirrored to a service. */
+export async function defaultStatePath(
+  dir: string,
+  baseUrl: string,
+  env: Record<string, string | undefined>,
+) {
+  const base = env.XDG_STATE_HOME || join(homedir(), ".local", "state");
+  const key = (await sha256Hex(`${resolve(dir)}\n${baseUrl}`)).slice(0, 16);
+  return join(base, "cf-sessions", `sync-${key}.json`);
+}
+
+function readState(path: string): WatchState {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch {
+    return { version: 1, files: {} };
+  }
+  const state = JSON.parse(text) as WatchState;
+  if (state?.version !== 1 || typeof state.files !== "object")
+    throw new Error(`${path} is not a state file of cf-sessions sync --watch`);
+  return state;
+}
+
+/** Saves the state whole or not at all: into a file beside it, renamed over it. */
+function saveState(path: string, state: WatchState): void {
+  mkdirSync(dirname(path), { recursive: true });
+  const partial = `${path}.${process.pid}.partial`;
+  writeFileSync(partial, JSON.stringify(state));
+  renameSync(partial, path);
+}
+
+/** The text of a file up to its last line end: a line being written is read once it is whole. */
+function wholeLines(path: string): string {
+  const text = readFileSync(path, "utf8");
+  return text.slice(0, text.lastIndexOf("\n") + 1);
+}
+
+const digest = (entry: SessionEntry | undefined) => (entry === undefined ? null : canonicalJson(entry));
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((done) => {
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(timer);
+      done();
+    });
+  });
+
+class Mirror {
+  readonly #client: RemoteRepo;
+  readonly #output: Output;
+  readonly #options: WatchOptions;
+  readonly #state: WatchState;
+  /** Files that could not be read as sessions, by size: looked at again when they grow. */
+  readonly #unread = new Map<string, number>();
+  /** The last failure reported, so a service that stays down is reported once. */
+  #failure: string | undefined;
+
+  constructor(client: RemoteRepo, output: Output, options: WatchOptions, state: WatchState) {
+    this.#client = client;
+    this.#output = output;
+    this.#options = options;
+    this.#state = state;
+  }
+
+  #report(event: Record<string, unknown>, line: string): void {
+    if (this.#options.json) this.#output.out(JSON.stringify(event));
+    else this.#output.out(line);
+  }
+
+  /** Looks at every file once; resolves to whether anything changed in the state. */
+  async look(dir: string): Promise<boolean> {
+    let changed = false;
+    for (const file of sessionFiles(dir)) {
+      try {
+        changed = (await this.#file(file)) || changed;
+        this.#failure = undefined;
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        // The service unreachable or failing: the file is tried again at the next look.
+        if (message !== this.#failure)
+          this.#report({ event: "retrying", file, error: message }, `retrying: ${file}: ${message}`);
+        this.#failure = message;
+        return changed;
+      }
+    }
+    return changed;
+  }
+
+  async #file(file: string): Promise<boolean> {
+    const known = this.#state.files[file];
+    if (known?.stopped) return false;
+    const size = statSync(file).size;
+    if (known && size === known.size) return false;
+    if (!known && this.#unread.get(file) === size) return false;
+    if (known && size < known.size) return this.#stop(file, known, "rewritten");
+    const text = wholeLines(file);
+    const bytes = Buffer.byteLength(text);
+    if (known && bytes === known.size) return false;
+    const format =
+      known?.format ?? (this.#options.format ? checkFormat(this.#options.format) : detectFormat(text));
+    let parsed: ImportedSession;
+    try {
+      if (!format) throw new Error("not a session file (yet)");
+      parsed = parseImport(format, text, { linesApart: true });
+    } catch (error) {
+      if (known) throw error;
+      // Not a session yet (a Codex file before its session line, say): looked at again as it grows.
+      this.#unread.set(file, size);
+      return false;
+    }
+    this.#unread.delete(file);
+    const next: FileState = {
+      format: format as ImportFormat,
+      id: known?.id ?? parsed.header.id,
+      size: bytes,
+      sent: parsed.entries.length,
+      last: digest(parsed.entries.at(-1)),
+      leafId: parsed.leafId,
+    };
+    if (!known) return this.#first(file, parsed, next);
+    if (parsed.entries.length < known.sent || digest(parsed.entries[known.sent - 1]) !== known.last)
+      return this.#stop(file, known, "rewritten");
+    const rest = parsed.entries.slice(known.sent);
+    await this.#send(parsed, next.id, rest);
+    if (parsed.leafId !== known.leafId && parsed.leafId !== null)
+      await this.#client.storage(next.id).setLeafId(parsed.leafId);
+    this.#state.files[file] = next;
+    const count = rest.filter((entry) => entry.type !== "leaf").length;
+    if (count > 0)
+      this.#report(
+        { event: "appended", file, id: next.id, entries: count },
+        `appended ${count} to ${next.id}: ${file}`,
+      );
+    return true;
+  }
+
+  /** A file seen for the first time: its session made, or checked and completed. */
+  async #first(file: string, parsed: ImportedSession, next: FileState): Promise<boolean> {
+    try {
+      const { status, appended } = await this.#client.syncSession(parsed, { id: next.id });
+      this.#state.files[file] = next;
+      this.#report(
+        { event: status, file, id: next.id, entries: appended },
+        status === "unchanged"
+          ? `watching ${next.id}: ${file}`
+          : `${status === "created" ? "imported" : `appended ${appended} to`} ${next.id}: ${file}`,
+      );
+      return true;
+    } catch (error) {
+      if (!(error instanceof SessionError && error.code === "already_exists")) throw error;
+      // The session holds other entries: imported whole before (streamed answers folded), or edited.
+      this.#report(
+        { event: "conflict", file, id: next.id, error: error.message },
+        `conflict: ${file}: ${error.message}; not mirrored`,
+      );
+      this.#state.files[file] = { ...next, stopped: "conflict" };
+      return true;
+    }
+  }
+
+  /**
+   * Writes entries as they are, a batch at a time. A batch found written already (its answer lost
+   * before) has the service sync the whole file instead, which adds only what it lacks.
+   */
+  async #send(parsed: ImportedSession, id: string, entries: readonly SessionEntry[]): Promise<void> {
+    const storage = this.#client.storage(id);
+    for (const batch of importBatches(entries)) {
+      try {
+        await storage.importEntries(batch);
+      } catch (error) {
+        if (!(error instanceof SessionError && error.code === "already_exists")) throw error;
+        await this.#client.syncSession(parsed, { id });
+        return;
+      }
+    }
+  }
+
+  #stop(file: string, known: FileState, why: "rewritten"): boolean {
+    this.#state.files[file] = { ...known, stopped: why };
+    this.#report(
+      { event: why, file, id: known.id },
+      `rewritten: ${file} no longer starts with what was mirrored to ${known.id}; not mirrored further`,
+    );
+    return true;
+  }
+}
+
+/** Mirrors a folder until `options.signal` stops it; resolves to the exit code. */
+export async function watchFiles(
+  client: RemoteRepo,
+  dir: string,
+  output: Output,
+  options: WatchOptions,
+): Promise<number> {
+  statSync(dir);
+  const state = readState(options.statePath);
+  const mirror = new Mirror(client, output, options, state);
+  output.err(`cf-sessions: watching ${resolve(dir)}; state in ${options.statePath}\n`);
+  while (!options.signal.aborted) {
+    if (await mirror.look(dir)) saveState(options.statePath, state);
+    await sleep(options.intervalMs, options.signal);
+  }
+  return 0;
+}

@@ -1,0 +1,180 @@
+import { appendFileSync, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { main } from "../../src/cli/main";
+import type { Output } from "../../src/cli/output";
+import { watchFiles } from "../../src/cli/watch-files";
+import { createClient } from "../../src/client";
+import type { ImportFormat } from "../../src/core/internal";
+import { parseImport } from "../../src/core/internal";
+import { type DevServer, startDevServer } from "../support/dev-server";
+
+/*
+ * `cf-sessions sync --watch` against the real service: real pi, Claude Code and Codex session
+ * files grow line by line (some lines written in two halves) while the watcher mirrors them,
+ * across a restart of the watcher, of the service, and a write whose answer was lost; every line
+ * must reach its session in order, once.
+ */
+
+const FIXTURES = join(import.meta.dirname, "../fixtures");
+const AGENTS: Array<{ format: ImportFormat; fixture: string }> = [
+  { format: "pi", fixture: "pi/large-session.jsonl" },
+  { format: "claude-code", fixture: "claude-code/2.1.38-task-plan-mode.jsonl" },
+  { format: "codex", fixture: "codex/0.58.0-shell-calls.jsonl" },
+];
+
+let storage: string;
+let server: DevServer;
+let port: number;
+
+beforeAll(async () => {
+  storage = mkdtempSync(join(tmpdir(), "sync-watch-service-"));
+  server = await startDevServer({ persistTo: storage });
+  port = Number(new URL(server.url).port);
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+  rmSync(storage, { recursive: true, force: true });
+});
+
+function captured(): Output & { lines: string[] } {
+  const lines: string[] = [];
+  return {
+    lines,
+    out: (text) => lines.push(text),
+    write: (text) => lines.push(text),
+    err: () => undefined,
+    isTTY: false,
+  };
+}
+
+/** A watcher running until `stop`. */
+function startWatcher(dir: string, statePath: string) {
+  const output = captured();
+  const stop = new AbortController();
+  const client = createClient({ baseUrl: server.url });
+  const done = watchFiles(client, dir, output, {
+    intervalMs: 50,
+    json: true,
+    signal: stop.signal,
+    statePath,
+  });
+  return {
+    events: () => output.lines.map((line) => JSON.parse(line) as Record<string, unknown>),
+    async stop() {
+      stop.abort();
+      expect(await done).toBe(0);
+    },
+  };
+}
+
+describe("cf-sessions sync --watch", () => {
+  it("mirrors each agent's file as it grows: in order, once, across restarts", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sync-watch-files-"));
+    const statePath = join(mkdtempSync(join(tmpdir(), "sync-watch-state-")), "state.json");
+    const files = AGENTS.map(({ format, fixture }) => {
+      const lines = readFileSync(join(FIXTURES, fixture), "utf8")
+        .split("\n")
+        .filter((line) => line.trim() !== "")
+        .slice(0, 40);
+      const path = join(dir, `${format}.jsonl`);
+      writeFileSync(path, "");
+      return { format, lines, path, written: 0 };
+    });
+    /** Writes each file's next lines, the first of them in two halves. */
+    const grow = (count: number) => {
+      for (const file of files) {
+        const next = file.lines.slice(file.written, file.written + count);
+        const [first, ...rest] = next;
+        if (first !== undefined) {
+          appendFileSync(file.path, first.slice(0, 20));
+          appendFileSync(file.path, `${first.slice(20)}\n`);
+        }
+        for (const line of rest) appendFileSync(file.path, `${line}\n`);
+        file.written += next.length;
+      }
+    };
+    /** Every file's session holds exactly the entries of its lines so far, in order. */
+    const mirrored = async () => {
+      const client = createClient({ baseUrl: server.url });
+      for (const file of files) {
+        const text = `${file.lines.slice(0, file.written).join("\n")}\n`;
+        const expected = parseImport(file.format, text, { linesApart: true });
+        const session = await client.open(expected.header.id);
+        // Head moves are the watcher's own (the head follows the file's): compared as the head.
+        const stored = (await session.getEntries()).filter((entry) => entry.type !== "leaf");
+        const lines = expected.entries.filter((entry) => entry.type !== "leaf");
+        expect(stored.map((entry) => entry.id)).toEqual(lines.map((entry) => entry.id));
+        expect(stored.map(({ seq: _seq, ...entry }) => entry)).toEqual(lines);
+        expect(await session.getLeafId()).toBe(expected.leafId);
+      }
+    };
+    const settled = () => vi.waitFor(mirrored, { timeout: 30_000, interval: 200 });
+
+    grow(8);
+    const first = startWatcher(dir, statePath);
+    await settled();
+    grow(6);
+    await settled();
+    await first.stop();
+    expect(first.events().filter((e) => e.event === "created")).toHaveLength(3);
+
+    // Lines written while no watcher runs are sent when one starts again from the state file.
+    grow(5);
+    const second = startWatcher(dir, statePath);
+    await settled();
+    expect(second.events().map((e) => e.event)).not.toContain("created");
+
+    // The service goes away and comes back (same storage, same address): nothing is lost.
+    await server.stop();
+    grow(5);
+    await vi.waitFor(() => expect(second.events().map((e) => e.event)).toContain("retrying"), {
+      timeout: 20_000,
+    });
+    server = await startDevServer({ persistTo: storage, port });
+    await settled();
+    await second.stop();
+
+    // A write whose answer was lost: the state says it was not sent, the service has it.
+    const saved = `${statePath}.saved`;
+    copyFileSync(statePath, saved);
+    const third = startWatcher(dir, statePath);
+    grow(5);
+    await settled();
+    await third.stop();
+    copyFileSync(saved, statePath);
+    const fourth = startWatcher(dir, statePath);
+    await vi.waitFor(
+      () =>
+        expect(fourth.events().filter((e) => e.event === "appended" || e.event === "unchanged")).toHaveLength(
+          3,
+        ),
+      { timeout: 30_000, interval: 200 },
+    );
+    await mirrored();
+
+    // A file cut short was rewritten: reported, and its session left as it was.
+    const [pi] = files;
+    if (!pi) throw new Error("no pi file");
+    writeFileSync(pi.path, `${pi.lines.slice(0, 3).join("\n")}\n`);
+    await vi.waitFor(() => expect(fourth.events().map((e) => e.event)).toContain("rewritten"), {
+      timeout: 20_000,
+    });
+    await fourth.stop();
+    // The session still holds every line sent before.
+    await mirrored();
+    rmSync(dir, { recursive: true, force: true });
+  }, 240_000);
+
+  it("refuses what --watch cannot do, before anything is sent", async () => {
+    const output = captured();
+    const errors: string[] = [];
+    const run = (args: string[]) =>
+      main(args, { ...output, err: (text) => errors.push(text) }, { CF_SESSIONS_URL: server.url });
+    expect(await run(["sync", "--watch", "--id", "x", tmpdir()])).toBe(2);
+    expect(await run(["sync", "--watch", "--interval", "0", tmpdir()])).toBe(2);
+    expect(errors.join("")).toMatch(/--id applies to one file[\s\S]*--interval is 10 to 60000/);
+  });
+});

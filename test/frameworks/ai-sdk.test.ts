@@ -5,6 +5,7 @@ import { createClient } from "../../src/client";
 import { MemoryRepo, type SessionRepo, type TreeNode, walkTree } from "../../src/core/internal";
 import { CfSessionsChatStore } from "../../src/frameworks/ai-sdk";
 import { type DevServer, startDevServer } from "../support/dev-server";
+import { earlierSession } from "./earlier-sessions";
 
 /*
  * Chats of the AI SDK's UI kept as sessions: a server route answers with the SDK's own UI message
@@ -102,10 +103,12 @@ describe.each(repos)("CfSessionsChatStore on %s", (_name, makeRepo) => {
     const session = await repo.open(await store.sessionIdFor(chatId));
     const nodes = [...walkTree(await session.getTree())];
     const question = nodes.find((node) => node.children.length === 2) as TreeNode;
+    // Each answer is the message it reads as, the UI message kept beside it.
     const answers = await Promise.all(question.children.map((child) => session.getEntry(child.id)));
-    expect(answers.map((entry) => (entry as { details: ChatMessage }).details.id).sort()).toEqual(
-      [before[1]?.id, after[1]?.id].sort(),
-    );
+    expect(answers.map((entry) => entry?.type)).toEqual(["message", "message"]);
+    const kept = (entry: unknown) =>
+      (entry as { original: { records: ChatMessage[] } }).original.records[0]?.id;
+    expect(answers.map(kept).sort()).toEqual([before[1]?.id, after[1]?.id].sort());
 
     // An edited first message (same id, new text) branches from the root; the old chat stays.
     await store.saveChat({ chatId, messages: [user("u1", "Name a fruit")] });
@@ -114,7 +117,127 @@ describe.each(repos)("CfSessionsChatStore on %s", (_name, makeRepo) => {
     // Saving a chat cut short moves the head back to where it agrees.
     await store.saveChat({ chatId, messages: [] });
     expect(await store.loadChat(chatId)).toEqual([]);
-    expect((await session.getEntries({ type: "custom_message" })).length).toBe(4);
+    // Nothing was overwritten: the four messages saved are all in the tree.
+    expect((await session.getEntries({ type: "message" })).length).toBe(4);
+  });
+
+  it("writes a chat as the conversation it is: a tool call and its result read as such in every shape", async () => {
+    const chatId = `tools-${crypto.randomUUID()}`;
+    const messages = [
+      user("u1", "Weather in Paris?"),
+      {
+        id: "a1",
+        role: "assistant",
+        parts: [
+          { type: "step-start" },
+          {
+            type: "tool-weather",
+            toolCallId: "c1",
+            state: "output-available",
+            input: { city: "Paris" },
+            output: "sunny",
+          },
+          { type: "step-start" },
+          { type: "text", text: "Sunny.", state: "done" },
+        ],
+      },
+    ] as ChatMessage[];
+    await store.saveChat({ chatId, messages });
+    expect(await store.loadChat(chatId)).toEqual(messages);
+    const session = await repo.open(await store.sessionIdFor(chatId));
+    const chat = await session.contextIn("openai-chat", { model: { provider: "openai", modelId: "gpt-4o" } });
+    expect(chat.messages).toEqual([
+      { role: "user", content: "Weather in Paris?" },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [
+          { id: "c1", type: "function", function: { name: "weather", arguments: '{"city":"Paris"}' } },
+        ],
+      },
+      { role: "tool", tool_call_id: "c1", content: "sunny" },
+      { role: "assistant", content: "Sunny." },
+    ]);
+  });
+
+  it("opens any session as a chat by its id, and goes on with it", async () => {
+    const byId = new CfSessionsChatStore({ repo, chatIdIsSessionId: true });
+    const session = await repo.create({ id: `http-chat-${crypto.randomUUID()}` });
+    await session.appendMessage({
+      role: "user",
+      content: [
+        { type: "text", text: "What is on this picture?" },
+        { type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" },
+      ],
+      timestamp: 1,
+    });
+    await session.appendMessage({
+      role: "assistant",
+      content: [
+        { type: "thinking", thinking: "Look at it." },
+        { type: "toolCall", id: "t1", name: "zoom", arguments: { factor: 2 } },
+      ],
+      api: "anthropic-messages",
+      provider: "anthropic",
+      model: "claude",
+      usage: {
+        input: 1,
+        output: 1,
+        cacheRead: 0,
+        cacheWrite: 0,
+        totalTokens: 2,
+        cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+      },
+      stopReason: "toolUse",
+      timestamp: 2,
+    });
+    await session.appendMessage({
+      role: "toolResult",
+      toolCallId: "t1",
+      toolName: "zoom",
+      content: [{ type: "text", text: "a cat" }],
+      isError: false,
+      timestamp: 3,
+    });
+    const chat = await byId.loadChat<ChatMessage>(session.id);
+    expect(chat.map((message) => message.role)).toEqual(["user", "assistant"]);
+    expect(chat[0]?.parts).toEqual([
+      { type: "text", text: "What is on this picture?" },
+      { type: "file", mediaType: "image/png", url: "data:image/png;base64,iVBORw0KGgo=" },
+    ]);
+    expect(chat[1]?.parts).toEqual([
+      { type: "step-start" },
+      { type: "reasoning", text: "Look at it.", state: "done" },
+      {
+        type: "tool-zoom",
+        toolCallId: "t1",
+        state: "output-available",
+        input: { factor: 2 },
+        output: "a cat",
+      },
+    ]);
+    expect(await validateUIMessages({ messages: chat })).toEqual(chat);
+    // The UI goes on: what it sends back is the same chat and one message more.
+    await byId.saveChat({ chatId: session.id, messages: [...chat, user("u2", "Thanks")] });
+    const branch = await session.getBranch();
+    expect(branch).toHaveLength(4);
+    expect(await byId.loadChat(session.id)).toEqual([...chat, user("u2", "Thanks")]);
+    await expect(byId.loadChat("not a session id")).rejects.toMatchObject({ code: "invalid_request" });
+  });
+
+  it("reads a chat cf-sessions 0.1 wrote: the same messages, and a conversation in every shape", async () => {
+    const byId = new CfSessionsChatStore({ repo, chatIdIsSessionId: true });
+    const { session, expected } = await earlierSession<{ messages: ChatMessage[] }>(repo, "ai-sdk-0.1.0");
+    expect(await byId.loadChat(session.id)).toEqual(expected.messages);
+    const chat = await session.contextIn("openai-chat", { model: { provider: "openai", modelId: "gpt-4o" } });
+    expect(chat.messages.map((message) => message.role)).toEqual([
+      "user",
+      "assistant",
+      "tool",
+      "assistant",
+      "user",
+      "assistant",
+    ]);
   });
 
   it("refuses a bad chat id or messages with invalid_request, writing nothing", async () => {

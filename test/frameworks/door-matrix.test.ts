@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createClient, type RemoteRepo } from "../../src/client";
 import type { AgentMessage } from "../../src/core";
 import { prepareCompaction } from "../../src/core";
+import { CfSessionsChatStore } from "../../src/frameworks/ai-sdk";
 import { CfSessionsSession } from "../../src/frameworks/openai-agents";
 import {
   ANSWER,
@@ -21,9 +22,9 @@ import { type DevServer, startDevServer } from "../support/dev-server";
  * One conversation through every door. The same exchange (a question with an image, reasoning and
  * a tool call, its result, the answer, then a second turn) is written through each way into the
  * service, and read back through every other: the context in each model API's shape, the Agents
- * SDK's items, the session's search and the input of its compaction. Each read is brought to one
- * plain transcript, so a door that turned a tool call into something the user said, or lost the
- * result, fails on the line where it did.
+ * SDK's items, the AI SDK's UI messages, the session's search and the input of its compaction.
+ * Each read is brought to one plain transcript, so a door that turned a tool call into something
+ * the user said, or lost the result, fails on the line where it did.
  *
  * Every door keeps the image. Reasoning goes back to a model API as reasoning only to the model
  * that gave it, and only with what that API checks (a signature, encrypted content); to any other
@@ -261,6 +262,48 @@ function fromAISDK(messages: readonly Json[]): string[] {
   return lines;
 }
 
+/** The AI SDK's UI messages: an answer's steps are its assistant messages, a tool part its call and result. */
+function fromUIMessages(messages: readonly Json[]): string[] {
+  const lines: string[] = [];
+  for (const m of messages) {
+    const parts = records(m.parts);
+    if (m.role !== "assistant") {
+      lines.push(
+        line(
+          String(m.role),
+          parts.map((part) =>
+            part.type === "text" ? String(part.text) : part.type === "file" ? "[image]" : `[${part.type}]`,
+          ),
+        ),
+      );
+      continue;
+    }
+    let step: string[] = [];
+    let results: string[] = [];
+    const endStep = () => {
+      if (step.length > 0) lines.push(line("assistant", step), ...results);
+      step = [];
+      results = [];
+    };
+    for (const part of parts) {
+      const type = String(part.type);
+      if (type === "step-start") endStep();
+      else if (type === "text") step.push(String(part.text));
+      else if (type === "reasoning") step.push(`[thinking] ${part.text}`);
+      else if (type.startsWith("tool-")) {
+        const name = type.slice("tool-".length);
+        step.push(`[call ${name} ${argsText(part.input)}]`);
+        if (part.state === "output-available")
+          results.push(
+            `tool ${name}: ${typeof part.output === "string" ? part.output : JSON.stringify(part.output)}`,
+          );
+      } else step.push(`[${type}]`);
+    }
+    endStep();
+  }
+  return lines;
+}
+
 function fromAgentsItems(items: readonly Json[]): string[] {
   return fromResponses(
     items.map((item) => {
@@ -347,6 +390,15 @@ const readers: Reader[] = [
     reasoning: asReasoning,
     read: async (id) =>
       fromAgentsItems((await new CfSessionsSession({ repo, sessionId: id }).getItems()) as unknown as Json[]),
+  },
+  {
+    name: "AI SDK loadChat",
+    reasoning: asReasoning,
+    showsEachMessage: true,
+    read: async (id) =>
+      fromUIMessages(
+        (await new CfSessionsChatStore({ repo, chatIdIsSessionId: true }).loadChat(id)) as unknown as Json[],
+      ),
   },
   {
     name: "compaction's input",

@@ -1,4 +1,5 @@
 import type { SessionRepo } from "../../src/core/internal";
+import { CfSessionsChatStore } from "../../src/frameworks/ai-sdk";
 import { CfSessionsStore } from "../../src/frameworks/claude-agent-sdk";
 import { CfSessionsSession } from "../../src/frameworks/openai-agents";
 
@@ -601,6 +602,53 @@ export const CONVERSATION_DOORS: readonly Door[] = [
           content: [{ type: "output_text", text: SECOND_ANSWER }],
         },
       ]);
+      return id;
+    },
+  },
+  {
+    name: "AI SDK chat store",
+    // UI messages do not say which model answered.
+    model: "unknown",
+    signed: false,
+    reasoning: true,
+    async write(id, target) {
+      const store = new CfSessionsChatStore({ repo: target.repo, chatIdIsSessionId: true });
+      await store.saveChat({
+        chatId: id,
+        messages: [
+          {
+            id: "u1",
+            role: "user",
+            parts: [
+              { type: "text", text: QUESTION },
+              { type: "file", mediaType: "image/png", url: PNG_URL },
+            ],
+          },
+          {
+            id: "a1",
+            role: "assistant",
+            parts: [
+              { type: "step-start" },
+              { type: "reasoning", text: THOUGHT, state: "done" },
+              {
+                type: `tool-${TOOL}`,
+                toolCallId: CALL_ID,
+                state: "output-available",
+                input: ARGS,
+                output: RESULT,
+              },
+              { type: "step-start" },
+              { type: "text", text: ANSWER, state: "done" },
+            ],
+          },
+          { id: "u2", role: "user", parts: [{ type: "text", text: FOLLOW_UP }] },
+          {
+            id: "a2",
+            role: "assistant",
+            parts: [{ type: "step-start" }, { type: "text", text: SECOND_ANSWER, state: "done" }],
+          },
+        ],
+      });
       return id;
     },
   },

@@ -8,23 +8,38 @@ import type {
   SessionRepo,
   StoredEntry,
   ToolResultMessage,
+  TreeEntry,
+  UserMessage,
 } from "../../core";
 import { newId, SessionError } from "../../core";
-import { canonicalJson } from "../../core/internal";
+import {
+  AI_SDK_UI_MESSAGE,
+  canonicalJson,
+  checkSessionId,
+  dataUrl,
+  fromAISDKUI,
+  toModelMessage,
+} from "../../core/internal";
+import { conversationPieces, keepOriginal } from "../conversation";
 import { keyedId } from "../keys";
 import { SessionHandles } from "../session-handles";
 
 /*
  * A chat of the AI SDK's UI (`useChat`) as a session: the chat's messages are the current branch,
- * each `UIMessage` a `custom_message` entry holding it exactly (its text in `content`, for search
- * and the viewer). Saving messages that differ from the stored ones at some point (a regenerated
- * answer, an edited message) appends the new ones under the last message both share: a branch
- * beside the old answer, which the tree keeps. An answer written as a generation is the messages
- * it became (an assistant's, tool results): one UIMessage, named by its first entry's id, which
- * is the generation's and the id the UI gave it (see `pipeToGeneration`).
+ * each `UIMessage` the messages it stands for (the user's, an answer's steps with their tool calls
+ * and results, reasoning, images), read by the core's reader of UI messages, the `UIMessage` kept
+ * exactly on the last entry it became. One that holds nothing a model reads (only data parts) is a
+ * `custom` entry holding it, which contexts skip. Saving messages that differ from the stored ones
+ * at some point (a regenerated answer, an edited message) appends the new ones under the last
+ * message both share: a branch beside the old answer, which the tree keeps. Any other message on
+ * the branch (an answer written as a generation, what another door wrote) reads as the UIMessage
+ * it stands for, named by its entry's id: an answer's messages (an assistant's, tool results) as
+ * one, named by its first entry's id, which is the generation's and the id the UI gave it (see
+ * `pipeToGeneration`).
  */
 
-export const UI_MESSAGE = "ai-sdk:ui-message";
+export const UI_MESSAGE = AI_SDK_UI_MESSAGE;
+const FRAMEWORK = "ai-sdk";
 
 /** What every `UIMessage` is: an id, a role and parts (anything else it carries is kept as is). */
 const UIMessageShape = z.looseObject({
@@ -39,6 +54,11 @@ export interface CfSessionsChatStoreOptions {
   repo: SessionRepo;
   /** What the ids of chat sessions start with (default `chat:`). */
   sessionPrefix?: string;
+  /**
+   * A chat's id is its session's id, as it is (no prefix): any session, whoever wrote it (over
+   * HTTP, an import, another framework), opens as a chat and goes on as one.
+   */
+  chatIdIsSessionId?: boolean;
 }
 
 export interface SaveChatOptions<M extends UIMessage> {
@@ -63,40 +83,54 @@ function checkMessages<M extends UIMessage>(messages: unknown): M[] {
   return messages as M[];
 }
 
-function messageText(message: UIMessage): string {
-  return message.parts
-    .map((part) => ("text" in part && typeof part.text === "string" ? part.text : ""))
-    .filter((text) => text !== "")
-    .join("\n");
+/** The entries a UI message becomes, chained under `parentId`. */
+function messageEntries(message: UIMessage, parentId: string | null): EntryInput[] {
+  const messages = fromAISDKUI(message);
+  const entries: EntryInput[] =
+    messages.length === 0
+      ? [{ type: "custom", customType: UI_MESSAGE, data: message }]
+      : keepOriginal(
+          messages.map((read) => ({ type: "message" as const, message: read })),
+          FRAMEWORK,
+          [message],
+        );
+  let parent = parentId;
+  return entries.map((entry) => {
+    const chained = { ...entry, id: newId(), parentId: parent } as EntryInput;
+    parent = chained.id as string;
+    return chained;
+  });
 }
 
-function messageEntry(message: UIMessage, parentId: string | null): EntryInput {
-  return {
-    type: "custom_message",
-    id: newId(),
-    parentId,
-    customType: UI_MESSAGE,
-    content: messageText(message),
-    display: message.role !== "system",
-    details: message,
-  };
-}
-
-/** The message an entry holds, or undefined for any other entry. */
-function messageOf<M extends UIMessage>(entry: StoredEntry): M | undefined {
-  return entry.type === "custom_message" &&
+/** The UI message an entry holds in a shape of its own: a custom entry, or one of cf-sessions 0.1. */
+function ownMessages(entry: StoredEntry<TreeEntry>): unknown[] | undefined {
+  if (
+    entry.type === "custom" &&
+    entry.customType === UI_MESSAGE &&
+    UIMessageShape.safeParse(entry.data).success
+  )
+    return [entry.data];
+  if (
+    entry.type === "custom_message" &&
     entry.customType === UI_MESSAGE &&
     UIMessageShape.safeParse(entry.details).success
-    ? (entry.details as M)
-    : undefined;
+  )
+    return [entry.details];
+  return undefined;
 }
 
 /** A message of the chat as stored, with the entry that holds it (the last of them, for an answer). */
 interface StoredMessage<M> {
   entryId: string;
   message: M;
-  /** An answer kept as the session's own messages: the UI's message of its id is the same answer. */
-  answer: boolean;
+  /** Read from the session's own messages: the UI's message of its id is the same one. */
+  byId: boolean;
+}
+
+/** A message of an answer, with the entry it came from. */
+interface AnswerPart {
+  id: string;
+  message: AgentMessage;
 }
 
 /**
@@ -104,7 +138,7 @@ interface StoredMessage<M> {
  * UIMessage, as the UI showed it: each model turn a step, tool calls holding their results. A
  * stopped answer shows what it wrote.
  */
-function answerMessage<M extends UIMessage>(run: ReadonlyArray<StoredEntry & { message: AgentMessage }>): M {
+function answerMessage<M extends UIMessage>(run: readonly AnswerPart[]): M {
   const parts: Array<Record<string, unknown>> = [];
   const calls = new Map<string, number>();
   for (const { message } of run) {
@@ -134,30 +168,56 @@ function answerMessage<M extends UIMessage>(run: ReadonlyArray<StoredEntry & { m
         : { ...parts[at], state: "output-available", output: text };
     }
   }
-  return { id: (run[0] as StoredEntry).id, role: "assistant", parts } as unknown as M;
+  return { id: (run[0] as AnswerPart).id, role: "assistant", parts } as unknown as M;
+}
+
+/** A user or system message of another door as the UI message it stands for, named `id`. */
+function otherMessage<M extends UIMessage>(message: AgentMessage, id: string): M | undefined {
+  if (message.role === "system") {
+    const text = typeof message.content === "string" ? message.content : "";
+    return text ? ({ id, role: "system", parts: [{ type: "text", text }] } as unknown as M) : undefined;
+  }
+  const model = toModelMessage(message);
+  if (model?.role !== "user") return undefined;
+  const user = model as UserMessage;
+  const content =
+    typeof user.content === "string" ? [{ type: "text" as const, text: user.content }] : user.content;
+  const parts = content.map((part) =>
+    part.type === "text"
+      ? { type: "text", text: part.text }
+      : { type: "file", mediaType: part.mimeType, url: dataUrl(part.mimeType, part.data) },
+  );
+  return { id, role: "user", parts } as unknown as M;
 }
 
 /** The chat on the current branch: each message with the entry that holds it. */
 async function storedChat<M extends UIMessage>(session: Session) {
   const branch = await session.getBranch();
   const messages: StoredMessage<M>[] = [];
-  let run: Array<StoredEntry & { message: AgentMessage }> = [];
+  let run: AnswerPart[] = [];
+  let runEnd = "";
   const endRun = () => {
-    const last = run.at(-1);
-    if (last) messages.push({ entryId: last.id, message: answerMessage<M>(run), answer: true });
+    if (run.length > 0) messages.push({ entryId: runEnd, message: answerMessage<M>(run), byId: true });
     run = [];
   };
-  for (const entry of branch) {
-    if (
-      entry.type === "message" &&
-      (entry.message.role === "assistant" || entry.message.role === "toolResult")
-    ) {
-      run.push(entry);
+  for (const piece of conversationPieces(branch, FRAMEWORK, ownMessages)) {
+    const last = piece.entries.at(-1) as StoredEntry<TreeEntry>;
+    if (piece.records) {
+      endRun();
+      for (const record of piece.records)
+        messages.push({ entryId: last.id, message: record as M, byId: false });
       continue;
     }
-    endRun();
-    const message = messageOf<M>(entry);
-    if (message) messages.push({ entryId: entry.id, message, answer: false });
+    for (const message of piece.messages) {
+      if (message.role === "assistant" || message.role === "toolResult") {
+        run.push({ id: (piece.entries[0] as StoredEntry).id, message });
+        runEnd = last.id;
+        continue;
+      }
+      endRun();
+      const other = otherMessage<M>(message, last.id);
+      if (other) messages.push({ entryId: last.id, message: other, byId: true });
+    }
   }
   endRun();
   return { messages, leafId: branch.at(-1)?.id ?? null };
@@ -168,7 +228,7 @@ function sameMessage<M extends UIMessage>(
   message: M | undefined,
 ): boolean {
   if (!stored || !message) return false;
-  return stored.answer
+  return stored.byId
     ? stored.message.id === message.id
     : canonicalJson(stored.message) === canonicalJson(message);
 }
@@ -182,14 +242,26 @@ export class CfSessionsChatStore {
   readonly #handles: SessionHandles;
   readonly #prefix: string;
 
+  readonly #chatIdIsSessionId: boolean;
+
   constructor(options: CfSessionsChatStoreOptions) {
     this.#handles = new SessionHandles(options.repo);
     this.#prefix = options.sessionPrefix ?? "chat:";
+    this.#chatIdIsSessionId = options.chatIdIsSessionId === true;
   }
 
-  /** The session id of a chat: the prefix and the chat id, escaped (`encodeKey`) or digested when long. */
-  sessionIdFor(chatId: string): Promise<string> {
-    return keyedId(this.#prefix, [checkChatId(chatId)]);
+  /**
+   * The session id of a chat: the prefix and the chat id, escaped (`encodeKey`) or digested when
+   * long; or the chat id itself (`chatIdIsSessionId`).
+   */
+  async sessionIdFor(chatId: string): Promise<string> {
+    const checked = checkChatId(chatId);
+    if (!this.#chatIdIsSessionId) return keyedId(this.#prefix, [checked]);
+    try {
+      return checkSessionId(checked);
+    } catch (error) {
+      throw new SessionError("invalid_request", `chatId: ${(error as Error).message}`);
+    }
   }
 
   /** A new chat, empty; its id. */
@@ -231,9 +303,9 @@ export class CfSessionsChatStore {
       const entries: EntryInput[] = [];
       let parentId = under;
       for (const message of rest) {
-        const entry = messageEntry(message, parentId);
-        entries.push(entry);
-        parentId = entry.id as string;
+        const written = messageEntries(message, parentId);
+        entries.push(...written);
+        parentId = written.at(-1)?.id as string;
       }
       // Written only if no other save moved the chat since it was read.
       await session.appendEntries(entries, { expectedLeafId: stored.leafId });

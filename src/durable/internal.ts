@@ -12,8 +12,7 @@ export { errorSummary, logBackgroundFailure, logLine, REQUEST_ID_HEADER, tenantH
 export type { MetricPoint } from "./metrics";
 export { measuredSummarizer, writeMetric } from "./metrics";
 export { sessionObjectName } from "./names";
-export type { Jurisdiction } from "./placement/jurisdictions";
-export { tenantJurisdiction } from "./placement/jurisdictions";
+export { Jurisdiction, tenantJurisdiction } from "./placement/jurisdictions";
 export { objectEnv, placedEnv, tenantEnv } from "./placement/placed-env";
 export { checkPlacement } from "./placement/placement-check";
 export { TenantPlacement } from "./placement/tenant-placement";
@@ -22,6 +21,7 @@ export { DEFAULT_OPEN_GENERATIONS, quotasFor } from "./quotas";
 export { DurableRepo } from "./router/repo";
 export { SessionObjectStorage } from "./router/session-object-storage";
 export type { TenantUsage } from "./router/tenant-usage";
+export { dispositionFor, SERVED_BYTES_HEADERS } from "./served-bytes";
 export { SessionObject } from "./session/session-object";
 export { numberSetting } from "./settings";
 export {

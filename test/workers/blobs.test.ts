@@ -545,6 +545,24 @@ describe("blobs in R2", () => {
     expect(
       (await exports.default.fetch("http://sessions.test/v1/blobs/x/b64/y?expires=1&signature=z")).status,
     ).toBe(400);
+    // A jurisdiction the service does not place data in is bad input, whatever the signature; and
+    // no answer carries what the runtime says of one it cannot serve.
+    for (const jurisdiction of ["", "mars", "EU", "eu ", "x".repeat(40)]) {
+      const res = await exports.default.fetch(`${imageUrl}&jurisdiction=${encodeURIComponent(jurisdiction)}`);
+      expect(res.status, jurisdiction).toBe(400);
+      expect((await res.json()) as object).toMatchObject({ error: { code: "invalid_request" } });
+    }
+    const inEu = await signBlobUrl(
+      secret,
+      "http://sessions.test",
+      { ...address, jurisdiction: "eu", sha256: await sha256(bytes(96 * 1024, 21)) },
+      Math.floor(Date.now() / 1000) + 60,
+    );
+    const euRes = await exports.default.fetch(inEu);
+    expect(euRes.status).toBe(503);
+    const euBody = await euRes.text();
+    expect(euBody).toContain("misconfigured");
+    expect(euBody).not.toMatch(/workerd|not implemented/i);
 
     expectError(
       await api("GET", `/v1/sessions/${id}/context?blobs=url&format=anthropic`),

@@ -152,6 +152,35 @@ describe("stream tenancy and access", () => {
     expectStreamError(await call("GET", streamPath(), { key: null }), 401, "unauthorized");
   });
 
+  it("serves what a tenant wrote sandboxed, and a type a browser runs as a page as a download", async () => {
+    const types: Array<[string, boolean]> = [
+      ["text/html", true],
+      ["text/html; charset=utf-8", true],
+      ["image/svg+xml", true],
+      ["application/xhtml+xml", true],
+      ["text/xml", true],
+      ["text/plain", false],
+      ["application/json", false],
+      ["application/octet-stream", false],
+    ];
+    for (const [contentType, active] of types) {
+      const path = streamPath("served");
+      const body = contentType === "application/json" ? "[1]" : "<script>alert(1)</script>";
+      await create(path, { contentType, body });
+      const reads = [
+        await call("GET", `${path}?offset=-1`),
+        await call("GET", `${path}?offset=now`),
+        await call("HEAD", path),
+      ];
+      for (const res of reads) {
+        expect(res.status, contentType).toBe(200);
+        expect(res.headers.get("Content-Security-Policy"), contentType).toBe("default-src 'none'; sandbox");
+        expect(res.headers.get("X-Content-Type-Options")).toBe("nosniff");
+        expect(res.headers.get("Content-Disposition"), contentType).toBe(active ? "attachment" : null);
+      }
+    }
+  });
+
   it("carries the browser safety headers on every answer, errors included", async () => {
     const answers = [await call("GET", streamPath()), await call("GET", streamPath(), { key: null })];
     for (const res of answers) {

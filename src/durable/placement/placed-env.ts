@@ -25,12 +25,15 @@ function inJurisdiction<T extends Rpc.DurableObjectBranded | undefined>(
 ): DurableObjectNamespace<T> {
   try {
     return namespace.jurisdiction(jurisdiction as DurableObjectJurisdiction);
-  } catch (error) {
+  } catch {
     // Local workerd (`npm start`, the tests) has no jurisdictions: never fall back to the default.
+    // What the runtime said stays here: an answer names the jurisdiction only.
     throw new SessionError(
       "misconfigured",
-      `this runtime cannot keep objects in the ${jurisdiction} jurisdiction: ${(error as Error).message}`,
-      { jurisdiction },
+      `this runtime cannot keep objects in the ${jurisdiction} jurisdiction`,
+      {
+        jurisdiction,
+      },
     );
   }
 }

@@ -1,18 +1,20 @@
 import type { SessionError } from "../../core/internal";
 import { ERROR_STATUS } from "../../core/internal";
+import { dispositionFor, SERVED_BYTES_HEADERS } from "../served-bytes";
 import type { Position } from "./offsets";
 import { formatOffset } from "./offsets";
 import { HEADER } from "./protocol";
 import type { StreamState } from "./store";
 
 /*
- * The answers a stream gives. Every one carries the protocol's browser safety headers
- * (PROTOCOL.md 12.7): no MIME sniffing, and no embedding by pages of other origins (a page's
- * `<script src>` to a local server would otherwise read a stream as the dev tenant).
+ * The answers a stream gives. Every one carries the protocol's browser safety headers: no MIME
+ * sniffing, and no embedding by pages of other origins (a page's `<script src>` to a local server
+ * would otherwise read a stream as the dev tenant); and, as for every byte a tenant wrote, the
+ * sandbox a browser opening it directly runs nothing in, a document type being a download.
  */
 
 export const SAFETY_HEADERS: Readonly<Record<string, string>> = {
-  "X-Content-Type-Options": "nosniff",
+  ...SERVED_BYTES_HEADERS,
   "Cross-Origin-Resource-Policy": "same-origin",
 };
 
@@ -29,11 +31,16 @@ export function tailHeaders(stream: StreamState, tail: Position = stream.tail): 
   return { [HEADER.nextOffset]: formatOffset(tail), ...(stream.closed ? { [HEADER.closed]: "true" } : {}) };
 }
 
+/** What a stream's data is: its content type, a download when a browser would run it as a page. */
+export function contentHeaders(stream: StreamState): Record<string, string> {
+  return { "Content-Type": stream.contentType, ...dispositionFor(stream.contentType) };
+}
+
 /** A stream's metadata: its content type, where it ends, how it expires. */
 export function metadataHeaders(stream: StreamState): Record<string, string> {
   const { ttlSeconds, expiresAt } = stream.expiry;
   return {
-    "Content-Type": stream.contentType,
+    ...contentHeaders(stream),
     ...tailHeaders(stream),
     ...(ttlSeconds === null ? {} : { [HEADER.ttl]: String(ttlSeconds) }),
     ...(expiresAt === null ? {} : { [HEADER.expiresAt]: new Date(expiresAt).toISOString() }),

@@ -1,5 +1,5 @@
 import { SessionError, SSE_KEEP_ALIVE, toBase64 } from "../../core/internal";
-import { answer, tailHeaders } from "./answers";
+import { answer, contentHeaders, tailHeaders } from "./answers";
 import type { StreamContext } from "./context";
 import { streamCursor } from "./cursor";
 import type { Position } from "./offsets";
@@ -140,7 +140,7 @@ async function catchUp(
     "Cache-Control": upToDate ? TAIL_CACHE : HISTORY_CACHE,
   };
   if (matches(request.headers.get("If-None-Match"), etag)) return answer(304, headers);
-  return answer(200, { "Content-Type": stream.contentType, ...headers }, body());
+  return answer(200, { ...contentHeaders(stream), ...headers }, body());
 }
 
 /** `offset=now` without waiting: no data, and where the tail is. */
@@ -148,7 +148,7 @@ function atTail(stream: StreamState): Response {
   return answer(
     200,
     {
-      "Content-Type": stream.contentType,
+      ...contentHeaders(stream),
       ...tailHeaders(stream),
       [HEADER.upToDate]: "true",
       "Cache-Control": "no-store",

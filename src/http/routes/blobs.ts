@@ -1,7 +1,13 @@
 import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
 import { SessionError } from "../../core/internal";
-import { blobKey, placedEnv, verifyBlobUrl } from "../../durable/internal";
+import {
+  blobKey,
+  Jurisdiction,
+  placedEnv,
+  SERVED_BYTES_HEADERS,
+  verifyBlobUrl,
+} from "../../durable/internal";
 import { failure, routes } from "../route-kit";
 
 /*
@@ -19,7 +25,10 @@ const BlobParams = z.object({
 });
 
 const BlobQuery = z.object({
-  jurisdiction: z.string().max(32).optional(),
+  jurisdiction: Jurisdiction.optional().meta({
+    description:
+      "where the blob is kept, as the URL names it: only the jurisdictions the service places data in",
+  }),
   expires: z.coerce.number().int().positive(),
   signature: z.string().max(64),
 });
@@ -61,9 +70,7 @@ export const blobRoutes = routes().openapi(
         "Content-Length": String(object.size),
         "Cache-Control": `private, max-age=${remaining}`,
         ETag: `"${sha256}"`,
-        // Bytes a tenant wrote, served from the service's own origin: never run as a page.
-        "Content-Security-Policy": "default-src 'none'; sandbox",
-        "X-Content-Type-Options": "nosniff",
+        ...SERVED_BYTES_HEADERS,
       },
     }) as never;
   },

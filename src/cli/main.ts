@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { ConnectionError, createClient } from "../client";
 import {
   checkExportFormat,
+  drawTree,
   MAX_ENTRIES_PAGE,
   MAX_SEARCH_HITS,
   MAX_SESSIONS_PAGE,
@@ -14,7 +15,6 @@ import { importFiles } from "./import-files";
 import { columns, fail, type Output, oneLine, oneOf, UsageError } from "./output";
 import { search } from "./search";
 import { followSession } from "./tail";
-import { drawTree } from "./tree-text";
 import { defaultStatePath, watchFiles } from "./watch-files";
 
 /*

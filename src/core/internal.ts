@@ -56,3 +56,4 @@ export * from "./system-messages";
 export * from "./tenant-stream";
 export * from "./tokens";
 export * from "./tree";
+export * from "./tree-text";

@@ -19,7 +19,7 @@ import { entryRoutes } from "./routes/entries";
 import { eventRoutes } from "./routes/events";
 import { exceptGenerationStreams, generationRoutes } from "./routes/generations";
 import { IMPORT_PATH, interchangeRoutes } from "./routes/interchange";
-import { MCP_PATH, mcpRoutes } from "./routes/mcp";
+import { MAX_MCP_BODY_BYTES, MCP_PATH, mcpRoutes } from "./routes/mcp";
 import { retentionRoutes } from "./routes/retention";
 import { searchRoutes } from "./routes/search";
 import { sessionRoutes } from "./routes/sessions";
@@ -92,7 +92,15 @@ export function createApp(): OpenAPIHono<AppEnv> {
     app.use(path, authenticate, rateLimit, placement, jsonBody([TENANT_IMPORT_PATH]));
   app.use("/v1/usage", authenticate, rateLimit, placement);
   // Model Context Protocol: the same checks and credentials as /v1; the transport reads its body.
-  app.use(MCP_PATH, cors, refuseCrossSite, declaredBodyLimit(), authenticate, rateLimit, placement);
+  app.use(
+    MCP_PATH,
+    cors,
+    refuseCrossSite,
+    declaredBodyLimit({ [MCP_PATH]: MAX_MCP_BODY_BYTES }),
+    authenticate,
+    rateLimit,
+    placement,
+  );
   // Streams read and write their own bodies (any content type), as the protocol has them.
   app.use(STREAM_PATHS, streamSafety, authenticate, rateLimit, placement);
 

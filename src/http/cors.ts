@@ -12,8 +12,14 @@ import type { AppEnv } from "./env";
  */
 
 const ALLOWED_METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE";
-/** The API's headers, and those of the Durable Streams protocol (/v1/stream). */
-const ALLOWED_HEADERS = ["Authorization", "Content-Type", "If-Match", ...REQUEST_HEADERS].join(", ");
+/** The API's headers, those of the Durable Streams protocol (/v1/stream) and MCP's (/mcp). */
+const ALLOWED_HEADERS = [
+  "Authorization",
+  "Content-Type",
+  "If-Match",
+  ...REQUEST_HEADERS,
+  "Mcp-Protocol-Version",
+].join(", ");
 const EXPOSED_HEADERS = ["ETag", "Retry-After", "Content-Disposition", ...ANSWER_HEADERS].join(", ");
 const PREFLIGHT_MAX_AGE_SECONDS = "600";
 

@@ -49,6 +49,8 @@ export interface RequestVariables {
   sessionId?: string;
   /** Bytes of the body, once read (else the log takes its declared Content-Length). */
   bytesIn?: number;
+  /** The MCP tool the request called. */
+  tool?: string;
   /** The error code the request was answered with. */
   errorCode?: string;
   /** What went wrong inside, for an `internal` answer (never sent to the caller). */

@@ -10,7 +10,7 @@ import { countedBytes } from "./stream";
  * One log line and one metrics data point per request, written once the answer's body has been
  * sent (so its size is known): request id, method, route pattern (never the path, which holds
  * ids and may hold anything a caller typed), status, error code, duration, bytes in and out, the
- * tenant as an opaque hash and the session the request was about. The request id is the caller's
+ * tenant as an opaque hash, the session the request was about and the MCP tool it called. The request id is the caller's
  * `x-request-id` when it is short and plain, else a new one, and goes back in the `x-request-id`
  * header of every answer (and in every error envelope, errors.ts). With REQUEST_LOG=errors only
  * answers of 400 and up are logged (metrics still count every request). Answers that are logged or
@@ -57,11 +57,18 @@ export const requestLog: MiddlewareHandler<AppEnv> = async (c, next) => {
     tenant,
     sessionId: c.get("sessionId") ?? null,
   };
+  const tool = c.get("tool");
   const failure = c.get("failure");
   const write = (bytesOut: number, complete: boolean) => {
     if (logged) {
       logLine(
-        { ...line, bytesOut, ...(complete ? {} : { incomplete: true }), ...(failure ? { failure } : {}) },
+        {
+          ...line,
+          bytesOut,
+          ...(tool ? { tool } : {}),
+          ...(complete ? {} : { incomplete: true }),
+          ...(failure ? { failure } : {}),
+        },
         line.status >= 500 ? "error" : "info",
       );
     }

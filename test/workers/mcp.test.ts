@@ -2,19 +2,31 @@ import { exports } from "cloudflare:workers";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import claudeCode from "../fixtures/claude-code/1.0.98-parallel-tools.jsonl?raw";
-import { api, createSession, KEY_A, KEY_A_READ, KEY_B, sid } from "./helpers";
+import { api, createSession, KEY_A, KEY_A_READ, KEY_B, sid, userMessage } from "./helpers";
+import { captureLogs, lineOf } from "./log-capture";
 
 /* The tenant's history over MCP, driven by the SDK's own client against the Worker. */
 
 const WRITE_TOOLS = ["append_note", "fork_session", "label_entry"];
-const READ_TOOLS = ["list_sessions", "read_session", "search_sessions"];
+const READ_TOOLS = ["list_sessions", "read_entries", "read_session", "search_sessions"];
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+/** The request ids of the answers the client got, in order. */
+const requestIds: string[] = [];
 
 async function connect(key: string): Promise<Client> {
   const transport = new StreamableHTTPClientTransport(new URL("http://sessions.test/mcp"), {
     requestInit: { headers: { Authorization: `Bearer ${key}` } },
-    fetch: (url, init) => exports.default.fetch(new Request(url, init)),
+    fetch: async (url, init) => {
+      const res = await exports.default.fetch(new Request(url, init));
+      requestIds.push(res.headers.get("x-request-id") ?? "");
+      return res;
+    },
   });
   const client = new Client({ name: "mcp-test", version: "1" });
   await client.connect(transport);
@@ -39,6 +51,16 @@ async function importClaudeCode(id: string): Promise<void> {
   expect(res.status, await res.text()).toBe(201);
 }
 
+/** The entry id a line of read_session or read_entries is led by. */
+function lineEntryId(line: string): string {
+  const match = /^[> ]*\[([^\]]+)\]/.exec(line);
+  if (!match) throw new Error(`no entry id in ${line}`);
+  return match[1] as string;
+}
+
+/** Waits for the directory to hear of what sessions wrote (DIRECTORY_SYNC_MS is 20 ms in the tests). */
+const eventually = (check: () => Promise<void>) => vi.waitFor(check, { timeout: 10_000, interval: 50 });
+
 describe("MCP server", () => {
   it("searches an imported Claude Code session, reads its context, forks it; the fork is listed over HTTP", async () => {
     const id = sid("cc");
@@ -50,49 +72,122 @@ describe("MCP server", () => {
     expect(tools.map((t) => t.name).sort()).toEqual([...WRITE_TOOLS, ...READ_TOOLS].sort());
     for (const t of tools) expect(t.description?.length).toBeGreaterThan(40);
 
-    // The directory hears of the import within DIRECTORY_SYNC_MS.
-    await vi.waitFor(
-      async () => {
-        const found = await call(client, "search_sessions", { query: "codebase" });
-        expect(found.isError).toBeFalsy();
-        expect(found.text).toContain(id);
-      },
-      { timeout: 10_000, interval: 50 },
-    );
+    await eventually(async () => {
+      const found = await call(client, "search_sessions", { query: "codebase" });
+      expect(found.isError).toBeFalsy();
+      expect(found.text).toContain(id);
+    });
 
+    const context = await api("GET", `/v1/sessions/${id}/context`);
     const read = await call(client, "read_session", { sessionId: id, limit: 5 });
     expect(read.isError, read.text).toBeFalsy();
-    expect(read.text).toContain("user: ");
-    expect(read.text).toContain("CLAUDE.md");
-    const first = read.structuredContent as { entries: { id: string }[]; nextCursor: string | null };
-    expect(first.entries).toHaveLength(5);
+    const first = read.structuredContent as { lines: string[]; nextCursor: string | null };
+    expect(first.lines).toHaveLength(5);
     expect(first.nextCursor).toBe("5");
-    const second = await call(client, "read_session", {
-      sessionId: id,
-      cursor: first.nextCursor,
-      limit: 200,
-    });
-    const rest = second.structuredContent as { entries: { id: string }[]; nextCursor: string | null };
+    expect(first.lines[0]).toMatch(/^\[[^\]]+\] user: <command-message>init is analyzing your codebase/);
+    expect(read.text).toContain("CLAUDE.md");
+    const rest = (await call(client, "read_session", { sessionId: id, cursor: "5", limit: 200 }))
+      .structuredContent as { lines: string[]; nextCursor: string | null };
     expect(rest.nextCursor).toBeNull();
-    expect(rest.entries[0]?.id).not.toBe(first.entries[0]?.id);
+    // One line for each message of the context the HTTP API gives.
+    expect(first.lines.length + rest.lines.length).toBe(context.body.messages.length);
 
-    const at = first.entries[4]?.id as string;
+    const at = lineEntryId(first.lines[4] as string);
     const forkId = sid("fork");
     const forked = await call(client, "fork_session", { sessionId: id, entryId: at, newId: forkId });
     expect(forked.isError, forked.text).toBeFalsy();
     expect(forked.text).toContain(forkId);
-
     // The listing is the directory's, which hears of a new session within DIRECTORY_SYNC_MS.
-    await vi.waitFor(
-      async () => {
-        const listed = await api("GET", "/v1/sessions?limit=100");
-        const fork = listed.body.sessions.find((s: { id: string }) => s.id === forkId);
-        expect(fork?.parentSession).toEqual({ id, entryId: at });
-      },
-      { timeout: 10_000, interval: 50 },
-    );
+    await eventually(async () => {
+      const listed = await api("GET", "/v1/sessions?limit=100");
+      const fork = listed.body.sessions.find((s: { id: string }) => s.id === forkId);
+      expect(fork?.parentSession).toEqual({ id, entryId: at });
+    });
     const forkRead = await call(client, "read_session", { sessionId: forkId, limit: 200 });
-    expect((forkRead.structuredContent as { entries: unknown[] }).entries).toHaveLength(5);
+    expect((forkRead.structuredContent as { lines: string[] }).lines).toEqual(first.lines);
+    await client.close();
+  });
+
+  it("says when a search shows only its best matches, never cutting the list silently", async () => {
+    for (let i = 0; i < 3; i++) {
+      const id = await createSession();
+      await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage(`a quokka number ${i}`) });
+    }
+    const client = await connect(KEY_A);
+    await eventually(async () => {
+      const all = await call(client, "search_sessions", { query: "quokka" });
+      expect((all.structuredContent as { results: unknown[] }).results).toHaveLength(3);
+      expect(all.text).not.toContain("more may match");
+    });
+    const best = await call(client, "search_sessions", { query: "quokka", limit: 2 });
+    expect((best.structuredContent as { results: unknown[] }).results).toHaveLength(2);
+    expect(best.text).toContain("the best 2 shown; more may match");
+    await client.close();
+  });
+
+  it("reads the entries around each match of a query, and around an entry", async () => {
+    const id = await createSession();
+    const words = ["alpha", "bravo", "charlie", "delta quokka", "echo", "foxtrot", "golf quokka", "hotel"];
+    const written = await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { entries: words.map((word) => userMessage(word)) },
+    });
+    const ids = written.body.entries.map((e: { id: string }) => e.id) as string[];
+    const client = await connect(KEY_A);
+
+    const matched = await call(client, "read_entries", { sessionId: id, query: "quokka", around: 1 });
+    expect(matched.isError, matched.text).toBeFalsy();
+    const { matches } = matched.structuredContent as {
+      matches: { hit: { entryId: string }; entries: { id: string }[] }[];
+    };
+    expect(matches.map((m) => m.hit.entryId).sort()).toEqual([ids[3], ids[6]].sort());
+    for (const { hit, entries } of matches) {
+      const at = ids.indexOf(hit.entryId);
+      expect(entries.map((e) => e.id)).toEqual(ids.slice(at - 1, at + 2));
+    }
+    expect(matched.text).toContain(`> [${ids[3]}] user: delta quokka`);
+    expect(matched.text).toContain(`  [${ids[2]}] user: charlie`);
+
+    const paged = await call(client, "read_entries", { sessionId: id, query: "quokka", limit: 1 });
+    const next = (paged.structuredContent as { nextCursor: string | null }).nextCursor;
+    expect(next).not.toBeNull();
+    const second = await call(client, "read_entries", {
+      sessionId: id,
+      query: "quokka",
+      limit: 1,
+      cursor: next,
+    });
+    const both = [paged, second].map(
+      (page) =>
+        (page.structuredContent as { matches: { hit: { entryId: string } }[] }).matches[0]?.hit.entryId,
+    );
+    expect(both.sort()).toEqual([ids[3], ids[6]].sort());
+
+    const around = await call(client, "read_entries", { sessionId: id, entryId: ids[0], around: 2 });
+    expect((around.structuredContent as { entries: { id: string }[] }).entries.map((e) => e.id)).toEqual(
+      ids.slice(0, 3),
+    );
+    const neither = await call(client, "read_entries", { sessionId: id });
+    expect(neither.isError).toBe(true);
+    expect(neither.text).toMatch(/query.*entryId/);
+    await client.close();
+  });
+
+  it("shows a session's tree, branches included", async () => {
+    const id = await createSession();
+    const written = await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { entries: [userMessage("root"), userMessage("first answer")] },
+    });
+    const root = written.body.entries[0].id as string;
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { ...userMessage("second try"), parentId: root },
+    });
+    const client = await connect(KEY_A);
+    const tree = await call(client, "read_session", { sessionId: id, view: "tree" });
+    const lines = (tree.structuredContent as { lines: string[] }).lines;
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toBe(`user ${root}`);
+    expect(lines[1]).toMatch(/^├─ user /);
+    expect(lines[2]).toMatch(/^└─ user .*← leaf$/);
     await client.close();
   });
 
@@ -109,7 +204,41 @@ describe("MCP server", () => {
     expect(entries.body.entries.map((e: { type: string }) => e.type)).toEqual(["custom_message", "label"]);
     expect(entries.body.entries[1]).toMatchObject({ targetId: noteId, label: "decision" });
     const read = await call(client, "read_session", { sessionId: id });
-    expect(read.text).toContain("decided: keep SQLite");
+    expect((read.structuredContent as { lines: string[] }).lines).toEqual([
+      `[${noteId}] note: decided: keep SQLite`,
+    ]);
+    await client.close();
+  });
+
+  it("serves each session as a resource: listed a page at a time, read as its context, named by a template", async () => {
+    const id = await createSession({ body: { name: "resource test" } });
+    await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("a numbat in the garden") });
+    const client = await connect(KEY_A);
+    const templates = await client.listResourceTemplates();
+    expect(templates.resourceTemplates.map((t) => t.uriTemplate)).toEqual(["session://{id}"]);
+
+    await eventually(async () => {
+      const listed: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await client.listResources(cursor === undefined ? {} : { cursor });
+        listed.push(...page.resources.map((r) => r.uri));
+        cursor = page.nextCursor;
+      } while (cursor);
+      expect(listed).toContain(`session://${id}`);
+      expect(new Set(listed).size).toBe(listed.length);
+    });
+
+    const read = await client.readResource({ uri: `session://${id}` });
+    const content = read.contents[0] as { uri: string; mimeType: string; text: string };
+    expect(content.uri).toBe(`session://${id}`);
+    expect(content.mimeType).toBe("text/plain");
+    expect(content.text).toContain('"resource test"');
+    expect(content.text).toMatch(/\] user: a numbat in the garden$/);
+
+    for (const uri of ["session://missing-one", "session://../x", "file:///etc/passwd"]) {
+      await expect(client.readResource({ uri })).rejects.toMatchObject({ code: -32002 });
+    }
     await client.close();
   });
 
@@ -128,20 +257,31 @@ describe("MCP server", () => {
   });
 
   it("finds no session of another tenant, and writes none there", async () => {
-    const id = await createSession({ key: KEY_A });
+    const id = await createSession({ key: KEY_A, body: { name: "tenant a's wallaby" } });
+    const entry = (await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("wallaby") })).body
+      .entries[0].id;
     const client = await connect(KEY_B);
     for (const [name, args] of [
       ["read_session", { sessionId: id }],
+      ["read_session", { sessionId: id, view: "tree" }],
+      ["read_entries", { sessionId: id, entryId: entry }],
+      ["read_entries", { sessionId: id, query: "wallaby" }],
       ["fork_session", { sessionId: id }],
       ["append_note", { sessionId: id, text: "x" }],
-      ["label_entry", { sessionId: id, entryId: "e1", label: "x" }],
+      ["label_entry", { sessionId: id, entryId: entry, label: "x" }],
     ] as const) {
       const result = await call(client, name, args);
       expect(result.isError, name).toBe(true);
       expect(result.text, name).toMatch(/^not_found/);
     }
+    await eventually(async () => {
+      expect((await call(await connect(KEY_A), "search_sessions", { query: "wallaby" })).text).toContain(id);
+    });
+    expect((await call(client, "search_sessions", { query: "wallaby" })).text).toBe("no session matches");
     expect((await call(client, "list_sessions", {})).text).not.toContain(id);
-    expect((await api("GET", `/v1/sessions/${id}/entries`)).body.entries).toEqual([]);
+    expect((await client.listResources()).resources.map((r) => r.uri)).not.toContain(`session://${id}`);
+    await expect(client.readResource({ uri: `session://${id}` })).rejects.toMatchObject({ code: -32002 });
+    expect((await api("GET", `/v1/sessions/${id}/entries`)).body.entries).toHaveLength(1);
     expect((await api("GET", "/v1/sessions?limit=100", { key: KEY_B })).body.sessions).toEqual([]);
     await client.close();
   });
@@ -149,13 +289,21 @@ describe("MCP server", () => {
   it("answers bad arguments with a tool error naming the argument, never a failure of the server", async () => {
     const id = await createSession();
     const client = await connect(KEY_A);
+    const deep: Record<string, unknown> = {};
+    let at = deep;
+    for (let i = 0; i < 200; i++) at = at.next = {} as Record<string, unknown>;
     const cases: [string, Record<string, unknown>, string][] = [
       ["read_session", { sessionId: "../x" }, "sessionId"],
-      ["read_session", { sessionId: id, cursor: "nope" }, "cursor"],
+      ["read_session", { sessionId: "__proto__", cursor: "nope" }, "cursor"],
+      ["read_session", { sessionId: id, cursor: "999" }, "cursor"],
       ["read_session", { sessionId: id, limit: 10_000 }, "limit"],
+      ["read_session", { sessionId: id, view: "everything" }, "view"],
       ["search_sessions", { query: "x".repeat(100_000) }, "query"],
       ["search_sessions", { query: { deep: { deeper: [1] } } }, "query"],
+      ["search_sessions", { query: "ok", constructor: { prototype: { polluted: true } } }, "constructor"],
+      ["search_sessions", { query: "ok", limit: deep }, "arguments contain more than"],
       ["list_sessions", { prefix: "__proto__/" }, "prefix"],
+      ["read_entries", { sessionId: id, query: "x", around: 21 }, "around"],
       ["append_note", { sessionId: id, text: "" }, "text"],
       ["label_entry", { sessionId: id, entryId: "missing", label: "x" }, "missing"],
     ];
@@ -165,11 +313,35 @@ describe("MCP server", () => {
       expect(result.text).toContain(named);
       expect(result.text).not.toMatch(/at .*\.ts:\d+|stack/i);
     }
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect((await api("GET", `/v1/sessions/${id}/entries`)).body.entries).toEqual([]);
     await client.close();
   });
 
-  it("refuses a request without a credential, and one from another site", async () => {
+  it("writes one request log line a call, naming the tool, the tenant's hash and the session", async () => {
+    const id = await createSession();
+    const client = await connect(KEY_A);
+    const logs = captureLogs();
+    await call(client, "read_session", { sessionId: id });
+    const read = lineOf(logs, requestIds.at(-1) ?? null);
+    expect(read).toMatchObject({
+      method: "POST",
+      route: "/mcp",
+      status: 200,
+      sessionId: id,
+      errorCode: null,
+    });
+    expect((read as unknown as { tool: string }).tool).toBe("read_session");
+    expect(read.tenant).toMatch(/^[0-9a-f]+$/);
+    await call(client, "read_session", { sessionId: sid("missing") });
+    const missing = lineOf(logs, requestIds.at(-1) ?? null);
+    expect(missing).toMatchObject({ route: "/mcp", status: 200, errorCode: "not_found" });
+    await client.listTools();
+    expect((lineOf(logs, requestIds.at(-1) ?? null) as unknown as { tool?: string }).tool).toBeUndefined();
+    await client.close();
+  });
+
+  it("refuses a request without a credential, one from another site, and GET or DELETE", async () => {
     const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" });
     const headers = { "Content-Type": "application/json", Accept: "application/json, text/event-stream" };
     const anonymous = await exports.default.fetch("http://sessions.test/mcp", {
@@ -184,5 +356,19 @@ describe("MCP server", () => {
       body,
     });
     expect(forged.status).toBe(403);
+    for (const method of ["GET", "DELETE"]) {
+      const res = await exports.default.fetch("http://sessions.test/mcp", {
+        method,
+        headers: { Authorization: `Bearer ${KEY_A}`, Accept: "text/event-stream" },
+      });
+      expect(res.status).toBe(405);
+      expect(res.headers.get("Allow")).toBe("POST");
+    }
+    const huge = await exports.default.fetch("http://sessions.test/mcp", {
+      method: "POST",
+      headers: { ...headers, Authorization: `Bearer ${KEY_A}`, "Content-Length": String(2 * 1024 * 1024) },
+      body: "x".repeat(2 * 1024 * 1024),
+    });
+    expect(huge.status).toBe(413);
   });
 });

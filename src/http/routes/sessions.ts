@@ -1,6 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
-import { checkExpiresAt, leafTag, SessionError, SessionInfo, SessionPage } from "../../core/internal";
-import { recordEvent } from "../metrics";
+import { checkExpiresAt, leafTag, SessionInfo, SessionPage } from "../../core/internal";
+import { forkSession } from "../fork";
 import { creationLocation } from "../placement";
 import { body, conflict, errors, json, repo, routes, sessionStorage, writeErrors } from "../route-kit";
 import {
@@ -132,25 +132,8 @@ export const sessionRoutes = routes()
       responses: createdResponses,
     }),
     async (c) => {
-      const { entryId, asOf, location, ...options } = c.req.valid("json");
-      const sourceId = c.req.valid("param").sid;
-      const started = Date.now();
-      const near = creationLocation(c, location);
-      const source = sessionStorage(c, sourceId);
-      const target = entryId ?? (await source.leafAt(asOf)).leafId;
-      if (target === null) {
-        const message = `the session held no entries at ${asOf}: nothing to fork`;
-        throw new SessionError("invalid_request", message, { asOf });
-      }
-      const info = await source.forkSession(target, { ...options, location: near });
-      await recordEvent(c, {
-        kind: "fork",
-        sessionId: info.id,
-        sourceId,
-        entries: info.entryCount,
-        bytes: info.bytes,
-        durationMs: Date.now() - started,
-      });
+      const { entryId, asOf, ...options } = c.req.valid("json");
+      const info = await forkSession(c, c.req.valid("param").sid, { entryId, asOf }, options);
       return c.json(info, 201, { ETag: leafTag(info.leafId) });
     },
   );

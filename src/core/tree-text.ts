@@ -1,7 +1,7 @@
-import type { TreeNode } from "../core/internal";
+import type { TreeNode } from "./tree";
 
 /*
- * A session tree for a terminal. Branches indent; a chain of single children stays at one level
+ * A session tree as lines of text, for a terminal and for a model. Branches indent; a chain of single children stays at one level
  * (agent sessions are mostly long chains), so a 100,000-entry chain is 100,000 lines, not a
  * staircase. Drawn without recursion.
  */

@@ -1,0 +1,214 @@
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { Context } from "hono";
+import * as z from "zod";
+import type { SearchHit, StoredEntry } from "../../core/internal";
+import {
+  DEFAULT_SEARCH_HITS,
+  drawTree,
+  EntryType,
+  Id,
+  IdPrefix,
+  ListOptions,
+  MAX_SEARCH_HITS,
+  projectContext,
+  SearchQueryText,
+  SessionError,
+  SessionSearchOptions,
+  TenantSearchOptions,
+} from "../../core/internal";
+import type { SessionObjectStorage } from "../../durable/internal";
+import type { AppEnv } from "../env";
+import { repo, sessionStorage } from "../route-kit";
+import { contextLines, entryLines, hitLine, searchResultLine, sessionLine } from "./render";
+import { answer, LineCursor, linePage, registerTool } from "./tool-kit";
+
+/* The tools that read: the tenant's sessions searched and listed, a session read, entries around a match. */
+
+/** Lines one read_session call gives at most. */
+export const MAX_READ_LINES = 200;
+const DEFAULT_READ_LINES = 50;
+/** Entries read_entries shows on each side of an entry at most. */
+const MAX_AROUND = 20;
+const DEFAULT_AROUND = 3;
+/** Matches read_entries shows at most, each with the entries around it. */
+const MAX_MATCHES = 20;
+const DEFAULT_MATCHES = 5;
+
+/** Every type but `leaf`: a record of a head move is no part of the conversation. */
+const TREE_ENTRY_TYPES = EntryType.exclude(["leaf"]).options;
+
+export function readTools(server: McpServer, c: Context<AppEnv>): void {
+  registerTool(
+    server,
+    c,
+    "search_sessions",
+    {
+      title: "Search past sessions",
+      description:
+        'Use first when the user refers to earlier work ("didn\'t we fix this before?", "what did we decide about X?"): finds the sessions whose name, labels or text match, best first, with a snippet of each field that matched. Words are all required and stemmed; "a phrase", prefix*, a OR b, -excluded. Then read_entries with a session id and the same query to see each match in its place, or read_session to read it all.',
+      input: {
+        query: SearchQueryText,
+        prefix: IdPrefix.optional().describe(
+          "only sessions whose id starts with this (e.g. claude-code- for imported Claude Code sessions)",
+        ),
+        limit: TenantSearchOptions.shape.limit,
+      },
+      readOnly: true,
+    },
+    async ({ query, prefix, limit = DEFAULT_SEARCH_HITS }) => {
+      const { results } = await repo(c).search({ q: query, prefix, limit });
+      const lines = results.map(searchResultLine);
+      // The best matches only: a full page says so, never cut silently.
+      if (results.length >= limit)
+        lines.push(
+          `the best ${results.length} shown; more may match: a higher limit (up to ${MAX_SEARCH_HITS}), a prefix or more words`,
+        );
+      return answer(lines.length ? lines.join("\n") : "no session matches", { results });
+    },
+  );
+
+  registerTool(
+    server,
+    c,
+    "list_sessions",
+    {
+      title: "List recent sessions",
+      description:
+        "Use to see what was worked on lately, without a word to search for: sessions newest first, each with its id, name, last update and first message. Long lists come in pages: pass nextCursor for the next one.",
+      input: {
+        prefix: ListOptions.shape.prefix,
+        order: ListOptions.shape.order,
+        limit: ListOptions.shape.limit,
+        cursor: z.string().max(1000).optional().describe("nextCursor of the previous page"),
+      },
+      readOnly: true,
+    },
+    async (options) => {
+      const page = await repo(c).list(options);
+      const lines = page.sessions.map(sessionLine);
+      if (page.nextCursor) lines.push(`more: list_sessions with cursor "${page.nextCursor}"`);
+      return answer(lines.length ? lines.join("\n") : "no sessions", page);
+    },
+  );
+
+  registerTool(
+    server,
+    c,
+    "read_session",
+    {
+      title: "Read a session",
+      description:
+        "Use after search_sessions or list_sessions to read what was said: the conversation a model would see from the session's head (or from entryId, to read a branch or up to a point), oldest first, one line per message led by its entry id. view \"tree\" shows the session's branches instead, one line per entry. Long sessions come in pages: pass nextCursor for the next one.",
+      input: {
+        sessionId: Id.describe("the session's id"),
+        entryId: Id.optional().describe("read the path ending at this entry instead of the head"),
+        view: z
+          .enum(["context", "tree"])
+          .optional()
+          .describe("context (default): the conversation; tree: every entry and branch, without text"),
+        limit: z
+          .number()
+          .int()
+          .min(1)
+          .max(MAX_READ_LINES)
+          .optional()
+          .describe(`lines at most (default ${DEFAULT_READ_LINES})`),
+        cursor: LineCursor,
+      },
+      readOnly: true,
+    },
+    async ({ sessionId, entryId, view, limit, cursor }) => {
+      const storage = sessionStorage(c, sessionId);
+      const info = await storage.getInfo();
+      const lines =
+        view === "tree"
+          ? drawTree(await storage.getTree(), info.leafId)
+          : contextLines(projectContext(await storage.getContextPath(entryId ?? info.leafId)));
+      const { page, from, nextCursor } = linePage(lines, cursor, limit ?? DEFAULT_READ_LINES);
+      const shown = page.length ? `lines ${from + 1}-${from + page.length} of ${lines.length}` : "no lines";
+      const text = [`${sessionLine(info)}\nhead: ${info.leafId ?? "none"}; ${shown}`, ...page];
+      if (nextCursor) text.push(`more: read_session with cursor "${nextCursor}"`);
+      return answer(text.join("\n"), { session: info, lines: page, nextCursor });
+    },
+  );
+
+  registerTool(
+    server,
+    c,
+    "read_entries",
+    {
+      title: "Read entries around a match",
+      description:
+        "Use to see a match in its place: with query, the session's entries that match it (best first), each with the entries written just before and after it; with entryId, the entries around that entry. Each line is led by its entry id, to fork or label at. Entries come whole in structuredContent. More matches: pass nextCursor.",
+      input: {
+        sessionId: Id.describe("the session's id"),
+        query: SearchQueryText.optional().describe(
+          'words to find in the session (all required, stemmed; "a phrase", prefix*, a OR b, -excluded)',
+        ),
+        entryId: Id.optional().describe("the entry to read around, instead of a query"),
+        around: z
+          .number()
+          .int()
+          .min(0)
+          .max(MAX_AROUND)
+          .optional()
+          .describe(`entries on each side (default ${DEFAULT_AROUND})`),
+        limit: z
+          .number()
+          .int()
+          .min(1)
+          .max(MAX_MATCHES)
+          .optional()
+          .describe(`matches at most (default ${DEFAULT_MATCHES})`),
+        cursor: SessionSearchOptions.shape.cursor.describe("nextCursor of the previous page of matches"),
+      },
+      readOnly: true,
+    },
+    async ({ sessionId, query, entryId, around = DEFAULT_AROUND, limit = DEFAULT_MATCHES, cursor }) => {
+      if ((query === undefined) === (entryId === undefined)) {
+        throw new SessionError("invalid_request", "give either query or entryId", {
+          arguments: ["query", "entryId"],
+        });
+      }
+      const storage = sessionStorage(c, sessionId);
+      if (entryId !== undefined) {
+        const entry = await storage.getEntry(entryId);
+        if (!entry || entry.type === "leaf")
+          throw new SessionError("not_found", "no such entry", { entryId });
+        const entries = await entriesAround(storage, entry.seq, around);
+        return answer(aroundLines(entries, entry.id).join("\n"), { entries, nextCursor: null });
+      }
+      const page = await storage.search({ q: query as string, order: "rank", limit, cursor });
+      const matches: { hit: SearchHit; entries: StoredEntry[] }[] = [];
+      for (const hit of page.hits)
+        matches.push({ hit, entries: await entriesAround(storage, hit.seq, around) });
+      const text = matches.length
+        ? matches.map(({ hit, entries }) => [hitLine(hit), ...aroundLines(entries, hit.entryId)].join("\n"))
+        : ["no entry matches"];
+      if (page.nextCursor) text.push(`more: read_entries with cursor "${page.nextCursor}"`);
+      return answer(text.join("\n\n"), { matches, nextCursor: page.nextCursor });
+    },
+  );
+}
+
+/** The entries written just before and after the one at `seq`, in the order they were written. */
+async function entriesAround(
+  storage: SessionObjectStorage,
+  seq: number,
+  around: number,
+): Promise<StoredEntry[]> {
+  const before = await storage.getEntries({
+    after: Math.max(0, seq - around - 1),
+    limit: around + 1,
+    type: TREE_ENTRY_TYPES,
+  });
+  const after = around ? await storage.getEntries({ after: seq, limit: around, type: TREE_ENTRY_TYPES }) : [];
+  return [...before.filter((entry) => entry.seq <= seq), ...after];
+}
+
+/** Entries as lines, the one at the centre marked. */
+function aroundLines(entries: readonly StoredEntry[], centre: string): string[] {
+  return entries.flatMap((entry) =>
+    entryLines(entry).map((line) => (entry.id === centre ? `> ${line}` : `  ${line}`)),
+  );
+}

@@ -1,0 +1,92 @@
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import type { Context } from "hono";
+import * as z from "zod";
+import { SessionError } from "../../core/internal";
+import type { AppEnv } from "../env";
+
+/*
+ * How every tool is declared and answered: its arguments a zod shape (validated by the SDK, which
+ * answers a bad one with a tool error naming it), its answer short text for the model with the
+ * same answer whole as structured content, and a refusal of the store a tool error naming its code
+ * and what it was about; anything else an internal error whose detail stays in the request's log
+ * line. Long answers come in pages of lines, with a cursor to the next.
+ */
+
+export interface ToolSpec<Shape extends z.ZodRawShape> {
+  title: string;
+  /** When to use the tool: what the model reads to choose it. Never user data. */
+  description: string;
+  input: Shape;
+  readOnly: boolean;
+}
+
+export function answer(text: string, structured: Record<string, unknown>): CallToolResult {
+  return { content: [{ type: "text", text }], structuredContent: structured };
+}
+
+function refusal(c: Context<AppEnv>, error: unknown): CallToolResult {
+  if (error instanceof SessionError) {
+    c.set("errorCode", error.code);
+    const details = error.details === undefined ? "" : ` ${JSON.stringify(error.details)}`;
+    return { isError: true, content: [{ type: "text", text: `${error.code}: ${error.message}${details}` }] };
+  }
+  c.set("errorCode", "internal");
+  c.set("failure", error instanceof Error ? error.message : String(error));
+  return { isError: true, content: [{ type: "text", text: "internal: the tool failed; try again" }] };
+}
+
+export function registerTool<Shape extends z.ZodRawShape>(
+  server: McpServer,
+  c: Context<AppEnv>,
+  name: string,
+  spec: ToolSpec<Shape>,
+  run: (args: z.infer<z.ZodObject<Shape>>) => Promise<CallToolResult>,
+): void {
+  const annotations: ToolAnnotations = spec.readOnly
+    ? { readOnlyHint: true }
+    : { readOnlyHint: false, destructiveHint: false };
+  server.registerTool(
+    name,
+    // Strict, as the API's bodies are: an argument the tool does not take is refused, by name.
+    {
+      title: spec.title,
+      description: spec.description,
+      inputSchema: z.strictObject(spec.input),
+      annotations,
+    },
+    // The SDK has checked the arguments against the shape before it calls this.
+    (async (args: z.infer<z.ZodObject<Shape>>) => {
+      c.set("tool", name);
+      try {
+        return await run(args);
+      } catch (error) {
+        return refusal(c, error);
+      }
+    }) as never,
+  );
+}
+
+/** Where a page of lines starts: how many came before it. */
+export const LineCursor = z
+  .string()
+  .regex(/^\d{1,9}$/, "a nextCursor this tool gave")
+  .optional()
+  .describe("nextCursor of the previous page");
+
+/** A page of `lines` from `cursor`, and the cursor of the next page (null at the end). */
+export function linePage<T>(
+  lines: readonly T[],
+  cursor: string | undefined,
+  limit: number,
+): { page: T[]; from: number; nextCursor: string | null } {
+  const from = cursor === undefined ? 0 : Number(cursor);
+  if (from > lines.length) {
+    throw new SessionError("invalid_request", "the cursor is past the end: the answer has fewer lines now", {
+      cursor,
+    });
+  }
+  const page = lines.slice(from, from + limit);
+  const next = from + page.length;
+  return { page, from, nextCursor: next < lines.length ? String(next) : null };
+}

@@ -1,0 +1,92 @@
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { Context } from "hono";
+import * as z from "zod";
+import { ForkOptions, Id } from "../../core/internal";
+import type { AppEnv } from "../env";
+import { forkSession } from "../fork";
+import { sessionStorage } from "../route-kit";
+import { sessionLine } from "./render";
+import { answer, registerTool } from "./tool-kit";
+
+/* The tools that write, offered only to a caller that may write: fork, label, note. */
+
+const MAX_LABEL_CHARS = 1000;
+const MAX_NOTE_CHARS = 100_000;
+
+export function writeTools(server: McpServer, c: Context<AppEnv>): void {
+  registerTool(
+    server,
+    c,
+    "fork_session",
+    {
+      title: "Branch from a session",
+      description:
+        "Use to continue from a past session without changing it: a new session holding its conversation up to entryId (default: its head). Answers the new session's id.",
+      input: {
+        sessionId: Id.describe("the session to fork"),
+        entryId: Id.optional().describe("the last entry the fork keeps (default: the head)"),
+        position: ForkOptions.shape.position.describe(
+          "before: fork at the parent of entryId, a user message, to ask it again differently",
+        ),
+        newId: ForkOptions.shape.id,
+        name: ForkOptions.shape.name,
+      },
+      readOnly: false,
+    },
+    async ({ sessionId, entryId, position, newId, name }) => {
+      const info = await forkSession(c, sessionId, { entryId }, { position, id: newId, name });
+      return answer(`forked ${sessionId} into ${sessionLine(info)}`, { session: info });
+    },
+  );
+
+  registerTool(
+    server,
+    c,
+    "label_entry",
+    {
+      title: "Label an entry",
+      description:
+        'Use to mark a moment worth finding again ("decision: use SQLite", "fix for the login bug"): labels are searched by search_sessions and shown in the tree. A blank label clears it.',
+      input: {
+        sessionId: Id.describe("the session holding the entry"),
+        entryId: Id.describe("the entry to label"),
+        label: z.string().max(MAX_LABEL_CHARS).describe("the label; blank clears it"),
+      },
+      readOnly: false,
+    },
+    async ({ sessionId, entryId, label }) => {
+      const result = await sessionStorage(c, sessionId).appendEntries([
+        { type: "label", targetId: entryId, label },
+      ]);
+      return answer(`labelled ${entryId} in ${sessionId}: ${label || "(cleared)"}`, {
+        entries: result.entries,
+        leafId: result.leafId,
+      });
+    },
+  );
+
+  registerTool(
+    server,
+    c,
+    "append_note",
+    {
+      title: "Append a note to a session",
+      description:
+        "Use to leave a note in a session for whoever reads it later (a conclusion, a follow-up): appended at its head as a note its model sees in the context.",
+      input: {
+        sessionId: Id.describe("the session to write to"),
+        text: z.string().min(1).max(MAX_NOTE_CHARS).describe("the note"),
+      },
+      readOnly: false,
+    },
+    async ({ sessionId, text }) => {
+      const result = await sessionStorage(c, sessionId).appendEntries([
+        { type: "custom_message", customType: "note", content: text, display: true },
+      ]);
+      return answer(`appended note ${result.leafId} to ${sessionId}`, {
+        entries: result.entries,
+        leafId: result.leafId,
+      });
+    },
+  );
+}

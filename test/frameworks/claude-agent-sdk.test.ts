@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import {
+  getSessionMessages,
   InMemorySessionStore,
   importSessionToStore,
   type SessionKey,
@@ -231,6 +232,78 @@ describe.each(repos)("CfSessionsStore on %s", (_name, makeRepo) => {
     expect(expected.loads[0]).toEqual(lines);
     expect(expected.subkeys[0]).toEqual(["subagents/agent-a1"]);
     await expect.poll(() => answers(ours, projectKey, [sessionId]), { timeout: 10_000 }).toEqual(expected);
+  });
+
+  it("reads a session written elsewhere as a transcript the SDK's own reader takes, and goes on with it", async () => {
+    const store = new CfSessionsStore({ repo, keyIsSessionId: true });
+    const id = crypto.randomUUID();
+    const session = await repo.create({ id });
+    const usage = {
+      input: 1,
+      output: 1,
+      cacheRead: 0,
+      cacheWrite: 0,
+      totalTokens: 2,
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+    };
+    const reply = (content: unknown[], stopReason: string) =>
+      ({
+        role: "assistant",
+        content,
+        api: "anthropic-messages",
+        provider: "anthropic",
+        model: "claude-sonnet-4-5",
+        usage,
+        stopReason,
+        timestamp: 2,
+      }) as never;
+    await session.appendMessage({ role: "user", content: "Read a.txt", timestamp: 1 });
+    await session.appendMessage(
+      reply([{ type: "toolCall", id: "toolu_1", name: "Read", arguments: { path: "a.txt" } }], "toolUse"),
+    );
+    await session.appendMessage({
+      role: "toolResult",
+      toolCallId: "toolu_1",
+      toolName: "Read",
+      content: [{ type: "text", text: "hello from a.txt" }],
+      isError: false,
+      timestamp: 3,
+    });
+    await session.appendMessage(reply([{ type: "text", text: "It says hello." }], "stop"));
+
+    const dir = "/work/project";
+    const read = await getSessionMessages(id, { sessionStore: store, dir });
+    expect(read.map((message) => message.type)).toEqual(["user", "assistant", "user", "assistant"]);
+    expect(JSON.stringify(read[1]?.message)).toContain('"name":"Read"');
+    expect(JSON.stringify(read[2]?.message)).toContain("hello from a.txt");
+    expect(JSON.stringify(read[3]?.message)).toContain("It says hello.");
+
+    // The SDK goes on from the last line it read: the session grows under its head.
+    const projectKey = "-work-project";
+    const lines = (await store.load({ projectKey, sessionId: id })) as Array<Record<string, unknown>>;
+    const next = {
+      type: "user",
+      uuid: crypto.randomUUID(),
+      parentUuid: lines.at(-1)?.uuid,
+      sessionId: id,
+      isSidechain: false,
+      userType: "external",
+      cwd: dir,
+      version: "2.1.38",
+      timestamp: new Date().toISOString(),
+      message: { role: "user", content: "And then?" },
+    };
+    const head = await session.getLeafId();
+    await store.append({ projectKey, sessionId: id }, [next] as SessionStoreEntry[]);
+    const branch = await session.getBranch();
+    expect(branch.at(-1)?.parentId).toBe(head);
+    expect(branch.filter((entry) => entry.type === "message")).toHaveLength(5);
+    const after = await getSessionMessages(id, { sessionStore: store, dir });
+    expect(after).toHaveLength(5);
+    expect(JSON.stringify(after[4]?.message)).toContain("And then?");
+    await expect(store.load({ projectKey, sessionId: "not a session id" })).rejects.toMatchObject({
+      code: "invalid_request",
+    });
   });
 
   it("refuses a malformed key or entries with invalid_request, writing nothing", async () => {

@@ -1,8 +1,10 @@
+import { getSessionMessages } from "@anthropic-ai/claude-agent-sdk";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createClient, type RemoteRepo } from "../../src/client";
 import type { AgentMessage } from "../../src/core";
 import { prepareCompaction } from "../../src/core";
 import { CfSessionsChatStore } from "../../src/frameworks/ai-sdk";
+import { CfSessionsStore } from "../../src/frameworks/claude-agent-sdk";
 import { CfSessionsSession } from "../../src/frameworks/openai-agents";
 import {
   ANSWER,
@@ -333,8 +335,11 @@ interface Reader {
   reasoning(door: Door): Reasoning;
   /** The lines it reads of the transcript (all unless said). */
   lines?: (all: string[]) => string[];
-  /** Whether it shows each stored message apart; a model API's shape joins an answer's messages. */
-  showsEachMessage?: boolean;
+  /**
+   * Whether it shows the answer's reasoning and call apart, as two messages, for what `door` wrote
+   * (a model API's shape joins an answer's messages).
+   */
+  splits?: (door: Door) => boolean;
   read(id: string): Promise<string[]>;
 }
 
@@ -351,12 +356,14 @@ const replayedTo =
   (door: Door): Reasoning =>
     !door.reasoning ? "none" : door.model === model && (door.signed || !needsSignature) ? "kept" : "text";
 const asReasoning = (door: Door): Reasoning => (door.reasoning ? "kept" : "none");
+/** A read that shows each stored message apart. */
+const eachMessage = (door: Door) => door.keepsLinesApart === true;
 
 const readers: Reader[] = [
   {
     name: "the context, our own shape",
     reasoning: asReasoning,
-    showsEachMessage: true,
+    splits: eachMessage,
     read: async (id) => fromOurs((await (await repo.open(id)).buildContext()).messages),
   },
   {
@@ -394,16 +401,29 @@ const readers: Reader[] = [
   {
     name: "AI SDK loadChat",
     reasoning: asReasoning,
-    showsEachMessage: true,
+    splits: eachMessage,
     read: async (id) =>
       fromUIMessages(
         (await new CfSessionsChatStore({ repo, chatIdIsSessionId: true }).loadChat(id)) as unknown as Json[],
       ),
   },
   {
+    name: "Claude Agent SDK getSessionMessages, through the store",
+    // The SDK shows each line of a transcript as a message.
+    splits: (door) => door.keepsLinesApart === true || door.hasStreamedLines === true,
+    // A Claude Code transcript sends back as thinking only what Anthropic signed.
+    reasoning: (door) =>
+      !door.reasoning ? "none" : door.model.startsWith("anthropic/") && door.signed ? "kept" : "text",
+    async read(id) {
+      const sessionStore = new CfSessionsStore({ repo, keyIsSessionId: true });
+      const messages = await getSessionMessages(id, { sessionStore, dir: "/work/weather" });
+      return fromAnthropic(messages.map((message) => message.message as Json));
+    },
+  },
+  {
     name: "compaction's input",
     reasoning: asReasoning,
-    showsEachMessage: true,
+    splits: eachMessage,
     // The last answer is what a compaction keeps however little it keeps.
     lines: (all) => all.slice(0, -1),
     async read(id) {
@@ -423,14 +443,15 @@ afterAll(async () => {
 });
 
 describe.each(CONVERSATION_DOORS)("written through $name", (door) => {
-  let id = `matrix-${door.name.replace(/[^a-z0-9]+/gi, "-").toLowerCase()}-${crypto.randomUUID().slice(0, 8)}`;
+  // Claude Code names sessions by UUID, and the Claude Agent SDK reads no other.
+  let id: string = crypto.randomUUID();
   beforeAll(async () => {
     id = await door.write(id, { url: server.url, repo });
   }, 60_000);
 
   it.each(readers)("reads as the same conversation through $name", async (reader) => {
     const all = transcript(reader.reasoning(door), {
-      split: door.keepsLinesApart === true && reader.showsEachMessage === true,
+      split: reader.splits?.(door) === true,
     });
     expect(await reader.read(id)).toEqual(reader.lines ? reader.lines(all) : all);
   });

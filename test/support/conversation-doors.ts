@@ -79,6 +79,11 @@ export interface Door {
    * comes a line at a time, and an entry is never changed once written.
    */
   keepsLinesApart?: boolean;
+  /**
+   * Whether the session's Claude Code transcript holds the lines it came from, where the answer's
+   * reasoning and its call were streamed as two lines (a Claude Code import, the SDK's store).
+   */
+  hasStreamedLines?: boolean;
 }
 
 /** The conversation as a Claude Code transcript's lines (the reasoning and the call streamed as two lines). */
@@ -474,6 +479,7 @@ export const CONVERSATION_DOORS: readonly Door[] = [
     model: "anthropic/claude-sonnet-4-5",
     signed: true,
     reasoning: true,
+    hasStreamedLines: true,
     async write(id, target) {
       await post(
         target,
@@ -490,9 +496,11 @@ export const CONVERSATION_DOORS: readonly Door[] = [
     signed: true,
     reasoning: true,
     keepsLinesApart: true,
-    async write(_id, target) {
-      const store = new CfSessionsStore({ repo: target.repo });
-      const key = { projectKey: "/work/weather", sessionId: crypto.randomUUID() };
+    hasStreamedLines: true,
+    async write(id, target) {
+      // The key's session id is the session's (keyIsSessionId), so other doors find it by that id.
+      const store = new CfSessionsStore({ repo: target.repo, keyIsSessionId: true });
+      const key = { projectKey: "-work-weather", sessionId: id };
       await store.append(key, claudeCodeLines(key.sessionId) as never);
       return store.sessionIdFor(key);
     },

@@ -7,17 +7,25 @@ import type {
 import { foldSessionSummary } from "@anthropic-ai/claude-agent-sdk";
 import * as z from "zod";
 import type { Session, SessionInfo, SessionRepo, StoredEntry } from "../../core";
+import { exportClaudeCode, ID_PATTERN } from "../../core";
 import { importBatches, SessionError, sha256Hex } from "../../core/internal";
 import { keyedId } from "../keys";
 import { SessionHandles } from "../session-handles";
 import type { TranscriptLine, TranscriptPlaces } from "./transcript";
-import { lineOf, placesOf, transcriptEntries } from "./transcript";
+import { placesOf, transcriptEntries } from "./transcript";
 
 export interface CfSessionsStoreOptions {
   /** Where transcripts are kept: a `RemoteRepo` (the service) or any of the library's repos. */
   repo: SessionRepo;
   /** What this store's session ids start with (default `claude:`). */
   sessionPrefix?: string;
+  /**
+   * A key's `sessionId` is the session's own id (a subagent's transcript: that id, `:` and its
+   * subpath, escaped), with no prefix: any session, whoever wrote it (over HTTP, an import, another
+   * framework), loads as a transcript and goes on as one. `listSessions` then reads the tenant's
+   * whole listing for a project's transcripts.
+   */
+  keyIsSessionId?: boolean;
 }
 
 const Key = z.object({
@@ -27,6 +35,8 @@ const Key = z.object({
 });
 
 const ProjectKey = z.string().min(1);
+/** A session id of ours (`keyIsSessionId`). */
+const SessionId = z.string().regex(ID_PATTERN, "must be a session id: 1-128 of A-Z a-z 0-9 . _ : -");
 const SessionRef = Key.omit({ subpath: true });
 
 /** Entries are JSON objects with a string `type` (and, most of them, a string `uuid`). */
@@ -87,21 +97,33 @@ export class CfSessionsStore implements SessionStore {
   readonly #queues = new Map<string, Promise<unknown>>();
   #lastMtime = 0;
 
+  readonly #keyIsSessionId: boolean;
+
   constructor(options: CfSessionsStoreOptions) {
     this.#handles = new SessionHandles(options.repo);
     this.#prefix = options.sessionPrefix ?? "claude:";
+    this.#keyIsSessionId = options.keyIsSessionId === true;
   }
 
-  /** The ids of a project's transcripts start with this: the prefix and a digest of the project key. */
+  /**
+   * The ids of a project's transcripts start with this: the prefix and a digest of the project key
+   * (nothing with `keyIsSessionId`: they are any sessions).
+   */
   async projectPrefix(projectKey: string): Promise<string> {
+    if (this.#keyIsSessionId) return "";
     return `${this.#prefix}${(await sha256Hex(projectKey)).slice(0, 16)}:`;
   }
 
   /**
    * The session id of a transcript: the project's prefix, then the session id and the subpath,
-   * escaped (`encodeKey`), or a digest of them when that is too long.
+   * escaped (`encodeKey`), or a digest of them when that is too long; with `keyIsSessionId`, the
+   * key's session id itself (then the subpath).
    */
   async sessionIdFor(key: SessionKey): Promise<string> {
+    if (this.#keyIsSessionId) {
+      const id = check(SessionId, key.sessionId, "session id");
+      return key.subpath === undefined ? id : keyedId(`${id}:`, [key.subpath]);
+    }
     const parts = key.subpath === undefined ? [key.sessionId] : [key.sessionId, key.subpath];
     return keyedId(await this.projectPrefix(key.projectKey), parts);
   }
@@ -125,8 +147,15 @@ export class CfSessionsStore implements SessionStore {
     for await (const entry of session.allEntries()) entries.push(entry);
     const [header, leaf] = await Promise.all([session.getMetadata(), session.getLeafId()]);
     const stored = KeyMetadata.safeParse(header.claudeAgentSdk);
+    const places = placesOf(entries);
+    // A session written elsewhere (over HTTP, imported) before any line here: its transcript was
+    // read from its head (`load`), so the lines go on from there.
+    if (places.head === null && leaf !== null) {
+      places.continues = leaf;
+      places.head = leaf;
+    }
     const transcript: Transcript = {
-      places: placesOf(entries),
+      places,
       leaf,
       metadata: stored.success ? stored.data : { ...key },
       header,
@@ -182,7 +211,7 @@ export class CfSessionsStore implements SessionStore {
       this.#transcripts.delete(session.id);
       transcript = await this.#transcript(session, key);
     } else {
-      const planned: TranscriptPlaces = { entryOf: new Map(places.entryOf), head: places.head };
+      const planned: TranscriptPlaces = { ...places, entryOf: new Map(places.entryOf) };
       for (const batch of importBatches(transcriptEntries(fresh, planned), BATCH_ENTRIES, BATCH_BYTES)) {
         transcript.leaf = (await session.appendEntries(batch, { expectedLeafId: transcript.leaf })).leafId;
       }
@@ -198,15 +227,18 @@ export class CfSessionsStore implements SessionStore {
     transcript.metadata = metadata;
   }
 
+  /**
+   * The transcript's lines: those this store was given, exactly; a session written elsewhere (over
+   * HTTP, imported, by another framework) or continued there reads as the Claude Code transcript of
+   * its conversation (`exportClaudeCode`), under the key's session id.
+   */
   async load(key: SessionKey): Promise<SessionStoreEntry[] | null> {
     const checked = check(Key, key, "session key");
     const session = await this.#handles.find(await this.sessionIdFor(checked));
     if (!session) return null;
     const lines: SessionStoreEntry[] = [];
-    for await (const entry of session.allEntries()) {
-      const line = lineOf(entry);
-      if (line) lines.push(line);
-    }
+    for await (const line of exportClaudeCode(session, { sessionId: checked.sessionId }))
+      lines.push(JSON.parse(line) as SessionStoreEntry);
     return lines;
   }
 

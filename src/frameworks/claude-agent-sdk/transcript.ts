@@ -21,6 +21,11 @@ const PREFIX = "claude-code:";
 export interface TranscriptPlaces {
   entryOf: Map<string, string>;
   head: string | null;
+  /**
+   * In a session written elsewhere (over HTTP, imported), the head its transcript was read from:
+   * a line whose parent is a line of that transcript (never written here) hangs from it.
+   */
+  continues?: string | null;
 }
 
 function isMain(line: TranscriptLine): boolean {
@@ -59,8 +64,9 @@ function parentOf(line: TranscriptLine, places: TranscriptPlaces): string | null
       typeof line.logicalParentUuid === "string" ? places.entryOf.get(line.logicalParentUuid) : undefined;
     return logical ?? places.head;
   }
-  // A root: the first line, a subagent's first line, or a parent the store never saw.
-  return null;
+  // A line continuing a session written elsewhere; else a root: the first line, a subagent's
+  // first line, or a parent the store never saw.
+  return typeof line.parentUuid === "string" ? (places.continues ?? null) : null;
 }
 
 function isConversation(line: TranscriptLine): boolean {

@@ -13,6 +13,7 @@ import { backup, restore } from "./backup";
 import { entryLine, gist, messageLine } from "./entry-line";
 import { importFiles } from "./import-files";
 import { columns, fail, type Output, oneLine, oneOf, UsageError } from "./output";
+import { PULL_AGENTS, pullSession } from "./pull";
 import { search } from "./search";
 import { followSession } from "./tail";
 import { defaultStatePath, watchFiles } from "./watch-files";
@@ -38,6 +39,7 @@ commands:
   sync <file|dir>             import, and append to sessions imported before what their files gained since
                               (--watch <dir>: a live mirror, until stopped)
   export <id>                 a session as a file: native, pi, Claude Code or Codex
+  pull <id> --to <agent>      a session into Claude Code's, Codex's or pi's folder, to resume it there
   fork <id> <entry>           a new session holding the path to <entry>
   rm <id>                     delete a session (restorable for the service's recovery window)
   undelete <id>               restore a deleted session
@@ -102,6 +104,14 @@ options (every command):
   Streams the session as NDJSON to stdout or --out: native (default), a pi session file, a Claude
   Code transcript or a Codex rollout. A session imported from one of those formats goes back to it
   as it was; any other becomes the file the agent would have written for its conversation.`,
+  pull: `usage: cf-sessions pull <id> --to claude-code|codex|pi [--project <dir>]
+
+  Writes the session where that agent looks for the project at <dir> (default: the current
+  folder) on this machine, as its own file, so it resumes there: claude --resume <id> in <dir>,
+  codex resume, or pi's session list. Claude Code's folder is under $CLAUDE_CONFIG_DIR
+  (~/.claude), Codex's under $CODEX_HOME (~/.codex), pi's under $PI_CODING_AGENT_DIR (~/.pi/agent).
+  Whatever wrote the session, it is the agent's file of its conversation (a session imported
+  from that agent: the lines it came from), its working folder <dir>. Prints the file written.`,
   fork: `usage: cf-sessions fork <id> <entry> [--id <new id>] [--name <name>] [--before]
 
   --before      fork at the parent of a user message (to edit and resend it)`,
@@ -175,6 +185,8 @@ function parse(argv: string[]) {
         watch: { type: "boolean" },
         state: { type: "string" },
         interval: { type: "string" },
+        to: { type: "string" },
+        project: { type: "string" },
       },
     });
   } catch (error) {
@@ -326,6 +338,13 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
         for await (const line of lines) text += line;
         output.out(text.replace(/\n$/, ""));
       }
+      return 0;
+    }
+    case "pull": {
+      const id = arg(rest, 0, "id");
+      const agent = oneOf("to", values.to, PULL_AGENTS) ?? fail("--to is claude-code, codex or pi");
+      const path = await pullSession(client, id, agent, values.project ?? process.cwd(), env);
+      output.out(json ? JSON.stringify({ id, agent, path }) : `pulled ${id} into ${path}`);
       return 0;
     }
     case "fork": {

@@ -1,0 +1,112 @@
+import { mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import type { RemoteRepo } from "../client";
+import { fail } from "./output";
+
+/*
+ * `pull`: a session written to the folder where a coding agent looks for the project on this
+ * machine, as that agent's own file, so the agent resumes it there (`claude --resume <id>`,
+ * `codex resume`, pi's session picker). Whatever wrote the session (an import of that agent on
+ * another machine, another agent, HTTP, a framework), the service's export makes the file; the
+ * working folder its lines record becomes the local checkout's.
+ */
+
+export const PULL_AGENTS = ["claude-code", "codex", "pi"] as const;
+export type PullAgent = (typeof PULL_AGENTS)[number];
+
+type Line = Record<string, unknown>;
+type Env = Record<string, string | undefined>;
+
+/** How Claude Code names a project's folder: every character but letters and digits a dash. */
+const CLAUDE_PROJECT_CHARS = 200;
+
+/** Claude Code's string hash (Java's), of which a long folder name keeps the base-36 digits. */
+function claudeHash(text: string): string {
+  let hash = 0;
+  for (let i = 0; i < text.length; i++) hash = ((hash << 5) - hash + text.charCodeAt(i)) | 0;
+  return Math.abs(hash).toString(36);
+}
+
+/** The folder Claude Code keeps a project's sessions in, under its config folder. */
+export function claudeProjectDir(project: string, env: Env): string {
+  const config = env.CLAUDE_CONFIG_DIR || join(homedir(), ".claude");
+  const name = project.replace(/[^a-zA-Z0-9]/g, "-");
+  const folder =
+    name.length <= CLAUDE_PROJECT_CHARS
+      ? name
+      : `${name.slice(0, CLAUDE_PROJECT_CHARS)}-${claudeHash(project)}`;
+  return join(config, "projects", folder);
+}
+
+/** The folder pi keeps a working folder's sessions in. */
+export function piSessionDir(project: string, env: Env): string {
+  const agent = env.PI_CODING_AGENT_DIR || join(homedir(), ".pi", "agent");
+  return join(agent, "sessions", `--${project.replace(/^[/\\]/, "").replace(/[/\\:]/g, "-")}--`);
+}
+
+/** A timestamp as the agents put it in file names: `2026-01-01T10-20-30` (pi keeps the milliseconds). */
+function fileTime(iso: string, millis: boolean): string {
+  const time = new Date(Number.isNaN(Date.parse(iso)) ? Date.now() : Date.parse(iso)).toISOString();
+  return (millis ? time : time.replace(/\.\d{3}Z$/, "")).replace(/[:.]/g, "-");
+}
+
+/** The file an agent's lines go to, and the lines with the local checkout as their working folder. */
+function placed(agent: PullAgent, lines: Line[], project: string, env: Env): { path: string; lines: Line[] } {
+  if (agent === "claude-code") {
+    const sessionId = lines.map((line) => line.sessionId).find((id) => typeof id === "string");
+    if (typeof sessionId !== "string") fail("the export named no Claude Code session id");
+    const moved = lines.map((line) => (typeof line.cwd === "string" ? { ...line, cwd: project } : line));
+    return { path: join(claudeProjectDir(project, env), `${sessionId}.jsonl`), lines: moved };
+  }
+  if (agent === "codex") {
+    const meta = lines.find((line) => line.type === "session_meta")?.payload as Line | undefined;
+    if (typeof meta?.id !== "string") fail("the export has no Codex session_meta line");
+    const time = typeof meta.timestamp === "string" ? meta.timestamp : new Date().toISOString();
+    const [date] = new Date(Date.parse(time) || Date.now()).toISOString().split("T");
+    const [year, month, day] = (date as string).split("-");
+    const home = env.CODEX_HOME || join(homedir(), ".codex");
+    const moved = lines.map((line) =>
+      (line.type === "session_meta" || line.type === "turn_context") &&
+      typeof (line.payload as Line)?.cwd === "string"
+        ? { ...line, payload: { ...(line.payload as Line), cwd: project } }
+        : line,
+    );
+    const name = `rollout-${fileTime(time, false)}-${meta.id}.jsonl`;
+    return {
+      path: join(home, "sessions", year as string, month as string, day as string, name),
+      lines: moved,
+    };
+  }
+  const header = lines[0];
+  if (header?.type !== "session" || typeof header.id !== "string")
+    fail("the export has no pi session header");
+  const time = typeof header.timestamp === "string" ? header.timestamp : new Date().toISOString();
+  const moved = [{ ...header, cwd: project }, ...lines.slice(1)];
+  return {
+    path: join(piSessionDir(project, env), `${fileTime(time, true)}_${header.id}.jsonl`),
+    lines: moved,
+  };
+}
+
+/** Writes the session where `agent` looks for the project at `projectDir`; resolves to the file. */
+export async function pullSession(
+  client: RemoteRepo,
+  id: string,
+  agent: PullAgent,
+  projectDir: string,
+  env: Env,
+): Promise<string> {
+  const project = resolve(projectDir);
+  const lines: Line[] = [];
+  for await (const text of client.storage(id).exportLines(agent)) {
+    for (const line of text.split("\n")) if (line.trim() !== "") lines.push(JSON.parse(line) as Line);
+  }
+  const file = placed(agent, lines, project, env);
+  mkdirSync(join(file.path, ".."), { recursive: true });
+  // Whole or not at all: the agent never reads half a file.
+  const partial = `${file.path}.${process.pid}.partial`;
+  writeFileSync(partial, `${file.lines.map((line) => JSON.stringify(line)).join("\n")}\n`);
+  renameSync(partial, file.path);
+  return file.path;
+}

@@ -1,0 +1,164 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { forkSession, getSessionMessages, listSessions } from "@anthropic-ai/claude-agent-sdk";
+import { SessionManager } from "@mariozechner/pi-coding-agent";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { main } from "../../src/cli/main";
+import type { Output } from "../../src/cli/output";
+import { claudeProjectDir } from "../../src/cli/pull";
+import { createClient } from "../../src/client";
+import { parseImport } from "../../src/core/internal";
+import { type DevServer, startDevServer } from "../support/dev-server";
+
+/*
+ * `cf-sessions pull` against the real service: a session written over HTTP goes into the folders
+ * Claude Code, Codex and pi keep sessions in, and each agent's own reader (the Claude Agent SDK's
+ * listSessions, getSessionMessages and forkSession; pi's SessionManager) reads it as the same
+ * conversation, at the local checkout.
+ */
+
+let server: DevServer;
+let home: string;
+
+beforeAll(async () => {
+  server = await startDevServer();
+  home = mkdtempSync(join(tmpdir(), "pull-home-"));
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+  rmSync(home, { recursive: true, force: true });
+});
+
+const usage = {
+  input: 1,
+  output: 1,
+  cacheRead: 0,
+  cacheWrite: 0,
+  totalTokens: 2,
+  cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+};
+
+/** A session written over HTTP: a question, a tool call and its result, the answer. */
+async function writtenOverHttp(): Promise<string> {
+  const client = createClient({ baseUrl: server.url });
+  const session = await client.create({ id: crypto.randomUUID() });
+  const reply = (content: unknown[], stopReason: string) =>
+    ({
+      role: "assistant",
+      content,
+      api: "anthropic-messages",
+      provider: "anthropic",
+      model: "claude-sonnet-4-5",
+      usage,
+      stopReason,
+      timestamp: 2,
+    }) as never;
+  await session.appendMessage({ role: "user", content: "What does notes.txt say?", timestamp: 1 });
+  await session.appendMessage(
+    reply([{ type: "toolCall", id: "toolu_1", name: "Read", arguments: { path: "notes.txt" } }], "toolUse"),
+  );
+  await session.appendMessage({
+    role: "toolResult",
+    toolCallId: "toolu_1",
+    toolName: "Read",
+    content: [{ type: "text", text: "buy more tea" }],
+    isError: false,
+    timestamp: 3,
+  });
+  await session.appendMessage(reply([{ type: "text", text: "It says to buy more tea." }], "stop"));
+  return session.id;
+}
+
+async function pull(args: string[], env: Record<string, string>) {
+  const lines: string[] = [];
+  const errors: string[] = [];
+  const output: Output = {
+    out: (text) => lines.push(text),
+    write: () => undefined,
+    err: (text) => errors.push(text),
+    isTTY: false,
+  };
+  const code = await main(["pull", ...args, "--json"], output, { CF_SESSIONS_URL: server.url, ...env });
+  return { code, errors: errors.join(""), answer: lines[0] ? JSON.parse(lines[0]) : undefined };
+}
+
+describe("cf-sessions pull", () => {
+  it("puts a session where Claude Code looks for the project: the SDK lists it, reads it and forks it", async () => {
+    const id = await writtenOverHttp();
+    const config = join(home, "claude");
+    const project = join(home, "work", "my.project");
+    const pulled = await pull([id, "--to", "claude-code", "--project", project], {
+      CLAUDE_CONFIG_DIR: config,
+    });
+    expect(pulled.code, pulled.errors).toBe(0);
+    expect(pulled.answer.path).toBe(
+      join(claudeProjectDir(project, { CLAUDE_CONFIG_DIR: config }), `${id}.jsonl`),
+    );
+    expect(pulled.answer.path).toContain("-work-my-project");
+
+    const previous = process.env.CLAUDE_CONFIG_DIR;
+    process.env.CLAUDE_CONFIG_DIR = config;
+    try {
+      const listed = await listSessions({ dir: project });
+      expect(listed.map((session) => session.sessionId)).toContain(id);
+      const messages = await getSessionMessages(id, { dir: project });
+      expect(messages.map((message) => message.type)).toEqual(["user", "assistant", "user", "assistant"]);
+      expect(JSON.stringify(messages[2]?.message)).toContain("buy more tea");
+      expect(JSON.stringify(messages[3]?.message)).toContain("It says to buy more tea.");
+      const lines = readFileSync(pulled.answer.path, "utf8")
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line));
+      expect(lines.every((line) => line.cwd === undefined || line.cwd === project)).toBe(true);
+
+      const fork = await forkSession(id, { dir: project });
+      const forked = await getSessionMessages(fork.sessionId, { dir: project });
+      expect(forked.map((message) => message.type)).toEqual(["user", "assistant", "user", "assistant"]);
+    } finally {
+      if (previous === undefined) delete process.env.CLAUDE_CONFIG_DIR;
+      else process.env.CLAUDE_CONFIG_DIR = previous;
+    }
+  });
+
+  it("puts a session where pi and Codex keep theirs, each read back as the same conversation", async () => {
+    const id = await writtenOverHttp();
+    const project = join(home, "work", "other");
+    const piDir = join(home, "pi");
+    const piPulled = await pull([id, "--to", "pi", "--project", project], { PI_CODING_AGENT_DIR: piDir });
+    expect(piPulled.code, piPulled.errors).toBe(0);
+    const sessions = join(piDir, "sessions", `--${project.slice(1).replaceAll("/", "-")}--`);
+    expect(readdirSync(sessions)).toHaveLength(1);
+    const pi = SessionManager.open(piPulled.answer.path);
+    expect(pi.getCwd()).toBe(project);
+    const context = pi.buildSessionContext();
+    expect(context.messages.map((message) => message.role)).toEqual([
+      "user",
+      "assistant",
+      "toolResult",
+      "assistant",
+    ]);
+
+    const codexHome = join(home, "codex");
+    const codexPulled = await pull([id, "--to", "codex", "--project", project], { CODEX_HOME: codexHome });
+    expect(codexPulled.code, codexPulled.errors).toBe(0);
+    expect(codexPulled.answer.path).toMatch(
+      /\/sessions\/\d{4}\/\d{2}\/\d{2}\/rollout-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-[0-9a-f-]{36}\.jsonl$/,
+    );
+    const rollout = parseImport("codex", readFileSync(codexPulled.answer.path, "utf8"));
+    const said = rollout.entries.flatMap((entry) => (entry.type === "message" ? [entry.message.role] : []));
+    expect(said).toEqual(["user", "assistant", "toolResult", "assistant"]);
+    expect(rollout.header.metadata?.codex).toMatchObject({ cwd: project });
+  });
+
+  it("refuses what it cannot do, writing nothing", async () => {
+    const config = join(home, "refused");
+    expect((await pull(["no-such-session", "--to", "claude-code"], { CLAUDE_CONFIG_DIR: config })).code).toBe(
+      1,
+    );
+    expect((await pull([crypto.randomUUID(), "--to", "cursor"], { CLAUDE_CONFIG_DIR: config })).code).toBe(2);
+    expect((await pull([crypto.randomUUID()], { CLAUDE_CONFIG_DIR: config })).code).toBe(2);
+    expect(existsSync(config)).toBe(false);
+  });
+});

@@ -1,6 +1,13 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { MAX_APPEND_BYTES, MAX_TTL_SECONDS, READ_PAGE_BYTES } from "../../src/durable/stream";
+import {
+  MAX_APPEND_BYTES,
+  MAX_FORK_DEPTH,
+  MAX_PRODUCER_ID_CHARS,
+  MAX_STREAM_SEQ_CHARS,
+  MAX_TTL_SECONDS,
+  READ_PAGE_BYTES,
+} from "../../src/durable/stream";
 import worker from "../../src/worker";
 import { KEY_A, KEY_A_READ, KEY_B } from "./helpers";
 import {
@@ -341,6 +348,43 @@ describe("bad input to streams gets a clear 4xx and changes nothing", () => {
       expectStreamError(res, 400, "invalid_request");
     }
     expectStreamError(await call("GET", path), 404, "not_found");
+  });
+
+  it("bounds a producer's id, a Stream-Seq and a chain of forks, writing nothing past them", async () => {
+    const path = streamPath("bounds");
+    const tail = await create(path, { body: "a" });
+    const writer = (id: string) => ({ "Producer-Id": id, "Producer-Epoch": "0", "Producer-Seq": "0" });
+    expectStreamError(
+      await append(path, "b", writer("p".repeat(MAX_PRODUCER_ID_CHARS + 1))),
+      400,
+      "invalid_request",
+    );
+    expectStreamError(
+      await append(path, "b", { "Stream-Seq": "s".repeat(MAX_STREAM_SEQ_CHARS + 1) }),
+      400,
+      "invalid_request",
+    );
+    await unchanged(path, "a", tail);
+    expect((await append(path, "b", writer("p".repeat(MAX_PRODUCER_ID_CHARS)))).status).toBe(200);
+
+    // Forks of forks, each of the one before: the last one the bound allows, then one too many.
+    let source = path;
+    for (let depth = 1; depth <= MAX_FORK_DEPTH; depth++) {
+      const fork = streamPath(`chain-${depth}`);
+      const res = await call("PUT", fork, {
+        headers: { "Content-Type": "text/plain", "Stream-Forked-From": source },
+      });
+      expect(res.status, `depth ${depth}`).toBe(201);
+      source = fork;
+    }
+    expect((await readAll(source)).text).toBe("ab");
+    const tooDeep = streamPath("chain-too-deep");
+    const refused = await call("PUT", tooDeep, {
+      headers: { "Content-Type": "text/plain", "Stream-Forked-From": source },
+    });
+    expectStreamError(refused, 400, "invalid_request");
+    expect(refused.text).toContain(`at most ${MAX_FORK_DEPTH} deep`);
+    expectStreamError(await call("GET", tooDeep), 404, "not_found");
   });
 
   it("answers 404 for a stream that does not exist, whatever the method", async () => {

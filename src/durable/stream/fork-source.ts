@@ -3,7 +3,7 @@ import type { StreamContext } from "./context";
 import { pageBytes } from "./context";
 import type { Position } from "./offsets";
 import { formatOffset, parseOffset, samePosition } from "./offsets";
-import { mediaType } from "./protocol";
+import { MAX_FORK_DEPTH, mediaType } from "./protocol";
 import type { ForkPoint, ForkPointRequest, RecordPage } from "./sources";
 
 /*
@@ -28,6 +28,15 @@ export async function forkPoint(
     throw new SessionError("content_type_mismatch", `the stream to fork is ${stream.contentType}`, {
       contentType: stream.contentType,
     });
+  }
+  const depth = (stream.fork?.depth ?? 0) + 1;
+  if (depth > MAX_FORK_DEPTH) {
+    // Each read of a fork reaches through every source before it: the chain is bounded.
+    throw new SessionError(
+      "invalid_request",
+      `a stream may be a fork of a fork at most ${MAX_FORK_DEPTH} deep; fork an earlier one, or copy this one`,
+      { maxForkDepth: MAX_FORK_DEPTH },
+    );
   }
   const anchor = request.offset === null ? stream.tail : parseOffset(request.offset);
   await context.checkPosition(stream, anchor);
@@ -70,6 +79,7 @@ export async function forkPoint(
     offset: formatOffset(anchor),
     inherited,
     materialized,
+    depth,
   };
 }
 

@@ -150,8 +150,18 @@ const CreateHeaders = z
     { message: "Stream-Fork-Offset and Stream-Fork-Sub-Offset need Stream-Forked-From" },
   );
 
+/** Forks of forks a stream may stand at the end of (a fork of a stream that is no fork: 1). */
+export const MAX_FORK_DEPTH = 16;
+
+/** Characters of a Producer-Id, and of a Stream-Seq, at most: each is stored with what it wrote. */
+export const MAX_PRODUCER_ID_CHARS = 256;
+export const MAX_STREAM_SEQ_CHARS = 256;
+
 const ProducerHeaders = z.object({
-  "producer-id": z.string().min(1, "Producer-Id may not be empty"),
+  "producer-id": z
+    .string()
+    .min(1, "Producer-Id may not be empty")
+    .max(MAX_PRODUCER_ID_CHARS, `Producer-Id is at most ${MAX_PRODUCER_ID_CHARS} characters`),
   "producer-epoch": producerNumber("Producer-Epoch"),
   "producer-seq": producerNumber("Producer-Seq"),
 });
@@ -160,7 +170,11 @@ const ProducerHeaders = z.object({
 const AppendHeaders = z.object({
   "content-type": z.string().optional(),
   "stream-closed": flag,
-  "stream-seq": z.string().min(1, "Stream-Seq may not be empty").optional(),
+  "stream-seq": z
+    .string()
+    .min(1, "Stream-Seq may not be empty")
+    .max(MAX_STREAM_SEQ_CHARS, `Stream-Seq is at most ${MAX_STREAM_SEQ_CHARS} characters`)
+    .optional(),
 });
 
 /** How long a stream lives: a sliding window, or a fixed end. */

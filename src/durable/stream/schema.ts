@@ -50,6 +50,8 @@ const MIGRATIONS = [
   );
   CREATE TABLE stream_releases (id INTEGER PRIMARY KEY, source TEXT NOT NULL)
   `,
+  // How many forks lie between a stream and the first of its sources that is no fork.
+  `ALTER TABLE streams ADD COLUMN fork_depth INTEGER NOT NULL DEFAULT 0`,
 ];
 
 const VERSION_TABLE = "stream_schema_version";

@@ -29,6 +29,8 @@ export interface ForkPoint {
   inherited: Position;
   /** Data the fork keeps as its own first records: the part of an append a sub-offset cut into. */
   materialized: Uint8Array[];
+  /** The fork's depth: its source's, and one. */
+  depth: number;
 }
 
 /**

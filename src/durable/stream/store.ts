@@ -26,6 +26,8 @@ export interface ForkLink {
   subOffset: number;
   /** Records before this position are the source's. */
   inherited: Position;
+  /** Forks between this one and its first source that is no fork, this one counted (1 for a fork of one). */
+  depth: number;
 }
 
 export interface StreamState {
@@ -102,6 +104,7 @@ type StreamRow = {
   fork_sub_offset: number | null;
   fork_records: number | null;
   fork_bytes: number | null;
+  fork_depth: number;
   forks: number;
   deleted_at: number | null;
 };
@@ -127,6 +130,7 @@ function stateOf(row: StreamRow): StreamState {
             offset: row.fork_offset as string,
             subOffset: row.fork_sub_offset ?? 0,
             inherited: { records: row.fork_records as number, bytes: row.fork_bytes as number },
+            depth: row.fork_depth,
           },
     forks: row.forks,
     deleted: row.deleted_at !== null,
@@ -192,11 +196,12 @@ export class StreamStore {
     const { fork } = stream;
     const start = fork?.inherited ?? { records: 0, bytes: 0 };
     this.#sql`INSERT INTO streams (key, incarnation, content_type, ttl_seconds, expires_at, renewed_at,
-        tail_records, tail_bytes, fork_source, fork_offset, fork_sub_offset, fork_records, fork_bytes)
+        tail_records, tail_bytes, fork_source, fork_offset, fork_sub_offset, fork_records, fork_bytes,
+        fork_depth)
       VALUES (${key}, ${randomHex(8)}, ${stream.contentType}, ${stream.expiry.ttlSeconds},
         ${stream.expiry.expiresAt}, ${stream.now}, ${start.records}, ${start.bytes}, ${fork?.source ?? null},
         ${fork?.offset ?? null}, ${fork?.subOffset ?? null}, ${fork?.inherited.records ?? null},
-        ${fork?.inherited.bytes ?? null})`;
+        ${fork?.inherited.bytes ?? null}, ${fork?.depth ?? 0})`;
     const created = this.get(key) as StreamState;
     let tail = created.tail;
     for (const batch of batches) tail = this.#write(created, batch, tail);

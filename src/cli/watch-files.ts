@@ -98,6 +98,16 @@ function wholeLines(path: string): string {
 
 const digest = (entry: SessionEntry | undefined) => (entry === undefined ? null : canonicalJson(entry));
 
+/** A failure that trying again would not mend: a refusal of what the file holds, not of the service. */
+function refusal(error: unknown): boolean {
+  return (
+    error instanceof SessionError &&
+    !["unavailable", "internal", "rate_limited", "misconfigured", "unauthorized", "forbidden"].includes(
+      error.code,
+    )
+  );
+}
+
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((done) => {
     const timer = setTimeout(done, ms);
@@ -112,7 +122,10 @@ class Mirror {
   readonly #output: Output;
   readonly #options: WatchOptions;
   readonly #state: WatchState;
-  /** Files that could not be read as sessions, by size: looked at again when they grow. */
+  /**
+   * Files that could not be read as sessions, or whose new lines the service refused, by size:
+   * looked at again once they change.
+   */
   readonly #unread = new Map<string, number>();
   /** The last failure reported, so a service that stays down is reported once. */
   #failure: string | undefined;
@@ -138,6 +151,13 @@ class Mirror {
         this.#failure = undefined;
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
+        if (refusal(error)) {
+          // What this file holds is refused (a line the reader or the service takes for bad input):
+          // reported once, and looked at again when the file changes; the other files go on.
+          this.#unread.set(file, statSync(file).size);
+          this.#report({ event: "failed", file, error: message }, `failed: ${file}: ${message}`);
+          continue;
+        }
         // The service unreachable or failing: the file is tried again at the next look.
         if (message !== this.#failure)
           this.#report({ event: "retrying", file, error: message }, `retrying: ${file}: ${message}`);
@@ -153,7 +173,7 @@ class Mirror {
     if (known?.stopped) return false;
     const size = statSync(file).size;
     if (known && size === known.size) return false;
-    if (!known && this.#unread.get(file) === size) return false;
+    if (this.#unread.get(file) === size) return false;
     if (known && size < known.size) return this.#stop(file, known, "rewritten");
     const text = wholeLines(file);
     const bytes = Buffer.byteLength(text);

@@ -155,6 +155,21 @@ describe("cf-sessions sync --watch", () => {
     );
     await mirrored();
 
+    // A line the reader refuses stops that file only: reported once, the other files go on.
+    const codex = files.find((file) => file.format === "codex");
+    if (!codex) throw new Error("no codex file");
+    appendFileSync(codex.path, "{ not json\n");
+    const others = files.filter((file) => file !== codex);
+    for (const file of others) {
+      appendFileSync(file.path, `${file.lines[file.written]}\n`);
+      file.written++;
+    }
+    await vi.waitFor(() => expect(fourth.events().map((e) => e.event)).toContain("failed"), {
+      timeout: 20_000,
+    });
+    await settled();
+    expect(fourth.events().filter((e) => e.event === "failed")).toHaveLength(1);
+
     // A file cut short was rewritten: reported, and its session left as it was.
     const [pi] = files;
     if (!pi) throw new Error("no pi file");

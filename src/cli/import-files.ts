@@ -4,6 +4,7 @@ import type { RemoteRepo } from "../client";
 import type { ImportWarning } from "../core/internal";
 import { checkFormat, detectFormat, parseImport, SessionError } from "../core/internal";
 import { fail, type Output, oneOf } from "./output";
+import { recordProject } from "./project-key";
 
 /*
  * `import` and `sync`: every session file under a folder, one request each, with progress and a
@@ -75,11 +76,13 @@ export async function importFiles(
       // Parsed here first for its format and the id it imports under (the service checks it again).
       const detected = format ?? detectFormat(text);
       if (!detected) throw new Error("cannot tell the format from the first lines; give --format");
-      id = options.id ?? parseImport(detected, text).header.id;
+      const { header } = parseImport(detected, text);
+      id = options.id ?? header.id;
       let warnings: ImportWarning[];
       if (options.mode === "sync") {
         const synced = await client.syncFile(text, { format: detected, id });
         warnings = synced.warnings;
+        if (synced.status !== "unchanged") await recordProject(client.storage(id), header.metadata);
         if (synced.status === "created") report.imported.push(id);
         else if (synced.status === "appended") report.appended.push({ id, entries: synced.appended });
         else report.skipped.push(id);
@@ -89,6 +92,7 @@ export async function importFiles(
             : `${synced.status === "created" ? "imported" : "unchanged"} ${id}: ${file}`;
       } else {
         warnings = (await client.importFile(text, { format: detected, id })).warnings;
+        await recordProject(client.storage(id), header.metadata);
         report.imported.push(id);
         line = `imported ${id}: ${file}`;
       }

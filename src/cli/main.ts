@@ -13,6 +13,7 @@ import { backup, restore } from "./backup";
 import { entryLine, gist, messageLine } from "./entry-line";
 import { importFiles } from "./import-files";
 import { columns, fail, type Output, oneLine, oneOf, UsageError } from "./output";
+import { inProject, localFolderOf, remoteKey } from "./project-key";
 import { PULL_AGENTS, pullSession } from "./pull";
 import { search } from "./search";
 import { followSession } from "./tail";
@@ -55,11 +56,15 @@ options (every command):
   --verbose         say which service is used, on stderr
   -h, --help        help for a command: cf-sessions <command> --help`,
   list: `usage: cf-sessions list [--limit N] [--order updated|created] [--prefix p] [--all]
+                        [--project <key|remote>]
 
   --limit N     sessions per page (1-200, default 50)
   --order       updated (default) or created, newest first
   --prefix p    only the sessions whose id starts with p
-  --all         every page, not just the first`,
+  --all         every page, not just the first
+  --project     only the sessions of a project, from every page: its key as imports record it
+                (github.com/acme/app, or github.com/acme/app/services/api for a folder in it; a
+                folder outside a repository: its name) or a git remote URL`,
   show: `usage: cf-sessions show <id> [--type t1,t2] [--limit N] [--after seq]
 
   Entries in append order (seq, type, id, parent, a line of content).
@@ -106,8 +111,9 @@ options (every command):
   as it was; any other becomes the file the agent would have written for its conversation.`,
   pull: `usage: cf-sessions pull <id> --to claude-code|codex|pi [--project <dir>]
 
-  Writes the session where that agent looks for the project at <dir> (default: the current
-  folder) on this machine, as its own file, so it resumes there: claude --resume <id> in <dir>,
+  Writes the session where that agent looks for the project at <dir> on this machine, as its own
+  file, so it resumes there (default: when the current folder is in a checkout of the repository
+  the session's project is in, that project's folder in it; else the current folder): claude --resume <id> in <dir>,
   codex resume, or pi's session list. Claude Code's folder is under $CLAUDE_CONFIG_DIR
   (~/.claude), Codex's under $CODEX_HOME (~/.codex), pi's under $PI_CODING_AGENT_DIR (~/.pi/agent).
   Whatever wrote the session, it is the agent's file of its conversation (a session imported
@@ -147,6 +153,11 @@ options (every command):
   --after replays the entries after that seq first. Reconnects by itself after a dropped
   connection, missing nothing. --json: one event per line, and in-flight text as "chunk" lines.`,
 };
+
+/** A project as given to --project: a key as is, a git remote URL as its key. */
+function projectArgument(given: string): string {
+  return /:\/\/|^[^/]*@|^[^/:]+:[^/]/.test(given) ? remoteKey(given) : given.replace(/\/+$/, "");
+}
 
 function arg(positionals: string[], index: number, name: string): string {
   const value = positionals[index];
@@ -239,10 +250,13 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       const pageSize = limit(MAX_SESSIONS_PAGE, "sessions", "--all reads every page");
       const sessions = [];
       let cursor: string | null = null;
+      const project = values.project === undefined ? undefined : projectArgument(values.project);
       do {
         const page = await client.list({ limit: pageSize, order, cursor, prefix: values.prefix });
-        sessions.push(...page.sessions);
-        cursor = values.all ? page.nextCursor : null;
+        sessions.push(
+          ...page.sessions.filter((s) => project === undefined || inProject(s.metadata.project, project)),
+        );
+        cursor = values.all || project !== undefined ? page.nextCursor : null;
       } while (cursor);
       if (json) output.out(JSON.stringify(sessions));
       else if (sessions.length === 0) output.out("no sessions");
@@ -343,7 +357,11 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
     case "pull": {
       const id = arg(rest, 0, "id");
       const agent = oneOf("to", values.to, PULL_AGENTS) ?? fail("--to is claude-code, codex or pi");
-      const path = await pullSession(client, id, agent, values.project ?? process.cwd(), env);
+      // Without --project: the local checkout of the session's project, when this folder is in one.
+      const recorded =
+        values.project === undefined ? (await client.storage(id).getHeader()).metadata.project : undefined;
+      const local = typeof recorded === "string" ? localFolderOf(recorded, process.cwd()) : undefined;
+      const path = await pullSession(client, id, agent, values.project ?? local ?? process.cwd(), env);
       output.out(json ? JSON.stringify({ id, agent, path }) : `pulled ${id} into ${path}`);
       return 0;
     }

@@ -14,6 +14,7 @@ import {
 } from "../core/internal";
 import { sessionFiles } from "./import-files";
 import type { Output } from "./output";
+import { recordProject } from "./project-key";
 
 /*
  * `sync --watch`: a folder of session files (pi, Claude Code, Codex) mirrored while the agents
@@ -220,6 +221,7 @@ class Mirror {
   async #first(file: string, parsed: ImportedSession, next: FileState): Promise<boolean> {
     try {
       const { status, appended } = await this.#client.syncSession(parsed, { id: next.id });
+      if (status !== "unchanged") await recordProject(this.#client.storage(next.id), parsed.header.metadata);
       this.#state.files[file] = next;
       this.#report(
         { event: status, file, id: next.id, entries: appended },

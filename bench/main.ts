@@ -453,6 +453,43 @@ async function tenants(sizes: number[]) {
     await timed("/v1/search?q=lorem", 5),
   );
 
+  // The same search as an agent makes it over MCP: one tools/call of search_sessions (the
+  // stateless server answers it alone), interleaved with the HTTP search so both see the machine
+  // as it is.
+  const toolCall = async () => {
+    const start = performance.now();
+    const res = await fetch(`${server.url}/mcp`, {
+      method: "POST",
+      headers: {
+        "Content-Type": "application/json",
+        Accept: "application/json, text/event-stream",
+        "Mcp-Protocol-Version": "2025-06-18",
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "search_sessions", arguments: { query: "w1234x" } },
+      }),
+    });
+    const text = await res.text();
+    if (res.status >= 400 || !text.includes("result"))
+      throw new Error(`MCP search -> ${res.status} ${text.slice(0, 300)}`);
+    return performance.now() - start;
+  };
+  await toolCall();
+  const overHttp: number[] = [];
+  const overMcp: number[] = [];
+  for (let run = 0; run < 20; run++) {
+    overHttp.push((await http("GET", "/v1/search?q=w1234x")).ms);
+    overMcp.push(await toolCall());
+  }
+  const searchName = `GET /v1/search beside the MCP tool, a word in 1 of 5,000 sessions, ${count} sessions`;
+  const toolName = `MCP search_sessions tool call, a word in 1 of 5,000 sessions, ${count} sessions`;
+  record(searchName, "ms", overHttp);
+  record(toolName, "ms", overMcp);
+  ratio("MCP search_sessions tool call p50 / GET /v1/search p50", toolName, searchName, 1.5);
+
   const big = sizes[sizes.length - 1] as number;
   const session = `/v1/sessions/http-${big}/search`;
   const label = big.toLocaleString("en-US");

@@ -117,7 +117,8 @@ options (every command):
   codex resume, or pi's session list. Claude Code's folder is under $CLAUDE_CONFIG_DIR
   (~/.claude), Codex's under $CODEX_HOME (~/.codex), pi's under $PI_CODING_AGENT_DIR (~/.pi/agent).
   Whatever wrote the session, it is the agent's file of its conversation (a session imported
-  from that agent: the lines it came from), its working folder <dir>. Prints the file written.`,
+  from that agent: the lines it came from), its working folder <dir>; a Claude Code session's
+  subagent transcripts go beside it. Prints the file written.`,
   fork: `usage: cf-sessions fork <id> <entry> [--id <new id>] [--name <name>] [--before]
 
   --before      fork at the parent of a user message (to edit and resend it)`,
@@ -361,8 +362,15 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       const recorded =
         values.project === undefined ? (await client.storage(id).getHeader()).metadata.project : undefined;
       const local = typeof recorded === "string" ? localFolderOf(recorded, process.cwd()) : undefined;
-      const path = await pullSession(client, id, agent, values.project ?? local ?? process.cwd(), env);
-      output.out(json ? JSON.stringify({ id, agent, path }) : `pulled ${id} into ${path}`);
+      const { path, subagents } = await pullSession(
+        client,
+        id,
+        agent,
+        values.project ?? local ?? process.cwd(),
+        env,
+      );
+      const also = subagents.length === 0 ? "" : ` (and ${subagents.length} subagent transcripts beside it)`;
+      output.out(json ? JSON.stringify({ id, agent, path, subagents }) : `pulled ${id} into ${path}${also}`);
       return 0;
     }
     case "fork": {

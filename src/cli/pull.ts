@@ -1,6 +1,6 @@
 import { mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import type { RemoteRepo } from "../client";
 import { fail } from "./output";
 
@@ -89,24 +89,62 @@ function placed(agent: PullAgent, lines: Line[], project: string, env: Env): { p
   };
 }
 
-/** Writes the session where `agent` looks for the project at `projectDir`; resolves to the file. */
+async function exported(client: RemoteRepo, id: string, agent: PullAgent): Promise<Line[]> {
+  const lines: Line[] = [];
+  for await (const text of client.storage(id).exportLines(agent)) {
+    for (const line of text.split("\n")) if (line.trim() !== "") lines.push(JSON.parse(line) as Line);
+  }
+  return lines;
+}
+
+/** Writes lines whole or not at all: the agent never reads half a file. */
+function writeWhole(path: string, lines: readonly Line[]): void {
+  mkdirSync(dirname(path), { recursive: true });
+  const partial = `${path}.${process.pid}.partial`;
+  writeFileSync(partial, `${lines.map((line) => JSON.stringify(line)).join("\n")}\n`);
+  renameSync(partial, path);
+}
+
+/** What `pull` wrote: the session's file, and its subagents' transcripts (Claude Code). */
+export interface Pulled {
+  path: string;
+  subagents: string[];
+}
+
+/**
+ * Writes the session where `agent` looks for the project at `projectDir`. For Claude Code, the
+ * transcripts of its subagents imported beside it (`<id>-agent-<agent id>`) go where Claude Code
+ * keeps them: `<session uuid>/subagents/agent-<agent id>.jsonl` beside the session's file.
+ */
 export async function pullSession(
   client: RemoteRepo,
   id: string,
   agent: PullAgent,
   projectDir: string,
   env: Env,
-): Promise<string> {
+): Promise<Pulled> {
   const project = resolve(projectDir);
-  const lines: Line[] = [];
-  for await (const text of client.storage(id).exportLines(agent)) {
-    for (const line of text.split("\n")) if (line.trim() !== "") lines.push(JSON.parse(line) as Line);
+  const file = placed(agent, await exported(client, id, agent), project, env);
+  const subagents: string[] = [];
+  if (agent === "claude-code") {
+    const folder = join(file.path.slice(0, -".jsonl".length), "subagents");
+    const prefix = `${id}-agent-`;
+    let cursor: string | null = null;
+    do {
+      const page = await client.list({ prefix, cursor, limit: 200 });
+      for (const info of page.sessions) {
+        const claudeCode = info.metadata.claudeCode as Record<string, unknown> | undefined;
+        const agentId =
+          typeof claudeCode?.agentId === "string" ? claudeCode.agentId : info.id.slice(prefix.length);
+        const sub = placed(agent, await exported(client, info.id, agent), project, env);
+        const path = join(folder, `agent-${agentId}.jsonl`);
+        writeWhole(path, sub.lines);
+        subagents.push(path);
+      }
+      cursor = page.nextCursor;
+    } while (cursor);
   }
-  const file = placed(agent, lines, project, env);
-  mkdirSync(join(file.path, ".."), { recursive: true });
-  // Whole or not at all: the agent never reads half a file.
-  const partial = `${file.path}.${process.pid}.partial`;
-  writeFileSync(partial, `${file.lines.map((line) => JSON.stringify(line)).join("\n")}\n`);
-  renameSync(partial, file.path);
-  return file.path;
+  // The session's own file last: once it is there, so are its subagents'.
+  writeWhole(file.path, file.lines);
+  return { path: file.path, subagents };
 }

@@ -1,7 +1,13 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { forkSession, getSessionMessages, listSessions } from "@anthropic-ai/claude-agent-sdk";
+import {
+  forkSession,
+  getSessionMessages,
+  getSubagentMessages,
+  listSessions,
+  listSubagents,
+} from "@anthropic-ai/claude-agent-sdk";
 import { SessionManager } from "@mariozechner/pi-coding-agent";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main";
@@ -116,6 +122,52 @@ describe("cf-sessions pull", () => {
       const fork = await forkSession(id, { dir: project });
       const forked = await getSessionMessages(fork.sessionId, { dir: project });
       expect(forked.map((message) => message.type)).toEqual(["user", "assistant", "user", "assistant"]);
+    } finally {
+      if (previous === undefined) delete process.env.CLAUDE_CONFIG_DIR;
+      else process.env.CLAUDE_CONFIG_DIR = previous;
+    }
+  });
+
+  it("puts a Claude Code session's subagent transcripts where Claude Code keeps them", async () => {
+    const fixture = readFileSync(
+      join(import.meta.dirname, "../fixtures/claude-code/1.0.108-sidechains.jsonl"),
+      "utf8",
+    );
+    const lines = fixture.split("\n").filter((line) => line.trim() !== "");
+    const files = mkdtempSync(join(home, "cc-files-"));
+    writeFileSync(join(files, "main.jsonl"), `${lines.join("\n")}\n`);
+    const side = lines.filter((line) => JSON.parse(line).isSidechain === true);
+    writeFileSync(join(files, "agent.jsonl"), `${side.join("\n")}\n`);
+    const errors: string[] = [];
+    const output: Output = {
+      out: () => undefined,
+      write: () => undefined,
+      err: (t) => errors.push(t),
+      isTTY: false,
+    };
+    const imported = await main(["import", files, "--format", "claude-code", "--progress", "none"], output, {
+      CF_SESSIONS_URL: server.url,
+    });
+    expect(imported, errors.join("")).toBe(0);
+
+    const sessionId = JSON.parse(lines[0] as string).sessionId as string;
+    const config = join(home, "claude-subagents");
+    const project = join(home, "work", "Demo");
+    const pulled = await pull([`claude-code-${sessionId}`, "--to", "claude-code", "--project", project], {
+      CLAUDE_CONFIG_DIR: config,
+    });
+    expect(pulled.code, pulled.errors).toBe(0);
+    expect(pulled.answer.subagents).toHaveLength(1);
+    expect(pulled.answer.subagents[0]).toContain(join(sessionId, "subagents", "agent-"));
+
+    const previous = process.env.CLAUDE_CONFIG_DIR;
+    process.env.CLAUDE_CONFIG_DIR = config;
+    try {
+      const agents = await listSubagents(sessionId, { dir: project });
+      expect(agents).toHaveLength(1);
+      const messages = await getSubagentMessages(sessionId, agents[0] as string, { dir: project });
+      expect(messages.length).toBeGreaterThan(0);
+      expect(messages.every((message) => message.type === "user" || message.type === "assistant")).toBe(true);
     } finally {
       if (previous === undefined) delete process.env.CLAUDE_CONFIG_DIR;
       else process.env.CLAUDE_CONFIG_DIR = previous;

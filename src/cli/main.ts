@@ -13,7 +13,7 @@ import { backup, restore } from "./backup";
 import { entryLine, gist, messageLine } from "./entry-line";
 import { importFiles } from "./import-files";
 import { columns, fail, type Output, oneLine, oneOf, UsageError } from "./output";
-import { inProject, localFolderOf, remoteKey } from "./project-key";
+import { localFolderOf, remoteKey } from "./project-key";
 import { PULL_AGENTS, pullSession } from "./pull";
 import { search } from "./search";
 import { followSession } from "./tail";
@@ -62,7 +62,7 @@ options (every command):
   --order       updated (default) or created, newest first
   --prefix p    only the sessions whose id starts with p
   --all         every page, not just the first
-  --project     only the sessions of a project, from every page: its key as imports record it
+  --project     only the sessions of a project: its key as imports record it
                 (github.com/acme/app, or github.com/acme/app/services/api for a folder in it; a
                 folder outside a repository: its name) or a git remote URL`,
   show: `usage: cf-sessions show <id> [--type t1,t2] [--limit N] [--after seq]
@@ -253,11 +253,9 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       let cursor: string | null = null;
       const project = values.project === undefined ? undefined : projectArgument(values.project);
       do {
-        const page = await client.list({ limit: pageSize, order, cursor, prefix: values.prefix });
-        sessions.push(
-          ...page.sessions.filter((s) => project === undefined || inProject(s.metadata.project, project)),
-        );
-        cursor = values.all || project !== undefined ? page.nextCursor : null;
+        const page = await client.list({ limit: pageSize, order, cursor, prefix: values.prefix, project });
+        sessions.push(...page.sessions);
+        cursor = values.all ? page.nextCursor : null;
       } while (cursor);
       if (json) output.out(JSON.stringify(sessions));
       else if (sessions.length === 0) output.out("no sessions");

@@ -74,11 +74,6 @@ export function localFolderOf(project: string, dir: string): string | undefined 
   return undefined;
 }
 
-/** Whether a session's recorded project is `key`, or a folder inside it. */
-export function inProject(recorded: unknown, key: string): boolean {
-  return typeof recorded === "string" && (recorded === key || recorded.startsWith(`${key}/`));
-}
-
 /** The storage calls recording a project need. */
 interface HeaderStorage {
   getHeader(): Promise<{ metadata: Record<string, unknown> }>;

@@ -72,9 +72,9 @@ export class RemoteRepo implements SessionRepo {
   }
 
   list(options: ListOptions = {}): Promise<SessionPage> {
-    const { limit, cursor, order, prefix } = options;
+    const { limit, cursor, order, prefix, project } = options;
     return this.#http.json("GET", "v1/sessions", {
-      query: { limit, cursor: cursor ?? undefined, order, prefix },
+      query: { limit, cursor: cursor ?? undefined, order, prefix, project },
     });
   }
 

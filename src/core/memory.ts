@@ -26,6 +26,7 @@ import type {
   SessionInfo,
   SessionPage,
 } from "./session-schemas";
+import { inProject } from "./session-schemas";
 import type { AppendOptions, AppendResult, ImportOptions, LeafOptions, SessionStorage } from "./storage";
 import type { SyncResult } from "./sync-import";
 import { syncImport } from "./sync-import";
@@ -245,13 +246,15 @@ export class MemoryRepo implements SessionRepo {
 
   async list(options: ListOptions = {}): Promise<SessionPage> {
     const limit = sessionsPageLimit(options);
-    const { prefix = "" } = options;
+    const { prefix = "", project } = options;
     const infos = await Promise.all(
       [...this.#sessions.entries()]
         .filter(([id]) => id.startsWith(prefix))
         .map(([, storage]) => storage.getInfo()),
     );
-    return pageSessions(infos, { limit, cursor: options.cursor, order: options.order ?? "updated" });
+    const listed =
+      project === undefined ? infos : infos.filter((info) => inProject(info.metadata.project, project));
+    return pageSessions(listed, { limit, cursor: options.cursor, order: options.order ?? "updated" });
   }
 
   async delete(id: string): Promise<void> {

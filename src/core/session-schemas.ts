@@ -149,11 +149,24 @@ export const IdPrefix = z
   .regex(ID_PREFIX_PATTERN, "must be 1-128 characters of A-Z a-z 0-9 . _ : -")
   .meta({ description: "only the sessions whose id starts with it" });
 
+/** A project as sessions record it in `metadata.project` (`github.com/acme/app/services/api`). */
+export const ProjectKey = z
+  .string()
+  .min(1)
+  .max(512)
+  .meta({ description: "only the sessions whose metadata.project is this project, or a folder in it" });
+
+/** Whether a session's recorded project (`metadata.project`) is `project`, or a folder inside it. */
+export function inProject(recorded: unknown, project: string): boolean {
+  return typeof recorded === "string" && (recorded === project || recorded.startsWith(`${project}/`));
+}
+
 export const ListOptions = z.object({
   limit: z.coerce.number().int().min(1).max(MAX_SESSIONS_PAGE).optional().meta({ description: "default 50" }),
   cursor: z.string().nullable().optional(),
   order: z.enum(["updated", "created"]).optional().meta({ description: "newest first; default updated" }),
   prefix: IdPrefix.optional(),
+  project: ProjectKey.optional(),
 });
 export type ListOptions = z.infer<typeof ListOptions>;
 

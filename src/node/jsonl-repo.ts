@@ -13,6 +13,7 @@ import type {
   SyncResult,
 } from "../core/internal";
 import {
+  inProject,
   isValidId,
   newSessionHeader,
   openIfExists,
@@ -115,7 +116,11 @@ export class JSONLRepo implements SessionRepo {
       }
     };
     await Promise.all(Array.from({ length: Math.min(LIST_CONCURRENCY, names.length) }, reader));
-    const infos = listed.filter((info): info is SessionInfo => info !== undefined);
+    const { project } = options;
+    const infos = listed.filter(
+      (info): info is SessionInfo =>
+        info !== undefined && (project === undefined || inProject(info.metadata.project, project)),
+    );
     return pageSessions(infos, { limit, cursor: options.cursor, order: options.order ?? "updated" });
   }
 

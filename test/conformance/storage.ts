@@ -919,6 +919,22 @@ export function storageConformance(
         expect(seen).toEqual([...inside].reverse());
         expect((await repo.list({ prefix: `${prefix}1` })).sessions.map((s) => s.id)).toEqual([`${prefix}1`]);
       });
+
+      it("lists a project's sessions: its own, and those of folders in it", async () => {
+        const repo = await makeRepo();
+        const project = `github.com/acme/${newId()}`;
+        const made = async (recorded: string | undefined) =>
+          (await repo.create({ metadata: recorded === undefined ? {} : { project: recorded } })).id;
+        const root = await made(project);
+        const folder = await made(`${project}/api`);
+        await made(`${project}-other`);
+        await made(undefined);
+        const listed = async (key: string) =>
+          (await repo.list({ project: key, order: "created" })).sessions.map((s) => s.id);
+        expect(await listed(project)).toEqual([folder, root]);
+        expect(await listed(`${project}/api`)).toEqual([folder]);
+        expect(await listed(`${project}/web`)).toEqual([]);
+      });
     });
 
     describe("sync", () => {

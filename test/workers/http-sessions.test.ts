@@ -188,6 +188,34 @@ describe("sessions", () => {
     expect(listed.body.sessions.map((s: { id: string }) => s.id)).toEqual([...inside].reverse());
   });
 
+  it("lists a project's sessions: those that record it, or a folder in it, as their metadata.project", async () => {
+    const project = `github.com/acme/${crypto.randomUUID()}`;
+    const at = async (recorded: string | undefined) => {
+      const id = await createSession({
+        body: { metadata: recorded === undefined ? {} : { project: recorded } },
+      });
+      return id;
+    };
+    const root = await at(project);
+    const folder = await at(`${project}/services/api`);
+    await at(`${project}-fork`);
+    await at(`${project}services`);
+    await at(undefined);
+    const listed = async (query: string) =>
+      (
+        await api("GET", `/v1/sessions?order=created&limit=200&project=${encodeURIComponent(query)}`)
+      ).body.sessions.map((s: { id: string }) => s.id);
+    await vi.waitFor(async () => expect(await listed(project)).toEqual([folder, root]), { timeout: 10_000 });
+    expect(await listed(`${project}/services`)).toEqual([folder]);
+    expect(await listed(`${project}/services/api`)).toEqual([folder]);
+    expect(await listed(`${project}/other`)).toEqual([]);
+    for (const bad of ["", "x".repeat(513)]) {
+      const refused = await api("GET", `/v1/sessions?project=${bad}`);
+      expectError(refused, 400, "invalid_request");
+      expect(JSON.stringify(refused.body.error.details)).toContain("project");
+    }
+  });
+
   it("keeps the listing current after writes", async () => {
     const id = await createSession();
     await api("POST", `/v1/sessions/${id}/entries`, {

@@ -1,7 +1,8 @@
-import { mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { RemoteRepo } from "../client";
+import { writeFileAtomically } from "./atomic-file";
 import { fail } from "./output";
 
 /*
@@ -98,11 +99,14 @@ async function exported(client: RemoteRepo, id: string, agent: PullAgent): Promi
 }
 
 /** Writes lines whole or not at all: the agent never reads half a file. */
-function writeWhole(path: string, lines: readonly Line[]): void {
+async function writeWhole(path: string, lines: readonly Line[]): Promise<void> {
   mkdirSync(dirname(path), { recursive: true });
-  const partial = `${path}.${process.pid}.partial`;
-  writeFileSync(partial, `${lines.map((line) => JSON.stringify(line)).join("\n")}\n`);
-  renameSync(partial, path);
+  await writeFileAtomically(
+    path,
+    (async function* () {
+      for (const line of lines) yield `${JSON.stringify(line)}\n`;
+    })(),
+  );
 }
 
 /** What `pull` wrote: the session's file, and its subagents' transcripts (Claude Code). */
@@ -138,13 +142,13 @@ export async function pullSession(
           typeof claudeCode?.agentId === "string" ? claudeCode.agentId : info.id.slice(prefix.length);
         const sub = placed(agent, await exported(client, info.id, agent), project, env);
         const path = join(folder, `agent-${agentId}.jsonl`);
-        writeWhole(path, sub.lines);
+        await writeWhole(path, sub.lines);
         subagents.push(path);
       }
       cursor = page.nextCursor;
     } while (cursor);
   }
   // The session's own file last: once it is there, so are its subagents'.
-  writeWhole(file.path, file.lines);
+  await writeWhole(file.path, file.lines);
   return { path: file.path, subagents };
 }

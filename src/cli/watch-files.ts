@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { RemoteRepo } from "../client";
@@ -12,6 +12,7 @@ import {
   SessionError,
   sha256Hex,
 } from "../core/internal";
+import { writeFileAtomically } from "./atomic-file";
 import { sessionFiles } from "./import-files";
 import type { Output } from "./output";
 import { recordProject } from "./project-key";
@@ -83,12 +84,15 @@ function readState(path: string): WatchState {
   return state;
 }
 
-/** Saves the state whole or not at all: into a file beside it, renamed over it. */
-function saveState(path: string, state: WatchState): void {
+/** Saves the state whole or not at all (a restart never reads half of it). */
+async function saveState(path: string, state: WatchState): Promise<void> {
   mkdirSync(dirname(path), { recursive: true });
-  const partial = `${path}.${process.pid}.partial`;
-  writeFileSync(partial, JSON.stringify(state));
-  renameSync(partial, path);
+  await writeFileAtomically(
+    path,
+    (async function* () {
+      yield JSON.stringify(state);
+    })(),
+  );
 }
 
 /** The text of a file up to its last line end: a line being written is read once it is whole. */
@@ -281,7 +285,7 @@ export async function watchFiles(
   const mirror = new Mirror(client, output, options, state);
   output.err(`cf-sessions: watching ${resolve(dir)}; state in ${options.statePath}\n`);
   while (!options.signal.aborted) {
-    if (await mirror.look(dir)) saveState(options.statePath, state);
+    if (await mirror.look(dir)) await saveState(options.statePath, state);
     await sleep(options.intervalMs, options.signal);
   }
   return 0;

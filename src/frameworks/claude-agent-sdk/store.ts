@@ -7,7 +7,7 @@ import type {
 import { foldSessionSummary } from "@anthropic-ai/claude-agent-sdk";
 import * as z from "zod";
 import type { Session, SessionInfo, SessionRepo, StoredEntry } from "../../core";
-import { exportClaudeCode, ID_PATTERN } from "../../core";
+import { exportClaudeCode, Id } from "../../core";
 import { importBatches, SessionError, sha256Hex } from "../../core/internal";
 import { keyedId } from "../keys";
 import { SessionHandles } from "../session-handles";
@@ -35,8 +35,6 @@ const Key = z.object({
 });
 
 const ProjectKey = z.string().min(1);
-/** A session id of ours (`keyIsSessionId`). */
-const SessionId = z.string().regex(ID_PATTERN, "must be a session id: 1-128 of A-Z a-z 0-9 . _ : -");
 const SessionRef = Key.omit({ subpath: true });
 
 /** Entries are JSON objects with a string `type` (and, most of them, a string `uuid`). */
@@ -121,7 +119,7 @@ export class CfSessionsStore implements SessionStore {
    */
   async sessionIdFor(key: SessionKey): Promise<string> {
     if (this.#keyIsSessionId) {
-      const id = check(SessionId, key.sessionId, "session id");
+      const id = check(Id, key.sessionId, "session id");
       return key.subpath === undefined ? id : keyedId(`${id}:`, [key.subpath]);
     }
     const parts = key.subpath === undefined ? [key.sessionId] : [key.sessionId, key.subpath];

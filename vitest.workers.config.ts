@@ -18,6 +18,9 @@ const API_KEYS = JSON.stringify({
   [sha256("key-mid-sessions")]: "tenant-mid-sessions",
   [sha256("key-restore-quota")]: "tenant-restore-quota",
   [sha256("key-parallel-quota")]: "tenant-parallel-quota",
+  [sha256("key-few-streams")]: "tenant-few-streams",
+  [sha256("key-stream-bytes")]: "tenant-stream-bytes",
+  [sha256("key-stream-usage")]: "tenant-stream-usage",
 });
 
 /** Quotas for tenants of their own (test/workers/quotas.test.ts); every other tenant has none. */
@@ -29,6 +32,8 @@ const QUOTAS = JSON.stringify({
     "tenant-mid-sessions": { maxSessionBytes: 200_000 },
     "tenant-restore-quota": { maxSessions: 2, maxTenantBytes: 8000 },
     "tenant-parallel-quota": { maxTenantBytes: 20_000 },
+    "tenant-few-streams": { maxStreams: 3 },
+    "tenant-stream-bytes": { maxTenantBytes: 60_000 },
   },
 });
 

@@ -27,6 +27,7 @@ export { numberSetting } from "./settings";
 export {
   ANSWER_HEADERS,
   MAX_APPEND_BYTES,
+  MAX_PATH_CHARS,
   REQUEST_HEADERS,
   refuseBody,
   SAFETY_HEADERS,

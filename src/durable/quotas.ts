@@ -17,9 +17,11 @@ export const DEFAULT_OPEN_GENERATIONS = 64;
 export interface Quotas {
   /** Sessions the tenant may hold; creating, forking or importing one more is refused. */
   maxSessions?: number;
+  /** Streams (`/v1/stream/*`) the tenant may hold; creating or forking one more is refused. */
+  maxStreams?: number;
   /** Bytes one session may hold (`SessionInfo.bytes`: its entries' JSON, its generations' chunks). */
   maxSessionBytes?: number;
-  /** Bytes all the tenant's sessions may hold together. */
+  /** Bytes all the tenant's sessions and streams may hold together. */
   maxTenantBytes?: number;
   /** Generations one session may hold open at once (DEFAULT_OPEN_GENERATIONS unless set); one more is refused. */
   maxOpenGenerations?: number;
@@ -27,7 +29,13 @@ export interface Quotas {
 
 const Limit = z.number().int().nonnegative().nullable().optional();
 const Limits = z
-  .object({ maxSessions: Limit, maxSessionBytes: Limit, maxTenantBytes: Limit, maxOpenGenerations: Limit })
+  .object({
+    maxSessions: Limit,
+    maxStreams: Limit,
+    maxSessionBytes: Limit,
+    maxTenantBytes: Limit,
+    maxOpenGenerations: Limit,
+  })
   .strict();
 type Limits = z.infer<typeof Limits>;
 const QuotaSetting = Limits.extend({ tenants: z.record(z.string(), Limits).optional() }).strict();
@@ -41,7 +49,13 @@ export function quotasFor(setting: string | undefined, tenant: string): Quotas {
   const own = tenants && Object.hasOwn(tenants, tenant) ? tenants[tenant] : undefined;
   const limits: Limits = { ...defaults, ...own };
   const quotas: Quotas = {};
-  for (const key of ["maxSessions", "maxSessionBytes", "maxTenantBytes", "maxOpenGenerations"] as const) {
+  for (const key of [
+    "maxSessions",
+    "maxStreams",
+    "maxSessionBytes",
+    "maxTenantBytes",
+    "maxOpenGenerations",
+  ] as const) {
     const limit = limits[key];
     if (limit !== undefined && limit !== null) quotas[key] = limit;
   }

@@ -132,6 +132,7 @@ export interface Retention {
 }
 
 export interface ClaimRequest {
+  /** A session's id, or a stream's key after STREAM_CLAIM_PREFIX. */
   sessionId: string;
   /** Bytes the session holds now. */
   holds: number;
@@ -139,8 +140,47 @@ export interface ClaimRequest {
   wants: number;
   /** Increases with each request the session makes. */
   seq: number;
-  /** A session being created (or restored): it counts against `maxSessions` from now. */
+  /**
+   * A session being created (or restored), or a stream being made: it counts against
+   * `maxSessions` or `maxStreams` from now.
+   */
   newSession: boolean;
+}
+
+/** What a stream's object tells its directory shard about it. */
+export interface StreamReport {
+  /** The stream's path under `/v1/stream/`. */
+  key: string;
+  /** Raised by each report of the stream's object. */
+  version: number;
+  /** Listed; deleted but kept while forks read it; or removed with its data. */
+  state: "live" | "deleted" | "removed";
+  contentType: string;
+  /** Bytes of data the stream holds itself (not what a fork reads from its source). */
+  bytes: number;
+  closed: boolean;
+  /** Its last write (or, with a sliding expiry, its last renewal), epoch milliseconds. */
+  activeAt: number;
+  expiresAt: number | null;
+  /** Whose stream, and the shard it reports to (a new shard learns its tenant from a report). */
+  tenant: string;
+  shard: number;
+}
+
+/** A stream as the tenant's listing shows it. */
+export interface StreamListing {
+  path: string;
+  contentType: string;
+  bytes: number;
+  closed: boolean;
+  createdAt: string;
+  activeAt: string;
+  expiresAt: string | null;
+}
+
+export interface StreamUsage {
+  streams: number;
+  bytes: number;
 }
 
 export interface SeedRow {

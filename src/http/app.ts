@@ -23,6 +23,7 @@ import { MAX_MCP_BODY_BYTES, MCP_PATH, mcpRoutes } from "./routes/mcp";
 import { retentionRoutes } from "./routes/retention";
 import { searchRoutes } from "./routes/search";
 import { sessionRoutes } from "./routes/sessions";
+import { streamListingRoutes } from "./routes/stream-listing";
 import { STREAM_PATHS, streamRoutes, streamSafety } from "./routes/streams";
 import { usageRoutes } from "./routes/usage";
 import { socketTicket } from "./socket-ticket";
@@ -30,7 +31,14 @@ import { socketTicket } from "./socket-ticket";
 const OPENAPI_PATH = "/v1/openapi.json";
 
 /** Routes about the tenant as a whole, outside /v1/sessions. */
-const TENANT_PATHS = ["/v1/search", "/v1/export", TENANT_IMPORT_PATH, "/v1/retention", "/v1/events"];
+const TENANT_PATHS = [
+  "/v1/search",
+  "/v1/export",
+  TENANT_IMPORT_PATH,
+  "/v1/retention",
+  "/v1/events",
+  "/v1/streams",
+];
 
 const DOCUMENT = {
   openapi: "3.1.0",
@@ -117,6 +125,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
     .route("/", retentionRoutes)
     .route("/", usageRoutes)
     .route("/", streamRoutes)
+    .route("/", streamListingRoutes)
     .route("/", blobRoutes)
     .route("/", mcpRoutes);
 }

@@ -24,6 +24,7 @@ import {
   SyncSummary,
   Timestamp,
 } from "../core/internal";
+import { MAX_PATH_CHARS } from "../durable/internal";
 
 /*
  * What the HTTP API adds to core's schemas: path and query parameters (strings on the wire), and
@@ -251,6 +252,19 @@ export const UsageResponse = z
       description:
         "UTF-8 bytes of the stored entries' JSON and of the generations' chunks kept, as byte quotas count them",
     }),
+    streams: z
+      .object({
+        streams: Count.meta({
+          description: "streams at /v1/stream/* holding data (a deleted one still read by its forks too)",
+        }),
+        bytes: Count.meta({
+          description: "the data they hold themselves (a fork's inherited data is its source's)",
+        }),
+      })
+      .meta({
+        description:
+          "the tenant's Durable Streams, as their objects last reported them (within about a second of a write); their bytes count against maxTenantBytes with the sessions' `bytes`",
+      }),
     blobs: z
       .object({
         blobs: Count.meta({ description: "blobs the tenant stores in R2" }),
@@ -263,6 +277,7 @@ export const UsageResponse = z
     quotas: z
       .object({
         maxSessions: Count.optional(),
+        maxStreams: Count.optional(),
         maxSessionBytes: Count.optional(),
         maxTenantBytes: Count.optional(),
         maxOpenGenerations: Count.optional().meta({ description: "64 unless QUOTAS sets it" }),
@@ -270,6 +285,45 @@ export const UsageResponse = z
       .meta({ description: "the quotas that apply to the tenant; an absent one is no limit" }),
   })
   .meta({ id: "Usage" });
+
+/** The largest page of the stream listing. */
+export const MAX_STREAMS_PAGE = 200;
+
+export const ListStreamsQuery = z.object({
+  prefix: z
+    .string()
+    .min(1)
+    .max(MAX_PATH_CHARS)
+    .optional()
+    .meta({ description: "only the streams whose path starts with it" }),
+  limit: z.coerce.number().int().min(1).max(MAX_STREAMS_PAGE).optional().meta({ description: "default 50" }),
+  cursor: z
+    .string()
+    .max(4 * MAX_PATH_CHARS)
+    .optional()
+    .meta({ description: "`nextCursor` of the page before" }),
+});
+
+export const StreamListing = z
+  .object({
+    path: z.string().meta({ description: "its path under /v1/stream/" }),
+    contentType: z.string(),
+    bytes: Count.meta({ description: "the data it holds itself" }),
+    closed: z.boolean(),
+    createdAt: z.string(),
+    activeAt: z
+      .string()
+      .meta({ description: "its last write (or, with a sliding Stream-TTL, its last renewal)" }),
+    expiresAt: z
+      .string()
+      .nullable()
+      .meta({ description: "when its Stream-TTL or Stream-Expires-At ends it" }),
+  })
+  .meta({ id: "StreamListing" });
+
+export const StreamPage = z
+  .object({ streams: z.array(StreamListing), nextCursor: z.string().nullable() })
+  .meta({ id: "StreamPage" });
 
 /** A flag in a query string: `true` or `false`. */
 const QueryFlag = z.enum(["true", "false"]).transform((value) => value === "true");

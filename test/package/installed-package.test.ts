@@ -218,6 +218,11 @@ describe("the documentation, run as written", () => {
       // The streams example read back what it appended, and the JSON stream as one array.
       expect(walked.stdout).toContain("Hello, world");
       expect(walked.stdout).toContain('[{"n":1},{"n":2}]');
+      // The tenant's streams listed: the JSON stream and its fork (its own data none).
+      expect(walked.stdout).toMatch(
+        /{"streams":\[{"path":"events","contentType":"application\/json","bytes":14,/,
+      );
+      expect(walked.stdout).toMatch(/{"path":"events-b","contentType":"application\/json","bytes":0,/);
       // The README's answer in flight: read back halfway, then its entry.
       expect(walked.stdout).toContain("One, two, \n");
       expect(walked.stdout).toContain('"text":"One, two, three."');

@@ -49,6 +49,7 @@ describe("GET /v1/usage", () => {
       sessions: 0,
       entries: 0,
       bytes: 0,
+      streams: { streams: 0, bytes: 0 },
       blobs: { blobs: 0, bytes: 0 },
       quotas: { maxOpenGenerations: DEFAULT_OPEN_GENERATIONS },
     });
@@ -89,6 +90,7 @@ describe("GET /v1/usage", () => {
       sessions: 0,
       entries: 0,
       bytes: 0,
+      streams: { streams: 0, bytes: 0 },
       blobs: { blobs: 0, bytes: 0 },
       quotas: { maxOpenGenerations: DEFAULT_OPEN_GENERATIONS },
     });
@@ -161,6 +163,7 @@ describe("the directory's usage", () => {
       state.storage.sql.exec("DROP TABLE quota_ledger");
       state.storage.sql.exec("DROP TABLE blob_owners");
       state.storage.sql.exec("DROP TABLE blobs");
+      state.storage.sql.exec("DROP TABLE stream_listing");
       state.storage.sql.exec("DELETE FROM schema_version WHERE version >= 3");
     });
     await evictDurableObject(directory);

@@ -1,4 +1,5 @@
 import { BLOB_LEDGER_MIGRATION } from "../blobs/blob-ledger";
+import { STREAM_REGISTRY_MIGRATION } from "./stream-registry";
 
 /** The directory shard's tables (session-directory.ts), one migration a version. */
 export const MIGRATIONS = [
@@ -75,4 +76,6 @@ export const MIGRATIONS = [
   `,
   // The tenant's blobs and which sessions hold them (blob-ledger.ts), kept by shard 0.
   BLOB_LEDGER_MIGRATION,
+  // The tenant's streams that report to this shard (stream-registry.ts).
+  STREAM_REGISTRY_MIGRATION,
 ];

@@ -17,9 +17,22 @@ import { objectEnv } from "../placement/placed-env";
 import { quotasFor } from "../quotas";
 import type { Sql } from "../sql";
 import { migrate, sqlOf } from "../sql";
-import type { ClaimRequest, DirectoryReport, ExpiryOutcome, Retention, SeedRow, TenantUsage } from "../types";
+import { streamObjectName } from "../stream/paths";
+import type {
+  ClaimRequest,
+  DirectoryReport,
+  ExpiryOutcome,
+  Retention,
+  SeedRow,
+  StreamListing,
+  StreamReport,
+  StreamUsage,
+  TenantUsage,
+} from "../types";
 import { MIGRATIONS } from "./directory-schema";
 import { searchShard } from "./directory-search";
+import type { StreamListOptions } from "./stream-registry";
+import { StreamRegistry } from "./stream-registry";
 import { TenantEventHub } from "./tenant-events";
 import { TenantLedger } from "./tenant-ledger";
 
@@ -30,6 +43,8 @@ import { TenantLedger } from "./tenant-ledger";
  * tombstone so a late report cannot bring it back (a restore lifts it). Each session's name,
  * labels, preview and a digest of its text are indexed for the tenant's search. The shard also
  * enforces the tenant's retention: an alarm asks sessions idle for longer to delete themselves.
+ * The tenant's streams report to it as well (stream-registry.ts), for their listing, usage and
+ * retention.
  */
 
 /** Tombstones outlive any report still in flight by far; older ones are dropped. */
@@ -51,6 +66,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
   readonly #events: TenantEventHub;
   readonly #ledger: TenantLedger;
   readonly #blobs: BlobLedger;
+  readonly #streams: StreamRegistry;
   /** Blobs being deleted from the bucket now: a claim of one waits until it is gone. */
   readonly #deleting = new Map<string, Promise<void>>();
   /** The ledger's seeding under way, which claims arriving meanwhile wait for. */
@@ -65,6 +81,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     this.#sql = sqlOf(ctx.storage.sql);
     this.#ledger = new TenantLedger(this.#sql);
     this.#blobs = new BlobLedger(this.#sql);
+    this.#streams = new StreamRegistry(this.#sql);
     this.#events = new TenantEventHub(ctx, (error) => this.#logFailure("tenant_events", error));
     ctx.storage.transactionSync(() => migrate(ctx.storage.sql, MIGRATIONS));
     const row = this.#sql<{ tenant: string; shard: number; idle_days: number | null }>`
@@ -178,12 +195,32 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     };
   }
 
-  /** Each listed session's bytes as last reported: what a quota ledger is seeded from. @internal */
+  /**
+   * Each listed session's and stream's bytes as last reported: what a quota ledger is seeded from.
+   * @internal
+   */
   quotaSeed(): SeedRow[] {
-    return this.#sql<{ id: string; bytes: number | null }>`
+    const sessions = this.#sql<{ id: string; bytes: number | null }>`
       SELECT id, info->>'bytes' AS bytes FROM sessions`
       .toArray()
       .map((row) => ({ id: row.id, bytes: row.bytes ?? 0 }));
+    return [...sessions, ...this.#streams.quotaSeed()];
+  }
+
+  /** What a stream's object reports about it. @internal */
+  async reportStream(report: StreamReport): Promise<void> {
+    await this.#learn(report.tenant, report.shard);
+    this.#streams.report(report);
+  }
+
+  /** This shard's streams for a page of the tenant's listing. @internal */
+  listStreams(options: StreamListOptions): StreamListing[] {
+    return this.#streams.list(options);
+  }
+
+  /** The streams that report to this shard, and their bytes. @internal */
+  streamUsage(): StreamUsage {
+    return this.#streams.usage();
   }
 
   /**
@@ -368,8 +405,32 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
         }),
       );
     }
-    const more = idle.length === SWEEP_BATCH && expired > 0;
+    const streams = await this.#sweepStreams(identity.tenant, now - identity.idleDays * DAY_MS);
+    this.#streams.prune(now);
+    const more = (idle.length === SWEEP_BATCH && expired > 0) || streams.more;
     await this.ctx.storage.setAlarm(now + (more ? 1000 : SWEEP_INTERVAL_MS));
-    return expired;
+    return expired + streams.expired;
+  }
+
+  /** Asks the streams idle since `before` to delete themselves; answers how many did. */
+  async #sweepStreams(tenant: string, before: number): Promise<{ expired: number; more: boolean }> {
+    const objects = this.#placed.STREAMS;
+    if (!objects) return { expired: 0, more: false };
+    const idle = this.#streams.idle(before, SWEEP_BATCH);
+    let expired = 0;
+    for (let i = 0; i < idle.length; i += SWEEP_PARALLEL) {
+      await Promise.all(
+        idle.slice(i, i + SWEEP_PARALLEL).map(async (key) => {
+          try {
+            const outcome = await objects.getByName(streamObjectName(tenant, key)).expireIdle(key, before);
+            if (outcome === "expired") expired++;
+            else if (outcome === "missing") this.#streams.forget(key);
+          } catch (error) {
+            await this.#logFailure("stream_retention", error, key);
+          }
+        }),
+      );
+    }
+    return { expired, more: idle.length === SWEEP_BATCH && expired > 0 };
   }
 }

@@ -2,11 +2,13 @@ import type { Quotas } from "../quotas";
 import { quotaExceeded } from "../quotas";
 import type { Sql } from "../sql";
 import type { ClaimRequest, SeedRow } from "../types";
+import { STREAM_CLAIM_PREFIX } from "./stream-registry";
 
 /*
  * A tenant's quota ledger, kept by its directory shard 0 once the tenant has a tenant-wide quota
- * (`maxSessions`, `maxTenantBytes`). Every session of the tenant has a claim: the most bytes it may
- * hold without asking again. Claims are granted one request at a time, so the tenant's sessions
+ * (`maxSessions`, `maxStreams`, `maxTenantBytes`). Every session and every stream of the tenant has
+ * a claim: the most bytes it may hold without asking again (a stream's under its key after
+ * STREAM_CLAIM_PREFIX, which no session id holds). Claims are granted one request at a time, so the tenant's sessions
  * together never pass its quotas, however many of them write at once. A session asks for room a
  * chunk at a time and hands back what it did not use once it is idle (`settle`); each request
  * carries the session's sequence number, and one older than the last the ledger heard from that
@@ -52,16 +54,8 @@ export class TenantLedger {
   claim(request: ClaimRequest, quotas: Quotas): number {
     const row = this.#row(request.sessionId);
     if (row && request.seq <= row.seq) return row.bytes;
-    if (!row && request.newSession && quotas.maxSessions !== undefined) {
-      const { sessions } = this.#totals();
-      if (sessions >= quotas.maxSessions) {
-        throw quotaExceeded(
-          "maxSessions",
-          quotas.maxSessions,
-          `the tenant holds ${sessions} sessions; the quota is ${quotas.maxSessions}`,
-        );
-      }
-    }
+    if (!row && request.newSession)
+      this.#checkCount(request.sessionId.startsWith(STREAM_CLAIM_PREFIX), quotas);
     const need = request.holds + request.wants;
     const current = row?.bytes ?? 0;
     let granted = need;
@@ -94,13 +88,29 @@ export class TenantLedger {
     this.#sql`DELETE FROM quota_claims WHERE session_id = ${sessionId}`;
   }
 
+  /** Refuses one more session (or stream) when the tenant holds as many as its quota allows. */
+  #checkCount(stream: boolean, quotas: Quotas): void {
+    const quota = stream ? "maxStreams" : "maxSessions";
+    const limit = quotas[quota];
+    if (limit === undefined) return;
+    const totals = this.#totals();
+    const held = stream ? totals.streams : totals.sessions;
+    if (held >= limit) {
+      const what = stream ? "streams" : "sessions";
+      throw quotaExceeded(quota, limit, `the tenant holds ${held} ${what}; the quota is ${limit}`);
+    }
+  }
+
   #row(sessionId: string): { bytes: number; seq: number } | undefined {
     return this.#sql<{ bytes: number; seq: number }>`
       SELECT bytes, seq FROM quota_claims WHERE session_id = ${sessionId}`.toArray()[0];
   }
 
-  #totals(): { sessions: number; bytes: number } {
-    return this.#sql<{ sessions: number; bytes: number }>`
-      SELECT count(*) AS sessions, coalesce(sum(bytes), 0) AS bytes FROM quota_claims`.one();
+  #totals(): { sessions: number; streams: number; bytes: number } {
+    const totals = this.#sql<{ claims: number; streams: number; bytes: number }>`
+      SELECT count(*) AS claims, coalesce(sum(bytes), 0) AS bytes,
+        count(CASE WHEN substr(session_id, 1, 1) = ${STREAM_CLAIM_PREFIX} THEN 1 END) AS streams
+      FROM quota_claims`.one();
+    return { sessions: totals.claims - totals.streams, streams: totals.streams, bytes: totals.bytes };
   }
 }

@@ -39,9 +39,11 @@ import { recoveryWindowMs } from "../session/lifecycle";
 import type { BlobPolicy } from "../session/session-blobs";
 import { blobPolicy } from "../session/session-blobs";
 import { partlyApplied } from "../transient";
-import type { ForkBegin, Retention } from "../types";
+import type { ForkBegin, Retention, StreamUsage } from "../types";
 import { mergeEventStreams, mergePages, mergeSearchResults } from "./directory-shards";
 import { call, type SessionCreator, SessionObjectStorage } from "./session-object-storage";
+import type { StreamListRequest, StreamPage } from "./tenant-streams";
+import { listTenantStreams, tenantStreamUsage } from "./tenant-streams";
 import type { TenantUsage } from "./tenant-usage";
 import { tenantUsage } from "./tenant-usage";
 
@@ -151,6 +153,16 @@ export class DurableRepo implements SessionRepo, SessionCreator {
   /** Sessions, entries and bytes the tenant stores, as its sessions last reported them. */
   usage(): Promise<TenantUsage> {
     return tenantUsage(this.#env, this.tenant);
+  }
+
+  /** A page of the tenant's streams (`/v1/stream/*`), by path. */
+  listStreams(request: StreamListRequest): Promise<StreamPage> {
+    return listTenantStreams(this.#env, this.tenant, request);
+  }
+
+  /** The tenant's streams and the bytes they hold, as they last reported them. */
+  streamUsage(): Promise<StreamUsage> {
+    return tenantStreamUsage(this.#env, this.tenant);
   }
 
   /** The tenant's blobs (each counted once, however many sessions hold it), from its ledger. */

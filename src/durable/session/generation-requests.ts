@@ -6,7 +6,7 @@ import {
   tryParseJson,
 } from "../../core/internal";
 import { errorAnswer } from "../stream/answers";
-import type { AppendHook } from "../stream/append";
+import type { AppendHook } from "../stream/append-hook";
 import { readBody } from "../stream/body";
 import { HEADER, MAX_APPEND_BYTES, mediaType } from "../stream/protocol";
 import type { StreamState } from "../stream/store";

@@ -9,7 +9,7 @@ import {
   unwrap,
 } from "../../core/internal";
 import { errorSummary, logLine } from "../log-line";
-import type { AppendHook } from "../stream/append";
+import type { AppendHook } from "../stream/append-hook";
 import { formatOffset } from "../stream/offsets";
 import type { StreamState } from "../stream/store";
 import { transaction } from "../transaction";

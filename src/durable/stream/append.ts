@@ -1,6 +1,6 @@
 import { SessionError } from "../../core/internal";
-import type { Reloadable } from "../transaction";
 import { answer, tailHeaders } from "./answers";
+import type { AppendHook } from "./append-hook";
 import { readBody } from "./body";
 import type { StreamContext } from "./context";
 import { recordsOf } from "./create";
@@ -10,17 +10,6 @@ import { checkProducer, staleEpoch } from "./producers";
 import type { AppendRequest } from "./protocol";
 import { HEADER, MAX_APPEND_BYTES, mediaType, readAppendRequest } from "./protocol";
 import type { StreamState } from "./store";
-
-/**
- * What a host adds to an append of its own: a generation's, its bytes counted against its
- * session's quotas, in the append's transaction.
- */
-export interface AppendHook {
-  /** Runs once the records are written, in their transaction; a throw refuses the append whole. */
-  appended(bytes: number): void;
-  /** What `appended` writes in memory, read again should the transaction fail. */
-  held: readonly Reloadable[];
-}
 
 /*
  * POST: append to a stream, close it (`Stream-Closed: true`, with or without a last append), or
@@ -78,6 +67,7 @@ async function append(
   // Refused before its body is read, when the stream is not there.
   await context.visible(key);
   const body = await readBody(request, MAX_APPEND_BYTES);
+  await hook?.reserve?.(body.byteLength);
   const stream = await context.visible(key);
   const empty = body.byteLength === 0;
   if (empty && !input.close) {

@@ -1,5 +1,6 @@
 import { SessionError, unwrap } from "../../core/internal";
 import { answer, metadataHeaders } from "./answers";
+import type { AppendHook } from "./append-hook";
 import { readBody } from "./body";
 import type { StreamContext } from "./context";
 import { jsonMessages } from "./json-messages";
@@ -59,21 +60,32 @@ function created(request: Request, stream: StreamState): Response {
   return answer(201, { ...metadataHeaders(stream), Location: `${url.origin}${url.pathname}` });
 }
 
-export async function createStream(context: StreamContext, request: Request, key: string): Promise<Response> {
+export async function createStream(
+  context: StreamContext,
+  request: Request,
+  key: string,
+  hook?: AppendHook,
+): Promise<Response> {
   const input = readCreateRequest(request.headers, context.now());
   const body = await readBody(request, MAX_APPEND_BYTES);
   const found = await context.current(key);
   if (found) return existing(context, found, input);
-  if (input.fork) return createFork(context, request, key, input, body);
+  await hook?.reserve?.(body.byteLength);
+  if (input.fork) return createFork(context, request, key, input, body, hook);
+  // Another create of this path may have finished while room was asked for.
+  const raced = context.store.get(key);
+  if (raced) return existing(context, raced, input);
   const contentType = input.contentType ?? DEFAULT_CONTENT_TYPE;
   const records = recordsOf(contentType, body);
-  const stream = context.transact(() =>
-    context.store.create(
+  const stream = context.transact(() => {
+    const made = context.store.create(
       key,
       { contentType, expiry: input.expiry, closed: input.closed, fork: null, now: context.now() },
       records.length > 0 ? [records] : [],
-    ),
-  );
+    );
+    hook?.appended(body.byteLength);
+    return made;
+  }, hook?.held);
   context.scheduleAlarm();
   return created(request, stream);
 }
@@ -84,6 +96,7 @@ async function createFork(
   key: string,
   input: CreateRequest,
   body: Uint8Array,
+  hook: AppendHook | undefined,
 ): Promise<Response> {
   const fork = input.fork as NonNullable<CreateRequest["fork"]>;
   const source = context.sources.keyOf(fork.source);
@@ -101,8 +114,8 @@ async function createFork(
     if (raced) return existing(context, raced, input);
     const records = recordsOf(point.contentType, body);
     const inheritsExpiry = input.expiry.ttlSeconds === null && input.expiry.expiresAt === null;
-    const stream = context.transact(() =>
-      context.store.create(
+    const stream = context.transact(() => {
+      const made = context.store.create(
         key,
         {
           contentType: point.contentType,
@@ -118,8 +131,10 @@ async function createFork(
           now: context.now(),
         },
         [point.materialized, records].filter((batch) => batch.length > 0),
-      ),
-    );
+      );
+      hook?.appended(body.byteLength);
+      return made;
+    }, hook?.held);
     counted = false;
     context.scheduleAlarm();
     return created(request, stream);

@@ -8,23 +8,27 @@ import { objectEnv } from "../placement/placed-env";
 /** A stream object's own environment: its namespace is bound, since it runs in it. */
 type StreamEnv = DurableEnv & Required<Pick<DurableEnv, "STREAMS">>;
 
+import type { ExpiryOutcome } from "../types";
 import { streamKeyOf, streamObjectName } from "./paths";
 import type { ForkPoint, ForkPointRequest, RecordPage, StreamSources } from "./sources";
 import { StreamStore } from "./store";
+import { REPORT_RETRY_MS, StreamAccount } from "./stream-account";
 import { DurableStreams } from "./streams";
 
 /*
  * A standalone stream (`/v1/stream/…`) as a Durable Object: one object per tenant and path, the
  * sequencer of its stream, its SQLite the log. The router hands it the protocol request with the
- * stream's tenant and key; forks reach their sources' objects over RPC.
+ * stream's tenant and key; forks reach their sources' objects over RPC. What it holds counts
+ * against its tenant's quotas and shows in the tenant's listing (stream-account.ts).
  */
 
 /** Headers the router adds to the request it hands on: whose stream, and which (URI-encoded). */
 export const STREAM_TENANT_HEADER = "x-stream-tenant";
 export const STREAM_KEY_HEADER = "x-stream-key";
 
-/** Where the object keeps its tenant (its first create writes it), for the work its alarm does. */
+/** Where the object keeps its tenant and its stream's key (its first create writes them), for the work its alarm does. */
 const TENANT_KEY = "tenant";
+const KEY_KEY = "key";
 
 /** The sources of a tenant's forks: each stream in its own object. */
 class StreamObjectSources implements StreamSources {
@@ -59,6 +63,9 @@ class StreamObjectSources implements StreamSources {
 
 export class StreamObject extends DurableObject<StreamEnv> {
   readonly #streams: DurableStreams;
+  readonly #account: StreamAccount;
+  /** The stream's key, from a request or the first create. */
+  #key: string | undefined;
   /** The tenant of the request being answered, or the one stored by the first create. */
   #tenant: string | undefined;
   /** The alarm this instance set, if any (a later one need not be set while it is pending). */
@@ -74,6 +81,7 @@ export class StreamObject extends DurableObject<StreamEnv> {
       sources: () => new StreamObjectSources(objectEnv(env, ctx), this.#tenantOf()),
       scheduleAlarm: (at) => this.#schedule(at),
     });
+    this.#account = new StreamAccount(objectEnv(env, ctx), ctx.storage.kv, store);
   }
 
   #tenantOf(): string {
@@ -88,15 +96,42 @@ export class StreamObject extends DurableObject<StreamEnv> {
     void this.ctx.storage.setAlarm(at);
   }
 
+  #keyOf(): string | undefined {
+    return this.#key ?? this.ctx.storage.kv.get<string>(KEY_KEY);
+  }
+
+  /** After work that may have changed the stream: its tenant's directory and ledger are told. */
+  async #changed(): Promise<void> {
+    const key = this.#keyOf();
+    const tenant = this.#tenant ?? this.ctx.storage.kv.get<string>(TENANT_KEY);
+    if (key === undefined || tenant === undefined) return;
+    this.#schedule(await this.#account.changed(tenant, key));
+  }
+
   override async fetch(request: Request): Promise<Response> {
     const tenant = decodeURIComponent(request.headers.get(STREAM_TENANT_HEADER) ?? "");
     const key = decodeURIComponent(request.headers.get(STREAM_KEY_HEADER) ?? "");
     this.#tenant = tenant;
-    const answer = await this.#streams.handle(request, key, request.headers.get(REQUEST_ID_HEADER));
-    if (answer.status === 201 && this.ctx.storage.kv.get(TENANT_KEY) === undefined) {
+    this.#key = key;
+    const hook = this.#account.hook(tenant, key);
+    const answer = await this.#streams.handle(request, key, request.headers.get(REQUEST_ID_HEADER), hook);
+    if (this.ctx.storage.kv.get(KEY_KEY) === undefined && this.#streams.store.get(key)) {
       this.ctx.storage.kv.put(TENANT_KEY, tenant);
+      this.ctx.storage.kv.put(KEY_KEY, key);
     }
+    await this.#changed();
     return answer;
+  }
+
+  /**
+   * Retention: deletes the stream when nothing was written to it (or, with a sliding expiry, read
+   * from it) since `before` (epoch milliseconds). @internal
+   */
+  async expireIdle(key: string, before: number): Promise<ExpiryOutcome> {
+    this.#key = key;
+    const outcome = await this.#streams.expireIdle(key, before);
+    await this.#changed();
+    return outcome;
   }
 
   /** @internal */
@@ -115,12 +150,19 @@ export class StreamObject extends DurableObject<StreamEnv> {
   }
 
   /** @internal */
-  releaseFork(key: string): Promise<void> {
-    return this.#streams.releaseFork(key);
+  async releaseFork(key: string): Promise<void> {
+    await this.#streams.releaseFork(key);
+    await this.#changed();
   }
 
   override async alarm(): Promise<void> {
     this.#alarmAt = undefined;
     await this.#streams.alarm();
+    const key = this.#keyOf();
+    const tenant = this.ctx.storage.kv.get<string>(TENANT_KEY);
+    // What the stream holds is reported (it grew), and the room it does not use handed back.
+    if (key !== undefined && tenant !== undefined && !(await this.#account.report(tenant, key, true))) {
+      this.#schedule(Date.now() + REPORT_RETRY_MS);
+    }
   }
 }

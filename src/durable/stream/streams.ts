@@ -1,7 +1,8 @@
 import { SessionError } from "../../core/internal";
+import type { ExpiryOutcome } from "../types";
 import { answer, errorAnswer, metadataHeaders } from "./answers";
-import type { AppendHook } from "./append";
 import { appendToStream } from "./append";
+import type { AppendHook } from "./append-hook";
 import type { StreamHostOptions } from "./context";
 import { StreamContext } from "./context";
 import { createStream } from "./create";
@@ -32,8 +33,8 @@ export class DurableStreams {
   }
 
   /**
-   * Answers one protocol request for the stream `key`; errors are the service's error envelope. An
-   * append runs the host's `hook` in its transaction.
+   * Answers one protocol request for the stream `key`; errors are the service's error envelope. A
+   * create or an append runs the host's `hook`.
    */
   async handle(
     request: Request,
@@ -44,7 +45,7 @@ export class DurableStreams {
     try {
       switch (request.method) {
         case "PUT":
-          return await createStream(this.#context, request, key);
+          return await createStream(this.#context, request, key, hook);
         case "POST":
           return await appendToStream(this.#context, this.#lanes, request, key, hook);
         case "GET":
@@ -74,6 +75,18 @@ export class DurableStreams {
   written(key: string): void {
     const stream = this.#context.store.get(key);
     if (stream) this.#context.written(stream);
+  }
+
+  /**
+   * Retention: retires the stream when it was last active (written, or renewed) before `before`.
+   * A stream deleted already but kept for its forks stays.
+   */
+  async expireIdle(key: string, before: number): Promise<ExpiryOutcome> {
+    const stream = await this.#context.current(key);
+    if (!stream) return "missing";
+    if (stream.deleted || stream.renewedAt >= before) return "kept";
+    await this.#context.retire(stream);
+    return "expired";
   }
 
   /** The host's alarm: streams whose time is up are retired; sources of removed forks are told. */

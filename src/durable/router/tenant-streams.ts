@@ -1,0 +1,80 @@
+import { SessionError } from "../../core/internal";
+import type { DurableEnv } from "../env";
+import { directoryShards } from "../names";
+import type { StreamListing, StreamUsage } from "../types";
+
+/*
+ * A tenant's streams as its directory knows them (stream-registry.ts): each shard lists the streams
+ * that report to it, by path; a page of the tenant's is the first of every shard's pages merged.
+ */
+
+export interface StreamPage {
+  streams: StreamListing[];
+  nextCursor: string | null;
+}
+
+export interface StreamListRequest {
+  /** Only the streams whose path starts with it. */
+  prefix?: string;
+  limit: number;
+  cursor?: string;
+}
+
+const CURSOR_KIND = "streams";
+
+/** A cursor after `path`: base64url of its UTF-8 JSON, so any path fits. */
+function encodeStreamCursor(path: string): string {
+  const bytes = new TextEncoder().encode(JSON.stringify([CURSOR_KIND, path]));
+  let binary = "";
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function decodeStreamCursor(cursor: string): string {
+  try {
+    const binary = atob(cursor.replace(/-/g, "+").replace(/_/g, "/"));
+    const value: unknown = JSON.parse(
+      new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(
+        Uint8Array.from(binary, (char) => char.charCodeAt(0)),
+      ),
+    );
+    if (
+      Array.isArray(value) &&
+      value.length === 2 &&
+      value[0] === CURSOR_KIND &&
+      typeof value[1] === "string"
+    ) {
+      return value[1];
+    }
+  } catch {
+    // not one of these cursors
+  }
+  throw new SessionError("invalid_request", "not a cursor of the stream listing", { cursor });
+}
+
+/** A page of the tenant's streams (not deleted ones), by path. */
+export async function listTenantStreams(
+  env: DurableEnv,
+  tenant: string,
+  request: StreamListRequest,
+): Promise<StreamPage> {
+  const after = request.cursor === undefined ? null : decodeStreamCursor(request.cursor);
+  const options = { prefix: request.prefix ?? "", limit: request.limit + 1, after };
+  const pages = await Promise.all(directoryShards(env, tenant).map((shard) => shard.listStreams(options)));
+  const all = pages.flat().sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const streams = all.slice(0, request.limit);
+  const last = streams[streams.length - 1];
+  return { streams, nextCursor: all.length > request.limit && last ? encodeStreamCursor(last.path) : null };
+}
+
+/** The tenant's streams that hold data (deleted ones still read by forks included), and their bytes. */
+export async function tenantStreamUsage(env: DurableEnv, tenant: string): Promise<StreamUsage> {
+  const shards = await Promise.all(directoryShards(env, tenant).map((shard) => shard.streamUsage()));
+  return shards.reduce(
+    (sum, shard) => ({ streams: sum.streams + shard.streams, bytes: sum.bytes + shard.bytes }),
+    {
+      streams: 0,
+      bytes: 0,
+    },
+  );
+}

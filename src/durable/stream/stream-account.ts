@@ -1,0 +1,201 @@
+import { unwrap } from "../../core/internal";
+import { STREAM_CLAIM_PREFIX } from "../directory/stream-registry";
+import type { DurableEnv } from "../env";
+import { errorSummary, logLine } from "../log-line";
+import { directoryShard, shardCount, shardOf } from "../names";
+import type { Quotas } from "../quotas";
+import { quotasFor } from "../quotas";
+import { unavailable } from "../transient";
+import type { StreamReport } from "../types";
+import type { AppendHook } from "./append-hook";
+import type { StreamState, StreamStore } from "./store";
+import { deadlineOf } from "./store";
+
+/*
+ * A stream object's side of its tenant. The tenant's quota ledger (tenant-ledger.ts) admits each
+ * new stream (`maxStreams`) and grants it room to grow within `maxTenantBytes`, as it does a
+ * session: a write that needs more than the stream was granted asks first, and the room it did not
+ * use goes back once it is idle. The tenant's directory (stream-registry.ts) lists the stream,
+ * counts it in the tenant's usage and finds it for retention: the object reports a stream made,
+ * deleted or removed before it answers, and one that grew within REPORT_DELAY_MS (from its alarm);
+ * a report that fails is tried again by the alarm.
+ */
+
+/** How soon after a write its stream's new size is reported (writes in between go in one report). */
+export const REPORT_DELAY_MS = 1000;
+/** How soon a report that failed is tried again. */
+export const REPORT_RETRY_MS = 30_000;
+
+/** Where the object keeps what it last reported and which shard it reports to. */
+const ACCOUNT_KEY = "account";
+
+interface Reported {
+  shard: number;
+  /** What the directory last heard (`fingerprint`), or null before the first report. */
+  heard: string | null;
+}
+
+/** The bytes a stream holds itself: a fork's inherited data is its source's. */
+export function ownBytes(stream: StreamState): number {
+  return stream.tail.bytes - (stream.fork?.inherited.bytes ?? 0);
+}
+
+function stateOf(stream: StreamState | undefined): StreamReport["state"] {
+  return stream === undefined ? "removed" : stream.deleted ? "deleted" : "live";
+}
+
+/** What a report says about a stream, but when it was last active (which alone is not reported). */
+function fingerprint(stream: StreamState | undefined): string {
+  if (!stream) return "removed";
+  return JSON.stringify([stateOf(stream), ownBytes(stream), stream.closed, deadlineOf(stream)]);
+}
+
+/** The state a fingerprint holds. */
+function stateIn(print: string): StreamReport["state"] {
+  return print === "removed" ? "removed" : (JSON.parse(print) as [StreamReport["state"]])[0];
+}
+
+function tenantWide(quotas: Quotas): boolean {
+  return quotas.maxStreams !== undefined || quotas.maxTenantBytes !== undefined;
+}
+
+export class StreamAccount {
+  readonly #env: DurableEnv;
+  readonly #kv: SyncKvStorage;
+  readonly #store: StreamStore;
+  /** The bytes the stream may hold without asking the ledger again; unknown until it asks. */
+  #claim: number | undefined;
+  /** Whether the ledger counts the stream (it admitted it, and it was not released since). */
+  #claimed = false;
+  #seq = 0;
+
+  constructor(env: DurableEnv, kv: SyncKvStorage, store: StreamStore) {
+    this.#env = env;
+    this.#kv = kv;
+    this.#store = store;
+  }
+
+  #nextSeq(): number {
+    this.#seq = Math.max(this.#seq + 1, Date.now() * 1000);
+    return this.#seq;
+  }
+
+  #ledger(tenant: string) {
+    return directoryShard(this.#env, tenant, 0);
+  }
+
+  async #ask(tenant: string, key: string, holds: number, wants: number, isNew: boolean): Promise<void> {
+    let answer: Awaited<ReturnType<ReturnType<typeof directoryShard>["claimQuota"]>>;
+    try {
+      answer = await this.#ledger(tenant).claimQuota(tenant, {
+        sessionId: `${STREAM_CLAIM_PREFIX}${key}`,
+        holds,
+        wants,
+        seq: this.#nextSeq(),
+        newSession: isNew,
+      });
+    } catch {
+      throw unavailable("the tenant's quota ledger cannot be reached; try again", "not_applied");
+    }
+    this.#claim = unwrap(answer);
+    this.#claimed = true;
+  }
+
+  /**
+   * What the stream's writes do for the quotas: before a write of so many bytes, room for them
+   * (a new stream is admitted first); once written, in the write's transaction, a check that the
+   * stream holds no more than it was granted (writes that raced for the same room).
+   */
+  hook(tenant: string, key: string): AppendHook {
+    return {
+      reserve: async (bytes) => {
+        const quotas = quotasFor(this.#env.QUOTAS, tenant);
+        const stream = this.#store.get(key);
+        if (!stream) {
+          if (tenantWide(quotas)) await this.#ask(tenant, key, 0, bytes, true);
+          return;
+        }
+        if (quotas.maxTenantBytes === undefined) return;
+        const holds = ownBytes(stream);
+        if (this.#claim === undefined || holds + bytes > this.#claim)
+          await this.#ask(tenant, key, holds, bytes, false);
+      },
+      appended: () => {
+        if (quotasFor(this.#env.QUOTAS, tenant).maxTenantBytes === undefined || this.#claim === undefined)
+          return;
+        const stream = this.#store.get(key);
+        if (stream && ownBytes(stream) > this.#claim) {
+          throw unavailable(
+            "another write to the stream took the room this one was given; try again",
+            "not_applied",
+          );
+        }
+      },
+      held: [],
+    };
+  }
+
+  #reported(key: string): Reported {
+    return (
+      this.#kv.get<Reported>(ACCOUNT_KEY) ?? {
+        shard: shardOf(`${STREAM_CLAIM_PREFIX}${key}`, shardCount(this.#env)),
+        heard: null,
+      }
+    );
+  }
+
+  /**
+   * After the object's work: a stream made, deleted or removed is reported now; one that only grew
+   * or closed is reported a moment later, with the writes that follow. Answers when the host's
+   * alarm should come to report (`report`), or null.
+   */
+  async changed(tenant: string, key: string): Promise<number | null> {
+    const stream = this.#store.get(key);
+    const { heard } = this.#reported(key);
+    if (heard === fingerprint(stream)) return null;
+    if (heard !== null && stateIn(heard) === stateOf(stream)) return Date.now() + REPORT_DELAY_MS;
+    return (await this.report(tenant, key)) ? null : Date.now() + REPORT_RETRY_MS;
+  }
+
+  /**
+   * Tells the ledger of a stream gone (it counts no more) or idle (its unused room goes back), and
+   * the directory what the stream is now. Answers whether both heard it.
+   */
+  async report(tenant: string, key: string, idle = false): Promise<boolean> {
+    const stream = this.#store.get(key);
+    const reported = this.#reported(key);
+    const print = fingerprint(stream);
+    try {
+      const quotas = quotasFor(this.#env.QUOTAS, tenant);
+      const id = `${STREAM_CLAIM_PREFIX}${key}`;
+      if (!stream && (this.#claimed || (reported.heard !== null && reported.heard !== "removed"))) {
+        if (tenantWide(quotas)) await this.#ledger(tenant).releaseQuota(id);
+        this.#claim = undefined;
+        this.#claimed = false;
+      } else if (stream && idle && quotas.maxTenantBytes !== undefined) {
+        this.#claim = undefined;
+        await this.#ledger(tenant).settleQuota(id, ownBytes(stream), this.#nextSeq());
+      }
+      // A stream never made (a create that failed) was never listed.
+      if (print === reported.heard || (!stream && reported.heard === null)) return true;
+      const report: StreamReport = {
+        key,
+        version: this.#nextSeq(),
+        state: stateOf(stream),
+        contentType: stream?.contentType ?? "",
+        bytes: stream ? ownBytes(stream) : 0,
+        closed: stream?.closed ?? false,
+        activeAt: stream?.renewedAt ?? Date.now(),
+        expiresAt: stream ? deadlineOf(stream) : null,
+        tenant,
+        shard: reported.shard,
+      };
+      await directoryShard(this.#env, tenant, reported.shard).reportStream(report);
+      this.#kv.put(ACCOUNT_KEY, { ...reported, heard: print } satisfies Reported);
+      return true;
+    } catch (error) {
+      logLine({ type: "background", task: "stream_report", error: errorSummary(error) }, "error");
+      return false;
+    }
+  }
+}

@@ -1,0 +1,226 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
+import { newId } from "../../src/core/internal";
+import type { DurableEnv } from "../../src/durable/env";
+import { directoryShard, shardCount } from "../../src/durable/names";
+import { api, expectError, KEY_B, sid, userMessage } from "./helpers";
+import { append, call, create, head } from "./stream-helpers";
+
+/*
+ * A tenant's streams in its listing, usage, quotas and retention: tenant-few-streams may hold 3
+ * streams, tenant-stream-bytes 60,000 bytes of sessions and streams together
+ * (vitest.workers.config.ts); tenant-stream-usage has streams of this file only.
+ */
+
+const durableEnv = env as unknown as DurableEnv;
+const FEW = "key-few-streams";
+const BYTES = "key-stream-bytes";
+const USAGE = "key-stream-usage";
+
+async function listed(query: string, key?: string) {
+  const res = await api("GET", `/v1/streams?${query}`, { key });
+  expect(res.status, res.text).toBe(200);
+  return res.body as {
+    streams: Array<{ path: string; bytes: number; contentType: string; closed: boolean }>;
+    nextCursor: string | null;
+  };
+}
+
+async function streamUsage(key: string) {
+  const res = await api("GET", "/v1/usage", { key });
+  expect(res.status, res.text).toBe(200);
+  return res.body as {
+    bytes: number;
+    streams: { streams: number; bytes: number };
+    quotas: Record<string, number>;
+  };
+}
+
+describe("the tenant's stream listing", () => {
+  it("lists the tenant's streams by path, a page at a time, without deleted ones or other tenants'", async () => {
+    const prefix = `list-${newId()}`;
+    const paths = ["a", "b/one", "b/two", "c", "ü-unicode"].map((name) => `${prefix}/${name}`);
+    for (const path of paths) await create(`/v1/stream/${path}`, { body: "hello" });
+    await create(`/v1/stream/${prefix}/gone`);
+    expect((await call("DELETE", `/v1/stream/${prefix}/gone`)).status).toBe(204);
+    await create(`/v1/stream/${prefix}/b/other-tenant`, { key: KEY_B });
+
+    const whole = await listed(`prefix=${encodeURIComponent(`${prefix}/`)}`);
+    expect(whole.streams.map((s) => s.path)).toEqual(paths);
+    expect(whole.streams[0]).toMatchObject({ bytes: 5, contentType: "text/plain", closed: false });
+    expect(whole.nextCursor).toBeNull();
+
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await listed(
+        `prefix=${encodeURIComponent(`${prefix}/`)}&limit=2${cursor ? `&cursor=${cursor}` : ""}`,
+      );
+      expect(page.streams.length).toBeLessThanOrEqual(2);
+      seen.push(...page.streams.map((s) => s.path));
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(seen).toEqual(paths);
+
+    expect((await listed(`prefix=${encodeURIComponent(`${prefix}/b/`)}`)).streams.map((s) => s.path)).toEqual(
+      [`${prefix}/b/one`, `${prefix}/b/two`],
+    );
+    expect(
+      (await listed(`prefix=${encodeURIComponent(`${prefix}/b/`)}`, KEY_B)).streams.map((s) => s.path),
+    ).toEqual([`${prefix}/b/other-tenant`]);
+  });
+
+  it("refuses bad listing input with 400", async () => {
+    expectError(await api("GET", "/v1/streams?limit=0"), 400, "invalid_request");
+    expectError(await api("GET", "/v1/streams?limit=201"), 400, "invalid_request");
+    expectError(await api("GET", "/v1/streams?cursor=not-a-cursor"), 400, "invalid_request");
+    expectError(await api("GET", `/v1/streams?prefix=${"x".repeat(1025)}`), 400, "invalid_request");
+    // A cursor of the session listing is not one of these.
+    const sessions = await api("GET", "/v1/sessions?limit=1");
+    if (sessions.body.nextCursor) {
+      expectError(await api("GET", `/v1/streams?cursor=${sessions.body.nextCursor}`), 400, "invalid_request");
+    }
+    expectError(await api("GET", "/v1/streams", { key: null }), 401, "unauthorized");
+  });
+});
+
+describe("streams in the tenant's usage", () => {
+  it("counts a stream from its create, its growth within moments, and nothing once it is deleted", async () => {
+    const before = await streamUsage(USAGE);
+    const path = `/v1/stream/usage-${newId()}`;
+    await create(path, { body: "x".repeat(1000), key: USAGE });
+    // Made: reported before the create answered.
+    expect((await streamUsage(USAGE)).streams).toEqual({
+      streams: before.streams.streams + 1,
+      bytes: before.streams.bytes + 1000,
+    });
+    expect((await append(path, "y".repeat(500), {}, USAGE)).status).toBe(204);
+    await vi.waitFor(
+      async () => expect((await streamUsage(USAGE)).streams.bytes).toBe(before.streams.bytes + 1500),
+      { timeout: 10_000, interval: 100 },
+    );
+    // A fork holds only what it adds.
+    const fork = `/v1/stream/usage-fork-${newId()}`;
+    await create(fork, { key: USAGE, body: "z".repeat(10), headers: { "Stream-Forked-From": path } });
+    expect((await streamUsage(USAGE)).streams).toEqual({
+      streams: before.streams.streams + 2,
+      bytes: before.streams.bytes + 1510,
+    });
+    // Deleted while its fork reads it: kept, and still counted; gone with its fork.
+    expect((await call("DELETE", path, { key: USAGE })).status).toBe(204);
+    expect((await streamUsage(USAGE)).streams.bytes).toBe(before.streams.bytes + 1510);
+    expect((await call("DELETE", fork, { key: USAGE })).status).toBe(204);
+    await vi.waitFor(async () => expect((await streamUsage(USAGE)).streams).toEqual(before.streams), {
+      timeout: 10_000,
+      interval: 100,
+    });
+  });
+});
+
+describe("stream quotas", () => {
+  it("refuses a stream past maxStreams, writing nothing, and takes one again once one is deleted", async () => {
+    const prefix = `few-${newId()}`;
+    for (const n of [1, 2]) await create(`/v1/stream/${prefix}/${n}`, { key: FEW });
+    // A create that fails after it was admitted (its source is not there) holds no place.
+    const orphan = await call("PUT", `/v1/stream/${prefix}/orphan`, {
+      key: FEW,
+      headers: { "Stream-Forked-From": `/v1/stream/${prefix}/none` },
+    });
+    expect(orphan.status, orphan.text).toBe(404);
+    await create(`/v1/stream/${prefix}/3`, { key: FEW });
+    const refused = await call("PUT", `/v1/stream/${prefix}/4`, {
+      key: FEW,
+      body: "data",
+      headers: { "Content-Type": "text/plain" },
+    });
+    expect(refused.status, refused.text).toBe(413);
+    expect(refused.json.error).toMatchObject({
+      code: "quota_exceeded",
+      details: { quota: "maxStreams", limit: 3 },
+    });
+    expect((await head(`/v1/stream/${prefix}/4`, FEW)).status).toBe(404);
+    expect((await listed(`prefix=${prefix}/`, FEW)).streams).toHaveLength(3);
+    // A fork is a stream too.
+    const fork = await call("PUT", `/v1/stream/${prefix}/fork`, {
+      key: FEW,
+      headers: { "Stream-Forked-From": `/v1/stream/${prefix}/1` },
+    });
+    expect(fork.status).toBe(413);
+    expect((await head(`/v1/stream/${prefix}/fork`, FEW)).status).toBe(404);
+    // Sessions are not streams: this tenant has no session quota.
+    expect((await api("POST", "/v1/sessions", { key: FEW, body: { id: sid() } })).status).toBe(201);
+    expect((await call("DELETE", `/v1/stream/${prefix}/1`, { key: FEW })).status).toBe(204);
+    await create(`/v1/stream/${prefix}/4`, { key: FEW, body: "data" });
+  });
+
+  it("counts streams against maxTenantBytes with the sessions, refusing what would pass it", async () => {
+    const path = `/v1/stream/bytes-${newId()}`;
+    await create(path, { key: BYTES, body: "a".repeat(30_000) });
+    const before = await head(path, BYTES);
+    // 30,000 more would pass 60,000 with what the session below and the claims hold.
+    const refused = await append(path, "b".repeat(31_000), {}, BYTES);
+    expect(refused.status, refused.text).toBe(413);
+    expect(refused.json.error).toMatchObject({
+      code: "quota_exceeded",
+      details: { quota: "maxTenantBytes", limit: 60_000 },
+    });
+    expect(await head(path, BYTES)).toEqual(before);
+    // A session cannot take what the stream holds.
+    const id = sid();
+    expect((await api("POST", "/v1/sessions", { key: BYTES, body: { id } })).status).toBe(201);
+    const big = await api("POST", `/v1/sessions/${id}/entries`, {
+      key: BYTES,
+      body: userMessage("c".repeat(35_000)),
+    });
+    expectError(big, 413, "quota_exceeded");
+    // Nor a new stream.
+    const another = await call("PUT", `/v1/stream/bytes-${newId()}`, {
+      key: BYTES,
+      body: "d".repeat(35_000),
+      headers: { "Content-Type": "text/plain" },
+    });
+    expect(another.status).toBe(413);
+    // Deleting the stream makes room at once.
+    expect((await call("DELETE", path, { key: BYTES })).status).toBe(204);
+    const fits = await api("POST", `/v1/sessions/${id}/entries`, {
+      key: BYTES,
+      body: userMessage("c".repeat(35_000)),
+    });
+    expect(fits.status, fits.text).toBe(201);
+  });
+});
+
+describe("retention reaches streams", () => {
+  it("deletes a stream idle past the tenant's retention, and keeps one written since", async () => {
+    const tenantKey = "key-c";
+    const idle = `/v1/stream/idle-${newId()}`;
+    const busy = `/v1/stream/busy-${newId()}`;
+    await create(idle, { key: tenantKey, body: "old" });
+    await create(busy, { key: tenantKey, body: "old" });
+    const midpoint = Date.now() + 1;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect((await append(busy, "new", {}, tenantKey)).status).toBe(204);
+    expect((await api("PUT", "/v1/retention", { key: tenantKey, body: { idleDays: 7 } })).status).toBe(200);
+    const sweepAll = async (at: number) => {
+      let expired = 0;
+      for (let shard = 0; shard < shardCount(durableEnv); shard++) {
+        expired += await runInDurableObject(directoryShard(durableEnv, "tenant-c", shard), (directory) =>
+          directory.sweep(at),
+        );
+      }
+      return expired;
+    };
+    expect(await sweepAll(Date.now())).toBe(0);
+    expect(await sweepAll(midpoint + 7 * 24 * 3600_000)).toBeGreaterThanOrEqual(1);
+    expect((await head(idle, tenantKey)).status).toBe(404);
+    expect((await head(busy, tenantKey)).status).toBe(200);
+    const names = (await listed(`prefix=${encodeURIComponent("idle-")}`, tenantKey)).streams.map(
+      (s) => s.path,
+    );
+    expect(names).not.toContain(idle.slice("/v1/stream/".length));
+    expect((await api("PUT", "/v1/retention", { key: tenantKey, body: { idleDays: null } })).status).toBe(
+      200,
+    );
+  });
+});

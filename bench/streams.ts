@@ -2,8 +2,9 @@ import { followSse } from "./sse-follow";
 
 /*
  * Streams (/v1/stream), measured against the running service: a 20-byte append against the no-op
- * requests of the same run, how soon a reader following the tail sees a chunk, and a catch-up from
- * offset 0 of a 100,000-chunk stream against reading the same bytes as one entry's context.
+ * requests of the same run, how soon a reader following the tail sees a chunk, a catch-up from
+ * offset 0 of a 100,000-chunk stream against reading the same bytes as one entry's context, and
+ * what a stream's SQLite holds for what was appended.
  */
 
 export interface StreamBench {
@@ -171,7 +172,33 @@ async function catchUp(bench: StreamBench): Promise<void> {
   bench.derived(`workerd peak memory growth catching up ${label} chunks (whole process)`, "MB", growthMb);
 }
 
+/**
+ * What a stream's SQLite holds for what was appended, in both modes: one append of 1 MiB (JSON: of
+ * one-digit messages), and 20,000 appends of 20 bytes (JSON: a string message each).
+ */
+async function storedBytes(bench: StreamBench): Promise<void> {
+  process.stderr.write("stream storage\n");
+  for (const json of [false, true]) {
+    for (const [size, appends, label] of [
+      [1024 * 1024, 1, "one append of 1 MiB"],
+      [20, 20_000, "20,000 appends of 20 bytes"],
+    ] as const) {
+      const name = `stream-storage-${json}-${size}-${Date.now()}`;
+      const res = await fetch(
+        `${bench.url}/bench/${name}/streamStorage?json=${json}&size=${size}&appends=${appends}`,
+      );
+      if (!res.ok) throw new Error(`streamStorage -> ${res.status}`);
+      const { appended, stored } = (await res.json()) as { appended: number; stored: number };
+      const mode = json ? "JSON" : "binary";
+      bench.derived(`stream stored / appended bytes, ${mode}, ${label}`, "×", stored / appended, {
+        limit: 1.3,
+      });
+    }
+  }
+}
+
 export async function streamFigures(bench: StreamBench): Promise<void> {
+  await storedBytes(bench);
   await appendCost(bench);
   await tailLatency(bench);
   await catchUp(bench);

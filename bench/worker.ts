@@ -7,6 +7,8 @@ import { EntryRows } from "../src/durable/session/entry-rows";
 import { PathReads } from "../src/durable/session/path-reads";
 import { SessionStore } from "../src/durable/session/session-store";
 import { sqlOf } from "../src/durable/sql";
+import { recordsOf } from "../src/durable/stream/create";
+import { StreamStore } from "../src/durable/stream/store";
 import type { DirectoryReport } from "../src/durable/types";
 import { createApp } from "../src/http";
 
@@ -140,6 +142,34 @@ export class BenchObject extends DurableObject {
     return { ok: true };
   }
 
+  /**
+   * What the stream store writes to SQLite for `appends` appends of `size` bytes to a new stream
+   * (JSON: one-digit messages for an append of 1 MiB, else one string message an append).
+   */
+  streamStorage(json: boolean, size: number, appends: number): { appended: number; stored: number } {
+    const before = this.ctx.storage.sql.databaseSize;
+    const store = this.ctx.storage.transactionSync(() => new StreamStore(this.ctx.storage.sql));
+    const contentType = json ? "application/json" : "application/octet-stream";
+    const expiry = { ttlSeconds: null, expiresAt: null };
+    let stream = this.ctx.storage.transactionSync(() =>
+      store.create("bench", { contentType, expiry, closed: false, fork: null, now: Date.now() }, []),
+    );
+    const encoder = new TextEncoder();
+    const body = !json
+      ? new Uint8Array(size).fill(7)
+      : size >= 1024
+        ? encoder.encode(`[${"1,".repeat(size / 2 - 1)}1]`)
+        : encoder.encode(JSON.stringify("x".repeat(size - 2)));
+    const records = recordsOf(contentType, body);
+    for (let i = 0; i < appends; i++) {
+      this.ctx.storage.transactionSync(() =>
+        store.append(stream, { records, close: false, producer: null, streamSeq: null, now: Date.now() }),
+      );
+      stream = store.get("bench") ?? stream;
+    }
+    return { appended: body.byteLength * appends, stored: this.ctx.storage.sql.databaseSize - before };
+  }
+
   /** Raw SQLite: `count` inserts of `size`-character rows in one transaction, then reading them back. */
   rawSql(count: number, size: number): { insertMs: number; readMs: number } {
     const sql = this.ctx.storage.sql;
@@ -271,6 +301,14 @@ export default {
         return Response.json(await stub.buildFromStorage(Number(url.searchParams.get("iterations") ?? 1)));
       case "noop":
         return Response.json(await stub.noop());
+      case "streamStorage":
+        return Response.json(
+          await stub.streamStorage(
+            url.searchParams.get("json") === "true",
+            Number(url.searchParams.get("size")),
+            Number(url.searchParams.get("appends")),
+          ),
+        );
       case "singleWrites":
         return Response.json(await stub.singleWrites(body as EntryInput[]));
       case "indexBatch":

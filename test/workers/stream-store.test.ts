@@ -1,7 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { BLOCK_BYTES } from "../../src/durable/stream/blocks";
+import { BLOCK_BYTES, bytesOf, unpacked } from "../../src/durable/stream/blocks";
+import { recordsOf } from "../../src/durable/stream/create";
 import { StreamStore } from "../../src/durable/stream/store";
 import { streamObjects } from "./stream-helpers";
 
@@ -48,10 +49,46 @@ function concat(parts: readonly Uint8Array[], separator?: number): Uint8Array {
   return bytes;
 }
 
+/**
+ * Rewrites a stream's blocks as rows written before the packing kept them: an end and an append end
+ * per record, no record count.
+ */
+function toEarlierRows(sql: SqlStorage, streamId: number, json: boolean): void {
+  const rows = sql
+    .exec<{
+      first: number;
+      records: number | null;
+      ends: ArrayBuffer;
+      batch_ends: ArrayBuffer;
+      data: ArrayBuffer;
+    }>("SELECT first, records, ends, batch_ends, data FROM stream_blocks WHERE stream_id = ?", streamId)
+    .toArray();
+  for (const row of rows) {
+    const { ends, batchEnds } = unpacked(
+      { records: row.records, ends: new Uint8Array(row.ends), batchEnds: new Uint8Array(row.batch_ends) },
+      new Uint8Array(row.data),
+      json,
+    );
+    sql.exec(
+      "UPDATE stream_blocks SET records = NULL, ends = ?, batch_ends = ? WHERE stream_id = ? AND first = ?",
+      bytesOf(ends),
+      bytesOf(batchEnds),
+      streamId,
+      row.first,
+    );
+  }
+}
+
 describe("the stream store's blocks", () => {
-  for (const json of [false, true]) {
-    it(`gives back every ${json ? "JSON message" : "append"} from every position, in pages of any size`, async () => {
-      const stub = streamObjects().getByName(`store-model-${json}`);
+  for (const [json, earlier] of [
+    [false, false],
+    [true, false],
+    [false, true],
+    [true, true],
+  ] as const) {
+    const rows = earlier ? ", its first appends in rows written before the packing" : "";
+    it(`gives back every ${json ? "JSON message" : "append"} from every position, in pages of any size${rows}`, async () => {
+      const stub = streamObjects().getByName(`store-model-${json}-${earlier}`);
       await runInDurableObject(stub, (_instance, state) => {
         const store = state.storage.transactionSync(() => new StreamStore(state.storage.sql));
         let streams = 0;
@@ -77,7 +114,9 @@ describe("the stream store's blocks", () => {
               );
               const records: Uint8Array[] = [];
               const batchEnds: number[] = [];
-              for (const batch of appends) {
+              for (const [n, batch] of appends.entries()) {
+                if (earlier && n === Math.ceil(appends.length / 2))
+                  toEarlierRows(state.storage.sql, stream.id, json);
                 state.storage.transactionSync(() =>
                   store.append(stream, {
                     records: batch,
@@ -129,6 +168,74 @@ describe("the stream store's blocks", () => {
           ),
           { seed: SEED, numRuns: 60 },
         );
+      });
+    });
+  }
+});
+
+describe("what a stream's rows hold", () => {
+  const MiB = 1024 * 1024;
+  const cases = [
+    {
+      name: "a JSON append of 1 MiB of one-digit messages",
+      contentType: "application/json",
+      appends: 1,
+      size: MiB,
+      json: true,
+    },
+    {
+      name: "JSON appends of 20-byte messages",
+      contentType: "application/json",
+      appends: 20_000,
+      size: 20,
+      json: true,
+    },
+    {
+      name: "a binary append of 1 MiB",
+      contentType: "application/octet-stream",
+      appends: 1,
+      size: MiB,
+      json: false,
+    },
+    {
+      name: "binary appends of 20 bytes",
+      contentType: "application/octet-stream",
+      appends: 20_000,
+      size: 20,
+      json: false,
+    },
+  ];
+  for (const { name, contentType, appends, size, json } of cases) {
+    it(`stores at most 1.3 times what was appended: ${name}`, async () => {
+      const stub = streamObjects().getByName(`store-size-${name}`);
+      const body = json
+        ? size === MiB
+          ? encoder.encode(`[${"1,".repeat(size / 2 - 1)}1]`)
+          : encoder.encode(JSON.stringify("x".repeat(size - 2)))
+        : new Uint8Array(size).fill(7);
+      await runInDurableObject(stub, (_instance, state) => {
+        const before = state.storage.sql.databaseSize;
+        const store = state.storage.transactionSync(() => new StreamStore(state.storage.sql));
+        let stream = state.storage.transactionSync(() =>
+          store.create(
+            "sized",
+            { contentType, expiry: { ttlSeconds: null, expiresAt: null }, closed: false, fork: null, now: 0 },
+            [],
+          ),
+        );
+        const records = recordsOf(contentType, body);
+        for (let i = 0; i < appends; i++) {
+          state.storage.transactionSync(() =>
+            store.append(stream, { records, close: false, producer: null, streamSeq: null, now: 0 }),
+          );
+          stream = store.get("sized") as NonNullable<typeof stream>;
+        }
+        const appended = body.byteLength * appends;
+        const stored = state.storage.sql.databaseSize - before;
+        expect(stored / appended).toBeLessThanOrEqual(1.3);
+        // And it reads back whole.
+        const last = store.page(stream, stream.tail.records - 1, stream.tail.records, MiB);
+        expect(last?.end).toEqual(stream.tail);
       });
     });
   }

@@ -52,6 +52,9 @@ const MIGRATIONS = [
   `,
   // How many forks lie between a stream and the first of its sources that is no fork.
   `ALTER TABLE streams ADD COLUMN fork_depth INTEGER NOT NULL DEFAULT 0`,
+  // A block's record count, kept since its row stores only the ends it must (blocks.ts); null in
+  // rows written before, which store an end and an append end per record.
+  `ALTER TABLE stream_blocks ADD COLUMN records INTEGER`,
 ];
 
 const VERSION_TABLE = "stream_schema_version";

@@ -1,8 +1,19 @@
 import { randomHex } from "../../core/internal";
 import type { LazyTables, Sql } from "../sql";
 import { sqlOf } from "../sql";
-import type { Block } from "./blocks";
-import { BLOCK_BYTES, bytesOf, packed, recordCount, recordStart, separatorOf, sliceRecords } from "./blocks";
+import type { Block, StoredBlock } from "./blocks";
+import {
+  BLOCK_BYTES,
+  bytesOf,
+  packed,
+  recordCount,
+  recordStart,
+  separatorOf,
+  sliceRecords,
+  stored,
+  storedBytes,
+  unpacked,
+} from "./blocks";
 import type { Position } from "./offsets";
 import { formatOffset } from "./offsets";
 import type { Expiry, Producer } from "./protocol";
@@ -140,19 +151,20 @@ function stateOf(row: StreamRow): StreamState {
 type BlockRow = {
   first: number;
   start: number;
+  records: number | null;
   ends: ArrayBuffer;
   batch_ends: ArrayBuffer;
   data: ArrayBuffer;
 };
 
-function blockOf(row: BlockRow): Block {
-  return {
-    first: row.first,
-    start: row.start,
-    ends: new Uint32Array(row.ends),
-    batchEnds: new Uint32Array(row.batch_ends),
-    data: new Uint8Array(row.data),
-  };
+function blockOf(row: BlockRow, json: boolean): Block {
+  const data = new Uint8Array(row.data);
+  const { ends, batchEnds } = unpacked(
+    { records: row.records, ends: new Uint8Array(row.ends), batchEnds: new Uint8Array(row.batch_ends) },
+    data,
+    json,
+  );
+  return { first: row.first, start: row.start, ends, batchEnds, data };
 }
 
 /** When a stream expires, if it does: its fixed end, or its sliding window from the last renewal. */
@@ -239,26 +251,22 @@ export class StreamStore {
     const separator = separatorOf(stream.json);
     let bytes = 0;
     for (const record of records) bytes += record.byteLength;
-    // The last block takes the append when it ends where the append begins (a fork's first append
-    // starts its own block after what it inherits) and has room; only then is it read whole.
-    const last = this.#sql<{ first: number; size: number; count: number }>`SELECT first,
-        length(data) AS size, length(ends) / 4 AS count
+    const last = this.#sql<{ first: number; count: number; stored: number }>`SELECT first,
+        coalesce(records, length(ends) / 4) AS count,
+        length(data) + length(ends) + length(batch_ends) AS stored
       FROM stream_blocks WHERE stream_id = ${stream.id} ORDER BY first DESC LIMIT 1`.toArray()[0];
-    const extend =
-      last !== undefined &&
-      last.first + last.count === from.records &&
-      last.size + bytes + separator * records.length <= BLOCK_BYTES;
-    if (extend) {
-      const block = this.#block(stream, last.first);
-      const { ends, batchEnds, data } = packed(block, records, separator);
-      this.#sql`UPDATE stream_blocks SET ends = ${bytesOf(ends)}, batch_ends = ${bytesOf(batchEnds)},
-          data = ${bytesOf(data)}
+    const joined = last && this.#joined(stream, last, records, from, bytes);
+    if (last && joined) {
+      const { block, row } = joined;
+      this.#sql`UPDATE stream_blocks SET records = ${row.records}, ends = ${bytesOf(row.ends)},
+          batch_ends = ${bytesOf(row.batchEnds)}, data = ${bytesOf(block.data)}
         WHERE stream_id = ${stream.id} AND first = ${last.first}`;
     } else {
-      const { ends, batchEnds, data } = packed(undefined, records, separator);
-      this.#sql`INSERT INTO stream_blocks (stream_id, first, start, ends, batch_ends, data)
-        VALUES (${stream.id}, ${from.records}, ${from.bytes}, ${bytesOf(ends)}, ${bytesOf(batchEnds)},
-          ${bytesOf(data)})`;
+      const block = packed(undefined, records, separator);
+      const row = stored(block, stream.json);
+      this.#sql`INSERT INTO stream_blocks (stream_id, first, start, records, ends, batch_ends, data)
+        VALUES (${stream.id}, ${from.records}, ${from.bytes}, ${row.records}, ${bytesOf(row.ends)},
+          ${bytesOf(row.batchEnds)}, ${bytesOf(block.data)})`;
     }
     const tail = { records: from.records + records.length, bytes: from.bytes + bytes };
     this.#sql`UPDATE streams SET tail_records = ${tail.records}, tail_bytes = ${tail.bytes}
@@ -266,10 +274,28 @@ export class StreamStore {
     return tail;
   }
 
+  /**
+   * The last block with the append's records after its own, when the append begins where it ends
+   * (a fork's first append starts its own block after what it inherits) and its row, with them,
+   * still fits BLOCK_BYTES; only then is it read whole.
+   */
+  #joined(
+    stream: StreamState,
+    last: { first: number; count: number; stored: number },
+    records: readonly Uint8Array[],
+    from: Position,
+    bytes: number,
+  ): { block: ReturnType<typeof packed>; row: StoredBlock } | undefined {
+    if (last.first + last.count !== from.records || last.stored + bytes > BLOCK_BYTES) return undefined;
+    const block = packed(this.#block(stream, last.first), records, separatorOf(stream.json));
+    const row = stored(block, stream.json);
+    return storedBytes(block, row) <= BLOCK_BYTES ? { block, row } : undefined;
+  }
+
   #block(stream: StreamState, first: number): Block {
-    const row = this.#sql<BlockRow>`SELECT first, start, ends, batch_ends, data FROM stream_blocks
+    const row = this.#sql<BlockRow>`SELECT first, start, records, ends, batch_ends, data FROM stream_blocks
       WHERE stream_id = ${stream.id} AND first = ${first}`.one();
-    return blockOf(row);
+    return blockOf(row, stream.json);
   }
 
   /** A producer's epoch and last sequence number on a stream, if it wrote there. */
@@ -290,12 +316,12 @@ export class StreamStore {
     let page: Omit<RecordPage, "pieces"> | undefined;
     let next = from;
     let bytes = 0;
-    const rows = this.#sql<BlockRow>`SELECT first, start, ends, batch_ends, data FROM stream_blocks
+    const rows = this.#sql<BlockRow>`SELECT first, start, records, ends, batch_ends, data FROM stream_blocks
       WHERE stream_id = ${stream.id} AND first < ${until} AND first >= coalesce(
         (SELECT max(first) FROM stream_blocks WHERE stream_id = ${stream.id} AND first <= ${from}), 0)
       ORDER BY first`;
     for (const row of rows) {
-      const block = blockOf(row);
+      const block = blockOf(row, stream.json);
       const index = next - block.first;
       const stop = Math.min(recordCount(block), until - block.first);
       if (index < 0 || index >= stop) continue;
@@ -335,7 +361,7 @@ export class StreamStore {
     let bytes = 0;
     let next = from;
     const rows = this.#sql<{ first: number; start: number; size: number; count: number }>`SELECT first, start,
-        length(data) AS size, length(ends) / 4 AS count
+        length(data) AS size, coalesce(records, length(ends) / 4) AS count
       FROM stream_blocks WHERE stream_id = ${stream.id} AND first < ${until} AND first >= coalesce(
         (SELECT max(first) FROM stream_blocks WHERE stream_id = ${stream.id} AND first <= ${from}), 0)
       ORDER BY first`.toArray();
@@ -365,17 +391,15 @@ export class StreamStore {
   }
 
   #ends(stream: StreamState, first: number): Uint32Array {
-    const row = this.#sql<{ ends: ArrayBuffer }>`SELECT ends FROM stream_blocks
-      WHERE stream_id = ${stream.id} AND first = ${first}`.one();
-    return new Uint32Array(row.ends);
+    return this.#block(stream, first).ends;
   }
 
   /** Whether a position is where one of the stream's own records starts. */
   startsRecord(stream: StreamState, position: Position): boolean {
-    const row = this.#sql<BlockRow>`SELECT first, start, ends, batch_ends, data FROM stream_blocks
+    const row = this.#sql<BlockRow>`SELECT first, start, records, ends, batch_ends, data FROM stream_blocks
       WHERE stream_id = ${stream.id} AND first <= ${position.records} ORDER BY first DESC LIMIT 1`.toArray()[0];
     if (!row) return false;
-    const block = blockOf(row);
+    const block = blockOf(row, stream.json);
     const index = position.records - block.first;
     return (
       index < recordCount(block) && recordStart(block, index, separatorOf(stream.json)) === position.bytes

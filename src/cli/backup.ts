@@ -17,6 +17,7 @@ import type { RemoteRepo } from "../client";
 import type {
   ExistingSessions,
   ImportedSessionStatus,
+  ImportedStreamStatus,
   ImportWarning,
   TenantImportReport,
 } from "../core/internal";
@@ -25,7 +26,8 @@ import { write } from "./atomic-file";
 
 /*
  * `cf-sessions backup <dir>` and `cf-sessions restore <dir>`: a whole tenant to a folder, one
- * file per session (`sessions/<id>.ndjson`, its native export), and back.
+ * file per session (`sessions/<id>.ndjson`, its native export) and per stream
+ * (`streams/<path, percent-encoded>.ndjson`: its header line and appends), and back.
  *
  * A backup follows the tenant's export stream. A session's file is written under a temporary
  * name and renamed once the stream closes the session with its cursor; `backup.json` then records
@@ -38,9 +40,11 @@ import { write } from "./atomic-file";
 export interface BackupState {
   format: typeof TENANT_FORMAT;
   version: typeof TENANT_VERSION;
-  /** The cursor after the last complete session: where a resumed backup starts. */
+  /** The cursor after the last complete session or stream: where a resumed backup starts. */
   cursor: string | null;
   sessions: number;
+  /** Streams backed up (absent in backups made before streams were). */
+  streams?: number;
   failed: Array<{ id: string; error: unknown }>;
   complete: boolean;
   startedAt: string;
@@ -85,6 +89,7 @@ export interface BackupResult {
 /** Backs the tenant up into `dir`, resuming a backup left incomplete there. */
 export async function backup(client: RemoteRepo, dir: string, progress: Progress): Promise<BackupResult> {
   const sessionsDir = join(dir, "sessions");
+  const streamsDir = join(dir, "streams");
   mkdirSync(sessionsDir, { recursive: true });
   const earlier = readState(dir);
   if (earlier?.complete) return { state: earlier, written: 0, resumed: false };
@@ -94,47 +99,61 @@ export async function backup(client: RemoteRepo, dir: string, progress: Progress
     version: TENANT_VERSION,
     cursor: null,
     sessions: 0,
+    streams: 0,
     failed: [],
     complete: false,
     startedAt: now,
     updatedAt: now,
   };
-  let file: { path: string; stream: WriteStream } | undefined;
+  let file: { path: string; stream: WriteStream; of: "sessions" | "streams" } | undefined;
   let written = 0;
-  /** Closes the session's file: kept (renamed into place) once it is complete, else removed. */
+  /** Closes the session's (or stream's) file: kept (renamed into place) once complete, else removed. */
   const close = async (complete: boolean) => {
     if (!file) return;
     await finish(file.stream);
     if (complete) {
       renameSync(`${file.path}.partial`, file.path);
-      state.sessions++;
+      if (file.of === "streams") state.streams = (state.streams ?? 0) + 1;
+      else state.sessions++;
       written++;
     } else rmSync(`${file.path}.partial`, { force: true });
     file = undefined;
   };
+  const open = async (of: "sessions" | "streams", path: string, line: string) => {
+    await close(false);
+    if (of === "streams") mkdirSync(streamsDir, { recursive: true });
+    file = { path, stream: createWriteStream(`${path}.partial`), of };
+    await write(file.stream, line);
+  };
   try {
     for await (const line of client.exportTenant(state.cursor ?? undefined)) {
-      const record = JSON.parse(line) as { type: string; id?: string; cursor?: string; error?: unknown };
+      const record = JSON.parse(line) as {
+        type: string;
+        id?: string;
+        path?: string;
+        cursor?: string;
+        error?: unknown;
+      };
       switch (record.type) {
         case "export":
           break;
-        case "session": {
-          await close(false);
-          const path = join(sessionsDir, `${String(record.id)}.ndjson`);
-          file = { path, stream: createWriteStream(`${path}.partial`) };
-          await write(file.stream, line);
+        case "session":
+          await open("sessions", join(sessionsDir, `${String(record.id)}.ndjson`), line);
           break;
-        }
+        case "stream":
+          // A stream's path may hold any character: percent-encoded, it is one file name.
+          await open("streams", join(streamsDir, `${encodeURIComponent(String(record.path))}.ndjson`), line);
+          break;
         case "cursor": {
           await close(true);
           state.cursor = record.cursor ?? null;
           saveState(dir, state);
-          progress(`backed up ${state.sessions} sessions`);
+          progress(`backed up ${state.sessions} sessions, ${state.streams ?? 0} streams`);
           break;
         }
         case "error":
           await close(false);
-          state.failed.push({ id: String(record.id), error: record.error });
+          state.failed.push({ id: String(record.id ?? record.path), error: record.error });
           saveState(dir, state);
           break;
         case "end":
@@ -166,16 +185,18 @@ async function* restoreBodies(path: string, warnings: ImportWarning[]): AsyncGen
     body += text;
   };
   if (statSync(path).isDirectory()) {
-    const dir = join(path, "sessions");
-    const files = existsSync(dir)
-      ? readdirSync(dir)
-          .filter((name) => name.endsWith(".ndjson"))
-          .sort()
-      : [];
-    for (const name of files) {
-      let text = readFileSync(join(dir, name), "utf8");
-      if (!text.endsWith("\n")) text += "\n";
-      yield* add(text);
+    for (const of of ["sessions", "streams"]) {
+      const dir = join(path, of);
+      const files = existsSync(dir)
+        ? readdirSync(dir)
+            .filter((name) => name.endsWith(".ndjson"))
+            .sort()
+        : [];
+      for (const name of files) {
+        let text = readFileSync(join(dir, name), "utf8");
+        if (!text.endsWith("\n")) text += "\n";
+        yield* add(text);
+      }
     }
   } else {
     // A stream from GET /v1/export: split where each session's header line starts.
@@ -189,12 +210,10 @@ async function* restoreBodies(path: string, warnings: ImportWarning[]): AsyncGen
       number++;
       if (!line.trim()) continue;
       // The stream's own lines, told by how they start: a session's lines are not parsed here.
-      const type = /^\{"type":"(export|cursor|end)"/.exec(line)?.[1];
-      const count =
-        type === "end" ? (tryParseJson(line) as { sessions?: unknown } | undefined)?.sessions : undefined;
-      ends.read(number, type, count);
+      const type = /^\{"type":"(export|cursor|end|session|stream)"/.exec(line)?.[1];
+      ends.read(number, type, type === "end" ? tryParseJson(line) : undefined);
       if (type === "export" || type === "end") continue;
-      if (line.startsWith('{"type":"session"') && session) {
+      if ((line.startsWith('{"type":"session",') || line.startsWith('{"type":"stream",')) && session) {
         yield* add(session);
         session = "";
       }
@@ -206,9 +225,17 @@ async function* restoreBodies(path: string, warnings: ImportWarning[]): AsyncGen
 }
 
 /** The service's reports added up; `warnings` also holds what the file itself does not add up to. */
-export type RestoreResult = Omit<TenantImportReport, "sessions"> & {
+export type RestoreResult = Omit<TenantImportReport, "sessions" | "streams"> & {
   /** The sessions that failed or were refused. */
   problems: ImportedSessionStatus[];
+  /** The streams, counted as the sessions are, and those that failed or were refused. */
+  streams: {
+    imported: number;
+    skipped: number;
+    refused: number;
+    failed: number;
+    problems: ImportedStreamStatus[];
+  };
 };
 
 /** Restores a backup folder (or a tenant export file) into the tenant. */
@@ -224,6 +251,7 @@ export async function restore(
     refused: 0,
     failed: 0,
     problems: [],
+    streams: { imported: 0, skipped: 0, refused: 0, failed: 0, problems: [] },
     warnings: [],
   };
   for await (const body of restoreBodies(path, result.warnings)) {
@@ -232,6 +260,10 @@ export async function restore(
       result[status] += report[status];
     for (const session of report.sessions)
       if (session.status === "failed" || session.status === "refused") result.problems.push(session);
+    for (const stream of report.streams ?? []) {
+      result.streams[stream.status]++;
+      if (stream.status === "failed" || stream.status === "refused") result.streams.problems.push(stream);
+    }
     result.warnings.push(...report.warnings);
     progress(
       `restored ${result.imported}, skipped ${result.skipped}, failed ${result.failed + result.refused}`,

@@ -434,7 +434,9 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
         );
       else {
         const unread = state.failed.length > 0 ? `, ${state.failed.length} could not be read` : "";
-        output.out(`backed up ${state.sessions} sessions into ${dir}${unread}`);
+        output.out(
+          `backed up ${state.sessions} sessions and ${state.streams ?? 0} streams into ${dir}${unread}`,
+        );
       }
       return state.complete && state.failed.length === 0 ? 0 : 1;
     }
@@ -448,14 +450,25 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
           `${problem.status}: ${problem.id ?? "(unreadable header)"}: ${problem.error?.message ?? ""}${line}\n`,
         );
       }
+      for (const problem of result.streams.problems) {
+        const line = problem.error?.line === undefined ? "" : ` (line ${problem.error.line})`;
+        output.err(
+          `${problem.status}: stream ${problem.path ?? "(unreadable header)"}: ${problem.error?.message ?? ""}${line}\n`,
+        );
+      }
       for (const warning of result.warnings)
         output.err(`warning: line ${warning.line}: ${warning.message}\n`);
+      const { streams } = result;
+      const streamsLine =
+        streams.imported + streams.skipped + streams.refused + streams.failed > 0
+          ? `; streams: restored ${streams.imported}, skipped ${streams.skipped}, refused ${streams.refused}, failed ${streams.failed}`
+          : "";
       if (json) output.out(JSON.stringify(result));
       else
         output.out(
-          `restored ${result.imported}, skipped ${result.skipped} (already there), refused ${result.refused}, failed ${result.failed}`,
+          `restored ${result.imported}, skipped ${result.skipped} (already there), refused ${result.refused}, failed ${result.failed}${streamsLine}`,
         );
-      return result.failed + result.refused > 0 ? 1 : 0;
+      return result.failed + result.refused + streams.failed + streams.refused > 0 ? 1 : 0;
     }
   }
   return 2;

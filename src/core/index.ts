@@ -127,6 +127,7 @@ export {
 } from "./session-schemas";
 export { SseReader } from "./sse";
 export type { AppendOptions, AppendResult, ImportOptions, LeafOptions, SessionStorage } from "./storage";
+export type { ImportedStreamStatus } from "./stream-backup";
 export * from "./summarizers/public";
 export type { SyncResult, SyncStatus, SyncSummary } from "./sync-import";
 export type { SystemMessage } from "./system-messages";

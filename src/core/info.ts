@@ -83,17 +83,20 @@ export function sortKey(info: Pick<SessionInfo, "updatedAt" | "createdAt">, orde
   return order === "updated" ? info.updatedAt : info.createdAt;
 }
 
+/** A listing's cursor: base64url of the UTF-8 JSON of its sort key and id, so any text fits. */
 export function encodeCursor(key: string, id: string): string {
-  return btoa(JSON.stringify([key, id]))
-    .replace(/\+/g, "-")
-    .replace(/\//g, "_")
-    .replace(/=+$/, "");
+  let binary = "";
+  for (const byte of new TextEncoder().encode(JSON.stringify([key, id]))) binary += String.fromCharCode(byte);
+  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
 export function decodeCursor(cursor: string): { key: string; id: string } {
   try {
-    const json = atob(cursor.replace(/-/g, "+").replace(/_/g, "/"));
-    const value: unknown = JSON.parse(json);
+    const binary = atob(cursor.replace(/-/g, "+").replace(/_/g, "/"));
+    const bytes = Uint8Array.from(binary, (char) => char.charCodeAt(0));
+    const value: unknown = JSON.parse(
+      new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes),
+    );
     if (
       Array.isArray(value) &&
       value.length === 2 &&

@@ -50,6 +50,7 @@ export * from "./session";
 export * from "./session-schemas";
 export * from "./sse";
 export * from "./storage";
+export * from "./stream-backup";
 export * from "./summarizers";
 export * from "./sync-import";
 export * from "./system-messages";

@@ -2,7 +2,7 @@ import * as z from "zod";
 import type { SessionEntry } from "./entries";
 import { Id } from "./entries";
 import { SessionError } from "./errors";
-import { encodeCursor } from "./info";
+import { decodeCursor, encodeCursor } from "./info";
 import type { ImportHeader } from "./interchange";
 import { IMPORT_BATCH, IMPORT_BATCH_CHARS, ImportWarning, lineOfBatchError } from "./interchange";
 import { tryParseJson } from "./json";
@@ -13,6 +13,8 @@ import { isRecord } from "./providers/incoming";
 import type { Session } from "./session";
 import type { ListOptions, SessionPage } from "./session-schemas";
 import type { SessionStorage } from "./storage";
+import type { StreamBackupSource, StreamBackupTarget } from "./stream-backup";
+import { ImportedStreamStatus, StreamImports } from "./stream-backup";
 
 /*
  * A whole tenant as one NDJSON stream, for backups: a line opening the stream, then each session
@@ -28,7 +30,10 @@ import type { SessionStorage } from "./storage";
  *
  * A session that fails while it is sent is followed by an `error` line instead of its cursor, and
  * an import drops it. Sessions come newest first by creation (the order that never moves while the
- * tenant keeps writing), a listing page at a time, one page of entries at a time.
+ * tenant keeps writing), a listing page at a time, one page of entries at a time. Where the tenant
+ * has streams (`/v1/stream/*`), they follow the sessions in path order, each with its appends
+ * (stream-backup.ts), and the end line counts them too: `{"type":"end","sessions":1000,"streams":3}`.
+ * A stream that fails while it is sent is followed by an `error` line naming its `path`.
  */
 
 export const TENANT_FORMAT = "cf-tenant";
@@ -37,12 +42,16 @@ export const TENANT_VERSION = 1;
 /** Sessions of a listing page read per step of an export. */
 const EXPORT_PAGE = 50;
 
-/** What an export reads: the tenant's listing and its sessions. */
+/** What an export reads: the tenant's listing and its sessions, and its streams where it has them. */
 export interface TenantSource {
   list(options: ListOptions): Promise<SessionPage>;
   /** A session by id; reading it fails with `not_found` once it is gone. */
   open(id: string): Promise<Session>;
+  streams?: StreamBackupSource["streams"];
 }
+
+/** The sort key of a stream's cursor line (a session's is its creation time). */
+const STREAM_CURSOR_KEY = "stream";
 
 function errorBody(error: unknown, otherwise: string): { code: string; message: string } {
   return error instanceof SessionError
@@ -60,29 +69,54 @@ export async function* exportTenant(
   cursor: string | null = null,
 ): AsyncGenerator<string> {
   yield line({ type: "export", format: TENANT_FORMAT, version: TENANT_VERSION, cursor });
+  const resumed = cursor === null ? undefined : decodeCursor(cursor);
+  const inStreams = resumed?.key === STREAM_CURSOR_KEY;
   let count = 0;
   let next: string | null = cursor;
-  do {
-    const page = await source.list({ order: "created", limit: EXPORT_PAGE, cursor: next });
-    for (const info of page.sessions) {
-      try {
-        const lines = exportNative(await source.open(info.id));
-        const header = await lines.next();
-        if (header.done) continue;
-        yield header.value;
-        for await (const text of lines) yield text;
-      } catch (error) {
-        // Deleted since the listing was read: it is simply not in the tenant any more.
-        if (error instanceof SessionError && error.code === "not_found") continue;
-        yield line({ type: "error", id: info.id, error: errorBody(error, "the session could not be read") });
-        continue;
+  if (!inStreams)
+    do {
+      const page = await source.list({ order: "created", limit: EXPORT_PAGE, cursor: next });
+      for (const info of page.sessions) {
+        try {
+          const lines = exportNative(await source.open(info.id));
+          const header = await lines.next();
+          if (header.done) continue;
+          yield header.value;
+          for await (const text of lines) yield text;
+        } catch (error) {
+          // Deleted since the listing was read: it is simply not in the tenant any more.
+          if (error instanceof SessionError && error.code === "not_found") continue;
+          yield line({
+            type: "error",
+            id: info.id,
+            error: errorBody(error, "the session could not be read"),
+          });
+          continue;
+        }
+        count++;
+        yield line({ type: "cursor", cursor: encodeCursor(info.createdAt, info.id) });
       }
-      count++;
-      yield line({ type: "cursor", cursor: encodeCursor(info.createdAt, info.id) });
+      next = page.nextCursor;
+    } while (next);
+  if (!source.streams) {
+    yield line({ type: "end", sessions: count });
+    return;
+  }
+  let streams = 0;
+  for await (const stream of source.streams(inStreams ? (resumed?.id ?? null) : null)) {
+    const { path } = stream.header;
+    yield line({ type: "stream", ...stream.header });
+    try {
+      for await (const append of stream.appends()) yield line({ type: "stream_append", ...append });
+    } catch (error) {
+      yield line({ type: "error", path, error: errorBody(error, "the stream could not be read") });
+      continue;
     }
-    next = page.nextCursor;
-  } while (next);
-  yield line({ type: "end", sessions: count });
+    streams++;
+    yield line({ type: "cursor", cursor: encodeCursor(STREAM_CURSOR_KEY, path) });
+  }
+  // An end line of a tenant without streams reads as it always did.
+  yield line({ type: "end", sessions: count, ...(streams > 0 ? { streams } : {}) });
 }
 
 export const ExistingSessions = z
@@ -110,6 +144,9 @@ export const TenantImportReport = z
     refused: z.number().int(),
     failed: z.number().int(),
     sessions: z.array(ImportedSessionStatus).meta({ description: "one per session of the stream, in order" }),
+    streams: z
+      .array(ImportedStreamStatus)
+      .meta({ description: "one per stream (`/v1/stream/*`) of the stream, in order" }),
     warnings: z.array(ImportWarning).meta({
       description:
         "what the stream says that does not add up: an end line counting other sessions than the stream holds, lines after an end line (imported all the same)",
@@ -118,8 +155,11 @@ export const TenantImportReport = z
   .meta({ id: "TenantImportReport" });
 export type TenantImportReport = z.infer<typeof TenantImportReport>;
 
-/** Where an import writes: sessions made empty from a header, listed once complete. */
-export interface TenantImportTarget {
+/**
+ * Where an import writes: sessions made empty from a header, listed once complete; and streams,
+ * where the store keeps them.
+ */
+export interface TenantImportTarget extends Partial<StreamBackupTarget> {
   /** An empty session with this header, not listed yet; `already_exists` when the id is taken. */
   begin(header: ImportHeader): Promise<SessionStorage>;
   /** Lists a session whose entries are all written. */
@@ -196,8 +236,10 @@ class SessionWrite {
  * (`what` names the stream in them: "the stream", "the file").
  */
 export class StreamEnds {
-  /** Sessions completed (a cursor line after them) since the stream's opening line. */
-  #completed = 0;
+  /** Sessions and streams completed (a cursor line after them) since the stream's opening line. */
+  #completed = { sessions: 0, streams: 0 };
+  /** What the lines being read belong to: a session's, or a stream's (after its header line). */
+  #in: "sessions" | "streams" = "sessions";
   /** The line of the stream's end line, once one was read. */
   #endedAt: number | undefined;
 
@@ -206,10 +248,13 @@ export class StreamEnds {
     readonly warnings: ImportWarning[] = [],
   ) {}
 
-  /** Reads the line at `line` of `type` (undefined for a line of a session); `counted` is an end line's count. */
-  read(line: number, type: unknown, counted?: unknown): void {
+  /**
+   * Reads the line at `line` of `type` (undefined for a line of a session); `end` is the end line
+   * itself, whose `sessions` (and `streams`, when it counts them) are checked.
+   */
+  read(line: number, type: unknown, end?: unknown): void {
     if (type === "export") {
-      this.#completed = 0;
+      this.#completed = { sessions: 0, streams: 0 };
       this.#endedAt = undefined;
       return;
     }
@@ -219,11 +264,17 @@ export class StreamEnds {
       this.warnings.push({ line, message });
       this.#endedAt = undefined;
     }
-    if (type === "cursor") this.#completed++;
+    if (type === "session") this.#in = "sessions";
+    if (type === "stream") this.#in = "streams";
+    if (type === "cursor") this.#completed[this.#in]++;
     if (type !== "end") return;
     this.#endedAt = line;
-    if (counted !== this.#completed) {
-      const message = `the end line counts ${JSON.stringify(counted)} sessions; ${this.what} holds ${this.#completed} complete ones`;
+    const counts = isRecord(end) ? end : {};
+    for (const what of ["sessions", "streams"] as const) {
+      // An end line without `streams` is of an export that has none.
+      if (what === "streams" && counts.streams === undefined && this.#completed.streams === 0) continue;
+      if (counts[what] === this.#completed[what]) continue;
+      const message = `the end line counts ${JSON.stringify(counts[what])} ${what}; ${this.what} holds ${this.#completed[what]} complete ones`;
       this.warnings.push({ line, message });
     }
   }
@@ -252,6 +303,7 @@ export async function importTenant(
   let passing = false;
   let first = true;
   const ends = new StreamEnds("the stream");
+  const streams = new StreamImports(target, existing);
 
   /** The outcome of a session once its writes are done: listed, or deleted and reported. */
   const settle = async (write: SessionWrite): Promise<void> => {
@@ -322,7 +374,7 @@ export async function importTenant(
         first = false;
         const opensExport =
           type === "export" && record?.format === TENANT_FORMAT && record.version === TENANT_VERSION;
-        if (type !== "session" && !opensExport) {
+        if (type !== "session" && type !== "stream" && !opensExport) {
           throw lineError(
             numbered.line,
             `not a ${TENANT_FORMAT} stream: expected {"type":"export","format":"${TENANT_FORMAT}","version":${TENANT_VERSION}} or a session header`,
@@ -330,10 +382,28 @@ export async function importTenant(
         }
         if (opensExport) continue;
       }
-      ends.read(numbered.line, type, record?.sessions);
-      if (type === "session" && record?.format === NATIVE_FORMAT) await open(numbered);
-      else if (type === "cursor" || type === "export" || type === "end") await close();
-      else if (type === "error") {
+      ends.read(numbered.line, type, record);
+      if (type === "stream") {
+        await close();
+        await streams.begin(record, numbered.line);
+      } else if (type === "session" && record?.format === NATIVE_FORMAT) {
+        await streams.close();
+        await open(numbered);
+      } else if (type === "cursor" || type === "export" || type === "end") {
+        await close();
+        await streams.close();
+      } else if (streams.open) {
+        const error = record?.error as { message?: unknown } | undefined;
+        if (type !== "error") await streams.line(record, numbered.line);
+        else {
+          const reason = typeof error?.message === "string" ? error.message : "an error";
+          streams.fail(
+            new SessionError("invalid_request", `the export of this stream was cut short: ${reason}`),
+            numbered.line,
+          );
+          await streams.close();
+        }
+      } else if (type === "error") {
         // The exporter could not read the rest of this session: what came of it is not kept.
         const error = record?.error as { message?: unknown } | undefined;
         const reason = typeof error?.message === "string" ? error.message : "an error";
@@ -363,19 +433,22 @@ export async function importTenant(
       }
     }
     await close();
+    await streams.close();
   };
 
   try {
     await readAll();
   } catch (error) {
-    // The stream itself broke (unreadable, too large): the session it was in is not kept.
+    // The stream itself broke (unreadable, too large): the session or stream it was in is not kept.
     current?.fail(error);
     await close();
+    streams.fail(error, 0);
+    await streams.close();
     await Promise.all(running);
     throw error;
   }
   await Promise.all(running);
   const counts = { imported: 0, skipped: 0, refused: 0, failed: 0 };
   for (const { status } of sessions) counts[status]++;
-  return { ...counts, sessions, warnings: ends.warnings };
+  return { ...counts, sessions, streams: streams.statuses, warnings: ends.warnings };
 }

@@ -50,4 +50,48 @@ describe("tenant stream", () => {
     });
     expect(again.skipped).toBe(7);
   });
+
+  it("imports the sessions of a stream that also holds streams into a store that keeps none, reporting the streams", async () => {
+    const from = new MemoryRepo();
+    const session = await from.create({ id: "with-streams" });
+    await session.appendMessage(user("hello"));
+    const source = {
+      list: from.list.bind(from),
+      open: from.open.bind(from),
+      async *streams() {
+        yield {
+          header: {
+            path: "notes",
+            contentType: "text/plain",
+            ttlSeconds: null,
+            expiresAt: null,
+            closed: true,
+          },
+          async *appends() {
+            yield { base64: "aGVsbG8=" };
+          },
+        };
+      },
+    };
+    const stream = await text(exportTenant(source));
+    expect(stream).toContain('{"type":"stream","path":"notes","contentType":"text/plain"');
+    expect(stream).toContain('{"type":"stream_append","base64":"aGVsbG8="}');
+    expect(stream.trimEnd().split("\n").at(-1)).toBe('{"type":"end","sessions":1,"streams":1}');
+    const to = new MemoryRepo();
+    const report = await importTenant(numbered(stream), {
+      begin: async (header) => to.createStorage(header),
+      finish: async () => undefined,
+    });
+    expect(report).toMatchObject({ imported: 1, failed: 0, warnings: [] });
+    expect(report.streams).toEqual([
+      {
+        path: "notes",
+        status: "failed",
+        error: { code: "invalid_request", message: "this store keeps no streams", line: 5 },
+      },
+    ]);
+    expect(await text(exportNative(await to.open("with-streams")))).toBe(
+      await text(exportNative(await from.open("with-streams"))),
+    );
+  });
 });

@@ -380,11 +380,28 @@ describe("command line", () => {
   });
 
   it("backs the tenant up into a folder, resumes a cut backup, and restores it", async () => {
+    // Two streams beside the sessions, one of them a path with a folder and a space.
+    const streamPaths = ["backup-notes", "backup/with space"];
+    for (const path of streamPaths) {
+      const url = `${server.url}/v1/stream/${encodeURI(path)}`;
+      const made = await fetch(url, {
+        method: "PUT",
+        headers: { "Content-Type": "text/plain" },
+        body: "one ",
+      });
+      expect(made.status).toBe(201);
+      expect(
+        (await fetch(url, { method: "POST", headers: { "Content-Type": "text/plain" }, body: "two" })).status,
+      ).toBe(204);
+    }
     const dir = join(folder, "backup");
     const first = await cli(["backup", dir, "--json"]);
     expect(first.code).toBe(0);
     const state = JSON.parse(first.stdout);
-    expect(state).toMatchObject({ complete: true, failed: [], resumed: false });
+    expect(state).toMatchObject({ complete: true, failed: [], resumed: false, streams: 2 });
+    expect(readdirSync(join(dir, "streams")).sort()).toEqual(
+      streamPaths.map((path) => `${encodeURIComponent(path)}.ndjson`).sort(),
+    );
     const listed = JSON.parse((await cli(["list", "--json", "--all"])).stdout) as Array<{ id: string }>;
     expect(state.sessions).toBe(listed.length);
     const files = readdirSync(join(dir, "sessions")).sort();
@@ -413,14 +430,16 @@ describe("command line", () => {
     expect(JSON.parse(resumed.stdout)).toMatchObject({
       complete: true,
       resumed: true,
-      written: order.length - 2,
+      written: order.length - 2 + streamPaths.length,
     });
     expect(readdirSync(join(cut, "sessions")).sort()).toEqual(files);
 
     // Everything is there already: a restore skips it all.
     const again = await cli(["restore", dir]);
     expect(again.code).toBe(0);
-    expect(again.stdout).toBe(`restored 0, skipped ${files.length} (already there), refused 0, failed 0\n`);
+    expect(again.stdout).toBe(
+      `restored 0, skipped ${files.length} (already there), refused 0, failed 0; streams: restored 0, skipped 2, refused 0, failed 0\n`,
+    );
     const refused = await cli(["restore", dir, "--existing", "refuse"]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/^refused: /m);
@@ -429,16 +448,24 @@ describe("command line", () => {
     const back = await cli(["restore", dir, "--json"]);
     expect(JSON.parse(back.stdout)).toMatchObject({ imported: 1, skipped: files.length - 1, failed: 0 });
     expect((await cli(["export", branched.id])).stdout).toBe(exported.stdout);
+    // A stream deleted comes back from the backup with its appends.
+    const gone = `${server.url}/v1/stream/${encodeURI("backup/with space")}`;
+    expect((await fetch(gone, { method: "DELETE" })).status).toBe(204);
+    const streamBack = JSON.parse((await cli(["restore", dir, "--json"])).stdout);
+    expect(streamBack.streams).toMatchObject({ imported: 1, skipped: 1, failed: 0 });
+    const reread = await fetch(`${gone}?offset=-1`);
+    expect(await reread.text()).toBe("one two");
+    expect(reread.headers.get("Stream-Next-Offset")).toBe("0000000000000002_0000000000000007");
     // A file saved from GET /v1/export restores too.
     const file = join(folder, "tenant.ndjson");
     writeFileSync(file, stream);
     const fromFile = await cli(["restore", file]);
     expect(fromFile.stdout).toBe(
-      `restored 0, skipped ${order.length} (already there), refused 0, failed 0\n`,
+      `restored 0, skipped ${order.length} (already there), refused 0, failed 0; streams: restored 0, skipped 2, refused 0, failed 0\n`,
     );
     expect(fromFile.stderr).not.toContain("warning");
     // A file whose end line counts other sessions than it holds says so.
-    writeFileSync(file, stream.replace(/{"type":"end","sessions":\d+}/, '{"type":"end","sessions":999}'));
+    writeFileSync(file, stream.replace(/{"type":"end","sessions":\d+/, '{"type":"end","sessions":999'));
     const miscounted = await cli(["restore", file]);
     expect(miscounted.code).toBe(0);
     expect(miscounted.stderr).toMatch(

@@ -42,6 +42,7 @@ import { partlyApplied } from "../transient";
 import type { ForkBegin, Retention, StreamUsage } from "../types";
 import { mergeEventStreams, mergePages, mergeSearchResults } from "./directory-shards";
 import { call, type SessionCreator, SessionObjectStorage } from "./session-object-storage";
+import { streamBackupSource, streamBackupTarget } from "./tenant-stream-backup";
 import type { StreamListRequest, StreamPage } from "./tenant-streams";
 import { listTenantStreams, tenantStreamUsage } from "./tenant-streams";
 import type { TenantUsage } from "./tenant-usage";
@@ -244,10 +245,14 @@ export class DurableRepo implements SessionRepo, SessionCreator {
     return retention;
   }
 
-  /** Every session of the tenant as one stream of lines (see core's tenant-stream.ts). */
+  /** Every session and stream of the tenant as one stream of lines (see core's tenant-stream.ts). */
   exportTenant(cursor: string | null = null): AsyncGenerator<string> {
     return exportTenant(
-      { list: (options) => this.list(options), open: async (id) => new Session(this.storage(id)) },
+      {
+        list: (options) => this.list(options),
+        open: async (id) => new Session(this.storage(id)),
+        streams: streamBackupSource(this.#env, this.tenant),
+      },
       cursor,
     );
   }
@@ -266,6 +271,7 @@ export class DurableRepo implements SessionRepo, SessionCreator {
       {
         begin: (header) => this.initialize(newSessionHeader(header), false, { location }),
         finish: (storage) => (storage as SessionObjectStorage).publish(),
+        ...streamBackupTarget(this.#env, this.tenant),
       },
       { existing },
     );

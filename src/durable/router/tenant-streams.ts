@@ -1,4 +1,4 @@
-import { SessionError } from "../../core/internal";
+import { decodeCursor, encodeCursor, SessionError } from "../../core/internal";
 import type { DurableEnv } from "../env";
 import { directoryShards } from "../names";
 import type { StreamListing, StreamUsage } from "../types";
@@ -20,36 +20,19 @@ export interface StreamListRequest {
   cursor?: string;
 }
 
+/** The sort key of this listing's cursors (a session listing's is a time). */
 const CURSOR_KIND = "streams";
 
-/** A cursor after `path`: base64url of its UTF-8 JSON, so any path fits. */
-function encodeStreamCursor(path: string): string {
-  const bytes = new TextEncoder().encode(JSON.stringify([CURSOR_KIND, path]));
-  let binary = "";
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+/** The cursor of a listing page that starts after `path`. */
+export function streamCursor(path: string): string {
+  return encodeCursor(CURSOR_KIND, path);
 }
 
-function decodeStreamCursor(cursor: string): string {
-  try {
-    const binary = atob(cursor.replace(/-/g, "+").replace(/_/g, "/"));
-    const value: unknown = JSON.parse(
-      new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(
-        Uint8Array.from(binary, (char) => char.charCodeAt(0)),
-      ),
-    );
-    if (
-      Array.isArray(value) &&
-      value.length === 2 &&
-      value[0] === CURSOR_KIND &&
-      typeof value[1] === "string"
-    ) {
-      return value[1];
-    }
-  } catch {
-    // not one of these cursors
-  }
-  throw new SessionError("invalid_request", "not a cursor of the stream listing", { cursor });
+function afterCursor(cursor: string): string {
+  const { key, id } = decodeCursor(cursor);
+  if (key !== CURSOR_KIND)
+    throw new SessionError("invalid_request", "not a cursor of the stream listing", { cursor });
+  return id;
 }
 
 /** A page of the tenant's streams (not deleted ones), by path. */
@@ -58,13 +41,16 @@ export async function listTenantStreams(
   tenant: string,
   request: StreamListRequest,
 ): Promise<StreamPage> {
-  const after = request.cursor === undefined ? null : decodeStreamCursor(request.cursor);
+  const after = request.cursor === undefined ? null : afterCursor(request.cursor);
   const options = { prefix: request.prefix ?? "", limit: request.limit + 1, after };
   const pages = await Promise.all(directoryShards(env, tenant).map((shard) => shard.listStreams(options)));
   const all = pages.flat().sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   const streams = all.slice(0, request.limit);
   const last = streams[streams.length - 1];
-  return { streams, nextCursor: all.length > request.limit && last ? encodeStreamCursor(last.path) : null };
+  return {
+    streams,
+    nextCursor: all.length > request.limit && last ? streamCursor(last.path) : null,
+  };
 }
 
 /** The tenant's streams that hold data (deleted ones still read by forks included), and their bytes. */

@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import type { Result } from "../../core/internal";
+import type { Result, StreamAppend, StreamHeader } from "../../core/internal";
 import { capture } from "../../core/internal";
 import type { DurableEnv } from "../env";
 import { REQUEST_ID_HEADER } from "../log-line";
@@ -147,6 +147,20 @@ export class StreamObject extends DurableObject<StreamEnv> {
     maxBytes: number,
   ): Promise<Result<RecordPage | null>> {
     return capture(() => this.#streams.readForFork(key, from, until, maxBytes));
+  }
+
+  /** The stream's header in its tenant's backup. @internal */
+  exportHeader(key: string): Promise<Result<StreamHeader>> {
+    return capture(() => this.#streams.exportHeader(key));
+  }
+
+  /** A page of the stream's appends for its tenant's backup. @internal */
+  exportAppends(
+    key: string,
+    from: number,
+    maxBytes: number,
+  ): Promise<Result<{ appends: StreamAppend[]; next: number | null }>> {
+    return capture(() => this.#streams.exportAppends(key, from, maxBytes));
   }
 
   /** @internal */

@@ -1,3 +1,4 @@
+import type { StreamAppend, StreamHeader } from "../../core/internal";
 import { SessionError } from "../../core/internal";
 import type { ExpiryOutcome } from "../types";
 import { answer, errorAnswer, metadataHeaders } from "./answers";
@@ -11,6 +12,7 @@ import { ProducerLanes } from "./producers";
 import { readStream } from "./read";
 import type { ForkPoint, ForkPointRequest, RecordPage } from "./sources";
 import type { StreamStore } from "./store";
+import { exportAppends, exportHeader } from "./stream-export";
 
 /*
  * The Durable Streams protocol, once, for any Durable Object that hosts streams in its SQLite: a
@@ -87,6 +89,20 @@ export class DurableStreams {
     if (stream.deleted || stream.renewedAt >= before) return "kept";
     await this.#context.retire(stream);
     return "expired";
+  }
+
+  /** The stream's header in its tenant's backup (`not_found`, `gone` as for a read). */
+  exportHeader(key: string): Promise<StreamHeader> {
+    return exportHeader(this.#context, key);
+  }
+
+  /** A page of the stream's appends for its tenant's backup, from record `from` on. */
+  exportAppends(
+    key: string,
+    from: number,
+    maxBytes: number,
+  ): Promise<{ appends: StreamAppend[]; next: number | null }> {
+    return exportAppends(this.#context, key, from, maxBytes);
   }
 
   /** The host's alarm: streams whose time is up are retired; sources of removed forks are told. */

@@ -1,0 +1,138 @@
+import type {
+  StreamAppend,
+  StreamBackupSource,
+  StreamBackupTarget,
+  StreamExport,
+  StreamHeader,
+  StreamImportWrite,
+} from "../../core/internal";
+import { isErrorCode, SessionError, unwrap } from "../../core/internal";
+import type { DurableEnv } from "../env";
+import { streamObjectName } from "../stream/paths";
+import { HEADER } from "../stream/protocol";
+import { STREAM_KEY_HEADER, STREAM_TENANT_HEADER } from "../stream/stream-object";
+import { listTenantStreams, streamCursor } from "./tenant-streams";
+
+/*
+ * The tenant's streams in its backup (core's stream-backup.ts): read from each stream's object a
+ * page of appends at a time, and written back through the protocol, so that each stream's object
+ * checks and counts what an import writes as it does any write.
+ */
+
+/** Streams listed per step of an export, and bytes of appends read per call to a stream's object. */
+const LIST_PAGE = 100;
+const APPENDS_PAGE_BYTES = 1024 * 1024;
+
+function objects(env: DurableEnv): NonNullable<DurableEnv["STREAMS"]> {
+  if (env.STREAMS === undefined) {
+    throw new SessionError("misconfigured", "this service has no STREAMS binding; streams are not served");
+  }
+  return env.STREAMS;
+}
+
+/** The tenant's streams after `after`, in path order, each read when the export comes to it. */
+export function streamBackupSource(env: DurableEnv, tenant: string): StreamBackupSource["streams"] {
+  return async function* (after) {
+    if (env.STREAMS === undefined) return;
+    let cursor: string | undefined = after === null ? undefined : streamCursor(after);
+    do {
+      const page = await listTenantStreams(env, tenant, { limit: LIST_PAGE, cursor });
+      for (const { path } of page.streams) {
+        const stub = objects(env).getByName(streamObjectName(tenant, path));
+        let header: StreamHeader;
+        try {
+          header = unwrap(await stub.exportHeader(path));
+        } catch (error) {
+          // Deleted since the listing was read: it is not in the tenant any more.
+          if (error instanceof SessionError && (error.code === "not_found" || error.code === "gone"))
+            continue;
+          throw error;
+        }
+        const appends = async function* (): AsyncGenerator<StreamAppend> {
+          for (let from: number | null = 0; from !== null; ) {
+            const next: { appends: StreamAppend[]; next: number | null } = unwrap(
+              await stub.exportAppends(path, from, APPENDS_PAGE_BYTES),
+            );
+            yield* next.appends;
+            from = next.next;
+          }
+        };
+        yield { header, appends } satisfies StreamExport;
+      }
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+  };
+}
+
+/** A protocol request to the stream at `path` of the tenant, answered by its object. */
+async function request(
+  env: DurableEnv,
+  tenant: string,
+  path: string,
+  method: string,
+  headers: Record<string, string> = {},
+  body?: BodyInit,
+): Promise<Response> {
+  const stub = objects(env).getByName(streamObjectName(tenant, path));
+  const url = `https://streams.internal/v1/stream/${encodeURI(path)}`;
+  return stub.fetch(
+    new Request(url, {
+      method,
+      headers: {
+        ...headers,
+        [STREAM_TENANT_HEADER]: encodeURIComponent(tenant),
+        [STREAM_KEY_HEADER]: encodeURIComponent(path),
+      },
+      body,
+    }),
+  );
+}
+
+/** The answer, when it is a refusal, as the error it carries. */
+async function check(answer: Response): Promise<void> {
+  if (answer.ok) return;
+  const body = (await answer.json().catch(() => undefined)) as
+    | { error?: { code?: unknown; message?: unknown; details?: unknown } }
+    | undefined;
+  const code = body?.error?.code;
+  const message =
+    typeof body?.error?.message === "string" ? body.error.message : `the stream answered ${answer.status}`;
+  throw new SessionError(isErrorCode(code) ? code : "internal", message, body?.error?.details);
+}
+
+/** Makes each stream of an import empty and open, appends to it, and closes it when it was. */
+export function streamBackupTarget(env: DurableEnv, tenant: string): StreamBackupTarget {
+  return {
+    async beginStream(header: StreamHeader): Promise<StreamImportWrite> {
+      const { path, contentType } = header;
+      const found = await request(env, tenant, path, "HEAD");
+      if (found.status !== 404) {
+        await check(found);
+        throw new SessionError("already_exists", "a stream is at this path", { path });
+      }
+      const expiry: Record<string, string> =
+        header.ttlSeconds !== null
+          ? { [HEADER.ttl]: String(header.ttlSeconds) }
+          : header.expiresAt !== null
+            ? { [HEADER.expiresAt]: header.expiresAt }
+            : {};
+      await check(await request(env, tenant, path, "PUT", { "Content-Type": contentType, ...expiry }));
+      return {
+        async append(append: StreamAppend): Promise<void> {
+          const body =
+            "json" in append
+              ? `[${append.json}]`
+              : Uint8Array.from(atob(append.base64), (char) => char.charCodeAt(0));
+          await check(await request(env, tenant, path, "POST", { "Content-Type": contentType }, body));
+        },
+        async finish(): Promise<void> {
+          if (header.closed)
+            await check(await request(env, tenant, path, "POST", { [HEADER.closed]: "true" }));
+        },
+        async abandon(): Promise<void> {
+          await check(await request(env, tenant, path, "DELETE"));
+        },
+      };
+    },
+  };
+}

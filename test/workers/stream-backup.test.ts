@@ -1,0 +1,204 @@
+import { describe, expect, it } from "vitest";
+import { newId } from "../../src/core/internal";
+import { api, KEY_A, KEY_B, KEY_C } from "./helpers";
+import { append, call, create, head, readAll } from "./stream-helpers";
+
+/*
+ * The tenant's streams in its backup: GET /v1/export writes them after the sessions, each with its
+ * appends, and POST /v1/import makes them again in another tenant with the same data, offsets,
+ * expiry and closing; a stream that cannot be written is reported and leaves nothing.
+ */
+
+const NDJSON = { "Content-Type": "application/x-ndjson" };
+
+type Line = Record<string, unknown> & { type: string };
+
+const lines = (text: string): Line[] =>
+  text
+    .split("\n")
+    .filter((line) => line.trim())
+    .map((line) => JSON.parse(line) as Line);
+
+async function exportTenant(key: string, cursor?: string): Promise<string> {
+  const res = await api("GET", `/v1/export${cursor ? `?cursor=${cursor}` : ""}`, { key });
+  expect(res.status, res.text).toBe(200);
+  return res.text;
+}
+
+const importTenant = (text: string, key: string, query = "") =>
+  api("POST", `/v1/import${query}`, { key, raw: text, headers: NDJSON });
+
+/** The streams of a tenant, each as a reader sees it: data, tail offset, closed, expiry. */
+async function snapshot(key: string, paths: string[]) {
+  const seen: Record<string, unknown> = {};
+  for (const path of paths) {
+    const res = await call("HEAD", `/v1/stream/${path}`, { key });
+    const data = await readAll(`/v1/stream/${path}`, "-1", key);
+    seen[path] = {
+      status: res.status,
+      contentType: res.headers.get("Content-Type"),
+      offset: res.headers.get("Stream-Next-Offset"),
+      closed: res.headers.get("Stream-Closed"),
+      ttl: res.headers.get("Stream-TTL"),
+      text: data.text,
+    };
+  }
+  return seen;
+}
+
+describe("streams in the tenant's backup", () => {
+  it("come back in another tenant with the same data, offsets, expiry and closing", async () => {
+    const prefix = `backup-${newId()}`;
+    const bytes = `${prefix}/bytes`;
+    const json = `${prefix}/json`;
+    const fork = `${prefix}/json-fork`;
+    const timed = `${prefix}/timed`;
+    await create(`/v1/stream/${bytes}`, { key: KEY_C, body: "Hello, " });
+    expect((await append(`/v1/stream/${bytes}`, "world", {}, KEY_C)).status).toBe(204);
+    expect((await append(`/v1/stream/${bytes}`, new Uint8Array([0, 255, 10, 128]), {}, KEY_C)).status).toBe(
+      204,
+    );
+    expect(
+      (await call("POST", `/v1/stream/${bytes}`, { key: KEY_C, headers: { "Stream-Closed": "true" } }))
+        .status,
+    ).toBe(204);
+    await create(`/v1/stream/${json}`, {
+      key: KEY_C,
+      contentType: "application/json",
+      body: '[{"n":1},{"s":"a,b]"}]',
+    });
+    const jsonAppend = await call("POST", `/v1/stream/${json}`, {
+      key: KEY_C,
+      body: '[ 2.50 , "\\u00e9" ]',
+      headers: { "Content-Type": "application/json" },
+    });
+    expect(jsonAppend.status).toBe(204);
+    await create(`/v1/stream/${fork}`, {
+      key: KEY_C,
+      contentType: "application/json",
+      body: "[3]",
+      headers: { "Stream-Forked-From": `/v1/stream/${json}` },
+    });
+    await create(`/v1/stream/${timed}`, { key: KEY_C, body: "x", headers: { "Stream-TTL": "3600" } });
+    const paths = [bytes, json, fork, timed];
+    const before = await snapshot(KEY_C, paths);
+
+    const text = await exportTenant(KEY_C);
+    const all = lines(text);
+    const headers = all.filter((line) => line.type === "stream");
+    expect(headers.map((line) => line.path)).toEqual(paths);
+    expect(headers[0]).toEqual({
+      type: "stream",
+      path: bytes,
+      contentType: "text/plain",
+      ttlSeconds: null,
+      expiresAt: null,
+      closed: true,
+    });
+    // One line per append, as written: the JSON append's messages as their text.
+    expect(all.filter((line) => line.type === "stream_append")).toContainEqual({
+      type: "stream_append",
+      json: '2.50,"\\u00e9"',
+    });
+    expect(all.at(-1)).toMatchObject({ type: "end", streams: 4 });
+
+    const report = await importTenant(text, KEY_B);
+    expect(report.status, report.text).toBe(200);
+    expect(report.body.streams).toEqual([
+      { path: bytes, status: "imported", appends: 3 },
+      { path: json, status: "imported", appends: 2 },
+      { path: fork, status: "imported", appends: 3 },
+      { path: timed, status: "imported", appends: 1 },
+    ]);
+    expect(report.body.warnings).toEqual([]);
+    expect(await snapshot(KEY_B, paths)).toEqual(before);
+    // A reader resumes at the offset it had: here after the first append.
+    const after = (
+      await call("GET", `/v1/stream/${bytes}?offset=0000000000000001_0000000000000007`, { key: KEY_B })
+    ).text;
+    expect(after.startsWith("world")).toBe(true);
+
+    // Again: the paths are taken, skipped (or, asked to, refused), and nothing changes.
+    const again = await importTenant(text, KEY_B);
+    expect(again.body.streams.map((s: { status: string }) => s.status)).toEqual([
+      "skipped",
+      "skipped",
+      "skipped",
+      "skipped",
+    ]);
+    const refused = await importTenant(text, KEY_B, "?existing=refuse");
+    expect(refused.body.streams[0]).toMatchObject({
+      path: bytes,
+      status: "refused",
+      error: { code: "already_exists" },
+    });
+    expect(await snapshot(KEY_B, paths)).toEqual(before);
+  });
+
+  it("resumes after a stream's cursor line", async () => {
+    const prefix = `resume-${newId()}`;
+    for (const name of ["a", "b", "c"])
+      await create(`/v1/stream/${prefix}/${name}`, { key: KEY_A, body: name });
+    const all = lines(await exportTenant(KEY_A));
+    const ours = all.filter((line) => line.type === "stream" && String(line.path).startsWith(prefix));
+    expect(ours).toHaveLength(3);
+    const at = all.findIndex((line) => line.path === `${prefix}/a`);
+    const cursor = all.slice(at).find((line) => line.type === "cursor")?.cursor as string;
+    const rest = lines(await exportTenant(KEY_A, cursor));
+    expect(rest.filter((line) => line.type === "session")).toEqual([]);
+    const resumed = rest.filter((line) => line.type === "stream").map((line) => line.path);
+    expect(resumed).toContain(`${prefix}/b`);
+    expect(resumed).not.toContain(`${prefix}/a`);
+  });
+
+  it("reports a stream it cannot write, and leaves nothing of it", async () => {
+    const path = `broken-${newId()}`;
+    const stream = [
+      { type: "export", format: "cf-tenant", version: 1, cursor: null },
+      {
+        type: "stream",
+        path,
+        contentType: "application/json",
+        ttlSeconds: null,
+        expiresAt: null,
+        closed: false,
+      },
+      { type: "stream_append", json: "1,2" },
+      { type: "stream_append", json: "not json" },
+      { type: "cursor", cursor: "x" },
+      {
+        type: "stream",
+        path: "",
+        contentType: "text/plain",
+        ttlSeconds: null,
+        expiresAt: null,
+        closed: false,
+      },
+      { type: "cursor", cursor: "y" },
+      {
+        type: "stream",
+        path: `${path}-b`,
+        contentType: "text/plain",
+        ttlSeconds: null,
+        expiresAt: null,
+        closed: false,
+      },
+      { type: "stream_append", base64: "not base64!" },
+      { type: "cursor", cursor: "z" },
+      { type: "end", sessions: 0, streams: 3 },
+    ]
+      .map((line) => JSON.stringify(line))
+      .join("\n");
+    const report = await importTenant(stream, KEY_B);
+    expect(report.status, report.text).toBe(200);
+    expect(report.body.streams).toMatchObject([
+      { path, status: "failed", error: { code: "invalid_request", line: 4 } },
+      { path: null, status: "failed", error: { code: "invalid_request", line: 6 } },
+      { path: `${path}-b`, status: "failed", error: { code: "invalid_request", line: 9 } },
+    ]);
+    expect((await head(`/v1/stream/${path}`, KEY_B)).status).toBe(404);
+    expect((await head(`/v1/stream/${path}-b`, KEY_B)).status).toBe(404);
+    const listed = await api("GET", `/v1/streams?prefix=${path}`, { key: KEY_B });
+    expect(listed.body.streams).toEqual([]);
+  });
+});

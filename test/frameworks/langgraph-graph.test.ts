@@ -1,4 +1,4 @@
-import { AIMessage, HumanMessage } from "@langchain/core/messages";
+import { AIMessage, HumanMessage, RemoveMessage, ToolMessage } from "@langchain/core/messages";
 import {
   Annotation,
   type BaseCheckpointSaver,
@@ -140,11 +140,14 @@ describe.each(repos)("a StateGraph checkpointed in %s", (_name, makeRepo) => {
     expect((await session.getInfo()).metadata).toEqual({ langgraph: { threadId, checkpointNs: "" } });
     const nodes = [...walkTree(await session.getTree())];
     const byId = new Map(nodes.map((node) => [node.id, node]));
-    const checkpointChildren = (node: TreeNode | undefined) =>
-      (node?.children ?? []).filter((child) => child.type === "custom").map((child) => child.id);
-    // The checkpoint before the review has two checkpoint children: the first run's and the fork.
-    const before = byId.get(run.beforeReview);
-    const children = checkpointChildren(before);
+    // The checkpoints made from a checkpoint: its custom children, or those below the entries of
+    // the messages they added.
+    const nextCheckpoints = (node: TreeNode | undefined): string[] =>
+      (node?.children ?? []).flatMap((child) =>
+        child.type === "custom" ? [child.id] : nextCheckpoints(byId.get(child.id)),
+      );
+    // The checkpoint before the review has two checkpoints after it: the first run's and the fork.
+    const children = nextCheckpoints(byId.get(run.beforeReview));
     expect(children).toContain(run.forked);
     const branches = await Promise.all(
       children.map(async (id) => ((await session.getEntry(id)) as { customType?: string }).customType),
@@ -153,6 +156,37 @@ describe.each(repos)("a StateGraph checkpointed in %s", (_name, makeRepo) => {
     // The head is where the graph stopped last: the fork's branch, not the first answer's.
     const branch = await session.getBranch();
     expect(branch.map((entry) => entry.id)).toContain(run.forked);
+  });
+
+  it("keeps the messages as the session's conversation: the context at every checkpoint is its messages", async () => {
+    const session = await repo.open(await saver.sessionIdFor(threadId));
+    const graph = graphOn(saver);
+    const config = { configurable: { thread_id: threadId } };
+    const roles: Record<string, string> = { human: "user", ai: "assistant" };
+    let checked = 0;
+    for await (const state of graph.getStateHistory(config)) {
+      const checkpointId = state.config.configurable?.checkpoint_id as string;
+      const context = await session.buildContext({ leafId: checkpointId });
+      const messages = (state.values as typeof State.State).messages ?? [];
+      expect(
+        context.messages.map((m) => [
+          m.role,
+          typeof m.content === "string"
+            ? m.content
+            : m.content.map((b) => ("text" in b ? b.text : "")).join(""),
+        ]),
+      ).toEqual(messages.map((m) => [roles[m.getType()], m.content]));
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(5);
+    // Each message is stored once, as an entry, whichever checkpoints hold it.
+    const entries = await session.getEntries({ type: "message", limit: 1000 });
+    expect(entries.map((entry) => (entry as { message: { role: string } }).message.role)).toEqual([
+      "user",
+      "assistant",
+      "user",
+      "user",
+    ]);
   });
 
   it("answers getTuple for a thread it never saw with undefined, and lists nothing for it", async () => {
@@ -218,5 +252,95 @@ describe.each(repos)("a StateGraph checkpointed in %s", (_name, makeRepo) => {
     expect(
       await saver.getTuple({ configurable: { thread_id: id, checkpoint_ns: "sub:graph|1" } }),
     ).toBeUndefined();
+  });
+});
+
+/**
+ * A graph that edits its messages: a tool call and its result, then a message replaced by its id
+ * and another removed (`RemoveMessage`), as LangChain's trimming and summarizing nodes do.
+ */
+function editingGraph(checkpointer: BaseCheckpointSaver) {
+  return new StateGraph(MessagesAnnotation)
+    .addNode("call", () => ({
+      messages: [
+        new AIMessage({
+          id: "call-1",
+          content: "",
+          tool_calls: [{ id: "t1", name: "weather", args: { city: "Paris" } }],
+        }),
+        new ToolMessage({ id: "result-1", tool_call_id: "t1", name: "weather", content: "sunny, 21 °C" }),
+        new AIMessage({ id: "answer-1", content: "It is sunny in Paris." }),
+      ],
+    }))
+    .addNode("edit", () => ({
+      messages: [
+        new AIMessage({ id: "answer-1", content: "Sunny, 21 °C." }),
+        new RemoveMessage({ id: "question-1" }),
+      ],
+    }))
+    .addEdge(START, "call")
+    .addEdge("call", "edit")
+    .addEdge("edit", END)
+    .compile({ checkpointer });
+}
+
+async function editingScript(checkpointer: BaseCheckpointSaver, threadId: string) {
+  const graph = editingGraph(checkpointer);
+  const config = { configurable: { thread_id: threadId } };
+  await graph.invoke(
+    { messages: [new HumanMessage({ id: "question-1", content: "weather in Paris?" })] },
+    config,
+  );
+  const states: StateSnapshot[] = [];
+  for await (const state of graph.getStateHistory(config)) states.push(state);
+  return states;
+}
+
+const contentText = (content: unknown): string =>
+  typeof content === "string"
+    ? content
+    : (content as Array<{ type: string; text?: string }>).map((b) => b.text ?? "").join("");
+
+describe.each(repos)("a graph that edits its messages, checkpointed in %s", (_name, makeRepo) => {
+  it("keeps every checkpoint's messages, and the context at each of them is those messages", async () => {
+    const reference = await editingScript(new MemorySaver(), "editing-reference");
+    const repo = makeRepo();
+    const saver = new CfSessionsSaver({ repo });
+    const threadId = `editing-${crypto.randomUUID()}`;
+    const states = await editingScript(saver, threadId);
+    const messagesOf = (state: StateSnapshot) =>
+      (
+        state.values as { messages?: Array<{ id?: string; getType(): string; content: unknown }> }
+      ).messages?.map((m) => [m.id, m.getType(), m.content]) ?? [];
+    expect(states.map(messagesOf)).toEqual(reference.map(messagesOf));
+    const last = messagesOf(states[0] as StateSnapshot);
+    expect(last.map(([id]) => id)).toEqual(["call-1", "result-1", "answer-1"]);
+    expect(last.at(-1)?.[2]).toBe("Sunny, 21 °C.");
+
+    const session = await repo.open(await saver.sessionIdFor(threadId));
+    for (const state of states) {
+      const context = await session.buildContext({
+        leafId: state.config.configurable?.checkpoint_id as string,
+      });
+      const roles: Record<string, string> = { human: "user", ai: "assistant", tool: "toolResult" };
+      expect(context.messages.map((m) => [m.role, contentText(m.content)])).toEqual(
+        messagesOf(state).map(([, type, content]) => [roles[type as string], contentText(content)]),
+      );
+    }
+    // The edits are the session's own: one replacing the answer, one leaving the question out.
+    const edits = await session.getEntries({ type: "context_edit" });
+    expect(edits.map((edit) => (edit as { replacement: unknown }).replacement === null)).toEqual([
+      true,
+      false,
+    ]);
+    // The tool call and its result read as such in a model API's shape.
+    const chat = (await session.contextIn("openai-chat", {
+      model: { provider: "openai", modelId: "gpt-4o" },
+    })) as {
+      messages: Array<{ role: string; tool_calls?: unknown[]; tool_call_id?: string }>;
+    };
+    expect(chat.messages.map((m) => m.role)).toEqual(["assistant", "tool", "assistant"]);
+    expect(chat.messages[0]?.tool_calls).toHaveLength(1);
+    expect(chat.messages[1]?.tool_call_id).toBe("t1");
   });
 });

@@ -3,8 +3,8 @@ import { Serialized } from "./serialized";
 
 /*
  * What a thread's session holds: one `custom` entry per checkpoint, under the checkpoint it was
- * made from, and one `custom` entry per `putWrites` call (one task's writes), under the checkpoint
- * the writes are for.
+ * made from (and under the entries of the messages it added, messages.ts), and one `custom` entry
+ * per `putWrites` call (one task's writes), under the checkpoint the writes are for.
  */
 
 export const CHECKPOINT = "langgraph:checkpoint";
@@ -26,9 +26,19 @@ const checkpointFields = {
  * and each other channel names in `held` the entry of an earlier checkpoint that holds its value at
  * this checkpoint's version (so each version of a value is stored once, as in LangGraph's SQL savers).
  */
+export const MessageRef = z.object({
+  id: z.string(),
+  entry: z.string(),
+  holder: z.string(),
+  print: z.string(),
+  editable: z.boolean(),
+});
+
 export const CheckpointData = z.object({
   checkpoint: z.looseObject(checkpointFields),
   values: z.record(z.string(), Serialized),
+  /** The messages channel's value, when the checkpoint changed it, as references to entries (messages.ts). */
+  messages: z.array(MessageRef).optional(),
   held: z.record(z.string(), z.string()),
   metadata: Serialized,
   /** The checkpoint it was made from (also the entry's parent, unless that one is gone). */

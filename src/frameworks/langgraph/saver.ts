@@ -15,7 +15,7 @@ import {
   WRITES_IDX_MAP,
 } from "@langchain/langgraph-checkpoint";
 import type * as z from "zod";
-import type { Session, SessionRepo } from "../../core";
+import type { AppendEntryInput, EntryInput, Session, SessionRepo } from "../../core";
 import { SessionError } from "../../core";
 import { canonicalJson, isRecord } from "../../core/internal";
 import { keyedId } from "../keys";
@@ -23,6 +23,8 @@ import { isMissingSession, SessionHandles } from "../session-handles";
 import { CheckpointArrivals } from "./checkpoint-arrivals";
 import type { CheckpointData, WritesData } from "./entries";
 import { CHECKPOINT, CheckpointInput, Configurable, ThreadMetadata, WRITES } from "./entries";
+import type { MessageRef } from "./messages";
+import { MESSAGES_CHANNEL, planMessages } from "./messages";
 import { pendingWrites } from "./pending-writes";
 import { deserialize, type Serialized, serialize } from "./serialized";
 import type { StoredCheckpoint, ThreadReader } from "./thread-reader";
@@ -85,9 +87,14 @@ function contains(actual: unknown, expected: unknown): boolean {
 }
 
 /** Who holds each channel's value at a checkpoint: its own entry for the values it stores. */
-function holders(held: Record<string, string>, values: object, entryId: string): Record<string, string> {
+function holders(
+  held: Record<string, string>,
+  data: Pick<CheckpointData, "values" | "messages">,
+  entryId: string,
+) {
   const all = { ...held };
-  for (const channel of Object.keys(values)) all[channel] = entryId;
+  for (const channel of Object.keys(data.values)) all[channel] = entryId;
+  if (data.messages) all[MESSAGES_CHANNEL] = entryId;
   return all;
 }
 
@@ -102,6 +109,8 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
   readonly #handles: SessionHandles;
   readonly #prefix: string;
   readonly #known = new Map<string, KnownCheckpoint>();
+  /** The message references of checkpoints that changed the messages channel, by session and entry. */
+  readonly #refs = new Map<string, MessageRef[]>();
   readonly #arrivals = new CheckpointArrivals((key) => this.#known.has(key));
 
   constructor(options: CfSessionsSaverOptions) {
@@ -138,10 +147,36 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
   #rememberStored(sessionId: string, { entryId, data }: StoredCheckpoint): KnownCheckpoint {
     const known = {
       versions: data.checkpoint.channel_versions,
-      holders: holders(data.held, data.values, entryId),
+      holders: holders(data.held, data, entryId),
     };
+    if (data.messages) this.#keepRefs(sessionId, entryId, data.messages);
     this.#remember(sessionId, data.checkpoint.id, known);
     return known;
+  }
+
+  #keepRefs(sessionId: string, entryId: string, refs: MessageRef[]): void {
+    const key = `${sessionId}\n${entryId}`;
+    this.#refs.delete(key);
+    this.#refs.set(key, refs);
+    if (this.#refs.size > KEPT_CHECKPOINTS) this.#refs.delete(this.#refs.keys().next().value as string);
+  }
+
+  /**
+   * The messages channel at a checkpoint as references (none: the channel is not set); undefined
+   * when it is held as a value (a list the references could not follow, or written before them).
+   */
+  async #refsAt(session: Session, known: KnownCheckpoint): Promise<MessageRef[] | undefined> {
+    const holder = known.holders[MESSAGES_CHANNEL];
+    if (holder === undefined) return [];
+    const kept = this.#refs.get(`${session.id}\n${holder}`);
+    if (kept) return kept;
+    const stored = checkpointOf(await session.getEntry(holder));
+    if (stored?.data.messages) {
+      this.#keepRefs(session.id, holder, stored.data.messages);
+      return stored.data.messages;
+    }
+    const value = stored?.data.values[MESSAGES_CHANNEL];
+    return value && "json" in value && Array.isArray(value.json) && value.json.length === 0 ? [] : undefined;
   }
 
   /** The checkpoint `put` builds on: remembered, or read (once, when another process wrote it). */
@@ -167,13 +202,16 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     const entryId = await checkpointEntryId(checkpoint.id);
     const parentEntryId = parentId === undefined ? undefined : await checkpointEntryId(parentId);
 
-    // Every value is serialized before anything is written.
+    // Every value is serialized before anything is written; a messages list message by message.
     const { channel_values: channelValues, ...bare } = checkpoint;
     const values: Record<string, Serialized> = {};
+    let listed: Serialized[] | undefined;
     for (const channel of Object.keys(newVersions)) {
-      if (Object.hasOwn(channelValues, channel)) {
-        values[channel] = await serialize(this.serde, channelValues[channel]);
-      }
+      if (!Object.hasOwn(channelValues, channel)) continue;
+      const value = channelValues[channel];
+      if (channel === MESSAGES_CHANNEL && Array.isArray(value) && value.length > 0) {
+        listed = await Promise.all(value.map((message) => serialize(this.serde, message)));
+      } else values[channel] = await serialize(this.serde, value);
     }
     const data: CheckpointData = {
       checkpoint: JSON.parse(JSON.stringify(bare)),
@@ -193,16 +231,30 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
           const unchanged = !Object.hasOwn(newVersions, channel) && parent?.versions[channel] === version;
           if (unchanged && holder !== undefined) held[channel] = holder;
         }
-        await session.appendEntry({
-          type: "custom",
-          id: entryId,
-          parentId: parent ? (parentEntryId as string) : null,
-          customType: CHECKPOINT,
-          data: { ...data, held },
-        });
+        // The messages become entries on the checkpoint's path, when references can follow them.
+        const parentRefs = listed && (parent ? await this.#refsAt(session, parent) : []);
+        const plan = listed && parentRefs && (await planMessages(listed, parentRefs, checkpoint.id));
+        const stored: CheckpointData = plan
+          ? { ...data, held, messages: plan.refs }
+          : {
+              ...data,
+              held,
+              values: listed ? { ...values, [MESSAGES_CHANNEL]: await this.#whole(listed) } : values,
+            };
+        const chain: EntryInput[] = [
+          ...(plan?.entries ?? []),
+          { type: "custom", id: entryId, customType: CHECKPOINT, data: stored },
+        ];
+        let above: string | null = parent ? (parentEntryId as string) : null;
+        for (const entry of chain) {
+          entry.parentId = above;
+          above = entry.id as string;
+        }
+        await session.appendEntries(chain as AppendEntryInput[]);
+        if (plan) this.#keepRefs(thread.sessionId, entryId, plan.refs);
         this.#remember(thread.sessionId, checkpoint.id, {
           versions: { ...checkpoint.channel_versions },
-          holders: holders(held, values, entryId),
+          holders: holders(held, stored, entryId),
         });
       }),
     );
@@ -250,6 +302,12 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
         session.appendEntry({ type: "custom", parentId, customType: WRITES, data }),
       ),
     );
+  }
+
+  /** A messages list that references cannot follow, as one value (what its messages serialized to). */
+  async #whole(listed: Serialized[]): Promise<Serialized> {
+    const messages = await Promise.all(listed.map((message) => deserialize(this.serde, message)));
+    return serialize(this.serde, messages);
   }
 
   /** Runs a write that hangs under checkpoint `parentId` once that checkpoint is stored. */
@@ -374,15 +432,22 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     for (const [channel, holder] of Object.entries(data.held)) {
       byHolder.set(holder, [...(byHolder.get(holder) ?? []), channel]);
     }
+    let refs = data.messages;
     await Promise.all(
       [...byHolder].map(async ([holder, channels]) => {
         const held = await reader.checkpoint(holder);
         for (const channel of channels) {
+          if (channel === MESSAGES_CHANNEL && held?.data.messages) refs = held.data.messages;
           const value = held?.data.values[channel];
           if (value !== undefined) channelValues[channel] = await deserialize(this.serde, value);
         }
       }),
     );
+    if (refs) {
+      const messages = await reader.messages(refs, stored);
+      if (messages)
+        channelValues[MESSAGES_CHANNEL] = await Promise.all(messages.map((m) => deserialize(this.serde, m)));
+    }
     const checkpoint = { ...data.checkpoint, channel_values: channelValues } as Checkpoint;
     if (checkpoint.v < 4 && data.parent !== undefined)
       await this.#migratePendingSends(reader, checkpoint, data.parent);

@@ -1,5 +1,8 @@
-import type { Session, StoredEntry } from "../../core";
+import type { EntryType, Session, StoredEntry, TreeEntry } from "../../core";
 import { CHECKPOINT, CheckpointData, WRITES, WritesData } from "./entries";
+import type { MessageRef } from "./messages";
+import { keptMessage } from "./messages";
+import type { Serialized } from "./serialized";
 
 /** A checkpoint entry as read: its id, where it stands in append order, and what it holds. */
 export interface StoredCheckpoint {
@@ -13,6 +16,21 @@ export interface ThreadReader {
   checkpoint(entryId: string): Promise<StoredCheckpoint | undefined>;
   /** The writes entries under the checkpoint, in append order. */
   writes(checkpoint: StoredCheckpoint): Promise<WritesData[]>;
+  /** The messages `refs` name, as kept on the entries of the checkpoint's path; undefined if one is gone. */
+  messages(refs: readonly MessageRef[], checkpoint: StoredCheckpoint): Promise<Serialized[] | undefined>;
+}
+
+function keptMessages(
+  refs: readonly MessageRef[],
+  entry: (id: string) => StoredEntry<TreeEntry> | undefined,
+): Serialized[] | undefined {
+  const messages: Serialized[] = [];
+  for (const ref of refs) {
+    const message = keptMessage(entry(ref.holder));
+    if (!message) return undefined;
+    messages.push(message);
+  }
+  return messages;
 }
 
 /** The checkpoint an entry holds, or undefined for any other entry (one a person added, say). */
@@ -31,10 +49,14 @@ function writesOf(entry: StoredEntry): { parentId: string; data: WritesData } | 
 /** Entries per page when a session is read whole or from a checkpoint on. */
 const PAGE = 1000;
 
-/** Custom entries of the session appended after `after`, page by page. */
-async function* customEntriesAfter(session: Session, after: number): AsyncGenerator<StoredEntry> {
+/** Entries of the session of these types appended after `after`, page by page. */
+async function* entriesAfter(
+  session: Session,
+  after: number,
+  type: EntryType | readonly EntryType[] = "custom",
+): AsyncGenerator<StoredEntry> {
   for (let cursor = after; ; ) {
-    const page = await session.getEntries({ after: cursor, limit: PAGE, type: "custom" });
+    const page = await session.getEntries({ after: cursor, limit: PAGE, type });
     yield* page;
     const last = page[page.length - 1];
     if (!last || page.length < PAGE) return;
@@ -54,11 +76,16 @@ export function sessionReader(session: Session): ThreadReader {
     },
     async writes(checkpoint) {
       const found: WritesData[] = [];
-      for await (const entry of customEntriesAfter(session, checkpoint.seq)) {
+      for await (const entry of entriesAfter(session, checkpoint.seq)) {
         const writes = writesOf(entry);
         if (writes?.parentId === checkpoint.entryId) found.push(writes.data);
       }
       return found;
+    },
+    async messages(refs, checkpoint) {
+      if (refs.length === 0) return [];
+      const path = new Map((await session.getBranch(checkpoint.entryId)).map((entry) => [entry.id, entry]));
+      return keptMessages(refs, (id) => path.get(id));
     },
   };
 }
@@ -69,17 +96,25 @@ export async function wholeThread(
 ): Promise<{ checkpoints: StoredCheckpoint[]; reader: ThreadReader }> {
   const checkpoints = new Map<string, StoredCheckpoint>();
   const writes = new Map<string, WritesData[]>();
-  for await (const entry of customEntriesAfter(session, 0)) {
+  const messages = new Map<string, StoredEntry>();
+  for await (const entry of entriesAfter(session, 0, ["custom", "message", "context_edit"])) {
+    if (entry.type !== "custom") {
+      if (keptMessage(entry)) messages.set(entry.id, entry);
+      continue;
+    }
     const checkpoint = checkpointOf(entry);
     if (checkpoint) checkpoints.set(checkpoint.entryId, checkpoint);
     const written = writesOf(entry);
     if (written) writes.set(written.parentId, [...(writes.get(written.parentId) ?? []), written.data]);
+    // A message with no place in a context is a custom entry too.
+    if (keptMessage(entry)) messages.set(entry.id, entry);
   }
   return {
     checkpoints: [...checkpoints.values()],
     reader: {
       checkpoint: async (entryId) => checkpoints.get(entryId),
       writes: async (checkpoint) => writes.get(checkpoint.entryId) ?? [],
+      messages: async (refs) => keptMessages(refs, (id) => messages.get(id)),
     },
   };
 }

@@ -1,0 +1,208 @@
+import type { AgentMessage, EntryInput, StoredEntry, TreeEntry } from "../../core";
+import { canonicalJson, fromOpenAIChat, isRecord, sha256Hex } from "../../core/internal";
+import { keepOriginal, originalOf } from "../conversation";
+import { keyedId } from "../keys";
+import type { Serialized } from "./serialized";
+
+/*
+ * A graph's messages channel (`MessagesAnnotation`, `messagesStateReducer`: LangChain messages,
+ * each with an id) as the thread's conversation. The messages a checkpoint adds become message
+ * entries on its path, just before it, each keeping the message as the serializer wrote it; a
+ * message the checkpoint no longer holds (a `RemoveMessage`) is a context edit leaving it out, and
+ * one it holds changed (the same id, other content) a context edit replacing its content, keeping
+ * the new message. The checkpoint then holds only references to those entries, so the context at
+ * each checkpoint is that checkpoint's messages, and each message is stored once.
+ *
+ * A list the references cannot follow (a message without an id, an id twice, a message put
+ * before others it did not come before) is stored as any other channel's value.
+ */
+
+export const MESSAGES_CHANNEL = "messages";
+export const FRAMEWORK = "langgraph";
+
+/** Where a checkpoint's message is: the entry it became, and the entry holding it as it is now. */
+export interface MessageRef {
+  /** The message's own id. */
+  id: string;
+  /** The message entry it became (what a context edit names). */
+  entry: string;
+  /** The entry whose kept message is the message now: `entry`, or the last edit that replaced it. */
+  holder: string;
+  /** A digest of the message as serialized, to tell a replaced message from the same one. */
+  print: string;
+  /** Whether its entry is a message a context edit may name (not a message with no place in a context). */
+  editable: boolean;
+}
+
+/** A LangChain message as the serializer writes it: `{lc: 1, type: "constructor", id: [..., "AIMessage"], kwargs}`. */
+interface SerializedMessage {
+  id: string;
+  kind: "human" | "ai" | "tool" | "system" | "other";
+  kwargs: Record<string, unknown>;
+}
+
+const KINDS: Record<string, SerializedMessage["kind"]> = {
+  HumanMessage: "human",
+  HumanMessageChunk: "human",
+  AIMessage: "ai",
+  AIMessageChunk: "ai",
+  ToolMessage: "tool",
+  ToolMessageChunk: "tool",
+  SystemMessage: "system",
+  SystemMessageChunk: "system",
+  ChatMessage: "other",
+  FunctionMessage: "other",
+};
+
+/** The message a serialized value is, when it is a LangChain message with an id. */
+function serializedMessage(value: Serialized): SerializedMessage | undefined {
+  if (!("json" in value) || !isRecord(value.json)) return undefined;
+  const { lc, type, id, kwargs } = value.json;
+  if (lc !== 1 || type !== "constructor" || !Array.isArray(id) || !isRecord(kwargs)) return undefined;
+  if (id[0] !== "langchain_core" || id[1] !== "messages") return undefined;
+  const kind = KINDS[String(id[id.length - 1])];
+  if (kind === undefined || typeof kwargs.id !== "string" || kwargs.id === "") return undefined;
+  return { id: kwargs.id, kind, kwargs };
+}
+
+type ChatPart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string } };
+
+/** LangChain content (a string, or blocks) as Chat Completions parts: text and images, nothing else. */
+function chatParts(content: unknown): ChatPart[] {
+  if (typeof content === "string") return content === "" ? [] : [{ type: "text", text: content }];
+  if (!Array.isArray(content)) return [];
+  const parts: ChatPart[] = [];
+  for (const block of content) {
+    if (typeof block === "string") parts.push({ type: "text", text: block });
+    else if (!isRecord(block)) continue;
+    else if (block.type === "text" && typeof block.text === "string")
+      parts.push({ type: "text", text: block.text });
+    else if (block.type === "image_url") {
+      const url = isRecord(block.image_url) ? block.image_url.url : block.image_url;
+      if (typeof url === "string") parts.push({ type: "image_url", image_url: { url } });
+    } else if (
+      block.type === "image" &&
+      typeof block.data === "string" &&
+      typeof block.mime_type === "string"
+    ) {
+      parts.push({ type: "image_url", image_url: { url: `data:${block.mime_type};base64,${block.data}` } });
+    } else if (block.type === "image" && typeof block.url === "string") {
+      parts.push({ type: "image_url", image_url: { url: block.url } });
+    }
+  }
+  return parts;
+}
+
+const textOf = (parts: ChatPart[]) =>
+  parts
+    .filter((part): part is { type: "text"; text: string } => part.type === "text")
+    .map((part) => part.text)
+    .join("");
+
+/** The message as the core reads it, through the Chat Completions reader; undefined: no place in a context. */
+function messageOf(message: SerializedMessage, history: readonly AgentMessage[]): AgentMessage | undefined {
+  const { kind, kwargs } = message;
+  const parts = chatParts(kwargs.content);
+  let chat: unknown;
+  if (kind === "human") chat = { role: "user", content: parts.length === 0 ? "" : parts };
+  else if (kind === "tool" && typeof kwargs.tool_call_id === "string")
+    chat = { role: "tool", tool_call_id: kwargs.tool_call_id, content: textOf(parts) };
+  else if (kind === "ai") {
+    const calls = Array.isArray(kwargs.tool_calls) ? kwargs.tool_calls.filter(isRecord) : [];
+    chat = {
+      role: "assistant",
+      content: textOf(parts),
+      tool_calls: calls.map((call) => ({
+        id: String(call.id ?? ""),
+        type: "function",
+        function: { name: String(call.name ?? ""), arguments: JSON.stringify(call.args ?? {}) },
+      })),
+    };
+  } else return undefined;
+  try {
+    return fromOpenAIChat(chat, { history, timestamp: Date.now() })[0];
+  } catch {
+    return undefined;
+  }
+}
+
+/** What `put` writes for a checkpoint's messages: entries before it, and its references. */
+export interface MessagesPlan {
+  entries: EntryInput[];
+  refs: MessageRef[];
+}
+
+/**
+ * The entries and references of a checkpoint's messages (`serialized`, in the channel's order),
+ * given its parent's references; undefined when references cannot follow the list.
+ */
+export async function planMessages(
+  serialized: readonly Serialized[],
+  parentRefs: readonly MessageRef[],
+  checkpointId: string,
+): Promise<MessagesPlan | undefined> {
+  const messages: SerializedMessage[] = [];
+  for (const value of serialized) {
+    const message = serializedMessage(value);
+    if (!message) return undefined;
+    messages.push(message);
+  }
+  if (new Set(messages.map((m) => m.id)).size !== messages.length) return undefined;
+  const prints = await Promise.all(serialized.map((value) => sha256Hex(canonicalJson(value))));
+  const before = new Map(parentRefs.map((ref) => [ref.id, ref]));
+  const now = new Set(messages.map((m) => m.id));
+  // The parent's messages that stay keep their order; new ones come after all of them.
+  const kept = messages.filter((m) => before.has(m.id));
+  const expected = parentRefs.filter((ref) => now.has(ref.id)).map((ref) => ref.id);
+  if (kept.map((m) => m.id).join("\n") !== expected.join("\n")) return undefined;
+  if (messages.slice(0, kept.length).some((m) => !before.has(m.id))) return undefined;
+
+  const entries: EntryInput[] = [];
+  const history: AgentMessage[] = [];
+  const refs: MessageRef[] = [];
+  const idOf = (n: number) => keyedId("", [checkpointId, `message-${n}`]);
+  for (const ref of parentRefs) {
+    if (now.has(ref.id)) continue;
+    // Removed: left out of the context from here on.
+    if (!ref.editable) return undefined;
+    entries.push({
+      type: "context_edit",
+      id: await idOf(entries.length),
+      targetId: ref.entry,
+      replacement: null,
+    });
+  }
+  for (const [index, message] of messages.entries()) {
+    const value = serialized[index] as Serialized;
+    const print = prints[index] as string;
+    const core = messageOf(message, history);
+    if (core) history.push(core);
+    const ref = before.get(message.id);
+    if (ref && ref.print === print) {
+      refs.push(ref);
+      continue;
+    }
+    const id = await idOf(entries.length);
+    if (ref) {
+      // The same message, replaced: its content in the context is the new one's.
+      if (!ref.editable || !core) return undefined;
+      const content = "content" in core ? core.content : "";
+      const edit = { type: "context_edit" as const, id, targetId: ref.entry, replacement: { content } };
+      entries.push(...keepOriginal([edit], FRAMEWORK, [value]));
+      refs.push({ ...ref, holder: id, print });
+    } else {
+      const entry: EntryInput = core
+        ? { type: "message", id, message: core }
+        : { type: "custom", id, customType: `${FRAMEWORK}:message`, data: { kind: message.kind } };
+      entries.push(...keepOriginal([entry], FRAMEWORK, [value]));
+      refs.push({ id: message.id, entry: id, holder: id, print, editable: core !== undefined });
+    }
+  }
+  return { entries, refs };
+}
+
+/** The message an entry keeps (a message entry, or an edit that replaced one). */
+export function keptMessage(entry: StoredEntry<TreeEntry> | undefined): Serialized | undefined {
+  const original = entry && originalOf(entry, FRAMEWORK);
+  return original?.records[0] as Serialized | undefined;
+}

@@ -168,14 +168,9 @@ describe.each(repos)("a StateGraph checkpointed in %s", (_name, makeRepo) => {
       const checkpointId = state.config.configurable?.checkpoint_id as string;
       const context = await session.buildContext({ leafId: checkpointId });
       const messages = (state.values as typeof State.State).messages ?? [];
-      expect(
-        context.messages.map((m) => [
-          m.role,
-          typeof m.content === "string"
-            ? m.content
-            : m.content.map((b) => ("text" in b ? b.text : "")).join(""),
-        ]),
-      ).toEqual(messages.map((m) => [roles[m.getType()], m.content]));
+      expect(context.messages.map((m) => [m.role, contentText((m as { content: unknown }).content)])).toEqual(
+        messages.map((m) => [roles[m.getType()], m.content]),
+      );
       checked++;
     }
     expect(checked).toBeGreaterThan(5);

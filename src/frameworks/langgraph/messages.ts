@@ -126,6 +126,8 @@ function messageOf(message: SerializedMessage, history: readonly AgentMessage[])
   }
 }
 
+type EditInput = Extract<EntryInput, { type: "context_edit" }>;
+
 /** What `put` writes for a checkpoint's messages: entries before it, and its references. */
 export interface MessagesPlan {
   entries: EntryInput[];
@@ -186,8 +188,10 @@ export async function planMessages(
     if (ref) {
       // The same message, replaced: its content in the context is the new one's.
       if (!ref.editable || !core) return undefined;
-      const content = "content" in core ? core.content : "";
-      const edit = { type: "context_edit" as const, id, targetId: ref.entry, replacement: { content } };
+      const content = (core as { content: unknown }).content as NonNullable<
+        EditInput["replacement"]
+      >["content"];
+      const edit: EditInput = { type: "context_edit", id, targetId: ref.entry, replacement: { content } };
       entries.push(...keepOriginal([edit], FRAMEWORK, [value]));
       refs.push({ ...ref, holder: id, print });
     } else {
@@ -202,7 +206,7 @@ export async function planMessages(
 }
 
 /** The message an entry keeps (a message entry, or an edit that replaced one). */
-export function keptMessage(entry: StoredEntry<TreeEntry> | undefined): Serialized | undefined {
-  const original = entry && originalOf(entry, FRAMEWORK);
+export function keptMessage(entry: StoredEntry | undefined): Serialized | undefined {
+  const original = entry && originalOf(entry as TreeEntry, FRAMEWORK);
   return original?.records[0] as Serialized | undefined;
 }

@@ -1,4 +1,4 @@
-import type { EntryType, Session, StoredEntry, TreeEntry } from "../../core";
+import type { EntryType, Session, StoredEntry } from "../../core";
 import { CHECKPOINT, CheckpointData, WRITES, WritesData } from "./entries";
 import type { MessageRef } from "./messages";
 import { keptMessage } from "./messages";
@@ -22,7 +22,7 @@ export interface ThreadReader {
 
 function keptMessages(
   refs: readonly MessageRef[],
-  entry: (id: string) => StoredEntry<TreeEntry> | undefined,
+  entry: (id: string) => StoredEntry | undefined,
 ): Serialized[] | undefined {
   const messages: Serialized[] = [];
   for (const ref of refs) {

@@ -5,6 +5,7 @@ import type { AgentMessage } from "../../src/core";
 import { prepareCompaction } from "../../src/core";
 import { CfSessionsChatStore } from "../../src/frameworks/ai-sdk";
 import { CfSessionsStore } from "../../src/frameworks/claude-agent-sdk";
+import { CfSessionsSaver } from "../../src/frameworks/langgraph";
 import { CfSessionsSession } from "../../src/frameworks/openai-agents";
 import {
   ANSWER,
@@ -264,6 +265,32 @@ function fromAISDK(messages: readonly Json[]): string[] {
   return lines;
 }
 
+/** LangChain messages, as a graph's state holds them. */
+function fromLangChain(messages: readonly Json[]): string[] {
+  const calls = new Calls();
+  const roles: Record<string, string> = { human: "user", ai: "assistant" };
+  return messages.map((m) => {
+    const type = (m as unknown as { getType(): string }).getType();
+    if (type === "tool") return calls.result(String(m.tool_call_id), textOf(m.content));
+    const parts =
+      typeof m.content === "string"
+        ? [m.content]
+        : records(m.content).map((part) =>
+            part.type === "text"
+              ? String(part.text)
+              : part.type === "image_url"
+                ? "[image]"
+                : part.type === "reasoning"
+                  ? `[thinking] ${part.reasoning}`
+                  : `[${part.type}]`,
+          );
+    const toolCalls = records(m.tool_calls).map((call) =>
+      calls.call(String(call.id), String(call.name), call.args),
+    );
+    return line(roles[type] ?? type, [...parts, ...toolCalls]);
+  });
+}
+
 /** The AI SDK's UI messages: an answer's steps are its assistant messages, a tool part its call and result. */
 function fromUIMessages(messages: readonly Json[]): string[] {
   const lines: string[] = [];
@@ -418,6 +445,17 @@ const readers: Reader[] = [
       const sessionStore = new CfSessionsStore({ repo, keyIsSessionId: true });
       const messages = await getSessionMessages(id, { sessionStore, dir: "/work/weather" });
       return fromAnthropic(messages.map((message) => message.message as Json));
+    },
+  },
+  {
+    name: "LangGraph getTuple, a thread on the session",
+    reasoning: asReasoning,
+    splits: eachMessage,
+    async read(id) {
+      // The graph's thread is the session: named by its id, with no prefix.
+      const saver = new CfSessionsSaver({ repo, sessionPrefix: "" });
+      const tuple = await saver.getTuple({ configurable: { thread_id: id } });
+      return fromLangChain(records(tuple?.checkpoint.channel_values.messages));
     },
   },
   {

@@ -339,3 +339,82 @@ describe.each(repos)("a graph that edits its messages, checkpointed in %s", (_na
     expect(chat.messages[1]?.tool_call_id).toBe("t1");
   });
 });
+
+describe.each(repos)(
+  "a graph that starts its thread on a session written another way, in %s",
+  (_name, makeRepo) => {
+    it("reads the session's conversation as its messages and goes on writing it", async () => {
+      const repo = makeRepo();
+      const session = await repo.create({ id: `from-session-${crypto.randomUUID()}` });
+      await session.appendMessage({ role: "user", content: "weather in Paris?", timestamp: 1 });
+      await session.appendMessage({
+        role: "assistant",
+        content: [{ type: "toolCall", id: "t1", name: "weather", arguments: { city: "Paris" } }],
+        api: "openai-completions",
+        provider: "openai",
+        model: "gpt-4o",
+        usage: {
+          input: 0,
+          output: 0,
+          cacheRead: 0,
+          cacheWrite: 0,
+          totalTokens: 0,
+          cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+        },
+        stopReason: "toolUse",
+        timestamp: 2,
+      });
+      await session.appendMessage({
+        role: "toolResult",
+        toolCallId: "t1",
+        toolName: "weather",
+        content: [{ type: "text", text: "sunny" }],
+        isError: false,
+        timestamp: 3,
+      });
+      const before = (await session.getEntries({ type: "message" })).length;
+
+      const saver = new CfSessionsSaver({ repo, sessionPrefix: "" });
+      const graph = new StateGraph(MessagesAnnotation)
+        .addNode("model", ({ messages }) => ({
+          messages: [new AIMessage(`after ${messages.length} messages: ${String(messages.at(-1)?.content)}`)],
+        }))
+        .addEdge(START, "model")
+        .addEdge("model", END)
+        .compile({ checkpointer: saver });
+      const config = { configurable: { thread_id: session.id } };
+      const start = await graph.getState(config);
+      expect(
+        (start.values as { messages: Array<{ getType(): string }> }).messages.map((m) => m.getType()),
+      ).toEqual(["human", "ai", "tool"]);
+      await graph.invoke({ messages: [new HumanMessage("and tomorrow?")] }, config);
+      const state = await graph.getState(config);
+      const messages = (state.values as { messages: Array<{ getType(): string; content: unknown }> })
+        .messages;
+      expect(messages.map((m) => [m.getType(), contentText(m.content)])).toEqual([
+        ["human", "weather in Paris?"],
+        ["ai", ""],
+        ["tool", "sunny"],
+        ["human", "and tomorrow?"],
+        ["ai", "after 4 messages: and tomorrow?"],
+      ]);
+      // The session goes on from where it stood: its own messages once, the graph's after them.
+      const context = await session.buildContext();
+      expect(context.messages.map((m) => [m.role, contentText((m as { content: unknown }).content)])).toEqual(
+        [
+          ["user", "weather in Paris?"],
+          ["assistant", ""],
+          ["toolResult", "sunny"],
+          ["user", "and tomorrow?"],
+          ["assistant", "after 4 messages: and tomorrow?"],
+        ],
+      );
+      expect((await session.getEntries({ type: "message" })).length).toBe(before + 2);
+      expect(await session.getEntries({ type: "context_edit" })).toEqual([]);
+      // Another turn reads its messages back from the checkpoints.
+      await graph.invoke({ messages: [new HumanMessage("thanks")] }, config);
+      const again = (await graph.getState(config)).values as { messages: unknown[] };
+      expect(again.messages).toHaveLength(7);
+    });
+  },
+);

@@ -1,6 +1,9 @@
+import { AIMessage, type BaseMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
+import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import type { SessionRepo } from "../../src/core/internal";
 import { CfSessionsChatStore } from "../../src/frameworks/ai-sdk";
 import { CfSessionsStore } from "../../src/frameworks/claude-agent-sdk";
+import { CfSessionsSaver } from "../../src/frameworks/langgraph";
 import { CfSessionsSession } from "../../src/frameworks/openai-agents";
 
 /*
@@ -84,6 +87,40 @@ export interface Door {
    * reasoning and its call were streamed as two lines (a Claude Code import, the SDK's store).
    */
   hasStreamedLines?: boolean;
+}
+
+/**
+ * A scripted agent as a LangGraph graph: a model node that answers from a script (its first answer
+ * reasons and calls the tool), and a tool node. Its messages channel is what the saver stores.
+ */
+function scriptedAgent(saver: CfSessionsSaver) {
+  const answers = (messages: BaseMessage[]) => messages.filter((m) => m.getType() === "ai").length;
+  return new StateGraph(MessagesAnnotation)
+    .addNode("model", ({ messages }) => {
+      const turn = answers(messages);
+      if (turn === 0) {
+        return {
+          messages: [
+            new AIMessage({
+              content: [{ type: "reasoning", reasoning: THOUGHT }],
+              tool_calls: [{ id: CALL_ID, name: TOOL, args: ARGS }],
+            }),
+          ],
+        };
+      }
+      const text = turn === 1 ? ANSWER : SECOND_ANSWER;
+      return { messages: [new AIMessage({ content: text })] };
+    })
+    .addNode("tools", () => ({
+      messages: [new ToolMessage({ content: RESULT, tool_call_id: CALL_ID, name: TOOL })],
+    }))
+    .addEdge(START, "model")
+    .addConditionalEdges("model", ({ messages }) => {
+      const last = messages.at(-1) as AIMessage | undefined;
+      return last?.tool_calls?.length ? "tools" : END;
+    })
+    .addEdge("tools", "model")
+    .compile({ checkpointer: saver });
 }
 
 /** The conversation as a Claude Code transcript's lines (the reasoning and the call streamed as two lines). */
@@ -611,6 +648,28 @@ export const CONVERSATION_DOORS: readonly Door[] = [
         },
       ]);
       return id;
+    },
+  },
+  {
+    name: "LangGraph graph",
+    // The script's messages do not say which model answered (a chat model's `response_metadata` would).
+    model: "unknown",
+    signed: false,
+    reasoning: true,
+    async write(id, target) {
+      // Without a prefix, the thread's session is named by the thread id itself.
+      const saver = new CfSessionsSaver({ repo: target.repo, sessionPrefix: "" });
+      const graph = scriptedAgent(saver);
+      const config = { configurable: { thread_id: id } };
+      const question = new HumanMessage({
+        content: [
+          { type: "text", text: QUESTION },
+          { type: "image_url", image_url: { url: PNG_URL } },
+        ],
+      });
+      await graph.invoke({ messages: [question] }, config);
+      await graph.invoke({ messages: [new HumanMessage(FOLLOW_UP)] }, config);
+      return saver.sessionIdFor(id);
     },
   },
   {

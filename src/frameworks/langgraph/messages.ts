@@ -1,5 +1,5 @@
-import type { AgentMessage, EntryInput, StoredEntry, TreeEntry } from "../../core";
-import { canonicalJson, fromOpenAIChat, isRecord, sha256Hex } from "../../core/internal";
+import type { AgentMessage, EntryInput, StoredEntry, ThinkingContent, TreeEntry } from "../../core";
+import { canonicalJson, fromOpenAIChat, isAssistantMessage, isRecord, sha256Hex } from "../../core/internal";
 import { keepOriginal, originalOf } from "../conversation";
 import { keyedId } from "../keys";
 import type { Serialized } from "./serialized";
@@ -109,6 +109,7 @@ function messageOf(message: SerializedMessage, history: readonly AgentMessage[])
     chat = { role: "tool", tool_call_id: kwargs.tool_call_id, content: textOf(parts) };
   else if (kind === "ai") {
     const calls = Array.isArray(kwargs.tool_calls) ? kwargs.tool_calls.filter(isRecord) : [];
+    const extra = isRecord(kwargs.additional_kwargs) ? kwargs.additional_kwargs.reasoning_content : undefined;
     chat = {
       role: "assistant",
       content: textOf(parts),
@@ -117,13 +118,46 @@ function messageOf(message: SerializedMessage, history: readonly AgentMessage[])
         type: "function",
         function: { name: String(call.name ?? ""), arguments: JSON.stringify(call.args ?? {}) },
       })),
+      // A server's own reasoning field (DeepSeek's, through LangChain) goes back there, as pi-ai's does.
+      ...(typeof extra === "string" && extra !== "" ? { reasoning_content: extra } : {}),
     };
   } else return undefined;
+  let read: AgentMessage | undefined;
   try {
-    return fromOpenAIChat(chat, { history, timestamp: Date.now() })[0];
+    read = fromOpenAIChat(chat, { history, timestamp: Date.now(), model: modelOf(kwargs) })[0];
   } catch {
     return undefined;
   }
+  const thinking = reasoningBlocks(kwargs.content);
+  return read && isAssistantMessage(read) && thinking.length > 0
+    ? { ...read, content: [...thinking, ...read.content] }
+    : read;
+}
+
+/**
+ * The reasoning blocks of an AI message's content (LangChain's `reasoning`, Anthropic's `thinking`
+ * with its signature), as thinking.
+ */
+function reasoningBlocks(content: unknown): ThinkingContent[] {
+  const blocks = Array.isArray(content) ? content.filter(isRecord) : [];
+  return blocks.flatMap((block): ThinkingContent[] => {
+    if (block.type === "thinking" && typeof block.thinking === "string") {
+      const signature = typeof block.signature === "string" ? { thinkingSignature: block.signature } : {};
+      return [{ type: "thinking", thinking: block.thinking, ...signature }];
+    }
+    const text = block.reasoning ?? block.text;
+    return block.type === "reasoning" && typeof text === "string"
+      ? [{ type: "thinking", thinking: text }]
+      : [];
+  });
+}
+
+/** The model that answered, as the chat model recorded it (`model_provider`, `model_name`). */
+function modelOf(kwargs: Record<string, unknown>): { provider: string; modelId: string } {
+  const metadata = isRecord(kwargs.response_metadata) ? kwargs.response_metadata : {};
+  const provider = typeof metadata.model_provider === "string" ? metadata.model_provider : "unknown";
+  const modelId = typeof metadata.model_name === "string" ? metadata.model_name : "unknown";
+  return { provider, modelId };
 }
 
 type EditInput = Extract<EntryInput, { type: "context_edit" }>;

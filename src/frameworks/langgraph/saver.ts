@@ -17,7 +17,7 @@ import {
 import type * as z from "zod";
 import type { AppendEntryInput, EntryInput, Session, SessionRepo } from "../../core";
 import { SessionError } from "../../core";
-import { canonicalJson, isRecord } from "../../core/internal";
+import { canonicalJson, isRecord, sha256Hex } from "../../core/internal";
 import { keyedId } from "../keys";
 import { isMissingSession, SessionHandles } from "../session-handles";
 import { CheckpointArrivals } from "./checkpoint-arrivals";
@@ -27,6 +27,7 @@ import type { MessageRef } from "./messages";
 import { MESSAGES_CHANNEL, planMessages } from "./messages";
 import { pendingWrites } from "./pending-writes";
 import { deserialize, type Serialized, serialize } from "./serialized";
+import { sessionMessages } from "./session-messages";
 import type { StoredCheckpoint, ThreadReader } from "./thread-reader";
 import { checkpointOf, sessionReader, wholeThread } from "./thread-reader";
 
@@ -73,6 +74,17 @@ function configurable(config: RunnableConfig | undefined) {
   if (!parsed.success) throw invalid(message, parsed.error);
   const { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpointId } = parsed.data;
   return { threadId, checkpointNs, checkpointId };
+}
+
+/**
+ * What the id of a checkpoint that stands for a session's context starts with (no checkpoint of
+ * the thread is there: the session was written some other way); the entry it is at follows.
+ */
+const SESSION_HEAD = "session-head:";
+
+/** The entry a session head's checkpoint id names, or undefined for any other checkpoint id. */
+function sessionHeadEntry(checkpointId: string): string | undefined {
+  return checkpointId.startsWith(SESSION_HEAD) ? checkpointId.slice(SESSION_HEAD.length) : undefined;
 }
 
 /** The entry id of a checkpoint (its id as it is when it fits the id syntax). */
@@ -179,10 +191,57 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     return value && "json" in value && Array.isArray(value.json) && value.json.length === 0 ? [] : undefined;
   }
 
+  /**
+   * The checkpoint a session's context at `leaf` stands for, when no checkpoint of the thread was
+   * put there: its messages (session-messages.ts) as the messages channel, at version 1. Its
+   * references are kept for the first `put` made from it.
+   */
+  async #sessionHead(
+    thread: Thread,
+    session: Session,
+    leaf: string,
+  ): Promise<{ tuple: CheckpointTuple; known: KnownCheckpoint } | undefined> {
+    const path = await session.getBranch(leaf);
+    if (path.at(-1)?.id !== leaf) return undefined;
+    const found = sessionMessages(path);
+    if (found.length === 0) return undefined;
+    const messages = await Promise.all(found.map(({ value }) => deserialize(this.serde, value)));
+    const id = `${SESSION_HEAD}${leaf}`;
+    const refs: MessageRef[] = await Promise.all(
+      found.map(async ({ value, entry, editable }, index) => {
+        const messageId = String((value as { json: { kwargs: { id: unknown } } }).json.kwargs.id);
+        const print = await sha256Hex(canonicalJson(await serialize(this.serde, messages[index])));
+        return { id: messageId, entry: entry.id, holder: entry.id, print, editable };
+      }),
+    );
+    const known: KnownCheckpoint = {
+      versions: { [MESSAGES_CHANNEL]: 1 },
+      holders: { [MESSAGES_CHANNEL]: id },
+    };
+    this.#keepRefs(session.id, id, refs);
+    this.#remember(session.id, id, known);
+    const checkpoint: Checkpoint = {
+      v: 4,
+      id,
+      ts: path.at(-1)?.timestamp ?? new Date().toISOString(),
+      channel_values: { [MESSAGES_CHANNEL]: messages },
+      channel_versions: { [MESSAGES_CHANNEL]: 1 },
+      versions_seen: {},
+    };
+    const ids = { thread_id: thread.threadId, checkpoint_ns: thread.checkpointNs, checkpoint_id: id };
+    const metadata = { source: "input", step: -1, parents: {} } as CheckpointMetadata;
+    return { tuple: { config: { configurable: ids }, checkpoint, metadata, pendingWrites: [] }, known };
+  }
+
   /** The checkpoint `put` builds on: remembered, or read (once, when another process wrote it). */
   async #parent(session: Session, checkpointId: string): Promise<KnownCheckpoint | undefined> {
     const known = this.#known.get(`${session.id}\n${checkpointId}`);
     if (known) return known;
+    const head = sessionHeadEntry(checkpointId);
+    if (head !== undefined) {
+      const thread = { threadId: "", checkpointNs: "", sessionId: session.id };
+      return (await this.#sessionHead(thread, session, head))?.known;
+    }
     const stored = checkpointOf(await session.getEntry(await checkpointEntryId(checkpointId)));
     return stored && this.#rememberStored(session.id, stored);
   }
@@ -200,13 +259,18 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     if (!input.success) throw invalid("Failed to put checkpoint: the checkpoint is malformed", input.error);
     const thread = await this.#thread(threadId, checkpointNs);
     const entryId = await checkpointEntryId(checkpoint.id);
-    const parentEntryId = parentId === undefined ? undefined : await checkpointEntryId(parentId);
+    const fromSession = parentId === undefined ? undefined : sessionHeadEntry(parentId);
+    const parentEntryId =
+      parentId === undefined ? undefined : (fromSession ?? (await checkpointEntryId(parentId)));
 
     // Every value is serialized before anything is written; a messages list message by message.
     const { channel_values: channelValues, ...bare } = checkpoint;
     const values: Record<string, Serialized> = {};
     let listed: Serialized[] | undefined;
-    for (const channel of Object.keys(newVersions)) {
+    // The first checkpoint after a session's head holds the messages itself: that head is no entry.
+    const changed = new Set(Object.keys(newVersions));
+    if (fromSession !== undefined) changed.add(MESSAGES_CHANNEL);
+    for (const channel of changed) {
       if (!Object.hasOwn(channelValues, channel)) continue;
       const value = channelValues[channel];
       if (channel === MESSAGES_CHANNEL && Array.isArray(value) && value.length > 0) {
@@ -321,10 +385,18 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     if (threadId === undefined) return undefined;
     const thread = await this.#thread(threadId, checkpointNs);
     return this.#read(thread, undefined, async (session) => {
+      const head = checkpointId === undefined ? undefined : sessionHeadEntry(checkpointId);
+      if (head !== undefined) return (await this.#sessionHead(thread, session, head))?.tuple;
       const stored =
         checkpointId === undefined
           ? await this.#latest(session)
           : checkpointOf(await session.getEntry(await checkpointEntryId(checkpointId)));
+      // A session no checkpoint was put in (written over HTTP, by an import, another framework):
+      // its conversation, as the state a graph starts the thread from.
+      if (!stored && checkpointId === undefined) {
+        const leaf = await session.getLeafId();
+        return leaf === null ? undefined : (await this.#sessionHead(thread, session, leaf))?.tuple;
+      }
       if (!stored || (checkpointId !== undefined && stored.data.checkpoint.id !== checkpointId))
         return undefined;
       this.#rememberStored(session.id, stored);

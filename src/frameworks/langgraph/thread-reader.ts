@@ -1,8 +1,9 @@
-import type { EntryType, Session, StoredEntry } from "../../core";
+import type { EntryType, Session, StoredEntry, TreeEntry } from "../../core";
 import { CHECKPOINT, CheckpointData, WRITES, WritesData } from "./entries";
 import type { MessageRef } from "./messages";
 import { keptMessage } from "./messages";
 import type { Serialized } from "./serialized";
+import { sessionMessages } from "./session-messages";
 
 /** A checkpoint entry as read: its id, where it stands in append order, and what it holds. */
 export interface StoredCheckpoint {
@@ -20,13 +21,29 @@ export interface ThreadReader {
   messages(refs: readonly MessageRef[], checkpoint: StoredCheckpoint): Promise<Serialized[] | undefined>;
 }
 
-function keptMessages(
+/**
+ * The messages `refs` name: kept on their entries by this saver, or read from the context of the
+ * checkpoint's path (`path`, read only when needed) for those a thread started from a session
+ * holds.
+ */
+async function keptMessages(
   refs: readonly MessageRef[],
   entry: (id: string) => StoredEntry | undefined,
-): Serialized[] | undefined {
+  path: () => Promise<StoredEntry<TreeEntry>[]>,
+): Promise<Serialized[] | undefined> {
   const messages: Serialized[] = [];
+  let fromSession: Map<string, Serialized> | undefined;
   for (const ref of refs) {
-    const message = keptMessage(entry(ref.holder));
+    let message = keptMessage(entry(ref.holder));
+    if (!message) {
+      fromSession ??= new Map(
+        sessionMessages(await path()).map(({ value }) => [
+          String((value as { json: { kwargs: { id: unknown } } }).json.kwargs.id),
+          value,
+        ]),
+      );
+      message = fromSession.get(ref.id);
+    }
     if (!message) return undefined;
     messages.push(message);
   }
@@ -84,8 +101,13 @@ export function sessionReader(session: Session): ThreadReader {
     },
     async messages(refs, checkpoint) {
       if (refs.length === 0) return [];
-      const path = new Map((await session.getBranch(checkpoint.entryId)).map((entry) => [entry.id, entry]));
-      return keptMessages(refs, (id) => path.get(id));
+      const path = await session.getBranch(checkpoint.entryId);
+      const byId = new Map(path.map((entry) => [entry.id, entry]));
+      return keptMessages(
+        refs,
+        (id) => byId.get(id),
+        async () => path,
+      );
     },
   };
 }
@@ -114,7 +136,12 @@ export async function wholeThread(
     reader: {
       checkpoint: async (entryId) => checkpoints.get(entryId),
       writes: async (checkpoint) => writes.get(checkpoint.entryId) ?? [],
-      messages: async (refs) => keptMessages(refs, (id) => messages.get(id)),
+      messages: (refs, checkpoint) =>
+        keptMessages(
+          refs,
+          (id) => messages.get(id),
+          () => session.getBranch(checkpoint.entryId),
+        ),
     },
   };
 }

@@ -1,0 +1,103 @@
+import type { AgentMessage, StoredEntry, TreeEntry } from "../../core";
+import { isAssistantMessage, isToolResultMessage, isUserMessage } from "../../core";
+import { isRecord } from "../../core/internal";
+import { conversationPieces } from "../conversation";
+import { FRAMEWORK } from "./messages";
+import type { Serialized } from "./serialized";
+
+/*
+ * Any session as a graph's messages: its context at an entry, each message as LangChain's
+ * serializer writes a message (so the saver's serializer makes `HumanMessage`, `AIMessage` and
+ * `ToolMessage` of them), named by the entry it came from. Messages this saver wrote come back as
+ * they were kept; others are read from their entries: text and images, reasoning, tool calls and
+ * results. This is how a graph starts a thread on a session it did not write.
+ */
+
+/** A message of a session's context, as a graph's messages channel holds it, and the entry it came from. */
+export interface SessionMessage {
+  value: Serialized;
+  entry: StoredEntry<TreeEntry>;
+  /** Whether it is the entry's only message, a message a context edit may name. */
+  editable: boolean;
+}
+
+function lcMessage(name: string, kwargs: Record<string, unknown>): Serialized {
+  return {
+    type: "json",
+    json: { lc: 1, type: "constructor", id: ["langchain_core", "messages", name], kwargs },
+  };
+}
+
+const textOf = (blocks: readonly unknown[]) =>
+  blocks
+    .filter(isRecord)
+    .filter((block) => block.type === "text" && typeof block.text === "string")
+    .map((block) => block.text as string)
+    .join("");
+
+/** A core message as LangChain's serialized message of the same role (named `id`). */
+export function serializedMessage(message: AgentMessage, id: string): Serialized | undefined {
+  const base = { id, additional_kwargs: {}, response_metadata: {} };
+  if (isUserMessage(message)) {
+    const content =
+      typeof message.content === "string"
+        ? message.content
+        : message.content.map((part) =>
+            part.type === "text"
+              ? { type: "text", text: part.text }
+              : { type: "image_url", image_url: { url: `data:${part.mimeType};base64,${part.data}` } },
+          );
+    return lcMessage("HumanMessage", { ...base, content });
+  }
+  if (isAssistantMessage(message)) {
+    const reasoning = message.content.flatMap((block) =>
+      block.type === "thinking" && !block.redacted ? [{ type: "reasoning", reasoning: block.thinking }] : [],
+    );
+    const text = textOf(message.content);
+    const tool_calls = message.content.flatMap((block) =>
+      block.type === "toolCall"
+        ? [{ id: block.id, name: block.name, args: block.arguments, type: "tool_call" }]
+        : [],
+    );
+    const content = reasoning.length > 0 ? [...reasoning, ...(text ? [{ type: "text", text }] : [])] : text;
+    return lcMessage("AIMessage", { ...base, content, tool_calls, invalid_tool_calls: [] });
+  }
+  if (isToolResultMessage(message)) {
+    return lcMessage("ToolMessage", {
+      ...base,
+      content: textOf(message.content),
+      tool_call_id: message.toolCallId,
+      name: message.toolName,
+      status: message.isError ? "error" : "success",
+    });
+  }
+  // A custom message or a summary reads as something the user side said.
+  const content =
+    (message as { content?: unknown; summary?: unknown }).content ??
+    (message as { summary?: unknown }).summary;
+  const text = typeof content === "string" ? content : Array.isArray(content) ? textOf(content) : "";
+  return text ? lcMessage("HumanMessage", { ...base, content: text }) : undefined;
+}
+
+/** The id a message of a session's context has in a graph: its entry's, and which of the entry's messages it is. */
+export function messageIdOf(entryId: string, index: number): string {
+  return index === 0 ? entryId : `${entryId}:${index}`;
+}
+
+/** The messages of a path's context (root first), as a graph's messages channel holds them. */
+export function sessionMessages(path: readonly StoredEntry<TreeEntry>[]): SessionMessage[] {
+  const messages: SessionMessage[] = [];
+  for (const piece of conversationPieces(path, FRAMEWORK)) {
+    const entry = piece.entries.at(-1) as StoredEntry<TreeEntry>;
+    const editable = piece.entries.length === 1 && piece.messages.length === 1 && entry.type === "message";
+    if (piece.records) {
+      for (const record of piece.records) messages.push({ value: record as Serialized, entry, editable });
+      continue;
+    }
+    piece.messages.forEach((message, index) => {
+      const value = serializedMessage(message, messageIdOf(entry.id, index));
+      if (value) messages.push({ value, entry, editable });
+    });
+  }
+  return messages;
+}

@@ -107,14 +107,16 @@ describe("project keys", () => {
       (JSON.parse((await cli(["list", "--project", project, "--json"])).out) as Array<{ id: string }>).map(
         (s) => s.id,
       );
-    // The listing hears of a session's metadata a moment after it is written (DIRECTORY_SYNC_MS).
-    await vi.waitFor(async () => expect(await listed("https://github.com/acme/app.git")).toEqual([inRepo]), {
-      timeout: 20_000,
-      interval: 200,
-    });
+    // The listing hears of each session's metadata a moment after it is written (DIRECTORY_SYNC_MS).
+    await vi.waitFor(
+      async () => {
+        expect(await listed("https://github.com/acme/app.git")).toEqual([inRepo]);
+        expect(await listed("scratch")).toEqual([outside]);
+      },
+      { timeout: 20_000, interval: 200 },
+    );
     expect(await listed("github.com/acme/app/services/api")).toEqual([inRepo]);
     expect(await listed("github.com/acme/app/services")).toEqual([inRepo]);
-    expect(await listed("scratch")).toEqual([outside]);
     expect(await listed("github.com/acme/other")).toEqual([]);
 
     // On the other machine, from anywhere in its checkout: the project's folder there.

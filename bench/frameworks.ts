@@ -1,3 +1,4 @@
+import { AIMessage, type BaseMessage, HumanMessage } from "@langchain/core/messages";
 import type { AgentInputItem } from "@openai/agents-core";
 import { createClient } from "../src/client";
 import type { AgentMessage } from "../src/core/internal";
@@ -6,7 +7,9 @@ import { CfSessionsSession } from "../src/frameworks/openai-agents";
 
 /*
  * What a framework's write costs over HTTP next to our own append of the same: one LangGraph `put`
- * (a checkpoint whose changed channel holds ~1 KB) against a plain append of a ~1 KB message, and
+ * (a checkpoint whose changed channel holds ~1 KB) against a plain append of a ~1 KB message, one
+ * `put` of a graph's step that adds a ~1 KB LangChain message to its messages channel (the message
+ * becomes an entry, the checkpoint references the thread's messages) against the same, and
  * one Agents `addItems` of a turn (a question, a `function_call`, its result and the answer, ~1 KB
  * in all) against a plain append of the same turn as our four messages in one request. Each is
  * measured in the steady state (the thread or session already open), all interleaved through the
@@ -63,6 +66,36 @@ export async function frameworkWrites(bench: FrameworkBench): Promise<void> {
     });
     parent = id;
   };
+  // A graph's messages channel: the same message objects from step to step, one more each step.
+  const messageThread = { thread_id: "framework-langgraph-messages", checkpoint_ns: "" };
+  const conversation: BaseMessage[] = [];
+  let messageParent: string | undefined;
+  const putMessage = async (i: number) => {
+    const id = `cp-${String(i).padStart(8, "0")}`;
+    const said = text(i, 1000);
+    conversation.push(
+      i % 2 === 0
+        ? new HumanMessage({ id: `m-${i}`, content: said })
+        : new AIMessage({ id: `m-${i}`, content: said }),
+    );
+    const checkpoint = {
+      v: 4,
+      id,
+      ts: new Date().toISOString(),
+      channel_values: { messages: [...conversation] },
+      channel_versions: { messages: i + 1 },
+      versions_seen: { agent: { messages: i } },
+    };
+    await saver.put(
+      { configurable: { ...messageThread, checkpoint_id: messageParent } },
+      checkpoint,
+      metadata,
+      {
+        messages: i + 1,
+      },
+    );
+    messageParent = id;
+  };
   const turnItems = (i: number): AgentInputItem[] => [
     { type: "message", role: "user", content: [{ type: "input_text", text: text(i, 700) }] },
     {
@@ -110,18 +143,21 @@ export async function frameworkWrites(bench: FrameworkBench): Promise<void> {
   const plainTurn = (i: number) =>
     plainTurns.appendEntries(turnMessages(i).map((message) => ({ type: "message" as const, message })));
   await put(0);
+  await putMessage(0);
   await agents.addItems(turnItems(0));
   await plain.appendMessage(bench.message(0, 1000));
   await plainTurn(0);
 
   const appends: number[] = [];
   const puts: number[] = [];
+  const messagePuts: number[] = [];
   const adds: number[] = [];
   const turns: number[] = [];
   const count = bench.quick ? 200 : 1000;
   for (let i = 1; i <= count; i++) {
     appends.push(await timed(() => plain.appendMessage(bench.message(i, 1000))));
     puts.push(await timed(() => put(i)));
+    messagePuts.push(await timed(() => putMessage(i)));
     turns.push(await timed(() => plainTurn(i)));
     adds.push(await timed(() => agents.addItems(turnItems(i))));
   }
@@ -135,6 +171,12 @@ export async function frameworkWrites(bench: FrameworkBench): Promise<void> {
     limit: 1.3 * append.median,
     note: "1.3 × the plain append",
   });
+  const messagePutStats = bench.record(
+    "LangGraph put of a step adding a 1 KB message to its messages channel over HTTP, p50",
+    "ms",
+    warm(messagePuts),
+    { limit: 1.3 * append.median, note: "1.3 × the plain append" },
+  );
   const turn = bench.record(
     "plain append of a turn (4 messages, 1 KB, one request) over HTTP, p50",
     "ms",
@@ -150,5 +192,10 @@ export async function frameworkWrites(bench: FrameworkBench): Promise<void> {
     },
   );
   bench.ratio("LangGraph put p50 / plain append p50", putStats.median / append.median, 1.3);
+  bench.ratio(
+    "LangGraph put of a message p50 / plain append p50",
+    messagePutStats.median / append.median,
+    1.3,
+  );
   bench.ratio("Agents addItems p50 / plain append of the turn p50", addStats.median / turn.median, 1.3);
 }

@@ -37,8 +37,12 @@ export const MessageRef = z.object({
 export const CheckpointData = z.object({
   checkpoint: z.looseObject(checkpointFields),
   values: z.record(z.string(), Serialized),
-  /** The messages channel's value, when the checkpoint changed it, as references to entries (messages.ts). */
-  messages: z.array(MessageRef).optional(),
+  /**
+   * How the checkpoint changed the messages channel, as references to entries (messages.ts): the
+   * ids it no longer holds, and the messages it added or replaced. The channel's value is that of
+   * the checkpoint it was made from, so changed.
+   */
+  messages: z.object({ removed: z.array(z.string()), added: z.array(MessageRef) }).optional(),
   held: z.record(z.string(), z.string()),
   metadata: Serialized,
   /** The checkpoint it was made from (also the entry's parent, unless that one is gone). */

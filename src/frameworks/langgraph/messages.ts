@@ -162,6 +162,50 @@ function modelOf(kwargs: Record<string, unknown>): { provider: string; modelId: 
 
 type EditInput = Extract<EntryInput, { type: "context_edit" }>;
 
+/** How a checkpoint changed its messages channel (CheckpointData's `messages`). */
+export interface MessageChanges {
+  /** Ids of the messages it no longer holds. */
+  removed: string[];
+  /** Messages it added (after all others) or replaced (in place). */
+  added: MessageRef[];
+}
+
+/** The references after `changes`. */
+export function applyChanges(refs: readonly MessageRef[], changes: MessageChanges): MessageRef[] {
+  const removed = new Set(changes.removed);
+  const next = refs.filter((ref) => !removed.has(ref.id));
+  const at = new Map(next.map((ref, index) => [ref.id, index]));
+  for (const ref of changes.added) {
+    const index = at.get(ref.id);
+    if (index === undefined) {
+      at.set(ref.id, next.length);
+      next.push(ref);
+    } else next[index] = ref;
+  }
+  return next;
+}
+
+/** The changes that take `before` to `after`. */
+export function changesBetween(before: readonly MessageRef[], after: readonly MessageRef[]): MessageChanges {
+  const now = new Set(after.map((ref) => ref.id));
+  const was = new Map(before.map((ref) => [ref.id, ref]));
+  return {
+    removed: before.filter((ref) => !now.has(ref.id)).map((ref) => ref.id),
+    added: after.filter((ref) => was.get(ref.id)?.holder !== ref.holder),
+  };
+}
+
+/** A message of a messages channel, as serialized, and the digest that tells it from another. */
+export interface ListedMessage {
+  value: Serialized;
+  print: string;
+}
+
+/** A message as `put` lists it: `serialized`, with its digest. */
+export async function listedMessage(value: Serialized): Promise<ListedMessage> {
+  return { value, print: await sha256Hex(canonicalJson(value)) };
+}
+
 /** What `put` writes for a checkpoint's messages: entries before it, and its references. */
 export interface MessagesPlan {
   entries: EntryInput[];
@@ -173,18 +217,17 @@ export interface MessagesPlan {
  * given its parent's references; undefined when references cannot follow the list.
  */
 export async function planMessages(
-  serialized: readonly Serialized[],
+  listed: readonly ListedMessage[],
   parentRefs: readonly MessageRef[],
   checkpointId: string,
 ): Promise<MessagesPlan | undefined> {
   const messages: SerializedMessage[] = [];
-  for (const value of serialized) {
+  for (const { value } of listed) {
     const message = serializedMessage(value);
     if (!message) return undefined;
     messages.push(message);
   }
   if (new Set(messages.map((m) => m.id)).size !== messages.length) return undefined;
-  const prints = await Promise.all(serialized.map((value) => sha256Hex(canonicalJson(value))));
   const before = new Map(parentRefs.map((ref) => [ref.id, ref]));
   const now = new Set(messages.map((m) => m.id));
   // The parent's messages that stay keep their order; new ones come after all of them.
@@ -208,12 +251,20 @@ export async function planMessages(
       replacement: null,
     });
   }
+  // Only new and replaced messages are read; a tool's result finds its call's name in the turn
+  // it came in, which starts at the user's last message before them.
+  const changed = messages.findIndex((m, i) => before.get(m.id)?.print !== listed[i]?.print);
+  let turn = changed;
+  while (turn > 0 && messages[turn]?.kind !== "human") turn--;
   for (const [index, message] of messages.entries()) {
-    const value = serialized[index] as Serialized;
-    const print = prints[index] as string;
+    const { value, print } = listed[index] as ListedMessage;
+    const ref = before.get(message.id);
+    if (changed === -1 || index < turn) {
+      refs.push(ref as MessageRef);
+      continue;
+    }
     const core = messageOf(message, history);
     if (core) history.push(core);
-    const ref = before.get(message.id);
     if (ref && ref.print === print) {
       refs.push(ref);
       continue;

@@ -23,13 +23,20 @@ import { isMissingSession, SessionHandles } from "../session-handles";
 import { CheckpointArrivals } from "./checkpoint-arrivals";
 import type { CheckpointData, WritesData } from "./entries";
 import { CHECKPOINT, CheckpointInput, Configurable, ThreadMetadata, WRITES } from "./entries";
-import type { MessageRef } from "./messages";
-import { MESSAGES_CHANNEL, planMessages } from "./messages";
+import type { ListedMessage, MessageRef } from "./messages";
+import { changesBetween, listedMessage, MESSAGES_CHANNEL, planMessages } from "./messages";
 import { pendingWrites } from "./pending-writes";
 import { deserialize, type Serialized, serialize } from "./serialized";
 import { sessionMessages } from "./session-messages";
 import type { StoredCheckpoint, ThreadReader } from "./thread-reader";
-import { checkpointOf, sessionReader, wholeThread } from "./thread-reader";
+import {
+  checkpointOf,
+  isWrites,
+  newestCheckpointAfter,
+  refsOnPath,
+  sessionReader,
+  wholeThread,
+} from "./thread-reader";
 
 export interface CfSessionsSaverOptions {
   /** Where threads are kept: a `RemoteRepo` (the service) or any of the library's repos. */
@@ -121,6 +128,8 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
   readonly #handles: SessionHandles;
   readonly #prefix: string;
   readonly #known = new Map<string, KnownCheckpoint>();
+  /** Messages of messages channels as serialized, by the message object (see `#listed`). */
+  readonly #listedMessages = new WeakMap<object, { id: unknown; listed: ListedMessage }>();
   /** The message references of checkpoints that changed the messages channel, by session and entry. */
   readonly #refs = new Map<string, MessageRef[]>();
   readonly #arrivals = new CheckpointArrivals((key) => this.#known.has(key));
@@ -161,7 +170,6 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
       versions: data.checkpoint.channel_versions,
       holders: holders(data.held, data, entryId),
     };
-    if (data.messages) this.#keepRefs(sessionId, entryId, data.messages);
     this.#remember(sessionId, data.checkpoint.id, known);
     return known;
   }
@@ -184,8 +192,10 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     if (kept) return kept;
     const stored = checkpointOf(await session.getEntry(holder));
     if (stored?.data.messages) {
-      this.#keepRefs(session.id, holder, stored.data.messages);
-      return stored.data.messages;
+      // Not put here: the changes of the checkpoints on its path, read once.
+      const refs = refsOnPath(await session.getBranch(holder));
+      if (refs) this.#keepRefs(session.id, holder, refs);
+      return refs;
     }
     const value = stored?.data.values[MESSAGES_CHANNEL];
     return value && "json" in value && Array.isArray(value.json) && value.json.length === 0 ? [] : undefined;
@@ -210,7 +220,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     const refs: MessageRef[] = await Promise.all(
       found.map(async ({ value, entry, editable }, index) => {
         const messageId = String((value as { json: { kwargs: { id: unknown } } }).json.kwargs.id);
-        const print = await sha256Hex(canonicalJson(await serialize(this.serde, messages[index])));
+        const { print } = await this.#listed(messages[index]);
         return { id: messageId, entry: entry.id, holder: entry.id, print, editable };
       }),
     );
@@ -266,7 +276,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     // Every value is serialized before anything is written; a messages list message by message.
     const { channel_values: channelValues, ...bare } = checkpoint;
     const values: Record<string, Serialized> = {};
-    let listed: Serialized[] | undefined;
+    let listed: ListedMessage[] | undefined;
     // The first checkpoint after a session's head holds the messages itself: that head is no entry.
     const changed = new Set(Object.keys(newVersions));
     if (fromSession !== undefined) changed.add(MESSAGES_CHANNEL);
@@ -274,7 +284,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
       if (!Object.hasOwn(channelValues, channel)) continue;
       const value = channelValues[channel];
       if (channel === MESSAGES_CHANNEL && Array.isArray(value) && value.length > 0) {
-        listed = await Promise.all(value.map((message) => serialize(this.serde, message)));
+        listed = await Promise.all(value.map((message) => this.#listed(message)));
       } else values[channel] = await serialize(this.serde, value);
     }
     const data: CheckpointData = {
@@ -299,7 +309,12 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
         const parentRefs = listed && (parent ? await this.#refsAt(session, parent) : []);
         const plan = listed && parentRefs && (await planMessages(listed, parentRefs, checkpoint.id));
         const stored: CheckpointData = plan
-          ? { ...data, held, messages: plan.refs }
+          ? // After a session's head, the path holds no checkpoint to change: all of them are added.
+            {
+              ...data,
+              held,
+              messages: changesBetween(fromSession === undefined ? (parentRefs ?? []) : [], plan.refs),
+            }
           : {
               ...data,
               held,
@@ -369,9 +384,24 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
   }
 
   /** A messages list that references cannot follow, as one value (what its messages serialized to). */
-  async #whole(listed: Serialized[]): Promise<Serialized> {
-    const messages = await Promise.all(listed.map((message) => deserialize(this.serde, message)));
+  async #whole(listed: ListedMessage[]): Promise<Serialized> {
+    const messages = await Promise.all(listed.map(({ value }) => deserialize(this.serde, value)));
     return serialize(this.serde, messages);
+  }
+
+  /**
+   * A message of a messages channel as serialized, with its digest: once per message object, for a
+   * graph's state holds the same messages from step to step (so each `put` serializes only the new
+   * ones); again if its id changed since (LangGraph gives a message without one an id).
+   */
+  async #listed(message: unknown): Promise<ListedMessage> {
+    const object = typeof message === "object" && message !== null ? message : undefined;
+    const id = (object as { id?: unknown } | undefined)?.id;
+    const known = object && this.#listedMessages.get(object);
+    if (known && known.id === id) return known.listed;
+    const listed = await listedMessage(await serialize(this.serde, message));
+    if (object) this.#listedMessages.set(object, { id, listed });
+    return listed;
   }
 
   /** Runs a write that hangs under checkpoint `parentId` once that checkpoint is stored. */
@@ -423,11 +453,15 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
    */
   async #latest(session: Session): Promise<StoredCheckpoint | undefined> {
     let id = await session.getLeafId();
+    let afterWrites = false;
     while (id !== null) {
       const entry = await session.getEntry(id);
       if (!entry) return undefined;
       const stored = checkpointOf(entry);
-      if (stored) return stored;
+      // A task's writes may be stored after the next checkpoint (LangGraph puts them apart), and
+      // then stand at the head: the latest checkpoint is the newest put after theirs.
+      if (stored) return afterWrites ? ((await newestCheckpointAfter(session, stored)) ?? stored) : stored;
+      afterWrites ||= isWrites(entry);
       id = entry.parentId;
     }
     return undefined;
@@ -504,19 +538,20 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     for (const [channel, holder] of Object.entries(data.held)) {
       byHolder.set(holder, [...(byHolder.get(holder) ?? []), channel]);
     }
-    let refs = data.messages;
+    // The messages channel as references: the checkpoint changed it, or holds it as one that did.
+    let referenced = data.messages !== undefined;
     await Promise.all(
       [...byHolder].map(async ([holder, channels]) => {
         const held = await reader.checkpoint(holder);
         for (const channel of channels) {
-          if (channel === MESSAGES_CHANNEL && held?.data.messages) refs = held.data.messages;
+          if (channel === MESSAGES_CHANNEL && held?.data.messages) referenced = true;
           const value = held?.data.values[channel];
           if (value !== undefined) channelValues[channel] = await deserialize(this.serde, value);
         }
       }),
     );
-    if (refs) {
-      const messages = await reader.messages(refs, stored);
+    if (referenced) {
+      const messages = await reader.messages(stored);
       if (messages)
         channelValues[MESSAGES_CHANNEL] = await Promise.all(messages.map((m) => deserialize(this.serde, m)));
     }

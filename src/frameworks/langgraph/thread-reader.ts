@@ -1,7 +1,7 @@
 import type { EntryType, Session, StoredEntry, TreeEntry } from "../../core";
 import { CHECKPOINT, CheckpointData, WRITES, WritesData } from "./entries";
 import type { MessageRef } from "./messages";
-import { keptMessage } from "./messages";
+import { applyChanges, keptMessage, MESSAGES_CHANNEL } from "./messages";
 import type { Serialized } from "./serialized";
 import { sessionMessages } from "./session-messages";
 
@@ -17,8 +17,27 @@ export interface ThreadReader {
   checkpoint(entryId: string): Promise<StoredCheckpoint | undefined>;
   /** The writes entries under the checkpoint, in append order. */
   writes(checkpoint: StoredCheckpoint): Promise<WritesData[]>;
-  /** The messages `refs` name, as kept on the entries of the checkpoint's path; undefined if one is gone. */
-  messages(refs: readonly MessageRef[], checkpoint: StoredCheckpoint): Promise<Serialized[] | undefined>;
+  /** The checkpoint's messages channel, from the entries of its path; undefined if one is gone. */
+  messages(checkpoint: StoredCheckpoint): Promise<Serialized[] | undefined>;
+}
+
+/** The references after `entry` when it is a checkpoint: changed, or unknown where it holds the channel as a value. */
+function refsAfter(refs: MessageRef[] | undefined, entry: StoredEntry): MessageRef[] | undefined {
+  const checkpoint = checkpointOf(entry);
+  if (!checkpoint) return refs;
+  const { messages, values } = checkpoint.data;
+  if (messages) return refs && applyChanges(refs, messages);
+  return values[MESSAGES_CHANNEL] === undefined ? refs : undefined;
+}
+
+/**
+ * The messages channel at the end of a path (root first) as references: the changes of its
+ * checkpoints applied in order; undefined when a checkpoint on it holds the channel as a value.
+ */
+export function refsOnPath(path: readonly StoredEntry[]): MessageRef[] | undefined {
+  let refs: MessageRef[] | undefined = [];
+  for (const entry of path) refs = refsAfter(refs, entry);
+  return refs;
 }
 
 /**
@@ -55,6 +74,21 @@ export function checkpointOf(entry: StoredEntry | undefined): StoredCheckpoint |
   if (entry?.type !== "custom" || entry.customType !== CHECKPOINT) return undefined;
   const data = CheckpointData.safeParse(entry.data);
   return data.success ? { entryId: entry.id, seq: entry.seq, data: data.data } : undefined;
+}
+
+/** Whether an entry holds a task's writes. */
+export function isWrites(entry: StoredEntry): boolean {
+  return entry.type === "custom" && entry.customType === WRITES;
+}
+
+/** The checkpoint appended last after `checkpoint`, if any. */
+export async function newestCheckpointAfter(
+  session: Session,
+  checkpoint: StoredCheckpoint,
+): Promise<StoredCheckpoint | undefined> {
+  let newest: StoredCheckpoint | undefined;
+  for await (const entry of entriesAfter(session, checkpoint.seq)) newest = checkpointOf(entry) ?? newest;
+  return newest;
 }
 
 function writesOf(entry: StoredEntry): { parentId: string; data: WritesData } | undefined {
@@ -99,9 +133,10 @@ export function sessionReader(session: Session): ThreadReader {
       }
       return found;
     },
-    async messages(refs, checkpoint) {
-      if (refs.length === 0) return [];
+    async messages(checkpoint) {
       const path = await session.getBranch(checkpoint.entryId);
+      const refs = refsOnPath(path);
+      if (!refs) return undefined;
       const byId = new Map(path.map((entry) => [entry.id, entry]));
       return keptMessages(
         refs,
@@ -118,30 +153,51 @@ export async function wholeThread(
 ): Promise<{ checkpoints: StoredCheckpoint[]; reader: ThreadReader }> {
   const checkpoints = new Map<string, StoredCheckpoint>();
   const writes = new Map<string, WritesData[]>();
-  const messages = new Map<string, StoredEntry>();
+  const entries = new Map<string, StoredEntry>();
   for await (const entry of entriesAfter(session, 0, ["custom", "message", "context_edit"])) {
-    if (entry.type !== "custom") {
-      if (keptMessage(entry)) messages.set(entry.id, entry);
-      continue;
-    }
+    entries.set(entry.id, entry);
     const checkpoint = checkpointOf(entry);
     if (checkpoint) checkpoints.set(checkpoint.entryId, checkpoint);
     const written = writesOf(entry);
     if (written) writes.set(written.parentId, [...(writes.get(written.parentId) ?? []), written.data]);
-    // A message with no place in a context is a custom entry too.
-    if (keptMessage(entry)) messages.set(entry.id, entry);
   }
+  // The references at each checkpoint, from those at the checkpoint above it (each computed once).
+  const refsAt = new Map<string, MessageRef[] | undefined>();
+  const refsOf = (entryId: string): MessageRef[] | undefined => {
+    const above: StoredEntry[] = [];
+    let refs: MessageRef[] | undefined = [];
+    for (let id: string | null = entryId; id !== null; ) {
+      if (refsAt.has(id)) {
+        refs = refsAt.get(id);
+        break;
+      }
+      const entry = entries.get(id);
+      if (!entry) break;
+      above.push(entry);
+      id = entry.parentId;
+    }
+    for (const entry of above.reverse()) {
+      refs = refsAfter(refs, entry);
+      if (checkpoints.has(entry.id)) refsAt.set(entry.id, refs);
+    }
+    return refs;
+  };
   return {
     checkpoints: [...checkpoints.values()],
     reader: {
       checkpoint: async (entryId) => checkpoints.get(entryId),
       writes: async (checkpoint) => writes.get(checkpoint.entryId) ?? [],
-      messages: (refs, checkpoint) =>
-        keptMessages(
-          refs,
-          (id) => messages.get(id),
-          () => session.getBranch(checkpoint.entryId),
-        ),
+      messages: async (checkpoint) => {
+        const refs = refsOf(checkpoint.entryId);
+        return (
+          refs &&
+          keptMessages(
+            refs,
+            (id) => entries.get(id),
+            () => session.getBranch(checkpoint.entryId),
+          )
+        );
+      },
     },
   };
 }

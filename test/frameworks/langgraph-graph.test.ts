@@ -1,4 +1,10 @@
-import { AIMessage, HumanMessage, RemoveMessage, ToolMessage } from "@langchain/core/messages";
+import {
+  AIMessage,
+  type BaseMessage,
+  HumanMessage,
+  RemoveMessage,
+  ToolMessage,
+} from "@langchain/core/messages";
 import {
   Annotation,
   type BaseCheckpointSaver,
@@ -16,6 +22,7 @@ import { createClient } from "../../src/client";
 import { MemoryRepo, type SessionRepo, type TreeNode, walkTree } from "../../src/core/internal";
 import { CfSessionsSaver } from "../../src/frameworks/langgraph";
 import { type DevServer, startDevServer } from "../support/dev-server";
+import { earlierSession } from "./earlier-sessions";
 
 /*
  * A real graph on the saver: it stops at an interrupt, resumes, and is forked from an earlier
@@ -418,3 +425,96 @@ describe.each(repos)(
     });
   },
 );
+
+describe("a thread written by cf-sessions 0.1 (checkpoints holding the messages, no message entries)", () => {
+  it("reads as it did, and its next checkpoint writes the whole conversation as the session's messages", async () => {
+    const repo = new MemoryRepo();
+    // A thread id of letters, digits and dashes is its session's id when the saver has no prefix.
+    const { session, expected } = await earlierSession<{ messages: Array<{ data: { id: string } }> }>(
+      repo,
+      "langgraph-0.1.0",
+      `legacy-${crypto.randomUUID()}`,
+    );
+    const saver = new CfSessionsSaver({ repo, sessionPrefix: "" });
+    const config = { configurable: { thread_id: session.id } };
+    const graph = new StateGraph(MessagesAnnotation)
+      .addNode("agent", () => ({ messages: [new AIMessage({ id: "ai-after", content: "Still sunny." })] }))
+      .addNode("tools", () => ({}))
+      .addEdge(START, "agent")
+      .addConditionalEdges("agent", () => END, ["tools", END])
+      .addEdge("tools", "agent")
+      .compile({ checkpointer: saver });
+    const ids = (state: StateSnapshot) =>
+      (state.values as { messages: Array<{ id?: string }> }).messages.map((m) => m.id);
+    // As cf-sessions 0.1 read it.
+    expect(ids(await graph.getState(config))).toEqual(expected.messages.map((m) => m.data.id));
+    // Before: the context holds none of them (checkpoints are custom entries).
+    expect((await session.buildContext()).messages).toEqual([]);
+
+    await graph.invoke({ messages: [new HumanMessage({ id: "h-after", content: "And now?" })] }, config);
+    const after = await graph.getState(config);
+    expect(ids(after)).toEqual([...expected.messages.map((m) => m.data.id), "h-after", "ai-after"]);
+    // From that checkpoint on, the conversation is the session's, each message once.
+    const context = await session.buildContext();
+    expect(context.messages.map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "toolResult",
+      "assistant",
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+    ]);
+    expect(contentText((context.messages.at(-1) as { content: unknown }).content)).toBe("Still sunny.");
+    // The earlier checkpoints still read as they did.
+    const history: StateSnapshot[] = [];
+    for await (const state of graph.getStateHistory(config)) history.push(state);
+    expect(history.length).toBeGreaterThan(3);
+    for (const state of history) expect(ids(state).every((id) => typeof id === "string")).toBe(true);
+  });
+});
+
+describe("a graph whose messages the references cannot follow", () => {
+  it("writes its list again, leaving the earlier out, so the context is still its messages", async () => {
+    const repo = new MemoryRepo();
+    const saver = new CfSessionsSaver({ repo, sessionPrefix: "" });
+    const threadId = `reordered-${crypto.randomUUID()}`;
+    const metadata = { source: "loop" as const, step: 0, parents: {} };
+    const put = async (id: string, parent: string | undefined, messages: BaseMessage[], version: number) => {
+      const checkpoint = {
+        v: 4,
+        id,
+        ts: new Date().toISOString(),
+        channel_values: { messages },
+        channel_versions: { messages: version },
+        versions_seen: {},
+      };
+      await saver.put(
+        { configurable: { thread_id: threadId, checkpoint_id: parent } },
+        checkpoint,
+        metadata,
+        {
+          messages: version,
+        },
+      );
+    };
+    const a = new HumanMessage({ id: "a", content: "first" });
+    const b = new AIMessage({ id: "b", content: "second" });
+    await put("cp-1", undefined, [a, b], 1);
+    // The same messages in another order, then one without an id.
+    await put("cp-2", "cp-1", [b, a], 2);
+    await put("cp-3", "cp-2", [b, a, new HumanMessage("no id")], 3);
+    const session = await repo.open(threadId);
+    const texts = async (leafId: string) =>
+      (await session.buildContext({ leafId })).messages.map((m) =>
+        contentText((m as { content: unknown }).content),
+      );
+    expect(await texts("cp-1")).toEqual(["first", "second"]);
+    expect(await texts("cp-2")).toEqual(["second", "first"]);
+    expect(await texts("cp-3")).toEqual(["second", "first", "no id"]);
+    const tuple = await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_id: "cp-2" } });
+    const read = (tuple?.checkpoint.channel_values.messages ?? []) as BaseMessage[];
+    expect(read.map((m) => m.id)).toEqual(["b", "a"]);
+  });
+});

@@ -61,8 +61,8 @@ function serializedMessage(value: Serialized): SerializedMessage | undefined {
   if (lc !== 1 || type !== "constructor" || !Array.isArray(id) || !isRecord(kwargs)) return undefined;
   if (id[0] !== "langchain_core" || id[1] !== "messages") return undefined;
   const kind = KINDS[String(id[id.length - 1])];
-  if (kind === undefined || typeof kwargs.id !== "string" || kwargs.id === "") return undefined;
-  return { id: kwargs.id, kind, kwargs };
+  if (kind === undefined) return undefined;
+  return { id: typeof kwargs.id === "string" ? kwargs.id : "", kind, kwargs };
 }
 
 type ChatPart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string } };
@@ -227,14 +227,28 @@ export async function planMessages(
     if (!message) return undefined;
     messages.push(message);
   }
-  if (new Set(messages.map((m) => m.id)).size !== messages.length) return undefined;
-  const before = new Map(parentRefs.map((ref) => [ref.id, ref]));
+  // Messages the references can follow: each with an id of its own, the parent's that stay in
+  // their order, new ones after them. Otherwise the parent's messages are all left out and the
+  // list is written again whole (its messages without ids named by their place).
+  const ids = messages.map((m) => m.id);
+  let before = new Map(parentRefs.map((ref) => [ref.id, ref]));
+  const kept = ids.filter((id) => before.has(id));
+  const follows =
+    !ids.includes("") &&
+    new Set(ids).size === ids.length &&
+    kept.join("\n") ===
+      parentRefs
+        .filter((ref) => ids.includes(ref.id))
+        .map((ref) => ref.id)
+        .join("\n") &&
+    ids.slice(0, kept.length).every((id) => before.has(id));
+  if (!follows) {
+    before = new Map();
+    messages.forEach((m, index) => {
+      m.id = `${checkpointId}:${index}`;
+    });
+  }
   const now = new Set(messages.map((m) => m.id));
-  // The parent's messages that stay keep their order; new ones come after all of them.
-  const kept = messages.filter((m) => before.has(m.id));
-  const expected = parentRefs.filter((ref) => now.has(ref.id)).map((ref) => ref.id);
-  if (kept.map((m) => m.id).join("\n") !== expected.join("\n")) return undefined;
-  if (messages.slice(0, kept.length).some((m) => !before.has(m.id))) return undefined;
 
   const entries: EntryInput[] = [];
   const history: AgentMessage[] = [];

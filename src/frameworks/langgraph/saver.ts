@@ -17,7 +17,7 @@ import {
 import type * as z from "zod";
 import type { AppendEntryInput, EntryInput, Session, SessionRepo } from "../../core";
 import { SessionError } from "../../core";
-import { canonicalJson, isRecord, sha256Hex } from "../../core/internal";
+import { canonicalJson, isRecord } from "../../core/internal";
 import { keyedId } from "../keys";
 import { isMissingSession, SessionHandles } from "../session-handles";
 import { CheckpointArrivals } from "./checkpoint-arrivals";
@@ -306,7 +306,9 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
           if (unchanged && holder !== undefined) held[channel] = holder;
         }
         // The messages become entries on the checkpoint's path, when references can follow them.
-        const parentRefs = listed && (parent ? await this.#refsAt(session, parent) : []);
+        // A parent holding the channel as a value (a checkpoint of cf-sessions 0.1, or a list of
+        // other things) has no message entries: the messages are all written from here.
+        const parentRefs = listed && (parent ? ((await this.#refsAt(session, parent)) ?? []) : []);
         const plan = listed && parentRefs && (await planMessages(listed, parentRefs, checkpoint.id));
         const stored: CheckpointData = plan
           ? // After a session's head, the path holds no checkpoint to change: all of them are added.

@@ -26,7 +26,8 @@ function refsAfter(refs: MessageRef[] | undefined, entry: StoredEntry): MessageR
   const checkpoint = checkpointOf(entry);
   if (!checkpoint) return refs;
   const { messages, values } = checkpoint.data;
-  if (messages) return refs && applyChanges(refs, messages);
+  // After a checkpoint holding the channel as a value, the changes of the next add every message.
+  if (messages) return applyChanges(refs ?? [], messages);
   return values[MESSAGES_CHANNEL] === undefined ? refs : undefined;
 }
 

@@ -452,8 +452,8 @@ const readers: Reader[] = [
     reasoning: asReasoning,
     splits: eachMessage,
     async read(id) {
-      // The graph's thread is the session: named by its id, with no prefix.
-      const saver = new CfSessionsSaver({ repo, sessionPrefix: "" });
+      // The graph's thread is the session, named by its id.
+      const saver = new CfSessionsSaver({ repo, threadIdIsSessionId: true });
       const tuple = await saver.getTuple({ configurable: { thread_id: id } });
       return fromLangChain(records(tuple?.checkpoint.channel_values.messages));
     },

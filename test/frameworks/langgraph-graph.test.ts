@@ -423,6 +423,35 @@ describe.each(repos)(
       const again = (await graph.getState(config)).values as { messages: unknown[] };
       expect(again.messages).toHaveLength(7);
     });
+
+    it("takes any session id as a thread id with threadIdIsSessionId, and refuses what is none", async () => {
+      const repo = makeRepo();
+      const id = `chat:from.another-door_${crypto.randomUUID().slice(0, 8)}`;
+      const session = await repo.create({ id });
+      await session.appendMessage({ role: "user", content: "hello from elsewhere", timestamp: 1 });
+      const saver = new CfSessionsSaver({ repo, threadIdIsSessionId: true });
+      expect(await saver.sessionIdFor(id)).toBe(id);
+      const graph = new StateGraph(MessagesAnnotation)
+        .addNode("model", () => ({ messages: [new AIMessage("hello back")] }))
+        .addEdge(START, "model")
+        .addEdge("model", END)
+        .compile({ checkpointer: saver });
+      await graph.invoke({ messages: [new HumanMessage("anyone?")] }, { configurable: { thread_id: id } });
+      const context = await session.buildContext();
+      expect(context.messages.map((m) => contentText((m as { content: unknown }).content))).toEqual([
+        "hello from elsewhere",
+        "anyone?",
+        "hello back",
+      ]);
+      const before = (await repo.list()).sessions.length;
+      await expect(saver.getTuple({ configurable: { thread_id: "not a session id" } })).rejects.toMatchObject(
+        {
+          code: "invalid_request",
+          message: expect.stringContaining("thread_id"),
+        },
+      );
+      expect((await repo.list()).sessions.length).toBe(before);
+    });
   },
 );
 

@@ -657,8 +657,8 @@ export const CONVERSATION_DOORS: readonly Door[] = [
     signed: false,
     reasoning: true,
     async write(id, target) {
-      // Without a prefix, the thread's session is named by the thread id itself.
-      const saver = new CfSessionsSaver({ repo: target.repo, sessionPrefix: "" });
+      // The thread's session is named by the thread id itself.
+      const saver = new CfSessionsSaver({ repo: target.repo, threadIdIsSessionId: true });
       const graph = scriptedAgent(saver);
       const config = { configurable: { thread_id: id } };
       const question = new HumanMessage({

@@ -16,7 +16,7 @@ import {
 } from "@langchain/langgraph-checkpoint";
 import type * as z from "zod";
 import type { AppendEntryInput, EntryInput, Session, SessionRepo } from "../../core";
-import { SessionError } from "../../core";
+import { Id, SessionError } from "../../core";
 import { canonicalJson, isRecord } from "../../core/internal";
 import { keyedId } from "../keys";
 import { isMissingSession, SessionHandles } from "../session-handles";
@@ -46,6 +46,13 @@ export interface CfSessionsSaverOptions {
    * deletes only its own, so several graphs can share a tenant.
    */
   sessionPrefix?: string;
+  /**
+   * A thread id is the id of its session, any session of the tenant (written over HTTP, by an
+   * import, by another framework): the graph goes on from its conversation. A thread in a
+   * checkpoint namespace is the session `<thread id>:<namespace, escaped>`. `list` without a
+   * thread then reads the tenant's whole listing for the sessions a graph wrote.
+   */
+  threadIdIsSessionId?: boolean;
   serde?: SerializerProtocol;
 }
 
@@ -127,6 +134,7 @@ function holders(
 export class CfSessionsSaver extends BaseCheckpointSaver {
   readonly #handles: SessionHandles;
   readonly #prefix: string;
+  readonly #threadIdIsSessionId: boolean;
   readonly #known = new Map<string, KnownCheckpoint>();
   /** Messages of messages channels as serialized, by the message object (see `#listed`). */
   readonly #listedMessages = new WeakMap<object, { id: unknown; listed: ListedMessage }>();
@@ -137,14 +145,22 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
   constructor(options: CfSessionsSaverOptions) {
     super(options.serde);
     this.#handles = new SessionHandles(options.repo);
-    this.#prefix = options.sessionPrefix ?? "langgraph:";
+    this.#threadIdIsSessionId = options.threadIdIsSessionId === true;
+    this.#prefix = this.#threadIdIsSessionId ? "" : (options.sessionPrefix ?? "langgraph:");
   }
 
   /**
    * The session id of a thread in a namespace: the prefix, then the thread id and (outside the
-   * root namespace) the namespace, escaped (`encodeKey`); a digest when that is too long.
+   * root namespace) the namespace, escaped (`encodeKey`); a digest when that is too long. With
+   * `threadIdIsSessionId`, the thread id itself (then the namespace).
    */
   async sessionIdFor(threadId: string, checkpointNs = ""): Promise<string> {
+    if (this.#threadIdIsSessionId) {
+      const id = Id.safeParse(threadId);
+      if (!id.success)
+        throw invalid("thread_id must be a session id: 1-128 of A-Z a-z 0-9 . _ : -", id.error);
+      return checkpointNs === "" ? id.data : keyedId(`${id.data}:`, [checkpointNs]);
+    }
     return keyedId(this.#prefix, checkpointNs === "" ? [threadId] : [threadId, checkpointNs]);
   }
 

@@ -443,6 +443,12 @@ describe.each(repos)(
         "anyone?",
         "hello back",
       ]);
+      // Its checkpoints are listed by its thread id, with or without the namespace.
+      for (const configurable of [{ thread_id: id }, { thread_id: id, checkpoint_ns: "" }]) {
+        const listed = [];
+        for await (const tuple of saver.list({ configurable })) listed.push(tuple.checkpoint.id);
+        expect(listed.length).toBeGreaterThan(1);
+      }
       const before = (await repo.list()).sessions.length;
       await expect(saver.getTuple({ configurable: { thread_id: "not a session id" } })).rejects.toMatchObject(
         {

@@ -498,9 +498,14 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     if (threadId !== undefined && checkpointNs !== undefined) {
       threads.push(await this.#thread(threadId, checkpointNs));
     } else {
+      // A thread's root namespace is its session whatever that session's metadata says (a
+      // session a graph started on, with `threadIdIsSessionId`, keeps its own).
+      if (threadId !== undefined && (checkpointNs === undefined || checkpointNs === "")) {
+        threads.push(await this.#thread(threadId, ""));
+      }
       for await (const info of this.#handles.scan(this.#prefix)) {
         const thread = ThreadMetadata.safeParse(info.metadata.langgraph);
-        if (!thread.success) continue;
+        if (!thread.success || threads.some((known) => known.sessionId === info.id)) continue;
         if (threadId !== undefined && thread.data.threadId !== threadId) continue;
         if (checkpointNs !== undefined && thread.data.checkpointNs !== checkpointNs) continue;
         threads.push({ ...thread.data, sessionId: info.id });

@@ -19,7 +19,7 @@ import {
 } from "@langchain/langgraph";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../src/client";
-import { MemoryRepo, type SessionRepo, type TreeNode, walkTree } from "../../src/core/internal";
+import { MemoryRepo, NO_USAGE, type SessionRepo, type TreeNode, walkTree } from "../../src/core/internal";
 import { CfSessionsSaver } from "../../src/frameworks/langgraph";
 import { type DevServer, startDevServer } from "../support/dev-server";
 import { earlierSession } from "./earlier-sessions";
@@ -360,14 +360,7 @@ describe.each(repos)(
         api: "openai-completions",
         provider: "openai",
         model: "gpt-4o",
-        usage: {
-          input: 0,
-          output: 0,
-          cacheRead: 0,
-          cacheWrite: 0,
-          totalTokens: 0,
-          cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-        },
+        usage: NO_USAGE,
         stopReason: "toolUse",
         timestamp: 2,
       });

@@ -1,3 +1,4 @@
+import type { Result } from "../../core/internal";
 import { unwrap } from "../../core/internal";
 import { STREAM_CLAIM_PREFIX } from "../directory/stream-registry";
 import type { DurableEnv } from "../env";
@@ -85,7 +86,7 @@ export class StreamAccount {
   }
 
   async #ask(tenant: string, key: string, holds: number, wants: number, isNew: boolean): Promise<void> {
-    let answer: Awaited<ReturnType<ReturnType<typeof directoryShard>["claimQuota"]>>;
+    let answer: Result<number>;
     try {
       answer = await this.#ledger(tenant).claimQuota(tenant, {
         sessionId: `${STREAM_CLAIM_PREFIX}${key}`,

@@ -1,6 +1,7 @@
 import type { ProjectedEntry } from "./context";
 import { projectEntries } from "./context";
 import type { TreeEntry } from "./entries";
+import { messagesCheckpoint } from "./framework-custom-messages";
 import { estimateTokens } from "./tokens";
 
 /*
@@ -65,7 +66,8 @@ function cutPoints(entries: readonly ProjectedEntry[], start: number, end: numbe
  */
 function isOmittedAttempt(suffix: readonly ProjectedEntry[]): boolean {
   const visible = (p: ProjectedEntry) =>
-    p.entry.type !== "context_edit" && projectEntries([p.entry], undefined, { edits: new Map() }).length > 0;
+    p.entry.type !== "context_edit" &&
+    projectEntries([p.entry], undefined, { edits: new Map(), checkpointId: null }).length > 0;
   const omitted = (p: ProjectedEntry) => visible(p) && p.messages.length === 0;
   const omittedIds = new Set(suffix.filter(omitted).map((p) => p.entry.id));
   const replacesOther = suffix.some(
@@ -134,9 +136,18 @@ export function findProjectedCut(
  */
 export function findCut(path: readonly TreeEntry[], start: number, end: number, keep: number): number {
   // A compaction shows its own opening here (its system message and summary count), as in pi.
-  const entries = path.map((entry) => ({
+  // A checkpoint holding the messages as a value stands for everything before it.
+  const checkpointId = messagesCheckpoint(path) ?? null;
+  const from = Math.max(
+    0,
+    path.findIndex((entry) => entry.id === checkpointId),
+  );
+  const entries = path.map((entry, index) => ({
     entry,
-    messages: projectEntries([entry], entry.type === "compaction" ? entry.id : undefined),
+    messages:
+      index < from
+        ? []
+        : projectEntries([entry], entry.type === "compaction" ? entry.id : undefined, { checkpointId }),
   }));
   return findProjectedCut(entries, start, end, keep).index;
 }

@@ -7,6 +7,7 @@ import type { TreeEntry } from "./entries";
 import { SessionError } from "./errors";
 import type { FileLists } from "./file-lists";
 import { addFiles, detailsFiles, fileLists } from "./file-lists";
+import { messagesCheckpoint } from "./framework-custom-messages";
 import type { AgentMessage } from "./messages";
 import type { SystemMessage } from "./system-messages";
 import { currentSystemMessage } from "./system-messages";
@@ -211,13 +212,14 @@ export function prepareBranchSummary(
   const entries = fromPath.slice(ancestor + 1);
   // The abandoned entries as the context showed them: their edits applied (pi 1.6).
   const edits = latestEdits(entries);
+  const checkpointId = messagesCheckpoint(entries) ?? null;
   const messages: AgentMessage[] = [];
   for (const entry of entries) {
     if (entry.type === "message" && entry.message.role === "toolResult") continue;
     const message =
       entry.type === "compaction"
         ? compactionSummary(entry)
-        : projectEntries([entry], undefined, { edits })[0];
+        : projectEntries([entry], undefined, { edits, checkpointId })[0];
     if (message) messages.push(message);
   }
   const earlier = entries

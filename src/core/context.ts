@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { applyContextEdit, latestEdits } from "./context-edits";
 import type { CompactionEntry, ContextEditEntry, CustomEntry, TreeEntry } from "./entries";
-import { frameworkMessages } from "./framework-custom-messages";
+import { checkpointMessages, frameworkMessages, messagesCheckpoint } from "./framework-custom-messages";
 import type { AgentMessage } from "./messages";
 import { AgentMessage as AgentMessageSchema, ThinkingLevel } from "./messages";
 
@@ -109,11 +109,20 @@ export function compactionSummary(entry: CompactionEntry): AgentMessage {
   return { role: "compactionSummary", summary, tokensBefore, timestamp: Date.parse(entry.timestamp) };
 }
 
+/**
+ * Where a context's messages start: its compaction, or the checkpoint whose messages value it holds
+ * (`messagesCheckpoint`), which stands for everything before it as a compaction does.
+ */
+interface ContextStart {
+  compactionId: string | undefined;
+  checkpointId: string | undefined;
+}
+
 function projectEntry(
   entry: TreeEntry,
   index: number,
   entries: readonly TreeEntry[],
-  compactionId: string | undefined,
+  start: ContextStart,
   options: BuildContextOptions,
 ): AgentMessage[] {
   switch (entry.type) {
@@ -133,7 +142,7 @@ function projectEntry(
       return [message];
     }
     case "compaction":
-      if (entry.id !== compactionId) return [];
+      if (entry.id !== start.compactionId) return [];
       return [
         ...(entry.systemMessage ? [entry.systemMessage as AgentMessage] : []),
         compactionSummary(entry),
@@ -146,6 +155,7 @@ function projectEntry(
         : [];
     }
     case "custom":
+      if (entry.id === start.checkpointId) return checkpointMessages(entry);
       return options.entryProjectors?.[entry.customType]?.(entry, index, entries) ?? [];
     default:
       return [];
@@ -203,15 +213,26 @@ export function projectContext(
   const transforms = options.transforms ?? [defaultContextEntryTransform];
   let entries: readonly TreeEntry[] = path;
   for (const transform of transforms) entries = transform(entries);
-  const compactionId = latestCompaction(path)?.id;
+  const start = { compactionId: latestCompaction(path)?.id, checkpointId: messagesCheckpoint(entries) };
+  const from = startsAt(entries, start.checkpointId);
   const edits = latestEdits(entries);
   return entries.map((entry, index) => ({
     entry,
-    messages: applyContextEdit(
-      projectEntry(entry, index, entries, compactionId, options),
-      edits.get(entry.id),
-    ),
+    messages:
+      index < from
+        ? []
+        : applyContextEdit(projectEntry(entry, index, entries, start, options), edits.get(entry.id)),
   }));
+}
+
+/** The index of the checkpoint among `entries`; 0 when it is not among them. */
+function startsAt(entries: readonly TreeEntry[], checkpointId: string | undefined): number {
+  return checkpointId === undefined
+    ? 0
+    : Math.max(
+        0,
+        entries.findIndex((entry) => entry.id === checkpointId),
+      );
 }
 
 export interface ProjectOptions extends Pick<BuildContextOptions, "entryProjectors"> {
@@ -220,6 +241,12 @@ export interface ProjectOptions extends Pick<BuildContextOptions, "entryProjecto
    * among `entries`, which is right only when `entries` are the whole context.
    */
   edits?: ReadonlyMap<string, ContextEditEntry>;
+  /**
+   * The checkpoint whose messages value the whole context holds (`messagesCheckpoint`), null for
+   * none; by default the one among `entries`, which is right only when `entries` are the whole
+   * context. Entries before it among `entries` project nothing.
+   */
+  checkpointId?: string | null;
 }
 
 /**
@@ -233,7 +260,12 @@ export function projectEntries(
   options: ProjectOptions = {},
 ): AgentMessage[] {
   const edits = options.edits ?? latestEdits(entries);
-  return entries.flatMap((entry, index) =>
-    applyContextEdit(projectEntry(entry, index, entries, compactionId, options), edits.get(entry.id)),
-  );
+  const checkpointId =
+    options.checkpointId === undefined ? messagesCheckpoint(entries) : (options.checkpointId ?? undefined);
+  const start = { compactionId, checkpointId };
+  return entries
+    .slice(startsAt(entries, checkpointId))
+    .flatMap((entry, index, from) =>
+      applyContextEdit(projectEntry(entry, index, from, start, options), edits.get(entry.id)),
+    );
 }

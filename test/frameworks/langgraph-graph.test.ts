@@ -19,7 +19,14 @@ import {
 } from "@langchain/langgraph";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../src/client";
-import { MemoryRepo, NO_USAGE, type SessionRepo, type TreeNode, walkTree } from "../../src/core/internal";
+import {
+  MemoryRepo,
+  NO_USAGE,
+  prepareCompaction,
+  type SessionRepo,
+  type TreeNode,
+  walkTree,
+} from "../../src/core/internal";
 import { CfSessionsSaver } from "../../src/frameworks/langgraph";
 import { type DevServer, startDevServer } from "../support/dev-server";
 import { earlierSession } from "./earlier-sessions";
@@ -454,54 +461,171 @@ describe.each(repos)(
   },
 );
 
-describe("a thread written by cf-sessions 0.1 (checkpoints holding the messages, no message entries)", () => {
-  it("reads as it did, and its next checkpoint writes the whole conversation as the session's messages", async () => {
-    const repo = new MemoryRepo();
-    // A thread id of letters, digits and dashes is its session's id when the saver has no prefix.
-    const { session, expected } = await earlierSession<{ messages: Array<{ data: { id: string } }> }>(
-      repo,
-      "langgraph-0.1.0",
-      `legacy-${crypto.randomUUID()}`,
-    );
-    const saver = new CfSessionsSaver({ repo, sessionPrefix: "" });
-    const config = { configurable: { thread_id: session.id } };
-    const graph = new StateGraph(MessagesAnnotation)
-      .addNode("agent", () => ({ messages: [new AIMessage({ id: "ai-after", content: "Still sunny." })] }))
-      .addNode("tools", () => ({}))
-      .addEdge(START, "agent")
-      .addConditionalEdges("agent", () => END, ["tools", END])
-      .addEdge("tools", "agent")
-      .compile({ checkpointer: saver });
-    const ids = (state: StateSnapshot) =>
-      (state.values as { messages: Array<{ id?: string }> }).messages.map((m) => m.id);
-    // As cf-sessions 0.1 read it.
-    expect(ids(await graph.getState(config))).toEqual(expected.messages.map((m) => m.data.id));
-    // Before: the context holds none of them (checkpoints are custom entries).
-    expect((await session.buildContext()).messages).toEqual([]);
+interface EarlierThread {
+  messages: Array<{ type: string; data: { id: string } }>;
+  history: Array<{ id: string; messages: number }>;
+}
 
-    await graph.invoke({ messages: [new HumanMessage({ id: "h-after", content: "And now?" })] }, config);
-    const after = await graph.getState(config);
-    expect(ids(after)).toEqual([...expected.messages.map((m) => m.data.id), "h-after", "ai-after"]);
-    // From that checkpoint on, the conversation is the session's, each message once.
-    const context = await session.buildContext();
-    expect(context.messages.map((m) => m.role)).toEqual([
-      "user",
-      "assistant",
-      "toolResult",
-      "assistant",
-      "user",
-      "assistant",
-      "user",
-      "assistant",
-    ]);
-    expect(contentText((context.messages.at(-1) as { content: unknown }).content)).toBe("Still sunny.");
-    // The earlier checkpoints still read as they did.
-    const history: StateSnapshot[] = [];
-    for await (const state of graph.getStateHistory(config)) history.push(state);
-    expect(history.length).toBeGreaterThan(3);
-    for (const state of history) expect(ids(state).every((id) => typeof id === "string")).toBe(true);
-  });
-});
+describe.each(repos)(
+  "a thread cf-sessions 0.1 wrote (checkpoints holding the messages) in %s",
+  (_name, makeRepo) => {
+    let repo: SessionRepo;
+    beforeAll(() => {
+      repo = makeRepo();
+    });
+
+    it("is its conversation through every door: the context at each checkpoint is that checkpoint's messages", async () => {
+      const { session, expected } = await earlierSession<EarlierThread>(repo, "langgraph-0.1.0");
+      const roles = { human: "user", ai: "assistant", tool: "toolResult" } as Record<string, string>;
+      for (const { id, messages } of expected.history) {
+        const context = await session.buildContext({ leafId: id });
+        expect(context.messages.map((m) => m.role)).toEqual(
+          expected.messages.slice(0, messages).map((m) => roles[m.type]),
+        );
+      }
+      // The head (the last writes under the last checkpoint), in another API's shape.
+      const chat = await session.contextIn("openai-chat", {
+        model: { provider: "openai", modelId: "gpt-4o" },
+      });
+      expect(chat.messages.map((m) => m.role)).toEqual([
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+      ]);
+      expect(chat.messages[1]).toMatchObject({ tool_calls: [{ function: { name: "get_weather" } }] });
+      expect(chat.messages[2]).toMatchObject({ role: "tool", content: "sun in Paris" });
+      expect(JSON.stringify(chat.messages[0])).toContain("image_url");
+      expect(chat.messages.at(-1)).toMatchObject({ role: "assistant", content: "Rain." });
+      // Another door appends after it: the conversation goes on from those messages.
+      const head = await session.getLeafId();
+      await session.appendMessage({ role: "user", content: "Thanks!", timestamp: Date.now() });
+      const after = await session.buildContext();
+      expect(after.messages.map((m) => contentText((m as { content: unknown }).content)).slice(-2)).toEqual([
+        "Rain.",
+        "Thanks!",
+      ]);
+      expect(after.messages).toHaveLength(7);
+      // A checkpoint written as 0.1 wrote them, after it: the context is that checkpoint's messages.
+      const human = (id: string, content: string) => ({
+        lc: 1,
+        type: "constructor",
+        id: ["langchain_core", "messages", "HumanMessage"],
+        kwargs: { id, content, additional_kwargs: {}, response_metadata: {} },
+      });
+      await session.appendCustomEntry("langgraph:checkpoint", {
+        checkpoint: {
+          v: 4,
+          id: "late",
+          ts: new Date().toISOString(),
+          channel_versions: {},
+          versions_seen: {},
+        },
+        values: { messages: { type: "json", json: [human("h-a", "Only this"), human("h-b", "and this")] } },
+        held: {},
+        metadata: { type: "json", json: { source: "loop", step: 9, parents: {} } },
+      });
+      const late = await session.buildContext();
+      expect(late.messages.map((m) => contentText((m as { content: unknown }).content))).toEqual([
+        "Only this",
+        "and this",
+      ]);
+      // A branch from an earlier checkpoint is that checkpoint's messages and what follows it.
+      const [second] = expected.history.filter((c) => c.messages === 2);
+      await session.appendMessage(
+        { role: "user", content: "Elsewhere?", timestamp: Date.now() },
+        { parentId: second?.id },
+      );
+      expect((await session.buildContext()).messages.map((m) => m.role)).toEqual([
+        "user",
+        "assistant",
+        "user",
+      ]);
+      expect((await session.buildContext({ leafId: head })).messages).toHaveLength(6);
+    });
+
+    it("compacts as its conversation: the summary's input is its messages, once each", async () => {
+      const { session } = await earlierSession<EarlierThread>(repo, "langgraph-0.1.0");
+      await session.appendMessage({ role: "user", content: "Thanks!", timestamp: Date.now() });
+      const path = await session.getBranch();
+      const { messagesToSummarize, turnPrefixMessages } = prepareCompaction(path, { keepRecentTokens: 0 });
+      const input = [...messagesToSummarize, ...turnPrefixMessages];
+      expect(input.map((m) => m.role)).toEqual([
+        "user",
+        "assistant",
+        "toolResult",
+        "assistant",
+        "user",
+        "assistant",
+      ]);
+      expect(JSON.stringify(input)).toContain("sun in Paris");
+      await session.compact({ summary: "They talked about the weather.", keepRecentTokens: 0 });
+      const context = await session.buildContext();
+      expect(context.messages.map((m) => m.role)).toEqual(["compactionSummary", "user"]);
+      // A checkpoint holding its messages after the compaction stands for everything before it.
+      await session.appendCustomEntry("langgraph:checkpoint", {
+        checkpoint: {
+          v: 4,
+          id: "late",
+          ts: new Date().toISOString(),
+          channel_versions: {},
+          versions_seen: {},
+        },
+        values: { messages: { type: "json", json: [] } },
+        held: {},
+        metadata: { type: "json", json: { source: "loop", step: 9, parents: {} } },
+      });
+      expect((await session.buildContext()).messages).toEqual([]);
+    });
+
+    it("reads as it did, and its next checkpoint writes the whole conversation as the session's messages", async () => {
+      // A thread id of letters, digits and dashes is its session's id when the saver has no prefix.
+      const { session, expected } = await earlierSession<EarlierThread>(
+        repo,
+        "langgraph-0.1.0",
+        `legacy-${crypto.randomUUID()}`,
+      );
+      const saver = new CfSessionsSaver({ repo, sessionPrefix: "" });
+      const config = { configurable: { thread_id: session.id } };
+      const graph = new StateGraph(MessagesAnnotation)
+        .addNode("agent", () => ({ messages: [new AIMessage({ id: "ai-after", content: "Still sunny." })] }))
+        .addNode("tools", () => ({}))
+        .addEdge(START, "agent")
+        .addConditionalEdges("agent", () => END, ["tools", END])
+        .addEdge("tools", "agent")
+        .compile({ checkpointer: saver });
+      const ids = (state: StateSnapshot) =>
+        (state.values as { messages: Array<{ id?: string }> }).messages.map((m) => m.id);
+      // As cf-sessions 0.1 read it, and the context is those messages.
+      expect(ids(await graph.getState(config))).toEqual(expected.messages.map((m) => m.data.id));
+      expect((await session.buildContext()).messages).toHaveLength(expected.messages.length);
+
+      await graph.invoke({ messages: [new HumanMessage({ id: "h-after", content: "And now?" })] }, config);
+      const after = await graph.getState(config);
+      expect(ids(after)).toEqual([...expected.messages.map((m) => m.data.id), "h-after", "ai-after"]);
+      // From that checkpoint on, the conversation is the session's, each message once.
+      const context = await session.buildContext();
+      expect(context.messages.map((m) => m.role)).toEqual([
+        "user",
+        "assistant",
+        "toolResult",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+      ]);
+      expect(contentText((context.messages.at(-1) as { content: unknown }).content)).toBe("Still sunny.");
+      // The earlier checkpoints still read as they did.
+      const history: StateSnapshot[] = [];
+      for await (const state of graph.getStateHistory(config)) history.push(state);
+      expect(history.length).toBeGreaterThan(3);
+      for (const state of history) expect(ids(state).every((id) => typeof id === "string")).toBe(true);
+    });
+  },
+);
 
 describe("a graph whose messages the references cannot follow", () => {
   it("writes its list again, leaving the earlier out, so the context is still its messages", async () => {

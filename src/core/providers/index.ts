@@ -4,6 +4,8 @@ export * from "./from-ai-sdk";
 export * from "./from-ai-sdk-ui";
 export * from "./from-anthropic";
 export * from "./from-gemini";
+export type { LangChainMessage } from "./from-langchain";
+export { fromLangChain, fromLangChainList, readLangChainMessage } from "./from-langchain";
 export * from "./from-openai-agents";
 export * from "./from-openai-chat";
 export * from "./from-openai-responses";

@@ -10,7 +10,7 @@ import {
 import type { Sql } from "../sql";
 import type { CompactionPlan, OmittedCount } from "../types";
 import type { EntryRows } from "./entry-rows";
-import type { PathReads } from "./path-reads";
+import type { ContextPlan, PathReads } from "./path-reads";
 
 /*
  * What a compaction reads of a session, in bounded memory however long its history. A context
@@ -56,7 +56,7 @@ export class CompactionReads {
       return { seqs: sorted([...outside, ...kept]), omitted: [] };
     }
     const headEnd = this.#headEnd(kept);
-    const tailStart = Math.max(headEnd, this.#tailStart(kept, keepRecentTokens, context.compaction?.id));
+    const tailStart = Math.max(headEnd, this.#tailStart(kept, keepRecentTokens, context));
     if (tailStart <= headEnd) return { seqs: sorted([...outside, ...kept]), omitted: [] };
     const middle = kept.slice(headEnd, tailStart);
     const shaping = this.#shaping(middle);
@@ -85,14 +85,16 @@ export class CompactionReads {
    * Where the end of a long path starts: walking back until the messages hold `keep` tokens, then
    * on to the start of that turn (a user's message), no more than TURN_BYTES further.
    */
-  #tailStart(kept: readonly number[], keep: number, compactionId: string | undefined): number {
+  #tailStart(kept: readonly number[], keep: number, context: ContextPlan): number {
+    const compactionId = context.compaction?.id;
+    const projecting = { checkpointId: context.checkpointId };
     let tokens = 0;
     let extra = 0;
     for (let end = kept.length; end > 0; end -= TAIL_READ) {
       const start = Math.max(0, end - TAIL_READ);
       const entries = this.#rows.entries(kept.slice(start, end)) as TreeEntry[];
       for (let i = entries.length - 1; i >= 0; i--) {
-        const messages = projectEntries([entries[i] as TreeEntry], compactionId);
+        const messages = projectEntries([entries[i] as TreeEntry], compactionId, projecting);
         if (tokens >= keep) {
           if (messages.some((m) => m.role === "user")) return start + i;
           extra += this.#rows.storedBytes([kept[start + i] as number]);

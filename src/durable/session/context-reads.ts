@@ -99,8 +99,12 @@ export class ContextReads {
           kind: "delta",
           source: "delta",
           head: contextHead(systemPrompt, settings, { version, since }, "append"),
-          // A delta holds no edit and no entry an edit names (see #delta): nothing to apply.
-          pages: this.#parts.paths.projectedPages(delta.seqs, delta.compactionId, new Map()),
+          // A delta holds no edit, no entry an edit names and no checkpoint holding the messages
+          // (see #delta): nothing to apply.
+          pages: this.#parts.paths.projectedPages(delta.seqs, delta.compactionId, {
+            edits: new Map(),
+            checkpointId: null,
+          }),
         };
       }
     }
@@ -124,9 +128,9 @@ export class ContextReads {
 
   /**
    * What the context of `leaf` adds to the one `previous` names, when it only grew: the same
-   * compaction, the old leaf on the new one's path, and no context edit reaching the part between
-   * (an edit changes an earlier message). Costs the part between the two, and a look at the
-   * session's edits.
+   * compaction, the old leaf on the new one's path, and no context edit or LangGraph checkpoint
+   * holding the messages reaching the part between (either may change an earlier message). Costs
+   * the part between the two, and a look at the session's edits and checkpoints.
    */
   #delta(
     previous: ContextVersion,
@@ -139,14 +143,18 @@ export class ContextReads {
       // From no leaf: everything the context holds now (no compaction, so the whole path).
       if (previous.compactionSeq !== 0) return undefined;
       const seqs = leaf ? this.#parts.paths.pathSeqs(leaf.id) : [];
-      return this.#parts.paths.editsReach(seqs) ? undefined : { seqs, compactionId };
+      return this.#reached(seqs) ? undefined : { seqs, compactionId };
     }
     const from = this.#parts.rows.nodeAt(previous.leafSeq);
     if (!from || !leaf || from.type === "leaf") return undefined;
     const seqs = this.#parts.paths.pathAfter(from, leaf);
     // An edit changes an earlier message: the context did not only grow.
-    if (!seqs || this.#parts.paths.editsReach(seqs)) return undefined;
+    if (!seqs || this.#reached(seqs)) return undefined;
     return { seqs, compactionId };
+  }
+
+  #reached(seqs: readonly number[]): boolean {
+    return this.#parts.paths.editsReach(seqs) || this.#parts.paths.checkpointsReach(seqs);
   }
 
   /** The model the context at `entryId` names (its last model change or reply); `not_found` without it. */
@@ -163,6 +171,7 @@ export class ContextReads {
       const plan = this.#parts.paths.contextPlan(head);
       return {
         compactionId: plan.compaction?.id,
+        checkpointId: plan.checkpointId,
         settings: plan.settings,
         edits: plan.edits,
         pages: this.#parts.paths.messagePages(plan),

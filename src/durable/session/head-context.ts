@@ -1,5 +1,5 @@
 import type { ContextEditEntry, ContextSettings, PlannedWrite } from "../../core/internal";
-import { deriveState, projectEntries } from "../../core/internal";
+import { deriveState, langGraphMessagesHeld, projectEntries } from "../../core/internal";
 
 /*
  * The context at the head, kept in memory while the head only grows. Agents build the context at
@@ -13,6 +13,8 @@ const CONTEXT_CACHE_CHARS = 6 * 1024 * 1024;
 export interface KeptContext {
   leafId: string;
   readonly compactionId: string | undefined;
+  /** The LangGraph checkpoint whose messages value the context holds, if any. */
+  readonly checkpointId: string | null;
   settings: ContextSettings;
   /** The context's edits: one written before its target (a hand-made file) applies to it when it arrives. */
   readonly edits: ReadonlyMap<string, ContextEditEntry>;
@@ -26,6 +28,7 @@ export interface KeptContext {
 /** How to build the head's context from storage: its settings and its messages page by page. */
 export interface ContextSource {
   compactionId: string | undefined;
+  checkpointId: string | null;
   settings: ContextSettings;
   edits: ReadonlyMap<string, ContextEditEntry>;
   pages: Iterable<string[]>;
@@ -40,7 +43,7 @@ export class HeadContext {
   get(leafId: string, source: () => ContextSource): KeptContext | undefined {
     if (this.#kept?.leafId === leafId) return this.#kept;
     if (this.#tooLarge === leafId) return undefined;
-    const { compactionId, settings, edits, pages } = source();
+    const { compactionId, checkpointId, settings, edits, pages } = source();
     const pieces: string[] = [];
     let chars = 0;
     for (const page of pages) {
@@ -53,14 +56,15 @@ export class HeadContext {
         return undefined;
       }
     }
-    this.#kept = { leafId, compactionId, settings, edits, pieces, chars, joined: undefined };
+    this.#kept = { leafId, compactionId, checkpointId, settings, edits, pieces, chars, joined: undefined };
     return this.#kept;
   }
 
   /**
    * Keeps the context current after a write: entries appended under the head extend it; anything
-   * else (a compaction, a context edit, which changes an earlier message, a branch, a move) drops
-   * it, to be rebuilt when next asked.
+   * else (a compaction, a context edit, which changes an earlier message, a LangGraph checkpoint
+   * that decides anew which messages its value stands for, a branch, a move) drops it, to be
+   * rebuilt when next asked.
    */
   follow(writes: readonly PlannedWrite[], leafId: string | null): void {
     const kept = this.#kept;
@@ -71,9 +75,11 @@ export class HeadContext {
       } else if (
         entry.parentId === kept.leafId &&
         entry.type !== "compaction" &&
-        entry.type !== "context_edit"
+        entry.type !== "context_edit" &&
+        !this.#replacesMessages(entry)
       ) {
-        for (const message of projectEntries([entry], kept.compactionId, { edits: kept.edits })) {
+        const projecting = { edits: kept.edits, checkpointId: null };
+        for (const message of projectEntries([entry], kept.compactionId, projecting)) {
           const piece = JSON.stringify(message);
           kept.pieces.push(piece);
           kept.chars += piece.length;
@@ -87,6 +93,13 @@ export class HeadContext {
       return;
     }
     if (kept.leafId !== leafId || kept.chars > CONTEXT_CACHE_CHARS) this.#kept = undefined;
+  }
+
+  /** Whether an entry changes which messages a LangGraph checkpoint's value stands for in the kept context. */
+  #replacesMessages(entry: PlannedWrite["entry"]): boolean {
+    if (entry.type !== "custom") return false;
+    const held = langGraphMessagesHeld(entry);
+    return held === "value" || (held === "changes" && this.#kept?.checkpointId != null);
   }
 
   /** Forgets the kept context and what was known of its size (after a reset or a rollback). */

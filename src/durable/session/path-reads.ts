@@ -10,6 +10,8 @@ import {
   deriveState,
   isSystemMessageEntry,
   keptFrom,
+  LANGGRAPH_CHECKPOINT,
+  langGraphMessagesHeld,
   latestEdits,
   projectEntries,
   SessionError,
@@ -48,6 +50,18 @@ export interface ContextPlan {
   settings: ContextSettings;
   /** The latest context edit of each target among the projected entries. */
   edits: ReadonlyMap<string, ContextEditEntry>;
+  /**
+   * The LangGraph checkpoint whose messages value the context holds (`messagesCheckpoint`), if any:
+   * it stands for everything before it (the compaction too), so `seqs` start with it.
+   */
+  checkpointId: string | null;
+}
+
+/** Whether a context opens with its compaction's messages (no checkpoint after it stands for them). */
+function opens(
+  plan: Pick<ContextPlan, "compaction" | "checkpointId">,
+): plan is { compaction: StoredEntry<CompactionEntry>; checkpointId: null } {
+  return plan.compaction !== undefined && plan.checkpointId === null;
 }
 
 export class PathReads {
@@ -107,12 +121,14 @@ export class PathReads {
    * settings entries'. Costs what the kept part costs, however long the history.
    */
   contextPlan(leafId: string | null): ContextPlan {
-    if (leafId === null) return { seqs: [], settingSeqs: [], settings: deriveState([]), edits: new Map() };
+    if (leafId === null) {
+      return { seqs: [], settingSeqs: [], settings: deriveState([]), edits: new Map(), checkpointId: null };
+    }
     const leaf = this.treeNode(leafId);
     const { settingSeqs, settings } = this.settings(leaf);
     if (leaf.last_compaction === null) {
-      const seqs = this.pathSeqs(leafId);
-      return { seqs, settingSeqs, settings, edits: this.#edits(seqs) };
+      const { seqs, checkpointId } = this.#fromCheckpoint(this.pathSeqs(leafId));
+      return { seqs, settingSeqs, settings, edits: this.#edits(seqs), checkpointId };
     }
     const [compaction] = this.#rows.entries([leaf.last_compaction]) as [StoredEntry<CompactionEntry>];
     const path = this.#compactedPath(leaf, compaction);
@@ -124,8 +140,62 @@ export class PathReads {
     );
     // The compaction carries the prompt the kept part's system messages replay to (pi 1.6).
     const kept = path.slice(from, at).filter((step) => !isSystemMessageEntry(step));
-    const seqs = [...kept, ...path.slice(at + 1)].map((step) => step.seq);
-    return { compaction, seqs, settingSeqs, settings, edits: this.#edits([compaction.seq, ...seqs]) };
+    const { seqs, checkpointId } = this.#fromCheckpoint(
+      [...kept, ...path.slice(at + 1)].map((step) => step.seq),
+    );
+    const edits = this.#edits(checkpointId === null ? [compaction.seq, ...seqs] : seqs);
+    return { compaction, seqs, settingSeqs, settings, edits, checkpointId };
+  }
+
+  /**
+   * Seqs of the session's LangGraph checkpoints (and of custom entries stored in chunks, which may
+   * be some), found through the type index: most sessions have none.
+   */
+  #checkpointSeqs(): number[] {
+    return this.#sql<{ seq: number }>`SELECT seq FROM entries WHERE type = 'custom'
+      AND (body IS NULL OR body->>'customType' = ${LANGGRAPH_CHECKPOINT}) ORDER BY seq`
+      .toArray()
+      .map((row) => row.seq);
+  }
+
+  /**
+   * A context's entries (`seqs`, in path order) from the LangGraph checkpoint whose messages value
+   * the context holds (core's `messagesCheckpoint`), with its id; all of them when there is none.
+   * Reads only the checkpoints from the last back to the first that holds the messages channel.
+   */
+  #fromCheckpoint(seqs: number[]): { seqs: number[]; checkpointId: string | null } {
+    const none = { seqs, checkpointId: null };
+    const all = this.#checkpointSeqs();
+    if (all.length === 0) return none;
+    const among = new Set(seqs);
+    for (const seq of all.reverse()) {
+      if (!among.has(seq)) continue;
+      const entry = this.#rows.entries([seq])[0] as TreeEntry;
+      const held = langGraphMessagesHeld(entry);
+      if (held === "value") return { seqs: seqs.slice(seqs.indexOf(seq)), checkpointId: entry.id };
+      if (held === "changes") return none;
+    }
+    return none;
+  }
+
+  /**
+   * Whether appending the entries of `seqs` to a context may change messages it held before: one
+   * of them holds a LangGraph messages channel as a value, or holds it at all in a session with a
+   * checkpoint holding it as a value (whose messages the context may hold until then).
+   */
+  checkpointsReach(seqs: readonly number[]): boolean {
+    const among = new Set(seqs);
+    const mine = this.#checkpointSeqs().filter((seq) => among.has(seq));
+    if (mine.length === 0) return false;
+    const held = (this.#rows.entries(mine) as TreeEntry[]).map((entry) => langGraphMessagesHeld(entry));
+    if (held.includes("value")) return true;
+    if (!held.includes("changes")) return false;
+    // Any checkpoint holding the messages as a value (one stored in chunks may be one).
+    return (
+      this.#sql<{ one: number }>`SELECT 1 AS one FROM entries WHERE type = 'custom' AND (body IS NULL
+        OR (body->>'customType' = ${LANGGRAPH_CHECKPOINT} AND body->'data'->'values'->'messages' IS NOT NULL))
+        LIMIT 1`.toArray().length > 0
+    );
   }
 
   /**
@@ -202,6 +272,7 @@ export class PathReads {
    */
   lastTurn(plan: ContextPlan): AgentMessage[] {
     const compactionId = plan.compaction?.id;
+    const projecting = { edits: plan.edits, checkpointId: plan.checkpointId };
     const read: AgentMessage[][] = [];
     const cut = (messages: AgentMessage[]): AgentMessage[] | undefined => {
       const start = messages.findLastIndex(startsTurn);
@@ -211,36 +282,39 @@ export class PathReads {
     };
     for (let end = plan.seqs.length; end > 0; end -= TURN_READ) {
       const entries = this.#rows.entries(plan.seqs.slice(Math.max(0, end - TURN_READ), end)) as TreeEntry[];
-      const messages = projectEntries(entries, compactionId, { edits: plan.edits });
+      const messages = projectEntries(entries, compactionId, projecting);
       const turn = cut(messages);
       if (turn) return turn;
       read.unshift(messages);
     }
-    const opening = plan.compaction
-      ? projectEntries([plan.compaction], compactionId, { edits: plan.edits })
-      : [];
+    const opening = opens(plan) ? projectEntries([plan.compaction], compactionId, projecting) : [];
     return cut(opening) ?? [...opening, ...read.flat()];
   }
 
   /** The context's messages as JSON, a page of entries at a time. */
-  *messagePages(plan: Pick<ContextPlan, "compaction" | "seqs" | "edits">): Generator<string[]> {
+  *messagePages(
+    plan: Pick<ContextPlan, "compaction" | "seqs" | "edits" | "checkpointId">,
+  ): Generator<string[]> {
     const compactionId = plan.compaction?.id;
-    const { edits } = plan;
-    if (plan.compaction) {
-      yield projectEntries([plan.compaction], compactionId, { edits }).map((m) => JSON.stringify(m));
+    const projecting = { edits: plan.edits, checkpointId: plan.checkpointId };
+    if (opens(plan)) {
+      yield projectEntries([plan.compaction], compactionId, projecting).map((m) => JSON.stringify(m));
     }
-    yield* this.projectedPages(plan.seqs, compactionId, edits);
+    yield* this.projectedPages(plan.seqs, compactionId, projecting);
   }
 
-  /** The messages the entries of `seqs` project to (with the context's `edits`), as JSON, a page of entries at a time. */
+  /**
+   * The messages the entries of `seqs` project to (with the context's edits and checkpoint), as
+   * JSON, a page of entries at a time.
+   */
   *projectedPages(
     seqs: readonly number[],
     compactionId: string | undefined,
-    edits: ReadonlyMap<string, ContextEditEntry>,
+    projecting: { edits: ReadonlyMap<string, ContextEditEntry>; checkpointId: string | null },
   ): Generator<string[]> {
     for (let rest = seqs; rest.length > 0; ) {
       const page = this.#rows.page(rest);
-      yield projectEntries(page.entries as TreeEntry[], compactionId, { edits }).map((m) =>
+      yield projectEntries(page.entries as TreeEntry[], compactionId, projecting).map((m) =>
         JSON.stringify(m),
       );
       rest = page.rest;

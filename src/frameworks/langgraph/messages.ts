@@ -1,9 +1,8 @@
 import type { AgentMessage, EntryInput, StoredEntry, TreeEntry } from "../../core";
-import { canonicalJson, sha256Hex } from "../../core/internal";
+import type { LangChainMessage } from "../../core/internal";
+import { canonicalJson, fromLangChain, readLangChainMessage, sha256Hex } from "../../core/internal";
 import { keepOriginal, originalOf } from "../conversation";
 import { keyedId } from "../keys";
-import type { SerializedMessage } from "./langchain-messages";
-import { messageOf, serializedMessage } from "./langchain-messages";
 import type { Serialized } from "./serialized";
 
 /*
@@ -99,9 +98,9 @@ export async function planMessages(
   parentRefs: readonly MessageRef[],
   checkpointId: string,
 ): Promise<MessagesPlan | undefined> {
-  const messages: SerializedMessage[] = [];
+  const messages: LangChainMessage[] = [];
   for (const { value } of listed) {
-    const message = serializedMessage(value);
+    const message = "json" in value ? readLangChainMessage(value.json) : undefined;
     if (!message) return undefined;
     messages.push(message);
   }
@@ -155,7 +154,7 @@ export async function planMessages(
       refs.push(ref as MessageRef);
       continue;
     }
-    const core = messageOf(message, history);
+    const core = fromLangChain(message, { history, timestamp: Date.now() });
     if (core) history.push(core);
     if (ref && ref.print === print) {
       refs.push(ref);

@@ -1,22 +1,24 @@
-import type { AgentMessage, ThinkingContent } from "../../core";
-import { fromOpenAIChat, isAssistantMessage, isRecord } from "../../core/internal";
-import type { Serialized } from "./serialized";
+import type { AgentMessage, ThinkingContent } from "../messages";
+import { isAssistantMessage } from "../messages";
+import { fromOpenAIChat } from "./from-openai-chat";
+import { isRecord } from "./incoming";
 
 /*
- * A LangChain message as the session reads it: the serializer's form of a message recognized, and
- * read through the core's Chat Completions reader (text, images, tool calls and their results),
- * with its reasoning blocks as thinking and the model its metadata names. The other way, a
- * session's message as LangChain's, is session-messages.ts.
+ * LangChain messages in, as LangChain's serializer writes them (`{lc: 1, type: "constructor", id:
+ * [..., "AIMessage"], kwargs}`, what LangGraph checkpoints hold): read through the Chat Completions
+ * reader (text, images, tool calls and their results), with their reasoning blocks as thinking and
+ * the model their metadata names. A message with no place in a context (a function or chat
+ * message) reads as none.
  */
 
-/** A LangChain message as the serializer writes it: `{lc: 1, type: "constructor", id: [..., "AIMessage"], kwargs}`. */
-export interface SerializedMessage {
+/** A serialized LangChain message recognized: its id ("" without one), its kind, its fields. */
+export interface LangChainMessage {
   id: string;
   kind: "human" | "ai" | "tool" | "system" | "other";
   kwargs: Record<string, unknown>;
 }
 
-const KINDS: Record<string, SerializedMessage["kind"]> = {
+const KINDS: Record<string, LangChainMessage["kind"]> = {
   HumanMessage: "human",
   HumanMessageChunk: "human",
   AIMessage: "ai",
@@ -29,10 +31,10 @@ const KINDS: Record<string, SerializedMessage["kind"]> = {
   FunctionMessage: "other",
 };
 
-/** The message a serialized value is, when it is a LangChain message with an id. */
-export function serializedMessage(value: Serialized): SerializedMessage | undefined {
-  if (!("json" in value) || !isRecord(value.json)) return undefined;
-  const { lc, type, id, kwargs } = value.json;
+/** The LangChain message a serialized value is, if it is one. */
+export function readLangChainMessage(value: unknown): LangChainMessage | undefined {
+  if (!isRecord(value)) return undefined;
+  const { lc, type, id, kwargs } = value;
   if (lc !== 1 || type !== "constructor" || !Array.isArray(id) || !isRecord(kwargs)) return undefined;
   if (id[0] !== "langchain_core" || id[1] !== "messages") return undefined;
   const kind = KINDS[String(id[id.length - 1])];
@@ -74,10 +76,13 @@ const textOf = (parts: ChatPart[]) =>
     .map((part) => part.text)
     .join("");
 
-/** The message as the core reads it, through the Chat Completions reader; undefined: no place in a context. */
-export function messageOf(
-  message: SerializedMessage,
-  history: readonly AgentMessage[],
+/**
+ * A LangChain message as a session's message, given the messages before it (where a tool result
+ * finds its call's name); undefined: no place in a context.
+ */
+export function fromLangChain(
+  message: LangChainMessage,
+  options: { history: readonly AgentMessage[]; timestamp: number },
 ): AgentMessage | undefined {
   const { kind, kwargs } = message;
   const parts = chatParts(kwargs.content);
@@ -102,7 +107,7 @@ export function messageOf(
   } else return undefined;
   let read: AgentMessage | undefined;
   try {
-    read = fromOpenAIChat(chat, { history, timestamp: Date.now(), model: modelOf(kwargs) })[0];
+    read = fromOpenAIChat(chat, { ...options, model: modelOf(kwargs) })[0];
   } catch {
     return undefined;
   }
@@ -136,4 +141,19 @@ function modelOf(kwargs: Record<string, unknown>): { provider: string; modelId: 
   const provider = typeof metadata.model_provider === "string" ? metadata.model_provider : "unknown";
   const modelId = typeof metadata.model_name === "string" ? metadata.model_name : "unknown";
   return { provider, modelId };
+}
+
+/**
+ * A list of serialized LangChain messages as a session's messages, in order (those with no place
+ * in a context left out); undefined when anything in it is not a LangChain message.
+ */
+export function fromLangChainList(values: readonly unknown[], timestamp: number): AgentMessage[] | undefined {
+  const read: AgentMessage[] = [];
+  for (const value of values) {
+    const message = readLangChainMessage(value);
+    if (!message) return undefined;
+    const core = fromLangChain(message, { history: read, timestamp });
+    if (core) read.push(core);
+  }
+  return read;
 }

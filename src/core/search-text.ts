@@ -1,5 +1,6 @@
 import { parseBlobRef } from "./blob-refs";
 import type { SessionEntry } from "./entries";
+import { checkpointMessages, langGraphMessagesHeld } from "./framework-custom-messages";
 import { contentText } from "./messages";
 import type { SystemMessage } from "./system-messages";
 import { systemSections } from "./system-messages";
@@ -7,8 +8,8 @@ import { systemSections } from "./system-messages";
 /*
  * What an entry contributes to search: the text people look for (what was said, what tools
  * answered, summaries, custom messages, system prompts, the text a context edit puts in place of
- * a message, labels, the session's name), and apart from it the model's thinking, which is
- * searched only when asked for.
+ * a message, labels, the session's name, the messages a LangGraph checkpoint of cf-sessions 0.1
+ * holds), and apart from it the model's thinking, which is searched only when asked for.
  */
 
 /** Characters of one entry's text (and of its thinking) that are indexed; the rest is not searched. */
@@ -71,6 +72,15 @@ export function entrySearchText(entry: SessionEntry): EntryText | undefined {
       break;
     case "custom_message":
       text = [contentText(entry.content)];
+      break;
+    case "custom":
+      // A LangGraph checkpoint of cf-sessions 0.1 holds its messages itself (see framework-custom-messages.ts).
+      if (langGraphMessagesHeld(entry) !== "value") return undefined;
+      for (const message of checkpointMessages(entry)) {
+        const parts = messageText(message as unknown as Record<string, unknown>);
+        text.push(...parts.text);
+        thinking.push(...parts.thinking);
+      }
       break;
     case "context_edit":
       // What the context shows from here on in place of the target's text; the target keeps its own.

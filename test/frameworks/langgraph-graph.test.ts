@@ -18,7 +18,7 @@ import {
   type StateSnapshot,
 } from "@langchain/langgraph";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createClient } from "../../src/client";
+import { createClient, RemoteSession } from "../../src/client";
 import {
   MemoryRepo,
   NO_USAGE,
@@ -499,6 +499,11 @@ describe.each(repos)(
       expect(chat.messages[2]).toMatchObject({ role: "tool", content: "sun in Paris" });
       expect(JSON.stringify(chat.messages[0])).toContain("image_url");
       expect(chat.messages.at(-1)).toMatchObject({ role: "assistant", content: "Rain." });
+      // Found by a word of the tool's result, at the checkpoints that hold it (the service searches).
+      if (session instanceof RemoteSession) {
+        const found = await session.search("sun");
+        expect(found.hits.map((hit) => hit.entryId)).toContain(expected.history[0]?.id);
+      }
       // Another door appends after it: the conversation goes on from those messages.
       const head = await session.getLeafId();
       await session.appendMessage({ role: "user", content: "Thanks!", timestamp: Date.now() });

@@ -49,7 +49,7 @@ const DIGEST_LABEL_CHARS = 2000;
 const DIGEST_HEAD_CHARS = 2000;
 const DIGEST_TAIL_CHARS = 6000;
 /** Entry types whose text is conversation (labels and names reach the directory apart). */
-const DIGEST_TYPES = ["message", "custom_message", "compaction", "branch_summary"];
+const DIGEST_TYPES = ["message", "custom_message", "custom", "compaction", "branch_summary"];
 
 export class SearchIndex {
   readonly #storage: SqlStorage;

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createClient, type RemoteRepo } from "../../src/client";
+import { earlierSession } from "../frameworks/earlier-sessions";
 import {
   ANSWER,
   CONVERSATION_DOORS,
@@ -78,6 +79,33 @@ describe("the viewer shows a conversation whatever door it came in by", () => {
 
     const text = (await context.textContent()) ?? "";
     for (const said of [ANSWER, FOLLOW_UP, SECOND_ANSWER]) expect(text).toContain(said);
+    await page.close();
+    expect(pageErrors).toEqual([]);
+  });
+});
+
+describe("the viewer shows a session cf-sessions 0.1's adapters wrote as its conversation", () => {
+  test.each(["openai-agents-0.1.0", "ai-sdk-0.1.0", "langgraph-0.1.0"] as const)("%s", async (name) => {
+    const { session } = await earlierSession(repo, name);
+    const leaf = (await session.getInfo()).leafId;
+
+    const page = await browser.newPage();
+    page.on("pageerror", (error) => pageErrors.push(String(error)));
+    await page.goto(`${service.url}/#${new URLSearchParams({ session: session.id })}`);
+    await page.waitForSelector(`#tree[data-rendered-session="${session.id}"]`);
+    await page.click(`#row-${leaf}`);
+    await page.waitForSelector(`#context[data-context-for="${leaf}"]:not([aria-busy])`);
+
+    const context = page.locator("#context");
+    const roles = await context
+      .locator("article")
+      .evaluateAll((articles) => articles.map((article) => article.getAttribute("data-role")));
+    expect(roles[0]).toBe("user");
+    expect(roles).toContain("assistant");
+    expect(roles.every((role) => role === "user" || role === "assistant")).toBe(true);
+    expect(await context.locator("article").first().locator("img").count()).toBe(1);
+    const call = context.locator(".tool-call").first();
+    expect(await call.locator(".tool-result").count()).toBe(1);
     await page.close();
     expect(pageErrors).toEqual([]);
   });

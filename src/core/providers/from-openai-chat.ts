@@ -1,6 +1,7 @@
 import * as z from "zod";
 import type { AgentMessage, AssistantMessage, ImageContent, TextContent, UserMessage } from "../messages";
 import { NO_USAGE, usage } from "../messages";
+import { CHAT_REASONING_FIELDS } from "./chat-reasoning-fields";
 import type { ReadOptions, StopReason } from "./incoming";
 import {
   assistantMessage,
@@ -13,7 +14,6 @@ import {
   WaitingCalls,
 } from "./incoming";
 import { FORMAT_API } from "./target";
-import { CHAT_REASONING_FIELDS } from "./to-openai-chat";
 
 /*
  * OpenAI Chat Completions in: a `chat.completion` response (its first choice), an assistant

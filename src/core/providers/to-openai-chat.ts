@@ -1,5 +1,7 @@
 import type { SessionContext } from "../context";
 import type { ImageContent, TextContent } from "../messages";
+import type { ChatReasoningField } from "./chat-reasoning-fields";
+import { CHAT_REASONING_FIELDS } from "./chat-reasoning-fields";
 import type { NormalAssistant, NormalToolResults, NormalUser } from "./normalize";
 import { normalizeContext, resultParts, TOOL_IMAGE_PLACEHOLDER } from "./normalize";
 import type { TargetModel } from "./target";
@@ -21,13 +23,6 @@ export interface OpenAIChatToolCall {
   type: "function";
   function: { name: string; arguments: string };
 }
-
-/**
- * Fields OpenAI-compatible servers (llama.cpp, DeepSeek, vLLM, OpenRouter) put reasoning in; pi-ai
- * records which one as the thinking signature, and it goes back to the same model in that field.
- */
-export const CHAT_REASONING_FIELDS = ["reasoning_content", "reasoning", "reasoning_text"] as const;
-export type ChatReasoningField = (typeof CHAT_REASONING_FIELDS)[number];
 
 export interface OpenAIChatAssistantMessage extends Partial<Record<ChatReasoningField, string>> {
   role: "assistant";

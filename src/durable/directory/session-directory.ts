@@ -13,6 +13,7 @@ import { BlobLedger } from "../blobs/blob-ledger";
 import type { DurableEnv } from "../env";
 import { logBackgroundFailure } from "../log-line";
 import { directoryShard, directoryShards, sessionObjectName } from "../names";
+import { ObjectAlarm } from "../object-alarm";
 import { objectEnv } from "../placement/placed-env";
 import { quotasFor } from "../quotas";
 import type { Sql } from "../sql";
@@ -72,6 +73,9 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
   /** The ledger's seeding under way, which claims arriving meanwhile wait for. */
   #seeding: Promise<void> | undefined;
   #identity: Identity | undefined;
+  readonly #alarm: ObjectAlarm;
+  /** When the retention sweep is next due, if this instance knows (else the alarm stands as set). */
+  #sweepDue: number | undefined;
   /** The environment of the objects it reaches: those of its own jurisdiction. */
   readonly #placed: DurableEnv;
 
@@ -82,6 +86,8 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     this.#ledger = new TenantLedger(this.#sql);
     this.#blobs = new BlobLedger(this.#sql);
     this.#streams = new StreamRegistry(this.#sql);
+    this.#alarm = new ObjectAlarm(ctx.storage, (task, error) => this.#logFailure(task, error));
+    this.#alarm.add(() => (this.#identity?.idleDays == null ? undefined : this.#sweepDue));
     this.#events = new TenantEventHub(ctx, (error) => this.#logFailure("tenant_events", error));
     ctx.storage.transactionSync(() => migrate(ctx.storage.sql, MIGRATIONS));
     const row = this.#sql<{ tenant: string; shard: number; idle_days: number | null }>`
@@ -361,14 +367,14 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
   /** Sets the tenant's retention on this shard (the router sets it on every shard). @internal */
   async setRetention(retention: Retention, tenant: string, shard: number): Promise<void> {
     this.#saveIdentity({ tenant, shard, idleDays: retention.idleDays });
-    if (retention.idleDays === null) await this.ctx.storage.deleteAlarm();
-    else await this.ctx.storage.setAlarm(Date.now());
+    // A retention set sweeps at once; none clears the alarm (nothing else is due on a shard).
+    this.#sweepDue = retention.idleDays === null ? undefined : Date.now();
+    await this.#alarm.reset();
   }
 
   async #armSweep(): Promise<void> {
-    if (this.#identity?.idleDays === null || this.#identity === undefined) return;
-    if ((await this.ctx.storage.getAlarm()) === null)
-      await this.ctx.storage.setAlarm(Date.now() + SWEEP_INTERVAL_MS);
+    this.#sweepDue ??= Date.now() + SWEEP_INTERVAL_MS;
+    await this.#alarm.arm();
   }
 
   override async alarm(): Promise<void> {
@@ -408,7 +414,8 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     const streams = await this.#sweepStreams(identity.tenant, now - identity.idleDays * DAY_MS);
     this.#streams.prune(now);
     const more = (idle.length === SWEEP_BATCH && expired > 0) || streams.more;
-    await this.ctx.storage.setAlarm(now + (more ? 1000 : SWEEP_INTERVAL_MS));
+    this.#sweepDue = now + (more ? 1000 : SWEEP_INTERVAL_MS);
+    await this.#alarm.arm();
     return expired + streams.expired;
   }
 

@@ -1,8 +1,8 @@
 import type { DurableEnv } from "../env";
 import { directoryShard } from "../names";
+import type { ObjectAlarm } from "../object-alarm";
 import { numberSetting } from "../settings";
 import type { SessionLifecycle } from "./lifecycle";
-import type { ObjectAlarm } from "./object-alarm";
 import type { QuotaChecks } from "./quota-checks";
 import type { SessionStore } from "./session-store";
 import type { SessionTelemetry } from "./session-telemetry";

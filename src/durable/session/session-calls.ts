@@ -1,11 +1,11 @@
 import type { Result } from "../../core/internal";
 import { capture, SessionError } from "../../core/internal";
+import type { ObjectAlarm } from "../object-alarm";
 import { storageWork } from "../transient";
 import type { EntryPage } from "../types";
 import type { DirectoryReports } from "./directory-reports";
 import type { ForkCopy } from "./fork-copy";
 import type { SessionLifecycle } from "./lifecycle";
-import type { ObjectAlarm } from "./object-alarm";
 import type { QuotaChecks } from "./quota-checks";
 import type { ByteLimit } from "./room";
 import type { SessionBlobs } from "./session-blobs";

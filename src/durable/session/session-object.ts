@@ -74,7 +74,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
    * Runs the work that is due: a fork's copy goes on; the lifecycle's (purge, expiry, indexing for
    * search); then after writes: compacts if automatic compaction is on and the context outgrew its
    * budget, reports to the directory, and stops or removes the generations whose time came. Then
-   * the alarm is set for whatever is due next (object-alarm.ts).
+   * the alarm is set for whatever is due next (../object-alarm.ts).
    */
   override async alarm(): Promise<void> {
     // A fork's copy goes on whatever else is due (a deleted fork can be restored whole).

@@ -1,5 +1,6 @@
 import { DEFAULT_ABANDON_SECONDS, DEFAULT_RETAIN_SECONDS } from "../../core/internal";
 import type { DurableEnv } from "../env";
+import { ObjectAlarm } from "../object-alarm";
 import { objectEnv } from "../placement/placed-env";
 import { numberSetting } from "../settings";
 import { sqlOf } from "../sql";
@@ -11,7 +12,6 @@ import { copySettings, ForkCopy } from "./fork-copy";
 import { ForkHolds } from "./fork-holds";
 import { Generations } from "./generations";
 import { SessionLifecycle } from "./lifecycle";
-import { ObjectAlarm } from "./object-alarm";
 import { QuotaChecks } from "./quota-checks";
 import { SessionBlobs } from "./session-blobs";
 import { SessionCalls } from "./session-calls";
@@ -45,7 +45,7 @@ export function sessionParts(ctx: DurableObjectState, env: DurableEnv, current: 
   const quotas = new QuotaChecks(placed);
   const lifecycle = new SessionLifecycle(sqlOf(ctx.storage.sql));
   const holds = new ForkHolds(sqlOf(ctx.storage.sql));
-  const alarm = new ObjectAlarm(ctx.storage, telemetry);
+  const alarm = new ObjectAlarm(ctx.storage, (task, error) => telemetry.logFailure(task, error));
   const copy: ForkCopy = new ForkCopy({
     placed,
     storage: ctx.storage,

@@ -2,7 +2,8 @@ import { DurableObject } from "cloudflare:workers";
 import type { Result, StreamAppend, StreamHeader } from "../../core/internal";
 import { capture } from "../../core/internal";
 import type { DurableEnv } from "../env";
-import { REQUEST_ID_HEADER } from "../log-line";
+import { logBackgroundFailure, REQUEST_ID_HEADER } from "../log-line";
+import { ObjectAlarm } from "../object-alarm";
 import { objectEnv } from "../placement/placed-env";
 
 /** A stream object's own environment: its namespace is bound, since it runs in it. */
@@ -68,7 +69,8 @@ export class StreamObject extends DurableObject<StreamEnv> {
   #key: string | undefined;
   /** The tenant of the request being answered, or the one stored by the first create. */
   #tenant: string | undefined;
-  /** The alarm this instance set, if any (a later one need not be set while it is pending). */
+  readonly #alarm: ObjectAlarm;
+  /** When the stream's work (its expiry, its report) is next due, as this instance asked. */
   #alarmAt: number | undefined;
 
   constructor(ctx: DurableObjectState, env: StreamEnv) {
@@ -82,6 +84,10 @@ export class StreamObject extends DurableObject<StreamEnv> {
       scheduleAlarm: (at) => this.#schedule(at),
     });
     this.#account = new StreamAccount(objectEnv(env, ctx), ctx.storage.kv, store);
+    this.#alarm = new ObjectAlarm(ctx.storage, (task, error) =>
+      logBackgroundFailure(task, ctx.storage.kv.get<string>(TENANT_KEY) ?? "", undefined, error),
+    );
+    this.#alarm.add(() => this.#alarmAt);
   }
 
   #tenantOf(): string {
@@ -90,10 +96,11 @@ export class StreamObject extends DurableObject<StreamEnv> {
     return tenant;
   }
 
+  /** Work due at `at`: a later time than one already asked for needs nothing more. */
   #schedule(at: number | null): void {
     if (at === null || (this.#alarmAt !== undefined && this.#alarmAt <= at)) return;
     this.#alarmAt = at;
-    void this.ctx.storage.setAlarm(at);
+    this.#alarm.armSoon("stream_alarm");
   }
 
   #keyOf(): string | undefined {

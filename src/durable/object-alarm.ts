@@ -1,26 +1,29 @@
-import type { SessionTelemetry } from "./session-telemetry";
-
 /*
- * The one owner of a session object's alarm. Each part with work for the alarm (the session's life,
- * its directory reports, its generations) states when that work is next due; only here is the alarm
- * set, to the earliest of those times, and never later than it stands: no part's write, failure or
- * restart can push back work another part has due sooner. An alarm that comes early finds nothing
- * due and is set again; one that comes on time runs every part's due work (session-object.ts).
+ * The one owner of an object's alarm, for every object class: a session's (its life, its directory
+ * reports, its generations, its fork's copy), a directory shard's (the tenant's retention sweep) and
+ * a stream's (its expiry and its report). Each part with work for the alarm states when that work is
+ * next due; only here is the alarm set, to the earliest of those times, and never later than it
+ * stands: no part's write, failure or restart can push back work another part has due sooner. An
+ * alarm that comes early finds nothing due and is set again; one that comes on time runs every
+ * part's due work.
  */
 
 /** When a part's work is next due (milliseconds since the epoch), if it has any. */
 export type DueTime = () => number | undefined;
 
+/** Logs a failure of background work (`task` names it). */
+export type FailureLog = (task: string, error: unknown) => unknown;
+
 export class ObjectAlarm {
   readonly #storage: DurableObjectStorage;
-  readonly #telemetry: SessionTelemetry;
+  readonly #logFailure: FailureLog;
   readonly #parts: DueTime[] = [];
   /** Arming one at a time: each reads the alarm as the one before left it. */
   #arming: Promise<void> = Promise.resolve();
 
-  constructor(storage: DurableObjectStorage, telemetry: SessionTelemetry) {
+  constructor(storage: DurableObjectStorage, logFailure: FailureLog) {
     this.#storage = storage;
-    this.#telemetry = telemetry;
+    this.#logFailure = logFailure;
   }
 
   /** A part with work for the alarm: `due` says when it is next due. */
@@ -51,7 +54,7 @@ export class ObjectAlarm {
 
   /** `arm`, for a caller that cannot wait for it (`task` names it in the log line of a failure). */
   armSoon(task: string): void {
-    this.arm().catch((error) => this.#telemetry.logFailure(task, error));
+    this.arm().catch((error) => this.#logFailure(task, error));
   }
 
   /**

@@ -17,6 +17,7 @@ import {
   StateGraph,
   type StateSnapshot,
 } from "@langchain/langgraph";
+import { validateUIMessages } from "ai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, RemoteSession } from "../../src/client";
 import {
@@ -27,7 +28,9 @@ import {
   type TreeNode,
   walkTree,
 } from "../../src/core/internal";
+import { CfSessionsChatStore } from "../../src/frameworks/ai-sdk";
 import { CfSessionsSaver } from "../../src/frameworks/langgraph";
+import { CfSessionsSession } from "../../src/frameworks/openai-agents";
 import { type DevServer, startDevServer } from "../support/dev-server";
 import { earlierSession } from "./earlier-sessions";
 
@@ -499,6 +502,20 @@ describe.each(repos)(
       expect(chat.messages[2]).toMatchObject({ role: "tool", content: "sun in Paris" });
       expect(JSON.stringify(chat.messages[0])).toContain("image_url");
       expect(chat.messages.at(-1)).toMatchObject({ role: "assistant", content: "Rain." });
+      // The other frameworks read it as their shapes.
+      const items = await new CfSessionsSession({ repo, sessionId: session.id }).getItems();
+      expect(items.map((item) => ("role" in item ? item.role : item.type))).toEqual([
+        "user",
+        "function_call",
+        "function_call_result",
+        "assistant",
+        "user",
+        "assistant",
+      ]);
+      const ui = await new CfSessionsChatStore({ repo, chatIdIsSessionId: true }).loadChat(session.id);
+      await validateUIMessages({ messages: ui });
+      expect(ui.map((message) => message.role)).toEqual(["user", "assistant", "user", "assistant"]);
+      expect(JSON.stringify(ui[1])).toContain("sun in Paris");
       // Found by a word of the tool's result, at the checkpoints that hold it (the service searches).
       if (session instanceof RemoteSession) {
         const found = await session.search("sun");

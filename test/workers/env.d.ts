@@ -14,6 +14,11 @@ declare module "*.jsonl?raw" {
   export default text;
 }
 
+declare module "*.ndjson?raw" {
+  const text: string;
+  export default text;
+}
+
 declare module "*.json?raw" {
   const text: string;
   export default text;

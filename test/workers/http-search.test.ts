@@ -1,9 +1,10 @@
-import { runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import { sessionObjectName } from "../../src/durable/internal";
 import { shardCount, shardOf } from "../../src/durable/names";
+import langGraphThread from "../fixtures/frameworks/langgraph-0.1.0.ndjson?raw";
 import {
   api,
   assistantMessage,
@@ -215,6 +216,31 @@ describe("searching a session", () => {
     await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("durable aardvark") });
     // Found at once: no lag between an answered write and search.
     expect((await search(id, q("aardvark"))).body.hits.map((h) => h.snippet)).toEqual(["durable aardvark"]);
+  });
+
+  it("finds the messages a LangGraph checkpoint of cf-sessions 0.1 holds, in a session stored before they were text", async () => {
+    const id = sid("langgraph-0-1");
+    const imported = await api("POST", `/v1/sessions/import?id=${id}`, {
+      raw: langGraphThread,
+      headers: { "Content-Type": "application/x-ndjson" },
+    });
+    expect(imported.status).toBe(201);
+    await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("ocelot after the thread") });
+    const found = (await search(id, q("Paris"))).body.hits.map((hit) => hit.entryId);
+    expect(found.length).toBeGreaterThan(1);
+    // As an object of the release before stored it: the checkpoints not indexed, its schema then.
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    await runInDurableObject(stub, (_instance, state) => {
+      state.storage.sql.exec(
+        "DELETE FROM entry_text WHERE rowid IN (SELECT seq FROM entries WHERE type = 'custom')",
+      );
+      state.storage.sql.exec("DELETE FROM schema_version WHERE version > 6");
+    });
+    expect((await search(id, q("Paris"))).body.hits).toEqual([]);
+    await evictDurableObject(stub);
+    // Started again, it indexes them; what was indexed before is there once.
+    expect((await search(id, q("Paris"))).body.hits.map((hit) => hit.entryId)).toEqual(found);
+    expect((await search(id, q("ocelot"))).body.hits).toHaveLength(1);
   });
 
   it("finds what forks copied and what imports wrote, and nothing once the session is deleted", async () => {

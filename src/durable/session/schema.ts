@@ -106,6 +106,17 @@ const MIGRATIONS = [
     release_owed INTEGER NOT NULL DEFAULT 0
   )
   `,
+  // The messages a LangGraph checkpoint of cf-sessions 0.1 holds are text (search-text.ts): a
+  // session stored before indexes again the part of it from its first such checkpoint on.
+  `
+  INSERT INTO search_backfill (singleton, next_seq, end_seq)
+    SELECT 1, min(seq), max(seq) + 1 FROM entries
+    WHERE type = 'custom' AND (body IS NULL OR (body->>'customType' = 'langgraph:checkpoint'
+      AND body->'data'->'values'->'messages' IS NOT NULL))
+    GROUP BY type
+  ON CONFLICT (singleton) DO UPDATE SET
+    next_seq = min(next_seq, excluded.next_seq), end_seq = max(end_seq, excluded.end_seq)
+  `,
 ];
 
 /**

@@ -84,6 +84,7 @@ export class SearchIndex {
       this.#sql`INSERT INTO search_backfill (singleton, next_seq, end_seq) VALUES (1, ${first}, ${last + 1})`;
   }
 
+  /** Indexes entries; one indexed before (a part of the session indexed again) has its row replaced. */
   #insert(entries: readonly (SessionEntry & { seq: number })[]): void {
     const rows: [number, string, string][] = [];
     for (const entry of entries) {
@@ -92,13 +93,14 @@ export class SearchIndex {
     }
     if (rows.length < 8) {
       for (const [seq, text, thinking] of rows) {
-        this.#sql`INSERT INTO entry_text (rowid, text, thinking) VALUES (${seq}, ${text}, ${thinking})`;
+        this
+          .#sql`INSERT OR REPLACE INTO entry_text (rowid, text, thinking) VALUES (${seq}, ${text}, ${thinking})`;
       }
       return;
     }
     for (let i = 0; i < rows.length; i += INSERT_BATCH) {
       this.#storage.exec(
-        "INSERT INTO entry_text (rowid, text, thinking) SELECT value->>0, value->>1, value->>2 FROM json_each(?)",
+        "INSERT OR REPLACE INTO entry_text (rowid, text, thinking) SELECT value->>0, value->>1, value->>2 FROM json_each(?)",
         JSON.stringify(rows.slice(i, i + INSERT_BATCH)),
       );
     }

@@ -1,7 +1,7 @@
 import { AIMessage, type BaseMessage, HumanMessage } from "@langchain/core/messages";
 import type { AgentInputItem } from "@openai/agents-core";
 import { createClient } from "../src/client";
-import type { AgentMessage } from "../src/core/internal";
+import type { AgentMessage } from "../src/core/messages";
 import { CfSessionsSaver } from "../src/frameworks/langgraph";
 import { CfSessionsSession } from "../src/frameworks/openai-agents";
 

@@ -1,4 +1,4 @@
-import { SseReader } from "../src/core/internal";
+import { SseReader } from "../src/core/sse";
 import { followSse } from "./sse-follow";
 
 /*

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { availableParallelism, cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildSessionContext as piBuildSessionContext, SessionManager } from "@mariozechner/pi-coding-agent";
-import type { AgentMessage } from "../src/core/internal";
+import type { AgentMessage } from "../src/core/messages";
 import type { DevServer } from "../test/support/dev-server";
 import { startDevServer } from "../test/support/dev-server";
 import { blobSessions } from "./blobs";

@@ -1,4 +1,4 @@
-import { SseReader } from "../src/core/internal";
+import { SseReader } from "../src/core/sse";
 
 /** One Server-Sent Event as it arrived, with the time it did. */
 export type TimedEvent = { event: string; id?: string; data: string };

@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
-import type { EntryInput, SessionHeader } from "../src/core/internal";
-import { newId, nowIso } from "../src/core/internal";
+import type { EntryInput } from "../src/core/entries";
+import { newId, nowIso } from "../src/core/ids";
+import type { SessionHeader } from "../src/core/session-schemas";
 import type { DurableEnv } from "../src/durable/internal";
 import { directoryShard, shardCount, shardOf } from "../src/durable/names";
 import { EntryRows } from "../src/durable/session/entry-rows";

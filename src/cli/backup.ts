@@ -14,14 +14,11 @@ import {
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { RemoteRepo } from "../client";
-import type {
-  ExistingSessions,
-  ImportedSessionStatus,
-  ImportedStreamStatus,
-  ImportWarning,
-  TenantImportReport,
-} from "../core/internal";
-import { StreamEnds, TENANT_FORMAT, TENANT_VERSION, tryParseJson } from "../core/internal";
+import type { ImportWarning } from "../core/interchange";
+import { tryParseJson } from "../core/json";
+import type { ImportedStreamStatus } from "../core/stream-backup";
+import type { ExistingSessions, ImportedSessionStatus, TenantImportReport } from "../core/tenant-stream";
+import { StreamEnds, TENANT_FORMAT, TENANT_VERSION } from "../core/tenant-stream";
 import { write } from "./atomic-file";
 
 /*

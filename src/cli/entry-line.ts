@@ -1,5 +1,5 @@
-import type { AgentMessage } from "../core/internal";
-import { contentText } from "../core/internal";
+import type { AgentMessage } from "../core/messages";
+import { contentText } from "../core/messages";
 import { oneLine } from "./output";
 
 /* Entries and messages as the terminal shows them: one line each. */

@@ -1,8 +1,10 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { RemoteRepo } from "../client";
-import type { ImportWarning } from "../core/internal";
-import { checkFormat, detectFormat, parseImport, SessionError } from "../core/internal";
+import { SessionError } from "../core/errors";
+import { detectFormat, parseImport } from "../core/import-formats";
+import type { ImportWarning } from "../core/interchange";
+import { checkFormat } from "../core/interchange";
 import { fail, type Output, oneOf } from "./output";
 import { recordProject } from "./project-key";
 

@@ -1,13 +1,10 @@
 import { parseArgs } from "node:util";
 import { ConnectionError, createClient } from "../client";
-import {
-  checkExportFormat,
-  drawTree,
-  MAX_ENTRIES_PAGE,
-  MAX_SEARCH_HITS,
-  MAX_SESSIONS_PAGE,
-  SessionError,
-} from "../core/internal";
+import { SessionError } from "../core/errors";
+import { checkExportFormat } from "../core/interchange";
+import { MAX_ENTRIES_PAGE, MAX_SESSIONS_PAGE } from "../core/limits";
+import { MAX_SEARCH_HITS } from "../core/search";
+import { drawTree } from "../core/tree-text";
 import { writeFileAtomically } from "./atomic-file";
 import { backup, restore } from "./backup";
 import { entryLine, gist, messageLine } from "./entry-line";

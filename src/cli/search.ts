@@ -1,5 +1,5 @@
 import type { RemoteRepo } from "../client";
-import type { SearchHit, SessionMatch } from "../core/internal";
+import type { SearchHit, SessionMatch } from "../core/search";
 import { type Output, oneLine, oneOf } from "./output";
 
 /*

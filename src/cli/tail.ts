@@ -1,6 +1,8 @@
 import type { GenerationChunk, RemoteSession } from "../client";
-import type { GenerationInfo, SessionEvent, StoredEntry } from "../core/internal";
-import { SessionError } from "../core/internal";
+import type { StoredEntry } from "../core/entries";
+import { SessionError } from "../core/errors";
+import type { SessionEvent } from "../core/events";
+import type { GenerationInfo } from "../core/generations/generation-schemas";
 import { entryLine, gist } from "./entry-line";
 import type { Output } from "./output";
 

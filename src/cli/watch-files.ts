@@ -2,16 +2,13 @@ import { mkdirSync, readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { RemoteRepo } from "../client";
-import type { ImportedSession, ImportFormat, SessionEntry } from "../core/internal";
-import {
-  canonicalJson,
-  checkFormat,
-  detectFormat,
-  importBatches,
-  parseImport,
-  SessionError,
-  sha256Hex,
-} from "../core/internal";
+import { sha256Hex } from "../core/bytes";
+import type { SessionEntry } from "../core/entries";
+import { SessionError } from "../core/errors";
+import { detectFormat, parseImport } from "../core/import-formats";
+import type { ImportedSession, ImportFormat } from "../core/interchange";
+import { checkFormat, importBatches } from "../core/interchange";
+import { canonicalJson } from "../core/json";
 import { writeFileAtomically } from "./atomic-file";
 import { sessionFiles } from "./import-files";
 import type { Output } from "./output";

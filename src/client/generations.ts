@@ -1,5 +1,12 @@
-import type { GenerationFormat, GenerationInfo, OpenGenerationBody, StoredEntry } from "../core/internal";
-import { chunkText, newId, SessionError } from "../core/internal";
+import type { StoredEntry } from "../core/entries";
+import { SessionError } from "../core/errors";
+import { chunkText } from "../core/generations/chunks";
+import type {
+  GenerationFormat,
+  GenerationInfo,
+  OpenGenerationBody,
+} from "../core/generations/generation-schemas";
+import { newId } from "../core/ids";
 import { reconnectDelay, sleep } from "./backoff";
 import { serviceJson, type Transport } from "./transport";
 

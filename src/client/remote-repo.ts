@@ -1,22 +1,19 @@
+import { SessionError } from "../core/errors";
+import type { TenantEvent } from "../core/events";
+import { parseImport } from "../core/import-formats";
+import type { ImportedSession, ImportFormat, ImportWarning } from "../core/interchange";
+import { checkFormat, leafAfter } from "../core/interchange";
+import type { SessionRepo } from "../core/repo";
+import type { TenantSearchOptions, TenantSearchPage } from "../core/search";
 import type {
   CreateSessionOptions,
-  ExistingSessions,
   ForkOptions,
-  ImportedSession,
-  ImportFormat,
-  ImportWarning,
   ListOptions,
   SessionInfo,
   SessionPage,
-  SessionRepo,
-  SyncResult,
-  SyncSummary,
-  TenantEvent,
-  TenantImportReport,
-  TenantSearchOptions,
-  TenantSearchPage,
-} from "../core/internal";
-import { checkFormat, leafAfter, parseImport, SessionError } from "../core/internal";
+} from "../core/session-schemas";
+import type { SyncResult, SyncSummary } from "../core/sync-import";
+import type { ExistingSessions, TenantImportReport } from "../core/tenant-stream";
 import { RemoteSession } from "./remote-session";
 import { RemoteStorage, sessionPath } from "./remote-storage";
 import { responseLines } from "./response-lines";

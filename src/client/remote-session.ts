@@ -1,22 +1,15 @@
-import type {
-  CompactionEntry,
-  CompactOptions,
-  ContextFormat,
-  ContextInOptions,
-  ContextOptions,
-  ContextRequests,
-  ExportFormat,
-  GenerationInfo,
-  NavigateOptions,
-  NavigateResult,
-  SessionContext,
-  SessionEvent,
-  SessionSearchOptions,
-  SessionSearchPage,
-  SessionStorage,
-  StoredEntry,
-} from "../core/internal";
-import { Session } from "../core/internal";
+import type { CompactOptions, NavigateOptions, NavigateResult } from "../core/compact-session";
+import type { SessionContext } from "../core/context";
+import type { CompactionEntry, StoredEntry } from "../core/entries";
+import type { SessionEvent } from "../core/events";
+import type { GenerationInfo } from "../core/generations/generation-schemas";
+import type { ExportFormat } from "../core/interchange";
+import type { ContextRequests } from "../core/providers/convert";
+import type { ContextFormat } from "../core/providers/target";
+import type { SessionSearchOptions, SessionSearchPage } from "../core/search";
+import type { ContextInOptions, ContextOptions } from "../core/session";
+import { Session } from "../core/session";
+import type { SessionStorage } from "../core/storage";
 import type {
   FollowOptions,
   GenerateOptions,

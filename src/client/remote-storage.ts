@@ -1,44 +1,29 @@
-import {
-  type AppendEntryInput,
-  type AppendOptions,
-  type AppendResult,
-  buildSessionContext,
-  type CompactionEntry,
-  type CompactOptions,
-  type ContextAnswer,
-  type ContextFormat,
-  type ContextInOptions,
-  type ContextRequests,
-  checkSessionId,
-  contextForModel,
-  type EntryQuery,
-  type ExportFormat,
-  entryPage,
-  type ForkOptions,
-  type GenerationInfo,
-  type HeaderPatch,
-  isValidId,
-  type LeafAt,
-  type LeafEntry,
-  type LeafOptions,
-  leafTag,
-  modelRefString,
-  type NavigateOptions,
-  type NavigateResult,
-  newId,
-  type SessionEntry,
-  SessionError,
-  type SessionEvent,
-  type SessionHeader,
-  type SessionInfo,
-  type SessionSearchOptions,
-  type SessionSearchPage,
-  type SessionStorage,
-  type StoredEntry,
-  type TreeEntry,
-  type TreeNode,
-  walkTree,
-} from "../core/internal";
+import type { CompactOptions, NavigateOptions, NavigateResult } from "../core/compact-session";
+import { buildSessionContext } from "../core/context";
+import type { ContextAnswer } from "../core/context-answer";
+import type { CompactionEntry, LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "../core/entries";
+import { SessionError } from "../core/errors";
+import type { SessionEvent } from "../core/events";
+import type { GenerationInfo } from "../core/generations/generation-schemas";
+import { checkSessionId, isValidId, newId } from "../core/ids";
+import type { ExportFormat } from "../core/interchange";
+import { leafTag } from "../core/leaf-tag";
+import { entryPage } from "../core/paging";
+import { type ContextRequests, contextForModel } from "../core/providers/convert";
+import type { AppendEntryInput } from "../core/providers/entry-input";
+import { type ContextFormat, modelRefString } from "../core/providers/target";
+import type { SessionSearchOptions, SessionSearchPage } from "../core/search";
+import type { ContextInOptions } from "../core/session";
+import type {
+  EntryQuery,
+  ForkOptions,
+  HeaderPatch,
+  LeafAt,
+  SessionHeader,
+  SessionInfo,
+} from "../core/session-schemas";
+import type { AppendOptions, AppendResult, LeafOptions, SessionStorage } from "../core/storage";
+import { type TreeNode, walkTree } from "../core/tree";
 import type { FollowOptions, GenerateOptions, GenerationChunk, GenerationResult } from "./generations";
 import { followGeneration, GenerationWriter, generationPath, stopGeneration } from "./generations";
 import { responseLines } from "./response-lines";

@@ -1,5 +1,6 @@
-import type { ErrorBody } from "../core/internal";
-import { isErrorCode, SessionError, tryParseJson } from "../core/internal";
+import type { ErrorBody } from "../core/errors";
+import { isErrorCode, SessionError } from "../core/errors";
+import { tryParseJson } from "../core/json";
 import { sleep } from "./backoff";
 
 export interface ClientOptions {

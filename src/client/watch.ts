@@ -1,5 +1,6 @@
-import type { SessionEvent, TenantEvent } from "../core/internal";
-import { SessionError, SseReader } from "../core/internal";
+import { SessionError } from "../core/errors";
+import type { SessionEvent, TenantEvent } from "../core/events";
+import { SseReader } from "../core/sse";
 import { reconnectDelay, sleep } from "./backoff";
 import { serviceJson, type Transport } from "./transport";
 

@@ -1,6 +1,7 @@
 /*
  * `cf-sessions`: the library's public face. Every name here is a promise (semver); the project's
- * own layers (the service, the backends, the client, the command line) import `core/internal.ts`.
+ * own layers (the service, the backends, the client, the command line) import each core module
+ * they use from that module.
  */
 
 export type { CompactIfNeededOptions, CompactIfNeededResult } from "./agent";

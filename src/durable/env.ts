@@ -1,4 +1,4 @@
-import type { SummarizerConfig } from "../core/internal";
+import type { SummarizerConfig } from "../core/summarizers";
 import type { SessionDirectory } from "./directory/session-directory";
 import type { TenantPlacement } from "./placement/tenant-placement";
 import type { SessionObject } from "./session/session-object";

@@ -1,4 +1,5 @@
-import { SessionError, sha256Hex } from "../core/internal";
+import { sha256Hex } from "../core/bytes";
+import { SessionError } from "../core/errors";
 
 /*
  * Log lines: one JSON object a line through the console, which Workers Logs indexes field by

@@ -1,4 +1,4 @@
-import type { Summarizer } from "../core/internal";
+import type { Summarizer } from "../core/summarizers/summarizer";
 
 /*
  * Metrics, written to Workers Analytics Engine through the optional `METRICS` binding; without it

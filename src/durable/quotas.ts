@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { SessionError } from "../core/internal";
+import { SessionError } from "../core/errors";
 import { jsonSetting } from "./settings";
 
 /*

@@ -1,5 +1,7 @@
 import type * as z from "zod";
-import { SessionError, tryParseJson, zodDetails } from "../core/internal";
+import { zodDetails } from "../core/append";
+import { SessionError } from "../core/errors";
+import { tryParseJson } from "../core/json";
 
 /**
  * A reader of the service's JSON setting `name`, remembering the last text it read. A setting

@@ -1,4 +1,5 @@
-import { isQueryError, SessionError } from "../core/internal";
+import { SessionError } from "../core/errors";
+import { isQueryError } from "../core/search-query";
 
 /**
  * `sql\`SELECT … WHERE id = ${id}\`` over a Durable Object's SQLite: the query reads as SQL and

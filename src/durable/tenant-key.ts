@@ -1,4 +1,4 @@
-import { sha256Hex } from "../core/internal";
+import { sha256Hex } from "../core/bytes";
 
 /**
  * A key that stands for a tenant without naming it: the SHA-256 (hex) of its name. It names the

@@ -1,4 +1,4 @@
-import { SessionError } from "../core/internal";
+import { SessionError } from "../core/errors";
 
 /*
  * Failures that are not the request's fault, turned into answers a client can act on instead of

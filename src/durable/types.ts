@@ -1,12 +1,8 @@
-import type {
-  EntryRef,
-  EntryType,
-  ForkPathEntry,
-  OmittedHistory,
-  SessionHeader,
-  SessionInfo,
-  StoredEntry,
-} from "../core/internal";
+import type { EntryRef } from "../core/append";
+import type { OmittedHistory } from "../core/compaction";
+import type { EntryType, StoredEntry } from "../core/entries";
+import type { ForkPathEntry } from "../core/fork";
+import type { SessionHeader, SessionInfo } from "../core/session-schemas";
 
 /*
  * What crosses RPC between the Worker and the objects, and between objects: the answers and

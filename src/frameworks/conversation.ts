@@ -1,5 +1,6 @@
 import type { AgentMessage, EntryInput, StoredEntry, TreeEntry } from "../core";
-import { latestEdits, projectContext } from "../core/internal";
+import { projectContext } from "../core/context";
+import { latestEdits } from "../core/context-edits";
 
 /*
  * What the adapters share. A framework's records become first-class entries (messages, tool

@@ -1,4 +1,5 @@
-import { SessionError, sha256Hex } from "../core/internal";
+import { SessionError } from "../core";
+import { sha256Hex } from "../core/bytes";
 
 /*
  * Frameworks name their threads, sessions and checkpoints with any string; ours are 1-128

@@ -1,5 +1,6 @@
 import * as z from "zod";
-import { isRecord, tryParseJson } from "../core/internal";
+import { tryParseJson } from "../core/json";
+import { isRecord } from "../core/providers/incoming";
 import { Access, type Caller } from "./access";
 import { checkedSetting } from "./checked-setting";
 

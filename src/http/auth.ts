@@ -1,5 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { SessionError, sha256Hex } from "../core/internal";
+import { sha256Hex } from "../core/bytes";
+import { SessionError } from "../core/errors";
 import type { Caller } from "./access";
 import { apiKeyTable, type KeyTable } from "./api-keys";
 import { devCaller } from "./dev-tenant";

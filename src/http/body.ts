@@ -1,7 +1,9 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit as honoBodyLimit } from "hono/body-limit";
-import type { NumberedLine } from "../core/internal";
-import { concatBytes, MAX_BODY_BYTES, MAX_ENTRY_BYTES, SessionError } from "../core/internal";
+import { concatBytes } from "../core/bytes";
+import { SessionError } from "../core/errors";
+import { MAX_BODY_BYTES, MAX_ENTRY_BYTES } from "../core/limits";
+import type { NumberedLine } from "../core/ndjson";
 import type { AppEnv } from "./env";
 
 const JSON_TYPE = /^application\/([\w.-]+\+)?json$/i;

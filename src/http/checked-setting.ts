@@ -1,4 +1,4 @@
-import { SessionError } from "../core/internal";
+import { SessionError } from "../core/errors";
 
 /**
  * A setting of the service read once for each value it takes (`source`, its text). One that

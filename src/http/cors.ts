@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import { SessionError } from "../core/internal";
+import { SessionError } from "../core/errors";
 import { ANSWER_HEADERS, REQUEST_HEADERS } from "../durable/internal";
 import type { AppEnv } from "./env";
 

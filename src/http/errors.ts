@@ -2,8 +2,8 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import * as z from "zod";
-import type { ErrorBody, ErrorCode } from "../core/internal";
-import { ERROR_STATUS, SessionError } from "../core/internal";
+import type { ErrorBody, ErrorCode } from "../core/errors";
+import { ERROR_STATUS, SessionError } from "../core/errors";
 import { errorSummary, transientError } from "../durable/internal";
 import type { AppEnv } from "./env";
 

@@ -1,6 +1,7 @@
 import type { Context } from "hono";
-import type { ForkOptions, LocationHint, SessionInfo } from "../core/internal";
-import { SessionError } from "../core/internal";
+import { SessionError } from "../core/errors";
+import type { LocationHint } from "../core/location";
+import type { ForkOptions, SessionInfo } from "../core/session-schemas";
 import type { AppEnv } from "./env";
 import { recordEvent } from "./metrics";
 import { creationLocation } from "./placement";

@@ -6,7 +6,8 @@ import {
   type JWK,
   type JWTVerifyGetKey,
 } from "jose";
-import { isRecord, tryParseJson } from "../core/internal";
+import { tryParseJson } from "../core/json";
+import { isRecord } from "../core/providers/incoming";
 import { checkedSetting } from "./checked-setting";
 import type { WorkerEnv } from "./env";
 

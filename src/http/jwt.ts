@@ -8,7 +8,8 @@ import {
   jwtVerify,
   type ProtectedHeaderParameters,
 } from "jose";
-import { isRecord, SessionError } from "../core/internal";
+import { SessionError } from "../core/errors";
+import { isRecord } from "../core/providers/incoming";
 import { Access, type Caller } from "./access";
 import type { JwtConfig } from "./jwt-config";
 

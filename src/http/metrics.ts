@@ -1,6 +1,6 @@
 import type { Context } from "hono";
-import type { Summarizer } from "../core/internal";
-import { summarizerFromConfig } from "../core/internal";
+import { summarizerFromConfig } from "../core/summarizers";
+import type { Summarizer } from "../core/summarizers/summarizer";
 import type { MetricPoint } from "../durable/internal";
 import { measuredSummarizer, tenantHash, writeMetric } from "../durable/internal";
 import type { AppEnv } from "./env";

@@ -1,6 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
-import type { LocationHint } from "../core/internal";
-import { SessionError } from "../core/internal";
+import { SessionError } from "../core/errors";
+import type { LocationHint } from "../core/location";
 import { checkPlacement, tenantJurisdiction } from "../durable/internal";
 import type { AppEnv } from "./env";
 

@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { SessionError } from "../core/internal";
+import { SessionError } from "../core/errors";
 import { numberSetting, unavailable } from "../durable/internal";
 import { clientAddress } from "./client-address";
 import type { AppEnv } from "./env";

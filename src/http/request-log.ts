@@ -1,6 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
-import { newId } from "../core/internal";
+import { newId } from "../core/ids";
 import { logLine, REQUEST_ID_HEADER, tenantHash } from "../durable/internal";
 import type { AppEnv } from "./env";
 import { recordRequest } from "./metrics";

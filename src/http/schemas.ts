@@ -1,29 +1,22 @@
 import * as z from "zod";
+import { NavigateRequest } from "../core/compact-session";
+import { ContextDelta, FullContext } from "../core/context-answer";
+import { EntryType, Id, SessionEntry, StoredEntry, Timestamp } from "../core/entries";
+import { ImportWarning } from "../core/interchange";
+import { MAX_BATCH_ENTRIES } from "../core/limits";
+import { LocationHint } from "../core/location";
+import { AppendEntryInput, ContextFormatSchema, ModelRefString } from "../core/providers/entry-input";
+import { SessionSearchOptions } from "../core/search";
 import {
-  AppendEntryInput,
-  ContextDelta,
-  ContextFormatSchema,
   CreateSessionOptions,
   EntryQuery,
-  EntryType,
-  ExistingSessions,
   ForkOptions,
-  FullContext,
-  Id,
-  ImportWarning,
   ListOptions,
-  LocationHint,
-  MAX_BATCH_ENTRIES,
-  ModelRefString,
-  NavigateRequest,
-  SessionEntry,
   SessionInfo,
   SessionPatch,
-  SessionSearchOptions,
-  StoredEntry,
-  SyncSummary,
-  Timestamp,
-} from "../core/internal";
+} from "../core/session-schemas";
+import { SyncSummary } from "../core/sync-import";
+import { ExistingSessions } from "../core/tenant-stream";
 import { MAX_PATH_CHARS } from "../durable/internal";
 
 /*

@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import { SessionError } from "../core/internal";
+import { SessionError } from "../core/errors";
 import { DurableRepo } from "../durable/internal";
 import type { AppEnv } from "./env";
 import { limitAuthFailures } from "./rate-limit";

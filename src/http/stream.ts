@@ -1,5 +1,5 @@
-import type { StoredEntry } from "../core/internal";
-import { jsonArray } from "../core/internal";
+import { jsonArray } from "../core/context-answer";
+import type { StoredEntry } from "../core/entries";
 
 /*
  * Answers built while they are sent: long paths and large entries reach the client page by page,

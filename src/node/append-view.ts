@@ -1,5 +1,8 @@
-import type { AppendView, Conversation, SessionEntry, StoredEntry, TreeEntry } from "../core/internal";
-import { branchRows, conversationOf, isProviderEntry, NO_CONVERSATION } from "../core/internal";
+import type { AppendView } from "../core/append";
+import { branchRows } from "../core/branch";
+import type { SessionEntry, StoredEntry, TreeEntry } from "../core/entries";
+import type { Conversation } from "../core/providers/provider-entries";
+import { conversationOf, isProviderEntry, NO_CONVERSATION } from "../core/providers/provider-entries";
 import type { EntryIndex, IndexedEntry } from "./entry-index";
 import type { EntryLog } from "./entry-log";
 

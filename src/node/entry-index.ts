@@ -1,12 +1,10 @@
-import type { EntryRef, SessionEntry, SessionStats } from "../core/internal";
-import {
-  applyEntryToLabels,
-  applyEntryToStats,
-  ENTRY_TYPES,
-  emptyStats,
-  isRecord,
-  isValidId,
-} from "../core/internal";
+import type { EntryRef } from "../core/append";
+import type { SessionEntry } from "../core/entries";
+import { ENTRY_TYPES } from "../core/entries";
+import { isValidId } from "../core/ids";
+import type { SessionStats } from "../core/info";
+import { applyEntryToLabels, applyEntryToStats, emptyStats } from "../core/info";
+import { isRecord } from "../core/providers/incoming";
 import type { LineSpan } from "./entry-log";
 
 /**

@@ -1,7 +1,8 @@
 import { readSync } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { open } from "node:fs/promises";
-import { SessionError, tryParseJson } from "../core/internal";
+import { SessionError } from "../core/errors";
+import { tryParseJson } from "../core/json";
 import { errnoCode, ioError } from "./errno";
 
 /** Where a line sits in the log: its first byte and its length in bytes, newline excluded. */

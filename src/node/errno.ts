@@ -1,4 +1,4 @@
-import { SessionError } from "../core/internal";
+import { SessionError } from "../core/errors";
 
 /** The `code` of a failed system call (`ENOENT`, `EEXIST`, …), or undefined for any other error. */
 export function errnoCode(error: unknown): string | undefined {

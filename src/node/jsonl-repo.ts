@@ -1,28 +1,24 @@
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
+import type { ForkTargetHeader } from "../core/fork";
+import { newSessionHeader } from "../core/header";
+import { isValidId } from "../core/ids";
+import { pageSessions } from "../core/info";
+import type { ImportedSession, ImportHeader } from "../core/interchange";
+import { writeImport } from "../core/interchange";
+import { sessionsPageLimit } from "../core/paging";
+import type { SessionRepo } from "../core/repo";
+import { Session } from "../core/session";
 import type {
   CreateSessionOptions,
   ForkOptions,
-  ForkTargetHeader,
-  ImportedSession,
-  ImportHeader,
   ListOptions,
   SessionInfo,
   SessionPage,
-  SessionRepo,
-  SyncResult,
-} from "../core/internal";
-import {
-  inProject,
-  isValidId,
-  newSessionHeader,
-  openIfExists,
-  pageSessions,
-  Session,
-  sessionsPageLimit,
-  syncImport,
-  writeImport,
-} from "../core/internal";
+} from "../core/session-schemas";
+import { inProject } from "../core/session-schemas";
+import type { SyncResult } from "../core/sync-import";
+import { openIfExists, syncImport } from "../core/sync-import";
 import { ioError, unlessMissing } from "./errno";
 import { JSONLStorage } from "./jsonl-storage";
 import { sessionFolder, sessionsFolder } from "./layout";

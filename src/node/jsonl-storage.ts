@@ -1,43 +1,34 @@
 import { mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { AppendView, PlannedWrite } from "../core/append";
+import { idsNamedBy, planAppend, planImport, planLeafMove } from "../core/append";
+import { branchRows } from "../core/branch";
+import type { LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "../core/entries";
+import { SessionError } from "../core/errors";
+import type { ForkTargetHeader } from "../core/fork";
+import { forkStorage } from "../core/fork";
+import { patchHeader } from "../core/header";
+import { nowIso } from "../core/ids";
+import { sessionInfo } from "../core/info";
+import { canonicalJson } from "../core/json";
+import { entryPage } from "../core/paging";
+import type { AppendEntryInput } from "../core/providers/entry-input";
 import type {
-  AppendEntryInput,
-  AppendOptions,
-  AppendResult,
-  AppendView,
   EntryQuery,
   ForkOptions,
-  ForkTargetHeader,
   HeaderPatch,
-  ImportOptions,
-  LeafEntry,
-  LeafOptions,
-  PlannedWrite,
-  SessionEntry,
   SessionHeader,
   SessionInfo,
+} from "../core/session-schemas";
+import type {
+  AppendOptions,
+  AppendResult,
+  ImportOptions,
+  LeafOptions,
   SessionStorage,
-  StoredEntry,
-  TreeEntry,
-  TreeNode,
-  TreeRow,
-} from "../core/internal";
-import {
-  branchRows,
-  buildTree,
-  canonicalJson,
-  entryPage,
-  forkStorage,
-  idsNamedBy,
-  nowIso,
-  patchHeader,
-  planAppend,
-  planImport,
-  planLeafMove,
-  SessionError,
-  sessionInfo,
-  treeRow,
-} from "../core/internal";
+} from "../core/storage";
+import type { TreeNode, TreeRow } from "../core/tree";
+import { buildTree, treeRow } from "../core/tree";
 import { appendView, readRows } from "./append-view";
 import type { IndexedEntry } from "./entry-index";
 import { EntryIndex } from "./entry-index";

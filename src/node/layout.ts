@@ -1,6 +1,6 @@
 import { mkdir, mkdtemp } from "node:fs/promises";
 import { join } from "node:path";
-import { checkSessionId } from "../core/internal";
+import { checkSessionId } from "../core/ids";
 
 /*
  * Where a JSONLRepo keeps its files under its root folder:

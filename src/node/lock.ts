@@ -4,7 +4,9 @@ import { link, open, readFile, rename, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import * as z from "zod";
-import { nowIso, SessionError, tryParseJson } from "../core/internal";
+import { SessionError } from "../core/errors";
+import { nowIso } from "../core/ids";
+import { tryParseJson } from "../core/json";
 import { errnoCode, unlessMissing } from "./errno";
 import { LOCK_FILE } from "./layout";
 

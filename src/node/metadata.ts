@@ -3,8 +3,14 @@ import { readFile } from "node:fs";
 import { rename, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import type { SessionInfo, SessionStats } from "../core/internal";
-import { isRecord, isValidId, SessionError, SessionHeader, sessionInfo, zodDetails } from "../core/internal";
+import { zodDetails } from "../core/append";
+import { SessionError } from "../core/errors";
+import { isValidId } from "../core/ids";
+import type { SessionStats } from "../core/info";
+import { sessionInfo } from "../core/info";
+import { isRecord } from "../core/providers/incoming";
+import type { SessionInfo } from "../core/session-schemas";
+import { SessionHeader } from "../core/session-schemas";
 import { METADATA_FILE } from "./layout";
 
 /**

@@ -1,4 +1,4 @@
-import type { AgentMessage, AssistantMessage, ToolResultMessage, UserMessage } from "../../src/core/internal";
+import type { AgentMessage, AssistantMessage, ToolResultMessage, UserMessage } from "../../src/core/messages";
 
 let clock = Date.UTC(2026, 0, 1);
 

@@ -1,6 +1,11 @@
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, EntryInput, Session, SessionRepo } from "../../src/core/internal";
-import { newId, parsePi, SessionError } from "../../src/core/internal";
+import type { EntryInput } from "../../src/core/entries";
+import { SessionError } from "../../src/core/errors";
+import { newId } from "../../src/core/ids";
+import type { AgentMessage } from "../../src/core/messages";
+import { parsePi } from "../../src/core/pi-format";
+import type { SessionRepo } from "../../src/core/repo";
+import type { Session } from "../../src/core/session";
 import { assistant, toolResult, user } from "./fixtures";
 import { expectCode } from "./storage";
 

@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
-import type { EntryInput, ErrorCode, Session, SessionRepo, TreeNode } from "../../src/core/internal";
-import { newId, parsePi, SessionError, treeToJson, walkTree } from "../../src/core/internal";
+import type { EntryInput } from "../../src/core/entries";
+import type { ErrorCode } from "../../src/core/errors";
+import { SessionError } from "../../src/core/errors";
+import { newId } from "../../src/core/ids";
+import { parsePi } from "../../src/core/pi-format";
+import type { SessionRepo } from "../../src/core/repo";
+import type { Session } from "../../src/core/session";
+import type { TreeNode } from "../../src/core/tree";
+import { treeToJson, walkTree } from "../../src/core/tree";
 import { assistant, messageEntry, PiFile, user } from "./fixtures";
 import { pi16Conformance } from "./pi16";
 

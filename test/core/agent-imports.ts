@@ -6,19 +6,19 @@ import {
   buildSessionContext as piBuildSessionContext,
 } from "@mariozechner/pi-coding-agent";
 import { expect } from "vitest";
+import { exportClaudeCode } from "../../src/core/claude-code-export";
+import { parseClaudeCode } from "../../src/core/claude-code-format";
+import { exportCodex } from "../../src/core/codex-export";
+import { parseCodex } from "../../src/core/codex-format";
 import { normalized } from "../../src/core/codex-items";
-import type { AgentMessage, ImportedSession, Session, SessionEntry } from "../../src/core/internal";
-import {
-  exportClaudeCode,
-  exportCodex,
-  exportNative,
-  exportPi,
-  MemoryRepo,
-  parseClaudeCode,
-  parseCodex,
-  parseNative,
-  SessionError,
-} from "../../src/core/internal";
+import type { SessionEntry } from "../../src/core/entries";
+import { SessionError } from "../../src/core/errors";
+import type { ImportedSession } from "../../src/core/interchange";
+import { MemoryRepo } from "../../src/core/memory";
+import type { AgentMessage } from "../../src/core/messages";
+import { exportNative, parseNative } from "../../src/core/native-format";
+import { exportPi } from "../../src/core/pi-format";
+import type { Session } from "../../src/core/session";
 
 /* What the Claude Code and Codex import tests share: the real files, and the round trips. */
 

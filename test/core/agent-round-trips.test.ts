@@ -1,8 +1,11 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { ExportFormat, ImportedSession, Session } from "../../src/core/internal";
-import { exportLines, MemoryRepo, parseImport } from "../../src/core/internal";
+import { exportLines } from "../../src/core/export-formats";
+import { parseImport } from "../../src/core/import-formats";
+import type { ExportFormat, ImportedSession } from "../../src/core/interchange";
+import { MemoryRepo } from "../../src/core/memory";
+import type { Session } from "../../src/core/session";
 import { writeConversation } from "../support/conversation";
 import { collect, fixtureFiles } from "./agent-imports";
 

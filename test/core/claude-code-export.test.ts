@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, AssistantMessage, SessionEntry } from "../../src/core/internal";
-import { exportClaudeCode, MemoryRepo, parseClaudeCode } from "../../src/core/internal";
+import { exportClaudeCode } from "../../src/core/claude-code-export";
+import { parseClaudeCode } from "../../src/core/claude-code-format";
+import type { SessionEntry } from "../../src/core/entries";
+import { MemoryRepo } from "../../src/core/memory";
+import type { AgentMessage, AssistantMessage } from "../../src/core/messages";
 import { QUESTION, SECOND_QUESTION, SUMMARY, TOOL_OUTPUT, writeConversation } from "../support/conversation";
 import { collect, expectExportedAsWritten, fixtureFiles, jsonLines } from "./agent-imports";
 

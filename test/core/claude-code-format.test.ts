@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, AssistantMessage, SessionEntry } from "../../src/core/internal";
-import { detectFormat, MemoryRepo, parseClaudeCode } from "../../src/core/internal";
+import { parseClaudeCode } from "../../src/core/claude-code-format";
+import type { SessionEntry } from "../../src/core/entries";
+import { detectFormat } from "../../src/core/import-formats";
+import { MemoryRepo } from "../../src/core/memory";
+import type { AgentMessage, AssistantMessage } from "../../src/core/messages";
 import {
   expectExportedAsWritten,
   expectRoundTrips,

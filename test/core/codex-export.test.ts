@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
-import type { AgentMessage } from "../../src/core/internal";
-import { COMPACTION_SUMMARY_PREFIX, exportCodex, MemoryRepo, parseCodex } from "../../src/core/internal";
+import { exportCodex } from "../../src/core/codex-export";
+import { parseCodex } from "../../src/core/codex-format";
+import { MemoryRepo } from "../../src/core/memory";
+import type { AgentMessage } from "../../src/core/messages";
+import { COMPACTION_SUMMARY_PREFIX } from "../../src/core/providers/pi-messages";
 import { QUESTION, SECOND_QUESTION, SUMMARY, TOOL_OUTPUT, writeConversation } from "../support/conversation";
 import { collect, expectExportedAsWritten, fixtureFiles, jsonLines } from "./agent-imports";
 

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, AssistantMessage } from "../../src/core/internal";
-import { detectFormat, MemoryRepo, parseCodex } from "../../src/core/internal";
+import { parseCodex } from "../../src/core/codex-format";
+import { detectFormat } from "../../src/core/import-formats";
+import { MemoryRepo } from "../../src/core/memory";
+import type { AgentMessage, AssistantMessage } from "../../src/core/messages";
 import {
   expectExportedAsWritten,
   expectRoundTrips,

@@ -1,18 +1,16 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, Session, Summarizer } from "../../src/core/internal";
-import {
-  defaultContextEntryTransform,
-  ExtractiveSummarizer,
-  estimateContextTokens,
-  estimateTokens,
-  MemoryRepo,
-  OpenAISummarizer,
-  prepareBranchSummary,
-  prepareCompaction,
-  SessionError,
-  summaryPrompt,
-} from "../../src/core/internal";
+import { prepareBranchSummary, prepareCompaction } from "../../src/core/compaction";
+import { defaultContextEntryTransform } from "../../src/core/context";
+import { SessionError } from "../../src/core/errors";
+import { MemoryRepo } from "../../src/core/memory";
+import type { AgentMessage } from "../../src/core/messages";
+import type { Session } from "../../src/core/session";
+import { ExtractiveSummarizer } from "../../src/core/summarizers/extractive";
+import { OpenAISummarizer } from "../../src/core/summarizers/openai";
+import { summaryPrompt } from "../../src/core/summarizers/prompt";
+import type { Summarizer } from "../../src/core/summarizers/summarizer";
+import { estimateContextTokens, estimateTokens } from "../../src/core/tokens";
 import { assistant, toolResult, user } from "../conformance/fixtures";
 import { expectCode } from "../conformance/storage";
 

@@ -1,17 +1,14 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { TreeNode } from "../../src/core/internal";
-import {
-  AgentMessage,
-  buildTree,
-  canonicalJson,
-  EntryInput,
-  MemoryStorage,
-  Session,
-  SessionError,
-  treeToJson,
-} from "../../src/core/internal";
+import { EntryInput } from "../../src/core/entries";
+import { SessionError } from "../../src/core/errors";
+import { canonicalJson } from "../../src/core/json";
+import { MemoryStorage } from "../../src/core/memory";
+import { AgentMessage } from "../../src/core/messages";
+import { Session } from "../../src/core/session";
+import type { TreeNode } from "../../src/core/tree";
+import { buildTree, treeToJson } from "../../src/core/tree";
 import { expectCode } from "../conformance/storage";
 
 describe("canonical JSON", () => {

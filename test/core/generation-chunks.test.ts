@@ -1,13 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { AssistantMessage } from "../../src/core/internal";
-import {
-  answerBytes,
-  answerFold,
-  checkChunk,
-  MAX_CONTENT_BLOCKS,
-  MAX_JSON_DEPTH,
-  SessionError,
-} from "../../src/core/internal";
+import { SessionError } from "../../src/core/errors";
+import { answerFold } from "../../src/core/generations/answer-fold";
+import { answerBytes } from "../../src/core/generations/answer-size";
+import { checkChunk, MAX_CONTENT_BLOCKS } from "../../src/core/generations/chunks";
+import { MAX_JSON_DEPTH } from "../../src/core/json";
+import type { AssistantMessage } from "../../src/core/messages";
 
 /*
  * A generation's chunks are checked when appended, so that whatever a stream holds makes an

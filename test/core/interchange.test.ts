@@ -8,16 +8,13 @@ import {
   SessionManager,
 } from "@mariozechner/pi-coding-agent";
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, Session } from "../../src/core/internal";
-import {
-  contentText,
-  exportNative,
-  exportPi,
-  MemoryRepo,
-  parseNative,
-  parsePi,
-  SessionError,
-} from "../../src/core/internal";
+import { SessionError } from "../../src/core/errors";
+import { MemoryRepo } from "../../src/core/memory";
+import type { AgentMessage } from "../../src/core/messages";
+import { contentText } from "../../src/core/messages";
+import { exportNative, parseNative } from "../../src/core/native-format";
+import { exportPi, parsePi } from "../../src/core/pi-format";
+import type { Session } from "../../src/core/session";
 import { assistant, toolResult, user } from "../conformance/fixtures";
 import { expectCode } from "../conformance/storage";
 

@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { ImportFormat } from "../../src/core/internal";
-import { parseImport } from "../../src/core/internal";
+import { parseImport } from "../../src/core/import-formats";
+import type { ImportFormat } from "../../src/core/interchange";
 
 /*
  * Read with `linesApart`, a file's first lines give the same entries however the file grows: what

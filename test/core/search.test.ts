@@ -1,13 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { SessionEntry } from "../../src/core/internal";
-import {
-  entrySearchText,
-  ftsQuery,
-  MAX_INDEXED_CHARS,
-  readSnippet,
-  SessionError,
-} from "../../src/core/internal";
+import type { SessionEntry } from "../../src/core/entries";
+import { SessionError } from "../../src/core/errors";
+import { ftsQuery } from "../../src/core/search-query";
+import { entrySearchText, MAX_INDEXED_CHARS, readSnippet } from "../../src/core/search-text";
 
 /*
  * The pure parts of search: the query a person types turned into an FTS5 expression that always

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SSE_KEEP_ALIVE, SseReader, sseText } from "../../src/core/internal";
+import { SSE_KEEP_ALIVE, SseReader, sseText } from "../../src/core/sse";
 
 describe("Server-Sent Events", () => {
   it("writes each line of the data as its own data line, whatever ends it", () => {

@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
-import type { NumberedLine } from "../../src/core/internal";
-import { exportNative, exportTenant, importTenant, MemoryRepo, ndjsonLines } from "../../src/core/internal";
+import { MemoryRepo } from "../../src/core/memory";
+import { exportNative } from "../../src/core/native-format";
+import type { NumberedLine } from "../../src/core/ndjson";
+import { ndjsonLines } from "../../src/core/ndjson";
+import { exportTenant, importTenant } from "../../src/core/tenant-stream";
 import { assistant, user } from "../conformance/fixtures";
 
 /*

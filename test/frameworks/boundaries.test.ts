@@ -4,7 +4,9 @@ import { describe, expect, it } from "vitest";
 
 /*
  * An adapter imports the core and its own framework, nothing else: no runtime (so it runs in Node,
- * Workers and browsers alike), and no other framework (a user of one installs only that one).
+ * Workers and browsers alike), and no other framework (a user of one installs only that one). Of
+ * the core it imports the public face (`cf-sessions`), and of the modules behind it only the
+ * readers and helpers named here.
  */
 
 const root = resolve(import.meta.dirname, "../../src/frameworks");
@@ -19,9 +21,31 @@ function imports(file: string): string[] {
   return [...readFileSync(file, "utf8").matchAll(/from "([^"]+)"/g)].map((m) => m[1] as string);
 }
 
+/** The core's modules behind its public face an adapter may use (its readers of framework shapes, and helpers). */
+const CORE_MODULES = new Set([
+  "bytes",
+  "context",
+  "context-edits",
+  "framework-custom-messages",
+  "ids",
+  "interchange",
+  "json",
+  "system-messages",
+  "providers/from-ai-sdk-ui",
+  "providers/from-langchain",
+  "providers/from-openai-agents",
+  "providers/incoming",
+  "providers/pi-messages",
+  "providers/responses-signatures",
+  "providers/text",
+  "providers/to-openai-responses",
+  "providers/tool-call-ids",
+]);
+
 function allowed(specifier: string, framework: string | undefined): boolean {
   if (specifier.startsWith("./") || specifier === "zod") return true;
-  if (/^\.\.\/(\.\.\/)?core(\/internal)?$/.test(specifier)) return true;
+  const core = /^\.\.\/(?:\.\.\/)?core(?:\/(.+))?$/.exec(specifier);
+  if (core) return core[1] === undefined || CORE_MODULES.has(core[1]);
   if (
     framework &&
     (specifier === "../keys" || specifier === "../session-handles" || specifier === "../conversation")

@@ -11,7 +11,9 @@ import {
 } from "@anthropic-ai/claude-agent-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../src/client";
-import { MemoryRepo, parseClaudeCode, type SessionRepo } from "../../src/core/internal";
+import { parseClaudeCode } from "../../src/core/claude-code-format";
+import { MemoryRepo } from "../../src/core/memory";
+import type { SessionRepo } from "../../src/core/repo";
 import { CfSessionsStore } from "../../src/frameworks/claude-agent-sdk";
 import { type DevServer, startDevServer } from "../support/dev-server";
 

@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Session, SessionRepo } from "../../src/core/internal";
-import { parseNative } from "../../src/core/internal";
+import { parseNative } from "../../src/core/native-format";
+import type { SessionRepo } from "../../src/core/repo";
+import type { Session } from "../../src/core/session";
 
 /*
  * Sessions the framework adapters of cf-sessions 0.1 wrote (test/fixtures/frameworks/README.md),

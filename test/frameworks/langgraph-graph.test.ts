@@ -20,14 +20,11 @@ import {
 import { validateUIMessages } from "ai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, RemoteSession } from "../../src/client";
-import {
-  MemoryRepo,
-  NO_USAGE,
-  prepareCompaction,
-  type SessionRepo,
-  type TreeNode,
-  walkTree,
-} from "../../src/core/internal";
+import { prepareCompaction } from "../../src/core/compaction";
+import { MemoryRepo } from "../../src/core/memory";
+import { NO_USAGE } from "../../src/core/messages";
+import type { SessionRepo } from "../../src/core/repo";
+import { type TreeNode, walkTree } from "../../src/core/tree";
 import { CfSessionsChatStore } from "../../src/frameworks/ai-sdk";
 import { CfSessionsSaver } from "../../src/frameworks/langgraph";
 import { CfSessionsSession } from "../../src/frameworks/openai-agents";

@@ -15,7 +15,8 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
 import { createClient } from "../../src/client";
-import { MemoryRepo, type SessionRepo } from "../../src/core/internal";
+import { MemoryRepo } from "../../src/core/memory";
+import type { SessionRepo } from "../../src/core/repo";
 import { CfSessionsSession } from "../../src/frameworks/openai-agents";
 import { type DevServer, startDevServer } from "../support/dev-server";
 import { earlierSession } from "./earlier-sessions";

@@ -10,8 +10,8 @@
  * session from the start (empty when forked before the first message), listed with its parent.
  */
 import { describe, expect, it } from "vitest";
-import type { Session } from "../../src/core/internal";
-import { contentText } from "../../src/core/internal";
+import { contentText } from "../../src/core/messages";
+import type { Session } from "../../src/core/session";
 import { backends } from "./backends";
 import type { PiSessionManager } from "./pi-adapter";
 import { inMemory } from "./pi-adapter";

@@ -10,8 +10,10 @@
  * A move without a summary writes no tree entry (as in pi) but a `leaf` record of the move.
  */
 import { describe, expect, it } from "vitest";
-import type { BranchSummaryEntry, Summarizer, SummaryRequest } from "../../src/core/internal";
-import { contentText, ExtractiveSummarizer } from "../../src/core/internal";
+import type { BranchSummaryEntry } from "../../src/core/entries";
+import { contentText } from "../../src/core/messages";
+import { ExtractiveSummarizer } from "../../src/core/summarizers/extractive";
+import type { Summarizer, SummaryRequest } from "../../src/core/summarizers/summarizer";
 import { expectCode } from "../conformance/storage";
 import type { Backend } from "./backends";
 import { backends } from "./backends";

@@ -1,6 +1,6 @@
 import { join } from "node:path";
-import type { SessionRepo } from "../../src/core/internal";
-import { MemoryRepo } from "../../src/core/internal";
+import { MemoryRepo } from "../../src/core/memory";
+import type { SessionRepo } from "../../src/core/repo";
 import type { JSONLRepo } from "../../src/node";
 import { ENTRIES_FILE, sessionFolder } from "../../src/node/layout";
 import { tempRoots } from "../node/temp-root";

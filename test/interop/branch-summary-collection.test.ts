@@ -4,8 +4,11 @@ import {
   SessionManager,
 } from "@mariozechner/pi-coding-agent";
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, ImportedSession, Summarizer, SummaryRequest } from "../../src/core/internal";
-import { MemoryRepo, parsePi } from "../../src/core/internal";
+import type { ImportedSession } from "../../src/core/interchange";
+import { MemoryRepo } from "../../src/core/memory";
+import type { AgentMessage } from "../../src/core/messages";
+import { parsePi } from "../../src/core/pi-format";
+import type { Summarizer, SummaryRequest } from "../../src/core/summarizers/summarizer";
 import { assistant, toolResult, user } from "../conformance/fixtures";
 
 /*

@@ -5,8 +5,8 @@
  * messages go through a session of each backend first, as they do when a session is compacted.
  */
 import { describe, expect, it } from "vitest";
-import type { AgentMessage } from "../../src/core/internal";
-import { serializeConversation } from "../../src/core/internal";
+import type { AgentMessage } from "../../src/core/messages";
+import { serializeConversation } from "../../src/core/summarizers/prompt";
 import type { Backend } from "./backends";
 import { backends } from "./backends";
 import { PiSessionManager } from "./pi-adapter";

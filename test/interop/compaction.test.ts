@@ -17,23 +17,15 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { findCutPoint as piFindCutPoint } from "@mariozechner/pi-coding-agent";
 import { beforeEach, describe, expect, it } from "vitest";
-import type {
-  AgentMessage,
-  AssistantMessage,
-  MessageEntry,
-  Session,
-  TreeEntry,
-  Usage,
-} from "../../src/core/internal";
-import {
-  compactIfNeeded,
-  DEFAULT_KEEP_RECENT_TOKENS,
-  ExtractiveSummarizer,
-  findCut,
-  parsePi,
-  prepareCompaction,
-  usageTokens,
-} from "../../src/core/internal";
+import { compactIfNeeded } from "../../src/core/agent";
+import { DEFAULT_KEEP_RECENT_TOKENS, prepareCompaction } from "../../src/core/compaction";
+import { findCut } from "../../src/core/compaction-cut";
+import type { MessageEntry, TreeEntry } from "../../src/core/entries";
+import type { AgentMessage, AssistantMessage, Usage } from "../../src/core/messages";
+import { parsePi } from "../../src/core/pi-format";
+import type { Session } from "../../src/core/session";
+import { ExtractiveSummarizer } from "../../src/core/summarizers/extractive";
+import { usageTokens } from "../../src/core/tokens";
 import { expectCode } from "../conformance/storage";
 import type { Backend } from "./backends";
 import { backends } from "./backends";

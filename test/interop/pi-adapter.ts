@@ -1,18 +1,11 @@
-import type {
-  AgentMessage,
-  CustomMessageEntry,
-  Session,
-  SessionContext,
-  SessionEntry,
-  SessionRepo,
-  StoredEntry,
-  SummaryUsage,
-  ThinkingLevel,
-  TreeEntry,
-  TreeNode,
-  Usage,
-} from "../../src/core/internal";
-import { assistantUsage, parsePi } from "../../src/core/internal";
+import type { SessionContext } from "../../src/core/context";
+import type { CustomMessageEntry, SessionEntry, StoredEntry, TreeEntry } from "../../src/core/entries";
+import type { AgentMessage, SummaryUsage, ThinkingLevel, Usage } from "../../src/core/messages";
+import { parsePi } from "../../src/core/pi-format";
+import type { SessionRepo } from "../../src/core/repo";
+import type { Session } from "../../src/core/session";
+import { assistantUsage } from "../../src/core/tokens";
+import type { TreeNode } from "../../src/core/tree";
 import type { Backend } from "./backends";
 
 /*

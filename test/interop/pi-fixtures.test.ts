@@ -3,8 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildSessionContext as piBuildSessionContext, SessionManager } from "@mariozechner/pi-coding-agent";
 import { afterAll, describe, expect, it } from "vitest";
-import type { Session, SessionContext } from "../../src/core/internal";
-import { exportPi, MemoryRepo, parsePi } from "../../src/core/internal";
+import type { SessionContext } from "../../src/core/context";
+import { MemoryRepo } from "../../src/core/memory";
+import { exportPi, parsePi } from "../../src/core/pi-format";
+import type { Session } from "../../src/core/session";
 import { backends } from "./backends";
 import { withDistinctIds } from "./pi-opening";
 

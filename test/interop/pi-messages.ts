@@ -1,4 +1,4 @@
-import type { AssistantMessage, UserMessage } from "../../src/core/internal";
+import type { AssistantMessage, UserMessage } from "../../src/core/messages";
 
 /*
  * The message builders of pi's tests (badlogic/pi-mono, packages/coding-agent/test/utilities.ts,

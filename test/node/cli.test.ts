@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { SessionManager } from "@mariozechner/pi-coding-agent";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AgentMessage } from "../../src/core/internal";
+import type { AgentMessage } from "../../src/core/messages";
 import { assistant, toolResult, user } from "../conformance/fixtures";
 import type { DevServer } from "../support/dev-server";
 import { freePort, startDevServer } from "../support/dev-server";

@@ -14,7 +14,7 @@ import { main } from "../../src/cli/main";
 import type { Output } from "../../src/cli/output";
 import { claudeProjectDir } from "../../src/cli/pull";
 import { createClient } from "../../src/client";
-import { parseImport } from "../../src/core/internal";
+import { parseImport } from "../../src/core/import-formats";
 import { type DevServer, startDevServer } from "../support/dev-server";
 
 /*

@@ -6,8 +6,8 @@ import { main } from "../../src/cli/main";
 import type { Output } from "../../src/cli/output";
 import { watchFiles } from "../../src/cli/watch-files";
 import { createClient } from "../../src/client";
-import type { ImportFormat } from "../../src/core/internal";
-import { parseImport } from "../../src/core/internal";
+import { parseImport } from "../../src/core/import-formats";
+import type { ImportFormat } from "../../src/core/interchange";
 import { type DevServer, startDevServer } from "../support/dev-server";
 
 /*

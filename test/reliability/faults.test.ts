@@ -7,7 +7,8 @@ import {
 import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createClient } from "../../src/client";
-import { newId, SessionError } from "../../src/core/internal";
+import { SessionError } from "../../src/core/errors";
+import { newId } from "../../src/core/ids";
 import { sessionObjectName } from "../../src/durable/internal";
 import { faults, INJECTED_IO_ERROR } from "./faults";
 import type { Fetch } from "./network";

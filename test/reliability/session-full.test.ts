@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { afterEach, expect, it } from "vitest";
-import { newId } from "../../src/core/internal";
+import { newId } from "../../src/core/ids";
 import { sessionObjectName } from "../../src/durable/internal";
 import { DEFAULT_SESSION_FULL_BYTES, sessionFullBytes } from "../../src/durable/session/storage-ceiling";
 import { faults } from "./faults";

@@ -1,5 +1,5 @@
 import { createClient, type RemoteRepo } from "../../src/client";
-import { SessionError } from "../../src/core/internal";
+import { SessionError } from "../../src/core/errors";
 import { seededRandom } from "../support/random";
 import {
   type AppendOp,

@@ -1,6 +1,6 @@
 import { AIMessage, type BaseMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
 import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
-import type { SessionRepo } from "../../src/core/internal";
+import type { SessionRepo } from "../../src/core/repo";
 import { CfSessionsChatStore } from "../../src/frameworks/ai-sdk";
 import { CfSessionsStore } from "../../src/frameworks/claude-agent-sdk";
 import { CfSessionsSaver } from "../../src/frameworks/langgraph";

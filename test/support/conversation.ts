@@ -1,5 +1,6 @@
-import type { AgentMessage, Session } from "../../src/core/internal";
-import { usage } from "../../src/core/internal";
+import type { AgentMessage } from "../../src/core/messages";
+import { usage } from "../../src/core/messages";
+import type { Session } from "../../src/core/session";
 
 /*
  * A conversation written as a service client writes one (no agent's file behind it): a question

@@ -1,7 +1,8 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { blobRef, SseReader } from "../../src/core/internal";
+import { blobRef } from "../../src/core/blob-refs";
+import { SseReader } from "../../src/core/sse";
 import { partialRefAt, slices } from "../../src/durable/blobs/blob-text";
 import { signBlobUrl } from "../../src/durable/blobs/blob-urls";
 import type { DurableEnv } from "../../src/durable/internal";

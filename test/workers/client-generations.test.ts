@@ -2,7 +2,7 @@ import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { GenerationChunk } from "../../src/client";
 import { createClient } from "../../src/client";
-import { SessionError } from "../../src/core/internal";
+import { SessionError } from "../../src/core/errors";
 import { user } from "../conformance/fixtures";
 import { KEY_A, sid } from "./helpers";
 

@@ -1,7 +1,7 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createClient } from "../../src/client";
-import type { SessionEvent } from "../../src/core/internal";
+import type { SessionEvent } from "../../src/core/events";
 import { assistant, user } from "../conformance/fixtures";
 import { KEY_A, sid } from "./helpers";
 

@@ -1,8 +1,12 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { createClient } from "../../src/client";
-import type { AnthropicRequest, GeminiRequest, Session } from "../../src/core/internal";
-import { CONTEXT_FORMATS, contextForModel, MemoryRepo } from "../../src/core/internal";
+import { MemoryRepo } from "../../src/core/memory";
+import { contextForModel } from "../../src/core/providers/convert";
+import { CONTEXT_FORMATS } from "../../src/core/providers/target";
+import type { AnthropicRequest } from "../../src/core/providers/to-anthropic";
+import type { GeminiRequest } from "../../src/core/providers/to-gemini";
+import type { Session } from "../../src/core/session";
 import { user } from "../conformance/fixtures";
 import anthropicToolUse from "../fixtures/providers/anthropic-thinking-tool-use.json?raw";
 import { KEY_A, sid } from "./helpers";

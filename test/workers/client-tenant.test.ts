@@ -1,7 +1,7 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { createClient } from "../../src/client";
-import { SessionError } from "../../src/core/internal";
+import { SessionError } from "../../src/core/errors";
 import { assistant, user } from "../conformance/fixtures";
 import { KEY_A, KEY_B, sid } from "./helpers";
 

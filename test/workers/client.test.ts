@@ -1,8 +1,10 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ConnectionError, createClient } from "../../src/client";
-import type { Session } from "../../src/core/internal";
-import { compactIfNeeded, parseNative, SessionError } from "../../src/core/internal";
+import { compactIfNeeded } from "../../src/core/agent";
+import { SessionError } from "../../src/core/errors";
+import { parseNative } from "../../src/core/native-format";
+import type { Session } from "../../src/core/session";
 import { assistant, user } from "../conformance/fixtures";
 import { expectCode } from "../conformance/storage";
 import { KEY_A, sid } from "./helpers";

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { TreeEntry } from "../../src/core/internal";
-import { prepareCompaction } from "../../src/core/internal";
+import { prepareCompaction } from "../../src/core/compaction";
+import type { TreeEntry } from "../../src/core/entries";
 import worker from "../../src/worker";
 import { api, createSession, KEY_A } from "./helpers";
 

@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import type { SessionInfo, SessionPage } from "../../src/core/internal";
+import type { SessionInfo, SessionPage } from "../../src/core/session-schemas";
 import type { DurableEnv } from "../../src/durable/internal";
 import { directoryObjectName, directoryShard, shardCount, shardOf } from "../../src/durable/names";
 import { mergePages } from "../../src/durable/router/directory-shards";

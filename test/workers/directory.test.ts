@@ -1,8 +1,9 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import type { ListOptions, Result, SessionInfo, SessionPage } from "../../src/core/internal";
-import { unwrap } from "../../src/core/internal";
+import type { Result } from "../../src/core/errors";
+import { unwrap } from "../../src/core/errors";
+import type { ListOptions, SessionInfo, SessionPage } from "../../src/core/session-schemas";
 import type { DurableEnv } from "../../src/durable/internal";
 import { sessionObjectName } from "../../src/durable/internal";
 import { directoryShard, shardCount, shardOf } from "../../src/durable/names";

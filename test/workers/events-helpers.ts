@@ -1,5 +1,5 @@
 import { exports } from "cloudflare:workers";
-import { SseReader } from "../../src/core/internal";
+import { SseReader } from "../../src/core/sse";
 import { KEY_A } from "./helpers";
 
 export interface ReadEvent {

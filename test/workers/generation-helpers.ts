@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import type { GenerationInfo } from "../../src/core/internal";
+import type { GenerationInfo } from "../../src/core/generations/generation-schemas";
 import { api, createSession, userMessage } from "./helpers";
 import { call, head } from "./stream-helpers";
 

@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { MAX_BATCH_ENTRIES } from "../../src/core/internal";
+import { MAX_BATCH_ENTRIES } from "../../src/core/limits";
 import { sessionObjectName } from "../../src/durable/internal";
 import {
   appendEvents,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { MAX_GENERATION_BYTES, newId } from "../../src/core/internal";
+import { MAX_GENERATION_BYTES } from "../../src/core/generations/generation-schemas";
+import { newId } from "../../src/core/ids";
 import {
   appendEvents,
   appendText,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SseReader } from "../../src/core/internal";
+import { SseReader } from "../../src/core/sse";
 import { appendEvents, endGeneration, openGeneration, sessionWithQuestion } from "./generation-helpers";
 import { api } from "./helpers";
 import { call, open } from "./stream-helpers";

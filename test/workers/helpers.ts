@@ -1,6 +1,6 @@
 import { env, exports } from "cloudflare:workers";
 import { expect } from "vitest";
-import { newId } from "../../src/core/internal";
+import { newId } from "../../src/core/ids";
 import worker from "../../src/worker";
 
 export const KEY_A = "key-a";

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { newSessionHeader } from "../../src/core/internal";
+import { newSessionHeader } from "../../src/core/header";
 import type { DurableEnv } from "../../src/durable/internal";
 import { DurableRepo } from "../../src/durable/internal";
 import {

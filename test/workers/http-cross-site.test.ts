@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { newId } from "../../src/core/internal";
+import { newId } from "../../src/core/ids";
 import type { WorkerEnv } from "../../src/http/env";
 import worker from "../../src/worker";
 import { sid } from "./helpers";

@@ -1,11 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { ContextFormat, SessionContext } from "../../src/core/internal";
-import {
-  CONTEXT_FORMATS,
-  contextForModel,
-  contextInFormat,
-  convertProviderMessage,
-} from "../../src/core/internal";
+import type { SessionContext } from "../../src/core/context";
+import { contextForModel, contextInFormat, convertProviderMessage } from "../../src/core/providers/convert";
+import type { ContextFormat } from "../../src/core/providers/target";
+import { CONTEXT_FORMATS } from "../../src/core/providers/target";
 import anthropicRedacted from "../fixtures/providers/anthropic-redacted-thinking.json?raw";
 import anthropicToolUse from "../fixtures/providers/anthropic-thinking-tool-use.json?raw";
 import geminiCall from "../fixtures/providers/gemini-3-function-call.json?raw";

@@ -1,8 +1,8 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createClient } from "../../src/client";
-import type { TenantEvent } from "../../src/core/internal";
-import { SseReader } from "../../src/core/internal";
+import type { TenantEvent } from "../../src/core/events";
+import { SseReader } from "../../src/core/sse";
 import type { DurableEnv } from "../../src/durable/internal";
 import { shardCount, shardOf } from "../../src/durable/names";
 import { api, KEY_A, KEY_A_READ, KEY_B, sid, userMessage } from "./helpers";

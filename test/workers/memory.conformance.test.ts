@@ -1,4 +1,4 @@
-import { MemoryRepo } from "../../src/core/internal";
+import { MemoryRepo } from "../../src/core/memory";
 import { storageConformance } from "../conformance/storage";
 
 storageConformance("MemoryRepo (workerd)", async () => new MemoryRepo());

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { SessionContext, TreeEntry } from "../../src/core/internal";
-import { buildSessionContext } from "../../src/core/internal";
+import type { SessionContext } from "../../src/core/context";
+import { buildSessionContext } from "../../src/core/context";
+import type { TreeEntry } from "../../src/core/entries";
 import { api, assistantMessage, createSession, expectError, info, userMessage } from "./helpers";
 
 /*

@@ -1,7 +1,9 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { LocationHint, Result, SessionPage } from "../../src/core/internal";
-import { unwrap } from "../../src/core/internal";
+import type { Result } from "../../src/core/errors";
+import { unwrap } from "../../src/core/errors";
+import type { LocationHint } from "../../src/core/location";
+import type { SessionPage } from "../../src/core/session-schemas";
 import { signBlobUrl } from "../../src/durable/blobs/blob-urls";
 import type { DurableEnv } from "../../src/durable/internal";
 import { sessionObjectName, tenantKey } from "../../src/durable/internal";

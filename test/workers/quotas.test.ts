@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import type { SessionInfo } from "../../src/core/internal";
+import type { SessionInfo } from "../../src/core/session-schemas";
 import { DEFAULT_OPEN_GENERATIONS, quotasFor } from "../../src/durable/internal";
 import type { WorkerEnv } from "../../src/http/env";
 import worker from "../../src/worker";

@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { newId } from "../../src/core/internal";
+import { newId } from "../../src/core/ids";
 import { errorSummary, sessionObjectName, tenantHash } from "../../src/durable/internal";
 import type { WorkerEnv } from "../../src/http/env";
 import worker from "../../src/worker";

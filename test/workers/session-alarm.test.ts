@@ -1,7 +1,9 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { newId, newSessionHeader, unwrap } from "../../src/core/internal";
+import { unwrap } from "../../src/core/errors";
+import { newSessionHeader } from "../../src/core/header";
+import { newId } from "../../src/core/ids";
 import type { DurableEnv } from "../../src/durable/internal";
 import { sessionObjectName } from "../../src/durable/internal";
 import { directoryShard, shardCount, shardOf } from "../../src/durable/names";

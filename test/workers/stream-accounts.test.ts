@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { newId } from "../../src/core/internal";
+import { newId } from "../../src/core/ids";
 import type { DurableEnv } from "../../src/durable/env";
 import { directoryShard, shardCount } from "../../src/durable/names";
 import { api, expectError, KEY_B, sid, userMessage } from "./helpers";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { newId } from "../../src/core/internal";
+import { newId } from "../../src/core/ids";
 import { api, KEY_A, KEY_B, KEY_C } from "./helpers";
 import { append, call, create, head, readAll } from "./stream-helpers";
 

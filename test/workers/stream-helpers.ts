@@ -1,6 +1,7 @@
 import { env, exports } from "cloudflare:workers";
 import { expect } from "vitest";
-import { newId, SseReader } from "../../src/core/internal";
+import { newId } from "../../src/core/ids";
+import { SseReader } from "../../src/core/sse";
 import type { StreamObject } from "../../src/durable";
 import { KEY_A } from "./helpers";
 

@@ -1,7 +1,7 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import type { SessionInfo } from "../../src/core/internal";
+import type { SessionInfo } from "../../src/core/session-schemas";
 import { DEFAULT_OPEN_GENERATIONS, sessionObjectName } from "../../src/durable/internal";
 import { api, expectError, KEY_A, KEY_A_READ, sid, userMessage } from "./helpers";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { SessionInfo } from "../../src/core/internal";
-import { SessionError } from "../../src/core/internal";
+import { SessionError } from "../../src/core/errors";
+import type { SessionInfo } from "../../src/core/session-schemas";
 import { writtenInfo } from "../../src/http/route-kit";
 
 /*

@@ -1,5 +1,7 @@
-import type { BlobKind, BlobSlot } from "../../core/internal";
-import { blobRef, sha256Hex, utf8Length } from "../../core/internal";
+import type { BlobKind, BlobSlot } from "../../core/blob-refs";
+import { blobRef } from "../../core/blob-refs";
+import { sha256Hex } from "../../core/bytes";
+import { utf8Length } from "../../core/json";
 
 /*
  * A value as a blob holds it: an image's base64 data decoded to its bytes (a quarter smaller, and

@@ -1,4 +1,6 @@
-import { mentionsBlobRef, parseBlobRef, SessionError, utf8Length } from "../../core/internal";
+import { mentionsBlobRef, parseBlobRef } from "../../core/blob-refs";
+import { SessionError } from "../../core/errors";
+import { utf8Length } from "../../core/json";
 
 /*
  * The inputs of a write, before it is planned: whether they hold values large enough to be blobs

@@ -1,5 +1,6 @@
-import type { BlobRef } from "../../core/internal";
-import { parseBlobRef, SessionError } from "../../core/internal";
+import type { BlobRef } from "../../core/blob-refs";
+import { parseBlobRef } from "../../core/blob-refs";
+import { SessionError } from "../../core/errors";
 import type { BlobValue } from "./blob-codec";
 import { decodeBlob } from "./blob-codec";
 

@@ -1,5 +1,5 @@
-import type { BlobKind } from "../../core/internal";
-import { SessionError } from "../../core/internal";
+import type { BlobKind } from "../../core/blob-refs";
+import { SessionError } from "../../core/errors";
 import { numberSetting } from "../settings";
 
 /*

@@ -1,5 +1,8 @@
-import type { SessionInfo, SessionMatch, TenantSearchOptions, TenantSearchResult } from "../../core/internal";
-import { DEFAULT_SEARCH_HITS, ftsQuery, readSnippet } from "../../core/internal";
+import type { SessionMatch, TenantSearchOptions, TenantSearchResult } from "../../core/search";
+import { DEFAULT_SEARCH_HITS } from "../../core/search";
+import { ftsQuery } from "../../core/search-query";
+import { readSnippet } from "../../core/search-text";
+import type { SessionInfo } from "../../core/session-schemas";
 import type { Sql } from "../sql";
 import { matchRows } from "../sql";
 

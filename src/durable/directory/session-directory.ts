@@ -1,13 +1,10 @@
 import { DurableObject } from "cloudflare:workers";
-import type {
-  ListOptions,
-  Result,
-  SessionInfo,
-  SessionPage,
-  TenantSearchOptions,
-  TenantSearchResult,
-} from "../../core/internal";
-import { capture, decodeCursor, encodeCursor, sessionsPageLimit, unwrap } from "../../core/internal";
+import type { Result } from "../../core/errors";
+import { capture, unwrap } from "../../core/errors";
+import { decodeCursor, encodeCursor } from "../../core/info";
+import { sessionsPageLimit } from "../../core/paging";
+import type { TenantSearchOptions, TenantSearchResult } from "../../core/search";
+import type { ListOptions, SessionInfo, SessionPage } from "../../core/session-schemas";
 import type { BlobClaim, BlobClaimRequest } from "../blobs/blob-ledger";
 import { BlobLedger } from "../blobs/blob-ledger";
 import type { DurableEnv } from "../env";

@@ -1,5 +1,7 @@
-import type { SessionInfo, TenantEvent } from "../../core/internal";
-import { SessionError, sseFrame } from "../../core/internal";
+import { SessionError } from "../../core/errors";
+import type { TenantEvent } from "../../core/events";
+import { sseFrame } from "../../core/events";
+import type { SessionInfo } from "../../core/session-schemas";
 import { EventStream } from "../session/event-stream";
 
 /*

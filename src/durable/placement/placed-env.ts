@@ -1,4 +1,4 @@
-import { SessionError } from "../../core/internal";
+import { SessionError } from "../../core/errors";
 import type { DurableEnv } from "../env";
 import { type Jurisdiction, tenantJurisdiction } from "./jurisdictions";
 

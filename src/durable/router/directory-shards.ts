@@ -1,12 +1,8 @@
-import type { ListOptions, SessionInfo, SessionPage, TenantSearchResult } from "../../core/internal";
-import {
-  encodeCursor,
-  SSE_KEEP_ALIVE,
-  SseReader,
-  sessionsPageLimit,
-  sortKey,
-  sseText,
-} from "../../core/internal";
+import { encodeCursor, sortKey } from "../../core/info";
+import { sessionsPageLimit } from "../../core/paging";
+import type { TenantSearchResult } from "../../core/search";
+import type { ListOptions, SessionInfo, SessionPage } from "../../core/session-schemas";
+import { SSE_KEEP_ALIVE, SseReader, sseText } from "../../core/sse";
 import { rankResults } from "../directory/directory-search";
 
 /*

@@ -1,35 +1,27 @@
+import type { SessionEntry } from "../../core/entries";
+import { newSessionHeader } from "../../core/header";
+import { checkSessionId, newId } from "../../core/ids";
+import type { ImportedSession } from "../../core/interchange";
+import { writeImport } from "../../core/interchange";
+import { utf8Length } from "../../core/json";
+import type { LocationHint } from "../../core/location";
+import type { NumberedLine } from "../../core/ndjson";
+import type { SessionRepo } from "../../core/repo";
+import type { TenantSearchOptions, TenantSearchPage, TenantSearchResult } from "../../core/search";
+import { DEFAULT_SEARCH_HITS } from "../../core/search";
+import { Session } from "../../core/session";
 import type {
   CreateSessionOptions,
-  ExistingSessions,
   ForkOptions,
-  ImportedSession,
   ListOptions,
-  LocationHint,
-  NumberedLine,
-  SessionEntry,
   SessionHeader,
   SessionInfo,
   SessionPage,
-  SessionRepo,
-  SyncResult,
-  TenantImportReport,
-  TenantSearchOptions,
-  TenantSearchPage,
-  TenantSearchResult,
-} from "../../core/internal";
-import {
-  checkSessionId,
-  DEFAULT_SEARCH_HITS,
-  exportTenant,
-  importTenant,
-  newId,
-  newSessionHeader,
-  openIfExists,
-  Session,
-  syncImport,
-  utf8Length,
-  writeImport,
-} from "../../core/internal";
+} from "../../core/session-schemas";
+import type { SyncResult } from "../../core/sync-import";
+import { openIfExists, syncImport } from "../../core/sync-import";
+import type { ExistingSessions, TenantImportReport } from "../../core/tenant-stream";
+import { exportTenant, importTenant } from "../../core/tenant-stream";
 import type { DurableEnv } from "../env";
 import { directoryShard, directoryShards, sessionObjectName, shardCount, shardOf } from "../names";
 import { tenantEnv } from "../placement/placed-env";

@@ -1,30 +1,31 @@
+import type { OmittedHistory } from "../../core/compaction";
+import { addOmitted } from "../../core/compaction";
+import type { LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "../../core/entries";
+import type { Result } from "../../core/errors";
+import { unwrap } from "../../core/errors";
+import type { GenerationInfo, OpenGenerationBody } from "../../core/generations/generation-schemas";
+import { newSessionHeader } from "../../core/header";
+import { newId } from "../../core/ids";
+import type { LocationHint } from "../../core/location";
+import type { AppendEntryInput } from "../../core/providers/entry-input";
+import type { SessionSearchOptions, SessionSearchPage } from "../../core/search";
 import type {
-  AppendEntryInput,
-  AppendOptions,
-  AppendResult,
   EntryQuery,
   ForkOptions,
-  GenerationInfo,
   HeaderPatch,
-  ImportOptions,
   LeafAt,
-  LeafEntry,
-  LeafOptions,
-  LocationHint,
-  OmittedHistory,
-  OpenGenerationBody,
-  Result,
-  SessionEntry,
   SessionHeader,
   SessionInfo,
-  SessionSearchOptions,
-  SessionSearchPage,
+} from "../../core/session-schemas";
+import type {
+  AppendOptions,
+  AppendResult,
+  ImportOptions,
+  LeafOptions,
   SessionStorage,
-  StoredEntry,
-  TreeEntry,
-  TreeNode,
-} from "../../core/internal";
-import { addOmitted, buildTree, newId, newSessionHeader, unwrap } from "../../core/internal";
+} from "../../core/storage";
+import type { TreeNode } from "../../core/tree";
+import { buildTree } from "../../core/tree";
 import { REQUEST_ID_HEADER } from "../log-line";
 import type { GenerationEnd } from "../session/generation-answer";
 import type { GenerationOutcome } from "../session/generations";

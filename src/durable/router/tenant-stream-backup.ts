@@ -1,3 +1,4 @@
+import { isErrorCode, SessionError, unwrap } from "../../core/errors";
 import type {
   StreamAppend,
   StreamBackupSource,
@@ -5,8 +6,7 @@ import type {
   StreamExport,
   StreamHeader,
   StreamImportWrite,
-} from "../../core/internal";
-import { isErrorCode, SessionError, unwrap } from "../../core/internal";
+} from "../../core/stream-backup";
 import type { DurableEnv } from "../env";
 import { streamObjectName } from "../stream/paths";
 import { HEADER } from "../stream/protocol";

@@ -1,4 +1,5 @@
-import { decodeCursor, encodeCursor, SessionError } from "../../core/internal";
+import { SessionError } from "../../core/errors";
+import { decodeCursor, encodeCursor } from "../../core/info";
 import type { DurableEnv } from "../env";
 import { directoryShards } from "../names";
 import type { StreamListing, StreamUsage } from "../types";

@@ -1,21 +1,14 @@
-import type {
-  AutoCompactStatus,
-  CompactionStorage,
-  OmittedHistory,
-  Result,
-  StoredEntry,
-  SummarizerConfig,
-  TreeEntry,
-} from "../../core/internal";
-import {
-  compactSession,
-  DEFAULT_KEEP_RECENT_TOKENS,
-  estimatePathTokens,
-  nowIso,
-  SessionError,
-  summarizerFromConfig,
-  unwrap,
-} from "../../core/internal";
+import type { CompactionStorage } from "../../core/compact-session";
+import { compactSession } from "../../core/compact-session";
+import type { OmittedHistory } from "../../core/compaction";
+import { DEFAULT_KEEP_RECENT_TOKENS, estimatePathTokens } from "../../core/compaction";
+import type { StoredEntry, TreeEntry } from "../../core/entries";
+import type { Result } from "../../core/errors";
+import { SessionError, unwrap } from "../../core/errors";
+import { nowIso } from "../../core/ids";
+import type { AutoCompactStatus } from "../../core/session-schemas";
+import type { SummarizerConfig } from "../../core/summarizers";
+import { summarizerFromConfig } from "../../core/summarizers";
 import { measuredSummarizer } from "../metrics";
 import type { ByteLimit } from "./room";
 import type { SessionStore } from "./session-store";

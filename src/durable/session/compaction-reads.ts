@@ -1,12 +1,9 @@
-import type { OmittedHistory, TreeEntry } from "../../core/internal";
-import {
-  addOmitted,
-  blobSlots,
-  countOmitted,
-  estimateTokens,
-  parseBlobRef,
-  projectEntries,
-} from "../../core/internal";
+import { blobSlots, parseBlobRef } from "../../core/blob-refs";
+import type { OmittedHistory } from "../../core/compaction";
+import { addOmitted, countOmitted } from "../../core/compaction";
+import { projectEntries } from "../../core/context";
+import type { TreeEntry } from "../../core/entries";
+import { estimateTokens } from "../../core/tokens";
 import type { Sql } from "../sql";
 import type { CompactionPlan, OmittedCount } from "../types";
 import type { EntryRows } from "./entry-rows";

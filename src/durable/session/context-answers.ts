@@ -1,5 +1,7 @@
-import type { Result } from "../../core/internal";
-import { capture, jsonArray, textStream, utf8Length } from "../../core/internal";
+import { jsonArray, textStream } from "../../core/context-answer";
+import type { Result } from "../../core/errors";
+import { capture } from "../../core/errors";
+import { utf8Length } from "../../core/json";
 import { slices } from "../blobs/blob-text";
 import type { ContextAnswer } from "../types";
 import type { BlobAnswer, SessionBlobs } from "./session-blobs";

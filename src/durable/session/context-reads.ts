@@ -1,12 +1,13 @@
-import type { AgentMessage, ContextVersion, Conversation } from "../../core/internal";
+import type { ContextVersion } from "../../core/context-answer";
 import {
   contextHead,
   fingerprint,
   formatContextVersion,
-  NO_CONVERSATION,
   parseContextVersion,
-  startsTurn,
-} from "../../core/internal";
+} from "../../core/context-answer";
+import type { AgentMessage } from "../../core/messages";
+import type { Conversation } from "../../core/providers/provider-entries";
+import { NO_CONVERSATION, startsTurn } from "../../core/providers/provider-entries";
 import { CopyNeeded, readsAfterCopy } from "./copy-state";
 import type { Node } from "./entry-rows";
 import type { KeptContext } from "./head-context";

@@ -1,4 +1,4 @@
-import type { EntryRef } from "../../core/internal";
+import type { EntryRef } from "../../core/append";
 import type { Sql } from "../sql";
 import { hasSchema } from "./schema";
 

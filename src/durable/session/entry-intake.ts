@@ -1,5 +1,7 @@
-import type { AppendOptions, AppendResult, ImportOptions, Result, SessionEntry } from "../../core/internal";
-import { capture } from "../../core/internal";
+import type { SessionEntry } from "../../core/entries";
+import type { Result } from "../../core/errors";
+import { capture } from "../../core/errors";
+import type { AppendOptions, AppendResult, ImportOptions } from "../../core/storage";
 import type { DurableEnv } from "../env";
 import type { Building } from "../types";
 import type { BlobPolicy, SessionBlobs } from "./session-blobs";

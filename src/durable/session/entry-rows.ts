@@ -1,12 +1,10 @@
-import type {
-  EntryQuery,
-  EntryRef,
-  EntryType,
-  PlannedWrite,
-  StoredEntry,
-  TreeRow,
-} from "../../core/internal";
-import { contentText, entryPage, nonBlank } from "../../core/internal";
+import type { EntryRef, PlannedWrite } from "../../core/append";
+import type { EntryType, StoredEntry } from "../../core/entries";
+import { nonBlank } from "../../core/info";
+import { contentText } from "../../core/messages";
+import { entryPage } from "../../core/paging";
+import type { EntryQuery } from "../../core/session-schemas";
+import type { TreeRow } from "../../core/tree";
 import type { Sql } from "../sql";
 import type { EntryPage } from "../types";
 import { CopyNeeded } from "./copy-state";

@@ -1,5 +1,8 @@
-import type { LeafEvent, SessionEvent, StoredEntry } from "../../core/internal";
-import { SessionError, SSE_KEEP_ALIVE, sseFrame } from "../../core/internal";
+import type { StoredEntry } from "../../core/entries";
+import { SessionError } from "../../core/errors";
+import type { LeafEvent, SessionEvent } from "../../core/events";
+import { sseFrame } from "../../core/events";
+import { SSE_KEEP_ALIVE } from "../../core/sse";
 import { EventSockets } from "./event-sockets";
 import { EventStream } from "./event-stream";
 import type { EventSource, WrittenEvents } from "./watched-session";

@@ -1,5 +1,8 @@
-import type { LeafEvent, SessionEvent } from "../../core/internal";
-import { randomHex, SessionError, socketMessage, tryParseJson } from "../../core/internal";
+import { randomHex } from "../../core/bytes";
+import { SessionError } from "../../core/errors";
+import type { LeafEvent, SessionEvent } from "../../core/events";
+import { socketMessage } from "../../core/events";
+import { tryParseJson } from "../../core/json";
 import type { EventSource, WrittenEvents } from "./watched-session";
 import { checkResumePoint, entryEvent, REPLAY_PAGE, RETRY_WATCH_SECONDS } from "./watched-session";
 

@@ -1,4 +1,4 @@
-import { sseFrame } from "../../core/internal";
+import { sseFrame } from "../../core/events";
 
 /*
  * One watcher's Server-Sent Events stream, as an object serves it: what it replays is read from

@@ -1,5 +1,8 @@
-import type { EntryRef, Result, StoredEntry } from "../../core/internal";
-import { capture, forkExtras, SessionError, unwrap } from "../../core/internal";
+import type { EntryRef } from "../../core/append";
+import type { StoredEntry } from "../../core/entries";
+import type { Result } from "../../core/errors";
+import { capture, SessionError, unwrap } from "../../core/errors";
+import { forkExtras } from "../../core/fork";
 import type { DurableEnv } from "../env";
 import { sessionObjectName } from "../names";
 import type { ObjectAlarm } from "../object-alarm";

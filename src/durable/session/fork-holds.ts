@@ -1,4 +1,4 @@
-import { newId } from "../../core/internal";
+import { newId } from "../../core/ids";
 import type { Sql } from "../sql";
 import { hasSchema } from "./schema";
 

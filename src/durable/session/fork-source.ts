@@ -1,5 +1,11 @@
-import type { EntryRef, ForkPathEntry, LeafOptions, StoredEntry } from "../../core/internal";
-import { contentText, headFor, nonBlank, PREVIEW_CHARS } from "../../core/internal";
+import type { EntryRef } from "../../core/append";
+import { headFor } from "../../core/append";
+import type { StoredEntry } from "../../core/entries";
+import type { ForkPathEntry } from "../../core/fork";
+import { nonBlank } from "../../core/info";
+import { PREVIEW_CHARS } from "../../core/limits";
+import { contentText } from "../../core/messages";
+import type { LeafOptions } from "../../core/storage";
 import type { Sql } from "../sql";
 import type { ForkStart, PathFigures } from "../types";
 import { readPathPage } from "./copied-rows";

@@ -1,12 +1,11 @@
-import type {
-  AgentMessage,
-  AnswerSource,
-  AppendEntryInput,
-  GenerationFormat,
-  Shortfall,
-  StoppedBy,
-} from "../../core/internal";
-import { answerFold, givenAnswer, newId, shortAnswer } from "../../core/internal";
+import type { AnswerSource } from "../../core/generations/answer-fold";
+import { answerFold, givenAnswer } from "../../core/generations/answer-fold";
+import type { GenerationFormat, StoppedBy } from "../../core/generations/generation-schemas";
+import type { Shortfall } from "../../core/generations/short-answer";
+import { shortAnswer } from "../../core/generations/short-answer";
+import { newId } from "../../core/ids";
+import type { AgentMessage } from "../../core/messages";
+import type { AppendEntryInput } from "../../core/providers/entry-input";
 import { READ_PAGE_BYTES } from "../stream/protocol";
 import type { StreamState, StreamStore } from "../stream/store";
 import type { GenerationRow } from "./generation-rows";

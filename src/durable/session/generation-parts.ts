@@ -1,4 +1,5 @@
-import { answerBytes, SessionError } from "../../core/internal";
+import { SessionError } from "../../core/errors";
+import { answerBytes } from "../../core/generations/answer-size";
 import { sqlOf } from "../sql";
 import { formatOffset } from "../stream/offsets";
 import type { StreamSources } from "../stream/sources";

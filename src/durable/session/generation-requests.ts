@@ -1,10 +1,8 @@
-import {
-  answerBytes,
-  checkChunk,
-  MAX_GENERATION_BYTES,
-  SessionError,
-  tryParseJson,
-} from "../../core/internal";
+import { SessionError } from "../../core/errors";
+import { answerBytes } from "../../core/generations/answer-size";
+import { checkChunk } from "../../core/generations/chunks";
+import { MAX_GENERATION_BYTES } from "../../core/generations/generation-schemas";
+import { tryParseJson } from "../../core/json";
 import { errorAnswer } from "../stream/answers";
 import type { AppendHook } from "../stream/append-hook";
 import { readBody } from "../stream/body";

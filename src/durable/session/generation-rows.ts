@@ -1,4 +1,4 @@
-import type { GenerationFormat, GenerationState, StoppedBy } from "../../core/internal";
+import type { GenerationFormat, GenerationState, StoppedBy } from "../../core/generations/generation-schemas";
 import type { Sql } from "../sql";
 import { LazyTables } from "../sql";
 import type { Reloadable } from "../transaction";

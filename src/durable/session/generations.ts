@@ -1,13 +1,11 @@
-import type { GenerationInfo, OpenGenerationBody, Result, StoredEntry } from "../../core/internal";
-import {
-  GENERATION_FORMATS,
-  generationContentType,
-  generationStreamPath,
-  MAX_BATCH_ENTRIES,
-  newId,
-  SessionError,
-  unwrap,
-} from "../../core/internal";
+import type { StoredEntry } from "../../core/entries";
+import type { Result } from "../../core/errors";
+import { SessionError, unwrap } from "../../core/errors";
+import { generationStreamPath } from "../../core/generations/chunks";
+import type { GenerationInfo, OpenGenerationBody } from "../../core/generations/generation-schemas";
+import { GENERATION_FORMATS, generationContentType } from "../../core/generations/generation-schemas";
+import { newId } from "../../core/ids";
+import { MAX_BATCH_ENTRIES } from "../../core/limits";
 import { errorSummary, logLine } from "../log-line";
 import type { AppendHook } from "../stream/append-hook";
 import { formatOffset } from "../stream/offsets";

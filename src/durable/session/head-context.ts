@@ -1,5 +1,8 @@
-import type { ContextEditEntry, ContextSettings, PlannedWrite } from "../../core/internal";
-import { deriveState, langGraphMessagesHeld, projectEntries } from "../../core/internal";
+import type { PlannedWrite } from "../../core/append";
+import type { ContextSettings } from "../../core/context";
+import { deriveState, projectEntries } from "../../core/context";
+import type { ContextEditEntry } from "../../core/entries";
+import { langGraphMessagesHeld } from "../../core/framework-custom-messages";
 
 /*
  * The context at the head, kept in memory while the head only grows. Agents build the context at

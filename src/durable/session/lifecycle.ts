@@ -1,4 +1,4 @@
-import { LATEST_EXPIRES_AT } from "../../core/internal";
+import { LATEST_EXPIRES_AT } from "../../core/limits";
 import type { DurableEnv } from "../env";
 import { numberSetting } from "../settings";
 import type { Sql } from "../sql";

@@ -1,22 +1,11 @@
-import type {
-  AgentMessage,
-  CompactionEntry,
-  ContextEditEntry,
-  ContextSettings,
-  StoredEntry,
-  TreeEntry,
-} from "../../core/internal";
-import {
-  deriveState,
-  isSystemMessageEntry,
-  keptFrom,
-  LANGGRAPH_CHECKPOINT,
-  langGraphMessagesHeld,
-  latestEdits,
-  projectEntries,
-  SessionError,
-  startsTurn,
-} from "../../core/internal";
+import type { ContextSettings } from "../../core/context";
+import { deriveState, isSystemMessageEntry, keptFrom, projectEntries } from "../../core/context";
+import { latestEdits } from "../../core/context-edits";
+import type { CompactionEntry, ContextEditEntry, StoredEntry, TreeEntry } from "../../core/entries";
+import { SessionError } from "../../core/errors";
+import { LANGGRAPH_CHECKPOINT, langGraphMessagesHeld } from "../../core/framework-custom-messages";
+import type { AgentMessage } from "../../core/messages";
+import { startsTurn } from "../../core/providers/provider-entries";
 import type { Sql } from "../sql";
 import type { EntryRows, Node } from "./entry-rows";
 

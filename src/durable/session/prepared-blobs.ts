@@ -1,4 +1,5 @@
-import type { PlannedWrite, StoredEntry } from "../../core/internal";
+import type { PlannedWrite } from "../../core/append";
+import type { StoredEntry } from "../../core/entries";
 import type { StoredWrite } from "./entry-rows";
 
 /** What a write needs of the blobs prepared for it. */

@@ -1,5 +1,5 @@
-import type { Result } from "../../core/internal";
-import { capture, SessionError, unwrap } from "../../core/internal";
+import type { Result } from "../../core/errors";
+import { capture, SessionError, unwrap } from "../../core/errors";
 import type { DurableEnv } from "../env";
 import { directoryShard } from "../names";
 import type { Quotas } from "../quotas";

@@ -1,18 +1,9 @@
-import type {
-  PlannedWrite,
-  SearchHit,
-  SessionEntry,
-  SessionSearchOptions,
-  SessionSearchPage,
-} from "../../core/internal";
-import {
-  DEFAULT_SEARCH_HITS,
-  decodeSearchCursor,
-  encodeSearchCursor,
-  entrySearchText,
-  ftsQuery,
-  readSnippet,
-} from "../../core/internal";
+import type { PlannedWrite } from "../../core/append";
+import type { SessionEntry } from "../../core/entries";
+import type { SearchHit, SessionSearchOptions, SessionSearchPage } from "../../core/search";
+import { DEFAULT_SEARCH_HITS, decodeSearchCursor, encodeSearchCursor } from "../../core/search";
+import { ftsQuery } from "../../core/search-query";
+import { entrySearchText, readSnippet } from "../../core/search-text";
 import type { Sql } from "../sql";
 import { matchRows } from "../sql";
 import type { SearchDigest } from "../types";

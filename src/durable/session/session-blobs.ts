@@ -1,12 +1,8 @@
-import type { Result, StoredEntry } from "../../core/internal";
-import {
-  blobSlots,
-  parseBlobRef,
-  rewriteBlobSlots,
-  SessionError,
-  unwrap,
-  utf8Length,
-} from "../../core/internal";
+import { blobSlots, parseBlobRef, rewriteBlobSlots } from "../../core/blob-refs";
+import type { StoredEntry } from "../../core/entries";
+import type { Result } from "../../core/errors";
+import { SessionError, unwrap } from "../../core/errors";
+import { utf8Length } from "../../core/json";
 import type { BlobValue } from "../blobs/blob-codec";
 import { encodeBlob } from "../blobs/blob-codec";
 import { collectRefs, replaceRefs, scan } from "../blobs/blob-inputs";

@@ -1,5 +1,5 @@
-import type { Result } from "../../core/internal";
-import { capture, SessionError } from "../../core/internal";
+import type { Result } from "../../core/errors";
+import { capture, SessionError } from "../../core/errors";
 import type { ObjectAlarm } from "../object-alarm";
 import { storageWork } from "../transient";
 import type { EntryPage } from "../types";

@@ -1,5 +1,7 @@
-import type { Result, SessionHeader, SessionInfo } from "../../core/internal";
-import { newId, SessionError, unwrap } from "../../core/internal";
+import type { Result } from "../../core/errors";
+import { SessionError, unwrap } from "../../core/errors";
+import { newId } from "../../core/ids";
+import type { SessionHeader, SessionInfo } from "../../core/session-schemas";
 import { sessionObjectName } from "../names";
 import { transaction } from "../transaction";
 import { unavailable } from "../transient";

@@ -1,26 +1,13 @@
 import { DurableObject } from "cloudflare:workers";
-import type {
-  AppendOptions,
-  AppendResult,
-  EntryQuery,
-  EntryRef,
-  GenerationInfo,
-  HeaderPatch,
-  ImportOptions,
-  LeafAt,
-  LeafEntry,
-  LeafOptions,
-  OpenGenerationBody,
-  Result,
-  SessionEntry,
-  SessionHeader,
-  SessionInfo,
-  SessionSearchOptions,
-  SessionSearchPage,
-  StoredEntry,
-  TreeRow,
-} from "../../core/internal";
-import { capture, SessionError } from "../../core/internal";
+import type { EntryRef } from "../../core/append";
+import type { LeafEntry, SessionEntry, StoredEntry } from "../../core/entries";
+import type { Result } from "../../core/errors";
+import { capture, SessionError } from "../../core/errors";
+import type { GenerationInfo, OpenGenerationBody } from "../../core/generations/generation-schemas";
+import type { SessionSearchOptions, SessionSearchPage } from "../../core/search";
+import type { EntryQuery, HeaderPatch, LeafAt, SessionHeader, SessionInfo } from "../../core/session-schemas";
+import type { AppendOptions, AppendResult, ImportOptions, LeafOptions } from "../../core/storage";
+import type { TreeRow } from "../../core/tree";
 import type { DurableEnv } from "../env";
 import { REQUEST_ID_HEADER } from "../log-line";
 import { storageWork, transientError } from "../transient";

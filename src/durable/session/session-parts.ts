@@ -1,4 +1,4 @@
-import { DEFAULT_ABANDON_SECONDS, DEFAULT_RETAIN_SECONDS } from "../../core/internal";
+import { DEFAULT_ABANDON_SECONDS, DEFAULT_RETAIN_SECONDS } from "../../core/generations/generation-schemas";
 import type { DurableEnv } from "../env";
 import { ObjectAlarm } from "../object-alarm";
 import { objectEnv } from "../placement/placed-env";

@@ -1,15 +1,11 @@
-import type {
-  EntryQuery,
-  EntryRef,
-  LeafOptions,
-  OmittedHistory,
-  SessionSearchOptions,
-  SessionSearchPage,
-  StoredEntry,
-  TreeEntry,
-  TreeRow,
-} from "../../core/internal";
-import { entryPage } from "../../core/internal";
+import type { EntryRef } from "../../core/append";
+import type { OmittedHistory } from "../../core/compaction";
+import type { StoredEntry, TreeEntry } from "../../core/entries";
+import { entryPage } from "../../core/paging";
+import type { SessionSearchOptions, SessionSearchPage } from "../../core/search";
+import type { EntryQuery } from "../../core/session-schemas";
+import type { LeafOptions } from "../../core/storage";
+import type { TreeRow } from "../../core/tree";
 import type { CompactionPlan, CopiedRows, EntryPage, ForkStart, OmittedCount, SearchDigest } from "../types";
 import { CompactionReads } from "./compaction-reads";
 import { readPathPage } from "./copied-rows";

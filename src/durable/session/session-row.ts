@@ -1,5 +1,7 @@
-import type { AutoCompactStatus, SessionHeader, SessionInfo, SessionStats } from "../../core/internal";
-import { emptyStats, SessionError, sessionInfo } from "../../core/internal";
+import { SessionError } from "../../core/errors";
+import type { SessionStats } from "../../core/info";
+import { emptyStats, sessionInfo } from "../../core/info";
+import type { AutoCompactStatus, SessionHeader, SessionInfo } from "../../core/session-schemas";
 import type { Sql } from "../sql";
 import type { EntryRows } from "./entry-rows";
 import { hasSchema, updateSchema } from "./schema";

@@ -1,4 +1,4 @@
-import type { SessionHeader, SessionInfo } from "../../core/internal";
+import type { SessionHeader, SessionInfo } from "../../core/session-schemas";
 import { sqlOf } from "../sql";
 import { ContextReads } from "./context-reads";
 import { CopyState } from "./copy-state";

@@ -1,5 +1,6 @@
-import type { ErrorBody, GenerationInfo, Result } from "../../core/internal";
-import { capture, ERROR_STATUS, SessionError } from "../../core/internal";
+import type { ErrorBody, Result } from "../../core/errors";
+import { capture, ERROR_STATUS, SessionError } from "../../core/errors";
+import type { GenerationInfo } from "../../core/generations/generation-schemas";
 import { EventHub } from "./event-hub";
 import { readWatcherMessage } from "./event-sockets";
 import type { ForkCopy } from "./fork-copy";

@@ -1,26 +1,11 @@
-import type {
-  AppendOptions,
-  AppendPlan,
-  AppendResult,
-  AppendView,
-  AutoCompactStatus,
-  EntryRef,
-  HeaderPatch,
-  ImportOptions,
-  LeafEntry,
-  LeafOptions,
-  SessionHeader,
-  StoredEntry,
-} from "../../core/internal";
-import {
-  applyEntryToStats,
-  idsNamedBy,
-  nowIso,
-  patchHeader,
-  planAppend,
-  planImport,
-  planLeafMove,
-} from "../../core/internal";
+import type { AppendPlan, AppendView, EntryRef } from "../../core/append";
+import { idsNamedBy, planAppend, planImport, planLeafMove } from "../../core/append";
+import type { LeafEntry, StoredEntry } from "../../core/entries";
+import { patchHeader } from "../../core/header";
+import { nowIso } from "../../core/ids";
+import { applyEntryToStats } from "../../core/info";
+import type { AutoCompactStatus, HeaderPatch, SessionHeader } from "../../core/session-schemas";
+import type { AppendOptions, AppendResult, ImportOptions, LeafOptions } from "../../core/storage";
 import { quotaExceeded } from "../quotas";
 import type { Reloadable } from "../transaction";
 import { afterCommit, transaction } from "../transaction";

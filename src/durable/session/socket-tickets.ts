@@ -1,4 +1,4 @@
-import { randomHex } from "../../core/internal";
+import { randomHex } from "../../core/bytes";
 
 /*
  * One-time tickets that open a session's WebSocket (browsers cannot set headers on one, and a key

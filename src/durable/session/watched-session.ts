@@ -1,5 +1,9 @@
-import type { GenerationInfo, LeafEvent, SessionEvent, SessionInfo, StoredEntry } from "../../core/internal";
-import { entrySummary, SessionError } from "../../core/internal";
+import type { StoredEntry } from "../../core/entries";
+import { SessionError } from "../../core/errors";
+import type { LeafEvent, SessionEvent } from "../../core/events";
+import { entrySummary } from "../../core/events";
+import type { GenerationInfo } from "../../core/generations/generation-schemas";
+import type { SessionInfo } from "../../core/session-schemas";
 
 /*
  * The session as its watchers see it, for both kinds of watcher (event-hub.ts, event-sockets.ts):

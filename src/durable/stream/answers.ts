@@ -1,5 +1,5 @@
-import type { SessionError } from "../../core/internal";
-import { ERROR_STATUS } from "../../core/internal";
+import type { SessionError } from "../../core/errors";
+import { ERROR_STATUS } from "../../core/errors";
 import { dispositionFor, SERVED_BYTES_HEADERS } from "../served-bytes";
 import type { Position } from "./offsets";
 import { formatOffset } from "./offsets";

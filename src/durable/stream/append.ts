@@ -1,4 +1,4 @@
-import { SessionError } from "../../core/internal";
+import { SessionError } from "../../core/errors";
 import { answer, tailHeaders } from "./answers";
 import type { AppendHook } from "./append-hook";
 import { readBody } from "./body";

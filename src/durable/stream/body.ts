@@ -1,4 +1,6 @@
-import { concatBytes, MAX_BODY_BYTES, SessionError } from "../../core/internal";
+import { concatBytes } from "../../core/bytes";
+import { SessionError } from "../../core/errors";
+import { MAX_BODY_BYTES } from "../../core/limits";
 
 /*
  * Request bodies of appends. A body over the limit is refused (413), but the rest of it, up to

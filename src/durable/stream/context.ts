@@ -1,4 +1,4 @@
-import { SessionError, unwrap } from "../../core/internal";
+import { SessionError, unwrap } from "../../core/errors";
 import { errorSummary, logLine } from "../log-line";
 import type { Reloadable } from "../transaction";
 import { transaction } from "../transaction";

@@ -1,4 +1,4 @@
-import { SessionError, unwrap } from "../../core/internal";
+import { SessionError, unwrap } from "../../core/errors";
 import { answer, metadataHeaders } from "./answers";
 import type { AppendHook } from "./append-hook";
 import { readBody } from "./body";

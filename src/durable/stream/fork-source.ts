@@ -1,4 +1,4 @@
-import { SessionError } from "../../core/internal";
+import { SessionError } from "../../core/errors";
 import type { StreamContext } from "./context";
 import { pageBytes } from "./context";
 import type { Position } from "./offsets";

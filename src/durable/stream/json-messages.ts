@@ -1,4 +1,4 @@
-import { SessionError } from "../../core/internal";
+import { SessionError } from "../../core/errors";
 
 /*
  * JSON mode (PROTOCOL.md 9.1): an append's body is one JSON value, and a top-level array is

@@ -1,4 +1,4 @@
-import { SessionError } from "../../core/internal";
+import { SessionError } from "../../core/errors";
 
 /*
  * Where a reader stands in a stream. A stream is a sequence of records (a binary stream's appends,

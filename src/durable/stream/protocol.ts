@@ -1,5 +1,6 @@
 import * as z from "zod";
-import { SessionError, zodDetails } from "../../core/internal";
+import { zodDetails } from "../../core/append";
+import { SessionError } from "../../core/errors";
 
 /*
  * The Durable Streams protocol's wire names and the rules for reading what a request carries

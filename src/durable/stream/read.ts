@@ -1,4 +1,6 @@
-import { SessionError, SSE_KEEP_ALIVE, toBase64 } from "../../core/internal";
+import { toBase64 } from "../../core/bytes";
+import { SessionError } from "../../core/errors";
+import { SSE_KEEP_ALIVE } from "../../core/sse";
 import { answer, contentHeaders, tailHeaders } from "./answers";
 import type { StreamContext } from "./context";
 import { streamCursor } from "./cursor";

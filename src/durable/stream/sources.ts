@@ -1,4 +1,4 @@
-import type { Result } from "../../core/internal";
+import type { Result } from "../../core/errors";
 import type { Position } from "./offsets";
 import type { Expiry } from "./protocol";
 

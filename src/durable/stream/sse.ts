@@ -1,4 +1,4 @@
-import { sseText } from "../../core/internal";
+import { sseText } from "../../core/sse";
 
 /*
  * A stream read as Server-Sent Events (PROTOCOL.md 5.8): a `data` event for each batch, every one

@@ -1,4 +1,4 @@
-import { randomHex } from "../../core/internal";
+import { randomHex } from "../../core/bytes";
 import type { LazyTables, Sql } from "../sql";
 import { sqlOf } from "../sql";
 import type { Block, StoredBlock } from "./blocks";

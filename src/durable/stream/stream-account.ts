@@ -1,5 +1,5 @@
-import type { Result } from "../../core/internal";
-import { unwrap } from "../../core/internal";
+import type { Result } from "../../core/errors";
+import { unwrap } from "../../core/errors";
 import { STREAM_CLAIM_PREFIX } from "../directory/stream-registry";
 import type { DurableEnv } from "../env";
 import { errorSummary, logLine } from "../log-line";

@@ -1,5 +1,5 @@
-import type { StreamAppend, StreamHeader } from "../../core/internal";
-import { concatBytes, toBase64 } from "../../core/internal";
+import { concatBytes, toBase64 } from "../../core/bytes";
+import type { StreamAppend, StreamHeader } from "../../core/stream-backup";
 import type { StreamContext } from "./context";
 import { pageBytes } from "./context";
 

@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
-import type { Result, StreamAppend, StreamHeader } from "../../core/internal";
-import { capture } from "../../core/internal";
+import type { Result } from "../../core/errors";
+import { capture } from "../../core/errors";
+import type { StreamAppend, StreamHeader } from "../../core/stream-backup";
 import type { DurableEnv } from "../env";
 import { logBackgroundFailure, REQUEST_ID_HEADER } from "../log-line";
 import { ObjectAlarm } from "../object-alarm";

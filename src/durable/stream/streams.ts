@@ -1,5 +1,5 @@
-import type { StreamAppend, StreamHeader } from "../../core/internal";
-import { SessionError } from "../../core/internal";
+import { SessionError } from "../../core/errors";
+import type { StreamAppend, StreamHeader } from "../../core/stream-backup";
 import type { ExpiryOutcome } from "../types";
 import { answer, errorAnswer, metadataHeaders } from "./answers";
 import { appendToStream } from "./append";

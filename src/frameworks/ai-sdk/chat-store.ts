@@ -12,14 +12,12 @@ import type {
   UserMessage,
 } from "../../core";
 import { newId, SessionError } from "../../core";
-import {
-  AI_SDK_UI_MESSAGE,
-  canonicalJson,
-  checkSessionId,
-  dataUrl,
-  fromAISDKUI,
-  toModelMessage,
-} from "../../core/internal";
+import { AI_SDK_UI_MESSAGE } from "../../core/framework-custom-messages";
+import { checkSessionId } from "../../core/ids";
+import { canonicalJson } from "../../core/json";
+import { fromAISDKUI } from "../../core/providers/from-ai-sdk-ui";
+import { toModelMessage } from "../../core/providers/pi-messages";
+import { dataUrl } from "../../core/providers/text";
 import { conversationPieces, keepOriginal } from "../conversation";
 import { keyedId } from "../keys";
 import { SessionHandles } from "../session-handles";

@@ -1,6 +1,6 @@
 import type { ChatRequestOptions, ChatTransport, UIMessage, UIMessageChunk } from "ai";
 import type { GenerationInfo } from "../../core";
-import { isRecord } from "../../core/internal";
+import { isRecord } from "../../core/providers/incoming";
 
 /*
  * A `ChatTransport` for `useChat` / `Chat` whose answers are generations of the chat's session:

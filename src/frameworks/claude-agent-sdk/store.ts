@@ -7,8 +7,9 @@ import type {
 import { foldSessionSummary } from "@anthropic-ai/claude-agent-sdk";
 import * as z from "zod";
 import type { Session, SessionInfo, SessionRepo, StoredEntry } from "../../core";
-import { exportClaudeCode, Id } from "../../core";
-import { importBatches, SessionError, sha256Hex } from "../../core/internal";
+import { exportClaudeCode, Id, SessionError } from "../../core";
+import { sha256Hex } from "../../core/bytes";
+import { importBatches } from "../../core/interchange";
 import { keyedId } from "../keys";
 import { SessionHandles } from "../session-handles";
 import type { TranscriptLine, TranscriptPlaces } from "./transcript";

@@ -1,6 +1,8 @@
 import type { AgentMessage, EntryInput, StoredEntry, TreeEntry } from "../../core";
-import type { LangChainMessage } from "../../core/internal";
-import { canonicalJson, fromLangChain, readLangChainMessage, sha256Hex } from "../../core/internal";
+import { sha256Hex } from "../../core/bytes";
+import { canonicalJson } from "../../core/json";
+import type { LangChainMessage } from "../../core/providers/from-langchain";
+import { fromLangChain, readLangChainMessage } from "../../core/providers/from-langchain";
 import { keepOriginal, originalOf } from "../conversation";
 import { keyedId } from "../keys";
 import type { Serialized } from "./serialized";

@@ -17,7 +17,8 @@ import {
 import type * as z from "zod";
 import type { AppendEntryInput, EntryInput, Session, SessionRepo } from "../../core";
 import { Id, SessionError } from "../../core";
-import { canonicalJson, isRecord } from "../../core/internal";
+import { canonicalJson } from "../../core/json";
+import { isRecord } from "../../core/providers/incoming";
 import { keyedId } from "../keys";
 import { isMissingSession, SessionHandles } from "../session-handles";
 import { CheckpointArrivals } from "./checkpoint-arrivals";

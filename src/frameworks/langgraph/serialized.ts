@@ -1,6 +1,6 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import * as z from "zod";
-import { toBase64 } from "../../core/internal";
+import { toBase64 } from "../../core/bytes";
 
 /*
  * A value as the saver's serializer writes it, kept readable in the entry: the serializer's JSON as

@@ -1,6 +1,6 @@
 import type { AgentMessage, StoredEntry, TreeEntry } from "../../core";
 import { isAssistantMessage, isToolResultMessage, isUserMessage } from "../../core";
-import { isRecord } from "../../core/internal";
+import { isRecord } from "../../core/providers/incoming";
 import { conversationPieces } from "../conversation";
 import { FRAMEWORK } from "./messages";
 import type { Serialized } from "./serialized";

@@ -6,22 +6,19 @@ import type {
   EntryInput,
   ModelRef,
   StoredEntry,
+  SystemMessage,
   TreeEntry,
 } from "../../core";
-import type { SystemMessage } from "../../core/internal";
-import {
-  callIdPart,
-  dataUrl,
-  fromOpenAIAgents,
-  isRecord,
-  itemIdPart,
-  messageIdentity,
-  OPENAI_AGENTS_ITEM,
-  reasoningItem,
-  SessionError,
-  systemMessageText,
-  toModelMessage,
-} from "../../core/internal";
+import { SessionError } from "../../core";
+import { OPENAI_AGENTS_ITEM } from "../../core/framework-custom-messages";
+import { fromOpenAIAgents } from "../../core/providers/from-openai-agents";
+import { isRecord } from "../../core/providers/incoming";
+import { toModelMessage } from "../../core/providers/pi-messages";
+import { messageIdentity } from "../../core/providers/responses-signatures";
+import { dataUrl } from "../../core/providers/text";
+import { reasoningItem } from "../../core/providers/to-openai-responses";
+import { callIdPart, itemIdPart } from "../../core/providers/tool-call-ids";
+import { systemMessageText } from "../../core/system-messages";
 import type { Piece } from "../conversation";
 import { conversationPieces, keepOriginal } from "../conversation";
 

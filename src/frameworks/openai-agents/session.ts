@@ -1,7 +1,7 @@
 import type { AgentInputItem, Session as AgentsSession } from "@openai/agents-core";
 import type { EntryInput, ModelRef, Session, SessionRepo } from "../../core";
 import { newId, SessionError } from "../../core";
-import { checkSessionId } from "../../core/internal";
+import { checkSessionId } from "../../core/ids";
 import { keepOriginal } from "../conversation";
 import { SessionHandles } from "../session-handles";
 import { checkItems, FRAMEWORK, itemEntries, itemPieces, pieceItems, readItems } from "./items";

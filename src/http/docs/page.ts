@@ -1,4 +1,4 @@
-import { isRecord } from "../../core/internal";
+import { isRecord } from "../../core/providers/incoming";
 import { type Html, html } from "./html";
 import { type Schema, schemaAnchor, schemaDetails, schemaSummary } from "./schema";
 

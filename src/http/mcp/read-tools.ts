@@ -1,21 +1,20 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Context } from "hono";
 import * as z from "zod";
-import type { SearchHit, StoredEntry } from "../../core/internal";
+import { projectContext } from "../../core/context";
+import type { StoredEntry } from "../../core/entries";
+import { EntryType, Id } from "../../core/entries";
+import { SessionError } from "../../core/errors";
+import type { SearchHit } from "../../core/search";
 import {
   DEFAULT_SEARCH_HITS,
-  drawTree,
-  EntryType,
-  Id,
-  IdPrefix,
-  ListOptions,
   MAX_SEARCH_HITS,
-  projectContext,
   SearchQueryText,
-  SessionError,
   SessionSearchOptions,
   TenantSearchOptions,
-} from "../../core/internal";
+} from "../../core/search";
+import { IdPrefix, ListOptions } from "../../core/session-schemas";
+import { drawTree } from "../../core/tree-text";
 import type { SessionObjectStorage } from "../../durable/internal";
 import type { AppEnv } from "../env";
 import { repo, sessionStorage } from "../route-kit";

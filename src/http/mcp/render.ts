@@ -1,12 +1,10 @@
-import type {
-  AgentMessage,
-  ProjectedEntry,
-  SearchHit,
-  SessionInfo,
-  StoredEntry,
-  TenantSearchResult,
-} from "../../core/internal";
-import { contentText, projectEntries } from "../../core/internal";
+import type { ProjectedEntry } from "../../core/context";
+import { projectEntries } from "../../core/context";
+import type { StoredEntry } from "../../core/entries";
+import type { AgentMessage } from "../../core/messages";
+import { contentText } from "../../core/messages";
+import type { SearchHit, TenantSearchResult } from "../../core/search";
+import type { SessionInfo } from "../../core/session-schemas";
 
 /*
  * What a model reads from a tool: short lines led by the ids it can pass to the next tool. The

@@ -8,8 +8,10 @@ import {
   type Resource,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Context } from "hono";
-import type { SessionInfo } from "../../core/internal";
-import { isValidId, projectContext, SessionError } from "../../core/internal";
+import { projectContext } from "../../core/context";
+import { SessionError } from "../../core/errors";
+import { isValidId } from "../../core/ids";
+import type { SessionInfo } from "../../core/session-schemas";
 import type { AppEnv } from "../env";
 import { repo, sessionStorage } from "../route-kit";
 import { contextLines, sessionLine } from "./render";

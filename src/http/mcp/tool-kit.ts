@@ -2,7 +2,7 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import type { Context } from "hono";
 import * as z from "zod";
-import { SessionError } from "../../core/internal";
+import { SessionError } from "../../core/errors";
 import type { AppEnv } from "../env";
 
 /*

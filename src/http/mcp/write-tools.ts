@@ -1,7 +1,8 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Context } from "hono";
 import * as z from "zod";
-import { ForkOptions, Id } from "../../core/internal";
+import { Id } from "../../core/entries";
+import { ForkOptions } from "../../core/session-schemas";
 import type { AppEnv } from "../env";
 import { forkSession } from "../fork";
 import { sessionStorage } from "../route-kit";

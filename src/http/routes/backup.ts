@@ -1,6 +1,8 @@
 import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
-import { decodeCursor, TenantImportReport, textStream } from "../../core/internal";
+import { textStream } from "../../core/context-answer";
+import { decodeCursor } from "../../core/info";
+import { TenantImportReport } from "../../core/tenant-stream";
 import { streamedNdjsonLines } from "../body";
 import { creationLocation } from "../placement";
 import { errors, failure, json, ndjsonResponse, repo, routes } from "../route-kit";

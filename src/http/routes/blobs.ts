@@ -1,6 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
-import { SessionError } from "../../core/internal";
+import { SessionError } from "../../core/errors";
 import {
   blobKey,
   Jurisdiction,

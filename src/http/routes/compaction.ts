@@ -1,5 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
-import { CompactRequest, leafTag, Session } from "../../core/internal";
+import { CompactRequest } from "../../core/compact-session";
+import { leafTag } from "../../core/leaf-tag";
+import { Session } from "../../core/session";
 import { recordEvent, summarizerFor, timed } from "../metrics";
 import { body, conflict, failure, json, routes, sessionStorage, writeErrors } from "../route-kit";
 import { CompactResponse, SessionIdParam } from "../schemas";

@@ -1,16 +1,13 @@
 import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
-import {
-  contextForModel,
-  expectedLeaf,
-  LeafAt,
-  leafTag,
-  NavigateResult,
-  parseModelRef,
-  Session,
-  type SessionContext,
-  SessionError,
-} from "../../core/internal";
+import { NavigateResult } from "../../core/compact-session";
+import type { SessionContext } from "../../core/context";
+import { SessionError } from "../../core/errors";
+import { expectedLeaf, leafTag } from "../../core/leaf-tag";
+import { contextForModel } from "../../core/providers/convert";
+import { parseModelRef } from "../../core/providers/target";
+import { Session } from "../../core/session";
+import { LeafAt } from "../../core/session-schemas";
 import { summarizerFor } from "../metrics";
 import { body, errors, failure, json, routes, sessionStorage, streamedJson, writeErrors } from "../route-kit";
 import {

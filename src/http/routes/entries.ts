@@ -1,17 +1,11 @@
 import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
-import {
-  expectedLeaf,
-  Id,
-  jsonArray,
-  leafTag,
-  MAX_BATCH_ENTRIES,
-  SessionError,
-  StoredEntry,
-  TreeNode,
-  textStream,
-  treeToJson,
-} from "../../core/internal";
+import { jsonArray, textStream } from "../../core/context-answer";
+import { Id, StoredEntry } from "../../core/entries";
+import { SessionError } from "../../core/errors";
+import { expectedLeaf, leafTag } from "../../core/leaf-tag";
+import { MAX_BATCH_ENTRIES } from "../../core/limits";
+import { TreeNode, treeToJson } from "../../core/tree";
 import {
   body,
   conflict,

@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
-import type { ErrorBody } from "../../core/internal";
-import { SessionError } from "../../core/internal";
+import type { ErrorBody } from "../../core/errors";
+import { SessionError } from "../../core/errors";
 import { errors, json, repo, routes, sessionStorage } from "../route-kit";
 import { SessionIdParam } from "../schemas";
 import { ticketFor } from "../socket-ticket";

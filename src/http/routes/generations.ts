@@ -1,14 +1,13 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import * as z from "zod";
+import { Id, StoredEntry } from "../../core/entries";
 import {
   CompleteGenerationBody,
   GenerationInfo,
-  Id,
   MAX_GENERATION_BYTES,
   OpenGenerationBody,
-  StoredEntry,
-} from "../../core/internal";
+} from "../../core/generations/generation-schemas";
 import { MAX_APPEND_BYTES } from "../../durable/internal";
 import type { AppEnv } from "../env";
 import { decodedSegment } from "../path-encoding";

@@ -1,14 +1,11 @@
 import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
-import {
-  checkExportFormat,
-  checkFormat,
-  exportLines,
-  leafTag,
-  parseImport,
-  Session,
-  textStream,
-} from "../../core/internal";
+import { textStream } from "../../core/context-answer";
+import { exportLines } from "../../core/export-formats";
+import { parseImport } from "../../core/import-formats";
+import { checkExportFormat, checkFormat } from "../../core/interchange";
+import { leafTag } from "../../core/leaf-tag";
+import { Session } from "../../core/session";
 import { readNdjson } from "../body";
 import { recordEvent } from "../metrics";
 import { creationLocation } from "../placement";

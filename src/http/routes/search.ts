@@ -1,5 +1,5 @@
 import { createRoute } from "@hono/zod-openapi";
-import { SessionSearchPage, TenantSearchOptions, TenantSearchPage } from "../../core/internal";
+import { SessionSearchPage, TenantSearchOptions, TenantSearchPage } from "../../core/search";
 import { errors, json, repo, routes, sessionStorage } from "../route-kit";
 import { SessionIdParam, SessionSearchQuery } from "../schemas";
 

@@ -1,5 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
-import { checkExpiresAt, leafTag, SessionInfo, SessionPage } from "../../core/internal";
+import { checkExpiresAt } from "../../core/header";
+import { leafTag } from "../../core/leaf-tag";
+import { SessionInfo, SessionPage } from "../../core/session-schemas";
 import { forkSession } from "../fork";
 import { creationLocation } from "../placement";
 import { body, conflict, errors, json, repo, routes, sessionStorage, writeErrors } from "../route-kit";

@@ -1,6 +1,6 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
-import { SessionError } from "../../core/internal";
+import { SessionError } from "../../core/errors";
 import {
   REQUEST_ID_HEADER,
   SAFETY_HEADERS,

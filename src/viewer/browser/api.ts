@@ -1,5 +1,5 @@
 import { createClient, RemoteSession } from "../../client";
-import { SessionError } from "../../core/internal";
+import { SessionError } from "../../core/errors";
 import { fetchWithKey } from "./api-key";
 
 /*

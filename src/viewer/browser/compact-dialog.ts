@@ -1,11 +1,8 @@
-import type { TreeEntry } from "../../core/internal";
-import {
-  buildSessionContext,
-  DEFAULT_KEEP_RECENT_TOKENS,
-  estimateTokens,
-  prepareCompaction,
-  SessionError,
-} from "../../core/internal";
+import { DEFAULT_KEEP_RECENT_TOKENS, prepareCompaction } from "../../core/compaction";
+import { buildSessionContext } from "../../core/context";
+import type { TreeEntry } from "../../core/entries";
+import { SessionError } from "../../core/errors";
+import { estimateTokens } from "../../core/tokens";
 import { session } from "./api";
 import { count, showDialog } from "./dom";
 import { kindName } from "./entry-text";

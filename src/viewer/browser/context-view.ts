@@ -1,5 +1,8 @@
-import type { AgentMessage, SessionContext, SystemMessage } from "../../core/internal";
-import { estimateTokens, systemSections } from "../../core/internal";
+import type { SessionContext } from "../../core/context";
+import type { AgentMessage } from "../../core/messages";
+import type { SystemMessage } from "../../core/system-messages";
+import { systemSections } from "../../core/system-messages";
+import { estimateTokens } from "../../core/tokens";
 import { count, h, isObject, shortTime, truncate } from "./dom";
 
 /*

@@ -1,4 +1,5 @@
-import type { AgentMessage, ContextEditEntry, SessionEntry } from "../../core/internal";
+import type { ContextEditEntry, SessionEntry } from "../../core/entries";
+import type { AgentMessage } from "../../core/messages";
 import { isObject } from "./dom";
 
 /* Entries in a few words: the name of their kind and one line about what they hold. */

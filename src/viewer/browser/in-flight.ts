@@ -1,4 +1,5 @@
-import type { GenerationInfo, TreeNode } from "../../core/internal";
+import type { GenerationInfo } from "../../core/generations/generation-schemas";
+import type { TreeNode } from "../../core/tree";
 import { session } from "./api";
 import { fullTime, h } from "./dom";
 import { clearError, showError } from "./error-bar";

@@ -1,4 +1,4 @@
-import type { SessionInfo } from "../../core/internal";
+import type { SessionInfo } from "../../core/session-schemas";
 import { navigate } from "./address";
 import { client } from "./api";
 import { ago, count, fullTime, h, showConnection } from "./dom";

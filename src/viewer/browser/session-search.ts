@@ -1,4 +1,4 @@
-import type { SearchHit } from "../../core/internal";
+import type { SearchHit } from "../../core/search";
 import { act } from "./act";
 import { session } from "./api";
 import { h } from "./dom";

@@ -1,4 +1,5 @@
-import type { SessionInfo, TreeNode } from "../../core/internal";
+import type { SessionInfo } from "../../core/session-schemas";
+import type { TreeNode } from "../../core/tree";
 import { session } from "./api";
 import { ago, count, fullTime, showConnection } from "./dom";
 import { select, showNoEntry, updateEntryPane } from "./entry-pane";

@@ -1,4 +1,4 @@
-import type { TreeNode } from "../../core/internal";
+import type { TreeNode } from "../../core/tree";
 import { formatNumber } from "./dom";
 
 /*

@@ -1,4 +1,5 @@
-import type { SessionInfo, TreeNode } from "../../core/internal";
+import type { SessionInfo } from "../../core/session-schemas";
+import type { TreeNode } from "../../core/tree";
 import type { Row } from "./tree-rows";
 
 /* What the page shows, in one place: the modules that draw it read and update these. */

@@ -15,8 +15,11 @@ import {
 } from "ai-v5";
 import { MockLanguageModelV2 } from "ai-v5/test";
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, AssistantMessage } from "../../../src/core/internal";
-import { fromAISDK, toAISDK, toAISDKUIMessages, toAnthropic } from "../../../src/core/internal";
+import type { AgentMessage, AssistantMessage } from "../../../src/core/messages";
+import { fromAISDK } from "../../../src/core/providers/from-ai-sdk";
+import { toAISDK } from "../../../src/core/providers/to-ai-sdk";
+import { toAISDKUIMessages } from "../../../src/core/providers/to-ai-sdk-ui";
+import { toAnthropic } from "../../../src/core/providers/to-anthropic";
 import {
   ANTHROPIC,
   assistant,

@@ -1,15 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { SessionError } from "../../../src/core/internal";
-import {
-  CONTEXT_FORMATS,
-  contextInFormat,
-  convertProviderMessage,
-  fromAISDK,
-  ProviderMessageEntryInput,
-  parseContextFormat,
-  parseModelRef,
-  toAISDKUIMessages,
-} from "../../../src/core/internal";
+import type { SessionError } from "../../../src/core/errors";
+import { contextInFormat, convertProviderMessage } from "../../../src/core/providers/convert";
+import { ProviderMessageEntryInput } from "../../../src/core/providers/entry-input";
+import { fromAISDK } from "../../../src/core/providers/from-ai-sdk";
+import { CONTEXT_FORMATS, parseContextFormat, parseModelRef } from "../../../src/core/providers/target";
+import { toAISDKUIMessages } from "../../../src/core/providers/to-ai-sdk-ui";
 import { ANTHROPIC, assistant, context, GEMINI, text, thinking, user } from "./support";
 
 function codeOf(run: () => unknown): { code: string; message: string; details: unknown } {

@@ -1,19 +1,17 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, AssistantMessage, ToolResultMessage } from "../../../src/core/internal";
-import {
-  convertProviderMessage,
-  fromAnthropic,
-  fromGemini,
-  fromOpenAIChat,
-  fromOpenAIResponses,
-  SessionError,
-  toAnthropic,
-  toGemini,
-  toOpenAIChat,
-  toOpenAIResponses,
-} from "../../../src/core/internal";
+import { SessionError } from "../../../src/core/errors";
+import type { AgentMessage, AssistantMessage, ToolResultMessage } from "../../../src/core/messages";
+import { convertProviderMessage } from "../../../src/core/providers/convert";
+import { fromAnthropic } from "../../../src/core/providers/from-anthropic";
+import { fromGemini } from "../../../src/core/providers/from-gemini";
+import { fromOpenAIChat } from "../../../src/core/providers/from-openai-chat";
+import { fromOpenAIResponses } from "../../../src/core/providers/from-openai-responses";
+import { toAnthropic } from "../../../src/core/providers/to-anthropic";
+import { toGemini } from "../../../src/core/providers/to-gemini";
+import { toOpenAIChat } from "../../../src/core/providers/to-openai-chat";
+import { toOpenAIResponses } from "../../../src/core/providers/to-openai-responses";
 import { assistant, call, context, GEMINI, user } from "./support";
 
 const FIXTURES = join(import.meta.dirname, "../../fixtures/providers");

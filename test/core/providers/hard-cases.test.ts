@@ -1,15 +1,11 @@
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, ContextFormat, ThinkingContent } from "../../../src/core/internal";
-import {
-  BRANCH_SUMMARY_PREFIX,
-  COMPACTION_SUMMARY_PREFIX,
-  NO_RESULT_TEXT,
-  TOOL_IMAGE_NOTE,
-  toAnthropic,
-  toGemini,
-  toOpenAIChat,
-  USER_IMAGE_NOTE,
-} from "../../../src/core/internal";
+import type { AgentMessage, ThinkingContent } from "../../../src/core/messages";
+import { NO_RESULT_TEXT, TOOL_IMAGE_NOTE, USER_IMAGE_NOTE } from "../../../src/core/providers/normalize";
+import { BRANCH_SUMMARY_PREFIX, COMPACTION_SUMMARY_PREFIX } from "../../../src/core/providers/pi-messages";
+import type { ContextFormat } from "../../../src/core/providers/target";
+import { toAnthropic } from "../../../src/core/providers/to-anthropic";
+import { toGemini } from "../../../src/core/providers/to-gemini";
+import { toOpenAIChat } from "../../../src/core/providers/to-openai-chat";
 import {
   ANTHROPIC,
   assistant,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, ContextFormat } from "../../../src/core/internal";
-import { contextInFormat } from "../../../src/core/internal";
+import type { AgentMessage } from "../../../src/core/messages";
+import { contextInFormat } from "../../../src/core/providers/convert";
+import type { ContextFormat } from "../../../src/core/providers/target";
 import {
   ANTHROPIC,
   assistant,

@@ -1,8 +1,13 @@
 import { stream } from "@mariozechner/pi-ai";
 import { convertToLlm } from "@mariozechner/pi-coding-agent";
 import { describe, expect, it } from "vitest";
-import type { AgentMessage, SessionContext, TargetModel } from "../../../src/core/internal";
-import { toAnthropic, toGemini, toOpenAIChat, toOpenAIResponses } from "../../../src/core/internal";
+import type { SessionContext } from "../../../src/core/context";
+import type { AgentMessage } from "../../../src/core/messages";
+import type { TargetModel } from "../../../src/core/providers/target";
+import { toAnthropic } from "../../../src/core/providers/to-anthropic";
+import { toGemini } from "../../../src/core/providers/to-gemini";
+import { toOpenAIChat } from "../../../src/core/providers/to-openai-chat";
+import { toOpenAIResponses } from "../../../src/core/providers/to-openai-responses";
 import {
   ANTHROPIC,
   assistant,

@@ -1,12 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { Conversation, ProviderAppendView, StoredEntry } from "../../../src/core/internal";
-import {
-  AppendEntryInput,
-  expandProviderEntries,
-  MemoryRepo,
-  NO_CONVERSATION,
-  SessionError,
-} from "../../../src/core/internal";
+import type { StoredEntry } from "../../../src/core/entries";
+import { SessionError } from "../../../src/core/errors";
+import { MemoryRepo } from "../../../src/core/memory";
+import { AppendEntryInput } from "../../../src/core/providers/entry-input";
+import type { Conversation, ProviderAppendView } from "../../../src/core/providers/provider-entries";
+import { expandProviderEntries, NO_CONVERSATION } from "../../../src/core/providers/provider-entries";
 import { ANTHROPIC, assistant, call, user } from "./support";
 
 const reply = assistant([call("toolu_1", "read", { path: "a.ts" })], ANTHROPIC);

@@ -4,22 +4,18 @@ import type { ModelMessage, UIMessage } from "ai";
 import type { ModelMessage as ModelMessageV5, UIMessage as UIMessageV5 } from "ai-v5";
 import type OpenAI from "openai";
 import { describe, expect, expectTypeOf, it } from "vitest";
-import type {
-  AISDKRequest,
-  AISDKUIRequest,
-  AnthropicRequest,
-  GeminiRequest,
-  OpenAIChatRequest,
-  OpenAIResponsesRequest,
-} from "../../../src/core/internal";
-import {
-  toAISDK,
-  toAISDKUIMessages,
-  toAnthropic,
-  toGemini,
-  toOpenAIChat,
-  toOpenAIResponses,
-} from "../../../src/core/internal";
+import type { AISDKRequest } from "../../../src/core/providers/to-ai-sdk";
+import { toAISDK } from "../../../src/core/providers/to-ai-sdk";
+import type { AISDKUIRequest } from "../../../src/core/providers/to-ai-sdk-ui";
+import { toAISDKUIMessages } from "../../../src/core/providers/to-ai-sdk-ui";
+import type { AnthropicRequest } from "../../../src/core/providers/to-anthropic";
+import { toAnthropic } from "../../../src/core/providers/to-anthropic";
+import type { GeminiRequest } from "../../../src/core/providers/to-gemini";
+import { toGemini } from "../../../src/core/providers/to-gemini";
+import type { OpenAIChatRequest } from "../../../src/core/providers/to-openai-chat";
+import { toOpenAIChat } from "../../../src/core/providers/to-openai-chat";
+import type { OpenAIResponsesRequest } from "../../../src/core/providers/to-openai-responses";
+import { toOpenAIResponses } from "../../../src/core/providers/to-openai-responses";
 import { assistant, call, context, result, user } from "./support";
 
 /*

@@ -1,23 +1,22 @@
+import type { SessionContext } from "../../../src/core/context";
 import type {
   AgentMessage,
-  AISDKModelMessage,
-  AISDKUIMessage,
-  AnthropicMessage,
   AssistantMessage,
-  ContextFormat,
-  GeminiContent,
   ImageContent,
-  OpenAIChatMessage,
-  ResponsesInputItem,
-  SessionContext,
-  TargetModel,
   TextContent,
   ThinkingContent,
   ToolCall,
   ToolResultMessage,
   UserMessage,
-} from "../../../src/core/internal";
-import { contextInFormat } from "../../../src/core/internal";
+} from "../../../src/core/messages";
+import { contextInFormat } from "../../../src/core/providers/convert";
+import type { ContextFormat, TargetModel } from "../../../src/core/providers/target";
+import type { AISDKModelMessage } from "../../../src/core/providers/to-ai-sdk";
+import type { AISDKUIMessage } from "../../../src/core/providers/to-ai-sdk-ui";
+import type { AnthropicMessage } from "../../../src/core/providers/to-anthropic";
+import type { GeminiContent } from "../../../src/core/providers/to-gemini";
+import type { OpenAIChatMessage } from "../../../src/core/providers/to-openai-chat";
+import type { ResponsesInputItem } from "../../../src/core/providers/to-openai-responses";
 
 /*
  * Conversations for the converter tests, and one reader per target that says what a converted

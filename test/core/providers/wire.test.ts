@@ -4,17 +4,15 @@ import Anthropic from "@anthropic-ai/sdk";
 import { GoogleGenAI } from "@google/genai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AgentMessage, AssistantMessage } from "../../../src/core/internal";
-import {
-  fromAnthropic,
-  fromGemini,
-  fromOpenAIChat,
-  fromOpenAIResponses,
-  toAnthropic,
-  toGemini,
-  toOpenAIChat,
-  toOpenAIResponses,
-} from "../../../src/core/internal";
+import type { AgentMessage, AssistantMessage } from "../../../src/core/messages";
+import { fromAnthropic } from "../../../src/core/providers/from-anthropic";
+import { fromGemini } from "../../../src/core/providers/from-gemini";
+import { fromOpenAIChat } from "../../../src/core/providers/from-openai-chat";
+import { fromOpenAIResponses } from "../../../src/core/providers/from-openai-responses";
+import { toAnthropic } from "../../../src/core/providers/to-anthropic";
+import { toGemini } from "../../../src/core/providers/to-gemini";
+import { toOpenAIChat } from "../../../src/core/providers/to-openai-chat";
+import { toOpenAIResponses } from "../../../src/core/providers/to-openai-responses";
 import { type RecordingServer, startRecordingServer } from "./recording-server";
 import { assistant, call, context, image, result, type Source, text, thinking, user } from "./support";
 

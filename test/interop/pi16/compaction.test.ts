@@ -29,16 +29,14 @@ import {
   prepareCompaction as piPrepareCompaction,
 } from "../../../node_modules/@earendil-works/pi-coding-agent/dist/core/compaction/compaction.js";
 import { computeFileLists } from "../../../node_modules/@earendil-works/pi-coding-agent/dist/core/compaction/utils.js";
-import type { AgentMessage, TreeEntry } from "../../../src/core/internal";
-import {
-  estimateContextTokens,
-  estimateTokens,
-  findCut,
-  MemoryRepo,
-  parsePi,
-  prepareCompaction,
-  SessionError,
-} from "../../../src/core/internal";
+import { prepareCompaction } from "../../../src/core/compaction";
+import { findCut } from "../../../src/core/compaction-cut";
+import type { TreeEntry } from "../../../src/core/entries";
+import { SessionError } from "../../../src/core/errors";
+import { MemoryRepo } from "../../../src/core/memory";
+import type { AgentMessage } from "../../../src/core/messages";
+import { parsePi } from "../../../src/core/pi-format";
+import { estimateContextTokens, estimateTokens } from "../../../src/core/tokens";
 import { expectCode } from "../../conformance/storage";
 import { backends } from "../backends";
 import { contextOf, lastAssistantUsage, PiSessionManager, piFileText } from "../pi-adapter";

@@ -9,8 +9,11 @@ import {
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../../src/client";
-import type { Session, SessionContext, SessionRepo } from "../../../src/core/internal";
-import { exportPi, MemoryRepo, parsePi } from "../../../src/core/internal";
+import type { SessionContext } from "../../../src/core/context";
+import { MemoryRepo } from "../../../src/core/memory";
+import { exportPi, parsePi } from "../../../src/core/pi-format";
+import type { SessionRepo } from "../../../src/core/repo";
+import type { Session } from "../../../src/core/session";
 import type { DevServer } from "../../support/dev-server";
 import { startDevServer } from "../../support/dev-server";
 import { backends } from "../backends";

@@ -7,7 +7,7 @@
  * earendil-works/pi as stored at commit 40065aec82961ff091c95159dcfa401778bf9ec4 (pi 1.6).
  */
 import { describe, expect, it } from "vitest";
-import type { AgentMessage } from "../../../src/core/internal";
+import type { AgentMessage } from "../../../src/core/messages";
 import { expectCode } from "../../conformance/storage";
 import { backends } from "../backends";
 import { contextOf } from "../pi-adapter";

@@ -16,7 +16,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { parsePi } from "../../../src/core/internal";
+import { parsePi } from "../../../src/core/pi-format";
 import { JSONLRepo } from "../../../src/node";
 import { expectCode } from "../../conformance/storage";
 import { backends } from "../backends";

@@ -5,7 +5,7 @@
  * is marked where it applies.
  */
 import { describe, expect, it } from "vitest";
-import type { LabelEntry } from "../../../src/core/internal";
+import type { LabelEntry } from "../../../src/core/entries";
 import { expectCode } from "../../conformance/storage";
 import { backends } from "../backends";
 import { inMemory } from "../pi-adapter";

@@ -6,8 +6,8 @@
  * `cost`, as pi versions before December 2025 wrote it.
  */
 import { describe, expect, it } from "vitest";
-import type { TreeEntry } from "../../../src/core/internal";
-import { exportPi } from "../../../src/core/internal";
+import type { TreeEntry } from "../../../src/core/entries";
+import { exportPi } from "../../../src/core/pi-format";
 import { backends } from "../backends";
 import { PiSessionManager } from "../pi-adapter";
 

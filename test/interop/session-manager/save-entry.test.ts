@@ -4,7 +4,7 @@
  * each backend.
  */
 import { describe, expect, it } from "vitest";
-import type { CustomEntry } from "../../../src/core/internal";
+import type { CustomEntry } from "../../../src/core/entries";
 import { backends } from "../backends";
 import { inMemory } from "../pi-adapter";
 import { assistantMsg } from "../pi-messages";

@@ -10,7 +10,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import type { CustomEntry } from "../../../src/core/internal";
+import type { CustomEntry } from "../../../src/core/entries";
 import { expectCode } from "../../conformance/storage";
 import { backends } from "../backends";
 import { inMemory } from "../pi-adapter";

@@ -11,8 +11,8 @@
  */
 import { SessionManager } from "@earendil-works/pi-coding-agent";
 import { describe, expect, it } from "vitest";
-import type { Session } from "../../../../src/core/internal";
-import { exportPi } from "../../../../src/core/internal";
+import { exportPi } from "../../../../src/core/pi-format";
+import type { Session } from "../../../../src/core/session";
 import { backends } from "../../backends";
 import { PiSessionManager } from "../../pi-adapter";
 

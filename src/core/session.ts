@@ -15,14 +15,11 @@ import type {
 } from "./entries";
 import { newId } from "./ids";
 import type { AgentMessage, SummaryUsage, ThinkingLevel, Usage } from "./messages";
-import type {
-  AppendEntryInput,
-  ContextFormat,
-  ContextRequests,
-  MessageFormat,
-  ProviderMessageEntryInput,
-} from "./providers";
-import { contextForModel, modelRefString } from "./providers";
+import type { ContextRequests } from "./providers/convert";
+import { contextForModel } from "./providers/convert";
+import type { AppendEntryInput, ProviderMessageEntryInput } from "./providers/entry-input";
+import type { ContextFormat, MessageFormat } from "./providers/target";
+import { modelRefString } from "./providers/target";
 import type { EntryQuery, ForkOptions, HeaderPatch, SessionHeader, SessionInfo } from "./session-schemas";
 import type { AppendOptions, AppendResult, LeafOptions, SessionStorage } from "./storage";
 import type { TreeNode } from "./tree";

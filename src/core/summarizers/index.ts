@@ -4,12 +4,6 @@ import type { Summarizer } from "./summarizer";
 import type { WorkersAIBinding } from "./workers-ai";
 import { WorkersAISummarizer } from "./workers-ai";
 
-export * from "./extractive";
-export * from "./openai";
-export * from "./prompt";
-export * from "./summarizer";
-export * from "./workers-ai";
-
 /** Configuration read from the environment (vars and secrets), see docs/compaction.md: Summarizers. */
 export interface SummarizerConfig {
   SUMMARIZER_BASE_URL?: string;

@@ -36,6 +36,12 @@ export default defineConfig({
   ],
   test: {
     name: "reliability",
+    // These files wait on servers, sockets and child processes more than they compute: two at a
+    // time keep two cores busy (the default, one less than the cores, runs them one by one). They
+    // run first; the Workers project, whose objects' clocks and alarms some tests time, after them
+    // one file at a time.
+    maxWorkers: 2,
+    sequence: { groupOrder: 0 },
     include: ["test/reliability/**/*.test.ts"],
     globalSetup: ["./test/support/fake-llm.setup.ts", "./scripts/build-viewer.mjs"],
     testTimeout: 120_000,

@@ -67,6 +67,8 @@ export default defineConfig({
   ],
   test: {
     name: "workers",
+    // After the Node projects, one file at a time (vitest.node.config.ts).
+    sequence: { groupOrder: 1 },
     include: ["test/workers/**/*.test.ts"],
     // Tests at scale take minutes: `npm run test:scale` runs them.
     exclude: process.env.SCALE_TESTS

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { BrowserContext } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createClient, type RemoteRepo } from "../../src/client";
 import { earlierSession } from "../frameworks/earlier-sessions";
@@ -42,6 +42,18 @@ afterAll(async () => {
   if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
 });
 
+/** A page of the viewer showing the context at the head of session `id`. */
+async function contextAtHead(id: string): Promise<Page> {
+  const leaf = (await (await repo.open(id)).getInfo()).leafId;
+  const page = await browser.newPage();
+  page.on("pageerror", (error) => pageErrors.push(String(error)));
+  await page.goto(`${service.url}/#${new URLSearchParams({ session: id })}`);
+  await page.waitForSelector(`#tree[data-rendered-session="${id}"]`);
+  await page.click(`#row-${leaf}`);
+  await page.waitForSelector(`#context[data-context-for="${leaf}"]:not([aria-busy])`);
+  return page;
+}
+
 describe("the viewer shows a conversation whatever door it came in by", () => {
   test.each(CONVERSATION_DOORS)("$name", async (door) => {
     const slug = door.name.replace(/[^a-z0-9]+/gi, "-").toLowerCase();
@@ -49,15 +61,7 @@ describe("the viewer shows a conversation whatever door it came in by", () => {
       url: service.url,
       repo,
     });
-    const leaf = (await (await repo.open(id)).getInfo()).leafId;
-
-    const page = await browser.newPage();
-    page.on("pageerror", (error) => pageErrors.push(String(error)));
-    await page.goto(`${service.url}/#${new URLSearchParams({ session: id })}`);
-    await page.waitForSelector(`#tree[data-rendered-session="${id}"]`);
-    await page.click(`#row-${leaf}`);
-    await page.waitForSelector(`#context[data-context-for="${leaf}"]:not([aria-busy])`);
-
+    const page = await contextAtHead(id);
     const context = page.locator("#context");
     const roles = await context
       .locator("article")
@@ -87,15 +91,7 @@ describe("the viewer shows a conversation whatever door it came in by", () => {
 describe("the viewer shows a session cf-sessions 0.1's adapters wrote as its conversation", () => {
   test.each(["openai-agents-0.1.0", "ai-sdk-0.1.0", "langgraph-0.1.0"] as const)("%s", async (name) => {
     const { session } = await earlierSession(repo, name);
-    const leaf = (await session.getInfo()).leafId;
-
-    const page = await browser.newPage();
-    page.on("pageerror", (error) => pageErrors.push(String(error)));
-    await page.goto(`${service.url}/#${new URLSearchParams({ session: session.id })}`);
-    await page.waitForSelector(`#tree[data-rendered-session="${session.id}"]`);
-    await page.click(`#row-${leaf}`);
-    await page.waitForSelector(`#context[data-context-for="${leaf}"]:not([aria-busy])`);
-
+    const page = await contextAtHead(session.id);
     const context = page.locator("#context");
     const roles = await context
       .locator("article")

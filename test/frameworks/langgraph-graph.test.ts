@@ -24,6 +24,7 @@ import { prepareCompaction } from "../../src/core/compaction";
 import { MemoryRepo } from "../../src/core/memory";
 import { NO_USAGE } from "../../src/core/messages";
 import type { SessionRepo } from "../../src/core/repo";
+import type { Session } from "../../src/core/session";
 import { type TreeNode, walkTree } from "../../src/core/tree";
 import { CfSessionsChatStore } from "../../src/frameworks/ai-sdk";
 import { CfSessionsSaver } from "../../src/frameworks/langgraph";
@@ -461,6 +462,24 @@ describe.each(repos)(
   },
 );
 
+/** A LangChain human message as the serializer writes it. */
+const human = (id: string, content: string) => ({
+  lc: 1,
+  type: "constructor",
+  id: ["langchain_core", "messages", "HumanMessage"],
+  kwargs: { id, content, additional_kwargs: {}, response_metadata: {} },
+});
+
+/** Appends a checkpoint as cf-sessions 0.1 wrote one: its messages channel held as a value. */
+async function appendEarlierCheckpoint(session: Session, messages: unknown[]): Promise<void> {
+  await session.appendCustomEntry("langgraph:checkpoint", {
+    checkpoint: { v: 4, id: "late", ts: new Date().toISOString(), channel_versions: {}, versions_seen: {} },
+    values: { messages: { type: "json", json: messages } },
+    held: {},
+    metadata: { type: "json", json: { source: "loop", step: 9, parents: {} } },
+  });
+}
+
 interface EarlierThread {
   messages: Array<{ type: string; data: { id: string } }>;
   history: Array<{ id: string; messages: number }>;
@@ -528,24 +547,7 @@ describe.each(repos)(
       ]);
       expect(after.messages).toHaveLength(7);
       // A checkpoint written as 0.1 wrote them, after it: the context is that checkpoint's messages.
-      const human = (id: string, content: string) => ({
-        lc: 1,
-        type: "constructor",
-        id: ["langchain_core", "messages", "HumanMessage"],
-        kwargs: { id, content, additional_kwargs: {}, response_metadata: {} },
-      });
-      await session.appendCustomEntry("langgraph:checkpoint", {
-        checkpoint: {
-          v: 4,
-          id: "late",
-          ts: new Date().toISOString(),
-          channel_versions: {},
-          versions_seen: {},
-        },
-        values: { messages: { type: "json", json: [human("h-a", "Only this"), human("h-b", "and this")] } },
-        held: {},
-        metadata: { type: "json", json: { source: "loop", step: 9, parents: {} } },
-      });
+      await appendEarlierCheckpoint(session, [human("h-a", "Only this"), human("h-b", "and this")]);
       const late = await session.buildContext();
       expect(late.messages.map((m) => contentText((m as { content: unknown }).content))).toEqual([
         "Only this",
@@ -584,18 +586,7 @@ describe.each(repos)(
       const context = await session.buildContext();
       expect(context.messages.map((m) => m.role)).toEqual(["compactionSummary", "user"]);
       // A checkpoint holding its messages after the compaction stands for everything before it.
-      await session.appendCustomEntry("langgraph:checkpoint", {
-        checkpoint: {
-          v: 4,
-          id: "late",
-          ts: new Date().toISOString(),
-          channel_versions: {},
-          versions_seen: {},
-        },
-        values: { messages: { type: "json", json: [] } },
-        held: {},
-        metadata: { type: "json", json: { source: "loop", step: 9, parents: {} } },
-      });
+      await appendEarlierCheckpoint(session, []);
       expect((await session.buildContext()).messages).toEqual([]);
     });
 

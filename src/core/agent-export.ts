@@ -1,4 +1,4 @@
-import { latestCompaction, projectContext, projectEntries } from "./context";
+import { latestCompaction, ownMessages, projectContext, projectEntries } from "./context";
 import type { SessionEntry, TreeEntry } from "./entries";
 import type { AgentMessage } from "./messages";
 import type { SourceFields } from "./source-lines";
@@ -131,11 +131,9 @@ export interface Written {
 export function conversation(path: readonly TreeEntry[]): Written[] {
   const compaction = latestCompaction(path);
   const at = compaction ? path.indexOf(compaction) : 0;
-  const before = path.slice(0, at).map((entry) => ({
-    entry,
-    messages: projectEntries([entry], undefined),
-    kept: false,
-  }));
+  const earlier = path.slice(0, at);
+  const own = ownMessages(earlier);
+  const before = earlier.map((entry, index) => ({ entry, messages: own[index] ?? [], kept: false }));
   const keptIds = new Set(before.map((w) => w.entry.id));
   const context = projectContext(path).map(({ entry, messages }) => ({
     entry,

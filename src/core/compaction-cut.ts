@@ -1,7 +1,6 @@
 import type { ProjectedEntry } from "./context";
-import { projectEntries } from "./context";
+import { ownMessages, projectEntries } from "./context";
 import type { TreeEntry } from "./entries";
-import { messagesCheckpoint } from "./framework-custom-messages";
 import { estimateTokens } from "./tokens";
 
 /*
@@ -136,18 +135,7 @@ export function findProjectedCut(
  */
 export function findCut(path: readonly TreeEntry[], start: number, end: number, keep: number): number {
   // A compaction shows its own opening here (its system message and summary count), as in pi.
-  // A checkpoint holding the messages as a value stands for everything before it.
-  const checkpointId = messagesCheckpoint(path) ?? null;
-  const from = Math.max(
-    0,
-    path.findIndex((entry) => entry.id === checkpointId),
-  );
-  const entries = path.map((entry, index) => ({
-    entry,
-    messages:
-      index < from
-        ? []
-        : projectEntries([entry], entry.type === "compaction" ? entry.id : undefined, { checkpointId }),
-  }));
+  const own = ownMessages(path, (entry) => (entry.type === "compaction" ? entry.id : undefined));
+  const entries = path.map((entry, index) => ({ entry, messages: own[index] ?? [] }));
   return findProjectedCut(entries, start, end, keep).index;
 }

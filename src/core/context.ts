@@ -235,6 +235,22 @@ function startsAt(entries: readonly TreeEntry[], checkpointId: string | undefine
       );
 }
 
+/**
+ * Each entry of a path with the messages it shows on its own (each context edit on itself only;
+ * only the compaction `compactionOf` names projects): a LangGraph checkpoint holding the messages
+ * as a value (`messagesCheckpoint`) shows them, standing for the entries before it, which show none.
+ */
+export function ownMessages(
+  path: readonly TreeEntry[],
+  compactionOf: (entry: TreeEntry) => string | undefined = () => undefined,
+): AgentMessage[][] {
+  const checkpointId = messagesCheckpoint(path);
+  const from = startsAt(path, checkpointId);
+  return path.map((entry, index) =>
+    index < from ? [] : projectEntries([entry], compactionOf(entry), { checkpointId: checkpointId ?? null }),
+  );
+}
+
 export interface ProjectOptions extends Pick<BuildContextOptions, "entryProjectors"> {
   /**
    * The latest context edit of each target in the whole context (`latestEdits`); by default those

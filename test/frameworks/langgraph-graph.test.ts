@@ -20,6 +20,7 @@ import {
 import { validateUIMessages } from "ai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, RemoteSession } from "../../src/client";
+import { conversation } from "../../src/core/agent-export";
 import { prepareCompaction } from "../../src/core/compaction";
 import { MemoryRepo } from "../../src/core/memory";
 import { NO_USAGE } from "../../src/core/messages";
@@ -585,6 +586,17 @@ describe.each(repos)(
       await session.compact({ summary: "They talked about the weather.", keepRecentTokens: 0 });
       const context = await session.buildContext();
       expect(context.messages.map((m) => m.role)).toEqual(["compactionSummary", "user"]);
+      // An export writes what came before the compaction once: the last checkpoint's messages.
+      const written = conversation(await session.getBranch());
+      const earlier = written.filter((w) => w.entry.type === "custom").flatMap((w) => w.messages);
+      expect(earlier.map((m) => m.role)).toEqual([
+        "user",
+        "assistant",
+        "toolResult",
+        "assistant",
+        "user",
+        "assistant",
+      ]);
       // A checkpoint holding its messages after the compaction stands for everything before it.
       await appendEarlierCheckpoint(session, []);
       expect((await session.buildContext()).messages).toEqual([]);

@@ -28,7 +28,7 @@ export interface DurableEnv extends SummarizerConfig {
   FORK_COPY_PAGE_BYTES?: string;
   /** Milliseconds between the steps of a fork's background copy (default 10). */
   FORK_COPY_PAUSE_MS?: string;
-  /** Bytes of storage at which a session takes no more entries (default 9e9; see storage-ceiling.ts). */
+  /** Bytes of storage at which a session takes no more entries (default 9e9; see schema.ts). */
   SESSION_FULL_BYTES?: string;
   /** Tenants pinned to a jurisdiction, as JSON: `{"<tenant>": "eu" | "fedramp"}` (placement/jurisdictions.ts). */
   TENANT_JURISDICTIONS?: string;

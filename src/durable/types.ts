@@ -190,7 +190,7 @@ export interface SearchDigest {
   text: string;
 }
 
-/** A page of a fork's path, from a row up towards the root (see copied-rows.ts). */
+/** A page of a fork's path, from a row up towards the root (see fork-source.ts). */
 export interface CopiedRows {
   /** Rows whose payload is inline, as JSON arrays of their columns. */
   batches: string[];
@@ -216,7 +216,7 @@ export type ContextAnswer =
   | { version: string; kind: "unchanged" };
 
 /**
- * What a compaction reads of a context path (compaction-reads.ts): `seqs` whole, in path order;
+ * What a compaction reads of a context path (session-reads.ts): `seqs` whole, in path order;
  * `omitted` (the middle of a long path) only counted, a part at a time. `after` names the entry
  * the omitted part follows; `compactionId` the latest compaction the omitted entries project under.
  */

@@ -3,7 +3,7 @@ import { env, exports } from "cloudflare:workers";
 import { afterEach, expect, it } from "vitest";
 import { newId } from "../../src/core/ids";
 import { sessionObjectName } from "../../src/durable/internal";
-import { DEFAULT_SESSION_FULL_BYTES, sessionFullBytes } from "../../src/durable/session/storage-ceiling";
+import { DEFAULT_SESSION_FULL_BYTES, sessionFullBytes } from "../../src/durable/session/schema";
 import { faults } from "./faults";
 
 /*

@@ -27,9 +27,9 @@ import { directoryShard, directoryShards, sessionObjectName, shardCount, shardOf
 import { tenantEnv } from "../placement/placed-env";
 import type { Quotas } from "../quotas";
 import { quotasFor } from "../quotas";
-import { recoveryWindowMs } from "../session/lifecycle";
 import type { BlobPolicy } from "../session/session-blobs";
 import { blobPolicy } from "../session/session-blobs";
+import { recoveryWindowMs } from "../session/session-reports";
 import { partlyApplied } from "../transient";
 import type { ForkBegin, Retention, StreamUsage } from "../types";
 import { mergeEventStreams, mergePages, mergeSearchResults } from "./directory-shards";

@@ -27,7 +27,7 @@ import type {
 import type { TreeNode } from "../../core/tree";
 import { buildTree } from "../../core/tree";
 import { REQUEST_ID_HEADER } from "../log-line";
-import type { GenerationEnd } from "../session/generation-answer";
+import type { GenerationEnd } from "../session/generation-rows";
 import type { GenerationOutcome } from "../session/generations";
 import { GENERATION_ID_HEADER } from "../session/generations";
 import type { BlobAnswer, BlobPolicy } from "../session/session-blobs";

@@ -10,9 +10,9 @@ import type { AutoCompactStatus } from "../../core/session-schemas";
 import type { SummarizerConfig } from "../../core/summarizers";
 import { summarizerFromConfig } from "../../core/summarizers";
 import { measuredSummarizer } from "../metrics";
-import type { ByteLimit } from "./room";
+import type { SessionTelemetry } from "./session-reports";
 import type { SessionStore } from "./session-store";
-import type { SessionTelemetry } from "./session-telemetry";
+import type { ByteLimit } from "./session-writes";
 
 /*
  * Automatic compaction of one session, run by its object's alarm after writes: when `autoCompact`
@@ -62,7 +62,7 @@ export class AutoCompaction {
     };
   }
 
-  /** What a compaction reads (compaction-reads.ts), its blobs' values read back. */
+  /** What a compaction reads (session-reads.ts), its blobs' values read back. */
   async #compactionPath(
     leafId: string,
     keepRecentTokens: number,

@@ -8,10 +8,9 @@ import {
 import type { AgentMessage } from "../../core/messages";
 import type { Conversation } from "../../core/providers/provider-entries";
 import { NO_CONVERSATION, startsTurn } from "../../core/providers/provider-entries";
-import { CopyNeeded, readsAfterCopy } from "./copy-state";
 import type { Node } from "./entry-rows";
-import type { KeptContext } from "./head-context";
-import type { StoreParts } from "./store-parts";
+import { CopyNeeded, readsAfterCopy } from "./entry-rows";
+import type { KeptContext, StoreParts } from "./session-state";
 
 /*
  * A session's contexts as the object answers them: a leaf's context as JSON text (the head's from

@@ -1,10 +1,11 @@
 import { randomHex } from "../../core/bytes";
+import type { StoredEntry } from "../../core/entries";
 import { SessionError } from "../../core/errors";
 import type { LeafEvent, SessionEvent } from "../../core/events";
-import { socketMessage } from "../../core/events";
+import { entrySummary, socketMessage } from "../../core/events";
+import type { GenerationInfo } from "../../core/generations/generation-schemas";
 import { tryParseJson } from "../../core/json";
-import type { EventSource, WrittenEvents } from "./watched-session";
-import { checkResumePoint, entryEvent, REPLAY_PAGE, RETRY_WATCH_SECONDS } from "./watched-session";
+import type { SessionInfo } from "../../core/session-schemas";
 
 /*
  * The WebSocket watchers of one session, accepted with the hibernation API: their state is in
@@ -15,6 +16,8 @@ import { checkResumePoint, entryEvent, REPLAY_PAGE, RETRY_WATCH_SECONDS } from "
  * live events to a socket are counted, every SOCKET_ACK_CHARS a `leaf` event asks for an
  * acknowledgement (`ack`: a token the watcher sends back), and a socket with more than
  * SOCKET_WINDOW_CHARS sent and not acknowledged is closed (it resumes from its last seq).
+ * Below: what both kinds of watcher read of the session, and the one-time tickets that open a
+ * socket.
  */
 
 /** Bytes a WebSocket may have waiting to go out before it is closed as too slow (where the runtime says). */
@@ -260,4 +263,87 @@ function refuse(socket: WebSocket, reason: string): void {
   socket.send(socketMessage({ event: "closed", data: { reason } }));
   // Close reasons are limited to 123 bytes.
   socket.close(1008, reason.slice(0, 120));
+}
+
+/*
+ * The session as its watchers see it, for both kinds of watcher (the hub in session-watchers.ts, the sockets above):
+ * what they read of it, where they may resume from, and its entries and writes as events.
+ */
+
+/** Entries one replay step reads (a page of SSE, one round of WebSocket replay). */
+export const REPLAY_PAGE = 256;
+/** How long a refused watcher is asked to wait before trying again. */
+export const RETRY_WATCH_SECONDS = 10;
+
+/** What the watchers read of their session. */
+export interface EventSource {
+  lastSeq(): number;
+  leafId(): string | null;
+  info(): SessionInfo;
+  /** Entries with `after < seq <= bound`, in order, a page of at most `limit`. */
+  entriesAfter(after: number, bound: number, limit: number): StoredEntry[];
+  /** Answers being written now: a watcher is told of each when it starts watching. */
+  openGenerations(): GenerationInfo[];
+}
+
+/** The events of one write: its entries (with and without payloads), its `leaf`, and the session's info when it renamed it. */
+export interface WrittenEvents {
+  full: SessionEvent[];
+  light: SessionEvent[];
+  leaf: LeafEvent;
+  info: SessionEvent | undefined;
+}
+
+/** Checks a resume point: a seq the session has reached (0: from the start). Answers the last seq. */
+export function checkResumePoint(source: EventSource, after: number): number {
+  const last = source.lastSeq();
+  if (!Number.isInteger(after) || after < 0 || after > last) {
+    throw new SessionError("invalid_request", `resume after a seq from 0 to ${last}; ${after} is not one`, {
+      after,
+      lastSeq: last,
+    });
+  }
+  return last;
+}
+
+export function entryEvent(entry: StoredEntry, payload: boolean): SessionEvent {
+  return { event: "entry", id: entry.seq, data: payload ? entry : entrySummary(entry) };
+}
+
+/*
+ * One-time tickets that open a session's WebSocket (browsers cannot set headers on one, and a key
+ * in a URL ends up in logs): minted for a caller who may read the session, good once within
+ * TICKET_MS, kept in the object's storage so any instance redeems them.
+ */
+
+/** How long a WebSocket ticket stays good. */
+const TICKET_MS = 60_000;
+const PREFIX = "ticket:";
+
+export class SocketTickets {
+  readonly #storage: DurableObjectStorage;
+
+  constructor(storage: DurableObjectStorage) {
+    this.#storage = storage;
+  }
+
+  /** A new ticket; the expired ones are dropped on the way. */
+  async mint(): Promise<{ ticket: string; expiresAt: string }> {
+    const now = Date.now();
+    const ticket = randomHex(24);
+    await this.#storage.put(`${PREFIX}${ticket}`, now + TICKET_MS);
+    const stale = await this.#storage.list<number>({ prefix: PREFIX });
+    const expired = [...stale].filter(([, expiry]) => expiry < now).map(([key]) => key);
+    if (expired.length > 0) await this.#storage.delete(expired);
+    return { ticket, expiresAt: new Date(now + TICKET_MS).toISOString() };
+  }
+
+  /** Whether a ticket is good, using it up either way. */
+  async redeem(ticket: string): Promise<boolean> {
+    const key = `${PREFIX}${ticket}`;
+    const expiry = await this.#storage.get<number>(key);
+    if (expiry === undefined) return false;
+    await this.#storage.delete(key);
+    return expiry >= Date.now();
+  }
 }

@@ -9,13 +9,13 @@ import type { ObjectAlarm } from "../object-alarm";
 import { numberSetting } from "../settings";
 import { storageWork } from "../transient";
 import type { CopiedRows, ForkBegin } from "../types";
-import { CopyNeeded } from "./copy-state";
-import { PAGE_CHARS } from "./entry-layout";
+import { CopyNeeded } from "./entry-rows";
 import type { QuotaChecks } from "./quota-checks";
-import type { ByteLimit } from "./room";
+import { PAGE_CHARS } from "./schema";
 import type { SessionBlobs } from "./session-blobs";
+import type { SessionTelemetry } from "./session-reports";
 import type { SessionStore } from "./session-store";
-import type { SessionTelemetry } from "./session-telemetry";
+import type { ByteLimit } from "./session-writes";
 
 /*
  * A fork's side of its copy. The fork answered once it held its path's first page (its head and
@@ -24,7 +24,7 @@ import type { SessionTelemetry } from "./session-telemetry";
  * transaction, so an eviction or a restart goes on from there. The alarm copies STEP_PAGES pages
  * at a time, FORK_COPY_PAUSE_MS apart; each page is one call to the source, so its writers wait
  * for one page at most. When the root is copied the source is told, and lets go of what it kept for
- * the fork (fork-holds.ts).
+ * the fork (fork-source.ts).
  *
  * Meanwhile every call answers as if the copy were complete: one that needs entries still to copy
  * (`CopyNeeded`) learns from the source whether the ids it looked for are on that path, or waits

@@ -1,6 +1,21 @@
+import { SessionError } from "../../core/errors";
+import type { AnswerSource } from "../../core/generations/answer-fold";
+import { answerFold, givenAnswer } from "../../core/generations/answer-fold";
+import { answerBytes } from "../../core/generations/answer-size";
 import type { GenerationFormat, GenerationState, StoppedBy } from "../../core/generations/generation-schemas";
+import type { Shortfall } from "../../core/generations/short-answer";
+import { shortAnswer } from "../../core/generations/short-answer";
+import { newId } from "../../core/ids";
+import type { AgentMessage } from "../../core/messages";
+import type { AppendEntryInput } from "../../core/providers/entry-input";
 import type { Sql } from "../sql";
-import { LazyTables } from "../sql";
+import { LazyTables, sqlOf } from "../sql";
+import { formatOffset } from "../stream/offsets";
+import { READ_PAGE_BYTES } from "../stream/protocol";
+import type { StreamSources } from "../stream/sources";
+import type { StreamState } from "../stream/store";
+import { StreamStore } from "../stream/store";
+import { DurableStreams } from "../stream/streams";
 import type { Reloadable } from "../transaction";
 
 /*
@@ -9,6 +24,8 @@ import type { Reloadable } from "../transaction";
  * and made by the first generation, so a session that never had one stores nothing for them.
  * Their chunks are a stream of the object's stream store, under `generation/<id>`, counted in the
  * session's bytes (generations.ts says how much).
+ * Below the rows: a generation's answer as entries, and where the generations of one life of the
+ * session are kept (`GenerationParts`).
  */
 
 const MIGRATIONS = [
@@ -151,5 +168,191 @@ export class GenerationRows implements Reloadable {
 
   remove(id: string): void {
     this.#sql`DELETE FROM generations WHERE id = ${id}`;
+  }
+}
+
+/*
+ * A generation's answer as entries: the message a complete gave, or what its chunks make (read
+ * from its stream a page at a time and folded by its format), each message an entry under the one
+ * before, the first under the generation's parent; or, when it could not be stored whole, the one
+ * message its ending keeps (short-answer.ts).
+ */
+
+/** How a generation ends: completed (with the message, or assembled), or stopped. */
+export type GenerationEnd = { kind: "complete"; message?: unknown } | { kind: "stop"; by: StoppedBy };
+
+/** What the entries of an answer are called: the generation's id and `<id>:1`, …, or ids of their own. */
+export type AnswerIds = "generation" | "own";
+
+/** How an answer is written: under which ids, and, when it could not be stored whole, what is kept. */
+export interface AnswerWriting {
+  ids: AnswerIds;
+  shortfall?: Shortfall;
+}
+
+/**
+ * The entries ending generation `row` the way `how` says, stamped `now`; with a `shortfall`, the
+ * one entry its ending keeps of an answer that could not be stored whole.
+ */
+export function answerEntries(
+  store: StreamStore,
+  row: GenerationRow,
+  stream: StreamState,
+  how: GenerationEnd,
+  now: number,
+  writing: AnswerWriting = { ids: "generation" },
+): AppendEntryInput[] {
+  const source: AnswerSource = {
+    provider: row.model?.provider ?? "unknown",
+    model: row.model?.modelId ?? "unknown",
+    api: row.api ?? "unknown",
+  };
+  const messages =
+    how.kind === "complete" && how.message !== undefined
+      ? givenAnswer(row.format, how.message, source, now)
+      : assemble(store, row, stream, source, how.kind === "stop", now);
+  const { ids, shortfall } = writing;
+  return chained(row, shortfall ? [shortAnswer(messages, shortfall, source, now)] : messages, ids);
+}
+
+/** A generation's chunks as its stream holds them, read a page at a time: text, or events. */
+export function* storedChunks(store: StreamStore, format: GenerationFormat, stream: StreamState) {
+  const decoder = new TextDecoder();
+  for (let from = 0; from < stream.tail.records; ) {
+    const page = store.page(stream, from, stream.tail.records, READ_PAGE_BYTES);
+    if (!page) break;
+    for (const piece of page.pieces) {
+      if (format === "text") yield decoder.decode(piece, { stream: true });
+      else yield* JSON.parse(`[${decoder.decode(piece)}]`) as unknown[];
+    }
+    from = page.end.records;
+  }
+  if (format === "text") yield decoder.decode();
+}
+
+/** What a generation's chunks make. */
+function assemble(
+  store: StreamStore,
+  row: GenerationRow,
+  stream: StreamState,
+  source: AnswerSource,
+  stopped: boolean,
+  timestamp: number,
+): AgentMessage[] {
+  const fold = answerFold(row.format, source);
+  for (const chunk of storedChunks(store, row.format, stream)) fold.add(chunk);
+  return fold.finish({ stopped, timestamp });
+}
+
+/**
+ * Each message an entry under the one before, the first under the generation's parent: the first
+ * takes the generation's id, the rest `<id>:1`, `<id>:2`, …; or each an id of its own.
+ */
+function chained(row: GenerationRow, messages: AgentMessage[], ids: AnswerIds): AppendEntryInput[] {
+  let parentId = row.parentId;
+  return messages.map((message, index) => {
+    const id = ids === "own" ? newId() : index === 0 ? row.id : `${row.id}:${index}`;
+    const entry: AppendEntryInput = { type: "message", id, parentId, message };
+    parentId = id;
+    return entry;
+  });
+}
+
+/*
+ * Where a session's generations are kept during one life of the session: their rows
+ * (above) and their streams, each `generation/<id>` in the object's stream store.
+ * A generation is found here by id, and here refuses what only an open generation takes.
+ */
+
+/** The key of a generation's stream in the object's stream store. */
+export const generationStreamKey = (id: string) => `generation/${id}`;
+
+/** A generation's stream is made and removed by the generation alone: nothing forks from it. */
+const NO_SOURCES: StreamSources = {
+  keyOf: () => {
+    throw new SessionError("invalid_request", "a generation's stream cannot be forked");
+  },
+  forkPoint: async () => ({ ok: false, error: { code: "not_found", message: "no such stream" } }),
+  read: async () => ({ ok: false, error: { code: "not_found", message: "no such stream" } }),
+  release: async () => undefined,
+};
+
+/** What an unknown generation id gets. */
+function unknown(id: string): SessionError {
+  return new SessionError("not_found", `generation ${id} does not exist`, { generationId: id });
+}
+
+export class GenerationParts {
+  readonly rows: GenerationRows;
+  readonly streams: DurableStreams;
+  /** The bytes each open generation's answer takes so far, as its chunks were appended (answer-size.ts). */
+  readonly #answerBytes = new Map<string, number>();
+
+  /** Opens the tables in `storage` (updating them if they exist). */
+  constructor(storage: DurableObjectStorage) {
+    const [rows, store] = storage.transactionSync(() => [
+      new GenerationRows(storage.sql, sqlOf(storage.sql)),
+      new StreamStore(storage.sql),
+    ]);
+    this.rows = rows;
+    this.streams = new DurableStreams({
+      storage,
+      store,
+      sources: () => NO_SOURCES,
+      // Generation streams have no TTL: the generations' own alarm removes them.
+      scheduleAlarm: () => undefined,
+    });
+  }
+
+  /** The generation `id`; `not_found` when there is none. */
+  row(id: string): GenerationRow {
+    const row = this.rows.get(id);
+    if (!row) throw unknown(id);
+    return row;
+  }
+
+  stream(id: string): StreamState | undefined {
+    return this.streams.store.get(generationStreamKey(id));
+  }
+
+  /** The bytes generation `row`'s answer takes so far: counted from its stream once, then kept. */
+  answerBytes(row: GenerationRow): number {
+    let bytes = this.#answerBytes.get(row.id);
+    if (bytes === undefined) {
+      const stream = this.stream(row.id);
+      bytes = 0;
+      if (stream)
+        for (const chunk of storedChunks(this.streams.store, row.format, stream))
+          bytes += answerBytes(row.format, chunk);
+      this.#answerBytes.set(row.id, bytes);
+    }
+    return bytes;
+  }
+
+  /** Chunks taking `bytes` more of the answer are being appended (counted before they are). */
+  growAnswer(id: string, bytes: number): void {
+    this.#answerBytes.set(id, (this.#answerBytes.get(id) ?? 0) + bytes);
+  }
+
+  /** What was counted of the answer may not stand (an append refused): counted again when next asked. */
+  recountAnswer(id: string): void {
+    this.#answerBytes.delete(id);
+  }
+
+  /** Refuses what only an open generation takes (`what`: more chunks, a complete, a stop). */
+  checkOpen(row: GenerationRow, what = "no more chunks"): void {
+    if (row.state === "open") return;
+    const stream = this.stream(row.id);
+    const how =
+      row.state === "stopped"
+        ? `stopped (${row.stoppedBy === "abandoned" ? "abandoned" : "by a client"})`
+        : "completed";
+    throw new SessionError("stream_closed", `generation ${row.id} was ${how}: it takes ${what}`, {
+      generationId: row.id,
+      state: row.state,
+      ...(row.stoppedBy ? { stoppedBy: row.stoppedBy } : {}),
+      entryIds: row.entryIds,
+      nextOffset: formatOffset(stream?.tail ?? { records: 0, bytes: 0 }),
+    });
   }
 }

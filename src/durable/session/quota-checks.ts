@@ -6,9 +6,9 @@ import type { Quotas } from "../quotas";
 import { DEFAULT_OPEN_GENERATIONS, quotaExceeded, quotasFor } from "../quotas";
 import { unavailable } from "../transient";
 import type { ClaimRequest } from "../types";
-import type { ByteLimit } from "./room";
-import { ClaimExceeded } from "./room";
 import type { SessionStore } from "./session-store";
+import type { ByteLimit } from "./session-writes";
+import { ClaimExceeded } from "./session-writes";
 
 /*
  * A session object's side of the quotas. `maxSessionBytes` is the session's own affair. The

@@ -1,3 +1,6 @@
+import { SessionError } from "../../core/errors";
+import type { DurableEnv } from "../env";
+import { numberSetting } from "../settings";
 import type { Sql } from "../sql";
 import { migrate } from "../sql";
 
@@ -7,6 +10,7 @@ import { migrate } from "../sql";
  * the latest compaction, thinking-level, model and active-tools entry on its path. With those,
  * a context on a compacted session reads only the kept part of the path plus three entries,
  * however long the history. `MIGRATIONS[i]` takes the schema from version i to i + 1.
+ * Below: how an entry row is laid out, and the ceiling on what the database may hold.
  */
 const MIGRATIONS = [
   `
@@ -45,7 +49,7 @@ const MIGRATIONS = [
   CREATE TABLE labels (target_id TEXT PRIMARY KEY, label TEXT NOT NULL)
   `,
   `ALTER TABLE session ADD COLUMN auto_compaction TEXT`,
-  // Where the session reports, whether it is complete, deleted or due to be purged (lifecycle.ts);
+  // Where the session reports, whether it is complete, deleted or due to be purged (session-reports.ts);
   // the full-text index of its entries (search-index.ts), and how much of a session written before
   // the index existed is still to be indexed.
   `
@@ -64,7 +68,7 @@ const MIGRATIONS = [
   );
   INSERT INTO search_backfill (singleton, next_seq, end_seq) SELECT 1, 1, seq + 1 FROM entries ORDER BY seq DESC LIMIT 1
   `,
-  // Where the leaf stood after each write, and when (leaf-history.ts): what `asOf` reads. A
+  // Where the leaf stood after each write, and when (session-state.ts): what `asOf` reads. A
   // session stored before has its history from its last write before then.
   `
   CREATE TABLE leaf_history (
@@ -132,4 +136,138 @@ export function hasSchema(sql: Sql): boolean {
 /** Creates the tables, or brings them to the current version. */
 export function updateSchema(storage: SqlStorage): void {
   migrate(storage, MIGRATIONS);
+}
+
+/*
+ * How an entry is stored in a session's SQLite: the `entries` table's columns in one order (every
+ * INSERT and every row that crosses as JSON follows it), payloads up to INLINE_BYTES in the row
+ * and larger ones in `entry_chunks`, and the sizes rows are read and written in.
+ */
+
+/** Payloads up to this many UTF-8 bytes sit in the row; larger ones in chunks (SQLite rows cap at 2 MB). */
+export const INLINE_BYTES = 512 * 1024;
+export const CHUNK_BYTES = 1024 * 1024;
+/**
+ * Characters of entry JSON one page carries: RPC values are capped at 32 MiB, so long paths and
+ * large entries cross in several pages (a page always holds at least one entry). A page is held
+ * several times over while it crosses (the rows read, the entries parsed, the message that carries
+ * them, the lines written from them), within an isolate's 128 MB: a few MiB, not more.
+ */
+export const PAGE_CHARS = 2 * 1024 * 1024;
+/** Entries whose payloads one query reads. */
+export const READ_BATCH = 256;
+/** Rows one multi-row INSERT writes. */
+const INSERT_BATCH = 500;
+
+export const ENTRY_COLUMN_LIST = [
+  "seq",
+  "id",
+  "parent_id",
+  "parent_seq",
+  "type",
+  "role",
+  "timestamp",
+  "depth",
+  "last_compaction",
+  "last_thinking",
+  "last_model",
+  "last_tools",
+  "body",
+  "chunks",
+  "blob_bytes",
+  "path_bytes",
+  "path_blob_bytes",
+  "path_messages",
+  "path_preview",
+] as const;
+export const ENTRY_COLUMNS = ENTRY_COLUMN_LIST.join(", ");
+/** A row's columns read from a JSON array of them, in ENTRY_COLUMN_LIST's order. */
+export const ENTRY_VALUES = ENTRY_COLUMN_LIST.map((_, n) => `value->>${n}`).join(", ");
+
+/** A row's values in ENTRY_COLUMN_LIST's order, as every INSERT of `entries` takes them. */
+export function rowValues(
+  row: Record<(typeof ENTRY_COLUMN_LIST)[number], SqlStorageValue>,
+): SqlStorageValue[] {
+  return ENTRY_COLUMN_LIST.map((column) => row[column]);
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** The payload of a row stored in chunks, whole. */
+export function readChunked(sql: Sql, seq: number): string {
+  const parts = sql<{
+    data: ArrayBuffer;
+  }>`SELECT data FROM entry_chunks WHERE seq = ${seq} ORDER BY n`.toArray();
+  const bytes = new Uint8Array(parts.reduce((n, p) => n + p.data.byteLength, 0));
+  let offset = 0;
+  for (const part of parts) {
+    bytes.set(new Uint8Array(part.data), offset);
+    offset += part.data.byteLength;
+  }
+  return decoder.decode(bytes);
+}
+
+/** Writes a payload as `chunks` chunks of CHUNK_BYTES. */
+export function writeChunks(sql: Sql, seq: number, json: string, chunks: number): void {
+  const data = encoder.encode(json);
+  for (let n = 0; n < chunks; n++) {
+    const part = data.slice(n * CHUNK_BYTES, (n + 1) * CHUNK_BYTES);
+    sql`INSERT INTO entry_chunks (seq, n, data) VALUES (${seq}, ${n}, ${part.buffer})`;
+  }
+}
+
+/**
+ * Inserts rows of ENTRY_COLUMN_LIST's values: one statement a row for a few rows, else one
+ * statement for up to INSERT_BATCH rows passed as one JSON parameter (statements take at most 100
+ * bound parameters, and the per-statement cost dominates a batch of small entries).
+ */
+export function insertRows(storage: SqlStorage, rows: readonly SqlStorageValue[][]): void {
+  if (rows.length < 8) {
+    for (const row of rows) {
+      storage.exec(
+        `INSERT INTO entries (${ENTRY_COLUMNS}) VALUES (${ENTRY_COLUMN_LIST.map(() => "?").join(",")})`,
+        ...row,
+      );
+    }
+    return;
+  }
+  for (let i = 0; i < rows.length; i += INSERT_BATCH) {
+    storage.exec(
+      `INSERT INTO entries (${ENTRY_COLUMNS}) SELECT ${ENTRY_VALUES} FROM json_each(?)`,
+      JSON.stringify(rows.slice(i, i + INSERT_BATCH)),
+    );
+  }
+}
+
+/*
+ * The most a session's object stores before it refuses new entries (`session_full`): a ceiling
+ * below the platform's own limit per object (10 GB of SQLite), so the session never meets that
+ * limit in the middle of a write and what lies between the two keeps it working: it is read,
+ * exported, forked, compacted (a compaction's entry is small and always written), navigated and
+ * deleted like any other. Measured on the database itself (rows, indexes, search index), not on
+ * the entries' bytes alone.
+ */
+
+/** Bytes of SQLite at which a session is full, unless SESSION_FULL_BYTES says otherwise. */
+export const DEFAULT_SESSION_FULL_BYTES = 9_000_000_000;
+
+export function sessionFullBytes(env: Pick<DurableEnv, "SESSION_FULL_BYTES">): number {
+  return numberSetting(env.SESSION_FULL_BYTES, DEFAULT_SESSION_FULL_BYTES, { min: 1 });
+}
+
+/**
+ * Refuses a write (`session_full`) once the session's database has reached its ceiling. One write
+ * below it adds at most a request's worth (32 MiB, with its indexes), far less than the room left
+ * under the platform's limit.
+ */
+export function checkNotFull(sql: SqlStorage, env: Pick<DurableEnv, "SESSION_FULL_BYTES">): void {
+  const ceiling = sessionFullBytes(env);
+  const size = sql.databaseSize;
+  if (size < ceiling) return;
+  throw new SessionError(
+    "session_full",
+    `the session's storage reached its ceiling of ${ceiling} bytes: it takes no more entries, and can still be read, exported, forked and compacted`,
+    { ceiling, size },
+  );
 }

@@ -15,8 +15,8 @@ import { directoryShard } from "../names";
 import { numberSetting } from "../settings";
 import type { Sql } from "../sql";
 import { tenantKey } from "../tenant-key";
-import type { PreparedBlobs } from "./prepared-blobs";
 import type { SessionStore } from "./session-store";
+import type { PreparedBlobs } from "./session-writes";
 
 /*
  * A session's blobs (core's blob-refs.ts says what they are; docs/placement.md, "Blobs in R2").

@@ -1,33 +1,41 @@
+import { jsonArray, textStream } from "../../core/context-answer";
+import type { SessionEntry } from "../../core/entries";
 import type { Result } from "../../core/errors";
 import { capture, SessionError } from "../../core/errors";
+import { utf8Length } from "../../core/json";
+import type { AppendOptions, AppendResult, ImportOptions } from "../../core/storage";
+import { slices } from "../blobs/blob-text";
+import type { DurableEnv } from "../env";
 import type { ObjectAlarm } from "../object-alarm";
 import { storageWork } from "../transient";
-import type { EntryPage } from "../types";
-import type { DirectoryReports } from "./directory-reports";
+import type { Building, ContextAnswer, EntryPage } from "../types";
 import type { ForkCopy } from "./fork-copy";
-import type { SessionLifecycle } from "./lifecycle";
 import type { QuotaChecks } from "./quota-checks";
-import type { ByteLimit } from "./room";
-import type { SessionBlobs } from "./session-blobs";
+import { checkNotFull } from "./schema";
+import type { BlobAnswer, BlobPolicy, SessionBlobs } from "./session-blobs";
+import type { DirectoryReports, LifecycleRow, SessionTelemetry } from "./session-reports";
 import type { SessionStore } from "./session-store";
+import type { ByteLimit } from "./session-writes";
 
 /*
  * How a call of the object reaches its session: which calls find it (a listed session, or one
  * being built by its builder's calls only), the store's work run as storage work with its failure
  * answered as a `Result`, and what follows a write (the directory hears of it, a large batch is
  * indexed for search just after) and bounds it (the session's room under its quotas).
+ * Below, the calls with more to them than one store call: entries taken in (`EntryIntake`) and a
+ * context answered (`ContextAnswers`).
  */
 
 /** What the calls use of the object. */
 export interface CallsHost {
   session: SessionStore;
-  lifecycle: SessionLifecycle;
+  lifecycle: LifecycleRow;
   blobs: SessionBlobs;
   quotas: QuotaChecks;
   /** A fork's copy: calls that need entries still to copy wait for them. */
   copy: ForkCopy;
-  /** The directory's reports, made after the calls that use them. */
-  reports: () => DirectoryReports;
+  /** The directory's reports: each write is reported. */
+  reports: DirectoryReports;
   alarm: ObjectAlarm;
 }
 
@@ -89,7 +97,7 @@ export class SessionCalls {
       capture(() => {
         this.checkListed(builder);
         const result = storageWork(() => write(this.#host.session));
-        this.#host.reports().schedule();
+        this.#host.reports.schedule();
         // A large batch is indexed for search just after (see SearchIndex.index).
         if (this.#host.session.writes.searchBackfillPending)
           this.#host.alarm.armSoon("schedule_search_indexing");
@@ -107,7 +115,7 @@ export class SessionCalls {
       capture(async () => {
         this.checkListed();
         const result = await write(room);
-        this.#host.reports().schedule();
+        this.#host.reports.schedule();
         return result;
       }),
     );
@@ -121,5 +129,150 @@ export class SessionCalls {
     return this.#host.quotas.within(this.#host.session, (room) =>
       this.write((session) => write(session, room), builder),
     );
+  }
+}
+
+/*
+ * Entries coming into the session, appended or imported: refused when the session is full (a
+ * compaction excepted) before any of their blobs is uploaded; their values large enough stored as
+ * blobs first under the router's policy (session-blobs.ts), then written within the session's
+ * room. An append is counted in a metric, and answered with its entries' values in place of
+ * references.
+ */
+
+/** What the intake uses of the object. */
+export interface IntakeHost {
+  sql: SqlStorage;
+  /** The object's environment as it stands now (its storage ceiling). */
+  env: () => DurableEnv;
+  session: SessionStore;
+  calls: SessionCalls;
+  blobs: SessionBlobs;
+  telemetry: SessionTelemetry;
+}
+
+export class EntryIntake {
+  readonly #host: IntakeHost;
+
+  constructor(host: IntakeHost) {
+    this.#host = host;
+  }
+
+  async append(
+    entries: readonly unknown[],
+    options: AppendOptions & { validated?: boolean; blobs?: BlobPolicy } & Building,
+  ): Promise<Result<AppendResult>> {
+    const { blobs: policy, builder, ...appendOptions } = options;
+    // A full session still takes a compaction: it is what keeps its context usable.
+    const compaction = entries.every((entry) => (entry as { type?: unknown } | null)?.type === "compaction");
+    const prepared = await capture(() => {
+      this.#host.calls.checkListed(builder);
+      // Refused before any of its blobs is uploaded.
+      if (!compaction) checkNotFull(this.#host.sql, this.#host.env());
+      return this.#host.blobs.prepare(entries, policy, (inputs, loaded) =>
+        this.#host.session.writes.plannedAppend(inputs, appendOptions, loaded),
+      );
+    });
+    if (!prepared.ok) return prepared;
+    let written = { sessionId: "", entries: 0, bytes: 0 };
+    const result = await this.#host.calls.limitedWrite((session, room) => {
+      const { nextSeq, stats, header } = session.state;
+      const before = { seq: nextSeq, bytes: stats.bytes };
+      const answer = session.writes.appendEntries(entries, appendOptions, room, prepared.value);
+      written = {
+        sessionId: header.id,
+        entries: session.state.nextSeq - before.seq,
+        bytes: session.state.stats.bytes - before.bytes,
+      };
+      return answer;
+    }, builder);
+    if (written.entries > 0) await this.#host.telemetry.metric({ kind: "append", ...written });
+    if (!result.ok) return result;
+    // A replay answers the entry as stored: with its blobs' values.
+    return capture(async () => ({
+      ...result.value,
+      entries: await this.#host.blobs.fill(result.value.entries),
+    }));
+  }
+
+  async import(
+    entries: readonly SessionEntry[],
+    options: ImportOptions & { blobs?: BlobPolicy } & Building,
+  ): Promise<Result<void>> {
+    const { blobs: policy, builder, ...importOptions } = options;
+    const prepared = await capture(() => {
+      this.#host.calls.checkListed(builder);
+      checkNotFull(this.#host.sql, this.#host.env());
+      return this.#host.blobs.prepare(entries, policy, (inputs, loaded) =>
+        this.#host.session.writes.plannedImport(inputs, importOptions, loaded),
+      );
+    });
+    if (!prepared.ok) return prepared;
+    return this.#host.calls.limitedWrite(
+      (session, room) => session.writes.importEntries(entries, importOptions, room, prepared.value),
+      builder,
+    );
+  }
+}
+
+/*
+ * A context read as the object answers it: the version alone when the caller holds it already (no
+ * body is built), else the context's JSON (see context-reads.ts), whole when kept in memory,
+ * otherwise streamed page by page as it is sent; its blobs answered as their values, or as signed
+ * URLs when asked for. Each answer's size and time go to a metric once sent.
+ */
+
+/** What a context answer uses of the object. */
+export interface ContextAnswerHost {
+  calls: SessionCalls;
+  blobs: SessionBlobs;
+  telemetry: SessionTelemetry;
+}
+
+export class ContextAnswers {
+  readonly #host: ContextAnswerHost;
+
+  constructor(host: ContextAnswerHost) {
+    this.#host = host;
+  }
+
+  /** The context of a leaf (the head's when undefined); only what was appended when `since` allows. */
+  async answer(
+    leafId: string | null | undefined,
+    options: { since?: string; ifNoneMatch?: readonly string[]; blobs?: BlobAnswer },
+  ): Promise<Result<ContextAnswer>> {
+    const result = await this.#host.calls.run((session): ContextAnswer => {
+      const version = session.contexts.contextVersion(leafId);
+      if (options.ifNoneMatch?.includes(version)) return { version, kind: "unchanged" };
+      const started = Date.now();
+      const answer = session.contexts.context(leafId, options.since);
+      const sessionId = session.state.header.id;
+      const sent = (bytes: number) =>
+        this.#host.telemetry.metric({
+          kind: "context",
+          sessionId,
+          source: answer.source,
+          bytes,
+          durationMs: Date.now() - started,
+        });
+      if ("text" in answer) {
+        // The kept head context is one string already: sent whole, it saves the stream's round trips.
+        // Its size is measured only for a metric that will be written (it may be megabytes).
+        if (this.#host.telemetry.measuring) void sent(utf8Length(answer.text));
+        return { version, kind: answer.kind, body: answer.text };
+      }
+      return {
+        version,
+        kind: answer.kind,
+        body: textStream(jsonArray(answer.head, answer.pages, "}"), sent),
+      };
+    });
+    if (!result.ok || result.value.kind === "unchanged") return result;
+    const { body, ...answer } = result.value;
+    const blobs = options.blobs ?? { urls: false };
+    if (typeof body === "string" && !this.#host.blobs.hasBlobs) return result;
+    // A kept context holding references may be far larger once they are answered: it is streamed.
+    const stream = typeof body === "string" ? textStream(slices(body)) : body;
+    return capture(async () => ({ ...answer, body: await this.#host.blobs.rehydrateStream(stream, blobs) }));
   }
 }

@@ -6,11 +6,11 @@ import { sessionObjectName } from "../names";
 import { transaction } from "../transaction";
 import { unavailable } from "../transient";
 import type { ExpiryOutcome, NewSessionOptions } from "../types";
-import type { DirectoryReports, ReportHost } from "./directory-reports";
-import type { EventHub } from "./event-hub";
 import type { ForkCopy } from "./fork-copy";
-import type { ForkHolds } from "./fork-holds";
-import { PENDING_MS, recoveryWindowMs } from "./lifecycle";
+import type { ForkHolds } from "./fork-source";
+import type { DirectoryReports, ReportHost } from "./session-reports";
+import { PENDING_MS, recoveryWindowMs } from "./session-reports";
+import type { EventHub } from "./session-watchers";
 
 /*
  * A session's life, as its object runs it: created (listed at once, or once a fork or an import is

@@ -4,12 +4,17 @@ import type { LeafEntry, SessionEntry, StoredEntry } from "../../core/entries";
 import type { Result } from "../../core/errors";
 import { capture, SessionError } from "../../core/errors";
 import type { GenerationInfo, OpenGenerationBody } from "../../core/generations/generation-schemas";
+import { DEFAULT_ABANDON_SECONDS, DEFAULT_RETAIN_SECONDS } from "../../core/generations/generation-schemas";
 import type { SessionSearchOptions, SessionSearchPage } from "../../core/search";
 import type { EntryQuery, HeaderPatch, LeafAt, SessionHeader, SessionInfo } from "../../core/session-schemas";
 import type { AppendOptions, AppendResult, ImportOptions, LeafOptions } from "../../core/storage";
 import type { TreeRow } from "../../core/tree";
 import type { DurableEnv } from "../env";
 import { REQUEST_ID_HEADER } from "../log-line";
+import { ObjectAlarm } from "../object-alarm";
+import { objectEnv } from "../placement/placed-env";
+import { numberSetting } from "../settings";
+import { sqlOf } from "../sql";
 import { storageWork, transientError } from "../transient";
 import type {
   Building,
@@ -22,22 +27,29 @@ import type {
   NewSessionOptions,
   OmittedCount,
 } from "../types";
-import { copySettings } from "./fork-copy";
-import type { GenerationEnd } from "./generation-answer";
+import { AutoCompaction } from "./auto-compaction";
+import { copySettings, ForkCopy } from "./fork-copy";
+import { ForkHolds } from "./fork-source";
+import type { GenerationEnd } from "./generation-rows";
 import type { GenerationOutcome } from "./generations";
-import { GENERATION_ID_HEADER } from "./generations";
+import { GENERATION_ID_HEADER, Generations } from "./generations";
+import { QuotaChecks } from "./quota-checks";
+import { checkNotFull } from "./schema";
 import type { BlobAnswer, BlobPolicy } from "./session-blobs";
-import type { SessionParts } from "./session-parts";
-import { sessionParts } from "./session-parts";
-import { checkNotFull } from "./storage-ceiling";
+import { SessionBlobs } from "./session-blobs";
+import { ContextAnswers, EntryIntake, SessionCalls } from "./session-calls";
+import { SessionLife } from "./session-life";
+import { DirectoryReports, LifecycleRow, SessionTelemetry } from "./session-reports";
+import { SessionStore } from "./session-store";
+import { SessionWatchers } from "./session-watchers";
 
 /*
  * A session as a Durable Object: its RPC face. Each method answers a `Result` (RPC drops error
  * classes; the Worker's `SessionObjectStorage` turns failures back into `SessionError`s) and is
  * named as the `SessionStorage` call it serves. The work is done by the store (session-store.ts)
- * and the parts beside it (made in session-parts.ts): which calls find the session and how a
- * write runs (session-calls.ts), watchers, context answers, entries coming in, a fork's copy,
- * directory reports, the session's life, generations and automatic compaction. The alarm runs what
+ * and the parts the constructor makes beside it: which calls find the session and how a write
+ * runs (session-calls.ts), watchers, context answers, entries coming in, a fork's copy, directory
+ * reports, the session's life, generations and automatic compaction. The alarm runs what
  * is due: a fork's copy, purging, expiry, indexing for search, automatic compaction and the
  * directory report.
  */
@@ -46,15 +58,138 @@ import { checkNotFull } from "./storage-ceiling";
 const COUNT_BUDGET_MS = 1000;
 
 export class SessionObject extends DurableObject<DurableEnv> {
-  readonly #parts: SessionParts;
+  readonly #session: SessionStore;
+  readonly #telemetry: SessionTelemetry;
+  readonly #blobs: SessionBlobs;
+  readonly #lifecycle: LifecycleRow;
+  readonly #holds: ForkHolds;
+  readonly #alarm: ObjectAlarm;
+  readonly #reports: DirectoryReports;
+  readonly #copy: ForkCopy;
+  readonly #calls: SessionCalls;
+  readonly #generations: Generations;
+  readonly #watchers: SessionWatchers;
+  readonly #life: SessionLife;
+  readonly #autoCompaction: AutoCompaction;
+  readonly #contexts: ContextAnswers;
+  readonly #intake: EntryIntake;
 
+  /**
+   * Makes the object's parts, each given the others it uses. The objects a part reaches (blobs,
+   * the directory, the quota ledger) are those of the object's own jurisdiction; `current` is the
+   * object's environment as it stands when a part reads it (its bindings, the summarizer's
+   * settings, the storage ceiling).
+   */
   constructor(ctx: DurableObjectState, env: DurableEnv) {
     super(ctx, env);
-    this.#parts = sessionParts(ctx, env, () => this.env);
-    if (this.#parts.session.writes.searchBackfillPending)
-      this.#parts.alarm.armSoon("schedule_search_indexing");
+    const current = () => this.env;
+    const placed = objectEnv(env, ctx);
+    const sql = sqlOf(ctx.storage.sql);
+    const session = ctx.storage.transactionSync(() => new SessionStore(ctx.storage));
+    const telemetry = new SessionTelemetry(() => current().METRICS, session);
+    const blobs = new SessionBlobs({
+      env: placed,
+      jurisdiction: ctx.id.jurisdiction,
+      storage: ctx.storage,
+      sql,
+      session,
+    });
+    const quotas = new QuotaChecks(placed);
+    const lifecycle = new LifecycleRow(sql);
+    const alarm = new ObjectAlarm(ctx.storage, (task, error) => telemetry.logFailure(task, error));
+    const reports = new DirectoryReports({
+      env: placed,
+      storage: ctx.storage,
+      alarm,
+      session,
+      lifecycle,
+      quotas,
+      telemetry,
+    });
+    const copy = new ForkCopy({
+      placed,
+      storage: ctx.storage,
+      alarm,
+      session,
+      blobs,
+      quotas,
+      telemetry,
+      settings: () => copySettings(current()),
+      // The directory hears of the whole fork, and its entries are indexed for search.
+      copied: () => {
+        reports.schedule();
+        alarm.armSoon("schedule_search_indexing");
+      },
+    });
+    const calls = new SessionCalls({ session, lifecycle, blobs, quotas, copy, reports, alarm });
+    const generations = new Generations({
+      storage: ctx.storage,
+      session,
+      defaults: {
+        abandonSeconds: numberSetting(env.GENERATION_ABANDON_SECONDS, DEFAULT_ABANDON_SECONDS),
+        retainSeconds: numberSetting(env.GENERATION_RETAIN_SECONDS, DEFAULT_RETAIN_SECONDS),
+      },
+      calls,
+      quotas,
+      changed: (info) => events.changed({ event: "generation", data: info }),
+    });
+    const watchers = new SessionWatchers({
+      ctx,
+      session,
+      blobs,
+      calls,
+      copy,
+      telemetry,
+      openGenerations: () => generations.openOnes(),
+    });
+    const events = watchers.hub;
+    session.writes.onWritten = (entries, leafId) => events.written(entries, leafId);
+    const holds = new ForkHolds(sql);
+    const life = new SessionLife({
+      env: placed,
+      storage: ctx.storage,
+      alarm,
+      session,
+      lifecycle,
+      quotas,
+      telemetry,
+      reports,
+      events,
+      holds,
+      copy,
+      releaseBlobs: () => blobs.release(),
+    });
+    this.#autoCompaction = new AutoCompaction({
+      session,
+      summarizerConfig: current,
+      filled: (entries) => blobs.fill(entries),
+      write: (write) => calls.limitedWrite(write),
+      gone: () => !session.exists || lifecycle.deleted,
+      statusChanged: (status) => events.changed({ event: "compaction", data: status }),
+      telemetry,
+    });
+    this.#contexts = new ContextAnswers({ calls, blobs, telemetry });
+    this.#intake = new EntryIntake({ sql: ctx.storage.sql, env: current, session, calls, blobs, telemetry });
+    this.#session = session;
+    this.#telemetry = telemetry;
+    this.#blobs = blobs;
+    this.#lifecycle = lifecycle;
+    this.#holds = holds;
+    this.#alarm = alarm;
+    this.#reports = reports;
+    this.#copy = copy;
+    this.#calls = calls;
+    this.#generations = generations;
+    this.#watchers = watchers;
+    this.#life = life;
+    // The parts with work for the alarm, each saying when it is next due.
+    alarm.add(() => life.nextDue());
+    alarm.add(() => reports.nextDue());
+    alarm.add(() => generations.nextDue());
+    alarm.add(() => copy.nextDue());
+    if (session.writes.searchBackfillPending) alarm.armSoon("schedule_search_indexing");
     // A fork's copy goes on after an eviction or a restart.
-    this.#parts.copy.armSoon();
+    copy.armSoon();
   }
 
   /**
@@ -65,23 +200,23 @@ export class SessionObject extends DurableObject<DurableEnv> {
    */
   override async alarm(): Promise<void> {
     // A fork's copy goes on whatever else is due (a deleted fork can be restored whole).
-    await this.#parts.copy.alarm();
+    await this.#copy.alarm();
     try {
-      if (await this.#parts.life.due()) return await this.#parts.alarm.arm();
+      if (await this.#life.due()) return await this.#alarm.arm();
     } catch (error) {
       // Logged, then thrown: the runtime retries a failed alarm with backoff.
-      await this.#parts.telemetry.logFailure("lifecycle", error);
+      await this.#telemetry.logFailure("lifecycle", error);
       throw error;
     }
     try {
-      if (!this.#parts.session.exists) return;
+      if (!this.#session.exists) return;
       // A compaction reads the whole path: a fork compacts once its copy is done.
-      if (!this.#parts.copy.copying) await this.#parts.autoCompaction.runIfDue();
-      if (!this.#parts.session.exists) return;
-      await this.#parts.reports.reportDue();
-      await this.#parts.generations.alarm();
+      if (!this.#copy.copying) await this.#autoCompaction.runIfDue();
+      if (!this.#session.exists) return;
+      await this.#reports.reportDue();
+      await this.#generations.alarm();
     } finally {
-      await this.#parts.alarm.arm();
+      await this.#alarm.arm();
     }
   }
 
@@ -101,24 +236,24 @@ export class SessionObject extends DurableObject<DurableEnv> {
     options: NewSessionOptions = {},
   ): Promise<Result<SessionInfo>> {
     return capture(async () => {
-      const created = await this.#parts.life.create(tenant, header, options);
+      const created = await this.#life.create(tenant, header, options);
       if (!options.fork) return created;
       // A fork begins with its path's first page, then is listed (the directory hears of it in the
       // background, and the alarm tells it again if it cannot); its copy goes on in the background.
-      await this.#parts.copy.begin(options.fork);
-      void this.#parts.reports.publish();
-      await this.#parts.copy.arm();
-      return this.#parts.session.info();
+      await this.#copy.begin(options.fork);
+      void this.#reports.publish();
+      await this.#copy.arm();
+      return this.#session.info();
     });
   }
 
   /** Lists the session its builder completed (a fork or an import); again, it does nothing. @internal */
   publish(builder: string): Promise<Result<void>> {
     return capture(() => {
-      if (!this.#parts.session.exists || this.#parts.session.state.incarnation !== builder) {
+      if (!this.#session.exists || this.#session.state.incarnation !== builder) {
         throw new SessionError("not_found", "session does not exist");
       }
-      return this.#parts.reports.publish();
+      return this.#reports.publish();
     });
   }
 
@@ -128,24 +263,24 @@ export class SessionObject extends DurableObject<DurableEnv> {
    */
   delete(recoveryMs: number, builder?: string): Promise<Result<void>> {
     return capture(() => {
-      this.#parts.calls.checkListed(builder);
-      return this.#parts.life.delete(recoveryMs);
+      this.#calls.checkListed(builder);
+      return this.#life.delete(recoveryMs);
     });
   }
 
   /** Deletes the session for good, now, whether it is listed or deleted already. @internal */
   purge(): Promise<Result<void>> {
     return capture(() => {
-      if (!this.#parts.lifecycle.deleted) this.#parts.calls.checkListed();
-      return this.#parts.life.purge();
+      if (!this.#lifecycle.deleted) this.#calls.checkListed();
+      return this.#life.purge();
     });
   }
 
   /** Brings a deleted session back within its recovery window (see `SessionLife.restore`). @internal */
   restore(): Promise<Result<SessionInfo>> {
     return capture(() => {
-      if (!this.#parts.lifecycle.deleted) this.#parts.calls.checkListed();
-      return this.#parts.life.restore();
+      if (!this.#lifecycle.deleted) this.#calls.checkListed();
+      return this.#life.restore();
     });
   }
 
@@ -154,35 +289,35 @@ export class SessionObject extends DurableObject<DurableEnv> {
    * @internal
    */
   expireIdle(idleBefore: string): Promise<Result<ExpiryOutcome>> {
-    return capture(() => this.#parts.life.expireIdle(idleBefore));
+    return capture(() => this.#life.expireIdle(idleBefore));
   }
 
   // --- the session's header, head and entries (the SessionStorage calls) ---
 
   /** @internal */
   getInfo(): Promise<Result<SessionInfo>> {
-    return this.#parts.calls.run((session) => session.info());
+    return this.#calls.run((session) => session.info());
   }
 
   /** @internal */
   getHeader(): Promise<Result<SessionHeader>> {
-    return this.#parts.calls.run((session) => session.state.header);
+    return this.#calls.run((session) => session.state.header);
   }
 
   /** @internal */
   async updateHeader(patch: HeaderPatch): Promise<Result<SessionHeader>> {
-    const result = await this.#parts.calls.write((session) => {
+    const result = await this.#calls.write((session) => {
       const header = session.writes.updateHeader(patch);
-      this.#parts.watchers.hub.changed({ event: "session", data: session.info() });
+      this.#watchers.hub.changed({ event: "session", data: session.info() });
       return header;
     });
-    if (result.ok && patch.expiresAt !== undefined) await this.#parts.alarm.arm();
+    if (result.ok && patch.expiresAt !== undefined) await this.#alarm.arm();
     return result;
   }
 
   /** @internal */
   getLeafId(builder?: string): Promise<Result<string | null>> {
-    return this.#parts.calls.run((session) => session.state.leafId, builder);
+    return this.#calls.run((session) => session.state.leafId, builder);
   }
 
   /** @internal */
@@ -191,7 +326,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     options: LeafOptions & Building,
   ): Promise<Result<StoredEntry<LeafEntry>>> {
     const { builder, ...leaf } = options;
-    return this.#parts.calls.limitedWrite(
+    return this.#calls.limitedWrite(
       (session, room) => session.writes.setLeafId(targetId, leaf, room),
       builder,
     );
@@ -202,7 +337,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
    * @internal
    */
   leafAt(asOf: string | undefined): Promise<Result<LeafAt>> {
-    return this.#parts.calls.run((session) => ({
+    return this.#calls.run((session) => ({
       leafId: asOf === undefined ? session.state.leafId : session.reads.leafAt(asOf),
       historyStartsAt: session.reads.historyStartsAt(),
     }));
@@ -211,16 +346,16 @@ export class SessionObject extends DurableObject<DurableEnv> {
   /** @internal */
   getEntry(id: string): Promise<Result<StoredEntry | undefined>> {
     return capture(async () => {
-      this.#parts.calls.checkListed();
-      const held = () => storageWork(() => this.#parts.session.reads.heldEntry(id));
+      this.#calls.checkListed();
+      const held = () => storageWork(() => this.#session.reads.heldEntry(id));
       const entry = held();
-      if (entry) return (await this.#parts.blobs.fill([entry]))[0];
+      if (entry) return (await this.#blobs.fill([entry]))[0];
       // In a fork still copying its path, an entry of the part still to copy is read from its
       // source; should the copy have ended meanwhile, the fork holds it now.
-      const borrowed = await this.#parts.copy.entryOf(id);
+      const borrowed = await this.#copy.entryOf(id);
       if (borrowed) return borrowed;
       const copied = held();
-      return copied && (await this.#parts.blobs.fill([copied]))[0];
+      return copied && (await this.#blobs.fill([copied]))[0];
     });
   }
 
@@ -231,47 +366,45 @@ export class SessionObject extends DurableObject<DurableEnv> {
 
   /** @internal */
   getEntries(query: EntryQuery): Promise<Result<EntryPage>> {
-    return this.#parts.calls.runFilled((session) => session.reads.page(session.reads.entrySeqs(query)));
+    return this.#calls.runFilled((session) => session.reads.page(session.reads.entrySeqs(query)));
   }
 
   /** @internal */
   getBranch(leafId: string | null | undefined): Promise<Result<EntryPage>> {
-    return this.#parts.calls.runFilled((session) => session.reads.page(session.reads.pathSeqs(leafId)));
+    return this.#calls.runFilled((session) => session.reads.page(session.reads.pathSeqs(leafId)));
   }
 
   /** The path buildSessionContext needs (what the latest compaction dropped left out). @internal */
   getContextPath(leafId: string | null | undefined): Promise<Result<EntryPage>> {
-    return this.#parts.calls.runFilled((session) => session.reads.page(session.reads.contextSeqs(leafId)));
+    return this.#calls.runFilled((session) => session.reads.page(session.reads.contextSeqs(leafId)));
   }
 
   /**
-   * What a compaction at `leafId` reads whole and what it only counts (see compaction-reads.ts).
+   * What a compaction at `leafId` reads whole and what it only counts (see session-reads.ts).
    * @internal
    */
   compactionPlan(leafId: string, keepRecentTokens: number): Promise<Result<CompactionPlan>> {
-    return this.#parts.calls.run((session) => session.reads.compactionPlan(leafId, keepRecentTokens));
+    return this.#calls.run((session) => session.reads.compactionPlan(leafId, keepRecentTokens));
   }
 
   /** Counts omitted entries from the first of `seqs`, for up to COUNT_BUDGET_MS. @internal */
   countOmitted(seqs: number[], compactionId: string | undefined): Promise<Result<OmittedCount>> {
-    return this.#parts.calls.run((session) =>
-      session.reads.countOmitted(seqs, compactionId, COUNT_BUDGET_MS),
-    );
+    return this.#calls.run((session) => session.reads.countOmitted(seqs, compactionId, COUNT_BUDGET_MS));
   }
 
   /** @internal */
   readEntries(seqs: number[]): Promise<Result<EntryPage>> {
-    return this.#parts.calls.runFilled((session) => session.reads.page(seqs));
+    return this.#calls.runFilled((session) => session.reads.page(seqs));
   }
 
   /** @internal */
   getTreeRows(): Promise<Result<{ rows: TreeRow[]; labels: Record<string, string> }>> {
-    return this.#parts.calls.run((session) => session.reads.treeRows());
+    return this.#calls.run((session) => session.reads.treeRows());
   }
 
   /** @internal */
   getLabels(): Promise<Result<Record<string, string>>> {
-    return this.#parts.calls.run((session) => session.reads.labels());
+    return this.#calls.run((session) => session.reads.labels());
   }
 
   /**
@@ -283,7 +416,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     entries: readonly unknown[],
     options: AppendOptions & { validated?: boolean; blobs?: BlobPolicy } & Building,
   ): Promise<Result<AppendResult>> {
-    return this.#parts.calls.copied(() => this.#parts.intake.append(entries, options));
+    return this.#calls.copied(() => this.#intake.append(entries, options));
   }
 
   /** Writes entries verbatim (an import), their large values stored as blobs under `policy`. @internal */
@@ -291,17 +424,17 @@ export class SessionObject extends DurableObject<DurableEnv> {
     entries: readonly SessionEntry[],
     options: ImportOptions & { blobs?: BlobPolicy } & Building,
   ): Promise<Result<void>> {
-    return this.#parts.calls.copied(() => this.#parts.intake.import(entries, options));
+    return this.#calls.copied(() => this.#intake.import(entries, options));
   }
 
   /** Refuses (`quota_exceeded`) when `bytes` more would take the session past its byte quotas. @internal */
   checkRoom(bytes: number, builder?: string): Promise<Result<void>> {
-    return this.#parts.calls.limitedWrite((session, room) => session.writes.checkRoom(bytes, room), builder);
+    return this.#calls.limitedWrite((session, room) => session.writes.checkRoom(bytes, room), builder);
   }
 
   /** @internal */
   search(options: SessionSearchOptions): Promise<Result<SessionSearchPage>> {
-    return this.#parts.calls.run((session) => session.reads.search(options));
+    return this.#calls.run((session) => session.reads.search(options));
   }
 
   /**
@@ -315,19 +448,19 @@ export class SessionObject extends DurableObject<DurableEnv> {
     leafId: string | null | undefined,
     options: { since?: string; ifNoneMatch?: readonly string[]; blobs?: BlobAnswer } = {},
   ): Promise<Result<ContextAnswer>> {
-    return this.#parts.contexts.answer(leafId, options);
+    return this.#contexts.answer(leafId, options);
   }
 
   // --- generations: answers being written (generations.ts) ---
 
   /** Opens a generation; a full session opens none (its answer would have nowhere to go). @internal */
   openGeneration(input: OpenGenerationBody): Promise<Result<GenerationInfo>> {
-    return this.#parts.calls.copied(() =>
+    return this.#calls.copied(() =>
       capture(async () => {
-        this.#parts.calls.checkListed();
+        this.#calls.checkListed();
         checkNotFull(this.ctx.storage.sql, this.env);
-        const info = storageWork(() => this.#parts.generations.open(input));
-        await this.#parts.alarm.arm();
+        const info = storageWork(() => this.#generations.open(input));
+        await this.#alarm.arm();
         return info;
       }),
     );
@@ -335,12 +468,12 @@ export class SessionObject extends DurableObject<DurableEnv> {
 
   /** @internal */
   getGeneration(id: string): Promise<Result<GenerationInfo>> {
-    return this.#parts.calls.run(() => this.#parts.generations.get(id));
+    return this.#calls.run(() => this.#generations.get(id));
   }
 
   /** @internal */
   listGenerations(): Promise<Result<GenerationInfo[]>> {
-    return this.#parts.calls.run(() => this.#parts.generations.list());
+    return this.#calls.run(() => this.#generations.list());
   }
 
   /**
@@ -348,12 +481,12 @@ export class SessionObject extends DurableObject<DurableEnv> {
    * @internal
    */
   endGeneration(id: string, how: GenerationEnd): Promise<Result<GenerationOutcome>> {
-    return this.#parts.calls.copied(() =>
+    return this.#calls.copied(() =>
       capture(async () => {
-        const outcome = await this.#parts.generations.end(id, how).catch((error: unknown) => {
+        const outcome = await this.#generations.end(id, how).catch((error: unknown) => {
           throw transientError(error) ?? error;
         });
-        if (outcome.created) await this.#parts.alarm.arm();
+        if (outcome.created) await this.#alarm.arm();
         return outcome;
       }),
     );
@@ -363,17 +496,17 @@ export class SessionObject extends DurableObject<DurableEnv> {
 
   /** The session's events after `after` (a seq; now when absent), as Server-Sent Events. @internal */
   events(after: number | undefined, payload: boolean): Promise<Result<ReadableStream<Uint8Array>>> {
-    return this.#parts.watchers.events(after, payload);
+    return this.#watchers.events(after, payload);
   }
 
   /** A one-time ticket that opens this session's WebSocket (for browsers). @internal */
   mintTicket(): Promise<Result<{ ticket: string; expiresAt: string }>> {
-    return this.#parts.watchers.mintTicket();
+    return this.#watchers.mintTicket();
   }
 
   /** Whether a ticket is good, using it up either way. @internal */
   redeemTicket(ticket: string): Promise<boolean> {
-    return this.#parts.watchers.redeemTicket(ticket);
+    return this.#watchers.redeemTicket(ticket);
   }
 
   /**
@@ -385,13 +518,13 @@ export class SessionObject extends DurableObject<DurableEnv> {
     const generation = request.headers.get(GENERATION_ID_HEADER);
     if (generation !== null) {
       const requestId = request.headers.get(REQUEST_ID_HEADER);
-      return this.#parts.generations.handle(decodeURIComponent(generation), request, requestId);
+      return this.#generations.handle(decodeURIComponent(generation), request, requestId);
     }
-    return this.#parts.watchers.acceptSocket(request);
+    return this.#watchers.acceptSocket(request);
   }
 
   override async webSocketMessage(socket: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    await this.#parts.watchers.socketMessage(socket, message);
+    await this.#watchers.socketMessage(socket, message);
   }
 
   override webSocketClose(socket: WebSocket, code: number, reason: string): void {
@@ -412,9 +545,9 @@ export class SessionObject extends DurableObject<DurableEnv> {
    */
   forkStart(targetId: string, position: LeafOptions["position"], forkId: string): Promise<Result<ForkStart>> {
     const { firstPageBytes } = copySettings(this.env);
-    return this.#parts.calls.run((session) => {
+    return this.#calls.run((session) => {
       const start = session.reads.forkStart(targetId, position, firstPageBytes);
-      return start.page?.next ? { ...start, hold: this.#parts.holds.add(forkId) } : start;
+      return start.page?.next ? { ...start, hold: this.#holds.add(forkId) } : start;
     });
   }
 
@@ -423,10 +556,10 @@ export class SessionObject extends DurableObject<DurableEnv> {
    * @internal
    */
   forkPage(hold: string, from: number, pageBytes: number): Promise<Result<CopiedRows>> {
-    return this.#parts.calls.copied(() =>
+    return this.#calls.copied(() =>
       capture(() => {
         this.#checkHeld(hold);
-        return storageWork(() => this.#parts.session.reads.forkPage(from, pageBytes));
+        return storageWork(() => this.#session.reads.forkPage(from, pageBytes));
       }),
     );
   }
@@ -437,13 +570,13 @@ export class SessionObject extends DurableObject<DurableEnv> {
    * @internal
    */
   forkEntry(hold: string, from: number, id: string): Promise<Result<StoredEntry | null>> {
-    return this.#parts.calls.copied(() =>
+    return this.#calls.copied(() =>
       capture(async () => {
         this.#checkHeld(hold);
-        const { reads } = this.#parts.session;
+        const { reads } = this.#session;
         const onPath = storageWork(() => Object.hasOwn(reads.refsOnPath(from, [id]), id));
         const entry = onPath ? storageWork(() => reads.heldEntry(id)) : undefined;
-        return entry ? ((await this.#parts.blobs.fill([entry]))[0] as StoredEntry) : null;
+        return entry ? ((await this.#blobs.fill([entry]))[0] as StoredEntry) : null;
       }),
     );
   }
@@ -453,10 +586,10 @@ export class SessionObject extends DurableObject<DurableEnv> {
    * @internal
    */
   forkRefs(hold: string, from: number, ids: string[]): Promise<Result<Record<string, EntryRef>>> {
-    return this.#parts.calls.copied(() =>
+    return this.#calls.copied(() =>
       capture(() => {
         this.#checkHeld(hold);
-        return storageWork(() => this.#parts.session.reads.refsOnPath(from, ids));
+        return storageWork(() => this.#session.reads.refsOnPath(from, ids));
       }),
     );
   }
@@ -467,8 +600,8 @@ export class SessionObject extends DurableObject<DurableEnv> {
    */
   releaseFork(hold: string): Promise<Result<void>> {
     return capture(async () => {
-      storageWork(() => this.#parts.holds.remove(hold));
-      await this.#parts.life.released();
+      storageWork(() => this.#holds.remove(hold));
+      await this.#life.released();
     });
   }
 
@@ -477,11 +610,11 @@ export class SessionObject extends DurableObject<DurableEnv> {
    * @internal
    */
   copyHold(): Promise<Result<string | null>> {
-    return capture(() => this.#parts.copy.hold());
+    return capture(() => this.#copy.hold());
   }
 
   #checkHeld(hold: string): void {
-    if (!this.#parts.session.exists || !this.#parts.holds.has(hold)) {
+    if (!this.#session.exists || !this.#holds.has(hold)) {
       throw new SessionError("not_found", "the path this fork copies is gone");
     }
   }

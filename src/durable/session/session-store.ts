@@ -1,15 +1,12 @@
 import type { SessionHeader, SessionInfo } from "../../core/session-schemas";
 import { sqlOf } from "../sql";
 import { ContextReads } from "./context-reads";
-import { CopyState } from "./copy-state";
-import { EntryRows } from "./entry-rows";
-import { HeadContext } from "./head-context";
-import { LeafHistory } from "./leaf-history";
+import { CopyState, EntryRows } from "./entry-rows";
 import { PathReads } from "./path-reads";
 import { SearchIndex } from "./search-index";
 import { SessionReads } from "./session-reads";
-import type { SessionState } from "./session-row";
-import { SessionRow } from "./session-row";
+import type { SessionState } from "./session-state";
+import { HeadContext, LeafHistory, SessionRow } from "./session-state";
 import { SessionWrites } from "./session-writes";
 
 /*
@@ -24,7 +21,7 @@ export class SessionStore {
   readonly #row: SessionRow;
   readonly #head = new HeadContext();
   readonly #history: LeafHistory;
-  /** In a fork still copying its path, where the copy stands (copy-state.ts). */
+  /** In a fork still copying its path, where the copy stands (entry-rows.ts). */
   readonly copy: CopyState;
   readonly reads: SessionReads;
   readonly contexts: ContextReads;

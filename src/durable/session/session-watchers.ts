@@ -1,21 +1,33 @@
+import type { StoredEntry } from "../../core/entries";
 import type { ErrorBody, Result } from "../../core/errors";
 import { capture, ERROR_STATUS, SessionError } from "../../core/errors";
+import type { LeafEvent, SessionEvent } from "../../core/events";
+import { sseFrame } from "../../core/events";
 import type { GenerationInfo } from "../../core/generations/generation-schemas";
-import { EventHub } from "./event-hub";
-import { readWatcherMessage } from "./event-sockets";
+import { SSE_KEEP_ALIVE } from "../../core/sse";
+import type { EventSource, WrittenEvents } from "./event-sockets";
+import {
+  checkResumePoint,
+  EventSockets,
+  entryEvent,
+  REPLAY_PAGE,
+  RETRY_WATCH_SECONDS,
+  readWatcherMessage,
+  SocketTickets,
+} from "./event-sockets";
 import type { ForkCopy } from "./fork-copy";
 import type { SessionBlobs } from "./session-blobs";
 import type { SessionCalls } from "./session-calls";
+import type { SessionTelemetry } from "./session-reports";
 import type { SessionStore } from "./session-store";
-import type { SessionTelemetry } from "./session-telemetry";
-import { SocketTickets } from "./socket-tickets";
 
 /*
  * The session's watchers as the object takes them: Server-Sent Events streams, and WebSockets
  * (opened by the router, or by a browser with a one-time ticket) whose messages wake the object
- * from hibernation. The event hub (event-hub.ts) sends them what they watch; here a watcher is
+ * from hibernation. The event hub (below) sends them what they watch; here a watcher is
  * admitted, counted in a metric, and given its entries' blobs as values: a stream's as they pass,
  * a socket's read ahead for each round of replay, since a round is sent at once.
+ * Below: the hub that sends every watcher its events, and one Server-Sent Events stream.
  */
 
 function errorAnswer(error: ErrorBody): Response {
@@ -149,5 +161,280 @@ export class SessionWatchers {
     } finally {
       this.#socketRound = false;
     }
+  }
+}
+
+/*
+ * The watchers of one session and what they are sent. Two kinds: Server-Sent Events streams (held
+ * here, in memory; the object stays awake while one is open) and WebSockets accepted with the
+ * hibernation API (event-sockets.ts: their state in their attachment, so an idle session sleeps
+ * and the next write wakes it with its watchers). The hub fans each event out to both.
+ *
+ * The rules: a watcher is registered and its replay bound taken in one synchronous step, so no
+ * write falls between the two; replay reads entries after the watcher's resume point up to that
+ * bound from storage, live events (all after the bound) wait until replay is done; events of a
+ * write go out only once the write is durable, in order; a watcher that falls too far behind is
+ * closed with a reason (it resumes from its last seq), so it never holds back the writer or
+ * anyone else.
+ */
+
+/**
+ * Server-Sent Events streams one session takes: each is held in the object's memory and keeps it
+ * awake, so fewer than sockets, which hibernate.
+ */
+const MAX_STREAMS = 500;
+const HEARTBEAT_MS = 15_000;
+
+export class EventHub {
+  readonly #ctx: DurableObjectState;
+  readonly #source: EventSource;
+  readonly #streams = new Set<EventStream>();
+  /** The WebSocket watchers (event-sockets.ts): accepted, and their messages taken, there. */
+  readonly sockets: EventSockets;
+  /** Writes waiting to be durable before their events go out, in order. */
+  #delivery: Promise<void> = Promise.resolve();
+  #heartbeat: ReturnType<typeof setInterval> | undefined;
+
+  readonly #onFailure: (error: unknown) => void;
+
+  /** `onFailure` hears of events that could not be sent (to log them). */
+  constructor(ctx: DurableObjectState, source: EventSource, onFailure: (error: unknown) => void) {
+    this.#ctx = ctx;
+    this.#source = source;
+    this.#onFailure = onFailure;
+    this.sockets = new EventSockets(ctx, source);
+  }
+
+  /** Watchers now: streams and sockets. */
+  get watchers(): number {
+    return this.#streams.size + this.sockets.all().length;
+  }
+
+  get watching(): boolean {
+    return this.#streams.size > 0 || this.sockets.all().length > 0;
+  }
+
+  /**
+   * Frames of the replay after `after` up to `bound`, read a page at a time, then the head as it
+   * was at `bound`. Entries read here were committed before the stream opened; what leaves the
+   * object is held by its output gate until they are durable, as for any answer.
+   */
+  *#replay(
+    after: number,
+    bound: number,
+    leafId: string | null,
+    payload: boolean,
+    encode: (event: SessionEvent) => string,
+  ) {
+    for (let cursor = after; cursor < bound; ) {
+      const page = this.#source.entriesAfter(cursor, bound, REPLAY_PAGE);
+      if (page.length === 0) break;
+      yield page.map((entry) => encode(entryEvent(entry, payload))).join("");
+      cursor = (page[page.length - 1] as StoredEntry).seq;
+    }
+    yield encode({ event: "leaf", id: bound, data: { leafId } });
+  }
+
+  /**
+   * A Server-Sent Events stream of the session after `after`: its info, the replay, then live
+   * events. The bound is taken and the stream registered here, synchronously.
+   */
+  openStream(after: number, payload: boolean): ReadableStream<Uint8Array> {
+    const bound = checkResumePoint(this.#source, after);
+    if (this.#streams.size >= MAX_STREAMS) {
+      throw new SessionError("rate_limited", `this session has ${MAX_STREAMS} event streams open already`, {
+        retryAfterSeconds: RETRY_WATCH_SECONDS,
+      });
+    }
+    const info = this.#source.info();
+    const generations = this.#source.openGenerations();
+    const replay = this.#replay(after, bound, this.#source.leafId(), payload, sseFrame);
+    function* opening(): Generator<string> {
+      yield sseFrame({ event: "session", data: info });
+      for (const generation of generations) yield sseFrame({ event: "generation", data: generation });
+      yield* replay;
+    }
+    const stream: EventStream = new EventStream(payload, bound, opening(), () => this.#drop(stream));
+    this.#streams.add(stream);
+    this.#startHeartbeat();
+    return stream.stream;
+  }
+
+  #drop(stream: EventStream): void {
+    this.#streams.delete(stream);
+    if (this.#streams.size === 0) this.#stopHeartbeat();
+  }
+
+  #stopHeartbeat(): void {
+    if (this.#heartbeat === undefined) return;
+    clearInterval(this.#heartbeat);
+    this.#heartbeat = undefined;
+  }
+
+  #startHeartbeat(): void {
+    if (this.#heartbeat !== undefined) return;
+    this.#heartbeat = setInterval(() => {
+      for (const stream of this.#streams) stream.push(SSE_KEEP_ALIVE);
+    }, HEARTBEAT_MS);
+  }
+
+  /** After a committed write: its entries, and the head it left, once they are durable. */
+  written(entries: readonly StoredEntry[], leafId: string | null): void {
+    if (entries.length === 0 || !this.watching) return;
+    const first = (entries[0] as StoredEntry).seq;
+    const last = (entries[entries.length - 1] as StoredEntry).seq;
+    const events: SessionEvent[] = entries.map((entry) => entryEvent(entry, true));
+    const summaries: SessionEvent[] = entries.map((entry) => entryEvent(entry, false));
+    const leaf: LeafEvent = { event: "leaf", id: last, data: { leafId } };
+    const named = entries.some((entry) => entry.type === "session_info");
+    const info: SessionEvent | undefined = named
+      ? { event: "session", data: this.#source.info() }
+      : undefined;
+    this.#afterDurable(() => this.#deliver({ full: events, light: summaries, leaf, info }, first, last));
+  }
+
+  /**
+   * Something besides entries changed, once it is durable: the header (`session`: name, system
+   * prompt, metadata, automatic compaction settings), an answer being written (`generation`:
+   * started, finished or stopped), automatic compaction's state (`compaction`).
+   */
+  changed(event: Extract<SessionEvent, { event: "session" | "generation" | "compaction" }>): void {
+    if (!this.watching) return;
+    this.#afterDurable(() => this.#deliverAll(event));
+  }
+
+  /**
+   * The session is gone: replays stop reading now (its storage is about to go), and after the
+   * events of writes made before it, every watcher gets `deleted` and is closed.
+   */
+  deleted(id: string): void {
+    for (const stream of this.#streams) stream.stopReplay();
+    const event: SessionEvent = { event: "deleted", data: { id } };
+    this.#delivery = this.#delivery.then(() => {
+      for (const stream of this.#streams) stream.push(sseFrame(event), true);
+      this.#streams.clear();
+      this.#stopHeartbeat();
+      this.sockets.closeAll(event);
+    });
+  }
+
+  #afterDurable(send: () => void): void {
+    this.#delivery = this.#delivery
+      .then(() => this.#ctx.storage.sync())
+      .then(send)
+      .catch((error: unknown) => this.#onFailure(error));
+  }
+
+  #deliver(write: WrittenEvents, first: number, last: number): void {
+    const tail = write.info ? [write.leaf, write.info] : [write.leaf];
+    const frames = {
+      full: [...write.full, ...tail].map(sseFrame).join(""),
+      light: [...write.light, ...tail].map(sseFrame).join(""),
+    };
+    for (const stream of this.#streams) {
+      // A stream opened after this write was committed replays it from storage.
+      if (stream.bound >= last) continue;
+      if (!stream.push(stream.payload ? frames.full : frames.light)) this.#drop(stream);
+    }
+    this.sockets.deliver(write, first, last);
+  }
+
+  #deliverAll(event: SessionEvent): void {
+    const frame = sseFrame(event);
+    for (const stream of this.#streams) if (!stream.push(frame)) this.#drop(stream);
+    this.sockets.deliverAll(event);
+  }
+}
+
+/*
+ * One watcher's Server-Sent Events stream, as an object serves it: what it replays is read from
+ * storage as the reader pulls, live events wait in a queue until it reads them. A reader too far
+ * behind (over MAX_QUEUED_CHARS waiting) is sent `closed` and let go, so it never holds back the
+ * writer or the other watchers; it resumes from its last event id.
+ */
+
+/** Live events a stream may hold while its reader is slow, in characters; over it, it is closed. */
+const MAX_QUEUED_CHARS = 8 * 1024 * 1024;
+
+export class EventStream {
+  readonly stream: ReadableStream<Uint8Array>;
+  readonly payload: boolean;
+  /** The last seq its replay covers: later writes reach it live, earlier ones through replay. */
+  readonly bound: number;
+  #queue: string[] = [];
+  #queued = 0;
+  #wake: (() => void) | undefined;
+  #ended = false;
+  #replay: Generator<string> | undefined;
+
+  constructor(payload: boolean, bound: number, replay: Generator<string>, onCancel: () => void) {
+    this.payload = payload;
+    this.bound = bound;
+    this.#replay = replay;
+    const encoder = new TextEncoder();
+    this.stream = new ReadableStream<Uint8Array>({
+      pull: async (controller) => {
+        for (;;) {
+          // An ended stream (the session was deleted) reads no more of its replay.
+          if (this.#replay && !this.#ended) {
+            let next: IteratorResult<string>;
+            try {
+              next = this.#replay.next();
+            } catch {
+              // The session went while replaying (its `deleted` comes through the queue).
+              next = { done: true, value: undefined };
+            }
+            if (!next.done) return controller.enqueue(encoder.encode(next.value));
+            this.#replay = undefined;
+          }
+          if (this.#queue.length > 0) {
+            const text = this.#queue.join("");
+            this.#queue = [];
+            this.#queued = 0;
+            return controller.enqueue(encoder.encode(text));
+          }
+          if (this.#ended) return controller.close();
+          await new Promise<void>((resolve) => {
+            this.#wake = resolve;
+          });
+        }
+      },
+      cancel: () => {
+        this.#ended = true;
+        onCancel();
+      },
+    });
+  }
+
+  /** Stops reading the replay: the session is going. */
+  stopReplay(): void {
+    this.#replay = undefined;
+  }
+
+  /** Queues frames; false when this stream fell too far behind and was closed. */
+  push(text: string, end = false): boolean {
+    if (this.#ended) return false;
+    if (this.#queued > 0 && this.#queued + text.length > MAX_QUEUED_CHARS) {
+      this.#queue = [sseFrame({ event: "closed", data: { reason: "slow: resume from the last event id" } })];
+      this.#queued = 0;
+      this.#end();
+      return false;
+    }
+    this.#queue.push(text);
+    this.#queued += text.length;
+    if (end) this.#end();
+    else this.#notify();
+    return true;
+  }
+
+  #end(): void {
+    this.#ended = true;
+    this.#notify();
+  }
+
+  #notify(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
   }
 }

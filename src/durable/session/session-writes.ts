@@ -1,4 +1,4 @@
-import type { AppendPlan, AppendView, EntryRef } from "../../core/append";
+import type { AppendPlan, AppendView, EntryRef, PlannedWrite } from "../../core/append";
 import { idsNamedBy, planAppend, planImport, planLeafMove } from "../../core/append";
 import type { LeafEntry, StoredEntry } from "../../core/entries";
 import { patchHeader } from "../../core/header";
@@ -11,20 +11,18 @@ import type { Reloadable } from "../transaction";
 import { afterCommit, transaction } from "../transaction";
 import type { CopiedRows, ForkStart } from "../types";
 import type { ContextReads } from "./context-reads";
-import { insertCopiedRows } from "./copied-rows";
-import { CopyNeeded } from "./copy-state";
 import type { StoredWrite } from "./entry-rows";
-import type { PreparedBlobs } from "./prepared-blobs";
-import type { ByteLimit } from "./room";
-import { ClaimExceeded } from "./room";
+import { CopyNeeded } from "./entry-rows";
+import { insertCopiedRows } from "./fork-source";
 import type { SessionReads } from "./session-reads";
-import type { StoreParts } from "./store-parts";
+import type { StoreParts } from "./session-state";
 
 /*
  * A session's writes: appends and imports (planned by core's rules against a view of the
  * session), leaf moves, a fork's copied rows, the header, and indexing for search what a large
  * write left pending. Each write is one transaction with the session row; should it fail, the
  * session held in memory reads itself again (`held`). Listeners hear of a write once committed.
+ * Below: the blobs a write was prepared with, and the room a write has.
  */
 
 /** What a committed write wrote, and the head it left. */
@@ -322,5 +320,41 @@ export class SessionWrites {
     );
     this.#apply({ writes: [write], leafId }, room);
     return write.entry;
+  }
+}
+
+/** What a write needs of the blobs prepared for it. */
+export interface PreparedBlobs {
+  /** The write's inputs, references read back into values. */
+  readonly inputs: readonly unknown[];
+  /** Entries the inputs name that hold blobs, with their values: what a replay is compared with. */
+  readonly loaded: ReadonlyMap<string, StoredEntry>;
+  /** The planned writes as stored: values prepared as blobs replaced by references. */
+  externalize(writes: readonly PlannedWrite[]): StoredWrite[];
+}
+
+/*
+ * The room a write has: what the session may hold after it, and the signal that a write needs more
+ * of the tenant's room than the session was granted (quota-checks.ts asks for it, then the
+ * write runs again).
+ */
+
+/**
+ * The most bytes a session may hold after a write, and what sets it: its own quota, or its claim
+ * on the tenant's room (`claim`: a write past it asks the ledger for more before it is refused).
+ */
+export interface ByteLimit {
+  maxBytes: number;
+  quota: "maxSessionBytes" | "claim";
+  limit: number;
+}
+
+/** A write needs more of the tenant's room than the session was granted: ask, then write again. */
+export class ClaimExceeded extends Error {
+  constructor(
+    readonly holds: number,
+    readonly wants: number,
+  ) {
+    super("the write needs a larger claim on the tenant's quota");
   }
 }

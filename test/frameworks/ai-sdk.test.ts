@@ -1,12 +1,10 @@
 import { createUIMessageStream, type UIMessage, validateUIMessages } from "ai";
 import { validateUIMessages as validateUIMessagesV5 } from "ai-v5";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createClient } from "../../src/client";
-import { MemoryRepo } from "../../src/core/memory";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { SessionRepo } from "../../src/core/repo";
 import { type TreeNode, walkTree } from "../../src/core/tree";
 import { CfSessionsChatStore } from "../../src/frameworks/ai-sdk";
-import { type DevServer, startDevServer } from "../support/dev-server";
+import { adapterRepos } from "../support/adapter-repos";
 import { earlierSession } from "./earlier-sessions";
 
 /*
@@ -44,24 +42,13 @@ function user(id: string, text: string): ChatMessage {
   return { id, role: "user", parts: [{ type: "text", text }] };
 }
 
-let server: DevServer;
-beforeAll(async () => {
-  server = await startDevServer();
-}, 120_000);
-afterAll(async () => {
-  await server?.stop();
-});
-
-const repos: Array<[string, () => SessionRepo]> = [
-  ["the service", () => createClient({ baseUrl: server.url })],
-  ["a MemoryRepo", () => new MemoryRepo()],
-];
+const repos = adapterRepos();
 
 describe.each(repos)("CfSessionsChatStore on %s", (_name, makeRepo) => {
   let repo: SessionRepo;
   let store: CfSessionsChatStore;
-  beforeAll(() => {
-    repo = makeRepo();
+  beforeAll(async () => {
+    repo = await makeRepo();
     store = new CfSessionsChatStore({ repo });
   });
 

@@ -10,12 +10,11 @@ import {
   type SessionStoreEntry,
 } from "@anthropic-ai/claude-agent-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createClient } from "../../src/client";
 import { parseClaudeCode } from "../../src/core/claude-code-format";
 import { MemoryRepo } from "../../src/core/memory";
 import type { SessionRepo } from "../../src/core/repo";
 import { CfSessionsStore } from "../../src/frameworks/claude-agent-sdk";
-import { type DevServer, startDevServer } from "../support/dev-server";
+import { adapterRepos } from "../support/adapter-repos";
 
 /*
  * The store side by side with the SDK's own InMemorySessionStore on recorded Claude Code
@@ -60,26 +59,18 @@ async function answers(store: SessionStore, projectKey: string, sessionIds: stri
   };
 }
 
-let server: DevServer;
 const configDir = mkdtempSync(join(tmpdir(), "claude-config-"));
-beforeAll(async () => {
-  // Sessions report to the listing soon after a write (the summaries live in their metadata).
-  server = await startDevServer({ vars: { DIRECTORY_SYNC_MS: "20" } });
-}, 120_000);
-afterAll(async () => {
-  await server?.stop();
+afterAll(() => {
   rmSync(configDir, { recursive: true, force: true });
 });
 
-const repos: Array<[string, () => SessionRepo]> = [
-  ["the service", () => createClient({ baseUrl: server.url })],
-  ["a MemoryRepo", () => new MemoryRepo()],
-];
+// Sessions report to the listing soon after a write (the summaries live in their metadata).
+const repos = adapterRepos({ vars: { DIRECTORY_SYNC_MS: "20" } });
 
 describe.each(repos)("CfSessionsStore on %s", (_name, makeRepo) => {
   let repo: SessionRepo;
-  beforeAll(() => {
-    repo = makeRepo();
+  beforeAll(async () => {
+    repo = await makeRepo();
   });
 
   it("answers as InMemorySessionStore does on recorded transcripts, subagents and deletes included", async () => {

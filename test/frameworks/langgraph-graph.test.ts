@@ -18,8 +18,8 @@ import {
   type StateSnapshot,
 } from "@langchain/langgraph";
 import { validateUIMessages } from "ai";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createClient, RemoteSession } from "../../src/client";
+import { beforeAll, describe, expect, it } from "vitest";
+import { RemoteSession } from "../../src/client";
 import { conversation } from "../../src/core/agent-export";
 import { prepareCompaction } from "../../src/core/compaction";
 import { MemoryRepo } from "../../src/core/memory";
@@ -30,7 +30,7 @@ import { type TreeNode, walkTree } from "../../src/core/tree";
 import { CfSessionsChatStore } from "../../src/frameworks/ai-sdk";
 import { CfSessionsSaver } from "../../src/frameworks/langgraph";
 import { CfSessionsSession } from "../../src/frameworks/openai-agents";
-import { type DevServer, startDevServer } from "../support/dev-server";
+import { adapterRepos } from "../support/adapter-repos";
 import { earlierSession } from "./earlier-sessions";
 
 /*
@@ -110,23 +110,12 @@ async function script(checkpointer: BaseCheckpointSaver, threadId: string): Prom
   };
 }
 
-let server: DevServer;
-beforeAll(async () => {
-  server = await startDevServer();
-}, 120_000);
-afterAll(async () => {
-  await server?.stop();
-});
-
 let reference: Run;
 beforeAll(async () => {
   reference = await script(new MemorySaver(), "reference");
 });
 
-const repos: Array<[string, () => SessionRepo]> = [
-  ["the service", () => createClient({ baseUrl: server.url })],
-  ["a MemoryRepo", () => new MemoryRepo()],
-];
+const repos = adapterRepos();
 
 describe.each(repos)("a StateGraph checkpointed in %s", (_name, makeRepo) => {
   let repo: SessionRepo;
@@ -135,7 +124,7 @@ describe.each(repos)("a StateGraph checkpointed in %s", (_name, makeRepo) => {
   const threadId = `graph thread/${crypto.randomUUID()}`;
 
   beforeAll(async () => {
-    repo = makeRepo();
+    repo = await makeRepo();
     saver = new CfSessionsSaver({ repo });
     run = await script(saver, threadId);
   });
@@ -315,7 +304,7 @@ const contentText = (content: unknown): string =>
 describe.each(repos)("a graph that edits its messages, checkpointed in %s", (_name, makeRepo) => {
   it("keeps every checkpoint's messages, and the context at each of them is those messages", async () => {
     const reference = await editingScript(new MemorySaver(), "editing-reference");
-    const repo = makeRepo();
+    const repo = await makeRepo();
     const saver = new CfSessionsSaver({ repo });
     const threadId = `editing-${crypto.randomUUID()}`;
     const states = await editingScript(saver, threadId);
@@ -360,7 +349,7 @@ describe.each(repos)(
   "a graph that starts its thread on a session written another way, in %s",
   (_name, makeRepo) => {
     it("reads the session's conversation as its messages and goes on writing it", async () => {
-      const repo = makeRepo();
+      const repo = await makeRepo();
       const session = await repo.create({ id: `from-session-${crypto.randomUUID()}` });
       await session.appendMessage({ role: "user", content: "weather in Paris?", timestamp: 1 });
       await session.appendMessage({
@@ -427,7 +416,7 @@ describe.each(repos)(
     });
 
     it("takes any session id as a thread id with threadIdIsSessionId, and refuses what is none", async () => {
-      const repo = makeRepo();
+      const repo = await makeRepo();
       const id = `chat:from.another-door_${crypto.randomUUID().slice(0, 8)}`;
       const session = await repo.create({ id });
       await session.appendMessage({ role: "user", content: "hello from elsewhere", timestamp: 1 });
@@ -490,8 +479,8 @@ describe.each(repos)(
   "a thread cf-sessions 0.1 wrote (checkpoints holding the messages) in %s",
   (_name, makeRepo) => {
     let repo: SessionRepo;
-    beforeAll(() => {
-      repo = makeRepo();
+    beforeAll(async () => {
+      repo = await makeRepo();
     });
 
     it("is its conversation through every door: the context at each checkpoint is that checkpoint's messages", async () => {

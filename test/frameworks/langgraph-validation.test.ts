@@ -14,7 +14,7 @@ let repo: RemoteRepo | undefined;
 let made = 0;
 
 validate<CfSessionsSaver>({
-  checkpointerName: "cf-sessions",
+  checkpointerName: "cf-sessions on the service",
   beforeAllTimeout: 120_000,
   async beforeAll() {
     server = await startDevServer();

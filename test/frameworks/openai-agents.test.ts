@@ -12,13 +12,11 @@ import {
   tool,
   Usage,
 } from "@openai/agents-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
-import { createClient } from "../../src/client";
-import { MemoryRepo } from "../../src/core/memory";
 import type { SessionRepo } from "../../src/core/repo";
 import { CfSessionsSession } from "../../src/frameworks/openai-agents";
-import { type DevServer, startDevServer } from "../support/dev-server";
+import { adapterRepos } from "../support/adapter-repos";
 import { earlierSession } from "./earlier-sessions";
 
 /*
@@ -103,25 +101,17 @@ async function conversation(session: AgentsSession) {
   return { inputs: model.inputs, finals, items: await session.getItems() };
 }
 
-let server: DevServer;
 let reference: Awaited<ReturnType<typeof conversation>>;
 beforeAll(async () => {
-  server = await startDevServer();
   reference = await conversation(new MemorySession());
-}, 120_000);
-afterAll(async () => {
-  await server?.stop();
 });
 
-const repos: Array<[string, () => SessionRepo]> = [
-  ["the service", () => createClient({ baseUrl: server.url })],
-  ["a MemoryRepo", () => new MemoryRepo()],
-];
+const repos = adapterRepos();
 
 describe.each(repos)("CfSessionsSession on %s", (_name, makeRepo) => {
   let repo: SessionRepo;
-  beforeAll(() => {
-    repo = makeRepo();
+  beforeAll(async () => {
+    repo = await makeRepo();
   });
 
   it("runs a conversation with tools and reasoning exactly as the SDK's MemorySession does", async () => {

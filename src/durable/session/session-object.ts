@@ -122,6 +122,8 @@ export class SessionObject extends DurableObject<DurableEnv> {
       },
     });
     const calls = new SessionCalls({ session, lifecycle, blobs, quotas, copy, reports, alarm });
+    // The generations and the watchers use each other: each reaches the other through a function,
+    // called only once both are made.
     const generations = new Generations({
       storage: ctx.storage,
       session,

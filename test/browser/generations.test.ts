@@ -143,7 +143,15 @@ describe("an answer being written, in the viewer", () => {
     // Stop: the writer's next append is refused, and the answer becomes its entry, in its place.
     await new Promise((resolve) => setTimeout(resolve, 200));
     await row.locator(".stop-generation").click();
-    await write.done;
+    try {
+      // Bounded: should the stop not reach the service, the test fails here, its writer stopped.
+      await expect
+        .poll(() => write.state.refused > 0 || write.state.failure !== undefined, { timeout: 15_000 })
+        .toBe(true);
+    } finally {
+      write.state.stopped = true;
+      await write.done;
+    }
     expect(write.state.failure).toBeUndefined();
     expect(write.state.refused).toBe(1);
     await expect.poll(() => row.getAttribute("class"), { timeout: 15_000 }).not.toContain("in-flight-row");

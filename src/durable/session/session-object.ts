@@ -97,15 +97,9 @@ export class SessionObject extends DurableObject<DurableEnv> {
     const quotas = new QuotaChecks(placed);
     const lifecycle = new LifecycleRow(sql);
     const alarm = new ObjectAlarm(ctx.storage, (task, error) => telemetry.logFailure(task, error));
-    const reports = new DirectoryReports({
-      env: placed,
-      storage: ctx.storage,
-      alarm,
-      session,
-      lifecycle,
-      quotas,
-      telemetry,
-    });
+    // The session's life uses what the directory reports use, and the reports themselves.
+    const reportHost = { env: placed, storage: ctx.storage, alarm, session, lifecycle, quotas, telemetry };
+    const reports = new DirectoryReports(reportHost);
     const copy = new ForkCopy({
       placed,
       storage: ctx.storage,
@@ -148,13 +142,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     session.writes.onWritten = (entries, leafId) => events.written(entries, leafId);
     const holds = new ForkHolds(sql);
     const life = new SessionLife({
-      env: placed,
-      storage: ctx.storage,
-      alarm,
-      session,
-      lifecycle,
-      quotas,
-      telemetry,
+      ...reportHost,
       reports,
       events,
       holds,

@@ -563,14 +563,9 @@ describe.each(repos)(
       const path = await session.getBranch();
       const { messagesToSummarize, turnPrefixMessages } = prepareCompaction(path, { keepRecentTokens: 0 });
       const input = [...messagesToSummarize, ...turnPrefixMessages];
-      expect(input.map((m) => m.role)).toEqual([
-        "user",
-        "assistant",
-        "toolResult",
-        "assistant",
-        "user",
-        "assistant",
-      ]);
+      // The thread's messages as its last checkpoint holds them.
+      const roles = ["user", "assistant", "toolResult", "assistant", "user", "assistant"];
+      expect(input.map((m) => m.role)).toEqual(roles);
       expect(JSON.stringify(input)).toContain("sun in Paris");
       await session.compact({ summary: "They talked about the weather.", keepRecentTokens: 0 });
       const context = await session.buildContext();
@@ -578,14 +573,7 @@ describe.each(repos)(
       // An export writes what came before the compaction once: the last checkpoint's messages.
       const written = conversation(await session.getBranch());
       const earlier = written.filter((w) => w.entry.type === "custom").flatMap((w) => w.messages);
-      expect(earlier.map((m) => m.role)).toEqual([
-        "user",
-        "assistant",
-        "toolResult",
-        "assistant",
-        "user",
-        "assistant",
-      ]);
+      expect(earlier.map((m) => m.role)).toEqual(roles);
       // A checkpoint holding its messages after the compaction stands for everything before it.
       await appendEarlierCheckpoint(session, []);
       expect((await session.buildContext()).messages).toEqual([]);

@@ -256,14 +256,45 @@ describe("a fork that fails part way", () => {
     return source;
   }
 
+  /** The forks the session `id` keeps its path for, as it copies (`fork_holds`, see fork-source.ts). */
+  const holds = (id: string) =>
+    runInDurableObject(stub(id), (_instance, state) =>
+      state.storage.sql.exec<{ fork_id: string }>("SELECT fork_id FROM fork_holds").toArray(),
+    );
+
   it("is removed, and answers that nothing was applied, when copying its rows fails", async () => {
     const source = await forkable();
+    // A page of the copy carries one entry: the source keeps the rest of the path for the fork.
+    faults.env.FORK_COPY_PAGE_BYTES = "1";
     const fork = `f-${newId()}`;
     // The new session was created; writing the rows it copies fails (and rolls back).
     faults.add({ point: "statement", object: objectOf(fork), matching: /INTO entries/ });
     const failed = await api("POST", `/v1/sessions/${source}/fork`, { entryId: "c", id: fork });
     expectUnavailable(failed, "not_applied");
     expect((await api("GET", `/v1/sessions/${fork}`)).status).toBe(404);
+    // Removed, the fork copies nothing: its source keeps nothing for it.
+    expect(await holds(source)).toEqual([]);
+  });
+
+  it("keeps its source's path when it failed after it was listed: its outcome is unknown, and it copies whole", async () => {
+    const source = await forkable();
+    faults.env.FORK_COPY_PAGE_BYTES = "1";
+    const fork = `f-${newId()}`;
+    // Created (its alarm set for an incomplete session), its first page copied and listed, the
+    // fork sets its alarm for the rest of the copy: that fails, so the fork answers a failure.
+    faults.add({ point: "setAlarm", object: objectOf(fork), skip: 1 });
+    const failed = await api("POST", `/v1/sessions/${source}/fork`, { entryId: "c", id: fork });
+    expect(faults.injected.setAlarm).toBeGreaterThanOrEqual(1);
+    expectUnavailable(failed, "unknown");
+    expect(await holds(source)).toEqual([{ fork_id: fork }]);
+    // Listed, the fork cannot be removed by the request that made it; it is a fork like any
+    // other, and reads its whole path from the source, which lets go once it is copied.
+    const info = await api("GET", `/v1/sessions/${fork}`);
+    expect(info.status).toBe(200);
+    expect(info.body.parentSession).toEqual({ id: source, entryId: "c" });
+    expect((await entries(fork)).map((entry) => entry.id)).toEqual(["a", "b", "c"]);
+    expect(await listed()).toContain(fork);
+    await vi.waitFor(async () => expect(await holds(source)).toEqual([]), { timeout: 5_000, interval: 50 });
   });
 
   it("answers that its outcome is unknown when it cannot be removed either", async () => {

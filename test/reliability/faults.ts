@@ -18,7 +18,9 @@ export type FaultPoint =
   /** A session object's alarm: it fails before doing anything, and the runtime runs it again. */
   | "alarm"
   /** `storage.deleteAll()` (purging a session): it fails. */
-  | "deleteAll";
+  | "deleteAll"
+  /** `storage.setAlarm()`: it fails, and the alarm stays as it was. */
+  | "setAlarm";
 
 export interface FaultRule {
   point: FaultPoint;
@@ -108,7 +110,8 @@ function injectedError(): Error {
 
 /**
  * Gives `ctx` a storage that follows the plan: its real storage, with statements inside
- * transactions that may fail, a reset that may follow a commit, and a `deleteAll` that may fail.
+ * transactions that may fail, a reset that may follow a commit, and a `deleteAll` or a `setAlarm`
+ * that may fail.
  * Defined on the state itself (the object's base class takes only the runtime's own state).
  */
 export function faultyStorage(ctx: DurableObjectState): void {
@@ -149,6 +152,12 @@ export function faultyStorage(ctx: DurableObjectState): void {
         return async () => {
           if (faults.strikes("deleteAll", object)) throw injectedError();
           return target.deleteAll();
+        };
+      }
+      if (property === "setAlarm") {
+        return async (...args: Parameters<DurableObjectStorage["setAlarm"]>) => {
+          if (faults.strikes("setAlarm", object)) throw injectedError();
+          return target.setAlarm(...args);
         };
       }
       const value = Reflect.get(target, property, target);

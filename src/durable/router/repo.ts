@@ -113,7 +113,10 @@ export class DurableRepo implements SessionRepo, SessionCreator {
 
   /**
    * @internal creates a fork's object (see `SessionObjectStorage.fork`), which lists it as soon as
-   * it begins; answers its info. A fork that fails to begin is removed.
+   * it begins; answers its info. A fork that fails to begin is removed, and its source lets go of
+   * the path it kept for it. One that cannot be removed may copy from it still (it failed after it
+   * was listed, or its answer was lost): the source keeps the path until the fork lets go of it,
+   * once copied or purged.
    */
   async beginFork(
     header: SessionHeader,
@@ -129,12 +132,19 @@ export class DurableRepo implements SessionRepo, SessionCreator {
       });
       return { storage, info };
     } catch (error) {
-      // Left behind (unlisted, until its object drops it), what it began may be read.
+      // Left behind, unlisted (until its object drops it) or listed (it failed after it was), the
+      // fork may still copy from its source: what it began may be read.
       const removed = await storage.delete().then(
         () => true,
         () => false,
       );
-      throw removed ? error : partlyApplied(error);
+      if (!removed) throw partlyApplied(error);
+      const { hold } = fork.start;
+      if (hold !== undefined)
+        await this.storage(fork.sourceId)
+          .releaseFork(hold)
+          .catch(() => undefined);
+      throw error;
     }
   }
 

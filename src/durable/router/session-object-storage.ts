@@ -42,7 +42,10 @@ export interface SessionCreator {
     publish: boolean,
     options?: { bytes?: number; location?: LocationHint },
   ): Promise<SessionObjectStorage>;
-  /** Creates a fork's object, listed as it begins; answers its info. @internal */
+  /**
+   * Creates a fork's object, listed as it begins; answers its info. A fork that fails to begin is
+   * removed, and its source lets go of what it kept for it. @internal
+   */
   beginFork(
     header: SessionHeader,
     fork: ForkBegin,
@@ -285,12 +288,12 @@ export class SessionObjectStorage implements SessionStorage {
       metadata: start.header.metadata,
       parentSession: { id: this.id, entryId: start.leafId ?? targetId },
     });
-    try {
-      return await this.#repo.beginFork(header, { sourceId: this.id, start, name }, options.location);
-    } catch (error) {
-      if (start.hold !== undefined) await this.#stub.releaseFork(start.hold).catch(() => undefined);
-      throw error;
-    }
+    return this.#repo.beginFork(header, { sourceId: this.id, start, name }, options.location);
+  }
+
+  /** The fork of `hold` is gone: the session no longer keeps anything for it. @internal */
+  releaseFork(hold: string): Promise<void> {
+    return call<void>(this.#stub.releaseFork(hold));
   }
 
   /**

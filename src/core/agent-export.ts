@@ -1,4 +1,4 @@
-import { latestCompaction, ownMessages, projectContext, projectEntries } from "./context";
+import { latestCompaction, ownMessages, projectContext } from "./context";
 import type { SessionEntry, TreeEntry } from "./entries";
 import type { AgentMessage } from "./messages";
 import type { SourceFields } from "./source-lines";

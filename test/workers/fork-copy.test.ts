@@ -365,6 +365,20 @@ describe("a fork's source", () => {
     await endsWhole(id, path);
   });
 
+  it("keeps nothing for a fork sent again under the id of one still copying from it", async () => {
+    const src = await source();
+    const { id } = await fork(src);
+    expectError(
+      await api("POST", `/v1/sessions/${src}/fork`, { body: { entryId: "m40", id } }),
+      409,
+      "already_exists",
+    );
+    const holds = await runInDurableObject(objectOf(src), (_, state) =>
+      state.storage.sql.exec<{ fork_id: string }>("SELECT fork_id FROM fork_holds").toArray(),
+    );
+    expect(holds).toEqual([{ fork_id: id }]);
+  });
+
   it("is let go by a fork purged before its copy was done", async () => {
     const src = await source();
     const { id } = await fork(src);

@@ -1,4 +1,5 @@
 import type { SessionEntry } from "../../core/entries";
+import { SessionError } from "../../core/errors";
 import { newSessionHeader } from "../../core/header";
 import { checkSessionId, newId } from "../../core/ids";
 import type { ImportedSession } from "../../core/interchange";
@@ -132,12 +133,16 @@ export class DurableRepo implements SessionRepo, SessionCreator {
       });
       return { storage, info };
     } catch (error) {
+      // A session that has the fork's id already refused it: nothing of the fork was begun.
+      const refused = error instanceof SessionError && error.code === "already_exists";
       // Left behind, unlisted (until its object drops it) or listed (it failed after it was), the
       // fork may still copy from its source: what it began may be read.
-      const removed = await storage.delete().then(
-        () => true,
-        () => false,
-      );
+      const removed =
+        refused ||
+        (await storage.delete().then(
+          () => true,
+          () => false,
+        ));
       if (!removed) throw partlyApplied(error);
       const { hold } = fork.start;
       if (hold !== undefined)

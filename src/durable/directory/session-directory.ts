@@ -1,6 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Result } from "../../core/errors";
-import { capture, unwrap } from "../../core/errors";
+import { capture } from "../../core/errors";
 import { decodeCursor, encodeCursor } from "../../core/info";
 import { sessionsPageLimit } from "../../core/paging";
 import type { TenantSearchOptions, TenantSearchResult } from "../../core/search";
@@ -11,6 +11,7 @@ import type { DurableEnv } from "../env";
 import { logBackgroundFailure } from "../log-line";
 import { directoryShard, directoryShards, sessionObjectName } from "../names";
 import { ObjectAlarm } from "../object-alarm";
+import { objectCalls } from "../object-calls";
 import { objectEnv } from "../placement/placed-env";
 import { quotasFor } from "../quotas";
 import type { Sql } from "../sql";
@@ -19,7 +20,6 @@ import { streamObjectName } from "../stream/paths";
 import type {
   ClaimRequest,
   DirectoryReport,
-  ExpiryOutcome,
   Retention,
   SeedRow,
   StreamListing,
@@ -397,8 +397,10 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
       await Promise.all(
         idle.slice(i, i + SWEEP_PARALLEL).map(async (id) => {
           try {
-            const stub = this.#placed.SESSIONS.getByName(sessionObjectName(identity.tenant, id));
-            const outcome = unwrap((await stub.expireIdle(idleBefore)) as Result<ExpiryOutcome>);
+            const session = objectCalls(
+              this.#placed.SESSIONS.getByName(sessionObjectName(identity.tenant, id)),
+            );
+            const outcome = await session.expireIdle(idleBefore);
             if (outcome === "expired") expired++;
             // A row whose session is gone would be asked forever.
             else if (outcome === "missing") this.#drop(id);

@@ -8,7 +8,7 @@ import { utf8Length } from "../../core/json";
 import type { LocationHint } from "../../core/location";
 import type { NumberedLine } from "../../core/ndjson";
 import type { SessionRepo } from "../../core/repo";
-import type { TenantSearchOptions, TenantSearchPage, TenantSearchResult } from "../../core/search";
+import type { TenantSearchOptions, TenantSearchPage } from "../../core/search";
 import { DEFAULT_SEARCH_HITS } from "../../core/search";
 import { Session } from "../../core/session";
 import type {
@@ -25,6 +25,7 @@ import type { ExistingSessions, TenantImportReport } from "../../core/tenant-str
 import { exportTenant, importTenant } from "../../core/tenant-stream";
 import type { DurableEnv } from "../env";
 import { directoryShard, directoryShards, sessionObjectName, shardCount, shardOf } from "../names";
+import { objectCalls } from "../object-calls";
 import { tenantEnv } from "../placement/placed-env";
 import type { Quotas } from "../quotas";
 import { quotasFor } from "../quotas";
@@ -34,7 +35,7 @@ import { recoveryWindowMs } from "../session/session-reports";
 import { partlyApplied } from "../transient";
 import type { ForkBegin, Retention, StreamUsage } from "../types";
 import { mergeEventStreams, mergePages, mergeSearchResults } from "./directory-shards";
-import { call, type SessionCreator, SessionObjectStorage } from "./session-object-storage";
+import { type SessionCreator, SessionObjectStorage } from "./session-object-storage";
 import { streamBackupSource, streamBackupTarget } from "./tenant-stream-backup";
 import type { StreamListRequest, StreamPage } from "./tenant-streams";
 import { listTenantStreams, tenantStreamUsage } from "./tenant-streams";
@@ -197,7 +198,7 @@ export class DurableRepo implements SessionRepo, SessionCreator {
   /** A page of the tenant's sessions: every directory shard asked at once, their pages merged. */
   async list(options: ListOptions = {}): Promise<SessionPage> {
     const pages = await Promise.all(
-      directoryShards(this.#env, this.tenant).map((shard) => call<SessionPage>(shard.list(options))),
+      directoryShards(this.#env, this.tenant).map((shard) => objectCalls(shard).list(options)),
     );
     return mergePages(pages, options);
   }
@@ -205,9 +206,7 @@ export class DurableRepo implements SessionRepo, SessionCreator {
   /** The tenant's sessions created, updated and deleted from now, as Server-Sent Events. */
   async events(): Promise<ReadableStream<Uint8Array>> {
     const shards = directoryShards(this.#env, this.tenant);
-    const streams = await Promise.allSettled(
-      shards.map((shard) => call<ReadableStream<Uint8Array>>(shard.events())),
-    );
+    const streams = await Promise.allSettled(shards.map((shard) => objectCalls(shard).events()));
     const refused = streams.find((stream) => stream.status === "rejected");
     if (refused) {
       // A shard said no: the streams the others opened are let go.
@@ -222,9 +221,7 @@ export class DurableRepo implements SessionRepo, SessionCreator {
   /** The tenant's sessions best matching a query, from the directory shards (no session is opened). */
   async search(options: TenantSearchOptions): Promise<TenantSearchPage> {
     const answers = await Promise.all(
-      directoryShards(this.#env, this.tenant).map((shard) =>
-        call<TenantSearchResult[]>(shard.search(options)),
-      ),
+      directoryShards(this.#env, this.tenant).map((shard) => objectCalls(shard).search(options)),
     );
     return { results: mergeSearchResults(answers, options.limit ?? DEFAULT_SEARCH_HITS) };
   }

@@ -1,8 +1,6 @@
 import type { OmittedHistory } from "../../core/compaction";
 import { addOmitted } from "../../core/compaction";
 import type { LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "../../core/entries";
-import type { Result } from "../../core/errors";
-import { unwrap } from "../../core/errors";
 import type { GenerationInfo, OpenGenerationBody } from "../../core/generations/generation-schemas";
 import { newSessionHeader } from "../../core/header";
 import { newId } from "../../core/ids";
@@ -27,12 +25,13 @@ import type {
 import type { TreeNode } from "../../core/tree";
 import { buildTree } from "../../core/tree";
 import { REQUEST_ID_HEADER } from "../log-line";
+import { type ObjectCalls, objectCalls } from "../object-calls";
 import type { GenerationEnd } from "../session/generation-rows";
 import type { GenerationOutcome } from "../session/generations";
 import { GENERATION_ID_HEADER } from "../session/generations";
 import type { BlobAnswer, BlobPolicy } from "../session/session-blobs";
 import type { SessionObject } from "../session/session-object";
-import type { CompactionPlan, ContextAnswer, EntryPage, ForkBegin, ForkStart, OmittedCount } from "../types";
+import type { ContextAnswer, EntryPage, ForkBegin } from "../types";
 
 /** What a session's storage needs of its repo: creating a session (a fork), and its recovery window. */
 export interface SessionCreator {
@@ -62,11 +61,6 @@ const COUNT_SLICE = 100_000;
 /** Seqs named in one call that reads or copies pages of them (each call does what it can, and says what is left). */
 const SEQ_WINDOW = 20_000;
 
-/** Unwraps an RPC answer; structured clone turns `Result<T>` into a type RPC stubs describe loosely. */
-export async function call<T>(answer: Promise<unknown>): Promise<T> {
-  return unwrap((await answer) as Result<T>);
-}
-
 /**
  * The object-backed `SessionStorage`: each call is one RPC to the session's Durable Object, where
  * the SQLite store applies it in a transaction.
@@ -75,6 +69,7 @@ export class SessionObjectStorage implements SessionStorage {
   readonly id: string;
   readonly #repo: SessionCreator;
   readonly #stub: DurableObjectStub<SessionObject>;
+  readonly #object: ObjectCalls<SessionObject>;
   /**
    * The token of the fork or import building the session through this handle: only its calls
    * find the session until `publish`, after which it is a handle like any other.
@@ -85,36 +80,37 @@ export class SessionObjectStorage implements SessionStorage {
     this.#repo = repo;
     this.id = id;
     this.#stub = stub;
+    this.#object = objectCalls(stub);
     this.#builder = builder;
   }
 
   getHeader(): Promise<SessionHeader> {
-    return call(this.#stub.getHeader());
+    return this.#object.getHeader();
   }
 
   updateHeader(patch: HeaderPatch): Promise<SessionHeader> {
-    return call(this.#stub.updateHeader(patch));
+    return this.#object.updateHeader(patch);
   }
 
   getInfo(): Promise<SessionInfo> {
-    return call(this.#stub.getInfo());
+    return this.#object.getInfo();
   }
 
   getLeafId(): Promise<string | null> {
-    return call(this.#stub.getLeafId(this.#builder));
+    return this.#object.getLeafId(this.#builder);
   }
 
   setLeafId(targetId: string | null, options: LeafOptions = {}): Promise<StoredEntry<LeafEntry>> {
-    return call(this.#stub.setLeafId(targetId, { ...options, builder: this.#builder }));
+    return this.#object.setLeafId(targetId, { ...options, builder: this.#builder });
   }
 
   /** Where the leaf stood at `asOf` (the head when undefined): the session's leaf history. */
   leafAt(asOf?: string): Promise<LeafAt> {
-    return call(this.#stub.leafAt(asOf));
+    return this.#object.leafAt(asOf);
   }
 
   getEntry(id: string): Promise<StoredEntry | undefined> {
-    return call(this.#stub.getEntry(id));
+    return this.#object.getEntry(id);
   }
 
   /**
@@ -126,16 +122,16 @@ export class SessionObjectStorage implements SessionStorage {
     const { rest } = first;
     for (let next = 0; next < rest.length; ) {
       const window = rest.slice(next, next + SEQ_WINDOW);
-      const page = await call<EntryPage>(this.#stub.readEntries(window));
+      const page = await this.#object.readEntries(window);
       yield page.entries;
       next += window.length - page.rest.length;
     }
   }
 
   /** Every entry of an object's paged answer, its first page and the pages after it. */
-  async #drain<T extends StoredEntry = StoredEntry>(answer: Promise<unknown>): Promise<T[]> {
+  async #drain<T extends StoredEntry = StoredEntry>(answer: Promise<EntryPage>): Promise<T[]> {
     const entries: StoredEntry[] = [];
-    for await (const page of this.#pages(await call<EntryPage>(answer))) {
+    for await (const page of this.#pages(await answer)) {
       for (const entry of page) entries.push(entry);
     }
     return entries as T[];
@@ -143,20 +139,20 @@ export class SessionObjectStorage implements SessionStorage {
 
   /** Entries page by page; the first is read before this resolves, so a missing session fails here. */
   async entryPages(query: EntryQuery = {}): Promise<AsyncGenerator<StoredEntry[]>> {
-    return this.#pages(await call<EntryPage>(this.#stub.getEntries(query)));
+    return this.#pages(await this.#object.getEntries(query));
   }
 
   /** The path page by page (see `entryPages`). */
   async branchPages(leafId?: string | null): Promise<AsyncGenerator<StoredEntry[]>> {
-    return this.#pages(await call<EntryPage>(this.#stub.getBranch(leafId)));
+    return this.#pages(await this.#object.getBranch(leafId));
   }
 
   async getEntries(query: EntryQuery = {}): Promise<StoredEntry[]> {
-    return this.#drain(this.#stub.getEntries(query));
+    return this.#drain(this.#object.getEntries(query));
   }
 
   async getBranch(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
-    return this.#drain(this.#stub.getBranch(leafId));
+    return this.#drain(this.#object.getBranch(leafId));
   }
 
   /**
@@ -168,7 +164,7 @@ export class SessionObjectStorage implements SessionStorage {
     leafId?: string | null,
     options: { since?: string; ifNoneMatch?: readonly string[]; blobs?: BlobAnswer } = {},
   ): Promise<ContextAnswer> {
-    return call(this.#stub.getContext(leafId, options));
+    return this.#object.getContext(leafId, options);
   }
 
   /**
@@ -176,7 +172,7 @@ export class SessionObjectStorage implements SessionStorage {
    * (without `after`, live from now).
    */
   events(after: number | undefined, payload: boolean): Promise<ReadableStream<Uint8Array>> {
-    return call(this.#stub.events(after, payload));
+    return this.#object.events(after, payload);
   }
 
   /** Hands a WebSocket upgrade (already authenticated) to the session's object. */
@@ -185,7 +181,7 @@ export class SessionObjectStorage implements SessionStorage {
   }
 
   mintTicket(): Promise<{ ticket: string; expiresAt: string }> {
-    return call(this.#stub.mintTicket());
+    return this.#object.mintTicket();
   }
 
   redeemTicket(ticket: string): Promise<boolean> {
@@ -193,7 +189,7 @@ export class SessionObjectStorage implements SessionStorage {
   }
 
   async getContextPath(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
-    return this.#drain(this.#stub.getContextPath(leafId));
+    return this.#drain(this.#object.getContextPath(leafId));
   }
 
   /**
@@ -205,30 +201,28 @@ export class SessionObjectStorage implements SessionStorage {
     leafId: string,
     keepRecentTokens: number,
   ): Promise<{ path: StoredEntry<TreeEntry>[]; omitted?: OmittedHistory }> {
-    const plan = await call<CompactionPlan>(this.#stub.compactionPlan(leafId, keepRecentTokens));
+    const plan = await this.#object.compactionPlan(leafId, keepRecentTokens);
     let counted: Omit<OmittedHistory, "after"> = { messages: 0, tokens: 0, readFiles: [], modifiedFiles: [] };
     for (let next = 0; next < plan.omitted.length; ) {
-      const part = await call<OmittedCount>(
-        this.#stub.countOmitted(plan.omitted.slice(next, next + COUNT_SLICE), plan.compactionId),
+      const part = await this.#object.countOmitted(
+        plan.omitted.slice(next, next + COUNT_SLICE),
+        plan.compactionId,
       );
       counted = addOmitted(counted, part.counted);
       next += part.done;
     }
-    const path = await this.#drain<StoredEntry<TreeEntry>>(this.#stub.readEntries(plan.seqs));
+    const path = await this.#drain<StoredEntry<TreeEntry>>(this.#object.readEntries(plan.seqs));
     if (plan.omitted.length === 0 || plan.after === undefined) return { path };
     return { path, omitted: { ...counted, after: plan.after } };
   }
 
   async getTree(): Promise<TreeNode[]> {
-    const { rows, labels } = await call<{
-      rows: Parameters<typeof buildTree>[0];
-      labels: Record<string, string>;
-    }>(this.#stub.getTreeRows());
+    const { rows, labels } = await this.#object.getTreeRows();
     return buildTree(rows, labels);
   }
 
   getLabels(): Promise<Record<string, string>> {
-    return call(this.#stub.getLabels());
+    return this.#object.getLabels();
   }
 
   /** Appends entries; a provider's message among them is converted inside the object, as it writes. */
@@ -236,27 +230,32 @@ export class SessionObjectStorage implements SessionStorage {
     entries: readonly AppendEntryInput[],
     options: AppendOptions & { validated?: boolean } = {},
   ): Promise<AppendResult> {
-    return call(
-      this.#stub.appendEntries(entries, { ...options, blobs: this.#repo.blobPolicy, builder: this.#builder }),
-    );
+    return this.#object.appendEntries(entries, {
+      ...options,
+      blobs: this.#repo.blobPolicy,
+      builder: this.#builder,
+    });
   }
 
   importEntries(entries: readonly SessionEntry[], options: ImportOptions = {}): Promise<void> {
-    return call(
-      this.#stub.importEntries(entries, { ...options, blobs: this.#repo.blobPolicy, builder: this.#builder }),
-    );
+    return this.#object.importEntries(entries, {
+      ...options,
+      blobs: this.#repo.blobPolicy,
+      builder: this.#builder,
+    });
   }
 
   /** Refuses (`quota_exceeded`) when `bytes` more would take the session past its byte quotas. */
   checkRoom(bytes: number): Promise<void> {
-    return call(this.#stub.checkRoom(bytes, this.#builder));
+    return this.#object.checkRoom(bytes, this.#builder);
   }
 
   /**
    * A fork of the path root → target: a new session, answered as soon as it exists holding its
    * path's first page; the rest is copied in the background by its own object, which meanwhile
-   * answers every read as if it were complete (fork-copy.ts). A fork that fails to begin leaves
-   * nothing, and this session keeps nothing for it. The new session's object is created near
+   * answers every read as if it were complete (fork-copy.ts). A fork that fails to begin is
+   * removed, and this session keeps nothing for it (one that cannot be removed answers that its
+   * outcome is unknown, see `DurableRepo.beginFork`). The new session's object is created near
    * `location`, when given.
    */
   async fork(
@@ -279,7 +278,7 @@ export class SessionObjectStorage implements SessionStorage {
     options: ForkOptions & { location?: LocationHint },
   ): Promise<{ storage: SessionObjectStorage; info: SessionInfo }> {
     const id = options.id ?? newId();
-    const start = await call<ForkStart>(this.#stub.forkStart(targetId, options.position, id));
+    const start = await this.#object.forkStart(targetId, options.position, id);
     const name = options.name ?? start.name;
     const header = newSessionHeader({
       id,
@@ -293,7 +292,7 @@ export class SessionObjectStorage implements SessionStorage {
 
   /** The fork of `hold` is gone: the session no longer keeps anything for it. @internal */
   releaseFork(hold: string): Promise<void> {
-    return call<void>(this.#stub.releaseFork(hold));
+    return this.#object.releaseFork(hold);
   }
 
   /**
@@ -305,9 +304,7 @@ export class SessionObjectStorage implements SessionStorage {
     header: SessionHeader,
     options: { shard: number; bytes?: number; fork?: ForkBegin },
   ): Promise<SessionInfo> {
-    const info = await call<SessionInfo>(
-      this.#stub.init(tenant, header, { ...options, builder: this.#builder }),
-    );
+    const info = await this.#object.init(tenant, header, { ...options, builder: this.#builder });
     // A fork is listed by its object as soon as it begins.
     if (options.fork) this.#builder = undefined;
     return info;
@@ -316,45 +313,45 @@ export class SessionObjectStorage implements SessionStorage {
   /** Lists the session this handle built, complete, in the directory now. */
   async publish(): Promise<void> {
     if (this.#builder === undefined) throw new Error("only the handle that builds a session publishes it");
-    await call(this.#stub.publish(this.#builder));
+    await this.#object.publish(this.#builder);
     this.#builder = undefined;
   }
 
   /** Deletes the session, restorable for the recovery window (RECOVERY_WINDOW_SECONDS). */
   delete(): Promise<void> {
-    return call(this.#stub.delete(this.#repo.recoveryMs, this.#builder));
+    return this.#object.delete(this.#repo.recoveryMs, this.#builder);
   }
 
   /** Deletes the session for good, now (a deleted one too). */
   purge(): Promise<void> {
-    return call(this.#stub.purge());
+    return this.#object.purge();
   }
 
   /** Brings a deleted session back within its recovery window. */
   restore(): Promise<SessionInfo> {
-    return call(this.#stub.restore());
+    return this.#object.restore();
   }
 
   search(options: SessionSearchOptions): Promise<SessionSearchPage> {
-    return call(this.#stub.search(options));
+    return this.#object.search(options);
   }
 
   /** Opens a generation: an answer written as chunks to a stream of the session (generations.ts). */
   openGeneration(input: OpenGenerationBody): Promise<GenerationInfo> {
-    return call(this.#stub.openGeneration(input));
+    return this.#object.openGeneration(input);
   }
 
   getGeneration(id: string): Promise<GenerationInfo> {
-    return call(this.#stub.getGeneration(id));
+    return this.#object.getGeneration(id);
   }
 
   listGenerations(): Promise<GenerationInfo[]> {
-    return call(this.#stub.listGenerations());
+    return this.#object.listGenerations();
   }
 
   /** Completes or stops a generation: its answer appended and its stream closed at once. */
   endGeneration(id: string, how: GenerationEnd): Promise<GenerationOutcome> {
-    return call(this.#stub.endGeneration(id, how));
+    return this.#object.endGeneration(id, how);
   }
 
   /** Hands a Durable Streams request for a generation's stream (authenticated) to the session's object. */

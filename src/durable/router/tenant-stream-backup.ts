@@ -1,4 +1,4 @@
-import { isErrorCode, SessionError, unwrap } from "../../core/errors";
+import { isErrorCode, SessionError } from "../../core/errors";
 import type {
   StreamAppend,
   StreamBackupSource,
@@ -8,6 +8,7 @@ import type {
   StreamImportWrite,
 } from "../../core/stream-backup";
 import type { DurableEnv } from "../env";
+import { objectCalls } from "../object-calls";
 import { streamObjectName } from "../stream/paths";
 import { HEADER } from "../stream/protocol";
 import { STREAM_KEY_HEADER, STREAM_TENANT_HEADER } from "../stream/stream-object";
@@ -38,10 +39,10 @@ export function streamBackupSource(env: DurableEnv, tenant: string): StreamBacku
     do {
       const page = await listTenantStreams(env, tenant, { limit: LIST_PAGE, cursor });
       for (const { path } of page.streams) {
-        const stub = objects(env).getByName(streamObjectName(tenant, path));
+        const stream = objectCalls(objects(env).getByName(streamObjectName(tenant, path)));
         let header: StreamHeader;
         try {
-          header = unwrap(await stub.exportHeader(path));
+          header = await stream.exportHeader(path);
         } catch (error) {
           // Deleted since the listing was read: it is not in the tenant any more.
           if (error instanceof SessionError && (error.code === "not_found" || error.code === "gone"))
@@ -50,9 +51,7 @@ export function streamBackupSource(env: DurableEnv, tenant: string): StreamBacku
         }
         const appends = async function* (): AsyncGenerator<StreamAppend> {
           for (let from: number | null = 0; from !== null; ) {
-            const next: { appends: StreamAppend[]; next: number | null } = unwrap(
-              await stub.exportAppends(path, from, APPENDS_PAGE_BYTES),
-            );
+            const next = await stream.exportAppends(path, from, APPENDS_PAGE_BYTES);
             yield* next.appends;
             from = next.next;
           }

@@ -1,14 +1,13 @@
-import type { EntryRef } from "../../core/append";
 import type { StoredEntry } from "../../core/entries";
-import type { Result } from "../../core/errors";
 import { capture, SessionError, unwrap } from "../../core/errors";
 import { forkExtras } from "../../core/fork";
 import type { DurableEnv } from "../env";
 import { sessionObjectName } from "../names";
 import type { ObjectAlarm } from "../object-alarm";
+import { objectCalls } from "../object-calls";
 import { numberSetting } from "../settings";
 import { storageWork } from "../transient";
-import type { CopiedRows, ForkBegin } from "../types";
+import type { ForkBegin } from "../types";
 import { CopyNeeded } from "./entry-rows";
 import type { QuotaChecks } from "./quota-checks";
 import { PAGE_CHARS } from "./schema";
@@ -99,7 +98,7 @@ export class ForkCopy {
 
   #source(sourceId: string) {
     const { tenant } = this.#host.session.state;
-    return this.#host.placed.SESSIONS.getByName(sessionObjectName(tenant, sourceId));
+    return objectCalls(this.#host.placed.SESSIONS.getByName(sessionObjectName(tenant, sourceId)));
   }
 
   /**
@@ -133,13 +132,7 @@ export class ForkCopy {
     const state = session.copy.state;
     if (!session.exists || !state?.next) return;
     const from = state.next.seq;
-    const page = unwrap(
-      (await this.#source(state.sourceId).forkPage(
-        state.hold,
-        from,
-        settings().pageBytes,
-      )) as Result<CopiedRows>,
-    );
+    const page = await this.#source(state.sourceId).forkPage(state.hold, from, settings().pageBytes);
     // The blobs the rows refer to are this session's too before the rows are.
     await blobs.claimCopied(page.blobRefs);
     storageWork(() => session.writes.copyPage(from, page));
@@ -162,8 +155,7 @@ export class ForkCopy {
     const state = this.copying ? this.#host.session.copy.state : null;
     if (!state?.next) return undefined;
     try {
-      const entry = await this.#source(state.sourceId).forkEntry(state.hold, state.next.seq, id);
-      return unwrap(entry as Result<StoredEntry | null>) ?? undefined;
+      return (await this.#source(state.sourceId).forkEntry(state.hold, state.next.seq, id)) ?? undefined;
     } catch (error) {
       // The source lets go once the copy is done: the fork holds the path itself then.
       if (!this.copying) return undefined;
@@ -206,11 +198,7 @@ export class ForkCopy {
     const asked = ids.filter((id) => copy.refOf(id) === undefined);
     const state = copy.state;
     if (asked.length > 0 && state?.next) {
-      const found = unwrap(
-        (await this.#source(state.sourceId).forkRefs(state.hold, state.next.seq, asked)) as Result<
-          Record<string, EntryRef>
-        >,
-      );
+      const found = await this.#source(state.sourceId).forkRefs(state.hold, state.next.seq, asked);
       copy.learn(asked, found);
     }
     // Entries of the path are read, and written under, once copied; so is the rest of the path.
@@ -257,7 +245,7 @@ export class ForkCopy {
     const { session } = this.#host;
     const state = session.copy.state;
     if (!session.exists || !state) return;
-    unwrap((await this.#source(state.sourceId).releaseFork(state.hold)) as Result<void>);
+    await this.#source(state.sourceId).releaseFork(state.hold);
     if (!state.next) storageWork(() => session.copy.released());
   }
 

@@ -272,8 +272,12 @@ const NO_SOURCES: StreamSources = {
   keyOf: () => {
     throw new SessionError("invalid_request", "a generation's stream cannot be forked");
   },
-  forkPoint: async () => ({ ok: false, error: { code: "not_found", message: "no such stream" } }),
-  read: async () => ({ ok: false, error: { code: "not_found", message: "no such stream" } }),
+  forkPoint: async () => {
+    throw new SessionError("not_found", "no such stream");
+  },
+  read: async () => {
+    throw new SessionError("not_found", "no such stream");
+  },
   release: async () => undefined,
 };
 

@@ -1,7 +1,8 @@
 import type { Result } from "../../core/errors";
-import { capture, SessionError, unwrap } from "../../core/errors";
+import { capture, SessionError } from "../../core/errors";
 import type { DurableEnv } from "../env";
 import { directoryShard } from "../names";
+import { objectCalls } from "../object-calls";
 import type { Quotas } from "../quotas";
 import { DEFAULT_OPEN_GENERATIONS, quotaExceeded, quotasFor } from "../quotas";
 import { unavailable } from "../transient";
@@ -56,10 +57,9 @@ export class QuotaChecks {
   }
 
   async #ask(tenant: string, request: Omit<ClaimRequest, "seq">): Promise<number> {
-    const answer = await this.#reach(() =>
-      this.#ledger(tenant).claimQuota(tenant, { ...request, seq: this.#nextSeq() }),
+    this.#claim = await this.#reach(() =>
+      objectCalls(this.#ledger(tenant)).claimQuota(tenant, { ...request, seq: this.#nextSeq() }),
     );
-    this.#claim = unwrap(answer);
     return this.#claim;
   }
 

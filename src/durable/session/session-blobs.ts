@@ -1,17 +1,16 @@
 import { blobSlots, parseBlobRef, rewriteBlobSlots } from "../../core/blob-refs";
 import type { StoredEntry } from "../../core/entries";
-import type { Result } from "../../core/errors";
-import { SessionError, unwrap } from "../../core/errors";
+import { SessionError } from "../../core/errors";
 import { utf8Length } from "../../core/json";
 import type { BlobValue } from "../blobs/blob-codec";
 import { encodeBlob } from "../blobs/blob-codec";
 import { collectRefs, replaceRefs, scan } from "../blobs/blob-inputs";
-import type { BlobClaim } from "../blobs/blob-ledger";
 import { BlobStore, inParallel } from "../blobs/blob-store";
 import { answerRefsInStream } from "../blobs/blob-text";
 import { signBlobUrl, urlTtlSeconds } from "../blobs/blob-urls";
 import type { DurableEnv } from "../env";
 import { directoryShard } from "../names";
+import { objectCalls } from "../object-calls";
 import { numberSetting } from "../settings";
 import type { Sql } from "../sql";
 import { tenantKey } from "../tenant-key";
@@ -214,11 +213,9 @@ export class SessionBlobs {
     if (claimed.length === 0) return;
     const store = await this.#blobs();
     const byKey = new Map(claimed.map((value) => [store.key(value), value]));
-    const answers = unwrap(
-      (await this.#ledger().claimBlobs(
-        this.#owner(),
-        claimed.map((value) => ({ key: store.key(value), jsonBytes: value.jsonBytes })),
-      )) as Result<BlobClaim[]>,
+    const answers = await objectCalls(this.#ledger()).claimBlobs(
+      this.#owner(),
+      claimed.map((value) => ({ key: store.key(value), jsonBytes: value.jsonBytes })),
     );
     const uploads = answers
       .filter((answer) => "upload" in answer && answer.upload)
@@ -268,11 +265,9 @@ export class SessionBlobs {
     const keyOf = (ref: string) =>
       store.key(parseBlobRef(ref) as NonNullable<ReturnType<typeof parseBlobRef>>);
     const refOf = new Map(claimed.map((ref) => [keyOf(ref), ref]));
-    const answers = unwrap(
-      (await this.#ledger().claimBlobs(
-        this.#owner(),
-        claimed.map((ref) => ({ key: keyOf(ref) })),
-      )) as Result<BlobClaim[]>,
+    const answers = await objectCalls(this.#ledger()).claimBlobs(
+      this.#owner(),
+      claimed.map((ref) => ({ key: keyOf(ref) })),
     );
     const recorded: Array<{ ref: string; jsonBytes: number }> = [];
     for (const answer of answers) {
@@ -294,7 +289,7 @@ export class SessionBlobs {
   async release(): Promise<void> {
     try {
       if (!this.#host.env.BLOBS || !this.#host.session.exists) return;
-      unwrap((await this.#ledger().releaseBlobs(this.#owner())) as Result<void>);
+      await objectCalls(this.#ledger()).releaseBlobs(this.#owner());
     } finally {
       this.reset();
     }

@@ -1,8 +1,8 @@
-import type { Result } from "../../core/errors";
-import { SessionError, unwrap } from "../../core/errors";
+import { SessionError } from "../../core/errors";
 import { newId } from "../../core/ids";
 import type { SessionHeader, SessionInfo } from "../../core/session-schemas";
 import { sessionObjectName } from "../names";
+import { objectCalls } from "../object-calls";
 import { transaction } from "../transaction";
 import { unavailable } from "../transient";
 import type { ExpiryOutcome, NewSessionOptions } from "../types";
@@ -201,8 +201,8 @@ export class SessionLife {
     for (const { hold, forkId, since } of holds.list()) {
       if (Date.now() - since < HOLD_CHECK_MS) continue;
       try {
-        const fork = env.SESSIONS.getByName(sessionObjectName(tenant, forkId));
-        if (unwrap((await fork.copyHold()) as Result<string | null>) !== hold) holds.remove(hold);
+        const fork = objectCalls(env.SESSIONS.getByName(sessionObjectName(tenant, forkId)));
+        if ((await fork.copyHold()) !== hold) holds.remove(hold);
       } catch (error) {
         await telemetry.logFailure("fork_hold_check", error);
       }

@@ -1,4 +1,4 @@
-import { SessionError, unwrap } from "../../core/errors";
+import { SessionError } from "../../core/errors";
 import { errorSummary, logLine } from "../log-line";
 import type { Reloadable } from "../transaction";
 import { transaction } from "../transaction";
@@ -162,7 +162,7 @@ export class StreamContext {
     const fork = stream.fork;
     if (!fork || from >= fork.inherited.records) return this.store.page(stream, from, until, maxBytes);
     const limit = Math.min(until, fork.inherited.records);
-    const inherited = unwrap(await this.sources.read(fork.source, from, limit, maxBytes));
+    const inherited = await this.sources.read(fork.source, from, limit, maxBytes);
     if (!inherited) throw new SessionError("gone", "the data this fork inherits is gone");
     const page = { ...inherited, batchEnd: Math.min(inherited.batchEnd, limit) };
     const bytes = pageBytes(page);

@@ -1,4 +1,4 @@
-import { SessionError, unwrap } from "../../core/errors";
+import { SessionError } from "../../core/errors";
 import { answer, metadataHeaders } from "./answers";
 import type { AppendHook } from "./append-hook";
 import { readBody } from "./body";
@@ -100,13 +100,11 @@ async function createFork(
 ): Promise<Response> {
   const fork = input.fork as NonNullable<CreateRequest["fork"]>;
   const source = context.sources.keyOf(fork.source);
-  const point = unwrap(
-    await context.sources.forkPoint(source, {
-      offset: fork.offset,
-      subOffset: fork.subOffset,
-      contentType: input.contentType,
-    }),
-  );
+  const point = await context.sources.forkPoint(source, {
+    offset: fork.offset,
+    subOffset: fork.subOffset,
+    contentType: input.contentType,
+  });
   let counted = true;
   try {
     // Another create of this path may have finished while the source was asked.

@@ -1,4 +1,3 @@
-import type { Result } from "../../core/errors";
 import type { Position } from "./offsets";
 import type { Expiry } from "./protocol";
 
@@ -54,9 +53,9 @@ export interface StreamSources {
   /** The key of the stream a `Stream-Forked-From` path names; `invalid_request` if it names none. */
   keyOf(path: string): string;
   /** Validates a fork of `key` and counts it among the source's forks. */
-  forkPoint(key: string, request: ForkPointRequest): Promise<Result<ForkPoint>>;
+  forkPoint(key: string, request: ForkPointRequest): Promise<ForkPoint>;
   /** Records of `key` from `from` on, before `until`, up to about `maxBytes` (at least one); null: none. */
-  read(key: string, from: number, until: number, maxBytes: number): Promise<Result<RecordPage | null>>;
+  read(key: string, from: number, until: number, maxBytes: number): Promise<RecordPage | null>;
   /** One fork of `key` is gone. */
   release(key: string): Promise<void>;
 }

@@ -1,9 +1,9 @@
-import type { Result } from "../../core/errors";
-import { unwrap } from "../../core/errors";
+import { SessionError } from "../../core/errors";
 import { STREAM_CLAIM_PREFIX } from "../directory/stream-registry";
 import type { DurableEnv } from "../env";
 import { errorSummary, logLine } from "../log-line";
 import { directoryShard, shardCount, shardOf } from "../names";
+import { objectCalls } from "../object-calls";
 import type { Quotas } from "../quotas";
 import { quotasFor } from "../quotas";
 import { unavailable } from "../transient";
@@ -86,19 +86,19 @@ export class StreamAccount {
   }
 
   async #ask(tenant: string, key: string, holds: number, wants: number, isNew: boolean): Promise<void> {
-    let answer: Result<number>;
     try {
-      answer = await this.#ledger(tenant).claimQuota(tenant, {
+      this.#claim = await objectCalls(this.#ledger(tenant)).claimQuota(tenant, {
         sessionId: `${STREAM_CLAIM_PREFIX}${key}`,
         holds,
         wants,
         seq: this.#nextSeq(),
         newSession: isNew,
       });
-    } catch {
+    } catch (error) {
+      // The ledger's refusal (quota_exceeded) as it is; no answer at all, a failure to try again.
+      if (error instanceof SessionError) throw error;
       throw unavailable("the tenant's quota ledger cannot be reached; try again", "not_applied");
     }
-    this.#claim = unwrap(answer);
     this.#claimed = true;
   }
 

@@ -5,6 +5,7 @@ import type { StreamAppend, StreamHeader } from "../../core/stream-backup";
 import type { DurableEnv } from "../env";
 import { logBackgroundFailure, REQUEST_ID_HEADER } from "../log-line";
 import { ObjectAlarm } from "../object-alarm";
+import { objectCalls } from "../object-calls";
 import { objectEnv } from "../placement/placed-env";
 
 /** A stream object's own environment: its namespace is bound, since it runs in it. */
@@ -50,12 +51,12 @@ class StreamObjectSources implements StreamSources {
     return this.#env.STREAMS.getByName(streamObjectName(this.#tenant, key));
   }
 
-  async forkPoint(key: string, request: ForkPointRequest): Promise<Result<ForkPoint>> {
-    return (await this.#object(key).forkPoint(key, request)) as Result<ForkPoint>;
+  forkPoint(key: string, request: ForkPointRequest): Promise<ForkPoint> {
+    return objectCalls(this.#object(key)).forkPoint(key, request);
   }
 
-  async read(key: string, from: number, until: number, maxBytes: number): Promise<Result<RecordPage | null>> {
-    return (await this.#object(key).readForFork(key, from, until, maxBytes)) as Result<RecordPage | null>;
+  read(key: string, from: number, until: number, maxBytes: number): Promise<RecordPage | null> {
+    return objectCalls(this.#object(key)).readForFork(key, from, until, maxBytes);
   }
 
   async release(key: string): Promise<void> {

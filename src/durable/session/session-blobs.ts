@@ -12,7 +12,7 @@ import type { DurableEnv } from "../env";
 import { directoryShard } from "../names";
 import { objectCalls } from "../object-calls";
 import { numberSetting } from "../settings";
-import type { Sql } from "../sql";
+import { type Sql, sqlOf } from "../sql";
 import { tenantKey } from "../tenant-key";
 import type { SessionStore } from "./session-store";
 import type { PreparedBlobs } from "./session-writes";
@@ -51,31 +51,32 @@ export function blobPolicy(env: Pick<DurableEnv, "BLOBS" | "BLOB_MIN_BYTES">): B
   return { minBytes: numberSetting(env.BLOB_MIN_BYTES, DEFAULT_BLOB_MIN_BYTES, { min: 1 }) };
 }
 
-export interface SessionBlobsHost {
-  /** The object's environment, in its jurisdiction (its bucket, the directory's shards, settings). */
-  readonly env: DurableEnv;
-  /** The object's own jurisdiction, which its blob URLs name. */
-  readonly jurisdiction: string | undefined;
-  readonly storage: DurableObjectStorage;
-  readonly sql: Sql;
-  readonly session: SessionStore;
-}
-
 export class SessionBlobs {
-  readonly #host: SessionBlobsHost;
+  /** The object's environment, in its jurisdiction (its bucket, the directory's shards, settings). */
+  readonly #env: DurableEnv;
+  /** The object's own jurisdiction, which its blob URLs name. */
+  readonly #jurisdiction: string | undefined;
+  readonly #storage: DurableObjectStorage;
+  readonly #sql: Sql;
+  readonly #session: SessionStore;
   #bucket: { tenant: string; store: BlobStore } | undefined;
   #hasBlobs: boolean | undefined;
   /** Values read ahead for a WebSocket's replay round (see `warm`). */
   #warm = new Map<string, string>();
 
-  constructor(host: SessionBlobsHost) {
-    this.#host = host;
+  /** The blobs of the object `ctx` holding `session`, `env` its environment in its jurisdiction. */
+  constructor(env: DurableEnv, ctx: DurableObjectState, session: SessionStore) {
+    this.#env = env;
+    this.#jurisdiction = ctx.id.jurisdiction;
+    this.#storage = ctx.storage;
+    this.#sql = sqlOf(ctx.storage.sql);
+    this.#session = session;
   }
 
   /** Whether the session claimed any blob (its entries may hold references). */
   get hasBlobs(): boolean {
     this.#hasBlobs ??=
-      this.#host.session.exists && this.#host.sql`SELECT 1 FROM session_blobs LIMIT 1`.toArray().length > 0;
+      this.#session.exists && this.#sql`SELECT 1 FROM session_blobs LIMIT 1`.toArray().length > 0;
     return this.#hasBlobs;
   }
 
@@ -88,33 +89,33 @@ export class SessionBlobs {
 
   /** The tenant's blobs in the object's bucket; `unavailable` when the object has no bucket. */
   async #blobs(): Promise<BlobStore> {
-    const { env, session } = this.#host;
-    const { tenant } = session.state;
+    const { tenant } = this.#session.state;
     if (this.#bucket?.tenant === tenant) return this.#bucket.store;
-    if (!env.BLOBS) {
+    const bucket = this.#env.BLOBS;
+    if (!bucket) {
       throw new SessionError(
         "unavailable",
         "this session holds blobs, but the service has no blob bucket bound (BLOBS) to read them from",
       );
     }
-    const store = new BlobStore(env.BLOBS, await tenantKey(tenant));
+    const store = new BlobStore(bucket, await tenantKey(tenant));
     this.#bucket = { tenant, store };
     return store;
   }
 
   #owner(): string {
-    const { header, incarnation } = this.#host.session.state;
+    const { header, incarnation } = this.#session.state;
     return `${header.id}\n${incarnation}`;
   }
 
   #ledger() {
-    return directoryShard(this.#host.env, this.#host.session.state.tenant, 0);
+    return directoryShard(this.#env, this.#session.state.tenant, 0);
   }
 
   /** Records blobs claimed and stored, with their sizes in an entry. */
   #record(blobs: Iterable<{ ref: string; jsonBytes: number }>): void {
-    const { storage, sql } = this.#host;
-    storage.transactionSync(() => {
+    const sql = this.#sql;
+    this.#storage.transactionSync(() => {
       for (const { ref, jsonBytes } of blobs) {
         sql`INSERT OR IGNORE INTO session_blobs (ref, json_bytes) VALUES (${ref}, ${jsonBytes})`;
       }
@@ -126,7 +127,7 @@ export class SessionBlobs {
   #recorded(refs: readonly string[]): Set<string> {
     if (refs.length === 0 || !this.hasBlobs) return new Set();
     return new Set(
-      this.#host.sql<{ ref: string }>`SELECT ref FROM session_blobs
+      this.#sql<{ ref: string }>`SELECT ref FROM session_blobs
         WHERE ref IN (SELECT value FROM json_each(${JSON.stringify(refs)}))`
         .toArray()
         .map((row) => row.ref),
@@ -146,13 +147,13 @@ export class SessionBlobs {
   ): Promise<PreparedBlobs | undefined> {
     const found = { large: false, refs: false };
     scan(entries, policy?.minBytes ?? Number.POSITIVE_INFINITY, found);
-    if (!found.refs && !(found.large && policy && this.#host.env.BLOBS)) {
+    if (!found.refs && !(found.large && policy && this.#env.BLOBS)) {
       // No value will become a blob: entries named for a replay are still read whole.
       return this.hasBlobs ? this.#prepared(entries, await this.#loaded(entries), new Map()) : undefined;
     }
     const inputs = found.refs ? await this.#resolve(entries) : entries;
     const loaded = await this.#loaded(inputs);
-    if (!policy || !this.#host.env.BLOBS) return this.#prepared(inputs, loaded, new Map());
+    if (!policy || !this.#env.BLOBS) return this.#prepared(inputs, loaded, new Map());
     const values = new Map<string, BlobValue>();
     const pending: Promise<void>[] = [];
     for (const entry of plan(inputs, loaded)) {
@@ -175,7 +176,7 @@ export class SessionBlobs {
   async #resolve(entries: readonly unknown[]): Promise<unknown[]> {
     const refs = new Set<string>();
     collectRefs(entries, refs);
-    if (!this.#host.env.BLOBS) {
+    if (!this.#env.BLOBS) {
       throw new SessionError("invalid_request", "this service stores no blobs: an entry cannot refer to one");
     }
     const store = await this.#blobs();
@@ -201,7 +202,7 @@ export class SessionBlobs {
       const id = (input as { id?: unknown } | null)?.id;
       if (typeof id === "string") ids.push(id);
     }
-    const held = this.#host.session.reads.entriesHoldingBlobs(ids);
+    const held = this.#session.reads.entriesHoldingBlobs(ids);
     if (held.length === 0) return new Map();
     return new Map((await this.fill(held)).map((entry) => [entry.id, entry]));
   }
@@ -288,7 +289,7 @@ export class SessionBlobs {
   /** Gives up every claim of this session (it is being purged); blobs no session holds are deleted. */
   async release(): Promise<void> {
     try {
-      if (!this.#host.env.BLOBS || !this.#host.session.exists) return;
+      if (!this.#env.BLOBS || !this.#session.exists) return;
       await objectCalls(this.#ledger()).releaseBlobs(this.#owner());
     } finally {
       this.reset();
@@ -311,16 +312,20 @@ export class SessionBlobs {
   async #answers(refs: string[], answer: BlobAnswer): Promise<Map<string, string>> {
     const store = await this.#blobs();
     if (!answer.urls) return store.read(refs);
-    const { env, jurisdiction } = this.#host;
-    const secret = env.BLOB_URL_SECRET;
+    const secret = this.#env.BLOB_URL_SECRET;
     if (!secret)
       throw new SessionError("invalid_request", "this service signs no blob URLs (BLOB_URL_SECRET)");
-    const expires = Math.floor(Date.now() / 1000) + urlTtlSeconds(env.BLOB_URL_TTL_SECONDS);
+    const expires = Math.floor(Date.now() / 1000) + urlTtlSeconds(this.#env.BLOB_URL_TTL_SECONDS);
     const urls = new Map<string, string>();
     for (const text of refs) {
       const ref = parseBlobRef(text);
       if (!ref) continue;
-      const address = { jurisdiction, tenantKey: store.tenantKey, kind: ref.kind, sha256: ref.sha256 };
+      const address = {
+        jurisdiction: this.#jurisdiction,
+        tenantKey: store.tenantKey,
+        kind: ref.kind,
+        sha256: ref.sha256,
+      };
       urls.set(text, await signBlobUrl(secret, answer.origin, address, expires));
     }
     return urls;
@@ -346,8 +351,9 @@ export class SessionBlobs {
    */
   async warm(after: number): Promise<void> {
     this.#warm = new Map();
-    if (!this.hasBlobs || !this.#host.session.exists) return;
-    const { session, sql } = this.#host;
+    if (!this.hasBlobs || !this.#session.exists) return;
+    const session = this.#session;
+    const sql = this.#sql;
     const bound = session.lastSeq();
     const refs = new Set<string>();
     let chars = 0;

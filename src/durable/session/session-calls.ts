@@ -223,17 +223,15 @@ export class EntryIntake {
  */
 
 /** What a context answer uses of the object. */
-export interface ContextAnswerHost {
-  calls: SessionCalls;
-  blobs: SessionBlobs;
-  telemetry: SessionTelemetry;
-}
-
 export class ContextAnswers {
-  readonly #host: ContextAnswerHost;
+  readonly #calls: SessionCalls;
+  readonly #blobs: SessionBlobs;
+  readonly #telemetry: SessionTelemetry;
 
-  constructor(host: ContextAnswerHost) {
-    this.#host = host;
+  constructor(calls: SessionCalls, blobs: SessionBlobs, telemetry: SessionTelemetry) {
+    this.#calls = calls;
+    this.#blobs = blobs;
+    this.#telemetry = telemetry;
   }
 
   /** The context of a leaf (the head's when undefined); only what was appended when `since` allows. */
@@ -241,14 +239,14 @@ export class ContextAnswers {
     leafId: string | null | undefined,
     options: { since?: string; ifNoneMatch?: readonly string[]; blobs?: BlobAnswer },
   ): Promise<Result<ContextAnswer>> {
-    const result = await this.#host.calls.run((session): ContextAnswer => {
+    const result = await this.#calls.run((session): ContextAnswer => {
       const version = session.contexts.contextVersion(leafId);
       if (options.ifNoneMatch?.includes(version)) return { version, kind: "unchanged" };
       const started = Date.now();
       const answer = session.contexts.context(leafId, options.since);
       const sessionId = session.state.header.id;
       const sent = (bytes: number) =>
-        this.#host.telemetry.metric({
+        this.#telemetry.metric({
           kind: "context",
           sessionId,
           source: answer.source,
@@ -258,7 +256,7 @@ export class ContextAnswers {
       if ("text" in answer) {
         // The kept head context is one string already: sent whole, it saves the stream's round trips.
         // Its size is measured only for a metric that will be written (it may be megabytes).
-        if (this.#host.telemetry.measuring) void sent(utf8Length(answer.text));
+        if (this.#telemetry.measuring) void sent(utf8Length(answer.text));
         return { version, kind: answer.kind, body: answer.text };
       }
       return {
@@ -270,9 +268,9 @@ export class ContextAnswers {
     if (!result.ok || result.value.kind === "unchanged") return result;
     const { body, ...answer } = result.value;
     const blobs = options.blobs ?? { urls: false };
-    if (typeof body === "string" && !this.#host.blobs.hasBlobs) return result;
+    if (typeof body === "string" && !this.#blobs.hasBlobs) return result;
     // A kept context holding references may be far larger once they are answered: it is streamed.
     const stream = typeof body === "string" ? textStream(slices(body)) : body;
-    return capture(async () => ({ ...answer, body: await this.#host.blobs.rehydrateStream(stream, blobs) }));
+    return capture(async () => ({ ...answer, body: await this.#blobs.rehydrateStream(stream, blobs) }));
   }
 }

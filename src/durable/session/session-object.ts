@@ -87,13 +87,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     const sql = sqlOf(ctx.storage.sql);
     const session = ctx.storage.transactionSync(() => new SessionStore(ctx.storage));
     const telemetry = new SessionTelemetry(() => current().METRICS, session);
-    const blobs = new SessionBlobs({
-      env: placed,
-      jurisdiction: ctx.id.jurisdiction,
-      storage: ctx.storage,
-      sql,
-      session,
-    });
+    const blobs = new SessionBlobs(placed, ctx, session);
     const quotas = new QuotaChecks(placed);
     const lifecycle = new LifecycleRow(sql);
     const alarm = new ObjectAlarm(ctx.storage, (task, error) => telemetry.logFailure(task, error));
@@ -158,7 +152,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
       statusChanged: (status) => events.changed({ event: "compaction", data: status }),
       telemetry,
     });
-    this.#contexts = new ContextAnswers({ calls, blobs, telemetry });
+    this.#contexts = new ContextAnswers(calls, blobs, telemetry);
     this.#intake = new EntryIntake({ sql: ctx.storage.sql, env: current, session, calls, blobs, telemetry });
     this.#session = session;
     this.#telemetry = telemetry;

@@ -298,6 +298,8 @@ describe("command line", () => {
 
   it("prints the context a model gets, for the leaf or any entry", async () => {
     const text = await cli(["context", branched.id]);
+    // What the command said on stderr, should it fail.
+    expect(text.code, text.stderr).toBe(0);
     expect(text.stdout).toContain("model: openai/gpt-test");
     expect(text.stdout).toContain("assistant: plan B");
     expect(text.stdout).not.toContain("plan A");

@@ -34,8 +34,8 @@ import type { ByteLimit } from "./session-writes";
  * Writers append chunks through the protocol; complete and stop turn what was written (or the
  * message given) into entries under the generation's parent; the alarm stops a generation left
  * without appends and removes a finished one's stream after its retention window. Here: their
- * lifecycle (open, end, the alarm) and what they say of themselves; their streams' requests are
- * below, their rows and answers generation-rows.ts.
+ * lifecycle (open, end, the alarm), what they say of themselves, and their streams' requests; their
+ * rows and answers are in generation-rows.ts.
  */
 
 /** What the generations need of their session's object. */

@@ -222,7 +222,6 @@ export class EntryIntake {
  * URLs when asked for. Each answer's size and time go to a metric once sent.
  */
 
-/** What a context answer uses of the object. */
 export class ContextAnswers {
   readonly #calls: SessionCalls;
   readonly #blobs: SessionBlobs;

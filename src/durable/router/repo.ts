@@ -116,9 +116,9 @@ export class DurableRepo implements SessionRepo, SessionCreator {
   /**
    * @internal creates a fork's object (see `SessionObjectStorage.fork`), which lists it as soon as
    * it begins; answers its info. A fork that fails to begin is removed, and its source lets go of
-   * the path it kept for it. One that cannot be removed may copy from it still (it failed after it
-   * was listed, or its answer was lost): the source keeps the path until the fork lets go of it,
-   * once copied or purged.
+   * the path it kept for it. One found listed is whole (what followed its listing failed, or its
+   * answer was lost): it is the answer. One neither removed nor listed may still copy from its
+   * source, which keeps the path until the fork lets go of it, once copied or purged.
    */
   async beginFork(
     header: SessionHeader,
@@ -144,7 +144,11 @@ export class DurableRepo implements SessionRepo, SessionCreator {
           () => true,
           () => false,
         ));
-      if (!removed) throw partlyApplied(error);
+      if (!removed) {
+        const info = await storage.listedInfo();
+        if (info) return { storage, info };
+        throw partlyApplied(error);
+      }
       const { hold } = fork.start;
       if (hold !== undefined)
         await this.storage(fork.sourceId)

@@ -310,6 +310,17 @@ export class SessionObjectStorage implements SessionStorage {
     return info;
   }
 
+  /**
+   * The info of the session this handle built, if it is listed already (a fork that failed after
+   * it listed itself, or whose answer was lost), after which the handle is like any other.
+   */
+  async listedInfo(): Promise<SessionInfo | undefined> {
+    if (this.#builder === undefined) return undefined;
+    const info = await this.#object.listedInfo(this.#builder).catch(() => undefined);
+    if (info) this.#builder = undefined;
+    return info;
+  }
+
   /** Lists the session this handle built, complete, in the directory now. */
   async publish(): Promise<void> {
     if (this.#builder === undefined) throw new Error("only the handle that builds a session publishes it");

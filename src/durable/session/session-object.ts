@@ -242,6 +242,21 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   /**
+   * The info of the session `builder` made, once it is listed (a fork lists itself once it holds its
+   * first page): what a fork is answered with when what followed its listing failed, or its answer
+   * was lost on the way; `not_found` for any other session. @internal
+   */
+  listedInfo(builder: string): Promise<Result<SessionInfo>> {
+    return capture(() => {
+      if (!this.#session.exists || this.#session.state.incarnation !== builder) {
+        throw new SessionError("not_found", "session does not exist");
+      }
+      this.#calls.checkListed();
+      return this.#session.info();
+    });
+  }
+
+  /**
    * Deletes the session, restorable for `recoveryMs` (see `SessionLife.delete`); a builder's, at once.
    * @internal
    */

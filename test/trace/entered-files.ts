@@ -7,7 +7,10 @@ import type { Plugin } from "vite";
  * the trace's own config (vitest.trace.config.ts) uses it; nothing it changes reaches a build.
  */
 
-const RECORD = (file: string) => `globalThis.__entered?.add(${JSON.stringify(file)})`;
+/** The expression that records `file` as entered. */
+function entered(file: string): string {
+  return `globalThis.__entered?.add(${JSON.stringify(file)})`;
+}
 
 /** `code` with a record of `file` at the start of each of its functions. */
 export function recordEntries(code: string, file: string): string {
@@ -17,9 +20,9 @@ export function recordEntries(code: string, file: string): string {
     if (ts.isFunctionLike(node) && "body" in node && node.body) {
       const body = node.body as ts.Node;
       if (ts.isBlock(body)) {
-        inserts.push({ at: body.getStart(source) + 1, text: `${RECORD(file)};` });
+        inserts.push({ at: body.getStart(source) + 1, text: `${entered(file)};` });
       } else {
-        inserts.push({ at: body.getStart(source), text: `(${RECORD(file)}, ` });
+        inserts.push({ at: body.getStart(source), text: `(${entered(file)}, ` });
         inserts.push({ at: body.getEnd(), text: ")" });
       }
     }

@@ -134,19 +134,18 @@ export class DurableRepo implements SessionRepo, SessionCreator {
       });
       return { storage, info };
     } catch (error) {
-      // A session that has the fork's id already refused it: nothing of the fork was begun.
-      const refused = error instanceof SessionError && error.code === "already_exists";
-      // Left behind, unlisted (until its object drops it) or listed (it failed after it was), the
-      // fork may still copy from its source: what it began may be read.
-      const removed =
-        refused ||
-        (await storage.delete().then(
-          () => true,
-          () => false,
-        ));
-      if (!removed) {
+      // A session that has the fork's id already refused it before anything of the fork began.
+      const begun = !(error instanceof SessionError && error.code === "already_exists");
+      const nothingLeft =
+        !begun ||
+        (await storage
+          .delete()
+          .then(() => true)
+          .catch(() => false));
+      if (!nothingLeft) {
         const info = await storage.listedInfo();
         if (info) return { storage, info };
+        // Left behind unlisted (until its object drops it), what it began may be read.
         throw partlyApplied(error);
       }
       const { hold } = fork.start;

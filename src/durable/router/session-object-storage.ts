@@ -43,7 +43,7 @@ export interface SessionCreator {
   ): Promise<SessionObjectStorage>;
   /**
    * Creates a fork's object, listed as it begins; answers its info. A fork that fails to begin is
-   * removed, and its source lets go of what it kept for it. @internal
+   * removed, and its source lets go of what it kept for it (see `DurableRepo.beginFork`). @internal
    */
   beginFork(
     header: SessionHeader,
@@ -254,8 +254,8 @@ export class SessionObjectStorage implements SessionStorage {
    * A fork of the path root → target: a new session, answered as soon as it exists holding its
    * path's first page; the rest is copied in the background by its own object, which meanwhile
    * answers every read as if it were complete (fork-copy.ts). A fork that fails to begin is
-   * removed, and this session keeps nothing for it (one that cannot be removed answers that its
-   * outcome is unknown, see `DurableRepo.beginFork`). The new session's object is created near
+   * removed, and this session keeps nothing for it (one found listed is whole, and the answer; one
+   * neither removed nor listed answers that its outcome is unknown: see `DurableRepo.beginFork`). The new session's object is created near
    * `location`, when given.
    */
   async fork(

@@ -45,7 +45,7 @@ import { SessionWatchers } from "./session-watchers";
 
 /*
  * A session as a Durable Object: its RPC face. Each method answers a `Result` (RPC drops error
- * classes; the Worker's `SessionObjectStorage` turns failures back into `SessionError`s) and is
+ * classes; its callers' `objectCalls` turn failures back into `SessionError`s) and is
  * named as the `SessionStorage` call it serves. The work is done by the store (session-store.ts)
  * and the parts the constructor makes beside it: which calls find the session and how a write
  * runs (session-calls.ts), watchers, context answers, entries coming in, a fork's copy, directory
@@ -234,9 +234,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   /** Lists the session its builder completed (a fork or an import); again, it does nothing. @internal */
   publish(builder: string): Promise<Result<void>> {
     return capture(() => {
-      if (!this.#session.exists || this.#session.state.incarnation !== builder) {
-        throw new SessionError("not_found", "session does not exist");
-      }
+      this.#checkBuiltBy(builder);
       return this.#reports.publish();
     });
   }
@@ -244,16 +242,23 @@ export class SessionObject extends DurableObject<DurableEnv> {
   /**
    * The info of the session `builder` made, once it is listed (a fork lists itself once it holds its
    * first page): what a fork is answered with when what followed its listing failed, or its answer
-   * was lost on the way; `not_found` for any other session. @internal
+   * was lost on the way; `not_found` for any other session. The fork's copy has its alarm set,
+   * should setting it have been what failed. @internal
    */
   listedInfo(builder: string): Promise<Result<SessionInfo>> {
-    return capture(() => {
-      if (!this.#session.exists || this.#session.state.incarnation !== builder) {
-        throw new SessionError("not_found", "session does not exist");
-      }
+    return capture(async () => {
+      this.#checkBuiltBy(builder);
       this.#calls.checkListed();
+      await this.#copy.arm();
       return this.#session.info();
     });
+  }
+
+  /** Throws `not_found` unless the object holds the session `builder` made. */
+  #checkBuiltBy(builder: string): void {
+    if (!this.#session.exists || this.#session.state.incarnation !== builder) {
+      throw new SessionError("not_found", "session does not exist");
+    }
   }
 
   /**

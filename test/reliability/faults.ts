@@ -148,19 +148,13 @@ export function faultyStorage(ctx: DurableObjectState): void {
           return result;
         };
       }
-      if (property === "deleteAll") {
-        return async () => {
-          if (faults.strikes("deleteAll", object)) throw injectedError();
-          return target.deleteAll();
-        };
-      }
-      if (property === "setAlarm") {
-        return async (...args: Parameters<DurableObjectStorage["setAlarm"]>) => {
-          if (faults.strikes("setAlarm", object)) throw injectedError();
-          return target.setAlarm(...args);
-        };
-      }
       const value = Reflect.get(target, property, target);
+      if (property === "deleteAll" || property === "setAlarm") {
+        return async (...args: unknown[]) => {
+          if (faults.strikes(property, object)) throw injectedError();
+          return value.apply(target, args);
+        };
+      }
       return typeof value === "function" ? value.bind(target) : value;
     },
   });

@@ -114,10 +114,9 @@ export class SessionBlobs {
 
   /** Records blobs claimed and stored, with their sizes in an entry. */
   #record(blobs: Iterable<{ ref: string; jsonBytes: number }>): void {
-    const sql = this.#sql;
     this.#storage.transactionSync(() => {
       for (const { ref, jsonBytes } of blobs) {
-        sql`INSERT OR IGNORE INTO session_blobs (ref, json_bytes) VALUES (${ref}, ${jsonBytes})`;
+        this.#sql`INSERT OR IGNORE INTO session_blobs (ref, json_bytes) VALUES (${ref}, ${jsonBytes})`;
       }
     });
     this.#hasBlobs = true;
@@ -352,13 +351,11 @@ export class SessionBlobs {
   async warm(after: number): Promise<void> {
     this.#warm = new Map();
     if (!this.hasBlobs || !this.#session.exists) return;
-    const session = this.#session;
-    const sql = this.#sql;
-    const bound = session.lastSeq();
+    const bound = this.#session.lastSeq();
     const refs = new Set<string>();
     let chars = 0;
     for (let cursor = after; cursor < bound && chars < WARM_CHARS; ) {
-      const page = session.reads.entriesAfter(cursor, bound, 64);
+      const page = this.#session.reads.entriesAfter(cursor, bound, 64);
       if (page.length === 0) break;
       for (const entry of page) {
         const held = blobSlots(entry)
@@ -366,7 +363,7 @@ export class SessionBlobs {
           .filter((value) => parseBlobRef(value));
         for (const ref of held) refs.add(ref);
         const sizes = held.length
-          ? sql<{ bytes: number }>`SELECT total(json_bytes) AS bytes FROM session_blobs
+          ? this.#sql<{ bytes: number }>`SELECT total(json_bytes) AS bytes FROM session_blobs
               WHERE ref IN (SELECT value FROM json_each(${JSON.stringify(held)}))`.one().bytes
           : 0;
         chars += JSON.stringify(entry).length + sizes;

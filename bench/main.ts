@@ -241,14 +241,18 @@ async function appends() {
   // Appends and no-op requests alternate, so both see the same machine. The no-op that counts
   // carries the same 1 KB body through the same worker to an object that does nothing: locally
   // a request body costs a millisecond or more in wrangler's proxy, whatever the service does.
+  // The bare write carries the same body to an object that writes it with the session store and
+  // nothing around it (no routes, checks, quotas, events or alarm): the floor of a durable write.
   const single: number[] = [];
   const noopGet: number[] = [];
   const noopPost: number[] = [];
+  const bareWrite: number[] = [];
   const count = QUICK ? 200 : 1000;
   let appending = 0;
   for (let i = 0; i < count; i++) {
     noopGet.push((await http("GET", "/v1/sessions/append-seq")).ms);
     noopPost.push((await http("POST", "/bench/noop/noop", entry(i, 1000))).ms);
+    bareWrite.push((await http("POST", "/bench/bare-write/appendBatch", [entry(i, 1000)])).ms);
     const start = performance.now();
     single.push((await http("POST", "/v1/sessions/append-seq/entries", entry(i, 1000))).ms);
     appending += performance.now() - start;
@@ -257,6 +261,8 @@ async function appends() {
   const floorPost = stats(noopPost.slice(20)).median;
   record("no-op POST of the same 1 KB body to an object, alongside, p50", "ms", noopPost.slice(20));
   record("no-op GET of the session, alongside, p50", "ms", noopGet.slice(20));
+  const floorWrite = stats(bareWrite.slice(20)).median;
+  record("bare store write of the same entry in an object, alongside, p50", "ms", bareWrite.slice(20));
   record("append over HTTP, one session, sequential, p50", "ms", single.slice(20), {
     limit: 1.3 * floorPost,
     note: "1.3 × the no-op POST",
@@ -285,6 +291,22 @@ async function appends() {
     max: 0,
     runs: 1,
     budget: { limit: 1.3 },
+  });
+  figures.push({
+    name: "bare store write p50 / no-op POST p50 (what a durable write costs before the service)",
+    unit: "×",
+    median: floorWrite / floorPost,
+    min: 0,
+    max: 0,
+    runs: 1,
+  });
+  figures.push({
+    name: "append p50 / bare store write p50 (what the service adds to a durable write)",
+    unit: "×",
+    median: s.median / floorWrite,
+    min: 0,
+    max: 0,
+    runs: 1,
   });
   figures.push({
     name: "append p50 / no-op GET p50",

@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, test } from "vitest";
+import { DEFAULT_RECOVERY_SECONDS, recoveryWindowMs } from "../../src/durable/session/object-state";
 import { DEFAULT_SESSION_FULL_BYTES, sessionFullBytes } from "../../src/durable/session/schema";
 import { blobPolicy, DEFAULT_BLOB_MIN_BYTES } from "../../src/durable/session/session-blobs";
-import { DEFAULT_RECOVERY_SECONDS, recoveryWindowMs } from "../../src/durable/session/session-reports";
 import { numberSetting } from "../../src/durable/settings";
 
 describe("number settings from the environment", () => {

@@ -3,16 +3,14 @@ import { compactSession } from "../../core/compact-session";
 import type { OmittedHistory } from "../../core/compaction";
 import { DEFAULT_KEEP_RECENT_TOKENS, estimatePathTokens } from "../../core/compaction";
 import type { StoredEntry, TreeEntry } from "../../core/entries";
-import type { Result } from "../../core/errors";
 import { SessionError, unwrap } from "../../core/errors";
 import { nowIso } from "../../core/ids";
 import type { AutoCompactStatus } from "../../core/session-schemas";
-import type { SummarizerConfig } from "../../core/summarizers";
 import { summarizerFromConfig } from "../../core/summarizers";
 import { measuredSummarizer } from "../metrics";
-import type { SessionTelemetry } from "./session-reports";
-import type { SessionStore } from "./session-store";
-import type { ByteLimit } from "./session-writes";
+import type { SessionObjectState } from "./object-state";
+import type { SessionCalls } from "./session-calls";
+import type { EventHub } from "./session-watchers";
 
 /*
  * Automatic compaction of one session, run by its object's alarm after writes: when `autoCompact`
@@ -21,28 +19,18 @@ import type { ByteLimit } from "./session-writes";
  * never calling the object back. Its state is the session's `autoCompact.status`.
  */
 
-/** What automatic compaction needs of the session's object. */
-export interface AutoCompactionHost {
-  readonly session: SessionStore;
-  /** The summarizer's settings (the object's environment, read when a compaction runs). */
-  summarizerConfig(): SummarizerConfig;
-  /** Entries with their blobs' values in place (what a summarizer reads, what tokens are estimated on). */
-  filled(entries: StoredEntry[]): Promise<StoredEntry[]>;
-  /** A write through the object's checks (within the session's room), as every write. */
-  write<T>(write: (session: SessionStore, room: ByteLimit | undefined) => T): Promise<Result<T>>;
-  /** Whether the session was deleted or purged meanwhile. */
-  gone(): boolean;
-  /** The session's watchers hear of each change of state. */
-  statusChanged(status: AutoCompactStatus): void;
-  readonly telemetry: SessionTelemetry;
-}
-
 export class AutoCompaction {
-  readonly #host: AutoCompactionHost;
+  readonly #object: SessionObjectState;
+  /** Its compaction is written through the object's checks (within the session's room), as every write. */
+  readonly #calls: SessionCalls;
+  /** The session's watchers hear of each change of state. */
+  readonly #events: EventHub;
   #running = false;
 
-  constructor(host: AutoCompactionHost) {
-    this.#host = host;
+  constructor(object: SessionObjectState, calls: SessionCalls, events: EventHub) {
+    this.#object = object;
+    this.#calls = calls;
+    this.#events = events;
   }
 
   /**
@@ -51,14 +39,16 @@ export class AutoCompaction {
    * summary is written).
    */
   #storage(): CompactionStorage {
-    const { session } = this.#host;
+    const { session } = this.#object;
     return {
       getLeafId: async () => session.state.leafId,
       getContextPath: async (leafId) =>
-        (await this.#host.filled(session.reads.contextEntries(leafId))) as StoredEntry<TreeEntry>[],
+        (await this.#object.blobs.fill(session.reads.contextEntries(leafId))) as StoredEntry<TreeEntry>[],
       getCompactionPath: async (leafId, keepRecentTokens) => this.#compactionPath(leafId, keepRecentTokens),
       appendEntries: async (entries, options) =>
-        unwrap(await this.#host.write((s, room) => s.writes.appendEntries(entries, options ?? {}, room))),
+        unwrap(
+          await this.#calls.limitedWrite((s, room) => s.writes.appendEntries(entries, options ?? {}, room)),
+        ),
     };
   }
 
@@ -67,19 +57,19 @@ export class AutoCompaction {
     leafId: string,
     keepRecentTokens: number,
   ): Promise<{ path: StoredEntry<TreeEntry>[]; omitted?: OmittedHistory }> {
-    const { path, omitted } = this.#host.session.reads.compactionPath(leafId, keepRecentTokens);
-    const filled = (await this.#host.filled(path)) as StoredEntry<TreeEntry>[];
+    const { path, omitted } = this.#object.session.reads.compactionPath(leafId, keepRecentTokens);
+    const filled = (await this.#object.blobs.fill(path)) as StoredEntry<TreeEntry>[];
     return omitted ? { path: filled, omitted } : { path: filled };
   }
 
   #setStatus(status: AutoCompactStatus): void {
-    this.#host.session.writes.setAutoCompaction(status);
-    this.#host.statusChanged(status);
+    this.#object.session.writes.setAutoCompaction(status);
+    this.#events.changed({ event: "compaction", data: status });
   }
 
   /** Compacts when the session's settings ask for it and its context is over budget. */
   async runIfDue(): Promise<void> {
-    const { session, telemetry } = this.#host;
+    const { session, telemetry } = this.#object;
     const { header, leafId, autoCompaction } = session.state;
     const settings = header.autoCompact;
     if (!settings || leafId === null || this.#running) return;
@@ -94,7 +84,7 @@ export class AutoCompaction {
     const sessionId = header.id;
     const started = Date.now();
     const summaries: { outcome: "ok" | "failed"; durationMs: number }[] = [];
-    const summarizer = summarizerFromConfig(this.#host.summarizerConfig());
+    const summarizer = summarizerFromConfig(this.#object.env);
     let outcome = "ok";
     try {
       const entry = await compactSession(this.#storage(), {
@@ -106,7 +96,7 @@ export class AutoCompaction {
       this.#setStatus({ state: "idle", lastRunAt, lastEntryId: entry.id });
     } catch (error) {
       outcome = error instanceof SessionError ? error.code : "internal";
-      if (this.#host.gone()) return;
+      if (!this.#object.session.exists || this.#object.lifecycle.deleted) return;
       if (error instanceof SessionError && error.code === "nothing_to_compact") {
         this.#setStatus({ state: "idle", lastRunAt });
       } else {

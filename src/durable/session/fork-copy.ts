@@ -3,17 +3,14 @@ import { capture, SessionError, unwrap } from "../../core/errors";
 import { forkExtras } from "../../core/fork";
 import type { DurableEnv } from "../env";
 import { sessionObjectName } from "../names";
-import type { ObjectAlarm } from "../object-alarm";
 import { objectCalls } from "../object-calls";
 import { numberSetting } from "../settings";
 import { storageWork } from "../transient";
 import type { ForkBegin } from "../types";
 import { CopyNeeded } from "./entry-rows";
-import type { QuotaChecks } from "./quota-checks";
+import type { SessionObjectState } from "./object-state";
 import { PAGE_CHARS } from "./schema";
-import type { SessionBlobs } from "./session-blobs";
-import type { SessionTelemetry } from "./session-reports";
-import type { SessionStore } from "./session-store";
+import type { DirectoryReports } from "./session-reports";
 import type { ByteLimit } from "./session-writes";
 
 /*
@@ -60,45 +57,38 @@ export function copySettings(
   };
 }
 
-export interface ForkCopyHost {
-  /** The environment of the objects it reaches: those of its own jurisdiction. */
-  placed: DurableEnv;
-  storage: DurableObjectStorage;
-  /** The object's alarm, which comes by the time each part's work is due. */
-  alarm: ObjectAlarm;
-  session: SessionStore;
-  blobs: SessionBlobs;
-  quotas: QuotaChecks;
-  telemetry: SessionTelemetry;
-  settings: () => CopySettings;
-  /** The copy is done: what follows (the directory hears of it, its entries are indexed). */
-  copied: () => void;
-}
-
 export class ForkCopy {
-  readonly #host: ForkCopyHost;
+  readonly #object: SessionObjectState;
+  /** The directory hears of the fork once its copy is done. */
+  readonly #reports: DirectoryReports;
   /** The page being copied: pages are copied one after the other. */
   #page: Promise<void> = Promise.resolve();
   /** When the alarm copies the next pages (or tells the source again that the copy is done). */
   #dueAt: number | undefined;
 
-  constructor(host: ForkCopyHost) {
-    this.#host = host;
+  constructor(object: SessionObjectState, reports: DirectoryReports) {
+    this.#object = object;
+    this.#reports = reports;
+  }
+
+  /** The copy's settings, as the object's environment stands now. */
+  #settings(): CopySettings {
+    return copySettings(this.#object.env);
   }
 
   /** Whether part of the path is still to copy. */
   get copying(): boolean {
-    return this.#host.session.exists && this.#host.session.copy.copying;
+    return this.#object.session.exists && this.#object.session.copy.copying;
   }
 
   /** Whether the copy is done and its source has still to hear. */
   get #releaseOwed(): boolean {
-    return this.#host.session.exists && this.#host.session.copy.state?.releaseOwed === true;
+    return this.#object.session.exists && this.#object.session.copy.state?.releaseOwed === true;
   }
 
   #source(sourceId: string) {
-    const { tenant } = this.#host.session.state;
-    return objectCalls(this.#host.placed.SESSIONS.getByName(sessionObjectName(tenant, sourceId)));
+    const { tenant } = this.#object.session.state;
+    return objectCalls(this.#object.placed.SESSIONS.getByName(sessionObjectName(tenant, sourceId)));
   }
 
   /**
@@ -107,7 +97,7 @@ export class ForkCopy {
    * the source, with the head back at the fork's target.
    */
   async begin({ sourceId, start, name }: ForkBegin): Promise<void> {
-    const { session, blobs, quotas } = this.#host;
+    const { session, blobs, quotas } = this.#object;
     const { page, leafId } = start;
     if (page === null || leafId === null) return;
     await blobs.claimCopied(page.blobRefs);
@@ -128,17 +118,19 @@ export class ForkCopy {
   }
 
   async #copyPage(): Promise<void> {
-    const { session, blobs, settings } = this.#host;
+    const { session, blobs } = this.#object;
     const state = session.copy.state;
     if (!session.exists || !state?.next) return;
     const from = state.next.seq;
-    const page = await this.#source(state.sourceId).forkPage(state.hold, from, settings().pageBytes);
+    const page = await this.#source(state.sourceId).forkPage(state.hold, from, this.#settings().pageBytes);
     // The blobs the rows refer to are this session's too before the rows are.
     await blobs.claimCopied(page.blobRefs);
     storageWork(() => session.writes.copyPage(from, page));
     if (page.next === null) {
-      this.#host.copied();
-      await this.release().catch((error) => this.#host.telemetry.logFailure("fork_release", error));
+      // The directory hears of the whole fork, and its entries are indexed for search.
+      this.#reports.schedule();
+      this.#object.alarm.armSoon("schedule_search_indexing");
+      await this.release().catch((error) => this.#object.telemetry.logFailure("fork_release", error));
     }
   }
 
@@ -152,7 +144,7 @@ export class ForkCopy {
    * values in place); undefined when it is none, or when the copy is done.
    */
   async entryOf(id: string): Promise<StoredEntry | undefined> {
-    const state = this.copying ? this.#host.session.copy.state : null;
+    const state = this.copying ? this.#object.session.copy.state : null;
     if (!state?.next) return undefined;
     try {
       return (await this.#source(state.sourceId).forkEntry(state.hold, state.next.seq, id)) ?? undefined;
@@ -165,7 +157,7 @@ export class ForkCopy {
 
   /** A replay of the entries after `after`: from the part still to copy, it waits for the copy. */
   async replaying(after: number): Promise<void> {
-    const state = this.#host.session.exists ? this.#host.session.copy.state : null;
+    const state = this.#object.session.exists ? this.#object.session.copy.state : null;
     if (state?.next && after < state.forkSeq) await this.whole();
   }
 
@@ -190,7 +182,7 @@ export class ForkCopy {
    * ids it names, and copies the rest when one is on the path; or, naming nothing, copies the rest.
    */
   async #resolve({ ids, reach }: CopyNeeded): Promise<void> {
-    const { copy, reads } = this.#host.session;
+    const { copy, reads } = this.#object.session;
     if (reach !== undefined) {
       while (this.copying && !reads.holds(reach)) await this.#next();
       return;
@@ -212,7 +204,7 @@ export class ForkCopy {
       for (let page = 0; page < STEP_PAGES && this.copying; page++) await this.#next();
       if (this.#releaseOwed) await this.release();
     } catch (error) {
-      await this.#host.telemetry.logFailure("fork_copy", error);
+      await this.#object.telemetry.logFailure("fork_copy", error);
       await this.arm(RETRY_MS);
       return;
     }
@@ -220,10 +212,10 @@ export class ForkCopy {
   }
 
   /** The alarm comes back `after` milliseconds from now while the copy goes on. */
-  async arm(after = this.#host.settings().pauseMs): Promise<void> {
+  async arm(after = this.#settings().pauseMs): Promise<void> {
     if (!this.copying && !this.#releaseOwed) return;
     this.#dueAt = Date.now() + after;
-    await this.#host.alarm.arm();
+    await this.#object.alarm.arm();
   }
 
   /** When the copy's next step is due, while it goes on (at once, after a restart). */
@@ -234,7 +226,7 @@ export class ForkCopy {
 
   /** `arm`, from where it cannot be waited for (a failure is logged). */
   armSoon(): void {
-    this.arm().catch((error) => this.#host.telemetry.logFailure("fork_copy", error));
+    this.arm().catch((error) => this.#object.telemetry.logFailure("fork_copy", error));
   }
 
   /**
@@ -242,7 +234,7 @@ export class ForkCopy {
    * fork is purged before it was. Until the source hears, the alarm tells it again.
    */
   async release(): Promise<void> {
-    const { session } = this.#host;
+    const { session } = this.#object;
     const state = session.copy.state;
     if (!session.exists || !state) return;
     await this.#source(state.sourceId).releaseFork(state.hold);
@@ -251,8 +243,8 @@ export class ForkCopy {
 
   /** The hold this fork copies its path by, while it does: what a source that holds for it asks. */
   hold(): string | null {
-    if (!this.#host.session.exists) return null;
-    const state = this.#host.session.copy.state;
+    if (!this.#object.session.exists) return null;
+    const state = this.#object.session.copy.state;
     return state?.next ? state.hold : null;
   }
 }

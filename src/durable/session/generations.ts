@@ -5,6 +5,8 @@ import { answerBytes } from "../../core/generations/answer-size";
 import { checkChunk, generationStreamPath } from "../../core/generations/chunks";
 import type { GenerationInfo, OpenGenerationBody } from "../../core/generations/generation-schemas";
 import {
+  DEFAULT_ABANDON_SECONDS,
+  DEFAULT_RETAIN_SECONDS,
   GENERATION_FORMATS,
   generationContentType,
   MAX_GENERATION_BYTES,
@@ -13,6 +15,7 @@ import { newId } from "../../core/ids";
 import { tryParseJson } from "../../core/json";
 import { MAX_BATCH_ENTRIES } from "../../core/limits";
 import { errorSummary, logLine } from "../log-line";
+import { numberSetting } from "../settings";
 import { errorAnswer } from "../stream/answers";
 import type { AppendHook } from "../stream/append-hook";
 import { readBody } from "../stream/body";
@@ -22,7 +25,7 @@ import type { StreamState } from "../stream/store";
 import { transaction } from "../transaction";
 import type { AnswerWriting, GenerationEnd, GenerationRow } from "./generation-rows";
 import { answerEntries, GenerationParts, generationStreamKey } from "./generation-rows";
-import type { QuotaChecks } from "./quota-checks";
+import type { SessionObjectState } from "./object-state";
 import type { SessionCalls } from "./session-calls";
 import type { SessionStore } from "./session-store";
 import type { ByteLimit } from "./session-writes";
@@ -37,20 +40,6 @@ import type { ByteLimit } from "./session-writes";
  * lifecycle (open, end, the alarm), what they say of themselves, and their streams' requests; their
  * rows and answers are in generation-rows.ts.
  */
-
-/** What the generations need of their session's object. */
-export interface GenerationHost {
-  readonly storage: DurableObjectStorage;
-  readonly session: SessionStore;
-  /** Seconds without an append before the alarm stops a generation, and its stream's retention. */
-  readonly defaults: { abandonSeconds: number; retainSeconds: number };
-  /** The object's calls: whether the session is there for its routes, and writes within its room. */
-  readonly calls: SessionCalls;
-  /** The tenant's quotas: how many generations a session may hold open. */
-  readonly quotas: QuotaChecks;
-  /** A generation opened, finished or stopped (for the session's watchers). */
-  changed(info: GenerationInfo): void;
-}
 
 /** What complete and stop answer: the generation as it ended and the entries it became. */
 export interface GenerationOutcome {
@@ -78,7 +67,11 @@ const RETRY_MS = 30_000;
 const iso = (ms: number) => new Date(ms).toISOString();
 
 export class Generations {
-  readonly #host: GenerationHost;
+  readonly #object: SessionObjectState;
+  /** The object's calls: whether the session is there for its routes, and writes within its room. */
+  readonly #calls: SessionCalls;
+  /** A generation opened, finished or stopped (for the session's watchers). */
+  readonly #changed: (info: GenerationInfo) => void;
   /**
    * The tables and streams of the session's current life: a session deleted and made again (a
    * new incarnation) starts with none, so they are opened again.
@@ -87,14 +80,25 @@ export class Generations {
   /** Generations whose stop failed (a failure of storage), and when the alarm tries again. */
   readonly #retries = new Map<string, number>();
 
-  constructor(host: GenerationHost) {
-    this.#host = host;
+  constructor(object: SessionObjectState, calls: SessionCalls, changed: (info: GenerationInfo) => void) {
+    this.#object = object;
+    this.#calls = calls;
+    this.#changed = changed;
+  }
+
+  /** Seconds without an append before the alarm stops a generation, and its stream's retention. */
+  get #defaults(): { abandonSeconds: number; retainSeconds: number } {
+    const { env } = this.#object;
+    return {
+      abandonSeconds: numberSetting(env.GENERATION_ABANDON_SECONDS, DEFAULT_ABANDON_SECONDS),
+      retainSeconds: numberSetting(env.GENERATION_RETAIN_SECONDS, DEFAULT_RETAIN_SECONDS),
+    };
   }
 
   get #parts(): GenerationParts {
-    const { incarnation } = this.#host.session.state;
+    const { incarnation } = this.#object.session.state;
     if (this.#open?.incarnation === incarnation) return this.#open.parts;
-    this.#open = { incarnation, parts: new GenerationParts(this.#host.storage) };
+    this.#open = { incarnation, parts: new GenerationParts(this.#object.storage) };
     return this.#open.parts;
   }
 
@@ -105,7 +109,7 @@ export class Generations {
       parentId: row.parentId,
       format: row.format,
       state: row.state,
-      stream: generationStreamPath(this.#host.session.state.header.id, row.id),
+      stream: generationStreamPath(this.#object.session.state.header.id, row.id),
       offset: formatOffset(stream?.tail ?? { records: 0, bytes: 0 }),
       openedAt: iso(row.openedAt),
       lastAppendAt: iso(lastAppend),
@@ -126,19 +130,20 @@ export class Generations {
 
   /** Generations still kept: open ones, and ended ones within their retention window. */
   list(): GenerationInfo[] {
-    if (!this.#host.session.exists) throw new SessionError("not_found", "session does not exist");
+    if (!this.#object.session.exists) throw new SessionError("not_found", "session does not exist");
     return this.#parts.rows.all().map((row) => this.#info(row));
   }
 
   /** Open generations: what a watcher that joins is told of. */
   openOnes(): GenerationInfo[] {
-    if (!this.#host.session.exists) return [];
+    if (!this.#object.session.exists) return [];
     return this.list().filter((info) => info.state === "open");
   }
 
   /** Opens a generation under `parentId` (default: the leaf), with its stream. */
   open(input: OpenGenerationBody): GenerationInfo {
-    const { session, storage, defaults } = this.#host;
+    const { session, storage } = this.#object;
+    const defaults = this.#defaults;
     const format = input.format ?? "text";
     if (!GENERATION_FORMATS.includes(format)) {
       throw new SessionError("unsupported_format", `unknown chunk format "${format}"`, {
@@ -156,7 +161,7 @@ export class Generations {
     }
     const { rows, streams } = this.#parts;
     const open = rows.all().filter((kept) => kept.state === "open").length;
-    this.#host.quotas.checkOpenGenerations(session.state.tenant, open);
+    this.#object.quotas.checkOpenGenerations(session.state.tenant, open);
     const now = Date.now();
     const row: GenerationRow = {
       id: newId(),
@@ -189,7 +194,7 @@ export class Generations {
       );
     });
     const info = this.#info(row, stream);
-    this.#host.changed(info);
+    this.#changed(info);
     return info;
   }
 
@@ -199,7 +204,8 @@ export class Generations {
    * the append runs again).
    */
   async #stored(row: GenerationRow, append: (hook: AppendHook | undefined) => Promise<Response>) {
-    const { calls, session } = this.#host;
+    const { session } = this.#object;
+    const calls = this.#calls;
     if (!row.counted) return append(undefined);
     return unwrap(
       await calls.limitedStore((room) =>
@@ -216,7 +222,7 @@ export class Generations {
    */
   async handle(id: string, request: Request, requestId: string | null): Promise<Response> {
     try {
-      this.#host.calls.checkListed();
+      this.#calls.checkListed();
       const parts = this.#parts;
       const row = parts.row(id);
       if (request.method === "GET" || request.method === "HEAD") {
@@ -301,7 +307,7 @@ export class Generations {
    * its text, whatever the quota.
    */
   async end(id: string, how: GenerationEnd): Promise<GenerationOutcome> {
-    const { calls } = this.#host;
+    const calls = this.#calls;
     const given = how.kind === "complete" && how.message !== undefined;
     const refused = (result: Result<GenerationOutcome>) =>
       !result.ok && !given && !NOT_THE_ANSWERS.has(result.error.code) ? result.error : undefined;
@@ -328,7 +334,7 @@ export class Generations {
     if (outcome.created) {
       this.#parts.recountAnswer(id);
       this.#parts.streams.written(generationStreamKey(id));
-      this.#host.changed(outcome.generation);
+      this.#changed(outcome.generation);
     }
     return outcome;
   }
@@ -356,7 +362,7 @@ export class Generations {
     const inputs = answerEntries(streams.store, row, stream, how, now, writing);
     const ids = inputs.map((input) => input.id as string);
     const chunks = row.counted ? stream.tail.bytes : 0;
-    const entries = transaction(this.#host.storage, [session, streams.store, rows], () => {
+    const entries = transaction(this.#object.storage, [session, streams.store, rows], () => {
       streams.store.append(stream, { records: [], close: true, producer: null, streamSeq: null, now });
       // The chunks become the answer: it takes the room they held, and they hold what they exceed it by.
       session.writes.holdGenerationBytes(-chunks, room);
@@ -381,7 +387,7 @@ export class Generations {
    * client's stop would), ended ones past their retention window lose their stream and row.
    */
   async alarm(): Promise<void> {
-    if (!this.#host.session.exists) return;
+    if (!this.#object.session.exists) return;
     const now = Date.now();
     for (const row of this.#parts.rows.all()) {
       if (row.state === "open") {
@@ -400,7 +406,7 @@ export class Generations {
         }
       } else if ((row.finishedAt ?? now) + row.retainMs <= now) {
         // A write: the directory hears of the bytes its stream no longer holds.
-        unwrap(await this.#host.calls.write(() => this.#remove(row)));
+        unwrap(await this.#calls.write(() => this.#remove(row)));
       }
     }
   }
@@ -408,7 +414,7 @@ export class Generations {
   #remove(row: GenerationRow): void {
     const { id } = row;
     const { rows, streams } = this.#parts;
-    const { session, storage } = this.#host;
+    const { session, storage } = this.#object;
     const stream = this.#parts.stream(id);
     transaction(storage, [session, streams.store, rows], () => {
       if (stream) streams.store.remove(stream);
@@ -422,7 +428,7 @@ export class Generations {
 
   /** When the alarm must next come for the generations, if ever (a deleted session's wait for its restore). */
   nextDue(): number | undefined {
-    if (!this.#host.calls.listed) return undefined;
+    if (!this.#calls.listed) return undefined;
     let next: number | undefined;
     for (const row of this.#parts.rows.all()) {
       const due =

@@ -5,15 +5,13 @@ import { capture, SessionError } from "../../core/errors";
 import { utf8Length } from "../../core/json";
 import type { AppendOptions, AppendResult, ImportOptions } from "../../core/storage";
 import { slices } from "../blobs/blob-text";
-import type { DurableEnv } from "../env";
-import type { ObjectAlarm } from "../object-alarm";
 import { storageWork } from "../transient";
 import type { Building, ContextAnswer, EntryPage } from "../types";
 import type { ForkCopy } from "./fork-copy";
-import type { QuotaChecks } from "./quota-checks";
+import type { SessionObjectState } from "./object-state";
 import { checkNotFull } from "./schema";
-import type { BlobAnswer, BlobPolicy, SessionBlobs } from "./session-blobs";
-import type { DirectoryReports, LifecycleRow, SessionTelemetry } from "./session-reports";
+import type { BlobAnswer, BlobPolicy } from "./session-blobs";
+import type { DirectoryReports } from "./session-reports";
 import type { SessionStore } from "./session-store";
 import type { ByteLimit } from "./session-writes";
 
@@ -26,29 +24,22 @@ import type { ByteLimit } from "./session-writes";
  * context answered (`ContextAnswers`).
  */
 
-/** What the calls use of the object. */
-export interface CallsHost {
-  session: SessionStore;
-  lifecycle: LifecycleRow;
-  blobs: SessionBlobs;
-  quotas: QuotaChecks;
-  /** A fork's copy: calls that need entries still to copy wait for them. */
-  copy: ForkCopy;
-  /** The directory's reports: each write is reported. */
-  reports: DirectoryReports;
-  alarm: ObjectAlarm;
-}
-
 export class SessionCalls {
-  readonly #host: CallsHost;
+  readonly #object: SessionObjectState;
+  /** A fork's copy: calls that need entries still to copy wait for them. */
+  readonly #copy: ForkCopy;
+  /** The directory's reports: each write is reported. */
+  readonly #reports: DirectoryReports;
 
-  constructor(host: CallsHost) {
-    this.#host = host;
+  constructor(object: SessionObjectState, copy: ForkCopy, reports: DirectoryReports) {
+    this.#object = object;
+    this.#copy = copy;
+    this.#reports = reports;
   }
 
   /** Whether the session is there for its routes: created, complete, and not deleted. */
   get listed(): boolean {
-    return this.#host.session.exists && !this.#host.lifecycle.deleted && !this.#host.lifecycle.pending;
+    return this.#object.session.exists && !this.#object.lifecycle.deleted && !this.#object.lifecycle.pending;
   }
 
   /**
@@ -57,9 +48,9 @@ export class SessionCalls {
    * created with), which find no other session.
    */
   checkListed(builder?: string): void {
-    const { deleted, pending } = this.#host.lifecycle;
+    const { deleted, pending } = this.#object.lifecycle;
     const found =
-      builder === undefined ? !pending : pending && this.#host.session.state.incarnation === builder;
+      builder === undefined ? !pending : pending && this.#object.session.state.incarnation === builder;
     if (deleted || !found) throw new SessionError("not_found", "session does not exist");
   }
 
@@ -68,14 +59,14 @@ export class SessionCalls {
    * still to copy, it runs again once the object knows of them (see fork-copy.ts).
    */
   copied<T>(call: () => Promise<Result<T>>): Promise<Result<T>> {
-    return this.#host.copy.retrying(call);
+    return this.#copy.retrying(call);
   }
 
   run<T>(read: (session: SessionStore) => T, builder?: string): Promise<Result<T>> {
     return this.copied(() =>
       capture(() => {
         this.checkListed(builder);
-        return storageWork(() => read(this.#host.session));
+        return storageWork(() => read(this.#object.session));
       }),
     );
   }
@@ -85,8 +76,8 @@ export class SessionCalls {
     return this.copied(() =>
       capture(async () => {
         this.checkListed();
-        const page = storageWork(() => read(this.#host.session));
-        return { ...page, entries: await this.#host.blobs.fill(page.entries) };
+        const page = storageWork(() => read(this.#object.session));
+        return { ...page, entries: await this.#object.blobs.fill(page.entries) };
       }),
     );
   }
@@ -96,11 +87,11 @@ export class SessionCalls {
     return this.copied(() =>
       capture(() => {
         this.checkListed(builder);
-        const result = storageWork(() => write(this.#host.session));
-        this.#host.reports.schedule();
+        const result = storageWork(() => write(this.#object.session));
+        this.#reports.schedule();
         // A large batch is indexed for search just after (see SearchIndex.index).
-        if (this.#host.session.writes.searchBackfillPending)
-          this.#host.alarm.armSoon("schedule_search_indexing");
+        if (this.#object.session.writes.searchBackfillPending)
+          this.#object.alarm.armSoon("schedule_search_indexing");
         return result;
       }),
     );
@@ -111,11 +102,11 @@ export class SessionCalls {
    * protocol): within the session's room as `limitedWrite`; the directory hears of it.
    */
   limitedStore<T>(write: (room: ByteLimit | undefined) => Promise<T>): Promise<Result<T>> {
-    return this.#host.quotas.within(this.#host.session, (room) =>
+    return this.#object.quotas.within(this.#object.session, (room) =>
       capture(async () => {
         this.checkListed();
         const result = await write(room);
-        this.#host.reports.schedule();
+        this.#reports.schedule();
         return result;
       }),
     );
@@ -126,7 +117,7 @@ export class SessionCalls {
     write: (session: SessionStore, room: ByteLimit | undefined) => T,
     builder?: string,
   ): Promise<Result<T>> {
-    return this.#host.quotas.within(this.#host.session, (room) =>
+    return this.#object.quotas.within(this.#object.session, (room) =>
       this.write((session) => write(session, room), builder),
     );
   }
@@ -140,22 +131,13 @@ export class SessionCalls {
  * references.
  */
 
-/** What the intake uses of the object. */
-export interface IntakeHost {
-  sql: SqlStorage;
-  /** The object's environment as it stands now (its storage ceiling). */
-  env: () => DurableEnv;
-  session: SessionStore;
-  calls: SessionCalls;
-  blobs: SessionBlobs;
-  telemetry: SessionTelemetry;
-}
-
 export class EntryIntake {
-  readonly #host: IntakeHost;
+  readonly #object: SessionObjectState;
+  readonly #calls: SessionCalls;
 
-  constructor(host: IntakeHost) {
-    this.#host = host;
+  constructor(object: SessionObjectState, calls: SessionCalls) {
+    this.#object = object;
+    this.#calls = calls;
   }
 
   async append(
@@ -166,16 +148,16 @@ export class EntryIntake {
     // A full session still takes a compaction: it is what keeps its context usable.
     const compaction = entries.every((entry) => (entry as { type?: unknown } | null)?.type === "compaction");
     const prepared = await capture(() => {
-      this.#host.calls.checkListed(builder);
+      this.#calls.checkListed(builder);
       // Refused before any of its blobs is uploaded.
-      if (!compaction) checkNotFull(this.#host.sql, this.#host.env());
-      return this.#host.blobs.prepare(entries, policy, (inputs, loaded) =>
-        this.#host.session.writes.plannedAppend(inputs, appendOptions, loaded),
+      if (!compaction) checkNotFull(this.#object.storage.sql, this.#object.env);
+      return this.#object.blobs.prepare(entries, policy, (inputs, loaded) =>
+        this.#object.session.writes.plannedAppend(inputs, appendOptions, loaded),
       );
     });
     if (!prepared.ok) return prepared;
     let written = { sessionId: "", entries: 0, bytes: 0 };
-    const result = await this.#host.calls.limitedWrite((session, room) => {
+    const result = await this.#calls.limitedWrite((session, room) => {
       const { nextSeq, stats, header } = session.state;
       const before = { seq: nextSeq, bytes: stats.bytes };
       const answer = session.writes.appendEntries(entries, appendOptions, room, prepared.value);
@@ -186,12 +168,12 @@ export class EntryIntake {
       };
       return answer;
     }, builder);
-    if (written.entries > 0) await this.#host.telemetry.metric({ kind: "append", ...written });
+    if (written.entries > 0) await this.#object.telemetry.metric({ kind: "append", ...written });
     if (!result.ok) return result;
     // A replay answers the entry as stored: with its blobs' values.
     return capture(async () => ({
       ...result.value,
-      entries: await this.#host.blobs.fill(result.value.entries),
+      entries: await this.#object.blobs.fill(result.value.entries),
     }));
   }
 
@@ -201,14 +183,14 @@ export class EntryIntake {
   ): Promise<Result<void>> {
     const { blobs: policy, builder, ...importOptions } = options;
     const prepared = await capture(() => {
-      this.#host.calls.checkListed(builder);
-      checkNotFull(this.#host.sql, this.#host.env());
-      return this.#host.blobs.prepare(entries, policy, (inputs, loaded) =>
-        this.#host.session.writes.plannedImport(inputs, importOptions, loaded),
+      this.#calls.checkListed(builder);
+      checkNotFull(this.#object.storage.sql, this.#object.env);
+      return this.#object.blobs.prepare(entries, policy, (inputs, loaded) =>
+        this.#object.session.writes.plannedImport(inputs, importOptions, loaded),
       );
     });
     if (!prepared.ok) return prepared;
-    return this.#host.calls.limitedWrite(
+    return this.#calls.limitedWrite(
       (session, room) => session.writes.importEntries(entries, importOptions, room, prepared.value),
       builder,
     );
@@ -223,14 +205,12 @@ export class EntryIntake {
  */
 
 export class ContextAnswers {
+  readonly #object: SessionObjectState;
   readonly #calls: SessionCalls;
-  readonly #blobs: SessionBlobs;
-  readonly #telemetry: SessionTelemetry;
 
-  constructor(calls: SessionCalls, blobs: SessionBlobs, telemetry: SessionTelemetry) {
+  constructor(object: SessionObjectState, calls: SessionCalls) {
+    this.#object = object;
     this.#calls = calls;
-    this.#blobs = blobs;
-    this.#telemetry = telemetry;
   }
 
   /** The context of a leaf (the head's when undefined); only what was appended when `since` allows. */
@@ -245,7 +225,7 @@ export class ContextAnswers {
       const answer = session.contexts.context(leafId, options.since);
       const sessionId = session.state.header.id;
       const sent = (bytes: number) =>
-        this.#telemetry.metric({
+        this.#object.telemetry.metric({
           kind: "context",
           sessionId,
           source: answer.source,
@@ -255,7 +235,7 @@ export class ContextAnswers {
       if ("text" in answer) {
         // The kept head context is one string already: sent whole, it saves the stream's round trips.
         // Its size is measured only for a metric that will be written (it may be megabytes).
-        if (this.#telemetry.measuring) void sent(utf8Length(answer.text));
+        if (this.#object.telemetry.measuring) void sent(utf8Length(answer.text));
         return { version, kind: answer.kind, body: answer.text };
       }
       return {
@@ -267,9 +247,12 @@ export class ContextAnswers {
     if (!result.ok || result.value.kind === "unchanged") return result;
     const { body, ...answer } = result.value;
     const blobs = options.blobs ?? { urls: false };
-    if (typeof body === "string" && !this.#blobs.hasBlobs) return result;
+    if (typeof body === "string" && !this.#object.blobs.hasBlobs) return result;
     // A kept context holding references may be far larger once they are answered: it is streamed.
     const stream = typeof body === "string" ? textStream(slices(body)) : body;
-    return capture(async () => ({ ...answer, body: await this.#blobs.rehydrateStream(stream, blobs) }));
+    return capture(async () => ({
+      ...answer,
+      body: await this.#object.blobs.rehydrateStream(stream, blobs),
+    }));
   }
 }

@@ -8,8 +8,9 @@ import { unavailable } from "../transient";
 import type { ExpiryOutcome, NewSessionOptions } from "../types";
 import type { ForkCopy } from "./fork-copy";
 import type { ForkHolds } from "./fork-source";
-import type { DirectoryReports, ReportHost } from "./session-reports";
-import { PENDING_MS, recoveryWindowMs } from "./session-reports";
+import type { SessionObjectState } from "./object-state";
+import { PENDING_MS, recoveryWindowMs } from "./object-state";
+import type { DirectoryReports } from "./session-reports";
 import type { EventHub } from "./session-watchers";
 
 /*
@@ -36,33 +37,38 @@ const HELD_RETRY_MS = 5000;
  */
 const HOLD_CHECK_MS = 60_000;
 
-/** What a session's life involves of its object: what its directory reports do, and more. */
-export interface LifeHost extends ReportHost {
-  readonly reports: DirectoryReports;
-  readonly events: EventHub;
-  /** The forks still copying from this session, which its purge waits for. */
-  readonly holds: ForkHolds;
-  /** This session's own copy, when it is a fork still copying: its source hears when it is purged. */
-  readonly copy: ForkCopy;
-  /** Gives up the session's claims on its tenant's blobs (those no session holds are deleted). */
-  releaseBlobs(): Promise<void>;
-}
-
 export class SessionLife {
-  readonly #host: LifeHost;
+  readonly #object: SessionObjectState;
+  readonly #reports: DirectoryReports;
+  readonly #events: EventHub;
+  /** The forks still copying from this session, which its purge waits for. */
+  readonly #holds: ForkHolds;
+  /** This session's own copy, when it is a fork still copying: its source hears when it is purged. */
+  readonly #copy: ForkCopy;
   /**
    * When the alarm comes back for what could not be done yet: a removal from the listing or a
    * purge that failed, a purge waiting for forks still copying, one they let go on.
    */
   #retryAt: number | undefined;
 
-  constructor(host: LifeHost) {
-    this.#host = host;
+  constructor(
+    object: SessionObjectState,
+    reports: DirectoryReports,
+    events: EventHub,
+    holds: ForkHolds,
+    copy: ForkCopy,
+  ) {
+    this.#object = object;
+    this.#reports = reports;
+    this.#events = events;
+    this.#holds = holds;
+    this.#copy = copy;
   }
 
   /** Creates the session (see `SessionObject.init`). */
   async create(tenant: string, header: SessionHeader, options: NewSessionOptions): Promise<SessionInfo> {
-    const { session, lifecycle, quotas, storage, reports } = this.#host;
+    const { session, lifecycle, quotas, storage } = this.#object;
+    const reports = this.#reports;
     // A deleted session gives up its id, as does one a fork or an import never completed; one
     // that forks still copy from is kept for them a little longer.
     if (session.exists && (lifecycle.deleted || lifecycle.pending) && !(await this.#purge())) {
@@ -80,7 +86,7 @@ export class SessionLife {
       return created;
     });
     if (builder === undefined) await reports.publish();
-    await this.#host.alarm.arm();
+    await this.#object.alarm.arm();
     return info;
   }
 
@@ -91,7 +97,7 @@ export class SessionLife {
    * once (once the listing has let it go).
    */
   async delete(recoveryMs: number): Promise<void> {
-    const { session, lifecycle, quotas, alarm } = this.#host;
+    const { session, lifecycle, quotas, alarm } = this.#object;
     const { tenant, header } = session.state;
     // Released first: should the rest fail, the session's next write claims its room again.
     await quotas.release(tenant, header.id);
@@ -106,7 +112,7 @@ export class SessionLife {
 
   /** Deletes the session for good, now, whether it is listed or deleted already. */
   async purge(): Promise<void> {
-    const { session, lifecycle } = this.#host;
+    const { session, lifecycle } = this.#object;
     if (!session.exists) throw new SessionError("not_found", "session does not exist");
     if (!lifecycle.deleted) this.#markDeleted(Date.now(), Date.now());
     // The directory hears of it before the data goes (if it cannot now, the alarm does both).
@@ -118,7 +124,9 @@ export class SessionLife {
    * directory hears of it next (`#unlist`), or from the alarm if it cannot be reached now.
    */
   #markDeleted(now: number, purgeAt: number): void {
-    const { session, lifecycle, reports, events, storage } = this.#host;
+    const { session, lifecycle, storage } = this.#object;
+    const reports = this.#reports;
+    const events = this.#events;
     transaction(storage, [lifecycle], () => {
       lifecycle.markDeleted(now, purgeAt);
       reports.owe("removal");
@@ -129,7 +137,8 @@ export class SessionLife {
 
   /** Takes the session out of the listing; false when the directory cannot be reached (the alarm tries again). */
   async #unlist(): Promise<boolean> {
-    const { reports, telemetry } = this.#host;
+    const { telemetry } = this.#object;
+    const reports = this.#reports;
     try {
       await reports.payOwed();
       return true;
@@ -146,7 +155,8 @@ export class SessionLife {
    * that is not deleted is `already_exists`; one never created, or purged, is `not_found`.
    */
   async restore(): Promise<SessionInfo> {
-    const { session, lifecycle, quotas, storage, reports, alarm } = this.#host;
+    const { session, lifecycle, quotas, storage, alarm } = this.#object;
+    const reports = this.#reports;
     const { tenant, header } = session.state;
     if (!lifecycle.deleted) {
       throw new SessionError("already_exists", `session ${header.id} is not deleted`, { id: header.id });
@@ -179,14 +189,15 @@ export class SessionLife {
    * written since is `kept`, and reports again so the directory catches up.
    */
   async expireIdle(idleBefore: string): Promise<ExpiryOutcome> {
-    const { session, lifecycle, reports, env } = this.#host;
+    const { session, lifecycle, placed } = this.#object;
+    const reports = this.#reports;
     if (!session.exists || lifecycle.deleted) return "missing";
     if (lifecycle.pending) return "kept";
     if (Date.parse(session.state.stats.updatedAt) >= Date.parse(idleBefore)) {
       await reports.publish();
       return "kept";
     }
-    await this.delete(recoveryWindowMs(env));
+    await this.delete(recoveryWindowMs(placed));
     return "expired";
   }
 
@@ -196,12 +207,13 @@ export class SessionLife {
    * it; one that does not (purged, or its word lost) lets go. While some do, the alarm looks again.
    */
   async #unheld(): Promise<boolean> {
-    const { holds, env, session, telemetry } = this.#host;
+    const { placed, session, telemetry } = this.#object;
+    const holds = this.#holds;
     const { tenant } = session.state;
     for (const { hold, forkId, since } of holds.list()) {
       if (Date.now() - since < HOLD_CHECK_MS) continue;
       try {
-        const fork = objectCalls(env.SESSIONS.getByName(sessionObjectName(tenant, forkId)));
+        const fork = objectCalls(placed.SESSIONS.getByName(sessionObjectName(tenant, forkId)));
         if ((await fork.copyHold()) !== hold) holds.remove(hold);
       } catch (error) {
         await telemetry.logFailure("fork_hold_check", error);
@@ -214,7 +226,8 @@ export class SessionLife {
 
   /** A fork copying from the session is done: a purge that waited for it goes on now. */
   async released(): Promise<void> {
-    const { lifecycle, holds } = this.#host;
+    const { lifecycle } = this.#object;
+    const holds = this.#holds;
     if (!lifecycle.deleted || holds.list().length > 0) return;
     if ((lifecycle.state.purgeAt ?? 0) <= Date.now()) await this.#retryIn(0);
   }
@@ -224,7 +237,9 @@ export class SessionLife {
    * from it. A fork still copying lets its source go first.
    */
   async #purge(): Promise<boolean> {
-    const { session, lifecycle, quotas, storage, reports, telemetry, copy, alarm } = this.#host;
+    const { session, lifecycle, quotas, storage, telemetry, alarm } = this.#object;
+    const reports = this.#reports;
+    const copy = this.#copy;
     if (session.exists && !(await this.#unheld())) return false;
     if (session.exists) {
       await copy.release().catch((error) => telemetry.logFailure("fork_release", error));
@@ -233,7 +248,7 @@ export class SessionLife {
       // A claim left behind would only leave the tenant less room than it has: logged, not fatal.
       await quotas.release(tenant, header.id).catch((error) => telemetry.logFailure("release_quota", error));
       // Likewise a blob claim: the blob is kept longer than needed, never lost.
-      await this.#host.releaseBlobs().catch((error) => telemetry.logFailure("release_blobs", error));
+      await this.#object.blobs.release().catch((error) => telemetry.logFailure("release_blobs", error));
     }
     await alarm.clear();
     try {
@@ -256,7 +271,7 @@ export class SessionLife {
    * old session. True when the session is gone or deleted, so the alarm has nothing else to do.
    */
   async due(): Promise<boolean> {
-    const { session, lifecycle, env } = this.#host;
+    const { session, lifecycle, placed } = this.#object;
     if (!session.exists) return false;
     const now = Date.now();
     this.#retryAt = undefined;
@@ -272,7 +287,7 @@ export class SessionLife {
     }
     const { expiresAt } = session.state.header;
     if (expiresAt !== undefined && Date.parse(expiresAt) <= now) {
-      await this.delete(recoveryWindowMs(env));
+      await this.delete(recoveryWindowMs(placed));
       return true;
     }
     const started = Date.now();
@@ -288,7 +303,7 @@ export class SessionLife {
   async #retryIn(ms: number): Promise<void> {
     const at = Date.now() + ms;
     this.#retryAt = this.#retryAt === undefined ? at : Math.min(this.#retryAt, at);
-    await this.#host.alarm.arm();
+    await this.#object.alarm.arm();
   }
 
   /**
@@ -296,7 +311,7 @@ export class SessionLife {
    * for search going on, or what could not be done yet, tried again.
    */
   nextDue(): number | undefined {
-    const { session, lifecycle } = this.#host;
+    const { session, lifecycle } = this.#object;
     if (!session.exists) return undefined;
     const soon = session.writes.searchBackfillPending ? Date.now() + BACKFILL_PAUSE_MS : undefined;
     const at = lifecycle.dueAt(session.state.header.expiresAt, soon);

@@ -4,16 +4,12 @@ import type { LeafEntry, SessionEntry, StoredEntry } from "../../core/entries";
 import type { Result } from "../../core/errors";
 import { capture, SessionError } from "../../core/errors";
 import type { GenerationInfo, OpenGenerationBody } from "../../core/generations/generation-schemas";
-import { DEFAULT_ABANDON_SECONDS, DEFAULT_RETAIN_SECONDS } from "../../core/generations/generation-schemas";
 import type { SessionSearchOptions, SessionSearchPage } from "../../core/search";
 import type { EntryQuery, HeaderPatch, LeafAt, SessionHeader, SessionInfo } from "../../core/session-schemas";
 import type { AppendOptions, AppendResult, ImportOptions, LeafOptions } from "../../core/storage";
 import type { TreeRow } from "../../core/tree";
 import type { DurableEnv } from "../env";
 import { REQUEST_ID_HEADER } from "../log-line";
-import { ObjectAlarm } from "../object-alarm";
-import { objectEnv } from "../placement/placed-env";
-import { numberSetting } from "../settings";
 import { sqlOf } from "../sql";
 import { storageWork, transientError } from "../transient";
 import type {
@@ -33,37 +29,32 @@ import { ForkHolds } from "./fork-source";
 import type { GenerationEnd } from "./generation-rows";
 import type { GenerationOutcome } from "./generations";
 import { GENERATION_ID_HEADER, Generations } from "./generations";
-import { QuotaChecks } from "./quota-checks";
+import { SessionObjectState } from "./object-state";
 import { checkNotFull } from "./schema";
 import type { BlobAnswer, BlobPolicy } from "./session-blobs";
-import { SessionBlobs } from "./session-blobs";
 import { ContextAnswers, EntryIntake, SessionCalls } from "./session-calls";
 import { SessionLife } from "./session-life";
-import { DirectoryReports, LifecycleRow, SessionTelemetry } from "./session-reports";
-import { SessionStore } from "./session-store";
+import { DirectoryReports } from "./session-reports";
 import { SessionWatchers } from "./session-watchers";
 
 /*
  * A session as a Durable Object: its RPC face. Each method answers a `Result` (RPC drops error
- * classes; its callers' `objectCalls` turn failures back into `SessionError`s) and is
- * named as the `SessionStorage` call it serves. The work is done by the store (session-store.ts)
- * and the parts the constructor makes beside it: which calls find the session and how a write
+ * classes; its callers' `objectCalls` turn failures back into `SessionError`s) and is named as the
+ * `SessionStorage` call it serves. The work is done by the store (session-store.ts), with what
+ * every part shares (object-state.ts: the alarm, quotas, blobs, telemetry, the `lifecycle` row),
+ * and by the parts the constructor makes beside it: which calls find the session and how a write
  * runs (session-calls.ts), watchers, context answers, entries coming in, a fork's copy, directory
- * reports, the session's life, generations and automatic compaction. The alarm runs what
- * is due: a fork's copy, purging, expiry, indexing for search, automatic compaction and the
- * directory report.
+ * reports, the session's life, generations and automatic compaction. The alarm runs what is due:
+ * a fork's copy, purging, expiry, indexing for search, automatic compaction and the directory
+ * report.
  */
 
 /** Milliseconds one call spends counting what a compaction leaves out of its summarizer's input. */
 const COUNT_BUDGET_MS = 1000;
 
 export class SessionObject extends DurableObject<DurableEnv> {
-  readonly #session: SessionStore;
-  readonly #telemetry: SessionTelemetry;
-  readonly #blobs: SessionBlobs;
-  readonly #lifecycle: LifecycleRow;
+  readonly #object: SessionObjectState;
   readonly #holds: ForkHolds;
-  readonly #alarm: ObjectAlarm;
   readonly #reports: DirectoryReports;
   readonly #copy: ForkCopy;
   readonly #calls: SessionCalls;
@@ -75,91 +66,30 @@ export class SessionObject extends DurableObject<DurableEnv> {
   readonly #intake: EntryIntake;
 
   /**
-   * Makes the object's parts, each given the others it uses. The objects a part reaches (blobs,
-   * the directory, the quota ledger) are those of the object's own jurisdiction; `current` is the
-   * object's environment as it stands when a part reads it (its bindings, the summarizer's
-   * settings, the storage ceiling).
+   * Makes what every part shares (object-state.ts), then the parts, each with the others it uses.
+   * The object's environment is read as it stands whenever a part reads a setting.
    */
   constructor(ctx: DurableObjectState, env: DurableEnv) {
     super(ctx, env);
-    const current = () => this.env;
-    const placed = objectEnv(env, ctx);
-    const sql = sqlOf(ctx.storage.sql);
-    const session = ctx.storage.transactionSync(() => new SessionStore(ctx.storage));
-    const telemetry = new SessionTelemetry(() => current().METRICS, session);
-    const blobs = new SessionBlobs(placed, ctx, session);
-    const quotas = new QuotaChecks(placed);
-    const lifecycle = new LifecycleRow(sql);
-    const alarm = new ObjectAlarm(ctx.storage, (task, error) => telemetry.logFailure(task, error));
-    // The session's life uses what the directory reports use, and the reports themselves.
-    const reportHost = { env: placed, storage: ctx.storage, alarm, session, lifecycle, quotas, telemetry };
-    const reports = new DirectoryReports(reportHost);
-    const copy = new ForkCopy({
-      placed,
-      storage: ctx.storage,
-      alarm,
-      session,
-      blobs,
-      quotas,
-      telemetry,
-      settings: () => copySettings(current()),
-      // The directory hears of the whole fork, and its entries are indexed for search.
-      copied: () => {
-        reports.schedule();
-        alarm.armSoon("schedule_search_indexing");
-      },
-    });
-    const calls = new SessionCalls({ session, lifecycle, blobs, quotas, copy, reports, alarm });
-    // The generations and the watchers use each other: each reaches the other through a function,
-    // called only once both are made.
-    const generations = new Generations({
-      storage: ctx.storage,
-      session,
-      defaults: {
-        abandonSeconds: numberSetting(env.GENERATION_ABANDON_SECONDS, DEFAULT_ABANDON_SECONDS),
-        retainSeconds: numberSetting(env.GENERATION_RETAIN_SECONDS, DEFAULT_RETAIN_SECONDS),
-      },
-      calls,
-      quotas,
-      changed: (info) => events.changed({ event: "generation", data: info }),
-    });
-    const watchers = new SessionWatchers({
-      ctx,
-      session,
-      blobs,
-      calls,
-      copy,
-      telemetry,
-      openGenerations: () => generations.openOnes(),
-    });
-    const events = watchers.hub;
-    session.writes.onWritten = (entries, leafId) => events.written(entries, leafId);
-    const holds = new ForkHolds(sql);
-    const life = new SessionLife({
-      ...reportHost,
-      reports,
-      events,
-      holds,
-      copy,
-      releaseBlobs: () => blobs.release(),
-    });
-    this.#autoCompaction = new AutoCompaction({
-      session,
-      summarizerConfig: current,
-      filled: (entries) => blobs.fill(entries),
-      write: (write) => calls.limitedWrite(write),
-      gone: () => !session.exists || lifecycle.deleted,
-      statusChanged: (status) => events.changed({ event: "compaction", data: status }),
-      telemetry,
-    });
-    this.#contexts = new ContextAnswers(calls, blobs, telemetry);
-    this.#intake = new EntryIntake({ sql: ctx.storage.sql, env: current, session, calls, blobs, telemetry });
-    this.#session = session;
-    this.#telemetry = telemetry;
-    this.#blobs = blobs;
-    this.#lifecycle = lifecycle;
+    const object = new SessionObjectState(ctx, env, () => this.env);
+    const { session, alarm } = object;
+    const reports = new DirectoryReports(object);
+    const copy = new ForkCopy(object, reports);
+    const calls = new SessionCalls(object, copy, reports);
+    // The generations and the watchers use each other: the generations tell the watchers' hub of
+    // each change through a function, called only once both are made.
+    const generations = new Generations(object, calls, (info) =>
+      watchers.hub.changed({ event: "generation", data: info }),
+    );
+    const watchers = new SessionWatchers(object, calls, copy, () => generations.openOnes());
+    session.writes.onWritten = (entries, leafId) => watchers.hub.written(entries, leafId);
+    const holds = new ForkHolds(sqlOf(ctx.storage.sql));
+    const life = new SessionLife(object, reports, watchers.hub, holds, copy);
+    this.#autoCompaction = new AutoCompaction(object, calls, watchers.hub);
+    this.#contexts = new ContextAnswers(object, calls);
+    this.#intake = new EntryIntake(object, calls);
+    this.#object = object;
     this.#holds = holds;
-    this.#alarm = alarm;
     this.#reports = reports;
     this.#copy = copy;
     this.#calls = calls;
@@ -186,21 +116,21 @@ export class SessionObject extends DurableObject<DurableEnv> {
     // A fork's copy goes on whatever else is due (a deleted fork can be restored whole).
     await this.#copy.alarm();
     try {
-      if (await this.#life.due()) return await this.#alarm.arm();
+      if (await this.#life.due()) return await this.#object.alarm.arm();
     } catch (error) {
       // Logged, then thrown: the runtime retries a failed alarm with backoff.
-      await this.#telemetry.logFailure("lifecycle", error);
+      await this.#object.telemetry.logFailure("lifecycle", error);
       throw error;
     }
     try {
-      if (!this.#session.exists) return;
+      if (!this.#object.session.exists) return;
       // A compaction reads the whole path: a fork compacts once its copy is done.
       if (!this.#copy.copying) await this.#autoCompaction.runIfDue();
-      if (!this.#session.exists) return;
+      if (!this.#object.session.exists) return;
       await this.#reports.reportDue();
       await this.#generations.alarm();
     } finally {
-      await this.#alarm.arm();
+      await this.#object.alarm.arm();
     }
   }
 
@@ -227,7 +157,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
       await this.#copy.begin(options.fork);
       void this.#reports.publish();
       await this.#copy.arm();
-      return this.#session.info();
+      return this.#object.session.info();
     });
   }
 
@@ -250,13 +180,13 @@ export class SessionObject extends DurableObject<DurableEnv> {
       this.#checkBuiltBy(builder);
       this.#calls.checkListed();
       await this.#copy.arm();
-      return this.#session.info();
+      return this.#object.session.info();
     });
   }
 
   /** Throws `not_found` unless the object holds the session `builder` made. */
   #checkBuiltBy(builder: string): void {
-    if (!this.#session.exists || this.#session.state.incarnation !== builder) {
+    if (!this.#object.session.exists || this.#object.session.state.incarnation !== builder) {
       throw new SessionError("not_found", "session does not exist");
     }
   }
@@ -275,7 +205,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   /** Deletes the session for good, now, whether it is listed or deleted already. @internal */
   purge(): Promise<Result<void>> {
     return capture(() => {
-      if (!this.#lifecycle.deleted) this.#calls.checkListed();
+      if (!this.#object.lifecycle.deleted) this.#calls.checkListed();
       return this.#life.purge();
     });
   }
@@ -283,7 +213,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   /** Brings a deleted session back within its recovery window (see `SessionLife.restore`). @internal */
   restore(): Promise<Result<SessionInfo>> {
     return capture(() => {
-      if (!this.#lifecycle.deleted) this.#calls.checkListed();
+      if (!this.#object.lifecycle.deleted) this.#calls.checkListed();
       return this.#life.restore();
     });
   }
@@ -315,7 +245,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
       this.#watchers.hub.changed({ event: "session", data: session.info() });
       return header;
     });
-    if (result.ok && patch.expiresAt !== undefined) await this.#alarm.arm();
+    if (result.ok && patch.expiresAt !== undefined) await this.#object.alarm.arm();
     return result;
   }
 
@@ -351,15 +281,15 @@ export class SessionObject extends DurableObject<DurableEnv> {
   getEntry(id: string): Promise<Result<StoredEntry | undefined>> {
     return capture(async () => {
       this.#calls.checkListed();
-      const held = () => storageWork(() => this.#session.reads.heldEntry(id));
+      const held = () => storageWork(() => this.#object.session.reads.heldEntry(id));
       const entry = held();
-      if (entry) return (await this.#blobs.fill([entry]))[0];
+      if (entry) return (await this.#object.blobs.fill([entry]))[0];
       // In a fork still copying its path, an entry of the part still to copy is read from its
       // source; should the copy have ended meanwhile, the fork holds it now.
       const borrowed = await this.#copy.entryOf(id);
       if (borrowed) return borrowed;
       const copied = held();
-      return copied && (await this.#blobs.fill([copied]))[0];
+      return copied && (await this.#object.blobs.fill([copied]))[0];
     });
   }
 
@@ -464,7 +394,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
         this.#calls.checkListed();
         checkNotFull(this.ctx.storage.sql, this.env);
         const info = storageWork(() => this.#generations.open(input));
-        await this.#alarm.arm();
+        await this.#object.alarm.arm();
         return info;
       }),
     );
@@ -490,7 +420,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
         const outcome = await this.#generations.end(id, how).catch((error: unknown) => {
           throw transientError(error) ?? error;
         });
-        if (outcome.created) await this.#alarm.arm();
+        if (outcome.created) await this.#object.alarm.arm();
         return outcome;
       }),
     );
@@ -563,7 +493,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return this.#calls.copied(() =>
       capture(() => {
         this.#checkHeld(hold);
-        return storageWork(() => this.#session.reads.forkPage(from, pageBytes));
+        return storageWork(() => this.#object.session.reads.forkPage(from, pageBytes));
       }),
     );
   }
@@ -577,10 +507,10 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return this.#calls.copied(() =>
       capture(async () => {
         this.#checkHeld(hold);
-        const { reads } = this.#session;
+        const { reads } = this.#object.session;
         const onPath = storageWork(() => Object.hasOwn(reads.refsOnPath(from, [id]), id));
         const entry = onPath ? storageWork(() => reads.heldEntry(id)) : undefined;
-        return entry ? ((await this.#blobs.fill([entry]))[0] as StoredEntry) : null;
+        return entry ? ((await this.#object.blobs.fill([entry]))[0] as StoredEntry) : null;
       }),
     );
   }
@@ -593,7 +523,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return this.#calls.copied(() =>
       capture(() => {
         this.#checkHeld(hold);
-        return storageWork(() => this.#session.reads.refsOnPath(from, ids));
+        return storageWork(() => this.#object.session.reads.refsOnPath(from, ids));
       }),
     );
   }
@@ -618,7 +548,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   #checkHeld(hold: string): void {
-    if (!this.#session.exists || !this.#holds.has(hold)) {
+    if (!this.#object.session.exists || !this.#holds.has(hold)) {
       throw new SessionError("not_found", "the path this fork copies is gone");
     }
   }

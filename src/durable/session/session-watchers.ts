@@ -16,9 +16,9 @@ import {
   SocketTickets,
 } from "./event-sockets";
 import type { ForkCopy } from "./fork-copy";
+import type { SessionObjectState, SessionTelemetry } from "./object-state";
 import type { SessionBlobs } from "./session-blobs";
 import type { SessionCalls } from "./session-calls";
-import type { SessionTelemetry } from "./session-reports";
 import type { SessionStore } from "./session-store";
 
 /*
@@ -46,22 +46,19 @@ export class SessionWatchers {
   /** True while a WebSocket's replay round runs: its entries come with their blobs read ahead. */
   #socketRound = false;
 
-  constructor(parts: {
-    ctx: DurableObjectState;
-    session: SessionStore;
-    blobs: SessionBlobs;
-    calls: SessionCalls;
+  constructor(
+    object: SessionObjectState,
+    calls: SessionCalls,
     /** A fork's copy: a replay from the part still to copy waits for it. */
-    copy: ForkCopy;
-    telemetry: SessionTelemetry;
+    copy: ForkCopy,
     /** Answers being written now (a watcher is told of each when it starts watching). */
-    openGenerations: () => GenerationInfo[];
-  }) {
-    const { ctx, session, blobs, telemetry } = parts;
+    openGenerations: () => GenerationInfo[],
+  ) {
+    const { ctx, session, blobs, telemetry } = object;
     this.#session = session;
     this.#blobs = blobs;
-    this.#calls = parts.calls;
-    this.#copy = parts.copy;
+    this.#calls = calls;
+    this.#copy = copy;
     this.#telemetry = telemetry;
     this.#tickets = new SocketTickets(ctx.storage);
     this.hub = new EventHub(
@@ -75,7 +72,7 @@ export class SessionWatchers {
           // A socket's round is sent at once, with values read ahead; a stream's passes `rehydrateStream`.
           return this.#socketRound ? blobs.fromWarm(entries) : entries;
         },
-        openGenerations: parts.openGenerations,
+        openGenerations,
       },
       (error) => void telemetry.logFailure("event_fan_out", error),
     );

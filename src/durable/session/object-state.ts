@@ -1,0 +1,367 @@
+import type { Result } from "../../core/errors";
+import { capture, SessionError } from "../../core/errors";
+import { LATEST_EXPIRES_AT } from "../../core/limits";
+import type { DurableEnv } from "../env";
+import { logBackgroundFailure, tenantHash } from "../log-line";
+import type { MetricPoint } from "../metrics";
+import { writeMetric } from "../metrics";
+import { directoryShard } from "../names";
+import { ObjectAlarm } from "../object-alarm";
+import { objectCalls } from "../object-calls";
+import { objectEnv } from "../placement/placed-env";
+import type { Quotas } from "../quotas";
+import { DEFAULT_OPEN_GENERATIONS, quotaExceeded, quotasFor } from "../quotas";
+import { numberSetting } from "../settings";
+import type { Sql } from "../sql";
+import { sqlOf } from "../sql";
+import { unavailable } from "../transient";
+import type { ClaimRequest } from "../types";
+import { hasSchema } from "./schema";
+import { SessionBlobs } from "./session-blobs";
+import { SessionStore } from "./session-store";
+import type { ByteLimit } from "./session-writes";
+import { ClaimExceeded } from "./session-writes";
+
+/*
+ * What every part of a session's object works with, made once by the object: its Durable Object
+ * state and storage, its environment, the session's store, the `lifecycle` row, the alarm, the
+ * session's side of its tenant's quotas, its blobs and its telemetry. A part is built with this
+ * and with the other parts it uses, named in its constructor.
+ *
+ * Below: the object's metrics and logs (`SessionTelemetry`), the `lifecycle` row (`LifecycleRow`),
+ * and the session's side of its tenant's quotas, whose ledger the tenant's first directory shard
+ * keeps (`QuotaChecks`).
+ */
+
+export class SessionObjectState {
+  readonly ctx: DurableObjectState;
+  readonly storage: DurableObjectStorage;
+  /**
+   * The environment of the objects the session reaches (blobs, the directory, the quota ledger,
+   * its forks and sources): those of the object's own jurisdiction.
+   */
+  readonly placed: DurableEnv;
+  readonly session: SessionStore;
+  readonly lifecycle: LifecycleRow;
+  /** The object's alarm, which comes by the time each part's work is due. */
+  readonly alarm: ObjectAlarm;
+  readonly quotas: QuotaChecks;
+  readonly blobs: SessionBlobs;
+  readonly telemetry: SessionTelemetry;
+  readonly #current: () => DurableEnv;
+
+  /** `current` answers the object's environment as it stands (its settings, read when used). */
+  constructor(ctx: DurableObjectState, env: DurableEnv, current: () => DurableEnv) {
+    this.ctx = ctx;
+    this.storage = ctx.storage;
+    this.#current = current;
+    this.placed = objectEnv(env, ctx);
+    const session = ctx.storage.transactionSync(() => new SessionStore(ctx.storage));
+    this.session = session;
+    this.lifecycle = new LifecycleRow(sqlOf(ctx.storage.sql));
+    this.telemetry = new SessionTelemetry(() => current().METRICS, session);
+    this.alarm = new ObjectAlarm(ctx.storage, (task, error) => this.telemetry.logFailure(task, error));
+    this.quotas = new QuotaChecks(this.placed);
+    this.blobs = new SessionBlobs(this.placed, ctx, session);
+  }
+
+  /** The object's environment as it stands now: the settings a part reads when it uses them. */
+  get env(): DurableEnv {
+    return this.#current();
+  }
+}
+
+/*
+ * What the object tells of its session outside itself: data points for the session's tenant
+ * (nothing without the METRICS binding), and log lines for work in the background that failed.
+ * Neither needs the session to exist: without one, no data point is written and a log line names
+ * no tenant.
+ */
+
+export class SessionTelemetry {
+  /** The METRICS binding, as the object's environment holds it when a point is written. */
+  readonly #metrics: () => AnalyticsEngineDataset | undefined;
+  readonly #session: SessionStore;
+
+  constructor(metrics: () => AnalyticsEngineDataset | undefined, session: SessionStore) {
+    this.#metrics = metrics;
+    this.#session = session;
+  }
+
+  /** Whether data points are written at all (the METRICS binding is there). */
+  get measuring(): boolean {
+    return this.#metrics() !== undefined;
+  }
+
+  /** Writes a data point for this session's tenant (nothing without the METRICS binding). */
+  async metric(point: MetricPoint): Promise<void> {
+    const metrics = this.#metrics();
+    if (!metrics || !this.#session.exists) return;
+    writeMetric(metrics, await tenantHash(this.#session.state.tenant), point);
+  }
+
+  async logFailure(task: string, error: unknown, fields?: Record<string, number | string>): Promise<void> {
+    const state = this.#session.exists ? this.#session.state : undefined;
+    await logBackgroundFailure(task, state?.tenant ?? "", state?.header.id, error, fields);
+  }
+}
+
+/*
+ * The `lifecycle` row (`LifecycleRow`): where a session stands apart from its content. The
+ * directory shard it reports to (fixed when it is created), whether it is still being written by a
+ * fork or an import (not listed until complete), and whether it is deleted: a deleted session
+ * answers not_found everywhere but keeps its data until `purgeAt`, so it can be restored whole
+ * until then.
+ */
+
+export const DEFAULT_RECOVERY_SECONDS = 7 * 24 * 3600;
+/** An unlisted session a fork or an import never completed is dropped after this long. */
+export const PENDING_MS = 24 * 3600 * 1000;
+
+/** How long a deleted session stays restorable (RECOVERY_WINDOW_SECONDS; 0 purges at once). */
+export function recoveryWindowMs(env: Pick<DurableEnv, "RECOVERY_WINDOW_SECONDS">): number {
+  return numberSetting(env.RECOVERY_WINDOW_SECONDS, DEFAULT_RECOVERY_SECONDS, { whole: false }) * 1000;
+}
+
+export interface LifecycleState {
+  shard: number;
+  /** When an unlisted (fork or import in progress) session was created; null once listed. */
+  pendingSince: number | null;
+  deletedAt: number | null;
+  purgeAt: number | null;
+}
+
+const FRESH: LifecycleState = { shard: 0, pendingSince: null, deletedAt: null, purgeAt: null };
+
+export class LifecycleRow {
+  readonly #sql: Sql;
+  #stored: LifecycleState | undefined;
+
+  constructor(sql: Sql) {
+    this.#sql = sql;
+  }
+
+  /** The state as stored (read when first needed, and again after `reload`). */
+  get state(): Readonly<LifecycleState> {
+    this.#stored ??= this.#load();
+    return this.#stored;
+  }
+
+  /** Reads the state again from storage: a transaction that wrote it failed and rolled back. */
+  reload(): void {
+    this.#stored = undefined;
+  }
+
+  /** The stored state; a session written before lifecycles existed reports to shard 0. */
+  #load(): LifecycleState {
+    if (!hasSchema(this.#sql)) return { ...FRESH };
+    const row = this.#sql<{
+      directory_shard: number;
+      pending_since: number | null;
+      deleted_at: number | null;
+      purge_at: number | null;
+    }>`SELECT directory_shard, pending_since, deleted_at, purge_at FROM lifecycle`.toArray()[0];
+    if (!row) return { ...FRESH };
+    return {
+      shard: row.directory_shard,
+      pendingSince: row.pending_since,
+      deletedAt: row.deleted_at,
+      purgeAt: row.purge_at,
+    };
+  }
+
+  get deleted(): boolean {
+    return this.state.deletedAt !== null;
+  }
+
+  get pending(): boolean {
+    return this.state.pendingSince !== null;
+  }
+
+  #save(next: LifecycleState): void {
+    this
+      .#sql`INSERT OR REPLACE INTO lifecycle (singleton, directory_shard, pending_since, deleted_at, purge_at)
+      VALUES (1, ${next.shard}, ${next.pendingSince}, ${next.deletedAt}, ${next.purgeAt})`;
+    this.#stored = next;
+  }
+
+  /** A new session: its shard, and whether it waits to be listed until it is complete. */
+  begin(shard: number, pendingSince: number | null): void {
+    this.#save({ ...FRESH, shard, pendingSince });
+  }
+
+  listed(): void {
+    if (this.pending) this.#save({ ...this.state, pendingSince: null });
+  }
+
+  markDeleted(now: number, purgeAt: number): void {
+    this.#save({ ...this.state, deletedAt: now, purgeAt });
+  }
+
+  markRestored(): void {
+    this.#save({ ...this.state, deletedAt: null, purgeAt: null });
+  }
+
+  /** Forgets the state after the object's storage was deleted. */
+  reset(): void {
+    this.#stored = { ...FRESH };
+  }
+
+  /**
+   * When the object must next wake for its lifecycle: to purge a deleted session, to drop one left
+   * incomplete, to delete one whose `expiresAt` came, or (`soon`) to go on with background work.
+   */
+  dueAt(expiresAt: string | undefined, soon: number | undefined): number | undefined {
+    if (this.state.purgeAt !== null) return this.state.purgeAt;
+    const times: number[] = [];
+    if (this.state.pendingSince !== null) times.push(this.state.pendingSince + PENDING_MS);
+    // An expiry stored before expiries were bounded may lie past what an alarm can be set to.
+    const expiry = expiresAt === undefined ? Number.NaN : Date.parse(expiresAt);
+    if (expiry < Date.parse(LATEST_EXPIRES_AT)) times.push(expiry);
+    if (soon !== undefined) times.push(soon);
+    return times.length > 0 ? Math.min(...times) : undefined;
+  }
+}
+
+/*
+ * A session object's side of the quotas. `maxSessionBytes` is the session's own affair. The
+ * tenant-wide quotas (`maxSessions`, `maxTenantBytes`) are kept by the tenant's ledger
+ * (tenant-ledger.ts): a new or restored session is admitted by it, and a session writes within the
+ * room it was granted (its claim), asking for more only when a write needs it and handing back what
+ * it did not use once idle. Without quotas nothing is asked of anyone.
+ */
+
+/** Attempts a write makes to get the room it needs (others may take room between them). */
+const CLAIM_ATTEMPTS = 3;
+
+function tenantWide(quotas: Quotas): boolean {
+  return quotas.maxSessions !== undefined || quotas.maxTenantBytes !== undefined;
+}
+
+export class QuotaChecks {
+  readonly #env: DurableEnv;
+  /** The bytes this session may hold without asking the ledger again; unknown until it asks. */
+  #claim: number | undefined;
+  /** The sequence of this session's ledger requests: it only grows, across restarts too. */
+  #seq = 0;
+
+  constructor(env: DurableEnv) {
+    this.#env = env;
+  }
+
+  #nextSeq(): number {
+    this.#seq = Math.max(this.#seq + 1, Date.now() * 1000);
+    return this.#seq;
+  }
+
+  #ledger(tenant: string) {
+    return directoryShard(this.#env, tenant, 0);
+  }
+
+  /** A ledger that cannot be reached refuses the write for now; nothing is written. */
+  async #reach<T>(call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      if (error instanceof SessionError) throw error;
+      throw unavailable("the tenant's quota ledger cannot be reached; try again", "not_applied");
+    }
+  }
+
+  async #ask(tenant: string, request: Omit<ClaimRequest, "seq">): Promise<number> {
+    this.#claim = await this.#reach(() =>
+      objectCalls(this.#ledger(tenant)).claimQuota(tenant, { ...request, seq: this.#nextSeq() }),
+    );
+    return this.#claim;
+  }
+
+  /**
+   * Refuses a session being created or restored (holding `bytes`) that the tenant's quotas leave
+   * no room for; else it counts against them from now.
+   */
+  async admit(tenant: string, sessionId: string, bytes: number): Promise<void> {
+    const quotas = quotasFor(this.#env.QUOTAS, tenant);
+    if (quotas.maxSessionBytes !== undefined && bytes > quotas.maxSessionBytes) {
+      throw quotaExceeded(
+        "maxSessionBytes",
+        quotas.maxSessionBytes,
+        `the session would hold ${bytes} bytes; the quota is ${quotas.maxSessionBytes}`,
+      );
+    }
+    if (tenantWide(quotas)) await this.#ask(tenant, { sessionId, holds: 0, wants: bytes, newSession: true });
+  }
+
+  /** The most bytes the session (holding `holds`) may hold after a write; none without byte quotas. */
+  byteLimit(tenant: string, holds: number): ByteLimit | undefined {
+    const quotas = quotasFor(this.#env.QUOTAS, tenant);
+    const own: ByteLimit | undefined =
+      quotas.maxSessionBytes === undefined
+        ? undefined
+        : { maxBytes: quotas.maxSessionBytes, quota: "maxSessionBytes", limit: quotas.maxSessionBytes };
+    if (quotas.maxTenantBytes === undefined) return own;
+    // Not known (the object just woke): nothing beyond what it holds, until a write asks for more.
+    const claim = this.#claim ?? holds;
+    if (own && own.maxBytes <= claim) return own;
+    return { maxBytes: claim, quota: "claim", limit: quotas.maxTenantBytes };
+  }
+
+  /**
+   * Runs a write (`run` answers a Result) within the session's room, and when it needs more of the
+   * tenant's room than the session was granted, asks for it and runs the write again (nothing was
+   * written the first time).
+   */
+  async within<T>(
+    session: SessionStore,
+    run: (room: ByteLimit | undefined) => Promise<Result<T>>,
+  ): Promise<Result<T>> {
+    for (let attempt = 1; ; attempt++) {
+      const room = await capture(() =>
+        session.exists ? this.byteLimit(session.state.tenant, session.state.stats.bytes) : undefined,
+      );
+      if (!room.ok) return room;
+      let needed: ClaimExceeded;
+      try {
+        return await run(room.value);
+      } catch (error) {
+        if (!(error instanceof ClaimExceeded)) throw error;
+        if (attempt >= CLAIM_ATTEMPTS) {
+          const busy = unavailable("the session's writes keep outgrowing its room; try again", "not_applied");
+          return { ok: false, error: busy.toJSON() };
+        }
+        needed = error;
+      }
+      const { tenant, header } = session.state;
+      // Asks for room for `wants` more bytes; `quota_exceeded` when the tenant has none left.
+      const { holds, wants } = needed;
+      const grown = await capture(() =>
+        this.#ask(tenant, { sessionId: header.id, holds, wants, newSession: false }),
+      );
+      if (!grown.ok) return grown;
+    }
+  }
+
+  /** Refuses a generation opened beside `open` others when the tenant's quota allows no more. */
+  checkOpenGenerations(tenant: string, open: number): void {
+    const limit = quotasFor(this.#env.QUOTAS, tenant).maxOpenGenerations ?? DEFAULT_OPEN_GENERATIONS;
+    if (open < limit) return;
+    throw quotaExceeded(
+      "maxOpenGenerations",
+      limit,
+      `the session holds ${open} open generations; complete or stop one first`,
+    );
+  }
+
+  /** The session is idle holding `holds` bytes: what it was granted beyond them goes back. */
+  async settle(tenant: string, sessionId: string, holds: number): Promise<void> {
+    if (quotasFor(this.#env.QUOTAS, tenant).maxTenantBytes === undefined) return;
+    this.#claim = undefined;
+    await this.#ledger(tenant).settleQuota(sessionId, holds, this.#nextSeq());
+  }
+
+  /** The session was deleted: it counts against no quota until it is restored. */
+  async release(tenant: string, sessionId: string): Promise<void> {
+    this.#claim = undefined;
+    if (!tenantWide(quotasFor(this.#env.QUOTAS, tenant))) return;
+    await this.#reach(() => this.#ledger(tenant).releaseQuota(sessionId));
+  }
+}

@@ -302,6 +302,39 @@ describe("a fork that fails part way", () => {
     await vi.waitFor(async () => expect(await holds(source)).toEqual([]), { timeout: 5_000, interval: 50 });
   });
 
+  it("copies nothing more once removed, while its purge waits for the directory", async () => {
+    const source = await forkable();
+    faults.env.FORK_COPY_PAGE_BYTES = "1";
+    // A label set off the path forked: the fork writes it after its first page.
+    const label = { type: "label", targetId: "a", label: "start" };
+    expect((await api("POST", `/v1/sessions/${source}/entries`, label)).status).toBe(201);
+    const fork = `f-${newId()}`;
+    // Its first page is written, the label is not: the request removes the fork, and cannot tell
+    // the directory yet.
+    faults.add({ point: "statement", object: objectOf(fork), matching: /INTO entries/, skip: 1 });
+    faults.directoryDown = true;
+    const failed = await api("POST", `/v1/sessions/${source}/fork`, { entryId: "c", id: fork });
+    expectUnavailable(failed, "not_applied");
+    expect(await holds(source)).toEqual([]);
+    // Deleted, unlisted and owed to its directory, the fork asks its source for no page the source
+    // no longer keeps: its alarm is its purge's.
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      expect(await runDurableObjectAlarm(stub(fork))).toBe(true);
+      const tasks = errors.mock.calls.map(([line]) => (JSON.parse(String(line)) as { task?: string }).task);
+      expect(tasks).not.toContain("fork_copy");
+    } finally {
+      errors.mockRestore();
+    }
+    faults.directoryDown = false;
+    await runDurableObjectAlarm(stub(fork));
+    const gone = await runInDurableObject(stub(fork), (_instance, state) =>
+      state.storage.sql.exec("SELECT name FROM sqlite_master WHERE name = 'session'").toArray(),
+    );
+    expect(gone).toEqual([]);
+    expect(await listed()).not.toContain(fork);
+  });
+
   it("answers that its outcome is unknown when it cannot be removed either", async () => {
     const source = await forkable();
     const fork = `f-${newId()}`;

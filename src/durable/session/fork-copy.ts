@@ -81,6 +81,16 @@ export class ForkCopy {
     return this.#object.session.exists && this.#object.session.copy.copying;
   }
 
+  /**
+   * Whether the alarm copies the rest: not for a fork removed by the request that made it (deleted
+   * before it was listed), which no one reads or restores and whose source kept nothing for it;
+   * its purge is what is left.
+   */
+  get #goesOn(): boolean {
+    const { lifecycle } = this.#object;
+    return this.copying && !(lifecycle.deleted && lifecycle.pending);
+  }
+
   /** Whether the copy is done and its source has still to hear. */
   get #releaseOwed(): boolean {
     return this.#object.session.exists && this.#object.session.copy.state?.releaseOwed === true;
@@ -199,9 +209,9 @@ export class ForkCopy {
 
   /** The alarm's share: STEP_PAGES pages, and the next step set. */
   async alarm(): Promise<void> {
-    if (!this.copying && !this.#releaseOwed) return;
+    if (!this.#goesOn && !this.#releaseOwed) return;
     try {
-      for (let page = 0; page < STEP_PAGES && this.copying; page++) await this.#next();
+      for (let page = 0; page < STEP_PAGES && this.#goesOn; page++) await this.#next();
       if (this.#releaseOwed) await this.release();
     } catch (error) {
       await this.#object.telemetry.logFailure("fork_copy", error);
@@ -213,14 +223,14 @@ export class ForkCopy {
 
   /** The alarm comes back `after` milliseconds from now while the copy goes on. */
   async arm(after = this.#settings().pauseMs): Promise<void> {
-    if (!this.copying && !this.#releaseOwed) return;
+    if (!this.#goesOn && !this.#releaseOwed) return;
     this.#dueAt = Date.now() + after;
     await this.#object.alarm.arm();
   }
 
   /** When the copy's next step is due, while it goes on (at once, after a restart). */
   nextDue(): number | undefined {
-    if (!this.copying && !this.#releaseOwed) return undefined;
+    if (!this.#goesOn && !this.#releaseOwed) return undefined;
     return this.#dueAt ?? Date.now();
   }
 

@@ -316,6 +316,10 @@ describe("a fork that fails part way", () => {
     const failed = await api("POST", `/v1/sessions/${source}/fork`, { entryId: "c", id: fork });
     expectUnavailable(failed, "not_applied");
     expect(await holds(source)).toEqual([]);
+    // Its purge is due, but waits for the directory: the alarm asks it again after a backoff, not
+    // at once and over and over.
+    const alarm = await runInDurableObject(stub(fork), (_instance, state) => state.storage.getAlarm());
+    expect(alarm as number).toBeGreaterThan(Date.now() + 1000);
     // Deleted, unlisted and owed to its directory, the fork asks its source for no page the source
     // no longer keeps: its alarm is its purge's.
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});

@@ -83,8 +83,8 @@ export class ForkCopy {
 
   /**
    * Whether the alarm copies the rest: not for a fork removed by the request that made it (deleted
-   * before it was listed), which no one reads or restores and whose source kept nothing for it;
-   * its purge is what is left.
+   * before it was listed), which no one reads or restores, and whose source was told to let go of
+   * what it kept for it; its purge is what is left (and tells the source again).
    */
   get #goesOn(): boolean {
     const { lifecycle } = this.#object;

@@ -38,7 +38,9 @@ export class SessionObjectState {
   readonly storage: DurableObjectStorage;
   /**
    * The environment of the objects the session reaches (blobs, the directory, the quota ledger,
-   * its forks and sources): those of the object's own jurisdiction.
+   * its forks and sources): those of the object's own jurisdiction. In a jurisdiction it is a copy
+   * made with the object, so the settings read from it (the directory's sync interval, the
+   * recovery window, quotas) are as the object was made.
    */
   readonly placed: DurableEnv;
   readonly session: SessionStore;
@@ -50,7 +52,7 @@ export class SessionObjectState {
   readonly telemetry: SessionTelemetry;
   readonly #current: () => DurableEnv;
 
-  /** `current` answers the object's environment as it stands (its settings, read when used). */
+  /** `current` answers the object's environment as it stands (see `env`). */
   constructor(ctx: DurableObjectState, env: DurableEnv, current: () => DurableEnv) {
     this.ctx = ctx;
     this.storage = ctx.storage;
@@ -65,7 +67,10 @@ export class SessionObjectState {
     this.blobs = new SessionBlobs(this.placed, ctx, session);
   }
 
-  /** The object's environment as it stands now: the settings a part reads when it uses them. */
+  /**
+   * The object's environment as it stands now, for the settings a part reads when it uses them (a
+   * fork's copy, a generation's defaults, the summarizer, the storage ceiling, metrics).
+   */
   get env(): DurableEnv {
     return this.#current();
   }

@@ -49,7 +49,7 @@ const MIGRATIONS = [
   CREATE TABLE labels (target_id TEXT PRIMARY KEY, label TEXT NOT NULL)
   `,
   `ALTER TABLE session ADD COLUMN auto_compaction TEXT`,
-  // Where the session reports, whether it is complete, deleted or due to be purged (session-reports.ts);
+  // Where the session reports, whether it is complete, deleted or due to be purged (object-state.ts);
   // the full-text index of its entries (search-index.ts), and how much of a session written before
   // the index existed is still to be indexed.
   `

@@ -315,7 +315,10 @@ export class SessionLife {
     if (!session.exists) return undefined;
     const soon = session.writes.searchBackfillPending ? Date.now() + BACKFILL_PAUSE_MS : undefined;
     const at = lifecycle.dueAt(session.state.header.expiresAt, soon);
-    if (at === undefined || this.#retryAt === undefined) return at ?? this.#retryAt;
+    if (this.#retryAt === undefined) return at;
+    // What could not be done is tried again when its retry comes: a due time passed already is that
+    // same work, and does not bring it sooner (else an unreachable directory is asked without pause).
+    if (at === undefined || at <= Date.now()) return this.#retryAt;
     return Math.min(at, this.#retryAt);
   }
 }

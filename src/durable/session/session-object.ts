@@ -67,7 +67,6 @@ export class SessionObject extends DurableObject<DurableEnv> {
 
   /**
    * Makes what every part shares (object-state.ts), then the parts, each with the others it uses.
-   * The object's environment is read as it stands whenever a part reads a setting.
    */
   constructor(ctx: DurableObjectState, env: DurableEnv) {
     super(ctx, env);
@@ -113,7 +112,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
    * the alarm is set for whatever is due next (../object-alarm.ts).
    */
   override async alarm(): Promise<void> {
-    // A fork's copy goes on whatever else is due (a deleted fork can be restored whole).
+    // A fork's copy goes on whatever else is due (a deleted fork that was listed can be restored whole).
     await this.#copy.alarm();
     try {
       if (await this.#life.due()) return await this.#object.alarm.arm();

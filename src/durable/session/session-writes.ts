@@ -335,8 +335,8 @@ export interface PreparedBlobs {
 
 /*
  * The room a write has: what the session may hold after it, and the signal that a write needs more
- * of the tenant's room than the session was granted (`QuotaChecks` in session-reports.ts asks for
- * it, then the write runs again).
+ * of the tenant's room than the session was granted (`QuotaChecks` in object-state.ts asks for it,
+ * then the write runs again).
  */
 
 /**

@@ -457,6 +457,17 @@ describe("a directory shard unreachable for a while", () => {
     expect(row.entryCount).toBe(1);
   });
 
+  it("refuses a write that needs room from the tenant's quota ledger there, and writes nothing", async () => {
+    faults.env.QUOTAS = JSON.stringify({ maxTenantBytes: 100_000_000 });
+    const id = await newSession();
+    faults.directoryDown = true;
+    const refused = await api("POST", `/v1/sessions/${id}/entries`, message("a", "x".repeat(1000)));
+    expectUnavailable(refused, "not_applied");
+    expect(refused.body.error.message).toMatch(/quota ledger cannot be reached/);
+    faults.directoryDown = false;
+    expect(await entries(id)).toEqual([]);
+  });
+
   it("leaves no session live but unlisted when its object stops between the change and the call", async () => {
     const id = await newSession();
     // The delete's transaction commits, then the object is reset before it tells anyone.

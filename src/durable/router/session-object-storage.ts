@@ -255,8 +255,8 @@ export class SessionObjectStorage implements SessionStorage {
    * path's first page; the rest is copied in the background by its own object, which meanwhile
    * answers every read as if it were complete (fork-copy.ts). A fork that fails to begin is
    * removed, and this session keeps nothing for it (one found listed is whole, and the answer; one
-   * neither removed nor listed answers that its outcome is unknown: see `DurableRepo.beginFork`). The new session's object is created near
-   * `location`, when given.
+   * neither removed nor listed answers that its outcome is unknown: see `DurableRepo.beginFork`).
+   * The new session's object is created near `location`, when given.
    */
   async fork(
     targetId: string,

@@ -1,14 +1,13 @@
 import type { Result } from "../../core/errors";
-import { capture, SessionError } from "../../core/errors";
+import { capture } from "../../core/errors";
 import { LATEST_EXPIRES_AT } from "../../core/limits";
 import type { DurableEnv } from "../env";
 import { logBackgroundFailure, tenantHash } from "../log-line";
 import type { MetricPoint } from "../metrics";
 import { writeMetric } from "../metrics";
-import { directoryShard } from "../names";
 import { ObjectAlarm } from "../object-alarm";
-import { objectCalls } from "../object-calls";
 import { objectEnv } from "../placement/placed-env";
+import { QuotaLedger } from "../quota-ledger";
 import type { Quotas } from "../quotas";
 import { DEFAULT_OPEN_GENERATIONS, quotaExceeded, quotasFor } from "../quotas";
 import { numberSetting } from "../settings";
@@ -245,38 +244,17 @@ function tenantWide(quotas: Quotas): boolean {
 
 export class QuotaChecks {
   readonly #env: DurableEnv;
+  readonly #ledger: QuotaLedger;
   /** The bytes this session may hold without asking the ledger again; unknown until it asks. */
   #claim: number | undefined;
-  /** The sequence of this session's ledger requests: it only grows, across restarts too. */
-  #seq = 0;
 
   constructor(env: DurableEnv) {
     this.#env = env;
-  }
-
-  #nextSeq(): number {
-    this.#seq = Math.max(this.#seq + 1, Date.now() * 1000);
-    return this.#seq;
-  }
-
-  #ledger(tenant: string) {
-    return directoryShard(this.#env, tenant, 0);
-  }
-
-  /** A ledger that cannot be reached refuses the write for now; nothing is written. */
-  async #reach<T>(call: () => Promise<T>): Promise<T> {
-    try {
-      return await call();
-    } catch (error) {
-      if (error instanceof SessionError) throw error;
-      throw unavailable("the tenant's quota ledger cannot be reached; try again", "not_applied");
-    }
+    this.#ledger = new QuotaLedger(env);
   }
 
   async #ask(tenant: string, request: Omit<ClaimRequest, "seq">): Promise<number> {
-    this.#claim = await this.#reach(() =>
-      objectCalls(this.#ledger(tenant)).claimQuota(tenant, { ...request, seq: this.#nextSeq() }),
-    );
+    this.#claim = await this.#ledger.claim(tenant, request);
     return this.#claim;
   }
 
@@ -360,13 +338,13 @@ export class QuotaChecks {
   async settle(tenant: string, sessionId: string, holds: number): Promise<void> {
     if (quotasFor(this.#env.QUOTAS, tenant).maxTenantBytes === undefined) return;
     this.#claim = undefined;
-    await this.#ledger(tenant).settleQuota(sessionId, holds, this.#nextSeq());
+    await this.#ledger.settle(tenant, sessionId, holds);
   }
 
   /** The session was deleted: it counts against no quota until it is restored. */
   async release(tenant: string, sessionId: string): Promise<void> {
     this.#claim = undefined;
     if (!tenantWide(quotasFor(this.#env.QUOTAS, tenant))) return;
-    await this.#reach(() => this.#ledger(tenant).releaseQuota(sessionId));
+    await this.#ledger.release(tenant, sessionId);
   }
 }

@@ -1,9 +1,8 @@
-import { SessionError } from "../../core/errors";
 import { STREAM_CLAIM_PREFIX } from "../directory/stream-registry";
 import type { DurableEnv } from "../env";
 import { errorSummary, logLine } from "../log-line";
 import { directoryShard, shardCount, shardOf } from "../names";
-import { objectCalls } from "../object-calls";
+import { QuotaLedger } from "../quota-ledger";
 import type { Quotas } from "../quotas";
 import { quotasFor } from "../quotas";
 import { unavailable } from "../transient";
@@ -68,37 +67,18 @@ export class StreamAccount {
   #claim: number | undefined;
   /** Whether the ledger counts the stream (it admitted it, and it was not released since). */
   #claimed = false;
-  #seq = 0;
+  readonly #ledger: QuotaLedger;
 
   constructor(env: DurableEnv, kv: SyncKvStorage, store: StreamStore) {
     this.#env = env;
     this.#kv = kv;
     this.#store = store;
-  }
-
-  #nextSeq(): number {
-    this.#seq = Math.max(this.#seq + 1, Date.now() * 1000);
-    return this.#seq;
-  }
-
-  #ledger(tenant: string) {
-    return directoryShard(this.#env, tenant, 0);
+    this.#ledger = new QuotaLedger(env);
   }
 
   async #ask(tenant: string, key: string, holds: number, wants: number, isNew: boolean): Promise<void> {
-    try {
-      this.#claim = await objectCalls(this.#ledger(tenant)).claimQuota(tenant, {
-        sessionId: `${STREAM_CLAIM_PREFIX}${key}`,
-        holds,
-        wants,
-        seq: this.#nextSeq(),
-        newSession: isNew,
-      });
-    } catch (error) {
-      // The ledger's refusal (quota_exceeded) as it is; no answer at all, a failure to try again.
-      if (error instanceof SessionError) throw error;
-      throw unavailable("the tenant's quota ledger cannot be reached; try again", "not_applied");
-    }
+    const sessionId = `${STREAM_CLAIM_PREFIX}${key}`;
+    this.#claim = await this.#ledger.claim(tenant, { sessionId, holds, wants, newSession: isNew });
     this.#claimed = true;
   }
 
@@ -170,18 +150,18 @@ export class StreamAccount {
       const quotas = quotasFor(this.#env.QUOTAS, tenant);
       const id = `${STREAM_CLAIM_PREFIX}${key}`;
       if (!stream && (this.#claimed || (reported.heard !== null && reported.heard !== "removed"))) {
-        if (tenantWide(quotas)) await this.#ledger(tenant).releaseQuota(id);
+        if (tenantWide(quotas)) await this.#ledger.release(tenant, id);
         this.#claim = undefined;
         this.#claimed = false;
       } else if (stream && idle && quotas.maxTenantBytes !== undefined) {
         this.#claim = undefined;
-        await this.#ledger(tenant).settleQuota(id, ownBytes(stream), this.#nextSeq());
+        await this.#ledger.settle(tenant, id, ownBytes(stream));
       }
       // A stream never made (a create that failed) was never listed.
       if (print === reported.heard || (!stream && reported.heard === null)) return true;
       const report: StreamReport = {
         key,
-        version: this.#nextSeq(),
+        version: this.#ledger.nextSeq(),
         state: stateOf(stream),
         contentType: stream?.contentType ?? "",
         bytes: stream ? ownBytes(stream) : 0,

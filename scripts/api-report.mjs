@@ -19,6 +19,9 @@ rewriteDeclarationSpecifiers(`${root}/dist/types`);
 /** Each entry point of package.json's exports, by its report's name. */
 const ENTRY_POINTS = {
   "cf-sessions": "core/index",
+  "cf-sessions-formats": "core/public/formats",
+  "cf-sessions-interchange": "core/public/interchange",
+  "cf-sessions-compaction": "core/public/compaction",
   "cf-sessions-client": "client/index",
   "cf-sessions-node": "node/index",
   "cf-sessions-durable": "durable/index",

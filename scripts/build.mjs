@@ -27,7 +27,7 @@ const common = {
 for (const name of existsSync(`${root}/dist`) ? readdirSync(`${root}/dist`) : [])
   if (!(skipTypes && name === "types")) rmSync(`${root}/dist/${name}`, { recursive: true, force: true });
 
-// One build with shared chunks, so `cf-sessions`, `cf-sessions/client`, `cf-sessions/node` and the
+// One build with shared chunks, so `cf-sessions`, its other entry points, `cf-sessions/node` and the
 // framework adapters hold the same classes: a `SessionError` thrown by the client is an `instanceof` the core's.
 await build({
   ...common,
@@ -36,6 +36,9 @@ await build({
   external: ["node:*"],
   entryPoints: {
     index: "src/core/index.ts",
+    formats: "src/core/public/formats.ts",
+    interchange: "src/core/public/interchange.ts",
+    compaction: "src/core/public/compaction.ts",
     client: "src/client/index.ts",
     node: "src/node/index.ts",
     // The framework adapters: each framework stays an import (an optional peer dependency).

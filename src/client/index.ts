@@ -1,6 +1,14 @@
 import { RemoteRepo } from "./remote-repo";
 import type { ClientOptions } from "./transport";
 
+// What the service answers beyond a session's own API: its events, generations, time travel and a
+// search across the tenant's sessions.
+export type { EntrySummary, LeafEvent, SessionEvent, TenantEvent } from "../core/events";
+export type { GenerationFormat, GenerationState, StoppedBy } from "../core/generations/generation-schemas";
+export { GenerationInfo } from "../core/generations/generation-schemas";
+export type { TenantSearchOptions, TenantSearchPage, TenantSearchResult } from "../core/search";
+export { LeafAt } from "../core/session-schemas";
+
 export type {
   FollowOptions,
   GenerateOptions,

@@ -1,30 +1,20 @@
 /*
- * `cf-sessions`: the library's public face. Every name here is a promise (semver); the project's
- * own layers (the service, the backends, the client, the command line) import each core module
- * they use from that module.
+ * `cf-sessions`: the library's public face, what an agent's code calls: sessions and the repos
+ * that keep them, the entries and messages they hold, the contexts built from them, compaction,
+ * and the errors. Every name here is a promise (semver). The rest of the package's promises are
+ * entry points of their own, each a file of `core/public/` (`cf-sessions/formats`: model APIs;
+ * `cf-sessions/interchange`: session files; `cf-sessions/compaction`: summarizers and what they
+ * summarize), and the client, the backends and the adapters. The project's own layers
+ * (the service, the backends, the client, the command line) import each core module they use
+ * from that module.
  */
 
 export type { CompactIfNeededOptions, CompactIfNeededResult } from "./agent";
 export { compactIfNeeded } from "./agent";
-export type { ClaudeCodeExportOptions } from "./claude-code-export";
-export { exportClaudeCode } from "./claude-code-export";
-export { parseClaudeCode } from "./claude-code-format";
-export type { CodexExportOptions } from "./codex-export";
-export { exportCodex } from "./codex-export";
-export { parseCodex } from "./codex-format";
 export type { CompactOptions, NavigateOptions } from "./compact-session";
 export { NavigateResult } from "./compact-session";
-export type {
-  BranchSummaryPreparation,
-  CompactionPreparation,
-  CompactionSettings,
-  OmittedHistory,
-} from "./compaction";
-export { DEFAULT_KEEP_RECENT_TOKENS, prepareBranchSummary, prepareCompaction } from "./compaction";
 export type { BuildContextOptions, ContextSettings, EntryProjector, ModelRef } from "./context";
 export { buildSessionContext, SessionContext } from "./context";
-export type { ContextAnswer } from "./context-answer";
-export { ContextDelta, FullContext } from "./context-answer";
 export type {
   ActiveToolsChangeEntry,
   BranchSummaryEntry,
@@ -41,36 +31,13 @@ export type {
   TreeEntry,
   UsageEntry,
 } from "./entries";
-export { ENTRY_TYPES, EntryInput, EntryType, Id, SessionEntry, StoredEntry, Timestamp } from "./entries";
+export { EntryInput, EntryType, Id, SessionEntry, StoredEntry } from "./entries";
 export type { ErrorBody, ErrorCode } from "./errors";
-export { ERROR_STATUS, isErrorCode, SessionError } from "./errors";
-export type { EntrySummary, LeafEvent, SessionEvent, TenantEvent } from "./events";
-export type { FileLists } from "./file-lists";
-export type {
-  GenerationFormat,
-  GenerationState,
-  OpenGenerationBody,
-  StoppedBy,
-} from "./generations/generation-schemas";
-export { GENERATION_FORMATS, GenerationInfo, MAX_GENERATION_BYTES } from "./generations/generation-schemas";
-export { ID_PATTERN, isValidId, newId } from "./ids";
-export { detectFormat, parseImport } from "./import-formats";
-export type { ExportFormat, ImportedSession, ImportFormat, ImportHeader, ParseOptions } from "./interchange";
-export { EXPORT_FORMATS, IMPORT_FORMATS, ImportWarning } from "./interchange";
-export {
-  DEFAULT_ENTRIES_PAGE,
-  DEFAULT_SESSIONS_PAGE,
-  LATEST_EXPIRES_AT,
-  MAX_BATCH_ENTRIES,
-  MAX_BODY_BYTES,
-  MAX_ENTRIES_PAGE,
-  MAX_ENTRY_BYTES,
-  MAX_SESSIONS_PAGE,
-  PREVIEW_CHARS,
-} from "./limits";
+export { isErrorCode, SessionError } from "./errors";
+export { isValidId, newId } from "./ids";
 export { LocationHint } from "./location";
 export { MemoryRepo, MemoryStorage } from "./memory";
-export type { Cost, OtherMessage, SummaryUsage, TextContent, ThinkingContent, ToolCall } from "./messages";
+export type { TextContent, ThinkingContent, ToolCall } from "./messages";
 export {
   AgentMessage,
   AssistantMessage,
@@ -79,26 +46,14 @@ export {
   isAssistantMessage,
   isToolResultMessage,
   isUserMessage,
-  THINKING_LEVELS,
   ThinkingLevel,
   ToolResultMessage,
   Usage,
   UserMessage,
 } from "./messages";
-export { exportNative, NATIVE_FORMAT, parseNative } from "./native-format";
-export { exportPi, PI_VERSION, parsePi } from "./pi-format";
-export * from "./providers/public";
+export { AppendEntryInput } from "./providers/entry-input";
 export type { SessionRepo } from "./repo";
-export type {
-  SearchHit,
-  SessionMatch,
-  SessionSearchOptions,
-  SessionSearchPage,
-  TenantSearchOptions,
-  TenantSearchPage,
-  TenantSearchResult,
-} from "./search";
-export { DEFAULT_SEARCH_HITS, MAX_SEARCH_HITS } from "./search";
+export type { SearchHit, SessionMatch, SessionSearchOptions, SessionSearchPage } from "./search";
 export type {
   BranchSummaryFields,
   CompactionFields,
@@ -116,24 +71,13 @@ export {
   EntryQuery,
   ForkOptions,
   HeaderPatch,
-  LeafAt,
   ListOptions,
-  Metadata,
-  ParentSession,
-  Position,
   SessionHeader,
   SessionInfo,
   SessionPage,
   SessionPatch,
 } from "./session-schemas";
-export { SseReader } from "./sse";
 export type { AppendOptions, AppendResult, ImportOptions, LeafOptions, SessionStorage } from "./storage";
-export type { ImportedStreamStatus } from "./stream-backup";
-export * from "./summarizers/public";
-export type { SyncResult, SyncStatus, SyncSummary } from "./sync-import";
-export type { SystemMessage } from "./system-messages";
-export type { ImportedSessionStatus, TenantImportReport } from "./tenant-stream";
-export { ExistingSessions, exportTenant, importTenant, TENANT_FORMAT } from "./tenant-stream";
 export { estimateContextTokens, estimateTokens } from "./tokens";
 export type { TreeNode } from "./tree";
-export { treeToJson, walkTree } from "./tree";
+export { walkTree } from "./tree";

@@ -5,8 +5,8 @@ import { describe, expect, it } from "vitest";
 /*
  * An adapter imports the core and its own framework, nothing else: no runtime (so it runs in Node,
  * Workers and browsers alike), and no other framework (a user of one installs only that one). Of
- * the core it imports the public face (`cf-sessions`), and of the modules behind it only the
- * readers and helpers named here.
+ * the core it imports the public entry points (`cf-sessions`, `cf-sessions/formats`, … and the
+ * client's), and of the modules behind them only the readers and helpers named here.
  */
 
 const root = resolve(import.meta.dirname, "../../src/frameworks");
@@ -45,7 +45,8 @@ const CORE_MODULES = new Set([
 function allowed(specifier: string, framework: string | undefined): boolean {
   if (specifier.startsWith("./") || specifier === "zod") return true;
   const core = /^\.\.\/(?:\.\.\/)?core(?:\/(.+))?$/.exec(specifier);
-  if (core) return core[1] === undefined || CORE_MODULES.has(core[1]);
+  if (core) return core[1] === undefined || core[1].startsWith("public/") || CORE_MODULES.has(core[1]);
+  if (/^\.\.\/(?:\.\.\/)?client$/.test(specifier)) return true;
   if (
     framework &&
     (specifier === "../keys" || specifier === "../session-handles" || specifier === "../conversation")

@@ -2,7 +2,7 @@ import { getSessionMessages } from "@anthropic-ai/claude-agent-sdk";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createClient, type RemoteRepo } from "../../src/client";
 import type { AgentMessage } from "../../src/core";
-import { prepareCompaction } from "../../src/core";
+import { prepareCompaction } from "../../src/core/public/compaction";
 import { CfSessionsChatStore } from "../../src/frameworks/ai-sdk";
 import { CfSessionsStore } from "../../src/frameworks/claude-agent-sdk";
 import { CfSessionsSaver } from "../../src/frameworks/langgraph";

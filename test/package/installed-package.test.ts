@@ -90,6 +90,9 @@ describe("the installed package", () => {
     };
     expect(Object.keys(manifest.exports)).toEqual([
       ".",
+      "./formats",
+      "./interchange",
+      "./compaction",
       "./client",
       "./node",
       "./durable",
@@ -105,12 +108,19 @@ describe("the installed package", () => {
     }
   });
 
-  it("runs in Node from the built files: memory, JSONL files, and the client's errors as the core's", async () => {
+  it("runs in Node from the built files: memory, formats, files, compaction, JSONL files, and the client's errors as the core's", async () => {
     // Types were checked above; here only stripped, the imports left for Node to resolve.
     await project.stripTypes("src/node.ts", "out/node.js");
     const ran = await run(process.execPath, ["out/node.js"], { cwd: project.dir });
     expect(ran.stderr).toBe("");
-    expect(JSON.parse(ran.stdout)).toEqual({ messages: 1, listed: ["on-disk"], clientError: "not_found" });
+    expect(JSON.parse(ran.stdout)).toEqual({
+      messages: 1,
+      anthropic: 1,
+      copied: ["message", "message", "session_info"],
+      summarized: true,
+      listed: ["on-disk"],
+      clientError: "not_found",
+    });
   });
 
   it("bundles a Worker of one's own with wrangler, from the package's Workers sources", async () => {

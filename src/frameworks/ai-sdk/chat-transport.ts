@@ -1,5 +1,5 @@
 import type { ChatRequestOptions, ChatTransport, UIMessage, UIMessageChunk } from "ai";
-import type { GenerationInfo } from "../../core";
+import type { GenerationInfo } from "../../client";
 import { isRecord } from "../../core/providers/incoming";
 
 /*

@@ -7,9 +7,10 @@ import type {
 import { foldSessionSummary } from "@anthropic-ai/claude-agent-sdk";
 import * as z from "zod";
 import type { Session, SessionInfo, SessionRepo, StoredEntry } from "../../core";
-import { exportClaudeCode, Id, SessionError } from "../../core";
+import { Id, SessionError } from "../../core";
 import { sha256Hex } from "../../core/bytes";
 import { importBatches } from "../../core/interchange";
+import { exportClaudeCode } from "../../core/public/interchange";
 import { keyedId } from "../keys";
 import { SessionHandles } from "../session-handles";
 import type { TranscriptLine, TranscriptPlaces } from "./transcript";

@@ -1,5 +1,6 @@
 import type { EntryInput, StoredEntry } from "../../core";
-import { isValidId, newId, parseClaudeCode } from "../../core";
+import { isValidId, newId } from "../../core";
+import { parseClaudeCode } from "../../core/public/interchange";
 
 /*
  * A Claude Code transcript line as entries, by the Claude Code import's mapping (`parseClaudeCode`),

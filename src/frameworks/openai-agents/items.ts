@@ -6,7 +6,6 @@ import type {
   EntryInput,
   ModelRef,
   StoredEntry,
-  SystemMessage,
   TreeEntry,
 } from "../../core";
 import { SessionError } from "../../core";
@@ -18,6 +17,7 @@ import { messageIdentity } from "../../core/providers/responses-signatures";
 import { dataUrl } from "../../core/providers/text";
 import { reasoningItem } from "../../core/providers/to-openai-responses";
 import { callIdPart, itemIdPart } from "../../core/providers/tool-call-ids";
+import type { SystemMessage } from "../../core/system-messages";
 import { systemMessageText } from "../../core/system-messages";
 import type { Piece } from "../conversation";
 import { conversationPieces, keepOriginal } from "../conversation";

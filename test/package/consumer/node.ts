@@ -4,6 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type AssistantMessage, MemoryRepo, type SessionContext, SessionError } from "cf-sessions";
 import { type ClientOptions, createClient } from "cf-sessions/client";
+import { ExtractiveSummarizer } from "cf-sessions/compaction";
+import { toAnthropic } from "cf-sessions/formats";
+import { exportPi, parsePi } from "cf-sessions/interchange";
 import { JSONLRepo } from "cf-sessions/node";
 
 const reply: AssistantMessage = {
@@ -30,6 +33,14 @@ const question = await session.appendMessage({ role: "user", content: "2+2?", ti
 await session.appendMessage(reply);
 const context: SessionContext = await session.buildContext({ leafId: question });
 
+// The other entry points of the core: a model API's request, a session file, a summary.
+const request = toAnthropic(context, { provider: "anthropic", modelId: "claude-sonnet-4-5" });
+const lines: string[] = [];
+for await (const line of exportPi(session)) lines.push(line);
+const copy = await memory.importSession(parsePi(lines.join("")), { id: "copy" });
+const copied = (await copy.getBranch()).map((entry) => entry.type);
+const compaction = await copy.compact({ summarizer: new ExtractiveSummarizer(), keepRecentTokens: 1 });
+
 const folder = mkdtempSync(join(tmpdir(), "consumer-jsonl-"));
 const files = new JSONLRepo(folder);
 const onDisk = await files.create({ id: "on-disk" });
@@ -52,4 +63,13 @@ try {
   if (error instanceof SessionError) clientError = error.code;
 }
 
-console.log(JSON.stringify({ messages: context.messages.length, listed, clientError }));
+console.log(
+  JSON.stringify({
+    messages: context.messages.length,
+    anthropic: request.messages.length,
+    copied,
+    summarized: compaction.summary.length > 0,
+    listed,
+    clientError,
+  }),
+);

@@ -12,6 +12,7 @@ export { errorSummary, logBackgroundFailure, logLine, REQUEST_ID_HEADER, tenantH
 export type { MetricPoint } from "./metrics";
 export { measuredSummarizer, writeMetric } from "./metrics";
 export { sessionObjectName } from "./names";
+export type { ObjectCalls } from "./object-calls";
 export { Jurisdiction, tenantJurisdiction } from "./placement/jurisdictions";
 export { objectEnv, placedEnv, tenantEnv } from "./placement/placed-env";
 export { checkPlacement } from "./placement/placement-check";
@@ -22,6 +23,7 @@ export { DurableRepo } from "./router/repo";
 export { SessionObjectStorage } from "./router/session-object-storage";
 export type { TenantUsage } from "./router/tenant-usage";
 export { dispositionFor, SERVED_BYTES_HEADERS } from "./served-bytes";
+export { GENERATION_ID_HEADER } from "./session/generations";
 export { SessionObject } from "./session/session-object";
 export { numberSetting } from "./settings";
 export {

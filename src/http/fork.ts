@@ -5,7 +5,7 @@ import type { ForkOptions, SessionInfo } from "../core/session-schemas";
 import type { AppEnv } from "./env";
 import { recordEvent } from "./metrics";
 import { creationLocation } from "./placement";
-import { sessionStorage } from "./route-kit";
+import { sessionObject, sessionStorage } from "./route-kit";
 
 /** Where a fork is made: an entry, else where the source's leaf stood at `asOf`, else its head. */
 export interface ForkPoint {
@@ -27,7 +27,7 @@ export async function forkSession(
   const { location, ...fork } = options;
   const near = creationLocation(c, location);
   const source = sessionStorage(c, sourceId);
-  const target = at.entryId ?? (await source.leafAt(at.asOf)).leafId;
+  const target = at.entryId ?? (await sessionObject(c, sourceId).leafAt(at.asOf)).leafId;
   if (target === null) {
     const when = at.asOf === undefined ? "" : ` at ${at.asOf}`;
     throw new SessionError("invalid_request", `the session held no entries${when}: nothing to fork`, {

@@ -6,7 +6,7 @@ import { zodDetails } from "../core/append";
 import { SessionError } from "../core/errors";
 import { assertJsonDepth, assertProtoKeysKept } from "../core/json";
 import type { SessionInfo } from "../core/session-schemas";
-import type { SessionObjectStorage } from "../durable/internal";
+import type { ObjectCalls, SessionObject, SessionObjectStorage } from "../durable/internal";
 import { DurableRepo, MAX_APPEND_BYTES, partlyApplied, refuseBody } from "../durable/internal";
 import type { AppEnv } from "./env";
 import { ErrorEnvelope } from "./errors";
@@ -120,6 +120,18 @@ export function repo(c: Context<AppEnv>): DurableRepo {
 export function sessionStorage(c: Context<AppEnv>, sid: string): SessionObjectStorage {
   c.set("sessionId", sid);
   return repo(c).storage(sid);
+}
+
+/** The object of one of the caller's sessions, called directly (see `DurableRepo.object`); the log names it. */
+export function sessionObject(c: Context<AppEnv>, sid: string): ObjectCalls<SessionObject> {
+  c.set("sessionId", sid);
+  return repo(c).object(sid);
+}
+
+/** The stub of one of the caller's sessions' object: for what it answers as a request; the log names it. */
+export function sessionStub(c: Context<AppEnv>, sid: string): DurableObjectStub<SessionObject> {
+  c.set("sessionId", sid);
+  return repo(c).stub(sid);
 }
 
 /**

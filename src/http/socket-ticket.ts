@@ -45,7 +45,7 @@ export const socketTicket: MiddlewareHandler<AppEnv> = async (c, next) => {
   const good =
     read !== undefined &&
     sid !== undefined &&
-    (await new DurableRepo(c.env, read.tenant).storage(sid).redeemTicket(read.secret));
+    (await new DurableRepo(c.env, read.tenant).stub(sid).redeemTicket(read.secret));
   if (!good || !read) {
     // Counted like any failed credential: guessing tickets costs as much as guessing keys.
     await limitAuthFailures(c);

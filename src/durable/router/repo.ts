@@ -25,13 +25,14 @@ import type { ExistingSessions, TenantImportReport } from "../../core/tenant-str
 import { exportTenant, importTenant } from "../../core/tenant-stream";
 import type { DurableEnv } from "../env";
 import { directoryShard, directoryShards, sessionObjectName, shardCount, shardOf } from "../names";
-import { objectCalls } from "../object-calls";
+import { type ObjectCalls, objectCalls } from "../object-calls";
 import { tenantEnv } from "../placement/placed-env";
 import type { Quotas } from "../quotas";
 import { quotasFor } from "../quotas";
 import { recoveryWindowMs } from "../session/object-state";
 import type { BlobPolicy } from "../session/session-blobs";
 import { blobPolicy } from "../session/session-blobs";
+import type { SessionObject } from "../session/session-object";
 import { partlyApplied } from "../transient";
 import type { ForkBegin, Retention, StreamUsage } from "../types";
 import { mergeEventStreams, mergePages, mergeSearchResults } from "./directory-shards";
@@ -69,15 +70,27 @@ export class DurableRepo implements SessionRepo, SessionCreator {
     return this.#handle(id, location, undefined);
   }
 
-  /** A handle on a session; with `builder`, the handle of the fork or import building it. */
-  #handle(id: string, location: LocationHint | undefined, builder: string | undefined): SessionObjectStorage {
+  /**
+   * A session's object, called directly: each call is the object's method of that name, answering
+   * its value (its error thrown again). What takes several calls (paged reads, a fork, a compaction's
+   * path, a session being built) is `storage`'s. @internal
+   */
+  object(id: string): ObjectCalls<SessionObject> {
+    return objectCalls(this.stub(id));
+  }
+
+  /** The stub of a session's object: for what crosses as a request (a WebSocket, a stream's protocol). @internal */
+  stub(id: string, location?: LocationHint): DurableObjectStub<SessionObject> {
     checkSessionId(id);
     const name = sessionObjectName(this.tenant, id);
-    const stub =
-      location === undefined
-        ? this.#env.SESSIONS.getByName(name)
-        : this.#env.SESSIONS.getByName(name, { locationHint: location });
-    return new SessionObjectStorage(this, id, stub, builder);
+    return location === undefined
+      ? this.#env.SESSIONS.getByName(name)
+      : this.#env.SESSIONS.getByName(name, { locationHint: location });
+  }
+
+  /** A handle on a session; with `builder`, the handle of the fork or import building it. */
+  #handle(id: string, location: LocationHint | undefined, builder: string | undefined): SessionObjectStorage {
+    return new SessionObjectStorage(this, id, this.stub(id, location), builder);
   }
 
   /**
@@ -230,11 +243,11 @@ export class DurableRepo implements SessionRepo, SessionCreator {
   }
 
   restore(id: string): Promise<SessionInfo> {
-    return this.storage(id).restore();
+    return this.object(id).restore();
   }
 
   purge(id: string): Promise<void> {
-    return this.storage(id).purge();
+    return this.object(id).purge();
   }
 
   /** The tenant's retention, as its first directory shard holds it. */

@@ -1,17 +1,14 @@
 import type { OmittedHistory } from "../../core/compaction";
 import { addOmitted } from "../../core/compaction";
 import type { LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "../../core/entries";
-import type { GenerationInfo, OpenGenerationBody } from "../../core/generations/generation-schemas";
 import { newSessionHeader } from "../../core/header";
 import { newId } from "../../core/ids";
 import type { LocationHint } from "../../core/location";
 import type { AppendEntryInput } from "../../core/providers/entry-input";
-import type { SessionSearchOptions, SessionSearchPage } from "../../core/search";
 import type {
   EntryQuery,
   ForkOptions,
   HeaderPatch,
-  LeafAt,
   SessionHeader,
   SessionInfo,
 } from "../../core/session-schemas";
@@ -24,14 +21,10 @@ import type {
 } from "../../core/storage";
 import type { TreeNode } from "../../core/tree";
 import { buildTree } from "../../core/tree";
-import { REQUEST_ID_HEADER } from "../log-line";
 import { type ObjectCalls, objectCalls } from "../object-calls";
-import type { GenerationEnd } from "../session/generation-rows";
-import type { GenerationOutcome } from "../session/generations";
-import { GENERATION_ID_HEADER } from "../session/generations";
-import type { BlobAnswer, BlobPolicy } from "../session/session-blobs";
+import type { BlobPolicy } from "../session/session-blobs";
 import type { SessionObject } from "../session/session-object";
-import type { ContextAnswer, EntryPage, ForkBegin } from "../types";
+import type { EntryPage, ForkBegin } from "../types";
 
 /** What a session's storage needs of its repo: creating a session (a fork), and its recovery window. */
 export interface SessionCreator {
@@ -68,7 +61,6 @@ const SEQ_WINDOW = 20_000;
 export class SessionObjectStorage implements SessionStorage {
   readonly id: string;
   readonly #repo: SessionCreator;
-  readonly #stub: DurableObjectStub<SessionObject>;
   readonly #object: ObjectCalls<SessionObject>;
   /**
    * The token of the fork or import building the session through this handle: only its calls
@@ -79,7 +71,6 @@ export class SessionObjectStorage implements SessionStorage {
   constructor(repo: SessionCreator, id: string, stub: DurableObjectStub<SessionObject>, builder?: string) {
     this.#repo = repo;
     this.id = id;
-    this.#stub = stub;
     this.#object = objectCalls(stub);
     this.#builder = builder;
   }
@@ -102,11 +93,6 @@ export class SessionObjectStorage implements SessionStorage {
 
   setLeafId(targetId: string | null, options: LeafOptions = {}): Promise<StoredEntry<LeafEntry>> {
     return this.#object.setLeafId(targetId, { ...options, builder: this.#builder });
-  }
-
-  /** Where the leaf stood at `asOf` (the head when undefined): the session's leaf history. */
-  leafAt(asOf?: string): Promise<LeafAt> {
-    return this.#object.leafAt(asOf);
   }
 
   getEntry(id: string): Promise<StoredEntry | undefined> {
@@ -153,39 +139,6 @@ export class SessionObjectStorage implements SessionStorage {
 
   async getBranch(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
     return this.#drain(this.#object.getBranch(leafId));
-  }
-
-  /**
-   * The context of a leaf (the head when undefined) as JSON, streamed from the object (or whole,
-   * when the object kept it), with its version; only what was appended when it grew from `since`;
-   * only the version when it is one of `ifNoneMatch`.
-   */
-  getContext(
-    leafId?: string | null,
-    options: { since?: string; ifNoneMatch?: readonly string[]; blobs?: BlobAnswer } = {},
-  ): Promise<ContextAnswer> {
-    return this.#object.getContext(leafId, options);
-  }
-
-  /**
-   * The session's events as Server-Sent Events: after `after` replayed from storage, then live
-   * (without `after`, live from now).
-   */
-  events(after: number | undefined, payload: boolean): Promise<ReadableStream<Uint8Array>> {
-    return this.#object.events(after, payload);
-  }
-
-  /** Hands a WebSocket upgrade (already authenticated) to the session's object. */
-  openSocket(request: Request): Promise<Response> {
-    return this.#stub.fetch(request);
-  }
-
-  mintTicket(): Promise<{ ticket: string; expiresAt: string }> {
-    return this.#object.mintTicket();
-  }
-
-  redeemTicket(ticket: string): Promise<boolean> {
-    return this.#stub.redeemTicket(ticket);
   }
 
   async getContextPath(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
@@ -331,47 +284,6 @@ export class SessionObjectStorage implements SessionStorage {
   /** Deletes the session, restorable for the recovery window (RECOVERY_WINDOW_SECONDS). */
   delete(): Promise<void> {
     return this.#object.delete(this.#repo.recoveryMs, this.#builder);
-  }
-
-  /** Deletes the session for good, now (a deleted one too). */
-  purge(): Promise<void> {
-    return this.#object.purge();
-  }
-
-  /** Brings a deleted session back within its recovery window. */
-  restore(): Promise<SessionInfo> {
-    return this.#object.restore();
-  }
-
-  search(options: SessionSearchOptions): Promise<SessionSearchPage> {
-    return this.#object.search(options);
-  }
-
-  /** Opens a generation: an answer written as chunks to a stream of the session (generations.ts). */
-  openGeneration(input: OpenGenerationBody): Promise<GenerationInfo> {
-    return this.#object.openGeneration(input);
-  }
-
-  getGeneration(id: string): Promise<GenerationInfo> {
-    return this.#object.getGeneration(id);
-  }
-
-  listGenerations(): Promise<GenerationInfo[]> {
-    return this.#object.listGenerations();
-  }
-
-  /** Completes or stops a generation: its answer appended and its stream closed at once. */
-  endGeneration(id: string, how: GenerationEnd): Promise<GenerationOutcome> {
-    return this.#object.endGeneration(id, how);
-  }
-
-  /** Hands a Durable Streams request for a generation's stream (authenticated) to the session's object. */
-  generationStream(id: string, request: Request, requestId: string): Promise<Response> {
-    const headers = new Headers(request.headers);
-    headers.delete("Authorization");
-    headers.set(GENERATION_ID_HEADER, encodeURIComponent(id));
-    headers.set(REQUEST_ID_HEADER, requestId);
-    return this.#stub.fetch(new Request(request, { headers }));
   }
 
   async cleanup(): Promise<void> {}

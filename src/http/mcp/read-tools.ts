@@ -177,7 +177,9 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
         const entries = await entriesAround(storage, entry.seq, around);
         return answer(aroundLines(entries, entry.id).join("\n"), { entries, nextCursor: null });
       }
-      const page = await storage.search({ q: query as string, order: "rank", limit, cursor });
+      const page = await repo(c)
+        .object(sessionId)
+        .search({ q: query as string, order: "rank", limit, cursor });
       const matches: { hit: SearchHit; entries: StoredEntry[] }[] = [];
       for (const hit of page.hits)
         matches.push({ hit, entries: await entriesAround(storage, hit.seq, around) });

@@ -9,7 +9,17 @@ import { parseModelRef } from "../../core/providers/target";
 import { Session } from "../../core/session";
 import { LeafAt } from "../../core/session-schemas";
 import { summarizerFor } from "../metrics";
-import { body, errors, failure, json, routes, sessionStorage, streamedJson, writeErrors } from "../route-kit";
+import {
+  body,
+  errors,
+  failure,
+  json,
+  routes,
+  sessionObject,
+  sessionStorage,
+  streamedJson,
+  writeErrors,
+} from "../route-kit";
 import {
   ContextQuery,
   ContextResponse,
@@ -64,16 +74,16 @@ export const contextRoutes = routes()
       if (format !== undefined && since !== undefined) {
         throw new SessionError("invalid_request", "since applies to a context in our own shape", { format });
       }
-      const storage = sessionStorage(c, c.req.valid("param").sid);
+      const object = sessionObject(c, c.req.valid("param").sid);
       // A version the client holds already is answered before any body is built.
       const ifNoneMatch = c.req
         .valid("header")
         ["if-none-match"]?.split(/\s*,\s*/)
         .map((tag) => tag.replace(/^"|"$/g, ""));
       // The leaf as it stood then, from the session's leaf history.
-      const leaf = asOf === undefined ? leafId : (await storage.leafAt(asOf)).leafId;
+      const leaf = asOf === undefined ? leafId : (await object.leafAt(asOf)).leafId;
       // Built and projected by the session's object, passed through as it streams.
-      const answer = await storage.getContext(leaf, {
+      const answer = await object.getContext(leaf, {
         since,
         ifNoneMatch,
         ...(blobs === "url" ? { blobs: { urls: true, origin: new URL(c.req.url).origin } } : {}),
@@ -103,7 +113,7 @@ export const contextRoutes = routes()
       responses: { 200: json(LeafAt, "the leaf"), ...errors },
     }),
     async (c) => {
-      const at = await sessionStorage(c, c.req.valid("param").sid).leafAt(c.req.valid("query").asOf);
+      const at = await sessionObject(c, c.req.valid("param").sid).leafAt(c.req.valid("query").asOf);
       return c.json(at, 200, { ETag: leafTag(at.leafId) });
     },
   )
@@ -126,7 +136,8 @@ export const contextRoutes = routes()
       const storage = sessionStorage(c, sid);
       const session = new Session(storage);
       // Back (or forward) to where the leaf stood then: a new head, nothing deleted.
-      const target = asOf === undefined ? (targetId as string | null) : (await storage.leafAt(asOf)).leafId;
+      const target =
+        asOf === undefined ? (targetId as string | null) : (await sessionObject(c, sid).leafAt(asOf)).leafId;
       const result = await session.navigate(target, {
         ...options,
         expectedLeafId: expectedLeaf(c.req.valid("header")["if-match"]),

@@ -2,7 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
 import type { ErrorBody } from "../../core/errors";
 import { SessionError } from "../../core/errors";
-import { errors, json, repo, routes, sessionStorage } from "../route-kit";
+import { errors, json, repo, routes, sessionObject, sessionStub } from "../route-kit";
 import { SessionIdParam } from "../schemas";
 import { ticketFor } from "../socket-ticket";
 
@@ -80,9 +80,9 @@ export const eventRoutes = routes()
     }),
     async (c) => {
       const { after, payload } = c.req.valid("query");
-      const storage = sessionStorage(c, c.req.valid("param").sid);
+      const object = sessionObject(c, c.req.valid("param").sid);
       const from = resumePoint(after, c.req.valid("header")["last-event-id"]);
-      const body = await storage.events(from, payload !== "false");
+      const body = await object.events(from, payload !== "false");
       return new Response(body, { headers: EVENT_STREAM_HEADERS });
     },
   )
@@ -98,7 +98,7 @@ export const eventRoutes = routes()
     }),
     async (c) => {
       const sid = c.req.valid("param").sid;
-      const { ticket, expiresAt } = await sessionStorage(c, sid).mintTicket();
+      const { ticket, expiresAt } = await sessionObject(c, sid).mintTicket();
       const full = ticketFor(c.get("caller").tenant, ticket);
       return c.json({ ticket: full, expiresAt, url: `/v1/sessions/${sid}/ws?ticket=${full}` }, 201);
     },
@@ -123,7 +123,8 @@ export const eventRoutes = routes()
       if (c.req.header("Upgrade")?.toLowerCase() !== "websocket") {
         throw new SessionError("invalid_request", "open this with a WebSocket (Upgrade: websocket)");
       }
-      const answer = await sessionStorage(c, c.req.valid("param").sid).openSocket(c.req.raw);
+      // The object answers the upgrade (already authenticated).
+      const answer = await sessionStub(c, c.req.valid("param").sid).fetch(c.req.raw);
       // A refusal becomes HTTP here, as every other error (with its request id and Retry-After).
       if (!answer.webSocket) throw SessionError.from(((await answer.json()) as { error: ErrorBody }).error);
       // The object's answer has headers fixed; later middleware (CORS) adds to a copy.

@@ -8,7 +8,7 @@ import {
   MAX_GENERATION_BYTES,
   OpenGenerationBody,
 } from "../../core/generations/generation-schemas";
-import { MAX_APPEND_BYTES } from "../../durable/internal";
+import { GENERATION_ID_HEADER, MAX_APPEND_BYTES, REQUEST_ID_HEADER } from "../../durable/internal";
 import type { AppEnv } from "../env";
 import { decodedSegment } from "../path-encoding";
 import {
@@ -20,7 +20,8 @@ import {
   passedOn,
   refuseLargeAppend,
   routes,
-  sessionStorage,
+  sessionObject,
+  sessionStub,
   writeErrors,
 } from "../route-kit";
 import { SessionIdParam } from "../schemas";
@@ -67,9 +68,13 @@ const outcomeResponses = {
 async function toGenerationStream(c: Context<AppEnv>): Promise<Response> {
   const [, sid, gid] = STREAM_PATH.exec(new URL(c.req.url).pathname) as RegExpExecArray;
   await refuseLargeAppend(c);
-  const storage = sessionStorage(c, decodedSegment(sid as string));
-  const id = decodedSegment(gid as string);
-  return passedOn(c, await storage.generationStream(id, c.req.raw, c.get("requestId")));
+  const stub = sessionStub(c, decodedSegment(sid as string));
+  // Handed to the session's object, authenticated already, naming the generation.
+  const headers = new Headers(c.req.raw.headers);
+  headers.delete("Authorization");
+  headers.set(GENERATION_ID_HEADER, encodeURIComponent(decodedSegment(gid as string)));
+  headers.set(REQUEST_ID_HEADER, c.get("requestId"));
+  return passedOn(c, await stub.fetch(new Request(c.req.raw, { headers })));
 }
 
 const app = routes()
@@ -91,8 +96,8 @@ const app = routes()
       },
     }),
     async (c) => {
-      const storage = sessionStorage(c, c.req.valid("param").sid);
-      const generation = await storage.openGeneration(c.req.valid("json"));
+      const object = sessionObject(c, c.req.valid("param").sid);
+      const generation = await object.openGeneration(c.req.valid("json"));
       return c.json(generation, 201, { Location: generation.stream });
     },
   )
@@ -107,7 +112,7 @@ const app = routes()
       responses: { 200: json(GenerationList, "oldest first"), ...errors },
     }),
     async (c) => {
-      const generations = await sessionStorage(c, c.req.valid("param").sid).listGenerations();
+      const generations = await sessionObject(c, c.req.valid("param").sid).listGenerations();
       return c.json({ generations }, 200);
     },
   )
@@ -122,7 +127,7 @@ const app = routes()
     }),
     async (c) => {
       const { sid, gid } = c.req.valid("param");
-      return c.json(await sessionStorage(c, sid).getGeneration(gid), 200);
+      return c.json(await sessionObject(c, sid).getGeneration(gid), 200);
     },
   )
   .openapi(
@@ -139,7 +144,7 @@ const app = routes()
     async (c) => {
       const { sid, gid } = c.req.valid("param");
       const { message } = c.req.valid("json");
-      const { created, ...answer } = await sessionStorage(c, sid).endGeneration(gid, {
+      const { created, ...answer } = await sessionObject(c, sid).endGeneration(gid, {
         kind: "complete",
         ...(message === undefined ? {} : { message }),
       });
@@ -159,7 +164,7 @@ const app = routes()
     }),
     async (c) => {
       const { sid, gid } = c.req.valid("param");
-      const { created, ...answer } = await sessionStorage(c, sid).endGeneration(gid, {
+      const { created, ...answer } = await sessionObject(c, sid).endGeneration(gid, {
         kind: "stop",
         by: "request",
       });

@@ -1,6 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
 import { SessionSearchPage, TenantSearchOptions, TenantSearchPage } from "../../core/search";
-import { errors, json, repo, routes, sessionStorage } from "../route-kit";
+import { errors, json, repo, routes, sessionObject } from "../route-kit";
 import { SessionIdParam, SessionSearchQuery } from "../schemas";
 
 const QUERY_SYNTAX =
@@ -19,7 +19,7 @@ export const searchRoutes = routes()
       responses: { 200: json(SessionSearchPage, "hits, newest first or by rank"), ...errors },
     }),
     async (c) => {
-      const page = await sessionStorage(c, c.req.valid("param").sid).search(c.req.valid("query"));
+      const page = await sessionObject(c, c.req.valid("param").sid).search(c.req.valid("query"));
       return c.json(page, 200);
     },
   )

@@ -4,7 +4,17 @@ import { leafTag } from "../../core/leaf-tag";
 import { SessionInfo, SessionPage } from "../../core/session-schemas";
 import { forkSession } from "../fork";
 import { creationLocation } from "../placement";
-import { body, conflict, errors, json, repo, routes, sessionStorage, writeErrors } from "../route-kit";
+import {
+  body,
+  conflict,
+  errors,
+  json,
+  repo,
+  routes,
+  sessionObject,
+  sessionStorage,
+  writeErrors,
+} from "../route-kit";
 import {
   CreateSessionBody,
   DeleteQuery,
@@ -98,9 +108,9 @@ export const sessionRoutes = routes()
       responses: { 204: { description: "deleted" }, ...errors },
     }),
     async (c) => {
-      const storage = sessionStorage(c, c.req.valid("param").sid);
-      if (c.req.valid("query").purge) await storage.purge();
-      else await storage.delete();
+      const sid = c.req.valid("param").sid;
+      if (c.req.valid("query").purge) await sessionObject(c, sid).purge();
+      else await sessionStorage(c, sid).delete();
       return c.body(null, 204);
     },
   )

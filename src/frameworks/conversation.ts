@@ -1,6 +1,16 @@
-import type { AgentMessage, EntryInput, StoredEntry, TreeEntry } from "../core";
+import type {
+  AgentMessage,
+  AssistantMessage,
+  EntryInput,
+  StoredEntry,
+  ToolCall,
+  ToolResultMessage,
+  TreeEntry,
+} from "../core";
 import { projectContext } from "../core/context";
 import { latestEdits } from "../core/context-edits";
+import { NO_RESULT_TEXT } from "../core/providers/normalize";
+import { toModelMessage } from "../core/providers/pi-messages";
 
 /*
  * What the adapters share. A framework's records become first-class entries (messages, tool
@@ -94,4 +104,89 @@ export function conversationPieces(
     });
   }
   return pieces;
+}
+
+/** Whether an assistant's reply was cut short or failed: not an answer a model goes on from. */
+export function isIncomplete(message: AgentMessage): boolean {
+  const reply = message as AssistantMessage;
+  return reply.role === "assistant" && (reply.stopReason === "error" || reply.stopReason === "aborted");
+}
+
+/** The error result a tool call gets when the conversation went on without its own. */
+function noResult(call: ToolCall): ToolResultMessage {
+  return {
+    role: "toolResult",
+    toolCallId: call.id,
+    toolName: call.name,
+    content: [{ type: "text", text: NO_RESULT_TEXT }],
+    isError: true,
+    timestamp: 0,
+  };
+}
+
+/** The tool calls of the assistant turn last read, and which of them have their results. */
+interface OpenTurn {
+  calls: ToolCall[];
+  answered: Set<string>;
+  /** Whether a result came: an assistant message after it is a new turn. */
+  resulted: boolean;
+  /** The piece of `paired` a missing result goes at the end of (none for a framework's records). */
+  at: number | undefined;
+}
+
+/**
+ * The pieces with tool calls and results paired as every context a model is sent pairs them: a
+ * result whose call is not waiting (its reply was left out, or it was answered already) is left
+ * out, and a call the conversation went on from without its result (a user message came, or the
+ * next turn) gets an error result "No result provided" after the results it got. Calls at the end
+ * of the branch stay open: the framework's next step runs them. With `leaveOutIncomplete`, a reply
+ * cut short or failed is left out with its calls (the model goes on from the last whole answer).
+ * A framework's own records are kept as they were written; their messages say only which calls
+ * they make and answer.
+ */
+export function pairedPieces(pieces: readonly Piece[], leaveOutIncomplete: boolean): Piece[] {
+  const paired: Piece[] = [];
+  let turn: OpenTurn | undefined;
+  for (const piece of pieces) {
+    const own = piece.records !== undefined;
+    const at = own ? undefined : paired.length;
+    const messages: AgentMessage[] = [];
+    const close = () => {
+      const missing = turn?.calls.filter((call) => !turn?.answered.has(call.id)) ?? [];
+      if (turn?.at === at) messages.push(...missing.map(noResult));
+      else if (turn?.at !== undefined) paired[turn.at]?.messages.push(...missing.map(noResult));
+      turn = undefined;
+    };
+    for (const message of piece.messages) {
+      if (message.role === "toolResult") {
+        const result = message as ToolResultMessage;
+        const waiting =
+          turn?.calls.some((call) => call.id === result.toolCallId) && !turn?.answered.has(result.toolCallId);
+        if (turn && waiting) {
+          turn.answered.add(result.toolCallId);
+          turn.resulted = true;
+          if (!own) turn.at = at;
+        }
+        if (own || waiting) messages.push(message);
+        continue;
+      }
+      if (message.role === "assistant") {
+        if (!own && leaveOutIncomplete && isIncomplete(message)) continue;
+        if (turn?.resulted) close();
+        const calls = (message as AssistantMessage).content.filter((block) => block.type === "toolCall");
+        // Assistant messages with nothing between them are one turn (a framework that kept each
+        // output item apart).
+        if (turn) {
+          turn.calls.push(...calls);
+          if (!own) turn.at = at;
+        } else if (calls.length > 0) turn = { calls, answered: new Set(), resulted: false, at };
+        messages.push(message);
+        continue;
+      }
+      if (toModelMessage(message)?.role === "user") close();
+      messages.push(message);
+    }
+    paired.push(own ? piece : { ...piece, messages });
+  }
+  return paired;
 }

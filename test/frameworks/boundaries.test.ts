@@ -35,6 +35,7 @@ const CORE_MODULES = new Set([
   "providers/from-langchain",
   "providers/from-openai-agents",
   "providers/incoming",
+  "providers/normalize",
   "providers/pi-messages",
   "providers/responses-signatures",
   "providers/text",

@@ -18,7 +18,7 @@ import { canonicalJson } from "../../core/json";
 import { fromAISDKUI } from "../../core/providers/from-ai-sdk-ui";
 import { toModelMessage } from "../../core/providers/pi-messages";
 import { dataUrl } from "../../core/providers/text";
-import { conversationPieces, keepOriginal } from "../conversation";
+import { conversationPieces, keepOriginal, pairedPieces } from "../conversation";
 import { keyedId } from "../keys";
 import { SessionHandles } from "../session-handles";
 
@@ -161,9 +161,11 @@ function answerMessage<M extends UIMessage>(run: readonly AnswerPart[]): M {
       const at = calls.get(result.toolCallId);
       if (at === undefined) continue;
       const text = result.content.map((part) => (part.type === "text" ? part.text : "")).join("");
+      // A result with images is its content, as the context in the UI's format has it.
+      const images = result.content.some((part) => part.type === "image");
       parts[at] = result.isError
         ? { ...parts[at], state: "output-error", errorText: text }
-        : { ...parts[at], state: "output-available", output: text };
+        : { ...parts[at], state: "output-available", output: images ? result.content : text };
     }
   }
   return { id: (run[0] as AnswerPart).id, role: "assistant", parts } as unknown as M;
@@ -198,7 +200,8 @@ async function storedChat<M extends UIMessage>(session: Session) {
     if (run.length > 0) messages.push({ entryId: runEnd, message: answerMessage<M>(run), byId: true });
     run = [];
   };
-  for (const piece of conversationPieces(branch, FRAMEWORK, ownMessages)) {
+  // A call the chat went on from without its result shows as failed, as the model is sent it.
+  for (const piece of pairedPieces(conversationPieces(branch, FRAMEWORK, ownMessages), false)) {
     const last = piece.entries.at(-1) as StoredEntry<TreeEntry>;
     if (piece.records) {
       endRun();

@@ -1,7 +1,7 @@
-import type { AgentMessage, StoredEntry, TreeEntry } from "../../core";
+import type { AgentMessage, ImageContent, StoredEntry, TextContent, TreeEntry } from "../../core";
 import { isAssistantMessage, isToolResultMessage, isUserMessage } from "../../core";
 import { isRecord } from "../../core/providers/incoming";
-import { conversationPieces } from "../conversation";
+import { conversationPieces, pairedPieces } from "../conversation";
 import { FRAMEWORK } from "./messages";
 import type { Serialized } from "./serialized";
 
@@ -10,7 +10,9 @@ import type { Serialized } from "./serialized";
  * serializer writes a message (so the saver's serializer makes `HumanMessage`, `AIMessage` and
  * `ToolMessage` of them), named by the entry it came from. Messages this saver wrote come back as
  * they were kept; others are read from their entries: text and images, reasoning, tool calls and
- * results. This is how a graph starts a thread on a session it did not write.
+ * results, with a reply cut short or failed left out and every call the conversation went on from
+ * answered, as a model is sent them. This is how a graph starts a thread on a session it did not
+ * write.
  */
 
 /** A message of a session's context, as a graph's messages channel holds it, and the entry it came from. */
@@ -35,18 +37,20 @@ const textOf = (blocks: readonly unknown[]) =>
     .map((block) => block.text as string)
     .join("");
 
+/** Text and images as LangChain's content blocks. */
+function contentBlocks(content: readonly (TextContent | ImageContent)[]): Record<string, unknown>[] {
+  return content.map((part) =>
+    part.type === "text"
+      ? { type: "text", text: part.text }
+      : { type: "image_url", image_url: { url: `data:${part.mimeType};base64,${part.data}` } },
+  );
+}
+
 /** A core message as LangChain's serialized message of the same role (named `id`). */
 export function serializedMessage(message: AgentMessage, id: string): Serialized | undefined {
   const base = { id, additional_kwargs: {}, response_metadata: {} };
   if (isUserMessage(message)) {
-    const content =
-      typeof message.content === "string"
-        ? message.content
-        : message.content.map((part) =>
-            part.type === "text"
-              ? { type: "text", text: part.text }
-              : { type: "image_url", image_url: { url: `data:${part.mimeType};base64,${part.data}` } },
-          );
+    const content = typeof message.content === "string" ? message.content : contentBlocks(message.content);
     return lcMessage("HumanMessage", { ...base, content });
   }
   if (isAssistantMessage(message)) {
@@ -63,9 +67,10 @@ export function serializedMessage(message: AgentMessage, id: string): Serialized
     return lcMessage("AIMessage", { ...base, content, tool_calls, invalid_tool_calls: [] });
   }
   if (isToolResultMessage(message)) {
+    const images = message.content.some((part) => part.type === "image");
     return lcMessage("ToolMessage", {
       ...base,
-      content: textOf(message.content),
+      content: images ? contentBlocks(message.content) : textOf(message.content),
       tool_call_id: message.toolCallId,
       name: message.toolName,
       status: message.isError ? "error" : "success",
@@ -87,16 +92,18 @@ export function messageIdOf(entryId: string, index: number): string {
 /** The messages of a path's context (root first), as a graph's messages channel holds them. */
 export function sessionMessages(path: readonly StoredEntry<TreeEntry>[]): SessionMessage[] {
   const messages: SessionMessage[] = [];
-  for (const piece of conversationPieces(path, FRAMEWORK)) {
+  for (const piece of pairedPieces(conversationPieces(path, FRAMEWORK), true)) {
     const entry = piece.entries.at(-1) as StoredEntry<TreeEntry>;
-    const editable = piece.entries.length === 1 && piece.messages.length === 1 && entry.type === "message";
+    const single = piece.entries.length === 1 && entry.type === "message";
     if (piece.records) {
+      const editable = single && piece.messages.length === 1;
       for (const record of piece.records) messages.push({ value: record as Serialized, entry, editable });
       continue;
     }
+    // A message entry's own message comes first; results added for its calls follow it.
     piece.messages.forEach((message, index) => {
       const value = serializedMessage(message, messageIdOf(entry.id, index));
-      if (value) messages.push({ value, entry, editable });
+      if (value) messages.push({ value, entry, editable: single && index === 0 });
     });
   }
   return messages;

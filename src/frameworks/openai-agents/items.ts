@@ -20,7 +20,7 @@ import { callIdPart, itemIdPart } from "../../core/providers/tool-call-ids";
 import type { SystemMessage } from "../../core/system-messages";
 import { systemMessageText } from "../../core/system-messages";
 import type { Piece } from "../conversation";
-import { conversationPieces, keepOriginal } from "../conversation";
+import { conversationPieces, keepOriginal, pairedPieces } from "../conversation";
 
 /*
  * Agents SDK items as the session model: each run of model output an assistant message, each
@@ -180,7 +180,10 @@ export function pieceItems(piece: Piece): AgentInputItem[] {
   return (piece.records as AgentInputItem[] | undefined) ?? piece.messages.flatMap(messageItems);
 }
 
-/** The conversation on a branch as pieces, with the Agents SDK's own items where it wrote them. */
+/**
+ * The conversation on a branch as pieces, with the Agents SDK's own items where it wrote them, and
+ * every call the conversation went on from answered (see `pairedPieces`).
+ */
 export function itemPieces(branch: readonly StoredEntry<TreeEntry>[]): Piece[] {
-  return conversationPieces(branch, FRAMEWORK, ownItems);
+  return pairedPieces(conversationPieces(branch, FRAMEWORK, ownItems), true);
 }

@@ -30,15 +30,17 @@ export function appendText(
   return call("POST", stream, { key, body: text, headers: { "Content-Type": "text/plain", ...headers } });
 }
 
+/** Appends `events` as JSON (or `text`, when given, as it is). */
 export function appendEvents(
   stream: string,
   events: unknown,
   headers: Record<string, string> = {},
   key?: string,
+  text?: string,
 ) {
   return call("POST", stream, {
     key,
-    body: JSON.stringify(events),
+    body: text ?? JSON.stringify(events),
     headers: { "Content-Type": "application/json", ...headers },
   });
 }

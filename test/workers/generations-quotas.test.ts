@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { sessionObjectName } from "../../src/durable/internal";
 import {
+  appendEvents,
   appendText,
   endGeneration,
   openGeneration,
@@ -72,12 +73,44 @@ describe("a generation's chunks and the tenant's quotas", () => {
     const res = await api("POST", generation.stream, { key: KEY, body: events });
     expect(res.status).toBe(204);
     const chunks = ((await info(id, KEY)).bytes as number) - entriesOnly;
-    expect(chunks).toBeGreaterThanOrEqual(JSON.stringify(events).length - 2);
+    // Each event's bytes, as the stream holds it.
+    expect(chunks).toBe(events.reduce((bytes, event) => bytes + JSON.stringify(event).length, 0));
     const stopped = await endGeneration(id, generation.id, "stop", {}, KEY);
     expect(stopped.status).toBe(201);
     // The empty answer is smaller than the chunks, which go on counting for what they exceed it by.
     expect((await info(id, KEY)).bytes as number).toBe(entriesOnly + chunks);
     expect((await api("DELETE", `/v1/sessions/${id}?purge=true`, { key: KEY })).status).toBe(204);
+  });
+
+  it("count what the stream holds of a JSON append, not the array's brackets, commas and spaces", async () => {
+    const events = Array.from({ length: 20 }, (_, n) => ({ type: "data-note", data: { n } }));
+    // The same events to two generations: as one padded array, and one event an append.
+    const written = async (send: (stream: string) => Promise<void>) => {
+      const { id } = await sessionWithQuestion(KEY);
+      const entriesOnly = (await info(id, KEY)).bytes as number;
+      const generation = await openGeneration(id, { format: "ai-sdk-ui", retainSeconds: 0 }, KEY);
+      await send(generation.stream);
+      const chunks = ((await info(id, KEY)).bytes as number) - entriesOnly;
+      expect((await endGeneration(id, generation.id, "stop", {}, KEY)).status).toBe(201);
+      // Its stream removed (by this alarm, or by the runtime's own, already due), it holds its entries.
+      await runDurableObjectAlarm(env.SESSIONS.getByName(sessionObjectName("tenant-small-tenant", id)));
+      const gone = async () =>
+        (await api("GET", `/v1/sessions/${id}/generations/${generation.id}`, { key: KEY })).status;
+      await vi.waitFor(async () => expect(await gone()).toBe(404), { timeout: 5000, interval: 30 });
+      const removed = ((await info(id, KEY)).bytes as number) - entriesOnly;
+      expect((await api("DELETE", `/v1/sessions/${id}?purge=true`, { key: KEY })).status).toBe(204);
+      return { chunks, removed };
+    };
+    const padded = await written(async (stream) => {
+      const body = ` [${events.map((event) => JSON.stringify(event)).join(" ,\n ")}]${" ".repeat(1000)}\n`;
+      expect((await appendEvents(stream, undefined, {}, KEY, body)).status).toBe(204);
+    });
+    const apart = await written(async (stream) => {
+      for (const event of events) expect((await appendEvents(stream, event, {}, KEY)).status).toBe(204);
+    });
+    const held = events.reduce((bytes, event) => bytes + JSON.stringify(event).length, 0);
+    expect(apart.chunks).toBe(held);
+    expect(padded).toEqual(apart);
   });
 });
 

@@ -99,6 +99,7 @@ async function append(
       seq: input.streamSeq,
     });
   }
+  const before = stream.tail.bytes;
   const tail = context.transact(() => {
     const written = context.store.append(stream, {
       records,
@@ -107,7 +108,9 @@ async function append(
       streamSeq: input.streamSeq,
       now: context.now(),
     });
-    hook?.appended(body.byteLength);
+    // What the stream holds more, not the body: JSON mode keeps each message without the array's
+    // brackets, commas and the spaces around it.
+    hook?.appended(written.bytes - before);
     return written;
   }, hook?.held);
   context.written(stream);

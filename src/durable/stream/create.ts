@@ -20,6 +20,13 @@ export function recordsOf(contentType: string, body: Uint8Array): Uint8Array[] {
   return isJsonType(contentType) ? jsonMessages(body) : [body];
 }
 
+/** The bytes a stream holds of `records`. */
+function recordBytes(records: readonly Uint8Array[]): number {
+  let bytes = 0;
+  for (const record of records) bytes += record.byteLength;
+  return bytes;
+}
+
 function sameConfiguration(context: StreamContext, stream: StreamState, request: CreateRequest): boolean {
   const fork = request.fork;
   // A fork that names no content type takes its source's; a plain stream's default is bytes.
@@ -83,7 +90,7 @@ export async function createStream(
       { contentType, expiry: input.expiry, closed: input.closed, fork: null, now: context.now() },
       records.length > 0 ? [records] : [],
     );
-    hook?.appended(body.byteLength);
+    hook?.appended(recordBytes(records));
     return made;
   }, hook?.held);
   context.scheduleAlarm();
@@ -130,7 +137,7 @@ async function createFork(
         },
         [point.materialized, records].filter((batch) => batch.length > 0),
       );
-      hook?.appended(body.byteLength);
+      hook?.appended(recordBytes(records));
       return made;
     }, hook?.held);
     counted = false;

@@ -409,6 +409,84 @@ describe("an alarm that fails", () => {
     expect(faults.injected.alarm).toBeGreaterThanOrEqual(1);
   });
 
+  it("stops an abandoned generation again once its writer stops for good, not over and over while it writes", async () => {
+    const id = await newSession();
+    await api("POST", `/v1/sessions/${id}/entries`, message("q", "a question"));
+    const opened = await api("POST", `/v1/sessions/${id}/generations`, { abandonAfterSeconds: 2 });
+    expect(opened.status).toBe(201);
+    const chunk = (text: string) =>
+      service(
+        new Request(`${BASE}${opened.body.stream}`, {
+          method: "POST",
+          headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "text/plain" },
+          body: text,
+        }),
+      );
+    expect((await chunk("a")).status).toBe(204);
+    // The writer is slow: the alarm's stop of the abandoned generation fails (its answer's write).
+    faults.add({ point: "statement", object: objectOf(id), matching: /INSERT INTO entries/, times: 1 });
+    await vi.waitFor(() => expect(faults.injected.statement).toBe(1), { timeout: 10_000, interval: 50 });
+    // It goes on writing, past the time the stop was to be tried again.
+    const started = Date.now();
+    let last = started;
+    let sent = "a";
+    while (Date.now() - started < 3_000) {
+      expect((await chunk(".")).status).toBe(204);
+      sent += ".";
+      last = Date.now();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    // The alarm waits for its next abandon time; a stale retry set it in the past, over and over.
+    const alarm = await runInDurableObject(stub(id), (_instance, state) => state.storage.getAlarm());
+    expect(alarm).toBeGreaterThanOrEqual(last + 2_000 - 50);
+    // Left for good, it is stopped, with all it wrote.
+    const generation = `/v1/sessions/${id}/generations/${opened.body.id}`;
+    await vi.waitFor(async () => expect((await api("GET", generation)).body.state).toBe("stopped"), {
+      timeout: 10_000,
+      interval: 100,
+    });
+    const answer = await api("GET", `/v1/sessions/${id}/entries/${opened.body.id}`);
+    expect(answer.body.message).toMatchObject({
+      stopReason: "aborted",
+      content: [{ type: "text", text: sent }],
+    });
+  });
+
+  it("leaves an abandoned generation open while the quotas' settings do not parse, and stops it with its text after", async () => {
+    const id = await newSession();
+    await api("POST", `/v1/sessions/${id}/entries`, message("q", "a question"));
+    const opened = await api("POST", `/v1/sessions/${id}/generations`, { abandonAfterSeconds: 1 });
+    const text = "the answer, written before the settings broke";
+    const appended = await service(
+      new Request(`${BASE}${opened.body.stream}`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "text/plain" },
+        body: text,
+      }),
+    );
+    expect(appended.status).toBe(204);
+    faults.env.QUOTAS = "{not json";
+    const generation = `/v1/sessions/${id}/generations/${opened.body.id}`;
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await runDurableObjectAlarm(stub(id));
+    // Its stop is refused (misconfigured) rather than written without the text it has no room for.
+    const info = await runInDurableObject(stub(id), (instance) =>
+      (
+        instance as unknown as {
+          getGeneration(id: string): Promise<{ ok: boolean; value?: { state: string } }>;
+        }
+      ).getGeneration(opened.body.id),
+    );
+    expect(info).toMatchObject({ ok: true, value: { state: "open" } });
+    delete faults.env.QUOTAS;
+    await vi.waitFor(async () => expect((await api("GET", generation)).body.state).toBe("stopped"), {
+      timeout: 10_000,
+      interval: 100,
+    });
+    const answer = await api("GET", `/v1/sessions/${id}/entries/${opened.body.id}`);
+    expect(answer.body.message).toMatchObject({ stopReason: "aborted", content: [{ type: "text", text }] });
+  });
+
   it("a purge whose storage fails under it comes back with its alarm and purges", async () => {
     const id = await newSession();
     await api("POST", `/v1/sessions/${id}/entries`, message("a", "to purge"));

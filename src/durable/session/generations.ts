@@ -54,14 +54,23 @@ export const GENERATION_ID_HEADER = "x-generation-id";
 
 /**
  * Failures after which an ending does not write the answer another way (`end`): a passing one of
- * storage (tried again), no such session or generation, or one ended meanwhile. Any other refusal
- * of the answer as it is would meet it again the same way.
+ * storage or of the service's settings (the ending fails, and is tried again), no such session or
+ * generation, or one ended meanwhile. Any other refusal of the answer as it is would meet it again
+ * the same way.
  */
-const NOT_THE_ANSWERS: ReadonlySet<string> = new Set(["unavailable", "not_found", "stream_closed"]);
+const NOT_THE_ANSWERS: ReadonlySet<string> = new Set([
+  "unavailable",
+  "misconfigured",
+  "not_found",
+  "stream_closed",
+]);
 /** Refusals that leave the answer no room: what its ending keeps is none of its text. */
-const ROOMLESS: ReadonlySet<string> = new Set(["quota_exceeded", "session_full", "misconfigured"]);
+const ROOMLESS: ReadonlySet<string> = new Set(["quota_exceeded", "session_full"]);
 
-/** How soon the alarm looks again after a generation it could not stop (a failure is logged). */
+/**
+ * How soon, at most, the alarm looks again after a generation it could not stop (a failure is
+ * logged); sooner for one abandoned sooner, within its own abandon window.
+ */
 const RETRY_MS = 30_000;
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -332,6 +341,7 @@ export class Generations {
     }
     const outcome = unwrap(ended);
     if (outcome.created) {
+      this.#retries.delete(id);
       this.#parts.recountAnswer(id);
       this.#parts.streams.written(generationStreamKey(id));
       this.#changed(outcome.generation);
@@ -392,13 +402,17 @@ export class Generations {
     for (const row of this.#parts.rows.all()) {
       if (row.state === "open") {
         const last = this.#parts.stream(row.id)?.renewedAt ?? row.openedAt;
-        if (last + row.abandonMs > now) continue;
+        if (last + row.abandonMs > now) {
+          // Its writer went on: a stop that failed before is no longer owed.
+          this.#retries.delete(row.id);
+          continue;
+        }
         try {
           await this.end(row.id, { kind: "stop", by: "abandoned" });
           this.#retries.delete(row.id);
         } catch (error) {
           // Tried again by a later alarm; the chunks stay meanwhile.
-          this.#retries.set(row.id, now + RETRY_MS);
+          this.#retries.set(row.id, now + Math.min(RETRY_MS, row.abandonMs));
           logLine(
             { type: "background", task: "stop_abandoned_generation", error: errorSummary(error) },
             "error",
@@ -431,10 +445,11 @@ export class Generations {
     if (!this.#calls.listed) return undefined;
     let next: number | undefined;
     for (const row of this.#parts.rows.all()) {
+      // A stop that failed is tried again at its retry, or later should its writer go on meanwhile.
+      const abandoned = (this.#parts.stream(row.id)?.renewedAt ?? row.openedAt) + row.abandonMs;
       const due =
         row.state === "open"
-          ? (this.#retries.get(row.id) ??
-            (this.#parts.stream(row.id)?.renewedAt ?? row.openedAt) + row.abandonMs)
+          ? Math.max(this.#retries.get(row.id) ?? abandoned, abandoned)
           : (row.finishedAt ?? row.openedAt) + row.retainMs;
       next = next === undefined ? due : Math.min(next, due);
     }

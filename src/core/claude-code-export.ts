@@ -270,6 +270,7 @@ class LineWriter {
       return {
         type: "assistant",
         fields: {
+          ...unfinishedFields(assistant),
           message: {
             id: `msg_${uuid.replaceAll("-", "")}`,
             type: "message",
@@ -302,7 +303,22 @@ class LineWriter {
   }
 }
 
+/** A reply without one of these stop reasons did not finish: its line has no `stop_reason`. */
 const STOP_REASONS: Record<string, string> = { stop: "end_turn", toolUse: "tool_use", length: "max_tokens" };
+
+/**
+ * The marks Claude Code puts on a reply that is no answer: `isApiErrorMessage` on one whose
+ * request failed, `isAbortedMidStream` on one stopped while it streamed; `errorDetails` holds the
+ * error.
+ */
+function unfinishedFields(message: AssistantMessage): Line {
+  const fields: Line = {};
+  if (message.stopReason === "error") fields.isApiErrorMessage = true;
+  else if (message.stopReason === "aborted") fields.isAbortedMidStream = true;
+  else return fields;
+  if (message.errorMessage !== undefined) fields.errorDetails = message.errorMessage;
+  return fields;
+}
 
 /** Lines for the conversation on the branch where no line of the transcript holds it. */
 async function* newLines(

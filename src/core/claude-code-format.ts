@@ -338,6 +338,7 @@ class ClaudeCodeReader {
       if (message.stop_reason != null || merged.stopReason !== "error") {
         merged.stopReason = anthropicStopReason(message.stop_reason, hasToolCall(merged.content)).stopReason;
       }
+      markUnfinished(merged, value, blocks);
       (open.sourceLines as unknown[]).push(rest);
       (open.sourceLineNumbers as number[]).push(line.line);
       this.#entryOf.set(uuid, open.id);
@@ -361,10 +362,7 @@ class ClaudeCodeReader {
       stopReason: anthropicStopReason(message.stop_reason, hasToolCall(parts)).stopReason,
       timestamp: this.#messageTimestamp(),
     };
-    if (value.isApiErrorMessage === true) {
-      assistant.stopReason = "error";
-      assistant.errorMessage = blockText(blocks) || "API error";
-    }
+    markUnfinished(assistant, value, blocks);
     entries.push({
       type: "message",
       message: assistant,
@@ -426,6 +424,26 @@ class ClaudeCodeReader {
     this.#chain(line, uuid, this.#parent(line, value.parentUuid), [
       { type: "compaction", summary, tokensBefore: 0, sourceLines: [rest], sourceLineNumbers: [line.line] },
     ]);
+  }
+}
+
+/**
+ * A reply Claude Code marked as no answer: `isApiErrorMessage` when its request failed (the error
+ * in `errorDetails`, else the line's text), `isAbortedMidStream` when it was stopped while it
+ * streamed.
+ */
+function markUnfinished(
+  assistant: AssistantMessage,
+  value: Record<string, unknown>,
+  blocks: unknown[],
+): void {
+  const details = asString(value.errorDetails);
+  if (value.isApiErrorMessage === true) {
+    assistant.stopReason = "error";
+    assistant.errorMessage = details ?? (blockText(blocks) || "API error");
+  } else if (value.isAbortedMidStream === true) {
+    assistant.stopReason = "aborted";
+    if (details !== undefined) assistant.errorMessage = details;
   }
 }
 

@@ -4,6 +4,7 @@ import { parseClaudeCode } from "../../src/core/claude-code-format";
 import type { SessionEntry } from "../../src/core/entries";
 import { MemoryRepo } from "../../src/core/memory";
 import type { AgentMessage, AssistantMessage } from "../../src/core/messages";
+import { usage } from "../../src/core/messages";
 import { QUESTION, SECOND_QUESTION, SUMMARY, TOOL_OUTPUT, writeConversation } from "../support/conversation";
 import { collect, expectExportedAsWritten, fixtureFiles, jsonLines } from "./agent-imports";
 
@@ -216,4 +217,58 @@ describe("a session written elsewhere as a Claude Code transcript", () => {
     for (const line of lines) expect(line.sessionId).toBe(sessionId);
     for (const line of lines.filter((l) => l.type !== "custom-title")) expect(line.cwd).toBe("/srv/checkout");
   });
+});
+
+describe("a reply that did not finish, as a Claude Code transcript", () => {
+  const at = (second: number) => Date.UTC(2026, 2, 1, 9, 0, second);
+  const reply = {
+    api: "anthropic-messages",
+    provider: "anthropic",
+    model: "claude-sonnet-4-5",
+    usage: usage(10, 4, 0, 0),
+  };
+
+  async function conversationWith(stopped: Partial<AssistantMessage>) {
+    const session = await new MemoryRepo().create({ id: "poems-1" });
+    await session.appendMessage({ role: "user", content: "Write a poem", timestamp: at(1) });
+    await session.appendMessage({
+      role: "assistant",
+      content: [{ type: "text", text: "Roses are r" }],
+      ...reply,
+      stopReason: "stop",
+      timestamp: at(2),
+      ...stopped,
+    } as AssistantMessage);
+    await session.appendMessage({ role: "user", content: "Try again", timestamp: at(3) });
+    return session;
+  }
+
+  for (const stopped of [
+    { stopReason: "aborted", errorMessage: "Request was aborted" },
+    { stopReason: "error", errorMessage: "529 overloaded_error" },
+  ] as const) {
+    it(`${stopped.stopReason}: stays out of the context after a round trip, kept as ${stopped.stopReason}`, async () => {
+      const session = await conversationWith(stopped);
+      const before = await session.contextIn("anthropic");
+      expect(JSON.stringify(before)).not.toContain("Roses are r");
+      const lines = jsonLines(await collect(exportClaudeCode(session)));
+      const written = lines.find((l) => l.type === "assistant") as Line;
+      // Claude Code's own marks: no stop reason (the stream did not end), and the mark of a stopped
+      // stream or of a failed request.
+      expect((written.message as Line).stop_reason).toBeNull();
+      expect(written).toMatchObject(
+        stopped.stopReason === "aborted"
+          ? { isAbortedMidStream: true, errorDetails: stopped.errorMessage }
+          : { isApiErrorMessage: true, errorDetails: stopped.errorMessage },
+      );
+      const copy = await new MemoryRepo().importSession(
+        parseClaudeCode(lines.map((l) => JSON.stringify(l)).join("\n")),
+      );
+      const kept = (await copy.getBranch()).flatMap((e) =>
+        e.type === "message" && e.message.role === "assistant" ? [e.message as AssistantMessage] : [],
+      );
+      expect(kept).toMatchObject([{ content: [{ type: "text", text: "Roses are r" }], ...stopped }]);
+      expect(await copy.contextIn("anthropic")).toEqual(before);
+    });
+  }
 });

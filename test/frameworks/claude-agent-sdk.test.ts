@@ -299,6 +299,106 @@ describe.each(repos)("CfSessionsStore on %s", (_name, makeRepo) => {
     });
   });
 
+  it("names each tool result by its call, in the same append, a later one, or another store's", async () => {
+    const sessionId = crypto.randomUUID();
+    const common = {
+      sessionId,
+      cwd: "/srv/app",
+      isSidechain: false,
+      userType: "external",
+      version: "2.1.38",
+    };
+    const at = (second: number) => new Date(Date.UTC(2026, 2, 1, 9, 0, second)).toISOString();
+    const uuids = Array.from({ length: 7 }, () => crypto.randomUUID());
+    const line = (i: number, type: string, message: Record<string, unknown>) =>
+      ({
+        ...common,
+        type,
+        uuid: uuids[i],
+        parentUuid: i === 0 ? null : uuids[i - 1],
+        timestamp: at(i),
+        message,
+      }) as SessionStoreEntry;
+    const call = (i: number, id: string, name: string) =>
+      line(i, "assistant", {
+        id: `msg_${i}`,
+        role: "assistant",
+        model: "claude-sonnet-4-5",
+        content: [{ type: "tool_use", id, name, input: { file_path: "a.txt" } }],
+        stop_reason: "tool_use",
+      });
+    const result = (i: number, id: string) =>
+      line(i, "user", {
+        role: "user",
+        content: [{ type: "tool_result", tool_use_id: id, content: "hello" }],
+      });
+    const lines = [
+      line(0, "user", { role: "user", content: "Read a.txt, then b.txt, then c.txt" }),
+      call(1, "toolu_a", "Read"),
+      result(2, "toolu_a"),
+      call(3, "toolu_b", "Grep"),
+      result(4, "toolu_b"),
+      call(5, "toolu_c", "Glob"),
+      result(6, "toolu_c"),
+    ];
+    const key = { projectKey: `p-${crypto.randomUUID()}`, sessionId };
+    const store = new CfSessionsStore({ repo });
+    // A call and its result in one append; a result appended after its call; then by another store.
+    await store.append(key, lines.slice(0, 3));
+    await store.append(key, lines.slice(3, 4));
+    await store.append(key, lines.slice(4, 6));
+    await new CfSessionsStore({ repo }).append(key, lines.slice(6));
+    // Appended again: nothing changes.
+    await store.append(key, lines);
+    const session = await repo.open(await store.sessionIdFor(key));
+    const results = (await session.getBranch()).flatMap((entry) =>
+      entry.type === "message" && entry.message.role === "toolResult" ? [entry.message] : [],
+    );
+    expect(
+      results.map((m) => [(m as { toolCallId: string }).toolCallId, (m as { toolName: string }).toolName]),
+    ).toEqual([
+      ["toolu_a", "Read"],
+      ["toolu_b", "Grep"],
+      ["toolu_c", "Glob"],
+    ]);
+    expect(await store.load(key)).toEqual(lines);
+  });
+
+  it("names a tool result by a call the session holds from elsewhere", async () => {
+    const store = new CfSessionsStore({ repo, keyIsSessionId: true });
+    const id = crypto.randomUUID();
+    const session = await repo.create({ id });
+    await session.appendMessage({ role: "user", content: "Read a.txt", timestamp: 1 });
+    await session.appendMessage({
+      role: "assistant",
+      content: [{ type: "toolCall", id: "toolu_1", name: "Read", arguments: { path: "a.txt" } }],
+      api: "anthropic-messages",
+      provider: "anthropic",
+      model: "claude-sonnet-4-5",
+      usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2 },
+      stopReason: "toolUse",
+      timestamp: 2,
+    } as never);
+    const key = { projectKey: "-work-project", sessionId: id };
+    const loaded = (await store.load(key)) as Array<Record<string, unknown>>;
+    await store.append(key, [
+      {
+        type: "user",
+        uuid: crypto.randomUUID(),
+        parentUuid: loaded.at(-1)?.uuid,
+        sessionId: id,
+        isSidechain: false,
+        timestamp: new Date().toISOString(),
+        message: {
+          role: "user",
+          content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "hello" }],
+        },
+      },
+    ] as SessionStoreEntry[]);
+    const last = (await session.getBranch()).at(-1);
+    expect(last?.type === "message" && last.message).toMatchObject({ role: "toolResult", toolName: "Read" });
+  });
+
   it("refuses a malformed key or entries with invalid_request, writing nothing", async () => {
     const store = new CfSessionsStore({ repo });
     const key = { projectKey: `p-${crypto.randomUUID()}`, sessionId: crypto.randomUUID() };

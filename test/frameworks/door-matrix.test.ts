@@ -27,7 +27,7 @@ import { type DevServer, startDevServer } from "../support/dev-server";
  * service, and read back through every other: the context in each model API's shape, the Agents
  * SDK's items, the AI SDK's UI messages, the session's search and the input of its compaction.
  * Each read is brought to one plain transcript, so a door that turned a tool call into something
- * the user said, or lost the result, fails on the line where it did.
+ * the user said, lost the result or the tool's name, fails on the line where it did.
  *
  * Every door keeps the image. Reasoning goes back to a model API as reasoning only to the model
  * that gave it, and only with what that API checks (a signature, encrypted content); to any other
@@ -71,15 +71,19 @@ function line(role: string, parts: string[]): string {
   return `${role}: ${parts.filter((part) => part !== "").join(" ")}`;
 }
 
-/** Names of the calls seen so far, by id: a tool's result is shown with its call's name. */
+/**
+ * Names of the calls seen so far, by id: a tool's result is shown with the name it carries, else
+ * with its call's.
+ */
 class Calls {
   readonly #names = new Map<string, string>();
   call(id: string, name: string, args: unknown): string {
     this.#names.set(id, name);
     return `[call ${name} ${argsText(args)}]`;
   }
-  result(id: string, text: string): string {
-    return `tool ${this.#names.get(id) ?? `(unknown call ${id})`}: ${text}`;
+  result(id: string, text: string, name?: unknown): string {
+    const named = typeof name === "string" ? name : this.#names.get(id);
+    return `tool ${named ?? `(unknown call ${id})`}: ${text}`;
   }
 }
 
@@ -96,7 +100,7 @@ function fromOurs(messages: readonly AgentMessage[]): string[] {
   for (const message of messages) {
     const m = message as unknown as Json;
     if (m.role === "toolResult") {
-      lines.push(calls.result(String(m.toolCallId), textOf(m.content)));
+      lines.push(calls.result(String(m.toolCallId), textOf(m.content), m.toolName));
       continue;
     }
     const parts = records(typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content);
@@ -185,7 +189,7 @@ function fromResponses(items: readonly Json[]): string[] {
       lines.push(line(String(item.role), parts));
     } else if (type === "function_call_output") {
       flush();
-      lines.push(calls.result(String(item.call_id), textOf(item.output)));
+      lines.push(calls.result(String(item.call_id), textOf(item.output), item.name));
     } else {
       // Reasoning, calls and an answer's text are one assistant turn until something else comes.
       assistant ??= [];
@@ -271,7 +275,7 @@ function fromLangChain(messages: readonly Json[]): string[] {
   const roles: Record<string, string> = { human: "user", ai: "assistant" };
   return messages.map((m) => {
     const type = (m as unknown as { getType(): string }).getType();
-    if (type === "tool") return calls.result(String(m.tool_call_id), textOf(m.content));
+    if (type === "tool") return calls.result(String(m.tool_call_id), textOf(m.content), m.name);
     const parts =
       typeof m.content === "string"
         ? [m.content]
@@ -343,6 +347,7 @@ function fromAgentsItems(items: readonly Json[]): string[] {
         return {
           type: "function_call_output",
           call_id: item.callId,
+          name: item.name,
           output: typeof output === "string" ? output : (output.text ?? JSON.stringify(output)),
         };
       }

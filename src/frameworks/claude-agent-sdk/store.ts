@@ -14,7 +14,7 @@ import { exportClaudeCode } from "../../core/public/interchange";
 import { keyedId } from "../keys";
 import { SessionHandles } from "../session-handles";
 import type { TranscriptLine, TranscriptPlaces } from "./transcript";
-import { placesOf, transcriptEntries } from "./transcript";
+import { copyPlaces, placesOf, transcriptEntries } from "./transcript";
 
 export interface CfSessionsStoreOptions {
   /** Where transcripts are kept: a `RemoteRepo` (the service) or any of the library's repos. */
@@ -211,7 +211,7 @@ export class CfSessionsStore implements SessionStore {
       this.#transcripts.delete(session.id);
       transcript = await this.#transcript(session, key);
     } else {
-      const planned: TranscriptPlaces = { ...places, entryOf: new Map(places.entryOf) };
+      const planned = copyPlaces(places);
       for (const batch of importBatches(transcriptEntries(fresh, planned), BATCH_ENTRIES, BATCH_BYTES)) {
         transcript.leaf = (await session.appendEntries(batch, { expectedLeafId: transcript.leaf })).leafId;
       }

@@ -1,4 +1,4 @@
-import type { EntryInput, StoredEntry } from "../../core";
+import type { AgentMessage, AssistantMessage, EntryInput, StoredEntry, ToolResultMessage } from "../../core";
 import { isValidId, newId } from "../../core";
 import { parseClaudeCode } from "../../core/public/interchange";
 
@@ -11,7 +11,8 @@ import { parseClaudeCode } from "../../core/public/interchange";
  * as a conversation tree. Unlike a whole-file import, the streamed blocks of one API message stay
  * one message each (a line once written is never rewritten), and the settings entries the import
  * derives across lines (model and thinking changes) are left out: each assistant message names its
- * model.
+ * model. A tool result takes its tool's name from its call, the nearest on the branch it hangs from
+ * (stored before, or in an earlier line of the same append).
  */
 
 export type TranscriptLine = Record<string, unknown> & { type: string; uuid?: string };
@@ -27,6 +28,42 @@ export interface TranscriptPlaces {
    * a line whose parent is a line of that transcript (never written here) hangs from it.
    */
   continues?: string | null;
+  /** Each stored entry's parent, by id: the branches tool results find their calls on. */
+  parentOf: Map<string, string | null>;
+  /** The tool calls of each stored reply that made any (call id → tool name), by entry id. */
+  callsOf: Map<string, Map<string, string>>;
+}
+
+/** Places to plan an append on: what it notes leaves `places` as it was. */
+export function copyPlaces(places: TranscriptPlaces): TranscriptPlaces {
+  return {
+    ...places,
+    entryOf: new Map(places.entryOf),
+    parentOf: new Map(places.parentOf),
+    callsOf: new Map(places.callsOf),
+  };
+}
+
+/** Notes an entry's parent and, for a reply, the tools it called. */
+function noteEntry(places: TranscriptPlaces, entry: Record<string, unknown>): void {
+  if (entry.type === "leaf" || typeof entry.id !== "string") return;
+  places.parentOf.set(entry.id, typeof entry.parentId === "string" ? entry.parentId : null);
+  const message = entry.type === "message" ? (entry.message as AgentMessage) : undefined;
+  if (message?.role !== "assistant") return;
+  const calls = new Map<string, string>();
+  for (const part of (message as AssistantMessage).content) {
+    if (part.type === "toolCall") calls.set(part.id, part.name);
+  }
+  if (calls.size > 0) places.callsOf.set(entry.id, calls);
+}
+
+/** The tool name of call `callId`: the nearest call of that id on the branch up from `entryId`. */
+function callName(places: TranscriptPlaces, callId: string, entryId: string | null): string | undefined {
+  for (let at = entryId; at !== null; at = places.parentOf.get(at) ?? null) {
+    const name = places.callsOf.get(at)?.get(callId);
+    if (name !== undefined) return name;
+  }
+  return undefined;
 }
 
 function isMain(line: TranscriptLine): boolean {
@@ -45,8 +82,14 @@ export function lineOf(entry: StoredEntry): TranscriptLine | undefined {
 
 /** Where lines written before hang from, read back from the session's entries in append order. */
 export function placesOf(entries: Iterable<StoredEntry>): TranscriptPlaces {
-  const places: TranscriptPlaces = { entryOf: new Map(), head: null };
+  const places: TranscriptPlaces = {
+    entryOf: new Map(),
+    head: null,
+    parentOf: new Map(),
+    callsOf: new Map(),
+  };
   for (const entry of entries) {
+    noteEntry(places, entry);
     const line = lineOf(entry);
     if (!line) continue;
     if (typeof line.uuid === "string") places.entryOf.set(line.uuid, entry.id);
@@ -105,13 +148,23 @@ export function transcriptEntries(lines: readonly TranscriptLine[], places: Tran
     if (messages) {
       messages.forEach((entry, index) => {
         const last = index === messages.length - 1;
-        out.push({ ...entry, parentId, ...(last ? { line } : {}) } as EntryInput);
+        const message = entry.message as AgentMessage | undefined;
+        if (message?.role === "toolResult") {
+          const result = message as ToolResultMessage;
+          const toolName = callName(places, result.toolCallId, parentId);
+          if (toolName !== undefined) entry.message = { ...result, toolName };
+        }
+        const stored = { ...entry, parentId, ...(last ? { line } : {}) };
+        out.push(stored as EntryInput);
+        noteEntry(places, stored);
         parentId = entry.id as string;
       });
       last = parentId as string;
     } else {
       const id = typeof line.uuid === "string" && isValidId(line.uuid) ? line.uuid : newId();
-      out.push({ type: "custom", id, parentId, customType: `${PREFIX}${line.type}`, data: line });
+      const stored = { type: "custom", id, parentId, customType: `${PREFIX}${line.type}`, data: line };
+      out.push(stored as EntryInput);
+      noteEntry(places, stored);
       last = id;
     }
     if (typeof line.uuid === "string") places.entryOf.set(line.uuid, last);

@@ -24,7 +24,8 @@ import { isHole, sourceOf } from "./source-lines";
  * What was written anywhere else becomes the lines Codex writes for the conversation on the
  * current branch: a `session_meta` line (when no line of a rollout holds the session), a
  * `turn_context` with the model, then `response_item`s (user messages with their `user_message`
- * event, the model's reasoning, text and function calls, the calls' outputs), the latest
+ * event, the model's reasoning, text and function calls, then a `turn_aborted` or `error` event when
+ * the reply did not finish, the calls' outputs), the latest
  * compaction as a `compacted` line whose replacement history is what Codex continues from, and
  * the session's name as a `thread_name_updated` event.
  */
@@ -153,6 +154,16 @@ async function* sourceLines(session: Session, imported: boolean): AsyncGenerator
   yield* order.rest();
 }
 
+/**
+ * The event a reply that did not finish is followed by, as Codex records the turn: a stopped reply
+ * ends its turn aborted, a failed one with the error.
+ */
+function stopEvents(reply: AssistantMessage): Line[] {
+  if (reply.stopReason === "aborted") return [{ type: "turn_aborted", reason: "interrupted" }];
+  if (reply.stopReason === "error") return [{ type: "error", message: reply.errorMessage ?? "" }];
+  return [];
+}
+
 /** What makes the lines of messages Codex has no line of. */
 class RolloutWriter {
   readonly #callIds = new ToolCallIds(OPENAI_RESPONSES_IDS);
@@ -169,8 +180,10 @@ class RolloutWriter {
 
   /** The response items a message is written as (and, for the user's own words, its event). */
   items(message: AgentMessage): { items: Line[]; events: Line[] } {
-    if (message.role === "assistant")
-      return { items: this.#assistant(message as AssistantMessage), events: [] };
+    if (message.role === "assistant") {
+      const reply = message as AssistantMessage;
+      return { items: this.#assistant(reply), events: stopEvents(reply) };
+    }
     if (message.role === "toolResult") {
       const result = message as ToolResultMessage;
       const { details: _details, ...bare } = result;

@@ -57,6 +57,8 @@ class CodexReader {
   #model: string | undefined;
   #thinking: ThinkingLevel = "off";
   #reply: MessageEntry | undefined;
+  /** The model's latest reply while nothing but events followed it: the one a turn's end marks. */
+  #lastReply: AssistantMessage | undefined;
   #unmetered: AssistantMessage | undefined;
   #pendingUsage: AssistantMessage["usage"] | undefined;
   #tokens = 0;
@@ -118,12 +120,18 @@ class CodexReader {
             : undefined;
     if (reader && payload) {
       // A turn's context or a compaction ends the reply being read; a response item may continue it.
-      if (reader !== this.#item) this.#reply = undefined;
+      if (reader !== this.#item) {
+        this.#reply = undefined;
+        this.#lastReply = undefined;
+      }
       reader.call(this, line, value, payload, id);
       return;
     }
     if (value.type === "event_msg" && payload?.type === "token_count" && isRecord(payload.info)) {
       this.#tokenCount(payload.info);
+    }
+    if (value.type === "event_msg" && (payload?.type === "turn_aborted" || payload?.type === "error")) {
+      this.#turnStopped(payload);
     }
     this.#custom(line, id, value);
   }
@@ -187,6 +195,7 @@ class CodexReader {
     }
     if (type === "function_call_output" || type === "custom_tool_call_output") {
       this.#reply = undefined;
+      this.#lastReply = undefined;
       const callId = asString(payload.call_id) ?? "";
       const { content, isError, details } = outputText(payload.output, []);
       const toolName = this.#toolNames.get(callId) ?? "unknown";
@@ -204,6 +213,7 @@ class CodexReader {
     }
     if (type === "message") {
       this.#reply = undefined;
+      this.#lastReply = undefined;
       const { parts, kept } = readContent(payload.content, false);
       // Developer and system messages (instructions Codex adds to the history) keep their role.
       const message = {
@@ -233,6 +243,7 @@ class CodexReader {
     const open = this.#linesApart ? undefined : this.#reply;
     if (open) {
       const message = open.message as AssistantMessage;
+      this.#lastReply = message;
       message.content.push(...parts);
       if (hasToolCall(parts)) message.stopReason = "toolUse";
       (open.sourceLines as unknown[]).push(kept);
@@ -250,6 +261,7 @@ class CodexReader {
       stopReason: hasToolCall(parts) ? "toolUse" : "stop",
       timestamp: this.#timestampMs(),
     };
+    this.#lastReply = message;
     this.#unmetered = this.#pendingUsage ? undefined : message;
     this.#pendingUsage = undefined;
     this.#reply = this.#push(line.line, {
@@ -285,6 +297,24 @@ class CodexReader {
       this.#unmetered.usage = counted;
       this.#unmetered = undefined;
     } else this.#pendingUsage = counted;
+  }
+
+  /**
+   * A turn that ended without finishing: the model's reply it ended on (no tool output or message
+   * after it) stopped (`turn_aborted`) or failed (`error`). Read a line at a time, the reply was
+   * read already and stays as it was.
+   */
+  #turnStopped(payload: Record<string, unknown>): void {
+    const reply = this.#lastReply;
+    this.#reply = undefined;
+    this.#lastReply = undefined;
+    if (!reply || this.#linesApart) return;
+    if (payload.type === "turn_aborted") {
+      reply.stopReason = "aborted";
+      return;
+    }
+    reply.stopReason = "error";
+    reply.errorMessage = asString(payload.message) ?? "";
   }
 
   #turnContext(

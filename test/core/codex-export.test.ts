@@ -2,8 +2,11 @@ import { describe, expect, it } from "vitest";
 import { exportCodex } from "../../src/core/codex-export";
 import { parseCodex } from "../../src/core/codex-format";
 import { MemoryRepo } from "../../src/core/memory";
-import type { AgentMessage } from "../../src/core/messages";
+import type { AgentMessage, AssistantMessage } from "../../src/core/messages";
+import { usage } from "../../src/core/messages";
+import { contextForModel } from "../../src/core/providers/convert";
 import { COMPACTION_SUMMARY_PREFIX } from "../../src/core/providers/pi-messages";
+import type { Session } from "../../src/core/session";
 import { QUESTION, SECOND_QUESTION, SUMMARY, TOOL_OUTPUT, writeConversation } from "../support/conversation";
 import { collect, expectExportedAsWritten, fixtureFiles, jsonLines } from "./agent-imports";
 
@@ -174,5 +177,64 @@ describe("a session written elsewhere as a Codex rollout", () => {
     const lines = jsonLines(await collect(exportCodex(session, { threadId, cwd: "/srv/checkout" })));
     expect(lines[0]?.payload).toMatchObject({ id: threadId, cwd: "/srv/checkout" });
     expect(parseCodex(lines.map((l) => JSON.stringify(l)).join("\n")).header.id).toBe(`codex-${threadId}`);
+  });
+});
+
+describe("what did not finish, out to Codex and back", () => {
+  const openai = { api: "openai-responses", provider: "openai", model: "gpt-5", usage: usage(10, 5, 0, 0) };
+
+  async function roundTrip(messages: AgentMessage[]) {
+    const session = await new MemoryRepo().create({ id: "unfinished" });
+    await session.appendModelChange("openai", "gpt-5");
+    for (const message of messages) await session.appendMessage(message);
+    const text = await collect(exportCodex(session));
+    const copy = await new MemoryRepo().importSession(parseCodex(text));
+    return { session, copy, lines: jsonLines(text) };
+  }
+
+  it("keeps a stopped reply and a failed one out of the model's context", async () => {
+    const { session, copy, lines } = await roundTrip([
+      { role: "user", content: "Write the report.", timestamp: 1 },
+      {
+        role: "assistant",
+        content: [{ type: "text", text: "The report begins" }],
+        ...openai,
+        stopReason: "aborted",
+        timestamp: 2,
+      },
+      { role: "user", content: "Again, please.", timestamp: 3 },
+      {
+        role: "assistant",
+        content: [{ type: "text", text: "The report, second try" }],
+        ...openai,
+        stopReason: "error",
+        errorMessage: "overloaded",
+        timestamp: 4,
+      },
+      { role: "user", content: "Once more.", timestamp: 5 },
+      {
+        role: "assistant",
+        content: [{ type: "text", text: "The report." }],
+        ...openai,
+        stopReason: "stop",
+        timestamp: 6,
+      },
+    ]);
+    const sent = async (s: Session) => contextForModel(await s.buildContext(), "anthropic").messages;
+    expect(await sent(copy)).toEqual(await sent(session));
+    const replies = (await copy.buildContext()).messages.filter((m) => m.role === "assistant");
+    expect(
+      replies.map((m) => [(m as AssistantMessage).stopReason, (m as AssistantMessage).errorMessage]),
+    ).toEqual([
+      ["aborted", undefined],
+      ["error", "overloaded"],
+      ["stop", undefined],
+    ]);
+    // As Codex records them: after the reply's items, a turn aborted, a turn that failed.
+    const events = payloads(lines, "event_msg").filter((p) => p.type !== "user_message");
+    expect(events).toEqual([
+      { type: "turn_aborted", reason: "interrupted" },
+      { type: "error", message: "overloaded" },
+    ]);
   });
 });

@@ -310,6 +310,36 @@ describe("Codex shapes", () => {
     await expectRoundTrips(file);
   });
 
+  it("marks the reply a turn ended on when the turn was aborted or failed", async () => {
+    const event = (payload: Record<string, unknown>) => ({ timestamp: at(), type: "event_msg", payload });
+    const count = event({ type: "token_count", info: { last_token_usage: { total_tokens: 10 } } });
+    const file = readRollout(
+      rollout(
+        meta(),
+        userSays("list files"),
+        item({ type: "function_call", name: "shell", arguments: '{"command":["ls"]}', call_id: "c1" }),
+        item({ type: "function_call_output", call_id: "c1", output: "a.txt" }),
+        event({ type: "turn_aborted", reason: "interrupted" }),
+        userSays("write the report"),
+        replies("The report begins"),
+        count,
+        event({ type: "turn_aborted", turn_id: "t2", reason: "interrupted" }),
+        userSays("again"),
+        replies("The report"),
+        event({ type: "error", message: "stream disconnected" }),
+        userSays("once more"),
+        replies("The report."),
+      ),
+    );
+    const stops = messagesOf(file.entries, "assistant").map((m) => {
+      const { stopReason, errorMessage } = m as AssistantMessage;
+      return errorMessage === undefined ? [stopReason] : [stopReason, errorMessage];
+    });
+    // A call already answered is left as it was (the turn stopped after its output).
+    expect(stops).toEqual([["toolUse"], ["aborted"], ["error", "stream disconnected"], ["stop"]]);
+    await expectRoundTrips(file);
+  });
+
   it("reads the first versions' bare lines: a meta line, then response items", async () => {
     const text = rollout(
       {

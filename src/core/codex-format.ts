@@ -26,6 +26,7 @@ import type { AssistantMessage, TextContent, ThinkingLevel } from "./messages";
 import { blockText, usage } from "./messages";
 import { lineError } from "./ndjson";
 import { hasToolCall, toolResultMessage } from "./providers/incoming";
+import { COMPACTION_SUMMARY_PREFIX, COMPACTION_SUMMARY_SUFFIX } from "./providers/pi-messages";
 import { messageSignature } from "./providers/responses-signatures";
 import { sameJson } from "./source-lines";
 
@@ -345,8 +346,8 @@ class CodexReader {
 
   /**
    * Codex replaced its history: the compaction, then what it sent the model from then on besides
-   * the summary (the replacement history it wrote, or, when it wrote none, the user's latest
-   * messages as it keeps them).
+   * the summary (the replacement history it wrote, less the user message that is the summary, or,
+   * when it wrote none, the user's latest messages as it keeps them).
    */
   #compacted(
     line: LogLine,
@@ -356,10 +357,15 @@ class CodexReader {
   ): void {
     const since = this.#userMessagesSinceCompaction();
     const summary = asString(payload.message);
-    // Kept: the payload without its summary, its replacement history a hole for each item read.
+    // The summary as a user message in the replacement history: what the compaction stands for.
+    const isSummary = (item: unknown) => summary !== undefined && summaryItem(item, summary);
+    // Kept: the payload without its summary, its replacement history a hole for each item read
+    // (the summary's item as written).
     const held = without(payload, ...(summary === undefined ? [] : ["message"]));
     if (Array.isArray(payload.replacement_history)) {
-      held.replacement_history = payload.replacement_history.map((item) => (isRecord(item) ? {} : item));
+      held.replacement_history = payload.replacement_history.map((item) =>
+        isRecord(item) && !isSummary(item) ? {} : item,
+      );
     }
     this.#push(line.line, {
       type: "compaction",
@@ -371,7 +377,7 @@ class CodexReader {
     });
     if (Array.isArray(payload.replacement_history)) {
       payload.replacement_history.forEach((item, index) => {
-        if (isRecord(item))
+        if (isRecord(item) && !isSummary(item))
           this.#item(
             line,
             { timestamp: value.timestamp, type: "response_item", payload: item },
@@ -412,6 +418,23 @@ class CodexReader {
     }
     return found;
   }
+}
+
+/** The text pi sends a model for a compaction's summary. */
+function wrappedSummary(summary: string): string {
+  return COMPACTION_SUMMARY_PREFIX + summary + COMPACTION_SUMMARY_SUFFIX;
+}
+
+/**
+ * Whether a replacement history item is the compaction's summary as a user message: its text the
+ * summary (as Codex writes it) or the summary in pi's wrapper (as the export writes it).
+ */
+function summaryItem(item: unknown, summary: string): boolean {
+  if (summary === "" || !isRecord(item) || item.type !== "message" || item.role !== "user") return false;
+  const content = Array.isArray(item.content) ? item.content : [];
+  const [only] = content;
+  if (content.length !== 1 || !isRecord(only) || only.type !== "input_text") return false;
+  return only.text === summary || only.text === wrappedSummary(summary);
 }
 
 /** A Codex CLI rollout as a session: id `codex-<session id>`, one chain, the head its last entry. */

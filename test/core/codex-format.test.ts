@@ -340,6 +340,40 @@ describe("Codex shapes", () => {
     await expectRoundTrips(file);
   });
 
+  it("holds the summary once when Codex's replacement history repeats it as a user message", async () => {
+    const summary = "Another language model started to solve this problem.\nSummary: parser built.";
+    const file = readRollout(
+      rollout(
+        meta(),
+        userSays("build the parser"),
+        replies("built"),
+        {
+          timestamp: at(),
+          type: "compacted",
+          payload: {
+            message: summary,
+            replacement_history: [
+              { type: "message", role: "developer", content: [{ type: "input_text", text: "Be careful." }] },
+              { type: "message", role: "user", content: [{ type: "input_text", text: "build the parser" }] },
+              { type: "message", role: "user", content: [{ type: "input_text", text: summary }] },
+            ],
+          },
+        },
+        userSays("ship it"),
+      ),
+    );
+    const session = await new MemoryRepo().importSession(file);
+    const context = (await session.buildContext()).messages;
+    expect(turnsOf(context).map((t) => t.text ?? t.role)).toEqual([
+      "compactionSummary",
+      "Be careful.",
+      "build the parser",
+      "ship it",
+    ]);
+    expect(JSON.stringify(context).split("Summary: parser built.").length).toBe(2);
+    await expectRoundTrips(file);
+  });
+
   it("reads the first versions' bare lines: a meta line, then response items", async () => {
     const text = rollout(
       {

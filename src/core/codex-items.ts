@@ -46,7 +46,18 @@ export function inputContent(content: unknown, unmapped: unknown[]): InputConten
   return parts;
 }
 
-/** A tool's output as a result's content, and whether it failed (by its exit code, or `success`). */
+/** Whether a shell output starts as Codex starts a failed command's: `Exit code: N`, N not 0. */
+function failedCommand(output: string): boolean {
+  const code = /^Exit code: (-?\d+)/.exec(output);
+  return code !== null && Number(code[1]) !== 0;
+}
+
+/**
+ * A tool's output as a result's content, and whether it failed: by its exit code (the wrapped
+ * output's `metadata.exit_code`, or the `Exit code: N` line Codex starts shell output with), or
+ * by `success`. The metadata of a wrapped output is the result's details, unless it holds nothing
+ * but the exit code (which `isError` tells).
+ */
 export function outputText(
   output: unknown,
   unmapped: unknown[],
@@ -56,15 +67,13 @@ export function outputText(
     // Plain text output is not JSON: it reads as undefined.
     const wrapped = parseJsonField(output, "a tool's output");
     if (isRecord(wrapped) && typeof wrapped.output === "string" && isRecord(wrapped.metadata)) {
-      const code = wrapped.metadata.exit_code;
-      return {
-        content: [{ type: "text", text: wrapped.output }],
-        isError: typeof code === "number" && code !== 0,
-        details: wrapped.metadata,
-      };
+      const { exit_code: code, ...rest } = wrapped.metadata;
+      const text: InputContent = { type: "text", text: wrapped.output };
+      const isError = typeof code === "number" && code !== 0;
+      if (Object.keys(rest).length === 0 && typeof code === "number") return { content: [text], isError };
+      return { content: [text], isError, details: wrapped.metadata };
     }
-    const code = /^Exit code: (\d+)/m.exec(output);
-    return { content: [{ type: "text", text: output }], isError: code !== null && code[1] !== "0" };
+    return { content: [{ type: "text", text: output }], isError: failedCommand(output) };
   }
   if (isRecord(output) && typeof output.content === "string") {
     return { content: [{ type: "text", text: output.content }], isError: output.success === false };
@@ -129,17 +138,23 @@ export function filledContent(
 }
 
 /**
- * The output a tool result is written as: its text (wrapped with its `details` as Codex up to late
- * 2025 wrote shell output), or its items.
+ * The output a tool result is written as: its text, or its items. Text with `details` is wrapped
+ * as Codex up to late 2025 wrote shell output, `{"output", "metadata"}` with the details as
+ * metadata. A failed result whose details or text do not tell its failure already (an exit code
+ * other than 0) is wrapped too, its metadata's `exit_code` 1.
  */
-export function toolOutput(result: { content: unknown; details?: unknown }): unknown {
+export function toolOutput(result: { content: unknown; details?: unknown; isError?: boolean }): unknown {
   const content = Array.isArray(result.content) ? (result.content as InputContent[]) : [];
   const only = content.length === 1 && content[0]?.type === "text" ? content[0].text : undefined;
-  if (only !== undefined && isRecord(result.details)) {
-    return JSON.stringify({ output: only, metadata: result.details });
+  if (only === undefined) return content.map((part) => contentItem(part, false));
+  const details = isRecord(result.details) ? result.details : undefined;
+  const code = details?.exit_code;
+  const told = (typeof code === "number" && code !== 0) || failedCommand(only);
+  if (result.isError === true && !told) {
+    return JSON.stringify({ output: only, metadata: { ...details, exit_code: 1 } });
   }
-  if (only !== undefined) return only;
-  return content.map((part) => contentItem(part, false));
+  if (details) return JSON.stringify({ output: only, metadata: details });
+  return only;
 }
 
 /** The field a tool call keeps its arguments in, and the value it is written back as. */

@@ -236,4 +236,32 @@ describe("what did not finish, out to Codex and back", () => {
       { type: "error", message: "overloaded" },
     ]);
   });
+
+  it("gives back a failed tool result as failed, with its words", async () => {
+    const { copy, lines } = await roundTrip([
+      { role: "user", content: "Read notes.txt", timestamp: 1 },
+      {
+        role: "assistant",
+        content: [{ type: "toolCall", id: "call_1", name: "read", arguments: { path: "notes.txt" } }],
+        ...openai,
+        stopReason: "toolUse",
+        timestamp: 2,
+      },
+      {
+        role: "toolResult",
+        toolCallId: "call_1",
+        toolName: "read",
+        content: [{ type: "text", text: "ERROR: no such file" }],
+        isError: true,
+        timestamp: 3,
+      },
+    ]);
+    // As Codex wrote a failed command's output: text (an object there is not read by Codex).
+    expect(payloads(lines, "response_item").find((p) => p.type === "function_call_output")?.output).toBe(
+      JSON.stringify({ output: "ERROR: no such file", metadata: { exit_code: 1 } }),
+    );
+    const result = (await copy.buildContext()).messages.find((m) => m.role === "toolResult");
+    expect(result).toMatchObject({ isError: true, content: [{ type: "text", text: "ERROR: no such file" }] });
+    expect(result).not.toHaveProperty("details");
+  });
 });

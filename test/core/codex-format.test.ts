@@ -435,6 +435,34 @@ describe("Codex shapes", () => {
     expectToolResultsPaired(file.entries);
   });
 
+  it("reads a failure from the exit code Codex puts on an output's first line, not from a line inside it", () => {
+    const output = (text: string, id: string) =>
+      item({ type: "function_call_output", call_id: id, output: text });
+    const file = readRollout(
+      rollout(
+        meta(),
+        userSays("run them"),
+        item({ type: "function_call", name: "shell", arguments: "{}", call_id: "c1" }),
+        item({ type: "function_call", name: "read", arguments: "{}", call_id: "c2" }),
+        item({ type: "function_call", name: "shell", arguments: "{}", call_id: "c3" }),
+        output("Exit code: 1\nWall time: 0.1 seconds\nOutput:\nfailed", "c1"),
+        output("build.log:\nExit code: 2\n", "c2"),
+        output("Exit code: -1\nWall time: 10 seconds\nOutput:\ncommand timed out", "c3"),
+      ),
+    );
+    expect(messagesOf(file.entries, "toolResult").map((m) => (m as { isError: boolean }).isError)).toEqual([
+      true,
+      false,
+      true,
+    ]);
+    // An output whose first line tells the failure is given back as it was, without being kept.
+    const results = file.entries.filter((e) => e.type === "message" && e.message.role === "toolResult");
+    const kept = results.map(
+      (e) => (e as { sourceLines?: Array<{ payload: object }> }).sourceLines?.[0]?.payload,
+    );
+    expect(kept.map((p) => (p === undefined ? "no line" : "output" in p))).toEqual([false, false, false]);
+  });
+
   it("signs text with its item id and phase, as pi's openai-responses provider does", () => {
     const file = readRollout(
       rollout(

@@ -452,6 +452,38 @@ describe("an alarm that fails", () => {
     });
   });
 
+  it("stops an abandoned generation whose opening could not set the alarm, once its object starts again", async () => {
+    const id = await newSession();
+    await api("POST", `/v1/sessions/${id}/entries`, message("q", "a question"));
+    // Nothing else due (the directory heard of the question): the generation is what sets the alarm.
+    await vi.waitFor(
+      async () => {
+        await runDurableObjectAlarm(stub(id));
+        expect(await runInDurableObject(stub(id), (_instance, state) => state.storage.getAlarm())).toBeNull();
+      },
+      { timeout: 10_000, interval: 100 },
+    );
+    // The generation's row is written, then setting the alarm for it fails.
+    faults.add({ point: "setAlarm", object: objectOf(id), times: 1 });
+    const opened = await api("POST", `/v1/sessions/${id}/generations`, { abandonAfterSeconds: 1 });
+    expect(faults.injected.setAlarm).toBe(1);
+    expect(opened.status, JSON.stringify(opened.body)).toBe(503);
+    const listed = await api("GET", `/v1/sessions/${id}/generations`);
+    const [left] = listed.body.generations;
+    expect(left).toMatchObject({ state: "open" });
+    // Its writer gave up. The object starts again (a restart, or an eviction), and stops it.
+    await abortAllDurableObjects();
+    expect((await api("GET", `/v1/sessions/${id}`)).status).toBe(200);
+    await vi.waitFor(
+      async () =>
+        expect((await api("GET", `/v1/sessions/${id}/generations/${left.id}`)).body).toMatchObject({
+          state: "stopped",
+          stoppedBy: "abandoned",
+        }),
+      { timeout: 10_000, interval: 100 },
+    );
+  });
+
   it("leaves an abandoned generation open while the quotas' settings do not parse, and stops it with its text after", async () => {
     const id = await newSession();
     await api("POST", `/v1/sessions/${id}/entries`, message("q", "a question"));

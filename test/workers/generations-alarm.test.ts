@@ -52,6 +52,19 @@ describe("the alarm and generations", () => {
     expect((await info(id)).entryCount).toBe(2);
   });
 
+  it("keeps a session whose answer is being written from expiring as idle; ended, it may", async () => {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id);
+    expect((await appendText(generation.stream, "still writing")).status).toBe(204);
+    // The retention sweep asks as if a week passed without a write.
+    const weekOn = new Date(Date.now() + 7 * 24 * 3600_000).toISOString();
+    expect(await objectOf(id).expireIdle(weekOn)).toEqual({ ok: true, value: "kept" });
+    expect((await api("GET", `/v1/sessions/${id}`)).status).toBe(200);
+    expect((await endGeneration(id, generation.id, "complete")).status).toBe(201);
+    expect(await objectOf(id).expireIdle(weekOn)).toEqual({ ok: true, value: "expired" });
+    expectError(await api("GET", `/v1/sessions/${id}`), 404, "not_found");
+  });
+
   it("keeps a generation that goes on being written, however long it takes", async () => {
     const { id } = await sessionWithQuestion();
     // Longer than the abandon window in all, a third of it between appends.

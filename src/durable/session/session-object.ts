@@ -103,6 +103,8 @@ export class SessionObject extends DurableObject<DurableEnv> {
     if (session.writes.searchBackfillPending) alarm.armSoon("schedule_search_indexing");
     // A fork's copy goes on after an eviction or a restart.
     copy.armSoon();
+    // An open generation is stopped if abandoned, though the object restarted before it set the alarm.
+    if (generations.nextDue() !== undefined) alarm.armSoon("schedule_generations");
   }
 
   /**
@@ -123,8 +125,12 @@ export class SessionObject extends DurableObject<DurableEnv> {
     }
     try {
       if (!this.#object.session.exists) return;
-      // A compaction reads the whole path: a fork compacts once its copy is done.
-      if (!this.#copy.copying) await this.#autoCompaction.runIfDue();
+      // A compaction reads the whole path: a fork compacts once its copy is done. Should it fail
+      // (its path's blobs unreadable), the reports and the generations' work still run.
+      if (!this.#copy.copying)
+        await this.#autoCompaction
+          .runIfDue()
+          .catch((error) => this.#object.telemetry.logFailure("auto_compaction", error));
       if (!this.#object.session.exists) return;
       await this.#reports.reportDue();
       await this.#generations.alarm();
@@ -222,7 +228,10 @@ export class SessionObject extends DurableObject<DurableEnv> {
    * @internal
    */
   expireIdle(idleBefore: string): Promise<Result<ExpiryOutcome>> {
-    return capture(() => this.#life.expireIdle(idleBefore));
+    // A session with an answer being written is not idle, however long ago its last entry came.
+    return capture(() =>
+      this.#generations.openOnes().length > 0 ? "kept" : this.#life.expireIdle(idleBefore),
+    );
   }
 
   // --- the session's header, head and entries (the SessionStorage calls) ---

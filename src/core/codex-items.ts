@@ -46,16 +46,28 @@ export function inputContent(content: unknown, unmapped: unknown[]): InputConten
   return parts;
 }
 
-/** Whether a shell output starts as Codex starts a failed command's: `Exit code: N`, N not 0. */
+/**
+ * The header Codex's `exec_command` puts before a command's output: its chunk, time and exit code
+ * (`Chunk ID: …`, `Wall time: …`, `Process exited with code N`, `Original token count: …`), then
+ * `Output:`.
+ */
+const EXEC_HEADER = /^Chunk ID: [^\n]*\n(?:[^\n]*\n){0,6}?Output:(?:\n|$)/;
+
+/**
+ * Whether a shell output tells a failed command as Codex writes it: `Exit code: N` on its first
+ * line, or `Process exited with code N` in an `exec_command` header; N not 0.
+ */
 function failedCommand(output: string): boolean {
-  const code = /^Exit code: (-?\d+)/.exec(output);
+  const header = EXEC_HEADER.exec(output)?.[0];
+  const code = header
+    ? /^Process exited with code (-?\d+)$/m.exec(header)
+    : /^Exit code: (-?\d+)/.exec(output);
   return code !== null && Number(code[1]) !== 0;
 }
 
 /**
  * A tool's output as a result's content, and whether it failed: by its exit code (the wrapped
- * output's `metadata.exit_code`, or the `Exit code: N` line Codex starts shell output with), or
- * by `success`. The metadata of a wrapped output is the result's details, unless it holds nothing
+ * output's `metadata.exit_code`, or the code Codex starts shell output with), or by `success`. The metadata of a wrapped output is the result's details, unless it holds nothing
  * but the exit code (which `isError` tells).
  */
 export function outputText(

@@ -435,6 +435,22 @@ describe("Codex shapes", () => {
     expectToolResultsPaired(file.entries);
   });
 
+  it("reads the commands a real rollout shows failing (exec_command's exit code) as failed results", () => {
+    const [, text] = fixtureFiles("codex").find(([name]) => name === "0.125.0-web-search-patches.jsonl") as [
+      string,
+      string,
+    ];
+    const failed = messagesOf(readRollout(text).entries, "toolResult").filter(
+      (m) => (m as { isError: boolean }).isError,
+    );
+    expect(failed.map((m) => (texts((m as { content: unknown }).content) ?? "").split("\n")[2])).toEqual([
+      "Process exited with code 2",
+      "Process exited with code 1",
+      "Process exited with code 1",
+      "Process exited with code 1",
+    ]);
+  });
+
   it("reads a failure from the exit code Codex puts on an output's first line, not from a line inside it", () => {
     const output = (text: string, id: string) =>
       item({ type: "function_call_output", call_id: id, output: text });
@@ -445,22 +461,45 @@ describe("Codex shapes", () => {
         item({ type: "function_call", name: "shell", arguments: "{}", call_id: "c1" }),
         item({ type: "function_call", name: "read", arguments: "{}", call_id: "c2" }),
         item({ type: "function_call", name: "shell", arguments: "{}", call_id: "c3" }),
+        item({ type: "function_call", name: "exec_command", arguments: "{}", call_id: "c4" }),
+        item({ type: "function_call", name: "exec_command", arguments: "{}", call_id: "c5" }),
+        item({ type: "function_call", name: "exec_command", arguments: "{}", call_id: "c6" }),
         output("Exit code: 1\nWall time: 0.1 seconds\nOutput:\nfailed", "c1"),
         output("build.log:\nExit code: 2\n", "c2"),
         output("Exit code: -1\nWall time: 10 seconds\nOutput:\ncommand timed out", "c3"),
+        // `exec_command` (Codex 0.125 on): the code in the header before the output.
+        output(
+          "Chunk ID: 0b1c2d\nWall time: 0.2 seconds\nProcess exited with code 2\nOriginal token count: 3\nOutput:\nno such file",
+          "c4",
+        ),
+        output(
+          "Chunk ID: 0b1c2e\nWall time: 0.1 seconds\nProcess exited with code 0\nOriginal token count: 9\nOutput:\nProcess exited with code 1\n",
+          "c5",
+        ),
+        output("Chunk ID: 0b1c2f\nWall time: 1.0 seconds\nOriginal token count: 0\nOutput:\n", "c6"),
       ),
     );
     expect(messagesOf(file.entries, "toolResult").map((m) => (m as { isError: boolean }).isError)).toEqual([
       true,
       false,
       true,
+      true,
+      false,
+      false,
     ]);
     // An output whose first line tells the failure is given back as it was, without being kept.
     const results = file.entries.filter((e) => e.type === "message" && e.message.role === "toolResult");
     const kept = results.map(
       (e) => (e as { sourceLines?: Array<{ payload: object }> }).sourceLines?.[0]?.payload,
     );
-    expect(kept.map((p) => (p === undefined ? "no line" : "output" in p))).toEqual([false, false, false]);
+    expect(kept.map((p) => (p === undefined ? "no line" : "output" in p))).toEqual([
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
   });
 
   it("signs text with its item id and phase, as pi's openai-responses provider does", () => {

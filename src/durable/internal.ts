@@ -31,6 +31,7 @@ export {
   MAX_APPEND_BYTES,
   MAX_PATH_CHARS,
   REQUEST_HEADERS,
+  readBody,
   refuseBody,
   SAFETY_HEADERS,
   STREAM_KEY_HEADER,

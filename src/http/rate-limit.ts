@@ -38,12 +38,22 @@ async function withinBudget(limiter: RateLimit, key: string): Promise<boolean> {
 }
 
 export const rateLimit: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const limiter = c.env.RATE_LIMITER;
-  if (!limiter) return next();
-  if (!(await withinBudget(limiter, c.get("caller").tenant)))
-    throw rateLimited("requests for this tenant", c.env.RATE_LIMIT_PERIOD_SECONDS);
+  await countRequests(c, 1);
   return next();
 };
+
+/**
+ * Counts `count` requests against the caller's tenant (a request that carries several, as an MCP
+ * batch does, counts as that many); throws `rate_limited` once it is over its budget.
+ */
+export async function countRequests(c: Context<AppEnv>, count: number): Promise<void> {
+  const limiter = c.env.RATE_LIMITER;
+  if (!limiter) return;
+  for (let counted = 0; counted < count; counted++) {
+    if (!(await withinBudget(limiter, c.get("caller").tenant)))
+      throw rateLimited("requests for this tenant", c.env.RATE_LIMIT_PERIOD_SECONDS);
+  }
+}
 
 /**
  * Counts one failed authentication against the client's address; throws `rate_limited` once the

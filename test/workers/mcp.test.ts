@@ -1,8 +1,9 @@
-import { exports } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import worker from "../../src/worker";
 import claudeCode from "../fixtures/claude-code/1.0.98-parallel-tools.jsonl?raw";
 import { api, createSession, KEY_A, KEY_A_READ, KEY_B, sid, userMessage } from "./helpers";
 import { captureLogs, lineOf } from "./log-capture";
@@ -370,5 +371,76 @@ describe("MCP server", () => {
       body: "x".repeat(2 * 1024 * 1024),
     });
     expect(huge.status).toBe(413);
+  });
+
+  it("keeps a tool's answer to what a client gives a model: large entries by their place, long reads in pages", async () => {
+    const id = await createSession();
+    const big = "b".repeat(20_000);
+    const written = await api("POST", `/v1/sessions/${id}/entries`, {
+      body: {
+        entries: [
+          userMessage("a small question"),
+          userMessage(`needle ${big}`),
+          ...Array.from({ length: 20 }, (_, n) => userMessage(`line ${n} ${"x".repeat(3_000)}`)),
+        ],
+      },
+    });
+    const ids = written.body.entries.map((e: { id: string; seq: number }) => e) as {
+      id: string;
+      seq: number;
+    }[];
+    const client = await connect(KEY_A);
+    const around = await call(client, "read_entries", { sessionId: id, entryId: ids[0]?.id, around: 1 });
+    const entries = (around.structuredContent as { entries: Record<string, unknown>[] }).entries;
+    // The small one whole; the large one as its place and size, readable over HTTP.
+    expect(entries[0]).toMatchObject({ id: ids[0]?.id, message: { content: "a small question" } });
+    expect(entries[1]).toEqual({
+      id: ids[1]?.id,
+      seq: ids[1]?.seq,
+      type: "message",
+      parentId: ids[0]?.id,
+      timestamp: expect.any(String),
+      omitted: { chars: expect.any(Number) },
+    });
+    expect((entries[1] as { omitted: { chars: number } }).omitted.chars).toBeGreaterThan(20_000);
+    const whole = await api("GET", `/v1/sessions/${id}/entries/${ids[1]?.id}`);
+    expect(whole.body.message.content).toBe(`needle ${big}`);
+
+    // 22 messages, two of 3,000 characters and more: a page holds what fits in 40,000.
+    const first = await call(client, "read_session", { sessionId: id, limit: 200 });
+    const page = first.structuredContent as { lines: string[]; nextCursor: string | null };
+    expect(page.lines.join("").length).toBeLessThanOrEqual(40_000);
+    expect(page.nextCursor).not.toBeNull();
+    const rest = await call(client, "read_session", { sessionId: id, limit: 200, cursor: page.nextCursor });
+    const shown = [...page.lines, ...(rest.structuredContent as { lines: string[] }).lines];
+    expect(shown.map(lineEntryId)).toEqual(ids.map((entry) => entry.id));
+  });
+
+  it("counts each message of a batch against the tenant's request rate", async () => {
+    const tight = { ...env, RATE_LIMITER: env.TIGHT_RATE_LIMITER };
+    const post = (key: string, messages: unknown) =>
+      worker.fetch(
+        new Request("http://sessions.test/mcp", {
+          method: "POST",
+          headers: {
+            Authorization: `Bearer ${key}`,
+            "Content-Type": "application/json",
+            Accept: "application/json, text/event-stream",
+          },
+          body: JSON.stringify(messages),
+        }),
+        tight,
+        { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext,
+      );
+    const list = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/list" });
+    // The limiter's windows are 10 s on the clock: the requests go in one with most of it ahead.
+    const left = 10_000 - (Date.now() % 10_000);
+    if (left < 6_000) await new Promise((resolve) => setTimeout(resolve, left + 50));
+    // Five messages: the tenant's whole budget of five (a tight limiter), in one request.
+    const batch = await post(KEY_B, [1, 2, 3, 4, 5].map(list));
+    expect(batch.status, await batch.text()).toBe(200);
+    const next = await post(KEY_B, list(6));
+    expect(next.status).toBe(429);
+    expect(((await next.json()) as { error: { code: string } }).error.code).toBe("rate_limited");
   });
 });

@@ -1,5 +1,5 @@
 export { SAFETY_HEADERS } from "./answers";
-export { refuseBody } from "./body";
+export { readBody, refuseBody } from "./body";
 export { STREAM_ROUTE, streamKeyOf, streamObjectName } from "./paths";
 export {
   ANSWER_HEADERS,

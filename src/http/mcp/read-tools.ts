@@ -19,7 +19,7 @@ import type { SessionObjectStorage } from "../../durable/internal";
 import type { AppEnv } from "../env";
 import { repo, sessionStorage } from "../route-kit";
 import { contextLines, entryLines, hitLine, searchResultLine, sessionLine } from "./render";
-import { answer, LineCursor, linePage, registerTool } from "./tool-kit";
+import { answer, LineCursor, linePage, MAX_PAGE_CHARS, registerTool } from "./tool-kit";
 
 /* The tools that read: the tenant's sessions searched and listed, a session read, entries around a match. */
 
@@ -32,6 +32,33 @@ const DEFAULT_AROUND = 3;
 /** Matches read_entries shows at most, each with the entries around it. */
 const MAX_MATCHES = 20;
 const DEFAULT_MATCHES = 5;
+/** An entry whose JSON is longer comes in read_entries' structured content as its place and size only. */
+const MAX_ENTRY_CHARS = 16_000;
+/** Characters of whole entries one read_entries answer carries at most; those past it come as their place and size. */
+const MAX_ENTRIES_CHARS = MAX_PAGE_CHARS;
+
+/** An entry too large to carry whole: where it is, and how large (GET …/entries/:id reads it). */
+interface EntryPlace {
+  id: string;
+  seq: number;
+  type: string;
+  parentId: string | null;
+  timestamp: string;
+  omitted: { chars: number };
+}
+
+/** Entries for the structured content: whole while they fit in what is `left`, else their places. */
+function carried(entries: readonly StoredEntry[], left: { chars: number }): (StoredEntry | EntryPlace)[] {
+  return entries.map((entry) => {
+    const chars = JSON.stringify(entry).length;
+    if (chars <= MAX_ENTRY_CHARS && chars <= left.chars) {
+      left.chars -= chars;
+      return entry;
+    }
+    const { id, seq, type, parentId, timestamp } = entry;
+    return { id, seq, type, parentId, timestamp, omitted: { chars } };
+  });
+}
 
 /** Every type but `leaf`: a record of a head move is no part of the conversation. */
 const TREE_ENTRY_TYPES = EntryType.exclude(["leaf"]).options;
@@ -138,7 +165,7 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
     {
       title: "Read entries around a match",
       description:
-        "Use to see a match in its place: with query, the session's entries that match it (best first), each with the entries written just before and after it; with entryId, the entries around that entry. Each line is led by its entry id, to fork or label at. Entries come whole in structuredContent. More matches: pass nextCursor.",
+        "Use to see a match in its place: with query, the session's entries that match it (best first), each with the entries written just before and after it; with entryId, the entries around that entry. Each line is led by its entry id, to fork or label at. Entries come whole in structuredContent, but for a large one (its id, seq, type and size only). More matches: pass nextCursor.",
       input: {
         sessionId: Id.describe("the session's id"),
         query: SearchQueryText.optional().describe(
@@ -175,7 +202,11 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
         if (!entry || entry.type === "leaf")
           throw new SessionError("not_found", "no such entry", { entryId });
         const entries = await entriesAround(storage, entry.seq, around);
-        return answer(aroundLines(entries, entry.id).join("\n"), { entries, nextCursor: null });
+        const left = { chars: MAX_ENTRIES_CHARS };
+        return answer(aroundLines(entries, entry.id).join("\n"), {
+          entries: carried(entries, left),
+          nextCursor: null,
+        });
       }
       const page = await repo(c)
         .object(sessionId)
@@ -183,11 +214,23 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
       const matches: { hit: SearchHit; entries: StoredEntry[] }[] = [];
       for (const hit of page.hits)
         matches.push({ hit, entries: await entriesAround(storage, hit.seq, around) });
+      // Matches past what a page holds show their line only, each readable around it by entryId.
+      let chars = 0;
       const text = matches.length
-        ? matches.map(({ hit, entries }) => [hitLine(hit), ...aroundLines(entries, hit.entryId)].join("\n"))
+        ? matches.map(({ hit, entries }) => {
+            const shown = [hitLine(hit), ...aroundLines(entries, hit.entryId)].join("\n");
+            if (chars > 0 && chars + shown.length > MAX_PAGE_CHARS)
+              return `${hitLine(hit)}\n  (more than a page holds: read_entries with entryId "${hit.entryId}")`;
+            chars += shown.length;
+            return shown;
+          })
         : ["no entry matches"];
       if (page.nextCursor) text.push(`more: read_entries with cursor "${page.nextCursor}"`);
-      return answer(text.join("\n\n"), { matches, nextCursor: page.nextCursor });
+      const left = { chars: MAX_ENTRIES_CHARS };
+      return answer(text.join("\n\n"), {
+        matches: matches.map(({ hit, entries }) => ({ hit, entries: carried(entries, left) })),
+        nextCursor: page.nextCursor,
+      });
     },
   );
 }

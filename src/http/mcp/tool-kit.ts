@@ -74,19 +74,32 @@ export const LineCursor = z
   .optional()
   .describe("nextCursor of the previous page");
 
+/**
+ * Characters of lines one page holds at most (a line at least): an answer stays well within what
+ * clients give a model of a tool's result (Claude Code: 25,000 tokens, with the text and the
+ * structured content both counted).
+ */
+export const MAX_PAGE_CHARS = 40_000;
+
 /** A page of `lines` from `cursor`, and the cursor of the next page (null at the end). */
-export function linePage<T>(
-  lines: readonly T[],
+export function linePage(
+  lines: readonly string[],
   cursor: string | undefined,
   limit: number,
-): { page: T[]; from: number; nextCursor: string | null } {
+): { page: string[]; from: number; nextCursor: string | null } {
   const from = cursor === undefined ? 0 : Number(cursor);
   if (from > lines.length) {
     throw new SessionError("invalid_request", "the cursor is past the end: the answer has fewer lines now", {
       cursor,
     });
   }
-  const page = lines.slice(from, from + limit);
+  const page: string[] = [];
+  let chars = 0;
+  for (const line of lines.slice(from, from + limit)) {
+    if (page.length > 0 && chars + line.length > MAX_PAGE_CHARS) break;
+    page.push(line);
+    chars += line.length;
+  }
   const next = from + page.length;
   return { page, from, nextCursor: next < lines.length ? String(next) : null };
 }

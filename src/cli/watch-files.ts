@@ -7,7 +7,7 @@ import type { SessionEntry } from "../core/entries";
 import { SessionError } from "../core/errors";
 import { detectFormat, parseImport } from "../core/import-formats";
 import type { ImportedSession, ImportFormat } from "../core/interchange";
-import { checkFormat, importBatches } from "../core/interchange";
+import { checkFormat, importBatches, leafAfter } from "../core/interchange";
 import { canonicalJson } from "../core/json";
 import { writeFileAtomically } from "./atomic-file";
 import { sessionFiles } from "./import-files";
@@ -205,8 +205,10 @@ class Mirror {
     if (parsed.entries.length < known.sent || digest(parsed.entries[known.sent - 1]) !== known.last)
       return this.#stop(file, known, "rewritten");
     const rest = parsed.entries.slice(known.sent);
-    await this.#send(parsed, next.id, rest);
-    if (parsed.leafId !== known.leafId && parsed.leafId !== null)
+    // Writing entries leaves the session's head on the last of them, which is not the file's head
+    // when the last lines are a subagent's (written while its main chain waits): it is put back.
+    const head = rest.length > 0 ? await this.#send(parsed, next.id, rest) : known.leafId;
+    if (parsed.leafId !== null && head !== parsed.leafId)
       await this.#client.storage(next.id).setLeafId(parsed.leafId);
     this.#state.files[file] = next;
     const count = rest.filter((entry) => entry.type !== "leaf").length;
@@ -245,19 +247,26 @@ class Mirror {
 
   /**
    * Writes entries as they are, a batch at a time. A batch found written already (its answer lost
-   * before) has the service sync the whole file instead, which adds only what it lacks.
+   * before) has the service sync the whole file instead, which adds only what it lacks. Resolves to
+   * where the session's head is left, `undefined` when that is not known.
    */
-  async #send(parsed: ImportedSession, id: string, entries: readonly SessionEntry[]): Promise<void> {
+  async #send(
+    parsed: ImportedSession,
+    id: string,
+    entries: readonly SessionEntry[],
+  ): Promise<string | null | undefined> {
     const storage = this.#client.storage(id);
     for (const batch of importBatches(entries)) {
       try {
         await storage.importEntries(batch);
       } catch (error) {
         if (!(error instanceof SessionError && error.code === "already_exists")) throw error;
-        await this.#client.syncSession(parsed, { id });
-        return;
+        // A sync that writes puts the head on the file's; one that finds everything there leaves it.
+        const { status } = await this.#client.syncSession(parsed, { id });
+        return status === "unchanged" ? undefined : parsed.leafId;
       }
     }
+    return leafAfter(entries);
   }
 
   #stop(file: string, known: FileState, why: "rewritten"): boolean {

@@ -183,6 +183,37 @@ describe("cf-sessions sync --watch", () => {
     rmSync(dir, { recursive: true, force: true });
   }, 240_000);
 
+  it("keeps the session's head on the file's head while a subagent's lines come in", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sync-watch-files-"));
+    const statePath = join(mkdtempSync(join(tmpdir(), "sync-watch-state-")), "state.json");
+    const lines = readFileSync(join(FIXTURES, "claude-code/1.0.108-sidechains.jsonl"), "utf8")
+      .split("\n")
+      .filter((line) => line.trim() !== "");
+    const path = join(dir, "claude-code.jsonl");
+    // The main chain, then a subagent's lines (isSidechain) while it waits, then the main chain again
+    // and a second subagent.
+    writeFileSync(path, `${lines.slice(0, 15).join("\n")}\n`);
+    const watcher = startWatcher(dir, statePath);
+    const client = createClient({ baseUrl: server.url });
+    const expectHead = async (written: number) => {
+      const file = parseImport("claude-code", `${lines.slice(0, written).join("\n")}\n`, {
+        linesApart: true,
+      });
+      const session = await client.open(file.header.id);
+      const stored = (await session.getEntries()).filter((entry) => entry.type !== "leaf");
+      expect(stored).toHaveLength(file.entries.filter((entry) => entry.type !== "leaf").length);
+      expect(await session.getLeafId()).toBe(file.leafId);
+    };
+    await vi.waitFor(() => expectHead(15), { timeout: 30_000, interval: 200 });
+    for (const written of [22, 25, 40, 41]) {
+      const before = readFileSync(path, "utf8").split("\n").length - 1;
+      appendFileSync(path, `${lines.slice(before, written).join("\n")}\n`);
+      await vi.waitFor(() => expectHead(written), { timeout: 30_000, interval: 200 });
+    }
+    await watcher.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }, 120_000);
+
   it("refuses what --watch cannot do, before anything is sent", async () => {
     const output = captured();
     const errors: string[] = [];

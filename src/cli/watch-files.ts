@@ -129,8 +129,11 @@ class Mirror {
    * looked at again once they change.
    */
   readonly #unread = new Map<string, number>();
-  /** The last failure reported, so a service that stays down is reported once. */
-  #failure: string | undefined;
+  /**
+   * Files waiting for the service, by the failure reported: a failure is reported once for a file,
+   * until the file is sent or fails otherwise.
+   */
+  readonly #failures = new Map<string, string>();
 
   constructor(client: RemoteRepo, output: Output, options: WatchOptions, state: WatchState) {
     this.#client = client;
@@ -150,21 +153,22 @@ class Mirror {
     for (const file of sessionFiles(dir)) {
       try {
         changed = (await this.#file(file)) || changed;
-        this.#failure = undefined;
+        this.#failures.delete(file);
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
         if (refusal(error)) {
           // What this file holds is refused (a line the reader or the service takes for bad input):
           // reported once, and looked at again when the file changes; the other files go on.
+          this.#failures.delete(file);
           this.#unread.set(file, statSync(file).size);
           this.#report({ event: "failed", file, error: message }, `failed: ${file}: ${message}`);
           continue;
         }
-        // The service unreachable or failing: the file is tried again at the next look.
-        if (message !== this.#failure)
+        // The service unreachable or failing: the file is tried again at the next look, the other
+        // files go on.
+        if (this.#failures.get(file) !== message)
           this.#report({ event: "retrying", file, error: message }, `retrying: ${file}: ${message}`);
-        this.#failure = message;
-        return changed;
+        this.#failures.set(file, message);
       }
     }
     return changed;

@@ -50,11 +50,27 @@ function captured(): Output & { lines: string[] } {
   };
 }
 
-/** A watcher running until `stop`. */
-function startWatcher(dir: string, statePath: string) {
+/**
+ * A watcher running until `stop`. `fault` answers a request in the service's stead (an answer, or
+ * `"down"`: no connection) when it returns one.
+ */
+function startWatcher(
+  dir: string,
+  statePath: string,
+  fault?: (request: Request) => Response | "down" | undefined,
+) {
   const output = captured();
   const stop = new AbortController();
-  const client = createClient({ baseUrl: server.url });
+  const client = createClient({
+    baseUrl: server.url,
+    retryDelayMs: 1,
+    fetch: async (request) => {
+      const answer = fault?.(request);
+      if (answer === "down")
+        throw new TypeError("fetch failed", { cause: new Error("connect ECONNREFUSED") });
+      return answer ?? fetch(request);
+    },
+  });
   const done = watchFiles(client, dir, output, {
     intervalMs: 50,
     json: true,
@@ -210,6 +226,77 @@ describe("cf-sessions sync --watch", () => {
       appendFileSync(path, `${lines.slice(before, written).join("\n")}\n`);
       await vi.waitFor(() => expectHead(written), { timeout: 30_000, interval: 200 });
     }
+    await watcher.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }, 120_000);
+
+  it("says once that a file waits for the service, and goes on with the other files", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sync-watch-files-"));
+    const statePath = join(mkdtempSync(join(tmpdir(), "sync-watch-state-")), "state.json");
+    const lines = readFileSync(join(FIXTURES, "pi/large-session.jsonl"), "utf8")
+      .split("\n")
+      .filter((line) => line.trim() !== "");
+    // Three sessions of the same lines (their ids told apart), in the order the watcher looks at them.
+    const files = ["a", "b", "c"].map((name) => {
+      const header = JSON.parse(lines[0] as string) as { id: string };
+      const id = `${header.id.slice(0, -1)}${name}`;
+      const path = join(dir, `${name}.jsonl`);
+      const own = [JSON.stringify({ ...header, id }), ...lines.slice(1)];
+      writeFileSync(path, `${own.slice(0, 5).join("\n")}\n`);
+      return { id, path, lines: own, written: 5 };
+    });
+    const [a, b, c] = files as [(typeof files)[0], (typeof files)[0], (typeof files)[0]];
+    const grow = (file: (typeof files)[0]) => {
+      appendFileSync(file.path, `${file.lines[file.written]}\n`);
+      file.written++;
+    };
+    let down = false;
+    let failing: string | undefined;
+    const watcher = startWatcher(dir, statePath, (request) => {
+      if (down) return "down";
+      if (failing && new URL(request.url).pathname.includes(failing))
+        return Response.json({ error: { code: "internal", message: "boom" } }, { status: 500 });
+      return undefined;
+    });
+    const client = createClient({ baseUrl: server.url });
+    const holds = async (file: (typeof files)[0]) => {
+      const text = `${file.lines.slice(0, file.written).join("\n")}\n`;
+      const expected = parseImport("pi", text, { linesApart: true });
+      const stored = (await (await client.open(file.id)).getEntries()).filter(
+        (entry) => entry.type !== "leaf",
+      );
+      expect(stored).toHaveLength(expected.entries.filter((entry) => entry.type !== "leaf").length);
+    };
+    const retrying = () => watcher.events().filter((e) => e.event === "retrying");
+    await vi.waitFor(() => expect(watcher.events().filter((e) => e.event === "created")).toHaveLength(3), {
+      timeout: 30_000,
+    });
+
+    // The service down: the grown file is reported once, however many looks it waits (the files
+    // before it, unchanged, make no call that could say the service is back).
+    down = true;
+    grow(b);
+    await vi.waitFor(() => expect(retrying()).toHaveLength(1), { timeout: 20_000 });
+    await new Promise((done) => setTimeout(done, 1000));
+    expect(retrying()).toHaveLength(1);
+    down = false;
+    await vi.waitFor(() => holds(b), { timeout: 20_000, interval: 100 });
+
+    // A session that keeps failing holds back its own file only: the files after it go on.
+    failing = a.id;
+    grow(a);
+    grow(b);
+    grow(c);
+    await vi.waitFor(
+      async () => {
+        await holds(b);
+        await holds(c);
+      },
+      { timeout: 20_000, interval: 100 },
+    );
+    expect(retrying().filter((e) => e.file === a.path)).toHaveLength(1);
+    failing = undefined;
+    await vi.waitFor(() => holds(a), { timeout: 20_000, interval: 100 });
     await watcher.stop();
     rmSync(dir, { recursive: true, force: true });
   }, 120_000);

@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { RemoteRepo } from "../client";
+import { UnexplainedAnswerError } from "../client/transport";
 import { sha256Hex } from "../core/bytes";
 import type { SessionEntry } from "../core/entries";
 import { SessionError } from "../core/errors";
@@ -100,10 +101,14 @@ function wholeLines(path: string): string {
 
 const digest = (entry: SessionEntry | undefined) => (entry === undefined ? null : canonicalJson(entry));
 
-/** A failure that trying again would not mend: a refusal of what the file holds, not of the service. */
+/**
+ * A failure that trying again would not mend: a refusal of what the file holds (by its reader, or
+ * by the service in its own words), not a failure of the service or of what stands before it.
+ */
 function refusal(error: unknown): boolean {
   return (
     error instanceof SessionError &&
+    !(error instanceof UnexplainedAnswerError) &&
     !["unavailable", "internal", "rate_limited", "misconfigured", "unauthorized", "forbidden"].includes(
       error.code,
     )

@@ -69,13 +69,23 @@ export function serviceJson(text: string, notJson: string): unknown {
   return value;
 }
 
+/**
+ * An error answer without the service's error body (`{"error": {"code", …}}`): a proxy's or a
+ * firewall's page, an edge's 429, a service failing before it could say. Its code is told from the
+ * status alone (`internal` for 5xx, `invalid_request` otherwise), so it says nothing of what was
+ * sent: what sent it may try again.
+ */
+export class UnexplainedAnswerError extends SessionError {}
+
 async function errorOf(response: Response): Promise<SessionError> {
   const body = (await response.json().catch(() => undefined)) as { error?: Partial<ErrorBody> } | undefined;
   const error = body?.error;
   if (error && isErrorCode(error.code))
     return new SessionError(error.code, error.message ?? "", error.details);
   const code = response.status >= 500 ? "internal" : "invalid_request";
-  return new SessionError(code, `the service answered ${response.status}`, { status: response.status });
+  return new UnexplainedAnswerError(code, `the service answered ${response.status}`, {
+    status: response.status,
+  });
 }
 
 /**

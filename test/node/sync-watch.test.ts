@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { appendFileSync, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -84,6 +85,43 @@ function startWatcher(
       expect(await done).toBe(0);
     },
   };
+}
+
+/** A pi session file, its first lines written: a session of its own (a new id), named `<name>.jsonl`. */
+interface PiFile {
+  id: string;
+  path: string;
+  lines: string[];
+  written: number;
+}
+
+function piFiles(dir: string, names: string[]): PiFile[] {
+  const [first, ...rest] = readFileSync(join(FIXTURES, "pi/large-session.jsonl"), "utf8")
+    .split("\n")
+    .filter((line) => line.trim() !== "");
+  return names.map((name) => {
+    const id = randomUUID();
+    const path = join(dir, `${name}.jsonl`);
+    const lines = [JSON.stringify({ ...JSON.parse(first as string), id }), ...rest];
+    writeFileSync(path, `${lines.slice(0, 5).join("\n")}\n`);
+    return { id, path, lines, written: 5 };
+  });
+}
+
+/** Writes a file's next line. */
+function grow(file: PiFile): void {
+  appendFileSync(file.path, `${file.lines[file.written]}\n`);
+  file.written++;
+}
+
+/** The file's session holds the entries of every line written. */
+async function holds(file: PiFile): Promise<void> {
+  const expected = parseImport("pi", `${file.lines.slice(0, file.written).join("\n")}\n`, {
+    linesApart: true,
+  });
+  const session = await createClient({ baseUrl: server.url }).open(file.id);
+  const stored = (await session.getEntries()).filter((entry) => entry.type !== "leaf");
+  expect(stored).toHaveLength(expected.entries.filter((entry) => entry.type !== "leaf").length);
 }
 
 describe("cf-sessions sync --watch", () => {
@@ -233,23 +271,7 @@ describe("cf-sessions sync --watch", () => {
   it("says once that a file waits for the service, and goes on with the other files", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sync-watch-files-"));
     const statePath = join(mkdtempSync(join(tmpdir(), "sync-watch-state-")), "state.json");
-    const lines = readFileSync(join(FIXTURES, "pi/large-session.jsonl"), "utf8")
-      .split("\n")
-      .filter((line) => line.trim() !== "");
-    // Three sessions of the same lines (their ids told apart), in the order the watcher looks at them.
-    const files = ["a", "b", "c"].map((name) => {
-      const header = JSON.parse(lines[0] as string) as { id: string };
-      const id = `${header.id.slice(0, -1)}${name}`;
-      const path = join(dir, `${name}.jsonl`);
-      const own = [JSON.stringify({ ...header, id }), ...lines.slice(1)];
-      writeFileSync(path, `${own.slice(0, 5).join("\n")}\n`);
-      return { id, path, lines: own, written: 5 };
-    });
-    const [a, b, c] = files as [(typeof files)[0], (typeof files)[0], (typeof files)[0]];
-    const grow = (file: (typeof files)[0]) => {
-      appendFileSync(file.path, `${file.lines[file.written]}\n`);
-      file.written++;
-    };
+    const [a, b, c] = piFiles(dir, ["a", "b", "c"]) as [PiFile, PiFile, PiFile];
     let down = false;
     let failing: string | undefined;
     const watcher = startWatcher(dir, statePath, (request) => {
@@ -258,15 +280,6 @@ describe("cf-sessions sync --watch", () => {
         return Response.json({ error: { code: "internal", message: "boom" } }, { status: 500 });
       return undefined;
     });
-    const client = createClient({ baseUrl: server.url });
-    const holds = async (file: (typeof files)[0]) => {
-      const text = `${file.lines.slice(0, file.written).join("\n")}\n`;
-      const expected = parseImport("pi", text, { linesApart: true });
-      const stored = (await (await client.open(file.id)).getEntries()).filter(
-        (entry) => entry.type !== "leaf",
-      );
-      expect(stored).toHaveLength(expected.entries.filter((entry) => entry.type !== "leaf").length);
-    };
     const retrying = () => watcher.events().filter((e) => e.event === "retrying");
     await vi.waitFor(() => expect(watcher.events().filter((e) => e.event === "created")).toHaveLength(3), {
       timeout: 30_000,
@@ -297,6 +310,41 @@ describe("cf-sessions sync --watch", () => {
     expect(retrying().filter((e) => e.file === a.path)).toHaveLength(1);
     failing = undefined;
     await vi.waitFor(() => holds(a), { timeout: 20_000, interval: 100 });
+    await watcher.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }, 120_000);
+
+  it("tries again after an error answer that is not the service's, a proxy's page or an edge's 429", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sync-watch-files-"));
+    const statePath = join(mkdtempSync(join(tmpdir(), "sync-watch-state-")), "state.json");
+    const [file] = piFiles(dir, ["a"]) as [PiFile];
+    let answer: (() => Response) | undefined;
+    const watcher = startWatcher(dir, statePath, () => answer?.());
+    await vi.waitFor(() => expect(watcher.events().map((e) => e.event)).toContain("created"), {
+      timeout: 30_000,
+    });
+    const answers = [
+      () =>
+        new Response("<html><body>Request blocked</body></html>", {
+          status: 403,
+          headers: { "Content-Type": "text/html" },
+        }),
+      () => new Response("error code: 1015", { status: 429, headers: { "Retry-After": "0" } }),
+    ];
+    for (const [index, next] of answers.entries()) {
+      answer = next;
+      grow(file);
+      await vi.waitFor(
+        () => expect(watcher.events().filter((e) => e.event === "retrying")).toHaveLength(index + 1),
+        {
+          timeout: 20_000,
+        },
+      );
+      // Once the service answers again, the file is sent without growing.
+      answer = undefined;
+      await vi.waitFor(() => holds(file), { timeout: 20_000, interval: 100 });
+    }
+    expect(watcher.events().map((e) => e.event)).not.toContain("failed");
     await watcher.stop();
     rmSync(dir, { recursive: true, force: true });
   }, 120_000);

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readdirSync, readFileSync, type Stats, statSync } from "node:fs";
 import { join } from "node:path";
 import type { RemoteRepo } from "../client";
 import { SessionError } from "../core/errors";
@@ -15,16 +15,33 @@ import { recordProject } from "./project-key";
  * and reports a file its session no longer matches as a conflict, writing nothing.
  */
 
-/** Every `.jsonl` or `.ndjson` file under a folder, in a stable order. */
+/**
+ * Every `.jsonl` or `.ndjson` file under a folder, in a stable order. What is under it and cannot
+ * be read (gone since the folder was listed, a dangling or looping link, a folder not open to this
+ * user) is left out; the folder itself must be readable.
+ */
 export function sessionFiles(path: string): string[] {
   if (!statSync(path).isDirectory()) return [path];
   const files: string[] = [];
   const stack = [path];
   while (stack.length > 0) {
     const dir = stack.pop() as string;
-    for (const name of readdirSync(dir).sort()) {
+    let names: string[];
+    try {
+      names = readdirSync(dir).sort();
+    } catch (error) {
+      if (dir === path) throw error;
+      continue;
+    }
+    for (const name of names) {
       const full = join(dir, name);
-      if (statSync(full).isDirectory()) stack.push(full);
+      let stats: Stats;
+      try {
+        stats = statSync(full);
+      } catch {
+        continue;
+      }
+      if (stats.isDirectory()) stack.push(full);
       else if (name.endsWith(".jsonl") || name.endsWith(".ndjson")) files.push(full);
     }
   }

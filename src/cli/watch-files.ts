@@ -93,9 +93,26 @@ async function saveState(path: string, state: WatchState): Promise<void> {
   );
 }
 
-/** The text of a file up to its last line end: a line being written is read once it is whole. */
-function wholeLines(path: string): string {
-  const text = readFileSync(path, "utf8");
+/** A file's size; `undefined` when it is gone or cannot be read. */
+function sizeOf(path: string): number | undefined {
+  try {
+    return statSync(path).size;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The text of a file up to its last line end (a line being written is read once it is whole);
+ * `undefined` when it is gone or cannot be read.
+ */
+function wholeLines(path: string): string | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch {
+    return undefined;
+  }
   return text.slice(0, text.lastIndexOf("\n") + 1);
 }
 
@@ -165,7 +182,8 @@ class Mirror {
           // What this file holds is refused (a line the reader or the service takes for bad input):
           // reported once, and looked at again when the file changes; the other files go on.
           this.#failures.delete(file);
-          this.#unread.set(file, statSync(file).size);
+          const size = sizeOf(file);
+          if (size !== undefined) this.#unread.set(file, size);
           this.#report({ event: "failed", file, error: message }, `failed: ${file}: ${message}`);
           continue;
         }
@@ -182,11 +200,14 @@ class Mirror {
   async #file(file: string): Promise<boolean> {
     const known = this.#state.files[file];
     if (known?.stopped) return false;
-    const size = statSync(file).size;
+    // A file gone or not readable (deleted since the folder was listed, say) is left for now.
+    const size = sizeOf(file);
+    if (size === undefined) return false;
     if (known && size === known.size) return false;
     if (this.#unread.get(file) === size) return false;
     if (known && size < known.size) return this.#stop(file, known, "rewritten");
     const text = wholeLines(file);
+    if (text === undefined) return false;
     const bytes = Buffer.byteLength(text);
     if (known && bytes === known.size) return false;
     const format =

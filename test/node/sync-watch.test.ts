@@ -1,5 +1,13 @@
 import { randomUUID } from "node:crypto";
-import { appendFileSync, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  copyFileSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -345,6 +353,36 @@ describe("cf-sessions sync --watch", () => {
       await vi.waitFor(() => holds(file), { timeout: 20_000, interval: 100 });
     }
     expect(watcher.events().map((e) => e.event)).not.toContain("failed");
+    await watcher.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }, 120_000);
+
+  it("goes on past files that are gone or cannot be read", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sync-watch-files-"));
+    const statePath = join(mkdtempSync(join(tmpdir(), "sync-watch-state-")), "state.json");
+    const [a, b] = piFiles(dir, ["a", "b"]) as [PiFile, PiFile];
+    symlinkSync(join(dir, "missing.jsonl"), join(dir, "dangling.jsonl"));
+    symlinkSync(join(dir, "loop.jsonl"), join(dir, "loop.jsonl"));
+    // The next lines of `a` are refused, and both files deleted while the answer comes back.
+    let deleting = false;
+    const watcher = startWatcher(dir, statePath, (request) => {
+      if (!deleting || !new URL(request.url).pathname.includes(a.id)) return undefined;
+      rmSync(a.path);
+      rmSync(b.path);
+      return Response.json({ error: { code: "invalid_request", message: "refused" } }, { status: 400 });
+    });
+    await vi.waitFor(() => expect(watcher.events().filter((e) => e.event === "created")).toHaveLength(2), {
+      timeout: 30_000,
+    });
+    deleting = true;
+    grow(a);
+    grow(b);
+    await vi.waitFor(() => expect(watcher.events().map((e) => e.event)).toContain("failed"), {
+      timeout: 20_000,
+    });
+    const [c] = piFiles(dir, ["c"]) as [PiFile];
+    await vi.waitFor(() => holds(c), { timeout: 20_000, interval: 100 });
+    expect(watcher.events().map((e) => e.event)).toEqual(["created", "created", "failed", "created"]);
     await watcher.stop();
     rmSync(dir, { recursive: true, force: true });
   }, 120_000);

@@ -302,8 +302,27 @@ export async function importTenant(
   /** After a header that could not be read: the lines of its session are passed over. */
   let passing = false;
   let first = true;
+  /**
+   * Whether the lines are a tenant export's (after its export line, up to its end line): there a
+   * session or a stream is whole once its cursor line follows it, and one that something else
+   * follows (the next session, the end, the end of the input) was cut short, as an export that
+   * stopped midway and was resumed into another file is.
+   */
+  let exported = false;
   const ends = new StreamEnds("the stream");
   const streams = new StreamImports(target, existing);
+
+  /** Fails what is being written when, in a tenant export, no cursor line followed it. */
+  const cutShort = (line: number | undefined): void => {
+    if (!exported) return;
+    const error = (what: string) =>
+      new SessionError(
+        "invalid_request",
+        `the export was cut short in this ${what}: no cursor line follows it (import the whole export, or the export resumed after its last cursor line)`,
+      );
+    if (current && !current.stopped) current.fail(error("session"), line);
+    if (streams.open) streams.fail(error("stream"), line ?? 0);
+  };
 
   /** The outcome of a session once its writes are done: listed, or deleted and reported. */
   const settle = async (write: SessionWrite): Promise<void> => {
@@ -380,16 +399,25 @@ export async function importTenant(
             `not a ${TENANT_FORMAT} stream: expected {"type":"export","format":"${TENANT_FORMAT}","version":${TENANT_VERSION}} or a session header`,
           );
         }
-        if (opensExport) continue;
+        if (opensExport) {
+          exported = true;
+          continue;
+        }
       }
       ends.read(numbered.line, type, record);
       if (type === "stream") {
+        cutShort(numbered.line);
         await close();
+        await streams.close();
         await streams.begin(record, numbered.line);
       } else if (type === "session" && record?.format === NATIVE_FORMAT) {
+        cutShort(numbered.line);
         await streams.close();
         await open(numbered);
       } else if (type === "cursor" || type === "export" || type === "end") {
+        if (type !== "cursor") cutShort(numbered.line);
+        // What follows an end line is imported as it is (with a warning), as native exports are.
+        exported = type === "export" || (exported && type === "cursor");
         await close();
         await streams.close();
       } else if (streams.open) {
@@ -432,6 +460,7 @@ export async function importTenant(
         }
       }
     }
+    cutShort(undefined);
     await close();
     await streams.close();
   };

@@ -54,6 +54,41 @@ describe("tenant stream", () => {
     expect(again.skipped).toBe(7);
   });
 
+  it("takes a session an export stopped in as cut short, and the whole one of the export resumed after it", async () => {
+    const from = new MemoryRepo();
+    for (let i = 0; i < 3; i++) {
+      const session = await from.create({ id: `cut${i}` });
+      for (let n = 0; n < 4; n++) await session.appendMessage(user(`message ${n} of ${i}`));
+    }
+    const source = { list: from.list.bind(from), open: from.open.bind(from) };
+    const whole = (await text(exportTenant(source))).split("\n");
+    // The export stopped two entries into the second session: resumed after the first's cursor line.
+    const cursors = whole.filter((line) => line.includes('"type":"cursor"'));
+    const headers = whole.filter((line) => line.includes('"type":"session"'));
+    const order = headers.map((line) => (JSON.parse(line) as { id: string }).id);
+    const second = whole.indexOf(headers[1] as string);
+    const stopped = whole.slice(0, second + 3);
+    const after = (JSON.parse(cursors[0] as string) as { cursor: string }).cursor;
+    const resumed = await text(exportTenant(source, after));
+    const to = new MemoryRepo();
+    const report = await importTenant(numbered(`${stopped.join("\n")}\n${resumed}`), {
+      begin: async (header) => to.createStorage(header),
+      finish: async () => undefined,
+    });
+    expect(report).toMatchObject({ imported: 3, skipped: 0, refused: 0, failed: 1 });
+    expect(report.sessions.map(({ id, status }) => `${id} ${status}`)).toEqual([
+      `${order[0]} imported`,
+      `${order[1]} failed`,
+      `${order[1]} imported`,
+      `${order[2]} imported`,
+    ]);
+    expect(report.sessions[1]).toMatchObject({ error: { message: expect.stringMatching(/cut short/) } });
+    for (let i = 0; i < 3; i++) {
+      const id = `cut${i}`;
+      expect(await text(exportNative(await to.open(id)))).toBe(await text(exportNative(await from.open(id))));
+    }
+  });
+
   it("imports the sessions of a stream that also holds streams into a store that keeps none, reporting the streams", async () => {
     const from = new MemoryRepo();
     const session = await from.create({ id: "with-streams" });

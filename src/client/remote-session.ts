@@ -129,12 +129,12 @@ export class RemoteSession extends Session {
   }
 
   override compact(options: CompactOptions = {}): Promise<StoredEntry<CompactionEntry>> {
-    const { summarizer, signal: _signal, ...rest } = options;
+    const { summarizer, ...rest } = options;
     return summarizer ? super.compact(options) : this.storage.compact(rest);
   }
 
   override navigate(targetId: string | null, options: NavigateOptions = {}): Promise<NavigateResult> {
-    const { summarizer, signal: _signal, ...rest } = options;
+    const { summarizer, ...rest } = options;
     return summarizer ? super.navigate(targetId, options) : this.storage.navigate(targetId, rest);
   }
 

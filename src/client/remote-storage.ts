@@ -51,8 +51,8 @@ function withIds(entries: readonly AppendEntryInput[]): AppendEntryInput[] {
   return entries.map((entry) => (entry.id === undefined ? { ...entry, id: newId() } : entry));
 }
 
-type ServiceCompactOptions = Omit<CompactOptions, "summarizer" | "signal">;
-type ServiceNavigateOptions = Omit<NavigateOptions, "summarizer" | "signal">;
+type ServiceCompactOptions = Omit<CompactOptions, "summarizer">;
+type ServiceNavigateOptions = Omit<NavigateOptions, "summarizer">;
 
 /** A session kept by the service: the `SessionStorage` interface over its HTTP API. */
 export class RemoteStorage implements SessionStorage {
@@ -247,18 +247,28 @@ export class RemoteStorage implements SessionStorage {
   }
 
   /** Compacts with the service's summarizer (or the summary given). */
+  /**
+   * Compacts on the service. `signal` cancels the request: a compaction the service began may
+   * still be written.
+   */
   async compact(options: ServiceCompactOptions = {}): Promise<StoredEntry<CompactionEntry>> {
+    const { signal, ...body } = options;
     const path = this.#path("/compact");
-    return (await this.#http.json<{ entry: StoredEntry<CompactionEntry> }>("POST", path, { body: options }))
+    return (await this.#http.json<{ entry: StoredEntry<CompactionEntry> }>("POST", path, { body, signal }))
       .entry;
   }
 
-  /** Moves the head on the service, which summarizes the branch left with its own summarizer. */
+  /**
+   * Moves the head on the service, which summarizes the branch left (with `summarize`) with its own
+   * summarizer, or writes `summary` as it is. `signal` cancels the request: a move the service
+   * began may still be written.
+   */
   navigate(targetId: string | null, options: ServiceNavigateOptions = {}): Promise<NavigateResult> {
-    const { expectedLeafId, summary: _summary, ...body } = options;
+    const { expectedLeafId, signal, ...body } = options;
     return this.#http.json("PUT", this.#path("/leaf"), {
       body: { targetId, ...body },
       headers: ifMatch(expectedLeafId),
+      signal,
     });
   }
 

@@ -127,6 +127,8 @@ export class Transport {
       try {
         response = await this.#fetch(this.#request(method, path, options));
       } catch (error) {
+        // Cancelled by the caller: not a failure to try again.
+        if (options.signal?.aborted) throw options.signal.reason;
         if (!idempotent || attempt >= attempts)
           throw new ConnectionError(this.#options.baseUrl, method, path, error);
         await sleep(baseDelay * 2 ** (attempt - 1));

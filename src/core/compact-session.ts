@@ -104,13 +104,15 @@ export const NavigateRequest = z
   .object({
     position: Position.optional(),
     summarize: z.boolean().optional().meta({ description: "summarize the branch left, under the target" }),
+    summary: z
+      .string()
+      .optional()
+      .meta({ description: "with summarize: the branch summary itself; no summarizer is called" }),
     customInstructions: z.string().optional(),
   })
   .strict();
 
 export interface NavigateOptions extends z.infer<typeof NavigateRequest> {
-  /** The branch summary text itself; no summarizer is called. */
-  summary?: string;
   summarizer?: Summarizer;
   expectedLeafId?: string | null;
   signal?: AbortSignal;

@@ -146,6 +146,27 @@ describe("client", () => {
     expect(await session.getLeafId()).toBe(moved.entry?.id);
   });
 
+  it("navigates with the summary it is given, as the library does, and cancels a compaction it is told to", async () => {
+    const { client, attempts } = clientWith((request) => worker(request));
+    const session = await client.create({ id: sid() });
+    const q = await session.appendMessage(user("the question"));
+    await session.appendMessage(assistant("a first answer"));
+    const moved = await session.navigate(q, { summarize: true, summary: "tried a first answer; dropped" });
+    expect(moved.entry).toMatchObject({ type: "branch_summary", summary: "tried a first answer; dropped" });
+    // Cancelled before it is sent: the caller's reason, at once, not a connection failure retried.
+    const leaf = await session.getLeafId();
+    const sent = attempts.length;
+    const cancelled = new AbortController();
+    cancelled.abort(new Error("the user cancelled"));
+    for (const call of [
+      () => session.compact({ summary: "never written", signal: cancelled.signal }),
+      () => session.navigate(q, { signal: cancelled.signal }),
+    ])
+      await expect(call()).rejects.toThrow("the user cancelled");
+    expect(attempts.length - sent).toBe(2);
+    expect(await session.getLeafId()).toBe(leaf);
+  });
+
   it("exports and imports through the service", async () => {
     const client = createClient({ baseUrl: "http://sessions.test", token: KEY_A, fetch: worker });
     const session = await client.create({ id: sid(), name: "to copy" });

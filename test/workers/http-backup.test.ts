@@ -1,8 +1,9 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { newSessionHeader } from "../../src/core/header";
 import type { DurableEnv } from "../../src/durable/internal";
-import { DurableRepo } from "../../src/durable/internal";
+import { DurableRepo, sessionObjectName } from "../../src/durable/internal";
 import {
   api,
   assistantMessage,
@@ -185,6 +186,44 @@ describe("tenant import", () => {
     expect(refused.body).toMatchObject({ imported: 0, refused: exported.length });
     expect(refused.body.sessions[0].error).toMatchObject({ code: "already_exists" });
     expectError(await importTenant(text, KEY_B, "?existing=overwrite"), 400, "invalid_request");
+  });
+
+  it("restores a session whose expiry passed without it, and one whose expiry is ahead with it", async () => {
+    const [passed, ahead] = [sid("passed"), sid("ahead")];
+    const later = new Date(Date.now() + 3600_000).toISOString();
+    const session = (id: string, expiresAt: string) =>
+      [
+        JSON.stringify({
+          type: "session",
+          format: "cf-session",
+          version: 1,
+          id,
+          createdAt: "2026-01-01T00:00:00.000Z",
+          expiresAt,
+        }),
+        JSON.stringify({
+          type: "message",
+          id: "m1",
+          parentId: null,
+          timestamp: "2026-01-01T00:00:01.000Z",
+          message: { role: "user", content: "kept", timestamp: 1 },
+        }),
+      ].join("\n");
+    const stream = `${session(passed, "2026-01-02T00:00:00.000Z")}\n${session(ahead, later)}\n`;
+    const res = await importTenant(stream);
+    expect(res.body.sessions).toEqual([
+      { id: passed, status: "imported", entries: 1 },
+      { id: ahead, status: "imported", entries: 1 },
+    ]);
+    // Its alarm run, the session whose expiry passed is there, without one; the other keeps its.
+    for (const id of [passed, ahead]) {
+      const object = env.SESSIONS.getByName(sessionObjectName("tenant-b", id));
+      await runDurableObjectAlarm(object);
+    }
+    const restored = await api("GET", `/v1/sessions/${passed}`, { key: KEY_B });
+    expect(restored.status).toBe(200);
+    expect(restored.body).not.toHaveProperty("expiresAt");
+    expect((await api("GET", `/v1/sessions/${ahead}`, { key: KEY_B })).body.expiresAt).toBe(later);
   });
 
   it("imports native exports one after another, each session failing on its own", async () => {

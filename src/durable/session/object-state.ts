@@ -219,8 +219,10 @@ export class LifecycleRow {
     if (this.state.purgeAt !== null) return this.state.purgeAt;
     const times: number[] = [];
     if (this.state.pendingSince !== null) times.push(this.state.pendingSince + PENDING_MS);
-    // An expiry stored before expiries were bounded may lie past what an alarm can be set to.
-    const expiry = expiresAt === undefined ? Number.NaN : Date.parse(expiresAt);
+    // An expiry stored before expiries were bounded may lie past what an alarm can be set to; one
+    // of a session being written counts once it is complete.
+    const expiry =
+      expiresAt === undefined || this.state.pendingSince !== null ? Number.NaN : Date.parse(expiresAt);
     if (expiry < Date.parse(LATEST_EXPIRES_AT)) times.push(expiry);
     if (soon !== undefined) times.push(soon);
     return times.length > 0 ? Math.min(...times) : undefined;

@@ -79,9 +79,13 @@ export class SessionLife {
     }
     if (!session.exists) await quotas.admit(tenant, header.id, options.bytes ?? 0);
     const { builder } = options;
+    // An imported session whose expiry has passed keeps none, as a restored one does: else it
+    // would be deleted as soon as it is written.
+    const { expiresAt, ...unexpiring } = header;
+    const passed = builder !== undefined && expiresAt !== undefined && Date.parse(expiresAt) <= Date.now();
     const info = transaction(storage, [session, lifecycle], () => {
       // A builder's token is the session's incarnation: what its calls are known by.
-      const created = session.init(tenant, builder ?? newId(), header);
+      const created = session.init(tenant, builder ?? newId(), passed ? unexpiring : header);
       lifecycle.begin(options.shard ?? 0, builder === undefined ? null : Date.now());
       return created;
     });
@@ -285,8 +289,9 @@ export class SessionLife {
       await this.#purge();
       return true;
     }
+    // A session being written (an import) expires once it is complete.
     const { expiresAt } = session.state.header;
-    if (expiresAt !== undefined && Date.parse(expiresAt) <= now) {
+    if (pendingSince === null && expiresAt !== undefined && Date.parse(expiresAt) <= now) {
       await this.delete(recoveryWindowMs(placed));
       return true;
     }

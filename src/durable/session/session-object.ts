@@ -168,9 +168,11 @@ export class SessionObject extends DurableObject<DurableEnv> {
 
   /** Lists the session its builder completed (a fork or an import); again, it does nothing. @internal */
   publish(builder: string): Promise<Result<void>> {
-    return capture(() => {
+    return capture(async () => {
       this.#checkBuiltBy(builder);
-      return this.#reports.publish();
+      await this.#reports.publish();
+      // Complete, its expiry counts.
+      await this.#object.alarm.arm();
     });
   }
 

@@ -154,13 +154,12 @@ export class RemoteStorage implements SessionStorage {
     entries: readonly AppendEntryInput[],
     options: AppendOptions = {},
   ): Promise<AppendResult> {
-    const response = await this.#http.send("POST", this.#path("/entries"), {
-      body: { entries: withIds(entries) },
-      headers: ifMatch(options.expectedLeafId),
-      idempotent: true,
-    });
-    const result = (await response.json()) as { entries: StoredEntry[]; leafId: string | null };
-    return { ...result, created: response.status === 201 };
+    const { status, body } = await this.#http.answer<{ entries: StoredEntry[]; leafId: string | null }>(
+      "POST",
+      this.#path("/entries"),
+      { body: { entries: withIds(entries) }, headers: ifMatch(options.expectedLeafId), idempotent: true },
+    );
+    return { ...body, created: status === 201 };
   }
 
   async importEntries(entries: readonly SessionEntry[]): Promise<void> {

@@ -119,9 +119,7 @@ export class Transport {
 
   /** The response of a successful request (2xx); a `SessionError` otherwise. */
   async send(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
-    const attempts = this.#options.maxAttempts ?? 4;
-    const baseDelay = this.#options.retryDelayMs ?? 200;
-    const idempotent = options.idempotent ?? (method === "GET" || method === "HEAD");
+    const { attempts, baseDelay, idempotent } = this.#retries(method, options);
     for (let attempt = 1; ; attempt++) {
       let response: Response;
       try {
@@ -150,9 +148,43 @@ export class Transport {
     }
   }
 
+  /**
+   * The JSON answer of a successful request. An answer whose body fails on the way (the service
+   * streams long ones, and the connection or the object may go away while it does) is asked again
+   * when asking twice does no harm, as a lost connection is; else it is a `ConnectionError`.
+   */
   async json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
-    const response = await this.send(method, path, options);
-    return (response.status === 204 ? undefined : await response.json()) as T;
+    return (await this.answer<T>(method, path, options)).body;
+  }
+
+  /** `json`, with the answer's status. */
+  async answer<T>(
+    method: string,
+    path: string,
+    options: RequestOptions = {},
+  ): Promise<{ status: number; body: T }> {
+    const { attempts, baseDelay, idempotent } = this.#retries(method, options);
+    for (let attempt = 1; ; attempt++) {
+      const response = await this.send(method, path, options);
+      if (response.status === 204) return { status: 204, body: undefined as T };
+      try {
+        return { status: response.status, body: (await response.json()) as T };
+      } catch (error) {
+        if (options.signal?.aborted) throw options.signal.reason;
+        if (!idempotent || attempt >= attempts)
+          throw new ConnectionError(this.#options.baseUrl, method, path, error);
+        await sleep(baseDelay * 2 ** (attempt - 1));
+      }
+    }
+  }
+
+  /** How many times a request is tried, the first wait between tries, and whether a retry is safe. */
+  #retries(method: string, options: RequestOptions) {
+    return {
+      attempts: this.#options.maxAttempts ?? 4,
+      baseDelay: this.#options.retryDelayMs ?? 200,
+      idempotent: options.idempotent ?? (method === "GET" || method === "HEAD"),
+    };
   }
 
   #request(method: string, path: string, options: RequestOptions): Request {

@@ -167,6 +167,42 @@ describe("client", () => {
     expect(await session.getLeafId()).toBe(leaf);
   });
 
+  it("asks again for a read whose answer broke off on the way; a write's, it reports as a lost connection", async () => {
+    /** The method of the next request whose answer breaks off. */
+    let breakNext: string | undefined;
+    const { client, attempts } = clientWith(async (request) => {
+      const answer = await worker(request);
+      if (request.method !== breakNext) return answer;
+      breakNext = undefined;
+      // The first bytes of the answer, then the connection fails.
+      const bytes = new Uint8Array(await answer.arrayBuffer()).slice(0, 10);
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(bytes);
+          controller.error(new Error("connection reset"));
+        },
+      });
+      return new Response(body, { status: answer.status, headers: answer.headers });
+    });
+    const session = await client.create({ id: sid() });
+    await session.appendMessage(user("one"));
+    await session.appendMessage(assistant("two"));
+    const sent = attempts.length;
+    breakNext = "GET";
+    expect((await session.getBranch()).map((entry) => entry.type)).toEqual(["message", "message"]);
+    expect(attempts.slice(sent).filter((attempt) => attempt.startsWith("GET")).length).toBeGreaterThanOrEqual(
+      2,
+    );
+    // An append carries its entries' ids: asked again, it is a replay.
+    breakNext = "POST";
+    await session.appendMessage(user("three"));
+    expect((await session.getBranch()).length).toBe(3);
+    // A write that is not safe to send twice is not: its broken answer is a lost connection.
+    const head = (await session.getLeafId()) as string;
+    breakNext = "POST";
+    await expect(session.fork(head)).rejects.toBeInstanceOf(ConnectionError);
+  });
+
   it("exports and imports through the service", async () => {
     const client = createClient({ baseUrl: "http://sessions.test", token: KEY_A, fetch: worker });
     const session = await client.create({ id: sid(), name: "to copy" });

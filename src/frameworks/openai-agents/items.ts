@@ -20,7 +20,7 @@ import { callIdPart, itemIdPart } from "../../core/providers/tool-call-ids";
 import type { SystemMessage } from "../../core/system-messages";
 import { systemMessageText } from "../../core/system-messages";
 import type { Piece } from "../conversation";
-import { conversationPieces, keepOriginal, pairedPieces } from "../conversation";
+import { conversationPieces, isIncomplete, keepOriginal, pairedPieces } from "../conversation";
 
 /*
  * Agents SDK items as the session model: each run of model output an assistant message, each
@@ -172,7 +172,7 @@ export function messageItems(message: AgentMessage): AgentInputItem[] {
   if (model.role === "toolResult")
     return [resultItem(model as Extract<AgentMessage, { role: "toolResult" }>)];
   const reply = model as AssistantMessage;
-  return reply.stopReason === "error" || reply.stopReason === "aborted" ? [] : assistantItems(reply);
+  return isIncomplete(reply) ? [] : assistantItems(reply);
 }
 
 /** The items of a piece of the context: its own, or those its messages stand for. */

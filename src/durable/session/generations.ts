@@ -425,6 +425,15 @@ export class Generations {
     }
   }
 
+  /**
+   * When an open generation is to be stopped: its abandon time, or the retry of a stop that failed
+   * (later, should its writer have gone on meanwhile).
+   */
+  #stopDue(row: GenerationRow): number {
+    const abandoned = (this.#parts.stream(row.id)?.renewedAt ?? row.openedAt) + row.abandonMs;
+    return Math.max(this.#retries.get(row.id) ?? abandoned, abandoned);
+  }
+
   #remove(row: GenerationRow): void {
     const { id } = row;
     const { rows, streams } = this.#parts;
@@ -445,12 +454,7 @@ export class Generations {
     if (!this.#calls.listed) return undefined;
     let next: number | undefined;
     for (const row of this.#parts.rows.all()) {
-      // A stop that failed is tried again at its retry, or later should its writer go on meanwhile.
-      const abandoned = (this.#parts.stream(row.id)?.renewedAt ?? row.openedAt) + row.abandonMs;
-      const due =
-        row.state === "open"
-          ? Math.max(this.#retries.get(row.id) ?? abandoned, abandoned)
-          : (row.finishedAt ?? row.openedAt) + row.retainMs;
+      const due = row.state === "open" ? this.#stopDue(row) : (row.finishedAt ?? row.openedAt) + row.retainMs;
       next = next === undefined ? due : Math.min(next, due);
     }
     return next;

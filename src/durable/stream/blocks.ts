@@ -41,6 +41,13 @@ export interface BlockSlice {
 
 const COMMA = 0x2c;
 
+/** The bytes of `records` (a stream holds each record's bytes, its separators apart). */
+export function recordBytes(records: readonly Uint8Array[]): number {
+  let bytes = 0;
+  for (const record of records) bytes += record.byteLength;
+  return bytes;
+}
+
 /** Between records in a block: a comma in JSON streams, nothing in the others. */
 export function separatorOf(json: boolean): number {
   return json ? 1 : 0;
@@ -101,9 +108,10 @@ export function packed(
   const before = block ? block.ends.length : 0;
   const count = before + records.length;
   // The block's data has its separators; each new record brings one, but for a first record.
-  let size =
-    (block ? block.data.byteLength : 0) + separator * (before > 0 ? records.length : records.length - 1);
-  for (const record of records) size += record.byteLength;
+  const size =
+    (block ? block.data.byteLength : 0) +
+    separator * (before > 0 ? records.length : records.length - 1) +
+    recordBytes(records);
   const data = new Uint8Array(size);
   const ends = new Uint32Array(count);
   const batchEnds = new Uint32Array(count);

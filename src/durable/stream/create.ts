@@ -1,6 +1,7 @@
 import { SessionError } from "../../core/errors";
 import { answer, metadataHeaders } from "./answers";
 import type { AppendHook } from "./append-hook";
+import { recordBytes } from "./blocks";
 import { readBody } from "./body";
 import type { StreamContext } from "./context";
 import { jsonMessages } from "./json-messages";
@@ -18,13 +19,6 @@ import type { StreamState } from "./store";
 export function recordsOf(contentType: string, body: Uint8Array): Uint8Array[] {
   if (body.byteLength === 0) return [];
   return isJsonType(contentType) ? jsonMessages(body) : [body];
-}
-
-/** The bytes a stream holds of `records`. */
-function recordBytes(records: readonly Uint8Array[]): number {
-  let bytes = 0;
-  for (const record of records) bytes += record.byteLength;
-  return bytes;
 }
 
 function sameConfiguration(context: StreamContext, stream: StreamState, request: CreateRequest): boolean {

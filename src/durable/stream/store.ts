@@ -6,6 +6,7 @@ import {
   BLOCK_BYTES,
   bytesOf,
   packed,
+  recordBytes,
   recordCount,
   recordStart,
   separatorOf,
@@ -249,8 +250,7 @@ export class StreamStore {
   #write(stream: StreamState, records: readonly Uint8Array[], from: Position): Position {
     if (records.length === 0) return from;
     const separator = separatorOf(stream.json);
-    let bytes = 0;
-    for (const record of records) bytes += record.byteLength;
+    const bytes = recordBytes(records);
     const last = this.#sql<{ first: number; count: number; stored: number }>`SELECT first,
         coalesce(records, length(ends) / 4) AS count,
         length(data) + length(ends) + length(batch_ends) AS stored

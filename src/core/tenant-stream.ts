@@ -242,11 +242,22 @@ export class StreamEnds {
   #in: "sessions" | "streams" = "sessions";
   /** The line of the stream's end line, once one was read. */
   #endedAt: number | undefined;
+  /** Whether the lines read are a tenant export's: after its export line, before its end line. */
+  #within = false;
 
   constructor(
     private readonly what: string,
     readonly warnings: ImportWarning[] = [],
   ) {}
+
+  /**
+   * Whether the lines read so far are a tenant export's (after its export line, before its end
+   * line): there a session or a stream is whole once its cursor line follows it. What follows an
+   * end line is read as it is, as native exports one after another are.
+   */
+  get within(): boolean {
+    return this.#within;
+  }
 
   /**
    * Reads the line at `line` of `type` (undefined for a line of a session); `end` is the end line
@@ -256,6 +267,7 @@ export class StreamEnds {
     if (type === "export") {
       this.#completed = { sessions: 0, streams: 0 };
       this.#endedAt = undefined;
+      this.#within = true;
       return;
     }
     if (this.#endedAt !== undefined) {
@@ -269,6 +281,7 @@ export class StreamEnds {
     if (type === "cursor") this.#completed[this.#in]++;
     if (type !== "end") return;
     this.#endedAt = line;
+    this.#within = false;
     const counts = isRecord(end) ? end : {};
     for (const what of ["sessions", "streams"] as const) {
       // An end line without `streams` is of an export that has none.
@@ -302,19 +315,16 @@ export async function importTenant(
   /** After a header that could not be read: the lines of its session are passed over. */
   let passing = false;
   let first = true;
-  /**
-   * Whether the lines are a tenant export's (after its export line, up to its end line): there a
-   * session or a stream is whole once its cursor line follows it, and one that something else
-   * follows (the next session, the end, the end of the input) was cut short, as an export that
-   * stopped midway and was resumed into another file is.
-   */
-  let exported = false;
   const ends = new StreamEnds("the stream");
   const streams = new StreamImports(target, existing);
 
-  /** Fails what is being written when, in a tenant export, no cursor line followed it. */
-  const cutShort = (line: number | undefined): void => {
-    if (!exported) return;
+  /**
+   * Fails what is being written when, in a tenant export (`inExport`), something other than its
+   * cursor line follows it (the next session, the end, the end of the input): the export was cut
+   * short there, as one that stopped midway and was resumed into another file is.
+   */
+  const cutShort = (inExport: boolean, line: number | undefined): void => {
+    if (!inExport) return;
     const error = (what: string) =>
       new SessionError(
         "invalid_request",
@@ -399,25 +409,21 @@ export async function importTenant(
             `not a ${TENANT_FORMAT} stream: expected {"type":"export","format":"${TENANT_FORMAT}","version":${TENANT_VERSION}} or a session header`,
           );
         }
-        if (opensExport) {
-          exported = true;
-          continue;
-        }
       }
+      // Whether the lines before this one are a tenant export's.
+      const inExport = ends.within;
       ends.read(numbered.line, type, record);
       if (type === "stream") {
-        cutShort(numbered.line);
+        cutShort(inExport, numbered.line);
         await close();
         await streams.close();
         await streams.begin(record, numbered.line);
       } else if (type === "session" && record?.format === NATIVE_FORMAT) {
-        cutShort(numbered.line);
+        cutShort(inExport, numbered.line);
         await streams.close();
         await open(numbered);
       } else if (type === "cursor" || type === "export" || type === "end") {
-        if (type !== "cursor") cutShort(numbered.line);
-        // What follows an end line is imported as it is (with a warning), as native exports are.
-        exported = type === "export" || (exported && type === "cursor");
+        if (type !== "cursor") cutShort(inExport, numbered.line);
         await close();
         await streams.close();
       } else if (streams.open) {
@@ -460,7 +466,7 @@ export async function importTenant(
         }
       }
     }
-    cutShort(undefined);
+    cutShort(ends.within, undefined);
     await close();
     await streams.close();
   };

@@ -1,6 +1,7 @@
 import type { AgentMessage, ImageContent, StoredEntry, TextContent, TreeEntry } from "../../core";
 import { isAssistantMessage, isToolResultMessage, isUserMessage } from "../../core";
 import { isRecord } from "../../core/providers/incoming";
+import { dataUrl } from "../../core/providers/text";
 import { conversationPieces, pairedPieces } from "../conversation";
 import { FRAMEWORK } from "./messages";
 import type { Serialized } from "./serialized";
@@ -42,7 +43,7 @@ function contentBlocks(content: readonly (TextContent | ImageContent)[]): Record
   return content.map((part) =>
     part.type === "text"
       ? { type: "text", text: part.text }
-      : { type: "image_url", image_url: { url: `data:${part.mimeType};base64,${part.data}` } },
+      : { type: "image_url", image_url: { url: dataUrl(part.mimeType, part.data) } },
   );
 }
 

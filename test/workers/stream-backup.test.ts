@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { newId } from "../../src/core/ids";
+import { STREAM_KEY_HEADER, STREAM_TENANT_HEADER, streamObjectName } from "../../src/durable/stream";
 import { api, KEY_A, KEY_B, KEY_C } from "./helpers";
-import { append, call, create, head, readAll } from "./stream-helpers";
+import { append, call, create, head, readAll, streamObjects } from "./stream-helpers";
 
 /*
  * The tenant's streams in its backup: GET /v1/export writes them after the sessions, each with its
@@ -200,5 +201,61 @@ describe("streams in the tenant's backup", () => {
     expect((await head(`/v1/stream/${path}-b`, KEY_B)).status).toBe(404);
     const listed = await api("GET", `/v1/streams?prefix=${path}`, { key: KEY_B });
     expect(listed.body.streams).toEqual([]);
+  });
+
+  it("writes again a stream an import began and never finished, and no one else's", async () => {
+    const path = `unfinished-${newId()}`;
+    const header = (at: string) => ({
+      type: "stream",
+      path: at,
+      contentType: "application/json",
+      ttlSeconds: null,
+      expiresAt: null,
+      closed: true,
+    });
+    const exported = (at: string) =>
+      [
+        { type: "export", format: "cf-tenant", version: 1, cursor: null },
+        header(at),
+        { type: "stream_append", json: "1,2" },
+        { type: "stream_append", json: "3" },
+        { type: "cursor", cursor: "x" },
+        { type: "end", sessions: 0, streams: 1 },
+      ]
+        .map((line) => JSON.stringify(line))
+        .join("\n");
+    // An import whose Worker went away after the stream's first append (tenant B: key-b).
+    const stream = streamObjects().getByName(streamObjectName("tenant-b", path));
+    const protocol = (method: string, headers: Record<string, string> = {}, body?: string) =>
+      new Request(`https://streams.internal/v1/stream/${path}`, {
+        method,
+        headers: { ...headers, [STREAM_TENANT_HEADER]: "tenant-b", [STREAM_KEY_HEADER]: path },
+        body,
+      });
+    const json = { "Content-Type": "application/json" };
+    expect(await stream.claimImport(path, "gone", false)).toBe(true);
+    expect((await stream.importFetch("gone", protocol("PUT", json))).status).toBe(201);
+    expect((await stream.importFetch("gone", protocol("POST", json, "[1,2]"))).status).toBe(204);
+
+    const report = await importTenant(exported(path), KEY_B);
+    expect(report.status, report.text).toBe(200);
+    expect(report.body.streams).toEqual([{ path, status: "imported", appends: 2 }]);
+    const read = await readAll(`/v1/stream/${path}`, "-1", KEY_B);
+    expect(JSON.parse(read.text)).toEqual([1, 2, 3]);
+    expect((await head(`/v1/stream/${path}`, KEY_B)).closed).toBe(true);
+    // The import that went away writes nothing more there, nor deletes what the other wrote.
+    const late = await stream.importFetch("gone", protocol("POST", json, "[9]"));
+    expect(late.status).toBe(409);
+    expect(((await late.json()) as { error: { code: string } }).error.code).toBe("already_exists");
+    expect((await stream.importFetch("gone", protocol("DELETE"))).status).toBe(409);
+    expect(JSON.parse((await readAll(`/v1/stream/${path}`, "-1", KEY_B)).text)).toEqual([1, 2, 3]);
+    // Imported whole, it is there already for the next import, as a stream made by a writer is.
+    const again = await importTenant(exported(path), KEY_B);
+    expect(again.body.streams).toEqual([{ path, status: "skipped" }]);
+    const written = `${path}-written`;
+    await create(`/v1/stream/${written}`, { key: KEY_B, contentType: "application/json", body: "[7]" });
+    const other = await importTenant(exported(written), KEY_B);
+    expect(other.body.streams).toEqual([{ path: written, status: "skipped" }]);
+    expect(JSON.parse((await readAll(`/v1/stream/${written}`, "-1", KEY_B)).text)).toEqual([7]);
   });
 });

@@ -63,28 +63,28 @@ export function streamBackupSource(env: DurableEnv, tenant: string): StreamBacku
   };
 }
 
-/** A protocol request to the stream at `path` of the tenant, answered by its object. */
-async function request(
-  env: DurableEnv,
+/** The object of the tenant's stream at `path`. */
+function streamObject(env: DurableEnv, tenant: string, path: string) {
+  return objects(env).getByName(streamObjectName(tenant, path));
+}
+
+/** A protocol request to the stream at `path` of the tenant, as its object reads it. */
+function request(
   tenant: string,
   path: string,
   method: string,
   headers: Record<string, string> = {},
   body?: BodyInit,
-): Promise<Response> {
-  const stub = objects(env).getByName(streamObjectName(tenant, path));
-  const url = `https://streams.internal/v1/stream/${encodeURI(path)}`;
-  return stub.fetch(
-    new Request(url, {
-      method,
-      headers: {
-        ...headers,
-        [STREAM_TENANT_HEADER]: encodeURIComponent(tenant),
-        [STREAM_KEY_HEADER]: encodeURIComponent(path),
-      },
-      body,
-    }),
-  );
+): Request {
+  return new Request(`https://streams.internal/v1/stream/${encodeURI(path)}`, {
+    method,
+    headers: {
+      ...headers,
+      [STREAM_TENANT_HEADER]: encodeURIComponent(tenant),
+      [STREAM_KEY_HEADER]: encodeURIComponent(path),
+    },
+    body,
+  });
 }
 
 /** The answer, when it is a refusal, as the error it carries. */
@@ -99,37 +99,48 @@ async function check(answer: Response): Promise<void> {
   throw new SessionError(isErrorCode(code) ? code : "internal", message, body?.error?.details);
 }
 
-/** Makes each stream of an import empty and open, appends to it, and closes it when it was. */
+/**
+ * Makes each stream of an import empty and open, appends to it, and closes it when it was. The
+ * stream's object is claimed for the import first (`claimImport`), so a stream an import began and
+ * never finished (its Worker went away midway) is written again by the next import rather than
+ * taken for one already there, and an import replaced that way writes nothing more.
+ */
 export function streamBackupTarget(env: DurableEnv, tenant: string): StreamBackupTarget {
   return {
     async beginStream(header: StreamHeader): Promise<StreamImportWrite> {
       const { path, contentType } = header;
-      const found = await request(env, tenant, path, "HEAD");
-      if (found.status !== 404) {
-        await check(found);
+      const stream = streamObject(env, tenant, path);
+      const token = crypto.randomUUID();
+      const write = async (method: string, headers?: Record<string, string>, body?: BodyInit) =>
+        check(await stream.importFetch(token, request(tenant, path, method, headers, body)));
+      const found = await stream.fetch(request(tenant, path, "HEAD"));
+      const existing = found.status !== 404;
+      if (existing) await check(found);
+      if (!(await stream.claimImport(path, token, existing)))
         throw new SessionError("already_exists", "a stream is at this path", { path });
-      }
+      if (existing) await write("DELETE");
       const expiry: Record<string, string> =
         header.ttlSeconds !== null
           ? { [HEADER.ttl]: String(header.ttlSeconds) }
           : header.expiresAt !== null
             ? { [HEADER.expiresAt]: header.expiresAt }
             : {};
-      await check(await request(env, tenant, path, "PUT", { "Content-Type": contentType, ...expiry }));
+      await write("PUT", { "Content-Type": contentType, ...expiry });
       return {
         async append(append: StreamAppend): Promise<void> {
           const body =
             "json" in append
               ? `[${append.json}]`
               : Uint8Array.from(atob(append.base64), (char) => char.charCodeAt(0));
-          await check(await request(env, tenant, path, "POST", { "Content-Type": contentType }, body));
+          await write("POST", { "Content-Type": contentType }, body);
         },
         async finish(): Promise<void> {
-          if (header.closed)
-            await check(await request(env, tenant, path, "POST", { [HEADER.closed]: "true" }));
+          if (header.closed) await write("POST", { [HEADER.closed]: "true" });
+          await stream.endImport(token);
         },
         async abandon(): Promise<void> {
-          await check(await request(env, tenant, path, "DELETE"));
+          await write("DELETE");
+          await stream.endImport(token);
         },
       };
     },

@@ -1,6 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Result } from "../../core/errors";
-import { capture } from "../../core/errors";
+import { capture, SessionError } from "../../core/errors";
 import type { StreamAppend, StreamHeader } from "../../core/stream-backup";
 import type { DurableEnv } from "../env";
 import { logBackgroundFailure, REQUEST_ID_HEADER } from "../log-line";
@@ -12,6 +12,7 @@ import { objectEnv } from "../placement/placed-env";
 type StreamEnv = DurableEnv & Required<Pick<DurableEnv, "STREAMS">>;
 
 import type { ExpiryOutcome } from "../types";
+import { errorAnswer } from "./answers";
 import { streamKeyOf, streamObjectName } from "./paths";
 import type { ForkPoint, ForkPointRequest, RecordPage, StreamSources } from "./sources";
 import { StreamStore } from "./store";
@@ -32,6 +33,14 @@ export const STREAM_KEY_HEADER = "x-stream-key";
 /** Where the object keeps its tenant and its stream's key (its first create writes them), for the work its alarm does. */
 const TENANT_KEY = "tenant";
 const KEY_KEY = "key";
+/** Where the object keeps the claim of the tenant import writing its stream, until that import finishes. */
+const IMPORT_KEY = "import";
+
+/** A tenant import writing the stream: its token, and the incarnation of the stream it made (null before). */
+interface ImportClaim {
+  token: string;
+  incarnation: string | null;
+}
 
 /** The sources of a tenant's forks: each stream in its own object. */
 class StreamObjectSources implements StreamSources {
@@ -130,6 +139,47 @@ export class StreamObject extends DurableObject<StreamEnv> {
     }
     await this.#changed();
     return answer;
+  }
+
+  /**
+   * Claims the stream for the tenant import writing it under `token`: from then on the stream takes
+   * an import's writes (`importFetch`) from that import only. `existing`: a stream is at the path,
+   * and it is claimed only when an import made it and never finished (its Worker went away midway),
+   * for the new import to delete and write again; a stream made any other way is not claimed. @internal
+   */
+  claimImport(key: string, token: string, existing: boolean): boolean {
+    const kv = this.ctx.storage.kv;
+    const incarnation = existing ? this.#streams.store.get(key)?.incarnation : null;
+    if (
+      existing &&
+      (incarnation === undefined || kv.get<ImportClaim>(IMPORT_KEY)?.incarnation !== incarnation)
+    )
+      return false;
+    kv.put(IMPORT_KEY, { token, incarnation: incarnation ?? null } satisfies ImportClaim);
+    return true;
+  }
+
+  /**
+   * A protocol request of the import that claimed the stream under `token`, answered as `fetch`
+   * answers it; refused (`already_exists`) when another import claimed the stream since. @internal
+   */
+  async importFetch(token: string, request: Request): Promise<Response> {
+    const kv = this.ctx.storage.kv;
+    if (kv.get<ImportClaim>(IMPORT_KEY)?.token !== token) {
+      const taken = new SessionError("already_exists", "another import is writing this stream");
+      return errorAnswer(taken, request.headers.get(REQUEST_ID_HEADER));
+    }
+    const answer = await this.fetch(request);
+    const made =
+      request.method === "PUT" && answer.ok ? this.#streams.store.get(this.#keyOf() ?? "") : undefined;
+    if (made) kv.put(IMPORT_KEY, { token, incarnation: made.incarnation } satisfies ImportClaim);
+    return answer;
+  }
+
+  /** The import that claimed the stream under `token` is over (written whole, or removed). @internal */
+  endImport(token: string): void {
+    const kv = this.ctx.storage.kv;
+    if (kv.get<ImportClaim>(IMPORT_KEY)?.token === token) kv.delete(IMPORT_KEY);
   }
 
   /**

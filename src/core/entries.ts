@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { ID_PATTERN } from "./ids";
+import { MAX_NAME_CHARS } from "./limits";
 import {
   AgentMessage,
   ImageContent,
@@ -16,6 +17,9 @@ export const Id = z.string().regex(ID_PATTERN, "must be 1-128 characters of A-Z 
   description: "1-128 characters of A-Z a-z 0-9 . _ : -",
   example: "01939f3e-5b8a-7c3d-9e2f-0a1b2c3d4e5f",
 });
+
+/** A session's name, or a label's text. */
+export const Name = z.string().max(MAX_NAME_CHARS);
 
 export const Timestamp = z.iso
   .datetime({ offset: true })
@@ -86,7 +90,7 @@ const customMessage = variants({
 const label = variants({
   type: z.literal("label"),
   targetId: Id,
-  label: z.string().optional().meta({ description: "absent or blank clears the label" }),
+  label: Name.optional().meta({ description: "absent or blank clears the label" }),
 });
 const usage = variants({
   type: z.literal("usage"),
@@ -110,7 +114,7 @@ const contextEdit = variants({
 });
 const sessionInfo = variants({
   type: z.literal("session_info"),
-  name: z.string().optional().meta({ description: "absent or blank clears the name" }),
+  name: Name.optional().meta({ description: "absent or blank clears the name" }),
 });
 
 export const MessageEntry = message.stored;

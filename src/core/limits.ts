@@ -8,6 +8,14 @@ export const DEFAULT_SESSIONS_PAGE = 50;
 export const MAX_SESSIONS_PAGE = 200;
 export const PREVIEW_CHARS = 200;
 /**
+ * A session's system prompt and its metadata, each as JSON, and the characters of a session's name
+ * or a label. Each is kept as one stored value (the platform stores no value over 2 MB in one
+ * piece), and the header and the name are listed with the session.
+ */
+export const MAX_SYSTEM_PROMPT_BYTES = 1024 * 1024;
+export const MAX_METADATA_BYTES = 256 * 1024;
+export const MAX_NAME_CHARS = 64 * 1024;
+/**
  * The latest `expiresAt` a session may have. The platform's alarms stop at a date in the 2180s;
  * a bound well before it keeps every expiry schedulable.
  */

@@ -1,7 +1,14 @@
 import * as z from "zod";
-import { EntryType as EntryTypeSchema, Id, Timestamp } from "./entries";
+import { EntryType as EntryTypeSchema, Id, Name, Timestamp } from "./entries";
 import { ID_PREFIX_PATTERN } from "./ids";
-import { LATEST_EXPIRES_AT, MAX_ENTRIES_PAGE, MAX_SESSIONS_PAGE } from "./limits";
+import { utf8Length } from "./json";
+import {
+  LATEST_EXPIRES_AT,
+  MAX_ENTRIES_PAGE,
+  MAX_METADATA_BYTES,
+  MAX_SESSIONS_PAGE,
+  MAX_SYSTEM_PROMPT_BYTES,
+} from "./limits";
 
 /*
  * What a session is apart from its entries, and the queries and options that name parts of it: the
@@ -10,7 +17,21 @@ import { LATEST_EXPIRES_AT, MAX_ENTRIES_PAGE, MAX_SESSIONS_PAGE } from "./limits
 export const ParentSession = z.object({ id: Id, entryId: Id });
 export type ParentSession = z.infer<typeof ParentSession>;
 
+/** A session's metadata: any JSON object. */
 export const Metadata = z.record(z.string(), z.unknown());
+
+/** Whether `value`, as JSON, takes at most `bytes` bytes of UTF-8. */
+const jsonWithin = (bytes: number) => (value: unknown) => utf8Length(JSON.stringify(value) ?? "") <= bytes;
+
+/** Metadata a write gives (create, change, import): at most MAX_METADATA_BYTES as JSON. */
+export const GivenMetadata = Metadata.refine(jsonWithin(MAX_METADATA_BYTES), {
+  message: `at most ${MAX_METADATA_BYTES} bytes as JSON`,
+});
+
+/** A system prompt a write gives: at most MAX_SYSTEM_PROMPT_BYTES as JSON. */
+export const GivenSystemPrompt = z.string().refine(jsonWithin(MAX_SYSTEM_PROMPT_BYTES), {
+  message: `at most ${MAX_SYSTEM_PROMPT_BYTES} bytes as JSON`,
+});
 
 /**
  * Compaction the service runs by itself after a write brings the context estimate over
@@ -96,9 +117,9 @@ export type SessionInfo = z.infer<typeof SessionInfo>;
 export const CreateSessionOptions = z
   .object({
     id: Id.optional(),
-    name: z.string().optional(),
-    systemPrompt: z.string().optional(),
-    metadata: Metadata.optional(),
+    name: Name.optional(),
+    systemPrompt: GivenSystemPrompt.optional(),
+    metadata: GivenMetadata.optional(),
     expiresAt: ExpiresAt.optional(),
   })
   .strict();
@@ -106,8 +127,8 @@ export type CreateSessionOptions = z.infer<typeof CreateSessionOptions>;
 
 export const HeaderPatch = z
   .object({
-    systemPrompt: z.string().nullable().optional().meta({ description: "null removes it" }),
-    metadata: Metadata.optional().meta({ description: "replaces the metadata" }),
+    systemPrompt: GivenSystemPrompt.nullable().optional().meta({ description: "null removes it" }),
+    metadata: GivenMetadata.optional().meta({ description: "replaces the metadata" }),
     autoCompact: AutoCompactSettings.nullable().optional().meta({
       description:
         "compact by itself when the context passes contextWindow - reserveTokens; null turns it off",
@@ -119,7 +140,7 @@ export type HeaderPatch = z.infer<typeof HeaderPatch>;
 
 /** A change to a session: its header, and its name (a `session_info` entry). */
 export const SessionPatch = HeaderPatch.extend({
-  name: z.string().optional().meta({ description: "appends a session_info entry; blank clears the name" }),
+  name: Name.optional().meta({ description: "appends a session_info entry; blank clears the name" }),
 }).strict();
 export type SessionPatch = z.infer<typeof SessionPatch>;
 

@@ -147,6 +147,69 @@ describe("sessions", () => {
     expectError(await api("PATCH", `/v1/sessions/${id}`, { body: { name: 5 } }), 400, "invalid_request");
   });
 
+  it("refuses a system prompt, metadata, name or label past its limit, writing nothing", async () => {
+    // Each is one stored value (the platform stores none over 2 MB in one piece), listed whole.
+    const prompt = (bytes: number) => "x".repeat(bytes - 2); // as JSON: the quotes too
+    const id = sid();
+    const atLimit = await api("POST", "/v1/sessions", {
+      body: { id, systemPrompt: prompt(1024 * 1024), metadata: { note: prompt(256 * 1024 - 9) } },
+    });
+    expect(atLimit.status, atLimit.text).toBe(201);
+    for (const body of [
+      { id: sid(), systemPrompt: prompt(1024 * 1024 + 1) },
+      { id: sid(), systemPrompt: "\u0000".repeat(200 * 1024) }, // 6 bytes each as JSON
+      { id: sid(), metadata: { note: prompt(256 * 1024 - 8) } },
+      { id: sid(), name: "n".repeat(64 * 1024 + 1) },
+    ]) {
+      const refused = await api("POST", "/v1/sessions", { body });
+      expectError(refused, 400, "invalid_request");
+      expectError(await api("GET", `/v1/sessions/${body.id}`), 404, "not_found");
+    }
+    // A change is checked whole before any of it is written: the name stays as it was.
+    const named = await createSession({ body: { name: "before" } });
+    const change = { name: "after", metadata: { note: prompt(300 * 1024) } };
+    expectError(await api("PATCH", `/v1/sessions/${named}`, { body: change }), 400, "invalid_request");
+    expectError(
+      await api("PATCH", `/v1/sessions/${named}`, { body: { systemPrompt: prompt(1024 * 1024 + 1) } }),
+      400,
+      "invalid_request",
+    );
+    expect(await info(named)).toMatchObject({ name: "before", metadata: {}, entryCount: 0 });
+    expect((await info(named)).systemPrompt).toBeUndefined();
+    // Entries: a session_info's name and a label's text.
+    const target = (await api("POST", `/v1/sessions/${named}/entries`, { body: userMessage("hi") })).body
+      .entries[0].id;
+    const long = "n".repeat(64 * 1024 + 1);
+    for (const entry of [
+      { type: "session_info", name: long },
+      { type: "label", targetId: target, label: long },
+    ])
+      expectError(
+        await api("POST", `/v1/sessions/${named}/entries`, { body: entry }),
+        400,
+        "invalid_request",
+      );
+    expect(await info(named)).toMatchObject({ name: "before", entryCount: 1 });
+    // An import's header is checked as a create is.
+    const imported = sid();
+    const file = `${JSON.stringify({
+      type: "session",
+      format: "cf-session",
+      version: 1,
+      id: imported,
+      createdAt: new Date().toISOString(),
+      systemPrompt: prompt(1024 * 1024 + 1),
+      metadata: {},
+    })}\n`;
+    const refusedImport = await api("POST", "/v1/sessions/import", {
+      raw: file,
+      headers: { "Content-Type": "application/x-ndjson" },
+    });
+    expectError(refusedImport, 400, "invalid_request");
+    expect(refusedImport.body.error.message).toMatch(/line 1/);
+    expectError(await api("GET", `/v1/sessions/${imported}`), 404, "not_found");
+  });
+
   it("lists the tenant's sessions newest first, paged", async () => {
     const ids = [await createSession(), await createSession(), await createSession()];
     const first = await api("GET", "/v1/sessions?limit=2&order=created");

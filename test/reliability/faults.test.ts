@@ -290,10 +290,16 @@ describe("a fork that fails part way", () => {
     expect(made.status, JSON.stringify(made.body)).toBe(201);
     expect(made.body).toMatchObject({ id: fork, parentSession: { id: source, entryId: "c" } });
     expect(await holds(source)).toEqual([{ fork_id: fork }]);
-    // Its copy's alarm is set after all (not left for the day an unlisted session would wait).
-    const alarm = await runInDurableObject(stub(fork), (_instance, state) => state.storage.getAlarm());
-    expect(alarm).not.toBeNull();
-    expect(alarm as number).toBeLessThan(Date.now() + 60_000);
+    // Its copy's alarm is set after all (not left for the day an unlisted session would wait), or
+    // has run already (the runtime runs an alarm due by itself) and left nothing to copy.
+    const { alarm, copying } = await runInDurableObject(stub(fork), async (_instance, state) => ({
+      alarm: await state.storage.getAlarm(),
+      copying: state.storage.sql.exec("SELECT count(*) AS n FROM fork_copy").one().n as number,
+    }));
+    if (copying > 0) {
+      expect(alarm).not.toBeNull();
+      expect(alarm as number).toBeLessThan(Date.now() + 60_000);
+    }
     // A fork like any other, it reads its whole path from the source, which lets go once it is copied.
     const info = await api("GET", `/v1/sessions/${fork}`);
     expect(info.status).toBe(200);

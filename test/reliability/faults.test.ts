@@ -589,6 +589,51 @@ describe("a directory shard unreachable for a while", () => {
     expect(await entries(id)).toEqual([]);
   });
 
+  it("keeps no deleted session listed when an import that fails takes its id before its directory heard of the deletion", async () => {
+    const id = await newSession();
+    faults.directoryDown = true;
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    // Its id is not taken while its directory cannot hear of the deletion.
+    const taken = await api("POST", "/v1/sessions", { id, name: "again" });
+    expectUnavailable(taken, "not_applied");
+    expect(taken.body.error.message).toMatch(/directory cannot be told/);
+    expect((await api("POST", `/v1/sessions/${id}/restore`, {})).status).toBe(200);
+    expect((await api("GET", `/v1/sessions/${id}`)).body.name).toBeUndefined();
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    faults.directoryDown = false;
+    // The shard is back, but the deleted session's alarm has not told it yet: an import takes the
+    // id and fails on its second entry.
+    const lines = [
+      { type: "export", format: "cf-tenant", version: 1, cursor: null },
+      {
+        type: "session",
+        format: "cf-session",
+        version: 1,
+        id,
+        createdAt: new Date().toISOString(),
+        metadata: {},
+      },
+      { ...message("a", "kept?"), parentId: null, timestamp: new Date().toISOString() },
+      { type: "message", id: "b", parentId: "a" },
+      { type: "cursor", cursor: "c" },
+      { type: "end", sessions: 1 },
+    ];
+    const imported = await service(
+      new Request(`${BASE}/v1/import`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/x-ndjson" },
+        body: lines.map((line) => JSON.stringify(line)).join("\n"),
+      }),
+    );
+    expect(imported.status).toBe(200);
+    expect((await imported.json<{ sessions: unknown[] }>()).sessions).toMatchObject([
+      { id, status: "failed" },
+    ]);
+    await runDurableObjectAlarm(stub(id));
+    expect((await api("GET", `/v1/sessions/${id}`)).status).toBe(404);
+    expect(await listed()).not.toContain(id);
+  });
+
   it("leaves no session live but unlisted when its object stops between the change and the call", async () => {
     const id = await newSession();
     // The delete's transaction commits, then the object is reset before it tells anyone.

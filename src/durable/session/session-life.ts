@@ -70,7 +70,14 @@ export class SessionLife {
     const { session, lifecycle, quotas, storage } = this.#object;
     const reports = this.#reports;
     // A deleted session gives up its id, as does one a fork or an import never completed; one
-    // that forks still copy from is kept for them a little longer.
+    // that forks still copy from is kept for them a little longer. Its directory hears of its
+    // deletion first: what it is owed would go with its storage, and the old listing stay.
+    if (session.exists && lifecycle.deleted && !(await this.#unlist())) {
+      throw unavailable(
+        `session ${header.id} was deleted and its directory cannot be told yet; try again`,
+        "not_applied",
+      );
+    }
     if (session.exists && (lifecycle.deleted || lifecycle.pending) && !(await this.#purge())) {
       throw unavailable(
         `session ${header.id} was deleted and forks still copy from it; try again`,

@@ -107,6 +107,22 @@ describe("directory shards", () => {
     expect(all.nextCursor).toBeNull();
   });
 
+  it("ends a merged page where the first shard cut short stopped, so the next page skips nothing", () => {
+    const info = (id: string, updatedAt: string) =>
+      ({ id, updatedAt, createdAt: updatedAt, metadata: {}, leafId: null, entryCount: 0 }) as SessionInfo;
+    // The first shard sent one session of its page (the rest held too much), the second all it has.
+    const pages: SessionPage[] = [
+      { sessions: [info("a", "2026-01-05")], nextCursor: "more" },
+      {
+        sessions: [info("b", "2026-01-06"), info("c", "2026-01-04"), info("d", "2026-01-01")],
+        nextCursor: null,
+      },
+    ];
+    const merged = mergePages(pages, { limit: 10 });
+    expect(merged.sessions.map((s) => s.id)).toEqual(["b", "a"]);
+    expect(merged.nextCursor).not.toBeNull();
+  });
+
   it("grows from 1 to 4 shards without losing or repeating a session", async () => {
     const one = apiWith({ DIRECTORY_SHARDS: "1" });
     const four = apiWith({ DIRECTORY_SHARDS: "4" });
@@ -184,5 +200,37 @@ describe("directory shards", () => {
     const { ids: listed } = await listAll(apiWith({}), "created", 3);
     expect(listed).toEqual(expect.arrayContaining(ids));
     expect(new Set(listed).size).toBe(listed.length);
+  });
+
+  it("holds in a page no more of its sessions' infos than the Worker may hold at once, and pages them all", async () => {
+    // 18 sessions of 1 MiB system prompts: more than a page holds (16 Mi characters of JSON).
+    const prompt = "p".repeat(1024 * 1024 - 2);
+    const ids: string[] = [];
+    for (let i = 0; i < 18; i++) {
+      const id = sid("large");
+      const made = await api("POST", "/v1/sessions", { key: KEY_B, body: { id, systemPrompt: prompt } });
+      expect(made.status).toBe(201);
+      ids.push(id);
+    }
+    const listed: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const res = await api(
+        "GET",
+        `/v1/sessions?limit=200&order=created${cursor ? `&cursor=${cursor}` : ""}`,
+        {
+          key: KEY_B,
+        },
+      );
+      expect(res.status).toBe(200);
+      expect(res.text.length).toBeLessThan(17 * 1024 * 1024);
+      for (const info of res.body.sessions as SessionInfo[])
+        if (info.id.startsWith("large-")) listed.push(info.id);
+      cursor = res.body.nextCursor;
+      pages++;
+    } while (cursor);
+    expect(pages).toBeGreaterThan(1);
+    expect(listed.sort()).toEqual([...ids].sort());
   });
 });

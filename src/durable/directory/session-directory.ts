@@ -313,8 +313,12 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     this.#sql`DELETE FROM tombstones WHERE id = ${id} AND incarnation = ${incarnation}`;
   }
 
-  /** @internal */
-  list(options: ListOptions): Promise<Result<SessionPage>> {
+  /**
+   * A page of this shard's listing: its first `limit` sessions after the cursor, or fewer when
+   * their infos would pass `maxChars` of JSON (one at least), so that no answer grows with what
+   * sessions hold (a system prompt, metadata). @internal
+   */
+  list(options: ListOptions, maxChars: number = Number.POSITIVE_INFINITY): Promise<Result<SessionPage>> {
     return capture(() => {
       const limit = sessionsPageLimit(options);
       const cursor = options.cursor ? decodeCursor(options.cursor) : undefined;
@@ -325,28 +329,37 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
       // A project is its own key or a folder in it (`inProject`); no project: every session.
       const project = options.project ?? null;
       const folder = `${options.project ?? ""}/`;
-      const rows = (
-        byCreated
-          ? this.#sql<{ id: string; sort_key: string; info: string }>`
+      const rows = byCreated
+        ? this.#sql<{ id: string; sort_key: string; info: string }>`
               SELECT id, created_at AS sort_key, info FROM sessions
               WHERE (created_at < ${key} OR (created_at = ${key} AND id < ${after}))
                 AND substr(id, 1, ${prefix.length}) = ${prefix}
                 AND (${project} IS NULL OR info->>'$.metadata.project' = ${project}
                   OR substr(info->>'$.metadata.project', 1, ${folder.length}) = ${folder})
               ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`
-          : this.#sql<{ id: string; sort_key: string; info: string }>`
+        : this.#sql<{ id: string; sort_key: string; info: string }>`
               SELECT id, updated_at AS sort_key, info FROM sessions
               WHERE (updated_at < ${key} OR (updated_at = ${key} AND id < ${after}))
                 AND substr(id, 1, ${prefix.length}) = ${prefix}
                 AND (${project} IS NULL OR info->>'$.metadata.project' = ${project}
                   OR substr(info->>'$.metadata.project', 1, ${folder.length}) = ${folder})
-              ORDER BY updated_at DESC, id DESC LIMIT ${limit + 1}`
-      ).toArray();
-      const page = rows.slice(0, limit);
+              ORDER BY updated_at DESC, id DESC LIMIT ${limit + 1}`;
+      // Read a row at a time, so that the rows past the page are never read.
+      const page: Array<{ id: string; sort_key: string; info: string }> = [];
+      let chars = 0;
+      let more = false;
+      for (const row of rows) {
+        if (page.length === limit || (page.length > 0 && chars + row.info.length > maxChars)) {
+          more = true;
+          break;
+        }
+        page.push(row);
+        chars += row.info.length;
+      }
       const last = page[page.length - 1];
       return {
         sessions: page.map((row) => JSON.parse(row.info) as SessionInfo),
-        nextCursor: rows.length > limit && last ? encodeCursor(last.sort_key, last.id) : null,
+        nextCursor: more && last ? encodeCursor(last.sort_key, last.id) : null,
       };
     });
   }

@@ -12,20 +12,31 @@ import { rankResults } from "../directory/directory-search";
 
 /**
  * One page of the tenant's listing from the pages each shard answered for the same options: each
- * holds its shard's first `limit` sessions after the cursor, so together they hold the tenant's.
+ * holds its shard's first sessions after the cursor (`limit` of them, or fewer when they hold much),
+ * so together they hold the tenant's down to where the first shard with more stopped. The page
+ * ends there, for the next one to go on from it without skipping what that shard did not send.
  */
 export function mergePages(pages: readonly SessionPage[], options: ListOptions): SessionPage {
   if (pages.length === 1) return pages[0] as SessionPage;
   const limit = sessionsPageLimit(options);
   const order = options.order ?? "updated";
-  const all: Array<{ info: SessionInfo; key: string }> = [];
-  for (const page of pages) for (const info of page.sessions) all.push({ info, key: sortKey(info, order) });
-  all.sort((a, b) =>
-    a.key === b.key ? (a.info.id < b.info.id ? 1 : a.info.id > b.info.id ? -1 : 0) : a.key < b.key ? 1 : -1,
-  );
-  const page = all.slice(0, limit);
+  /** Whether `a` is listed before `b`: newer first, then the greater id. */
+  const before = (a: { key: string; id: string }, b: { key: string; id: string }) =>
+    a.key === b.key ? a.id > b.id : a.key > b.key;
+  const all: Array<{ info: SessionInfo; key: string; id: string }> = [];
+  let stop: { key: string; id: string } | undefined;
+  for (const page of pages) {
+    for (const info of page.sessions) all.push({ info, key: sortKey(info, order), id: info.id });
+    const last = page.sessions[page.sessions.length - 1];
+    if (page.nextCursor === null || !last) continue;
+    const end = { key: sortKey(last, order), id: last.id };
+    if (!stop || before(end, stop)) stop = end;
+  }
+  all.sort((a, b) => (before(a, b) ? -1 : before(b, a) ? 1 : 0));
+  const within = stop ? all.filter((entry) => !before(stop as { key: string; id: string }, entry)) : all;
+  const page = within.slice(0, limit);
   const last = page[page.length - 1];
-  const more = all.length > limit || pages.some((p) => p.nextCursor !== null);
+  const more = within.length > page.length || stop !== undefined;
   return {
     sessions: page.map(({ info }) => info),
     nextCursor: more && last ? encodeCursor(last.key, last.info.id) : null,

@@ -50,6 +50,12 @@ function storedBytes(entries: readonly SessionEntry[]): number {
   return bytes;
 }
 
+/**
+ * What a page of the listing holds at most of its sessions' infos as JSON, in characters: a page
+ * of sessions with large system prompts or metadata holds fewer than its `limit` (one at least).
+ */
+const LIST_PAGE_CHARS = 16 * 1024 * 1024;
+
 /** A tenant's sessions, each in its own Durable Object, listed by the tenant's directory. */
 export class DurableRepo implements SessionRepo, SessionCreator {
   readonly #env: DurableEnv;
@@ -213,9 +219,10 @@ export class DurableRepo implements SessionRepo, SessionCreator {
 
   /** A page of the tenant's sessions: every directory shard asked at once, their pages merged. */
   async list(options: ListOptions = {}): Promise<SessionPage> {
-    const pages = await Promise.all(
-      directoryShards(this.#env, this.tenant).map((shard) => objectCalls(shard).list(options)),
-    );
+    const shards = directoryShards(this.#env, this.tenant);
+    // Shared by the shards: what the Worker holds of a page does not grow with them.
+    const maxChars = LIST_PAGE_CHARS / shards.length;
+    const pages = await Promise.all(shards.map((shard) => objectCalls(shard).list(options, maxChars)));
     return mergePages(pages, options);
   }
 

@@ -216,7 +216,7 @@ describe("directory shards", () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const res = await api(
+      const res: { status: number; text: string; body: SessionPage } = await api(
         "GET",
         `/v1/sessions?limit=200&order=created${cursor ? `&cursor=${cursor}` : ""}`,
         {

@@ -211,6 +211,19 @@ describe("bad input to a generation changes nothing", () => {
     expect((await api("GET", `/v1/sessions/${id}/generations`)).body.generations).toEqual([]);
   });
 
+  it("reads and writes a generation's stream through a path with percent-encoded segments", async () => {
+    const { id } = await sessionWithQuestion();
+    const text = await openGeneration(id);
+    await appendText(text.stream, "one ");
+    // `%73tream` is `stream`, `%2D` a `-` of the ids: the same resource, as the router matches it.
+    const encoded = text.stream.replace(/\/stream$/, "/%73tream").replaceAll("-", "%2D");
+    expect(encoded).not.toBe(text.stream);
+    expect((await appendText(encoded, "two")).status).toBe(204);
+    const read = await readAll(encoded, "-1");
+    expect(read.text).toBe("one two");
+    expectStreamError(await call("GET", encoded.replace("/%73tream", "/%73trea")), 404, "not_found");
+  });
+
   it("refuses a complete whose message is not an answer, and leaves the generation open", async () => {
     const { id } = await sessionWithQuestion();
     const generation = await openGeneration(id);

@@ -10,7 +10,6 @@ import {
 } from "../../core/generations/generation-schemas";
 import { GENERATION_ID_HEADER, MAX_APPEND_BYTES, REQUEST_ID_HEADER } from "../../durable/internal";
 import type { AppEnv } from "../env";
-import { decodedSegment } from "../path-encoding";
 import {
   body,
   conflict,
@@ -66,13 +65,15 @@ const outcomeResponses = {
 };
 
 async function toGenerationStream(c: Context<AppEnv>): Promise<Response> {
-  const [, sid, gid] = STREAM_PATH.exec(new URL(c.req.url).pathname) as RegExpExecArray;
+  // The route's own segments, decoded as the router matched them (`%73tream` is `stream`).
+  const sid = c.req.param("sid") as string;
+  const gid = c.req.param("gid") as string;
   await refuseLargeAppend(c);
-  const stub = sessionStub(c, decodedSegment(sid as string));
+  const stub = sessionStub(c, sid);
   // Handed to the session's object, authenticated already, naming the generation.
   const headers = new Headers(c.req.raw.headers);
   headers.delete("Authorization");
-  headers.set(GENERATION_ID_HEADER, encodeURIComponent(decodedSegment(gid as string)));
+  headers.set(GENERATION_ID_HEADER, encodeURIComponent(gid));
   headers.set(REQUEST_ID_HEADER, c.get("requestId"));
   return passedOn(c, await stub.fetch(new Request(c.req.raw, { headers })));
 }

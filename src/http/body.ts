@@ -156,8 +156,8 @@ const capJsonBody = honoBodyLimit({
  * an empty body included: browsers send other types from other sites without asking first, so a
  * route accepting them would be open to forged requests. Refuses other media types (415) and
  * bodies over 32 MiB (413, Hono's body limit). An empty body (none, or `Content-Length: 0`) stands
- * for `{}`; the route's validator parses the rest. The paths in `ndjsonPaths` take
- * `application/x-ndjson` (or `application/jsonl`) instead, and read their own bodies.
+ * for `{}`; the route's validator parses the rest. A POST to one of `ndjsonPaths` takes
+ * `application/x-ndjson` (or `application/jsonl`) instead, and reads its own body.
  */
 export const jsonBody =
   (ndjsonPaths: readonly string[] = []): MiddlewareHandler<AppEnv> =>
@@ -166,7 +166,8 @@ export const jsonBody =
     const type = mediaType(c.req.header("Content-Type"));
     const unsupported = (message: string) =>
       new SessionError("unsupported_format", message, { contentType: type || null });
-    if (ndjsonPaths.includes(c.req.path)) {
+    // The imports are POSTs; a session named `import` is changed with JSON like any other.
+    if (c.req.method === "POST" && ndjsonPaths.includes(c.req.path)) {
       if (NDJSON_TYPE.test(type)) return next();
       throw unsupported("send the file as application/x-ndjson (or application/jsonl)");
     }

@@ -101,6 +101,9 @@ export const errors = {
   ),
 };
 
+/** What a POST answers when its request is not declared `application/json`, an empty body too (body.ts). */
+export const notJson = { 415: failure("unsupported_format: the request is not declared application/json") };
+
 /** A route's own 409, beside the tenant's wrong_jurisdiction that every route may answer. */
 export const conflict = (description: string) => failure(`${description}, or ${WRONG_JURISDICTION}`);
 

@@ -352,3 +352,6 @@ export const RetentionBody = z
   })
   .strict()
   .meta({ id: "Retention" });
+
+/** The body of a POST that takes no options: `{}`, or none (declared `application/json` all the same). */
+export const EmptyBody = z.object({}).strict().meta({ description: "{} or no body, as application/json" });

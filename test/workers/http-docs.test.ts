@@ -92,6 +92,18 @@ describe("/docs", () => {
     }
   });
 
+  it("declares the body of every write, a POST without options too, since each must declare its type", async () => {
+    const spec = (await (await get("/v1/openapi.json")).json()) as {
+      paths: Record<string, Record<string, { requestBody?: { content: Record<string, unknown> } }>>;
+    };
+    const undeclared: string[] = [];
+    for (const [path, item] of Object.entries(spec.paths))
+      for (const [method, operation] of Object.entries(item))
+        if (["post", "put", "patch"].includes(method) && !operation.requestBody)
+          undeclared.push(`${method} ${path}`);
+    expect(undeclared).toEqual([]);
+  });
+
   it("describes the provider formats: the context's query and answers, the provider message entry", async () => {
     const spec = (await (await get("/v1/openapi.json")).json()) as {
       paths: Record<string, Record<string, Record<string, unknown>>>;

@@ -210,6 +210,14 @@ describe("sessions", () => {
     expectError(await api("GET", `/v1/sessions/${imported}`), 404, "not_found");
   });
 
+  it("changes a session whose id is a route's word (import) with JSON, as any other", async () => {
+    const created = await api("POST", "/v1/sessions", { key: KEY_B, body: { id: "import" } });
+    expect([201, 409]).toContain(created.status);
+    const changed = await api("PATCH", "/v1/sessions/import", { key: KEY_B, body: { name: "imports" } });
+    expect(changed.status, changed.text).toBe(200);
+    expect(changed.body.name).toBe("imports");
+  });
+
   it("lists the tenant's sessions newest first, paged", async () => {
     const ids = [await createSession(), await createSession(), await createSession()];
     const first = await api("GET", "/v1/sessions?limit=2&order=created");

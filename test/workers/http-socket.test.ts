@@ -182,6 +182,22 @@ describe("session events over a WebSocket", () => {
     expect(body.error.requestId).toMatch(/\S/);
   });
 
+  it("is a socket whatever headers the client sends: a generation's id among them names no stream", async () => {
+    const id = await createSession();
+    const generation = await api("POST", `/v1/sessions/${id}/generations`, { body: {} });
+    expect(generation.status).toBe(201);
+    for (const named of ["%", encodeURIComponent(generation.body.id)]) {
+      const watcher = await open(`/v1/sessions/${id}/ws`, {
+        Authorization: `Bearer ${KEY_A}`,
+        "x-generation-id": named,
+      });
+      expect(watcher.status).toBe(101);
+      // A watcher joining finds the open generation announced, as any does.
+      await watcher.until((message) => message.event === "generation");
+      watcher.socket.close(1000, "done");
+    }
+  });
+
   it("says deleted and closes when the session is deleted", async () => {
     const id = await createSession();
     const watch = await open(`/v1/sessions/${id}/ws`);

@@ -9,6 +9,7 @@ import {
   conflict,
   errors,
   json,
+  notJson,
   repo,
   routes,
   sessionObject,
@@ -18,6 +19,7 @@ import {
 import {
   CreateSessionBody,
   DeleteQuery,
+  EmptyBody,
   ForkBody,
   ListSessionsQuery,
   PatchSessionBody,
@@ -122,9 +124,10 @@ export const sessionRoutes = routes()
       summary: "Restore a deleted session",
       description:
         "Within the recovery window: the session as it was when deleted, listed again. An expiresAt that has passed is cleared. 404 when it was never created or has been purged; 409 when it is not deleted.",
-      request: { params: SessionIdParam },
+      request: { params: SessionIdParam, body: body(EmptyBody, false) },
       responses: {
         ...errors,
+        ...notJson,
         200: json(SessionInfo, "the restored session"),
         409: conflict("already_exists: the session is not deleted"),
       },

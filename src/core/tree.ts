@@ -30,6 +30,19 @@ export const TreeNode: z.ZodType<TreeNode> = z
 /** What `buildTree` needs of an entry: no payload but the message role. */
 export type TreeRow = Omit<TreeNode, "label" | "children">;
 
+/** A node without its children: an entry's row and its label. */
+export type TreeNodeFields = Omit<TreeNode, "children">;
+
+/**
+ * A node in the order a tree is written (parents before children, siblings in order), with the
+ * child lists that end after it: its own when it has no children (its first child follows it
+ * otherwise), and then those of the ancestors whose last descendant it is.
+ */
+export interface TreeStep {
+  node: TreeNodeFields;
+  closes: number;
+}
+
 export function treeRow(entry: TreeEntry): TreeRow {
   const { id, parentId, type, timestamp } = entry;
   return { id, parentId, type, timestamp, ...(type === "message" ? { role: entry.message.role } : {}) };
@@ -81,6 +94,28 @@ export function* walkTree(roots: readonly TreeNode[]): Generator<TreeNode> {
   }
 }
 
+/** Links a tree's steps, page by page, into its roots (what `buildTree` makes of its rows). */
+export async function treeFromSteps(pages: AsyncIterable<readonly TreeStep[]>): Promise<TreeNode[]> {
+  const roots: TreeNode[] = [];
+  // The nodes whose child lists are still open, innermost last.
+  const open: TreeNode[] = [];
+  for await (const page of pages) {
+    for (const { node: fields, closes } of page) {
+      const node: TreeNode = { ...fields, children: [] };
+      (open[open.length - 1]?.children ?? roots).push(node);
+      open.push(node);
+      open.length -= closes;
+    }
+  }
+  return roots;
+}
+
+/** A node's JSON up to its children: `{…its fields,"children":[`. */
+export function nodeOpening(fields: TreeNodeFields): string {
+  const head = JSON.stringify(fields);
+  return `${head.slice(0, -1)},"children":[`;
+}
+
 /**
  * JSON for a tree of any depth. `JSON.stringify` recurses once per level and overflows the stack
  * on long chains; this writes the same text with an explicit stack.
@@ -99,8 +134,7 @@ export function treeToJson(roots: readonly TreeNode[]): string {
     if (frame.next > 0) out.push(",");
     const node = frame.nodes[frame.next++] as TreeNode;
     const { children, ...fields } = node;
-    const head = JSON.stringify(fields);
-    out.push(`${head.slice(0, -1)},"children":[`);
+    out.push(nodeOpening(fields));
     stack.push({ nodes: children, next: 0 });
   }
   return out.join("");

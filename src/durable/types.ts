@@ -41,6 +41,18 @@ export interface EntryPage {
 }
 
 /**
+ * A page of a tree's shape: the seq of each entry of the tree in append order and its parent's
+ * (0: a root), up to `bound` (the session's last seq when the first page was read: what is
+ * appended after is in no page); `done` when no page follows.
+ */
+export interface TreeShapePage {
+  seqs: number[];
+  parents: number[];
+  bound: number;
+  done: boolean;
+}
+
+/**
  * A row of a fork's path as it crosses to the new session: its columns as stored (the copy keeps
  * the source's seqs, so what a row points at, its parent and the latest compaction and settings on
  * its path, all on the same path, keeps its number) and its payload whole, with its UTF-8 size.

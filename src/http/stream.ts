@@ -1,5 +1,6 @@
 import { jsonArray } from "../core/context-answer";
 import type { StoredEntry } from "../core/entries";
+import { nodeOpening, type TreeStep } from "../core/tree";
 
 /*
  * Answers built while they are sent: long paths and large entries reach the client page by page,
@@ -30,6 +31,26 @@ export async function* entriesPageJson(
   }
   yield* jsonArray('{"entries":', entryJson(counted()), "");
   yield `,"nextCursor":${count === limit && last !== undefined ? JSON.stringify(String(last)) : "null"}}`;
+}
+
+/**
+ * `{"roots":[…]}` of a tree's steps, each node written as its page comes: the JSON `treeToJson`
+ * writes, without the tree ever whole in memory.
+ */
+export async function* treeJson(pages: AsyncIterable<readonly TreeStep[]>): AsyncGenerator<string> {
+  yield '{"roots":[';
+  // A node follows its parent's opening, or (after a list that ended) a sibling.
+  let ended = false;
+  for await (const page of pages) {
+    const parts: string[] = [];
+    for (const { node, closes } of page) {
+      if (ended) parts.push(",");
+      parts.push(nodeOpening(node), "]}".repeat(closes));
+      ended = closes > 0;
+    }
+    yield parts.join("");
+  }
+  yield "]}";
 }
 
 /** The body passed through, `done` called with its size once it has been sent or abandoned. */

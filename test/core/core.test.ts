@@ -7,9 +7,12 @@ import { canonicalJson } from "../../src/core/json";
 import { MemoryStorage } from "../../src/core/memory";
 import { AgentMessage } from "../../src/core/messages";
 import { Session } from "../../src/core/session";
-import type { TreeNode } from "../../src/core/tree";
-import { buildTree, treeToJson } from "../../src/core/tree";
+import type { TreeNode, TreeRow, TreeStep } from "../../src/core/tree";
+import { buildTree, treeFromSteps, treeToJson } from "../../src/core/tree";
+import { TreeShape } from "../../src/core/tree-order";
+import { treeJson } from "../../src/http/stream";
 import { expectCode } from "../conformance/storage";
+import { seededRandom } from "../support/random";
 
 describe("canonical JSON", () => {
   it("is the same for the same content in any key order", () => {
@@ -47,6 +50,90 @@ describe("tree JSON", () => {
     );
     expect(tree.map((n) => n.id)).toEqual(["parent"]);
     expect(tree[0]?.children.map((n) => n.id)).toEqual(["child"]);
+  });
+});
+
+describe("tree order", () => {
+  /**
+   * A random forest (each node's parent made before it), appended in a shuffled order so that some
+   * children come before their parents, some pointing at entries that are not there.
+   */
+  function randomRows(seed: number): { rows: TreeRow[]; labels: Record<string, string> } {
+    const random = seededRandom(seed);
+    const count = 1 + Math.floor(random() * 80);
+    const parents = Array.from({ length: count }, (_, i) => {
+      const draw = random();
+      if (i === 0 || draw < 0.1) return null;
+      if (draw < 0.15) return `ghost${i}`;
+      // Mostly the node just before (chains), else any node before.
+      return `n${draw < 0.6 ? i - 1 : Math.floor(random() * i)}`;
+    });
+    const order = Array.from({ length: count }, (_, i) => i);
+    for (let i = count - 1; i > 0; i--) {
+      if (random() < 0.2) {
+        const j = Math.floor(random() * (i + 1));
+        [order[i], order[j]] = [order[j] as number, order[i] as number];
+      }
+    }
+    const labels: Record<string, string> = {};
+    const rows = order.map((i): TreeRow => {
+      if (random() < 0.2) labels[`n${i}`] = `label ${i}`;
+      const row: TreeRow = { id: `n${i}`, parentId: parents[i] ?? null, type: "message", timestamp: "t" };
+      return random() < 0.5 ? { ...row, role: "user" } : { ...row, type: "label" };
+    });
+    return { rows, labels };
+  }
+
+  /** The steps of the tree of `rows` from its shape, in pages of `size`. */
+  async function* steps(rows: TreeRow[], labels: Record<string, string>, size: number) {
+    const seqOf = new Map(rows.map((row, i) => [row.id, i + 1]));
+    const shape = new TreeShape();
+    for (let from = 0; from < rows.length; from += size) {
+      const page = rows.slice(from, from + size);
+      shape.add(
+        page.map((row) => seqOf.get(row.id) as number),
+        page.map((row) => (row.parentId === null ? 0 : (seqOf.get(row.parentId) ?? 1_000_000))),
+      );
+    }
+    const { seqs, closes } = shape.order();
+    for (let from = 0; from < seqs.length; from += size) {
+      yield Array.from(seqs.subarray(from, from + size), (seq, i): TreeStep => {
+        const row = rows[seq - 1] as TreeRow;
+        const label = labels[row.id];
+        return { node: label === undefined ? row : { ...row, label }, closes: closes[from + i] as number };
+      });
+    }
+  }
+
+  it("writes and links, from the shape alone, the tree buildTree links from the rows", async () => {
+    for (let seed = 1; seed <= 200; seed++) {
+      const { rows, labels } = randomRows(seed);
+      const tree = buildTree(rows, labels);
+      let text = "";
+      for await (const part of treeJson(steps(rows, labels, 1 + (seed % 9)))) text += part;
+      expect(text, `seed ${seed}`).toBe(`{"roots":${treeToJson(tree)}}`);
+      expect(await treeFromSteps(steps(rows, labels, 5)), `seed ${seed}`).toEqual(tree);
+    }
+  });
+
+  it("orders a chain of a million nodes without recursion", () => {
+    const shape = new TreeShape();
+    const seqs = Array.from({ length: 1_000_000 }, (_, i) => i + 1);
+    shape.add(
+      seqs,
+      seqs.map((seq) => seq - 1),
+    );
+    const order = shape.order();
+    expect(order.seqs.length).toBe(1_000_000);
+    expect(order.seqs[999_999]).toBe(1_000_000);
+    expect(order.closes[999_999]).toBe(1_000_000);
+    expect(order.closes.subarray(0, 999_999).every((closes) => closes === 0)).toBe(true);
+  });
+
+  it("writes an empty tree as no roots", async () => {
+    let text = "";
+    for await (const part of treeJson(steps([], {}, 3))) text += part;
+    expect(text).toBe('{"roots":[]}');
   });
 });
 

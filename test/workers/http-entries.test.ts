@@ -340,6 +340,7 @@ describe("reading", () => {
 
     const tree = await api("GET", `/v1/sessions/${id}/tree`);
     expect(tree.status).toBe(200);
+    expect(tree.text).toBe(JSON.stringify(tree.body));
     const [root] = tree.body.roots;
     expect(root).toMatchObject({ id: "q", type: "message", role: "user", parentId: null });
     expect(root.children.map((n: { id: string }) => n.id)).toEqual(["a1", "a2"]);

@@ -109,4 +109,39 @@ describe("large entries", () => {
     expect(fork.status).toBe(201);
     expect((await info(fork.body.id)).entryCount).toBe(count);
   });
+
+  it("serves a tree whose labels are far more than one RPC answer (32 MiB) whole", async () => {
+    const id = await createSession();
+    const count = 600;
+    const label = (i: number) => `${i}:`.padEnd(65_536, "label ");
+    const messages = Array.from({ length: count }, (_, i) => ({
+      type: "message",
+      id: `m${i}`,
+      message: { role: "user", content: `m${i}`, timestamp: 1 },
+    }));
+    expect((await api("POST", `/v1/sessions/${id}/entries`, { body: { entries: messages } })).status).toBe(
+      201,
+    );
+    // About 39 MiB of labels, each on its own entry; the answer holds every one.
+    for (let from = 0; from < count; from += 6) {
+      const labels = Array.from({ length: 6 }, (_, i) => ({
+        type: "label",
+        targetId: `m${from + i}`,
+        label: label(from + i),
+      }));
+      expect((await api("POST", `/v1/sessions/${id}/entries`, { body: { entries: labels } })).status).toBe(
+        201,
+      );
+    }
+    const tree = await readAll(`/v1/sessions/${id}/tree`);
+    expect(tree.status).toBe(200);
+    const labelled: string[] = [];
+    let nodes = 0;
+    for (let node = JSON.parse(tree.text).roots[0]; node; node = node.children[0]) {
+      nodes++;
+      if (node.label !== undefined) labelled.push(node.label);
+    }
+    expect(nodes).toBe(count * 2);
+    expect(labelled).toEqual(Array.from({ length: count }, (_, i) => label(i)));
+  });
 });

@@ -19,8 +19,9 @@ import type {
   LeafOptions,
   SessionStorage,
 } from "../../core/storage";
-import type { TreeNode } from "../../core/tree";
-import { buildTree } from "../../core/tree";
+import type { TreeNode, TreeStep } from "../../core/tree";
+import { treeFromSteps } from "../../core/tree";
+import { type TreeOrder, TreeShape } from "../../core/tree-order";
 import { type ObjectCalls, objectCalls } from "../object-calls";
 import type { BlobPolicy } from "../session/session-blobs";
 import type { SessionObject } from "../session/session-object";
@@ -169,9 +170,32 @@ export class SessionObjectStorage implements SessionStorage {
     return { path, omitted: { ...counted, after: plan.after } };
   }
 
+  /**
+   * The tree in the order it is written, page by page: its shape (a node's seq and its parent's)
+   * read whole before this resolves, so a missing session fails here; then its nodes, a window of
+   * them a call, in that order. Only the shape is held whole, a few integers a node.
+   */
+  async treeSteps(): Promise<AsyncGenerator<TreeStep[]>> {
+    const shape = new TreeShape();
+    let page = await this.#object.getTreeShape(0);
+    shape.add(page.seqs, page.parents);
+    while (!page.done) {
+      page = await this.#object.getTreeShape(page.seqs[page.seqs.length - 1] as number, page.bound);
+      shape.add(page.seqs, page.parents);
+    }
+    return this.#steps(shape.order());
+  }
+
+  async *#steps({ seqs, closes }: TreeOrder): AsyncGenerator<TreeStep[]> {
+    for (let next = 0; next < seqs.length; ) {
+      const nodes = await this.#object.getTreeNodes(Array.from(seqs.subarray(next, next + SEQ_WINDOW)));
+      yield nodes.map((node, i) => ({ node, closes: closes[next + i] as number }));
+      next += nodes.length;
+    }
+  }
+
   async getTree(): Promise<TreeNode[]> {
-    const { rows, labels } = await this.#object.getTreeRows();
-    return buildTree(rows, labels);
+    return treeFromSteps(await this.treeSteps());
   }
 
   getLabels(): Promise<Record<string, string>> {

@@ -4,7 +4,7 @@ import { nonBlank } from "../../core/info";
 import { contentText } from "../../core/messages";
 import { entryPage } from "../../core/paging";
 import type { EntryQuery } from "../../core/session-schemas";
-import type { TreeRow } from "../../core/tree";
+import type { TreeNodeFields } from "../../core/tree";
 import type { Sql } from "../sql";
 import type { EntryPage } from "../types";
 import {
@@ -28,6 +28,21 @@ import {
  * Below: in a fork still copying its path, which rows it still lacks (`CopyState`), which a read
  * that reaches them learns (`CopyNeeded`).
  */
+
+/** A node of the tree as its row is read. */
+interface TreeNodeRow {
+  seq: number;
+  id: string;
+  parent_id: string | null;
+  type: string;
+  timestamp: string;
+  role: string | null;
+  label: string | null;
+  [key: string]: SqlStorageValue;
+}
+
+/** Characters of a node's JSON beside its values: the names, quotes and brackets. */
+const NODE_JSON_CHARS = 80;
 
 /** A planned write as stored: its payload with references to blobs, and what their values add. */
 export type StoredWrite = PlannedWrite & { blobBytes?: number };
@@ -202,27 +217,63 @@ export class EntryRows {
     return rows.toArray().map((r) => r.seq);
   }
 
-  /** Every tree entry without its payload, in append order. */
-  treeRows(): TreeRow[] {
-    const rows: TreeRow[] = [];
-    for (const row of this.#sql<{
-      id: string;
-      parent_id: string | null;
-      type: string;
-      timestamp: string;
-      role: string | null;
-    }>`
-      SELECT id, parent_id, type, timestamp, role FROM entries WHERE type != 'leaf' ORDER BY seq`) {
-      const node: TreeRow = {
-        id: row.id,
-        parentId: row.parent_id,
-        type: row.type as TreeRow["type"],
-        timestamp: row.timestamp,
-      };
-      if (row.role !== null) node.role = row.role;
-      rows.push(node);
+  /**
+   * The tree's shape after `after` up to `bound`: each tree entry's seq in append order and its
+   * parent's (0: a root), at most `limit`. Read from the rows' first columns, never their payloads.
+   */
+  treeShape(after: number, bound: number, limit: number): { seqs: number[]; parents: number[] } {
+    const seqs: number[] = [];
+    const parents: number[] = [];
+    for (const row of this.#sql<{ seq: number; parent_seq: number | null }>`
+      SELECT seq, parent_seq FROM entries WHERE seq > ${after} AND seq <= ${bound} AND type != 'leaf'
+      ORDER BY seq LIMIT ${limit}`) {
+      seqs.push(row.seq);
+      parents.push(row.parent_seq ?? 0);
     }
-    return rows;
+    return { seqs, parents };
+  }
+
+  /**
+   * The tree's nodes of these seqs (no payload but the message role; each with its label), in
+   * order, read in bounded batches until `budget` characters (at least one).
+   */
+  treeNodes(seqs: readonly number[], budget: number): TreeNodeFields[] {
+    const out: TreeNodeFields[] = [];
+    let size = 0;
+    for (let i = 0; i < seqs.length && size < budget; i += READ_BATCH) {
+      const batch = seqs.slice(i, i + READ_BATCH);
+      const rows = new Map<number, TreeNodeRow>();
+      for (const row of this.#sql<TreeNodeRow>`
+        SELECT e.seq, e.id, e.parent_id, e.type, e.timestamp, e.role, l.label
+        FROM entries e LEFT JOIN labels l ON l.target_id = e.id
+        WHERE e.seq IN (SELECT value FROM json_each(${JSON.stringify(batch)}))`) {
+        rows.set(row.seq, row);
+      }
+      for (const seq of batch) {
+        const row = rows.get(seq);
+        // The shape named it: only a fork still copying its path lacks it.
+        if (!row) throw new CopyNeeded();
+        if (size >= budget) break;
+        const node: TreeNodeFields = {
+          id: row.id,
+          parentId: row.parent_id,
+          type: row.type as TreeNodeFields["type"],
+          timestamp: row.timestamp,
+        };
+        if (row.role !== null) node.role = row.role;
+        if (row.label !== null) node.label = row.label;
+        size +=
+          NODE_JSON_CHARS +
+          row.id.length +
+          (row.parent_id?.length ?? 0) +
+          row.type.length +
+          row.timestamp.length +
+          (row.role?.length ?? 0) +
+          (row.label?.length ?? 0);
+        out.push(node);
+      }
+    }
+    return out;
   }
 
   labels(): Record<string, string> {

@@ -154,6 +154,8 @@ export const CHUNK_BYTES = 1024 * 1024;
  * them, the lines written from them), within an isolate's 128 MB: a few MiB, not more.
  */
 export const PAGE_CHARS = 2 * 1024 * 1024;
+/** Entries of a tree's shape one page carries: two numbers each, about a megabyte as it crosses. */
+export const SHAPE_ROWS = 100_000;
 /** Entries whose payloads one query reads. */
 export const READ_BATCH = 256;
 /** Rows one multi-row INSERT writes. */

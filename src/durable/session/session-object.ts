@@ -7,7 +7,7 @@ import type { GenerationInfo, OpenGenerationBody } from "../../core/generations/
 import type { SessionSearchOptions, SessionSearchPage } from "../../core/search";
 import type { EntryQuery, HeaderPatch, LeafAt, SessionHeader, SessionInfo } from "../../core/session-schemas";
 import type { AppendOptions, AppendResult, ImportOptions, LeafOptions } from "../../core/storage";
-import type { TreeRow } from "../../core/tree";
+import type { TreeNodeFields } from "../../core/tree";
 import type { DurableEnv } from "../env";
 import { REQUEST_ID_HEADER } from "../log-line";
 import { sqlOf } from "../sql";
@@ -22,6 +22,7 @@ import type {
   ForkStart,
   NewSessionOptions,
   OmittedCount,
+  TreeShapePage,
 } from "../types";
 import { AutoCompaction } from "./auto-compaction";
 import { copySettings, ForkCopy } from "./fork-copy";
@@ -305,7 +306,8 @@ export class SessionObject extends DurableObject<DurableEnv> {
 
   /*
    * Reads answer a first page of entries and the seqs left (`readEntries` fetches those), so no
-   * answer passes the 32 MiB RPC limit however long the path or large the entries.
+   * answer passes the 32 MiB RPC limit however long the path or large the entries; the tree, its
+   * shape and then its nodes, in pages too.
    */
 
   /** @internal */
@@ -341,9 +343,17 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return this.#calls.runFilled((session) => session.reads.page(seqs));
   }
 
-  /** @internal */
-  getTreeRows(): Promise<Result<{ rows: TreeRow[]; labels: Record<string, string> }>> {
-    return this.#calls.run((session) => session.reads.treeRows());
+  /**
+   * A page of the tree's shape (see `TreeShapePage`): the first without `bound`, the next ones
+   * after the last seq of the one before, with its `bound`. @internal
+   */
+  getTreeShape(after: number, bound?: number): Promise<Result<TreeShapePage>> {
+    return this.#calls.run((session) => session.reads.treeShape(after, bound));
+  }
+
+  /** The tree's nodes of these seqs, in order, as many as a page holds. @internal */
+  getTreeNodes(seqs: number[]): Promise<Result<TreeNodeFields[]>> {
+    return this.#calls.run((session) => session.reads.treeNodes(seqs));
   }
 
   /** @internal */

@@ -9,13 +9,22 @@ import type { SessionSearchOptions, SessionSearchPage } from "../../core/search"
 import type { EntryQuery } from "../../core/session-schemas";
 import type { LeafOptions } from "../../core/storage";
 import { estimateTokens } from "../../core/tokens";
-import type { TreeRow } from "../../core/tree";
+import type { TreeNodeFields } from "../../core/tree";
 import type { Sql } from "../sql";
-import type { CompactionPlan, CopiedRows, EntryPage, ForkStart, OmittedCount, SearchDigest } from "../types";
+import type {
+  CompactionPlan,
+  CopiedRows,
+  EntryPage,
+  ForkStart,
+  OmittedCount,
+  SearchDigest,
+  TreeShapePage,
+} from "../types";
 import type { EntryRows } from "./entry-rows";
 import { CopyNeeded, readsAfterCopy } from "./entry-rows";
 import { forkStart, readPathPage, refsOnPath } from "./fork-source";
 import type { ContextPlan, PathReads } from "./path-reads";
+import { PAGE_CHARS, SHAPE_ROWS } from "./schema";
 import type { StoreParts } from "./session-state";
 
 /*
@@ -153,10 +162,19 @@ export class SessionReads {
     return this.#parts.rows.after(after, bound, limit);
   }
 
-  treeRows(): { rows: TreeRow[]; labels: Record<string, string> } {
+  /** A page of the tree's shape after `after`, up to `bound` (none: the first page, which sets it). */
+  treeShape(after: number, bound: number | undefined): TreeShapePage {
     this.#whole();
     this.#parts.row.live();
-    return { rows: this.#parts.rows.treeRows(), labels: this.#parts.rows.labels() };
+    const last = bound ?? this.#parts.rows.lastSeq();
+    const page = this.#parts.rows.treeShape(after, last, SHAPE_ROWS);
+    return { ...page, bound: last, done: page.seqs.length < SHAPE_ROWS };
+  }
+
+  /** The tree's nodes of these seqs, in order, as many as a page holds. */
+  treeNodes(seqs: readonly number[]): TreeNodeFields[] {
+    this.#parts.row.live();
+    return this.#parts.rows.treeNodes(seqs, PAGE_CHARS);
   }
 
   labels(): Record<string, string> {

@@ -5,7 +5,7 @@ import { Id, StoredEntry } from "../../core/entries";
 import { SessionError } from "../../core/errors";
 import { expectedLeaf, leafTag } from "../../core/leaf-tag";
 import { MAX_BATCH_ENTRIES } from "../../core/limits";
-import { TreeNode, treeToJson } from "../../core/tree";
+import { TreeNode } from "../../core/tree";
 import {
   body,
   conflict,
@@ -30,7 +30,7 @@ import {
   LeafQuery,
   SessionIdParam,
 } from "../schemas";
-import { entriesPageJson, entryJson } from "../stream";
+import { entriesPageJson, entryJson, treeJson } from "../stream";
 
 const TreeResponse = z.object({ roots: z.array(TreeNode) });
 
@@ -151,8 +151,7 @@ export const entryRoutes = routes()
       responses: { 200: json(TreeResponse, "the roots"), ...errors },
     }),
     async (c) => {
-      const roots = await sessionStorage(c, c.req.valid("param").sid).getTree();
-      // Written without recursion: a tree may be a chain far deeper than JSON.stringify can go.
-      return streamedJson(TreeResponse, `{"roots":${treeToJson(roots)}}`);
+      const steps = await sessionStorage(c, c.req.valid("param").sid).treeSteps();
+      return streamedJson(TreeResponse, textStream(treeJson(steps)));
     },
   );

@@ -4,6 +4,7 @@ import { SessionError } from "../core/errors";
 import { checkExportFormat } from "../core/interchange";
 import { MAX_ENTRIES_PAGE, MAX_SESSIONS_PAGE } from "../core/limits";
 import { MAX_SEARCH_HITS } from "../core/search";
+import { treeToJson } from "../core/tree";
 import { drawTree } from "../core/tree-text";
 import { writeFileAtomically } from "./atomic-file";
 import { backup, restore } from "./backup";
@@ -282,7 +283,8 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
     case "tree": {
       const storage = client.storage(arg(rest, 0, "id"));
       const [tree, info] = await Promise.all([storage.getTree(), storage.getInfo()]);
-      if (json) output.out(JSON.stringify({ leafId: info.leafId, roots: tree }));
+      // Written without recursion: a chain of a few thousand entries is deeper than JSON.stringify goes.
+      if (json) output.out(`{"leafId":${JSON.stringify(info.leafId)},"roots":${treeToJson(tree)}}`);
       else output.out(tree.length === 0 ? "(empty)" : drawTree(tree, info.leafId).join("\n"));
       return 0;
     }

@@ -296,6 +296,40 @@ describe("command line", () => {
     expect(lines.at(-1)).toMatch(/^ {3}assistant \S+ {2}← leaf$/);
   });
 
+  it("writes as JSON the tree of a chain deeper than JSON.stringify goes", async () => {
+    const id = `cli-chain-${Date.now()}`;
+    const created = await fetch(`${server.url}/v1/sessions`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ id }),
+    });
+    expect(created.status).toBe(201);
+    for (let batch = 0; batch < 5; batch++) {
+      const appended = await fetch(`${server.url}/v1/sessions/${id}/entries`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({
+          entries: Array.from({ length: 1000 }, (_, i) => ({
+            type: "message",
+            message: { role: "user", content: `m${batch * 1000 + i}`, timestamp: 1 },
+          })),
+        }),
+      });
+      expect(appended.status).toBe(201);
+    }
+    const { stdout, stderr, code } = await cli(["tree", id, "--json"]);
+    expect(code, stderr).toBe(0);
+    const { leafId, roots } = JSON.parse(stdout);
+    let depth = 0;
+    let last: { id: string } | undefined;
+    for (let node = roots[0]; node; node = node.children[0]) {
+      depth++;
+      last = node;
+    }
+    expect(depth).toBe(5000);
+    expect(last?.id).toBe(leafId);
+  });
+
   it("prints the context a model gets, for the leaf or any entry", async () => {
     const text = await cli(["context", branched.id]);
     // What the command said on stderr, should it fail.

@@ -123,3 +123,45 @@ describe("tenant events", () => {
     expect(seen).toEqual(["created"]);
   });
 });
+
+describe("a tenant watcher that stops reading", () => {
+  it("is let go with `closed` once more than 8 MiB waits for it, rather than held in memory", async () => {
+    const slow = await exports.default.fetch("http://sessions.test/v1/events", {
+      headers: { Authorization: `Bearer ${KEY_A}` },
+    });
+    const fast = await watchTenant();
+    // Sessions on one shard, each `created` carrying 240 KiB of metadata: 10 MiB in all.
+    const shards = shardCount(env as unknown as DurableEnv);
+    const ids: string[] = [];
+    while (ids.length < 44) {
+      const id = sid("slow");
+      if (shardOf(id, shards) === 0) ids.push(id);
+    }
+    const last = ids[ids.length - 1];
+    // A watcher that keeps reading hears them all, so the shard has sent them to the slow one too.
+    const heard = fast.until((e) => e.event === "created" && e.data.id === last, 30_000);
+    const metadata = { padding: "x".repeat(240 * 1024) };
+    for (const id of ids)
+      expect((await api("POST", "/v1/sessions", { body: { id, metadata } })).status).toBe(201);
+    await heard;
+    await fast.close();
+
+    const reader = (slow.body as ReadableStream<Uint8Array>).getReader();
+    const sse = new SseReader();
+    const decoder = new TextDecoder();
+    const events: TenantEvent[] = [];
+    let ended = false;
+    while (!ended && events.filter((e) => e.event === "created").length < ids.length) {
+      const read = await reader.read();
+      ended = read.done;
+      for (const event of sse.push(decoder.decode(read.value, { stream: true }))) {
+        events.push({ event: event.event, data: JSON.parse(event.data) } as TenantEvent);
+      }
+    }
+    const names = events.map((e) => e.event);
+    expect(names.filter((name) => name === "created").length).toBeLessThan(ids.length);
+    expect(names[names.length - 1]).toBe("closed");
+    expect(events[events.length - 1]?.data).toEqual({ reason: "slow: resume from the last event id" });
+    expect(ended || (await reader.read()).done).toBe(true);
+  });
+});

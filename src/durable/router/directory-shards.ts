@@ -54,48 +54,74 @@ export function mergeSearchResults(
 /** How often a merged event stream says it is alive when nothing happens (for proxies). */
 const KEEP_ALIVE_MS = 15_000;
 
+/** One shard's event stream as the merge reads it: its events are cut whole from its bytes. */
+interface ShardStream {
+  reader: ReadableStreamDefaultReader<Uint8Array>;
+  sse: SseReader;
+  decoder: TextDecoder;
+}
+
+interface ShardRead {
+  shard: ShardStream;
+  read: ReadableStreamReadResult<Uint8Array>;
+}
+
 /**
  * The event streams of every shard as one: each event passed on whole, as it arrives from its
- * shard. When one shard's stream ends (its object restarted) the merged stream ends too, so the
- * watcher reconnects to all of them.
+ * shard. A shard is read only while the merged stream's reader wants more, so a reader that stops
+ * reading holds its shards' streams back, and each shard closes it with `closed` once too much
+ * waits for it (as it closes any slow reader) rather than the events piling up here. When one
+ * shard's stream ends (its object restarted, or it let the reader go) the merged stream ends too,
+ * so the watcher reconnects to all of them.
  */
 export function mergeEventStreams(
   streams: readonly ReadableStream<Uint8Array>[],
 ): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
-  const readers = streams.map((stream) => stream.getReader());
+  const shards: ShardStream[] = streams.map((stream) => ({
+    reader: stream.getReader(),
+    sse: new SseReader(),
+    decoder: new TextDecoder(),
+  }));
+  /** Each shard's read under way: at most one at a time, kept across pulls. */
+  const reading = new Map<ShardStream, Promise<ShardRead>>();
   let keepAlive: ReturnType<typeof setInterval> | undefined;
-  let ended = false;
   const stop = () => {
-    ended = true;
     if (keepAlive !== undefined) clearInterval(keepAlive);
-    for (const reader of readers) reader.cancel().catch(() => undefined);
-  };
-  const end = (controller: ReadableStreamDefaultController<Uint8Array>) => {
-    if (ended) return;
-    stop();
-    controller.close();
+    for (const { reader } of shards) reader.cancel().catch(() => undefined);
   };
   return new ReadableStream<Uint8Array>({
     start(controller) {
-      keepAlive = setInterval(() => controller.enqueue(encoder.encode(SSE_KEEP_ALIVE)), KEEP_ALIVE_MS);
-      for (const reader of readers) {
-        const sse = new SseReader();
-        const decoder = new TextDecoder();
-        void (async () => {
-          try {
-            for (;;) {
-              const { done, value } = await reader.read();
-              if (done || ended) break;
-              for (const event of sse.push(decoder.decode(value, { stream: true }))) {
-                controller.enqueue(encoder.encode(sseText(event)));
-              }
-            }
-          } catch {
-            // The shard's stream broke: ending the merged one lets the watcher reconnect.
-          }
-          end(controller);
-        })();
+      keepAlive = setInterval(() => {
+        // A reader that is behind has data waiting already; a keep-alive would only add to it.
+        if ((controller.desiredSize ?? 0) > 0) controller.enqueue(encoder.encode(SSE_KEEP_ALIVE));
+      }, KEEP_ALIVE_MS);
+    },
+    async pull(controller) {
+      for (;;) {
+        for (const shard of shards) {
+          if (!reading.has(shard))
+            reading.set(
+              shard,
+              shard.reader.read().then((read) => ({ shard, read })),
+            );
+        }
+        let next: ShardRead;
+        try {
+          next = await Promise.race(reading.values());
+        } catch {
+          // A shard's stream broke: ending the merged one lets the watcher reconnect.
+          stop();
+          return controller.close();
+        }
+        const { shard, read } = next;
+        reading.delete(shard);
+        if (read.done) {
+          stop();
+          return controller.close();
+        }
+        const events = shard.sse.push(shard.decoder.decode(read.value, { stream: true }));
+        if (events.length > 0) return controller.enqueue(encoder.encode(events.map(sseText).join("")));
       }
     },
     cancel: stop,

@@ -7,7 +7,9 @@ import { serviceJson, type Transport } from "./transport";
 /*
  * Following an event stream from the client: reconnects with backoff when the connection drops
  * or the service closes it (a restart, a watcher that fell behind), and resumes after the last
- * seq it saw, so the caller gets every entry once, in order, whatever happened on the way.
+ * seq it saw, so the caller gets every entry once, in order, whatever happened on the way. The
+ * backoff grows only while connections fail fast: one that brought a new seq, or stayed open at
+ * least as long as the wait after it would be, starts it afresh.
  */
 
 export interface WatchOptions {
@@ -17,7 +19,10 @@ export interface WatchOptions {
   payload?: boolean;
   /** Stops watching (the iterator ends). */
   signal?: AbortSignal;
-  /** First wait before reconnecting, doubled on each failure in a row (default 500 ms, at most 30 s). */
+  /**
+   * First wait before reconnecting, doubled on each failure in a row (default 500 ms, at most 30 s):
+   * a connection that could not be made, or ended sooner than that wait, without a new seq.
+   */
   retryDelayMs?: number;
   /** Told when a connection starts answering (`live`) and when it is lost (`reconnecting`). */
   onStatus?: (status: "live" | "reconnecting") => void;
@@ -53,6 +58,7 @@ export async function* watchStream<E extends SessionEvent | TenantEvent>(
       if (signal?.aborted) return;
       if (error instanceof SessionError && FINAL.has(error.code)) throw error;
     }
+    const opened = Date.now();
     if (body) {
       options.onStatus?.("live");
       const reader = body.getReader();
@@ -94,6 +100,8 @@ export async function* watchStream<E extends SessionEvent | TenantEvent>(
     }
     if (signal?.aborted) return;
     options.onStatus?.("reconnecting");
+    // A stream without seqs (the tenant's) shows no progress but this: it stayed open a while.
+    if (body && Date.now() - opened >= reconnectDelay(baseDelay, failures + 1)) failures = 0;
     failures++;
     await sleep(reconnectDelay(baseDelay, failures), signal);
   }

@@ -496,6 +496,30 @@ describe("the session viewer", () => {
     await page.close();
   });
 
+  test("reads the list once its stream is open: a session made before that is listed", async () => {
+    const page = await newPage();
+    const opening = `viewer-opening-${Date.now()}`;
+    let created: Promise<void> | undefined;
+    await page.route("**/v1/events", async (route) => {
+      // While the first stream is opening, a session is made and listed: its event goes nowhere.
+      created ??= (async () => {
+        await request(service.url, "POST", "/v1/sessions", { id: opening, name: "made while opening" });
+        for (let tries = 0; tries < 100; tries++) {
+          const listed = await request(service.url, "GET", "/v1/sessions?limit=100");
+          if (listed.sessions.some((s: { id: string }) => s.id === opening)) return;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        throw new Error("the session was never listed");
+      })();
+      await created;
+      await route.continue();
+    });
+    await page.goto(`${service.url}/`);
+    await page.waitForSelector('#sessions-status[data-status="live"]');
+    await page.waitForSelector(`[data-session="${opening}"]`);
+    await page.close();
+  });
+
   test("deployed, asks for a token once on a 401 and keeps it in sessionStorage", async () => {
     const page = await newPage();
     const seen: Array<string | undefined> = [];

@@ -80,3 +80,70 @@ describe("client: search, recovery, backup", () => {
     expect(await b.setRetention(null)).toEqual({ idleDays: null });
   });
 });
+
+/**
+ * A client whose tenant event streams each end after `lifetimeMs`, as when a directory shard
+ * restarts, and the waits between one stream's end and the next's opening.
+ */
+function cutEventStreams(lifetimeMs: number) {
+  const opened: number[] = [];
+  const ended: number[] = [];
+  const repo = createClient({
+    baseUrl: "http://sessions.test",
+    token: KEY_A,
+    fetch: async (request) => {
+      if (new URL(request.url).pathname !== "/v1/events") return exports.default.fetch(request);
+      opened.push(Date.now());
+      const response = await exports.default.fetch(request);
+      const upstream = response.body as ReadableStream<Uint8Array>;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          timer = setTimeout(() => {
+            void upstream.cancel();
+            ended.push(Date.now());
+            controller.close();
+          }, lifetimeMs);
+        },
+        cancel() {
+          if (timer !== undefined) clearTimeout(timer);
+          void upstream.cancel();
+        },
+      });
+      return new Response(body, { headers: response.headers });
+    },
+  });
+  /** Watches until `connections` streams were opened; answers the waits between them. */
+  async function watch(connections: number, retryDelayMs: number): Promise<number[]> {
+    const stop = new AbortController();
+    const watching = (async () => {
+      for await (const _ of repo.watch({ signal: stop.signal, retryDelayMs })) {
+      }
+    })();
+    await vi.waitFor(() => expect(opened.length).toBeGreaterThanOrEqual(connections), {
+      timeout: 20_000,
+      interval: 5,
+    });
+    stop.abort();
+    await watching;
+    return opened.slice(1, connections).map((at, i) => at - (ended[i] as number));
+  }
+  return { watch };
+}
+
+describe("client: the tenant's events", () => {
+  it("reconnects after the base delay when each connection stayed open a while", async () => {
+    const waits = await cutEventStreams(80).watch(7, 10);
+    expect(waits).toHaveLength(6);
+    // Backing off would have waited 10, 20, 40, 80, 160 and 320 ms.
+    for (const wait of waits) expect(wait).toBeLessThan(120);
+  });
+
+  it("backs off while each connection ends as soon as it opens", async () => {
+    const waits = await cutEventStreams(0).watch(5, 30);
+    expect(waits).toHaveLength(4);
+    waits.forEach((wait, i) => {
+      expect(wait).toBeGreaterThanOrEqual(30 * 2 ** i - 1);
+    });
+  });
+});

@@ -6,7 +6,7 @@ import { EventStream } from "../session/session-watchers";
 
 /*
  * The watchers of one directory shard: what its listing gains, changes and loses, live. Nothing is
- * replayed (a list view reads the listing, then follows); events go out once the shard's write is
+ * replayed (a list view follows, then reads the listing); events go out once the shard's write is
  * durable, in order.
  */
 

@@ -57,7 +57,7 @@ export const eventRoutes = routes()
       operationId: "watchTenantEvents",
       summary: "Sessions created, updated and deleted, as they happen (Server-Sent Events)",
       description:
-        "created and updated carry the listing row (the session's info as it last reported, within DIRECTORY_SYNC_MS of a write), deleted its id. Live from now: read the listing first, then follow.",
+        "created and updated carry the listing row (the session's info as it last reported, within DIRECTORY_SYNC_MS of a write), deleted its id. Live from now: follow first, then read the listing (and again after a reconnect).",
       responses: {
         200: { content: { "text/event-stream": { schema: z.string() } }, description: "the event stream" },
         ...errors,

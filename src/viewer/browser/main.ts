@@ -6,7 +6,7 @@ import { select, showNoEntry } from "./entry-pane";
 import { clearError, showError } from "./error-bar";
 import { installStopButtons } from "./in-flight";
 import { els } from "./page-elements";
-import { loadSessions, renderSessions, watchSessions } from "./session-list";
+import { followSessions, loadSessions, renderSessions } from "./session-list";
 import { installSearch } from "./session-search";
 import { openSession, refreshSession } from "./session-view";
 import { installTimeTravel } from "./time-travel";
@@ -51,8 +51,7 @@ async function start(): Promise<void> {
   if (address.session) void openSession(address.session, address.entry);
   else showNoEntry();
   try {
-    const sessions = await loadSessions(false);
-    watchSessions().catch(showError);
+    const sessions = await followSessions();
     const [newest] = sessions;
     if (!address.session && !view.sessionId && newest) {
       history.replaceState(null, "", addressOf(newest.id));

@@ -1,7 +1,9 @@
-import type { SessionInfo } from "../../core/session-schemas";
+import type { TenantEvent } from "../../core/events";
+import type { SessionInfo, SessionPage } from "../../core/session-schemas";
 import { navigate } from "./address";
 import { client } from "./api";
 import { ago, count, fullTime, h, showConnection } from "./dom";
+import { showError } from "./error-bar";
 import { els } from "./page-elements";
 import { list, view } from "./view-state";
 
@@ -10,13 +12,22 @@ import { list, view } from "./view-state";
 const SESSIONS_PAGE = 50;
 
 export async function loadSessions(more: boolean): Promise<SessionInfo[]> {
-  const page = await client.list({
-    limit: SESSIONS_PAGE,
-    order: "updated",
-    cursor: more ? list.nextCursor : undefined,
-  });
+  const heard: TenantEvent[] = [];
+  if (!more) heardWhileReading.add(heard);
+  let page: SessionPage;
+  try {
+    page = await client.list({
+      limit: SESSIONS_PAGE,
+      order: "updated",
+      cursor: more ? list.nextCursor : undefined,
+    });
+  } finally {
+    heardWhileReading.delete(heard);
+  }
   list.sessions = more ? list.sessions.concat(page.sessions) : page.sessions;
   list.nextCursor = page.nextCursor;
+  // The page may have been read before what they say happened.
+  for (const event of heard) applyEvent(event);
   renderSessions();
   return list.sessions;
 }
@@ -66,27 +77,47 @@ export function updateListedSession(info: SessionInfo): void {
   }
 }
 
+/** What the stream said while a first page was being read, applied on top of it once it is in. */
+const heardWhileReading = new Set<TenantEvent[]>();
+
+/** One tenant event applied to the list. */
+function applyEvent(event: TenantEvent): void {
+  if (event.event !== "deleted" && event.event !== "created" && event.event !== "updated") return;
+  const others = list.sessions.filter((s) => s.id !== event.data.id);
+  // Newest first: a session that changed moves to the top.
+  list.sessions = event.event === "deleted" ? others : [event.data, ...others];
+}
+
 /**
  * Follows the tenant's sessions as they are created, change and go, so the list stays current
- * without reloading (rows are what the listing reports, a moment after each write). Tenant events
- * are not replayed, so after a reconnect the first page is read again: nothing changed while the
- * connection was down is missed.
+ * without reloading (rows are what the listing reports, a moment after each write), and answers the
+ * first page. Tenant events are not replayed, so the first page is read once the stream is open,
+ * and again after each reconnect: nothing that changed before the stream opened is missed. When
+ * the first connection fails the page is read anyway, to show the list while it reconnects.
  */
-export async function watchSessions(): Promise<void> {
-  let reconnected = false;
-  const onStatus = (status: "live" | "reconnecting") => {
-    showConnection(els.sessionsStatus, status);
-    if (status === "reconnecting") reconnected = true;
-    else if (reconnected) {
-      reconnected = false;
-      loadSessions(false).catch(() => undefined);
-    }
-  };
-  for await (const event of client.watch({ onStatus })) {
-    if (event.event !== "deleted" && event.event !== "created" && event.event !== "updated") continue;
-    const others = list.sessions.filter((s) => s.id !== event.data.id);
-    // Newest first: a session that changed moves to the top.
-    list.sessions = event.event === "deleted" ? others : [event.data, ...others];
-    renderSessions();
-  }
+export function followSessions(): Promise<SessionInfo[]> {
+  return new Promise((firstPage, failed) => {
+    let read = false;
+    const readFirstPage = () => {
+      const page = loadSessions(false);
+      // Only the first read is the caller's; a later one that fails leaves the list as it was.
+      if (!read) page.then(firstPage, failed);
+      else page.catch(() => undefined);
+      read = true;
+    };
+    const onStatus = (status: "live" | "reconnecting") => {
+      showConnection(els.sessionsStatus, status);
+      if (status === "live" || !read) readFirstPage();
+    };
+    (async () => {
+      for await (const event of client.watch({ onStatus })) {
+        for (const heard of heardWhileReading) heard.push(event);
+        applyEvent(event);
+        renderSessions();
+      }
+    })().catch((error: unknown) => {
+      if (read) showError(error);
+      else failed(error);
+    });
+  });
 }

@@ -942,6 +942,18 @@ export function storageConformance(
         expect(await listed(`${project}/api`)).toEqual([folder]);
         expect(await listed(`${project}/web`)).toEqual([]);
       });
+
+      it("lists a project named beyond U+FFFF the same way", async () => {
+        const repo = await makeRepo();
+        const project = `github.com/acme/${newId()}-\u{1f600}`;
+        const root = (await repo.create({ metadata: { project } })).id;
+        const folder = (await repo.create({ metadata: { project: `${project}/\u{1f600}` } })).id;
+        await repo.create({ metadata: { project: `${project}\u{1f600}` } });
+        const listed = async (key: string) =>
+          (await repo.list({ project: key, order: "created" })).sessions.map((s) => s.id);
+        expect(await listed(project)).toEqual([folder, root]);
+        expect(await listed(`${project}/\u{1f600}`)).toEqual([folder]);
+      });
     });
 
     describe("sync", () => {

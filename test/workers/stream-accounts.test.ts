@@ -71,6 +71,27 @@ describe("the tenant's stream listing", () => {
     ).toEqual([`${prefix}/b/other-tenant`]);
   });
 
+  it("pages and filters paths in the order SQLite keeps them, beyond U+FFFF too", async () => {
+    const prefix = `astral-${newId()}`;
+    // By code point (SQLite's order, UTF-8's) U+FF01 comes before U+1F600; by UTF-16 unit after.
+    const paths = [`${prefix}/a\uff01`, `${prefix}/a\u{1f600}`, `${prefix}/\u{1f600}/x`];
+    for (const path of paths) await create(`/v1/stream/${path}`, { body: "hi" });
+    const inPrefix = `prefix=${encodeURIComponent(`${prefix}/`)}`;
+    expect((await listed(inPrefix)).streams.map((s) => s.path)).toEqual(paths);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await listed(`${inPrefix}&limit=1${cursor ? `&cursor=${cursor}` : ""}`);
+      seen.push(...page.streams.map((s) => s.path));
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(seen).toEqual(paths);
+    const astralPrefix = `prefix=${encodeURIComponent(`${prefix}/\u{1f600}/`)}`;
+    expect((await listed(astralPrefix)).streams.map((s) => s.path)).toEqual([paths[2]]);
+    const paired = `prefix=${encodeURIComponent(`${prefix}/a\u{1f600}`)}`;
+    expect((await listed(paired)).streams.map((s) => s.path)).toEqual([paths[1]]);
+  });
+
   it("refuses bad listing input with 400", async () => {
     expectError(await api("GET", "/v1/streams?limit=0"), 400, "invalid_request");
     expectError(await api("GET", "/v1/streams?limit=201"), 400, "invalid_request");

@@ -64,7 +64,7 @@ export function searchShard(sql: Sql, options: TenantSearchOptions): TenantSearc
           ORDER BY rank LIMIT ${candidates}`
       : sql<{ rowid: number }>`
           SELECT t.rowid AS rowid FROM session_text t JOIN sessions s ON s.rowid = t.rowid
-          WHERE session_text MATCH ${match} AND substr(s.id, 1, ${prefix.length}) = ${prefix}
+          WHERE session_text MATCH ${match} AND substr(s.id, 1, length(${prefix})) = ${prefix}
           ORDER BY t.rank LIMIT ${candidates}`,
   );
   if (ranked.length === 0) return [];

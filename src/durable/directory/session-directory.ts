@@ -326,23 +326,24 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
       const key = cursor?.key ?? "\uffff";
       const after = cursor?.id ?? "\uffff";
       const prefix = options.prefix ?? "";
-      // A project is its own key or a folder in it (`inProject`); no project: every session.
+      // A project is its own key or a folder in it (`inProject`); no project: every session. Prefixes
+      // are measured by SQLite's `length`, in characters as `substr` counts them.
       const project = options.project ?? null;
       const folder = `${options.project ?? ""}/`;
       const rows = byCreated
         ? this.#sql<{ id: string; sort_key: string; info: string }>`
               SELECT id, created_at AS sort_key, info FROM sessions
               WHERE (created_at < ${key} OR (created_at = ${key} AND id < ${after}))
-                AND substr(id, 1, ${prefix.length}) = ${prefix}
+                AND substr(id, 1, length(${prefix})) = ${prefix}
                 AND (${project} IS NULL OR info->>'$.metadata.project' = ${project}
-                  OR substr(info->>'$.metadata.project', 1, ${folder.length}) = ${folder})
+                  OR substr(info->>'$.metadata.project', 1, length(${folder})) = ${folder})
               ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`
         : this.#sql<{ id: string; sort_key: string; info: string }>`
               SELECT id, updated_at AS sort_key, info FROM sessions
               WHERE (updated_at < ${key} OR (updated_at = ${key} AND id < ${after}))
-                AND substr(id, 1, ${prefix.length}) = ${prefix}
+                AND substr(id, 1, length(${prefix})) = ${prefix}
                 AND (${project} IS NULL OR info->>'$.metadata.project' = ${project}
-                  OR substr(info->>'$.metadata.project', 1, ${folder.length}) = ${folder})
+                  OR substr(info->>'$.metadata.project', 1, length(${folder})) = ${folder})
               ORDER BY updated_at DESC, id DESC LIMIT ${limit + 1}`;
       // Read a row at a time, so that the rows past the page are never read.
       const page: Array<{ id: string; sort_key: string; info: string }> = [];

@@ -70,10 +70,13 @@ export class StreamRegistry {
       WHERE stream_listing.version < excluded.version`;
   }
 
-  /** The streams clients can see (not deleted), by key, after the cursor's. */
+  /**
+   * The streams clients can see (not deleted), by key, after the cursor's. A prefix is measured by
+   * SQLite's `length`, in characters as `substr` counts them (JavaScript counts UTF-16 units).
+   */
   list({ prefix, limit, after }: StreamListOptions): StreamListing[] {
     return this.#sql<ListingRow>`SELECT * FROM stream_listing
-      WHERE state = 'live' AND key > ${after ?? ""} AND substr(key, 1, ${prefix.length}) = ${prefix}
+      WHERE state = 'live' AND key > ${after ?? ""} AND substr(key, 1, length(${prefix})) = ${prefix}
       ORDER BY key LIMIT ${limit}`
       .toArray()
       .map((row) => ({

@@ -36,6 +36,28 @@ function afterCursor(cursor: string): string {
   return id;
 }
 
+/**
+ * Paths in the order each shard pages them: SQLite compares text by its UTF-8 bytes, that is by
+ * code point, where JavaScript's `<` compares UTF-16 units and puts U+E000–U+FFFF after every
+ * character beyond U+FFFF (whose surrogates start at U+D800).
+ */
+function byCodePoint(a: string, b: string): number {
+  const shorter = Math.min(a.length, b.length);
+  for (let i = 0; i < shorter; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return codePointRank(x) - codePointRank(y);
+  }
+  return a.length - b.length;
+}
+
+/** A UTF-16 unit's place by code point: surrogates after U+E000–U+FFFF, the rest where they are. */
+function codePointRank(unit: number): number {
+  if (unit >= 0xe000) return unit - 0x800;
+  if (unit >= 0xd800) return unit + 0x2000;
+  return unit;
+}
+
 /** A page of the tenant's streams (not deleted ones), by path. */
 export async function listTenantStreams(
   env: DurableEnv,
@@ -45,7 +67,7 @@ export async function listTenantStreams(
   const after = request.cursor === undefined ? null : afterCursor(request.cursor);
   const options = { prefix: request.prefix ?? "", limit: request.limit + 1, after };
   const pages = await Promise.all(directoryShards(env, tenant).map((shard) => shard.listStreams(options)));
-  const all = pages.flat().sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const all = pages.flat().sort((a, b) => byCodePoint(a.path, b.path));
   const streams = all.slice(0, request.limit);
   const last = streams[streams.length - 1];
   return {

@@ -7,7 +7,16 @@ import { SessionError } from "../core/errors";
 import { assertJsonDepth, assertProtoKeysKept } from "../core/json";
 import type { SessionInfo } from "../core/session-schemas";
 import type { ObjectCalls, SessionObject, SessionObjectStorage } from "../durable/internal";
-import { DurableRepo, MAX_APPEND_BYTES, partlyApplied, refuseBody } from "../durable/internal";
+import {
+  DurableRepo,
+  GENERATION_ID_HEADER,
+  MAX_APPEND_BYTES,
+  partlyApplied,
+  REQUEST_ID_HEADER,
+  refuseBody,
+  STREAM_KEY_HEADER,
+  STREAM_TENANT_HEADER,
+} from "../durable/internal";
 import type { AppEnv } from "./env";
 import { ErrorEnvelope } from "./errors";
 
@@ -183,6 +192,23 @@ export async function refuseLargeAppend(c: Context<AppEnv>): Promise<void> {
   if (declared !== undefined && Number(declared) > MAX_APPEND_BYTES) {
     await refuseBody(c.req.raw.body, MAX_APPEND_BYTES);
   }
+}
+
+/** The headers by which the router tells an object what it decided: a client's own are never passed on. */
+const ROUTER_HEADERS = [REQUEST_ID_HEADER, GENERATION_ID_HEADER, STREAM_TENANT_HEADER, STREAM_KEY_HEADER];
+
+/**
+ * The client's request as an object's `fetch` is handed it: authenticated already, so without its
+ * credential, and carrying the request's id and `told` (what the router decided) as the router's
+ * headers, in place of any the client sent by those names.
+ */
+export function forObject(c: Context<AppEnv>, told: Readonly<Record<string, string>> = {}): Request {
+  const headers = new Headers(c.req.raw.headers);
+  headers.delete("Authorization");
+  for (const name of ROUTER_HEADERS) headers.delete(name);
+  headers.set(REQUEST_ID_HEADER, c.get("requestId"));
+  for (const [name, value] of Object.entries(told)) headers.set(name, value);
+  return new Request(c.req.raw, { headers });
 }
 
 /**

@@ -3,6 +3,7 @@ import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sessionObjectName } from "../../src/durable/internal";
 import worker from "../../src/worker";
+import { appendText, openGeneration, sessionWithQuestion, snapshot } from "./generation-helpers";
 import { api, createSession, expectError, KEY_A, KEY_A_READ, KEY_B, userMessage } from "./helpers";
 import { connect, type Message, open } from "./socket-helpers";
 
@@ -114,6 +115,26 @@ describe("session events over a WebSocket", () => {
     expect(res.status).toBe(101);
     res.webSocket?.accept();
     res.webSocket?.close(1000, "done");
+  });
+
+  it("opens the socket whatever x-generation-id or x-request-id the client sends (the router's headers to the object)", async () => {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id);
+    await appendText(generation.stream, "chunk");
+    const before = await snapshot(id, generation.stream);
+    for (const sent of ["%", generation.id, encodeURIComponent(generation.id)]) {
+      const watch = await open(`/v1/sessions/${id}/ws?after=0`, {
+        Authorization: `Bearer ${KEY_A}`,
+        "x-generation-id": sent,
+        "x-request-id": "client-chosen",
+      });
+      expect(watch.status, sent).toBe(101);
+      const opening = await watch.until((m) => m.event === "leaf");
+      expect(opening[0], sent).toMatchObject({ event: "session", data: { id } });
+      expect(entrySeqs(opening), sent).toEqual([1]);
+      watch.socket.close(1000, "done");
+    }
+    expect(await snapshot(id, generation.stream)).toEqual(before);
   });
 
   it("opens with a one-time ticket (for browsers), read-only keys included", async () => {

@@ -465,8 +465,9 @@ export class SessionObject extends DurableObject<DurableEnv> {
 
   /**
    * A watcher's WebSocket (the router has authenticated it): `?after=<seq>&payload=false`; or a
-   * Durable Streams request for a generation's stream (`x-generation-id`), whose answers (pages,
-   * SSE) stream from here block by block as fetch answers do.
+   * Durable Streams request for a generation's stream (`x-generation-id`, a header only the router
+   * sets: a client's own never reaches the object), whose answers (pages, SSE) stream from here
+   * block by block as fetch answers do.
    */
   override async fetch(request: Request): Promise<Response> {
     const generation = request.headers.get(GENERATION_ID_HEADER);

@@ -2,8 +2,17 @@ import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
 import type { ErrorBody } from "../../core/errors";
 import { SessionError } from "../../core/errors";
-import { GENERATION_ID_HEADER, REQUEST_ID_HEADER } from "../../durable/internal";
-import { body, errors, json, notJson, repo, routes, sessionObject, sessionStub } from "../route-kit";
+import {
+  body,
+  errors,
+  forObject,
+  json,
+  notJson,
+  repo,
+  routes,
+  sessionObject,
+  sessionStub,
+} from "../route-kit";
 import { EmptyBody, SessionIdParam } from "../schemas";
 import { ticketFor } from "../socket-ticket";
 
@@ -124,13 +133,8 @@ export const eventRoutes = routes()
       if (c.req.header("Upgrade")?.toLowerCase() !== "websocket") {
         throw new SessionError("invalid_request", "open this with a WebSocket (Upgrade: websocket)");
       }
-      // The object answers the upgrade (already authenticated). What the object reads from headers
-      // is the router's to say: a client's generation id would make the upgrade a stream request.
-      const headers = new Headers(c.req.raw.headers);
-      headers.delete(GENERATION_ID_HEADER);
-      headers.set(REQUEST_ID_HEADER, c.get("requestId"));
-      const upgrade = new Request(c.req.raw, { headers });
-      const answer = await sessionStub(c, c.req.valid("param").sid).fetch(upgrade);
+      // The object answers the upgrade.
+      const answer = await sessionStub(c, c.req.valid("param").sid).fetch(forObject(c));
       // A refusal becomes HTTP here, as every other error (with its request id and Retry-After).
       if (!answer.webSocket) throw SessionError.from(((await answer.json()) as { error: ErrorBody }).error);
       // The object's answer has headers fixed; later middleware (CORS) adds to a copy.

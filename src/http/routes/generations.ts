@@ -8,13 +8,14 @@ import {
   MAX_GENERATION_BYTES,
   OpenGenerationBody,
 } from "../../core/generations/generation-schemas";
-import { GENERATION_ID_HEADER, MAX_APPEND_BYTES, REQUEST_ID_HEADER } from "../../durable/internal";
+import { GENERATION_ID_HEADER, MAX_APPEND_BYTES } from "../../durable/internal";
 import type { AppEnv } from "../env";
 import {
   body,
   conflict,
   errors,
   failure,
+  forObject,
   json,
   passedOn,
   refuseLargeAppend,
@@ -70,12 +71,8 @@ async function toGenerationStream(c: Context<AppEnv>): Promise<Response> {
   const gid = c.req.param("gid") as string;
   await refuseLargeAppend(c);
   const stub = sessionStub(c, sid);
-  // Handed to the session's object, authenticated already, naming the generation.
-  const headers = new Headers(c.req.raw.headers);
-  headers.delete("Authorization");
-  headers.set(GENERATION_ID_HEADER, encodeURIComponent(gid));
-  headers.set(REQUEST_ID_HEADER, c.get("requestId"));
-  return passedOn(c, await stub.fetch(new Request(c.req.raw, { headers })));
+  const request = forObject(c, { [GENERATION_ID_HEADER]: encodeURIComponent(gid) });
+  return passedOn(c, await stub.fetch(request));
 }
 
 const app = routes()

@@ -2,7 +2,6 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { SessionError } from "../../core/errors";
 import {
-  REQUEST_ID_HEADER,
   SAFETY_HEADERS,
   STREAM_KEY_HEADER,
   STREAM_TENANT_HEADER,
@@ -11,7 +10,7 @@ import {
   tenantEnv,
 } from "../../durable/internal";
 import type { AppEnv } from "../env";
-import { passedOn, refuseLargeAppend } from "../route-kit";
+import { forObject, passedOn, refuseLargeAppend } from "../route-kit";
 import { describeStreams } from "./stream-docs";
 
 /*
@@ -33,11 +32,6 @@ async function toStream(c: Context<AppEnv>): Promise<Response> {
   const key = streamKeyOf(new URL(c.req.url).pathname);
   await refuseLargeAppend(c);
   const { tenant } = c.get("caller");
-  const headers = new Headers(c.req.raw.headers);
-  headers.delete("Authorization");
-  headers.set(STREAM_TENANT_HEADER, encodeURIComponent(tenant));
-  headers.set(STREAM_KEY_HEADER, encodeURIComponent(key));
-  headers.set(REQUEST_ID_HEADER, c.get("requestId"));
   // The tenant's streams, in its jurisdiction (placed-env.ts).
   const streams = tenantEnv(c.env, tenant).STREAMS;
   if (streams === undefined) {
@@ -45,7 +39,11 @@ async function toStream(c: Context<AppEnv>): Promise<Response> {
     throw new SessionError("misconfigured", "this service has no STREAMS binding; streams are not served");
   }
   const stub = streams.getByName(streamObjectName(tenant, key));
-  return passedOn(c, await stub.fetch(new Request(c.req.raw, { headers })));
+  const request = forObject(c, {
+    [STREAM_TENANT_HEADER]: encodeURIComponent(tenant),
+    [STREAM_KEY_HEADER]: encodeURIComponent(key),
+  });
+  return passedOn(c, await stub.fetch(request));
 }
 
 const app = new OpenAPIHono<AppEnv>();

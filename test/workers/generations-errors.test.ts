@@ -87,6 +87,28 @@ describe("bad input to a generation changes nothing", () => {
     );
   });
 
+  it("serves its stream under a path spelled with percent-escapes, and refuses ids that are not ids", async () => {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id);
+    await appendText(generation.stream, "abc");
+    const escaped = `/v1/sessions/${id}/%67enerations/${generation.id}/%73tream`;
+    expect((await readAll(escaped)).text).toBe("abc");
+    expect((await appendText(escaped, "def")).status).toBe(204);
+    expect((await readAll(generation.stream)).text).toBe("abcdef");
+    const before = await snapshot(id, generation.stream);
+    for (const gid of ["a%2Fb", `${generation.id}%20`, "%3A%3A%3A".repeat(50)]) {
+      const path = `/v1/sessions/${id}/generations/${gid}/stream`;
+      expectStreamError(await call("GET", path), 400, "invalid_request");
+      expectStreamError(await appendText(path, "x"), 400, "invalid_request");
+    }
+    expectStreamError(
+      await appendText(`/v1/sessions/not%20an%20id/generations/${generation.id}/%73tream`, "x"),
+      400,
+      "invalid_request",
+    );
+    expect(await snapshot(id, generation.stream)).toEqual(before);
+  });
+
   it("refuses a producer's sequence gap, and answers its retry as a duplicate written once", async () => {
     const { id } = await sessionWithQuestion();
     const generation = await openGeneration(id);

@@ -1,7 +1,9 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import * as z from "zod";
+import { zodDetails } from "../../core/append";
 import { Id, StoredEntry } from "../../core/entries";
+import { SessionError } from "../../core/errors";
 import {
   CompleteGenerationBody,
   GenerationInfo,
@@ -65,10 +67,15 @@ const outcomeResponses = {
   ),
 };
 
+/** The route's `sid` and `gid`, as Hono matched them (each segment decoded), checked as ids. */
+function generationParams(c: Context<AppEnv>): z.infer<typeof GenerationParams> {
+  const params = GenerationParams.safeParse(c.req.param());
+  if (!params.success) throw new SessionError("invalid_request", "invalid path", zodDetails(params.error));
+  return params.data;
+}
+
 async function toGenerationStream(c: Context<AppEnv>): Promise<Response> {
-  // The route's own segments, decoded as the router matched them (`%73tream` is `stream`).
-  const sid = c.req.param("sid") as string;
-  const gid = c.req.param("gid") as string;
+  const { sid, gid } = generationParams(c);
   await refuseLargeAppend(c);
   const stub = sessionStub(c, sid);
   const request = forObject(c, { [GENERATION_ID_HEADER]: encodeURIComponent(gid) });

@@ -152,12 +152,14 @@ const capJsonBody = honoBodyLimit({
 });
 
 /**
- * Gets JSON bodies ready for validation. Every POST, PUT and PATCH must declare application/json,
- * an empty body included: browsers send other types from other sites without asking first, so a
- * route accepting them would be open to forged requests. Refuses other media types (415) and
- * bodies over 32 MiB (413, Hono's body limit). An empty body (none, or `Content-Length: 0`) stands
- * for `{}`; the route's validator parses the rest. A POST to one of `ndjsonPaths` takes
- * `application/x-ndjson` (or `application/jsonl`) instead, and reads its own body.
+ * Gets JSON bodies ready for validation. A POST, PUT or PATCH with a body must declare
+ * application/json: browsers send other types from other sites without asking first, so a route
+ * accepting them would be open to forged requests. Refuses other media types (415) and bodies over
+ * 32 MiB (413, Hono's body limit). An empty body (none, or `Content-Length: 0`) stands for `{}`,
+ * declared as application/json or as nothing at all (`curl -X POST`, a client generated for a route
+ * without a body); one declared as another type is refused like any other. The route's validator
+ * parses the rest. A POST to one of `ndjsonPaths` takes `application/x-ndjson` (or
+ * `application/jsonl`) instead, and reads its own body.
  */
 export const jsonBody =
   (ndjsonPaths: readonly string[] = []): MiddlewareHandler<AppEnv> =>
@@ -171,13 +173,16 @@ export const jsonBody =
       if (NDJSON_TYPE.test(type)) return next();
       throw unsupported("send the file as application/x-ndjson (or application/jsonl)");
     }
-    if (!JSON_TYPE.test(type)) throw unsupported("send the body as application/json");
     const declared = c.req.header("Content-Length");
-    if (!c.req.raw.body || declared === "0") {
-      c.req.raw = new Request(c.req.raw, { body: "{}" });
-    } else if (declared === undefined) {
-      return chunkedJsonBody(c, next);
+    const empty = !c.req.raw.body || declared === "0";
+    if (empty && (type === "" || JSON_TYPE.test(type))) {
+      const headers = new Headers(c.req.raw.headers);
+      headers.set("Content-Type", "application/json");
+      c.req.raw = new Request(c.req.raw, { headers, body: "{}" });
+      return capJsonBody(c, next);
     }
+    if (!JSON_TYPE.test(type)) throw unsupported("send the body as application/json");
+    if (declared === undefined) return chunkedJsonBody(c, next);
     return capJsonBody(c, next);
   };
 

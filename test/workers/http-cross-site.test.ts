@@ -142,11 +142,11 @@ describe("cross-site requests", () => {
 });
 
 describe("content types", () => {
-  it("takes JSON routes only as application/json, an empty body included, writing nothing otherwise", async () => {
+  it("takes JSON bodies only as application/json, writing nothing otherwise", async () => {
     const local = localEnv();
     const cases: Array<[Record<string, string>, string | undefined]> = [
-      [{}, undefined],
       [{}, "{}"],
+      [{ "Content-Type": "text/plain;charset=UTF-8" }, undefined],
       [{ "Content-Type": "text/plain;charset=UTF-8" }, JSON.stringify({ id: "plain" })],
       [{ "Content-Type": "application/x-www-form-urlencoded" }, "id=form"],
       [{ "Content-Type": "multipart/form-data; boundary=x" }, "--x--"],
@@ -159,12 +159,65 @@ describe("content types", () => {
     const json = { "Content-Type": "application/json" };
     const id = sid();
     expect((await send(local, "POST", "/v1/sessions", json, JSON.stringify({ id }))).status).toBe(201);
-    expect((await send(local, "POST", `/v1/sessions/${id}/compact`, {})).status).toBe(415);
+    expect((await send(local, "POST", `/v1/sessions/${id}/compact`, {}, "{}")).status).toBe(415);
     expect(
       (await send(local, "POST", `/v1/sessions/${id}/compact`, { "Content-Type": "text/plain" }, "")).status,
     ).toBe(415);
     expect(await sessionsAfterMarker(local)).toEqual([id]);
     expect((await send(local, "GET", `/v1/sessions/${id}`, {})).body.entryCount).toBe(0);
+  });
+
+  it("takes a request without a body and without a type as {}, as curl -X POST sends it", async () => {
+    const local = localEnv();
+    const id = sid();
+    const json = { "Content-Type": "application/json" };
+    expect((await send(local, "POST", "/v1/sessions", json, JSON.stringify({ id }))).status).toBe(201);
+    const ticket = await send(local, "POST", `/v1/sessions/${id}/tickets`, {});
+    expect(ticket.status, ticket.text).toBe(201);
+    expect(ticket.body.url).toBe(`/v1/sessions/${id}/ws?ticket=${ticket.body.ticket}`);
+    expect((await send(local, "DELETE", `/v1/sessions/${id}`, {})).status).toBe(204);
+    // The same request from a page on another site (fetch, no-cors, no body) is still refused.
+    const { "Content-Type": _, ...bodiless } = noCors(EVIL);
+    const forged = await send(local, "POST", `/v1/sessions/${id}/restore`, bodiless);
+    expect(forged.status, forged.text).toBe(403);
+    expect(forged.body.error.code).toBe("forbidden");
+    expect((await send(local, "GET", `/v1/sessions/${id}`, {})).status).toBe(404);
+    const restored = await send(local, "POST", `/v1/sessions/${id}/restore`, {});
+    expect(restored.status, restored.text).toBe(200);
+    expect(restored.body.id).toBe(id);
+    const renamed = await send(local, "PATCH", `/v1/sessions/${id}`, {});
+    expect(renamed.status, renamed.text).toBe(200);
+    expect(renamed.body.entryCount).toBe(0);
+    expect(await sessionsAfterMarker(local)).toEqual([id]);
+  });
+
+  it("reads the import path as NDJSON only for an import: a session named import takes JSON", async () => {
+    const local = localEnv();
+    const json = { "Content-Type": "application/json" };
+    expect((await send(local, "POST", "/v1/sessions", json, JSON.stringify({ id: "import" }))).status).toBe(
+      201,
+    );
+    const refused = await send(
+      local,
+      "PATCH",
+      "/v1/sessions/import",
+      { "Content-Type": "application/x-ndjson" },
+      JSON.stringify({ name: "as ndjson" }),
+    );
+    expect(refused.status, refused.text).toBe(415);
+    expect(refused.body.error.code).toBe("unsupported_format");
+    const untouched = (await send(local, "GET", "/v1/sessions/import", {})).body;
+    expect(untouched.name).toBeUndefined();
+    expect(untouched.entryCount).toBe(0);
+    const renamed = await send(
+      local,
+      "PATCH",
+      "/v1/sessions/import",
+      json,
+      JSON.stringify({ name: "Imports" }),
+    );
+    expect(renamed.status, renamed.text).toBe(200);
+    expect(renamed.body).toMatchObject({ id: "import", name: "Imports", entryCount: 1 });
   });
 
   it("takes imports only as application/x-ndjson or application/jsonl", async () => {

@@ -118,7 +118,10 @@ export interface DirectoryReport {
   info: SessionInfo;
   /** Which life of the id this is: a deleted and re-created session is a new incarnation. */
   incarnation: string;
-  /** Grows with every write to the session; older reports are ignored. */
+  /**
+   * Grows with every write to the session, and when its text is all indexed for search (what
+   * `search` carries changes then); a report of a version the shard holds already is ignored.
+   */
   version: number;
   /** The tenant and shard the report goes to (the shard learns who it is from them). */
   tenant?: string;

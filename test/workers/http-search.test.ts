@@ -1,4 +1,4 @@
-import { evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
@@ -412,7 +412,7 @@ describe("searching a session", () => {
 });
 
 interface Result {
-  session: { id: string; name?: string };
+  session: { id: string; name?: string; copying?: unknown };
   score: number;
   matches: { field: string; snippet: string; highlights: [number, number][] }[];
 }
@@ -485,6 +485,72 @@ describe("searching the tenant", () => {
     expect((await api("POST", `/v1/sessions/${id}/restore`, { body: {} })).status).toBe(200);
     await eventually(async () => {
       expect((await tenantSearch("quokka")).body.results.map((r) => r.session.id)).toEqual([id]);
+    });
+  });
+
+  it("finds a fork by its text once its copy is done, whether its alarm or a search of it copied the rest", async () => {
+    const id = await createSession();
+    // Longer than a page of the copy: a fork holds its head at first, the rest once copied.
+    const turns = Array.from({ length: 12 }, (_, n) => {
+      const text = `${n === 1 ? "a quoll answer" : "filler"} ${"lorem ipsum ".repeat(40)}`;
+      return { id: `m${n}`, ...(n % 2 ? assistantMessage(text) : userMessage(text)) };
+    });
+    const entries = [...turns, { id: "a", ...assistantMessage("the pangolin rolled into a ball") }];
+    expect((await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } })).status).toBe(201);
+    const fork = async () => {
+      const forkId = sid("fork");
+      const res = await api("POST", `/v1/sessions/${id}/fork`, { body: { entryId: "a", id: forkId } });
+      expect(res.status, res.text).toBe(201);
+      expect(res.body.copying).toBeDefined();
+      return forkId;
+    };
+    const copying = async (forkId: string) => (await api("GET", `/v1/sessions/${forkId}`)).body.copying;
+
+    // Copied by its alarm, then indexed by it.
+    const copied = await fork();
+    for (let step = 0; (await copying(copied)) !== undefined; step++) {
+      expect(step).toBeLessThan(100);
+      await runDurableObjectAlarm(env.SESSIONS.getByName(sessionObjectName("tenant-a", copied)));
+    }
+    await eventually(async () => {
+      const found = (await tenantSearch("pangolin")).body.results;
+      expect(found.map((r) => r.session.id).sort()).toEqual([id, copied].sort());
+      // Listed as it is now: its copy done.
+      expect(found.find((r) => r.session.id === copied)?.session.copying).toBeUndefined();
+    });
+
+    // Searched while copying: the search waits for the rest of the path and indexes it all.
+    const searched = await fork();
+    expect((await search(searched, q("quoll"))).body.hits.map((h) => h.entryId)).toEqual(["m1"]);
+    expect((await search(searched, q("pangolin"))).body.hits.map((h) => h.entryId)).toEqual(["a"]);
+    expect(await copying(searched)).toBeUndefined();
+    await eventually(async () => {
+      const found = (await tenantSearch("quoll")).body.results;
+      expect(found.map((r) => r.session.id).sort()).toEqual([id, copied, searched].sort());
+    });
+  });
+
+  it("finds an imported session by the words of its last entries, indexed after the import", async () => {
+    const id = sid("import");
+    const at = (n: number) => new Date(Date.UTC(2026, 0, 1) + n * 1000).toISOString();
+    const lines: unknown[] = [{ type: "session", format: "cf-session", version: 1, id, createdAt: at(0) }];
+    // More entries than a write indexes in its own transaction (64): they are indexed after the import.
+    for (let n = 0; n < 300; n++) {
+      const text = n >= 297 ? `at last the quetzal ${n}` : `turn ${n}`;
+      lines.push({
+        id: `e${n}`,
+        parentId: n === 0 ? null : `e${n - 1}`,
+        timestamp: at(n + 1),
+        ...(n % 2 ? assistantMessage(text) : userMessage(text)),
+      });
+    }
+    const imported = await api("POST", `/v1/sessions/import?id=${id}`, {
+      raw: `${lines.map((line) => JSON.stringify(line)).join("\n")}\n`,
+      headers: { "Content-Type": "application/x-ndjson" },
+    });
+    expect(imported.status, imported.text).toBe(201);
+    await eventually(async () => {
+      expect((await tenantSearch("quetzal")).body.results.map((r) => r.session.id)).toEqual([id]);
     });
   });
 

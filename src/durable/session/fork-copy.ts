@@ -137,7 +137,8 @@ export class ForkCopy {
     await blobs.claimCopied(page.blobRefs);
     storageWork(() => session.writes.copyPage(from, page));
     if (page.next === null) {
-      // The directory hears of the whole fork, and its entries are indexed for search.
+      // Its entries are indexed for search; the directory hears of the whole fork, and of its text
+      // once indexed (the indexing's last step raises the session's version).
       this.#reports.schedule();
       this.#object.alarm.armSoon("schedule_search_indexing");
       await this.release().catch((error) => this.#object.telemetry.logFailure("fork_release", error));

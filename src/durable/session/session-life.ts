@@ -302,6 +302,7 @@ export class SessionLife {
       await this.delete(recoveryWindowMs(placed));
       return true;
     }
+    // The step that indexes the last raises the version: the alarm's report, next, carries the text.
     const started = Date.now();
     while (session.writes.searchBackfillPending && Date.now() - started < BACKFILL_BUDGET_MS) {
       session.writes.searchBackfillStep();

@@ -388,7 +388,13 @@ export class SessionObject extends DurableObject<DurableEnv> {
 
   /** @internal */
   search(options: SessionSearchOptions): Promise<Result<SessionSearchPage>> {
-    return this.#calls.run((session) => session.reads.search(options));
+    return this.#calls.run((session) => {
+      const { version } = session.state;
+      const page = session.reads.search(options);
+      // It indexed the last of what waited to be: the directory hears of the text it searches.
+      if (session.state.version !== version) this.#reports.schedule();
+      return page;
+    });
   }
 
   /**

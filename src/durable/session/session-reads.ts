@@ -189,9 +189,24 @@ export class SessionReads {
   search(options: SessionSearchOptions): SessionSearchPage {
     this.#whole();
     const { leafId } = this.#parts.row.live();
-    while (this.#parts.search.backfillPending)
-      this.#parts.storage.transactionSync(() => this.#parts.search.backfillStep());
+    while (this.#parts.search.backfillPending) this.indexStep();
     return this.#parts.search.search(options, leafId);
+  }
+
+  /**
+   * Indexes for search one bounded step of what waits to be (its own transaction); true when more
+   * remain. The step that indexes the last of it raises the session's version: the text its
+   * directory searches is complete only now (a fork's, an import's, a large write's), and a report
+   * of that text at the version reported before it would be ignored.
+   */
+  indexStep(): boolean {
+    const { storage, search, row } = this.#parts;
+    if (!search.backfillPending) return false;
+    return storage.transactionSync(() => {
+      const more = search.backfillStep();
+      if (!more) row.raiseVersion();
+      return more;
+    });
   }
 
   /** What the tenant's directory searches of this session. */

@@ -4,9 +4,11 @@ import type { SessionObjectState } from "./object-state";
 
 /*
  * What a session tells its directory shard: its info, counts and a digest of its text, after its
- * writes (writes within DIRECTORY_SYNC_MS are reported together, by the object's alarm), and at
- * once when a fork or an import is complete. A report that fails is tried again with backoff until
- * it gets through; the session never waits for its directory.
+ * writes (writes within DIRECTORY_SYNC_MS are reported together, by the object's alarm), at once
+ * when a fork or an import is complete, and again once what a large write, a fork or an import
+ * left to index for search is indexed (the text it reports is complete only then). A report that
+ * fails is tried again with backoff until it gets through; the session never waits for its
+ * directory.
  *
  * Deleting and restoring change the session first and owe the directory the news (a removal, or a
  * return before the next report), kept with the session in the same transaction: a call to the

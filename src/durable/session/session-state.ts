@@ -133,6 +133,17 @@ export class SessionRow {
     this.#state = { tenant, incarnation, header, leafId: null, stats, version: 1, nextSeq: 1 };
   }
 
+  /**
+   * Raises the version the directory orders the session's reports by, in the transaction of a
+   * change that no write made but a report shows: a report of a version the directory holds
+   * already is ignored.
+   */
+  raiseVersion(): void {
+    const state = this.live();
+    this.#sql`UPDATE session SET version = ${state.version + 1}`;
+    state.version++;
+  }
+
   /** Forgets the state after the object's storage was deleted. */
   forget(): void {
     this.#state = undefined;

@@ -76,11 +76,11 @@ export class SessionWrites {
     );
   }
 
-  /** Indexes one bounded step of them; true when more remain. */
+  /** Indexes one bounded step of them (see `SessionReads.indexStep`); true when more remain. */
   searchBackfillStep(): boolean {
     this.#parts.row.live();
     if (this.#parts.copy.copying) return false;
-    return this.#parts.storage.transactionSync(() => this.#parts.search.backfillStep());
+    return this.#reads.indexStep();
   }
 
   /**

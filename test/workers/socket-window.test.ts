@@ -1,9 +1,9 @@
 import { runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sessionObjectName } from "../../src/durable/internal";
 import { SOCKET_ACK_CHARS, SOCKET_WINDOW_CHARS } from "../../src/durable/session/event-sockets";
-import { api, createSession } from "./helpers";
+import { api, createSession, KEY_A } from "./helpers";
 import { type Message, open } from "./socket-helpers";
 
 /*
@@ -36,6 +36,17 @@ async function outstanding(id: string): Promise<number[]> {
       const attachment = socket.deserializeAttachment() as { sent: number; acked: number };
       return attachment.sent - attachment.acked;
     }),
+  );
+}
+
+/** The session's sockets as its object holds them: open or not, and taking live events or not. */
+async function sockets(id: string): Promise<{ ready: number; live: boolean }[]> {
+  const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+  return runInDurableObject(stub, (_instance, state) =>
+    state.getWebSockets("events").map((socket) => ({
+      ready: socket.readyState,
+      live: (socket.deserializeAttachment() as { live: boolean }).live,
+    })),
   );
 }
 
@@ -117,5 +128,43 @@ describe("a WebSocket watcher's window", () => {
       body: { type: "message", message: { role: "user", content: "next", timestamp: 1 } },
     });
     await expect(watch.until((m) => m.event === "entry", 2000)).rejects.toThrow(/closed: 4008/);
+  });
+
+  it("lets a watcher closed as too slow hold back no other: the next events and the deletion reach the rest", async () => {
+    const id = await createSession();
+    // Never read: its close is never answered, so the object keeps it (closing) among its sockets.
+    const silent = await exports.default.fetch(`http://sessions.test/v1/sessions/${id}/ws?after=0`, {
+      headers: { Upgrade: "websocket", Authorization: `Bearer ${KEY_A}` },
+    });
+    expect(silent.status).toBe(101);
+    const watch = await open(`/v1/sessions/${id}/ws?after=0`);
+    await watch.until((m) => m.event === "leaf");
+    const seqs: number[] = [];
+    for (let batch = 0; (await sockets(id)).every((socket) => socket.ready === WebSocket.OPEN); batch++) {
+      expect(batch).toBeLessThan(BATCHES);
+      await appendBatch(id, batch);
+      const got = await watch.until((m) => m.event === "leaf");
+      seqs.push(...(entrySeqs(got) as number[]));
+      const ack = got[got.length - 1]?.data.ack;
+      if (typeof ack === "string") watch.socket.send(JSON.stringify({ ack }));
+    }
+    expect(await sockets(id)).toEqual([
+      { ready: WebSocket.CLOSING, live: false },
+      { ready: WebSocket.OPEN, live: true },
+    ]);
+    await appendBatch(id, BATCHES);
+    seqs.push(...(entrySeqs(await watch.until((m) => m.event === "leaf")) as number[]));
+    expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
+    // A header change (no entry) goes to every live socket at once.
+    const patched = await api("PATCH", `/v1/sessions/${id}`, { body: { metadata: { stage: "two" } } });
+    expect(patched.status).toBe(200);
+    const header = await watch.until((m) => m.event === "session", 2000);
+    expect(header).toEqual([
+      { event: "session", data: expect.objectContaining({ metadata: { stage: "two" } }) },
+    ]);
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    expect((await watch.until((m) => m.event === "deleted", 2000))[0]?.data).toEqual({ id });
+    silent.webSocket?.accept();
+    silent.webSocket?.close(1000, "done");
   });
 });

@@ -76,10 +76,13 @@ interface SocketState {
 export class EventSockets {
   readonly #ctx: DurableObjectState;
   readonly #source: EventSource;
+  readonly #onFailure: (error: unknown) => void;
 
-  constructor(ctx: DurableObjectState, source: EventSource) {
+  /** `onFailure` hears of a socket that could not be sent to (it is closed, the others still served). */
+  constructor(ctx: DurableObjectState, source: EventSource, onFailure: (error: unknown) => void) {
     this.#ctx = ctx;
     this.#source = source;
+    this.#onFailure = onFailure;
   }
 
   /** The sockets watching now (those the object woke with included). */
@@ -109,6 +112,8 @@ export class EventSockets {
    * replay that stopped with `more`), with the token of the last round it was sent.
    */
   message(socket: WebSocket, request: WatcherMessage): void {
+    // Messages sent before a close arrive after it (a refusal's among them): none is answered.
+    if (socket.readyState !== WebSocket.OPEN) return;
     const state = socket.deserializeAttachment() as SocketState | null;
     if (state && typeof request.ack === "string" && request.after === undefined) {
       // A repeated acknowledgement, or one a resume overtook, changes nothing.
@@ -182,10 +187,10 @@ export class EventSockets {
   /** A durable write's events (seqs `first` to `last`), to each live socket that has read up to it. */
   deliver(write: WrittenEvents, first: number, last: number): void {
     let messages: { full: string[]; light: string[]; info: string[] } | undefined;
-    for (const socket of this.all()) {
+    this.#eachOpen((socket) => {
       const state = socket.deserializeAttachment() as SocketState | null;
       // A socket still replaying (or told to ask again) reads these from storage itself.
-      if (!state?.live || state.cursor !== first - 1) continue;
+      if (!state?.live || state.cursor !== first - 1) return;
       messages ??= {
         full: write.full.map(socketMessage),
         light: write.light.map(socketMessage),
@@ -193,7 +198,7 @@ export class EventSockets {
       };
       const entries = state.payload ? messages.full : messages.light;
       this.#sendLive(socket, state, entries, write.leaf, messages.info, last);
-    }
+    });
   }
 
   /**
@@ -214,7 +219,7 @@ export class EventSockets {
     const outstanding = state.sent - state.acked;
     const buffered = typeof socket.bufferedAmount === "number" && socket.bufferedAmount > MAX_SOCKET_BUFFERED;
     if (buffered || (outstanding > 0 && outstanding + size > SOCKET_WINDOW_CHARS)) {
-      socket.close(SLOW_WATCHER_CODE, "slow: resume from the last seq");
+      closeSocket(socket, SLOW_WATCHER_CODE, "slow: resume from the last seq");
       return;
     }
     let ask = state.ask;
@@ -236,21 +241,50 @@ export class EventSockets {
   /** An event for every live socket (counted in what it has to acknowledge). */
   deliverAll(event: SessionEvent): void {
     const message = socketMessage(event);
-    for (const socket of this.all()) {
+    this.#eachOpen((socket) => {
       const state = socket.deserializeAttachment() as SocketState | null;
-      if (!state?.live) continue;
+      if (!state?.live) return;
       socket.send(message);
       socket.serializeAttachment({ ...state, sent: state.sent + message.length });
-    }
+    });
   }
 
   /** The session is gone: every socket gets `event` (`deleted`) and is closed. */
   closeAll(event: SessionEvent): void {
-    for (const socket of this.all()) {
-      socket.send(socketMessage(event));
+    const message = socketMessage(event);
+    this.#eachOpen((socket) => {
+      socket.send(message);
       socket.close(1000, "deleted");
+    });
+  }
+
+  /**
+   * Runs `send` for each socket still open. One this side closed stays listed until its watcher
+   * answers the close, and sending to it throws; a socket that fails is closed, and the sockets
+   * after it are served all the same.
+   */
+  #eachOpen(send: (socket: WebSocket) => void): void {
+    for (const socket of this.all()) {
+      if (socket.readyState !== WebSocket.OPEN) continue;
+      try {
+        send(socket);
+      } catch (error) {
+        this.#onFailure(error);
+        closeSocket(socket, 1011, "could not be sent to: resume from the last seq");
+      }
     }
   }
+}
+
+/**
+ * Closes a socket from this side. It is saved as not live first: it stays listed until its
+ * watcher answers the close, and must take no more events.
+ */
+export function closeSocket(socket: WebSocket, code: number, reason: string): void {
+  if (socket.readyState !== WebSocket.OPEN) return;
+  const state = socket.deserializeAttachment() as SocketState | null;
+  if (state?.live) socket.serializeAttachment({ ...state, live: false });
+  socket.close(code, reason);
 }
 
 /**
@@ -258,11 +292,9 @@ export class EventSockets {
  * close with 1008, so that no number of bad messages is ever answered more than once.
  */
 function refuse(socket: WebSocket, reason: string): void {
-  // Messages sent before the close arrive after it: the first is answered, the rest are not.
-  if (socket.readyState !== WebSocket.OPEN) return;
   socket.send(socketMessage({ event: "closed", data: { reason } }));
   // Close reasons are limited to 123 bytes.
-  socket.close(1008, reason.slice(0, 120));
+  closeSocket(socket, 1008, reason.slice(0, 120));
 }
 
 /*

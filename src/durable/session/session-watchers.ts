@@ -8,6 +8,7 @@ import { SSE_KEEP_ALIVE } from "../../core/sse";
 import type { EventSource, WrittenEvents } from "./event-sockets";
 import {
   checkResumePoint,
+  closeSocket,
   EventSockets,
   entryEvent,
   REPLAY_PAGE,
@@ -148,7 +149,7 @@ export class SessionWatchers {
       } catch (error) {
         // The round could not be sent whole: the watcher reconnects (with its backoff) and resumes.
         await this.#telemetry.logFailure("read_blobs", error);
-        socket.close(1011, "blobs unavailable: resume from the last seq");
+        closeSocket(socket, 1011, "blobs unavailable: resume from the last seq");
         return;
       }
     }
@@ -199,7 +200,7 @@ export class EventHub {
     this.#ctx = ctx;
     this.#source = source;
     this.#onFailure = onFailure;
-    this.sockets = new EventSockets(ctx, source);
+    this.sockets = new EventSockets(ctx, source, onFailure);
   }
 
   /** Watchers now: streams and sockets. */
@@ -307,12 +308,14 @@ export class EventHub {
   deleted(id: string): void {
     for (const stream of this.#streams) stream.stopReplay();
     const event: SessionEvent = { event: "deleted", data: { id } };
-    this.#delivery = this.#delivery.then(() => {
-      for (const stream of this.#streams) stream.push(sseFrame(event), true);
-      this.#streams.clear();
-      this.#stopHeartbeat();
-      this.sockets.closeAll(event);
-    });
+    this.#delivery = this.#delivery
+      .then(() => {
+        for (const stream of this.#streams) stream.push(sseFrame(event), true);
+        this.#streams.clear();
+        this.#stopHeartbeat();
+        this.sockets.closeAll(event);
+      })
+      .catch((error: unknown) => this.#onFailure(error));
   }
 
   #afterDurable(send: () => void): void {

@@ -3,7 +3,7 @@ import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sessionObjectName } from "../../src/durable/internal";
 import worker from "../../src/worker";
-import { appendText, openGeneration, sessionWithQuestion, snapshot } from "./generation-helpers";
+import { appendText, endGeneration, openGeneration, sessionWithQuestion, snapshot } from "./generation-helpers";
 import { api, createSession, expectError, KEY_A, KEY_A_READ, KEY_B, userMessage } from "./helpers";
 import { connect, type Message, open } from "./socket-helpers";
 
@@ -101,6 +101,34 @@ describe("session events over a WebSocket", () => {
     // Asking again without reading the last round's end (no token) is not served.
     watch.socket.send(JSON.stringify({ after: 0 }));
     await expect(watch.until((m) => m.event === "entry", 1000)).rejects.toThrow(/closed: 1008/);
+  });
+
+  it("tells a socket that replayed in rounds of the answers that started meanwhile, once it caught up", async () => {
+    const id = await createSession();
+    const big = "z".repeat(300 * 1024);
+    for (let i = 0; i < 8; i++) await append(id, `${i} ${big}`);
+    const watch = await open(`/v1/sessions/${id}/ws?after=0`);
+    const opening = await watch.until((m) => m.event === "more");
+    expect(opening.filter((m) => m.event === "generation")).toEqual([]);
+    // Started while the socket replays: its live `generation` event goes only to live sockets.
+    const generation = await openGeneration(id);
+    let next = opening[opening.length - 1]?.data;
+    for (;;) {
+      watch.socket.send(JSON.stringify({ after: next.after, token: next.token }));
+      const got = await watch.until((m) => m.event === "more" || m.event === "leaf");
+      expect(got.filter((m) => m.event === "generation")).toEqual([]);
+      const last = got[got.length - 1];
+      if (last?.event === "leaf") break;
+      next = last?.data;
+    }
+    const standing = await watch.until((m) => m.event === "generation", 2000);
+    expect(standing.map((m) => m.event)).toEqual(["session", "generation"]);
+    expect(standing[1]?.data).toMatchObject({ id: generation.id, state: "open" });
+    // From now on it hears of the answer live.
+    expect((await endGeneration(id, generation.id, "stop")).status).toBe(201);
+    const stopped = await watch.until((m) => m.event === "generation" && m.data.state !== "open");
+    expect(stopped[stopped.length - 1]?.data).toMatchObject({ id: generation.id, state: "stopped" });
+    watch.socket.close(1000, "done");
   });
 
   it("upgrades with CORS origins configured (the answer's headers are copied, not changed)", async () => {

@@ -100,11 +100,19 @@ export class EventSockets {
     }
     this.#ctx.acceptWebSocket(socket, [EVENT_SOCKET_TAG]);
     const state: SocketState = { payload, cursor: after, live: false, token: "", sent: 0, acked: 0 };
+    this.#sendStanding(socket);
+    this.#catchUp(socket, state);
+  }
+
+  /**
+   * Where the session stands apart from its entries: its info (automatic compaction's status
+   * included) and each answer being written.
+   */
+  #sendStanding(socket: WebSocket): void {
     socket.send(socketMessage({ event: "session", data: this.#source.info() }));
     for (const generation of this.#source.openGenerations()) {
       socket.send(socketMessage({ event: "generation", data: generation }));
     }
-    this.#catchUp(socket, state);
   }
 
   /**
@@ -138,10 +146,9 @@ export class EventSockets {
       return;
     }
     this.#catchUp(socket, { ...state, cursor: request.after, live: false });
-    // Header changes while it was not live reached only live sockets: say where it stands now.
-    if ((socket.deserializeAttachment() as SocketState).live) {
-      socket.send(socketMessage({ event: "session", data: this.#source.info() }));
-    }
+    // Changes besides entries (header, answers, compaction) reached only live sockets while it
+    // replayed: on catching up it hears where the session stands now.
+    if ((socket.deserializeAttachment() as SocketState).live) this.#sendStanding(socket);
   }
 
   /**
@@ -314,7 +321,7 @@ export interface EventSource {
   info(): SessionInfo;
   /** Entries with `after < seq <= bound`, in order, a page of at most `limit`. */
   entriesAfter(after: number, bound: number, limit: number): StoredEntry[];
-  /** Answers being written now: a watcher is told of each when it starts watching. */
+  /** Answers being written now: a watcher is told of each when it starts watching (a socket, again when it catches up). */
   openGenerations(): GenerationInfo[];
 }
 

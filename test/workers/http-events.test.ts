@@ -1,4 +1,7 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { sessionObjectName } from "../../src/durable/internal";
 import { type ReadEvent, watchEvents } from "./events-helpers";
 import { api, createSession, expectError, KEY_A_READ, KEY_B, userMessage } from "./helpers";
 
@@ -65,6 +68,26 @@ describe("session events (Server-Sent Events)", () => {
     expect(rest[rest.length - 1]).toEqual({ event: "deleted", data: { id } });
     expect(seqsOf(rest).length).toBeLessThan(30);
     expect(await watch.next()).toBeUndefined();
+  });
+
+  it("opens no stream on a fork deleted while the stream waited for its copy (it would never hear `deleted`)", async () => {
+    const source = await createSession();
+    // Forks copy in pages of 2 KiB here: this path is copied in several.
+    const written = await append(source, ...Array.from({ length: 20 }, (_, i) => `${i} ${"f".repeat(500)}`));
+    const forked = await api("POST", `/v1/sessions/${source}/fork`, {
+      body: { entryId: written.leafId, id: `fork-${source}` },
+    });
+    expect(forked.status, forked.text).toBe(201);
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", `fork-${source}`));
+    const outcome = await runInDurableObject(stub, async (instance) => {
+      // A replay from the start waits for the rest of the path; the deletion is made in the meantime.
+      const opening = instance.events(0, true);
+      const deletion = await instance.delete(60_000);
+      const stream = await opening;
+      if (stream.ok) await stream.value.cancel();
+      return { deleted: deletion.ok, error: stream.ok ? undefined : stream.error.code };
+    });
+    expect(outcome).toEqual({ deleted: true, error: "not_found" });
   });
 
   it("takes Last-Event-ID like ?after, and starts live from now without either", async () => {

@@ -3,7 +3,13 @@ import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sessionObjectName } from "../../src/durable/internal";
 import worker from "../../src/worker";
-import { appendText, endGeneration, openGeneration, sessionWithQuestion, snapshot } from "./generation-helpers";
+import {
+  appendText,
+  endGeneration,
+  openGeneration,
+  sessionWithQuestion,
+  snapshot,
+} from "./generation-helpers";
 import { api, createSession, expectError, KEY_A, KEY_A_READ, KEY_B, userMessage } from "./helpers";
 import { connect, type Message, open } from "./socket-helpers";
 
@@ -245,6 +251,45 @@ describe("session events over a WebSocket", () => {
       await watcher.until((message) => message.event === "generation");
       watcher.socket.close(1000, "done");
     }
+  });
+
+  it("admits no socket to a session deleted while its upgrade read blobs (it would never hear `deleted`)", async () => {
+    const id = await createSession();
+    const output = "tool output line\n".repeat(5000); // over BLOB_MIN_BYTES: kept in R2
+    const written = await api("POST", `/v1/sessions/${id}/entries`, {
+      body: {
+        type: "message",
+        message: {
+          role: "toolResult",
+          toolCallId: "call-1",
+          toolName: "bash",
+          content: [{ type: "text", text: output }],
+          isError: false,
+          timestamp: 1,
+        },
+      },
+    });
+    expect(written.status).toBe(201);
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    const outcome = await runInDurableObject(stub, async (instance, state) => {
+      // The upgrade reads its first round's blobs from R2; the deletion is made in the meantime.
+      const upgrade = instance.fetch(
+        new Request("http://sessions.test/ws?after=0", { headers: { Upgrade: "websocket" } }),
+      );
+      const deletion = await instance.delete(60_000);
+      const answer = await upgrade;
+      answer.webSocket?.accept();
+      answer.webSocket?.close(1000, "done");
+      return {
+        deleted: deletion.ok,
+        status: answer.status,
+        error: answer.webSocket
+          ? undefined
+          : ((await answer.json()) as { error: { code: string } }).error.code,
+        sockets: state.getWebSockets("events").length,
+      };
+    });
+    expect(outcome).toEqual({ deleted: true, status: 404, error: "not_found", sockets: 0 });
   });
 
   it("says deleted and closes when the session is deleted", async () => {

@@ -86,6 +86,8 @@ export class SessionWatchers {
     return capture(async () => {
       this.#calls.checkListed();
       if (after !== undefined) await this.#copy.replaying(after);
+      // Deleted meanwhile, the session told its watchers so already: this one would never hear it.
+      this.#calls.checkListed();
       const stream = this.hub.openStream(after ?? this.#session.lastSeq(), payload);
       void this.#watcherMetric("sse");
       // Entries replayed from storage come with references: their values are put back as they pass.
@@ -127,6 +129,8 @@ export class SessionWatchers {
       const after = Number(url.searchParams.get("after") ?? this.#session.lastSeq());
       await this.#copy.replaying(after);
       await this.#blobs.warm(after);
+      // Deleted meanwhile, the session told its watchers so already: this one would never hear it.
+      this.#calls.checkListed();
       this.#socketRound = true;
       try {
         return this.hub.sockets.accept(pair[1], after, url.searchParams.get("payload") !== "false");

@@ -23,6 +23,7 @@ export { DurableRepo } from "./router/repo";
 export { SessionObjectStorage } from "./router/session-object-storage";
 export type { TenantUsage } from "./router/tenant-usage";
 export { dispositionFor, SERVED_BYTES_HEADERS } from "./served-bytes";
+export { SOCKET_TICKET_HEADER } from "./session/event-sockets";
 export { GENERATION_ID_HEADER } from "./session/generations";
 export { SessionObject } from "./session/session-object";
 export { numberSetting } from "./settings";

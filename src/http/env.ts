@@ -45,6 +45,8 @@ export interface RequestVariables {
   caller: Caller;
   /** The caller's `x-request-id` when valid, else one made up; on every answer and error. */
   requestId: string;
+  /** The ticket a WebSocket upgrade was authenticated with: the object uses it up on accepting. */
+  socketTicket?: string;
   /** The session the request is about, when there is one. */
   sessionId?: string;
   /** Bytes of the body, once read (else the log takes its declared Content-Length). */

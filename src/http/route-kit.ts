@@ -14,6 +14,7 @@ import {
   partlyApplied,
   REQUEST_ID_HEADER,
   refuseBody,
+  SOCKET_TICKET_HEADER,
   STREAM_KEY_HEADER,
   STREAM_TENANT_HEADER,
 } from "../durable/internal";
@@ -195,7 +196,13 @@ export async function refuseLargeAppend(c: Context<AppEnv>): Promise<void> {
 }
 
 /** The headers by which the router tells an object what it decided: a client's own are never passed on. */
-const ROUTER_HEADERS = [REQUEST_ID_HEADER, GENERATION_ID_HEADER, STREAM_TENANT_HEADER, STREAM_KEY_HEADER];
+const ROUTER_HEADERS = [
+  REQUEST_ID_HEADER,
+  GENERATION_ID_HEADER,
+  STREAM_TENANT_HEADER,
+  STREAM_KEY_HEADER,
+  SOCKET_TICKET_HEADER,
+];
 
 /**
  * The client's request as an object's `fetch` is handed it: authenticated already, so without its

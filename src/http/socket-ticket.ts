@@ -35,7 +35,11 @@ function readTicket(ticket: string): { tenant: string; secret: string } | undefi
   }
 }
 
-/** On `…/ws?ticket=`: a good ticket makes the caller its tenant, read-only; a bad one is 401. */
+/**
+ * On `…/ws?ticket=`: a good ticket makes the caller its tenant, read-only; a bad one is 401. It is
+ * used up by the object as it accepts the socket, so an upgrade refused before (rate limited, a
+ * bad `after`, too many sockets) leaves it good for the retry.
+ */
 export const socketTicket: MiddlewareHandler<AppEnv> = async (c, next) => {
   const ticket = c.req.query("ticket");
   if (ticket === undefined) return next();
@@ -45,12 +49,13 @@ export const socketTicket: MiddlewareHandler<AppEnv> = async (c, next) => {
   const good =
     read !== undefined &&
     sid !== undefined &&
-    (await new DurableRepo(c.env, read.tenant).stub(sid).redeemTicket(read.secret));
+    (await new DurableRepo(c.env, read.tenant).stub(sid).checkTicket(read.secret));
   if (!good || !read) {
     // Counted like any failed credential: guessing tickets costs as much as guessing keys.
     await limitAuthFailures(c);
     throw new SessionError("unauthorized", "the ticket is unknown, used or expired");
   }
   c.set("caller", { tenant: read.tenant, access: "read" });
+  c.set("socketTicket", read.secret);
   return next();
 };

@@ -185,6 +185,43 @@ describe("session events over a WebSocket", () => {
     expect(again.status).toBe(401);
   });
 
+  it("uses a ticket up only by the socket it opens: an upgrade refused before leaves it good for the retry", async () => {
+    const id = await createSession();
+    await append(id, "a");
+    const minted = await api("POST", `/v1/sessions/${id}/tickets`, { key: KEY_A_READ, body: {} });
+    expect(minted.status, minted.text).toBe(201);
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    const sockets = () =>
+      runInDurableObject(stub, (_instance, state) => state.getWebSockets("events").length);
+    // Refused by the router (no seq), then by the object (a seq past the end): no socket either time.
+    for (const after of ["x", "9"]) {
+      const refused = await connect(`${minted.body.url}&after=${after}`, {});
+      expect(refused.status, refused.text).toBe(400);
+      expect(JSON.parse(refused.text).error.code).toBe("invalid_request");
+      expect(await sockets()).toBe(0);
+    }
+    const watch = await open(`${minted.body.url}&after=0`, {});
+    expect(entrySeqs(await watch.until((m) => m.event === "leaf"))).toEqual([1]);
+    expect(await sockets()).toBe(1);
+    const again = await connect(`${minted.body.url}&after=0`, {});
+    expect(again.status).toBe(401);
+    expect(JSON.parse(again.text).error.code).toBe("unauthorized");
+    expect(await sockets()).toBe(1);
+    // Only the router names a ticket to the object: one a caller sends as a header is dropped.
+    const named = await connect(`/v1/sessions/${id}/ws`, {
+      Authorization: `Bearer ${KEY_A}`,
+      "x-socket-ticket": minted.body.ticket.split(".")[1],
+    });
+    expect(named.status, named.text).toBe(101);
+    named.live?.socket.close(1000, "done");
+    watch.socket.close(1000, "done");
+    // Two upgrades with one ticket at once: one socket.
+    const next = await api("POST", `/v1/sessions/${id}/tickets`, { key: KEY_A_READ, body: {} });
+    const both = await Promise.all([connect(next.body.url, {}), connect(next.body.url, {})]);
+    expect(both.map((attempt) => attempt.status).sort()).toEqual([101, 401]);
+    for (const attempt of both) attempt.live?.socket.close(1000, "done");
+  });
+
   it("refuses a forged ticket, another tenant, and a handshake from another site", async () => {
     const id = await createSession();
     const minted = await api("POST", `/v1/sessions/${id}/tickets`, { body: {} });

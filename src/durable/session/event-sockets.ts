@@ -90,14 +90,21 @@ export class EventSockets {
     return this.#ctx.getWebSockets(EVENT_SOCKET_TAG);
   }
 
-  /** Accepts an event WebSocket and sends it what it missed after `after`. */
-  accept(socket: WebSocket, after: number, payload: boolean): void {
+  /** Throws unless a socket resuming after `after` can be accepted now. */
+  checkAdmission(after: number): void {
     checkResumePoint(this.#source, after);
     if (this.all().length >= MAX_SOCKETS) {
       throw new SessionError("rate_limited", `this session has ${MAX_SOCKETS} watching sockets already`, {
         retryAfterSeconds: RETRY_WATCH_SECONDS,
       });
     }
+  }
+
+  /**
+   * Accepts an event WebSocket (admitted by `checkAdmission` in the same synchronous step) and
+   * sends it what it missed after `after`.
+   */
+  accept(socket: WebSocket, after: number, payload: boolean): void {
     this.#ctx.acceptWebSocket(socket, [EVENT_SOCKET_TAG]);
     const state: SocketState = { payload, cursor: after, live: false, token: "", sent: 0, acked: 0 };
     this.#sendStanding(socket);
@@ -352,37 +359,45 @@ export function entryEvent(entry: StoredEntry, payload: boolean): SessionEvent {
 /*
  * One-time tickets that open a session's WebSocket (browsers cannot set headers on one, and a key
  * in a URL ends up in logs): minted for a caller who may read the session, good once within
- * TICKET_MS, kept in the object's storage so any instance redeems them.
+ * TICKET_MS, kept in the object's storage so any instance redeems them. The router checks a
+ * ticket and names it to the object in SOCKET_TICKET_HEADER; the object uses it up in the step
+ * that accepts its socket, so an upgrade refused before that leaves it good for the retry.
  */
 
 /** How long a WebSocket ticket stays good. */
 const TICKET_MS = 60_000;
 const PREFIX = "ticket:";
+/** The ticket an upgrade was authenticated with, as the router hands it to the object. */
+export const SOCKET_TICKET_HEADER = "x-socket-ticket";
 
 export class SocketTickets {
-  readonly #storage: DurableObjectStorage;
+  readonly #kv: SyncKvStorage;
 
-  constructor(storage: DurableObjectStorage) {
-    this.#storage = storage;
+  constructor(kv: SyncKvStorage) {
+    this.#kv = kv;
   }
 
   /** A new ticket; the expired ones are dropped on the way. */
-  async mint(): Promise<{ ticket: string; expiresAt: string }> {
+  mint(): { ticket: string; expiresAt: string } {
     const now = Date.now();
     const ticket = randomHex(24);
-    await this.#storage.put(`${PREFIX}${ticket}`, now + TICKET_MS);
-    const stale = await this.#storage.list<number>({ prefix: PREFIX });
-    const expired = [...stale].filter(([, expiry]) => expiry < now).map(([key]) => key);
-    if (expired.length > 0) await this.#storage.delete(expired);
+    this.#kv.put(`${PREFIX}${ticket}`, now + TICKET_MS);
+    for (const [key, expiry] of this.#kv.list<number>({ prefix: PREFIX })) {
+      if (expiry < now) this.#kv.delete(key);
+    }
     return { ticket, expiresAt: new Date(now + TICKET_MS).toISOString() };
   }
 
+  /** Whether a ticket is good (it stays so). */
+  isGood(ticket: string): boolean {
+    const expiry = this.#kv.get<number>(`${PREFIX}${ticket}`);
+    return expiry !== undefined && expiry >= Date.now();
+  }
+
   /** Whether a ticket is good, using it up either way. */
-  async redeem(ticket: string): Promise<boolean> {
-    const key = `${PREFIX}${ticket}`;
-    const expiry = await this.#storage.get<number>(key);
-    if (expiry === undefined) return false;
-    await this.#storage.delete(key);
-    return expiry >= Date.now();
+  redeem(ticket: string): boolean {
+    const good = this.isGood(ticket);
+    this.#kv.delete(`${PREFIX}${ticket}`);
+    return good;
   }
 }

@@ -464,9 +464,9 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return this.#watchers.mintTicket();
   }
 
-  /** Whether a ticket is good, using it up either way. @internal */
-  redeemTicket(ticket: string): Promise<boolean> {
-    return this.#watchers.redeemTicket(ticket);
+  /** Whether a ticket is good for this session's WebSocket; the socket it opens uses it up. @internal */
+  checkTicket(ticket: string): boolean {
+    return this.#watchers.checkTicket(ticket);
   }
 
   /**

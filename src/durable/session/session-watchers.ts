@@ -14,6 +14,7 @@ import {
   REPLAY_PAGE,
   RETRY_WATCH_SECONDS,
   readWatcherMessage,
+  SOCKET_TICKET_HEADER,
   SocketTickets,
 } from "./event-sockets";
 import type { ForkCopy } from "./fork-copy";
@@ -61,7 +62,7 @@ export class SessionWatchers {
     this.#calls = calls;
     this.#copy = copy;
     this.#telemetry = telemetry;
-    this.#tickets = new SocketTickets(ctx.storage);
+    this.#tickets = new SocketTickets(ctx.storage.kv);
     this.hub = new EventHub(
       ctx,
       {
@@ -112,17 +113,21 @@ export class SessionWatchers {
     });
   }
 
-  /** Whether a ticket is good, using it up either way. */
-  async redeemTicket(ticket: string): Promise<boolean> {
-    return (await this.#tickets.redeem(ticket)) && this.#calls.listed;
+  /** Whether a ticket is good for this session's WebSocket; the socket it opens uses it up. */
+  checkTicket(ticket: string): boolean {
+    return this.#tickets.isGood(ticket) && this.#calls.listed;
   }
 
-  /** A watcher's WebSocket (the router has authenticated it): `?after=<seq>&payload=false`. */
+  /**
+   * A watcher's WebSocket (the router has authenticated it): `?after=<seq>&payload=false`. One
+   * opened with a ticket (SOCKET_TICKET_HEADER) uses it up once nothing else refuses the upgrade.
+   */
   async acceptSocket(request: Request): Promise<Response> {
     if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket") {
       return errorAnswer({ code: "invalid_request", message: "expected a WebSocket upgrade" });
     }
     const url = new URL(request.url);
+    const ticket = request.headers.get(SOCKET_TICKET_HEADER);
     const pair = new WebSocketPair();
     const answer = await capture(async () => {
       this.#calls.checkListed();
@@ -131,6 +136,11 @@ export class SessionWatchers {
       await this.#blobs.warm(after);
       // Deleted meanwhile, the session told its watchers so already: this one would never hear it.
       this.#calls.checkListed();
+      this.hub.sockets.checkAdmission(after);
+      // Used up in the step that accepts: a refused upgrade keeps it good, two at once open one socket.
+      if (ticket !== null && !this.#tickets.redeem(ticket)) {
+        throw new SessionError("unauthorized", "the ticket is unknown, used or expired");
+      }
       this.#socketRound = true;
       try {
         return this.hub.sockets.accept(pair[1], after, url.searchParams.get("payload") !== "false");

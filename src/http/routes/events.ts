@@ -2,6 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
 import type { ErrorBody } from "../../core/errors";
 import { SessionError } from "../../core/errors";
+import { SOCKET_TICKET_HEADER } from "../../durable/internal";
 import {
   body,
   errors,
@@ -133,8 +134,10 @@ export const eventRoutes = routes()
       if (c.req.header("Upgrade")?.toLowerCase() !== "websocket") {
         throw new SessionError("invalid_request", "open this with a WebSocket (Upgrade: websocket)");
       }
-      // The object answers the upgrade.
-      const answer = await sessionStub(c, c.req.valid("param").sid).fetch(forObject(c));
+      // The object answers the upgrade, using up the ticket it was opened with.
+      const ticket = c.get("socketTicket");
+      const told: Record<string, string> = ticket === undefined ? {} : { [SOCKET_TICKET_HEADER]: ticket };
+      const answer = await sessionStub(c, c.req.valid("param").sid).fetch(forObject(c, told));
       // A refusal becomes HTTP here, as every other error (with its request id and Retry-After).
       if (!answer.webSocket) throw SessionError.from(((await answer.json()) as { error: ErrorBody }).error);
       // The object's answer has headers fixed; later middleware (CORS) adds to a copy.

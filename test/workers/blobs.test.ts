@@ -291,6 +291,49 @@ describe("blobs in R2", () => {
     expect(await info(id)).toEqual(before);
   });
 
+  it("uploads nothing for a write a quota refuses: no blob in R2, no claim in the ledger, usage unchanged", async () => {
+    const quotas = [
+      { key: "key-mid-sessions", tenant: "tenant-mid-sessions", quota: "maxSessionBytes", limit: 200_000 },
+      { key: "key-small-tenant", tenant: "tenant-small-tenant", quota: "maxTenantBytes", limit: 6000 },
+    ];
+    for (const { key, tenant, quota, limit } of quotas) {
+      const id = await createSession({ key });
+      // Most of the room taken by text no blob holds (a user's own words).
+      const filled = await api("POST", `/v1/sessions/${id}/entries`, {
+        key,
+        body: userMessage("x".repeat(limit / 2)),
+      });
+      expect(filled.status, filled.text).toBe(201);
+      const before = {
+        info: await info(id, key),
+        usage: (await api("GET", "/v1/usage", { key })).body.blobs,
+      };
+      for (const seed of [31, 32, 33]) {
+        const res = await api("POST", `/v1/sessions/${id}/entries`, { key, body: turn(seed)[0] });
+        expectError(res, 413, "quota_exceeded");
+        expect(res.body.error.details).toEqual({ quota, limit });
+      }
+      expect(await storedBlobs(tenant)).toEqual([]);
+      const ledger = await runInDurableObject(directoryShard(durableEnv, tenant, 0), (_instance, state) =>
+        state.storage.sql
+          .exec<{ blobs: number; owners: number }>(
+            "SELECT (SELECT count(*) FROM blobs) AS blobs, (SELECT count(*) FROM blob_owners) AS owners",
+          )
+          .one(),
+      );
+      expect(ledger).toEqual({ blobs: 0, owners: 0 });
+      expect((await api("GET", "/v1/usage", { key })).body.blobs).toEqual(before.usage);
+      expect(before.usage).toEqual({ blobs: 0, bytes: 0 });
+      expect(await info(id, key)).toEqual(before.info);
+      const recorded = await runInDurableObject(
+        env.SESSIONS.getByName(sessionObjectName(tenant, id)),
+        (_instance, state) =>
+          state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM session_blobs").one().n,
+      );
+      expect(recorded).toBe(0);
+    }
+  });
+
   it("answers a retried append with blobs as a replay", async () => {
     const id = await createSession();
     const [entry] = turn(9);

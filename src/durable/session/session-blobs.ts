@@ -1,3 +1,4 @@
+import type { PlannedWrite } from "../../core/append";
 import { blobSlots, parseBlobRef, rewriteBlobSlots } from "../../core/blob-refs";
 import type { StoredEntry } from "../../core/entries";
 import { SessionError } from "../../core/errors";
@@ -15,13 +16,13 @@ import { numberSetting } from "../settings";
 import { type Sql, sqlOf } from "../sql";
 import { tenantKey } from "../tenant-key";
 import type { SessionStore } from "./session-store";
-import type { PreparedBlobs } from "./session-writes";
+import type { ByteLimit, PreparedBlobs } from "./session-writes";
 
 /*
  * A session's blobs (core's blob-refs.ts says what they are; docs/placement.md, "Blobs in R2").
  * Before a write: references a client wrote are read back into values, the write is planned once
- * without writing to see which values it stores as blobs, and those are claimed in the tenant's
- * ledger and uploaded; the write itself then stores references in their place (`externalize`).
+ * without writing to see which values it stores as blobs (and refused there if the session's room
+ * cannot take it), and those are claimed in the tenant's ledger and uploaded; the write itself then stores references in their place (`externalize`).
  * Whatever leaves the object gets the values back: entries (`fill`), contexts and event streams
  * (`rehydrateStream`: the references in their JSON), a WebSocket's replay from a
  * set read ahead (`warm`); or, asked for, short-lived signed URLs instead. The session's
@@ -137,12 +138,15 @@ export class SessionBlobs {
    * Prepares the blobs of a write (see the file's comment): undefined when it holds no value large
    * enough and no reference, so the write goes as it always did. `plan` plans the write without
    * writing, from inputs and the entries replays are compared with. A reference to a blob the
-   * tenant does not store, or a malformed one, is `invalid_request`; nothing is written then.
+   * tenant does not store, or a malformed one, is `invalid_request`; a write the session's `room`
+   * cannot take is refused as the write itself would be, before any blob is claimed or uploaded.
+   * Nothing is written then.
    */
   async prepare(
     entries: readonly unknown[],
     policy: BlobPolicy | undefined,
-    plan: (inputs: readonly unknown[], loaded: ReadonlyMap<string, StoredEntry>) => readonly StoredEntry[],
+    room: ByteLimit | undefined,
+    plan: (inputs: readonly unknown[], loaded: ReadonlyMap<string, StoredEntry>) => readonly PlannedWrite[],
   ): Promise<PreparedBlobs | undefined> {
     const found = { large: false, refs: false };
     scan(entries, policy?.minBytes ?? Number.POSITIVE_INFINITY, found);
@@ -155,7 +159,13 @@ export class SessionBlobs {
     if (!policy || !this.#env.BLOBS) return this.#prepared(inputs, loaded, new Map());
     const values = new Map<string, BlobValue>();
     const pending: Promise<void>[] = [];
-    for (const entry of plan(inputs, loaded)) {
+    const writes = plan(inputs, loaded);
+    // Blobs uploaded stay until the session is purged: a write past its quotas uploads none.
+    this.#session.writes.checkRoom(
+      writes.reduce((sum, write) => sum + write.bytes, 0),
+      room,
+    );
+    for (const { entry } of writes) {
       for (const slot of blobSlots(entry)) {
         if (values.has(slot.value) || slot.value.length * 3 < policy.minBytes) continue;
         if (utf8Length(slot.value) < policy.minBytes) continue;

@@ -112,6 +112,23 @@ export class SessionCalls {
     );
   }
 
+  /**
+   * What must come before a write that stores bytes and cannot be undone (its blobs uploaded):
+   * given the session's room as `limitedWrite` gives it, so that what the write will be refused for
+   * is refused first, and a room too small is grown when it may.
+   */
+  beforeLimitedWrite<T>(
+    prepare: (room: ByteLimit | undefined) => Promise<T>,
+    builder?: string,
+  ): Promise<Result<T>> {
+    return this.#object.quotas.within(this.#object.session, (room) =>
+      capture(() => {
+        this.checkListed(builder);
+        return prepare(room);
+      }),
+    );
+  }
+
   /** A write that stores bytes: within the session's room (its quotas), growing it when it may. */
   limitedWrite<T>(
     write: (session: SessionStore, room: ByteLimit | undefined) => T,
@@ -125,9 +142,9 @@ export class SessionCalls {
 
 /*
  * Entries coming into the session, appended or imported: refused when the session is full (a
- * compaction excepted) before any of their blobs is uploaded; their values large enough stored as
- * blobs first under the router's policy (session-blobs.ts), then written within the session's
- * room. An append is counted in a metric, and answered with its entries' values in place of
+ * compaction excepted) or its room cannot take them before any of their blobs is uploaded; their
+ * values large enough stored as blobs first under the router's policy (session-blobs.ts), then
+ * written within the session's room. An append is counted in a metric, and answered with its entries' values in place of
  * references.
  */
 
@@ -147,14 +164,13 @@ export class EntryIntake {
     const { blobs: policy, builder, ...appendOptions } = options;
     // A full session still takes a compaction: it is what keeps its context usable.
     const compaction = entries.every((entry) => (entry as { type?: unknown } | null)?.type === "compaction");
-    const prepared = await capture(() => {
-      this.#calls.checkListed(builder);
+    const prepared = await this.#calls.beforeLimitedWrite((room) => {
       // Refused before any of its blobs is uploaded.
       if (!compaction) checkNotFull(this.#object.storage.sql, this.#object.env);
-      return this.#object.blobs.prepare(entries, policy, (inputs, loaded) =>
+      return this.#object.blobs.prepare(entries, policy, room, (inputs, loaded) =>
         this.#object.session.writes.plannedAppend(inputs, appendOptions, loaded),
       );
-    });
+    }, builder);
     if (!prepared.ok) return prepared;
     let written = { sessionId: "", entries: 0, bytes: 0 };
     const result = await this.#calls.limitedWrite((session, room) => {
@@ -182,13 +198,12 @@ export class EntryIntake {
     options: ImportOptions & { blobs?: BlobPolicy } & Building,
   ): Promise<Result<void>> {
     const { blobs: policy, builder, ...importOptions } = options;
-    const prepared = await capture(() => {
-      this.#calls.checkListed(builder);
+    const prepared = await this.#calls.beforeLimitedWrite((room) => {
       checkNotFull(this.#object.storage.sql, this.#object.env);
-      return this.#object.blobs.prepare(entries, policy, (inputs, loaded) =>
+      return this.#object.blobs.prepare(entries, policy, room, (inputs, loaded) =>
         this.#object.session.writes.plannedImport(inputs, importOptions, loaded),
       );
-    });
+    }, builder);
     if (!prepared.ok) return prepared;
     return this.#calls.limitedWrite(
       (session, room) => session.writes.importEntries(entries, importOptions, room, prepared.value),

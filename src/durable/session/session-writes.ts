@@ -203,13 +203,16 @@ export class SessionWrites {
     return planAppend(entries, this.#view(entries, loaded), options);
   }
 
-  /** What an append would write, without writing it: which of its values become blobs is read from it. */
+  /**
+   * What an append would write, without writing it: which of its values become blobs is read from
+   * it, and whether the session's room takes it.
+   */
   plannedAppend(
     entries: readonly unknown[],
     options: AppendOptions & { validated?: boolean },
     loaded: ReadonlyMap<string, StoredEntry>,
-  ): StoredEntry[] {
-    return this.#planAppend(entries, options, loaded).writes.map((write) => write.entry);
+  ): PlannedWrite[] {
+    return this.#planAppend(entries, options, loaded).writes;
   }
 
   appendEntries(
@@ -293,8 +296,8 @@ export class SessionWrites {
     entries: readonly unknown[],
     options: ImportOptions,
     loaded: ReadonlyMap<string, StoredEntry>,
-  ): StoredEntry[] {
-    return planImport(entries, this.#view(entries, loaded), options).writes.map((write) => write.entry);
+  ): PlannedWrite[] {
+    return planImport(entries, this.#view(entries, loaded), options).writes;
   }
 
   importEntries(

@@ -9,7 +9,9 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createClient } from "../../src/client";
 import { SessionError } from "../../src/core/errors";
 import { newId } from "../../src/core/ids";
+import type { DurableEnv } from "../../src/durable/internal";
 import { sessionObjectName } from "../../src/durable/internal";
+import { directoryShard } from "../../src/durable/names";
 import { faults, INJECTED_IO_ERROR } from "./faults";
 import type { Fetch } from "./network";
 import worker from "./worker";
@@ -642,6 +644,87 @@ describe("a directory shard unreachable for a while", () => {
     await runDurableObjectAlarm(stub(id));
     const exists = (await api("GET", `/v1/sessions/${id}`)).status === 200;
     expect((await listed()).includes(id)).toBe(exists);
+  });
+});
+
+describe("a tenant's ledgers unreachable when a session is purged", () => {
+  const ledger = () => directoryShard(env as unknown as DurableEnv, TENANT, 0);
+  /** What the tenant's ledgers hold for the session: its quota claim, its blob claims. */
+  const claims = (id: string) =>
+    runInDurableObject(ledger(), (_instance, state) => ({
+      quota: state.storage.sql
+        .exec<{ n: number }>("SELECT count(*) AS n FROM quota_claims WHERE session_id = ?", id)
+        .one().n,
+      blobs: state.storage.sql
+        .exec<{ n: number }>("SELECT count(*) AS n FROM blob_owners WHERE owner LIKE ?", `${id}\n%`)
+        .one().n,
+    }));
+  const tables = (id: string) =>
+    runInDurableObject(
+      stub(id),
+      (_instance, state) =>
+        state.storage.sql
+          .exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'")
+          .one().n,
+    );
+
+  it("keeps the session's storage until its quota claim is given up, then purges it", async () => {
+    const quotas = JSON.stringify({ maxTenantBytes: 100_000_000 });
+    faults.env.QUOTAS = quotas;
+    const id = await newSession();
+    expect((await api("POST", `/v1/sessions/${id}/entries`, message("a", "to purge"))).status).toBe(201);
+    expect(await claims(id)).toEqual({ quota: 1, blobs: 0 });
+    faults.add({ point: "directory", matching: /^releaseQuota$/, times: Number.POSITIVE_INFINITY });
+    const failures = faults.injected.directory ?? 0;
+    expect((await api("DELETE", `/v1/sessions/${id}?purge=true`)).status).toBe(204);
+    expect((faults.injected.directory ?? 0) - failures).toBeGreaterThanOrEqual(1);
+    expect((await api("GET", `/v1/sessions/${id}`)).status).toBe(404);
+    expect(await tables(id)).toBeGreaterThan(0);
+    expect(await claims(id)).toEqual({ quota: 1, blobs: 0 });
+    // The ledger answers again; the alarm comes back: the claim is given up, then the storage goes.
+    faults.clear();
+    faults.env.QUOTAS = quotas;
+    await runDurableObjectAlarm(stub(id));
+    await vi.waitFor(async () => expect(await tables(id)).toBe(0), { timeout: 20_000, interval: 200 });
+    expect(await claims(id)).toEqual({ quota: 0, blobs: 0 });
+    expect((await api("POST", `/v1/sessions/${id}/restore`, {})).status).toBe(404);
+  });
+
+  it("keeps the session's storage until its blob claims are given up, with no bucket bound, then purges it", async () => {
+    const id = await newSession();
+    expect((await api("POST", `/v1/sessions/${id}/entries`, message("a", "to purge"))).status).toBe(201);
+    // As a session holds a blob it stored while a bucket was bound (this service has none now).
+    const key = `v1/tenant-key/b64/${"ab".repeat(32)}`;
+    const owner = await runInDurableObject(stub(id), (_instance, state) => {
+      state.storage.sql.exec(
+        "INSERT INTO session_blobs (ref, json_bytes) VALUES (?, 100)",
+        `\u0000blob:b64:${"ab".repeat(32)}`,
+      );
+      const { incarnation } = state.storage.sql
+        .exec<{ incarnation: string }>("SELECT incarnation FROM session")
+        .one();
+      return `${id}\n${incarnation}`;
+    });
+    await runInDurableObject(ledger(), (_instance, state) => {
+      state.storage.sql.exec("INSERT INTO blobs (key, json_bytes, state) VALUES (?, 100, 'stored')", key);
+      state.storage.sql.exec("INSERT INTO blob_owners (key, owner) VALUES (?, ?)", key, owner);
+    });
+    await evictDurableObject(stub(id));
+    faults.add({ point: "directory", matching: /^releaseBlobs$/, times: Number.POSITIVE_INFINITY });
+    const failures = faults.injected.directory ?? 0;
+    expect((await api("DELETE", `/v1/sessions/${id}?purge=true`)).status).toBe(204);
+    expect((faults.injected.directory ?? 0) - failures).toBeGreaterThanOrEqual(1);
+    expect(await tables(id)).toBeGreaterThan(0);
+    expect(await claims(id)).toEqual({ quota: 0, blobs: 1 });
+    faults.clear();
+    await runDurableObjectAlarm(stub(id));
+    await vi.waitFor(async () => expect(await tables(id)).toBe(0), { timeout: 20_000, interval: 200 });
+    expect(await claims(id)).toEqual({ quota: 0, blobs: 0 });
+    // No session holds the blob: marked to be deleted once a bucket is bound again.
+    const state = await runInDurableObject(ledger(), (_instance, ledgerState) =>
+      ledgerState.storage.sql.exec<{ state: string }>("SELECT state FROM blobs WHERE key = ?", key).one(),
+    );
+    expect(state).toEqual({ state: "deleting" });
   });
 });
 

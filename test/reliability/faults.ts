@@ -20,7 +20,12 @@ export type FaultPoint =
   /** `storage.deleteAll()` (purging a session): it fails. */
   | "deleteAll"
   /** `storage.setAlarm()`: it fails, and the alarm stays as it was. */
-  | "setAlarm";
+  | "setAlarm"
+  /**
+   * A call to a directory shard (`matching`: the name of the method called): the shard is reset
+   * before it answers, as when it cannot be reached (`FaultPlan.directoryDown`, for every call).
+   */
+  | "directory";
 
 export interface FaultRule {
   point: FaultPoint;
@@ -32,7 +37,7 @@ export interface FaultRule {
   times?: number;
   /** Instead of skip/times: the chance that each call fails, drawn from the plan's seeded random. */
   chance?: number;
-  /** Of statements, only those whose SQL this matches. */
+  /** Of statements, only those whose SQL this matches; of directory calls, their method's name. */
   matching?: RegExp;
   /** How a statement fails: a passing I/O error (default), or storage full at the platform's limit. */
   error?: "io" | "full";

@@ -24,13 +24,14 @@ export class SessionObject extends ServiceSessionObject {
   }
 }
 
-/** A directory shard that is unreachable while the plan says so: each call resets it unanswered. */
+/** A directory shard that is unreachable while the plan says so: each call it fails resets it unanswered. */
 export class SessionDirectory extends ServiceDirectory {}
 
 const reachable = (name: string, method: (...args: unknown[]) => unknown) =>
   function (this: SessionDirectory, ...args: unknown[]) {
-    if (faults.directoryDown) {
-      faults.count("directory");
+    const down = faults.directoryDown;
+    if (down || faults.rule("directory", this.ctx.id.toString(), name)) {
+      if (down) faults.count("directory");
       this.ctx.abort(`injected fault: directory shard unreachable (${name})`);
       throw new Error("injected fault: directory shard unreachable");
     }

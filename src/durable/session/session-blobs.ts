@@ -295,10 +295,14 @@ export class SessionBlobs {
     this.#record(recorded);
   }
 
-  /** Gives up every claim of this session (it is being purged); blobs no session holds are deleted. */
+  /**
+   * Gives up every claim of this session (it is being purged); blobs no session holds are deleted.
+   * Without a bucket, a session that recorded blobs (stored while one was bound) still gives up
+   * its claims: the ledger deletes those blobs once a bucket is bound again.
+   */
   async release(): Promise<void> {
     try {
-      if (!this.#env.BLOBS || !this.#session.exists) return;
+      if (!this.#session.exists || (!this.#env.BLOBS && !this.hasBlobs)) return;
       await objectCalls(this.#ledger()).releaseBlobs(this.#owner());
     } finally {
       this.reset();

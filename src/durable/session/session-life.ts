@@ -80,7 +80,7 @@ export class SessionLife {
     }
     if (session.exists && (lifecycle.deleted || lifecycle.pending) && !(await this.#purge())) {
       throw unavailable(
-        `session ${header.id} was deleted and forks still copy from it; try again`,
+        `session ${header.id} was deleted and cannot be purged yet (forks still copy from it, or its tenant's ledgers cannot be reached); try again`,
         "not_applied",
       );
     }
@@ -245,21 +245,22 @@ export class SessionLife {
 
   /**
    * Drops the session's storage and its alarm; false (nothing dropped) while forks still copy
-   * from it. A fork still copying lets its source go first.
+   * from it, or while its claims in its tenant's ledgers cannot be given up (the alarm tries
+   * again). A fork still copying lets its source go first.
    */
   async #purge(): Promise<boolean> {
-    const { session, lifecycle, quotas, storage, telemetry, alarm } = this.#object;
+    const { session, lifecycle, storage, telemetry, alarm } = this.#object;
     const reports = this.#reports;
     const copy = this.#copy;
     if (session.exists && !(await this.#unheld())) return false;
     if (session.exists) {
       await copy.release().catch((error) => telemetry.logFailure("fork_release", error));
-      const { tenant, header } = session.state;
+      const { header } = session.state;
       await telemetry.metric({ kind: "storage", sessionId: header.id, entries: 0, bytes: 0 });
-      // A claim left behind would only leave the tenant less room than it has: logged, not fatal.
-      await quotas.release(tenant, header.id).catch((error) => telemetry.logFailure("release_quota", error));
-      // Likewise a blob claim: the blob is kept longer than needed, never lost.
-      await this.#object.blobs.release().catch((error) => telemetry.logFailure("release_blobs", error));
+      if (!(await this.#releaseClaims())) {
+        await this.#retryIn(reports.backoffMs());
+        return false;
+      }
     }
     await alarm.clear();
     try {
@@ -274,6 +275,29 @@ export class SessionLife {
     lifecycle.reset();
     reports.forget();
     return true;
+  }
+
+  /**
+   * Gives up the session's claims on its tenant's room and on its blobs; false (logged) when
+   * either could not be. Both claims are keyed by the session alone: once its storage is gone,
+   * nothing would give them up, and the tenant would keep less room, and R2 the blobs, for good.
+   */
+  async #releaseClaims(): Promise<boolean> {
+    const { session, quotas, blobs, telemetry } = this.#object;
+    const { tenant, header } = session.state;
+    const attempt = (task: string, release: Promise<void>) =>
+      release.then(
+        () => true,
+        async (error: unknown) => {
+          await telemetry.logFailure(task, error);
+          return false;
+        },
+      );
+    const released = await Promise.all([
+      attempt("release_quota", quotas.release(tenant, header.id)),
+      attempt("release_blobs", blobs.release()),
+    ]);
+    return released.every(Boolean);
   }
 
   /**

@@ -434,6 +434,32 @@ describe("blobs in R2", () => {
     expect(await storedBlobs()).toContain(key);
   });
 
+  it("frees every blob a purge leaves unclaimed, past the thousand one deletion from the bucket takes", async () => {
+    const tenant = `many-${sid()}`;
+    const owner = `${sid()}\nincarnation`;
+    const prefix = `v1/${await tenantKey(tenant)}/b64/`;
+    const keys = Array.from({ length: 2500 }, (_, i) => `${prefix}${i.toString(16).padStart(64, "0")}`);
+    for (let i = 0; i < keys.length; i += 250) {
+      await Promise.all(keys.slice(i, i + 250).map((key) => bucket.put(key, "x")));
+    }
+    const ledger = directoryShard(durableEnv, tenant, 0);
+    await runInDurableObject(ledger, (_instance, state) => {
+      for (const key of keys) {
+        state.storage.sql.exec("INSERT INTO blobs (key, json_bytes, state) VALUES (?, 3, 'stored')", key);
+        state.storage.sql.exec("INSERT INTO blob_owners (key, owner) VALUES (?, ?)", key, owner);
+      }
+    });
+    expect(await ledger.blobUsage()).toEqual({ blobs: keys.length, bytes: 3 * keys.length });
+
+    expect(await ledger.releaseBlobs(owner)).toEqual({ ok: true });
+    expect(await storedBlobs(tenant)).toEqual([]);
+    const left = await runInDurableObject(
+      ledger,
+      (_instance, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM blobs").one().n,
+    );
+    expect(left).toBe(0);
+  });
+
   it("frees the blobs of sessions the tenant's retention deleted, once their recovery window ends", async () => {
     const tenant = `retention-${sid()}`;
     const key = `key-${tenant}`;

@@ -80,7 +80,10 @@ export class BlobLedger {
     return this.unclaimed();
   }
 
-  /** Blobs being deleted (some may be left from a deletion the object did not finish). */
+  /**
+   * Blobs being deleted, a thousand at most (what one deletion from the bucket takes); some may be
+   * left from a deletion the object did not finish.
+   */
   unclaimed(): string[] {
     return this.#sql<{ key: string }>`SELECT key FROM blobs WHERE state = 'deleting' LIMIT 1000`
       .toArray()

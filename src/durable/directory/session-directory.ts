@@ -286,21 +286,34 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
    */
   async releaseBlobs(owner: string): Promise<Result<void>> {
     return capture(async () => {
-      const unclaimed = this.ctx.storage.transactionSync(() => this.#blobs.release(owner));
-      await this.#deleteBlobs(unclaimed.filter((key) => !this.#deleting.has(key)));
+      let unclaimed = this.ctx.storage.transactionSync(() => this.#blobs.release(owner));
+      // The ledger answers a thousand at a time (what one deletion from the bucket takes): each
+      // deleted, until none is left. Without the bucket they stay marked, to be deleted by a
+      // release once it is bound again.
+      while (unclaimed.length > 0 && this.#placed.BLOBS) {
+        await this.#deleteBlobs(this.#placed.BLOBS, unclaimed);
+        unclaimed = this.#blobs.unclaimed();
+      }
     });
   }
 
-  async #deleteBlobs(keys: string[]): Promise<void> {
-    const bucket = this.#placed.BLOBS;
-    // Without the bucket they stay marked, to be deleted by a release once it is bound again.
-    if (keys.length === 0 || !bucket) return;
-    const deletion = bucket.delete(keys).then(() => this.#blobs.deleted(keys));
-    const tracked = deletion.finally(() => {
-      for (const key of keys) if (this.#deleting.get(key) === tracked) this.#deleting.delete(key);
-    });
-    for (const key of keys) this.#deleting.set(key, tracked);
-    await tracked;
+  /** Deletes blobs from the bucket, and from the ledger once gone; one being deleted already is waited for. */
+  async #deleteBlobs(bucket: R2Bucket, keys: string[]): Promise<void> {
+    const under = new Set<Promise<void>>();
+    for (const key of keys) {
+      const deletion = this.#deleting.get(key);
+      if (deletion) under.add(deletion);
+    }
+    const fresh = keys.filter((key) => !this.#deleting.has(key));
+    if (fresh.length > 0) {
+      const deletion = bucket.delete(fresh).then(() => this.#blobs.deleted(fresh));
+      const tracked = deletion.finally(() => {
+        for (const key of fresh) if (this.#deleting.get(key) === tracked) this.#deleting.delete(key);
+      });
+      for (const key of fresh) this.#deleting.set(key, tracked);
+      under.add(tracked);
+    }
+    await Promise.all(under);
   }
 
   /** The tenant's blobs and their bytes as entries hold them. @internal */

@@ -728,6 +728,42 @@ describe("a tenant's ledgers unreachable when a session is purged", () => {
   });
 });
 
+describe("a report to the directory answered late", () => {
+  it("hands back to the tenant's ledger no room a write took while it was out", async () => {
+    faults.env.QUOTAS = JSON.stringify({ maxTenantBytes: 100_000_000 });
+    // Reports come only when a test runs the alarm.
+    faults.env.DIRECTORY_SYNC_MS = "3600000";
+    const id = await newSession();
+    expect((await api("POST", `/v1/sessions/${id}/entries`, message("a", "x".repeat(1000)))).status).toBe(
+      201,
+    );
+    const hold = { released: false };
+    faults.add({ point: "directory", matching: /^put$/, hold });
+    const held = faults.injected.directory ?? 0;
+    const report = runDurableObjectAlarm(stub(id));
+    await vi.waitFor(() => expect(faults.injected.directory ?? 0).toBe(held + 1), { timeout: 5000 });
+    // Written while the report is out.
+    expect((await api("POST", `/v1/sessions/${id}/entries`, message("b", "y".repeat(5000)))).status).toBe(
+      201,
+    );
+    hold.released = true;
+    expect(await report).toBe(true);
+    const holds = await runInDurableObject(stub(id), (_instance, state) => {
+      const { stats } = state.storage.sql.exec<{ stats: string }>("SELECT stats FROM session").one();
+      return (JSON.parse(stats) as { bytes: number }).bytes;
+    });
+    const claimed = await runInDurableObject(
+      directoryShard(env as unknown as DurableEnv, TENANT, 0),
+      (_instance, state) =>
+        state.storage.sql
+          .exec<{ bytes: number }>("SELECT bytes FROM quota_claims WHERE session_id = ?", id)
+          .one().bytes,
+    );
+    expect(holds).toBeGreaterThan(6000);
+    expect(claimed).toBe(holds);
+  });
+});
+
 describe("a summarizer that times out in the middle of a compaction", () => {
   const held = (key: string) => ({
     SUMMARIZER_BASE_URL: `${env.FAKE_LLM_URL}/v1`,

@@ -41,6 +41,11 @@ export interface FaultRule {
   matching?: RegExp;
   /** How a statement fails: a passing I/O error (default), or storage full at the platform's limit. */
   error?: "io" | "full";
+  /**
+   * Of directory calls: instead of failing, the call waits until the test sets `released` (the
+   * shard answers late, while the caller goes on with other requests).
+   */
+  hold?: { released: boolean };
 }
 
 /** The message of an injected failure: a passing SQLite error, as the runtime would throw it. */

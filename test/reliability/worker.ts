@@ -30,13 +30,20 @@ export class SessionDirectory extends ServiceDirectory {}
 const reachable = (name: string, method: (...args: unknown[]) => unknown) =>
   function (this: SessionDirectory, ...args: unknown[]) {
     const down = faults.directoryDown;
-    if (down || faults.rule("directory", this.ctx.id.toString(), name)) {
+    const rule = down ? undefined : faults.rule("directory", this.ctx.id.toString(), name);
+    if (rule?.hold) return answerOnceReleased(rule.hold, () => method.apply(this, args));
+    if (down || rule) {
       if (down) faults.count("directory");
       this.ctx.abort(`injected fault: directory shard unreachable (${name})`);
       throw new Error("injected fault: directory shard unreachable");
     }
     return method.apply(this, args);
   };
+
+async function answerOnceReleased(hold: { released: boolean }, answer: () => unknown): Promise<unknown> {
+  while (!hold.released) await scheduler.wait(5);
+  return answer();
+}
 
 // Every call the shard answers (over RPC or fetch) goes through the plan first.
 for (const name of Object.getOwnPropertyNames(ServiceDirectory.prototype)) {

@@ -336,11 +336,16 @@ export class QuotaChecks {
     );
   }
 
-  /** The session is idle holding `holds` bytes: what it was granted beyond them goes back. */
-  async settle(tenant: string, sessionId: string, holds: number): Promise<void> {
+  /**
+   * The session is idle: what it was granted beyond what it holds goes back. What it holds is read
+   * as its claim is dropped: a write committed before counts, and one after asks for its room.
+   */
+  async settle(session: SessionStore): Promise<void> {
+    if (!session.exists) return;
+    const { tenant, header, stats } = session.state;
     if (quotasFor(this.#env.QUOTAS, tenant).maxTenantBytes === undefined) return;
     this.#claim = undefined;
-    await this.#ledger.settle(tenant, sessionId, holds);
+    await this.#ledger.settle(tenant, header.id, stats.bytes);
   }
 
   /** The session was deleted: it counts against no quota until it is restored. */

@@ -103,9 +103,8 @@ export class DirectoryReports {
       entries: info.entryCount,
       bytes: info.bytes,
     });
-    await quotas
-      .settle(tenant, info.id, info.bytes)
-      .catch((error) => telemetry.logFailure("settle_quota", error));
+    // Writes may have come while the directory was told: the session's bytes as they stand now.
+    await quotas.settle(session).catch((error) => telemetry.logFailure("settle_quota", error));
   }
 
   /** The alarm's report; a failure is tried again, later each time (up to a minute). */

@@ -9,6 +9,14 @@ import type { DurableEnv } from "../../src/durable/internal";
 import { sessionObjectName, tenantKey } from "../../src/durable/internal";
 import { directoryShard, shardCount } from "../../src/durable/names";
 import { sha256Hex } from "../../src/http/auth";
+import {
+  appendEvents,
+  appendText,
+  endGeneration,
+  openGeneration,
+  sessionWithQuestion,
+  snapshot,
+} from "./generation-helpers";
 import { api, apiWith, createSession, expectError, info, KEY_B, KEY_C, sid, userMessage } from "./helpers";
 
 /*
@@ -649,6 +657,175 @@ describe("blobs in R2", () => {
       (await api("GET", `/v1/sessions/${id}/search?q=${encodeURIComponent(q)}`)).body.hits;
     expect(await hits("screen")).toHaveLength(1);
     expect(await hits("ünïcödé")).toHaveLength(0);
+  });
+});
+
+describe("a generation's answer and blobs", () => {
+  const USAGE = {
+    input: 1,
+    output: 1,
+    cacheRead: 0,
+    cacheWrite: 0,
+    totalTokens: 2,
+    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+  };
+
+  /** An AI SDK answer whose tool returned `output`, then a reply of `text`. */
+  const toolStep = (output: unknown, text = "Done.") => [
+    { type: "start-step" },
+    { type: "tool-input-available", toolCallId: "t1", toolName: "bash", input: { cmd: "cat log" } },
+    { type: "tool-output-available", toolCallId: "t1", output },
+    { type: "finish-step" },
+    { type: "start-step" },
+    { type: "text-start", id: "x" },
+    { type: "text-delta", id: "x", delta: text },
+    { type: "text-end", id: "x" },
+    { type: "finish-step" },
+    { type: "finish", finishReason: "stop" },
+  ];
+
+  /** A completed AI SDK generation of `parts` in a session with one question, and its outcome. */
+  async function generated(parts: unknown[]) {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id, { format: "ai-sdk-ui", model: "openai/gpt-5" });
+    expect((await appendEvents(generation.stream, parts)).status).toBe(204);
+    const done = await endGeneration(id, generation.id, "complete");
+    expect(done.status, done.text).toBe(201);
+    return { id, generation, done };
+  }
+
+  /** The same messages appended through the entries door to a session with one question. */
+  async function appended(entries: Array<{ message: unknown }>) {
+    const { id } = await sessionWithQuestion();
+    const res = await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { entries: entries.map(({ message }) => ({ type: "message", message })) },
+    });
+    expect(res.status, res.text).toBe(201);
+    return id;
+  }
+
+  it("stores a large tool output as a blob, as an append of the same messages does", async () => {
+    const output = toolOutput(41);
+    const { id, generation, done } = await generated(toolStep(output));
+    expect(done.body.entries[1].message.content).toEqual([{ type: "text", text: output }]);
+    const door = await appended(done.body.entries);
+
+    const [stored, byDoor] = [await rowBytes(id), await rowBytes(door)];
+    expect(stored.refs).toBe(1);
+    expect(stored.refs).toBe(byDoor.refs);
+    expect(stored.blobs).toBe(byDoor.blobs);
+    expect(stored.body).toBeLessThan(4096);
+    const [generatedInfo, doorInfo] = [await info(id), await info(door)];
+    expect(generatedInfo.blobBytes).toBe(stored.blobs);
+    expect(generatedInfo.blobBytes).toBe(doorInfo.blobBytes);
+    expect(generatedInfo.bytes).toBeGreaterThan(output.length);
+    expect(await storedBlobs()).toContain(await keyOf("txt", await sha256(output)));
+    // Read back, it is the output as the tool gave it.
+    const entries = (await api("GET", `/v1/sessions/${id}/entries`)).body.entries;
+    expect(entries[2].message.content[0].text).toBe(output);
+    const context = await api("GET", `/v1/sessions/${id}/context`);
+    expect(context.body.messages[2].content[0].text).toBe(output);
+    // A repeated complete answers the same entries, values and all.
+    const again = await endGeneration(id, generation.id, "complete");
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.entries).toEqual(done.body.entries);
+  });
+
+  it("writes a chunk appended while its blobs were stored in its answer, or refuses it after", async () => {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id, { format: "ai-sdk-ui" });
+    // Up to the reply's first words: the tool's output is stored as a blob as the generation ends.
+    expect((await appendEvents(generation.stream, toolStep(toolOutput(43)).slice(0, 7))).status).toBe(204);
+    const [done, late] = await Promise.all([
+      endGeneration(id, generation.id, "complete"),
+      appendEvents(generation.stream, { type: "text-delta", id: "x", delta: " More." }),
+    ]);
+    expect(done.status, done.text).toBe(201);
+    const reply = done.body.entries[2].message.content;
+    if (late.status === 204) expect(reply).toEqual([{ type: "text", text: "Done. More." }]);
+    else {
+      expect(late.status).toBe(409);
+      expect(reply).toEqual([{ type: "text", text: "Done." }]);
+    }
+    expect((await rowBytes(id)).refs).toBe(1);
+  });
+
+  it("reads a reference to a blob the tenant holds as its value, as an append does", async () => {
+    const output = toolOutput(42);
+    // The tenant holds the output: another session's append stored it.
+    await appended([{ message: turn(42)[1]?.message }]);
+    const ref = blobRef("txt", await sha256(output));
+    const { id, done } = await generated(toolStep(ref, ref));
+
+    expect(done.body.entries[1].message.content).toEqual([{ type: "text", text: output }]);
+    expect(done.body.entries[2].message.content).toEqual([{ type: "text", text: output }]);
+    const door = await appended([
+      { message: { ...done.body.entries[1].message, content: [{ type: "text", text: ref }] } },
+    ]);
+    const entries = (await api("GET", `/v1/sessions/${id}/entries`)).body.entries;
+    expect(entries[2].message.content[0].text).toBe(output);
+    expect(entries[3].message.content[0].text).toBe(output);
+    expect(JSON.stringify(entries)).not.toContain("\\u0000blob:");
+    const context = await api("GET", `/v1/sessions/${id}/context`);
+    expect(context.body.messages[2].content[0].text).toBe(output);
+    expect(context.body.messages[3].content[0].text).toBe(output);
+    // The session claimed the blob it holds, as the door's session did.
+    expect((await rowBytes(id)).refs).toBe(1);
+    expect((await info(id)).blobBytes).toBe((await info(door)).blobBytes);
+  });
+
+  it("refuses a given message holding a reference the tenant cannot read, writing nothing", async () => {
+    const missing = blobRef("txt", "0".repeat(64));
+    for (const text of [missing, `see ${missing}`, "\u0000blob:txt:xyz"]) {
+      const { id } = await sessionWithQuestion();
+      const generation = await openGeneration(id);
+      await appendText(generation.stream, "draft");
+      const before = await snapshot(id, generation.stream);
+      const message = {
+        role: "assistant",
+        content: [{ type: "text", text }],
+        api: "a",
+        provider: "p",
+        model: "m",
+        usage: USAGE,
+        stopReason: "stop",
+        timestamp: 1,
+      };
+      // As the entries door refuses it.
+      const byDoor = await api("POST", `/v1/sessions/${id}/entries`, { body: { type: "message", message } });
+      expectError(byDoor, 400, "invalid_request");
+      const res = await endGeneration(id, generation.id, "complete", { message });
+      expectError(res, 400, "invalid_request");
+      expect(res.body.error.message).toContain("blob");
+      expect(await snapshot(id, generation.stream)).toEqual(before);
+      expect(before.closed).toBe(false);
+    }
+  });
+
+  it("ends an answer holding a reference the tenant cannot read cut short, never storing the reference", async () => {
+    const missing = blobRef("txt", "0".repeat(64));
+    const { id, generation, done } = await generated(toolStep(missing));
+    expect(done.body.entries).toHaveLength(1);
+    const [entry] = done.body.entries;
+    expect(entry.id).not.toBe(generation.id);
+    expect(entry.message).toMatchObject({ role: "assistant", stopReason: "length" });
+    expect(entry.message.errorMessage).toContain("invalid_request");
+    expect(entry.message.content).toEqual([{ type: "text", text: "Done." }]);
+
+    // A text answer that is a reference keeps none of its text.
+    const text = await sessionWithQuestion();
+    const plain = await openGeneration(text.id);
+    await appendText(plain.stream, missing);
+    const stopped = await endGeneration(text.id, plain.id, "stop");
+    expect(stopped.status, stopped.text).toBe(201);
+    expect(stopped.body.entries[0].message).toMatchObject({ stopReason: "length", content: [] });
+
+    for (const session of [id, text.id]) {
+      expect((await rowBytes(session)).refs).toBe(0);
+      const entries = (await api("GET", `/v1/sessions/${session}/entries`)).text;
+      expect(entries).not.toContain("\\u0000blob:");
+      expect(entries).not.toContain("0".repeat(64));
+    }
   });
 });
 

@@ -1,6 +1,6 @@
 import type { StoredEntry } from "../../core/entries";
 import type { Result } from "../../core/errors";
-import { SessionError, unwrap } from "../../core/errors";
+import { capture, SessionError, unwrap } from "../../core/errors";
 import { answerBytes } from "../../core/generations/answer-size";
 import { checkChunk, generationStreamPath } from "../../core/generations/chunks";
 import type { GenerationInfo, OpenGenerationBody } from "../../core/generations/generation-schemas";
@@ -12,13 +12,15 @@ import {
   MAX_GENERATION_BYTES,
 } from "../../core/generations/generation-schemas";
 import { newId } from "../../core/ids";
-import { tryParseJson } from "../../core/json";
+import { tryParseJson, utf8Length } from "../../core/json";
 import { MAX_BATCH_ENTRIES } from "../../core/limits";
+import type { AppendEntryInput } from "../../core/providers/entry-input";
 import { errorSummary, logLine } from "../log-line";
 import { numberSetting } from "../settings";
 import { errorAnswer } from "../stream/answers";
 import type { AppendHook } from "../stream/append-hook";
 import { readBody } from "../stream/body";
+import type { Position } from "../stream/offsets";
 import { formatOffset } from "../stream/offsets";
 import { HEADER, MAX_APPEND_BYTES, mediaType } from "../stream/protocol";
 import type { StreamState } from "../stream/store";
@@ -28,7 +30,7 @@ import { answerEntries, GenerationParts, generationStreamKey } from "./generatio
 import type { SessionObjectState } from "./object-state";
 import type { SessionCalls } from "./session-calls";
 import type { SessionStore } from "./session-store";
-import type { ByteLimit } from "./session-writes";
+import type { ByteLimit, PreparedBlobs } from "./session-writes";
 
 /*
  * A session's generations: answers being written, each a Durable Streams stream hosted in the
@@ -47,6 +49,16 @@ export interface GenerationOutcome {
   entries: StoredEntry[];
   /** False for a repeat of the request that ended it (nothing new was written). */
   created: boolean;
+}
+
+/**
+ * A generation's answer made before the write that ends it, its blobs prepared as an append's are
+ * (session-blobs.ts): what it is made of is the stream up to `tail`.
+ */
+interface PreparedAnswer {
+  inputs: AppendEntryInput[];
+  blobs: PreparedBlobs | undefined;
+  tail: Position;
 }
 
 /** The header that hands the session's object a request for a generation's stream (its id, URI-encoded). */
@@ -309,18 +321,21 @@ export class Generations {
    * parent, and its stream closed, in one transaction. Repeating the request that ended it answers
    * the same outcome; completing a stopped one, or stopping a completed one, is `stream_closed`.
    *
+   * The answer is stored as an append through the entries door would store it: its large values as
+   * blobs, a reference to a blob the tenant holds as that blob's value, and one to a blob it does
+   * not (or a malformed one) refused, `invalid_request`.
+   *
    * An ending always succeeds but for a passing failure of storage, and a complete whose given
    * message cannot be stored (the client's to change): an answer refused as it is (too large, past
-   * the tenant's quota, an id another entry took) is written under ids of its own, or cut short
-   * (short-answer.ts), within the session's room; and when even that finds no room, with nothing of
-   * its text, whatever the quota.
+   * the tenant's quota, an id another entry took, a reference the tenant cannot read) is written
+   * under ids of its own, or cut short (short-answer.ts), within the session's room; and when even
+   * that finds no room, with nothing of its text, whatever the quota.
    */
   async end(id: string, how: GenerationEnd): Promise<GenerationOutcome> {
-    const calls = this.#calls;
     const given = how.kind === "complete" && how.message !== undefined;
     const refused = (result: Result<GenerationOutcome>) =>
       !result.ok && !given && !NOT_THE_ANSWERS.has(result.error.code) ? result.error : undefined;
-    let ended = await calls.limitedWrite((session, room) => this.#end(session, id, how, room));
+    let ended = await this.#ending(id, how, true);
     const first = refused(ended);
     if (first && !ROOMLESS.has(first.code)) {
       // Its own ids, for an answer whose id another entry took; else its text alone, cut to fit.
@@ -328,7 +343,7 @@ export class Generations {
         first.code === "already_exists"
           ? { ids: "own" }
           : { ids: "own", shortfall: { keeps: "text", code: first.code, message: first.message } };
-      ended = await calls.limitedWrite((session, room) => this.#end(session, id, how, room, writing));
+      ended = await this.#ending(id, how, true, writing);
     }
     const last = refused(ended);
     if (last) {
@@ -337,7 +352,7 @@ export class Generations {
         ids: "own",
         shortfall: { keeps: "nothing", code: last.code, message: last.message },
       };
-      ended = await calls.write((session) => this.#end(session, id, how, undefined, writing));
+      ended = await this.#ending(id, how, false, writing);
     }
     const outcome = unwrap(ended);
     if (outcome.created) {
@@ -346,16 +361,68 @@ export class Generations {
       this.#parts.streams.written(generationStreamKey(id));
       this.#changed(outcome.generation);
     }
-    return outcome;
+    // A repeat answers the entries as stored: with their blobs' values.
+    return { ...outcome, entries: await this.#object.blobs.fill(outcome.entries) };
   }
 
+  /**
+   * One way of ending generation `id` (see `end`): its answer made, then written within the
+   * session's room (`limited`) or past it. Chunks appended while its blobs were prepared make it
+   * again; a stream takes at most MAX_GENERATION_BYTES, so this ends.
+   */
+  async #ending(
+    id: string,
+    how: GenerationEnd,
+    limited: boolean,
+    writing?: AnswerWriting,
+  ): Promise<Result<GenerationOutcome>> {
+    for (;;) {
+      const made = await capture(() => this.#answer(id, how, writing));
+      if (!made.ok) return made;
+      const answer = made.value;
+      const ended = limited
+        ? await this.#calls.limitedWrite((session, room) => this.#end(session, id, how, room, answer))
+        : await this.#calls.write((session) => this.#end(session, id, how, undefined, answer));
+      if (!ended.ok) return ended;
+      if (ended.value) return { ok: true, value: ended.value };
+    }
+  }
+
+  /**
+   * The answer ending generation `id` would write, its blobs prepared (uploaded before the write,
+   * as an append's); none for a generation that ended already.
+   */
+  async #answer(
+    id: string,
+    how: GenerationEnd,
+    writing?: AnswerWriting,
+  ): Promise<PreparedAnswer | undefined> {
+    this.#calls.checkListed();
+    const row = this.#parts.row(id);
+    if (row.state !== "open") return undefined;
+    const stream = this.#parts.stream(id) as StreamState;
+    const inputs = answerEntries(this.#parts.streams.store, row, stream, how, Date.now(), writing);
+    const { blobs } = this.#object;
+    // The answer's entries are messages as they are stored (none a provider's to convert): the
+    // values its blob slots hold are its inputs' own.
+    // Its room is the write's to check (an answer past it may end cut short instead).
+    const prepared = await blobs.prepare(inputs, blobs.policy, undefined, (planned) =>
+      planned.map((entry) => {
+        const json = JSON.stringify(entry);
+        return { entry: entry as StoredEntry, json, bytes: utf8Length(json) };
+      }),
+    );
+    return { inputs, blobs: prepared, tail: stream.tail };
+  }
+
+  /** Writes the answer made for generation `id`; undefined when chunks came after it was made. */
   #end(
     session: SessionStore,
     id: string,
     how: GenerationEnd,
     room: ByteLimit | undefined,
-    writing?: AnswerWriting,
-  ): GenerationOutcome {
+    answer: PreparedAnswer | undefined,
+  ): GenerationOutcome | undefined {
     const row = this.#parts.row(id);
     const state = how.kind === "complete" ? "finished" : "stopped";
     if (row.state !== "open") {
@@ -368,9 +435,13 @@ export class Generations {
     }
     const { rows, streams } = this.#parts;
     const stream = this.#parts.stream(id) as StreamState;
+    const { tail } = stream;
+    if (!answer || answer.tail.records !== tail.records || answer.tail.bytes !== tail.bytes) return undefined;
+    const { blobs } = answer;
+    // References read back into values: what the write plans with.
+    const inputs = blobs?.inputs ?? answer.inputs;
     const now = Date.now();
-    const inputs = answerEntries(streams.store, row, stream, how, now, writing);
-    const ids = inputs.map((input) => input.id as string);
+    const ids = answer.inputs.map((input) => input.id as string);
     const chunks = row.counted ? stream.tail.bytes : 0;
     const entries = transaction(this.#object.storage, [session, streams.store, rows], () => {
       streams.store.append(stream, { records: [], close: true, producer: null, streamSeq: null, now });
@@ -382,7 +453,9 @@ export class Generations {
       const written: StoredEntry[] = [];
       for (let from = 0; from < inputs.length; from += MAX_BATCH_ENTRIES) {
         const batch = inputs.slice(from, from + MAX_BATCH_ENTRIES);
-        written.push(...session.writes.appendEntries(batch, {}, room).entries);
+        written.push(
+          ...session.writes.appendEntries(batch, {}, room, blobs && { ...blobs, inputs: batch }).entries,
+        );
       }
       const held = Math.max(0, chunks - (session.state.stats.bytes - before));
       session.writes.holdGenerationBytes(held, undefined);

@@ -74,6 +74,14 @@ export class SessionBlobs {
     this.#session = session;
   }
 
+  /**
+   * What the object's own writes (a generation's answer) store as blobs: the policy the router
+   * gives the writes it sends, from the same settings.
+   */
+  get policy(): BlobPolicy | undefined {
+    return blobPolicy(this.#env);
+  }
+
   /** Whether the session claimed any blob (its entries may hold references). */
   get hasBlobs(): boolean {
     this.#hasBlobs ??=
@@ -137,10 +145,10 @@ export class SessionBlobs {
   /**
    * Prepares the blobs of a write (see the file's comment): undefined when it holds no value large
    * enough and no reference, so the write goes as it always did. `plan` plans the write without
-   * writing, from inputs and the entries replays are compared with. A reference to a blob the
-   * tenant does not store, or a malformed one, is `invalid_request`; a write the session's `room`
-   * cannot take is refused as the write itself would be, before any blob is claimed or uploaded.
-   * Nothing is written then.
+   * writing, from inputs and the entries replays are compared with: the entries as stored, whose
+   * blob slots are read. A reference to a blob the tenant does not store, or a malformed one, is
+   * `invalid_request`; a write the session's `room` cannot take is refused as the write itself
+   * would be, before any blob is claimed or uploaded. Nothing is written then.
    */
   async prepare(
     entries: readonly unknown[],

@@ -100,3 +100,37 @@ export class LazyTables {
     this.#exist = undefined;
   }
 }
+
+/**
+ * The characters of rows a statement takes as one JSON parameter (`json_each(?)`): well below the
+ * platform's 2 MB for one value, even at three bytes a character.
+ */
+export const JSON_PARAM_CHARS = 512 * 1024;
+
+/**
+ * Rows in order, for statements that take many as one JSON parameter: runs of at most `maxRows`
+ * rows and JSON_PARAM_CHARS characters as `{ json }`, and a row longer than that alone as `{ row }`,
+ * for a statement that binds its values one by one.
+ */
+export function* jsonRuns<T>(rows: readonly T[], maxRows: number): Generator<{ json: string } | { row: T }> {
+  let run: string[] = [];
+  let chars = 2;
+  const end = () => {
+    const json = `[${run.join(",")}]`;
+    run = [];
+    chars = 2;
+    return { json };
+  };
+  for (const row of rows) {
+    const json = JSON.stringify(row);
+    if (json.length + 2 > JSON_PARAM_CHARS) {
+      if (run.length > 0) yield end();
+      yield { row };
+      continue;
+    }
+    if (run.length === maxRows || chars + json.length + 1 > JSON_PARAM_CHARS) yield end();
+    run.push(json);
+    chars += json.length + 1;
+  }
+  if (run.length > 0) yield end();
+}

@@ -86,6 +86,25 @@ describe("large entries", () => {
     expect(back.body.message.content[1].data === data).toBe(true);
   });
 
+  it("writes and indexes a batch of many entries of a few hundred KiB each (each stored in its row)", async () => {
+    const id = await createSession();
+    // 40 messages of 400 KiB: under the size stored in chunks, 16 MiB together in one request.
+    const entries = Array.from({ length: 40 }, (_, i) => ({
+      id: `b${i}`,
+      type: "message",
+      message: { role: "user", content: `word${i} ${String(i % 10).repeat(400 * 1024)}`, timestamp: 1 },
+    }));
+    const written = await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } });
+    expect(written.status, written.text.slice(0, 300)).toBe(201);
+    const page = await readAll(`/v1/sessions/${id}/entries?limit=1000`);
+    const stored = JSON.parse(page.text).entries as Array<{ id: string; message: { content: string } }>;
+    expect(stored.map((entry) => entry.id)).toEqual(entries.map((entry) => entry.id));
+    expect(stored.every((entry, i) => entry.message.content === entries[i]?.message.content)).toBe(true);
+    const found = await api("GET", `/v1/sessions/${id}/search?q=word37`);
+    expect(found.status).toBe(200);
+    expect(found.body.hits.map((hit: { entryId: string }) => hit.entryId)).toEqual(["b37"]);
+  });
+
   it("serves a session far larger than one RPC answer (32 MiB) page by page", async () => {
     const id = await createSession();
     const count = 48;

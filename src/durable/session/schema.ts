@@ -2,7 +2,7 @@ import { SessionError } from "../../core/errors";
 import type { DurableEnv } from "../env";
 import { numberSetting } from "../settings";
 import type { Sql } from "../sql";
-import { migrate } from "../sql";
+import { jsonRuns, migrate } from "../sql";
 
 /*
  * The tables of one session. Entries are rows keyed by `seq`; a row keeps, beside the entry's
@@ -219,26 +219,31 @@ export function writeChunks(sql: Sql, seq: number, json: string, chunks: number)
   }
 }
 
+function insertRow(storage: SqlStorage, row: readonly SqlStorageValue[]): void {
+  storage.exec(
+    `INSERT INTO entries (${ENTRY_COLUMNS}) VALUES (${ENTRY_COLUMN_LIST.map(() => "?").join(",")})`,
+    ...row,
+  );
+}
+
 /**
- * Inserts rows of ENTRY_COLUMN_LIST's values: one statement a row for a few rows, else one
- * statement for up to INSERT_BATCH rows passed as one JSON parameter (statements take at most 100
- * bound parameters, and the per-statement cost dominates a batch of small entries).
+ * Inserts rows of ENTRY_COLUMN_LIST's values, in order: one statement a row for a few rows, else
+ * runs of up to INSERT_BATCH rows passed as one JSON parameter (statements take at most 100 bound
+ * parameters, and the per-statement cost dominates a batch of small entries), each within the
+ * size of one value (`jsonRuns`).
  */
 export function insertRows(storage: SqlStorage, rows: readonly SqlStorageValue[][]): void {
   if (rows.length < 8) {
-    for (const row of rows) {
-      storage.exec(
-        `INSERT INTO entries (${ENTRY_COLUMNS}) VALUES (${ENTRY_COLUMN_LIST.map(() => "?").join(",")})`,
-        ...row,
-      );
-    }
+    for (const row of rows) insertRow(storage, row);
     return;
   }
-  for (let i = 0; i < rows.length; i += INSERT_BATCH) {
-    storage.exec(
-      `INSERT INTO entries (${ENTRY_COLUMNS}) SELECT ${ENTRY_VALUES} FROM json_each(?)`,
-      JSON.stringify(rows.slice(i, i + INSERT_BATCH)),
-    );
+  for (const run of jsonRuns(rows, INSERT_BATCH)) {
+    if ("row" in run) insertRow(storage, run.row);
+    else
+      storage.exec(
+        `INSERT INTO entries (${ENTRY_COLUMNS}) SELECT ${ENTRY_VALUES} FROM json_each(?)`,
+        run.json,
+      );
   }
 }
 

@@ -5,7 +5,7 @@ import { DEFAULT_SEARCH_HITS, decodeSearchCursor, encodeSearchCursor } from "../
 import { ftsQuery } from "../../core/search-query";
 import { entrySearchText, readSnippet } from "../../core/search-text";
 import type { Sql } from "../sql";
-import { matchRows } from "../sql";
+import { jsonRuns, matchRows } from "../sql";
 import type { SearchDigest } from "../types";
 import type { EntryRows } from "./entry-rows";
 import type { PathReads } from "./path-reads";
@@ -82,18 +82,21 @@ export class SearchIndex {
       const text = entrySearchText(entry);
       if (text) rows.push([entry.seq, text.text, text.thinking]);
     }
+    const insertRow = ([seq, text, thinking]: [number, string, string]) =>
+      this
+        .#sql`INSERT OR REPLACE INTO entry_text (rowid, text, thinking) VALUES (${seq}, ${text}, ${thinking})`;
     if (rows.length < 8) {
-      for (const [seq, text, thinking] of rows) {
-        this
-          .#sql`INSERT OR REPLACE INTO entry_text (rowid, text, thinking) VALUES (${seq}, ${text}, ${thinking})`;
-      }
+      for (const row of rows) insertRow(row);
       return;
     }
-    for (let i = 0; i < rows.length; i += INSERT_BATCH) {
-      this.#storage.exec(
-        "INSERT OR REPLACE INTO entry_text (rowid, text, thinking) SELECT value->>0, value->>1, value->>2 FROM json_each(?)",
-        JSON.stringify(rows.slice(i, i + INSERT_BATCH)),
-      );
+    for (const run of jsonRuns(rows, INSERT_BATCH)) {
+      if ("row" in run) insertRow(run.row);
+      else {
+        this.#storage.exec(
+          "INSERT OR REPLACE INTO entry_text (rowid, text, thinking) SELECT value->>0, value->>1, value->>2 FROM json_each(?)",
+          run.json,
+        );
+      }
     }
   }
 

@@ -382,7 +382,11 @@ describe("cf-sessions sync --watch", () => {
     });
     const [c] = piFiles(dir, ["c"]) as [PiFile];
     await vi.waitFor(() => holds(c), { timeout: 20_000, interval: 100 });
-    expect(watcher.events().map((e) => e.event)).toEqual(["created", "created", "failed", "created"]);
+    // The watcher says what it did once the service answered it: looked at until it has.
+    await vi.waitFor(
+      () => expect(watcher.events().map((e) => e.event)).toEqual(["created", "created", "failed", "created"]),
+      { timeout: 10_000, interval: 100 },
+    );
     await watcher.stop();
     rmSync(dir, { recursive: true, force: true });
   }, 120_000);

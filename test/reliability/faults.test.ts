@@ -294,14 +294,20 @@ describe("a fork that fails part way", () => {
     expect(await holds(source)).toEqual([{ fork_id: fork }]);
     // Its copy's alarm is set after all (not left for the day an unlisted session would wait), or
     // has run already (the runtime runs an alarm due by itself) and left nothing to copy.
-    const { alarm, copying } = await runInDurableObject(stub(fork), async (_instance, state) => ({
-      alarm: await state.storage.getAlarm(),
-      copying: state.storage.sql.exec("SELECT count(*) AS n FROM fork_copy").one().n as number,
-    }));
-    if (copying > 0) {
-      expect(alarm).not.toBeNull();
-      expect(alarm as number).toBeLessThan(Date.now() + 60_000);
-    }
+    // While the alarm runs, none is set: looked at again until one is, or the copy is done.
+    await vi.waitFor(
+      async () => {
+        const { alarm, copying } = await runInDurableObject(stub(fork), async (_instance, state) => ({
+          alarm: await state.storage.getAlarm(),
+          copying: state.storage.sql.exec("SELECT count(*) AS n FROM fork_copy").one().n as number,
+        }));
+        if (copying > 0) {
+          expect(alarm).not.toBeNull();
+          expect(alarm as number).toBeLessThan(Date.now() + 60_000);
+        }
+      },
+      { timeout: 5_000, interval: 50 },
+    );
     // A fork like any other, it reads its whole path from the source, which lets go once it is copied.
     const info = await api("GET", `/v1/sessions/${fork}`);
     expect(info.status).toBe(200);

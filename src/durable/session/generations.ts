@@ -406,12 +406,7 @@ export class Generations {
     // The answer's entries are messages as they are stored (none a provider's to convert): the
     // values its blob slots hold are its inputs' own.
     // Its room is the write's to check (an answer past it may end cut short instead).
-    const prepared = await blobs.prepare(inputs, blobs.policy, undefined, (planned) =>
-      planned.map((entry) => {
-        const json = JSON.stringify(entry);
-        return { entry: entry as StoredEntry, json, bytes: utf8Length(json) };
-      }),
-    );
+    const prepared = await blobs.prepare(inputs, blobs.policy, (planned) => planned as StoredEntry[]);
     return { inputs, blobs: prepared, tail: stream.tail };
   }
 

@@ -1,4 +1,3 @@
-import type { PlannedWrite } from "../../core/append";
 import { blobSlots, parseBlobRef, rewriteBlobSlots } from "../../core/blob-refs";
 import type { StoredEntry } from "../../core/entries";
 import { SessionError } from "../../core/errors";
@@ -16,13 +15,14 @@ import { numberSetting } from "../settings";
 import { type Sql, sqlOf } from "../sql";
 import { tenantKey } from "../tenant-key";
 import type { SessionStore } from "./session-store";
-import type { ByteLimit, PreparedBlobs } from "./session-writes";
+import type { PreparedBlobs } from "./session-writes";
 
 /*
  * A session's blobs (core's blob-refs.ts says what they are; docs/placement.md, "Blobs in R2").
  * Before a write: references a client wrote are read back into values, the write is planned once
- * without writing to see which values it stores as blobs (and refused there if the session's room
- * cannot take it), and those are claimed in the tenant's ledger and uploaded; the write itself then stores references in their place (`externalize`).
+ * without writing to see which values it stores as blobs (the plan refuses a write the session's
+ * room cannot take), and those are claimed in the tenant's ledger and uploaded; the write itself
+ * then stores references in their place (`externalize`).
  * Whatever leaves the object gets the values back: entries (`fill`), contexts and event streams
  * (`rehydrateStream`: the references in their JSON), a WebSocket's replay from a
  * set read ahead (`warm`); or, asked for, short-lived signed URLs instead. The session's
@@ -145,16 +145,15 @@ export class SessionBlobs {
   /**
    * Prepares the blobs of a write (see the file's comment): undefined when it holds no value large
    * enough and no reference, so the write goes as it always did. `plan` plans the write without
-   * writing, from inputs and the entries replays are compared with: the entries as stored, whose
-   * blob slots are read. A reference to a blob the tenant does not store, or a malformed one, is
-   * `invalid_request`; a write the session's `room` cannot take is refused as the write itself
-   * would be, before any blob is claimed or uploaded. Nothing is written then.
+   * writing, from inputs and the entries replays are compared with: the entries it would store,
+   * whose blob slots are read. A plan refuses a write the session cannot take as the write itself
+   * would be, before any blob is claimed or uploaded. A reference to a blob the tenant does not
+   * store, or a malformed one, is `invalid_request`. Nothing is written then.
    */
   async prepare(
     entries: readonly unknown[],
     policy: BlobPolicy | undefined,
-    room: ByteLimit | undefined,
-    plan: (inputs: readonly unknown[], loaded: ReadonlyMap<string, StoredEntry>) => readonly PlannedWrite[],
+    plan: (inputs: readonly unknown[], loaded: ReadonlyMap<string, StoredEntry>) => readonly StoredEntry[],
   ): Promise<PreparedBlobs | undefined> {
     const found = { large: false, refs: false };
     scan(entries, policy?.minBytes ?? Number.POSITIVE_INFINITY, found);
@@ -167,13 +166,7 @@ export class SessionBlobs {
     if (!policy || !this.#env.BLOBS) return this.#prepared(inputs, loaded, new Map());
     const values = new Map<string, BlobValue>();
     const pending: Promise<void>[] = [];
-    const writes = plan(inputs, loaded);
-    // Blobs uploaded stay until the session is purged: a write past its quotas uploads none.
-    this.#session.writes.checkRoom(
-      writes.reduce((sum, write) => sum + write.bytes, 0),
-      room,
-    );
-    for (const { entry } of writes) {
+    for (const entry of plan(inputs, loaded)) {
       for (const slot of blobSlots(entry)) {
         if (values.has(slot.value) || slot.value.length * 3 < policy.minBytes) continue;
         if (utf8Length(slot.value) < policy.minBytes) continue;

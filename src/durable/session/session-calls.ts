@@ -167,8 +167,11 @@ export class EntryIntake {
     const prepared = await this.#calls.beforeLimitedWrite((room) => {
       // Refused before any of its blobs is uploaded.
       if (!compaction) checkNotFull(this.#object.storage.sql, this.#object.env);
-      return this.#object.blobs.prepare(entries, policy, room, (inputs, loaded) =>
-        this.#object.session.writes.plannedAppend(inputs, appendOptions, loaded),
+      return this.#object.blobs.prepare(entries, policy, (inputs, loaded) =>
+        this.#object.session.writes.entriesWithin(
+          this.#object.session.writes.plannedAppend(inputs, appendOptions, loaded),
+          room,
+        ),
       );
     }, builder);
     if (!prepared.ok) return prepared;
@@ -200,8 +203,11 @@ export class EntryIntake {
     const { blobs: policy, builder, ...importOptions } = options;
     const prepared = await this.#calls.beforeLimitedWrite((room) => {
       checkNotFull(this.#object.storage.sql, this.#object.env);
-      return this.#object.blobs.prepare(entries, policy, room, (inputs, loaded) =>
-        this.#object.session.writes.plannedImport(inputs, importOptions, loaded),
+      return this.#object.blobs.prepare(entries, policy, (inputs, loaded) =>
+        this.#object.session.writes.entriesWithin(
+          this.#object.session.writes.plannedImport(inputs, importOptions, loaded),
+          room,
+        ),
       );
     }, builder);
     if (!prepared.ok) return prepared;

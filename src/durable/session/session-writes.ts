@@ -154,6 +154,19 @@ export class SessionWrites {
   }
 
   /**
+   * The entries of planned writes, refused as `checkRoom` refuses when the session's room cannot
+   * take them all: a write's blobs are planned with it, and a write past its quotas uploads none
+   * (blobs uploaded stay until the session is purged).
+   */
+  entriesWithin(writes: readonly PlannedWrite[], room: ByteLimit | undefined): StoredEntry[] {
+    this.checkRoom(
+      writes.reduce((sum, write) => sum + write.bytes, 0),
+      room,
+    );
+    return writes.map((write) => write.entry);
+  }
+
+  /**
    * Counts `delta` bytes more (or fewer) of the session's generations' chunks in its `bytes`, which
    * the quotas count: more within its `room`. Part of the transaction that stores or drops them.
    */

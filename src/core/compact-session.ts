@@ -1,18 +1,21 @@
 import * as z from "zod";
 import { checkExpectedLeaf, headFor } from "./append";
+import type { OmittedHistory } from "./compaction";
 import {
   CompactionSettings,
   DEFAULT_KEEP_RECENT_TOKENS,
   prepareBranchSummary,
   prepareCompaction,
 } from "./compaction";
-import type { CompactionEntry, EntryInput, StoredEntry } from "./entries";
+import { latestCompaction, projectContext } from "./context";
+import type { CompactionEntry, EntryInput, StoredEntry, TreeEntry } from "./entries";
 import { BranchSummaryEntry, Id, LeafEntry, stored } from "./entries";
 import { SessionError } from "./errors";
 import { formatFileLists } from "./file-lists";
 import { Position } from "./session-schemas";
 import type { AppendOptions, SessionStorage } from "./storage";
 import type { Summarizer, SummaryRequest, SummaryResult } from "./summarizers/summarizer";
+import { currentSystemMessage } from "./system-messages";
 
 /** What a caller asks of a compaction (the service's request body). */
 export const CompactRequest = CompactionSettings.extend({
@@ -46,10 +49,23 @@ async function appendOne(
   return (await storage.appendEntries([entry], options)).entries[0] as StoredEntry;
 }
 
+/** What a compaction at `leafId` reads: the storage's bounded compaction path, or the context path. */
+function compactionPath(
+  storage: CompactionStorage,
+  leafId: string,
+  options: CompactOptions,
+): Promise<{ path: StoredEntry<TreeEntry>[]; omitted?: OmittedHistory }> {
+  return storage.getCompactionPath
+    ? storage.getCompactionPath(leafId, options.keepRecentTokens ?? DEFAULT_KEEP_RECENT_TOKENS)
+    : storage.getContextPath(leafId).then((path) => ({ path }));
+}
+
 /**
  * Compacts the current branch: summarizes what the kept part drops and appends the compaction at
- * the leaf. If the branch moved meanwhile so that the kept part is no longer on it (with
- * `retainTail`: if it moved at all), nothing is written and the error is `leaf_conflict`.
+ * the leaf. The branch may move while the summary is written; the compaction then goes at the
+ * new leaf, carrying the system messages of the branch it lands on. If the kept part is no longer
+ * on that branch (with `retainTail`: if the branch moved at all), nothing is written and the
+ * error is `leaf_conflict`; if the branch was compacted meanwhile, `nothing_to_compact`.
  */
 export async function compactSession(
   storage: CompactionStorage,
@@ -57,9 +73,7 @@ export async function compactSession(
 ): Promise<StoredEntry<CompactionEntry>> {
   const leafId = await storage.getLeafId();
   if (leafId === null) throw new SessionError("nothing_to_compact", "the session has no leaf");
-  const { path, omitted } = storage.getCompactionPath
-    ? await storage.getCompactionPath(leafId, options.keepRecentTokens ?? DEFAULT_KEEP_RECENT_TOKENS)
-    : { path: await storage.getContextPath(leafId), omitted: undefined };
+  const { path, omitted } = await compactionPath(storage, leafId, options);
   const preparation = prepareCompaction(path, options, omitted);
   const result = await summaryText(options, "summarizer_failed", {
     kind: "compaction",
@@ -70,6 +84,12 @@ export async function compactSession(
     readFiles: preparation.readFiles,
     modifiedFiles: preparation.modifiedFiles,
   });
+  const landing = await landingLeaf(storage, leafId, path, options);
+  if (landing.leafId !== leafId) {
+    const moved = currentSystemMessage(projectContext(landing.path).flatMap((p) => p.messages));
+    if (moved) preparation.systemMessage = moved;
+    else delete preparation.systemMessage;
+  }
   const entry: EntryInput = {
     type: "compaction",
     summary: result.text,
@@ -84,8 +104,8 @@ export async function compactSession(
       : {}),
   };
   try {
-    // A retained tail copies the branch as it was: it is only right if nothing moved since.
-    const stored = await appendOne(storage, entry, options.retainTail ? { expectedLeafId: leafId } : {});
+    // Written where it was planned for: a move since is a conflict.
+    const stored = await appendOne(storage, entry, { expectedLeafId: landing.leafId });
     return stored as StoredEntry<CompactionEntry>;
   } catch (error) {
     if (error instanceof SessionError && error.code === "invalid_tree") {
@@ -97,6 +117,33 @@ export async function compactSession(
     }
     throw error;
   }
+}
+
+/**
+ * Where a compaction planned at `leafId` over `path` lands once its summary is written: the leaf
+ * then, with the path the compaction reads there when it moved. A retained tail copies the branch
+ * as it was, so it is right only if nothing moved (`leaf_conflict`); a branch compacted meanwhile
+ * has nothing left for this compaction to do (`nothing_to_compact`).
+ */
+async function landingLeaf(
+  storage: CompactionStorage,
+  leafId: string,
+  path: readonly TreeEntry[],
+  options: CompactOptions,
+): Promise<{ leafId: string; path: readonly TreeEntry[] }> {
+  const now = await storage.getLeafId();
+  if (now === leafId) return { leafId, path };
+  if (now === null || options.retainTail) {
+    throw new SessionError("leaf_conflict", "the branch moved while the summary was written", {
+      leafId: now,
+    });
+  }
+  const landing = (await compactionPath(storage, now, options)).path;
+  const latest = latestCompaction(landing);
+  if (latest && !path.some((entry) => entry.id === latest.id)) {
+    throw new SessionError("nothing_to_compact", "the branch was compacted while the summary was written");
+  }
+  return { leafId: now, path: landing };
 }
 
 /** What a caller asks of a navigation (the service's request body, beside the target). */

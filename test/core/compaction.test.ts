@@ -263,6 +263,77 @@ describe("compacting a session", () => {
   });
 });
 
+describe("a branch that moves while the summary is written", () => {
+  const system = (text: string, tools: string[] = []): AgentMessage => ({
+    role: "system",
+    content: text,
+    ...(tools.length > 0 ? { toolsAdded: tools.map((name) => ({ name })) } : {}),
+    timestamp: 1,
+  });
+  const contextTools = async (session: Session) => {
+    const { messages } = await session.buildContext();
+    return messages
+      .filter((m) => m.role === "system")
+      .flatMap((m) => ((m as { toolsAdded?: { name: string }[] }).toolsAdded ?? []).map((t) => t.name));
+  };
+
+  it("keeps the system messages written meanwhile", async () => {
+    const session = await fresh();
+    await session.appendMessage(system("prompt", ["read"]));
+    for (let i = 0; i < 6; i++) await session.appendMessage(user(words(200)));
+    const summarizer: Summarizer = {
+      name: "slow",
+      async summarize() {
+        await session.appendMessage(system("", ["grep"]));
+        await session.appendMessage(user("meanwhile"));
+        return { text: "summary" };
+      },
+    };
+    const entry = await session.compact({ keepRecentTokens: 100, summarizer });
+    expect(entry.systemMessage).toMatchObject({ toolsAdded: [{ name: "read" }, { name: "grep" }] });
+    expect(await contextTools(session)).toEqual(["read", "grep"]);
+  });
+
+  it("carries the system state of the branch it lands on, not of the branch left", async () => {
+    const session = await fresh();
+    await session.appendMessage(system("prompt", ["read"]));
+    const kept: string[] = [];
+    for (let i = 0; i < 6; i++) kept.push(await session.appendMessage(user(words(200))));
+    await session.appendMessage(system("", ["rm_rf"]));
+    await session.appendMessage(user("after the tool"));
+    const summarizer: Summarizer = {
+      name: "slow",
+      async summarize() {
+        await session.setLeafId(kept.at(-1) as string);
+        await session.appendMessage(user("another way"));
+        return { text: "summary" };
+      },
+    };
+    const entry = await session.compact({ keepRecentTokens: 300, summarizer });
+    expect(entry.systemMessage).toMatchObject({ toolsAdded: [{ name: "read" }] });
+    expect(await contextTools(session)).toEqual(["read"]);
+  });
+
+  it("writes nothing when the branch was compacted meanwhile", async () => {
+    const session = await fresh();
+    for (let i = 0; i < 6; i++) await session.appendMessage(user(words(200)));
+    let curated = "";
+    const summarizer: Summarizer = {
+      name: "slow",
+      async summarize() {
+        curated = (await session.compact({ keepRecentTokens: 100, summary: "CURATED" })).id;
+        await session.appendMessage(user("next"));
+        return { text: "auto" };
+      },
+    };
+    await expectCode(session.compact({ keepRecentTokens: 100, summarizer }), "nothing_to_compact");
+    const { messages } = await session.buildContext();
+    expect(messages[0]).toMatchObject({ role: "compactionSummary", summary: "CURATED" });
+    const compactions = (await session.getEntries()).filter((e) => e.type === "compaction");
+    expect(compactions.map((e) => e.id)).toEqual([curated]);
+  });
+});
+
 describe("branch summaries", () => {
   it("collects the entries from the old leaf back to the common ancestor", async () => {
     const session = await fresh();

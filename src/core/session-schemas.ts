@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { DEFAULT_KEEP_RECENT_TOKENS } from "./compaction";
 import { EntryType as EntryTypeSchema, Id, Name, Timestamp } from "./entries";
 import { ID_PREFIX_PATTERN } from "./ids";
 import { utf8Length } from "./json";
@@ -35,7 +36,8 @@ export const GivenSystemPrompt = z.string().refine(jsonWithin(MAX_SYSTEM_PROMPT_
 
 /**
  * Compaction the service runs by itself after a write brings the context estimate over
- * `contextWindow - reserveTokens` (in the background: it never delays the write).
+ * `contextWindow - reserveTokens` (in the background: it never delays the write). What it keeps
+ * must fit in that budget, or every write after a compaction would bring another.
  */
 export const AutoCompactSettings = z
   .object({
@@ -46,6 +48,9 @@ export const AutoCompactSettings = z
   .strict()
   .refine((s) => s.reserveTokens < s.contextWindow, {
     message: "reserveTokens must be less than contextWindow",
+  })
+  .refine((s) => (s.keepRecentTokens ?? DEFAULT_KEEP_RECENT_TOKENS) < s.contextWindow - s.reserveTokens, {
+    message: `keepRecentTokens (${DEFAULT_KEEP_RECENT_TOKENS} unless given) must be less than contextWindow - reserveTokens`,
   });
 export type AutoCompactSettings = z.infer<typeof AutoCompactSettings>;
 

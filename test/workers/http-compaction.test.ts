@@ -259,6 +259,16 @@ describe("automatic compaction", () => {
       400,
       "invalid_request",
     );
+    // What a compaction keeps must fit in the budget, or each write after it would compact again.
+    for (const autoCompact of [
+      { contextWindow: 32_000, reserveTokens: 16_384 },
+      { contextWindow: 2000, reserveTokens: 500, keepRecentTokens: 1500 },
+    ]) {
+      const refused = await api("PATCH", `/v1/sessions/${id}`, { body: { autoCompact } });
+      expectError(refused, 400, "invalid_request");
+      expect(JSON.stringify(refused.body.error.details)).toContain("keepRecentTokens");
+    }
+    expect((await api("GET", `/v1/sessions/${id}`)).body.autoCompact).toMatchObject({ ...settings });
     const off = await api("PATCH", `/v1/sessions/${id}`, { body: { autoCompact: null } });
     expect(off.body.autoCompact).toBeUndefined();
   });

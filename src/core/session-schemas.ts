@@ -36,8 +36,7 @@ export const GivenSystemPrompt = z.string().refine(jsonWithin(MAX_SYSTEM_PROMPT_
 
 /**
  * Compaction the service runs by itself after a write brings the context estimate over
- * `contextWindow - reserveTokens` (in the background: it never delays the write). What it keeps
- * must fit in that budget, or every write after a compaction would bring another.
+ * `contextWindow - reserveTokens` (in the background: it never delays the write).
  */
 export const AutoCompactSettings = z
   .object({
@@ -48,9 +47,6 @@ export const AutoCompactSettings = z
   .strict()
   .refine((s) => s.reserveTokens < s.contextWindow, {
     message: "reserveTokens must be less than contextWindow",
-  })
-  .refine((s) => (s.keepRecentTokens ?? DEFAULT_KEEP_RECENT_TOKENS) < s.contextWindow - s.reserveTokens, {
-    message: `keepRecentTokens (${DEFAULT_KEEP_RECENT_TOKENS} unless given) must be less than contextWindow - reserveTokens`,
   });
 export type AutoCompactSettings = z.infer<typeof AutoCompactSettings>;
 
@@ -130,11 +126,22 @@ export const CreateSessionOptions = z
   .strict();
 export type CreateSessionOptions = z.infer<typeof CreateSessionOptions>;
 
+/**
+ * Settings a write gives: what a compaction keeps must fit in the budget, or every write after a
+ * compaction would bring another. Stored settings are read as they are.
+ */
+const GivenAutoCompactSettings = AutoCompactSettings.refine(
+  (s) => (s.keepRecentTokens ?? DEFAULT_KEEP_RECENT_TOKENS) < s.contextWindow - s.reserveTokens,
+  {
+    message: `keepRecentTokens (${DEFAULT_KEEP_RECENT_TOKENS} unless given) must be less than contextWindow - reserveTokens`,
+  },
+);
+
 export const HeaderPatch = z
   .object({
     systemPrompt: GivenSystemPrompt.nullable().optional().meta({ description: "null removes it" }),
     metadata: GivenMetadata.optional().meta({ description: "replaces the metadata" }),
-    autoCompact: AutoCompactSettings.nullable().optional().meta({
+    autoCompact: GivenAutoCompactSettings.nullable().optional().meta({
       description:
         "compact by itself when the context passes contextWindow - reserveTokens; null turns it off",
     }),

@@ -1,11 +1,12 @@
 import * as z from "zod";
 import { checkExpectedLeaf, headFor } from "./append";
-import type { OmittedHistory } from "./compaction";
+import type { BranchSummaryPreparation, OmittedHistory } from "./compaction";
 import {
   CompactionSettings,
   DEFAULT_KEEP_RECENT_TOKENS,
   prepareBranchSummary,
   prepareCompaction,
+  summarizeAbandoned,
 } from "./compaction";
 import { latestCompaction, projectContext } from "./context";
 import type { CompactionEntry, EntryInput, StoredEntry, TreeEntry } from "./entries";
@@ -38,8 +39,25 @@ export type CompactionStorage = Pick<
 /** What navigation reads and writes of a session. */
 export type NavigationStorage = Pick<
   SessionStorage,
-  "getLeafId" | "setLeafId" | "getEntry" | "getBranch" | "appendEntries"
+  "getLeafId" | "setLeafId" | "getEntry" | "getBranch" | "getAbandonedPath" | "appendEntries"
 >;
+
+/** What leaving `oldLeaf` for `targetId` abandons: read bounded where the storage can. */
+async function abandoned(
+  storage: NavigationStorage,
+  oldLeaf: string | null,
+  targetId: string | null,
+): Promise<BranchSummaryPreparation> {
+  if (oldLeaf !== null && storage.getAbandonedPath) {
+    const { commonAncestorId, path, omitted } = await storage.getAbandonedPath(oldLeaf, targetId);
+    return summarizeAbandoned(path, commonAncestorId, omitted);
+  }
+  const [from, to] = await Promise.all([
+    oldLeaf === null ? [] : storage.getBranch(oldLeaf),
+    targetId === null ? [] : storage.getBranch(targetId),
+  ]);
+  return prepareBranchSummary(from, to);
+}
 
 async function appendOne(
   storage: Pick<SessionStorage, "appendEntries">,
@@ -203,11 +221,7 @@ export async function navigateSession(
   );
   // The abandoned part runs back to the common ancestor with the entry navigated to, even when
   // the head goes to its parent (`before`): that entry is where the user goes, not what is left.
-  const [from, to] = await Promise.all([
-    oldLeaf === null ? [] : storage.getBranch(oldLeaf),
-    targetId === null ? [] : storage.getBranch(targetId),
-  ]);
-  const preparation = prepareBranchSummary(from, to);
+  const preparation = await abandoned(storage, oldLeaf, targetId);
   if (preparation.entries.length === 0) {
     const record = await storage.setLeafId(target, { expectedLeafId: oldLeaf });
     return { leafId: record.targetId, record };

@@ -209,26 +209,39 @@ export function prepareBranchSummary(
 ): BranchSummaryPreparation {
   const onTarget = new Set(toPath.map((e) => e.id));
   const ancestor = fromPath.findLastIndex((e) => onTarget.has(e.id));
-  const entries = fromPath.slice(ancestor + 1);
+  return summarizeAbandoned(
+    fromPath.slice(ancestor + 1),
+    ancestor >= 0 ? (fromPath[ancestor] as TreeEntry).id : null,
+  );
+}
+
+/**
+ * What a branch summary summarizes of the abandoned entries (oldest first, after the common
+ * ancestor). With `omitted`, they leave out part of a long branch (see `OmittedHistory`): the
+ * summarizer is told where, and its files are listed.
+ */
+export function summarizeAbandoned(
+  entries: readonly TreeEntry[],
+  commonAncestorId: string | null,
+  omitted?: OmittedHistory,
+): BranchSummaryPreparation {
   // The abandoned entries as the context showed them: their edits applied (pi 1.6).
   const edits = latestEdits(entries);
   const checkpointId = messagesCheckpoint(entries) ?? null;
   const messages: AgentMessage[] = [];
   for (const entry of entries) {
-    if (entry.type === "message" && entry.message.role === "toolResult") continue;
     const message =
-      entry.type === "compaction"
-        ? compactionSummary(entry)
-        : projectEntries([entry], undefined, { edits, checkpointId })[0];
+      entry.type === "message" && entry.message.role === "toolResult"
+        ? undefined
+        : entry.type === "compaction"
+          ? compactionSummary(entry)
+          : projectEntries([entry], undefined, { edits, checkpointId })[0];
     if (message) messages.push(message);
+    if (entry.id === omitted?.after) messages.push(omissionNote(omitted, Date.parse(entry.timestamp)));
   }
-  const earlier = entries
-    .filter((e) => e.type === "branch_summary" && !e.fromHook)
-    .map((e) => detailsFiles(e.details));
-  return {
-    commonAncestorId: ancestor >= 0 ? (fromPath[ancestor] as TreeEntry).id : null,
-    entries,
-    messages,
-    ...fileLists(messages, earlier),
-  };
+  const earlier = [
+    ...entries.filter((e) => e.type === "branch_summary" && !e.fromHook).map((e) => detailsFiles(e.details)),
+    omitted,
+  ];
+  return { commonAncestorId, entries: [...entries], messages, ...fileLists(messages, earlier) };
 }

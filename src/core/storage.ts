@@ -82,6 +82,16 @@ export interface SessionStorage {
     leafId: string,
     keepRecentTokens: number,
   ): Promise<{ path: StoredEntry<TreeEntry>[]; omitted?: OmittedHistory }>;
+  /**
+   * What leaving `fromLeafId` for `targetId` abandons, in bounded memory however long the branch
+   * left: the entries after the deepest entry on both paths (`commonAncestorId`) up to
+   * `fromLeafId`; of a long part its start, its end and the entries that change how others read,
+   * the rest counted (`omitted`). A storage without it gives navigation both whole paths.
+   */
+  getAbandonedPath?(
+    fromLeafId: string,
+    targetId: string | null,
+  ): Promise<{ commonAncestorId: string | null; path: StoredEntry<TreeEntry>[]; omitted?: OmittedHistory }>;
   getTree(): Promise<TreeNode[]>;
   /** Every entry's current label. */
   getLabels(): Promise<Record<string, string>>;

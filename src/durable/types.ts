@@ -242,6 +242,11 @@ export interface CompactionPlan {
   compactionId?: string;
 }
 
+/** What a branch summary reads of the branch it leaves (a `CompactionPlan` of it), and where it left. */
+export interface AbandonedPlan extends CompactionPlan {
+  commonAncestorId: string | null;
+}
+
 /** A count of omitted entries: how many of those asked it covered (`done`), and what they hold. */
 export interface OmittedCount {
   done: number;

@@ -157,3 +157,43 @@ describe("compaction of a history too long to hold", () => {
     expect(prompt.length).toBeLessThan(2 * OUTPUT);
   });
 });
+
+describe("a branch summary of a branch too long to hold", () => {
+  it("reads the branch's start and end and tells the summarizer what it left out", async () => {
+    const id = await createSession();
+    const goal = await api("POST", `/v1/sessions/${id}/entries`, {
+      body: user("goal: port the parser to Rust"),
+    });
+    expect(goal.status).toBe(201);
+    const goalId = goal.body.entries[0].id;
+    for (let i = 1; i <= TURNS; i++) {
+      const res = await api("POST", `/v1/sessions/${id}/entries`, {
+        body: user(`MIDDLE-${i} ${"y".repeat(OUTPUT)}`),
+      });
+      expect(res.status).toBe(201);
+    }
+    const left = (await api("GET", `/v1/sessions/${id}`)).body.leafId;
+    const model = `branch-${id}`;
+    const res = await worker.fetch(
+      new Request(`http://sessions.test/v1/sessions/${id}/leaf`, {
+        method: "PUT",
+        headers: { Authorization: `Bearer ${KEY_A}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ targetId: goalId, summarize: true }),
+      }),
+      { ...env, SUMMARIZER_BASE_URL: `${env.FAKE_LLM_URL}/v1`, SUMMARIZER_MODEL: model } as never,
+      ctx(),
+    );
+    const moved = (await res.json()) as { leafId: string; entry: { parentId: string; fromId: string } };
+    expect(res.status, JSON.stringify(moved)).toBe(200);
+    expect(moved.entry).toMatchObject({ parentId: goalId, fromId: left });
+    const requests = (await (await fetch(`${env.FAKE_LLM_URL}/requests/${model}`)).json()) as unknown[];
+    expect(requests).toHaveLength(1);
+    const prompt = JSON.stringify(requests[0]);
+    // The branch's first and last messages are shown, its middle counted.
+    expect(prompt).toContain("MIDDLE-1 ");
+    expect(prompt).toContain(`MIDDLE-${TURNS} `);
+    expect(prompt).not.toContain("MIDDLE-5 ");
+    expect(prompt).toMatch(/earlier messages \(about \d+ tokens\) are not shown/);
+    expect(prompt.length).toBeLessThan(4 * OUTPUT);
+  });
+});

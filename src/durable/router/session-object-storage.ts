@@ -25,7 +25,7 @@ import { type TreeOrder, TreeShape } from "../../core/tree-order";
 import { type ObjectCalls, objectCalls } from "../object-calls";
 import type { BlobPolicy } from "../session/session-blobs";
 import type { SessionObject } from "../session/session-object";
-import type { EntryPage, ForkBegin } from "../types";
+import type { CompactionPlan, EntryPage, ForkBegin } from "../types";
 
 /** What a session's storage needs of its repo: creating a session (a fork), and its recovery window. */
 export interface SessionCreator {
@@ -155,7 +155,22 @@ export class SessionObjectStorage implements SessionStorage {
     leafId: string,
     keepRecentTokens: number,
   ): Promise<{ path: StoredEntry<TreeEntry>[]; omitted?: OmittedHistory }> {
-    const plan = await this.#object.compactionPlan(leafId, keepRecentTokens);
+    return this.#plannedPath(await this.#object.compactionPlan(leafId, keepRecentTokens));
+  }
+
+  /** What a branch summary reads of the branch it leaves, in bounded memory as a compaction does. */
+  async getAbandonedPath(
+    fromLeafId: string,
+    targetId: string | null,
+  ): Promise<{ commonAncestorId: string | null; path: StoredEntry<TreeEntry>[]; omitted?: OmittedHistory }> {
+    const plan = await this.#object.abandonedPlan(fromLeafId, targetId);
+    return { commonAncestorId: plan.commonAncestorId, ...(await this.#plannedPath(plan)) };
+  }
+
+  /** A planned path: its entries read whole a page at a time, the rest counted in calls of bounded work. */
+  async #plannedPath(
+    plan: CompactionPlan,
+  ): Promise<{ path: StoredEntry<TreeEntry>[]; omitted?: OmittedHistory }> {
     let counted: Omit<OmittedHistory, "after"> = { messages: 0, tokens: 0, readFiles: [], modifiedFiles: [] };
     for (let next = 0; next < plan.omitted.length; ) {
       const part = await this.#object.countOmitted(

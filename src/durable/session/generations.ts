@@ -12,7 +12,7 @@ import {
   MAX_GENERATION_BYTES,
 } from "../../core/generations/generation-schemas";
 import { newId } from "../../core/ids";
-import { tryParseJson, utf8Length } from "../../core/json";
+import { tryParseJson } from "../../core/json";
 import { MAX_BATCH_ENTRIES } from "../../core/limits";
 import type { AppendEntryInput } from "../../core/providers/entry-input";
 import { errorSummary, logLine } from "../log-line";

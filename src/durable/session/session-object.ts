@@ -13,6 +13,7 @@ import { REQUEST_ID_HEADER } from "../log-line";
 import { sqlOf } from "../sql";
 import { storageWork, transientError } from "../transient";
 import type {
+  AbandonedPlan,
   Building,
   CompactionPlan,
   ContextAnswer,
@@ -331,6 +332,15 @@ export class SessionObject extends DurableObject<DurableEnv> {
    */
   compactionPlan(leafId: string, keepRecentTokens: number): Promise<Result<CompactionPlan>> {
     return this.#calls.run((session) => session.reads.compactionPlan(leafId, keepRecentTokens));
+  }
+
+  /**
+   * What a branch summary leaving `fromLeafId` for `targetId` reads whole and what it only counts
+   * (see session-reads.ts).
+   * @internal
+   */
+  abandonedPlan(fromLeafId: string, targetId: string | null): Promise<Result<AbandonedPlan>> {
+    return this.#calls.run((session) => session.reads.abandonedPlan(fromLeafId, targetId));
   }
 
   /** Counts omitted entries from the first of `seqs`, for up to COUNT_BUDGET_MS. @internal */

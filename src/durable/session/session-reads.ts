@@ -1,7 +1,7 @@
 import type { EntryRef } from "../../core/append";
 import { blobSlots, parseBlobRef } from "../../core/blob-refs";
 import type { OmittedHistory } from "../../core/compaction";
-import { addOmitted, countOmitted } from "../../core/compaction";
+import { addOmitted, countOmitted, DEFAULT_KEEP_RECENT_TOKENS } from "../../core/compaction";
 import { projectEntries } from "../../core/context";
 import type { StoredEntry, TreeEntry } from "../../core/entries";
 import { entryPage } from "../../core/paging";
@@ -12,6 +12,7 @@ import { estimateTokens } from "../../core/tokens";
 import type { TreeNodeFields } from "../../core/tree";
 import type { Sql } from "../sql";
 import type {
+  AbandonedPlan,
   CompactionPlan,
   CopiedRows,
   EntryPage,
@@ -23,7 +24,7 @@ import type {
 import type { EntryRows } from "./entry-rows";
 import { CopyNeeded, readsAfterCopy } from "./entry-rows";
 import { forkStart, readPathPage, refsOnPath } from "./fork-source";
-import type { ContextPlan, PathReads } from "./path-reads";
+import type { PathReads } from "./path-reads";
 import { PAGE_CHARS, SHAPE_ROWS } from "./schema";
 import type { StoreParts } from "./session-state";
 
@@ -116,6 +117,26 @@ export class SessionReads {
     this.#whole();
     this.#parts.row.live();
     return this.#compaction.plan(leafId, keepRecentTokens);
+  }
+
+  /**
+   * What leaving `fromLeafId` for `targetId` abandons, to be summarized: the entries after the
+   * deepest entry on both paths, read whole or counted as a compaction's are (see
+   * `CompactionReads` below).
+   */
+  abandonedPlan(fromLeafId: string, targetId: string | null): AbandonedPlan {
+    this.#whole();
+    this.#parts.row.live();
+    const { paths, rows } = this.#parts;
+    const from = paths.pathSeqs(fromLeafId);
+    const onTarget = new Set(paths.pathSeqs(targetId));
+    const ancestor = from.findLastIndex((seq) => onTarget.has(seq));
+    const plan = this.#compaction.abandoned(from.slice(ancestor + 1), DEFAULT_KEEP_RECENT_TOKENS);
+    const ancestorSeq = from[ancestor];
+    return {
+      ...plan,
+      commonAncestorId: ancestorSeq === undefined ? null : (rows.nodeAt(ancestorSeq)?.id ?? null),
+    };
   }
 
   /** Counts omitted entries from the first of `seqs` for up to `budgetMs` (see `CompactionReads` below). */
@@ -260,6 +281,12 @@ const TURN_BYTES = 4 * 1024 * 1024;
 /** Characters of payload one counting step reads. */
 const COUNT_PAGE_CHARS = 2 * 1024 * 1024;
 
+/** How a path's entries project: under its latest compaction, from its messages checkpoint. */
+interface Projecting {
+  compactionId: string | undefined;
+  checkpointId: string | null;
+}
+
 export class CompactionReads {
   readonly #rows: EntryRows;
   readonly #paths: PathReads;
@@ -274,15 +301,32 @@ export class CompactionReads {
   /** What to read whole and what to count of the context path at `leafId` (see the file's comment). */
   plan(leafId: string, keepRecentTokens: number): CompactionPlan {
     const context = this.#paths.contextPlan(leafId);
-    const kept = context.seqs;
     // What getContextPath gives: with a compaction, the latest settings and the compaction first.
     const outside = context.compaction ? [...context.settingSeqs, context.compaction.seq] : [];
+    return this.#bounded(context.seqs, outside, keepRecentTokens, {
+      compactionId: context.compaction?.id,
+      checkpointId: context.checkpointId,
+    });
+  }
+
+  /** What to read whole and what to count of an abandoned branch (`seqs`, in path order). */
+  abandoned(seqs: readonly number[], keepRecentTokens: number): CompactionPlan {
+    return this.#bounded(seqs, [], keepRecentTokens, { compactionId: undefined, checkpointId: null });
+  }
+
+  /** Of `kept` (a path's seqs, in order), what to read whole and what to count; `outside` is read too. */
+  #bounded(
+    kept: readonly number[],
+    outside: readonly number[],
+    keepRecentTokens: number,
+    projecting: Projecting,
+  ): CompactionPlan {
     const sorted = (seqs: Iterable<number>) => [...new Set(seqs)].sort((a, b) => a - b);
     if (kept.length <= WHOLE_ENTRIES && this.#rows.storedBytes(kept) <= WHOLE_BYTES) {
       return { seqs: sorted([...outside, ...kept]), omitted: [] };
     }
     const headEnd = this.#headEnd(kept);
-    const tailStart = Math.max(headEnd, this.#tailStart(kept, keepRecentTokens, context));
+    const tailStart = Math.max(headEnd, this.#tailStart(kept, keepRecentTokens, projecting));
     if (tailStart <= headEnd) return { seqs: sorted([...outside, ...kept]), omitted: [] };
     const middle = kept.slice(headEnd, tailStart);
     const shaping = this.#shaping(middle);
@@ -293,7 +337,7 @@ export class CompactionReads {
       seqs,
       omitted: middle.filter((seq) => !skipped.has(seq)),
       ...(last ? { after: last.id } : {}),
-      ...(context.compaction ? { compactionId: context.compaction.id } : {}),
+      ...(projecting.compactionId ? { compactionId: projecting.compactionId } : {}),
     };
   }
 
@@ -311,16 +355,14 @@ export class CompactionReads {
    * Where the end of a long path starts: walking back until the messages hold `keep` tokens, then
    * on to the start of that turn (a user's message), no more than TURN_BYTES further.
    */
-  #tailStart(kept: readonly number[], keep: number, context: ContextPlan): number {
-    const compactionId = context.compaction?.id;
-    const projecting = { checkpointId: context.checkpointId };
+  #tailStart(kept: readonly number[], keep: number, { compactionId, checkpointId }: Projecting): number {
     let tokens = 0;
     let extra = 0;
     for (let end = kept.length; end > 0; end -= TAIL_READ) {
       const start = Math.max(0, end - TAIL_READ);
       const entries = this.#rows.entries(kept.slice(start, end)) as TreeEntry[];
       for (let i = entries.length - 1; i >= 0; i--) {
-        const messages = projectEntries([entries[i] as TreeEntry], compactionId, projecting);
+        const messages = projectEntries([entries[i] as TreeEntry], compactionId, { checkpointId });
         if (tokens >= keep) {
           if (messages.some((m) => m.role === "user")) return start + i;
           extra += this.#rows.storedBytes([kept[start + i] as number]);

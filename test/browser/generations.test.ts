@@ -163,4 +163,55 @@ describe("an answer being written, in the viewer", () => {
     expect(pageErrors).toEqual([]);
     await page.close();
   });
+
+  test("an answer completed while the session's events were cut off becomes its entry once they are back", async () => {
+    const sid = `viewer-generation-unseen-${Date.now()}`;
+    await request(service.url, "POST", "/v1/sessions", { id: sid, name: "An answer ended unseen" });
+    await request(service.url, "POST", `/v1/sessions/${sid}/entries`, user("q1", "Say hello"));
+    const generation = await request(service.url, "POST", `/v1/sessions/${sid}/generations`, {});
+    const gid = generation.id as string;
+    const appended = await fetch(`${service.url}${generation.stream}`, {
+      method: "POST",
+      headers: { "Content-Type": "text/plain" },
+      body: "Hello there",
+    });
+    expect(appended.status).toBe(204);
+
+    const page = await newPage();
+    let connections = 0;
+    let completed: () => void = () => undefined;
+    const answerCompleted = new Promise<void>((resolve) => {
+      completed = resolve;
+    });
+    await page.route(`**/v1/sessions/${sid}/events*`, async (route) => {
+      connections++;
+      if (connections === 1) {
+        // The first stream announces the open answer, then drops, as a lost connection does.
+        const frame = `event: generation\ndata: ${JSON.stringify(generation)}\n\n`;
+        await route.fulfill({ status: 200, contentType: "text/event-stream", body: frame });
+        return;
+      }
+      // The answer is completed while the page is away: the stream it comes back to has no word of it.
+      await answerCompleted;
+      await route.continue();
+    });
+    await page.goto(`${service.url}/#${new URLSearchParams({ session: sid })}`);
+    await page.waitForSelector(`#tree[data-rendered-session="${sid}"]`);
+    await expect.poll(() => shownText(page, gid), { timeout: 15_000 }).toBe("Hello there");
+    await expect.poll(() => connections, { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
+    await request(service.url, "POST", `/v1/sessions/${sid}/generations/${gid}/complete`, {});
+    completed();
+    await page.waitForSelector('#live-status[data-status="live"]');
+
+    // The row is the entry: no longer being written, no Stop button, its context and actions shown.
+    const row = page.locator(`#row-${gid}`);
+    await expect.poll(() => row.getAttribute("class"), { timeout: 15_000 }).not.toContain("in-flight-row");
+    await expect.poll(() => page.locator(`[data-stop="${gid}"]`).count()).toBe(0);
+    expect(await page.locator("#context .in-flight").count()).toBe(0);
+    await page.waitForSelector(`#context[data-context-for="${gid}"]:not([aria-busy])`);
+    expect(await page.locator("#context").textContent()).toContain("Hello there");
+    expect(await page.isVisible("#move-leaf-button")).toBe(true);
+    expect(pageErrors).toEqual([]);
+    await page.close();
+  });
 });

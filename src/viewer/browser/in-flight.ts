@@ -72,12 +72,13 @@ export function inFlightRow(id: string): InFlight | undefined {
 /**
  * Follows an answer of the open session as it is written (once; from where this tab last was).
  * Watching the head, or the entry it answers, the answer is selected as it starts. `hooks` select
- * its row and draw the tree again.
+ * its row, draw the tree again, and are told when its stream closed: the session's events may not
+ * say so (the answer ended while they were cut off, and a reconnect announces only open ones).
  */
 export function followGeneration(
   sessionId: string,
   info: GenerationInfo,
-  hooks: { select(id: string): void; render(): void },
+  hooks: { select(id: string): void; render(): void; ended(info: GenerationInfo): void },
 ): void {
   if (inFlight.has(info.id) || info.state !== "open") return;
   const saved = readProgress(sessionId, info.id);
@@ -105,7 +106,7 @@ export function followGeneration(
         hooks.render();
         if (view.selectedId === info.id) renderInFlight(info.id);
       }
-      if (!flight.stop.signal.aborted) forgetProgress(sessionId, info.id);
+      if (!flight.stop.signal.aborted) hooks.ended(info);
     } catch (error) {
       if (!flight.stop.signal.aborted && view.sessionId === sessionId)
         showError(error, "Following an answer");
@@ -119,6 +120,16 @@ export function generationEnded(sessionId: string, info: GenerationInfo): void {
   flight?.stop.abort();
   inFlight.delete(info.id);
   forgetProgress(sessionId, info.id);
+}
+
+/**
+ * Answers whose entries a fresh copy of the tree holds are written: nothing of them is followed any
+ * more. Answers the ids it forgot.
+ */
+export function forgetWrittenAnswers(sessionId: string, nodes: ReadonlyMap<string, TreeNode>): string[] {
+  const written = [...inFlight.values()].filter(({ info }) => nodes.has(info.id)).map(({ info }) => info);
+  for (const info of written) generationEnded(sessionId, info);
+  return written.map((info) => info.id);
 }
 
 /** The latest answer being written under an entry, if any: what watching that entry shows next. */

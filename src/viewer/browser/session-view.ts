@@ -1,10 +1,18 @@
+import type { GenerationInfo } from "../../core/generations/generation-schemas";
 import type { SessionInfo } from "../../core/session-schemas";
 import type { TreeNode } from "../../core/tree";
 import { session } from "./api";
 import { ago, count, fullTime, showConnection } from "./dom";
 import { select, showNoEntry, updateEntryPane } from "./entry-pane";
 import { clearError, showError } from "./error-bar";
-import { answerInFlight, followGeneration, forgetInFlight, generationEnded, graftInto } from "./in-flight";
+import {
+  answerInFlight,
+  followGeneration,
+  forgetInFlight,
+  forgetWrittenAnswers,
+  generationEnded,
+  graftInto,
+} from "./in-flight";
 import { els } from "./page-elements";
 import { renderSessions, updateListedSession } from "./session-list";
 import { clearSearch } from "./session-search";
@@ -76,13 +84,16 @@ function applySession(info: SessionInfo, roots: TreeNode[]): void {
   view.roots = roots;
   view.nodes = indexTree(roots);
   // Answers being written show under their parents until their entries are there.
+  const written = forgetWrittenAnswers(info.id, view.nodes);
   graftInto(roots);
   view.path = pathTo(view.nodes, info.leafId);
   renderSessionHeader(info);
   rebuildRows();
   updateListedSession(info);
   if (view.selectedId && !view.nodes.has(view.selectedId)) showNoEntry();
-  updateEntryPane();
+  // A selected answer that became its entry shows the entry's context instead of its text.
+  if (view.selectedId && written.includes(view.selectedId)) select(view.selectedId);
+  else updateEntryPane();
 }
 
 function renderSessionHeader(info: SessionInfo): void {
@@ -145,16 +156,12 @@ function watchSession(sessionId: string): void {
         }
         if (event.event === "generation") {
           if (event.data.state === "open")
-            followGeneration(sessionId, event.data, { select, render: scheduleRender });
-          else {
-            generationEnded(sessionId, event.data);
-            // The answer is an entry now: shown as one, its context in the pane when selected.
-            refreshSession(true)
-              .then(() => {
-                if (view.sessionId === sessionId && view.selectedId === event.data.id) select(event.data.id);
-              })
-              .catch(showError);
-          }
+            followGeneration(sessionId, event.data, {
+              select,
+              render: scheduleRender,
+              ended: (info) => answerWritten(sessionId, info),
+            });
+          else answerWritten(sessionId, event.data);
         }
         if (event.event === "entry" || event.event === "session" || event.event === "leaf") scheduleRefresh();
       }
@@ -163,6 +170,17 @@ function watchSession(sessionId: string): void {
       if (!stop.signal.aborted && view.sessionId === sessionId && view.info) showError(error);
     }
   })();
+}
+
+/** The answer is an entry now: shown as one, its context in the pane when selected. */
+function answerWritten(sessionId: string, info: GenerationInfo): void {
+  generationEnded(sessionId, info);
+  if (view.sessionId !== sessionId) return;
+  refreshSession(true)
+    .then(() => {
+      if (view.sessionId === sessionId && view.selectedId === info.id) select(info.id);
+    })
+    .catch(showError);
 }
 
 function scheduleRefresh(): void {

@@ -557,6 +557,50 @@ describe("the session viewer", () => {
     await page.close();
   });
 
+  test("deployed, a key entered with the button after cancelling the dialog starts live updates again", async () => {
+    const sid = `viewer-keyed-${Date.now()}`;
+    await request(service.url, "POST", "/v1/sessions", { id: sid, name: "Opened without a key" });
+    await request(service.url, "POST", `/v1/sessions/${sid}/entries`, user("k1", "First question"));
+    const page = await newPage();
+    // Stands in for a deployed service: /v1 answers 401 unless the right key is sent.
+    await page.route("**/v1/**", async (route) => {
+      const authorization = route.request().headers().authorization;
+      if (authorization !== "Bearer later-key") {
+        await route.fulfill({
+          status: 401,
+          contentType: "application/json",
+          body: JSON.stringify({
+            error: { code: "unauthorized", message: "missing Authorization: Bearer <key>" },
+          }),
+        });
+        return;
+      }
+      const headers = { ...route.request().headers() };
+      delete headers.authorization;
+      await route.continue({ headers });
+    });
+    await page.goto(`${service.url}/#session=${sid}`);
+    await page.waitForSelector("#token-dialog[open]");
+    await page.click('#token-form button[value="cancel"]');
+    await page.waitForSelector("#error:not([hidden])");
+    expect(await page.locator("#token-dialog[open]").count()).toBe(0);
+
+    await page.click("#token-button");
+    await page.waitForSelector("#token-dialog[open]");
+    await page.fill("#token-input", "later-key");
+    await page.click('#token-form button[value="ok"]');
+    await page.waitForSelector(`#tree[data-rendered-session="${sid}"]`);
+    // Both event streams are followed again: the list's and the open session's.
+    await page.waitForSelector('#sessions-status[data-status="live"]');
+    await page.waitForSelector('#live-status[data-status="live"]');
+    const later = `viewer-after-key-${Date.now()}`;
+    await request(service.url, "POST", "/v1/sessions", { id: later, name: "made once the key was in" });
+    await page.waitForSelector(`[data-session="${later}"]`, { timeout: 10_000 });
+    await request(service.url, "POST", `/v1/sessions/${sid}/entries`, user("k2", "Written elsewhere"));
+    await page.waitForSelector("#row-k2", { timeout: 10_000 });
+    await page.close();
+  });
+
   test("opens a 10,000-entry session with its long run collapsed, drawing only what is in view", async () => {
     await createChainSession(service.url, "viewer-big", 10_000);
     const page = await newPage();

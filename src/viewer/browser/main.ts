@@ -6,9 +6,9 @@ import { select, showNoEntry } from "./entry-pane";
 import { clearError, showError } from "./error-bar";
 import { installStopButtons } from "./in-flight";
 import { els } from "./page-elements";
-import { followSessions, loadSessions, renderSessions } from "./session-list";
+import { followSessions, isFollowingSessions, loadSessions, renderSessions } from "./session-list";
 import { installSearch } from "./session-search";
-import { openSession, refreshSession } from "./session-view";
+import { openSession, resumeSession } from "./session-view";
 import { installTimeTravel } from "./time-travel";
 import { installTreeEvents } from "./tree-view";
 import { view } from "./view-state";
@@ -37,8 +37,10 @@ els.errorDismiss.addEventListener("click", clearError);
 els.tokenButton.addEventListener("click", async () => {
   if (await changeToken()) {
     await act(null, async () => {
-      await loadSessions(false);
-      if (view.sessionId) await refreshSession();
+      // A refused key ended the event streams for good: with the new one they start again.
+      if (isFollowingSessions()) await loadSessions(false);
+      else await followSessions();
+      await resumeSession();
     });
   }
 });

@@ -88,6 +88,14 @@ function applyEvent(event: TenantEvent): void {
   list.sessions = event.event === "deleted" ? others : [event.data, ...others];
 }
 
+/** The tenant's events are being followed: not before the first follow, nor once they ended for good (a refused key). */
+let followingSessions = false;
+
+/** Whether the list follows the tenant's events; if not, followSessions starts again. */
+export function isFollowingSessions(): boolean {
+  return followingSessions;
+}
+
 /**
  * Follows the tenant's sessions as they are created, change and go, so the list stays current
  * without reloading (rows are what the listing reports, a moment after each write), and answers the
@@ -96,6 +104,7 @@ function applyEvent(event: TenantEvent): void {
  * the first connection fails the page is read anyway, to show the list while it reconnects.
  */
 export function followSessions(): Promise<SessionInfo[]> {
+  followingSessions = true;
   return new Promise((firstPage, failed) => {
     let read = false;
     const readFirstPage = () => {
@@ -116,6 +125,7 @@ export function followSessions(): Promise<SessionInfo[]> {
         renderSessions();
       }
     })().catch((error: unknown) => {
+      followingSessions = false;
       if (read) showError(error);
       else failed(error);
     });

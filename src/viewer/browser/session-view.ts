@@ -30,10 +30,17 @@ import { resetView, view } from "./view-state";
 const REFRESH_MS = 100;
 
 let watching: AbortController | undefined;
+/** The open session's events ended for good (a refused key, the session deleted): nothing follows it. */
+let watchEnded = false;
 let refreshTimer: ReturnType<typeof setTimeout> | undefined;
 
-export async function openSession(sessionId: string, entryId?: string | null): Promise<void> {
-  const switching = sessionId !== view.sessionId;
+/** Opens a session; with `reopen`, the one already open is opened afresh, its events followed again. */
+export async function openSession(
+  sessionId: string,
+  entryId?: string | null,
+  options: { reopen?: boolean } = {},
+): Promise<void> {
+  const switching = options.reopen === true || sessionId !== view.sessionId;
   const generation = ++view.generation;
   if (switching) {
     forgetInFlight();
@@ -138,11 +145,23 @@ export async function refreshSession(followLeaf = false): Promise<void> {
     select(info.leafId, { reveal: true });
 }
 
+/**
+ * After a new key: a session that did not open, or whose events ended for good, is opened again;
+ * one still followed is read again.
+ */
+export async function resumeSession(): Promise<void> {
+  const sessionId = view.sessionId;
+  if (!sessionId) return;
+  if (watchEnded || !view.info) await openSession(sessionId, view.selectedId, { reopen: true });
+  else await refreshSession();
+}
+
 /** Follows the open session's events until another one is opened. */
 function watchSession(sessionId: string): void {
   watching?.abort();
   const stop = new AbortController();
   watching = stop;
+  watchEnded = false;
   void (async () => {
     try {
       // The session's connection, as the top bar shows it.
@@ -168,6 +187,8 @@ function watchSession(sessionId: string): void {
     } catch (error) {
       // Before the session opened, opening it failed too and says so itself (openSession).
       if (!stop.signal.aborted && view.sessionId === sessionId && view.info) showError(error);
+    } finally {
+      if (watching === stop) watchEnded = true;
     }
   })();
 }

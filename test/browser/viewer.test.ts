@@ -460,6 +460,58 @@ describe("the session viewer", () => {
     await page.close();
   });
 
+  test("keeps following the head when a read of the session comes back late", async () => {
+    const sid = `viewer-late-read-${Date.now()}`;
+    await request(service.url, "POST", "/v1/sessions", { id: sid, name: "A busy session" });
+    await request(service.url, "POST", `/v1/sessions/${sid}/entries`, user("h1", "The first question"));
+    const page = await newPage();
+    let holding = false;
+    let held = false;
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    await page.route(
+      (url) => url.pathname === `/v1/sessions/${sid}`,
+      async (route) => {
+        // One read of the session's info is sent late, after the tree read beside it and after
+        // another append: the info names a leaf that tree does not hold, and later reads overtake it.
+        if (holding && !held && route.request().method() === "GET") {
+          held = true;
+          await released;
+        }
+        await route.continue();
+      },
+    );
+    await openSession(page, sid);
+    await page.waitForSelector('#live-status[data-status="live"]');
+    await expect.poll(() => row(page, "h1").getAttribute("aria-selected")).toBe("true");
+
+    holding = true;
+    await request(
+      service.url,
+      "POST",
+      `/v1/sessions/${sid}/entries`,
+      assistant("h2", [{ type: "text", text: "One" }]),
+    );
+    await expect.poll(() => held, { timeout: 10_000 }).toBe(true);
+    await request(service.url, "POST", `/v1/sessions/${sid}/entries`, user("h3", "The second question"));
+    await page.waitForTimeout(1000);
+    release();
+    await page.waitForTimeout(500);
+    await request(
+      service.url,
+      "POST",
+      `/v1/sessions/${sid}/entries`,
+      assistant("h4", [{ type: "text", text: "Two" }]),
+    );
+    // Watching the head, the selection is on the newest entry, the leaf.
+    await expect.poll(() => row(page, "h4").getAttribute("aria-selected"), { timeout: 10_000 }).toBe("true");
+    await expect.poll(() => row(page, "h4").getAttribute("class")).toContain("leaf");
+    await page.waitForSelector('#context[data-context-for="h4"]:not([aria-busy])');
+    await page.close();
+  });
+
   test("shows the list's connection, and reads the list again after a reconnect", async () => {
     const page = await newPage();
     const missed = `viewer-missed-${Date.now()}`;

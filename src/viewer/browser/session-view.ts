@@ -1,6 +1,5 @@
 import type { GenerationInfo } from "../../core/generations/generation-schemas";
 import type { SessionInfo } from "../../core/session-schemas";
-import type { TreeNode } from "../../core/tree";
 import { session } from "./api";
 import { ago, count, fullTime, showConnection } from "./dom";
 import { select, showNoEntry, updateEntryPane } from "./entry-pane";
@@ -15,9 +14,10 @@ import {
 } from "./in-flight";
 import { els } from "./page-elements";
 import { renderSessions, updateListedSession } from "./session-list";
+import { readSession, type SessionRead } from "./session-read";
 import { clearSearch } from "./session-search";
 import { hideTimeTravel, showTimeTravel } from "./time-travel";
-import { indexTree, pathTo } from "./tree-rows";
+import { pathTo } from "./tree-rows";
 import { loadDetails, rebuildRows, renderTree, scheduleRender } from "./tree-view";
 import { resetView, view } from "./view-state";
 
@@ -60,10 +60,10 @@ export async function openSession(
     renderSessions();
   }
   try {
-    const storage = session(sessionId);
-    const [info, roots] = await Promise.all([storage.getInfo(), storage.getTree()]);
+    const read = await readSession(sessionId);
     if (generation !== view.generation) return;
-    applySession(info, roots);
+    applySession(read);
+    const { info } = read;
     if (!view.renderedOnce.has(sessionId)) {
       view.renderedOnce.add(sessionId);
       // What `npm run bench` times: navigation start → this session's tree on screen.
@@ -86,10 +86,10 @@ export async function openSession(
 }
 
 /** Takes a fresh SessionInfo and tree; selection, open runs and scroll position stay. */
-function applySession(info: SessionInfo, roots: TreeNode[]): void {
+function applySession({ info, roots, nodes }: SessionRead): void {
   view.info = info;
   view.roots = roots;
-  view.nodes = indexTree(roots);
+  view.nodes = nodes;
   // Answers being written show under their parents until their entries are there.
   const written = forgetWrittenAnswers(info.id, view.nodes);
   graftInto(roots);
@@ -122,27 +122,59 @@ function renderSessionHeader(info: SessionInfo): void {
     : "Choose how much of the current branch to keep, and summarize the rest.";
 }
 
+/** The refresh being made, and the one asked for meanwhile: it runs once that one is done. */
+let refreshing: Promise<void> | undefined;
+let nextRefresh: { followLeaf: boolean; done: Promise<void> } | undefined;
+
 /**
  * Fetches the session again. With followLeaf, a selection that was the leaf moves with it when
  * the leaf only went forward (an agent appending): watching a live session keeps showing its end.
+ * One refresh runs at a time, so an older read never lands after a newer one; those asked for
+ * while one runs are made together, once, after it.
  */
-export async function refreshSession(followLeaf = false): Promise<void> {
+export function refreshSession(followLeaf = false): Promise<void> {
+  if (nextRefresh) {
+    nextRefresh.followLeaf ||= followLeaf;
+    return nextRefresh.done;
+  }
+  if (!refreshing) return startRefresh(followLeaf);
+  const next = { followLeaf, done: Promise.resolve() };
+  next.done = refreshing
+    .catch(() => undefined)
+    .then(() => {
+      nextRefresh = undefined;
+      return startRefresh(next.followLeaf);
+    });
+  nextRefresh = next;
+  return next.done;
+}
+
+function startRefresh(followLeaf: boolean): Promise<void> {
+  const run = refreshNow(followLeaf).finally(() => {
+    if (refreshing === run) refreshing = undefined;
+  });
+  refreshing = run;
+  return run;
+}
+
+async function refreshNow(followLeaf: boolean): Promise<void> {
   const sessionId = view.sessionId;
   if (!sessionId) return;
   const generation = view.generation;
-  const selectedLeaf =
-    view.selectedId !== null && view.selectedId === view.info?.leafId ? view.selectedId : null;
-  const storage = session(sessionId);
-  const read = await Promise.all([storage.getInfo(), storage.getTree()]).catch((error: unknown) => {
+  // The person watches the head when the selection is the leaf the last read showed.
+  const watchedLeaf =
+    followLeaf && view.selectedId !== null && view.selectedId === view.info?.leafId ? view.selectedId : null;
+  const read = await readSession(sessionId).catch((error: unknown) => {
     // Another session was opened meanwhile: what failed is no longer on the page.
     if (generation === view.generation) throw error;
   });
   if (!read || generation !== view.generation) return;
-  const [info, roots] = read;
-  applySession(info, roots);
+  applySession(read);
   void loadDetails(generation);
-  if (followLeaf && selectedLeaf && info.leafId !== selectedLeaf && view.path.has(selectedLeaf))
-    select(info.leafId, { reveal: true });
+  // The head moved on from the entry watched, and the person did not select another meanwhile.
+  const { leafId } = read.info;
+  if (watchedLeaf && view.selectedId === watchedLeaf && leafId !== watchedLeaf && view.path.has(watchedLeaf))
+    select(leafId, { reveal: true });
 }
 
 /**

@@ -416,6 +416,16 @@ describe("the session viewer", () => {
   test("forks from the page and opens the new session", async () => {
     const page = await newPage();
     await openSession(page, "viewer-demo");
+    await page.waitForSelector('#sessions-status[data-status="live"]');
+    // The new session's info is answered once the list has heard of it from the tenant's events.
+    await page.route(
+      (url) => /^\/v1\/sessions\/[^/]+$/.test(url.pathname) && url.pathname !== "/v1/sessions/viewer-demo",
+      async (route) => {
+        const id = decodeURIComponent(new URL(route.request().url()).pathname.split("/")[3] ?? "");
+        await page.waitForSelector(`[data-session="${id}"]`, { timeout: 10_000 }).catch(() => undefined);
+        await route.continue();
+      },
+    );
     await select(page, "a3");
     await page.click("#fork-button");
     await page.waitForSelector("#fork-dialog[open]");
@@ -434,6 +444,8 @@ describe("the session viewer", () => {
     expect(await row(page, "a4").count()).toBe(0);
     expect(await page.textContent("#session-meta")).toContain("forked from viewer-demo at a3");
     await page.waitForSelector(`[data-session="${forkId}"][aria-current="true"]`);
+    // Listed once, though both the tenant's event and the page itself added it.
+    expect(await page.locator(`[data-session="${forkId}"]`).count()).toBe(1);
     await screenshot(page, "viewer-fork");
     await page.close();
   });

@@ -47,8 +47,8 @@ export function installActions(): void {
       const fork = await (
         await session(sessionId).fork(entryId, name === undefined ? {} : { name })
       ).getInfo();
-      // Listed at once, before the listing catches up.
-      list.sessions.unshift(fork);
+      // Listed at once, before the listing catches up; once, should the tenant's event have listed it.
+      list.sessions = [fork, ...list.sessions.filter((listed) => listed.id !== fork.id)];
       navigate(fork.id, fork.leafId);
     }),
   );

@@ -530,6 +530,27 @@ describe("searching the tenant", () => {
     });
   });
 
+  it("finds a fork whose whole path came with its answer, though nothing touches it after", async () => {
+    const id = await createSession();
+    const entries = [
+      userMessage("where does it live"),
+      assistantMessage("a gharial lives in the river"),
+      userMessage("thanks"),
+    ];
+    const appended = await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } });
+    expect(appended.status).toBe(201);
+    const forkId = sid("fork");
+    const leafId = appended.body.entries[2].id;
+    const res = await api("POST", `/v1/sessions/${id}/fork`, { body: { entryId: leafId, id: forkId } });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.copying).toBeUndefined();
+    // Found by its text (not its preview, the first user message, listed with the fork).
+    await eventually(async () => {
+      const found = (await tenantSearch("gharial")).body.results;
+      expect(found.map((r) => r.session.id).sort()).toEqual([id, forkId].sort());
+    });
+  });
+
   it("finds an imported session by the words of its last entries, indexed after the import", async () => {
     const id = sid("import");
     const at = (n: number) => new Date(Date.UTC(2026, 0, 1) + n * 1000).toISOString();

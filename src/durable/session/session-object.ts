@@ -163,7 +163,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
       // background, and the alarm tells it again if it cannot); its copy goes on in the background.
       await this.#copy.begin(options.fork);
       void this.#reports.publish();
-      await this.#copy.arm();
+      await this.#armAfterBegin();
       return this.#object.session.info();
     });
   }
@@ -181,16 +181,26 @@ export class SessionObject extends DurableObject<DurableEnv> {
   /**
    * The info of the session `builder` made, once it is listed (a fork lists itself once it holds its
    * first page): what a fork is answered with when what followed its listing failed, or its answer
-   * was lost on the way; `not_found` for any other session. The fork's copy has its alarm set,
-   * should setting it have been what failed. @internal
+   * was lost on the way; `not_found` for any other session. The fork has its alarm set, should
+   * setting it have been what failed. @internal
    */
   listedInfo(builder: string): Promise<Result<SessionInfo>> {
     return capture(async () => {
       this.#checkBuiltBy(builder);
       this.#calls.checkListed();
-      await this.#copy.arm();
+      await this.#armAfterBegin();
       return this.#object.session.info();
     });
+  }
+
+  /**
+   * Sets the alarm of a fork just listed: its copy's next step, and its entries' indexing for
+   * search (once copied). A fork whose path came whole with its first page has no copy to set it,
+   * and its alarm was set while it was not yet listed (to drop it, left incomplete, a day later).
+   */
+  async #armAfterBegin(): Promise<void> {
+    await this.#copy.arm();
+    await this.#object.alarm.arm();
   }
 
   /** Throws `not_found` unless the object holds the session `builder` made. */

@@ -353,6 +353,40 @@ describe("a fork that fails part way", () => {
     expect(await listed()).not.toContain(fork);
   });
 
+  it("answers 503 unavailable, writing nothing, while the rest of its path cannot be copied", async () => {
+    const source = await newSession();
+    const path = Array.from({ length: 12 }, (_, n) => message(`m${n}`, `turn ${n}`));
+    expect((await api("POST", `/v1/sessions/${source}/entries`, { entries: path })).status).toBe(201);
+    // A page of the copy carries one entry, and only what needs the rest of the path copies it.
+    faults.env.FORK_COPY_PAGE_BYTES = "1";
+    faults.env.FORK_COPY_PAUSE_MS = "3600000";
+    const fork = `f-${newId()}`;
+    const made = await api("POST", `/v1/sessions/${source}/fork`, { entryId: "m11", id: fork });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    // Writing a page of the copy fails, and rolls back.
+    faults.add({
+      point: "statement",
+      object: objectOf(fork),
+      matching: /INTO entries/,
+      times: Number.POSITIVE_INFINITY,
+    });
+    const { copying } = (await api("GET", `/v1/sessions/${fork}`)).body;
+    expect(copying.copied).toBeLessThan(12);
+    expectUnavailable(await api("GET", `/v1/sessions/${fork}/entries`), "not_applied");
+    const under = { ...message("x", "under the root"), parentId: "m0" };
+    expectUnavailable(await api("POST", `/v1/sessions/${fork}/entries`, under), "not_applied");
+    // The source no longer keeps the path for the fork: it cannot be had either.
+    faults.clear();
+    await runInDurableObject(stub(source), (_instance, state) => {
+      state.storage.sql.exec("DELETE FROM fork_holds");
+    });
+    expectUnavailable(await api("GET", `/v1/sessions/${fork}/entries`), "not_applied");
+    expectUnavailable(await api("POST", `/v1/sessions/${fork}/entries`, under), "not_applied");
+    const info = await api("GET", `/v1/sessions/${fork}`);
+    expect(info.body).toMatchObject({ entryCount: 12, leafId: "m11" });
+    expect(info.body.copying.copied).toBe(copying.copied);
+  });
+
   it("answers that its outcome is unknown when it cannot be removed either", async () => {
     const source = await forkable();
     const fork = `f-${newId()}`;

@@ -1,11 +1,12 @@
 import type { StoredEntry } from "../../core/entries";
+import type { Result } from "../../core/errors";
 import { capture, SessionError, unwrap } from "../../core/errors";
 import { forkExtras } from "../../core/fork";
 import type { DurableEnv } from "../env";
 import { sessionObjectName } from "../names";
 import { objectCalls } from "../object-calls";
 import { numberSetting } from "../settings";
-import { storageWork } from "../transient";
+import { storageWork, transientError, unavailable } from "../transient";
 import type { ForkBegin } from "../types";
 import { CopyNeeded } from "./entry-rows";
 import type { SessionObjectState } from "./object-state";
@@ -162,7 +163,7 @@ export class ForkCopy {
     } catch (error) {
       // The source lets go once the copy is done: the fork holds the path itself then.
       if (!this.copying) return undefined;
-      throw error;
+      throw uncopied(error);
     }
   }
 
@@ -174,17 +175,25 @@ export class ForkCopy {
 
   /**
    * Runs `work`; should it need entries still to copy, learns whether those it looked for are on
-   * the path (or copies the rest) and runs it again. Nothing was written by a run that needed them.
+   * the path (or copies the rest) and runs it again. Nothing was written by a run that needed them:
+   * when they cannot be had now, the answer is `uncopied`'s failure.
    */
-  async retrying<T>(work: () => Promise<T>): Promise<T> {
+  async retrying<T>(work: () => Promise<Result<T>>): Promise<Result<T>> {
     for (;;) {
+      let needed: CopyNeeded;
       try {
         return await work();
       } catch (error) {
         if (!(error instanceof CopyNeeded)) throw error;
-        if (!this.copying) throw new SessionError("internal", "an entry row is missing");
-        await this.#resolve(error);
+        needed = error;
       }
+      const resolved = await capture(async () => {
+        if (!this.copying) throw new SessionError("internal", "an entry row is missing");
+        await this.#resolve(needed).catch((error: unknown) => {
+          throw uncopied(error);
+        });
+      });
+      if (!resolved.ok) return resolved;
     }
   }
 
@@ -258,4 +267,18 @@ export class ForkCopy {
     const state = this.#object.session.copy.state;
     return state?.next ? state.hold : null;
   }
+}
+
+/**
+ * What a call answers when the part of the path still to copy cannot be had now: its source's
+ * storage or its own failed (and rolled back), the source cannot be reached, no longer keeps the
+ * path, or a blob of it cannot be claimed. The fork is there, and nothing was written: unavailable,
+ * to be tried again. A failure of any other kind is a defect, and stays as it is.
+ */
+function uncopied(error: unknown): unknown {
+  if (error instanceof SessionError) {
+    if (error.code !== "not_found") return error;
+    return unavailable("the rest of this fork's path cannot be copied now; try again", "not_applied");
+  }
+  return transientError(error) ?? error;
 }

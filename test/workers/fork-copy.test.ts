@@ -280,6 +280,29 @@ describe("a fork still copying its path", () => {
     );
   });
 
+  it("moves its head before an entry it holds, onto one still to copy, and its history says so", async () => {
+    const src = await createSession();
+    await append(
+      src,
+      Array.from({ length: 30 }, (_, n) => ({ ...userMessage(text(n)), id: `u${n}` })),
+    );
+    const path = await branchOf(src, "u29");
+    const { id } = await fork(src, "u29");
+    // The first entry the fork holds: its parent is still to copy.
+    const { copied } = await copying(id);
+    const first = path[path.length - copied] as Entry;
+    const parent = path[path.length - copied - 1] as Entry;
+    const moved = await api("PUT", `/v1/sessions/${id}/leaf`, {
+      body: { targetId: first.id, position: "before" },
+    });
+    expect(moved.status, moved.text).toBe(200);
+    expect((await api("GET", `/v1/sessions/${id}/leaf`)).body.leafId).toBe(parent.id);
+    const now = new Date().toISOString();
+    expect((await api("GET", `/v1/sessions/${id}/leaf?asOf=${now}`)).body.leafId).toBe(parent.id);
+    await finish(id);
+    expect((await api("GET", `/v1/sessions/${id}/leaf?asOf=${now}`)).body.leafId).toBe(parent.id);
+  });
+
   it("goes on after its object is evicted, and after every object restarts", async () => {
     const src = await source();
     const path = await branchOf(src, "m40");

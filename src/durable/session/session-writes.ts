@@ -189,6 +189,7 @@ export class SessionWrites {
       plan.writes.reduce((sum, write) => sum + write.bytes, 0),
       room,
     );
+    const leafSeq = this.#leafSeq(plan);
     // Stored with references to the blobs prepared for them; counted as written.
     const stored: readonly StoredWrite[] = blobs ? blobs.externalize(plan.writes) : plan.writes;
     this.#write(() => {
@@ -198,7 +199,7 @@ export class SessionWrites {
       const blobBytes = stored.reduce((sum, write) => sum + (write.blobBytes ?? 0), 0);
       if (blobBytes > 0) state.stats.blobBytes = (state.stats.blobBytes ?? 0) + blobBytes;
       const last = plan.writes[plan.writes.length - 1];
-      if (last) this.#parts.history.record(last.entry.seq, this.#leafSeq(plan));
+      if (last) this.#parts.history.record(last.entry.seq, leafSeq);
       state.leafId = plan.leafId;
       state.nextSeq += plan.writes.length;
       state.stats.updatedAt = nowIso();
@@ -293,15 +294,20 @@ export class SessionWrites {
     });
   }
 
-  /** The seq of the leaf a plan leaves: one of its writes, or an entry written before. */
+  /**
+   * The seq of the leaf a plan leaves: one of its writes, or an entry written before. In a fork
+   * still copying its path, an entry of the part still to copy has no seq here yet: it is copied
+   * first (`CopyNeeded`), so that the leaf's history records where the head went.
+   */
   #leafSeq(plan: Pick<AppendPlan, "writes" | "leafId">): number | null {
     const { leafId } = plan;
     if (leafId === null) return null;
-    return (
-      plan.writes.find((write) => write.entry.id === leafId)?.entry.seq ??
-      this.#parts.rows.node(leafId)?.seq ??
-      null
-    );
+    const seq =
+      plan.writes.find((write) => write.entry.id === leafId)?.entry.seq ?? this.#parts.rows.node(leafId)?.seq;
+    if (seq !== undefined) return seq;
+    const { copy } = this.#parts;
+    if (copy.copying && copy.refOf(leafId) !== null) throw new CopyNeeded({ ids: [leafId] });
+    return null;
   }
 
   /** What an import would write, without writing it (see `plannedAppend`). */

@@ -402,6 +402,30 @@ describe("a fork's source", () => {
     expect(holds).toEqual([{ fork_id: id }]);
   });
 
+  it("is let go by a fork its tenant's quota refused", async () => {
+    // The tenant may hold two sessions (vitest.workers.config.ts): the source and one more.
+    const key = "key-few-sessions";
+    const src = await createSession({ key });
+    const turns = Array.from({ length: 20 }, (_, n) => ({ ...userMessage(text(n)), id: `q${n}` }));
+    expect((await api("POST", `/v1/sessions/${src}/entries`, { key, body: { entries: turns } })).status).toBe(
+      201,
+    );
+    const other = await createSession({ key });
+    const forkId = sid("fork");
+    const refused = await api("POST", `/v1/sessions/${src}/fork`, {
+      key,
+      body: { entryId: "q19", id: forkId },
+    });
+    expectError(refused, 413, "quota_exceeded");
+    expectError(await api("GET", `/v1/sessions/${forkId}`, { key }), 404, "not_found");
+    // Nothing holds the source: its purge frees its id at once.
+    expect((await api("DELETE", `/v1/sessions/${src}?purge=true`, { key })).status).toBe(204);
+    expect((await api("POST", "/v1/sessions", { key, body: { id: src } })).status).toBe(201);
+    for (const id of [src, other]) {
+      expect((await api("DELETE", `/v1/sessions/${id}?purge=true`, { key })).status).toBe(204);
+    }
+  });
+
   it("is let go by a fork purged before its copy was done", async () => {
     const src = await source();
     const { id } = await fork(src);

@@ -43,6 +43,19 @@ import { listTenantStreams, tenantStreamUsage } from "./tenant-streams";
 import type { TenantUsage } from "./tenant-usage";
 import { tenantUsage } from "./tenant-usage";
 
+/**
+ * Removes what a fork that failed began: `removed`; `none` when its object holds no session it made
+ * (none was created, or one listed, which is not removed); `left` when it could not be removed.
+ */
+async function removeBegun(storage: SessionObjectStorage): Promise<"removed" | "none" | "left"> {
+  try {
+    await storage.delete();
+    return "removed";
+  } catch (error) {
+    return error instanceof SessionError && error.code === "not_found" ? "none" : "left";
+  }
+}
+
 /** Bytes entries take once stored (their JSON, as every backend writes it). */
 function storedBytes(entries: readonly SessionEntry[]): number {
   let bytes = 0;
@@ -155,17 +168,13 @@ export class DurableRepo implements SessionRepo, SessionCreator {
     } catch (error) {
       // A session that has the fork's id already refused it before anything of the fork began.
       const begun = !(error instanceof SessionError && error.code === "already_exists");
-      const nothingLeft =
-        !begun ||
-        (await storage
-          .delete()
-          .then(() => true)
-          .catch(() => false));
-      if (!nothingLeft) {
+      const removal = begun ? await removeBegun(storage) : "removed";
+      if (removal !== "removed") {
         const info = await storage.listedInfo();
         if (info) return { storage, info };
         // Left behind unlisted (until its object drops it), what it began may be read.
-        throw partlyApplied(error);
+        if (removal === "left") throw partlyApplied(error);
+        // None was made (refused by a quota, or its id still held by a deleted session): nothing to remove.
       }
       const { hold } = fork.start;
       if (hold !== undefined)

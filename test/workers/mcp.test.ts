@@ -416,6 +416,102 @@ describe("MCP server", () => {
     expect(shown.map(lineEntryId)).toEqual(ids.map((entry) => entry.id));
   });
 
+  it("keeps listings, searches, reads and writes within a page each, however large the sessions' prompts, metadata and names", async () => {
+    const prefix = `size-${sid("p").slice(2, 14)}-`;
+    const count = 80;
+    const ids: string[] = [];
+    const bigMetadata = { notes: "m".repeat(8_000) };
+    for (let n = 0; n < count; n++) {
+      const id = `${prefix}${String(n).padStart(3, "0")}`;
+      const created = await api("POST", "/v1/sessions", {
+        body: {
+          id,
+          name: `${"n".repeat(1_000)} ${n}`,
+          systemPrompt: "s".repeat(20_000),
+          metadata: bigMetadata,
+        },
+      });
+      expect(created.status, created.text).toBe(201);
+      await api("POST", `/v1/sessions/${id}/entries`, {
+        body: userMessage(`wombat ${"w".repeat(400)} ${n}`),
+      });
+      ids.push(id);
+    }
+    const client = await connect(KEY_A);
+    /** Characters of an answer as a client hands it to a model: its text and its structured content. */
+    const size = (result: CallToolResult) =>
+      JSON.stringify(result.content).length + JSON.stringify(result.structuredContent ?? {}).length;
+    const budget = 2 * 40_000 + 2_000;
+
+    const listed: string[] = [];
+    let pages = 0;
+    await eventually(async () => {
+      listed.length = 0;
+      pages = 0;
+      let cursor: string | undefined;
+      do {
+        pages++;
+        const page = await call(client, "list_sessions", {
+          prefix,
+          limit: 100,
+          ...(cursor ? { cursor } : {}),
+        });
+        expect(page.isError, page.text).toBeFalsy();
+        expect(size(page)).toBeLessThanOrEqual(budget);
+        const content = page.structuredContent as {
+          sessions: Record<string, unknown>[];
+          nextCursor: string | null;
+        };
+        for (const session of content.sessions) {
+          expect(session).not.toHaveProperty("systemPrompt");
+          expect(session).not.toHaveProperty("metadata");
+          expect(session).toMatchObject({
+            systemPromptChars: 20_000,
+            metadataChars: JSON.stringify(bigMetadata).length,
+          });
+          expect((session.name as string).length).toBeLessThan(300);
+          expect(session.nameChars).toBeGreaterThan(1_000);
+        }
+        listed.push(...content.sessions.map((session) => session.id as string));
+        cursor = content.nextCursor ?? undefined;
+      } while (cursor);
+      expect([...listed].sort()).toEqual(ids);
+      // A hundred such sessions do not fit one answer: the page ends early, its cursor going on.
+      expect(pages).toBeGreaterThan(1);
+    });
+
+    await eventually(async () => {
+      const found = await call(client, "search_sessions", { query: "wombat", prefix, limit: 100 });
+      expect(found.isError, found.text).toBeFalsy();
+      expect(size(found)).toBeLessThanOrEqual(budget);
+      const { results } = found.structuredContent as { results: { session: Record<string, unknown> }[] };
+      expect(results.length).toBeGreaterThan(10);
+      expect(results.length).toBeLessThan(count);
+      expect(results[0]?.session).not.toHaveProperty("systemPrompt");
+      expect(found.text).toContain("more may match");
+    });
+
+    const read = await call(client, "read_session", { sessionId: ids[0] });
+    expect(read.isError, read.text).toBeFalsy();
+    expect(size(read)).toBeLessThan(5_000);
+    expect((read.structuredContent as { session: object }).session).not.toHaveProperty("systemPrompt");
+    const forked = await call(client, "fork_session", { sessionId: ids[0], newId: sid("fork") });
+    expect(forked.isError, forked.text).toBeFalsy();
+    expect(size(forked)).toBeLessThan(5_000);
+    const noted = await call(client, "append_note", { sessionId: ids[0], text: "x".repeat(100_000) });
+    expect(noted.isError, noted.text).toBeFalsy();
+    expect(size(noted)).toBeLessThan(5_000);
+    await client.close();
+  });
+
+  it("refuses a list_sessions limit over 100", async () => {
+    const client = await connect(KEY_A);
+    const refused = await call(client, "list_sessions", { limit: 101 });
+    expect(refused.isError).toBe(true);
+    expect(refused.text).toContain("limit");
+    await client.close();
+  });
+
   it("counts each message of a batch against the tenant's request rate", async () => {
     const tight = { ...env, RATE_LIMITER: env.TIGHT_RATE_LIMITER };
     const post = (key: string, messages: unknown) =>

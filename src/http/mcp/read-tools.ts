@@ -5,6 +5,8 @@ import { projectContext } from "../../core/context";
 import type { StoredEntry } from "../../core/entries";
 import { EntryType, Id } from "../../core/entries";
 import { SessionError } from "../../core/errors";
+import { encodeCursor, sortKey } from "../../core/info";
+import { DEFAULT_SESSIONS_PAGE } from "../../core/limits";
 import type { SearchHit } from "../../core/search";
 import {
   DEFAULT_SEARCH_HITS,
@@ -18,8 +20,10 @@ import { drawTree } from "../../core/tree-text";
 import type { SessionObjectStorage } from "../../durable/internal";
 import type { AppEnv } from "../env";
 import { repo, sessionStorage } from "../route-kit";
+import { carried, MAX_ENTRIES_CHARS } from "./entry-places";
 import { contextLines, entryLines, hitLine, searchResultLine, sessionLine } from "./render";
-import { answer, LineCursor, linePage, MAX_PAGE_CHARS, registerTool } from "./tool-kit";
+import { sessionSummary } from "./session-summary";
+import { answer, fittingCount, LineCursor, linePage, MAX_PAGE_CHARS, registerTool } from "./tool-kit";
 
 /* The tools that read: the tenant's sessions searched and listed, a session read, entries around a match. */
 
@@ -32,34 +36,8 @@ const DEFAULT_AROUND = 3;
 /** Matches read_entries shows at most, each with the entries around it. */
 const MAX_MATCHES = 20;
 const DEFAULT_MATCHES = 5;
-/** An entry whose JSON is longer comes in read_entries' structured content as its place and size only. */
-const MAX_ENTRY_CHARS = 16_000;
-/** Characters of whole entries one read_entries answer carries at most; those past it come as their place and size. */
-const MAX_ENTRIES_CHARS = MAX_PAGE_CHARS;
-
-/** An entry too large to carry whole: where it is, and how large (GET …/entries/:id reads it). */
-interface EntryPlace {
-  id: string;
-  seq: number;
-  type: string;
-  parentId: string | null;
-  timestamp: string;
-  omitted: { chars: number };
-}
-
-/** Entries for the structured content: whole while they fit in what is `left`, else their places. */
-function carried(entries: readonly StoredEntry[], left: { chars: number }): (StoredEntry | EntryPlace)[] {
-  return entries.map((entry) => {
-    const chars = JSON.stringify(entry).length;
-    if (chars <= MAX_ENTRY_CHARS && chars <= left.chars) {
-      left.chars -= chars;
-      return entry;
-    }
-    const { id, seq, type, parentId, timestamp } = entry;
-    return { id, seq, type, parentId, timestamp, omitted: { chars } };
-  });
-}
-
+/** Sessions one list_sessions call gives at most. */
+const MAX_LISTED_SESSIONS = 100;
 /** Every type but `leaf`: a record of a head move is no part of the conversation. */
 const TREE_ENTRY_TYPES = EntryType.exclude(["leaf"]).options;
 
@@ -82,10 +60,21 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
       readOnly: true,
     },
     async ({ query, prefix, limit = DEFAULT_SEARCH_HITS }) => {
-      const { results } = await repo(c).search({ q: query, prefix, limit });
+      const found = (await repo(c).search({ q: query, prefix, limit })).results.map((result) => ({
+        ...result,
+        session: sessionSummary(result.session),
+      }));
+      const results = found.slice(
+        0,
+        fittingCount(found, (result) => searchResultLine(result).length + JSON.stringify(result).length),
+      );
       const lines = results.map(searchResultLine);
       // The best matches only: a full page says so, never cut silently.
-      if (results.length >= limit)
+      if (results.length < found.length)
+        lines.push(
+          `the best ${results.length} shown, as many as one answer holds; more may match: a prefix or more words`,
+        );
+      else if (results.length >= limit)
         lines.push(
           `the best ${results.length} shown; more may match: a higher limit (up to ${MAX_SEARCH_HITS}), a prefix or more words`,
         );
@@ -104,16 +93,33 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
       input: {
         prefix: ListOptions.shape.prefix,
         order: ListOptions.shape.order,
-        limit: ListOptions.shape.limit,
+        limit: z
+          .number()
+          .int()
+          .min(1)
+          .max(MAX_LISTED_SESSIONS)
+          .optional()
+          .describe(`sessions at most (default ${DEFAULT_SESSIONS_PAGE})`),
         cursor: z.string().max(1000).optional().describe("nextCursor of the previous page"),
       },
       readOnly: true,
     },
     async (options) => {
       const page = await repo(c).list(options);
-      const lines = page.sessions.map(sessionLine);
-      if (page.nextCursor) lines.push(`more: list_sessions with cursor "${page.nextCursor}"`);
-      return answer(lines.length ? lines.join("\n") : "no sessions", page);
+      const listed = page.sessions.map(sessionSummary);
+      // A page cut short to fit one answer goes on after the last session it shows.
+      const sessions = listed.slice(
+        0,
+        fittingCount(listed, (session) => sessionLine(session).length + JSON.stringify(session).length),
+      );
+      const last = sessions.at(-1);
+      const nextCursor =
+        sessions.length < listed.length && last
+          ? encodeCursor(sortKey(last, options.order ?? "updated"), last.id)
+          : page.nextCursor;
+      const lines = sessions.map(sessionLine);
+      if (nextCursor) lines.push(`more: list_sessions with cursor "${nextCursor}"`);
+      return answer(lines.length ? lines.join("\n") : "no sessions", { sessions, nextCursor });
     },
   );
 
@@ -154,7 +160,7 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
       const shown = page.length ? `lines ${from + 1}-${from + page.length} of ${lines.length}` : "no lines";
       const text = [`${sessionLine(info)}\nhead: ${info.leafId ?? "none"}; ${shown}`, ...page];
       if (nextCursor) text.push(`more: read_session with cursor "${nextCursor}"`);
-      return answer(text.join("\n"), { session: info, lines: page, nextCursor });
+      return answer(text.join("\n"), { session: sessionSummary(info), lines: page, nextCursor });
     },
   );
 

@@ -5,6 +5,7 @@ import type { AgentMessage } from "../../core/messages";
 import { contentText } from "../../core/messages";
 import type { SearchHit, TenantSearchResult } from "../../core/search";
 import type { SessionInfo } from "../../core/session-schemas";
+import { shortName } from "./session-summary";
 
 /*
  * What a model reads from a tool: short lines led by the ids it can pass to the next tool. The
@@ -83,13 +84,19 @@ function oneLine(text: string): string {
   return text.replace(/\s+/g, " ").trim();
 }
 
-export function sessionLine(info: SessionInfo): string {
-  const name = info.name ? ` "${oneLine(info.name)}"` : "";
+/** What a session's line shows of it. */
+type ListedSession = Pick<SessionInfo, "id" | "name" | "updatedAt" | "entryCount" | "preview">;
+
+export function sessionLine(info: ListedSession): string {
+  const name = info.name ? ` "${oneLine(shortName(info.name))}"` : "";
   const preview = info.preview ? ` — ${oneLine(info.preview)}` : "";
   return `${info.id}${name} (updated ${info.updatedAt}, ${info.entryCount} entries)${preview}`;
 }
 
-export function searchResultLine(result: TenantSearchResult): string {
+export function searchResultLine(result: {
+  session: ListedSession;
+  matches: TenantSearchResult["matches"];
+}): string {
   const matches = result.matches.map((match) => `  ${match.field}: ${oneLine(match.snippet)}`).join("\n");
   return `${sessionLine(result.session)}\n${matches}`;
 }

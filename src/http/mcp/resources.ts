@@ -15,6 +15,7 @@ import type { SessionInfo } from "../../core/session-schemas";
 import type { AppEnv } from "../env";
 import { repo, sessionStorage } from "../route-kit";
 import { contextLines, sessionLine } from "./render";
+import { shortName } from "./session-summary";
 
 /*
  * Each of the caller's sessions as a resource, `session://<id>`, whose text is its context from
@@ -38,7 +39,7 @@ function resource(info: SessionInfo): Resource {
   return {
     uri: `${SCHEME}${info.id}`,
     name: info.id,
-    ...(info.name ? { title: info.name } : {}),
+    ...(info.name ? { title: shortName(info.name) } : {}),
     description: sessionLine(info),
     mimeType: "text/plain",
   };

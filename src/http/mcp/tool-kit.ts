@@ -81,6 +81,24 @@ export const LineCursor = z
  */
 export const MAX_PAGE_CHARS = 40_000;
 
+/**
+ * Characters of a listing's answer at most (list_sessions, search_sessions): its lines and its
+ * structured content together, a page of each.
+ */
+export const MAX_LISTING_CHARS = 2 * MAX_PAGE_CHARS;
+
+/** How many of `items`, from the first, fit in MAX_LISTING_CHARS as `chars` measures each (one at least). */
+export function fittingCount<T>(items: readonly T[], chars: (item: T) => number): number {
+  let used = 0;
+  let count = 0;
+  for (const item of items) {
+    used += chars(item);
+    if (count > 0 && used > MAX_LISTING_CHARS) break;
+    count++;
+  }
+  return count;
+}
+
 /** A page of `lines` from `cursor`, and the cursor of the next page (null at the end). */
 export function linePage(
   lines: readonly string[],

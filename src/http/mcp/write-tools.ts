@@ -6,7 +6,9 @@ import { ForkOptions } from "../../core/session-schemas";
 import type { AppEnv } from "../env";
 import { forkSession } from "../fork";
 import { sessionStorage } from "../route-kit";
+import { carried } from "./entry-places";
 import { sessionLine } from "./render";
+import { sessionSummary } from "./session-summary";
 import { answer, registerTool } from "./tool-kit";
 
 /* The tools that write, offered only to a caller that may write: fork, label, note. */
@@ -36,7 +38,7 @@ export function writeTools(server: McpServer, c: Context<AppEnv>): void {
     },
     async ({ sessionId, entryId, position, newId, name }) => {
       const info = await forkSession(c, sessionId, { entryId }, { position, id: newId, name });
-      return answer(`forked ${sessionId} into ${sessionLine(info)}`, { session: info });
+      return answer(`forked ${sessionId} into ${sessionLine(info)}`, { session: sessionSummary(info) });
     },
   );
 
@@ -60,7 +62,7 @@ export function writeTools(server: McpServer, c: Context<AppEnv>): void {
         { type: "label", targetId: entryId, label },
       ]);
       return answer(`labelled ${entryId} in ${sessionId}: ${label || "(cleared)"}`, {
-        entries: result.entries,
+        entries: carried(result.entries),
         leafId: result.leafId,
       });
     },
@@ -85,7 +87,7 @@ export function writeTools(server: McpServer, c: Context<AppEnv>): void {
         { type: "custom_message", customType: "note", content: text, display: true },
       ]);
       return answer(`appended note ${result.leafId} to ${sessionId}`, {
-        entries: result.entries,
+        entries: carried(result.entries),
         leafId: result.leafId,
       });
     },

@@ -5,7 +5,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/worker";
 import claudeCode from "../fixtures/claude-code/1.0.98-parallel-tools.jsonl?raw";
-import { api, createSession, KEY_A, KEY_A_READ, KEY_B, sid, userMessage } from "./helpers";
+import { api, createSession, KEY_A, KEY_A_READ, KEY_B, KEY_C, sid, userMessage } from "./helpers";
 import { captureLogs, lineOf } from "./log-capture";
 
 /* The tenant's history over MCP, driven by the SDK's own client against the Worker. */
@@ -538,5 +538,68 @@ describe("MCP server", () => {
     const next = await post(KEY_B, list(6));
     expect(next.status).toBe(429);
     expect(((await next.json()) as { error: { code: string } }).error.code).toBe("rate_limited");
+  });
+
+  it("answers a batch of one with an array, and refuses a batch it cannot answer whole before counting or running any of it", async () => {
+    const tight = { ...env, RATE_LIMITER: env.TIGHT_RATE_LIMITER };
+    const post = (body: unknown, bindings: typeof env = env) =>
+      worker.fetch(
+        new Request("http://sessions.test/mcp", {
+          method: "POST",
+          headers: {
+            Authorization: `Bearer ${KEY_C}`,
+            "Content-Type": "application/json",
+            Accept: "application/json, text/event-stream",
+          },
+          body: typeof body === "string" ? body : JSON.stringify(body),
+        }),
+        bindings,
+        { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext,
+      );
+    const list = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/list" });
+    const note = (id: number, sessionId: string) => ({
+      jsonrpc: "2.0",
+      id,
+      method: "tools/call",
+      params: { name: "append_note", arguments: { sessionId, text: `note ${id}` } },
+    });
+
+    const one = await post([list(1)]);
+    expect(one.status).toBe(200);
+    const answered = (await one.json()) as { id: number; result: unknown }[];
+    expect(Array.isArray(answered)).toBe(true);
+    expect(answered.map((message) => message.id)).toEqual([1]);
+    const single = await post(list(2));
+    expect(((await single.json()) as { id: number }).id).toBe(2);
+
+    const id = await createSession({ key: KEY_C });
+    for (const batch of [
+      [note(7, id), note(7, id)],
+      [note(8, id), 3],
+      [note(9, id), null],
+      [note(10, id), [note(11, id)]],
+      [],
+    ]) {
+      const refused = await post(batch);
+      expect(refused.status, JSON.stringify(batch)).toBe(400);
+      expect(((await refused.json()) as { error: { code: number } }).error.code).toBe(-32600);
+    }
+    expect((await api("GET", `/v1/sessions/${id}/entries`, { key: KEY_C })).body.entries).toEqual([]);
+
+    // The limiter's windows are 10 s on the clock: the requests go in one with most of it ahead.
+    const left = 10_000 - (Date.now() % 10_000);
+    if (left < 6_000) await new Promise((resolve) => setTimeout(resolve, left + 50));
+    const huge = await post(
+      Array.from({ length: 2_000 }, (_, n) => list(n)),
+      tight,
+    );
+    expect(huge.status).toBe(400);
+    expect(((await huge.json()) as { error: { code: number } }).error.code).toBe(-32600);
+    // Refused before it was counted: the tenant's budget of five is still whole.
+    const within = await post(
+      [1, 2, 3, 4].map((n) => list(n)),
+      tight,
+    );
+    expect(within.status, await within.text()).toBe(200);
   });
 });

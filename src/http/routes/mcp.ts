@@ -4,6 +4,7 @@ import { Hono } from "hono";
 import { tryParseJson } from "../../core/json";
 import { readBody } from "../../durable/internal";
 import type { AppEnv } from "../env";
+import { batchAnswer, batchRefusal, INVALID_REQUEST } from "../mcp/batch";
 import { mcpServer } from "../mcp/server";
 import { countRequests } from "../rate-limit";
 
@@ -12,39 +13,43 @@ export const MCP_PATH = "/mcp";
 /** An MCP message's body at most: no tool takes more than a note of 100,000 characters. */
 export const MAX_MCP_BODY_BYTES = 1024 * 1024;
 
+/** The request's body, read here (at most MAX_MCP_BODY_BYTES), as text and as the JSON it holds. */
+async function readMessages(c: Context<AppEnv>): Promise<{ body: Uint8Array; parsed: unknown }> {
+  const body = await readBody(c.req.raw, MAX_MCP_BODY_BYTES);
+  const text = new TextDecoder().decode(body);
+  return { body, parsed: text.trimStart().startsWith("[") ? tryParseJson(text) : undefined };
+}
+
 /**
  * Model Context Protocol over Streamable HTTP, stateless: each request gets its own server and
  * transport, so any instance of the Worker answers any request, and nothing outlives it. Every
  * message is a POST answered with JSON; with no session kept, there is no stream to open (GET)
  * and no session to end (DELETE): those are answered 405, with a JSON-RPC error as the protocol has.
+ * A batch is checked whole (batch.ts) before its messages are counted against the tenant's rate.
  */
-/**
- * The request as the transport reads it, its body read here (at most MAX_MCP_BODY_BYTES): a batch
- * (several messages in one JSON array, as protocol versions before 2025-06-18 allow) counts each
- * message after the first against the tenant's rate, as that many requests would (the first was
- * counted with the request).
- */
-async function countedRequest(c: Context<AppEnv>): Promise<Request> {
-  const request = c.req.raw;
-  const body = await readBody(request, MAX_MCP_BODY_BYTES);
-  const text = new TextDecoder().decode(body);
-  if (text.trimStart().startsWith("[")) {
-    const messages = tryParseJson(text);
-    if (Array.isArray(messages) && messages.length > 1) await countRequests(c, messages.length - 1);
-  }
-  return new Request(request.url, { method: request.method, headers: request.headers, body });
-}
-
 export const mcpRoutes = new Hono<AppEnv>()
   .post(MCP_PATH, async (c) => {
-    const request = await countedRequest(c);
+    const { body, parsed } = await readMessages(c);
+    const batch = Array.isArray(parsed) ? parsed : undefined;
+    if (batch) {
+      const refusal = batchRefusal(batch);
+      if (refusal !== null) {
+        c.set("errorCode", "invalid_request");
+        return c.json({ jsonrpc: "2.0", error: { code: INVALID_REQUEST, message: refusal }, id: null }, 400);
+      }
+      // Each message after the first counts as a request of its own (the first was counted with this one).
+      if (batch.length > 1) await countRequests(c, batch.length - 1);
+    }
+    const { raw } = c.req;
+    const request = new Request(raw.url, { method: raw.method, headers: raw.headers, body });
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
       maxRequestBodySize: MAX_MCP_BODY_BYTES,
     });
     await mcpServer(c).connect(transport);
-    return transport.handleRequest(request);
+    const response = await transport.handleRequest(request, batch ? { parsedBody: batch } : undefined);
+    return batch ? batchAnswer(response) : response;
   })
   .on(["GET", "DELETE"], MCP_PATH, (c) =>
     c.json(

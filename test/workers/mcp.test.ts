@@ -243,6 +243,33 @@ describe("MCP server", () => {
     await client.close();
   });
 
+  it("names a session whose id holds colons by a valid URI, and answers a malformed URI as no such resource", async () => {
+    const id = `${sid("colon")}:a:b`;
+    const created = await api("POST", "/v1/sessions", { body: { id } });
+    expect(created.status, created.text).toBe(201);
+    await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("a colon in the name") });
+    const client = await connect(KEY_A);
+    const uri = `session://${encodeURIComponent(id)}`;
+    await eventually(async () => {
+      const listed: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await client.listResources(cursor === undefined ? {} : { cursor });
+        listed.push(...page.resources.map((r) => r.uri));
+        cursor = page.nextCursor;
+      } while (cursor);
+      expect(listed).toContain(uri);
+      for (const listedUri of listed) expect(() => new URL(listedUri)).not.toThrow();
+    });
+    const read = await client.readResource({ uri });
+    expect((read.contents[0] as { text: string }).text).toMatch(/\] user: a colon in the name$/);
+
+    for (const malformed of ["session://%E0", "session://%", "session://a%2"]) {
+      await expect(client.readResource({ uri: malformed })).rejects.toMatchObject({ code: -32002 });
+    }
+    await client.close();
+  });
+
   it("offers a read-only key no write tool and refuses its write call, writing nothing", async () => {
     const id = await createSession();
     const client = await connect(KEY_A_READ);

@@ -37,7 +37,7 @@ const RESOURCE_NOT_FOUND = -32002;
 
 function resource(info: SessionInfo): Resource {
   return {
-    uri: `${SCHEME}${info.id}`,
+    uri: sessionUri(info.id),
     name: info.id,
     ...(info.name ? { title: shortName(info.name) } : {}),
     description: sessionLine(info),
@@ -45,12 +45,28 @@ function resource(info: SessionInfo): Resource {
   };
 }
 
-/** The session a resource URI names, or a refusal naming the URI. */
+/**
+ * A session's URI: its id percent-encoded, as the template's `{id}` expands it, so that an id
+ * holding colons is not read as a host and a port.
+ */
+function sessionUri(id: string): string {
+  return `${SCHEME}${encodeURIComponent(id)}`;
+}
+
+/** The session a resource URI names, or a refusal naming the URI (a malformed escape too). */
 function sessionIdOf(uri: string): string {
-  const id = uri.startsWith(SCHEME) ? decodeURIComponent(uri.slice(SCHEME.length)) : "";
-  if (!isValidId(id))
+  const id = uri.startsWith(SCHEME) ? decodedOrNull(uri.slice(SCHEME.length)) : null;
+  if (id === null || !isValidId(id))
     throw new McpError(RESOURCE_NOT_FOUND, `no resource ${uri}: use session://<id>`, { uri });
   return id;
+}
+
+function decodedOrNull(text: string): string | null {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return null;
+  }
 }
 
 /** The most recent lines that fit in `max` characters, after a line saying how many came before. */

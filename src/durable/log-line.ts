@@ -14,7 +14,13 @@ import { SessionError } from "../core/errors";
  */
 export const REQUEST_ID_HEADER = "x-request-id";
 
-export type LogValue = string | number | boolean | null;
+/** A field's value: a scalar, or records of scalars (the tool calls of an MCP batch, each apart). */
+export type LogValue =
+  | string
+  | number
+  | boolean
+  | null
+  | readonly Record<string, string | number | boolean | null>[];
 export type LogFields = Record<string, LogValue | undefined>;
 
 /** Writes one line: `error` lines for failures, `info` for the rest. */

@@ -51,12 +51,24 @@ export interface RequestVariables {
   sessionId?: string;
   /** Bytes of the body, once read (else the log takes its declared Content-Length). */
   bytesIn?: number;
-  /** The MCP tool the request called. */
-  tool?: string;
+  /** The MCP tools the request called, each with what its log names. */
+  toolCalls?: ToolCall[];
   /** The error code the request was answered with. */
   errorCode?: string;
   /** What went wrong inside, for an `internal` answer (never sent to the caller). */
   failure?: string;
 }
+
+/**
+ * One MCP tool call, as the request's log line names it: a batch holds several, each about its own
+ * session and each answered with its own error code.
+ */
+export type ToolCall = {
+  /** The JSON-RPC id of the call's message. */
+  id: string | number;
+  tool: string;
+  sessionId: string | null;
+  errorCode: string | null;
+};
 
 export type AppEnv = { Bindings: WorkerEnv; Variables: RequestVariables };

@@ -2,7 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
 import { newId } from "../core/ids";
 import { logLine, REQUEST_ID_HEADER, tenantHash } from "../durable/internal";
-import type { AppEnv } from "./env";
+import type { AppEnv, ToolCall } from "./env";
 import { recordRequest } from "./metrics";
 import { countedBytes } from "./stream";
 
@@ -10,7 +10,10 @@ import { countedBytes } from "./stream";
  * One log line and one metrics data point per request, written once the answer's body has been
  * sent (so its size is known): request id, method, route pattern (never the path, which holds
  * ids and may hold anything a caller typed), status, error code, duration, bytes in and out, the
- * tenant as an opaque hash, the session the request was about and the MCP tool it called. The request id is the caller's
+ * tenant as an opaque hash, the session the request was about and the MCP tool it called. An MCP
+ * batch of several tool calls lists them instead, each with its JSON-RPC id, tool, session and
+ * error code; the line's session is theirs when they share one (else null), its error code the
+ * first a call was answered with. The request id is the caller's
  * `x-request-id` when it is short and plain, else a new one, and goes back in the `x-request-id`
  * header of every answer (and in every error envelope, errors.ts). With REQUEST_LOG=errors only
  * answers of 400 and up are logged (metrics still count every request). Answers that are logged or
@@ -43,6 +46,7 @@ export const requestLog: MiddlewareHandler<AppEnv> = async (c, next) => {
     if (response.status !== 101) c.res = withRequestIdHeader(response, requestId);
     return;
   }
+  const calls = c.get("toolCalls") ?? [];
   const caller = c.get("caller");
   const tenant = caller ? await tenantHash(caller.tenant) : null;
   const line = {
@@ -51,13 +55,13 @@ export const requestLog: MiddlewareHandler<AppEnv> = async (c, next) => {
     method: c.req.method,
     route: routeOf(c),
     status: response.status,
-    errorCode: c.get("errorCode") ?? null,
+    errorCode: calls.length > 1 ? firstErrorCode(calls, c.get("errorCode")) : (c.get("errorCode") ?? null),
     durationMs,
     bytesIn: c.get("bytesIn") ?? (Number(c.req.header("content-length")) || 0),
     tenant,
-    sessionId: c.get("sessionId") ?? null,
+    sessionId: calls.length > 1 ? sharedSession(calls) : (c.get("sessionId") ?? null),
   };
-  const tool = c.get("tool");
+  const named = calls.length === 1 ? { tool: calls[0]?.tool } : calls.length > 1 ? { toolCalls: calls } : {};
   const failure = c.get("failure");
   const write = (bytesOut: number, complete: boolean) => {
     if (logged) {
@@ -65,7 +69,7 @@ export const requestLog: MiddlewareHandler<AppEnv> = async (c, next) => {
         {
           ...line,
           bytesOut,
-          ...(tool ? { tool } : {}),
+          ...named,
           ...(complete ? {} : { incomplete: true }),
           ...(failure ? { failure } : {}),
         },
@@ -100,4 +104,15 @@ function withRequestId(response: Response, body: BodyInit | null, requestId: str
   const headers = new Headers(response.headers);
   headers.set(REQUEST_ID_HEADER, requestId);
   return new Response(body, { status: response.status, statusText: response.statusText, headers });
+}
+
+/** The session every call names, or null when they name several (or none). */
+function sharedSession(calls: readonly ToolCall[]): string | null {
+  const first = calls[0]?.sessionId ?? null;
+  return calls.every((call) => call.sessionId === first) ? first : null;
+}
+
+/** The error code of the first call that was refused, else the request's own. */
+function firstErrorCode(calls: readonly ToolCall[], own: string | undefined): string | null {
+  return calls.find((call) => call.errorCode !== null)?.errorCode ?? own ?? null;
 }

@@ -369,6 +369,42 @@ describe("MCP server", () => {
     await client.close();
   });
 
+  it("logs each tool call of a batch with its own session and error code", async () => {
+    const id = await createSession();
+    const missing = sid("missing");
+    const logs = captureLogs();
+    const read = (rpcId: number, sessionId: string) => ({
+      jsonrpc: "2.0",
+      id: rpcId,
+      method: "tools/call",
+      params: { name: "read_session", arguments: { sessionId } },
+    });
+    const res = await exports.default.fetch("http://sessions.test/mcp", {
+      method: "POST",
+      headers: {
+        Authorization: `Bearer ${KEY_A}`,
+        "Content-Type": "application/json",
+        Accept: "application/json, text/event-stream",
+        "x-request-id": "mcp-batch-log",
+      },
+      body: JSON.stringify([read(1, id), read(2, missing), { jsonrpc: "2.0", id: 3, method: "tools/list" }]),
+    });
+    expect(res.status).toBe(200);
+    const answers = (await res.json()) as { id: number; result: { isError?: boolean } }[];
+    expect(answers.map((answer) => [answer.id, answer.result.isError ?? false])).toEqual([
+      [1, false],
+      [2, true],
+      [3, false],
+    ]);
+    const line = lineOf(logs, "mcp-batch-log") as unknown as Record<string, unknown>;
+    expect(line).toMatchObject({ route: "/mcp", status: 200, errorCode: "not_found", sessionId: null });
+    expect(line).not.toHaveProperty("tool");
+    expect(line.toolCalls).toEqual([
+      { id: 1, tool: "read_session", sessionId: id, errorCode: null },
+      { id: 2, tool: "read_session", sessionId: missing, errorCode: "not_found" },
+    ]);
+  });
+
   it("refuses a request without a credential, one from another site, and GET or DELETE", async () => {
     const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" });
     const headers = { "Content-Type": "application/json", Accept: "application/json, text/event-stream" };

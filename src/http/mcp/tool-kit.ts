@@ -1,9 +1,15 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import type {
+  CallToolResult,
+  ServerNotification,
+  ServerRequest,
+  ToolAnnotations,
+} from "@modelcontextprotocol/sdk/types.js";
 import type { Context } from "hono";
 import * as z from "zod";
 import { SessionError } from "../../core/errors";
-import type { AppEnv } from "../env";
+import type { AppEnv, ToolCall } from "../env";
 
 /*
  * How every tool is declared and answered: its arguments a zod shape (validated by the SDK, which
@@ -25,7 +31,8 @@ export function answer(text: string, structured: Record<string, unknown>): CallT
   return { content: [{ type: "text", text }], structuredContent: structured };
 }
 
-function refusal(c: Context<AppEnv>, error: unknown): CallToolResult {
+function refusal(c: Context<AppEnv>, call: ToolCall, error: unknown): CallToolResult {
+  call.errorCode = error instanceof SessionError ? error.code : "internal";
   if (error instanceof SessionError) {
     c.set("errorCode", error.code);
     const details = error.details === undefined ? "" : ` ${JSON.stringify(error.details)}`;
@@ -56,12 +63,23 @@ export function registerTool<Shape extends z.ZodRawShape>(
       annotations,
     },
     // The SDK has checked the arguments against the shape before it calls this.
-    (async (args: z.infer<z.ZodObject<Shape>>) => {
-      c.set("tool", name);
+    (async (
+      args: z.infer<z.ZodObject<Shape>>,
+      extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
+    ) => {
+      // The calls of a batch share the request: each is logged apart, about the session it names.
+      const sessionId = (args as { sessionId?: unknown }).sessionId;
+      const call: ToolCall = {
+        id: extra.requestId,
+        tool: name,
+        sessionId: typeof sessionId === "string" ? sessionId : null,
+        errorCode: null,
+      };
+      c.set("toolCalls", [...(c.get("toolCalls") ?? []), call]);
       try {
         return await run(args);
       } catch (error) {
-        return refusal(c, error);
+        return refusal(c, call, error);
       }
     }) as never,
   );

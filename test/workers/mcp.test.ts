@@ -211,6 +211,40 @@ describe("MCP server", () => {
     await client.close();
   });
 
+  it("writes a note or a label once when a call is sent again with its idempotencyKey, and a fork once with its newId", async () => {
+    const id = await createSession();
+    const client = await connect(KEY_A);
+    const note = { sessionId: id, text: "decided: keep SQLite", idempotencyKey: "note-1" };
+    const first = await call(client, "append_note", note);
+    expect(first.isError, first.text).toBeFalsy();
+    const again = await call(client, "append_note", note);
+    expect(again.isError, again.text).toBeFalsy();
+    expect((again.structuredContent as { entries: { id: string }[] }).entries.map((e) => e.id)).toEqual([
+      "note-1",
+    ]);
+    const other = await call(client, "append_note", { ...note, text: "another note" });
+    expect(other.isError).toBe(true);
+    expect(other.text).toMatch(/^already_exists/);
+
+    const label = { sessionId: id, entryId: "note-1", label: "decision", idempotencyKey: "label-1" };
+    expect((await call(client, "label_entry", label)).isError).toBeFalsy();
+    expect((await call(client, "label_entry", label)).isError).toBeFalsy();
+
+    const entries = await api("GET", `/v1/sessions/${id}/entries`);
+    expect(entries.body.entries.map((e: { id: string; type: string }) => [e.id, e.type])).toEqual([
+      ["note-1", "custom_message"],
+      ["label-1", "label"],
+    ]);
+
+    const forkId = sid("fork");
+    expect((await call(client, "fork_session", { sessionId: id, newId: forkId })).isError).toBeFalsy();
+    const forkedAgain = await call(client, "fork_session", { sessionId: id, newId: forkId });
+    expect(forkedAgain.isError).toBe(true);
+    expect(forkedAgain.text).toMatch(/^already_exists/);
+    expect((await api("GET", `/v1/sessions/${forkId}/entries`)).body.entries).toHaveLength(2);
+    await client.close();
+  });
+
   it("serves each session as a resource: listed a page at a time, read as its context, named by a template", async () => {
     const id = await createSession({ body: { name: "resource test" } });
     await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("a numbat in the garden") });

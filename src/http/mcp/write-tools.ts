@@ -16,6 +16,14 @@ import { answer, registerTool } from "./tool-kit";
 const MAX_LABEL_CHARS = 1000;
 const MAX_NOTE_CHARS = 100_000;
 
+/**
+ * The id the written entry takes: a call sent again with the same key and the same arguments is a
+ * replay, answered with the entry as stored and written once; with other arguments, already_exists.
+ */
+const IdempotencyKey = Id.optional().describe(
+  "an id of your choosing for the entry written: sent again with the same key, the call writes nothing more and answers the entry as stored (for a retry after a lost answer)",
+);
+
 export function writeTools(server: McpServer, c: Context<AppEnv>): void {
   registerTool(
     server,
@@ -31,7 +39,9 @@ export function writeTools(server: McpServer, c: Context<AppEnv>): void {
         position: ForkOptions.shape.position.describe(
           "before: fork at the parent of entryId, a user message, to ask it again differently",
         ),
-        newId: ForkOptions.shape.id,
+        newId: ForkOptions.shape.id.describe(
+          "id of the new session (a fresh one when absent); sent again with the same newId, the call forks nothing more and answers already_exists",
+        ),
         name: ForkOptions.shape.name,
       },
       readOnly: false,
@@ -54,12 +64,13 @@ export function writeTools(server: McpServer, c: Context<AppEnv>): void {
         sessionId: Id.describe("the session holding the entry"),
         entryId: Id.describe("the entry to label"),
         label: z.string().max(MAX_LABEL_CHARS).describe("the label; blank clears it"),
+        idempotencyKey: IdempotencyKey,
       },
       readOnly: false,
     },
-    async ({ sessionId, entryId, label }) => {
+    async ({ sessionId, entryId, label, idempotencyKey }) => {
       const result = await sessionStorage(c, sessionId).appendEntries([
-        { type: "label", targetId: entryId, label },
+        { type: "label", id: idempotencyKey, targetId: entryId, label },
       ]);
       return answer(`labelled ${entryId} in ${sessionId}: ${label || "(cleared)"}`, {
         entries: carried(result.entries),
@@ -79,12 +90,13 @@ export function writeTools(server: McpServer, c: Context<AppEnv>): void {
       input: {
         sessionId: Id.describe("the session to write to"),
         text: z.string().min(1).max(MAX_NOTE_CHARS).describe("the note"),
+        idempotencyKey: IdempotencyKey,
       },
       readOnly: false,
     },
-    async ({ sessionId, text }) => {
+    async ({ sessionId, text, idempotencyKey }) => {
       const result = await sessionStorage(c, sessionId).appendEntries([
-        { type: "custom_message", customType: "note", content: text, display: true },
+        { type: "custom_message", id: idempotencyKey, customType: "note", content: text, display: true },
       ]);
       return answer(`appended note ${result.leafId} to ${sessionId}`, {
         entries: carried(result.entries),

@@ -1,13 +1,27 @@
-import type { WriteStream } from "node:fs";
 import { createWriteStream } from "node:fs";
 import { rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import type { Writable } from "node:stream";
 
-/** Writes `text`, waiting for the stream to drain when its buffer is full. */
-export function write(stream: WriteStream, text: string): Promise<void> {
-  return stream.write(text)
-    ? Promise.resolve()
-    : new Promise((resolve) => stream.once("drain", () => resolve()));
+/**
+ * Writes `text`, waiting for the stream to drain when its buffer is full. A stream that failed, or
+ * fails while it is waited for, rejects with its error: a drain that never comes is not waited for.
+ */
+export function write(stream: Writable, text: string): Promise<void> {
+  if (stream.errored) return Promise.reject(stream.errored);
+  if (stream.write(text)) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const drained = () => {
+      stream.off("error", failed);
+      resolve();
+    };
+    const failed = (error: Error) => {
+      stream.off("drain", drained);
+      reject(error);
+    };
+    stream.once("drain", drained);
+    stream.once("error", failed);
+  });
 }
 
 /**
@@ -22,6 +36,9 @@ export async function writeFileAtomically(path: string, chunks: AsyncIterable<st
     file.once("close", resolve);
     file.once("error", reject);
   });
+  // The file may fail (it cannot be opened, the disk is full) while the next chunk is awaited: its
+  // error is held here and thrown by the next write or the close, never left unhandled.
+  closed.catch(() => undefined);
   try {
     for await (const chunk of chunks) await write(file, chunk);
     file.end();

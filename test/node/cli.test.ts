@@ -593,6 +593,38 @@ describe("command line", () => {
     expect(readFileSync(out, "utf8")).toBe("before\n");
     expect(readdirSync(folder).filter((name) => name.includes("partial"))).toEqual([]);
   });
+
+  it("fails in one line, leaving no partial file, when the file written cannot be opened or grow", async () => {
+    const session = writePiSession(mkdtempSync(join(folder, "out-")), (pi) => {
+      pi.appendMessage(user("to be exported"));
+    });
+    expect((await cli(["import", session.path])).code).toBe(0);
+    const nowhere = await cli(["export", session.id, "--out", join(folder, "no-such-dir", "out.jsonl")]);
+    expect(nowhere.code).toBe(1);
+    expect(nowhere.stderr).toMatch(/^cf-sessions: ENOENT: [^\n]*\n$/);
+    // A file size limit of zero: the hidden file opens, and its first write fails (EFBIG).
+    const dir = mkdtempSync(join(folder, "full-"));
+    const full = await new Promise<{ code: number; stderr: string }>((done) =>
+      execFile(
+        "sh",
+        [
+          "-c",
+          'ulimit -f 0; exec "$0" "$@"',
+          process.execPath,
+          join(root, "dist/cli.js"),
+          "export",
+          session.id,
+          "--out",
+          join(dir, "out.jsonl"),
+        ],
+        { env: { ...process.env, CF_SESSIONS_URL: server.url } },
+        (error, _stdout, stderr) => done({ code: typeof error?.code === "number" ? error.code : 0, stderr }),
+      ),
+    );
+    expect(full.code).toBe(1);
+    expect(full.stderr).toMatch(/^cf-sessions: EFBIG: [^\n]*\n$/);
+    expect(readdirSync(dir)).toEqual([]);
+  });
 });
 
 describe("command line with a key, against a service that requires one", () => {

@@ -1,3 +1,4 @@
+import { write } from "./atomic-file";
 import { main } from "./main";
 
 process.exitCode = await main(
@@ -5,6 +6,7 @@ process.exitCode = await main(
   {
     out: (text) => process.stdout.write(`${text}\n`),
     write: (text) => process.stdout.write(text),
+    stream: (text) => write(process.stdout, text),
     err: (text) => process.stderr.write(text),
     isTTY: Boolean(process.stderr.isTTY),
   },

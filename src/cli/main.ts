@@ -345,11 +345,7 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       const format = checkExportFormat(values.format);
       const lines = client.storage(arg(rest, 0, "id")).exportLines(format);
       if (values.out) await writeFileAtomically(values.out, lines);
-      else {
-        let text = "";
-        for await (const line of lines) text += line;
-        output.out(text.replace(/\n$/, ""));
-      }
+      else for await (const line of lines) await output.stream(line);
       return 0;
     }
     case "pull": {

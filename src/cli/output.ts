@@ -3,6 +3,11 @@ export interface Output {
   out(text: string): void;
   /** Text to stdout as it is, without a line end (an answer's text as it is generated). */
   write(text: string): void;
+  /**
+   * Streamed text to stdout as it is, resolving once stdout takes more: a slow reader holds the
+   * stream back rather than the stream piling up in memory.
+   */
+  stream(text: string): Promise<void>;
   err(text: string): void;
   /** Whether stderr is a terminal (progress redraws one line there). */
   isTTY: boolean;

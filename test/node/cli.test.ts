@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   appendFileSync,
@@ -11,6 +11,8 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
+import { createServer, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { SessionManager } from "@mariozechner/pi-coding-agent";
@@ -624,6 +626,44 @@ describe("command line", () => {
     expect(full.code).toBe(1);
     expect(full.stderr).toMatch(/^cf-sessions: EFBIG: [^\n]*\n$/);
     expect(readdirSync(dir)).toEqual([]);
+  });
+});
+
+describe("command line against a service that holds its answer", () => {
+  it("streams an export to stdout line by line as the service sends it, and fails when the stream breaks", async () => {
+    let answer: ServerResponse | undefined;
+    const held = createServer((_request, response) => {
+      response.writeHead(200, { "Content-Type": "application/x-ndjson" });
+      response.write('{"type":"session","id":"held"}\n{"type":"message","id":"m1"}\n');
+      answer = response;
+    });
+    await new Promise<void>((done) => held.listen(0, "127.0.0.1", done));
+    const { port } = held.address() as AddressInfo;
+    try {
+      const child = spawn(process.execPath, [join(root, "dist/cli.js"), "export", "held"], {
+        env: { ...process.env, CF_SESSIONS_URL: `http://127.0.0.1:${port}` },
+      });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (chunk) => {
+        stdout += chunk;
+      });
+      child.stderr.on("data", (chunk) => {
+        stderr += chunk;
+      });
+      const exited = new Promise<number | null>((done) => child.once("exit", done));
+      await expect
+        .poll(() => stdout, { timeout: 20_000 })
+        .toBe('{"type":"session","id":"held"}\n{"type":"message","id":"m1"}\n');
+      // The lines are out while the service still holds the rest.
+      expect(answer?.writableEnded).toBe(false);
+      answer?.socket?.destroy();
+      expect(await exited).toBe(1);
+      expect(stderr).toMatch(/^cf-sessions: [^\n]+\n$/);
+    } finally {
+      held.closeAllConnections();
+      await new Promise((done) => held.close(done));
+    }
   });
 });
 

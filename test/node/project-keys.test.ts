@@ -58,6 +58,7 @@ async function cli(args: string[], env: Record<string, string> = {}) {
   const output: Output = {
     out: (t) => out.push(t),
     write: () => undefined,
+    stream: async () => undefined,
     err: (t) => err.push(t),
     isTTY: false,
   };

@@ -83,6 +83,7 @@ async function pull(args: string[], env: Record<string, string>) {
   const output: Output = {
     out: (text) => lines.push(text),
     write: () => undefined,
+    stream: async () => undefined,
     err: (text) => errors.push(text),
     isTTY: false,
   };
@@ -142,6 +143,7 @@ describe("cf-sessions pull", () => {
     const output: Output = {
       out: () => undefined,
       write: () => undefined,
+      stream: async () => undefined,
       err: (t) => errors.push(t),
       isTTY: false,
     };

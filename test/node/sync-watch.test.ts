@@ -54,6 +54,7 @@ function captured(): Output & { lines: string[] } {
     lines,
     out: (text) => lines.push(text),
     write: (text) => lines.push(text),
+    stream: async (text) => void lines.push(text),
     err: () => undefined,
     isTTY: false,
   };

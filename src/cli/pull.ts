@@ -55,7 +55,9 @@ function fileTime(iso: string, millis: boolean): string {
 /** The file an agent's lines go to, and the lines with the local checkout as their working folder. */
 function placed(agent: PullAgent, lines: Line[], project: string, env: Env): { path: string; lines: Line[] } {
   if (agent === "claude-code") {
-    const sessionId = lines.map((line) => line.sessionId).find((id) => typeof id === "string");
+    // The last sessionId is the session's: a resumed conversation's file starts with lines copied
+    // from the one it continued, and Claude Code resumes it by the id of its own lines.
+    const sessionId = lines.map((line) => line.sessionId).findLast((id) => typeof id === "string");
     if (typeof sessionId !== "string") fail("the export named no Claude Code session id");
     const moved = lines.map((line) => (typeof line.cwd === "string" ? { ...line, cwd: project } : line));
     return { path: join(claudeProjectDir(project, env), `${sessionId}.jsonl`), lines: moved };

@@ -176,6 +176,55 @@ describe("cf-sessions pull", () => {
     }
   });
 
+  it("names a resumed Claude Code session's file after the session it became, not the one it continued", async () => {
+    const fixture = readFileSync(
+      join(import.meta.dirname, "../fixtures/claude-code/1.0.98-parallel-tools.jsonl"),
+      "utf8",
+    );
+    const [continued, resumed] = [crypto.randomUUID(), crypto.randomUUID()];
+    // A resumed conversation's file: the lines of the one it continued first, with that one's id.
+    const lines = fixture
+      .split("\n")
+      .filter((line) => line.trim() !== "")
+      .map((line, index) =>
+        line.replaceAll("1af7fc5e-8455-4414-9ccd-011d40f70b2a", index < 10 ? continued : resumed),
+      );
+    const files = mkdtempSync(join(home, "cc-resumed-"));
+    writeFileSync(join(files, `${resumed}.jsonl`), `${lines.join("\n")}\n`);
+    const errors: string[] = [];
+    const output: Output = {
+      out: () => undefined,
+      write: () => undefined,
+      stream: async () => undefined,
+      err: (t) => errors.push(t),
+      isTTY: false,
+    };
+    const imported = await main(["import", files, "--format", "claude-code", "--progress", "none"], output, {
+      CF_SESSIONS_URL: server.url,
+    });
+    expect(imported, errors.join("")).toBe(0);
+
+    const config = join(home, "claude-resumed");
+    const project = join(home, "work", "Resumed");
+    const pulled = await pull([`claude-code-${resumed}`, "--to", "claude-code", "--project", project], {
+      CLAUDE_CONFIG_DIR: config,
+    });
+    expect(pulled.code, pulled.errors).toBe(0);
+    expect(pulled.answer.path).toBe(
+      join(claudeProjectDir(project, { CLAUDE_CONFIG_DIR: config }), `${resumed}.jsonl`),
+    );
+    const previous = process.env.CLAUDE_CONFIG_DIR;
+    process.env.CLAUDE_CONFIG_DIR = config;
+    try {
+      const listed = await listSessions({ dir: project });
+      expect(listed.map((session) => session.sessionId)).toEqual([resumed]);
+      expect((await getSessionMessages(resumed, { dir: project })).length).toBeGreaterThan(0);
+    } finally {
+      if (previous === undefined) delete process.env.CLAUDE_CONFIG_DIR;
+      else process.env.CLAUDE_CONFIG_DIR = previous;
+    }
+  });
+
   it("puts a session where pi and Codex keep theirs, each read back as the same conversation", async () => {
     const id = await writtenOverHttp();
     const project = join(home, "work", "other");

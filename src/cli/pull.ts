@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { RemoteRepo } from "../client";
@@ -52,6 +52,24 @@ function fileTime(iso: string, millis: boolean): string {
   return (millis ? time : time.replace(/\.\d{3}Z$/, "")).replace(/[:.]/g, "-");
 }
 
+/** The provider Codex uses when its config names none. */
+const CODEX_DEFAULT_PROVIDER = "openai";
+
+/**
+ * The provider Codex on this machine runs with: the top-level `model_provider` of its
+ * config.toml (before the first table; a profile's own is not the default), else Codex's default.
+ */
+function localCodexProvider(home: string): string {
+  const config = join(home, "config.toml");
+  if (!existsSync(config)) return CODEX_DEFAULT_PROVIDER;
+  for (const line of readFileSync(config, "utf8").split(/\r?\n/)) {
+    if (/^\s*\[/.test(line)) break;
+    const found = /^\s*["']?model_provider["']?\s*=\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)')/.exec(line);
+    if (found) return (found[1] ?? found[2]) as string;
+  }
+  return CODEX_DEFAULT_PROVIDER;
+}
+
 /** The file an agent's lines go to, and the lines with the local checkout as their working folder. */
 function placed(agent: PullAgent, lines: Line[], project: string, env: Env): { path: string; lines: Line[] } {
   if (agent === "claude-code") {
@@ -69,12 +87,24 @@ function placed(agent: PullAgent, lines: Line[], project: string, env: Env): { p
     const [date] = new Date(Date.parse(time) || Date.now()).toISOString().split("T");
     const [year, month, day] = (date as string).split("-");
     const home = env.CODEX_HOME || join(homedir(), ".codex");
-    const moved = lines.map((line) =>
-      (line.type === "session_meta" || line.type === "turn_context") &&
-      typeof (line.payload as Line)?.cwd === "string"
-        ? { ...line, payload: { ...(line.payload as Line), cwd: project } }
-        : line,
-    );
+    // codex resume lists only the threads of the provider it runs with: the rollout's is this
+    // machine's, whichever provider the session's model came from.
+    const provider = localCodexProvider(home);
+    const moved = lines.map((line) => {
+      const payload = line.payload as Line | undefined;
+      if (line.type === "session_meta" && payload)
+        return {
+          ...line,
+          payload: {
+            ...payload,
+            ...(typeof payload.cwd === "string" ? { cwd: project } : {}),
+            model_provider: provider,
+          },
+        };
+      if (line.type === "turn_context" && typeof payload?.cwd === "string")
+        return { ...line, payload: { ...payload, cwd: project } };
+      return line;
+    });
     const name = `rollout-${fileTime(time, false)}-${meta.id}.jsonl`;
     return {
       path: join(home, "sessions", year as string, month as string, day as string, name),

@@ -1,4 +1,12 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -253,6 +261,36 @@ describe("cf-sessions pull", () => {
     const said = rollout.entries.flatMap((entry) => (entry.type === "message" ? [entry.message.role] : []));
     expect(said).toEqual(["user", "assistant", "toolResult", "assistant"]);
     expect(rollout.header.metadata?.codex).toMatchObject({ cwd: project });
+  });
+
+  it("records the local Codex provider in a pulled rollout, so codex resume lists it", async () => {
+    const id = await writtenOverHttp();
+    const project = join(home, "work", "codex-provider");
+    const meta = (path: string) =>
+      JSON.parse(readFileSync(path, "utf8").split("\n")[0] as string).payload as Record<string, unknown>;
+
+    // Codex's default provider, where config.toml names none.
+    const plain = await pull([id, "--to", "codex", "--project", project], {
+      CODEX_HOME: join(home, "codex-a"),
+    });
+    expect(plain.code, plain.errors).toBe(0);
+    expect(meta(plain.answer.path).model_provider).toBe("openai");
+
+    const configured = join(home, "codex-b");
+    mkdirSync(configured, { recursive: true });
+    writeFileSync(
+      join(configured, "config.toml"),
+      'model = "gpt-oss"\nmodel_provider = "ollama" # local\n\n[profiles.work]\nmodel_provider = "azure"\n',
+    );
+    const local = await pull([id, "--to", "codex", "--project", project], { CODEX_HOME: configured });
+    expect(local.code, local.errors).toBe(0);
+    expect(meta(local.answer.path).model_provider).toBe("ollama");
+
+    // The export itself keeps the provider the session's model came from.
+    const exported: string[] = [];
+    for await (const text of createClient({ baseUrl: server.url }).storage(id).exportLines("codex"))
+      exported.push(text);
+    expect(JSON.parse(exported.join("").split("\n")[0] as string).payload.model_provider).toBe("anthropic");
   });
 
   it("refuses what it cannot do, writing nothing", async () => {

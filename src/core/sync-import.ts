@@ -80,18 +80,35 @@ function sameEntry(stored: Record<string, unknown>, expected: SessionEntry): boo
 /**
  * How many of the file's entries the session holds already: its tree entries must be the file's
  * first ones, the same in every field (head moves are not compared: moving the head elsewhere
- * changes no entry). Anything else is `already_exists`.
+ * changes no entry), in the order they were stored, or in that order with one of them moved later:
+ * a pi export puts the head's entry after the others, where pi resumes, and what pi appends after
+ * it is stored after them all. Anything else is `already_exists`.
  */
 async function storedPrefix(storage: SessionStorage, entries: readonly SessionEntry[]): Promise<number> {
   let next = 0;
-  for await (const { seq: _seq, ...stored } of new Session(storage).allEntries()) {
-    if (stored.type === "leaf") continue;
+  /** The file's next tree entry if it is `stored`: then it is taken. */
+  const takes = (stored: Record<string, unknown>) => {
     while (next < entries.length && !isTreeEntry(entries[next] as SessionEntry)) next++;
     const expected = entries[next];
-    if (expected === undefined) throw diverged(storage.id, undefined);
-    if (!sameEntry(stored, expected)) throw diverged(storage.id, expected.id);
+    if (expected === undefined || !sameEntry(stored, expected)) return false;
     next++;
+    return true;
+  };
+  // The stored entry the file has further on, and the file's entry where it was stored.
+  let moved: { entry: Record<string, unknown>; at: string | undefined } | undefined;
+  let movedTaken = false;
+  for await (const { seq: _seq, ...stored } of new Session(storage).allEntries()) {
+    if (stored.type === "leaf" || takes(stored)) continue;
+    const at = entries.slice(next).find((entry) => isTreeEntry(entry))?.id;
+    if (moved !== undefined && !movedTaken && takes(moved.entry)) {
+      movedTaken = true;
+      if (takes(stored)) continue;
+    }
+    if (moved !== undefined) throw diverged(storage.id, moved.at);
+    if (at === undefined) throw diverged(storage.id, undefined);
+    moved = { entry: stored, at };
   }
+  if (moved !== undefined && !movedTaken && !takes(moved.entry)) throw diverged(storage.id, moved.at);
   return next;
 }
 

@@ -119,6 +119,54 @@ describe("pi sessions", () => {
     expect(synced).toMatchObject({ status: "appended", appended: 1 });
   });
 
+  it("syncs a file exported with its head moved back, then continued by pi: the new entries appended", async () => {
+    const manager = SessionManager.inMemory("/work/project") as unknown as Pi;
+    const question = manager.appendMessage(user("which plan?"));
+    const planA = manager.appendMessage(assistant("plan A"));
+    manager.branch(question);
+    manager.appendMessage(assistant("plan B"));
+    const repo = new MemoryRepo();
+    const { session } = await repo.syncSession(parsePi(piFile(manager as unknown as SessionManager)));
+    await session.setLeafId(planA);
+
+    // The export puts the head's entry last, where pi resumes; pi then appends after it.
+    const exported = await text(exportPi(session));
+    const lines = exported.trimEnd().split("\n");
+    expect(JSON.parse(lines.at(-1) as string).id).toBe(planA);
+    const next = (id: string, parentId: string, said: string) =>
+      JSON.stringify({
+        type: "message",
+        id,
+        parentId,
+        timestamp: new Date().toISOString(),
+        message: user(said),
+      });
+    const continued = `${exported}${next("c0000001", planA, "go with A")}\n${next("c0000002", "c0000001", "and test it")}\n`;
+
+    const synced = await repo.syncSession(parsePi(continued));
+    expect(synced).toMatchObject({ status: "appended", appended: 2 });
+    expect(await session.getLeafId()).toBe("c0000002");
+    expect((await session.getBranch()).map((entry) => entry.id)).toEqual([
+      question,
+      planA,
+      "c0000001",
+      "c0000002",
+    ]);
+    expect((await repo.syncSession(parsePi(continued))).status).toBe("unchanged");
+
+    // Entries in another order than the stored one with its one entry moved last are a conflict.
+    const [header, ...entries] = exported.trimEnd().split("\n");
+    const shuffled = `${[header, ...entries.reverse()].join("\n")}\n${next("c0000003", planA, "other")}\n`;
+    const stored = async () => {
+      const all = [];
+      for await (const entry of session.allEntries()) all.push(entry);
+      return all;
+    };
+    const held = await stored();
+    await expectCode(repo.syncSession(parsePi(shuffled)), "already_exists");
+    expect(await stored()).toEqual(held);
+  });
+
   for (const [name, shape] of Object.entries(shapes)) {
     it(`builds the same context as pi for every entry: ${name}`, async () => {
       const manager = SessionManager.inMemory("/work/project");

@@ -107,7 +107,7 @@ options (every command):
   Streams the session as NDJSON to stdout or --out: native (default), a pi session file, a Claude
   Code transcript or a Codex rollout. A session imported from one of those formats goes back to it
   as it was; any other becomes the file the agent would have written for its conversation.`,
-  pull: `usage: cf-sessions pull <id> --to claude-code|codex|pi [--project <dir>]
+  pull: `usage: cf-sessions pull <id> --to claude-code|codex|pi [--project <dir>] [--force]
 
   Writes the session where that agent looks for the project at <dir> on this machine, as its own
   file, so it resumes there (default: when the current folder is in a checkout of the repository
@@ -116,7 +116,9 @@ options (every command):
   (~/.claude), Codex's under $CODEX_HOME (~/.codex), pi's under $PI_CODING_AGENT_DIR (~/.pi/agent).
   Whatever wrote the session, it is the agent's file of its conversation (a session imported
   from that agent: the lines it came from), its working folder <dir>; a Claude Code session's
-  subagent transcripts go beside it. Prints the file written.`,
+  subagent transcripts go beside it. Prints the file written.
+  A file there already that holds lines the session does not (the agent went on in it, and it was
+  not synced since) is left as it is, with exit code 1: sync it first, or --force to overwrite it.`,
   fork: `usage: cf-sessions fork <id> <entry> [--id <new id>] [--name <name>] [--before]
 
   --before      fork at the parent of a user message (to edit and resend it)`,
@@ -197,6 +199,7 @@ function parse(argv: string[]) {
         interval: { type: "string" },
         to: { type: "string" },
         project: { type: "string" },
+        force: { type: "boolean" },
       },
     });
   } catch (error) {
@@ -361,6 +364,7 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
         agent,
         values.project ?? local ?? process.cwd(),
         env,
+        { force: values.force },
       );
       const also = subagents.length === 0 ? "" : ` (and ${subagents.length} subagent transcripts beside it)`;
       output.out(json ? JSON.stringify({ id, agent, path, subagents }) : `pulled ${id} into ${path}${also}`);

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { RemoteRepo } from "../client";
+import { canonicalJson } from "../core/json";
 import { writeFileAtomically } from "./atomic-file";
 import { fail } from "./output";
 
@@ -130,6 +131,26 @@ async function exported(client: RemoteRepo, id: string, agent: PullAgent): Promi
   return lines;
 }
 
+/**
+ * Whether the file at `path` holds only what `lines` hold: nothing there yet, or the start of them
+ * (a file pulled before, which the session has since grown past). A line the agent appended there
+ * and the session does not hold yet (not synced) makes it false, and so does a line that differs.
+ */
+function holdsNothingNew(path: string, lines: readonly Line[]): boolean {
+  if (!existsSync(path)) return true;
+  const existing = readFileSync(path, "utf8")
+    .split("\n")
+    .filter((line) => line.trim() !== "");
+  if (existing.length > lines.length) return false;
+  return existing.every((text, index) => {
+    try {
+      return canonicalJson(JSON.parse(text)) === canonicalJson(lines[index]);
+    } catch {
+      return false;
+    }
+  });
+}
+
 /** Writes lines whole or not at all: the agent never reads half a file. */
 async function writeWhole(path: string, lines: readonly Line[]): Promise<void> {
   mkdirSync(dirname(path), { recursive: true });
@@ -150,7 +171,9 @@ export interface Pulled {
 /**
  * Writes the session where `agent` looks for the project at `projectDir`. For Claude Code, the
  * transcripts of its subagents imported beside it (`<id>-agent-<agent id>`) go where Claude Code
- * keeps them: `<session uuid>/subagents/agent-<agent id>.jsonl` beside the session's file.
+ * keeps them: `<session uuid>/subagents/agent-<agent id>.jsonl` beside the session's file. A
+ * session's file that holds lines the export does not (the agent went on there, unsynced) is left
+ * as it is, and nothing is written, unless `force`.
  */
 export async function pullSession(
   client: RemoteRepo,
@@ -158,9 +181,15 @@ export async function pullSession(
   agent: PullAgent,
   projectDir: string,
   env: Env,
+  options: { force?: boolean | undefined } = {},
 ): Promise<Pulled> {
   const project = resolve(projectDir);
   const file = placed(agent, await exported(client, id, agent), project, env);
+  // The agent appends to the file it resumed: what it wrote there since is not overwritten unasked.
+  if (!options.force && !holdsNothingNew(file.path, file.lines))
+    throw new Error(
+      `${file.path} holds lines the session does not: sync it first (cf-sessions sync ${file.path}), or pull --force to overwrite it`,
+    );
   const subagents: string[] = [];
   if (agent === "claude-code") {
     const folder = join(file.path.slice(0, -".jsonl".length), "subagents");

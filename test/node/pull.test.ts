@@ -293,6 +293,37 @@ describe("cf-sessions pull", () => {
     expect(JSON.parse(exported.join("").split("\n")[0] as string).payload.model_provider).toBe("anthropic");
   });
 
+  it("refuses to overwrite a pulled file the agent has added to since, unless forced", async () => {
+    const id = await writtenOverHttp();
+    const project = join(home, "work", "kept");
+    const env = { PI_CODING_AGENT_DIR: join(home, "pi-kept") };
+    const first = await pull([id, "--to", "pi", "--project", project], env);
+    expect(first.code, first.errors).toBe(0);
+    // Pulled again with nothing new on either side: the same file.
+    expect((await pull([id, "--to", "pi", "--project", project], env)).code).toBe(0);
+
+    const pulled = readFileSync(first.answer.path, "utf8");
+    const last = JSON.parse(pulled.trimEnd().split("\n").at(-1) as string);
+    const added = `${pulled}${JSON.stringify({
+      type: "message",
+      id: "d0000001",
+      parentId: last.id,
+      timestamp: new Date().toISOString(),
+      message: { role: "user", content: "asked here, not synced yet", timestamp: 4 },
+    })}\n`;
+    writeFileSync(first.answer.path, added);
+    const refused = await pull([id, "--to", "pi", "--project", project], env);
+    expect(refused.code).toBe(1);
+    expect(refused.errors).toBe(
+      `cf-sessions: ${first.answer.path} holds lines the session does not: sync it first (cf-sessions sync ${first.answer.path}), or pull --force to overwrite it\n`,
+    );
+    expect(readFileSync(first.answer.path, "utf8")).toBe(added);
+
+    const forced = await pull([id, "--to", "pi", "--project", project, "--force"], env);
+    expect(forced.code, forced.errors).toBe(0);
+    expect(readFileSync(first.answer.path, "utf8")).toBe(pulled);
+  });
+
   it("refuses what it cannot do, writing nothing", async () => {
     const config = join(home, "refused");
     expect((await pull(["no-such-session", "--to", "claude-code"], { CLAUDE_CONFIG_DIR: config })).code).toBe(

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { RemoteRepo } from "../client";
-import { canonicalJson } from "../core/json";
+import { canonicalJson, tryParseJson } from "../core/json";
 import { writeFileAtomically } from "./atomic-file";
 import { fail } from "./output";
 
@@ -141,6 +141,7 @@ function holdsNothingNew(path: string, lines: readonly Line[]): boolean {
   const existing = readFileSync(path, "utf8")
     .split("\n")
     .filter((line) => line.trim() !== "");
+  if (isMadeUpName(existing.at(-1), lines)) existing.pop();
   if (existing.length > lines.length) return false;
   return existing.every((text, index) => {
     try {
@@ -149,6 +150,20 @@ function holdsNothingNew(path: string, lines: readonly Line[]): boolean {
       return false;
     }
   });
+}
+
+/**
+ * Whether a file's last line is the `session_info` a pi export ends with to give the file the
+ * session's name (a name given at creation has no entry of its own): made up afresh by each
+ * export, so one pulled before is not the start of the next. One naming the session as the export
+ * does now holds nothing the session does not.
+ */
+function isMadeUpName(text: string | undefined, lines: readonly Line[]): boolean {
+  if (text === undefined) return false;
+  const line = tryParseJson(text) as Line | undefined;
+  if (line?.type !== "session_info" || lines.some((exported) => exported.id === line.id)) return false;
+  const named = lines.findLast((exported) => exported.type === "session_info");
+  return named !== undefined && named.name === line.name;
 }
 
 /** Writes lines whole or not at all: the agent never reads half a file. */

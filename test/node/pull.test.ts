@@ -324,6 +324,26 @@ describe("cf-sessions pull", () => {
     expect(readFileSync(first.answer.path, "utf8")).toBe(pulled);
   });
 
+  it("pulls again over its own file once the session went on, the name it gave the file aside", async () => {
+    const client = createClient({ baseUrl: server.url });
+    // Named at creation: the pi file ends with a session_info line the export makes for the name.
+    const session = await client.create({ id: crypto.randomUUID(), name: "named at creation" });
+    await session.appendMessage({ role: "user", content: "first", timestamp: 1 });
+    const project = join(home, "work", "named");
+    const env = { PI_CODING_AGENT_DIR: join(home, "pi-named") };
+    const first = await pull([session.id, "--to", "pi", "--project", project], env);
+    expect(first.code, first.errors).toBe(0);
+    const last = JSON.parse(readFileSync(first.answer.path, "utf8").trimEnd().split("\n").at(-1) as string);
+    expect(last).toMatchObject({ type: "session_info", name: "named at creation" });
+
+    await session.appendMessage({ role: "user", content: "second, from elsewhere", timestamp: 2 });
+    const again = await pull([session.id, "--to", "pi", "--project", project], env);
+    expect(again.code, again.errors).toBe(0);
+    const manager = SessionManager.open(again.answer.path);
+    expect(manager.getSessionName()).toBe("named at creation");
+    expect(JSON.stringify(manager.buildSessionContext().messages)).toContain("second, from elsewhere");
+  });
+
   it("refuses what it cannot do, writing nothing", async () => {
     const config = join(home, "refused");
     expect((await pull(["no-such-session", "--to", "claude-code"], { CLAUDE_CONFIG_DIR: config })).code).toBe(

@@ -299,6 +299,81 @@ describe.each(repos)("CfSessionsStore on %s", (_name, makeRepo) => {
     });
   });
 
+  it("goes on under what another door appended after its lines, keeping it on the branch", async () => {
+    const sessionId = crypto.randomUUID();
+    const key = { projectKey: "-work-project", sessionId };
+    const store = new CfSessionsStore({ repo });
+    const common = { sessionId, cwd: "/work/project", isSidechain: false, userType: "external" };
+    const line = (parentUuid: string | null, type: string, message: Record<string, unknown>) =>
+      ({
+        ...common,
+        type,
+        uuid: crypto.randomUUID(),
+        parentUuid,
+        version: "2.1.38",
+        timestamp: new Date().toISOString(),
+        message,
+      }) as SessionStoreEntry;
+    const reply = (parentUuid: string, text: string) =>
+      line(parentUuid, "assistant", {
+        id: `msg_${crypto.randomUUID().replaceAll("-", "")}`,
+        role: "assistant",
+        model: "claude-sonnet-4-5",
+        content: [{ type: "text", text }],
+        stop_reason: "end_turn",
+      });
+    const ask = line(null, "user", { role: "user", content: "Hello" });
+    const answer = reply(ask.uuid as string, "Hi.");
+    await store.append(key, [ask, answer]);
+
+    // Another door (HTTP, MCP) appends a user message and a note after the store's lines.
+    const session = await repo.open(await store.sessionIdFor(key));
+    await session.appendMessage({ role: "user", content: "What is 2 + 2?", timestamp: Date.now() });
+    await session.appendCustomMessageEntry({ customType: "note", content: "Answer briefly.", display: true });
+    const loaded = (await store.load(key)) as SessionStoreEntry[];
+    expect(loaded).toHaveLength(4);
+
+    // The SDK goes on from the last line it loaded.
+    const next = reply(loaded.at(-1)?.uuid as string, "4.");
+    await store.append(key, [next]);
+    const contextTexts = async () =>
+      (await session.buildContext()).messages.map((message) => {
+        const content = (message as { content: string | Array<{ text?: string }> }).content;
+        return typeof content === "string" ? content : content.map((part) => part.text ?? "").join("");
+      });
+    expect(await contextTexts()).toEqual(["Hello", "Hi.", "What is 2 + 2?", "Answer briefly.", "4."]);
+    const dir = "/work/project";
+    const sdkTexts = async () =>
+      (await getSessionMessages(sessionId, { sessionStore: store, dir })).map((read) =>
+        JSON.stringify(read.message),
+      );
+    expect(await sdkTexts()).toEqual([
+      JSON.stringify(ask.message),
+      JSON.stringify(answer.message),
+      JSON.stringify({ role: "user", content: "What is 2 + 2?" }),
+      JSON.stringify(next.message),
+    ]);
+
+    // Another door again, then a store that never wrote here goes on from the loaded transcript.
+    await session.appendMessage({ role: "user", content: "And 3 + 3?", timestamp: Date.now() });
+    const last = ((await store.load(key)) as SessionStoreEntry[]).at(-1);
+    const six = reply(last?.uuid as string, "6.");
+    await new CfSessionsStore({ repo }).append(key, [six]);
+    expect(await contextTexts()).toEqual([
+      "Hello",
+      "Hi.",
+      "What is 2 + 2?",
+      "Answer briefly.",
+      "4.",
+      "And 3 + 3?",
+      "6.",
+    ]);
+    expect((await sdkTexts()).slice(4)).toEqual([
+      JSON.stringify({ role: "user", content: "And 3 + 3?" }),
+      JSON.stringify(six.message),
+    ]);
+  });
+
   it("names each tool result by its call, in the same append, a later one, or another store's", async () => {
     const sessionId = crypto.randomUUID();
     const common = {

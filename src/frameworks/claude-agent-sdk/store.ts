@@ -147,15 +147,8 @@ export class CfSessionsStore implements SessionStore {
     for await (const entry of session.allEntries()) entries.push(entry);
     const [header, leaf] = await Promise.all([session.getMetadata(), session.getLeafId()]);
     const stored = KeyMetadata.safeParse(header.claudeAgentSdk);
-    const places = placesOf(entries);
-    // A session written elsewhere (over HTTP, imported) before any line here: its transcript was
-    // read from its head (`load`), so the lines go on from there.
-    if (places.head === null && leaf !== null) {
-      places.continues = leaf;
-      places.head = leaf;
-    }
     const transcript: Transcript = {
-      places,
+      places: placesOf(entries, leaf),
       leaf,
       metadata: stored.success ? stored.data : { ...key },
       header,

@@ -24,8 +24,9 @@ export interface TranscriptPlaces {
   entryOf: Map<string, string>;
   head: string | null;
   /**
-   * In a session written elsewhere (over HTTP, imported), the head its transcript was read from:
-   * a line whose parent is a line of that transcript (never written here) hangs from it.
+   * Where the session went on elsewhere (over HTTP, MCP, an import) past the lines written here:
+   * its leaf, which holds no line. The transcript `load` gives ends there, so a line whose parent
+   * is a line of it that names no entry hangs from it.
    */
   continues?: string | null;
   /** Each stored entry's parent, by id: the branches tool results find their calls on. */
@@ -80,20 +81,29 @@ export function lineOf(entry: StoredEntry): TranscriptLine | undefined {
     : undefined;
 }
 
-/** Where lines written before hang from, read back from the session's entries in append order. */
-export function placesOf(entries: Iterable<StoredEntry>): TranscriptPlaces {
+/**
+ * Where lines written before hang from, read back from the session's entries in append order. A
+ * `leaf` that holds no line is where the session went on elsewhere: new lines go on from there.
+ */
+export function placesOf(entries: Iterable<StoredEntry>, leaf: string | null): TranscriptPlaces {
   const places: TranscriptPlaces = {
     entryOf: new Map(),
     head: null,
     parentOf: new Map(),
     callsOf: new Map(),
   };
+  const lined = new Set<string>();
   for (const entry of entries) {
     noteEntry(places, entry);
     const line = lineOf(entry);
     if (!line) continue;
+    lined.add(entry.id);
     if (typeof line.uuid === "string") places.entryOf.set(line.uuid, entry.id);
     if (isMain(line)) places.head = entry.id;
+  }
+  if (leaf !== null && !lined.has(leaf)) {
+    places.continues = leaf;
+    places.head = leaf;
   }
   return places;
 }
@@ -103,13 +113,16 @@ function parentOf(line: TranscriptLine, places: TranscriptPlaces): string | null
   if (typeof line.uuid !== "string") return places.head;
   const parent = typeof line.parentUuid === "string" ? places.entryOf.get(line.parentUuid) : undefined;
   if (parent !== undefined) return parent;
+  // A line the transcript gave for an entry written elsewhere is named by the entry's id.
+  if (typeof line.parentUuid === "string" && places.parentOf.has(line.parentUuid)) return line.parentUuid;
   if (line.type === "system" && line.subtype === "compact_boundary") {
     const logical =
       typeof line.logicalParentUuid === "string" ? places.entryOf.get(line.logicalParentUuid) : undefined;
     return logical ?? places.head;
   }
-  // A line continuing a session written elsewhere; else a root: the first line, a subagent's
-  // first line, or a parent the store never saw.
+  // A line under one the transcript gave for what was written elsewhere (a compaction's summary,
+  // a message of an entry named otherwise); else a root: the first line, a subagent's first line,
+  // or a parent the store never saw.
   return typeof line.parentUuid === "string" ? (places.continues ?? null) : null;
 }
 

@@ -17,6 +17,7 @@ import {
   StateGraph,
   type StateSnapshot,
 } from "@langchain/langgraph";
+import { type CheckpointTuple, uuid6 } from "@langchain/langgraph-checkpoint";
 import { validateUIMessages } from "ai";
 import { beforeAll, describe, expect, it } from "vitest";
 import { RemoteSession } from "../../src/client";
@@ -413,6 +414,77 @@ describe.each(repos)(
       await graph.invoke({ messages: [new HumanMessage("thanks")] }, config);
       const again = (await graph.getState(config)).values as { messages: unknown[] };
       expect(again.messages).toHaveLength(7);
+    });
+
+    it("reads what another door appended after its last checkpoint, and goes on under it", async () => {
+      const repo = await makeRepo();
+      const saver = new CfSessionsSaver({ repo });
+      const graph = new StateGraph(State)
+        .addNode("model", ({ messages }) => ({
+          steps: ["model"],
+          messages: [new AIMessage(`after ${messages.length}: ${String(messages.at(-1)?.content)}`)],
+        }))
+        .addEdge(START, "model")
+        .addEdge("model", END)
+        .compile({ checkpointer: saver });
+      const threadId = `appended-${crypto.randomUUID()}`;
+      const config = { configurable: { thread_id: threadId } };
+      await graph.invoke({ messages: [new HumanMessage("hello")], steps: ["start"] }, config);
+      const session = await repo.open(await saver.sessionIdFor(threadId));
+      await session.appendMessage({ role: "user", content: "from another door", timestamp: Date.now() });
+
+      const texts = (state: StateSnapshot) =>
+        (state.values as typeof State.State).messages.map((m) => [m.getType(), contentText(m.content)]);
+      const state = await graph.getState(config);
+      expect(texts(state)).toEqual([
+        ["human", "hello"],
+        ["ai", "after 1: hello"],
+        ["human", "from another door"],
+      ]);
+      expect((state.values as typeof State.State).steps).toEqual(["start", "model"]);
+
+      // A checkpoint put from that state without its first message: its change is from the
+      // messages at the head, as another process reads it.
+      const head = (await saver.getTuple(config)) as CheckpointTuple;
+      const kept = (head.checkpoint.channel_values.messages as BaseMessage[]).slice(1);
+      const version = Number(head.checkpoint.channel_versions.messages) + 1;
+      const updated = await saver.put(
+        head.config,
+        {
+          ...head.checkpoint,
+          id: uuid6(-3),
+          channel_values: { ...head.checkpoint.channel_values, messages: kept },
+          channel_versions: { ...head.checkpoint.channel_versions, messages: version },
+        },
+        { source: "update", step: Number(head.metadata?.step) + 1, parents: {} },
+        { messages: version },
+      );
+      const reread = (await new CfSessionsSaver({ repo }).getTuple(updated)) as CheckpointTuple;
+      expect((reread.checkpoint.channel_values.messages as BaseMessage[]).map((m) => m.id)).toEqual(
+        kept.map((m) => m.id),
+      );
+      await graph.invoke({ messages: [new HumanMessage("and you?")], steps: ["again"] }, config);
+      const after = await graph.getState(config);
+      const expected = [
+        ["ai", "after 1: hello"],
+        ["human", "from another door"],
+        ["human", "and you?"],
+        ["ai", "after 3: and you?"],
+      ];
+      expect(texts(after)).toEqual(expected);
+      expect((after.values as typeof State.State).steps).toEqual(["start", "model", "again", "model"]);
+      const roles = { human: "user", ai: "assistant" } as Record<string, string>;
+      const context = await session.buildContext();
+      expect(context.messages.map((m) => [m.role, contentText((m as { content: unknown }).content)])).toEqual(
+        expected.map(([type, text]) => [roles[type as string], text]),
+      );
+      // The next turn reads the thread back from its checkpoints.
+      await graph.invoke({ messages: [new HumanMessage("bye")] }, config);
+      expect(texts(await graph.getState(config))).toEqual([
+        ...expected,
+        ["human", "bye"],
+        ["ai", "after 5: bye"],
+      ]);
     });
 
     it("takes any session id as a thread id with threadIdIsSessionId, and refuses what is none", async () => {

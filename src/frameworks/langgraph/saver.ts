@@ -15,7 +15,7 @@ import {
   WRITES_IDX_MAP,
 } from "@langchain/langgraph-checkpoint";
 import type * as z from "zod";
-import type { AppendEntryInput, EntryInput, Session, SessionRepo } from "../../core";
+import type { AppendEntryInput, EntryInput, Session, SessionRepo, StoredEntry } from "../../core";
 import { Id, SessionError } from "../../core";
 import { canonicalJson } from "../../core/json";
 import { isRecord } from "../../core/providers/incoming";
@@ -68,6 +68,11 @@ interface Thread {
 interface KnownCheckpoint {
   versions: ChannelVersions;
   holders: Record<string, string>;
+  /**
+   * For a session's head: the messages channel as the checkpoints on its path leave it (none on a
+   * path without checkpoints), what the next checkpoint's changes start from.
+   */
+  pathRefs?: MessageRef[];
 }
 
 /** Checkpoints remembered to build on without reading them back (the ones last put or read). */
@@ -220,8 +225,12 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
 
   /**
    * The checkpoint a session's context at `leaf` stands for, when no checkpoint of the thread was
-   * put there: its messages (session-messages.ts) as the messages channel, at version 1. Its
-   * references are kept for the first `put` made from it.
+   * put there: its messages (session-messages.ts) in the messages channel. On a path without
+   * checkpoints that is the whole state, at version 1. After the path's last checkpoint (messages
+   * another door appended to the thread), it is that checkpoint's state with those messages after
+   * its own, the channel at its next version; undefined when that checkpoint holds its messages as
+   * one value, which the appended ones cannot follow. Its references are kept for the first `put`
+   * made from it.
    */
   async #sessionHead(
     thread: Thread,
@@ -230,8 +239,12 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
   ): Promise<{ tuple: CheckpointTuple; known: KnownCheckpoint } | undefined> {
     const path = await session.getBranch(leaf);
     if (path.at(-1)?.id !== leaf) return undefined;
-    const found = sessionMessages(path);
+    const at = path.findLastIndex((entry) => checkpointOf(entry) !== undefined);
+    const after = new Set(path.slice(at + 1).map((entry) => entry.id));
+    const found = sessionMessages(path).filter(({ entry }) => after.has(entry.id));
     if (found.length === 0) return undefined;
+    const below = at === -1 ? undefined : await this.#below(thread, session, path[at]);
+    if (at !== -1 && !below) return undefined;
     const messages = await Promise.all(found.map(({ value }) => deserialize(this.serde, value)));
     const id = `${SESSION_HEAD}${leaf}`;
     const refs: MessageRef[] = await Promise.all(
@@ -241,23 +254,56 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
         return { id: messageId, entry: entry.id, holder: entry.id, print, editable };
       }),
     );
+    const version = below
+      ? this.getNextVersion(below.known.versions[MESSAGES_CHANNEL] as number | undefined)
+      : 1;
     const known: KnownCheckpoint = {
-      versions: { [MESSAGES_CHANNEL]: 1 },
-      holders: { [MESSAGES_CHANNEL]: id },
+      versions: { ...below?.known.versions, [MESSAGES_CHANNEL]: version },
+      holders: { ...below?.known.holders, [MESSAGES_CHANNEL]: id },
+      pathRefs: below?.refs ?? [],
     };
-    this.#keepRefs(session.id, id, refs);
+    this.#keepRefs(session.id, id, [...(below?.refs ?? []), ...refs]);
     this.#remember(session.id, id, known);
+    const values = below?.tuple.checkpoint.channel_values ?? {};
+    const earlier = values[MESSAGES_CHANNEL];
     const checkpoint: Checkpoint = {
-      v: 4,
+      ...(below?.tuple.checkpoint ?? { v: 4, versions_seen: {} }),
       id,
       ts: path.at(-1)?.timestamp ?? new Date().toISOString(),
-      channel_values: { [MESSAGES_CHANNEL]: messages },
-      channel_versions: { [MESSAGES_CHANNEL]: 1 },
-      versions_seen: {},
+      channel_values: {
+        ...values,
+        [MESSAGES_CHANNEL]: [...(Array.isArray(earlier) ? earlier : []), ...messages],
+      },
+      channel_versions: { ...known.versions },
     };
-    const ids = { thread_id: thread.threadId, checkpoint_ns: thread.checkpointNs, checkpoint_id: id };
-    const metadata = { source: "input", step: -1, parents: {} } as CheckpointMetadata;
-    return { tuple: { config: { configurable: ids }, checkpoint, metadata, pendingWrites: [] }, known };
+    const ids = { thread_id: thread.threadId, checkpoint_ns: thread.checkpointNs };
+    const metadata =
+      below?.tuple.metadata ?? ({ source: "input", step: -1, parents: {} } as CheckpointMetadata);
+    const tuple: CheckpointTuple = {
+      config: { configurable: { ...ids, checkpoint_id: id } },
+      checkpoint,
+      metadata,
+      pendingWrites: [],
+    };
+    if (below) tuple.parentConfig = below.tuple.config;
+    return { tuple, known };
+  }
+
+  /**
+   * The checkpoint a session's head goes on from, and its messages channel as references;
+   * undefined when it holds the channel as one value.
+   */
+  async #below(
+    thread: Thread,
+    session: Session,
+    entry: StoredEntry | undefined,
+  ): Promise<{ tuple: CheckpointTuple; known: KnownCheckpoint; refs: MessageRef[] } | undefined> {
+    const stored = checkpointOf(entry);
+    if (!stored) return undefined;
+    const known = this.#rememberStored(session.id, stored);
+    const refs = await this.#refsAt(session, known);
+    if (!refs) return undefined;
+    return { tuple: await this.#tuple(thread, sessionReader(session), stored), known, refs };
   }
 
   /** The checkpoint `put` builds on: remembered, or read (once, when another process wrote it). */
@@ -328,11 +374,14 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
         const parentRefs = listed && (parent ? ((await this.#refsAt(session, parent)) ?? []) : []);
         const plan = listed && parentRefs && (await planMessages(listed, parentRefs, checkpoint.id));
         const stored: CheckpointData = plan
-          ? // After a session's head, the path holds no checkpoint to change: all of them are added.
+          ? // After a session's head, the changes are from the checkpoints on its path (none: all added).
             {
               ...data,
               held,
-              messages: changesBetween(fromSession === undefined ? (parentRefs ?? []) : [], plan.refs),
+              messages: changesBetween(
+                fromSession === undefined ? (parentRefs ?? []) : (parent?.pathRefs ?? []),
+                plan.refs,
+              ),
             }
           : {
               ...data,
@@ -436,15 +485,18 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     return this.#read(thread, undefined, async (session) => {
       const head = checkpointId === undefined ? undefined : sessionHeadEntry(checkpointId);
       if (head !== undefined) return (await this.#sessionHead(thread, session, head))?.tuple;
+      const latest = checkpointId === undefined ? await this.#latest(session) : undefined;
       const stored =
         checkpointId === undefined
-          ? await this.#latest(session)
+          ? latest?.stored
           : checkpointOf(await session.getEntry(await checkpointEntryId(checkpointId)));
-      // A session no checkpoint was put in (written over HTTP, by an import, another framework):
-      // its conversation, as the state a graph starts the thread from.
-      if (!stored && checkpointId === undefined) {
+      // A session no checkpoint was put in (written over HTTP, by an import, another framework), or
+      // messages another door appended after the last one: the conversation, as the state a graph
+      // goes on from.
+      if (latest !== undefined && (!stored || latest.appended)) {
         const leaf = await session.getLeafId();
-        return leaf === null ? undefined : (await this.#sessionHead(thread, session, leaf))?.tuple;
+        const head = leaf === null ? undefined : await this.#sessionHead(thread, session, leaf);
+        if (head || !stored) return head?.tuple;
       }
       if (!stored || (checkpointId !== undefined && stored.data.checkpoint.id !== checkpointId))
         return undefined;
@@ -468,22 +520,27 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
 
   /**
    * The checkpoint at the session's head: the last one put, or, when the head was moved (in the
-   * viewer, say), the checkpoint it was moved to, so the graph resumes from there.
+   * viewer, say), the checkpoint it was moved to, so the graph resumes from there. `appended`: the
+   * head is messages another door added after that checkpoint.
    */
-  async #latest(session: Session): Promise<StoredCheckpoint | undefined> {
+  async #latest(session: Session): Promise<{ stored?: StoredCheckpoint; appended: boolean }> {
     let id = await session.getLeafId();
     let afterWrites = false;
+    let appended = false;
     while (id !== null) {
       const entry = await session.getEntry(id);
-      if (!entry) return undefined;
+      if (!entry) return { appended: false };
       const stored = checkpointOf(entry);
       // A task's writes may be stored after the next checkpoint (LangGraph puts them apart), and
       // then stand at the head: the latest checkpoint is the newest put after theirs.
-      if (stored) return afterWrites ? ((await newestCheckpointAfter(session, stored)) ?? stored) : stored;
+      if (stored && afterWrites)
+        return { stored: (await newestCheckpointAfter(session, stored)) ?? stored, appended: false };
+      if (stored) return { stored, appended };
       afterWrites ||= isWrites(entry);
+      appended ||= entry.type === "message" || entry.type === "custom_message";
       id = entry.parentId;
     }
-    return undefined;
+    return { appended: false };
   }
 
   override async *list(

@@ -214,6 +214,63 @@ describe.each(repos)("CfSessionsChatStore on %s", (_name, makeRepo) => {
     await expect(byId.loadChat("not a session id")).rejects.toMatchObject({ code: "invalid_request" });
   });
 
+  it("writes a tool output the UI added to an answer it loaded, and an edit of a loaded message", async () => {
+    const byId = new CfSessionsChatStore({ repo, chatIdIsSessionId: true });
+    const session = await repo.create({ id: `ui-output-${crypto.randomUUID()}` });
+    await session.appendMessage({ role: "user", content: "Weather in Paris?", timestamp: 1 });
+    await session.appendMessage({
+      role: "assistant",
+      content: [{ type: "toolCall", id: "call_w", name: "weather", arguments: { city: "Paris" } }],
+      api: "openai-completions",
+      provider: "openai",
+      model: "gpt-4o",
+      usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2 },
+      stopReason: "toolUse",
+      timestamp: 2,
+    } as never);
+    const chat = await byId.loadChat<ChatMessage>(session.id);
+    expect(chat[1]?.parts.at(-1)).toMatchObject({ toolCallId: "call_w", state: "input-available" });
+
+    // The browser runs the tool (addToolOutput), then the user goes on.
+    const answered = {
+      ...chat[1],
+      parts: chat[1]?.parts.map((part) =>
+        "toolCallId" in part ? { ...part, state: "output-available", output: { sky: "sun" } } : part,
+      ),
+    } as ChatMessage;
+    const withOutput = [chat[0] as ChatMessage, answered, user("u2", "Thanks")];
+    await byId.saveChat({ chatId: session.id, messages: withOutput });
+    const results = (await session.getBranch()).flatMap((entry) =>
+      entry.type === "message" && entry.message.role === "toolResult" ? [entry.message] : [],
+    );
+    expect(results).toMatchObject([{ toolCallId: "call_w", toolName: "weather", isError: false }]);
+    const context = await session.contextIn("openai-chat", {
+      model: { provider: "openai", modelId: "gpt-4o" },
+    });
+    expect(context.messages.map((message) => message.role)).toEqual(["user", "assistant", "tool", "user"]);
+    expect(context.messages[2]).toMatchObject({ role: "tool", tool_call_id: "call_w" });
+    expect(JSON.stringify(context.messages[2])).toContain("sun");
+    expect(JSON.stringify(context.messages[2])).not.toContain("No result provided");
+    // Saved again as it loads: nothing changes.
+    const count = (await session.getInfo()).entryCount;
+    await byId.saveChat({ chatId: session.id, messages: await byId.loadChat<ChatMessage>(session.id) });
+    await byId.saveChat({ chatId: session.id, messages: withOutput });
+    expect((await session.getInfo()).entryCount).toBe(count);
+
+    // The first message edited in the UI (sendMessage with its id): a branch beside it.
+    const before = await session.getLeafId();
+    const edited = {
+      ...(chat[0] as ChatMessage),
+      parts: [{ type: "text" as const, text: "Weather in Rome?" }],
+    };
+    await byId.saveChat({ chatId: session.id, messages: [edited] });
+    const texts = (await session.buildContext()).messages.map((message) =>
+      JSON.stringify((message as { content: unknown }).content),
+    );
+    expect(texts).toEqual([JSON.stringify([{ type: "text", text: "Weather in Rome?" }])]);
+    expect((await session.buildContext({ leafId: before })).messages).toHaveLength(4);
+  });
+
   it("reads a chat cf-sessions 0.1 wrote: the same messages, and a conversation in every shape", async () => {
     const byId = new CfSessionsChatStore({ repo, chatIdIsSessionId: true });
     const { session, expected } = await earlierSession<{ messages: ChatMessage[] }>(repo, "ai-sdk-0.1.0");

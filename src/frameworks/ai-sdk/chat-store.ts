@@ -224,14 +224,30 @@ async function storedChat<M extends UIMessage>(session: Session) {
   return { messages, leafId: branch.at(-1)?.id ?? null };
 }
 
-function sameMessage<M extends UIMessage>(
+/**
+ * How the UI's message stands to the stored one: undefined when it is another message or changed;
+ * else the results it adds for tool calls the stored one left open (the UI ran the tool,
+ * `addToolOutput`), none when it is the same. A message read from the session's own messages is
+ * the same when it reads as the same messages; one the store kept, when it is equal.
+ */
+function sharedWith<M extends UIMessage>(
   stored: StoredMessage<M> | undefined,
   message: M | undefined,
-): boolean {
-  if (!stored || !message) return false;
-  return stored.byId
-    ? stored.message.id === message.id
-    : canonicalJson(stored.message) === canonicalJson(message);
+): ToolResultMessage[] | undefined {
+  if (!stored || !message) return undefined;
+  if (!stored.byId) return canonicalJson(stored.message) === canonicalJson(message) ? [] : undefined;
+  if (stored.message.id !== message.id) return undefined;
+  const before = fromAISDKUI(stored.message, { timestamp: 0 });
+  const now = fromAISDKUI(message, { timestamp: 0 });
+  const answered = new Set(
+    before.flatMap((read) => (read.role === "toolResult" ? [(read as ToolResultMessage).toolCallId] : [])),
+  );
+  const added = now.filter(
+    (read): read is ToolResultMessage =>
+      read.role === "toolResult" && !answered.has((read as ToolResultMessage).toolCallId),
+  );
+  const rest = now.filter((read) => !added.includes(read as ToolResultMessage));
+  return canonicalJson(rest) === canonicalJson(before) ? added : undefined;
 }
 
 /**
@@ -282,8 +298,10 @@ export class CfSessionsChatStore {
 
   /**
    * Saves the chat as the UI has it: the messages after the last one the stored chat shares with
-   * it (same id, same content) are appended under that one. When the stored chat goes on past
-   * `messages` (the UI dropped its last messages), the head moves back to where they agree.
+   * it (same id, same content) are appended under that one, a changed message so on a branch
+   * beside the stored one. Results the UI added for an answer's open tool calls are appended
+   * after it. When the stored chat goes on past `messages` (the UI dropped its last messages), the
+   * head moves back to where they agree.
    */
   async saveChat<M extends UIMessage>(options: SaveChatOptions<M>): Promise<void> {
     const chatId = checkChatId(options?.chatId);
@@ -291,18 +309,33 @@ export class CfSessionsChatStore {
     const id = await this.sessionIdFor(chatId);
     await this.#handles.write({ id, metadata: { aiSdk: { chatId } } }, async (session) => {
       const stored = await storedChat<M>(session);
+      const entries: EntryInput[] = [];
+      let parentId: string | null = null;
       let shared = 0;
-      // Past the end of either list there is no message to share.
-      while (sameMessage(stored.messages[shared], messages[shared])) shared++;
-      const under = shared === 0 ? null : (stored.messages[shared - 1]?.entryId ?? null);
+      // Past the end of either list there is no message to share. Once results are added, what
+      // follows goes on under them.
+      while (entries.length === 0) {
+        const results = sharedWith(stored.messages[shared], messages[shared]);
+        if (results === undefined) break;
+        parentId = stored.messages[shared]?.entryId ?? null;
+        for (const result of results) {
+          const entry = {
+            type: "message",
+            id: newId(),
+            parentId,
+            message: { ...result, timestamp: Date.now() },
+          };
+          entries.push(entry as EntryInput);
+          parentId = entry.id;
+        }
+        shared++;
+      }
       const rest = messages.slice(shared);
-      if (rest.length === 0) {
+      if (rest.length === 0 && entries.length === 0) {
         if (shared < stored.messages.length)
-          await session.setLeafId(under, { expectedLeafId: stored.leafId });
+          await session.setLeafId(parentId, { expectedLeafId: stored.leafId });
         return;
       }
-      const entries: EntryInput[] = [];
-      let parentId = under;
       for (const message of rest) {
         const written = messageEntries(message, parentId);
         entries.push(...written);

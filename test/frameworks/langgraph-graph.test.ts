@@ -741,3 +741,43 @@ describe("a graph whose messages the references cannot follow", () => {
     expect(read.map((m) => m.id)).toEqual(["b", "a"]);
   });
 });
+
+describe.each(repos)(
+  "a graph's messages with images and tool errors, checkpointed in %s",
+  (_name, makeRepo) => {
+    /** A graph that answers each message with `reply`, its thread's session, and its config. */
+    async function thread(reply: () => BaseMessage[]) {
+      const repo = await makeRepo();
+      const saver = new CfSessionsSaver({ repo });
+      const graph = new StateGraph(MessagesAnnotation)
+        .addNode("model", () => ({ messages: reply() }))
+        .addEdge(START, "model")
+        .addEdge("model", END)
+        .compile({ checkpointer: saver });
+      const threadId = `media-${crypto.randomUUID()}`;
+      const config = { configurable: { thread_id: threadId } };
+      return { graph, config, session: async () => repo.open(await saver.sessionIdFor(threadId)) };
+    }
+
+    it("keeps a user's text when an image of theirs is a URL no session stores", async () => {
+      const { graph, config, session } = await thread(() => [new AIMessage("A cat.")]);
+      const asked = new HumanMessage({
+        content: [
+          { type: "text", text: "What is on this picture?" },
+          { type: "image_url", image_url: { url: "https://example.com/cat.png" } },
+        ],
+      });
+      await graph.invoke({ messages: [asked] }, config);
+      const context = await (await session()).buildContext();
+      expect(context.messages.map((m) => [m.role, contentText((m as { content: unknown }).content)])).toEqual(
+        [
+          ["user", "What is on this picture?"],
+          ["assistant", "A cat."],
+        ],
+      );
+      // The graph reads its message back as it was.
+      const state = await graph.getState(config);
+      expect((state.values as { messages: BaseMessage[] }).messages[0]?.content).toEqual(asked.content);
+    });
+  },
+);

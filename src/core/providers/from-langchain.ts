@@ -2,6 +2,7 @@ import type { AgentMessage, ThinkingContent } from "../messages";
 import { isAssistantMessage } from "../messages";
 import { fromOpenAIChat } from "./from-openai-chat";
 import { isRecord } from "./incoming";
+import { parseDataUrl } from "./text";
 
 /*
  * LangChain messages in, as LangChain's serializer writes them (`{lc: 1, type: "constructor", id:
@@ -44,7 +45,11 @@ export function readLangChainMessage(value: unknown): LangChainMessage | undefin
 
 type ChatPart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string } };
 
-/** LangChain content (a string, or blocks) as Chat Completions parts: text and images, nothing else. */
+/**
+ * LangChain content (a string, or blocks) as Chat Completions parts: text and images, nothing else.
+ * An image given by any URL but a `data:` one is left out (no session stores it), as the other
+ * frameworks' readers leave it out: the rest of the message stays.
+ */
 function chatParts(content: unknown): ChatPart[] {
   if (typeof content === "string") return content === "" ? [] : [{ type: "text", text: content }];
   if (!Array.isArray(content)) return [];
@@ -56,14 +61,14 @@ function chatParts(content: unknown): ChatPart[] {
       parts.push({ type: "text", text: block.text });
     else if (block.type === "image_url") {
       const url = isRecord(block.image_url) ? block.image_url.url : block.image_url;
-      if (typeof url === "string") parts.push({ type: "image_url", image_url: { url } });
+      if (typeof url === "string" && parseDataUrl(url)) parts.push({ type: "image_url", image_url: { url } });
     } else if (
       block.type === "image" &&
       typeof block.data === "string" &&
       typeof block.mime_type === "string"
     ) {
       parts.push({ type: "image_url", image_url: { url: `data:${block.mime_type};base64,${block.data}` } });
-    } else if (block.type === "image" && typeof block.url === "string") {
+    } else if (block.type === "image" && typeof block.url === "string" && parseDataUrl(block.url)) {
       parts.push({ type: "image_url", image_url: { url: block.url } });
     }
   }

@@ -779,5 +779,48 @@ describe.each(repos)(
       const state = await graph.getState(config);
       expect((state.values as { messages: BaseMessage[] }).messages[0]?.content).toEqual(asked.content);
     });
+
+    it("keeps a tool's failure and its images in the result", async () => {
+      const { graph, config, session } = await thread(() => [new AIMessage("Done.")]);
+      const png = "iVBORw0KGgo=";
+      const call = (id: string, name: string) =>
+        new AIMessage({ content: "", tool_calls: [{ id, name, args: {}, type: "tool_call" }] });
+      await graph.invoke(
+        {
+          messages: [
+            new HumanMessage("Fetch, then take a screenshot."),
+            call("call_f", "fetch"),
+            new ToolMessage({ tool_call_id: "call_f", content: "timed out", status: "error" }),
+            call("call_s", "screenshot"),
+            new ToolMessage({
+              tool_call_id: "call_s",
+              content: [
+                { type: "text", text: "the page" },
+                { type: "image_url", image_url: { url: `data:image/png;base64,${png}` } },
+              ],
+            }),
+          ],
+        },
+        config,
+      );
+      const context = await (await session()).buildContext();
+      expect(context.messages.filter((m) => m.role === "toolResult")).toMatchObject([
+        {
+          toolCallId: "call_f",
+          toolName: "fetch",
+          isError: true,
+          content: [{ type: "text", text: "timed out" }],
+        },
+        {
+          toolCallId: "call_s",
+          toolName: "screenshot",
+          isError: false,
+          content: [
+            { type: "text", text: "the page" },
+            { type: "image", mimeType: "image/png", data: png },
+          ],
+        },
+      ]);
+    });
   },
 );

@@ -1,5 +1,5 @@
-import type { AgentMessage, ThinkingContent } from "../messages";
-import { isAssistantMessage } from "../messages";
+import type { AgentMessage, ImageContent, ThinkingContent, ToolResultMessage } from "../messages";
+import { isAssistantMessage, isToolResultMessage } from "../messages";
 import { fromOpenAIChat } from "./from-openai-chat";
 import { isRecord } from "./incoming";
 import { parseDataUrl } from "./text";
@@ -116,10 +116,32 @@ export function fromLangChain(
   } catch {
     return undefined;
   }
+  if (read && isToolResultMessage(read)) return toolResult(read, kwargs, parts);
   const thinking = reasoningBlocks(kwargs.content);
   return read && isAssistantMessage(read) && thinking.length > 0
     ? { ...read, content: [...thinking, ...read.content] }
     : read;
+}
+
+/**
+ * A ToolMessage's result as read, with what a Chat Completions tool message cannot say: its
+ * images (after its text) and whether the tool failed (`status: "error"`).
+ */
+function toolResult(
+  read: ToolResultMessage,
+  kwargs: Record<string, unknown>,
+  parts: ChatPart[],
+): ToolResultMessage {
+  const images = parts.flatMap((part): ImageContent[] => {
+    const image = part.type === "image_url" ? parseDataUrl(part.image_url.url) : undefined;
+    return image ? [{ type: "image", data: image.data, mimeType: image.mimeType }] : [];
+  });
+  const text = read.content.filter((part) => part.type !== "text" || part.text !== "");
+  return {
+    ...read,
+    content: images.length > 0 ? [...text, ...images] : read.content,
+    isError: kwargs.status === "error",
+  };
 }
 
 /**

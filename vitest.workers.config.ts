@@ -21,6 +21,7 @@ const API_KEYS = JSON.stringify({
   [sha256("key-few-streams")]: "tenant-few-streams",
   [sha256("key-stream-bytes")]: "tenant-stream-bytes",
   [sha256("key-stream-usage")]: "tenant-stream-usage",
+  [sha256("key-stream-retries")]: "tenant-stream-retries",
 });
 
 /** Quotas for tenants of their own (test/workers/quotas.test.ts); every other tenant has none. */
@@ -34,6 +35,7 @@ const QUOTAS = JSON.stringify({
     "tenant-parallel-quota": { maxTenantBytes: 20_000 },
     "tenant-few-streams": { maxStreams: 3 },
     "tenant-stream-bytes": { maxTenantBytes: 60_000 },
+    "tenant-stream-retries": { maxTenantBytes: 60_000 },
   },
 });
 

@@ -148,6 +148,26 @@ describe("bad input to a generation changes nothing", () => {
     expect(done.body.entries[0].message.content[0].text).toHaveLength(MAX_GENERATION_BYTES);
   }, 60_000);
 
+  it("answers a producer's retry of its last chunk as a duplicate, near the limits, and still ends", async () => {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id);
+    const producer = { "Producer-Id": "agent", "Producer-Epoch": "0", "Producer-Seq": "0" };
+    // 6 MiB of the answer's JSON: written again, it would pass the limit.
+    const control = "\u0001".repeat(MiB);
+    expect((await appendText(generation.stream, control, producer)).status).toBe(200);
+    const written = await snapshot(id, generation.stream);
+    const retry = await appendText(generation.stream, control, producer);
+    expect(retry.status, retry.text).toBe(204);
+    expect(retry.headers.get("Producer-Seq")).toBe("0");
+    expect(await snapshot(id, generation.stream)).toEqual(written);
+    // The duplicate took none of the room: plain text still fits beside it.
+    const next = { ...producer, "Producer-Seq": "1" };
+    expect((await appendText(generation.stream, "x".repeat(MiB), next)).status).toBe(200);
+    const stopped = await endGeneration(id, generation.id, "stop");
+    expect(stopped.status).toBe(201);
+    expect(stopped.body.entries[0].message.content[0].text).toHaveLength(2 * MiB);
+  }, 60_000);
+
   it("refuses when appended a chunk its answer could not be made of, and still ends", async () => {
     const { id } = await sessionWithQuestion();
     const pi = await openGeneration(id, { format: "pi-ai" });

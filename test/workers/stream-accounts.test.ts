@@ -5,18 +5,20 @@ import { newId } from "../../src/core/ids";
 import type { DurableEnv } from "../../src/durable/env";
 import { directoryShard, shardCount } from "../../src/durable/names";
 import { api, expectError, KEY_B, sid, userMessage } from "./helpers";
-import { append, call, create, head } from "./stream-helpers";
+import { append, call, create, expectStreamError, head } from "./stream-helpers";
 
 /*
  * A tenant's streams in its listing, usage, quotas and retention: tenant-few-streams may hold 3
  * streams, tenant-stream-bytes 60,000 bytes of sessions and streams together
- * (vitest.workers.config.ts); tenant-stream-usage has streams of this file only.
+ * (vitest.workers.config.ts), and so may tenant-stream-retries, whose streams are each deleted by
+ * the test that made it; tenant-stream-usage has streams of this file only.
  */
 
 const durableEnv = env as unknown as DurableEnv;
 const FEW = "key-few-streams";
 const BYTES = "key-stream-bytes";
 const USAGE = "key-stream-usage";
+const RETRIES = "key-stream-retries";
 
 async function listed(query: string, key?: string) {
   const res = await api("GET", `/v1/streams?${query}`, { key });
@@ -209,6 +211,34 @@ describe("stream quotas", () => {
       body: userMessage("c".repeat(35_000)),
     });
     expect(fits.status, fits.text).toBe(201);
+  });
+  it("answers a producer's retry of an append it holds as a duplicate, near the quota, asking no room", async () => {
+    const path = `/v1/stream/retry-${newId()}`;
+    await create(path, { key: RETRIES, body: "a".repeat(30_000) });
+    const producer = (seq: number) => ({
+      "Producer-Id": "p",
+      "Producer-Epoch": "0",
+      "Producer-Seq": String(seq),
+    });
+    // Written, its answer lost: the retry would pass 60,000 were it written again.
+    const first = await append(path, "b".repeat(20_000), producer(0), RETRIES);
+    expect(first.status, first.text).toBe(200);
+    const written = await head(path, RETRIES);
+    const retry = await append(path, "b".repeat(20_000), producer(0), RETRIES);
+    expect(retry.status, retry.text).toBe(204);
+    expect(retry.headers.get("Producer-Seq")).toBe("0");
+    expect(retry.headers.get("Stream-Next-Offset")).toBe(written.offset);
+    // So is a retry of the append that closed the stream.
+    const closing = { ...producer(1), "Stream-Closed": "true" };
+    expect((await append(path, "c".repeat(8_000), closing, RETRIES)).status).toBe(200);
+    const closed = await head(path, RETRIES);
+    const again = await append(path, "c".repeat(8_000), closing, RETRIES);
+    expect(again.status, again.text).toBe(204);
+    expect(again.headers.get("Stream-Closed")).toBe("true");
+    expect(await head(path, RETRIES)).toEqual(closed);
+    // Another append to the closed stream is still refused for being closed, not for its size.
+    expectStreamError(await append(path, "d".repeat(20_000), producer(2), RETRIES), 409, "stream_closed");
+    expect((await call("DELETE", path, { key: RETRIES })).status).toBe(204);
   });
 });
 

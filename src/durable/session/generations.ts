@@ -22,7 +22,8 @@ import type { AppendHook } from "../stream/append-hook";
 import { readBody } from "../stream/body";
 import type { Position } from "../stream/offsets";
 import { formatOffset } from "../stream/offsets";
-import { HEADER, MAX_APPEND_BYTES, mediaType } from "../stream/protocol";
+import { isDuplicate } from "../stream/producers";
+import { HEADER, MAX_APPEND_BYTES, mediaType, readAppendRequest } from "../stream/protocol";
 import type { StreamState } from "../stream/store";
 import { transaction } from "../transaction";
 import type { AnswerWriting, GenerationEnd, GenerationRow } from "./generation-rows";
@@ -278,7 +279,10 @@ export class Generations {
     const current = parts.row(row.id);
     parts.checkOpen(current);
     const stream = parts.stream(row.id) as StreamState;
-    if (stream.tail.bytes + body.byteLength > MAX_GENERATION_BYTES) {
+    // A producer's retry of a chunk already written writes nothing: the limits are not its to pass.
+    const named = readAppendRequest(request.headers).producer;
+    const duplicate = named !== null && isDuplicate(parts.streams.store.producer(stream, named.id), named);
+    if (!duplicate && stream.tail.bytes + body.byteLength > MAX_GENERATION_BYTES) {
       throw new SessionError(
         "payload_too_large",
         `a generation's stream holds at most ${MAX_GENERATION_BYTES} bytes; complete it, or open another`,
@@ -287,7 +291,7 @@ export class Generations {
     }
     // Chunks of the stream's own type are checked here; any other type is the protocol's to refuse.
     let adds = 0;
-    if (mediaType(request.headers.get("Content-Type")) === mediaType(stream.contentType)) {
+    if (!duplicate && mediaType(request.headers.get("Content-Type")) === mediaType(stream.contentType)) {
       for (const chunk of checkedChunks(current, body)) adds += answerBytes(current.format, chunk);
       const holds = parts.answerBytes(current);
       if (holds + adds > MAX_GENERATION_BYTES) {

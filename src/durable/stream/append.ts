@@ -15,7 +15,9 @@ import type { StreamState } from "./store";
  * POST: append to a stream, close it (`Stream-Closed: true`, with or without a last append), or
  * both at once. The checks run in the order the protocol gives them: a closed stream first, then
  * the content type, the producer's sequence, and `Stream-Seq`; a refused append writes nothing.
- * From the last check to the write nothing awaits, so no other request comes between them.
+ * They run before the host is asked for room (a retry already written is a duplicate, whatever
+ * room is left) and again once it is given; from the last check to the write nothing awaits, so no
+ * other request comes between them.
  */
 
 function producerHeaders(epoch: number, seq: number): Record<string, string> {
@@ -57,17 +59,16 @@ export function appendToStream(
   return input.producer ? lanes.run(JSON.stringify([key, input.producer.id]), run) : run();
 }
 
-async function append(
+/** An append checked against the stream as it stands: what to write, or the answer when it writes nothing. */
+type Checked = { stream: StreamState; records: Uint8Array[] } | Response;
+
+async function check(
   context: StreamContext,
-  request: Request,
   key: string,
   input: AppendRequest,
-  hook: AppendHook | undefined,
-): Promise<Response> {
-  // Refused before its body is read, when the stream is not there.
-  await context.visible(key);
-  const body = await readBody(request, MAX_APPEND_BYTES);
-  await hook?.reserve?.(body.byteLength);
+  body: Uint8Array,
+  recordsIn: (contentType: string) => Uint8Array[],
+): Promise<Checked> {
   const stream = await context.visible(key);
   const empty = body.byteLength === 0;
   if (empty && !input.close) {
@@ -82,7 +83,7 @@ async function append(
       contentType: stream.contentType,
     });
   }
-  const records = recordsOf(stream.contentType, body);
+  const records = recordsIn(stream.contentType);
   if (!empty && records.length === 0) {
     throw new SessionError("invalid_request", "an empty JSON array appends nothing");
   }
@@ -99,6 +100,36 @@ async function append(
       seq: input.streamSeq,
     });
   }
+  return { stream, records };
+}
+
+async function append(
+  context: StreamContext,
+  request: Request,
+  key: string,
+  input: AppendRequest,
+  hook: AppendHook | undefined,
+): Promise<Response> {
+  // Refused before its body is read, when the stream is not there.
+  await context.visible(key);
+  const body = await readBody(request, MAX_APPEND_BYTES);
+  let parsed: { contentType: string; records: Uint8Array[] } | undefined;
+  const recordsIn = (contentType: string) => {
+    if (parsed?.contentType !== contentType) parsed = { contentType, records: recordsOf(contentType, body) };
+    return parsed.records;
+  };
+  // An append that writes nothing (a retry already written, a closed stream, a refusal) asks for no
+  // room: checked before room is asked for, and again once it is given, for what came meanwhile.
+  let checked = await check(context, key, input, body, recordsIn);
+  if (checked instanceof Response) return checked;
+  if (hook?.reserve) {
+    await hook.reserve(body.byteLength);
+    checked = await check(context, key, input, body, recordsIn);
+    if (checked instanceof Response) return checked;
+  }
+  const { stream, records } = checked;
+  const { producer } = input;
+  const empty = body.byteLength === 0;
   const before = stream.tail.bytes;
   const tail = context.transact(() => {
     const written = context.store.append(stream, {

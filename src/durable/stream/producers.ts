@@ -10,10 +10,14 @@ import type { Producer } from "./protocol";
 
 export type ProducerVerdict = { kind: "accept" } | { kind: "duplicate"; lastSeq: number };
 
-export function checkProducer(
-  state: { epoch: number; lastSeq: number } | undefined,
-  producer: Producer,
-): ProducerVerdict {
+type ProducerState = { epoch: number; lastSeq: number };
+
+/** Whether the append is one the producer already wrote (its retry). */
+export function isDuplicate(state: ProducerState | undefined, producer: Producer): boolean {
+  return state !== undefined && producer.epoch === state.epoch && producer.seq <= state.lastSeq;
+}
+
+export function checkProducer(state: ProducerState | undefined, producer: Producer): ProducerVerdict {
   if (!state) {
     if (producer.seq !== 0) throw gap(0, producer.seq);
     return { kind: "accept" };
@@ -28,7 +32,7 @@ export function checkProducer(
     }
     return { kind: "accept" };
   }
-  if (producer.seq <= state.lastSeq) return { kind: "duplicate", lastSeq: state.lastSeq };
+  if (isDuplicate(state, producer)) return { kind: "duplicate", lastSeq: state.lastSeq };
   if (producer.seq === state.lastSeq + 1) return { kind: "accept" };
   throw gap(state.lastSeq + 1, producer.seq);
 }

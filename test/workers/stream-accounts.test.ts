@@ -5,7 +5,7 @@ import { newId } from "../../src/core/ids";
 import type { DurableEnv } from "../../src/durable/env";
 import { directoryShard, shardCount } from "../../src/durable/names";
 import { api, expectError, KEY_B, sid, userMessage } from "./helpers";
-import { append, call, create, expectStreamError, head } from "./stream-helpers";
+import { append, call, create, expectStreamError, head, readAll } from "./stream-helpers";
 
 /*
  * A tenant's streams in its listing, usage, quotas and retention: tenant-few-streams may hold 3
@@ -145,7 +145,7 @@ describe("stream quotas", () => {
   it("refuses a stream past maxStreams, writing nothing, and takes one again once one is deleted", async () => {
     const prefix = `few-${newId()}`;
     for (const n of [1, 2]) await create(`/v1/stream/${prefix}/${n}`, { key: FEW });
-    // A create that fails after it was admitted (its source is not there) holds no place.
+    // A fork whose source is not there holds no place.
     const orphan = await call("PUT", `/v1/stream/${prefix}/orphan`, {
       key: FEW,
       headers: { "Stream-Forked-From": `/v1/stream/${prefix}/none` },
@@ -239,6 +239,48 @@ describe("stream quotas", () => {
     // Another append to the closed stream is still refused for being closed, not for its size.
     expectStreamError(await append(path, "d".repeat(20_000), producer(2), RETRIES), 409, "stream_closed");
     expect((await call("DELETE", path, { key: RETRIES })).status).toBe(204);
+  });
+  it("counts a fork's cut of its source's append as the fork's own bytes, and makes it", async () => {
+    const source = `/v1/stream/cut-source-${newId()}`;
+    const fork = `/v1/stream/cut-fork-${newId()}`;
+    const text = "abcdefghij".repeat(200);
+    await create(source, { key: RETRIES, body: text });
+    const forkAt = {
+      "Stream-Forked-From": source,
+      "Stream-Fork-Offset": "0000000000000000_0000000000000000",
+      "Stream-Fork-Sub-Offset": "1500",
+    };
+    const made = await call("PUT", fork, {
+      key: RETRIES,
+      headers: { "Content-Type": "text/plain", ...forkAt },
+    });
+    expect(made.status, made.text).toBe(201);
+    expect((await readAll(fork, "-1", RETRIES)).text).toBe(text.slice(0, 1500));
+    await vi.waitFor(
+      async () => {
+        const own = (await listed(`prefix=${encodeURIComponent("cut-fork-")}`, RETRIES)).streams;
+        expect(own.find((s) => `/v1/stream/${s.path}` === fork)?.bytes).toBe(1500);
+      },
+      { timeout: 10_000, interval: 100 },
+    );
+    expect((await call("DELETE", fork, { key: RETRIES })).status).toBe(204);
+    expect((await call("DELETE", source, { key: RETRIES })).status).toBe(204);
+    // A cut past the room left is refused as any data would be: no fork, and its source counts none.
+    const large = `/v1/stream/cut-large-${newId()}`;
+    await create(large, { key: RETRIES, body: "x".repeat(40_000) });
+    const refused = await call("PUT", fork, {
+      key: RETRIES,
+      headers: {
+        "Content-Type": "text/plain",
+        ...forkAt,
+        "Stream-Forked-From": large,
+        "Stream-Fork-Sub-Offset": "30000",
+      },
+    });
+    expectStreamError(refused, 413, "quota_exceeded");
+    expect((await head(fork, RETRIES)).status).toBe(404);
+    expect((await call("DELETE", large, { key: RETRIES })).status).toBe(204);
+    expect((await head(large, RETRIES)).status).toBe(404);
   });
 });
 

@@ -71,8 +71,8 @@ export async function createStream(
   const body = await readBody(request, MAX_APPEND_BYTES);
   const found = await context.current(key);
   if (found) return existing(context, found, input);
-  await hook?.reserve?.(body.byteLength);
   if (input.fork) return createFork(context, request, key, input, body, hook);
+  await hook?.reserve?.(body.byteLength);
   // Another create of this path may have finished while room was asked for.
   const raced = context.store.get(key);
   if (raced) return existing(context, raced, input);
@@ -108,7 +108,10 @@ async function createFork(
   });
   let counted = true;
   try {
-    // Another create of this path may have finished while the source was asked.
+    // The part of an append a fork cuts is its own first record: room for it is asked with the body's.
+    const own = recordBytes(point.materialized);
+    await hook?.reserve?.(own + body.byteLength);
+    // Another create of this path may have finished while the source and the host were asked.
     const raced = context.store.get(key);
     if (raced) return existing(context, raced, input);
     const records = recordsOf(point.contentType, body);
@@ -131,7 +134,7 @@ async function createFork(
         },
         [point.materialized, records].filter((batch) => batch.length > 0),
       );
-      hook?.appended(recordBytes(records));
+      hook?.appended(own + recordBytes(records));
       return made;
     }, hook?.held);
     counted = false;

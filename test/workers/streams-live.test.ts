@@ -39,6 +39,29 @@ describe("live stream reads", () => {
     expect(await sse.next()).toBeUndefined();
   });
 
+  it("gives SSE readers of text whole characters when an append ends inside one", async () => {
+    const path = streamPath("utf8");
+    const tail = await create(path, { body: "x" });
+    const sse = await openSse(path, tail);
+    expect(JSON.parse((await sse.next())?.data as string)).toMatchObject({ upToDate: true });
+    // "café" in two appends, the second byte of "é" in the second.
+    await append(path, new Uint8Array([0x63, 0x61, 0x66, 0xc3]));
+    await append(path, new Uint8Array([0xa9, 0x21]));
+    expect(await sse.next()).toEqual({ event: "data", data: "café!" });
+    const control = JSON.parse((await sse.next())?.data as string);
+    expect(control).toMatchObject({ upToDate: true, streamNextOffset: (await head(path)).offset });
+    // Appends that end on whole characters go out as they come.
+    await append(path, "ü");
+    expect(await sse.next()).toEqual({ event: "data", data: "ü" });
+    await sse.next();
+    // A stream closed inside a character gives what it holds, as a catch-up read does.
+    await append(path, new Uint8Array([0xe2, 0x82]), { "Stream-Closed": "true" });
+    expect(await sse.next()).toEqual({ event: "data", data: "\ufffd" });
+    expect(JSON.parse((await sse.next())?.data as string)).toMatchObject({ streamClosed: true });
+    expect((await readAll(path)).text).toBe("xcafé!ü\ufffd");
+    await sse.close();
+  });
+
   it("ends its live readers when the stream is deleted", async () => {
     const path = streamPath("deleted");
     const tail = await create(path, { body: "x" });

@@ -78,6 +78,45 @@ async function heldPage(
   return page;
 }
 
+/**
+ * Whether text ends inside a UTF-8 character: its last lead byte begins a sequence longer than
+ * what follows it.
+ */
+function endsInsideCharacter(bytes: Uint8Array): boolean {
+  for (let back = 1; back <= Math.min(4, bytes.byteLength); back++) {
+    const byte = bytes[bytes.byteLength - back] as number;
+    if ((byte & 0xc0) === 0x80) continue;
+    const length = byte >= 0xf8 ? 1 : byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1;
+    return length > back;
+  }
+  return false;
+}
+
+/**
+ * An SSE event's records from `from` on: a text stream's event ends between characters, so a
+ * character cut across appends reaches live readers whole. The last records (up to three, enough
+ * for the longest character) are left for the next event until the page ends on a whole
+ * character; at the tail of an open stream, with none such, the event waits for the next append
+ * (null). A closed stream's last bytes, or a page with no whole end near its own, go as they are.
+ */
+async function eventPage(
+  context: StreamContext,
+  stream: StreamState,
+  from: Position,
+  text: boolean,
+): Promise<{ page: RecordPage; bytes: Uint8Array } | null> {
+  const page = (await heldPage(context, stream, from, stream.tail.records)) as RecordPage;
+  const bytes = encodePage(stream, page);
+  const atTail = page.end.records === stream.tail.records;
+  if (!text || (atTail && stream.closed) || !endsInsideCharacter(bytes)) return { page, bytes };
+  for (let until = page.end.records - 1; until > from.records && until >= page.end.records - 3; until--) {
+    const shorter = (await heldPage(context, stream, from, until)) as RecordPage;
+    const shorterBytes = encodePage(stream, shorter);
+    if (!endsInsideCharacter(shorterBytes)) return { page: shorter, bytes: shorterBytes };
+  }
+  return atTail ? null : { page, bytes };
+}
+
 /** A planned page's body, each block read as the reader takes the part before it. */
 function pageBody(context: StreamContext, stream: StreamState, plan: PagePlan): ReadableStream<Uint8Array> {
   let next = 0;
@@ -218,17 +257,19 @@ function sse(
         for (;;) {
           const stream = stillThere(context, key, incarnation);
           if (!stream) return controller.close();
-          if (position.records < stream.tail.records) {
-            const page = (await heldPage(context, stream, position, stream.tail.records)) as RecordPage;
-            if (stop.signal.aborted) return;
-            const bytes = encodePage(stream, page);
-            const next = page.end;
-            const event = control(stream, next);
-            const payload = textual ? textDecoder.decode(bytes) : toBase64(bytes);
-            controller.enqueue(textEncoder.encode(dataEvent(payload) + controlEvent(event)));
+          const event =
+            position.records < stream.tail.records
+              ? await eventPage(context, stream, position, textual && !stream.json)
+              : null;
+          if (stop.signal.aborted) return;
+          if (event) {
+            const next = event.page.end;
+            const told = control(stream, next);
+            const payload = textual ? textDecoder.decode(event.bytes) : toBase64(event.bytes);
+            controller.enqueue(textEncoder.encode(dataEvent(payload) + controlEvent(told)));
             position = next;
-            toldUpToDate = event.upToDate === true;
-            if (event.streamClosed) controller.close();
+            toldUpToDate = told.upToDate === true;
+            if (told.streamClosed) controller.close();
             return;
           }
           if (stream.closed || !toldUpToDate) {

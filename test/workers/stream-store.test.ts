@@ -173,6 +173,53 @@ describe("the stream store's blocks", () => {
   }
 });
 
+describe("a page of a long stream", () => {
+  it("reads the rows of its own blocks and a few more, planned or read, not the stream's rest", async () => {
+    const stub = streamObjects().getByName("store-long-stream");
+    await runInDurableObject(stub, (_instance, state) => {
+      const sql = state.storage.sql;
+      const store = state.storage.transactionSync(() => new StreamStore(sql));
+      const contentType = "application/octet-stream";
+      let stream = state.storage.transactionSync(() =>
+        store.create(
+          "long",
+          { contentType, expiry: { ttlSeconds: null, expiresAt: null }, closed: false, fork: null, now: 0 },
+          [],
+        ),
+      );
+      // Each append over half a block: a block of its own.
+      const records = [new Uint8Array(BLOCK_BYTES / 2 + 100).fill(1)];
+      const blocks = 5000;
+      state.storage.transactionSync(() => {
+        for (let i = 0; i < blocks; i++) {
+          store.append(stream, { records, close: false, producer: null, streamSeq: null, now: 0 });
+          stream = store.get("long") as NonNullable<typeof stream>;
+        }
+      });
+      const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+      const metered = Object.create(sql) as SqlStorage;
+      metered.exec = ((query: string, ...bindings: SqlStorageValue[]) => {
+        const cursor = sql.exec(query, ...bindings);
+        cursors.push(cursor);
+        return cursor;
+      }) as typeof sql.exec;
+      const reader = state.storage.transactionSync(() => new StreamStore(metered));
+      const size = records[0]?.byteLength as number;
+      for (const from of [0, blocks / 2, blocks - 10]) {
+        cursors.length = 0;
+        const plan = reader.plan(stream, from, stream.tail.records, 4 * size);
+        expect(plan?.parts).toHaveLength(4);
+        expect(plan?.end).toEqual({ records: from + 4, bytes: (from + 4) * size });
+        expect(cursors.reduce((sum, cursor) => sum + cursor.rowsRead, 0)).toBeLessThan(200);
+        cursors.length = 0;
+        const page = reader.page(stream, from, stream.tail.records, 4 * size);
+        expect(page?.end).toEqual(plan?.end);
+        expect(cursors.reduce((sum, cursor) => sum + cursor.rowsRead, 0)).toBeLessThan(200);
+      }
+    });
+  });
+});
+
 describe("what a stream's rows hold", () => {
   const MiB = 1024 * 1024;
   const cases = [

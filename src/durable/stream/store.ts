@@ -149,6 +149,12 @@ function stateOf(row: StreamRow): StreamState {
   };
 }
 
+/** How many blocks' sizes a page's plan reads at a time. */
+const PLAN_ROWS = 64;
+
+/** A block's place and size, without its data. */
+type BlockSize = { first: number; start: number; size: number; count: number };
+
 type BlockRow = {
   first: number;
   start: number;
@@ -360,12 +366,7 @@ export class StreamStore {
     let start = 0;
     let bytes = 0;
     let next = from;
-    const rows = this.#sql<{ first: number; start: number; size: number; count: number }>`SELECT first, start,
-        length(data) AS size, coalesce(records, length(ends) / 4) AS count
-      FROM stream_blocks WHERE stream_id = ${stream.id} AND first < ${until} AND first >= coalesce(
-        (SELECT max(first) FROM stream_blocks WHERE stream_id = ${stream.id} AND first <= ${from}), 0)
-      ORDER BY first`.toArray();
-    for (const row of rows) {
+    for (const row of this.#blockSizes(stream, from, until)) {
       const index = next - row.first;
       if (index < 0 || index >= row.count) continue;
       const stop = Math.min(row.count, until - row.first);
@@ -381,6 +382,28 @@ export class StreamStore {
       if (bytes >= maxBytes || stop < row.count) break;
     }
     return parts.length === 0 ? null : { start, end: { records: next, bytes: start + bytes }, parts };
+  }
+
+  /**
+   * The sizes of the blocks holding records from number `from` on and before `until`, in order:
+   * read PLAN_ROWS at a time, so a page that stops early reads no more of a long stream's rows.
+   */
+  *#blockSizes(stream: StreamState, from: number, until: number): Generator<BlockSize> {
+    let after = this.#sql<{ first: number | null }>`SELECT max(first) AS first FROM stream_blocks
+      WHERE stream_id = ${stream.id} AND first <= ${from}`.one().first;
+    let rows = this.#sql<BlockSize>`SELECT first, start, length(data) AS size,
+        coalesce(records, length(ends) / 4) AS count
+      FROM stream_blocks WHERE stream_id = ${stream.id} AND first >= ${after ?? 0} AND first < ${until}
+      ORDER BY first LIMIT ${PLAN_ROWS}`.toArray();
+    while (rows.length > 0) {
+      yield* rows;
+      if (rows.length < PLAN_ROWS) return;
+      after = (rows[rows.length - 1] as BlockSize).first;
+      rows = this.#sql<BlockSize>`SELECT first, start, length(data) AS size,
+          coalesce(records, length(ends) / 4) AS count
+        FROM stream_blocks WHERE stream_id = ${stream.id} AND first > ${after} AND first < ${until}
+        ORDER BY first LIMIT ${PLAN_ROWS}`.toArray();
+    }
   }
 
   /** The data of one block, as `plan` named it (undefined once the stream is gone). */

@@ -1,7 +1,7 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { STREAM_ROUTE, streamObjectName } from "../../src/durable/stream";
-import { call, create, head, streamObjects, streamPath } from "./stream-helpers";
+import { call, create, head, open, streamObjects, streamPath } from "./stream-helpers";
 
 /** The object of one of tenant A's streams (test/workers/helpers.ts: key-a). */
 function objectOf(path: string) {
@@ -66,6 +66,29 @@ describe("stream expiry by the object's alarm", () => {
     await sleep(renewed - Date.now() + 100);
     await runDurableObjectAlarm(objectOf(path));
     expect(await storedStreams(path)).toBe(0);
+  });
+
+  it("keeps a stream with a sliding TTL while an SSE reader follows it, writing nothing", async () => {
+    const path = streamPath("followed");
+    await create(path, { body: "watched", headers: { "Stream-TTL": "3" } });
+    const response = await open(`${path}?offset=now&live=sse`);
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    let received = "";
+    const decoder = new TextDecoder();
+    const drained = (async () => {
+      for (let read = await reader.read(); !read.done; read = await reader.read()) {
+        received += decoder.decode(read.value, { stream: true });
+      }
+    })();
+    // Past the first deadline, and the alarm's turn too.
+    await sleep(5_000);
+    await runDurableObjectAlarm(objectOf(path));
+    expect(await storedStreams(path)).toBe(1);
+    expect((await head(path)).status).toBe(200);
+    expect(received).toContain('"upToDate":true');
+    // The pending read ends with the cancel.
+    await reader.cancel();
+    await drained.catch(() => undefined);
   });
 
   it("removes a deleted source with its last fork, when the fork expires by alarm", async () => {

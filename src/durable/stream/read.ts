@@ -227,6 +227,12 @@ async function longPoll(
   }
 }
 
+/** How long an SSE connection may wait before it renews the stream's sliding expiry again. */
+function renewalWait(stream: StreamState): number {
+  const { ttlSeconds, expiresAt } = stream.expiry;
+  return ttlSeconds === null || expiresAt !== null ? Number.POSITIVE_INFINITY : (ttlSeconds * 1000) / 2;
+}
+
 function sse(
   context: StreamContext,
   key: string,
@@ -279,12 +285,14 @@ function sse(
             if (event.streamClosed) controller.close();
             return;
           }
+          // A reader following the stream keeps renewing its sliding expiry, at least twice a window.
+          context.renew(stream);
           // Connections end now and then, so caches can gather readers; the reader resumes.
           const remaining = opened + SSE_MAX_MS - context.now();
           if (remaining <= 0) return controller.close();
           const changed = await context.waiters.wait(
             incarnation,
-            Math.min(remaining, SSE_KEEPALIVE_MS),
+            Math.min(remaining, SSE_KEEPALIVE_MS, renewalWait(stream)),
             stop.signal,
           );
           if (stop.signal.aborted) return;

@@ -1,6 +1,11 @@
+import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { StreamContext } from "../../src/durable/stream/context";
+import { formatOffset } from "../../src/durable/stream/offsets";
+import { readStream } from "../../src/durable/stream/read";
+import { StreamStore } from "../../src/durable/stream/store";
 import { seededRandom } from "../support/random";
-import { append, call, create, head, openSse, readAll, streamPath } from "./stream-helpers";
+import { append, call, create, head, openSse, readAll, streamObjects, streamPath } from "./stream-helpers";
 
 const producer = (id: string, epoch: number, seq: number) => ({
   "Producer-Id": id,
@@ -129,6 +134,54 @@ describe("live stream reads", () => {
       firstDifference: -1,
     });
   }, 120_000);
+});
+
+describe("a long-poll whose reader is gone", () => {
+  it("answers at once, without waiting again and again for a reader that left", async () => {
+    const stub = streamObjects().getByName("long-poll-aborted");
+    await runInDurableObject(stub, async (_instance, state) => {
+      const store = state.storage.transactionSync(() => new StreamStore(state.storage.sql));
+      // The clock moves with each look at it, so a loop that never waits still ends.
+      let clock = Date.now();
+      const context = new StreamContext({
+        storage: state.storage,
+        store,
+        sources: () => {
+          throw new Error("no forks here");
+        },
+        scheduleAlarm: () => undefined,
+        now: () => clock++,
+      });
+      const stream = state.storage.transactionSync(() =>
+        store.create(
+          "polled",
+          {
+            contentType: "text/plain",
+            expiry: { ttlSeconds: null, expiresAt: null },
+            closed: false,
+            fork: null,
+            now: clock,
+          },
+          [],
+        ),
+      );
+      let waits = 0;
+      const wait = context.waiters.wait.bind(context.waiters);
+      context.waiters.wait = (...args) => {
+        waits += 1;
+        return wait(...args);
+      };
+      const gone = new AbortController();
+      gone.abort();
+      const tail = encodeURIComponent(formatOffset(stream.tail));
+      const request = new Request(`http://streams.test/s?offset=${tail}&live=long-poll`, {
+        signal: gone.signal,
+      });
+      const answer = await readStream(context, request, "polled");
+      expect(answer.status).toBe(204);
+      expect(waits).toBeLessThanOrEqual(1);
+    });
+  });
 });
 
 describe("producers retrying appends", () => {

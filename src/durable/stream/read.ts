@@ -222,7 +222,8 @@ async function longPoll(
     // A closed stream at its tail has nothing more to wait for: EOF, at once.
     if (stream.closed) return answer(204, waited);
     const remaining = deadline - context.now();
-    if (remaining <= 0) return answer(204, { ...waited, [HEADER.cursor]: cursor });
+    // A reader that left is waited for no more: its wait would end at once, again and again.
+    if (remaining <= 0 || request.signal.aborted) return answer(204, { ...waited, [HEADER.cursor]: cursor });
     await context.waiters.wait(incarnation, remaining, request.signal);
   }
 }

@@ -389,20 +389,16 @@ export class StreamStore {
    * read PLAN_ROWS at a time, so a page that stops early reads no more of a long stream's rows.
    */
   *#blockSizes(stream: StreamState, from: number, until: number): Generator<BlockSize> {
-    let after = this.#sql<{ first: number | null }>`SELECT max(first) AS first FROM stream_blocks
+    const holding = this.#sql<{ first: number | null }>`SELECT max(first) AS first FROM stream_blocks
       WHERE stream_id = ${stream.id} AND first <= ${from}`.one().first;
-    let rows = this.#sql<BlockSize>`SELECT first, start, length(data) AS size,
-        coalesce(records, length(ends) / 4) AS count
-      FROM stream_blocks WHERE stream_id = ${stream.id} AND first >= ${after ?? 0} AND first < ${until}
-      ORDER BY first LIMIT ${PLAN_ROWS}`.toArray();
-    while (rows.length > 0) {
+    for (let lowest = holding ?? 0; ; ) {
+      const rows = this.#sql<BlockSize>`SELECT first, start, length(data) AS size,
+          coalesce(records, length(ends) / 4) AS count
+        FROM stream_blocks WHERE stream_id = ${stream.id} AND first >= ${lowest} AND first < ${until}
+        ORDER BY first LIMIT ${PLAN_ROWS}`.toArray();
       yield* rows;
       if (rows.length < PLAN_ROWS) return;
-      after = (rows[rows.length - 1] as BlockSize).first;
-      rows = this.#sql<BlockSize>`SELECT first, start, length(data) AS size,
-          coalesce(records, length(ends) / 4) AS count
-        FROM stream_blocks WHERE stream_id = ${stream.id} AND first > ${after} AND first < ${until}
-        ORDER BY first LIMIT ${PLAN_ROWS}`.toArray();
+      lowest = (rows[rows.length - 1] as BlockSize).first + 1;
     }
   }
 

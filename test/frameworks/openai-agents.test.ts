@@ -248,6 +248,50 @@ describe.each(repos)("CfSessionsSession on %s", (_name, makeRepo) => {
     expect(JSON.stringify(anthropic.messages[2])).toContain("tool_result");
   });
 
+  it("pairs a result added apart from its call: every door reads the call answered", async () => {
+    const sessionId = `agents-split-${crypto.randomUUID()}`;
+    const ours = new CfSessionsSession({ repo, sessionId });
+    const call: AgentInputItem = {
+      type: "function_call",
+      id: "fc_1",
+      callId: "call_1",
+      name: "weather",
+      arguments: '{"city":"Paris"}',
+      status: "completed",
+    };
+    const result: AgentInputItem = {
+      type: "function_call_result",
+      callId: "call_1",
+      name: "weather",
+      status: "completed",
+      output: { type: "text", text: "sunny" },
+    };
+    const reply: AgentInputItem = {
+      type: "message",
+      role: "assistant",
+      status: "completed",
+      content: [{ type: "output_text", text: "Sunny." }],
+    };
+    await ours.addItems([{ type: "message", role: "user", content: "Weather in Paris?" }]);
+    await ours.addItems([call]);
+    await ours.addItems([result]);
+    await ours.addItems([reply]);
+    const session = await repo.open(sessionId);
+    const context = await session.buildContext();
+    expect(context.messages.map((m) => [m.role, "toolCallId" in m ? m.toolCallId : undefined])).toEqual([
+      ["user", undefined],
+      ["assistant", undefined],
+      ["toolResult", "call_1|fc_1"],
+      ["assistant", undefined],
+    ]);
+    const chat = await session.contextIn("openai-chat", { model: { provider: "openai", modelId: "gpt-4o" } });
+    expect(chat.messages).toContainEqual({ role: "tool", tool_call_id: "call_1", content: "sunny" });
+    expect(JSON.stringify(chat.messages)).not.toContain("No result provided");
+    const items = await ours.getItems();
+    expect(items.filter((item) => item.type === "function_call_result")).toHaveLength(1);
+    expect(JSON.stringify(items)).not.toContain("No result provided");
+  });
+
   it("answers any session as items, whoever wrote it", async () => {
     const session = await repo.create({ id: `agents-foreign-${crypto.randomUUID()}` });
     await session.appendMessage({

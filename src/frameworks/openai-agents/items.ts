@@ -50,14 +50,25 @@ export function checkItems(items: unknown): AgentInputItem[] {
   return items as AgentInputItem[];
 }
 
-/** What `items` read as, answered by `model` (default: OpenAI, the model unnamed). */
-export function readItems(items: readonly AgentInputItem[], model: ModelRef | undefined) {
-  return fromOpenAIAgents(items, model ? { model } : {});
+/**
+ * What `items` read as, answered by `model` (default: OpenAI, the model unnamed), going on from
+ * `history` (the conversation's last turn: the calls their results answer).
+ */
+export function readItems(
+  items: readonly AgentInputItem[],
+  model: ModelRef | undefined,
+  history: readonly AgentMessage[] = [],
+) {
+  return fromOpenAIAgents(items, { history, ...(model ? { model } : {}) });
 }
 
-/** The entries for `items`, chained in order. */
-export function itemEntries(items: readonly AgentInputItem[], model: ModelRef | undefined): EntryInput[] {
-  return readItems(items, model).flatMap(({ items: records, message }): EntryInput[] =>
+/** The entries for `items`, chained in order, going on from `history` (see `readItems`). */
+export function itemEntries(
+  items: readonly AgentInputItem[],
+  model: ModelRef | undefined,
+  history: readonly AgentMessage[] = [],
+): EntryInput[] {
+  return readItems(items, model, history).flatMap(({ items: records, message }): EntryInput[] =>
     message
       ? keepOriginal([{ type: "message", message }], FRAMEWORK, records)
       : [{ type: "custom", customType: OPENAI_AGENTS_ITEM, data: records[0] }],

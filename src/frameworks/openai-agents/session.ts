@@ -1,5 +1,5 @@
 import type { AgentInputItem, Session as AgentsSession } from "@openai/agents-core";
-import type { EntryInput, ModelRef, Session, SessionRepo } from "../../core";
+import type { AgentMessage, EntryInput, ModelRef, Session, SessionRepo } from "../../core";
 import { newId, SessionError } from "../../core";
 import { checkSessionId } from "../../core/ids";
 import { keepOriginal } from "../conversation";
@@ -25,6 +25,41 @@ interface History {
   holders: number[];
   pieces: ReturnType<typeof itemPieces>;
   leafId: string | null;
+}
+
+/** How many entries back from the head a result's call is looked for. */
+const TURN_READS = 64;
+
+/** Whether a function result in `items` answers a call made before them (the SDK saves a turn in parts). */
+function answersEarlierCalls(items: readonly AgentInputItem[]): boolean {
+  const calls = new Set<string>();
+  for (const item of items) {
+    if (item.type === "function_call") calls.add(item.callId);
+    else if (item.type === "function_call_result" && !calls.has(item.callId)) return true;
+  }
+  return false;
+}
+
+/**
+ * The branch's last turn, read from the head back a few entries: the assistant message whose calls
+ * results added next answer (stored as `call_id|item_id`) and the results it has. Nothing past a
+ * user message, a compaction (its kept messages are the turn) or `TURN_READS` entries.
+ */
+async function lastTurn(session: Session): Promise<AgentMessage[]> {
+  const turn: AgentMessage[] = [];
+  let id = await session.getLeafId();
+  for (let read = 0; id !== null && read < TURN_READS; read++) {
+    const entry = await session.getEntry(id);
+    if (entry === undefined || entry.type === "leaf") break;
+    if (entry.type === "compaction") return [...(entry.retainedTail ?? []), ...turn];
+    if (entry.type === "branch_summary" || entry.type === "custom_message") break;
+    if (entry.type === "message") {
+      turn.unshift(entry.message);
+      if (entry.message.role === "assistant" || entry.message.role === "user") break;
+    }
+    id = entry.parentId;
+  }
+  return turn;
 }
 
 /**
@@ -86,8 +121,10 @@ export class CfSessionsSession implements AgentsSession {
   async addItems(items: AgentInputItem[]): Promise<void> {
     const checked = checkItems(items);
     if (checked.length === 0) return;
-    const entries = itemEntries(checked, this.#model);
-    await this.#write((session) => session.appendEntries(entries));
+    await this.#write(async (session) => {
+      const history = answersEarlierCalls(checked) ? await lastTurn(session) : [];
+      await session.appendEntries(itemEntries(checked, this.#model, history));
+    });
   }
 
   async popItem(): Promise<AgentInputItem | undefined> {

@@ -107,19 +107,33 @@ export async function backup(client: RemoteRepo, dir: string, progress: Progress
   /** Closes the session's (or stream's) file: kept (renamed into place) once complete, else removed. */
   const close = async (complete: boolean) => {
     if (!file) return;
-    await finish(file.stream);
-    if (complete) {
-      renameSync(`${file.path}.partial`, file.path);
-      if (file.of === "streams") state.streams = (state.streams ?? 0) + 1;
-      else state.sessions++;
-      written++;
-    } else rmSync(`${file.path}.partial`, { force: true });
+    const { path, stream, of } = file;
     file = undefined;
+    try {
+      await finish(stream);
+    } catch (error) {
+      rmSync(`${path}.partial`, { force: true });
+      // A file given up on may have failed too: only a complete file's failure fails the backup.
+      if (complete) throw error;
+      return;
+    }
+    if (!complete) {
+      rmSync(`${path}.partial`, { force: true });
+      return;
+    }
+    renameSync(`${path}.partial`, path);
+    if (of === "streams") state.streams = (state.streams ?? 0) + 1;
+    else state.sessions++;
+    written++;
   };
   const open = async (of: "sessions" | "streams", path: string, line: string) => {
     await close(false);
     if (of === "streams") mkdirSync(streamsDir, { recursive: true });
-    file = { path, stream: createWriteStream(`${path}.partial`), of };
+    const stream = createWriteStream(`${path}.partial`);
+    // The file may fail (it cannot be opened, the disk is full) while the next line is awaited:
+    // its error is held by the stream and thrown by the next write or the close.
+    stream.on("error", () => undefined);
+    file = { path, stream, of };
     await write(file.stream, line);
   };
   try {

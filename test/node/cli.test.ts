@@ -9,6 +9,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { createServer, type ServerResponse } from "node:http";
@@ -512,6 +513,25 @@ describe("command line", () => {
         "m",
       ),
     );
+  });
+
+  it("fails a backup in one line when a file cannot be written, and resumes it after", async () => {
+    const dir = join(folder, "unwritable");
+    mkdirSync(join(dir, "sessions"), { recursive: true });
+    const listed = JSON.parse((await cli(["list", "--json", "--all"])).stdout) as Array<{ id: string }>;
+    // No session's file can be opened: each is a link into a folder that does not exist.
+    const partials = listed.map(({ id }) => join(dir, "sessions", `${id}.ndjson.partial`));
+    for (const partial of partials) symlinkSync(join(dir, "missing", "file"), partial);
+    const failed = await cli(["backup", dir]);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(
+      /^cf-sessions: ENOENT: no such file or directory, open '.*\.ndjson\.partial'\n$/,
+    );
+    expect(readdirSync(join(dir, "sessions")).filter((name) => name.endsWith(".ndjson"))).toEqual([]);
+    for (const partial of partials) rmSync(partial, { force: true });
+    const resumed = await cli(["backup", dir, "--json"]);
+    expect(resumed.code).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ complete: true, sessions: listed.length });
   });
 
   it("explains itself and fails in one line with a non-zero code", async () => {

@@ -173,6 +173,30 @@ describe("MCP server", () => {
     await client.close();
   });
 
+  it("cuts a long name or label in an entry's line as it cuts a message, naming what is left out", async () => {
+    const id = await createSession();
+    const long = "n".repeat(10_000);
+    const written = await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { entries: [userMessage("hello"), { type: "session_info", name: long }] },
+    });
+    const [message, named] = written.body.entries.map((e: { id: string }) => e.id) as string[];
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { type: "label", targetId: message, label: long },
+    });
+    const client = await connect(KEY_A);
+    const read = await call(client, "read_entries", { sessionId: id, entryId: named, around: 2 });
+    expect(read.isError, read.text).toBeFalsy();
+    const lines = read.text.split("\n").filter((line) => line.includes("n".repeat(100)));
+    expect(lines).toHaveLength(2);
+    for (const line of lines) {
+      expect(line.length).toBeLessThan(4200);
+      expect(line).toContain("[…6000 more characters: read_entries with its entryId gives the entry whole");
+    }
+    // The structured answer keeps them whole.
+    expect(JSON.stringify(read.structuredContent)).toContain(long);
+    await client.close();
+  });
+
   it("shows a session's tree, branches included", async () => {
     const id = await createSession();
     const written = await api("POST", `/v1/sessions/${id}/entries`, {

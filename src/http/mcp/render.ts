@@ -65,9 +65,9 @@ export function entryLines(entry: StoredEntry): string[] {
     case "branch_summary":
       return [`${head} summary of a branch left: ${clip(entry.summary)}`];
     case "label":
-      return [`${head} label on ${entry.targetId}: ${entry.label || "(cleared)"}`];
+      return [`${head} label on ${entry.targetId}: ${entry.label ? clip(entry.label) : "(cleared)"}`];
     case "session_info":
-      return [`${head} named: ${entry.name || "(cleared)"}`];
+      return [`${head} named: ${entry.name ? clip(entry.name) : "(cleared)"}`];
     case "model_change":
       return [`${head} model: ${entry.provider}/${entry.modelId}`];
     case "thinking_level_change":

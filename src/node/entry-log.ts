@@ -3,6 +3,7 @@ import type { FileHandle } from "node:fs/promises";
 import { open } from "node:fs/promises";
 import { SessionError } from "../core/errors";
 import { tryParseJson } from "../core/json";
+import { BatchMark } from "./batch-mark";
 import { errnoCode, ioError } from "./errno";
 
 /** Where a line sits in the log: its first byte and its length in bytes, newline excluded. */
@@ -33,24 +34,28 @@ export function corruptLine(file: string, line: number, reason: string): Session
 export interface OpenLogOptions {
   /** Create the file when it is missing (a session with no entries yet), instead of failing. */
   create: boolean;
+  /** The file marking the last batch of several lines (see `batch-mark.ts`). */
+  markFile: string;
 }
 
 /**
  * `entries.jsonl`: an append-only file of JSON lines. Appends are whole batches written at the end
- * and flushed before they count; a failed append is cut off again, so the file only ever holds
- * whole lines of whole batches. Lines are read back by position, so a session's entries do not
- * have to stay in memory.
+ * and flushed before they count; a failed append is cut off again, and one that a crash cut short
+ * is cut off on the next open, so the file only ever holds whole lines of whole batches. Lines are
+ * read back by position, so a session's entries do not have to stay in memory.
  */
 export class EntryLog {
   readonly file: string;
   readonly #handle: FileHandle;
+  readonly #mark: BatchMark;
   #size: number;
   /** Set when a failed append could not be cut off: the file's end is unknown until reopened. */
   #broken: unknown;
 
-  private constructor(file: string, handle: FileHandle, size: number) {
+  private constructor(file: string, handle: FileHandle, mark: BatchMark, size: number) {
     this.file = file;
     this.#handle = handle;
+    this.#mark = mark;
     this.#size = size;
   }
 
@@ -59,10 +64,11 @@ export class EntryLog {
   }
 
   /**
-   * Opens the log and hands each line's JSON to `accept`, in order. A final line without its
-   * newline is what an interrupted append leaves: when it is not valid JSON it is dropped and the
-   * file cut back to the last whole line; when it is, only the newline was lost and is written.
-   * Any other line that is not JSON, or that `accept` refuses by throwing, fails the open.
+   * Opens the log and hands each line's JSON to `accept`, in order. An interrupted append leaves
+   * the file ending inside the marked batch, which is cut off whole, or (a batch of one line) a
+   * final line without its newline: when that is not valid JSON it is dropped and the file cut
+   * back to the last whole line; when it is, only the newline was lost and is written. Any other
+   * line that is not JSON, or that `accept` refuses by throwing, fails the open.
    */
   static async open(
     file: string,
@@ -79,16 +85,23 @@ export class EntryLog {
       }
       handle = await open(file, "wx+");
     }
+    let mark: BatchMark | undefined;
     try {
+      mark = await BatchMark.open(options.markFile);
+      await cutUnfinishedBatch(handle, mark);
       const size = await scan(file, handle, accept);
-      return new EntryLog(file, handle, size);
+      return new EntryLog(file, handle, mark, size);
     } catch (error) {
       await handle.close().catch(() => undefined);
+      await mark?.close().catch(() => undefined);
       throw error;
     }
   }
 
-  /** Appends the lines as one write and flushes it; returns where each landed. */
+  /**
+   * Appends the lines as one write and flushes it; returns where each landed. A batch of several
+   * lines is marked first, so that a crash in the middle of it cannot leave some of its lines.
+   */
   async append(lines: readonly string[]): Promise<LineSpan[]> {
     if (this.#broken !== undefined) throw ioError("appending to", this.file, this.#broken);
     const buffers = lines.map((line) => Buffer.from(`${line}\n`, "utf8"));
@@ -99,14 +112,20 @@ export class EntryLog {
       spans.push({ offset: end, length: buffer.length - 1 });
       end += buffer.length;
     }
+    const marked = lines.length > 1;
     try {
+      if (marked) await this.#mark.set({ start, end });
       await writeAll(this.#handle, buffers, start);
       await this.#handle.datasync();
     } catch (error) {
-      // Part of the batch may have reached the file; cut it off so the log holds whole batches.
-      await this.#handle.truncate(start).catch((truncateError: unknown) => {
-        this.#broken = truncateError;
-      });
+      // Part of the batch may have reached the file; cut it off so the log holds whole batches,
+      // and clear the mark, which would otherwise cut the lines appended next on reopening.
+      try {
+        await this.#handle.truncate(start);
+        if (marked) await this.#mark.set({ start, end: start });
+      } catch (cutError) {
+        this.#broken = cutError;
+      }
       throw ioError("appending to", this.file, error);
     }
     this.#size = end;
@@ -155,7 +174,7 @@ export class EntryLog {
   }
 
   async close(): Promise<void> {
-    await this.#handle.close();
+    await Promise.all([this.#handle.close(), this.#mark.close()]);
   }
 
   async #readInto(buffer: Buffer, position: number): Promise<void> {
@@ -187,6 +206,16 @@ async function writeAll(handle: FileHandle, buffers: Buffer[], position: number)
     }
     if (skip > 0) pending = [(pending[0] as Buffer).subarray(skip), ...pending.slice(1)];
   }
+}
+
+/** Cuts the log back to the start of its marked batch when it ends inside it: a crash came mid-batch. */
+async function cutUnfinishedBatch(handle: FileHandle, mark: BatchMark): Promise<void> {
+  const batch = mark.last;
+  if (batch === undefined) return;
+  const { size } = await handle.stat();
+  if (size <= batch.start || size >= batch.end) return;
+  await handle.truncate(batch.start);
+  await handle.datasync();
 }
 
 /** Reads every line of the log into `accept`, repairs an interrupted last line, returns the size. */

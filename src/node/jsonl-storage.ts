@@ -35,7 +35,7 @@ import { EntryIndex } from "./entry-index";
 import type { LineSpan } from "./entry-log";
 import { corruptLine, EntryLog } from "./entry-log";
 import { errnoCode, ioError, unlessMissing } from "./errno";
-import { ENTRIES_FILE, scratchFolder, sessionFolder, sessionsFolder } from "./layout";
+import { ENTRIES_FILE, LAST_BATCH_FILE, scratchFolder, sessionFolder, sessionsFolder } from "./layout";
 import { SessionLock } from "./lock";
 import type { SessionMetadata } from "./metadata";
 import { metadataFile, readMetadata, writeMetadata } from "./metadata";
@@ -132,7 +132,10 @@ export class JSONLStorage implements SessionStorage {
     }
     const held = lock.movedTo(folder);
     try {
-      const log = await EntryLog.open(join(folder, ENTRIES_FILE), () => undefined, { create: false });
+      const log = await EntryLog.open(join(folder, ENTRIES_FILE), () => undefined, {
+        create: false,
+        markFile: join(folder, LAST_BATCH_FILE),
+      });
       return new JSONLStorage(root, header, { log, lock: held, index, leafId: null, owner });
     } catch (error) {
       await held.release().catch(() => undefined);
@@ -165,7 +168,7 @@ export class JSONLStorage implements SessionStorage {
           if (problem !== undefined) throw corruptLine(file, line.number, problem);
           index.add(value as SessionEntry, line);
         },
-        { create: metadata.lines === 0 },
+        { create: metadata.lines === 0, markFile: join(folder, LAST_BATCH_FILE) },
       );
       const leafId = await reconcile(folder, metadata, index, file);
       return new JSONLStorage(root, metadata.header, { log, lock, index, leafId, owner });

@@ -7,6 +7,7 @@ import { checkSessionId } from "../core/ids";
  *
  *   sessions/<id>/metadata.json   the header and the figures `list` shows
  *   sessions/<id>/entries.jsonl   one native entry per line, in append order
+ *   sessions/<id>/last-batch      where the last append of several lines starts and ends
  *   sessions/<id>/lock            who has the session open for writing
  *   tmp/                          sessions being created, and deleted ones being removed
  *
@@ -15,6 +16,7 @@ import { checkSessionId } from "../core/ids";
 
 export const METADATA_FILE = "metadata.json";
 export const ENTRIES_FILE = "entries.jsonl";
+export const LAST_BATCH_FILE = "last-batch";
 export const LOCK_FILE = "lock";
 
 export function sessionsFolder(root: string): string {

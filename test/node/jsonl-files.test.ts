@@ -168,6 +168,36 @@ describe("JSONLRepo on disk", () => {
     expect((await readFile(entries, "utf8")).split("\n").length).toBe(5);
   });
 
+  it("drops a batch of several lines that a crash cut short, whole lines of it included", async () => {
+    const root = await temp.root();
+    const repo = await temp.repo(root);
+    const session = await repo.create({ id: "half-batch" });
+    await session.appendMessage(user("q"));
+    const { entries, metadata } = files(root, "half-batch");
+    const bytes = await readFile(entries);
+    const meta = await readFile(metadata);
+    const before = await everything(session);
+    await session.appendEntries([
+      messageEntry(assistant("a")),
+      messageEntry(user("q2")),
+      messageEntry(assistant("a2")),
+    ]);
+    await repo.cleanup();
+    const written = await readFile(entries);
+    const firstLineEnd = written.indexOf(0x0a, bytes.length) + 1;
+
+    // What a crash leaves: the batch's first line, whole or followed by part of the second, and
+    // the metadata of before the batch.
+    for (const cut of [firstLineEnd, firstLineEnd + 10]) {
+      await writeFile(entries, written.subarray(0, cut));
+      await writeFile(metadata, meta);
+      const reopened = await temp.repo(root);
+      expect(await everything(await reopened.open("half-batch"))).toEqual(before);
+      expect(await readFile(entries)).toEqual(bytes);
+      await reopened.cleanup();
+    }
+  });
+
   it("keeps a last line that lost only its newline, and writes the newline", async () => {
     const root = await temp.root();
     const ids = await closedSession(root, "no-newline");
@@ -383,6 +413,44 @@ describe("JSONLRepo on disk", () => {
     expect((await session.getEntry(next))?.seq).toBe(2);
     await repo.cleanup();
     expect(await (await (await temp.repo(root)).open("failing")).getLeafId()).toBe(next);
+  });
+
+  it("writes none of a batch whose mark could not be written", async () => {
+    const root = await temp.root();
+    const repo = await temp.repo(root);
+    const session = await repo.create({ id: "unmarked" });
+    await session.appendMessage(user("q"));
+    const { entries, metadata } = files(root, "unmarked");
+    const bytes = await readFile(entries);
+    const meta = await readFile(metadata);
+    const before = await everything(session);
+
+    const probe = await open(entries, "r");
+    const prototype = Object.getPrototypeOf(probe) as FileHandle;
+    await probe.close();
+    const write = prototype.write;
+    prototype.write = async () => {
+      prototype.write = write;
+      throw Object.assign(new Error("EIO: i/o error"), { code: "EIO" });
+    };
+    try {
+      const error = await expectCode(
+        session.appendEntries([messageEntry(assistant("a")), messageEntry(user("q2"))]),
+        "internal",
+      );
+      expect(error.details).toMatchObject({ file: entries, errno: "EIO" });
+    } finally {
+      prototype.write = write;
+    }
+
+    expect(await readFile(entries)).toEqual(bytes);
+    expect(await readFile(metadata)).toEqual(meta);
+    expect(await everything(session)).toEqual(before);
+    const [a, q2] = (await session.appendEntries([messageEntry(assistant("a")), messageEntry(user("q2"))]))
+      .entries;
+    expect([a?.seq, q2?.seq]).toEqual([2, 3]);
+    await repo.cleanup();
+    expect(await (await (await temp.repo(root)).open("unmarked")).getLeafId()).toBe(q2?.id);
   });
 
   it("keeps the head where a batch ending in a replay put it, across reopening", async () => {

@@ -9,11 +9,16 @@ import { nowIso } from "../core/ids";
 import { tryParseJson } from "../core/json";
 import { errnoCode, unlessMissing } from "./errno";
 import { LOCK_FILE } from "./layout";
+import { processStart } from "./process-start";
 
-/** What a lock file holds: who wrote it, and a token so its owner can tell the file is still its own. */
+/**
+ * What a lock file holds: who wrote it (with when its process started, to tell it from a later
+ * process given the same pid), and a token so its owner can tell the file is still its own.
+ */
 const LockOwner = z.object({
   pid: z.number().int().positive(),
   hostname: z.string(),
+  started: z.string().catch(""),
   createdAt: z.string().catch(""),
   token: z.string().catch(""),
 });
@@ -29,8 +34,9 @@ const ATTEMPTS = 3;
 /**
  * The right to write one session, held as a `lock` file in its folder. The file is created with
  * `wx`, so of two openers exactly one gets it, across processes and across repos of one process.
- * A lock left by a process that no longer runs on this host is taken over; a lock from another
- * host is always respected, since its process cannot be checked from here.
+ * A lock left by a process that no longer runs on this host is taken over, as is one left by an
+ * earlier process that had this process's pid; a lock from another host is always respected,
+ * since its process cannot be checked from here.
  *
  * The error for a held lock is `forbidden`: the caller may not write this session now. No error
  * code means "locked" (`leaf_conflict` is about `If-Match`, `already_exists` about ids).
@@ -47,6 +53,7 @@ export class SessionLock {
     const owner: LockOwner = {
       pid: process.pid,
       hostname: hostname(),
+      started: processStart(),
       createdAt: nowIso(),
       token: randomUUID(),
     };
@@ -110,6 +117,9 @@ function parseOwner(text: string): LockOwner | undefined {
 
 function isRunning(owner: LockOwner): boolean {
   if (owner.hostname !== hostname()) return true;
+  // This process's pid: held by this process (another repo, or another thread), or left by an
+  // earlier process that had the pid, which started at another time.
+  if (owner.pid === process.pid) return owner.started === processStart();
   try {
     process.kill(owner.pid, 0);
     return true;

@@ -113,6 +113,27 @@ describe("JSONLRepo session lock", () => {
     expect(lock.pid).not.toBe(pid);
   });
 
+  it("takes over a lock left by an earlier process that had this process's pid", async () => {
+    const root = await temp.root();
+    await unlockedSession(root, "reused");
+    const repo = await temp.repo(root);
+    // A container restarted runs as pid 1 again, with the same hostname: the earlier run's lock
+    // names this process's pid.
+    const earlier = [
+      { pid: process.pid, hostname: hostname(), token: "old" },
+      { pid: process.pid, hostname: hostname(), token: "old", started: "another boot:1" },
+    ];
+    for (const lock of earlier) {
+      await writeFile(lockFile(root, "reused"), JSON.stringify(lock));
+      const session = await repo.open("reused");
+      expect((await session.getInfo()).entryCount).toBe(1);
+      const taken = JSON.parse(await readFile(lockFile(root, "reused"), "utf8"));
+      expect(taken).toMatchObject({ pid: process.pid, hostname: hostname() });
+      expect(taken.token).not.toBe("old");
+      await session.storage.cleanup();
+    }
+  });
+
   it("respects a lock held by another running process until it exits", async () => {
     const root = await temp.root();
     await unlockedSession(root, "busy");

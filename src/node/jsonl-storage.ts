@@ -38,8 +38,9 @@ import { errnoCode, ioError, unlessMissing } from "./errno";
 import { ENTRIES_FILE, LAST_BATCH_FILE, scratchFolder, sessionFolder, sessionsFolder } from "./layout";
 import { SessionLock } from "./lock";
 import type { SessionMetadata } from "./metadata";
-import { metadataFile, readMetadata, writeMetadata } from "./metadata";
+import { metadataFile, readMetadata, removeMetadataLeftovers, writeMetadata } from "./metadata";
 import { SerialQueue } from "./serial-queue";
+import { syncFolder } from "./sync-folder";
 
 /** Entries read per file pass when building a tree, so a large session is never read whole at once. */
 const TREE_BATCH = 4096;
@@ -107,14 +108,15 @@ export class JSONLStorage implements SessionStorage {
 
   /**
    * @internal Creates the session's files in a scratch folder and renames it into place, so a
-   * session appears whole or not at all, and locked from the start.
+   * session appears whole or not at all, and locked from the start. `sessions/` is flushed after
+   * the rename (and the root after `sessions/` is made), so the session outlives a crash.
    */
   static async create(root: string, header: SessionHeader, owner: StorageOwner): Promise<JSONLStorage> {
     const folder = sessionFolder(root, header.id);
     const alreadyExists = () =>
       new SessionError("already_exists", `session ${header.id} already exists`, { id: header.id });
     if (await unlessMissing(stat(folder))) throw alreadyExists();
-    await mkdir(sessionsFolder(root), { recursive: true });
+    if ((await mkdir(sessionsFolder(root), { recursive: true })) !== undefined) await syncFolder(root);
     const staging = await scratchFolder(root, "create");
     const index = new EntryIndex(header.createdAt);
     let lock: SessionLock;
@@ -132,6 +134,7 @@ export class JSONLStorage implements SessionStorage {
     }
     const held = lock.movedTo(folder);
     try {
+      await syncFolder(sessionsFolder(root));
       const log = await EntryLog.open(join(folder, ENTRIES_FILE), () => undefined, {
         create: false,
         markFile: join(folder, LAST_BATCH_FILE),
@@ -158,6 +161,7 @@ export class JSONLStorage implements SessionStorage {
       const metadata = await unlessMissing(readMetadata(folder));
       // On a case-insensitive file system another id's folder can answer to this one.
       if (metadata?.header.id !== id) throw notFound(id);
+      await removeMetadataLeftovers(folder);
 
       const index = new EntryIndex(metadata.header.createdAt);
       const file = join(folder, ENTRIES_FILE);
@@ -363,7 +367,10 @@ export class JSONLStorage implements SessionStorage {
       }
       this.#state = "deleted";
       await this.#log.close().catch(() => undefined);
-      // The session is gone; what is left in tmp/ is unreachable and harmless if removing it fails.
+      // The session is gone for every reader. If `sessions/` cannot be flushed, a crash may bring
+      // it back whole, as if the delete had failed; what is left in tmp/ is unreachable and
+      // harmless if removing it fails.
+      await syncFolder(sessionsFolder(this.#root)).catch(() => undefined);
       await rm(trash, { recursive: true, force: true }).catch(() => undefined);
     });
   }

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs";
-import { rename, unlink, writeFile } from "node:fs/promises";
+import { readdir, rename, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { zodDetails } from "../core/append";
@@ -11,7 +11,9 @@ import { sessionInfo } from "../core/info";
 import { isRecord } from "../core/providers/incoming";
 import type { SessionInfo } from "../core/session-schemas";
 import { SessionHeader } from "../core/session-schemas";
+import { unlessMissing } from "./errno";
 import { METADATA_FILE } from "./layout";
+import { syncFolder } from "./sync-folder";
 
 /**
  * `metadata.json`: the session's header, which lives only here, and a copy of what `SessionInfo`
@@ -33,6 +35,9 @@ export interface SessionMetadata {
  * which reads in more round trips through the thread pool, and `list` reads one file per session.
  */
 const readText = promisify(readFile);
+
+/** How the temporary file of a metadata rewrite ends; it is named `metadata.json.<uuid>.tmp`. */
+const TEMPORARY_SUFFIX = ".tmp";
 
 export function metadataFile(folder: string): string {
   return join(folder, METADATA_FILE);
@@ -66,11 +71,12 @@ export async function readMetadata(folder: string): Promise<SessionMetadata> {
 
 /**
  * Replaces the metadata atomically: written to a temporary file, flushed, then renamed over the
- * old one, so a reader or a crash sees the old file or the new one, never a mix.
+ * old one, so a reader or a crash sees the old file or the new one, never a mix. The folder is
+ * flushed after the rename, so the new file is the one a crash leaves.
  */
 export async function writeMetadata(folder: string, metadata: SessionMetadata): Promise<void> {
   const file = metadataFile(folder);
-  const temporary = `${file}.${randomUUID()}.tmp`;
+  const temporary = `${file}.${randomUUID()}${TEMPORARY_SUFFIX}`;
   try {
     await writeFile(temporary, JSON.stringify(metadata), { flag: "wx", flush: true });
     await rename(temporary, file);
@@ -78,6 +84,19 @@ export async function writeMetadata(folder: string, metadata: SessionMetadata): 
     await unlink(temporary).catch(() => undefined);
     throw error;
   }
+  await syncFolder(folder);
+}
+
+/**
+ * Removes the temporary files of rewrites that a crash interrupted. Only for the holder of the
+ * session's lock: the temporary file of a rewrite under way looks the same.
+ */
+export async function removeMetadataLeftovers(folder: string): Promise<void> {
+  const prefix = `${METADATA_FILE}.`;
+  const leftovers = (await readdir(folder)).filter(
+    (name) => name.startsWith(prefix) && name.endsWith(TEMPORARY_SUFFIX),
+  );
+  await Promise.all(leftovers.map((name) => unlessMissing(unlink(join(folder, name)))));
 }
 
 function isCount(value: unknown): value is number {

@@ -313,6 +313,19 @@ describe("JSONLRepo on disk", () => {
     expect(repaired.stats.updatedAt >= (await stat(entries)).mtime.toISOString()).toBe(true);
   });
 
+  it("removes the temporary metadata files a crash left behind when it opens the session", async () => {
+    const root = await temp.root();
+    await closedSession(root, "leftovers");
+    const { folder, metadata } = files(root, "leftovers");
+    await writeFile(`${metadata}.0197a3f0-0000-7000-8000-000000000000.tmp`, '{"version":1,"hea');
+    const temporaries = async () => (await readdir(folder)).filter((name) => name.endsWith(".tmp"));
+    expect(await temporaries()).toHaveLength(1);
+
+    const session = await (await temp.repo(root)).open("leftovers");
+    expect((await session.getInfo()).entryCount).toBe(3);
+    expect(await temporaries()).toEqual([]);
+  });
+
   it("runs appends that are not awaited one at a time, in call order", async () => {
     const root = await temp.root();
     const repo = await temp.repo(root);

@@ -1,4 +1,5 @@
-import { describe, expect, it } from "vitest";
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { describe, expect, it, vi } from "vitest";
 import { newId } from "../../src/core/ids";
 import { STREAM_KEY_HEADER, STREAM_TENANT_HEADER, streamObjectName } from "../../src/durable/stream";
 import { api, KEY_A, KEY_B, KEY_C } from "./helpers";
@@ -46,6 +47,20 @@ async function snapshot(key: string, paths: string[]) {
   }
   return seen;
 }
+
+/** Tenant B's stream at `path` as an import writes it: its object, and its protocol requests. */
+function importedStream(path: string) {
+  const object = streamObjects().getByName(streamObjectName("tenant-b", path));
+  const request = (method: string, headers: Record<string, string> = {}, body?: string) =>
+    new Request(`https://streams.internal/v1/stream/${path}`, {
+      method,
+      headers: { ...headers, [STREAM_TENANT_HEADER]: "tenant-b", [STREAM_KEY_HEADER]: path },
+      body,
+    });
+  return { object, request };
+}
+
+const JSON_TYPE = { "Content-Type": "application/json" };
 
 describe("streams in the tenant's backup", () => {
   it("come back in another tenant with the same data, offsets, expiry and closing", async () => {
@@ -233,7 +248,7 @@ describe("streams in the tenant's backup", () => {
         body,
       });
     const json = { "Content-Type": "application/json" };
-    expect(await stream.claimImport(path, "gone", false)).toBe(true);
+    expect(await stream.claimImport(path, "gone")).toBe(true);
     expect((await stream.importFetch("gone", protocol("PUT", json))).status).toBe(201);
     expect((await stream.importFetch("gone", protocol("POST", json, "[1,2]"))).status).toBe(204);
 
@@ -257,5 +272,74 @@ describe("streams in the tenant's backup", () => {
     const other = await importTenant(exported(written), KEY_B);
     expect(other.body.streams).toEqual([{ path: written, status: "skipped" }]);
     expect(JSON.parse((await readAll(`/v1/stream/${written}`, "-1", KEY_B)).text)).toEqual([7]);
+  });
+
+  it("keeps a stream out of sight while an import writes it, and shows it whole once it is over", async () => {
+    const path = `importing-${newId()}`;
+    const { object, request } = importedStream(path);
+    expect(await object.claimImport(path, "writing")).toBe(true);
+    expect((await object.importFetch("writing", request("PUT", JSON_TYPE))).status).toBe(201);
+    expect((await object.importFetch("writing", request("POST", JSON_TYPE, "[1,2]"))).status).toBe(204);
+
+    // Every public request answers as for a stream that is not there; a create finds the path taken.
+    const missing = await call("GET", `/v1/stream/${path}-none`, { key: KEY_B });
+    const absent = {
+      status: missing.status,
+      code: missing.json.error.code,
+      message: missing.json.error.message,
+    };
+    expect(absent).toMatchObject({ status: 404, code: "not_found" });
+    const asked = [
+      await call("GET", `/v1/stream/${path}?offset=-1`, { key: KEY_B }),
+      await call("GET", `/v1/stream/${path}?offset=-1&live=long-poll`, { key: KEY_B }),
+      await call("GET", `/v1/stream/${path}?offset=-1&live=sse`, { key: KEY_B }),
+      await call("POST", `/v1/stream/${path}`, { key: KEY_B, body: "[9]", headers: JSON_TYPE }),
+      await call("DELETE", `/v1/stream/${path}`, { key: KEY_B }),
+    ];
+    for (const res of asked)
+      expect({ status: res.status, code: res.json.error.code, message: res.json.error.message }).toEqual(
+        absent,
+      );
+    expect((await head(`/v1/stream/${path}`, KEY_B)).status).toBe(404);
+    const made = await call("PUT", `/v1/stream/${path}`, { key: KEY_B, headers: JSON_TYPE });
+    expect(made.status).toBe(409);
+    expect(made.json.error.code).toBe("already_exists");
+    const listing = () => api("GET", `/v1/streams?prefix=${path}`, { key: KEY_B });
+    expect((await listing()).body.streams).toEqual([]);
+
+    expect((await object.importFetch("writing", request("POST", JSON_TYPE, "[3]"))).status).toBe(204);
+    expect((await object.importFetch("writing", request("POST", { "Stream-Closed": "true" }))).status).toBe(
+      204,
+    );
+    await object.endImport("writing");
+    expect(JSON.parse((await readAll(`/v1/stream/${path}`, "-1", KEY_B)).text)).toEqual([1, 2, 3]);
+    expect((await head(`/v1/stream/${path}`, KEY_B)).closed).toBe(true);
+    expect((await listing()).body.streams).toMatchObject([{ path, closed: true }]);
+  });
+
+  it("drops a stream an import left unfinished a day after it was claimed", async () => {
+    const path = `abandoned-${newId()}`;
+    const { object, request } = importedStream(path);
+    expect(await object.claimImport(path, "gone")).toBe(true);
+    expect((await object.importFetch("gone", request("PUT", JSON_TYPE))).status).toBe(201);
+    expect((await object.importFetch("gone", request("POST", JSON_TYPE, "[1]"))).status).toBe(204);
+    // Its alarm, come early, leaves the import alone.
+    await runDurableObjectAlarm(object);
+    expect((await object.importFetch("gone", request("POST", JSON_TYPE, "[2]"))).status).toBe(204);
+
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(Date.now() + 25 * 3600 * 1000);
+      expect(await runDurableObjectAlarm(object)).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
+    // The claim is gone (the import writes nothing more), and so is the stream: a create makes it anew.
+    const late = await object.importFetch("gone", request("POST", JSON_TYPE, "[3]"));
+    expect(late.status).toBe(409);
+    expect((await head(`/v1/stream/${path}`, KEY_B)).status).toBe(404);
+    const made = await call("PUT", `/v1/stream/${path}`, { key: KEY_B, headers: JSON_TYPE, body: "[7]" });
+    expect(made.status, made.text).toBe(201);
+    expect(JSON.parse((await readAll(`/v1/stream/${path}`, "-1", KEY_B)).text)).toEqual([7]);
   });
 });

@@ -101,9 +101,10 @@ async function check(answer: Response): Promise<void> {
 
 /**
  * Makes each stream of an import empty and open, appends to it, and closes it when it was. The
- * stream's object is claimed for the import first (`claimImport`), so a stream an import began and
- * never finished (its Worker went away midway) is written again by the next import rather than
- * taken for one already there, and an import replaced that way writes nothing more.
+ * stream's object is claimed for the import first (`claimImport`): until the import ends, clients
+ * find no stream there; a stream an import began and never finished (its Worker went away midway)
+ * is written again by the next import rather than taken for one already there, and an import
+ * replaced that way writes nothing more.
  */
 export function streamBackupTarget(env: DurableEnv, tenant: string): StreamBackupTarget {
   return {
@@ -114,11 +115,9 @@ export function streamBackupTarget(env: DurableEnv, tenant: string): StreamBacku
       const write = async (method: string, headers?: Record<string, string>, body?: BodyInit) =>
         check(await stream.importFetch(token, request(tenant, path, method, headers, body)));
       const found = await stream.fetch(request(tenant, path, "HEAD"));
-      const existing = found.status !== 404;
-      if (existing) await check(found);
-      if (!(await stream.claimImport(path, token, existing)))
+      if (found.status !== 404) await check(found);
+      if (found.status !== 404 || !(await stream.claimImport(path, token)))
         throw new SessionError("already_exists", "a stream is at this path", { path });
-      if (existing) await write("DELETE");
       const expiry: Record<string, string> =
         header.ttlSeconds !== null
           ? { [HEADER.ttl]: String(header.ttlSeconds) }

@@ -139,6 +139,23 @@ export class StreamAccount {
   }
 
   /**
+   * The stream was removed before its directory ever heard of it (an import that never finished):
+   * the ledger counts it no more. Answers whether the ledger heard it.
+   */
+  async release(tenant: string, key: string): Promise<boolean> {
+    try {
+      if (tenantWide(quotasFor(this.#env.QUOTAS, tenant)))
+        await this.#ledger.release(tenant, `${STREAM_CLAIM_PREFIX}${key}`);
+      this.#claim = undefined;
+      this.#claimed = false;
+      return true;
+    } catch (error) {
+      logLine({ type: "background", task: "stream_release", error: errorSummary(error) }, "error");
+      return false;
+    }
+  }
+
+  /**
    * Tells the ledger of a stream gone (it counts no more) or idle (its unused room goes back), and
    * the directory what the stream is now. Answers whether both heard it.
    */

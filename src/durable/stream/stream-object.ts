@@ -16,7 +16,7 @@ import { errorAnswer } from "./answers";
 import { streamKeyOf, streamObjectName } from "./paths";
 import type { ForkPoint, ForkPointRequest, RecordPage, StreamSources } from "./sources";
 import { StreamStore } from "./store";
-import { REPORT_RETRY_MS, StreamAccount } from "./stream-account";
+import { REPORT_DELAY_MS, REPORT_RETRY_MS, StreamAccount } from "./stream-account";
 import { DurableStreams } from "./streams";
 
 /*
@@ -24,6 +24,10 @@ import { DurableStreams } from "./streams";
  * sequencer of its stream, its SQLite the log. The router hands it the protocol request with the
  * stream's tenant and key; forks reach their sources' objects over RPC. What it holds counts
  * against its tenant's quotas and shows in the tenant's listing (stream-account.ts).
+ *
+ * A stream a tenant import is writing is whole or not there: until the import ends, clients find no
+ * stream at its path (a create finds it taken), the tenant's listing leaves it out, and only the
+ * import writes to it; one whose import never ends is dropped after IMPORT_PENDING_MS.
  */
 
 /** Headers the router adds to the request it hands on: whose stream, and which (URI-encoded). */
@@ -35,11 +39,13 @@ const TENANT_KEY = "tenant";
 const KEY_KEY = "key";
 /** Where the object keeps the claim of the tenant import writing its stream, until that import finishes. */
 const IMPORT_KEY = "import";
+/** A stream an import claimed and never finished (its Worker went away midway) is dropped after this long. */
+export const IMPORT_PENDING_MS = 24 * 3600 * 1000;
 
-/** A tenant import writing the stream: its token, and the incarnation of the stream it made (null before). */
+/** A tenant import writing the stream: its token, and when the claim is dropped unless it ended. */
 interface ImportClaim {
   token: string;
-  incarnation: string | null;
+  dropAt: number;
 }
 
 /** The sources of a tenant's forks: each stream in its own object. */
@@ -99,6 +105,11 @@ export class StreamObject extends DurableObject<StreamEnv> {
       logBackgroundFailure(task, ctx.storage.kv.get<string>(TENANT_KEY) ?? "", undefined, error),
     );
     this.#alarm.add(() => this.#alarmAt);
+    this.#alarm.add(() => this.#importClaim()?.dropAt);
+  }
+
+  #importClaim(): ImportClaim | undefined {
+    return this.ctx.storage.kv.get<ImportClaim>(IMPORT_KEY);
   }
 
   #tenantOf(): string {
@@ -118,15 +129,31 @@ export class StreamObject extends DurableObject<StreamEnv> {
     return this.#key ?? this.ctx.storage.kv.get<string>(KEY_KEY);
   }
 
-  /** After work that may have changed the stream: its tenant's directory and ledger are told. */
+  /**
+   * After work that may have changed the stream: its tenant's directory and ledger are told; of a
+   * stream an import is writing, once the import is over.
+   */
   async #changed(): Promise<void> {
     const key = this.#keyOf();
     const tenant = this.#tenant ?? this.ctx.storage.kv.get<string>(TENANT_KEY);
-    if (key === undefined || tenant === undefined) return;
+    if (key === undefined || tenant === undefined || this.#importClaim()) return;
     this.#schedule(await this.#account.changed(tenant, key));
   }
 
+  /** A client's protocol request: while an import writes the stream, there is none (a create finds the path taken). */
   override async fetch(request: Request): Promise<Response> {
+    if (!this.#importClaim()) return this.#answer(request);
+    const requestId = request.headers.get(REQUEST_ID_HEADER);
+    const error =
+      request.method === "PUT"
+        ? new SessionError("already_exists", "an import is writing a stream at this path")
+        : new SessionError("not_found", "no stream at this path");
+    const absent = errorAnswer(error, requestId);
+    // An answer to HEAD has no body.
+    return request.method === "HEAD" ? new Response(null, absent) : absent;
+  }
+
+  async #answer(request: Request): Promise<Response> {
     const tenant = decodeURIComponent(request.headers.get(STREAM_TENANT_HEADER) ?? "");
     const key = decodeURIComponent(request.headers.get(STREAM_KEY_HEADER) ?? "");
     this.#tenant = tenant;
@@ -142,44 +169,73 @@ export class StreamObject extends DurableObject<StreamEnv> {
   }
 
   /**
-   * Claims the stream for the tenant import writing it under `token`: from then on the stream takes
-   * an import's writes (`importFetch`) from that import only. `existing`: a stream is at the path,
-   * and it is claimed only when an import made it and never finished (its Worker went away midway),
-   * for the new import to delete and write again; a stream made any other way is not claimed. @internal
+   * Claims the path for the tenant import writing a stream there under `token`: from then on the
+   * stream takes an import's writes (`importFetch`) from that import only. A stream at the path is
+   * removed when an import made it and never finished, for the new import to write it again; a
+   * stream made any other way is not claimed (false). @internal
    */
-  claimImport(key: string, token: string, existing: boolean): boolean {
-    const kv = this.ctx.storage.kv;
-    const incarnation = existing ? this.#streams.store.get(key)?.incarnation : null;
-    if (
-      existing &&
-      (incarnation === undefined || kv.get<ImportClaim>(IMPORT_KEY)?.incarnation !== incarnation)
-    )
-      return false;
-    kv.put(IMPORT_KEY, { token, incarnation: incarnation ?? null } satisfies ImportClaim);
+  async claimImport(key: string, token: string): Promise<boolean> {
+    const unfinished = this.#importClaim() !== undefined;
+    if (this.#streams.store.get(key) && !unfinished) return false;
+    this.ctx.storage.kv.put(IMPORT_KEY, {
+      token,
+      dropAt: Date.now() + IMPORT_PENDING_MS,
+    } satisfies ImportClaim);
+    await this.#alarm.arm();
+    // Its count in the tenant's ledger goes on to the stream written again.
+    if (unfinished) await this.#streams.remove(key);
     return true;
   }
 
   /**
-   * A protocol request of the import that claimed the stream under `token`, answered as `fetch`
-   * answers it; refused (`already_exists`) when another import claimed the stream since. @internal
+   * A protocol request of the import that claimed the stream under `token`, answered as a client's
+   * is when no import writes the stream; refused (`already_exists`) when another import claimed
+   * the stream since. @internal
    */
   async importFetch(token: string, request: Request): Promise<Response> {
-    const kv = this.ctx.storage.kv;
-    if (kv.get<ImportClaim>(IMPORT_KEY)?.token !== token) {
+    if (this.#importClaim()?.token !== token) {
       const taken = new SessionError("already_exists", "another import is writing this stream");
       return errorAnswer(taken, request.headers.get(REQUEST_ID_HEADER));
     }
-    const answer = await this.fetch(request);
-    const made =
-      request.method === "PUT" && answer.ok ? this.#streams.store.get(this.#keyOf() ?? "") : undefined;
-    if (made) kv.put(IMPORT_KEY, { token, incarnation: made.incarnation } satisfies ImportClaim);
-    return answer;
+    return this.#answer(request);
   }
 
-  /** The import that claimed the stream under `token` is over (written whole, or removed). @internal */
-  endImport(token: string): void {
-    const kv = this.ctx.storage.kv;
-    if (kv.get<ImportClaim>(IMPORT_KEY)?.token === token) kv.delete(IMPORT_KEY);
+  /**
+   * The import that claimed the stream under `token` is over (written whole, or removed): the
+   * stream is there for clients, and in its tenant's listing. @internal
+   */
+  async endImport(token: string): Promise<void> {
+    if (this.#importClaim()?.token !== token) return;
+    this.ctx.storage.kv.delete(IMPORT_KEY);
+    await this.#changed();
+    // The room the import was granted and did not use goes back once the stream is idle.
+    if (this.#streams.store.get(this.#keyOf() ?? "")) this.#schedule(Date.now() + REPORT_DELAY_MS);
+  }
+
+  /**
+   * Removes the stream an import made and never finished, and its count in the tenant's ledger.
+   * Answers whether the ledger (and the directory, should it have heard of the stream) heard it.
+   */
+  async #dropImported(key: string): Promise<boolean> {
+    await this.#streams.remove(key);
+    const tenant = this.#tenant ?? this.ctx.storage.kv.get<string>(TENANT_KEY);
+    if (tenant === undefined) return true;
+    return (await this.#account.release(tenant, key)) && (await this.#account.report(tenant, key));
+  }
+
+  /** A claim whose import did not end in time: the stream it made is dropped, and the claim. */
+  async #dropUnfinishedImport(): Promise<void> {
+    const claim = this.#importClaim();
+    const key = this.#keyOf();
+    if (!claim || claim.dropAt > Date.now()) return;
+    if (key !== undefined && !(await this.#dropImported(key))) {
+      this.ctx.storage.kv.put(IMPORT_KEY, {
+        ...claim,
+        dropAt: Date.now() + REPORT_RETRY_MS,
+      } satisfies ImportClaim);
+      return;
+    }
+    this.ctx.storage.kv.delete(IMPORT_KEY);
   }
 
   /**
@@ -193,9 +249,12 @@ export class StreamObject extends DurableObject<StreamEnv> {
     return outcome;
   }
 
-  /** @internal */
+  /** A fork's source, asked by a client's create: none while an import writes it. @internal */
   forkPoint(key: string, request: ForkPointRequest): Promise<Result<ForkPoint>> {
-    return capture(() => this.#streams.forkPoint(key, request));
+    return capture(() => {
+      if (this.#importClaim()) throw new SessionError("not_found", "no stream at this path");
+      return this.#streams.forkPoint(key, request);
+    });
   }
 
   /** @internal */
@@ -230,12 +289,21 @@ export class StreamObject extends DurableObject<StreamEnv> {
 
   override async alarm(): Promise<void> {
     this.#alarmAt = undefined;
+    await this.#dropUnfinishedImport();
     await this.#streams.alarm();
     const key = this.#keyOf();
     const tenant = this.ctx.storage.kv.get<string>(TENANT_KEY);
-    // What the stream holds is reported (it grew), and the room it does not use handed back.
-    if (key !== undefined && tenant !== undefined && !(await this.#account.report(tenant, key, true))) {
+    // What the stream holds is reported (it grew), and the room it does not use handed back; of a
+    // stream an import is writing, once the import is over.
+    if (
+      key !== undefined &&
+      tenant !== undefined &&
+      !this.#importClaim() &&
+      !(await this.#account.report(tenant, key, true))
+    ) {
       this.#schedule(Date.now() + REPORT_RETRY_MS);
     }
+    // An import's claim still open comes back to the alarm when it is due.
+    await this.#alarm.arm();
   }
 }

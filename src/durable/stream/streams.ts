@@ -91,6 +91,12 @@ export class DurableStreams {
     return "expired";
   }
 
+  /** Deletes the stream, if there is one, as a DELETE does. */
+  async remove(key: string): Promise<void> {
+    const stream = this.#context.store.get(key);
+    if (stream) await this.#context.retire(stream);
+  }
+
   /** The stream's header in its tenant's backup (`not_found`, `gone` as for a read). */
   exportHeader(key: string): Promise<StreamHeader> {
     return exportHeader(this.#context, key);

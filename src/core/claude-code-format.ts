@@ -43,7 +43,10 @@ import { keptItem } from "./source-lines";
  * Parallel tool calls: Claude Code hangs each result from the line of its own call, so all but
  * one land beside the conversation's chain, and recovers them when it reads the file again. Here
  * the results of one assistant message follow one another in the order written, and what hangs
- * from any of them continues after the last, so the context holds every call's result.
+ * from any of them continues after the last, so the context holds every call's result. Read with
+ * `linesApart`, the lines of one API message stay entries of their own, a group named by its first:
+ * each result then hangs after the group's latest entry (line or result), so the group and its
+ * results are one chain, decided by the lines before only.
  */
 
 const PREFIX = "claude-code";
@@ -66,11 +69,16 @@ class ClaudeCodeReader {
   readonly #state = new Map<string, State>();
   readonly #assistantOf = new Map<string, MessageEntry>();
   readonly #toolNames = new Map<string, string>();
-  /** The assistant entry that made each tool call, by call id. */
+  /** The assistant entry that made each tool call (the first of its group), by call id. */
   readonly #callOwner = new Map<string, string>();
+  /** With `linesApart`: the first entry of the API message an assistant entry is a further line of. */
+  readonly #groupOf = new Map<string, string>();
   /** The assistant entry each tool result entry answers. */
   readonly #resultOf = new Map<string, string>();
-  /** The last tool result entry of an assistant entry's results, by the assistant entry. */
+  /**
+   * Where the next result of an assistant entry hangs, by the assistant entry: its last tool result
+   * entry, or with `linesApart` the group's latest entry.
+   */
   readonly #lastResult = new Map<string, string>();
   readonly #parentOf = new Map<string, string | null>();
   readonly #custom = new Set<string>();
@@ -297,14 +305,14 @@ class ClaudeCodeReader {
   }
 
   /**
-   * The assistant entry an entry belongs to: itself, or the one whose results or non-message
-   * lines (custom entries) it follows.
+   * The assistant entry an entry belongs to: itself (or the first of its group), or the one whose
+   * results or non-message lines (custom entries) it follows.
    */
   #messageAbove(id: string | null): string | undefined {
     let at = id;
     while (at !== null && this.#custom.has(at)) at = this.#parentOf.get(at) ?? null;
     if (at === null) return undefined;
-    return this.#resultOf.get(at) ?? at;
+    return this.#resultOf.get(at) ?? this.#groupOf.get(at) ?? at;
   }
 
   #stateAt(id: string | null): State {
@@ -328,10 +336,12 @@ class ClaudeCodeReader {
 
     // A further streamed block of the message its parent line belongs to.
     const apiId = asString(message.id);
-    const open = apiId === undefined || this.#linesApart ? undefined : this.#assistantOf.get(apiId);
     const parentUuid = asString(value.parentUuid);
     const above = parentUuid === undefined ? undefined : this.#entryOf.get(parentUuid);
-    if (open && above !== undefined && this.#messageAbove(above) === open.id) {
+    const candidate = apiId === undefined ? undefined : this.#assistantOf.get(apiId);
+    const open =
+      candidate && above !== undefined && this.#messageAbove(above) === candidate.id ? candidate : undefined;
+    if (open && !this.#linesApart) {
       const merged = open.message as AssistantMessage;
       merged.content.push(...parts);
       if (isRecord(message.usage)) merged.usage = anthropicUsage(message.usage);
@@ -369,7 +379,14 @@ class ClaudeCodeReader {
       sourceLines: [rest],
       sourceLineNumbers: [line.line],
     });
-    this.#chain(line, uuid, parentId, entries);
+    const last = this.#chain(line, uuid, parentId, entries);
+    if (open) {
+      // A further line of an API message read apart: the next result of the group hangs after it.
+      this.#groupOf.set(last, open.id);
+      this.#lastResult.set(open.id, last);
+      this.#ownCalls(parts, open.id);
+      return;
+    }
     const entry = this.entries[this.entries.length - 1] as MessageEntry;
     if (apiId !== undefined) this.#assistantOf.set(apiId, entry);
     this.#ownCalls(parts, entry.id);
@@ -421,9 +438,16 @@ class ClaudeCodeReader {
       this.#entryOf.set(uuid, entry.id);
       return;
     }
-    this.#chain(line, uuid, this.#parent(line, value.parentUuid), [
-      { type: "compaction", summary, tokensBefore: 0, sourceLines: [rest], sourceLineNumbers: [line.line] },
-    ]);
+    const compaction: Record<string, unknown> = {
+      type: "compaction",
+      summary,
+      tokensBefore: 0,
+      sourceLines: [rest],
+      sourceLineNumbers: [line.line],
+    };
+    // Read apart from its boundary, the summary keeps what the boundary kept.
+    if (entry?.firstKeptEntryId !== undefined) compaction.firstKeptEntryId = entry.firstKeptEntryId;
+    this.#chain(line, uuid, this.#parent(line, value.parentUuid), [compaction]);
   }
 }
 

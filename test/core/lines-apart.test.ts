@@ -3,6 +3,9 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseImport } from "../../src/core/import-formats";
 import type { ImportFormat } from "../../src/core/interchange";
+import { MemoryRepo } from "../../src/core/memory";
+import type { AssistantMessage, ToolResultMessage } from "../../src/core/messages";
+import { fixtureFiles } from "./agent-imports";
 
 /*
  * Read with `linesApart`, a file's first lines give the same entries however the file grows: what
@@ -91,5 +94,86 @@ it("keeps the streamed blocks of one answer as a message each", () => {
   expect(messages(true)).toEqual([
     [{ type: "thinking", thinking: "Look first.", thinkingSignature: "sig" }],
     [{ type: "text", text: "Done." }],
+  ]);
+});
+
+/** The tool calls and the results on the head path of a file's context, in order. */
+async function callsAndResults(text: string, linesApart: boolean) {
+  const session = await new MemoryRepo().importSession(parseImport("claude-code", text, { linesApart }));
+  const { messages } = await session.buildContext();
+  const calls = messages.flatMap((message) =>
+    message.role === "assistant"
+      ? (message as AssistantMessage).content.flatMap((part) => (part.type === "toolCall" ? [part.id] : []))
+      : [],
+  );
+  const results = messages.flatMap((message) =>
+    message.role === "toolResult" ? [(message as ToolResultMessage).toolCallId] : [],
+  );
+  return { calls, results };
+}
+
+describe.each(fixtureFiles("claude-code"))("Claude Code %s read with linesApart", (_name, text) => {
+  it("has the calls and results of the whole-file import on its head path, each call answered", async () => {
+    const apart = await callsAndResults(text, true);
+    expect(apart).toEqual(await callsAndResults(text, false));
+    expect([...apart.results].sort()).toEqual([...apart.calls].sort());
+  });
+});
+
+it("keeps the segment a Claude Code compaction preserved", async () => {
+  let second = 0;
+  const line = (fields: Record<string, unknown>) =>
+    JSON.stringify({
+      parentUuid: null,
+      isSidechain: false,
+      sessionId: "s-1",
+      timestamp: new Date(Date.UTC(2026, 0, 1, 0, 0, ++second)).toISOString(),
+      ...fields,
+    });
+  const say = (uuid: string, parentUuid: string | null, content: string, extra = {}) =>
+    line({ type: "user", uuid, parentUuid, message: { role: "user", content }, ...extra });
+  const reply = (uuid: string, parentUuid: string, text: string) =>
+    line({
+      type: "assistant",
+      uuid,
+      parentUuid,
+      message: {
+        id: `msg_${uuid}`,
+        role: "assistant",
+        model: "claude-sonnet-4-5",
+        content: [{ type: "text", text }],
+      },
+    });
+  const text = `${[
+    say("u1", null, "old"),
+    reply("a1", "u1", "old answer"),
+    say("u2", "a1", "recent"),
+    reply("a2", "u2", "recent answer"),
+    line({
+      type: "system",
+      subtype: "compact_boundary",
+      uuid: "b1",
+      logicalParentUuid: "a2",
+      compactMetadata: {
+        trigger: "manual",
+        preTokens: 900,
+        preservedSegment: { headUuid: "u2", tailUuid: "a2" },
+      },
+    }),
+    say("s1", "b1", "Summary: old things.", { isCompactSummary: true }),
+    say("u3", "s1", "go on"),
+  ].join("\n")}\n`;
+  const said = async (linesApart: boolean) => {
+    const session = await new MemoryRepo().importSession(parseImport("claude-code", text, { linesApart }));
+    return (await session.buildContext()).messages.map((message) =>
+      "summary" in message ? message.summary : (message as { content: unknown }).content,
+    );
+  };
+  expect(await said(true)).toEqual(await said(false));
+  expect(await said(true)).toEqual([
+    "Summary: old things.",
+    "recent",
+    [{ type: "text", text: "recent answer" }],
+    "go on",
   ]);
 });

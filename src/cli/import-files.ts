@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, type Stats, statSync } from "node:fs";
 import { join } from "node:path";
 import type { RemoteRepo } from "../client";
 import { SessionError } from "../core/errors";
-import { detectFormat, parseImport } from "../core/import-formats";
+import { detectFormat, holdsNoConversation, parseImport } from "../core/import-formats";
 import type { ImportWarning } from "../core/interchange";
 import { checkFormat } from "../core/interchange";
 import { fail, type Output, oneOf } from "./output";
@@ -55,6 +55,8 @@ interface Report {
   appended: Array<{ id: string; entries: number }>;
   /** Already there (`import`), or holding the whole file already (`sync`: "unchanged"). */
   skipped: string[];
+  /** Files of a folder that hold no conversation (Claude Code's file snapshots or titles alone). */
+  empty: string[];
   /** `sync` only: files their session differs from; nothing was written. */
   conflicts: Array<{ file: string; id: string; error: string }>;
   failed: Array<{ file: string; error: string }>;
@@ -85,13 +87,32 @@ export async function importFiles(
     (output.isTTY ? "bar" : "plain");
   const format = options.format === undefined ? undefined : checkFormat(options.format);
   const files = sessionFiles(path);
+  const folder = statSync(path).isDirectory();
   if (options.id !== undefined && files.length > 1) fail("--id applies to a single file");
-  const report: Report = { imported: [], appended: [], skipped: [], conflicts: [], failed: [], warnings: [] };
+  const report: Report = {
+    imported: [],
+    appended: [],
+    skipped: [],
+    empty: [],
+    conflicts: [],
+    failed: [],
+    warnings: [],
+  };
   for (const [index, file] of files.entries()) {
     let id: string | undefined;
     let line: string;
     try {
       const text = readFileSync(file, "utf8");
+      // A file of a folder with no conversation is passed over; given alone, it is refused.
+      if (holdsNoConversation(text)) {
+        if (!folder)
+          throw new Error(
+            "no conversation in the file: only lines Claude Code writes beside its sessions (file-history-snapshot, summary); not a session",
+          );
+        report.empty.push(file);
+        progressLine(output, progress, index + 1, files.length, `skipped (no conversation): ${file}`);
+        continue;
+      }
       // Parsed here first for its format and the id it imports under (the service checks it again).
       const detected = format ?? detectFormat(text);
       if (!detected) throw new Error("cannot tell the format from the first lines; give --format");
@@ -137,12 +158,12 @@ export async function importFiles(
     progressLine(output, progress, index + 1, files.length, line);
   }
   if (options.json) {
-    const { imported, appended, skipped, conflicts, failed, warnings } = report;
+    const { imported, appended, skipped, empty, conflicts, failed, warnings } = report;
     output.out(
       JSON.stringify(
         options.mode === "sync"
-          ? { imported, appended, unchanged: skipped, conflicts, failed, warnings }
-          : { imported, skipped, failed, warnings },
+          ? { imported, appended, unchanged: skipped, empty, conflicts, failed, warnings }
+          : { imported, skipped, empty, failed, warnings },
       ),
     );
   } else {
@@ -151,10 +172,11 @@ export async function importFiles(
     for (const { file, error } of report.conflicts) output.err(`conflict: ${file}: ${error}\n`);
     for (const { file, error } of report.failed) output.err(`failed: ${file}: ${error}\n`);
     const entries = report.appended.reduce((sum, { entries }) => sum + entries, 0);
+    const empty = report.empty.length > 0 ? `, empty ${report.empty.length} (no conversation)` : "";
     output.out(
       options.mode === "sync"
-        ? `imported ${report.imported.length}, appended ${report.appended.length} (${entries} entries), unchanged ${report.skipped.length}, conflicts ${report.conflicts.length}, failed ${report.failed.length}`
-        : `imported ${report.imported.length}, skipped ${report.skipped.length} (already there), failed ${report.failed.length}`,
+        ? `imported ${report.imported.length}, appended ${report.appended.length} (${entries} entries), unchanged ${report.skipped.length}, conflicts ${report.conflicts.length}, failed ${report.failed.length}${empty}`
+        : `imported ${report.imported.length}, skipped ${report.skipped.length} (already there), failed ${report.failed.length}${empty}`,
     );
     // A hint, shown with the progress: a user re-importing a grown file looks for its new entries.
     if (options.mode !== "sync" && report.skipped.length > 0 && progress !== "none")

@@ -20,6 +20,8 @@ export function parseImport(format: ImportFormat, text: string, options: ParseOp
 }
 
 const CODEX_LINES = new Set(["session_meta", "response_item", "event_msg", "turn_context", "compacted"]);
+/** Lines Claude Code also writes in files of their own beside its sessions, naming no session. */
+const CLAUDE_CODE_ASIDES = new Set(["file-history-snapshot", "summary"]);
 const CLAUDE_CODE_LINES = new Set(["user", "assistant", "system", "summary", "file-history-snapshot"]);
 
 /** The format a file is in, told from its first lines; undefined when they match none. */
@@ -45,4 +47,21 @@ export function detectFormat(text: string, lines = 20): ImportFormat | undefined
     if (line.type === "summary" && typeof line.leafUuid === "string") return "claude-code";
   }
   return undefined;
+}
+
+/**
+ * Whether a file holds no conversation: only lines Claude Code writes in files of their own beside
+ * its sessions (file snapshots, session titles), none naming a session.
+ */
+export function holdsNoConversation(text: string): boolean {
+  let lines = 0;
+  for (const raw of text.split("\n")) {
+    if (!raw.trim()) continue;
+    const value = tryParseJson(raw);
+    if (value === null || typeof value !== "object" || Array.isArray(value)) return false;
+    const line = value as Record<string, unknown>;
+    if (!CLAUDE_CODE_ASIDES.has(String(line.type)) || "sessionId" in line) return false;
+    lines++;
+  }
+  return lines > 0;
 }

@@ -158,6 +158,7 @@ describe("command line", () => {
       imported: [],
       appended: [{ id: grows.id, entries: 2 }],
       unchanged: [],
+      empty: [],
       conflicts: [
         { file: edited.path, id: edited.id, error: expect.stringContaining("nothing was written") },
       ],
@@ -231,14 +232,53 @@ describe("command line", () => {
       join(fixtures, "claude-code/2.1.152-redacted.jsonl"),
       join(projects, "-tmp-workspace/06090cb1-3e64-433a-bc7e-a621c0f596d2.jsonl"),
     );
+    // Files Claude Code writes beside its sessions, naming none: file snapshots, session titles.
+    const snapshots = join(projects, "-path-to-Demo/0b7e1c1a-5d2f-4c3e-9a41-6f0d2c8e7b10.jsonl");
+    writeFileSync(
+      snapshots,
+      `${JSON.stringify({
+        type: "file-history-snapshot",
+        messageId: "m-1",
+        snapshot: { messageId: "m-1", trackedFileBackups: {}, timestamp: "2026-02-10T21:54:53.209Z" },
+        isSnapshotUpdate: false,
+      })}\n`,
+    );
+    const titles = join(projects, "-tmp-workspace/3f9a2b7c-1e4d-4b8a-8c6f-2d5e9a0b1c3d.jsonl");
+    writeFileSync(
+      titles,
+      `${[
+        { type: "summary", summary: "Parser work", leafUuid: "a1b2c3d4-0000-4000-8000-000000000001" },
+        { type: "summary", summary: "Fixing tests", leafUuid: "a1b2c3d4-0000-4000-8000-000000000002" },
+      ]
+        .map((l) => JSON.stringify(l))
+        .join("\n")}\n`,
+    );
     const first = await cli(["import", projects, "--format", "claude-code"]);
-    expect(first.stdout).toContain("imported 4, skipped 0 (already there), failed 0");
+    expect(first.stdout).toContain(
+      "imported 4, skipped 0 (already there), failed 0, empty 2 (no conversation)",
+    );
     expect(first.stderr).toMatch(
       /warning: .*5c0375b4-57a5-4f26-b12d-d022ee4e51b7\.jsonl: line 54: torn last line/,
     );
+    expect(first.stderr).toContain(`skipped (no conversation): ${snapshots}`);
     expect(first.code).toBe(0);
     const again = JSON.parse((await cli(["import", projects, "--json"])).stdout);
     expect(again.imported).toEqual([]);
+    expect(again.failed).toEqual([]);
+    expect(again.empty).toEqual([snapshots, titles]);
+    // Given alone, such a file is refused, saying why, and nothing is written.
+    const ids = async () =>
+      (JSON.parse((await cli(["list", "--json", "--all"])).stdout) as Array<{ id: string }>).map((s) => s.id);
+    const listed = await ids();
+    for (const alone of [snapshots, titles]) {
+      const refused = await cli(["import", alone, "--json"]);
+      expect(refused.code).toBe(1);
+      expect(JSON.parse(refused.stdout)).toMatchObject({
+        imported: [],
+        failed: [{ file: alone, error: expect.stringContaining("no conversation in the file") }],
+      });
+    }
+    expect(await ids()).toEqual(listed);
     expect(again.skipped.sort()).toEqual(
       [
         "claude-code-06090cb1-3e64-433a-bc7e-a621c0f596d2",

@@ -152,6 +152,11 @@ class Mirror {
    */
   readonly #unread = new Map<string, number>();
   /**
+   * Files whose whole lines were all sent while a last line was being written, by their size then:
+   * read again once their size changes.
+   */
+  readonly #halfWritten = new Map<string, number>();
+  /**
    * Files waiting for the service, by the failure reported: a failure is reported once for a file,
    * until the file is sent or fails otherwise.
    */
@@ -206,10 +211,14 @@ class Mirror {
     if (known && size === known.size) return false;
     if (this.#unread.get(file) === size) return false;
     if (known && size < known.size) return this.#stop(file, known, "rewritten");
+    if (this.#halfWritten.get(file) === size) return false;
     const text = wholeLines(file);
     if (text === undefined) return false;
     const bytes = Buffer.byteLength(text);
-    if (known && bytes === known.size) return false;
+    if (known && bytes === known.size) {
+      this.#halfWritten.set(file, size);
+      return false;
+    }
     const format =
       known?.format ?? (this.#options.format ? checkFormat(this.#options.format) : detectFormat(text));
     let parsed: ImportedSession;

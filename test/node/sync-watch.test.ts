@@ -26,6 +26,12 @@ import { type DevServer, startDevServer } from "../support/dev-server";
  * must reach its session in order, once.
  */
 
+// Every read of a file goes through as it would; the reads of each file are counted.
+vi.mock("node:fs", async (importOriginal) => {
+  const fs = await importOriginal<typeof import("node:fs")>();
+  return { ...fs, readFileSync: vi.fn(fs.readFileSync) };
+});
+
 const FIXTURES = join(import.meta.dirname, "../fixtures");
 const AGENTS: Array<{ format: ImportFormat; fixture: string }> = [
   { format: "pi", fixture: "pi/large-session.jsonl" },
@@ -273,6 +279,29 @@ describe("cf-sessions sync --watch", () => {
       appendFileSync(path, `${lines.slice(before, written).join("\n")}\n`);
       await vi.waitFor(() => expectHead(written), { timeout: 30_000, interval: 200 });
     }
+    await watcher.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }, 120_000);
+
+  it("reads a file whose last line stays half written again only once it changes", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sync-watch-files-"));
+    const statePath = join(mkdtempSync(join(tmpdir(), "sync-watch-state-")), "state.json");
+    const [file] = piFiles(dir, ["a"]) as [PiFile];
+    const next = file.lines[file.written] as string;
+    appendFileSync(file.path, next.slice(0, 20));
+    const reads = () => vi.mocked(readFileSync).mock.calls.filter(([path]) => path === file.path).length;
+    const watcher = startWatcher(dir, statePath);
+    await vi.waitFor(() => expect(watcher.events().map((e) => e.event)).toEqual(["created"]), {
+      timeout: 30_000,
+    });
+    // Some twenty looks: the file, its size the same, is read once more at most.
+    const before = reads();
+    await new Promise((done) => setTimeout(done, 1000));
+    expect(reads() - before).toBeLessThanOrEqual(1);
+    // Its line whole, it is read and sent.
+    appendFileSync(file.path, `${next.slice(20)}\n`);
+    file.written++;
+    await vi.waitFor(() => holds(file), { timeout: 20_000, interval: 100 });
     await watcher.stop();
     rmSync(dir, { recursive: true, force: true });
   }, 120_000);

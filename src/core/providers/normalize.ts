@@ -27,7 +27,8 @@ import { callIdPart, ToolCallIds } from "./tool-call-ids";
  *   whose call is gone is a 400 at Anthropic: "unexpected tool_use_id").
  * - Every tool call is answered right after its turn, in call order: a missing result becomes an
  *   error result "No result provided" (also at the very end), a result with no call before it is
- *   left out, a second result for one call too.
+ *   left out, a second result for one call too. An error result that holds nothing says the tool
+ *   failed with no output.
  * - Signatures, redacted thinking and encrypted reasoning go back only to the provider, API and
  *   model that made them; for any other model readable thinking becomes plain text and opaque
  *   reasoning is dropped.
@@ -114,6 +115,8 @@ export interface NormalizeOptions {
 }
 
 export const NO_RESULT_TEXT = "No result provided";
+/** The text of an error result that holds nothing (Anthropic refuses an empty one). */
+export const EMPTY_ERROR_RESULT_TEXT = "The tool failed with no output.";
 export const USER_IMAGE_NOTE = "(image omitted: model does not support images)";
 export const TOOL_IMAGE_NOTE = "(tool image omitted: model does not support images)";
 /** The text of a tool result that holds only images, where the API needs text. */
@@ -251,12 +254,10 @@ class PendingCalls {
     if (entry === undefined || index === undefined) return false;
     entry.answered++;
     const call = this.calls[index] as NormalToolCall;
-    this.results[index] = {
-      toolCallId: call.id,
-      toolName: call.name,
-      content: cleanContent(message.content, imageInput, TOOL_IMAGE_NOTE),
-      isError: message.isError === true,
-    };
+    const isError = message.isError === true;
+    const content = cleanContent(message.content, imageInput, TOOL_IMAGE_NOTE);
+    if (isError && content.length === 0) content.push({ type: "text", text: EMPTY_ERROR_RESULT_TEXT });
+    this.results[index] = { toolCallId: call.id, toolName: call.name, content, isError };
     return true;
   }
 

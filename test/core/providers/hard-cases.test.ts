@@ -1,6 +1,11 @@
 import { describe, expect, it } from "vitest";
 import type { AgentMessage, ThinkingContent } from "../../../src/core/messages";
-import { NO_RESULT_TEXT, TOOL_IMAGE_NOTE, USER_IMAGE_NOTE } from "../../../src/core/providers/normalize";
+import {
+  EMPTY_ERROR_RESULT_TEXT,
+  NO_RESULT_TEXT,
+  TOOL_IMAGE_NOTE,
+  USER_IMAGE_NOTE,
+} from "../../../src/core/providers/normalize";
 import { BRANCH_SUMMARY_PREFIX, COMPACTION_SUMMARY_PREFIX } from "../../../src/core/providers/pi-messages";
 import type { ContextFormat } from "../../../src/core/providers/target";
 import { toAnthropic } from "../../../src/core/providers/to-anthropic";
@@ -229,6 +234,21 @@ describe.each(FORMATS)("%s", (format) => {
       );
       expect(f.results.map((r) => r.text)).toEqual([NO_RESULT_TEXT, "B"]);
     });
+
+    it("says a tool failed when its error result has no output (Anthropic refuses an empty one)", () => {
+      const f = facts(
+        format,
+        context([
+          user("Go."),
+          assistant([call("a", "run"), call("b", "run"), call("c", "run")], own),
+          result("a", "run", "", true),
+          result("b", "run", [], true),
+          result("c", "run", ""),
+        ]),
+      );
+      expect(f.results.map((r) => r.text)).toEqual([EMPTY_ERROR_RESULT_TEXT, EMPTY_ERROR_RESULT_TEXT, ""]);
+      if (ERROR_FLAG[format]) expect(f.results.map((r) => r.isError)).toEqual([true, true, false]);
+    });
   });
 
   describe("4. an errored or aborted turn is left out with its tool results", () => {
@@ -444,6 +464,16 @@ describe("target-specific shapes", () => {
     const bare = { type: "tool_result", tool_use_id: "c1", is_error: false };
     expect(turn("")).toEqual(bare);
     expect(turn([])).toEqual(bare);
+  });
+
+  it("Anthropic: the error result of a tool that printed nothing says so (empty content is refused with is_error)", () => {
+    const out = toAnthropic(
+      context([user("Go."), assistant([call("c1", "run")], ANTHROPIC), result("c1", "run", "", true)]),
+      { provider: "anthropic", modelId: ANTHROPIC.model },
+    );
+    expect(out.messages[2]?.content).toEqual([
+      { type: "tool_result", tool_use_id: "c1", content: "The tool failed with no output.", is_error: true },
+    ]);
   });
 
   it("Anthropic: an image type the API does not read becomes a note", () => {

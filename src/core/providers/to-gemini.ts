@@ -140,8 +140,11 @@ export function toGemini(context: SessionContext, model: TargetModel): GeminiReq
   const contents: GeminiContent[] = [];
   for (const message of messages) {
     if (message.role === "user") contents.push({ role: "user", parts: message.content.map(part) });
-    else if (message.role === "assistant") contents.push(modelContent(message, model.modelId));
-    else for (const content of responseContents(message, model.modelId)) contents.push(content);
+    else if (message.role === "assistant") {
+      // A reply whose only part Gemini does not take (an empty signed thought) is left out.
+      const content = modelContent(message, model.modelId);
+      if (content.parts.length > 0) contents.push(content);
+    } else for (const content of responseContents(message, model.modelId)) contents.push(content);
   }
   return system ? { systemInstruction: { parts: [{ text: system }] }, contents } : { contents };
 }

@@ -120,8 +120,12 @@ export function toOpenAIChat(
   if (normal.system) messages.push({ role: options.systemRole ?? "system", content: normal.system });
   for (const message of normal.messages) {
     if (message.role === "user") messages.push(userMessage(message));
-    else if (message.role === "assistant") messages.push(assistantMessage(message));
-    else for (const tool of toolMessages(message)) messages.push(tool);
+    else if (message.role === "assistant") {
+      // A reply with neither text nor calls (only reasoning, or thinking the API cannot take) is
+      // left out: it has no results after it.
+      const assistant = assistantMessage(message);
+      if (assistant.content !== null || assistant.tool_calls) messages.push(assistant);
+    } else for (const tool of toolMessages(message)) messages.push(tool);
   }
   return { messages };
 }

@@ -431,6 +431,20 @@ describe("target-specific shapes", () => {
     });
   });
 
+  it("OpenAI Chat: a reply holding only reasoning or unsigned thinking is left out", () => {
+    const out = toOpenAIChat(
+      context([
+        user("Go."),
+        assistant([thinking("Hmm.", "reasoning_content")], OPENAI_CHAT),
+        user("Well?"),
+        assistant([thinking("Unsigned.")], OPENAI_CHAT),
+        user("And?"),
+      ]),
+      { provider: "openai", modelId: OPENAI_CHAT.model },
+    );
+    expect(out.messages.map((message) => message.role)).toEqual(["system", "user", "user", "user"]);
+  });
+
   it("OpenAI Chat: a developer role for the system prompt on request", () => {
     const out = toOpenAIChat(
       context([user("Hi.")]),
@@ -510,6 +524,17 @@ describe("target-specific shapes", () => {
     expect(parts).toEqual([
       { functionCall: { name: "read", args: {} }, thoughtSignature: "U0lHTg==" },
       { functionCall: { name: "read", args: {} } },
+    ]);
+  });
+
+  it("Gemini: the model's reply holding only an empty signed thought is left out", () => {
+    const out = toGemini(
+      context([user("Go."), assistant([thinking("", "c2lnbmF0dXJl")], GEMINI), user("Well?")]),
+      { provider: "google", modelId: GEMINI.model },
+    );
+    expect(out.contents).toEqual([
+      { role: "user", parts: [{ text: "Go." }] },
+      { role: "user", parts: [{ text: "Well?" }] },
     ]);
   });
 

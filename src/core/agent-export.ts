@@ -143,8 +143,9 @@ export function conversation(path: readonly TreeEntry[]): Written[] {
   return [...before, ...context];
 }
 
-/** A message's time as a line's `timestamp`: its own when it has one, else its entry's. */
+/** A message's time as a line's `timestamp`: its own when it is a date, else its entry's. */
 export function lineTime(message: AgentMessage, entry: TreeEntry): string {
   const time = (message as { timestamp?: unknown }).timestamp;
-  return typeof time === "number" && Number.isFinite(time) ? new Date(time).toISOString() : entry.timestamp;
+  const date = typeof time === "number" ? new Date(time) : undefined;
+  return date && !Number.isNaN(date.getTime()) ? date.toISOString() : entry.timestamp;
 }

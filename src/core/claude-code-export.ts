@@ -1,5 +1,5 @@
 import type { Line } from "./agent-export";
-import { conversation, customLine, HeldEntries, LineOrder } from "./agent-export";
+import { conversation, customLine, HeldEntries, LineOrder, lineTime } from "./agent-export";
 import { isUuid, uuidFor, uuidFrom } from "./agent-ids";
 import type { InputContent } from "./agent-log";
 import { asString, isRecord } from "./agent-log";
@@ -377,9 +377,7 @@ async function* newLines(
       const uuid = await uuidOf();
       const written = writer.messageFields(message, uuid);
       if (!written) continue;
-      const time = (message as { timestamp?: unknown }).timestamp;
-      const timestamp =
-        typeof time === "number" && Number.isFinite(time) ? new Date(time).toISOString() : entry.timestamp;
+      const timestamp = lineTime(message, entry);
       yield `${JSON.stringify(writer.line(parent, written.type, written.fields, uuid, timestamp))}\n`;
       parent = uuid;
     }

@@ -8,6 +8,22 @@ import * as z from "zod";
  * are optional, so their files import and are kept exactly as written.
  */
 
+/** The farthest a Date reaches either side of 1970, in milliseconds: a time beyond it has no date. */
+export const MAX_DATE_MS = 8.64e15;
+
+/** A message's time: Unix milliseconds a Date can hold, so that every export can write it. */
+export const MessageTimestamp = z
+  .number()
+  .min(-MAX_DATE_MS)
+  .max(MAX_DATE_MS)
+  .meta({ description: "Unix milliseconds, at most ±8.64e15 (the range of a date)" });
+
+/** A provider's creation time in Unix seconds, which as milliseconds a Date can hold. */
+export const UnixSeconds = z
+  .number()
+  .min(-MAX_DATE_MS / 1000)
+  .max(MAX_DATE_MS / 1000);
+
 export const TextContent = z.looseObject({
   type: z.literal("text"),
   text: z.string(),
@@ -64,7 +80,7 @@ const UserContent = z.union([z.string(), z.array(z.discriminatedUnion("type", [T
 export const UserMessage = z.looseObject({
   role: z.literal("user"),
   content: UserContent,
-  timestamp: z.number(),
+  timestamp: MessageTimestamp,
 });
 
 export const AssistantMessage = z.looseObject({
@@ -76,7 +92,7 @@ export const AssistantMessage = z.looseObject({
   usage: Usage,
   stopReason: z.string().meta({ description: "stop | length | toolUse | error | aborted | …" }),
   errorMessage: z.string().optional(),
-  timestamp: z.number(),
+  timestamp: MessageTimestamp,
 });
 
 export const ToolResultMessage = z.looseObject({
@@ -86,7 +102,7 @@ export const ToolResultMessage = z.looseObject({
   content: z.array(z.discriminatedUnion("type", [TextContent, ImageContent])),
   details: z.unknown().optional(),
   isError: z.boolean(),
-  timestamp: z.number(),
+  timestamp: MessageTimestamp,
 });
 
 /** Any role an agent adds (`custom`, `bashExecution`, `system`, …): only `role` is required. */

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { lineTime } from "../../src/core/agent-export";
 import { exportCodex } from "../../src/core/codex-export";
 import { parseCodex } from "../../src/core/codex-format";
 import { MemoryRepo } from "../../src/core/memory";
@@ -263,5 +264,40 @@ describe("what did not finish, out to Codex and back", () => {
     const result = (await copy.buildContext()).messages.find((m) => m.role === "toolResult");
     expect(result).toMatchObject({ isError: true, content: [{ type: "text", text: "ERROR: no such file" }] });
     expect(result).not.toHaveProperty("details");
+  });
+});
+
+describe("a message whose time no date can hold, as a Codex rollout", () => {
+  it("goes out at its entry's time", async () => {
+    const session = await new MemoryRepo().create({ id: "far-future" });
+    await session.appendMessage({ role: "user", content: "Hello", timestamp: Date.UTC(2026, 0, 1) });
+    // Only the roles a model reads have their fields checked: another role keeps any time it has.
+    const noteId = await session.appendMessage({
+      role: "custom",
+      customType: "note",
+      content: "Remember this.",
+      display: true,
+      timestamp: 1e18,
+    });
+    const note = await session.getEntry(noteId);
+    const lines = jsonLines(await collect(exportCodex(session)));
+    const written = lines.filter((line) => JSON.stringify(line).includes("Remember this."));
+    expect(written.length).toBeGreaterThan(0);
+    for (const line of written) expect(line.timestamp).toBe(note?.timestamp);
+  });
+
+  it("takes the entry's time for any message whose own is not a date", () => {
+    const entry = {
+      type: "message",
+      id: "e1",
+      parentId: null,
+      timestamp: "2026-01-01T00:00:00.000Z",
+    } as const;
+    for (const timestamp of [1e18, -8.64e15 - 1, Number.NaN]) {
+      const message = { role: "user", content: "Hi", timestamp } as AgentMessage;
+      expect(lineTime(message, { ...entry, message })).toBe(entry.timestamp);
+    }
+    const message = { role: "user", content: "Hi", timestamp: 8.64e15 } as AgentMessage;
+    expect(lineTime(message, { ...entry, message })).toBe("+275760-09-13T00:00:00.000Z");
   });
 });

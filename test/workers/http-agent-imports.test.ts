@@ -129,6 +129,32 @@ describe("agent session import", () => {
     expect(roles).toEqual(["user", "assistant", "toolResult"]);
   });
 
+  it("exports a message whose time no date can hold at its entry's time", async () => {
+    const id = sid("far-future");
+    await api("POST", "/v1/sessions", { body: { id } });
+    // Only the roles a model reads have their fields checked: another role keeps any time it has.
+    const note = await api("POST", `/v1/sessions/${id}/entries`, {
+      body: {
+        type: "message",
+        message: {
+          role: "custom",
+          customType: "note",
+          content: "Remember this.",
+          display: true,
+          timestamp: 1e18,
+        },
+      },
+    });
+    expect(note.status, note.text).toBe(201);
+    for (const format of ["claude-code", "codex"]) {
+      const exported = await api("GET", `/v1/sessions/${id}/export?format=${format}`);
+      expect(exported.status, exported.text).toBe(200);
+      const written = lines(exported.text).filter((l) => JSON.stringify(l).includes("Remember this."));
+      expect(written.length).toBeGreaterThan(0);
+      for (const line of written) expect(line.timestamp).toBe(note.body.entries[0].timestamp);
+    }
+  });
+
   it("exports a Codex rollout back as it was, and a Claude Code session as a rollout", async () => {
     const res = await importFile(codex, `?format=codex&id=${sid("cx-back")}`);
     const exported = await api("GET", `/v1/sessions/${res.body.id}/export?format=codex`);

@@ -158,6 +158,13 @@ describe("appending", () => {
       "invalid_tree",
     );
     expectError(await append(id, { entries: [] }), 400, "invalid_request");
+    // A time no date can hold could not be exported.
+    const farFuture = await append(id, {
+      type: "message",
+      message: { role: "user", content: "x", timestamp: 1e18 },
+    });
+    expectError(farFuture, 400, "invalid_request");
+    expect(farFuture.body.error.details[0].path).toEqual(["message", "timestamp"]);
     expectError(
       await append(id, { entries: Array.from({ length: 1001 }, () => userMessage("x")) }),
       413,

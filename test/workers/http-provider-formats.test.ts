@@ -814,6 +814,22 @@ describe("appending a provider's message", () => {
     expect(inBatch.body.error.details[0].path.slice(0, 2)).toEqual([1, "message"]);
     await unchanged(id, before);
 
+    // A creation time no date can hold, once in milliseconds, could not be exported.
+    for (const [format, message, field] of [
+      ["openai-chat", { ...CHAT_REPLY, created: 1e16 }, "created"],
+      ["openai-responses", { ...RESPONSES_REPLY, created_at: 1e16 }, "created_at"],
+      [
+        "ai-sdk",
+        { response: { messages: [{ role: "assistant", content: "Hi." }], timestamp: 1e18 } },
+        "response",
+      ],
+    ] as const) {
+      const farFuture = await append(id, { type: "message", format, message });
+      expectError(farFuture, 400, "invalid_request");
+      expect(farFuture.body.error.details[0].path.slice(0, 2)).toEqual(["message", field]);
+      await unchanged(id, before);
+    }
+
     const empty = await append(id, { type: "message", format: "ai-sdk", message: [] });
     expectError(empty, 400, "invalid_request");
     await unchanged(id, before);

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { parseJsonField } from "../json";
 import type { AgentMessage, AssistantMessage, ImageContent, TextContent, ThinkingContent } from "../messages";
-import { NO_USAGE, usage } from "../messages";
+import { MessageTimestamp, NO_USAGE, usage } from "../messages";
 import type { ReadOptions, StopReason } from "./incoming";
 import {
   assistantMessage,
@@ -109,7 +109,7 @@ export const AISDKResultInput = z.looseObject({
     id: z.string().optional(),
     modelId: z.string().optional(),
     // A Date in the result itself, an ISO string once it went through JSON.
-    timestamp: z.union([z.string(), z.number(), z.date()]).optional(),
+    timestamp: z.union([z.string(), MessageTimestamp, z.date()]).optional(),
   }),
   usage: AISDKUsage.optional(),
   finishReason: z.string().optional(),

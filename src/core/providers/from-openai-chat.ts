@@ -1,6 +1,6 @@
 import * as z from "zod";
 import type { AgentMessage, AssistantMessage, ImageContent, TextContent, UserMessage } from "../messages";
-import { NO_USAGE, usage } from "../messages";
+import { NO_USAGE, UnixSeconds, usage } from "../messages";
 import { CHAT_REASONING_FIELDS } from "./chat-reasoning-fields";
 import type { ReadOptions, StopReason } from "./incoming";
 import {
@@ -69,7 +69,7 @@ const ChatUsage = z.looseObject({
 export const OpenAIChatCompletionInput = z.looseObject({
   object: z.literal("chat.completion"),
   id: z.string(),
-  created: z.number(),
+  created: UnixSeconds,
   model: z.string(),
   choices: z
     .array(z.looseObject({ message: OpenAIChatAssistantInput, finish_reason: z.string().nullable() }))

@@ -1,6 +1,6 @@
 import * as z from "zod";
 import type { AgentMessage, AssistantMessage, ImageContent, TextContent } from "../messages";
-import { usage } from "../messages";
+import { UnixSeconds, usage } from "../messages";
 import type { ReadOptions, StopReason } from "./incoming";
 import {
   assistantMessage,
@@ -62,7 +62,7 @@ const OutputItem = byKind(z.looseObject({ type: z.string() }), "type", {
 export const OpenAIResponseInput = z.looseObject({
   object: z.literal("response"),
   id: z.string(),
-  created_at: z.number(),
+  created_at: UnixSeconds,
   model: z.string(),
   status: z.string().nullish(),
   output: z.array(OutputItem),

@@ -710,6 +710,55 @@ describe("appending a provider's message", () => {
     expect(res.body.entries[0].message).toMatchObject({ toolCallId: "call_39", toolName: "tool39" });
   });
 
+  it("finds the calls of a turn stored as one reply per call, at the head and off it", async () => {
+    const reply = (id: string, name: string, timestamp: number) => ({
+      type: "message",
+      id: `reply-${id}`,
+      message: {
+        role: "assistant",
+        content: [{ type: "toolCall", id, name, arguments: {} }],
+        api: "google-generative-ai",
+        provider: "google",
+        model: "gemini-2.5-pro",
+        usage,
+        stopReason: "toolUse",
+        timestamp,
+      },
+    });
+    // More replies than the store reads back at a time.
+    const replies = Array.from({ length: 20 }, (_, i) => reply(`call_${i}`, `tool${i}`, 2 + i));
+    const id = await sessionWith([
+      { type: "message", id: "q", message: { role: "user", content: "Go.", timestamp: 1 } },
+      ...replies,
+    ]);
+    const first = await append(id, {
+      type: "message",
+      format: "anthropic",
+      message: { role: "user", content: [{ type: "tool_result", tool_use_id: "call_0", content: "a" }] },
+    });
+    expect(first.status, first.text).toBe(201);
+    expect(first.body.entries[0].message).toMatchObject({ toolCallId: "call_0", toolName: "tool0" });
+    const byName = await append(id, {
+      type: "message",
+      format: "gemini",
+      message: { role: "user", parts: [{ functionResponse: { name: "tool1", response: { output: "b" } } }] },
+    });
+    expect(byName.status, byName.text).toBe(201);
+    expect(byName.body.entries[0].message).toMatchObject({ toolCallId: "call_1", toolName: "tool1" });
+    // Kept in the context, answering its call.
+    const gemini = await contextIn(id, "format=gemini&model=google/gemini-2.5-pro");
+    expect(gemini.status, gemini.text).toBe(200);
+    expect(JSON.stringify(gemini.body)).toContain('"output":"b"');
+    const offHead = await append(id, {
+      type: "message",
+      format: "openai-chat",
+      parentId: "reply-call_19",
+      message: { role: "tool", tool_call_id: "call_0", content: "again" },
+    });
+    expect(offHead.status, offHead.text).toBe(201);
+    expect(offHead.body.entries[0].message).toMatchObject({ toolCallId: "call_0", toolName: "tool0" });
+  });
+
   it("finds the call in a compaction's retained tail", async () => {
     const id = await sessionWith([
       { type: "message", message: { role: "user", content: "Go.", timestamp: 1 } },

@@ -3,6 +3,7 @@ import { SessionError } from "../errors";
 import { parseJsonField } from "../json";
 import type { AgentMessage, AssistantMessage, ImageContent, ToolResultMessage } from "../messages";
 import { NO_USAGE } from "../messages";
+import { lastTurnOf } from "./last-turn";
 import type { MessageFormat } from "./target";
 import { parseDataUrl } from "./text";
 
@@ -198,18 +199,15 @@ export class WaitingCalls {
 
   constructor(history: readonly AgentMessage[] = []) {
     const answered = new Set<string>();
-    for (let i = history.length - 1; i >= 0; i--) {
-      const message = history[i] as AgentMessage;
+    for (const message of lastTurnOf(history)) {
       if (message.role === "toolResult") answered.add((message as ToolResultMessage).toolCallId);
       else if (message.role === "assistant") {
         for (const block of (message as AssistantMessage).content) {
-          if (block.type === "toolCall") {
-            this.calls.push({ id: block.id, name: block.name, answered: answered.has(block.id) });
-          }
+          if (block.type === "toolCall") this.calls.push({ id: block.id, name: block.name, answered: false });
         }
-        break;
-      } else if (message.role === "user") break;
+      }
     }
+    for (const call of this.calls) call.answered = answered.has(call.id);
   }
 
   /**

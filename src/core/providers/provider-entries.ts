@@ -19,8 +19,8 @@ import { parseModelRef } from "./target";
 /** What a provider's message is read against: the conversation at the entry it is appended under. */
 export interface Conversation {
   /**
-   * The context's messages, at least from its last user or assistant message on: readers look
-   * no further back than the last turn.
+   * The context's messages, at least its last turn (see `LastTurnStart`): readers look no further
+   * back.
    */
   messages: readonly AgentMessage[];
   /** The context's model (its last model change or reply). */
@@ -37,11 +37,6 @@ export function conversationOf(path: readonly TreeEntry[]): Conversation {
 
 /** A message entry an append of a provider's message stands for. */
 export type ConvertedEntry = Extract<EntryInput, { type: "message" }> & { id: string };
-
-/** Whether a message opens a turn (the readers of provider messages look back to the last one). */
-export function startsTurn(message: AgentMessage): boolean {
-  return message.role === "user" || message.role === "assistant";
-}
 
 export function isProviderEntry(input: unknown): input is ProviderMessageEntryInput {
   if (input === null || typeof input !== "object") return false;

@@ -6,8 +6,9 @@ import {
   parseContextVersion,
 } from "../../core/context-answer";
 import type { AgentMessage } from "../../core/messages";
+import { LastTurnStart } from "../../core/providers/last-turn";
 import type { Conversation } from "../../core/providers/provider-entries";
-import { NO_CONVERSATION, startsTurn } from "../../core/providers/provider-entries";
+import { NO_CONVERSATION } from "../../core/providers/provider-entries";
 import type { Node } from "./entry-rows";
 import { CopyNeeded, readsAfterCopy } from "./entry-rows";
 import type { KeptContext, StoreParts } from "./session-state";
@@ -192,10 +193,12 @@ export class ContextReads {
     const kept = entryId === this.#parts.row.live().leafId ? this.#keptHead(entryId) : undefined;
     if (kept) {
       const messages: AgentMessage[] = [];
+      const turn = new LastTurnStart();
       for (let i = kept.pieces.length - 1; i >= 0; i--) {
-        const message = JSON.parse(kept.pieces[i] as string) as AgentMessage;
-        messages.push(message);
-        if (startsTurn(message)) break;
+        const piece = [JSON.parse(kept.pieces[i] as string) as AgentMessage];
+        const start = turn.find(piece);
+        messages.push(...piece.slice(start));
+        if (start !== undefined) break;
       }
       return { messages: messages.reverse(), model: kept.settings.model };
     }

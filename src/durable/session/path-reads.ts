@@ -5,7 +5,7 @@ import type { CompactionEntry, ContextEditEntry, StoredEntry, TreeEntry } from "
 import { SessionError } from "../../core/errors";
 import { LANGGRAPH_CHECKPOINT, langGraphMessagesHeld } from "../../core/framework-custom-messages";
 import type { AgentMessage } from "../../core/messages";
-import { startsTurn } from "../../core/providers/provider-entries";
+import { LastTurnStart } from "../../core/providers/last-turn";
 import type { Sql } from "../sql";
 import type { EntryRows, Node } from "./entry-rows";
 
@@ -256,16 +256,17 @@ export class PathReads {
   }
 
   /**
-   * The context's messages from its last user or assistant message on (all of them when none
-   * opens a turn), read backwards a few entries at a time: costs what the last turn costs.
+   * The context's last turn (see `LastTurnStart`; all of its messages when it starts at the
+   * beginning), read backwards a few entries at a time: costs what the last turn costs.
    */
   lastTurn(plan: ContextPlan): AgentMessage[] {
     const compactionId = plan.compaction?.id;
     const projecting = { edits: plan.edits, checkpointId: plan.checkpointId };
     const read: AgentMessage[][] = [];
+    const turnStart = new LastTurnStart();
     const cut = (messages: AgentMessage[]): AgentMessage[] | undefined => {
-      const start = messages.findLastIndex(startsTurn);
-      if (start < 0) return undefined;
+      const start = turnStart.find(messages);
+      if (start === undefined) return undefined;
       read.unshift(messages.slice(start));
       return read.flat();
     };

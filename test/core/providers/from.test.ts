@@ -433,6 +433,28 @@ describe("Gemini in", () => {
     ]);
   });
 
+  it("pairs function responses with the calls of a turn stored as one reply per call", () => {
+    const first = assistant([call("g1", "read")], GEMINI);
+    const second = assistant([call("g2", "read")], GEMINI);
+    const results = fromGemini(
+      {
+        role: "user",
+        parts: [
+          { functionResponse: { name: "read", response: { output: "a" } } },
+          { functionResponse: { name: "read", response: { output: "b" } } },
+        ],
+      },
+      { history: [user("Read both."), first, second] },
+    ) as ToolResultMessage[];
+    expect(results.map((r) => r.toolCallId)).toEqual(["g1", "g2"]);
+    // An earlier turn, answered, is not waiting.
+    const later = fromGemini(
+      { role: "user", parts: [{ functionResponse: { name: "read", response: { output: "c" } } }] },
+      { history: [user("Read both."), first, results[0] as ToolResultMessage, second] },
+    ) as ToolResultMessage[];
+    expect(later.map((r) => r.toolCallId)).toEqual(["g2"]);
+  });
+
   it("reads a blocked prompt as an errored reply", () => {
     expect(only<AssistantMessage>(fromGemini({ promptFeedback: { blockReason: "SAFETY" } }))).toMatchObject({
       content: [],

@@ -161,6 +161,21 @@ describe("Session over memory", () => {
     });
   });
 
+  it("names the results of a turn stored as one reply per call from the call each answers", async () => {
+    const session = await new MemoryRepo().create();
+    await session.appendMessage(user("Read, then write."));
+    await session.appendMessage(assistant([call("A", "read")], ANTHROPIC));
+    await session.appendMessage(assistant([call("B", "write")], ANTHROPIC));
+    const [read] = await session.appendProviderMessage("anthropic", toolResults("A"));
+    expect(read?.message).toMatchObject({ role: "toolResult", toolCallId: "A", toolName: "read" });
+    const [written] = await session.appendProviderMessage("openai-chat", {
+      role: "tool",
+      tool_call_id: "B",
+      content: "done",
+    });
+    expect(written?.message).toMatchObject({ role: "toolResult", toolCallId: "B", toolName: "write" });
+  });
+
   it("appends a provider message chained under derived ids; a resend is a replay", async () => {
     const session = await new MemoryRepo().create();
     await session.appendMessage(user("go"));

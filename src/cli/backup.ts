@@ -183,8 +183,8 @@ export async function backup(client: RemoteRepo, dir: string, progress: Progress
 
 /**
  * The sessions of a backup folder, or of a tenant export file, as request bodies of a few MiB. A
- * file's opening and end lines stay here (each body is a stream of its own): its end line is
- * checked against the sessions the file completed, and what does not add up goes to `warnings`.
+ * file's end line stays here (each body is a stream of its own): it is checked against the sessions
+ * the file completed, and what does not add up, or a file with no end line, goes to `warnings`.
  */
 async function* restoreBodies(path: string, warnings: ImportWarning[]): AsyncGenerator<string> {
   let body = "";
@@ -210,8 +210,11 @@ async function* restoreBodies(path: string, warnings: ImportWarning[]): AsyncGen
       }
     }
   } else {
-    // A stream from GET /v1/export: split where each session's header line starts.
+    // A stream from GET /v1/export: split where each session's header line starts. A session of
+    // the export goes with the export's opening line before it, so the service fails it when no
+    // cursor line follows it (the file was cut short in it) as it would in the whole file.
     const ends = new StreamEnds("the file", warnings);
+    let opening: string | undefined;
     let session = "";
     let number = 0;
     for await (const line of createInterface({
@@ -223,14 +226,20 @@ async function* restoreBodies(path: string, warnings: ImportWarning[]): AsyncGen
       // The stream's own lines, told by how they start: a session's lines are not parsed here.
       const type = /^\{"type":"(export|cursor|end|session|stream)"/.exec(line)?.[1];
       ends.read(number, type, type === "end" ? tryParseJson(line) : undefined);
+      if (type === "export") opening = line;
       if (type === "export" || type === "end") continue;
-      if ((line.startsWith('{"type":"session",') || line.startsWith('{"type":"stream",')) && session) {
-        yield* add(session);
-        session = "";
+      if (type === "session" || type === "stream") {
+        if (session) yield* add(session);
+        session = ends.within ? `${opening}\n` : "";
       }
       session += `${line}\n`;
     }
     if (session) yield* add(session);
+    if (ends.within) {
+      const message =
+        "the file has no end line: it was cut short (what follows its last cursor line is not restored; GET /v1/export?cursor=<that cursor> resumes it)";
+      warnings.push({ line: number, message });
+    }
   }
   if (body) yield body;
 }

@@ -555,6 +555,37 @@ describe("command line", () => {
     );
   });
 
+  it("restores a file cut inside a session without that session, and says the file has no end line", async () => {
+    const stream = await (await fetch(`${server.url}/v1/export`)).text();
+    const lines = stream.trim().split("\n");
+    const exported = await cli(["export", toolSession.id]);
+    // Cut between two entry lines of the session: its header and first entry, no cursor line.
+    const header = lines.findIndex(
+      (line) => line.includes(`"type":"session"`) && line.includes(toolSession.id),
+    );
+    const cut = join(folder, "tenant-cut.ndjson");
+    writeFileSync(cut, `${lines.slice(0, header + 2).join("\n")}\n`);
+    expect((await cli(["rm", toolSession.id, "--purge"])).stdout).toBe(`purged ${toolSession.id}\n`);
+    const restored = await cli(["restore", cut]);
+    expect(restored.code).toBe(1);
+    expect(restored.stdout).toMatch(/, failed 1(;|\n)/);
+    expect(restored.stderr).toMatch(
+      new RegExp(`^failed: ${toolSession.id}: the export was cut short in this session`, "m"),
+    );
+    expect(restored.stderr).toMatch(
+      new RegExp(`^warning: line ${header + 2}: the file has no end line: it was cut short`, "m"),
+    );
+    expect((await cli(["show", toolSession.id])).code).toBe(1);
+    // The whole file brings it back as it was.
+    const whole = join(folder, "tenant-whole.ndjson");
+    writeFileSync(whole, stream);
+    expect(JSON.parse((await cli(["restore", whole, "--json"])).stdout)).toMatchObject({
+      imported: 1,
+      failed: 0,
+    });
+    expect((await cli(["export", toolSession.id])).stdout).toBe(exported.stdout);
+  });
+
   it("fails a backup in one line when a file cannot be written, and resumes it after", async () => {
     const dir = join(folder, "unwritable");
     mkdirSync(join(dir, "sessions"), { recursive: true });

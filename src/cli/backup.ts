@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { WriteStream } from "node:fs";
 import {
   createReadStream,
@@ -24,7 +25,8 @@ import { write } from "./atomic-file";
 /*
  * `cf-sessions backup <dir>` and `cf-sessions restore <dir>`: a whole tenant to a folder, one
  * file per session (`sessions/<id>.ndjson`, its native export) and per stream
- * (`streams/<path, percent-encoded>.ndjson`: its header line and appends), and back.
+ * (`streams/<path>.ndjson`: its header line and appends), and back; ids and paths are named as
+ * `fileName` says.
  *
  * A backup follows the tenant's export stream. A session's file is written under a temporary
  * name and renamed once the stream closes the session with its cursor; `backup.json` then records
@@ -53,6 +55,26 @@ export type Progress = (text: string) => void;
 
 /** Request bodies a restore sends: about this many bytes of sessions (a larger session goes alone). */
 const RESTORE_REQUEST_BYTES = 8 * 1024 * 1024;
+
+/** The longest file name most file systems take, in bytes. */
+const MAX_FILE_NAME_BYTES = 255;
+
+/**
+ * The name of the file holding the session or stream `key` names (its id or path), `.partial`
+ * while written: percent-encoded, capitals too, so that two names differing only in case stay apart
+ * on a file system that ignores case; the SHA-256 of `key` when that is too long for a file name. A
+ * restore reads the id or path from the file's header line, so it reads any name, older ones too.
+ */
+function fileName(key: string): string {
+  let encoded = "";
+  for (const char of key)
+    encoded += /[A-Z]/.test(char)
+      ? `%${char.charCodeAt(0).toString(16).toUpperCase()}`
+      : encodeURIComponent(char);
+  const name = `${encoded}.ndjson`;
+  if (Buffer.byteLength(`${name}.partial`) <= MAX_FILE_NAME_BYTES) return name;
+  return `${createHash("sha256").update(key).digest("hex")}.ndjson`;
+}
 
 function saveState(dir: string, state: BackupState): void {
   state.updatedAt = new Date().toISOString();
@@ -149,11 +171,10 @@ export async function backup(client: RemoteRepo, dir: string, progress: Progress
         case "export":
           break;
         case "session":
-          await open("sessions", join(sessionsDir, `${String(record.id)}.ndjson`), line);
+          await open("sessions", join(sessionsDir, fileName(String(record.id))), line);
           break;
         case "stream":
-          // A stream's path may hold any character: percent-encoded, it is one file name.
-          await open("streams", join(streamsDir, `${encodeURIComponent(String(record.path))}.ndjson`), line);
+          await open("streams", join(streamsDir, fileName(String(record.path))), line);
           break;
         case "cursor": {
           await close(true);

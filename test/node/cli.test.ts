@@ -8,6 +8,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
   symlinkSync,
   writeFileSync,
@@ -603,6 +604,54 @@ describe("command line", () => {
     const resumed = await cli(["backup", dir, "--json"]);
     expect(resumed.code).toBe(0);
     expect(JSON.parse(resumed.stdout)).toMatchObject({ complete: true, sessions: listed.length });
+  });
+
+  it("backs up a stream whose path is too long for a file name and ids that differ only in case, and restores them", async () => {
+    // 600 characters, each slash percent-encoded in a file name: over the 255 bytes a name may have.
+    const longPath = `long/${"segment/".repeat(74)}end`;
+    const longUrl = `${server.url}/v1/stream/${encodeURI(longPath)}`;
+    const made = await fetch(longUrl, {
+      method: "PUT",
+      headers: { "Content-Type": "text/plain" },
+      body: "far",
+    });
+    expect(made.status).toBe(201);
+    const twins = ["Case-Twin", "case-twin"];
+    for (const id of twins) {
+      const created = await fetch(`${server.url}/v1/sessions`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ id, name: id }),
+      });
+      expect(created.status).toBe(201);
+    }
+    const dir = join(folder, "backup-names");
+    const backedUp = await cli(["backup", dir, "--json"]);
+    expect(backedUp.stderr).toBe("");
+    expect(JSON.parse(backedUp.stdout)).toMatchObject({ complete: true, failed: [] });
+    // Each name fits, and no two names are one where the file system ignores case.
+    for (const of of ["sessions", "streams"]) {
+      const names = readdirSync(join(dir, of));
+      for (const name of names) expect(Buffer.byteLength(name)).toBeLessThanOrEqual(240);
+      expect(new Set(names.map((name) => name.toLowerCase())).size).toBe(names.length);
+    }
+    const exported = await Promise.all(twins.map(async (id) => (await cli(["export", id])).stdout));
+
+    // A file named as backups were before (its id as it is) is restored all the same.
+    const [older] = readdirSync(join(dir, "sessions")).filter((name) =>
+      readFileSync(join(dir, "sessions", name), "utf8").includes('"id":"Case-Twin"'),
+    );
+    renameSync(join(dir, "sessions", older as string), join(dir, "sessions", "Case-Twin.ndjson"));
+
+    expect((await fetch(longUrl, { method: "DELETE" })).status).toBe(204);
+    for (const id of twins) expect((await cli(["rm", id, "--purge"])).code).toBe(0);
+    const restored = JSON.parse((await cli(["restore", dir, "--json"])).stdout);
+    expect(restored).toMatchObject({ imported: 2, failed: 0, streams: { imported: 1, failed: 0 } });
+    expect(await (await fetch(`${longUrl}?offset=-1`)).text()).toBe("far");
+    for (const [i, id] of twins.entries()) expect((await cli(["export", id])).stdout).toBe(exported[i]);
+
+    expect((await fetch(longUrl, { method: "DELETE" })).status).toBe(204);
+    for (const id of twins) expect((await cli(["rm", id, "--purge"])).code).toBe(0);
   });
 
   it("explains itself and fails in one line with a non-zero code", async () => {

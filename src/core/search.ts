@@ -62,7 +62,14 @@ export const SearchHit = z
   .meta({ id: "SearchHit" });
 export type SearchHit = z.infer<typeof SearchHit>;
 
-export const SessionSearchPage = z.object({ hits: z.array(SearchHit), nextCursor: z.string().nullable() });
+export const SessionSearchPage = z.object({
+  hits: z.array(SearchHit),
+  nextCursor: z.string().nullable(),
+  indexing: z.boolean().optional().meta({
+    description:
+      "true when entries of a large write (an import, a fork, a bulk append) still wait to be indexed: the hits are of the entries indexed so far, and a search a moment later finds the rest",
+  }),
+});
 export type SessionSearchPage = z.infer<typeof SessionSearchPage>;
 
 export const SessionMatch = z

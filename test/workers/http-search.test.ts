@@ -188,6 +188,49 @@ describe("searching a session", () => {
     expect((await api("GET", `/v1/sessions/${id}/search?q=quagga`)).body.hits).toHaveLength(1);
   });
 
+  it("indexes for a bounded time before it looks, and says so when entries still wait to be indexed", async () => {
+    const id = await createSession();
+    for (const part of [0, 1]) {
+      const entries = Array.from({ length: 1000 }, (_, i) => userMessage(`tapir${part * 1000 + i}`));
+      expect((await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } })).status).toBe(201);
+    }
+    const both = q("tapir5 OR tapir1999");
+    const found = (body: { hits: Hit[] }) => body.hits.map((hit) => hit.snippet).sort();
+    expect(found((await search(id, both)).body)).toEqual(["tapir1999", "tapir5"]);
+    // As after a huge import: all 2,000 entries wait to be indexed, and no alarm will index them.
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    await runInDurableObject(stub, async (_instance, state) => {
+      await state.storage.deleteAlarm();
+      state.storage.sql.exec("DELETE FROM entry_text");
+      state.storage.sql.exec(
+        "INSERT INTO search_backfill (singleton, next_seq, end_seq) SELECT 1, min(seq), max(seq) + 1 FROM entries",
+      );
+    });
+    // Each step of indexing (1,000 entries) takes a second by this clock: past the budget at once.
+    const now = Date.now;
+    const wait = scheduler.wait.bind(scheduler);
+    let late = 0;
+    const clock = vi.spyOn(Date, "now").mockImplementation(() => now() + late);
+    const pause = vi.spyOn(scheduler, "wait").mockImplementation((ms) => {
+      late += 1000;
+      return wait(ms);
+    });
+    let partial: Awaited<ReturnType<typeof search>>;
+    try {
+      partial = await search(id, both);
+    } finally {
+      clock.mockRestore();
+      pause.mockRestore();
+    }
+    expect(partial.status).toBe(200);
+    expect(partial.body).toMatchObject({ indexing: true });
+    expect(found(partial.body)).toEqual(["tapir5"]);
+    // The next search indexes the rest before it looks: everything is found, and nothing waits.
+    const whole = await search(id, both);
+    expect(found(whole.body)).toEqual(["tapir1999", "tapir5"]);
+    expect(whole.body).not.toHaveProperty("indexing");
+  });
+
   it("tells which hits are on the current branch", async () => {
     const id = await createSession();
     await api("POST", `/v1/sessions/${id}/entries`, {

@@ -13,9 +13,10 @@ import type { PathReads } from "./path-reads";
 /*
  * Full-text search of one session: an FTS5 table (`entry_text`, rowid = the entry's seq) written in
  * the same transaction as the entries (a large batch: right after, and a search indexes what is
- * pending before it looks), so what an append wrote is found as soon as it is answered, and a
- * rolled-back write leaves nothing behind. Deleting the session's storage drops it with the
- * rest. It also gives the tenant's directory a bounded digest of the session's text to search.
+ * pending, for a bounded time, before it looks), so what an append wrote is found as soon as it
+ * is answered, and a rolled-back write leaves nothing behind. Deleting the session's storage drops
+ * it with the rest. It also gives the tenant's directory a bounded digest of the session's text to
+ * search.
  */
 
 /** Rows one multi-row INSERT writes. */
@@ -23,7 +24,8 @@ const INSERT_BATCH = 500;
 /**
  * Entries a write indexes in its own transaction. A larger batch (a bulk load, an import, a
  * fork's copy) is indexed just after, a step at a time, so writing it costs what writing rows
- * costs; a search first indexes whatever is still pending, so it never misses an entry.
+ * costs; a search first indexes what is still pending, for a bounded time
+ * (`SEARCH_INDEX_BUDGET_MS`), and says when some still waits.
  */
 const INLINE_ENTRIES = 64;
 /** Words around a match in a snippet. */

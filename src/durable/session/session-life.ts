@@ -22,11 +22,6 @@ import type { EventHub } from "./session-watchers";
 
 /** When entries wait to be indexed for search, the alarm comes this soon. */
 const BACKFILL_PAUSE_MS = 10;
-/**
- * Milliseconds one alarm spends indexing (in steps, each its own transaction) before it lets other
- * requests in and comes back: a bulk write is searchable soon after, however large.
- */
-const BACKFILL_BUDGET_MS = 500;
 /** A purge whose storage failed is tried again this soon. */
 const PURGE_RETRY_MS = 1000;
 /** A purge that waits for forks still copying from the session looks again this soon. */
@@ -327,12 +322,7 @@ export class SessionLife {
       return true;
     }
     // The step that indexes the last raises the version: the alarm's report, next, carries the text.
-    const started = Date.now();
-    while (session.writes.searchBackfillPending && Date.now() - started < BACKFILL_BUDGET_MS) {
-      session.writes.searchBackfillStep();
-      // Lets other requests in between steps.
-      await scheduler.wait(0);
-    }
+    await session.writes.indexForSearch();
     return false;
   }
 

@@ -406,15 +406,24 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return this.#calls.limitedWrite((session, room) => session.writes.checkRoom(bytes, room), builder);
   }
 
-  /** @internal */
+  /**
+   * What waits to be indexed is indexed first, for a bounded time: a search after a huge import
+   * answers in time, with what is indexed by then (and `indexing`).
+   * @internal
+   */
   search(options: SessionSearchOptions): Promise<Result<SessionSearchPage>> {
-    return this.#calls.run((session) => {
-      const { version } = session.state;
-      const page = session.reads.search(options);
-      // It indexed the last of what waited to be: the directory hears of the text it searches.
-      if (session.state.version !== version) this.#reports.schedule();
-      return page;
-    });
+    return this.#calls.copied(() =>
+      capture(async () => {
+        this.#calls.checkListed();
+        const session = this.#object.session;
+        const { version } = session.state;
+        await session.writes.indexForSearch();
+        // It indexed the last of what waited to be: the directory hears of the text it searches.
+        if (session.state.version !== version) this.#reports.schedule();
+        this.#calls.checkListed();
+        return storageWork(() => session.reads.search(options));
+      }),
+    );
   }
 
   /**

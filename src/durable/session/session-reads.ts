@@ -204,14 +204,14 @@ export class SessionReads {
   }
 
   /**
-   * Entries matching a search, with whether each is on the current branch. What is still to be
-   * indexed is indexed first, so a search finds everything written before it.
+   * Entries matching a search among those indexed, with whether each is on the current branch;
+   * `indexing` when some still wait to be indexed (see `SessionWrites.indexForSearch`).
    */
   search(options: SessionSearchOptions): SessionSearchPage {
     this.#whole();
     const { leafId } = this.#parts.row.live();
-    while (this.#parts.search.backfillPending) this.indexStep();
-    return this.#parts.search.search(options, leafId);
+    const page = this.#parts.search.search(options, leafId);
+    return this.#parts.search.backfillPending ? { ...page, indexing: true } : page;
   }
 
   /**

@@ -9,6 +9,7 @@ import type { AppendOptions, AppendResult, ImportOptions, LeafOptions } from "..
 import { quotaExceeded } from "../quotas";
 import type { Reloadable } from "../transaction";
 import { afterCommit, transaction } from "../transaction";
+import { storageWork } from "../transient";
 import type { CopiedRows, ForkStart } from "../types";
 import type { ContextReads } from "./context-reads";
 import type { StoredWrite } from "./entry-rows";
@@ -27,6 +28,13 @@ import type { StoreParts } from "./session-state";
 
 /** What a committed write wrote, and the head it left. */
 export type WriteListener = (entries: StoredEntry[], leafId: string | null) => void;
+
+/**
+ * Milliseconds indexing for search runs at once: the alarm's after a large write, before it lets
+ * the object rest and comes back, and a search's before it looks. However large the write, each
+ * answers in time, and the write is searchable soon after.
+ */
+export const SEARCH_INDEX_BUDGET_MS = 500;
 
 export class SessionWrites {
   readonly #parts: StoreParts;
@@ -81,6 +89,20 @@ export class SessionWrites {
     this.#parts.row.live();
     if (this.#parts.copy.copying) return false;
     return this.#reads.indexStep();
+  }
+
+  /**
+   * Indexes what waits to be indexed for search, a step at a time (each its own transaction, other
+   * requests let in between), for up to `SEARCH_INDEX_BUDGET_MS`; true when some still waits.
+   */
+  async indexForSearch(): Promise<boolean> {
+    const started = Date.now();
+    while (this.searchBackfillPending) {
+      if (Date.now() - started >= SEARCH_INDEX_BUDGET_MS) return true;
+      storageWork(() => this.searchBackfillStep());
+      await scheduler.wait(0);
+    }
+    return false;
   }
 
   /**

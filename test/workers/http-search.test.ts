@@ -249,6 +249,38 @@ describe("searching a session", () => {
     expect(await branch()).toEqual({ q: true, a1: true, a2: false });
   });
 
+  it("marks a hit near the root of a long branch with the latest edit of it on the current branch", async () => {
+    const id = await createSession();
+    const append = async (body: unknown) =>
+      expect((await api("POST", `/v1/sessions/${id}/entries`, { body })).status).toBe(201);
+    const steps = (from: number, count: number) =>
+      Array.from({ length: count }, (_, i) => ({ id: `m${from + i}`, ...userMessage(`step ${from + i}`) }));
+    const edit = (editId: string, parentId?: string) => ({
+      type: "context_edit",
+      id: editId,
+      ...(parentId === undefined ? {} : { parentId }),
+      targetId: "m0",
+      replacement: { content: `edited by ${editId}` },
+    });
+    await append({ entries: [{ id: "m0", ...userMessage("the narwhal plan") }, ...steps(1, 399)] });
+    await append(edit("early"));
+    await append({ entries: steps(400, 300) });
+    await append(edit("late"));
+    await append({ entries: steps(700, 100) });
+    // Another branch, from the middle of the path, edits it too.
+    await append(edit("aside", "m200"));
+    const hit = async (leafId: string) => {
+      await api("PUT", `/v1/sessions/${id}/leaf`, { body: { targetId: leafId } });
+      const hits = (await search(id, q("narwhal"))).body.hits;
+      expect(hits.map((h) => h.entryId)).toEqual(["m0"]);
+      return hits[0];
+    };
+    expect(await hit("m799")).toMatchObject({ onBranch: true, editedBy: "late" });
+    expect(await hit("m500")).toMatchObject({ onBranch: true, editedBy: "early" });
+    expect(await hit("aside")).toMatchObject({ onBranch: true, editedBy: "aside" });
+    expect(await hit("m300")).not.toHaveProperty("editedBy");
+  });
+
   it("indexes in the write's transaction: a refused batch leaves nothing to find", async () => {
     const id = await createSession();
     const refused = await api("POST", `/v1/sessions/${id}/entries`, {

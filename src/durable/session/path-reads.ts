@@ -99,6 +99,25 @@ export class PathReads {
       .map((row) => row.seq);
   }
 
+  /**
+   * Which of `seqs` lie on the path from `seq` up to depth `minDepth`: one walk that keeps only
+   * them, so what it holds is as large as `seqs`, however long the path.
+   */
+  onPath(seq: number, seqs: readonly number[], minDepth: number): Set<number> {
+    return new Set(
+      this.#sql<{ seq: number }>`
+        WITH RECURSIVE path(seq, parent_seq) AS (
+          SELECT seq, parent_seq FROM entries WHERE seq = ${seq}
+          UNION ALL
+          SELECT e.seq, e.parent_seq FROM path JOIN entries e ON e.seq = path.parent_seq
+          WHERE e.depth >= ${minDepth}
+        )
+        SELECT seq FROM path WHERE seq IN (SELECT value FROM json_each(${JSON.stringify(seqs)}))`
+        .toArray()
+        .map((row) => row.seq),
+    );
+  }
+
   /** Seqs of the path root → `leafId` (on a path, seq grows from parent to child). */
   pathSeqs(leafId: string | null): number[] {
     if (leafId === null) return [];

@@ -44,6 +44,9 @@ const DIGEST_TAIL_CHARS = 6000;
 /** Entry types whose text is conversation (labels and names reach the directory apart). */
 const DIGEST_TYPES = ["message", "custom_message", "custom", "compaction", "branch_summary"];
 
+/** The row of a hit's entry: what a hit tells of it, and where it lies. */
+type HitEntry = { seq: number; id: string; type: string; role: string | null; depth: number | null };
+
 export class SearchIndex {
   readonly #storage: SqlStorage;
   readonly #sql: Sql;
@@ -143,19 +146,16 @@ export class SearchIndex {
     )) {
       snippets.set(row.seq, { text: row.text, thinking: row.thinking });
     }
-    const meta = new Map<number, { id: string; type: string; role: string | null; depth: number | null }>();
-    for (const row of this.#sql<{
-      seq: number;
-      id: string;
-      type: string;
-      role: string | null;
-      depth: number | null;
-    }>`
+    const meta = new Map<number, HitEntry>();
+    for (const row of this.#sql<HitEntry>`
       SELECT seq, id, type, role, depth FROM entries WHERE seq IN (SELECT value FROM json_each(${list}))`) {
       meta.set(row.seq, row);
     }
-    const onBranch = this.#branchSeqs(leafId, [...meta.values()]);
-    const editedBy = this.#edits(onBranch);
+    const edits = this.#edits([...meta.values()].map((entry) => entry.id));
+    const onBranch = this.#onBranch(leafId, [...meta.values(), ...edits]);
+    // The latest edit of each entry on the branch (edits come in order of seq).
+    const editedBy = new Map<string, string>();
+    for (const edit of edits) if (onBranch.has(edit.seq)) editedBy.set(edit.target, edit.id);
     const hits: SearchHit[] = [];
     for (const seq of seqs) {
       const entry = meta.get(seq);
@@ -180,29 +180,26 @@ export class SearchIndex {
     return hits;
   }
 
-  /** Which of the hits' entries lie on the path to the leaf: one walk up, no deeper than the highest hit. */
-  #branchSeqs(leafId: string | null, hits: readonly { depth: number | null }[]): Set<number> {
+  /**
+   * Which of these entries (hits and their edits) lie on the path to the leaf: one walk up, no
+   * deeper than the highest of them, keeping only them.
+   */
+  #onBranch(leafId: string | null, entries: readonly { seq: number; depth: number | null }[]): Set<number> {
     if (leafId === null) return new Set();
     const leaf = this.#rows.node(leafId);
-    const depths = hits.map((hit) => hit.depth).filter((depth): depth is number => depth !== null);
+    const depths = entries.map((entry) => entry.depth).filter((depth): depth is number => depth !== null);
     if (!leaf || depths.length === 0) return new Set();
-    return new Set(this.#paths.ancestors(leaf.seq, Math.min(...depths)));
+    const seqs = entries.map((entry) => entry.seq);
+    return this.#paths.onPath(leaf.seq, seqs, Math.min(...depths));
   }
 
-  /**
-   * The latest context edit of each entry among `branch` (seqs of a path): an edit of a path entry
-   * lies below it, so on the same path. Entry id → the edit's id.
-   */
-  #edits(branch: ReadonlySet<number>): Map<string, string> {
-    const edits = new Map<string, string>();
-    if (branch.size === 0) return edits;
-    for (const row of this.#sql<{ id: string; target: string | null }>`
-      SELECT id, body->>'targetId' AS target FROM entries
-      WHERE type = 'context_edit' AND seq IN (SELECT value FROM json_each(${JSON.stringify([...branch])}))
-      ORDER BY seq`) {
-      if (row.target !== null) edits.set(row.target, row.id);
-    }
-    return edits;
+  /** The context edits of the entries `ids`, in order of seq, each with the id it edits. */
+  #edits(ids: readonly string[]): { seq: number; id: string; target: string; depth: number | null }[] {
+    if (ids.length === 0) return [];
+    return this.#sql<{ seq: number; id: string; target: string; depth: number | null }>`
+      SELECT seq, id, body->>'targetId' AS target, depth FROM entries
+      WHERE type = 'context_edit' AND body->>'targetId' IN (SELECT value FROM json_each(${JSON.stringify(ids)}))
+      ORDER BY seq`.toArray();
   }
 
   /** The session's text as its directory shard searches it (see DIGEST_*). */

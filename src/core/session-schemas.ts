@@ -171,7 +171,7 @@ export const ForkOptions = z
   .object({
     position: Position.optional(),
     id: Id.optional().meta({ description: "id of the new session (a fresh one when absent)" }),
-    name: z.string().optional().meta({ description: "the source's name carries over when absent" }),
+    name: Name.optional().meta({ description: "the source's name carries over when absent" }),
   })
   .strict();
 export type ForkOptions = z.infer<typeof ForkOptions>;

@@ -208,6 +208,14 @@ describe("sessions", () => {
     expectError(refusedImport, 400, "invalid_request");
     expect(refusedImport.body.error.message).toMatch(/line 1/);
     expectError(await api("GET", `/v1/sessions/${imported}`), 404, "not_found");
+    // A fork's name is checked as a rename is: no fork is made.
+    const forkId = sid();
+    expectError(
+      await api("POST", `/v1/sessions/${named}/fork`, { body: { entryId: target, id: forkId, name: long } }),
+      400,
+      "invalid_request",
+    );
+    expectError(await api("GET", `/v1/sessions/${forkId}`), 404, "not_found");
   });
 
   it("changes a session whose id is a route's word (import) with JSON, as any other", async () => {

@@ -5,7 +5,17 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/worker";
 import claudeCode from "../fixtures/claude-code/1.0.98-parallel-tools.jsonl?raw";
-import { api, createSession, KEY_A, KEY_A_READ, KEY_B, KEY_C, sid, userMessage } from "./helpers";
+import {
+  api,
+  createSession,
+  expectError,
+  KEY_A,
+  KEY_A_READ,
+  KEY_B,
+  KEY_C,
+  sid,
+  userMessage,
+} from "./helpers";
 import { captureLogs, lineOf } from "./log-capture";
 
 /* The tenant's history over MCP, driven by the SDK's own client against the Worker. */
@@ -374,6 +384,8 @@ describe("MCP server", () => {
 
   it("answers bad arguments with a tool error naming the argument, never a failure of the server", async () => {
     const id = await createSession();
+    const source = await createSession();
+    await api("POST", `/v1/sessions/${source}/entries`, { body: userMessage("hi") });
     const client = await connect(KEY_A);
     const deep: Record<string, unknown> = {};
     let at = deep;
@@ -392,6 +404,11 @@ describe("MCP server", () => {
       ["read_entries", { sessionId: id, query: "x", around: 21 }, "around"],
       ["append_note", { sessionId: id, text: "" }, "text"],
       ["label_entry", { sessionId: id, entryId: "missing", label: "x" }, "missing"],
+      [
+        "fork_session",
+        { sessionId: source, newId: `${source}-fork`, name: "n".repeat(64 * 1024 + 1) },
+        "name",
+      ],
     ];
     for (const [name, args, named] of cases) {
       const result = await call(client, name, args);
@@ -401,6 +418,7 @@ describe("MCP server", () => {
     }
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect((await api("GET", `/v1/sessions/${id}/entries`)).body.entries).toEqual([]);
+    expectError(await api("GET", `/v1/sessions/${source}-fork`), 404, "not_found");
     await client.close();
   });
 

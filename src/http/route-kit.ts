@@ -148,15 +148,20 @@ export function sessionStub(c: Context<AppEnv>, sid: string): DurableObjectStub<
 }
 
 /**
- * The info of a session the request has just written (a fork, an import): read after the write,
- * so a failure to read it answers that the outcome is unknown, never that nothing was applied.
+ * A call that follows a write the request has made (a rename's header change, an import's leaf
+ * read): its failure answers that the outcome is unknown, never that nothing was applied.
  */
-export async function writtenInfo(session: { getInfo(): Promise<SessionInfo> }): Promise<SessionInfo> {
+export async function afterWrite<T>(call: () => Promise<T>): Promise<T> {
   try {
-    return await session.getInfo();
+    return await call();
   } catch (error) {
     throw partlyApplied(error);
   }
+}
+
+/** The info of a session the request has just written (a fork, an import): see `afterWrite`. */
+export function writtenInfo(session: { getInfo(): Promise<SessionInfo> }): Promise<SessionInfo> {
+  return afterWrite(() => session.getInfo());
 }
 
 /**

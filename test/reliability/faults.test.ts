@@ -178,6 +178,25 @@ describe("a storage statement failing inside a transaction", () => {
     expect(listed.body.generations.map((g: { id: string }) => g.id)).toEqual([opened.body.id]);
   });
 
+  it("answers an unknown outcome when a rename's header change fails after its name was written", async () => {
+    const id = await newSession();
+    // The name's session_info entry is written; the header's change that follows fails.
+    faults.add({ point: "statement", object: objectOf(id), matching: /SET header/ });
+    const failed = await api("PATCH", `/v1/sessions/${id}`, { name: "renamed", metadata: { b: 2 } });
+    expectUnavailable(failed, "unknown");
+    expect(faults.injected.statement).toBeGreaterThan(0);
+    expect((await entries(id)).map((entry) => entry.type)).toEqual(["session_info"]);
+    expect((await api("GET", `/v1/sessions/${id}`)).body).toMatchObject({ name: "renamed", metadata: {} });
+  });
+
+  it("answers not_applied when a header change alone fails, writing nothing", async () => {
+    const id = await newSession();
+    faults.add({ point: "statement", object: objectOf(id), matching: /SET header/ });
+    expectUnavailable(await api("PATCH", `/v1/sessions/${id}`, { metadata: { b: 2 } }), "not_applied");
+    expect(await entries(id)).toEqual([]);
+    expect((await api("GET", `/v1/sessions/${id}`)).body).toMatchObject({ metadata: {} });
+  });
+
   it("answers session_full when the storage is full at the platform's limit, writing nothing", async () => {
     const id = await newSession();
     faults.add({ point: "statement", object: objectOf(id), error: "full" });

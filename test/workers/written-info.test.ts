@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { SessionError } from "../../src/core/errors";
 import type { SessionInfo } from "../../src/core/session-schemas";
-import { writtenInfo } from "../../src/http/route-kit";
+import { afterWrite, writtenInfo } from "../../src/http/route-kit";
 
 /*
  * A fork or an import is answered with its new session's info, read once the write is done: a
@@ -20,6 +20,13 @@ describe("the info of a session a request has just written", () => {
       expect((error as SessionError).code).toBe("unavailable");
       expect((error as SessionError).details).toMatchObject({ outcome: "unknown" });
     }
+  });
+
+  it("answers an unknown outcome for any call after a write (an import's leaf read), not not_applied", async () => {
+    const overloaded = Object.assign(new Error("the object is overloaded"), { overloaded: true });
+    const error = await afterWrite(() => Promise.reject(overloaded)).catch((e: unknown) => e);
+    expect((error as SessionError).details).toMatchObject({ outcome: "unknown" });
+    await expect(afterWrite(async () => "leaf")).resolves.toBe("leaf");
   });
 
   it("passes any other failure on as it is, and the info when it is read", async () => {

@@ -7,6 +7,7 @@ import { expectedLeaf, leafTag } from "../../core/leaf-tag";
 import { MAX_BATCH_ENTRIES } from "../../core/limits";
 import { TreeNode } from "../../core/tree";
 import {
+  afterWrite,
   body,
   conflict,
   errors,
@@ -91,7 +92,7 @@ export const entryRoutes = routes()
       }
       const storage = sessionStorage(c, c.req.valid("param").sid);
       await storage.importEntries(entries);
-      const leafId = await storage.getLeafId();
+      const leafId = await afterWrite(() => storage.getLeafId());
       return c.json({ leafId }, 200, { ETag: leafTag(leafId) });
     },
   )

@@ -5,6 +5,7 @@ import { SessionInfo, SessionPage } from "../../core/session-schemas";
 import { forkSession } from "../fork";
 import { creationLocation } from "../placement";
 import {
+  afterWrite,
   body,
   conflict,
   errors,
@@ -15,6 +16,7 @@ import {
   sessionObject,
   sessionStorage,
   writeErrors,
+  writtenInfo,
 } from "../route-kit";
 import {
   CreateSessionBody,
@@ -92,9 +94,17 @@ export const sessionRoutes = routes()
       const storage = sessionStorage(c, c.req.valid("param").sid);
       const { name, ...header } = c.req.valid("json");
       checkExpiresAt(header.expiresAt);
-      if (name !== undefined) await storage.appendEntries([{ type: "session_info", name }]);
-      if (Object.values(header).some((v) => v !== undefined)) await storage.updateHeader(header);
-      const info = await storage.getInfo();
+      // Two writes: once the name is written, a failure leaves the change applied in part.
+      let written = false;
+      if (name !== undefined) {
+        await storage.appendEntries([{ type: "session_info", name }]);
+        written = true;
+      }
+      if (Object.values(header).some((v) => v !== undefined)) {
+        await (written ? afterWrite(() => storage.updateHeader(header)) : storage.updateHeader(header));
+        written = true;
+      }
+      const info = await (written ? writtenInfo(storage) : storage.getInfo());
       return c.json(info, 200, { ETag: leafTag(info.leafId) });
     },
   )

@@ -568,6 +568,13 @@ describe("blobs in R2", () => {
     const id = await writeSession(api, [21]);
     const res = await api("GET", `/v1/sessions/${id}/context?blobs=url`);
     expect(res.status, res.text).toBe(200);
+    // Its URLs expire: the answer is neither stored nor answered 304 for the version it names.
+    expect(res.headers.get("Cache-Control")).toBe("no-store");
+    const again = await api("GET", `/v1/sessions/${id}/context?blobs=url`, {
+      headers: { "If-None-Match": res.headers.get("ETag") as string },
+    });
+    expect(again.status).toBe(200);
+    expect(again.body.messages).toHaveLength(2);
     const [user, tool] = res.body.messages;
     const imageUrl: string = user.content[1].data;
     const textUrl: string = tool.content[0].text;

@@ -42,7 +42,7 @@ export const contextRoutes = routes()
       operationId: "getContext",
       summary: "What to send to a model from a leaf",
       description:
-        "Every answer has a version (also its ETag). With `since` set to an earlier version, a context that only grew since (the usual agent turn) comes back as `append`: the new messages; otherwise whole, with `reset: true`. If-None-Match with the current version is 304. With `format`, the request fields carrying the context in that model API's shape, for `model` (default: the session's model): signatures and encrypted reasoning go back only to the model that made them.",
+        "Every answer has a version (also its ETag). With `since` set to an earlier version, a context that only grew since (the usual agent turn) comes back as `append`: the new messages; otherwise whole, with `reset: true`. If-None-Match with the current version (a weak tag too) is 304, except with `blobs=url`, whose signed URLs expire: that answer is `Cache-Control: no-store`. With `format`, the request fields carrying the context in that model API's shape, for `model` (default: the session's model): signatures and encrypted reasoning go back only to the model that made them.",
       request: { params: SessionIdParam, query: ContextQuery, headers: IfNoneMatch },
       responses: {
         200: json(
@@ -75,11 +75,15 @@ export const contextRoutes = routes()
         throw new SessionError("invalid_request", "since applies to a context in our own shape", { format });
       }
       const object = sessionObject(c, c.req.valid("param").sid);
-      // A version the client holds already is answered before any body is built.
-      const ifNoneMatch = c.req
-        .valid("header")
-        ["if-none-match"]?.split(/\s*,\s*/)
-        .map((tag) => tag.replace(/^"|"$/g, ""));
+      // A version the client holds already is answered before any body is built, its tags compared
+      // weakly (RFC 9110). Not with blobs=url: the version does not change when the URLs expire.
+      const ifNoneMatch =
+        blobs === "url"
+          ? undefined
+          : c.req
+              .valid("header")
+              ["if-none-match"]?.split(/\s*,\s*/)
+              .map((tag) => tag.replace(/^W\//, "").replace(/^"|"$/g, ""));
       // The leaf as it stood then, from the session's leaf history.
       const leaf = asOf === undefined ? leafId : (await object.leafAt(asOf)).leafId;
       // Built and projected by the session's object, passed through as it streams.
@@ -90,7 +94,11 @@ export const contextRoutes = routes()
       });
       const etag = `"${answer.version}"`;
       if (answer.kind === "unchanged") return c.body(null, 304, { ETag: etag });
-      if (format === undefined) return streamedJson(ContextResponse, answer.body, { ETag: etag });
+      if (format === undefined) {
+        const headers: Record<string, string> = { ETag: etag };
+        if (blobs === "url") headers["Cache-Control"] = "no-store";
+        return streamedJson(ContextResponse, answer.body, headers);
+      }
       // Converted here, not in the object: the object's time is the session's writers' time.
       const whole = (await new Response(answer.body).json()) as SessionContext & { version: string };
       const { version: _version, ...context } = whole;

@@ -5,6 +5,7 @@ import type * as z from "zod";
 import { zodDetails } from "../core/append";
 import { SessionError } from "../core/errors";
 import { assertJsonDepth, assertProtoKeysKept } from "../core/json";
+import { MAX_BODY_BYTES } from "../core/limits";
 import type { SessionInfo } from "../core/session-schemas";
 import type { ObjectCalls, SessionObject, SessionObjectStorage } from "../durable/internal";
 import {
@@ -35,14 +36,28 @@ const TARGETS: Record<keyof ValidationTargets, string> = {
   cookie: "cookie",
 };
 
-/** A `format` outside the ones a schema lists (a query value, or a message entry's in a body). */
-function unknownFormat(error: z.ZodError): z.core.$ZodIssue | undefined {
+/**
+ * A `format` outside the ones a schema lists (a query value, or a message entry's in a body): a
+ * name, so a format that is not a string (null) is invalid input instead.
+ */
+function unknownFormat(error: z.ZodError, input: unknown): z.core.$ZodIssue | undefined {
   return error.issues.find(
     (issue) =>
       issue.path.at(-1) === "format" &&
       (issue.code === "invalid_value" ||
-        (issue.code === "invalid_union" && issue.discriminator === "format")),
+        (issue.code === "invalid_union" && issue.discriminator === "format")) &&
+      typeof valueAt(input, issue.path) === "string",
   );
+}
+
+/** The value at `path` in parsed JSON (own keys only), if there is one. */
+function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
+  let at = value;
+  for (const key of path) {
+    if (typeof at !== "object" || at === null || !Object.hasOwn(at, key)) return undefined;
+    at = (at as Record<PropertyKey, unknown>)[key];
+  }
+  return at;
 }
 
 /**
@@ -61,7 +76,9 @@ export function routes(): OpenAPIHono<AppEnv> {
         if (typeof text === "string") assertProtoKeysKept(text, result.data, "the body");
         return;
       }
-      const format = unknownFormat(result.error);
+      // The validator hands the hook the input it checked as `data`, which the hook's type names
+      // only on success.
+      const format = unknownFormat(result.error, (result as { data?: unknown }).data);
       if (format) {
         const path = format.path.map(String);
         // A discriminated union lists its values in `options`, which zod's issue type leaves out.
@@ -111,16 +128,28 @@ export const errors = {
   ),
 };
 
-/** What a POST answers when its request is not declared `application/json`, an empty body too (body.ts). */
-export const notJson = { 415: failure("unsupported_format: the request is not declared application/json") };
+/** A body past the 32 MiB every JSON body is held to (body.ts). */
+export const TOO_LARGE_BODY = `payload_too_large: the body is over ${MAX_BODY_BYTES / (1024 * 1024)} MiB`;
+
+/**
+ * What a route that takes a JSON body may answer before it runs (body.ts): a request not declared
+ * `application/json` (an empty body too), or a body past its size.
+ */
+export const bodyErrors = {
+  413: failure(TOO_LARGE_BODY),
+  415: failure("unsupported_format: the request is not declared application/json"),
+};
 
 /** A route's own 409, beside the tenant's wrong_jurisdiction that every route may answer. */
 export const conflict = (description: string) => failure(`${description}, or ${WRONG_JURISDICTION}`);
 
-/** What a write that stores something may also answer: a quota it would pass. */
+/** What a write that stores something may also answer: its body's errors, a quota it would pass. */
 export const writeErrors = {
   ...errors,
-  413: failure("quota_exceeded: the write would pass one of the tenant's quotas; nothing written"),
+  ...bodyErrors,
+  413: failure(
+    `${TOO_LARGE_BODY}, or quota_exceeded: the write would pass one of the tenant's quotas; nothing written`,
+  ),
   507: failure("session_full: the session's storage reached its ceiling; nothing written"),
 };
 

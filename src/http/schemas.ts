@@ -75,8 +75,12 @@ export const AppendBody = z
     AppendEntryInput,
     z
       .object({
-        type: z.undefined().optional().meta({ type: "null", description: "absent: a batch has no type" }),
-        entries: z.array(AppendEntryInput),
+        type: z
+          .undefined()
+          .optional()
+          .meta({ type: "null", not: {}, description: "absent: a batch has no type" }),
+        // Bounds the document states; an empty batch is invalid_request and a longer one payload_too_large.
+        entries: z.array(AppendEntryInput).meta({ minItems: 1, maxItems: MAX_BATCH_ENTRIES }),
       })
       .strict(),
   ])
@@ -210,7 +214,7 @@ export const BranchResponse = z.object({ entries: z.array(StoredEntry) });
 export const CompactResponse = z.object({ entry: StoredEntry });
 
 export const ImportEntriesBody = z
-  .object({ entries: z.array(SessionEntry) })
+  .object({ entries: z.array(SessionEntry).meta({ maxItems: MAX_BATCH_ENTRIES }) })
   .strict()
   .meta({
     description: "entries written verbatim, in order: ids, parents, timestamps and leaf records as given",

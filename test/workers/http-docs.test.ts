@@ -104,6 +104,60 @@ describe("/docs", () => {
     expect(undeclared).toEqual([]);
   });
 
+  it("documents 413 and 415 on every route that takes a JSON body, as every such body may answer them", async () => {
+    const spec = (await (await get("/v1/openapi.json")).json()) as {
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            requestBody?: { content: Record<string, unknown> };
+            responses: Record<string, { description: string }>;
+          }
+        >
+      >;
+    };
+    const undocumented: string[] = [];
+    for (const [path, item] of Object.entries(spec.paths))
+      for (const [method, operation] of Object.entries(item)) {
+        if (!operation.requestBody?.content["application/json"]) continue;
+        const { 413: tooLarge, 415: notJson } = operation.responses;
+        if (!tooLarge?.description.includes("payload_too_large")) undocumented.push(`413 ${method} ${path}`);
+        if (!notJson?.description.includes("application/json")) undocumented.push(`415 ${method} ${path}`);
+      }
+    expect(undocumented).toEqual([]);
+  });
+
+  it("describes a field that must be left out as absent, never as null, and a batch's bounds", async () => {
+    const spec = (await (await get("/v1/openapi.json")).json()) as {
+      paths: Record<
+        string,
+        Record<string, { requestBody?: { content: Record<string, { schema: unknown }> } }>
+      >;
+    };
+    const bodyOf = (path: string) =>
+      spec.paths[path]?.post?.requestBody?.content["application/json"]?.schema as Record<string, any>;
+    const append = bodyOf("/v1/sessions/{sid}/entries");
+    const [entry, batch] = append.oneOf;
+    const [ours] = entry.oneOf[0].oneOf;
+    expect(ours.properties.format).toMatchObject({ not: {} });
+    expect(batch.properties.type).toMatchObject({ not: {} });
+    // Nowhere is null the one value a field takes: such a field admits no value at all.
+    const onlyNull = (schema: unknown): unknown[] =>
+      typeof schema !== "object" || schema === null
+        ? []
+        : [
+            ...((schema as Record<string, unknown>).type === "null" ? [schema] : []),
+            ...Object.values(schema).flatMap(onlyNull),
+          ];
+    expect(onlyNull(append).length).toBeGreaterThan(0);
+    for (const schema of onlyNull(append)) expect(schema).toMatchObject({ not: {} });
+    expect(batch.properties.entries).toMatchObject({ minItems: 1, maxItems: 1000 });
+    expect(bodyOf("/v1/sessions/{sid}/import").properties.entries).toMatchObject({ maxItems: 1000 });
+    const page = await (await get("/docs")).text();
+    expect(page).toContain('<span class="type">absent</span><p>absent: the message is ours</p>');
+  });
+
   it("describes the provider formats: the context's query and answers, the provider message entry", async () => {
     const spec = (await (await get("/v1/openapi.json")).json()) as {
       paths: Record<string, Record<string, Record<string, unknown>>>;

@@ -925,6 +925,22 @@ describe("appending a provider's message", () => {
     await unchanged(id, before);
   });
 
+  it("refuses a null format or batch type as invalid (400): each is a field left out, never null", async () => {
+    const id = await sessionWith([
+      { type: "message", message: { role: "user", content: "Hi.", timestamp: 1 } },
+    ]);
+    const before = await info(id);
+    const ours = { type: "message", message: { role: "user", content: "x", timestamp: 2 } };
+    for (const body of [
+      { ...ours, format: null },
+      { entries: [ours, { ...ours, format: null }] },
+      { type: null, entries: [ours] },
+    ]) {
+      expectError(await append(id, body), 400, "invalid_request");
+    }
+    await unchanged(id, before);
+  });
+
   it("is a write: another tenant gets 404, a read-only key 403, and nothing is written", async () => {
     const id = await sessionWith([
       { type: "message", message: { role: "user", content: "Hi.", timestamp: 1 } },

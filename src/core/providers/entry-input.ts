@@ -50,7 +50,12 @@ const [messageEntryInput, ...otherEntryInputs] = EntryInput.options;
 export const AppendEntryInput = z.discriminatedUnion("type", [
   z.discriminatedUnion("format", [
     messageEntryInput.extend({
-      format: z.undefined().optional().meta({ type: "null", description: "absent: the message is ours" }),
+      // A field left out: `not: {}` admits no value, null neither (the document's generator
+      // needs a type for it).
+      format: z
+        .undefined()
+        .optional()
+        .meta({ type: "null", not: {}, description: "absent: the message is ours" }),
     }),
     ProviderMessageEntryInput,
   ]),

@@ -42,6 +42,8 @@ export function schemaSummary(schema: Schema): Html {
     const name = refName(schema.$ref);
     return html`<a href="#${schemaAnchor(name)}">${name}</a>`;
   }
+  // `not: {}` admits no value: the field is left out.
+  if (isRecord(schema.not) && Object.keys(schema.not).length === 0) return html`absent`;
   if (Array.isArray(schema.enum)) return join(schema.enum.map(code), " | ");
   if ("const" in schema) return code(schema.const);
   const variants = variantsOf(schema);

@@ -53,7 +53,9 @@ export const entryRoutes = routes()
         409: conflict("already_exists"),
         412: failure("leaf_conflict"),
         413: failure("entry_too_large / payload_too_large / quota_exceeded"),
-        415: failure("unsupported_format: a message entry's format is not one of the known ones"),
+        415: failure(
+          "unsupported_format: the request is not declared application/json, or a message entry's format is not one of the known ones",
+        ),
         422: failure("parent_not_found / invalid_tree"),
       },
     }),

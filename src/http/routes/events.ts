@@ -5,10 +5,10 @@ import { SessionError } from "../../core/errors";
 import { SOCKET_TICKET_HEADER } from "../../durable/internal";
 import {
   body,
+  bodyErrors,
   errors,
   forObject,
   json,
-  notJson,
   repo,
   routes,
   sessionObject,
@@ -105,7 +105,7 @@ export const eventRoutes = routes()
       summary: "A one-time ticket to open the session WebSocket (for browsers)",
       description: "Good for one connection within a minute; read-only keys may ask for one.",
       request: { params: SessionIdParam, body: body(EmptyBody, false) },
-      responses: { 201: json(Ticket, "the ticket"), ...errors, ...notJson },
+      responses: { 201: json(Ticket, "the ticket"), ...errors, ...bodyErrors },
     }),
     async (c) => {
       const sid = c.req.valid("param").sid;

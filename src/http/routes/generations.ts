@@ -24,6 +24,7 @@ import {
   routes,
   sessionObject,
   sessionStub,
+  TOO_LARGE_BODY,
   writeErrors,
 } from "../route-kit";
 import { SessionIdParam } from "../schemas";
@@ -63,7 +64,7 @@ const outcomeResponses = {
   200: json(GenerationOutcome, "ended already the same way: the same outcome, nothing written"),
   409: conflict("stream_closed: the generation was completed or stopped already (the other one of the two)"),
   413: failure(
-    "entry_too_large or quota_exceeded for a complete's given message; nothing written, the generation stays open (without a message, an answer that cannot be stored whole ends cut short instead)",
+    `entry_too_large or quota_exceeded for a complete's given message; nothing written, the generation stays open (without a message, an answer that cannot be stored whole ends cut short instead). Or ${TOO_LARGE_BODY}`,
   ),
 };
 
@@ -96,7 +97,7 @@ const app = routes()
         422: failure("parent_not_found"),
         ...writeErrors,
         413: failure(
-          "quota_exceeded: the session holds maxOpenGenerations open generations already (64 unless QUOTAS sets it)",
+          `quota_exceeded: the session holds maxOpenGenerations open generations already (64 unless QUOTAS sets it). Or ${TOO_LARGE_BODY}`,
         ),
       },
     }),

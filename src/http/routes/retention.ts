@@ -1,5 +1,5 @@
 import { createRoute } from "@hono/zod-openapi";
-import { body, errors, json, repo, routes } from "../route-kit";
+import { body, bodyErrors, errors, json, repo, routes } from "../route-kit";
 import { RetentionBody } from "../schemas";
 
 /** The tenant's retention: how long a session may stay idle before it is deleted. */
@@ -26,7 +26,7 @@ export const retentionRoutes = routes()
       description:
         "Sessions with no write for idleDays are deleted, as by DELETE: restorable for the recovery window. Checked about hourly by each directory shard; null turns it off. A session's own expiresAt applies as well.",
       request: { body: body(RetentionBody) },
-      responses: { 200: json(RetentionBody, "the retention set"), ...errors },
+      responses: { 200: json(RetentionBody, "the retention set"), ...errors, ...bodyErrors },
     }),
     async (c) => c.json(await repo(c).setRetention(c.req.valid("json")), 200),
   );

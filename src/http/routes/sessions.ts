@@ -7,10 +7,10 @@ import { creationLocation } from "../placement";
 import {
   afterWrite,
   body,
+  bodyErrors,
   conflict,
   errors,
   json,
-  notJson,
   repo,
   routes,
   sessionObject,
@@ -137,7 +137,7 @@ export const sessionRoutes = routes()
       request: { params: SessionIdParam, body: body(EmptyBody, false) },
       responses: {
         ...errors,
-        ...notJson,
+        ...bodyErrors,
         200: json(SessionInfo, "the restored session"),
         409: conflict("already_exists: the session is not deleted"),
       },

@@ -101,6 +101,34 @@ describe("maxSessions", () => {
   });
 });
 
+describe("maxSessions, against a deleted session's id", () => {
+  const KEY = "key-one-session";
+
+  it("refuses a session created, forked or imported in a deleted one's place, which stays restorable", async () => {
+    const deleted = await create(KEY, [userMessage("kept for its window")]);
+    expect((await api("DELETE", `/v1/sessions/${deleted.id}`, { key: KEY })).status).toBe(204);
+    const live = await create(KEY, [userMessage("the one the quota allows")]);
+
+    expectQuota(await api("POST", "/v1/sessions", { key: KEY, body: { id: deleted.id } }), "maxSessions", 1);
+    expectQuota(
+      await api("POST", `/v1/sessions/${live.id}/fork`, {
+        key: KEY,
+        body: { entryId: live.leafId, id: deleted.id },
+      }),
+      "maxSessions",
+      1,
+    );
+    expectQuota(await importAs(KEY, deleted.id, 10), "maxSessions", 1);
+    expectError(await api("GET", `/v1/sessions/${deleted.id}`, { key: KEY }), 404, "not_found");
+
+    // With room made, the deleted session comes back whole.
+    expect((await api("DELETE", `/v1/sessions/${live.id}`, { key: KEY })).status).toBe(204);
+    const back = await api("POST", `/v1/sessions/${deleted.id}/restore`, { key: KEY, body: {} });
+    expect(back.status, back.text).toBe(200);
+    expect(back.body).toMatchObject({ id: deleted.id, entryCount: 1, bytes: deleted.bytes });
+  });
+});
+
 describe("maxSessionBytes", () => {
   const KEY = "key-small-sessions";
 
@@ -149,6 +177,15 @@ describe("maxSessionBytes", () => {
     expectError(await api("GET", `/v1/sessions/${id}`, { key: KEY }), 404, "not_found");
     const fits = await importAs(KEY, sid("import"), 1000);
     expect(fits.status, fits.text).toBe(201);
+  });
+
+  it("refuses a file too large for the id of a deleted session, which stays restorable", async () => {
+    const deleted = await create(KEY, [userMessage("kept for its window")]);
+    expect((await api("DELETE", `/v1/sessions/${deleted.id}`, { key: KEY })).status).toBe(204);
+    expectQuota(await importAs(KEY, deleted.id, 5000), "maxSessionBytes", 4000);
+    const back = await api("POST", `/v1/sessions/${deleted.id}/restore`, { key: KEY, body: {} });
+    expect(back.status, back.text).toBe(200);
+    expect(back.body).toMatchObject({ id: deleted.id, entryCount: 1, bytes: deleted.bytes });
   });
 
   it("refuses a sync that would take the session past its bytes, new or grown, writing nothing", async () => {

@@ -64,22 +64,27 @@ export class SessionLife {
   async create(tenant: string, header: SessionHeader, options: NewSessionOptions): Promise<SessionInfo> {
     const { session, lifecycle, quotas, storage } = this.#object;
     const reports = this.#reports;
+    const replaces = session.exists && (lifecycle.deleted || lifecycle.pending);
+    // Admitted before anything gives the id up: a session refused for want of room leaves the
+    // deleted one that holds its id restorable. It takes over the claim under that id.
+    if (!session.exists || replaces) await quotas.admit(tenant, header.id, options.bytes ?? 0);
     // A deleted session gives up its id, as does one a fork or an import never completed; one
     // that forks still copy from is kept for them a little longer. Its directory hears of its
     // deletion first: what it is owed would go with its storage, and the old listing stay.
     if (session.exists && lifecycle.deleted && !(await this.#unlist())) {
+      await this.#unadmit(tenant, header.id);
       throw unavailable(
         `session ${header.id} was deleted and its directory cannot be told yet; try again`,
         "not_applied",
       );
     }
-    if (session.exists && (lifecycle.deleted || lifecycle.pending) && !(await this.#purge())) {
+    if (replaces && !(await this.#purge({ keepsQuotaClaim: true }))) {
+      await this.#unadmit(tenant, header.id);
       throw unavailable(
         `session ${header.id} was deleted and cannot be purged yet (forks still copy from it, or its tenant's ledgers cannot be reached); try again`,
         "not_applied",
       );
     }
-    if (!session.exists) await quotas.admit(tenant, header.id, options.bytes ?? 0);
     const { builder } = options;
     // An imported session whose expiry has passed keeps none, as a restored one does: else it
     // would be deleted as soon as it is written.
@@ -94,6 +99,15 @@ export class SessionLife {
     if (builder === undefined) await reports.publish();
     await this.#object.alarm.arm();
     return info;
+  }
+
+  /**
+   * A session that could not take a deleted one's id gives back the room it was admitted to: a
+   * deleted session holds none (one a fork or an import never completed keeps its own).
+   */
+  async #unadmit(tenant: string, sessionId: string): Promise<void> {
+    const { lifecycle, quotas } = this.#object;
+    if (lifecycle.deleted) await quotas.release(tenant, sessionId);
   }
 
   /**
@@ -241,9 +255,10 @@ export class SessionLife {
   /**
    * Drops the session's storage and its alarm; false (nothing dropped) while forks still copy
    * from it, or while its claims in its tenant's ledgers cannot be given up (the alarm tries
-   * again). A fork still copying lets its source go first.
+   * again). A fork still copying lets its source go first. With `keepsQuotaClaim`, the claim
+   * under the session's id stays: a session created in its place was admitted to it.
    */
-  async #purge(): Promise<boolean> {
+  async #purge({ keepsQuotaClaim = false } = {}): Promise<boolean> {
     const { session, lifecycle, storage, telemetry, alarm } = this.#object;
     const reports = this.#reports;
     const copy = this.#copy;
@@ -252,7 +267,7 @@ export class SessionLife {
       await copy.release().catch((error) => telemetry.logFailure("fork_release", error));
       const { header } = session.state;
       await telemetry.metric({ kind: "storage", sessionId: header.id, entries: 0, bytes: 0 });
-      if (!(await this.#releaseClaims())) {
+      if (!(await this.#releaseClaims(keepsQuotaClaim))) {
         await this.#retryIn(reports.backoffMs());
         return false;
       }
@@ -273,11 +288,11 @@ export class SessionLife {
   }
 
   /**
-   * Gives up the session's claims on its tenant's room and on its blobs; false (logged) when
-   * either could not be. Both claims are keyed by the session alone: once its storage is gone,
+   * Gives up the session's claims on its tenant's room (unless `keepsQuotaClaim`) and on its
+   * blobs; false (logged) when either could not be. Both claims are keyed by the session alone: once its storage is gone,
    * nothing would give them up, and the tenant would keep less room, and R2 the blobs, for good.
    */
-  async #releaseClaims(): Promise<boolean> {
+  async #releaseClaims(keepsQuotaClaim: boolean): Promise<boolean> {
     const { session, quotas, blobs, telemetry } = this.#object;
     const { tenant, header } = session.state;
     const attempt = (task: string, release: Promise<void>) =>
@@ -289,7 +304,7 @@ export class SessionLife {
         },
       );
     const released = await Promise.all([
-      attempt("release_quota", quotas.release(tenant, header.id)),
+      keepsQuotaClaim || attempt("release_quota", quotas.release(tenant, header.id)),
       attempt("release_blobs", blobs.release()),
     ]);
     return released.every(Boolean);

@@ -54,6 +54,6 @@ export class QuotaLedger {
 
   /** The holder is gone (or deleted): it counts against no quota. */
   release(tenant: string, holderId: string): Promise<void> {
-    return this.#reach(() => this.#ledger(tenant).releaseQuota(holderId));
+    return this.#reach(() => this.#ledger(tenant).releaseQuota(tenant, holderId));
   }
 }

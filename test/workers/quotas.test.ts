@@ -1,7 +1,10 @@
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { SessionInfo } from "../../src/core/session-schemas";
+import type { DurableEnv } from "../../src/durable/internal";
 import { DEFAULT_OPEN_GENERATIONS, quotasFor } from "../../src/durable/internal";
+import { directoryShard } from "../../src/durable/names";
 import type { WorkerEnv } from "../../src/http/env";
 import worker from "../../src/worker";
 import type { ApiResponse } from "./helpers";
@@ -126,6 +129,40 @@ describe("maxSessions, against a deleted session's id", () => {
     const back = await api("POST", `/v1/sessions/${deleted.id}/restore`, { key: KEY, body: {} });
     expect(back.status, back.text).toBe(200);
     expect(back.body).toMatchObject({ id: deleted.id, entryCount: 1, bytes: deleted.bytes });
+  });
+});
+
+describe("maxSessions, lifted for a while", () => {
+  const KEY = "key-lifted-quota";
+  const setting = env.QUOTAS;
+  const quotas = JSON.parse(setting ?? "{}");
+  const lifted = JSON.stringify({
+    ...quotas,
+    tenants: { ...quotas.tenants, "tenant-lifted-quota": { maxSessions: null } },
+  });
+  const purge = (id: string) => api("DELETE", `/v1/sessions/${id}?purge=true`, { key: KEY });
+  const createAs = (id: string) => api("POST", "/v1/sessions", { key: KEY, body: { id } });
+
+  it("counts, once set again, the sessions there are: none purged meanwhile, every one created", async () => {
+    const first = await create(KEY);
+    const second = await create(KEY);
+    const during = sid("during");
+    try {
+      env.QUOTAS = lifted;
+      expect((await purge(first.id)).status).toBe(204);
+      expect((await purge(second.id)).status).toBe(204);
+      expect((await createAs(during)).status).toBe(201);
+      // A claim whose release never reached the ledger: the directory lists no such session.
+      const ledger = directoryShard(env as unknown as DurableEnv, "tenant-lifted-quota", 0);
+      await runInDurableObject(ledger, (_instance, state) => {
+        state.storage.sql.exec("INSERT INTO quota_claims (session_id, bytes, seq) VALUES ('gone', 0, 0)");
+      });
+    } finally {
+      env.QUOTAS = setting;
+    }
+    const after = await createAs(sid("after"));
+    expect(after.status, after.text).toBe(201);
+    expectQuota(await createAs(sid("over")), "maxSessions", 2);
   });
 });
 

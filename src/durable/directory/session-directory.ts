@@ -259,9 +259,17 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     this.#ledger.settle(sessionId, holds, seq);
   }
 
-  /** A deleted session no longer counts against the tenant's quotas. @internal */
-  releaseQuota(sessionId: string): void {
-    this.#ledger.release(sessionId);
+  /**
+   * A deleted session no longer counts against the tenant's quotas. Its holder tells the ledger
+   * under any quotas: one told under quotas it was not seeded for (holders it may not have heard
+   * of came and went meanwhile) is seeded again before its next claim. @internal
+   */
+  releaseQuota(tenant: string, sessionId: string): void {
+    const setting = JSON.stringify(quotasFor(this.env.QUOTAS, tenant));
+    this.ctx.storage.transactionSync(() => {
+      this.#ledger.release(sessionId);
+      if (!this.#ledger.seededFor(setting)) this.#ledger.unseed();
+    });
   }
 
   /**

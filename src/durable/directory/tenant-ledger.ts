@@ -14,8 +14,9 @@ import { STREAM_CLAIM_PREFIX } from "./stream-registry";
  * carries the session's sequence number, and one older than the last the ledger heard from that
  * session changes nothing, so a late answer never undoes a newer one.
  *
- * A ledger that has not seen the tenant's sessions yet (the quotas were just set, or changed) is
- * seeded from the bytes the directory's shards last heard from each session.
+ * A ledger that has not seen the tenant's sessions yet (the quotas were just set, or changed, or a
+ * holder was deleted under other quotas) is seeded from the bytes the directory's shards last heard
+ * from each session; a holder they no longer list loses its claim.
  */
 
 /**
@@ -38,13 +39,25 @@ export class TenantLedger {
     return row?.seeded_for === quotas;
   }
 
-  /** Claims for the sessions the directory knows of, each at least what it last reported. */
+  /**
+   * Claims for the sessions the directory knows of, each at least what it last reported; a claim
+   * of a holder the directory no longer knows of (gone while the ledger was not told) goes.
+   */
   seed(rows: readonly SeedRow[], quotas: string): void {
     for (const { id, bytes } of rows) {
       this.#sql`INSERT INTO quota_claims (session_id, bytes, seq) VALUES (${id}, ${bytes}, 0)
         ON CONFLICT (session_id) DO UPDATE SET bytes = max(bytes, excluded.bytes)`;
     }
+    const known = new Set(rows.map((row) => row.id));
+    for (const { session_id } of this.#sql<{ session_id: string }>`SELECT session_id FROM quota_claims`) {
+      if (!known.has(session_id)) this.#sql`DELETE FROM quota_claims WHERE session_id = ${session_id}`;
+    }
     this.#sql`INSERT OR REPLACE INTO quota_ledger (singleton, seeded_for) VALUES (1, ${quotas})`;
+  }
+
+  /** The ledger may have missed holders coming and going: it is seeded again before its next claim. */
+  unseed(): void {
+    this.#sql`DELETE FROM quota_ledger`;
   }
 
   /**

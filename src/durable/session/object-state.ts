@@ -234,7 +234,8 @@ export class LifecycleRow {
  * tenant-wide quotas (`maxSessions`, `maxTenantBytes`) are kept by the tenant's ledger
  * (tenant-ledger.ts): a new or restored session is admitted by it, and a session writes within the
  * room it was granted (its claim), asking for more only when a write needs it and handing back what
- * it did not use once idle. Without quotas nothing is asked of anyone.
+ * it did not use once idle. Without tenant-wide quotas the ledger hears only of deleted sessions,
+ * which tells it to seed itself again should the quotas come back.
  */
 
 /** Attempts a write makes to get the room it needs (others may take room between them). */
@@ -348,10 +349,12 @@ export class QuotaChecks {
     await this.#ledger.settle(tenant, header.id, stats.bytes);
   }
 
-  /** The session was deleted: it counts against no quota until it is restored. */
+  /**
+   * The session was deleted: it counts against no quota until it is restored. The ledger is told
+   * even without tenant-wide quotas (see `SessionDirectory.releaseQuota`).
+   */
   async release(tenant: string, sessionId: string): Promise<void> {
     this.#claim = undefined;
-    if (!tenantWide(quotasFor(this.#env.QUOTAS, tenant))) return;
     await this.#ledger.release(tenant, sessionId);
   }
 }

@@ -167,7 +167,8 @@ export class StreamAccount {
       const quotas = quotasFor(this.#env.QUOTAS, tenant);
       const id = `${STREAM_CLAIM_PREFIX}${key}`;
       if (!stream && (this.#claimed || (reported.heard !== null && reported.heard !== "removed"))) {
-        if (tenantWide(quotas)) await this.#ledger.release(tenant, id);
+        // Told even without tenant-wide quotas (see `SessionDirectory.releaseQuota`).
+        await this.#ledger.release(tenant, id);
         this.#claim = undefined;
         this.#claimed = false;
       } else if (stream && idle && quotas.maxTenantBytes !== undefined) {

@@ -658,6 +658,31 @@ describe("blobs in R2", () => {
     expectError(await api("GET", `/v1/sessions/${id}/context?blobs=links`), 400, "invalid_request");
   });
 
+  it("serves a blob of a type a browser would run as a page as a download", async () => {
+    const id = await createSession();
+    const image = (seed: number, mimeType: string) => ({ type: "image", data: screenshot(seed), mimeType });
+    const content = [image(61, "text/html"), image(62, "image/svg+xml"), image(63, "image/png")];
+    const entry = { type: "message", message: { role: "user", content, timestamp: 1_700_000_000_000 } };
+    const written = await api("POST", `/v1/sessions/${id}/entries`, { body: entry });
+    expect(written.status, written.text).toBe(201);
+    const res = await api("GET", `/v1/sessions/${id}/context?blobs=url`);
+    expect(res.status, res.text).toBe(200);
+    const [html, svg, png] = await Promise.all(
+      res.body.messages[0].content.map((part: { data: string }) => exports.default.fetch(part.data)),
+    );
+    for (const [answer, type] of [
+      [html, "text/html"],
+      [svg, "image/svg+xml"],
+    ] as const) {
+      expect(answer.status).toBe(200);
+      expect(answer.headers.get("Content-Type")).toBe(type);
+      expect(answer.headers.get("Content-Disposition")).toBe("attachment");
+      expect(answer.headers.get("Content-Security-Policy")).toContain("sandbox");
+    }
+    expect(png.status).toBe(200);
+    expect(png.headers.get("Content-Disposition")).toBeNull();
+  });
+
   it("does not search text stored as a blob, and still finds the rest", async () => {
     const id = await writeSession(api, [31]);
     const hits = async (q: string) =>

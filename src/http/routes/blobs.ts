@@ -3,6 +3,7 @@ import * as z from "zod";
 import { SessionError } from "../../core/errors";
 import {
   blobKey,
+  dispositionFor,
   Jurisdiction,
   placedEnv,
   SERVED_BYTES_HEADERS,
@@ -40,7 +41,7 @@ export const blobRoutes = routes().openapi(
     operationId: "getBlob",
     summary: "A blob, through the signed URL a context gave for it",
     description:
-      "The URLs of `GET …/context?blobs=url`: an image as itself (its media type), a tool output as UTF-8 text. 403 once expired or when the signature does not match; 404 when the blob is no longer stored.",
+      "The URLs of `GET …/context?blobs=url`: an image as itself (its media type; one a browser would run as a page, such as HTML or SVG, as a download), a tool output as UTF-8 text. 403 once expired or when the signature does not match; 404 when the blob is no longer stored.",
     // The signed URL is the credential: no key is asked for.
     security: [],
     request: { params: BlobParams, query: BlobQuery },
@@ -64,13 +65,15 @@ export const blobRoutes = routes().openapi(
     const bucket = placedEnv(c.env, jurisdiction).BLOBS;
     const object = bucket ? await bucket.get(blobKey(tenantKey, { kind, sha256 })) : null;
     if (!object) throw new SessionError("not_found", "no such blob");
+    const contentType = object.httpMetadata?.contentType ?? "application/octet-stream";
     return new Response(object.body, {
       headers: {
-        "Content-Type": object.httpMetadata?.contentType ?? "application/octet-stream",
+        "Content-Type": contentType,
         "Content-Length": String(object.size),
         "Cache-Control": `private, max-age=${remaining}`,
         ETag: `"${sha256}"`,
         ...SERVED_BYTES_HEADERS,
+        ...dispositionFor(contentType),
       },
     }) as never;
   },

@@ -420,8 +420,10 @@ describe("tenant retention", () => {
       },
       { timeout: 5000, interval: 30 },
     );
-    // Recoverable like any delete.
+    // Recoverable like any delete; restored, it is idle from then on, and the next sweep keeps it.
     expect((await api("POST", `/v1/sessions/${idle}/restore`, { body: {} })).body.entryCount).toBe(5);
+    expect(await sweepAll(midpoint + 7 * 24 * 3600_000)).toBe(0);
+    expect((await api("GET", `/v1/sessions/${idle}`)).body.entryCount).toBe(5);
     expect((await api("PUT", "/v1/retention", { body: { idleDays: null } })).status).toBe(200);
     expect(await sweepAll(Date.now() + 365 * 24 * 3600_000)).toBe(0);
   });

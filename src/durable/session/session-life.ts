@@ -170,8 +170,9 @@ export class SessionLife {
   }
 
   /**
-   * Brings a deleted session back as it was, listed again, within its recovery window. An
-   * `expiresAt` that has passed is cleared (else it would be deleted again at once). A session
+   * Brings a deleted session back as it was, listed again, within its recovery window, changed
+   * (`updatedAt`) now. An `expiresAt` that has passed is cleared (else it would be deleted again at
+   * once). A session
    * that is not deleted is `already_exists`; one never created, or purged, is `not_found`.
    */
   async restore(): Promise<SessionInfo> {
@@ -191,6 +192,8 @@ export class SessionLife {
     if (header.expiresAt !== undefined && Date.parse(header.expiresAt) <= Date.now()) {
       session.writes.updateHeader({ expiresAt: null });
     }
+    // Back, it is as new to the tenant's retention: else its next sweep would delete it again.
+    session.writes.touch();
     transaction(storage, [lifecycle], () => {
       lifecycle.markRestored();
       reports.owe("return");

@@ -73,6 +73,14 @@ export class SessionWrites {
     return header;
   }
 
+  /** The session changed now without a write of its own (a restore): it is idle from now on. */
+  touch(): void {
+    const state = this.#parts.row.live();
+    this.#write(() => {
+      state.stats.updatedAt = nowIso();
+    });
+  }
+
   /**
    * Whether entries are waiting to be indexed for search (written before the index existed, or in
    * large writes). A fork indexes nothing until its path is copied: its entries come in out of

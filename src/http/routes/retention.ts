@@ -24,7 +24,7 @@ export const retentionRoutes = routes()
       operationId: "setRetention",
       summary: "Set the retention of the tenant",
       description:
-        "Sessions with no write for idleDays are deleted, as by DELETE: restorable for the recovery window. Checked about hourly by each directory shard; null turns it off. A session's own expiresAt applies as well.",
+        "Sessions with no write (a restore counts as one) for idleDays are deleted, as by DELETE: restorable for the recovery window. Checked about hourly by each directory shard; null turns it off. A session's own expiresAt applies as well.",
       request: { body: body(RetentionBody) },
       responses: { 200: json(RetentionBody, "the retention set"), ...errors, ...bodyErrors },
     }),

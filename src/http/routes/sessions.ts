@@ -133,7 +133,7 @@ export const sessionRoutes = routes()
       operationId: "restoreSession",
       summary: "Restore a deleted session",
       description:
-        "Within the recovery window: the session as it was when deleted, listed again. An expiresAt that has passed is cleared. 404 when it was never created or has been purged; 409 when it is not deleted.",
+        "Within the recovery window: the session as it was when deleted, listed again, its updatedAt the time of the restore (the tenant's retention counts its idleness from then). An expiresAt that has passed is cleared. 404 when it was never created or has been purged; 409 when it is not deleted.",
       request: { params: SessionIdParam, body: body(EmptyBody, false) },
       responses: {
         ...errors,

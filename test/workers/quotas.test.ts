@@ -132,6 +132,33 @@ describe("maxSessions, against a deleted session's id", () => {
   });
 });
 
+describe("maxSessions, against the id of a deleted session a fork still copies from", () => {
+  const KEY = "key-held-quota";
+
+  it("refuses the id for now (503 not_applied) and gives back the room it was admitted to", async () => {
+    const source = await create(
+      KEY,
+      Array.from({ length: 10 }, () => sized(1000)),
+    );
+    const fork = await api("POST", `/v1/sessions/${source.id}/fork`, {
+      key: KEY,
+      body: { entryId: source.leafId, id: sid("fork") },
+    });
+    expect(fork.status, fork.text).toBe(201);
+    expect((await api("DELETE", `/v1/sessions/${source.id}`, { key: KEY })).status).toBe(204);
+
+    const again = await api("POST", "/v1/sessions", { key: KEY, body: { id: source.id } });
+    expectError(again, 503, "unavailable");
+    expect(again.body.error.details.outcome).toBe("not_applied");
+    // Only the fork counts: there is room for one more session, and the deleted one stays restorable.
+    const other = await create(KEY);
+    expect((await api("DELETE", `/v1/sessions/${other.id}`, { key: KEY })).status).toBe(204);
+    const back = await api("POST", `/v1/sessions/${source.id}/restore`, { key: KEY, body: {} });
+    expect(back.status, back.text).toBe(200);
+    expect(back.body.entryCount).toBe(10);
+  });
+});
+
 describe("maxSessions, lifted for a while", () => {
   const KEY = "key-lifted-quota";
   const setting = env.QUOTAS;

@@ -1,7 +1,9 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import type { DurableEnv } from "../../src/durable/internal";
+import { DurableRepo } from "../../src/durable/internal";
 import worker from "../../src/worker";
-import { api, createSession, expectError, info, KEY_A, sid, userMessage } from "./helpers";
+import { api, assistantMessage, createSession, expectError, info, KEY_A, sid, userMessage } from "./helpers";
 
 const words = (n: number) => "word ".repeat(n).trim();
 const ctx = () => ({ waitUntil() {}, passThroughOnException() {}, props: {} }) as unknown as ExecutionContext;
@@ -271,5 +273,78 @@ describe("automatic compaction", () => {
     expect((await api("GET", `/v1/sessions/${id}`)).body.autoCompact).toMatchObject({ ...settings });
     const off = await api("PATCH", `/v1/sessions/${id}`, { body: { autoCompact: null } });
     expect(off.body.autoCompact).toBeUndefined();
+  });
+});
+
+describe("the context path the object reads for Session.buildContext and compaction", () => {
+  const system = (id: string) => ({
+    type: "message",
+    id,
+    message: { role: "system", content: "", sections: { rules: "be brief" }, timestamp: 1_700_000_000_000 },
+  });
+
+  it("keeps what a compaction kept when its first kept entry is a system message", async () => {
+    const id = await createSession();
+    const entries = [
+      { ...userMessage(`first question ${words(40)}`), id: "u1" },
+      system("sys"),
+      { ...userMessage("second question about otters"), id: "u2" },
+      { ...assistantMessage("otters hold hands"), id: "a2" },
+      { type: "compaction", id: "c", summary: "S", firstKeptEntryId: "sys", tokensBefore: 100 },
+      { ...userMessage("third question"), id: "u3" },
+    ];
+    expect((await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } })).status).toBe(201);
+    const { version: _, ...http } = (await api("GET", `/v1/sessions/${id}/context`)).body;
+    expect(http.messages.map((m: { role: string }) => m.role)).toEqual([
+      "compactionSummary",
+      "user",
+      "assistant",
+      "user",
+    ]);
+    const session = await new DurableRepo(env as unknown as DurableEnv, "tenant-a").open(id);
+    expect(await session.buildContext()).toEqual(http);
+    expect(await session.buildContext({ leafId: "u3" })).toEqual(http);
+
+    const res = await api("POST", `/v1/sessions/${id}/compact`, { body: { keepRecentTokens: 1 } });
+    expect(res.status).toBe(201);
+    expect(res.body.entry.summary).toContain("otters");
+  });
+
+  it("keeps the latest settings when a LangGraph checkpoint holds the messages", async () => {
+    const id = await createSession();
+    const entries = [
+      { type: "thinking_level_change", id: "t", thinkingLevel: "high" },
+      { type: "model_change", id: "m", provider: "anthropic", modelId: "claude" },
+      { ...userMessage("before the checkpoint"), id: "u1" },
+      {
+        type: "custom",
+        id: "cp",
+        customType: "langgraph:checkpoint",
+        data: {
+          values: {
+            messages: {
+              type: "json",
+              json: [
+                {
+                  lc: 1,
+                  type: "constructor",
+                  id: ["langchain_core", "messages", "HumanMessage"],
+                  kwargs: { id: "h1", content: "held", additional_kwargs: {}, response_metadata: {} },
+                },
+              ],
+            },
+          },
+        },
+      },
+      { ...userMessage("after the checkpoint"), id: "u2" },
+    ];
+    expect((await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } })).status).toBe(201);
+    const { version: _, ...http } = (await api("GET", `/v1/sessions/${id}/context`)).body;
+    expect(http).toMatchObject({
+      thinkingLevel: "high",
+      model: { provider: "anthropic", modelId: "claude" },
+    });
+    const session = await new DurableRepo(env as unknown as DurableEnv, "tenant-a").open(id);
+    expect(await session.buildContext()).toEqual(http);
   });
 });

@@ -34,6 +34,11 @@ export interface ContextPlan {
   compaction?: StoredEntry<CompactionEntry>;
   /** The entries projected after it, in order: the kept part, then what follows the compaction. */
   seqs: number[];
+  /**
+   * The compaction's first kept entry, when the context keeps from it: where `keptFrom` finds the
+   * kept part to start (a system message there is not among `seqs`).
+   */
+  firstKeptSeq?: number;
   /** The latest thinking, model and tools entries on the path, in path order. */
   settingSeqs: number[];
   settings: ContextSettings;
@@ -44,6 +49,16 @@ export interface ContextPlan {
    * it stands for everything before it (the compaction too), so `seqs` start with it.
    */
   checkpointId: string | null;
+}
+
+/**
+ * Seqs of the path `buildSessionContext` needs besides a context's `seqs` to build that context:
+ * its latest settings entries and, with a compaction, the compaction and its first kept entry.
+ */
+export function contextOutside(plan: ContextPlan): number[] {
+  if (!plan.compaction) return plan.settingSeqs;
+  const firstKept = plan.firstKeptSeq === undefined ? [] : [plan.firstKeptSeq];
+  return [...plan.settingSeqs, plan.compaction.seq, ...firstKept];
 }
 
 /** Whether a context opens with its compaction's messages (no checkpoint after it stands for them). */
@@ -152,7 +167,8 @@ export class PathReads {
       [...kept, ...path.slice(at + 1)].map((step) => step.seq),
     );
     const edits = this.#edits(checkpointId === null ? [compaction.seq, ...seqs] : seqs);
-    return { compaction, seqs, settingSeqs, settings, edits, checkpointId };
+    const firstKept = from < at ? { firstKeptSeq: (path[from] as Step).seq } : {};
+    return { compaction, seqs, ...firstKept, settingSeqs, settings, edits, checkpointId };
   }
 
   /**
@@ -265,13 +281,12 @@ export class PathReads {
   }
 
   /**
-   * Seqs of the path `buildSessionContext` needs for `leafId`: with a compaction, its settings
-   * entries, the compaction and what its context projects; without one, the whole path.
+   * Seqs of the path `buildSessionContext` needs for `leafId`: what its context projects and what
+   * it needs besides (`contextOutside`); without a compaction or checkpoint, the whole path.
    */
   contextSeqs(leafId: string | null): number[] {
     const plan = this.contextPlan(leafId);
-    if (!plan.compaction) return plan.seqs;
-    return [...new Set([...plan.settingSeqs, plan.compaction.seq, ...plan.seqs])].sort((a, b) => a - b);
+    return [...new Set([...contextOutside(plan), ...plan.seqs])].sort((a, b) => a - b);
   }
 
   /**

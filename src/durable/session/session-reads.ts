@@ -25,6 +25,7 @@ import type { EntryRows } from "./entry-rows";
 import { CopyNeeded, readsAfterCopy } from "./entry-rows";
 import { forkStart, readPathPage, refsOnPath } from "./fork-source";
 import type { PathReads } from "./path-reads";
+import { contextOutside } from "./path-reads";
 import { PAGE_CHARS, SHAPE_ROWS } from "./schema";
 import type { StoreParts } from "./session-state";
 
@@ -301,9 +302,8 @@ export class CompactionReads {
   /** What to read whole and what to count of the context path at `leafId` (see the file's comment). */
   plan(leafId: string, keepRecentTokens: number): CompactionPlan {
     const context = this.#paths.contextPlan(leafId);
-    // What getContextPath gives: with a compaction, the latest settings and the compaction first.
-    const outside = context.compaction ? [...context.settingSeqs, context.compaction.seq] : [];
-    return this.#bounded(context.seqs, outside, keepRecentTokens, {
+    // What getContextPath gives besides the entries the context projects.
+    return this.#bounded(context.seqs, contextOutside(context), keepRecentTokens, {
       compactionId: context.compaction?.id,
       checkpointId: context.checkpointId,
     });

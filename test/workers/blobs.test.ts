@@ -683,6 +683,25 @@ describe("blobs in R2", () => {
     expect(png.headers.get("Content-Disposition")).toBeNull();
   });
 
+  it("gives a URL with ?blobs=url for a blob appended after the context was read", async () => {
+    const id = await createSession();
+    const hello = { entries: [userMessage("hello")] };
+    expect((await api("POST", `/v1/sessions/${id}/entries`, { body: hello })).status).toBe(201);
+    // The context at the head, kept from now on and grown by the next append.
+    expect((await api("GET", `/v1/sessions/${id}/context`)).status).toBe(200);
+    const [question] = turn(22);
+    expect((await api("POST", `/v1/sessions/${id}/entries`, { body: { entries: [question] } })).status).toBe(
+      201,
+    );
+    const res = await api("GET", `/v1/sessions/${id}/context?blobs=url`);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.messages[1].content[1].data).toMatch(
+      /^http:\/\/sessions\.test\/v1\/blobs\/[0-9a-f]{64}\/b64\//,
+    );
+    const whole = await api("GET", `/v1/sessions/${id}/context`);
+    expect(whole.body.messages[1].content[1].data).toBe(screenshot(22));
+  });
+
   it("does not search text stored as a blob, and still finds the rest", async () => {
     const id = await writeSession(api, [31]);
     const hits = async (q: string) =>

@@ -234,7 +234,8 @@ export class SessionWrites {
       state.nextSeq += plan.writes.length;
       state.stats.updatedAt = nowIso();
     });
-    this.#parts.head.follow(plan.writes, plan.leafId);
+    // The kept context holds the blobs' references, as a context read from the rows does.
+    this.#parts.head.follow(stored, plan.leafId);
     const written = plan.writes.map((write) => write.entry);
     afterCommit(this.#parts.storage, () => this.onWritten?.(written, plan.leafId));
   }

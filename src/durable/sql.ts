@@ -134,3 +134,13 @@ export function* jsonRuns<T>(rows: readonly T[], maxRows: number): Generator<{ j
   }
   if (run.length > 0) yield end();
 }
+
+/**
+ * Numbers (seqs, say) as JSON lists for statements that take them as one parameter
+ * (`json_each(?)`), in order: as many lists as JSON_PARAM_CHARS needs, none for none.
+ */
+export function jsonLists(values: readonly number[]): string[] {
+  return [...jsonRuns(values, Number.POSITIVE_INFINITY)].map((run) =>
+    "json" in run ? run.json : JSON.stringify([run.row]),
+  );
+}

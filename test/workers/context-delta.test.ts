@@ -1,4 +1,11 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { sessionObjectName } from "../../src/durable/internal";
+import { EntryRows } from "../../src/durable/session/entry-rows";
+import { PathReads } from "../../src/durable/session/path-reads";
+import type { Sql } from "../../src/durable/sql";
+import { JSON_PARAM_CHARS, jsonLists, sqlOf } from "../../src/durable/sql";
 import { api, createSession, expectError, userMessage } from "./helpers";
 
 const assistantMessage = (text: string) => ({
@@ -163,5 +170,41 @@ describe("contexts that grow by deltas", () => {
     // Both kinds of answer were exercised.
     expect(kinds.delta).toBeGreaterThan(20);
     expect(kinds.reset).toBeGreaterThan(5);
+  });
+});
+
+describe("the seq lists reads of a long path bind", () => {
+  it("are split into lists within the bound of one parameter, in order", () => {
+    const seqs = Array.from({ length: 200_000 }, (_, i) => 1_000_000 + i);
+    const lists = jsonLists(seqs);
+    expect(lists.length).toBeGreaterThan(1);
+    for (const list of lists) expect(list.length).toBeLessThanOrEqual(JSON_PARAM_CHARS);
+    expect(lists.flatMap((list) => JSON.parse(list) as number[])).toEqual(seqs);
+    expect(jsonLists([])).toEqual([]);
+  });
+
+  it("find a context edit naming an entry of a list longer than one parameter takes", async () => {
+    const id = await createSession();
+    const entries = [
+      { ...userMessage("q"), id: "q" },
+      { ...assistantMessage("a"), id: "a" },
+      { type: "context_edit", id: "e", targetId: "a", replacement: { content: "edited" } },
+    ];
+    expect((await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } })).status).toBe(201);
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    await runInDurableObject(stub, (_instance, state) => {
+      const bound: number[] = [];
+      const exec = sqlOf(state.storage.sql);
+      const sql: Sql = (strings, ...values) => {
+        for (const value of values) if (typeof value === "string") bound.push(value.length);
+        return exec(strings, ...values);
+      };
+      const paths = new PathReads(new EntryRows(state.storage.sql, sql), sql);
+      const target = paths.treeNode("a").seq;
+      const others = Array.from({ length: 200_000 }, (_, i) => 1_000_000 + i);
+      expect(paths.editsReach([...others, target])).toBe(true);
+      expect(paths.editsReach(others)).toBe(false);
+      expect(Math.max(...bound)).toBeLessThanOrEqual(JSON_PARAM_CHARS);
+    });
   });
 });

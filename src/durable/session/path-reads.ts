@@ -7,6 +7,7 @@ import { LANGGRAPH_CHECKPOINT, langGraphMessagesHeld } from "../../core/framewor
 import type { AgentMessage } from "../../core/messages";
 import { LastTurnStart } from "../../core/providers/last-turn";
 import type { Sql } from "../sql";
+import { jsonLists } from "../sql";
 import type { EntryRows, Node } from "./entry-rows";
 
 /*
@@ -352,15 +353,14 @@ export class PathReads {
    * chunks is not looked into, and counts.
    */
   editsReach(seqs: readonly number[]): boolean {
-    if (seqs.length === 0) return false;
-    const list = JSON.stringify(seqs);
-    return (
-      this.#sql<{ one: number }>`
+    return jsonLists(seqs).some(
+      (list) =>
+        this.#sql<{ one: number }>`
         SELECT 1 AS one FROM entries e WHERE e.type = 'context_edit' AND (
           e.seq IN (SELECT value FROM json_each(${list}))
           OR e.body IS NULL
           OR e.body->>'targetId' IN (SELECT id FROM entries WHERE seq IN (SELECT value FROM json_each(${list})))
-        ) LIMIT 1`.toArray().length > 0
+        ) LIMIT 1`.toArray().length > 0,
     );
   }
 

@@ -11,6 +11,7 @@ import type { LeafOptions } from "../../core/storage";
 import { estimateTokens } from "../../core/tokens";
 import type { TreeNodeFields } from "../../core/tree";
 import type { Sql } from "../sql";
+import { jsonLists } from "../sql";
 import type {
   AbandonedPlan,
   CompactionPlan,
@@ -399,13 +400,15 @@ export class CompactionReads {
 
   /** The entries of `seqs` that change how the others are read: context edits, system messages. */
   #shaping(seqs: readonly number[]): number[] {
-    return this.#sql<{ seq: number }>`
-      SELECT seq FROM entries
-      WHERE seq IN (SELECT value FROM json_each(${JSON.stringify(seqs)}))
-        AND (type = 'context_edit' OR role = 'system')
-      ORDER BY seq`
-      .toArray()
-      .map((row) => row.seq);
+    return jsonLists(seqs).flatMap((list) =>
+      this.#sql<{ seq: number }>`
+        SELECT seq FROM entries
+        WHERE seq IN (SELECT value FROM json_each(${list}))
+          AND (type = 'context_edit' OR role = 'system')
+        ORDER BY seq`
+        .toArray()
+        .map((row) => row.seq),
+    );
   }
 
   /**

@@ -102,9 +102,13 @@ export class GenerationWriter {
   /**
    * Appends chunks: text (a text generation), or one event or a list of them (pi-ai, ai-sdk-ui).
    * Resolves once written; appends made without waiting are sent in the order they were made.
+   * An empty chunk (`""`, `[]`: a streaming API's delta that carries no text) writes nothing and
+   * resolves at once.
    */
   append(chunk: string | object | readonly unknown[]): Promise<void> {
     const body = this.#body(chunk);
+    // The stream refuses an empty append, and a refused one would fail every append after it.
+    if (chunk === "" || (Array.isArray(chunk) && chunk.length === 0)) return Promise.resolve();
     const seq = this.#seq++;
     const sent = this.#queue.then(() => this.#send(body, seq));
     // The next append waits for this one, and fails as it did.

@@ -72,6 +72,38 @@ describe("client: generations", () => {
     expect(entries[0]?.message).toMatchObject({ content: [{ type: "text", text: words.join("") }] });
   });
 
+  it("takes an empty chunk as nothing to write: no request, no sequence number, the writer goes on", async () => {
+    const appends: string[] = [];
+    const client = createClient({
+      baseUrl: "http://sessions.test",
+      token: KEY_A,
+      fetch: (request) => {
+        if (request.method === "POST" && request.url.endsWith("/stream")) appends.push(request.url);
+        return worker(request);
+      },
+    });
+    const session = await client.create({ id: sid() });
+    await session.appendMessage(user("go"));
+    // A streaming loop's first chunk often carries a role and no text.
+    const text = await session.generate();
+    for (const delta of ["", "Hello", "", " there", ""]) await text.append(delta);
+    const answered = await text.complete();
+    expect(answered.entries[0]?.message).toMatchObject({ content: [{ type: "text", text: "Hello there" }] });
+    expect(appends).toHaveLength(2);
+
+    await session.appendMessage(user("again"));
+    const events = await session.generate({ format: "pi-ai" });
+    await events.append([]);
+    await events.append([
+      { type: "text_start", contentIndex: 0 },
+      { type: "text_delta", contentIndex: 0, delta: "Hi" },
+    ]);
+    await events.append([]);
+    const evented = await events.complete();
+    expect(evented.entries[0]?.message).toMatchObject({ content: [{ type: "text", text: "Hi" }] });
+    expect(appends).toHaveLength(3);
+  });
+
   it("aborts the writer's signal and refuses its appends once someone else stops the generation", async () => {
     const client = createClient({ baseUrl: "http://sessions.test", token: KEY_A, fetch: worker });
     const session = await client.create({ id: sid() });

@@ -11,9 +11,14 @@ export async function* responseLines(response: Response): AsyncGenerator<string>
   let rest = "";
   for (;;) {
     const { done, value } = await reader.read();
-    rest += decoder.decode(value, { stream: !done });
-    const lines = rest.split("\n");
-    rest = lines.pop() ?? "";
+    // Only the new text is split: a long line that comes in many pieces is not split again for each.
+    const lines = decoder.decode(value, { stream: !done }).split("\n");
+    const unfinished = lines.pop() ?? "";
+    if (lines.length === 0) rest += unfinished;
+    else {
+      lines[0] = rest + lines[0];
+      rest = unfinished;
+    }
     for (const line of lines) if (line) yield `${line}\n`;
     if (done) break;
   }

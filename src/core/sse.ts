@@ -29,16 +29,29 @@ export function sseText({ event, id, data }: SseEvent): string {
  * completed. Comments (heartbeats) are skipped; fields other than event, id and data are ignored.
  */
 export class SseReader {
+  /** The text after the last complete event. */
   #rest = "";
+  /**
+   * The last characters of `#rest`: a blank line that the next piece completes starts among them.
+   * Only they and the new piece are searched, so an event that comes in many pieces is read in
+   * time that grows with its length, not with its length times its pieces.
+   */
+  #tail = "";
 
   push(text: string): Array<{ event: string; id?: string; data: string }> {
-    this.#rest += text;
     const events: Array<{ event: string; id?: string; data: string }> = [];
-    for (;;) {
-      const end = this.#rest.search(/\r?\n\r?\n/);
-      if (end < 0) break;
-      const block = this.#rest.slice(0, end);
-      this.#rest = this.#rest.slice(end + (this.#rest[end] === "\r" ? 4 : 2));
+    const searched = this.#tail + text;
+    const from = this.#rest.length - this.#tail.length;
+    this.#rest += text;
+    this.#tail = searched.slice(-3);
+    if (!/\r?\n\r?\n/.test(searched)) return events;
+    const buffer = this.#rest;
+    const blankLine = /\r?\n\r?\n/g;
+    blankLine.lastIndex = from;
+    let start = 0;
+    for (let end = blankLine.exec(buffer); end !== null; end = blankLine.exec(buffer)) {
+      const block = buffer.slice(start, end.index);
+      start = end.index + end[0].length;
       let event = "message";
       let id: string | undefined;
       const data: string[] = [];
@@ -56,6 +69,8 @@ export class SseReader {
           id === undefined ? { event, data: data.join("\n") } : { event, id, data: data.join("\n") },
         );
     }
+    this.#rest = buffer.slice(start);
+    this.#tail = this.#rest.slice(-3);
     return events;
   }
 }

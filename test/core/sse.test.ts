@@ -27,4 +27,27 @@ describe("Server-Sent Events", () => {
       data.map((d, i) => ({ event: "data", id: String(i), data: d.replace(/\r\n|\r/g, "\n") })),
     );
   });
+
+  it("reads the same events wherever the text is split, a CRLF blank line across pieces included", () => {
+    const text =
+      'event: a\nid: 1\ndata:{"n":1}\n\n: keep-alive\r\n\r\nevent: b\r\nid: 2\r\ndata:x\r\ndata: y\r\n\r\ndata:z\n\n';
+    const whole = new SseReader().push(text);
+    expect(whole).toEqual([
+      { event: "a", id: "1", data: '{"n":1}' },
+      { event: "b", id: "2", data: "x\ny" },
+      { event: "message", data: "z" },
+    ]);
+    for (let first = 0; first <= text.length; first++) {
+      for (let second = first; second <= text.length; second++) {
+        const reader = new SseReader();
+        const read = [first, second, text.length].flatMap((end, i, ends) =>
+          reader.push(text.slice(i === 0 ? 0 : ends[i - 1], end)),
+        );
+        expect(read, `split at ${first} and ${second}`).toEqual(whole);
+      }
+    }
+    // One character at a time.
+    const reader = new SseReader();
+    expect([...text].flatMap((character) => reader.push(character))).toEqual(whole);
+  });
 });

@@ -8,7 +8,7 @@ import type {
 } from "../core/generations/generation-schemas";
 import { newId } from "../core/ids";
 import { reconnectDelay, sleep } from "./backoff";
-import { serviceJson, type Transport } from "./transport";
+import { endsFollowing, serviceJson, type Transport } from "./transport";
 
 /*
  * Generations from the client: a writer that appends an answer's chunks as it is generated (each
@@ -205,7 +205,7 @@ export async function* followGeneration(
       bytes = new Uint8Array(await response.arrayBuffer());
     } catch (error) {
       if (signal?.aborted) return;
-      if (error instanceof SessionError && FINAL.has(error.code)) throw error;
+      if (endsFollowing(error, FINAL)) throw error;
       failures++;
       if (failures >= (options.maxFailures ?? Number.POSITIVE_INFINITY)) throw error;
       await sleep(reconnectDelay(baseDelay, failures), signal);

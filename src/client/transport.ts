@@ -1,5 +1,5 @@
 import type { ErrorBody } from "../core/errors";
-import { isErrorCode, SessionError } from "../core/errors";
+import { CODE_OF_STATUS, isErrorCode, SessionError } from "../core/errors";
 import { tryParseJson } from "../core/json";
 import { sleep } from "./backoff";
 
@@ -72,17 +72,32 @@ export function serviceJson(text: string, notJson: string): unknown {
 /**
  * An error answer without the service's error body (`{"error": {"code", …}}`): a proxy's or a
  * firewall's page, an edge's 429, a service failing before it could say. Its code is told from the
- * status alone (`internal` for 5xx, `invalid_request` otherwise), so it says nothing of what was
+ * status alone (as the service would give it: `rate_limited` for 429, `not_found` for 404, …;
+ * `internal` for another 5xx, `invalid_request` for another 4xx), so it says nothing of what was
  * sent: what sent it may try again.
  */
 export class UnexplainedAnswerError extends SessionError {}
+
+/**
+ * Whether a failure ends a follower (a watch, a generation's reader) rather than have it reconnect:
+ * a `SessionError` whose code is in `final`, or an answer without the service's error body that is
+ * a client's mistake (a 4xx other than 408 and 429). A proxy's timeout, rate limit or failure
+ * passes, and so does a lost connection.
+ */
+export function endsFollowing(error: unknown, final: ReadonlySet<string>): boolean {
+  if (error instanceof UnexplainedAnswerError) {
+    const { status } = error.details as { status: number };
+    return status >= 400 && status < 500 && status !== 408 && status !== 429;
+  }
+  return error instanceof SessionError && final.has(error.code);
+}
 
 async function errorOf(response: Response): Promise<SessionError> {
   const body = (await response.json().catch(() => undefined)) as { error?: Partial<ErrorBody> } | undefined;
   const error = body?.error;
   if (error && isErrorCode(error.code))
     return new SessionError(error.code, error.message ?? "", error.details);
-  const code = response.status >= 500 ? "internal" : "invalid_request";
+  const code = CODE_OF_STATUS[response.status] ?? (response.status >= 500 ? "internal" : "invalid_request");
   return new UnexplainedAnswerError(code, `the service answered ${response.status}`, {
     status: response.status,
   });

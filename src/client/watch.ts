@@ -2,7 +2,7 @@ import { SessionError } from "../core/errors";
 import type { SessionEvent, TenantEvent } from "../core/events";
 import { SseReader } from "../core/sse";
 import { reconnectDelay, sleep } from "./backoff";
-import { serviceJson, type Transport } from "./transport";
+import { endsFollowing, serviceJson, type Transport } from "./transport";
 
 /*
  * Following an event stream from the client: reconnects with backoff when the connection drops
@@ -56,7 +56,7 @@ export async function* watchStream<E extends SessionEvent | TenantEvent>(
       body = response.body;
     } catch (error) {
       if (signal?.aborted) return;
-      if (error instanceof SessionError && FINAL.has(error.code)) throw error;
+      if (endsFollowing(error, FINAL)) throw error;
     }
     const opened = Date.now();
     if (body) {

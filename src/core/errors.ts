@@ -94,6 +94,21 @@ export function isErrorCode(value: unknown): value is ErrorCode {
 }
 
 /**
+ * The code an error status means when nothing more is said: an HTTP failure raised before the
+ * service could say more (a body too large for its parser), or an error answer without the
+ * service's error body (a proxy's or a firewall's page).
+ */
+export const CODE_OF_STATUS: Readonly<Record<number, ErrorCode>> = {
+  400: "invalid_request",
+  401: "unauthorized",
+  403: "forbidden",
+  404: "not_found",
+  413: "payload_too_large",
+  415: "unsupported_format",
+  429: "rate_limited",
+};
+
+/**
  * Result of an operation that crosses a boundary which drops error classes (Durable Object RPC).
  * The caller turns a failure back into a `SessionError` with `unwrap`.
  */

@@ -3,7 +3,7 @@ import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import * as z from "zod";
 import type { ErrorBody, ErrorCode } from "../core/errors";
-import { ERROR_STATUS, SessionError } from "../core/errors";
+import { CODE_OF_STATUS, ERROR_STATUS, SessionError } from "../core/errors";
 import { errorSummary, transientError } from "../durable/internal";
 import type { AppEnv } from "./env";
 
@@ -17,16 +17,6 @@ export const ErrorEnvelope = z
     }),
   })
   .meta({ id: "Error" });
-
-const codeOfStatus: Record<number, ErrorCode> = {
-  400: "invalid_request",
-  401: "unauthorized",
-  403: "forbidden",
-  404: "not_found",
-  413: "payload_too_large",
-  415: "unsupported_format",
-  429: "rate_limited",
-};
 
 /** The error envelope, with the request's id; the code goes into the request's log line. */
 function errorResponse(c: Context<AppEnv>, body: ErrorBody, headers?: Record<string, string>): Response {
@@ -51,7 +41,7 @@ export function onError(error: Error, c: Context<AppEnv>): Response {
     const headers = retryAfter === undefined ? undefined : { "Retry-After": String(retryAfter) };
     return errorResponse(c, error.toJSON(), headers);
   }
-  const code = error instanceof HTTPException ? codeOfStatus[error.status] : undefined;
+  const code = error instanceof HTTPException ? CODE_OF_STATUS[error.status] : undefined;
   if (code) return errorResponse(c, { code, message: error.message || "bad request" });
   c.set("failure", errorSummary(error));
   return errorResponse(c, {

@@ -1,9 +1,44 @@
-import { describe, expect, it } from "vitest";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { GenerationInfo } from "../../src/client";
+import { createClient } from "../../src/client";
 import { responseLines } from "../../src/client/response-lines";
+import { UnexplainedAnswerError } from "../../src/client/transport";
 
 /*
- * The client over HTTP as it arrives: answers in pieces split anywhere.
+ * The client over HTTP as it arrives: answers in pieces split anywhere, and answers from what
+ * stands before the service (a proxy's or a firewall's pages). A loopback server stands in for
+ * them; each test tells it how to answer.
  */
+
+let server: Server;
+let baseUrl: string;
+let answer: (req: IncomingMessage, res: ServerResponse) => void;
+
+beforeAll(async () => {
+  server = createServer((req, res) => answer(req, res));
+  await new Promise<void>((listening) => server.listen(0, "127.0.0.1", listening));
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((closed) => server.close(closed));
+});
+
+/** A proxy's error page: HTML, not the service's error body. */
+function page(res: ServerResponse, status: number): void {
+  res.writeHead(status, { "Content-Type": "text/html" });
+  res.end(`<html><body><h1>${status}</h1></body></html>`);
+}
+
+/** Answers the requests in turn, the last for every request after it; counts them. */
+function inTurn(...answers: Array<(req: IncomingMessage, res: ServerResponse) => void>): { count: number } {
+  const seen = { count: 0 };
+  answer = (req, res) => (answers[Math.min(seen.count++, answers.length - 1)] as typeof answer)(req, res);
+  return seen;
+}
 
 /** An answer whose body comes in the given pieces of bytes. */
 function answerIn(pieces: Uint8Array[]): Response {
@@ -35,5 +70,77 @@ describe("reading an NDJSON answer in pieces", () => {
         expect(await linesOf(answerIn(pieces)), `cut at ${first} and ${second}`).toEqual(whole);
       }
     expect(await linesOf(answerIn([...bytes].map((byte) => Uint8Array.of(byte))))).toEqual(whole);
+  });
+});
+
+describe("answers without the service's error body", () => {
+  it("are told by their status: the code the service would give it", async () => {
+    const client = createClient({ baseUrl, maxAttempts: 1 });
+    for (const [status, code] of [
+      [404, "not_found"],
+      [413, "payload_too_large"],
+      [429, "rate_limited"],
+      [400, "invalid_request"],
+      [502, "internal"],
+    ] as const) {
+      answer = (_req, res) => page(res, status);
+      const error = await client
+        .storage("s1")
+        .getInfo()
+        .catch((e: unknown) => e);
+      expect(error, String(status)).toBeInstanceOf(UnexplainedAnswerError);
+      expect(error).toMatchObject({ code, details: { status } });
+    }
+  });
+
+  it("do not end a watch when they may pass (408, 429, 5xx); a 404 does", async () => {
+    const client = createClient({ baseUrl, retryDelayMs: 1, maxAttempts: 1 });
+    const requests = inTurn(
+      (_req, res) => page(res, 429),
+      (_req, res) => page(res, 408),
+      (_req, res) => page(res, 502),
+      (_req, res) => {
+        res.writeHead(200, { "Content-Type": "text/event-stream" });
+        res.end(`id: 1\nevent: entry\ndata: ${JSON.stringify({ id: "a", seq: 1 })}\n\n`);
+      },
+    );
+    const stop = new AbortController();
+    for await (const event of client.storage("s1").watch({ signal: stop.signal, retryDelayMs: 1 })) {
+      expect(event).toMatchObject({ event: "entry", id: 1 });
+      stop.abort();
+    }
+    expect(requests.count).toBe(4);
+
+    inTurn((_req, res) => page(res, 404));
+    const ended = await client
+      .storage("s1")
+      .watch({ retryDelayMs: 1 })
+      .next()
+      .catch((e: unknown) => e);
+    expect(ended).toBeInstanceOf(UnexplainedAnswerError);
+    expect(ended).toMatchObject({ code: "not_found" });
+  });
+
+  it("do not end following a generation when they may pass", async () => {
+    const client = createClient({ baseUrl, retryDelayMs: 1, maxAttempts: 1 });
+    const requests = inTurn(
+      (_req, res) => page(res, 429),
+      (_req, res) => page(res, 408),
+      (_req, res) => page(res, 503),
+      (_req, res) => {
+        res.writeHead(200, {
+          "Content-Type": "text/plain",
+          "Stream-Next-Offset": "0000000000000005",
+          "Stream-Closed": "true",
+        });
+        res.end("Hello");
+      },
+    );
+    const generation = { format: "text", stream: "/v1/sessions/s1/generations/g1/stream" } as GenerationInfo;
+    const text: string[] = [];
+    for await (const chunk of client.storage("s1").follow(generation, { retryDelayMs: 1 }))
+      text.push(chunk.text);
+    expect(text).toEqual(["Hello"]);
+    expect(requests.count).toBe(4);
   });
 });

@@ -7,7 +7,7 @@ import type {
   OpenGenerationBody,
 } from "../core/generations/generation-schemas";
 import { newId } from "../core/ids";
-import { reconnectDelay, sleep } from "./backoff";
+import { retryDelay, sleep } from "./backoff";
 import { endsFollowing, serviceJson, type Transport } from "./transport";
 
 /*
@@ -208,7 +208,7 @@ export async function* followGeneration(
       if (endsFollowing(error, FINAL)) throw error;
       failures++;
       if (failures >= (options.maxFailures ?? Number.POSITIVE_INFINITY)) throw error;
-      await sleep(reconnectDelay(baseDelay, failures), signal);
+      await sleep(retryDelay(baseDelay, failures), signal);
       continue;
     }
     failures = 0;

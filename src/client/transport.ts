@@ -1,7 +1,7 @@
 import type { ErrorBody } from "../core/errors";
 import { CODE_OF_STATUS, isErrorCode, SessionError } from "../core/errors";
 import { tryParseJson } from "../core/json";
-import { sleep } from "./backoff";
+import { retryDelay, sleep } from "./backoff";
 
 export interface ClientOptions {
   /** Where the service answers, e.g. `https://sessions.example.com` or `http://127.0.0.1:8787`. */
@@ -12,7 +12,7 @@ export interface ClientOptions {
   fetch?: ((input: Request) => Promise<Response>) | undefined;
   /** Tries for a request that may be retried (default 4). */
   maxAttempts?: number | undefined;
-  /** First backoff in milliseconds, doubled on each retry (default 200). */
+  /** First backoff in milliseconds, doubled on each retry, at most 30 s (default 200). */
   retryDelayMs?: number | undefined;
 }
 
@@ -144,7 +144,7 @@ export class Transport {
         if (options.signal?.aborted) throw options.signal.reason;
         if (!idempotent || attempt >= attempts)
           throw new ConnectionError(this.#options.baseUrl, method, path, error);
-        await sleep(baseDelay * 2 ** (attempt - 1));
+        await this.#wait(retryDelay(baseDelay, attempt), options.signal);
         continue;
       }
       if (response.ok) return response;
@@ -156,7 +156,10 @@ export class Transport {
         attempt < attempts &&
         (idempotent || notApplied(response.status, error))
       ) {
-        await sleep(retryAfterMs(response.headers.get("Retry-After")) ?? baseDelay * 2 ** (attempt - 1));
+        await this.#wait(
+          retryAfterMs(response.headers.get("Retry-After")) ?? retryDelay(baseDelay, attempt),
+          options.signal,
+        );
         continue;
       }
       throw error;
@@ -188,9 +191,15 @@ export class Transport {
         if (options.signal?.aborted) throw options.signal.reason;
         if (!idempotent || attempt >= attempts)
           throw new ConnectionError(this.#options.baseUrl, method, path, error);
-        await sleep(baseDelay * 2 ** (attempt - 1));
+        await this.#wait(retryDelay(baseDelay, attempt), options.signal);
       }
     }
+  }
+
+  /** Waits before the next try; cancelled by the caller meanwhile, throws the signal's reason. */
+  async #wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
+    await sleep(ms, signal);
+    if (signal?.aborted) throw signal.reason;
   }
 
   /** How many times a request is tried, the first wait between tries, and whether a retry is safe. */

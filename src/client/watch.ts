@@ -1,7 +1,7 @@
 import { SessionError } from "../core/errors";
 import type { SessionEvent, TenantEvent } from "../core/events";
 import { SseReader } from "../core/sse";
-import { reconnectDelay, sleep } from "./backoff";
+import { retryDelay, sleep } from "./backoff";
 import { endsFollowing, serviceJson, type Transport } from "./transport";
 
 /*
@@ -101,8 +101,8 @@ export async function* watchStream<E extends SessionEvent | TenantEvent>(
     if (signal?.aborted) return;
     options.onStatus?.("reconnecting");
     // A stream without seqs (the tenant's) shows no progress but this: it stayed open a while.
-    if (body && Date.now() - opened >= reconnectDelay(baseDelay, failures + 1)) failures = 0;
+    if (body && Date.now() - opened >= retryDelay(baseDelay, failures + 1)) failures = 0;
     failures++;
-    await sleep(reconnectDelay(baseDelay, failures), signal);
+    await sleep(retryDelay(baseDelay, failures), signal);
   }
 }

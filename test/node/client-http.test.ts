@@ -144,3 +144,74 @@ describe("answers without the service's error body", () => {
     expect(requests.count).toBe(4);
   });
 });
+
+describe("waits between tries", () => {
+  /** Settles with the promise, or with "still waiting" after 5 s. */
+  const within5s = <T>(promise: Promise<T>) =>
+    Promise.race([
+      promise.then(
+        (value) => ({ value }),
+        (error: unknown) => ({ error }),
+      ),
+      new Promise<"still waiting">((later) => setTimeout(() => later("still waiting"), 5000)),
+    ]);
+
+  /** A client, and a promise kept once its first answer came (before its body is read). */
+  function watchedClient(options: { retryDelayMs?: number; maxAttempts?: number } = {}) {
+    let answered!: () => void;
+    const firstAnswer = new Promise<void>((seen) => {
+      answered = seen;
+    });
+    const client = createClient({
+      baseUrl,
+      ...options,
+      fetch: async (request) => {
+        const response = await fetch(request);
+        answered();
+        return response;
+      },
+    });
+    return { client, firstAnswer };
+  }
+
+  it("end when the call's signal aborts, with its reason: a Retry-After wait is cut short", async () => {
+    const requests = inTurn((_req, res) => {
+      res.writeHead(429, { "Content-Type": "text/html", "Retry-After": "30" });
+      res.end("<html>slow down</html>");
+    });
+    const compacts = watchedClient();
+    const stop = new AbortController();
+    const compacting = within5s(compacts.client.storage("s1").compact({ signal: stop.signal }));
+    await compacts.firstAnswer;
+    const reason = new Error("the caller went away");
+    stop.abort(reason);
+    expect(await compacting).toEqual({ error: reason });
+    expect(requests.count).toBe(1);
+
+    // A watch waiting out a 503's Retry-After ends as well.
+    const unavailable = inTurn((_req, res) => {
+      res.writeHead(503, { "Content-Type": "text/html", "Retry-After": "30" });
+      res.end("<html>down for maintenance</html>");
+    });
+    const watches = watchedClient();
+    const watching = new AbortController();
+    const next = within5s(watches.client.storage("s1").watch({ signal: watching.signal }).next());
+    await watches.firstAnswer;
+    watching.abort();
+    expect(await next).toEqual({ value: { done: true, value: undefined } });
+    expect(unavailable.count).toBe(1);
+  });
+
+  it("are at most 30 s however large the first wait and the doubling make them", async () => {
+    // A wait past 2^31 ms would fire at once in Node, and the tries would follow each other at once.
+    const { client, firstAnswer } = watchedClient({ retryDelayMs: 2 ** 31, maxAttempts: 3 });
+    const requests = inTurn((_req, res) => page(res, 503));
+    const stop = new AbortController();
+    const reading = within5s(client.storage("s1").watch({ signal: stop.signal }).next());
+    await firstAnswer;
+    await new Promise((later) => setTimeout(later, 300));
+    expect(requests.count).toBe(1);
+    stop.abort();
+    expect(await reading).toEqual({ value: { done: true, value: undefined } });
+  });
+});

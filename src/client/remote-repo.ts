@@ -107,9 +107,13 @@ export class RemoteRepo implements SessionRepo {
     });
   }
 
-  /** Every session of the tenant as NDJSON lines (`GET /v1/export`), from `cursor` when resuming. */
-  async *exportTenant(cursor?: string): AsyncGenerator<string> {
-    yield* responseLines(await this.#http.send("GET", "v1/export", { query: { cursor } }));
+  /**
+   * Every session of the tenant as NDJSON lines (`GET /v1/export`), from `cursor` when resuming.
+   * Stopping early (a `break`, or `signal`) closes the connection.
+   */
+  async *exportTenant(cursor?: string, options: { signal?: AbortSignal } = {}): AsyncGenerator<string> {
+    const { signal } = options;
+    yield* responseLines(await this.#http.send("GET", "v1/export", { query: { cursor }, signal }), signal);
   }
 
   /** Writes the sessions of a tenant stream (or native exports one after another). */

@@ -138,9 +138,12 @@ export class RemoteSession extends Session {
     return summarizer ? super.navigate(targetId, options) : this.storage.navigate(targetId, rest);
   }
 
-  /** The session as NDJSON lines (native, pi, Claude Code or Codex), streamed. */
-  exportLines(format: ExportFormat = "native"): AsyncGenerator<string> {
-    return this.storage.exportLines(format);
+  /** The session as NDJSON lines (see `RemoteStorage.exportLines`). */
+  exportLines(
+    format: ExportFormat = "native",
+    options: { signal?: AbortSignal } = {},
+  ): AsyncGenerator<string> {
+    return this.storage.exportLines(format, options);
   }
 
   /** The entries matching a query: `q` in the search syntax, newest first or by rank, paged. */

@@ -271,9 +271,19 @@ export class RemoteStorage implements SessionStorage {
     });
   }
 
-  /** The session as NDJSON lines (native, pi, Claude Code or Codex), streamed. */
-  async *exportLines(format: ExportFormat = "native"): AsyncGenerator<string> {
-    yield* responseLines(await this.#http.send("GET", this.#path("/export"), { query: { format } }));
+  /**
+   * The session as NDJSON lines (native, pi, Claude Code or Codex), streamed. Stopping early (a
+   * `break`, or `signal`) closes the connection.
+   */
+  async *exportLines(
+    format: ExportFormat = "native",
+    options: { signal?: AbortSignal } = {},
+  ): AsyncGenerator<string> {
+    const { signal } = options;
+    yield* responseLines(
+      await this.#http.send("GET", this.#path("/export"), { query: { format }, signal }),
+      signal,
+    );
   }
 
   /** The session's entries matching a query (see `GET /v1/sessions/:sid/search`). */

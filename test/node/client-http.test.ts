@@ -215,3 +215,65 @@ describe("waits between tries", () => {
     expect(await reading).toEqual({ value: { done: true, value: undefined } });
   });
 });
+
+describe("an export read in part", () => {
+  /** An export that never ends: a line every 10 ms; `closed` is kept once the client hangs up. */
+  function endlessExport(): { closed: Promise<void> } {
+    let hungUp!: () => void;
+    const closed = new Promise<void>((seen) => {
+      hungUp = seen;
+    });
+    answer = (_req, res) => {
+      res.writeHead(200, { "Content-Type": "application/x-ndjson" });
+      res.write(`${JSON.stringify({ type: "session", id: "s1" })}\n`);
+      let n = 0;
+      const more = setInterval(() => res.write(`${JSON.stringify({ n: n++ })}\n`), 10);
+      res.on("close", () => {
+        clearInterval(more);
+        hungUp();
+      });
+    };
+    return { closed };
+  }
+
+  const closedWithin5s = (closed: Promise<void>) =>
+    Promise.race([
+      closed.then(() => "closed"),
+      new Promise((later) => setTimeout(() => later("still open"), 5000)),
+    ]);
+
+  it("closes its connection when the caller stops reading", async () => {
+    const client = createClient({ baseUrl });
+    const session = endlessExport();
+    for await (const line of client.storage("s1").exportLines()) {
+      expect(JSON.parse(line)).toMatchObject({ type: "session" });
+      break;
+    }
+    expect(await closedWithin5s(session.closed)).toBe("closed");
+
+    const tenant = endlessExport();
+    const lines: string[] = [];
+    for await (const line of client.exportTenant()) if (lines.push(line) === 3) break;
+    expect(lines).toHaveLength(3);
+    expect(await closedWithin5s(tenant.closed)).toBe("closed");
+  });
+
+  it("ends, and closes its connection, when its signal aborts", async () => {
+    const client = createClient({ baseUrl });
+    for (const read of [
+      (signal: AbortSignal) => client.storage("s1").exportLines("native", { signal }),
+      (signal: AbortSignal) => client.exportTenant(undefined, { signal }),
+    ]) {
+      const { closed } = endlessExport();
+      const stop = new AbortController();
+      const reason = new Error("enough");
+      const lines: string[] = [];
+      const reading = (async () => {
+        for await (const line of read(stop.signal)) if (lines.push(line) === 2) stop.abort(reason);
+      })();
+      await expect(reading).rejects.toBe(reason);
+      expect(lines.length).toBeGreaterThanOrEqual(2);
+      expect(await closedWithin5s(closed)).toBe("closed");
+    }
+  });
+});

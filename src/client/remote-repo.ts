@@ -1,5 +1,7 @@
+import type { SessionEntry } from "../core/entries";
 import { SessionError } from "../core/errors";
 import type { TenantEvent } from "../core/events";
+import { newId, nowIso } from "../core/ids";
 import { parseImport } from "../core/import-formats";
 import type { ImportedSession, ImportFormat, ImportWarning } from "../core/interchange";
 import { checkFormat, leafAfter } from "../core/interchange";
@@ -181,9 +183,19 @@ export class RemoteRepo implements SessionRepo {
     return `${lines.join("\n")}\n`;
   }
 
+  /**
+   * Imports a parsed file in one request, so it is written whole or not at all: a head the entries
+   * do not end at travels as a `leaf` record after them, as moving it once imported would write.
+   */
   async importSession(file: ImportedSession, options: { id?: string } = {}): Promise<RemoteSession> {
-    const { session } = await this.#importText(this.#nativeText(file), { id: options.id });
-    if (leafAfter(file.entries) !== file.leafId) await session.setLeafId(file.leafId);
+    const entries: SessionEntry[] =
+      leafAfter(file.entries) === file.leafId
+        ? file.entries
+        : [
+            ...file.entries,
+            { type: "leaf", id: newId(), parentId: null, timestamp: nowIso(), targetId: file.leafId },
+          ];
+    const { session } = await this.#importText(this.#nativeText({ ...file, entries }), { id: options.id });
     return session;
   }
 

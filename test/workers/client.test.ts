@@ -234,6 +234,34 @@ describe("client", () => {
     );
   });
 
+  it("imports a session whose head is not its last entry in one request; one whose head names no entry, not at all", async () => {
+    const requests: string[] = [];
+    const client = createClient({
+      baseUrl: "http://sessions.test",
+      token: KEY_A,
+      fetch: (request) => {
+        requests.push(`${request.method} ${new URL(request.url).pathname}`);
+        return worker(request);
+      },
+    });
+    const session = await client.create({ id: sid() });
+    const first = await session.appendMessage(user("first"));
+    await session.appendMessage(user("second"));
+    let text = "";
+    for await (const line of client.storage(session.id).exportLines()) text += line;
+    const file = { ...parseNative(text), leafId: first };
+
+    requests.length = 0;
+    const copy = await client.importSession(file, { id: sid("copy") });
+    expect(requests).toEqual(["POST /v1/sessions/import"]);
+    expect(await copy.getLeafId()).toBe(first);
+    expect((await copy.getBranch()).map((entry) => entry.id)).toEqual([first]);
+
+    const id = sid("nowhere");
+    await expectCode(client.importSession({ ...file, leafId: "nowhere1" }, { id }), "invalid_request");
+    await expectCode(client.open(id), "not_found");
+  });
+
   it("helps an agent loop: compactIfNeeded, and a navigation whose summary fails moves nothing", async () => {
     const client = createClient({ baseUrl: "http://sessions.test", token: KEY_A, fetch: worker });
     const session: Session = await client.create({ id: sid() });

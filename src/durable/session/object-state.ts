@@ -355,6 +355,7 @@ export class QuotaChecks {
    */
   async release(tenant: string, sessionId: string): Promise<void> {
     this.#claim = undefined;
-    await this.#ledger.release(tenant, sessionId);
+    if (tenantWide(quotasFor(this.#env.QUOTAS, tenant))) await this.#ledger.release(tenant, sessionId);
+    else await this.#ledger.releaseUncounted(tenant, sessionId);
   }
 }

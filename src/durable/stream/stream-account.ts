@@ -144,8 +144,9 @@ export class StreamAccount {
    */
   async release(tenant: string, key: string): Promise<boolean> {
     try {
-      if (tenantWide(quotasFor(this.#env.QUOTAS, tenant)))
-        await this.#ledger.release(tenant, `${STREAM_CLAIM_PREFIX}${key}`);
+      const id = `${STREAM_CLAIM_PREFIX}${key}`;
+      if (tenantWide(quotasFor(this.#env.QUOTAS, tenant))) await this.#ledger.release(tenant, id);
+      else await this.#ledger.releaseUncounted(tenant, id);
       this.#claim = undefined;
       this.#claimed = false;
       return true;
@@ -168,7 +169,8 @@ export class StreamAccount {
       const id = `${STREAM_CLAIM_PREFIX}${key}`;
       if (!stream && (this.#claimed || (reported.heard !== null && reported.heard !== "removed"))) {
         // Told even without tenant-wide quotas (see `SessionDirectory.releaseQuota`).
-        await this.#ledger.release(tenant, id);
+        if (tenantWide(quotas)) await this.#ledger.release(tenant, id);
+        else await this.#ledger.releaseUncounted(tenant, id);
         this.#claim = undefined;
         this.#claimed = false;
       } else if (stream && idle && quotas.maxTenantBytes !== undefined) {

@@ -261,6 +261,11 @@ export class QuotaChecks {
     return this.#claim;
   }
 
+  /** Whether the tenant's quotas count its sessions together (the ledger holds their room). */
+  tenantWide(tenant: string): boolean {
+    return tenantWide(quotasFor(this.#env.QUOTAS, tenant));
+  }
+
   /**
    * Refuses a session being created or restored (holding `bytes`) that the tenant's quotas leave
    * no room for; else it counts against them from now.
@@ -355,7 +360,7 @@ export class QuotaChecks {
    */
   async release(tenant: string, sessionId: string): Promise<void> {
     this.#claim = undefined;
-    if (tenantWide(quotasFor(this.#env.QUOTAS, tenant))) await this.#ledger.release(tenant, sessionId);
+    if (this.tenantWide(tenant)) await this.#ledger.release(tenant, sessionId);
     else await this.#ledger.releaseUncounted(tenant, sessionId);
   }
 }

@@ -119,11 +119,14 @@ export class SessionLife {
   async delete(recoveryMs: number): Promise<void> {
     const { session, lifecycle, quotas, alarm } = this.#object;
     const { tenant, header } = session.state;
-    // Released first: should the rest fail, the session's next write claims its room again.
-    await quotas.release(tenant, header.id);
+    // Under tenant-wide quotas its room goes back first: should the rest fail, the session's next
+    // write claims it again. Under others the ledger only hears of it, once it is deleted.
+    const counted = quotas.tenantWide(tenant);
+    if (counted) await quotas.release(tenant, header.id);
     const now = Date.now();
     const purgeAt = recoveryMs <= 0 || lifecycle.pending ? now : now + recoveryMs;
     this.#markDeleted(now, purgeAt);
+    if (!counted) await quotas.release(tenant, header.id);
     if (!(await this.#unlist())) return;
     if (purgeAt <= now) await this.#purge();
     // Deleted, the session's work for the alarm is its purge (and a fork's copy, which goes on).

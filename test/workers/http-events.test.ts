@@ -107,6 +107,15 @@ describe("session events (Server-Sent Events)", () => {
     await fresh.close();
   });
 
+  it("resumes after Last-Event-ID when an EventSource reconnects to a URL with ?after", async () => {
+    const id = await createSession();
+    await append(id, "a", "b", "c");
+    const reconnected = await watchEvents(id, { after: 0, lastEventId: "2" });
+    await reconnected.next();
+    expect(seqsOf(await reconnected.until((e) => e.event === "leaf"))).toEqual([3]);
+    await reconnected.close();
+  });
+
   it("sends entries without payloads on ?payload=false", async () => {
     const id = await createSession();
     const { entries } = await append(id, "secret words");

@@ -23,7 +23,7 @@ const EventsQuery = z.object({
     .int()
     .min(0)
     .optional()
-    .meta({ description: "a seq: replay the entries after it first (or Last-Event-ID)" }),
+    .meta({ description: "a seq: replay the entries after it first (a Last-Event-ID header wins)" }),
   payload: z.enum(["true", "false"]).optional().meta({
     description: "false: entries without their payload ({id, parentId, type, seq, timestamp, role?})",
   }),
@@ -33,7 +33,7 @@ const LastEventId = z.object({
   "last-event-id": z
     .string()
     .optional()
-    .meta({ description: "the id of the last event seen: resume after it" }),
+    .meta({ description: "the id of the last event seen: resume after it (over `after`)" }),
 });
 
 const Ticket = z.object({
@@ -42,10 +42,13 @@ const Ticket = z.object({
   url: z.string().meta({ description: "the WebSocket path with the ticket, to open within a minute" }),
 });
 
-/** Where to resume: `?after=` or the `Last-Event-ID` a reconnecting EventSource sends. */
+/**
+ * Where to resume: the `Last-Event-ID` a reconnecting EventSource sends, else `?after=`. An
+ * EventSource reconnects to the URL it was opened with, so its `?after=` is where it first started
+ * and the header is how far it has read since.
+ */
 function resumePoint(after: number | undefined, lastEventId: string | undefined): number | undefined {
-  if (after !== undefined) return after;
-  if (lastEventId === undefined || lastEventId === "") return undefined;
+  if (lastEventId === undefined || lastEventId === "") return after;
   if (!/^\d{1,15}$/.test(lastEventId)) {
     throw new SessionError("invalid_request", "Last-Event-ID must be an event id (a seq)", { lastEventId });
   }

@@ -397,6 +397,31 @@ describe("blobs in R2", () => {
     expect(received.filter((m) => m.event === "entry").map((m) => m.data)).toEqual(entries);
   });
 
+  it("refuses a stream of a session holding blobs when the bucket is not bound, keeping no place for it", async () => {
+    const id = await writeSession(api, [3]);
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    await evictDurableObject(stub);
+    const outcome = await runInDurableObject(stub, async (instance) => {
+      const objectEnv = (instance as unknown as { env: DurableEnv }).env;
+      const bound = objectEnv.BLOBS;
+      objectEnv.BLOBS = undefined;
+      const refused = new Set<string>();
+      try {
+        // As many streams as a session takes: a refused one that kept its place would use them up.
+        for (let i = 0; i < 500; i++) {
+          const opened = await instance.events(0, true);
+          refused.add(opened.ok ? "opened" : opened.error.code);
+        }
+      } finally {
+        objectEnv.BLOBS = bound;
+      }
+      const opened = await instance.events(undefined, true);
+      if (opened.ok) await opened.value.cancel();
+      return { refused: [...refused], afterwards: opened.ok ? "opened" : opened.error.code };
+    });
+    expect(outcome).toEqual({ refused: ["unavailable"], afterwards: "opened" });
+  });
+
   it("frees a blob when the last session that holds it is purged, keeping it while another does", async () => {
     const shot = base64(bytes(90 * 1024, 123));
     const key = await keyOf("b64", await sha256(bytes(90 * 1024, 123)));

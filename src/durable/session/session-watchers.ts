@@ -90,9 +90,16 @@ export class SessionWatchers {
       // Deleted meanwhile, the session told its watchers so already: this one would never hear it.
       this.#calls.checkListed();
       const stream = this.hub.openStream(after ?? this.#session.lastSeq(), payload);
-      void this.#watcherMetric("sse");
-      // Entries replayed from storage come with references: their values are put back as they pass.
-      return this.#blobs.rehydrateStream(stream, { urls: false });
+      try {
+        // Entries replayed from storage come with references: their values are put back as they pass.
+        const answered = await this.#blobs.rehydrateStream(stream, { urls: false });
+        void this.#watcherMetric("sse");
+        return answered;
+      } catch (error) {
+        // A stream never returned would keep its place among the session's streams, and the heartbeat.
+        await stream.cancel();
+        throw error;
+      }
     });
   }
 

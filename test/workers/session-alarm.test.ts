@@ -1,6 +1,6 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { unwrap } from "../../src/core/errors";
 import { newSessionHeader } from "../../src/core/header";
 import { newId } from "../../src/core/ids";
@@ -121,5 +121,40 @@ describe("the session object's alarm", () => {
       const purgeAt = Date.now() + 1000;
       expect((await alarm()) ?? Number.POSITIVE_INFINITY).toBeLessThanOrEqual(purgeAt);
     });
+  });
+
+  it("stops an abandoned generation while the session's expiry fails, and comes back for the expiry", async () => {
+    const id = newId();
+    await create(id, Date.now() + 1000);
+    // Marking the expired session deleted fails while this stands.
+    const refuse = (sql: string) =>
+      runInDurableObject(durableEnv.SESSIONS.getByName(sessionObjectName(TENANT, id)), (_, state) => {
+        state.storage.sql.exec(sql);
+      });
+    await refuse(
+      "CREATE TRIGGER refuse_lifecycle BEFORE INSERT ON lifecycle BEGIN SELECT RAISE(ABORT, 'storage refuses'); END",
+    );
+    const { gid } = await openGeneration(id, 2);
+    await vi.waitFor(
+      async () => {
+        const generation = await inObject(id, async (object) => unwrap(await object.getGeneration(gid)));
+        expect(generation).toMatchObject({ state: "stopped", stoppedBy: "abandoned" });
+      },
+      { timeout: 10_000, interval: 100 },
+    );
+    expect(await inObject(id, async (object) => (await object.getInfo()).ok)).toBe(true);
+    // Set again once the alarm that stopped it is done.
+    await vi.waitFor(async () => expect(await inObject(id, async (_, alarm) => alarm())).not.toBeNull(), {
+      timeout: 2_000,
+      interval: 50,
+    });
+    await refuse("DROP TRIGGER refuse_lifecycle");
+    await vi.waitFor(
+      async () => {
+        const info = await inObject(id, async (object) => object.getInfo());
+        expect(info.ok ? "listed" : info.error.code).toBe("not_found");
+      },
+      { timeout: 20_000, interval: 200 },
+    );
   });
 });

@@ -24,6 +24,9 @@ import type { EventHub } from "./session-watchers";
 const BACKFILL_PAUSE_MS = 10;
 /** A purge whose storage failed is tried again this soon. */
 const PURGE_RETRY_MS = 1000;
+/** Lifecycle work that failed is tried again after this, doubled for each failure in a row, up to the most. */
+const FAILURE_RETRY_MS = 1000;
+const MAX_FAILURE_RETRY_MS = 60_000;
 /** A purge that waits for forks still copying from the session looks again this soon. */
 const HELD_RETRY_MS = 5000;
 /**
@@ -45,6 +48,8 @@ export class SessionLife {
    * purge that failed, a purge waiting for forks still copying, one they let go on.
    */
   #retryAt: number | undefined;
+  /** Failures in a row of the alarm's lifecycle work. */
+  #failures = 0;
 
   constructor(
     object: SessionObjectState,
@@ -320,8 +325,24 @@ export class SessionLife {
    * The lifecycle work due now: purging a deleted session whose window closed, dropping one a
    * fork or import never completed, deleting one whose `expiresAt` came, a step of indexing an
    * old session. True when the session is gone or deleted, so the alarm has nothing else to do.
+   * Work that fails is logged and tried again by the alarm, later after each failure in a row:
+   * the runtime retries a failed alarm only a few times, and the other parts' work still runs.
    */
   async due(): Promise<boolean> {
+    try {
+      const gone = await this.#due();
+      this.#failures = 0;
+      return gone;
+    } catch (error) {
+      await this.#object.telemetry.logFailure("lifecycle", error);
+      this.#failures++;
+      const at = Date.now() + Math.min(MAX_FAILURE_RETRY_MS, FAILURE_RETRY_MS * 2 ** this.#failures);
+      this.#retryAt = Math.min(this.#retryAt ?? at, at);
+      return this.#object.lifecycle.deleted;
+    }
+  }
+
+  async #due(): Promise<boolean> {
     const { session, lifecycle, placed } = this.#object;
     if (!session.exists) return false;
     const now = Date.now();

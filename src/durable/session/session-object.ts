@@ -118,13 +118,8 @@ export class SessionObject extends DurableObject<DurableEnv> {
   override async alarm(): Promise<void> {
     // A fork's copy goes on whatever else is due (a deleted fork that was listed can be restored whole).
     await this.#copy.alarm();
-    try {
-      if (await this.#life.due()) return await this.#object.alarm.arm();
-    } catch (error) {
-      // Logged, then thrown: the runtime retries a failed alarm with backoff.
-      await this.#object.telemetry.logFailure("lifecycle", error);
-      throw error;
-    }
+    // Should the lifecycle's work fail, it is tried again later, and the rest below still runs.
+    if (await this.#life.due()) return await this.#object.alarm.arm();
     try {
       if (!this.#object.session.exists) return;
       // A compaction reads the whole path: a fork compacts once its copy is done. Should it fail

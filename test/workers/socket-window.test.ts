@@ -110,6 +110,38 @@ describe("a WebSocket watcher's window", () => {
     watch.socket.close(1000, "done");
   });
 
+  it("asks for acknowledgements of large changes besides entries, keeping a watcher that gives them", async () => {
+    const id = await createSession();
+    const watch = await open(`/v1/sessions/${id}/ws?after=0`);
+    await watch.until((m) => m.event === "leaf");
+    const asked = new Set<string>();
+    // The watcher acknowledges every ask as it reads, whatever event it waits for.
+    const reading = (match: (m: Message) => boolean) => (m: Message) => {
+      const ack = m.data?.ack;
+      if (typeof ack === "string" && !asked.has(ack)) {
+        asked.add(ack);
+        watch.socket.send(JSON.stringify({ ack }));
+      }
+      return match(m);
+    };
+    // Each change about SOCKET_ACK_CHARS, near the most metadata a session takes; four fill the window.
+    const notes = "m".repeat(SOCKET_ACK_CHARS - 100);
+    for (let round = 0; round < 4; round++) {
+      const patched = await api("PATCH", `/v1/sessions/${id}`, { body: { metadata: { round, notes } } });
+      expect(patched.status, patched.text).toBe(200);
+      await watch.until(reading((m) => m.event === "session" && m.data.metadata.round === round));
+    }
+    const appended = await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { type: "message", message: { role: "user", content: "w".repeat(1000), timestamp: 1 } },
+    });
+    expect(appended.status, appended.text).toBe(201);
+    const got = await watch.until(reading((m) => m.event === "leaf" && m.id === 1));
+    expect(entrySeqs(got)).toEqual([1]);
+    expect(asked.size).toBeGreaterThan(0);
+    expect(Math.max(0, ...(await outstanding(id)))).toBeLessThanOrEqual(SOCKET_WINDOW_CHARS);
+    watch.socket.close(1000, "done");
+  });
+
   it("sends a write larger than the window whole to a watcher that acknowledged everything", async () => {
     const id = await createSession();
     const watch = await open(`/v1/sessions/${id}/ws?after=0`);

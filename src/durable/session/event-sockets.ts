@@ -14,7 +14,8 @@ import type { SessionInfo } from "../../core/session-schemas";
  * ask for the next, so a socket never has more than one round unread. The runtime does not say
  * how much a WebSocket has waiting to go out, so a socket's watcher acknowledges what it has read:
  * live events to a socket are counted, every SOCKET_ACK_CHARS a `leaf` event asks for an
- * acknowledgement (`ack`: a token the watcher sends back), and a socket with more than
+ * acknowledgement (`ack`: a token the watcher sends back; after an event besides entries, the head
+ * is sent again to ask), and a socket with more than
  * SOCKET_WINDOW_CHARS sent and not acknowledged is closed (it resumes from its last seq).
  * Below: what both kinds of watcher read of the session, and the one-time tickets that open a
  * socket.
@@ -230,21 +231,8 @@ export class EventSockets {
   ): void {
     let size = 0;
     for (const message of [...entries, ...after]) size += message.length;
-    const outstanding = state.sent - state.acked;
-    const buffered = typeof socket.bufferedAmount === "number" && socket.bufferedAmount > MAX_SOCKET_BUFFERED;
-    if (buffered || (outstanding > 0 && outstanding + size > SOCKET_WINDOW_CHARS)) {
-      closeSocket(socket, SLOW_WATCHER_CODE, "slow: resume from the last seq");
-      return;
-    }
-    let ask = state.ask;
-    let leafMessage: string;
-    if (!ask && outstanding + size >= SOCKET_ACK_CHARS) {
-      const token = randomHex(8);
-      leafMessage = socketMessage({ ...leaf, data: { ...leaf.data, ack: token } });
-      ask = { token, at: state.sent + size + leafMessage.length };
-    } else {
-      leafMessage = socketMessage(leaf);
-    }
+    if (!this.#takes(socket, state, size)) return;
+    const { message: leafMessage, ask } = leafAsking(state, leaf, size);
     for (const message of entries) socket.send(message);
     socket.send(leafMessage);
     for (const message of after) socket.send(message);
@@ -252,14 +240,39 @@ export class EventSockets {
     socket.serializeAttachment({ ...state, cursor: last, sent, ...(ask ? { ask } : {}) });
   }
 
-  /** An event for every live socket (counted in what it has to acknowledge). */
-  deliverAll(event: SessionEvent): void {
+  /** Whether a live socket can take `size` more characters; one that cannot is closed as too slow. */
+  #takes(socket: WebSocket, state: SocketState, size: number): boolean {
+    const outstanding = state.sent - state.acked;
+    const buffered = typeof socket.bufferedAmount === "number" && socket.bufferedAmount > MAX_SOCKET_BUFFERED;
+    if (buffered || (outstanding > 0 && outstanding + size > SOCKET_WINDOW_CHARS)) {
+      closeSocket(socket, SLOW_WATCHER_CODE, "slow: resume from the last seq");
+      return false;
+    }
+    return true;
+  }
+
+  /**
+   * An event besides entries for every live socket, within its window as a write's events are.
+   * `head` is the session's `leaf` as of the change: a socket there that the event brings to an
+   * acknowledgement is sent it again, unchanged but for the `ack` it carries.
+   */
+  deliverAll(event: SessionEvent, head: LeafEvent): void {
     const message = socketMessage(event);
     this.#eachOpen((socket) => {
       const state = socket.deserializeAttachment() as SocketState | null;
-      if (!state?.live) return;
+      if (!state?.live || !this.#takes(socket, state, message.length)) return;
       socket.send(message);
-      socket.serializeAttachment({ ...state, sent: state.sent + message.length });
+      let sent = state.sent + message.length;
+      let ask = state.ask;
+      if (state.cursor === head.id) {
+        const asking = leafAsking(state, head, message.length);
+        if (asking.ask) {
+          socket.send(asking.message);
+          sent += asking.message.length;
+          ask = asking.ask;
+        }
+      }
+      socket.serializeAttachment({ ...state, sent, ...(ask ? { ask } : {}) });
     });
   }
 
@@ -288,6 +301,22 @@ export class EventSockets {
       }
     }
   }
+}
+
+/**
+ * The `leaf` a live socket is sent after `size` more characters: asking for an acknowledgement
+ * (with the ask to remember) once SOCKET_ACK_CHARS are outstanding and none is asked for yet.
+ */
+function leafAsking(
+  state: SocketState,
+  leaf: LeafEvent,
+  size: number,
+): { message: string; ask?: { token: string; at: number } } {
+  if (state.ask || state.sent - state.acked + size < SOCKET_ACK_CHARS)
+    return { message: socketMessage(leaf) };
+  const token = randomHex(8);
+  const message = socketMessage({ ...leaf, data: { ...leaf.data, ack: token } });
+  return { message, ask: { token, at: state.sent + size + message.length } };
 }
 
 /**

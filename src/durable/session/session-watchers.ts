@@ -319,7 +319,13 @@ export class EventHub {
    */
   changed(event: Extract<SessionEvent, { event: "session" | "generation" | "compaction" }>): void {
     if (!this.watching) return;
-    this.#afterDurable(() => this.#deliverAll(event));
+    // Where the head is as of this change: where a live socket is when the event reaches it.
+    const head: LeafEvent = {
+      event: "leaf",
+      id: this.#source.lastSeq(),
+      data: { leafId: this.#source.leafId() },
+    };
+    this.#afterDurable(() => this.#deliverAll(event, head));
   }
 
   /**
@@ -360,10 +366,10 @@ export class EventHub {
     this.sockets.deliver(write, first, last);
   }
 
-  #deliverAll(event: SessionEvent): void {
+  #deliverAll(event: SessionEvent, head: LeafEvent): void {
     const frame = sseFrame(event);
     for (const stream of this.#streams) if (!stream.push(frame)) this.#drop(stream);
-    this.sockets.deliverAll(event);
+    this.sockets.deliverAll(event, head);
   }
 }
 

@@ -140,6 +140,32 @@ export class GenerationRows implements Reloadable {
     return this.#sql<Row>`SELECT * FROM generations ORDER BY opened_at, id`.toArray().map(rowOf);
   }
 
+  /** The generations still open, oldest first. */
+  open(): GenerationRow[] {
+    if (!this.#tables.exist()) return [];
+    return this.#sql<Row>`SELECT * FROM generations WHERE state = 'open' ORDER BY opened_at, id`
+      .toArray()
+      .map(rowOf);
+  }
+
+  /** Ended generations whose retention window closed by `now`, oldest first. */
+  pastRetention(now: number): GenerationRow[] {
+    if (!this.#tables.exist()) return [];
+    return this.#sql<Row>`SELECT * FROM generations
+      WHERE state != 'open' AND finished_at + retain_ms <= ${now} ORDER BY opened_at, id`
+      .toArray()
+      .map(rowOf);
+  }
+
+  /** When the first ended generation's retention window closes, if any ended one is kept. */
+  retentionDue(): number | undefined {
+    if (!this.#tables.exist()) return undefined;
+    return (
+      this.#sql<{ due: number | null }>`SELECT min(coalesce(finished_at, opened_at) + retain_ms) AS due
+        FROM generations WHERE state != 'open'`.one().due ?? undefined
+    );
+  }
+
   insert(row: GenerationRow): void {
     this.#tables.make();
     this.#sql`INSERT INTO generations (id, parent_id, format, provider, model, api, state, opened_at,

@@ -159,7 +159,7 @@ export class Generations {
   /** Open generations: what a watcher that joins is told of. */
   openOnes(): GenerationInfo[] {
     if (!this.#object.session.exists) return [];
-    return this.list().filter((info) => info.state === "open");
+    return this.#parts.rows.open().map((row) => this.#info(row));
   }
 
   /** Opens a generation under `parentId` (default: the leaf), with its stream. */
@@ -182,7 +182,7 @@ export class Generations {
       model ??= session.contexts.modelAt(parentId) ?? undefined;
     }
     const { rows, streams } = this.#parts;
-    const open = rows.all().filter((kept) => kept.state === "open").length;
+    const open = rows.open().length;
     this.#object.quotas.checkOpenGenerations(session.state.tenant, open);
     const now = Date.now();
     const row: GenerationRow = {
@@ -471,29 +471,30 @@ export class Generations {
   async alarm(): Promise<void> {
     if (!this.#object.session.exists) return;
     const now = Date.now();
-    for (const row of this.#parts.rows.all()) {
-      if (row.state === "open") {
-        const last = this.#parts.stream(row.id)?.renewedAt ?? row.openedAt;
-        if (last + row.abandonMs > now) {
-          // Its writer went on: a stop that failed before is no longer owed.
-          this.#retries.delete(row.id);
-          continue;
-        }
-        try {
-          await this.end(row.id, { kind: "stop", by: "abandoned" });
-          this.#retries.delete(row.id);
-        } catch (error) {
-          // Tried again by a later alarm; the chunks stay meanwhile.
-          this.#retries.set(row.id, now + Math.min(RETRY_MS, row.abandonMs));
-          logLine(
-            { type: "background", task: "stop_abandoned_generation", error: errorSummary(error) },
-            "error",
-          );
-        }
-      } else if ((row.finishedAt ?? now) + row.retainMs <= now) {
-        // A write: the directory hears of the bytes its stream no longer holds.
-        unwrap(await this.#calls.write(() => this.#remove(row)));
+    // Read first: one stopped below is removed by a later alarm, as its retention window says.
+    const pastRetention = this.#parts.rows.pastRetention(now);
+    for (const row of this.#parts.rows.open()) {
+      const last = this.#parts.stream(row.id)?.renewedAt ?? row.openedAt;
+      if (last + row.abandonMs > now) {
+        // Its writer went on: a stop that failed before is no longer owed.
+        this.#retries.delete(row.id);
+        continue;
       }
+      try {
+        await this.end(row.id, { kind: "stop", by: "abandoned" });
+        this.#retries.delete(row.id);
+      } catch (error) {
+        // Tried again by a later alarm; the chunks stay meanwhile.
+        this.#retries.set(row.id, now + Math.min(RETRY_MS, row.abandonMs));
+        logLine(
+          { type: "background", task: "stop_abandoned_generation", error: errorSummary(error) },
+          "error",
+        );
+      }
+    }
+    for (const row of pastRetention) {
+      // A write: the directory hears of the bytes its stream no longer holds.
+      unwrap(await this.#calls.write(() => this.#remove(row)));
     }
   }
 
@@ -524,9 +525,9 @@ export class Generations {
   /** When the alarm must next come for the generations, if ever (a deleted session's wait for its restore). */
   nextDue(): number | undefined {
     if (!this.#calls.listed) return undefined;
-    let next: number | undefined;
-    for (const row of this.#parts.rows.all()) {
-      const due = row.state === "open" ? this.#stopDue(row) : (row.finishedAt ?? row.openedAt) + row.retainMs;
+    let next = this.#parts.rows.retentionDue();
+    for (const row of this.#parts.rows.open()) {
+      const due = this.#stopDue(row);
       next = next === undefined ? due : Math.min(next, due);
     }
     return next;

@@ -52,16 +52,13 @@ export class QuotaLedger {
     return this.#ledger(tenant).settleQuota(holderId, holds, this.nextSeq());
   }
 
-  /** The holder is gone (or deleted): it counts against no quota. */
-  release(tenant: string, holderId: string): Promise<void> {
-    return this.#reach(() => this.#ledger(tenant).releaseQuota(tenant, holderId));
-  }
-
   /**
-   * The holder is gone, under quotas that are not tenant-wide: the ledger hears of it to count
-   * right should such quotas come back, and one out of reach does not hold the deletion up.
+   * The holder is gone (or deleted): it counts against no quota. Under quotas that are not
+   * tenant-wide (`counted` false) the ledger still hears of it, to count right should such quotas
+   * come back, but one out of reach does not hold the holder's end up.
    */
-  async releaseUncounted(tenant: string, holderId: string): Promise<void> {
-    await this.release(tenant, holderId).catch(() => undefined);
+  async release(tenant: string, holderId: string, counted: boolean): Promise<void> {
+    const told = this.#reach(() => this.#ledger(tenant).releaseQuota(tenant, holderId));
+    await (counted ? told : told.catch(() => undefined));
   }
 }

@@ -63,6 +63,15 @@ export function quotasFor(setting: string | undefined, tenant: string): Quotas {
   return quotas;
 }
 
+/**
+ * Whether the tenant's quotas count its holders of a kind together, so its quota ledger holds their
+ * room: a count of them, or the tenant's bytes, is limited.
+ */
+export function tenantWide(quotas: Quotas, holders: "sessions" | "streams"): boolean {
+  const count = holders === "sessions" ? quotas.maxSessions : quotas.maxStreams;
+  return count !== undefined || quotas.maxTenantBytes !== undefined;
+}
+
 export function quotaExceeded(quota: keyof Quotas, limit: number, message: string): SessionError {
   return new SessionError("quota_exceeded", message, { quota, limit });
 }

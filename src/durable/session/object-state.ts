@@ -8,8 +8,7 @@ import { writeMetric } from "../metrics";
 import { ObjectAlarm } from "../object-alarm";
 import { objectEnv } from "../placement/placed-env";
 import { QuotaLedger } from "../quota-ledger";
-import type { Quotas } from "../quotas";
-import { DEFAULT_OPEN_GENERATIONS, quotaExceeded, quotasFor } from "../quotas";
+import { DEFAULT_OPEN_GENERATIONS, quotaExceeded, quotasFor, tenantWide } from "../quotas";
 import { numberSetting } from "../settings";
 import type { Sql } from "../sql";
 import { sqlOf } from "../sql";
@@ -241,10 +240,6 @@ export class LifecycleRow {
 /** Attempts a write makes to get the room it needs (others may take room between them). */
 const CLAIM_ATTEMPTS = 3;
 
-function tenantWide(quotas: Quotas): boolean {
-  return quotas.maxSessions !== undefined || quotas.maxTenantBytes !== undefined;
-}
-
 export class QuotaChecks {
   readonly #env: DurableEnv;
   readonly #ledger: QuotaLedger;
@@ -263,7 +258,7 @@ export class QuotaChecks {
 
   /** Whether the tenant's quotas count its sessions together (the ledger holds their room). */
   tenantWide(tenant: string): boolean {
-    return tenantWide(quotasFor(this.#env.QUOTAS, tenant));
+    return tenantWide(quotasFor(this.#env.QUOTAS, tenant), "sessions");
   }
 
   /**
@@ -279,7 +274,8 @@ export class QuotaChecks {
         `the session would hold ${bytes} bytes; the quota is ${quotas.maxSessionBytes}`,
       );
     }
-    if (tenantWide(quotas)) await this.#ask(tenant, { sessionId, holds: 0, wants: bytes, newSession: true });
+    if (tenantWide(quotas, "sessions"))
+      await this.#ask(tenant, { sessionId, holds: 0, wants: bytes, newSession: true });
   }
 
   /** The most bytes the session (holding `holds`) may hold after a write; none without byte quotas. */
@@ -360,7 +356,6 @@ export class QuotaChecks {
    */
   async release(tenant: string, sessionId: string): Promise<void> {
     this.#claim = undefined;
-    if (this.tenantWide(tenant)) await this.#ledger.release(tenant, sessionId);
-    else await this.#ledger.releaseUncounted(tenant, sessionId);
+    await this.#ledger.release(tenant, sessionId, this.tenantWide(tenant));
   }
 }

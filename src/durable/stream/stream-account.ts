@@ -3,8 +3,7 @@ import type { DurableEnv } from "../env";
 import { errorSummary, logLine } from "../log-line";
 import { directoryShard, shardCount, shardOf } from "../names";
 import { QuotaLedger } from "../quota-ledger";
-import type { Quotas } from "../quotas";
-import { quotasFor } from "../quotas";
+import { quotasFor, tenantWide } from "../quotas";
 import { unavailable } from "../transient";
 import type { StreamReport } from "../types";
 import type { AppendHook } from "./append-hook";
@@ -55,10 +54,6 @@ function stateIn(print: string): StreamReport["state"] {
   return print === "removed" ? "removed" : (JSON.parse(print) as [StreamReport["state"]])[0];
 }
 
-function tenantWide(quotas: Quotas): boolean {
-  return quotas.maxStreams !== undefined || quotas.maxTenantBytes !== undefined;
-}
-
 export class StreamAccount {
   readonly #env: DurableEnv;
   readonly #kv: SyncKvStorage;
@@ -93,7 +88,7 @@ export class StreamAccount {
         const quotas = quotasFor(this.#env.QUOTAS, tenant);
         const stream = this.#store.get(key);
         if (!stream) {
-          if (tenantWide(quotas)) await this.#ask(tenant, key, 0, bytes, true);
+          if (tenantWide(quotas, "streams")) await this.#ask(tenant, key, 0, bytes, true);
           return;
         }
         if (quotas.maxTenantBytes === undefined) return;
@@ -145,8 +140,7 @@ export class StreamAccount {
   async release(tenant: string, key: string): Promise<boolean> {
     try {
       const id = `${STREAM_CLAIM_PREFIX}${key}`;
-      if (tenantWide(quotasFor(this.#env.QUOTAS, tenant))) await this.#ledger.release(tenant, id);
-      else await this.#ledger.releaseUncounted(tenant, id);
+      await this.#ledger.release(tenant, id, tenantWide(quotasFor(this.#env.QUOTAS, tenant), "streams"));
       this.#claim = undefined;
       this.#claimed = false;
       return true;
@@ -169,8 +163,7 @@ export class StreamAccount {
       const id = `${STREAM_CLAIM_PREFIX}${key}`;
       if (!stream && (this.#claimed || (reported.heard !== null && reported.heard !== "removed"))) {
         // Told even without tenant-wide quotas (see `SessionDirectory.releaseQuota`).
-        if (tenantWide(quotas)) await this.#ledger.release(tenant, id);
-        else await this.#ledger.releaseUncounted(tenant, id);
+        await this.#ledger.release(tenant, id, tenantWide(quotas, "streams"));
         this.#claim = undefined;
         this.#claimed = false;
       } else if (stream && idle && quotas.maxTenantBytes !== undefined) {

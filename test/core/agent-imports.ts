@@ -165,6 +165,29 @@ export async function expectExportedAsWritten(
   expect({ ...again, warnings: [] }).toEqual({ ...file, warnings: [] });
 }
 
+/**
+ * A message whose own time no date can hold goes out to the format at its entry's time. Only the
+ * roles a model reads have their fields checked: another role keeps any time it has.
+ */
+export async function expectOutOfRangeTimeWrittenAsEntryTime(
+  format: keyof typeof agentFormats,
+): Promise<void> {
+  const session = await new MemoryRepo().create({ id: "far-future" });
+  await session.appendMessage({ role: "user", content: "Hello", timestamp: Date.UTC(2026, 0, 1) });
+  const noteId = await session.appendMessage({
+    role: "custom",
+    customType: "note",
+    content: "Remember this.",
+    display: true,
+    timestamp: 1e18,
+  });
+  const note = await session.getEntry(noteId);
+  const lines = jsonLines(await collect(agentFormats[format].write(session)));
+  const written = lines.filter((line) => JSON.stringify(line).includes("Remember this."));
+  expect(written.length).toBeGreaterThan(0);
+  for (const line of written) expect(line.timestamp).toBe(note?.timestamp);
+}
+
 /** Runs `parse` and returns the SessionError it throws. */
 export function refusal(parse: () => unknown): SessionError {
   try {

@@ -6,7 +6,13 @@ import { MemoryRepo } from "../../src/core/memory";
 import type { AgentMessage, AssistantMessage } from "../../src/core/messages";
 import { usage } from "../../src/core/messages";
 import { QUESTION, SECOND_QUESTION, SUMMARY, TOOL_OUTPUT, writeConversation } from "../support/conversation";
-import { collect, expectExportedAsWritten, fixtureFiles, jsonLines } from "./agent-imports";
+import {
+  collect,
+  expectExportedAsWritten,
+  expectOutOfRangeTimeWrittenAsEntryTime,
+  fixtureFiles,
+  jsonLines,
+} from "./agent-imports";
 
 /*
  * Sessions out as Claude Code transcripts: a file imported from Claude Code goes back as it was
@@ -274,20 +280,5 @@ describe("a reply that did not finish, as a Claude Code transcript", () => {
 });
 
 describe("a message whose time no date can hold, as a Claude Code transcript", () => {
-  it("goes out at its entry's time", async () => {
-    const session = await new MemoryRepo().create({ id: "far-future" });
-    await session.appendMessage({ role: "user", content: "Hello", timestamp: Date.UTC(2026, 0, 1) });
-    // Only the roles a model reads have their fields checked: another role keeps any time it has.
-    const noteId = await session.appendMessage({
-      role: "custom",
-      customType: "note",
-      content: "Remember this.",
-      display: true,
-      timestamp: 1e18,
-    });
-    const note = await session.getEntry(noteId);
-    const lines = jsonLines(await collect(exportClaudeCode(session)));
-    const written = lines.find((line) => JSON.stringify(line).includes("Remember this."));
-    expect(written?.timestamp).toBe(note?.timestamp);
-  });
+  it("goes out at its entry's time", () => expectOutOfRangeTimeWrittenAsEntryTime("claude-code"));
 });

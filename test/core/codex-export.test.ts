@@ -9,7 +9,13 @@ import { contextForModel } from "../../src/core/providers/convert";
 import { COMPACTION_SUMMARY_PREFIX } from "../../src/core/providers/pi-messages";
 import type { Session } from "../../src/core/session";
 import { QUESTION, SECOND_QUESTION, SUMMARY, TOOL_OUTPUT, writeConversation } from "../support/conversation";
-import { collect, expectExportedAsWritten, fixtureFiles, jsonLines } from "./agent-imports";
+import {
+  collect,
+  expectExportedAsWritten,
+  expectOutOfRangeTimeWrittenAsEntryTime,
+  fixtureFiles,
+  jsonLines,
+} from "./agent-imports";
 
 /*
  * Sessions out as Codex CLI rollouts: a rollout imported goes back as it was (every real file in
@@ -268,23 +274,7 @@ describe("what did not finish, out to Codex and back", () => {
 });
 
 describe("a message whose time no date can hold, as a Codex rollout", () => {
-  it("goes out at its entry's time", async () => {
-    const session = await new MemoryRepo().create({ id: "far-future" });
-    await session.appendMessage({ role: "user", content: "Hello", timestamp: Date.UTC(2026, 0, 1) });
-    // Only the roles a model reads have their fields checked: another role keeps any time it has.
-    const noteId = await session.appendMessage({
-      role: "custom",
-      customType: "note",
-      content: "Remember this.",
-      display: true,
-      timestamp: 1e18,
-    });
-    const note = await session.getEntry(noteId);
-    const lines = jsonLines(await collect(exportCodex(session)));
-    const written = lines.filter((line) => JSON.stringify(line).includes("Remember this."));
-    expect(written.length).toBeGreaterThan(0);
-    for (const line of written) expect(line.timestamp).toBe(note?.timestamp);
-  });
+  it("goes out at its entry's time", () => expectOutOfRangeTimeWrittenAsEntryTime("codex"));
 
   it("takes the entry's time for any message whose own is not a date", () => {
     const entry = {

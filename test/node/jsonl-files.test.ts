@@ -55,6 +55,42 @@ async function everything(session: Session) {
   };
 }
 
+/** What a session holds, on disk and as read, to check later that a failed write changed none of it. */
+async function stateOf(session: Session, root: string) {
+  const { entries, metadata } = files(root, session.id);
+  const held = async () => ({
+    entries: await readFile(entries),
+    metadata: await readFile(metadata),
+    read: await everything(session),
+  });
+  const before = await held();
+  return { expectUnchanged: async () => expect(await held()).toEqual(before) };
+}
+
+/** Makes the next call of a file handle method run `instead`, then puts the method back. */
+async function onceInstead<K extends "write" | "writev">(
+  file: string,
+  method: K,
+  instead: (
+    original: FileHandle[K],
+    handle: FileHandle,
+    ...args: Parameters<FileHandle[K]>
+  ) => Promise<unknown>,
+): Promise<() => void> {
+  const probe = await open(file, "r");
+  const prototype = Object.getPrototypeOf(probe) as FileHandle;
+  await probe.close();
+  const original = prototype[method];
+  const restore = () => {
+    prototype[method] = original;
+  };
+  prototype[method] = async function (this: FileHandle, ...args: Parameters<FileHandle[K]>) {
+    restore();
+    return instead(original, this, ...args);
+  } as FileHandle[K];
+  return restore;
+}
+
 describe("JSONLRepo on disk", () => {
   it("stores one native entry per line and the session's figures in metadata.json", async () => {
     const root = await temp.root();
@@ -364,10 +400,7 @@ describe("JSONLRepo on disk", () => {
     const session = await repo.create({ id: "refused" });
     const q = await session.appendMessage(user("q"), { id: "q" });
     await session.appendMessage(assistant("a"));
-    const { entries, metadata } = files(root, "refused");
-    const bytes = await readFile(entries);
-    const meta = await readFile(metadata);
-    const before = await everything(session);
+    const state = await stateOf(session, root);
 
     await expectCode(session.appendMessage(user("x"), { parentId: "missing" }), "parent_not_found");
     await expectCode(session.appendLabel("missing", "x"), "invalid_tree");
@@ -380,9 +413,7 @@ describe("JSONLRepo on disk", () => {
       "parent_not_found",
     );
 
-    expect(await readFile(entries)).toEqual(bytes);
-    expect(await readFile(metadata)).toEqual(meta);
-    expect(await everything(session)).toEqual(before);
+    await state.expectUnchanged();
   });
 
   it("cuts off a batch whose write failed halfway, and changes nothing in memory", async () => {
@@ -390,25 +421,14 @@ describe("JSONLRepo on disk", () => {
     const repo = await temp.repo(root);
     const session = await repo.create({ id: "failing" });
     await session.appendMessage(user("q"));
-    const { entries, metadata } = files(root, "failing");
-    const bytes = await readFile(entries);
-    const meta = await readFile(metadata);
-    const before = await everything(session);
+    const state = await stateOf(session, root);
+    const { entries } = files(root, "failing");
 
-    const probe = await open(entries, "r");
-    const prototype = Object.getPrototypeOf(probe) as FileHandle;
-    await probe.close();
-    const writev = prototype.writev;
     // The first line of the batch reaches the file, then the disk is full.
-    prototype.writev = async function (
-      this: FileHandle,
-      buffers: NodeJS.ArrayBufferView[],
-      position?: number,
-    ) {
-      prototype.writev = writev;
-      await writev.call(this, buffers.slice(0, 1), position);
+    const restore = await onceInstead(entries, "writev", async (writev, handle, buffers, position) => {
+      await writev.call(handle, buffers.slice(0, 1), position);
       throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
-    } as FileHandle["writev"];
+    });
     try {
       const error = await expectCode(
         session.appendEntries([messageEntry(assistant("a")), messageEntry(user("q2"))]),
@@ -416,12 +436,10 @@ describe("JSONLRepo on disk", () => {
       );
       expect(error.details).toMatchObject({ file: entries, errno: "ENOSPC" });
     } finally {
-      prototype.writev = writev;
+      restore();
     }
 
-    expect(await readFile(entries)).toEqual(bytes);
-    expect(await readFile(metadata)).toEqual(meta);
-    expect(await everything(session)).toEqual(before);
+    await state.expectUnchanged();
     const next = await session.appendMessage(assistant("a"));
     expect((await session.getEntry(next))?.seq).toBe(2);
     await repo.cleanup();
@@ -433,19 +451,12 @@ describe("JSONLRepo on disk", () => {
     const repo = await temp.repo(root);
     const session = await repo.create({ id: "unmarked" });
     await session.appendMessage(user("q"));
-    const { entries, metadata } = files(root, "unmarked");
-    const bytes = await readFile(entries);
-    const meta = await readFile(metadata);
-    const before = await everything(session);
+    const state = await stateOf(session, root);
+    const { entries } = files(root, "unmarked");
 
-    const probe = await open(entries, "r");
-    const prototype = Object.getPrototypeOf(probe) as FileHandle;
-    await probe.close();
-    const write = prototype.write;
-    prototype.write = async () => {
-      prototype.write = write;
+    const restore = await onceInstead(entries, "write", async () => {
       throw Object.assign(new Error("EIO: i/o error"), { code: "EIO" });
-    };
+    });
     try {
       const error = await expectCode(
         session.appendEntries([messageEntry(assistant("a")), messageEntry(user("q2"))]),
@@ -453,12 +464,10 @@ describe("JSONLRepo on disk", () => {
       );
       expect(error.details).toMatchObject({ file: entries, errno: "EIO" });
     } finally {
-      prototype.write = write;
+      restore();
     }
 
-    expect(await readFile(entries)).toEqual(bytes);
-    expect(await readFile(metadata)).toEqual(meta);
-    expect(await everything(session)).toEqual(before);
+    await state.expectUnchanged();
     const [a, q2] = (await session.appendEntries([messageEntry(assistant("a")), messageEntry(user("q2"))]))
       .entries;
     expect([a?.seq, q2?.seq]).toEqual([2, 3]);

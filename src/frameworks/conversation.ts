@@ -106,6 +106,11 @@ export function conversationPieces(
   return pieces;
 }
 
+/** The id of one of the messages an entry contributes to a context: its entry's, and which of them it is. */
+export function messageIdOf(entryId: string, index: number): string {
+  return index === 0 ? entryId : `${entryId}:${index}`;
+}
+
 /** Whether an assistant's reply was cut short or failed: not an answer a model goes on from. */
 export function isIncomplete(message: AgentMessage): boolean {
   const reply = message as AssistantMessage;

@@ -271,6 +271,69 @@ describe.each(repos)("CfSessionsChatStore on %s", (_name, makeRepo) => {
     expect((await session.buildContext({ leafId: before })).messages).toHaveLength(4);
   });
 
+  it("shows another door's tool calls by ids every provider takes, its reasoning with signatures, each message by an id of its own", async () => {
+    const byId = new CfSessionsChatStore({ repo, chatIdIsSessionId: true });
+    const session = await repo.create({ id: `foreign-ids-${crypto.randomUUID()}` });
+    const stored = `call_${"b".repeat(24)}|fc_${"a".repeat(50)}`;
+    const reply = (content: unknown[], api: string) =>
+      ({
+        role: "assistant",
+        content,
+        api,
+        provider: "p",
+        model: "m",
+        usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2 },
+        stopReason: "toolUse",
+        timestamp: 2,
+      }) as never;
+    await session.appendCompaction({
+      summary: "They talked about the sky.",
+      tokensBefore: 100,
+      retainedTail: [
+        { role: "user", content: "Is it blue?", timestamp: 1 },
+        reply([{ type: "text", text: "Yes." }], "openai-completions"),
+        { role: "user", content: "Always?", timestamp: 1 },
+      ],
+    });
+    await session.appendMessage(
+      reply(
+        [
+          { type: "thinking", thinking: "Check the weather.", thinkingSignature: "sig-1" },
+          { type: "toolCall", id: stored, name: "weather", arguments: { city: "Paris" } },
+        ],
+        "anthropic-messages",
+      ),
+    );
+    const chat = await byId.loadChat<ChatMessage>(session.id);
+    const ids = chat.map((message) => message.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(chat.map((message) => message.role)).toEqual(["user", "user", "assistant", "user", "assistant"]);
+    const answer = chat.at(-1) as ChatMessage;
+    expect(answer.parts).toContainEqual({
+      type: "reasoning",
+      text: "Check the weather.",
+      state: "done",
+      providerMetadata: { anthropic: { signature: "sig-1" } },
+    });
+    const call = answer.parts.find((part) => "toolCallId" in part) as { toolCallId: string };
+    expect(call.toolCallId).toMatch(/^[A-Za-z0-9_-]{1,40}$/);
+    expect(await validateUIMessages({ messages: chat })).toEqual(chat);
+
+    // The browser runs the tool: its result answers the stored call.
+    const answered = {
+      ...answer,
+      parts: answer.parts.map((part) =>
+        "toolCallId" in part ? { ...part, state: "output-available", output: "sun" } : part,
+      ),
+    } as ChatMessage;
+    await byId.saveChat({ chatId: session.id, messages: [...chat.slice(0, -1), answered] });
+    const last = (await session.getBranch()).at(-1);
+    expect(last).toMatchObject({ type: "message", message: { role: "toolResult", toolCallId: stored } });
+    const context = await session.buildContext();
+    expect(JSON.stringify(context.messages)).not.toContain("No result provided");
+    expect((await byId.loadChat<ChatMessage>(session.id)).at(-1)).toEqual(answered);
+  });
+
   it("reads a chat cf-sessions 0.1 wrote: the same messages, and a conversation in every shape", async () => {
     const byId = new CfSessionsChatStore({ repo, chatIdIsSessionId: true });
     const { session, expected } = await earlierSession<{ messages: ChatMessage[] }>(repo, "ai-sdk-0.1.0");

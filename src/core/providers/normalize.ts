@@ -154,7 +154,8 @@ function providerOptionsOf(block: object): ProviderOptions | undefined {
   return value !== null && typeof value === "object" ? (value as ProviderOptions) : undefined;
 }
 
-function assistantBlocks(
+/** An assistant's blocks as they are sent: blank ones left out, ids from `ids`, signatures for the same model only. */
+export function assistantBlocks(
   message: AssistantMessage,
   sameModel: boolean,
   ids: ToolCallIds,

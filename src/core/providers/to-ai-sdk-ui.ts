@@ -58,10 +58,11 @@ function userMessage(message: NormalUser, id: string): AISDKUIMessage {
 
 type ToolCallBase = Omit<AISDKUIToolPart, "state" | "output" | "errorText">;
 
-/** Where each tool call's part sits, to be replaced by the part holding its result. */
-type ToolSlots = Map<string, { parts: AISDKUIPart[]; index: number; call: ToolCallBase }>;
+/** Where each tool call's part sits (by its wire id), to be replaced by the part holding its result. */
+export type ToolSlots = Map<string, { parts: AISDKUIPart[]; index: number; call: ToolCallBase }>;
 
-function addStep(message: NormalAssistant, parts: AISDKUIPart[], slots: ToolSlots): void {
+/** A model turn as a step of an assistant's UI message: its parts added to `parts`. */
+export function addStep(message: NormalAssistant, parts: AISDKUIPart[], slots: ToolSlots): void {
   const api = message.source.api;
   parts.push({ type: "step-start" });
   for (const block of message.content) {
@@ -85,7 +86,8 @@ function addStep(message: NormalAssistant, parts: AISDKUIPart[], slots: ToolSlot
   }
 }
 
-function settle(turn: NormalToolResults, slots: ToolSlots): void {
+/** Results put in the tool parts of their calls. */
+export function settle(turn: NormalToolResults, slots: ToolSlots): void {
   for (const result of turn.results) {
     const slot = slots.get(result.toolCallId);
     if (!slot) continue;

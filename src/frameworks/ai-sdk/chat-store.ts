@@ -16,9 +16,14 @@ import { AI_SDK_UI_MESSAGE } from "../../core/framework-custom-messages";
 import { checkSessionId } from "../../core/ids";
 import { canonicalJson } from "../../core/json";
 import { fromAISDKUI } from "../../core/providers/from-ai-sdk-ui";
+import type { NormalAssistantBlock } from "../../core/providers/normalize";
+import { assistantBlocks } from "../../core/providers/normalize";
 import { toModelMessage } from "../../core/providers/pi-messages";
 import { dataUrl } from "../../core/providers/text";
-import { conversationPieces, keepOriginal, pairedPieces } from "../conversation";
+import type { AISDKUIPart, ToolSlots } from "../../core/providers/to-ai-sdk-ui";
+import { addStep, settle } from "../../core/providers/to-ai-sdk-ui";
+import { PORTABLE_IDS, ToolCallIds } from "../../core/providers/tool-call-ids";
+import { conversationPieces, keepOriginal, messageIdOf, pairedPieces } from "../conversation";
 import { keyedId } from "../keys";
 import { SessionHandles } from "../session-handles";
 
@@ -125,47 +130,58 @@ interface StoredMessage<M> {
   byId: boolean;
 }
 
-/** A message of an answer, with the entry it came from. */
+/** A message of an answer, with the id of the UI message it opens. */
 interface AnswerPart {
   id: string;
   message: AgentMessage;
 }
 
 /**
- * An answer's messages (an assistant's and tool results, as a generation writes them) as one
- * UIMessage, as the UI showed it: each model turn a step, tool calls holding their results. A
- * stopped answer shows what it wrote.
+ * The tool-call ids of one read of the chat as the UI gets them: ids every provider takes, unique
+ * in the chat (see `ToolCallIds`), and the stored id each stands for, for the results the UI adds.
  */
-function answerMessage<M extends UIMessage>(run: readonly AnswerPart[]): M {
-  const parts: Array<Record<string, unknown>> = [];
-  const calls = new Map<string, number>();
+class ChatToolIds {
+  readonly allocator = new ToolCallIds(PORTABLE_IDS);
+  readonly #wireOf = new Map<string, string>();
+  readonly #storedOf = new Map<string, string>();
+
+  /** The calls of a turn: their results, read next, go to them. */
+  called(blocks: readonly NormalAssistantBlock[]): void {
+    for (const block of blocks) {
+      if (block.type !== "toolCall") continue;
+      this.#wireOf.set(block.sourceId, block.id);
+      this.#storedOf.set(block.id, block.sourceId);
+    }
+  }
+
+  wireOf(storedId: string): string | undefined {
+    return this.#wireOf.get(storedId);
+  }
+
+  storedOf(wireId: string): string {
+    return this.#storedOf.get(wireId) ?? wireId;
+  }
+}
+
+/**
+ * An answer's messages (an assistant's and tool results, as a generation writes them) as one
+ * UIMessage, as \`format=ai-sdk-ui\` shows it: each model turn a step, tool calls holding their
+ * results, reasoning with its signatures. A stopped answer shows what it wrote.
+ */
+function answerMessage<M extends UIMessage>(run: readonly AnswerPart[], ids: ChatToolIds): M {
+  const parts: AISDKUIPart[] = [];
+  const slots: ToolSlots = new Map();
   for (const { message } of run) {
     if (message.role === "assistant") {
-      parts.push({ type: "step-start" });
-      for (const block of (message as AssistantMessage).content) {
-        if (block.type === "text") parts.push({ type: "text", text: block.text, state: "done" });
-        else if (block.type === "thinking")
-          parts.push({ type: "reasoning", text: block.thinking, state: "done" });
-        else {
-          calls.set(block.id, parts.length);
-          parts.push({
-            type: `tool-${block.name}`,
-            toolCallId: block.id,
-            state: "input-available",
-            input: block.arguments,
-          });
-        }
-      }
+      const reply = message as AssistantMessage;
+      const content = assistantBlocks(reply, true, ids.allocator, "thinking");
+      ids.called(content);
+      addStep({ role: "assistant", content, sameModel: true, source: reply }, parts, slots);
     } else if (message.role === "toolResult") {
-      const result = message as ToolResultMessage;
-      const at = calls.get(result.toolCallId);
-      if (at === undefined) continue;
-      const text = result.content.map((part) => (part.type === "text" ? part.text : "")).join("");
-      // A result with images is its content, as the context in the UI's format has it.
-      const images = result.content.some((part) => part.type === "image");
-      parts[at] = result.isError
-        ? { ...parts[at], state: "output-error", errorText: text }
-        : { ...parts[at], state: "output-available", output: images ? result.content : text };
+      const { toolCallId, toolName, content, isError } = message as ToolResultMessage;
+      const wireId = ids.wireOf(toolCallId);
+      if (wireId !== undefined)
+        settle({ role: "toolResults", results: [{ toolCallId: wireId, toolName, content, isError }] }, slots);
     }
   }
   return { id: (run[0] as AnswerPart).id, role: "assistant", parts } as unknown as M;
@@ -194,10 +210,11 @@ function otherMessage<M extends UIMessage>(message: AgentMessage, id: string): M
 async function storedChat<M extends UIMessage>(session: Session) {
   const branch = await session.getBranch();
   const messages: StoredMessage<M>[] = [];
+  const ids = new ChatToolIds();
   let run: AnswerPart[] = [];
   let runEnd = "";
   const endRun = () => {
-    if (run.length > 0) messages.push({ entryId: runEnd, message: answerMessage<M>(run), byId: true });
+    if (run.length > 0) messages.push({ entryId: runEnd, message: answerMessage<M>(run, ids), byId: true });
     run = [];
   };
   // A call the chat went on from without its result shows as failed, as the model is sent it.
@@ -209,19 +226,19 @@ async function storedChat<M extends UIMessage>(session: Session) {
         messages.push({ entryId: last.id, message: record as M, byId: false });
       continue;
     }
-    for (const message of piece.messages) {
+    for (const [index, message] of piece.messages.entries()) {
       if (message.role === "assistant" || message.role === "toolResult") {
-        run.push({ id: (piece.entries[0] as StoredEntry).id, message });
+        run.push({ id: messageIdOf((piece.entries[0] as StoredEntry).id, index), message });
         runEnd = last.id;
         continue;
       }
       endRun();
-      const other = otherMessage<M>(message, last.id);
+      const other = otherMessage<M>(message, messageIdOf(last.id, index));
       if (other) messages.push({ entryId: last.id, message: other, byId: true });
     }
   }
   endRun();
-  return { messages, leafId: branch.at(-1)?.id ?? null };
+  return { messages, leafId: branch.at(-1)?.id ?? null, ids };
 }
 
 /**
@@ -323,7 +340,8 @@ export class CfSessionsChatStore {
             type: "message",
             id: newId(),
             parentId,
-            message: { ...result, timestamp: Date.now() },
+            // The UI answers the call by the id it was shown; the result pairs with the stored call.
+            message: { ...result, toolCallId: stored.ids.storedOf(result.toolCallId), timestamp: Date.now() },
           };
           entries.push(entry as EntryInput);
           parentId = entry.id;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { AgentMessage, AssistantMessage, Session } from "../../src/core";
 import { MemoryRepo } from "../../src/core/memory";
+import { BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX } from "../../src/core/providers/pi-messages";
 import { CfSessionsChatStore } from "../../src/frameworks/ai-sdk";
 import { CfSessionsSaver } from "../../src/frameworks/langgraph";
 import { CfSessionsSession } from "../../src/frameworks/openai-agents";
@@ -139,6 +140,51 @@ describe("read through each framework's door, a session on a MemoryRepo", () => 
     // Each message keeps an id of its own.
     const ids = messages.map((message) => (message as unknown as { id: string }).id);
     expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it("as a LangGraph thread's messages: a system message as a SystemMessage, pi's messages as a model is sent them", async () => {
+    const repo = new MemoryRepo();
+    const id = "reads-langgraph-roles";
+    await new CfSessionsSession({ repo, sessionId: id }).addItems([
+      { type: "message", role: "system", content: "You are terse." },
+      { type: "message", role: "user", content: "List the files." },
+    ]);
+    const session = await repo.open(id);
+    await session.appendMessage({
+      role: "bashExecution",
+      command: "ls",
+      output: "a.txt",
+      exitCode: 0,
+      cancelled: false,
+      truncated: false,
+      timestamp: 3,
+    } as unknown as AgentMessage);
+    await session.appendMessage({
+      role: "bashExecution",
+      command: "cat secret",
+      output: "hidden",
+      exitCode: 0,
+      cancelled: false,
+      truncated: false,
+      excludeFromContext: true,
+      timestamp: 4,
+    } as unknown as AgentMessage);
+    await session.appendBranchSummary({ summary: "Tried b.txt first.", fromId: "root" });
+    const saver = new CfSessionsSaver({ repo, threadIdIsSessionId: true });
+    const tuple = await saver.getTuple({ configurable: { thread_id: id } });
+    const messages = (tuple?.checkpoint.channel_values.messages ?? []) as Array<{
+      getType(): string;
+      content: unknown;
+    }>;
+    expect(messages.map((message) => [message.getType(), message.content])).toEqual([
+      ["system", "You are terse."],
+      ["human", "List the files."],
+      ["human", [{ type: "text", text: "Ran `ls`\n```\na.txt\n```" }]],
+      [
+        "human",
+        [{ type: "text", text: `${BRANCH_SUMMARY_PREFIX}Tried b.txt first.${BRANCH_SUMMARY_SUFFIX}` }],
+      ],
+    ]);
   });
 
   it("as the AI SDK's UI messages, the cut-short answer shown as far as it went", async () => {

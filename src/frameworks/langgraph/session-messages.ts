@@ -1,19 +1,21 @@
 import type { AgentMessage, ImageContent, StoredEntry, TextContent, TreeEntry } from "../../core";
 import { isAssistantMessage, isToolResultMessage, isUserMessage } from "../../core";
 import { isRecord } from "../../core/providers/incoming";
+import { toModelMessage } from "../../core/providers/pi-messages";
 import { dataUrl } from "../../core/providers/text";
+import { isSystemMessage, systemMessageText } from "../../core/system-messages";
 import { conversationPieces, pairedPieces } from "../conversation";
 import { FRAMEWORK } from "./messages";
 import type { Serialized } from "./serialized";
 
 /*
  * Any session as a graph's messages: its context at an entry, each message as LangChain's
- * serializer writes a message (so the saver's serializer makes `HumanMessage`, `AIMessage` and
- * `ToolMessage` of them), named by the entry it came from. Messages this saver wrote come back as
- * they were kept; others are read from their entries: text and images, reasoning, tool calls and
- * results, with a reply cut short or failed left out and every call the conversation went on from
- * answered, as a model is sent them. This is how a graph starts a thread on a session it did not
- * write.
+ * serializer writes a message (so the saver's serializer makes `SystemMessage`, `HumanMessage`,
+ * `AIMessage` and `ToolMessage` of them), named by the entry it came from. Messages this saver wrote
+ * come back as they were kept; others are read from their entries: the prompt, text and images,
+ * reasoning, tool calls and results, pi's summaries and commands, with a reply cut short or failed
+ * left out and every call the conversation went on from answered, as a model is sent them. This is
+ * how a graph starts a thread on a session it did not write.
  */
 
 /** A message of a session's context, as a graph's messages channel holds it, and the entry it came from. */
@@ -47,9 +49,19 @@ function contentBlocks(content: readonly (TextContent | ImageContent)[]): Record
   );
 }
 
-/** A core message as LangChain's serialized message of the same role (named `id`). */
-export function serializedMessage(message: AgentMessage, id: string): Serialized | undefined {
+/**
+ * A core message as LangChain's serialized message of the same role (named `id`): a system message
+ * as a `SystemMessage` of its prompt; pi's summaries, custom messages and `!` commands as the user
+ * messages a model is sent for them; undefined for what a model is not sent.
+ */
+export function serializedMessage(original: AgentMessage, id: string): Serialized | undefined {
   const base = { id, additional_kwargs: {}, response_metadata: {} };
+  if (isSystemMessage(original)) {
+    const content = systemMessageText(original);
+    return content ? lcMessage("SystemMessage", { ...base, content }) : undefined;
+  }
+  const message = toModelMessage(original);
+  if (!message) return undefined;
   if (isUserMessage(message)) {
     const content = typeof message.content === "string" ? message.content : contentBlocks(message.content);
     return lcMessage("HumanMessage", { ...base, content });
@@ -77,12 +89,7 @@ export function serializedMessage(message: AgentMessage, id: string): Serialized
       status: message.isError ? "error" : "success",
     });
   }
-  // A custom message or a summary reads as something the user side said.
-  const content =
-    (message as { content?: unknown; summary?: unknown }).content ??
-    (message as { summary?: unknown }).summary;
-  const text = typeof content === "string" ? content : Array.isArray(content) ? textOf(content) : "";
-  return text ? lcMessage("HumanMessage", { ...base, content: text }) : undefined;
+  return undefined;
 }
 
 /** The id a message of a session's context has in a graph: its entry's, and which of the entry's messages it is. */

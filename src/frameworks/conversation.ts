@@ -11,6 +11,7 @@ import { projectContext } from "../core/context";
 import { latestEdits } from "../core/context-edits";
 import { NO_RESULT_TEXT } from "../core/providers/normalize";
 import { toModelMessage } from "../core/providers/pi-messages";
+import { callIdPart } from "../core/providers/tool-call-ids";
 
 /*
  * What the adapters share. A framework's records become first-class entries (messages, tool
@@ -129,6 +130,14 @@ function noResult(call: ToolCall): ToolResultMessage {
   };
 }
 
+/**
+ * Whether `result` answers `call`: it names its id, or only the `call_id` of a pi-ai Responses id
+ * (`call_id|item_id`), as an API's own tool output and a framework sent that part write it.
+ */
+function answers(result: ToolResultMessage, call: ToolCall): boolean {
+  return call.id === result.toolCallId || callIdPart(call.id) === result.toolCallId;
+}
+
 /** The tool calls of the assistant turn last read, and which of them have their results. */
 interface OpenTurn {
   calls: ToolCall[];
@@ -165,14 +174,13 @@ export function pairedPieces(pieces: readonly Piece[], leaveOutIncomplete: boole
     for (const message of piece.messages) {
       if (message.role === "toolResult") {
         const result = message as ToolResultMessage;
-        const waiting =
-          turn?.calls.some((call) => call.id === result.toolCallId) && !turn?.answered.has(result.toolCallId);
-        if (turn && waiting) {
-          turn.answered.add(result.toolCallId);
+        const call = turn?.calls.find((call) => answers(result, call) && !turn?.answered.has(call.id));
+        if (turn && call) {
+          turn.answered.add(call.id);
           turn.resulted = true;
           if (!own) turn.at = at;
         }
-        if (own || waiting) messages.push(message);
+        if (own || call) messages.push(message);
         continue;
       }
       if (message.role === "assistant") {

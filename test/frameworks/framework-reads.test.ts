@@ -1,3 +1,5 @@
+import { AIMessage, ToolMessage } from "@langchain/core/messages";
+import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
 import type { AgentMessage, AssistantMessage, Session } from "../../src/core";
 import { MemoryRepo } from "../../src/core/memory";
@@ -184,6 +186,103 @@ describe("read through each framework's door, a session on a MemoryRepo", () => 
         "human",
         [{ type: "text", text: `${BRANCH_SUMMARY_PREFIX}Tried b.txt first.${BRANCH_SUMMARY_SUFFIX}` }],
       ],
+    ]);
+  });
+
+  it("as a LangGraph thread's messages, with tool-call ids every model API takes, each result under its call's", async () => {
+    const repo = new MemoryRepo();
+    const id = "reads-langgraph-call-ids";
+    const callId = `call_${"b".repeat(35)}`;
+    await new CfSessionsSession({ repo, sessionId: id }).addItems([
+      { type: "message", role: "user", content: "Read the title twice." },
+      { type: "function_call", id: `fc_${"a".repeat(50)}`, callId, name: "read_title", arguments: "{}" },
+      { type: "function_call_result", callId, name: "read_title", status: "completed", output: "Home" },
+    ]);
+    const session = await repo.open(id);
+    // Kimi's ids, one of them used again in the next turn; and one too long for any API.
+    const long = `toolu_${"c".repeat(70)}`;
+    await session.appendMessage(reply([call("functions.read:0", "read_title")], "toolUse"));
+    await session.appendMessage({
+      role: "toolResult",
+      toolCallId: "functions.read:0",
+      toolName: "read_title",
+      content: [{ type: "text", text: "Home again" }],
+      isError: false,
+      timestamp: 3,
+    });
+    await session.appendMessage(
+      reply([call("functions.read:0", "read_title"), call(long, "scroll")], "toolUse"),
+    );
+    await session.appendMessage({
+      role: "toolResult",
+      toolCallId: long,
+      toolName: "scroll",
+      content: [{ type: "text", text: "scrolled" }],
+      isError: false,
+      timestamp: 4,
+    });
+    await session.appendMessage({
+      role: "toolResult",
+      toolCallId: "functions.read:0",
+      toolName: "read_title",
+      content: [{ type: "text", text: "Home once more" }],
+      isError: false,
+      timestamp: 5,
+    });
+    const saver = new CfSessionsSaver({ repo, threadIdIsSessionId: true });
+    const tuple = await saver.getTuple({ configurable: { thread_id: id } });
+    const messages = (tuple?.checkpoint.channel_values.messages ?? []) as Array<{
+      getType(): string;
+      tool_calls?: { id: string }[];
+      tool_call_id?: string;
+    }>;
+    const shown = messages.flatMap((message) =>
+      message.getType() === "tool"
+        ? [`result ${message.tool_call_id}`]
+        : (message.tool_calls ?? []).map((c) => `call ${c.id}`),
+    );
+    expect(shown).toEqual([
+      `call ${callId}`,
+      `result ${callId}`,
+      "call functions_read_0",
+      "result functions_read_0",
+      "call functions_read_0_2",
+      `call ${long.slice(0, 40)}`,
+      `result ${long.slice(0, 40)}`,
+      "result functions_read_0_2",
+    ]);
+  });
+
+  it("takes back a graph's result for a call another door left open, under that call", async () => {
+    const repo = new MemoryRepo();
+    const id = "reads-langgraph-answered";
+    const callId = `call_${"b".repeat(35)}`;
+    const agents = new CfSessionsSession({ repo, sessionId: id });
+    await agents.addItems([
+      { type: "message", role: "user", content: "Read the title." },
+      { type: "function_call", id: `fc_${"a".repeat(50)}`, callId, name: "read_title", arguments: "{}" },
+    ]);
+    const saver = new CfSessionsSaver({ repo, threadIdIsSessionId: true });
+    const graph = new StateGraph(MessagesAnnotation)
+      .addNode("tools", ({ messages }) => {
+        const call = (messages.at(-1) as AIMessage).tool_calls?.[0];
+        return {
+          messages: [
+            new ToolMessage({ content: "Home", tool_call_id: String(call?.id), name: "read_title" }),
+            new AIMessage("The title is Home."),
+          ],
+        };
+      })
+      .addEdge(START, "tools")
+      .addEdge("tools", END)
+      .compile({ checkpointer: saver });
+    await graph.invoke({ messages: [] }, { configurable: { thread_id: id } });
+    const items = (await agents.getItems()) as Json[];
+    expect(items.map((item) => [item.type, item.callId, item.output])).toEqual([
+      ["message", undefined, undefined],
+      ["function_call", callId, undefined],
+      ["function_call_result", callId, { type: "text", text: "Home" }],
+      ["message", undefined, undefined],
     ]);
   });
 

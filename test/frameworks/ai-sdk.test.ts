@@ -332,6 +332,28 @@ describe.each(repos)("CfSessionsChatStore on %s", (_name, makeRepo) => {
     const context = await session.buildContext();
     expect(JSON.stringify(context.messages)).not.toContain("No result provided");
     expect((await byId.loadChat<ChatMessage>(session.id)).at(-1)).toEqual(answered);
+
+    // A framework that sent only the call_id part of such a call answers it by that part.
+    await session.appendMessage(
+      reply(
+        [{ type: "toolCall", id: "call_c|fc_d", name: "weather", arguments: { city: "Rome" } }],
+        "openai-responses",
+      ),
+    );
+    await session.appendMessage({
+      role: "toolResult",
+      toolCallId: "call_c",
+      toolName: "weather",
+      content: [{ type: "text", text: "rain" }],
+      isError: false,
+      timestamp: 3,
+    });
+    const rome = (await byId.loadChat<ChatMessage>(session.id)).at(-1) as ChatMessage;
+    expect(rome.parts.at(-1)).toMatchObject({
+      toolCallId: "call_c",
+      state: "output-available",
+      output: "rain",
+    });
   });
 
   it("reads a chat cf-sessions 0.1 wrote: the same messages, and a conversation in every shape", async () => {

@@ -61,3 +61,36 @@ export class ToolCallIds {
     }
   }
 }
+
+/**
+ * Wire ids for one read that its reader answers (a chat UI, a graph): each call gets its id as
+ * `ToolCallIds` hands it out; a result, the id of the call it answers (the first waiting call with
+ * its stored id, or whose `call_id` part it names); and a wire id the reader answers by maps back
+ * to the stored call's id.
+ */
+export class AnsweredCallIds extends ToolCallIds {
+  readonly #waiting = new Map<string, string[]>();
+  /** The stored id of each pi-ai Responses call (`call_id|item_id`) by its `call_id`. */
+  readonly #byCallId = new Map<string, string>();
+  readonly #storedOf = new Map<string, string>();
+
+  override allocate(id: string): string {
+    const wire = super.allocate(id);
+    this.#waiting.set(id, [...(this.#waiting.get(id) ?? []), wire]);
+    const callId = callIdPart(id);
+    if (callId !== id) this.#byCallId.set(callId, id);
+    this.#storedOf.set(wire, id);
+    return wire;
+  }
+
+  /** The wire id of the call a stored result answers; undefined when no call of the read waits for it. */
+  result(storedId: string): string | undefined {
+    const waiting = this.#waiting.get(storedId) ?? this.#waiting.get(this.#byCallId.get(storedId) ?? "");
+    return waiting?.shift();
+  }
+
+  /** The stored id of the call the reader answers by `wireId` (as it is, for a call of the reader's own). */
+  storedOf(wireId: string): string {
+    return this.#storedOf.get(wireId) ?? wireId;
+  }
+}

@@ -16,13 +16,12 @@ import { AI_SDK_UI_MESSAGE } from "../../core/framework-custom-messages";
 import { checkSessionId } from "../../core/ids";
 import { canonicalJson } from "../../core/json";
 import { fromAISDKUI } from "../../core/providers/from-ai-sdk-ui";
-import type { NormalAssistantBlock } from "../../core/providers/normalize";
 import { assistantBlocks } from "../../core/providers/normalize";
 import { toModelMessage } from "../../core/providers/pi-messages";
 import { dataUrl } from "../../core/providers/text";
 import type { AISDKUIPart, ToolSlots } from "../../core/providers/to-ai-sdk-ui";
 import { addStep, settle } from "../../core/providers/to-ai-sdk-ui";
-import { PORTABLE_IDS, ToolCallIds } from "../../core/providers/tool-call-ids";
+import { AnsweredCallIds, PORTABLE_IDS } from "../../core/providers/tool-call-ids";
 import { conversationPieces, keepOriginal, messageIdOf, pairedPieces } from "../conversation";
 import { keyedId } from "../keys";
 import { SessionHandles } from "../session-handles";
@@ -137,49 +136,21 @@ interface AnswerPart {
 }
 
 /**
- * The tool-call ids of one read of the chat as the UI gets them: ids every provider takes, unique
- * in the chat (see `ToolCallIds`), and the stored id each stands for, for the results the UI adds.
- */
-class ChatToolIds {
-  readonly allocator = new ToolCallIds(PORTABLE_IDS);
-  readonly #wireOf = new Map<string, string>();
-  readonly #storedOf = new Map<string, string>();
-
-  /** The calls of a turn: their results, read next, go to them. */
-  called(blocks: readonly NormalAssistantBlock[]): void {
-    for (const block of blocks) {
-      if (block.type !== "toolCall") continue;
-      this.#wireOf.set(block.sourceId, block.id);
-      this.#storedOf.set(block.id, block.sourceId);
-    }
-  }
-
-  wireOf(storedId: string): string | undefined {
-    return this.#wireOf.get(storedId);
-  }
-
-  storedOf(wireId: string): string {
-    return this.#storedOf.get(wireId) ?? wireId;
-  }
-}
-
-/**
  * An answer's messages (an assistant's and tool results, as a generation writes them) as one
- * UIMessage, as \`format=ai-sdk-ui\` shows it: each model turn a step, tool calls holding their
+ * UIMessage, as `format=ai-sdk-ui` shows it: each model turn a step, tool calls holding their
  * results, reasoning with its signatures. A stopped answer shows what it wrote.
  */
-function answerMessage<M extends UIMessage>(run: readonly AnswerPart[], ids: ChatToolIds): M {
+function answerMessage<M extends UIMessage>(run: readonly AnswerPart[], ids: AnsweredCallIds): M {
   const parts: AISDKUIPart[] = [];
   const slots: ToolSlots = new Map();
   for (const { message } of run) {
     if (message.role === "assistant") {
       const reply = message as AssistantMessage;
-      const content = assistantBlocks(reply, true, ids.allocator, "thinking");
-      ids.called(content);
+      const content = assistantBlocks(reply, true, ids, "thinking");
       addStep({ role: "assistant", content, sameModel: true, source: reply }, parts, slots);
     } else if (message.role === "toolResult") {
       const { toolCallId, toolName, content, isError } = message as ToolResultMessage;
-      const wireId = ids.wireOf(toolCallId);
+      const wireId = ids.result(toolCallId);
       if (wireId !== undefined)
         settle({ role: "toolResults", results: [{ toolCallId: wireId, toolName, content, isError }] }, slots);
     }
@@ -210,7 +181,8 @@ function otherMessage<M extends UIMessage>(message: AgentMessage, id: string): M
 async function storedChat<M extends UIMessage>(session: Session) {
   const branch = await session.getBranch();
   const messages: StoredMessage<M>[] = [];
-  const ids = new ChatToolIds();
+  // The UI is shown tool calls by ids every provider takes.
+  const ids = new AnsweredCallIds(PORTABLE_IDS);
   let run: AnswerPart[] = [];
   let runEnd = "";
   const endRun = () => {

@@ -3,9 +3,9 @@ import { isAssistantMessage, isToolResultMessage, isUserMessage } from "../../co
 import { isRecord } from "../../core/providers/incoming";
 import { toModelMessage } from "../../core/providers/pi-messages";
 import { dataUrl } from "../../core/providers/text";
-import { callIdPart, PORTABLE_IDS, ToolCallIds } from "../../core/providers/tool-call-ids";
+import { AnsweredCallIds, PORTABLE_IDS } from "../../core/providers/tool-call-ids";
 import { isSystemMessage, systemMessageText } from "../../core/system-messages";
-import { conversationPieces, pairedPieces } from "../conversation";
+import { conversationPieces, messageIdOf, pairedPieces } from "../conversation";
 import { FRAMEWORK } from "./messages";
 import type { Serialized } from "./serialized";
 
@@ -51,37 +51,15 @@ function contentBlocks(content: readonly (TextContent | ImageContent)[]): Record
 }
 
 /**
- * The tool-call ids of one read as every model API takes them (`PORTABLE_IDS`, as the AI SDK's are
- * sent): each call gets an id no other call of the read has, and each result the id of the call it
- * answers (the first waiting call with its stored id, or whose `call_id` part it names).
- */
-class WireCallIds {
-  readonly #ids = new ToolCallIds(PORTABLE_IDS);
-  readonly #waiting = new Map<string, string[]>();
-  /** The stored id of each pi-ai Responses call (`call_id|item_id`) by its `call_id`. */
-  readonly #byCallId = new Map<string, string>();
-
-  call(id: string): string {
-    const wire = this.#ids.allocate(id);
-    this.#waiting.set(id, [...(this.#waiting.get(id) ?? []), wire]);
-    const callId = callIdPart(id);
-    if (callId !== id) this.#byCallId.set(callId, id);
-    return wire;
-  }
-
-  /** A result's id; as stored when its call is none of this read's (a graph's own message). */
-  result(id: string): string {
-    const waiting = this.#waiting.get(id) ?? this.#waiting.get(this.#byCallId.get(id) ?? "");
-    return waiting?.shift() ?? id;
-  }
-}
-
-/**
  * A core message as LangChain's serialized message of the same role (named `id`): a system message
  * as a `SystemMessage` of its prompt; pi's summaries, custom messages and `!` commands as the user
  * messages a model is sent for them; undefined for what a model is not sent.
  */
-function serializedMessage(original: AgentMessage, id: string, callIds: WireCallIds): Serialized | undefined {
+function serializedMessage(
+  original: AgentMessage,
+  id: string,
+  callIds: AnsweredCallIds,
+): Serialized | undefined {
   const base = { id, additional_kwargs: {}, response_metadata: {} };
   if (isSystemMessage(original)) {
     const content = systemMessageText(original);
@@ -100,7 +78,7 @@ function serializedMessage(original: AgentMessage, id: string, callIds: WireCall
     const text = textOf(message.content);
     const tool_calls = message.content.flatMap((block) =>
       block.type === "toolCall"
-        ? [{ id: callIds.call(block.id), name: block.name, args: block.arguments, type: "tool_call" }]
+        ? [{ id: callIds.allocate(block.id), name: block.name, args: block.arguments, type: "tool_call" }]
         : [],
     );
     const content = reasoning.length > 0 ? [...reasoning, ...(text ? [{ type: "text", text }] : [])] : text;
@@ -111,7 +89,8 @@ function serializedMessage(original: AgentMessage, id: string, callIds: WireCall
     return lcMessage("ToolMessage", {
       ...base,
       content: images ? contentBlocks(message.content) : textOf(message.content),
-      tool_call_id: callIds.result(message.toolCallId),
+      // A result of a call this read does not hold (a graph's own message) keeps its id.
+      tool_call_id: callIds.result(message.toolCallId) ?? message.toolCallId,
       name: message.toolName,
       status: message.isError ? "error" : "success",
     });
@@ -119,15 +98,10 @@ function serializedMessage(original: AgentMessage, id: string, callIds: WireCall
   return undefined;
 }
 
-/** The id a message of a session's context has in a graph: its entry's, and which of the entry's messages it is. */
-export function messageIdOf(entryId: string, index: number): string {
-  return index === 0 ? entryId : `${entryId}:${index}`;
-}
-
 /** The messages of a path's context (root first), as a graph's messages channel holds them. */
 export function sessionMessages(path: readonly StoredEntry<TreeEntry>[]): SessionMessage[] {
   const messages: SessionMessage[] = [];
-  const callIds = new WireCallIds();
+  const callIds = new AnsweredCallIds(PORTABLE_IDS);
   for (const piece of pairedPieces(conversationPieces(path, FRAMEWORK), true)) {
     const entry = piece.entries.at(-1) as StoredEntry<TreeEntry>;
     const single = piece.entries.length === 1 && entry.type === "message";

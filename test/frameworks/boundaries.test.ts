@@ -39,6 +39,7 @@ const CORE_MODULES = new Set([
   "providers/pi-messages",
   "providers/responses-signatures",
   "providers/text",
+  "providers/to-ai-sdk-ui",
   "providers/to-openai-responses",
   "providers/tool-call-ids",
 ]);

@@ -1,5 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
+import { sha256Hex } from "../core/bytes";
 import { newId } from "../core/ids";
 import { logLine, REQUEST_ID_HEADER, tenantHash } from "../durable/internal";
 import type { AppEnv, ToolCall } from "./env";
@@ -11,9 +12,10 @@ import { countedBytes } from "./stream";
  * sent (so its size is known): request id, method, route pattern (never the path, which holds
  * ids and may hold anything a caller typed), status, error code, duration, bytes in and out, the
  * tenant as an opaque hash, the session the request was about and the MCP tool it called. An MCP
- * batch of several tool calls lists them instead, each with its JSON-RPC id, tool, session and
- * error code; the line's session is theirs when they share one (else null), its error code the
- * first a call was answered with. The request id is the caller's
+ * batch of several tool calls lists them instead, each with its JSON-RPC id (by its hash unless it
+ * is a number or short and plain), tool, session and error code; the line's session is theirs when
+ * they share one (else null), its error code the first a call was answered with. An internal
+ * failure adds what failed, quoted parts cut out (errorSummary). The request id is the caller's
  * `x-request-id` when it is short and plain, else a new one, and goes back in the `x-request-id`
  * header of every answer (and in every error envelope, errors.ts). With REQUEST_LOG=errors only
  * answers of 400 and up are logged (metrics still count every request). Answers that are logged or
@@ -61,7 +63,12 @@ export const requestLog: MiddlewareHandler<AppEnv> = async (c, next) => {
     tenant,
     sessionId: calls.length > 1 ? sharedSession(calls) : (c.get("sessionId") ?? null),
   };
-  const named = calls.length === 1 ? { tool: calls[0]?.tool } : calls.length > 1 ? { toolCalls: calls } : {};
+  const named =
+    calls.length === 1
+      ? { tool: calls[0]?.tool }
+      : calls.length > 1
+        ? { toolCalls: await Promise.all(calls.map(loggedCall)) }
+        : {};
   const failure = c.get("failure");
   const write = (bytesOut: number, complete: boolean) => {
     if (logged) {
@@ -104,6 +111,15 @@ function withRequestId(response: Response, body: BodyInit | null, requestId: str
   const headers = new Headers(response.headers);
   headers.set(REQUEST_ID_HEADER, requestId);
   return new Response(body, { status: response.status, statusText: response.statusText, headers });
+}
+
+/**
+ * A batch's tool call as its line names it: the client's JSON-RPC id as it is when it is a number
+ * or short and plain (as a caller's request id must be), any other by the start of its SHA-256.
+ */
+async function loggedCall(call: ToolCall): Promise<ToolCall> {
+  if (typeof call.id === "number" || CALLER_REQUEST_ID.test(call.id)) return call;
+  return { ...call, id: `sha256:${(await sha256Hex(call.id)).slice(0, 16)}` };
 }
 
 /** The session every call names, or null when they name several (or none). */

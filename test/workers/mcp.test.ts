@@ -481,6 +481,85 @@ describe("MCP server", () => {
     ]);
   });
 
+  it("logs a failure inside a tool or a resource read as the HTTP API does: its quoted parts cut, cut short", async () => {
+    const secret = `secret-${crypto.randomUUID()}`;
+    const failing = {
+      ...env,
+      SESSIONS: {
+        getByName() {
+          throw new Error(`no object for "${secret}" ${"x".repeat(5_000)}`);
+        },
+      },
+    } as unknown as typeof env;
+    const logs = captureLogs();
+    const post = (requestId: string, message: unknown) =>
+      worker.fetch(
+        new Request("http://sessions.test/mcp", {
+          method: "POST",
+          headers: {
+            Authorization: `Bearer ${KEY_A}`,
+            "Content-Type": "application/json",
+            Accept: "application/json, text/event-stream",
+            "x-request-id": requestId,
+          },
+          body: JSON.stringify(message),
+        }),
+        failing,
+        { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext,
+      );
+    const id = sid("failing");
+    const tool = await post("mcp-tool-failure", {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "read_session", arguments: { sessionId: id } },
+    });
+    expect(((await tool.json()) as { result: { isError: boolean } }).result.isError).toBe(true);
+    const read = await post("mcp-read-failure", {
+      jsonrpc: "2.0",
+      id: 2,
+      method: "resources/read",
+      params: { uri: `session://${id}` },
+    });
+    expect(((await read.json()) as { error: { code: number } }).error.code).toBe(-32603);
+    for (const requestId of ["mcp-tool-failure", "mcp-read-failure"]) {
+      const line = lineOf(logs, requestId);
+      expect(line).toMatchObject({ status: 200, errorCode: "internal" });
+      expect(line.failure).toMatch(/^Error: no object for … x+$/);
+      expect(line.failure?.length).toBe(300);
+    }
+    expect(logs.lines.join("\n")).not.toContain(secret);
+  });
+
+  it("logs a batch call's JSON-RPC id only when it is a number or short and plain, else by its hash", async () => {
+    const id = await createSession();
+    const logs = captureLogs();
+    const long = `"${crypto.randomUUID()}" ${"y".repeat(10_000)}`;
+    const read = (rpcId: string | number) => ({
+      jsonrpc: "2.0",
+      id: rpcId,
+      method: "tools/call",
+      params: { name: "read_session", arguments: { sessionId: id } },
+    });
+    const res = await exports.default.fetch("http://sessions.test/mcp", {
+      method: "POST",
+      headers: {
+        Authorization: `Bearer ${KEY_A}`,
+        "Content-Type": "application/json",
+        Accept: "application/json, text/event-stream",
+        "x-request-id": "mcp-batch-ids",
+      },
+      body: JSON.stringify([read(7), read("call-8"), read(long)]),
+    });
+    const answers = (await res.json()) as { id: string | number }[];
+    expect(answers.map((answer) => answer.id)).toEqual([7, "call-8", long]);
+    const line = lineOf(logs, "mcp-batch-ids") as unknown as { toolCalls: { id: unknown }[] };
+    const [number, plain, hashed] = line.toolCalls.map((call) => call.id);
+    expect([number, plain]).toEqual([7, "call-8"]);
+    expect(hashed).toMatch(/^sha256:[0-9a-f]{16}$/);
+    expect(logs.lines.join("\n")).not.toContain("y".repeat(100));
+  });
+
   it("refuses a request without a credential, one from another site, and GET or DELETE", async () => {
     const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" });
     const headers = { "Content-Type": "application/json", Accept: "application/json, text/event-stream" };

@@ -12,6 +12,7 @@ import { projectContext } from "../../core/context";
 import { SessionError } from "../../core/errors";
 import { isValidId } from "../../core/ids";
 import type { SessionInfo } from "../../core/session-schemas";
+import { errorSummary } from "../../durable/internal";
 import type { AppEnv } from "../env";
 import { repo, sessionStorage } from "../route-kit";
 import { contextLines, sessionLine } from "./render";
@@ -88,7 +89,7 @@ function rpcError(c: Context<AppEnv>, error: unknown, uri?: string): McpError {
     return new McpError(code, `${error.code}: ${error.message}`, { uri, ...(error.details as object) });
   }
   c.set("errorCode", "internal");
-  c.set("failure", error instanceof Error ? error.message : String(error));
+  c.set("failure", errorSummary(error));
   return new McpError(ErrorCode.InternalError, "internal: the read failed; try again");
 }
 

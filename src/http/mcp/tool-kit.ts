@@ -9,6 +9,7 @@ import type {
 import type { Context } from "hono";
 import * as z from "zod";
 import { SessionError } from "../../core/errors";
+import { errorSummary } from "../../durable/internal";
 import type { AppEnv, ToolCall } from "../env";
 
 /*
@@ -39,7 +40,7 @@ function refusal(c: Context<AppEnv>, call: ToolCall, error: unknown): CallToolRe
     return { isError: true, content: [{ type: "text", text: `${error.code}: ${error.message}${details}` }] };
   }
   c.set("errorCode", "internal");
-  c.set("failure", error instanceof Error ? error.message : String(error));
+  c.set("failure", errorSummary(error));
   return { isError: true, content: [{ type: "text", text: "internal: the tool failed; try again" }] };
 }
 

@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { SessionError } from "../core/errors";
 import { numberSetting, unavailable } from "../durable/internal";
-import { clientAddress } from "./client-address";
+import { addressRange, clientAddress } from "./client-address";
 import type { AppEnv } from "./env";
 
 /*
@@ -56,13 +56,15 @@ export async function countRequests(c: Context<AppEnv>, count: number): Promise<
 }
 
 /**
- * Counts one failed authentication against the client's address; throws `rate_limited` once the
- * address is over its budget. Requests whose address is unknown share one budget.
+ * Counts one failed authentication against the client's address (an IPv6 address by its /64);
+ * throws `rate_limited` once the address is over its budget. Requests whose address is unknown
+ * share one budget.
  */
 export async function limitAuthFailures(c: Context<AppEnv>): Promise<void> {
   const limiter = c.env.AUTH_FAILURE_LIMITER;
   if (!limiter) return;
-  if (!(await withinBudget(limiter, clientAddress(c.req.raw.headers) ?? "unknown"))) {
+  const address = clientAddress(c.req.raw.headers);
+  if (!(await withinBudget(limiter, address === undefined ? "unknown" : addressRange(address)))) {
     throw rateLimited("failed authentications from this address", c.env.AUTH_FAILURE_LIMIT_PERIOD_SECONDS);
   }
 }

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { addressRange } from "../../src/http/client-address";
 import { secondsLeftInWindow } from "../../src/http/rate-limit";
 import worker from "../../src/worker";
 import { KEY_A, KEY_B } from "./helpers";
@@ -66,6 +67,66 @@ describe("rate limit", () => {
     // Another address still gets its 401; a valid key from the same address is not held back.
     expect((await get("wrong-key", "198.51.100.7")).status).toBe(401);
     expect((await get(KEY_A, attacker)).status).toBe(200);
+  });
+
+  it("counts an IPv6 client's failed authentications by its /64, and an IPv4 address written as IPv6 as that address", async () => {
+    const tight = { ...env, AUTH_FAILURE_LIMITER: env.TIGHT_RATE_LIMITER };
+    const get = (address: string) =>
+      worker.fetch(
+        new Request("http://sessions.test/v1/sessions", {
+          headers: { Authorization: "Bearer wrong-key", "CF-Connecting-IP": address },
+        }),
+        tight,
+        ctx(),
+      );
+    const group = () => Math.floor(Math.random() * 0xffff).toString(16);
+    const prefix = `2001:db8:${group()}:${group()}`;
+    const v4 = `192.0.2.${Math.floor(Math.random() * 250) + 1}`;
+    await freshWindow();
+    // A new address in the same /64 for every guess, written every way IPv6 allows.
+    const statuses: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      const address =
+        i % 2 ? `${prefix}:${group()}:${group()}:${group()}:${group()}` : `${prefix}::${group()}`;
+      statuses.push((await get(i % 4 === 3 ? address.toUpperCase() : address)).status);
+    }
+    expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(5);
+    expect(statuses).toContain(429);
+    // The next /64 is another client.
+    expect((await get(`2001:db8:${group()}:${group()}::1`)).status).toBe(401);
+    for (let i = 0; i < 6; i++) await get(i % 2 ? v4 : `::ffff:${v4}`);
+    expect((await get(`::ffff:${v4}`)).status).toBe(429);
+  });
+
+  it("names the range of addresses a client is counted by", () => {
+    expect(addressRange("203.0.113.7")).toBe("203.0.113.7");
+    expect(addressRange("203.0.113.007")).toBe("203.0.113.7");
+    expect(addressRange("::ffff:203.0.113.7")).toBe("203.0.113.7");
+    expect(addressRange("::FFFF:cb00:7107")).toBe("203.0.113.7");
+    expect(addressRange("0:0:0:0:0:ffff:203.0.113.7")).toBe("203.0.113.7");
+    for (const address of [
+      "2001:db8:1:2::",
+      "2001:db8:1:2::1",
+      "2001:0DB8:0001:0002:ffff:ffff:ffff:ffff",
+      "2001:db8:1:2:3::4",
+      "2001:db8:1:2:0:0:192.0.2.1",
+    ]) {
+      expect(addressRange(address), address).toBe("2001:db8:1:2::/64");
+    }
+    expect(addressRange("2001:db8::1")).toBe("2001:db8:0:0::/64");
+    expect(addressRange("::1")).toBe("0:0:0:0::/64");
+    // Anything that is not an address is counted as it is.
+    for (const text of [
+      "2001:db8::1::2",
+      "192.0.2.1::",
+      "2001:db8:1:2:3:4:5:6:7",
+      "12345::",
+      "fe80::1%eth0",
+      "256.0.0.1",
+      "x",
+    ]) {
+      expect(addressRange(text), text).toBe(text);
+    }
   });
 
   it("answers 503 not_applied, running nothing, while a limiter cannot be asked", async () => {

@@ -1,6 +1,6 @@
 import { createExecutionContext, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { sessionObjectName } from "../../src/durable/internal";
 import worker from "../../src/worker";
 import {
@@ -220,6 +220,53 @@ describe("session events over a WebSocket", () => {
     const both = await Promise.all([connect(next.body.url, {}), connect(next.body.url, {})]);
     expect(both.map((attempt) => attempt.status).sort()).toEqual([101, 401]);
     for (const attempt of both) attempt.live?.socket.close(1000, "done");
+  });
+
+  it("keeps at most 2,000 tickets waiting in a session: one more is refused, storing nothing, until one is used or expires", async () => {
+    const id = await createSession();
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    const stored = () =>
+      runInDurableObject(
+        stub,
+        (_instance, state) => [...state.storage.kv.list({ prefix: "socket-ticket:" })].length,
+      );
+    const mint = () => api("POST", `/v1/sessions/${id}/tickets`, { key: KEY_A_READ, body: {} });
+    // Tickets of the earlier layout are dropped unread when the session's tickets are first counted.
+    const unordered = `ticket:${"ab".repeat(24)}`;
+    await runInDurableObject(stub, (_instance, state) =>
+      state.storage.kv.put(unordered, Date.now() + 60_000),
+    );
+    const first = await mint();
+    expect(first.status, first.text).toBe(201);
+    expect(
+      await runInDurableObject(stub, (_instance, state) => state.storage.kv.get(unordered)),
+    ).toBeUndefined();
+    await runInDurableObject(stub, async (instance) => {
+      for (let n = 1; n < 2_000; n++) expect((await instance.mintTicket()).ok).toBe(true);
+    });
+    const refused = await mint();
+    expectError(refused, 429, "rate_limited");
+    const retryAfter = Number(refused.headers.get("Retry-After"));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(refused.body.error.details.retryAfterSeconds).toBe(retryAfter);
+    expect(await stored()).toBe(2_000);
+    // A ticket used makes room for one.
+    const watch = await open(`${first.body.url}&after=0`, {});
+    watch.socket.close(1000, "done");
+    expect((await mint()).status).toBe(201);
+    expectError(await mint(), 429, "rate_limited");
+    expect(await stored()).toBe(2_000);
+    // Expired ones are dropped by the next mint.
+    const now = Date.now;
+    const clock = vi.spyOn(Date, "now").mockImplementation(() => now() + 61_000);
+    try {
+      const after = await mint();
+      expect(after.status, after.text).toBe(201);
+      expect(await stored()).toBe(1);
+    } finally {
+      clock.mockRestore();
+    }
   });
 
   it("refuses a forged ticket, another tenant, and a handshake from another site", async () => {

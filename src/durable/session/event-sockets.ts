@@ -390,14 +390,28 @@ export function entryEvent(entry: StoredEntry, payload: boolean): SessionEvent {
  * in a URL ends up in logs): minted for a caller who may read the session, good once within
  * TICKET_MS, kept in the object's storage so any instance redeems them. The router checks a
  * ticket and names it to the object in SOCKET_TICKET_HEADER; the object uses it up in the step
- * that accepts its socket, so an upgrade refused before that leaves it good for the retry.
+ * that accepts its socket, so an upgrade refused before that leaves it good for the retry. A
+ * ticket begins with its expiry, so the stored ones are in the order they expire: each mint drops
+ * the expired ones from the front, reading no other, and a count beside them keeps a session to
+ * MAX_TICKETS waiting at once.
  */
 
 /** How long a WebSocket ticket stays good. */
 const TICKET_MS = 60_000;
-const PREFIX = "ticket:";
+/** Tickets one session keeps waiting to be used, as many as it takes sockets; more are refused. */
+const MAX_TICKETS = MAX_SOCKETS;
+/** `socket-ticket:<ticket>` holds a ticket's expiry; `socket-ticket-count` how many are stored. */
+const PREFIX = "socket-ticket:";
+const COUNT_KEY = "socket-ticket-count";
+/** Tickets of the earlier layout, in no order: dropped unread when a session's tickets are counted. */
+const UNORDERED_PREFIX = "ticket:";
 /** The ticket an upgrade was authenticated with, as the router hands it to the object. */
 export const SOCKET_TICKET_HEADER = "x-socket-ticket";
+
+/** A time as the first 12 hex digits of a ticket: in the order of the times. */
+function timeHex(ms: number): string {
+  return ms.toString(16).padStart(12, "0");
+}
 
 export class SocketTickets {
   readonly #kv: SyncKvStorage;
@@ -406,15 +420,42 @@ export class SocketTickets {
     this.#kv = kv;
   }
 
-  /** A new ticket; the expired ones are dropped on the way. */
+  /**
+   * A new ticket (48 hex digits: its expiry, then 36 random); the expired ones are dropped on the
+   * way. `rate_limited` while MAX_TICKETS wait, with the seconds until the first of them expires.
+   */
   mint(): { ticket: string; expiresAt: string } {
     const now = Date.now();
-    const ticket = randomHex(24);
-    this.#kv.put(`${PREFIX}${ticket}`, now + TICKET_MS);
-    for (const [key, expiry] of this.#kv.list<number>({ prefix: PREFIX })) {
-      if (expiry < now) this.#kv.delete(key);
+    const stored = this.#dropExpired(now);
+    if (stored >= MAX_TICKETS) {
+      const [, firstExpiry = now] = [...this.#kv.list<number>({ prefix: PREFIX, limit: 1 })][0] ?? [];
+      throw new SessionError("rate_limited", `this session has ${MAX_TICKETS} tickets waiting to be used`, {
+        retryAfterSeconds: Math.max(1, Math.ceil((firstExpiry - now) / 1000)),
+      });
     }
-    return { ticket, expiresAt: new Date(now + TICKET_MS).toISOString() };
+    const expiry = now + TICKET_MS;
+    const ticket = `${timeHex(expiry)}${randomHex(18)}`;
+    this.#kv.put(`${PREFIX}${ticket}`, expiry);
+    this.#kv.put(COUNT_KEY, stored + 1);
+    return { ticket, expiresAt: new Date(expiry).toISOString() };
+  }
+
+  /** Drops the expired tickets, the first in order: how many are left. */
+  #dropExpired(now: number): number {
+    const counted = this.#kv.get<number>(COUNT_KEY);
+    let stored = counted ?? this.#countStored();
+    for (const [key] of [...this.#kv.list({ prefix: PREFIX, end: `${PREFIX}${timeHex(now)}` })]) {
+      this.#kv.delete(key);
+      stored--;
+    }
+    if (stored !== counted) this.#kv.put(COUNT_KEY, stored);
+    return stored;
+  }
+
+  /** The stored tickets, counted once while a session has no count. */
+  #countStored(): number {
+    for (const [key] of [...this.#kv.list({ prefix: UNORDERED_PREFIX })]) this.#kv.delete(key);
+    return [...this.#kv.list({ prefix: PREFIX })].length;
   }
 
   /** Whether a ticket is good (it stays so). */
@@ -426,7 +467,8 @@ export class SocketTickets {
   /** Whether a ticket is good, using it up either way. */
   redeem(ticket: string): boolean {
     const good = this.isGood(ticket);
-    this.#kv.delete(`${PREFIX}${ticket}`);
+    const stored = this.#kv.get<number>(COUNT_KEY);
+    if (this.#kv.delete(`${PREFIX}${ticket}`) && stored !== undefined) this.#kv.put(COUNT_KEY, stored - 1);
     return good;
   }
 }

@@ -218,6 +218,64 @@ describe("streams in the tenant's backup", () => {
     expect(listed.body.streams).toEqual([]);
   });
 
+  it("reports a stream it cannot make, and leaves its path free", async () => {
+    const path = `unmade-${newId()}`;
+    const header = (at: string, fields: Record<string, unknown> = {}) => ({
+      type: "stream",
+      path: at,
+      contentType: "text/plain",
+      ttlSeconds: null,
+      expiresAt: null,
+      closed: false,
+      ...fields,
+    });
+    const exported = (...headers: Record<string, unknown>[]) =>
+      [
+        { type: "export", format: "cf-tenant", version: 1, cursor: null },
+        ...headers.flatMap((line) => [
+          line,
+          { type: "stream_append", base64: "eA==" },
+          { type: "cursor", cursor: "x" },
+        ]),
+        { type: "end", sessions: 0, streams: headers.length },
+      ]
+        .map((line) => JSON.stringify(line))
+        .join("\n");
+    const refused = [
+      header(`${path}/past`, { expiresAt: "2000-01-01T00:00:00Z" }),
+      header(`${path}/ttl`, { ttlSeconds: 200 * 365 * 24 * 3600 }),
+      header(`${path}/type`, { contentType: "text/a\nb" }),
+    ];
+    const report = await importTenant(exported(...refused), KEY_B);
+    expect(report.status, report.text).toBe(200);
+    expect(report.body.streams).toMatchObject(
+      refused.map((line, at) => ({
+        path: line.path,
+        status: "failed",
+        error: { code: "invalid_request", line: 2 + 3 * at },
+      })),
+    );
+    for (const line of refused) {
+      const at = `/v1/stream/${line.path}`;
+      expect((await head(at, KEY_B)).status).toBe(404);
+      expect((await call("PUT", at, { key: KEY_B, body: "y" })).status).toBe(201);
+    }
+
+    // Refused by the stream's object itself: past the tenant's maxStreams.
+    const ONE = "key-import-one-stream";
+    await create(`/v1/stream/${path}/kept`, { key: ONE, body: "k" });
+    const full = await importTenant(exported(header(`${path}/full`)), ONE);
+    expect(full.status, full.text).toBe(200);
+    expect(full.body.streams).toMatchObject([
+      { path: `${path}/full`, status: "failed", error: { code: "quota_exceeded" } },
+    ]);
+    expect((await head(`/v1/stream/${path}/full`, ONE)).status).toBe(404);
+    expect((await api("GET", `/v1/streams?prefix=${path}/full`, { key: ONE })).body.streams).toEqual([]);
+    expect((await call("DELETE", `/v1/stream/${path}/kept`, { key: ONE })).status).toBe(204);
+    const made = await call("PUT", `/v1/stream/${path}/full`, { key: ONE, body: "y" });
+    expect(made.status, made.text).toBe(201);
+  });
+
   it("writes again a stream an import began and never finished, and no one else's", async () => {
     const path = `unfinished-${newId()}`;
     const header = (at: string) => ({

@@ -10,7 +10,7 @@ import type {
 import type { DurableEnv } from "../env";
 import { objectCalls } from "../object-calls";
 import { streamObjectName } from "../stream/paths";
-import { HEADER } from "../stream/protocol";
+import { HEADER, readCreateRequest } from "../stream/protocol";
 import { STREAM_KEY_HEADER, STREAM_TENANT_HEADER } from "../stream/stream-object";
 import { listTenantStreams, streamCursor } from "./tenant-streams";
 
@@ -100,6 +100,31 @@ async function check(answer: Response): Promise<void> {
 }
 
 /**
+ * The headers of the create that makes the stream a header line describes, checked as the stream's
+ * object checks a create's; `invalid_request` when no create could make it (an expiry past or too
+ * far off, a content type that is no header value).
+ */
+function createHeaders(header: StreamHeader): Record<string, string> {
+  const expiry: Record<string, string> =
+    header.ttlSeconds !== null
+      ? { [HEADER.ttl]: String(header.ttlSeconds) }
+      : header.expiresAt !== null
+        ? { [HEADER.expiresAt]: header.expiresAt }
+        : {};
+  const headers = { "Content-Type": header.contentType, ...expiry };
+  let checked: Headers;
+  try {
+    checked = new Headers(headers);
+  } catch {
+    throw new SessionError("invalid_request", "the stream's content type is not a valid header value", {
+      contentType: header.contentType,
+    });
+  }
+  readCreateRequest(checked, Date.now());
+  return headers;
+}
+
+/**
  * Makes each stream of an import empty and open, appends to it, and closes it when it was. The
  * stream's object is claimed for the import first (`claimImport`): until the import ends, clients
  * find no stream there; a stream an import began and never finished (its Worker went away midway)
@@ -114,17 +139,19 @@ export function streamBackupTarget(env: DurableEnv, tenant: string): StreamBacku
       const token = crypto.randomUUID();
       const write = async (method: string, headers?: Record<string, string>, body?: BodyInit) =>
         check(await stream.importFetch(token, request(tenant, path, method, headers, body)));
+      const create = createHeaders(header);
       const found = await stream.fetch(request(tenant, path, "HEAD"));
       if (found.status !== 404) await check(found);
       if (found.status !== 404 || !(await stream.claimImport(path, token)))
         throw new SessionError("already_exists", "a stream is at this path", { path });
-      const expiry: Record<string, string> =
-        header.ttlSeconds !== null
-          ? { [HEADER.ttl]: String(header.ttlSeconds) }
-          : header.expiresAt !== null
-            ? { [HEADER.expiresAt]: header.expiresAt }
-            : {};
-      await write("PUT", { "Content-Type": contentType, ...expiry });
+      try {
+        await write("PUT", create);
+      } catch (error) {
+        // A stream that could not be made leaves nothing, and its path free for the next writer.
+        await write("DELETE").catch(() => undefined);
+        await stream.endImport(token).catch(() => undefined);
+        throw error;
+      }
       return {
         async append(append: StreamAppend): Promise<void> {
           const body =

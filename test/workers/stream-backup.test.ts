@@ -276,6 +276,32 @@ describe("streams in the tenant's backup", () => {
     expect(made.status, made.text).toBe(201);
   });
 
+  it("reports a stream at a path no client could reach, and writes nothing of it", async () => {
+    const id = newId();
+    const paths = [`unreachable-${id}/a\u0001b`, `__ds/${id}`];
+    const stream = [
+      { type: "export", format: "cf-tenant", version: 1, cursor: null },
+      ...paths.flatMap((path) => [
+        { type: "stream", path, contentType: "text/plain", ttlSeconds: null, expiresAt: null, closed: false },
+        { type: "stream_append", base64: "eA==" },
+        { type: "cursor", cursor: "x" },
+      ]),
+      { type: "end", sessions: 0, streams: 2 },
+    ]
+      .map((line) => JSON.stringify(line))
+      .join("\n");
+    const report = await importTenant(stream, KEY_B);
+    expect(report.status, report.text).toBe(200);
+    expect(report.body.streams).toMatchObject([
+      { path: paths[0], status: "failed", error: { code: "invalid_request", line: 2 } },
+      { path: paths[1], status: "failed", error: { code: "not_found", line: 5 } },
+    ]);
+    for (const prefix of [`unreachable-${id}`, `__ds/${id}`]) {
+      const listed = await api("GET", `/v1/streams?prefix=${encodeURIComponent(prefix)}`, { key: KEY_B });
+      expect(listed.body.streams).toEqual([]);
+    }
+  });
+
   it("writes again a stream an import began and never finished, and no one else's", async () => {
     const path = `unfinished-${newId()}`;
     const header = (at: string) => ({

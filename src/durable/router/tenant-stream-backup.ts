@@ -9,7 +9,7 @@ import type {
 } from "../../core/stream-backup";
 import type { DurableEnv } from "../env";
 import { objectCalls } from "../object-calls";
-import { streamObjectName } from "../stream/paths";
+import { streamKey, streamObjectName } from "../stream/paths";
 import { HEADER, readCreateRequest } from "../stream/protocol";
 import { STREAM_KEY_HEADER, STREAM_TENANT_HEADER } from "../stream/stream-object";
 import { listTenantStreams, streamCursor } from "./tenant-streams";
@@ -134,7 +134,9 @@ function createHeaders(header: StreamHeader): Record<string, string> {
 export function streamBackupTarget(env: DurableEnv, tenant: string): StreamBackupTarget {
   return {
     async beginStream(header: StreamHeader): Promise<StreamImportWrite> {
-      const { path, contentType } = header;
+      const { contentType } = header;
+      // A stream is made only where its clients can reach it.
+      const path = streamKey(header.path);
       const stream = streamObject(env, tenant, path);
       const token = crypto.randomUUID();
       const write = async (method: string, headers?: Record<string, string>, body?: BodyInit) =>

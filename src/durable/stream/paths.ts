@@ -28,6 +28,11 @@ export function streamKeyOf(path: string): string {
   } catch {
     throw new SessionError("invalid_request", "the stream's path is not valid percent-encoding");
   }
+  return streamKey(key);
+}
+
+/** A stream's key, when a client could reach a stream under it: the key a tenant import names, too. */
+export function streamKey(key: string): string {
   if (key.length === 0 || key.length > MAX_PATH_CHARS || hasControlCharacter(key)) {
     throw new SessionError(
       "invalid_request",

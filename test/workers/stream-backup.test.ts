@@ -1,7 +1,12 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import { newId } from "../../src/core/ids";
-import { STREAM_KEY_HEADER, STREAM_TENANT_HEADER, streamObjectName } from "../../src/durable/stream";
+import {
+  MAX_APPEND_BYTES,
+  STREAM_KEY_HEADER,
+  STREAM_TENANT_HEADER,
+  streamObjectName,
+} from "../../src/durable/stream";
 import { api, KEY_A, KEY_B, KEY_C } from "./helpers";
 import { append, call, create, head, readAll, streamObjects } from "./stream-helpers";
 
@@ -300,6 +305,25 @@ describe("streams in the tenant's backup", () => {
       const listed = await api("GET", `/v1/streams?prefix=${encodeURIComponent(prefix)}`, { key: KEY_B });
       expect(listed.body.streams).toEqual([]);
     }
+  });
+
+  it("restores a JSON append of one value as large as an append may be", async () => {
+    const path = `large-value-${newId()}`;
+    const value = { n: 1, text: "" };
+    value.text = "a".repeat(MAX_APPEND_BYTES - JSON.stringify(value).length);
+    const body = JSON.stringify(value);
+    expect(body.length).toBe(MAX_APPEND_BYTES);
+    await create(`/v1/stream/${path}`, { key: KEY_A, contentType: "application/json", body: "[1,[2]]" });
+    expect((await append(`/v1/stream/${path}`, body, JSON_TYPE, KEY_A)).status).toBe(204);
+    expect((await append(`/v1/stream/${path}`, "[[3]]", JSON_TYPE, KEY_A)).status).toBe(204);
+    const before = await snapshot(KEY_A, [path]);
+
+    const report = await importTenant(await exportTenant(KEY_A), KEY_B);
+    expect(report.status, report.text).toBe(200);
+    expect(report.body.streams.filter((stream: { path: string }) => stream.path === path)).toEqual([
+      { path, status: "imported", appends: 3 },
+    ]);
+    expect(await snapshot(KEY_B, [path])).toEqual(before);
   });
 
   it("writes again a stream an import began and never finished, and no one else's", async () => {

@@ -125,6 +125,23 @@ function createHeaders(header: StreamHeader): Record<string, string> {
 }
 
 /**
+ * The body of a JSON append of `json` (its messages, joined by commas): one message that is no
+ * array as it is, so that an append as large as one may be stays so; any other, as an array of them.
+ */
+function jsonAppendBody(json: string): string {
+  const text = json.trim();
+  if (!text.startsWith("[")) {
+    try {
+      JSON.parse(text);
+      return text;
+    } catch {
+      // More than one message.
+    }
+  }
+  return `[${json}]`;
+}
+
+/**
  * Makes each stream of an import empty and open, appends to it, and closes it when it was. The
  * stream's object is claimed for the import first (`claimImport`): until the import ends, clients
  * find no stream there; a stream an import began and never finished (its Worker went away midway)
@@ -158,7 +175,7 @@ export function streamBackupTarget(env: DurableEnv, tenant: string): StreamBacku
         async append(append: StreamAppend): Promise<void> {
           const body =
             "json" in append
-              ? `[${append.json}]`
+              ? jsonAppendBody(append.json)
               : Uint8Array.from(atob(append.base64), (char) => char.charCodeAt(0));
           await write("POST", { "Content-Type": contentType }, body);
         },

@@ -79,6 +79,20 @@ describe("live stream reads", () => {
     expect((await poll).status).toBe(404);
   });
 
+  it("answers a long-poll 410 when its stream is deleted while forks still read it", async () => {
+    const path = streamPath("deleted-forked");
+    const tail = await create(path, { body: "x" });
+    await create(`${path}-fork`, { headers: { "Stream-Forked-From": path } });
+    const poll = call("GET", `${path}?offset=${tail}&live=long-poll`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect((await call("DELETE", path)).status).toBe(204);
+    const answered = await poll;
+    expect(answered.status).toBe(410);
+    expect(answered.json.error.code).toBe("gone");
+    expect((await call("GET", `${path}?offset=${tail}&live=long-poll`)).status).toBe(410);
+    expect((await readAll(`${path}-fork`)).text).toBe("x");
+  });
+
   it("gives a reader that drops and resumes at random offsets every byte once, in order", async () => {
     const seed = Date.now();
     const next = seededRandom(seed);

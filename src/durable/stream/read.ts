@@ -215,7 +215,11 @@ async function longPoll(
   const deadline = context.now() + LONG_POLL_MS;
   for (;;) {
     const stream = stillThere(context, key, incarnation);
-    if (!stream) throw new SessionError("not_found", "the stream was deleted");
+    if (!stream) {
+      // Kept for its forks, it is gone to its readers as to every other request.
+      if (context.store.get(key)?.deleted) throw new SessionError("gone", "this stream was deleted");
+      throw new SessionError("not_found", "the stream was deleted");
+    }
     const cursor = streamCursor(context.now(), echoed);
     if (from.records < stream.tail.records) return catchUp(context, stream, from, request, cursor);
     const waited = { ...tailHeaders(stream), [HEADER.upToDate]: "true", "Cache-Control": "no-store" };

@@ -1,8 +1,10 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { DurableEnv } from "../../src/durable/internal";
-import { DurableRepo } from "../../src/durable/internal";
+import { DurableRepo, sessionObjectName } from "../../src/durable/internal";
 import worker from "../../src/worker";
+import { endGeneration, openGeneration } from "./generation-helpers";
 import { api, assistantMessage, createSession, expectError, info, KEY_A, sid, userMessage } from "./helpers";
 
 const words = (n: number) => "word ".repeat(n).trim();
@@ -273,6 +275,37 @@ describe("automatic compaction", () => {
     expect((await api("GET", `/v1/sessions/${id}`)).body.autoCompact).toMatchObject({ ...settings });
     const off = await api("PATCH", `/v1/sessions/${id}`, { body: { autoCompact: null } });
     expect(off.body.autoCompact).toBeUndefined();
+  });
+
+  it("waits for an open generation to end, then compacts the branch its answer continues", async () => {
+    const id = await createSession();
+    const entries = Array.from({ length: 12 }, (_, i) => userMessage(`message ${i} ${words(150)}`));
+    expect((await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } })).status).toBe(201);
+    const generation = await openGeneration(id);
+    const settings = { contextWindow: 2000, reserveTokens: 500, keepRecentTokens: 300 };
+    expect((await api("PATCH", `/v1/sessions/${id}`, { body: { autoCompact: settings } })).status).toBe(200);
+    // The answer goes under the generation's parent: a compaction there now would be left behind.
+    await runDurableObjectAlarm(env.SESSIONS.getByName(sessionObjectName("tenant-a", id)));
+    expect((await info(id)).autoCompact).toMatchObject({ status: { state: "idle" } });
+    expect((await info(id)).autoCompact as any).not.toHaveProperty("status.lastEntryId");
+    expect((await api("GET", `/v1/sessions/${id}/entries?type=compaction`)).body.entries).toEqual([]);
+    const answer = assistantMessage("the answer");
+    const completed = await endGeneration(id, generation.id, "complete", {
+      message: { ...answer.message, usage: { ...answer.message.usage, totalTokens: 5000 } },
+    });
+    expect(completed.status, completed.text).toBe(201);
+    await vi.waitFor(
+      async () =>
+        expect((await info(id)).autoCompact).toMatchObject({
+          status: { state: "idle", lastEntryId: expect.any(String) },
+        }),
+      { timeout: 10_000, interval: 50 },
+    );
+    const compactions = (await api("GET", `/v1/sessions/${id}/entries?type=compaction`)).body.entries;
+    expect(compactions).toHaveLength(1);
+    expect(compactions[0]).toMatchObject({ parentId: generation.id });
+    expect((await info(id)).leafId).toBe(compactions[0].id);
+    expect(((await info(id)).autoCompact as any).status.lastEntryId).toBe(compactions[0].id);
   });
 });
 

@@ -162,6 +162,11 @@ export class Generations {
     return this.#parts.rows.open().map((row) => this.#info(row));
   }
 
+  /** Whether a generation is open: its answer is still to be written under the parent it opened on. */
+  anyOpen(): boolean {
+    return this.#object.session.exists && this.#parts.rows.open().length > 0;
+  }
+
   /** Opens a generation under `parentId` (default: the leaf), with its stream. */
   open(input: OpenGenerationBody): GenerationInfo {
     const { session, storage } = this.#object;

@@ -122,9 +122,12 @@ export class SessionObject extends DurableObject<DurableEnv> {
     if (await this.#life.due()) return await this.#object.alarm.arm();
     try {
       if (!this.#object.session.exists) return;
-      // A compaction reads the whole path: a fork compacts once its copy is done. Should it fail
-      // (its path's blobs unreadable), the reports and the generations' work still run.
-      if (!this.#copy.copying)
+      // A compaction reads the whole path: a fork compacts once its copy is done. An open
+      // generation's answer goes under the parent it opened on, leaving behind a compaction
+      // appended meanwhile: the session compacts once it ends (its ending is a write, and the alarm
+      // comes after it). Should it fail (its path's blobs unreadable), the reports and the
+      // generations' work still run.
+      if (!this.#copy.copying && !this.#generations.anyOpen())
         await this.#autoCompaction
           .runIfDue()
           .catch((error) => this.#object.telemetry.logFailure("auto_compaction", error));

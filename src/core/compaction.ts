@@ -8,6 +8,7 @@ import { SessionError } from "./errors";
 import type { FileLists } from "./file-lists";
 import { addFiles, detailsFiles, fileLists } from "./file-lists";
 import { messagesCheckpoint } from "./framework-custom-messages";
+import { MAX_CONTEXT_TOKENS } from "./limits";
 import type { AgentMessage } from "./messages";
 import type { SystemMessage } from "./system-messages";
 import { currentSystemMessage } from "./system-messages";
@@ -22,7 +23,13 @@ import { assistantUsage, estimateContextTokens, estimateTokens } from "./tokens"
 export const DEFAULT_KEEP_RECENT_TOKENS = 20_000;
 
 export const CompactionSettings = z.object({
-  keepRecentTokens: z.number().int().nonnegative().optional().meta({ description: "default 20000" }),
+  keepRecentTokens: z
+    .number()
+    .int()
+    .nonnegative()
+    .max(MAX_CONTEXT_TOKENS)
+    .optional()
+    .meta({ description: "default 20000" }),
   retainTail: z
     .boolean()
     .optional()

@@ -8,6 +8,12 @@ export const DEFAULT_SESSIONS_PAGE = 50;
 export const MAX_SESSIONS_PAGE = 200;
 export const PREVIEW_CHARS = 200;
 /**
+ * The most tokens a compaction keeps (`keepRecentTokens`) and an automatic compaction's
+ * `contextWindow`: past the largest context a model takes, and what bounds the end of a long
+ * path a compaction reads whole.
+ */
+export const MAX_CONTEXT_TOKENS = 10_000_000;
+/**
  * A session's system prompt and its metadata, each as JSON, and the characters of a session's name
  * or a label. Each is kept as one stored value (the platform stores no value over 2 MB in one
  * piece), and the header and the name are listed with the session.

@@ -5,6 +5,7 @@ import { ID_PREFIX_PATTERN } from "./ids";
 import { utf8Length } from "./json";
 import {
   LATEST_EXPIRES_AT,
+  MAX_CONTEXT_TOKENS,
   MAX_ENTRIES_PAGE,
   MAX_METADATA_BYTES,
   MAX_SESSIONS_PAGE,
@@ -40,9 +41,9 @@ export const GivenSystemPrompt = z.string().refine(jsonWithin(MAX_SYSTEM_PROMPT_
  */
 export const AutoCompactSettings = z
   .object({
-    contextWindow: z.number().int().positive(),
+    contextWindow: z.number().int().positive().max(MAX_CONTEXT_TOKENS),
     reserveTokens: z.number().int().nonnegative(),
-    keepRecentTokens: z.number().int().nonnegative().optional(),
+    keepRecentTokens: z.number().int().nonnegative().max(MAX_CONTEXT_TOKENS).optional(),
   })
   .strict()
   .refine((s) => s.reserveTokens < s.contextWindow, {

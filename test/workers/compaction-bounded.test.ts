@@ -1,9 +1,13 @@
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { prepareCompaction } from "../../src/core/compaction";
 import type { TreeEntry } from "../../src/core/entries";
+import { MAX_CONTEXT_TOKENS } from "../../src/core/limits";
+import type { SessionObject } from "../../src/durable/internal";
+import { sessionObjectName } from "../../src/durable/internal";
 import worker from "../../src/worker";
-import { api, createSession, KEY_A } from "./helpers";
+import { api, createSession, expectError, info, KEY_A } from "./helpers";
 
 /*
  * A compaction of a history too long to hold reads its start and its end, and only counts the
@@ -132,6 +136,43 @@ describe("compaction of a history too long to hold", () => {
     expect(entry.firstKeptEntryId).toBe(whole.firstKeptEntryId);
     // A reference's few characters stand for the value's length: a token at most apart per blob.
     expect(Math.abs(entry.tokensBefore - whole.tokensBefore)).toBeLessThanOrEqual(TURNS);
+  });
+
+  it("answers nothing_to_compact without reading the path when it holds less than keepRecentTokens", async () => {
+    const id = await longSession(0);
+    const before = await info(id);
+    const keep = 9_000_000;
+    // The object plans no read of the whole path: it answers at once.
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    const plan = await runInDurableObject(stub, (instance: SessionObject) =>
+      instance.compactionPlan(before.leafId as string, keep),
+    );
+    expect(plan).toMatchObject({ ok: false, error: { code: "nothing_to_compact" } });
+    const res = await api("POST", `/v1/sessions/${id}/compact`, { body: { keepRecentTokens: keep } });
+    expectError(res, 409, "nothing_to_compact");
+    expect(await info(id)).toMatchObject({ entryCount: before.entryCount, leafId: before.leafId });
+  });
+
+  it(`refuses a keepRecentTokens or a contextWindow over ${MAX_CONTEXT_TOKENS} tokens, writing nothing`, async () => {
+    const id = await createSession();
+    const before = await info(id);
+    const over = MAX_CONTEXT_TOKENS + 1;
+    expectError(
+      await api("POST", `/v1/sessions/${id}/compact`, { body: { keepRecentTokens: over } }),
+      400,
+      "invalid_request",
+    );
+    expectError(
+      await api("PATCH", `/v1/sessions/${id}`, {
+        body: { autoCompact: { contextWindow: over, reserveTokens: 16_384 } },
+      }),
+      400,
+      "invalid_request",
+    );
+    expect(await info(id)).toEqual(before);
+    const largest = { contextWindow: MAX_CONTEXT_TOKENS, reserveTokens: 16_384 };
+    const patched = await api("PATCH", `/v1/sessions/${id}`, { body: { autoCompact: largest } });
+    expect(patched.status, patched.text).toBe(200);
   });
 
   it("tells a model summarizer what it left out instead of sending it", async () => {

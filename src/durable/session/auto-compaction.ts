@@ -5,7 +5,7 @@ import { DEFAULT_KEEP_RECENT_TOKENS, estimatePathTokens } from "../../core/compa
 import type { StoredEntry, TreeEntry } from "../../core/entries";
 import { SessionError, unwrap } from "../../core/errors";
 import { nowIso } from "../../core/ids";
-import type { AutoCompactStatus } from "../../core/session-schemas";
+import type { AutoCompactSettings, AutoCompactStatus } from "../../core/session-schemas";
 import { summarizerFromConfig } from "../../core/summarizers";
 import { measuredSummarizer } from "../metrics";
 import type { SessionObjectState } from "./object-state";
@@ -67,16 +67,29 @@ export class AutoCompaction {
     this.#events.changed({ event: "compaction", data: status });
   }
 
+  /**
+   * Whether the context at `leafId` outgrew its budget, measured on what a compaction would read (a
+   * long history's middle only counted), in bounded memory. A long path holding less than a
+   * compaction keeps has nothing to compact.
+   */
+  async #overBudget(leafId: string, settings: AutoCompactSettings): Promise<boolean> {
+    const keep = settings.keepRecentTokens ?? DEFAULT_KEEP_RECENT_TOKENS;
+    try {
+      const { path, omitted } = await this.#compactionPath(leafId, keep);
+      return estimatePathTokens(path, omitted?.tokens) > settings.contextWindow - settings.reserveTokens;
+    } catch (error) {
+      if (error instanceof SessionError && error.code === "nothing_to_compact") return false;
+      throw error;
+    }
+  }
+
   /** Compacts when the session's settings ask for it and its context is over budget. */
   async runIfDue(): Promise<void> {
     const { session, telemetry } = this.#object;
     const { header, leafId, autoCompaction } = session.state;
     const settings = header.autoCompact;
     if (!settings || leafId === null || this.#running) return;
-    // What a compaction would read (a long history's middle only counted): its size, in bounded memory.
-    const keep = settings.keepRecentTokens ?? DEFAULT_KEEP_RECENT_TOKENS;
-    const { path, omitted } = await this.#compactionPath(leafId, keep);
-    if (estimatePathTokens(path, omitted?.tokens) <= settings.contextWindow - settings.reserveTokens) return;
+    if (!(await this.#overBudget(leafId, settings))) return;
     this.#running = true;
     const last = { ...autoCompaction };
     this.#setStatus({ ...last, state: "running" });

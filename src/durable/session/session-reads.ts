@@ -4,6 +4,7 @@ import type { OmittedHistory } from "../../core/compaction";
 import { addOmitted, countOmitted, DEFAULT_KEEP_RECENT_TOKENS } from "../../core/compaction";
 import { projectEntries } from "../../core/context";
 import type { StoredEntry, TreeEntry } from "../../core/entries";
+import { SessionError } from "../../core/errors";
 import { entryPage } from "../../core/paging";
 import type { SessionSearchOptions, SessionSearchPage } from "../../core/search";
 import type { EntryQuery } from "../../core/session-schemas";
@@ -283,6 +284,9 @@ const TURN_BYTES = 4 * 1024 * 1024;
 /** Characters of payload one counting step reads. */
 const COUNT_PAGE_CHARS = 2 * 1024 * 1024;
 
+/** Seqs once each, in the order they were written. */
+const sorted = (seqs: Iterable<number>) => [...new Set(seqs)].sort((a, b) => a - b);
+
 /** How a path's entries project: under its latest compaction, from its messages checkpoint. */
 interface Projecting {
   compactionId: string | undefined;
@@ -300,34 +304,50 @@ export class CompactionReads {
     this.#sql = sql;
   }
 
-  /** What to read whole and what to count of the context path at `leafId` (see the file's comment). */
+  /**
+   * What to read whole and what to count of the context path at `leafId` (see the file's comment);
+   * `nothing_to_compact` for a long path that holds less than `keepRecentTokens`: it keeps everything.
+   */
   plan(leafId: string, keepRecentTokens: number): CompactionPlan {
     const context = this.#paths.contextPlan(leafId);
     // What getContextPath gives besides the entries the context projects.
-    return this.#bounded(context.seqs, contextOutside(context), keepRecentTokens, {
+    const plan = this.#bounded(context.seqs, contextOutside(context), keepRecentTokens, {
       compactionId: context.compaction?.id,
       checkpointId: context.checkpointId,
     });
+    if (!plan) {
+      throw new SessionError(
+        "nothing_to_compact",
+        "nothing would be dropped: the branch fits in keepRecentTokens",
+      );
+    }
+    return plan;
   }
 
   /** What to read whole and what to count of an abandoned branch (`seqs`, in path order). */
   abandoned(seqs: readonly number[], keepRecentTokens: number): CompactionPlan {
-    return this.#bounded(seqs, [], keepRecentTokens, { compactionId: undefined, checkpointId: null });
+    const plan = this.#bounded(seqs, [], keepRecentTokens, { compactionId: undefined, checkpointId: null });
+    // A branch summary sums up the whole branch, however little of it there is.
+    return plan ?? { seqs: sorted(seqs), omitted: [] };
   }
 
-  /** Of `kept` (a path's seqs, in order), what to read whole and what to count; `outside` is read too. */
+  /**
+   * Of `kept` (a path's seqs, in order), what to read whole and what to count; `outside` is read
+   * too. None for a path too long to read whole that never holds `keepRecentTokens`.
+   */
   #bounded(
     kept: readonly number[],
     outside: readonly number[],
     keepRecentTokens: number,
     projecting: Projecting,
-  ): CompactionPlan {
-    const sorted = (seqs: Iterable<number>) => [...new Set(seqs)].sort((a, b) => a - b);
+  ): CompactionPlan | undefined {
     if (kept.length <= WHOLE_ENTRIES && this.#rows.storedBytes(kept) <= WHOLE_BYTES) {
       return { seqs: sorted([...outside, ...kept]), omitted: [] };
     }
+    const reached = this.#tailStart(kept, keepRecentTokens, projecting);
+    if (reached === undefined) return undefined;
     const headEnd = this.#headEnd(kept);
-    const tailStart = Math.max(headEnd, this.#tailStart(kept, keepRecentTokens, projecting));
+    const tailStart = Math.max(headEnd, reached);
     if (tailStart <= headEnd) return { seqs: sorted([...outside, ...kept]), omitted: [] };
     const middle = kept.slice(headEnd, tailStart);
     const shaping = this.#shaping(middle);
@@ -354,9 +374,14 @@ export class CompactionReads {
 
   /**
    * Where the end of a long path starts: walking back until the messages hold `keep` tokens, then
-   * on to the start of that turn (a user's message), no more than TURN_BYTES further.
+   * on to the start of that turn (a user's message), no more than TURN_BYTES further. None when the
+   * whole path holds less than `keep`; its start when it holds `keep` but no turn starts before.
    */
-  #tailStart(kept: readonly number[], keep: number, { compactionId, checkpointId }: Projecting): number {
+  #tailStart(
+    kept: readonly number[],
+    keep: number,
+    { compactionId, checkpointId }: Projecting,
+  ): number | undefined {
     let tokens = 0;
     let extra = 0;
     for (let end = kept.length; end > 0; end -= TAIL_READ) {
@@ -373,7 +398,7 @@ export class CompactionReads {
         tokens += this.#blobTokens([entries[i] as TreeEntry]);
       }
     }
-    return 0;
+    return tokens >= keep ? 0 : undefined;
   }
 
   /**

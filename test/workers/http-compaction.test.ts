@@ -1,4 +1,4 @@
-import { runDurableObjectAlarm } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { DurableEnv } from "../../src/durable/internal";
@@ -306,6 +306,29 @@ describe("automatic compaction", () => {
     expect(compactions[0]).toMatchObject({ parentId: generation.id });
     expect((await info(id)).leafId).toBe(compactions[0].id);
     expect(((await info(id)).autoCompact as any).status.lastEntryId).toBe(compactions[0].id);
+  });
+
+  it("says a compaction the object was evicted in the middle of failed, and compacts after the next write", async () => {
+    const id = await createSession();
+    const settings = { contextWindow: 2000, reserveTokens: 500, keepRecentTokens: 300 };
+    expect((await api("PATCH", `/v1/sessions/${id}`, { body: { autoCompact: settings } })).status).toBe(200);
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    // What the object stores as it calls the summarizer, then it is evicted before the answer.
+    await runInDurableObject(stub, (_instance, state) => {
+      state.storage.sql.exec("UPDATE session SET auto_compaction = ?", JSON.stringify({ state: "running" }));
+    });
+    await evictDurableObject(stub);
+    const status = ((await info(id)).autoCompact as any).status;
+    expect(status).toMatchObject({ state: "failed", lastError: expect.stringContaining("interrupted") });
+    const entries = Array.from({ length: 12 }, (_, i) => userMessage(`message ${i} ${words(150)}`));
+    expect((await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } })).status).toBe(201);
+    await vi.waitFor(
+      async () =>
+        expect((await info(id)).autoCompact).toMatchObject({
+          status: { state: "idle", lastEntryId: expect.any(String) },
+        }),
+      { timeout: 10_000, interval: 50 },
+    );
   });
 });
 

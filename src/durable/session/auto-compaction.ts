@@ -68,6 +68,20 @@ export class AutoCompaction {
   }
 
   /**
+   * A compaction stored as running when the object starts was cut off by an eviction or a restart
+   * (no instance runs it now): it failed, and the next write's alarm compacts again.
+   */
+  failInterrupted(): void {
+    const { session, lifecycle } = this.#object;
+    if (!session.exists || lifecycle.deleted) return;
+    if (session.state.autoCompaction?.state !== "running") return;
+    this.#setStatus({
+      state: "failed",
+      lastError: "interrupted: the session's object restarted while the summary was written",
+    });
+  }
+
+  /**
    * Whether the context at `leafId` outgrew its budget, measured on what a compaction would read (a
    * long history's middle only counted), in bounded memory. A long path holding less than a
    * compaction keeps has nothing to compact.

@@ -105,6 +105,8 @@ export class SessionObject extends DurableObject<DurableEnv> {
     if (session.writes.searchBackfillPending) alarm.armSoon("schedule_search_indexing");
     // A fork's copy goes on after an eviction or a restart.
     copy.armSoon();
+    // A compaction cut off by a restart is not left running.
+    this.#autoCompaction.failInterrupted();
     // An open generation is stopped if abandoned, though the object restarted before it set the alarm.
     if (generations.nextDue() !== undefined) alarm.armSoon("schedule_generations");
   }

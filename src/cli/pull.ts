@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { RemoteRepo } from "../client";
+import { isValidId } from "../core/ids";
 import { canonicalJson, tryParseJson } from "../core/json";
 import { writeFileAtomically } from "./atomic-file";
 import { fail } from "./output";
@@ -53,6 +54,16 @@ function fileTime(iso: string, millis: boolean): string {
   return (millis ? time : time.replace(/\.\d{3}Z$/, "")).replace(/[:.]/g, "-");
 }
 
+/**
+ * An id from the session's metadata as part of a file name. Metadata says anything, so only an id
+ * of the service's own syntax (no separator, not only dots) names a file: the file stays in the
+ * agent's folder.
+ */
+function fileId(id: string, what: string): string {
+  if (!isValidId(id)) fail(`${what} ${JSON.stringify(id)} cannot name a file`);
+  return id;
+}
+
 /** The provider Codex uses when its config names none. */
 const CODEX_DEFAULT_PROVIDER = "openai";
 
@@ -79,7 +90,8 @@ function placed(agent: PullAgent, lines: Line[], project: string, env: Env): { p
     const sessionId = lines.map((line) => line.sessionId).findLast((id) => typeof id === "string");
     if (typeof sessionId !== "string") fail("the export named no Claude Code session id");
     const moved = lines.map((line) => (typeof line.cwd === "string" ? { ...line, cwd: project } : line));
-    return { path: join(claudeProjectDir(project, env), `${sessionId}.jsonl`), lines: moved };
+    const name = `${fileId(sessionId, "the export's Claude Code session id")}.jsonl`;
+    return { path: join(claudeProjectDir(project, env), name), lines: moved };
   }
   if (agent === "codex") {
     const meta = lines.find((line) => line.type === "session_meta")?.payload as Line | undefined;
@@ -106,7 +118,7 @@ function placed(agent: PullAgent, lines: Line[], project: string, env: Env): { p
         return { ...line, payload: { ...payload, cwd: project } };
       return line;
     });
-    const name = `rollout-${fileTime(time, false)}-${meta.id}.jsonl`;
+    const name = `rollout-${fileTime(time, false)}-${fileId(meta.id, "the export's Codex session id")}.jsonl`;
     return {
       path: join(home, "sessions", year as string, month as string, day as string, name),
       lines: moved,
@@ -205,7 +217,8 @@ export async function pullSession(
     throw new Error(
       `${file.path} holds lines the session does not: sync it first (cf-sessions sync ${file.path}), or pull --force to overwrite it`,
     );
-  const subagents: string[] = [];
+  // Every subagent's file named before any is written: one that cannot be named writes nothing.
+  const subagents: { id: string; path: string }[] = [];
   if (agent === "claude-code") {
     const folder = join(file.path.slice(0, -".jsonl".length), "subagents");
     const prefix = `${id}-agent-`;
@@ -216,15 +229,17 @@ export async function pullSession(
         const claudeCode = info.metadata.claudeCode as Record<string, unknown> | undefined;
         const agentId =
           typeof claudeCode?.agentId === "string" ? claudeCode.agentId : info.id.slice(prefix.length);
-        const sub = placed(agent, await exported(client, info.id, agent), project, env);
-        const path = join(folder, `agent-${agentId}.jsonl`);
-        await writeWhole(path, sub.lines);
-        subagents.push(path);
+        subagents.push({
+          id: info.id,
+          path: join(folder, `agent-${fileId(agentId, "the subagent id")}.jsonl`),
+        });
       }
       cursor = page.nextCursor;
     } while (cursor);
   }
+  for (const sub of subagents)
+    await writeWhole(sub.path, placed(agent, await exported(client, sub.id, agent), project, env).lines);
   // The session's own file last: once it is there, so are its subagents'.
   await writeWhole(file.path, file.lines);
-  return { path: file.path, subagents };
+  return { path: file.path, subagents: subagents.map((sub) => sub.path) };
 }

@@ -344,6 +344,54 @@ describe("cf-sessions pull", () => {
     expect(JSON.stringify(manager.buildSessionContext().messages)).toContain("second, from elsewhere");
   });
 
+  it("refuses a session whose recorded ids would name a file outside the agent's folder, writing nothing", async () => {
+    const client = createClient({ baseUrl: server.url });
+    const root = mkdtempSync(join(home, "escape-"));
+    const project = join(home, "work", "escape");
+    const message = { role: "user" as const, content: "hello", timestamp: 1 };
+
+    const claude = await client.create({
+      id: crypto.randomUUID(),
+      metadata: { claudeCode: { sessionId: "../../../escaped" } },
+    });
+    await claude.appendMessage(message);
+    const claudeEnv = { CLAUDE_CONFIG_DIR: join(root, "cfg", "claude") };
+    const refusedClaude = await pull([claude.id, "--to", "claude-code", "--project", project], claudeEnv);
+    expect(refusedClaude.code).toBe(2);
+    expect(refusedClaude.errors).toBe(
+      'cf-sessions: the export\'s Claude Code session id "../../../escaped" cannot name a file\n',
+    );
+
+    const codex = await client.create({
+      id: crypto.randomUUID(),
+      metadata: { codex: { id: "/../../../../escaped-codex" } },
+    });
+    await codex.appendMessage(message);
+    const refusedCodex = await pull([codex.id, "--to", "codex", "--project", project], {
+      CODEX_HOME: join(root, "cfg", "codex"),
+    });
+    expect(refusedCodex.code).toBe(2);
+    expect(refusedCodex.errors).toBe(
+      'cf-sessions: the export\'s Codex session id "/../../../../escaped-codex" cannot name a file\n',
+    );
+
+    // A subagent's id names its transcript's file: the session's own file is not written either.
+    const parent = await client.create({ id: crypto.randomUUID() });
+    await parent.appendMessage(message);
+    const sub = await client.create({
+      id: `${parent.id}-agent-1`,
+      metadata: { claudeCode: { agentId: "../../../../../escaped-sub" } },
+    });
+    await sub.appendMessage(message);
+    const refusedSub = await pull([parent.id, "--to", "claude-code", "--project", project], claudeEnv);
+    expect(refusedSub.code).toBe(2);
+    expect(refusedSub.errors).toBe(
+      'cf-sessions: the subagent id "../../../../../escaped-sub" cannot name a file\n',
+    );
+
+    expect(readdirSync(root)).toEqual([]);
+  });
+
   it("refuses what it cannot do, writing nothing", async () => {
     const config = join(home, "refused");
     expect((await pull(["no-such-session", "--to", "claude-code"], { CLAUDE_CONFIG_DIR: config })).code).toBe(

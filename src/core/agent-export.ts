@@ -107,6 +107,12 @@ export class HeldEntries {
     return this.#parentOf.get(id) ?? null;
   }
 
+  /** Whether an entry holding a line of the file is off `branch` (a set of entry ids). */
+  leftBehind(branch: ReadonlySet<string>): boolean {
+    for (const id of this.#held) if (!branch.has(id)) return true;
+    return false;
+  }
+
   /** The entry ids root → `leafId`. */
   path(leafId: string | null): string[] {
     const ids: string[] = [];

@@ -111,8 +111,16 @@ interface CompactedGroup {
   members: SessionEntry[];
 }
 
-/** The rollout's own lines, from every entry made from one, in the order the file had them. */
-async function* sourceLines(session: Session, imported: boolean): AsyncGenerator<string> {
+/**
+ * The rollout's own lines, from every entry on the current branch made from one, in the order the
+ * file had them. Codex reads a rollout as one straight conversation: the lines of a branch the
+ * head left stay out.
+ */
+async function* sourceLines(
+  session: Session,
+  imported: boolean,
+  onBranch: ReadonlySet<string>,
+): AsyncGenerator<string> {
   const order = new LineOrder();
   let group: CompactedGroup | undefined;
   const close = function* (): Generator<string> {
@@ -120,7 +128,7 @@ async function* sourceLines(session: Session, imported: boolean): AsyncGenerator
     group = undefined;
   };
   for await (const entry of sessionEntries(session)) {
-    if (entry.type === "leaf") continue;
+    if (entry.type === "leaf" || !onBranch.has(entry.id)) continue;
     if (group && entry.id.startsWith(`${group.entry.id}:`)) {
       group.members.push(entry);
       continue;
@@ -347,9 +355,11 @@ export async function* exportCodex(
     held.read(entry, holds ? [entry.id] : undefined);
   }
   held.finish();
-  if (held.hasLines) yield* sourceLines(session, imported);
+  const branch = new Set(held.path(leafId));
+  if (held.hasLines) yield* sourceLines(session, imported, branch);
   yield* newLines(session, leafId, held, where);
-  if (name !== undefined && (!held.hasLines || held.namedHere)) {
+  // Lines the head left behind may hold the rename that named the session: the name goes again.
+  if (name !== undefined && (!held.hasLines || held.namedHere || held.leftBehind(branch))) {
     const payload = { type: "thread_name_updated", thread_id: where.threadId, thread_name: name };
     yield `${JSON.stringify({ timestamp: where.header.createdAt, type: "event_msg", payload })}\n`;
   }

@@ -88,6 +88,50 @@ describe("real Codex rollouts exported back", () => {
   });
 });
 
+describe("a branched Codex rollout exported", () => {
+  /** The context a session builds and the one its export imports to, each as what was said. */
+  async function contexts(session: Session) {
+    const copy = await new MemoryRepo().importSession(parseCodex(await collect(exportCodex(session))));
+    return {
+      ours: said((await session.buildContext()).messages),
+      theirs: said((await copy.buildContext()).messages),
+      name: [await session.getName(), await copy.getName()],
+    };
+  }
+
+  for (const [name, text] of fixtureFiles("codex")) {
+    it(`${name}: a branch from an earlier entry goes out without the branch left`, async () => {
+      const session = await new MemoryRepo().importSession(parseCodex(text));
+      const entries = await session.getEntries();
+      const firstUser = entries.find((e) => e.type === "message" && e.message.role === "user");
+      await session.setLeafId(firstUser?.id ?? null);
+      await session.appendMessage({
+        role: "assistant",
+        content: [{ type: "text", text: "A new answer." }],
+        api: "openai-responses",
+        provider: "openai",
+        model: "gpt-5",
+        usage: usage(1, 1, 0, 0),
+        stopReason: "stop",
+        timestamp: Date.UTC(2026, 6, 1),
+      });
+      const { ours, theirs, name: names } = await contexts(session);
+      expect(theirs).toEqual(ours);
+      expect(theirs.at(-1)).toBe("assistant: A new answer.");
+      expect(names[1]).toBe(names[0]);
+    });
+
+    it(`${name}: the head moved back goes out ending there`, async () => {
+      const session = await new MemoryRepo().importSession(parseCodex(text));
+      const messages = (await session.getEntries()).filter((e) => e.type === "message");
+      await session.setLeafId(messages[Math.floor(messages.length / 2)]?.id ?? null);
+      const { ours, theirs, name: names } = await contexts(session);
+      expect(theirs).toEqual(ours);
+      expect(names[1]).toBe(names[0]);
+    });
+  }
+});
+
 describe("a session written elsewhere as a Codex rollout", () => {
   async function written() {
     const session = await new MemoryRepo().create({

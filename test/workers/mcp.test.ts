@@ -199,11 +199,44 @@ describe("MCP server", () => {
     const lines = read.text.split("\n").filter((line) => line.includes("n".repeat(100)));
     expect(lines).toHaveLength(2);
     for (const line of lines) {
-      expect(line.length).toBeLessThan(4200);
-      expect(line).toContain("[…6000 more characters: read_entries with its entryId gives the entry whole");
+      expect(line.length).toBeLessThan(4300);
+      expect(line).toContain(
+        "[…6000 more characters: read_entries with its entryId and around 0 gives the entry whole",
+      );
     }
     // The structured answer keeps them whole.
     expect(JSON.stringify(read.structuredContent)).toContain(long);
+    await client.close();
+  });
+
+  it("tells how to read a cut message whole, and each way it names gives it whole", async () => {
+    const id = await createSession();
+    const [medium, large] = [`medium ${"m".repeat(10_000)}`, `large ${"l".repeat(20_000)}`];
+    const written = await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { entries: [userMessage(medium), userMessage(large)] },
+    });
+    const [mediumId, largeId] = written.body.entries.map((e: { id: string }) => e.id) as string[];
+    const client = await connect(KEY_A);
+    const read = await call(client, "read_entries", { sessionId: id, entryId: largeId, around: 1 });
+    expect(read.isError, read.text).toBeFalsy();
+    const cut = read.text.split("\n").filter((line) => line.includes("more characters"));
+    expect(cut).toHaveLength(2);
+    for (const line of cut)
+      expect(line).toContain(
+        "read_entries with its entryId and around 0 gives the entry whole in structuredContent up to 16000 characters of JSON, else GET /v1/sessions/<sessionId>/entries/<entryId>]",
+      );
+    const alone = async (entryId: string) =>
+      (
+        (await call(client, "read_entries", { sessionId: id, entryId, around: 0 })).structuredContent as {
+          entries: { message?: { content?: unknown }; omitted?: unknown }[];
+        }
+      ).entries;
+    const [mediumEntry] = await alone(mediumId as string);
+    expect(mediumEntry?.message?.content).toBe(medium);
+    const [largeEntry] = await alone(largeId as string);
+    expect(largeEntry?.omitted).toBeDefined();
+    const whole = await api("GET", `/v1/sessions/${id}/entries/${largeId}`);
+    expect(whole.body.message.content).toBe(large);
     await client.close();
   });
 

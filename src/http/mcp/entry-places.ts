@@ -7,7 +7,7 @@ import { MAX_PAGE_CHARS } from "./tool-kit";
  */
 
 /** An entry whose JSON is longer comes as its place and size only. */
-const MAX_ENTRY_CHARS = 16_000;
+export const MAX_ENTRY_CHARS = 16_000;
 /** Characters of whole entries one answer carries at most; those past it come as their place and size. */
 export const MAX_ENTRIES_CHARS = MAX_PAGE_CHARS;
 

@@ -5,6 +5,7 @@ import type { AgentMessage } from "../../core/messages";
 import { contentText } from "../../core/messages";
 import type { SearchHit, TenantSearchResult } from "../../core/search";
 import type { SessionInfo } from "../../core/session-schemas";
+import { MAX_ENTRY_CHARS } from "./entry-places";
 import { shortName } from "./session-summary";
 
 /*
@@ -12,12 +13,16 @@ import { shortName } from "./session-summary";
  * structured content beside it carries the same answer whole.
  */
 
-/** At most this many characters of one message's text; the rest is named, never dropped silently. */
+/**
+ * At most this many characters of one message's text; the rest is named, never dropped silently,
+ * with the ways to read the entry whole: read_entries carries an entry alone whole up to the size
+ * it carries entries whole at, HTTP any entry.
+ */
 export const MAX_MESSAGE_CHARS = 4000;
 
 function clip(text: string, max = MAX_MESSAGE_CHARS): string {
   if (text.length <= max) return text;
-  return `${text.slice(0, max)} […${text.length - max} more characters: read_entries with its entryId gives the entry whole in structuredContent]`;
+  return `${text.slice(0, max)} […${text.length - max} more characters: read_entries with its entryId and around 0 gives the entry whole in structuredContent up to ${MAX_ENTRY_CHARS} characters of JSON, else GET /v1/sessions/<sessionId>/entries/<entryId>]`;
 }
 
 /** A content block as text: text as it is, a tool call with its arguments, anything else named. */

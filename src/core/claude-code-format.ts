@@ -17,6 +17,7 @@ import {
   toolResultBlock,
   userBlock,
 } from "./claude-code-blocks";
+import { CallGroups } from "./claude-code-call-groups";
 import type { CompactionEntry, MessageEntry, SessionEntry } from "./entries";
 import type { ImportedSession, ImportWarning, ParseOptions } from "./interchange";
 import type { AssistantMessage, ThinkingLevel, ToolResultMessage } from "./messages";
@@ -40,13 +41,10 @@ import { keptItem } from "./source-lines";
  * keeps what it does not hold of them in `sourceLines` (see source-lines.ts), so nothing is lost
  * and the export writes the file back as it was.
  *
- * Parallel tool calls: Claude Code hangs each result from the line of its own call, so all but
- * one land beside the conversation's chain, and recovers them when it reads the file again. Here
- * the results of one assistant message follow one another in the order written, and what hangs
- * from any of them continues after the last, so the context holds every call's result. Read with
- * `linesApart`, the lines of one API message stay entries of their own, a group named by its first:
- * each result then hangs after the group's latest entry (line or result), so the group and its
- * results are one chain, decided by the lines before only.
+ * Parallel tool calls: Claude Code hangs each result from the line of its own call and recovers
+ * them when it reads the file again; here they hang as `CallGroups` says, so the context holds
+ * every call's result. Read with `linesApart`, the lines of one API message stay entries of their
+ * own, a group named by its first.
  */
 
 const PREFIX = "claude-code";
@@ -67,21 +65,10 @@ class ClaudeCodeReader {
   /** Custom entries spliced under an entry (or the root): children of the entry hang from them. */
   readonly #spliced = new Map<string, string>();
   readonly #state = new Map<string, State>();
-  readonly #assistantOf = new Map<string, MessageEntry>();
+  /** The entry of each API message's first line, by entry id: further blocks merge into it. */
+  readonly #replies = new Map<string, MessageEntry>();
   readonly #toolNames = new Map<string, string>();
-  /** The assistant entry that made each tool call (the first of its group), by call id. */
-  readonly #callOwner = new Map<string, string>();
-  /** With `linesApart`: the first entry of the API message an assistant entry is a further line of. */
-  readonly #groupOf = new Map<string, string>();
-  /** The assistant entry each tool result entry answers. */
-  readonly #resultOf = new Map<string, string>();
-  /**
-   * Where the next result of an assistant entry hangs, by the assistant entry: its last tool result
-   * entry, or with `linesApart` the group's latest entry.
-   */
-  readonly #lastResult = new Map<string, string>();
-  readonly #parentOf = new Map<string, string | null>();
-  readonly #custom = new Set<string>();
+  readonly #groups = new CallGroups();
   readonly #uuids: Set<string>;
   readonly #subagent: boolean;
   readonly #linesApart: boolean;
@@ -181,9 +168,7 @@ class ClaudeCodeReader {
       }
     }
     if (id === null && !main) return null;
-    const answered = id === null ? undefined : this.#resultOf.get(id);
-    if (answered !== undefined) id = this.#lastResult.get(answered) ?? id;
-    let key = id ?? ROOT;
+    let key = id === null ? ROOT : this.#groups.following(id);
     for (let next = this.#spliced.get(key); next !== undefined; next = this.#spliced.get(key)) key = next;
     return key === ROOT ? null : key;
   }
@@ -195,8 +180,7 @@ class ClaudeCodeReader {
     if (full.type === "model_change") state.model = full.modelId;
     if (full.type === "thinking_level_change") state.thinking = full.thinkingLevel;
     this.#state.set(full.id, state);
-    this.#parentOf.set(full.id, full.parentId);
-    if (full.type === "custom") this.#custom.add(full.id);
+    this.#groups.noteEntry(full.id, full.parentId, full.type === "custom");
     this.entries.push(full);
     this.lines.push(line.line);
   }
@@ -278,15 +262,16 @@ class ClaudeCodeReader {
       sourceLines: [rest],
       sourceLineNumbers: [line.line],
     });
-    const caller = results.length === 0 ? undefined : this.#callOwner.get(results[0]?.toolCallId as string);
-    if (caller === undefined || this.#messageAbove(parentId) !== caller) {
+    const callId = results[0]?.toolCallId;
+    if (callId === undefined) {
       this.#chain(line, uuid, parentId, entries);
       return;
     }
+    const under = this.#groups.resultsParent(callId, parentId);
     const first = this.entries.length;
-    const last = this.#chain(line, uuid, this.#lastResult.get(caller) ?? parentId, entries);
-    for (const entry of this.entries.slice(first)) this.#resultOf.set(entry.id, caller);
-    this.#lastResult.set(caller, last);
+    this.#chain(line, uuid, under, entries);
+    const ids = this.entries.slice(first).map((entry) => entry.id);
+    this.#groups.noteResults(callId, under, ids);
   }
 
   /** A `tool_result` block as a result message (the line's `toolUseResult` is added by the caller). */
@@ -302,17 +287,6 @@ class ClaudeCodeReader {
     }
     const toolName = this.#toolNames.get(id) ?? "unknown";
     return toolResultMessage(id, toolName, content, block.is_error === true, timestamp);
-  }
-
-  /**
-   * The assistant entry an entry belongs to: itself (or the first of its group), or the one whose
-   * results or non-message lines (custom entries) it follows.
-   */
-  #messageAbove(id: string | null): string | undefined {
-    let at = id;
-    while (at !== null && this.#custom.has(at)) at = this.#parentOf.get(at) ?? null;
-    if (at === null) return undefined;
-    return this.#resultOf.get(at) ?? this.#groupOf.get(at) ?? at;
   }
 
   #stateAt(id: string | null): State {
@@ -338,9 +312,9 @@ class ClaudeCodeReader {
     const apiId = asString(message.id);
     const parentUuid = asString(value.parentUuid);
     const above = parentUuid === undefined ? undefined : this.#entryOf.get(parentUuid);
-    const candidate = apiId === undefined ? undefined : this.#assistantOf.get(apiId);
-    const open =
-      candidate && above !== undefined && this.#messageAbove(above) === candidate.id ? candidate : undefined;
+    const openId = this.#groups.openMessage(apiId, above);
+    const open = openId === undefined ? undefined : this.#replies.get(openId);
+    const calls = parts.flatMap((part) => (part.type === "toolCall" ? [part.id] : []));
     if (open && !this.#linesApart) {
       const merged = open.message as AssistantMessage;
       merged.content.push(...parts);
@@ -352,7 +326,7 @@ class ClaudeCodeReader {
       (open.sourceLines as unknown[]).push(rest);
       (open.sourceLineNumbers as number[]).push(line.line);
       this.#entryOf.set(uuid, open.id);
-      this.#ownCalls(parts, open.id);
+      this.#groups.noteFurtherLine(open.id, calls);
       return;
     }
 
@@ -382,18 +356,12 @@ class ClaudeCodeReader {
     const last = this.#chain(line, uuid, parentId, entries);
     if (open) {
       // A further line of an API message read apart: the next result of the group hangs after it.
-      this.#groupOf.set(last, open.id);
-      this.#lastResult.set(open.id, last);
-      this.#ownCalls(parts, open.id);
+      this.#groups.noteFurtherLine(open.id, calls, last);
       return;
     }
     const entry = this.entries[this.entries.length - 1] as MessageEntry;
-    if (apiId !== undefined) this.#assistantOf.set(apiId, entry);
-    this.#ownCalls(parts, entry.id);
-  }
-
-  #ownCalls(parts: AssistantMessage["content"], entryId: string): void {
-    for (const part of parts) if (part.type === "toolCall") this.#callOwner.set(part.id, entryId);
+    this.#replies.set(entry.id, entry);
+    this.#groups.noteMessage(entry.id, apiId, calls);
   }
 
   /** The boundary becomes the compaction (its summary follows on the next line). */

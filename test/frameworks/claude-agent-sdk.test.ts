@@ -12,6 +12,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseClaudeCode } from "../../src/core/claude-code-format";
 import { MemoryRepo } from "../../src/core/memory";
+import type { AgentMessage, AssistantMessage, ToolResultMessage } from "../../src/core/messages";
 import type { SessionRepo } from "../../src/core/repo";
 import { CfSessionsStore } from "../../src/frameworks/claude-agent-sdk";
 import { adapterRepos } from "../support/adapter-repos";
@@ -192,6 +193,38 @@ describe.each(repos)("CfSessionsStore on %s", (_name, makeRepo) => {
     // Each line's first entry is named by its uuid, under its parent's.
     const first = transcript("1.0.98-parallel-tools.jsonl")[1] as SessionStoreEntry;
     expect((await session.getEntry(first.uuid as string))?.parentId).toBeTypeOf("string");
+  });
+
+  it("keeps every parallel tool result on the path, as the import does, when lines come a few at a time", async () => {
+    // Claude Code 2.x hangs each parallel result from the line of its own call.
+    const file = "2.1.38-task-plan-mode.jsonl";
+    const lines = transcript(file);
+    const key = { projectKey: `p-${crypto.randomUUID()}`, sessionId: crypto.randomUUID() };
+    const half = Math.floor(lines.length / 2);
+    const store = new CfSessionsStore({ repo });
+    await mirror(store, key, lines.slice(0, half), 3);
+    // A store that never wrote here reads where the lines hang back from the session.
+    await mirror(new CfSessionsStore({ repo }), key, lines.slice(half), 3);
+    const callsAndResults = (messages: AgentMessage[]) => ({
+      calls: messages.flatMap((m) =>
+        m.role === "assistant"
+          ? (m as AssistantMessage).content.flatMap((part) => (part.type === "toolCall" ? [part.id] : []))
+          : [],
+      ),
+      results: messages.flatMap((m) =>
+        m.role === "toolResult" ? [(m as ToolResultMessage).toolCallId] : [],
+      ),
+    });
+    const session = await repo.open(await store.sessionIdFor(key));
+    const ours = callsAndResults((await session.buildContext()).messages);
+    const imported = await new MemoryRepo().importSession(
+      parseClaudeCode(readFileSync(join(fixtures, file), "utf8")),
+    );
+    const reference = callsAndResults((await imported.buildContext()).messages);
+    expect(ours).toEqual(reference);
+    expect([...ours.results].sort()).toEqual([...ours.calls].sort());
+    expect(ours.calls.length).toBeGreaterThan(10);
+    expect(await store.load(key)).toEqual(lines);
   });
 
   it("round-trips importSessionToStore from a folder of transcripts, as InMemorySessionStore does", async () => {

@@ -1,5 +1,6 @@
 import type { AgentMessage, AssistantMessage, EntryInput, StoredEntry, ToolResultMessage } from "../../core";
 import { isValidId, newId } from "../../core";
+import { CallGroups } from "../../core/claude-code-call-groups";
 import { parseClaudeCode } from "../../core/public/interchange";
 
 /*
@@ -12,7 +13,9 @@ import { parseClaudeCode } from "../../core/public/interchange";
  * one message each (a line once written is never rewritten), and the settings entries the import
  * derives across lines (model and thinking changes) are left out: each assistant message names its
  * model. A tool result takes its tool's name from its call, the nearest on the branch it hangs from
- * (stored before, or in an earlier line of the same append).
+ * (stored before, or in an earlier line of the same append). Tool results hang as the import's
+ * `CallGroups` says for lines read apart, so parallel calls' results stay on the conversation's
+ * path.
  */
 
 export type TranscriptLine = Record<string, unknown> & { type: string; uuid?: string };
@@ -33,6 +36,8 @@ export interface TranscriptPlaces {
   parentOf: Map<string, string | null>;
   /** The tool calls of each stored reply that made any (call id → tool name), by entry id. */
   callsOf: Map<string, Map<string, string>>;
+  /** Where the next tool results hang. */
+  groups: CallGroups;
 }
 
 /** Places to plan an append on: what it notes leaves `places` as it was. */
@@ -42,13 +47,16 @@ export function copyPlaces(places: TranscriptPlaces): TranscriptPlaces {
     entryOf: new Map(places.entryOf),
     parentOf: new Map(places.parentOf),
     callsOf: new Map(places.callsOf),
+    groups: places.groups.copy(),
   };
 }
 
 /** Notes an entry's parent and, for a reply, the tools it called. */
 function noteEntry(places: TranscriptPlaces, entry: Record<string, unknown>): void {
   if (entry.type === "leaf" || typeof entry.id !== "string") return;
-  places.parentOf.set(entry.id, typeof entry.parentId === "string" ? entry.parentId : null);
+  const parentId = typeof entry.parentId === "string" ? entry.parentId : null;
+  places.parentOf.set(entry.id, parentId);
+  places.groups.noteEntry(entry.id, parentId, entry.type === "custom");
   const message = entry.type === "message" ? (entry.message as AgentMessage) : undefined;
   if (message?.role !== "assistant") return;
   const calls = new Map<string, string>();
@@ -56,6 +64,44 @@ function noteEntry(places: TranscriptPlaces, entry: Record<string, unknown>): vo
     if (part.type === "toolCall") calls.set(part.id, part.name);
   }
   if (calls.size > 0) places.callsOf.set(entry.id, calls);
+}
+
+/** The call a line's first tool result answers, of the entries it was written as. */
+function firstResultOf(entries: readonly Record<string, unknown>[]): string | undefined {
+  for (const entry of entries) {
+    const message = entry.type === "message" ? (entry.message as AgentMessage) : undefined;
+    if (message?.role === "toolResult") return (message as ToolResultMessage).toolCallId;
+  }
+  return undefined;
+}
+
+/**
+ * Notes where a line's tool calls and results leave the next results, `entries` the line's (first
+ * to last), after they are noted.
+ */
+function noteGroups(
+  places: TranscriptPlaces,
+  line: TranscriptLine,
+  entries: readonly Record<string, unknown>[],
+): void {
+  const last = entries.at(-1);
+  if (last === undefined || typeof last.id !== "string") return;
+  const message = last.type === "message" ? (last.message as AgentMessage) : undefined;
+  if (message?.role === "assistant") {
+    const apiId = (line.message as { id?: unknown } | undefined)?.id;
+    const id = typeof apiId === "string" ? apiId : undefined;
+    const above = typeof line.parentUuid === "string" ? places.entryOf.get(line.parentUuid) : undefined;
+    const calls = [...(places.callsOf.get(last.id)?.keys() ?? [])];
+    const first = places.groups.openMessage(id, above);
+    if (first === undefined) places.groups.noteMessage(last.id, id, calls);
+    else places.groups.noteFurtherLine(first, calls, last.id);
+    return;
+  }
+  const callId = firstResultOf(entries);
+  const parentId = entries[0]?.parentId;
+  if (callId === undefined || parentId === undefined) return;
+  const ids = entries.map((entry) => entry.id as string);
+  places.groups.noteResults(callId, typeof parentId === "string" ? parentId : null, ids);
 }
 
 /** The tool name of call `callId`: the nearest call of that id on the branch up from `entryId`. */
@@ -91,13 +137,21 @@ export function placesOf(entries: Iterable<StoredEntry>, leaf: string | null): T
     head: null,
     parentOf: new Map(),
     callsOf: new Map(),
+    groups: new CallGroups(),
   };
   const lined = new Set<string>();
+  // The entries of the line being read, first to last: the first named by its uuid, the rest after it.
+  let lineEntries: StoredEntry[] = [];
   for (const entry of entries) {
     noteEntry(places, entry);
+    const first = lineEntries[0];
+    if (first !== undefined && entry.id.startsWith(`${first.id}:`)) lineEntries.push(entry);
+    else lineEntries = [entry];
     const line = lineOf(entry);
     if (!line) continue;
     lined.add(entry.id);
+    noteGroups(places, line, lineEntries);
+    lineEntries = [];
     if (typeof line.uuid === "string") places.entryOf.set(line.uuid, entry.id);
     if (isMain(line)) places.head = entry.id;
   }
@@ -112,13 +166,13 @@ export function placesOf(entries: Iterable<StoredEntry>, leaf: string | null): T
 function parentOf(line: TranscriptLine, places: TranscriptPlaces): string | null {
   if (typeof line.uuid !== "string") return places.head;
   const parent = typeof line.parentUuid === "string" ? places.entryOf.get(line.parentUuid) : undefined;
-  if (parent !== undefined) return parent;
+  if (parent !== undefined) return places.groups.following(parent);
   // A line the transcript gave for an entry written elsewhere is named by the entry's id.
   if (typeof line.parentUuid === "string" && places.parentOf.has(line.parentUuid)) return line.parentUuid;
   if (line.type === "system" && line.subtype === "compact_boundary") {
     const logical =
       typeof line.logicalParentUuid === "string" ? places.entryOf.get(line.logicalParentUuid) : undefined;
-    return logical ?? places.head;
+    return logical === undefined ? places.head : places.groups.following(logical);
   }
   // A line under one the transcript gave for what was written elsewhere (a compaction's summary,
   // a message of an entry named otherwise); else a root: the first line, a subagent's first line,
@@ -157,8 +211,11 @@ export function transcriptEntries(lines: readonly TranscriptLine[], places: Tran
   for (const line of lines) {
     let parentId = parentOf(line, places);
     const messages = messageEntries(line);
+    const first = out.length;
     let last: string;
     if (messages) {
+      const callId = firstResultOf(messages);
+      if (callId !== undefined) parentId = places.groups.resultsParent(callId, parentId);
       messages.forEach((entry, index) => {
         const last = index === messages.length - 1;
         const message = entry.message as AgentMessage | undefined;
@@ -180,6 +237,7 @@ export function transcriptEntries(lines: readonly TranscriptLine[], places: Tran
       noteEntry(places, stored);
       last = id;
     }
+    noteGroups(places, line, out.slice(first) as Record<string, unknown>[]);
     if (typeof line.uuid === "string") places.entryOf.set(line.uuid, last);
     if (isMain(line)) places.head = last;
   }

@@ -227,6 +227,25 @@ describe.each(repos)("CfSessionsStore on %s", (_name, makeRepo) => {
     expect(await store.load(key)).toEqual(lines);
   });
 
+  it("keeps the metadata others set on a transcript's session when it appends again", async () => {
+    const lines = transcript("1.0.98-parallel-tools.jsonl");
+    const key = { projectKey: `p-${crypto.randomUUID()}`, sessionId: crypto.randomUUID() };
+    const store = new CfSessionsStore({ repo });
+    await store.append(key, lines.slice(0, 3));
+    const session = await repo.open(await store.sessionIdFor(key));
+    // Another door records the session's project (PATCH /v1/sessions/:sid, the CLI).
+    const project = `github.com/acme/app-${crypto.randomUUID()}`;
+    await session.updateHeader({ metadata: { ...(await session.getMetadata()), project } });
+    await store.append(key, lines.slice(3, 6));
+    const metadata = await session.getMetadata();
+    expect(metadata.project).toBe(project);
+    expect(metadata.claudeAgentSdk).toMatchObject({ ...key, mtime: expect.any(Number) });
+    await expect
+      .poll(async () => (await repo.list({ project })).sessions.map((info) => info.id), { timeout: 10_000 })
+      .toEqual([session.id]);
+    expect(await store.load(key)).toEqual(lines.slice(0, 6));
+  });
+
   it("round-trips importSessionToStore from a folder of transcripts, as InMemorySessionStore does", async () => {
     const lines = transcript("1.0.108-sidechains.jsonl");
     const sessionId = sessionIdOf(lines);

@@ -73,8 +73,6 @@ interface Transcript {
   /** The session's head as this store last knew it: its appends expect it there. */
   leaf: string | null;
   metadata: KeyMetadata;
-  /** The session's whole metadata (ours under `claudeAgentSdk`), to write it back changed. */
-  header: Record<string, unknown>;
 }
 
 /** Times an append reads its transcript again after another store (another host) wrote to it. */
@@ -151,7 +149,6 @@ export class CfSessionsStore implements SessionStore {
       places: placesOf(entries, leaf),
       leaf,
       metadata: stored.success ? stored.data : { ...key },
-      header,
     };
     this.#transcripts.set(session.id, transcript);
     return transcript;
@@ -215,8 +212,9 @@ export class CfSessionsStore implements SessionStore {
     if (key.subpath === undefined) {
       metadata.summary = foldSessionSummary(transcript.metadata.summary, key, entries, { mtime });
     }
-    transcript.header = { ...transcript.header, claudeAgentSdk: metadata };
-    await session.updateHeader({ metadata: transcript.header });
+    // Only our key changes: what others keep beside it (a project, say) is read fresh and kept.
+    const header = await session.getMetadata();
+    await session.updateHeader({ metadata: { ...header, claudeAgentSdk: metadata } });
     transcript.metadata = metadata;
   }
 

@@ -14,6 +14,8 @@ import { parseClaudeCode } from "../../src/core/claude-code-format";
 import { MemoryRepo } from "../../src/core/memory";
 import type { AgentMessage, AssistantMessage, ToolResultMessage } from "../../src/core/messages";
 import type { SessionRepo } from "../../src/core/repo";
+import type { Session } from "../../src/core/session";
+import type { CreateSessionOptions } from "../../src/core/session-schemas";
 import { CfSessionsStore } from "../../src/frameworks/claude-agent-sdk";
 import { adapterRepos } from "../support/adapter-repos";
 
@@ -547,4 +549,36 @@ describe.each(repos)("CfSessionsStore on %s", (_name, makeRepo) => {
     expect(await store.load(key)).toBeNull();
     expect(await store.listSessions(key.projectKey)).toEqual([]);
   });
+});
+
+it("keeps what it knows of at most 1000 transcripts, reading one it let go again", async () => {
+  // A MemoryRepo that counts the times each session's entries are read.
+  const reads = new Map<string, number>();
+  const counted = (session: Session) => {
+    const allEntries = session.allEntries.bind(session);
+    session.allEntries = (query) => {
+      reads.set(session.id, (reads.get(session.id) ?? 0) + 1);
+      return allEntries(query);
+    };
+    return session;
+  };
+  const repo = new (class extends MemoryRepo {
+    override async create(options?: CreateSessionOptions) {
+      return counted(await super.create(options));
+    }
+    override async open(id: string) {
+      return counted(await super.open(id));
+    }
+  })();
+  const store = new CfSessionsStore({ repo });
+  const lines = transcript("1.0.98-parallel-tools.jsonl");
+  const keys = Array.from({ length: 1001 }, (_, i) => ({ projectKey: "p", sessionId: `s-${i}` }));
+  for (const key of keys) await store.append(key, lines.slice(0, 1));
+  const first = await store.sessionIdFor(keys[0] as SessionKey);
+  const last = await store.sessionIdFor(keys[1000] as SessionKey);
+  await store.append(keys[1000] as SessionKey, lines.slice(1, 2));
+  expect(reads.get(last)).toBe(1);
+  await store.append(keys[0] as SessionKey, lines.slice(1, 2));
+  expect(reads.get(first)).toBe(2);
+  expect(await store.load(keys[0] as SessionKey)).toEqual(lines.slice(0, 2));
 });

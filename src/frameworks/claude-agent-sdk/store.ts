@@ -6,7 +6,7 @@ import type {
 } from "@anthropic-ai/claude-agent-sdk";
 import { foldSessionSummary } from "@anthropic-ai/claude-agent-sdk";
 import * as z from "zod";
-import type { Session, SessionInfo, SessionRepo, StoredEntry } from "../../core";
+import type { Session, SessionInfo, SessionRepo } from "../../core";
 import { Id, SessionError } from "../../core";
 import { sha256Hex } from "../../core/bytes";
 import { importBatches } from "../../core/interchange";
@@ -75,6 +75,9 @@ interface Transcript {
   metadata: KeyMetadata;
 }
 
+/** Transcripts a store keeps what it knows of at most, as many as the sessions it keeps open. */
+const KEPT_TRANSCRIPTS = 1000;
+
 /** Times an append reads its transcript again after another store (another host) wrote to it. */
 const APPEND_ATTEMPTS = 4;
 
@@ -138,20 +141,27 @@ export class CfSessionsStore implements SessionStore {
     }
   }
 
+  /** Keeps a transcript as the one used last, letting go of the one used longest ago past the cap. */
+  #keep(id: string, transcript: Transcript): Transcript {
+    this.#transcripts.delete(id);
+    this.#transcripts.set(id, transcript);
+    if (this.#transcripts.size > KEPT_TRANSCRIPTS)
+      this.#transcripts.delete(this.#transcripts.keys().next().value as string);
+    return transcript;
+  }
+
   async #transcript(session: Session, key: SessionKey): Promise<Transcript> {
     const known = this.#transcripts.get(session.id);
-    if (known) return known;
-    const entries: StoredEntry[] = [];
-    for await (const entry of session.allEntries()) entries.push(entry);
+    if (known) return this.#keep(session.id, known);
+    // The leaf before the entries: a write after it makes the next append, which expects it there,
+    // read the transcript again.
     const [header, leaf] = await Promise.all([session.getMetadata(), session.getLeafId()]);
     const stored = KeyMetadata.safeParse(header.claudeAgentSdk);
-    const transcript: Transcript = {
-      places: placesOf(entries, leaf),
+    return this.#keep(session.id, {
+      places: await placesOf(session.allEntries(), leaf),
       leaf,
       metadata: stored.success ? stored.data : { ...key },
-    };
-    this.#transcripts.set(session.id, transcript);
-    return transcript;
+    });
   }
 
   #mtime(): number {

@@ -131,7 +131,10 @@ export function lineOf(entry: StoredEntry): TranscriptLine | undefined {
  * Where lines written before hang from, read back from the session's entries in append order. A
  * `leaf` that holds no line is where the session went on elsewhere: new lines go on from there.
  */
-export function placesOf(entries: Iterable<StoredEntry>, leaf: string | null): TranscriptPlaces {
+export async function placesOf(
+  entries: AsyncIterable<StoredEntry>,
+  leaf: string | null,
+): Promise<TranscriptPlaces> {
   const places: TranscriptPlaces = {
     entryOf: new Map(),
     head: null,
@@ -142,7 +145,7 @@ export function placesOf(entries: Iterable<StoredEntry>, leaf: string | null): T
   const lined = new Set<string>();
   // The entries of the line being read, first to last: the first named by its uuid, the rest after it.
   let lineEntries: StoredEntry[] = [];
-  for (const entry of entries) {
+  for await (const entry of entries) {
     noteEntry(places, entry);
     const first = lineEntries[0];
     if (first !== undefined && entry.id.startsWith(`${first.id}:`)) lineEntries.push(entry);

@@ -24,6 +24,7 @@ function imports(file: string): string[] {
 /** The core's modules behind its public face an adapter may use (its readers of framework shapes, and helpers). */
 const CORE_MODULES = new Set([
   "bytes",
+  "claude-code-call-groups",
   "context",
   "context-edits",
   "framework-custom-messages",

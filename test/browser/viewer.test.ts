@@ -472,6 +472,20 @@ describe("the session viewer", () => {
     await page.close();
   });
 
+  test("follows the session's events without their payloads, which it never shows", async () => {
+    const page = await newPage();
+    const watches: URL[] = [];
+    page.on("request", (sent) => {
+      const url = new URL(sent.url());
+      if (url.pathname === "/v1/sessions/viewer-demo/events") watches.push(url);
+    });
+    await openSession(page, "viewer-demo");
+    await page.waitForSelector('#live-status[data-status="live"]');
+    expect(watches.length).toBeGreaterThan(0);
+    for (const url of watches) expect(url.searchParams.get("payload")).toBe("false");
+    await page.close();
+  });
+
   test("keeps following the head when a read of the session comes back late", async () => {
     const sid = `viewer-late-read-${Date.now()}`;
     await request(service.url, "POST", "/v1/sessions", { id: sid, name: "A busy session" });

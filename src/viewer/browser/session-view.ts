@@ -199,7 +199,8 @@ function watchSession(sessionId: string): void {
       // The session's connection, as the top bar shows it.
       const onStatus = (status: "live" | "reconnecting" | "deleted") =>
         showConnection(els.liveStatus, status);
-      for await (const event of session(sessionId).watch({ signal: stop.signal, onStatus })) {
+      // Entries come without their payloads: the tree needs only what a node holds.
+      for await (const event of session(sessionId).watch({ payload: false, signal: stop.signal, onStatus })) {
         if (view.sessionId !== sessionId) return;
         if (event.event === "deleted") {
           onStatus("deleted");

@@ -486,6 +486,63 @@ describe("the session viewer", () => {
     await page.close();
   });
 
+  test("adds what the events bring to the tree it read: entries on any branch, head moves, labels, names", async () => {
+    const sid = `viewer-grows-${Date.now()}`;
+    await request(service.url, "POST", "/v1/sessions", { id: sid, name: "Growing" });
+    await request(service.url, "POST", `/v1/sessions/${sid}/entries`, {
+      entries: [user("g1", "First question"), assistant("g2", [{ type: "text", text: "First answer" }])],
+    });
+    const page = await newPage();
+    const treeReads: string[] = [];
+    page.on("request", (sent) => {
+      if (new URL(sent.url()).pathname === `/v1/sessions/${sid}/tree`) treeReads.push(sent.url());
+    });
+    await openSession(page, sid);
+    await page.waitForSelector('#live-status[data-status="live"]');
+    await expect.poll(() => row(page, "g2").getAttribute("aria-selected")).toBe("true");
+    const readsWhenOpen = treeReads.length;
+    expect(readsWhenOpen).toBe(1);
+
+    const path = `/v1/sessions/${sid}`;
+    for (let i = 3; i <= 6; i++) {
+      const entry =
+        i % 2 ? user(`g${i}`, `Question ${i}`) : assistant(`g${i}`, [{ type: "text", text: `${i}` }]);
+      await request(service.url, "POST", `${path}/entries`, entry);
+      await page.waitForSelector(`#row-g${i}`, { timeout: 10_000 });
+    }
+    // Watching the head, the selection followed it.
+    await expect.poll(() => row(page, "g6").getAttribute("aria-selected")).toBe("true");
+    // Another branch, under the first answer: the head goes there.
+    await request(service.url, "POST", `${path}/entries`, { ...user("b1", "Another way"), parentId: "g2" });
+    await page.waitForSelector("#row-b1", { timeout: 10_000 });
+    await expect.poll(() => row(page, "b1").getAttribute("class")).toContain("leaf");
+    expect(await row(page, "g6").getAttribute("class")).toContain("off-path");
+    expect(await row(page, "g2").locator(".branches").textContent()).toBe("2 branches");
+    // The head moved back, a label set elsewhere, and the session renamed.
+    await request(service.url, "PUT", `${path}/leaf`, { targetId: "g6" });
+    await expect.poll(() => row(page, "g6").getAttribute("class")).toContain("leaf");
+    expect(await row(page, "b1").getAttribute("class")).toContain("off-path");
+    await request(service.url, "POST", `${path}/entries`, { type: "label", targetId: "g3", label: "asked" });
+    await expect.poll(() => row(page, "g3").locator(".label-chip").textContent()).toBe("asked");
+    await request(service.url, "PATCH", path, { name: "Grown" });
+    await expect.poll(() => page.textContent("#session-title")).toBe("Grown");
+
+    const info = await request(service.url, "GET", path);
+    await expect.poll(() => page.textContent("#session-meta")).toContain(`${info.entryCount} entries`);
+    await expect.poll(() => row(page, info.leafId).getAttribute("class")).toContain("leaf");
+    const { roots } = await request(service.url, "GET", `${path}/tree`);
+    const ids: string[] = [];
+    for (const stack = [...roots]; stack.length > 0; ) {
+      const node = stack.pop();
+      ids.push(node.id);
+      stack.push(...node.children);
+    }
+    for (const id of ids) expect(await row(page, id).count()).toBe(1);
+    // Nothing of it read the whole tree again.
+    expect(treeReads.length).toBe(readsWhenOpen);
+    await page.close();
+  });
+
   test("keeps following the head when a read of the session comes back late", async () => {
     const sid = `viewer-late-read-${Date.now()}`;
     await request(service.url, "POST", "/v1/sessions", { id: sid, name: "A busy session" });

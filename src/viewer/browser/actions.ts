@@ -6,7 +6,7 @@ import { count, h } from "./dom";
 import { select } from "./entry-pane";
 import { chooseForkName } from "./fork-dialog";
 import { els } from "./page-elements";
-import { refreshSession } from "./session-view";
+import { noteWritten, refreshSession } from "./session-view";
 import { list, view } from "./view-state";
 
 /* What the page writes: move the leaf, fork, set or clear a label, compact. */
@@ -22,9 +22,10 @@ function writeLabel(label: string, button: HTMLButtonElement | null): Promise<vo
   return act(button, async () => {
     const { sessionId, entryId } = selection();
     // A label entry without a label (or a blank one) clears it.
-    await session(sessionId).appendEntry(
+    const written = await session(sessionId).appendEntry(
       label ? { type: "label", targetId: entryId, label } : { type: "label", targetId: entryId },
     );
+    noteWritten(written);
     els.labelInput.blur();
     await refreshSession();
   });
@@ -34,7 +35,7 @@ export function installActions(): void {
   els.moveLeafButton.addEventListener("click", () =>
     act(els.moveLeafButton, async () => {
       const { sessionId, entryId } = selection();
-      await session(sessionId).setLeafId(entryId);
+      noteWritten(await session(sessionId).setLeafId(entryId));
       await refreshSession();
     }),
   );
@@ -69,6 +70,7 @@ export function installActions(): void {
       if (keepRecentTokens === null) return;
       els.compactionNotice.hidden = true;
       const entry = await session(sessionId).compact({ keepRecentTokens });
+      noteWritten(entry);
       els.compactionNotice.replaceChildren(
         h("button", {
           type: "button",

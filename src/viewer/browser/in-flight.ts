@@ -114,21 +114,25 @@ export function followGeneration(
   })();
 }
 
-/** The answer is written (finished or stopped): its entry takes its place. */
+/**
+ * The answer is written (finished or stopped): nothing more of it is read. Its row stays until its
+ * entry is in the tree (the session's events bring it), which then takes its place.
+ */
 export function generationEnded(sessionId: string, info: GenerationInfo): void {
-  const flight = inFlight.get(info.id);
-  flight?.stop.abort();
-  inFlight.delete(info.id);
+  inFlight.get(info.id)?.stop.abort();
   forgetProgress(sessionId, info.id);
 }
 
 /**
- * Answers whose entries a fresh copy of the tree holds are written: nothing of them is followed any
- * more. Answers the ids it forgot.
+ * Answers whose entries the tree (without in-flight rows) holds are written: nothing of them is
+ * followed or drawn any more. Answers the ids it forgot.
  */
 export function forgetWrittenAnswers(sessionId: string, nodes: ReadonlyMap<string, TreeNode>): string[] {
   const written = [...inFlight.values()].filter(({ info }) => nodes.has(info.id)).map(({ info }) => info);
-  for (const info of written) generationEnded(sessionId, info);
+  for (const info of written) {
+    generationEnded(sessionId, info);
+    inFlight.delete(info.id);
+  }
   return written.map((info) => info.id);
 }
 
@@ -175,6 +179,22 @@ export function graftInto(roots: TreeNode[]): void {
     view.nodes.set(info.id, node);
     grafted.add(info.id);
   }
+}
+
+/**
+ * Takes the rows of answers in flight out of the tree, before entries are added to it: graftInto
+ * adds back those still being written whose entries did not come.
+ */
+export function ungraftFrom(roots: TreeNode[], nodes: Map<string, TreeNode>): void {
+  for (const id of grafted) {
+    const node = nodes.get(id);
+    if (!node) continue;
+    const parent = node.parentId === null ? undefined : nodes.get(node.parentId);
+    if (parent) parent.children = parent.children.filter((child) => child !== node);
+    else if (roots.includes(node)) roots.splice(roots.indexOf(node), 1);
+    nodes.delete(id);
+  }
+  grafted.clear();
 }
 
 /** The text of an in-flight answer, whole, with its Stop button (the context pane, when it is selected). */

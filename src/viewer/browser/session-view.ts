@@ -1,3 +1,6 @@
+import type { RemoteSession } from "../../client";
+import type { StoredEntry } from "../../core/entries";
+import { type EntrySummary, entrySummary } from "../../core/events";
 import type { GenerationInfo } from "../../core/generations/generation-schemas";
 import type { SessionInfo } from "../../core/session-schemas";
 import { session } from "./api";
@@ -11,19 +14,24 @@ import {
   forgetWrittenAnswers,
   generationEnded,
   graftInto,
+  ungraftFrom,
 } from "./in-flight";
 import { els } from "./page-elements";
 import { renderSessions, updateListedSession } from "./session-list";
 import { readSession, type SessionRead } from "./session-read";
 import { clearSearch } from "./session-search";
 import { hideTimeTravel, showTimeTravel } from "./time-travel";
+import { applyChanges, fitsTree, type LabelChange, newLabelIds, type TreeChange } from "./tree-changes";
 import { pathTo } from "./tree-rows";
-import { loadDetails, rebuildRows, renderTree, scheduleRender } from "./tree-view";
+import { loadDetails, rebuildRows, renderTree, scheduleRender, showsDetails } from "./tree-view";
 import { resetView, view } from "./view-state";
 
 /*
- * The open session: opening one, taking a fresh copy of its tree, and following its events so a
- * change made anywhere shows at once (a fresh copy, taken at most every REFRESH_MS).
+ * The open session: opening one, reading its tree, and following its events so a change made
+ * anywhere shows at once. The tree is read whole when the session opens, and again only when its
+ * events were cut off or one does not fit it; otherwise the entries and head moves the events
+ * bring are added to it (tree-changes.ts), with the session's info read again, at most every
+ * REFRESH_MS.
  */
 
 /** Changes arriving together are shown together. */
@@ -33,6 +41,12 @@ let watching: AbortController | undefined;
 /** The open session's events ended for good (a refused key, the session deleted): nothing follows it. */
 let watchEnded = false;
 let refreshTimer: ReturnType<typeof setTimeout> | undefined;
+/** What the open session's events (and this page's own writes) said since the tree last took them. */
+let changes: TreeChange[] = [];
+/** Labels this page wrote, by their entries' ids: known without reading them. */
+let writtenLabels = new Map<string, LabelChange>();
+/** The events were cut off and follow again: the tree is read whole at the next refresh. */
+let wholeTreeWanted = false;
 
 /** Opens a session; with `reopen`, the one already open is opened afresh, its events followed again. */
 export async function openSession(
@@ -63,6 +77,8 @@ export async function openSession(
     const read = await readSession(sessionId);
     if (generation !== view.generation) return;
     applySession(read);
+    // Events that came while the session was read are added to what it read.
+    if (changes.length > 0) scheduleRefresh();
     const { info } = read;
     if (!view.renderedOnce.has(sessionId)) {
       view.renderedOnce.add(sessionId);
@@ -159,22 +175,99 @@ function startRefresh(followLeaf: boolean): Promise<void> {
 
 async function refreshNow(followLeaf: boolean): Promise<void> {
   const sessionId = view.sessionId;
-  if (!sessionId) return;
+  // Not open yet: opening reads the session, and what came meanwhile is applied after that.
+  if (!sessionId || !view.info) return;
   const generation = view.generation;
   // The person watches the head when the selection is the leaf the last read showed.
   const watchedLeaf =
-    followLeaf && view.selectedId !== null && view.selectedId === view.info?.leafId ? view.selectedId : null;
-  const read = await readSession(sessionId).catch((error: unknown) => {
+    followLeaf && view.selectedId !== null && view.selectedId === view.info.leafId ? view.selectedId : null;
+  const taken = await readChanges(sessionId, generation).catch((error: unknown) => {
     // Another session was opened meanwhile: what failed is no longer on the page.
     if (generation === view.generation) throw error;
   });
-  if (!read || generation !== view.generation) return;
+  if (!taken || generation !== view.generation) return;
+  const read = grownTree(taken);
   applySession(read);
-  void loadDetails(generation);
+  if (taken.read || taken.changes.some((change) => "entry" in change && showsDetails(change.entry.type)))
+    void loadDetails(generation);
   // The head moved on from the entry watched, and the person did not select another meanwhile.
   const { leafId } = read.info;
   if (watchedLeaf && view.selectedId === watchedLeaf && leafId !== watchedLeaf && view.path.has(watchedLeaf))
     select(leafId, { reveal: true });
+}
+
+/** What a refresh takes: the changes, the labels they write, and the info and tree it read. */
+interface TakenChanges {
+  /** The whole session, when it was read again. */
+  read?: SessionRead;
+  info: SessionInfo;
+  changes: TreeChange[];
+  labels: Map<string, LabelChange>;
+}
+
+/**
+ * The session's info read again and the changes since the last refresh, with the labels they
+ * write. The whole session is read as well when its events ended or were cut off, or when a change
+ * does not fit the tree; the changes are then applied to that read. Undefined when another session
+ * (or the same one afresh) was opened meanwhile: the changes are that opening's.
+ */
+async function readChanges(sessionId: string, generation: number): Promise<TakenChanges | undefined> {
+  const storage = session(sessionId);
+  let whole = watchEnded || wholeTreeWanted;
+  wholeTreeWanted = false;
+  let taken: TreeChange[] = [];
+  try {
+    for (;;) {
+      const read = whole ? await readSession(sessionId) : undefined;
+      const info = read?.info ?? (await storage.getInfo());
+      if (generation !== view.generation) return undefined;
+      taken = [...taken, ...changes];
+      changes = [];
+      const labels = await readLabels(storage, newLabelIds(read?.nodes ?? view.nodes, taken));
+      if (generation !== view.generation) return undefined;
+      if (read || fitsTree(view.nodes, taken, labels)) return { read, info, changes: taken, labels };
+      whole = true;
+    }
+  } catch (error) {
+    // A failed read leaves what it took for the next one.
+    if (generation === view.generation) {
+      changes = [...taken, ...changes];
+      wholeTreeWanted ||= whole;
+    }
+    throw error;
+  }
+}
+
+/** The target and label of each label entry: written from this page, or read (its event has neither). */
+async function readLabels(storage: RemoteSession, ids: readonly string[]): Promise<Map<string, LabelChange>> {
+  const labels = new Map<string, LabelChange>();
+  const read = await Promise.all(ids.map((id) => writtenLabels.get(id) ?? storage.getEntry(id)));
+  read.forEach((entry, index) => {
+    const id = ids[index] as string;
+    writtenLabels.delete(id);
+    if (entry && !("type" in entry)) labels.set(id, entry);
+    else if (entry?.type === "label") labels.set(id, { targetId: entry.targetId, label: entry.label });
+  });
+  return labels;
+}
+
+/** The tree with the changes applied: the one read, or the one shown (its in-flight rows taken out first). */
+function grownTree({ read, info, changes: taken, labels }: TakenChanges): SessionRead {
+  if (!read) ungraftFrom(view.roots, view.nodes);
+  const { roots, nodes } = read ?? view;
+  const leafId = applyChanges(roots, nodes, taken, labels, (read?.info ?? view.info)?.leafId ?? null);
+  return { info: { ...info, leafId }, roots, nodes };
+}
+
+/**
+ * An entry this page wrote, taken as its event would be: the tree shows it at the next refresh
+ * even before the event comes (which then changes nothing). Every write moves the head: a leaf
+ * record to its target, an appended entry to itself.
+ */
+export function noteWritten(entry: StoredEntry): void {
+  changes.push({ entry: entrySummary(entry) });
+  if (entry.type === "label") writtenLabels.set(entry.id, { targetId: entry.targetId, label: entry.label });
+  changes.push({ leafId: entry.type === "leaf" ? entry.targetId : entry.id });
 }
 
 /**
@@ -194,12 +287,22 @@ function watchSession(sessionId: string): void {
   const stop = new AbortController();
   watching = stop;
   watchEnded = false;
+  changes = [];
+  writtenLabels = new Map();
+  wholeTreeWanted = false;
+  let cutOff = false;
   void (async () => {
     try {
-      // The session's connection, as the top bar shows it.
-      const onStatus = (status: "live" | "reconnecting" | "deleted") =>
+      // The session's connection, as the top bar shows it. Live again after it was lost, the
+      // tree is read whole: nothing missed meanwhile is left out.
+      const onStatus = (status: "live" | "reconnecting" | "deleted") => {
         showConnection(els.liveStatus, status);
-      // Entries come without their payloads: the tree needs only what a node holds.
+        if (status === "reconnecting") cutOff = true;
+        if (status !== "live" || !cutOff) return;
+        cutOff = false;
+        wholeTreeWanted = true;
+        scheduleRefresh();
+      };
       for await (const event of session(sessionId).watch({ payload: false, signal: stop.signal, onStatus })) {
         if (view.sessionId !== sessionId) return;
         if (event.event === "deleted") {
@@ -215,6 +318,9 @@ function watchSession(sessionId: string): void {
             });
           else answerWritten(sessionId, event.data);
         }
+        // Watched without payloads: an entry event holds what a tree node does.
+        if (event.event === "entry") changes.push({ entry: event.data as EntrySummary });
+        if (event.event === "leaf") changes.push({ leafId: event.data.leafId });
         if (event.event === "entry" || event.event === "session" || event.event === "leaf") scheduleRefresh();
       }
     } catch (error) {

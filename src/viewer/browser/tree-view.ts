@@ -28,6 +28,11 @@ const DETAIL_TYPES = [
   "usage",
 ] as const;
 const DETAIL_TYPE_SET: ReadonlySet<string> = new Set(DETAIL_TYPES);
+
+/** Whether entries of a type show details the listing reads (loadDetails), not a preview of their own. */
+export function showsDetails(type: string): boolean {
+  return DETAIL_TYPE_SET.has(type);
+}
 const DETAILS_PAGE = 1000;
 const DETAILS_MAX_PAGES = 20;
 

@@ -384,6 +384,46 @@ describe("the session viewer", () => {
     await page.close();
   });
 
+  test("plans a compaction after an earlier one from what that one kept, not reading what it summarized", async () => {
+    const sid = `viewer-compacted-twice-${Date.now()}`;
+    await createLongSession(service.url, sid);
+    const path = `/v1/sessions/${sid}`;
+    const first = await request(service.url, "POST", `${path}/compact`, { keepRecentTokens: 20_000 });
+    await request(service.url, "POST", `${path}/entries`, {
+      entries: [
+        user("more1", `And module 6? ${"context ".repeat(2500)}`),
+        assistant("more2", [{ type: "text", text: `Module 6 looks fine. ${"detail ".repeat(2500)}` }]),
+      ],
+    });
+    const page = await newPage();
+    const reads: URL[] = [];
+    page.on("request", (sent) => {
+      const url = new URL(sent.url());
+      if (url.pathname.startsWith(`${path}/`)) reads.push(url);
+    });
+    await openSession(page, sid);
+    await openCompactDialog(page);
+
+    // The same estimate and the same cut as planned over the whole branch.
+    const { entries: branch } = await request(service.url, "GET", `${path}/branch`);
+    const tokens = buildSessionContext(branch).messages.reduce((sum, m) => sum + estimateTokens(m), 0);
+    expect(await page.getAttribute("#compact-context", "data-tokens")).toBe(String(tokens));
+    const keep = 8_000;
+    await page.fill("#compact-keep", String(keep));
+    await expect
+      .poll(() => page.getAttribute("#compact-preview", "data-first-kept"))
+      .toBe(prepareCompaction(branch, { keepRecentTokens: keep }).firstKeptEntryId);
+    // Read from the first entry the earlier compaction kept: neither the branch nor what came before.
+    expect(reads.filter((url) => url.pathname === `${path}/branch`)).toEqual([]);
+    const listings = reads.filter(
+      (url) => url.pathname === `${path}/entries` && !url.searchParams.has("type"),
+    );
+    const kept = await request(service.url, "GET", `${path}/entries/${first.entry.firstKeptEntryId}`);
+    expect(listings.map((url) => Number(url.searchParams.get("after")))).toEqual([kept.seq - 1]);
+    await page.click('#compact-form button[value="cancel"]');
+    await page.close();
+  });
+
   test("disables Compact while nothing would be dropped, and cancelling writes nothing", async () => {
     await request(service.url, "POST", "/v1/sessions", { id: "viewer-short", name: "Short chat" });
     await request(service.url, "POST", "/v1/sessions/viewer-short/entries", {

@@ -3,16 +3,17 @@ import { buildSessionContext } from "../../core/context";
 import type { TreeEntry } from "../../core/entries";
 import { SessionError } from "../../core/errors";
 import { estimateTokens } from "../../core/tokens";
-import { session } from "./api";
+import { readCompactionPath } from "./compaction-path";
 import { count, showDialog } from "./dom";
 import { kindName } from "./entry-text";
 import { els } from "./page-elements";
 
 /*
- * How much a compaction keeps, chosen before it runs. The dialog reads the current branch once and
- * plans the compaction here, with the same rules and token estimate the service uses, for each
- * value the person tries: what would be summarized and from which entry the branch is kept. When
- * nothing would be dropped, Compact stays disabled and says why.
+ * How much a compaction keeps, chosen before it runs. The dialog reads the current branch once (from
+ * where its context starts: compaction-path.ts) and plans the compaction here, with the same rules
+ * and token estimate the service uses, for each value the person tries: what would be summarized
+ * and from which entry the branch is kept. When nothing would be dropped, Compact stays disabled
+ * and says why.
  */
 
 /** What the dialog shows for one value of keepRecentTokens. */
@@ -72,12 +73,10 @@ export async function chooseKeepTokens(sessionId: string): Promise<number | null
   els.compactPreview.textContent = "";
   els.compactConfirm.disabled = true;
   const closed = showDialog(dialog);
-  const path = await session(sessionId)
-    .getBranch()
-    .catch((error: unknown) => {
-      dialog.close();
-      throw error;
-    });
+  const path = await readCompactionPath(sessionId).catch((error: unknown) => {
+    dialog.close();
+    throw error;
+  });
   // Closed while the branch was read.
   if (!dialog.open) return null;
   // The estimate the context pane shows, and the one compaction counts what it keeps in.

@@ -1,6 +1,6 @@
 import { isRecord } from "./agent-log";
 import { fingerprint } from "./context-answer";
-import { ENTRY_TYPES } from "./entries";
+import { ENTRY_TYPES, Timestamp } from "./entries";
 import { isValidId, newId, nowIso } from "./ids";
 import type { ImportedSession, ImportWarning } from "./interchange";
 import { checkImportEntries, sessionEntries } from "./interchange";
@@ -138,6 +138,28 @@ function parentsFirst(entries: PiLine[], warnings: ImportWarning[]): PiLine[] {
 }
 
 /**
+ * The header's time as the session's `createdAt`, which listings order by and a native export
+ * must carry: an ISO 8601 time as written; another form of date (no zone, a date alone, an HTTP
+ * date) written as ISO 8601; anything else the time of the import. Both repairs are warnings.
+ */
+function headerCreatedAt(timestamp: unknown, line: number, warnings: ImportWarning[]): string {
+  if (typeof timestamp === "string" && Timestamp.safeParse(timestamp).success) return timestamp;
+  const time = typeof timestamp === "string" ? Date.parse(timestamp) : Number.NaN;
+  const iso = Number.isNaN(time) ? undefined : new Date(time).toISOString();
+  if (iso !== undefined && Timestamp.safeParse(iso).success) {
+    warnings.push({
+      line,
+      message: `timestamp ${JSON.stringify(timestamp)} is not ISO 8601: read as ${iso}`,
+    });
+    return iso;
+  }
+  const written =
+    timestamp === undefined ? "no timestamp" : `timestamp ${JSON.stringify(timestamp)} is not a date`;
+  warnings.push({ line, message: `${written}: the import's time taken` });
+  return nowIso();
+}
+
+/**
  * Reads a pi session file. Besides pi's own migrations, it repairs what pi writes or leaves behind
  * and opens anyway, reporting each repair as a warning: a last line cut short by a crash is dropped,
  * a repeated header or entry is skipped, an entry with a missing parent becomes a root. Anything
@@ -156,12 +178,9 @@ export function parsePi(text: string): ImportedSession {
     throw lineError(first.line, `unknown pi session version ${JSON.stringify(version)}; 1 to 3 import`);
   }
   if (!isValidId(header.id)) throw lineError(first.line, `session id ${header.id} is not a valid id`);
-  const createdAt =
-    typeof header.timestamp === "string" && !Number.isNaN(Date.parse(header.timestamp))
-      ? header.timestamp
-      : nowIso();
 
   const warnings: ImportWarning[] = [];
+  const createdAt = headerCreatedAt(header.timestamp, first.line, warnings);
   const last = lines[lines.length - 1] as NumberedLine;
   // A line is torn when a write stopped inside it: only the last can be, and its newline is missing.
   if (lines.length > 1 && !/\n\s*$/.test(text) && tryParseJson(last.text) === undefined) {

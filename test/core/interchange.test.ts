@@ -8,6 +8,7 @@ import {
   SessionManager,
 } from "@mariozechner/pi-coding-agent";
 import { describe, expect, it } from "vitest";
+import { Timestamp } from "../../src/core/entries";
 import { SessionError } from "../../src/core/errors";
 import { MemoryRepo } from "../../src/core/memory";
 import type { AgentMessage } from "../../src/core/messages";
@@ -358,6 +359,29 @@ describe("pi files repaired on import", () => {
     const compaction = manager.getLeafEntry();
     expect(await session.getEntry(compaction?.id as string)).toMatchObject({ details: ["a", "list"] });
     await expectContextsLikePi(session, manager);
+  });
+
+  it("writes a header time in another date form as ISO 8601, so the session's native export imports again", async () => {
+    const file = (timestamp: unknown) =>
+      `${JSON.stringify({ type: "session", version: 3, id: "dated", timestamp, cwd: "" })}\n`;
+    const iso = "2025-01-01T00:00:00+02:00";
+    expect(parsePi(file(iso))).toMatchObject({ header: { createdAt: iso }, warnings: [] });
+    const cases: Array<[unknown, string | undefined]> = [
+      ["Mon, 15 Jan 2024 10:00:00 GMT", "2024-01-15T10:00:00.000Z"],
+      ["2024-01-15", "2024-01-15T00:00:00.000Z"],
+      ["2024-01-15T10:00:00", undefined],
+      ["not a date", undefined],
+      [12, undefined],
+    ];
+    for (const [timestamp, expected] of cases) {
+      const parsed = parsePi(file(timestamp));
+      expect(Timestamp.safeParse(parsed.header.createdAt).success, String(timestamp)).toBe(true);
+      if (expected) expect(parsed.header.createdAt).toBe(expected);
+      expect(parsed.warnings).toEqual([{ line: 1, message: expect.stringContaining("timestamp") }]);
+      const session = await new MemoryRepo().importSession(parsed);
+      const copy = await new MemoryRepo().importSession(parseNative(await text(exportNative(session))));
+      expect((await copy.getInfo()).createdAt).toBe(parsed.header.createdAt);
+    }
   });
 
   it("still refuses a message without what a context needs, naming its line", () => {

@@ -1,6 +1,6 @@
 import type { SessionDirectory } from "./directory/session-directory";
 import type { DurableEnv } from "./env";
-import { numberSetting } from "./settings";
+import { checkedNumberSetting } from "./settings";
 
 /*
  * Which object holds what. A session's object is named by its tenant and id. A tenant's directory
@@ -31,9 +31,15 @@ export function directoryObjectName(tenant: string, shard: number): string {
 export const DEFAULT_SHARDS = 1;
 export const MAX_SHARDS = 64;
 
-/** The configured shard count (DIRECTORY_SHARDS, 1 to 64). */
+/**
+ * The configured shard count (DIRECTORY_SHARDS, 1 to 64; more is read as 64, the most ever used).
+ * Set to anything else it is `misconfigured`: read as one shard, it would hide every other shard.
+ */
 export function shardCount(env: Pick<DurableEnv, "DIRECTORY_SHARDS">): number {
-  return numberSetting(env.DIRECTORY_SHARDS, DEFAULT_SHARDS, { min: 1, max: MAX_SHARDS });
+  return checkedNumberSetting("DIRECTORY_SHARDS", env.DIRECTORY_SHARDS, DEFAULT_SHARDS, {
+    min: 1,
+    max: MAX_SHARDS,
+  });
 }
 
 /** FNV-1a over the id's UTF-8 bytes: the same shard for the same id, in every runtime and release. */

@@ -25,18 +25,49 @@ export function jsonSetting<T>(name: string, schema: z.ZodType<T>, shape = ""): 
   };
 }
 
+interface NumberRule {
+  min?: number;
+  max?: number;
+  whole?: boolean;
+}
+
+/** A set number setting as the service takes it (capped at `max`), or undefined when it does not take it. */
+function readNumber(value: string, rule: NumberRule): number | undefined {
+  const { min = 0, max = Number.POSITIVE_INFINITY, whole = true } = rule;
+  const parsed = Number(value);
+  const valid = whole ? Number.isInteger(parsed) : Number.isFinite(parsed);
+  return valid && parsed >= min ? Math.min(parsed, max) : undefined;
+}
+
 /**
  * A number from the service's environment, or `fallback` when the setting is unset, blank, not a
  * number, below `min` or (unless `whole` is false) not a whole number; capped at `max`.
  */
-export function numberSetting(
+export function numberSetting(value: string | undefined, fallback: number, rule: NumberRule = {}): number {
+  if (value === undefined || value.trim() === "") return fallback;
+  return readNumber(value, rule) ?? fallback;
+}
+
+/**
+ * A number setting whose default would do harm in place of the value meant (a shard count that
+ * hides shards, a recovery window that purges sooner): `fallback` when unset or blank, and
+ * `misconfigured` when set to anything `numberSetting` would read as unset.
+ */
+export function checkedNumberSetting(
+  name: string,
   value: string | undefined,
   fallback: number,
-  rule: { min?: number; max?: number; whole?: boolean } = {},
+  rule: NumberRule = {},
 ): number {
-  const { min = 0, max = Number.POSITIVE_INFINITY, whole = true } = rule;
   if (value === undefined || value.trim() === "") return fallback;
-  const parsed = Number(value);
-  const valid = whole ? Number.isInteger(parsed) : Number.isFinite(parsed);
-  return valid && parsed >= min ? Math.min(parsed, max) : fallback;
+  const read = readNumber(value, rule);
+  if (read === undefined) {
+    const { min = 0, whole = true } = rule;
+    const wanted = `${whole ? "a whole number" : "a number"} of at least ${min}`;
+    throw new SessionError(
+      "misconfigured",
+      `the service's ${name} setting ${JSON.stringify(value)} is not ${wanted}`,
+    );
+  }
+  return read;
 }

@@ -124,7 +124,7 @@ export const errors = {
   409: failure(WRONG_JURISDICTION),
   429: failure("rate_limited (Retry-After)"),
   503: failure(
-    "misconfigured (the service's API_KEYS, JWT settings or QUOTAS are invalid) or unavailable (try again after Retry-After)",
+    "misconfigured (a setting of the service is invalid: API_KEYS, JWT settings, QUOTAS, TENANT_JURISDICTIONS, DIRECTORY_SHARDS or RECOVERY_WINDOW_SECONDS) or unavailable (try again after Retry-After)",
   ),
 };
 

@@ -5,7 +5,7 @@ import type { SessionInfo, SessionPage } from "../../src/core/session-schemas";
 import type { DurableEnv } from "../../src/durable/internal";
 import { directoryObjectName, directoryShard, shardCount, shardOf } from "../../src/durable/names";
 import { mergePages } from "../../src/durable/router/directory-shards";
-import { api, apiWith, KEY_B, sid, userMessage } from "./helpers";
+import { api, apiWith, expectError, KEY_B, sid, userMessage } from "./helpers";
 
 /*
  * The tenant's directory in shards: each session reports to the shard its id hashes to when it is
@@ -63,9 +63,21 @@ describe("directory shards", () => {
     for (let i = 0; i < 400; i++) (counts[shardOf(`session-${i}`, 4)] as number)++;
     for (const count of counts) expect(count).toBeGreaterThan(60);
     expect(shardCount({ DIRECTORY_SHARDS: undefined })).toBe(1);
-    expect(shardCount({ DIRECTORY_SHARDS: "0" })).toBe(1);
-    expect(shardCount({ DIRECTORY_SHARDS: "x" })).toBe(1);
+    expect(shardCount({ DIRECTORY_SHARDS: " " })).toBe(1);
     expect(shardCount({ DIRECTORY_SHARDS: "1000" })).toBe(64);
+  });
+
+  it("refuses to serve while the shard count is set to something other than a count (503 misconfigured), creating nothing", async () => {
+    // Read as one shard, such a setting would hide the sessions of every other shard.
+    for (const DIRECTORY_SHARDS of ["0", "-4", "four", "2.5"]) {
+      expect(() => shardCount({ DIRECTORY_SHARDS }), DIRECTORY_SHARDS).toThrow(/DIRECTORY_SHARDS/);
+      const misread = apiWith({ DIRECTORY_SHARDS });
+      const id = sid("misread");
+      expectError(await misread("POST", "/v1/sessions", { body: { id } }), 503, "misconfigured");
+      expectError(await api("GET", `/v1/sessions/${id}`), 404, "not_found");
+      expectError(await misread("GET", "/v1/sessions"), 503, "misconfigured");
+      expectError(await misread("GET", "/v1/search?q=x"), 503, "misconfigured");
+    }
   });
 
   it("names shards so that no tenant's shard is another tenant's", () => {

@@ -143,6 +143,17 @@ describe("deleting and restoring", () => {
     expectError(await api("POST", `/v1/sessions/${id}/restore`, { body: {} }), 404, "not_found");
   });
 
+  it("refuses to delete while the recovery window is set to something other than a time (503 misconfigured), deleting nothing", async () => {
+    // Read as the default week, such a setting would purge sooner than the service was told to.
+    for (const RECOVERY_WINDOW_SECONDS of ["30 days", "-1"]) {
+      const id = await createSession();
+      await fill(id);
+      const misread = apiWith({ RECOVERY_WINDOW_SECONDS });
+      expectError(await misread("DELETE", `/v1/sessions/${id}`), 503, "misconfigured");
+      expect((await api("GET", `/v1/sessions/${id}`)).status).toBe(200);
+    }
+  });
+
   it("refuses a restore after the window even before the alarm has run", async () => {
     // A window long enough that its alarm cannot fire before the test takes it away.
     const short = apiWith({ RECOVERY_WINDOW_SECONDS: "2" });

@@ -3,7 +3,7 @@ import { describe, expect, test } from "vitest";
 import { DEFAULT_RECOVERY_SECONDS, recoveryWindowMs } from "../../src/durable/session/object-state";
 import { DEFAULT_SESSION_FULL_BYTES, sessionFullBytes } from "../../src/durable/session/schema";
 import { blobPolicy, DEFAULT_BLOB_MIN_BYTES } from "../../src/durable/session/session-blobs";
-import { numberSetting } from "../../src/durable/settings";
+import { checkedNumberSetting, numberSetting } from "../../src/durable/settings";
 
 describe("number settings from the environment", () => {
   test("a whole number at least the minimum is taken, capped at the maximum", () => {
@@ -30,6 +30,20 @@ describe("number settings from the environment", () => {
     expect(recoveryWindowMs({ RECOVERY_WINDOW_SECONDS: "" })).toBe(DEFAULT_RECOVERY_SECONDS * 1000);
     expect(recoveryWindowMs({ RECOVERY_WINDOW_SECONDS: "0" })).toBe(0);
     expect(recoveryWindowMs({ RECOVERY_WINDOW_SECONDS: "0.2" })).toBe(200);
+  });
+
+  test("a setting whose default would do harm is misconfigured when set to what it does not take", () => {
+    const shards = { min: 1, max: 64 };
+    expect(checkedNumberSetting("SHARDS", undefined, 1, shards)).toBe(1);
+    expect(checkedNumberSetting("SHARDS", " ", 1, shards)).toBe(1);
+    expect(checkedNumberSetting("SHARDS", " 4 ", 1, shards)).toBe(4);
+    expect(checkedNumberSetting("SHARDS", "1000", 1, shards)).toBe(64);
+    for (const value of ["0", "-4", "four", "2.5", "Infinity"]) {
+      expect(() => checkedNumberSetting("SHARDS", value, 1, shards), value).toThrow(
+        expect.objectContaining({ code: "misconfigured", message: expect.stringContaining("SHARDS") }),
+      );
+    }
+    expect(() => recoveryWindowMs({ RECOVERY_WINDOW_SECONDS: "7d" })).toThrow(/RECOVERY_WINDOW_SECONDS/);
   });
 
   test("byte settings need at least one byte", () => {

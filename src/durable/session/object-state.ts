@@ -9,7 +9,7 @@ import { ObjectAlarm } from "../object-alarm";
 import { objectEnv } from "../placement/placed-env";
 import { QuotaLedger } from "../quota-ledger";
 import { DEFAULT_OPEN_GENERATIONS, quotaExceeded, quotasFor, tenantWide } from "../quotas";
-import { numberSetting } from "../settings";
+import { checkedNumberSetting } from "../settings";
 import type { Sql } from "../sql";
 import { sqlOf } from "../sql";
 import { unavailable } from "../transient";
@@ -121,9 +121,20 @@ export const DEFAULT_RECOVERY_SECONDS = 7 * 24 * 3600;
 /** An unlisted session a fork or an import never completed is dropped after this long. */
 export const PENDING_MS = 24 * 3600 * 1000;
 
-/** How long a deleted session stays restorable (RECOVERY_WINDOW_SECONDS; 0 purges at once). */
+/**
+ * How long a deleted session stays restorable (RECOVERY_WINDOW_SECONDS; 0 purges at once). Set to
+ * anything else it is `misconfigured`: read as the default, it could purge sooner than meant.
+ */
 export function recoveryWindowMs(env: Pick<DurableEnv, "RECOVERY_WINDOW_SECONDS">): number {
-  return numberSetting(env.RECOVERY_WINDOW_SECONDS, DEFAULT_RECOVERY_SECONDS, { whole: false }) * 1000;
+  const seconds = checkedNumberSetting(
+    "RECOVERY_WINDOW_SECONDS",
+    env.RECOVERY_WINDOW_SECONDS,
+    DEFAULT_RECOVERY_SECONDS,
+    {
+      whole: false,
+    },
+  );
+  return seconds * 1000;
 }
 
 export interface LifecycleState {

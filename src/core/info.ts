@@ -2,7 +2,7 @@ import type { SessionEntry } from "./entries";
 import { SessionError } from "./errors";
 import { PREVIEW_CHARS } from "./limits";
 import { contentText } from "./messages";
-import type { SessionHeader, SessionInfo, SessionPage } from "./session-schemas";
+import type { ListOptions, SessionHeader, SessionInfo, SessionPage } from "./session-schemas";
 
 /** Blank (absent or whitespace-only) labels and names clear. */
 export function nonBlank(value: string | undefined): string | undefined {
@@ -74,36 +74,36 @@ export function sessionInfo(header: SessionHeader, stats: SessionStats, leafId: 
 
 /*
  * Session listing: newest first by `updatedAt` or `createdAt`, ties broken by id. The cursor is
- * the sort key of the last session returned, opaque to callers.
+ * the sort key of the last session returned, with the order and filters of the listing it
+ * continues, opaque to callers.
  */
 
 export type ListOrder = "updated" | "created";
+
+/** What a listing's cursor is valid for: its order and filters. */
+export type ListScope = Pick<ListOptions, "order" | "prefix" | "project">;
 
 export function sortKey(info: Pick<SessionInfo, "updatedAt" | "createdAt">, order: ListOrder): string {
   return order === "updated" ? info.updatedAt : info.createdAt;
 }
 
-/** A listing's cursor: base64url of the UTF-8 JSON of its sort key and id, so any text fits. */
-export function encodeCursor(key: string, id: string): string {
+/** A cursor: base64url of the UTF-8 JSON of its values, so any text fits. */
+export function encodeCursor(...values: Array<string | null>): string {
   let binary = "";
-  for (const byte of new TextEncoder().encode(JSON.stringify([key, id]))) binary += String.fromCharCode(byte);
+  for (const byte of new TextEncoder().encode(JSON.stringify(values))) binary += String.fromCharCode(byte);
   return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
-export function decodeCursor(cursor: string): { key: string; id: string } {
+/** The values of a cursor `encodeCursor` made; `invalid_request` for anything else. */
+export function cursorValues(cursor: string): Array<string | null> {
   try {
     const binary = atob(cursor.replace(/-/g, "+").replace(/_/g, "/"));
     const bytes = Uint8Array.from(binary, (char) => char.charCodeAt(0));
     const value: unknown = JSON.parse(
       new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes),
     );
-    if (
-      Array.isArray(value) &&
-      value.length === 2 &&
-      typeof value[0] === "string" &&
-      typeof value[1] === "string"
-    ) {
-      return { key: value[0], id: value[1] };
+    if (Array.isArray(value) && value.every((item) => typeof item === "string" || item === null)) {
+      return value;
     }
   } catch {
     // fall through to the error below
@@ -111,20 +111,59 @@ export function decodeCursor(cursor: string): { key: string; id: string } {
   throw new SessionError("invalid_request", "invalid cursor", { cursor });
 }
 
+/** A cursor of two strings: a kind or sort key, and what to go on after. */
+export function decodeCursor(cursor: string): { key: string; id: string } {
+  const [key, id, ...rest] = cursorValues(cursor);
+  if (typeof key === "string" && typeof id === "string" && rest.length === 0) return { key, id };
+  throw new SessionError("invalid_request", "invalid cursor", { cursor });
+}
+
+function scopeValues(scope: ListScope): Array<string | null> {
+  return [scope.order ?? "updated", scope.prefix ?? "", scope.project ?? null];
+}
+
+/** The cursor of a listing page whose last session has this sort key and id. */
+export function listCursor(scope: ListScope, key: string, id: string): string {
+  return encodeCursor(key, id, ...scopeValues(scope));
+}
+
+/**
+ * Where a listing goes on from `cursor`. A cursor of another listing (another order or filters, or
+ * no session listing at all) is `invalid_request`: its place in this one would skip or repeat
+ * sessions.
+ */
+export function listedAfter(cursor: string, scope: ListScope): { key: string; id: string } {
+  const [key, id, ...rest] = cursorValues(cursor);
+  if (
+    typeof key === "string" &&
+    typeof id === "string" &&
+    JSON.stringify(rest) === JSON.stringify(scopeValues(scope))
+  ) {
+    return { key, id };
+  }
+  throw new SessionError(
+    "invalid_request",
+    "the cursor is not of this listing (a cursor goes on only with the order and filters it came with)",
+    { cursor },
+  );
+}
+
 /** One page of an in-memory list (memory and JSONL repos). */
 export function pageSessions(
   infos: readonly SessionInfo[],
-  options: { limit: number; cursor?: string | null; order: ListOrder },
+  options: ListOptions & { limit: number },
 ): SessionPage {
-  const cursor = options.cursor ? decodeCursor(options.cursor) : undefined;
+  const order = options.order ?? "updated";
+  const cursor = options.cursor ? listedAfter(options.cursor, options) : undefined;
   const sorted = infos
-    .map((info) => ({ info, key: sortKey(info, options.order) }))
+    .map((info) => ({ info, key: sortKey(info, order) }))
     // Newest first: what sorts after the cursor is older, or as old with a smaller id.
     .filter(({ info, key }) => !cursor || key < cursor.key || (key === cursor.key && info.id < cursor.id))
     .sort((a, b) => (a.key === b.key ? (a.info.id < b.info.id ? 1 : -1) : a.key < b.key ? 1 : -1));
   const page = sorted.slice(0, options.limit);
   const last = page[page.length - 1];
-  const nextCursor = sorted.length > options.limit && last ? encodeCursor(last.key, last.info.id) : null;
+  const nextCursor =
+    sorted.length > options.limit && last ? listCursor(options, last.key, last.info.id) : null;
   return { sessions: page.map(({ info }) => info), nextCursor };
 }
 

@@ -254,7 +254,7 @@ export class MemoryRepo implements SessionRepo {
     );
     const listed =
       project === undefined ? infos : infos.filter((info) => inProject(info.metadata.project, project));
-    return pageSessions(listed, { limit, cursor: options.cursor, order: options.order ?? "updated" });
+    return pageSessions(listed, { ...options, limit });
   }
 
   async delete(id: string): Promise<void> {

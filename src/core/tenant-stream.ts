@@ -2,7 +2,7 @@ import * as z from "zod";
 import type { SessionEntry } from "./entries";
 import { Id } from "./entries";
 import { SessionError } from "./errors";
-import { decodeCursor, encodeCursor } from "./info";
+import { cursorValues, encodeCursor, listCursor, listedAfter } from "./info";
 import type { ImportHeader } from "./interchange";
 import { IMPORT_BATCH, IMPORT_BATCH_CHARS, ImportWarning, lineOfBatchError } from "./interchange";
 import { tryParseJson } from "./json";
@@ -53,6 +53,22 @@ export interface TenantSource {
 /** The sort key of a stream's cursor line (a session's is its creation time). */
 const STREAM_CURSOR_KEY = "stream";
 
+/** The listing an export reads its sessions from, whose cursors are its sessions' cursor lines. */
+const EXPORT_LISTING = { order: "created" } as const;
+
+/**
+ * Where a cut export resumes: after the stream a stream cursor line names, or after the session of
+ * a session cursor line (a cursor of the listing by creation, unfiltered). Any other cursor is
+ * `invalid_request`.
+ */
+export function exportResumption(cursor: string): { streamsAfter: string } | { sessionsAfter: string } {
+  const [key, path, ...rest] = cursorValues(cursor);
+  if (key === STREAM_CURSOR_KEY && typeof path === "string" && rest.length === 0)
+    return { streamsAfter: path };
+  listedAfter(cursor, EXPORT_LISTING);
+  return { sessionsAfter: cursor };
+}
+
 function errorBody(error: unknown, otherwise: string): { code: string; message: string } {
   return error instanceof SessionError
     ? { code: error.code, message: error.message }
@@ -69,13 +85,13 @@ export async function* exportTenant(
   cursor: string | null = null,
 ): AsyncGenerator<string> {
   yield line({ type: "export", format: TENANT_FORMAT, version: TENANT_VERSION, cursor });
-  const resumed = cursor === null ? undefined : decodeCursor(cursor);
-  const inStreams = resumed?.key === STREAM_CURSOR_KEY;
+  const resumed = cursor === null ? undefined : exportResumption(cursor);
+  const streamsAfter = resumed && "streamsAfter" in resumed ? resumed.streamsAfter : undefined;
   let count = 0;
-  let next: string | null = cursor;
-  if (!inStreams)
+  let next: string | null = resumed && "sessionsAfter" in resumed ? resumed.sessionsAfter : null;
+  if (streamsAfter === undefined)
     do {
-      const page = await source.list({ order: "created", limit: EXPORT_PAGE, cursor: next });
+      const page = await source.list({ ...EXPORT_LISTING, limit: EXPORT_PAGE, cursor: next });
       for (const info of page.sessions) {
         try {
           const lines = exportNative(await source.open(info.id));
@@ -94,7 +110,7 @@ export async function* exportTenant(
           continue;
         }
         count++;
-        yield line({ type: "cursor", cursor: encodeCursor(info.createdAt, info.id) });
+        yield line({ type: "cursor", cursor: listCursor(EXPORT_LISTING, info.createdAt, info.id) });
       }
       next = page.nextCursor;
     } while (next);
@@ -103,7 +119,7 @@ export async function* exportTenant(
     return;
   }
   let streams = 0;
-  for await (const stream of source.streams(inStreams ? (resumed?.id ?? null) : null)) {
+  for await (const stream of source.streams(streamsAfter ?? null)) {
     const { path } = stream.header;
     yield line({ type: "stream", ...stream.header });
     try {

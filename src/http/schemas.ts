@@ -64,7 +64,12 @@ export const ForkBody = ForkOptions.extend({
   .strict()
   .superRefine(oneOf("entryId", "asOf"));
 
-export const ListSessionsQuery = ListOptions.extend({ cursor: z.string().optional() });
+export const ListSessionsQuery = ListOptions.extend({
+  cursor: z
+    .string()
+    .optional()
+    .meta({ description: "nextCursor of the page before, given with the same order, prefix and project" }),
+});
 
 /**
  * One entry, or `{entries: [...]}` (no `type`): a batch either way, and an invalid one is
@@ -336,7 +341,10 @@ export const SessionSearchQuery = SessionSearchOptions.extend({
 });
 
 export const ExportTenantQuery = z.object({
-  cursor: z.string().optional().meta({ description: "from a `cursor` line: resume after that session" }),
+  cursor: z
+    .string()
+    .optional()
+    .meta({ description: "from a `cursor` line of an export: resume after that session or stream" }),
 });
 
 export const ImportTenantQuery = z.object({

@@ -117,7 +117,7 @@ export class JSONLRepo implements SessionRepo {
       (info): info is SessionInfo =>
         info !== undefined && (project === undefined || inProject(info.metadata.project, project)),
     );
-    return pageSessions(infos, { limit, cursor: options.cursor, order: options.order ?? "updated" });
+    return pageSessions(infos, { ...options, limit });
   }
 
   /** A folder's info; undefined when it holds no session by that id (being created or deleted). */

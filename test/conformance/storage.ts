@@ -909,6 +909,29 @@ export function storageConformance(
         await expectCode(repo.list({ cursor: "not a cursor" }), "invalid_request");
       });
 
+      it("refuses a cursor given to a listing in another order or with other filters, and goes on with its own", async () => {
+        const repo = await makeRepo();
+        const prefix = `k-${newId()}:`;
+        const project = `github.com/acme/${newId()}`;
+        for (let i = 0; i < 3; i++) await repo.create({ id: `${prefix}${i}`, metadata: { project } });
+        const first = await repo.list({ limit: 1, prefix, project });
+        const cursor = first.nextCursor as string;
+        expect(cursor).toEqual(expect.any(String));
+        for (const other of [
+          { order: "created" as const, prefix, project },
+          { project },
+          { prefix },
+          { prefix: `${prefix}1`, project },
+          { prefix, project: `${project}/api` },
+        ]) {
+          await expectCode(repo.list({ ...other, limit: 1, cursor }), "invalid_request");
+        }
+        const next = await repo.list({ order: "updated", prefix, project, limit: 5, cursor });
+        expect([...first.sessions, ...next.sessions].map((s) => s.id).sort()).toEqual(
+          [0, 1, 2].map((i) => `${prefix}${i}`),
+        );
+      });
+
       it("lists only the sessions whose id starts with a prefix, page by page", async () => {
         const repo = await makeRepo();
         const prefix = `p-${newId()}:`;

@@ -5,6 +5,7 @@ import type { SessionInfo, SessionPage } from "../../src/core/session-schemas";
 import type { DurableEnv } from "../../src/durable/internal";
 import { directoryObjectName, directoryShard, shardCount, shardOf } from "../../src/durable/names";
 import { mergePages } from "../../src/durable/router/directory-shards";
+import { streamCursor } from "../../src/durable/router/tenant-streams";
 import { api, apiWith, expectError, KEY_B, sid, userMessage } from "./helpers";
 
 /*
@@ -199,6 +200,21 @@ describe("directory shards", () => {
     const shard = directoryShard(durableEnv, "tenant-b", shardOf(id, 4));
     expect(await shard.retention()).toEqual({ idleDays: 9 });
     expect((await four("GET", "/v1/retention", { key: KEY_B })).body).toEqual({ idleDays: 9 });
+  });
+
+  it("refuses a cursor of another listing: another order, or the stream listing's", async () => {
+    for (let i = 0; i < 3; i++)
+      expect((await api("POST", "/v1/sessions", { body: { id: sid("kind") } })).status).toBe(201);
+    const updated = await api("GET", "/v1/sessions?limit=1&order=updated");
+    expect(updated.body.nextCursor).toEqual(expect.any(String));
+    expectError(
+      await api("GET", `/v1/sessions?limit=1&order=created&cursor=${updated.body.nextCursor}`),
+      400,
+      "invalid_request",
+    );
+    const streams = streamCursor("some/stream");
+    expectError(await api("GET", `/v1/sessions?cursor=${streams}`), 400, "invalid_request");
+    expectError(await api("GET", `/v1/streams?cursor=${updated.body.nextCursor}`), 400, "invalid_request");
   });
 
   it("lists through the configured shards (4 in these tests)", async () => {

@@ -135,6 +135,18 @@ describe("tenant export", () => {
     expect(sessionIds(rest)).toEqual(order.slice(2));
     expect(lines(rest).at(-1)).toEqual({ type: "end", sessions: order.length - 2 });
     expectError(await api("GET", "/v1/export?cursor=not-a-cursor"), 400, "invalid_request");
+    // A cursor of the listing by update would resume the export at the wrong place.
+    const listed = await api("GET", "/v1/sessions?limit=1&order=updated");
+    expect(listed.body.nextCursor).toEqual(expect.any(String));
+    expectError(await api("GET", `/v1/export?cursor=${listed.body.nextCursor}`), 400, "invalid_request");
+    // An export's session cursor is one of the listing by creation, and pages it.
+    const byCreation = await api("GET", `/v1/sessions?limit=1&order=created&cursor=${cursors[1]}`);
+    expect(byCreation.body.sessions.map((s: { id: string }) => s.id)).toEqual([order[2]]);
+    expectError(
+      await api("GET", `/v1/sessions?limit=1&order=updated&cursor=${cursors[1]}`),
+      400,
+      "invalid_request",
+    );
   });
 
   it("is allowed to read-only keys; importing is not, and writes nothing", async () => {

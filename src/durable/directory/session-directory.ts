@@ -1,7 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Result } from "../../core/errors";
 import { capture } from "../../core/errors";
-import { decodeCursor, encodeCursor } from "../../core/info";
+import { listCursor, listedAfter } from "../../core/info";
 import { sessionsPageLimit } from "../../core/paging";
 import type { TenantSearchOptions, TenantSearchResult } from "../../core/search";
 import type { ListOptions, SessionInfo, SessionPage } from "../../core/session-schemas";
@@ -342,7 +342,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
   list(options: ListOptions, maxChars: number = Number.POSITIVE_INFINITY): Promise<Result<SessionPage>> {
     return capture(() => {
       const limit = sessionsPageLimit(options);
-      const cursor = options.cursor ? decodeCursor(options.cursor) : undefined;
+      const cursor = options.cursor ? listedAfter(options.cursor, options) : undefined;
       const byCreated = options.order === "created";
       const key = cursor?.key ?? "\uffff";
       const after = cursor?.id ?? "\uffff";
@@ -381,7 +381,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
       const last = page[page.length - 1];
       return {
         sessions: page.map((row) => JSON.parse(row.info) as SessionInfo),
-        nextCursor: more && last ? encodeCursor(last.sort_key, last.id) : null,
+        nextCursor: more && last ? listCursor(options, last.sort_key, last.id) : null,
       };
     });
   }

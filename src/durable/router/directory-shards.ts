@@ -1,4 +1,4 @@
-import { encodeCursor, sortKey } from "../../core/info";
+import { listCursor, sortKey } from "../../core/info";
 import { sessionsPageLimit } from "../../core/paging";
 import type { TenantSearchResult } from "../../core/search";
 import type { ListOptions, SessionInfo, SessionPage } from "../../core/session-schemas";
@@ -39,7 +39,7 @@ export function mergePages(pages: readonly SessionPage[], options: ListOptions):
   const more = within.length > page.length || stop !== undefined;
   return {
     sessions: page.map(({ info }) => info),
-    nextCursor: more && last ? encodeCursor(last.key, last.info.id) : null,
+    nextCursor: more && last ? listCursor(options, last.key, last.info.id) : null,
   };
 }
 

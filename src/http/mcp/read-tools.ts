@@ -5,7 +5,7 @@ import { projectContext } from "../../core/context";
 import type { StoredEntry } from "../../core/entries";
 import { EntryType, Id } from "../../core/entries";
 import { SessionError } from "../../core/errors";
-import { encodeCursor, sortKey } from "../../core/info";
+import { listCursor, sortKey } from "../../core/info";
 import { DEFAULT_SESSIONS_PAGE } from "../../core/limits";
 import type { SearchHit } from "../../core/search";
 import {
@@ -115,7 +115,7 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
       const last = sessions.at(-1);
       const nextCursor =
         sessions.length < listed.length && last
-          ? encodeCursor(sortKey(last, options.order ?? "updated"), last.id)
+          ? listCursor(options, sortKey(last, options.order ?? "updated"), last.id)
           : page.nextCursor;
       const lines = sessions.map(sessionLine);
       if (nextCursor) lines.push(`more: list_sessions with cursor "${nextCursor}"`);

@@ -1,8 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
 import { textStream } from "../../core/context-answer";
-import { decodeCursor } from "../../core/info";
-import { TenantImportReport } from "../../core/tenant-stream";
+import { exportResumption, TenantImportReport } from "../../core/tenant-stream";
 import { streamedNdjsonLines } from "../body";
 import { creationLocation } from "../placement";
 import { errors, failure, json, ndjsonResponse, repo, routes } from "../route-kit";
@@ -38,7 +37,7 @@ export const backupRoutes = routes()
     async (c) => {
       const { cursor } = c.req.valid("query");
       // A bad cursor is refused before the stream starts.
-      if (cursor !== undefined) decodeCursor(cursor);
+      if (cursor !== undefined) exportResumption(cursor);
       const lines = repo(c).exportTenant(cursor ?? null);
       return ndjsonResponse(textStream(lines), "sessions.ndjson");
     },

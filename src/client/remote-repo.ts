@@ -105,7 +105,7 @@ export class RemoteRepo implements SessionRepo {
   /** The tenant's sessions best matching a query, with the snippets that matched. */
   search(q: string, options: Omit<TenantSearchOptions, "q"> = {}): Promise<TenantSearchPage> {
     return this.#http.json("GET", "v1/search", {
-      query: { q, limit: options.limit, prefix: options.prefix },
+      query: { q, limit: options.limit, prefix: options.prefix, cursor: options.cursor },
     });
   }
 

@@ -34,7 +34,13 @@ const SearchOptions = z.object({
 });
 
 /** Across the tenant: among all its sessions, or those whose id starts with a prefix. */
-export const TenantSearchOptions = SearchOptions.extend({ prefix: IdPrefix.optional() });
+export const TenantSearchOptions = SearchOptions.extend({
+  prefix: IdPrefix.optional(),
+  cursor: z
+    .string()
+    .optional()
+    .meta({ description: "nextCursor of the answer before, given with the same q, prefix and limit" }),
+});
 export type TenantSearchOptions = z.infer<typeof TenantSearchOptions>;
 
 export const SessionSearchOptions = SearchOptions.extend({
@@ -93,7 +99,13 @@ export const TenantSearchResult = z
   .meta({ id: "TenantSearchResult" });
 export type TenantSearchResult = z.infer<typeof TenantSearchResult>;
 
-export const TenantSearchPage = z.object({ results: z.array(TenantSearchResult) });
+export const TenantSearchPage = z.object({
+  results: z.array(TenantSearchResult),
+  nextCursor: z.string().nullable().meta({
+    description:
+      "set when the best `limit` sessions hold more than one answer carries (large system prompts or metadata): the rest of them, after these",
+  }),
+});
 export type TenantSearchPage = z.infer<typeof TenantSearchPage>;
 
 /** Where the next page of a session's hits starts: below a seq (newest first), or after n hits (by rank). */

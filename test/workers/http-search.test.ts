@@ -502,6 +502,45 @@ async function eventually(check: () => Promise<void>) {
 }
 
 describe("searching the tenant", () => {
+  it("holds in an answer no more of its sessions' infos than the Worker may hold at once, and pages the rest", async () => {
+    // 20 sessions of 1 MiB system prompts: more than an answer holds (16 Mi characters of JSON).
+    const word = `bulky${crypto.randomUUID().replaceAll("-", "")}`;
+    const prompt = "p".repeat(1024 * 1024 - 2);
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      ids.push(await createSession({ key: KEY_B, body: { name: `${word} ${i}`, systemPrompt: prompt } }));
+    }
+    const scope = `${q(word)}&limit=20`;
+    await eventually(async () => {
+      const res = await api("GET", `/v1/search?${q(word)}&limit=1`, { key: KEY_B });
+      expect(res.body.results).toHaveLength(1);
+      const all = await api("GET", `/v1/search?${q(`${word} 19`)}`, { key: KEY_B });
+      expect(all.body.results.map((r: Result) => r.session.id)).toContain(ids[19]);
+    });
+    const found: Result[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const res: { status: number; text: string; body: { results: Result[]; nextCursor: string | null } } =
+        await api("GET", `/v1/search?${scope}${cursor ? `&cursor=${cursor}` : ""}`, { key: KEY_B });
+      expect(res.status).toBe(200);
+      expect(res.text.length).toBeLessThan(17 * 1024 * 1024);
+      expect(res.body.results.length).toBeGreaterThan(0);
+      found.push(...res.body.results);
+      cursor = res.body.nextCursor;
+      pages++;
+    } while (cursor && pages < 40);
+    expect(pages).toBeGreaterThan(1);
+    expect(found.map((r) => r.session.id).sort()).toEqual([...ids].sort());
+    for (const result of found) expect(result.session).toMatchObject({ systemPrompt: prompt });
+    // A cursor goes on only with the query, prefix and limit it came with.
+    const first = await api("GET", `/v1/search?${scope}`, { key: KEY_B });
+    for (const other of [q(`${word} 1`), `${q(word)}&limit=19`, `${scope}&prefix=x`]) {
+      const refused = await api("GET", `/v1/search?${other}&cursor=${first.body.nextCursor}`, { key: KEY_B });
+      expectError(refused, 400, "invalid_request");
+    }
+  });
+
   it("ranks sessions by name, labels, preview and message text, with the best snippet of each field", async () => {
     const named = await createSession({ body: { name: "Capybara migration plan" } });
     const labelled = await createSession();

@@ -1,3 +1,5 @@
+import { SessionError } from "../../core/errors";
+import { cursorValues, encodeCursor } from "../../core/info";
 import type { SessionMatch, TenantSearchOptions, TenantSearchResult } from "../../core/search";
 import { DEFAULT_SEARCH_HITS } from "../../core/search";
 import { ftsQuery } from "../../core/search-query";
@@ -34,24 +36,93 @@ export function matchScore(matches: readonly SessionMatch[]): number {
   );
 }
 
-/** Search results best first: by score, then the most recently updated, then by id. */
+/** Where a result stands in the ranking. */
+export interface SearchRank {
+  score: number;
+  updatedAt: string;
+  id: string;
+}
+
+export function rankOf(result: TenantSearchResult): SearchRank {
+  return { score: result.score, updatedAt: result.session.updatedAt, id: result.session.id };
+}
+
+/** Best first: by score, then the most recently updated, then by id. */
+export function compareRanks(a: SearchRank, b: SearchRank): number {
+  if (a.score !== b.score) return b.score - a.score;
+  if (a.updatedAt !== b.updatedAt) return a.updatedAt < b.updatedAt ? 1 : -1;
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+/** Search results best first. */
 export function rankResults(results: TenantSearchResult[]): TenantSearchResult[] {
-  return results.sort(
-    (a, b) =>
-      b.score - a.score ||
-      (a.session.updatedAt === b.session.updatedAt
-        ? a.session.id < b.session.id
-          ? -1
-          : 1
-        : a.session.updatedAt < b.session.updatedAt
-          ? 1
-          : -1),
+  return results.sort((a, b) => compareRanks(rankOf(a), rankOf(b)));
+}
+
+/** Where the next answer of a search goes on: after the result of this rank, `given` results given before. */
+export interface SearchPlace extends SearchRank {
+  given: number;
+}
+
+function searchScope(options: TenantSearchOptions): string[] {
+  return [options.q, options.prefix ?? "", String(options.limit ?? DEFAULT_SEARCH_HITS)];
+}
+
+export function searchCursor(options: TenantSearchOptions, place: SearchPlace): string {
+  return encodeCursor(
+    String(place.score),
+    place.updatedAt,
+    place.id,
+    String(place.given),
+    ...searchScope(options),
   );
 }
 
-/** This shard's best sessions for a query, with the best snippet of each field that matched. */
-export function searchShard(sql: Sql, options: TenantSearchOptions): TenantSearchResult[] {
+/**
+ * Where a search goes on from its cursor (none: from the best). A cursor of another search (another
+ * query, prefix or limit) is `invalid_request`: its place in this one would skip or repeat sessions.
+ */
+export function searchedAfter(options: TenantSearchOptions): SearchPlace | undefined {
+  const { cursor } = options;
+  if (!cursor) return undefined;
+  const [score, updatedAt, id, given, ...scope] = cursorValues(cursor);
+  if (
+    typeof score === "string" &&
+    typeof updatedAt === "string" &&
+    typeof id === "string" &&
+    typeof given === "string" &&
+    JSON.stringify(scope) === JSON.stringify(searchScope(options))
+  ) {
+    const place = { score: Number(score), updatedAt, id, given: Number(given) };
+    if (Number.isFinite(place.score) && Number.isSafeInteger(place.given) && place.given >= 0) return place;
+  }
+  throw new SessionError(
+    "invalid_request",
+    "the cursor is not of this search (a cursor goes on only with the q, prefix and limit it came with)",
+    { cursor },
+  );
+}
+
+/** A shard's answer: its best results after the cursor, `cut` when more would have passed its share of characters. */
+export interface ShardSearch {
+  results: TenantSearchResult[];
+  cut: boolean;
+}
+
+/**
+ * This shard's best sessions for a query after the cursor, with the best snippet of each field that
+ * matched: the search's `limit` less those given before, or fewer when their infos would pass
+ * `maxChars` of JSON (one at least), so that no answer grows with what sessions hold. Candidates
+ * are ranked without their infos; only the infos answered are read.
+ */
+export function searchShard(
+  sql: Sql,
+  options: TenantSearchOptions,
+  maxChars: number = Number.POSITIVE_INFINITY,
+): ShardSearch {
   const limit = options.limit ?? DEFAULT_SEARCH_HITS;
+  const place = searchedAfter(options);
+  const wanted = limit - (place?.given ?? 0);
   const match = ftsQuery(options.q);
   const candidates = limit * CANDIDATES_PER_RESULT;
   const prefix = options.prefix;
@@ -67,11 +138,11 @@ export function searchShard(sql: Sql, options: TenantSearchOptions): TenantSearc
           WHERE session_text MATCH ${match} AND substr(s.id, 1, length(${prefix})) = ${prefix}
           ORDER BY t.rank LIMIT ${candidates}`,
   );
-  if (ranked.length === 0) return [];
-  const details = new Map<number, Record<string, string>>();
+  if (ranked.length === 0 || wanted <= 0) return { results: [], cut: false };
+  const scored: Array<SearchRank & { rowid: number; chars: number; matches: SessionMatch[] }> = [];
   for (const row of matchRows(
-    () => sql<Record<string, string> & { rowid: number }>`
-      SELECT t.rowid AS rowid, s.info AS info,
+    () => sql<Record<string, string> & { rowid: number; chars: number }>`
+      SELECT t.rowid AS rowid, s.id AS id, s.info->>'$.updatedAt' AS updatedAt, length(s.info) AS chars,
         snippet(session_text, 0, char(1), char(2), '…', 64) AS name,
         snippet(session_text, 1, char(1), char(2), '…', ${SNIPPET_WORDS}) AS labels,
         snippet(session_text, 2, char(1), char(2), '…', 64) AS preview,
@@ -80,19 +151,42 @@ export function searchShard(sql: Sql, options: TenantSearchOptions): TenantSearc
       WHERE session_text MATCH ${match}
         AND t.rowid IN (SELECT value FROM json_each(${JSON.stringify(ranked.map((r) => r.rowid))}))`,
   )) {
-    details.set(row.rowid, row);
-  }
-  const results: TenantSearchResult[] = [];
-  for (const { rowid } of ranked) {
-    const row = details.get(rowid);
-    if (!row) continue;
     const matches: SessionMatch[] = [];
     for (const field of FIELDS) {
       const { snippet, highlights } = readSnippet(row[field] ?? "");
       if (highlights.length > 0) matches.push({ field, snippet, highlights });
     }
-    const session = JSON.parse(row.info as string) as SessionInfo;
-    results.push({ session, score: matchScore(matches), matches });
+    const { rowid, chars, id, updatedAt } = row;
+    scored.push({
+      rowid,
+      chars,
+      id: id as string,
+      updatedAt: updatedAt as string,
+      score: matchScore(matches),
+      matches,
+    });
   }
-  return rankResults(results).slice(0, limit);
+  const best = scored
+    .filter((result) => !place || compareRanks(result, place) > 0)
+    .sort(compareRanks)
+    .slice(0, wanted);
+  const answered: typeof best = [];
+  let chars = 0;
+  for (const result of best) {
+    if (answered.length > 0 && chars + result.chars > maxChars) break;
+    answered.push(result);
+    chars += result.chars;
+  }
+  const infos = new Map<number, string>();
+  for (const row of sql<{ rowid: number; info: string }>`
+    SELECT rowid, info FROM sessions
+    WHERE rowid IN (SELECT value FROM json_each(${JSON.stringify(answered.map((r) => r.rowid))}))`) {
+    infos.set(row.rowid, row.info);
+  }
+  const results: TenantSearchResult[] = [];
+  for (const { rowid, score, matches } of answered) {
+    const info = infos.get(rowid);
+    if (info !== undefined) results.push({ session: JSON.parse(info) as SessionInfo, score, matches });
+  }
+  return { results, cut: answered.length < best.length };
 }

@@ -3,7 +3,7 @@ import type { Result } from "../../core/errors";
 import { capture } from "../../core/errors";
 import { listCursor, listedAfter } from "../../core/info";
 import { sessionsPageLimit } from "../../core/paging";
-import type { TenantSearchOptions, TenantSearchResult } from "../../core/search";
+import type { TenantSearchOptions } from "../../core/search";
 import type { ListOptions, SessionInfo, SessionPage } from "../../core/session-schemas";
 import type { BlobClaim, BlobClaimRequest } from "../blobs/blob-ledger";
 import { BlobLedger } from "../blobs/blob-ledger";
@@ -28,7 +28,7 @@ import type {
   TenantUsage,
 } from "../types";
 import { MIGRATIONS } from "./directory-schema";
-import { searchShard } from "./directory-search";
+import { type ShardSearch, searchShard } from "./directory-search";
 import type { StreamListOptions } from "./stream-registry";
 import { StreamRegistry } from "./stream-registry";
 import { TenantEventHub } from "./tenant-events";
@@ -386,9 +386,15 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     });
   }
 
-  /** This shard's best sessions for a query, with the best snippet of each field that matched. @internal */
-  search(options: TenantSearchOptions): Promise<Result<TenantSearchResult[]>> {
-    return capture(() => searchShard(this.#sql, options));
+  /**
+   * This shard's best sessions for a query, with the best snippet of each field that matched, their
+   * infos within `maxChars` of JSON (one at least; `searchShard`). @internal
+   */
+  search(
+    options: TenantSearchOptions,
+    maxChars: number = Number.POSITIVE_INFINITY,
+  ): Promise<Result<ShardSearch>> {
+    return capture(() => searchShard(this.#sql, options, maxChars));
   }
 
   /** @internal */

@@ -1,9 +1,17 @@
 import { listCursor, sortKey } from "../../core/info";
 import { sessionsPageLimit } from "../../core/paging";
-import type { TenantSearchResult } from "../../core/search";
+import type { TenantSearchOptions, TenantSearchPage } from "../../core/search";
+import { DEFAULT_SEARCH_HITS } from "../../core/search";
 import type { ListOptions, SessionInfo, SessionPage } from "../../core/session-schemas";
 import { SSE_KEEP_ALIVE, SseReader, sseText } from "../../core/sse";
-import { rankResults } from "../directory/directory-search";
+import type { SearchRank, ShardSearch } from "../directory/directory-search";
+import {
+  compareRanks,
+  rankOf,
+  rankResults,
+  searchCursor,
+  searchedAfter,
+} from "../directory/directory-search";
 
 /*
  * Listing, search and events of a tenant's directory ask every shard (names.ts says which) and
@@ -43,12 +51,33 @@ export function mergePages(pages: readonly SessionPage[], options: ListOptions):
   };
 }
 
-/** The best `limit` results of every shard's best. */
+/**
+ * One answer of the tenant search from each shard's answer to the same options: the best results
+ * of all. A shard whose results were cut to fit its share of characters may have better ones than
+ * another shard's worst it left out, so the answer ends at its last result, and the next answer
+ * (its cursor) goes on from there.
+ */
 export function mergeSearchResults(
-  answers: readonly TenantSearchResult[][],
-  limit: number,
-): TenantSearchResult[] {
-  return rankResults(answers.flat()).slice(0, limit);
+  answers: readonly ShardSearch[],
+  options: TenantSearchOptions,
+): TenantSearchPage {
+  const given = searchedAfter(options)?.given ?? 0;
+  const wanted = (options.limit ?? DEFAULT_SEARCH_HITS) - given;
+  let stop: SearchRank | undefined;
+  for (const answer of answers) {
+    const last = answer.results[answer.results.length - 1];
+    if (!answer.cut || !last) continue;
+    if (!stop || compareRanks(rankOf(last), stop) < 0) stop = rankOf(last);
+  }
+  const all = rankResults(answers.flatMap((answer) => answer.results));
+  const within = stop ? all.filter((result) => compareRanks(rankOf(result), stop) <= 0) : all;
+  const results = within.slice(0, Math.max(wanted, 0));
+  const last = results[results.length - 1];
+  const more = stop !== undefined && results.length < wanted && last !== undefined;
+  return {
+    results,
+    nextCursor: more ? searchCursor(options, { ...rankOf(last), given: given + results.length }) : null,
+  };
 }
 
 /** How often a merged event stream says it is alive when nothing happens (for proxies). */

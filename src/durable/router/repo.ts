@@ -9,7 +9,6 @@ import type { LocationHint } from "../../core/location";
 import type { NumberedLine } from "../../core/ndjson";
 import type { SessionRepo } from "../../core/repo";
 import type { TenantSearchOptions, TenantSearchPage } from "../../core/search";
-import { DEFAULT_SEARCH_HITS } from "../../core/search";
 import { Session } from "../../core/session";
 import type {
   CreateSessionOptions,
@@ -64,10 +63,11 @@ function storedBytes(entries: readonly SessionEntry[]): number {
 }
 
 /**
- * What a page of the listing holds at most of its sessions' infos as JSON, in characters: a page
- * of sessions with large system prompts or metadata holds fewer than its `limit` (one at least).
+ * What a page of the listing, or an answer of the tenant search, holds at most of its sessions'
+ * infos as JSON, in characters: one of sessions with large system prompts or metadata holds fewer
+ * than its `limit` (one at least), and goes on with its cursor.
  */
-const LIST_PAGE_CHARS = 16 * 1024 * 1024;
+const PAGE_INFO_CHARS = 16 * 1024 * 1024;
 
 /** A tenant's sessions, each in its own Durable Object, listed by the tenant's directory. */
 export class DurableRepo implements SessionRepo, SessionCreator {
@@ -230,7 +230,7 @@ export class DurableRepo implements SessionRepo, SessionCreator {
   async list(options: ListOptions = {}): Promise<SessionPage> {
     const shards = directoryShards(this.#env, this.tenant);
     // Shared by the shards: what the Worker holds of a page does not grow with them.
-    const maxChars = LIST_PAGE_CHARS / shards.length;
+    const maxChars = PAGE_INFO_CHARS / shards.length;
     const pages = await Promise.all(shards.map((shard) => objectCalls(shard).list(options, maxChars)));
     return mergePages(pages, options);
   }
@@ -252,10 +252,10 @@ export class DurableRepo implements SessionRepo, SessionCreator {
 
   /** The tenant's sessions best matching a query, from the directory shards (no session is opened). */
   async search(options: TenantSearchOptions): Promise<TenantSearchPage> {
-    const answers = await Promise.all(
-      directoryShards(this.#env, this.tenant).map((shard) => objectCalls(shard).search(options)),
-    );
-    return { results: mergeSearchResults(answers, options.limit ?? DEFAULT_SEARCH_HITS) };
+    const shards = directoryShards(this.#env, this.tenant);
+    const maxChars = PAGE_INFO_CHARS / shards.length;
+    const answers = await Promise.all(shards.map((shard) => objectCalls(shard).search(options, maxChars)));
+    return mergeSearchResults(answers, options);
   }
 
   restore(id: string): Promise<SessionInfo> {

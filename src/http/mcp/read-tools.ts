@@ -60,7 +60,8 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
       readOnly: true,
     },
     async ({ query, prefix, limit = DEFAULT_SEARCH_HITS }) => {
-      const found = (await repo(c).search({ q: query, prefix, limit })).results.map((result) => ({
+      const page = await repo(c).search({ q: query, prefix, limit });
+      const found = page.results.map((result) => ({
         ...result,
         session: sessionSummary(result.session),
       }));
@@ -70,7 +71,7 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
       );
       const lines = results.map(searchResultLine);
       // The best matches only: a full page says so, never cut silently.
-      if (results.length < found.length)
+      if (results.length < found.length || page.nextCursor)
         lines.push(
           `the best ${results.length} shown, as many as one answer holds; more may match: a prefix or more words`,
         );

@@ -467,7 +467,38 @@ describe("summarizers", () => {
       previousSummary: one.text,
     });
     expect(next.text).toContain("## Goal\nbuild a parser");
-    expect(next.text).toContain("## Earlier");
+    expect(next.text).toContain("## Earlier requests\n1. build a parser\n2. add tests");
+    expect(next.text).toContain("## User requests\n1. now docs");
+  });
+
+  it("keeps the newest requests of chained compactions, not the first summary's text", async () => {
+    let previousSummary: string | undefined;
+    for (let round = 1; round <= 4; round++) {
+      const messages = Array.from({ length: 25 }, (_, i) => user(`round ${round} request ${i + 1}`));
+      previousSummary = (
+        await extractive.summarize({
+          kind: "compaction",
+          messages,
+          readFiles: [],
+          modifiedFiles: [],
+          previousSummary,
+        })
+      ).text;
+    }
+    const last = previousSummary as string;
+    for (const round of [2, 3]) expect(last).toContain(`round ${round} request 25`);
+    expect(last).toContain("## User requests\n1. round 4 request 1");
+    expect(last).toContain("(15 earlier requests not shown)\n16. round 1 request 16\n");
+    expect(last).not.toContain("round 1 request 15\n");
+    // A summary another summarizer wrote is kept as its text.
+    const foreign = await extractive.summarize({
+      kind: "compaction",
+      messages: [user("go on")],
+      readFiles: [],
+      modifiedFiles: [],
+      previousSummary: "The user built a parser.\nIt works.",
+    });
+    expect(foreign.text).toContain("## Earlier\nIt works.");
   });
 });
 

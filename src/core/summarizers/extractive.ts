@@ -13,6 +13,8 @@ const REQUEST_CHARS = 300;
 const STATE_CHARS = 800;
 const PREVIOUS_CHARS = 6000;
 const MAX_REQUESTS = 30;
+/** Requests of earlier compactions carried forward, the newest kept. */
+const MAX_EARLIER_REQUESTS = 60;
 
 function clip(text: string, max: number): string {
   const flat = text.replace(/\s+/g, " ").trim();
@@ -39,6 +41,56 @@ function previousGoal(summary: string | undefined): string | undefined {
   return match ? match[1] : undefined;
 }
 
+/** The sections of an extractive summary, by heading. */
+function sectionsOf(summary: string): Map<string, string> {
+  const sections = new Map<string, string>();
+  for (const part of summary.split(/\n\n(?=## )/)) {
+    const match = /^## ([^\n]+)\n([\s\S]*)$/.exec(part);
+    if (match) sections.set(match[1] as string, match[2] as string);
+  }
+  return sections;
+}
+
+/** The numbered requests of a section (a line saying how many were not shown is not one). */
+function numbered(section: string | undefined): string[] {
+  return (section ?? "").split("\n").flatMap((line) => {
+    const match = /^\d+\. (.*)$/.exec(line);
+    return match ? [match[1] as string] : [];
+  });
+}
+
+/** A list of requests, the newest `max` shown and numbered by their place in the whole list. */
+function requestList(requests: readonly string[], max: number): string {
+  if (requests.length === 0) return "(none)";
+  const shown = requests.slice(-max);
+  const skipped = requests.length - shown.length;
+  return [
+    ...(skipped > 0 ? [`(${skipped} earlier requests not shown)`] : []),
+    ...shown.map((text, i) => `${i + 1 + skipped}. ${clip(text, REQUEST_CHARS)}`),
+  ].join("\n");
+}
+
+/**
+ * What an earlier summary tells of the conversation before it. One of this summarizer's gives the
+ * requests it carried and its own, oldest first, so chained compactions keep the newest of them
+ * (and the text of a summary of the earlier layout, `## Earlier`, as it was); any other summary is
+ * kept as text.
+ */
+function earlierSections(previous: string): string[] {
+  const sections = sectionsOf(previous);
+  if (!sections.has("User requests"))
+    return [`## Earlier\n${clip(previous.replace(/^[^\n]*\n/, ""), PREVIOUS_CHARS)}`];
+  const text = sections.get("Earlier");
+  const requests = [
+    ...numbered(sections.get("Earlier requests")),
+    ...numbered(sections.get("User requests")),
+  ];
+  return [
+    ...(text === undefined ? [] : [`## Earlier\n${clip(text, PREVIOUS_CHARS)}`]),
+    `## Earlier requests\n${requestList(requests, MAX_EARLIER_REQUESTS)}`,
+  ];
+}
+
 export class ExtractiveSummarizer implements Summarizer {
   readonly name = "extractive";
 
@@ -53,21 +105,8 @@ export class ExtractiveSummarizer implements Summarizer {
         : "Summary of the conversation so far (extracted).",
       `## Goal\n${goal}`,
     ];
-    if (request.previousSummary) {
-      sections.push(`## Earlier\n${clip(request.previousSummary.replace(/^[^\n]*\n/, ""), PREVIOUS_CHARS)}`);
-    }
-    const shown = requests.slice(-MAX_REQUESTS);
-    const skipped = requests.length - shown.length;
-    sections.push(
-      `## User requests\n${
-        shown.length === 0
-          ? "(none)"
-          : [
-              ...(skipped > 0 ? [`(${skipped} earlier requests not shown)`] : []),
-              ...shown.map((text, i) => `${i + 1 + skipped}. ${clip(text, REQUEST_CHARS)}`),
-            ].join("\n")
-      }`,
-    );
+    if (request.previousSummary) sections.push(...earlierSections(request.previousSummary));
+    sections.push(`## User requests\n${requestList(requests, MAX_REQUESTS)}`);
     sections.push(
       `## Files\nRead: ${request.readFiles.join(", ") || "(none)"}\nModified: ${request.modifiedFiles.join(", ") || "(none)"}`,
     );

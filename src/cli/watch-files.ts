@@ -10,6 +10,7 @@ import { detectFormat, parseImport } from "../core/import-formats";
 import type { ImportedSession, ImportFormat } from "../core/interchange";
 import { checkFormat, importBatches, leafAfter } from "../core/interchange";
 import { canonicalJson } from "../core/json";
+import { nameAsFile } from "../core/sync-import";
 import { writeFileAtomically } from "./atomic-file";
 import { sessionFiles } from "./import-files";
 import type { Output } from "./output";
@@ -247,7 +248,8 @@ class Mirror {
     // Writing entries leaves the session's head on the last of them, which is not the file's head
     // when the last lines are a subagent's (written while its main chain waits): it is put back.
     const head = rest.length > 0 ? await this.#send(parsed, next.id, rest) : known.leafId;
-    if (parsed.leafId !== null && head !== parsed.leafId)
+    const renamed = await nameAsFile(this.#client.storage(next.id), parsed, rest);
+    if (parsed.leafId !== null && (renamed || head !== parsed.leafId))
       await this.#client.storage(next.id).setLeafId(parsed.leafId);
     this.#state.files[file] = next;
     const count = rest.filter((entry) => entry.type !== "leaf").length;

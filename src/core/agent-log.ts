@@ -100,12 +100,20 @@ export function dataUrlImage(url: unknown): ImageContent | undefined {
  */
 export function agentSession(
   agent: string,
-  header: { id: string; createdAt: string; name?: string | undefined; systemPrompt?: string | undefined },
+  header: {
+    id: string;
+    createdAt: string;
+    name?: { value: string; line: number } | undefined;
+    systemPrompt?: string | undefined;
+  },
   fields: Record<string, unknown>,
   read: { entries: SessionEntry[]; lines: number[]; leafId: string | null },
   warnings: ImportWarning[],
 ): ImportedSession {
-  const { id, createdAt, name, systemPrompt } = header;
+  const { id, createdAt, systemPrompt } = header;
+  const name = header.name?.value;
+  // The line that named the session is the entry named after it, when it is one of its own.
+  const namedBy = header.name && `l${header.name.line}`;
   const metadata = { [agent]: defined(fields), pi: { cwd: asString(fields.cwd) ?? "" } };
   return {
     header: {
@@ -118,5 +126,6 @@ export function agentSession(
     entries: checkImportEntries(read.entries, read.lines),
     leafId: read.leafId,
     warnings,
+    ...(namedBy !== undefined && read.entries.some((e) => e.id === namedBy) ? { namedBy } : {}),
   };
 }

@@ -483,6 +483,6 @@ export function parseClaudeCode(text: string, options: ParseOptions = {}): Impor
     gitBranch: lastString(lines, "gitBranch")?.value,
     version: lastString(lines, "version")?.value,
   };
-  const header = { id, createdAt, name: title?.value ?? summary?.value };
+  const header = { id, createdAt, name: title ?? summary };
   return agentSession("claudeCode", header, fields, reader, reader.warnings);
 }

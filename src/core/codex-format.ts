@@ -471,10 +471,13 @@ export function parseCodex(text: string, options: ParseOptions = {}): ImportedSe
 
   // The name Codex gave the thread (it may rename it): the last one is the session's name.
   const name = values
-    .map((v) => (v.type === "event_msg" && isRecord(v.payload) ? v.payload : undefined))
-    .filter((p) => p?.type === "thread_name_updated")
-    .map((p) => asString(p?.thread_name)?.trim())
-    .filter((n): n is string => n !== undefined && n !== "")
+    .map((v, index) => {
+      const payload = v.type === "event_msg" && isRecord(v.payload) ? v.payload : undefined;
+      const value =
+        payload?.type === "thread_name_updated" ? asString(payload.thread_name)?.trim() : undefined;
+      return value ? { value, line: (lines[index] as LogLine).line } : undefined;
+    })
+    .filter((n) => n !== undefined)
     .at(-1);
   const base = meta.base_instructions;
   const fields = {

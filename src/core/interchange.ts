@@ -30,6 +30,12 @@ export interface ImportedSession {
   leafId: string | null;
   /** What was repaired to import the file, in line order; empty when it imported as written. */
   warnings: ImportWarning[];
+  /**
+   * The entry holding the line that gave the session its name (an agent that names its sessions
+   * in lines of their own, such as Claude Code's titles or Codex's renames): a sync that writes
+   * this entry names the session again.
+   */
+  namedBy?: string;
 }
 
 /** How an import file is read. */

@@ -82,9 +82,11 @@ function sameEntry(stored: Record<string, unknown>, expected: SessionEntry): boo
  * first ones, the same in every field (head moves are not compared: moving the head elsewhere
  * changes no entry), in the order they were stored, or in that order with one of them moved later:
  * a pi export puts the head's entry after the others, where pi resumes, and what pi appends after
- * it is stored after them all. Anything else is `already_exists`.
+ * it is stored after them all. A name given here (over HTTP, or by a sync from a rename line) is
+ * a `session_info` the file does not hold, and is passed over. Anything else is `already_exists`.
  */
 async function storedPrefix(storage: SessionStorage, entries: readonly SessionEntry[]): Promise<number> {
+  const fileIds = new Set(entries.map((entry) => entry.id));
   let next = 0;
   /** The file's next tree entry if it is `stored`: then it is taken. */
   const takes = (stored: Record<string, unknown>) => {
@@ -99,6 +101,7 @@ async function storedPrefix(storage: SessionStorage, entries: readonly SessionEn
   let movedTaken = false;
   for await (const { seq: _seq, ...stored } of new Session(storage).allEntries()) {
     if (stored.type === "leaf" || takes(stored)) continue;
+    if (stored.type === "session_info" && !fileIds.has(stored.id)) continue;
     const at = entries.slice(next).find((entry) => isTreeEntry(entry))?.id;
     if (moved !== undefined && !movedTaken && takes(moved.entry)) {
       movedTaken = true;
@@ -110,6 +113,28 @@ async function storedPrefix(storage: SessionStorage, entries: readonly SessionEn
   }
   if (moved !== undefined && !movedTaken && !takes(moved.entry)) throw diverged(storage.id, moved.at);
   return next;
+}
+
+/**
+ * Names the session as its file does when `written` (the file's entries just written) holds the line
+ * that gave the name: the agent renamed the session after an earlier sync. The name is a
+ * `session_info` under that line's entry, its id made from it, so a sync run again after a lost
+ * answer names it once. Resolves to whether it wrote the name, which leaves the head on it (the
+ * caller puts it back on the file's).
+ */
+export async function nameAsFile(
+  storage: SessionStorage,
+  file: ImportedSession,
+  written: readonly SessionEntry[],
+): Promise<boolean> {
+  const { namedBy } = file;
+  const name = file.header.name;
+  if (namedBy === undefined || name === undefined || !written.some((entry) => entry.id === namedBy))
+    return false;
+  const id = `${namedBy}:name`;
+  if ((await storage.getInfo()).name === name || (await storage.getEntry(id))) return false;
+  await new Session(storage).appendSessionName(name, { id, parentId: namedBy });
+  return true;
 }
 
 /**
@@ -137,6 +162,7 @@ export async function syncImport(
   // The file's parser checked every entry; the parents of the rest are stored or in the rest. Each
   // batch is atomic, and a sync cut short between batches goes on where it stopped when run again.
   for (const batch of importBatches(rest)) await storage.importEntries(batch, { validated: true });
+  await nameAsFile(storage, file, rest);
   if ((await storage.getLeafId()) !== file.leafId) await storage.setLeafId(file.leafId);
   return { session, status: "appended", appended: treeEntries(rest) };
 }

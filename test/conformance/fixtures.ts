@@ -83,3 +83,49 @@ export class PiFile {
     return `${this.#lines.join("\n")}\n${tail}`;
   }
 }
+
+/** A Claude Code transcript written line by line: one chain of messages, and titles beside it. */
+export class ClaudeCodeLines {
+  readonly sessionId: string;
+  readonly #lines: string[] = [];
+  #parent: string | null = null;
+
+  constructor(sessionId: string) {
+    this.sessionId = sessionId;
+  }
+
+  #line(type: string, message: Record<string, unknown>): this {
+    const uuid = crypto.randomUUID();
+    const timestamp = new Date(Date.UTC(2026, 0, 1) + this.#lines.length * 1000).toISOString();
+    const fields = { parentUuid: this.#parent, sessionId: this.sessionId, cwd: "/work", timestamp };
+    this.#lines.push(JSON.stringify({ ...fields, type, message, uuid }));
+    this.#parent = uuid;
+    return this;
+  }
+
+  user(text: string): this {
+    return this.#line("user", { role: "user", content: text });
+  }
+
+  assistant(text: string): this {
+    return this.#line("assistant", {
+      id: `msg_${this.#lines.length}`,
+      type: "message",
+      role: "assistant",
+      model: "claude-sonnet-4-5",
+      content: [{ type: "text", text }],
+      stop_reason: "end_turn",
+      usage: { input_tokens: 1, output_tokens: 1 },
+    });
+  }
+
+  /** A `custom-title` line: Claude Code names (or renames) the session. */
+  title(name: string): this {
+    this.#lines.push(JSON.stringify({ type: "custom-title", customTitle: name, sessionId: this.sessionId }));
+    return this;
+  }
+
+  text(): string {
+    return `${this.#lines.join("\n")}\n`;
+  }
+}

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { parseClaudeCode } from "../../src/core/claude-code-format";
 import type { EntryInput } from "../../src/core/entries";
 import type { ErrorCode } from "../../src/core/errors";
 import { SessionError } from "../../src/core/errors";
@@ -8,7 +9,7 @@ import type { SessionRepo } from "../../src/core/repo";
 import type { Session } from "../../src/core/session";
 import type { TreeNode } from "../../src/core/tree";
 import { treeToJson, walkTree } from "../../src/core/tree";
-import { assistant, messageEntry, PiFile, user } from "./fixtures";
+import { assistant, ClaudeCodeLines, messageEntry, PiFile, user } from "./fixtures";
 import { pi16Conformance } from "./pi16";
 
 /*
@@ -1034,6 +1035,38 @@ export function storageConformance(
         file.message("e3", user("and then?"));
         await expectCode(repo.syncSession(parsePi(file.text())), "already_exists");
         expect(await session.getEntries()).toEqual(before);
+      });
+
+      it("names the session as the file's new lines rename it, and syncs on past a name given here", async () => {
+        const repo = await makeRepo();
+        const file = new ClaudeCodeLines(newId());
+        file.user("plan?").assistant("A").title("first plan");
+        const { session } = await repo.syncSession(parseClaudeCode(file.text()));
+        expect(await session.getName()).toBe("first plan");
+        // Claude Code renamed the session after the first sync.
+        file.user("and then?").title("second plan").assistant("B");
+        const renamed = parseClaudeCode(file.text());
+        expect(await repo.syncSession(renamed)).toMatchObject({ status: "appended", appended: 3 });
+        expect(await session.getName()).toBe("second plan");
+        expect(await session.getLeafId()).toBe(renamed.leafId);
+        expect((await repo.syncSession(renamed)).status).toBe("unchanged");
+        const named = (await session.getEntries({ type: "session_info" })).length;
+        // A name given here is no line of the file's: the next sync goes on, and keeps it.
+        await session.appendSessionName("mine");
+        file.user("done?").assistant("C");
+        const grown = parseClaudeCode(file.text());
+        expect(await repo.syncSession(grown)).toMatchObject({ status: "appended", appended: 2 });
+        expect(await session.getName()).toBe("mine");
+        expect(await session.getLeafId()).toBe(grown.leafId);
+        expect((await session.getEntries({ type: "session_info" })).length).toBe(named + 1);
+        expect((await session.buildContext()).messages.map((m) => m.role)).toEqual([
+          "user",
+          "assistant",
+          "user",
+          "assistant",
+          "user",
+          "assistant",
+        ]);
       });
 
       it("syncs into the session named, whatever id the file gives", async () => {

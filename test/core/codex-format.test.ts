@@ -566,6 +566,31 @@ describe("Codex shapes", () => {
     ).toBeUndefined();
   });
 
+  it("names the session again when a sync brings a rename Codex wrote since the last one", async () => {
+    const named = (name: string) => ({
+      timestamp: at(),
+      type: "event_msg",
+      payload: {
+        type: "thread_name_updated",
+        thread_id: "019b0000-0000-7000-8000-00000000c0de",
+        thread_name: name,
+      },
+    });
+    const repo = new MemoryRepo();
+    const lines = [meta(), userSays("fix the parser"), named("Parser fix"), replies("done")];
+    const { session } = await repo.syncSession(readRollout(rollout(...lines)));
+    expect(await session.getName()).toBe("Parser fix");
+    lines.push(userSays("and the lexer"), named("Parser and lexer"), replies("done too"));
+    const grown = readRollout(rollout(...lines));
+    expect(await repo.syncSession(grown)).toMatchObject({ status: "appended" });
+    expect(await session.getName()).toBe("Parser and lexer");
+    expect(await session.getLeafId()).toBe(grown.leafId);
+    // Run again (its answer lost, say): nothing more is written.
+    const count = (await session.getEntries()).length;
+    expect((await repo.syncSession(grown)).status).toBe("unchanged");
+    expect((await session.getEntries()).length).toBe(count);
+  });
+
   it("refuses a file without a session_meta line", () => {
     expect(refusal(() => readRollout(rollout(userSays("hi")))).message).toMatch(/^line 1: no session_meta/);
   });

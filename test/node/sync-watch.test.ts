@@ -17,6 +17,7 @@ import { watchFiles } from "../../src/cli/watch-files";
 import { createClient } from "../../src/client";
 import { parseImport } from "../../src/core/import-formats";
 import type { ImportFormat } from "../../src/core/interchange";
+import { ClaudeCodeLines } from "../conformance/fixtures";
 import { type DevServer, startDevServer } from "../support/dev-server";
 
 /*
@@ -280,6 +281,28 @@ describe("cf-sessions sync --watch", () => {
       await vi.waitFor(() => expectHead(written), { timeout: 30_000, interval: 200 });
     }
     await watcher.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }, 120_000);
+
+  it("names the session as Claude Code renames it while it is mirrored, the head on the file's", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sync-watch-files-"));
+    const statePath = join(mkdtempSync(join(tmpdir(), "sync-watch-state-")), "state.json");
+    const file = new ClaudeCodeLines(randomUUID()).user("plan?").assistant("A").title("first plan");
+    const path = join(dir, `${file.sessionId}.jsonl`);
+    writeFileSync(path, file.text());
+    const watcher = startWatcher(dir, statePath);
+    const named = async (name: string) => {
+      const session = await createClient({ baseUrl: server.url }).open(`claude-code-${file.sessionId}`);
+      const parsed = parseImport("claude-code", file.text(), { linesApart: true });
+      expect(await session.getName()).toBe(name);
+      expect(await session.getLeafId()).toBe(parsed.leafId);
+    };
+    await vi.waitFor(() => named("first plan"), { timeout: 30_000, interval: 200 });
+    file.user("and then?").title("second plan").assistant("B");
+    writeFileSync(path, file.text());
+    await vi.waitFor(() => named("second plan"), { timeout: 30_000, interval: 200 });
+    await watcher.stop();
+    expect(watcher.events().map((e) => e.event)).toEqual(["created", "appended"]);
     rmSync(dir, { recursive: true, force: true });
   }, 120_000);
 

@@ -1,4 +1,5 @@
 import type { SessionEntry } from "../core/entries";
+import { isTreeEntry } from "../core/entries";
 import { SessionError } from "../core/errors";
 import type { TenantEvent } from "../core/events";
 import { newId, nowIso } from "../core/ids";
@@ -15,6 +16,7 @@ import type {
   SessionPage,
 } from "../core/session-schemas";
 import type { SyncResult, SyncSummary } from "../core/sync-import";
+import { nameAsFile } from "../core/sync-import";
 import type { ExistingSessions, TenantImportReport } from "../core/tenant-stream";
 import { RemoteSession } from "./remote-session";
 import { RemoteStorage, sessionPath } from "./remote-storage";
@@ -201,7 +203,12 @@ export class RemoteRepo implements SessionRepo {
 
   async syncSession(file: ImportedSession, options: { id?: string } = {}): Promise<SyncResult> {
     const { session, status, appended } = await this.syncFile(this.#nativeText(file), { id: options.id });
-    if (status !== "unchanged" && leafAfter(file.entries) !== file.leafId)
+    // What was appended is the file's last tree entries; the native text does not say which line
+    // named the session, so a rename among them is written from here.
+    const tree = file.entries.filter((entry) => isTreeEntry(entry));
+    const renamed =
+      status === "appended" && (await nameAsFile(session.storage, file, tree.slice(tree.length - appended)));
+    if (status !== "unchanged" && (renamed || leafAfter(file.entries) !== file.leafId))
       await session.setLeafId(file.leafId);
     return { session, status, appended };
   }

@@ -1,3 +1,5 @@
+import ipaddr from "ipaddr.js";
+
 /*
  * Where a request comes from. Cloudflare's edge sets `CF-Connecting-IP` to the client's address,
  * replacing any value the client sent. workerd's local server (`wrangler dev`) sets it from the
@@ -12,63 +14,30 @@ export function clientAddress(headers: Headers): string | undefined {
   return value;
 }
 
-const LOOPBACK_V4 = /^127\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
-
-function isLoopbackV4(address: string): boolean {
-  const match = LOOPBACK_V4.exec(address);
-  return match?.slice(1).every((octet) => Number(octet) <= 255) ?? false;
+/**
+ * An address as written by an edge or a socket: IPv4 in four decimal parts only (not the octal,
+ * hex or shortened forms a URL parser takes), or IPv6; an IPv4 address written as IPv6
+ * (`::ffff:a.b.c.d`) is read as the IPv4 address. Undefined for anything else.
+ */
+function parsedAddress(text: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+  if (ipaddr.IPv4.isValidFourPartDecimal(text)) return ipaddr.IPv4.parse(text);
+  if (!ipaddr.IPv6.isValid(text)) return undefined;
+  const address = ipaddr.IPv6.parse(text);
+  return address.isIPv4MappedAddress() ? address.toIPv4Address() : address;
 }
 
 /** 127.0.0.0/8, ::1, and IPv4 loopback written as an IPv6 address. */
 export function isLoopbackAddress(address: string): boolean {
-  const lower = address.toLowerCase();
-  if (lower === "::1" || lower === "0:0:0:0:0:0:0:1") return true;
-  if (lower.startsWith("::ffff:")) return isLoopbackV4(lower.slice("::ffff:".length));
-  return isLoopbackV4(lower);
+  return parsedAddress(address)?.range() === "loopback";
 }
 
 /** A host name that can only mean this machine: `localhost`, a 127.x.x.x address or `[::1]`. */
 export function isLoopbackHostname(hostname: string): boolean {
   const lower = hostname.toLowerCase();
-  return lower === "localhost" || lower === "[::1]" || isLoopbackV4(lower);
-}
-
-const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
-const HEXTET = /^[0-9a-f]{1,4}$/;
-
-/** An IPv4 address's four octets, or undefined when it is not one. */
-function ipv4Octets(text: string): [number, number, number, number] | undefined {
-  const octets = IPV4.exec(text)?.slice(1).map(Number);
-  return octets?.every((octet) => octet <= 255) ? (octets as [number, number, number, number]) : undefined;
-}
-
-/**
- * The groups of IPv6 text without `::`, or undefined; where it ends the address, its last two
- * groups may be written as an IPv4 address.
- */
-function hextets(text: string, endsAddress: boolean): number[] | undefined {
-  if (text === "") return [];
-  const parts = text.split(":");
-  const last = parts.at(-1) as string;
-  const ipv4 = endsAddress && last.includes(".") ? ipv4Octets(last) : undefined;
-  if (ipv4) {
-    const [a, b, c, d] = ipv4;
-    parts.splice(-1, 1, (a * 256 + b).toString(16), (c * 256 + d).toString(16));
-  }
-  if (!parts.every((part) => HEXTET.test(part))) return undefined;
-  return parts.map((part) => Number.parseInt(part, 16));
-}
-
-/** An IPv6 address's eight groups (`::` and a trailing IPv4 address read), or undefined. */
-function ipv6Groups(address: string): number[] | undefined {
-  const halves = address.toLowerCase().split("::");
-  if (halves.length > 2) return undefined;
-  const head = hextets(halves[0] as string, halves.length === 1);
-  const tail = halves.length === 2 ? hextets(halves[1] as string, true) : [];
-  if (!head || !tail) return undefined;
-  const missing = 8 - head.length - tail.length;
-  if (halves.length === 2 ? missing < 1 : missing !== 0) return undefined;
-  return [...head, ...Array<number>(missing).fill(0), ...tail];
+  if (lower === "localhost") return true;
+  const bracketed = /^\[(.*)\]$/.exec(lower)?.[1];
+  const address = bracketed === undefined ? ipaddr.IPv4.isValidFourPartDecimal(lower) && lower : bracketed;
+  return address ? isLoopbackAddress(address) : false;
 }
 
 /**
@@ -78,14 +47,9 @@ function ipv6Groups(address: string): number[] | undefined {
  * no address is its own range.
  */
 export function addressRange(address: string): string {
-  const octets = ipv4Octets(address);
-  if (octets) return octets.join(".");
-  const groups = ipv6Groups(address);
-  if (!groups) return address;
-  if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) {
-    const [high, low] = groups.slice(6) as [number, number];
-    return [high >> 8, high & 255, low >> 8, low & 255].join(".");
-  }
-  const network = groups.slice(0, 4).map((group) => group.toString(16));
+  const parsed = parsedAddress(address);
+  if (!parsed) return address;
+  if (parsed.kind() === "ipv4") return parsed.toString();
+  const network = (parsed as ipaddr.IPv6).parts.slice(0, 4).map((group) => group.toString(16));
   return `${network.join(":")}::/64`;
 }

@@ -45,6 +45,9 @@ describe("dev tenant", () => {
       ["http://localhost:8787/v1/sessions", "127.0.0.1"],
       ["http://[::1]:8787/v1/sessions", "::1"],
       ["http://127.0.0.2:8787/v1/sessions", "127.0.0.2"],
+      // IPv4 loopback as IPv6, in each way it is written.
+      ["http://[::ffff:127.0.0.1]:8787/v1/sessions", "::ffff:7f00:1"],
+      ["http://127.0.0.1:8787/v1/sessions", "0:0:0:0:0:ffff:127.0.0.1"],
     ] as const) {
       expect((await send(url, { "CF-Connecting-IP": address })).status, url).toBe(200);
     }
@@ -61,6 +64,11 @@ describe("dev tenant", () => {
       { "CF-Connecting-IP": "::ffff:10.0.0.1" },
       { "CF-Connecting-IP": "127.0.0.1.example.com" },
       { "CF-Connecting-IP": "127.0.0.256" },
+      // Shortened, octal or hex IPv4 is no address an edge or a socket writes.
+      { "CF-Connecting-IP": "127.1" },
+      { "CF-Connecting-IP": "0177.0.0.1" },
+      { "CF-Connecting-IP": "0x7f.0.0.1" },
+      { "CF-Connecting-IP": "::ffff:a00:1" },
       { "CF-Connecting-IP": "127.0.0.1, 10.77.0.1" },
       { "CF-Connecting-IP": "" },
     ];

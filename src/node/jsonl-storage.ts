@@ -42,8 +42,31 @@ import { metadataFile, readMetadata, removeMetadataLeftovers, writeMetadata } fr
 import { SerialQueue } from "./serial-queue";
 import { syncFolder } from "./sync-folder";
 
-/** Entries read per file pass when building a tree, so a large session is never read whole at once. */
-const TREE_BATCH = 4096;
+/**
+ * Entries read per file pass (when building a tree, or a page taken a part at a time): at most this
+ * many, and no more lines than `READ_BYTES` together unless one line alone is longer, so that a
+ * session of large entries is never read whole at once.
+ */
+const READ_BATCH = 4096;
+const READ_BYTES = 8 * 1024 * 1024;
+
+/** Rows in order, cut into the batches one file pass reads. */
+function readBatches(rows: readonly IndexedEntry[]): IndexedEntry[][] {
+  const batches: IndexedEntry[][] = [];
+  let batch: IndexedEntry[] = [];
+  let bytes = 0;
+  for (const row of rows) {
+    if (batch.length > 0 && (batch.length === READ_BATCH || bytes + row.length > READ_BYTES)) {
+      batches.push(batch);
+      batch = [];
+      bytes = 0;
+    }
+    batch.push(row);
+    bytes += row.length;
+  }
+  if (batch.length > 0) batches.push(batch);
+  return batches;
+}
 
 /** What a storage needs from the repo that opened it. */
 export interface StorageOwner {
@@ -285,17 +308,35 @@ export class JSONLStorage implements SessionStorage {
   }
 
   getEntries(query: EntryQuery = {}): Promise<StoredEntry[]> {
+    return this.#run(() => this.#load(this.#pageRows(query)));
+  }
+
+  /**
+   * The entries of `getEntries`, read a batch at a time as they are taken (see `READ_BYTES`); the
+   * first batch is read before this resolves, so a missing session fails here.
+   */
+  entryPages(query: EntryQuery = {}): Promise<AsyncIterable<StoredEntry[]>> {
     return this.#run(async () => {
-      const { after, limit, types } = entryPage(query);
-      const rows = this.#index.rows;
-      const page: IndexedEntry[] = [];
-      // seq n lives at index n - 1.
-      for (let i = after; i < rows.length && page.length < limit; i++) {
-        const row = rows[i] as IndexedEntry;
-        if (!types || types.has(row.type)) page.push(row);
-      }
-      return this.#load(page);
+      const [first = [], ...rest] = readBatches(this.#pageRows(query));
+      const firstEntries = await this.#load(first);
+      const load = (rows: IndexedEntry[]) => this.#run(() => this.#load(rows));
+      return (async function* () {
+        yield firstEntries;
+        for (const rows of rest) yield await load(rows);
+      })();
     });
+  }
+
+  /** The rows of a page of entries: seq n lives at index n - 1. */
+  #pageRows(query: EntryQuery): IndexedEntry[] {
+    const { after, limit, types } = entryPage(query);
+    const rows = this.#index.rows;
+    const page: IndexedEntry[] = [];
+    for (let i = after; i < rows.length && page.length < limit; i++) {
+      const row = rows[i] as IndexedEntry;
+      if (!types || types.has(row.type)) page.push(row);
+    }
+    return page;
   }
 
   getBranch(leafId?: string | null): Promise<StoredEntry<TreeEntry>[]> {
@@ -315,10 +356,8 @@ export class JSONLStorage implements SessionStorage {
   getTree(): Promise<TreeNode[]> {
     return this.#run(async () => {
       const treeRows: TreeRow[] = [];
-      const rows = this.#index.rows.filter((row) => row.type !== "leaf");
-      for (let i = 0; i < rows.length; i += TREE_BATCH) {
-        for (const entry of await this.#load(rows.slice(i, i + TREE_BATCH)))
-          treeRows.push(treeRow(entry as TreeEntry));
+      for (const rows of readBatches(this.#index.rows.filter((row) => row.type !== "leaf"))) {
+        for (const entry of await this.#load(rows)) treeRows.push(treeRow(entry as TreeEntry));
       }
       return buildTree(treeRows, Object.fromEntries(this.#index.labels));
     });

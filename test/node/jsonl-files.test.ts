@@ -1,7 +1,7 @@
 import type { FileHandle } from "node:fs/promises";
 import { appendFile, copyFile, open, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { StoredEntry } from "../../src/core/entries";
 import { SessionError } from "../../src/core/errors";
 import { MemoryRepo } from "../../src/core/memory";
@@ -9,6 +9,7 @@ import { exportNative, parseNative } from "../../src/core/native-format";
 import type { Session } from "../../src/core/session";
 import { treeToJson } from "../../src/core/tree";
 import type { JSONLRepo } from "../../src/node";
+import { EntryLog } from "../../src/node/entry-log";
 import { assistant, messageEntry, user } from "../conformance/fixtures";
 import { expectCode } from "../conformance/storage";
 import { tempRoots } from "./temp-root";
@@ -511,6 +512,31 @@ describe("JSONLRepo on disk", () => {
     expect(await readdir(join(root, "tmp"))).toEqual([]);
     await expectCode(session.getInfo(), "not_found");
     expect((await (await temp.repo(root)).create({ id: "gone" })).id).toBe("gone");
+  });
+
+  it("reads a session of large entries a few megabytes at a time for its tree and its pages", async () => {
+    const repo = await temp.repo();
+    const session = await repo.create({ id: "screenshots" });
+    const large = "x".repeat(3 * 1024 * 1024);
+    for (let i = 0; i < 6; i++) await session.appendMessage(i % 2 ? assistant(large) : user(large));
+    const read = vi.spyOn(EntryLog.prototype, "read");
+    const widest = () => {
+      const sizes = read.mock.calls.map(([spans]) => spans.reduce((sum, span) => sum + span.length, 0));
+      read.mockClear();
+      return Math.max(...sizes);
+    };
+    try {
+      expect((await session.getTree()).length).toBe(1);
+      expect(widest()).toBeLessThan(10 * 1024 * 1024);
+      let entries = 0;
+      for await (const _ of session.allEntries()) entries++;
+      expect(entries).toBe(6);
+      expect(widest()).toBeLessThan(10 * 1024 * 1024);
+      // A page asked for whole is still one answer.
+      expect((await session.getEntries()).length).toBe(6);
+    } finally {
+      read.mockRestore();
+    }
   });
 
   it("refuses to use a storage after its cleanup", async () => {

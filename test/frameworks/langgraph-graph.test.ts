@@ -487,6 +487,67 @@ describe.each(repos)(
       ]);
     });
 
+    it("reads what another door appended while the graph stops before a node, and goes on under it", async () => {
+      const repo = await makeRepo();
+      const saver = new CfSessionsSaver({ repo });
+      const graph = new StateGraph(State)
+        .addNode("draft", () => ({ steps: ["draft"], messages: [new AIMessage("a first draft")] }))
+        .addNode("publish", ({ messages }) => ({
+          steps: ["publish"],
+          messages: [new AIMessage(`published after ${messages.length}`)],
+        }))
+        .addEdge(START, "draft")
+        .addEdge("draft", "publish")
+        .addEdge("publish", END)
+        .compile({ checkpointer: saver, interruptBefore: ["publish"] });
+      const threadId = `stopped-${crypto.randomUUID()}`;
+      const config = { configurable: { thread_id: threadId } };
+      await graph.invoke({ messages: [new HumanMessage("write a post")], steps: ["start"] }, config);
+      const session = await repo.open(await saver.sessionIdFor(threadId));
+      await session.appendMessage({ role: "user", content: "keep it short", timestamp: Date.now() });
+
+      const texts = (state: StateSnapshot) =>
+        (state.values as typeof State.State).messages.map((m) => [m.getType(), contentText(m.content)]);
+      const waiting = await graph.getState(config);
+      const appended = [
+        ["human", "write a post"],
+        ["ai", "a first draft"],
+        ["human", "keep it short"],
+      ];
+      expect(texts(waiting)).toEqual(appended);
+      expect(waiting.next).toEqual(["publish"]);
+      // LangGraph names the waiting task in the namespace of the head's id: it is a UUID, read back
+      // to the same state.
+      const headId = waiting.config.configurable?.checkpoint_id as string;
+      expect(headId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      const atHead = { configurable: { thread_id: threadId, checkpoint_id: headId } };
+      expect(texts(await graph.getState(atHead))).toEqual(appended);
+
+      await graph.invoke(null, config);
+      const done = await graph.getState(config);
+      const expected = [...appended, ["ai", "published after 3"]];
+      expect(texts(done)).toEqual(expected);
+      expect((done.values as typeof State.State).steps).toEqual(["start", "draft", "publish"]);
+      expect(done.next).toEqual([]);
+      // The run went on from the head, under the appended message: one branch holds them all.
+      expect(done.parentConfig?.configurable?.checkpoint_id).toBe(headId);
+      const roles = { human: "user", ai: "assistant" } as Record<string, string>;
+      const context = await session.buildContext();
+      expect(context.messages.map((m) => [m.role, contentText((m as { content: unknown }).content)])).toEqual(
+        expected.map(([type, text]) => [roles[type as string], text]),
+      );
+
+      // Writes under a head the thread has no entry for are refused, and nothing is written.
+      const count = (await session.getEntries({ limit: 1000 })).length;
+      const missing = {
+        configurable: { thread_id: threadId, checkpoint_id: headId.replace(/.{12}$/, "00000000ffff") },
+      };
+      await expect(saver.putWrites(missing, [["steps", ["lost"]]], "task")).rejects.toMatchObject({
+        code: "parent_not_found",
+      });
+      expect((await session.getEntries({ limit: 1000 })).length).toBe(count);
+    });
+
     it("takes any session id as a thread id with threadIdIsSessionId, and refuses what is none", async () => {
       const repo = await makeRepo();
       const id = `chat:from.another-door_${crypto.randomUUID().slice(0, 8)}`;

@@ -24,6 +24,7 @@ import { isMissingSession, SessionHandles } from "../session-handles";
 import { CheckpointArrivals } from "./checkpoint-arrivals";
 import type { CheckpointData, WritesData } from "./entries";
 import { CHECKPOINT, CheckpointInput, Configurable, ThreadMetadata, WRITES } from "./entries";
+import { headCheckpointId, headEntry, isHeadCheckpointId } from "./head-ids";
 import type { ListedMessage, MessageRef } from "./messages";
 import { changesBetween, listedMessage, MESSAGES_CHANNEL, planMessages } from "./messages";
 import { pendingWrites } from "./pending-writes";
@@ -64,8 +65,12 @@ interface Thread {
   sessionId: string;
 }
 
-/** What `put` needs of the checkpoint it builds on: its channel versions and who holds each value. */
+/**
+ * What `put` needs of the checkpoint it builds on: its entry, its channel versions and who holds
+ * each value.
+ */
 interface KnownCheckpoint {
+  entryId: string;
   versions: ChannelVersions;
   holders: Record<string, string>;
   /**
@@ -94,17 +99,6 @@ function configurable(config: RunnableConfig | undefined) {
   if (!parsed.success) throw invalid(message, parsed.error);
   const { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpointId } = parsed.data;
   return { threadId, checkpointNs, checkpointId };
-}
-
-/**
- * What the id of a checkpoint that stands for a session's context starts with (no checkpoint of
- * the thread is there: the session was written some other way); the entry it is at follows.
- */
-const SESSION_HEAD = "session-head:";
-
-/** The entry a session head's checkpoint id names, or undefined for any other checkpoint id. */
-function sessionHeadEntry(checkpointId: string): string | undefined {
-  return checkpointId.startsWith(SESSION_HEAD) ? checkpointId.slice(SESSION_HEAD.length) : undefined;
 }
 
 /** The entry id of a checkpoint (its id as it is when it fits the id syntax). */
@@ -189,6 +183,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
 
   #rememberStored(sessionId: string, { entryId, data }: StoredCheckpoint): KnownCheckpoint {
     const known = {
+      entryId,
       versions: data.checkpoint.channel_versions,
       holders: holders(data.held, data, entryId),
     };
@@ -237,8 +232,12 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     session: Session,
     leaf: string,
   ): Promise<{ tuple: CheckpointTuple; known: KnownCheckpoint } | undefined> {
-    const path = await session.getBranch(leaf);
-    if (path.at(-1)?.id !== leaf) return undefined;
+    const branch = await session.getBranch(leaf);
+    if (branch.at(-1)?.id !== leaf) return undefined;
+    // The writes of a task run from a head hang under its entry: the head is the last entry no writes.
+    const path = branch.slice(0, branch.findLastIndex((entry) => !isWrites(entry)) + 1);
+    const head = path.at(-1);
+    if (!head) return undefined;
     const at = path.findLastIndex((entry) => checkpointOf(entry) !== undefined);
     const after = new Set(path.slice(at + 1).map((entry) => entry.id));
     const found = sessionMessages(path).filter(({ entry }) => after.has(entry.id));
@@ -246,7 +245,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     const below = at === -1 ? undefined : await this.#below(thread, session, path[at]);
     if (at !== -1 && !below) return undefined;
     const messages = await Promise.all(found.map(({ value }) => deserialize(this.serde, value)));
-    const id = `${SESSION_HEAD}${leaf}`;
+    const id = await headCheckpointId(head);
     const refs: MessageRef[] = await Promise.all(
       found.map(async ({ value, entry, editable }, index) => {
         const messageId = String((value as { json: { kwargs: { id: unknown } } }).json.kwargs.id);
@@ -258,6 +257,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
       ? this.getNextVersion(below.known.versions[MESSAGES_CHANNEL] as number | undefined)
       : 1;
     const known: KnownCheckpoint = {
+      entryId: head.id,
       versions: { ...below?.known.versions, [MESSAGES_CHANNEL]: version },
       holders: { ...below?.known.holders, [MESSAGES_CHANNEL]: id },
       pathRefs: below?.refs ?? [],
@@ -269,7 +269,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     const checkpoint: Checkpoint = {
       ...(below?.tuple.checkpoint ?? { v: 4, versions_seen: {} }),
       id,
-      ts: path.at(-1)?.timestamp ?? new Date().toISOString(),
+      ts: head.timestamp,
       channel_values: {
         ...values,
         [MESSAGES_CHANNEL]: [...(Array.isArray(earlier) ? earlier : []), ...messages],
@@ -283,7 +283,10 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
       config: { configurable: { ...ids, checkpoint_id: id } },
       checkpoint,
       metadata,
-      pendingWrites: [],
+      pendingWrites: await pendingWrites(
+        this.serde,
+        await sessionReader(session).writes({ entryId: head.id, seq: head.seq }),
+      ),
     };
     if (below) tuple.parentConfig = below.tuple.config;
     return { tuple, known };
@@ -310,10 +313,10 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
   async #parent(session: Session, checkpointId: string): Promise<KnownCheckpoint | undefined> {
     const known = this.#known.get(`${session.id}\n${checkpointId}`);
     if (known) return known;
-    const head = sessionHeadEntry(checkpointId);
-    if (head !== undefined) {
+    if (isHeadCheckpointId(checkpointId)) {
+      const head = await headEntry(session, checkpointId);
       const thread = { threadId: "", checkpointNs: "", sessionId: session.id };
-      return (await this.#sessionHead(thread, session, head))?.known;
+      return head && (await this.#sessionHead(thread, session, head.id))?.known;
     }
     const stored = checkpointOf(await session.getEntry(await checkpointEntryId(checkpointId)));
     return stored && this.#rememberStored(session.id, stored);
@@ -332,9 +335,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     if (!input.success) throw invalid("Failed to put checkpoint: the checkpoint is malformed", input.error);
     const thread = await this.#thread(threadId, checkpointNs);
     const entryId = await checkpointEntryId(checkpoint.id);
-    const fromSession = parentId === undefined ? undefined : sessionHeadEntry(parentId);
-    const parentEntryId =
-      parentId === undefined ? undefined : (fromSession ?? (await checkpointEntryId(parentId)));
+    const fromSession = parentId !== undefined && isHeadCheckpointId(parentId);
 
     // Every value is serialized before anything is written; a messages list message by message.
     const { channel_values: channelValues, ...bare } = checkpoint;
@@ -342,7 +343,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     let listed: ListedMessage[] | undefined;
     // The first checkpoint after a session's head holds the messages itself: that head is no entry.
     const changed = new Set(Object.keys(newVersions));
-    if (fromSession !== undefined) changed.add(MESSAGES_CHANNEL);
+    if (fromSession) changed.add(MESSAGES_CHANNEL);
     for (const channel of changed) {
       if (!Object.hasOwn(channelValues, channel)) continue;
       const value = channelValues[channel];
@@ -358,7 +359,8 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
       ...(parentId === undefined ? {} : { parent: parentId }),
     };
 
-    const written = this.#afterParent(thread, parentId, () =>
+    // A head is never put: the entry it stands at is stored already.
+    const written = this.#afterParent(thread, fromSession ? undefined : parentId, () =>
       this.#write(thread, async (session) => {
         const parent = parentId === undefined ? undefined : await this.#parent(session, parentId);
         // A channel the checkpoint did not change has the value its parent had at the same version.
@@ -379,7 +381,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
               ...data,
               held,
               messages: changesBetween(
-                fromSession === undefined ? (parentRefs ?? []) : (parent?.pathRefs ?? []),
+                fromSession ? (parent?.pathRefs ?? []) : (parentRefs ?? []),
                 plan.refs,
               ),
             }
@@ -392,7 +394,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
           ...(plan?.entries ?? []),
           { type: "custom", id: entryId, customType: CHECKPOINT, data: stored },
         ];
-        let above: string | null = parent ? (parentEntryId as string) : null;
+        let above: string | null = parent?.entryId ?? null;
         for (const entry of chain) {
           entry.parentId = above;
           above = entry.id as string;
@@ -400,6 +402,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
         await session.appendEntries(chain as AppendEntryInput[]);
         if (plan) this.#keepRefs(thread.sessionId, entryId, plan.refs);
         this.#remember(thread.sessionId, checkpoint.id, {
+          entryId,
           versions: { ...checkpoint.channel_versions },
           holders: holders(held, stored, entryId),
         });
@@ -443,8 +446,23 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
       ),
     };
     const thread = await this.#thread(threadId, checkpointNs);
-    const parentId = await checkpointEntryId(checkpointId);
-    await this.#afterParent(thread, checkpointId, () =>
+    // A head's writes hang under the entry it stands at, stored already (a head is never put):
+    // known from the read that gave the head, so they are written as soon as a checkpoint's.
+    const head = isHeadCheckpointId(checkpointId);
+    const parentId = head
+      ? (this.#known.get(`${thread.sessionId}\n${checkpointId}`)?.entryId ??
+        (await this.#read(
+          thread,
+          undefined,
+          async (session) => (await headEntry(session, checkpointId))?.id,
+        )))
+      : await checkpointEntryId(checkpointId);
+    if (parentId === undefined) {
+      throw new SessionError("parent_not_found", `checkpoint ${checkpointId} is not in the thread`, {
+        checkpointId,
+      });
+    }
+    await this.#afterParent(thread, head ? undefined : checkpointId, () =>
       this.#write(thread, (session) =>
         session.appendEntry({ type: "custom", parentId, customType: WRITES, data }),
       ),
@@ -483,8 +501,10 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     if (threadId === undefined) return undefined;
     const thread = await this.#thread(threadId, checkpointNs);
     return this.#read(thread, undefined, async (session) => {
-      const head = checkpointId === undefined ? undefined : sessionHeadEntry(checkpointId);
-      if (head !== undefined) return (await this.#sessionHead(thread, session, head))?.tuple;
+      if (checkpointId !== undefined && isHeadCheckpointId(checkpointId)) {
+        const head = await headEntry(session, checkpointId);
+        return head && (await this.#sessionHead(thread, session, head.id))?.tuple;
+      }
       const latest = checkpointId === undefined ? await this.#latest(session) : undefined;
       const stored =
         checkpointId === undefined

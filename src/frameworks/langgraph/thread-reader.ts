@@ -15,8 +15,8 @@ export interface StoredCheckpoint {
 /** The entries a tuple is built from: checkpoints by entry id, and the writes under a checkpoint. */
 export interface ThreadReader {
   checkpoint(entryId: string): Promise<StoredCheckpoint | undefined>;
-  /** The writes entries under the checkpoint, in append order. */
-  writes(checkpoint: StoredCheckpoint): Promise<WritesData[]>;
+  /** The writes entries under the checkpoint (or a session head's entry), in append order. */
+  writes(checkpoint: Pick<StoredCheckpoint, "entryId" | "seq">): Promise<WritesData[]>;
   /** The checkpoint's messages channel, from the entries of its path; undefined if one is gone. */
   messages(checkpoint: StoredCheckpoint): Promise<Serialized[] | undefined>;
 }

@@ -548,6 +548,53 @@ describe.each(repos)(
       expect((await session.getEntries({ limit: 1000 })).length).toBe(count);
     });
 
+    it("reads what another door appended while the graph waits at an interrupt, and resumes under it", async () => {
+      const repo = await makeRepo();
+      const saver = new CfSessionsSaver({ repo });
+      const graph = graphOn(saver);
+      const threadId = `interrupted-${crypto.randomUUID()}`;
+      const config = { configurable: { thread_id: threadId } };
+      await graph.invoke({ messages: [new HumanMessage("write a post")], steps: ["start"] }, config);
+      const session = await repo.open(await saver.sessionIdFor(threadId));
+      await session.appendMessage({ role: "user", content: "keep it short", timestamp: Date.now() });
+
+      const texts = (state: StateSnapshot) =>
+        (state.values as typeof State.State).messages.map((m) => [m.getType(), contentText(m.content)]);
+      const waiting = await graph.getState(config);
+      expect(texts(waiting)).toEqual([
+        ["human", "write a post"],
+        ["ai", "a first draft"],
+        ["human", "keep it short"],
+      ]);
+      expect(waiting.next).toEqual(["review"]);
+      // The head carries the interrupt's writes, so the graph still waits for its answer.
+      const head = (await saver.getTuple(config)) as CheckpointTuple;
+      expect(head.pendingWrites?.map(([, channel]) => channel)).toContain("__interrupt__");
+
+      await graph.invoke(new Command({ resume: "yes" }), config);
+      const resumed = await graph.getState(config);
+      const expected = [
+        ["human", "write a post"],
+        ["ai", "a first draft"],
+        ["human", "keep it short"],
+        ["human", "verdict: yes"],
+      ];
+      expect(texts(resumed)).toEqual(expected);
+      expect((resumed.values as typeof State.State).steps).toEqual([
+        "start",
+        "draft",
+        "review:yes",
+        "publish",
+      ]);
+      expect(resumed.next).toEqual([]);
+      // The resumed run goes on under the appended message: one branch holds them all.
+      const roles = { human: "user", ai: "assistant" } as Record<string, string>;
+      const context = await session.buildContext();
+      expect(context.messages.map((m) => [m.role, contentText((m as { content: unknown }).content)])).toEqual(
+        expected.map(([type, text]) => [roles[type as string], text]),
+      );
+    });
+
     it("takes any session id as a thread id with threadIdIsSessionId, and refuses what is none", async () => {
       const repo = await makeRepo();
       const id = `chat:from.another-door_${crypto.randomUUID().slice(0, 8)}`;

@@ -283,10 +283,14 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
       config: { configurable: { ...ids, checkpoint_id: id } },
       checkpoint,
       metadata,
-      pendingWrites: await pendingWrites(
-        this.serde,
-        await sessionReader(session).writes({ entryId: head.id, seq: head.seq }),
-      ),
+      // The writes of the checkpoint below (an interrupt a graph waits at), then the head's own.
+      pendingWrites: [
+        ...(below?.tuple.pendingWrites ?? []),
+        ...(await pendingWrites(
+          this.serde,
+          await sessionReader(session).writes({ entryId: head.id, seq: head.seq }),
+        )),
+      ],
     };
     if (below) tuple.parentConfig = below.tuple.config;
     return { tuple, known };
@@ -552,9 +556,13 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
       if (!entry) return { appended: false };
       const stored = checkpointOf(entry);
       // A task's writes may be stored after the next checkpoint (LangGraph puts them apart), and
-      // then stand at the head: the latest checkpoint is the newest put after theirs.
-      if (stored && afterWrites)
-        return { stored: (await newestCheckpointAfter(session, stored)) ?? stored, appended: false };
+      // then stand at the head: the latest checkpoint is the newest put after theirs. Messages
+      // appended under writes (a graph waiting at an interrupt) follow their checkpoint when it is
+      // the latest.
+      if (stored && afterWrites) {
+        const newer = await newestCheckpointAfter(session, stored);
+        return newer ? { stored: newer, appended: false } : { stored, appended };
+      }
       if (stored) return { stored, appended };
       afterWrites ||= isWrites(entry);
       appended ||= entry.type === "message" || entry.type === "custom_message";

@@ -25,6 +25,7 @@ import { conversation } from "../../src/core/agent-export";
 import { prepareCompaction } from "../../src/core/compaction";
 import { MemoryRepo } from "../../src/core/memory";
 import { NO_USAGE } from "../../src/core/messages";
+import { NO_RESULT_TEXT } from "../../src/core/providers/normalize";
 import type { SessionRepo } from "../../src/core/repo";
 import type { Session } from "../../src/core/session";
 import { type TreeNode, walkTree } from "../../src/core/tree";
@@ -594,6 +595,73 @@ describe.each(repos)(
         expected.map(([type, text]) => [roles[type as string], text]),
       );
     });
+
+    it.each([
+      ["in the process that read it", false],
+      ["in another process, from a checkpoint", true],
+    ])(
+      "answers a call another door wrote under the call's stored id, whatever id the graph was shown, %s",
+      async (_, elsewhere) => {
+        const repo = await makeRepo();
+        const session = await repo.create({ id: `open-calls-${crypto.randomUUID()}` });
+        await session.appendMessage({ role: "user", content: "read both files", timestamp: 1 });
+        // Ids no model API takes as they are: Kimi's, and an OpenAI Responses call_id|item_id pair.
+        const kimi = "functions.read:0";
+        const responses = `call_${"a".repeat(30)}|fc_${"b".repeat(45)}`;
+        await session.appendMessage({
+          role: "assistant",
+          content: [
+            { type: "toolCall", id: kimi, name: "read", arguments: { path: "a.txt" } },
+            { type: "toolCall", id: responses, name: "read", arguments: { path: "b.txt" } },
+          ],
+          api: "openai-completions",
+          provider: "moonshot",
+          model: "kimi-k2",
+          usage: NO_USAGE,
+          stopReason: "toolUse",
+          timestamp: 2,
+        });
+
+        const shown: string[] = [];
+        const graphOn = (saver: CfSessionsSaver) =>
+          new StateGraph(MessagesAnnotation)
+            .addNode("tools", ({ messages }) => {
+              const calls = (messages.at(-1) as AIMessage).tool_calls ?? [];
+              shown.push(...calls.map((call) => call.id as string));
+              const answers = calls.map(
+                (call) =>
+                  new ToolMessage({
+                    tool_call_id: call.id as string,
+                    name: call.name,
+                    content: `read ${call.args.path}`,
+                  }),
+              );
+              return { messages: answers };
+            })
+            .addEdge(START, "tools")
+            .addEdge("tools", END)
+            .compile({ checkpointer: saver, interruptBefore: elsewhere ? ["tools"] : [] });
+        const config = { configurable: { thread_id: session.id } };
+        await graphOn(new CfSessionsSaver({ repo, sessionPrefix: "" })).invoke({ messages: [] }, config);
+        // Another process goes on from the checkpoint the first one stopped at.
+        if (elsewhere) await graphOn(new CfSessionsSaver({ repo, sessionPrefix: "" })).invoke(null, config);
+        expect(shown).toEqual(["functions_read_0", `call_${"a".repeat(30)}`]);
+
+        // Every door reads the results as the answers to the calls the session holds.
+        const context = await session.buildContext();
+        expect(context.messages.filter((m) => m.role === "toolResult")).toMatchObject([
+          { toolCallId: kimi, content: [{ type: "text", text: "read a.txt" }] },
+          { toolCallId: responses, content: [{ type: "text", text: "read b.txt" }] },
+        ]);
+        const chat = await session.contextIn("openai-chat", {
+          model: { provider: "openai", modelId: "gpt-4o" },
+        });
+        expect(JSON.stringify(chat.messages)).not.toContain(NO_RESULT_TEXT);
+        expect(
+          chat.messages.filter((m) => m.role === "tool").map((m) => (m as { content: unknown }).content),
+        ).toEqual(["read a.txt", "read b.txt"]);
+      },
+    );
 
     it("takes any session id as a thread id with threadIdIsSessionId, and refuses what is none", async () => {
       const repo = await makeRepo();

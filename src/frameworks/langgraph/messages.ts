@@ -1,4 +1,5 @@
 import type { AgentMessage, EntryInput, StoredEntry, TreeEntry } from "../../core";
+import { isToolResultMessage } from "../../core";
 import { sha256Hex } from "../../core/bytes";
 import { canonicalJson } from "../../core/json";
 import type { LangChainMessage } from "../../core/providers/from-langchain";
@@ -93,12 +94,15 @@ export interface MessagesPlan {
 
 /**
  * The entries and references of a checkpoint's messages (`serialized`, in the channel's order),
- * given its parent's references; undefined when references cannot follow the list.
+ * given its parent's references; undefined when references cannot follow the list. A tool's
+ * result is stored under the id of the call it answers (`storedCallId`: the graph may have been
+ * shown a stored call by another id, one every model API takes).
  */
 export async function planMessages(
   listed: readonly ListedMessage[],
   parentRefs: readonly MessageRef[],
   checkpointId: string,
+  storedCallId: (wireId: string) => string,
 ): Promise<MessagesPlan | undefined> {
   const messages: LangChainMessage[] = [];
   for (const { value } of listed) {
@@ -173,8 +177,10 @@ export async function planMessages(
       entries.push(...keepOriginal([edit], FRAMEWORK, [value]));
       refs.push({ ...ref, holder: id, print });
     } else {
-      const entry: EntryInput = core
-        ? { type: "message", id, message: core }
+      const stored =
+        core && isToolResultMessage(core) ? { ...core, toolCallId: storedCallId(core.toolCallId) } : core;
+      const entry: EntryInput = stored
+        ? { type: "message", id, message: stored }
         : { type: "custom", id, customType: `${FRAMEWORK}:message`, data: { kind: message.kind } };
       entries.push(...keepOriginal([entry], FRAMEWORK, [value]));
       refs.push({ id: message.id, entry: id, holder: id, print, editable: core !== undefined });

@@ -19,6 +19,7 @@ import type { AppendEntryInput, EntryInput, Session, SessionRepo, StoredEntry } 
 import { Id, SessionError } from "../../core";
 import { canonicalJson } from "../../core/json";
 import { isRecord } from "../../core/providers/incoming";
+import { AnsweredCallIds, PORTABLE_IDS } from "../../core/providers/tool-call-ids";
 import { keyedId } from "../keys";
 import { isMissingSession, SessionHandles } from "../session-handles";
 import { CheckpointArrivals } from "./checkpoint-arrivals";
@@ -83,6 +84,9 @@ interface KnownCheckpoint {
 /** Checkpoints remembered to build on without reading them back (the ones last put or read). */
 const KEPT_CHECKPOINTS = 256;
 
+/** Reads of a session whose call ids are remembered, so that a graph's results pair with the calls. */
+const KEPT_READS = 8;
+
 const MISSING_THREAD =
   'The passed RunnableConfig is missing a required "thread_id" field in its "configurable" property. ' +
   "When using a checkpointer, you must pass a thread_id, e.g. " +
@@ -141,6 +145,8 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
   /** The message references of checkpoints that changed the messages channel, by session and entry. */
   readonly #refs = new Map<string, MessageRef[]>();
   readonly #arrivals = new CheckpointArrivals((key) => this.#known.has(key));
+  /** The call ids the last reads of each session's context showed a graph, newest last (see `#shownCallIds`). */
+  readonly #callIdReads = new Map<string, AnsweredCallIds[]>();
 
   constructor(options: CfSessionsSaverOptions) {
     super(options.serde);
@@ -199,6 +205,34 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
   }
 
   /**
+   * Call ids for a read of the session's context: ids every model API takes, remembered so that a
+   * result the graph answers one by is stored under the id of the call the session holds.
+   */
+  #shownCallIds(sessionId: string): AnsweredCallIds {
+    const ids = new AnsweredCallIds(PORTABLE_IDS);
+    const reads = [...(this.#callIdReads.get(sessionId) ?? []), ids].slice(-KEPT_READS);
+    this.#callIdReads.delete(sessionId);
+    this.#callIdReads.set(sessionId, reads);
+    if (this.#callIdReads.size > KEPT_CHECKPOINTS)
+      this.#callIdReads.delete(this.#callIdReads.keys().next().value as string);
+    return ids;
+  }
+
+  /** The stored id of the call a graph answers by `wireId`, as the newest read that showed it names it. */
+  #storedCallId(sessionId: string, wireId: string): string {
+    for (const ids of (this.#callIdReads.get(sessionId) ?? []).toReversed()) {
+      const stored = ids.storedOf(wireId);
+      if (stored !== wireId) return stored;
+    }
+    return wireId;
+  }
+
+  /** The thread read entry by entry, its calls shown as `#shownCallIds` remembers them. */
+  #reader(session: Session): ThreadReader {
+    return sessionReader(session, () => this.#shownCallIds(session.id));
+  }
+
+  /**
    * The messages channel at a checkpoint as references (none: the channel is not set); undefined
    * when it is held as a value (a list the references could not follow, or written before them).
    */
@@ -240,7 +274,9 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     if (!head) return undefined;
     const at = path.findLastIndex((entry) => checkpointOf(entry) !== undefined);
     const after = new Set(path.slice(at + 1).map((entry) => entry.id));
-    const found = sessionMessages(path).filter(({ entry }) => after.has(entry.id));
+    const found = sessionMessages(path, this.#shownCallIds(session.id)).filter(({ entry }) =>
+      after.has(entry.id),
+    );
     if (found.length === 0) return undefined;
     const below = at === -1 ? undefined : await this.#below(thread, session, path[at]);
     if (at !== -1 && !below) return undefined;
@@ -310,7 +346,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     const known = this.#rememberStored(session.id, stored);
     const refs = await this.#refsAt(session, known);
     if (!refs) return undefined;
-    return { tuple: await this.#tuple(thread, sessionReader(session), stored), known, refs };
+    return { tuple: await this.#tuple(thread, this.#reader(session), stored), known, refs };
   }
 
   /** The checkpoint `put` builds on: remembered, or read (once, when another process wrote it). */
@@ -378,7 +414,12 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
         // A parent holding the channel as a value (a checkpoint of cf-sessions 0.1, or a list of
         // other things) has no message entries: the messages are all written from here.
         const parentRefs = listed && (parent ? ((await this.#refsAt(session, parent)) ?? []) : []);
-        const plan = listed && parentRefs && (await planMessages(listed, parentRefs, checkpoint.id));
+        const plan =
+          listed &&
+          parentRefs &&
+          (await planMessages(listed, parentRefs, checkpoint.id, (wireId) =>
+            this.#storedCallId(session.id, wireId),
+          ));
         const stored: CheckpointData = plan
           ? // After a session's head, the changes are from the checkpoints on its path (none: all added).
             {
@@ -525,7 +566,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
       if (!stored || (checkpointId !== undefined && stored.data.checkpoint.id !== checkpointId))
         return undefined;
       this.#rememberStored(session.id, stored);
-      return this.#tuple(thread, sessionReader(session), stored);
+      return this.#tuple(thread, this.#reader(session), stored);
     });
   }
 
@@ -629,6 +670,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     for (const id of ids) {
       await this.#handles.delete(id);
       for (const key of this.#known.keys()) if (key.startsWith(`${id}\n`)) this.#known.delete(key);
+      this.#callIdReads.delete(id);
     }
   }
 

@@ -98,10 +98,15 @@ function serializedMessage(
   return undefined;
 }
 
-/** The messages of a path's context (root first), as a graph's messages channel holds them. */
-export function sessionMessages(path: readonly StoredEntry<TreeEntry>[]): SessionMessage[] {
+/**
+ * The messages of a path's context (root first), as a graph's messages channel holds them; the
+ * ids its calls are shown by are handed out by `callIds`, which maps them back.
+ */
+export function sessionMessages(
+  path: readonly StoredEntry<TreeEntry>[],
+  callIds = new AnsweredCallIds(PORTABLE_IDS),
+): SessionMessage[] {
   const messages: SessionMessage[] = [];
-  const callIds = new AnsweredCallIds(PORTABLE_IDS);
   for (const piece of pairedPieces(conversationPieces(path, FRAMEWORK), true)) {
     const entry = piece.entries.at(-1) as StoredEntry<TreeEntry>;
     const single = piece.entries.length === 1 && entry.type === "message";

@@ -1,4 +1,5 @@
 import type { EntryType, Session, StoredEntry, TreeEntry } from "../../core";
+import type { AnsweredCallIds } from "../../core/providers/tool-call-ids";
 import { CHECKPOINT, CheckpointData, WRITES, WritesData } from "./entries";
 import type { MessageRef } from "./messages";
 import { applyChanges, keptMessage, MESSAGES_CHANNEL } from "./messages";
@@ -44,12 +45,13 @@ export function refsOnPath(path: readonly StoredEntry[]): MessageRef[] | undefin
 /**
  * The messages `refs` name: kept on their entries by this saver, or read from the context of the
  * checkpoint's path (`path`, read only when needed) for those a thread started from a session
- * holds.
+ * holds, their calls shown by the ids `callIds` hands out.
  */
 async function keptMessages(
   refs: readonly MessageRef[],
   entry: (id: string) => StoredEntry | undefined,
   path: () => Promise<StoredEntry<TreeEntry>[]>,
+  callIds?: () => AnsweredCallIds,
 ): Promise<Serialized[] | undefined> {
   const messages: Serialized[] = [];
   let fromSession: Map<string, Serialized> | undefined;
@@ -57,7 +59,7 @@ async function keptMessages(
     let message = keptMessage(entry(ref.holder));
     if (!message) {
       fromSession ??= new Map(
-        sessionMessages(await path()).map(({ value }) => [
+        sessionMessages(await path(), callIds?.()).map(({ value }) => [
           String((value as { json: { kwargs: { id: unknown } } }).json.kwargs.id),
           value,
         ]),
@@ -119,9 +121,10 @@ async function* entriesAfter(
 /**
  * A thread read entry by entry from its session: a checkpoint by its id, and its writes from the
  * entries appended after it (a checkpoint's writes come after it; for the latest checkpoint, where
- * a graph resumes, that is the end of the session).
+ * a graph resumes, that is the end of the session). The calls of messages read from the session's
+ * context are shown by the ids `callIds` hands out.
  */
-export function sessionReader(session: Session): ThreadReader {
+export function sessionReader(session: Session, callIds?: () => AnsweredCallIds): ThreadReader {
   return {
     async checkpoint(entryId) {
       return checkpointOf(await session.getEntry(entryId));
@@ -143,6 +146,7 @@ export function sessionReader(session: Session): ThreadReader {
         refs,
         (id) => byId.get(id),
         async () => path,
+        callIds,
       );
     },
   };

@@ -12,6 +12,7 @@ import { newId } from "../../src/core/ids";
 import type { DurableEnv } from "../../src/durable/internal";
 import { sessionObjectName } from "../../src/durable/internal";
 import { directoryShard } from "../../src/durable/names";
+import { streamObjectName } from "../../src/durable/stream";
 import { faults, INJECTED_IO_ERROR } from "./faults";
 import type { Fetch } from "./network";
 import worker from "./worker";
@@ -879,6 +880,130 @@ describe("a summarizer that times out in the middle of a compaction", () => {
       { timeout: 10_000, interval: 100 },
     );
     expect((await entries(id)).filter((entry) => entry.type === "compaction").length).toBe(1);
+  });
+});
+
+describe("a stream fork whose create fails part way", () => {
+  const streams = () => env.STREAMS as NonNullable<DurableEnv["STREAMS"]>;
+  const streamStub = (key: string) => streams().getByName(streamObjectName(TENANT, key));
+  const streamObject = (key: string) => streams().idFromName(streamObjectName(TENANT, key)).toString();
+
+  /** A request for tenant A's stream `key`; the body of an error answer read as JSON. */
+  async function streamCall(
+    method: string,
+    key: string,
+    headers: Record<string, string> = {},
+    body?: string,
+  ): Promise<Answer> {
+    const res = await service(
+      new Request(`${BASE}/v1/stream/${key}`, {
+        method,
+        headers: { Authorization: `Bearer ${KEY}`, ...headers },
+        body,
+      }),
+    );
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: res.ok || !text ? text : JSON.parse(text) };
+  }
+
+  async function forkable(): Promise<string> {
+    const source = `fs-${newId()}`;
+    expect((await streamCall("PUT", source, { "Content-Type": "text/plain" }, "shared")).status).toBe(201);
+    return source;
+  }
+
+  const forkOf = (source: string) => ({ "Stream-Forked-From": `/v1/stream/${source}` });
+
+  /** The source, deleted, counts no fork: it is removed, its object keeping no stream. */
+  async function removed(source: string): Promise<void> {
+    expect((await streamCall("HEAD", source)).status).toBe(404);
+    const kept = await runInDurableObject(streamStub(source), (_instance, state) =>
+      Number(state.storage.sql.exec("SELECT count(*) AS n FROM streams").one().n),
+    );
+    expect(kept).toBe(0);
+  }
+
+  it("gives its count back to a source whose answer was lost after it counted the fork", async () => {
+    const source = await forkable();
+    const fork = `ff-${newId()}`;
+    faults.add({ point: "answer", object: streamObject(source) });
+    expectUnavailable(await streamCall("PUT", fork, forkOf(source)), "unknown");
+    expect((await streamCall("HEAD", fork)).status).toBe(404);
+    expect((await streamCall("DELETE", source)).status).toBe(204);
+    await removed(source);
+  });
+
+  it("answers its create's own error when its source cannot hear at once, and its alarm tells it after", async () => {
+    const source = await forkable();
+    const fork = `ff-${newId()}`;
+    // Writing the fork fails (its storage is full); counting it off fails once on the source.
+    faults.add({
+      point: "statement",
+      object: streamObject(fork),
+      matching: /INSERT INTO streams /,
+      error: "full",
+    });
+    faults.add({ point: "statement", object: streamObject(source), matching: /SET forks = max/ });
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const failed = await streamCall("PUT", fork, forkOf(source));
+      expect(failed.body.error.code, JSON.stringify(failed.body)).toBe("session_full");
+      const tasks = errors.mock.calls.map(([line]) => (JSON.parse(String(line)) as { task?: string }).task);
+      expect(tasks).toContain("stream_fork_release");
+    } finally {
+      errors.mockRestore();
+    }
+    expect((await streamCall("HEAD", fork)).status).toBe(404);
+    // Still counted, the source is kept for the fork once deleted, until the fork's alarm tells it.
+    expect((await streamCall("DELETE", source)).status).toBe(204);
+    expect((await streamCall("HEAD", source)).status).toBe(410);
+    expect(await runDurableObjectAlarm(streamStub(fork))).toBe(true);
+    await removed(source);
+  });
+
+  it("asks its source nothing, and answers not_applied, when the alarm that would give its count back cannot be set", async () => {
+    const source = await forkable();
+    const fork = `ff-${newId()}`;
+    faults.add({ point: "setAlarm", object: streamObject(fork), times: Number.POSITIVE_INFINITY });
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      expectUnavailable(await streamCall("PUT", fork, forkOf(source)), "not_applied");
+    } finally {
+      errors.mockRestore();
+    }
+    faults.clear();
+    expect((await streamCall("HEAD", fork)).status).toBe(404);
+    const releases = await runInDurableObject(streamStub(fork), (_instance, state) =>
+      state.storage.sql.exec("SELECT * FROM stream_releases").toArray(),
+    );
+    expect(releases).toEqual([]);
+    // Counted by no fork, the source goes with its delete.
+    expect((await streamCall("DELETE", source)).status).toBe(204);
+    await removed(source);
+  });
+
+  it("gives its count back by its alarm when its object is reset while it waits for room", async () => {
+    // The fork's object asks the tenant's quota ledger to admit it, after its source counted it.
+    faults.env.QUOTAS = JSON.stringify({ maxStreams: 100 });
+    const source = await forkable();
+    const fork = `ff-${newId()}`;
+    const hold = { released: false };
+    faults.add({ point: "directory", matching: /^claimQuota$/, hold });
+    const asked = faults.injected.directory ?? 0;
+    const creating = streamCall("PUT", fork, forkOf(source));
+    await vi.waitFor(() => expect(faults.injected.directory).toBe(asked + 1), {
+      timeout: 5_000,
+      interval: 20,
+    });
+    await runInDurableObject(streamStub(fork), (_instance, state) => state.abort("reset")).catch(
+      () => undefined,
+    );
+    hold.released = true;
+    expect((await creating).status).not.toBe(201);
+    expect((await streamCall("HEAD", fork)).status).toBe(404);
+    expect((await streamCall("DELETE", source)).status).toBe(204);
+    await runDurableObjectAlarm(streamStub(fork));
+    await removed(source);
   });
 });
 

@@ -25,7 +25,12 @@ export type FaultPoint =
    * A call to a directory shard (`matching`: the name of the method called): the shard is reset
    * before it answers, as when it cannot be reached (`FaultPlan.directoryDown`, for every call).
    */
-  | "directory";
+  | "directory"
+  /**
+   * A stream object's answer to a fork's create (`forkPoint`): what the call wrote is stored, and
+   * the object is reset before it answers.
+   */
+  | "answer";
 
 export interface FaultRule {
   point: FaultPoint;

@@ -2,13 +2,15 @@ import type { DurableEnv } from "../../src/durable/internal";
 import {
   SessionDirectory as ServiceDirectory,
   SessionObject as ServiceSessionObject,
+  StreamObject as ServiceStreamObject,
 } from "../../src/durable/internal";
 import { createApp } from "../../src/http";
 import { faults, faultyStorage, plannedEnv } from "./faults";
 
 /*
- * The service as deployed (its Hono app, its session and directory objects), with faults that the
- * reliability tests switch on (faults.ts): only test/reliability/wrangler.toml names this Worker.
+ * The service as deployed (its Hono app, its session, stream and directory objects), with faults
+ * that the reliability tests switch on (faults.ts): only test/reliability/wrangler.toml names this
+ * Worker.
  */
 
 /** A session object whose storage, alarm and settings follow the fault plan. */
@@ -21,6 +23,23 @@ export class SessionObject extends ServiceSessionObject {
   override async alarm(): Promise<void> {
     if (faults.strikes("alarm", this.ctx.id.toString())) throw new Error("injected fault: the alarm failed");
     return super.alarm();
+  }
+}
+
+/** A stream object whose storage and settings follow the fault plan, and whose answers to forks may be lost. */
+export class StreamObject extends ServiceStreamObject {
+  constructor(ctx: DurableObjectState, env: DurableEnv & Required<Pick<DurableEnv, "STREAMS">>) {
+    faultyStorage(ctx);
+    super(ctx, plannedEnv(env));
+  }
+
+  override async forkPoint(...args: Parameters<ServiceStreamObject["forkPoint"]>) {
+    const answer = await super.forkPoint(...args);
+    if (faults.strikes("answer", this.ctx.id.toString())) {
+      await this.ctx.storage.sync();
+      this.ctx.abort("injected fault: the answer was lost");
+    }
+    return answer;
   }
 }
 

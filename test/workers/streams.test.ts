@@ -1,3 +1,4 @@
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import {
@@ -7,6 +8,8 @@ import {
   MAX_STREAM_SEQ_CHARS,
   MAX_TTL_SECONDS,
   READ_PAGE_BYTES,
+  STREAM_ROUTE,
+  streamObjectName,
 } from "../../src/durable/stream";
 import worker from "../../src/worker";
 import { KEY_A, KEY_A_READ, KEY_B } from "./helpers";
@@ -18,6 +21,7 @@ import {
   head,
   readAll,
   type StreamAnswer,
+  streamObjects,
   streamPath,
 } from "./stream-helpers";
 
@@ -398,5 +402,48 @@ describe("bad input to streams gets a clear 4xx and changes nothing", () => {
     expect(missingHead.status).toBe(404);
     expect(missingHead.text).toBe("");
     expectStreamError(await call("GET", "/v1/stream/__ds/subscriptions/x"), 404, "not_found");
+  });
+});
+
+describe("a fork's count on its source", () => {
+  it("counts a fork by its token once, and counts it off once, however often either is asked", async () => {
+    const source = streamPath("counted");
+    await create(source, { body: "shared" });
+    const key = decodeURIComponent(source.slice(STREAM_ROUTE.length));
+    const object = streamObjects().getByName(streamObjectName("tenant-a", key));
+    const asked = (token: string) => ({ offset: null, subOffset: 0, contentType: null, token });
+    // A create that asked again (its first answer lost) is one fork; another create is another.
+    expect(await object.forkPoint(key, asked("first"))).toMatchObject({ ok: true });
+    expect(await object.forkPoint(key, asked("first"))).toMatchObject({ ok: true });
+    expect(await object.forkPoint(key, asked("second"))).toMatchObject({ ok: true });
+    expect((await call("DELETE", source)).status).toBe(204);
+    expect((await head(source)).status).toBe(410);
+    // A release of a fork never counted, or one told twice, takes off no other fork's count.
+    await object.releaseFork(key, "never-counted");
+    await object.releaseFork(key, "first");
+    await object.releaseFork(key, "first");
+    expect((await head(source)).status).toBe(410);
+    // The last fork gone, so is the deleted source.
+    await object.releaseFork(key, "second");
+    expect((await head(source)).status).toBe(404);
+  });
+
+  it("leaves nothing to give back when the source refuses a fork: it counts none, the fork's object owes none", async () => {
+    const source = streamPath("refusing");
+    await create(source, { body: "text" });
+    const fork = streamPath("refused");
+    const refused = await call("PUT", fork, {
+      headers: { "Content-Type": "application/json", "Stream-Forked-From": source },
+    });
+    expectStreamError(refused, 409, "content_type_mismatch");
+    expect((await head(fork)).status).toBe(404);
+    const forkKey = decodeURIComponent(fork.slice(STREAM_ROUTE.length));
+    const owed = await runInDurableObject(
+      streamObjects().getByName(streamObjectName("tenant-a", forkKey)),
+      (_instance, state) => state.storage.sql.exec("SELECT * FROM stream_releases").toArray(),
+    );
+    expect(owed).toEqual([]);
+    expect((await call("DELETE", source)).status).toBe(204);
+    expect((await head(source)).status).toBe(404);
   });
 });

@@ -1,3 +1,4 @@
+import { randomHex } from "../../core/bytes";
 import { SessionError } from "../../core/errors";
 import { errorSummary, logLine } from "../log-line";
 import type { Reloadable } from "../transaction";
@@ -25,6 +26,8 @@ export interface StreamHostOptions {
   sources: () => StreamSources;
   /** The host's alarm should come by `at` (null: no stream needs it). */
   scheduleAlarm: (at: number | null) => void;
+  /** Resolves once the alarm the host was asked for is set; a host whose streams fork none need not say. */
+  alarmSet?: () => Promise<void>;
   now?: () => number;
 }
 
@@ -40,6 +43,12 @@ export class StreamContext {
   readonly now: () => number;
   readonly #sources: () => StreamSources;
   readonly #scheduleAlarm: (at: number | null) => void;
+  readonly #alarmSet: () => Promise<void>;
+  /**
+   * Tokens of the forks this host is making now: their releases wait while they are made. One
+   * recorded by a host that reset midway is no longer here, and is released.
+   */
+  readonly #making = new Set<string>();
   #draining = false;
 
   constructor(options: StreamHostOptions) {
@@ -47,6 +56,7 @@ export class StreamContext {
     this.store = options.store;
     this.#sources = options.sources;
     this.#scheduleAlarm = options.scheduleAlarm;
+    this.#alarmSet = options.alarmSet ?? (async () => undefined);
     this.now = options.now ?? Date.now;
   }
 
@@ -116,14 +126,50 @@ export class StreamContext {
     await this.drainReleases();
   }
 
-  /** Tells sources that forks of theirs are gone; what fails is tried again by the alarm. */
+  /**
+   * A fork of `source` is about to be made: its release is recorded, and the alarm that retries it
+   * set, before the source counts it, so that the count is given back should the fork not be made
+   * (its create fails, the source's answer is lost, or the host resets midway). Answers the token
+   * the source counts it by; `endFork` once the create is over, made or not.
+   */
+  async beginFork(source: string): Promise<string> {
+    const token = randomHex(16);
+    this.#making.add(token);
+    this.transact(() => this.store.pendingFork(source, token));
+    this.scheduleAlarm();
+    try {
+      await this.#alarmSet();
+    } catch (error) {
+      // Not asked yet, the source counted nothing.
+      this.#making.delete(token);
+      this.transact(() => this.store.dropRelease(token));
+      throw error;
+    }
+    return token;
+  }
+
+  /**
+   * The create of the fork of `token` is over: unless it made the fork (or its source refused it),
+   * its source is told now, and by the alarm until it hears. Never throws: a create's own error
+   * stays the answer.
+   */
+  async endFork(token: string): Promise<void> {
+    this.#making.delete(token);
+    await this.drainReleases();
+  }
+
+  /**
+   * Tells sources that forks of theirs are gone (or were never made); what fails is tried again by
+   * the alarm. A fork still being made waits.
+   */
   async drainReleases(): Promise<void> {
     if (this.#draining) return;
     this.#draining = true;
+    const due = () => this.store.releases().filter(({ token }) => token === null || !this.#making.has(token));
     try {
-      for (let pending = this.store.releases(); pending.length > 0; pending = this.store.releases()) {
-        for (const { id, source } of pending) {
-          await this.sources.release(source);
+      for (let pending = due(); pending.length > 0; pending = due()) {
+        for (const { id, source, token } of pending) {
+          await this.sources.release(source, token);
           this.transact(() => this.store.released(id));
         }
       }

@@ -12,7 +12,8 @@ import type { StreamState } from "./store";
 /*
  * PUT: create a stream, or confirm one that exists with the same configuration (content type,
  * expiry, closed or not, and what it was forked from). A fork is counted by its source before it
- * is made, and the count is given back if making it fails.
+ * is made, and the count is given back if making it fails, whenever that is learned
+ * (`StreamContext.beginFork`).
  */
 
 /** The records of an initial body or an append: one for bytes, one per message for JSON. */
@@ -101,13 +102,20 @@ async function createFork(
 ): Promise<Response> {
   const fork = input.fork as NonNullable<CreateRequest["fork"]>;
   const source = context.sources.keyOf(fork.source);
-  const point = await context.sources.forkPoint(source, {
-    offset: fork.offset,
-    subOffset: fork.subOffset,
-    contentType: input.contentType,
-  });
-  let counted = true;
+  const token = await context.beginFork(source);
   try {
+    const point = await context.sources
+      .forkPoint(source, {
+        offset: fork.offset,
+        subOffset: fork.subOffset,
+        contentType: input.contentType,
+        token,
+      })
+      .catch((error: unknown) => {
+        // The source's own refusal: it counted nothing, so there is nothing to give back.
+        if (error instanceof SessionError) context.transact(() => context.store.dropRelease(token));
+        throw error;
+      });
     // The part of an append a fork cuts is its own first record: room for it is asked with the body's.
     const own = recordBytes(point.materialized);
     await hook?.reserve?.(own + body.byteLength);
@@ -129,18 +137,19 @@ async function createFork(
             subOffset: fork.subOffset,
             inherited: point.inherited,
             depth: point.depth,
+            token,
           },
           now: context.now(),
         },
         [point.materialized, records].filter((batch) => batch.length > 0),
       );
+      context.store.dropRelease(token);
       hook?.appended(own + recordBytes(records));
       return made;
     }, hook?.held);
-    counted = false;
     context.scheduleAlarm();
     return created(request, stream);
   } finally {
-    if (counted) await context.sources.release(source);
+    await context.endFork(token);
   }
 }

@@ -10,6 +10,9 @@ import type { ForkPoint, ForkPointRequest, RecordPage } from "./sources";
  * A stream as the source of forks (PROTOCOL.md 4.2). A fork shares its source's offsets: it reads
  * the source's records before its fork point, and its own after. The source counts its forks:
  * deleted while any remain, it is kept for them (410 to everyone else) and removed with the last.
+ * It counts each by the token the fork's create gave it, once, and counts each off once: a create
+ * whose answer was lost, or one retried, counts no fork twice, and a release told again (or told
+ * for a fork never counted) takes off no other fork's count.
  *
  * A sub-offset moves the fork point into the append that starts at the fork offset: for JSON by
  * whole messages, so the point is still between records; for bytes it cuts a record, and the fork
@@ -72,7 +75,7 @@ export async function forkPoint(
   if (!current || current.incarnation !== stream.incarnation)
     throw new SessionError("not_found", "no stream to fork");
   if (current.deleted) throw new SessionError("stream_deleted", "the stream to fork was deleted");
-  context.transact(() => context.store.addFork(current));
+  context.transact(() => context.store.addFork(current, request.token));
   return {
     contentType: current.contentType,
     expiry: current.expiry,
@@ -99,9 +102,9 @@ export async function readForFork(
 }
 
 /** A fork is gone: one reader fewer, and a deleted source with none left goes too. */
-export async function releaseFork(context: StreamContext, key: string): Promise<void> {
+export async function releaseFork(context: StreamContext, key: string, token: string | null): Promise<void> {
   const stream = context.store.get(key);
   if (!stream) return;
-  const remaining = context.transact(() => context.store.dropFork(stream));
+  const remaining = context.transact(() => context.store.dropFork(stream, token));
   if (remaining === 0 && stream.deleted) await context.retire(stream);
 }

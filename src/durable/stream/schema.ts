@@ -55,6 +55,18 @@ const MIGRATIONS = [
   // A block's record count, kept since its row stores only the ends it must (blocks.ts); null in
   // rows written before, which store an end and an append end per record.
   `ALTER TABLE stream_blocks ADD COLUMN records INTEGER`,
+  // Forks by token (fork-source.ts): a fork's token on its source, the token a release gives back
+  // (null in rows written before, which count and release a fork without one), and the tokens a
+  // source counts.
+  `
+  ALTER TABLE streams ADD COLUMN fork_token TEXT;
+  ALTER TABLE stream_releases ADD COLUMN token TEXT;
+  CREATE TABLE stream_fork_tokens (
+    stream_id INTEGER NOT NULL,
+    token TEXT NOT NULL,
+    PRIMARY KEY (stream_id, token)
+  )
+  `,
 ];
 
 const VERSION_TABLE = "stream_schema_version";

@@ -15,6 +15,8 @@ export interface ForkPointRequest {
   subOffset: number;
   /** The fork's content type, when its creator gave one: it must be the source's. */
   contentType: string | null;
+  /** What the source counts the fork by: once, however often it is asked. */
+  token: string;
 }
 
 /** Where a fork branches off, as its source answers (having counted the fork as one of its readers). */
@@ -52,10 +54,13 @@ export interface RecordPage {
 export interface StreamSources {
   /** The key of the stream a `Stream-Forked-From` path names; `invalid_request` if it names none. */
   keyOf(path: string): string;
-  /** Validates a fork of `key` and counts it among the source's forks. */
+  /** Validates a fork of `key` and counts it among the source's forks (by its token, once). */
   forkPoint(key: string, request: ForkPointRequest): Promise<ForkPoint>;
   /** Records of `key` from `from` on, before `until`, up to about `maxBytes` (at least one); null: none. */
   read(key: string, from: number, until: number, maxBytes: number): Promise<RecordPage | null>;
-  /** One fork of `key` is gone. */
-  release(key: string): Promise<void>;
+  /**
+   * The fork of `key` counted by `token` is gone, or was never made: counted off once, however
+   * often it is told (null: a fork made before tokens).
+   */
+  release(key: string, token: string | null): Promise<void>;
 }

@@ -40,6 +40,8 @@ export interface ForkLink {
   inherited: Position;
   /** Forks between this one and its first source that is no fork, this one counted (1 for a fork of one). */
   depth: number;
+  /** What the source counts the fork by (fork-source.ts); null for a fork made before tokens. */
+  token: string | null;
 }
 
 export interface StreamState {
@@ -117,6 +119,7 @@ type StreamRow = {
   fork_records: number | null;
   fork_bytes: number | null;
   fork_depth: number;
+  fork_token: string | null;
   forks: number;
   deleted_at: number | null;
 };
@@ -143,6 +146,7 @@ function stateOf(row: StreamRow): StreamState {
             subOffset: row.fork_sub_offset ?? 0,
             inherited: { records: row.fork_records as number, bytes: row.fork_bytes as number },
             depth: row.fork_depth,
+            token: row.fork_token,
           },
     forks: row.forks,
     deleted: row.deleted_at !== null,
@@ -216,11 +220,11 @@ export class StreamStore {
     const start = fork?.inherited ?? { records: 0, bytes: 0 };
     this.#sql`INSERT INTO streams (key, incarnation, content_type, ttl_seconds, expires_at, renewed_at,
         tail_records, tail_bytes, fork_source, fork_offset, fork_sub_offset, fork_records, fork_bytes,
-        fork_depth)
+        fork_depth, fork_token)
       VALUES (${key}, ${randomHex(8)}, ${stream.contentType}, ${stream.expiry.ttlSeconds},
         ${stream.expiry.expiresAt}, ${stream.now}, ${start.records}, ${start.bytes}, ${fork?.source ?? null},
         ${fork?.offset ?? null}, ${fork?.subOffset ?? null}, ${fork?.inherited.records ?? null},
-        ${fork?.inherited.bytes ?? null}, ${fork?.depth ?? 0})`;
+        ${fork?.inherited.bytes ?? null}, ${fork?.depth ?? 0}, ${fork?.token ?? null})`;
     const created = this.get(key) as StreamState;
     let tail = created.tail;
     for (const batch of batches) tail = this.#write(created, batch, tail);
@@ -442,27 +446,59 @@ export class StreamStore {
   remove(stream: StreamState): void {
     this.#sql`DELETE FROM stream_blocks WHERE stream_id = ${stream.id}`;
     this.#sql`DELETE FROM stream_producers WHERE stream_id = ${stream.id}`;
+    this.#sql`DELETE FROM stream_fork_tokens WHERE stream_id = ${stream.id}`;
     this.#sql`DELETE FROM streams WHERE id = ${stream.id}`;
-    if (stream.fork) this.#sql`INSERT INTO stream_releases (source) VALUES (${stream.fork.source})`;
+    if (stream.fork) {
+      this
+        .#sql`INSERT INTO stream_releases (source, token) VALUES (${stream.fork.source}, ${stream.fork.token})`;
+    }
   }
 
-  addFork(stream: StreamState): void {
-    this.#sql`UPDATE streams SET forks = forks + 1 WHERE id = ${stream.id}`;
+  /**
+   * A fork of `source` about to be counted by it under `token`: its release is recorded before the
+   * source is asked, and stays due unless `dropRelease` takes it back (the fork was made, or its
+   * source counted nothing).
+   */
+  pendingFork(source: string, token: string): void {
+    this.#tables.make();
+    this.#sql`INSERT INTO stream_releases (source, token) VALUES (${source}, ${token})`;
   }
 
-  /** One fork fewer; answers how many remain. */
-  dropFork(stream: StreamState): number {
-    this.#sql`UPDATE streams SET forks = max(forks - 1, 0) WHERE id = ${stream.id}`;
+  /** The release recorded for the fork of `token` is not due: the fork was made, or never counted. */
+  dropRelease(token: string): void {
+    this.#sql`DELETE FROM stream_releases WHERE token = ${token}`;
+  }
+
+  /** Counts the fork of `token` among the stream's forks, once however often it is asked. */
+  addFork(stream: StreamState, token: string): void {
+    this.#sql`UPDATE streams SET forks = forks + 1 WHERE id = ${stream.id} AND NOT EXISTS (
+        SELECT 1 FROM stream_fork_tokens WHERE stream_id = ${stream.id} AND token = ${token})`;
+    this.#sql`INSERT OR IGNORE INTO stream_fork_tokens (stream_id, token) VALUES (${stream.id}, ${token})`;
+  }
+
+  /**
+   * The fork of `token` is gone (counted off once, however often it is told; null: a fork made
+   * before tokens, counted off each time). Answers how many forks remain.
+   */
+  dropFork(stream: StreamState, token: string | null): number {
+    if (token === null) {
+      this.#sql`UPDATE streams SET forks = max(forks - 1, 0) WHERE id = ${stream.id}`;
+    } else {
+      this.#sql`UPDATE streams SET forks = max(forks - 1, 0) WHERE id = ${stream.id} AND EXISTS (
+          SELECT 1 FROM stream_fork_tokens WHERE stream_id = ${stream.id} AND token = ${token})`;
+      this.#sql`DELETE FROM stream_fork_tokens WHERE stream_id = ${stream.id} AND token = ${token}`;
+    }
     return (this.get(stream.key) as StreamState).forks;
   }
 
-  /** Sources still to be told that a fork of theirs is gone. */
-  releases(): { id: number; source: string }[] {
+  /** Sources still to be told that a fork of theirs is gone (or was never made), with its token. */
+  releases(): { id: number; source: string; token: string | null }[] {
     if (!this.#tables.exist()) return [];
     return this.#sql<{
       id: number;
       source: string;
-    }>`SELECT id, source FROM stream_releases ORDER BY id`.toArray();
+      token: string | null;
+    }>`SELECT id, source, token FROM stream_releases ORDER BY id`.toArray();
   }
 
   released(id: number): void {

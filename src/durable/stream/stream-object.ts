@@ -74,8 +74,8 @@ class StreamObjectSources implements StreamSources {
     return objectCalls(this.#object(key)).readForFork(key, from, until, maxBytes);
   }
 
-  async release(key: string): Promise<void> {
-    await this.#object(key).releaseFork(key);
+  async release(key: string, token: string | null): Promise<void> {
+    await this.#object(key).releaseFork(key, token);
   }
 }
 
@@ -99,6 +99,7 @@ export class StreamObject extends DurableObject<StreamEnv> {
       // Sources in the object's own jurisdiction (placed-env.ts).
       sources: () => new StreamObjectSources(objectEnv(env, ctx), this.#tenantOf()),
       scheduleAlarm: (at) => this.#schedule(at),
+      alarmSet: () => this.#alarm.arm(),
     });
     this.#account = new StreamAccount(objectEnv(env, ctx), ctx.storage.kv, store);
     this.#alarm = new ObjectAlarm(ctx.storage, (task, error) =>
@@ -282,8 +283,8 @@ export class StreamObject extends DurableObject<StreamEnv> {
   }
 
   /** @internal */
-  async releaseFork(key: string): Promise<void> {
-    await this.#streams.releaseFork(key);
+  async releaseFork(key: string, token: string | null): Promise<void> {
+    await this.#streams.releaseFork(key, token);
     await this.#changed();
   }
 

@@ -124,7 +124,7 @@ export class DurableStreams {
     return readForFork(this.#context, key, from, until, maxBytes);
   }
 
-  releaseFork(key: string): Promise<void> {
-    return releaseFork(this.#context, key);
+  releaseFork(key: string, token: string | null): Promise<void> {
+    return releaseFork(this.#context, key, token);
   }
 }

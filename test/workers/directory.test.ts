@@ -1,9 +1,10 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { Result } from "../../src/core/errors";
 import { unwrap } from "../../src/core/errors";
 import type { ListOptions, SessionInfo, SessionPage } from "../../src/core/session-schemas";
+import { inProject } from "../../src/core/session-schemas";
 import type { DurableEnv } from "../../src/durable/internal";
 import { sessionObjectName } from "../../src/durable/internal";
 import { directoryShard, shardCount, shardOf } from "../../src/durable/names";
@@ -112,5 +113,111 @@ describe("session directory", () => {
       },
       { timeout: 10_000, interval: 50 },
     );
+  });
+});
+
+type Directory = ReturnType<typeof env.DIRECTORY.getByName>;
+
+describe("session directory, by project", () => {
+  const project = "github.com/acme/app";
+  /** Sessions recording the project, a folder in it, keys beside it, and none. */
+  const recorded: Array<[string, unknown]> = [
+    ["root", project],
+    ["folder", `${project}/services/api`],
+    ["deep", `${project}/services/api/v2`],
+    ["dash", `${project}-fork`],
+    ["joined", `${project}services`],
+    ["dot", `${project}.old`],
+    ["zero", `${project}0`],
+    ["number", 7],
+    ["none", undefined],
+  ];
+
+  async function putAll(directory: Directory) {
+    for (const [i, [id, value]] of recorded.entries()) {
+      const info = {
+        ...fakeInfo(id, `2026-01-01T00:00:${String(20 - i).padStart(2, "0")}.000Z`, 1),
+        createdAt: `2026-01-01T00:00:${String(i).padStart(2, "0")}.000Z`,
+        metadata: value === undefined ? {} : { project: value },
+      };
+      await directory.put({ info, incarnation: "x", version: 1 });
+    }
+  }
+
+  /** Every page of a listing, a session at a time. */
+  async function listedIds(directory: Directory, options: ListOptions) {
+    const ids: string[] = [];
+    let cursor: string | null | undefined;
+    do {
+      const page = await list(directory, { ...options, limit: 1, cursor });
+      ids.push(...page.sessions.map((s) => s.id));
+      cursor = page.nextCursor;
+    } while (cursor);
+    return ids;
+  }
+
+  /** What a filter over the whole listing finds: the sessions `inProject` accepts, in its order. */
+  async function scanned(directory: Directory, options: ListOptions) {
+    const { project: key, ...rest } = options;
+    const all = await list(directory, { ...rest, limit: 200 });
+    return all.sessions.filter((s) => inProject(s.metadata.project, key ?? "")).map((s) => s.id);
+  }
+
+  async function expectListings(directory: Directory) {
+    for (const order of ["updated", "created"] as const) {
+      for (const key of [project, `${project}/services`, `${project}/services/api/v2`, `${project}/none`]) {
+        const options = { order, project: key };
+        expect(await listedIds(directory, options)).toEqual(await scanned(directory, options));
+      }
+    }
+  }
+
+  it("lists a project's sessions in a directory written before projects were indexed", async () => {
+    const directory = env.DIRECTORY.getByName(`dir-${sid()}`);
+    await putAll(directory);
+    // As a directory of the release before: no project column, nor its indexes.
+    await runInDurableObject(directory, (_instance, state) => {
+      state.storage.sql.exec("DROP INDEX sessions_by_project_updated");
+      state.storage.sql.exec("DROP INDEX sessions_by_project_created");
+      state.storage.sql.exec("ALTER TABLE sessions DROP COLUMN project");
+      state.storage.sql.exec("DELETE FROM schema_version WHERE version > 6");
+    });
+    await evictDurableObject(directory);
+    expect(await listedIds(directory, { project })).toEqual(["root", "folder", "deep"]);
+    expect(await listedIds(directory, { order: "created", project })).toEqual(["deep", "folder", "root"]);
+    await expectListings(directory);
+    // A later report moves a session to another project.
+    const moved = { ...fakeInfo("none", "2026-01-01T00:00:59.000Z", 2), metadata: { project } };
+    await directory.put({ info: moved, incarnation: "x", version: 2 });
+    expect(await listedIds(directory, { project })).toEqual(["none", "root", "folder", "deep"]);
+    await expectListings(directory);
+  });
+
+  it("reads a project's rows through its index, in either order", async () => {
+    const directory = env.DIRECTORY.getByName(`dir-${sid()}`);
+    await putAll(directory);
+    await runInDurableObject(directory, async (instance, state) => {
+      const sql = state.storage.sql;
+      const exec = sql.exec;
+      for (const order of ["updated", "created"] as const) {
+        const plans: string[] = [];
+        // Each statement the listing runs is planned as it runs, with its own bindings.
+        sql.exec = ((query: string, ...bindings: unknown[]) => {
+          if (query.includes("FROM sessions") && !query.startsWith("EXPLAIN")) {
+            const plan = exec.call(sql, `EXPLAIN QUERY PLAN ${query}`, ...bindings).toArray();
+            plans.push(plan.map((row) => String(row.detail)).join("\n"));
+          }
+          return exec.call(sql, query, ...bindings);
+        }) as typeof exec;
+        try {
+          unwrap(await instance.list({ order, project }));
+        } finally {
+          sql.exec = exec;
+        }
+        expect(plans).toHaveLength(1);
+        expect(plans[0]).toContain(`USING INDEX sessions_by_project_${order}`);
+        expect(plans[0]).not.toMatch(/SCAN sessions(?! USING)/);
+      }
+    });
   });
 });

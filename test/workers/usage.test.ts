@@ -164,6 +164,9 @@ describe("the directory's usage", () => {
       state.storage.sql.exec("DROP TABLE blob_owners");
       state.storage.sql.exec("DROP TABLE blobs");
       state.storage.sql.exec("DROP TABLE stream_listing");
+      state.storage.sql.exec("DROP INDEX sessions_by_project_updated");
+      state.storage.sql.exec("DROP INDEX sessions_by_project_created");
+      state.storage.sql.exec("ALTER TABLE sessions DROP COLUMN project");
       state.storage.sql.exec("DELETE FROM schema_version WHERE version >= 3");
     });
     await evictDurableObject(directory);

@@ -78,4 +78,13 @@ export const MIGRATIONS = [
   BLOB_LEDGER_MIGRATION,
   // The tenant's streams that report to this shard (stream-registry.ts).
   STREAM_REGISTRY_MIGRATION,
+  // Each session's project (its `metadata.project`, when a string), read from its info as it is
+  // written, and indexed beside the listing's orders so that listing a project reads its rows only.
+  `
+  ALTER TABLE sessions ADD COLUMN project TEXT GENERATED ALWAYS AS (
+    CASE WHEN json_type(info, '$.metadata.project') = 'text' THEN info->>'$.metadata.project' END
+  ) VIRTUAL;
+  CREATE INDEX sessions_by_project_updated ON sessions (project, updated_at, id);
+  CREATE INDEX sessions_by_project_created ON sessions (project, created_at, id)
+  `,
 ];

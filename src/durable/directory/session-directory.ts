@@ -53,6 +53,10 @@ const SWEEP_INTERVAL_MS = 3600 * 1000;
 /** Idle sessions one step of the sweep handles, and how many it asks at once. */
 const SWEEP_BATCH = 100;
 const SWEEP_PARALLEL = 10;
+
+/** A row of the listing, with the key it is ordered by. */
+type ListingRow = { id: string; sort_key: string; info: string };
+
 interface Identity {
   tenant: string;
   shard: number;
@@ -347,27 +351,12 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
       const key = cursor?.key ?? "\uffff";
       const after = cursor?.id ?? "\uffff";
       const prefix = options.prefix ?? "";
-      // A project is its own key or a folder in it (`inProject`); no project: every session. Prefixes
-      // are measured by SQLite's `length`, in characters as `substr` counts them.
-      const project = options.project ?? null;
-      const folder = `${options.project ?? ""}/`;
-      const rows = byCreated
-        ? this.#sql<{ id: string; sort_key: string; info: string }>`
-              SELECT id, created_at AS sort_key, info FROM sessions
-              WHERE (created_at < ${key} OR (created_at = ${key} AND id < ${after}))
-                AND substr(id, 1, length(${prefix})) = ${prefix}
-                AND (${project} IS NULL OR info->>'$.metadata.project' = ${project}
-                  OR substr(info->>'$.metadata.project', 1, length(${folder})) = ${folder})
-              ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`
-        : this.#sql<{ id: string; sort_key: string; info: string }>`
-              SELECT id, updated_at AS sort_key, info FROM sessions
-              WHERE (updated_at < ${key} OR (updated_at = ${key} AND id < ${after}))
-                AND substr(id, 1, length(${prefix})) = ${prefix}
-                AND (${project} IS NULL OR info->>'$.metadata.project' = ${project}
-                  OR substr(info->>'$.metadata.project', 1, length(${folder})) = ${folder})
-              ORDER BY updated_at DESC, id DESC LIMIT ${limit + 1}`;
+      const rows =
+        options.project === undefined
+          ? this.#listAll(byCreated, key, after, prefix, limit + 1)
+          : this.#listProject(byCreated, key, after, prefix, limit + 1, options.project);
       // Read a row at a time, so that the rows past the page are never read.
-      const page: Array<{ id: string; sort_key: string; info: string }> = [];
+      const page: ListingRow[] = [];
       let chars = 0;
       let more = false;
       for (const row of rows) {
@@ -384,6 +373,51 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
         nextCursor: more && last ? listCursor(options, last.sort_key, last.id) : null,
       };
     });
+  }
+
+  /** The listing's rows after the cursor (`key`, `after`), newest first. */
+  #listAll(byCreated: boolean, key: string, after: string, prefix: string, limit: number) {
+    // Prefixes are measured by SQLite's `length`, in characters as `substr` counts them.
+    return byCreated
+      ? this.#sql<ListingRow>`
+          SELECT id, created_at AS sort_key, info FROM sessions
+          WHERE (created_at < ${key} OR (created_at = ${key} AND id < ${after}))
+            AND substr(id, 1, length(${prefix})) = ${prefix}
+          ORDER BY created_at DESC, id DESC LIMIT ${limit}`
+      : this.#sql<ListingRow>`
+          SELECT id, updated_at AS sort_key, info FROM sessions
+          WHERE (updated_at < ${key} OR (updated_at = ${key} AND id < ${after}))
+            AND substr(id, 1, length(${prefix})) = ${prefix}
+          ORDER BY updated_at DESC, id DESC LIMIT ${limit}`;
+  }
+
+  /**
+   * The rows of a project's sessions (`inProject`: its own key, or a folder in it), read through
+   * the project's index. The folders are the keys from `project/` up to `project0` ('0' follows '/').
+   */
+  #listProject(
+    byCreated: boolean,
+    key: string,
+    after: string,
+    prefix: string,
+    limit: number,
+    project: string,
+  ) {
+    const folder = `${project}/`;
+    const pastFolders = `${project}0`;
+    return byCreated
+      ? this.#sql<ListingRow>`
+          SELECT id, created_at AS sort_key, info FROM sessions
+          WHERE (project = ${project} OR (project >= ${folder} AND project < ${pastFolders}))
+            AND (created_at < ${key} OR (created_at = ${key} AND id < ${after}))
+            AND substr(id, 1, length(${prefix})) = ${prefix}
+          ORDER BY created_at DESC, id DESC LIMIT ${limit}`
+      : this.#sql<ListingRow>`
+          SELECT id, updated_at AS sort_key, info FROM sessions
+          WHERE (project = ${project} OR (project >= ${folder} AND project < ${pastFolders}))
+            AND (updated_at < ${key} OR (updated_at = ${key} AND id < ${after}))
+            AND substr(id, 1, length(${prefix})) = ${prefix}
+          ORDER BY updated_at DESC, id DESC LIMIT ${limit}`;
   }
 
   /**

@@ -180,6 +180,11 @@ describe("session directory, by project", () => {
       state.storage.sql.exec("DROP INDEX sessions_by_project_updated");
       state.storage.sql.exec("DROP INDEX sessions_by_project_created");
       state.storage.sql.exec("ALTER TABLE sessions DROP COLUMN project");
+      // The versions after it did not exist then either.
+      for (const trigger of ["quota_totals_on_insert", "quota_totals_on_update", "quota_totals_on_delete"]) {
+        state.storage.sql.exec(`DROP TRIGGER ${trigger}`);
+      }
+      state.storage.sql.exec("DROP TABLE quota_totals");
       state.storage.sql.exec("DELETE FROM schema_version WHERE version > 6");
     });
     await evictDurableObject(directory);

@@ -1,6 +1,7 @@
-import { runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import type { Result } from "../../src/core/errors";
 import type { SessionInfo } from "../../src/core/session-schemas";
 import type { DurableEnv } from "../../src/durable/internal";
 import { DEFAULT_OPEN_GENERATIONS, quotasFor } from "../../src/durable/internal";
@@ -448,6 +449,121 @@ describe("writes at once", () => {
       },
       { timeout: 10_000, interval: 200 },
     );
+  });
+});
+
+/*
+ * The tenant's ledger itself (its directory shard 0), asked as holders ask it, under quotas set for
+ * a tenant of the test's own.
+ */
+describe("the quota ledger", () => {
+  const setting = env.QUOTAS;
+  let seq = Date.now() * 1000;
+
+  function ledgerOf(quotas: Record<string, unknown>) {
+    const tenant = `tenant-${sid("ledger")}`;
+    const ledger = directoryShard(env as unknown as DurableEnv, tenant, 0);
+    const parsed = JSON.parse(setting ?? "{}");
+    /** Sets the tenant's quotas (the ledger is seeded again before its next claim). */
+    const setQuotas = (next: Record<string, unknown>) => {
+      env.QUOTAS = JSON.stringify({ ...parsed, tenants: { ...parsed.tenants, [tenant]: next } });
+    };
+    setQuotas(quotas);
+    const claim = async (sessionId: string, wants: number, newSession = false, holds = 0) =>
+      (await ledger.claimQuota(tenant, {
+        sessionId,
+        holds,
+        wants,
+        newSession,
+        seq: ++seq,
+      })) as Result<number>;
+    return { tenant, ledger, setQuotas, claim };
+  }
+
+  /** The ledger's totals, and what its claims add up to. */
+  async function totalsOf(ledger: ReturnType<typeof ledgerOf>["ledger"]) {
+    return runInDurableObject(ledger, (_instance, state) => ({
+      kept: state.storage.sql.exec("SELECT claims, streams, bytes FROM quota_totals").one(),
+      summed: state.storage.sql
+        .exec(
+          `SELECT count(*) AS claims, count(CASE WHEN substr(session_id, 1, 1) = '/' THEN 1 END) AS streams,
+            coalesce(sum(bytes), 0) AS bytes FROM quota_claims`,
+        )
+        .one(),
+    }));
+  }
+
+  it("keeps its totals as claims come, grow, settle and go, and grants a claim without summing them", async () => {
+    try {
+      const { tenant, ledger, claim } = ledgerOf({ maxSessions: 3, maxTenantBytes: 100_000 });
+      expect(await claim("a", 100, true)).toEqual({ ok: true, value: expect.any(Number) });
+      expect((await claim("b", 200, true)).ok).toBe(true);
+      expect((await claim("/stream", 50, true)).ok).toBe(true);
+      expect((await claim("a", 20_000, false, 100)).ok).toBe(true);
+      await ledger.settleQuota("b", 150, ++seq);
+      await ledger.releaseQuota(tenant, "a");
+      const { kept, summed } = await totalsOf(ledger);
+      expect(kept).toEqual(summed);
+      expect(kept).toEqual({ claims: 2, streams: 1, bytes: summed.bytes });
+      // What a claim runs reads the totals, not every claim.
+      const plans = await runInDurableObject(ledger, async (instance, state) => {
+        const sql = state.storage.sql;
+        const exec = sql.exec;
+        const plans: string[] = [];
+        sql.exec = ((query: string, ...bindings: unknown[]) => {
+          if (!query.startsWith("EXPLAIN")) {
+            const plan = exec.call(sql, `EXPLAIN QUERY PLAN ${query}`, ...bindings).toArray();
+            plans.push(...plan.map((row) => String(row.detail)));
+          }
+          return exec.call(sql, query, ...bindings);
+        }) as typeof exec;
+        try {
+          const claimed = await instance.claimQuota(tenant, {
+            sessionId: "c",
+            holds: 0,
+            wants: 10,
+            newSession: true,
+            seq: ++seq,
+          });
+          expect(claimed.ok).toBe(true);
+        } finally {
+          sql.exec = exec;
+        }
+        return plans;
+      });
+      expect(plans.length).toBeGreaterThan(0);
+      expect(plans.filter((plan) => plan.includes("SCAN quota_claims"))).toEqual([]);
+    } finally {
+      env.QUOTAS = setting;
+    }
+  });
+
+  it("sums its totals from the claims of a ledger kept before them", async () => {
+    try {
+      const { ledger, claim } = ledgerOf({ maxSessions: 2, maxTenantBytes: 100_000 });
+      expect((await claim("a", 100, true)).ok).toBe(true);
+      expect((await claim("b", 200, true)).ok).toBe(true);
+      await runInDurableObject(ledger, (_instance, state) => {
+        for (const trigger of [
+          "quota_totals_on_insert",
+          "quota_totals_on_update",
+          "quota_totals_on_delete",
+        ]) {
+          state.storage.sql.exec(`DROP TRIGGER ${trigger}`);
+        }
+        state.storage.sql.exec("DROP TABLE quota_totals");
+        state.storage.sql.exec("DELETE FROM schema_version WHERE version > 7");
+      });
+      await evictDurableObject(ledger);
+      const refused = await claim("c", 10, true);
+      expect(refused.ok).toBe(false);
+      expect(!refused.ok && refused.error.code).toBe("quota_exceeded");
+      const { kept, summed } = await totalsOf(ledger);
+      expect(kept).toEqual(summed);
+      expect(kept.claims).toBe(2);
+    } finally {
+      env.QUOTAS = setting;
+    }
   });
 });
 

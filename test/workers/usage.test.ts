@@ -160,6 +160,7 @@ describe("the directory's usage", () => {
       state.storage.sql.exec("DROP TABLE usage");
       // The versions after it did not exist then either.
       state.storage.sql.exec("DROP TABLE quota_claims");
+      state.storage.sql.exec("DROP TABLE quota_totals");
       state.storage.sql.exec("DROP TABLE quota_ledger");
       state.storage.sql.exec("DROP TABLE blob_owners");
       state.storage.sql.exec("DROP TABLE blobs");

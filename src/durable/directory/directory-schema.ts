@@ -1,5 +1,5 @@
 import { BLOB_LEDGER_MIGRATION } from "../blobs/blob-ledger";
-import { STREAM_REGISTRY_MIGRATION } from "./stream-registry";
+import { STREAM_CLAIM_PREFIX, STREAM_REGISTRY_MIGRATION } from "./stream-registry";
 
 /** The directory shard's tables (session-directory.ts), one migration a version. */
 export const MIGRATIONS = [
@@ -87,4 +87,30 @@ export const MIGRATIONS = [
   CREATE INDEX sessions_by_project_updated ON sessions (project, updated_at, id);
   CREATE INDEX sessions_by_project_created ON sessions (project, created_at, id)
   `,
+  // The quota ledger's totals, summed from its claims as they change, so a claim never sums them.
+  [
+    `CREATE TABLE quota_totals (
+      singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+      claims INTEGER NOT NULL,
+      streams INTEGER NOT NULL,
+      bytes INTEGER NOT NULL
+    )`,
+    `INSERT INTO quota_totals (singleton, claims, streams, bytes)
+      SELECT 1, count(*), count(CASE WHEN substr(session_id, 1, 1) = '${STREAM_CLAIM_PREFIX}' THEN 1 END),
+        coalesce(sum(bytes), 0)
+      FROM quota_claims`,
+    `CREATE TRIGGER quota_totals_on_insert AFTER INSERT ON quota_claims BEGIN
+      UPDATE quota_totals SET claims = claims + 1,
+        streams = streams + (substr(NEW.session_id, 1, 1) = '${STREAM_CLAIM_PREFIX}'),
+        bytes = bytes + NEW.bytes;
+    END`,
+    `CREATE TRIGGER quota_totals_on_update AFTER UPDATE OF bytes ON quota_claims BEGIN
+      UPDATE quota_totals SET bytes = bytes + NEW.bytes - OLD.bytes;
+    END`,
+    `CREATE TRIGGER quota_totals_on_delete AFTER DELETE ON quota_claims BEGIN
+      UPDATE quota_totals SET claims = claims - 1,
+        streams = streams - (substr(OLD.session_id, 1, 1) = '${STREAM_CLAIM_PREFIX}'),
+        bytes = bytes - OLD.bytes;
+    END`,
+  ],
 ];

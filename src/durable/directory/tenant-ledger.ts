@@ -85,8 +85,9 @@ export class TenantLedger {
       const chunk = Math.min(CLAIM_CHUNK_BYTES, Math.floor(quotas.maxTenantBytes / CLAIM_CHUNK_SHARE));
       granted = Math.min(Math.max(need + chunk, current), room);
     }
-    this.#sql`INSERT OR REPLACE INTO quota_claims (session_id, bytes, seq)
-      VALUES (${request.sessionId}, ${granted}, ${request.seq})`;
+    this.#sql`INSERT INTO quota_claims (session_id, bytes, seq)
+      VALUES (${request.sessionId}, ${granted}, ${request.seq})
+      ON CONFLICT (session_id) DO UPDATE SET bytes = excluded.bytes, seq = excluded.seq`;
     return granted;
   }
 
@@ -119,11 +120,10 @@ export class TenantLedger {
       SELECT bytes, seq FROM quota_claims WHERE session_id = ${sessionId}`.toArray()[0];
   }
 
+  /** The ledger's totals (quota_totals, kept by triggers as claims change). */
   #totals(): { sessions: number; streams: number; bytes: number } {
     const totals = this.#sql<{ claims: number; streams: number; bytes: number }>`
-      SELECT count(*) AS claims, coalesce(sum(bytes), 0) AS bytes,
-        count(CASE WHEN substr(session_id, 1, 1) = ${STREAM_CLAIM_PREFIX} THEN 1 END) AS streams
-      FROM quota_claims`.one();
+      SELECT claims, streams, bytes FROM quota_totals`.one();
     return { sessions: totals.claims - totals.streams, streams: totals.streams, bytes: totals.bytes };
   }
 }

@@ -185,6 +185,7 @@ describe("session directory, by project", () => {
         state.storage.sql.exec(`DROP TRIGGER ${trigger}`);
       }
       state.storage.sql.exec("DROP TABLE quota_totals");
+      state.storage.sql.exec("ALTER TABLE quota_claims DROP COLUMN asked_since_seed");
       state.storage.sql.exec("DELETE FROM schema_version WHERE version > 6");
     });
     await evictDurableObject(directory);

@@ -538,6 +538,25 @@ describe("the quota ledger", () => {
     }
   });
 
+  it("keeps, seeded again, the claim of a session not listed yet, until a seed after finds it gone", async () => {
+    try {
+      const { claim, setQuotas } = ledgerOf({ maxSessions: 2 });
+      // Created, but not listed yet (no shard heard of it): the quotas change before it reports.
+      expect((await claim("a", 100, true)).ok).toBe(true);
+      setQuotas({ maxSessions: 2, maxTenantBytes: 1_000_000 });
+      expect((await claim("b", 100, true)).ok).toBe(true);
+      const over = await claim("c", 100, true);
+      expect(!over.ok && over.error.code).toBe("quota_exceeded");
+      // Seeded once more, "a" has neither been listed nor asked for anything since: it is gone.
+      setQuotas({ maxSessions: 2 });
+      expect((await claim("c", 100, true)).ok).toBe(true);
+      const full = await claim("d", 100, true);
+      expect(!full.ok && full.error.code).toBe("quota_exceeded");
+    } finally {
+      env.QUOTAS = setting;
+    }
+  });
+
   it("sums its totals from the claims of a ledger kept before them", async () => {
     try {
       const { ledger, claim } = ledgerOf({ maxSessions: 2, maxTenantBytes: 100_000 });
@@ -552,6 +571,7 @@ describe("the quota ledger", () => {
           state.storage.sql.exec(`DROP TRIGGER ${trigger}`);
         }
         state.storage.sql.exec("DROP TABLE quota_totals");
+        state.storage.sql.exec("ALTER TABLE quota_claims DROP COLUMN asked_since_seed");
         state.storage.sql.exec("DELETE FROM schema_version WHERE version > 7");
       });
       await evictDurableObject(ledger);

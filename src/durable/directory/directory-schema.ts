@@ -113,4 +113,6 @@ export const MIGRATIONS = [
         bytes = bytes - OLD.bytes;
     END`,
   ],
+  // Which holders asked the quota ledger for room since it was last seeded (tenant-ledger.ts).
+  "ALTER TABLE quota_claims ADD COLUMN asked_since_seed INTEGER NOT NULL DEFAULT 0",
 ];

@@ -16,7 +16,10 @@ import { STREAM_CLAIM_PREFIX } from "./stream-registry";
  *
  * A ledger that has not seen the tenant's sessions yet (the quotas were just set, or changed, or a
  * holder was deleted under other quotas) is seeded from the bytes the directory's shards last heard
- * from each session; a holder they no longer list loses its claim.
+ * from each session. A holder they do not list keeps its claim if it asked for room since the
+ * ledger was last seeded (a session just created, or a fork or an import still being written, is
+ * listed only once it reports); one that is still not listed and asked nothing since is gone, and
+ * loses its claim.
  */
 
 /**
@@ -40,8 +43,9 @@ export class TenantLedger {
   }
 
   /**
-   * Claims for the sessions the directory knows of, each at least what it last reported; a claim
-   * of a holder the directory no longer knows of (gone while the ledger was not told) goes.
+   * Claims for the sessions the directory knows of, each at least what it last reported. A claim
+   * of a holder the directory does not know of goes unless the holder asked since the last seed
+   * (it may not be listed yet); else it was gone while the ledger was not told.
    */
   seed(rows: readonly SeedRow[], quotas: string): void {
     for (const { id, bytes } of rows) {
@@ -49,9 +53,11 @@ export class TenantLedger {
         ON CONFLICT (session_id) DO UPDATE SET bytes = max(bytes, excluded.bytes)`;
     }
     const known = new Set(rows.map((row) => row.id));
-    for (const { session_id } of this.#sql<{ session_id: string }>`SELECT session_id FROM quota_claims`) {
+    for (const { session_id } of this.#sql<{ session_id: string }>`
+      SELECT session_id FROM quota_claims WHERE asked_since_seed = 0`) {
       if (!known.has(session_id)) this.#sql`DELETE FROM quota_claims WHERE session_id = ${session_id}`;
     }
+    this.#sql`UPDATE quota_claims SET asked_since_seed = 0 WHERE asked_since_seed = 1`;
     this.#sql`INSERT OR REPLACE INTO quota_ledger (singleton, seeded_for) VALUES (1, ${quotas})`;
   }
 
@@ -85,15 +91,16 @@ export class TenantLedger {
       const chunk = Math.min(CLAIM_CHUNK_BYTES, Math.floor(quotas.maxTenantBytes / CLAIM_CHUNK_SHARE));
       granted = Math.min(Math.max(need + chunk, current), room);
     }
-    this.#sql`INSERT INTO quota_claims (session_id, bytes, seq)
-      VALUES (${request.sessionId}, ${granted}, ${request.seq})
-      ON CONFLICT (session_id) DO UPDATE SET bytes = excluded.bytes, seq = excluded.seq`;
+    this.#sql`INSERT INTO quota_claims (session_id, bytes, seq, asked_since_seed)
+      VALUES (${request.sessionId}, ${granted}, ${request.seq}, 1)
+      ON CONFLICT (session_id) DO UPDATE SET
+        bytes = excluded.bytes, seq = excluded.seq, asked_since_seed = 1`;
     return granted;
   }
 
   /** The session is idle holding `holds` bytes: its claim shrinks to them. */
   settle(sessionId: string, holds: number, seq: number): void {
-    this.#sql`UPDATE quota_claims SET bytes = ${holds}, seq = ${seq}
+    this.#sql`UPDATE quota_claims SET bytes = ${holds}, seq = ${seq}, asked_since_seed = 1
       WHERE session_id = ${sessionId} AND seq < ${seq}`;
   }
 

@@ -557,6 +557,30 @@ describe("the quota ledger", () => {
     }
   });
 
+  it("never counts again a session released while the ledger reads the shards to seed itself", async () => {
+    try {
+      const { tenant, ledger, claim } = ledgerOf({ maxSessions: 2 });
+      const at = "2026-01-01T00:00:00.000Z";
+      const info = { id: "r", metadata: {}, createdAt: at, updatedAt: at, leafId: null, entryCount: 0 };
+      await ledger.put({
+        info: { ...info, messageCount: 0, bytes: 0 },
+        incarnation: "i",
+        version: 1,
+        tenant,
+        shard: 0,
+      });
+      // The first claim seeds the ledger from every shard; the release of "r", which shard 0 still
+      // lists, lands while the others are asked.
+      const [first] = await Promise.all([claim("x", 10, true), ledger.releaseQuota(tenant, "r")]);
+      expect(first.ok).toBe(true);
+      expect((await claim("y", 10, true)).ok).toBe(true);
+      const over = await claim("z", 10, true);
+      expect(!over.ok && over.error.code).toBe("quota_exceeded");
+    } finally {
+      env.QUOTAS = setting;
+    }
+  });
+
   it("sums its totals from the claims of a ledger kept before them", async () => {
     try {
       const { ledger, claim } = ledgerOf({ maxSessions: 2, maxTenantBytes: 100_000 });

@@ -71,8 +71,11 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
   readonly #streams: StreamRegistry;
   /** Blobs being deleted from the bucket now: a claim of one waits until it is gone. */
   readonly #deleting = new Map<string, Promise<void>>();
-  /** The ledger's seeding under way, which claims arriving meanwhile wait for. */
-  #seeding: Promise<void> | undefined;
+  /**
+   * The ledger's seeding under way, which claims arriving meanwhile wait for, and the holders
+   * released while it reads the shards (which may list them still): the seed does not count them.
+   */
+  #seeding: { done: Promise<void>; released: Set<string> } | undefined;
   #identity: Identity | undefined;
   readonly #alarm: ObjectAlarm;
   /** When the retention sweep is next due, if this instance knows (else the alarm stands as set). */
@@ -240,22 +243,27 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
       const quotas = quotasFor(this.env.QUOTAS, tenant);
       const setting = JSON.stringify(quotas);
       if (!this.#ledger.seededFor(setting)) {
-        this.#seeding ??= this.#seedLedger(tenant, setting).finally(() => {
-          this.#seeding = undefined;
-        });
-        await this.#seeding;
+        if (!this.#seeding) {
+          const released = new Set<string>();
+          const done = this.#seedLedger(tenant, setting, released).finally(() => {
+            this.#seeding = undefined;
+          });
+          this.#seeding = { done, released };
+        }
+        await this.#seeding.done;
       }
       return this.ctx.storage.transactionSync(() => this.#ledger.claim(request, quotas));
     });
   }
 
-  async #seedLedger(tenant: string, setting: string): Promise<void> {
+  async #seedLedger(tenant: string, setting: string, released: ReadonlySet<string>): Promise<void> {
     const rows = await Promise.all(
       directoryShards(this.#placed, tenant).map((shard, index) =>
         index === 0 ? this.quotaSeed() : shard.quotaSeed(),
       ),
     );
-    this.ctx.storage.transactionSync(() => this.#ledger.seed(rows.flat(), setting));
+    const held = rows.flat().filter((row) => !released.has(row.id));
+    this.ctx.storage.transactionSync(() => this.#ledger.seed(held, setting));
   }
 
   /** A session idle at `holds` bytes hands back the rest of its claim. @internal */
@@ -270,6 +278,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
    */
   releaseQuota(tenant: string, sessionId: string): void {
     const setting = JSON.stringify(quotasFor(this.env.QUOTAS, tenant));
+    this.#seeding?.released.add(sessionId);
     this.ctx.storage.transactionSync(() => {
       this.#ledger.release(sessionId);
       if (!this.#ledger.seededFor(setting)) this.#ledger.unseed();

@@ -102,7 +102,7 @@ export async function compactSession(
     readFiles: preparation.readFiles,
     modifiedFiles: preparation.modifiedFiles,
   });
-  const landing = await landingLeaf(storage, leafId, path, options);
+  const landing = await landingLeaf(storage, leafId, path, preparation.firstKeptEntryId, options);
   if (landing.leafId !== leafId) {
     const moved = currentSystemMessage(projectContext(landing.path).flatMap((p) => p.messages));
     if (moved) preparation.systemMessage = moved;
@@ -141,12 +141,16 @@ export async function compactSession(
  * Where a compaction planned at `leafId` over `path` lands once its summary is written: the leaf
  * then, with the path the compaction reads there when it moved. A retained tail copies the branch
  * as it was, so it is right only if nothing moved (`leaf_conflict`); a branch compacted meanwhile
- * has nothing left for this compaction to do (`nothing_to_compact`).
+ * has nothing left for this compaction to do (`nothing_to_compact`). Compacted meanwhile: its
+ * latest compaction is neither on the path planned nor before the kept part (`firstKeptEntryId`)
+ * on the branch it lands on, one the path planned may leave out (what an older compaction
+ * dropped), so that a storage's pruned path decides as the whole branch does.
  */
 async function landingLeaf(
   storage: CompactionStorage,
   leafId: string,
   path: readonly TreeEntry[],
+  firstKeptEntryId: string,
   options: CompactOptions,
 ): Promise<{ leafId: string; path: readonly TreeEntry[] }> {
   const now = await storage.getLeafId();
@@ -158,7 +162,13 @@ async function landingLeaf(
   }
   const landing = (await compactionPath(storage, now, options)).path;
   const latest = latestCompaction(landing);
-  if (latest && !path.some((entry) => entry.id === latest.id)) {
+  const at = (id: string | undefined) => landing.findIndex((entry) => entry.id === id);
+  const keptAt = at(firstKeptEntryId);
+  const planned =
+    latest === undefined ||
+    path.some((entry) => entry.id === latest.id) ||
+    (keptAt >= 0 && at(latest.id) < keptAt);
+  if (!planned) {
     throw new SessionError("nothing_to_compact", "the branch was compacted while the summary was written");
   }
   return { leafId: now, path: landing };

@@ -1,6 +1,12 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { SessionError } from "../../src/core/errors";
+import { MemoryRepo } from "../../src/core/memory";
+import type { AgentMessage } from "../../src/core/messages";
+import type { AppendEntryInput } from "../../src/core/providers/entry-input";
+import type { Session } from "../../src/core/session";
+import type { Summarizer } from "../../src/core/summarizers/summarizer";
 import type { DurableEnv } from "../../src/durable/internal";
 import { DurableRepo, sessionObjectName } from "../../src/durable/internal";
 import worker from "../../src/worker";
@@ -364,6 +370,48 @@ describe("the context path the object reads for Session.buildContext and compact
     const res = await api("POST", `/v1/sessions/${id}/compact`, { body: { keepRecentTokens: 1 } });
     expect(res.status).toBe(201);
     expect(res.body.entry.summary).toContain("otters");
+  });
+
+  it("lands a compaction on a branch that left the latest one, as the Node backends do", async () => {
+    // An older compaction (x) the latest one (p) left out of the context, then a compaction cut
+    // (at u3) inside what p kept: meanwhile the branch goes back under p and grows elsewhere.
+    const entries = [
+      { ...userMessage(`goal ${words(50)}`), id: "u1" },
+      { ...assistantMessage("first answer"), id: "a1" },
+      { type: "compaction", id: "x", summary: "X", firstKeptEntryId: "a1", tokensBefore: 100 },
+      { ...userMessage(`second ${words(200)}`), id: "u2" },
+      { ...assistantMessage(`second answer ${words(200)}`), id: "a2" },
+      { ...userMessage(`third ${words(200)}`), id: "u3" },
+      { ...assistantMessage(`third answer ${words(200)}`), id: "a3" },
+      { type: "compaction", id: "p", summary: "P", firstKeptEntryId: "u2", tokensBefore: 900 },
+      { ...userMessage("fourth"), id: "u4" },
+      { ...assistantMessage("fourth answer"), id: "a4" },
+    ];
+    const outcome = async (session: Session) => {
+      const moving: Summarizer = {
+        name: "slow",
+        async summarize() {
+          await session.setLeafId("a3");
+          await session.appendMessage(userMessage("another way").message as AgentMessage);
+          return { text: "summary" };
+        },
+      };
+      const entry = await session.compact({ keepRecentTokens: 300, summarizer: moving }).catch((e) => e);
+      if (entry instanceof SessionError) return { code: entry.code };
+      const { messages } = await session.buildContext();
+      return { firstKeptEntryId: entry.firstKeptEntryId, context: messages.map((m) => m.role) };
+    };
+    const memory = await new MemoryRepo().create();
+    await memory.storage.appendEntries(entries as AppendEntryInput[]);
+    const id = await createSession();
+    expect((await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } })).status).toBe(201);
+    const durable = await new DurableRepo(env as unknown as DurableEnv, "tenant-a").open(id);
+    const expected = {
+      firstKeptEntryId: "u3",
+      context: ["compactionSummary", "user", "assistant", "user"],
+    };
+    expect(await outcome(memory)).toEqual(expected);
+    expect(await outcome(durable)).toEqual(expected);
   });
 
   it("keeps the latest settings when a LangGraph checkpoint holds the messages", async () => {

@@ -314,6 +314,54 @@ describe("automatic compaction", () => {
     expect(((await info(id)).autoCompact as any).status.lastEntryId).toBe(compactions[0].id);
   });
 
+  it("writes nothing when a generation opens while the summary is written, and compacts after it ends", async () => {
+    const id = await createSession();
+    const key = sid("hold");
+    const settings = { contextWindow: 2000, reserveTokens: 500, keepRecentTokens: 300 };
+    expect((await api("PATCH", `/v1/sessions/${id}`, { body: { autoCompact: settings } })).status).toBe(200);
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    await runInDurableObject(stub, (instance) => {
+      const object = instance as unknown as { env: DurableEnv };
+      object.env = {
+        ...object.env,
+        SUMMARIZER_BASE_URL: `${env.FAKE_LLM_URL}/v1`,
+        SUMMARIZER_MODEL: `hold:${key}`,
+      } as DurableEnv;
+    });
+    const entries = Array.from({ length: 12 }, (_, i) => userMessage(`message ${i} ${words(150)}`));
+    const appended = await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } });
+    expect(appended.status).toBe(201);
+    await summarizerHolds(key);
+    expect((await info(id)).autoCompact).toMatchObject({ status: { state: "running" } });
+    // The answer goes under the leaf the generation opened on: a compaction there now would be left behind.
+    const generation = await openGeneration(id);
+    expect(generation.parentId).toBe(appended.body.leafId);
+    await fetch(`${env.FAKE_LLM_URL}/release/${key}`, { method: "POST" });
+    await vi.waitFor(
+      async () => expect((await info(id)).autoCompact).toMatchObject({ status: { state: "idle" } }),
+      { timeout: 10_000, interval: 50 },
+    );
+    expect((await info(id)).autoCompact as any).not.toHaveProperty("status.lastEntryId");
+    expect((await api("GET", `/v1/sessions/${id}/entries?type=compaction`)).body.entries).toEqual([]);
+    expect((await info(id)).leafId).toBe(appended.body.leafId);
+    const answer = assistantMessage("the answer");
+    const completed = await endGeneration(id, generation.id, "complete", {
+      message: { ...answer.message, usage: { ...answer.message.usage, totalTokens: 5000 } },
+    });
+    expect(completed.status, completed.text).toBe(201);
+    await vi.waitFor(
+      async () =>
+        expect((await info(id)).autoCompact).toMatchObject({
+          status: { state: "idle", lastEntryId: expect.any(String) },
+        }),
+      { timeout: 10_000, interval: 50 },
+    );
+    const compactions = (await api("GET", `/v1/sessions/${id}/entries?type=compaction`)).body.entries;
+    expect(compactions).toHaveLength(1);
+    expect(compactions[0]).toMatchObject({ parentId: generation.id });
+    expect((await info(id)).leafId).toBe(compactions[0].id);
+  });
+
   it("says a compaction the object was evicted in the middle of failed, and compacts after the next write", async () => {
     const id = await createSession();
     const settings = { contextWindow: 2000, reserveTokens: 500, keepRecentTokens: 300 };

@@ -19,24 +19,54 @@ import type { EventHub } from "./session-watchers";
  * never calling the object back. Its state is the session's `autoCompact.status`.
  */
 
+/**
+ * What a compaction meets when a generation opened while its summary was written: the answer goes
+ * under the leaf the generation opened on, so a compaction landing there now would be left on
+ * another branch. Nothing is written; the session compacts after the write that ends the
+ * generation.
+ */
+function generationOpened(): SessionError {
+  return new SessionError(
+    "leaf_conflict",
+    "a generation opened while the summary was written: the session compacts once it ends",
+    { generationOpen: true },
+  );
+}
+
+function isGenerationOpened(error: unknown): boolean {
+  return (
+    error instanceof SessionError &&
+    error.code === "leaf_conflict" &&
+    (error.details as { generationOpen?: boolean } | undefined)?.generationOpen === true
+  );
+}
+
 export class AutoCompaction {
   readonly #object: SessionObjectState;
   /** Its compaction is written through the object's checks (within the session's room), as every write. */
   readonly #calls: SessionCalls;
   /** The session's watchers hear of each change of state. */
   readonly #events: EventHub;
+  /** Whether a generation is open: its answer is still to be written under the parent it opened on. */
+  readonly #generationOpen: () => boolean;
   #running = false;
 
-  constructor(object: SessionObjectState, calls: SessionCalls, events: EventHub) {
+  constructor(
+    object: SessionObjectState,
+    calls: SessionCalls,
+    events: EventHub,
+    generationOpen: () => boolean,
+  ) {
     this.#object = object;
     this.#calls = calls;
     this.#events = events;
+    this.#generationOpen = generationOpen;
   }
 
   /**
    * The session as core's compaction sees it: reads from the object's SQLite, and the compaction
    * appended through the same rules and checks as any write (the branch may move while the
-   * summary is written).
+   * summary is written), not while a generation is open (`generationOpened`).
    */
   #storage(): CompactionStorage {
     const { session } = this.#object;
@@ -47,7 +77,10 @@ export class AutoCompaction {
       getCompactionPath: async (leafId, keepRecentTokens) => this.#compactionPath(leafId, keepRecentTokens),
       appendEntries: async (entries, options) =>
         unwrap(
-          await this.#calls.limitedWrite((s, room) => s.writes.appendEntries(entries, options ?? {}, room)),
+          await this.#calls.limitedWrite((s, room) => {
+            if (this.#generationOpen()) throw generationOpened();
+            return s.writes.appendEntries(entries, options ?? {}, room);
+          }),
         ),
     };
   }
@@ -124,7 +157,10 @@ export class AutoCompaction {
     } catch (error) {
       outcome = error instanceof SessionError ? error.code : "internal";
       if (!this.#object.session.exists || this.#object.lifecycle.deleted) return;
-      if (error instanceof SessionError && error.code === "nothing_to_compact") {
+      if (
+        (error instanceof SessionError && error.code === "nothing_to_compact") ||
+        isGenerationOpened(error)
+      ) {
         this.#setStatus({ state: "idle", lastRunAt });
       } else {
         const message = error instanceof Error ? error.message : String(error);

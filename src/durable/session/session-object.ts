@@ -86,7 +86,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     session.writes.onWritten = (entries, leafId) => watchers.hub.written(entries, leafId);
     const holds = new ForkHolds(sqlOf(ctx.storage.sql));
     const life = new SessionLife(object, reports, watchers.hub, holds, copy);
-    this.#autoCompaction = new AutoCompaction(object, calls, watchers.hub);
+    this.#autoCompaction = new AutoCompaction(object, calls, watchers.hub, () => generations.anyOpen());
     this.#contexts = new ContextAnswers(object, calls);
     this.#intake = new EntryIntake(object, calls);
     this.#object = object;

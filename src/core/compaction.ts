@@ -119,6 +119,14 @@ export function estimateProjectedTokens(
   const usageAt = path.findIndex((entry) => entry.id === usageId);
   const invalidatedAt = path.findLastIndex((e) => e.type === "context_edit" || e.type === "compaction");
   if (usageAt >= 0 && usageAt > invalidatedAt) return estimateContextTokens(messages);
+  return estimateEachMessage(messages, omittedTokens);
+}
+
+/**
+ * The size of a context's messages when no reply's usage counts: every message estimated, the
+ * system messages once as the prompt they replay to, with `omittedTokens` for a part left out.
+ */
+export function estimateEachMessage(messages: readonly AgentMessage[], omittedTokens = 0): number {
   const system = currentSystemMessage(messages);
   let tokens = (system ? estimateTokens(system as AgentMessage) : 0) + omittedTokens;
   for (const message of messages) if (message.role !== "system") tokens += estimateTokens(message);

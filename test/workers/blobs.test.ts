@@ -17,7 +17,19 @@ import {
   sessionWithQuestion,
   snapshot,
 } from "./generation-helpers";
-import { api, apiWith, createSession, expectError, info, KEY_B, KEY_C, sid, userMessage } from "./helpers";
+import {
+  api,
+  apiWith,
+  assistantMessage,
+  createSession,
+  expectError,
+  info,
+  KEY_B,
+  KEY_C,
+  sid,
+  userMessage,
+  withObjectEnv,
+} from "./helpers";
 
 /*
  * Blobs in R2: images and tool outputs from BLOB_MIN_BYTES (64 KiB here) stored once per tenant,
@@ -733,6 +745,45 @@ describe("blobs in R2", () => {
       (await api("GET", `/v1/sessions/${id}/search?q=${encodeURIComponent(q)}`)).body.hits;
     expect(await hits("screen")).toHaveLength(1);
     expect(await hits("ünïcödé")).toHaveLength(0);
+  });
+
+  it("sizes a context for automatic compaction by its blobs' stored sizes, reading none back", async () => {
+    const reply = assistantMessage("looked");
+    const usage = { ...reply.message.usage, totalTokens: 30_000 };
+    // The last reply's usage and what follows it (a tool output of about 25,000 tokens), or every message.
+    for (const entries of [
+      [...turn(41), { ...reply, message: { ...reply.message, usage } }, ...turn(42)],
+      [...turn(43), ...turn(44)],
+    ]) {
+      const id = await createSession();
+      expect((await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } })).status).toBe(201);
+      const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+      await evictDurableObject(stub);
+      let gets = 0;
+      const counted = new Proxy(bucket, {
+        get(target, name) {
+          const value = Reflect.get(target, name);
+          if (typeof value !== "function") return value;
+          return (...args: unknown[]) => {
+            if (name === "get") gets++;
+            return value.apply(target, args);
+          };
+        },
+      });
+      const alarmWith = async (contextWindow: number) => {
+        const autoCompact = { contextWindow, reserveTokens: 16_384 };
+        expect((await api("PATCH", `/v1/sessions/${id}`, { body: { autoCompact } })).status).toBe(200);
+        await runDurableObjectAlarm(stub);
+        return ((await info(id)).autoCompact as { status: Record<string, unknown> }).status;
+      };
+      // The alarm runs when the test says.
+      await withObjectEnv(stub, { DIRECTORY_SYNC_MS: "3600000", BLOBS: counted }, async () => {
+        expect(await alarmWith(100_000)).toEqual({ state: "idle" });
+        expect(gets).toBe(0);
+        // Counted by their references only, the tool outputs would leave the context under this budget.
+        expect(await alarmWith(60_000)).toMatchObject({ state: "idle", lastEntryId: expect.any(String) });
+      });
+    }
   });
 });
 

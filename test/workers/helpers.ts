@@ -1,6 +1,8 @@
+import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { expect } from "vitest";
 import { newId } from "../../src/core/ids";
+import type { DurableEnv } from "../../src/durable/internal";
 import worker from "../../src/worker";
 
 export const KEY_A = "key-a";
@@ -64,6 +66,31 @@ export function expectError(res: ApiResponse, status: number, code: string) {
   expect(res.body?.error?.code, res.text).toBe(code);
   expect(typeof res.body.error.message).toBe("string");
   expect(res.text).not.toMatch(/\n\s+at /);
+}
+
+/**
+ * Runs `run` with `patch` made to the environment the session objects share (the settings and
+ * bindings an object reads as it works), as it was again after.
+ */
+export async function withObjectEnv<T>(
+  stub: DurableObjectStub,
+  patch: Partial<DurableEnv>,
+  run: () => Promise<T>,
+): Promise<T> {
+  const envOf = (instance: unknown) => (instance as { env: DurableEnv }).env;
+  let saved: Partial<DurableEnv> = {};
+  await runInDurableObject(stub, (instance) => {
+    const objectEnv = envOf(instance);
+    saved = Object.fromEntries(Object.keys(patch).map((name) => [name, objectEnv[name as keyof DurableEnv]]));
+    Object.assign(objectEnv, patch);
+  });
+  try {
+    return await run();
+  } finally {
+    await runInDurableObject(stub, (instance) => {
+      Object.assign(envOf(instance), saved);
+    });
+  }
 }
 
 export async function info(id: string, key?: string) {

@@ -1,6 +1,7 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { estimatePathTokens } from "../../src/core/compaction";
 import { SessionError } from "../../src/core/errors";
 import { MemoryRepo } from "../../src/core/memory";
 import type { AgentMessage } from "../../src/core/messages";
@@ -11,7 +12,17 @@ import type { DurableEnv } from "../../src/durable/internal";
 import { DurableRepo, sessionObjectName } from "../../src/durable/internal";
 import worker from "../../src/worker";
 import { endGeneration, openGeneration } from "./generation-helpers";
-import { api, assistantMessage, createSession, expectError, info, KEY_A, sid, userMessage } from "./helpers";
+import {
+  api,
+  assistantMessage,
+  createSession,
+  expectError,
+  info,
+  KEY_A,
+  sid,
+  userMessage,
+  withObjectEnv,
+} from "./helpers";
 
 const words = (n: number) => "word ".repeat(n).trim();
 const ctx = () => ({ waitUntil() {}, passThroughOnException() {}, props: {} }) as unknown as ExecutionContext;
@@ -360,6 +371,70 @@ describe("automatic compaction", () => {
     expect(compactions).toHaveLength(1);
     expect(compactions[0]).toMatchObject({ parentId: generation.id });
     expect((await info(id)).leafId).toBe(compactions[0].id);
+  });
+
+  it("measures the context as the whole context path does: a reply's usage and what follows it, or every message", async () => {
+    const reply = (id: string, totalTokens: number) => {
+      const answer = assistantMessage(`reply ${id} ${words(40)}`);
+      return {
+        ...answer,
+        id,
+        message: { ...answer.message, usage: { ...answer.message.usage, totalTokens } },
+      };
+    };
+    const ask = (id: string, n: number) => ({ ...userMessage(`${id} ${words(n)}`), id });
+    const system = {
+      type: "message",
+      id: "sys",
+      message: { role: "system", content: "", sections: { rules: words(30) }, timestamp: 1 },
+    };
+    const shapes = [
+      // What follows the last reply counts on top of its usage, once.
+      [
+        system,
+        ask("u1", 300),
+        reply("a1", 700),
+        ask("u2", 200),
+        reply("a2", 1500),
+        { ...system, id: "sys2" },
+        ask("u3", 150),
+      ],
+      // An edit after the reply: every message counts.
+      [
+        ask("u1", 300),
+        reply("a1", 700),
+        { type: "context_edit", id: "e", targetId: "u1", replacement: { content: "short" } },
+        ask("u2", 200),
+      ],
+      // The reply is in what the latest compaction kept: every message counts.
+      [
+        ask("u1", 300),
+        reply("a1", 700),
+        ask("u2", 200),
+        reply("a2", 900),
+        { type: "compaction", id: "c", summary: words(60), firstKeptEntryId: "u2", tokensBefore: 100 },
+        ask("u3", 150),
+      ],
+      [system, ask("u1", 300), ask("u2", 200), ask("u3", 150)],
+    ];
+    for (const entries of shapes) {
+      const id = await createSession();
+      expect((await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } })).status).toBe(201);
+      const session = await new DurableRepo(env as unknown as DurableEnv, "tenant-a").open(id);
+      const tokens = estimatePathTokens(await session.storage.getContextPath());
+      const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+      const compactsWithin = async (contextWindow: number) => {
+        const autoCompact = { contextWindow, reserveTokens: 0, keepRecentTokens: 1 };
+        expect((await api("PATCH", `/v1/sessions/${id}`, { body: { autoCompact } })).status).toBe(200);
+        await runDurableObjectAlarm(stub);
+        return ((await info(id)).autoCompact as any).status.lastEntryId !== undefined;
+      };
+      // The alarm runs when the test says.
+      await withObjectEnv(stub, { DIRECTORY_SYNC_MS: "3600000" }, async () => {
+        expect(await compactsWithin(tokens)).toBe(false);
+        expect(await compactsWithin(tokens - 1)).toBe(true);
+      });
+    }
   });
 
   it("says a compaction the object was evicted in the middle of failed, and compacts after the next write", async () => {

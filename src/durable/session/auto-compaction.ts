@@ -1,7 +1,7 @@
 import type { CompactionStorage } from "../../core/compact-session";
 import { compactSession } from "../../core/compact-session";
 import type { OmittedHistory } from "../../core/compaction";
-import { DEFAULT_KEEP_RECENT_TOKENS, estimatePathTokens } from "../../core/compaction";
+import { DEFAULT_KEEP_RECENT_TOKENS } from "../../core/compaction";
 import type { StoredEntry, TreeEntry } from "../../core/entries";
 import { SessionError, unwrap } from "../../core/errors";
 import { nowIso } from "../../core/ids";
@@ -115,15 +115,15 @@ export class AutoCompaction {
   }
 
   /**
-   * Whether the context at `leafId` outgrew its budget, measured on what a compaction would read (a
-   * long history's middle only counted), in bounded memory. A long path holding less than a
+   * Whether the context at `leafId` outgrew its budget, measured from what the session stores (no
+   * blob read back; session-reads.ts), in bounded memory. A long path holding less than a
    * compaction keeps has nothing to compact.
    */
-  async #overBudget(leafId: string, settings: AutoCompactSettings): Promise<boolean> {
+  #overBudget(leafId: string, settings: AutoCompactSettings): boolean {
     const keep = settings.keepRecentTokens ?? DEFAULT_KEEP_RECENT_TOKENS;
     try {
-      const { path, omitted } = await this.#compactionPath(leafId, keep);
-      return estimatePathTokens(path, omitted?.tokens) > settings.contextWindow - settings.reserveTokens;
+      const tokens = this.#object.session.reads.contextTokens(leafId, keep);
+      return tokens > settings.contextWindow - settings.reserveTokens;
     } catch (error) {
       if (error instanceof SessionError && error.code === "nothing_to_compact") return false;
       throw error;
@@ -136,7 +136,7 @@ export class AutoCompaction {
     const { header, leafId, autoCompaction } = session.state;
     const settings = header.autoCompact;
     if (!settings || leafId === null || this.#running) return;
-    if (!(await this.#overBudget(leafId, settings))) return;
+    if (!this.#overBudget(leafId, settings)) return;
     this.#running = true;
     const last = { ...autoCompaction };
     this.#setStatus({ ...last, state: "running" });

@@ -1,15 +1,21 @@
 import type { EntryRef } from "../../core/append";
 import { blobSlots, parseBlobRef } from "../../core/blob-refs";
 import type { OmittedHistory } from "../../core/compaction";
-import { addOmitted, countOmitted, DEFAULT_KEEP_RECENT_TOKENS } from "../../core/compaction";
-import { projectEntries } from "../../core/context";
+import {
+  addOmitted,
+  countOmitted,
+  DEFAULT_KEEP_RECENT_TOKENS,
+  estimateEachMessage,
+} from "../../core/compaction";
+import { projectContext, projectEntries } from "../../core/context";
 import type { StoredEntry, TreeEntry } from "../../core/entries";
 import { SessionError } from "../../core/errors";
+import type { AgentMessage } from "../../core/messages";
 import { entryPage } from "../../core/paging";
 import type { SessionSearchOptions, SessionSearchPage } from "../../core/search";
 import type { EntryQuery } from "../../core/session-schemas";
 import type { LeafOptions } from "../../core/storage";
-import { estimateTokens } from "../../core/tokens";
+import { assistantUsage, estimateTokens, usageTokens } from "../../core/tokens";
 import type { TreeNodeFields } from "../../core/tree";
 import type { Sql } from "../sql";
 import { jsonLists } from "../sql";
@@ -26,7 +32,7 @@ import type {
 import type { EntryRows } from "./entry-rows";
 import { CopyNeeded, readsAfterCopy } from "./entry-rows";
 import { forkStart, readPathPage, refsOnPath } from "./fork-source";
-import type { PathReads } from "./path-reads";
+import type { ContextPlan, PathReads } from "./path-reads";
 import { contextOutside } from "./path-reads";
 import { PAGE_CHARS, SHAPE_ROWS } from "./schema";
 import type { StoreParts } from "./session-state";
@@ -120,6 +126,13 @@ export class SessionReads {
     this.#whole();
     this.#parts.row.live();
     return this.#compaction.plan(leafId, keepRecentTokens);
+  }
+
+  /** The size of the context at `leafId`, from what is stored (see `CompactionReads` below). */
+  contextTokens(leafId: string, keepRecentTokens: number): number {
+    this.#whole();
+    this.#parts.row.live();
+    return this.#compaction.contextTokens(leafId, keepRecentTokens);
   }
 
   /**
@@ -324,6 +337,64 @@ export class CompactionReads {
     return plan;
   }
 
+  /**
+   * The size of the context at `leafId` as core's `estimatePathTokens` measures it, from what is
+   * stored: a text blob counts by its stored size, never read back. When the last reply that
+   * reported usage came after every edit and compaction, that usage plus estimates of what
+   * follows it, read back from the end only that far; else every message of what a compaction
+   * reads (`plan`). `nothing_to_compact` as `plan`.
+   */
+  contextTokens(leafId: string, keepRecentTokens: number): number {
+    const context = this.#paths.contextPlan(leafId);
+    const fromReply = this.#tokensFromReply(context);
+    if (fromReply !== undefined) return fromReply;
+    const plan = this.plan(leafId, keepRecentTokens);
+    const omitted =
+      plan.omitted.length > 0
+        ? this.count(plan.omitted, plan.compactionId, Number.POSITIVE_INFINITY)
+        : undefined;
+    const messages = projectContext(this.#rows.entries(plan.seqs) as TreeEntry[]).flatMap((p) => p.messages);
+    return estimateEachMessage(messages, omitted?.counted.tokens) + this.#messageBlobTokens(messages);
+  }
+
+  /**
+   * The last trustworthy reply's usage plus estimates of the context's messages after it, read
+   * back from the end a page at a time; none when no reply before an edit or a compaction reported
+   * usage (it counted a context no longer sent).
+   */
+  #tokensFromReply(context: ContextPlan): number | undefined {
+    const compactionId = context.compaction?.id;
+    const compactionSeq = context.compaction?.seq ?? 0;
+    const projecting = { edits: context.edits, checkpointId: context.checkpointId };
+    let tokens = 0;
+    for (let end = context.seqs.length; end > 0; end -= TAIL_READ) {
+      const entries = this.#rows.entries(context.seqs.slice(Math.max(0, end - TAIL_READ), end));
+      const after: AgentMessage[] = [];
+      for (const entry of entries.toReversed()) {
+        if (entry.type === "context_edit" || entry.type === "compaction" || entry.seq < compactionSeq) return;
+        const messages = projectEntries([entry as TreeEntry], compactionId, projecting);
+        const at = messages.findLastIndex((message) => assistantUsage(message) !== undefined);
+        after.push(...messages.slice(at + 1));
+        const usage = at >= 0 ? assistantUsage(messages[at] as AgentMessage) : undefined;
+        if (usage) return usageTokens(usage) + tokens + this.#messageTokens(after);
+      }
+      tokens += this.#messageTokens(after);
+    }
+    return undefined;
+  }
+
+  /** What `messages` hold, their text blobs by their stored sizes. */
+  #messageTokens(messages: readonly AgentMessage[]): number {
+    return (
+      messages.reduce((sum, message) => sum + estimateTokens(message), 0) + this.#messageBlobTokens(messages)
+    );
+  }
+
+  /** What the text blobs of `messages` add once their values are read back (see `#blobTokens`). */
+  #messageBlobTokens(messages: readonly AgentMessage[]): number {
+    return this.#blobTokens(messages.map((message) => ({ type: "message", message })));
+  }
+
   /** What to read whole and what to count of an abandoned branch (`seqs`, in path order). */
   abandoned(seqs: readonly number[], keepRecentTokens: number): CompactionPlan {
     const plan = this.#bounded(seqs, [], keepRecentTokens, { compactionId: undefined, checkpointId: null });
@@ -405,7 +476,7 @@ export class CompactionReads {
    * Tokens the text blobs of `entries` add once their values are read back (as stored, a
    * reference counts as its few characters): about a token for four bytes of each value.
    */
-  #blobTokens(entries: readonly TreeEntry[]): number {
+  #blobTokens(entries: readonly unknown[]): number {
     const refs: string[] = [];
     for (const entry of entries) {
       for (const slot of blobSlots(entry))

@@ -88,10 +88,24 @@ export class SessionReads {
     return this.#parts.rows.entries(this.#parts.rows.seqsHoldingBlobs(ids));
   }
 
+  /**
+   * Reads rows by the seqs an earlier answer named (the pages after its first). Outside a fork's
+   * copy a row that is not there went with the session that answer read (purged, and made again
+   * under its id since): `not_found`, as for the session itself.
+   */
+  #named<T>(read: () => T): T {
+    try {
+      return read();
+    } catch (error) {
+      if (!(error instanceof CopyNeeded) || this.#parts.copy.copying) throw error;
+      throw new SessionError("not_found", "the entries asked for are no longer in the session");
+    }
+  }
+
   /** A page of the entries with these seqs, in order. */
   page(seqs: readonly number[]): EntryPage {
     this.#parts.row.live();
-    return this.#parts.rows.page(seqs);
+    return this.#named(() => this.#parts.rows.page(seqs));
   }
 
   entrySeqs(query: EntryQuery = {}): number[] {
@@ -211,7 +225,7 @@ export class SessionReads {
   /** The tree's nodes of these seqs, in order, as many as a page holds. */
   treeNodes(seqs: readonly number[]): TreeNodeFields[] {
     this.#parts.row.live();
-    return this.#parts.rows.treeNodes(seqs, PAGE_CHARS);
+    return this.#named(() => this.#parts.rows.treeNodes(seqs, PAGE_CHARS));
   }
 
   labels(): Record<string, string> {

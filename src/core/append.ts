@@ -34,6 +34,12 @@ export interface AppendView {
   /** The whole stored entry (for replay comparison and `position: "before"`). */
   load(id: string): StoredEntry | undefined;
   /**
+   * Whether the stored entry `ancestorId` is the stored entry `fromId` or one of its ancestors
+   * (false when either names none): what a context edit's target and a compaction's first kept
+   * entry are checked with, however deep the branch.
+   */
+  onPath(ancestorId: string, fromId: string): boolean;
+  /**
    * The conversation a provider's message appended under `entryId` continues (its last turn and
    * its model); none for an id that names no entry. Asked only of batches holding one.
    */
@@ -96,12 +102,16 @@ class Overlay {
     return this.pending.get(id) ?? this.view.load(id);
   }
 
-  /** Whether `ancestorId` is `fromId` or one of its ancestors. */
+  /**
+   * Whether `ancestorId` is `fromId` or one of its ancestors: the batch's own entries are walked
+   * here, and from the first stored one the view answers (no stored entry has a pending ancestor).
+   */
   onPath(ancestorId: string, fromId: string | null): boolean {
-    let current = fromId;
-    while (current !== null) {
+    for (let current = fromId; current !== null; ) {
       if (current === ancestorId) return true;
-      current = this.ref(current)?.parentId ?? null;
+      const pending = this.pending.get(current);
+      if (!pending) return !this.pending.has(ancestorId) && this.view.onPath(ancestorId, current);
+      current = pending.parentId;
     }
     return false;
   }

@@ -17,3 +17,15 @@ export function branchRows<T extends EntryRef>(start: string, lookup: (id: strin
   }
   return path.reverse();
 }
+
+/** Whether `ancestorId` is `fromId` or one of its ancestors, following parents through `lookup`. */
+export function onBranch(
+  ancestorId: string,
+  fromId: string,
+  lookup: (id: string) => EntryRef | undefined,
+): boolean {
+  for (let current: string | null = fromId; current !== null; current = lookup(current)?.parentId ?? null) {
+    if (current === ancestorId) return true;
+  }
+  return false;
+}

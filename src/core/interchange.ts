@@ -82,6 +82,7 @@ const emptyView: AppendView = {
   nextSeq: 1,
   ref: () => undefined,
   load: () => undefined,
+  onPath: () => false,
   conversationAt: () => NO_CONVERSATION,
 };
 

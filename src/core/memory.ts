@@ -1,6 +1,6 @@
 import type { AppendPlan, AppendView, EntryRef } from "./append";
 import { planAppend, planImport, planLeafMove } from "./append";
-import { branchRows } from "./branch";
+import { branchRows, onBranch } from "./branch";
 import type { LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "./entries";
 import { SessionError } from "./errors";
 import type { ForkTargetHeader } from "./fork";
@@ -84,6 +84,7 @@ export class MemoryStorage implements SessionStorage {
         const row = this.#byId.get(id);
         return row && this.#read(row);
       },
+      onPath: (ancestorId, fromId) => onBranch(ancestorId, fromId, (id) => this.#byId.get(id)),
       conversationAt: (id) => {
         const row = this.#byId.get(id);
         if (!row || row.type === "leaf") return NO_CONVERSATION;

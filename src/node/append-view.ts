@@ -1,5 +1,5 @@
 import type { AppendView } from "../core/append";
-import { branchRows } from "../core/branch";
+import { branchRows, onBranch } from "../core/branch";
 import type { SessionEntry, StoredEntry, TreeEntry } from "../core/entries";
 import type { Conversation } from "../core/providers/provider-entries";
 import { conversationOf, isProviderEntry, NO_CONVERSATION } from "../core/providers/provider-entries";
@@ -59,6 +59,7 @@ export async function appendView(
       const row = index.get(id);
       return row && parseRow(log.readNow(row), row);
     },
+    onPath: (ancestorId, fromId) => onBranch(ancestorId, fromId, (id) => index.get(id)),
     conversationAt: (id) => conversations.get(id) ?? NO_CONVERSATION,
   };
 }

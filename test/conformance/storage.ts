@@ -781,6 +781,55 @@ export function storageConformance(
         );
         expect(await count(session)).toBe(3);
       });
+
+      it("checks a kept entry and an edit's target against the branch, stored or in the batch, however deep", async () => {
+        const session = await fresh();
+        const ids = await chain(session, 300);
+        const [root, second] = ids as [string, string];
+        const tip = ids.at(-1) as string;
+        const side = await session.appendMessage(assistant("side"), { parentId: root });
+        const before = await count(session);
+        const edit = (targetId: string, extra: Record<string, unknown> = {}) => ({
+          type: "context_edit" as const,
+          targetId,
+          replacement: null,
+          ...extra,
+        });
+        const compaction = (firstKeptEntryId: string, extra: Record<string, unknown> = {}) => ({
+          type: "compaction" as const,
+          summary: "S",
+          tokensBefore: 1,
+          firstKeptEntryId,
+          ...extra,
+        });
+        // Stored: below the parent, beside it on another branch, under a branch of the batch's own.
+        for (const batch of [
+          [edit(second, { parentId: root })],
+          [compaction(second, { parentId: side })],
+          [edit(side, { parentId: tip })],
+          [
+            messageEntry(user("p"), { id: "p1", parentId: root }),
+            messageEntry(assistant("q"), { parentId: tip }),
+            compaction("p1"),
+          ],
+          [messageEntry(user("p"), { id: "p2", parentId: side }), edit(second)],
+        ]) {
+          await expectCode(session.appendEntries(batch as EntryInput[]), "invalid_tree");
+        }
+        expect(await count(session)).toBe(before);
+        // On the branch: the root far above, through the batch's own entries, and one of them.
+        const written = await session.appendEntries([
+          edit(root, { parentId: tip }),
+          compaction(root),
+          messageEntry(user("r"), { id: "r1" }),
+          messageEntry(assistant("s")),
+          edit(second),
+          edit("r1"),
+          compaction("r1"),
+        ] as EntryInput[]);
+        expect(written.entries).toHaveLength(7);
+        expect(await count(session)).toBe(before + 7);
+      });
     });
 
     describe("fork", () => {

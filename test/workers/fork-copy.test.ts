@@ -280,6 +280,32 @@ describe("a fork still copying its path", () => {
     );
   });
 
+  it("checks an edit's target and a compaction's kept entry against the path still to copy", async () => {
+    const src = await source();
+    const { id } = await fork(src);
+    await copying(id);
+    const before = (await info(id)).entryCount;
+    // After the fork point, on another branch, and above the branch it is appended to.
+    for (const edit of [{ targetId: "m41" }, { targetId: "b21" }, { targetId: "m39", parentId: "m2" }]) {
+      expectError(
+        await api("POST", `/v1/sessions/${id}/entries`, {
+          body: { type: "context_edit", replacement: null, ...edit },
+        }),
+        422,
+        "invalid_tree",
+      );
+    }
+    expect((await info(id)).entryCount).toBe(before);
+    await append(id, [
+      { type: "context_edit", targetId: "m1", replacement: null },
+      { type: "compaction", summary: "S", tokensBefore: 1, firstKeptEntryId: "m2" },
+    ]);
+    await finish(id);
+    const branch = await branchOf(id);
+    expect(branch.slice(-2).map((entry) => entry.type)).toEqual(["context_edit", "compaction"]);
+    expect(branch.slice(0, -2)).toEqual(await branchOf(src, "m40"));
+  });
+
   it("moves its head before an entry it holds, onto one still to copy, and its history says so", async () => {
     const src = await createSession();
     await append(

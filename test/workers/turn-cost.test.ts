@@ -77,6 +77,8 @@ async function meterSession(id: string) {
         cursors.length = 0;
         return rows;
       }),
+    /** The statements run since the last `take`. */
+    statements: () => runInDurableObject(stub, () => cursors.length),
     /** Runs the object's own alarm once: its report to the directory. */
     runAlarm: () => runInDurableObject(stub, () => (alarm as () => Promise<void>)()),
   };
@@ -165,4 +167,49 @@ describe("an agent turn", () => {
     for (const [turn, cost] of small.entries())
       expect(cost.reportRows).toBeLessThanOrEqual(mid[turn]?.reportRows as number);
   }, 120_000);
+});
+
+describe("an append naming an entry far up the branch", () => {
+  it("checks an edit's target and a compaction's kept entry in the same statements at 100 and 3,000 entries", async () => {
+    const statements: number[][] = [];
+    for (const size of [100, 3_000]) {
+      const id = await sessionWithHistory(size);
+      const leaf = historyId(size - 1);
+      const side = await api("POST", `/v1/sessions/${id}/entries`, {
+        body: {
+          type: "message",
+          id: "side",
+          parentId: historyId(0),
+          message: { role: "user", content: "side", timestamp: 1 },
+        },
+      });
+      expect(side.status, side.text).toBe(201);
+      const meter = await meterSession(id);
+      const counted: number[] = [];
+      const append = async (body: unknown, status: number) => {
+        await meter.take();
+        const res = await api("POST", `/v1/sessions/${id}/entries`, { body });
+        expect(res.status, res.text).toBe(status);
+        counted.push(await meter.statements());
+      };
+      // Off the branch: the side entry, one below the root.
+      await append({ type: "context_edit", targetId: "side", parentId: leaf, replacement: null }, 422);
+      await append(
+        { type: "compaction", summary: "S", tokensBefore: 1, firstKeptEntryId: "side", parentId: leaf },
+        422,
+      );
+      // On it: the root.
+      await append(
+        {
+          entries: [
+            { type: "context_edit", targetId: historyId(0), parentId: leaf, replacement: null },
+            { type: "compaction", summary: "S", tokensBefore: 1, firstKeptEntryId: historyId(0) },
+          ],
+        },
+        201,
+      );
+      statements.push(counted);
+    }
+    expect(statements[1]).toEqual(statements[0]);
+  }, 60_000);
 });

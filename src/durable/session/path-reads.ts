@@ -134,6 +134,12 @@ export class PathReads {
     );
   }
 
+  /** Whether `ancestor` is `node` or one of its ancestors: one walk, no higher than `ancestor`. */
+  isAncestor(ancestor: Node, node: Node): boolean {
+    if (ancestor.depth === null || node.depth === null || ancestor.depth > node.depth) return false;
+    return this.onPath(node.seq, [ancestor.seq], ancestor.depth).has(ancestor.seq);
+  }
+
   /** Seqs of the path root → `leafId` (on a path, seq grows from parent to child). */
   pathSeqs(leafId: string | null): number[] {
     if (leafId === null) return [];

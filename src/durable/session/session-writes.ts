@@ -151,6 +151,15 @@ export class SessionWrites {
         }
         return loaded?.get(id) ?? this.#reads.getEntry(id);
       },
+      onPath: (ancestorId, fromId) => {
+        const ancestor = this.#parts.rows.node(ancestorId);
+        const from = this.#parts.rows.node(fromId);
+        if (ancestor && from) return this.#parts.paths.isAncestor(ancestor, from);
+        // An entry of the path still to copy: the two are compared once it is copied.
+        if (!ancestor && elsewhere(ancestorId)) throw new CopyNeeded({ ids: [ancestorId] });
+        if (!from && elsewhere(fromId)) throw new CopyNeeded({ ids: [fromId] });
+        return false;
+      },
       conversationAt: (id) => this.#contexts.conversationAt(id),
     };
   }

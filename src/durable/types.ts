@@ -79,6 +79,8 @@ export interface CopiedRow {
   path_blob_bytes: number | null;
   path_messages: number | null;
   path_preview: number | null;
+  messages_held: string | null;
+  edit_target: string | null;
   [key: string]: SqlStorageValue;
 }
 

@@ -1,7 +1,11 @@
-import { runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { sessionObjectName } from "../../src/durable/internal";
+import type { EntryInput } from "../../src/core/entries";
+import { newId } from "../../src/core/ids";
+import { MemoryRepo } from "../../src/core/memory";
+import type { DurableEnv } from "../../src/durable/internal";
+import { DurableRepo, sessionObjectName } from "../../src/durable/internal";
 import { EntryRows } from "../../src/durable/session/entry-rows";
 import { PathReads } from "../../src/durable/session/path-reads";
 import type { Sql } from "../../src/durable/sql";
@@ -206,5 +210,112 @@ describe("the seq lists reads of a long path bind", () => {
       expect(paths.editsReach(others)).toBe(false);
       expect(Math.max(...bound)).toBeLessThanOrEqual(JSON_PARAM_CHARS);
     });
+  });
+});
+
+describe("a session stored before its checkpoints and edits were indexed", () => {
+  it("indexes them when opened again, payloads stored in chunks too, and answers the same contexts", async () => {
+    const id = await createSession();
+    const human = (text: string) => ({
+      lc: 1,
+      type: "constructor",
+      id: ["langchain_core", "messages", "HumanMessage"],
+      kwargs: { content: text, additional_kwargs: {}, response_metadata: {} },
+    });
+    const checkpoint = (cpId: string, data: unknown, parentId?: string) => ({
+      type: "custom",
+      id: cpId,
+      customType: "langgraph:checkpoint",
+      data,
+      ...(parentId ? { parentId } : {}),
+    });
+    const held = (text: string) => ({ values: { messages: { type: "json", json: [human(text)] } } });
+    // Past a row's inline limit (512 KiB): stored in chunks.
+    const large = "x".repeat(600 * 1024);
+    const entries = [
+      { ...userMessage("q"), id: "q" },
+      { ...assistantMessage("a"), id: "a" },
+      checkpoint("cp1", held("held")),
+      { type: "context_edit", id: "e1", targetId: "a", replacement: { content: "edited" } },
+      { type: "context_edit", id: "e2", targetId: "q", replacement: { content: large } },
+      { type: "custom", id: "state", customType: "app:state", data: { large } },
+      checkpoint("cp2", { ...held("held again"), note: large }),
+      { ...userMessage("after"), id: "u" },
+      checkpoint("cp3", { messages: [] }, "a"),
+      { ...userMessage("beside"), id: "b" },
+    ];
+    const res = await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } });
+    expect(res.status, res.text).toBe(201);
+    expect((await api("PUT", `/v1/sessions/${id}/leaf`, { body: { targetId: "u" } })).status).toBe(200);
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    const indexed = () =>
+      runInDurableObject(stub, (_instance, state) =>
+        state.storage.sql
+          .exec("SELECT id, chunks > 0 AS chunked, messages_held, edit_target FROM entries ORDER BY seq")
+          .toArray(),
+      );
+    const written = await indexed();
+    expect(written.filter((row) => row.messages_held !== null || row.edit_target !== null)).toEqual([
+      { id: "cp1", chunked: 0, messages_held: "value", edit_target: null },
+      { id: "e1", chunked: 0, messages_held: null, edit_target: "a" },
+      { id: "e2", chunked: 1, messages_held: null, edit_target: "q" },
+      { id: "cp2", chunked: 1, messages_held: "value", edit_target: null },
+      { id: "cp3", chunked: 0, messages_held: "changes", edit_target: null },
+    ]);
+    const contexts = async () =>
+      Promise.all(
+        ["u", "b", "a"].map(
+          async (leafId) => (await api("GET", `/v1/sessions/${id}/context?leafId=${leafId}`)).body,
+        ),
+      );
+    const before = await contexts();
+    // As the release before stored it: no such columns, no such indexes, its schema then.
+    // A fresh object: no statement of its reads is open to lock the table.
+    await evictDurableObject(stub);
+    await runInDurableObject(stub, (_instance, state) => {
+      state.storage.sql.exec("DROP INDEX entries_holding_messages");
+      state.storage.sql.exec("DROP INDEX entries_by_edit_target");
+      state.storage.sql.exec("ALTER TABLE entries DROP COLUMN messages_held");
+      state.storage.sql.exec("ALTER TABLE entries DROP COLUMN edit_target");
+      state.storage.sql.exec("DELETE FROM schema_version WHERE version > 7");
+    });
+    await evictDurableObject(stub);
+    expect(await contexts()).toEqual(before);
+    expect(await indexed()).toEqual(written);
+  });
+});
+
+describe("a context holding a LangGraph checkpoint's messages", () => {
+  it("is read from the last checkpoint on its path, past many of other branches, as the memory backend reads it", async () => {
+    const human = (text: string) => ({
+      lc: 1,
+      type: "constructor",
+      id: ["langchain_core", "messages", "HumanMessage"],
+      kwargs: { content: text, additional_kwargs: {}, response_metadata: {} },
+    });
+    // Both backends write the same entries, at one time.
+    const timestamp = "2026-01-01T00:00:00.000Z";
+    const checkpoint = (id: string, parentId: string, data: unknown) =>
+      ({ type: "custom", id, parentId, timestamp, customType: "langgraph:checkpoint", data }) as EntryInput;
+    const held = (text: string) => ({ values: { messages: { type: "json", json: [human(text)] } } });
+    const entries: EntryInput[] = [
+      { ...userMessage("q"), id: "q" } as EntryInput,
+      checkpoint("cp", "q", held("on the path")),
+      // Beside the path, between its checkpoint and its end: more than one read of the index holds.
+      ...Array.from({ length: 40 }, (_, i) => checkpoint(`side${i}`, "cp", held(`beside ${i}`))),
+      checkpoint("changed", "side0", { messages: [] }),
+      { ...userMessage("after"), id: "u", parentId: "cp" } as EntryInput,
+    ];
+    const id = `s-${newId()}`;
+    const durable = await new DurableRepo(env as unknown as DurableEnv, "tenant-a").create({ id });
+    const memory = await new MemoryRepo().create({ id });
+    for (const session of [durable, memory]) await session.appendEntries(entries);
+    for (const leafId of ["u", "side39", "changed", "side0"]) {
+      const context = (await api("GET", `/v1/sessions/${id}/context?leafId=${leafId}`)).body;
+      const { version: _, ...answered } = context;
+      expect(answered).toEqual(await memory.buildContext({ leafId }));
+    }
+    const context = (await api("GET", `/v1/sessions/${id}/context?leafId=u`)).body;
+    expect(context.messages).toMatchObject([{ content: [{ text: "on the path" }] }, { content: "after" }]);
   });
 });

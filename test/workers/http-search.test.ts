@@ -305,10 +305,16 @@ describe("searching a session", () => {
     expect(found.length).toBeGreaterThan(1);
     // As an object of the release before stored it: the checkpoints not indexed, its schema then.
     const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    // A fresh object: no statement of its reads is open to lock the table.
+    await evictDurableObject(stub);
     await runInDurableObject(stub, (_instance, state) => {
       state.storage.sql.exec(
         "DELETE FROM entry_text WHERE rowid IN (SELECT seq FROM entries WHERE type = 'custom')",
       );
+      state.storage.sql.exec("DROP INDEX entries_holding_messages");
+      state.storage.sql.exec("DROP INDEX entries_by_edit_target");
+      state.storage.sql.exec("ALTER TABLE entries DROP COLUMN messages_held");
+      state.storage.sql.exec("ALTER TABLE entries DROP COLUMN edit_target");
       state.storage.sql.exec("DELETE FROM schema_version WHERE version > 6");
     });
     expect((await search(id, q("Paris"))).body.hits).toEqual([]);

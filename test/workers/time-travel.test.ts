@@ -214,6 +214,10 @@ describe("asOf", () => {
         state.storage.sql.exec(`ALTER TABLE entries DROP COLUMN ${column}`);
       state.storage.sql.exec("DROP TABLE fork_holds");
       state.storage.sql.exec("DROP TABLE fork_copy");
+      state.storage.sql.exec("DROP INDEX entries_holding_messages");
+      state.storage.sql.exec("DROP INDEX entries_by_edit_target");
+      state.storage.sql.exec("ALTER TABLE entries DROP COLUMN messages_held");
+      state.storage.sql.exec("ALTER TABLE entries DROP COLUMN edit_target");
       state.storage.sql.exec("DELETE FROM schema_version WHERE version > 3");
     });
     await evictDurableObject(stub);

@@ -33,8 +33,33 @@ const historyLine = (i: number) =>
     },
   });
 
+/**
+ * A history entry of an agent written through a framework's adapter: its messages, each followed
+ * by a custom entry of its state (a few KiB) and by a context edit leaving out the message before.
+ */
+const frameworkLine = (i: number) => {
+  const entry = JSON.parse(historyLine(i));
+  if (i % 3 === 1)
+    return JSON.stringify({
+      ...entry,
+      message: undefined,
+      type: "custom",
+      customType: "app:state",
+      data: { step: i, state: "s".repeat(4096) },
+    });
+  if (i % 3 === 2)
+    return JSON.stringify({
+      ...entry,
+      message: undefined,
+      type: "context_edit",
+      targetId: historyId(i - 2),
+      replacement: null,
+    });
+  return JSON.stringify(entry);
+};
+
 /** A session holding `size` entries on one branch, imported in one request. */
-async function sessionWithHistory(size: number): Promise<string> {
+async function sessionWithHistory(size: number, line = historyLine): Promise<string> {
   const id = sid("turn-cost");
   const header = {
     type: "session",
@@ -43,7 +68,7 @@ async function sessionWithHistory(size: number): Promise<string> {
     id,
     createdAt: "2026-01-01T00:00:00.000Z",
   };
-  const lines = [JSON.stringify(header), ...Array.from({ length: size }, (_, i) => historyLine(i))];
+  const lines = [JSON.stringify(header), ...Array.from({ length: size }, (_, i) => line(i))];
   const imported = await api("POST", "/v1/sessions/import", {
     raw: `${lines.join("\n")}\n`,
     headers: { "Content-Type": "application/x-ndjson" },
@@ -109,8 +134,8 @@ interface TurnCost {
   reportRows: number;
 }
 
-async function measureTurns(size: number): Promise<TurnCost[]> {
-  const id = await sessionWithHistory(size);
+async function measureTurns(size: number, line = historyLine): Promise<TurnCost[]> {
+  const id = await sessionWithHistory(size, line);
   const meter = await meterSession(id);
   let version = (await api("GET", `/v1/sessions/${id}/context`)).body.version as string;
   await meter.runAlarm();
@@ -167,6 +192,12 @@ describe("an agent turn", () => {
     for (const [turn, cost] of small.entries())
       expect(cost.reportRows).toBeLessThanOrEqual(mid[turn]?.reportRows as number);
   }, 120_000);
+
+  it("reads the same rows at 100 and 3,000 entries of history holding custom entries and context edits", async () => {
+    const small = await measureTurns(100, frameworkLine);
+    const large = await measureTurns(3_000, frameworkLine);
+    expect(large.map((cost) => cost.requestRows)).toEqual(small.map((cost) => cost.requestRows));
+  }, 60_000);
 });
 
 describe("an append naming an entry far up the branch", () => {

@@ -1,5 +1,6 @@
 import type { EntryRef, PlannedWrite } from "../../core/append";
 import type { EntryType, StoredEntry } from "../../core/entries";
+import { langGraphMessagesHeld } from "../../core/framework-custom-messages";
 import { nonBlank } from "../../core/info";
 import { contentText } from "../../core/messages";
 import { entryPage } from "../../core/paging";
@@ -346,7 +347,14 @@ export class EntryRows {
     const role = entry.type === "message" ? entry.message.role : null;
     const inline = bytes <= INLINE_BYTES;
     const chunks = inline ? 0 : Math.ceil(bytes / CHUNK_BYTES);
-    const stored = { ...node, parent_seq: parent?.seq ?? null, role, timestamp: entry.timestamp };
+    const stored = {
+      ...node,
+      parent_seq: parent?.seq ?? null,
+      role,
+      timestamp: entry.timestamp,
+      messages_held: entry.type === "leaf" ? null : (langGraphMessagesHeld(entry) ?? null),
+      edit_target: entry.type === "context_edit" ? entry.targetId : null,
+    };
     rows.push(rowValues({ ...stored, body: inline ? json : null, chunks, blob_bytes: blobBytes ?? 0 }));
     if (!inline) writeChunks(this.#sql, seq, json, chunks);
     if (entry.type === "label") this.setLabel(entry.targetId, entry.label);

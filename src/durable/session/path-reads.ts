@@ -3,7 +3,6 @@ import { deriveState, isSystemMessageEntry, keptFrom, projectEntries } from "../
 import { latestEdits } from "../../core/context-edits";
 import type { CompactionEntry, ContextEditEntry, StoredEntry, TreeEntry } from "../../core/entries";
 import { SessionError } from "../../core/errors";
-import { LANGGRAPH_CHECKPOINT, langGraphMessagesHeld } from "../../core/framework-custom-messages";
 import type { AgentMessage } from "../../core/messages";
 import { LastTurnStart } from "../../core/providers/last-turn";
 import type { Sql } from "../sql";
@@ -18,6 +17,9 @@ import type { EntryRows, Node } from "./entry-rows";
 
 /** Entries read at a time when looking for a context's last turn from its end. */
 const TURN_READ = 16;
+
+/** Checkpoints read at a time when looking for the one a context holds, from its end. */
+const CHECKPOINT_READ = 16;
 
 /** An entry on a path, without its payload. */
 export interface Step {
@@ -179,54 +181,61 @@ export class PathReads {
   }
 
   /**
-   * Seqs of the session's LangGraph checkpoints (and of custom entries stored in chunks, which may
-   * be some), found through the type index: most sessions have none.
-   */
-  #checkpointSeqs(): number[] {
-    return this.#sql<{ seq: number }>`SELECT seq FROM entries WHERE type = 'custom'
-      AND (body IS NULL OR body->>'customType' = ${LANGGRAPH_CHECKPOINT}) ORDER BY seq`
-      .toArray()
-      .map((row) => row.seq);
-  }
-
-  /**
    * A context's entries (`seqs`, in path order) from the LangGraph checkpoint whose messages value
-   * the context holds (core's `messagesCheckpoint`), with its id; all of them when there is none.
-   * Reads only the checkpoints from the last back to the first that holds the messages channel.
+   * the context holds (core's `messagesCheckpoint`), with its id; all of them when there is none:
+   * the last of them holding the channel as a value, unless one holding it as changes follows.
    */
   #fromCheckpoint(seqs: number[]): { seqs: number[]; checkpointId: string | null } {
     const none = { seqs, checkpointId: null };
-    const all = this.#checkpointSeqs();
-    if (all.length === 0) return none;
+    const first = seqs[0];
+    const last = seqs[seqs.length - 1];
+    if (first === undefined || last === undefined) return none;
     const among = new Set(seqs);
-    for (const seq of all.reverse()) {
-      if (!among.has(seq)) continue;
-      const entry = this.#rows.entries([seq])[0] as TreeEntry;
-      const held = langGraphMessagesHeld(entry);
-      if (held === "value") return { seqs: seqs.slice(seqs.indexOf(seq)), checkpointId: entry.id };
-      if (held === "changes") return none;
+    const value = this.#lastHolding("value", among, first, last);
+    if (value === undefined || this.#lastHolding("changes", among, value + 1, last) !== undefined)
+      return none;
+    const checkpoint = this.#rows.nodeAt(value) as Node;
+    return { seqs: seqs.slice(seqs.indexOf(value)), checkpointId: checkpoint.id };
+  }
+
+  /**
+   * The last entry of `among`, between seqs `from` and `to`, holding the LangGraph messages
+   * channel as `held`: read from the checkpoints' index backwards a few at a time, no payload.
+   */
+  #lastHolding(
+    held: "value" | "changes",
+    among: ReadonlySet<number>,
+    from: number,
+    to: number,
+  ): number | undefined {
+    for (let last = to; ; ) {
+      const seqs = this.#sql<{ seq: number }>`SELECT seq FROM entries
+        WHERE messages_held = ${held} AND seq >= ${from} AND seq <= ${last} ORDER BY seq DESC LIMIT ${CHECKPOINT_READ}`
+        .toArray()
+        .map((row) => row.seq);
+      const found = seqs.find((seq) => among.has(seq));
+      if (found !== undefined) return found;
+      if (seqs.length < CHECKPOINT_READ) return undefined;
+      last = (seqs[seqs.length - 1] as number) - 1;
     }
-    return none;
   }
 
   /**
    * Whether appending the entries of `seqs` to a context may change messages it held before: one
    * of them holds a LangGraph messages channel as a value, or holds it at all in a session with a
-   * checkpoint holding it as a value (whose messages the context may hold until then).
+   * checkpoint holding it as a value (whose messages the context may hold until then). Read from
+   * the checkpoints' index, no payload.
    */
   checkpointsReach(seqs: readonly number[]): boolean {
-    const among = new Set(seqs);
-    const mine = this.#checkpointSeqs().filter((seq) => among.has(seq));
-    if (mine.length === 0) return false;
-    const held = (this.#rows.entries(mine) as TreeEntry[]).map((entry) => langGraphMessagesHeld(entry));
+    const held = jsonLists(seqs).flatMap((list) =>
+      this.#sql<{ messages_held: string }>`SELECT messages_held FROM entries
+        WHERE messages_held IN ('value', 'changes') AND seq IN (SELECT value FROM json_each(${list}))`
+        .toArray()
+        .map((row) => row.messages_held),
+    );
     if (held.includes("value")) return true;
     if (!held.includes("changes")) return false;
-    // Any checkpoint holding the messages as a value (one stored in chunks may be one).
-    return (
-      this.#sql<{ one: number }>`SELECT 1 AS one FROM entries WHERE type = 'custom' AND (body IS NULL
-        OR (body->>'customType' = ${LANGGRAPH_CHECKPOINT} AND body->'data'->'values'->'messages' IS NOT NULL))
-        LIMIT 1`.toArray().length > 0
-    );
+    return this.#sql`SELECT 1 AS one FROM entries WHERE messages_held = 'value' LIMIT 1`.toArray().length > 0;
   }
 
   /**
@@ -355,18 +364,18 @@ export class PathReads {
   /**
    * Whether context edits reach the entries of `seqs`: one of them is an edit, or an edit names
    * one of them (only a hand-made file holds an edit before its target; pi writes it after).
-   * Entries appended to a context with an edit among them did not only grow it. An edit stored in
-   * chunks is not looked into, and counts.
+   * Entries appended to a context with an edit among them did not only grow it. Edits are found by
+   * their targets' index, no payload read.
    */
   editsReach(seqs: readonly number[]): boolean {
     return jsonLists(seqs).some(
       (list) =>
         this.#sql<{ one: number }>`
-        SELECT 1 AS one FROM entries e WHERE e.type = 'context_edit' AND (
-          e.seq IN (SELECT value FROM json_each(${list}))
-          OR e.body IS NULL
-          OR e.body->>'targetId' IN (SELECT id FROM entries WHERE seq IN (SELECT value FROM json_each(${list})))
-        ) LIMIT 1`.toArray().length > 0,
+        SELECT 1 AS one FROM entries WHERE type = 'context_edit' AND seq IN (SELECT value FROM json_each(${list}))
+        UNION ALL
+        SELECT 1 FROM entries
+        WHERE edit_target IN (SELECT id FROM entries WHERE seq IN (SELECT value FROM json_each(${list})))
+        LIMIT 1`.toArray().length > 0,
     );
   }
 

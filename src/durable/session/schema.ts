@@ -12,6 +12,11 @@ import { jsonRuns, migrate } from "../sql";
  * however long the history. `MIGRATIONS[i]` takes the schema from version i to i + 1.
  * Below: how an entry row is laid out, and the ceiling on what the database may hold.
  */
+
+/** A row's payload as SQL reads it in a migration: inline, or its chunks joined in order. */
+const STORED_JSON = `coalesce(body, (SELECT group_concat(CAST(data AS TEXT), '')
+  FROM (SELECT data FROM entry_chunks WHERE entry_chunks.seq = entries.seq ORDER BY n)))`;
+
 const MIGRATIONS = [
   `
   CREATE TABLE session (
@@ -121,6 +126,25 @@ const MIGRATIONS = [
   ON CONFLICT (singleton) DO UPDATE SET
     next_seq = min(next_seq, excluded.next_seq), end_seq = max(end_seq, excluded.end_seq)
   `,
+  // What a context asks of custom entries and context edits, each indexed so that it is found
+  // without reading payloads (path-reads.ts): how a LangGraph checkpoint holds its messages channel
+  // (core's `langGraphMessagesHeld`), and the entry an edit names. Rows stored before are read for
+  // it once, payloads stored in chunks whole.
+  `
+  ALTER TABLE entries ADD COLUMN messages_held TEXT;
+  ALTER TABLE entries ADD COLUMN edit_target TEXT;
+  UPDATE entries SET messages_held = CASE
+      WHEN json_type(payload.json, '$.data.messages') IS NOT NULL THEN 'changes'
+      WHEN json_type(payload.json, '$.data.values') = 'object'
+        AND json_type(payload.json, '$.data.values.messages') IS NOT NULL THEN 'value'
+    END
+    FROM (SELECT seq, ${STORED_JSON} AS json FROM entries WHERE type = 'custom') AS payload
+    WHERE entries.seq = payload.seq AND payload.json->>'customType' = 'langgraph:checkpoint'
+      AND json_type(payload.json, '$.data') = 'object';
+  UPDATE entries SET edit_target = ${STORED_JSON}->>'targetId' WHERE type = 'context_edit';
+  CREATE INDEX entries_holding_messages ON entries (messages_held, seq) WHERE messages_held IS NOT NULL;
+  CREATE INDEX entries_by_edit_target ON entries (edit_target) WHERE edit_target IS NOT NULL
+  `,
 ];
 
 /**
@@ -181,6 +205,8 @@ export const ENTRY_COLUMN_LIST = [
   "path_blob_bytes",
   "path_messages",
   "path_preview",
+  "messages_held",
+  "edit_target",
 ] as const;
 export const ENTRY_COLUMNS = ENTRY_COLUMN_LIST.join(", ");
 /** A row's columns read from a JSON array of them, in ENTRY_COLUMN_LIST's order. */

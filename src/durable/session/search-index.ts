@@ -197,8 +197,8 @@ export class SearchIndex {
   #edits(ids: readonly string[]): { seq: number; id: string; target: string; depth: number | null }[] {
     if (ids.length === 0) return [];
     return this.#sql<{ seq: number; id: string; target: string; depth: number | null }>`
-      SELECT seq, id, body->>'targetId' AS target, depth FROM entries
-      WHERE type = 'context_edit' AND body->>'targetId' IN (SELECT value FROM json_each(${JSON.stringify(ids)}))
+      SELECT seq, id, edit_target AS target, depth FROM entries
+      WHERE edit_target IN (SELECT value FROM json_each(${JSON.stringify(ids)}))
       ORDER BY seq`.toArray();
   }
 

@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { RemoteRepo } from "../client";
+import { sleep } from "../client/backoff";
 import { UnexplainedAnswerError } from "../client/transport";
 import { sha256Hex } from "../core/bytes";
 import type { SessionEntry } from "../core/entries";
@@ -132,15 +133,6 @@ function refusal(error: unknown): boolean {
     )
   );
 }
-
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((done) => {
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", () => {
-      clearTimeout(timer);
-      done();
-    });
-  });
 
 class Mirror {
   readonly #client: RemoteRepo;

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { getEventListeners } from "node:events";
 import {
   appendFileSync,
   copyFileSync,
@@ -443,6 +444,24 @@ describe("cf-sessions sync --watch", () => {
     await watcher.stop();
     rmSync(dir, { recursive: true, force: true });
   }, 120_000);
+
+  it("waits between looks without piling listeners on its stop signal", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sync-watch-idle-"));
+    const stop = new AbortController();
+    const done = watchFiles(createClient({ baseUrl: server.url }), dir, captured(), {
+      intervalMs: 10,
+      json: true,
+      signal: stop.signal,
+      statePath: join(dir, "state.json"),
+    });
+    // Some fifty looks at an empty folder: one wait at a time listens for the stop.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(getEventListeners(stop.signal, "abort").length).toBeLessThanOrEqual(1);
+    stop.abort();
+    expect(await done).toBe(0);
+    expect(getEventListeners(stop.signal, "abort")).toEqual([]);
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   it("refuses what --watch cannot do, before anything is sent", async () => {
     const output = captured();

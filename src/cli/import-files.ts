@@ -3,8 +3,7 @@ import { join } from "node:path";
 import type { RemoteRepo } from "../client";
 import { SessionError } from "../core/errors";
 import { detectFormat, holdsNoConversation, parseImport } from "../core/import-formats";
-import type { ImportWarning } from "../core/interchange";
-import { checkFormat } from "../core/interchange";
+import type { ImportFormat, ImportWarning } from "../core/interchange";
 import { fail, type Output, oneOf } from "./output";
 import { recordProject } from "./project-key";
 
@@ -80,12 +79,12 @@ export async function importFiles(
   client: RemoteRepo,
   path: string,
   output: Output,
-  options: { mode: "import" | "sync"; format?: string; id?: string; progress?: string; json: boolean },
+  options: { mode: "import" | "sync"; format?: ImportFormat; id?: string; progress?: string; json: boolean },
 ): Promise<number> {
   const progress: Progress =
     oneOf("progress", options.progress, ["bar", "plain", "none"] as const) ??
     (output.isTTY ? "bar" : "plain");
-  const format = options.format === undefined ? undefined : checkFormat(options.format);
+  const { format } = options;
   const files = sessionFiles(path);
   const folder = statSync(path).isDirectory();
   if (options.id !== undefined && files.length > 1) fail("--id applies to a single file");

@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { ConnectionError, createClient } from "../client";
 import { SessionError } from "../core/errors";
-import { checkExportFormat } from "../core/interchange";
+import { EXPORT_FORMATS, IMPORT_FORMATS } from "../core/interchange";
 import { MAX_ENTRIES_PAGE, MAX_SESSIONS_PAGE } from "../core/limits";
 import { MAX_SEARCH_HITS } from "../core/search";
 import { treeToJson } from "../core/tree";
@@ -306,8 +306,10 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       }
       return 0;
     }
-    case "sync":
-      if (values.watch) {
+    case "import":
+    case "sync": {
+      const format = oneOf("format", values.format, IMPORT_FORMATS);
+      if (command === "sync" && values.watch) {
         const dir = arg(rest, 0, "dir");
         if (values.id !== undefined) fail("--id applies to one file, not to --watch");
         const intervalMs = number(values.interval) ?? 250;
@@ -318,7 +320,7 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
         process.once("SIGTERM", interrupt);
         try {
           return await watchFiles(client, dir, output, {
-            format: values.format,
+            format,
             intervalMs,
             json,
             signal: stop.signal,
@@ -331,21 +333,14 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       }
       return importFiles(client, arg(rest, 0, "file|dir"), output, {
         mode: command,
-        format: values.format,
+        format,
         id: values.id,
         progress: values.progress,
         json,
       });
-    case "import":
-      return importFiles(client, arg(rest, 0, "file|dir"), output, {
-        mode: command,
-        format: values.format,
-        id: values.id,
-        progress: values.progress,
-        json,
-      });
+    }
     case "export": {
-      const format = checkExportFormat(values.format);
+      const format = oneOf("format", values.format, EXPORT_FORMATS);
       const lines = client.storage(arg(rest, 0, "id")).exportLines(format);
       if (values.out) await writeFileAtomically(values.out, lines);
       else for await (const line of lines) await output.stream(line);

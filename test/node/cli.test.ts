@@ -712,6 +712,22 @@ describe("command line", () => {
     );
   });
 
+  it("refuses an unknown --format as bad usage, before sending anything", async () => {
+    // Nothing listens there: a command that sent a request would fail to connect instead.
+    const closed = { CF_SESSIONS_URL: `http://127.0.0.1:${await freePort()}` };
+    const expected = "cf-sessions: --format is native, pi, claude-code or codex, not pie\n";
+    for (const args of [
+      ["import", folder, "--format", "pie"],
+      ["sync", folder, "--format", "pie"],
+      ["export", toolSession.id, "--format", "pie"],
+    ]) {
+      const refused = await cli(args, closed);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toBe(expected);
+      expect(refused.stdout).toBe("");
+    }
+  });
+
   it("lists sessions in aligned columns", async () => {
     const lines = (await cli(["list"])).stdout.trimEnd().split("\n");
     expect(lines[0]).toMatch(/^ID +UPDATED +ENTRIES +NAME +PREVIEW$/);

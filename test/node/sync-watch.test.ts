@@ -3,6 +3,7 @@ import { getEventListeners } from "node:events";
 import {
   appendFileSync,
   copyFileSync,
+  existsSync,
   mkdtempSync,
   readFileSync,
   rmSync,
@@ -470,6 +471,11 @@ describe("cf-sessions sync --watch", () => {
       main(args, { ...output, err: (text) => errors.push(text) }, { CF_SESSIONS_URL: server.url });
     expect(await run(["sync", "--watch", "--id", "x", tmpdir()])).toBe(2);
     expect(await run(["sync", "--watch", "--interval", "0", tmpdir()])).toBe(2);
-    expect(errors.join("")).toMatch(/--id applies to one file[\s\S]*--interval is 10 to 60000/);
+    const state = join(mkdtempSync(join(tmpdir(), "sync-watch-usage-")), "state.json");
+    expect(await run(["sync", "--watch", "--format", "pie", "--state", state, tmpdir()])).toBe(2);
+    expect(errors.join("")).toMatch(
+      /--id applies to one file[\s\S]*--interval is 10 to 60000[\s\S]*--format is native, pi, claude-code or codex, not pie/,
+    );
+    expect(existsSync(state)).toBe(false);
   });
 });

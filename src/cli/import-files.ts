@@ -118,10 +118,12 @@ export async function importFiles(
       const { header } = parseImport(detected, text);
       id = options.id ?? header.id;
       let warnings: ImportWarning[];
+      // The project is recorded whatever became of the file, so that a run whose recording failed
+      // is mended by the next one, which finds the session there already.
       if (options.mode === "sync") {
         const synced = await client.syncFile(text, { format: detected, id });
         warnings = synced.warnings;
-        if (synced.status !== "unchanged") await recordProject(client.storage(id), header.metadata);
+        await recordProject(client.storage(id), header.metadata);
         if (synced.status === "created") report.imported.push(id);
         else if (synced.status === "appended") report.appended.push({ id, entries: synced.appended });
         else report.skipped.push(id);
@@ -130,10 +132,19 @@ export async function importFiles(
             ? `appended ${synced.appended} to ${id}: ${file}`
             : `${synced.status === "created" ? "imported" : "unchanged"} ${id}: ${file}`;
       } else {
-        warnings = (await client.importFile(text, { format: detected, id })).warnings;
+        const imported = await client.importFile(text, { format: detected, id }).catch((error: unknown) => {
+          if (error instanceof SessionError && error.code === "already_exists") return undefined;
+          throw error;
+        });
+        warnings = imported?.warnings ?? [];
         await recordProject(client.storage(id), header.metadata);
-        report.imported.push(id);
-        line = `imported ${id}: ${file}`;
+        if (imported) {
+          report.imported.push(id);
+          line = `imported ${id}: ${file}`;
+        } else {
+          report.skipped.push(id);
+          line = `skipped ${id} (already there): ${file}`;
+        }
       }
       for (const warning of warnings) report.warnings.push({ file, ...warning });
     } catch (error) {
@@ -142,13 +153,8 @@ export async function importFiles(
         throw error;
       const message = error instanceof Error ? error.message : String(error);
       if (error instanceof SessionError && error.code === "already_exists" && id !== undefined) {
-        if (options.mode === "sync") {
-          report.conflicts.push({ file, id, error: message });
-          line = `conflict ${id}: ${file}`;
-        } else {
-          report.skipped.push(id);
-          line = `skipped ${id} (already there): ${file}`;
-        }
+        report.conflicts.push({ file, id, error: message });
+        line = `conflict ${id}: ${file}`;
       } else {
         report.failed.push({ file, error: message });
         line = `failed: ${file}`;

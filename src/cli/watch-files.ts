@@ -257,7 +257,8 @@ class Mirror {
   async #first(file: string, parsed: ImportedSession, next: FileState): Promise<boolean> {
     try {
       const { status, appended } = await this.#client.syncSession(parsed, { id: next.id });
-      if (status !== "unchanged") await recordProject(this.#client.storage(next.id), parsed.header.metadata);
+      // Recorded whatever the sync did: a first look whose recording failed is mended by the next.
+      await recordProject(this.#client.storage(next.id), parsed.header.metadata);
       this.#state.files[file] = next;
       this.#report(
         { event: status, file, id: next.id, entries: appended },

@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { importFiles } from "../../src/cli/import-files";
 import { main } from "../../src/cli/main";
 import type { Output } from "../../src/cli/output";
 import { projectKeyOf, remoteKey } from "../../src/cli/project-key";
@@ -133,5 +134,52 @@ describe("project keys", () => {
     } finally {
       process.chdir(previous);
     }
+  });
+
+  it("are recorded by the next import or sync when the request recording them failed", async () => {
+    const project = join(home, "mended");
+    mkdirSync(project);
+    const imported = crypto.randomUUID();
+    const synced = crypto.randomUUID();
+    const importDir = join(home, "mended-import");
+    const syncDir = join(home, "mended-sync");
+    mkdirSync(importDir);
+    mkdirSync(syncDir);
+    piFile(importDir, imported, project);
+    piFile(syncDir, synced, project);
+    // The header writes that record the project fail, as on a connection lost, until `down` is off.
+    let down = true;
+    const client = createClient({
+      baseUrl: server.url,
+      retryDelayMs: 1,
+      fetch: async (request) => {
+        if (down && request.method === "PATCH")
+          throw new TypeError("fetch failed", { cause: new Error("connect ECONNREFUSED") });
+        return fetch(request);
+      },
+    });
+    const printed: string[] = [];
+    const output: Output = {
+      out: (text) => printed.push(text),
+      write: () => undefined,
+      stream: async () => undefined,
+      err: () => undefined,
+      isTTY: false,
+    };
+    const options = { format: "pi", progress: "none", json: true } as const;
+    expect(await importFiles(client, importDir, output, { ...options, mode: "import" })).toBe(1);
+    expect(await importFiles(client, syncDir, output, { ...options, mode: "sync" })).toBe(1);
+    expect((await client.storage(imported).getHeader()).metadata.project).toBeUndefined();
+
+    down = false;
+    printed.length = 0;
+    expect(await importFiles(client, importDir, output, { ...options, mode: "import" })).toBe(0);
+    expect(await importFiles(client, syncDir, output, { ...options, mode: "sync" })).toBe(0);
+    expect(printed.map((line) => JSON.parse(line))).toMatchObject([
+      { imported: [], skipped: [imported], failed: [] },
+      { imported: [], unchanged: [synced], failed: [] },
+    ]);
+    expect((await client.storage(imported).getHeader()).metadata.project).toBe("mended");
+    expect((await client.storage(synced).getHeader()).metadata.project).toBe("mended");
   });
 });

@@ -377,6 +377,29 @@ describe("cf-sessions sync --watch", () => {
     rmSync(dir, { recursive: true, force: true });
   }, 120_000);
 
+  it("records a file's project when the request recording it failed the first time", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sync-watch-project-"));
+    const statePath = join(mkdtempSync(join(tmpdir(), "sync-watch-state-")), "state.json");
+    const [file] = piFiles(dir, ["project"]) as [PiFile];
+    // The header write that records the project fails, as on a connection lost, until `down` is off.
+    let down = true;
+    const watcher = startWatcher(dir, statePath, (request) =>
+      down && request.method === "PATCH" ? "down" : undefined,
+    );
+    await vi.waitFor(() => expect(watcher.events().map((e) => e.event)).toContain("retrying"), {
+      timeout: 20_000,
+    });
+    down = false;
+    await vi.waitFor(() => expect(watcher.events().map((e) => e.event)).toContain("unchanged"), {
+      timeout: 20_000,
+    });
+    await watcher.stop();
+    const header = await createClient({ baseUrl: server.url }).storage(file.id).getHeader();
+    // The pi session ran in /Users/badlogic/workspaces/pi-mono: a folder outside any repository here.
+    expect(header.metadata.project).toBe("pi-mono");
+    rmSync(dir, { recursive: true, force: true });
+  }, 60_000);
+
   it("tries again after an error answer that is not the service's, a proxy's page or an edge's 429", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sync-watch-files-"));
     const statePath = join(mkdtempSync(join(tmpdir(), "sync-watch-state-")), "state.json");

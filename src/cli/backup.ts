@@ -1,3 +1,4 @@
+import { constants } from "node:buffer";
 import { createHash } from "node:crypto";
 import type { WriteStream } from "node:fs";
 import {
@@ -15,7 +16,7 @@ import {
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { RemoteRepo } from "../client";
-import type { ImportWarning } from "../core/interchange";
+import { SessionError } from "../core/errors";
 import { tryParseJson } from "../core/json";
 import type { ImportedStreamStatus } from "../core/stream-backup";
 import type { ExistingSessions, ImportedSessionStatus, TenantImportReport } from "../core/tenant-stream";
@@ -32,7 +33,8 @@ import { write } from "./atomic-file";
  * name and renamed once the stream closes the session with its cursor; `backup.json` then records
  * that cursor, so a backup cut short (network, Ctrl-C) resumes after the last complete session
  * when run again. A restore sends the files in requests of a few MiB; sessions already there are
- * skipped, so it resumes by being run again too.
+ * skipped, so it resumes by being run again too. A request that fails fails the sessions it
+ * carries, and the restore goes on with the next.
  */
 
 /** What `backup.json` holds. */
@@ -55,6 +57,9 @@ export type Progress = (text: string) => void;
 
 /** Request bodies a restore sends: about this many bytes of sessions (a larger session goes alone). */
 const RESTORE_REQUEST_BYTES = 8 * 1024 * 1024;
+
+/** The largest file a restore sends: a session goes in one request, read as one string. */
+const MAX_RESTORE_FILE_BYTES = constants.MAX_STRING_LENGTH - 1;
 
 /** The longest file name most file systems take, in bytes. */
 const MAX_FILE_NAME_BYTES = 255;
@@ -202,12 +207,46 @@ export async function backup(client: RemoteRepo, dir: string, progress: Progress
   return { state, written, resumed: earlier !== undefined };
 }
 
+/** The first line of a file, read without reading the rest. */
+async function firstLine(path: string): Promise<string> {
+  const input = createReadStream(path);
+  try {
+    for await (const line of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) return line;
+    return "";
+  } finally {
+    input.destroy();
+  }
+}
+
+/**
+ * Counts as failed, for `error`, every session and stream whose header line is in `text`: the
+ * body of a request that failed, or the first line of a file too large to send.
+ */
+function failAll(result: RestoreResult, text: string, error: { code: string; message: string }): void {
+  for (const [header] of text.matchAll(/^\{"type":"(session|stream)".*$/gm)) {
+    const { type, id, path } = (tryParseJson(header) ?? {}) as {
+      type?: string;
+      id?: unknown;
+      path?: unknown;
+    };
+    if (type === "stream") {
+      result.streams.failed++;
+      result.streams.problems.push({ path: typeof path === "string" ? path : null, status: "failed", error });
+    } else {
+      result.failed++;
+      result.problems.push({ id: typeof id === "string" ? id : null, status: "failed", error });
+    }
+  }
+}
+
 /**
  * The sessions of a backup folder, or of a tenant export file, as request bodies of a few MiB. A
  * file's end line stays here (each body is a stream of its own): it is checked against the sessions
- * the file completed, and what does not add up, or a file with no end line, goes to `warnings`.
+ * the file completed, and what does not add up, or a file with no end line, goes to the result's
+ * `warnings`; a file too large to send goes to its failures.
  */
-async function* restoreBodies(path: string, warnings: ImportWarning[]): AsyncGenerator<string> {
+async function* restoreBodies(path: string, result: RestoreResult): AsyncGenerator<string> {
+  const { warnings } = result;
   let body = "";
   const add = function* (text: string) {
     if (body && body.length + text.length > RESTORE_REQUEST_BYTES) {
@@ -225,7 +264,16 @@ async function* restoreBodies(path: string, warnings: ImportWarning[]): AsyncGen
             .sort()
         : [];
       for (const name of files) {
-        let text = readFileSync(join(dir, name), "utf8");
+        const file = join(dir, name);
+        const { size } = statSync(file);
+        if (size > MAX_RESTORE_FILE_BYTES) {
+          failAll(result, await firstLine(file), {
+            code: "payload_too_large",
+            message: `${file} is ${size} bytes: a restore sends a session in one request, of at most ${MAX_RESTORE_FILE_BYTES}`,
+          });
+          continue;
+        }
+        let text = readFileSync(file, "utf8");
         if (!text.endsWith("\n")) text += "\n";
         yield* add(text);
       }
@@ -279,6 +327,19 @@ export type RestoreResult = Omit<TenantImportReport, "sessions" | "streams"> & {
   };
 };
 
+/** Adds up what the service reports of one request. */
+function addReport(result: RestoreResult, report: TenantImportReport): void {
+  for (const status of ["imported", "skipped", "refused", "failed"] as const)
+    result[status] += report[status];
+  for (const session of report.sessions)
+    if (session.status === "failed" || session.status === "refused") result.problems.push(session);
+  for (const stream of report.streams ?? []) {
+    result.streams[stream.status]++;
+    if (stream.status === "failed" || stream.status === "refused") result.streams.problems.push(stream);
+  }
+  result.warnings.push(...report.warnings);
+}
+
 /** Restores a backup folder (or a tenant export file) into the tenant. */
 export async function restore(
   client: RemoteRepo,
@@ -295,17 +356,17 @@ export async function restore(
     streams: { imported: 0, skipped: 0, refused: 0, failed: 0, problems: [] },
     warnings: [],
   };
-  for await (const body of restoreBodies(path, result.warnings)) {
-    const report = await client.importTenant(body, { existing });
-    for (const status of ["imported", "skipped", "refused", "failed"] as const)
-      result[status] += report[status];
-    for (const session of report.sessions)
-      if (session.status === "failed" || session.status === "refused") result.problems.push(session);
-    for (const stream of report.streams ?? []) {
-      result.streams[stream.status]++;
-      if (stream.status === "failed" || stream.status === "refused") result.streams.problems.push(stream);
+  for await (const body of restoreBodies(path, result)) {
+    try {
+      addReport(result, await client.importTenant(body, { existing }));
+    } catch (error) {
+      // A key the service refuses fails every request alike: the restore stops at the first.
+      if (error instanceof SessionError && (error.code === "unauthorized" || error.code === "forbidden"))
+        throw error;
+      // Refused whole (too large for the service, say) or unanswered: what it carried failed.
+      const code = error instanceof SessionError ? error.code : "unavailable";
+      failAll(result, body, { code, message: error instanceof Error ? error.message : String(error) });
     }
-    result.warnings.push(...report.warnings);
     progress(
       `restored ${result.imported}, skipped ${result.skipped}, failed ${result.failed + result.refused}`,
     );

@@ -11,6 +11,7 @@ import {
   renameSync,
   rmSync,
   symlinkSync,
+  truncateSync,
   writeFileSync,
 } from "node:fs";
 import { createServer, type ServerResponse } from "node:http";
@@ -652,6 +653,71 @@ describe("command line", () => {
 
     expect((await fetch(longUrl, { method: "DELETE" })).status).toBe(204);
     for (const id of twins) expect((await cli(["rm", id, "--purge"])).code).toBe(0);
+  });
+
+  it("restores the rest of a backup past a request that fails and a file too large to send, naming their sessions", async () => {
+    const stamp = Date.now();
+    const [a, big, huge, d] = ["a", "b", "c", "d"].map((name) => `restore-past-${name}-${stamp}`) as [
+      string,
+      string,
+      string,
+      string,
+    ];
+    const stream = `restore-past-${stamp}`;
+    const header = (id: string) =>
+      JSON.stringify({
+        type: "session",
+        format: "cf-session",
+        version: 1,
+        id,
+        createdAt: "2026-01-01T00:00:00.000Z",
+      });
+    const entry = (text: string) =>
+      JSON.stringify({
+        type: "custom",
+        id: "c1",
+        parentId: null,
+        timestamp: "2026-01-01T00:00:01.000Z",
+        customType: "note",
+        data: { text },
+      });
+    const dir = join(folder, "backup-past-failures");
+    mkdirSync(join(dir, "sessions"), { recursive: true });
+    mkdirSync(join(dir, "streams"));
+    for (const id of [a, d])
+      writeFileSync(join(dir, "sessions", `${id}.ndjson`), `${header(id)}\n${entry("kept")}\n`);
+    // A line over the 17 MiB the service takes: its request is refused whole.
+    writeFileSync(
+      join(dir, "sessions", `${big}.ndjson`),
+      `${header(big)}\n${entry("x".repeat(18 * 1024 * 1024))}\n`,
+    );
+    // Over the longest string a restore can read it into (a sparse file: no room taken on disk).
+    const hugeFile = join(dir, "sessions", `${huge}.ndjson`);
+    writeFileSync(hugeFile, `${header(huge)}\n`);
+    truncateSync(hugeFile, 600 * 1024 * 1024);
+    writeFileSync(
+      join(dir, "streams", `${stream}.ndjson`),
+      `${JSON.stringify({ type: "stream", path: stream, contentType: "text/plain", ttlSeconds: null, expiresAt: null, closed: false })}\n{"type":"stream_append","base64":"b25l"}\n`,
+    );
+    const restored = await cli(["restore", dir]);
+    expect(restored.code).toBe(1);
+    expect(restored.stdout).toBe(
+      "restored 2, skipped 0 (already there), refused 0, failed 2; streams: restored 1, skipped 0, refused 0, failed 0\n",
+    );
+    expect(restored.stderr).toMatch(new RegExp(`^failed: ${big}: line 2 is longer than \\d+ bytes$`, "m"));
+    expect(restored.stderr).toMatch(
+      new RegExp(
+        `^failed: ${huge}: .*${huge}\\.ndjson is 629145600 bytes: a restore sends a session in one request`,
+        "m",
+      ),
+    );
+    for (const id of [a, d]) expect((await cli(["show", id])).code).toBe(0);
+    for (const id of [big, huge]) expect((await cli(["show", id])).stderr).toMatch(/not_found/);
+    expect(await (await fetch(`${server.url}/v1/stream/${stream}?offset=-1`)).text()).toBe("one");
+    // The tenant as it was for the tests after this one.
+    for (const id of [a, d]) expect((await cli(["rm", id, "--purge"])).code).toBe(0);
+    expect((await fetch(`${server.url}/v1/stream/${stream}`, { method: "DELETE" })).status).toBe(204);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it("explains itself and fails in one line with a non-zero code", async () => {

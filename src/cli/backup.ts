@@ -325,6 +325,11 @@ export type RestoreResult = Omit<TenantImportReport, "sessions" | "streams"> & {
     failed: number;
     problems: ImportedStreamStatus[];
   };
+  /**
+   * What the `backup.json` of a backup folder says it lacks, when it lacks anything: the backup
+   * stopped early (`complete` false), or sessions it could not read (`failed`).
+   */
+  unfinishedBackup?: Pick<BackupState, "complete" | "failed">;
 };
 
 /** Adds up what the service reports of one request. */
@@ -356,6 +361,9 @@ export async function restore(
     streams: { imported: 0, skipped: 0, refused: 0, failed: 0, problems: [] },
     warnings: [],
   };
+  const state = statSync(path).isDirectory() ? readState(path) : undefined;
+  if (state && (!state.complete || state.failed.length > 0))
+    result.unfinishedBackup = { complete: state.complete, failed: state.failed };
   for await (const body of restoreBodies(path, result)) {
     try {
       addReport(result, await client.importTenant(body, { existing }));

@@ -146,7 +146,8 @@ options (every command):
 
   A backup folder (or a file saved from GET /v1/export) back into the tenant, a few MiB per
   request, with progress. Sessions already there are skipped (--existing refuse reports them as
-  refused instead); run it again to resume. Exit code 1 when a session failed or was refused.`,
+  refused instead); run it again to resume. Exit code 1 when a session failed or was refused, or
+  when the folder's backup.json says the backup stopped early or could not read some sessions.`,
   tail: `usage: cf-sessions tail <id> [--after seq]
 
   Prints each entry as it is written, and head moves, until the session is deleted or you stop
@@ -436,7 +437,8 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
     }
     case "restore": {
       const existing = oneOf("existing", values.existing, ["skip", "refuse"] as const) ?? "skip";
-      const result = await restore(client, arg(rest, 0, "dir|file"), existing, redraw);
+      const path = arg(rest, 0, "dir|file");
+      const result = await restore(client, path, existing, redraw);
       if (output.isTTY) output.err("\n");
       for (const problem of result.problems) {
         const line = problem.error?.line === undefined ? "" : ` (line ${problem.error.line})`;
@@ -452,7 +454,15 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       }
       for (const warning of result.warnings)
         output.err(`warning: line ${warning.line}: ${warning.message}\n`);
-      const { streams } = result;
+      const { streams, unfinishedBackup } = result;
+      if (unfinishedBackup?.complete === false)
+        output.err(
+          `warning: the backup in ${path} stopped early (backup.json): what it did not reach is not restored; cf-sessions backup ${path} finishes it\n`,
+        );
+      if (unfinishedBackup?.failed.length)
+        output.err(
+          `warning: the backup in ${path} could not read ${unfinishedBackup.failed.length} (not restored): ${unfinishedBackup.failed.map(({ id }) => id).join(", ")}\n`,
+        );
       const streamsLine =
         streams.imported + streams.skipped + streams.refused + streams.failed > 0
           ? `; streams: restored ${streams.imported}, skipped ${streams.skipped}, refused ${streams.refused}, failed ${streams.failed}`
@@ -462,7 +472,9 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
         output.out(
           `restored ${result.imported}, skipped ${result.skipped} (already there), refused ${result.refused}, failed ${result.failed}${streamsLine}`,
         );
-      return result.failed + result.refused + streams.failed + streams.refused > 0 ? 1 : 0;
+      return result.failed + result.refused + streams.failed + streams.refused > 0 || unfinishedBackup
+        ? 1
+        : 0;
     }
   }
   return 2;

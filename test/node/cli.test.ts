@@ -720,6 +720,50 @@ describe("command line", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it("restores a backup that stopped early or could not read some sessions, and says so with exit code 1", async () => {
+    const id = `restore-unfinished-${Date.now()}`;
+    const dir = join(folder, "backup-unfinished");
+    mkdirSync(join(dir, "sessions"), { recursive: true });
+    writeFileSync(
+      join(dir, "sessions", `${id}.ndjson`),
+      `${JSON.stringify({ type: "session", format: "cf-session", version: 1, id, createdAt: "2026-01-01T00:00:00.000Z" })}\n`,
+    );
+    const state = {
+      format: "cf-tenant",
+      version: 1,
+      cursor: null,
+      sessions: 1,
+      streams: 0,
+      failed: [],
+      complete: false,
+      startedAt: "2026-01-01T00:00:00.000Z",
+      updatedAt: "2026-01-01T00:00:00.000Z",
+    };
+    writeFileSync(join(dir, "backup.json"), JSON.stringify(state));
+    const stopped = await cli(["restore", dir]);
+    expect(stopped.code).toBe(1);
+    expect(stopped.stdout).toBe("restored 1, skipped 0 (already there), refused 0, failed 0\n");
+    expect(stopped.stderr).toBe(
+      `warning: the backup in ${dir} stopped early (backup.json): what it did not reach is not restored; cf-sessions backup ${dir} finishes it\n`,
+    );
+    expect((await cli(["show", id])).code).toBe(0);
+
+    const failed = [{ id: "unread-1", error: { code: "internal", message: "boom" } }];
+    writeFileSync(join(dir, "backup.json"), JSON.stringify({ ...state, complete: true, failed }));
+    const unread = await cli(["restore", dir, "--json"]);
+    expect(unread.code).toBe(1);
+    expect(JSON.parse(unread.stdout)).toMatchObject({
+      skipped: 1,
+      unfinishedBackup: { complete: true, failed },
+    });
+    expect(unread.stderr).toBe(`warning: the backup in ${dir} could not read 1 (not restored): unread-1\n`);
+
+    writeFileSync(join(dir, "backup.json"), JSON.stringify({ ...state, complete: true }));
+    expect((await cli(["restore", dir])).code).toBe(0);
+    expect((await cli(["rm", id, "--purge"])).code).toBe(0);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
   it("explains itself and fails in one line with a non-zero code", async () => {
     const help = await cli(["--help"]);
     expect(help.code).toBe(0);

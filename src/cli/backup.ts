@@ -21,7 +21,7 @@ import { tryParseJson } from "../core/json";
 import type { ImportedStreamStatus } from "../core/stream-backup";
 import type { ExistingSessions, ImportedSessionStatus, TenantImportReport } from "../core/tenant-stream";
 import { StreamEnds, TENANT_FORMAT, TENANT_VERSION } from "../core/tenant-stream";
-import { write } from "./atomic-file";
+import { write, writeFileAtomically } from "./atomic-file";
 
 /*
  * `cf-sessions backup <dir>` and `cf-sessions restore <dir>`: a whole tenant to a folder, one
@@ -32,7 +32,8 @@ import { write } from "./atomic-file";
  * A backup follows the tenant's export stream. A session's file is written under a temporary
  * name and renamed once the stream closes the session with its cursor; `backup.json` then records
  * that cursor, so a backup cut short (network, Ctrl-C) resumes after the last complete session
- * when run again. A restore sends the files in requests of a few MiB; sessions already there are
+ * when run again, and a complete backup that could not read some sessions reads them again, one
+ * at a time. A restore sends the files in requests of a few MiB; sessions already there are
  * skipped, so it resumes by being run again too. A request that fails fails the sessions it
  * carries, and the restore goes on with the next.
  */
@@ -46,7 +47,8 @@ export interface BackupState {
   sessions: number;
   /** Streams backed up (absent in backups made before streams were). */
   streams?: number;
-  failed: Array<{ id: string; error: unknown }>;
+  /** Sessions (and streams) the backup could not read, each once: read again by the next run. */
+  failed: Array<{ id: string; error: unknown /** `id` is a stream's path. */; stream?: true }>;
   complete: boolean;
   startedAt: string;
   updatedAt: string;
@@ -110,13 +112,62 @@ export interface BackupResult {
   resumed: boolean;
 }
 
-/** Backs the tenant up into `dir`, resuming a backup left incomplete there. */
+type Failure = BackupState["failed"][number];
+
+/** Drops what was recorded of the session `id` (or the stream at path `id`) as not read. */
+function forgetFailure(state: BackupState, id: string, stream: boolean): void {
+  state.failed = state.failed.filter((f) => f.id !== id || (f.stream === true) !== stream);
+}
+
+/** Records that a session or stream could not be read, in place of what was recorded of it before. */
+function recordFailure(state: BackupState, failure: Failure): void {
+  forgetFailure(state, failure.id, failure.stream === true);
+  state.failed.push(failure);
+}
+
+/**
+ * Reads again, one at a time, the sessions a complete backup could not read (a stream is read
+ * only with the others, by a new backup); resolves to how many it wrote. A session deleted since is
+ * not in the tenant any more, as the export leaves it out.
+ */
+async function retryFailed(client: RemoteRepo, dir: string, state: BackupState, progress: Progress) {
+  let written = 0;
+  for (const failure of state.failed.filter((f) => !f.stream)) {
+    try {
+      const path = join(dir, "sessions", fileName(failure.id));
+      await writeFileAtomically(path, client.storage(failure.id).exportLines("native"));
+      forgetFailure(state, failure.id, false);
+      state.sessions++;
+      written++;
+    } catch (error) {
+      if (error instanceof SessionError && error.code === "not_found")
+        forgetFailure(state, failure.id, false);
+      else {
+        const message = error instanceof Error ? error.message : String(error);
+        const code = error instanceof SessionError ? error.code : "unavailable";
+        recordFailure(state, { id: failure.id, error: { code, message } });
+      }
+    }
+    saveState(dir, state);
+    progress(`backed up ${state.sessions} sessions, ${state.failed.length} not read`);
+  }
+  return written;
+}
+
+/**
+ * Backs the tenant up into `dir`, resuming a backup left incomplete there, or reading again the
+ * sessions a complete one could not read.
+ */
 export async function backup(client: RemoteRepo, dir: string, progress: Progress): Promise<BackupResult> {
   const sessionsDir = join(dir, "sessions");
   const streamsDir = join(dir, "streams");
   mkdirSync(sessionsDir, { recursive: true });
   const earlier = readState(dir);
-  if (earlier?.complete) return { state: earlier, written: 0, resumed: false };
+  if (earlier?.complete) {
+    const retried = earlier.failed.some((f) => !f.stream);
+    const written = retried ? await retryFailed(client, dir, earlier, progress) : 0;
+    return { state: earlier, written, resumed: retried };
+  }
   const now = new Date().toISOString();
   const state: BackupState = earlier ?? {
     format: TENANT_FORMAT,
@@ -129,12 +180,12 @@ export async function backup(client: RemoteRepo, dir: string, progress: Progress
     startedAt: now,
     updatedAt: now,
   };
-  let file: { path: string; stream: WriteStream; of: "sessions" | "streams" } | undefined;
+  let file: { path: string; stream: WriteStream; of: "sessions" | "streams"; key: string } | undefined;
   let written = 0;
   /** Closes the session's (or stream's) file: kept (renamed into place) once complete, else removed. */
   const close = async (complete: boolean) => {
     if (!file) return;
-    const { path, stream, of } = file;
+    const { path, stream, of, key } = file;
     file = undefined;
     try {
       await finish(stream);
@@ -149,18 +200,21 @@ export async function backup(client: RemoteRepo, dir: string, progress: Progress
       return;
     }
     renameSync(`${path}.partial`, path);
+    // Read whole this time: a failure recorded of it by an earlier run is mended.
+    forgetFailure(state, key, of === "streams");
     if (of === "streams") state.streams = (state.streams ?? 0) + 1;
     else state.sessions++;
     written++;
   };
-  const open = async (of: "sessions" | "streams", path: string, line: string) => {
+  const open = async (of: "sessions" | "streams", key: string, line: string) => {
     await close(false);
     if (of === "streams") mkdirSync(streamsDir, { recursive: true });
+    const path = join(of === "streams" ? streamsDir : sessionsDir, fileName(key));
     const stream = createWriteStream(`${path}.partial`);
     // The file may fail (it cannot be opened, the disk is full) while the next line is awaited:
     // its error is held by the stream and thrown by the next write or the close.
     stream.on("error", () => undefined);
-    file = { path, stream, of };
+    file = { path, stream, of, key };
     await write(file.stream, line);
   };
   try {
@@ -176,10 +230,10 @@ export async function backup(client: RemoteRepo, dir: string, progress: Progress
         case "export":
           break;
         case "session":
-          await open("sessions", join(sessionsDir, fileName(String(record.id))), line);
+          await open("sessions", String(record.id), line);
           break;
         case "stream":
-          await open("streams", join(streamsDir, fileName(String(record.path))), line);
+          await open("streams", String(record.path), line);
           break;
         case "cursor": {
           await close(true);
@@ -190,7 +244,12 @@ export async function backup(client: RemoteRepo, dir: string, progress: Progress
         }
         case "error":
           await close(false);
-          state.failed.push({ id: String(record.id ?? record.path), error: record.error });
+          recordFailure(
+            state,
+            record.path === undefined
+              ? { id: String(record.id), error: record.error }
+              : { id: String(record.path), error: record.error, stream: true },
+          );
           saveState(dir, state);
           break;
         case "end":

@@ -140,8 +140,8 @@ options (every command):
 
   Every session of the tenant into <dir>/sessions/<id>.ndjson (native exports), with progress.
   <dir>/backup.json records how far it got: run the same command again to resume an interrupted
-  backup after its last complete session. Exit code 1 when sessions could not be read or the
-  export stopped early.`,
+  backup after its last complete session, or to read again the sessions a complete one could not.
+  Exit code 1 when sessions could not be read or the export stopped early.`,
   restore: `usage: cf-sessions restore <dir|file> [--existing skip|refuse]
 
   A backup folder (or a file saved from GET /v1/export) back into the tenant, a few MiB per

@@ -607,6 +607,66 @@ describe("command line", () => {
     expect(JSON.parse(resumed.stdout)).toMatchObject({ complete: true, sessions: listed.length });
   });
 
+  it("reads again the sessions a backup could not read, and forgets them once read", async () => {
+    const stamp = Date.now();
+    const id = `backup-retried-${stamp}`;
+    const made = await fetch(`${server.url}/v1/sessions`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ id }),
+    });
+    expect(made.status).toBe(201);
+    const exported = (await cli(["export", id])).stdout;
+    const error = { code: "internal", message: "boom" };
+    const state = {
+      format: "cf-tenant",
+      version: 1,
+      cursor: null,
+      sessions: 0,
+      streams: 0,
+      startedAt: "2026-01-01T00:00:00.000Z",
+      updatedAt: "2026-01-01T00:00:00.000Z",
+    };
+
+    // A complete backup: the session is read on its own, one deleted since is forgotten, and a
+    // stream waits for a new backup.
+    const complete = join(folder, "backup-retried");
+    mkdirSync(join(complete, "sessions"), { recursive: true });
+    const stream = { id: `backup-retried-stream-${stamp}`, error, stream: true };
+    writeFileSync(
+      join(complete, "backup.json"),
+      JSON.stringify({
+        ...state,
+        complete: true,
+        failed: [{ id, error }, { id: `backup-gone-${stamp}`, error }, stream],
+      }),
+    );
+    const retried = await cli(["backup", complete, "--json"]);
+    expect(JSON.parse(retried.stdout)).toMatchObject({
+      complete: true,
+      sessions: 1,
+      written: 1,
+      failed: [stream],
+    });
+    expect(readFileSync(join(complete, "sessions", `${id}.ndjson`), "utf8")).toBe(exported);
+    expect(JSON.parse(readFileSync(join(complete, "backup.json"), "utf8")).failed).toEqual([stream]);
+
+    // A backup resumed before the session: read whole with the others, it is no longer listed.
+    const resumed = join(folder, "backup-retried-resumed");
+    mkdirSync(join(resumed, "sessions"), { recursive: true });
+    writeFileSync(
+      join(resumed, "backup.json"),
+      JSON.stringify({ ...state, complete: false, failed: [{ id, error }] }),
+    );
+    const again = await cli(["backup", resumed, "--json"]);
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ complete: true, failed: [] });
+    expect(readFileSync(join(resumed, "sessions", `${id}.ndjson`), "utf8")).toBe(exported);
+    expect((await cli(["rm", id, "--purge"])).code).toBe(0);
+    rmSync(complete, { recursive: true, force: true });
+    rmSync(resumed, { recursive: true, force: true });
+  });
+
   it("backs up a stream whose path is too long for a file name and ids that differ only in case, and restores them", async () => {
     // 600 characters, each slash percent-encoded in a file name: over the 255 bytes a name may have.
     const longPath = `long/${"segment/".repeat(74)}end`;

@@ -3,11 +3,13 @@ import { env, exports } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { blobRef } from "../../src/core/blob-refs";
 import { SseReader } from "../../src/core/sse";
+import { BlobLedger } from "../../src/durable/blobs/blob-ledger";
 import { partialRefAt, slices } from "../../src/durable/blobs/blob-text";
 import { signBlobUrl } from "../../src/durable/blobs/blob-urls";
 import type { DurableEnv } from "../../src/durable/internal";
 import { sessionObjectName, tenantKey } from "../../src/durable/internal";
 import { directoryShard, shardCount } from "../../src/durable/names";
+import { sqlOf } from "../../src/durable/sql";
 import { sha256Hex } from "../../src/http/auth";
 import {
   appendEvents,
@@ -503,6 +505,61 @@ describe("blobs in R2", () => {
       (_instance, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM blobs").one().n,
     );
     expect(left).toBe(0);
+  });
+
+  it("releases only the purged session's claims: a blob another session holds stays, the last holder frees it", async () => {
+    const tenant = `ledger-${sid()}`;
+    const [first, second] = [`${sid()}\nfirst`, `${sid()}\nsecond`];
+    const shared = `v1/${await tenantKey(tenant)}/b64/${"1".repeat(64)}`;
+    const own = `v1/${await tenantKey(tenant)}/b64/${"2".repeat(64)}`;
+    await Promise.all([bucket.put(shared, "x"), bucket.put(own, "x")]);
+    const ledger = directoryShard(durableEnv, tenant, 0);
+    await runInDurableObject(ledger, (_instance, state) => {
+      for (const [key, owner] of [
+        [shared, first],
+        [shared, second],
+        [own, first],
+      ]) {
+        state.storage.sql.exec(
+          "INSERT OR IGNORE INTO blobs (key, json_bytes, state) VALUES (?, 3, 'stored')",
+          key,
+        );
+        state.storage.sql.exec("INSERT INTO blob_owners (key, owner) VALUES (?, ?)", key, owner);
+      }
+    });
+
+    expect(await ledger.releaseBlobs(first)).toEqual({ ok: true });
+    expect(await storedBlobs(tenant)).toEqual([shared]);
+    expect(await ledger.blobUsage()).toEqual({ blobs: 1, bytes: 3 });
+    expect(await ledger.releaseBlobs(second)).toEqual({ ok: true });
+    expect(await storedBlobs(tenant)).toEqual([]);
+    expect(await ledger.blobUsage()).toEqual({ blobs: 0, bytes: 0 });
+  });
+
+  it("reads none of the tenant's blob rows to purge a session that holds no blob", async () => {
+    const tenant = `ledger-${sid()}`;
+    const ledger = directoryShard(durableEnv, tenant, 0);
+    await runInDurableObject(ledger, (_instance, state) => {
+      const sql = state.storage.sql;
+      for (let i = 0; i < 2000; i++) {
+        const key = `v1/${tenant}/b64/${i.toString(16).padStart(64, "0")}`;
+        sql.exec("INSERT INTO blobs (key, json_bytes, state) VALUES (?, 3, 'stored')", key);
+        sql.exec("INSERT INTO blob_owners (key, owner) VALUES (?, ?)", key, `holder-${i % 10}`);
+      }
+      const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+      const metered = Object.create(sql) as SqlStorage;
+      metered.exec = ((query: string, ...bindings: SqlStorageValue[]) => {
+        const cursor = sql.exec(query, ...bindings);
+        cursors.push(cursor);
+        return cursor;
+      }) as typeof sql.exec;
+      const unclaimed = state.storage.transactionSync(() =>
+        new BlobLedger(sqlOf(metered)).release("no-blobs"),
+      );
+      expect(unclaimed).toEqual([]);
+      expect(cursors.reduce((sum, cursor) => sum + cursor.rowsRead, 0)).toBeLessThan(20);
+    });
+    expect(await ledger.blobUsage()).toEqual({ blobs: 2000, bytes: 6000 });
   });
 
   it("frees the blobs of sessions the tenant's retention deleted, once their recovery window ends", async () => {

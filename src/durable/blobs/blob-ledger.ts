@@ -37,6 +37,11 @@ export const BLOB_LEDGER_MIGRATION = `
   CREATE INDEX blob_owners_by_owner ON blob_owners (owner, key)
 `;
 
+/** The blobs being deleted, indexed so that finding them never reads the blobs stored. */
+export const BLOBS_DELETING_MIGRATION = `
+  CREATE INDEX blobs_deleting ON blobs (key) WHERE state = 'deleting'
+`;
+
 export class BlobLedger {
   readonly #sql: Sql;
 
@@ -74,9 +79,13 @@ export class BlobLedger {
 
   /** Gives up every claim of `owner`; answers the blobs no one claims any more, now to be deleted. */
   release(owner: string): string[] {
-    this.#sql`DELETE FROM blob_owners WHERE owner = ${owner}`;
+    // Only the owner's blobs can lose their last claim: the rest of the ledger is never read.
+    const keys = this.#sql<{ key: string }>`DELETE FROM blob_owners WHERE owner = ${owner} RETURNING key`
+      .toArray()
+      .map((row) => row.key);
     this.#sql`UPDATE blobs SET state = 'deleting'
-      WHERE NOT EXISTS (SELECT 1 FROM blob_owners o WHERE o.key = blobs.key)`;
+      WHERE key IN (SELECT value FROM json_each(${JSON.stringify(keys)}))
+        AND NOT EXISTS (SELECT 1 FROM blob_owners o WHERE o.key = blobs.key)`;
     return this.unclaimed();
   }
 

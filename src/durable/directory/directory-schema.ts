@@ -1,4 +1,4 @@
-import { BLOB_LEDGER_MIGRATION } from "../blobs/blob-ledger";
+import { BLOB_LEDGER_MIGRATION, BLOBS_DELETING_MIGRATION } from "../blobs/blob-ledger";
 import { STREAM_CLAIM_PREFIX, STREAM_REGISTRY_MIGRATION } from "./stream-registry";
 
 /** The directory shard's tables (session-directory.ts), one migration a version. */
@@ -115,4 +115,6 @@ export const MIGRATIONS = [
   ],
   // Which holders asked the quota ledger for room since it was last seeded (tenant-ledger.ts).
   "ALTER TABLE quota_claims ADD COLUMN asked_since_seed INTEGER NOT NULL DEFAULT 0",
+  // The blobs being deleted, found without reading the ledger's other blobs (blob-ledger.ts).
+  BLOBS_DELETING_MIGRATION,
 ];

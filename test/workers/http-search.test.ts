@@ -2,6 +2,8 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
+import type { TenantSearchResult } from "../../src/core/search";
+import { rankOf, searchCursor } from "../../src/durable/directory/directory-search";
 import { sessionObjectName } from "../../src/durable/internal";
 import { shardCount, shardOf } from "../../src/durable/names";
 import langGraphThread from "../fixtures/frameworks/langgraph-0.1.0.ndjson?raw";
@@ -591,6 +593,73 @@ describe("searching the tenant", () => {
       expect(found.map((r) => r.session.id)).toEqual([previewed]);
       expect(found[0]?.matches.map((m) => m.field)).toEqual(["preview", "text"]);
     });
+  });
+
+  it("gives a session matching in its name first, however many sessions repeat the word in their text", async () => {
+    const directory = env.DIRECTORY.getByName(`dir-${sid()}`);
+    const info = (id: string, second: number, name?: string) => ({
+      id,
+      metadata: {},
+      createdAt: "2026-01-01T00:00:00.000Z",
+      updatedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, second)).toISOString(),
+      leafId: null,
+      entryCount: 1,
+      messageCount: 1,
+      bytes: 100,
+      ...(name === undefined ? {} : { name }),
+    });
+    // Its name says it, its long text does not: by bm25 alone, the text of others fits better.
+    const named = sid();
+    const talk = "what we check before shipping the billing service to production each week ".repeat(3);
+    await directory.put({
+      info: info(named, 0, "deploy checklist"),
+      incarnation: "i",
+      version: 1,
+      search: { labels: "", text: talk },
+    });
+    for (let i = 1; i <= 100; i++) {
+      const text = Array.from({ length: 12 }, () => "deploy").join(" ");
+      await directory.put({
+        info: info(sid(), i),
+        incarnation: "i",
+        version: 1,
+        search: { labels: "", text },
+      });
+    }
+    const options = { q: "deploy", limit: 20 };
+    const answer = (await directory.search(options)) as { ok: true; value: { results: Result[] } };
+    const results = answer.value.results;
+    expect(results).toHaveLength(20);
+    expect(results[0]?.session.id).toBe(named);
+    expect(results[0]?.score).toBe(1000);
+    expect(results.slice(1).map((r) => r.score)).toEqual(Array(19).fill(9));
+    // One info an answer: each next answer goes on where the last stopped, to the same 20.
+    const paged: Result[] = [];
+    let cursor: string | undefined;
+    while (paged.length < 20) {
+      const next = (await directory.search({ ...options, cursor }, 1)) as {
+        ok: true;
+        value: { results: (Result & { session: { updatedAt: string } })[] };
+      };
+      const [result] = next.value.results;
+      if (!result) break;
+      paged.push(result);
+      cursor = searchCursor(options, { ...rankOf(result as TenantSearchResult), given: paged.length });
+    }
+    expect(paged.map((r) => r.session.id)).toEqual(results.map((r) => r.session.id));
+    // A query whose words are found in different fields still finds the session.
+    const across = sid();
+    await directory.put({
+      info: info(across, 101, "rollback plan"),
+      incarnation: "i",
+      version: 1,
+      search: { labels: "", text: "keep the runbook close" },
+    });
+    const found = (await directory.search({ q: "rollback runbook" })) as {
+      ok: true;
+      value: { results: Result[] };
+    };
+    expect(found.value.results.map((r) => r.session.id)).toEqual([across]);
   });
 
   it("finds what a session wrote once its report reaches the directory, and forgets deleted sessions", async () => {

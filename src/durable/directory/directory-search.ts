@@ -9,8 +9,9 @@ import type { Sql } from "../sql";
 import { matchRows } from "../sql";
 
 /*
- * The tenant's search within one directory shard: the shard's `session_text` index ranked by bm25,
- * then scored so the answers of all shards can be merged.
+ * The tenant's search within one directory shard: the best matches in the shard's `session_text`
+ * index by bm25, of the whole row and of each field, then scored so the answers of all shards can
+ * be merged.
  */
 
 /** Words around a match in the snippet of a session's text. */
@@ -18,9 +19,11 @@ const SNIPPET_WORDS = 16;
 
 const FIELDS: SessionMatch["field"][] = ["name", "labels", "preview", "text"];
 /**
- * Candidates each shard ranks for every result asked: bm25 picks them within the shard, then the
- * score below orders them. bm25's figures depend on the shard's own statistics and cannot be
- * compared across shards; the score can.
+ * Candidates each shard ranks for every result asked, among the matches of the whole row and among
+ * those of each field: bm25 picks them, then the score below orders them all. bm25 over the whole
+ * row alone would let a word repeated in the text outweigh it once in the name, which the score
+ * ranks first; and its figures depend on the shard's own statistics and cannot be compared across
+ * shards, the score can.
  */
 const CANDIDATES_PER_RESULT = 3;
 
@@ -126,19 +129,26 @@ export function searchShard(
   const match = ftsQuery(options.q);
   const candidates = limit * CANDIDATES_PER_RESULT;
   const prefix = options.prefix;
-  // With a prefix, the ids are filtered before bm25 picks the candidates, so every match among
-  // them can be found; without one, the index alone answers.
-  const ranked = matchRows(() =>
-    prefix === undefined
-      ? sql<{ rowid: number }>`
-          SELECT rowid FROM session_text WHERE session_text MATCH ${match}
-          ORDER BY rank LIMIT ${candidates}`
-      : sql<{ rowid: number }>`
-          SELECT t.rowid AS rowid FROM session_text t JOIN sessions s ON s.rowid = t.rowid
-          WHERE session_text MATCH ${match} AND substr(s.id, 1, length(${prefix})) = ${prefix}
-          ORDER BY t.rank LIMIT ${candidates}`,
-  );
-  if (ranked.length === 0 || wanted <= 0) return { results: [], cut: false };
+  // The best matches of the whole row (a query's words may be found in different fields), and
+  // those of each field alone.
+  const queries = [match, ...FIELDS.map((field) => ftsQuery(options.q, [field]))];
+  const ranked = new Set<number>();
+  for (const query of queries) {
+    // With a prefix, the ids are filtered before bm25 picks the candidates, so every match among
+    // them can be found; without one, the index alone answers.
+    const rows = matchRows(() =>
+      prefix === undefined
+        ? sql<{ rowid: number }>`
+            SELECT rowid FROM session_text WHERE session_text MATCH ${query}
+            ORDER BY rank LIMIT ${candidates}`
+        : sql<{ rowid: number }>`
+            SELECT t.rowid AS rowid FROM session_text t JOIN sessions s ON s.rowid = t.rowid
+            WHERE session_text MATCH ${query} AND substr(s.id, 1, length(${prefix})) = ${prefix}
+            ORDER BY t.rank LIMIT ${candidates}`,
+    );
+    for (const row of rows) ranked.add(row.rowid);
+  }
+  if (ranked.size === 0 || wanted <= 0) return { results: [], cut: false };
   const scored: Array<SearchRank & { rowid: number; chars: number; matches: SessionMatch[] }> = [];
   for (const row of matchRows(
     () => sql<Record<string, string> & { rowid: number; chars: number }>`
@@ -149,7 +159,7 @@ export function searchShard(
         snippet(session_text, 3, char(1), char(2), '…', ${SNIPPET_WORDS}) AS text
       FROM session_text t JOIN sessions s ON s.rowid = t.rowid
       WHERE session_text MATCH ${match}
-        AND t.rowid IN (SELECT value FROM json_each(${JSON.stringify(ranked.map((r) => r.rowid))}))`,
+        AND t.rowid IN (SELECT value FROM json_each(${JSON.stringify([...ranked])}))`,
   )) {
     const matches: SessionMatch[] = [];
     for (const field of FIELDS) {

@@ -707,6 +707,43 @@ describe("a directory shard unreachable for a while", () => {
   });
 });
 
+describe("a directory shard that cannot ask for the tenant's retention", () => {
+  it("asks again from its alarm, even once restarted, and then sweeps with it", async () => {
+    const tenant = `retention-${newId()}`;
+    const shard = (index: number) => directoryShard(env as unknown as DurableEnv, tenant, index);
+    await shard(0).setRetention({ idleDays: 5 }, tenant, 0);
+    // Shard 2 first hears of the tenant (a session idle for long) while shard 0 cannot answer.
+    faults.add({ point: "directory", object: shard(0).id.toString(), matching: /^retention$/ });
+    const id = `r-${newId()}`;
+    const long = "2020-01-01T00:00:00.000Z";
+    await shard(2).put({
+      info: {
+        id,
+        metadata: {},
+        createdAt: long,
+        updatedAt: long,
+        leafId: null,
+        entryCount: 0,
+        messageCount: 0,
+        bytes: 0,
+      },
+      incarnation: "i",
+      version: 1,
+      tenant,
+      shard: 2,
+    });
+    expect(faults.injected.directory).toBeGreaterThan(0);
+    await evictDurableObject(shard(2));
+    expect(await runDurableObjectAlarm(shard(2))).toBe(true);
+    expect(await shard(2).retention()).toEqual({ idleDays: 5 });
+    // Swept at once with it: the session (which its shard alone knows of) is no longer listed.
+    expect(
+      ((await shard(2).list({})) as { ok: true; value: { sessions: unknown[] } }).value.sessions,
+    ).toEqual([]);
+    expect(await runInDurableObject(shard(2), (_instance, state) => state.storage.getAlarm())).not.toBeNull();
+  });
+});
+
 describe("a tenant's ledgers unreachable when a session is purged", () => {
   const ledger = () => directoryShard(env as unknown as DurableEnv, TENANT, 0);
   /** What the tenant's ledgers hold for the session: its quota claim, its blob claims. */

@@ -114,6 +114,28 @@ describe("session directory", () => {
       { timeout: 10_000, interval: 50 },
     );
   });
+
+  it("keeps its retention sweep going when a sweep fails", async () => {
+    const directory = env.DIRECTORY.getByName(`dir-${sid()}`);
+    // Its storage fails the sweep's first read, once.
+    let failed = false;
+    await runInDurableObject(directory, (_instance, state) => {
+      const sql = state.storage.sql;
+      const exec = sql.exec;
+      sql.exec = ((query: string, ...bindings: SqlStorageValue[]) => {
+        if (!query.includes("updated_at <")) return exec.call(sql, query, ...bindings);
+        sql.exec = exec;
+        failed = true;
+        throw new Error("disk I/O error");
+      }) as typeof sql.exec;
+    });
+    // A retention set sweeps at once.
+    await directory.setRetention({ idleDays: 5 }, `tenant-${sid()}`, 0);
+    await vi.waitFor(() => expect(failed).toBe(true), { timeout: 10_000, interval: 5 });
+    // The next sweep is set by the failed one, not left to the runtime's few retries.
+    const next = await runInDurableObject(directory, (_instance, state) => state.storage.getAlarm());
+    expect(next).toBeGreaterThan(Date.now() + 30 * 60 * 1000);
+  });
 });
 
 type Directory = ReturnType<typeof env.DIRECTORY.getByName>;

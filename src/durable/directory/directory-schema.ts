@@ -117,4 +117,7 @@ export const MIGRATIONS = [
   "ALTER TABLE quota_claims ADD COLUMN asked_since_seed INTEGER NOT NULL DEFAULT 0",
   // The blobs being deleted, found without reading the ledger's other blobs (blob-ledger.ts).
   BLOBS_DELETING_MIGRATION,
+  // Whether the shard knows the tenant's retention: a shard added when the count grew that could
+  // not ask shard 0 for it asks again.
+  "ALTER TABLE shard ADD COLUMN retention_known INTEGER NOT NULL DEFAULT 1",
 ];

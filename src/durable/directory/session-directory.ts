@@ -60,7 +60,8 @@ type ListingRow = { id: string; sort_key: string; info: string };
 interface Identity {
   tenant: string;
   shard: number;
-  idleDays: number | null;
+  /** The tenant's retention; `undefined` while shard 0 could not be asked for it (the alarm asks again). */
+  idleDays: number | null | undefined;
 }
 
 export class SessionDirectory extends DurableObject<DurableEnv> {
@@ -91,12 +92,22 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     this.#blobs = new BlobLedger(this.#sql);
     this.#streams = new StreamRegistry(this.#sql);
     this.#alarm = new ObjectAlarm(ctx.storage, (task, error) => this.#logFailure(task, error));
-    this.#alarm.add(() => (this.#identity?.idleDays == null ? undefined : this.#sweepDue));
+    this.#alarm.add(() =>
+      this.#identity === undefined || this.#identity.idleDays === null ? undefined : this.#sweepDue,
+    );
     this.#events = new TenantEventHub(ctx, (error) => this.#logFailure("tenant_events", error));
     ctx.storage.transactionSync(() => migrate(ctx.storage.sql, MIGRATIONS));
-    const row = this.#sql<{ tenant: string; shard: number; idle_days: number | null }>`
-      SELECT tenant, shard, idle_days FROM shard`.toArray()[0];
-    if (row) this.#identity = { tenant: row.tenant, shard: row.shard, idleDays: row.idle_days };
+    const row = this.#sql<{
+      tenant: string;
+      shard: number;
+      idle_days: number | null;
+      retention_known: number;
+    }>`
+      SELECT tenant, shard, idle_days, retention_known FROM shard`.toArray()[0];
+    if (row) {
+      const idleDays = row.retention_known ? row.idle_days : undefined;
+      this.#identity = { tenant: row.tenant, shard: row.shard, idleDays };
+    }
   }
 
   /** A failure of the shard's background work, logged as the sessions' are (its tenant hashed). */
@@ -107,28 +118,42 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
   }
 
   #saveIdentity(identity: Identity): void {
-    this.#sql`INSERT OR REPLACE INTO shard (singleton, tenant, shard, idle_days)
-      VALUES (1, ${identity.tenant}, ${identity.shard}, ${identity.idleDays})`;
+    const known = identity.idleDays === undefined ? 0 : 1;
+    this.#sql`INSERT OR REPLACE INTO shard (singleton, tenant, shard, idle_days, retention_known)
+      VALUES (1, ${identity.tenant}, ${identity.shard}, ${identity.idleDays ?? null}, ${known})`;
     this.#identity = identity;
   }
 
   /**
    * Learns which tenant and shard this is from the first report. A shard added when the count
-   * grew asks shard 0 for the tenant's retention, which was set before it existed.
+   * grew asks shard 0 for the tenant's retention, which was set before it existed; should shard 0
+   * not answer, the alarm asks again.
    */
   async #learn(tenant: string, shard: number): Promise<void> {
     if (this.#identity) return;
-    let idleDays: number | null = null;
-    if (shard !== 0) {
-      try {
-        idleDays = (await directoryShard(this.#placed, tenant, 0).retention()).idleDays;
-      } catch (error) {
-        await logBackgroundFailure("read_retention", tenant, undefined, error, { shard });
-      }
-    }
+    const idleDays = shard === 0 ? null : await this.#askRetention(tenant, shard);
     if (this.#identity) return;
     this.#saveIdentity({ tenant, shard, idleDays });
     await this.#armSweep();
+  }
+
+  /** The tenant's retention as shard 0 holds it, or `undefined` if it could not be asked. */
+  async #askRetention(tenant: string, shard: number): Promise<number | null | undefined> {
+    try {
+      return (await directoryShard(this.#placed, tenant, 0).retention()).idleDays;
+    } catch (error) {
+      await logBackgroundFailure("read_retention", tenant, undefined, error, { shard });
+      return undefined;
+    }
+  }
+
+  /** Asks shard 0 again for the tenant's retention, if this shard could not learn it; one set meanwhile stands. */
+  async #relearnRetention(): Promise<void> {
+    const identity = this.#identity;
+    if (identity === undefined || identity.idleDays !== undefined) return;
+    const idleDays = await this.#askRetention(identity.tenant, identity.shard);
+    if (idleDays !== undefined && this.#identity?.idleDays === undefined)
+      this.#saveIdentity({ ...identity, idleDays });
   }
 
   /** @internal */
@@ -459,7 +484,15 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
   }
 
   override async alarm(): Promise<void> {
-    await this.sweep(Date.now());
+    const now = Date.now();
+    // Should the sweep fail, the alarm comes again for the next one.
+    this.#sweepDue = now + SWEEP_INTERVAL_MS;
+    try {
+      await this.#relearnRetention();
+      await this.sweep(now);
+    } finally {
+      await this.#alarm.arm();
+    }
   }
 
   /**
@@ -470,8 +503,9 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
    */
   async sweep(now: number): Promise<number> {
     const identity = this.#identity;
-    if (!identity || identity.idleDays === null) return 0;
-    const idleBefore = new Date(now - identity.idleDays * DAY_MS).toISOString();
+    const idleDays = identity?.idleDays;
+    if (!identity || idleDays == null) return 0;
+    const idleBefore = new Date(now - idleDays * DAY_MS).toISOString();
     const idle = this.#sql<{ id: string }>`
       SELECT id FROM sessions WHERE updated_at < ${idleBefore} ORDER BY updated_at LIMIT ${SWEEP_BATCH}`
       .toArray()
@@ -494,7 +528,7 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
         }),
       );
     }
-    const streams = await this.#sweepStreams(identity.tenant, now - identity.idleDays * DAY_MS);
+    const streams = await this.#sweepStreams(identity.tenant, now - idleDays * DAY_MS);
     this.#streams.prune(now);
     const more = (idle.length === SWEEP_BATCH && expired > 0) || streams.more;
     this.#sweepDue = now + (more ? 1000 : SWEEP_INTERVAL_MS);

@@ -68,6 +68,44 @@ describe("session directory", () => {
     expect(page.sessions.map((s) => s.id)).toEqual([id]);
   });
 
+  it("reads none of the other tombstones to remove a session, and still drops those a week old", async () => {
+    const directory = env.DIRECTORY.getByName(`dir-${sid()}`);
+    const now = Date.now();
+    const old = now - 8 * 24 * 3600 * 1000;
+    await runInDurableObject(directory, (_instance, state) => {
+      for (let i = 0; i < 3000; i++) {
+        const deletedAt = i < 10 ? old : now;
+        state.storage.sql.exec(
+          "INSERT INTO tombstones (id, incarnation, deleted_at) VALUES (?, 'i', ?)",
+          `t${i}`,
+          deletedAt,
+        );
+      }
+    });
+    const id = sid();
+    await directory.put({ info: fakeInfo(id, "2026-01-01T00:00:01.000Z", 1), incarnation: "i", version: 1 });
+    const { rows, left } = await runInDurableObject(directory, async (instance, state) => {
+      const sql = state.storage.sql;
+      const exec = sql.exec;
+      const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+      sql.exec = ((query: string, ...bindings: SqlStorageValue[]) => {
+        const cursor = exec.call(sql, query, ...bindings);
+        cursors.push(cursor);
+        return cursor;
+      }) as typeof sql.exec;
+      try {
+        await instance.remove(id, "i");
+      } finally {
+        sql.exec = exec;
+      }
+      const count = sql.exec<{ n: number }>("SELECT count(*) AS n FROM tombstones").one().n;
+      return { rows: cursors.reduce((sum, cursor) => sum + cursor.rowsRead, 0), left: count };
+    });
+    expect(rows).toBeLessThan(50);
+    expect(left).toBe(2991);
+    expect((await list(directory)).sessions).toEqual([]);
+  });
+
   it("orders by update or creation, newest first, and pages with a cursor", async () => {
     const directory = env.DIRECTORY.getByName(`dir-${sid()}`);
     for (let i = 0; i < 5; i++) {

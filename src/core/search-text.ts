@@ -20,13 +20,17 @@ export interface EntryText {
   thinking: string;
 }
 
-/*
- * Snippets come back from SQLite with U+0001 and U+0002 around each match, so those two characters
- * never reach the index from the text itself.
+/**
+ * Text as an index holds it: snippets come back from SQLite with U+0001 and U+0002 around each
+ * match, so those two characters never reach an index from the text itself.
  */
+export function indexedText(text: string): string {
+  return text.replaceAll("\u0001", " ").replaceAll("\u0002", " ");
+}
+
 function clean(parts: readonly string[]): string {
   const joined = parts.filter((part) => part.length > 0).join("\n");
-  return joined.slice(0, MAX_INDEXED_CHARS).replaceAll("\u0001", " ").replaceAll("\u0002", " ");
+  return indexedText(joined.slice(0, MAX_INDEXED_CHARS));
 }
 
 function stringField(value: unknown): string {

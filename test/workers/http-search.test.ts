@@ -662,6 +662,40 @@ describe("searching the tenant", () => {
     expect(found.value.results.map((r) => r.session.id)).toEqual([across]);
   });
 
+  it("scores and highlights only the words matched, whatever characters a name, labels or preview hold", async () => {
+    const directory = env.DIRECTORY.getByName(`dir-${sid()}`);
+    const id = sid();
+    const marks = "\u0001a\u0002 \u0001b\u0002 \u0001c\u0002";
+    const at = "2026-01-01T00:00:00.000Z";
+    await directory.put({
+      info: {
+        id,
+        metadata: {},
+        createdAt: at,
+        updatedAt: at,
+        leafId: null,
+        entryCount: 1,
+        messageCount: 1,
+        bytes: 100,
+        name: `deploy ${marks}`,
+        preview: `deploy ${marks}`,
+      },
+      incarnation: "i",
+      version: 1,
+      search: { labels: `deploy ${marks}`, text: "" },
+    });
+    const answer = (await directory.search({ q: "deploy" })) as { ok: true; value: { results: Result[] } };
+    const [result] = answer.value.results;
+    expect(result?.score).toBe(1110);
+    expect(result?.matches).toEqual(
+      ["name", "labels", "preview"].map((field) => ({
+        field,
+        snippet: "deploy  a   b   c ",
+        highlights: [[0, 6]],
+      })),
+    );
+  });
+
   it("finds what a session wrote once its report reaches the directory, and forgets deleted sessions", async () => {
     const id = await createSession();
     await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("first words") });

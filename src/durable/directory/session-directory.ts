@@ -4,6 +4,7 @@ import { capture } from "../../core/errors";
 import { listCursor, listedAfter } from "../../core/info";
 import { sessionsPageLimit } from "../../core/paging";
 import type { TenantSearchOptions } from "../../core/search";
+import { indexedText } from "../../core/search-text";
 import type { ListOptions, SessionInfo, SessionPage } from "../../core/session-schemas";
 import type { BlobClaim, BlobClaimRequest } from "../blobs/blob-ledger";
 import { BlobLedger } from "../blobs/blob-ledger";
@@ -178,8 +179,8 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     if (!written) return;
     this.#sql`DELETE FROM session_text WHERE rowid = ${written.rowid}`;
     this.#sql`INSERT INTO session_text (rowid, name, labels, preview, text)
-      VALUES (${written.rowid}, ${info.name ?? ""}, ${report.search?.labels ?? ""}, ${info.preview ?? ""},
-        ${report.search?.text ?? ""})`;
+      VALUES (${written.rowid}, ${indexedText(info.name ?? "")}, ${indexedText(report.search?.labels ?? "")},
+        ${indexedText(info.preview ?? "")}, ${indexedText(report.search?.text ?? "")})`;
     this.#events.listed(info, listed?.incarnation !== incarnation);
   }
 

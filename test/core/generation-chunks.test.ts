@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { SessionError } from "../../src/core/errors";
 import { answerFold } from "../../src/core/generations/answer-fold";
-import { answerBytes } from "../../src/core/generations/answer-size";
+import { AnswerSize, answerBytes, checkStoredSize } from "../../src/core/generations/answer-size";
 import { checkChunk, MAX_CONTENT_BLOCKS } from "../../src/core/generations/chunks";
 import { MAX_JSON_DEPTH } from "../../src/core/json";
 import type { AssistantMessage } from "../../src/core/messages";
@@ -143,5 +143,49 @@ describe("what a chunk adds to its answer", () => {
       answerBytes("ai-sdk-ui", { type: "tool-output-available", toolCallId: "c", output: { a: '"' } }),
     ).toBe(1 + '{\\"a\\":\\"\\\\\\"\\"}'.length);
     expect(answerBytes("ai-sdk-ui", { type: "start-step" })).toBe(0);
+  });
+
+  it("counts a tool call's name each time the answer copies it, as many times as it is written", () => {
+    const size = new AnswerSize("ai-sdk-ui");
+    const fold = answerFold("ai-sdk-ui", source);
+    const parts = [
+      { type: "tool-input-start", toolCallId: "a", toolName: "n".repeat(100) },
+      { type: "tool-input-available", toolCallId: "a", toolName: "", input: {} },
+      { type: "tool-input-available", toolCallId: "a", toolName: "", input: {} },
+      { type: "tool-input-error", toolCallId: "a", toolName: "", input: {}, errorText: "bad" },
+      { type: "tool-output-available", toolCallId: "a", output: "ok" },
+      { type: "tool-output-error", toolCallId: "a", errorText: "failed" },
+      { type: "tool-output-denied", toolCallId: "a" },
+    ];
+    for (const part of parts) {
+      size.add(part);
+      fold.add(part);
+    }
+    // Three calls' blocks and four results: seven copies of the name.
+    const names = fold
+      .finish(finish)
+      .flatMap((message) =>
+        message.role === "toolResult"
+          ? [message.toolName]
+          : (message as AssistantMessage).content.flatMap((block) =>
+              block.type === "toolCall" ? [block.name] : [],
+            ),
+      );
+    expect(names).toEqual(Array(7).fill("n".repeat(100)));
+    expect(size.bytes).toBeGreaterThanOrEqual(7 * 100);
+    expect(new AnswerSize("ai-sdk-ui").add(parts[1])).toBeLessThan(100);
+  });
+
+  it("refuses an answer a message of which is more than an entry holds, without making it one string", () => {
+    const fold = answerFold("ai-sdk-ui", source);
+    const name = "x".repeat(1_000_000);
+    fold.add({ type: "tool-input-start", toolCallId: "a", toolName: name });
+    for (let i = 0; i < 1000; i++) fold.add({ type: "tool-input-available", toolCallId: "a", toolName: "" });
+    const answer = fold.finish(finish);
+    expect(() => checkStoredSize(answer)).toThrow(expect.objectContaining({ code: "entry_too_large" }));
+    // Sixteen copies fit.
+    const message = answer[0] as AssistantMessage;
+    const fits: AssistantMessage = { ...message, content: message.content.slice(0, 16) };
+    expect(() => checkStoredSize([fits])).not.toThrow();
   });
 });

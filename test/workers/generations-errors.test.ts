@@ -1,6 +1,10 @@
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MAX_GENERATION_BYTES } from "../../src/core/generations/generation-schemas";
 import { newId } from "../../src/core/ids";
+import { sessionObjectName } from "../../src/durable/internal";
+import { StreamStore } from "../../src/durable/stream/store";
 import {
   appendEvents,
   appendText,
@@ -217,6 +221,86 @@ describe("bad input to a generation changes nothing", () => {
     const stopped = await endGeneration(id, generation.id, "stop");
     expect(stopped.status).toBe(201);
     expect(stopped.body.entries[0].message.content[0].text).toHaveLength(2 * MiB);
+  }, 60_000);
+
+  it("counts an AI SDK tool call's name each time the answer copies it, and still ends", async () => {
+    const { id } = await sessionWithQuestion();
+    const name = "x".repeat(1_000_000);
+    // Parts without a name take their call's: 1,000 of them would make an answer of a gigabyte.
+    const inputs = await openGeneration(id, { format: "ai-sdk-ui" });
+    expect(
+      (await appendEvents(inputs.stream, { type: "tool-input-start", toolCallId: "a", toolName: name }))
+        .status,
+    ).toBe(204);
+    const started = await snapshot(id, inputs.stream);
+    const unnamed = { type: "tool-input-available", toolCallId: "a", toolName: "", input: {} };
+    const copies = await appendEvents(
+      inputs.stream,
+      Array.from({ length: 1000 }, () => unnamed),
+    );
+    expectStreamError(copies, 413, "payload_too_large");
+    expect(await snapshot(id, inputs.stream)).toEqual(started);
+    const completed = await endGeneration(id, inputs.id, "complete");
+    expect(completed.status, completed.text).toBe(201);
+    // Each result of a call takes its name too.
+    const outputs = await openGeneration(id, { format: "ai-sdk-ui" });
+    const call = { type: "tool-input-available", toolCallId: "b", toolName: name, input: {} };
+    expect((await appendEvents(outputs.stream, call)).status).toBe(204);
+    const called = await snapshot(id, outputs.stream);
+    const output = { type: "tool-output-available", toolCallId: "b", output: "ok" };
+    const results = await appendEvents(
+      outputs.stream,
+      Array.from({ length: 10 }, () => output),
+    );
+    expectStreamError(results, 413, "payload_too_large");
+    expect(await snapshot(id, outputs.stream)).toEqual(called);
+    const stopped = await endGeneration(id, outputs.id, "stop");
+    expect(stopped.status, stopped.text).toBe(201);
+  }, 60_000);
+
+  it("ends cut short a stream whose answer is more than an entry holds, or cannot be made at all", async () => {
+    const { id } = await sessionWithQuestion();
+    const object = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    /** Writes `records` to a generation's stream as it stores them, past what its appends check. */
+    const planted = async (records: string[]) => {
+      const generation = await openGeneration(id, { format: "ai-sdk-ui" });
+      await runInDurableObject(object, (_instance, state) => {
+        const store = new StreamStore(state.storage.sql);
+        const stream = store.get(`generation/${generation.id}`);
+        if (!stream) throw new Error("no stream");
+        const encoded = records.map((record) => new TextEncoder().encode(record));
+        store.append(stream, {
+          records: encoded,
+          close: false,
+          producer: null,
+          streamSeq: null,
+          now: Date.now(),
+        });
+      });
+      await evictDurableObject(object);
+      return generation;
+    };
+    // 1,000 tool calls named with the same megabyte.
+    const start = { type: "tool-input-start", toolCallId: "a", toolName: "x".repeat(1_000_000) };
+    const unnamed = { type: "tool-input-available", toolCallId: "a", toolName: "", input: {} };
+    const huge = await planted(
+      [start, ...Array.from({ length: 1000 }, () => unnamed)].map((e) => JSON.stringify(e)),
+    );
+    const broken = await planted([
+      JSON.stringify({ type: "text-delta", id: "t", delta: "lost" }),
+      "{not json",
+    ]);
+    for (const [generation, code] of [
+      [huge, "entry_too_large"],
+      [broken, "internal"],
+    ] as const) {
+      const completed = await endGeneration(id, generation.id, "complete");
+      expect(completed.status, completed.text).toBe(201);
+      const [entry] = completed.body.entries;
+      expect(entry.message).toMatchObject({ role: "assistant", stopReason: "length", content: [] });
+      expect(entry.message.errorMessage).toContain(`${code}:`);
+      expect(completed.body.generation).toMatchObject({ state: "finished", entryIds: [entry.id] });
+    }
   }, 60_000);
 
   it("answers 404 for unknown generation ids, and 422 for a parent that does not exist", async () => {

@@ -1,13 +1,18 @@
+import { SessionError } from "../errors";
 import { utf8Length } from "../json";
+import { MAX_ENTRY_BYTES } from "../limits";
+import type { AgentMessage } from "../messages";
+import { isRecord } from "../providers/incoming";
 import { DENIED_TOOL_CALL, outputText } from "./answer-fold";
 import type { GenerationFormat } from "./generation-schemas";
 
 /*
  * What a chunk adds to the answer it makes, counted as the answer is stored (JSON, UTF-8): the text
  * it carries with its escapes (a control character takes six bytes), and the values it carries as
- * their JSON (a tool's output as the text of its result, escaped once more). Summed as chunks are
- * appended, so that a generation is refused the chunk that would make its answer too large to
- * store, rather than failing to end.
+ * their JSON (a tool's output as the text of its result, escaped once more), and what the answer
+ * copies from an earlier chunk (a tool call's name, into each of its blocks and results). Summed as
+ * chunks are appended, so that a generation is refused the chunk that would make its answer too
+ * large to store, rather than failing to end.
  */
 
 /** Bytes of `text` as a JSON string's content. */
@@ -56,9 +61,13 @@ export function answerBytes(format: GenerationFormat, chunk: unknown): number {
     case "tool-input-start":
       return escaped(event.toolCallId) + escaped(event.toolName);
     case "tool-input-available":
+      return escaped(event.toolCallId) + escaped(event.toolName) + json(event.input);
     case "tool-input-error":
+      // The call's block, and its result: the id and the name twice.
       return (
-        escaped(event.toolCallId) + escaped(event.toolName) + json(event.input) + escaped(event.errorText)
+        2 * (escaped(event.toolCallId) + escaped(event.toolName)) +
+        json(event.input) +
+        escaped(event.errorText)
       );
     case "tool-output-available":
       return escaped(event.toolCallId) + escaped(outputText(event.output));
@@ -67,5 +76,86 @@ export function answerBytes(format: GenerationFormat, chunk: unknown): number {
       return escaped(event.toolCallId) + escaped(event.errorText ?? DENIED_TOOL_CALL);
     default:
       return 0;
+  }
+}
+
+/**
+ * A generation's answer counted chunk by chunk (`answerBytes`), with what the answer copies from
+ * chunks before: an AI SDK tool call's name, which a `tool-input-available` or `tool-input-error`
+ * without one takes from its `tool-input-start`, and every result of the call takes again.
+ */
+export class AnswerSize {
+  readonly #format: GenerationFormat;
+  /** Bytes of each AI SDK tool call's name, by call id, as its later parts copy it. */
+  readonly #toolNames = new Map<string, number>();
+  #bytes = 0;
+
+  constructor(format: GenerationFormat) {
+    this.#format = format;
+  }
+
+  /** Bytes of the answer so far. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  /** Counts the next chunk; answers the bytes it adds. */
+  add(chunk: unknown): number {
+    const adds = answerBytes(this.#format, chunk) + this.#copiedName(chunk);
+    this.#bytes += adds;
+    return adds;
+  }
+
+  /** Bytes of the tool name the answer copies into what `chunk` adds (answer-fold.ts). */
+  #copiedName(chunk: unknown): number {
+    if (this.#format !== "ai-sdk-ui" || !isRecord(chunk)) return 0;
+    const id = typeof chunk.toolCallId === "string" ? chunk.toolCallId : "";
+    const names = this.#toolNames;
+    switch (chunk.type) {
+      case "tool-input-start":
+        names.set(id, escaped(chunk.toolName));
+        return 0;
+      case "tool-input-available":
+      case "tool-input-error": {
+        const own = escaped(chunk.toolName);
+        if (own > 0) {
+          names.set(id, own);
+          return 0;
+        }
+        const copied = names.get(id) ?? 0;
+        return chunk.type === "tool-input-error" ? 2 * copied : copied;
+      }
+      case "tool-output-available":
+      case "tool-output-error":
+      case "tool-output-denied":
+        return names.get(id) ?? 0;
+      default:
+        return 0;
+    }
+  }
+}
+
+/**
+ * Refuses an answer a message of which is more than an entry holds (`entry_too_large`), measured
+ * block by block: an answer whose blocks copy one long value many times is refused without being
+ * made into one string longer than the runtime holds.
+ */
+export function checkStoredSize(messages: readonly AgentMessage[]): void {
+  for (const message of messages) {
+    const content = (message as { content?: unknown }).content;
+    const blocks = Array.isArray(content) ? content : [];
+    // The message with its content array empty, then each block and the comma before it.
+    let bytes = json(Array.isArray(content) ? { ...message, content: [] } : message);
+    for (const [index, block] of blocks.entries()) {
+      if (bytes > MAX_ENTRY_BYTES) break;
+      bytes += json(block) + (index > 0 ? 1 : 0);
+    }
+    if (bytes > MAX_ENTRY_BYTES) {
+      throw new SessionError(
+        "entry_too_large",
+        `a message of the answer is more than ${MAX_ENTRY_BYTES} bytes serialized, the most an entry holds`,
+        { limit: MAX_ENTRY_BYTES },
+      );
+    }
   }
 }

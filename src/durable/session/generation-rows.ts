@@ -1,7 +1,7 @@
 import { SessionError } from "../../core/errors";
 import type { AnswerSource } from "../../core/generations/answer-fold";
 import { answerFold, givenAnswer } from "../../core/generations/answer-fold";
-import { answerBytes } from "../../core/generations/answer-size";
+import { AnswerSize, checkStoredSize } from "../../core/generations/answer-size";
 import type { GenerationFormat, GenerationState, StoppedBy } from "../../core/generations/generation-schemas";
 import type { Shortfall } from "../../core/generations/short-answer";
 import { shortAnswer } from "../../core/generations/short-answer";
@@ -233,12 +233,24 @@ export function answerEntries(
     model: row.model?.modelId ?? "unknown",
     api: row.api ?? "unknown",
   };
-  const messages =
+  const made = () =>
     how.kind === "complete" && how.message !== undefined
       ? givenAnswer(row.format, how.message, source, now)
       : assemble(store, row, stream, source, how.kind === "stop", now);
   const { ids, shortfall } = writing;
-  return chained(row, shortfall ? [shortAnswer(messages, shortfall, source, now)] : messages, ids);
+  if (!shortfall) {
+    const messages = made();
+    checkStoredSize(messages);
+    return chained(row, messages, ids);
+  }
+  let messages: AgentMessage[] = [];
+  try {
+    messages = made();
+  } catch (error) {
+    // Kept to none of its text, an answer needs nothing of its chunks: it ends whatever they make.
+    if (shortfall.keeps !== "nothing") throw error;
+  }
+  return chained(row, [shortAnswer(messages, shortfall, source, now)], ids);
 }
 
 /** A generation's chunks as its stream holds them, read a page at a time: text, or events. */
@@ -315,8 +327,8 @@ function unknown(id: string): SessionError {
 export class GenerationParts {
   readonly rows: GenerationRows;
   readonly streams: DurableStreams;
-  /** The bytes each open generation's answer takes so far, as its chunks were appended (answer-size.ts). */
-  readonly #answerBytes = new Map<string, number>();
+  /** What each open generation's answer takes so far, as its chunks were appended (answer-size.ts). */
+  readonly #answerSizes = new Map<string, AnswerSize>();
 
   /** Opens the tables in `storage` (updating them if they exist). */
   constructor(storage: DurableObjectStorage) {
@@ -345,28 +357,24 @@ export class GenerationParts {
     return this.streams.store.get(generationStreamKey(id));
   }
 
-  /** The bytes generation `row`'s answer takes so far: counted from its stream once, then kept. */
-  answerBytes(row: GenerationRow): number {
-    let bytes = this.#answerBytes.get(row.id);
-    if (bytes === undefined) {
+  /**
+   * What generation `row`'s answer takes so far: counted from its stream once, then as chunks are
+   * appended (each counted before it is written, so that appends at the same time count each other).
+   */
+  answerSize(row: GenerationRow): AnswerSize {
+    let size = this.#answerSizes.get(row.id);
+    if (size === undefined) {
+      size = new AnswerSize(row.format);
       const stream = this.stream(row.id);
-      bytes = 0;
-      if (stream)
-        for (const chunk of storedChunks(this.streams.store, row.format, stream))
-          bytes += answerBytes(row.format, chunk);
-      this.#answerBytes.set(row.id, bytes);
+      if (stream) for (const chunk of storedChunks(this.streams.store, row.format, stream)) size.add(chunk);
+      this.#answerSizes.set(row.id, size);
     }
-    return bytes;
-  }
-
-  /** Chunks taking `bytes` more of the answer are being appended (counted before they are). */
-  growAnswer(id: string, bytes: number): void {
-    this.#answerBytes.set(id, (this.#answerBytes.get(id) ?? 0) + bytes);
+    return size;
   }
 
   /** What was counted of the answer may not stand (an append refused): counted again when next asked. */
   recountAnswer(id: string): void {
-    this.#answerBytes.delete(id);
+    this.#answerSizes.delete(id);
   }
 
   /** Refuses what only an open generation takes (`what`: more chunks, a complete, a stop). */

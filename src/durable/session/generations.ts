@@ -1,7 +1,6 @@
 import type { StoredEntry } from "../../core/entries";
 import type { Result } from "../../core/errors";
 import { capture, SessionError, unwrap } from "../../core/errors";
-import { answerBytes } from "../../core/generations/answer-size";
 import { checkChunk, generationStreamPath } from "../../core/generations/chunks";
 import type { GenerationInfo, OpenGenerationBody } from "../../core/generations/generation-schemas";
 import {
@@ -26,6 +25,7 @@ import { isDuplicate } from "../stream/producers";
 import { HEADER, MAX_APPEND_BYTES, mediaType, readAppendRequest } from "../stream/protocol";
 import type { StreamState } from "../stream/store";
 import { transaction } from "../transaction";
+import { transientError } from "../transient";
 import type { AnswerWriting, GenerationEnd, GenerationRow } from "./generation-rows";
 import { answerEntries, GenerationParts, generationStreamKey } from "./generation-rows";
 import type { SessionObjectState } from "./object-state";
@@ -295,11 +295,15 @@ export class Generations {
       );
     }
     // Chunks of the stream's own type are checked here; any other type is the protocol's to refuse.
-    let adds = 0;
     if (!duplicate && mediaType(request.headers.get("Content-Type")) === mediaType(stream.contentType)) {
-      for (const chunk of checkedChunks(current, body)) adds += answerBytes(current.format, chunk);
-      const holds = parts.answerBytes(current);
+      const chunks = checkedChunks(current, body);
+      // Counted before it is written, so that appends at the same time count each other.
+      const size = parts.answerSize(current);
+      const holds = size.bytes;
+      let adds = 0;
+      for (const chunk of chunks) adds += size.add(chunk);
       if (holds + adds > MAX_GENERATION_BYTES) {
+        parts.recountAnswer(row.id);
         throw new SessionError(
           "payload_too_large",
           `a generation's answer takes at most ${MAX_GENERATION_BYTES} bytes stored (its text with its escapes); complete it, or open another`,
@@ -307,8 +311,6 @@ export class Generations {
         );
       }
     }
-    // Counted before it is written, so that appends at the same time count each other.
-    parts.growAnswer(row.id, adds);
     // A refused append, or a producer's duplicate (200 is a producer's new data), added nothing.
     const producer = request.headers.has(HEADER.producerId);
     try {
@@ -336,7 +338,8 @@ export class Generations {
    *
    * An ending always succeeds but for a passing failure of storage, and a complete whose given
    * message cannot be stored (the client's to change): an answer refused as it is (too large, past
-   * the tenant's quota, an id another entry took, a reference the tenant cannot read) is written
+   * the tenant's quota, an id another entry took, a reference the tenant cannot read, or chunks it
+   * cannot be made of) is written
    * under ids of its own, or cut short (short-answer.ts), within the session's room; and when even
    * that finds no room, with nothing of its text, whatever the quota.
    */
@@ -410,7 +413,9 @@ export class Generations {
     const row = this.#parts.row(id);
     if (row.state !== "open") return undefined;
     const stream = this.#parts.stream(id) as StreamState;
-    const inputs = answerEntries(this.#parts.streams.store, row, stream, how, Date.now(), writing);
+    const inputs = made(() =>
+      answerEntries(this.#parts.streams.store, row, stream, how, Date.now(), writing),
+    );
     const { blobs } = this.#object;
     // The answer's entries are messages as they are stored (none a provider's to convert): the
     // values its blob slots hold are its inputs' own.
@@ -542,6 +547,20 @@ export class Generations {
 function splitModel(ref: string): { provider: string; modelId: string } {
   const slash = ref.indexOf("/");
   return { provider: ref.slice(0, slash), modelId: ref.slice(slash + 1) };
+}
+
+/**
+ * An answer made from what a generation holds: a failure that is not a refusal (nor a passing one
+ * of storage) would meet it again each time, so it is refused, and the ending keeps less of it.
+ */
+function made<T>(make: () => T): T {
+  try {
+    return make();
+  } catch (error) {
+    if (error instanceof SessionError) throw error;
+    const reason = error instanceof Error ? error.message : String(error);
+    throw transientError(error) ?? new SessionError("internal", `the answer could not be made: ${reason}`);
+  }
 }
 
 const strictText = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });

@@ -143,6 +143,14 @@ describe("what a chunk adds to its answer", () => {
       answerBytes("ai-sdk-ui", { type: "tool-output-available", toolCallId: "c", output: { a: '"' } }),
     ).toBe(1 + '{\\"a\\":\\"\\\\\\"\\"}'.length);
     expect(answerBytes("ai-sdk-ui", { type: "start-step" })).toBe(0);
+    // A generator tool's yields on the way are replaced by its final output: they take nothing.
+    const yielded = {
+      type: "tool-output-available",
+      toolCallId: "c",
+      output: "x".repeat(100),
+      preliminary: true,
+    };
+    expect(answerBytes("ai-sdk-ui", yielded)).toBe(0);
   });
 
   it("counts a tool call's name each time the answer copies it, as many times as it is written", () => {

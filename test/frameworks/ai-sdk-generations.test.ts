@@ -4,11 +4,14 @@ import {
   type ChatStatus,
   convertToModelMessages,
   simulateReadableStream,
+  stepCountIs,
   streamText,
+  tool,
   type UIMessage,
 } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as z from "zod";
 import { createClient, type RemoteRepo } from "../../src/client";
 import { CfSessionsChatStore, CfSessionsChatTransport, pipeToGeneration } from "../../src/frameworks/ai-sdk";
 import { type DevServer, startDevServer } from "../support/dev-server";
@@ -247,5 +250,62 @@ describe("generations with the AI SDK", () => {
     expect(textOf(stored.at(-1))).toBe(partial);
     expect(chat.status).toBe("ready");
     expect(finishes).toHaveLength(1);
+  });
+
+  it("keeps a generator tool's final output as its one result, not the outputs it yielded on the way", async () => {
+    const usage = {
+      inputTokens: { total: 5, noCache: 5, cacheRead: 0, cacheWrite: 0 },
+      outputTokens: { total: 5, text: 5, reasoning: 0 },
+    };
+    // The first step calls the tool, the second answers.
+    const toolStep = simulateReadableStream({
+      chunks: [
+        { type: "stream-start" as const, warnings: [] },
+        { type: "tool-call" as const, toolCallId: "c1", toolName: "count", input: "{}" },
+        { type: "finish" as const, finishReason: { unified: "tool-calls" as const, raw: "tool_use" }, usage },
+      ],
+    });
+    const textStep = simulateReadableStream({
+      chunks: [
+        { type: "stream-start" as const, warnings: [] },
+        { type: "text-start" as const, id: "t1" },
+        { type: "text-delta" as const, id: "t1", delta: "Counted." },
+        { type: "text-end" as const, id: "t1" },
+        { type: "finish" as const, finishReason: { unified: "stop" as const, raw: "stop" }, usage },
+      ],
+    });
+    let calls = 0;
+    const counter = new MockLanguageModelV3({
+      doStream: async () => (calls++ === 0 ? { stream: toolStep } : { stream: textStep }),
+    });
+    const session = await client.create();
+    const writer = await session.generate({ format: "ai-sdk-ui", model: "mock/counter" });
+    const result = streamText({
+      model: counter,
+      prompt: "Count to three",
+      tools: {
+        count: tool({
+          inputSchema: z.object({}),
+          async *execute() {
+            yield "one";
+            yield "one, two";
+            yield "one, two, three";
+          },
+        }),
+      },
+      stopWhen: stepCountIs(2),
+      abortSignal: writer.signal,
+    });
+    const outcome = (await pipeToGeneration(result.toUIMessageStream(), writer)) as {
+      entries: Array<{ message: { role: string; content: unknown } }>;
+    };
+    const messages = outcome.entries.map((entry) => entry.message);
+    expect(messages.map((message) => message.role)).toEqual(["assistant", "toolResult", "assistant"]);
+    expect(messages[1]).toMatchObject({
+      toolCallId: "c1",
+      toolName: "count",
+      content: [{ type: "text", text: "one, two, three" }],
+    });
+    expect(messages[2]?.content).toEqual([{ type: "text", text: "Counted." }]);
   });
 });

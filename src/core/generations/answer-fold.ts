@@ -26,8 +26,8 @@ import type { GenerationFormat } from "./generation-schemas";
  * A generation's chunks folded into the answer they make, read once in order: plain text; pi-ai's
  * assistant-message events (their deltas, by content index; a `done` or `error` event carries the
  * whole message); the AI SDK's UI message stream parts (text and reasoning by part id, tool calls
- * and their results, one assistant message per step). A stopped generation keeps what came, with
- * `stopReason: "aborted"`; a tool call whose input never arrived whole is left out. Chunks are
+ * and their final results, one assistant message per step). A stopped generation keeps what came,
+ * with `stopReason: "aborted"`; a tool call whose input never arrived whole is left out. Chunks are
  * checked when appended (chunks.ts); here, whatever a stream holds makes an answer: an event the
  * answer cannot be made of is passed over.
  */
@@ -299,7 +299,8 @@ class UiMessageFold implements AnswerFold {
         return;
       }
       case "tool-output-available":
-        this.#result(toolCallId, outputText(part.output), false);
+        // A preliminary output (a tool's yield) is replaced by the next one: the final one is its result.
+        if (part.preliminary !== true) this.#result(toolCallId, outputText(part.output), false);
         return;
       case "tool-output-error":
         this.#result(toolCallId, text(part.errorText), true);

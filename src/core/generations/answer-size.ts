@@ -70,6 +70,8 @@ export function answerBytes(format: GenerationFormat, chunk: unknown): number {
         escaped(event.errorText)
       );
     case "tool-output-available":
+      // A preliminary output is not kept: the final one is the call's result.
+      if (event.preliminary === true) return 0;
       return escaped(event.toolCallId) + escaped(outputText(event.output));
     case "tool-output-error":
     case "tool-output-denied":
@@ -126,6 +128,7 @@ export class AnswerSize {
         return chunk.type === "tool-input-error" ? 2 * copied : copied;
       }
       case "tool-output-available":
+        return chunk.preliminary === true ? 0 : (names.get(id) ?? 0);
       case "tool-output-error":
       case "tool-output-denied":
         return names.get(id) ?? 0;

@@ -2,6 +2,8 @@
 export const MAX_ENTRY_BYTES = 16 * 1024 * 1024;
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
 export const MAX_BATCH_ENTRIES = 1000;
+/** The largest body one stream append (a generation's chunks, or a create's initial content) may carry: 1 MiB. */
+export const MAX_APPEND_BYTES = 1024 * 1024;
 export const DEFAULT_ENTRIES_PAGE = 100;
 export const MAX_ENTRIES_PAGE = 1000;
 export const DEFAULT_SESSIONS_PAGE = 50;

@@ -8,6 +8,7 @@ import {
   streamText,
   tool,
   type UIMessage,
+  type UIMessageChunk,
 } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -307,5 +308,59 @@ describe("generations with the AI SDK", () => {
       content: [{ type: "text", text: "one, two, three" }],
     });
     expect(messages[2]?.content).toEqual([{ type: "text", text: "Counted." }]);
+  });
+
+  it("appends parts that piled up in as many appends as 1 MiB each needs", async () => {
+    const session = await client.create();
+    const writer = await session.generate({ format: "ai-sdk-ui" });
+    const delta = "w".repeat(600_000);
+    // All at once: the first goes while the rest pile up, 1.8 MB of them.
+    async function* parts(): AsyncGenerator<UIMessageChunk> {
+      yield { type: "start" };
+      yield { type: "text-start", id: "t" };
+      for (let i = 0; i < 3; i++) yield { type: "text-delta", id: "t", delta };
+      yield { type: "text-end", id: "t" };
+      yield { type: "finish", finishReason: "stop" };
+    }
+    const outcome = (await pipeToGeneration(parts(), writer)) as {
+      generation: { state: string };
+      entries: Array<{ message: { content: Array<{ text: string }> } }>;
+    };
+    expect(outcome.generation.state).toBe("finished");
+    expect(outcome.entries[0]?.message.content[0]?.text).toBe(delta.repeat(3));
+  });
+
+  it("stops the generation, keeping what was written, when a part is refused or more than one append takes", async () => {
+    const session = await client.create();
+    let deep: unknown = "deep";
+    for (let i = 0; i < 200; i++) deep = { a: deep };
+    const refused: UIMessageChunk = {
+      type: "tool-input-available",
+      toolCallId: "c",
+      toolName: "t",
+      input: deep,
+    };
+    const oversize: UIMessageChunk = { type: "text-delta", id: "t", delta: "x".repeat(1024 * 1024) };
+    for (const [last, code] of [
+      [refused, "invalid_request"],
+      [oversize, "payload_too_large"],
+    ] as const) {
+      const writer = await session.generate({ format: "ai-sdk-ui" });
+      async function* parts(): AsyncGenerator<UIMessageChunk> {
+        yield { type: "text-start", id: "t" };
+        yield { type: "text-delta", id: "t", delta: "kept" };
+        // Written before the last part comes.
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        yield last;
+        yield { type: "finish", finishReason: "stop" };
+      }
+      await expect(pipeToGeneration(parts(), writer)).rejects.toMatchObject({ code });
+      expect(writer.signal.aborted).toBe(true);
+      const generation = await session.generation(writer.id);
+      expect(generation).toMatchObject({ state: "stopped", stoppedBy: "request" });
+      const [entryId] = generation.entryIds ?? [];
+      const entry = (await session.getEntry(entryId as string)) as { message?: { content?: unknown } };
+      expect(entry.message?.content).toEqual([{ type: "text", text: "kept" }]);
+    }
   });
 });

@@ -56,8 +56,7 @@ export const ANSWER_HEADERS = [
   HEADER.producerReceivedSeq,
 ];
 
-/** The largest body one append (or a create's initial content) may carry: 1 MiB. */
-export const MAX_APPEND_BYTES = 1024 * 1024;
+export { MAX_APPEND_BYTES } from "../../core/limits";
 /**
  * The most data one catch-up read answers (at least one append); the reader continues from its
  * end. It is sent block by block as it is read, so it costs the object one block of memory.

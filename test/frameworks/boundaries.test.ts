@@ -31,6 +31,7 @@ const CORE_MODULES = new Set([
   "ids",
   "interchange",
   "json",
+  "limits",
   "system-messages",
   "providers/from-ai-sdk-ui",
   "providers/from-langchain",

@@ -596,6 +596,9 @@ describe("the quota ledger", () => {
         }
         state.storage.sql.exec("DROP TABLE quota_totals");
         state.storage.sql.exec("ALTER TABLE quota_claims DROP COLUMN asked_since_seed");
+        state.storage.sql.exec("DROP INDEX blobs_deleting");
+        state.storage.sql.exec("ALTER TABLE shard DROP COLUMN retention_known");
+        state.storage.sql.exec("DROP INDEX tombstones_by_deleted");
         state.storage.sql.exec("DELETE FROM schema_version WHERE version > 7");
       });
       await evictDurableObject(ledger);

@@ -168,6 +168,8 @@ describe("the directory's usage", () => {
       state.storage.sql.exec("DROP INDEX sessions_by_project_updated");
       state.storage.sql.exec("DROP INDEX sessions_by_project_created");
       state.storage.sql.exec("ALTER TABLE sessions DROP COLUMN project");
+      state.storage.sql.exec("ALTER TABLE shard DROP COLUMN retention_known");
+      state.storage.sql.exec("DROP INDEX tombstones_by_deleted");
       state.storage.sql.exec("DELETE FROM schema_version WHERE version >= 3");
     });
     await evictDurableObject(directory);

@@ -12,12 +12,14 @@ import { afterAll, describe, expect, it } from "vitest";
  * bundle's gzipped size is what a cold start loads, so it has a budget: the deployed bundle is
  * minified (260 KiB gzipped with the model API converters; 292 KiB with streams; 302 KiB with
  * jurisdictions, time travel and blobs in R2; 413 KiB with the MCP server, whose SDK brings about
- * 67 KiB gzipped, half of it the JSON Schema validator (ajv) it loads by default, when the budget
- * was last raised), and 450 KiB leaves about 9% for growth. A dependency that pushes past it fails
- * here, on purpose: raise the budget only for a reason worth the cold-start time.
+ * 67 KiB gzipped, half of it the JSON Schema validator (ajv) it loads by default; 454 KiB with
+ * ipaddr.js, which reads client addresses for the dev tenant's loopback check and the failed-auth
+ * budget, when the budget was last raised), and 480 KiB leaves about 6% for growth. A dependency
+ * that pushes past it fails here, on purpose: raise the budget only for a reason worth the
+ * cold-start time.
  */
 
-const BUDGET_BYTES = 450 * 1024;
+const BUDGET_BYTES = 480 * 1024;
 const WRANGLER = join(process.cwd(), "node_modules", "wrangler", "bin", "wrangler.js");
 
 /**

@@ -535,16 +535,18 @@ describe("Codex shapes", () => {
     expect(error.details).toMatchObject({ line: 3 });
   });
 
+  /** A line where Codex names (or renames) the thread. */
+  const named = (name: unknown) => ({
+    timestamp: at(),
+    type: "event_msg",
+    payload: {
+      type: "thread_name_updated",
+      thread_id: "019b0000-0000-7000-8000-00000000c0de",
+      thread_name: name,
+    },
+  });
+
   it("names the session as Codex last named the thread, keeping each rename as it was written", async () => {
-    const named = (name: unknown) => ({
-      timestamp: at(),
-      type: "event_msg",
-      payload: {
-        type: "thread_name_updated",
-        thread_id: "019b0000-0000-7000-8000-00000000c0de",
-        thread_name: name,
-      },
-    });
     const file = rollout(
       meta(),
       userSays("fix the parser"),
@@ -567,15 +569,6 @@ describe("Codex shapes", () => {
   });
 
   it("names the session again when a sync brings a rename Codex wrote since the last one", async () => {
-    const named = (name: string) => ({
-      timestamp: at(),
-      type: "event_msg",
-      payload: {
-        type: "thread_name_updated",
-        thread_id: "019b0000-0000-7000-8000-00000000c0de",
-        thread_name: name,
-      },
-    });
     const repo = new MemoryRepo();
     const lines = [meta(), userSays("fix the parser"), named("Parser fix"), replies("done")];
     const { session } = await repo.syncSession(readRollout(rollout(...lines)));

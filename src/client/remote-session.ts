@@ -2,7 +2,7 @@ import type { CompactOptions, NavigateOptions, NavigateResult } from "../core/co
 import type { SessionContext } from "../core/context";
 import type { CompactionEntry, StoredEntry } from "../core/entries";
 import type { SessionEvent } from "../core/events";
-import type { GenerationInfo } from "../core/generations/generation-schemas";
+import type { GenerationInfo, GenerationState } from "../core/generations/generation-schemas";
 import type { ExportFormat } from "../core/interchange";
 import type { ContextRequests } from "../core/providers/convert";
 import type { ContextFormat } from "../core/providers/target";
@@ -102,9 +102,12 @@ export class RemoteSession extends Session {
     return this.storage.generation(id);
   }
 
-  /** The session's generations: open ones, and ended ones within their retention window. */
-  generations(): Promise<GenerationInfo[]> {
-    return this.storage.generations();
+  /**
+   * The session's generations: open ones, and ended ones within their retention window, oldest
+   * first; with `state`, only those in it (`{ state: "open" }`: the answers being written).
+   */
+  generations(options: { state?: GenerationState } = {}): Promise<GenerationInfo[]> {
+    return this.storage.generations(options);
   }
 
   /** Stops a generation someone else is writing: what it wrote becomes the entry, aborted. */

@@ -4,7 +4,8 @@ import type { ContextAnswer } from "../core/context-answer";
 import type { CompactionEntry, LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "../core/entries";
 import { SessionError } from "../core/errors";
 import type { SessionEvent } from "../core/events";
-import type { GenerationInfo } from "../core/generations/generation-schemas";
+import type { GenerationInfo, GenerationPage, GenerationState } from "../core/generations/generation-schemas";
+import { MAX_GENERATIONS_PAGE } from "../core/generations/generation-schemas";
 import { checkSessionId, isValidId, newId } from "../core/ids";
 import type { ExportFormat } from "../core/interchange";
 import { leafTag } from "../core/leaf-tag";
@@ -227,9 +228,18 @@ export class RemoteStorage implements SessionStorage {
     return this.#http.json("GET", generationPath(this.#path(), id));
   }
 
-  async generations(): Promise<GenerationInfo[]> {
-    return (await this.#http.json<{ generations: GenerationInfo[] }>("GET", this.#path("/generations")))
-      .generations;
+  /** Every generation still kept (in `state`, when given), oldest first, read a page at a time. */
+  async generations(options: { state?: GenerationState } = {}): Promise<GenerationInfo[]> {
+    const generations: GenerationInfo[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.#http.json<GenerationPage>("GET", this.#path("/generations"), {
+        query: { state: options.state, limit: MAX_GENERATIONS_PAGE, cursor },
+      });
+      generations.push(...page.generations);
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+    return generations;
   }
 
   stopGeneration(id: string): Promise<GenerationResult> {

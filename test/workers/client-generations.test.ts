@@ -104,6 +104,37 @@ describe("client: generations", () => {
     expect(appends).toHaveLength(3);
   });
 
+  it("lists every generation across pages, or those in one state", async () => {
+    // The service pages as it would past 200 generations: each listing asks for two at a time.
+    const listings: string[] = [];
+    const paging = (request: Request) => {
+      const url = new URL(request.url);
+      if (url.pathname.endsWith("/generations") && request.method === "GET") {
+        expect(url.searchParams.get("limit")).toBe("200");
+        url.searchParams.set("limit", "2");
+        listings.push(url.search);
+        return worker(new Request(url, request));
+      }
+      return worker(request);
+    };
+    const client = createClient({ baseUrl: "http://sessions.test", token: KEY_A, fetch: paging });
+    const session = await client.create({ id: sid() });
+    await session.appendMessage(user("Answer five times"));
+    const writers = [];
+    for (let n = 0; n < 5; n++) writers.push(await session.generate());
+    await writers[2]?.complete();
+    const all = await session.generations();
+    expect(all.map((generation) => generation.id)).toEqual(writers.map((writer) => writer.id));
+    expect(listings).toHaveLength(3);
+    const open = await session.generations({ state: "open" });
+    expect(open.map((generation) => generation.id)).toEqual(
+      [writers[0], writers[1], writers[3], writers[4]].map((writer) => writer?.id),
+    );
+    expect(listings.slice(3).every((search) => search.includes("state=open"))).toBe(true);
+    const finished = await session.generations({ state: "finished" });
+    expect(finished.map((generation) => generation.state)).toEqual(["finished"]);
+  });
+
   it("aborts the writer's signal and refuses its appends once someone else stops the generation", async () => {
     const client = createClient({ baseUrl: "http://sessions.test", token: KEY_A, fetch: worker });
     const session = await client.create({ id: sid() });

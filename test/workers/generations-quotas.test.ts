@@ -122,7 +122,9 @@ describe("open generations of a session", () => {
     const refused = await api("POST", `/v1/sessions/${id}/generations`, { body: {} });
     expectError(refused, 413, "quota_exceeded");
     expect(refused.body.error.details).toEqual({ quota: "maxOpenGenerations", limit: 64 });
-    expect((await api("GET", `/v1/sessions/${id}/generations`)).body.generations).toHaveLength(64);
+    expect(
+      (await api("GET", `/v1/sessions/${id}/generations?state=open&limit=200`)).body.generations,
+    ).toHaveLength(64);
     expect((await endGeneration(id, opened[0]?.id as string, "stop")).status).toBe(201);
     await openGeneration(id);
   }, 60_000);

@@ -154,6 +154,65 @@ describe("a text generation", () => {
     expect((await info(id)).leafId).toBe(a.id);
   });
 
+  it("lists its generations a page at a time, oldest first, all of them or those in one state", async () => {
+    const { id } = await sessionWithQuestion();
+    const opened = [];
+    for (let n = 0; n < 5; n++) opened.push(await openGeneration(id));
+    await endGeneration(id, opened[1]?.id as string, "complete");
+    await endGeneration(id, opened[3]?.id as string, "stop");
+    const ids = (generations: Array<{ id: string }>) => generations.map((generation) => generation.id);
+    const pages = async (query: string) => {
+      const seen = [];
+      let cursor: string | null = null;
+      do {
+        const after: string = cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`;
+        const page = await api("GET", `/v1/sessions/${id}/generations?limit=2${query}${after}`);
+        expect(page.status, page.text).toBe(200);
+        expect(page.body.generations.length).toBeLessThanOrEqual(2);
+        seen.push(page.body.generations);
+        cursor = page.body.nextCursor;
+      } while (cursor !== null);
+      return seen;
+    };
+    const all = await pages("");
+    expect(all.map(ids)).toEqual([
+      [opened[0]?.id, opened[1]?.id],
+      [opened[2]?.id, opened[3]?.id],
+      [opened[4]?.id],
+    ]);
+    expect(
+      (await pages("&state=open")).flat().map((g: { id: string; state: string }) => [g.id, g.state]),
+    ).toEqual([opened[0], opened[2], opened[4]].map((g) => [g?.id, "open"]));
+    expect(ids((await pages("&state=finished")).flat())).toEqual([opened[1]?.id]);
+    expect(ids((await pages("&state=stopped")).flat())).toEqual([opened[3]?.id]);
+    // Without a limit: the first 50.
+    const whole = await api("GET", `/v1/sessions/${id}/generations`);
+    expect(ids(whole.body.generations)).toEqual(opened.map((g) => g.id));
+    expect(whole.body.nextCursor).toBeNull();
+  });
+
+  it("refuses a listing's bad query and a cursor of another state, writing nothing", async () => {
+    const { id } = await sessionWithQuestion();
+    const a = await openGeneration(id);
+    await openGeneration(id);
+    const before = await snapshot(id, a.stream);
+    const first = await api("GET", `/v1/sessions/${id}/generations?limit=1&state=open`);
+    const cursor = encodeURIComponent(first.body.nextCursor);
+    for (const query of [
+      "state=ended",
+      "limit=0",
+      "limit=201",
+      "limit=two",
+      "cursor=not-a-cursor",
+      `cursor=${cursor}`,
+      `cursor=${cursor}&state=finished`,
+    ]) {
+      expectError(await api("GET", `/v1/sessions/${id}/generations?${query}`), 400, "invalid_request");
+    }
+    expect((await api("GET", `/v1/sessions/${id}/generations?state=open&cursor=${cursor}`)).status).toBe(200);
+    expect(await snapshot(id, a.stream)).toEqual(before);
+  });
+
   it("opens under an empty session's root, and under any entry given", async () => {
     const empty = await api("POST", "/v1/sessions", { body: {} });
     const root = await openGeneration(empty.body.id);

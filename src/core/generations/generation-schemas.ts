@@ -111,3 +111,34 @@ export const GenerationInfo = z
   })
   .meta({ id: "GenerationInfo" });
 export type GenerationInfo = z.infer<typeof GenerationInfo>;
+
+/** The most generations one page of a session's listing holds. */
+export const MAX_GENERATIONS_PAGE = 200;
+
+export const ListGenerationsQuery = z.object({
+  state: z.enum(GENERATION_STATES).optional().meta({ description: "only the generations in this state" }),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_GENERATIONS_PAGE)
+    .optional()
+    .meta({ description: "default 50" }),
+  cursor: z
+    .string()
+    .max(1000)
+    .optional()
+    .meta({ description: "`nextCursor` of the page before, given with the same state" }),
+});
+export type ListGenerationsQuery = z.infer<typeof ListGenerationsQuery>;
+
+export const GenerationPage = z
+  .object({
+    generations: z.array(GenerationInfo).meta({ description: "oldest first" }),
+    nextCursor: z
+      .string()
+      .nullable()
+      .meta({ description: "where the next page starts; null after the last" }),
+  })
+  .meta({ id: "GenerationPage" });
+export type GenerationPage = z.infer<typeof GenerationPage>;

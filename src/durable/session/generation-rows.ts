@@ -52,9 +52,20 @@ const MIGRATIONS = [
     "ALTER TABLE generations ADD COLUMN counted INTEGER NOT NULL DEFAULT 0",
     "ALTER TABLE generations ADD COLUMN held_bytes INTEGER NOT NULL DEFAULT 0",
   ],
+  // A listing's pages, of every generation or of those in one state, in the order they opened.
+  [
+    "CREATE INDEX generations_by_opening ON generations (opened_at, id)",
+    "CREATE INDEX generations_by_state ON generations (state, opened_at, id)",
+  ],
 ];
 
 const VERSION_TABLE = "generation_schema_version";
+
+/** Where a generation stands in a listing: when it opened, then its id. */
+export interface GenerationPlace {
+  openedAt: number;
+  id: string;
+}
 
 export interface GenerationRow {
   id: string;
@@ -134,10 +145,22 @@ export class GenerationRows implements Reloadable {
     return row && rowOf(row);
   }
 
-  /** Every generation still kept, oldest first. */
-  all(): GenerationRow[] {
+  /**
+   * Up to `limit` generations still kept (those in `state`, when given) that opened after `after`,
+   * oldest first.
+   */
+  page(options: { state?: GenerationState; after?: GenerationPlace; limit: number }): GenerationRow[] {
     if (!this.#tables.exist()) return [];
-    return this.#sql<Row>`SELECT * FROM generations ORDER BY opened_at, id`.toArray().map(rowOf);
+    const { state, limit } = options;
+    const { openedAt, id } = options.after ?? { openedAt: -1, id: "" };
+    const rows =
+      state === undefined
+        ? this.#sql<Row>`SELECT * FROM generations WHERE (opened_at, id) > (${openedAt}, ${id})
+            ORDER BY opened_at, id LIMIT ${limit}`
+        : this
+            .#sql<Row>`SELECT * FROM generations WHERE state = ${state} AND (opened_at, id) > (${openedAt}, ${id})
+            ORDER BY opened_at, id LIMIT ${limit}`;
+    return rows.toArray().map(rowOf);
   }
 
   /** The generations still open, oldest first. */

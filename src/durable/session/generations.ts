@@ -2,7 +2,13 @@ import type { StoredEntry } from "../../core/entries";
 import type { Result } from "../../core/errors";
 import { capture, SessionError, unwrap } from "../../core/errors";
 import { checkChunk, generationStreamPath } from "../../core/generations/chunks";
-import type { GenerationInfo, OpenGenerationBody } from "../../core/generations/generation-schemas";
+import type {
+  GenerationInfo,
+  GenerationPage,
+  GenerationState,
+  ListGenerationsQuery,
+  OpenGenerationBody,
+} from "../../core/generations/generation-schemas";
 import {
   DEFAULT_ABANDON_SECONDS,
   DEFAULT_RETAIN_SECONDS,
@@ -11,6 +17,7 @@ import {
   MAX_GENERATION_BYTES,
 } from "../../core/generations/generation-schemas";
 import { newId } from "../../core/ids";
+import { cursorValues, encodeCursor } from "../../core/info";
 import { tryParseJson } from "../../core/json";
 import { MAX_BATCH_ENTRIES } from "../../core/limits";
 import type { AppendEntryInput } from "../../core/providers/entry-input";
@@ -26,7 +33,7 @@ import { HEADER, MAX_APPEND_BYTES, mediaType, readAppendRequest } from "../strea
 import type { StreamState } from "../stream/store";
 import { transaction } from "../transaction";
 import { transientError } from "../transient";
-import type { AnswerWriting, GenerationEnd, GenerationRow } from "./generation-rows";
+import type { AnswerWriting, GenerationEnd, GenerationPlace, GenerationRow } from "./generation-rows";
 import { answerEntries, GenerationParts, generationStreamKey } from "./generation-rows";
 import type { SessionObjectState } from "./object-state";
 import type { SessionCalls } from "./session-calls";
@@ -43,6 +50,25 @@ import type { ByteLimit, PreparedBlobs } from "./session-writes";
  * lifecycle (open, end, the alarm), what they say of themselves, and their streams' requests; their
  * rows and answers are in generation-rows.ts.
  */
+
+/** Where a listing's cursor goes on from; `invalid_request` for a cursor of another listing or state. */
+function listingPlace(cursor: string, state: GenerationState | undefined): GenerationPlace {
+  const [openedAt, id, given, ...rest] = cursorValues(cursor);
+  const opened = Number(openedAt);
+  if (
+    rest.length > 0 ||
+    !Number.isSafeInteger(opened) ||
+    typeof id !== "string" ||
+    given !== (state ?? null)
+  ) {
+    throw new SessionError(
+      "invalid_request",
+      "the cursor is not of this listing (a cursor goes on only with the state it came with)",
+      { cursor },
+    );
+  }
+  return { openedAt: opened, id };
+}
 
 /** What complete and stop answer: the generation as it ended and the entries it became. */
 export interface GenerationOutcome {
@@ -150,10 +176,21 @@ export class Generations {
     return this.#info(this.#parts.row(id));
   }
 
-  /** Generations still kept: open ones, and ended ones within their retention window. */
-  list(): GenerationInfo[] {
+  /**
+   * A page of the generations still kept (open ones, and ended ones within their retention window),
+   * oldest first; with `state`, only those in it.
+   */
+  list(query: ListGenerationsQuery): GenerationPage {
     if (!this.#object.session.exists) throw new SessionError("not_found", "session does not exist");
-    return this.#parts.rows.all().map((row) => this.#info(row));
+    const { state, limit = 50, cursor } = query;
+    const after = cursor === undefined ? undefined : listingPlace(cursor, state);
+    const rows = this.#parts.rows.page({ state, after, limit: limit + 1 });
+    const generations = rows.slice(0, limit).map((row) => this.#info(row));
+    const last = rows.length > limit ? rows[limit - 1] : undefined;
+    return {
+      generations,
+      nextCursor: last ? encodeCursor(String(last.openedAt), last.id, state ?? null) : null,
+    };
   }
 
   /** Open generations: what a watcher that joins is told of. */

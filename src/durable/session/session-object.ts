@@ -3,7 +3,12 @@ import type { EntryRef } from "../../core/append";
 import type { LeafEntry, SessionEntry, StoredEntry } from "../../core/entries";
 import type { Result } from "../../core/errors";
 import { capture, SessionError } from "../../core/errors";
-import type { GenerationInfo, OpenGenerationBody } from "../../core/generations/generation-schemas";
+import type {
+  GenerationInfo,
+  GenerationPage,
+  ListGenerationsQuery,
+  OpenGenerationBody,
+} from "../../core/generations/generation-schemas";
 import type { SessionSearchOptions, SessionSearchPage } from "../../core/search";
 import type { EntryQuery, HeaderPatch, LeafAt, SessionHeader, SessionInfo } from "../../core/session-schemas";
 import type { AppendOptions, AppendResult, ImportOptions, LeafOptions } from "../../core/storage";
@@ -461,8 +466,8 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   /** @internal */
-  listGenerations(): Promise<Result<GenerationInfo[]>> {
-    return this.#calls.run(() => this.#generations.list());
+  listGenerations(query: ListGenerationsQuery): Promise<Result<GenerationPage>> {
+    return this.#calls.run(() => this.#generations.list(query));
   }
 
   /**

@@ -21,7 +21,7 @@ export interface GenerationRead {
 /** What the transport reads a chat's answers from: its session on the service (a `RemoteSession`). */
 export interface GenerationReader {
   generation(id: string): Promise<GenerationInfo>;
-  generations(): Promise<GenerationInfo[]>;
+  generations(options: { state: "open" }): Promise<GenerationInfo[]>;
   follow(
     generation: GenerationInfo,
     options: { offset?: string; signal?: AbortSignal; maxFailures?: number },
@@ -101,7 +101,7 @@ export class CfSessionsChatTransport<M extends UIMessage = UIMessage> implements
       const generation = await reader.generation(cut.generationId).catch(() => undefined);
       if (generation) return this.#read(options.chatId, reader, generation, cut.offset, options.abortSignal);
     }
-    const open = (await reader.generations()).filter(
+    const open = (await reader.generations({ state: "open" })).filter(
       (generation) => generation.state === "open" && generation.format === "ai-sdk-ui",
     );
     const latest = open.at(-1);

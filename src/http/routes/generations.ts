@@ -7,6 +7,8 @@ import { SessionError } from "../../core/errors";
 import {
   CompleteGenerationBody,
   GenerationInfo,
+  GenerationPage,
+  ListGenerationsQuery,
   MAX_GENERATION_BYTES,
   OpenGenerationBody,
 } from "../../core/generations/generation-schemas";
@@ -37,8 +39,6 @@ import { SessionIdParam } from "../schemas";
  */
 
 const GenerationParams = SessionIdParam.extend({ gid: Id.meta({ param: { name: "gid", in: "path" } }) });
-
-const GenerationList = z.object({ generations: z.array(GenerationInfo) });
 
 const GenerationOutcome = z
   .object({
@@ -113,13 +113,13 @@ const app = routes()
       path: "/v1/sessions/{sid}/generations",
       operationId: "listGenerations",
       summary:
-        "The generations of the session: open ones, and ended ones still within their retention window",
-      request: { params: SessionIdParam },
-      responses: { 200: json(GenerationList, "oldest first"), ...errors },
+        "The generations of the session: open ones, and ended ones still within their retention window, a page at a time",
+      request: { params: SessionIdParam, query: ListGenerationsQuery },
+      responses: { 200: json(GenerationPage, "oldest first"), ...errors },
     }),
     async (c) => {
-      const generations = await sessionObject(c, c.req.valid("param").sid).listGenerations();
-      return c.json({ generations }, 200);
+      const page = await sessionObject(c, c.req.valid("param").sid).listGenerations(c.req.valid("query"));
+      return c.json(page, 200);
     },
   )
   .openapi(

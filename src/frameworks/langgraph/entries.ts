@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { keyedId } from "../keys";
 import { Serialized } from "./serialized";
 
 /*
@@ -61,6 +62,16 @@ export type WritesData = z.infer<typeof WritesData>;
 /** What a session's metadata says of the thread it keeps. */
 export const ThreadMetadata = z.object({ threadId: z.string(), checkpointNs: z.string() });
 export type ThreadMetadata = z.infer<typeof ThreadMetadata>;
+
+/** A thread in one checkpoint namespace, and the session that keeps it. */
+export interface Thread extends ThreadMetadata {
+  sessionId: string;
+}
+
+/** The entry id of a checkpoint (its id as it is when it fits the id syntax). */
+export function checkpointEntryId(checkpointId: string): Promise<string> {
+  return keyedId("", [checkpointId]);
+}
 
 /** The input the checkpoint argument of `put` must be (channel values and versions are checked). */
 export const CheckpointInput = z.looseObject({

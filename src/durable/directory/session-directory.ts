@@ -1,8 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Result } from "../../core/errors";
 import { capture } from "../../core/errors";
-import { listCursor, listedAfter } from "../../core/info";
-import { sessionsPageLimit } from "../../core/paging";
 import type { TenantSearchOptions } from "../../core/search";
 import { indexedText } from "../../core/search-text";
 import type { ListOptions, SessionInfo, SessionPage } from "../../core/session-schemas";
@@ -28,6 +26,7 @@ import type {
   StreamUsage,
   TenantUsage,
 } from "../types";
+import { listShard } from "./directory-listing";
 import { MIGRATIONS } from "./directory-schema";
 import { type ShardSearch, searchShard } from "./directory-search";
 import type { StreamListOptions } from "./stream-registry";
@@ -55,8 +54,32 @@ const SWEEP_INTERVAL_MS = 3600 * 1000;
 const SWEEP_BATCH = 100;
 const SWEEP_PARALLEL = 10;
 
-/** A row of the listing, with the key it is ordered by. */
-type ListingRow = { id: string; sort_key: string; info: string };
+/**
+ * Asks each of `keys` to expire, `SWEEP_PARALLEL` at once; answers how many did. One that is gone
+ * is forgotten; one that fails is logged, and the others go on.
+ */
+async function expireEach(
+  keys: readonly string[],
+  expire: (key: string) => Promise<string>,
+  forget: (key: string) => void,
+  failed: (key: string, error: unknown) => Promise<void>,
+): Promise<number> {
+  let expired = 0;
+  for (let i = 0; i < keys.length; i += SWEEP_PARALLEL) {
+    await Promise.all(
+      keys.slice(i, i + SWEEP_PARALLEL).map(async (key) => {
+        try {
+          const outcome = await expire(key);
+          if (outcome === "expired") expired++;
+          else if (outcome === "missing") forget(key);
+        } catch (error) {
+          await failed(key, error);
+        }
+      }),
+    );
+  }
+  return expired;
+}
 
 interface Identity {
   tenant: string;
@@ -375,84 +398,10 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
 
   /**
    * A page of this shard's listing: its first `limit` sessions after the cursor, or fewer when
-   * their infos would pass `maxChars` of JSON (one at least), so that no answer grows with what
-   * sessions hold (a system prompt, metadata). @internal
+   * their infos would pass `maxChars` of JSON (one at least; `listShard`). @internal
    */
   list(options: ListOptions, maxChars: number = Number.POSITIVE_INFINITY): Promise<Result<SessionPage>> {
-    return capture(() => {
-      const limit = sessionsPageLimit(options);
-      const cursor = options.cursor ? listedAfter(options.cursor, options) : undefined;
-      const byCreated = options.order === "created";
-      const key = cursor?.key ?? "\uffff";
-      const after = cursor?.id ?? "\uffff";
-      const prefix = options.prefix ?? "";
-      const rows =
-        options.project === undefined
-          ? this.#listAll(byCreated, key, after, prefix, limit + 1)
-          : this.#listProject(byCreated, key, after, prefix, limit + 1, options.project);
-      // Read a row at a time, so that the rows past the page are never read.
-      const page: ListingRow[] = [];
-      let chars = 0;
-      let more = false;
-      for (const row of rows) {
-        if (page.length === limit || (page.length > 0 && chars + row.info.length > maxChars)) {
-          more = true;
-          break;
-        }
-        page.push(row);
-        chars += row.info.length;
-      }
-      const last = page[page.length - 1];
-      return {
-        sessions: page.map((row) => JSON.parse(row.info) as SessionInfo),
-        nextCursor: more && last ? listCursor(options, last.sort_key, last.id) : null,
-      };
-    });
-  }
-
-  /** The listing's rows after the cursor (`key`, `after`), newest first. */
-  #listAll(byCreated: boolean, key: string, after: string, prefix: string, limit: number) {
-    // Prefixes are measured by SQLite's `length`, in characters as `substr` counts them.
-    return byCreated
-      ? this.#sql<ListingRow>`
-          SELECT id, created_at AS sort_key, info FROM sessions
-          WHERE (created_at < ${key} OR (created_at = ${key} AND id < ${after}))
-            AND substr(id, 1, length(${prefix})) = ${prefix}
-          ORDER BY created_at DESC, id DESC LIMIT ${limit}`
-      : this.#sql<ListingRow>`
-          SELECT id, updated_at AS sort_key, info FROM sessions
-          WHERE (updated_at < ${key} OR (updated_at = ${key} AND id < ${after}))
-            AND substr(id, 1, length(${prefix})) = ${prefix}
-          ORDER BY updated_at DESC, id DESC LIMIT ${limit}`;
-  }
-
-  /**
-   * The rows of a project's sessions (`inProject`: its own key, or a folder in it), read through
-   * the project's index. The folders are the keys from `project/` up to `project0` ('0' follows '/').
-   */
-  #listProject(
-    byCreated: boolean,
-    key: string,
-    after: string,
-    prefix: string,
-    limit: number,
-    project: string,
-  ) {
-    const folder = `${project}/`;
-    const pastFolders = `${project}0`;
-    return byCreated
-      ? this.#sql<ListingRow>`
-          SELECT id, created_at AS sort_key, info FROM sessions
-          WHERE (project = ${project} OR (project >= ${folder} AND project < ${pastFolders}))
-            AND (created_at < ${key} OR (created_at = ${key} AND id < ${after}))
-            AND substr(id, 1, length(${prefix})) = ${prefix}
-          ORDER BY created_at DESC, id DESC LIMIT ${limit}`
-      : this.#sql<ListingRow>`
-          SELECT id, updated_at AS sort_key, info FROM sessions
-          WHERE (project = ${project} OR (project >= ${folder} AND project < ${pastFolders}))
-            AND (updated_at < ${key} OR (updated_at = ${key} AND id < ${after}))
-            AND substr(id, 1, length(${prefix})) = ${prefix}
-          ORDER BY updated_at DESC, id DESC LIMIT ${limit}`;
+    return capture(() => listShard(this.#sql, options, maxChars));
   }
 
   /**
@@ -511,24 +460,16 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
       SELECT id FROM sessions WHERE updated_at < ${idleBefore} ORDER BY updated_at LIMIT ${SWEEP_BATCH}`
       .toArray()
       .map((row) => row.id);
-    let expired = 0;
-    for (let i = 0; i < idle.length; i += SWEEP_PARALLEL) {
-      await Promise.all(
-        idle.slice(i, i + SWEEP_PARALLEL).map(async (id) => {
-          try {
-            const session = objectCalls(
-              this.#placed.SESSIONS.getByName(sessionObjectName(identity.tenant, id)),
-            );
-            const outcome = await session.expireIdle(idleBefore);
-            if (outcome === "expired") expired++;
-            // A row whose session is gone would be asked forever.
-            else if (outcome === "missing") this.#drop(id);
-          } catch (error) {
-            await this.#logFailure("retention", error, id);
-          }
-        }),
-      );
-    }
+    const expired = await expireEach(
+      idle,
+      (id) =>
+        objectCalls(this.#placed.SESSIONS.getByName(sessionObjectName(identity.tenant, id))).expireIdle(
+          idleBefore,
+        ),
+      // A row whose session is gone would be asked forever.
+      (id) => this.#drop(id),
+      (id, error) => this.#logFailure("retention", error, id),
+    );
     const streams = await this.#sweepStreams(identity.tenant, now - idleDays * DAY_MS);
     this.#streams.prune(now);
     const more = (idle.length === SWEEP_BATCH && expired > 0) || streams.more;
@@ -542,20 +483,12 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     const objects = this.#placed.STREAMS;
     if (!objects) return { expired: 0, more: false };
     const idle = this.#streams.idle(before, SWEEP_BATCH);
-    let expired = 0;
-    for (let i = 0; i < idle.length; i += SWEEP_PARALLEL) {
-      await Promise.all(
-        idle.slice(i, i + SWEEP_PARALLEL).map(async (key) => {
-          try {
-            const outcome = await objects.getByName(streamObjectName(tenant, key)).expireIdle(key, before);
-            if (outcome === "expired") expired++;
-            else if (outcome === "missing") this.#streams.forget(key);
-          } catch (error) {
-            await this.#logFailure("stream_retention", error, key);
-          }
-        }),
-      );
-    }
+    const expired = await expireEach(
+      idle,
+      (key) => objects.getByName(streamObjectName(tenant, key)).expireIdle(key, before),
+      (key) => this.#streams.forget(key),
+      (key, error) => this.#logFailure("stream_retention", error, key),
+    );
     return { expired, more: idle.length === SWEEP_BATCH && expired > 0 };
   }
 }

@@ -8,6 +8,7 @@ import { inProject } from "../../src/core/session-schemas";
 import type { DurableEnv } from "../../src/durable/internal";
 import { sessionObjectName } from "../../src/durable/internal";
 import { directoryShard, shardCount, shardOf } from "../../src/durable/names";
+import { rollBackDirectory } from "./directory-rollback";
 import { api, createSession, sid, userMessage } from "./helpers";
 
 function fakeInfo(id: string, updatedAt: string, entryCount: number): SessionInfo {
@@ -237,19 +238,7 @@ describe("session directory, by project", () => {
     await putAll(directory);
     // As a directory of the release before: no project column, nor its indexes.
     await runInDurableObject(directory, (_instance, state) => {
-      state.storage.sql.exec("DROP INDEX sessions_by_project_updated");
-      state.storage.sql.exec("DROP INDEX sessions_by_project_created");
-      state.storage.sql.exec("ALTER TABLE sessions DROP COLUMN project");
-      // The versions after it did not exist then either.
-      for (const trigger of ["quota_totals_on_insert", "quota_totals_on_update", "quota_totals_on_delete"]) {
-        state.storage.sql.exec(`DROP TRIGGER ${trigger}`);
-      }
-      state.storage.sql.exec("DROP TABLE quota_totals");
-      state.storage.sql.exec("ALTER TABLE quota_claims DROP COLUMN asked_since_seed");
-      state.storage.sql.exec("DROP INDEX blobs_deleting");
-      state.storage.sql.exec("ALTER TABLE shard DROP COLUMN retention_known");
-      state.storage.sql.exec("DROP INDEX tombstones_by_deleted");
-      state.storage.sql.exec("DELETE FROM schema_version WHERE version > 6");
+      rollBackDirectory(state.storage.sql, 6);
     });
     await evictDurableObject(directory);
     expect(await listedIds(directory, { project })).toEqual(["root", "folder", "deep"]);

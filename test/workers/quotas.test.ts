@@ -8,6 +8,7 @@ import { DEFAULT_OPEN_GENERATIONS, quotasFor } from "../../src/durable/internal"
 import { directoryShard } from "../../src/durable/names";
 import type { WorkerEnv } from "../../src/http/env";
 import worker from "../../src/worker";
+import { rollBackDirectory } from "./directory-rollback";
 import type { ApiResponse } from "./helpers";
 import { api, expectError, sid, userMessage } from "./helpers";
 
@@ -587,19 +588,7 @@ describe("the quota ledger", () => {
       expect((await claim("a", 100, true)).ok).toBe(true);
       expect((await claim("b", 200, true)).ok).toBe(true);
       await runInDurableObject(ledger, (_instance, state) => {
-        for (const trigger of [
-          "quota_totals_on_insert",
-          "quota_totals_on_update",
-          "quota_totals_on_delete",
-        ]) {
-          state.storage.sql.exec(`DROP TRIGGER ${trigger}`);
-        }
-        state.storage.sql.exec("DROP TABLE quota_totals");
-        state.storage.sql.exec("ALTER TABLE quota_claims DROP COLUMN asked_since_seed");
-        state.storage.sql.exec("DROP INDEX blobs_deleting");
-        state.storage.sql.exec("ALTER TABLE shard DROP COLUMN retention_known");
-        state.storage.sql.exec("DROP INDEX tombstones_by_deleted");
-        state.storage.sql.exec("DELETE FROM schema_version WHERE version > 7");
+        rollBackDirectory(state.storage.sql, 7);
       });
       await evictDurableObject(ledger);
       const refused = await claim("c", 10, true);

@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { SessionInfo } from "../../src/core/session-schemas";
 import { DEFAULT_OPEN_GENERATIONS, sessionObjectName } from "../../src/durable/internal";
+import { rollBackDirectory } from "./directory-rollback";
 import { api, expectError, KEY_A, KEY_A_READ, sid, userMessage } from "./helpers";
 
 /** A tenant of its own (vitest.workers.config.ts), so its usage is exactly what this file writes. */
@@ -154,23 +155,7 @@ describe("the directory's usage", () => {
     await directory.put(report("a", 2, 200));
     await directory.put(report("b", 3, 300));
     await runInDurableObject(directory, (_, state) => {
-      for (const trigger of ["usage_on_insert", "usage_on_update", "usage_on_delete"]) {
-        state.storage.sql.exec(`DROP TRIGGER ${trigger}`);
-      }
-      state.storage.sql.exec("DROP TABLE usage");
-      // The versions after it did not exist then either.
-      state.storage.sql.exec("DROP TABLE quota_claims");
-      state.storage.sql.exec("DROP TABLE quota_totals");
-      state.storage.sql.exec("DROP TABLE quota_ledger");
-      state.storage.sql.exec("DROP TABLE blob_owners");
-      state.storage.sql.exec("DROP TABLE blobs");
-      state.storage.sql.exec("DROP TABLE stream_listing");
-      state.storage.sql.exec("DROP INDEX sessions_by_project_updated");
-      state.storage.sql.exec("DROP INDEX sessions_by_project_created");
-      state.storage.sql.exec("ALTER TABLE sessions DROP COLUMN project");
-      state.storage.sql.exec("ALTER TABLE shard DROP COLUMN retention_known");
-      state.storage.sql.exec("DROP INDEX tombstones_by_deleted");
-      state.storage.sql.exec("DELETE FROM schema_version WHERE version >= 3");
+      rollBackDirectory(state.storage.sql, 2);
     });
     await evictDurableObject(directory);
     expect(await directory.usage()).toEqual({ sessions: 2, entries: 5, bytes: 500 });

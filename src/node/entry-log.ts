@@ -135,42 +135,31 @@ export class EntryLog {
   /** The text of each line, in the order given; lines close together are read with one call. */
   async read(spans: readonly LineSpan[]): Promise<string[]> {
     const texts = new Array<string>(spans.length);
-    let i = 0;
-    while (i < spans.length) {
-      const first = spans[i] as LineSpan;
-      let end = first.offset + first.length;
-      let j = i + 1;
-      for (; j < spans.length; j++) {
-        const next = spans[j] as LineSpan;
-        const nextEnd = next.offset + next.length;
-        if (next.offset < end || next.offset - end > READ_GAP || nextEnd - first.offset > READ_CHUNK) break;
-        end = nextEnd;
-      }
-      const buffer = Buffer.allocUnsafe(end - first.offset);
-      await this.#readInto(buffer, first.offset);
-      for (let k = i; k < j; k++) {
-        const span = spans[k] as LineSpan;
-        const at = span.offset - first.offset;
-        texts[k] = buffer.toString("utf8", at, at + span.length);
-      }
-      i = j;
+    for (const group of readGroups(spans)) {
+      const buffer = Buffer.allocUnsafe(group.length);
+      await this.#readInto(buffer, group.offset);
+      splitGroup(buffer, group, spans, texts);
     }
     return texts;
   }
 
   /**
-   * One line, read synchronously: for callers that cannot wait (the append planner's view). They
-   * are rare, since what the planner will ask for is fetched with `read` beforehand.
+   * The text of each line, read synchronously: for callers that cannot wait (the append planner's
+   * view), which read only the few lines they turn out to need.
    */
-  readNow(span: LineSpan): string {
-    const buffer = Buffer.allocUnsafe(span.length);
-    let done = 0;
-    while (done < span.length) {
-      const n = readSync(this.#handle.fd, buffer, done, span.length - done, span.offset + done);
-      if (n === 0) throw this.#shorter();
-      done += n;
+  readNow(spans: readonly LineSpan[]): string[] {
+    const texts = new Array<string>(spans.length);
+    for (const group of readGroups(spans)) {
+      const buffer = Buffer.allocUnsafe(group.length);
+      let done = 0;
+      while (done < buffer.length) {
+        const n = readSync(this.#handle.fd, buffer, done, buffer.length - done, group.offset + done);
+        if (n === 0) throw this.#shorter();
+        done += n;
+      }
+      splitGroup(buffer, group, spans, texts);
     }
-    return buffer.toString("utf8");
+    return texts;
   }
 
   async close(): Promise<void> {
@@ -189,6 +178,41 @@ export class EntryLog {
   #shorter(): SessionError {
     const message = `${this.file} is shorter than its index: it was changed by another program`;
     return new SessionError("internal", message, { file: this.file });
+  }
+}
+
+/** Spans `from` to `to` (exclusive) of a list, read together as the bytes `offset` to `offset + length`. */
+interface ReadGroup {
+  from: number;
+  to: number;
+  offset: number;
+  length: number;
+}
+
+/** The spans grouped into reads: lines close together, in the order given, make one read. */
+function* readGroups(spans: readonly LineSpan[]): Generator<ReadGroup> {
+  let i = 0;
+  while (i < spans.length) {
+    const first = spans[i] as LineSpan;
+    let end = first.offset + first.length;
+    let j = i + 1;
+    for (; j < spans.length; j++) {
+      const next = spans[j] as LineSpan;
+      const nextEnd = next.offset + next.length;
+      if (next.offset < end || next.offset - end > READ_GAP || nextEnd - first.offset > READ_CHUNK) break;
+      end = nextEnd;
+    }
+    yield { from: i, to: j, offset: first.offset, length: end - first.offset };
+    i = j;
+  }
+}
+
+/** The text of each line of `group`, cut from the bytes read for it, put at its place in `texts`. */
+function splitGroup(buffer: Buffer, group: ReadGroup, spans: readonly LineSpan[], texts: string[]): void {
+  for (let k = group.from; k < group.to; k++) {
+    const span = spans[k] as LineSpan;
+    const at = span.offset - group.offset;
+    texts[k] = buffer.toString("utf8", at, at + span.length);
   }
 }
 

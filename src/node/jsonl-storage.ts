@@ -227,8 +227,8 @@ export class JSONLStorage implements SessionStorage {
     }
   }
 
-  #view(ids: readonly (string | null)[], inputs?: readonly unknown[]): Promise<AppendView> {
-    return appendView(this.#log, this.#index, this.#leafId, ids, inputs);
+  #view(ids: readonly (string | null)[]): Promise<AppendView> {
+    return appendView(this.#log, this.#index, this.#leafId, ids);
   }
 
   #load(rows: readonly IndexedEntry[]): Promise<StoredEntry[]> {
@@ -369,7 +369,7 @@ export class JSONLStorage implements SessionStorage {
 
   appendEntries(entries: readonly AppendEntryInput[], options: AppendOptions = {}): Promise<AppendResult> {
     return this.#run(async () => {
-      const view = await this.#view(idsNamedBy(entries), entries);
+      const view = await this.#view(idsNamedBy(entries));
       const plan = planAppend(entries, view, options);
       if (plan.writes.length > 0) await this.#commit(plan.writes, plan.leafId);
       return { entries: plan.entries, leafId: this.#leafId, created: plan.writes.length > 0 };

@@ -539,6 +539,54 @@ describe("JSONLRepo on disk", () => {
     }
   });
 
+  it("reads a provider message against the last turn only, however long the session", async () => {
+    const repo = await temp.repo();
+    const session = await repo.create({ id: "long" });
+    const history = Array.from({ length: 2000 }, (_, i) =>
+      messageEntry(i % 2 ? assistant(`a${i}`) : user(`u${i}`), { id: `m${i}` }),
+    );
+    for (let i = 0; i < history.length; i += 500) await session.appendEntries(history.slice(i, i + 500));
+    const call = { id: "call_1", name: "ls", arguments: { path: "." } };
+    await session.appendMessage(assistant("listing", { model: "gpt-long", toolCalls: [call] }));
+    const read = vi.spyOn(EntryLog.prototype, "read");
+    const readNow = vi.spyOn(EntryLog.prototype, "readNow");
+    const rowsRead = () => {
+      const calls = [...read.mock.calls, ...readNow.mock.calls];
+      read.mockClear();
+      readNow.mockClear();
+      return calls.reduce((sum, [spans]) => sum + spans.length, 0);
+    };
+    try {
+      const [result] = await session.appendProviderMessage("openai-chat", {
+        role: "tool",
+        tool_call_id: "call_1",
+        content: "a.txt",
+      });
+      expect(result?.message).toMatchObject({ role: "toolResult", toolName: "ls", toolCallId: "call_1" });
+      const [reply] = await session.appendProviderMessage("openai-chat", {
+        role: "assistant",
+        content: "one file",
+      });
+      expect(reply?.message).toMatchObject({ role: "assistant", model: "gpt-long" });
+      // The last turn and the model are in the last entries: a batch of them is read, not 2,002.
+      expect(rowsRead()).toBeLessThanOrEqual(40);
+      // A message appended under an earlier entry reads the turn there, not the path to it.
+      const { entries } = await session.appendEntries([
+        {
+          type: "message",
+          parentId: "m1001",
+          format: "openai-chat",
+          message: { role: "user", content: "again" },
+        },
+      ]);
+      expect(entries[0]).toMatchObject({ parentId: "m1001", message: { role: "user" } });
+      expect(rowsRead()).toBeLessThanOrEqual(20);
+    } finally {
+      read.mockRestore();
+      readNow.mockRestore();
+    }
+  });
+
   it("refuses to use a storage after its cleanup", async () => {
     const repo: JSONLRepo = await temp.repo();
     const session = await repo.create({ id: "closed" });

@@ -9,16 +9,19 @@ import { nowIso } from "../core/ids";
 import { tryParseJson } from "../core/json";
 import { errnoCode, unlessMissing } from "./errno";
 import { LOCK_FILE } from "./layout";
-import { processStart } from "./process-start";
+import { pidNamespace, sharesPidNamespace } from "./pid-namespace";
+import { bootOf, processStart, processStartOf } from "./process-start";
 
 /**
  * What a lock file holds: who wrote it (with when its process started, to tell it from a later
- * process given the same pid), and a token so its owner can tell the file is still its own.
+ * process given the same pid, and the pid namespace its pid is in), and a token so its owner can
+ * tell the file is still its own.
  */
 const LockOwner = z.object({
   pid: z.number().int().positive(),
   hostname: z.string(),
   started: z.string().catch(""),
+  pidNamespace: z.string().catch(""),
   createdAt: z.string().catch(""),
   token: z.string().catch(""),
 });
@@ -34,9 +37,10 @@ const ATTEMPTS = 3;
 /**
  * The right to write one session, held as a `lock` file in its folder. The file is created with
  * `wx`, so of two openers exactly one gets it, across processes and across repos of one process.
- * A lock left by a process that no longer runs on this host is taken over, as is one left by an
- * earlier process that had this process's pid; a lock from another host is always respected,
- * since its process cannot be checked from here.
+ * A lock is taken over when its process is known to run no more: it ran before this host's last
+ * boot, or, in this pid namespace, no process has its pid or the one that has it started later. A
+ * lock from another host or another pid namespace (another container on this host), or one that
+ * does not say its namespace, is respected, since its process cannot be checked from here.
  *
  * The error for a held lock is `forbidden`: the caller may not write this session now. No error
  * code means "locked" (`leaf_conflict` is about `If-Match`, `already_exists` about ids).
@@ -54,6 +58,7 @@ export class SessionLock {
       pid: process.pid,
       hostname: hostname(),
       started: processStart(),
+      pidNamespace: pidNamespace(),
       createdAt: nowIso(),
       token: randomUUID(),
     };
@@ -117,16 +122,24 @@ function parseOwner(text: string): LockOwner | undefined {
 
 function isRunning(owner: LockOwner): boolean {
   if (owner.hostname !== hostname()) return true;
+  const started = processStart();
+  // A process of an earlier boot runs no more, in whichever pid namespace it ran.
+  if (bootOf(owner.started) !== "" && bootOf(started) !== "" && bootOf(owner.started) !== bootOf(started))
+    return false;
+  // A pid of another namespace names another process here.
+  if (!sharesPidNamespace(owner.pidNamespace)) return true;
   // This process's pid: held by this process (another repo, or another thread), or left by an
   // earlier process that had the pid, which started at another time.
-  if (owner.pid === process.pid) return owner.started === processStart();
+  if (owner.pid === process.pid) return owner.started === started;
   try {
     process.kill(owner.pid, 0);
-    return true;
   } catch (error) {
     // EPERM: the process exists but belongs to another user.
-    return errnoCode(error) !== "ESRCH";
+    if (errnoCode(error) === "ESRCH") return false;
   }
+  // A process has the pid: the owner, unless it started at another time (a later process given it).
+  const now = processStartOf(owner.pid);
+  return owner.started === "" || now === "" || now === owner.started;
 }
 
 /**
@@ -159,10 +172,14 @@ function heldError(sessionId: string, file: string, holder: Holder | undefined):
     );
   }
   const owner = holder && "owner" in holder ? holder.owner : undefined;
+  const elsewhere =
+    owner && owner.hostname === hostname() && !sharesPidNamespace(owner.pidNamespace)
+      ? ` in another pid namespace (or one its lock does not name), which cannot be checked from here; remove ${file} if it no longer runs`
+      : "";
   return new SessionError(
     "forbidden",
     owner
-      ? `session ${sessionId} is open for writing by process ${owner.pid} on ${owner.hostname}`
+      ? `session ${sessionId} is open for writing by process ${owner.pid} on ${owner.hostname}${elsewhere}`
       : `session ${sessionId} is open for writing by another process`,
     { id: sessionId, lockFile: file, ...(owner ? { pid: owner.pid, hostname: owner.hostname } : {}) },
   );

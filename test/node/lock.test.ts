@@ -5,6 +5,8 @@ import { readFile, stat, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { pidNamespace } from "../../src/node/pid-namespace";
+import { bootOf, processStart, processStartOf } from "../../src/node/process-start";
 import { user } from "../conformance/fixtures";
 import { expectCode } from "../conformance/storage";
 import { tempRoots } from "./temp-root";
@@ -35,12 +37,29 @@ async function deadPid(): Promise<number> {
   return pid;
 }
 
-/** Writes a lock as another process would: `{pid, hostname, createdAt}`. */
-async function writeLock(root: string, id: string, pid: number, host = hostname()): Promise<void> {
+/** Writes a lock as another process of this pid namespace would (`started` left out unless given). */
+async function writeLock(
+  root: string,
+  id: string,
+  pid: number,
+  host = hostname(),
+  fields: Record<string, unknown> = {},
+): Promise<void> {
   await writeFile(
     lockFile(root, id),
-    JSON.stringify({ pid, hostname: host, createdAt: new Date().toISOString() }),
+    JSON.stringify({
+      pid,
+      hostname: host,
+      pidNamespace: pidNamespace(),
+      createdAt: new Date().toISOString(),
+      ...fields,
+    }),
   );
+}
+
+/** A running process that is not this one. */
+function liveChild(): number {
+  return node("setTimeout(() => {}, 60_000)").pid as number;
 }
 
 /** A session with one entry and no lock. */
@@ -117,10 +136,17 @@ describe("JSONLRepo session lock", () => {
     const root = await temp.root();
     await unlockedSession(root, "reused");
     const repo = await temp.repo(root);
-    // A container restarted runs as pid 1 again, with the same hostname: the earlier run's lock
-    // names this process's pid.
+    // A process restarted in this pid namespace may be given the pid again; after a reboot, in
+    // whichever namespace (a container restarted runs as pid 1 again), any process may have it.
+    const boot = bootOf(processStart());
     const earlier = [
-      { pid: process.pid, hostname: hostname(), token: "old" },
+      {
+        pid: process.pid,
+        hostname: hostname(),
+        token: "old",
+        pidNamespace: pidNamespace(),
+        started: `${boot}:1`,
+      },
       { pid: process.pid, hostname: hostname(), token: "old", started: "another boot:1" },
     ];
     for (const lock of earlier) {
@@ -149,6 +175,72 @@ describe("JSONLRepo session lock", () => {
     child.kill();
     if (child.exitCode === null && child.signalCode === null) await once(child, "exit");
     expect((await (await repo.open("busy")).getInfo()).entryCount).toBe(1);
+  });
+
+  it("takes over a lock from an earlier boot, whichever process has its pid now", async () => {
+    const root = await temp.root();
+    await unlockedSession(root, "rebooted");
+    const repo = await temp.repo(root);
+    // pid 1 always runs; a lock from another namespace is no one's either once the host rebooted.
+    const earlier = [{}, { pidNamespace: "pid:[1]" }, { pidNamespace: undefined }];
+    for (const fields of earlier) {
+      await writeLock(root, "rebooted", 1, hostname(), { ...fields, started: "an earlier boot:12345" });
+      const session = await repo.open("rebooted");
+      expect((await session.getInfo()).entryCount).toBe(1);
+      const taken = JSON.parse(await readFile(lockFile(root, "rebooted"), "utf8"));
+      expect(taken).toMatchObject({
+        pid: process.pid,
+        started: processStart(),
+        pidNamespace: pidNamespace(),
+      });
+      await session.storage.cleanup();
+    }
+  });
+
+  it("takes over a lock whose pid a process started later has, and respects its owner's", async () => {
+    const root = await temp.root();
+    await unlockedSession(root, "pid-reused");
+    const repo = await temp.repo(root);
+    const pid = liveChild();
+    const started = processStartOf(pid);
+    expect(started).not.toBe("");
+
+    // The lock's process had the pid before this one, which started at another tick.
+    await writeLock(root, "pid-reused", pid, hostname(), { started: `${bootOf(started)}:1` });
+    const session = await repo.open("pid-reused");
+    expect((await session.getInfo()).entryCount).toBe(1);
+    await session.storage.cleanup();
+
+    // The process that has the pid wrote it.
+    await writeLock(root, "pid-reused", pid, hostname(), { started });
+    const before = await readFile(lockFile(root, "pid-reused"), "utf8");
+    const error = await expectCode(repo.open("pid-reused"), "forbidden");
+    expect(error.details).toMatchObject({ id: "pid-reused", pid });
+    expect(await readFile(lockFile(root, "pid-reused"), "utf8")).toBe(before);
+  });
+
+  it("respects a lock from another pid namespace, or one that does not say its namespace", async () => {
+    const root = await temp.root();
+    await unlockedSession(root, "container");
+    const repo = await temp.repo(root);
+    const started = `${bootOf(processStart())}:1`;
+    // Another container of this host, sharing the folder and the hostname: its pid names no process
+    // here, or another one (this process's own, as two containers both run as pid 1).
+    const others = [
+      { pid: await deadPid(), fields: { started, pidNamespace: "pid:[1]" } },
+      { pid: process.pid, fields: { started, pidNamespace: "pid:[1]" } },
+      { pid: await deadPid(), fields: { started, pidNamespace: undefined } },
+      { pid: await deadPid(), fields: { pidNamespace: undefined } },
+    ];
+    for (const { pid, fields } of others) {
+      await writeLock(root, "container", pid, hostname(), fields);
+      const before = await readFile(lockFile(root, "container"), "utf8");
+      const error = await expectCode(repo.open("container"), "forbidden");
+      expect(error.message).toBe(
+        `session container is open for writing by process ${pid} on ${hostname()} in another pid namespace (or one its lock does not name), which cannot be checked from here; remove ${lockFile(root, "container")} if it no longer runs`,
+      );
+      expect(await readFile(lockFile(root, "container"), "utf8")).toBe(before);
+    }
   });
 
   it("respects locks it cannot check: another host's, and an unreadable one", async () => {

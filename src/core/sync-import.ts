@@ -78,12 +78,26 @@ function sameEntry(stored: Record<string, unknown>, expected: SessionEntry): boo
 }
 
 /**
+ * Whether a stored entry was written here about the conversation, not in it, so no agent's file
+ * holds it: a name (`session_info`, over HTTP or by a sync from a rename line), a label, a note
+ * (`custom_message` of type `note`, as MCP's `append_note` writes). The file's next entries go on
+ * from its own, so a note at the head is left on a branch of its own, kept in the tree.
+ */
+function writtenHere(entry: { type: string; customType?: unknown }): boolean {
+  return (
+    entry.type === "session_info" ||
+    entry.type === "label" ||
+    (entry.type === "custom_message" && entry.customType === "note")
+  );
+}
+
+/**
  * How many of the file's entries the session holds already: its tree entries must be the file's
  * first ones, the same in every field (head moves are not compared: moving the head elsewhere
  * changes no entry), in the order they were stored, or in that order with one of them moved later:
  * a pi export puts the head's entry after the others, where pi resumes, and what pi appends after
- * it is stored after them all. A name given here (over HTTP, or by a sync from a rename line) is
- * a `session_info` the file does not hold, and is passed over. Anything else is `already_exists`.
+ * it is stored after them all. What was written here about the conversation and the file does not
+ * hold is passed over (`writtenHere`). Anything else is `already_exists`.
  */
 async function storedPrefix(storage: SessionStorage, entries: readonly SessionEntry[]): Promise<number> {
   const fileIds = new Set(entries.map((entry) => entry.id));
@@ -101,7 +115,7 @@ async function storedPrefix(storage: SessionStorage, entries: readonly SessionEn
   let movedTaken = false;
   for await (const { seq: _seq, ...stored } of new Session(storage).allEntries()) {
     if (stored.type === "leaf" || takes(stored)) continue;
-    if (stored.type === "session_info" && !fileIds.has(stored.id)) continue;
+    if (writtenHere(stored) && !fileIds.has(stored.id)) continue;
     const at = entries.slice(next).find((entry) => isTreeEntry(entry))?.id;
     if (moved !== undefined && !movedTaken && takes(moved.entry)) {
       movedTaken = true;

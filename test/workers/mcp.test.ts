@@ -278,6 +278,63 @@ describe("MCP server", () => {
     await client.close();
   });
 
+  it("keeps a session synced from its file syncing after a label and a note, both kept where they were written", async () => {
+    const id = sid("pi");
+    const header = { type: "session", version: 3, id, timestamp: "2026-01-01T00:00:00.000Z", cwd: "/w" };
+    const line = (entryId: string, parentId: string | null, text: string) =>
+      JSON.stringify({
+        type: "message",
+        id: entryId,
+        parentId,
+        timestamp: "2026-01-01T00:00:01.000Z",
+        message: { role: "user", content: text, timestamp: 1_767_225_601_000 },
+      });
+    const sync = async (lines: string[]) => {
+      const res = await exports.default.fetch(`http://sessions.test/v1/sessions/import?format=pi&mode=sync`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${KEY_A}`, "Content-Type": "application/x-ndjson" },
+        body: [JSON.stringify(header), ...lines].join("\n"),
+      });
+      const body = (await res.json()) as { sync?: unknown; error?: { code: string } };
+      return { status: res.status, sync: body.sync ?? body.error?.code };
+    };
+    const file = [line("e1", null, "one"), line("e2", "e1", "two")];
+    expect(await sync(file)).toEqual({ status: 201, sync: { status: "created", appended: 2 } });
+
+    const client = await connect(KEY_A);
+    const labelled = await call(client, "label_entry", { sessionId: id, entryId: "e1", label: "start" });
+    expect(labelled.isError, labelled.text).toBeFalsy();
+    const noted = await call(client, "append_note", { sessionId: id, text: "decided: keep SQLite" });
+    expect(noted.isError, noted.text).toBeFalsy();
+    const noteId = (noted.structuredContent as { leafId: string }).leafId;
+
+    expect(await sync(file)).toEqual({ status: 200, sync: { status: "unchanged", appended: 0 } });
+    expect((await api("GET", `/v1/sessions/${id}/context`)).body.messages.at(-1).content).toContain(
+      "decided: keep SQLite",
+    );
+    const grown = [...file, line("e3", "e2", "three")];
+    expect(await sync(grown)).toEqual({ status: 200, sync: { status: "appended", appended: 1 } });
+    expect(await sync(grown)).toEqual({ status: 200, sync: { status: "unchanged", appended: 0 } });
+
+    // The file goes on from its own entry: the note stays on a branch of its own, the label on e1.
+    expect(
+      (await api("GET", `/v1/sessions/${id}/branch`)).body.entries.map((e: { id: string }) => e.id),
+    ).toEqual(["e1", "e2", "e3"]);
+    const tree = (await call(client, "read_session", { sessionId: id, view: "tree" })).structuredContent as {
+      lines: string[];
+    };
+    expect(tree.lines.join("\n")).toContain(noteId);
+    expect(tree.lines[0]).toContain("start");
+
+    // A message written here is still a difference from the file: refused, nothing written.
+    await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("typed here") });
+    const before = (await api("GET", `/v1/sessions/${id}/entries`)).body;
+    const refused = await sync([...grown, line("e4", "e3", "four")]);
+    expect(refused).toEqual({ status: 409, sync: "already_exists" });
+    expect((await api("GET", `/v1/sessions/${id}/entries`)).body).toEqual(before);
+    await client.close();
+  });
+
   it("writes a note or a label once when a call is sent again with its idempotencyKey, and a fork once with its newId", async () => {
     const id = await createSession();
     const client = await connect(KEY_A);

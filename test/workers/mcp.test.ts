@@ -7,6 +7,7 @@ import worker from "../../src/worker";
 import claudeCode from "../fixtures/claude-code/1.0.98-parallel-tools.jsonl?raw";
 import {
   api,
+  assistantMessage,
   createSession,
   expectError,
   KEY_A,
@@ -332,6 +333,72 @@ describe("MCP server", () => {
     const refused = await sync([...grown, line("e4", "e3", "four")]);
     expect(refused).toEqual({ status: 409, sync: "already_exists" });
     expect((await api("GET", `/v1/sessions/${id}/entries`)).body).toEqual(before);
+    await client.close();
+  });
+
+  it("refuses a note while the head's turn waits for tool results or a generation is open, writing nothing", async () => {
+    const id = await createSession();
+    const calls = {
+      ...assistantMessage("listing"),
+      message: {
+        ...assistantMessage("listing").message,
+        content: [
+          { type: "toolCall", id: "c1", name: "ls", arguments: {} },
+          { type: "toolCall", id: "c2", name: "pwd", arguments: {} },
+        ],
+        stopReason: "toolUse",
+      },
+    };
+    const result = (toolCallId: string, text: string) => ({
+      type: "message",
+      message: {
+        role: "toolResult",
+        toolCallId,
+        toolName: toolCallId === "c1" ? "ls" : "pwd",
+        content: [{ type: "text", text }],
+        isError: false,
+        timestamp: 1_700_000_000_000,
+      },
+    });
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: {
+        entries: [userMessage("what is here?"), { ...calls, id: "calls" }, result("c1", "a.txt b.txt")],
+      },
+    });
+    const client = await connect(KEY_A);
+    const entries = async () => (await api("GET", `/v1/sessions/${id}/entries`)).body.entries;
+    const held = await entries();
+    const waiting = await call(client, "append_note", { sessionId: id, text: "look at b.txt" });
+    expect(waiting.isError).toBe(true);
+    expect(waiting.text).toMatch(/^leaf_conflict: .*c2/);
+    // A label at the head is no answer: the turn still waits.
+    const labelled = await call(client, "label_entry", { sessionId: id, entryId: "calls", label: "x" });
+    expect(labelled.isError, labelled.text).toBeFalsy();
+    const stillWaiting = await call(client, "append_note", { sessionId: id, text: "look at b.txt" });
+    expect(stillWaiting.text).toMatch(/^leaf_conflict/);
+    expect((await entries()).length).toBe(held.length + 1);
+
+    await api("POST", `/v1/sessions/${id}/entries`, { body: result("c2", "/work") });
+    const opened = await api("POST", `/v1/sessions/${id}/generations`, { body: {} });
+    expect(opened.status).toBe(201);
+    const before = await entries();
+    const generating = await call(client, "append_note", { sessionId: id, text: "look at b.txt" });
+    expect(generating.isError).toBe(true);
+    expect(generating.text).toMatch(/^leaf_conflict: .*generation/);
+    expect(await entries()).toEqual(before);
+    await api("POST", `/v1/sessions/${id}/generations/${opened.body.id}/stop`, { body: {} });
+
+    // Once every call is answered and no answer is being written, the note follows the results.
+    const noted = await call(client, "append_note", { sessionId: id, text: "look at b.txt" });
+    expect(noted.isError, noted.text).toBeFalsy();
+    const context = (
+      await api("GET", `/v1/sessions/${id}/context?format=anthropic&model=anthropic/claude-sonnet-4-5`)
+    ).body;
+    const text = JSON.stringify(context.messages);
+    expect(text).toContain("a.txt b.txt");
+    expect(text).toContain("/work");
+    expect(text).not.toContain("No result provided");
+    expect(text.indexOf("look at b.txt")).toBeGreaterThan(text.indexOf("/work"));
     await client.close();
   });
 

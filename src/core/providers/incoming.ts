@@ -234,6 +234,11 @@ export class WaitingCalls {
     return toolResultMessage(call?.id ?? id, call?.name ?? "", content, isError, timestamp);
   }
 
+  /** The ids of the calls still waiting for a result, in call order. */
+  waiting(): string[] {
+    return this.calls.filter((call) => !call.answered).map((call) => call.id);
+  }
+
   /** The id of the first unanswered call of `name`, for a result that does not carry one. */
   answerByName(name: string): string | undefined {
     const call = this.calls.find((c) => c.name === name && !c.answered);

@@ -7,6 +7,7 @@ import type { AppEnv } from "../env";
 import { forkSession } from "../fork";
 import { sessionStorage } from "../route-kit";
 import { carried } from "./entry-places";
+import { noteHead } from "./note-place";
 import { sessionLine } from "./render";
 import { sessionSummary } from "./session-summary";
 import { answer, registerTool } from "./tool-kit";
@@ -95,9 +96,15 @@ export function writeTools(server: McpServer, c: Context<AppEnv>): void {
       readOnly: false,
     },
     async ({ sessionId, text, idempotencyKey }) => {
-      const result = await sessionStorage(c, sessionId).appendEntries([
-        { type: "custom_message", id: idempotencyKey, customType: "note", content: text, display: true },
-      ]);
+      const storage = sessionStorage(c, sessionId);
+      // A note sent again after a lost answer is a replay, answered as stored wherever the head is now.
+      const stored = idempotencyKey !== undefined && (await storage.getEntry(idempotencyKey)) !== undefined;
+      // Written only if the head is still the one checked.
+      const options = stored ? {} : { expectedLeafId: await noteHead(c, storage) };
+      const result = await storage.appendEntries(
+        [{ type: "custom_message", id: idempotencyKey, customType: "note", content: text, display: true }],
+        options,
+      );
       return answer(`appended note ${result.leafId} to ${sessionId}`, {
         entries: carried(result.entries),
         leafId: result.leafId,

@@ -57,11 +57,11 @@ export const requestLog: MiddlewareHandler<AppEnv> = async (c, next) => {
     method: c.req.method,
     route: routeOf(c),
     status: response.status,
-    errorCode: calls.length > 1 ? firstErrorCode(calls, c.get("errorCode")) : (c.get("errorCode") ?? null),
+    errorCode: calls.length > 0 ? firstErrorCode(calls, c.get("errorCode")) : (c.get("errorCode") ?? null),
     durationMs,
     bytesIn: c.get("bytesIn") ?? (Number(c.req.header("content-length")) || 0),
     tenant,
-    sessionId: calls.length > 1 ? sharedSession(calls) : (c.get("sessionId") ?? null),
+    sessionId: calls.length > 1 ? sharedSession(calls) : (c.get("sessionId") ?? calls[0]?.sessionId ?? null),
   };
   const named =
     calls.length === 1

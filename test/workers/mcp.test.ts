@@ -602,6 +602,74 @@ describe("MCP server", () => {
     await client.close();
   });
 
+  it("logs a call refused for its arguments, or for a tool the key is not offered, by its tool and invalid_request", async () => {
+    const id = await createSession();
+    const logs = captureLogs();
+    const refused = async (key: string, name: string, args: Record<string, unknown>) => {
+      const client = await connect(key);
+      const result = await call(client, name, args);
+      expect(result.isError).toBe(true);
+      const requestId = requestIds.at(-1) ?? null;
+      await client.close();
+      return lineOf(logs, requestId) as unknown as Record<string, unknown>;
+    };
+    expect(await refused(KEY_A, "read_session", { sessionId: "a b" })).toMatchObject({
+      route: "/mcp",
+      status: 200,
+      tool: "read_session",
+      errorCode: "invalid_request",
+      sessionId: null,
+    });
+    expect(await refused(KEY_A, "read_session", { sessionId: id, everything: true })).toMatchObject({
+      tool: "read_session",
+      errorCode: "invalid_request",
+      sessionId: id,
+    });
+    expect(await refused(KEY_A_READ, "fork_session", { sessionId: id })).toMatchObject({
+      tool: "fork_session",
+      errorCode: "invalid_request",
+      sessionId: id,
+    });
+    // Arguments that pass and a refusal of the store: its own code, as before.
+    expect(await refused(KEY_A, "read_session", { sessionId: sid("missing") })).toMatchObject({
+      tool: "read_session",
+      errorCode: "not_found",
+    });
+    // In a batch, each call with its own code; a name that is no plain id is not logged as given.
+    const res = await exports.default.fetch("http://sessions.test/mcp", {
+      method: "POST",
+      headers: {
+        Authorization: `Bearer ${KEY_A}`,
+        "Content-Type": "application/json",
+        Accept: "application/json, text/event-stream",
+        "x-request-id": "mcp-batch-refused",
+      },
+      body: JSON.stringify([
+        {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: { name: "read_session", arguments: { sessionId: id } },
+        },
+        {
+          jsonrpc: "2.0",
+          id: 2,
+          method: "tools/call",
+          params: { name: "read_session", arguments: { limit: 0 } },
+        },
+        { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "no such\ntool", arguments: {} } },
+      ]),
+    });
+    expect(res.status).toBe(200);
+    await res.text();
+    expect((lineOf(logs, "mcp-batch-refused") as unknown as Record<string, unknown>).toolCalls).toEqual([
+      { id: 1, tool: "read_session", sessionId: id, errorCode: null },
+      { id: 2, tool: "read_session", sessionId: null, errorCode: "invalid_request" },
+      { id: 3, tool: "(not a tool name)", sessionId: null, errorCode: "invalid_request" },
+    ]);
+    expect((await api("GET", `/v1/sessions/${id}/entries`)).body.entries).toEqual([]);
+  });
+
   it("logs each tool call of a batch with its own session and error code", async () => {
     const id = await createSession();
     const missing = sid("missing");

@@ -6,6 +6,7 @@ import { readBody } from "../../durable/internal";
 import type { AppEnv } from "../env";
 import { batchAnswer, batchRefusal, INVALID_REQUEST } from "../mcp/batch";
 import { mcpServer } from "../mcp/server";
+import { recordToolCalls } from "../mcp/tool-kit";
 import { countRequests } from "../rate-limit";
 
 export const MCP_PATH = "/mcp";
@@ -48,6 +49,7 @@ export const mcpRoutes = new Hono<AppEnv>()
       maxRequestBodySize: MAX_MCP_BODY_BYTES,
     });
     await mcpServer(c).connect(transport);
+    recordToolCalls(c, transport);
     const response = await transport.handleRequest(request, batch ? { parsedBody: batch } : undefined);
     return batch ? batchAnswer(response) : response;
   })

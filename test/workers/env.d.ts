@@ -23,3 +23,9 @@ declare module "*.json?raw" {
   const text: string;
   export default text;
 }
+
+/** A page of the documentation, to check that it names what the service offers. */
+declare module "*.md?raw" {
+  const text: string;
+  export default text;
+}

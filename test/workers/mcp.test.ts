@@ -3,6 +3,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import mcpDoc from "../../docs/mcp.md?raw";
 import worker from "../../src/worker";
 import claudeCode from "../fixtures/claude-code/1.0.98-parallel-tools.jsonl?raw";
 import {
@@ -117,6 +118,17 @@ describe("MCP server", () => {
     });
     const forkRead = await call(client, "read_session", { sessionId: forkId, limit: 200 });
     expect((forkRead.structuredContent as { lines: string[] }).lines).toEqual(first.lines);
+    await client.close();
+  });
+
+  it("documents every argument of every tool in docs/mcp.md", async () => {
+    const client = await connect(KEY_A);
+    for (const tool of (await client.listTools()).tools) {
+      const row = mcpDoc.split("\n").find((line) => line.startsWith(`| \`${tool.name}\` |`));
+      expect(row, tool.name).toBeDefined();
+      for (const argument of Object.keys(tool.inputSchema.properties ?? {}))
+        expect(row, `${tool.name} ${argument}`).toContain(`\`${argument}\``);
+    }
     await client.close();
   });
 

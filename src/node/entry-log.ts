@@ -90,6 +90,9 @@ export class EntryLog {
       mark = await BatchMark.open(options.markFile);
       await cutUnfinishedBatch(handle, mark);
       const size = await scan(file, handle, accept);
+      // A mark reaching past the end (a crash before its batch was written) would otherwise cut
+      // the single lines appended after it, which leave the mark as it is, on a later open.
+      if (mark.last !== undefined && mark.last.end > size) await mark.set({ start: size, end: size });
       return new EntryLog(file, handle, mark, size);
     } catch (error) {
       await handle.close().catch(() => undefined);

@@ -444,7 +444,8 @@ export class JSONLStorage implements SessionStorage {
 /**
  * Squares the metadata with the log after opening. They disagree when a crash came between a log
  * append and its metadata rewrite: the log wins, the head is the one it implies, and the update
- * time is the log's. Returns the head.
+ * time is the log's. Returns the head. The metadata is rewritten only after its lines are flushed,
+ * so a log holding fewer lines than it counts lost confirmed entries, and is refused.
  */
 async function reconcile(
   folder: string,
@@ -452,6 +453,14 @@ async function reconcile(
   index: EntryIndex,
   file: string,
 ): Promise<string | null> {
+  if (metadata.lines > index.rows.length) {
+    const message = `${file} holds ${index.rows.length} lines but its metadata counts ${metadata.lines}: confirmed entries are missing`;
+    throw new SessionError("invalid_request", message, {
+      file,
+      lines: index.rows.length,
+      expected: metadata.lines,
+    });
+  }
   const current = metadata.lines === index.rows.length;
   // A current metadata file's head is kept: a batch ending in a replay moves the head to an entry
   // written earlier, which the log's last line does not show.

@@ -23,6 +23,7 @@ function files(root: string, id: string) {
     entries: join(folder, "entries.jsonl"),
     metadata: join(folder, "metadata.json"),
     lock: join(folder, "lock"),
+    mark: join(folder, "last-batch"),
   };
 }
 
@@ -210,7 +211,7 @@ describe("JSONLRepo on disk", () => {
     const repo = await temp.repo(root);
     const session = await repo.create({ id: "half-batch" });
     await session.appendMessage(user("q"));
-    const { entries, metadata } = files(root, "half-batch");
+    const { entries, metadata, mark } = files(root, "half-batch");
     const bytes = await readFile(entries);
     const meta = await readFile(metadata);
     const before = await everything(session);
@@ -221,13 +222,15 @@ describe("JSONLRepo on disk", () => {
     ]);
     await repo.cleanup();
     const written = await readFile(entries);
+    const markBytes = await readFile(mark);
     const firstLineEnd = written.indexOf(0x0a, bytes.length) + 1;
 
-    // What a crash leaves: the batch's first line, whole or followed by part of the second, and
-    // the metadata of before the batch.
+    // What a crash leaves: the batch's mark, its first line, whole or followed by part of the
+    // second, and the metadata of before the batch.
     for (const cut of [firstLineEnd, firstLineEnd + 10]) {
       await writeFile(entries, written.subarray(0, cut));
       await writeFile(metadata, meta);
+      await writeFile(mark, markBytes);
       const reopened = await temp.repo(root);
       expect(await everything(await reopened.open("half-batch"))).toEqual(before);
       expect(await readFile(entries)).toEqual(bytes);
@@ -245,6 +248,38 @@ describe("JSONLRepo on disk", () => {
     const session = await (await temp.repo(root)).open("no-newline");
     expect((await session.getEntries()).map((entry) => entry.id)).toEqual(ids);
     expect(await readFile(entries)).toEqual(whole);
+  });
+
+  it("keeps appends made after a crash left a batch's mark but none of its lines", async () => {
+    const root = await temp.root();
+    const [q] = await closedSession(root, "marked", 1);
+    const { entries, mark } = files(root, "marked");
+    // What a crash between writing the mark and writing the batch leaves: a mark past the end.
+    const size = (await stat(entries)).size;
+    await writeFile(mark, JSON.stringify({ start: size, end: size + 100_000 }));
+
+    const repo = await temp.repo(root);
+    const session = await repo.open("marked");
+    const later: string[] = [];
+    for (let i = 0; i < 5; i++) later.push(await session.appendMessage(user(`after ${i}`)));
+    await repo.cleanup();
+
+    const reopened = await (await temp.repo(root)).open("marked");
+    expect((await reopened.getEntries()).map((entry) => entry.id)).toEqual([q, ...later]);
+  });
+
+  it("refuses a log that holds fewer lines than its metadata counts, and changes neither file", async () => {
+    const root = await temp.root();
+    await closedSession(root, "shortened");
+    const { entries, metadata } = files(root, "shortened");
+    const lines = (await readFile(entries, "utf8")).split("\n");
+    await writeFile(entries, `${lines[0]}\n`);
+    const before = { entries: await readFile(entries), metadata: await readFile(metadata) };
+
+    const error = await expectCode((await temp.repo(root)).open("shortened"), "invalid_request");
+    expect(error.message).toContain(entries);
+    expect(error.details).toEqual({ file: entries, lines: 1, expected: 3 });
+    expect({ entries: await readFile(entries), metadata: await readFile(metadata) }).toEqual(before);
   });
 
   it("refuses a corrupt line before the last, naming the file and the line", async () => {

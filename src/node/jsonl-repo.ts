@@ -1,5 +1,6 @@
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
+import { SessionError } from "../core/errors";
 import type { ForkTargetHeader } from "../core/fork";
 import { newSessionHeader } from "../core/header";
 import { isValidId } from "../core/ids";
@@ -120,13 +121,18 @@ export class JSONLRepo implements SessionRepo {
     return pageSessions(infos, { ...options, limit });
   }
 
-  /** A folder's info; undefined when it holds no session by that id (being created or deleted). */
+  /**
+   * A folder's info; undefined when it holds no session by that id (being created or deleted), or
+   * one whose metadata this version cannot read (damaged, or written by a newer version): one such
+   * folder must not hide every other session. Opening it reports what is wrong.
+   */
   async #listed(name: string): Promise<SessionInfo | undefined> {
     const folder = join(sessionsFolder(this.root), name);
     try {
       const metadata = await unlessMissing(readMetadata(folder));
       return metadata?.header.id === name ? metadataInfo(metadata) : undefined;
     } catch (error) {
+      if (error instanceof SessionError) return undefined;
       throw ioError("reading", metadataFile(folder), error);
     }
   }

@@ -351,6 +351,26 @@ describe("JSONLRepo on disk", () => {
     await expectCode(reader.open("one"), "invalid_request");
   });
 
+  it("leaves out of listings a session whose metadata.json it cannot read, which open still refuses", async () => {
+    const root = await temp.root();
+    for (const id of ["newer", "damaged", "fine"]) await closedSession(root, id, 1);
+    const newer = files(root, "newer").metadata;
+    await writeFile(newer, JSON.stringify({ ...JSON.parse(await readFile(newer, "utf8")), version: 2 }));
+    await writeFile(files(root, "damaged").metadata, '{"version":1,"hea');
+    const before = { newer: await readFile(newer), damaged: await readFile(files(root, "damaged").metadata) };
+
+    const repo = await temp.repo(root);
+    expect((await repo.list()).sessions.map((info) => info.id)).toEqual(["fine"]);
+    expect((await repo.list({ prefix: "n" })).sessions).toEqual([]);
+    const error = await expectCode(repo.open("newer"), "invalid_request");
+    expect(error.message).toContain("unknown version");
+    await expectCode(repo.open("damaged"), "invalid_request");
+    expect({
+      newer: await readFile(newer),
+      damaged: await readFile(files(root, "damaged").metadata),
+    }).toEqual(before);
+  });
+
   it("shows each write in the listing of another repo", async () => {
     const root = await temp.root();
     const writer = await temp.repo(root);

@@ -68,12 +68,12 @@ export interface ForkTargetHeader {
  * Fork for storages that can read the source path in one call (memory, files): a new session
  * holding exactly root → target, its labels and name as in the source, and the head at the target.
  */
-export async function forkStorage(
+export async function forkStorage<Target extends SessionStorage>(
   source: SessionStorage,
   targetId: string,
   options: ForkOptions,
-  create: (header: ForkTargetHeader) => Promise<SessionStorage>,
-): Promise<SessionStorage> {
+  create: (header: ForkTargetHeader) => Promise<Target>,
+): Promise<Target> {
   const resolved = headFor(targetId, await source.getEntry(targetId), options.position);
   const path: StoredEntry<TreeEntry>[] = resolved === null ? [] : await source.getBranch(resolved);
   const header: SessionHeader = await source.getHeader();

@@ -152,12 +152,12 @@ export function* importBatches<T>(
  * and fails with `already_exists` when the id is taken). The file's id is kept unless it is taken,
  * then a new one is chosen; an explicit `id` that is taken is an error. All or nothing.
  */
-export async function writeImport(
+export async function writeImport<Target extends SessionStorage>(
   file: ImportedSession,
   options: { id?: string },
-  create: (header: ImportHeader) => Promise<SessionStorage>,
-): Promise<SessionStorage> {
-  let storage: SessionStorage;
+  create: (header: ImportHeader) => Promise<Target>,
+): Promise<Target> {
+  let storage: Target;
   if (options.id !== undefined) storage = await create({ ...file.header, id: options.id });
   else {
     try {

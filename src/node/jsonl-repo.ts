@@ -21,6 +21,7 @@ import { inProject } from "../core/session-schemas";
 import type { SyncResult } from "../core/sync-import";
 import { openIfExists, syncImport } from "../core/sync-import";
 import { ioError, unlessMissing } from "./errno";
+import type { CreateStorageOptions } from "./jsonl-storage";
 import { JSONLStorage } from "./jsonl-storage";
 import { sessionFolder, sessionsFolder } from "./layout";
 import { metadataFile, metadataInfo, readMetadata } from "./metadata";
@@ -49,8 +50,9 @@ export class JSONLRepo implements SessionRepo {
   /** @internal creates and registers a storage; used by `create`, forks and imports. */
   async createStorage(
     options: CreateSessionOptions | ForkTargetHeader | ImportHeader,
+    storageOptions?: CreateStorageOptions,
   ): Promise<JSONLStorage> {
-    const storage = await JSONLStorage.create(this.root, newSessionHeader(options), this);
+    const storage = await JSONLStorage.create(this.root, newSessionHeader(options), this, storageOptions);
     this.#open.set(storage.id, { ready: Promise.resolve(storage), storage });
     return storage;
   }
@@ -60,12 +62,16 @@ export class JSONLRepo implements SessionRepo {
     if (this.#open.get(storage.id)?.storage === storage) this.#open.delete(storage.id);
   }
 
-  /** The open storage of session `id`, opening (and locking) it on first use. */
+  /**
+   * The open storage of session `id`, opening (and locking) it on first use. A session that a fork
+   * or an import is still writing is not found, as it is not listed.
+   */
   async openStorage(id: string): Promise<JSONLStorage> {
     sessionFolder(this.root, id);
     for (let known = this.#open.get(id); known; known = this.#open.get(id)) {
       const storage = await known.ready;
       const closing = storage.closing;
+      if (storage.pending) throw new SessionError("not_found", `session ${id} does not exist`, { id });
       if (!closing) return storage;
       // Being closed or deleted: once that is done the storage has been forgotten (or, if a delete
       // failed, is open again), so look again.
@@ -122,15 +128,16 @@ export class JSONLRepo implements SessionRepo {
   }
 
   /**
-   * A folder's info; undefined when it holds no session by that id (being created or deleted), or
-   * one whose metadata this version cannot read (damaged, or written by a newer version): one such
-   * folder must not hide every other session. Opening it reports what is wrong.
+   * A folder's info; undefined when it holds no session by that id (being created or deleted), a
+   * pending one (being written by a fork or an import, or left unfinished by a crash), or one whose
+   * metadata this version cannot read (damaged, or written by a newer version): one such folder
+   * must not hide every other session. Opening it reports what is wrong.
    */
   async #listed(name: string): Promise<SessionInfo | undefined> {
     const folder = join(sessionsFolder(this.root), name);
     try {
       const metadata = await unlessMissing(readMetadata(folder));
-      return metadata?.header.id === name ? metadataInfo(metadata) : undefined;
+      return metadata?.header.id === name && !metadata.pending ? metadataInfo(metadata) : undefined;
     } catch (error) {
       if (error instanceof SessionError) return undefined;
       throw ioError("reading", metadataFile(folder), error);
@@ -145,16 +152,26 @@ export class JSONLRepo implements SessionRepo {
     return (await this.open(id)).fork(targetId, options);
   }
 
-  /** Writes a parsed native or pi file as a new session (see `writeImport`): all or nothing. */
+  /**
+   * Writes a parsed native or pi file as a new session (see `writeImport`): all or nothing, even
+   * across a crash, since the session is pending until it is complete.
+   */
   async importSession(file: ImportedSession, options: { id?: string } = {}): Promise<Session> {
-    return new Session(await writeImport(file, options, (header) => this.createStorage(header)));
+    const storage = await writeImport(file, options, (header) =>
+      this.createStorage(header, { pending: true }),
+    );
+    await storage.publish();
+    return new Session(storage);
   }
 
-  syncSession(file: ImportedSession, options: { id?: string } = {}): Promise<SyncResult> {
-    return syncImport(file, options, {
+  /** Syncs a parsed file into its session (see `syncImport`); a new session is pending until complete. */
+  async syncSession(file: ImportedSession, options: { id?: string } = {}): Promise<SyncResult> {
+    const result = await syncImport(file, options, {
       open: (id) => openIfExists(() => this.openStorage(id)),
-      create: (header) => this.createStorage(header),
+      create: (header) => this.createStorage(header, { pending: true }),
     });
+    if (result.status === "created") await (result.session.storage as JSONLStorage).publish();
+    return result;
   }
 
   async cleanup(): Promise<void> {

@@ -68,10 +68,15 @@ function readBatches(rows: readonly IndexedEntry[]): IndexedEntry[][] {
   return batches;
 }
 
+/** How a session is created: `pending` while a fork or an import writes it (see `SessionMetadata`). */
+export interface CreateStorageOptions {
+  pending?: boolean;
+}
+
 /** What a storage needs from the repo that opened it. */
 export interface StorageOwner {
   /** Creates and registers a new session (a fork's target). */
-  createStorage(header: ForkTargetHeader): Promise<JSONLStorage>;
+  createStorage(header: ForkTargetHeader, options?: CreateStorageOptions): Promise<JSONLStorage>;
   /** Called once the storage is closed or deleted, so the repo opens the id afresh next time. */
   forget(storage: JSONLStorage): void;
 }
@@ -98,6 +103,8 @@ export class JSONLStorage implements SessionStorage {
   readonly #queue = new SerialQueue();
   #header: SessionHeader;
   #leafId: string | null;
+  /** Set until `publish()`: a fork or an import is still writing the session. */
+  #pending: boolean;
   #state: "open" | "closed" | "deleted" = "open";
   /**
    * Set once `cleanup()` or `delete()` is called (settled when it is done), so the repo waits for
@@ -116,6 +123,7 @@ export class JSONLStorage implements SessionStorage {
       index: EntryIndex;
       leafId: string | null;
       owner: StorageOwner;
+      pending: boolean;
     },
   ) {
     this.#root = root;
@@ -127,18 +135,27 @@ export class JSONLStorage implements SessionStorage {
     this.#index = parts.index;
     this.#leafId = parts.leafId;
     this.#owner = parts.owner;
+    this.#pending = parts.pending;
   }
 
   /**
    * @internal Creates the session's files in a scratch folder and renames it into place, so a
    * session appears whole or not at all, and locked from the start. `sessions/` is flushed after
-   * the rename (and the root after `sessions/` is made), so the session outlives a crash.
+   * the rename (and the root after `sessions/` is made), so the session outlives a crash. The id of
+   * a pending session that a crash left unfinished is free.
    */
-  static async create(root: string, header: SessionHeader, owner: StorageOwner): Promise<JSONLStorage> {
+  static async create(
+    root: string,
+    header: SessionHeader,
+    owner: StorageOwner,
+    { pending = false }: CreateStorageOptions = {},
+  ): Promise<JSONLStorage> {
     const folder = sessionFolder(root, header.id);
     const alreadyExists = () =>
       new SessionError("already_exists", `session ${header.id} already exists`, { id: header.id });
-    if (await unlessMissing(stat(folder))) throw alreadyExists();
+    if ((await unlessMissing(stat(folder))) && !(await removedIfAbandoned(root, header.id, owner))) {
+      throw alreadyExists();
+    }
     if ((await mkdir(sessionsFolder(root), { recursive: true })) !== undefined) await syncFolder(root);
     const staging = await scratchFolder(root, "create");
     const index = new EntryIndex(header.createdAt);
@@ -146,7 +163,14 @@ export class JSONLStorage implements SessionStorage {
     try {
       lock = await SessionLock.acquire(staging, header.id);
       await writeFile(join(staging, ENTRIES_FILE), "", { flag: "wx", flush: true });
-      await writeMetadata(staging, { version: 1, header, stats: index.stats, leafId: null, lines: 0 });
+      await writeMetadata(staging, {
+        version: 1,
+        header,
+        stats: index.stats,
+        leafId: null,
+        lines: 0,
+        ...(pending ? { pending } : {}),
+      });
       // Fails when the folder exists and is not empty: a session created meanwhile.
       await rename(staging, folder);
     } catch (error) {
@@ -162,14 +186,18 @@ export class JSONLStorage implements SessionStorage {
         create: false,
         markFile: join(folder, LAST_BATCH_FILE),
       });
-      return new JSONLStorage(root, header, { log, lock: held, index, leafId: null, owner });
+      return new JSONLStorage(root, header, { log, lock: held, index, leafId: null, owner, pending });
     } catch (error) {
       await held.release().catch(() => undefined);
       throw ioError("opening", folder, error);
     }
   }
 
-  /** @internal Opens an existing session: takes its lock, reads its metadata and indexes its log. */
+  /**
+   * @internal Opens an existing session: takes its lock, reads its metadata and indexes its log. A
+   * pending session is one whose fork or import a crash stopped (its writer held the lock): it is
+   * removed, and not found.
+   */
   static async open(root: string, id: string, owner: StorageOwner): Promise<JSONLStorage> {
     const folder = sessionFolder(root, id);
     let lock: SessionLock;
@@ -184,6 +212,10 @@ export class JSONLStorage implements SessionStorage {
       const metadata = await unlessMissing(readMetadata(folder));
       // On a case-insensitive file system another id's folder can answer to this one.
       if (metadata?.header.id !== id) throw notFound(id);
+      if (metadata.pending) {
+        await removeMoved(root, await moveAway(root, folder));
+        throw notFound(id);
+      }
       await removeMetadataLeftovers(folder);
 
       const index = new EntryIndex(metadata.header.createdAt);
@@ -198,12 +230,17 @@ export class JSONLStorage implements SessionStorage {
         { create: metadata.lines === 0, markFile: join(folder, LAST_BATCH_FILE) },
       );
       const leafId = await reconcile(folder, metadata, index, file);
-      return new JSONLStorage(root, metadata.header, { log, lock, index, leafId, owner });
+      return new JSONLStorage(root, metadata.header, { log, lock, index, leafId, owner, pending: false });
     } catch (error) {
       await log?.close().catch(() => undefined);
       await lock.release().catch(() => undefined);
       throw ioError("opening", folder, error);
     }
+  }
+
+  /** @internal True while a fork or an import writes the session, until `publish()`. */
+  get pending(): boolean {
+    return this.#pending;
   }
 
   /** @internal Pending while the storage is being closed or deleted; undefined otherwise. */
@@ -246,8 +283,16 @@ export class JSONLStorage implements SessionStorage {
     await this.#saveMetadata();
   }
 
-  #metadata(header = this.#header, stats = this.#index.stats): SessionMetadata {
-    return { version: 1, header, stats, leafId: this.#leafId, lines: this.#index.rows.length };
+  #metadata(header = this.#header, stats = this.#index.stats, pending = this.#pending): SessionMetadata {
+    const metadata: SessionMetadata = {
+      version: 1,
+      header,
+      stats,
+      leafId: this.#leafId,
+      lines: this.#index.rows.length,
+    };
+    if (pending) metadata.pending = true;
+    return metadata;
   }
 
   /**
@@ -385,32 +430,49 @@ export class JSONLStorage implements SessionStorage {
     });
   }
 
-  /** Not queued: `forkStorage` reads this storage through its public methods, each queued on its own. */
-  fork(targetId: string, options: ForkOptions = {}): Promise<SessionStorage> {
-    return forkStorage(this, targetId, options, (header) => this.#owner.createStorage(header));
+  /**
+   * Not queued: `forkStorage` reads this storage through its public methods, each queued on its own.
+   * The fork is pending until its copy is complete.
+   */
+  async fork(targetId: string, options: ForkOptions = {}): Promise<SessionStorage> {
+    const fork = await forkStorage(this, targetId, options, (header) =>
+      this.#owner.createStorage(header, { pending: true }),
+    );
+    await fork.publish();
+    return fork;
   }
 
   /**
-   * Renames the folder away (into `tmp/`) before removing it: the id is free, and the session gone
-   * for every reader, at once; a crash leaves an orphan in `tmp/`, never half a session.
+   * @internal Ends the pending state of a session that a fork or an import has finished writing,
+   * so that it is listed and opened. If that fails, the session is deleted: it is never left half
+   * written.
    */
+  async publish(): Promise<void> {
+    try {
+      await this.#run(async () => {
+        await writeMetadata(this.folder, this.#metadata(this.#header, this.#index.stats, false));
+        this.#pending = false;
+        this.#metadataError = undefined;
+      });
+    } catch (error) {
+      await this.delete().catch(() => undefined);
+      throw ioError("writing", metadataFile(this.folder), error);
+    }
+  }
+
+  /** Renames the folder away before removing it (see `moveAway`). */
   delete(): Promise<void> {
     return this.#close(async () => {
       this.#usable();
       let trash: string;
       try {
-        trash = await scratchFolder(this.#root, "delete");
-        await rename(this.folder, join(trash, "session"));
+        trash = await moveAway(this.#root, this.folder);
       } catch (error) {
         throw ioError("deleting", this.folder, error);
       }
       this.#state = "deleted";
       await this.#log.close().catch(() => undefined);
-      // The session is gone for every reader. If `sessions/` cannot be flushed, a crash may bring
-      // it back whole, as if the delete had failed; what is left in tmp/ is unreachable and
-      // harmless if removing it fails.
-      await syncFolder(sessionsFolder(this.#root)).catch(() => undefined);
-      await rm(trash, { recursive: true, force: true }).catch(() => undefined);
+      await removeMoved(this.#root, trash);
     });
   }
 
@@ -438,6 +500,41 @@ export class JSONLStorage implements SessionStorage {
     const settled = result.catch(() => undefined);
     this.#closing = settled;
     return result;
+  }
+}
+
+/**
+ * Renames a session's folder into `tmp/` and returns where it went: the id is free, and the
+ * session gone for every reader, at once; a crash leaves an orphan in `tmp/`, never half a session.
+ */
+async function moveAway(root: string, folder: string): Promise<string> {
+  const trash = await scratchFolder(root, "delete");
+  await rename(folder, join(trash, "session"));
+  return trash;
+}
+
+/**
+ * Removes what `moveAway` moved. The session is gone for every reader by then: if `sessions/`
+ * cannot be flushed, a crash may bring it back whole, as if it had not been removed; what is left
+ * in tmp/ is unreachable and harmless if removing it fails.
+ */
+async function removeMoved(root: string, trash: string): Promise<void> {
+  await syncFolder(sessionsFolder(root)).catch(() => undefined);
+  await rm(trash, { recursive: true, force: true }).catch(() => undefined);
+}
+
+/**
+ * Removes session `id` when it is pending and no process writes it any more (a crash stopped its
+ * fork or import); true when it did. Opening it does the removal, under its lock.
+ */
+async function removedIfAbandoned(root: string, id: string, owner: StorageOwner): Promise<boolean> {
+  const metadata = await unlessMissing(readMetadata(sessionFolder(root, id))).catch(() => undefined);
+  if (!metadata?.pending) return false;
+  try {
+    await (await JSONLStorage.open(root, id, owner)).cleanup();
+    return false;
+  } catch (error) {
+    return error instanceof SessionError && error.code === "not_found";
   }
 }
 

@@ -28,6 +28,11 @@ export interface SessionMetadata {
   leafId: string | null;
   /** Lines of `entries.jsonl` that `stats` and `leafId` describe. */
   lines: number;
+  /**
+   * Set while a fork or an import writes the session, batch by batch: it is listed and opened
+   * only once complete, and one that a crash left unfinished is removed when next opened.
+   */
+  pending?: true;
 }
 
 /**
@@ -63,10 +68,13 @@ export async function readMetadata(folder: string): Promise<SessionMetadata> {
   const header = SessionHeader.safeParse(value.header);
   if (!header.success) throw invalid("bad header", zodDetails(header.error, ["header"]));
   if (!isStats(value.stats)) throw invalid("bad stats");
-  const { leafId, lines } = value;
+  const { leafId, lines, pending } = value;
   if (leafId !== null && !isValidId(leafId)) throw invalid("bad leafId");
   if (!isCount(lines)) throw invalid("bad lines");
-  return { version: 1, header: header.data, stats: value.stats, leafId, lines };
+  if (pending !== undefined && pending !== true) throw invalid("bad pending");
+  const metadata: SessionMetadata = { version: 1, header: header.data, stats: value.stats, leafId, lines };
+  if (pending) metadata.pending = true;
+  return metadata;
 }
 
 /**

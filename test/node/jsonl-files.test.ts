@@ -1,7 +1,12 @@
+import type { ChildProcess } from "node:child_process";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import type { FileHandle } from "node:fs/promises";
-import { appendFile, copyFile, open, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
-import { join } from "node:path";
-import { describe, expect, it, vi } from "vitest";
+import { appendFile, copyFile, mkdir, open, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { hostname } from "node:os";
+import { join, resolve } from "node:path";
+import { build } from "esbuild";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import type { StoredEntry } from "../../src/core/entries";
 import { SessionError } from "../../src/core/errors";
 import { MemoryRepo } from "../../src/core/memory";
@@ -10,11 +15,74 @@ import type { Session } from "../../src/core/session";
 import { treeToJson } from "../../src/core/tree";
 import type { JSONLRepo } from "../../src/node";
 import { EntryLog } from "../../src/node/entry-log";
+import { JSONLStorage } from "../../src/node/jsonl-storage";
 import { assistant, messageEntry, user } from "../conformance/fixtures";
 import { expectCode } from "../conformance/storage";
 import { tempRoots } from "./temp-root";
 
 const temp = tempRoots();
+const children: ChildProcess[] = [];
+
+afterAll(() => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill();
+});
+
+/**
+ * A Node process that forks session `source` to entry `argv[3]` as `copy` (or, given `import`,
+ * imports the native export `argv[4]` as `imported`) and dies, as a crash would end it, as soon as
+ * the first batch of the copy is on disk.
+ */
+const CRASH_AFTER_FIRST_BATCH = `
+import { readFileSync } from "node:fs";
+import { parseNative } from "./src/core/native-format";
+import { JSONLRepo } from "./src/node";
+import { JSONLStorage } from "./src/node/jsonl-storage";
+
+const importEntries = JSONLStorage.prototype.importEntries;
+JSONLStorage.prototype.importEntries = async function (...args) {
+  await importEntries.apply(this, args);
+  process.kill(process.pid, "SIGKILL");
+};
+const [root, action, target] = process.argv.slice(2);
+const repo = new JSONLRepo(root);
+if (action === "fork") await repo.fork("source", target, { id: "copy" });
+else await repo.importSession(parseNative(readFileSync(target, "utf8")), { id: "imported" });
+`;
+
+/** Runs `CRASH_AFTER_FIRST_BATCH` over `root`; resolves with the signal that ended it. */
+async function crashMidCopy(root: string, ...args: string[]): Promise<NodeJS.Signals | null> {
+  const bundle = await build({
+    stdin: {
+      contents: CRASH_AFTER_FIRST_BATCH,
+      resolveDir: resolve(import.meta.dirname, "../.."),
+      loader: "ts",
+    },
+    bundle: true,
+    format: "esm",
+    platform: "node",
+    write: false,
+    logLevel: "warning",
+  });
+  const script = join(root, "crash.mjs");
+  await writeFile(script, bundle.outputFiles[0]?.text ?? "");
+  const child = spawn(process.execPath, [script, root, ...args], { stdio: "ignore" });
+  children.push(child);
+  const [, signal] = (await once(child, "exit")) as [number | null, NodeJS.Signals | null];
+  return signal;
+}
+
+/** A closed session `source` of `count` entries in one line; returns their ids. */
+async function longSession(root: string, count: number): Promise<string[]> {
+  const repo = await temp.repo(root);
+  const session = await repo.create({ id: "source", name: "long" });
+  const ids: string[] = [];
+  for (let i = 0; i < count; i += 500) {
+    const batch = Array.from({ length: Math.min(500, count - i) }, (_, j) => messageEntry(user(`m${i + j}`)));
+    ids.push(...(await session.appendEntries(batch)).entries.map((entry) => entry.id));
+  }
+  await repo.cleanup();
+  return ids;
+}
 
 function files(root: string, id: string) {
   const folder = join(root, "sessions", id);
@@ -35,6 +103,12 @@ async function closedSession(root: string, id: string, messages = 3): Promise<st
   for (let i = 0; i < messages; i++)
     ids.push(await session.appendMessage(i % 2 ? assistant(`a${i}`) : user(`u${i}`)));
   await repo.cleanup();
+  return ids;
+}
+
+async function allIds(session: Session): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const entry of session.allEntries()) ids.push(entry.id);
   return ids;
 }
 
@@ -545,6 +619,92 @@ describe("JSONLRepo on disk", () => {
     expect(result.leafId).toBe("q");
     await repo.cleanup();
     expect(await (await (await temp.repo(root)).open("replayed")).getLeafId()).toBe("q");
+  });
+
+  it("leaves a fork that a crash stopped unlisted, and frees its id on the next try", async () => {
+    const root = await temp.root();
+    const ids = await longSession(root, 1500);
+    const target = ids[ids.length - 1] as string;
+    expect(await crashMidCopy(root, "fork", target)).toBe("SIGKILL");
+    expect((await readFile(files(root, "copy").entries, "utf8")).split("\n")).toHaveLength(501);
+
+    const repo = await temp.repo(root);
+    expect((await repo.list()).sessions.map((info) => info.id)).toEqual(["source"]);
+    const copy = await repo.fork("source", target, { id: "copy" });
+    expect(await allIds(copy)).toEqual(ids);
+    expect((await repo.list()).sessions.map((info) => info.id).sort()).toEqual(["copy", "source"]);
+    expect(await readdir(join(root, "tmp"))).toEqual([]);
+  });
+
+  it("removes an import that a crash stopped when it is opened, and imports it whole again", async () => {
+    const root = await temp.root();
+    const ids = await longSession(root, 1500);
+    const exported = join(root, "export.jsonl");
+    await writeFile(exported, await text(exportNative(await (await temp.repo(root)).open("source"))));
+    expect(await crashMidCopy(root, "import", exported)).toBe("SIGKILL");
+    expect((await readFile(files(root, "imported").entries, "utf8")).split("\n")).toHaveLength(501);
+
+    const repo = await temp.repo(root);
+    expect((await repo.list()).sessions.map((info) => info.id)).not.toContain("imported");
+    await expectCode(repo.open("imported"), "not_found");
+    await expect(stat(files(root, "imported").folder)).rejects.toMatchObject({ code: "ENOENT" });
+    const imported = await repo.importSession(parseNative(await readFile(exported, "utf8")), {
+      id: "imported",
+    });
+    expect(await allIds(imported)).toEqual(ids);
+    expect((await repo.list()).sessions.map((info) => info.id)).toContain("imported");
+  });
+
+  it("keeps the id of an unfinished fork while the process writing it runs, and shows it to no one", async () => {
+    const root = await temp.root();
+    const ids = await longSession(root, 1500);
+    const target = ids[ids.length - 1] as string;
+    await crashMidCopy(root, "fork", target);
+    const { folder, lock } = files(root, "copy");
+    // As if the fork's process were still writing: its lock names a running process.
+    const writer = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60_000)"], { stdio: "ignore" });
+    children.push(writer);
+    await writeFile(lock, JSON.stringify({ pid: writer.pid, hostname: hostname() }));
+    const contents = async () =>
+      Object.fromEntries(
+        await Promise.all(
+          (await readdir(folder)).map(async (name) => [name, await readFile(join(folder, name))]),
+        ),
+      );
+    const before = await contents();
+
+    const repo = await temp.repo(root);
+    expect((await repo.list()).sessions.map((info) => info.id)).toEqual(["source"]);
+    await expectCode(repo.fork("source", target, { id: "copy" }), "already_exists");
+    await expectCode(repo.open("copy"), "forbidden");
+    expect(await contents()).toEqual(before);
+  });
+
+  it("deletes an import whose end could not be recorded, and reports the failure", async () => {
+    const root = await temp.root();
+    await closedSession(root, "source");
+    const file = parseNative(await text(exportNative(await (await temp.repo(root)).open("source"))));
+    const { folder, metadata } = files(root, "unrecorded");
+    // Once the entries are written, metadata.json cannot be replaced any more.
+    const write = JSONLStorage.prototype.importEntries;
+    const importEntries = vi
+      .spyOn(JSONLStorage.prototype, "importEntries")
+      .mockImplementationOnce(async function (this: JSONLStorage, ...args) {
+        await write.apply(this, args);
+        await rm(metadata);
+        await mkdir(metadata);
+        await writeFile(join(metadata, "blocker"), "");
+      });
+    const repo = await temp.repo(root);
+    try {
+      const error = await expectCode(repo.importSession(file, { id: "unrecorded" }), "internal");
+      expect(error.message).toContain(metadata);
+    } finally {
+      importEntries.mockRestore();
+    }
+    await expect(stat(folder)).rejects.toMatchObject({ code: "ENOENT" });
+    expect((await repo.list()).sessions.map((info) => info.id)).toEqual(["source"]);
+    expect(await readdir(join(root, "tmp"))).toEqual([]);
   });
 
   it("refuses session ids that would be path segments of their own", async () => {

@@ -21,14 +21,22 @@ export function customLine(entry: SessionEntry, prefix: string): { line: Line; n
   return number === undefined ? { line: data as Line } : { line: data as Line, number };
 }
 
-/** Lines out in the file's order: numbered lines by number, the others where they come. */
+/**
+ * Lines out in the file's order: numbered lines by number, the others where they come. `out` is
+ * what each line is written as, seen in that order.
+ */
 export class LineOrder {
   #pending: Array<{ number: number; line: Line }> = [];
+  readonly #out: (line: Line) => Line;
+
+  constructor(out: (line: Line) => Line = (line) => line) {
+    this.#out = out;
+  }
 
   /** A line now; lines held back for numbers before its own go out first. */
   *put(line: Line, number?: number): Generator<string> {
     yield* this.#upTo(number);
-    yield `${JSON.stringify(line)}\n`;
+    yield `${JSON.stringify(this.#out(line))}\n`;
   }
 
   /** A line whose number is still to come. */
@@ -39,7 +47,8 @@ export class LineOrder {
 
   *#upTo(number: number | undefined): Generator<string> {
     while (this.#pending.length > 0 && (number === undefined || (this.#pending[0]?.number ?? 0) < number)) {
-      yield `${JSON.stringify(this.#pending.shift()?.line)}\n`;
+      const { line } = this.#pending.shift() as { line: Line };
+      yield `${JSON.stringify(this.#out(line))}\n`;
     }
   }
 
@@ -105,12 +114,6 @@ export class HeldEntries {
 
   parentOf(id: string): string | null {
     return this.#parentOf.get(id) ?? null;
-  }
-
-  /** Whether an entry holding a line of the file is off `branch` (a set of entry ids). */
-  leftBehind(branch: ReadonlySet<string>): boolean {
-    for (const id of this.#held) if (!branch.has(id)) return true;
-    return false;
   }
 
   /** The entry ids root → `leafId`. */

@@ -36,7 +36,10 @@ export const CLAUDE_CODE_VERSION = "2.1.38";
 const PREFIX = "claude-code:";
 
 export interface ClaudeCodeExportOptions {
-  /** The `sessionId` of new lines: by default the one the session was imported with, else a UUID made from its id. */
+  /**
+   * The `sessionId` of the lines: by default the one the session was imported with when its id was
+   * made from that one (a fork or a copy under another id has its own), else a UUID made from its id.
+   */
   sessionId?: string;
   /** The working folder of new lines: by default the one the session recorded. */
   cwd?: string;
@@ -155,9 +158,40 @@ function isMember(group: UserGroup, id: string): boolean {
   return id === group.uuid || id.startsWith(`${group.uuid}:`);
 }
 
+/**
+ * The transcript's own lines as they go out: under the export's session id where they carry the
+ * one the session was imported with (a fork's lines carry its source's), and the name they give
+ * the session, read as the import reads it.
+ */
+class OwnLines {
+  readonly #from: string | undefined;
+  readonly #to: string;
+  readonly #uuids = new Set<unknown>();
+  readonly #summaries: Line[] = [];
+  #title: string | undefined;
+
+  constructor(from: string | undefined, to: string) {
+    this.#from = from;
+    this.#to = to;
+  }
+
+  readonly out = (line: Line): Line => {
+    this.#uuids.add(line.uuid);
+    const text = (key: string) => (typeof line[key] === "string" && line[key] !== "" ? line[key] : undefined);
+    if (line.type === "custom-title") this.#title = text("customTitle") ?? this.#title;
+    if (line.type === "summary" && text("summary") !== undefined) this.#summaries.push(line);
+    return line.sessionId === this.#from && this.#from !== this.#to ? { ...line, sessionId: this.#to } : line;
+  };
+
+  /** The name the lines written give the session: the last title, else the last summary of a line here. */
+  get name(): string | undefined {
+    return this.#title ?? asString(this.#summaries.findLast((l) => this.#uuids.has(l.leafUuid))?.summary);
+  }
+}
+
 /** The transcript's own lines, from every entry made from one, in the order the file had them. */
-async function* sourceLines(session: Session, imported: boolean): AsyncGenerator<string> {
-  const order = new LineOrder();
+async function* sourceLines(session: Session, imported: boolean, own: OwnLines): AsyncGenerator<string> {
+  const order = new LineOrder(own.out);
   let group: UserGroup | undefined;
   const closeGroup = function* (): Generator<string> {
     if (group) yield* order.put(userLine(group), group.number);
@@ -388,7 +422,7 @@ async function* newLines(
 async function lineFields(
   session: Session,
   options: ClaudeCodeExportOptions,
-): Promise<{ fields: Line; sessionId: string }> {
+): Promise<{ fields: Line; sessionId: string; importedId: string | undefined }> {
   const header = await session.getHeader();
   const metadata = header.metadata;
   const recorded = (key: string) => (isRecord(metadata[key]) ? (metadata[key] as Line) : {});
@@ -396,16 +430,20 @@ async function lineFields(
   const codex = recorded("codex");
   const git = isRecord(codex.git) ? codex.git : {};
   const fromId = /^claude-code-([0-9a-f-]{36})$/i.exec(header.id)?.[1];
+  const importedId = asString(claudeCode.sessionId);
+  // A fork or a copy under another id holds its source's id: it goes out under one of its own.
+  const own =
+    importedId !== undefined &&
+    (header.id === `claude-code-${importedId}` || header.id.startsWith(`claude-code-${importedId}-agent-`));
   const sessionId =
-    options.sessionId ??
-    asString(claudeCode.sessionId) ??
-    (isUuid(fromId) ? fromId : await uuidFor(header.id));
+    options.sessionId ?? (own ? importedId : isUuid(fromId) ? fromId : await uuidFor(header.id));
   const cwd =
     options.cwd ?? asString(claudeCode.cwd) ?? asString(recorded("pi").cwd) ?? asString(codex.cwd) ?? "";
   const gitBranch = asString(claudeCode.gitBranch) ?? asString(git.branch);
   const agentId = asString(claudeCode.agentId);
   return {
     sessionId,
+    importedId,
     fields: {
       isSidechain: agentId !== undefined,
       userType: "external",
@@ -426,7 +464,7 @@ export async function* exportClaudeCode(
   session: Session,
   options: ClaudeCodeExportOptions = {},
 ): AsyncGenerator<string> {
-  const [leafId, name, header, { fields, sessionId }] = await Promise.all([
+  const [leafId, name, header, { fields, sessionId, importedId }] = await Promise.all([
     session.getLeafId(),
     session.getName(),
     session.getHeader(),
@@ -436,9 +474,11 @@ export async function* exportClaudeCode(
   const index = new TranscriptIndex(imported);
   for await (const entry of sessionEntries(session)) index.note(entry);
   index.settle();
-  if (index.hasLines) yield* sourceLines(session, imported);
+  const own = new OwnLines(importedId, sessionId);
+  if (index.hasLines) yield* sourceLines(session, imported, own);
   const writer = new LineWriter(fields, sessionId);
   yield* newLines(session, leafId, index, writer);
-  if (name !== undefined && (!index.hasLines || index.namedHere))
+  // A fork's name is its own, not the one its lines give.
+  if (name !== undefined && (!index.hasLines || index.namedHere || name !== own.name))
     yield `${JSON.stringify(writer.title(name))}\n`;
 }

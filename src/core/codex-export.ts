@@ -36,7 +36,10 @@ export const CODEX_VERSION = "0.135.0";
 const PREFIX = "codex:";
 
 export interface CodexExportOptions {
-  /** The thread id of new lines: by default the one the session was imported with, else a UUID made from its id. */
+  /**
+   * The thread id of the rollout: by default the one the session was imported with when its id was
+   * made from that one (a fork or a copy under another id has its own), else a UUID made from its id.
+   */
   threadId?: string;
   /** The working folder new lines record: by default the one the session recorded. */
   cwd?: string;
@@ -112,6 +115,34 @@ interface CompactedGroup {
 }
 
 /**
+ * The rollout's own lines as they go out: the `session_meta` of the thread the session was imported
+ * as under the export's thread id (a fork's lines carry its source's), and the name they give the
+ * thread, read as the import reads it.
+ */
+class OwnLines {
+  readonly #from: string | undefined;
+  readonly #to: string;
+  #name: string | undefined;
+
+  constructor(from: string | undefined, to: string) {
+    this.#from = from;
+    this.#to = to;
+  }
+
+  readonly out = (line: Line): Line => {
+    const payload = isRecord(line.payload) ? line.payload : {};
+    if (line.type === "event_msg" && payload.type === "thread_name_updated")
+      this.#name = asString(payload.thread_name)?.trim() || this.#name;
+    if (line.type !== "session_meta" || payload.id !== this.#from || this.#from === this.#to) return line;
+    return { ...line, payload: { ...payload, id: this.#to } };
+  };
+
+  get name(): string | undefined {
+    return this.#name;
+  }
+}
+
+/**
  * The rollout's own lines, from every entry on the current branch made from one, in the order the
  * file had them. Codex reads a rollout as one straight conversation: the lines of a branch the
  * head left stay out.
@@ -120,8 +151,9 @@ async function* sourceLines(
   session: Session,
   imported: boolean,
   onBranch: ReadonlySet<string>,
+  own: OwnLines,
 ): AsyncGenerator<string> {
-  const order = new LineOrder();
+  const order = new LineOrder(own.out);
   let group: CompactedGroup | undefined;
   const close = function* (): Generator<string> {
     if (group) yield* order.put(compactedLine(group.entry, group.line, group.members), group.number);
@@ -256,13 +288,16 @@ async function recorded(session: Session, options: CodexExportOptions) {
   const codex = field("codex");
   const claudeCode = field("claudeCode");
   const fromId = /^codex-([0-9a-f-]{36})$/i.exec(header.id)?.[1];
+  const importedId = asString(codex.id);
+  // A fork or a copy under another id holds its source's id: it goes out under one of its own.
+  const own = importedId !== undefined && header.id === `codex-${importedId}`;
   const threadId =
-    options.threadId ?? asString(codex.id) ?? (isUuid(fromId) ? fromId : await uuidFor(header.id));
+    options.threadId ?? (own ? importedId : isUuid(fromId) ? fromId : await uuidFor(header.id));
   const cwd =
     options.cwd ?? asString(codex.cwd) ?? asString(field("pi").cwd) ?? asString(claudeCode.cwd) ?? "";
   const branch = asString(claudeCode.gitBranch);
   const git = isRecord(codex.git) ? codex.git : branch === undefined ? undefined : { branch };
-  return { header, threadId, cwd, git };
+  return { header, threadId, importedId, cwd, git };
 }
 
 /** Lines for the conversation on the branch where no line of the rollout holds it. */
@@ -356,10 +391,12 @@ export async function* exportCodex(
   }
   held.finish();
   const branch = new Set(held.path(leafId));
-  if (held.hasLines) yield* sourceLines(session, imported, branch);
+  const own = new OwnLines(where.importedId, where.threadId);
+  if (held.hasLines) yield* sourceLines(session, imported, branch, own);
   yield* newLines(session, leafId, held, where);
-  // Lines the head left behind may hold the rename that named the session: the name goes again.
-  if (name !== undefined && (!held.hasLines || held.namedHere || held.leftBehind(branch))) {
+  // The lines written may not give the session's name: a fork's is its own, and lines the head
+  // left behind may hold the rename that named the session.
+  if (name !== undefined && (!held.hasLines || held.namedHere || name !== own.name)) {
     const payload = { type: "thread_name_updated", thread_id: where.threadId, thread_name: name };
     yield `${JSON.stringify({ timestamp: where.header.createdAt, type: "event_msg", payload })}\n`;
   }

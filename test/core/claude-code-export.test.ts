@@ -282,3 +282,49 @@ describe("a reply that did not finish, as a Claude Code transcript", () => {
 describe("a message whose time no date can hold, as a Claude Code transcript", () => {
   it("goes out at its entry's time", () => expectOutOfRangeTimeWrittenAsEntryTime("claude-code"));
 });
+
+describe("a fork of an imported Claude Code session, exported", () => {
+  const [, text] = fixtureFiles("claude-code").find(([n]) => n.startsWith("2.1.152")) as [string, string];
+
+  async function forked() {
+    const repo = new MemoryRepo();
+    const source = await repo.importSession(parseClaudeCode(text));
+    const fork = await source.fork((await source.getLeafId()) as string, { name: "try B" });
+    await fork.appendMessage({ role: "user", content: "only in the fork", timestamp: Date.UTC(2026, 0, 2) });
+    return {
+      repo,
+      source,
+      fork,
+      sourceId: (parseClaudeCode(text).header.metadata.claudeCode as Line).sessionId,
+    };
+  }
+
+  it("goes out under a session id of its own, in every line, with its name", async () => {
+    const { fork, sourceId } = await forked();
+    const lines = jsonLines(await collect(exportClaudeCode(fork)));
+    const ids = new Set(lines.map((l) => l.sessionId).filter((id) => id !== undefined));
+    expect(ids.size).toBe(1);
+    expect([...ids][0]).not.toBe(sourceId);
+    expect([...ids][0]).toMatch(UUID);
+    expect(lines.at(-1)).toMatchObject({ type: "custom-title", customTitle: "try B" });
+    const again = parseClaudeCode(lines.map((l) => JSON.stringify(l)).join("\n"));
+    expect(again.header.name).toBe("try B");
+    expect(again.header.id).not.toBe(`claude-code-${sourceId}`);
+  });
+
+  it("syncs into a session of its own, leaving the source as it was", async () => {
+    const { repo, source, fork } = await forked();
+    const before = await source.getLeafId();
+    const result = await repo.syncSession(parseClaudeCode(await collect(exportClaudeCode(fork))));
+    expect(result.session.id).not.toBe(source.id);
+    expect(result.status).toBe("created");
+    expect(await source.getLeafId()).toBe(before);
+  });
+
+  it("keeps the source's own id for the source, and the same fork id each time", async () => {
+    const { source, fork, sourceId } = await forked();
+    expect(await collect(exportClaudeCode(source))).toBe(text);
+    expect(jsonLines(text).at(-1)?.sessionId).toBe(sourceId);
+    expect(await collect(exportClaudeCode(fork))).toBe(await collect(exportClaudeCode(fork)));
+  });
+});

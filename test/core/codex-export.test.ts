@@ -335,3 +335,45 @@ describe("a message whose time no date can hold, as a Codex rollout", () => {
     expect(lineTime(message, { ...entry, message })).toBe("+275760-09-13T00:00:00.000Z");
   });
 });
+
+describe("a fork of an imported Codex rollout, exported", () => {
+  const [, text] = fixtureFiles("codex").find(([n]) => n.startsWith("0.135.0")) as [string, string];
+  const sourceId = (parseCodex(text).header.metadata.codex as Line).id;
+
+  async function forked() {
+    const repo = new MemoryRepo();
+    const source = await repo.importSession(parseCodex(text));
+    const fork = await source.fork((await source.getLeafId()) as string, { name: "try B" });
+    await fork.appendMessage({ role: "user", content: "only in the fork", timestamp: Date.UTC(2026, 6, 2) });
+    return { repo, source, fork };
+  }
+
+  it("goes out under a thread id of its own, with its name", async () => {
+    const { fork } = await forked();
+    const lines = jsonLines(await collect(exportCodex(fork)));
+    const meta = payloads(lines, "session_meta");
+    expect(meta.map((p) => p.id)).not.toContain(sourceId);
+    expect(meta[0]?.id).toMatch(UUID);
+    expect(lines.at(-1)?.payload).toMatchObject({
+      type: "thread_name_updated",
+      thread_name: "try B",
+      thread_id: meta[0]?.id,
+    });
+    const again = parseCodex(lines.map((l) => JSON.stringify(l)).join("\n"));
+    expect(again.header).toMatchObject({ id: `codex-${meta[0]?.id}`, name: "try B" });
+  });
+
+  it("syncs into a session of its own, leaving the source as it was", async () => {
+    const { repo, source, fork } = await forked();
+    const before = await source.getLeafId();
+    const result = await repo.syncSession(parseCodex(await collect(exportCodex(fork))));
+    expect(result.session.id).not.toBe(source.id);
+    expect(result.status).toBe("created");
+    expect(await source.getLeafId()).toBe(before);
+  });
+
+  it("keeps the source's own id for the source", async () => {
+    const { source } = await forked();
+    expect(jsonLines(await collect(exportCodex(source)))).toEqual(jsonLines(text));
+  });
+});

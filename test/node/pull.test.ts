@@ -344,10 +344,10 @@ describe("cf-sessions pull", () => {
     expect(JSON.stringify(manager.buildSessionContext().messages)).toContain("second, from elsewhere");
   });
 
-  it("refuses a session whose recorded ids would name a file outside the agent's folder, writing nothing", async () => {
+  it("names the file of a session whose recorded ids are not its own by its own id, inside the agent's folder", async () => {
     const client = createClient({ baseUrl: server.url });
-    const root = mkdtempSync(join(home, "escape-"));
-    const project = join(home, "work", "escape");
+    const root = mkdtempSync(join(home, "recorded-"));
+    const project = join(home, "work", "recorded");
     const message = { role: "user" as const, content: "hello", timestamp: 1 };
 
     const claude = await client.create({
@@ -355,25 +355,28 @@ describe("cf-sessions pull", () => {
       metadata: { claudeCode: { sessionId: "../../../escaped" } },
     });
     await claude.appendMessage(message);
-    const claudeEnv = { CLAUDE_CONFIG_DIR: join(root, "cfg", "claude") };
-    const refusedClaude = await pull([claude.id, "--to", "claude-code", "--project", project], claudeEnv);
-    expect(refusedClaude.code).toBe(2);
-    expect(refusedClaude.errors).toBe(
-      'cf-sessions: the export\'s Claude Code session id "../../../escaped" cannot name a file\n',
-    );
+    const claudeEnv = { CLAUDE_CONFIG_DIR: join(root, "claude") };
+    expect((await pull([claude.id, "--to", "claude-code", "--project", project], claudeEnv)).code).toBe(0);
+    expect(readdirSync(claudeProjectDir(project, claudeEnv))).toEqual([`${claude.id}.jsonl`]);
 
     const codex = await client.create({
       id: crypto.randomUUID(),
       metadata: { codex: { id: "/../../../../escaped-codex" } },
     });
     await codex.appendMessage(message);
-    const refusedCodex = await pull([codex.id, "--to", "codex", "--project", project], {
-      CODEX_HOME: join(root, "cfg", "codex"),
-    });
-    expect(refusedCodex.code).toBe(2);
-    expect(refusedCodex.errors).toBe(
-      'cf-sessions: the export\'s Codex session id "/../../../../escaped-codex" cannot name a file\n',
-    );
+    const codexEnv = { CODEX_HOME: join(root, "codex") };
+    expect((await pull([codex.id, "--to", "codex", "--project", project], codexEnv)).code).toBe(0);
+    const rollouts = readdirSync(join(root, "codex"), { recursive: true }).map(String);
+    expect(rollouts.filter((path) => path.endsWith(`-${codex.id}.jsonl`))).toHaveLength(1);
+    expect(readdirSync(root).sort()).toEqual(["claude", "codex"]);
+  });
+
+  it("refuses a subagent whose recorded id would name a file outside the agent's folder, writing nothing", async () => {
+    const client = createClient({ baseUrl: server.url });
+    const root = mkdtempSync(join(home, "escape-"));
+    const project = join(home, "work", "escape");
+    const message = { role: "user" as const, content: "hello", timestamp: 1 };
+    const claudeEnv = { CLAUDE_CONFIG_DIR: join(root, "cfg", "claude") };
 
     // A subagent's id names its transcript's file: the session's own file is not written either.
     const parent = await client.create({ id: crypto.randomUUID() });

@@ -9,7 +9,7 @@ import { sessionEntries } from "./interchange";
 import type { AgentMessage, AssistantMessage, ToolResultMessage, UserMessage } from "./messages";
 import { toModelMessage } from "./providers/pi-messages";
 import { ANTHROPIC_IMAGE_TYPES } from "./providers/to-anthropic";
-import { ANTHROPIC_IDS, ToolCallIds } from "./providers/tool-call-ids";
+import { ANTHROPIC_IDS, AnsweredCallIds } from "./providers/tool-call-ids";
 import type { Session } from "./session";
 import type { SourceFields } from "./source-lines";
 import { sourceOf } from "./source-lines";
@@ -238,21 +238,16 @@ async function* sourceLines(session: Session, imported: boolean, own: OwnLines):
 class LineWriter {
   readonly #fields: Line;
   readonly #sessionId: string;
-  readonly #callIds = new ToolCallIds(ANTHROPIC_IDS);
-  readonly #wireIds = new Map<string, string>();
+  readonly #callIds = new AnsweredCallIds(ANTHROPIC_IDS);
 
   constructor(fields: Line, sessionId: string) {
     this.#fields = fields;
     this.#sessionId = sessionId;
   }
 
-  #wire(id: string): string {
-    let wire = this.#wireIds.get(id);
-    if (wire === undefined) {
-      wire = this.#callIds.allocate(id);
-      this.#wireIds.set(id, wire);
-    }
-    return wire;
+  /** A result's wire id: the id of the call it answers, or one of its own when no call waits for it. */
+  #answer(storedId: string): string {
+    return this.#callIds.result(storedId) ?? this.#callIds.allocate(storedId);
   }
 
   line(parentUuid: string | null, type: string, fields: Line, uuid: string, timestamp: string): Line {
@@ -281,7 +276,12 @@ class LineWriter {
       if (part.type === "text") {
         if (part.text) blocks.push({ type: "text", text: part.text });
       } else if (part.type === "toolCall") {
-        blocks.push({ type: "tool_use", id: this.#wire(part.id), name: part.name, input: part.arguments });
+        blocks.push({
+          type: "tool_use",
+          id: this.#callIds.allocate(part.id),
+          name: part.name,
+          input: part.arguments,
+        });
       } else if (signed && part.redacted === true && part.thinkingSignature) {
         blocks.push({ type: "redacted_thinking", data: part.thinkingSignature });
       } else if (signed && part.thinkingSignature) {
@@ -325,7 +325,7 @@ class LineWriter {
     }
     if (message.role === "toolResult") {
       const result = message as ToolResultMessage;
-      const block = toolResultBlock({ ...result, toolCallId: this.#wire(result.toolCallId) });
+      const block = toolResultBlock({ ...result, toolCallId: this.#answer(result.toolCallId) });
       return { type: "user", fields: { message: { role: "user", content: [block] } } };
     }
     const user = toModelMessage(message);

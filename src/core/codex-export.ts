@@ -10,7 +10,7 @@ import { sessionEntries } from "./interchange";
 import { tryParseJson } from "./json";
 import type { AgentMessage, AssistantMessage, ToolResultMessage } from "./messages";
 import { toModelMessage } from "./providers/pi-messages";
-import { OPENAI_RESPONSES_IDS, ToolCallIds } from "./providers/tool-call-ids";
+import { AnsweredCallIds, OPENAI_RESPONSES_IDS } from "./providers/tool-call-ids";
 import type { Session } from "./session";
 import type { SourceFields } from "./source-lines";
 import { isHole, sourceOf } from "./source-lines";
@@ -206,16 +206,11 @@ function stopEvents(reply: AssistantMessage): Line[] {
 
 /** What makes the lines of messages Codex has no line of. */
 class RolloutWriter {
-  readonly #callIds = new ToolCallIds(OPENAI_RESPONSES_IDS);
-  readonly #wireIds = new Map<string, string>();
+  readonly #callIds = new AnsweredCallIds(OPENAI_RESPONSES_IDS);
 
-  #wire(id: string): string {
-    let wire = this.#wireIds.get(id);
-    if (wire === undefined) {
-      wire = this.#callIds.allocate(id);
-      this.#wireIds.set(id, wire);
-    }
-    return wire;
+  /** A result's wire id: the id of the call it answers, or one of its own when no call waits for it. */
+  #answer(storedId: string): string {
+    return this.#callIds.result(storedId) ?? this.#callIds.allocate(storedId);
   }
 
   /** The response items a message is written as (and, for the user's own words, its event). */
@@ -229,7 +224,7 @@ class RolloutWriter {
       const { details: _details, ...bare } = result;
       const output = toolOutput(bare);
       return {
-        items: [{ type: "function_call_output", call_id: this.#wire(result.toolCallId), output }],
+        items: [{ type: "function_call_output", call_id: this.#answer(result.toolCallId), output }],
         events: [],
       };
     }
@@ -267,7 +262,7 @@ class RolloutWriter {
           type: "function_call",
           name: part.name,
           arguments: JSON.stringify(part.arguments),
-          call_id: this.#wire(part.id),
+          call_id: this.#callIds.allocate(part.id),
         });
         continue;
       }

@@ -328,3 +328,45 @@ describe("a fork of an imported Claude Code session, exported", () => {
     expect(await collect(exportClaudeCode(fork))).toBe(await collect(exportClaudeCode(fork)));
   });
 });
+
+describe("tool calls sharing an id, as a Claude Code transcript", () => {
+  it("gives each call an id of its own, each result the id of the call it answers", async () => {
+    const session = await new MemoryRepo().create({ id: "kimi-1" });
+    const reply = {
+      role: "assistant",
+      api: "openai-completions",
+      provider: "moonshot",
+      model: "kimi-k2",
+      usage: usage(1, 1, 0, 0),
+      stopReason: "toolUse",
+    } as const;
+    for (const [turn, path] of [
+      [1, "a.txt"],
+      [2, "b.txt"],
+    ] as const) {
+      await session.appendMessage({ role: "user", content: `Read ${path}`, timestamp: turn * 10 });
+      await session.appendMessage({
+        ...reply,
+        content: [{ type: "toolCall", id: "functions.read:0", name: "read", arguments: { path } }],
+        timestamp: turn * 10 + 1,
+      } as AssistantMessage);
+      await session.appendMessage({
+        role: "toolResult",
+        toolCallId: "functions.read:0",
+        toolName: "read",
+        content: [{ type: "text", text: `contents of ${path}` }],
+        isError: false,
+        timestamp: turn * 10 + 2,
+      });
+    }
+    const lines = jsonLines(await collect(exportClaudeCode(session)));
+    const blocks = lines.flatMap((l) => ((l.message as { content?: unknown })?.content ?? []) as Line[]);
+    const calls = blocks.filter((b) => b.type === "tool_use").map((b) => [b.id, (b.input as Line).path]);
+    const results = blocks.filter((b) => b.type === "tool_result").map((b) => [b.tool_use_id, b.content]);
+    expect(new Set(calls.map(([id]) => id)).size).toBe(2);
+    expect(results).toEqual([
+      [calls[0]?.[0], "contents of a.txt"],
+      [calls[1]?.[0], "contents of b.txt"],
+    ]);
+  });
+});

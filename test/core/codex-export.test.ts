@@ -377,3 +377,44 @@ describe("a fork of an imported Codex rollout, exported", () => {
     expect(jsonLines(await collect(exportCodex(source)))).toEqual(jsonLines(text));
   });
 });
+
+describe("tool calls sharing an id, as a Codex rollout", () => {
+  it("gives each call an id of its own, each output the id of the call it answers", async () => {
+    const session = await new MemoryRepo().create({ id: "kimi-2" });
+    const reply = {
+      role: "assistant",
+      api: "openai-completions",
+      provider: "moonshot",
+      model: "kimi-k2",
+      usage: usage(1, 1, 0, 0),
+      stopReason: "toolUse",
+    } as const;
+    for (const [turn, path] of [
+      [1, "a.txt"],
+      [2, "b.txt"],
+    ] as const) {
+      await session.appendMessage({ role: "user", content: `Read ${path}`, timestamp: turn * 10 });
+      await session.appendMessage({
+        ...reply,
+        content: [{ type: "toolCall", id: "functions.read:0", name: "read", arguments: { path } }],
+        timestamp: turn * 10 + 1,
+      } as AssistantMessage);
+      await session.appendMessage({
+        role: "toolResult",
+        toolCallId: "functions.read:0",
+        toolName: "read",
+        content: [{ type: "text", text: `contents of ${path}` }],
+        isError: false,
+        timestamp: turn * 10 + 2,
+      });
+    }
+    const items = payloads(jsonLines(await collect(exportCodex(session))), "response_item");
+    const calls = items.filter((i) => i.type === "function_call").map((i) => [i.call_id, i.arguments]);
+    const outputs = items.filter((i) => i.type === "function_call_output").map((i) => [i.call_id, i.output]);
+    expect(new Set(calls.map(([id]) => id)).size).toBe(2);
+    expect(outputs).toEqual([
+      [calls[0]?.[0], "contents of a.txt"],
+      [calls[1]?.[0], "contents of b.txt"],
+    ]);
+  });
+});

@@ -370,3 +370,40 @@ describe("tool calls sharing an id, as a Claude Code transcript", () => {
     ]);
   });
 });
+
+describe("a transcript pulled into another checkout, synced back", () => {
+  const [, text] = fixtureFiles("claude-code").find(([n]) => n.startsWith("2.1.152")) as [string, string];
+  const elsewhere = (change: (line: Line) => Line) =>
+    jsonLines(text)
+      .map((line) =>
+        JSON.stringify(typeof line.cwd === "string" ? change({ ...line, cwd: "/home/bob/app" }) : line),
+      )
+      .join("\n");
+
+  it("takes only the lines the agent added, keeping the working folder stored", async () => {
+    const repo = new MemoryRepo();
+    const session = await repo.importSession(parseClaudeCode(text));
+    const last = jsonLines(text).at(-1) as Line;
+    const added = {
+      ...last,
+      cwd: "/home/bob/app",
+      parentUuid: last.uuid,
+      uuid: "a0000000-0000-4000-8000-000000000001",
+    };
+    const grown = `${elsewhere((l) => l)}\n${JSON.stringify({ ...added, type: "user", message: { role: "user", content: "more" } })}\n`;
+    expect(await repo.syncSession(parseClaudeCode(grown))).toMatchObject({ status: "appended", appended: 1 });
+    const exported = jsonLines(await collect(exportClaudeCode(session)));
+    expect(exported.slice(0, jsonLines(text).length)).toEqual(jsonLines(text));
+  });
+
+  it("still refuses a line changed otherwise, writing nothing", async () => {
+    const repo = new MemoryRepo();
+    const session = await repo.importSession(parseClaudeCode(text));
+    const before = await session.getEntries({ limit: 1000 });
+    const changed = elsewhere((line) => ({ ...line, gitBranch: "other" }));
+    await expect(repo.syncSession(parseClaudeCode(changed))).rejects.toMatchObject({
+      code: "already_exists",
+    });
+    expect(await session.getEntries({ limit: 1000 })).toEqual(before);
+  });
+});

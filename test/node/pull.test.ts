@@ -293,6 +293,67 @@ describe("cf-sessions pull", () => {
     expect(JSON.parse(exported.join("").split("\n")[0] as string).payload.model_provider).toBe("anthropic");
   });
 
+  it("syncs a pulled Claude Code or Codex file back after the agent went on, at the local checkout", async () => {
+    const errors: string[] = [];
+    const output: Output = {
+      out: () => undefined,
+      write: () => undefined,
+      stream: async () => undefined,
+      err: (text) => errors.push(text),
+      isTTY: false,
+    };
+    const cases = [
+      { format: "claude-code", fixture: "claude-code/2.1.152-redacted.jsonl", prefix: "claude-code-" },
+      { format: "codex", fixture: "codex/0.135.0-redacted.jsonl", prefix: "codex-" },
+    ] as const;
+    for (const { format, fixture, prefix } of cases) {
+      const text = readFileSync(join(import.meta.dirname, "../fixtures", fixture), "utf8");
+      const sourceId =
+        format === "codex"
+          ? (JSON.parse(text.split("\n")[0] as string).payload.id as string)
+          : (JSON.parse(text.split("\n")[0] as string).sessionId as string);
+      const id = crypto.randomUUID();
+      const files = mkdtempSync(join(home, `${format}-back-`));
+      writeFileSync(join(files, `${id}.jsonl`), text.replaceAll(sourceId, id));
+      const env = { CF_SESSIONS_URL: server.url };
+      const imported = await main(["import", files, "--format", format, "--progress", "none"], output, env);
+      expect(imported, errors.join("")).toBe(0);
+
+      const project = join(home, "work", `back-${format}`);
+      const agentEnv = { CLAUDE_CONFIG_DIR: join(home, "claude-back"), CODEX_HOME: join(home, "codex-back") };
+      const pulled = await pull([`${prefix}${id}`, "--to", format, "--project", project], agentEnv);
+      expect(pulled.code, pulled.errors).toBe(0);
+      const written = readFileSync(pulled.answer.path, "utf8");
+      expect(written).toContain(JSON.stringify(project));
+      const last = JSON.parse(written.trimEnd().split("\n").at(-1) as string);
+      const asked = "asked after the pull";
+      const added =
+        format === "codex"
+          ? {
+              timestamp: last.timestamp,
+              type: "response_item",
+              payload: { type: "message", role: "user", content: [{ type: "input_text", text: asked }] },
+            }
+          : {
+              ...last,
+              parentUuid: last.uuid,
+              uuid: crypto.randomUUID(),
+              type: "user",
+              message: { role: "user", content: asked },
+            };
+      writeFileSync(pulled.answer.path, `${written}${JSON.stringify(added)}\n`);
+
+      const synced = await main(
+        ["sync", pulled.answer.path, "--format", format, "--progress", "none"],
+        output,
+        env,
+      );
+      expect(synced, errors.join("")).toBe(0);
+      const session = await createClient({ baseUrl: server.url }).open(`${prefix}${id}`);
+      expect(JSON.stringify((await session.buildContext()).messages.at(-1))).toContain(asked);
+    }
+  });
+
   it("refuses to overwrite a pulled file the agent has added to since, unless forced", async () => {
     const id = await writtenOverHttp();
     const project = join(home, "work", "kept");

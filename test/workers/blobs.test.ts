@@ -356,6 +356,51 @@ describe("blobs in R2", () => {
     }
   });
 
+  it("refuses references that would read back past a body, an entry or the session's room, writing nothing", async () => {
+    const output = toolOutput(41);
+    const ref = blobRef("txt", await sha256(output));
+    const result = (text: string[]) => ({
+      type: "message",
+      message: {
+        role: "toolResult",
+        toolCallId: "call-41",
+        toolName: "bash",
+        content: text.map((part) => ({ type: "text", text: part })),
+        isError: false,
+        timestamp: 1,
+      },
+    });
+    const cases = [
+      // About 40 MB read back from 400 references to one blob: more than a body carries.
+      {
+        key: undefined,
+        entries: Array.from({ length: 400 }, () => result([ref])),
+        status: 413,
+        code: "payload_too_large",
+      },
+      // About 20 MB in one entry.
+      {
+        key: undefined,
+        entries: [result(Array.from({ length: 200 }, () => ref))],
+        status: 413,
+        code: "entry_too_large",
+      },
+      // About 300 KB in a session of at most 200,000 bytes.
+      { key: "key-mid-sessions", entries: [result([ref, ref, ref])], status: 413, code: "quota_exceeded" },
+    ];
+    for (const { key, entries, status, code } of cases) {
+      const holder = await createSession({ key });
+      expect(
+        (await api("POST", `/v1/sessions/${holder}/entries`, { key, body: result([output]) })).status,
+      ).toBe(201);
+      const id = await createSession({ key });
+      const before = await info(id, key);
+      const res = await api("POST", `/v1/sessions/${id}/entries`, { key, body: { entries } });
+      expectError(res, status, code);
+      expect(await info(id, key)).toEqual(before);
+    }
+  });
+
   it("answers a retried append with blobs as a replay", async () => {
     const id = await createSession();
     const [entry] = turn(9);

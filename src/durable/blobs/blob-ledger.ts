@@ -71,6 +71,12 @@ export class BlobLedger {
     });
   }
 
+  /** The sizes in an entry of the blobs (of those given) the ledger knows. */
+  sizes(keys: readonly string[]): Array<{ key: string; jsonBytes: number }> {
+    return this.#sql<{ key: string; jsonBytes: number }>`SELECT key, json_bytes AS jsonBytes FROM blobs
+      WHERE key IN (SELECT value FROM json_each(${JSON.stringify(keys)}))`.toArray();
+  }
+
   /** Blobs uploaded: from now on a claim needs no upload. */
   confirm(keys: readonly string[]): void {
     this.#sql`UPDATE blobs SET state = 'stored'

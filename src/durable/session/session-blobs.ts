@@ -4,7 +4,7 @@ import { SessionError } from "../../core/errors";
 import { utf8Length } from "../../core/json";
 import type { BlobValue } from "../blobs/blob-codec";
 import { encodeBlob } from "../blobs/blob-codec";
-import { collectRefs, replaceRefs, scan } from "../blobs/blob-inputs";
+import { checkReadBackSize, collectRefs, replaceRefs, scan } from "../blobs/blob-inputs";
 import { BlobStore, inParallel } from "../blobs/blob-store";
 import { answerRefsInStream } from "../blobs/blob-text";
 import { signBlobUrl, urlTtlSeconds } from "../blobs/blob-urls";
@@ -50,6 +50,13 @@ export const DEFAULT_BLOB_MIN_BYTES = 64 * 1024;
 export function blobPolicy(env: Pick<DurableEnv, "BLOBS" | "BLOB_MIN_BYTES">): BlobPolicy | undefined {
   if (!env.BLOBS) return undefined;
   return { minBytes: numberSetting(env.BLOB_MIN_BYTES, DEFAULT_BLOB_MIN_BYTES, { min: 1 }) };
+}
+
+/** A reference to a blob the tenant does not store (`blob`: its kind and SHA-256). */
+function notStored(blob: string | undefined): SessionError {
+  return new SessionError("invalid_request", "an entry refers to a blob this tenant does not store", {
+    blob,
+  });
 }
 
 export class SessionBlobs {
@@ -147,13 +154,15 @@ export class SessionBlobs {
    * enough and no reference, so the write goes as it always did. `plan` plans the write without
    * writing, from inputs and the entries replays are compared with: the entries it would store,
    * whose blob slots are read. A plan refuses a write the session cannot take as the write itself
-   * would be, before any blob is claimed or uploaded. A reference to a blob the tenant does not
-   * store, or a malformed one, is `invalid_request`. Nothing is written then.
+   * would be, before any blob is claimed or uploaded; and before references are read back, a write
+   * they would make too large for a body, an entry or `withinRoom` is refused. A reference to a blob
+   * the tenant does not store, or a malformed one, is `invalid_request`. Nothing is written then.
    */
   async prepare(
     entries: readonly unknown[],
     policy: BlobPolicy | undefined,
     plan: (inputs: readonly unknown[], loaded: ReadonlyMap<string, StoredEntry>) => readonly StoredEntry[],
+    withinRoom?: (bytes: number) => void,
   ): Promise<PreparedBlobs | undefined> {
     const found = { large: false, refs: false };
     scan(entries, policy?.minBytes ?? Number.POSITIVE_INFINITY, found);
@@ -161,7 +170,7 @@ export class SessionBlobs {
       // No value will become a blob: entries named for a replay are still read whole.
       return this.hasBlobs ? this.#prepared(entries, await this.#loaded(entries), new Map()) : undefined;
     }
-    const inputs = found.refs ? await this.#resolve(entries) : entries;
+    const inputs = found.refs ? await this.#resolve(entries, withinRoom) : entries;
     const loaded = await this.#loaded(inputs);
     if (!policy || !this.#env.BLOBS) return this.#prepared(inputs, loaded, new Map());
     const values = new Map<string, BlobValue>();
@@ -182,26 +191,64 @@ export class SessionBlobs {
     return this.#prepared(inputs, loaded, values);
   }
 
-  /** References read back into values; `invalid_request` for one whose blob the tenant does not store. */
-  async #resolve(entries: readonly unknown[]): Promise<unknown[]> {
-    const refs = new Set<string>();
-    collectRefs(entries, refs);
+  /**
+   * References read back into values, once their sizes (which the session and the tenant's ledger
+   * keep) show the write can be taken (`checkReadBackSize`); `invalid_request` for one whose blob
+   * the tenant does not store.
+   */
+  async #resolve(entries: readonly unknown[], withinRoom?: (bytes: number) => void): Promise<unknown[]> {
+    const refsOf = entries.map((entry) => {
+      const refs = new Map<string, number>();
+      collectRefs(entry, refs);
+      return refs;
+    });
     if (!this.#env.BLOBS) {
       throw new SessionError("invalid_request", "this service stores no blobs: an entry cannot refer to one");
     }
+    const refs = new Set(refsOf.flatMap((counts) => [...counts.keys()]));
+    checkReadBackSize(entries, refsOf, await this.#sizes(refs), withinRoom);
     const store = await this.#blobs();
     let values: Map<string, string>;
     try {
       values = await store.read(refs);
     } catch (error) {
       if (error instanceof SessionError && error.code === "unavailable") {
-        throw new SessionError("invalid_request", "an entry refers to a blob this tenant does not store", {
-          blob: (error.details as { blob?: string } | undefined)?.blob,
-        });
+        throw notStored((error.details as { blob?: string } | undefined)?.blob);
       }
       throw error;
     }
     return replaceRefs(entries, values) as unknown[];
+  }
+
+  /**
+   * The sizes in an entry of the blobs of these references: those this session claimed from its
+   * own table, the others from the tenant's ledger; `invalid_request` for one the ledger does not know.
+   */
+  async #sizes(refs: ReadonlySet<string>): Promise<Map<string, number>> {
+    const sizes = new Map<string, number>();
+    if (this.hasBlobs && refs.size > 0) {
+      for (const row of this.#sql<{ ref: string; bytes: number }>`SELECT ref, json_bytes AS bytes
+        FROM session_blobs WHERE ref IN (SELECT value FROM json_each(${JSON.stringify([...refs])}))`) {
+        sizes.set(row.ref, row.bytes);
+      }
+    }
+    const rest = [...refs].filter((ref) => !sizes.has(ref));
+    if (rest.length === 0) return sizes;
+    const store = await this.#blobs();
+    const keyOf = (ref: string) =>
+      store.key(parseBlobRef(ref) as NonNullable<ReturnType<typeof parseBlobRef>>);
+    const known = new Map(
+      (await this.#ledger().blobSizes(rest.map(keyOf))).map((row) => [row.key, row.jsonBytes]),
+    );
+    for (const ref of rest) {
+      const bytes = known.get(keyOf(ref));
+      if (bytes === undefined) {
+        const { kind, sha256 } = parseBlobRef(ref) as NonNullable<ReturnType<typeof parseBlobRef>>;
+        throw notStored(`${kind}:${sha256}`);
+      }
+      sizes.set(ref, bytes);
+    }
+    return sizes;
   }
 
   /** The entries the inputs name (by id) that hold blobs, with their values (a replay compares them). */

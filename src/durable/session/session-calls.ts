@@ -167,11 +167,15 @@ export class EntryIntake {
     const prepared = await this.#calls.beforeLimitedWrite((room) => {
       // Refused before any of its blobs is uploaded.
       if (!compaction) checkNotFull(this.#object.storage.sql, this.#object.env);
-      return this.#object.blobs.prepare(entries, policy, (inputs, loaded) =>
-        this.#object.session.writes.entriesWithin(
-          this.#object.session.writes.plannedAppend(inputs, appendOptions, loaded),
-          room,
-        ),
+      return this.#object.blobs.prepare(
+        entries,
+        policy,
+        (inputs, loaded) =>
+          this.#object.session.writes.entriesWithin(
+            this.#object.session.writes.plannedAppend(inputs, appendOptions, loaded),
+            room,
+          ),
+        (bytes) => this.#object.session.writes.checkRoom(bytes, room),
       );
     }, builder);
     if (!prepared.ok) return prepared;
@@ -203,11 +207,15 @@ export class EntryIntake {
     const { blobs: policy, builder, ...importOptions } = options;
     const prepared = await this.#calls.beforeLimitedWrite((room) => {
       checkNotFull(this.#object.storage.sql, this.#object.env);
-      return this.#object.blobs.prepare(entries, policy, (inputs, loaded) =>
-        this.#object.session.writes.entriesWithin(
-          this.#object.session.writes.plannedImport(inputs, importOptions, loaded),
-          room,
-        ),
+      return this.#object.blobs.prepare(
+        entries,
+        policy,
+        (inputs, loaded) =>
+          this.#object.session.writes.entriesWithin(
+            this.#object.session.writes.plannedImport(inputs, importOptions, loaded),
+            room,
+          ),
+        (bytes) => this.#object.session.writes.checkRoom(bytes, room),
       );
     }, builder);
     if (!prepared.ok) return prepared;

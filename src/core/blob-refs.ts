@@ -37,6 +37,16 @@ export function mentionsBlobRef(value: string): boolean {
   return value.includes(PREFIX);
 }
 
+/** Whether any string of a JSON value, or any key, holds the opening of a reference. */
+export function holdsBlobRef(value: unknown): boolean {
+  if (typeof value === "string") return mentionsBlobRef(value);
+  if (Array.isArray(value)) return value.some(holdsBlobRef);
+  if (typeof value === "object" && value !== null) {
+    return Object.entries(value).some(([key, item]) => mentionsBlobRef(key) || holdsBlobRef(item));
+  }
+  return false;
+}
+
 /** A place in an entry whose value may be stored as a blob. */
 export interface BlobSlot {
   /** An image's base64 data, or a tool output's text. */

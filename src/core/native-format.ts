@@ -1,11 +1,17 @@
 import * as z from "zod";
-import { Name } from "./entries";
 import type { ImportedSession, ImportHeader } from "./interchange";
 import { checkImportEntries, leafAfter, sessionEntries } from "./interchange";
 import type { NumberedLine } from "./ndjson";
 import { lineError, ndjsonLines, parseLine } from "./ndjson";
 import type { Session } from "./session";
-import { ExpiresAt, GivenMetadata, GivenSystemPrompt, type Metadata, SessionHeader } from "./session-schemas";
+import {
+  ExpiresAt,
+  GivenMetadata,
+  GivenName,
+  GivenSystemPrompt,
+  type Metadata,
+  SessionHeader,
+} from "./session-schemas";
 
 /*
  * The native interchange format: a header line, then every entry in append order (`leaf` records
@@ -20,7 +26,7 @@ const NativeHeader = SessionHeader.omit({ autoCompact: true }).extend({
   type: z.literal("session"),
   format: z.literal(NATIVE_FORMAT),
   version: z.literal(NATIVE_VERSION),
-  name: Name.optional(),
+  name: GivenName.optional(),
   systemPrompt: GivenSystemPrompt.optional(),
   metadata: GivenMetadata.optional(),
   expiresAt: ExpiresAt.optional(),

@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { holdsBlobRef } from "./blob-refs";
 import { DEFAULT_KEEP_RECENT_TOKENS } from "./compaction";
 import { EntryType as EntryTypeSchema, Id, Name, Timestamp } from "./entries";
 import { ID_PREFIX_PATTERN } from "./ids";
@@ -25,15 +26,30 @@ export const Metadata = z.record(z.string(), z.unknown());
 /** Whether `value`, as JSON, takes at most `bytes` bytes of UTF-8. */
 const jsonWithin = (bytes: number) => (value: unknown) => utf8Length(JSON.stringify(value) ?? "") <= bytes;
 
+/**
+ * What a header a write gives may not hold: a string opening like a blob reference (U+0000, then
+ * `blob:`), which only an entry's values may be (a read would answer it as the blob).
+ */
+const noBlobRef = [
+  (value: unknown) => !holdsBlobRef(value),
+  { message: "holds no blob reference (U+0000 then blob:)" },
+] as const;
+
 /** Metadata a write gives (create, change, import): at most MAX_METADATA_BYTES as JSON. */
 export const GivenMetadata = Metadata.refine(jsonWithin(MAX_METADATA_BYTES), {
   message: `at most ${MAX_METADATA_BYTES} bytes as JSON`,
-});
+}).refine(...noBlobRef);
 
 /** A system prompt a write gives: at most MAX_SYSTEM_PROMPT_BYTES as JSON. */
-export const GivenSystemPrompt = z.string().refine(jsonWithin(MAX_SYSTEM_PROMPT_BYTES), {
-  message: `at most ${MAX_SYSTEM_PROMPT_BYTES} bytes as JSON`,
-});
+export const GivenSystemPrompt = z
+  .string()
+  .refine(jsonWithin(MAX_SYSTEM_PROMPT_BYTES), {
+    message: `at most ${MAX_SYSTEM_PROMPT_BYTES} bytes as JSON`,
+  })
+  .refine(...noBlobRef);
+
+/** A session's name a write gives (create, change, fork, import). */
+export const GivenName = Name.refine(...noBlobRef);
 
 /**
  * Compaction the service runs by itself after a write brings the context estimate over
@@ -119,7 +135,7 @@ export type SessionInfo = z.infer<typeof SessionInfo>;
 export const CreateSessionOptions = z
   .object({
     id: Id.optional(),
-    name: Name.optional(),
+    name: GivenName.optional(),
     systemPrompt: GivenSystemPrompt.optional(),
     metadata: GivenMetadata.optional(),
     expiresAt: ExpiresAt.optional(),
@@ -153,7 +169,7 @@ export type HeaderPatch = z.infer<typeof HeaderPatch>;
 
 /** A change to a session: its header, and its name (a `session_info` entry). */
 export const SessionPatch = HeaderPatch.extend({
-  name: Name.optional().meta({ description: "appends a session_info entry; blank clears the name" }),
+  name: GivenName.optional().meta({ description: "appends a session_info entry; blank clears the name" }),
 }).strict();
 export type SessionPatch = z.infer<typeof SessionPatch>;
 
@@ -172,7 +188,7 @@ export const ForkOptions = z
   .object({
     position: Position.optional(),
     id: Id.optional().meta({ description: "id of the new session (a fresh one when absent)" }),
-    name: Name.optional().meta({ description: "the source's name carries over when absent" }),
+    name: GivenName.optional().meta({ description: "the source's name carries over when absent" }),
   })
   .strict();
 export type ForkOptions = z.infer<typeof ForkOptions>;

@@ -401,6 +401,51 @@ describe("blobs in R2", () => {
     }
   });
 
+  it("refuses a session's name, system prompt or metadata holding a reference, writing nothing", async () => {
+    // A session holding a blob, whose reference a header would otherwise be answered as.
+    const held = await writeSession(api, [43]);
+    const refs = [
+      blobRef("txt", await sha256(toolOutput(43))),
+      blobRef("txt", "0".repeat(64)),
+      "\u0000blob:x",
+    ];
+    for (const ref of refs) {
+      const headers = [
+        { name: ref },
+        { systemPrompt: `see ${ref}` },
+        { metadata: { notes: [{ text: ref }] } },
+      ];
+      for (const header of headers) {
+        const id = sid();
+        expectError(await api("POST", "/v1/sessions", { body: { id, ...header } }), 400, "invalid_request");
+        expect((await api("GET", `/v1/sessions/${id}`)).status).toBe(404);
+        const before = await info(held);
+        expectError(await api("PATCH", `/v1/sessions/${held}`, { body: header }), 400, "invalid_request");
+        expect(await info(held)).toEqual(before);
+        const line = {
+          type: "session",
+          format: "cf-session",
+          version: 1,
+          id,
+          createdAt: new Date().toISOString(),
+          ...header,
+        };
+        const imported = await api("POST", "/v1/sessions/import", {
+          raw: `${JSON.stringify(line)}\n`,
+          headers: { "Content-Type": "application/x-ndjson" },
+        });
+        expectError(imported, 400, "invalid_request");
+        expect((await api("GET", `/v1/sessions/${id}`)).status).toBe(404);
+      }
+      const copy = sid();
+      const forked = await api("POST", `/v1/sessions/${held}/fork`, {
+        body: { entryId: (await info(held)).leafId, id: copy, name: ref },
+      });
+      expectError(forked, 400, "invalid_request");
+      expect((await api("GET", `/v1/sessions/${copy}`)).status).toBe(404);
+    }
+  });
+
   it("answers a retried append with blobs as a replay", async () => {
     const id = await createSession();
     const [entry] = turn(9);

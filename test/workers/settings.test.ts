@@ -46,12 +46,18 @@ describe("number settings from the environment", () => {
     expect(() => recoveryWindowMs({ RECOVERY_WINDOW_SECONDS: "7d" })).toThrow(/RECOVERY_WINDOW_SECONDS/);
   });
 
-  test("byte settings need at least one byte", () => {
+  test("byte settings need at least one byte, BLOB_MIN_BYTES at least 1 KiB", () => {
     expect(sessionFullBytes({ SESSION_FULL_BYTES: "0" })).toBe(DEFAULT_SESSION_FULL_BYTES);
     expect(sessionFullBytes({ SESSION_FULL_BYTES: "5000000" })).toBe(5_000_000);
     const bucket = env.BLOBS as R2Bucket;
     expect(blobPolicy({ BLOBS: bucket, BLOB_MIN_BYTES: "" })).toEqual({ minBytes: DEFAULT_BLOB_MIN_BYTES });
     expect(blobPolicy({ BLOBS: bucket, BLOB_MIN_BYTES: "1024" })).toEqual({ minBytes: 1024 });
+    // A value no longer than a reference would be stored as one, and a fork would not see its blob.
+    for (const small of ["1", "64", "1023"]) {
+      expect(blobPolicy({ BLOBS: bucket, BLOB_MIN_BYTES: small })).toEqual({
+        minBytes: DEFAULT_BLOB_MIN_BYTES,
+      });
+    }
     expect(blobPolicy({ BLOB_MIN_BYTES: "1024" })).toBeUndefined();
   });
 });

@@ -46,10 +46,19 @@ const WARM_CHARS = 2 * 1024 * 1024;
 /** The default of BLOB_MIN_BYTES: 64 KiB. */
 export const DEFAULT_BLOB_MIN_BYTES = 64 * 1024;
 
+/**
+ * The least BLOB_MIN_BYTES: 1 KiB, well past a reference's length in an entry (REF_JSON_CHARS), so
+ * every value stored as a blob makes its row smaller and the row is found as holding one
+ * (`blob_bytes > 0`: what forks and replays look for).
+ */
+export const LEAST_BLOB_MIN_BYTES = 1024;
+
 /** The policy a router applies to a tenant's writes: none without a bucket. */
 export function blobPolicy(env: Pick<DurableEnv, "BLOBS" | "BLOB_MIN_BYTES">): BlobPolicy | undefined {
   if (!env.BLOBS) return undefined;
-  return { minBytes: numberSetting(env.BLOB_MIN_BYTES, DEFAULT_BLOB_MIN_BYTES, { min: 1 }) };
+  return {
+    minBytes: numberSetting(env.BLOB_MIN_BYTES, DEFAULT_BLOB_MIN_BYTES, { min: LEAST_BLOB_MIN_BYTES }),
+  };
 }
 
 /** A reference to a blob the tenant does not store (`blob`: its kind and SHA-256). */

@@ -2,6 +2,8 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { blobRef } from "../../src/core/blob-refs";
+import type { StoredEntry } from "../../src/core/entries";
+import { entrySummary } from "../../src/core/events";
 import { SseReader } from "../../src/core/sse";
 import { BlobLedger } from "../../src/durable/blobs/blob-ledger";
 import { partialRefAt, slices } from "../../src/durable/blobs/blob-text";
@@ -499,6 +501,69 @@ describe("blobs in R2", () => {
     socket.close();
     expect(received.filter((m) => m.event === "more").length).toBeGreaterThan(1);
     expect(received.filter((m) => m.event === "entry").map((m) => m.data)).toEqual(entries);
+  });
+
+  it("replays watchers without payloads from the summaries alone: no blob read, one round, no bucket needed", async () => {
+    const id = await writeSession(api, [3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
+    const { entries } = (await api("GET", `/v1/sessions/${id}/entries`)).body;
+    const summaries = (entries as StoredEntry[]).map(entrySummary);
+    const replays = async () => {
+      const sse = await exports.default.fetch(
+        `http://sessions.test/v1/sessions/${id}/events?after=0&payload=false`,
+        {
+          headers: { Authorization: "Bearer key-a" },
+        },
+      );
+      expect(sse.status).toBe(200);
+      const reader = (sse.body as ReadableStream<Uint8Array>).getReader();
+      const decoder = new TextDecoder();
+      let text = "";
+      while (!text.includes("event: leaf"))
+        text += decoder.decode((await reader.read()).value, { stream: true });
+      await reader.cancel();
+      const ws = await exports.default.fetch(
+        `http://sessions.test/v1/sessions/${id}/ws?after=0&payload=false`,
+        {
+          headers: { Upgrade: "websocket", Authorization: "Bearer key-a" },
+        },
+      );
+      expect(ws.status).toBe(101);
+      const socket = ws.webSocket as WebSocket;
+      socket.accept();
+      const received: Array<{ event: string; data: unknown }> = [];
+      await new Promise<void>((resolve) => {
+        socket.addEventListener("message", (event) => {
+          const message = JSON.parse(event.data as string);
+          received.push(message);
+          if (message.event === "leaf" || message.event === "more") resolve();
+        });
+      });
+      socket.close();
+      return {
+        sse: new SseReader()
+          .push(text)
+          .filter((event) => event.event === "entry")
+          .map((event) => JSON.parse(event.data)),
+        socket: received.filter((m) => m.event === "entry").map((m) => m.data),
+        rounds: received.filter((m) => m.event === "more").length + 1,
+      };
+    };
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    let gets = 0;
+    const counted = new Proxy(bucket, {
+      get(target, name) {
+        const value = Reflect.get(target, name);
+        if (typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          if (name === "get") gets++;
+          return value.apply(target, args);
+        };
+      },
+    });
+    const expected = { sse: summaries, socket: summaries, rounds: 1 };
+    expect(await withObjectEnv(stub, { BLOBS: counted }, replays)).toEqual(expected);
+    expect(gets).toBe(0);
+    expect(await withObjectEnv(stub, { BLOBS: undefined }, replays)).toEqual(expected);
   });
 
   it("refuses a stream of a session holding blobs when the bucket is not bound, keeping no place for it", async () => {

@@ -1,5 +1,6 @@
 import type { EntryRef, PlannedWrite } from "../../core/append";
 import type { EntryType, StoredEntry } from "../../core/entries";
+import type { EntrySummary } from "../../core/events";
 import { langGraphMessagesHeld } from "../../core/framework-custom-messages";
 import { nonBlank } from "../../core/info";
 import { contentText } from "../../core/messages";
@@ -39,6 +40,17 @@ interface TreeNodeRow {
   timestamp: string;
   role: string | null;
   label: string | null;
+  [key: string]: SqlStorageValue;
+}
+
+/** An entry's summary as its row is read. */
+interface SummaryRow {
+  seq: number;
+  id: string;
+  parent_id: string | null;
+  type: string;
+  timestamp: string;
+  role: string | null;
   [key: string]: SqlStorageValue;
 }
 
@@ -205,6 +217,27 @@ export class EntryRows {
       .toArray()
       .map((row) => row.seq);
     return this.page(seqs).entries;
+  }
+
+  /**
+   * Summaries of the entries with `after < seq <= bound` in append order, at most `limit`: what a
+   * watcher without payloads is sent, read from the rows' first columns, never their payloads.
+   */
+  summariesAfter(after: number, bound: number, limit: number): EntrySummary[] {
+    return this.#sql<SummaryRow>`SELECT seq, id, parent_id, type, timestamp, role FROM entries
+      WHERE seq > ${after} AND seq <= ${bound} ORDER BY seq LIMIT ${limit}`
+      .toArray()
+      .map((row) => {
+        const summary: EntrySummary = {
+          id: row.id,
+          parentId: row.parent_id,
+          type: row.type as EntryType,
+          seq: row.seq,
+          timestamp: row.timestamp,
+        };
+        if (row.role !== null) summary.role = row.role;
+        return summary;
+      });
   }
 
   /** Seqs of a page of entries in append order. */

@@ -1,7 +1,7 @@
 import { randomHex } from "../../core/bytes";
 import type { StoredEntry } from "../../core/entries";
 import { SessionError } from "../../core/errors";
-import type { LeafEvent, SessionEvent } from "../../core/events";
+import type { EntrySummary, LeafEvent, SessionEvent } from "../../core/events";
 import { entrySummary, socketMessage } from "../../core/events";
 import type { GenerationInfo } from "../../core/generations/generation-schemas";
 import { tryParseJson } from "../../core/json";
@@ -169,14 +169,14 @@ export class EventSockets {
     let cursor = state.cursor;
     let chars = 0;
     while (cursor < bound && chars < SOCKET_REPLAY_CHARS) {
-      const page = this.#source.entriesAfter(cursor, bound, REPLAY_PAGE);
+      const page = replayPage(this.#source, cursor, bound, state.payload);
       if (page.length === 0) break;
-      for (const entry of page) {
+      for (const event of page) {
         if (chars >= SOCKET_REPLAY_CHARS) break;
-        const message = socketMessage(entryEvent(entry, state.payload));
+        const message = socketMessage(event);
         socket.send(message);
         chars += message.length;
-        cursor = entry.seq;
+        cursor = event.id;
       }
     }
     const token = randomHex(8);
@@ -319,6 +319,11 @@ function leafAsking(
   return { message, ask: { token, at: state.sent + size + message.length } };
 }
 
+/** Whether a socket's watcher takes entries with their payloads (`?payload=false` when it opened: not). */
+export function socketTakesPayloads(socket: WebSocket): boolean {
+  return (socket.deserializeAttachment() as SocketState | null)?.payload !== false;
+}
+
 /**
  * Closes a socket from this side. It is saved as not live first: it stays listed until its
  * watcher answers the close, and must take no more events.
@@ -357,6 +362,8 @@ export interface EventSource {
   info(): SessionInfo;
   /** Entries with `after < seq <= bound`, in order, a page of at most `limit`. */
   entriesAfter(after: number, bound: number, limit: number): StoredEntry[];
+  /** The same entries' summaries, read without their payloads. */
+  summariesAfter(after: number, bound: number, limit: number): EntrySummary[];
   /** Answers being written now: a watcher is told of each when it starts watching (a socket, again when it catches up). */
   openGenerations(): GenerationInfo[];
 }
@@ -381,8 +388,28 @@ export function checkResumePoint(source: EventSource, after: number): number {
   return last;
 }
 
-export function entryEvent(entry: StoredEntry, payload: boolean): SessionEvent {
+export type EntryEvent = Extract<SessionEvent, { event: "entry" }>;
+
+export function entryEvent(entry: StoredEntry, payload: boolean): EntryEvent {
   return { event: "entry", id: entry.seq, data: payload ? entry : entrySummary(entry) };
+}
+
+/**
+ * A page of replay after `after` up to `bound` (REPLAY_PAGE entries at most) as entry events: a
+ * watcher without payloads is sent summaries, read without a payload or a blob.
+ */
+export function replayPage(
+  source: EventSource,
+  after: number,
+  bound: number,
+  payload: boolean,
+): EntryEvent[] {
+  if (!payload) {
+    return source
+      .summariesAfter(after, bound, REPLAY_PAGE)
+      .map((summary) => ({ event: "entry", id: summary.seq, data: summary }));
+  }
+  return source.entriesAfter(after, bound, REPLAY_PAGE).map((entry) => entryEvent(entry, true));
 }
 
 /*

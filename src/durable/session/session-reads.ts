@@ -10,6 +10,7 @@ import {
 import { projectContext, projectEntries } from "../../core/context";
 import type { StoredEntry, TreeEntry } from "../../core/entries";
 import { SessionError } from "../../core/errors";
+import type { EntrySummary } from "../../core/events";
 import type { AgentMessage } from "../../core/messages";
 import { entryPage } from "../../core/paging";
 import type { SessionSearchOptions, SessionSearchPage } from "../../core/search";
@@ -211,6 +212,13 @@ export class SessionReads {
     this.#whole(after);
     this.#parts.row.live();
     return this.#parts.rows.after(after, bound, limit);
+  }
+
+  /** Summaries of the entries with `after < seq <= bound`, at most `limit`: what a watcher without payloads replays. */
+  summariesAfter(after: number, bound: number, limit: number): EntrySummary[] {
+    this.#whole(after);
+    this.#parts.row.live();
+    return this.#parts.rows.summariesAfter(after, bound, limit);
   }
 
   /** A page of the tree's shape after `after`, up to `bound` (none: the first page, which sets it). */

@@ -5,17 +5,18 @@ import type { LeafEvent, SessionEvent } from "../../core/events";
 import { sseFrame } from "../../core/events";
 import type { GenerationInfo } from "../../core/generations/generation-schemas";
 import { SSE_KEEP_ALIVE } from "../../core/sse";
-import type { EventSource, WrittenEvents } from "./event-sockets";
+import type { EntryEvent, EventSource, WrittenEvents } from "./event-sockets";
 import {
   checkResumePoint,
   closeSocket,
   EventSockets,
   entryEvent,
-  REPLAY_PAGE,
   RETRY_WATCH_SECONDS,
   readWatcherMessage,
+  replayPage,
   SOCKET_TICKET_HEADER,
   SocketTickets,
+  socketTakesPayloads,
 } from "./event-sockets";
 import type { ForkCopy } from "./fork-copy";
 import type { SessionObjectState, SessionTelemetry } from "./object-state";
@@ -74,6 +75,7 @@ export class SessionWatchers {
           // A socket's round is sent at once, with values read ahead; a stream's passes `rehydrateStream`.
           return this.#socketRound ? blobs.fromWarm(entries) : entries;
         },
+        summariesAfter: (after, bound, limit) => session.reads.summariesAfter(after, bound, limit),
         openGenerations,
       },
       (error) => void telemetry.logFailure("event_fan_out", error),
@@ -91,8 +93,9 @@ export class SessionWatchers {
       this.#calls.checkListed();
       const stream = this.hub.openStream(after ?? this.#session.lastSeq(), payload);
       try {
-        // Entries replayed from storage come with references: their values are put back as they pass.
-        const answered = await this.#blobs.rehydrateStream(stream, { urls: false });
+        // Entries replayed from storage come with references: their values are put back as they
+        // pass. Summaries hold none.
+        const answered = payload ? await this.#blobs.rehydrateStream(stream, { urls: false }) : stream;
         void this.#watcherMetric("sse");
         return answered;
       } catch (error) {
@@ -139,8 +142,9 @@ export class SessionWatchers {
     const answer = await capture(async () => {
       this.#calls.checkListed();
       const after = Number(url.searchParams.get("after") ?? this.#session.lastSeq());
+      const payload = url.searchParams.get("payload") !== "false";
       await this.#copy.replaying(after);
-      await this.#blobs.warm(after);
+      if (payload) await this.#blobs.warm(after);
       // Deleted meanwhile, the session told its watchers so already: this one would never hear it.
       this.#calls.checkListed();
       this.hub.sockets.checkAdmission(after);
@@ -150,7 +154,7 @@ export class SessionWatchers {
       }
       this.#socketRound = true;
       try {
-        return this.hub.sockets.accept(pair[1], after, url.searchParams.get("payload") !== "false");
+        return this.hub.sockets.accept(pair[1], after, payload);
       } finally {
         this.#socketRound = false;
       }
@@ -162,11 +166,11 @@ export class SessionWatchers {
 
   async socketMessage(socket: WebSocket, message: string | ArrayBuffer): Promise<void> {
     const request = readWatcherMessage(message);
-    // An `{after}` message resumes from that seq: the round's blobs are read ahead.
+    // An `{after}` message resumes from that seq: the round's blobs are read ahead (summaries hold none).
     if (typeof request.after === "number") {
       try {
         await this.#copy.replaying(request.after);
-        await this.#blobs.warm(request.after);
+        if (socketTakesPayloads(socket)) await this.#blobs.warm(request.after);
       } catch (error) {
         // The round could not be sent whole: the watcher reconnects (with its backoff) and resumes.
         await this.#telemetry.logFailure("read_blobs", error);
@@ -246,10 +250,10 @@ export class EventHub {
     encode: (event: SessionEvent) => string,
   ) {
     for (let cursor = after; cursor < bound; ) {
-      const page = this.#source.entriesAfter(cursor, bound, REPLAY_PAGE);
+      const page = replayPage(this.#source, cursor, bound, payload);
       if (page.length === 0) break;
-      yield page.map((entry) => encode(entryEvent(entry, payload))).join("");
-      cursor = (page[page.length - 1] as StoredEntry).seq;
+      yield page.map(encode).join("");
+      cursor = (page[page.length - 1] as EntryEvent).id;
     }
     yield encode({ event: "leaf", id: bound, data: { leafId } });
   }

@@ -1,7 +1,11 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { sseFrame } from "../../src/core/events";
+import type { SessionInfo } from "../../src/core/session-schemas";
 import { sessionObjectName } from "../../src/durable/internal";
+import type { EventSource } from "../../src/durable/session/event-sockets";
+import { EventHub } from "../../src/durable/session/session-watchers";
 import { type ReadEvent, watchEvents } from "./events-helpers";
 import { api, createSession, expectError, KEY_A_READ, KEY_B, userMessage } from "./helpers";
 
@@ -266,5 +270,50 @@ describe("session events (Server-Sent Events)", () => {
     expect(late[late.length - 1]?.data.reason).toMatch(/slow/);
     expect(late.filter((e) => e.event === "entry").length).toBeLessThan(24);
     expect(await slow.next()).toBeUndefined();
+  });
+});
+
+describe("a session's event hub", () => {
+  /** A hub over a session of no entries, its storage always durable, with no socket. */
+  function hubOfNoSession(): EventHub {
+    const ctx = {
+      storage: { sync: async () => {} },
+      getWebSockets: () => [],
+    } as unknown as DurableObjectState;
+    const source: EventSource = {
+      lastSeq: () => 0,
+      leafId: () => null,
+      info: () => ({}) as SessionInfo,
+      entriesAfter: () => [],
+      summariesAfter: () => [],
+      openGenerations: () => [],
+    };
+    return new EventHub(ctx, source, (error) => {
+      throw error;
+    });
+  }
+
+  it("lets go of a stream its keep-alive finds too far behind: it stops counting, and the keep-alive stops", async () => {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    try {
+      const hub = hubOfNoSession();
+      hub.openStream(0, true);
+      // A change that leaves the unread stream just short of its limit: the next keep-alive takes it past.
+      const limit = 8 * 1024 * 1024;
+      const sized = (pad: string) => ({ event: "compaction", data: { state: "idle", pad } }) as const;
+      const event = sized("x".repeat(limit - 1 - sseFrame(sized("") as never).length));
+      expect(sseFrame(event as never).length).toBe(limit - 1);
+      hub.changed(event as never);
+      await vi.waitFor(() => expect(vi.getTimerCount()).toBe(1));
+      expect(hub.watchers).toBe(1);
+      await vi.advanceTimersByTimeAsync(15_000);
+      expect({ watchers: hub.watchers, watching: hub.watching, timers: vi.getTimerCount() }).toEqual({
+        watchers: 0,
+        watching: false,
+        timers: 0,
+      });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -297,7 +297,7 @@ export class EventHub {
   #startHeartbeat(): void {
     if (this.#heartbeat !== undefined) return;
     this.#heartbeat = setInterval(() => {
-      for (const stream of this.#streams) stream.push(SSE_KEEP_ALIVE);
+      for (const stream of this.#streams) if (!stream.push(SSE_KEEP_ALIVE)) this.#drop(stream);
     }, HEARTBEAT_MS);
   }
 
@@ -398,7 +398,8 @@ export class EventStream {
   #ended = false;
   #replay: Generator<string> | undefined;
 
-  constructor(payload: boolean, bound: number, replay: Generator<string>, onCancel: () => void) {
+  /** `onEnd` hears that the stream ended: its reader cancelled it, or it closed. */
+  constructor(payload: boolean, bound: number, replay: Generator<string>, onEnd: () => void) {
     this.payload = payload;
     this.bound = bound;
     this.#replay = replay;
@@ -424,7 +425,10 @@ export class EventStream {
             this.#queued = 0;
             return controller.enqueue(encoder.encode(text));
           }
-          if (this.#ended) return controller.close();
+          if (this.#ended) {
+            onEnd();
+            return controller.close();
+          }
           await new Promise<void>((resolve) => {
             this.#wake = resolve;
           });
@@ -432,7 +436,7 @@ export class EventStream {
       },
       cancel: () => {
         this.#ended = true;
-        onCancel();
+        onEnd();
       },
     });
   }

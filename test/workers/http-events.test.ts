@@ -1,8 +1,10 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import type { StoredEntry } from "../../src/core/entries";
 import { sseFrame } from "../../src/core/events";
 import type { SessionInfo } from "../../src/core/session-schemas";
+import { SseReader } from "../../src/core/sse";
 import { sessionObjectName } from "../../src/durable/internal";
 import type { EventSource } from "../../src/durable/session/event-sockets";
 import { EventHub } from "../../src/durable/session/session-watchers";
@@ -274,29 +276,87 @@ describe("session events (Server-Sent Events)", () => {
 });
 
 describe("a session's event hub", () => {
-  /** A hub over a session of no entries, its storage always durable, with no socket. */
-  function hubOfNoSession(): EventHub {
+  /** A hub over `source` (a session of no entries by default), its storage always durable, with no socket. */
+  function hubOver(source: Partial<EventSource> = {}): EventHub {
     const ctx = {
       storage: { sync: async () => {} },
       getWebSockets: () => [],
     } as unknown as DurableObjectState;
-    const source: EventSource = {
-      lastSeq: () => 0,
-      leafId: () => null,
-      info: () => ({}) as SessionInfo,
-      entriesAfter: () => [],
-      summariesAfter: () => [],
-      openGenerations: () => [],
-    };
-    return new EventHub(ctx, source, (error) => {
-      throw error;
-    });
+    return new EventHub(
+      ctx,
+      {
+        lastSeq: () => 0,
+        leafId: () => null,
+        info: () => ({}) as SessionInfo,
+        entriesAfter: () => [],
+        summariesAfter: () => [],
+        openGenerations: () => [],
+        ...source,
+      },
+      (error) => {
+        throw error;
+      },
+    );
   }
+
+  const storedMessage = (seq: number) =>
+    ({
+      type: "message",
+      id: `e${seq}`,
+      parentId: seq === 1 ? null : `e${seq - 1}`,
+      timestamp: "2026-01-01T00:00:00.000Z",
+      seq,
+      message: { role: "user", content: `m${seq}`, timestamp: 1 },
+    }) as StoredEntry;
+
+  it("ends a stream whose replay fails midway with `closed`, sending none of the live events after it", async () => {
+    // 300 entries: the first page reads, the second fails (a storage error).
+    const hub = hubOver({
+      lastSeq: () => 300,
+      leafId: () => "e300",
+      entriesAfter: (after, _bound, limit) => {
+        if (after >= 256) throw new Error("storage error");
+        return Array.from({ length: Math.min(limit, 256 - after) }, (_, i) => storedMessage(after + i + 1));
+      },
+    });
+    const stream = hub.openStream(0, true);
+    // A write while the stream replays: its events wait behind the replay.
+    hub.written([storedMessage(301)], "e301");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    // Read until it ends, or until it sends the write (it would then wait for more).
+    const reader = stream.getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      text += decoder.decode(chunk.value, { stream: true });
+      if (text.includes("id: 301")) break;
+    }
+    const events = new SseReader().push(text);
+    const entries = events.filter((event) => event.event === "entry").map((event) => Number(event.id));
+    expect(entries).toEqual(Array.from({ length: 256 }, (_, i) => i + 1));
+    expect(events.map((event) => event.event).slice(-1)).toEqual(["closed"]);
+    expect(events.some((event) => event.id === "301")).toBe(false);
+    expect(hub.watchers).toBe(0);
+  });
+
+  it("sends a stream whose replay the deletion stopped only `deleted`, none of the live events after it", async () => {
+    const hub = hubOver({
+      lastSeq: () => 300,
+      leafId: () => "e300",
+      entriesAfter: (after, _bound, limit) =>
+        Array.from({ length: Math.min(limit, 300 - after) }, (_, i) => storedMessage(after + i + 1)),
+    });
+    const stream = hub.openStream(0, true);
+    hub.written([storedMessage(301)], "e301");
+    hub.deleted("s");
+    const events = new SseReader().push(await new Response(stream).text());
+    expect(events.map((event) => event.event)).toEqual(["session", "deleted"]);
+  });
 
   it("lets go of a stream its keep-alive finds too far behind: it stops counting, and the keep-alive stops", async () => {
     vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
     try {
-      const hub = hubOfNoSession();
+      const hub = hubOver();
       hub.openStream(0, true);
       // A change that leaves the unread stream just short of its limit: the next keep-alive takes it past.
       const limit = 8 * 1024 * 1024;

@@ -397,6 +397,8 @@ export class EventStream {
   #wake: (() => void) | undefined;
   #ended = false;
   #replay: Generator<string> | undefined;
+  /** Its replay stopped before the end: no live event may follow it. */
+  #cutShort = false;
 
   /** `onEnd` hears that the stream ended: its reader cancelled it, or it closed. */
   constructor(payload: boolean, bound: number, replay: Generator<string>, onEnd: () => void) {
@@ -413,8 +415,10 @@ export class EventStream {
             try {
               next = this.#replay.next();
             } catch {
-              // The session went while replaying (its `deleted` comes through the queue).
-              next = { done: true, value: undefined };
+              // A read failed: the reader resumes from the last entry it got.
+              this.#replay = undefined;
+              this.#closeWith("replay failed: resume from the last event id");
+              continue;
             }
             if (!next.done) return controller.enqueue(encoder.encode(next.value));
             this.#replay = undefined;
@@ -441,18 +445,24 @@ export class EventStream {
     });
   }
 
-  /** Stops reading the replay: the session is going. */
+  /**
+   * Stops reading the replay: the session is going. A replay stopped before its end sends none of
+   * the live events behind it, only the last (`deleted`).
+   */
   stopReplay(): void {
+    if (!this.#replay) return;
     this.#replay = undefined;
+    this.#cutShort = true;
+    this.#queue = [];
+    this.#queued = 0;
   }
 
   /** Queues frames; false when this stream fell too far behind and was closed. */
   push(text: string, end = false): boolean {
     if (this.#ended) return false;
+    if (this.#cutShort && !end) return true;
     if (this.#queued > 0 && this.#queued + text.length > MAX_QUEUED_CHARS) {
-      this.#queue = [sseFrame({ event: "closed", data: { reason: "slow: resume from the last event id" } })];
-      this.#queued = 0;
-      this.#end();
+      this.#closeWith("slow: resume from the last event id");
       return false;
     }
     this.#queue.push(text);
@@ -460,6 +470,16 @@ export class EventStream {
     if (end) this.#end();
     else this.#notify();
     return true;
+  }
+
+  /**
+   * Ends the stream with `closed` in place of the events waiting: its reader resumes from its last
+   * event id, which no live event sent after a gap may move past entries it never got.
+   */
+  #closeWith(reason: string): void {
+    this.#queue = [sseFrame({ event: "closed", data: { reason } })];
+    this.#queued = 0;
+    this.#end();
   }
 
   #end(): void {

@@ -85,7 +85,7 @@ export const eventRoutes = routes()
       operationId: "watchEvents",
       summary: "Events of the session as they happen (Server-Sent Events)",
       description:
-        "entry (id: its seq), leaf, session, compaction, deleted. With `after` or Last-Event-ID, what came after that seq is replayed first; otherwise only what happens from now.",
+        "entry (id: its seq), leaf, session, generation, compaction, deleted, closed. With `after` or Last-Event-ID, what came after that seq is replayed first; otherwise only what happens from now.",
       request: { params: SessionIdParam, query: EventsQuery, headers: LastEventId },
       responses: {
         200: { content: { "text/event-stream": { schema: z.string() } }, description: "the event stream" },

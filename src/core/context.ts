@@ -163,8 +163,20 @@ function projectEntry(
 }
 
 /**
+ * The model an entry sets as the session's: a model change's, or the provider and model of a
+ * reply that names its model. A reply saved by a framework that was not told its model (an empty
+ * model id, or the AI SDK's `ai-sdk` stand-in for a provider) sets none.
+ */
+export function modelSetBy(entry: TreeEntry): ModelRef | undefined {
+  if (entry.type === "model_change") return { provider: entry.provider, modelId: entry.modelId };
+  if (entry.type !== "message" || entry.message.role !== "assistant") return undefined;
+  const { provider, model: modelId } = entry.message as { provider: string; model: string };
+  return modelId && provider !== "ai-sdk" ? { provider, modelId } : undefined;
+}
+
+/**
  * Settings that hold for the whole path, whatever compaction dropped: the latest thinking level,
- * model (a model change or an assistant message's provider and model) and active tools.
+ * model (see `modelSetBy`) and active tools.
  */
 export function deriveState(
   path: readonly TreeEntry[],
@@ -173,12 +185,8 @@ export function deriveState(
   let { thinkingLevel, model, activeToolNames } = from;
   for (const entry of path) {
     if (entry.type === "thinking_level_change") thinkingLevel = entry.thinkingLevel;
-    else if (entry.type === "model_change") model = { provider: entry.provider, modelId: entry.modelId };
     else if (entry.type === "active_tools_change") activeToolNames = [...entry.activeToolNames];
-    else if (entry.type === "message" && entry.message.role === "assistant") {
-      const { provider, model: modelId } = entry.message as { provider: string; model: string };
-      model = { provider, modelId };
-    }
+    else model = modelSetBy(entry) ?? model;
   }
   return { thinkingLevel, model, activeToolNames };
 }

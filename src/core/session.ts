@@ -72,7 +72,7 @@ export interface ContextInOptions {
 }
 
 export interface ProviderMessageOptions extends EntryOptions {
-  /** Who answered; default: the session's model (its last model change or reply). */
+  /** Who answered; default: the session's model (its last model change or reply that names its model). */
   model?: ModelRef | undefined;
 }
 

@@ -5,6 +5,7 @@ import type { ErrorCode } from "../../src/core/errors";
 import { SessionError } from "../../src/core/errors";
 import { newId } from "../../src/core/ids";
 import { parsePi } from "../../src/core/pi-format";
+import { contextForModel } from "../../src/core/providers/convert";
 import type { SessionRepo } from "../../src/core/repo";
 import type { Session } from "../../src/core/session";
 import type { TreeNode } from "../../src/core/tree";
@@ -561,6 +562,69 @@ export function storageConformance(
           "invalid_request",
         );
         expect((await session.getEntries()).length).toBe(3);
+      });
+
+      it("keeps the session's model past replies a framework saved without naming theirs", async () => {
+        const session = await fresh();
+        await session.appendModelChange("anthropic", "claude-sonnet-4-5");
+        // What the AI SDK chat store and the Agents adapter record when no model is named.
+        await session.appendMessage(user("hi"));
+        await session.appendMessage(assistant("hello", { provider: "ai-sdk", model: "" }));
+        await session.appendMessage(user("again"));
+        await session.appendMessage(assistant("hello again", { provider: "openai", model: "" }));
+        await session.appendMessage(user("read a.txt"));
+        expect((await session.buildContext()).model).toEqual({
+          provider: "anthropic",
+          modelId: "claude-sonnet-4-5",
+        });
+        const [reply] = await session.appendProviderMessage("anthropic", {
+          type: "message",
+          id: "msg_1",
+          role: "assistant",
+          model: "claude-sonnet-4-5-20250929",
+          content: [
+            { type: "thinking", thinking: "Let me read", signature: "sig-1" },
+            { type: "tool_use", id: "toolu_1", name: "read", input: { path: "a.txt" } },
+          ],
+          stop_reason: "tool_use",
+          usage: { input_tokens: 10, output_tokens: 5 },
+        });
+        expect(reply?.message).toMatchObject({ provider: "anthropic", model: "claude-sonnet-4-5" });
+        await session.appendProviderMessage("anthropic", {
+          role: "user",
+          content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "hello" }],
+        });
+        const context = await session.buildContext();
+        expect(context.model).toEqual({ provider: "anthropic", modelId: "claude-sonnet-4-5" });
+        // The reply's signed thinking goes back to Anthropic as thinking, so the tool loop goes on.
+        const request = contextForModel(context, "anthropic");
+        expect(request.messages.at(-2)?.content).toContainEqual({
+          type: "thinking",
+          thinking: "Let me read",
+          signature: "sig-1",
+        });
+      });
+
+      it("records a reply under the model it names when the session has none", async () => {
+        const session = await fresh();
+        await session.appendMessage(user("hi"));
+        await session.appendMessage(assistant("hello", { provider: "ai-sdk", model: "" }));
+        expect((await session.buildContext()).model).toBeNull();
+        await session.appendMessage(user("again"));
+        const [reply] = await session.appendProviderMessage("anthropic", {
+          type: "message",
+          id: "msg_2",
+          role: "assistant",
+          model: "claude-sonnet-4-5-20250929",
+          content: [{ type: "text", text: "hello again" }],
+          stop_reason: "end_turn",
+          usage: { input_tokens: 10, output_tokens: 5 },
+        });
+        expect(reply?.message).toMatchObject({ provider: "anthropic", model: "claude-sonnet-4-5-20250929" });
+        expect((await session.buildContext()).model).toEqual({
+          provider: "anthropic",
+          modelId: "claude-sonnet-4-5-20250929",
+        });
       });
     });
 

@@ -214,6 +214,54 @@ describe.each(repos)("CfSessionsChatStore on %s", (_name, makeRepo) => {
     await expect(byId.loadChat("not a session id")).rejects.toMatchObject({ code: "invalid_request" });
   });
 
+  it("leaves the session's model as it was, so a model API's reply appended after a saved chat keeps its own", async () => {
+    const byId = new CfSessionsChatStore({ repo, chatIdIsSessionId: true });
+    const session = await repo.create({ id: `model-chat-${crypto.randomUUID()}` });
+    const model = "claude-sonnet-4-5-20250929";
+    const response = (id: string, content: unknown[]) => ({
+      type: "message",
+      id,
+      role: "assistant",
+      model,
+      content,
+      stop_reason: content.some((block) => (block as { type: string }).type === "tool_use")
+        ? "tool_use"
+        : "end_turn",
+      usage: { input_tokens: 10, output_tokens: 5 },
+    });
+    await session.appendProviderMessage("anthropic", { role: "user", content: "Hi" });
+    await session.appendProviderMessage("anthropic", response("msg_0", [{ type: "text", text: "Hello." }]));
+    // The chat goes on in the UI: its answer is saved without the model that wrote it.
+    await answer(
+      byId,
+      session.id,
+      [...(await byId.loadChat<ChatMessage>(session.id)), user("u2", "And now?")],
+      "Sure.",
+    );
+    const chat = await byId.loadChat<ChatMessage>(session.id);
+    await byId.saveChat({ chatId: session.id, messages: [...chat, user("u3", "Read a.txt")] });
+    const [reply] = await session.appendProviderMessage(
+      "anthropic",
+      response("msg_1", [
+        { type: "thinking", thinking: "Let me read", signature: "sig-1" },
+        { type: "tool_use", id: "toolu_1", name: "read", input: { path: "a.txt" } },
+      ]),
+    );
+    expect(reply?.message).toMatchObject({ provider: "anthropic", model });
+    await session.appendProviderMessage("anthropic", {
+      role: "user",
+      content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "hello" }],
+    });
+    // The request for the session's model sends the signed thinking back as thinking.
+    expect((await session.buildContext()).model).toEqual({ provider: "anthropic", modelId: model });
+    const request = await session.contextIn("anthropic");
+    expect(request.messages.at(-2)?.content).toContainEqual({
+      type: "thinking",
+      thinking: "Let me read",
+      signature: "sig-1",
+    });
+  });
+
   it("writes a tool output the UI added to an answer it loaded, and an edit of a loaded message", async () => {
     const byId = new CfSessionsChatStore({ repo, chatIdIsSessionId: true });
     const session = await repo.create({ id: `ui-output-${crypto.randomUUID()}` });

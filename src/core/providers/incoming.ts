@@ -146,8 +146,8 @@ export function assistantMessage(fields: AssistantFields): AssistantMessage {
 
 /**
  * The API, provider and model a reply read from a format is recorded under: the caller's model
- * (`options.model`) where it says, else the format's API and provider and the model the response
- * names ("" when it names none).
+ * (`options.model`) where it says (an empty model id says nothing), else the format's API and
+ * provider and the model the response names ("" when it names none).
  */
 export function replySource(
   options: ReadOptions,
@@ -158,7 +158,7 @@ export function replySource(
   return {
     api: options.model?.api ?? api,
     provider: options.model?.provider ?? provider,
-    model: options.model?.modelId ?? model,
+    model: options.model?.modelId || model,
   };
 }
 

@@ -1,5 +1,5 @@
 import type { ModelRef } from "../context";
-import { buildSessionContext } from "../context";
+import { buildSessionContext, modelSetBy } from "../context";
 import type { EntryInput, StoredEntry, TreeEntry } from "../entries";
 import { SessionError } from "../errors";
 import { isValidId, newId } from "../ids";
@@ -101,21 +101,13 @@ export interface ProviderAppendView {
   conversationAt(entryId: string): Conversation;
 }
 
-/** The conversation after `entries`: their messages added, the model of their last change or reply. */
+/** The conversation after `entries`: their messages added, the model the last of them sets (see `modelSetBy`). */
 function extend(conversation: Conversation, entries: readonly object[]): Conversation {
   let { model } = conversation;
   const messages = [...conversation.messages];
-  for (const entry of entries as Array<Record<string, unknown>>) {
-    if (entry.type === "model_change") {
-      model = { provider: String(entry.provider), modelId: String(entry.modelId) };
-    } else if (entry.type === "message") {
-      const message = entry.message as AgentMessage;
-      messages.push(message);
-      if (message.role === "assistant") {
-        const { provider, model: modelId } = message as { provider: string; model: string };
-        model = { provider, modelId };
-      }
-    }
+  for (const entry of entries as TreeEntry[]) {
+    if (entry.type === "message") messages.push(entry.message);
+    model = modelSetBy(entry) ?? model;
   }
   return { messages, model };
 }

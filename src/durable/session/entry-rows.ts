@@ -1,4 +1,5 @@
 import type { EntryRef, PlannedWrite } from "../../core/append";
+import { modelSetBy } from "../../core/context";
 import type { EntryType, StoredEntry } from "../../core/entries";
 import type { EntrySummary } from "../../core/events";
 import { langGraphMessagesHeld } from "../../core/framework-custom-messages";
@@ -355,8 +356,7 @@ export class EntryRows {
         path_preview: null,
       };
     } else {
-      const isModel =
-        entry.type === "model_change" || (entry.type === "message" && entry.message.role === "assistant");
+      const isModel = modelSetBy(entry) !== undefined;
       const isUser = entry.type === "message" && entry.message.role === "user";
       node = {
         seq,

@@ -426,7 +426,8 @@ const readers: Reader[] = [
   },
   {
     name: "OpenAI Agents getItems",
-    reasoning: asReasoning,
+    // Other reasoning is the text of the answer, as format=openai-responses sends it.
+    reasoning: (door) => (!door.reasoning ? "none" : door.reasoningItems ? "kept" : "text"),
     read: async (id) =>
       fromAgentsItems((await new CfSessionsSession({ repo, sessionId: id }).getItems()) as unknown as Json[]),
   },

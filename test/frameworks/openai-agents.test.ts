@@ -330,7 +330,12 @@ describe.each(repos)("CfSessionsSession on %s", (_name, makeRepo) => {
     const ours = new CfSessionsSession({ repo, sessionId: session.id });
     expect(await ours.getItems()).toEqual([
       { type: "message", role: "user", content: [{ type: "input_text", text: "Read a.txt" }] },
-      { type: "reasoning", content: [{ type: "input_text", text: "Read it." }] },
+      {
+        type: "message",
+        role: "assistant",
+        status: "completed",
+        content: [{ type: "output_text", text: "Read it." }],
+      },
       {
         type: "function_call",
         callId: "t1",
@@ -346,12 +351,85 @@ describe.each(repos)("CfSessionsSession on %s", (_name, makeRepo) => {
         output: { type: "text", text: "hello" },
       },
     ]);
-    // Popping the call leaves the reasoning before it, now an entry of its own.
+    // Popping the call leaves the thinking before it, now an entry of its own.
     await ours.popItem();
     const call = await ours.popItem();
     expect(call).toMatchObject({ type: "function_call", callId: "t1" });
-    expect((await ours.getItems()).map((item) => item.type)).toEqual(["message", "reasoning"]);
+    expect((await ours.getItems()).map((item) => item.type)).toEqual(["message", "message"]);
     expect((await session.getBranch()).map((entry) => entry.type)).toEqual(["message", "message"]);
+  });
+
+  it("gives reasoning items only for a Responses reasoning item, other thinking as the answer's text", async () => {
+    const session = await repo.create({ id: `agents-thinking-${crypto.randomUUID()}` });
+    await session.appendProviderMessage("anthropic", { role: "user", content: "Read a.txt" });
+    await session.appendProviderMessage(
+      "anthropic",
+      {
+        type: "message",
+        id: "msg_1",
+        role: "assistant",
+        model: "claude-sonnet-4-5",
+        content: [
+          { type: "thinking", thinking: "Let me read", signature: "sig-1" },
+          { type: "redacted_thinking", data: "opaque" },
+          { type: "tool_use", id: "toolu_1", name: "read", input: { path: "a.txt" } },
+        ],
+        stop_reason: "tool_use",
+        usage: { input_tokens: 10, output_tokens: 5 },
+      },
+      { model: { provider: "anthropic", modelId: "claude-sonnet-4-5" } },
+    );
+    await session.appendProviderMessage("anthropic", {
+      role: "user",
+      content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "hello" }],
+    });
+    await session.appendProviderMessage(
+      "openai-responses",
+      {
+        id: "resp_1",
+        object: "response",
+        created_at: 1767225600,
+        model: "gpt-5",
+        status: "completed",
+        output: [
+          {
+            type: "reasoning",
+            id: "rs_1",
+            summary: [{ type: "summary_text", text: "It says hello." }],
+            encrypted_content: "enc-1",
+          },
+          {
+            type: "message",
+            id: "msg_2",
+            role: "assistant",
+            content: [{ type: "output_text", text: "Hello." }],
+          },
+        ],
+      },
+      { model: { provider: "openai", modelId: "gpt-5" } },
+    );
+    const items = await new CfSessionsSession({ repo, sessionId: session.id }).getItems();
+    expect(items.slice(1, 3)).toEqual([
+      {
+        type: "message",
+        role: "assistant",
+        status: "completed",
+        content: [{ type: "output_text", text: "Let me read" }],
+      },
+      expect.objectContaining({ type: "function_call", callId: "toolu_1" }),
+    ]);
+    expect(items.slice(4)).toEqual([
+      {
+        type: "reasoning",
+        id: "rs_1",
+        content: [{ type: "input_text", text: "It says hello." }],
+        providerData: { encryptedContent: "enc-1" },
+      },
+      expect.objectContaining({ type: "message", role: "assistant", id: "msg_2" }),
+    ]);
+    // Every reasoning item has the id the Responses API asks of one sent back.
+    for (const item of items) if (item.type === "reasoning") expect(item.id).toBeTypeOf("string");
+    expect(JSON.stringify(items)).not.toContain("[Reasoning redacted]");
   });
 
   it("reads a session cf-sessions 0.1 wrote: the same items, and a conversation in every shape", async () => {

@@ -78,6 +78,11 @@ export interface Door {
   /** Whether it keeps the reasoning at all. */
   reasoning: boolean;
   /**
+   * Whether its reasoning is a reasoning item the Responses API takes back: the Agents SDK's own
+   * items (given back as they were added), or the API's own reasoning item, id and all.
+   */
+  reasoningItems?: boolean;
+  /**
    * Whether it keeps each line of a streamed answer as a message of its own: what it is handed
    * comes a line at a time, and an entry is never changed once written.
    */
@@ -286,6 +291,7 @@ export const CONVERSATION_DOORS: readonly Door[] = [
     model: "openai/gpt-4o",
     signed: true,
     reasoning: true,
+    reasoningItems: true,
     write: (id, target) =>
       appendOverHttp(target, id, "openai-responses", "openai/gpt-4o", [
         {
@@ -614,6 +620,7 @@ export const CONVERSATION_DOORS: readonly Door[] = [
     model: "unknown",
     signed: false,
     reasoning: true,
+    reasoningItems: true,
     async write(id, target) {
       await new CfSessionsSession({ repo: target.repo, sessionId: id }).addItems([
         {

@@ -109,32 +109,43 @@ function userItem(message: Extract<AgentMessage, { role: "user" }>): AgentInputI
   return { type: "message", role: "user", content };
 }
 
+/**
+ * The items of a reply. Thinking is a reasoning item only when it holds a Responses reasoning
+ * item, whose id the API asks of one sent back; other readable thinking goes as the assistant's
+ * text, as the model APIs' shapes send another model's thinking, and redacted thinking, which
+ * only its own provider reads, is left out.
+ */
 function assistantItems(message: AssistantMessage): AgentInputItem[] {
   const items: AgentInputItem[] = [];
+  const say = (value: string, signature?: string) => {
+    const identity = messageIdentity(signature);
+    items.push({
+      type: "message",
+      role: "assistant",
+      status: "completed",
+      content: [{ type: "output_text", text: value }],
+      ...(identity ? { id: identity.id } : {}),
+      ...(identity?.phase ? { phase: identity.phase } : {}),
+    });
+  };
   for (const block of message.content) {
     if (block.type === "thinking") {
       const responses = reasoningItem(block.thinkingSignature);
-      const item: AgentInputItem = {
-        type: "reasoning",
-        content: block.thinking ? [text(block.thinking)] : [],
-      };
       if (responses) {
-        item.id = responses.id;
+        const item: AgentInputItem = {
+          type: "reasoning",
+          id: responses.id,
+          content: block.thinking ? [text(block.thinking)] : [],
+        };
         if (typeof responses.encrypted_content === "string") {
           item.providerData = { encryptedContent: responses.encrypted_content };
         }
+        items.push(item);
+      } else if (!block.redacted && block.thinking.trim()) {
+        say(block.thinking);
       }
-      items.push(item);
     } else if (block.type === "text") {
-      const identity = messageIdentity(block.textSignature);
-      items.push({
-        type: "message",
-        role: "assistant",
-        status: "completed",
-        content: [{ type: "output_text", text: block.text }],
-        ...(identity ? { id: identity.id } : {}),
-        ...(identity?.phase ? { phase: identity.phase } : {}),
-      });
+      say(block.text, block.textSignature);
     } else if (block.type === "toolCall") {
       const itemId = itemIdPart(block.id);
       items.push({

@@ -7,8 +7,8 @@ import { filledAssistantContent, filledUserContent, toolResultBlock } from "./cl
 import type { CompactionEntry, SessionEntry, TreeEntry } from "./entries";
 import { sessionEntries } from "./interchange";
 import type { AgentMessage, AssistantMessage, ToolResultMessage, UserMessage } from "./messages";
+import { ANTHROPIC_IMAGE_TYPES, imageTypeFor, unsupportedImageNote } from "./providers/image-types";
 import { toModelMessage } from "./providers/pi-messages";
-import { ANTHROPIC_IMAGE_TYPES } from "./providers/to-anthropic";
 import { ANTHROPIC_IDS, AnsweredCallIds } from "./providers/tool-call-ids";
 import type { Session } from "./session";
 import type { SourceFields } from "./source-lines";
@@ -300,10 +300,9 @@ class LineWriter {
     if (typeof content === "string") return content;
     return (Array.isArray(content) ? (content as InputContent[]) : []).map((part) => {
       if (part.type === "text") return { type: "text", text: part.text };
-      if (!(ANTHROPIC_IMAGE_TYPES as readonly string[]).includes(part.mimeType)) {
-        return { type: "text", text: `(image omitted: ${part.mimeType} is not supported)` };
-      }
-      return { type: "image", source: { type: "base64", media_type: part.mimeType, data: part.data } };
+      const mediaType = imageTypeFor(part.mimeType, ANTHROPIC_IMAGE_TYPES);
+      if (!mediaType) return { type: "text", text: unsupportedImageNote(part.mimeType) };
+      return { type: "image", source: { type: "base64", media_type: mediaType, data: part.data } };
     });
   }
 

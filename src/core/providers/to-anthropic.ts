@@ -1,5 +1,6 @@
 import type { SessionContext } from "../context";
 import type { ImageContent, TextContent } from "../messages";
+import { ANTHROPIC_IMAGE_TYPES, imageTypeFor, unsupportedImageNote } from "./image-types";
 import type { NormalAssistant, NormalToolResults } from "./normalize";
 import { normalizeContext, resultParts } from "./normalize";
 import type { TargetModel } from "./target";
@@ -12,7 +13,6 @@ import { ANTHROPIC_IDS } from "./tool-call-ids";
  * signature to the model that wrote it, redacted thinking as `redacted_thinking`.
  */
 
-export const ANTHROPIC_IMAGE_TYPES = ["image/jpeg", "image/png", "image/gif", "image/webp"] as const;
 export type AnthropicImageType = (typeof ANTHROPIC_IMAGE_TYPES)[number];
 
 export type AnthropicTextBlock = { type: "text"; text: string };
@@ -42,17 +42,12 @@ export interface AnthropicRequest {
   messages: AnthropicMessage[];
 }
 
-function isAnthropicImageType(value: string): value is AnthropicImageType {
-  return (ANTHROPIC_IMAGE_TYPES as readonly string[]).includes(value);
-}
-
 /** Anthropic reads four image types; any other becomes a note rather than a refused request. */
 function block(part: TextContent | ImageContent): AnthropicTextBlock | AnthropicImageBlock {
   if (part.type === "text") return { type: "text", text: part.text };
-  if (!isAnthropicImageType(part.mimeType)) {
-    return { type: "text", text: `(image omitted: ${part.mimeType} is not supported)` };
-  }
-  return { type: "image", source: { type: "base64", media_type: part.mimeType, data: part.data } };
+  const mediaType = imageTypeFor(part.mimeType, ANTHROPIC_IMAGE_TYPES);
+  if (!mediaType) return { type: "text", text: unsupportedImageNote(part.mimeType) };
+  return { type: "image", source: { type: "base64", media_type: mediaType, data: part.data } };
 }
 
 function toolResultBlocks(turn: NormalToolResults): AnthropicToolResultBlock[] {

@@ -1,5 +1,6 @@
 import type { SessionContext } from "../context";
 import type { ImageContent, TextContent } from "../messages";
+import { GEMINI_IMAGE_TYPES, imageTypeFor, unsupportedImageNote } from "./image-types";
 import type { NormalAssistant, NormalToolResults } from "./normalize";
 import { normalizeContext, resultParts, TOOL_IMAGE_PLACEHOLDER } from "./normalize";
 import type { TargetModel } from "./target";
@@ -70,10 +71,17 @@ function validSignature(signature: string | undefined): string | undefined {
   return /^[A-Za-z0-9+/]+={0,2}$/.test(signature) ? signature : undefined;
 }
 
+/** An image Gemini reads as its blob; none for one of another type. */
+function blob(image: ImageContent): GeminiBlob | undefined {
+  const mimeType = imageTypeFor(image.mimeType, GEMINI_IMAGE_TYPES);
+  return mimeType ? { mimeType, data: image.data } : undefined;
+}
+
+/** Gemini reads five image types; any other becomes a note rather than a refused request. */
 function part(content: TextContent | ImageContent): GeminiPart {
-  return content.type === "text"
-    ? { text: content.text }
-    : { inlineData: { mimeType: content.mimeType, data: content.data } };
+  if (content.type === "text") return { text: content.text };
+  const inlineData = blob(content);
+  return inlineData ? { inlineData } : { text: unsupportedImageNote(content.mimeType) };
 }
 
 function modelContent(message: NormalAssistant, modelId: string): GeminiContent {
@@ -114,17 +122,18 @@ function responseContents(turn: NormalToolResults, modelId: string): GeminiConte
   const separateImages: GeminiPart[] = [];
   for (const result of turn.results) {
     const { text, images } = resultParts(result.content);
-    const value = text || (images.length > 0 ? TOOL_IMAGE_PLACEHOLDER : "");
+    // An image Gemini does not read is a note in the response's text.
+    const blobs = images.flatMap((image) => blob(image) ?? []);
+    const notes = images.flatMap((image) => (blob(image) ? [] : [unsupportedImageNote(image.mimeType)]));
+    const value =
+      [text, ...notes].filter(Boolean).join("\n") || (blobs.length > 0 ? TOOL_IMAGE_PLACEHOLDER : "");
     const response: GeminiFunctionResponse = {
       name: result.toolName,
       response: result.isError ? { error: value } : { output: value },
     };
     if (withIds) response.id = result.toolCallId;
-    if (images.length > 0 && inline) {
-      response.parts = images.map((image) => ({
-        inlineData: { mimeType: image.mimeType, data: image.data },
-      }));
-    } else for (const image of images) separateImages.push(part(image));
+    if (blobs.length > 0 && inline) response.parts = blobs.map((inlineData) => ({ inlineData }));
+    else for (const inlineData of blobs) separateImages.push({ inlineData });
     parts.push({ functionResponse: response });
   }
   const contents: GeminiContent[] = [{ role: "user", parts }];

@@ -500,6 +500,39 @@ describe("target-specific shapes", () => {
     ]);
   });
 
+  it("Anthropic: image/jpg, which no API takes, goes as image/jpeg", () => {
+    const out = toAnthropic(context([user([image("AAAA", "image/jpg")])]), {
+      provider: "anthropic",
+      modelId: "m",
+    });
+    expect(out.messages[0]?.content).toEqual([
+      { type: "image", source: { type: "base64", media_type: "image/jpeg", data: "AAAA" } },
+    ]);
+  });
+
+  it("Gemini: an image type the API does not read becomes a note, image/jpg goes as image/jpeg", () => {
+    const ctx = context([
+      user([image("AAAA", "image/gif"), image("BBBB", "image/jpg")]),
+      assistant([call("c1", "read")], ANTHROPIC),
+      result("c1", "read", [text("two frames"), image("CCCC", "image/gif"), image("DDDD", "image/jpg")]),
+    ]);
+    for (const modelId of ["gemini-3-pro-preview", "gemini-2.5-pro"]) {
+      const { contents } = toGemini(ctx, { provider: "google", modelId });
+      expect(contents[0]?.parts).toEqual([
+        { text: "(image omitted: image/gif is not supported)" },
+        { inlineData: { mimeType: "image/jpeg", data: "BBBB" } },
+      ]);
+      const sent = JSON.stringify(contents);
+      // Only what Gemini reads is sent as an image.
+      const blobs = [...sent.matchAll(/"inlineData":\{"mimeType":"([^"]+)","data":"([^"]+)"/g)];
+      expect(blobs.map((match) => match.slice(1))).toEqual([
+        ["image/jpeg", "BBBB"],
+        ["image/jpeg", "DDDD"],
+      ]);
+      expect(sent).toContain("two frames\\n(image omitted: image/gif is not supported)");
+    }
+  });
+
   it("Gemini 3: another model's function calls carry the documented stand-in signature", () => {
     const ctx = context([user("Go."), assistant([call("c1", "read"), call("c2", "read")], ANTHROPIC)]);
     const parts = toGemini(ctx, { provider: "google", modelId: "gemini-3-pro-preview" }).contents[1]?.parts;

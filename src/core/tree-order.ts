@@ -11,7 +11,16 @@
 export interface TreeOrder {
   seqs: Int32Array;
   closes: Int32Array;
+  /** Each node's place among its siblings: `LAST_SIBLING` and `AMONG_SIBLINGS` (see `TreePlace`). */
+  places: Uint8Array;
 }
+
+/** A node's place among its siblings, as bits: whether it ends its list, whether it has siblings. */
+export type TreePlace = number;
+/** The node is the last of its parent's children (or of the roots). */
+export const LAST_SIBLING = 1;
+/** The node has siblings: its parent's children (or the roots) branch. */
+export const AMONG_SIBLINGS = 2;
 
 const NONE = -1;
 
@@ -85,15 +94,21 @@ export class TreeShape {
 
     const seqs = new Int32Array(size);
     const closes = new Int32Array(size);
+    const places = new Uint8Array(size);
     const open = new Int32Array(size);
     let depth = 0;
     let written = 0;
     let node = first[size] as number;
+    // Whether `node` is the first of its list: alone in it when nothing follows it either.
+    let opening = true;
     while (node !== NONE) {
+      const last = next[node] === NONE;
+      places[written] = (last ? LAST_SIBLING : 0) | (opening && last ? 0 : AMONG_SIBLINGS);
       seqs[written++] = this.#seqs[node] as number;
       if (first[node] !== NONE) {
         open[depth++] = node;
         node = first[node] as number;
+        opening = true;
         continue;
       }
       // Its own empty list ends, then the lists of those it was the last descendant of.
@@ -104,9 +119,14 @@ export class TreeShape {
       }
       closes[written - 1] = ends;
       node = next[node] as number;
+      opening = false;
     }
     // A node that points at itself, or a cycle, is on no root's tree (no store writes one).
-    return { seqs: seqs.subarray(0, written), closes: closes.subarray(0, written) };
+    return {
+      seqs: seqs.subarray(0, written),
+      closes: closes.subarray(0, written),
+      places: places.subarray(0, written),
+    };
   }
 }
 

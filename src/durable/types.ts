@@ -1,6 +1,7 @@
 import type { EntryRef } from "../core/append";
 import type { OmittedHistory } from "../core/compaction";
 import type { EntryType, StoredEntry } from "../core/entries";
+import type { TextLine } from "../core/entry-text";
 import type { ForkPathEntry } from "../core/fork";
 import type { SessionHeader, SessionInfo } from "../core/session-schemas";
 
@@ -38,6 +39,39 @@ export interface Building {
 export interface EntryPage {
   entries: StoredEntry[];
   rest: number[];
+}
+
+/**
+ * Where a read of a context's lines starts (see `ContextLines`): at the entry in position `from`
+ * (`skip` of its lines already read), until `lines` lines; or before the entry in position
+ * `before` (null: the end), going back until `chars` characters of lines.
+ */
+export type ContextWindow =
+  | { from: number; skip: number; lines: number }
+  | { before: number | null; chars: number };
+
+/**
+ * Lines of a context: the entries it is made of, in order (its compaction first, when it opens
+ * with one), each with the lines of the messages it stands for in it. A read answers the entries
+ * of a window of their positions, as many as one read takes, never the whole context.
+ */
+export interface ContextLines {
+  /** Entries the context is made of. */
+  total: number;
+  /** The position of the first of `entries`. */
+  from: number;
+  /**
+   * Entries from `from` on, each with the lines read of it (none for one that stands for no
+   * message) and how many it has: reading forwards, those from where the window starts, as many as
+   * it asks; backwards, its last ones.
+   */
+  entries: { id: string; lines: TextLine[]; count: number }[];
+}
+
+/** Lines of a tree (see `drawTree`) from a position: how many it has, and those asked for that a read takes. */
+export interface TreeLinesPage {
+  total: number;
+  lines: string[];
 }
 
 /**

@@ -10,6 +10,7 @@ import { Session } from "../../src/core/session";
 import type { TreeNode, TreeRow, TreeStep } from "../../src/core/tree";
 import { buildTree, treeFromSteps, treeToJson } from "../../src/core/tree";
 import { TreeShape } from "../../src/core/tree-order";
+import { drawTree, TreeLines } from "../../src/core/tree-text";
 import { treeJson } from "../../src/http/stream";
 import { expectCode } from "../conformance/storage";
 import { seededRandom } from "../support/random";
@@ -114,6 +115,41 @@ describe("tree order", () => {
       expect(text, `seed ${seed}`).toBe(`{"roots":${treeToJson(tree)}}`);
       expect(await treeFromSteps(steps(rows, labels, 5)), `seed ${seed}`).toEqual(tree);
     }
+  });
+
+  it("draws from the shape alone, node by node, the lines drawTree draws of the tree", () => {
+    for (let seed = 1; seed <= 200; seed++) {
+      const { rows, labels } = randomRows(seed);
+      const tree = buildTree(rows, labels);
+      const leafId = rows[seed % Math.max(1, rows.length)]?.id ?? null;
+      const seqOf = new Map(rows.map((row, i) => [row.id, i + 1]));
+      const shape = new TreeShape();
+      shape.add(
+        rows.map((row) => seqOf.get(row.id) as number),
+        rows.map((row) => (row.parentId === null ? 0 : (seqOf.get(row.parentId) ?? 1_000_000))),
+      );
+      const { seqs, closes, places } = shape.order();
+      const drawing = new TreeLines();
+      const lines = Array.from(seqs, (seq, i) => {
+        const row = rows[seq - 1] as TreeRow;
+        const node = labels[row.id] === undefined ? row : { ...row, label: labels[row.id] };
+        const line = drawing.line(places[i] as number, node, leafId);
+        drawing.pass(places[i] as number, closes[i] as number);
+        return line;
+      });
+      expect(lines, `seed ${seed}`).toEqual(drawTree(tree, leafId));
+    }
+  });
+
+  it("cuts a long label in a tree's line, naming its length", () => {
+    const node = {
+      id: "e1",
+      parentId: null,
+      type: "message" as const,
+      timestamp: "2026-01-01T00:00:00.000Z",
+    };
+    const [line] = drawTree([{ ...node, role: "user", label: "x".repeat(65_536), children: [] }], null);
+    expect(line).toBe(`user e1 [${"x".repeat(200)}… (65536 characters)]`);
   });
 
   it("orders a chain of a million nodes without recursion", () => {

@@ -4,6 +4,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import mcpDoc from "../../docs/mcp.md?raw";
+import { SessionObject } from "../../src/durable/internal";
 import worker from "../../src/worker";
 import claudeCode from "../fixtures/claude-code/1.0.98-parallel-tools.jsonl?raw";
 import {
@@ -69,6 +70,42 @@ function lineEntryId(line: string): string {
   const match = /^[> ]*\[([^\]]+)\]/.exec(line);
   if (!match) throw new Error(`no entry id in ${line}`);
   return match[1] as string;
+}
+
+/**
+ * Characters of JSON the session objects answer the Worker with while `run` runs: what a read
+ * brings into the Worker's memory.
+ */
+async function objectAnswerChars(run: () => Promise<void>): Promise<number> {
+  let chars = 0;
+  const proto = SessionObject.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
+  for (const name of Object.getOwnPropertyNames(proto)) {
+    const original = Object.getOwnPropertyDescriptor(proto, name)?.value;
+    if (name === "constructor" || typeof original !== "function") continue;
+    vi.spyOn(proto, name).mockImplementation(async function (this: unknown, ...args: unknown[]) {
+      const result = await original.apply(this, args);
+      chars += JSON.stringify(result ?? null)?.length ?? 0;
+      return result;
+    });
+  }
+  try {
+    await run();
+  } finally {
+    vi.restoreAllMocks();
+  }
+  return chars;
+}
+
+/** Writes `count` user messages of about `chars` characters of words each, as many a request as fit in one. */
+async function writeLarge(id: string, count: number, chars: number, text = (n: number) => `message ${n}`) {
+  const perRequest = Math.max(1, Math.floor(900_000 / chars));
+  for (let n = 0; n < count; n += perRequest) {
+    const entries = Array.from({ length: Math.min(perRequest, count - n) }, (_, i) =>
+      userMessage(`${text(n + i)} ${"lorem ".repeat(chars / 6)}`),
+    );
+    const written = await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } });
+    expect(written.status, written.text).toBe(201);
+  }
 }
 
 /** Waits for the directory to hear of what sessions wrote (DIRECTORY_SYNC_MS is 20 ms in the tests). */
@@ -869,6 +906,65 @@ describe("MCP server", () => {
     const rest = await call(client, "read_session", { sessionId: id, limit: 200, cursor: page.nextCursor });
     const shown = [...page.lines, ...(rest.structuredContent as { lines: string[] }).lines];
     expect(shown.map(lineEntryId)).toEqual(ids.map((entry) => entry.id));
+  });
+
+  it("reads a page of a long session's context, tree or resource from a window of it: what the object answers is the page, not the session", async () => {
+    const id = await createSession();
+    // 6 MB of messages, then 1,000 short ones, one of them labelled at length.
+    await writeLarge(id, 60, 100_000);
+    const small = Array.from({ length: 1000 }, (_, n) => userMessage(`short ${n}`));
+    const written = await api("POST", `/v1/sessions/${id}/entries`, { body: { entries: small } });
+    const ids = written.body.entries.map((e: { id: string }) => e.id) as string[];
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { type: "label", targetId: ids[500], label: `l${"a".repeat(10_000)}` },
+    });
+    const client = await connect(KEY_A);
+
+    let first: { lines: string[]; nextCursor: string | null } | undefined;
+    const firstChars = await objectAnswerChars(async () => {
+      first = (await call(client, "read_session", { sessionId: id, limit: 5 }))
+        .structuredContent as typeof first;
+    });
+    expect(first?.lines).toHaveLength(5);
+    expect(first?.lines[0]).toMatch(/\] user: message 0 lorem [lorem ]+\[…96\d\d\d more characters/);
+    expect(first?.nextCursor).toBe("5");
+    // Five lines of 4,000 characters, not the 6 MB the context holds.
+    expect(firstChars).toBeLessThan(40_000);
+
+    let last: { lines: string[]; nextCursor: string | null } | undefined;
+    const lastChars = await objectAnswerChars(async () => {
+      last = (await call(client, "read_session", { sessionId: id, limit: 5, cursor: "1055" }))
+        .structuredContent as typeof last;
+    });
+    expect(last?.lines.map(lineEntryId)).toEqual(ids.slice(995));
+    expect(last?.nextCursor).toBeNull();
+    expect(lastChars).toBeLessThan(20_000);
+
+    let tree: { text: string; lines: string[] } | undefined;
+    const treeChars = await objectAnswerChars(async () => {
+      const read = await call(client, "read_session", {
+        sessionId: id,
+        view: "tree",
+        limit: 5,
+        cursor: "558",
+      });
+      tree = { text: read.text, lines: (read.structuredContent as { lines: string[] }).lines };
+    });
+    expect(tree?.text).toContain("lines 559-563 of 1061");
+    // The label is cut in its line.
+    expect(tree?.lines[2]).toBe(`user ${ids[500]} [l${"a".repeat(199)}… (10001 characters)]`);
+    expect(treeChars).toBeLessThan(5_000);
+
+    let text = "";
+    const resourceChars = await objectAnswerChars(async () => {
+      const read = await client.readResource({ uri: `session://${id}` });
+      text = (read.contents[0] as { text: string }).text;
+    });
+    expect(text.length).toBeLessThanOrEqual(256 * 1024 + 1_000);
+    expect(text).toMatch(/\(earlier lines left out, of the context's first \d+ entries: read_session/);
+    expect(text).toMatch(/\] user: short 999$/);
+    expect(resourceChars).toBeLessThan(2 * 256 * 1024);
+    await client.close();
   });
 
   it("keeps listings, searches, reads and writes within a page each, however large the sessions' prompts, metadata and names", async () => {

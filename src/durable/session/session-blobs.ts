@@ -1,4 +1,4 @@
-import { blobSlots, parseBlobRef, rewriteBlobSlots } from "../../core/blob-refs";
+import { type BlobRef, blobSlots, parseBlobRef, rewriteBlobSlots } from "../../core/blob-refs";
 import type { StoredEntry } from "../../core/entries";
 import { SessionError } from "../../core/errors";
 import { utf8Length } from "../../core/json";
@@ -367,11 +367,26 @@ export class SessionBlobs {
   }
 
   /** Entries with their blobs' values in place of references. */
-  async fill(entries: StoredEntry[]): Promise<StoredEntry[]> {
+  fill(entries: StoredEntry[]): Promise<StoredEntry[]> {
+    return this.#filled(entries, () => true);
+  }
+
+  /**
+   * Entries with the values of their text blobs (tool outputs) in place of references; an
+   * image's stays a reference: for what reads an entry's text only.
+   */
+  fillText(entries: StoredEntry[]): Promise<StoredEntry[]> {
+    return this.#filled(entries, (ref) => ref.kind === "txt");
+  }
+
+  async #filled(entries: StoredEntry[], wanted: (ref: BlobRef) => boolean): Promise<StoredEntry[]> {
     if (!this.hasBlobs) return entries;
     const refs = new Set<string>();
     for (const entry of entries) {
-      for (const slot of blobSlots(entry)) if (parseBlobRef(slot.value)) refs.add(slot.value);
+      for (const slot of blobSlots(entry)) {
+        const ref = parseBlobRef(slot.value);
+        if (ref && wanted(ref)) refs.add(slot.value);
+      }
     }
     if (refs.size === 0) return entries;
     const values = await (await this.#blobs()).read(refs);

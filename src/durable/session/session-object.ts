@@ -22,12 +22,15 @@ import type {
   Building,
   CompactionPlan,
   ContextAnswer,
+  ContextLines,
+  ContextWindow,
   CopiedRows,
   EntryPage,
   ExpiryOutcome,
   ForkStart,
   NewSessionOptions,
   OmittedCount,
+  TreeLinesPage,
   TreeShapePage,
 } from "../types";
 import { AutoCompaction } from "./auto-compaction";
@@ -43,6 +46,7 @@ import { ContextAnswers, EntryIntake, SessionCalls } from "./session-calls";
 import { SessionLife } from "./session-life";
 import { DirectoryReports } from "./session-reports";
 import { SessionWatchers } from "./session-watchers";
+import { ShownAnswers } from "./shown-answers";
 
 /*
  * A session as a Durable Object: its RPC face. Each method answers a `Result` (RPC drops error
@@ -71,6 +75,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   readonly #autoCompaction: AutoCompaction;
   readonly #contexts: ContextAnswers;
   readonly #intake: EntryIntake;
+  readonly #shown: ShownAnswers;
 
   /**
    * Makes what every part shares (object-state.ts), then the parts, each with the others it uses.
@@ -94,6 +99,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     this.#autoCompaction = new AutoCompaction(object, calls, watchers.hub, () => generations.anyOpen());
     this.#contexts = new ContextAnswers(object, calls);
     this.#intake = new EntryIntake(object, calls);
+    this.#shown = new ShownAnswers(object, calls);
     this.#object = object;
     this.#holds = holds;
     this.#reports = reports;
@@ -379,6 +385,25 @@ export class SessionObject extends DurableObject<DurableEnv> {
   /** The tree's nodes of these seqs, in order, as many as a page holds. @internal */
   getTreeNodes(seqs: number[]): Promise<Result<TreeNodeFields[]>> {
     return this.#calls.run((session) => session.reads.treeNodes(seqs));
+  }
+
+  /*
+   * What a reader is shown (MCP's read tools, shown-answers.ts): windows of a context's lines and
+   * of the tree's, each costing what it shows.
+   */
+
+  /** Lines of the context of `leafId` in `window`, each message's text cut to `maxChars`. @internal */
+  getContextLines(
+    leafId: string | null | undefined,
+    window: ContextWindow,
+    maxChars: number,
+  ): Promise<Result<ContextLines>> {
+    return this.#shown.contextLines(leafId, window, maxChars);
+  }
+
+  /** `count` lines of the tree drawn as text from the line in position `from`. @internal */
+  getTreeLines(from: number, count: number): Promise<Result<TreeLinesPage>> {
+    return this.#shown.treeLines(from, count);
   }
 
   /** @internal */

@@ -7,6 +7,7 @@ import {
   DEFAULT_KEEP_RECENT_TOKENS,
   estimateEachMessage,
 } from "../../core/compaction";
+import type { ProjectOptions } from "../../core/context";
 import { projectContext, projectEntries } from "../../core/context";
 import type { StoredEntry, TreeEntry } from "../../core/entries";
 import { SessionError } from "../../core/errors";
@@ -18,6 +19,8 @@ import type { EntryQuery } from "../../core/session-schemas";
 import type { LeafOptions } from "../../core/storage";
 import { assistantUsage, estimateTokens, usageTokens } from "../../core/tokens";
 import type { TreeNodeFields } from "../../core/tree";
+import { TreeShape } from "../../core/tree-order";
+import { TreeLines } from "../../core/tree-text";
 import type { Sql } from "../sql";
 import { jsonLists } from "../sql";
 import type {
@@ -28,6 +31,7 @@ import type {
   ForkStart,
   OmittedCount,
   SearchDigest,
+  TreeLinesPage,
   TreeShapePage,
 } from "../types";
 import type { EntryRows } from "./entry-rows";
@@ -125,6 +129,11 @@ export class SessionReads {
    * still copying, it is read at once when it lies after the part still to copy.
    */
   contextSeqs(leafId?: string | null): number[] {
+    return this.#parts.paths.contextSeqs(this.#contextStart(leafId));
+  }
+
+  /** The leaf a context starts from; in a fork still copying, once the context can be read. */
+  #contextStart(leafId: string | null | undefined): string | null {
     const start = this.#parts.row.start(leafId);
     const { copy, rows, paths } = this.#parts;
     const next = copy.state?.next;
@@ -133,7 +142,37 @@ export class SessionReads {
       if (!leaf && copy.refOf(start) !== null) throw new CopyNeeded({ ids: [start] });
       if (leaf) readsAfterCopy(paths.readsAfter(leaf, next, true));
     }
-    return paths.contextSeqs(start);
+    return start;
+  }
+
+  /**
+   * The entries that stand for a context's messages, in order, and how each projects: its
+   * compaction first when it opens with one, or the checkpoint that holds the messages, then its
+   * messages, custom messages and branch summaries (entries of other types stand for none). What a
+   * reader of a window of them needs, no payload read but the compaction's, the settings' and
+   * the edits'.
+   */
+  contextParts(leafId?: string | null): {
+    seqs: number[];
+    compactionId: string | undefined;
+    projecting: ProjectOptions;
+  } {
+    const plan = this.#parts.paths.contextPlan(this.#contextStart(leafId));
+    const projecting = { edits: plan.edits, checkpointId: plan.checkpointId };
+    const compactionId = plan.compaction?.id;
+    const opening =
+      plan.checkpointId !== null ? plan.seqs.slice(0, 1) : plan.compaction ? [plan.compaction.seq] : [];
+    const messages = new Set(
+      jsonLists(plan.seqs).flatMap((list) =>
+        this.#parts.sql<{ seq: number }>`
+          SELECT seq FROM entries WHERE seq IN (SELECT value FROM json_each(${list}))
+            AND type IN ('message', 'custom_message', 'branch_summary')`
+          .toArray()
+          .map((row) => row.seq),
+      ),
+    );
+    const seqs = [...opening, ...plan.seqs.filter((seq) => messages.has(seq) && seq !== opening[0])];
+    return { seqs, compactionId, projecting };
   }
 
   /** What a compaction at `leafId` reads whole and what it counts (see `CompactionReads` below). */
@@ -234,6 +273,39 @@ export class SessionReads {
   treeNodes(seqs: readonly number[]): TreeNodeFields[] {
     this.#parts.row.live();
     return this.#named(() => this.#parts.rows.treeNodes(seqs, PAGE_CHARS));
+  }
+
+  /**
+   * `count` lines of the tree drawn as text (`drawTree`, the head marked) from the line in position
+   * `from`, and how many it has: the tree's shape is walked whole (a few integers a node), and only
+   * the nodes of the lines asked for are read, as many as a page holds.
+   */
+  treeLines(from: number, count: number): TreeLinesPage {
+    this.#whole();
+    const { leafId } = this.#parts.row.live();
+    const { rows } = this.#parts;
+    const shape = new TreeShape();
+    const bound = rows.lastSeq();
+    for (let after = 0; ; ) {
+      const page = rows.treeShape(after, bound, SHAPE_ROWS);
+      shape.add(page.seqs, page.parents);
+      if (page.seqs.length < SHAPE_ROWS) break;
+      after = page.seqs[page.seqs.length - 1] as number;
+    }
+    const { seqs, closes, places } = shape.order();
+    const drawing = new TreeLines();
+    const start = Math.min(from, seqs.length);
+    for (let i = 0; i < start; i++) drawing.pass(places[i] as number, closes[i] as number);
+    const nodes = this.#named(() =>
+      rows.treeNodes(Array.from(seqs.subarray(start, start + count)), PAGE_CHARS),
+    );
+    const lines = nodes.map((node, n) => {
+      const i = start + n;
+      const line = drawing.line(places[i] as number, node, leafId);
+      drawing.pass(places[i] as number, closes[i] as number);
+      return line;
+    });
+    return { total: seqs.length, lines };
   }
 
   labels(): Record<string, string> {

@@ -1,9 +1,9 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Context } from "hono";
 import * as z from "zod";
-import { projectContext } from "../../core/context";
 import type { StoredEntry } from "../../core/entries";
 import { EntryType, Id } from "../../core/entries";
+import { entryTextLines } from "../../core/entry-text";
 import { SessionError } from "../../core/errors";
 import { listCursor, sortKey } from "../../core/info";
 import { DEFAULT_SESSIONS_PAGE } from "../../core/limits";
@@ -16,14 +16,13 @@ import {
   TenantSearchOptions,
 } from "../../core/search";
 import { IdPrefix, ListOptions } from "../../core/session-schemas";
-import { drawTree } from "../../core/tree-text";
-import type { SessionObjectStorage } from "../../durable/internal";
+import type { ObjectCalls, SessionObject, SessionObjectStorage } from "../../durable/internal";
 import type { AppEnv } from "../env";
-import { repo, sessionStorage } from "../route-kit";
+import { repo, sessionObject, sessionStorage } from "../route-kit";
 import { carried, MAX_ENTRIES_CHARS } from "./entry-places";
-import { contextLines, entryLines, hitLine, searchResultLine, sessionLine } from "./render";
+import { hitLine, MAX_MESSAGE_CHARS, searchResultLine, sessionLine, shownLine } from "./render";
 import { sessionSummary } from "./session-summary";
-import { answer, fittingCount, LineCursor, linePage, MAX_PAGE_CHARS, registerTool } from "./tool-kit";
+import { answer, fittingCount, MAX_PAGE_CHARS, registerTool } from "./tool-kit";
 
 /* The tools that read: the tenant's sessions searched and listed, a session read, entries around a match. */
 
@@ -40,6 +39,12 @@ const DEFAULT_MATCHES = 5;
 const MAX_LISTED_SESSIONS = 100;
 /** Every type but `leaf`: a record of a head move is no part of the conversation. */
 const TREE_ENTRY_TYPES = EntryType.exclude(["leaf"]).options;
+/** Where a page of read_session starts: the nextCursor of the page before. */
+const ReadCursor = z
+  .string()
+  .regex(/^\d{1,9}(\.\d{1,9})?$/, "a nextCursor this tool gave")
+  .optional()
+  .describe("nextCursor of the previous page");
 
 export function readTools(server: McpServer, c: Context<AppEnv>): void {
   registerTool(
@@ -146,22 +151,24 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
           .max(MAX_READ_LINES)
           .optional()
           .describe(`lines at most (default ${DEFAULT_READ_LINES})`),
-        cursor: LineCursor,
+        cursor: ReadCursor,
       },
       readOnly: true,
     },
-    async ({ sessionId, entryId, view, limit, cursor }) => {
-      const storage = sessionStorage(c, sessionId);
-      const info = await storage.getInfo();
-      const lines =
+    async ({ sessionId, entryId, view, limit = DEFAULT_READ_LINES, cursor }) => {
+      const object = sessionObject(c, sessionId);
+      const info = await object.getInfo();
+      const read =
         view === "tree"
-          ? drawTree(await storage.getTree(), info.leafId)
-          : contextLines(projectContext(await storage.getContextPath(entryId ?? info.leafId)));
-      const { page, from, nextCursor } = linePage(lines, cursor, limit ?? DEFAULT_READ_LINES);
-      const shown = page.length ? `lines ${from + 1}-${from + page.length} of ${lines.length}` : "no lines";
-      const text = [`${sessionLine(info)}\nhead: ${info.leafId ?? "none"}; ${shown}`, ...page];
-      if (nextCursor) text.push(`more: read_session with cursor "${nextCursor}"`);
-      return answer(text.join("\n"), { session: sessionSummary(info), lines: page, nextCursor });
+          ? await treePage(object, cursor, limit)
+          : await contextPage(object, entryId ?? info.leafId, cursor, limit);
+      const text = [`${sessionLine(info)}\nhead: ${info.leafId ?? "none"}; ${read.shown}`, ...read.page];
+      if (read.nextCursor) text.push(`more: read_session with cursor "${read.nextCursor}"`);
+      return answer(text.join("\n"), {
+        session: sessionSummary(info),
+        lines: read.page,
+        nextCursor: read.nextCursor,
+      });
     },
   );
 
@@ -242,6 +249,87 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
   );
 }
 
+/**
+ * A page of a session's context from `cursor`: the lines of its entries from the one the cursor
+ * names (`<position>`, or `<position>.<lines of it already read>`), up to `limit` lines and
+ * MAX_PAGE_CHARS, read by the session's object as one window of the context's entries.
+ */
+async function contextPage(
+  object: ObjectCalls<SessionObject>,
+  leafId: string | null,
+  cursor: string | undefined,
+  limit: number,
+): Promise<ReadPage> {
+  const [from = 0, skip = 0] = cursor === undefined ? [] : cursor.split(".").map(Number);
+  const read = await object.getContextLines(leafId, { from, skip, lines: limit }, MAX_MESSAGE_CHARS);
+  if (from > read.total) throw pastTheEnd(cursor);
+  const page: string[] = [];
+  let chars = 0;
+  // Where the next page starts: the position of an entry and how many of its lines came before.
+  let next: [number, number] = [read.from + read.entries.length, 0];
+  fill: for (const [i, entry] of read.entries.entries()) {
+    const before = i === 0 ? skip : 0;
+    for (const [n, line] of entry.lines.entries()) {
+      const text = shownLine(entry.id, line);
+      if (page.length > 0 && chars + text.length > MAX_PAGE_CHARS) {
+        next = [read.from + i, before + n];
+        break fill;
+      }
+      page.push(text);
+      chars += text.length;
+    }
+    if (before + entry.lines.length < entry.count) {
+      next = [read.from + i, before + entry.lines.length];
+      break;
+    }
+  }
+  const [entry, lines] = next;
+  const last = lines > 0 ? entry + 1 : entry;
+  return {
+    page,
+    shown: page.length ? `entries ${from + 1}-${last} of ${read.total}` : "no lines",
+    nextCursor: entry < read.total ? (lines > 0 ? `${entry}.${lines}` : String(entry)) : null,
+  };
+}
+
+/** A page of a session's tree drawn as text from line `cursor`, read by the session's object as one window. */
+async function treePage(
+  object: ObjectCalls<SessionObject>,
+  cursor: string | undefined,
+  limit: number,
+): Promise<ReadPage> {
+  if (cursor?.includes(".")) throw pastTheEnd(cursor);
+  const from = cursor === undefined ? 0 : Number(cursor);
+  const read = await object.getTreeLines(from, limit);
+  if (from > read.total) throw pastTheEnd(cursor);
+  const page: string[] = [];
+  let chars = 0;
+  for (const line of read.lines) {
+    if (page.length > 0 && chars + line.length > MAX_PAGE_CHARS) break;
+    page.push(line);
+    chars += line.length;
+  }
+  const next = from + page.length;
+  return {
+    page,
+    shown: page.length ? `lines ${from + 1}-${next} of ${read.total}` : "no lines",
+    nextCursor: next < read.total ? String(next) : null,
+  };
+}
+
+/** A page of what read_session reads: its lines, what they are of the whole, and the next page's cursor. */
+interface ReadPage {
+  page: string[];
+  shown: string;
+  nextCursor: string | null;
+}
+
+function pastTheEnd(cursor: string | undefined): SessionError {
+  return new SessionError("invalid_request", "the cursor is past the end: the answer has fewer lines now", {
+    cursor,
+  });
+}
+
 /** The entries written just before and after the one at `seq`, in the order they were written. */
 async function entriesAround(
   storage: SessionObjectStorage,
@@ -260,6 +348,8 @@ async function entriesAround(
 /** Entries as lines, the one at the centre marked. */
 function aroundLines(entries: readonly StoredEntry[], centre: string): string[] {
   return entries.flatMap((entry) =>
-    entryLines(entry).map((line) => (entry.id === centre ? `> ${line}` : `  ${line}`)),
+    entryTextLines(entry, MAX_MESSAGE_CHARS)
+      .map((line) => shownLine(entry.id, line))
+      .map((line) => (entry.id === centre ? `> ${line}` : `  ${line}`)),
   );
 }

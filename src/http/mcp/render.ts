@@ -1,8 +1,4 @@
-import type { ProjectedEntry } from "../../core/context";
-import { projectEntries } from "../../core/context";
-import type { StoredEntry } from "../../core/entries";
-import type { AgentMessage } from "../../core/messages";
-import { contentText } from "../../core/messages";
+import type { TextLine } from "../../core/entry-text";
 import type { SearchHit, TenantSearchResult } from "../../core/search";
 import type { SessionInfo } from "../../core/session-schemas";
 import { MAX_ENTRY_CHARS } from "./entry-places";
@@ -20,68 +16,18 @@ import { shortName } from "./session-summary";
  */
 export const MAX_MESSAGE_CHARS = 4000;
 
-function clip(text: string, max = MAX_MESSAGE_CHARS): string {
-  if (text.length <= max) return text;
-  return `${text.slice(0, max)} […${text.length - max} more characters: read_entries with its entryId and around 0 gives the entry whole in structuredContent up to ${MAX_ENTRY_CHARS} characters of JSON, else GET /v1/sessions/<sessionId>/entries/<entryId>]`;
+/** A line an entry shows, led by the entry's id, its cut text followed by what was left out. */
+export function shownLine(entryId: string, line: TextLine): string {
+  const more =
+    line.chars > line.text.length
+      ? ` […${line.chars - line.text.length} more characters: read_entries with its entryId and around 0 gives the entry whole in structuredContent up to ${MAX_ENTRY_CHARS} characters of JSON, else GET /v1/sessions/<sessionId>/entries/<entryId>]`
+      : "";
+  return `[${entryId}] ${line.head}${line.text}${more}`;
 }
 
-/** A content block as text: text as it is, a tool call with its arguments, anything else named. */
-function blockText(block: { type?: string; text?: string; name?: string; arguments?: unknown }): string {
-  if (block.type === "text") return block.text ?? "";
-  // The model's thinking is not the conversation's text.
-  if (block.type === "thinking") return "";
-  if (block.type === "toolCall") return `[tool call ${block.name}: ${JSON.stringify(block.arguments ?? {})}]`;
-  return `[${block.type}]`;
-}
-
-/** What a message says: its content, or the fields that roles agents add carry their text in. */
-function messageText(message: AgentMessage): string {
-  const fields = message as { content?: unknown; summary?: unknown; command?: unknown; output?: unknown };
-  const parts = Array.isArray(fields.content) ? fields.content.map(blockText) : [contentText(fields.content)];
-  for (const extra of [fields.summary, fields.command, fields.output])
-    if (typeof extra === "string") parts.push(extra);
-  return parts.filter((part) => part !== "").join("\n");
-}
-
-function speaker(message: AgentMessage): string {
-  if (message.role === "toolResult") return `tool result (${String(message.toolName ?? "tool")})`;
-  if (message.role === "custom") return String((message as { customType?: unknown }).customType ?? "custom");
-  return message.role;
-}
-
-function messageLine(entryId: string, message: AgentMessage): string {
-  return `[${entryId}] ${speaker(message)}: ${clip(messageText(message))}`;
-}
-
-/** A context as lines: each message it holds, led by the id of the entry it came from. */
-export function contextLines(context: readonly ProjectedEntry[]): string[] {
-  return context.flatMap(({ entry, messages }) => messages.map((message) => messageLine(entry.id, message)));
-}
-
-/** A stored entry as lines: the messages it stands for, or what it records. */
-export function entryLines(entry: StoredEntry): string[] {
-  const head = `[${entry.id}]`;
-  switch (entry.type) {
-    case "message":
-    case "custom_message":
-      return projectEntries([entry], undefined).map((message) => messageLine(entry.id, message));
-    case "compaction":
-      return [`${head} summary of what came before: ${clip(entry.summary)}`];
-    case "branch_summary":
-      return [`${head} summary of a branch left: ${clip(entry.summary)}`];
-    case "label":
-      return [`${head} label on ${entry.targetId}: ${entry.label ? clip(entry.label) : "(cleared)"}`];
-    case "session_info":
-      return [`${head} named: ${entry.name ? clip(entry.name) : "(cleared)"}`];
-    case "model_change":
-      return [`${head} model: ${entry.provider}/${entry.modelId}`];
-    case "thinking_level_change":
-      return [`${head} thinking level: ${entry.thinkingLevel}`];
-    case "context_edit":
-      return [`${head} edits ${entry.targetId} in the context`];
-    default:
-      return [`${head} ${entry.type}`];
-  }
+/** Entries' lines, each led by its entry's id. */
+export function shownLines(entries: readonly { id: string; lines: readonly TextLine[] }[]): string[] {
+  return entries.flatMap((entry) => entry.lines.map((line) => shownLine(entry.id, line)));
 }
 
 /** Text on one line: a listing's lines stay one per session, a snippet one per field. */

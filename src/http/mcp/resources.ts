@@ -8,14 +8,15 @@ import {
   type Resource,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Context } from "hono";
-import { projectContext } from "../../core/context";
+import type { TextLine } from "../../core/entry-text";
 import { SessionError } from "../../core/errors";
 import { isValidId } from "../../core/ids";
 import type { SessionInfo } from "../../core/session-schemas";
+import type { ContextLines, ObjectCalls, SessionObject } from "../../durable/internal";
 import { errorSummary } from "../../durable/internal";
 import type { AppEnv } from "../env";
-import { repo, sessionStorage } from "../route-kit";
-import { contextLines, sessionLine } from "./render";
+import { repo, sessionObject } from "../route-kit";
+import { MAX_MESSAGE_CHARS, sessionLine, shownLine } from "./render";
 import { shortName } from "./session-summary";
 
 /*
@@ -70,14 +71,38 @@ function decodedOrNull(text: string): string | null {
   }
 }
 
-/** The most recent lines that fit in `max` characters, after a line saying how many came before. */
-function recentLines(lines: readonly string[], max: number): string[] {
+/**
+ * The most recent lines of a session's context that fit in MAX_RESOURCE_CHARS, after a line
+ * saying how many entries came before: its entries read by the session's object backwards from
+ * the end, a window at a time, until the lines fill what a resource holds.
+ */
+async function recentLines(object: ObjectCalls<SessionObject>, leafId: string | null): Promise<string[]> {
+  const lines: string[] = [];
   let size = 0;
-  let from = lines.length;
-  while (from > 0 && size + (lines[from - 1] as string).length + 1 <= max)
-    size += (lines[--from] as string).length + 1;
-  if (from === 0) return [...lines];
-  return [`(${from} earlier lines left out: read_session pages through them all)`, ...lines.slice(from)];
+  let before: number | null = null;
+  const leftOut = (entries: number) => [
+    `(earlier lines left out, of the context's first ${entries} entries: read_session pages through them all)`,
+    ...lines,
+  ];
+  for (;;) {
+    const read = await object.getContextLines(
+      leafId,
+      { before, chars: MAX_RESOURCE_CHARS - size },
+      MAX_MESSAGE_CHARS,
+    );
+    for (let i = read.entries.length - 1; i >= 0; i--) {
+      const entry = read.entries[i] as ContextLines["entries"][number];
+      for (let n = entry.lines.length - 1; n >= 0; n--) {
+        const line = shownLine(entry.id, entry.lines[n] as TextLine);
+        if (size + line.length + 1 > MAX_RESOURCE_CHARS) return leftOut(read.from + i + 1);
+        size += line.length + 1;
+        lines.unshift(line);
+      }
+      if (entry.lines.length < entry.count) return leftOut(read.from + i + 1);
+    }
+    if (read.from === 0) return lines;
+    before = read.from;
+  }
 }
 
 /** A failure as JSON-RPC answers it: a refusal of the store by its code, anything else as internal. */
@@ -125,10 +150,9 @@ export function sessionResources(server: McpServer, c: Context<AppEnv>): void {
   rpc.setRequestHandler(ReadResourceRequestSchema, async (request) => {
     const { uri } = request.params;
     try {
-      const storage = sessionStorage(c, sessionIdOf(uri));
-      const info = await storage.getInfo();
-      const lines = contextLines(projectContext(await storage.getContextPath(info.leafId)));
-      const text = [sessionLine(info), ...recentLines(lines, MAX_RESOURCE_CHARS)].join("\n");
+      const object = sessionObject(c, sessionIdOf(uri));
+      const info = await object.getInfo();
+      const text = [sessionLine(info), ...(await recentLines(object, info.leafId))].join("\n");
       return { contents: [{ uri, mimeType: "text/plain", text }] };
     } catch (error) {
       throw rpcError(c, error, uri);

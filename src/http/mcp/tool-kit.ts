@@ -126,13 +126,6 @@ export function registerTool<Shape extends z.ZodRawShape>(
   );
 }
 
-/** Where a page of lines starts: how many came before it. */
-export const LineCursor = z
-  .string()
-  .regex(/^\d{1,9}$/, "a nextCursor this tool gave")
-  .optional()
-  .describe("nextCursor of the previous page");
-
 /**
  * Characters of lines one page holds at most (a line at least): an answer stays well within what
  * clients give a model of a tool's result (Claude Code: 25,000 tokens, with the text and the
@@ -156,27 +149,4 @@ export function fittingCount<T>(items: readonly T[], chars: (item: T) => number)
     count++;
   }
   return count;
-}
-
-/** A page of `lines` from `cursor`, and the cursor of the next page (null at the end). */
-export function linePage(
-  lines: readonly string[],
-  cursor: string | undefined,
-  limit: number,
-): { page: string[]; from: number; nextCursor: string | null } {
-  const from = cursor === undefined ? 0 : Number(cursor);
-  if (from > lines.length) {
-    throw new SessionError("invalid_request", "the cursor is past the end: the answer has fewer lines now", {
-      cursor,
-    });
-  }
-  const page: string[] = [];
-  let chars = 0;
-  for (const line of lines.slice(from, from + limit)) {
-    if (page.length > 0 && chars + line.length > MAX_PAGE_CHARS) break;
-    page.push(line);
-    chars += line.length;
-  }
-  const next = from + page.length;
-  return { page, from, nextCursor: next < lines.length ? String(next) : null };
 }

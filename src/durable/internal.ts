@@ -43,4 +43,4 @@ export {
 } from "./stream";
 export { tenantKey } from "./tenant-key";
 export { partlyApplied, transientError, unavailable } from "./transient";
-export type { ContextLines } from "./types";
+export type { ContextLines, EntryPlace, ShownEntries } from "./types";

@@ -74,6 +74,26 @@ export interface TreeLinesPage {
   lines: string[];
 }
 
+/** An entry too large to carry whole: where it is, and how large its JSON is. */
+export interface EntryPlace {
+  id: string;
+  seq: number;
+  type: string;
+  parentId: string | null;
+  timestamp: string;
+  omitted: { chars: number };
+}
+
+/**
+ * Entries as a reader is shown them: each one's lines, and the entry whole while it is at most
+ * `wholeChars` characters of JSON and fits in what is `left` of the answer's budget, else its place.
+ */
+export interface ShownEntries {
+  entries: { lines: TextLine[]; entry: StoredEntry | EntryPlace }[];
+  /** What is left of the budget after the entries carried whole. */
+  left: number;
+}
+
 /**
  * A page of a tree's shape: the seq of each entry of the tree in append order and its parent's
  * (0: a root), up to `bound` (the session's last seq when the first page was read: what is

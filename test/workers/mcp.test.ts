@@ -967,6 +967,31 @@ describe("MCP server", () => {
     await client.close();
   });
 
+  it("reads the entries around matches in a session of large entries as lines and places, never the entries whole", async () => {
+    const id = await createSession();
+    // 48 entries of 100,000 characters, every other one a match.
+    await writeLarge(id, 48, 100_000, (n) => (n % 2 ? `plain ${n}` : `kestrel ${n}`));
+    const client = await connect(KEY_A);
+    let read = {} as Awaited<ReturnType<typeof call>>;
+    const chars = await objectAnswerChars(async () => {
+      read = await call(client, "read_entries", { sessionId: id, query: "kestrel", limit: 20, around: 20 });
+    });
+    expect(read.isError, read.text).toBeFalsy();
+    const { matches } = read.structuredContent as {
+      matches: { entries: { omitted?: { chars: number } }[] }[];
+    };
+    expect(matches).toHaveLength(20);
+    for (const match of matches) {
+      expect(match.entries.length).toBeGreaterThan(20);
+      for (const entry of match.entries) expect(entry.omitted?.chars).toBeGreaterThan(100_000);
+    }
+    expect(read.text).toMatch(/> \[[^\]]+\] user: kestrel \d+ lorem [lorem ]+\[…96\d\d\d more characters/);
+    expect(read.text).toContain("more than a page holds");
+    // The lines a page shows and the places of the rest: not 800 entries of 100,000 characters.
+    expect(chars).toBeLessThan(600_000);
+    await client.close();
+  });
+
   it("keeps listings, searches, reads and writes within a page each, however large the sessions' prompts, metadata and names", async () => {
     const prefix = `size-${sid("p").slice(2, 14)}-`;
     const count = 80;

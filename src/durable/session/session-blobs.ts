@@ -379,6 +379,26 @@ export class SessionBlobs {
     return this.#filled(entries, (ref) => ref.kind === "txt");
   }
 
+  /**
+   * Characters the values of an entry's image blobs add to its JSON, references being in their
+   * place: from the sizes the session recorded, without reading the values.
+   */
+  imageChars(entry: StoredEntry): number {
+    if (!this.hasBlobs) return 0;
+    const refs = blobSlots(entry)
+      .map((slot) => slot.value)
+      .filter((value) => parseBlobRef(value)?.kind === "b64");
+    if (refs.length === 0) return 0;
+    const sizes = new Map(
+      this.#sql<{ ref: string; json_bytes: number }>`
+        SELECT ref, json_bytes FROM session_blobs WHERE ref IN (SELECT value FROM json_each(${JSON.stringify(refs)}))`
+        .toArray()
+        .map((row) => [row.ref, row.json_bytes]),
+    );
+    // Base64 is ASCII: its JSON's bytes are its characters.
+    return refs.reduce((sum, ref) => sum + (sizes.get(ref) ?? 0) - JSON.stringify(ref).length, 0);
+  }
+
   async #filled(entries: StoredEntry[], wanted: (ref: BlobRef) => boolean): Promise<StoredEntry[]> {
     if (!this.hasBlobs) return entries;
     const refs = new Set<string>();

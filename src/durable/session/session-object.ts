@@ -30,6 +30,7 @@ import type {
   ForkStart,
   NewSessionOptions,
   OmittedCount,
+  ShownEntries,
   TreeLinesPage,
   TreeShapePage,
 } from "../types";
@@ -389,7 +390,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
 
   /*
    * What a reader is shown (MCP's read tools, shown-answers.ts): windows of a context's lines and
-   * of the tree's, each costing what it shows.
+   * of the tree's, and the entries around one, each costing what it shows.
    */
 
   /** Lines of the context of `leafId` in `window`, each message's text cut to `maxChars`. @internal */
@@ -404,6 +405,15 @@ export class SessionObject extends DurableObject<DurableEnv> {
   /** `count` lines of the tree drawn as text from the line in position `from`. @internal */
   getTreeLines(from: number, count: number): Promise<Result<TreeLinesPage>> {
     return this.#shown.treeLines(from, count);
+  }
+
+  /** The entries around `centre` (an id, or a seq), as lines and whole while small. @internal */
+  getEntriesAround(
+    centre: string | number,
+    around: number,
+    options: { maxChars: number; wholeChars: number; left: number },
+  ): Promise<Result<ShownEntries>> {
+    return this.#shown.entriesAround(centre, around, options);
   }
 
   /** @internal */

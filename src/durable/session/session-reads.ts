@@ -10,6 +10,7 @@ import {
 import type { ProjectOptions } from "../../core/context";
 import { projectContext, projectEntries } from "../../core/context";
 import type { StoredEntry, TreeEntry } from "../../core/entries";
+import { EntryType } from "../../core/entries";
 import { SessionError } from "../../core/errors";
 import type { EntrySummary } from "../../core/events";
 import type { AgentMessage } from "../../core/messages";
@@ -41,6 +42,9 @@ import type { ContextPlan, PathReads } from "./path-reads";
 import { contextOutside } from "./path-reads";
 import { PAGE_CHARS, SHAPE_ROWS } from "./schema";
 import type { StoreParts } from "./session-state";
+
+/** Every type but `leaf`: a record of a head move is no part of the conversation. */
+const TREE_ENTRY_TYPES = EntryType.exclude(["leaf"]).options;
 
 /*
  * The reads the object answers of a session's entries: entries and pages of them by seq, paths
@@ -173,6 +177,28 @@ export class SessionReads {
     );
     const seqs = [...opening, ...plan.seqs.filter((seq) => messages.has(seq) && seq !== opening[0])];
     return { seqs, compactionId, projecting };
+  }
+
+  /**
+   * Seqs of the tree entries written just before and after the entry `centre` (an id, or a seq a
+   * search found), in order: `not_found` when it is no tree entry.
+   */
+  seqsAround(centre: string | number, around: number): number[] {
+    this.#parts.row.live();
+    const { rows, copy } = this.#parts;
+    let seq = centre;
+    if (typeof centre === "string") {
+      const node = rows.node(centre);
+      if (!node && copy.copying && copy.refOf(centre) !== null) throw new CopyNeeded({ ids: [centre] });
+      if (!node || node.type === "leaf")
+        throw new SessionError("not_found", "no such entry", { entryId: centre });
+      seq = node.seq;
+    }
+    const at = seq as number;
+    const type = TREE_ENTRY_TYPES;
+    const before = this.entrySeqs({ after: Math.max(0, at - around - 1), limit: around + 1, type });
+    const after = around ? this.entrySeqs({ after: at, limit: around, type }) : [];
+    return [...before.filter((s) => s <= at), ...after];
   }
 
   /** What a compaction at `leafId` reads whole and what it counts (see `CompactionReads` below). */

@@ -1,12 +1,12 @@
 import { projectEntries } from "../../core/context";
-import type { TreeEntry } from "../../core/entries";
+import type { StoredEntry, TreeEntry } from "../../core/entries";
 import type { TextLine } from "../../core/entry-text";
-import { messageLine } from "../../core/entry-text";
+import { entryTextLines, messageLine } from "../../core/entry-text";
 import type { Result } from "../../core/errors";
 import { capture } from "../../core/errors";
 import type { AgentMessage } from "../../core/messages";
 import { storageWork } from "../transient";
-import type { ContextLines, ContextWindow, TreeLinesPage } from "../types";
+import type { ContextLines, ContextWindow, EntryPlace, ShownEntries, TreeLinesPage } from "../types";
 import type { SessionObjectState } from "./object-state";
 import type { SessionCalls } from "./session-calls";
 
@@ -21,6 +21,12 @@ import type { SessionCalls } from "./session-calls";
 
 /** Entries one read of a context's lines reads at most (those of settings or labels show none). */
 const MAX_READ_ENTRIES = 1000;
+
+/** An entry too large to carry whole, as its place and size. */
+function placeOf(entry: StoredEntry, chars: number): EntryPlace {
+  const { id, seq, type, parentId, timestamp } = entry;
+  return { id, seq, type, parentId, timestamp, omitted: { chars } };
+}
 
 export class ShownAnswers {
   readonly #object: SessionObjectState;
@@ -87,5 +93,41 @@ export class ShownAnswers {
   /** `count` lines of the tree from the line in position `from` (see `SessionReads.treeLines`). */
   treeLines(from: number, count: number): Promise<Result<TreeLinesPage>> {
     return this.#calls.run((session) => session.reads.treeLines(from, count));
+  }
+
+  /**
+   * The entries around `centre` (an entry's id, or a seq a search found), `around` on each side,
+   * each as its lines cut to `maxChars` and whole while it is at most `wholeChars` of JSON and fits
+   * in what is `left` (see `ShownEntries`).
+   */
+  entriesAround(
+    centre: string | number,
+    around: number,
+    options: { maxChars: number; wholeChars: number; left: number },
+  ): Promise<Result<ShownEntries>> {
+    return this.#calls.copied(() =>
+      capture(async () => {
+        this.#calls.checkListed();
+        const session = this.#object.session;
+        const blobs = this.#object.blobs;
+        let rest = storageWork(() => session.reads.seqsAround(centre, around));
+        let left = options.left;
+        const entries: ShownEntries["entries"] = [];
+        while (rest.length > 0) {
+          const page = storageWork(() => session.reads.page(rest));
+          rest = page.rest;
+          for (const stored of await blobs.fillText(page.entries)) {
+            const lines: TextLine[] = entryTextLines(stored, options.maxChars);
+            const chars = JSON.stringify(stored).length + storageWork(() => blobs.imageChars(stored));
+            if (chars <= options.wholeChars && chars <= left) {
+              left -= chars;
+              const [whole] = await blobs.fill([stored]);
+              entries.push({ lines, entry: whole as StoredEntry });
+            } else entries.push({ lines, entry: placeOf(stored, chars) });
+          }
+        }
+        return { entries, left };
+      }),
+    );
   }
 }

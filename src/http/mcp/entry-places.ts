@@ -1,4 +1,5 @@
 import type { StoredEntry } from "../../core/entries";
+import type { EntryPlace } from "../../durable/internal";
 import { MAX_PAGE_CHARS } from "./tool-kit";
 
 /*
@@ -10,16 +11,6 @@ import { MAX_PAGE_CHARS } from "./tool-kit";
 export const MAX_ENTRY_CHARS = 16_000;
 /** Characters of whole entries one answer carries at most; those past it come as their place and size. */
 export const MAX_ENTRIES_CHARS = MAX_PAGE_CHARS;
-
-/** An entry too large to carry whole: where it is, and how large. */
-export interface EntryPlace {
-  id: string;
-  seq: number;
-  type: string;
-  parentId: string | null;
-  timestamp: string;
-  omitted: { chars: number };
-}
 
 /** Entries for the structured content: whole while they fit in what is `left`, else their places. */
 export function carried(

@@ -1,9 +1,7 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Context } from "hono";
 import * as z from "zod";
-import type { StoredEntry } from "../../core/entries";
-import { EntryType, Id } from "../../core/entries";
-import { entryTextLines } from "../../core/entry-text";
+import { Id } from "../../core/entries";
 import { SessionError } from "../../core/errors";
 import { listCursor, sortKey } from "../../core/info";
 import { DEFAULT_SESSIONS_PAGE } from "../../core/limits";
@@ -16,10 +14,10 @@ import {
   TenantSearchOptions,
 } from "../../core/search";
 import { IdPrefix, ListOptions } from "../../core/session-schemas";
-import type { ObjectCalls, SessionObject, SessionObjectStorage } from "../../durable/internal";
+import type { ObjectCalls, SessionObject, ShownEntries } from "../../durable/internal";
 import type { AppEnv } from "../env";
-import { repo, sessionObject, sessionStorage } from "../route-kit";
-import { carried, MAX_ENTRIES_CHARS } from "./entry-places";
+import { repo, sessionObject } from "../route-kit";
+import { MAX_ENTRIES_CHARS, MAX_ENTRY_CHARS } from "./entry-places";
 import { hitLine, MAX_MESSAGE_CHARS, searchResultLine, sessionLine, shownLine } from "./render";
 import { sessionSummary } from "./session-summary";
 import { answer, fittingCount, MAX_PAGE_CHARS, registerTool } from "./tool-kit";
@@ -37,8 +35,6 @@ const MAX_MATCHES = 20;
 const DEFAULT_MATCHES = 5;
 /** Sessions one list_sessions call gives at most. */
 const MAX_LISTED_SESSIONS = 100;
-/** Every type but `leaf`: a record of a head move is no part of the conversation. */
-const TREE_ENTRY_TYPES = EntryType.exclude(["leaf"]).options;
 /** Where a page of read_session starts: the nextCursor of the page before. */
 const ReadCursor = z
   .string()
@@ -210,39 +206,50 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
           arguments: ["query", "entryId"],
         });
       }
-      const storage = sessionStorage(c, sessionId);
+      const object = sessionObject(c, sessionId);
+      // Entries come whole while they fit in what is left of one answer's budget, in the order shown.
+      let left = MAX_ENTRIES_CHARS;
+      const around_ = async (centre: string | number, maxChars: number) => {
+        const shown = await object.getEntriesAround(centre, around, {
+          maxChars,
+          wholeChars: MAX_ENTRY_CHARS,
+          left,
+        });
+        left = shown.left;
+        return shown.entries;
+      };
       if (entryId !== undefined) {
-        const entry = await storage.getEntry(entryId);
-        if (!entry || entry.type === "leaf")
-          throw new SessionError("not_found", "no such entry", { entryId });
-        const entries = await entriesAround(storage, entry.seq, around);
-        const left = { chars: MAX_ENTRIES_CHARS };
-        return answer(aroundLines(entries, entry.id).join("\n"), {
-          entries: carried(entries, left),
+        const entries = await around_(entryId, MAX_MESSAGE_CHARS);
+        return answer(aroundLines(entries, entryId).join("\n"), {
+          entries: entries.map((shown) => shown.entry),
           nextCursor: null,
         });
       }
-      const page = await repo(c)
-        .object(sessionId)
-        .search({ q: query as string, order: "rank", limit, cursor });
-      const matches: { hit: SearchHit; entries: StoredEntry[] }[] = [];
-      for (const hit of page.hits)
-        matches.push({ hit, entries: await entriesAround(storage, hit.seq, around) });
-      // Matches past what a page holds show their line only, each readable around it by entryId.
+      const page = await object.search({ q: query as string, order: "rank", limit, cursor });
+      const matches: { hit: SearchHit; entries: ShownEntries["entries"] }[] = [];
+      // Matches past what a page holds show their line only, each readable around it by entryId:
+      // their entries are read for the structured content, without text.
       let chars = 0;
-      const text = matches.length
-        ? matches.map(({ hit, entries }) => {
-            const shown = [hitLine(hit), ...aroundLines(entries, hit.entryId)].join("\n");
-            if (chars > 0 && chars + shown.length > MAX_PAGE_CHARS)
-              return `${hitLine(hit)}\n  (more than a page holds: read_entries with entryId "${hit.entryId}")`;
-            chars += shown.length;
-            return shown;
-          })
-        : ["no entry matches"];
+      const text: string[] = [];
+      for (const hit of page.hits) {
+        const full = chars > MAX_PAGE_CHARS;
+        const entries = await around_(hit.seq, full ? 0 : MAX_MESSAGE_CHARS);
+        matches.push({ hit, entries });
+        const shown = [hitLine(hit), ...aroundLines(entries, hit.entryId)].join("\n");
+        if (full || (chars > 0 && chars + shown.length > MAX_PAGE_CHARS)) {
+          text.push(
+            `${hitLine(hit)}\n  (more than a page holds: read_entries with entryId "${hit.entryId}")`,
+          );
+          chars = MAX_PAGE_CHARS + 1;
+        } else {
+          chars += shown.length;
+          text.push(shown);
+        }
+      }
+      if (matches.length === 0) text.push("no entry matches");
       if (page.nextCursor) text.push(`more: read_entries with cursor "${page.nextCursor}"`);
-      const left = { chars: MAX_ENTRIES_CHARS };
       return answer(text.join("\n\n"), {
-        matches: matches.map(({ hit, entries }) => ({ hit, entries: carried(entries, left) })),
+        matches: matches.map(({ hit, entries }) => ({ hit, entries: entries.map((shown) => shown.entry) })),
         nextCursor: page.nextCursor,
       });
     },
@@ -330,25 +337,10 @@ function pastTheEnd(cursor: string | undefined): SessionError {
   });
 }
 
-/** The entries written just before and after the one at `seq`, in the order they were written. */
-async function entriesAround(
-  storage: SessionObjectStorage,
-  seq: number,
-  around: number,
-): Promise<StoredEntry[]> {
-  const before = await storage.getEntries({
-    after: Math.max(0, seq - around - 1),
-    limit: around + 1,
-    type: TREE_ENTRY_TYPES,
-  });
-  const after = around ? await storage.getEntries({ after: seq, limit: around, type: TREE_ENTRY_TYPES }) : [];
-  return [...before.filter((entry) => entry.seq <= seq), ...after];
-}
-
 /** Entries as lines, the one at the centre marked. */
-function aroundLines(entries: readonly StoredEntry[], centre: string): string[] {
-  return entries.flatMap((entry) =>
-    entryTextLines(entry, MAX_MESSAGE_CHARS)
+function aroundLines(entries: ShownEntries["entries"], centre: string): string[] {
+  return entries.flatMap(({ lines, entry }) =>
+    lines
       .map((line) => shownLine(entry.id, line))
       .map((line) => (entry.id === centre ? `> ${line}` : `  ${line}`)),
   );

@@ -1,9 +1,10 @@
 import { mkdirSync, readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import type { RemoteRepo } from "../client";
 import { sleep } from "../client/backoff";
 import { UnexplainedAnswerError } from "../client/transport";
+import { isUuid } from "../core/agent-ids";
 import { sha256Hex } from "../core/bytes";
 import type { SessionEntry } from "../core/entries";
 import { SessionError } from "../core/errors";
@@ -118,6 +119,22 @@ function wholeLines(path: string): string | undefined {
   return text.slice(0, text.lastIndexOf("\n") + 1);
 }
 
+/**
+ * A file's lines so far as the session a sync of the whole file makes. Claude Code names a
+ * session's file after it (`<sessionId>.jsonl`), and a resumed conversation's file starts with lines
+ * copied from the one it continued, carrying that one's id: the whole file is read by its last
+ * sessionId, which is its name, so the name gives the session while only copied lines are written.
+ */
+function asWholeFile(file: string, format: ImportFormat, parsed: ImportedSession): ImportedSession {
+  const named = basename(file, ".jsonl");
+  const fields = parsed.header.metadata.claudeCode as Record<string, unknown> | undefined;
+  // A subagent's transcript is named after its agent, not its session.
+  if (format !== "claude-code" || !isUuid(named) || parsed.header.id !== `claude-code-${fields?.sessionId}`)
+    return parsed;
+  const metadata = { ...parsed.header.metadata, claudeCode: { ...fields, sessionId: named } };
+  return { ...parsed, header: { ...parsed.header, id: `claude-code-${named}`, metadata } };
+}
+
 const digest = (entry: SessionEntry | undefined) => (entry === undefined ? null : canonicalJson(entry));
 
 /**
@@ -225,6 +242,7 @@ class Mirror {
       return false;
     }
     this.#unread.delete(file);
+    if (!known) parsed = asWholeFile(file, format as ImportFormat, parsed);
     const next: FileState = {
       format: format as ImportFormat,
       id: known?.id ?? parsed.header.id,

@@ -308,6 +308,54 @@ describe("cf-sessions sync --watch", () => {
     rmSync(dir, { recursive: true, force: true });
   }, 120_000);
 
+  it("mirrors a resumed Claude Code conversation to its own session, not the one it continued", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sync-watch-files-"));
+    const statePath = join(mkdtempSync(join(tmpdir(), "sync-watch-state-")), "state.json");
+    const [continued, resumed] = [randomUUID(), randomUUID()];
+    // The resumed conversation's file starts with the lines of the one it continued, with that one's
+    // id, and is named after its own session, as Claude Code writes it.
+    const lines = new ClaudeCodeLines(resumed)
+      .user("plan?")
+      .assistant("A")
+      .user("and then?")
+      .assistant("B")
+      .text()
+      .split("\n")
+      .filter((line) => line !== "")
+      .map((line, index) => (index < 2 ? line.replaceAll(resumed, continued) : line));
+    const copied = `${lines.slice(0, 2).join("\n")}\n`;
+    writeFileSync(join(dir, `${continued}.jsonl`), copied);
+    const path = join(dir, `${resumed}.jsonl`);
+    writeFileSync(path, copied);
+    const watcher = startWatcher(dir, statePath);
+    await vi.waitFor(() => expect(watcher.events()).toHaveLength(2), { timeout: 30_000 });
+    appendFileSync(path, `${lines.slice(2).join("\n")}\n`);
+    const whole = parseImport("claude-code", `${lines.join("\n")}\n`, { linesApart: true });
+    expect(whole.header.id).toBe(`claude-code-${resumed}`);
+    const client = createClient({ baseUrl: server.url });
+    await vi.waitFor(
+      async () => {
+        const session = await client.open(whole.header.id);
+        const stored = (await session.getEntries()).filter((entry) => entry.type !== "leaf");
+        expect(stored.map((entry) => entry.id)).toEqual(
+          whole.entries.filter((entry) => entry.type !== "leaf").map((entry) => entry.id),
+        );
+        expect(await session.getLeafId()).toBe(whole.leafId);
+      },
+      { timeout: 20_000, interval: 200 },
+    );
+    await watcher.stop();
+    const header = await client.storage(whole.header.id).getHeader();
+    expect(header.metadata.claudeCode).toMatchObject({ sessionId: resumed });
+    // The conversation it continued holds its own lines only.
+    const old = await client.open(`claude-code-${continued}`);
+    const own = parseImport("claude-code", copied, { linesApart: true }).entries;
+    expect(
+      (await old.getEntries()).filter((entry) => entry.type !== "leaf").map((entry) => entry.id),
+    ).toEqual(own.filter((entry) => entry.type !== "leaf").map((entry) => entry.id));
+    rmSync(dir, { recursive: true, force: true });
+  }, 120_000);
+
   it("reads a file whose last line stays half written again only once it changes", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sync-watch-files-"));
     const statePath = join(mkdtempSync(join(tmpdir(), "sync-watch-state-")), "state.json");

@@ -997,6 +997,31 @@ describe("blobs in R2", () => {
       });
     }
   });
+  it("answers a context in a model's format 503 unavailable when a blob it holds is gone from the bucket", async () => {
+    const before = new Set(await storedBlobs());
+    const id = await writeSession(api, [41]);
+    const added = (await storedBlobs()).filter((key) => !before.has(key));
+    expect(added.length).toBeGreaterThan(0);
+    const kept = await Promise.all(
+      added.map(async (key) => ({ key, body: await (await bucket.get(key))?.arrayBuffer() })),
+    );
+    await bucket.delete(added);
+    try {
+      const res = await api(
+        "GET",
+        `/v1/sessions/${id}/context?format=anthropic&model=anthropic/claude-sonnet-4-5`,
+      );
+      expectError(res, 503, "unavailable");
+      expect(res.headers.get("retry-after")).not.toBeNull();
+    } finally {
+      for (const { key, body } of kept) if (body) await bucket.put(key, body);
+    }
+    const res = await api(
+      "GET",
+      `/v1/sessions/${id}/context?format=anthropic&model=anthropic/claude-sonnet-4-5`,
+    );
+    expect(res.status, res.text).toBe(200);
+  });
 });
 
 describe("a generation's answer and blobs", () => {

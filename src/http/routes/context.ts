@@ -8,6 +8,7 @@ import { contextForModel } from "../../core/providers/convert";
 import { parseModelRef } from "../../core/providers/target";
 import { Session } from "../../core/session";
 import { LeafAt } from "../../core/session-schemas";
+import { unavailable } from "../../durable/internal";
 import { summarizerFor } from "../metrics";
 import {
   body,
@@ -100,7 +101,13 @@ export const contextRoutes = routes()
         return streamedJson(ContextResponse, answer.body, headers);
       }
       // Converted here, not in the object: the object's time is the session's writers' time.
-      const whole = (await new Response(answer.body).json()) as SessionContext & { version: string };
+      // Read whole before anything is answered: a part that cannot be read (a blob gone from its
+      // bucket, an object reset mid-stream) is a failure to answer, not a cut answer.
+      const whole = (await new Response(answer.body).json().catch((error: unknown) => {
+        throw error instanceof SessionError
+          ? error
+          : unavailable("the session's context could not be read whole; try again", "not_applied");
+      })) as SessionContext & { version: string };
       const { version: _version, ...context } = whole;
       const request = contextForModel(context, format, {
         ...(model === undefined ? {} : { model: parseModelRef(model) }),

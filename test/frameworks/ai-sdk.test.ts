@@ -262,6 +262,31 @@ describe.each(repos)("CfSessionsChatStore on %s", (_name, makeRepo) => {
     });
   });
 
+  it("keeps on the chat's branch what another door wrote after its last message: a model change, a label", async () => {
+    const byId = new CfSessionsChatStore({ repo, chatIdIsSessionId: true });
+    const session = await repo.create({ id: `settings-chat-${crypto.randomUUID()}` });
+    // Before the chat's first message, and after its last one.
+    const first = await session.appendModelChange("anthropic", "claude-sonnet-4-5");
+    await answer(byId, session.id, [user("u1", "Hi")], "Hello.");
+    expect((await session.getBranch()).map((entry) => entry.id)).toContain(first);
+    const chat = await byId.loadChat<ChatMessage>(session.id);
+    const answered = (await session.getLeafId()) as string;
+    const changed = await session.appendModelChange("openai", "gpt-5");
+    const label = await session.appendLabel(answered, "greeting");
+    await answer(byId, session.id, [...chat, user("u2", "And now?")], "Sure.");
+    const branch = (await session.getBranch()).map((entry) => entry.id);
+    expect(branch).toContain(first);
+    expect(branch).toContain(changed);
+    expect(branch).toContain(label);
+    expect((await session.buildContext()).model).toEqual({ provider: "openai", modelId: "gpt-5" });
+    expect((await byId.loadChat<ChatMessage>(session.id)).map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+    ]);
+  });
+
   it("writes a tool output the UI added to an answer it loaded, and an edit of a loaded message", async () => {
     const byId = new CfSessionsChatStore({ repo, chatIdIsSessionId: true });
     const session = await repo.create({ id: `ui-output-${crypto.randomUUID()}` });

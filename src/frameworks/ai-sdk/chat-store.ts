@@ -299,14 +299,17 @@ export class CfSessionsChatStore {
     await this.#handles.write({ id, metadata: { aiSdk: { chatId } } }, async (session) => {
       const stored = await storedChat<M>(session);
       const entries: EntryInput[] = [];
-      let parentId: string | null = null;
+      // What the branch holds after the chat's last message (or before its first, in a chat with
+      // none yet) stays on it: a model change, a label, a note another door wrote.
+      let parentId: string | null = stored.messages.length === 0 ? stored.leafId : null;
       let shared = 0;
       // Past the end of either list there is no message to share. Once results are added, what
       // follows goes on under them.
       while (entries.length === 0) {
         const results = sharedWith(stored.messages[shared], messages[shared]);
         if (results === undefined) break;
-        parentId = stored.messages[shared]?.entryId ?? null;
+        const last = shared === stored.messages.length - 1;
+        parentId = (last ? stored.leafId : stored.messages[shared]?.entryId) ?? null;
         for (const result of results) {
           const entry = {
             type: "message",

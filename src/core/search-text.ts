@@ -108,12 +108,21 @@ export function entrySearchText(entry: SessionEntry): EntryText | undefined {
 }
 
 /**
- * A snippet as SQLite marks it (U+0001 before a match, U+0002 after) as plain text and the
- * [start, end) offsets of its matches, so no client has to trust markup inside the text.
+ * The most characters of a snippet, besides the ellipses that mark a cut: SQLite counts a snippet
+ * in words, and one word may be thousands of characters long (a hash, base64, a minified line).
  */
-export function readSnippet(marked: string): { snippet: string; highlights: [number, number][] } {
+export const MAX_SNIPPET_CHARS = 1000;
+
+type Highlights = [number, number][];
+
+/**
+ * A snippet as SQLite marks it (U+0001 before a match, U+0002 after) as plain text and the
+ * [start, end) offsets of its matches, so no client has to trust markup inside the text. One
+ * longer than `MAX_SNIPPET_CHARS` keeps that many around its first match, "…" where it was cut.
+ */
+export function readSnippet(marked: string): { snippet: string; highlights: Highlights } {
   let snippet = "";
-  const highlights: [number, number][] = [];
+  const highlights: Highlights = [];
   let start = -1;
   for (const char of marked) {
     if (char === "\u0001") start = snippet.length;
@@ -122,5 +131,25 @@ export function readSnippet(marked: string): { snippet: string; highlights: [num
       start = -1;
     } else snippet += char;
   }
-  return { snippet, highlights };
+  return snippet.length > MAX_SNIPPET_CHARS ? clipped(snippet, highlights) : { snippet, highlights };
+}
+
+const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff;
+
+/** `MAX_SNIPPET_CHARS` of a snippet from a quarter of them before its first match, never halving a character. */
+function clipped(snippet: string, highlights: Highlights): { snippet: string; highlights: Highlights } {
+  const first = highlights[0]?.[0] ?? 0;
+  const before = Math.floor(MAX_SNIPPET_CHARS / 4);
+  let from = Math.max(0, Math.min(first - before, snippet.length - MAX_SNIPPET_CHARS));
+  let to = from + MAX_SNIPPET_CHARS;
+  if (isLowSurrogate(snippet.charCodeAt(from))) from++;
+  if (isLowSurrogate(snippet.charCodeAt(to))) to--;
+  const lead = from > 0 ? "…" : "";
+  const shift = lead.length - from;
+  return {
+    snippet: lead + snippet.slice(from, to) + (to < snippet.length ? "…" : ""),
+    highlights: highlights
+      .filter(([a, b]) => b > from && a < to)
+      .map(([a, b]): [number, number] => [Math.max(a, from) + shift, Math.min(b, to) + shift]),
+  };
 }

@@ -3,7 +3,12 @@ import { describe, expect, it } from "vitest";
 import type { SessionEntry } from "../../src/core/entries";
 import { SessionError } from "../../src/core/errors";
 import { ftsQuery } from "../../src/core/search-query";
-import { entrySearchText, MAX_INDEXED_CHARS, readSnippet } from "../../src/core/search-text";
+import {
+  entrySearchText,
+  MAX_INDEXED_CHARS,
+  MAX_SNIPPET_CHARS,
+  readSnippet,
+} from "../../src/core/search-text";
 
 /*
  * The pure parts of search: the query a person types turned into an FTS5 expression that always
@@ -146,5 +151,26 @@ describe("entry text", () => {
     });
     expect(readSnippet("😀 \u0001ñandú\u0002")).toEqual({ snippet: "😀 ñandú", highlights: [[3, 8]] });
     expect(readSnippet("plain")).toEqual({ snippet: "plain", highlights: [] });
+  });
+
+  it("keeps a snippet of a long word to MAX_SNIPPET_CHARS around its first match, cut marked", () => {
+    // A match inside a word of 100,000 characters: SQLite's snippet holds the whole word.
+    const word = "z".repeat(100_000);
+    const long = readSnippet(`before \u0001${word}\u0002 after`);
+    expect(long.snippet).toBe(`before ${"z".repeat(MAX_SNIPPET_CHARS - 7)}…`);
+    expect(long.highlights).toEqual([[7, MAX_SNIPPET_CHARS]]);
+    // A match deep in a long text: a quarter of the window before it, the cut marked both sides.
+    const deep = readSnippet(`${"a".repeat(5000)} \u0001needle\u0002 ${"b".repeat(5000)}`);
+    expect(deep.snippet.length).toBe(MAX_SNIPPET_CHARS + 2);
+    expect(deep.snippet.startsWith("…")).toBe(true);
+    expect(deep.snippet.endsWith("…")).toBe(true);
+    const [[from, to]] = deep.highlights as [[number, number]];
+    expect(deep.snippet.slice(from, to)).toBe("needle");
+    expect(from).toBe(1 + MAX_SNIPPET_CHARS / 4);
+    // Near the end: the window ends with the text; a character is never halved.
+    const emoji = readSnippet(`${"😀".repeat(2000)}\u0001x\u0002`);
+    expect(emoji.snippet.endsWith("x")).toBe(true);
+    expect(emoji.snippet.slice(1)).toMatch(/^(?:😀)+x$/u);
+    expect(emoji.snippet.slice(...(emoji.highlights[0] as [number, number]))).toBe("x");
   });
 });

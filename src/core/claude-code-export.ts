@@ -210,7 +210,8 @@ class OwnLines {
     const text = (key: string) => (typeof line[key] === "string" && line[key] !== "" ? line[key] : undefined);
     if (line.type === "custom-title") this.#title = text("customTitle") ?? this.#title;
     if (line.type === "summary" && text("summary") !== undefined) this.#summaries.push(line);
-    return line.sessionId === this.#from && this.#from !== this.#to ? { ...line, sessionId: this.#to } : line;
+    const moved = this.#from !== undefined && line.sessionId === this.#from && this.#from !== this.#to;
+    return moved ? { ...line, sessionId: this.#to } : line;
   };
 
   /** The name the lines written give the session: the last title, else the last summary of a line here. */

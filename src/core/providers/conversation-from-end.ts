@@ -1,5 +1,5 @@
 import type { ModelRef } from "../context";
-import { isSystemMessageEntry, keptFrom, projectEntries } from "../context";
+import { isSystemMessageEntry, keptFrom, modelSetBy, projectEntries } from "../context";
 import type { CompactionEntry, ContextEditEntry, TreeEntry } from "../entries";
 import { langGraphMessagesHeld } from "../framework-custom-messages";
 import type { AgentMessage } from "../messages";
@@ -78,13 +78,8 @@ class ReaderFromEnd {
   }
 
   take(at: number, entry: TreeEntry): void {
-    if (this.#model === undefined) {
-      if (entry.type === "model_change") this.#model = { provider: entry.provider, modelId: entry.modelId };
-      else if (entry.type === "message" && entry.message.role === "assistant") {
-        const { provider, model: modelId } = entry.message as { provider: string; model: string };
-        this.#model = { provider, modelId };
-      }
-    }
+    // The model of the nearest entry that sets one (`modelSetBy`: a reply naming none does not).
+    if (this.#model === undefined) this.#model = modelSetBy(entry);
     if (this.#turn !== undefined || at < this.#contextFrom) return;
     this.#inContext(at, entry);
     if (at <= this.#contextFrom) this.#contextStart();

@@ -76,9 +76,6 @@ function uuidsOf(lines: EntryLines): string[] {
 class TranscriptIndex extends HeldEntries {
   readonly #uuidOf = new Map<string, string>();
   readonly #imported: boolean;
-  /** The uuid of each line with one, in the order the entries hold them, and whether it is a sidechain's. */
-  readonly #lines: Array<{ uuid: string; sidechain: boolean; message: boolean }> = [];
-  #subagent = false;
 
   constructor(imported: boolean) {
     super();
@@ -89,39 +86,12 @@ class TranscriptIndex extends HeldEntries {
     const lines = entry.type === "leaf" ? undefined : linesOf(entry, this.#imported);
     const uuids = lines && uuidsOf(lines);
     this.read(entry, uuids);
-    for (const line of lines?.kind === "source"
-      ? lines.lines.map((l) => l.line)
-      : lines
-        ? [lines.line]
-        : []) {
-      const uuid = asString(line.uuid);
-      const message = line.type === "user" || line.type === "assistant";
-      if (uuid !== undefined) this.#lines.push({ uuid, sidechain: line.isSidechain === true, message });
-    }
     const last = uuids?.at(-1);
     if (last !== undefined) this.#uuidOf.set(entry.id, last);
   }
 
   settle(): void {
     for (const id of this.finish()) this.#uuidOf.set(id, this.ownerOf(id) ?? id);
-    const messages = this.#lines.filter((l) => l.message);
-    this.#subagent = messages.length > 0 && messages.every((l) => l.sidechain);
-  }
-
-  /**
-   * Whether the head is where the transcript's lines leave Claude Code: on the last line of the
-   * main chain (a subagent's transcript is all sidechain, and its chain is the main one).
-   */
-  endsAt(leafId: string | null): boolean {
-    const last = this.#lines.findLast((l) => this.#subagent || !l.sidechain);
-    return last === undefined || this.hangFrom(leafId) === last.uuid;
-  }
-
-  /** Whether an entry's lines are of the main chain: a sidechain's in a main transcript are not. */
-  isMain(entry: SessionEntry): boolean {
-    const lines = entry.type === "leaf" ? undefined : linesOf(entry, this.#imported);
-    const line = lines?.kind === "source" ? lines.lines[0]?.line : lines?.line;
-    return line?.isSidechain !== true || this.#subagent;
   }
 
   hangFrom(id: string | null): string | null {
@@ -220,16 +190,8 @@ class OwnLines {
   }
 }
 
-/**
- * The transcript's own lines, from every entry made from one that `keep` keeps, in the order the
- * file had them.
- */
-async function* sourceLines(
-  session: Session,
-  imported: boolean,
-  own: OwnLines,
-  keep: (entry: SessionEntry) => boolean,
-): AsyncGenerator<string> {
+/** The transcript's own lines, from every entry made from one, in the order the file had them. */
+async function* sourceLines(session: Session, imported: boolean, own: OwnLines): AsyncGenerator<string> {
   const order = new LineOrder(own.out);
   let group: UserGroup | undefined;
   const closeGroup = function* (): Generator<string> {
@@ -243,7 +205,7 @@ async function* sourceLines(
       continue;
     }
     yield* closeGroup();
-    const lines = keep(entry) ? linesOf(entry, imported) : undefined;
+    const lines = linesOf(entry, imported);
     if (!lines) continue;
     if (lines.kind === "whole") {
       yield* order.put(lines.line, lines.number);
@@ -513,12 +475,7 @@ export async function* exportClaudeCode(
   for await (const entry of sessionEntries(session)) index.note(entry);
   index.settle();
   const own = new OwnLines(importedId, sessionId);
-  // Claude Code resumes at the last line of the main chain: with the head moved back, the lines of
-  // the main chain off its branch stay out.
-  const branch = new Set(index.path(leafId));
-  const movedBack = !index.endsAt(leafId);
-  const keep = (entry: SessionEntry) => !movedBack || branch.has(entry.id) || !index.isMain(entry);
-  if (index.hasLines) yield* sourceLines(session, imported, own, keep);
+  if (index.hasLines) yield* sourceLines(session, imported, own);
   const writer = new LineWriter(fields, sessionId);
   yield* newLines(session, leafId, index, writer);
   // A fork's name is its own, not the one its lines give.

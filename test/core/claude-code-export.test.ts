@@ -407,24 +407,3 @@ describe("a transcript pulled into another checkout, synced back", () => {
     expect(await session.getEntries({ limit: 1000 })).toEqual(before);
   });
 });
-
-describe("an imported Claude Code session with its head moved back, exported", () => {
-  for (const [name, text] of fixtureFiles("claude-code")) {
-    it(`${name}: ends at the head, the context and name as the session's`, async () => {
-      const session = await new MemoryRepo().importSession(parseClaudeCode(text));
-      const entries = await session.getEntries({ limit: 1000 });
-      const firstUser = entries.find(
-        (e) => e.type === "message" && e.message.role === "user",
-      ) as SessionEntry;
-      await session.setLeafId(firstUser.id);
-      const copy = await new MemoryRepo().importSession(
-        parseClaudeCode(await collect(exportClaudeCode(session))),
-      );
-      expect(await copy.getLeafId()).toBe(firstUser.id);
-      expect(said((await copy.buildContext()).messages)).toEqual(
-        said((await session.buildContext()).messages),
-      );
-      expect(await copy.getName()).toBe(await session.getName());
-    });
-  }
-});

@@ -36,6 +36,8 @@ export interface OpenLogOptions {
   create: boolean;
   /** The file marking the last batch of several lines (see `batch-mark.ts`). */
   markFile: string;
+  /** The lines the session's metadata counts as written: confirmed, never cut. */
+  confirmedLines: number;
 }
 
 /**
@@ -88,7 +90,7 @@ export class EntryLog {
     let mark: BatchMark | undefined;
     try {
       mark = await BatchMark.open(options.markFile);
-      await cutUnfinishedBatch(handle, mark);
+      await cutUnfinishedBatch(handle, mark, options.confirmedLines);
       const size = await scan(file, handle, accept);
       // A mark reaching past the end (a crash before its batch was written) would otherwise cut
       // the single lines appended after it, which leave the mark as it is, on a later open.
@@ -236,13 +238,33 @@ async function writeAll(handle: FileHandle, buffers: Buffer[], position: number)
 }
 
 /** Cuts the log back to the start of its marked batch when it ends inside it: a crash came mid-batch. */
-async function cutUnfinishedBatch(handle: FileHandle, mark: BatchMark): Promise<void> {
+async function cutUnfinishedBatch(
+  handle: FileHandle,
+  mark: BatchMark,
+  confirmedLines: number,
+): Promise<void> {
   const batch = mark.last;
   if (batch === undefined) return;
   const { size } = await handle.stat();
   if (size <= batch.start || size >= batch.end) return;
+  // Lines confirmed past the batch's start were appended after a crash that left the mark but none
+  // of its lines (a release that did not reset such a mark on open): they stay, the mark is stale.
+  if ((await linesBefore(handle, batch.start)) < confirmedLines) return;
   await handle.truncate(batch.start);
   await handle.datasync();
+}
+
+/** The newlines in the first `end` bytes of the file. */
+async function linesBefore(handle: FileHandle, end: number): Promise<number> {
+  const buffer = Buffer.alloc(Math.min(end, 1024 * 1024));
+  let lines = 0;
+  for (let at = 0; at < end; ) {
+    const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, end - at), at);
+    if (bytesRead === 0) break;
+    for (let i = 0; i < bytesRead; i++) if (buffer[i] === 0x0a) lines++;
+    at += bytesRead;
+  }
+  return lines;
 }
 
 /** Reads every line of the log into `accept`, repairs an interrupted last line, returns the size. */

@@ -185,6 +185,7 @@ export class JSONLStorage implements SessionStorage {
       const log = await EntryLog.open(join(folder, ENTRIES_FILE), () => undefined, {
         create: false,
         markFile: join(folder, LAST_BATCH_FILE),
+        confirmedLines: 0,
       });
       return new JSONLStorage(root, header, { log, lock: held, index, leafId: null, owner, pending });
     } catch (error) {
@@ -227,7 +228,11 @@ export class JSONLStorage implements SessionStorage {
           if (problem !== undefined) throw corruptLine(file, line.number, problem);
           index.add(value as SessionEntry, line);
         },
-        { create: metadata.lines === 0, markFile: join(folder, LAST_BATCH_FILE) },
+        {
+          create: metadata.lines === 0,
+          markFile: join(folder, LAST_BATCH_FILE),
+          confirmedLines: metadata.lines,
+        },
       );
       const leafId = await reconcile(folder, metadata, index, file);
       return new JSONLStorage(root, metadata.header, { log, lock, index, leafId, owner, pending: false });

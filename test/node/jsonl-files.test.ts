@@ -342,6 +342,25 @@ describe("JSONLRepo on disk", () => {
     expect((await reopened.getEntries()).map((entry) => entry.id)).toEqual([q, ...later]);
   });
 
+  it("keeps appends confirmed after a stale mark an earlier release left, cutting nothing", async () => {
+    const root = await temp.root();
+    const [q] = await closedSession(root, "stale-mark", 1);
+    const { entries, mark } = files(root, "stale-mark");
+    const size = (await stat(entries)).size;
+    const repo = await temp.repo(root);
+    const session = await repo.open("stale-mark");
+    const later: string[] = [];
+    for (let i = 0; i < 5; i++) later.push(await session.appendMessage(user(`after ${i}`)));
+    await repo.cleanup();
+    // A release that never reset a mark past the end leaves it over the single lines appended since.
+    await writeFile(mark, JSON.stringify({ start: size, end: size + 100_000 }));
+    const whole = await readFile(entries);
+
+    const reopened = await (await temp.repo(root)).open("stale-mark");
+    expect((await reopened.getEntries()).map((entry) => entry.id)).toEqual([q, ...later]);
+    expect(await readFile(entries)).toEqual(whole);
+  });
+
   it("refuses a log that holds fewer lines than its metadata counts, and changes neither file", async () => {
     const root = await temp.root();
     await closedSession(root, "shortened");

@@ -38,7 +38,7 @@ const PREFIX = "claude-code:";
 export interface ClaudeCodeExportOptions {
   /**
    * The `sessionId` of the lines: by default the one the session was imported with when its id was
-   * made from that one (a fork or a copy under another id has its own), else a UUID made from its id.
+   * made from that one or it is no fork (a fork has its own), else a UUID made from its id.
    */
   sessionId?: string;
   /** The working folder of new lines: by default the one the session recorded. */
@@ -431,10 +431,13 @@ async function lineFields(
   const git = isRecord(codex.git) ? codex.git : {};
   const fromId = /^claude-code-([0-9a-f-]{36})$/i.exec(header.id)?.[1];
   const importedId = asString(claudeCode.sessionId);
-  // A fork or a copy under another id holds its source's id: it goes out under one of its own.
+  // A fork holds its source's id: it goes out under one of its own. A session imported under an
+  // id of the caller's choosing keeps the file's.
   const own =
     importedId !== undefined &&
-    (header.id === `claude-code-${importedId}` || header.id.startsWith(`claude-code-${importedId}-agent-`));
+    (header.parentSession === undefined ||
+      header.id === `claude-code-${importedId}` ||
+      header.id.startsWith(`claude-code-${importedId}-agent-`));
   const sessionId =
     options.sessionId ?? (own ? importedId : isUuid(fromId) ? fromId : await uuidFor(header.id));
   const cwd =

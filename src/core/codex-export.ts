@@ -38,7 +38,7 @@ const PREFIX = "codex:";
 export interface CodexExportOptions {
   /**
    * The thread id of the rollout: by default the one the session was imported with when its id was
-   * made from that one (a fork or a copy under another id has its own), else a UUID made from its id.
+   * made from that one or it is no fork (a fork has its own), else a UUID made from its id.
    */
   threadId?: string;
   /** The working folder new lines record: by default the one the session recorded. */
@@ -284,8 +284,10 @@ async function recorded(session: Session, options: CodexExportOptions) {
   const claudeCode = field("claudeCode");
   const fromId = /^codex-([0-9a-f-]{36})$/i.exec(header.id)?.[1];
   const importedId = asString(codex.id);
-  // A fork or a copy under another id holds its source's id: it goes out under one of its own.
-  const own = importedId !== undefined && header.id === `codex-${importedId}`;
+  // A fork holds its source's id: it goes out under one of its own. A session imported under an
+  // id of the caller's choosing keeps the file's.
+  const own =
+    importedId !== undefined && (header.parentSession === undefined || header.id === `codex-${importedId}`);
   const threadId =
     options.threadId ?? (own ? importedId : isUuid(fromId) ? fromId : await uuidFor(header.id));
   const cwd =

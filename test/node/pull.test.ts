@@ -405,7 +405,7 @@ describe("cf-sessions pull", () => {
     expect(JSON.stringify(manager.buildSessionContext().messages)).toContain("second, from elsewhere");
   });
 
-  it("names the file of a session whose recorded ids are not its own by its own id, inside the agent's folder", async () => {
+  it("refuses a session whose recorded ids would name a file outside the agent's folder, writing nothing", async () => {
     const client = createClient({ baseUrl: server.url });
     const root = mkdtempSync(join(home, "recorded-"));
     const project = join(home, "work", "recorded");
@@ -416,20 +416,26 @@ describe("cf-sessions pull", () => {
       metadata: { claudeCode: { sessionId: "../../../escaped" } },
     });
     await claude.appendMessage(message);
-    const claudeEnv = { CLAUDE_CONFIG_DIR: join(root, "claude") };
-    expect((await pull([claude.id, "--to", "claude-code", "--project", project], claudeEnv)).code).toBe(0);
-    expect(readdirSync(claudeProjectDir(project, claudeEnv))).toEqual([`${claude.id}.jsonl`]);
+    const claudeEnv = { CLAUDE_CONFIG_DIR: join(root, "cfg", "claude") };
+    const refusedClaude = await pull([claude.id, "--to", "claude-code", "--project", project], claudeEnv);
+    expect(refusedClaude.code).toBe(2);
+    expect(refusedClaude.errors).toBe(
+      'cf-sessions: the export\'s Claude Code session id "../../../escaped" cannot name a file\n',
+    );
 
     const codex = await client.create({
       id: crypto.randomUUID(),
       metadata: { codex: { id: "/../../../../escaped-codex" } },
     });
     await codex.appendMessage(message);
-    const codexEnv = { CODEX_HOME: join(root, "codex") };
-    expect((await pull([codex.id, "--to", "codex", "--project", project], codexEnv)).code).toBe(0);
-    const rollouts = readdirSync(join(root, "codex"), { recursive: true }).map(String);
-    expect(rollouts.filter((path) => path.endsWith(`-${codex.id}.jsonl`))).toHaveLength(1);
-    expect(readdirSync(root).sort()).toEqual(["claude", "codex"]);
+    const refusedCodex = await pull([codex.id, "--to", "codex", "--project", project], {
+      CODEX_HOME: join(root, "cfg", "codex"),
+    });
+    expect(refusedCodex.code).toBe(2);
+    expect(refusedCodex.errors).toBe(
+      'cf-sessions: the export\'s Codex session id "/../../../../escaped-codex" cannot name a file\n',
+    );
+    expect(readdirSync(root)).toEqual([]);
   });
 
   it("refuses a subagent whose recorded id would name a file outside the agent's folder, writing nothing", async () => {

@@ -5,7 +5,14 @@ import type { SessionEntry } from "../../src/core/entries";
 import { MemoryRepo } from "../../src/core/memory";
 import type { AgentMessage, AssistantMessage } from "../../src/core/messages";
 import { usage } from "../../src/core/messages";
-import { QUESTION, SECOND_QUESTION, SUMMARY, TOOL_OUTPUT, writeConversation } from "../support/conversation";
+import {
+  QUESTION,
+  SECOND_QUESTION,
+  SUMMARY,
+  TOOL_OUTPUT,
+  writeConversation,
+  writeSharedCallIds,
+} from "../support/conversation";
 import {
   collect,
   expectExportedAsWritten,
@@ -332,33 +339,7 @@ describe("a fork of an imported Claude Code session, exported", () => {
 describe("tool calls sharing an id, as a Claude Code transcript", () => {
   it("gives each call an id of its own, each result the id of the call it answers", async () => {
     const session = await new MemoryRepo().create({ id: "kimi-1" });
-    const reply = {
-      role: "assistant",
-      api: "openai-completions",
-      provider: "moonshot",
-      model: "kimi-k2",
-      usage: usage(1, 1, 0, 0),
-      stopReason: "toolUse",
-    } as const;
-    for (const [turn, path] of [
-      [1, "a.txt"],
-      [2, "b.txt"],
-    ] as const) {
-      await session.appendMessage({ role: "user", content: `Read ${path}`, timestamp: turn * 10 });
-      await session.appendMessage({
-        ...reply,
-        content: [{ type: "toolCall", id: "functions.read:0", name: "read", arguments: { path } }],
-        timestamp: turn * 10 + 1,
-      } as AssistantMessage);
-      await session.appendMessage({
-        role: "toolResult",
-        toolCallId: "functions.read:0",
-        toolName: "read",
-        content: [{ type: "text", text: `contents of ${path}` }],
-        isError: false,
-        timestamp: turn * 10 + 2,
-      });
-    }
+    await writeSharedCallIds(session);
     const lines = jsonLines(await collect(exportClaudeCode(session)));
     const blocks = lines.flatMap((l) => ((l.message as { content?: unknown })?.content ?? []) as Line[]);
     const calls = blocks.filter((b) => b.type === "tool_use").map((b) => [b.id, (b.input as Line).path]);

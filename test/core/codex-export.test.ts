@@ -8,7 +8,14 @@ import { usage } from "../../src/core/messages";
 import { contextForModel } from "../../src/core/providers/convert";
 import { COMPACTION_SUMMARY_PREFIX } from "../../src/core/providers/pi-messages";
 import type { Session } from "../../src/core/session";
-import { QUESTION, SECOND_QUESTION, SUMMARY, TOOL_OUTPUT, writeConversation } from "../support/conversation";
+import {
+  QUESTION,
+  SECOND_QUESTION,
+  SUMMARY,
+  TOOL_OUTPUT,
+  writeConversation,
+  writeSharedCallIds,
+} from "../support/conversation";
 import {
   collect,
   expectExportedAsWritten,
@@ -381,33 +388,7 @@ describe("a fork of an imported Codex rollout, exported", () => {
 describe("tool calls sharing an id, as a Codex rollout", () => {
   it("gives each call an id of its own, each output the id of the call it answers", async () => {
     const session = await new MemoryRepo().create({ id: "kimi-2" });
-    const reply = {
-      role: "assistant",
-      api: "openai-completions",
-      provider: "moonshot",
-      model: "kimi-k2",
-      usage: usage(1, 1, 0, 0),
-      stopReason: "toolUse",
-    } as const;
-    for (const [turn, path] of [
-      [1, "a.txt"],
-      [2, "b.txt"],
-    ] as const) {
-      await session.appendMessage({ role: "user", content: `Read ${path}`, timestamp: turn * 10 });
-      await session.appendMessage({
-        ...reply,
-        content: [{ type: "toolCall", id: "functions.read:0", name: "read", arguments: { path } }],
-        timestamp: turn * 10 + 1,
-      } as AssistantMessage);
-      await session.appendMessage({
-        role: "toolResult",
-        toolCallId: "functions.read:0",
-        toolName: "read",
-        content: [{ type: "text", text: `contents of ${path}` }],
-        isError: false,
-        timestamp: turn * 10 + 2,
-      });
-    }
+    await writeSharedCallIds(session);
     const items = payloads(jsonLines(await collect(exportCodex(session))), "response_item");
     const calls = items.filter((i) => i.type === "function_call").map((i) => [i.call_id, i.arguments]);
     const outputs = items.filter((i) => i.type === "function_call_output").map((i) => [i.call_id, i.output]);

@@ -1,4 +1,4 @@
-import type { AgentMessage } from "../../src/core/messages";
+import type { AgentMessage, AssistantMessage } from "../../src/core/messages";
 import { usage } from "../../src/core/messages";
 import type { Session } from "../../src/core/session";
 
@@ -80,4 +80,38 @@ export async function writeConversation(session: Session): Promise<void> {
     timestamp: at(7),
   });
   await session.appendSessionName("Notes");
+}
+
+/**
+ * Two turns whose tool calls share one stored id (`functions.read:0`, as Kimi numbers them per
+ * turn), each answered by a result of that id: a.txt, then b.txt.
+ */
+export async function writeSharedCallIds(session: Session): Promise<void> {
+  const reply = {
+    role: "assistant",
+    api: "openai-completions",
+    provider: "moonshot",
+    model: "kimi-k2",
+    usage: usage(1, 1, 0, 0),
+    stopReason: "toolUse",
+  } as const;
+  for (const [turn, path] of [
+    [1, "a.txt"],
+    [2, "b.txt"],
+  ] as const) {
+    await session.appendMessage({ role: "user", content: `Read ${path}`, timestamp: turn * 10 });
+    await session.appendMessage({
+      ...reply,
+      content: [{ type: "toolCall", id: "functions.read:0", name: "read", arguments: { path } }],
+      timestamp: turn * 10 + 1,
+    } as AssistantMessage);
+    await session.appendMessage({
+      role: "toolResult",
+      toolCallId: "functions.read:0",
+      toolName: "read",
+      content: [{ type: "text", text: `contents of ${path}` }],
+      isError: false,
+      timestamp: turn * 10 + 2,
+    });
+  }
 }

@@ -32,18 +32,6 @@ import {
  * that reaches them learns (`CopyNeeded`).
  */
 
-/** A node of the tree as its row is read. */
-interface TreeNodeRow {
-  seq: number;
-  id: string;
-  parent_id: string | null;
-  type: string;
-  timestamp: string;
-  role: string | null;
-  label: string | null;
-  [key: string]: SqlStorageValue;
-}
-
 /** An entry's summary as its row is read. */
 interface SummaryRow {
   seq: number;
@@ -53,6 +41,11 @@ interface SummaryRow {
   timestamp: string;
   role: string | null;
   [key: string]: SqlStorageValue;
+}
+
+/** A node of the tree as its row is read: its summary and its label. */
+interface TreeNodeRow extends SummaryRow {
+  label: string | null;
 }
 
 /** Characters of a node's JSON beside its values: the names, quotes and brackets. */

@@ -285,6 +285,60 @@ describe("a session stored before its checkpoints and edits were indexed", () =>
   });
 });
 
+describe("a session stored before a reply naming no model was told from one naming it", () => {
+  it("takes its model from the setter above such replies when opened again, on every branch", async () => {
+    const id = await createSession();
+    // A reply as a framework's store records it: no model of its own.
+    const unnamed = (text: string, provider: string) => {
+      const reply = assistantMessage(text);
+      return { ...reply, message: { ...reply.message, provider, model: "" } };
+    };
+    const entries = [
+      { ...unnamed("first", "ai-sdk"), id: "r0", parentId: null },
+      { ...userMessage("q"), id: "q" },
+      { ...assistantMessage("named"), id: "named" },
+      { ...unnamed("saved", "ai-sdk"), id: "r1" },
+      { ...unnamed("saved again", "openai"), id: "r2" },
+      { ...userMessage("after"), id: "u" },
+      { ...userMessage("beside"), id: "b", parentId: "r0" },
+      { type: "model_change", id: "m", provider: "anthropic", modelId: "claude-sonnet-4-5", parentId: "r2" },
+    ];
+    const res = await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } });
+    expect(res.status, res.text).toBe(201);
+    const models = async () =>
+      Promise.all(
+        ["u", "b", "r0", "r2", "m"].map(
+          async (leafId) => (await api("GET", `/v1/sessions/${id}/context?leafId=${leafId}`)).body.model,
+        ),
+      );
+    const named = { provider: "openai", modelId: "gpt-test" };
+    const answered = [named, null, null, named, { provider: "anthropic", modelId: "claude-sonnet-4-5" }];
+    expect(await models()).toEqual(answered);
+    // As the release before stored it: each reply naming no model the latest model of its path and
+    // of every row below it, its schema then.
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    await evictDurableObject(stub);
+    await runInDurableObject(stub, (_instance, state) => {
+      const sql = state.storage.sql;
+      const seqOf = (entryId: string) =>
+        sql.exec<{ seq: number }>("SELECT seq FROM entries WHERE id = ?", entryId).one().seq;
+      const setOwn = (entryId: string, below: string[]) =>
+        sql.exec(
+          `UPDATE entries SET last_model = ? WHERE id IN (${[entryId, ...below].map(() => "?").join(", ")})`,
+          seqOf(entryId),
+          entryId,
+          ...below,
+        );
+      setOwn("r0", ["b"]);
+      setOwn("r1", []);
+      setOwn("r2", ["u"]);
+      sql.exec("DELETE FROM schema_version WHERE version > 8");
+    });
+    await evictDurableObject(stub);
+    expect(await models()).toEqual(answered);
+  });
+});
+
 describe("a context holding a LangGraph checkpoint's messages", () => {
   it("is read from the last checkpoint on its path, past many of other branches, as the memory backend reads it", async () => {
     const human = (text: string) => ({

@@ -145,6 +145,30 @@ const MIGRATIONS = [
   CREATE INDEX entries_holding_messages ON entries (messages_held, seq) WHERE messages_held IS NOT NULL;
   CREATE INDEX entries_by_edit_target ON entries (edit_target) WHERE edit_target IS NOT NULL
   `,
+  // A reply naming no model (one a framework's store wrote, `ai-sdk` or an empty model) sets no
+  // model (core's `modelSetBy`); rows stored before took it for the latest model on their path.
+  // Each such row, and every row below it, points at the setter above it instead (none: NULL).
+  `
+  WITH RECURSIVE
+    unset(seq, parent_seq) AS (
+      SELECT seq, parent_seq FROM entries
+      WHERE type = 'message' AND role = 'assistant' AND last_model = seq
+        AND (coalesce(${STORED_JSON}->>'$.message.model', '') = ''
+          OR ${STORED_JSON}->>'$.message.provider' = 'ai-sdk')
+    ),
+    above(unset_seq, last_model) AS (
+      SELECT unset.seq, parent.last_model FROM unset LEFT JOIN entries AS parent ON parent.seq = unset.parent_seq
+      UNION ALL
+      SELECT above.unset_seq, parent.last_model FROM above
+        JOIN unset ON unset.seq = above.last_model
+        JOIN entries AS parent ON parent.seq = unset.parent_seq
+    ),
+    setter(unset_seq, last_model) AS (
+      SELECT unset_seq, last_model FROM above
+      WHERE last_model IS NULL OR last_model NOT IN (SELECT seq FROM unset)
+    )
+  UPDATE entries SET last_model = setter.last_model FROM setter WHERE entries.last_model = setter.unset_seq
+  `,
 ];
 
 /**

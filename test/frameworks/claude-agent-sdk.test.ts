@@ -551,6 +551,42 @@ describe.each(repos)("CfSessionsStore on %s", (_name, makeRepo) => {
   });
 });
 
+it("lists only a session's own ids to find its subagents' transcripts, when keys are session ids", async () => {
+  const repo = new MemoryRepo();
+  const list = repo.list.bind(repo);
+  const prefixes: Array<string | undefined> = [];
+  repo.list = (query) => {
+    prefixes.push(query?.prefix);
+    return list(query);
+  };
+  const store = new CfSessionsStore({ repo, keyIsSessionId: true });
+  const projectKey = "-work-project";
+  const line = (sessionId: string) => ({
+    type: "user",
+    uuid: crypto.randomUUID(),
+    parentUuid: null,
+    sessionId,
+    isSidechain: false,
+    timestamp: "2026-01-01T00:00:00.000Z",
+    message: { role: "user", content: "hello" },
+  });
+  const [main, other] = [crypto.randomUUID(), crypto.randomUUID()];
+  for (const sessionId of [main, other]) {
+    await store.append({ projectKey, sessionId }, [line(sessionId)] as SessionStoreEntry[]);
+    await store.append({ projectKey, sessionId, subpath: "subagents/agent-a1" }, [
+      line(sessionId),
+    ] as SessionStoreEntry[]);
+  }
+  prefixes.length = 0;
+  expect(await store.listSubkeys({ projectKey, sessionId: main })).toEqual(["subagents/agent-a1"]);
+  await store.delete({ projectKey, sessionId: main });
+  expect(prefixes).toEqual([`${main}:`, `${main}:`]);
+  expect(await store.listSubkeys({ projectKey, sessionId: main })).toEqual([]);
+  expect(await store.load({ projectKey, sessionId: main, subpath: "subagents/agent-a1" })).toBeNull();
+  expect(await store.listSubkeys({ projectKey, sessionId: other })).toEqual(["subagents/agent-a1"]);
+  expect(await store.listSubkeys({ projectKey, sessionId: "not an id" })).toEqual([]);
+});
+
 it("keeps what it knows of at most 1000 transcripts, reading one it let go again", async () => {
   // A MemoryRepo that counts the times each session's entries are read.
   const reads = new Map<string, number>();

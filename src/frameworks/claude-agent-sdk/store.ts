@@ -244,13 +244,29 @@ export class CfSessionsStore implements SessionStore {
   }
 
   /** The transcripts of a project, from the tenant's listing (their metadata as last reported). */
-  async #project(projectKey: string): Promise<Array<{ info: SessionInfo; key: KeyMetadata }>> {
+  async #project(
+    projectKey: string,
+    prefix?: string,
+  ): Promise<Array<{ info: SessionInfo; key: KeyMetadata }>> {
     const found: Array<{ info: SessionInfo; key: KeyMetadata }> = [];
-    for await (const info of this.#handles.scan(await this.projectPrefix(projectKey))) {
+    for await (const info of this.#handles.scan(prefix ?? (await this.projectPrefix(projectKey)))) {
       const key = KeyMetadata.safeParse(info.metadata.claudeAgentSdk);
       if (key.success && key.data.projectKey === projectKey) found.push({ info, key: key.data });
     }
     return found;
+  }
+
+  /**
+   * The subagents' transcripts of a session: with `keyIsSessionId` their ids start with the
+   * session's (`sessionIdFor`), so only those are listed, not every session of the tenant.
+   */
+  async #subagents(key: { projectKey: string; sessionId: string }) {
+    // No session has an id that is not one: it has no subagents.
+    if (this.#keyIsSessionId && !Id.safeParse(key.sessionId).success) return [];
+    const prefix = this.#keyIsSessionId ? `${key.sessionId}:` : undefined;
+    return (await this.#project(key.projectKey, prefix)).filter(
+      ({ key: found }) => found.sessionId === key.sessionId && found.subpath !== undefined,
+    );
   }
 
   async listSessions(projectKey: string): Promise<Array<{ sessionId: string; mtime: number }>> {
@@ -270,9 +286,7 @@ export class CfSessionsStore implements SessionStore {
     const checked = check(Key, key, "session key");
     const ids = [await this.sessionIdFor(checked)];
     if (checked.subpath === undefined) {
-      for (const { info, key: found } of await this.#project(checked.projectKey)) {
-        if (found.sessionId === checked.sessionId && found.subpath !== undefined) ids.push(info.id);
-      }
+      for (const { info } of await this.#subagents(checked)) ids.push(info.id);
     }
     for (const id of ids) {
       await this.#serialized(id, async () => {
@@ -284,8 +298,6 @@ export class CfSessionsStore implements SessionStore {
 
   async listSubkeys(key: { projectKey: string; sessionId: string }): Promise<string[]> {
     const checked = check(SessionRef, key, "session key");
-    return (await this.#project(checked.projectKey)).flatMap(({ key: found }) =>
-      found.sessionId === checked.sessionId && found.subpath !== undefined ? [found.subpath] : [],
-    );
+    return (await this.#subagents(checked)).map(({ key: found }) => found.subpath as string);
   }
 }

@@ -8,18 +8,24 @@ export const MAX_JSON_DEPTH = 128;
  * a value that an entry will hold deeper down), checked without recursion.
  */
 export function assertJsonDepth(value: unknown, what = "entry", max = MAX_JSON_DEPTH): void {
+  if (nestsDeeperThan(value, max)) {
+    throw new SessionError("invalid_request", `${what} nests deeper than ${max} levels`);
+  }
+}
+
+/** Whether `value` nests deeper than `max` levels of objects and arrays, found without recursion. */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
   const stack: Array<[unknown, number]> = [[value, 0]];
   while (stack.length > 0) {
     const [current, depth] = stack.pop() as [unknown, number];
     if (current === null || typeof current !== "object") continue;
-    if (depth >= max) {
-      throw new SessionError("invalid_request", `${what} nests deeper than ${max} levels`);
-    }
+    if (depth >= max) return true;
     const children = Array.isArray(current) ? current : Object.values(current);
     for (const child of children) {
       if (child !== null && typeof child === "object") stack.push([child, depth + 1]);
     }
   }
+  return false;
 }
 
 /** A `"__proto__":` key in JSON text, its letters escaped or not. */

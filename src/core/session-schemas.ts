@@ -3,7 +3,7 @@ import { holdsBlobRef } from "./blob-refs";
 import { DEFAULT_KEEP_RECENT_TOKENS } from "./compaction";
 import { EntryType as EntryTypeSchema, Id, Name, Timestamp } from "./entries";
 import { ID_PREFIX_PATTERN } from "./ids";
-import { utf8Length } from "./json";
+import { MAX_JSON_DEPTH, nestsDeeperThan, utf8Length } from "./json";
 import {
   LATEST_EXPIRES_AT,
   MAX_CONTEXT_TOKENS,
@@ -35,10 +35,17 @@ const noBlobRef = [
   { message: "holds no blob reference (U+0000 then blob:)" },
 ] as const;
 
-/** Metadata a write gives (create, change, import): at most MAX_METADATA_BYTES as JSON. */
-export const GivenMetadata = Metadata.refine(jsonWithin(MAX_METADATA_BYTES), {
-  message: `at most ${MAX_METADATA_BYTES} bytes as JSON`,
-}).refine(...noBlobRef);
+/**
+ * Metadata a write gives (create, change, import): at most MAX_JSON_DEPTH levels deep, checked
+ * first (the checks after it recurse, and would run out of stack on a deeper value), and at most
+ * MAX_METADATA_BYTES as JSON.
+ */
+export const GivenMetadata = Metadata.refine((value) => !nestsDeeperThan(value, MAX_JSON_DEPTH), {
+  message: `nests deeper than ${MAX_JSON_DEPTH} levels`,
+  abort: true,
+})
+  .refine(jsonWithin(MAX_METADATA_BYTES), { message: `at most ${MAX_METADATA_BYTES} bytes as JSON` })
+  .refine(...noBlobRef);
 
 /** A system prompt a write gives: at most MAX_SYSTEM_PROMPT_BYTES as JSON. */
 export const GivenSystemPrompt = z

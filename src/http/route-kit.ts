@@ -78,7 +78,10 @@ export function routes(): OpenAPIHono<AppEnv> {
       }
       // The validator hands the hook the input it checked as `data`, which the hook's type names
       // only on success.
-      const format = unknownFormat(result.error, (result as { data?: unknown }).data);
+      const input = (result as { data?: unknown }).data;
+      // A body too deep fails the same way whichever of its fields the schema refused first.
+      if (result.target === "json") assertJsonDepth(input, "the body");
+      const format = unknownFormat(result.error, input);
       if (format) {
         const path = format.path.map(String);
         // A discriminated union lists its values in `options`, which zod's issue type leaves out.

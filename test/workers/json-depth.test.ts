@@ -114,3 +114,31 @@ describe("JSON inside fields", () => {
     expect(res.body.error.message).toMatch(/^line 2: nests deeper than 128 levels/);
   });
 });
+
+describe("JSON bodies", () => {
+  /** An array nesting `levels` deep, as text: 40 KB holds 20,000 levels. */
+  const deepArray = (levels: number) => `${"[".repeat(levels)}${"]".repeat(levels)}`;
+  const JSON_TYPE = { "Content-Type": "application/json" };
+
+  it("refuses a body nested thousands of levels deep with 400 on every kind of route, writing nothing", async () => {
+    const id = await createSession();
+    const before = (await api("GET", `/v1/sessions/${id}`)).body;
+    for (const levels of [129, 5_000, 20_000]) {
+      const deep = deepArray(levels);
+      const created = sid();
+      const requests: Array<[string, string, string]> = [
+        ["POST", "/v1/sessions", `{"id":"${created}","metadata":{"a":${deep}}}`],
+        ["PATCH", `/v1/sessions/${id}`, `{"metadata":{"a":${deep}}}`],
+        ["POST", `/v1/sessions/${id}/entries`, `{"type":"custom","customType":"x","data":${deep}}`],
+      ];
+      for (const [method, path, raw] of requests) {
+        const res = await api(method, path, { raw, headers: JSON_TYPE });
+        expectError(res, 400, "invalid_request");
+        expect(res.body.error.message, `${method} ${path}`).toMatch(/deeper than 128 levels/);
+      }
+      expect((await api("GET", `/v1/sessions/${created}`)).status).toBe(404);
+    }
+    expect((await api("GET", `/v1/sessions/${id}`)).body).toEqual(before);
+    expect((await api("GET", `/v1/sessions/${id}/entries`)).body.entries).toEqual([]);
+  });
+});

@@ -128,6 +128,20 @@ describe("/docs", () => {
     expect(undocumented).toEqual([]);
   });
 
+  it("documents the answers a route gives beyond every route's: a summarizer's failure, a quota on restore, a format", async () => {
+    const spec = (await (await get("/v1/openapi.json")).json()) as {
+      paths: Record<string, Record<string, { responses: Record<string, { description: string }> }>>;
+    };
+    const answers: Array<[string, string, string, string]> = [
+      ["put", "/v1/sessions/{sid}/leaf", "502", "branch_summary_failed"],
+      ["post", "/v1/sessions/{sid}/compact", "502", "summarizer_failed"],
+      ["post", "/v1/sessions/{sid}/restore", "413", "quota_exceeded"],
+      ["post", "/v1/sessions/{sid}/generations", "415", "`format`"],
+    ];
+    for (const [method, path, status, code] of answers)
+      expect(spec.paths[path]?.[method]?.responses[status]?.description, `${method} ${path}`).toContain(code);
+  });
+
   it("describes a field that must be left out as absent, never as null, and a batch's bounds", async () => {
     const spec = (await (await get("/v1/openapi.json")).json()) as {
       paths: Record<

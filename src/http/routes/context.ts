@@ -143,6 +143,7 @@ export const contextRoutes = routes()
         200: json(NavigateResult, "moved"),
         412: failure("leaf_conflict"),
         ...writeErrors,
+        502: failure("branch_summary_failed: the summarizer failed (with `summarize`); nothing written"),
       },
     }),
     async (c) => {

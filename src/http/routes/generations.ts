@@ -99,6 +99,9 @@ const app = routes()
         413: failure(
           `quota_exceeded: the session holds maxOpenGenerations open generations already (64 unless QUOTAS sets it). Or ${TOO_LARGE_BODY}`,
         ),
+        415: failure(
+          "unsupported_format: the request is not declared application/json, or its `format` is not one the generations take",
+        ),
       },
     }),
     async (c) => {

@@ -10,11 +10,13 @@ import {
   bodyErrors,
   conflict,
   errors,
+  failure,
   json,
   repo,
   routes,
   sessionObject,
   sessionStorage,
+  TOO_LARGE_BODY,
   writeErrors,
   writtenInfo,
 } from "../route-kit";
@@ -138,6 +140,9 @@ export const sessionRoutes = routes()
       responses: {
         ...errors,
         ...bodyErrors,
+        413: failure(
+          `${TOO_LARGE_BODY}, or quota_exceeded: the session back would pass one of the tenant's quotas; nothing restored`,
+        ),
         200: json(SessionInfo, "the restored session"),
         409: conflict("already_exists: the session is not deleted"),
       },

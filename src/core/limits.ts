@@ -2,6 +2,11 @@
 export const MAX_ENTRY_BYTES = 16 * 1024 * 1024;
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
 export const MAX_BATCH_ENTRIES = 1000;
+/**
+ * The largest context converted to a model API's request (`?format=`), as the session's object
+ * answers it in JSON: read whole to be converted, and past what model APIs take in one request.
+ */
+export const MAX_MODEL_CONTEXT_BYTES = 32 * 1024 * 1024;
 /** The largest body one stream append (a generation's chunks, or a create's initial content) may carry: 1 MiB. */
 export const MAX_APPEND_BYTES = 1024 * 1024;
 export const DEFAULT_ENTRIES_PAGE = 100;

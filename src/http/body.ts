@@ -17,8 +17,15 @@ function mediaType(header: string | undefined): string {
 const tooLarge = (limit: number) =>
   new SessionError("payload_too_large", `the body is larger than ${limit} bytes`, { limit });
 
-/** Reads at most `limit` bytes of a body, failing as soon as it is larger (whatever Content-Length says). */
-async function readCapped(body: ReadableStream<Uint8Array> | null, limit: number): Promise<Uint8Array> {
+/**
+ * Reads at most `limit` bytes of a body (a request's, or an answer's), failing with `tooLong` as
+ * soon as it is larger, whatever Content-Length says.
+ */
+export async function readCapped(
+  body: ReadableStream<Uint8Array> | null,
+  limit: number,
+  tooLong: (limit: number) => SessionError = tooLarge,
+): Promise<Uint8Array> {
   if (!body) return new Uint8Array();
   const reader = body.getReader();
   const parts: Uint8Array[] = [];
@@ -29,7 +36,7 @@ async function readCapped(body: ReadableStream<Uint8Array> | null, limit: number
     size += value.byteLength;
     if (size > limit) {
       await reader.cancel();
-      throw tooLarge(limit);
+      throw tooLong(limit);
     }
     parts.push(value);
   }

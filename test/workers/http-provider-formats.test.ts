@@ -268,6 +268,30 @@ describe("GET …/context?format=", () => {
     expect(since.body.error.message).toContain("since");
   });
 
+  it("refuses a context larger than a model API takes (413), which plain reads still stream", async () => {
+    const id = await createSession();
+    // Three messages of 12 MiB: one request each, 36 MiB of context.
+    const text = "x".repeat(12 * 1024 * 1024);
+    for (let i = 0; i < 3; i++) {
+      const message = { role: i === 1 ? "assistant" : "user", content: text, timestamp: i };
+      const res = await api("POST", `/v1/sessions/${id}/entries`, {
+        body: { type: "message", format: "openai-chat", message },
+      });
+      expect(res.status, res.text).toBe(201);
+    }
+    const before = await info(id);
+    for (const format of ["anthropic", "openai-responses"]) {
+      const res = await contextIn(id, `format=${format}&model=openai/gpt-5`);
+      expectError(res, 413, "payload_too_large");
+      expect(res.body.error.details.limit).toBe(32 * 1024 * 1024);
+      expect(res.body.error.message).toContain("compact the session");
+    }
+    const plain = await api("GET", `/v1/sessions/${id}/context`);
+    expect(plain.status).toBe(200);
+    expect(plain.body.messages).toHaveLength(3);
+    expect(await info(id)).toEqual(before);
+  });
+
   it("is a read: another tenant gets 404, a read-only key gets the context", async () => {
     const id = await sessionWith(conversation);
     expectError(await contextIn(id, "format=anthropic", KEY_B), 404, "not_found");

@@ -4,11 +4,13 @@ import { NavigateResult } from "../../core/compact-session";
 import type { SessionContext } from "../../core/context";
 import { SessionError } from "../../core/errors";
 import { expectedLeaf, leafTag } from "../../core/leaf-tag";
+import { MAX_MODEL_CONTEXT_BYTES } from "../../core/limits";
 import { contextForModel } from "../../core/providers/convert";
 import { parseModelRef } from "../../core/providers/target";
 import { Session } from "../../core/session";
 import { LeafAt } from "../../core/session-schemas";
 import { unavailable } from "../../durable/internal";
+import { readCapped } from "../body";
 import { summarizerFor } from "../metrics";
 import {
   body,
@@ -29,6 +31,14 @@ import {
   MoveLeafBody,
   SessionIdParam,
 } from "../schemas";
+
+/** A context too large to convert to a model API's request (MAX_MODEL_CONTEXT_BYTES). */
+const contextTooLarge = (limit: number) =>
+  new SessionError(
+    "payload_too_large",
+    `the context is larger than ${limit} bytes, more than a model API takes in one request: compact the session, or read the context without format (it streams)`,
+    { limit },
+  );
 
 const IfNoneMatch = z.object({
   "if-none-match": z.string().optional().meta({ description: 'a version read before, "<version>"' }),
@@ -51,6 +61,9 @@ export const contextRoutes = routes()
           "the context, what was appended to it since `since`, or its request fields in `format`",
         ),
         304: { description: "the context is still the version If-None-Match names" },
+        413: failure(
+          `payload_too_large: with \`format\`, a context over ${MAX_MODEL_CONTEXT_BYTES / (1024 * 1024)} MiB as JSON (more than a model API takes)`,
+        ),
         415: failure("unsupported_format"),
         ...errors,
       },
@@ -102,12 +115,16 @@ export const contextRoutes = routes()
       }
       // Converted here, not in the object: the object's time is the session's writers' time.
       // Read whole before anything is answered: a part that cannot be read (a blob gone from its
-      // bucket, an object reset mid-stream) is a failure to answer, not a cut answer.
-      const whole = (await new Response(answer.body).json().catch((error: unknown) => {
-        throw error instanceof SessionError
-          ? error
-          : unavailable("the session's context could not be read whole; try again", "not_applied");
-      })) as SessionContext & { version: string };
+      // bucket, an object reset mid-stream) is a failure to answer, not a cut answer. A context
+      // larger than any model API takes is refused before the Worker holds more of it.
+      const body = typeof answer.body === "string" ? new Response(answer.body).body : answer.body;
+      const whole = (await readCapped(body, MAX_MODEL_CONTEXT_BYTES, contextTooLarge)
+        .then((bytes) => JSON.parse(new TextDecoder().decode(bytes)))
+        .catch((error: unknown) => {
+          throw error instanceof SessionError
+            ? error
+            : unavailable("the session's context could not be read whole; try again", "not_applied");
+        })) as SessionContext & { version: string };
       const { version: _version, ...context } = whole;
       const request = contextForModel(context, format, {
         ...(model === undefined ? {} : { model: parseModelRef(model) }),

@@ -446,6 +446,34 @@ describe("summarizers", () => {
     await expect(
       failing.summarize({ kind: "branch", messages: [], readFiles: [], modifiedFiles: [] }),
     ).rejects.toThrow("503");
+    // What the endpoint or the network said is not repeated.
+    const answering = (respond: () => Promise<Response>) =>
+      new OpenAISummarizer({ baseUrl: "https://x", model: "m", fetch: respond as typeof fetch }).summarize({
+        kind: "branch",
+        messages: [],
+        readFiles: [],
+        modifiedFiles: [],
+      });
+    const page = answering(
+      async () => new Response("<html>secret-host internal page</html>", { status: 200 }),
+    );
+    await expect(page).rejects.toThrow(/^summarizer endpoint answered something other than JSON$/);
+    const unreachable = answering(async () => {
+      throw new TypeError("connect ECONNREFUSED 10.1.2.3:443");
+    });
+    await expect(unreachable).rejects.toThrow(/^summarizer endpoint could not be reached$/);
+    const slow = new OpenAISummarizer({
+      baseUrl: "https://x",
+      model: "m",
+      timeoutMs: 10,
+      fetch: ((_url: string, init: RequestInit) =>
+        new Promise((_resolve, reject) =>
+          init.signal?.addEventListener("abort", () => reject(init.signal?.reason)),
+        )) as typeof fetch,
+    });
+    await expect(
+      slow.summarize({ kind: "branch", messages: [], readFiles: [], modifiedFiles: [] }),
+    ).rejects.toThrow(/^summarizer endpoint did not answer within 10 ms$/);
   });
 
   it("extracts goal, requests in order, files and last state deterministically", async () => {

@@ -33,6 +33,8 @@ export class OpenAISummarizer implements Summarizer {
     const headers: Record<string, string> = { "Content-Type": "application/json" };
     if (apiKey) headers.Authorization = `Bearer ${apiKey}`;
     const timeout = AbortSignal.timeout(timeoutMs);
+    // Failures are told in this summarizer's own words: what the endpoint or the network said
+    // (the start of a page that is not JSON, an address) is not the caller's to read.
     const response = await doFetch(`${baseUrl.replace(/\/+$/, "")}/chat/completions`, {
       method: "POST",
       headers,
@@ -45,11 +47,20 @@ export class OpenAISummarizer implements Summarizer {
         ...(maxTokens === undefined ? {} : { max_tokens: maxTokens }),
       }),
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+    }).catch((error: unknown) => {
+      if (signal?.aborted) throw error;
+      throw new Error(
+        timeout.aborted
+          ? `summarizer endpoint did not answer within ${timeoutMs} ms`
+          : "summarizer endpoint could not be reached",
+      );
     });
     if (!response.ok) {
       throw new Error(`summarizer endpoint answered ${response.status}`);
     }
-    const body = (await response.json()) as ChatCompletion;
+    const body = (await response.json().catch(() => {
+      throw new Error("summarizer endpoint answered something other than JSON");
+    })) as ChatCompletion;
     const text = body.choices?.[0]?.message?.content;
     if (typeof text !== "string" || !text.trim()) throw new Error("summarizer endpoint returned no text");
     const usage: SummaryUsage = {};

@@ -2,6 +2,7 @@ import { createUIMessageStream, type UIMessage, validateUIMessages } from "ai";
 import { validateUIMessages as validateUIMessagesV5 } from "ai-v5";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { SessionRepo } from "../../src/core/repo";
+import type { Session } from "../../src/core/session";
 import { type TreeNode, walkTree } from "../../src/core/tree";
 import { CfSessionsChatStore } from "../../src/frameworks/ai-sdk";
 import { adapterRepos } from "../support/adapter-repos";
@@ -342,6 +343,72 @@ describe.each(repos)("CfSessionsChatStore on %s", (_name, makeRepo) => {
     );
     expect(texts).toEqual([JSON.stringify([{ type: "text", text: "Weather in Rome?" }])]);
     expect((await session.buildContext({ leafId: before })).messages).toHaveLength(4);
+  });
+
+  it("goes on from a compaction or a context edit another door wrote while the UI still holds what they replaced", async () => {
+    const byId = new CfSessionsChatStore({ repo, chatIdIsSessionId: true });
+    const reply = (id: string, text: string) =>
+      ({ id, role: "assistant", parts: [{ type: "text", text, state: "done" }] }) as ChatMessage;
+    const texts = async (session: Session) =>
+      (await session.buildContext()).messages.map((message) => {
+        if (message.role === "compactionSummary") return `summary: ${message.summary}`;
+        const content = (message as { content: string | Array<{ text?: string }> }).content;
+        return typeof content === "string" ? content : content.map((block) => block.text).join("");
+      });
+    const entryOf = async (session: Session, messageId: string) =>
+      (await session.getBranch()).find(
+        (entry) =>
+          (entry as { original?: { records: ChatMessage[] } }).original?.records[0]?.id === messageId,
+      )?.id as string;
+    const counted = [user("q1", "One?"), reply("a1", "One."), user("q2", "Two?"), reply("a2", "Two.")];
+    const more = [user("q3", "Three?"), reply("a3", "Three.")];
+
+    // A compaction keeping the second exchange.
+    const compacted = await repo.create({ id: `compacted-chat-${crypto.randomUUID()}` });
+    await byId.saveChat({ chatId: compacted.id, messages: counted });
+    const compaction = await compacted.appendCompaction({
+      summary: "They counted to one.",
+      tokensBefore: 10,
+      firstKeptEntryId: await entryOf(compacted, "q2"),
+    });
+    await byId.saveChat({ chatId: compacted.id, messages: [...counted, ...more] });
+    expect(await compacted.getTree()).toHaveLength(1);
+    expect((await compacted.getBranch()).map((entry) => entry.id)).toContain(compaction);
+    expect(await texts(compacted)).toEqual([
+      "summary: They counted to one.",
+      "Two?",
+      "Two.",
+      "Three?",
+      "Three.",
+    ]);
+    // The chat as it loads now (the summary in place of what it replaced) is the same chat.
+    const count = (await compacted.getInfo()).entryCount;
+    await byId.saveChat({ chatId: compacted.id, messages: await byId.loadChat(compacted.id) });
+    await byId.saveChat({ chatId: compacted.id, messages: [...counted, ...more] });
+    expect((await compacted.getInfo()).entryCount).toBe(count);
+
+    // Edits: another door's question changed (the UI shows it by its entry's id), an answer left
+    // out, a question the chat wrote changed.
+    const edited = await repo.create({ id: `edited-chat-${crypto.randomUUID()}` });
+    await edited.appendMessage({ role: "user", content: "One?", timestamp: 1 });
+    await byId.saveChat({
+      chatId: edited.id,
+      messages: [...(await byId.loadChat<ChatMessage>(edited.id)), reply("a1", "One.")],
+    });
+    const loaded = await byId.loadChat<ChatMessage>(edited.id);
+    await byId.saveChat({ chatId: edited.id, messages: [...loaded, ...counted.slice(2)] });
+    const edits = [
+      await edited.appendContextEdit(loaded[0]?.id as string, { content: "First?" }),
+      await edited.appendContextEdit(await entryOf(edited, "a1"), null),
+      await edited.appendContextEdit(await entryOf(edited, "q2"), { content: "Second?" }),
+    ];
+    await byId.saveChat({ chatId: edited.id, messages: [...loaded, ...counted.slice(2), ...more] });
+    expect(await edited.getTree()).toHaveLength(1);
+    expect((await edited.getBranch()).map((entry) => entry.id)).toEqual(expect.arrayContaining(edits));
+    expect(await texts(edited)).toEqual(["First?", "Second?", "Two.", "Three?", "Three."]);
+    const before = (await edited.getInfo()).entryCount;
+    await byId.saveChat({ chatId: edited.id, messages: await byId.loadChat(edited.id) });
+    expect((await edited.getInfo()).entryCount).toBe(before);
   });
 
   it("shows another door's tool calls by ids every provider takes, its reasoning with signatures, each message by an id of its own", async () => {

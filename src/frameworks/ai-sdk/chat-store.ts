@@ -177,9 +177,8 @@ function otherMessage<M extends UIMessage>(message: AgentMessage, id: string): M
   return { id, role: "user", parts } as unknown as M;
 }
 
-/** The chat on the current branch: each message with the entry that holds it. */
-async function storedChat<M extends UIMessage>(session: Session) {
-  const branch = await session.getBranch();
+/** The chat a path's context holds: each message with the entry that holds it. */
+function chatOf<M extends UIMessage>(path: readonly StoredEntry<TreeEntry>[]) {
   const messages: StoredMessage<M>[] = [];
   // The UI is shown tool calls by ids every provider takes.
   const ids = new AnsweredCallIds(PORTABLE_IDS);
@@ -190,7 +189,7 @@ async function storedChat<M extends UIMessage>(session: Session) {
     run = [];
   };
   // A call the chat went on from without its result shows as failed, as the model is sent it.
-  for (const piece of pairedPieces(conversationPieces(branch, FRAMEWORK, ownMessages), false)) {
+  for (const piece of pairedPieces(conversationPieces(path, FRAMEWORK, ownMessages), false)) {
     const last = piece.entries.at(-1) as StoredEntry<TreeEntry>;
     if (piece.records) {
       endRun();
@@ -210,7 +209,22 @@ async function storedChat<M extends UIMessage>(session: Session) {
     }
   }
   endRun();
-  return { messages, leafId: branch.at(-1)?.id ?? null, ids };
+  return { messages, ids };
+}
+
+/** The chat on the current branch: each message with the entry that holds it. */
+async function storedChat<M extends UIMessage>(session: Session) {
+  const branch = await session.getBranch();
+  return { ...chatOf<M>(branch), branch, leafId: branch.at(-1)?.id ?? null };
+}
+
+/**
+ * Every message of a branch as it was written, by id: the chat of the branch with no compaction
+ * and no context edit applied.
+ */
+function writtenChat<M extends UIMessage>(branch: readonly StoredEntry<TreeEntry>[]) {
+  const written = branch.filter((entry) => entry.type !== "compaction" && entry.type !== "context_edit");
+  return new Map(chatOf<M>(written).messages.map((stored) => [stored.message.id, stored]));
 }
 
 /**
@@ -290,7 +304,8 @@ export class CfSessionsChatStore {
    * it (same id, same content) are appended under that one, a changed message so on a branch
    * beside the stored one. Results the UI added for an answer's open tool calls are appended
    * after it. When the stored chat goes on past `messages` (the UI dropped its last messages), the
-   * head moves back to where they agree.
+   * head moves back to where they agree. Messages a compaction or a context edit took out of the
+   * context or changed, which the UI holds as they were written, are stored already.
    */
   async saveChat<M extends UIMessage>(options: SaveChatOptions<M>): Promise<void> {
     const chatId = checkChatId(options?.chatId);
@@ -298,18 +313,45 @@ export class CfSessionsChatStore {
     const id = await this.sessionIdFor(chatId);
     await this.#handles.write({ id, metadata: { aiSdk: { chatId } } }, async (session) => {
       const stored = await storedChat<M>(session);
+      const written = writtenChat<M>(stored.branch);
+      const inContext = new Set(stored.messages.map(({ message }) => message.id));
+      const inUI = new Set(messages.map(({ id }) => id));
+      const position = new Map(stored.branch.map((entry, index) => [entry.id, index]));
+      const later = (a: string | null, b: string) =>
+        a !== null && (position.get(a) ?? -1) >= (position.get(b) ?? -1) ? a : b;
       const entries: EntryInput[] = [];
       // What the branch holds after the chat's last message (or before its first, in a chat with
       // none yet) stays on it: a model change, a label, a note another door wrote.
       let parentId: string | null = stored.messages.length === 0 ? stored.leafId : null;
+      // The next stored message, and the next of the UI's.
+      let at = 0;
       let shared = 0;
       // Past the end of either list there is no message to share. Once results are added, what
       // follows goes on under them.
       while (entries.length === 0) {
-        const results = sharedWith(stored.messages[shared], messages[shared]);
+        const message = messages[shared];
+        const current = stored.messages[at];
+        const last = at === stored.messages.length - 1;
+        // A message a compaction or a context edit took out of the context (the UI loaded the chat
+        // before) is stored already: what follows it goes on after it, never before the head.
+        const replaced = message && !inContext.has(message.id) ? written.get(message.id) : undefined;
+        if (replaced && sharedWith(replaced, message)?.length === 0) {
+          parentId = later(parentId, replaced.entryId);
+          shared++;
+          continue;
+        }
+        // A compaction's summary, or a message an edit changed, that the UI does not hold: the UI
+        // holds what it replaced.
+        if (current && !written.has(current.message.id) && !inUI.has(current.message.id)) {
+          if (last) parentId = stored.leafId;
+          at++;
+          continue;
+        }
+        // A message an edit changed, held by the UI as it was written, is the same message.
+        const results =
+          sharedWith(current, message) ?? sharedWith(current && written.get(current.message.id), message);
         if (results === undefined) break;
-        const last = shared === stored.messages.length - 1;
-        parentId = (last ? stored.leafId : stored.messages[shared]?.entryId) ?? null;
+        parentId = (last ? stored.leafId : current?.entryId) ?? null;
         for (const result of results) {
           const entry = {
             type: "message",
@@ -321,12 +363,12 @@ export class CfSessionsChatStore {
           entries.push(entry as EntryInput);
           parentId = entry.id;
         }
+        at++;
         shared++;
       }
       const rest = messages.slice(shared);
       if (rest.length === 0 && entries.length === 0) {
-        if (shared < stored.messages.length)
-          await session.setLeafId(parentId, { expectedLeafId: stored.leafId });
+        if (at < stored.messages.length) await session.setLeafId(parentId, { expectedLeafId: stored.leafId });
         return;
       }
       for (const message of rest) {

@@ -184,6 +184,88 @@ describe("what a chunk adds to its answer", () => {
     expect(new AnswerSize("ai-sdk-ui").add(parts[1])).toBeLessThan(100);
   });
 
+  it("keeps what a provider said of each part on its block, signatures copied, and counts both", () => {
+    const size = new AnswerSize("ai-sdk-ui");
+    const fold = answerFold("ai-sdk-ui", source);
+    const summary = 's"'.repeat(1000);
+    const encrypted = "e".repeat(3000);
+    const signature = "a".repeat(3000);
+    const thoughtSignature = "g".repeat(3000);
+    const parts = [
+      { type: "start-step" },
+      { type: "reasoning-start", id: "r1", providerMetadata: { openai: { itemId: "rs_1" } } },
+      { type: "reasoning-delta", id: "r1", delta: summary },
+      {
+        type: "reasoning-end",
+        id: "r1",
+        providerMetadata: { openai: { itemId: "rs_1", reasoningEncryptedContent: encrypted } },
+      },
+      { type: "reasoning-start", id: "r2" },
+      { type: "reasoning-delta", id: "r2", delta: "Count." },
+      { type: "reasoning-end", id: "r2", providerMetadata: { anthropic: { signature } } },
+      { type: "text-start", id: "t1" },
+      { type: "text-delta", id: "t1", delta: "Forty." },
+      { type: "text-end", id: "t1", providerMetadata: { openai: { itemId: "msg_1" } } },
+      { type: "text-end", id: "unknown", providerMetadata: { openai: { itemId: "msg_2" } } },
+      {
+        type: "tool-input-start",
+        toolCallId: "c1",
+        toolName: "count",
+        providerMetadata: { google: { thoughtSignature } },
+      },
+      { type: "tool-input-available", toolCallId: "c1", toolName: "count", input: {} },
+      { type: "finish", finishReason: "tool-calls" },
+    ];
+    for (const part of parts) {
+      size.add(part);
+      fold.add(part);
+    }
+    const [answer] = fold.finish(finish) as AssistantMessage[];
+    expect(answer?.content).toEqual([
+      {
+        type: "thinking",
+        thinking: summary,
+        thinkingSignature: JSON.stringify({
+          type: "reasoning",
+          id: "rs_1",
+          summary: [{ type: "summary_text", text: summary }],
+          encrypted_content: encrypted,
+        }),
+        providerOptions: { openai: { itemId: "rs_1", reasoningEncryptedContent: encrypted } },
+      },
+      {
+        type: "thinking",
+        thinking: "Count.",
+        thinkingSignature: signature,
+        providerOptions: { anthropic: { signature } },
+      },
+      {
+        type: "text",
+        text: "Forty.",
+        textSignature: expect.stringContaining("msg_1"),
+        providerOptions: { openai: { itemId: "msg_1" } },
+      },
+      {
+        type: "toolCall",
+        id: "c1",
+        name: "count",
+        arguments: {},
+        thoughtSignature,
+        providerOptions: { google: { thoughtSignature } },
+      },
+    ]);
+    // What the metadata adds, counted: as much as it adds to the stored answer, at least.
+    const plain = new AnswerSize("ai-sdk-ui");
+    const plainFold = answerFold("ai-sdk-ui", source);
+    for (const { providerMetadata: _, ...part } of parts as Array<Record<string, unknown>>) {
+      plain.add(part);
+      plainFold.add(part);
+    }
+    const [bare] = plainFold.finish(finish) as AssistantMessage[];
+    const bytes = (message?: AssistantMessage) => JSON.stringify(message?.content).length;
+    expect(size.bytes - plain.bytes).toBeGreaterThanOrEqual(bytes(answer) - bytes(bare));
+  });
+
   it("refuses an answer a message of which is more than an entry holds, without making it one string", () => {
     const fold = answerFold("ai-sdk-ui", source);
     const name = "x".repeat(1_000_000);

@@ -163,6 +163,60 @@ describe("generations with the AI SDK", () => {
     expect(textOf(chat.messages[1])).toBe(ANSWER);
   });
 
+  it("keeps the signatures an answer's stream carried, and the Chat's copy of the answer is the stored one", async () => {
+    const chatId = await store.createChat();
+    const sessionId = await store.sessionIdFor(chatId);
+    const piped: Promise<unknown>[] = [];
+    // A model's answer with reasoning Anthropic signed and text OpenAI named by its item.
+    async function* signed(): AsyncGenerator<UIMessageChunk> {
+      yield { type: "start" };
+      yield { type: "start-step" };
+      yield { type: "reasoning-start", id: "r1" };
+      yield { type: "reasoning-delta", id: "r1", delta: "Count them." };
+      yield { type: "reasoning-end", id: "r1", providerMetadata: { anthropic: { signature: "sig-1" } } };
+      yield { type: "text-start", id: "t1" };
+      yield { type: "text-delta", id: "t1", delta: "Forty." };
+      yield { type: "text-end", id: "t1", providerMetadata: { openai: { itemId: "msg_1" } } };
+      yield { type: "finish-step" };
+      yield { type: "finish", finishReason: "stop" };
+    }
+    const transport = new CfSessionsChatTransport({
+      session: () => client.open(sessionId),
+      start: async ({ chatId, messages }) => {
+        await store.saveChat({ chatId, messages });
+        const session = await client.open(sessionId);
+        const writer = await session.generate({
+          format: "ai-sdk-ui",
+          model: "anthropic/claude-sonnet-4-5",
+          api: "anthropic-messages",
+        });
+        piped.push(pipeToGeneration(signed(), writer));
+        return { generationId: writer.id };
+      },
+    });
+    const chat = new Chat({ id: chatId, transport });
+    await chat.sendMessage({ text: "How many words?" });
+    await Promise.all(piped);
+    expect(chat.messages[1]?.parts).toContainEqual(
+      expect.objectContaining({ type: "reasoning", providerMetadata: { anthropic: { signature: "sig-1" } } }),
+    );
+
+    // The next turn: the Chat's messages as it holds them, and one more.
+    await store.saveChat({ chatId, messages: [...chat.messages, user("u2", "Thanks")] });
+    const session = await client.open(sessionId);
+    expect(await session.getTree()).toHaveLength(1);
+    const branch = await session.getBranch();
+    expect(branch).toHaveLength(3);
+    expect((await session.getInfo()).entryCount).toBe(3);
+    expect(branch[1]?.id).toBe(chat.messages[1]?.id);
+    const request = await session.contextIn("anthropic");
+    expect(request.messages[1]?.content).toContainEqual({
+      type: "thinking",
+      thinking: "Count them.",
+      signature: "sig-1",
+    });
+  });
+
   it("resumes after a disconnect from where the UI stood: no part missed or repeated", async () => {
     const app = chatServer(15);
     const chatId = await store.createChat();

@@ -17,7 +17,7 @@ import {
   ToolCall as ToolCallSchema,
   Usage as UsageSchema,
 } from "../messages";
-import { aiSdkStopReason } from "../providers/from-ai-sdk";
+import { AISDKProviderOptionsInput, aiSdkAssistantContent, aiSdkStopReason } from "../providers/from-ai-sdk";
 import { assistantMessage, hasToolCall, isRecord, toolResultMessage } from "../providers/incoming";
 import { MAX_CONTENT_BLOCKS } from "./chunks";
 import type { GenerationFormat } from "./generation-schemas";
@@ -26,7 +26,8 @@ import type { GenerationFormat } from "./generation-schemas";
  * A generation's chunks folded into the answer they make, read once in order: plain text; pi-ai's
  * assistant-message events (their deltas, by content index; a `done` or `error` event carries the
  * whole message); the AI SDK's UI message stream parts (text and reasoning by part id, tool calls
- * and their final results, one assistant message per step). A stopped generation keeps what came,
+ * and their final results, one assistant message per step, each part's provider metadata kept on its
+ * block as the AI SDK's messages keep it). A stopped generation keeps what came,
  * with `stopReason: "aborted"`; a tool call whose input never arrived whole is left out. Chunks are
  * checked when appended (chunks.ts); here, whatever a stream holds makes an answer: an event the
  * answer cannot be made of is passed over.
@@ -97,6 +98,16 @@ interface PendingCall {
   id: string;
   name: string;
   json: string;
+  /** What the provider said of the call as it started (an AI SDK stream's `providerMetadata`). */
+  metadata?: ProviderMetadata;
+}
+
+type ProviderMetadata = z.output<typeof AISDKProviderOptionsInput>;
+
+/** The provider metadata an AI SDK stream part carries, when it is what the AI SDK keeps. */
+function providerMetadata(part: Record<string, unknown>): ProviderMetadata | undefined {
+  const parsed = AISDKProviderOptionsInput.safeParse(part.providerMetadata);
+  return parsed.success ? parsed.data : undefined;
 }
 
 /** What a partial message's block at a content index must be, by its type, to be taken whole. */
@@ -221,6 +232,8 @@ class UiMessageFold implements AnswerFold {
   #content: Block[] = [];
   #results: ToolResultMessage[] = [];
   readonly #parts = new Map<string, TextContent | ThinkingContent>();
+  /** The provider metadata of the step's blocks: the last a chunk of each carried, as the AI SDK keeps it. */
+  readonly #metadata = new Map<Block, ProviderMetadata>();
   readonly #calls = new Map<string, PendingCall>();
   #finishReason: unknown;
   #errorText: string | undefined;
@@ -231,16 +244,51 @@ class UiMessageFold implements AnswerFold {
     this.#source = source;
   }
 
-  /** A step ends: its assistant message, then the results of the tools it ran. */
+  /**
+   * A step ends: its assistant message, then the results of the tools it ran. Its blocks are read
+   * as the AI SDK's parts they stand for, so that each keeps its provider metadata and the
+   * signatures in it, as the same answer read from its UIMessage does.
+   */
   #endStep(): void {
     if (this.#content.length > 0 || this.#results.length > 0) {
-      const stopReason = hasToolCall(this.#content) ? "toolUse" : "stop";
-      this.#done.push(assistant(this.#source, this.#content, stopReason, this.#timestamp));
+      const content = aiSdkAssistantContent(this.#content.map((block) => this.#aiSdkPart(block)));
+      const stopReason = hasToolCall(content) ? "toolUse" : "stop";
+      this.#done.push(assistant(this.#source, content, stopReason, this.#timestamp));
       this.#done.push(...this.#results);
     }
     this.#content = [];
     this.#results = [];
     this.#parts.clear();
+    this.#metadata.clear();
+  }
+
+  /** A block as the AI SDK model message part it stands for, with its provider metadata. */
+  #aiSdkPart(block: Block) {
+    const providerOptions = this.#metadata.get(block);
+    const part =
+      block.type === "text"
+        ? { type: "text" as const, text: block.text }
+        : block.type === "thinking"
+          ? { type: "reasoning" as const, text: block.thinking }
+          : {
+              type: "tool-call" as const,
+              toolCallId: block.id,
+              toolName: block.name,
+              input: block.arguments,
+            };
+    return providerOptions ? { ...part, providerOptions } : part;
+  }
+
+  /** Keeps the provider metadata a chunk of `block`'s part carries, when it carries some. */
+  #keepMetadata(block: Block | undefined, part: Record<string, unknown>): void {
+    const metadata = providerMetadata(part);
+    if (block && metadata) this.#metadata.set(block, metadata);
+  }
+
+  /** The block of part `id` when it is one of `type`. */
+  #known(id: string, type: "text" | "thinking"): Block | undefined {
+    const known = this.#parts.get(id);
+    return known?.type === type ? known : undefined;
   }
 
   #part(id: string, type: "text" | "thinking"): TextContent | ThinkingContent {
@@ -270,20 +318,35 @@ class UiMessageFold implements AnswerFold {
         this.#endStep();
         return;
       case "text-start":
-        this.#part(id, "text");
+        this.#keepMetadata(this.#part(id, "text"), part);
         return;
-      case "text-delta":
-        (this.#part(id, "text") as TextContent).text += text(part.delta);
+      case "text-delta": {
+        const block = this.#part(id, "text") as TextContent;
+        block.text += text(part.delta);
+        this.#keepMetadata(block, part);
+        return;
+      }
+      case "text-end":
+        this.#keepMetadata(this.#known(id, "text"), part);
         return;
       case "reasoning-start":
-        this.#part(id, "thinking");
+        this.#keepMetadata(this.#part(id, "thinking"), part);
         return;
-      case "reasoning-delta":
-        (this.#part(id, "thinking") as ThinkingContent).thinking += text(part.delta);
+      case "reasoning-delta": {
+        const block = this.#part(id, "thinking") as ThinkingContent;
+        block.thinking += text(part.delta);
+        this.#keepMetadata(block, part);
         return;
-      case "tool-input-start":
-        this.#calls.set(toolCallId, { id: toolCallId, name: text(part.toolName), json: "" });
+      }
+      case "reasoning-end":
+        this.#keepMetadata(this.#known(id, "thinking"), part);
         return;
+      case "tool-input-start": {
+        const metadata = providerMetadata(part);
+        const call: PendingCall = { id: toolCallId, name: text(part.toolName), json: "" };
+        this.#calls.set(toolCallId, metadata ? { ...call, metadata } : call);
+        return;
+      }
       case "tool-input-delta": {
         const call = this.#calls.get(toolCallId);
         if (call) call.json += text(part.inputTextDelta);
@@ -291,10 +354,16 @@ class UiMessageFold implements AnswerFold {
       }
       case "tool-input-available":
       case "tool-input-error": {
-        const name = text(part.toolName) || (this.#calls.get(toolCallId)?.name ?? "");
+        const started = this.#calls.get(toolCallId);
+        const name = text(part.toolName) || (started?.name ?? "");
         this.#calls.set(toolCallId, { id: toolCallId, name, json: "" });
         const input = record(part.input) ?? {};
-        this.#content.push({ type: "toolCall", id: toolCallId, name, arguments: input });
+        const call: ToolCall = { type: "toolCall", id: toolCallId, name, arguments: input };
+        this.#content.push(call);
+        // An input error's metadata is its result's, as the AI SDK keeps it: the call keeps its start's.
+        const metadata =
+          (part.type === "tool-input-available" ? providerMetadata(part) : undefined) ?? started?.metadata;
+        if (metadata) this.#metadata.set(call, metadata);
         if (part.type === "tool-input-error") this.#result(toolCallId, text(part.errorText), true);
         return;
       }
@@ -365,12 +434,15 @@ function* uiMessageChunks(parts: ReadonlyArray<Record<string, unknown>>): Genera
     const id = `p${n++}`;
     const type = String(part.type);
     if (type === "step-start") yield { type: "start-step" };
-    else if (type === "text") yield { type: "text-delta", id, delta: text(part.text) };
-    else if (type === "reasoning") yield { type: "reasoning-delta", id, delta: text(part.text) };
+    else if (type === "text")
+      yield { type: "text-delta", id, delta: text(part.text), providerMetadata: part.providerMetadata };
+    else if (type === "reasoning")
+      yield { type: "reasoning-delta", id, delta: text(part.text), providerMetadata: part.providerMetadata };
     else if (type === "dynamic-tool" || type.startsWith("tool-")) {
       const toolName = type === "dynamic-tool" ? text(part.toolName) : type.slice("tool-".length);
       const toolCallId = text(part.toolCallId);
-      yield { type: "tool-input-available", toolCallId, toolName, input: part.input };
+      const providerMetadata = part.callProviderMetadata;
+      yield { type: "tool-input-available", toolCallId, toolName, input: part.input, providerMetadata };
       if (part.state === "output-available")
         yield { type: "tool-output-available", toolCallId, output: part.output };
       if (part.state === "output-error")

@@ -25,6 +25,19 @@ function json(value: unknown): number {
   return value === undefined ? 0 : utf8Length(JSON.stringify(value));
 }
 
+/** Bytes of the fields that hold a part's provider metadata, and of an OpenAI item's JSON around its values. */
+const PROVIDER_FIELDS_BYTES = 128;
+
+/**
+ * Bytes of what a provider said of an AI SDK part (`providerMetadata`): kept on its block, and
+ * copied again into pi-ai's signature fields (as a JSON string at most).
+ */
+function providerMetadataBytes(event: Record<string, unknown>): number {
+  const metadata = event.providerMetadata;
+  if (metadata === undefined) return 0;
+  return PROVIDER_FIELDS_BYTES + json(metadata) + escaped(JSON.stringify(metadata));
+}
+
 /** The block at `contentIndex` of a pi-ai event's partial message (what an `…_end` may take). */
 function partialBlock(event: Record<string, unknown>): unknown {
   const content = (event.partial as { content?: unknown } | undefined)?.content;
@@ -45,7 +58,12 @@ export function answerBytes(format: GenerationFormat, chunk: unknown): number {
     case "thinking_delta":
     case "text-delta":
     case "reasoning-delta":
-      return escaped(event.delta);
+      return escaped(event.delta) + providerMetadataBytes(event);
+    case "text-start":
+    case "text-end":
+    case "reasoning-start":
+    case "reasoning-end":
+      return providerMetadataBytes(event);
     case "text_end":
     case "thinking_end":
       return escaped(event.content) + json(partialBlock(event));
@@ -59,9 +77,11 @@ export function answerBytes(format: GenerationFormat, chunk: unknown): number {
       // pi-ai's carries the message whole; the AI SDK's, the text of the error.
       return json(event.error) + escaped(event.errorText);
     case "tool-input-start":
-      return escaped(event.toolCallId) + escaped(event.toolName);
+      return escaped(event.toolCallId) + escaped(event.toolName) + providerMetadataBytes(event);
     case "tool-input-available":
-      return escaped(event.toolCallId) + escaped(event.toolName) + json(event.input);
+      return (
+        escaped(event.toolCallId) + escaped(event.toolName) + json(event.input) + providerMetadataBytes(event)
+      );
     case "tool-input-error":
       // The call's block, and its result: the id and the name twice.
       return (
@@ -84,12 +104,15 @@ export function answerBytes(format: GenerationFormat, chunk: unknown): number {
 /**
  * A generation's answer counted chunk by chunk (`answerBytes`), with what the answer copies from
  * chunks before: an AI SDK tool call's name, which a `tool-input-available` or `tool-input-error`
- * without one takes from its `tool-input-start`, and every result of the call takes again.
+ * without one takes from its `tool-input-start`, and every result of the call takes again; the text
+ * of reasoning an OpenAI item names, which its signature (the item as JSON) holds again.
  */
 export class AnswerSize {
   readonly #format: GenerationFormat;
   /** Bytes of each AI SDK tool call's name, by call id, as its later parts copy it. */
   readonly #toolNames = new Map<string, number>();
+  /** Each AI SDK reasoning part's text as its signature would copy it, by part id, and whether an OpenAI item names it. */
+  readonly #reasoning = new Map<string, { bytes: number; named: boolean }>();
   #bytes = 0;
 
   constructor(format: GenerationFormat) {
@@ -103,9 +126,34 @@ export class AnswerSize {
 
   /** Counts the next chunk; answers the bytes it adds. */
   add(chunk: unknown): number {
-    const adds = answerBytes(this.#format, chunk) + this.#copiedName(chunk);
+    const adds = answerBytes(this.#format, chunk) + this.#copiedName(chunk) + this.#copiedReasoning(chunk);
     this.#bytes += adds;
     return adds;
+  }
+
+  /**
+   * Bytes of reasoning text the answer copies: a reasoning part an OpenAI item names is kept as
+   * pi-ai's thinking and again in its signature, a JSON string (from-ai-sdk.ts), counted from its
+   * first text once the item is named.
+   */
+  #copiedReasoning(chunk: unknown): number {
+    if (this.#format !== "ai-sdk-ui" || !isRecord(chunk)) return 0;
+    if (
+      chunk.type !== "reasoning-start" &&
+      chunk.type !== "reasoning-delta" &&
+      chunk.type !== "reasoning-end"
+    )
+      return 0;
+    const id = typeof chunk.id === "string" ? chunk.id : "";
+    const part = this.#reasoning.get(id) ?? { bytes: 0, named: false };
+    this.#reasoning.set(id, part);
+    const copy = typeof chunk.delta === "string" ? escaped(JSON.stringify(chunk.delta)) : 0;
+    part.bytes += copy;
+    if (part.named) return copy;
+    const openai = isRecord(chunk.providerMetadata) ? chunk.providerMetadata.openai : undefined;
+    if (!isRecord(openai) || typeof openai.itemId !== "string") return 0;
+    part.named = true;
+    return part.bytes;
   }
 
   /** Bytes of the tool name the answer copies into what `chunk` adds (answer-fold.ts). */

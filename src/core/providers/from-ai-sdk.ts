@@ -26,12 +26,13 @@ import { parseDataUrl } from "./text";
  * provider ran itself are skipped.
  */
 
-const Options = z.record(z.string(), z.record(z.string(), z.unknown()));
+/** What the AI SDK keeps for a provider on a part: by provider, its values (`providerOptions`, `providerMetadata`). */
+export const AISDKProviderOptionsInput = z.record(z.string(), z.record(z.string(), z.unknown()));
 
 const TextPart = z.looseObject({
   type: z.literal("text"),
   text: z.string(),
-  providerOptions: Options.optional(),
+  providerOptions: AISDKProviderOptionsInput.optional(),
 });
 const ImagePart = z.looseObject({
   type: z.literal("image"),
@@ -42,14 +43,14 @@ const FilePart = z.looseObject({ type: z.literal("file"), data: z.string(), medi
 const ReasoningPart = z.looseObject({
   type: z.literal("reasoning"),
   text: z.string(),
-  providerOptions: Options.optional(),
+  providerOptions: AISDKProviderOptionsInput.optional(),
 });
 const ToolCallPart = z.looseObject({
   type: z.literal("tool-call"),
   toolCallId: z.string(),
   toolName: z.string(),
   input: z.unknown(),
-  providerOptions: Options.optional(),
+  providerOptions: AISDKProviderOptionsInput.optional(),
   providerExecuted: z.boolean().optional(),
 });
 const ToolResultOutput = byKind(z.looseObject({ type: z.string() }), "type", {
@@ -116,7 +117,8 @@ export const AISDKResultInput = z.looseObject({
 });
 
 type ModelMessage = z.output<typeof AISDKModelMessageInput>;
-type ProviderOptions = z.output<typeof Options>;
+type ProviderOptions = z.output<typeof AISDKProviderOptionsInput>;
+type AssistantContent = Extract<ModelMessage, { role: "assistant" }>["content"];
 
 const PROVIDER_API = new Map<string, string>([
   ["anthropic", FORMAT_API.anthropic],
@@ -142,7 +144,11 @@ function withOptions<T extends object>(block: T, options: ProviderOptions | unde
   return options ? { ...block, providerOptions: options } : block;
 }
 
-function assistantContent(content: ModelMessage["content"]): AssistantMessage["content"] {
+/**
+ * An assistant message's content as pi-ai's blocks: each part's `providerOptions` kept on its block,
+ * and the signatures in them copied to pi-ai's fields.
+ */
+export function aiSdkAssistantContent(content: AssistantContent): AssistantMessage["content"] {
   if (typeof content === "string") return content ? [{ type: "text", text: content }] : [];
   const out: AssistantMessage["content"] = [];
   // OpenAI splits one reasoning item into a part per summary, all with the item's id: they are
@@ -321,7 +327,7 @@ export function fromAISDK(input: unknown, options: ReadOptions = {}): AgentMessa
     if (message.role === "user") {
       out.push({ role: "user", content: userContent(message.content, [...at, "content"]), timestamp });
     } else if (message.role === "assistant") {
-      const content = assistantContent(message.content);
+      const content = aiSdkAssistantContent(message.content);
       const last = index === lastAssistant;
       const u = result?.usage;
       const cacheRead = u?.inputTokenDetails?.cacheReadTokens ?? u?.cachedInputTokens ?? 0;

@@ -143,6 +143,35 @@ describe("jurisdictions", () => {
     expect(await (await registryOf(tenant)).place("eu")).toBe("");
   });
 
+  it("records a tenant first seen pinned where its sessions already are, and refuses the pin", async () => {
+    const tenant = await newTenant();
+    const id = sid();
+    // Served before the PLACEMENTS binding was added: nothing was recorded.
+    const unregistered = { PLACEMENTS: undefined };
+    expect((await call(tenant, unregistered, "POST", "/v1/sessions", { body: { id } })).status).toBe(201);
+    const registry = await registryOf(tenant);
+    expect(await registry.placed()).toBeUndefined();
+
+    // The binding and a pin in one deploy: the tenant is where its sessions are, not where its pin says.
+    const settings = { ...pinned(tenant, "eu"), ...withJurisdictions([]) };
+    const fresh = sid();
+    const moved = await call(tenant, settings, "POST", "/v1/sessions", { body: { id: fresh } });
+    expectError(moved, 409, "wrong_jurisdiction");
+    expect(moved.body.error.details).toEqual({ stored: null, pinned: "eu", sessions: 1 });
+    expect(await registry.placed()).toBe("");
+    expectError(await call(tenant, settings, "GET", "/v1/sessions"), 409, "wrong_jurisdiction");
+    expect(await plainListing(tenant)).toEqual([id]);
+    expectError(await call(tenant, {}, "GET", `/v1/sessions/${fresh}`), 404, "not_found");
+
+    // A tenant with no session anywhere is recorded where its pin says.
+    const newcomer = await newTenant();
+    expect(
+      (await call(newcomer, { ...pinned(newcomer, "eu"), ...withJurisdictions([]) }, "GET", "/v1/sessions"))
+        .status,
+    ).toBe(200);
+    expect(await (await registryOf(newcomer)).placed()).toBe("eu");
+  });
+
   it("moves the pin of a tenant that holds nothing where it was", async () => {
     const tenant = await newTenant();
     expect((await call(tenant, {}, "GET", "/v1/sessions")).status).toBe(200);
@@ -214,6 +243,15 @@ function jurisdictional<T extends Rpc.DurableObjectBranded | undefined>(
   });
 }
 
+/** The object namespaces of a runtime with jurisdictions (see `jurisdictional`), noting what is reached. */
+function withJurisdictions(reached: Reach[]) {
+  return {
+    SESSIONS: jurisdictional(env.SESSIONS, reached),
+    DIRECTORY: jurisdictional(env.DIRECTORY, reached),
+    STREAMS: jurisdictional(env.STREAMS as unknown as DurableObjectNamespace, reached),
+  };
+}
+
 /** `bucket`, noting the key of every object read or written through it. */
 function notingBucket(bucket: R2Bucket, touched: string[]): R2Bucket {
   return new Proxy(bucket, {
@@ -271,6 +309,8 @@ describe("a pinned tenant in a runtime with jurisdictions", () => {
       BLOBS: notingBucket(env.BLOBS as R2Bucket, plainBlobs),
       BLOBS_EU: notingBucket(env.BLOBS as R2Bucket, euBlobs),
     };
+    // Already recorded in eu (seen for the first time, a pinned tenant is looked for in the default location).
+    expect(await (await registryOf(tenant)).place("eu")).toBe("eu");
     const id = sid();
     expect((await call(tenant, settings, "POST", "/v1/sessions", { body: { id } })).status).toBe(201);
     const appended = await call(tenant, settings, "POST", `/v1/sessions/${id}/entries`, {

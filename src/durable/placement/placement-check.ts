@@ -9,7 +9,9 @@ import type { PlaceName } from "./tenant-placement";
 
 /*
  * Before a tenant's request reaches its objects: is the tenant where its pin says? The registry
- * (tenant-placement.ts) records where a tenant was first served. A tenant pinned elsewhere since
+ * (tenant-placement.ts) records where a tenant was first served. A tenant it has not seen yet is
+ * recorded where its pin says, unless it already has sessions in the default location (served
+ * before the registry was bound): then there, and the pin is refused. A tenant pinned elsewhere since
  * is refused (`wrong_jurisdiction`) while it still has sessions where it was: moving a tenant is
  * an export and an import (docs/operations.md, "Moving a tenant to a jurisdiction"). A tenant with
  * nothing left there moves with its pin. An isolate asks once per tenant and pin: a changed setting
@@ -22,6 +24,12 @@ const CHECKED_MAX = 10_000;
 
 const placeLabel = (place: PlaceName) =>
   place === "" ? "the default location" : `the ${place} jurisdiction`;
+
+/** Where a tenant seen for the first time is recorded: where its sessions are, if it has any. */
+async function firstPlace(env: DurableEnv, tenant: string, wanted: PlaceName): Promise<PlaceName> {
+  if (wanted === "") return "";
+  return (await tenantUsage(env, tenant)).sessions > 0 ? "" : wanted;
+}
 
 /** Refuses a request of a tenant whose sessions are in another place than its pin names. */
 export async function checkPlacement(env: DurableEnv, tenant: string): Promise<void> {
@@ -41,7 +49,7 @@ export async function checkPlacement(env: DurableEnv, tenant: string): Promise<v
   const key = `${wanted}\n${tenant}`;
   if (checked.has(key)) return;
   const record = registry.getByName(await tenantKey(tenant));
-  const placed = await record.place(wanted);
+  const placed = (await record.placed()) ?? (await record.place(await firstPlace(env, tenant, wanted)));
   if (placed !== wanted) {
     const left = await tenantUsage(placedEnv(env, placed === "" ? undefined : placed), tenant);
     if (left.sessions > 0) {

@@ -31,13 +31,14 @@ export class TenantPlacement extends DurableObject<DurableEnv> {
     ctx.storage.transactionSync(() => migrate(ctx.storage.sql, MIGRATIONS));
   }
 
-  #recorded(): PlaceName | undefined {
+  /** Where the tenant is placed; undefined for a tenant not seen yet. @internal */
+  placed(): PlaceName | undefined {
     return this.#sql<{ jurisdiction: string }>`SELECT jurisdiction FROM placement`.toArray()[0]?.jurisdiction;
   }
 
   /** Records `place` for a tenant seen for the first time; answers where the tenant is placed. @internal */
   place(place: PlaceName): PlaceName {
-    const recorded = this.#recorded();
+    const recorded = this.placed();
     if (recorded !== undefined) return recorded;
     this.#sql`INSERT INTO placement (singleton, jurisdiction, placed_at) VALUES (1, ${place}, ${Date.now()})`;
     return place;

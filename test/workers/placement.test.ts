@@ -123,14 +123,13 @@ describe("jurisdictions", () => {
     ).toBe(201);
 
     for (const jurisdiction of ["eu", "fedramp"]) {
-      const moved = await call(tenant, pinned(tenant, jurisdiction), "POST", "/v1/sessions", {
-        body: { id: sid() },
-      });
+      const settings = { ...pinned(tenant, jurisdiction), ...withJurisdictions([]) };
+      const moved = await call(tenant, settings, "POST", "/v1/sessions", { body: { id: sid() } });
       expectError(moved, 409, "wrong_jurisdiction");
       expect(moved.body.error.details).toEqual({ stored: null, pinned: jurisdiction, sessions: 1 });
       expect(moved.body.error.message).toContain("export and an import");
       expectError(
-        await call(tenant, pinned(tenant, jurisdiction), "GET", `/v1/sessions/${id}/context`),
+        await call(tenant, settings, "GET", `/v1/sessions/${id}/context`),
         409,
         "wrong_jurisdiction",
       );
@@ -176,20 +175,28 @@ describe("jurisdictions", () => {
     const tenant = await newTenant();
     expect((await call(tenant, {}, "GET", "/v1/sessions")).status).toBe(200);
     const registry = await registryOf(tenant);
-    expect(await registry.place("eu")).toBe("");
-    // Its first request pinned: nothing left in the default location, so the record follows the pin.
+    expect(await registry.placed()).toBe("");
+    // Pinned where this runtime cannot reach: refused, and the record stays.
     expectError(await call(tenant, pinned(tenant, "eu"), "GET", "/v1/sessions"), 503, "misconfigured");
-    expect(await registry.place("")).toBe("eu");
+    expect(await registry.placed()).toBe("");
+    // Where it can: nothing left in the default location, so the record follows the pin.
+    const settings = { ...pinned(tenant, "eu"), ...withJurisdictions([]) };
+    expect((await call(tenant, settings, "GET", "/v1/sessions")).status).toBe(200);
+    expect(await registry.placed()).toBe("eu");
   });
 
-  it("records a tenant seen first with a pin in its jurisdiction", async () => {
+  it("records nothing for a pin this runtime cannot reach, so taking the pin back serves the tenant", async () => {
     const tenant = await newTenant();
-    expectError(await call(tenant, pinned(tenant, "fedramp"), "GET", "/v1/sessions"), 503, "misconfigured");
+    const id = sid();
+    const refused = await call(tenant, pinned(tenant, "fedramp"), "POST", "/v1/sessions", { body: { id } });
+    expectError(refused, 503, "misconfigured");
+    expect(refused.body.error.details).toEqual({ jurisdiction: "fedramp" });
     const registry = await registryOf(tenant);
-    expect(await registry.place("")).toBe("fedramp");
-    // Unpinned again, it would be served from an empty default location: it is refused instead
-    // (here, where the runtime cannot look into the fedramp jurisdiction, as misconfigured).
-    expect((await call(tenant, {}, "GET", "/v1/sessions")).status).toBe(503);
+    expect(await registry.placed()).toBeUndefined();
+    expect(await plainListing(tenant)).toEqual([]);
+    // Unpinned again, it is served from the default location, and recorded there.
+    expect((await call(tenant, {}, "POST", "/v1/sessions", { body: { id } })).status).toBe(201);
+    expect(await registry.placed()).toBe("");
   });
 
   it("refuses to serve with an invalid TENANT_JURISDICTIONS, or pins without the PLACEMENTS registry", async () => {
@@ -506,7 +513,8 @@ describe("location hints", () => {
 
     // Pinned, the jurisdiction places its sessions: asking for a location is refused first.
     const pinnedTenant = await newTenant();
-    const refused = await call(pinnedTenant, pinned(pinnedTenant, "eu"), "POST", "/v1/sessions", {
+    const settings = { ...pinned(pinnedTenant, "eu"), ...withJurisdictions([]) };
+    const refused = await call(pinnedTenant, settings, "POST", "/v1/sessions", {
       body: { id: sid(), location: "weur" },
     });
     expectError(refused, 400, "invalid_request");

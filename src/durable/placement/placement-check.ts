@@ -48,6 +48,8 @@ export async function checkPlacement(env: DurableEnv, tenant: string): Promise<v
   const wanted: PlaceName = pinned ?? "";
   const key = `${wanted}\n${tenant}`;
   if (checked.has(key)) return;
+  // A place this runtime cannot reach is refused before anything is recorded (`misconfigured`).
+  placedEnv(env, pinned);
   const record = registry.getByName(await tenantKey(tenant));
   const placed = (await record.placed()) ?? (await record.place(await firstPlace(env, tenant, wanted)));
   if (placed !== wanted) {

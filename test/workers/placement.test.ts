@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { Result } from "../../src/core/errors";
 import { unwrap } from "../../src/core/errors";
 import type { LocationHint } from "../../src/core/location";
@@ -197,6 +197,26 @@ describe("jurisdictions", () => {
     // Unpinned again, it is served from the default location, and recorded there.
     expect((await call(tenant, {}, "POST", "/v1/sessions", { body: { id } })).status).toBe(201);
     expect(await registry.placed()).toBe("");
+  });
+
+  it("asks the registry again once an isolate's check of a tenant is a minute old", async () => {
+    const tenant = await newTenant();
+    const id = sid();
+    const settings = withJurisdictions([]);
+    expect((await call(tenant, settings, "POST", "/v1/sessions", { body: { id } })).status).toBe(201);
+    // The record moved meanwhile (as an isolate of another deployment would move it): this isolate
+    // goes on with its check for a while, then asks again and finds the tenant's sessions left behind.
+    expect(await (await registryOf(tenant)).move("", "eu")).toBe(true);
+    expect((await call(tenant, settings, "GET", `/v1/sessions/${id}`)).status).toBe(200);
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(Date.now() + 61_000);
+      const stale = await call(tenant, settings, "GET", `/v1/sessions/${id}`);
+      expectError(stale, 409, "wrong_jurisdiction");
+      expect(stale.body.error.details).toEqual({ stored: "eu", pinned: null, sessions: 1 });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("refuses to serve with an invalid TENANT_JURISDICTIONS, or pins without the PLACEMENTS registry", async () => {

@@ -14,13 +14,15 @@ import type { PlaceName } from "./tenant-placement";
  * before the registry was bound): then there, and the pin is refused. A tenant pinned elsewhere since
  * is refused (`wrong_jurisdiction`) while it still has sessions where it was: moving a tenant is
  * an export and an import (docs/operations.md, "Moving a tenant to a jurisdiction"). A tenant with
- * nothing left there moves with its pin. An isolate asks once per tenant and pin: a changed setting
- * is a new deployment, with new isolates.
+ * nothing left there moves with its pin. An isolate trusts what it found for a tenant and pin for
+ * a minute, then asks again: an isolate of an older deployment, still serving during a rollout,
+ * stops serving a place the registry has since moved away from within that minute.
  */
 
-/** Tenants (with their pin) this isolate found in place. */
-const checked = new Set<string>();
+/** Tenants (with their pin) this isolate found in place, with when that stops being trusted. */
+const checked = new Map<string, number>();
 const CHECKED_MAX = 10_000;
+const CHECKED_FOR_MS = 60_000;
 
 const placeLabel = (place: PlaceName) =>
   place === "" ? "the default location" : `the ${place} jurisdiction`;
@@ -47,7 +49,7 @@ export async function checkPlacement(env: DurableEnv, tenant: string): Promise<v
   }
   const wanted: PlaceName = pinned ?? "";
   const key = `${wanted}\n${tenant}`;
-  if (checked.has(key)) return;
+  if ((checked.get(key) ?? 0) > Date.now()) return;
   // A place this runtime cannot reach is refused before anything is recorded (`misconfigured`).
   placedEnv(env, pinned);
   const record = registry.getByName(await tenantKey(tenant));
@@ -68,5 +70,5 @@ export async function checkPlacement(env: DurableEnv, tenant: string): Promise<v
     }
   }
   if (checked.size >= CHECKED_MAX) checked.clear();
-  checked.add(key);
+  checked.set(key, Date.now() + CHECKED_FOR_MS);
 }

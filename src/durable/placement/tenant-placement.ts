@@ -6,7 +6,7 @@ import { migrate, sqlOf } from "../sql";
 /*
  * Where a tenant was placed: one object per tenant, in the default namespace, named by a hash of
  * the tenant (it holds no name and no data of the tenant, only its jurisdiction). The Worker asks
- * it once per isolate and tenant (placement-check.ts): a tenant whose pin changed while its
+ * it once a minute per isolate and tenant (placement-check.ts): a tenant whose pin changed while its
  * sessions stay where they were would otherwise be served from an empty place, and its new
  * sessions written beside the old ones in another jurisdiction.
  */

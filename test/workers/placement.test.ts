@@ -1,10 +1,11 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { Result } from "../../src/core/errors";
-import { unwrap } from "../../src/core/errors";
+import { SessionError, unwrap } from "../../src/core/errors";
 import type { LocationHint } from "../../src/core/location";
 import type { SessionPage } from "../../src/core/session-schemas";
 import { signBlobUrl } from "../../src/durable/blobs/blob-urls";
+import { checkPlacement } from "../../src/durable/index";
 import type { DurableEnv } from "../../src/durable/internal";
 import { sessionObjectName, tenantKey } from "../../src/durable/internal";
 import { directoryShards } from "../../src/durable/names";
@@ -217,6 +218,17 @@ describe("jurisdictions", () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+
+  it("refuses a moved pin to a Worker of one's own that checks before it uses DurableRepo", async () => {
+    const tenant = await newTenant();
+    const id = sid();
+    expect((await call(tenant, {}, "POST", "/v1/sessions", { body: { id } })).status).toBe(201);
+    const own = { ...env, ...pinned(tenant, "eu"), ...withJurisdictions([]) } as unknown as DurableEnv;
+    const refused = await checkPlacement(own, tenant.name).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(SessionError);
+    expect(refused).toMatchObject({ code: "wrong_jurisdiction", details: { stored: null, pinned: "eu" } });
+    expect(await (await registryOf(tenant)).placed()).toBe("");
   });
 
   it("refuses to serve with an invalid TENANT_JURISDICTIONS, or pins without the PLACEMENTS registry", async () => {

@@ -33,7 +33,11 @@ async function firstPlace(env: DurableEnv, tenant: string, wanted: PlaceName): P
   return (await tenantUsage(env, tenant)).sessions > 0 ? "" : wanted;
 }
 
-/** Refuses a request of a tenant whose sessions are in another place than its pin names. */
+/**
+ * Refuses a request of a tenant whose sessions are in another place than its pin names
+ * (`wrong_jurisdiction`), and any request of a pinned tenant without the `PLACEMENTS` binding or
+ * in a runtime that cannot reach its jurisdiction (`misconfigured`).
+ */
 export async function checkPlacement(env: DurableEnv, tenant: string): Promise<void> {
   const pinned = tenantJurisdiction(env.TENANT_JURISDICTIONS, tenant);
   const registry = env.PLACEMENTS;

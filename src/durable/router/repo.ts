@@ -74,7 +74,10 @@ export class DurableRepo implements SessionRepo, SessionCreator {
   readonly #env: DurableEnv;
   readonly tenant: string;
 
-  /** The tenant's sessions, in the namespaces of the jurisdiction it is pinned to (placed-env.ts). */
+  /**
+   * The tenant's sessions, in the namespaces of the jurisdiction it is pinned to (placed-env.ts).
+   * Whether the tenant's sessions are there is `checkPlacement`'s to say: call it first.
+   */
   constructor(env: DurableEnv, tenant: string) {
     this.#env = tenantEnv(env, tenant);
     this.tenant = tenant;

@@ -144,7 +144,10 @@ interface OpenTurn {
   answered: Set<string>;
   /** Whether a result came: an assistant message after it is a new turn. */
   resulted: boolean;
-  /** The piece of `paired` a missing result goes at the end of (none for a framework's records). */
+  /**
+   * The piece of `paired` a missing result goes at the end of; none for a framework's records (see
+   * `answerRecordCalls`).
+   */
   at: number | undefined;
 }
 
@@ -156,9 +159,15 @@ interface OpenTurn {
  * of the branch stay open: the framework's next step runs them. With `leaveOutIncomplete`, a reply
  * cut short or failed is left out with its calls (the model goes on from the last whole answer).
  * A framework's own records are kept as they were written; their messages say only which calls
- * they make and answer.
+ * they make and answer. With `answerRecordCalls`, a call in them that another piece goes on from
+ * gets its error result in that piece, before the message that goes on (for a framework that names
+ * no message by its place in a piece, so an added result moves no name).
  */
-export function pairedPieces(pieces: readonly Piece[], leaveOutIncomplete: boolean): Piece[] {
+export function pairedPieces(
+  pieces: readonly Piece[],
+  leaveOutIncomplete: boolean,
+  answerRecordCalls = false,
+): Piece[] {
   const paired: Piece[] = [];
   let turn: OpenTurn | undefined;
   for (const piece of pieces) {
@@ -167,8 +176,9 @@ export function pairedPieces(pieces: readonly Piece[], leaveOutIncomplete: boole
     const messages: AgentMessage[] = [];
     const close = () => {
       const missing = turn?.calls.filter((call) => !turn?.answered.has(call.id)) ?? [];
-      if (turn?.at === at) messages.push(...missing.map(noResult));
-      else if (turn?.at !== undefined) paired[turn.at]?.messages.push(...missing.map(noResult));
+      if (turn?.at === at || (turn?.at === undefined && answerRecordCalls)) {
+        messages.push(...missing.map(noResult));
+      } else if (turn?.at !== undefined) paired[turn.at]?.messages.push(...missing.map(noResult));
       turn = undefined;
     };
     for (const message of piece.messages) {

@@ -292,6 +292,45 @@ describe.each(repos)("CfSessionsSession on %s", (_name, makeRepo) => {
     expect(JSON.stringify(items)).not.toContain("No result provided");
   });
 
+  it("answers its own call another door went on past, as the Responses shape does", async () => {
+    const sessionId = `agents-passed-${crypto.randomUUID()}`;
+    const ours = new CfSessionsSession({ repo, sessionId });
+    const call: AgentInputItem = {
+      type: "function_call",
+      id: "fc_1",
+      callId: "call_1",
+      name: "weather",
+      arguments: '{"city":"Paris"}',
+      status: "completed",
+    };
+    await ours.addItems([{ type: "message", role: "user", content: "Weather in Paris?" }, call]);
+    const session = await repo.open(sessionId);
+    await session.appendMessage({ role: "user", content: "Never mind.", timestamp: 1 });
+    const noResult = {
+      type: "function_call_result",
+      callId: "call_1",
+      name: "weather",
+      status: "completed",
+      output: { type: "text", text: "No result provided" },
+    };
+    expect(await ours.getItems()).toEqual([
+      { type: "message", role: "user", content: "Weather in Paris?" },
+      call,
+      noResult,
+      { type: "message", role: "user", content: "Never mind." },
+    ]);
+    const { input } = (await session.contextIn("openai-responses", {
+      model: { provider: "openai", modelId: "gpt-5" },
+    })) as { input: unknown[] };
+    expect(input).toContainEqual(
+      expect.objectContaining({
+        type: "function_call_output",
+        call_id: "call_1",
+        output: "No result provided",
+      }),
+    );
+  });
+
   it("answers any session as items, whoever wrote it", async () => {
     const session = await repo.create({ id: `agents-foreign-${crypto.randomUUID()}` });
     await session.appendMessage({

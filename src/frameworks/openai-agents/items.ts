@@ -204,8 +204,9 @@ export function pieceItems(piece: Piece): AgentInputItem[] {
 
 /**
  * The conversation on a branch as pieces, with the Agents SDK's own items where it wrote them, and
- * every call the conversation went on from answered (see `pairedPieces`).
+ * every call the conversation went on from answered (see `pairedPieces`), its own calls too when
+ * another door went on past them.
  */
 export function itemPieces(branch: readonly StoredEntry<TreeEntry>[]): Piece[] {
-  return pairedPieces(conversationPieces(branch, FRAMEWORK, ownItems), true);
+  return pairedPieces(conversationPieces(branch, FRAMEWORK, ownItems), true, true);
 }

@@ -14,6 +14,7 @@ import {
 } from "@openai/agents-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
+import type { AssistantMessage, MessageEntry } from "../../src/core";
 import type { SessionRepo } from "../../src/core/repo";
 import { CfSessionsSession } from "../../src/frameworks/openai-agents";
 import { adapterRepos } from "../support/adapter-repos";
@@ -396,6 +397,74 @@ describe.each(repos)("CfSessionsSession on %s", (_name, makeRepo) => {
     expect(call).toMatchObject({ type: "function_call", callId: "t1" });
     expect((await ours.getItems()).map((item) => item.type)).toEqual(["message", "message"]);
     expect((await session.getBranch()).map((entry) => entry.type)).toEqual(["message", "message"]);
+  });
+
+  it("pops an item of another door's reply by writing the reply again without its block, as it was otherwise", async () => {
+    const session = await repo.create({ id: `agents-pop-foreign-${crypto.randomUUID()}` });
+    await session.appendProviderMessage("anthropic", { role: "user", content: "Plan it." });
+    await session.appendProviderMessage(
+      "anthropic",
+      {
+        type: "message",
+        id: "msg_1",
+        role: "assistant",
+        model: "claude-sonnet-4-5",
+        content: [
+          { type: "thinking", thinking: "secret plan", signature: "sig-1" },
+          { type: "text", text: "first" },
+          { type: "tool_use", id: "toolu_1", name: "read", input: { path: "a.txt" } },
+        ],
+        stop_reason: "tool_use",
+        usage: { input_tokens: 10, output_tokens: 5 },
+      },
+      { model: { provider: "anthropic", modelId: "claude-sonnet-4-5" } },
+    );
+    const [user, reply] = (await session.getBranch()) as unknown as [MessageEntry, MessageEntry];
+    const ours = new CfSessionsSession({ repo, sessionId: session.id });
+    expect(await ours.popItem()).toMatchObject({ type: "function_call", callId: "toolu_1" });
+    const rest = (await session.getBranch()).at(-1) as MessageEntry;
+    expect(rest.id).not.toBe(reply.id);
+    expect(rest.parentId).toBe(user.id);
+    const { content, ...kept } = reply.message as AssistantMessage;
+    expect(rest.message).toEqual({ ...kept, content: content.slice(0, 2) });
+    expect(rest.message).toMatchObject({
+      provider: "anthropic",
+      model: "claude-sonnet-4-5",
+      content: [{ type: "thinking", thinking: "secret plan", thinkingSignature: "sig-1" }, { type: "text" }],
+    });
+    expect(rest).not.toHaveProperty("original");
+    // The session's model is still the reply's: the Anthropic shape needs none named.
+    expect(JSON.stringify(await session.contextIn("anthropic"))).toContain('"signature":"sig-1"');
+    expect(await ours.popItem()).toMatchObject({ content: [{ type: "output_text", text: "first" }] });
+    expect(((await session.getBranch()).at(-1) as MessageEntry).message).toMatchObject({
+      content: [{ type: "thinking", thinking: "secret plan", thinkingSignature: "sig-1" }],
+    });
+    // The item that is all its message stands for leaves the message behind.
+    const before = (await session.getEntries({ type: "message" })).length;
+    expect(await ours.popItem()).toMatchObject({ content: [{ type: "output_text", text: "secret plan" }] });
+    expect((await session.getBranch()).map((entry) => entry.id)).toEqual([user.id]);
+    expect(await ours.popItem()).toMatchObject({ role: "user" });
+    expect(await session.getBranch()).toEqual([]);
+    expect((await session.getEntries({ type: "message" })).length).toBe(before);
+  });
+
+  it("pops a message of another door that went on past its own call, leaving the call", async () => {
+    const sessionId = `agents-pop-passed-${crypto.randomUUID()}`;
+    const ours = new CfSessionsSession({ repo, sessionId });
+    const call: AgentInputItem = {
+      type: "function_call",
+      callId: "call_1",
+      name: "weather",
+      arguments: "{}",
+      status: "completed",
+    };
+    await ours.addItems([{ type: "message", role: "user", content: "Weather?" }, call]);
+    const session = await repo.open(sessionId);
+    await session.appendMessage({ role: "user", content: "Never mind.", timestamp: 1 });
+    const entries = (await session.getEntries({ type: "message" })).length;
+    expect(await ours.popItem()).toEqual({ type: "message", role: "user", content: "Never mind." });
+    expect(await ours.getItems()).toEqual([{ type: "message", role: "user", content: "Weather?" }, call]);
+    expect((await session.getEntries({ type: "message" })).length).toBe(entries);
   });
 
   it("gives reasoning items only for a Responses reasoning item, other thinking as the answer's text", async () => {

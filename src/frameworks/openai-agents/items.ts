@@ -110,55 +110,56 @@ function userItem(message: Extract<AgentMessage, { role: "user" }>): AgentInputI
 }
 
 /**
- * The items of a reply. Thinking is a reasoning item only when it holds a Responses reasoning
- * item, whose id the API asks of one sent back; other readable thinking goes as the assistant's
- * text, as the model APIs' shapes send another model's thinking, and redacted thinking, which
- * only its own provider reads, is left out.
+ * The item a block of a reply stands for, if any. Thinking is a reasoning item only when it holds a
+ * Responses reasoning item, whose id the API asks of one sent back; other readable thinking goes
+ * as the assistant's text, as the model APIs' shapes send another model's thinking, and redacted
+ * thinking, which only its own provider reads, is left out.
  */
-function assistantItems(message: AssistantMessage): AgentInputItem[] {
-  const items: AgentInputItem[] = [];
-  const say = (value: string, signature?: string) => {
+function blockItem(block: AssistantMessage["content"][number]): AgentInputItem | undefined {
+  const say = (value: string, signature?: string): AgentInputItem => {
     const identity = messageIdentity(signature);
-    items.push({
+    return {
       type: "message",
       role: "assistant",
       status: "completed",
       content: [{ type: "output_text", text: value }],
       ...(identity ? { id: identity.id } : {}),
       ...(identity?.phase ? { phase: identity.phase } : {}),
-    });
+    };
   };
-  for (const block of message.content) {
-    if (block.type === "thinking") {
-      const responses = reasoningItem(block.thinkingSignature);
-      if (responses) {
-        const item: AgentInputItem = {
-          type: "reasoning",
-          id: responses.id,
-          content: block.thinking ? [text(block.thinking)] : [],
-        };
-        if (typeof responses.encrypted_content === "string") {
-          item.providerData = { encryptedContent: responses.encrypted_content };
-        }
-        items.push(item);
-      } else if (!block.redacted && block.thinking.trim()) {
-        say(block.thinking);
+  if (block.type === "thinking") {
+    const responses = reasoningItem(block.thinkingSignature);
+    if (responses) {
+      const item: AgentInputItem = {
+        type: "reasoning",
+        id: responses.id,
+        content: block.thinking ? [text(block.thinking)] : [],
+      };
+      if (typeof responses.encrypted_content === "string") {
+        item.providerData = { encryptedContent: responses.encrypted_content };
       }
-    } else if (block.type === "text") {
-      say(block.text, block.textSignature);
-    } else if (block.type === "toolCall") {
-      const itemId = itemIdPart(block.id);
-      items.push({
-        type: "function_call",
-        callId: callIdPart(block.id),
-        name: block.name,
-        arguments: JSON.stringify(block.arguments ?? {}),
-        status: "completed",
-        ...(itemId ? { id: itemId } : {}),
-      });
+      return item;
     }
+    return !block.redacted && block.thinking.trim() ? say(block.thinking) : undefined;
   }
-  return items;
+  if (block.type === "text") return say(block.text, block.textSignature);
+  if (block.type === "toolCall") {
+    const itemId = itemIdPart(block.id);
+    return {
+      type: "function_call",
+      callId: callIdPart(block.id),
+      name: block.name,
+      arguments: JSON.stringify(block.arguments ?? {}),
+      status: "completed",
+      ...(itemId ? { id: itemId } : {}),
+    };
+  }
+  return undefined;
+}
+
+/** The items of a reply, a block's item each (see `blockItem`). */
+function assistantItems(message: AssistantMessage): AgentInputItem[] {
+  return message.content.flatMap((block) => blockItem(block) ?? []);
 }
 
 function resultItem(message: Extract<AgentMessage, { role: "toolResult" }>): AgentInputItem {
@@ -195,6 +196,18 @@ export function messageItems(message: AgentMessage): AgentInputItem[] {
     return [resultItem(model as Extract<AgentMessage, { role: "toolResult" }>)];
   const reply = model as AssistantMessage;
   return isIncomplete(reply) ? [] : assistantItems(reply);
+}
+
+/**
+ * A message of another door without the block its last item stands for, kept otherwise as it is
+ * (provider, model, usage, signatures); undefined when that item is all it stands for.
+ */
+export function withoutLastItem(message: AgentMessage): AgentMessage | undefined {
+  if (message.role !== "assistant" || isIncomplete(message)) return undefined;
+  const reply = message as AssistantMessage;
+  const last = reply.content.findLastIndex((block) => blockItem(block) !== undefined);
+  const content = reply.content.filter((_, index) => index !== last);
+  return content.some((block) => blockItem(block) !== undefined) ? { ...reply, content } : undefined;
 }
 
 /** The items of a piece of the context: its own, or those its messages stand for. */

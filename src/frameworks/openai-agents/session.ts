@@ -4,7 +4,15 @@ import { newId, SessionError } from "../../core";
 import { checkSessionId } from "../../core/ids";
 import { keepOriginal } from "../conversation";
 import { SessionHandles } from "../session-handles";
-import { checkItems, FRAMEWORK, itemEntries, itemPieces, pieceItems, readItems } from "./items";
+import {
+  checkItems,
+  FRAMEWORK,
+  itemEntries,
+  itemPieces,
+  pieceItems,
+  readItems,
+  withoutLastItem,
+} from "./items";
 
 export interface CfSessionsSessionOptions {
   /** Where the conversation is kept: a `RemoteRepo` (the service) or any of the library's repos. */
@@ -139,10 +147,20 @@ export class CfSessionsSession implements AgentsSession {
     if (first.type === "compaction") {
       // The last item is one a compaction kept: a new compaction keeps the others.
       await this.#compaction(session, kept, leafId, first.tokensBefore);
+    } else if (piece.records === undefined) {
+      // Another door's entry: its message goes on without the item's block, as it was written
+      // otherwise, or is left behind when the item is all it stands for.
+      const rest = first.type === "message" ? withoutLastItem(first.message) : undefined;
+      if (rest === undefined) await session.setLeafId(first.parentId, { expectedLeafId: leafId });
+      else {
+        await session.appendEntries([{ type: "message", message: rest, parentId: first.parentId }], {
+          expectedLeafId: leafId,
+        });
+      }
     } else if (kept.length === 0) {
       await session.setLeafId(first.parentId, { expectedLeafId: leafId });
     } else {
-      // The item shares its entry with others (a reply's reasoning and calls): they go on alone.
+      // The item shares its records with others (a reply's reasoning and calls): they go on alone.
       const entries = itemEntries(kept, this.#model);
       entries[0] = { ...entries[0], parentId: first.parentId } as (typeof entries)[number];
       await session.appendEntries(entries, { expectedLeafId: leafId });

@@ -4,6 +4,7 @@ import type { RemoteRepo } from "../client";
 import { SessionError } from "../core/errors";
 import { detectFormat, holdsNoConversation, parseImport } from "../core/import-formats";
 import type { ImportFormat, ImportWarning } from "../core/interchange";
+import type { SyncSummary } from "../core/sync-import";
 import { fail, type Output, oneOf } from "./output";
 import { recordProject } from "./project-key";
 
@@ -74,6 +75,32 @@ function progressLine(output: Output, progress: Progress, done: number, total: n
   }
 }
 
+/**
+ * Syncs a file's text into session `id`. `sync --watch` keeps each line of a Claude Code or Codex
+ * file as entries of its own (`linesApart`), where a read of the whole file folds the lines of a
+ * streamed answer into one entry: a file the whole reading conflicts with is read a line at a time
+ * and synced again (a conflict writes nothing), so a mirrored session takes what its file gained.
+ * When both readings conflict, the whole reading's conflict is reported.
+ */
+async function syncText(
+  client: RemoteRepo,
+  text: string,
+  format: ImportFormat,
+  id: string,
+): Promise<SyncSummary & { warnings: ImportWarning[] }> {
+  try {
+    return await client.syncFile(text, { format, id });
+  } catch (error) {
+    const conflict = error instanceof SessionError && error.code === "already_exists";
+    if (!conflict || (format !== "claude-code" && format !== "codex")) throw error;
+    const apart = parseImport(format, text, { linesApart: true });
+    const synced = await client.syncSession(apart, { id }).catch((again: unknown) => {
+      throw again instanceof SessionError && again.code === "already_exists" ? error : again;
+    });
+    return { status: synced.status, appended: synced.appended, warnings: apart.warnings };
+  }
+}
+
 /** Imports or syncs a file or every session file under a folder; resolves to the exit code. */
 export async function importFiles(
   client: RemoteRepo,
@@ -121,7 +148,7 @@ export async function importFiles(
       // The project is recorded whatever became of the file, so that a run whose recording failed
       // is mended by the next one, which finds the session there already.
       if (options.mode === "sync") {
-        const synced = await client.syncFile(text, { format: detected, id });
+        const synced = await syncText(client, text, detected, id);
         warnings = synced.warnings;
         await recordProject(client.storage(id), header.metadata);
         if (synced.status === "created") report.imported.push(id);

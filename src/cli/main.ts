@@ -99,9 +99,10 @@ options (every command):
   --watch mirrors the folder until stopped (Ctrl-C, SIGTERM): new lines reach the service within
   a second, only what is new is sent, and a restart goes on where it stopped (what was sent is
   kept in the state file it names; --state chooses it). Each line of a file stays entries of its
-  own (a streamed answer's blocks are a message each), so the entries already sent never change.
-  A file rewritten (shorter, or changed before its end) is reported and mirrored no further; one
-  whose session was imported whole before is a conflict. --interval: between looks (default 250).`,
+  own (a streamed answer's blocks are a message each), so the entries already sent never change;
+  a sync without --watch reads a file mirrored so the same way. A file rewritten (shorter, or
+  changed before its end) is reported and mirrored no further; one whose session was imported
+  whole before is a conflict. --interval: between looks (default 250).`,
   export: `usage: cf-sessions export <id> [--format native|pi|claude-code|codex] [--out <file>]
 
   Streams the session as NDJSON to stdout or --out: native (default), a pi session file, a Claude

@@ -356,6 +356,80 @@ describe("cf-sessions sync --watch", () => {
     rmSync(dir, { recursive: true, force: true });
   }, 120_000);
 
+  it("syncs a file it mirrored whole afterwards: only what the file gained since is written", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sync-watch-whole-"));
+    const statePath = join(mkdtempSync(join(tmpdir(), "sync-watch-state-")), "state.json");
+    // Files with answers streamed over several lines, which a read of the whole file folds.
+    const files = [
+      { format: "claude-code", fixture: "claude-code/2.1.38-task-plan-mode.jsonl", id: "" },
+      {
+        format: "codex",
+        fixture: "codex/0.58.0-shell-calls.jsonl",
+        id: "019a93b9-f380-7600-98ff-940e6b99603c",
+      },
+    ].map(({ format, fixture, id }) => {
+      const text = readFileSync(join(FIXTURES, fixture), "utf8");
+      const own = randomUUID();
+      const original =
+        id ||
+        (parseImport("claude-code", text).header.metadata.claudeCode as { sessionId: string }).sessionId;
+      const lines = text
+        .replaceAll(original, own)
+        .split("\n")
+        .filter((line) => line.trim() !== "")
+        .slice(0, 60);
+      const path = join(
+        dir,
+        format === "codex" ? `rollout-2025-11-17T21-30-28-${own}.jsonl` : `${own}.jsonl`,
+      );
+      writeFileSync(path, `${lines.slice(0, -1).join("\n")}\n`);
+      return { format: format as ImportFormat, path, lines };
+    });
+    const watcher = startWatcher(dir, statePath);
+    await vi.waitFor(() => expect(watcher.events().map((e) => e.event)).toEqual(["created", "created"]), {
+      timeout: 30_000,
+    });
+    await watcher.stop();
+    const output = captured();
+    const sync = () => main(["sync", dir, "--json"], output, { CF_SESSIONS_URL: server.url });
+    expect(await sync()).toBe(0);
+    expect(JSON.parse(output.lines.at(-1) as string)).toMatchObject({
+      unchanged: expect.any(Array),
+      conflicts: [],
+    });
+    expect(JSON.parse(output.lines.at(-1) as string).unchanged).toHaveLength(2);
+    for (const file of files) appendFileSync(file.path, `${file.lines.at(-1)}\n`);
+    expect(await sync()).toBe(0);
+    const report = JSON.parse(output.lines.at(-1) as string);
+    expect(report).toMatchObject({ imported: [], unchanged: [], conflicts: [], failed: [] });
+    expect(report.appended).toHaveLength(2);
+    // Each session holds its file's lines apart, as the watcher wrote them, and the new line's too.
+    const client = createClient({ baseUrl: server.url });
+    for (const file of files) {
+      const expected = parseImport(file.format, `${file.lines.join("\n")}\n`, { linesApart: true });
+      const stored = (await (await client.open(expected.header.id)).getEntries()).filter(
+        (entry) => entry.type !== "leaf",
+      );
+      expect(stored.map(({ seq: _seq, ...entry }) => entry)).toEqual(
+        expected.entries.filter((entry) => entry.type !== "leaf"),
+      );
+    }
+    // A file changed before its end conflicts however it is read, and nothing is written.
+    const [edited] = files as [(typeof files)[number]];
+    const id = parseImport(edited.format, readFileSync(edited.path, "utf8")).header.id;
+    const before = await (await client.open(id)).getEntries();
+    writeFileSync(
+      edited.path,
+      readFileSync(edited.path, "utf8").replace(/"text":"[^"]{8}/, '"text":"Edited: '),
+    );
+    expect(await sync()).toBe(1);
+    expect(JSON.parse(output.lines.at(-1) as string).conflicts).toEqual([
+      { file: edited.path, id, error: expect.stringContaining("differs from the file") },
+    ]);
+    expect(await (await client.open(id)).getEntries()).toEqual(before);
+    rmSync(dir, { recursive: true, force: true });
+  }, 120_000);
+
   it("reads a file whose last line stays half written again only once it changes", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sync-watch-files-"));
     const statePath = join(mkdtempSync(join(tmpdir(), "sync-watch-state-")), "state.json");

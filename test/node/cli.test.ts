@@ -993,6 +993,58 @@ describe("command line against a service that holds its answer", () => {
   });
 });
 
+describe("command line writing into a pipe its reader closed", () => {
+  /** Runs the command line with stdout's reader closing at `close` (at once, or at its first output). */
+  async function closedEarly(args: string[], url: string, close: "at once" | "after the first output") {
+    const child = spawn(process.execPath, [join(root, "dist/cli.js"), ...args], {
+      env: { ...process.env, CF_SESSIONS_URL: url },
+    });
+    let stderr = "";
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+    });
+    const exited = new Promise<number | null>((done) => child.once("exit", done));
+    if (close === "at once") child.stdout.destroy();
+    else child.stdout.once("data", () => child.stdout.destroy());
+    const code = await Promise.race([
+      exited,
+      new Promise((done) => setTimeout(done, 20_000, "still running")),
+    ]);
+    if (code === "still running") child.kill();
+    return { code, stderr };
+  }
+
+  it("ends quietly with exit code 0 when what it prints is no longer read (cf-sessions list | head -1)", async () => {
+    expect(await closedEarly(["list", "--all"], server.url, "at once")).toEqual({ code: 0, stderr: "" });
+  });
+
+  it("ends a streamed export quietly with exit code 0 when its reader goes away", async () => {
+    let answer: ServerResponse | undefined;
+    const held = createServer((_request, response) => {
+      response.writeHead(200, { "Content-Type": "application/x-ndjson" });
+      response.write('{"type":"session","id":"held"}\n');
+      answer = response;
+    });
+    await new Promise<void>((done) => held.listen(0, "127.0.0.1", done));
+    const { port } = held.address() as AddressInfo;
+    try {
+      const run = closedEarly(["export", "held"], `http://127.0.0.1:${port}`, "after the first output");
+      await expect.poll(() => answer, { timeout: 20_000 }).toBeDefined();
+      // More lines than a pipe holds, once the reader is gone.
+      const line = `{"type":"message","id":"m","text":"${"x".repeat(1000)}"}\n`;
+      const more = setInterval(() => answer?.write(line.repeat(100)), 20);
+      try {
+        expect(await run).toEqual({ code: 0, stderr: "" });
+      } finally {
+        clearInterval(more);
+      }
+    } finally {
+      held.closeAllConnections();
+      await new Promise((done) => held.close(done));
+    }
+  });
+});
+
 describe("command line with a key, against a service that requires one", () => {
   // npm start listening beyond loopback serves no dev tenant: every request needs a key.
   const keys = { a: "cli-key-a", b: "cli-key-b" };

@@ -229,7 +229,7 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       ? [env.CF_SESSIONS_URL, "CF_SESSIONS_URL"]
       : [DEFAULT_URL, "the default"];
   if (values.verbose) output.err(`cf-sessions: service ${baseUrl} (${from})\n`);
-  const client = createClient({ baseUrl, token: values.token ?? env.CF_SESSIONS_TOKEN });
+  const client = createClient({ baseUrl, token: apiKey(values.token, env) });
   const number = (value: string | undefined) => {
     if (value === undefined) return undefined;
     const n = Number(value);
@@ -479,6 +479,21 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
     }
   }
   return 2;
+}
+
+/**
+ * The key to send: --token, else CF_SESSIONS_TOKEN, without the whitespace around it (a key file's
+ * line end). A key holding a line break or another control character is bad usage, and the error
+ * does not repeat it.
+ */
+function apiKey(token: string | undefined, env: Record<string, string | undefined>): string | undefined {
+  const key = (token ?? env.CF_SESSIONS_TOKEN)?.replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, "");
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds.
+  if (key !== undefined && /[\u0000-\u001f\u007f]/.test(key))
+    fail(
+      `the key ${token === undefined ? "in CF_SESSIONS_TOKEN" : "given by --token"} holds a line break or another control character: an API key is one line`,
+    );
+  return key;
 }
 
 /** Where the key the service refused came from, so the one to fix is named. */

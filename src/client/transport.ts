@@ -136,9 +136,10 @@ export class Transport {
   async send(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
     const { attempts, baseDelay, idempotent } = this.#retries(method, options);
     for (let attempt = 1; ; attempt++) {
+      const request = this.#request(method, path, options);
       let response: Response;
       try {
-        response = await this.#fetch(this.#request(method, path, options));
+        response = await this.#fetch(request);
       } catch (error) {
         // Cancelled by the caller: not a failure to try again.
         if (options.signal?.aborted) throw options.signal.reason;
@@ -211,9 +212,20 @@ export class Transport {
     };
   }
 
+  /**
+   * The request to send. A header a request cannot carry fails it before anything is sent, and its
+   * error does not repeat the value, which may be the key.
+   */
   #request(method: string, path: string, options: RequestOptions): Request {
-    const headers = new Headers(options.headers);
-    if (this.#options.token) headers.set("Authorization", `Bearer ${this.#options.token}`);
+    let headers: Headers;
+    try {
+      headers = new Headers(options.headers);
+      if (this.#options.token) headers.set("Authorization", `Bearer ${this.#options.token}`);
+    } catch {
+      throw new TypeError(
+        `${method} /${path.replace(/^\//, "")}: a header holds a character no header can carry (a line break, say); it is not sent`,
+      );
+    }
     let body: RequestInit["body"];
     if (options.raw) {
       body = options.raw.body;

@@ -882,6 +882,25 @@ describe("command line", () => {
     );
   });
 
+  it("refuses a key holding a line break or a control character, without repeating it", async () => {
+    const session = writePiSession(mkdtempSync(join(folder, "key-")), (pi) => {
+      pi.appendMessage(user("never sent"));
+    });
+    for (const [args, env, where] of [
+      [["import", session.path], { CF_SESSIONS_TOKEN: "csk_live_SECRET123\nsecond" }, "in CF_SESSIONS_TOKEN"],
+      [["import", session.path, "--token", "csk_live_SECRET123\rsecond"], {}, "given by --token"],
+      [["list"], { CF_SESSIONS_TOKEN: "csk_live_SECRET123\u0001second" }, "in CF_SESSIONS_TOKEN"],
+    ] as const) {
+      const refused = await cli([...args], env);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toBe(
+        `cf-sessions: the key ${where} holds a line break or another control character: an API key is one line\n`,
+      );
+      expect(refused.stdout).toBe("");
+    }
+    expect((await cli(["show", session.id])).stderr).toBe("cf-sessions: not_found: session does not exist\n");
+  });
+
   it("refuses an unknown --format as bad usage, before sending anything", async () => {
     // Nothing listens there: a command that sent a request would fail to connect instead.
     const closed = { CF_SESSIONS_URL: `http://127.0.0.1:${await freePort()}` };
@@ -1094,6 +1113,8 @@ describe("command line with a key, against a service that requires one", () => {
     expect(await visible({ CF_SESSIONS_TOKEN: keys.a })).toEqual([ids.a]);
     expect(await visible({}, ["--token", keys.b])).toEqual([ids.b]);
     expect(await visible({ CF_SESSIONS_TOKEN: keys.a }, [`--token=${keys.b}`])).toEqual([ids.b]);
+    // A key read from a file with its line end (CRLF) is the key.
+    expect(await visible({ CF_SESSIONS_TOKEN: `${keys.a}\r\n` })).toEqual([ids.a]);
   });
 
   it("refuses a wrong or missing key with the service's error and where the key came from", async () => {

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { GenerationInfo } from "../../src/client";
-import { createClient } from "../../src/client";
+import { ConnectionError, createClient } from "../../src/client";
 import { responseLines } from "../../src/client/response-lines";
 import { UnexplainedAnswerError } from "../../src/client/transport";
 
@@ -142,6 +142,22 @@ describe("answers without the service's error body", () => {
       text.push(chunk.text);
     expect(text).toEqual(["Hello"]);
     expect(requests.count).toBe(4);
+  });
+});
+
+describe("a key a header cannot carry", () => {
+  it("fails before anything is sent, not as a connection failure, and without the key in the message", async () => {
+    const seen = inTurn((_req, res) => res.end("{}"));
+    for (const token of ["csk_live_SECRET123\nsecond", "csk_live_SECRET123€"]) {
+      const client = createClient({ baseUrl, token, retryDelayMs: 1 });
+      const error = await client.list().catch((failed: unknown) => failed);
+      expect(error).toBeInstanceOf(TypeError);
+      expect(error).not.toBeInstanceOf(ConnectionError);
+      expect((error as Error).message).toBe(
+        "GET /v1/sessions: a header holds a character no header can carry (a line break, say); it is not sent",
+      );
+    }
+    expect(seen.count).toBe(0);
   });
 });
 

@@ -1,10 +1,11 @@
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import type { RemoteRepo } from "../client";
 import { isValidId } from "../core/ids";
 import { canonicalJson, tryParseJson } from "../core/json";
 import { writeFileAtomically } from "./atomic-file";
+import { sessionFiles } from "./import-files";
 import { fail } from "./output";
 
 /*
@@ -48,10 +49,41 @@ export function piSessionDir(project: string, env: Env): string {
   return join(agent, "sessions", `--${project.replace(/^[/\\]/, "").replace(/[/\\:]/g, "-")}--`);
 }
 
-/** A timestamp as the agents put it in file names: `2026-01-01T10-20-30` (pi keeps the milliseconds). */
-function fileTime(iso: string, millis: boolean): string {
+/** A timestamp as pi puts it in file names: UTC, `2026-01-01T10-20-30-123Z`. */
+function piFileTime(iso: string): string {
   const time = new Date(Number.isNaN(Date.parse(iso)) ? Date.now() : Date.parse(iso)).toISOString();
-  return (millis ? time : time.replace(/\.\d{3}Z$/, "")).replace(/[:.]/g, "-");
+  return time.replace(/[:.]/g, "-");
+}
+
+/** A time as Codex names its day folders and files: local time, `2026/01/01` and `2026-01-01T10-20-30`. */
+function codexLocalTime(at: Date): { day: [string, string, string]; time: string } {
+  const two = (n: number) => String(n).padStart(2, "0");
+  const day: [string, string, string] = [
+    String(at.getFullYear()).padStart(4, "0"),
+    two(at.getMonth() + 1),
+    two(at.getDate()),
+  ];
+  return {
+    day,
+    time: `${day.join("-")}T${two(at.getHours())}-${two(at.getMinutes())}-${two(at.getSeconds())}`,
+  };
+}
+
+/**
+ * The rollout Codex keeps of a thread, wherever under its sessions folder and whatever time it is
+ * named by (`rollout-<time>-<thread id>.jsonl`); of several, the one written last, which the agent
+ * went on in. `undefined` when there is none.
+ */
+function codexRollout(home: string, threadId: string): string | undefined {
+  const sessions = join(home, "sessions");
+  if (!existsSync(sessions)) return undefined;
+  const rollouts = sessionFiles(sessions).filter((path) => {
+    const name = basename(path);
+    const named = /^rollout-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-/.exec(name);
+    return named !== null && name.slice(named[0].length) === `${threadId}.jsonl`;
+  });
+  const written = (path: string) => statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? 0;
+  return rollouts.sort((a, b) => written(a) - written(b)).at(-1);
 }
 
 /**
@@ -96,9 +128,7 @@ function placed(agent: PullAgent, lines: Line[], project: string, env: Env): { p
   if (agent === "codex") {
     const meta = lines.find((line) => line.type === "session_meta")?.payload as Line | undefined;
     if (typeof meta?.id !== "string") fail("the export has no Codex session_meta line");
-    const time = typeof meta.timestamp === "string" ? meta.timestamp : new Date().toISOString();
-    const [date] = new Date(Date.parse(time) || Date.now()).toISOString().split("T");
-    const [year, month, day] = (date as string).split("-");
+    const threadId = fileId(meta.id, "the export's Codex session id");
     const home = env.CODEX_HOME || join(homedir(), ".codex");
     // codex resume lists only the threads of the provider it runs with: the rollout's is this
     // machine's, whichever provider the session's model came from.
@@ -118,11 +148,11 @@ function placed(agent: PullAgent, lines: Line[], project: string, env: Env): { p
         return { ...line, payload: { ...payload, cwd: project } };
       return line;
     });
-    const name = `rollout-${fileTime(time, false)}-${fileId(meta.id, "the export's Codex session id")}.jsonl`;
-    return {
-      path: join(home, "sessions", year as string, month as string, day as string, name),
-      lines: moved,
-    };
+    // The thread's rollout there already, else one named as Codex names them, in local time.
+    const existing = codexRollout(home, threadId);
+    if (existing) return { path: existing, lines: moved };
+    const { day, time } = codexLocalTime(new Date(Date.parse(String(meta.timestamp)) || Date.now()));
+    return { path: join(home, "sessions", ...day, `rollout-${time}-${threadId}.jsonl`), lines: moved };
   }
   const header = lines[0];
   if (header?.type !== "session" || typeof header.id !== "string")
@@ -130,7 +160,7 @@ function placed(agent: PullAgent, lines: Line[], project: string, env: Env): { p
   const time = typeof header.timestamp === "string" ? header.timestamp : new Date().toISOString();
   const moved = [{ ...header, cwd: project }, ...lines.slice(1)];
   return {
-    path: join(piSessionDir(project, env), `${fileTime(time, true)}_${header.id}.jsonl`),
+    path: join(piSessionDir(project, env), `${piFileTime(time)}_${header.id}.jsonl`),
     lines: moved,
   };
 }

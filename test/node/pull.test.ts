@@ -263,6 +263,64 @@ describe("cf-sessions pull", () => {
     expect(rollout.header.metadata?.codex).toMatchObject({ cwd: project });
   });
 
+  it("names a new Codex rollout in local time as Codex does, and goes on in the one Codex has of the thread", async () => {
+    const zone = process.env.TZ;
+    process.env.TZ = "Asia/Tokyo";
+    try {
+      expect(new Date(0).getTimezoneOffset()).toBe(-9 * 60);
+      const client = createClient({ baseUrl: server.url });
+      const id = await writtenOverHttp();
+      const project = join(home, "work", "codex-local");
+      const env = { CODEX_HOME: join(home, "codex-local") };
+      const first = await pull([id, "--to", "codex", "--project", project], env);
+      expect(first.code, first.errors).toBe(0);
+      const meta = JSON.parse(readFileSync(first.answer.path, "utf8").split("\n")[0] as string).payload;
+      // Tokyo is nine hours ahead of UTC, all year.
+      const local = new Date(Date.parse(meta.timestamp) + 9 * 3600_000).toISOString();
+      const [date, clock] = local.slice(0, 19).split("T") as [string, string];
+      expect(first.answer.path).toBe(
+        join(
+          env.CODEX_HOME,
+          "sessions",
+          ...date.split("-"),
+          `rollout-${date}T${clock.replaceAll(":", "-")}-${meta.id}.jsonl`,
+        ),
+      );
+
+      // The thread's rollout, named as Codex named it elsewhere, which the agent went on in.
+      const sessions = join(env.CODEX_HOME, "sessions");
+      const codexOwn = join(sessions, "2001", "02", "03", `rollout-2001-02-03T04-05-06-${meta.id}.jsonl`);
+      mkdirSync(join(codexOwn, ".."), { recursive: true });
+      const pulled = readFileSync(first.answer.path, "utf8");
+      rmSync(first.answer.path);
+      const wentOn = `${pulled}${JSON.stringify({
+        timestamp: meta.timestamp,
+        type: "response_item",
+        payload: { type: "message", role: "user", content: [{ type: "input_text", text: "not synced" }] },
+      })}\n`;
+      writeFileSync(codexOwn, wentOn);
+      const rollouts = () =>
+        readdirSync(sessions, { recursive: true }).filter((name) => String(name).endsWith(".jsonl"));
+      const refused = await pull([id, "--to", "codex", "--project", project], env);
+      expect(refused.code).toBe(1);
+      expect(refused.errors).toContain(`cf-sessions: ${codexOwn} holds lines the session does not`);
+      expect(readFileSync(codexOwn, "utf8")).toBe(wentOn);
+      expect(rollouts()).toHaveLength(1);
+
+      // Holding nothing new, it is replaced where it is, once the session went on.
+      writeFileSync(codexOwn, pulled);
+      await (await client.open(id)).appendMessage({ role: "user", content: "asked later", timestamp: 5 });
+      const again = await pull([id, "--to", "codex", "--project", project], env);
+      expect(again.code, again.errors).toBe(0);
+      expect(again.answer.path).toBe(codexOwn);
+      expect(readFileSync(codexOwn, "utf8")).toContain("asked later");
+      expect(rollouts()).toHaveLength(1);
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
+  });
+
   it("records the local Codex provider in a pulled rollout, so codex resume lists it", async () => {
     const id = await writtenOverHttp();
     const project = join(home, "work", "codex-provider");

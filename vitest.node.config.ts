@@ -10,6 +10,7 @@ export default defineConfig({
     maxWorkers: 2,
     sequence: { groupOrder: 0 },
     environment: "node",
+    globalSetup: ["./test/support/build-dist.setup.ts"],
     include: [
       "test/core/**/*.test.ts",
       "test/node/**/*.test.ts",

@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "../../src/client";
@@ -12,7 +12,6 @@ const root = resolve(import.meta.dirname, "../..");
 let server: DevServer;
 
 beforeAll(async () => {
-  execFileSync(process.execPath, [join(root, "scripts/build.mjs")], { cwd: root });
   server = await startDevServer();
 }, 120_000);
 

@@ -1,4 +1,4 @@
-import { execFile, execFileSync, spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   appendFileSync,
@@ -66,7 +66,6 @@ let toolSession: { id: string };
 let torn: { id: string; path: string };
 
 beforeAll(async () => {
-  execFileSync(process.execPath, [join(root, "scripts/build.mjs"), "--skip-types"], { cwd: root });
   server = await startDevServer();
   folder = mkdtempSync(join(tmpdir(), "pi-sessions-"));
   mkdirSync(join(folder, "--home-me-project--"));

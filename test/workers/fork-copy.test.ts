@@ -401,6 +401,34 @@ describe("a fork's source", () => {
     expect((await api("POST", "/v1/sessions", { body: { id: src } })).status).toBe(201);
   });
 
+  it("deleted, then purged in the middle of a copy, is restored by no one while the purge waits", async () => {
+    const src = await source();
+    const path = await branchOf(src, "m40");
+    const { id } = await fork(src);
+    expect((await api("DELETE", `/v1/sessions/${src}`)).status).toBe(204);
+    expect((await api("DELETE", `/v1/sessions/${src}?purge=true`)).status).toBe(204);
+    // Purged for good: its recovery window closed with the purge, though its storage waits for the fork.
+    expectError(await api("POST", `/v1/sessions/${src}/restore`, { body: {} }), 404, "not_found");
+    expectError(await api("GET", `/v1/sessions/${src}`), 404, "not_found");
+    const listed = (await api("GET", "/v1/sessions?limit=200")).body.sessions.map(
+      (s: { id: string }) => s.id,
+    );
+    expect(listed).not.toContain(src);
+    await endsWhole(id, path);
+    const tables = () =>
+      runInDurableObject(
+        objectOf(src),
+        (_, state) =>
+          state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master").one().n,
+      );
+    for (let tries = 0; (await tables()) > 0; tries++) {
+      expect(tries).toBeLessThan(50);
+      await runDurableObjectAlarm(objectOf(src));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expectError(await api("POST", `/v1/sessions/${src}/restore`, { body: {} }), 404, "not_found");
+  });
+
   it("expired in the middle of a copy, loses the fork nothing", async () => {
     const src = await source();
     const path = await branchOf(src, "m40");

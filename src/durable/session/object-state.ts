@@ -212,6 +212,13 @@ export class LifecycleRow {
     this.#save({ ...this.state, deletedAt: now, purgeAt });
   }
 
+  /** A deleted session's recovery window closes now (if it had not): it is purged, and restored by no one. */
+  closeWindow(now: number): void {
+    if (this.deleted && (this.state.purgeAt === null || this.state.purgeAt > now)) {
+      this.#save({ ...this.state, purgeAt: now });
+    }
+  }
+
   markRestored(): void {
     this.#save({ ...this.state, deletedAt: null, purgeAt: null });
   }

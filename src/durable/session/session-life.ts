@@ -138,11 +138,17 @@ export class SessionLife {
     else await alarm.reset();
   }
 
-  /** Deletes the session for good, now, whether it is listed or deleted already. */
+  /**
+   * Deletes the session for good, now, whether it is listed or deleted already: its recovery
+   * window closes before anything is awaited, so no restore brings it back, whether its storage
+   * goes now or once forks still copying from it are done (the alarm goes on with the purge).
+   */
   async purge(): Promise<void> {
-    const { session, lifecycle } = this.#object;
+    const { session, lifecycle, storage } = this.#object;
     if (!session.exists) throw new SessionError("not_found", "session does not exist");
-    if (!lifecycle.deleted) this.#markDeleted(Date.now(), Date.now());
+    const now = Date.now();
+    if (!lifecycle.deleted) this.#markDeleted(now, now);
+    else transaction(storage, [lifecycle], () => lifecycle.closeWindow(now));
     // The directory hears of it before the data goes (if it cannot now, the alarm does both).
     if (await this.#unlist()) await this.#purge();
   }

@@ -11,10 +11,12 @@ import {
   assistantMessage,
   createSession,
   expectError,
+  info,
   KEY_A_READ,
   KEY_B,
   sid,
   userMessage,
+  withObjectEnv,
 } from "./helpers";
 
 /*
@@ -60,15 +62,58 @@ async function listedIds(key?: string) {
 }
 
 /** Rows the session's object still holds (0 once purged). */
-async function storedRows(id: string) {
+async function storedRows(id: string, tenant?: string) {
   return runInDurableObject(
-    sessionStub(id),
+    sessionStub(id, tenant),
     (_instance, state) =>
       state.storage.sql
         .exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'")
         .one().n,
   );
 }
+
+/**
+ * The directory as the session objects reach it (`withObjectEnv`), holding their calls of `method`
+ * until `letGo`: a purge giving up the session's room in its tenant's quota ledger
+ * (`releaseQuota`), or a restore asking for it (`claimQuota`), stays open for as long as a test
+ * needs. The directory is the real one: the call goes on once let go.
+ */
+function heldDirectoryCalls(method: "releaseQuota" | "claimQuota") {
+  let held = true;
+  let reached = 0;
+  const holding = (stub: DurableObjectStub) =>
+    new Proxy(stub, {
+      get(target, name) {
+        // A stub's methods are its own (calling one is a call to the object), needing no `this`.
+        const value = Reflect.get(target, name);
+        if (name !== method) return value;
+        return async (...args: unknown[]) => {
+          reached++;
+          while (held) await new Promise((resolve) => setTimeout(resolve, 5));
+          return value(...args);
+        };
+      },
+    });
+  const directory = new Proxy(env.DIRECTORY, {
+    get(target, name) {
+      const value = Reflect.get(target, name);
+      if (name !== "getByName") return typeof value === "function" ? value.bind(target) : value;
+      return (objectName: string) => holding(target.getByName(objectName));
+    },
+  });
+  return {
+    directory,
+    /** Waits until a call is held. */
+    reached: () => vi.waitFor(() => expect(reached).toBeGreaterThan(0), { timeout: 5000, interval: 10 }),
+    letGo: () => {
+      held = false;
+    },
+  };
+}
+
+/** `promise` given `ms` to settle: what a request answers while something else holds it up. */
+const within = (promise: Promise<unknown>, ms: number) =>
+  Promise.race([promise, new Promise((resolve) => setTimeout(resolve, ms))]);
 
 describe("deleting and restoring", () => {
   it("hides a deleted session from every route and the listing, then restores it whole", async () => {
@@ -183,6 +228,75 @@ describe("deleting and restoring", () => {
     expectError(await api("DELETE", `/v1/sessions/${deleted}?purge=true`), 404, "not_found");
     expectError(await api("DELETE", `/v1/sessions/${sid()}?purge=false`), 404, "not_found");
     expectError(await api("DELETE", `/v1/sessions/${deleted}?purge=now`), 400, "invalid_request");
+  });
+
+  it("refuses a restore while the session's purge is under way, and lists nothing of it once purged", async () => {
+    const id = await createSession();
+    await fill(id);
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    const ledger = heldDirectoryCalls("releaseQuota");
+    await withObjectEnv(sessionStub(id), { DIRECTORY: ledger.directory }, async () => {
+      const purge = api("DELETE", `/v1/sessions/${id}?purge=true`);
+      await ledger.reached();
+      const restore = api("POST", `/v1/sessions/${id}/restore`, { body: {} });
+      await within(restore, 300);
+      ledger.letGo();
+      expect((await purge).status).toBe(204);
+      expectError(await restore, 404, "not_found");
+    });
+    expect(await storedRows(id)).toBe(0);
+    expect(await listedIds()).not.toContain(id);
+    expectError(await api("GET", `/v1/sessions/${id}`), 404, "not_found");
+  });
+
+  it("refuses a restore that a purge overtook while the restore asked for room, restoring nothing", async () => {
+    // Under tenant-wide quotas, a restore asks the tenant's ledger for room before it restores.
+    const key = "key-restore-quota";
+    const id = await createSession({ key });
+    const written = await api("POST", `/v1/sessions/${id}/entries`, { key, body: userMessage("keep me") });
+    expect(written.status).toBe(201);
+    expect((await api("DELETE", `/v1/sessions/${id}`, { key })).status).toBe(204);
+    const ledger = heldDirectoryCalls("claimQuota");
+    await withObjectEnv(sessionStub(id), { DIRECTORY: ledger.directory }, async () => {
+      const restore = api("POST", `/v1/sessions/${id}/restore`, { key, body: {} });
+      await ledger.reached();
+      expect((await api("DELETE", `/v1/sessions/${id}?purge=true`, { key })).status).toBe(204);
+      ledger.letGo();
+      expectError(await restore, 404, "not_found");
+    });
+    expect(await storedRows(id, "tenant-restore-quota")).toBe(0);
+    expect(await listedIds(key)).not.toContain(id);
+    expectError(await api("GET", `/v1/sessions/${id}`, { key }), 404, "not_found");
+    // Its room went back: the tenant holds two sessions again.
+    const others = [await createSession({ key }), await createSession({ key })];
+    for (const other of others) {
+      expect((await api("DELETE", `/v1/sessions/${other}?purge=true`, { key })).status).toBe(204);
+    }
+  });
+
+  it("keeps a session created under the id of a deleted one while the alarm purges that one", async () => {
+    const id = await createSession();
+    await fill(id);
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    // Its recovery window has closed: its alarm purges it.
+    const stub = sessionStub(id);
+    await runInDurableObject(stub, (_instance, state) => {
+      state.storage.sql.exec("UPDATE lifecycle SET purge_at = 0");
+    });
+    await evictDurableObject(stub);
+    const ledger = heldDirectoryCalls("releaseQuota");
+    await withObjectEnv(stub, { DIRECTORY: ledger.directory }, async () => {
+      const alarm = runDurableObjectAlarm(stub);
+      await ledger.reached();
+      const created = api("POST", "/v1/sessions", { body: { id } });
+      await within(created, 300);
+      ledger.letGo();
+      await alarm;
+      expect((await created).status).toBe(201);
+    });
+    expect(await info(id)).toMatchObject({ id, entryCount: 0 });
+    await vi.waitFor(async () => expect(await listedIds()).toContain(id), { timeout: 5000, interval: 30 });
+    expect((await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("new") })).status).toBe(201);
   });
 
   it("gives a deleted session's id to a new session created, forked or imported with it", async () => {

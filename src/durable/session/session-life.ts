@@ -50,6 +50,11 @@ export class SessionLife {
   #retryAt: number | undefined;
   /** Failures in a row of the alarm's lifecycle work. */
   #failures = 0;
+  /**
+   * The purge under way, across its calls to other objects: what comes meanwhile waits for it (a
+   * create), joins it (another purge) or is refused (a restore), rather than being erased with it.
+   */
+  #purging: Promise<boolean> | undefined;
 
   constructor(
     object: SessionObjectState,
@@ -67,6 +72,8 @@ export class SessionLife {
 
   /** Creates the session (see `SessionObject.init`). */
   async create(tenant: string, header: SessionHeader, options: NewSessionOptions): Promise<SessionInfo> {
+    // A session created while a purge is under way would go with the purged one's storage.
+    await this.#purging?.catch(() => false);
     const { session, lifecycle, quotas, storage } = this.#object;
     const reports = this.#reports;
     const replaces = session.exists && (lifecycle.deleted || lifecycle.pending);
@@ -187,7 +194,8 @@ export class SessionLife {
    * Brings a deleted session back as it was, listed again, within its recovery window, changed
    * (`updatedAt`) now. An `expiresAt` that has passed is cleared (else it would be deleted again at
    * once). A session
-   * that is not deleted is `already_exists`; one never created, or purged, is `not_found`.
+   * that is not deleted is `already_exists`; one never created, or purged, is `not_found`, as is
+   * one whose purge is under way.
    */
   async restore(): Promise<SessionInfo> {
     const { session, lifecycle, quotas, storage, alarm } = this.#object;
@@ -196,12 +204,17 @@ export class SessionLife {
     if (!lifecycle.deleted) {
       throw new SessionError("already_exists", `session ${header.id} is not deleted`, { id: header.id });
     }
-    if ((lifecycle.state.purgeAt ?? 0) <= Date.now()) {
+    if (!this.#restorable()) {
       if (await this.#unlist()) await this.#purge();
       throw new SessionError("not_found", "session does not exist");
     }
     // Back, it counts against the tenant's quotas again: refused (still deleted) without room.
     await quotas.admit(tenant, header.id, session.state.stats.bytes);
+    // A purge asked for while the ledger was: the room goes back, and the session stays gone.
+    if (!this.#restorable()) {
+      await quotas.release(tenant, header.id);
+      throw new SessionError("not_found", "session does not exist");
+    }
     // The expiry first: a restore cut short here leaves the session deleted, to be restored again.
     if (header.expiresAt !== undefined && Date.parse(header.expiresAt) <= Date.now()) {
       session.writes.updateHeader({ expiresAt: null });
@@ -261,6 +274,13 @@ export class SessionLife {
     return false;
   }
 
+  /** Whether the deleted session can come back: its recovery window is open, and no purge is under way. */
+  #restorable(): boolean {
+    const { session, lifecycle } = this.#object;
+    const { purgeAt } = lifecycle.state;
+    return session.exists && lifecycle.deleted && purgeAt !== null && purgeAt > Date.now() && !this.#purging;
+  }
+
   /** A fork copying from the session is done: a purge that waited for it goes on now. */
   async released(): Promise<void> {
     const { lifecycle } = this.#object;
@@ -273,12 +293,21 @@ export class SessionLife {
    * Drops the session's storage and its alarm; false (nothing dropped) while forks still copy
    * from it, or while its claims in its tenant's ledgers cannot be given up (the alarm tries
    * again). A fork still copying lets its source go first. With `keepsQuotaClaim`, the claim
-   * under the session's id stays: a session created in its place was admitted to it.
+   * under the session's id stays: a session created in its place was admitted to it. A purge
+   * asked for while one is under way is that one.
    */
-  async #purge({ keepsQuotaClaim = false } = {}): Promise<boolean> {
+  #purge(options: { keepsQuotaClaim?: boolean } = {}): Promise<boolean> {
+    this.#purging ??= this.#purgeOnce(options).finally(() => {
+      this.#purging = undefined;
+    });
+    return this.#purging;
+  }
+
+  async #purgeOnce({ keepsQuotaClaim = false }: { keepsQuotaClaim?: boolean }): Promise<boolean> {
     const { session, lifecycle, storage, telemetry, alarm } = this.#object;
     const reports = this.#reports;
     const copy = this.#copy;
+    const incarnation = session.exists ? session.state.incarnation : undefined;
     if (session.exists && !(await this.#unheld())) return false;
     if (session.exists) {
       await copy.release().catch((error) => telemetry.logFailure("fork_release", error));
@@ -289,6 +318,10 @@ export class SessionLife {
         return false;
       }
     }
+    // What came while the purge awaited other objects is not erased with it: a session of another
+    // incarnation, or one no longer deleted (nor left incomplete).
+    const same = session.exists && session.state.incarnation === incarnation;
+    if (incarnation !== undefined && !(same && (lifecycle.deleted || lifecycle.pending))) return false;
     await alarm.clear();
     try {
       await storage.deleteAll();

@@ -636,6 +636,51 @@ describe("blobs in R2", () => {
     expect(await storedBlobs()).toContain(key);
   });
 
+  it("purges a deleted session whose blobs a failed take-over of its id gave up: it is restored by no one", async () => {
+    const shot = base64(bytes(90 * 1024, 9301));
+    const key = await keyOf("b64", await sha256(bytes(90 * 1024, 9301)));
+    const message = {
+      role: "user",
+      content: [{ type: "image", data: shot, mimeType: "image/png" }],
+      timestamp: 1,
+    };
+    const id = await createSession();
+    expect(
+      (await api("POST", `/v1/sessions/${id}/entries`, { body: { type: "message", message } })).status,
+    ).toBe(201);
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    // The tenant's ledger gives up the deleted session's claims, then cannot delete the blob.
+    const unreachable = new Proxy(bucket, {
+      get(target, name) {
+        if (name === "delete") return async () => Promise.reject(new Error("the bucket cannot be reached"));
+        const value = Reflect.get(target, name);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const ledger = directoryShard(durableEnv, "tenant-a", 0);
+    await withObjectEnv(ledger, { BLOBS: unreachable }, async () => {
+      const again = await api("POST", "/v1/sessions", { body: { id } });
+      expectError(again, 503, "unavailable");
+      expect(again.body.error.details.outcome).toBe("not_applied");
+    });
+    // It no longer holds its blob: it cannot come back whole, and its purge goes on.
+    expectError(await api("POST", `/v1/sessions/${id}/restore`, { body: {} }), 404, "not_found");
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    const tables = () =>
+      runInDurableObject(
+        stub,
+        (_, state) =>
+          state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master").one().n,
+      );
+    for (let tries = 0; (await tables()) > 0; tries++) {
+      expect(tries).toBeLessThan(50);
+      await runDurableObjectAlarm(stub);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(await storedBlobs()).not.toContain(key);
+    expect((await api("POST", "/v1/sessions", { body: { id } })).status).toBe(201);
+  });
+
   it("frees every blob a purge leaves unclaimed, past the thousand one deletion from the bucket takes", async () => {
     const tenant = `many-${sid()}`;
     const owner = `${sid()}\nincarnation`;

@@ -310,6 +310,9 @@ export class SessionLife {
     const incarnation = session.exists ? session.state.incarnation : undefined;
     if (session.exists && !(await this.#unheld())) return false;
     if (session.exists) {
+      // Its claims go next: a deleted session cannot come back whole from here, so its window
+      // closes first (should the purge stop part-way, the alarm finishes it; no restore comes between).
+      transaction(storage, [lifecycle], () => lifecycle.closeWindow(Date.now()));
       await copy.release().catch((error) => telemetry.logFailure("fork_release", error));
       const { header } = session.state;
       await telemetry.metric({ kind: "storage", sessionId: header.id, entries: 0, bytes: 0 });

@@ -244,6 +244,13 @@ export async function backup(client: RemoteRepo, dir: string, progress: Progress
         }
         case "error":
           await close(false);
+          // A session deleted while it was sent is not in the tenant any more, as the export
+          // leaves out one deleted before: nothing to read again.
+          if (record.path === undefined && (record.error as { code?: unknown })?.code === "not_found") {
+            forgetFailure(state, String(record.id), false);
+            saveState(dir, state);
+            break;
+          }
           recordFailure(
             state,
             record.path === undefined

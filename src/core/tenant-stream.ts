@@ -29,7 +29,8 @@ import { ImportedStreamStatus, StreamImports } from "./stream-backup";
  *   {"type":"end","sessions":1000}                 ← the stream is whole
  *
  * A session that fails while it is sent is followed by an `error` line instead of its cursor, and
- * an import drops it. Sessions come newest first by creation (the order that never moves while the
+ * an import drops it; one deleted while it is sent, by an `error` line with code `not_found`, and
+ * an import skips it (one deleted before it is reached is not in the stream). Sessions come newest first by creation (the order that never moves while the
  * tenant keeps writing), a listing page at a time, one page of entries at a time. Where the tenant
  * has streams (`/v1/stream/*`), they follow the sessions in path order, each with its appends
  * (stream-backup.ts), and the end line counts them too: `{"type":"end","sessions":1000,"streams":3}`.
@@ -93,15 +94,18 @@ export async function* exportTenant(
     do {
       const page = await source.list({ ...EXPORT_LISTING, limit: EXPORT_PAGE, cursor: next });
       for (const info of page.sessions) {
+        let sent = false;
         try {
           const lines = exportNative(await source.open(info.id));
           const header = await lines.next();
           if (header.done) continue;
+          sent = true;
           yield header.value;
           for await (const text of lines) yield text;
         } catch (error) {
-          // Deleted since the listing was read: it is simply not in the tenant any more.
-          if (error instanceof SessionError && error.code === "not_found") continue;
+          // Deleted since the listing was read, before any of it was sent: it is simply not in the
+          // tenant any more. Deleted part-way, its error line (`not_found`) says so.
+          if (!sent && error instanceof SessionError && error.code === "not_found") continue;
           yield line({
             type: "error",
             id: info.id,
@@ -148,7 +152,10 @@ export const ImportedSessionStatus = z
     error: z
       .object({ code: z.string(), message: z.string(), line: z.number().int().optional() })
       .optional()
-      .meta({ description: "why it was refused or failed; `line` is 1-based in the stream" }),
+      .meta({
+        description:
+          "why it was refused or failed, or skipped as deleted while it was exported (not_found); `line` is 1-based in the stream",
+      }),
   })
   .meta({ id: "ImportedSessionStatus" });
 export type ImportedSessionStatus = z.infer<typeof ImportedSessionStatus>;
@@ -198,6 +205,8 @@ class SessionWrite {
   storage: SessionStorage | undefined;
   /** Set when the id was taken: the session is left as it is. */
   taken: SessionError | undefined;
+  /** Set when the session was deleted while it was exported: nothing of it is kept. */
+  deleted: { line: number } | undefined;
   failure: { error: unknown; line?: number } | undefined;
   /** The session's writes, in order. */
   chain: Promise<void>;
@@ -217,11 +226,16 @@ class SessionWrite {
   }
 
   get stopped(): boolean {
-    return this.taken !== undefined || this.failure !== undefined;
+    return this.taken !== undefined || this.failure !== undefined || this.deleted !== undefined;
   }
 
   fail(error: unknown, line?: number): void {
     this.failure ??= line === undefined ? { error } : { error, line };
+  }
+
+  /** The export says the session was deleted while it was sent (its error line is at `line`). */
+  deletedWhileExported(line: number): void {
+    this.deleted ??= { line };
   }
 
   /** Sends the batch read so far after the batches before it. */
@@ -353,12 +367,18 @@ export async function importTenant(
   /** The outcome of a session once its writes are done: listed, or deleted and reported. */
   const settle = async (write: SessionWrite): Promise<void> => {
     await write.chain;
-    const { id, slot, storage, taken, failure } = write;
+    const { id, slot, storage, taken, failure, deleted } = write;
     if (taken) {
       sessions[slot] =
         existing === "skip"
           ? { id, status: "skipped" }
           : { id, status: "refused", error: { code: taken.code, message: taken.message } };
+      return;
+    }
+    if (deleted && !failure) {
+      await storage?.delete().catch(() => undefined);
+      const message = "deleted while it was exported: it is not in the tenant any more";
+      sessions[slot] = { id, status: "skipped", error: { code: "not_found", message, line: deleted.line } };
       return;
     }
     if (!failure && storage) {
@@ -454,13 +474,17 @@ export async function importTenant(
           await streams.close();
         }
       } else if (type === "error") {
-        // The exporter could not read the rest of this session: what came of it is not kept.
-        const error = record?.error as { message?: unknown } | undefined;
+        // The exporter could not read the rest of this session: what came of it is not kept. One
+        // deleted while it was sent is not in the tenant any more: skipped, as the export leaves
+        // out one deleted before.
+        const error = record?.error as { code?: unknown; message?: unknown } | undefined;
         const reason = typeof error?.message === "string" ? error.message : "an error";
-        current?.fail(
-          new SessionError("invalid_request", `the export of this session was cut short: ${reason}`),
-          numbered.line,
-        );
+        if (error?.code === "not_found") current?.deletedWhileExported(numbered.line);
+        else
+          current?.fail(
+            new SessionError("invalid_request", `the export of this session was cut short: ${reason}`),
+            numbered.line,
+          );
         await close();
         passing = true;
       } else if (passing) {

@@ -89,6 +89,41 @@ describe("tenant stream", () => {
     }
   });
 
+  it("closes a session deleted while it was sent with a not_found error line, which an import skips", async () => {
+    const from = new MemoryRepo();
+    for (const id of ["kept-0", "gone", "kept-1"]) {
+      const session = await from.create({ id });
+      for (let n = 0; n < 3; n++) await session.appendMessage(user(`message ${n} of ${id}`));
+    }
+    const source = { list: from.list.bind(from), open: from.open.bind(from) };
+    let stream = "";
+    for await (const line of exportTenant(source)) {
+      stream += line;
+      // Deleted once its header is sent: its entries can no longer be read.
+      if (line.startsWith('{"type":"session"') && line.includes('"id":"gone"')) await from.delete("gone");
+    }
+    const lines = stream.trimEnd().split("\n");
+    const header = lines.findIndex((line) => line.includes('"id":"gone"'));
+    expect(JSON.parse(lines[header + 1] as string)).toEqual({
+      type: "error",
+      id: "gone",
+      error: { code: "not_found", message: expect.any(String) },
+    });
+    expect(lines.at(-1)).toBe('{"type":"end","sessions":2}');
+    const to = new MemoryRepo();
+    const report = await importTenant(numbered(stream), {
+      begin: async (header) => to.createStorage(header),
+      finish: async () => undefined,
+    });
+    expect(report).toMatchObject({ imported: 2, skipped: 1, refused: 0, failed: 0, warnings: [] });
+    expect(report.sessions.find((s) => s.id === "gone")).toEqual({
+      id: "gone",
+      status: "skipped",
+      error: { code: "not_found", message: expect.stringMatching(/deleted/), line: header + 2 },
+    });
+    expect((await to.list({})).sessions.map((s) => s.id).sort()).toEqual(["kept-0", "kept-1"]);
+  });
+
   it("imports the sessions of a stream that also holds streams into a store that keeps none, reporting the streams", async () => {
     const from = new MemoryRepo();
     const session = await from.create({ id: "with-streams" });

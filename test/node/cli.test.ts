@@ -823,6 +823,64 @@ describe("command line", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it("backs up and restores an export a session was deleted from while it was sent, leaving that session out", async () => {
+    const id = `deleted-mid-export-${Date.now()}`;
+    const post = (path: string, body: unknown) =>
+      fetch(`${server.url}${path}`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    expect((await post("/v1/sessions", { id })).status).toBe(201);
+    expect(
+      (await post(`/v1/sessions/${id}/entries`, { type: "message", message: user("soon gone") })).status,
+    ).toBe(201);
+    const lines = (await (await fetch(`${server.url}/v1/export`)).text()).trim().split("\n");
+    const header = lines.findIndex(
+      (line) => line.startsWith('{"type":"session"') && line.includes(`"id":"${id}"`),
+    );
+    const cursor = lines.findIndex((line, at) => at > header && line.startsWith('{"type":"cursor"'));
+    const end = JSON.parse(lines.at(-1) as string) as { sessions: number };
+    // The stream as the service sends it when the session is deleted once its first entry went out.
+    const gone = { type: "error", id, error: { code: "not_found", message: `session ${id} does not exist` } };
+    const sent = `${[
+      ...lines.slice(0, header + 2),
+      JSON.stringify(gone),
+      ...lines.slice(cursor + 1, -1),
+      JSON.stringify({ ...end, sessions: end.sessions - 1 }),
+    ].join("\n")}\n`;
+    expect((await cli(["rm", id, "--purge"])).code).toBe(0);
+
+    const file = join(folder, "tenant-deleted-mid-export.ndjson");
+    writeFileSync(file, sent);
+    const restored = await cli(["restore", file, "--json"]);
+    expect(restored.code).toBe(0);
+    expect(JSON.parse(restored.stdout)).toMatchObject({ failed: 0, refused: 0, problems: [], warnings: [] });
+    expect((await cli(["show", id])).code).toBe(1);
+
+    const sending = createServer((_request, response) => {
+      response.writeHead(200, { "Content-Type": "application/x-ndjson" });
+      response.end(sent);
+    });
+    await new Promise<void>((done) => sending.listen(0, "127.0.0.1", done));
+    const dir = join(folder, "backup-deleted-mid-export");
+    try {
+      const { port } = sending.address() as AddressInfo;
+      const backedUp = await cli(["backup", dir, "--json"], { CF_SESSIONS_URL: `http://127.0.0.1:${port}` });
+      expect(backedUp.code).toBe(0);
+      expect(JSON.parse(backedUp.stdout)).toMatchObject({
+        complete: true,
+        sessions: end.sessions - 1,
+        failed: [],
+      });
+      expect(readdirSync(join(dir, "sessions")).filter((name) => name.includes(id))).toEqual([]);
+    } finally {
+      sending.closeAllConnections();
+      await new Promise((done) => sending.close(done));
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("explains itself and fails in one line with a non-zero code", async () => {
     const help = await cli(["--help"]);
     expect(help.code).toBe(0);

@@ -24,7 +24,7 @@ export const backupRoutes = routes()
       operationId: "exportTenant",
       summary: "Export every session of the tenant as one NDJSON stream",
       description:
-        'A line {"type":"export","format":"cf-tenant","version":1}, then each session as its native export (header line, entries) followed by {"type":"cursor","cursor":…} once complete, then each stream at /v1/stream/* as {"type":"stream",path,contentType,ttlSeconds,expiresAt,closed}, one {"type":"stream_append"} line per append (base64, or a JSON append\'s messages as json) and its cursor line, and {"type":"end","sessions":n,"streams":m} at the end (no `streams` when there are none). Sessions newest first by creation, streams by path. A session or stream that fails while sent is followed by {"type":"error",…} instead of its cursor. To resume a cut stream, pass the last cursor line\'s cursor. Deleted sessions and streams are not exported.',
+        'A line {"type":"export","format":"cf-tenant","version":1}, then each session as its native export (header line, entries) followed by {"type":"cursor","cursor":…} once complete, then each stream at /v1/stream/* as {"type":"stream",path,contentType,ttlSeconds,expiresAt,closed}, one {"type":"stream_append"} line per append (base64, or a JSON append\'s messages as json) and its cursor line, and {"type":"end","sessions":n,"streams":m} at the end (no `streams` when there are none). Sessions newest first by creation, streams by path. A session or stream that fails while sent is followed by {"type":"error",…} instead of its cursor (a session deleted while sent: error code not_found). To resume a cut stream, pass the last cursor line\'s cursor. Deleted sessions and streams are not exported.',
       request: { query: ExportTenantQuery },
       responses: {
         200: {
@@ -49,7 +49,7 @@ export const backupRoutes = routes()
       operationId: "importTenant",
       summary: "Import a tenant stream (from GET /v1/export, or native exports one after another)",
       description:
-        "application/x-ndjson, read as it arrives. Each session is written on its own and listed once all its entries are: one that fails is left out and reported, and the import goes on. A session whose id is taken is skipped (existing=skip, default) or reported refused (existing=refuse); an id held by a deleted session is taken over; a session a previous import left incomplete is written again. Streams are made again with their appends (the same offsets), each whole or removed and reported; a taken path is skipped or refused like a session's id. The answer lists every session and every stream with its status.",
+        "application/x-ndjson, read as it arrives. Each session is written on its own and listed once all its entries are: one that fails is left out and reported, and the import goes on. A session whose id is taken is skipped (existing=skip, default) or reported refused (existing=refuse); one the export says was deleted while sent (an error line with code not_found) is skipped, with that error; an id held by a deleted session is taken over; a session a previous import left incomplete is written again. Streams are made again with their appends (the same offsets), each whole or removed and reported; a taken path is skipped or refused like a session's id. The answer lists every session and every stream with its status.",
       request: {
         query: ImportTenantQuery,
         body: { content: { "application/x-ndjson": { schema: z.string() } }, required: true },

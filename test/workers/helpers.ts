@@ -93,6 +93,32 @@ export async function withObjectEnv<T>(
   }
 }
 
+/**
+ * The directory as objects reach it, for `withObjectEnv`: the real one, but for its stubs' calls of
+ * `method`, which go to `replace` with the real call (to hold one open, or fail it, as the directory
+ * out of reach would).
+ */
+export function directoryReplacing(
+  method: string,
+  replace: (real: (...args: unknown[]) => Promise<unknown>, args: unknown[]) => Promise<unknown>,
+): DurableEnv["DIRECTORY"] {
+  const replacing = (stub: DurableObjectStub) =>
+    new Proxy(stub, {
+      get(target, name) {
+        // A stub's methods are its own (calling one is a call to the object), needing no `this`.
+        const value = Reflect.get(target, name);
+        return name === method ? (...args: unknown[]) => replace(value, args) : value;
+      },
+    });
+  return new Proxy((env as unknown as DurableEnv).DIRECTORY, {
+    get(target, name) {
+      const value = Reflect.get(target, name);
+      if (name !== "getByName") return typeof value === "function" ? value.bind(target) : value;
+      return (objectName: string) => replacing(target.getByName(objectName));
+    },
+  });
+}
+
 export async function info(id: string, key?: string) {
   const res = await api("GET", `/v1/sessions/${id}`, { key });
   expect(res.status).toBe(200);

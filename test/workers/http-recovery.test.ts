@@ -10,6 +10,7 @@ import {
   apiWith,
   assistantMessage,
   createSession,
+  directoryReplacing,
   expectError,
   info,
   KEY_A_READ,
@@ -81,25 +82,10 @@ async function storedRows(id: string, tenant?: string) {
 function heldDirectoryCalls(method: "releaseQuota" | "claimQuota") {
   let held = true;
   let reached = 0;
-  const holding = (stub: DurableObjectStub) =>
-    new Proxy(stub, {
-      get(target, name) {
-        // A stub's methods are its own (calling one is a call to the object), needing no `this`.
-        const value = Reflect.get(target, name);
-        if (name !== method) return value;
-        return async (...args: unknown[]) => {
-          reached++;
-          while (held) await new Promise((resolve) => setTimeout(resolve, 5));
-          return value(...args);
-        };
-      },
-    });
-  const directory = new Proxy(env.DIRECTORY, {
-    get(target, name) {
-      const value = Reflect.get(target, name);
-      if (name !== "getByName") return typeof value === "function" ? value.bind(target) : value;
-      return (objectName: string) => holding(target.getByName(objectName));
-    },
+  const directory = directoryReplacing(method, async (real, args) => {
+    reached++;
+    while (held) await new Promise((resolve) => setTimeout(resolve, 5));
+    return real(...args);
   });
   return {
     directory,

@@ -1,11 +1,20 @@
-import { runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { newId } from "../../src/core/ids";
 import { sessionObjectName, tenantHash, writeMetric } from "../../src/durable/internal";
 import type { WorkerEnv } from "../../src/http/env";
 import worker from "../../src/worker";
-import { api, createSession, KEY_A, sid, userMessage } from "./helpers";
+import {
+  api,
+  createSession,
+  directoryReplacing,
+  expectError,
+  KEY_A,
+  sid,
+  userMessage,
+  withObjectEnv,
+} from "./helpers";
 
 const ctx = () => ({ waitUntil() {}, passThroughOnException() {}, props: {} }) as unknown as ExecutionContext;
 
@@ -178,6 +187,42 @@ describe("metrics with the METRICS binding", () => {
     // A deleted session keeps its data until its recovery window closes; a purge frees it.
     expect((await api("DELETE", `/v1/sessions/${id}?purge=true`)).status).toBe(204);
     expect(of("storage").at(-1)?.doubles).toEqual([0, 0]);
+  });
+});
+
+describe("the storage point of a purged session", () => {
+  it("is 0 once its storage is gone, not while its purge waits for the tenant's ledger", async () => {
+    const { dataset, of } = recordingDataset();
+    const id = await createSession();
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    const stored = () =>
+      runInDurableObject(
+        stub,
+        (_instance, state) =>
+          state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master").one().n,
+      );
+    // The tenant's ledger cannot take the session's blob claims back: the purge waits, its data kept.
+    const unreachable = directoryReplacing("releaseBlobs", () =>
+      Promise.reject(new Error("the directory cannot be reached")),
+    );
+    await withObjectEnv(stub, { METRICS: dataset }, async () => {
+      const written = await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("kept a while") });
+      expect(written.status).toBe(201);
+      await withObjectEnv(stub, { DIRECTORY: unreachable }, async () => {
+        expect((await api("DELETE", `/v1/sessions/${id}?purge=true`)).status).toBe(204);
+      });
+      expect(await stored()).toBeGreaterThan(0);
+      expectError(await api("GET", `/v1/sessions/${id}`), 404, "not_found");
+      expect(of("storage").filter((point) => point.doubles?.[0] === 0)).toEqual([]);
+      // Its alarm finishes the purge: the point says so then.
+      for (let tries = 0; (await stored()) > 0; tries++) {
+        expect(tries).toBeLessThan(50);
+        await runDurableObjectAlarm(stub);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    });
+    expect(of("storage").at(-1)).toMatchObject({ blobs: ["storage", id], doubles: [0, 0] });
+    expect(of("storage").at(-1)?.indexes).toEqual([await tenantHash("tenant-a")]);
   });
 });
 

@@ -96,11 +96,17 @@ export class SessionTelemetry {
     return this.#metrics() !== undefined;
   }
 
-  /** Writes a data point for this session's tenant (nothing without the METRICS binding). */
-  async metric(point: MetricPoint): Promise<void> {
+  /**
+   * Writes a data point for this session's tenant, or for `tenant` (a purged session's, whose
+   * storage is gone); nothing without the METRICS binding.
+   */
+  async metric(
+    point: MetricPoint,
+    tenant = this.#session.exists ? this.#session.state.tenant : undefined,
+  ): Promise<void> {
     const metrics = this.#metrics();
-    if (!metrics || !this.#session.exists) return;
-    writeMetric(metrics, await tenantHash(this.#session.state.tenant), point);
+    if (!metrics || tenant === undefined) return;
+    writeMetric(metrics, await tenantHash(tenant), point);
   }
 
   async logFailure(task: string, error: unknown, fields?: Record<string, number | string>): Promise<void> {

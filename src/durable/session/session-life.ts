@@ -307,15 +307,13 @@ export class SessionLife {
     const { session, lifecycle, storage, telemetry, alarm } = this.#object;
     const reports = this.#reports;
     const copy = this.#copy;
-    const incarnation = session.exists ? session.state.incarnation : undefined;
+    const { incarnation, tenant, header } = session.exists ? session.state : {};
     if (session.exists && !(await this.#unheld())) return false;
     if (session.exists) {
       // Its claims go next: a deleted session cannot come back whole from here, so its window
       // closes first (should the purge stop part-way, the alarm finishes it; no restore comes between).
       transaction(storage, [lifecycle], () => lifecycle.closeWindow(Date.now()));
       await copy.release().catch((error) => telemetry.logFailure("fork_release", error));
-      const { header } = session.state;
-      await telemetry.metric({ kind: "storage", sessionId: header.id, entries: 0, bytes: 0 });
       if (!(await this.#releaseClaims(keepsQuotaClaim))) {
         await this.#retryIn(reports.backoffMs());
         return false;
@@ -337,6 +335,9 @@ export class SessionLife {
     session.reset();
     lifecycle.reset();
     reports.forget();
+    // The session holds nothing now: its storage point says so.
+    if (header)
+      await telemetry.metric({ kind: "storage", sessionId: header.id, entries: 0, bytes: 0 }, tenant);
     return true;
   }
 

@@ -30,8 +30,9 @@ import { ImportedStreamStatus, StreamImports } from "./stream-backup";
  *
  * A session that fails while it is sent is followed by an `error` line instead of its cursor, and
  * an import drops it; one deleted while it is sent, by an `error` line with code `not_found`, and
- * an import skips it (one deleted before it is reached is not in the stream). Sessions come newest first by creation (the order that never moves while the
- * tenant keeps writing), a listing page at a time, one page of entries at a time. Where the tenant
+ * an import skips it (one deleted before it is reached is not in the stream). Sessions come newest
+ * first by creation (the order that never moves while the tenant keeps writing), a listing page at
+ * a time, one page of entries at a time. Where the tenant
  * has streams (`/v1/stream/*`), they follow the sessions in path order, each with its appends
  * (stream-backup.ts), and the end line counts them too: `{"type":"end","sessions":1000,"streams":3}`.
  * A stream that fails while it is sent is followed by an `error` line naming its `path`.

@@ -448,6 +448,37 @@ describe.each(repos)("CfSessionsSession on %s", (_name, makeRepo) => {
     expect((await session.getEntries({ type: "message" })).length).toBe(before);
   });
 
+  it("pops an item of another door's reply a context edit changed as the items show it, undoing no edit", async () => {
+    const session = await repo.create({ id: `agents-pop-edited-${crypto.randomUUID()}` });
+    await session.appendProviderMessage("anthropic", { role: "user", content: "Plan it." });
+    await session.appendProviderMessage(
+      "anthropic",
+      {
+        type: "message",
+        id: "msg_1",
+        role: "assistant",
+        model: "claude-sonnet-4-5",
+        content: [
+          { type: "text", text: "the secret plan" },
+          { type: "tool_use", id: "toolu_1", name: "read", input: { path: "a.txt" } },
+        ],
+        stop_reason: "tool_use",
+        usage: { input_tokens: 10, output_tokens: 5 },
+      },
+      { model: { provider: "anthropic", modelId: "claude-sonnet-4-5" } },
+    );
+    const [user, reply] = (await session.getBranch()) as unknown as [MessageEntry, MessageEntry];
+    await session.appendEntries([
+      { type: "context_edit", targetId: reply.id, replacement: { content: "redacted" } },
+    ]);
+    const ours = new CfSessionsSession({ repo, sessionId: session.id });
+    expect(await ours.popItem()).toMatchObject({ content: [{ type: "output_text", text: "redacted" }] });
+    const messages = (await session.getEntries({ type: "message" })).length;
+    expect((await session.getBranch()).map((entry) => entry.id)).toEqual([user.id]);
+    expect(JSON.stringify(await session.buildContext())).not.toContain("secret");
+    expect(messages).toBe(2);
+  });
+
   it("pops a message of another door that went on past its own call, leaving the call", async () => {
     const sessionId = `agents-pop-passed-${crypto.randomUUID()}`;
     const ours = new CfSessionsSession({ repo, sessionId });

@@ -2,6 +2,7 @@ import type { AgentInputItem, Session as AgentsSession } from "@openai/agents-co
 import type { AgentMessage, EntryInput, ModelRef, Session, SessionRepo } from "../../core";
 import { newId, SessionError } from "../../core";
 import { checkSessionId } from "../../core/ids";
+import type { Piece } from "../conversation";
 import { keepOriginal } from "../conversation";
 import { SessionHandles } from "../session-handles";
 import {
@@ -147,8 +148,8 @@ export class CfSessionsSession implements AgentsSession {
     if (first.type === "compaction") {
       // The last item is one a compaction kept: a new compaction keeps the others.
       await this.#compaction(session, kept, leafId, first.tokensBefore);
-    } else if (piece.records === undefined) {
-      // Another door's entry: its message goes on without the item's block, as it was written
+    } else if (piece.records === undefined && shownAsWritten(piece)) {
+      // Another door's message, shown as written: it goes on without the item's block, as it was
       // otherwise, or is left behind when the item is all it stands for.
       const rest = first.type === "message" ? withoutLastItem(first.message) : undefined;
       if (rest === undefined) await session.setLeafId(first.parentId, { expectedLeafId: leafId });
@@ -199,4 +200,17 @@ export class CfSessionsSession implements AgentsSession {
     };
     await session.appendEntries(keepOriginal([compaction], FRAMEWORK, items), { expectedLeafId });
   }
+}
+
+/**
+ * Whether a piece of another door is one message entry that the items show as it was written: not
+ * changed by a context edit (results added before it for calls gone past are not its own).
+ */
+function shownAsWritten(piece: Piece): boolean {
+  const [entry, ...others] = piece.entries;
+  return (
+    entry?.type === "message" &&
+    others.length === 0 &&
+    JSON.stringify(piece.messages.at(-1)) === JSON.stringify(entry.message)
+  );
 }

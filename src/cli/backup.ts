@@ -381,7 +381,10 @@ async function* restoreBodies(path: string, result: RestoreResult): AsyncGenerat
 
 /** The service's reports added up; `warnings` also holds what the file itself does not add up to. */
 export type RestoreResult = Omit<TenantImportReport, "sessions" | "streams"> & {
-  /** The sessions that failed or were refused. */
+  /**
+   * The sessions that failed or were refused, and those skipped for a reason of their own (deleted
+   * while the export was being sent), not for being there already.
+   */
   problems: ImportedSessionStatus[];
   /** The streams, counted as the sessions are, and those that failed or were refused. */
   streams: {
@@ -403,7 +406,8 @@ function addReport(result: RestoreResult, report: TenantImportReport): void {
   for (const status of ["imported", "skipped", "refused", "failed"] as const)
     result[status] += report[status];
   for (const session of report.sessions)
-    if (session.status === "failed" || session.status === "refused") result.problems.push(session);
+    if (session.status !== "imported" && (session.status !== "skipped" || session.error))
+      result.problems.push(session);
   for (const stream of report.streams ?? []) {
     result.streams[stream.status]++;
     if (stream.status === "failed" || stream.status === "refused") result.streams.problems.push(stream);

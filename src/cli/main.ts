@@ -147,7 +147,8 @@ options (every command):
 
   A backup folder (or a file saved from GET /v1/export) back into the tenant, a few MiB per
   request, with progress. Sessions already there are skipped (--existing refuse reports them as
-  refused instead); run it again to resume. Exit code 1 when a session failed or was refused, or
+  refused instead), and so are those deleted while the export was sent (each named, with why);
+  run it again to resume. Exit code 1 when a session failed or was refused, or
   when the folder's backup.json says the backup stopped early or could not read some sessions.`,
   tail: `usage: cf-sessions tail <id> [--after seq]
 
@@ -468,10 +469,12 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
         streams.imported + streams.skipped + streams.refused + streams.failed > 0
           ? `; streams: restored ${streams.imported}, skipped ${streams.skipped}, refused ${streams.refused}, failed ${streams.failed}`
           : "";
+      // Skipped, but not for being there already: the export says each was deleted while it was sent.
+      const leftOut = result.problems.filter((problem) => problem.status === "skipped").length;
       if (json) output.out(JSON.stringify(result));
       else
         output.out(
-          `restored ${result.imported}, skipped ${result.skipped} (already there), refused ${result.refused}, failed ${result.failed}${streamsLine}`,
+          `restored ${result.imported}, skipped ${result.skipped - leftOut} (already there)${leftOut > 0 ? `, left out ${leftOut} (deleted while exported)` : ""}, refused ${result.refused}, failed ${result.failed}${streamsLine}`,
         );
       return result.failed + result.refused + streams.failed + streams.refused > 0 || unfinishedBackup
         ? 1

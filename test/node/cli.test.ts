@@ -855,8 +855,17 @@ describe("command line", () => {
     writeFileSync(file, sent);
     const restored = await cli(["restore", file, "--json"]);
     expect(restored.code).toBe(0);
-    expect(JSON.parse(restored.stdout)).toMatchObject({ failed: 0, refused: 0, problems: [], warnings: [] });
+    expect(JSON.parse(restored.stdout)).toMatchObject({
+      failed: 0,
+      refused: 0,
+      problems: [{ id, status: "skipped", error: { code: "not_found" } }],
+      warnings: [],
+    });
+    expect(restored.stderr).toContain(`skipped: ${id}: deleted while it was exported`);
     expect((await cli(["show", id])).code).toBe(1);
+    // Told apart from a session skipped for being there already.
+    const said = await cli(["restore", file]);
+    expect(said.stdout).toMatch(/skipped \d+ \(already there\), left out 1 \(deleted while exported\)/);
 
     const sending = createServer((_request, response) => {
       response.writeHead(200, { "Content-Type": "application/x-ndjson" });
@@ -1071,9 +1080,14 @@ describe("command line against a service that holds its answer", () => {
 
 describe("command line writing into a pipe its reader closed", () => {
   /** Runs the command line with stdout's reader closing at `close` (at once, or at its first output). */
-  async function closedEarly(args: string[], url: string, close: "at once" | "after the first output") {
+  async function closedEarly(
+    args: string[],
+    url: string,
+    close: "at once" | "after the first output",
+    env: Record<string, string> = {},
+  ) {
     const child = spawn(process.execPath, [join(root, "dist/cli.js"), ...args], {
-      env: { ...process.env, CF_SESSIONS_URL: url },
+      env: { ...process.env, CF_SESSIONS_URL: url, ...env },
     });
     let stderr = "";
     child.stderr.on("data", (chunk) => {
@@ -1092,6 +1106,13 @@ describe("command line writing into a pipe its reader closed", () => {
 
   it("ends quietly with exit code 0 when what it prints is no longer read (cf-sessions list | head -1)", async () => {
     expect(await closedEarly(["list", "--all"], server.url, "at once")).toEqual({ code: 0, stderr: "" });
+  });
+
+  it("ends a mirror whose reader goes away as a failure (exit code 1), for its service manager to start it again", async () => {
+    const state = join(mkdtempSync(join(tmpdir(), "watch-state-")), "state.json");
+    const run = await closedEarly(["sync", "--watch", folder, "--state", state], server.url, "at once");
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^cf-sessions: .*EPIPE/m);
   });
 
   it("ends a streamed export quietly with exit code 0 when its reader goes away", async () => {

@@ -148,13 +148,15 @@ const MIGRATIONS = [
   // A reply naming no model (one a framework's store wrote, `ai-sdk` or an empty model) sets no
   // model (core's `modelSetBy`); rows stored before took it for the latest model on their path.
   // Each such row, and every row below it, points at the setter above it instead (none: NULL).
+  // Only replies stored in the row are read, and parsed only when their text holds what such a
+  // reply does (one stored in chunks, over 512 KiB, is left as it was).
   `
   WITH RECURSIVE
     unset(seq, parent_seq) AS (
       SELECT seq, parent_seq FROM entries
-      WHERE type = 'message' AND role = 'assistant' AND last_model = seq
-        AND (coalesce(${STORED_JSON}->>'$.message.model', '') = ''
-          OR ${STORED_JSON}->>'$.message.provider' = 'ai-sdk')
+      WHERE type = 'message' AND role = 'assistant' AND last_model = seq AND body IS NOT NULL
+        AND (instr(body, '"model":""') > 0 OR instr(body, '"provider":"ai-sdk"') > 0)
+        AND (coalesce(body->>'$.message.model', '') = '' OR body->>'$.message.provider' = 'ai-sdk')
     ),
     above(unset_seq, last_model) AS (
       SELECT unset.seq, parent.last_model FROM unset LEFT JOIN entries AS parent ON parent.seq = unset.parent_seq

@@ -1,8 +1,9 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { newSessionHeader } from "../../src/core/header";
 import type { DurableEnv } from "../../src/durable/internal";
-import { sessionObjectName } from "../../src/durable/internal";
+import { DurableRepo, sessionObjectName } from "../../src/durable/internal";
 import { directoryShard, shardCount, shardOf } from "../../src/durable/names";
 import { watchEvents } from "./events-helpers";
 import {
@@ -79,7 +80,7 @@ async function storedRows(id: string, tenant?: string) {
  * (`releaseQuota`), or a restore asking for it (`claimQuota`), stays open for as long as a test
  * needs. The directory is the real one: the call goes on once let go.
  */
-function heldDirectoryCalls(method: "releaseQuota" | "claimQuota") {
+function heldDirectoryCalls(method: "releaseQuota" | "claimQuota" | "releaseBlobs") {
   let held = true;
   let reached = 0;
   const directory = directoryReplacing(method, async (real, args) => {
@@ -282,6 +283,34 @@ describe("deleting and restoring", () => {
     });
     expect(await info(id)).toMatchObject({ id, entryCount: 0 });
     await vi.waitFor(async () => expect(await listedIds()).toContain(id), { timeout: 5000, interval: 30 });
+    expect((await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("new") })).status).toBe(201);
+  });
+
+  it("keeps a session created over an incomplete import whose builder publishes it while it is purged", async () => {
+    const id = sid("taken-over");
+    const repo = new DurableRepo(env as unknown as DurableEnv, "tenant-a");
+    // An import still writing the session: found by its builder alone until it publishes it.
+    const building = await repo.initialize(newSessionHeader({ id }), false);
+    await building.appendEntries([
+      { type: "message", message: { role: "user", content: "partial", timestamp: 1 } },
+    ]);
+    const stub = sessionStub(id);
+    const ledger = heldDirectoryCalls("releaseBlobs");
+    await withObjectEnv(stub, { DIRECTORY: ledger.directory }, async () => {
+      // Another import (or a create) takes the id over: the incomplete session is purged first.
+      const created = api("POST", "/v1/sessions", { body: { id } });
+      await ledger.reached();
+      // The first import completes while the purge waits: it is not listed, as its session is going.
+      const published = building.publish().then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      await within(published, 300);
+      ledger.letGo();
+      expect((await created).status).toBe(201);
+      expect(await published).toMatchObject({ code: "not_found" });
+    });
+    expect(await info(id)).toMatchObject({ id, entryCount: 0 });
     expect((await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("new") })).status).toBe(201);
   });
 

@@ -274,6 +274,11 @@ export class SessionLife {
     return false;
   }
 
+  /** Whether a purge is under way (it waits on other objects): the session is going. */
+  get purging(): boolean {
+    return this.#purging !== undefined;
+  }
+
   /** Whether the deleted session can come back: its recovery window is open, and no purge is under way. */
   #restorable(): boolean {
     const { session, lifecycle } = this.#object;

@@ -184,6 +184,8 @@ export class SessionObject extends DurableObject<DurableEnv> {
   publish(builder: string): Promise<Result<void>> {
     return capture(async () => {
       this.#checkBuiltBy(builder);
+      // Being purged (its id taken over while it was built), it is going: not listed.
+      if (this.#life.purging) throw new SessionError("not_found", "session does not exist");
       await this.#reports.publish();
       // Complete, its expiry counts.
       await this.#object.alarm.arm();

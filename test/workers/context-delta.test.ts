@@ -1,4 +1,4 @@
-import { evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { EntryInput } from "../../src/core/entries";
@@ -269,8 +269,10 @@ describe("a session stored before its checkpoints and edits were indexed", () =>
         ),
       );
     const before = await contexts();
-    // As the release before stored it: no such columns, no such indexes, its schema then.
-    // A fresh object: no statement of its reads is open to lock the table.
+    // As the release before stored it: no such columns, no such indexes, its schema then. The
+    // writes' report runs first (an alarm coming while the schema is changed holds its statements
+    // open), then a fresh object: no statement of its reads is open to lock the table.
+    await runDurableObjectAlarm(stub);
     await evictDurableObject(stub);
     await runInDurableObject(stub, (_instance, state) => {
       state.storage.sql.exec("DROP INDEX entries_holding_messages");
@@ -317,6 +319,7 @@ describe("a session stored before a reply naming no model was told from one nami
     // As the release before stored it: each reply naming no model the latest model of its path and
     // of every row below it, its schema then.
     const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    await runDurableObjectAlarm(stub);
     await evictDurableObject(stub);
     await runInDurableObject(stub, (_instance, state) => {
       const sql = state.storage.sql;

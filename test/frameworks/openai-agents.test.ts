@@ -16,6 +16,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
 import type { AssistantMessage, MessageEntry } from "../../src/core";
 import type { SessionRepo } from "../../src/core/repo";
+import type { Session } from "../../src/core/session";
 import { CfSessionsSession } from "../../src/frameworks/openai-agents";
 import { adapterRepos } from "../support/adapter-repos";
 import { earlierSession } from "./earlier-sessions";
@@ -106,6 +107,23 @@ let reference: Awaited<ReturnType<typeof conversation>>;
 beforeAll(async () => {
   reference = await conversation(new MemorySession());
 });
+
+/** An Anthropic reply that calls a tool, appended through the API's shape, as another door writes it. */
+function appendAnthropicReply(session: Session, content: unknown[]) {
+  return session.appendProviderMessage(
+    "anthropic",
+    {
+      type: "message",
+      id: "msg_1",
+      role: "assistant",
+      model: "claude-sonnet-4-5",
+      content,
+      stop_reason: "tool_use",
+      usage: { input_tokens: 10, output_tokens: 5 },
+    },
+    { model: { provider: "anthropic", modelId: "claude-sonnet-4-5" } },
+  );
+}
 
 const repos = adapterRepos();
 
@@ -402,23 +420,11 @@ describe.each(repos)("CfSessionsSession on %s", (_name, makeRepo) => {
   it("pops an item of another door's reply by writing the reply again without its block, as it was otherwise", async () => {
     const session = await repo.create({ id: `agents-pop-foreign-${crypto.randomUUID()}` });
     await session.appendProviderMessage("anthropic", { role: "user", content: "Plan it." });
-    await session.appendProviderMessage(
-      "anthropic",
-      {
-        type: "message",
-        id: "msg_1",
-        role: "assistant",
-        model: "claude-sonnet-4-5",
-        content: [
-          { type: "thinking", thinking: "secret plan", signature: "sig-1" },
-          { type: "text", text: "first" },
-          { type: "tool_use", id: "toolu_1", name: "read", input: { path: "a.txt" } },
-        ],
-        stop_reason: "tool_use",
-        usage: { input_tokens: 10, output_tokens: 5 },
-      },
-      { model: { provider: "anthropic", modelId: "claude-sonnet-4-5" } },
-    );
+    await appendAnthropicReply(session, [
+      { type: "thinking", thinking: "secret plan", signature: "sig-1" },
+      { type: "text", text: "first" },
+      { type: "tool_use", id: "toolu_1", name: "read", input: { path: "a.txt" } },
+    ]);
     const [user, reply] = (await session.getBranch()) as unknown as [MessageEntry, MessageEntry];
     const ours = new CfSessionsSession({ repo, sessionId: session.id });
     expect(await ours.popItem()).toMatchObject({ type: "function_call", callId: "toolu_1" });
@@ -451,22 +457,10 @@ describe.each(repos)("CfSessionsSession on %s", (_name, makeRepo) => {
   it("pops an item of another door's reply a context edit changed as the items show it, undoing no edit", async () => {
     const session = await repo.create({ id: `agents-pop-edited-${crypto.randomUUID()}` });
     await session.appendProviderMessage("anthropic", { role: "user", content: "Plan it." });
-    await session.appendProviderMessage(
-      "anthropic",
-      {
-        type: "message",
-        id: "msg_1",
-        role: "assistant",
-        model: "claude-sonnet-4-5",
-        content: [
-          { type: "text", text: "the secret plan" },
-          { type: "tool_use", id: "toolu_1", name: "read", input: { path: "a.txt" } },
-        ],
-        stop_reason: "tool_use",
-        usage: { input_tokens: 10, output_tokens: 5 },
-      },
-      { model: { provider: "anthropic", modelId: "claude-sonnet-4-5" } },
-    );
+    await appendAnthropicReply(session, [
+      { type: "text", text: "the secret plan" },
+      { type: "tool_use", id: "toolu_1", name: "read", input: { path: "a.txt" } },
+    ]);
     const [user, reply] = (await session.getBranch()) as unknown as [MessageEntry, MessageEntry];
     await session.appendEntries([
       { type: "context_edit", targetId: reply.id, replacement: { content: "redacted" } },
@@ -501,23 +495,11 @@ describe.each(repos)("CfSessionsSession on %s", (_name, makeRepo) => {
   it("gives reasoning items only for a Responses reasoning item, other thinking as the answer's text", async () => {
     const session = await repo.create({ id: `agents-thinking-${crypto.randomUUID()}` });
     await session.appendProviderMessage("anthropic", { role: "user", content: "Read a.txt" });
-    await session.appendProviderMessage(
-      "anthropic",
-      {
-        type: "message",
-        id: "msg_1",
-        role: "assistant",
-        model: "claude-sonnet-4-5",
-        content: [
-          { type: "thinking", thinking: "Let me read", signature: "sig-1" },
-          { type: "redacted_thinking", data: "opaque" },
-          { type: "tool_use", id: "toolu_1", name: "read", input: { path: "a.txt" } },
-        ],
-        stop_reason: "tool_use",
-        usage: { input_tokens: 10, output_tokens: 5 },
-      },
-      { model: { provider: "anthropic", modelId: "claude-sonnet-4-5" } },
-    );
+    await appendAnthropicReply(session, [
+      { type: "thinking", thinking: "Let me read", signature: "sig-1" },
+      { type: "redacted_thinking", data: "opaque" },
+      { type: "tool_use", id: "toolu_1", name: "read", input: { path: "a.txt" } },
+    ]);
     await session.appendProviderMessage("anthropic", {
       role: "user",
       content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "hello" }],

@@ -2,7 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { StoredEntry } from "../../src/core/entries";
-import { sseFrame } from "../../src/core/events";
+import { entrySummary, sseFrame } from "../../src/core/events";
 import type { SessionInfo } from "../../src/core/session-schemas";
 import { SseReader } from "../../src/core/sse";
 import { sessionObjectName } from "../../src/durable/internal";
@@ -19,6 +19,8 @@ async function append(id: string, ...texts: string[]) {
   return res.body as { entries: Array<{ id: string; seq: number }>; leafId: string };
 }
 
+const seqsOfEvents = (events: Array<{ event: string; id?: string }>) =>
+  events.filter((e) => e.event === "entry").map((e) => Number(e.id));
 const seqsOf = (events: ReadEvent[]) => events.filter((e) => e.event === "entry").map((e) => Number(e.id));
 
 describe("session events (Server-Sent Events)", () => {
@@ -375,5 +377,92 @@ describe("a session's event hub", () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+
+  /** A hub over the entries in `entries` (seq n at index n - 1), as a session's storage holds them. */
+  function hubOverEntries(entries: StoredEntry[]): EventHub {
+    return hubOver({
+      lastSeq: () => entries.length,
+      leafId: () => entries[entries.length - 1]?.id ?? null,
+      entriesAfter: (after, bound, limit) => entries.slice(after, Math.min(bound, after + limit)),
+      summariesAfter: (after, bound, limit) =>
+        entries.slice(after, Math.min(bound, after + limit)).map(entrySummary),
+    });
+  }
+
+  const messageOf = (seq: number, content: string) =>
+    ({ ...storedMessage(seq), message: { role: "user", content, timestamp: 1 } }) as StoredEntry;
+
+  /** Reads a stream's chunks until one holds `until`, or it ends. */
+  async function readUntil(stream: ReadableStream<Uint8Array>, until: string): Promise<Uint8Array[]> {
+    const reader = stream.getReader();
+    const decoder = new TextDecoder();
+    const chunks: Uint8Array[] = [];
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      chunks.push(chunk.value);
+      if (decoder.decode(chunk.value).includes(until)) break;
+    }
+    reader.releaseLock();
+    return chunks;
+  }
+
+  const MiB = 1024 * 1024;
+  const decode = (chunks: Uint8Array[]) => chunks.map((chunk) => new TextDecoder().decode(chunk)).join("");
+
+  it("encodes a write once for all its streams: each sends the same bytes, counted once in what waits", async () => {
+    const entries: StoredEntry[] = [];
+    const hub = hubOverEntries(entries);
+    const streams = Array.from({ length: 6 }, () => hub.openStream(0, true));
+    entries.push(messageOf(1, "x".repeat(12 * MiB)));
+    hub.written(entries, "e1");
+    const frame =
+      sseFrame({ event: "entry", id: 1, data: entries[0] as StoredEntry }) +
+      sseFrame({ event: "leaf", id: 1, data: { leafId: "e1" } });
+    // Six streams wait for the write, unread: it is held once, well within the session's 32 MiB.
+    await vi.waitFor(() => expect(hub.queuedBytes).toBe(frame.length));
+    const sent = await Promise.all(streams.map((stream) => readUntil(stream, "id: 1\n")));
+    const live = sent.map((chunks) => chunks[chunks.length - 1] as Uint8Array);
+    for (const chunk of live) expect(chunk).toBe(live[0]);
+    expect(new TextDecoder().decode(live[0]) === frame).toBe(true);
+    expect(hub.queuedBytes).toBe(0);
+  });
+
+  it("lets go of the stream furthest behind when a write would take what waits past 32 MiB; it resumes and misses nothing", async () => {
+    const entries: StoredEntry[] = [];
+    const hub = hubOverEntries(entries);
+    // Without payloads, and not read: a first write's 40,000 summaries (over 5 MiB) wait for it.
+    const behind = hub.openStream(0, false);
+    for (let seq = 1; seq <= 40_000; seq++) entries.push(storedMessage(seq));
+    hub.written(entries, "e40000");
+    await vi.waitFor(() => expect(hub.queuedBytes).toBeGreaterThan(5 * MiB));
+    const summaries = hub.queuedBytes;
+    expect(summaries).toBeLessThan(7 * MiB);
+    // A stream with payloads, not read either, waits for a 7.5 MiB write (within its own 8 MiB).
+    const slow = hub.openStream(entries.length, true);
+    entries.push(messageOf(40_001, "y".repeat(7.5 * MiB)));
+    hub.written(entries.slice(-1), "e40001");
+    await vi.waitFor(() => expect(hub.queuedBytes).toBeGreaterThan(summaries + 7.5 * MiB));
+    // A 20 MiB write does not fit beside them: the stream whose oldest frame waits is let go first,
+    // though it is within its own 8 MiB.
+    const waiting = hub.queuedBytes;
+    expect(waiting + 20 * MiB).toBeGreaterThan(32 * MiB);
+    const fresh = hub.openStream(entries.length, true);
+    entries.push(messageOf(40_002, "z".repeat(20 * MiB)));
+    hub.written(entries.slice(-1), "e40002");
+    // The stream with payloads is let go too: its 7.5 MiB and the write are more than its own 8 MiB.
+    await vi.waitFor(() => expect(hub.watchers).toBe(1));
+    expect(hub.queuedBytes).toBeLessThanOrEqual(32 * MiB);
+    const letGo = new SseReader().push(decode(await readUntil(behind, "id: 40002\n")));
+    // Let go before its replay's `leaf`: no event id reached it, so it resumes where it opened.
+    expect(letGo.map((event) => event.event)).toEqual(["session", "closed"]);
+    expect(letGo[1]?.data).toBe(JSON.stringify({ reason: "slow: resume from the last event id" }));
+    const cursor = Number(letGo.findLast((event) => event.id !== undefined)?.id ?? 0);
+    const resumed = new SseReader().push(
+      decode(await readUntil(hub.openStream(cursor, false), "id: 40002\n")),
+    );
+    expect(seqsOfEvents(resumed)).toEqual(Array.from({ length: 40_002 }, (_, i) => i + 1));
+    const live = new SseReader().push(decode(await readUntil(fresh, "id: 40002\n")));
+    expect(seqsOfEvents(live)).toEqual([40_002]);
+    await slow.cancel();
   });
 });

@@ -2,6 +2,7 @@ import { SessionError } from "../../core/errors";
 import type { TenantEvent } from "../../core/events";
 import { sseFrame } from "../../core/events";
 import type { SessionInfo } from "../../core/session-schemas";
+import { QueuedFrames } from "../session/queued-frames";
 import { EventStream } from "../session/session-watchers";
 
 /*
@@ -17,6 +18,8 @@ export class TenantEventHub {
   readonly #ctx: DurableObjectState;
   readonly #failed: (error: unknown) => Promise<void>;
   readonly #streams = new Set<EventStream>();
+  /** The frames the streams have waiting: each event encoded once for all of them. */
+  readonly #frames = new QueuedFrames();
   #delivery: Promise<void> = Promise.resolve();
 
   /** `failed` logs a delivery that could not be made (the shard knows its tenant). */
@@ -37,7 +40,9 @@ export class TenantEventHub {
       );
     }
     function* nothing(): Generator<string> {}
-    const stream: EventStream = new EventStream(true, 0, nothing(), () => this.#streams.delete(stream));
+    const stream: EventStream = new EventStream(true, 0, nothing(), this.#frames, () =>
+      this.#streams.delete(stream),
+    );
     this.#streams.add(stream);
     return stream.stream;
   }
@@ -52,7 +57,7 @@ export class TenantEventHub {
 
   #send(event: TenantEvent): void {
     if (this.#streams.size === 0) return;
-    const frame = sseFrame(event);
+    const frame = this.#frames.frame(sseFrame(event));
     this.#delivery = this.#delivery
       .then(() => this.#ctx.storage.sync())
       .then(() => {

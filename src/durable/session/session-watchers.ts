@@ -20,6 +20,8 @@ import {
 } from "./event-sockets";
 import type { ForkCopy } from "./fork-copy";
 import type { SessionObjectState, SessionTelemetry } from "./object-state";
+import type { LiveFrame } from "./queued-frames";
+import { QueuedFrames } from "./queued-frames";
 import type { SessionBlobs } from "./session-blobs";
 import type { SessionCalls } from "./session-calls";
 import type { SessionStore } from "./session-store";
@@ -198,7 +200,9 @@ export class SessionWatchers {
  * bound from storage, live events (all after the bound) wait until replay is done; events of a
  * write go out only once the write is durable, in order; a watcher that falls too far behind is
  * closed with a reason (it resumes from its last seq), so it never holds back the writer or
- * anyone else.
+ * anyone else. A write's frames are encoded once for all the streams, and what they have waiting
+ * together stays within MAX_SESSION_QUEUED_BYTES: a write that would take it past lets go of the
+ * streams furthest behind.
  */
 
 /**
@@ -207,11 +211,19 @@ export class SessionWatchers {
  */
 const MAX_STREAMS = 500;
 const HEARTBEAT_MS = 15_000;
+/**
+ * Bytes of live events the session's streams may have waiting together, each frame counted once:
+ * room for two writes of the largest entry. A write is sent all the same to streams with nothing
+ * waiting.
+ */
+const MAX_SESSION_QUEUED_BYTES = 32 * 1024 * 1024;
 
 export class EventHub {
   readonly #ctx: DurableObjectState;
   readonly #source: EventSource;
   readonly #streams = new Set<EventStream>();
+  /** The frames the streams have waiting. */
+  readonly #frames = new QueuedFrames();
   /** The WebSocket watchers (event-sockets.ts): accepted, and their messages taken, there. */
   readonly sockets: EventSockets;
   /** Writes waiting to be durable before their events go out, in order. */
@@ -235,6 +247,11 @@ export class EventHub {
 
   get watching(): boolean {
     return this.#streams.size > 0 || this.sockets.all().length > 0;
+  }
+
+  /** Bytes of live events the streams have waiting, each frame counted once. */
+  get queuedBytes(): number {
+    return this.#frames.bytes;
   }
 
   /**
@@ -277,7 +294,9 @@ export class EventHub {
       for (const generation of generations) yield sseFrame({ event: "generation", data: generation });
       yield* replay;
     }
-    const stream: EventStream = new EventStream(payload, bound, opening(), () => this.#drop(stream));
+    const stream: EventStream = new EventStream(payload, bound, opening(), this.#frames, () =>
+      this.#drop(stream),
+    );
     this.#streams.add(stream);
     this.#startHeartbeat();
     return stream.stream;
@@ -297,7 +316,9 @@ export class EventHub {
   #startHeartbeat(): void {
     if (this.#heartbeat !== undefined) return;
     this.#heartbeat = setInterval(() => {
-      for (const stream of this.#streams) if (!stream.push(SSE_KEEP_ALIVE)) this.#drop(stream);
+      const frame = this.#frames.frame(SSE_KEEP_ALIVE);
+      this.#makeRoom(frame.bytes.length);
+      for (const stream of this.#streams) if (!stream.push(frame)) this.#drop(stream);
     }, HEARTBEAT_MS);
   }
 
@@ -341,7 +362,8 @@ export class EventHub {
     const event: SessionEvent = { event: "deleted", data: { id } };
     this.#delivery = this.#delivery
       .then(() => {
-        for (const stream of this.#streams) stream.push(sseFrame(event), true);
+        const frame = this.#frames.frame(sseFrame(event));
+        for (const stream of this.#streams) stream.push(frame, true);
         this.#streams.clear();
         this.#stopHeartbeat();
         this.sockets.closeAll(event);
@@ -357,42 +379,65 @@ export class EventHub {
   }
 
   #deliver(write: WrittenEvents, first: number, last: number): void {
+    // A stream opened after this write was committed replays it from storage.
+    const taking = [...this.#streams].filter((stream) => stream.bound < last);
     const tail = write.info ? [write.leaf, write.info] : [write.leaf];
-    const frames = {
-      full: [...write.full, ...tail].map(sseFrame).join(""),
-      light: [...write.light, ...tail].map(sseFrame).join(""),
-    };
-    for (const stream of this.#streams) {
-      // A stream opened after this write was committed replays it from storage.
-      if (stream.bound >= last) continue;
-      if (!stream.push(stream.payload ? frames.full : frames.light)) this.#drop(stream);
+    const frameOf = (events: SessionEvent[]) =>
+      this.#frames.frame([...events, ...tail].map(sseFrame).join(""));
+    // Each made once, and only for the streams that take it: with payloads, or without.
+    const full = taking.some((stream) => stream.payload) ? frameOf(write.full) : undefined;
+    const light = taking.some((stream) => !stream.payload) ? frameOf(write.light) : undefined;
+    this.#makeRoom((full?.bytes.length ?? 0) + (light?.bytes.length ?? 0));
+    for (const stream of taking) {
+      if (!stream.push((stream.payload ? full : light) as LiveFrame)) this.#drop(stream);
     }
     this.sockets.deliver(write, first, last);
   }
 
   #deliverAll(event: SessionEvent, head: LeafEvent): void {
-    const frame = sseFrame(event);
+    const frame = this.#frames.frame(sseFrame(event));
+    this.#makeRoom(frame.bytes.length);
     for (const stream of this.#streams) if (!stream.push(frame)) this.#drop(stream);
     this.sockets.deliverAll(event, head);
+  }
+
+  /**
+   * Lets go of the streams furthest behind (the oldest frame waiting first) until `bytes` more
+   * fit within MAX_SESSION_QUEUED_BYTES, or no stream has anything waiting.
+   */
+  #makeRoom(bytes: number): void {
+    if (this.#frames.bytes + bytes <= MAX_SESSION_QUEUED_BYTES) return;
+    const behind = [...this.#streams]
+      .filter((stream) => stream.oldestWaiting !== undefined)
+      .sort((a, b) => (a.oldestWaiting as number) - (b.oldestWaiting as number));
+    for (const stream of behind) {
+      if (this.#frames.bytes + bytes <= MAX_SESSION_QUEUED_BYTES) return;
+      stream.letGo();
+      this.#drop(stream);
+    }
   }
 }
 
 /*
  * One watcher's Server-Sent Events stream, as an object serves it: what it replays is read from
- * storage as the reader pulls, live events wait in a queue until it reads them. A reader too far
- * behind (over MAX_QUEUED_CHARS waiting) is sent `closed` and let go, so it never holds back the
- * writer or the other watchers; it resumes from its last event id.
+ * storage as the reader pulls, live events wait in a queue (frames shared with the other streams,
+ * queued-frames.ts) until it reads them. A reader too far behind (over MAX_QUEUED_BYTES waiting)
+ * is sent `closed` and let go, so it never holds back the writer or the other watchers; it resumes
+ * from its last event id.
  */
 
-/** Live events a stream may hold while its reader is slow, in characters; over it, it is closed. */
-const MAX_QUEUED_CHARS = 8 * 1024 * 1024;
+/** Live events a stream may hold while its reader is slow, in bytes; over it, it is closed. */
+const MAX_QUEUED_BYTES = 8 * 1024 * 1024;
+/** Why a stream too far behind is let go. */
+const SLOW_REASON = "slow: resume from the last event id";
 
 export class EventStream {
   readonly stream: ReadableStream<Uint8Array>;
   readonly payload: boolean;
   /** The last seq its replay covers: later writes reach it live, earlier ones through replay. */
   readonly bound: number;
-  #queue: string[] = [];
+  readonly #frames: QueuedFrames;
+  #queue: LiveFrame[] = [];
   #queued = 0;
   #wake: (() => void) | undefined;
   #ended = false;
@@ -400,11 +445,21 @@ export class EventStream {
   /** Its replay stopped before the end: no live event may follow it. */
   #cutShort = false;
 
-  /** `onEnd` hears that the stream ended: its reader cancelled it, or it closed. */
-  constructor(payload: boolean, bound: number, replay: Generator<string>, onEnd: () => void) {
+  /**
+   * `frames` counts what the object's streams have queued; `onEnd` hears that the stream ended:
+   * its reader cancelled it, or it closed.
+   */
+  constructor(
+    payload: boolean,
+    bound: number,
+    replay: Generator<string>,
+    frames: QueuedFrames,
+    onEnd: () => void,
+  ) {
     this.payload = payload;
     this.bound = bound;
     this.#replay = replay;
+    this.#frames = frames;
     const encoder = new TextEncoder();
     this.stream = new ReadableStream<Uint8Array>({
       pull: async (controller) => {
@@ -423,11 +478,12 @@ export class EventStream {
             if (!next.done) return controller.enqueue(encoder.encode(next.value));
             this.#replay = undefined;
           }
-          if (this.#queue.length > 0) {
-            const text = this.#queue.join("");
-            this.#queue = [];
-            this.#queued = 0;
-            return controller.enqueue(encoder.encode(text));
+          const frame = this.#queue.shift();
+          if (frame) {
+            this.#queued -= frame.bytes.length;
+            this.#frames.release(frame);
+            // The bytes every stream sending this frame shares: the reader only reads them.
+            return controller.enqueue(frame.bytes);
           }
           if (this.#ended) {
             onEnd();
@@ -440,9 +496,15 @@ export class EventStream {
       },
       cancel: () => {
         this.#ended = true;
+        this.#clear();
         onEnd();
       },
     });
+  }
+
+  /** The order of the oldest frame it has waiting (queued-frames.ts), if any. */
+  get oldestWaiting(): number | undefined {
+    return this.#queue[0]?.order;
   }
 
   /**
@@ -453,23 +515,26 @@ export class EventStream {
     if (!this.#replay) return;
     this.#replay = undefined;
     this.#cutShort = true;
-    this.#queue = [];
-    this.#queued = 0;
+    this.#clear();
   }
 
-  /** Queues frames; false when this stream fell too far behind and was closed. */
-  push(text: string, end = false): boolean {
+  /** Queues a frame; false when this stream fell too far behind and was closed. */
+  push(frame: LiveFrame, end = false): boolean {
     if (this.#ended) return false;
     if (this.#cutShort && !end) return true;
-    if (this.#queued > 0 && this.#queued + text.length > MAX_QUEUED_CHARS) {
-      this.#closeWith("slow: resume from the last event id");
+    if (this.#queued > 0 && this.#queued + frame.bytes.length > MAX_QUEUED_BYTES) {
+      this.#closeWith(SLOW_REASON);
       return false;
     }
-    this.#queue.push(text);
-    this.#queued += text.length;
+    this.#enqueue(frame);
     if (end) this.#end();
     else this.#notify();
     return true;
+  }
+
+  /** Sends `closed` in place of what waits for it, as to a reader too far behind. */
+  letGo(): void {
+    if (!this.#ended) this.#closeWith(SLOW_REASON);
   }
 
   /**
@@ -477,9 +542,21 @@ export class EventStream {
    * event id, which no live event sent after a gap may move past entries it never got.
    */
   #closeWith(reason: string): void {
-    this.#queue = [sseFrame({ event: "closed", data: { reason } })];
-    this.#queued = 0;
+    this.#clear();
+    this.#enqueue(this.#frames.frame(sseFrame({ event: "closed", data: { reason } })));
     this.#end();
+  }
+
+  #enqueue(frame: LiveFrame): void {
+    this.#frames.hold(frame);
+    this.#queue.push(frame);
+    this.#queued += frame.bytes.length;
+  }
+
+  #clear(): void {
+    for (const frame of this.#queue) this.#frames.release(frame);
+    this.#queue = [];
+    this.#queued = 0;
   }
 
   #end(): void {

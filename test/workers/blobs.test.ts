@@ -26,6 +26,7 @@ import {
   apiWith,
   assistantMessage,
   createSession,
+  directoryReplacing,
   expectError,
   info,
   KEY_B,
@@ -679,6 +680,45 @@ describe("blobs in R2", () => {
     }
     expect(await storedBlobs()).not.toContain(key);
     expect((await api("POST", "/v1/sessions", { body: { id } })).status).toBe(201);
+  });
+
+  it("refuses a write whose blobs reach the ledger after its session's purge gave its claims up, storing nothing", async () => {
+    const seed = 9402;
+    const key = await keyOf("b64", await sha256(bytes(96 * 1024, seed)));
+    const id = await createSession();
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    // The session's claims of its write's blobs are held on their way to the tenant's ledger.
+    let held = true;
+    let reached = 0;
+    const directory = directoryReplacing("claimBlobs", async (real, args) => {
+      reached++;
+      while (held) await new Promise((resolve) => setTimeout(resolve, 5));
+      return real(...args);
+    });
+    await withObjectEnv(stub, { DIRECTORY: directory }, async () => {
+      const append = api("POST", `/v1/sessions/${id}/entries`, { body: { entries: turn(seed) } });
+      await vi.waitFor(() => expect(reached).toBe(1), { timeout: 5000, interval: 10 });
+      // The session is purged meanwhile: its claims are given up, its storage dropped.
+      expect((await api("DELETE", `/v1/sessions/${id}?purge=true`)).status).toBe(204);
+      held = false;
+      expectError(await append, 404, "not_found");
+    });
+    // The ledger claimed nothing for it, and nothing was uploaded.
+    expect(await storedBlobs()).not.toContain(key);
+    const ledger = directoryShard(durableEnv, "tenant-a", 0);
+    const rows = await runInDurableObject(ledger, (_instance, state) => ({
+      owned: state.storage.sql
+        .exec<{ n: number }>("SELECT count(*) AS n FROM blob_owners WHERE owner LIKE ?", `${id}\n%`)
+        .one().n,
+      blob: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM blobs WHERE key = ?", key).one()
+        .n,
+    }));
+    expect(rows).toEqual({ owned: 0, blob: 0 });
+    // A session created anew under the id is another owner: its blobs are claimed and stored.
+    expect((await api("POST", "/v1/sessions", { body: { id } })).status).toBe(201);
+    const again = await api("POST", `/v1/sessions/${id}/entries`, { body: { entries: turn(seed) } });
+    expect(again.status, again.text).toBe(201);
+    expect(await storedBlobs()).toContain(key);
   });
 
   it("frees every blob a purge leaves unclaimed, past the thousand one deletion from the bucket takes", async () => {

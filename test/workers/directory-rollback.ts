@@ -45,6 +45,8 @@ const UNDO: readonly (readonly string[])[] = [
   ["ALTER TABLE shard DROP COLUMN retention_known"],
   // 12: tombstones by age.
   ["DROP INDEX tombstones_by_deleted"],
+  // 13: the blob ledger's owners that gave their claims up.
+  ["DROP TABLE blob_owners_released"],
 ];
 
 /** Puts a directory shard's tables back to schema `version`, undoing every migration after it. */

@@ -1,3 +1,4 @@
+import { SessionError } from "../../core/errors";
 import type { Sql } from "../sql";
 
 /*
@@ -6,8 +7,16 @@ import type { Sql } from "../sql";
  * write before it uploads them and before the write is committed, and gives all its claims up when
  * it is purged; a blob no session claims any more is deleted from the bucket. A claim left by a
  * write that failed only keeps a blob until its session is purged: the ledger may keep a blob too
- * long, never drop one a session holds. Its tables are the directory's migrations.
+ * long, never drop one a session holds. An owner that gave its claims up claims nothing more: a
+ * write it began before its purge is refused (a session created anew under the same id is another
+ * owner). Its tables are the directory's migrations.
  */
+
+/**
+ * How long the ledger remembers an owner that gave its claims up, to refuse its late claims: far
+ * longer than any write of its session takes.
+ */
+const RELEASED_OWNER_MS = 7 * 24 * 3600 * 1000;
 
 /** What a session asks of the ledger for one blob: its key, and its size in an entry when it brings the value. */
 export interface BlobClaimRequest {
@@ -42,6 +51,15 @@ export const BLOBS_DELETING_MIGRATION = `
   CREATE INDEX blobs_deleting ON blobs (key) WHERE state = 'deleting'
 `;
 
+/** The owners that gave their claims up (purged sessions), by when, so that old ones are dropped. */
+export const BLOB_OWNERS_RELEASED_MIGRATION = `
+  CREATE TABLE blob_owners_released (
+    owner TEXT PRIMARY KEY,
+    released_at INTEGER NOT NULL
+  );
+  CREATE INDEX blob_owners_released_by_time ON blob_owners_released (released_at)
+`;
+
 export class BlobLedger {
   readonly #sql: Sql;
 
@@ -52,9 +70,16 @@ export class BlobLedger {
   /**
    * Claims blobs for `owner` (inside a transaction): each answers its size and whether it must be
    * uploaded (new, not yet confirmed, or being deleted when the object last stopped). A reference
-   * alone to a blob not stored is `missing`, and not claimed.
+   * alone to a blob not stored is `missing`, and not claimed. An owner that gave its claims up is
+   * refused (`not_found`: its session was purged), and nothing is claimed.
    */
   claim(owner: string, requests: readonly BlobClaimRequest[]): BlobClaim[] {
+    if (this.#sql`SELECT 1 FROM blob_owners_released WHERE owner = ${owner}`.toArray().length > 0) {
+      throw new SessionError(
+        "not_found",
+        "session does not exist: it was purged while the write was under way",
+      );
+    }
     return requests.map(({ key, jsonBytes }) => {
       const row = this.#sql<{ json_bytes: number; state: string }>`
         SELECT json_bytes, state FROM blobs WHERE key = ${key}`.toArray()[0];
@@ -83,8 +108,14 @@ export class BlobLedger {
       WHERE state = 'uploading' AND key IN (SELECT value FROM json_each(${JSON.stringify(keys)}))`;
   }
 
-  /** Gives up every claim of `owner`; answers the blobs no one claims any more, now to be deleted. */
+  /**
+   * Gives up every claim of `owner`, which claims nothing from now on; answers the blobs no one
+   * claims any more, now to be deleted.
+   */
   release(owner: string): string[] {
+    const now = Date.now();
+    this.#sql`INSERT OR REPLACE INTO blob_owners_released (owner, released_at) VALUES (${owner}, ${now})`;
+    this.#sql`DELETE FROM blob_owners_released WHERE released_at < ${now - RELEASED_OWNER_MS}`;
     // Only the owner's blobs can lose their last claim: the rest of the ledger is never read.
     const keys = this.#sql<{ key: string }>`DELETE FROM blob_owners WHERE owner = ${owner} RETURNING key`
       .toArray()

@@ -1,4 +1,8 @@
-import { BLOB_LEDGER_MIGRATION, BLOBS_DELETING_MIGRATION } from "../blobs/blob-ledger";
+import {
+  BLOB_LEDGER_MIGRATION,
+  BLOB_OWNERS_RELEASED_MIGRATION,
+  BLOBS_DELETING_MIGRATION,
+} from "../blobs/blob-ledger";
 import { STREAM_CLAIM_PREFIX, STREAM_REGISTRY_MIGRATION } from "./stream-registry";
 
 /** The directory shard's tables (session-directory.ts), one migration a version. */
@@ -122,4 +126,6 @@ export const MIGRATIONS = [
   "ALTER TABLE shard ADD COLUMN retention_known INTEGER NOT NULL DEFAULT 1",
   // Tombstones by age, so that dropping the old ones reads only those.
   "CREATE INDEX tombstones_by_deleted ON tombstones (deleted_at)",
+  // The blob ledger's owners that gave their claims up, whose late claims it refuses (blob-ledger.ts).
+  BLOB_OWNERS_RELEASED_MIGRATION,
 ];

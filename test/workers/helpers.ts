@@ -94,13 +94,14 @@ export async function withObjectEnv<T>(
 }
 
 /**
- * The directory as objects reach it, for `withObjectEnv`: the real one, but for its stubs' calls of
- * `method`, which go to `replace` with the real call (to hold one open, or fail it, as the directory
- * out of reach would).
+ * The directory as objects reach it, for `withObjectEnv`: the real one (or `directory`, replacing
+ * another method already), but for its stubs' calls of `method`, which go to `replace` with the
+ * real call (to hold one open, or fail it, as the directory out of reach would).
  */
 export function directoryReplacing(
   method: string,
   replace: (real: (...args: unknown[]) => Promise<unknown>, args: unknown[]) => Promise<unknown>,
+  directory: DurableEnv["DIRECTORY"] = (env as unknown as DurableEnv).DIRECTORY,
 ): DurableEnv["DIRECTORY"] {
   const replacing = (stub: DurableObjectStub) =>
     new Proxy(stub, {
@@ -110,7 +111,7 @@ export function directoryReplacing(
         return name === method ? (...args: unknown[]) => replace(value, args) : value;
       },
     });
-  return new Proxy((env as unknown as DurableEnv).DIRECTORY, {
+  return new Proxy(directory, {
     get(target, name) {
       const value = Reflect.get(target, name);
       if (name !== "getByName") return typeof value === "function" ? value.bind(target) : value;

@@ -78,22 +78,46 @@ async function storedRows(id: string, tenant?: string) {
  * The directory as the session objects reach it (`withObjectEnv`), holding their calls of `method`
  * until `letGo`: a purge giving up the session's room in its tenant's quota ledger
  * (`releaseQuota`), or a restore asking for it (`claimQuota`), stays open for as long as a test
- * needs. The directory is the real one: the call goes on once let go.
+ * needs. The directory is the real one (or `directory`, holding calls of another method): the call
+ * goes on once let go. The objects share their environment: with `holds`, only the calls it picks
+ * are held.
  */
-function heldDirectoryCalls(method: "releaseQuota" | "claimQuota" | "releaseBlobs") {
+function heldDirectoryCalls(
+  method: "releaseQuota" | "claimQuota" | "releaseBlobs",
+  directory?: DurableEnv["DIRECTORY"],
+  holds: (args: unknown[]) => boolean = () => true,
+) {
   let held = true;
   let reached = 0;
-  const directory = directoryReplacing(method, async (real, args) => {
-    reached++;
-    while (held) await new Promise((resolve) => setTimeout(resolve, 5));
-    return real(...args);
-  });
-  return {
+  let answered = 0;
+  const holding = directoryReplacing(
+    method,
+    async (real, args) => {
+      if (!holds(args)) return real(...args);
+      reached++;
+      while (held) await new Promise((resolve) => setTimeout(resolve, 5));
+      try {
+        return await real(...args);
+      } finally {
+        answered++;
+      }
+    },
     directory,
-    /** Waits until a call is held. */
-    reached: () => vi.waitFor(() => expect(reached).toBeGreaterThan(0), { timeout: 5000, interval: 10 }),
+  );
+  const waitFor = (count: () => number, calls: number) =>
+    vi.waitFor(() => expect(count()).toBeGreaterThanOrEqual(calls), { timeout: 5000, interval: 10 });
+  return {
+    directory: holding,
+    /** Waits until `calls` calls have come (the last is held, unless let go). */
+    reached: (calls = 1) => waitFor(() => reached, calls),
+    /** Waits until `calls` calls let go have been answered by the directory. */
+    answered: (calls = 1) => waitFor(() => answered, calls),
     letGo: () => {
       held = false;
+    },
+    /** Calls that come from now on are held again. */
+    hold: () => {
+      held = true;
     },
   };
 }
@@ -284,6 +308,93 @@ describe("deleting and restoring", () => {
     expect(await info(id)).toMatchObject({ id, entryCount: 0 });
     await vi.waitFor(async () => expect(await listedIds()).toContain(id), { timeout: 5000, interval: 30 });
     expect((await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("new") })).status).toBe(201);
+  });
+
+  it("keeps the room of a session created under a deleted one's id when the alarm's purge of that one begins just after", async () => {
+    // Under tenant-wide quotas, a create taking a deleted session's id asks for room before the
+    // deleted one is purged.
+    const key = "key-takeover-quota";
+    const tenant = "tenant-takeover-quota";
+    const id = await createSession({ key });
+    expect((await api("DELETE", `/v1/sessions/${id}`, { key })).status).toBe(204);
+    const stub = sessionStub(id, tenant);
+    await runInDurableObject(stub, (_instance, state) => {
+      state.storage.sql.exec("UPDATE lifecycle SET purge_at = 0");
+    });
+    await evictDurableObject(stub);
+    // The create is admitted; the alarm's purge, begun while it was, gives its room up after that.
+    const claims = heldDirectoryCalls("claimQuota");
+    const releases = heldDirectoryCalls("releaseQuota", claims.directory);
+    await withObjectEnv(stub, { DIRECTORY: releases.directory }, async () => {
+      const created = api("POST", "/v1/sessions", { key, body: { id } });
+      await claims.reached();
+      const alarm = runDurableObjectAlarm(stub);
+      await releases.reached();
+      claims.letGo();
+      await claims.answered();
+      releases.letGo();
+      await alarm;
+      const answer = await created;
+      expect(answer.status, answer.text).toBe(201);
+    });
+    expect(await info(id, key)).toMatchObject({ id, entryCount: 0 });
+    await vi.waitFor(async () => expect((await api("GET", "/v1/usage", { key })).body.sessions).toBe(1), {
+      timeout: 5000,
+      interval: 30,
+    });
+    // The new session holds the tenant's one session: another is refused, and nothing is listed for it.
+    const other = sid();
+    const refused = await api("POST", "/v1/sessions", { key, body: { id: other } });
+    expectError(refused, 413, "quota_exceeded");
+    expect(refused.body.error.details).toEqual({ quota: "maxSessions", limit: 1 });
+    expectError(await api("GET", `/v1/sessions/${other}`, { key }), 404, "not_found");
+    expect((await api("DELETE", `/v1/sessions/${id}?purge=true`, { key })).status).toBe(204);
+  });
+
+  it("refuses a create under a deleted one's id whose room another session took while the alarm's purge gave it up", async () => {
+    const key = "key-takeover-quota";
+    const tenant = "tenant-takeover-quota";
+    const id = await createSession({ key });
+    expect((await api("DELETE", `/v1/sessions/${id}`, { key })).status).toBe(204);
+    const stub = sessionStub(id, tenant);
+    await runInDurableObject(stub, (_instance, state) => {
+      state.storage.sql.exec("UPDATE lifecycle SET purge_at = 0");
+    });
+    await evictDurableObject(stub);
+    // Only the calls for this id are held: another session's go straight to the ledger.
+    const claims = heldDirectoryCalls(
+      "claimQuota",
+      undefined,
+      (args) => (args[1] as { sessionId: string }).sessionId === id,
+    );
+    const releases = heldDirectoryCalls("releaseQuota", claims.directory);
+    const other = sid();
+    await withObjectEnv(stub, { DIRECTORY: releases.directory }, async () => {
+      const created = api("POST", "/v1/sessions", { key, body: { id } });
+      await claims.reached();
+      const alarm = runDurableObjectAlarm(stub);
+      await releases.reached();
+      claims.letGo();
+      await claims.answered();
+      // The create asks for room again once the purge has given it up; another session takes it first.
+      claims.hold();
+      releases.letGo();
+      await alarm;
+      await claims.reached(2);
+      expect((await api("POST", "/v1/sessions", { key, body: { id: other } })).status).toBe(201);
+      claims.letGo();
+      const refused = await created;
+      expectError(refused, 413, "quota_exceeded");
+      expect(refused.body.error.details).toEqual({ quota: "maxSessions", limit: 1 });
+    });
+    // Nothing of it was written: the deleted session is gone, and the tenant holds the other one.
+    expectError(await api("GET", `/v1/sessions/${id}`, { key }), 404, "not_found");
+    expect(await storedRows(id, tenant)).toBe(0);
+    await vi.waitFor(async () => expect(await listedIds(key)).toEqual([other]), {
+      timeout: 5000,
+      interval: 30,
+    });
+    expect((await api("DELETE", `/v1/sessions/${other}?purge=true`, { key })).status).toBe(204);
   });
 
   it("keeps a session created over an incomplete import whose builder publishes it while it is purged", async () => {

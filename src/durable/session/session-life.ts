@@ -55,6 +55,11 @@ export class SessionLife {
    * create), joins it (another purge) or is refused (a restore), rather than being erased with it.
    */
   #purging: Promise<boolean> | undefined;
+  /**
+   * Purges that gave up the claim under the session's id: a create admitted to the tenant's room
+   * before one of them (begun by the alarm, or a `DELETE ?purge=true`) asks for it again.
+   */
+  #quotaReleases = 0;
 
   constructor(
     object: SessionObjectState,
@@ -77,6 +82,7 @@ export class SessionLife {
     const { session, lifecycle, quotas, storage } = this.#object;
     const reports = this.#reports;
     const replaces = session.exists && (lifecycle.deleted || lifecycle.pending);
+    const quotaReleases = this.#quotaReleases;
     // Admitted before anything gives the id up: a session refused for want of room leaves the
     // deleted one that holds its id restorable. It takes over the claim under that id.
     if (!session.exists || replaces) await quotas.admit(tenant, header.id, options.bytes ?? 0);
@@ -96,6 +102,11 @@ export class SessionLife {
         `session ${header.id} was deleted and cannot be purged yet (forks still copy from it, or its tenant's ledgers cannot be reached); try again`,
         "not_applied",
       );
+    }
+    // A purge begun meanwhile by another (which this one joined, or which ended first) gave the
+    // claim under the id up: it is asked for again, and refused (nothing written) without room.
+    if (replaces && this.#quotaReleases !== quotaReleases) {
+      await quotas.admit(tenant, header.id, options.bytes ?? 0);
     }
     const { builder } = options;
     // An imported session whose expiry has passed keeps none, as a restored one does: else it
@@ -362,6 +373,7 @@ export class SessionLife {
           return false;
         },
       );
+    if (!keepsQuotaClaim) this.#quotaReleases++;
     const released = await Promise.all([
       keepsQuotaClaim || attempt("release_quota", quotas.release(tenant, header.id)),
       attempt("release_blobs", blobs.release()),

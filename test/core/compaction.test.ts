@@ -10,6 +10,7 @@ import { ExtractiveSummarizer } from "../../src/core/summarizers/extractive";
 import { OpenAISummarizer } from "../../src/core/summarizers/openai";
 import { summaryPrompt } from "../../src/core/summarizers/prompt";
 import type { Summarizer } from "../../src/core/summarizers/summarizer";
+import { WorkersAISummarizer } from "../../src/core/summarizers/workers-ai";
 import { estimateContextTokens, estimateTokens } from "../../src/core/tokens";
 import { assistant, toolResult, user } from "../conformance/fixtures";
 import { expectCode } from "../conformance/storage";
@@ -474,6 +475,61 @@ describe("summarizers", () => {
     await expect(
       slow.summarize({ kind: "branch", messages: [], readFiles: [], modifiedFiles: [] }),
     ).rejects.toThrow(/^summarizer endpoint did not answer within 10 ms$/);
+  });
+
+  it("calls Workers AI through its binding, and tells its failures in its own words", async () => {
+    const request = { kind: "branch" as const, messages: [user("x")], readFiles: [], modifiedFiles: [] };
+    const seen: Array<{ model: string; roles: string[] }> = [];
+    const answering = new WorkersAISummarizer(
+      {
+        async run(model, input) {
+          seen.push({ model, roles: input.messages.map((m) => m.role) });
+          return { response: " the summary ", usage: { prompt_tokens: 10, completion_tokens: 3 } };
+        },
+      },
+      "@cf/test/model",
+    );
+    expect(await answering.summarize(request)).toEqual({
+      text: "the summary",
+      usage: { input: 10, output: 3 },
+    });
+    expect(seen).toEqual([{ model: "@cf/test/model", roles: ["system", "user"] }]);
+    // What the binding threw (an upstream's text, an address, a stack) is not repeated.
+    const failing = (error: unknown) =>
+      new WorkersAISummarizer({
+        run: async () => Promise.reject(error),
+      }).summarize(request);
+    const upstream = Object.assign(new Error("3040: upstream 10.1.2.3 said: capacity exceeded"), {
+      name: "InferenceUpstreamError",
+    });
+    await expect(failing(upstream)).rejects.toThrow(
+      /^Workers AI failed to summarize \(InferenceUpstreamError\)$/,
+    );
+    const limited = Object.assign(new Error("rate limited for account 0123abcd"), { status: 429 });
+    await expect(failing(limited)).rejects.toThrow(/^Workers AI answered 429$/);
+    await expect(failing(new Error("internal host ai-42.internal refused"))).rejects.toThrow(
+      /^Workers AI failed to summarize$/,
+    );
+    await expect(failing("a bare string from the binding")).rejects.toThrow(
+      /^Workers AI failed to summarize$/,
+    );
+    const noText = new WorkersAISummarizer({ run: async () => ({ response: "  " }) }).summarize(request);
+    await expect(noText).rejects.toThrow(/^Workers AI returned no text$/);
+  });
+
+  it("writes nothing and answers summarizer_failed in Workers AI's words when its binding fails", async () => {
+    const session = await fresh();
+    for (let i = 0; i < 6; i++) await session.appendMessage(user(words(200)));
+    const summarizer = new WorkersAISummarizer({
+      run: async () => Promise.reject(new Error("upstream 10.1.2.3: secret-host page")),
+    });
+    const error = await expectCode(
+      session.compact({ keepRecentTokens: 100, summarizer }),
+      "summarizer_failed",
+    );
+    expect(error.message).toBe("the summarizer failed: Workers AI failed to summarize");
+    expect(error.details).toEqual({ summarizer: "workers-ai" });
+    expect((await session.getInfo()).entryCount).toBe(6);
   });
 
   it("extracts goal, requests in order, files and last state deterministically", async () => {

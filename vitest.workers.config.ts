@@ -67,6 +67,8 @@ export default defineConfig({
           REQUEST_LOG: "all",
           // Signs the blob URLs of `?blobs=url` (test/workers/blobs.test.ts).
           BLOB_URL_SECRET: "a test secret that is at least 32 bytes long",
+          // Seals WebSocket tickets (test/workers/http-socket.test.ts).
+          SOCKET_TICKET_SECRET: "a test ticket secret of at least 32 bytes",
         },
         // The suite's own traffic must not trip the service's limiter; a tight one is tested apart.
         ratelimits: {

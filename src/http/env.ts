@@ -24,6 +24,11 @@ export interface WorkerEnv extends DurableEnv {
   CORS_ALLOWED_ORIGINS?: string;
   /** Secret: shared secret (UTF-8, at least 32 bytes) that verifies HS256 JWTs; unset, HS256 is refused. */
   JWT_SECRET?: string;
+  /**
+   * Secret (UTF-8, at least 32 bytes, not JWT_SECRET) that seals WebSocket tickets; unset, tickets
+   * are refused, but in local development (DEV_TENANT), where each isolate makes up a key.
+   */
+  SOCKET_TICKET_SECRET?: string;
   /** Inline JWKS (`{"keys": [...]}`) whose RSA and P-256 public keys verify RS256 and ES256 JWTs. */
   JWT_JWKS?: string;
   /** https URL of a JWKS verifying RS256 and ES256 JWTs, cached per isolate for five minutes. */

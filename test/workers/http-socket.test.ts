@@ -1,5 +1,11 @@
-import { createExecutionContext, evictDurableObject, runInDurableObject } from "cloudflare:test";
+import {
+  createExecutionContext,
+  evictDurableObject,
+  listDurableObjectIds,
+  runInDurableObject,
+} from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
+import { decodeJwt, SignJWT, UnsecuredJWT } from "jose";
 import { describe, expect, it, vi } from "vitest";
 import { sessionObjectName } from "../../src/durable/internal";
 import worker from "../../src/worker";
@@ -10,7 +16,7 @@ import {
   sessionWithQuestion,
   snapshot,
 } from "./generation-helpers";
-import { api, createSession, expectError, KEY_A, KEY_A_READ, KEY_B, userMessage } from "./helpers";
+import { api, apiWith, createSession, expectError, KEY_A, KEY_A_READ, KEY_B, userMessage } from "./helpers";
 import { connect, type Message, open } from "./socket-helpers";
 
 async function append(id: string, ...texts: string[]) {
@@ -22,6 +28,23 @@ async function append(id: string, ...texts: string[]) {
 }
 
 const entrySeqs = (messages: Message[]) => messages.filter((m) => m.event === "entry").map((m) => m.id);
+
+/** Whether a session's object was ever brought to life (it then has storage). */
+async function woken(tenant: string, id: string): Promise<boolean> {
+  const wanted = env.SESSIONS.idFromName(sessionObjectName(tenant, id)).toString();
+  return (await listDurableObjectIds(env.SESSIONS)).some((found) => found.toString() === wanted);
+}
+
+/** A WebSocket upgrade answered by the worker run with some settings changed. */
+async function upgradeWith(settings: Record<string, string | undefined>, path: string): Promise<Response> {
+  return await worker.fetch(
+    new Request(`http://sessions.test${path}`, { headers: { Upgrade: "websocket" } }),
+    { ...(env as object), ...settings } as never,
+    createExecutionContext(),
+  );
+}
+
+const ticketSecret = () => new TextEncoder().encode(env.SOCKET_TICKET_SECRET as string);
 
 describe("session events over a WebSocket", () => {
   it("replays after ?after=, then sends each write live, from state kept in the socket's attachment", async () => {
@@ -210,7 +233,7 @@ describe("session events over a WebSocket", () => {
     // Only the router names a ticket to the object: one a caller sends as a header is dropped.
     const named = await connect(`/v1/sessions/${id}/ws`, {
       Authorization: `Bearer ${KEY_A}`,
-      "x-socket-ticket": minted.body.ticket.split(".")[1],
+      "x-socket-ticket": decodeJwt(minted.body.ticket).jti as string,
     });
     expect(named.status, named.text).toBe(101);
     named.live?.socket.close(1000, "done");
@@ -267,6 +290,116 @@ describe("session events over a WebSocket", () => {
     } finally {
       clock.mockRestore();
     }
+  });
+
+  it("seals a ticket with its tenant, session and one-time id: a forged, tampered, expired or other session's one wakes no object", async () => {
+    const id = await createSession();
+    const minted = await api("POST", `/v1/sessions/${id}/tickets`, { key: KEY_A_READ, body: {} });
+    expect(minted.status, minted.text).toBe(201);
+    const claims = decodeJwt(minted.body.ticket);
+    expect(claims).toEqual({
+      tenant: "tenant-a",
+      sid: id,
+      jti: expect.stringMatching(/^[0-9a-f]{48}$/),
+      exp: expect.any(Number),
+    });
+    expect(minted.body.expiresAt).toBe(new Date((claims.exp as number) * 1000).toISOString());
+    expect((claims.exp as number) * 1000 - Date.now()).toBeGreaterThan(50_000);
+    expect((claims.exp as number) * 1000 - Date.now()).toBeLessThanOrEqual(60_000);
+    // A session never used: a ticket naming it, or used on its URL, must not reach its object.
+    const unused = `never-${crypto.randomUUID()}`;
+    const inAMinute = Math.floor(Date.now() / 1000) + 60;
+    const naming = (sid: string) => new SignJWT({ tenant: "tenant-a", sid }).setJti(claims.jti as string);
+    const [header, , signature] = minted.body.ticket.split(".");
+    const payload = btoa(JSON.stringify({ ...claims, sid: unused }))
+      .replace(/=+$/, "")
+      .replace(/\+/g, "-")
+      .replace(/\//g, "_");
+    const forgeries = {
+      otherKey: await naming(unused)
+        .setProtectedHeader({ alg: "HS256" })
+        .setExpirationTime(inAMinute)
+        .sign(new TextEncoder().encode("not the service's secret, 32 bytes or more")),
+      tampered: `${header}.${payload}.${signature}`,
+      otherSession: minted.body.ticket,
+      expired: await naming(unused)
+        .setProtectedHeader({ alg: "HS256" })
+        .setExpirationTime(Math.floor(Date.now() / 1000) - 1)
+        .sign(ticketSecret()),
+      unsigned: new UnsecuredJWT({ tenant: "tenant-a", sid: unused })
+        .setJti(claims.jti as string)
+        .setExpirationTime(inAMinute)
+        .encode(),
+      garbage: "garbage",
+    };
+    for (const [name, ticket] of Object.entries(forgeries)) {
+      const refused = await connect(`/v1/sessions/${unused}/ws?ticket=${ticket}`, {});
+      expect(refused.status, name).toBe(401);
+      expect(JSON.parse(refused.text).error.code, name).toBe("unauthorized");
+    }
+    expect(await woken("tenant-a", unused)).toBe(false);
+    // None of that used the ticket up: it opens its own session once.
+    const watch = await open(minted.body.url, {});
+    watch.socket.close(1000, "done");
+    const again = await connect(minted.body.url, {});
+    expect(again.status).toBe(401);
+    expect(JSON.parse(again.text).error.code).toBe("unauthorized");
+  });
+
+  it("refuses a ticket past its minute at the Worker", async () => {
+    const id = await createSession();
+    const minted = await api("POST", `/v1/sessions/${id}/tickets`, { key: KEY_A_READ, body: {} });
+    expect(minted.status, minted.text).toBe(201);
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    vi.useFakeTimers({ toFake: ["Date"], now: Date.now() + 61_000 });
+    try {
+      const refused = await connect(minted.body.url, {});
+      expect(refused.status).toBe(401);
+      expect(JSON.parse(refused.text).error.code).toBe("unauthorized");
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(await runInDurableObject(stub, (_instance, state) => state.getWebSockets("events").length)).toBe(
+      0,
+    );
+  });
+
+  it("without SOCKET_TICKET_SECRET issues no ticket, storing none, but in local development (DEV_TENANT)", async () => {
+    const id = await createSession();
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    const stored = () =>
+      runInDurableObject(
+        stub,
+        (_instance, state) => [...state.storage.kv.list({ prefix: "socket-ticket" })].length,
+      );
+    const unset = { SOCKET_TICKET_SECRET: undefined } as unknown as Record<string, string>;
+    const misconfigured = [
+      unset,
+      { SOCKET_TICKET_SECRET: "too short" },
+      {
+        SOCKET_TICKET_SECRET: "a secret that bearer JWTs use too, 32+ bytes",
+        JWT_SECRET: "a secret that bearer JWTs use too, 32+ bytes",
+      },
+    ];
+    for (const settings of misconfigured) {
+      const refused = await apiWith(settings)("POST", `/v1/sessions/${id}/tickets`, { body: {} });
+      expectError(refused, 503, "misconfigured");
+    }
+    expect(await stored()).toBe(0);
+    const minted = await api("POST", `/v1/sessions/${id}/tickets`, { body: {} });
+    const unsealable = await upgradeWith(unset, minted.body.url);
+    expect(unsealable.status).toBe(503);
+    expect(((await unsealable.json()) as { error: { code: string } }).error.code).toBe("misconfigured");
+    // Locally each isolate seals with a key of its own: `npm start` needs no setting.
+    const local = { ...unset, DEV_TENANT: "local" };
+    const sealed = await apiWith(local)("POST", `/v1/sessions/${id}/tickets`, { body: {} });
+    expect(sealed.status, sealed.text).toBe(201);
+    expect((await upgradeWith({}, sealed.body.url)).status).toBe(401);
+    const opened = await upgradeWith(local, sealed.body.url);
+    expect(opened.status).toBe(101);
+    opened.webSocket?.accept();
+    opened.webSocket?.close(1000, "done");
+    expect((await upgradeWith(local, sealed.body.url)).status).toBe(401);
   });
 
   it("refuses a forged ticket, another tenant, and a handshake from another site", async () => {

@@ -1,5 +1,8 @@
+import { listDurableObjectIds } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
+import { sessionObjectName } from "../../src/durable/internal";
 import { addressRange } from "../../src/http/client-address";
 import { secondsLeftInWindow } from "../../src/http/rate-limit";
 import worker from "../../src/worker";
@@ -167,12 +170,18 @@ describe("rate limit", () => {
     expect((await post({})).status).toBe(201);
   });
 
-  it("counts WebSocket tickets that fail like any failed credential", async () => {
+  it("counts WebSocket tickets that fail like any failed credential, waking no object", async () => {
     const tight = { ...env, AUTH_FAILURE_LIMITER: env.TIGHT_RATE_LIMITER };
     const attacker = `198.51.100.${Math.floor(Math.random() * 240) + 10}`;
+    const guessed = `guessed-${crypto.randomUUID()}`;
+    const forged = await new SignJWT({ tenant: "tenant-a", sid: guessed })
+      .setProtectedHeader({ alg: "HS256" })
+      .setJti("0".repeat(48))
+      .setExpirationTime("1 minute")
+      .sign(new TextEncoder().encode("a guess at the service's secret, 32+ bytes"));
     const guess = () =>
       worker.fetch(
-        new Request(`http://sessions.test/v1/sessions/guessed/ws?ticket=dGVuYW50LWE.${"0".repeat(48)}`, {
+        new Request(`http://sessions.test/v1/sessions/${guessed}/ws?ticket=${forged}`, {
           headers: { Upgrade: "websocket", "CF-Connecting-IP": attacker },
         }),
         tight,
@@ -183,6 +192,8 @@ describe("rate limit", () => {
     for (let i = 0; i < 8; i++) statuses.push((await guess()).status);
     expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(5);
     expect(statuses).toContain(429);
+    const object = env.SESSIONS.idFromName(sessionObjectName("tenant-a", guessed)).toString();
+    expect((await listDurableObjectIds(env.SESSIONS)).map((id) => id.toString())).not.toContain(object);
   });
 
   it("counts nothing without the binding", async () => {

@@ -415,8 +415,9 @@ export function replayPage(
 /*
  * One-time tickets that open a session's WebSocket (browsers cannot set headers on one, and a key
  * in a URL ends up in logs): minted for a caller who may read the session, good once within
- * TICKET_MS, kept in the object's storage so any instance redeems them. The router checks a
- * ticket and names it to the object in SOCKET_TICKET_HEADER; the object uses it up in the step
+ * TICKET_MS, kept in the object's storage so any instance redeems them. The router hands them out
+ * sealed with the tenant and the session (http/socket-ticket.ts), checks that seal before it asks
+ * the object, and names the ticket to it in SOCKET_TICKET_HEADER; the object uses it up in the step
  * that accepts its socket, so an upgrade refused before that leaves it good for the retry. A
  * ticket begins with its expiry, so the stored ones are in the order they expire: each mint drops
  * the expired ones from the front, reading no other, and a count beside them keeps a session to

@@ -15,7 +15,7 @@ import {
   sessionStub,
 } from "../route-kit";
 import { EmptyBody, SessionIdParam } from "../schemas";
-import { ticketFor } from "../socket-ticket";
+import { sealTicket, ticketKey } from "../socket-ticket";
 
 const EventsQuery = z.object({
   after: z.coerce
@@ -112,9 +112,12 @@ export const eventRoutes = routes()
     }),
     async (c) => {
       const sid = c.req.valid("param").sid;
-      const { ticket, expiresAt } = await sessionObject(c, sid).mintTicket();
-      const full = ticketFor(c.get("caller").tenant, ticket);
-      return c.json({ ticket: full, expiresAt, url: `/v1/sessions/${sid}/ws?ticket=${full}` }, 201);
+      // A service that cannot seal tickets refuses before the object keeps one.
+      const key = ticketKey(c.env);
+      const minted = await sessionObject(c, sid).mintTicket();
+      const claims = { tenant: c.get("caller").tenant, sid, id: minted.ticket };
+      const { ticket, expiresAt } = await sealTicket(key, claims, minted.expiresAt);
+      return c.json({ ticket, expiresAt, url: `/v1/sessions/${sid}/ws?ticket=${ticket}` }, 201);
     },
   )
   .openapi(

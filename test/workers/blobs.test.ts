@@ -721,6 +721,247 @@ describe("blobs in R2", () => {
     expect(await storedBlobs()).toContain(key);
   });
 
+  /** The entries of an append and the bucket's keys of their blobs (an image and a tool output). */
+  async function turnBlobs(seed: number) {
+    return [
+      await keyOf("b64", await sha256(bytes(96 * 1024, seed))),
+      await keyOf("txt", await sha256(toolOutput(seed))),
+    ];
+  }
+
+  /**
+   * The directory for `withObjectEnv`, holding the ledger's answers to session `id`'s claims until
+   * `held` is cleared (the sessions of an isolate share the environment patched).
+   */
+  function claimsAnsweredLate(id: string) {
+    const state = { held: true, claimed: 0 };
+    const directory = directoryReplacing("claimBlobs", async (real, args) => {
+      const answer = await real(...args);
+      if (!String(args[0]).startsWith(`${id}\n`)) return answer;
+      state.claimed++;
+      while (state.held) await new Promise((resolve) => setTimeout(resolve, 5));
+      return answer;
+    });
+    return { state, directory };
+  }
+
+  /** The ledger's claims of `id`'s owners, and its rows of `keys`. */
+  function ledgerRows(id: string, keys: readonly string[]) {
+    return runInDurableObject(directoryShard(durableEnv, "tenant-a", 0), (_instance, state) => ({
+      owned: state.storage.sql
+        .exec<{ n: number }>("SELECT count(*) AS n FROM blob_owners WHERE owner LIKE ?", `${id}\n%`)
+        .one().n,
+      blobs: keys.map(
+        (key) =>
+          state.storage.sql.exec<{ state: string }>("SELECT state FROM blobs WHERE key = ?", key).toArray()[0]
+            ?.state ?? null,
+      ),
+    }));
+  }
+
+  it("refuses a write whose blobs were claimed before its session's purge and uploaded after, leaving nothing in the bucket", async () => {
+    const seed = 9403;
+    const keys = await turnBlobs(seed);
+    const id = await createSession();
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    // The ledger claims the write's blobs; its answer is held, so they are not uploaded yet.
+    const { state, directory } = claimsAnsweredLate(id);
+    await withObjectEnv(stub, { DIRECTORY: directory }, async () => {
+      const append = api("POST", `/v1/sessions/${id}/entries`, { body: { entries: turn(seed) } });
+      await vi.waitFor(() => expect(state.claimed).toBe(1), { timeout: 5000, interval: 10 });
+      // The session is purged meanwhile: its claims are given up, and its blobs (none in the
+      // bucket yet) deleted.
+      expect((await api("DELETE", `/v1/sessions/${id}?purge=true`)).status).toBe(204);
+      state.held = false;
+      expectError(await append, 404, "not_found");
+    });
+    // What the write uploaded after the purge is deleted: neither the bucket nor the ledger holds it.
+    const stored = await storedBlobs();
+    for (const key of keys) expect(stored).not.toContain(key);
+    expect(await ledgerRows(id, keys)).toEqual({ owned: 0, blobs: [null, null] });
+    expectError(await api("GET", `/v1/sessions/${id}`), 404, "not_found");
+  });
+
+  it("deletes a purged session's late upload again when it reaches the bucket while the purge's deletion is under way", async () => {
+    const seed = 9405;
+    const keys = await turnBlobs(seed);
+    const id = await createSession();
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    const { state, directory } = claimsAnsweredLate(id);
+    // The purge's deletion from the bucket is done, but its end is held: the ledger still marks
+    // the blobs as being deleted when the upload reaches the bucket.
+    let deletionHeld = true;
+    let deletions = 0;
+    const slow = new Proxy(bucket, {
+      get(target, name) {
+        if (name === "delete") {
+          return async (deleted: string[]) => {
+            await target.delete(deleted);
+            if (!keys.some((key) => deleted.includes(key))) return;
+            deletions++;
+            while (deletionHeld) await new Promise((resolve) => setTimeout(resolve, 5));
+          };
+        }
+        const value = Reflect.get(target, name);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const ledger = directoryShard(durableEnv, "tenant-a", 0);
+    await withObjectEnv(stub, { DIRECTORY: directory }, () =>
+      withObjectEnv(ledger, { BLOBS: slow }, async () => {
+        const append = api("POST", `/v1/sessions/${id}/entries`, { body: { entries: turn(seed) } });
+        await vi.waitFor(() => expect(state.claimed).toBe(1), { timeout: 5000, interval: 10 });
+        const purge = api("DELETE", `/v1/sessions/${id}?purge=true`);
+        await vi.waitFor(() => expect(deletions).toBe(1), { timeout: 5000, interval: 10 });
+        state.held = false;
+        // The write's uploads reach the bucket and wait for the deletion to end.
+        await vi.waitFor(
+          async () => {
+            const stored = await storedBlobs();
+            for (const key of keys) expect(stored).toContain(key);
+          },
+          { timeout: 5000, interval: 10 },
+        );
+        deletionHeld = false;
+        expect((await purge).status).toBe(204);
+        expectError(await append, 404, "not_found");
+      }),
+    );
+    const stored = await storedBlobs();
+    for (const key of keys) expect(stored).not.toContain(key);
+    expect(await ledgerRows(id, keys)).toEqual({ owned: 0, blobs: [null, null] });
+  });
+
+  it("uploads a blob a live session claims while a purged session's late upload is deleted again only once it is gone", async () => {
+    const seed = 9406;
+    const keys = await turnBlobs(seed);
+    const id = await createSession();
+    const live = await createSession();
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    const { state, directory: claiming } = claimsAnsweredLate(id);
+    let confirms = 0;
+    const directory = directoryReplacing(
+      "confirmBlobs",
+      (real, args) => {
+        if (String(args[0]).startsWith(`${id}\n`)) confirms++;
+        return real(...args);
+      },
+      claiming,
+    );
+    // The purge's deletion is held once done; the late upload's deletion waits, until the live
+    // session's write is answered or for a while, before it is made.
+    let deletionHeld = true;
+    let deletions = 0;
+    let liveAnswered = false;
+    const slow = new Proxy(bucket, {
+      get(target, name) {
+        if (name === "delete") {
+          return async (deleted: string[]) => {
+            if (!keys.some((key) => deleted.includes(key))) return target.delete(deleted);
+            if (++deletions === 1) {
+              await target.delete(deleted);
+              while (deletionHeld) await new Promise((resolve) => setTimeout(resolve, 5));
+              return;
+            }
+            for (const until = Date.now() + 300; !liveAnswered && Date.now() < until; ) {
+              await new Promise((resolve) => setTimeout(resolve, 5));
+            }
+            await target.delete(deleted);
+          };
+        }
+        const value = Reflect.get(target, name);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const ledger = directoryShard(durableEnv, "tenant-a", 0);
+    await withObjectEnv(stub, { DIRECTORY: directory }, () =>
+      withObjectEnv(ledger, { BLOBS: slow }, async () => {
+        const append = api("POST", `/v1/sessions/${id}/entries`, { body: { entries: turn(seed) } });
+        await vi.waitFor(() => expect(state.claimed).toBe(1), { timeout: 5000, interval: 10 });
+        const purge = api("DELETE", `/v1/sessions/${id}?purge=true`);
+        await vi.waitFor(() => expect(deletions).toBe(1), { timeout: 5000, interval: 10 });
+        state.held = false;
+        // The late upload's confirmation waits for the purge's deletion; then the live session's claim does.
+        await vi.waitFor(() => expect(confirms).toBe(1), { timeout: 5000, interval: 10 });
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        const shared = api("POST", `/v1/sessions/${live}/entries`, { body: { entries: turn(seed) } }).then(
+          (res) => {
+            liveAnswered = true;
+            return res;
+          },
+        );
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        deletionHeld = false;
+        expect((await purge).status).toBe(204);
+        expectError(await append, 404, "not_found");
+        const res = await shared;
+        expect(res.status, res.text).toBe(201);
+      }),
+    );
+    // The live session's blobs were uploaded after the purged session's were deleted.
+    const stored = await storedBlobs();
+    for (const key of keys) expect(stored).toContain(key);
+    expect(await ledgerRows(id, keys)).toEqual({ owned: 0, blobs: ["stored", "stored"] });
+    const context = await api("GET", `/v1/sessions/${live}/context`);
+    expect(context.status, context.text).toBe(200);
+    expect(context.body.messages[0].content[1].data).toBe(screenshot(seed));
+  });
+
+  it("refuses a write whose blobs, already stored for another session, were claimed before its session's purge", async () => {
+    const seed = 9407;
+    const keys = await turnBlobs(seed);
+    const id = await createSession();
+    const live = await createSession();
+    const shared = await api("POST", `/v1/sessions/${live}/entries`, { body: { entries: turn(seed) } });
+    expect(shared.status, shared.text).toBe(201);
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    // Its claims need no upload: the write goes on to record them once answered.
+    const { state, directory } = claimsAnsweredLate(id);
+    await withObjectEnv(stub, { DIRECTORY: directory }, async () => {
+      const append = api("POST", `/v1/sessions/${id}/entries`, { body: { entries: turn(seed) } });
+      await vi.waitFor(() => expect(state.claimed).toBe(1), { timeout: 5000, interval: 10 });
+      expect((await api("DELETE", `/v1/sessions/${id}?purge=true`)).status).toBe(204);
+      state.held = false;
+      expectError(await append, 404, "not_found");
+    });
+    // Nothing was written where the purged session was; the live session keeps its blobs.
+    const tables = await runInDurableObject(
+      stub,
+      (_instance, object) =>
+        object.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master").one().n,
+    );
+    expect(tables).toBe(0);
+    const stored = await storedBlobs();
+    for (const key of keys) expect(stored).toContain(key);
+    expect(await ledgerRows(id, keys)).toEqual({ owned: 0, blobs: ["stored", "stored"] });
+  });
+
+  it("keeps the blobs a purged session's late upload shares with a live session", async () => {
+    const seed = 9404;
+    const keys = await turnBlobs(seed);
+    const id = await createSession();
+    const live = await createSession();
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    const { state, directory } = claimsAnsweredLate(id);
+    await withObjectEnv(stub, { DIRECTORY: directory }, async () => {
+      const append = api("POST", `/v1/sessions/${id}/entries`, { body: { entries: turn(seed) } });
+      await vi.waitFor(() => expect(state.claimed).toBe(1), { timeout: 5000, interval: 10 });
+      expect((await api("DELETE", `/v1/sessions/${id}?purge=true`)).status).toBe(204);
+      // Another session writes the same values meanwhile: it claims them anew and uploads them.
+      const shared = await api("POST", `/v1/sessions/${live}/entries`, { body: { entries: turn(seed) } });
+      expect(shared.status, shared.text).toBe(201);
+      state.held = false;
+      expectError(await append, 404, "not_found");
+    });
+    // The purged session's write is refused without taking away what the live session holds.
+    const stored = await storedBlobs();
+    for (const key of keys) expect(stored).toContain(key);
+    expect(await ledgerRows(id, keys)).toEqual({ owned: 0, blobs: ["stored", "stored"] });
+    const context = await api("GET", `/v1/sessions/${live}/context`);
+    expect(context.body.messages[0].content[1].data).toBe(screenshot(seed));
+    expect(context.body.messages[1].content[0].text).toBe(toolOutput(seed));
+  });
+
   it("frees every blob a purge leaves unclaimed, past the thousand one deletion from the bucket takes", async () => {
     const tenant = `many-${sid()}`;
     const owner = `${sid()}\nincarnation`;

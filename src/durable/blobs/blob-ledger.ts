@@ -9,7 +9,9 @@ import type { Sql } from "../sql";
  * write that failed only keeps a blob until its session is purged: the ledger may keep a blob too
  * long, never drop one a session holds. An owner that gave its claims up claims nothing more: a
  * write it began before its purge is refused (a session created anew under the same id is another
- * owner). Its tables are the directory's migrations.
+ * owner); one whose blobs were claimed before the purge, and so deleted, may reach the bucket after
+ * it: its uploads are not confirmed, and those no session claims are deleted again. Its tables are
+ * the directory's migrations.
  */
 
 /**
@@ -24,6 +26,14 @@ export interface BlobClaimRequest {
   /** Given by a session that holds the value (it may upload it); absent for a reference alone. */
   jsonBytes?: number;
 }
+
+/** The error of a write whose session gave its claims up (it was purged) while the write was under way. */
+export function purgedOwner(): SessionError {
+  return new SessionError("not_found", "session does not exist: it was purged while the write was under way");
+}
+
+/** The ledger's answer to a session's uploads: confirmed, or refused and the blobs to delete again. */
+export type BlobConfirmation = { confirmed: true } | { confirmed: false; unclaimed: string[] };
 
 /** The ledger's answer for one blob. */
 export type BlobClaim =
@@ -74,12 +84,7 @@ export class BlobLedger {
    * refused (`not_found`: its session was purged), and nothing is claimed.
    */
   claim(owner: string, requests: readonly BlobClaimRequest[]): BlobClaim[] {
-    if (this.#sql`SELECT 1 FROM blob_owners_released WHERE owner = ${owner}`.toArray().length > 0) {
-      throw new SessionError(
-        "not_found",
-        "session does not exist: it was purged while the write was under way",
-      );
-    }
+    if (this.#released(owner)) throw purgedOwner();
     return requests.map(({ key, jsonBytes }) => {
       const row = this.#sql<{ json_bytes: number; state: string }>`
         SELECT json_bytes, state FROM blobs WHERE key = ${key}`.toArray()[0];
@@ -102,10 +107,34 @@ export class BlobLedger {
       WHERE key IN (SELECT value FROM json_each(${JSON.stringify(keys)}))`.toArray();
   }
 
-  /** Blobs uploaded: from now on a claim needs no upload. */
-  confirm(keys: readonly string[]): void {
-    this.#sql`UPDATE blobs SET state = 'stored'
-      WHERE state = 'uploading' AND key IN (SELECT value FROM json_each(${JSON.stringify(keys)}))`;
+  /**
+   * Blobs `owner` uploaded after claiming them (inside a transaction): from now on a claim needs no
+   * upload. An owner that gave its claims up meanwhile is refused: its purge deleted the blobs no
+   * session claims, perhaps before they reached the bucket, so those it uploaded are to be deleted
+   * again (`unclaimed`); a blob another session claims stays as it is.
+   */
+  confirm(owner: string, uploads: readonly Required<BlobClaimRequest>[]): BlobConfirmation {
+    const keys = JSON.stringify(uploads.map((upload) => upload.key));
+    if (!this.#released(owner)) {
+      this.#sql`UPDATE blobs SET state = 'stored'
+        WHERE state = 'uploading' AND key IN (SELECT value FROM json_each(${keys}))`;
+      return { confirmed: true };
+    }
+    // A blob no session claims is being deleted already, or was deleted and forgotten.
+    for (const { key, jsonBytes } of uploads) {
+      this
+        .#sql`INSERT OR IGNORE INTO blobs (key, json_bytes, state) VALUES (${key}, ${jsonBytes}, 'deleting')`;
+    }
+    const unclaimed = this.#sql<{ key: string }>`SELECT key FROM blobs
+      WHERE state = 'deleting' AND key IN (SELECT value FROM json_each(${keys}))`
+      .toArray()
+      .map((row) => row.key);
+    return { confirmed: false, unclaimed };
+  }
+
+  /** Whether `owner` gave its claims up. */
+  #released(owner: string): boolean {
+    return this.#sql`SELECT 1 FROM blob_owners_released WHERE owner = ${owner}`.toArray().length > 0;
   }
 
   /**

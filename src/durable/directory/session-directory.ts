@@ -5,7 +5,7 @@ import type { TenantSearchOptions } from "../../core/search";
 import { indexedText } from "../../core/search-text";
 import type { ListOptions, SessionInfo, SessionPage } from "../../core/session-schemas";
 import type { BlobClaim, BlobClaimRequest } from "../blobs/blob-ledger";
-import { BlobLedger } from "../blobs/blob-ledger";
+import { BlobLedger, purgedOwner } from "../blobs/blob-ledger";
 import type { DurableEnv } from "../env";
 import { logBackgroundFailure } from "../log-line";
 import { directoryShard, directoryShards, sessionObjectName } from "../names";
@@ -341,8 +341,17 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
    * @internal
    */
   async claimBlobs(owner: string, requests: BlobClaimRequest[]): Promise<Result<BlobClaim[]>> {
-    await Promise.all(requests.map((request) => this.#deleting.get(request.key)));
+    const keys = requests.map((request) => request.key);
+    // Another deletion may begin while one is waited for: claimed once none is under way.
+    for (let under = this.#deletionsOf(keys); under.length > 0; under = this.#deletionsOf(keys)) {
+      await Promise.all(under);
+    }
     return capture(() => this.ctx.storage.transactionSync(() => this.#blobs.claim(owner, requests)));
+  }
+
+  /** The deletions from the bucket under way of these blobs. */
+  #deletionsOf(keys: readonly string[]): Promise<void>[] {
+    return keys.flatMap((key) => this.#deleting.get(key) ?? []);
   }
 
   /** The sizes in an entry of the tenant's blobs (of those given), before a session reads any. @internal */
@@ -350,9 +359,25 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     return this.#blobs.sizes(keys);
   }
 
-  /** Blobs a session uploaded after claiming them. @internal */
-  confirmBlobs(keys: string[]): void {
-    this.#blobs.confirm(keys);
+  /**
+   * Blobs a session (`owner`) uploaded after claiming them. A session purged meanwhile is refused
+   * (`not_found`), and those of its uploads no session claims are deleted from the bucket: its
+   * purge may have deleted them before they reached it. @internal
+   */
+  async confirmBlobs(owner: string, uploads: Required<BlobClaimRequest>[]): Promise<Result<void>> {
+    return capture(async () => {
+      const keys = uploads.map((upload) => upload.key);
+      // A deletion under way may have reached the bucket before the upload: deleted again after it.
+      for (let under = this.#deletionsOf(keys); under.length > 0; under = this.#deletionsOf(keys)) {
+        await Promise.allSettled(under);
+      }
+      const confirmation = this.ctx.storage.transactionSync(() => this.#blobs.confirm(owner, uploads));
+      if (confirmation.confirmed) return;
+      if (confirmation.unclaimed.length > 0 && this.#placed.BLOBS) {
+        await this.#deleteBlobs(this.#placed.BLOBS, confirmation.unclaimed);
+      }
+      throw purgedOwner();
+    });
   }
 
   /**

@@ -5,6 +5,7 @@ import { utf8Length } from "../../core/json";
 import type { BlobValue } from "../blobs/blob-codec";
 import { encodeBlob } from "../blobs/blob-codec";
 import { checkReadBackSize, collectRefs, replaceRefs, scan } from "../blobs/blob-inputs";
+import { purgedOwner } from "../blobs/blob-ledger";
 import { BlobStore, inParallel } from "../blobs/blob-store";
 import { answerRefsInStream } from "../blobs/blob-text";
 import { signBlobUrl, urlTtlSeconds } from "../blobs/blob-urls";
@@ -273,22 +274,35 @@ export class SessionBlobs {
     return new Map((await this.fill(held)).map((entry) => [entry.id, entry]));
   }
 
-  /** Claims the values' blobs in the tenant's ledger, uploads those it does not hold yet, records them. */
+  /**
+   * Claims the values' blobs in the tenant's ledger, uploads those it does not hold yet, records
+   * them. A session purged meanwhile is refused (`not_found`) by the claim, or by the confirmation
+   * of its uploads, which the ledger then deletes from the bucket unless another session claims them.
+   */
   async #claimAndUpload(values: ReadonlyMap<string, BlobValue>): Promise<void> {
     const known = this.#recorded([...values.values()].map((value) => value.ref));
     const claimed = [...values.values()].filter((value) => !known.has(value.ref));
     if (claimed.length === 0) return;
     const store = await this.#blobs();
     const byKey = new Map(claimed.map((value) => [store.key(value), value]));
-    const answers = await objectCalls(this.#ledger()).claimBlobs(
-      this.#owner(),
+    // The session as it was when claiming: a purge may drop it before the uploads are confirmed.
+    const [ledger, owner] = [objectCalls(this.#ledger()), this.#owner()];
+    const answers = await ledger.claimBlobs(
+      owner,
       claimed.map((value) => ({ key: store.key(value), jsonBytes: value.jsonBytes })),
     );
     const uploads = answers
       .filter((answer) => "upload" in answer && answer.upload)
-      .map((answer) => answer.key);
-    await inParallel(uploads, (key) => store.put(byKey.get(key) as BlobValue));
-    if (uploads.length > 0) await this.#ledger().confirmBlobs(uploads);
+      .map((answer) => byKey.get(answer.key) as BlobValue);
+    await inParallel(uploads, (value) => store.put(value));
+    if (uploads.length > 0) {
+      await ledger.confirmBlobs(
+        owner,
+        uploads.map((value) => ({ key: store.key(value), jsonBytes: value.jsonBytes })),
+      );
+    }
+    // Purged meanwhile (perhaps created anew under its id), the session holds none of these claims.
+    if (this.#owner() !== owner) throw purgedOwner();
     this.#record(claimed);
   }
 

@@ -2,8 +2,7 @@ import { SessionError } from "../../core/errors";
 import type { TenantEvent } from "../../core/events";
 import { sseFrame } from "../../core/events";
 import type { SessionInfo } from "../../core/session-schemas";
-import { QueuedFrames } from "../session/queued-frames";
-import { EventStream } from "../session/session-watchers";
+import { EventStream, QueuedFrames } from "../session/session-watchers";
 
 /*
  * The watchers of one directory shard: what its listing gains, changes and loses, live. Nothing is

@@ -43,11 +43,10 @@ import { GENERATION_ID_HEADER, Generations } from "./generations";
 import { SessionObjectState } from "./object-state";
 import { checkNotFull } from "./schema";
 import type { BlobAnswer, BlobPolicy } from "./session-blobs";
-import { ContextAnswers, EntryIntake, SessionCalls } from "./session-calls";
+import { ContextAnswers, EntryIntake, SessionCalls, ShownAnswers } from "./session-calls";
 import { SessionLife } from "./session-life";
 import { DirectoryReports } from "./session-reports";
 import { SessionWatchers } from "./session-watchers";
-import { ShownAnswers } from "./shown-answers";
 
 /*
  * A session as a Durable Object: its RPC face. Each method answers a `Result` (RPC drops error
@@ -391,7 +390,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
   }
 
   /*
-   * What a reader is shown (MCP's read tools, shown-answers.ts): windows of a context's lines and
+   * What a reader is shown (MCP's read tools, `ShownAnswers` in session-calls.ts): windows of a context's lines and
    * of the tree's, and the entries around one, each costing what it shows.
    */
 

@@ -20,8 +20,6 @@ import {
 } from "./event-sockets";
 import type { ForkCopy } from "./fork-copy";
 import type { SessionObjectState, SessionTelemetry } from "./object-state";
-import type { LiveFrame } from "./queued-frames";
-import { QueuedFrames } from "./queued-frames";
 import type { SessionBlobs } from "./session-blobs";
 import type { SessionCalls } from "./session-calls";
 import type { SessionStore } from "./session-store";
@@ -32,7 +30,8 @@ import type { SessionStore } from "./session-store";
  * from hibernation. The event hub (below) sends them what they watch; here a watcher is
  * admitted, counted in a metric, and given its entries' blobs as values: a stream's as they pass,
  * a socket's read ahead for each round of replay, since a round is sent at once.
- * Below: the hub that sends every watcher its events, and one Server-Sent Events stream.
+ * Below: the hub that sends every watcher its events, one Server-Sent Events stream, and the
+ * frames the streams have waiting, each encoded once for all of them.
  */
 
 function errorAnswer(error: ErrorBody): Response {
@@ -421,7 +420,7 @@ export class EventHub {
 /*
  * One watcher's Server-Sent Events stream, as an object serves it: what it replays is read from
  * storage as the reader pulls, live events wait in a queue (frames shared with the other streams,
- * queued-frames.ts) until it reads them. A reader too far behind (over MAX_QUEUED_BYTES waiting)
+ * `QueuedFrames` below) until it reads them. A reader too far behind (over MAX_QUEUED_BYTES waiting)
  * is sent `closed` and let go, so it never holds back the writer or the other watchers; it resumes
  * from its last event id.
  */
@@ -502,7 +501,7 @@ export class EventStream {
     });
   }
 
-  /** The order of the oldest frame it has waiting (queued-frames.ts), if any. */
+  /** The order of the oldest frame it has waiting (`QueuedFrames`), if any. */
   get oldestWaiting(): number | undefined {
     return this.#queue[0]?.order;
   }
@@ -568,5 +567,47 @@ export class EventStream {
     const wake = this.#wake;
     this.#wake = undefined;
     wake?.();
+  }
+}
+
+/*
+ * The live events an object's Server-Sent Events streams have waiting, as frames: each is encoded
+ * once, and every stream that sends it queues the same bytes. A frame counts toward what waits
+ * from the moment a stream queues it until no stream has it queued any more (each has handed it to
+ * its reader, or was let go); however many streams wait for it, it counts once.
+ */
+
+/** One frame of events, encoded once for every stream that sends it. */
+export interface LiveFrame {
+  readonly bytes: Uint8Array;
+  /** Frames in the order they were made: a stream whose first waiting frame is older is further behind. */
+  readonly order: number;
+  /** Streams that have it queued now. */
+  holders: number;
+}
+
+export class QueuedFrames {
+  readonly #encoder = new TextEncoder();
+  #made = 0;
+  #bytes = 0;
+
+  /** Bytes of the frames some stream has queued, each counted once. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  /** A frame of Server-Sent Events text, encoded. */
+  frame(text: string): LiveFrame {
+    return { bytes: this.#encoder.encode(text), order: this.#made++, holders: 0 };
+  }
+
+  /** A stream queued `frame`. */
+  hold(frame: LiveFrame): void {
+    if (frame.holders++ === 0) this.#bytes += frame.bytes.length;
+  }
+
+  /** A stream no longer has `frame` queued. */
+  release(frame: LiveFrame): void {
+    if (--frame.holders === 0) this.#bytes -= frame.bytes.length;
   }
 }

@@ -782,6 +782,131 @@ describe("blobs in R2", () => {
     expectError(await api("GET", `/v1/sessions/${id}`), 404, "not_found");
   });
 
+  it("deletes a purged session's uploads that reached the bucket when another of the write's uploads failed", async () => {
+    const seed = 9408;
+    const keys = await turnBlobs(seed);
+    const id = await createSession();
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    const { state, directory } = claimsAnsweredLate(id);
+    // The image's upload fails once the tool output's has reached the bucket.
+    let outputStored = false;
+    const failing = new Proxy(bucket, {
+      get(target, name) {
+        if (name === "put") {
+          return async (key: string, value: unknown) => {
+            if (key !== keys[0]) {
+              const put = await target.put(key, value as ArrayBuffer);
+              outputStored = true;
+              return put;
+            }
+            await vi.waitFor(() => expect(outputStored).toBe(true), { timeout: 5000, interval: 5 });
+            throw new Error("R2 put failed");
+          };
+        }
+        const value = Reflect.get(target, name);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    await withObjectEnv(stub, { DIRECTORY: directory, BLOBS: failing }, async () => {
+      const append = api("POST", `/v1/sessions/${id}/entries`, { body: { entries: turn(seed) } });
+      await vi.waitFor(() => expect(state.claimed).toBe(1), { timeout: 5000, interval: 10 });
+      expect((await api("DELETE", `/v1/sessions/${id}?purge=true`)).status).toBe(204);
+      state.held = false;
+      const res = await append;
+      expect(res.status).toBeGreaterThanOrEqual(400);
+    });
+    // The upload that reached the bucket after the purge is deleted again, as if it were the only one.
+    expect(outputStored).toBe(true);
+    const stored = await storedBlobs();
+    for (const key of keys) expect(stored).not.toContain(key);
+    expect(await ledgerRows(id, keys)).toEqual({ owned: 0, blobs: [null, null] });
+  });
+
+  it("records no blob of a fork's copy in a session created under its id while the copy's claim was answered", async () => {
+    const source = await createSession();
+    // Each entry is a page of the copy of its own (2 KiB in these tests): the fork begins with the
+    // first, and copies the others later.
+    const entries = [9410, 9411, 9412].map((seed) => ({
+      type: "message",
+      message: {
+        role: "user",
+        content: [
+          { type: "text", text: "x".repeat(3000) },
+          { type: "image", data: base64(bytes(70 * 1024, seed)), mimeType: "image/png" },
+        ],
+        timestamp: 1,
+      },
+    }));
+    expect((await api("POST", `/v1/sessions/${source}/entries`, { body: { entries } })).status).toBe(201);
+    const id = sid();
+    const forked = await api("POST", `/v1/sessions/${source}/fork`, {
+      body: { entryId: (await info(source)).leafId, id },
+    });
+    expect(forked.status, forked.text).toBe(201);
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    const { state, directory } = claimsAnsweredLate(id);
+    await withObjectEnv(stub, { DIRECTORY: directory }, async () => {
+      // A read that needs the whole path copies the rest; its page's claim is answered late.
+      const read = api("GET", `/v1/sessions/${id}/context`);
+      await vi.waitFor(() => expect(state.claimed).toBe(1), { timeout: 5000, interval: 10 });
+      expect((await api("DELETE", `/v1/sessions/${id}?purge=true`)).status).toBe(204);
+      expect((await api("POST", "/v1/sessions", { body: { id } })).status).toBe(201);
+      state.held = false;
+      await read;
+    });
+    // The new session holds no blob: what the old one's copy claimed is not its.
+    const recorded = await runInDurableObject(
+      stub,
+      (_instance, object) =>
+        object.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM session_blobs").one().n,
+    );
+    expect(recorded).toBe(0);
+    expect((await info(id)).entryCount).toBe(0);
+  });
+
+  it("lets a live session claim a blob whose deletion from the bucket failed, and stores it again", async () => {
+    const seed = 9409;
+    const keys = await turnBlobs(seed);
+    const id = await createSession();
+    const live = await createSession();
+    expect((await api("POST", `/v1/sessions/${id}/entries`, { body: { entries: turn(seed) } })).status).toBe(
+      201,
+    );
+    // The purge's deletion of the blobs is held, then fails; the live session claims them meanwhile.
+    let deletionHeld = true;
+    let deleting = false;
+    const failing = new Proxy(bucket, {
+      get(target, name) {
+        if (name === "delete") {
+          return async (deleted: string[]) => {
+            if (!keys.some((key) => deleted.includes(key))) return target.delete(deleted);
+            deleting = true;
+            while (deletionHeld) await new Promise((resolve) => setTimeout(resolve, 5));
+            throw new Error("R2 delete failed");
+          };
+        }
+        const value = Reflect.get(target, name);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const ledger = directoryShard(durableEnv, "tenant-a", 0);
+    await withObjectEnv(ledger, { BLOBS: failing }, async () => {
+      const purge = api("DELETE", `/v1/sessions/${id}?purge=true`);
+      await vi.waitFor(() => expect(deleting).toBe(true), { timeout: 5000, interval: 10 });
+      const shared = api("POST", `/v1/sessions/${live}/entries`, { body: { entries: turn(seed) } });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      deletionHeld = false;
+      await purge;
+      const res = await shared;
+      expect(res.status, res.text).toBe(201);
+    });
+    const stored = await storedBlobs();
+    for (const key of keys) expect(stored).toContain(key);
+    const context = await api("GET", `/v1/sessions/${live}/context`);
+    expect(context.status, context.text).toBe(200);
+    expect(context.body.messages[0].content[1].data).toBe(screenshot(seed));
+  });
+
   it("deletes a purged session's late upload again when it reaches the bucket while the purge's deletion is under way", async () => {
     const seed = 9405;
     const keys = await turnBlobs(seed);

@@ -346,7 +346,9 @@ describe("session events over a WebSocket", () => {
     expect(JSON.parse(again.text).error.code).toBe("unauthorized");
   });
 
-  it("refuses a ticket past its minute at the Worker", async () => {
+  // That the Worker refuses an expired ticket before any object hears of it is shown above, with the
+  // tickets of a session never created; here the clock of both moves past a ticket it issued.
+  it("refuses a ticket past its minute, and opens no socket", async () => {
     const id = await createSession();
     const minted = await api("POST", `/v1/sessions/${id}/tickets`, { key: KEY_A_READ, body: {} });
     expect(minted.status, minted.text).toBe(201);

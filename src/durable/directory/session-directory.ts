@@ -3,7 +3,7 @@ import type { Result } from "../../core/errors";
 import { capture } from "../../core/errors";
 import type { TenantSearchOptions } from "../../core/search";
 import { indexedText } from "../../core/search-text";
-import type { ListOptions, SessionInfo, SessionPage } from "../../core/session-schemas";
+import type { ListOptions, SessionPage } from "../../core/session-schemas";
 import type { BlobClaim, BlobClaimRequest } from "../blobs/blob-ledger";
 import { BlobLedger, purgedOwner } from "../blobs/blob-ledger";
 import type { DurableEnv } from "../env";
@@ -342,9 +342,10 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
    */
   async claimBlobs(owner: string, requests: BlobClaimRequest[]): Promise<Result<BlobClaim[]>> {
     const keys = requests.map((request) => request.key);
-    // Another deletion may begin while one is waited for: claimed once none is under way.
+    // Another deletion may begin while one is waited for: claimed once none is under way. One that
+    // failed leaves its blob to be deleted, which a claim takes back (to be uploaded again).
     for (let under = this.#deletionsOf(keys); under.length > 0; under = this.#deletionsOf(keys)) {
-      await Promise.all(under);
+      await Promise.allSettled(under);
     }
     return capture(() => this.ctx.storage.transactionSync(() => this.#blobs.claim(owner, requests)));
   }

@@ -294,13 +294,23 @@ export class SessionBlobs {
     const uploads = answers
       .filter((answer) => "upload" in answer && answer.upload)
       .map((answer) => byKey.get(answer.key) as BlobValue);
-    await inParallel(uploads, (value) => store.put(value));
-    if (uploads.length > 0) {
+    // Every upload settles before the ledger hears of them: should one fail, those that reached the
+    // bucket are still confirmed, so that the ledger deletes them again if the session was purged.
+    const uploaded: BlobValue[] = [];
+    const failures: unknown[] = [];
+    await inParallel(uploads, (value) =>
+      store.put(value).then(
+        () => void uploaded.push(value),
+        (error: unknown) => void failures.push(error),
+      ),
+    );
+    if (uploaded.length > 0) {
       await ledger.confirmBlobs(
         owner,
-        uploads.map((value) => ({ key: store.key(value), jsonBytes: value.jsonBytes })),
+        uploaded.map((value) => ({ key: store.key(value), jsonBytes: value.jsonBytes })),
       );
     }
+    if (failures.length > 0) throw failures[0];
     // Purged meanwhile (perhaps created anew under its id), the session holds none of these claims.
     if (this.#owner() !== owner) throw purgedOwner();
     this.#record(claimed);
@@ -346,10 +356,13 @@ export class SessionBlobs {
     const keyOf = (ref: string) =>
       store.key(parseBlobRef(ref) as NonNullable<ReturnType<typeof parseBlobRef>>);
     const refOf = new Map(claimed.map((ref) => [keyOf(ref), ref]));
+    // The session as it was when claiming: a purge may drop it while the ledger answers.
+    const owner = this.#owner();
     const answers = await objectCalls(this.#ledger()).claimBlobs(
-      this.#owner(),
+      owner,
       claimed.map((ref) => ({ key: keyOf(ref) })),
     );
+    if (this.#owner() !== owner) throw purgedOwner();
     const recorded: Array<{ ref: string; jsonBytes: number }> = [];
     for (const answer of answers) {
       if ("missing" in answer) {

@@ -1,11 +1,12 @@
-import { runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { newId } from "../../src/core/ids";
 import type { DurableEnv } from "../../src/durable/env";
 import { directoryShard, shardCount } from "../../src/durable/names";
-import { api, expectError, KEY_B, sid, userMessage } from "./helpers";
-import { append, call, create, expectStreamError, head, readAll } from "./stream-helpers";
+import { streamObjectName } from "../../src/durable/stream";
+import { api, directoryReplacing, expectError, KEY_B, sid, userMessage, withObjectEnv } from "./helpers";
+import { append, call, create, expectStreamError, head, readAll, streamObjects } from "./stream-helpers";
 
 /*
  * A tenant's streams in its listing, usage, quotas and retention: tenant-few-streams may hold 3
@@ -36,6 +37,43 @@ async function streamUsage(key: string) {
     bytes: number;
     streams: { streams: number; bytes: number };
     quotas: Record<string, number>;
+  };
+}
+
+/** The directory's binding, as the objects reach it outside `withObjectEnv`. */
+const directories = { DIRECTORY: durableEnv.DIRECTORY };
+
+/** The bytes the tenant's quota ledger counts for the stream at `key` (its claim). */
+async function ledgerClaim(tenant: string, key: string): Promise<number | undefined> {
+  return runInDurableObject(directoryShard(directories, tenant, 0), (_instance, state) => {
+    const rows = state.storage.sql
+      .exec<{ bytes: number }>("SELECT bytes FROM quota_claims WHERE session_id = ?", `/${key}`)
+      .toArray();
+    return rows[0]?.bytes;
+  });
+}
+
+/**
+ * The directory as the stream objects reach it (`withObjectEnv`), whose answers to their claims
+ * (`claimQuota`, applied by the ledger already) are held until `letGo`.
+ */
+function heldClaimAnswers() {
+  let held = true;
+  let answered = 0;
+  const directory = directoryReplacing("claimQuota", async (real, args) => {
+    const answer = await real(...args);
+    answered++;
+    while (held) await new Promise((resolve) => setTimeout(resolve, 5));
+    return answer;
+  });
+  return {
+    directory,
+    /** Waits until the ledger has answered `calls` claims. */
+    answered: (calls = 1) =>
+      vi.waitFor(() => expect(answered).toBeGreaterThanOrEqual(calls), { timeout: 5000, interval: 10 }),
+    letGo: () => {
+      held = false;
+    },
   };
 }
 
@@ -240,6 +278,36 @@ describe("stream quotas", () => {
     expectStreamError(await append(path, "d".repeat(20_000), producer(2), RETRIES), 409, "stream_closed");
     expect((await call("DELETE", path, { key: RETRIES })).status).toBe(204);
   });
+  it("asks again for room the stream's idle settle took back while the ledger answered its claim", async () => {
+    const key = `settle-race-${newId()}`;
+    const path = `/v1/stream/${key}`;
+    const tenant = "tenant-stream-retries";
+    await create(path, { key: RETRIES, body: "a".repeat(1000) });
+    const stub = streamObjects().getByName(streamObjectName(tenant, key));
+    // Woken again, the object knows no claim: the append asks the ledger for room.
+    await evictDurableObject(stub);
+    const claims = heldClaimAnswers();
+    await withObjectEnv(stub, { DIRECTORY: claims.directory }, async () => {
+      const appended = append(path, "b".repeat(2000), {}, RETRIES);
+      await claims.answered();
+      // The ledger granted the claim; the alarm's settle, sent after, shrinks it to what is held.
+      await runInDurableObject(stub, (_instance, state) => state.storage.setAlarm(Date.now() + 60_000));
+      expect(await runDurableObjectAlarm(stub)).toBe(true);
+      expect(await ledgerClaim(tenant, key)).toBe(1000);
+      claims.letGo();
+      const answer = await appended;
+      expect(answer.status, answer.text).toBe(204);
+    });
+    // The stream holds 3000 bytes, and the ledger counts them (with room for more).
+    expect((await readAll(path, "-1", RETRIES)).text).toHaveLength(3000);
+    expect(await ledgerClaim(tenant, key)).toBeGreaterThanOrEqual(3000);
+    // Once idle, what it was granted beyond them goes back: the ledger counts what the stream holds.
+    await runInDurableObject(stub, (_instance, state) => state.storage.setAlarm(Date.now() + 60_000));
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await ledgerClaim(tenant, key)).toBe(3000);
+    expect((await call("DELETE", path, { key: RETRIES })).status).toBe(204);
+  });
+
   it("counts a fork's cut of its source's append as the fork's own bytes, and makes it", async () => {
     const source = `/v1/stream/cut-source-${newId()}`;
     const fork = `/v1/stream/cut-fork-${newId()}`;

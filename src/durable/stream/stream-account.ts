@@ -62,6 +62,8 @@ export class StreamAccount {
   #claim: number | undefined;
   /** Whether the ledger counts the stream (it admitted it, and it was not released since). */
   #claimed = false;
+  /** Settles sent to the ledger: one sent while a claim was asked came after it and shrank it. */
+  #settles = 0;
   readonly #ledger: QuotaLedger;
 
   constructor(env: DurableEnv, kv: SyncKvStorage, store: StreamStore) {
@@ -71,10 +73,16 @@ export class StreamAccount {
     this.#ledger = new QuotaLedger(env);
   }
 
+  /**
+   * Asks the ledger for room. An answer that a settle sent meanwhile made stale (the ledger shrank
+   * the claim after granting it) leaves the claim unknown, for the write to ask again.
+   */
   async #ask(tenant: string, key: string, holds: number, wants: number, isNew: boolean): Promise<void> {
     const sessionId = `${STREAM_CLAIM_PREFIX}${key}`;
-    this.#claim = await this.#ledger.claim(tenant, { sessionId, holds, wants, newSession: isNew });
+    const settles = this.#settles;
+    const claim = await this.#ledger.claim(tenant, { sessionId, holds, wants, newSession: isNew });
     this.#claimed = true;
+    this.#claim = settles === this.#settles ? claim : undefined;
   }
 
   /**
@@ -92,9 +100,12 @@ export class StreamAccount {
           return;
         }
         if (quotas.maxTenantBytes === undefined) return;
-        const holds = ownBytes(stream);
-        if (this.#claim === undefined || holds + bytes > this.#claim)
+        // Asked again until the claim holds the write: an answer made stale leaves it unknown.
+        for (let held = this.#store.get(key); held; held = this.#store.get(key)) {
+          const holds = ownBytes(held);
+          if (this.#claim !== undefined && holds + bytes <= this.#claim) return;
           await this.#ask(tenant, key, holds, bytes, false);
+        }
       },
       appended: () => {
         if (quotasFor(this.#env.QUOTAS, tenant).maxTenantBytes === undefined || this.#claim === undefined)
@@ -168,6 +179,7 @@ export class StreamAccount {
         this.#claimed = false;
       } else if (stream && idle && quotas.maxTenantBytes !== undefined) {
         this.#claim = undefined;
+        this.#settles++;
         await this.#ledger.settle(tenant, id, ownBytes(stream));
       }
       // A stream never made (a create that failed) was never listed.

@@ -1,13 +1,14 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import { newId } from "../../src/core/ids";
+import { objectCalls } from "../../src/durable/object-calls";
 import {
   MAX_APPEND_BYTES,
   STREAM_KEY_HEADER,
   STREAM_TENANT_HEADER,
   streamObjectName,
 } from "../../src/durable/stream";
-import { api, KEY_A, KEY_B, KEY_C } from "./helpers";
+import { api, KEY_A, KEY_B, KEY_C, withObjectEnv } from "./helpers";
 import { append, call, create, head, readAll, streamObjects } from "./stream-helpers";
 
 /*
@@ -66,6 +67,34 @@ function importedStream(path: string) {
 }
 
 const JSON_TYPE = { "Content-Type": "application/json" };
+
+/** The stream objects as the objects reach them (`withObjectEnv`), counting the calls made to the one named `name`. */
+function countingCalls(name: string) {
+  const namespace = streamObjects();
+  let calls = 0;
+  const counting = (stub: object) =>
+    new Proxy(stub, {
+      get(target, method) {
+        const value = Reflect.get(target, method);
+        if (typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          calls++;
+          return value(...args);
+        };
+      },
+    });
+  const streams = new Proxy(namespace, {
+    get(target, property) {
+      const value = Reflect.get(target, property);
+      if (property !== "getByName") return typeof value === "function" ? value.bind(target) : value;
+      return (objectName: string) => {
+        const stub = target.getByName(objectName);
+        return objectName === name ? counting(stub) : stub;
+      };
+    },
+  });
+  return { streams, calls: () => calls };
+}
 
 describe("streams in the tenant's backup", () => {
   it("come back in another tenant with the same data, offsets, expiry and closing", async () => {
@@ -305,6 +334,42 @@ describe("streams in the tenant's backup", () => {
       const listed = await api("GET", `/v1/streams?prefix=${encodeURIComponent(prefix)}`, { key: KEY_B });
       expect(listed.body.streams).toEqual([]);
     }
+  });
+
+  it("exports a fork's inherited appends a page at a time from its source, each as it was written", async () => {
+    const source = `fork-pages-${newId()}`;
+    const fork = `${source}-fork`;
+    await create(`/v1/stream/${source}`, { key: KEY_A, contentType: "application/json", body: '[0,"a"]' });
+    for (let n = 1; n < 150; n++)
+      expect((await append(`/v1/stream/${source}`, `[${n},"a"]`, JSON_TYPE, KEY_A)).status).toBe(204);
+    await create(`/v1/stream/${fork}`, {
+      key: KEY_A,
+      contentType: "application/json",
+      body: '["own",1]',
+      headers: { "Stream-Forked-From": `/v1/stream/${source}` },
+    });
+    const objectOf = (path: string) => streamObjects().getByName(streamObjectName("tenant-a", path));
+    const sourceAppends = await objectCalls(objectOf(source)).exportAppends(source, 0, 1 << 20);
+    expect(sourceAppends.appends).toHaveLength(150);
+    expect(sourceAppends.appends[149]).toEqual({ json: '149,"a"' });
+    const forkObject = objectOf(fork);
+    const counted = countingCalls(streamObjectName("tenant-a", source));
+    await withObjectEnv(forkObject, { STREAMS: counted.streams }, async () => {
+      const whole = await objectCalls(forkObject).exportAppends(fork, 0, 1 << 20);
+      expect(whole).toEqual({ appends: [...sourceAppends.appends, { json: '"own",1' }], next: null });
+      expect(counted.calls()).toBe(1);
+      // In pages of about 200 bytes: the same appends, one call to the source for each page.
+      const paged: unknown[] = [];
+      let pages = 0;
+      for (let from: number | null = 0; from !== null; pages++) {
+        const page = await objectCalls(forkObject).exportAppends(fork, from, 200);
+        paged.push(...page.appends);
+        from = page.next;
+      }
+      expect(paged).toEqual(whole.appends);
+      expect(pages).toBeGreaterThan(3);
+      expect(counted.calls()).toBeLessThanOrEqual(1 + pages);
+    });
   });
 
   it("restores a JSON append of one value as large as an append may be", async () => {

@@ -339,6 +339,9 @@ const NO_SOURCES: StreamSources = {
   read: async () => {
     throw new SessionError("not_found", "no such stream");
   },
+  appends: async () => {
+    throw new SessionError("not_found", "no such stream");
+  },
   release: async () => undefined,
 };
 

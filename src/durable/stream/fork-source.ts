@@ -4,7 +4,8 @@ import { pageBytes } from "./context";
 import type { Position } from "./offsets";
 import { formatOffset, parseOffset, samePosition } from "./offsets";
 import { MAX_FORK_DEPTH, mediaType } from "./protocol";
-import type { ForkPoint, ForkPointRequest, RecordPage } from "./sources";
+import type { AppendData, ForkPoint, ForkPointRequest, RecordPage } from "./sources";
+import { appendsOf } from "./stream-export";
 
 /*
  * A stream as the source of forks (PROTOCOL.md 4.2). A fork shares its source's offsets: it reads
@@ -99,6 +100,19 @@ export async function readForFork(
   const page = await context.page(stream, from, Math.min(until, stream.tail.records), maxBytes);
   // A piece is a view of a whole block: copied, only its own bytes cross RPC.
   return page && { ...page, pieces: page.pieces.map((piece) => piece.slice()) };
+}
+
+/** Appends a fork inherits: `from` on, before `until` (never past the fork point). */
+export async function appendsForFork(
+  context: StreamContext,
+  key: string,
+  from: number,
+  until: number,
+  maxBytes: number,
+): Promise<AppendData[]> {
+  const stream = context.store.get(key);
+  if (!stream) throw new SessionError("gone", "the data this fork inherits is gone");
+  return appendsOf(context, stream, from, Math.min(until, stream.tail.records), maxBytes);
 }
 
 /** A fork is gone: one reader fewer, and a deleted source with none left goes too. */

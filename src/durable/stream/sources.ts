@@ -51,6 +51,15 @@ export interface RecordPage {
   pieces: Uint8Array[];
 }
 
+/**
+ * An append read whole for a backup (from a stream's own rows or across RPC from a fork's source):
+ * its records' bytes (in a JSON stream, messages joined by commas) and how many records it holds.
+ */
+export interface AppendData {
+  data: Uint8Array;
+  records: number;
+}
+
 export interface StreamSources {
   /** The key of the stream a `Stream-Forked-From` path names; `invalid_request` if it names none. */
   keyOf(path: string): string;
@@ -58,6 +67,11 @@ export interface StreamSources {
   forkPoint(key: string, request: ForkPointRequest): Promise<ForkPoint>;
   /** Records of `key` from `from` on, before `until`, up to about `maxBytes` (at least one); null: none. */
   read(key: string, from: number, until: number, maxBytes: number): Promise<RecordPage | null>;
+  /**
+   * Appends of `key` from record `from` (where one starts) on, before `until` (an append it cuts
+   * ends there), up to about `maxBytes` (at least one); none past `until`.
+   */
+  appends(key: string, from: number, until: number, maxBytes: number): Promise<AppendData[]>;
   /**
    * The fork of `key` counted by `token` is gone, or was never made: counted off once, however
    * often it is told (null: a fork made before tokens).

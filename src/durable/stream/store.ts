@@ -20,7 +20,7 @@ import { formatOffset } from "./offsets";
 import type { Expiry, Producer } from "./protocol";
 import { isJsonType } from "./protocol";
 import { streamTables } from "./schema";
-import type { RecordPage } from "./sources";
+import type { AppendData, RecordPage } from "./sources";
 
 /*
  * Streams in an object's SQLite, by key: one stream in a stream's own object, several in an object
@@ -356,6 +356,36 @@ export class StreamStore {
     }
     if (!page) return null;
     return { ...page, end: { records: next, bytes: page.start + bytes }, pieces };
+  }
+
+  /**
+   * Own appends from record `from` (where one starts) on and before `until` (an append it cuts
+   * ends there), in order, until `maxBytes` are reached: at least one when there is one. Each is
+   * a copy of its records' bytes (an append is never split across blocks).
+   */
+  appends(stream: StreamState, from: number, until: number, maxBytes: number): AppendData[] {
+    const separator = separatorOf(stream.json);
+    const appends: AppendData[] = [];
+    let next = from;
+    let bytes = 0;
+    const rows = this.#sql<BlockRow>`SELECT first, start, records, ends, batch_ends, data FROM stream_blocks
+      WHERE stream_id = ${stream.id} AND first < ${until} AND first >= coalesce(
+        (SELECT max(first) FROM stream_blocks WHERE stream_id = ${stream.id} AND first <= ${from}), 0)
+      ORDER BY first`;
+    for (const row of rows) {
+      const block = blockOf(row, stream.json);
+      const stop = Math.min(recordCount(block), until - block.first);
+      for (let index = next - block.first; index >= 0 && index < stop; index = next - block.first) {
+        const end = Math.min(block.batchEnds[index] as number, stop);
+        const begin = index === 0 ? 0 : (block.ends[index - 1] as number) + separator;
+        const data = block.data.slice(begin, block.ends[end - 1] as number);
+        if (appends.length > 0 && bytes + data.byteLength > maxBytes) return appends;
+        appends.push({ data, records: end - index });
+        next = block.first + end;
+        bytes += data.byteLength;
+      }
+    }
+    return appends;
   }
 
   /**

@@ -14,7 +14,7 @@ type StreamEnv = DurableEnv & Required<Pick<DurableEnv, "STREAMS">>;
 import type { ExpiryOutcome } from "../types";
 import { errorAnswer } from "./answers";
 import { streamKeyOf, streamObjectName } from "./paths";
-import type { ForkPoint, ForkPointRequest, RecordPage, StreamSources } from "./sources";
+import type { AppendData, ForkPoint, ForkPointRequest, RecordPage, StreamSources } from "./sources";
 import { StreamStore } from "./store";
 import { REPORT_DELAY_MS, REPORT_RETRY_MS, StreamAccount } from "./stream-account";
 import { DurableStreams } from "./streams";
@@ -72,6 +72,10 @@ class StreamObjectSources implements StreamSources {
 
   read(key: string, from: number, until: number, maxBytes: number): Promise<RecordPage | null> {
     return objectCalls(this.#object(key)).readForFork(key, from, until, maxBytes);
+  }
+
+  appends(key: string, from: number, until: number, maxBytes: number): Promise<AppendData[]> {
+    return objectCalls(this.#object(key)).appendsForFork(key, from, until, maxBytes);
   }
 
   async release(key: string, token: string | null): Promise<void> {
@@ -266,6 +270,11 @@ export class StreamObject extends DurableObject<StreamEnv> {
     maxBytes: number,
   ): Promise<Result<RecordPage | null>> {
     return capture(() => this.#streams.readForFork(key, from, until, maxBytes));
+  }
+
+  /** A fork's inherited appends, for its tenant's backup. @internal */
+  appendsForFork(key: string, from: number, until: number, maxBytes: number): Promise<Result<AppendData[]>> {
+    return capture(() => this.#streams.appendsForFork(key, from, until, maxBytes));
   }
 
   /** The stream's header in its tenant's backup. @internal */

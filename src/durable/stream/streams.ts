@@ -7,10 +7,10 @@ import type { AppendHook } from "./append-hook";
 import type { StreamHostOptions } from "./context";
 import { StreamContext } from "./context";
 import { createStream } from "./create";
-import { forkPoint, readForFork, releaseFork } from "./fork-source";
+import { appendsForFork, forkPoint, readForFork, releaseFork } from "./fork-source";
 import { ProducerLanes } from "./producers";
 import { readStream } from "./read";
-import type { ForkPoint, ForkPointRequest, RecordPage } from "./sources";
+import type { AppendData, ForkPoint, ForkPointRequest, RecordPage } from "./sources";
 import type { StreamStore } from "./store";
 import { exportAppends, exportHeader } from "./stream-export";
 
@@ -122,6 +122,10 @@ export class DurableStreams {
 
   readForFork(key: string, from: number, until: number, maxBytes: number): Promise<RecordPage | null> {
     return readForFork(this.#context, key, from, until, maxBytes);
+  }
+
+  appendsForFork(key: string, from: number, until: number, maxBytes: number): Promise<AppendData[]> {
+    return appendsForFork(this.#context, key, from, until, maxBytes);
   }
 
   releaseFork(key: string, token: string | null): Promise<void> {

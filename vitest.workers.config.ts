@@ -27,6 +27,7 @@ const API_KEYS = JSON.stringify({
   [sha256("key-stream-bytes")]: "tenant-stream-bytes",
   [sha256("key-stream-usage")]: "tenant-stream-usage",
   [sha256("key-stream-retries")]: "tenant-stream-retries",
+  [sha256("key-refused-streams")]: "tenant-refused-streams",
 });
 
 /** Quotas for tenants of their own (test/workers/quotas.test.ts); every other tenant has none. */
@@ -46,6 +47,7 @@ const QUOTAS = JSON.stringify({
     "tenant-import-one-stream": { maxStreams: 1 },
     "tenant-stream-bytes": { maxTenantBytes: 60_000 },
     "tenant-stream-retries": { maxTenantBytes: 60_000 },
+    "tenant-refused-streams": { maxStreams: 2 },
   },
 });
 

@@ -12,7 +12,8 @@ import { append, call, create, expectStreamError, head, readAll, streamObjects }
  * A tenant's streams in its listing, usage, quotas and retention: tenant-few-streams may hold 3
  * streams, tenant-stream-bytes 60,000 bytes of sessions and streams together
  * (vitest.workers.config.ts), and so may tenant-stream-retries, whose streams are each deleted by
- * the test that made it; tenant-stream-usage has streams of this file only.
+ * the test that made it; tenant-stream-usage has streams of this file only, and
+ * tenant-refused-streams, which may hold 2, those of the test of refused creates only.
  */
 
 const durableEnv = env as unknown as DurableEnv;
@@ -20,6 +21,7 @@ const FEW = "key-few-streams";
 const BYTES = "key-stream-bytes";
 const USAGE = "key-stream-usage";
 const RETRIES = "key-stream-retries";
+const REFUSED = "key-refused-streams";
 
 async function listed(query: string, key?: string) {
   const res = await api("GET", `/v1/streams?${query}`, { key });
@@ -213,6 +215,42 @@ describe("stream quotas", () => {
     expect((await api("POST", "/v1/sessions", { key: FEW, body: { id: sid() } })).status).toBe(201);
     expect((await call("DELETE", `/v1/stream/${prefix}/1`, { key: FEW })).status).toBe(204);
     await create(`/v1/stream/${prefix}/4`, { key: FEW, body: "data" });
+  });
+
+  it("keeps no place for a create refused for its body, on a path a stream held before", async () => {
+    const prefix = `refused-${newId()}`;
+    const json = { "Content-Type": "application/json" };
+    const before = await streamUsage(REFUSED);
+    expect(before.streams.streams).toBe(0);
+    const path = `/v1/stream/${prefix}/x`;
+    await create(path, { key: REFUSED, contentType: "application/json" });
+    expect((await call("DELETE", path, { key: REFUSED })).status).toBe(204);
+    const bad = await call("PUT", path, { key: REFUSED, body: "{bad", headers: json });
+    expectStreamError(bad, 400, "invalid_request");
+    expect((await head(path, REFUSED)).status).toBe(404);
+    expect((await streamUsage(REFUSED)).streams).toEqual(before.streams);
+    // A fork refused for its body keeps none either.
+    const source = `/v1/stream/${prefix}/source`;
+    const fork = `/v1/stream/${prefix}/fork`;
+    await create(source, { key: REFUSED, contentType: "application/json" });
+    await create(fork, {
+      key: REFUSED,
+      contentType: "application/json",
+      headers: { "Stream-Forked-From": source },
+    });
+    expect((await call("DELETE", fork, { key: REFUSED })).status).toBe(204);
+    const badFork = await call("PUT", fork, {
+      key: REFUSED,
+      body: "{bad",
+      headers: { ...json, "Stream-Forked-From": source },
+    });
+    expectStreamError(badFork, 400, "invalid_request");
+    expect((await head(fork, REFUSED)).status).toBe(404);
+    expect((await streamUsage(REFUSED)).streams.streams).toBe(1);
+    // The second of the tenant's 2 places is free.
+    await create(`/v1/stream/${prefix}/y`, { key: REFUSED, contentType: "application/json" });
+    for (const name of ["source", "y"])
+      expect((await call("DELETE", `/v1/stream/${prefix}/${name}`, { key: REFUSED })).status).toBe(204);
   });
 
   it("counts streams against maxTenantBytes with the sessions, refusing what would pass it", async () => {

@@ -73,12 +73,13 @@ export async function createStream(
   const found = await context.current(key);
   if (found) return existing(context, found, input);
   if (input.fork) return createFork(context, request, key, input, body, hook);
+  // A body that is refused asks no room.
+  const contentType = input.contentType ?? DEFAULT_CONTENT_TYPE;
+  const records = recordsOf(contentType, body);
   await hook?.reserve?.(body.byteLength);
   // Another create of this path may have finished while room was asked for.
   const raced = context.store.get(key);
   if (raced) return existing(context, raced, input);
-  const contentType = input.contentType ?? DEFAULT_CONTENT_TYPE;
-  const records = recordsOf(contentType, body);
   const stream = context.transact(() => {
     const made = context.store.create(
       key,
@@ -116,13 +117,13 @@ async function createFork(
         if (error instanceof SessionError) context.transact(() => context.store.dropRelease(token));
         throw error;
       });
+    const records = recordsOf(point.contentType, body);
     // The part of an append a fork cuts is its own first record: room for it is asked with the body's.
     const own = recordBytes(point.materialized);
     await hook?.reserve?.(own + body.byteLength);
     // Another create of this path may have finished while the source and the host were asked.
     const raced = context.store.get(key);
     if (raced) return existing(context, raced, input);
-    const records = recordsOf(point.contentType, body);
     const inheritsExpiry = input.expiry.ttlSeconds === null && input.expiry.expiresAt === null;
     const stream = context.transact(() => {
       const made = context.store.create(

@@ -139,8 +139,12 @@ export class StreamAccount {
   async changed(tenant: string, key: string): Promise<number | null> {
     const stream = this.#store.get(key);
     const { heard } = this.#reported(key);
-    if (heard === fingerprint(stream)) return null;
-    if (heard !== null && stateIn(heard) === stateOf(stream)) return Date.now() + REPORT_DELAY_MS;
+    // Room the ledger granted a stream that is not here (a create that failed after asking) goes
+    // back now, whatever the directory heard of the path before.
+    const unclaimed = !stream && this.#claimed;
+    if (!unclaimed && heard === fingerprint(stream)) return null;
+    if (!unclaimed && heard !== null && stateIn(heard) === stateOf(stream))
+      return Date.now() + REPORT_DELAY_MS;
     return (await this.report(tenant, key)) ? null : Date.now() + REPORT_RETRY_MS;
   }
 

@@ -17,12 +17,14 @@ import { SessionError } from "./errors";
 
 /** The longest path a stream may have. */
 export const MAX_STREAM_PATH_CHARS = 1024;
+/** The longest content type a stream may have, in characters. */
+export const MAX_STREAM_CONTENT_TYPE_CHARS = 256;
 
 export const StreamHeaderLine = z
   .object({
     type: z.literal("stream"),
     path: z.string().min(1).max(MAX_STREAM_PATH_CHARS),
-    contentType: z.string().min(1).max(256),
+    contentType: z.string().min(1).max(MAX_STREAM_CONTENT_TYPE_CHARS),
     ttlSeconds: z.number().int().positive().nullable(),
     expiresAt: z.iso.datetime({ offset: true }).nullable(),
     closed: z.boolean(),

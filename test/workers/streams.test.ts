@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import {
   MAX_APPEND_BYTES,
+  MAX_CONTENT_TYPE_CHARS,
   MAX_FORK_DEPTH,
   MAX_PRODUCER_ID_CHARS,
   MAX_STREAM_SEQ_CHARS,
@@ -353,6 +354,17 @@ describe("bad input to streams gets a clear 4xx and changes nothing", () => {
       expectStreamError(res, 400, "invalid_request");
     }
     expectStreamError(await call("GET", path), 404, "not_found");
+  });
+
+  it("bounds a create's Content-Type as a backup holds it, making nothing past it", async () => {
+    const path = streamPath("long-type");
+    const typeOf = (chars: number) => `text/plain; x=${"a".repeat(chars - "text/plain; x=".length)}`;
+    const long = await call("PUT", path, { headers: { "Content-Type": typeOf(MAX_CONTENT_TYPE_CHARS + 1) } });
+    expectStreamError(long, 400, "invalid_request");
+    expect(long.json.error.message).toContain(String(MAX_CONTENT_TYPE_CHARS));
+    expectStreamError(await call("GET", path), 404, "not_found");
+    const made = await call("PUT", path, { headers: { "Content-Type": typeOf(MAX_CONTENT_TYPE_CHARS) } });
+    expect(made.status, made.text).toBe(201);
   });
 
   it("bounds a producer's id, a Stream-Seq and a chain of forks, writing nothing past them", async () => {

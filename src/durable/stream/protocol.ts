@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { zodDetails } from "../../core/append";
 import { SessionError } from "../../core/errors";
+import { MAX_STREAM_CONTENT_TYPE_CHARS } from "../../core/stream-backup";
 
 /*
  * The Durable Streams protocol's wire names and the rules for reading what a request carries
@@ -77,6 +78,8 @@ export const SSE_KEEPALIVE_MS = 15_000;
 export const MAX_TTL_SECONDS = 100 * 365 * 24 * 3600;
 /** The longest stream path, in characters. */
 export const MAX_PATH_CHARS = 1024;
+/** The longest content type a create may give, in characters: as long as a backup's stream header holds. */
+export const MAX_CONTENT_TYPE_CHARS = MAX_STREAM_CONTENT_TYPE_CHARS;
 
 export const DEFAULT_CONTENT_TYPE = "application/octet-stream";
 
@@ -130,7 +133,10 @@ const flag = z
 /** The headers of a create (PUT), by their lower-case names. */
 const CreateHeaders = z
   .object({
-    "content-type": z.string().optional(),
+    "content-type": z
+      .string()
+      .max(MAX_CONTENT_TYPE_CHARS, `Content-Type is at most ${MAX_CONTENT_TYPE_CHARS} characters`)
+      .optional(),
     "stream-ttl": count("Stream-TTL")
       .refine((seconds) => seconds <= MAX_TTL_SECONDS, `Stream-TTL is at most ${MAX_TTL_SECONDS} seconds`)
       .optional(),

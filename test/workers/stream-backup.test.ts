@@ -447,6 +447,36 @@ describe("streams in the tenant's backup", () => {
     expect(JSON.parse((await readAll(`/v1/stream/${written}`, "-1", KEY_B)).text)).toEqual([7]);
   });
 
+  it("takes a path a deleted stream its forks still read holds for taken, skipping or refusing it", async () => {
+    const path = `held-${newId()}`;
+    const exported = [
+      { type: "export", format: "cf-tenant", version: 1, cursor: null },
+      { type: "stream", path, contentType: "text/plain", ttlSeconds: null, expiresAt: null, closed: false },
+      { type: "stream_append", base64: "eA==" },
+      { type: "cursor", cursor: "x" },
+      { type: "end", sessions: 0, streams: 1 },
+    ]
+      .map((line) => JSON.stringify(line))
+      .join("\n");
+    const fork = `/v1/stream/${path}-fork`;
+    await create(`/v1/stream/${path}`, { key: KEY_B, body: "kept" });
+    await create(fork, { key: KEY_B, headers: { "Stream-Forked-From": `/v1/stream/${path}` } });
+    expect((await call("DELETE", `/v1/stream/${path}`, { key: KEY_B })).status).toBe(204);
+    expect((await call("HEAD", `/v1/stream/${path}`, { key: KEY_B })).status).toBe(410);
+
+    const skipped = await importTenant(exported, KEY_B);
+    expect(skipped.status, skipped.text).toBe(200);
+    expect(skipped.body.streams).toEqual([{ path, status: "skipped" }]);
+    const refused = await importTenant(exported, KEY_B, "?existing=refuse");
+    expect(refused.body.streams).toMatchObject([
+      { path, status: "refused", error: { code: "already_exists" } },
+    ]);
+    // Nothing written: the path is still the deleted stream's, and its fork reads what it held.
+    expect((await call("HEAD", `/v1/stream/${path}`, { key: KEY_B })).status).toBe(410);
+    expect((await readAll(fork, "-1", KEY_B)).text).toBe("kept");
+    expect((await call("DELETE", fork, { key: KEY_B })).status).toBe(204);
+  });
+
   it("keeps a stream out of sight while an import writes it, and shows it whole once it is over", async () => {
     const path = `importing-${newId()}`;
     const { object, request } = importedStream(path);

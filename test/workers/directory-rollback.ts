@@ -47,6 +47,8 @@ const UNDO: readonly (readonly string[])[] = [
   ["DROP INDEX tombstones_by_deleted"],
   // 13: the blob ledger's owners that gave their claims up.
   ["DROP TABLE blob_owners_released"],
+  // 14: the streams by key.
+  ["DROP INDEX stream_listing_by_key"],
 ];
 
 /** Puts a directory shard's tables back to schema `version`, undoing every migration after it. */

@@ -134,6 +134,54 @@ describe("the tenant's stream listing", () => {
     expect((await listed(paired)).streams.map((s) => s.path)).toEqual([paths[1]]);
   });
 
+  it("reads a page's own rows only, however many streams the shard lists", async () => {
+    const directory = durableEnv.DIRECTORY.getByName(`stream-pages-${newId()}`);
+    const pages = await runInDurableObject(directory, async (instance, state) => {
+      let version = 0;
+      for (const group of ["a", "m", "z"]) {
+        for (let n = 0; n < 300; n++) {
+          await instance.reportStream({
+            key: `${group}/${String(n).padStart(3, "0")}`,
+            version: ++version,
+            state: n % 10 === 9 ? "deleted" : "live",
+            contentType: "text/plain",
+            bytes: 1,
+            closed: false,
+            activeAt: 1000 + version,
+            expiresAt: null,
+            tenant: "tenant-stream-pages",
+            shard: 0,
+          });
+        }
+      }
+      const sql = state.storage.sql;
+      const exec = sql.exec;
+      const page = (prefix: string, after: string | null) => {
+        const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+        sql.exec = ((query: string, ...bindings: SqlStorageValue[]) => {
+          const cursor = exec.call(sql, query, ...bindings);
+          cursors.push(cursor);
+          return cursor;
+        }) as typeof sql.exec;
+        try {
+          const paths = instance.listStreams({ prefix, limit: 3, after }).map((s) => s.path);
+          return { paths, rows: cursors.reduce((sum, cursor) => sum + cursor.rowsRead, 0) };
+        } finally {
+          sql.exec = exec;
+        }
+      };
+      return [page("", null), page("m/", null), page("m/", "a/100"), page("", "m/150"), page("m/", "m/297")];
+    });
+    expect(pages.map((p) => p.paths)).toEqual([
+      ["a/000", "a/001", "a/002"],
+      ["m/000", "m/001", "m/002"],
+      ["m/000", "m/001", "m/002"],
+      ["m/151", "m/152", "m/153"],
+      ["m/298"],
+    ]);
+    for (const { rows } of pages) expect(rows).toBeLessThan(10);
+  });
+
   it("refuses bad listing input with 400", async () => {
     expectError(await api("GET", "/v1/streams?limit=0"), 400, "invalid_request");
     expectError(await api("GET", "/v1/streams?limit=201"), 400, "invalid_request");

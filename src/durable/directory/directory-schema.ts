@@ -3,7 +3,11 @@ import {
   BLOB_OWNERS_RELEASED_MIGRATION,
   BLOBS_DELETING_MIGRATION,
 } from "../blobs/blob-ledger";
-import { STREAM_CLAIM_PREFIX, STREAM_REGISTRY_MIGRATION } from "./stream-registry";
+import {
+  STREAM_CLAIM_PREFIX,
+  STREAM_LISTING_BY_KEY_MIGRATION,
+  STREAM_REGISTRY_MIGRATION,
+} from "./stream-registry";
 
 /** The directory shard's tables (session-directory.ts), one migration a version. */
 export const MIGRATIONS = [
@@ -128,4 +132,6 @@ export const MIGRATIONS = [
   "CREATE INDEX tombstones_by_deleted ON tombstones (deleted_at)",
   // The blob ledger's owners that gave their claims up, whose late claims it refuses (blob-ledger.ts).
   BLOB_OWNERS_RELEASED_MIGRATION,
+  // The tenant's streams by key, for the listing's pages (stream-registry.ts).
+  STREAM_LISTING_BY_KEY_MIGRATION,
 ];

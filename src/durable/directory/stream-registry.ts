@@ -30,6 +30,10 @@ export const STREAM_REGISTRY_MIGRATION = `
   CREATE INDEX stream_listing_by_activity ON stream_listing (state, active_at)
 `;
 
+/** The listing by key, so that a page reads its own rows only. */
+export const STREAM_LISTING_BY_KEY_MIGRATION =
+  "CREATE INDEX stream_listing_by_key ON stream_listing (state, key)";
+
 type ListingRow = {
   key: string;
   state: StreamReport["state"];
@@ -46,6 +50,23 @@ export interface StreamListOptions {
   limit: number;
   /** The last key of the previous page. */
   after: string | null;
+}
+
+/**
+ * The least text that sorts after every text starting with `prefix`, as SQLite sorts text (by code
+ * point), or null when none does (an empty prefix, or one of U+10FFFF only).
+ */
+function textAfterPrefix(prefix: string): string | null {
+  const chars = [...prefix];
+  while (chars.length > 0) {
+    const last = (chars.pop() as string).codePointAt(0) as number;
+    if (last < 0x10ffff) {
+      // No text holds a surrogate: the character after U+D7FF is U+E000.
+      const next = last >= 0xd7ff && last < 0xe000 ? 0xe000 : last + 1;
+      return chars.join("") + String.fromCodePoint(next);
+    }
+  }
+  return null;
 }
 
 export class StreamRegistry {
@@ -71,23 +92,30 @@ export class StreamRegistry {
   }
 
   /**
-   * The streams clients can see (not deleted), by key, after the cursor's. A prefix is measured by
-   * SQLite's `length`, in characters as `substr` counts them (JavaScript counts UTF-16 units).
+   * The streams clients can see (not deleted), by key, after the cursor's, read as a range of keys:
+   * from the prefix, or the least key past the cursor's (`|| char(1)`: keys hold no control
+   * characters), up to the least text past every key that starts with the prefix.
    */
   list({ prefix, limit, after }: StreamListOptions): StreamListing[] {
-    return this.#sql<ListingRow>`SELECT * FROM stream_listing
-      WHERE state = 'live' AND key > ${after ?? ""} AND substr(key, 1, length(${prefix})) = ${prefix}
-      ORDER BY key LIMIT ${limit}`
-      .toArray()
-      .map((row) => ({
-        path: row.key,
-        contentType: row.content_type,
-        bytes: row.bytes,
-        closed: row.closed === 1,
-        createdAt: new Date(row.created_at).toISOString(),
-        activeAt: new Date(row.active_at).toISOString(),
-        expiresAt: row.expires_at === null ? null : new Date(row.expires_at).toISOString(),
-      }));
+    const from = after ?? "";
+    const end = textAfterPrefix(prefix);
+    const rows =
+      end === null
+        ? this.#sql<ListingRow>`SELECT * FROM stream_listing
+            WHERE state = 'live' AND key >= max(${prefix}, ${from} || char(1))
+            ORDER BY key LIMIT ${limit}`
+        : this.#sql<ListingRow>`SELECT * FROM stream_listing
+            WHERE state = 'live' AND key >= max(${prefix}, ${from} || char(1)) AND key < ${end}
+            ORDER BY key LIMIT ${limit}`;
+    return rows.toArray().map((row) => ({
+      path: row.key,
+      contentType: row.content_type,
+      bytes: row.bytes,
+      closed: row.closed === 1,
+      createdAt: new Date(row.created_at).toISOString(),
+      activeAt: new Date(row.active_at).toISOString(),
+      expiresAt: row.expires_at === null ? null : new Date(row.expires_at).toISOString(),
+    }));
   }
 
   /** Streams that hold data (a deleted one still read by its forks included) and their bytes. */

@@ -864,6 +864,57 @@ describe("blobs in R2", () => {
     expect((await info(id)).entryCount).toBe(0);
   });
 
+  it("records no blob of a fork's copy in a session created under its id while the copy read its source", async () => {
+    const source = await createSession();
+    const entries = [9413, 9414, 9415].map((seed) => ({
+      type: "message",
+      message: {
+        role: "user",
+        content: [
+          { type: "text", text: "x".repeat(3000) },
+          { type: "image", data: base64(bytes(70 * 1024, seed)), mimeType: "image/png" },
+        ],
+        timestamp: 1,
+      },
+    }));
+    expect((await api("POST", `/v1/sessions/${source}/entries`, { body: { entries } })).status).toBe(201);
+    const id = sid();
+    const forked = await api("POST", `/v1/sessions/${source}/fork`, {
+      body: { entryId: (await info(source)).leafId, id },
+    });
+    expect(forked.status, forked.text).toBe(201);
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    // The source's answer of the copy's next page is held.
+    const held = { on: true, asked: 0 };
+    const sessions = directoryReplacing(
+      "forkPage",
+      async (real, args) => {
+        const answer = await real(...args);
+        held.asked++;
+        while (held.on) await new Promise((resolve) => setTimeout(resolve, 5));
+        return answer;
+      },
+      (env as unknown as DurableEnv).SESSIONS as unknown as DurableEnv["DIRECTORY"],
+    ) as unknown as DurableEnv["SESSIONS"];
+    await withObjectEnv(stub, { SESSIONS: sessions }, async () => {
+      const read = api("GET", `/v1/sessions/${id}/context`);
+      await vi.waitFor(() => expect(held.asked).toBe(1), { timeout: 5000, interval: 10 });
+      expect((await api("DELETE", `/v1/sessions/${id}?purge=true`)).status).toBe(204);
+      expect((await api("POST", "/v1/sessions", { body: { id } })).status).toBe(201);
+      held.on = false;
+      // The read of the session that was there answers that its copy could not go on (a retry
+      // reads the new one), not 500.
+      expectError(await read, 503, "unavailable");
+    });
+    const recorded = await runInDurableObject(
+      stub,
+      (_instance, object) =>
+        object.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM session_blobs").one().n,
+    );
+    expect(recorded).toBe(0);
+    expect((await info(id)).entryCount).toBe(0);
+  });
+
   it("lets a live session claim a blob whose deletion from the bucket failed, and stores it again", async () => {
     const seed = 9409;
     const keys = await turnBlobs(seed);

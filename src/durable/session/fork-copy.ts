@@ -133,7 +133,16 @@ export class ForkCopy {
     const state = session.copy.state;
     if (!session.exists || !state?.next) return;
     const from = state.next.seq;
+    const { incarnation } = session.state;
     const page = await this.#source(state.sourceId).forkPage(state.hold, from, this.#settings().pageBytes);
+    // Purged while its source answered (perhaps created anew under its id), the session has no
+    // copy to go on with: the page is not its own.
+    if (!session.exists || session.state.incarnation !== incarnation) {
+      throw new SessionError(
+        "not_found",
+        "session does not exist: it was purged while its copy was under way",
+      );
+    }
     // The blobs the rows refer to are this session's too before the rows are.
     await blobs.claimCopied(page.blobRefs);
     storageWork(() => session.writes.copyPage(from, page));

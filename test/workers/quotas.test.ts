@@ -1,16 +1,16 @@
-import { evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { Result } from "../../src/core/errors";
 import type { SessionInfo } from "../../src/core/session-schemas";
 import type { DurableEnv } from "../../src/durable/internal";
 import { DEFAULT_OPEN_GENERATIONS, quotasFor } from "../../src/durable/internal";
-import { directoryShard } from "../../src/durable/names";
+import { directoryShard, sessionObjectName } from "../../src/durable/names";
 import type { WorkerEnv } from "../../src/http/env";
 import worker from "../../src/worker";
 import { rollBackDirectory } from "./directory-rollback";
 import type { ApiResponse } from "./helpers";
-import { api, expectError, sid, userMessage } from "./helpers";
+import { api, directoryReplacing, expectError, sid, userMessage, withObjectEnv } from "./helpers";
 
 /*
  * Each quota on a tenant of its own (vitest.workers.config.ts): tenant-few-sessions may hold 2
@@ -450,6 +450,90 @@ describe("writes at once", () => {
       },
       { timeout: 10_000, interval: 200 },
     );
+  });
+});
+
+/*
+ * A session's idle settle (its alarm's, after it reports) against its writes: the ledger's claim
+ * for the session, and the calls the alarm makes.
+ */
+describe("the idle settle", () => {
+  const KEY = "key-settled-quota";
+  const TENANT = "tenant-settled-quota";
+  const durableEnv = env as unknown as DurableEnv;
+  /** The directory's binding, as the objects reach it outside `withObjectEnv`. */
+  const directories = { DIRECTORY: durableEnv.DIRECTORY };
+  const sessionOf = (id: string) => durableEnv.SESSIONS.getByName(sessionObjectName(TENANT, id));
+
+  /** The bytes the tenant's quota ledger counts for the session (its claim). */
+  async function ledgerClaim(id: string): Promise<number | undefined> {
+    return runInDurableObject(directoryShard(directories, TENANT, 0), (_instance, state) => {
+      const rows = state.storage.sql
+        .exec<{ bytes: number }>("SELECT bytes FROM quota_claims WHERE session_id = ?", id)
+        .toArray();
+      return rows[0]?.bytes;
+    });
+  }
+
+  /** Waits until the ledger counts what the session holds (it reported, and settled). */
+  const settled = (session: SessionInfo) =>
+    vi.waitFor(async () => expect(await ledgerClaim(session.id)).toBe(session.bytes), {
+      timeout: 5000,
+      interval: 20,
+    });
+
+  const runAlarm = async (stub: DurableObjectStub) => {
+    await runInDurableObject(stub, (_instance, state) => state.storage.setAlarm(Date.now() + 60_000));
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+  };
+
+  /**
+   * The directory as the session's object reaches it (`withObjectEnv`), whose answers to its claims
+   * (`claimQuota`, applied by the ledger already) are held until `letGo`.
+   */
+  function heldClaimAnswers() {
+    let held = true;
+    let answered = 0;
+    const directory = directoryReplacing("claimQuota", async (real, args) => {
+      const answer = await real(...args);
+      answered++;
+      while (held) await new Promise((resolve) => setTimeout(resolve, 5));
+      return answer;
+    });
+    return {
+      directory,
+      /** Waits until the ledger has answered `calls` claims. */
+      answered: (calls = 1) =>
+        vi.waitFor(() => expect(answered).toBeGreaterThanOrEqual(calls), { timeout: 5000, interval: 10 }),
+      letGo: () => {
+        held = false;
+      },
+    };
+  }
+
+  it("leaves the room a write asked for while the ledger answered, and gives back the rest once idle", async () => {
+    const session = await create(KEY, [sized(1000)]);
+    await settled(session);
+    const stub = sessionOf(session.id);
+    // Woken again, the object knows no claim: the append asks the ledger for room.
+    await evictDurableObject(stub);
+    const claims = heldClaimAnswers();
+    await withObjectEnv(stub, { DIRECTORY: claims.directory }, async () => {
+      const appended = api("POST", `/v1/sessions/${session.id}/entries`, { key: KEY, body: sized(2000) });
+      await claims.answered();
+      // The ledger granted the claim; the alarm comes before the write has its answer.
+      await runAlarm(stub);
+      claims.letGo();
+      const answer = await appended;
+      expect(answer.status, answer.text).toBe(201);
+    });
+    // The ledger counts what the session holds (with room for more).
+    const grown = await infoOf(KEY, session.id);
+    expect(grown.bytes).toBeGreaterThan(session.bytes + 1900);
+    expect(await ledgerClaim(session.id)).toBeGreaterThanOrEqual(grown.bytes);
+    // Once idle, what it was granted beyond them goes back.
+    await runAlarm(stub);
+    expect(await ledgerClaim(session.id)).toBe(grown.bytes);
   });
 });
 

@@ -269,6 +269,11 @@ export class QuotaChecks {
   readonly #ledger: QuotaLedger;
   /** The bytes this session may hold without asking the ledger again; unknown until it asks. */
   #claim: number | undefined;
+  /**
+   * Writes running within the session's room. The idle settle waits until none is: it would shrink
+   * the claim one of them asked for, or was given, before it commits.
+   */
+  #writing = 0;
 
   constructor(env: DurableEnv) {
     this.#env = env;
@@ -325,6 +330,18 @@ export class QuotaChecks {
     session: SessionStore,
     run: (room: ByteLimit | undefined) => Promise<Result<T>>,
   ): Promise<Result<T>> {
+    this.#writing++;
+    try {
+      return await this.#within(session, run);
+    } finally {
+      this.#writing--;
+    }
+  }
+
+  async #within<T>(
+    session: SessionStore,
+    run: (room: ByteLimit | undefined) => Promise<Result<T>>,
+  ): Promise<Result<T>> {
     for (let attempt = 1; ; attempt++) {
       const room = await capture(() =>
         session.exists ? this.byteLimit(session.state.tenant, session.state.stats.bytes) : undefined,
@@ -364,14 +381,17 @@ export class QuotaChecks {
 
   /**
    * The session is idle: what it was granted beyond what it holds goes back. What it holds is read
-   * as its claim is dropped: a write committed before counts, and one after asks for its room.
+   * as its claim is dropped: a write committed before counts, and one after asks for its room. Not
+   * idle (a write runs within its room): nothing is settled, and it answers false.
    */
-  async settle(session: SessionStore): Promise<void> {
-    if (!session.exists) return;
+  async settle(session: SessionStore): Promise<boolean> {
+    if (this.#writing > 0) return false;
+    if (!session.exists) return true;
     const { tenant, header, stats } = session.state;
-    if (quotasFor(this.#env.QUOTAS, tenant).maxTenantBytes === undefined) return;
+    if (quotasFor(this.#env.QUOTAS, tenant).maxTenantBytes === undefined) return true;
     this.#claim = undefined;
     await this.#ledger.settle(tenant, header.id, stats.bytes);
+    return true;
   }
 
   /**

@@ -103,8 +103,13 @@ export class DirectoryReports {
       entries: info.entryCount,
       bytes: info.bytes,
     });
-    // Writes may have come while the directory was told: the session's bytes as they stand now.
-    await quotas.settle(session).catch((error) => telemetry.logFailure("settle_quota", error));
+    // Writes may have come while the directory was told: the session's bytes as they stand now. A
+    // write running within its room is settled after it: the report comes again.
+    const settled = await quotas.settle(session).catch(async (error) => {
+      await telemetry.logFailure("settle_quota", error);
+      return true;
+    });
+    if (!settled) this.schedule();
   }
 
   /** The alarm's report; a failure is tried again, later each time (up to a minute). */

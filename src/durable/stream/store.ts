@@ -315,6 +315,14 @@ export class StreamStore {
     return row && { epoch: row.epoch, lastSeq: row.last_seq };
   }
 
+  /** The stream's own blocks, in order, from the one holding record `from` to the last before `until`. */
+  #blocksBetween(stream: StreamState, from: number, until: number): SqlStorageCursor<BlockRow> {
+    return this.#sql<BlockRow>`SELECT first, start, records, ends, batch_ends, data FROM stream_blocks
+      WHERE stream_id = ${stream.id} AND first < ${until} AND first >= coalesce(
+        (SELECT max(first) FROM stream_blocks WHERE stream_id = ${stream.id} AND first <= ${from}), 0)
+      ORDER BY first`;
+  }
+
   /**
    * Own records from number `from` on and before `until`, in order, until `maxBytes` are
    * reached: at least one when there is one, so a record larger than the page still goes out.
@@ -326,10 +334,7 @@ export class StreamStore {
     let page: Omit<RecordPage, "pieces"> | undefined;
     let next = from;
     let bytes = 0;
-    const rows = this.#sql<BlockRow>`SELECT first, start, records, ends, batch_ends, data FROM stream_blocks
-      WHERE stream_id = ${stream.id} AND first < ${until} AND first >= coalesce(
-        (SELECT max(first) FROM stream_blocks WHERE stream_id = ${stream.id} AND first <= ${from}), 0)
-      ORDER BY first`;
+    const rows = this.#blocksBetween(stream, from, until);
     for (const row of rows) {
       const block = blockOf(row, stream.json);
       const index = next - block.first;
@@ -368,10 +373,7 @@ export class StreamStore {
     const appends: AppendData[] = [];
     let next = from;
     let bytes = 0;
-    const rows = this.#sql<BlockRow>`SELECT first, start, records, ends, batch_ends, data FROM stream_blocks
-      WHERE stream_id = ${stream.id} AND first < ${until} AND first >= coalesce(
-        (SELECT max(first) FROM stream_blocks WHERE stream_id = ${stream.id} AND first <= ${from}), 0)
-      ORDER BY first`;
+    const rows = this.#blocksBetween(stream, from, until);
     for (const row of rows) {
       const block = blockOf(row, stream.json);
       const stop = Math.min(recordCount(block), until - block.first);

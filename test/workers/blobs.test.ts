@@ -822,11 +822,14 @@ describe("blobs in R2", () => {
     expect(await ledgerRows(id, keys)).toEqual({ owned: 0, blobs: [null, null] });
   });
 
-  it("records no blob of a fork's copy in a session created under its id while the copy's claim was answered", async () => {
+  /**
+   * A fork of a new session's three entries, each with its own image: each entry is a page of the
+   * copy of its own (2 KiB in these tests), so the fork begins with the first and copies the others
+   * later.
+   */
+  async function forkStillCopying(seeds: readonly number[]) {
     const source = await createSession();
-    // Each entry is a page of the copy of its own (2 KiB in these tests): the fork begins with the
-    // first, and copies the others later.
-    const entries = [9410, 9411, 9412].map((seed) => ({
+    const entries = seeds.map((seed) => ({
       type: "message",
       message: {
         role: "user",
@@ -843,7 +846,20 @@ describe("blobs in R2", () => {
       body: { entryId: (await info(source)).leafId, id },
     });
     expect(forked.status, forked.text).toBe(201);
-    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    return { id, stub: env.SESSIONS.getByName(sessionObjectName("tenant-a", id)) };
+  }
+
+  /** The blobs a session's object records as its own. */
+  function recordedBlobs(stub: DurableObjectStub) {
+    return runInDurableObject(
+      stub,
+      (_instance, object) =>
+        object.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM session_blobs").one().n,
+    );
+  }
+
+  it("records no blob of a fork's copy in a session created under its id while the copy's claim was answered", async () => {
+    const { id, stub } = await forkStillCopying([9410, 9411, 9412]);
     const { state, directory } = claimsAnsweredLate(id);
     await withObjectEnv(stub, { DIRECTORY: directory }, async () => {
       // A read that needs the whole path copies the rest; its page's claim is answered late.
@@ -855,35 +871,12 @@ describe("blobs in R2", () => {
       await read;
     });
     // The new session holds no blob: what the old one's copy claimed is not its.
-    const recorded = await runInDurableObject(
-      stub,
-      (_instance, object) =>
-        object.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM session_blobs").one().n,
-    );
-    expect(recorded).toBe(0);
+    expect(await recordedBlobs(stub)).toBe(0);
     expect((await info(id)).entryCount).toBe(0);
   });
 
   it("records no blob of a fork's copy in a session created under its id while the copy read its source", async () => {
-    const source = await createSession();
-    const entries = [9413, 9414, 9415].map((seed) => ({
-      type: "message",
-      message: {
-        role: "user",
-        content: [
-          { type: "text", text: "x".repeat(3000) },
-          { type: "image", data: base64(bytes(70 * 1024, seed)), mimeType: "image/png" },
-        ],
-        timestamp: 1,
-      },
-    }));
-    expect((await api("POST", `/v1/sessions/${source}/entries`, { body: { entries } })).status).toBe(201);
-    const id = sid();
-    const forked = await api("POST", `/v1/sessions/${source}/fork`, {
-      body: { entryId: (await info(source)).leafId, id },
-    });
-    expect(forked.status, forked.text).toBe(201);
-    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    const { id, stub } = await forkStillCopying([9413, 9414, 9415]);
     // The source's answer of the copy's next page is held.
     const held = { on: true, asked: 0 };
     const sessions = directoryReplacing(
@@ -906,12 +899,7 @@ describe("blobs in R2", () => {
       // reads the new one), not 500.
       expectError(await read, 503, "unavailable");
     });
-    const recorded = await runInDurableObject(
-      stub,
-      (_instance, object) =>
-        object.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM session_blobs").one().n,
-    );
-    expect(recorded).toBe(0);
+    expect(await recordedBlobs(stub)).toBe(0);
     expect((await info(id)).entryCount).toBe(0);
   });
 

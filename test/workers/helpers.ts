@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
-import { expect } from "vitest";
+import { expect, vi } from "vitest";
 import { newId } from "../../src/core/ids";
 import type { DurableEnv } from "../../src/durable/internal";
 import worker from "../../src/worker";
@@ -91,6 +91,31 @@ export async function withObjectEnv<T>(
       Object.assign(envOf(instance), saved);
     });
   }
+}
+
+/**
+ * The directory as objects reach it (`withObjectEnv`), whose answers to their claims of quota room
+ * (`claimQuota`, applied by the ledger already) are held until `letGo`: a write waiting for its
+ * room while something else runs.
+ */
+export function heldClaimAnswers() {
+  let held = true;
+  let answered = 0;
+  const directory = directoryReplacing("claimQuota", async (real, args) => {
+    const answer = await real(...args);
+    answered++;
+    while (held) await new Promise((resolve) => setTimeout(resolve, 5));
+    return answer;
+  });
+  return {
+    directory,
+    /** Waits until the ledger has answered `calls` claims. */
+    answered: (calls = 1) =>
+      vi.waitFor(() => expect(answered).toBeGreaterThanOrEqual(calls), { timeout: 5000, interval: 10 }),
+    letGo: () => {
+      held = false;
+    },
+  };
 }
 
 /**

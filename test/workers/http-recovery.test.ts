@@ -310,18 +310,27 @@ describe("deleting and restoring", () => {
     expect((await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("new") })).status).toBe(201);
   });
 
-  it("keeps the room of a session created under a deleted one's id when the alarm's purge of that one begins just after", async () => {
-    // Under tenant-wide quotas, a create taking a deleted session's id asks for room before the
-    // deleted one is purged.
-    const key = "key-takeover-quota";
-    const tenant = "tenant-takeover-quota";
-    const id = await createSession({ key });
-    expect((await api("DELETE", `/v1/sessions/${id}`, { key })).status).toBe(204);
-    const stub = sessionStub(id, tenant);
+  /** Under tenant-wide quotas of one session, a create taking a deleted session's id asks for room. */
+  const TAKEOVER_KEY = "key-takeover-quota";
+  const TAKEOVER_TENANT = "tenant-takeover-quota";
+
+  /** The tenant's one session, deleted, its purge due at its object's next alarm. */
+  async function deletedDueForPurge() {
+    const id = await createSession({ key: TAKEOVER_KEY });
+    expect((await api("DELETE", `/v1/sessions/${id}`, { key: TAKEOVER_KEY })).status).toBe(204);
+    const stub = sessionStub(id, TAKEOVER_TENANT);
     await runInDurableObject(stub, (_instance, state) => {
       state.storage.sql.exec("UPDATE lifecycle SET purge_at = 0");
     });
     await evictDurableObject(stub);
+    return { id, stub };
+  }
+
+  it("keeps the room of a session created under a deleted one's id when the alarm's purge of that one begins just after", async () => {
+    // Under tenant-wide quotas, a create taking a deleted session's id asks for room before the
+    // deleted one is purged.
+    const key = TAKEOVER_KEY;
+    const { id, stub } = await deletedDueForPurge();
     // The create is admitted; the alarm's purge, begun while it was, gives its room up after that.
     const claims = heldDirectoryCalls("claimQuota");
     const releases = heldDirectoryCalls("releaseQuota", claims.directory);
@@ -352,15 +361,8 @@ describe("deleting and restoring", () => {
   });
 
   it("refuses a create under a deleted one's id whose room another session took while the alarm's purge gave it up", async () => {
-    const key = "key-takeover-quota";
-    const tenant = "tenant-takeover-quota";
-    const id = await createSession({ key });
-    expect((await api("DELETE", `/v1/sessions/${id}`, { key })).status).toBe(204);
-    const stub = sessionStub(id, tenant);
-    await runInDurableObject(stub, (_instance, state) => {
-      state.storage.sql.exec("UPDATE lifecycle SET purge_at = 0");
-    });
-    await evictDurableObject(stub);
+    const key = TAKEOVER_KEY;
+    const { id, stub } = await deletedDueForPurge();
     // Only the calls for this id are held: another session's go straight to the ledger.
     const claims = heldDirectoryCalls(
       "claimQuota",
@@ -389,7 +391,7 @@ describe("deleting and restoring", () => {
     });
     // Nothing of it was written: the deleted session is gone, and the tenant holds the other one.
     expectError(await api("GET", `/v1/sessions/${id}`, { key }), 404, "not_found");
-    expect(await storedRows(id, tenant)).toBe(0);
+    expect(await storedRows(id, TAKEOVER_TENANT)).toBe(0);
     await vi.waitFor(async () => expect(await listedIds(key)).toEqual([other]), {
       timeout: 5000,
       interval: 30,

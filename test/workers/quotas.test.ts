@@ -10,7 +10,7 @@ import type { WorkerEnv } from "../../src/http/env";
 import worker from "../../src/worker";
 import { rollBackDirectory } from "./directory-rollback";
 import type { ApiResponse } from "./helpers";
-import { api, directoryReplacing, expectError, sid, userMessage, withObjectEnv } from "./helpers";
+import { api, expectError, heldClaimAnswers, sid, userMessage, withObjectEnv } from "./helpers";
 
 /*
  * Each quota on a tenant of its own (vitest.workers.config.ts): tenant-few-sessions may hold 2
@@ -486,30 +486,6 @@ describe("the idle settle", () => {
     await runInDurableObject(stub, (_instance, state) => state.storage.setAlarm(Date.now() + 60_000));
     expect(await runDurableObjectAlarm(stub)).toBe(true);
   };
-
-  /**
-   * The directory as the session's object reaches it (`withObjectEnv`), whose answers to its claims
-   * (`claimQuota`, applied by the ledger already) are held until `letGo`.
-   */
-  function heldClaimAnswers() {
-    let held = true;
-    let answered = 0;
-    const directory = directoryReplacing("claimQuota", async (real, args) => {
-      const answer = await real(...args);
-      answered++;
-      while (held) await new Promise((resolve) => setTimeout(resolve, 5));
-      return answer;
-    });
-    return {
-      directory,
-      /** Waits until the ledger has answered `calls` claims. */
-      answered: (calls = 1) =>
-        vi.waitFor(() => expect(answered).toBeGreaterThanOrEqual(calls), { timeout: 5000, interval: 10 }),
-      letGo: () => {
-        held = false;
-      },
-    };
-  }
 
   it("leaves the room a write asked for while the ledger answered, and gives back the rest once idle", async () => {
     const session = await create(KEY, [sized(1000)]);

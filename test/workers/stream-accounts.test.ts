@@ -5,7 +5,7 @@ import { newId } from "../../src/core/ids";
 import type { DurableEnv } from "../../src/durable/env";
 import { directoryShard, shardCount } from "../../src/durable/names";
 import { streamObjectName } from "../../src/durable/stream";
-import { api, directoryReplacing, expectError, KEY_B, sid, userMessage, withObjectEnv } from "./helpers";
+import { api, expectError, heldClaimAnswers, KEY_B, sid, userMessage, withObjectEnv } from "./helpers";
 import { append, call, create, expectStreamError, head, readAll, streamObjects } from "./stream-helpers";
 
 /*
@@ -53,30 +53,6 @@ async function ledgerClaim(tenant: string, key: string): Promise<number | undefi
       .toArray();
     return rows[0]?.bytes;
   });
-}
-
-/**
- * The directory as the stream objects reach it (`withObjectEnv`), whose answers to their claims
- * (`claimQuota`, applied by the ledger already) are held until `letGo`.
- */
-function heldClaimAnswers() {
-  let held = true;
-  let answered = 0;
-  const directory = directoryReplacing("claimQuota", async (real, args) => {
-    const answer = await real(...args);
-    answered++;
-    while (held) await new Promise((resolve) => setTimeout(resolve, 5));
-    return answer;
-  });
-  return {
-    directory,
-    /** Waits until the ledger has answered `calls` claims. */
-    answered: (calls = 1) =>
-      vi.waitFor(() => expect(answered).toBeGreaterThanOrEqual(calls), { timeout: 5000, interval: 10 }),
-    letGo: () => {
-      held = false;
-    },
-  };
 }
 
 describe("the tenant's stream listing", () => {

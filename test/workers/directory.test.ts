@@ -9,7 +9,7 @@ import type { DurableEnv } from "../../src/durable/internal";
 import { sessionObjectName } from "../../src/durable/internal";
 import { directoryShard, shardCount, shardOf } from "../../src/durable/names";
 import { rollBackDirectory } from "./directory-rollback";
-import { api, createSession, sid, userMessage } from "./helpers";
+import { api, createSession, rowsReadBy, sid, userMessage } from "./helpers";
 
 function fakeInfo(id: string, updatedAt: string, entryCount: number): SessionInfo {
   return {
@@ -86,21 +86,9 @@ describe("session directory", () => {
     const id = sid();
     await directory.put({ info: fakeInfo(id, "2026-01-01T00:00:01.000Z", 1), incarnation: "i", version: 1 });
     const { rows, left } = await runInDurableObject(directory, async (instance, state) => {
-      const sql = state.storage.sql;
-      const exec = sql.exec;
-      const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
-      sql.exec = ((query: string, ...bindings: SqlStorageValue[]) => {
-        const cursor = exec.call(sql, query, ...bindings);
-        cursors.push(cursor);
-        return cursor;
-      }) as typeof sql.exec;
-      try {
-        await instance.remove(id, "i");
-      } finally {
-        sql.exec = exec;
-      }
-      const count = sql.exec<{ n: number }>("SELECT count(*) AS n FROM tombstones").one().n;
-      return { rows: cursors.reduce((sum, cursor) => sum + cursor.rowsRead, 0), left: count };
+      const { rows } = await rowsReadBy(state.storage.sql, () => instance.remove(id, "i"));
+      const count = state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM tombstones").one().n;
+      return { rows, left: count };
     });
     expect(rows).toBeLessThan(50);
     expect(left).toBe(2991);

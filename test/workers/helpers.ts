@@ -94,6 +94,29 @@ export async function withObjectEnv<T>(
 }
 
 /**
+ * What `run` answers and the rows SQLite read for it (the runtime's `rowsRead` of every statement
+ * run through `sql` meanwhile), inside an object: what a call costs, however large its tables.
+ */
+export async function rowsReadBy<T>(
+  sql: SqlStorage,
+  run: () => T | Promise<T>,
+): Promise<{ result: T; rows: number }> {
+  const exec = sql.exec;
+  const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+  sql.exec = ((query: string, ...bindings: SqlStorageValue[]) => {
+    const cursor = exec.call(sql, query, ...bindings);
+    cursors.push(cursor);
+    return cursor;
+  }) as typeof sql.exec;
+  try {
+    const result = await run();
+    return { result, rows: cursors.reduce((sum, cursor) => sum + cursor.rowsRead, 0) };
+  } finally {
+    sql.exec = exec;
+  }
+}
+
+/**
  * The directory as objects reach it (`withObjectEnv`), whose answers to their claims of quota room
  * (`claimQuota`, applied by the ledger already) are held until `letGo`: a write waiting for its
  * room while something else runs.

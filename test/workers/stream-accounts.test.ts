@@ -5,7 +5,16 @@ import { newId } from "../../src/core/ids";
 import type { DurableEnv } from "../../src/durable/env";
 import { directoryShard, shardCount } from "../../src/durable/names";
 import { streamObjectName } from "../../src/durable/stream";
-import { api, expectError, heldClaimAnswers, KEY_B, sid, userMessage, withObjectEnv } from "./helpers";
+import {
+  api,
+  expectError,
+  heldClaimAnswers,
+  KEY_B,
+  rowsReadBy,
+  sid,
+  userMessage,
+  withObjectEnv,
+} from "./helpers";
 import { append, call, create, expectStreamError, head, readAll, streamObjects } from "./stream-helpers";
 
 /*
@@ -130,23 +139,19 @@ describe("the tenant's stream listing", () => {
           });
         }
       }
-      const sql = state.storage.sql;
-      const exec = sql.exec;
-      const page = (prefix: string, after: string | null) => {
-        const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
-        sql.exec = ((query: string, ...bindings: SqlStorageValue[]) => {
-          const cursor = exec.call(sql, query, ...bindings);
-          cursors.push(cursor);
-          return cursor;
-        }) as typeof sql.exec;
-        try {
-          const paths = instance.listStreams({ prefix, limit: 3, after }).map((s) => s.path);
-          return { paths, rows: cursors.reduce((sum, cursor) => sum + cursor.rowsRead, 0) };
-        } finally {
-          sql.exec = exec;
-        }
+      const page = async (prefix: string, after: string | null) => {
+        const { result, rows } = await rowsReadBy(state.storage.sql, () =>
+          instance.listStreams({ prefix, limit: 3, after }),
+        );
+        return { paths: result.map((s) => s.path), rows };
       };
-      return [page("", null), page("m/", null), page("m/", "a/100"), page("", "m/150"), page("m/", "m/297")];
+      return [
+        await page("", null),
+        await page("m/", null),
+        await page("m/", "a/100"),
+        await page("", "m/150"),
+        await page("m/", "m/297"),
+      ];
     });
     expect(pages.map((p) => p.paths)).toEqual([
       ["a/000", "a/001", "a/002"],

@@ -1,13 +1,13 @@
 import type { AgentMessage } from "../core/messages";
 import { contentText } from "../core/messages";
-import { oneLine } from "./output";
+import { oneLine, terminalSafe } from "./output";
 
-/* Entries and messages as the terminal shows them: one line each. */
+/* Entries and messages as the terminal shows them: one line each, safe to print (`terminalSafe`). */
 
 /** A message's role and the start of what it says (a summary's text when it has no content). */
 export function messageLine(message: AgentMessage, max = 100): string {
   const { content, summary } = message as { content?: unknown; summary?: unknown };
-  return `${message.role}: ${oneLine(contentText(content) || String(summary ?? ""), max)}`;
+  return terminalSafe(`${message.role}: ${oneLine(contentText(content) || String(summary ?? ""), max)}`);
 }
 
 /** A line describing an entry's content. */
@@ -44,5 +44,7 @@ export function entryLine(
   entry: { seq: number; type: string; id: string; parentId: string | null },
   text: string,
 ): string {
-  return `${String(entry.seq).padStart(6)}  ${entry.type.padEnd(21)} ${entry.id}  ← ${entry.parentId ?? "-"}  ${text}`;
+  return terminalSafe(
+    `${String(entry.seq).padStart(6)}  ${entry.type.padEnd(21)} ${entry.id}  ← ${entry.parentId ?? "-"}  ${text}`,
+  );
 }

@@ -5,7 +5,7 @@ import { SessionError } from "../core/errors";
 import { detectFormat, holdsNoConversation, parseImport } from "../core/import-formats";
 import type { ImportFormat, ImportWarning } from "../core/interchange";
 import type { SyncSummary } from "../core/sync-import";
-import { fail, type Output, oneOf } from "./output";
+import { fail, type Output, oneOf, terminalSafe } from "./output";
 import { recordProject } from "./project-key";
 
 /*
@@ -66,7 +66,7 @@ interface Report {
 type Progress = "bar" | "plain" | "none";
 
 function progressLine(output: Output, progress: Progress, done: number, total: number, line: string): void {
-  if (progress === "plain") output.err(`[${done}/${total}] ${line}\n`);
+  if (progress === "plain") output.err(`[${done}/${total}] ${terminalSafe(line)}\n`);
   else if (progress === "bar") {
     const width = 30;
     const filled = Math.round((done / total) * width);
@@ -199,10 +199,12 @@ export async function importFiles(
       ),
     );
   } else {
+    // What the service says of a file is its text, printed as any other.
     for (const { file, line, message } of report.warnings)
-      output.err(`warning: ${file}: line ${line}: ${message}\n`);
-    for (const { file, error } of report.conflicts) output.err(`conflict: ${file}: ${error}\n`);
-    for (const { file, error } of report.failed) output.err(`failed: ${file}: ${error}\n`);
+      output.err(`${terminalSafe(`warning: ${file}: line ${line}: ${message}`)}\n`);
+    for (const { file, error } of report.conflicts)
+      output.err(`${terminalSafe(`conflict: ${file}: ${error}`)}\n`);
+    for (const { file, error } of report.failed) output.err(`${terminalSafe(`failed: ${file}: ${error}`)}\n`);
     const entries = report.appended.reduce((sum, { entries }) => sum + entries, 0);
     const empty = report.empty.length > 0 ? `, empty ${report.empty.length} (no conversation)` : "";
     output.out(

@@ -10,7 +10,7 @@ import { writeFileAtomically } from "./atomic-file";
 import { backup, restore } from "./backup";
 import { entryLine, gist, messageLine } from "./entry-line";
 import { importFiles } from "./import-files";
-import { columns, fail, type Output, oneLine, oneOf, UsageError } from "./output";
+import { columns, fail, type Output, oneLine, oneOf, terminalSafe, UsageError } from "./output";
 import { localFolderOf, remoteKey } from "./project-key";
 import { PULL_AGENTS, pullSession } from "./pull";
 import { search } from "./search";
@@ -265,10 +265,10 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       else if (sessions.length === 0) output.out("no sessions");
       else {
         const rows = sessions.map((s) => [
-          s.id,
-          s.updatedAt,
+          terminalSafe(s.id),
+          terminalSafe(s.updatedAt),
           String(s.entryCount),
-          s.name ?? "",
+          terminalSafe(s.name ?? ""),
           s.preview ? `“${oneLine(s.preview, 60)}”` : "",
         ]);
         output.out(columns([["ID", "UPDATED", "ENTRIES", "NAME", "PREVIEW"], ...rows], [2]).join("\n"));
@@ -291,7 +291,8 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       const [tree, info] = await Promise.all([storage.getTree(), storage.getInfo()]);
       // Written without recursion: a chain of a few thousand entries is deeper than JSON.stringify goes.
       if (json) output.out(`{"leafId":${JSON.stringify(info.leafId)},"roots":${treeToJson(tree)}}`);
-      else output.out(tree.length === 0 ? "(empty)" : drawTree(tree, info.leafId).join("\n"));
+      else
+        output.out(tree.length === 0 ? "(empty)" : drawTree(tree, info.leafId).map(terminalSafe).join("\n"));
       return 0;
     }
     case "context": {
@@ -305,7 +306,9 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
         ];
         if (context.activeToolNames) head.push(`tools: ${context.activeToolNames.join(", ")}`);
         if (context.systemPrompt) head.push(`system: ${oneLine(context.systemPrompt)}`);
-        output.out([...head, "", ...context.messages.map((m) => messageLine(m, 200))].join("\n"));
+        output.out(
+          [...head.map(terminalSafe), "", ...context.messages.map((m) => messageLine(m, 200))].join("\n"),
+        );
       }
       return 0;
     }
@@ -365,7 +368,11 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
         { force: values.force },
       );
       const also = subagents.length === 0 ? "" : ` (and ${subagents.length} subagent transcripts beside it)`;
-      output.out(json ? JSON.stringify({ id, agent, path, subagents }) : `pulled ${id} into ${path}${also}`);
+      output.out(
+        json
+          ? JSON.stringify({ id, agent, path, subagents })
+          : terminalSafe(`pulled ${id} into ${path}${also}`),
+      );
       return 0;
     }
     case "fork": {
@@ -378,7 +385,7 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       output.out(
         json
           ? JSON.stringify(info)
-          : `forked into ${info.id} (${info.entryCount} entries, leaf ${info.leafId})`,
+          : terminalSafe(`forked into ${info.id} (${info.entryCount} entries, leaf ${info.leafId})`),
       );
       return 0;
     }
@@ -404,7 +411,9 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
     }
     case "undelete": {
       const info = await client.restore(arg(rest, 0, "id"));
-      output.out(json ? JSON.stringify(info) : `restored ${info.id} (${info.entryCount} entries)`);
+      output.out(
+        json ? JSON.stringify(info) : terminalSafe(`restored ${info.id} (${info.entryCount} entries)`),
+      );
       return 0;
     }
     case "search":
@@ -419,7 +428,8 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       const dir = arg(rest, 0, "dir");
       const { state, written, resumed } = await backup(client, dir, redraw);
       if (output.isTTY && written > 0) output.err("\n");
-      for (const { id, error } of state.failed) output.err(`failed: ${id}: ${JSON.stringify(error)}\n`);
+      for (const { id, error } of state.failed)
+        output.err(`${terminalSafe(`failed: ${id}: ${JSON.stringify(error)}`)}\n`);
       if (json) output.out(JSON.stringify({ ...state, written, resumed }));
       else if (!state.complete)
         output.out(
@@ -445,17 +455,17 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       for (const problem of result.problems) {
         const line = problem.error?.line === undefined ? "" : ` (line ${problem.error.line})`;
         output.err(
-          `${problem.status}: ${problem.id ?? "(unreadable header)"}: ${problem.error?.message ?? ""}${line}\n`,
+          `${terminalSafe(`${problem.status}: ${problem.id ?? "(unreadable header)"}: ${problem.error?.message ?? ""}${line}`)}\n`,
         );
       }
       for (const problem of result.streams.problems) {
         const line = problem.error?.line === undefined ? "" : ` (line ${problem.error.line})`;
         output.err(
-          `${problem.status}: stream ${problem.path ?? "(unreadable header)"}: ${problem.error?.message ?? ""}${line}\n`,
+          `${terminalSafe(`${problem.status}: stream ${problem.path ?? "(unreadable header)"}: ${problem.error?.message ?? ""}${line}`)}\n`,
         );
       }
       for (const warning of result.warnings)
-        output.err(`warning: line ${warning.line}: ${warning.message}\n`);
+        output.err(`${terminalSafe(`warning: line ${warning.line}: ${warning.message}`)}\n`);
       const { streams, unfinishedBackup } = result;
       if (unfinishedBackup?.complete === false)
         output.err(
@@ -463,7 +473,7 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
         );
       if (unfinishedBackup?.failed.length)
         output.err(
-          `warning: the backup in ${path} could not read ${unfinishedBackup.failed.length} (not restored): ${unfinishedBackup.failed.map(({ id }) => id).join(", ")}\n`,
+          `${terminalSafe(`warning: the backup in ${path} could not read ${unfinishedBackup.failed.length} (not restored): ${unfinishedBackup.failed.map(({ id }) => id).join(", ")}`)}\n`,
         );
       const streamsLine =
         streams.imported + streams.skipped + streams.refused + streams.failed > 0
@@ -530,13 +540,16 @@ export async function main(
       output.err(`cf-sessions: ${error.message}\n`);
       return 2;
     }
-    if (error instanceof SessionError)
-      output.err(
-        `cf-sessions: ${error.code}: ${error.message}${fieldProblems(error.details)}${error.code === "unauthorized" ? keySource(argv, env) : ""}\n`,
-      );
-    else if (error instanceof ConnectionError)
-      output.err(`cf-sessions: ${error.message}; is it running? Another: --url or CF_SESSIONS_URL\n`);
-    else output.err(`cf-sessions: ${error instanceof Error ? error.message : String(error)}\n`);
+    // What the service says of a failure is its text, printed as any other.
+    const line =
+      error instanceof SessionError
+        ? `${error.code}: ${error.message}${fieldProblems(error.details)}${error.code === "unauthorized" ? keySource(argv, env) : ""}`
+        : error instanceof ConnectionError
+          ? `${error.message}; is it running? Another: --url or CF_SESSIONS_URL`
+          : error instanceof Error
+            ? error.message
+            : String(error);
+    output.err(`cf-sessions: ${terminalSafe(line)}\n`);
     return 1;
   }
 }

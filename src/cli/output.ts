@@ -30,9 +30,26 @@ export function oneOf<T extends string>(
   fail(`--${flag} is ${allowed.slice(0, -1).join(", ")} or ${allowed.at(-1)}, not ${value}`);
 }
 
-/** `text` on one line, cut to `max` characters. */
+/**
+ * What a terminal obeys rather than shows: the C0 controls (line breaks, tabs and escape among
+ * them), DEL, the C1 controls, and the Unicode line and paragraph separators.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds.
+const TERMINAL_CONTROLS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+
+/**
+ * `text` as a terminal shows it on one line, each control character written as its escape
+ * (`\u001b`). Everything the service sends is printed through it in human output (names, labels,
+ * messages, ids): text stored by anyone can neither retitle the terminal, clear it, move its
+ * cursor nor start a line that looks like output of its own.
+ */
+export function terminalSafe(text: string): string {
+  return text.replace(TERMINAL_CONTROLS, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/** `text` on one line for a terminal (its whitespace runs one space, see `terminalSafe`), cut to `max` characters. */
 export function oneLine(text: string, max = 100): string {
-  const flat = text.replace(/\s+/g, " ").trim();
+  const flat = terminalSafe(text.replace(/\s+/g, " ").trim());
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 

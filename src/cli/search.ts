@@ -1,6 +1,6 @@
 import type { RemoteRepo } from "../client";
 import type { SearchHit, SessionMatch } from "../core/search";
-import { type Output, oneLine, oneOf } from "./output";
+import { type Output, oneLine, oneOf, terminalSafe } from "./output";
 
 /*
  * `cf-sessions search <query> [--session <id>]`: the tenant's sessions matching a query, best first,
@@ -20,7 +20,9 @@ function markMatches(snippet: string, highlights: readonly [number, number][]): 
 
 function hitLine(hit: SearchHit): string {
   const where = `${hit.role ?? hit.type}${hit.onBranch ? "" : " (off branch)"}${hit.field === "thinking" ? " [thinking]" : ""}`;
-  return `${String(hit.seq).padStart(6)}  ${hit.entryId}  ${where}  ${markMatches(hit.snippet, hit.highlights)}`;
+  return terminalSafe(
+    `${String(hit.seq).padStart(6)}  ${hit.entryId}  ${where}  ${markMatches(hit.snippet, hit.highlights)}`,
+  );
 }
 
 export async function search(
@@ -48,9 +50,9 @@ export async function search(
   else {
     const lines: string[] = [];
     for (const result of results) {
-      lines.push(`${result.session.id}  ${result.session.name ?? ""}`.trimEnd());
+      lines.push(terminalSafe(`${result.session.id}  ${result.session.name ?? ""}`.trimEnd()));
       for (const match of result.matches as SessionMatch[])
-        lines.push(`    ${match.field}: ${markMatches(match.snippet, match.highlights)}`);
+        lines.push(terminalSafe(`    ${match.field}: ${markMatches(match.snippet, match.highlights)}`));
     }
     output.out(lines.join("\n"));
   }

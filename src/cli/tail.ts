@@ -4,9 +4,9 @@ import { SessionError } from "../core/errors";
 import type { SessionEvent } from "../core/events";
 import type { GenerationInfo } from "../core/generations/generation-schemas";
 import { entryLine, gist } from "./entry-line";
-import type { Output } from "./output";
+import { type Output, terminalSafe } from "./output";
 
-/** One line for an event of `cf-sessions tail`. */
+/** One line for an event of `cf-sessions tail` (to print through `terminalSafe`). */
 function eventLine(event: SessionEvent): string {
   switch (event.event) {
     case "entry": {
@@ -69,7 +69,9 @@ export async function followSession(
       output.write(`${TEXT_INDENT}▸ `);
       open = generation;
     }
-    output.write(chunk.text.replace(/\r?\n/g, `\n${TEXT_INDENT}  `));
+    // The answer's own lines stay lines, indented; a tab is layout, the other controls are shown.
+    const lines = chunk.text.split(/\r?\n/).map((part) => terminalSafe(part.replace(/\t/g, "    ")));
+    output.write(lines.join(`\n${TEXT_INDENT}  `));
   };
   const follow = async (generation: GenerationInfo) => {
     try {
@@ -77,13 +79,17 @@ export async function followSession(
     } catch (error) {
       // Gone already (its stream's retention window closed): its entry tells what it was.
       if (error instanceof SessionError && error.code === "not_found") return;
-      line(`${TEXT_INDENT}(the text of ${generation.id} cannot be followed: ${(error as Error).message})`);
+      line(
+        terminalSafe(
+          `${TEXT_INDENT}(the text of ${generation.id} cannot be followed: ${(error as Error).message})`,
+        ),
+      );
     }
   };
   for await (const event of session.watch({ after, signal })) {
     // An answer's entry comes once its text has all been shown.
     if (event.event === "entry") await followers.get(event.data.id);
-    line(json ? JSON.stringify(event) : eventLine(event));
+    line(json ? JSON.stringify(event) : terminalSafe(eventLine(event)));
     if (event.event === "generation" && event.data.state === "open" && !followers.has(event.data.id))
       followers.set(event.data.id, follow(event.data));
   }

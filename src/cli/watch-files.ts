@@ -15,7 +15,7 @@ import { canonicalJson } from "../core/json";
 import { nameAsFile } from "../core/sync-import";
 import { writeFileAtomically } from "./atomic-file";
 import { sessionFiles } from "./import-files";
-import type { Output } from "./output";
+import { type Output, terminalSafe } from "./output";
 import { recordProject } from "./project-key";
 
 /*
@@ -181,7 +181,7 @@ class Mirror {
 
   #report(event: Record<string, unknown>, line: string): void {
     if (this.#options.json) this.#output.out(JSON.stringify(event));
-    else this.#output.out(line);
+    else this.#output.out(terminalSafe(line));
   }
 
   /** Looks at every file once; resolves to whether anything changed in the state. */

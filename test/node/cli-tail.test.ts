@@ -107,6 +107,29 @@ describe("cf-sessions tail", () => {
     expect(answer).toBeGreaterThan(tail.lines.indexOf(text[1] as string));
   }, 60_000);
 
+  it("prints a session's name and an answer's text as visible escapes, never as controls the terminal obeys", async () => {
+    const client = createClient({ baseUrl: server.url });
+    const name = "evil\u001b]0;owned\u0007\u001b[2J\nFAKE row";
+    const session = await client.create({ id: `tail-controls-${Date.now()}`, name });
+    await session.appendMessage(user("tell me"));
+    const tail = run(["tail", session.id]);
+    await tail.until((line) => line.includes("leaf →"));
+    const writer = await session.generate();
+    await writer.append("first\u001b[2J line\r\nsecond\u009b\tline");
+    await writer.complete();
+    await tail.until((line) => line.includes(`generation ${writer.id} finished`));
+    await session.delete();
+    expect(await tail.exited).toBe(0);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds.
+    expect(tail.lines.join("\n")).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+    expect(tail.lines[0]).toMatch(
+      /^ +session tail-controls-\d+ “evil\\u001b\]0;owned\\u0007\\u001b\[2J\\u000aFAKE row”: 1 entries$/,
+    );
+    expect(tail.lines.filter((line) => line.includes("FAKE row"))).toHaveLength(1);
+    const text = tail.lines.filter((line) => line.startsWith("        ▸ ") || /^ {10}\S/.test(line));
+    expect(text).toEqual(["        ▸ first\\u001b[2J line", "          second\\u009b    line"]);
+  }, 60_000);
+
   it("prints in-flight chunks as JSON lines with --json", async () => {
     const client = createClient({ baseUrl: server.url });
     const session = await client.create({ id: `tail-chunks-${Date.now()}` });

@@ -20,6 +20,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { SessionManager } from "@mariozechner/pi-coding-agent";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient } from "../../src/client";
 import type { AgentMessage } from "../../src/core/messages";
 import { assistant, toolResult, user } from "../conformance/fixtures";
 import type { DevServer } from "../support/dev-server";
@@ -1038,6 +1039,52 @@ describe("command line", () => {
     expect(full.stderr).toMatch(/^cf-sessions: EFBIG: [^\n]*\n$/);
     expect(readdirSync(dir)).toEqual([]);
   });
+
+  it("prints what sessions hold as visible escapes, never as controls the terminal obeys or lines of its own", async () => {
+    // A name that retitles the terminal, clears it and forges a row; a label that forges a node.
+    const name = "evil\u001b]0;owned\u0007\u001b[2J\nFAKE row\u009b31m\u2028";
+    const label = "x\n└─ assistant zzz  ← leaf";
+    const id = `cli-controls-${Date.now()}`;
+    const session = await createClient({ baseUrl: server.url }).create({ id, name });
+    const question = await session.appendMessage(user(`the plan\u001b[2J\r\nFAKE: ${name}`));
+    await session.appendLabel(question, label);
+    await session.appendCustomEntry(`kind\u001b[31m\nFAKE`);
+    const entries = await session.getEntries();
+    /** Every control character but the line ends the command line writes itself. */
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds.
+    const controls = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029]/;
+    const printed = async (args: string[]) => {
+      const { code, stdout, stderr } = await cli(args);
+      expect(code, stderr).toBe(0);
+      expect(stdout, args[0]).not.toMatch(controls);
+      return stdout.trimEnd().split("\n");
+    };
+
+    const listed = await printed(["list", "--prefix", id]);
+    expect(listed).toHaveLength(2);
+    expect(listed[1]).toContain("evil\\u001b]0;owned\\u0007\\u001b[2J\\u000aFAKE row\\u009b31m\\u2028");
+    const tree = await printed(["tree", id]);
+    expect(tree).toHaveLength(entries.length);
+    expect(tree.some((line) => line.includes("[x\\u000a└─ assistant zzz  ← leaf]"))).toBe(true);
+    expect(tree.filter((line) => line.includes("← leaf"))).toHaveLength(2);
+    const shown = await printed(["show", id]);
+    expect(shown).toHaveLength(entries.length);
+    expect(shown.some((line) => line.includes(`${question} = x\\u000a└─ assistant zzz`))).toBe(true);
+    expect(shown.join("\n")).toContain(
+      "the plan\\u001b[2J FAKE: evil\\u001b]0;owned\\u0007\\u001b[2J FAKE row",
+    );
+    expect(shown.at(-1)).toMatch(/ custom +\S+ .*kind\\u001b\[31m\\u000aFAKE$/);
+    const context = await printed(["context", id]);
+    expect(context.at(-1)).toMatch(/^user: the plan\\u001b\[2J FAKE: evil\\u001b/);
+    const hits = await printed(["search", "plan", "--session", id]);
+    expect(hits).toHaveLength(1);
+    expect(hits[0]).toContain("«plan»\\u001b[2J");
+
+    // Scripts get the service's text exactly.
+    const json = await cli(["list", "--prefix", id, "--json"]);
+    expect(JSON.parse(json.stdout)[0].name).toBe(name);
+    expect(json.stdout).toBe(`${JSON.stringify(JSON.parse(json.stdout))}\n`);
+  });
 });
 
 describe("command line against a service that holds its answer", () => {
@@ -1074,6 +1121,42 @@ describe("command line against a service that holds its answer", () => {
     } finally {
       held.closeAllConnections();
       await new Promise((done) => held.close(done));
+    }
+  });
+});
+
+describe("command line against a service whose error says more than it should", () => {
+  it("prints the service's error message as visible escapes, on one line", async () => {
+    const refusing = createServer((_request, response) => {
+      response.writeHead(409, { "Content-Type": "application/json" });
+      response.end(
+        JSON.stringify({
+          error: {
+            code: "wrong_jurisdiction",
+            message: "moved\u001b]0;owned\u0007\u001b[2J\ncf-sessions: FAKE",
+          },
+        }),
+      );
+    });
+    await new Promise<void>((done) => refusing.listen(0, "127.0.0.1", done));
+    const { port } = refusing.address() as AddressInfo;
+    try {
+      const { code, stderr } = await new Promise<{ code: number; stderr: string }>((done) =>
+        execFile(
+          process.execPath,
+          [join(root, "dist/cli.js"), "show", "s1"],
+          { env: { ...process.env, CF_SESSIONS_URL: `http://127.0.0.1:${port}` } },
+          (error, _stdout, stderr) =>
+            done({ code: typeof error?.code === "number" ? error.code : 0, stderr }),
+        ),
+      );
+      expect(code).toBe(1);
+      expect(stderr).toBe(
+        "cf-sessions: wrong_jurisdiction: moved\\u001b]0;owned\\u0007\\u001b[2J\\u000acf-sessions: FAKE\n",
+      );
+    } finally {
+      refusing.closeAllConnections();
+      await new Promise((done) => refusing.close(done));
     }
   });
 });

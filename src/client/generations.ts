@@ -44,9 +44,6 @@ export interface FollowOptions {
   maxFailures?: number;
 }
 
-/** Failures no reconnecting can mend. */
-const FINAL = new Set(["not_found", "invalid_request", "unauthorized", "forbidden", "misconfigured", "gone"]);
-
 /** A path the service gave (`/v1/…`) as one the transport resolves against its base URL. */
 function relative(path: string): string {
   return path.replace(/^\/+/, "");
@@ -195,7 +192,7 @@ export async function* followGeneration(
   let cursor: string | undefined;
   let failures = 0;
   while (!signal?.aborted) {
-    let response: Response;
+    let response: Response | undefined;
     let bytes: Uint8Array;
     try {
       response = await http.send("GET", relative(generation.stream), {
@@ -205,7 +202,8 @@ export async function* followGeneration(
       bytes = new Uint8Array(await response.arrayBuffer());
     } catch (error) {
       if (signal?.aborted) return;
-      if (endsFollowing(error, FINAL)) throw error;
+      // An answer whose body broke off is a lost connection, asked again like one.
+      if (response === undefined && endsFollowing(error)) throw error;
       failures++;
       if (failures >= (options.maxFailures ?? Number.POSITIVE_INFINITY)) throw error;
       await sleep(retryDelay(baseDelay, failures), signal);

@@ -79,17 +79,20 @@ export function serviceJson(text: string, notJson: string): unknown {
 export class UnexplainedAnswerError extends SessionError {}
 
 /**
- * Whether a failure ends a follower (a watch, a generation's reader) rather than have it reconnect:
- * a `SessionError` whose code is in `final`, or an answer without the service's error body that is
- * a client's mistake (a 4xx other than 408 and 429). A proxy's timeout, rate limit or failure
- * passes, and so does a lost connection.
+ * Whether a failure ends a follower (a watch, a generation's reader) rather than have it reconnect.
+ * Only what may pass is waited out: a lost connection, and an answer that says to try again (408,
+ * 429, a 5xx) from the service or from anything between. Any other 4xx is the request's mistake,
+ * with or without the service's error body, and so is `misconfigured` (the service refuses to
+ * serve until its configuration is mended); anything else thrown is no answer at all (a request
+ * that could not be made: a key no header can carry, a base URL that is not one).
  */
-export function endsFollowing(error: unknown, final: ReadonlySet<string>): boolean {
-  if (error instanceof UnexplainedAnswerError) {
-    const { status } = error.details as { status: number };
-    return status >= 400 && status < 500 && status !== 408 && status !== 429;
-  }
-  return error instanceof SessionError && final.has(error.code);
+export function endsFollowing(error: unknown): boolean {
+  if (error instanceof ConnectionError) return false;
+  if (!(error instanceof SessionError)) return true;
+  if (error.code === "misconfigured") return true;
+  const status =
+    error instanceof UnexplainedAnswerError ? (error.details as { status: number }).status : error.status;
+  return status >= 400 && status < 500 && status !== 408 && status !== 429;
 }
 
 async function errorOf(response: Response): Promise<SessionError> {

@@ -28,9 +28,6 @@ export interface WatchOptions {
   onStatus?: (status: "live" | "reconnecting") => void;
 }
 
-/** Failures no reconnecting can mend. */
-const FINAL = new Set(["not_found", "invalid_request", "unauthorized", "forbidden", "misconfigured"]);
-
 /**
  * The events of a stream at `path`; `last` tells the event after which nothing more comes (a
  * session's `deleted`).
@@ -56,7 +53,7 @@ export async function* watchStream<E extends SessionEvent | TenantEvent>(
       body = response.body;
     } catch (error) {
       if (signal?.aborted) return;
-      if (endsFollowing(error, FINAL)) throw error;
+      if (endsFollowing(error)) throw error;
     }
     const opened = Date.now();
     if (body) {

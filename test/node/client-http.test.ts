@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { GenerationInfo } from "../../src/client";
 import { ConnectionError, createClient } from "../../src/client";
 import { responseLines } from "../../src/client/response-lines";
@@ -39,6 +39,16 @@ function inTurn(...answers: Array<(req: IncomingMessage, res: ServerResponse) =>
   answer = (req, res) => (answers[Math.min(seen.count++, answers.length - 1)] as typeof answer)(req, res);
   return seen;
 }
+
+/** Settles with the promise, or with "still waiting" after 5 s. */
+const within5s = <T>(promise: Promise<T>) =>
+  Promise.race([
+    promise.then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    ),
+    new Promise<"still waiting">((later) => setTimeout(() => later("still waiting"), 5000)),
+  ]);
 
 /** An answer whose body comes in the given pieces of bytes. */
 function answerIn(pieces: Uint8Array[]): Response {
@@ -161,17 +171,105 @@ describe("a key a header cannot carry", () => {
   });
 });
 
-describe("waits between tries", () => {
-  /** Settles with the promise, or with "still waiting" after 5 s. */
-  const within5s = <T>(promise: Promise<T>) =>
-    Promise.race([
-      promise.then(
-        (value) => ({ value }),
-        (error: unknown) => ({ error }),
-      ),
-      new Promise<"still waiting">((later) => setTimeout(() => later("still waiting"), 5000)),
-    ]);
+describe("following that retrying cannot mend", () => {
+  const generation = { format: "text", stream: "/v1/sessions/s1/generations/g1/stream" } as GenerationInfo;
 
+  // Stops what the tests follow, should it go on reconnecting.
+  let stop: AbortController;
+  beforeEach(() => {
+    stop = new AbortController();
+  });
+  afterEach(() => stop.abort());
+
+  it("ends a watch and a generation's reader on a request that cannot be sent, sending nothing", async () => {
+    const seen = inTurn((_req, res) => res.end("{}"));
+    for (const options of [{ baseUrl, token: "abc\ndef" }, { baseUrl: "not a url" }]) {
+      const storage = createClient({ ...options, retryDelayMs: 1 }).storage("s1");
+      const statuses: string[] = [];
+      const watched = await within5s(
+        storage
+          .watch({ retryDelayMs: 1, signal: stop.signal, onStatus: (status) => statuses.push(status) })
+          .next(),
+      );
+      expect(watched, options.baseUrl).toEqual({ error: expect.any(TypeError) });
+      expect((watched as { error: Error }).error).not.toBeInstanceOf(ConnectionError);
+      expect(statuses).toEqual([]);
+      const followed = await within5s(
+        storage.follow(generation, { retryDelayMs: 1, signal: stop.signal }).next(),
+      );
+      expect(followed, options.baseUrl).toEqual({ error: expect.any(TypeError) });
+    }
+    expect(seen.count).toBe(0);
+  });
+
+  it("ends a watch and a generation's reader on the service's refusal with any 4xx code, after one request", async () => {
+    const refusal = (res: ServerResponse) => {
+      res.writeHead(409, { "Content-Type": "application/json" });
+      res.end(JSON.stringify({ error: { code: "wrong_jurisdiction", message: "pinned elsewhere" } }));
+    };
+    const client = createClient({ baseUrl, retryDelayMs: 1, maxAttempts: 1 });
+    let requests = inTurn((_req, res) => refusal(res));
+    const watched = await within5s(
+      client.storage("s1").watch({ retryDelayMs: 1, signal: stop.signal }).next(),
+    );
+    expect(watched).toEqual({ error: expect.objectContaining({ code: "wrong_jurisdiction" }) });
+    expect(requests.count).toBe(1);
+    requests = inTurn((_req, res) => refusal(res));
+    const followed = await within5s(
+      client.storage("s1").follow(generation, { retryDelayMs: 1, signal: stop.signal }).next(),
+    );
+    expect(followed).toEqual({ error: expect.objectContaining({ code: "wrong_jurisdiction" }) });
+    expect(requests.count).toBe(1);
+  });
+
+  it("asks a generation's stream again after an answer whose body broke off", async () => {
+    const client = createClient({ baseUrl, retryDelayMs: 1, maxAttempts: 1 });
+    const requests = inTurn(
+      (_req, res) => {
+        res.writeHead(200, { "Content-Type": "text/plain", "Content-Length": "100" });
+        res.write("He", () => res.socket?.destroy());
+      },
+      (_req, res) => {
+        res.writeHead(200, {
+          "Content-Type": "text/plain",
+          "Stream-Next-Offset": "0000000000000005",
+          "Stream-Closed": "true",
+        });
+        res.end("Hello");
+      },
+    );
+    const text: string[] = [];
+    for await (const chunk of client
+      .storage("s1")
+      .follow(generation, { retryDelayMs: 1, signal: stop.signal }))
+      text.push(chunk.text);
+    expect(text).toEqual(["Hello"]);
+    expect(requests.count).toBe(2);
+  });
+
+  it("goes on after the service's answers that may pass (429, 503 with its error body)", async () => {
+    const said = (status: number, code: string) => (_req: IncomingMessage, res: ServerResponse) => {
+      res.writeHead(status, { "Content-Type": "application/json" });
+      res.end(JSON.stringify({ error: { code, message: "later" } }));
+    };
+    const client = createClient({ baseUrl, retryDelayMs: 1, maxAttempts: 1 });
+    const requests = inTurn(said(429, "rate_limited"), said(503, "unavailable"), (_req, res) => {
+      res.writeHead(200, {
+        "Content-Type": "text/plain",
+        "Stream-Next-Offset": "0000000000000002",
+        "Stream-Closed": "true",
+      });
+      res.end("Hi");
+    });
+    const text: string[] = [];
+    for await (const chunk of client.storage("s1").follow(generation, { retryDelayMs: 1 }))
+      text.push(chunk.text);
+    expect(text).toEqual(["Hi"]);
+    expect(requests.count).toBe(3);
+  });
+});
+
+describe("waits between tries", () => {
   /** A client, and a promise kept once its first answer came (before its body is read). */
   function watchedClient(options: { retryDelayMs?: number; maxAttempts?: number } = {}) {
     let answered!: () => void;

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, type Stats, statSync } from "node:fs";
+import { readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { RemoteRepo } from "../client";
 import { SessionError } from "../core/errors";
@@ -16,16 +16,20 @@ import { recordProject } from "./project-key";
  */
 
 /**
- * Every `.jsonl` or `.ndjson` file under a folder, in a stable order. What is under it and cannot
- * be read (gone since the folder was listed, a dangling or looping link, a folder not open to this
- * user) is left out; the folder itself must be readable.
+ * Every `.jsonl` or `.ndjson` file under a folder, each once, in a stable order. What is under it
+ * and cannot be read (gone since the folder was listed, a dangling or looping link, a folder not
+ * open to this user) is left out; the folder itself must be readable.
  */
 export function sessionFiles(path: string): string[] {
   if (!statSync(path).isDirectory()) return [path];
   const files: string[] = [];
-  const stack = [path];
-  while (stack.length > 0) {
-    const dir = stack.pop() as string;
+  // The folders in the order they are found, shallowest first, each once by its real path: a
+  // link back up the tree, or to a folder found already, is passed over, so links neither repeat
+  // files nor make the walk endless.
+  const folders = [path];
+  const found = new Set([realpathSync(path)]);
+  for (let next = 0; next < folders.length; next++) {
+    const dir = folders[next] as string;
     let names: string[];
     try {
       names = readdirSync(dir).sort();
@@ -35,14 +39,19 @@ export function sessionFiles(path: string): string[] {
     }
     for (const name of names) {
       const full = join(dir, name);
-      let stats: Stats;
+      // A folder's real path, whatever links lead to it; undefined for a file.
+      let folder: string | undefined;
       try {
-        stats = statSync(full);
+        if (statSync(full).isDirectory()) folder = realpathSync(full);
       } catch {
         continue;
       }
-      if (stats.isDirectory()) stack.push(full);
-      else if (name.endsWith(".jsonl") || name.endsWith(".ndjson")) files.push(full);
+      if (folder === undefined) {
+        if (name.endsWith(".jsonl") || name.endsWith(".ndjson")) files.push(full);
+      } else if (!found.has(folder)) {
+        found.add(folder);
+        folders.push(full);
+      }
     }
   }
   return files.sort();

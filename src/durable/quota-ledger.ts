@@ -53,12 +53,14 @@ export class QuotaLedger {
   }
 
   /**
-   * The holder is gone (or deleted): it counts against no quota. Under quotas that are not
+   * The holder is gone (or deleted): it counts against no quota, nor does a claim it asked before
+   * that reaches the ledger after. Under quotas that are not
    * tenant-wide (`counted` false) the ledger still hears of it, to count right should such quotas
    * come back, but one out of reach does not hold the holder's end up.
    */
   async release(tenant: string, holderId: string, counted: boolean): Promise<void> {
-    const told = this.#reach(() => this.#ledger(tenant).releaseQuota(tenant, holderId));
+    const seq = this.nextSeq();
+    const told = this.#reach(() => this.#ledger(tenant).releaseQuota(tenant, holderId, seq));
     await (counted ? told : told.catch(() => undefined));
   }
 }

@@ -49,6 +49,8 @@ const UNDO: readonly (readonly string[])[] = [
   ["DROP TABLE blob_owners_released"],
   // 14: the streams by key.
   ["DROP INDEX stream_listing_by_key"],
+  // 15: the quota ledger's releases.
+  ["DROP TABLE quota_releases"],
 ];
 
 /** Puts a directory shard's tables back to schema `version`, undoing every migration after it. */

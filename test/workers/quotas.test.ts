@@ -10,7 +10,15 @@ import type { WorkerEnv } from "../../src/http/env";
 import worker from "../../src/worker";
 import { rollBackDirectory } from "./directory-rollback";
 import type { ApiResponse } from "./helpers";
-import { api, expectError, heldClaimAnswers, sid, userMessage, withObjectEnv } from "./helpers";
+import {
+  api,
+  directoryReplacing,
+  expectError,
+  heldClaimAnswers,
+  sid,
+  userMessage,
+  withObjectEnv,
+} from "./helpers";
 
 /*
  * Each quota on a tenant of its own (vitest.workers.config.ts): tenant-few-sessions may hold 2
@@ -454,10 +462,10 @@ describe("writes at once", () => {
 });
 
 /*
- * A session's idle settle (its alarm's, after it reports) against its writes: the ledger's claim
- * for the session, and the calls the alarm makes.
+ * A session's claim in the ledger against its writes: the idle settle (its alarm's, after it
+ * reports), its deletion, and the calls they make.
  */
-describe("the idle settle", () => {
+describe("a session's claim, against its writes", () => {
   const KEY = "key-settled-quota";
   const TENANT = "tenant-settled-quota";
   const durableEnv = env as unknown as DurableEnv;
@@ -510,6 +518,38 @@ describe("the idle settle", () => {
     // Once idle, what it was granted beyond them goes back.
     await runAlarm(stub);
     expect(await ledgerClaim(session.id)).toBe(grown.bytes);
+  });
+  it("is not left in the ledger by a write that asked for room while its session was deleted", async () => {
+    const session = await create(KEY, [sized(1000)]);
+    await settled(session);
+    const stub = sessionOf(session.id);
+    // Woken again, the object knows no claim: the append asks the ledger for room.
+    await evictDurableObject(stub);
+    let asked = false;
+    let letGo = () => {};
+    const arrives = new Promise<void>((resolve) => {
+      letGo = resolve;
+    });
+    // The write's claim reaches the ledger only after the session's deletion released it.
+    const directory = directoryReplacing("claimQuota", async (real, args) => {
+      asked = true;
+      await arrives;
+      return real(...args);
+    });
+    await withObjectEnv(stub, { DIRECTORY: directory }, async () => {
+      const appended = api("POST", `/v1/sessions/${session.id}/entries`, { key: KEY, body: sized(2000) });
+      await vi.waitFor(() => expect(asked).toBe(true), { timeout: 5000, interval: 5 });
+      const deleted = await api("DELETE", `/v1/sessions/${session.id}`, { key: KEY });
+      expect(deleted.status, deleted.text).toBe(204);
+      letGo();
+      expectError(await appended, 404, "not_found");
+    });
+    expect(await ledgerClaim(session.id)).toBeUndefined();
+    // Restored, the session holds what it held, and counts again.
+    const back = await api("POST", `/v1/sessions/${session.id}/restore`, { key: KEY, body: {} });
+    expect(back.status, back.text).toBe(200);
+    expect((await infoOf(KEY, session.id)).entryCount).toBe(session.entryCount);
+    expect(await ledgerClaim(session.id)).toBeGreaterThanOrEqual(session.bytes);
   });
 });
 
@@ -636,6 +676,31 @@ describe("the quota ledger", () => {
       expect(first.ok).toBe(true);
       expect((await claim("y", 10, true)).ok).toBe(true);
       const over = await claim("z", 10, true);
+      expect(!over.ok && over.error.code).toBe("quota_exceeded");
+    } finally {
+      env.QUOTAS = setting;
+    }
+  });
+
+  it("refuses a claim its holder sent before its release that arrives after it, and takes the next", async () => {
+    try {
+      const { tenant, ledger } = ledgerOf({ maxSessions: 2, maxTenantBytes: 100_000 });
+      const claimAt = (sessionId: string, at: number, newSession = false) =>
+        ledger.claimQuota(tenant, { sessionId, holds: 0, wants: 100, newSession, seq: at }) as Promise<
+          Result<number>
+        >;
+      expect((await claimAt("a", ++seq, true)).ok).toBe(true);
+      // A write of "a" asks for room (sent at `late`), then "a" is deleted: the release comes first.
+      const late = ++seq;
+      await ledger.releaseQuota(tenant, "a", ++seq);
+      const refused = await claimAt("a", late);
+      expect(!refused.ok && refused.error.code).toBe("not_found");
+      const { kept } = await totalsOf(ledger);
+      expect(kept).toEqual({ claims: 0, streams: 0, bytes: 0 });
+      // Restored, or created again under its id, "a" asks after its release: it counts again.
+      expect((await claimAt("a", ++seq, true)).ok).toBe(true);
+      expect((await claimAt("b", ++seq, true)).ok).toBe(true);
+      const over = await claimAt("c", ++seq, true);
       expect(!over.ok && over.error.code).toBe("quota_exceeded");
     } finally {
       env.QUOTAS = setting;

@@ -8,6 +8,7 @@ import {
   STREAM_LISTING_BY_KEY_MIGRATION,
   STREAM_REGISTRY_MIGRATION,
 } from "./stream-registry";
+import { QUOTA_RELEASES_MIGRATION } from "./tenant-ledger";
 
 /** The directory shard's tables (session-directory.ts), one migration a version. */
 export const MIGRATIONS = [
@@ -134,4 +135,6 @@ export const MIGRATIONS = [
   BLOB_OWNERS_RELEASED_MIGRATION,
   // The tenant's streams by key, for the listing's pages (stream-registry.ts).
   STREAM_LISTING_BY_KEY_MIGRATION,
+  // The quota ledger's releases, whose late claims it refuses (tenant-ledger.ts).
+  QUOTA_RELEASES_MIGRATION,
 ];

@@ -323,13 +323,14 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
   /**
    * A deleted session no longer counts against the tenant's quotas. Its holder tells the ledger
    * under any quotas: one told under quotas it was not seeded for (holders it may not have heard
-   * of came and went meanwhile) is seeded again before its next claim. @internal
+   * of came and went meanwhile) is seeded again before its next claim. A claim the holder sent
+   * before `seq` that arrives after is refused. @internal
    */
-  releaseQuota(tenant: string, sessionId: string): void {
+  releaseQuota(tenant: string, sessionId: string, seq?: number): void {
     const setting = JSON.stringify(quotasFor(this.env.QUOTAS, tenant));
     this.#seeding?.released.add(sessionId);
     this.ctx.storage.transactionSync(() => {
-      this.#ledger.release(sessionId);
+      this.#ledger.release(sessionId, seq);
       if (!this.#ledger.seededFor(setting)) this.#ledger.unseed();
     });
   }

@@ -1,3 +1,4 @@
+import { SessionError } from "../../core/errors";
 import type { Quotas } from "../quotas";
 import { quotaExceeded } from "../quotas";
 import type { Sql } from "../sql";
@@ -20,6 +21,11 @@ import { STREAM_CLAIM_PREFIX } from "./stream-registry";
  * ledger was last seeded (a session just created, or a fork or an import still being written, is
  * listed only once it reports); one that is still not listed and asked nothing since is gone, and
  * loses its claim.
+ *
+ * A release carries the holder's sequence too, and the ledger remembers it for a while: a claim the
+ * holder sent before it was released (a write that asked for room while its session was deleted)
+ * arrives late and is refused (`not_found`), rather than counting a holder that is gone. A claim
+ * sent after (the session restored, or created again under its id) is the holder's again.
  */
 
 /**
@@ -28,6 +34,18 @@ import { STREAM_CLAIM_PREFIX } from "./stream-registry";
  */
 const CLAIM_CHUNK_BYTES = 256 * 1024;
 const CLAIM_CHUNK_SHARE = 64;
+/** How long the ledger remembers a release, against claims sent before it that arrive after it. */
+const RELEASE_KEPT_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** The quota ledger's releases, by holder: the sequence of the last (tenant-ledger.ts). */
+export const QUOTA_RELEASES_MIGRATION = `
+  CREATE TABLE quota_releases (
+    session_id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,
+    released_at INTEGER NOT NULL
+  );
+  CREATE INDEX quota_releases_by_time ON quota_releases (released_at)
+`;
 
 export class TenantLedger {
   readonly #sql: Sql;
@@ -73,6 +91,17 @@ export class TenantLedger {
   claim(request: ClaimRequest, quotas: Quotas): number {
     const row = this.#row(request.sessionId);
     if (row && request.seq <= row.seq) return row.bytes;
+    if (!row) {
+      const released = this.#releasedAt(request.sessionId);
+      if (released !== undefined && request.seq <= released) {
+        throw new SessionError(
+          "not_found",
+          "session does not exist: it was deleted while its write asked for room",
+        );
+      }
+      if (released !== undefined)
+        this.#sql`DELETE FROM quota_releases WHERE session_id = ${request.sessionId}`;
+    }
     if (!row && request.newSession)
       this.#checkCount(request.sessionId.startsWith(STREAM_CLAIM_PREFIX), quotas);
     const need = request.holds + request.wants;
@@ -104,9 +133,24 @@ export class TenantLedger {
       WHERE session_id = ${sessionId} AND seq < ${seq}`;
   }
 
-  /** The session was deleted: it no longer counts. */
-  release(sessionId: string): void {
+  /**
+   * The session was deleted: it no longer counts, nor does a claim it sent before `seq` (when
+   * given) that arrives after.
+   */
+  release(sessionId: string, seq?: number): void {
     this.#sql`DELETE FROM quota_claims WHERE session_id = ${sessionId}`;
+    if (seq === undefined) return;
+    const now = Date.now();
+    this.#sql`INSERT INTO quota_releases (session_id, seq, released_at) VALUES (${sessionId}, ${seq}, ${now})
+      ON CONFLICT (session_id) DO UPDATE SET seq = max(seq, excluded.seq), released_at = excluded.released_at`;
+    this.#sql`DELETE FROM quota_releases WHERE released_at < ${now - RELEASE_KEPT_MS}`;
+  }
+
+  /** The sequence of the holder's last release the ledger remembers, if any. */
+  #releasedAt(sessionId: string): number | undefined {
+    return this.#sql<{
+      seq: number;
+    }>`SELECT seq FROM quota_releases WHERE session_id = ${sessionId}`.toArray()[0]?.seq;
   }
 
   /** Refuses one more session (or stream) when the tenant holds as many as its quota allows. */

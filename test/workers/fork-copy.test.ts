@@ -8,7 +8,17 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sessionObjectName } from "../../src/durable/names";
 import { watchEvents } from "./events-helpers";
-import { api, assistantMessage, createSession, expectError, info, sid, userMessage } from "./helpers";
+import {
+  api,
+  assistantMessage,
+  createSession,
+  directoryReplacing,
+  expectError,
+  info,
+  sid,
+  userMessage,
+  withObjectEnv,
+} from "./helpers";
 
 /*
  * A fork answers as soon as it holds its path's first page; its object copies the rest from the
@@ -343,6 +353,34 @@ describe("a fork still copying its path", () => {
     expect((await copying(id)).copied).toBeGreaterThan(second.copied);
     await finish(id);
     expect((await entriesOf(id)).slice(0, path.length)).toEqual(path);
+  });
+
+  it("tells its directory of the fork once its copy is done, not at each step of it", async () => {
+    const src = await source();
+    const { id } = await fork(src);
+    await copying(id);
+    let puts = 0;
+    const directory = directoryReplacing("put", (real, args) => {
+      puts++;
+      return real(...args);
+    });
+    await withObjectEnv(objectOf(id), { DIRECTORY: directory }, async () => {
+      let steps = 0;
+      for (; (await info(id)).copying !== undefined; steps++) await runDurableObjectAlarm(objectOf(id));
+      expect(steps).toBeGreaterThanOrEqual(4);
+      // Two reports at most: the whole fork, due DIRECTORY_SYNC_MS (20 ms here) after its last
+      // page, and its text once indexed for search.
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      await runDurableObjectAlarm(objectOf(id));
+      await runDurableObjectAlarm(objectOf(id));
+      const reported = puts;
+      expect(reported).toBeGreaterThanOrEqual(1);
+      expect(reported).toBeLessThanOrEqual(2);
+      await runDurableObjectAlarm(objectOf(id));
+      expect(puts).toBe(reported);
+    });
+    const listed = (await api("GET", "/v1/sessions?limit=200")).body.sessions.find((s: any) => s.id === id);
+    expect(listed.entryCount).toBe((await info(id)).entryCount);
   });
 
   it("is itself forked, and both end whole", async () => {

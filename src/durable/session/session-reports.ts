@@ -29,6 +29,11 @@ export class DirectoryReports {
   readonly #object: SessionObjectState;
   /** When the alarm should next report: soon after a write, later after a failure. */
   #dueAt: number | undefined;
+  /**
+   * The session's version as the directory last heard it from this object; unknown after a
+   * restart, when a report that was waiting may have been lost with the object's memory.
+   */
+  #reportedVersion: number | undefined;
   #failures = 0;
 
   constructor(object: SessionObjectState) {
@@ -49,6 +54,18 @@ export class DirectoryReports {
   /** When the alarm should next report, if a report is waiting. */
   nextDue(): number | undefined {
     return this.#dueAt;
+  }
+
+  /**
+   * Whether the alarm reports now: one waiting is due, or nothing is waiting yet the session
+   * changed since the directory last heard from this object (a change no write made, such as the
+   * last step of indexing for search, or a report lost in a restart). Other alarms (a fork's copy,
+   * a generation's deadline) do not tell the directory anything.
+   */
+  due(): boolean {
+    if (this.#dueAt !== undefined) return this.#dueAt <= Date.now();
+    const { session } = this.#object;
+    return session.exists && session.state.version !== this.#reportedVersion;
   }
 
   /** Nothing is waiting to be reported (the session is gone, or deleted). */
@@ -97,6 +114,7 @@ export class DirectoryReports {
       shard,
       search: session.reads.searchDigest(),
     });
+    this.#reportedVersion = version;
     await telemetry.metric({
       kind: "storage",
       sessionId: info.id,
@@ -112,8 +130,9 @@ export class DirectoryReports {
     if (!settled) this.schedule();
   }
 
-  /** The alarm's report; a failure is tried again, later each time (up to a minute). */
+  /** The alarm's report, when one is due; a failure is tried again, later each time (up to a minute). */
   async reportDue(): Promise<void> {
+    if (!this.due()) return;
     const { telemetry } = this.#object;
     this.#dueAt = undefined;
     try {

@@ -630,7 +630,12 @@ describe("a directory shard unreachable for a while", () => {
     expect((await api("POST", `/v1/sessions/${back}/restore`, {})).status).toBe(200);
     expect(faults.injected.directory).toBeGreaterThan(0);
     faults.directoryDown = false;
-    for (const id of [kept, gone, back, created]) await runDurableObjectAlarm(stub(id));
+    // Each report that failed is tried again once its backoff is due; an object woken anew reports
+    // at its first alarm, not knowing what its directory heard.
+    for (const id of [kept, gone, back, created]) {
+      await evictDurableObject(stub(id));
+      await runDurableObjectAlarm(stub(id));
+    }
     const now = await listed();
     expect(now).toEqual(expect.arrayContaining([kept, back, created]));
     expect(now).not.toContain(gone);
@@ -848,6 +853,8 @@ describe("a report to the directory answered late", () => {
     const hold = { released: false };
     faults.add({ point: "directory", matching: /^put$/, hold });
     const held = faults.injected.directory ?? 0;
+    // Woken anew, the object reports at its first alarm (it does not know what its directory heard).
+    await evictDurableObject(stub(id));
     const report = runDurableObjectAlarm(stub(id));
     await vi.waitFor(() => expect(faults.injected.directory ?? 0).toBe(held + 1), { timeout: 5000 });
     // Written while the report is out.

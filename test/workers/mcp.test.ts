@@ -65,6 +65,20 @@ async function importClaudeCode(id: string): Promise<void> {
   expect(res.status, await res.text()).toBe(201);
 }
 
+/** A JSON-RPC message, or a batch of them, POSTed to /mcp as they are, without a client. */
+function postMcp(body: unknown, options: { key?: string; requestId?: string } = {}): Promise<Response> {
+  return exports.default.fetch("http://sessions.test/mcp", {
+    method: "POST",
+    headers: {
+      Authorization: `Bearer ${options.key ?? KEY_A}`,
+      "Content-Type": "application/json",
+      Accept: "application/json, text/event-stream",
+      ...(options.requestId ? { "x-request-id": options.requestId } : {}),
+    },
+    body: JSON.stringify(body),
+  });
+}
+
 /** The entry id a line of read_session or read_entries is led by. */
 function lineEntryId(line: string): string {
   const match = /^[> ]*\[([^\]]+)\]/.exec(line);
@@ -626,6 +640,68 @@ describe("MCP server", () => {
     expect((await api("GET", `/v1/sessions/${id}/entries`)).body.entries).toEqual([]);
     expectError(await api("GET", `/v1/sessions/${source}-fork`), 404, "not_found");
     await client.close();
+  });
+
+  it("answers a tool call without params with Invalid params, never failing the batch it came in", async () => {
+    const id = await createSession();
+    const logs = captureLogs();
+    const note = {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "append_note", arguments: { sessionId: id, text: "written once" } },
+    };
+    const res = await postMcp([note, { jsonrpc: "2.0", id: 2, method: "tools/call" }], {
+      requestId: "mcp-no-params",
+    });
+    expect(res.status).toBe(200);
+    const answers = (await res.json()) as {
+      id: number;
+      result?: unknown;
+      error?: { code: number; message: string };
+    }[];
+    expect(answers.map((answer) => [answer.id, answer.error?.code ?? null])).toEqual([
+      [1, null],
+      [2, -32602],
+    ]);
+    expect(answers[1]?.error?.message).toMatch(/^Invalid params/);
+    expect((lineOf(logs, "mcp-no-params") as unknown as Record<string, unknown>).toolCalls).toEqual([
+      { id: 1, tool: "append_note", sessionId: id, errorCode: null },
+      { id: 2, tool: "(not a tool name)", sessionId: null, errorCode: "invalid_request" },
+    ]);
+    // Alone, the same; the note of the batch is written once, and nothing more.
+    const alone = await postMcp({ jsonrpc: "2.0", id: 3, method: "tools/call" }, { requestId: "mcp-alone" });
+    expect(alone.status).toBe(200);
+    expect(((await alone.json()) as { error: { code: number } }).error.code).toBe(-32602);
+    expect(lineOf(logs, "mcp-alone")).toMatchObject({ status: 200, errorCode: "invalid_request" });
+    const entries = (await api("GET", `/v1/sessions/${id}/entries`)).body.entries as { content: string }[];
+    expect(entries.map((entry) => entry.content)).toEqual(["written once"]);
+  });
+
+  it("answers malformed params with Invalid params naming what is wrong, running and writing nothing", async () => {
+    const id = await createSession();
+    const logs = captureLogs();
+    const request = (method: string, params: unknown) => ({ jsonrpc: "2.0", id: 1, method, params });
+    const note = { sessionId: id, text: "never written" };
+    const cases: [unknown, RegExp][] = [
+      [request("tools/call", { name: "append_note", arguments: null }), /arguments/],
+      [request("tools/call", { name: "append_note", arguments: [1] }), /arguments/],
+      [request("tools/call", { name: 5, arguments: note }), /name/],
+      [request("resources/read", { uri: 5 }), /uri/],
+      [request("resources/read", {}), /uri/],
+    ];
+    for (const [n, [message, named]] of cases.entries()) {
+      const res = await postMcp(message, { requestId: `mcp-malformed-${n}` });
+      expect(res.status, JSON.stringify(message)).toBe(200);
+      const { error } = (await res.json()) as { error: { code: number; message: string } };
+      expect(error.code, JSON.stringify(message)).toBe(-32602);
+      expect(error.message).toMatch(/^Invalid params: /);
+      expect(error.message).toMatch(named);
+      // A sentence, not the validator's dump of its issues.
+      expect(error.message).not.toMatch(/[[{]\s*"|\n/);
+      expect(lineOf(logs, `mcp-malformed-${n}`)).toMatchObject({ status: 200, errorCode: "invalid_request" });
+    }
+    expect((await api("GET", `/v1/sessions/${id}/entries`)).body.entries).toEqual([]);
   });
 
   it("writes one request log line a call, naming the tool, the tenant's hash and the session", async () => {

@@ -1,16 +1,13 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type {
   CallToolResult,
   ServerNotification,
   ServerRequest,
   ToolAnnotations,
 } from "@modelcontextprotocol/sdk/types.js";
-import { isJSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Context } from "hono";
 import * as z from "zod";
-import { Id } from "../../core/entries";
 import { SessionError } from "../../core/errors";
 import { errorSummary } from "../../durable/internal";
 import type { AppEnv, ToolCall } from "../env";
@@ -51,39 +48,12 @@ function refusal(c: Context<AppEnv>, call: ToolCall, error: unknown): CallToolRe
  * Records a call in the request's log line, or updates its record: the calls of a batch share the
  * request, and each is logged apart, about the session it names, with its own error code.
  */
-function recordCall(c: Context<AppEnv>, call: ToolCall): ToolCall {
+export function recordCall(c: Context<AppEnv>, call: ToolCall): ToolCall {
   const calls = c.get("toolCalls") ?? [];
   const recorded = calls.find((known) => known.id === call.id);
   if (recorded) return Object.assign(recorded, call);
   c.set("toolCalls", [...calls, call]);
   return call;
-}
-
-/** `value` when it is a plain id (as tool names and session ids are), else null: what a log line may name. */
-function plainId(value: unknown): string | null {
-  return Id.safeParse(value).success ? (value as string) : null;
-}
-
-/**
- * Records each tool call the transport delivers as it comes in, before the SDK checks its tool and
- * arguments: a call refused there (a tool the caller is not offered, an argument out of bounds or
- * not taken) never reaches the tool, and is logged `invalid_request`, by the tool and the session
- * it names when each is plain. A call whose arguments pass is the tool's from then on.
- */
-export function recordToolCalls(c: Context<AppEnv>, transport: Transport): void {
-  const deliver = transport.onmessage;
-  transport.onmessage = (message, extra) => {
-    if (isJSONRPCRequest(message) && message.method === "tools/call") {
-      const { name, arguments: args } = message.params as { name?: unknown; arguments?: unknown };
-      recordCall(c, {
-        id: message.id,
-        tool: plainId(name) ?? "(not a tool name)",
-        sessionId: plainId((args as { sessionId?: unknown } | null | undefined)?.sessionId),
-        errorCode: "invalid_request",
-      });
-    }
-    deliver?.(message, extra);
-  };
 }
 
 export function registerTool<Shape extends z.ZodRawShape>(

@@ -5,8 +5,8 @@ import { tryParseJson } from "../../core/json";
 import { readBody } from "../../durable/internal";
 import type { AppEnv } from "../env";
 import { batchAnswer, batchRefusal, INVALID_REQUEST } from "../mcp/batch";
+import { checkIncoming } from "../mcp/incoming";
 import { mcpServer } from "../mcp/server";
-import { recordToolCalls } from "../mcp/tool-kit";
 import { countRequests } from "../rate-limit";
 
 export const MCP_PATH = "/mcp";
@@ -49,7 +49,7 @@ export const mcpRoutes = new Hono<AppEnv>()
       maxRequestBodySize: MAX_MCP_BODY_BYTES,
     });
     await mcpServer(c).connect(transport);
-    recordToolCalls(c, transport);
+    checkIncoming(c, transport);
     const response = await transport.handleRequest(request, batch ? { parsedBody: batch } : undefined);
     return batch ? batchAnswer(response) : response;
   })

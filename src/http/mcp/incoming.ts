@@ -1,0 +1,71 @@
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { JSONRPCMessage, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import { ClientRequestSchema, ErrorCode, isJSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import type { Context } from "hono";
+import type * as z from "zod";
+import { Id } from "../../core/entries";
+import type { AppEnv } from "../env";
+import { recordCall } from "./tool-kit";
+
+/*
+ * Every message the transport delivers, seen before the SDK handles it. A request whose params
+ * the schema of its method refuses is answered here, Invalid params (-32602) with a sentence naming
+ * what is wrong, and never reaches the SDK (which would answer an internal error with the
+ * validator's dump). Each tool call is recorded in the request's log line as it comes in: a call
+ * refused before it reaches its tool (here, or by the SDK for its arguments) is logged
+ * `invalid_request`, by the tool and the session it names when each is plain; a call whose
+ * arguments pass is the tool's from then on. Nothing here may throw: a message that cannot be
+ * recorded is still answered, and the others of its batch with it.
+ */
+
+/** The schema the SDK parses each request with, by its method. */
+const REQUEST_SCHEMAS: ReadonlyMap<string, z.ZodType> = new Map(
+  ClientRequestSchema.options.map((schema) => [schema.shape.method.value, schema]),
+);
+
+/** What is wrong with a request's params, as one sentence, or null when its method's schema takes them. */
+function paramsRefusal(request: JSONRPCRequest): string | null {
+  const schema = REQUEST_SCHEMAS.get(request.method);
+  if (schema === undefined) return null;
+  const parsed = schema.safeParse(request);
+  if (parsed.success) return null;
+  const issues = parsed.error.issues.map(
+    (issue) => `${issue.path.join(".") || "the request"}: ${issue.message}`,
+  );
+  return `Invalid params: ${issues.join("; ")}`;
+}
+
+/** `value` when it is a plain id (as tool names and session ids are), else null: what a log line may name. */
+function plainId(value: unknown): string | null {
+  return Id.safeParse(value).success ? (value as string) : null;
+}
+
+/** A member of `value` when it is an object, else undefined. */
+function member(value: unknown, key: string): unknown {
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)[key]
+    : undefined;
+}
+
+/** Checks each request the transport delivers, answering one it refuses, and records each tool call. */
+export function checkIncoming(c: Context<AppEnv>, transport: Transport): void {
+  const deliver = transport.onmessage;
+  transport.onmessage = (message: JSONRPCMessage, extra) => {
+    if (!isJSONRPCRequest(message)) return deliver?.(message, extra);
+    const refused = paramsRefusal(message);
+    if (message.method === "tools/call") {
+      recordCall(c, {
+        id: message.id,
+        tool: plainId(member(message.params, "name")) ?? "(not a tool name)",
+        sessionId: plainId(member(member(message.params, "arguments"), "sessionId")),
+        errorCode: "invalid_request",
+      });
+    } else if (refused !== null) c.set("errorCode", "invalid_request");
+    if (refused === null) return deliver?.(message, extra);
+    transport
+      .send({ jsonrpc: "2.0", id: message.id, error: { code: ErrorCode.InvalidParams, message: refused } })
+      .catch((error: unknown) =>
+        transport.onerror?.(error instanceof Error ? error : new Error(String(error))),
+      );
+  };
+}

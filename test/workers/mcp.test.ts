@@ -563,9 +563,11 @@ describe("MCP server", () => {
     const client = await connect(KEY_A_READ);
     const names = (await client.listTools()).tools.map((t) => t.name).sort();
     expect(names).toEqual(READ_TOOLS);
-    const refused = await call(client, "append_note", { sessionId: id, text: "x" });
-    expect(refused.isError).toBe(true);
-    expect(refused.text).toContain("append_note");
+    // A tool not offered is unknown: a protocol error, not an error of the tool.
+    await expect(call(client, "append_note", { sessionId: id, text: "x" })).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringContaining("Unknown tool: append_note"),
+    });
     const listed = await call(client, "list_sessions", {});
     expect(listed.text).toContain(id);
     expect((await api("GET", `/v1/sessions/${id}/entries`)).body.entries).toEqual([]);
@@ -704,6 +706,45 @@ describe("MCP server", () => {
     expect((await api("GET", `/v1/sessions/${id}/entries`)).body.entries).toEqual([]);
   });
 
+  it("answers a call of a tool it does not offer with Invalid params, a protocol error, running and writing nothing", async () => {
+    const id = await createSession();
+    const logs = captureLogs();
+    const cases: [string, string, string][] = [
+      [KEY_A, "nope", "Unknown tool: nope"],
+      // A write tool is not offered to a read-only key.
+      [KEY_A_READ, "append_note", "Unknown tool: append_note"],
+    ];
+    for (const [n, [key, name, message]] of cases.entries()) {
+      const res = await postMcp(
+        {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: { name, arguments: { sessionId: id, text: "never written" } },
+        },
+        { key, requestId: `mcp-unknown-tool-${n}` },
+      );
+      expect(res.status).toBe(200);
+      const answer = (await res.json()) as { result?: unknown; error?: { code: number; message: string } };
+      expect(answer.result).toBeUndefined();
+      expect(answer.error).toEqual({ code: -32602, message });
+      expect(lineOf(logs, `mcp-unknown-tool-${n}`)).toMatchObject({
+        status: 200,
+        tool: name,
+        sessionId: id,
+        errorCode: "invalid_request",
+      });
+    }
+    const client = await connect(KEY_A_READ);
+    const fork = { sessionId: id, newId: `${id}-fork` };
+    await expect(client.callTool({ name: "fork_session", arguments: fork })).rejects.toMatchObject({
+      code: -32602,
+    });
+    await client.close();
+    expect((await api("GET", `/v1/sessions/${id}/entries`)).body.entries).toEqual([]);
+    expectError(await api("GET", `/v1/sessions/${id}-fork`), 404, "not_found");
+  });
+
   it("writes one request log line a call, naming the tool, the tenant's hash and the session", async () => {
     const id = await createSession();
     const client = await connect(KEY_A);
@@ -732,8 +773,12 @@ describe("MCP server", () => {
     const logs = captureLogs();
     const refused = async (key: string, name: string, args: Record<string, unknown>) => {
       const client = await connect(key);
-      const result = await call(client, name, args);
-      expect(result.isError).toBe(true);
+      // Refused as an error of the tool (its arguments, the store), or as Invalid params for a tool not offered.
+      const refusal = await call(client, name, args).then(
+        (result) => (result.isError ? "tool error" : "answered"),
+        (error: { code?: number }) => (error.code === -32602 ? "invalid params" : "failed"),
+      );
+      expect(refusal).toBe(key === KEY_A_READ ? "invalid params" : "tool error");
       const requestId = requestIds.at(-1) ?? null;
       await client.close();
       return lineOf(logs, requestId) as unknown as Record<string, unknown>;

@@ -11,11 +11,12 @@ import { recordCall } from "./tool-kit";
  * Every message the transport delivers, seen before the SDK handles it. A request whose params
  * the schema of its method refuses is answered here, Invalid params (-32602) with a sentence naming
  * what is wrong, and never reaches the SDK (which would answer an internal error with the
- * validator's dump). Each tool call is recorded in the request's log line as it comes in: a call
- * refused before it reaches its tool (here, or by the SDK for its arguments) is logged
- * `invalid_request`, by the tool and the session it names when each is plain; a call whose
- * arguments pass is the tool's from then on. Nothing here may throw: a message that cannot be
- * recorded is still answered, and the others of its batch with it.
+ * validator's dump); so is a call of a tool the caller is not offered, a protocol error as MCP
+ * makes it (the SDK would answer it as an error of the tool). Each tool call is recorded in the
+ * request's log line as it comes in: a call refused before it reaches its tool (here, or by the
+ * SDK for its arguments) is logged `invalid_request`, by the tool and the session it names when
+ * each is plain; a call whose arguments pass is the tool's from then on. Nothing here may throw:
+ * a message that cannot be recorded is still answered, and the others of its batch with it.
  */
 
 /** The schema the SDK parses each request with, by its method. */
@@ -23,16 +24,23 @@ const REQUEST_SCHEMAS: ReadonlyMap<string, z.ZodType> = new Map(
   ClientRequestSchema.options.map((schema) => [schema.shape.method.value, schema]),
 );
 
-/** What is wrong with a request's params, as one sentence, or null when its method's schema takes them. */
-function paramsRefusal(request: JSONRPCRequest): string | null {
+/**
+ * What is wrong with a request's params, as one sentence, or null when its method's schema takes
+ * them and, for a tool call, the tool is one of `tools`.
+ */
+function paramsRefusal(request: JSONRPCRequest, tools: ReadonlySet<string>): string | null {
   const schema = REQUEST_SCHEMAS.get(request.method);
   if (schema === undefined) return null;
   const parsed = schema.safeParse(request);
-  if (parsed.success) return null;
-  const issues = parsed.error.issues.map(
-    (issue) => `${issue.path.join(".") || "the request"}: ${issue.message}`,
-  );
-  return `Invalid params: ${issues.join("; ")}`;
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map(
+      (issue) => `${issue.path.join(".") || "the request"}: ${issue.message}`,
+    );
+    return `Invalid params: ${issues.join("; ")}`;
+  }
+  const tool = request.method === "tools/call" ? member(request.params, "name") : undefined;
+  if (typeof tool !== "string" || tools.has(tool)) return null;
+  return `Unknown tool: ${plainId(tool) ?? "(not a tool name)"}`;
 }
 
 /** `value` when it is a plain id (as tool names and session ids are), else null: what a log line may name. */
@@ -47,12 +55,15 @@ function member(value: unknown, key: string): unknown {
     : undefined;
 }
 
-/** Checks each request the transport delivers, answering one it refuses, and records each tool call. */
-export function checkIncoming(c: Context<AppEnv>, transport: Transport): void {
+/**
+ * Checks each request the transport delivers, answering one it refuses, and records each tool
+ * call; `tools` are the names of the tools the caller is offered.
+ */
+export function checkIncoming(c: Context<AppEnv>, transport: Transport, tools: ReadonlySet<string>): void {
   const deliver = transport.onmessage;
   transport.onmessage = (message: JSONRPCMessage, extra) => {
     if (!isJSONRPCRequest(message)) return deliver?.(message, extra);
-    const refused = paramsRefusal(message);
+    const refused = paramsRefusal(message, tools);
     if (message.method === "tools/call") {
       recordCall(c, {
         id: message.id,

@@ -56,6 +56,14 @@ export function recordCall(c: Context<AppEnv>, call: ToolCall): ToolCall {
   return call;
 }
 
+/** The names of the tools each server offers: a call of any other is refused before the SDK sees it. */
+const offeredTools = new WeakMap<McpServer, Set<string>>();
+
+/** The names of the tools `server` offers. */
+export function toolsOffered(server: McpServer): ReadonlySet<string> {
+  return offeredTools.get(server) ?? new Set();
+}
+
 export function registerTool<Shape extends z.ZodRawShape>(
   server: McpServer,
   c: Context<AppEnv>,
@@ -66,6 +74,7 @@ export function registerTool<Shape extends z.ZodRawShape>(
   const annotations: ToolAnnotations = spec.readOnly
     ? { readOnlyHint: true }
     : { readOnlyHint: false, destructiveHint: false };
+  offeredTools.set(server, (offeredTools.get(server) ?? new Set()).add(name));
   server.registerTool(
     name,
     // Strict, as the API's bodies are: an argument the tool does not take is refused, by name.

@@ -7,6 +7,7 @@ import type { AppEnv } from "../env";
 import { batchAnswer, batchRefusal, INVALID_REQUEST } from "../mcp/batch";
 import { checkIncoming } from "../mcp/incoming";
 import { mcpServer } from "../mcp/server";
+import { toolsOffered } from "../mcp/tool-kit";
 import { countRequests } from "../rate-limit";
 
 export const MCP_PATH = "/mcp";
@@ -48,8 +49,9 @@ export const mcpRoutes = new Hono<AppEnv>()
       enableJsonResponse: true,
       maxRequestBodySize: MAX_MCP_BODY_BYTES,
     });
-    await mcpServer(c).connect(transport);
-    checkIncoming(c, transport);
+    const server = mcpServer(c);
+    await server.connect(transport);
+    checkIncoming(c, transport, toolsOffered(server));
     const response = await transport.handleRequest(request, batch ? { parsedBody: batch } : undefined);
     return batch ? batchAnswer(response) : response;
   })

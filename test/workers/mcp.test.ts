@@ -328,7 +328,7 @@ describe("MCP server", () => {
     const client = await connect(KEY_A);
     const noted = await call(client, "append_note", { sessionId: id, text: "decided: keep SQLite" });
     expect(noted.isError, noted.text).toBeFalsy();
-    const noteId = (noted.structuredContent as { leafId: string }).leafId;
+    const noteId = (noted.structuredContent as { noteId: string }).noteId;
     const labelled = await call(client, "label_entry", { sessionId: id, entryId: noteId, label: "decision" });
     expect(labelled.isError, labelled.text).toBeFalsy();
 
@@ -370,7 +370,7 @@ describe("MCP server", () => {
     expect(labelled.isError, labelled.text).toBeFalsy();
     const noted = await call(client, "append_note", { sessionId: id, text: "decided: keep SQLite" });
     expect(noted.isError, noted.text).toBeFalsy();
-    const noteId = (noted.structuredContent as { leafId: string }).leafId;
+    const noteId = (noted.structuredContent as { noteId: string }).noteId;
 
     expect(await sync(file)).toEqual({ status: 200, sync: { status: "unchanged", appended: 0 } });
     expect((await api("GET", `/v1/sessions/${id}/context`)).body.messages.at(-1).content).toContain(
@@ -496,6 +496,33 @@ describe("MCP server", () => {
     expect(forkedAgain.isError).toBe(true);
     expect(forkedAgain.text).toMatch(/^already_exists/);
     expect((await api("GET", `/v1/sessions/${forkId}/entries`)).body.entries).toHaveLength(2);
+    await client.close();
+  });
+
+  it("answers a note sent again after the head moved with the note's own id, the head named apart", async () => {
+    const id = await createSession();
+    const client = await connect(KEY_A);
+    const note = { sessionId: id, text: "decided: keep SQLite", idempotencyKey: "note-moved" };
+    const first = await call(client, "append_note", note);
+    expect(first.text).toBe(`appended note note-moved to ${id}`);
+    expect(first.structuredContent).toMatchObject({ noteId: "note-moved", headId: "note-moved" });
+    const moved = await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("and then") });
+    const head = moved.body.entries[0].id as string;
+
+    const again = await call(client, "append_note", note);
+    expect(again.isError, again.text).toBeFalsy();
+    expect(again.text).toMatch(/^note note-moved was appended to .* before/);
+    expect(again.text).not.toContain(`note ${head}`);
+    const structured = again.structuredContent as {
+      noteId: string;
+      headId: string;
+      entries: { id: string }[];
+    };
+    expect(structured).toMatchObject({ noteId: "note-moved", headId: head });
+    expect(structured).not.toHaveProperty("leafId");
+    expect(structured.entries.map((entry) => entry.id)).toEqual(["note-moved"]);
+    const entries = (await api("GET", `/v1/sessions/${id}/entries`)).body.entries as { id: string }[];
+    expect(entries.map((entry) => entry.id)).toEqual(["note-moved", head]);
     await client.close();
   });
 

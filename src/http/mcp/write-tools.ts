@@ -1,6 +1,7 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Context } from "hono";
 import * as z from "zod";
+import type { StoredEntry } from "../../core/entries";
 import { Id } from "../../core/entries";
 import { ForkOptions } from "../../core/session-schemas";
 import type { AppEnv } from "../env";
@@ -105,10 +106,12 @@ export function writeTools(server: McpServer, c: Context<AppEnv>): void {
         [{ type: "custom_message", id: idempotencyKey, customType: "note", content: text, display: true }],
         options,
       );
-      return answer(`appended note ${result.leafId} to ${sessionId}`, {
-        entries: carried(result.entries),
-        leafId: result.leafId,
-      });
+      // The note's own entry: on a replay the head may have moved on past it.
+      const noteId = (result.entries[0] as StoredEntry).id;
+      const said = result.created
+        ? `appended note ${noteId} to ${sessionId}`
+        : `note ${noteId} was appended to ${sessionId} before (sent again: nothing written); the head is now ${result.leafId}`;
+      return answer(said, { noteId, headId: result.leafId, entries: carried(result.entries) });
     },
   );
 }

@@ -1129,14 +1129,93 @@ describe("MCP server", () => {
       matches: { entries: { omitted?: { chars: number } }[] }[];
     };
     expect(matches).toHaveLength(20);
-    for (const match of matches) {
-      expect(match.entries.length).toBeGreaterThan(20);
+    // The entries of the matches shown, by their places; a match past the page by its line only.
+    expect(matches[0]?.entries.length).toBeGreaterThan(1);
+    for (const match of matches)
       for (const entry of match.entries) expect(entry.omitted?.chars).toBeGreaterThan(100_000);
-    }
+    expect(matches.at(-1)?.entries).toEqual([]);
     expect(read.text).toMatch(/> \[[^\]]+\] user: kestrel \d+ lorem [lorem ]+\[…96\d\d\d more characters/);
     expect(read.text).toContain("more than a page holds");
     // The lines a page shows and the places of the rest: not 800 entries of 100,000 characters.
     expect(chars).toBeLessThan(600_000);
+    await client.close();
+  });
+
+  it("keeps read_entries within one answer's budget on large entries, naming the entries it leaves out by a read that gives them", async () => {
+    const id = await createSession();
+    // 61 messages of 5,000 characters, every third a match.
+    await writeLarge(id, 61, 5_000, (n) => (n % 3 ? `plain ${n}` : `pangolin ${n}`));
+    const ids = (
+      (await api("GET", `/v1/sessions/${id}/entries?limit=100`)).body.entries as { id: string }[]
+    ).map((entry) => entry.id);
+    const client = await connect(KEY_A);
+    // The whole answer, its text and its structured content together, as a client gives it a model.
+    const withinBudget = (read: Awaited<ReturnType<typeof call>>) => {
+      expect(read.isError, read.text).toBeFalsy();
+      expect(read.text.length).toBeLessThanOrEqual(40_000);
+      expect(JSON.stringify(read.structuredContent).length).toBeLessThanOrEqual(40_000);
+    };
+    const shownIds = (text: string) =>
+      text
+        .split("\n")
+        .filter((line) => /^[> ] \[/.test(line))
+        .map(lineEntryId);
+    const continuations = (text: string) =>
+      [...text.matchAll(/more: read_entries with entryId "([^"]+)" and around (\d+)/g)].map(
+        ([, entryId, around]) => ({ entryId: entryId as string, around: Number(around) }),
+      );
+
+    // Around an entry: the entry itself and those nearest it; the rest by the reads the answer names.
+    const centre = ids[30] as string;
+    const first = await call(client, "read_entries", { sessionId: id, entryId: centre, around: 20 });
+    withinBudget(first);
+    expect(first.text).toContain(`> [${centre}] user: pangolin 30`);
+    expect(continuations(first.text)).toHaveLength(2);
+    const structured = first.structuredContent as { entries: { id: string }[] };
+    expect(structured.entries.map((entry) => entry.id)).toEqual(shownIds(first.text));
+    const seen = new Set(shownIds(first.text));
+    const queue = continuations(first.text);
+    for (let reads = 0; queue.length > 0; reads++) {
+      expect(reads).toBeLessThan(20);
+      const next = await call(client, "read_entries", { sessionId: id, ...queue.shift() });
+      withinBudget(next);
+      for (const shown of shownIds(next.text)) seen.add(shown);
+      queue.push(...continuations(next.text));
+    }
+    for (const entryId of ids.slice(10, 51)) expect(seen.has(entryId), entryId).toBe(true);
+
+    // Around each match: the first counts against the budget too, the later ones past it by their line.
+    await eventually(async () => {
+      const matched = await call(client, "read_entries", {
+        sessionId: id,
+        query: "pangolin",
+        around: 20,
+        limit: 20,
+      });
+      withinBudget(matched);
+      expect(matched.text).toContain("more than a page holds");
+      expect(continuations(matched.text).length).toBeGreaterThan(0);
+      const { matches } = matched.structuredContent as { matches: { entries: unknown[] }[] };
+      expect(matches).toHaveLength(20);
+      expect(matches.at(-1)?.entries).toEqual([]);
+    });
+
+    // Many small entries, whole in the structured content: the answer stops there at its budget too.
+    const small = await createSession();
+    const many = Array.from({ length: 400 }, (_, n) => userMessage(`armadillo ${n} ${"word ".repeat(40)}`));
+    await api("POST", `/v1/sessions/${small}/entries`, { body: { entries: many } });
+    await eventually(async () => {
+      const matched = await call(client, "read_entries", {
+        sessionId: small,
+        query: "armadillo",
+        around: 20,
+        limit: 20,
+      });
+      withinBudget(matched);
+      const { matches } = matched.structuredContent as { matches: { entries: { message?: unknown }[] }[] };
+      expect(matches).toHaveLength(20);
+      expect(matches[0]?.entries[0]?.message).toBeDefined();
+    });
     await client.close();
   });
 

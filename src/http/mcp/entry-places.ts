@@ -23,7 +23,12 @@ export function carried(
       left.chars -= chars;
       return entry;
     }
-    const { id, seq, type, parentId, timestamp } = entry;
-    return { id, seq, type, parentId, timestamp, omitted: { chars } };
+    return placeOf(entry, chars);
   });
+}
+
+/** An entry by its place and its size (`chars` of JSON), for GET /v1/sessions/:sid/entries/:id to read whole. */
+export function placeOf(entry: StoredEntry, chars: number): EntryPlace {
+  const { id, seq, type, parentId, timestamp } = entry;
+  return { id, seq, type, parentId, timestamp, omitted: { chars } };
 }

@@ -14,9 +14,10 @@ import {
   TenantSearchOptions,
 } from "../../core/search";
 import { IdPrefix, ListOptions } from "../../core/session-schemas";
-import type { ObjectCalls, SessionObject, ShownEntries } from "../../durable/internal";
+import type { ObjectCalls, SessionObject } from "../../durable/internal";
 import type { AppEnv } from "../env";
 import { repo, sessionObject } from "../route-kit";
+import { type AnswerBudget, type AroundPart, aroundPart } from "./around-part";
 import { MAX_ENTRIES_CHARS, MAX_ENTRY_CHARS } from "./entry-places";
 import { hitLine, MAX_MESSAGE_CHARS, searchResultLine, sessionLine, shownLine } from "./render";
 import { sessionSummary } from "./session-summary";
@@ -175,7 +176,7 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
     {
       title: "Read entries around a match",
       description:
-        "Use to see a match in its place: with query, the session's entries that match it (best first), each with the entries written just before and after it; with entryId, the entries around that entry. Each line is led by its entry id, to fork or label at. Entries come whole in structuredContent, but for a large one (its id, seq, type and size only). More matches: pass nextCursor.",
+        "Use to see a match in its place: with query, the session's entries that match it (best first), each with the entries written just before and after it; with entryId, the entries around that entry. Each line is led by its entry id, to fork or label at. Entries come whole in structuredContent, but for a large one (its id, seq, type and size only). An answer holds what fits: the entries it leaves out are named by a line giving the read_entries call that shows them. More matches: pass nextCursor.",
       input: {
         sessionId: Id.describe("the session's id"),
         query: SearchQueryText.optional().describe(
@@ -207,54 +208,70 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
         });
       }
       const object = sessionObject(c, sessionId);
-      // Entries come whole while they fit in what is left of one answer's budget, in the order shown.
-      let left = MAX_ENTRIES_CHARS;
-      const around_ = async (centre: string | number, maxChars: number) => {
-        const shown = await object.getEntriesAround(centre, around, {
-          maxChars,
-          wholeChars: MAX_ENTRY_CHARS,
-          left,
-        });
-        left = shown.left;
-        return shown.entries;
-      };
+      // The entries around `centre`, their text cut; whole only within what is left for them.
+      const entriesAround = async (centre: string | number, budget: AnswerBudget) =>
+        (
+          await object.getEntriesAround(centre, around, {
+            maxChars: MAX_MESSAGE_CHARS,
+            wholeChars: MAX_ENTRY_CHARS,
+            left: budget.structured,
+          })
+        ).entries;
       if (entryId !== undefined) {
-        const entries = await around_(entryId, MAX_MESSAGE_CHARS);
-        return answer(aroundLines(entries, entryId).join("\n"), {
-          entries: entries.map((shown) => shown.entry),
-          nextCursor: null,
-        });
+        const budget = { text: MAX_PAGE_CHARS, structured: MAX_ENTRIES_CHARS - EMPTY_AROUND_CHARS };
+        const part = aroundPart(await entriesAround(entryId, budget), entryId, budget, true);
+        // The object answers not_found for an entry it has not; one it read is always in its window.
+        if (part === null) throw new SessionError("not_found", "no such entry", { entryId });
+        return answer(part.lines.join("\n"), { entries: part.entries, nextCursor: null });
       }
       const page = await object.search({ q: query as string, order: "rank", limit, cursor });
-      const matches: { hit: SearchHit; entries: ShownEntries["entries"] }[] = [];
-      // Matches past what a page holds show their line only, each readable around it by entryId:
-      // their entries are read for the structured content, without text.
-      let chars = 0;
+      // Each match's line is shown, and its entries while they fit: what the lines of all take, and
+      // the structured content of all without entries, is set aside first.
+      const lineOnly = (hit: SearchHit) =>
+        `${hitLine(hit)}\n  (more than a page holds: read_entries with entryId "${hit.entryId}")`;
+      const closing = [
+        ...(page.hits.length === 0 ? ["no entry matches"] : []),
+        ...(page.nextCursor ? [`more: read_entries with cursor "${page.nextCursor}"`] : []),
+      ];
+      const budget: AnswerBudget = {
+        text:
+          MAX_PAGE_CHARS -
+          [...page.hits.map(lineOnly), ...closing].reduce((sum, block) => sum + block.length + 2, 0),
+        structured:
+          MAX_ENTRIES_CHARS -
+          JSON.stringify({
+            matches: page.hits.map((hit) => ({ hit, entries: [] })),
+            nextCursor: page.nextCursor,
+          }).length,
+      };
+      const matches: { hit: SearchHit; entries: AroundPart["entries"] }[] = [];
       const text: string[] = [];
+      let full = false;
       for (const hit of page.hits) {
-        const full = chars > MAX_PAGE_CHARS;
-        const entries = await around_(hit.seq, full ? 0 : MAX_MESSAGE_CHARS);
-        matches.push({ hit, entries });
-        const shown = [hitLine(hit), ...aroundLines(entries, hit.entryId)].join("\n");
-        if (full || (chars > 0 && chars + shown.length > MAX_PAGE_CHARS)) {
-          text.push(
-            `${hitLine(hit)}\n  (more than a page holds: read_entries with entryId "${hit.entryId}")`,
-          );
-          chars = MAX_PAGE_CHARS + 1;
-        } else {
-          chars += shown.length;
-          text.push(shown);
+        // A match shown with its entries takes no line saying it is not.
+        budget.text += lineOnly(hit).length - hitLine(hit).length;
+        const part = full
+          ? null
+          : aroundPart(await entriesAround(hit.seq, budget), hit.entryId, budget, matches.length === 0);
+        if (part === null) {
+          full = true;
+          budget.text -= lineOnly(hit).length - hitLine(hit).length;
+          matches.push({ hit, entries: [] });
+          text.push(lineOnly(hit));
+          continue;
         }
+        budget.text -= part.used.text + 1;
+        budget.structured -= part.used.structured;
+        matches.push({ hit, entries: part.entries });
+        text.push([hitLine(hit), ...part.lines].join("\n"));
       }
-      if (matches.length === 0) text.push("no entry matches");
-      if (page.nextCursor) text.push(`more: read_entries with cursor "${page.nextCursor}"`);
-      return answer(text.join("\n\n"), {
-        matches: matches.map(({ hit, entries }) => ({ hit, entries: entries.map((shown) => shown.entry) })),
-        nextCursor: page.nextCursor,
-      });
+      return answer([...text, ...closing].join("\n\n"), { matches, nextCursor: page.nextCursor });
     },
   );
 }
+
+/** Characters of read_entries' structured content around an entry without its entries. */
+const EMPTY_AROUND_CHARS = JSON.stringify({ entries: [], nextCursor: null }).length;
 
 /**
  * A page of a session's context from `cursor`: the lines of its entries from the one the cursor
@@ -335,13 +352,4 @@ function pastTheEnd(cursor: string | undefined): SessionError {
   return new SessionError("invalid_request", "the cursor is past the end: the answer has fewer lines now", {
     cursor,
   });
-}
-
-/** Entries as lines, the one at the centre marked. */
-function aroundLines(entries: ShownEntries["entries"], centre: string): string[] {
-  return entries.flatMap(({ lines, entry }) =>
-    lines
-      .map((line) => shownLine(entry.id, line))
-      .map((line) => (entry.id === centre ? `> ${line}` : `  ${line}`)),
-  );
 }

@@ -35,6 +35,17 @@ export interface Building {
   builder?: string;
 }
 
+/** What an append through a session's object may be refused for beyond the append rules. */
+export interface AppendGuard {
+  /**
+   * Refused (`leaf_conflict`, nothing written) while a generation is open: its answer goes under
+   * the head it opened at, which would leave what is appended on a branch of its own. Checked in
+   * the write itself, so no generation opens between the check and the append; a replay, which
+   * writes nothing, is answered as ever.
+   */
+  refuseWhileGenerating?: boolean;
+}
+
 /** Entries read in order until the page is full; `rest` are the seqs still to read. */
 export interface EntryPage {
   entries: StoredEntry[];

@@ -7,6 +7,7 @@ import mcpDoc from "../../docs/mcp.md?raw";
 import { SessionObject } from "../../src/durable/internal";
 import worker from "../../src/worker";
 import claudeCode from "../fixtures/claude-code/1.0.98-parallel-tools.jsonl?raw";
+import { appendText, endGeneration } from "./generation-helpers";
 import {
   api,
   assistantMessage,
@@ -462,6 +463,43 @@ describe("MCP server", () => {
     expect(text).toContain("/work");
     expect(text).not.toContain("No result provided");
     expect(text.indexOf("look at b.txt")).toBeGreaterThan(text.indexOf("/work"));
+    await client.close();
+  });
+
+  it("refuses a note when a generation opens after the tool's checks and before its append, writing nothing", async () => {
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("what now?") });
+    const entries = async () => (await api("GET", `/v1/sessions/${id}/entries`)).body.entries;
+    const before = await entries();
+    const client = await connect(KEY_A);
+    // The generation opens in the object just as the note's append reaches it: after every check the
+    // tool made before it.
+    const proto = SessionObject.prototype as unknown as Record<
+      string,
+      (...args: unknown[]) => Promise<unknown>
+    >;
+    const append = proto.appendEntries as (...args: unknown[]) => Promise<unknown>;
+    let opened: { ok: boolean; value?: unknown } | undefined;
+    vi.spyOn(proto, "appendEntries").mockImplementationOnce(async function (this: SessionObject, ...args) {
+      opened = (await this.openGeneration({})) as typeof opened;
+      return append.apply(this, args);
+    });
+    const noted = await call(client, "append_note", { sessionId: id, text: "look at b.txt" });
+    vi.restoreAllMocks();
+    expect(opened?.ok).toBe(true);
+    expect(noted.isError, noted.text).toBe(true);
+    expect(noted.text).toMatch(/^leaf_conflict: .*generation/);
+    expect(await entries()).toEqual(before);
+
+    // The generation's answer goes under the head it opened at; the note after it, on the same branch.
+    const generation = opened?.value as { id: string; stream: string };
+    expect((await appendText(generation.stream, "an answer")).status).toBeLessThan(300);
+    const completed = await endGeneration(id, generation.id, "complete");
+    expect(completed.status, completed.text).toBeLessThan(300);
+    const after = await call(client, "append_note", { sessionId: id, text: "look at b.txt" });
+    expect(after.isError, after.text).toBeFalsy();
+    const context = (await api("GET", `/v1/sessions/${id}/context`)).body;
+    expect(JSON.stringify(context)).toMatch(/what now\?.*an answer.*look at b\.txt/);
     await client.close();
   });
 

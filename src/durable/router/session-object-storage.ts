@@ -25,7 +25,7 @@ import { type TreeOrder, TreeShape } from "../../core/tree-order";
 import { type ObjectCalls, objectCalls } from "../object-calls";
 import type { BlobPolicy } from "../session/session-blobs";
 import type { SessionObject } from "../session/session-object";
-import type { CompactionPlan, EntryPage, ForkBegin } from "../types";
+import type { AppendGuard, CompactionPlan, EntryPage, ForkBegin } from "../types";
 
 /** What a session's storage needs of its repo: creating a session (a fork), and its recovery window. */
 export interface SessionCreator {
@@ -220,7 +220,7 @@ export class SessionObjectStorage implements SessionStorage {
   /** Appends entries; a provider's message among them is converted inside the object, as it writes. */
   appendEntries(
     entries: readonly AppendEntryInput[],
-    options: AppendOptions & { validated?: boolean } = {},
+    options: AppendOptions & AppendGuard & { validated?: boolean } = {},
   ): Promise<AppendResult> {
     return this.#object.appendEntries(entries, {
       ...options,

@@ -199,6 +199,11 @@ export class Generations {
     return this.#parts.rows.open().map((row) => this.#info(row));
   }
 
+  /** The id of the generation open longest, if one is open. */
+  oldestOpenId(): string | undefined {
+    return this.#object.session.exists ? this.#parts.rows.open()[0]?.id : undefined;
+  }
+
   /** Whether a generation is open: its answer is still to be written under the parent it opened on. */
   anyOpen(): boolean {
     return this.#object.session.exists && this.#parts.rows.open().length > 0;

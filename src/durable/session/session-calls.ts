@@ -11,6 +11,7 @@ import type { AppendOptions, AppendResult, ImportOptions } from "../../core/stor
 import { slices } from "../blobs/blob-text";
 import { storageWork } from "../transient";
 import type {
+  AppendGuard,
   Building,
   ContextAnswer,
   ContextLines,
@@ -164,17 +165,31 @@ export class SessionCalls {
 export class EntryIntake {
   readonly #object: SessionObjectState;
   readonly #calls: SessionCalls;
+  /** The id of the generation open longest, if one is open (see `AppendGuard`). */
+  readonly #openGeneration: () => string | undefined;
 
-  constructor(object: SessionObjectState, calls: SessionCalls) {
+  constructor(object: SessionObjectState, calls: SessionCalls, openGeneration: () => string | undefined) {
     this.#object = object;
     this.#calls = calls;
+    this.#openGeneration = openGeneration;
   }
+
+  /** Refuses the append while a generation is open (`AppendGuard.refuseWhileGenerating`). */
+  #refuseWhileGenerating = (): void => {
+    const generationId = this.#openGeneration();
+    if (generationId === undefined) return;
+    throw new SessionError(
+      "leaf_conflict",
+      `an answer is being generated (generation ${generationId}); written now, this would be left off its branch: write it once the generation ends`,
+      { leafId: this.#object.session.state.leafId, generationId },
+    );
+  };
 
   async append(
     entries: readonly unknown[],
-    options: AppendOptions & { validated?: boolean; blobs?: BlobPolicy } & Building,
+    options: AppendOptions & AppendGuard & { validated?: boolean; blobs?: BlobPolicy } & Building,
   ): Promise<Result<AppendResult>> {
-    const { blobs: policy, builder, ...appendOptions } = options;
+    const { blobs: policy, builder, refuseWhileGenerating, ...appendOptions } = options;
     // A full session still takes a compaction: it is what keeps its context usable.
     const compaction = entries.every((entry) => (entry as { type?: unknown } | null)?.type === "compaction");
     const prepared = await this.#calls.beforeLimitedWrite((room) => {
@@ -196,7 +211,9 @@ export class EntryIntake {
     const result = await this.#calls.limitedWrite((session, room) => {
       const { nextSeq, stats, header } = session.state;
       const before = { seq: nextSeq, bytes: stats.bytes };
-      const answer = session.writes.appendEntries(entries, appendOptions, room, prepared.value);
+      // Checked in this write, with the append: no generation opens in between.
+      const mayWrite = refuseWhileGenerating ? this.#refuseWhileGenerating : undefined;
+      const answer = session.writes.appendEntries(entries, appendOptions, room, prepared.value, mayWrite);
       written = {
         sessionId: header.id,
         entries: session.state.nextSeq - before.seq,

@@ -19,6 +19,7 @@ import { sqlOf } from "../sql";
 import { storageWork, transientError } from "../transient";
 import type {
   AbandonedPlan,
+  AppendGuard,
   Building,
   CompactionPlan,
   ContextAnswer,
@@ -98,7 +99,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     const life = new SessionLife(object, reports, watchers.hub, holds, copy);
     this.#autoCompaction = new AutoCompaction(object, calls, watchers.hub, () => generations.anyOpen());
     this.#contexts = new ContextAnswers(object, calls);
-    this.#intake = new EntryIntake(object, calls);
+    this.#intake = new EntryIntake(object, calls, () => generations.oldestOpenId());
     this.#shown = new ShownAnswers(object, calls);
     this.#object = object;
     this.#holds = holds;
@@ -429,7 +430,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
    */
   appendEntries(
     entries: readonly unknown[],
-    options: AppendOptions & { validated?: boolean; blobs?: BlobPolicy } & Building,
+    options: AppendOptions & AppendGuard & { validated?: boolean; blobs?: BlobPolicy } & Building,
   ): Promise<Result<AppendResult>> {
     return this.#calls.copied(() => this.#intake.append(entries, options));
   }

@@ -269,14 +269,22 @@ export class SessionWrites {
     return this.#planAppend(entries, options, loaded).writes;
   }
 
+  /**
+   * Appends entries as planned; `mayWrite` refuses (throws) an append that writes, once its
+   * replays are known and before anything is written.
+   */
   appendEntries(
     entries: readonly unknown[],
     options: AppendOptions & { validated?: boolean },
     room: ByteLimit | undefined,
     blobs?: PreparedBlobs,
+    mayWrite?: () => void,
   ): AppendResult {
     const plan = this.#planAppend(blobs?.inputs ?? entries, options, blobs?.loaded);
-    if (plan.writes.length > 0) this.#apply(plan, room, blobs);
+    if (plan.writes.length > 0) {
+      mayWrite?.();
+      this.#apply(plan, room, blobs);
+    }
     return { entries: plan.entries, leafId: this.#parts.row.live().leafId, created: plan.writes.length > 0 };
   }
 

@@ -1,18 +1,18 @@
-import type { Context } from "hono";
 import { SessionError } from "../../core/errors";
 import type { AgentMessage, AssistantMessage } from "../../core/messages";
 import { WaitingCalls } from "../../core/providers/incoming";
 import { LastTurnStart } from "../../core/providers/last-turn";
 import type { SessionStorage } from "../../core/storage";
-import type { AppEnv } from "../env";
-import { sessionObject } from "../route-kit";
 
 /*
  * Where a note may go: after a turn, never inside one. A note reaches the model as a user's
  * message, so at a head whose reply waits for the results of its tool calls it would close the
  * turn, and the results written after it would be dropped from the context as answering no call.
  * An answer being generated goes under the head it opened at, which would leave a note written
- * meanwhile on a branch of its own. Both are refused, `leaf_conflict`, until the turn is over.
+ * meanwhile on a branch of its own. Both are refused, `leaf_conflict`, until the turn is over: the
+ * first here, the append then written only if the head is still the one checked; the second by
+ * the session's object in the append's own write (`AppendGuard`), so that no generation opens
+ * between the check and the note.
  */
 
 /** Entries that end a turn as a user's message does: the model reads each as one. */
@@ -37,8 +37,8 @@ async function waitingCalls(storage: SessionStorage, leafId: string | null): Pro
   return new WaitingCalls(messages.reverse()).waiting();
 }
 
-/** The session's head, where a note may be appended now; `leaf_conflict` while a turn is under way there. */
-export async function noteHead(c: Context<AppEnv>, storage: SessionStorage): Promise<string | null> {
+/** The session's head, where a note may be appended now; `leaf_conflict` while its reply waits for tool results. */
+export async function noteHead(storage: SessionStorage): Promise<string | null> {
   const leafId = await storage.getLeafId();
   const waiting = await waitingCalls(storage, leafId);
   if (waiting.length > 0) {
@@ -46,15 +46,6 @@ export async function noteHead(c: Context<AppEnv>, storage: SessionStorage): Pro
       "leaf_conflict",
       `the head's reply waits for the results of its tool calls ${waiting.join(", ")}; a note now would drop them from the context: append it once they are written`,
       { leafId, waiting },
-    );
-  }
-  const { generations } = await sessionObject(c, storage.id).listGenerations({ state: "open", limit: 1 });
-  const open = generations[0];
-  if (open !== undefined) {
-    throw new SessionError(
-      "leaf_conflict",
-      `an answer is being generated (generation ${open.id}); a note now would be left off its branch: append it once the generation ends`,
-      { leafId, generationId: open.id },
     );
   }
   return leafId;

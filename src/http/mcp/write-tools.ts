@@ -100,8 +100,9 @@ export function writeTools(server: McpServer, c: Context<AppEnv>): void {
       const storage = sessionStorage(c, sessionId);
       // A note sent again after a lost answer is a replay, answered as stored wherever the head is now.
       const stored = idempotencyKey !== undefined && (await storage.getEntry(idempotencyKey)) !== undefined;
-      // Written only if the head is still the one checked.
-      const options = stored ? {} : { expectedLeafId: await noteHead(c, storage) };
+      // Written only if the head is still the one checked, and no generation is open as it is written.
+      const head = stored ? {} : { expectedLeafId: await noteHead(storage) };
+      const options = { ...head, refuseWhileGenerating: true };
       const result = await storage.appendEntries(
         [{ type: "custom_message", id: idempotencyKey, customType: "note", content: text, display: true }],
         options,

@@ -108,20 +108,51 @@ export const TenantSearchPage = z.object({
 });
 export type TenantSearchPage = z.infer<typeof TenantSearchPage>;
 
-/** Where the next page of a session's hits starts: below a seq (newest first), or after n hits (by rank). */
-export type SearchCursor = { before: number } | { offset: number };
+/**
+ * Where the next page of a session's hits starts. Newest first: below a seq. By rank: among the
+ * entries indexed up to `upTo` (the last seq when the first page was read), after the hit `seq`,
+ * whose score (bm25, lower is better) was `score`. A rank cursor of the earlier form, an offset
+ * into the ranking, is still read.
+ */
+export type SearchCursor =
+  | { before: number }
+  | { upTo: number; score: number; seq: number }
+  | { offset: number };
 
 export function encodeSearchCursor(cursor: SearchCursor): string {
   return btoa(JSON.stringify(cursor)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
+const seqOf = (n: unknown): n is number => typeof n === "number" && Number.isSafeInteger(n);
+
+/** The cursor's values when it has exactly these keys, each valid; else undefined. */
+function fields<K extends string>(
+  value: Record<string, unknown>,
+  checks: Record<K, (n: unknown) => boolean>,
+): Record<K, number> | undefined {
+  const keys = Object.keys(checks);
+  if (Object.keys(value).length !== keys.length) return undefined;
+  for (const key of keys) if (!checks[key as K](value[key])) return undefined;
+  return value as Record<K, number>;
+}
+
+function readCursor(value: Record<string, unknown>, order: "newest" | "rank"): SearchCursor | undefined {
+  const natural = (n: unknown) => seqOf(n) && n >= 0;
+  if (order === "newest") return fields(value, { before: natural });
+  const keyset = fields(value, {
+    upTo: natural,
+    score: (n) => typeof n === "number" && Number.isFinite(n),
+    seq: natural,
+  });
+  return keyset ?? fields(value, { offset: natural });
+}
+
 export function decodeSearchCursor(cursor: string, order: "newest" | "rank"): SearchCursor {
   try {
     const value: unknown = JSON.parse(atob(cursor.replace(/-/g, "+").replace(/_/g, "/")));
-    const key = order === "rank" ? "offset" : "before";
-    if (value && typeof value === "object" && Object.keys(value).length === 1) {
-      const n = (value as Record<string, unknown>)[key];
-      if (typeof n === "number" && Number.isSafeInteger(n) && n >= 0) return { [key]: n } as SearchCursor;
+    if (value && typeof value === "object" && !Array.isArray(value)) {
+      const read = readCursor(value as Record<string, unknown>, order);
+      if (read) return { ...read };
     }
   } catch {
     // fall through to the error below

@@ -157,6 +157,65 @@ describe("searching a session", () => {
     expectError(await search(id, q("walrus", "&cursor=bm90LWEtY3Vyc29y")), 400, "invalid_request");
   });
 
+  it("pages by rank over the hits there were at the first page, each once, while the session is written", async () => {
+    const id = await createSession();
+    const filler = (n: number) => Array.from({ length: n }, (_, i) => `word${i}`).join(" ");
+    const entries = Array.from({ length: 10 }, (_, i) => ({
+      id: `m${i}`,
+      ...userMessage(`walrus ${filler(i * 3)}`),
+    }));
+    await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } });
+    const first = await search(id, q("walrus", "&order=rank&limit=5"));
+    expect(first.status).toBe(200);
+    // A write between pages: a hit denser than all others, and so more of the statistics bm25 weighs.
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { id: "late", ...userMessage("walrus walrus walrus") },
+    });
+    const seen = first.body.hits.map((h) => h.entryId);
+    let cursor = first.body.nextCursor;
+    while (cursor) {
+      const page = await search(id, q("walrus", `&order=rank&limit=5&cursor=${cursor}`));
+      expect(page.status).toBe(200);
+      seen.push(...page.body.hits.map((h) => h.entryId));
+      cursor = page.body.nextCursor;
+    }
+    // Shortest first: the same word weighs more in fewer words.
+    expect(seen).toEqual(entries.map((e) => e.id));
+    // A new search sees the later write.
+    expect((await search(id, q("walrus", "&order=rank&limit=1"))).body.hits[0]?.entryId).toBe("late");
+  });
+
+  it("reads a rank cursor of the earlier form (an offset), and refuses a damaged one with 400", async () => {
+    const id = await createSession();
+    const entries = Array.from({ length: 6 }, (_, i) => ({
+      id: `m${i}`,
+      ...userMessage(`walrus ${"filler ".repeat(i)}`),
+    }));
+    await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } });
+    const cursorOf = (value: unknown) =>
+      btoa(JSON.stringify(value)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    const old = await search(id, q("walrus", `&order=rank&limit=2&cursor=${cursorOf({ offset: 2 })}`));
+    expect(old.status).toBe(200);
+    expect(old.body.hits.map((h) => h.entryId)).toEqual(["m2", "m3"]);
+    const rest = await search(id, q("walrus", `&order=rank&limit=5&cursor=${old.body.nextCursor}`));
+    expect(rest.body.hits.map((h) => h.entryId)).toEqual(["m4", "m5"]);
+    expect(rest.body.nextCursor).toBeNull();
+    for (const bad of [
+      { offset: -1 },
+      { upTo: 5, seq: 2 },
+      { upTo: 5, seq: 2, score: "x" },
+      { upTo: 5.5, seq: 2, score: -1 },
+      { upTo: 5, seq: 2, score: -1, extra: 1 },
+      { before: 3 },
+    ]) {
+      const res = await search(id, q("walrus", `&order=rank&cursor=${cursorOf(bad)}`));
+      expectError(res, 400, "invalid_request");
+    }
+    // A rank cursor is no cursor of newest-first paging.
+    const byRank = await search(id, q("walrus", "&order=rank&limit=2"));
+    expectError(await search(id, q("walrus", `&cursor=${byRank.body.nextCursor}`)), 400, "invalid_request");
+  });
+
   it("finds every entry of a large batch at once, indexed right after the write rather than in it", async () => {
     const id = await createSession();
     const entries = Array.from({ length: 300 }, (_, i) => userMessage(`bulk ${i} zebra${i}`));

@@ -1,6 +1,6 @@
 import type { PlannedWrite } from "../../core/append";
 import type { SessionEntry } from "../../core/entries";
-import type { SearchHit, SessionSearchOptions, SessionSearchPage } from "../../core/search";
+import type { SearchCursor, SearchHit, SessionSearchOptions, SessionSearchPage } from "../../core/search";
 import { DEFAULT_SEARCH_HITS, decodeSearchCursor, encodeSearchCursor } from "../../core/search";
 import { ftsQuery } from "../../core/search-query";
 import { entrySearchText, readSnippet } from "../../core/search-text";
@@ -111,25 +111,79 @@ export class SearchIndex {
     const order = options.order ?? "newest";
     const match = ftsQuery(options.q, options.thinking ? undefined : ["text"]);
     const cursor = options.cursor ? decodeSearchCursor(options.cursor, order) : undefined;
-    let seqs: number[];
-    let nextCursor: string | null = null;
-    if (order === "rank") {
-      const offset = cursor && "offset" in cursor ? cursor.offset : 0;
-      seqs = matchRows(
-        () => this.#sql<{ seq: number }>`SELECT rowid AS seq FROM entry_text WHERE entry_text MATCH ${match}
-          ORDER BY rank, rowid DESC LIMIT ${limit + 1} OFFSET ${offset}`,
-      ).map((row) => row.seq);
-      if (seqs.length > limit) nextCursor = encodeSearchCursor({ offset: offset + limit });
+    const page = order === "rank" ? this.#byRank(match, limit, cursor) : this.#newest(match, limit, cursor);
+    return { hits: this.#hits(match, page.seqs, leafId), nextCursor: page.nextCursor };
+  }
+
+  /** A page of hits newest first, below the last hit of the page before. */
+  #newest(
+    match: string,
+    limit: number,
+    cursor: SearchCursor | undefined,
+  ): { seqs: number[]; nextCursor: string | null } {
+    const before = cursor && "before" in cursor ? cursor.before : Number.MAX_SAFE_INTEGER;
+    const seqs = matchRows(
+      () => this.#sql<{ seq: number }>`SELECT rowid AS seq FROM entry_text
+        WHERE entry_text MATCH ${match} AND rowid < ${before} ORDER BY rowid DESC LIMIT ${limit + 1}`,
+    ).map((row) => row.seq);
+    const last = seqs.length > limit ? seqs[limit - 1] : undefined;
+    return {
+      seqs: seqs.slice(0, limit),
+      nextCursor: last === undefined ? null : encodeSearchCursor({ before: last }),
+    };
+  }
+
+  /**
+   * A page of hits best first, ties newest first, among the entries indexed when the first page was
+   * read (`upTo`): new entries never push hits already ranked onto the next page. A page goes on
+   * after the last hit of the one before by that hit's score now (bm25 weighs words by statistics
+   * of the whole index, which a write changes), so a write between pages that moves every score
+   * alike moves no hit across pages; its score then is used if it matches no more.
+   */
+  #byRank(
+    match: string,
+    limit: number,
+    cursor: SearchCursor | undefined,
+  ): { seqs: number[]; nextCursor: string | null } {
+    const upTo = cursor && "upTo" in cursor ? cursor.upTo : this.#lastIndexed();
+    type Ranked = { seq: number; score: number };
+    let rows: Ranked[];
+    if (cursor && "seq" in cursor) {
+      const { seq, score } = cursor;
+      // FTS5 reads a rowid it is given as a real number as no bound, and `rank = …` as naming a
+      // ranking function: hence the CAST, and `+rank`, which SQLite compares itself.
+      rows = matchRows(
+        () => this.#sql<Ranked>`
+          WITH anchor AS (SELECT coalesce(
+            (SELECT rank FROM entry_text WHERE entry_text MATCH ${match} AND rowid = CAST(${seq} AS INTEGER)),
+              ${score}) AS score)
+          SELECT rowid AS seq, rank AS score FROM entry_text, anchor
+          WHERE entry_text MATCH ${match} AND rowid <= ${upTo}
+            AND (+rank > anchor.score OR (+rank = anchor.score AND rowid < ${seq}))
+          ORDER BY rank, rowid DESC LIMIT ${limit + 1}`,
+      );
     } else {
-      const before = cursor && "before" in cursor ? cursor.before : Number.MAX_SAFE_INTEGER;
-      seqs = matchRows(
-        () => this.#sql<{ seq: number }>`SELECT rowid AS seq FROM entry_text
-          WHERE entry_text MATCH ${match} AND rowid < ${before} ORDER BY rowid DESC LIMIT ${limit + 1}`,
-      ).map((row) => row.seq);
-      if (seqs.length > limit) nextCursor = encodeSearchCursor({ before: seqs[limit - 1] as number });
+      // No cursor, or one of the earlier form: an offset into the ranking.
+      const offset = cursor && "offset" in cursor ? cursor.offset : 0;
+      rows = matchRows(
+        () => this.#sql<Ranked>`SELECT rowid AS seq, rank AS score FROM entry_text
+          WHERE entry_text MATCH ${match} AND rowid <= ${upTo}
+          ORDER BY rank, rowid DESC LIMIT ${limit + 1} OFFSET ${offset}`,
+      );
     }
-    seqs = seqs.slice(0, limit);
-    return { hits: this.#hits(match, seqs, leafId), nextCursor };
+    const last = rows.length > limit ? rows[limit - 1] : undefined;
+    return {
+      seqs: rows.slice(0, limit).map((row) => row.seq),
+      nextCursor: last ? encodeSearchCursor({ upTo, score: last.score, seq: last.seq }) : null,
+    };
+  }
+
+  /** The highest seq indexed (0 when none is). */
+  #lastIndexed(): number {
+    return (
+      this.#sql<{ seq: number }>`SELECT rowid AS seq FROM entry_text ORDER BY rowid DESC LIMIT 1`.toArray()[0]
+        ?.seq ?? 0
+    );
   }
 
   /** Hits for matching seqs, in their order: the entry, its snippet, and whether it is on the branch. */

@@ -1,10 +1,11 @@
 import type { RemoteRepo } from "../client";
-import type { SearchHit, SessionMatch } from "../core/search";
+import type { HeaderMatch, SearchHit, SessionMatch } from "../core/search";
 import { type Output, oneLine, oneOf, terminalSafe } from "./output";
 
 /*
  * `cf-sessions search <query> [--session <id>]`: the tenant's sessions matching a query, best first,
- * or one session's entries, newest first, each with its matches marked «so».
+ * or one session's entries, newest first (after its name or system prompt when they match), each
+ * with its matches marked «so».
  */
 
 /** A snippet with its matches marked for a terminal: «match». */
@@ -16,6 +17,11 @@ function markMatches(snippet: string, highlights: readonly [number, number][]): 
     at = end;
   }
   return oneLine(out + snippet.slice(at), 160);
+}
+
+function headerLine(match: HeaderMatch): string {
+  const field = match.field === "name" ? "name" : "system prompt";
+  return `${"".padStart(6)}  header  ${field}  ${markMatches(match.snippet, match.highlights)}`;
 }
 
 function hitLine(hit: SearchHit): string {
@@ -41,7 +47,10 @@ export async function search(
       ...(options.thinking ? { thinking: true } : {}),
     });
     if (options.json) output.out(JSON.stringify(page));
-    else output.out(page.hits.length === 0 ? "no matches" : page.hits.map(hitLine).join("\n"));
+    else {
+      const lines = [...(page.header ?? []).map(headerLine), ...page.hits.map(hitLine)];
+      output.out(lines.length === 0 ? "no matches" : lines.join("\n"));
+    }
     return 0;
   }
   const { results } = await client.search(query, limit);

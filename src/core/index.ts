@@ -53,7 +53,7 @@ export {
 } from "./messages";
 export { AppendEntryInput } from "./providers/entry-input";
 export type { SessionRepo } from "./repo";
-export type { SearchHit, SessionMatch, SessionSearchOptions, SessionSearchPage } from "./search";
+export type { HeaderMatch, SearchHit, SessionMatch, SessionSearchOptions, SessionSearchPage } from "./search";
 export type {
   BranchSummaryFields,
   CompactionFields,

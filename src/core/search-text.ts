@@ -2,6 +2,7 @@ import { parseBlobRef } from "./blob-refs";
 import type { SessionEntry } from "./entries";
 import { checkpointMessages, langGraphMessagesHeld } from "./framework-custom-messages";
 import { contentText } from "./messages";
+import type { SessionHeader } from "./session-schemas";
 import type { SystemMessage } from "./system-messages";
 import { systemSections } from "./system-messages";
 
@@ -9,7 +10,8 @@ import { systemSections } from "./system-messages";
  * What an entry contributes to search: the text people look for (what was said, what tools
  * answered, summaries, custom messages, system prompts, the text a context edit puts in place of
  * a message, labels, the session's name, the messages a LangGraph checkpoint of cf-sessions 0.1
- * holds), and apart from it the model's thinking, which is searched only when asked for.
+ * holds), and apart from it the model's thinking, which is searched only when asked for. The
+ * session's header adds its name and system prompt.
  */
 
 /** Characters of one entry's text (and of its thinking) that are indexed; the rest is not searched. */
@@ -60,6 +62,20 @@ function messageText(message: Record<string, unknown>): { text: string[]; thinki
     for (const [, section] of systemSections(message as SystemMessage)) if (section) text.push(section);
   }
   return { text, thinking };
+}
+
+/**
+ * What a session's header gives search: its system prompt, and its name while no `session_info`
+ * entry has named the session (`namedByEntry`: the session's name is that entry's then, found as
+ * an entry). Blank when there is none.
+ */
+export function headerSearchText(
+  header: Pick<SessionHeader, "name" | "systemPrompt">,
+  namedByEntry: boolean,
+): { name: string; systemPrompt: string } {
+  const name = namedByEntry ? "" : clean([header.name ?? ""]);
+  const systemPrompt = clean([header.systemPrompt ?? ""]);
+  return { name: name.trim() ? name : "", systemPrompt: systemPrompt.trim() ? systemPrompt : "" };
 }
 
 /** The searchable text of an entry, or undefined when it has none. */

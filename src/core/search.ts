@@ -68,8 +68,24 @@ export const SearchHit = z
   .meta({ id: "SearchHit" });
 export type SearchHit = z.infer<typeof SearchHit>;
 
+export const HeaderMatch = z
+  .object({
+    field: z.enum(["name", "systemPrompt"]).meta({
+      description:
+        "the name the session was created, imported or forked with, while no session_info entry has named it since (such an entry is a hit itself), or its system prompt",
+    }),
+    snippet: z.string(),
+    highlights: Highlights,
+  })
+  .meta({ id: "HeaderMatch" });
+export type HeaderMatch = z.infer<typeof HeaderMatch>;
+
 export const SessionSearchPage = z.object({
   hits: z.array(SearchHit),
+  header: z.array(HeaderMatch).optional().meta({
+    description:
+      "on the first page (no cursor), when they match: the session's name and system prompt, which are no entries",
+  }),
   nextCursor: z.string().nullable(),
   indexing: z.boolean().optional().meta({
     description:

@@ -34,8 +34,14 @@ interface Hit {
   highlights: [number, number][];
 }
 
+interface HeaderMatch {
+  field: "name" | "systemPrompt";
+  snippet: string;
+  highlights: [number, number][];
+}
+
 async function search(id: string, query: string, key?: string) {
-  return api<{ hits: Hit[]; nextCursor: string | null }>(
+  return api<{ hits: Hit[]; header?: HeaderMatch[]; nextCursor: string | null }>(
     "GET",
     `/v1/sessions/${id}/search?${query}`,
     key === undefined ? {} : { key },
@@ -91,6 +97,108 @@ describe("searching a session", () => {
     }
     expect(byId.get("u1")?.snippet).toBe("Please deploy the zeppelin service to staging");
     expect(byId.get("u1")?.highlights).toEqual([[18, 26]]);
+  });
+
+  it("finds the session's name and system prompt however they were set, as the tenant's search finds its name", async () => {
+    const word = (stem: string) => `${stem}${crypto.randomUUID().slice(0, 8)}`;
+    const narwhal = word("narwhal");
+    const cartographer = word("cartographer");
+    const octopus = word("octopus");
+    const glacier = word("glacier");
+    const prompt = `You chart fjords as a ${cartographer}`;
+    const id = await createSession({ body: { name: `${narwhal} expedition`, systemPrompt: prompt } });
+    const answer = async (text: string, extra = "") => (await search(id, q(text, extra))).body;
+    const found = async (text: string) => (await tenantSearch(text)).body.results.map((r) => r.session.id);
+    expect(await answer(narwhal)).toEqual({
+      hits: [],
+      header: [{ field: "name", snippet: `${narwhal} expedition`, highlights: [[0, narwhal.length]] }],
+      nextCursor: null,
+    });
+    expect((await answer(cartographer, "&order=rank")).header).toEqual([
+      { field: "systemPrompt", snippet: prompt, highlights: [[22, prompt.length]] },
+    ]);
+    expect((await answer(`${narwhal} OR ${cartographer}`)).header?.map((m) => m.field)).toEqual([
+      "name",
+      "systemPrompt",
+    ]);
+    await eventually(async () => expect(await found(narwhal)).toEqual([id]));
+    // Entries are the hits, paged; the header comes with the first page only.
+    const entries = [1, 2, 3].map((n) => ({ id: `u${n}`, ...userMessage(`${narwhal} sighted ${n}`) }));
+    await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } });
+    const first = await answer(narwhal, "&limit=2");
+    expect(first.hits.map((h) => h.entryId)).toEqual(["u3", "u2"]);
+    expect(first.header?.map((m) => m.field)).toEqual(["name"]);
+    const second = await answer(narwhal, `&limit=2&cursor=${first.nextCursor}`);
+    expect(second).toEqual({ hits: [expect.objectContaining({ entryId: "u1" })], nextCursor: null });
+
+    // Renamed: the new name is found (its session_info entry), the one given at creation no more.
+    expect((await api("PATCH", `/v1/sessions/${id}`, { body: { name: `${octopus} garden` } })).status).toBe(
+      200,
+    );
+    const renamed = await answer(octopus);
+    expect(renamed.hits.map((h) => h.type)).toEqual(["session_info"]);
+    expect(renamed).not.toHaveProperty("header");
+    expect(await answer("expedition")).toEqual({ hits: [], nextCursor: null });
+    await eventually(async () => expect(await found(octopus)).toEqual([id]));
+    expect(await found("expedition")).not.toContain(id);
+
+    // A new system prompt replaces the old one; none leaves nothing to find.
+    const patched = await api("PATCH", `/v1/sessions/${id}`, {
+      body: { systemPrompt: `Map the ${glacier}` },
+    });
+    expect(patched.status).toBe(200);
+    expect((await answer(glacier)).header?.map((m) => m.field)).toEqual(["systemPrompt"]);
+    expect(await answer(cartographer)).toEqual({ hits: [], nextCursor: null });
+    expect((await api("PATCH", `/v1/sessions/${id}`, { body: { systemPrompt: null } })).status).toBe(200);
+    expect(await answer(glacier)).toEqual({ hits: [], nextCursor: null });
+  });
+
+  it("finds the name and system prompt an import or a fork brings, and those of a session stored before they were text", async () => {
+    const id = await createSession({ body: { name: "Aurora survey", systemPrompt: "You count penguins" } });
+    await api("POST", `/v1/sessions/${id}/entries`, { body: { id: "u1", ...userMessage("first light") } });
+    /** What matches: hits by entry id, then the header's fields. */
+    const matched = async (session: string, text: string) => {
+      const { body } = await search(session, q(text));
+      return [...body.hits.map((h) => h.entryId), ...(body.header ?? []).map((m) => m.field)];
+    };
+    const fork = await api("POST", `/v1/sessions/${id}/fork`, { body: { entryId: "u1" } });
+    expect(fork.status).toBe(201);
+    expect(await matched(fork.body.id, "aurora")).toEqual(["name"]);
+    expect(await matched(fork.body.id, "penguins")).toEqual(["systemPrompt"]);
+    // Named by an entry of its path: that name is the fork's, found as the entry.
+    const rename = await api("PATCH", `/v1/sessions/${id}`, { body: { name: "Borealis survey" } });
+    expect(rename.status).toBe(200);
+    const named = await api("POST", `/v1/sessions/${id}/fork`, { body: { entryId: rename.body.leafId } });
+    expect(named.status).toBe(201);
+    expect(await matched(named.body.id, "borealis")).toEqual([rename.body.leafId]);
+    expect(await matched(named.body.id, "aurora")).toEqual([]);
+    const exported = await api("GET", `/v1/sessions/${id}/export`);
+    expect(exported.status).toBe(200);
+    const copy = sid("imported");
+    const imported = await api("POST", `/v1/sessions/import?id=${copy}`, {
+      raw: exported.text,
+      headers: { "Content-Type": "application/x-ndjson" },
+    });
+    expect(imported.status).toBe(201);
+    expect(await matched(copy, "penguins")).toEqual(["systemPrompt"]);
+    expect(await matched(copy, "aurora")).toEqual([]);
+
+    // As objects of the release before stored them: the header's rows missing, the schema then.
+    const asBefore = async (session: string) => {
+      const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", session));
+      await evictDurableObject(stub);
+      await runInDurableObject(stub, (_instance, state) => {
+        state.storage.sql.exec("DELETE FROM entry_text WHERE rowid <= 0");
+        state.storage.sql.exec("DELETE FROM schema_version WHERE version > 9");
+      });
+      await evictDurableObject(stub);
+    };
+    await asBefore(fork.body.id);
+    expect(await matched(fork.body.id, "aurora")).toEqual(["name"]);
+    expect(await matched(fork.body.id, "penguins")).toEqual(["systemPrompt"]);
+    await asBefore(id);
+    expect(await matched(id, "aurora")).toEqual([]);
+    expect(await matched(id, "penguins")).toEqual(["systemPrompt"]);
   });
 
   it("searches the model's thinking only when asked", async () => {
@@ -851,7 +959,7 @@ describe("searching the tenant", () => {
       raw: `${lines.map((line) => JSON.stringify(line)).join("\n")}\n`,
       headers: { "Content-Type": "application/x-ndjson" },
     });
-    expect(imported.status, imported.text).toBe(201);
+    expect(imported.status).toBe(201);
     await eventually(async () => {
       expect((await tenantSearch("quetzal")).body.results.map((r) => r.session.id)).toEqual([id]);
     });

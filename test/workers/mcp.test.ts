@@ -248,6 +248,29 @@ describe("MCP server", () => {
     await client.close();
   });
 
+  it("leads the matches of a query with the session's name or system prompt when they match", async () => {
+    const id = await createSession({
+      body: { name: "Lighthouse log", systemPrompt: "You keep the lighthouse lamp" },
+    });
+    await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("the lighthouse went dark") });
+    const client = await connect(KEY_A);
+    const matched = await call(client, "read_entries", { sessionId: id, query: "lighthouse" });
+    expect(matched.isError, matched.text).toBeFalsy();
+    const parts = matched.text.split("\n\n");
+    expect(parts.slice(0, 2)).toEqual([
+      "match in the session's name: Lighthouse log",
+      "match in the session's system prompt: You keep the lighthouse lamp",
+    ]);
+    expect(matched.text).toContain("user: the lighthouse went dark");
+    const { header, matches } = matched.structuredContent as {
+      header: { field: string }[];
+      matches: unknown[];
+    };
+    expect(header.map((m) => m.field)).toEqual(["name", "systemPrompt"]);
+    expect(matches).toHaveLength(1);
+    await client.close();
+  });
+
   it("cuts a long name or label in an entry's line as it cuts a message, naming what is left out", async () => {
     const id = await createSession();
     const long = "n".repeat(10_000);

@@ -1,4 +1,5 @@
 import { SessionError } from "../../core/errors";
+import { MAX_INDEXED_CHARS } from "../../core/search-text";
 import type { DurableEnv } from "../env";
 import { numberSetting } from "../settings";
 import type { Sql } from "../sql";
@@ -170,6 +171,17 @@ const MIGRATIONS = [
       WHERE last_model IS NULL OR last_model NOT IN (SELECT seq FROM unset)
     )
   UPDATE entries SET last_model = setter.last_model FROM setter WHERE entries.last_model = setter.unset_seq
+  `,
+  // The header's name (while no session_info entry has named the session) and system prompt are
+  // text, in rows of their own (search-index.ts, core's `headerSearchText`): a session stored
+  // before has them indexed, cut and cleaned as text is.
+  `
+  INSERT OR REPLACE INTO entry_text (rowid, text, thinking)
+    SELECT 0, replace(replace(substr(header->>'name', 1, ${MAX_INDEXED_CHARS}), char(1), ' '), char(2), ' '), ''
+    FROM session WHERE trim(coalesce(header->>'name', '')) != '' AND stats->'entryName' IS NULL;
+  INSERT OR REPLACE INTO entry_text (rowid, text, thinking)
+    SELECT -1, replace(replace(substr(header->>'systemPrompt', 1, ${MAX_INDEXED_CHARS}), char(1), ' '), char(2), ' '), ''
+    FROM session WHERE trim(coalesce(header->>'systemPrompt', '')) != ''
   `,
 ];
 

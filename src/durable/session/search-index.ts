@@ -1,9 +1,17 @@
 import type { PlannedWrite } from "../../core/append";
 import type { SessionEntry } from "../../core/entries";
-import type { SearchCursor, SearchHit, SessionSearchOptions, SessionSearchPage } from "../../core/search";
+import type { SessionStats } from "../../core/info";
+import type {
+  HeaderMatch,
+  SearchCursor,
+  SearchHit,
+  SessionSearchOptions,
+  SessionSearchPage,
+} from "../../core/search";
 import { DEFAULT_SEARCH_HITS, decodeSearchCursor, encodeSearchCursor } from "../../core/search";
 import { ftsQuery } from "../../core/search-query";
-import { entrySearchText, readSnippet } from "../../core/search-text";
+import { entrySearchText, headerSearchText, readSnippet } from "../../core/search-text";
+import type { SessionHeader } from "../../core/session-schemas";
 import type { Sql } from "../sql";
 import { jsonRuns, matchRows } from "../sql";
 import type { SearchDigest } from "../types";
@@ -15,8 +23,9 @@ import type { PathReads } from "./path-reads";
  * the same transaction as the entries (a large batch: right after, and a search indexes what is
  * pending, for a bounded time, before it looks), so what an append wrote is found as soon as it
  * is answered, and a rolled-back write leaves nothing behind. Deleting the session's storage drops
- * it with the rest. It also gives the tenant's directory a bounded digest of the session's text to
- * search.
+ * it with the rest. The header's name and system prompt have rows of their own, below every seq
+ * (`HEADER_ROWS`), written with the header and matched apart from the entries. It also gives the
+ * tenant's directory a bounded digest of the session's text to search.
  */
 
 /** Rows one multi-row INSERT writes. */
@@ -44,6 +53,12 @@ const DIGEST_TAIL_CHARS = 6000;
 /** Entry types whose text is conversation (labels and names reach the directory apart). */
 const DIGEST_TYPES = ["message", "custom_message", "custom", "compaction", "branch_summary"];
 
+/**
+ * The rows that hold the header's text, below every entry's seq (seqs start at 1): a search of the
+ * entries reads rows above 0 only.
+ */
+const HEADER_ROWS = { name: 0, systemPrompt: -1 } as const satisfies Record<HeaderMatch["field"], number>;
+
 /** The row of a hit's entry: what a hit tells of it, and where it lies. */
 type HitEntry = { seq: number; id: string; type: string; role: string | null; depth: number | null };
 
@@ -65,11 +80,30 @@ export class SearchIndex {
    * while indexing is pending anyway, adds them to what is pending (which stays one range of seqs).
    */
   index(writes: readonly PlannedWrite[]): void {
+    // The session's name is the entry's from now on (core's `sessionInfo`), found as that entry.
+    if (writes.some((write) => write.entry.type === "session_info"))
+      this.#writeHeaderRow(HEADER_ROWS.name, "");
     const first = writes[0]?.entry.seq;
     const last = writes[writes.length - 1]?.entry.seq;
     if (first === undefined || last === undefined) return;
     if (this.backfillPending || writes.length > INLINE_ENTRIES) this.markPending(first, last);
     else this.#insert(writes.map((write) => write.entry));
+  }
+
+  /**
+   * Indexes the header's name (while no `session_info` entry has named the session) and system
+   * prompt, in place of what their rows held (inside the caller's transaction).
+   */
+  indexHeader(header: SessionHeader, stats: SessionStats): void {
+    const text = headerSearchText(header, stats.entryName !== undefined);
+    this.#writeHeaderRow(HEADER_ROWS.name, text.name);
+    this.#writeHeaderRow(HEADER_ROWS.systemPrompt, text.systemPrompt);
+  }
+
+  /** One of `HEADER_ROWS`, holding `text` (none when blank). */
+  #writeHeaderRow(row: number, text: string): void {
+    this.#sql`DELETE FROM entry_text WHERE rowid = CAST(${row} AS INTEGER)`;
+    if (text) this.#sql`INSERT INTO entry_text (rowid, text, thinking) VALUES (${row}, ${text}, '')`;
   }
 
   /** Adds the seqs `first` to `last`, just written, to what is to be indexed (one range of seqs). */
@@ -112,7 +146,23 @@ export class SearchIndex {
     const match = ftsQuery(options.q, options.thinking ? undefined : ["text"]);
     const cursor = options.cursor ? decodeSearchCursor(options.cursor, order) : undefined;
     const page = order === "rank" ? this.#byRank(match, limit, cursor) : this.#newest(match, limit, cursor);
-    return { hits: this.#hits(match, page.seqs, leafId), nextCursor: page.nextCursor };
+    const hits = this.#hits(match, page.seqs, leafId);
+    const header = cursor ? [] : this.#headerMatches(match);
+    return { hits, ...(header.length > 0 ? { header } : {}), nextCursor: page.nextCursor };
+  }
+
+  /** The header's name and system prompt, those that match, in that order. */
+  #headerMatches(match: string): HeaderMatch[] {
+    const matches: HeaderMatch[] = [];
+    for (const row of matchRows(
+      () => this.#sql<{ row: number; text: string }>`
+        SELECT rowid AS row, snippet(entry_text, 0, char(1), char(2), '…', ${SNIPPET_WORDS}) AS text
+        FROM entry_text WHERE entry_text MATCH ${match} AND rowid <= 0 ORDER BY rowid DESC`,
+    )) {
+      const field = row.row === HEADER_ROWS.name ? "name" : "systemPrompt";
+      matches.push({ field, ...readSnippet(row.text) });
+    }
+    return matches;
   }
 
   /** A page of hits newest first, below the last hit of the page before. */
@@ -124,7 +174,8 @@ export class SearchIndex {
     const before = cursor && "before" in cursor ? cursor.before : Number.MAX_SAFE_INTEGER;
     const seqs = matchRows(
       () => this.#sql<{ seq: number }>`SELECT rowid AS seq FROM entry_text
-        WHERE entry_text MATCH ${match} AND rowid < ${before} ORDER BY rowid DESC LIMIT ${limit + 1}`,
+        WHERE entry_text MATCH ${match} AND rowid > 0 AND rowid < ${before}
+        ORDER BY rowid DESC LIMIT ${limit + 1}`,
     ).map((row) => row.seq);
     const last = seqs.length > limit ? seqs[limit - 1] : undefined;
     return {
@@ -158,7 +209,7 @@ export class SearchIndex {
             (SELECT rank FROM entry_text WHERE entry_text MATCH ${match} AND rowid = CAST(${seq} AS INTEGER)),
               ${score}) AS score)
           SELECT rowid AS seq, rank AS score FROM entry_text, anchor
-          WHERE entry_text MATCH ${match} AND rowid <= ${upTo}
+          WHERE entry_text MATCH ${match} AND rowid > 0 AND rowid <= ${upTo}
             AND (+rank > anchor.score OR (+rank = anchor.score AND rowid < ${seq}))
           ORDER BY rank, rowid DESC LIMIT ${limit + 1}`,
       );
@@ -167,7 +218,7 @@ export class SearchIndex {
       const offset = cursor && "offset" in cursor ? cursor.offset : 0;
       rows = matchRows(
         () => this.#sql<Ranked>`SELECT rowid AS seq, rank AS score FROM entry_text
-          WHERE entry_text MATCH ${match} AND rowid <= ${upTo}
+          WHERE entry_text MATCH ${match} AND rowid > 0 AND rowid <= ${upTo}
           ORDER BY rank, rowid DESC LIMIT ${limit + 1} OFFSET ${offset}`,
       );
     }

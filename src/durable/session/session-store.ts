@@ -21,6 +21,7 @@ export class SessionStore {
   readonly #row: SessionRow;
   readonly #head = new HeadContext();
   readonly #history: LeafHistory;
+  readonly #search: SearchIndex;
   /** In a fork still copying its path, where the copy stands (entry-rows.ts). */
   readonly copy: CopyState;
   readonly reads: SessionReads;
@@ -36,6 +37,7 @@ export class SessionStore {
     const row = new SessionRow(storage.sql, sql, rows);
     this.#row = row;
     this.#history = history;
+    this.#search = search;
     this.copy = new CopyState(sql);
     const parts = { storage, sql, row, rows, paths, search, history, head: this.#head, copy: this.copy };
     this.reads = new SessionReads(parts);
@@ -65,6 +67,7 @@ export class SessionStore {
 
   init(tenant: string, incarnation: string, header: SessionHeader): SessionInfo {
     this.#row.create(tenant, incarnation, header);
+    this.#search.indexHeader(header, this.state.stats);
     this.#history.record(0, null);
     return this.info();
   }

@@ -69,6 +69,7 @@ export class SessionWrites {
       state.header = header;
       state.stats.updatedAt = nowIso();
       sql`UPDATE session SET header = ${JSON.stringify(header)}`;
+      this.#parts.search.indexHeader(header, state.stats);
     });
     return header;
   }
@@ -325,6 +326,8 @@ export class SessionWrites {
       if (figures.preview !== undefined) state.stats.preview = figures.preview;
       if (figures.entryName) state.stats.entryName = figures.entryName;
       state.stats.updatedAt = nowIso();
+      // A name an entry of the path gives is the fork's, not the one its header was given.
+      this.#parts.search.indexHeader(state.header, state.stats);
     });
   }
 

@@ -19,7 +19,14 @@ import type { AppEnv } from "../env";
 import { repo, sessionObject } from "../route-kit";
 import { type AnswerBudget, type AroundPart, aroundPart } from "./around-part";
 import { MAX_ENTRIES_CHARS, MAX_ENTRY_CHARS } from "./entry-places";
-import { hitLine, MAX_MESSAGE_CHARS, searchResultLine, sessionLine, shownLine } from "./render";
+import {
+  headerMatchLine,
+  hitLine,
+  MAX_MESSAGE_CHARS,
+  searchResultLine,
+  sessionLine,
+  shownLine,
+} from "./render";
 import { sessionSummary } from "./session-summary";
 import { answer, fittingCount, MAX_PAGE_CHARS, registerTool } from "./tool-kit";
 
@@ -176,7 +183,7 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
     {
       title: "Read entries around a match",
       description:
-        "Use to see a match in its place: with query, the session's entries that match it (best first), each with the entries written just before and after it; with entryId, the entries around that entry. Each line is led by its entry id, to fork or label at. Entries come whole in structuredContent, but for a large one (its id, seq, type and size only). An answer holds what fits: the entries it leaves out are named by a line giving the read_entries call that shows them. More matches: pass nextCursor.",
+        "Use to see a match in its place: with query, the session's entries that match it (best first), each with the entries written just before and after it, led on the first page by the session's name or system prompt when they match; with entryId, the entries around that entry. Each line is led by its entry id, to fork or label at. Entries come whole in structuredContent, but for a large one (its id, seq, type and size only). An answer holds what fits: the entries it leaves out are named by a line giving the read_entries call that shows them. More matches: pass nextCursor.",
       input: {
         sessionId: Id.describe("the session's id"),
         query: SearchQueryText.optional().describe(
@@ -236,16 +243,21 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
       const budget: AnswerBudget = {
         text:
           MAX_PAGE_CHARS -
-          [...page.hits.map(lineOnly), ...closing].reduce((sum, block) => sum + block.length + 2, 0),
+          [...(page.header ?? []).map(headerMatchLine), ...page.hits.map(lineOnly), ...closing].reduce(
+            (sum, block) => sum + block.length + 2,
+            0,
+          ),
         structured:
           MAX_ENTRIES_CHARS -
           JSON.stringify({
             matches: page.hits.map((hit) => ({ hit, entries: [] })),
+            header: page.header,
             nextCursor: page.nextCursor,
           }).length,
       };
       const matches: { hit: SearchHit; entries: AroundPart["entries"] }[] = [];
-      const text: string[] = [];
+      // The session's name and system prompt, when they match (the first page only), lead.
+      const text = (page.header ?? []).map(headerMatchLine);
       let full = false;
       for (const hit of page.hits) {
         // A match shown with its entries takes no line saying it is not.
@@ -265,7 +277,11 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
         matches.push({ hit, entries: part.entries });
         text.push([hitLine(hit), ...part.lines].join("\n"));
       }
-      return answer([...text, ...closing].join("\n\n"), { matches, nextCursor: page.nextCursor });
+      return answer([...text, ...closing].join("\n\n"), {
+        matches,
+        ...(page.header ? { header: page.header } : {}),
+        nextCursor: page.nextCursor,
+      });
     },
   );
 }

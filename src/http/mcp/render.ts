@@ -1,5 +1,5 @@
 import type { TextLine } from "../../core/entry-text";
-import type { SearchHit, TenantSearchResult } from "../../core/search";
+import type { HeaderMatch, SearchHit, TenantSearchResult } from "../../core/search";
 import type { SessionInfo } from "../../core/session-schemas";
 import { MAX_ENTRY_CHARS } from "./entry-places";
 import { shortName } from "./session-summary";
@@ -50,6 +50,10 @@ export function searchResultLine(result: {
 }): string {
   const matches = result.matches.map((match) => `  ${match.field}: ${oneLine(match.snippet)}`).join("\n");
   return `${sessionLine(result.session)}\n${matches}`;
+}
+
+export function headerMatchLine(match: HeaderMatch): string {
+  return `match in the session's ${match.field === "name" ? "name" : "system prompt"}: ${oneLine(match.snippet)}`;
 }
 
 export function hitLine(hit: SearchHit): string {

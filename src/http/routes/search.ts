@@ -14,7 +14,7 @@ export const searchRoutes = routes()
       path: "/v1/sessions/{sid}/search",
       operationId: "searchSession",
       summary: "Search the entries of a session",
-      description: `Over message text (user, assistant, tool results, system prompts), summaries, custom messages, the text a context edit puts in place of a message (the edited message keeps its own, and a hit on it names the edit in editedBy when the current branch edits it), labels and names; the model's thinking with thinking=true. Indexed as entries are written. ${QUERY_SYNTAX}`,
+      description: `Over message text (user, assistant, tool results, system messages), summaries, custom messages, the text a context edit puts in place of a message (the edited message keeps its own, and a hit on it names the edit in editedBy when the current branch edits it), labels and the names session_info entries give; the model's thinking with thinking=true. The session's own name (while no session_info entry has named it) and system prompt, when they match, come apart in header, on the first page. Indexed as entries are written. ${QUERY_SYNTAX}`,
       request: { params: SessionIdParam, query: SessionSearchQuery },
       responses: { 200: json(SessionSearchPage, "hits, newest first or by rank"), ...errors },
     }),

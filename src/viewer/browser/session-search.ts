@@ -1,4 +1,4 @@
-import type { SearchHit } from "../../core/search";
+import type { HeaderMatch, SearchHit } from "../../core/search";
 import { act } from "./act";
 import { session } from "./api";
 import { h } from "./dom";
@@ -7,8 +7,9 @@ import { els } from "./page-elements";
 import { view } from "./view-state";
 
 /*
- * The search box of the open session: its entries matching a query, newest first, each a button
- * that selects the entry in the tree (opening the run it sits in). Snippets reach the page as
+ * The search box of the open session: its name or system prompt when they match a query, then its
+ * entries matching it, newest first, each a button that selects the entry in the tree (opening
+ * the run it sits in). Snippets reach the page as
  * text, their matches as <mark> elements around text: nothing a session holds becomes markup.
  */
 
@@ -21,7 +22,7 @@ const search = {
 };
 
 /** A snippet as text nodes, its matches in <mark>. */
-function snippetNodes(hit: SearchHit): Node[] {
+function snippetNodes(hit: Pick<SearchHit, "snippet" | "highlights">): Node[] {
   const nodes: Node[] = [];
   let at = 0;
   for (const [start, end] of hit.highlights) {
@@ -31,6 +32,14 @@ function snippetNodes(hit: SearchHit): Node[] {
   }
   if (at < hit.snippet.length) nodes.push(document.createTextNode(hit.snippet.slice(at)));
   return nodes;
+}
+
+/** A match in the session's name or system prompt: no entry to select. */
+function headerItem(match: HeaderMatch): HTMLLIElement {
+  const kind = match.field === "name" ? "session name" : "system prompt";
+  return h("li", {}, [
+    h("div", { class: "search-hit" }, [h("span", { class: "hit-kind", text: kind }), ...snippetNodes(match)]),
+  ]);
 }
 
 function hitItem(hit: SearchHit): HTMLLIElement {
@@ -65,7 +74,7 @@ async function run(more: boolean): Promise<void> {
   });
   if (sessionId !== view.sessionId) return;
   if (!more) els.searchResults.replaceChildren();
-  els.searchResults.append(...page.hits.map(hitItem));
+  els.searchResults.append(...(page.header ?? []).map(headerItem), ...page.hits.map(hitItem));
   search.nextCursor = page.nextCursor;
   const shown = els.searchResults.childElementCount;
   els.searchStatus.textContent =

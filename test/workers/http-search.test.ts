@@ -201,6 +201,27 @@ describe("searching a session", () => {
     expect(await matched(id, "penguins")).toEqual(["systemPrompt"]);
   });
 
+  it("finds text written without spaces between words by its whole run, or its start with *", async () => {
+    const id = await createSession();
+    const texts = ["東京都に住んでいます。毎日電車で通勤します", "ฉันชอบกินข้าวผัดมาก", "서울에 살아요"];
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { entries: texts.map((text, i) => ({ id: `m${i}`, ...userMessage(text) })) },
+    });
+    const ids = async (text: string) => (await search(id, q(text))).body.hits.map((h) => h.entryId);
+    // A run of letters up to a space or punctuation is one word (docs/search.md, "The query").
+    for (const found of ["東京都に住んでいます", "毎日電車で通勤します", "東京*", "毎日*"]) {
+      expect(await ids(found), found).toEqual(["m0"]);
+    }
+    for (const missed of ["東京", "住んでいます", '"東京都"', "ข้าว", "서울"]) {
+      expect(await ids(missed), missed).toEqual([]);
+    }
+    expect(await ids("ฉัน*")).toEqual(["m1"]);
+    expect(await ids("서울*")).toEqual(["m2"]);
+    expect(await ids("서울에")).toEqual(["m2"]);
+    const marked = (await search(id, q("東京*"))).body.hits[0];
+    expect(marked?.highlights).toEqual([[0, "東京都に住んでいます".length]]);
+  });
+
   it("searches the model's thinking only when asked", async () => {
     const id = await createSession();
     await api("POST", `/v1/sessions/${id}/entries`, {

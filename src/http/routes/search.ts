@@ -4,7 +4,7 @@ import { errors, json, repo, routes, sessionObject } from "../route-kit";
 import { SessionIdParam, SessionSearchQuery } from "../schemas";
 
 const QUERY_SYNTAX =
-  'Words are all required and matched after stemming ("deploying" finds "deployed"); "a phrase" in quotes, prefix* for words starting so, a OR b for either, -word to leave out. Any text is a valid query: characters that are not letters or digits separate words. A query with no word to find is 400.';
+  'Words are all required and matched after stemming ("deploying" finds "deployed"); "a phrase" in quotes, prefix* for words starting so, a OR b for either, -word to leave out. Any text is a valid query: characters that are not letters or digits separate words. Text written without spaces between words (Chinese, Japanese, Thai) is one word up to a space or punctuation: search its start with prefix*. A query with no word to find is 400.';
 
 /** Full-text search: the entries of one session, and the sessions of the tenant. */
 export const searchRoutes = routes()

@@ -142,6 +142,43 @@ describe("session directory", () => {
     );
   });
 
+  it("keeps a session that reported while its retention sweep heard it was gone", async () => {
+    const directory = env.DIRECTORY.getByName(`dir-${sid()}`);
+    await directory.setRetention({ idleDays: 5 }, `tenant-${sid()}`, 0);
+    // The sweep a retention starts at once has run: the next is an interval away.
+    await vi.waitFor(
+      async () => {
+        const next = await runInDurableObject(directory, (_instance, state) => state.storage.getAlarm());
+        expect(next).toBeGreaterThan(Date.now() + 30 * 60 * 1000);
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+    // Idle rows of sessions whose objects hold none: the sweep hears "missing" of each.
+    const [created, restored] = [sid(), sid()];
+    const long = "2026-01-01T00:00:01.000Z";
+    await directory.put({ info: fakeInfo(created, long, 1), incarnation: "before", version: 1 });
+    await directory.put({ info: fakeInfo(restored, long, 1), incarnation: "same", version: 1 });
+    const now = new Date().toISOString();
+    await runInDurableObject(directory, async (instance) => {
+      const sweeping = instance.sweep(Date.now());
+      // While it waits for their answers, the id is created again, and the other session restored.
+      await instance.put({ info: fakeInfo(created, now, 2), incarnation: "after", version: 1 });
+      await instance.put({ info: fakeInfo(restored, now, 3), incarnation: "same", version: 2 });
+      expect(await sweeping).toBe(0);
+    });
+    const page = await list(directory, {});
+    expect(page.sessions.map((s) => [s.id, s.entryCount]).sort()).toEqual(
+      [
+        [created, 2],
+        [restored, 3],
+      ].sort(),
+    );
+    // Unchanged since the sweep read it, a row whose session is gone is dropped.
+    await directory.put({ info: fakeInfo(created, long, 4), incarnation: "later", version: 1 });
+    await runInDurableObject(directory, (instance) => instance.sweep(Date.now()));
+    expect((await list(directory, {})).sessions.map((s) => s.id)).toEqual([restored]);
+  });
+
   it("keeps its retention sweep going when a sweep fails", async () => {
     const directory = env.DIRECTORY.getByName(`dir-${sid()}`);
     // Its storage fails the sweep's first read, once.

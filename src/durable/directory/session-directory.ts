@@ -212,9 +212,14 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     return capture(() => this.#events.open());
   }
 
-  #drop(id: string): void {
-    const row = this.#sql<{ rowid: number }>`SELECT rowid FROM sessions WHERE id = ${id}`.toArray()[0];
-    if (!row) return;
+  /**
+   * Drops the session's row; with `read`, only while the row is as it was read then: a report that
+   * came meanwhile (the id created again, the session restored) lists a session that is there.
+   */
+  #drop(id: string, read?: { incarnation: string; version: number }): void {
+    const row = this.#sql<{ rowid: number; incarnation: string; version: number }>`
+      SELECT rowid, incarnation, version FROM sessions WHERE id = ${id}`.toArray()[0];
+    if (!row || (read && (row.incarnation !== read.incarnation || row.version !== read.version))) return;
     this.#sql`DELETE FROM session_text WHERE rowid = ${row.rowid}`;
     this.#sql`DELETE FROM sessions WHERE rowid = ${row.rowid}`;
     this.#events.unlisted(id);
@@ -488,23 +493,26 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     const idleDays = identity?.idleDays;
     if (!identity || idleDays == null) return 0;
     const idleBefore = new Date(now - idleDays * DAY_MS).toISOString();
-    const idle = this.#sql<{ id: string }>`
-      SELECT id FROM sessions WHERE updated_at < ${idleBefore} ORDER BY updated_at LIMIT ${SWEEP_BATCH}`
-      .toArray()
-      .map((row) => row.id);
+    const idle = new Map(
+      this.#sql<{ id: string; incarnation: string; version: number }>`
+        SELECT id, incarnation, version FROM sessions WHERE updated_at < ${idleBefore}
+        ORDER BY updated_at LIMIT ${SWEEP_BATCH}`
+        .toArray()
+        .map(({ id, incarnation, version }) => [id, { incarnation, version }]),
+    );
     const expired = await expireEach(
-      idle,
+      [...idle.keys()],
       (id) =>
         objectCalls(this.#placed.SESSIONS.getByName(sessionObjectName(identity.tenant, id))).expireIdle(
           idleBefore,
         ),
-      // A row whose session is gone would be asked forever.
-      (id) => this.#drop(id),
+      // A row whose session is gone would be asked forever; one reported again meanwhile stays.
+      (id) => this.#drop(id, idle.get(id)),
       (id, error) => this.#logFailure("retention", error, id),
     );
     const streams = await this.#sweepStreams(identity.tenant, now - idleDays * DAY_MS);
     this.#streams.prune(now);
-    const more = (idle.length === SWEEP_BATCH && expired > 0) || streams.more;
+    const more = (idle.size === SWEEP_BATCH && expired > 0) || streams.more;
     this.#sweepDue = now + (more ? 1000 : SWEEP_INTERVAL_MS);
     await this.#alarm.arm();
     return expired + streams.expired;

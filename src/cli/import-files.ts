@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { join, sep } from "node:path";
 import type { RemoteRepo } from "../client";
 import { SessionError } from "../core/errors";
 import { detectFormat, holdsNoConversation, parseImport } from "../core/import-formats";
@@ -24,10 +24,13 @@ export function sessionFiles(path: string): string[] {
   if (!statSync(path).isDirectory()) return [path];
   const files: string[] = [];
   // The folders in the order they are found, shallowest first, each once by its real path: a
-  // link back up the tree, or to a folder found already, is passed over, so links neither repeat
-  // files nor make the walk endless.
+  // link back up the tree (to the folder given or one that holds it), or to a folder found
+  // already, is passed over, so links neither repeat files, nor make the walk endless, nor lead it
+  // out of the folder given.
   const folders = [path];
-  const found = new Set([realpathSync(path)]);
+  const root = realpathSync(path);
+  const found = new Set([root]);
+  const holdsRoot = (folder: string) => root.startsWith(folder.endsWith(sep) ? folder : `${folder}${sep}`);
   for (let next = 0; next < folders.length; next++) {
     const dir = folders[next] as string;
     let names: string[];
@@ -48,7 +51,7 @@ export function sessionFiles(path: string): string[] {
       }
       if (folder === undefined) {
         if (name.endsWith(".jsonl") || name.endsWith(".ndjson")) files.push(full);
-      } else if (!found.has(folder)) {
+      } else if (!found.has(folder) && !holdsRoot(folder)) {
         found.add(folder);
         folders.push(full);
       }

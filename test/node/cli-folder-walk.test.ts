@@ -70,6 +70,13 @@ describe("a folder whose links lead back up the tree", () => {
     expect((report as { failed: unknown[] }).failed).toHaveLength(1);
   }, 30_000);
 
+  it("does not leave the folder given by a link to a folder that holds it", () => {
+    const outer = folderWith({});
+    writeFileSync(join(outer, "b", "beside.jsonl"), "not in the folder given\n");
+    symlinkSync("../..", join(outer, "a", "out"), "dir");
+    expect(sessionFiles(join(outer, "a"))).toEqual([join(outer, "a", "x.jsonl")]);
+  });
+
   it("lists a folder reached by a link and by its own path once, by the path found first", () => {
     const dir = folderWith({ "b/link": "../a" });
     expect(sessionFiles(dir)).toEqual([join(dir, "a", "x.jsonl")]);

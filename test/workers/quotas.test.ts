@@ -684,12 +684,22 @@ describe("the quota ledger", () => {
 
   it("refuses a claim its holder sent before its release that arrives after it, and takes the next", async () => {
     try {
-      const { tenant, ledger } = ledgerOf({ maxSessions: 2, maxTenantBytes: 100_000 });
+      const { tenant, ledger, setQuotas } = ledgerOf({ maxSessions: 2, maxTenantBytes: 100_000 });
       const claimAt = (sessionId: string, at: number, newSession = false) =>
         ledger.claimQuota(tenant, { sessionId, holds: 0, wants: 100, newSession, seq: at }) as Promise<
           Result<number>
         >;
       expect((await claimAt("a", ++seq, true)).ok).toBe(true);
+      // "a" is listed (its shard has not heard of its deletion yet).
+      const at = "2026-01-01T00:00:00.000Z";
+      const info = { id: "a", metadata: {}, createdAt: at, updatedAt: at, leafId: null, entryCount: 0 };
+      await ledger.put({
+        info: { ...info, messageCount: 0, bytes: 0 },
+        incarnation: "i",
+        version: 1,
+        tenant,
+        shard: 0,
+      });
       // A write of "a" asks for room (sent at `late`), then "a" is deleted: the release comes first.
       const late = ++seq;
       await ledger.releaseQuota(tenant, "a", ++seq);
@@ -697,6 +707,10 @@ describe("the quota ledger", () => {
       expect(!refused.ok && refused.error.code).toBe("not_found");
       const { kept } = await totalsOf(ledger);
       expect(kept).toEqual({ claims: 0, streams: 0, bytes: 0 });
+      // Seeded again from the shards, which still list "a": the late claim is refused all the same.
+      setQuotas({ maxSessions: 2, maxTenantBytes: 200_000 });
+      const reseeded = await claimAt("a", late);
+      expect(!reseeded.ok && reseeded.error.code).toBe("not_found");
       // Restored, or created again under its id, "a" asks after its release: it counts again.
       expect((await claimAt("a", ++seq, true)).ok).toBe(true);
       expect((await claimAt("b", ++seq, true)).ok).toBe(true);

@@ -91,17 +91,12 @@ export class TenantLedger {
   claim(request: ClaimRequest, quotas: Quotas): number {
     const row = this.#row(request.sessionId);
     if (row && request.seq <= row.seq) return row.bytes;
-    if (!row) {
-      const released = this.#releasedAt(request.sessionId);
-      if (released !== undefined && request.seq <= released) {
-        throw new SessionError(
-          "not_found",
-          "session does not exist: it was deleted while its write asked for room",
-        );
-      }
-      if (released !== undefined)
-        this.#sql`DELETE FROM quota_releases WHERE session_id = ${request.sessionId}`;
+    // Released after the holder sent this (a seed since may have listed it again): refused.
+    const released = this.#releasedAt(request.sessionId);
+    if (released !== undefined && request.seq <= released) {
+      throw new SessionError("not_found", "it was deleted while this write asked for room");
     }
+    if (released !== undefined) this.#sql`DELETE FROM quota_releases WHERE session_id = ${request.sessionId}`;
     if (!row && request.newSession)
       this.#checkCount(request.sessionId.startsWith(STREAM_CLAIM_PREFIX), quotas);
     const need = request.holds + request.wants;

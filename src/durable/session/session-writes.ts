@@ -69,7 +69,8 @@ export class SessionWrites {
       state.header = header;
       state.stats.updatedAt = nowIso();
       sql`UPDATE session SET header = ${JSON.stringify(header)}`;
-      this.#parts.search.indexHeader(header, state.stats);
+      // Its system prompt is searched: indexed again when it changes.
+      if (patch.systemPrompt !== undefined) this.#parts.search.indexHeader(header, state.stats);
     });
     return header;
   }

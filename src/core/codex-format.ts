@@ -437,6 +437,9 @@ function summaryItem(item: unknown, summary: string): boolean {
   return only.text === summary || only.text === wrappedSummary(summary);
 }
 
+/** The provider a rollout's `session_meta` stands for when it names none. */
+const CODEX_DEFAULT_PROVIDER = "openai";
+
 /** A Codex CLI rollout as a session: id `codex-<session id>`, one chain, the head its last entry. */
 export function parseCodex(text: string, options: ParseOptions = {}): ImportedSession {
   const { lines, warnings } = readLogLines(text);
@@ -453,7 +456,7 @@ export function parseCodex(text: string, options: ParseOptions = {}): ImportedSe
     meta.timestamp,
     entryTimestamp(values[metaIndex]?.timestamp, new Date(0).toISOString()),
   );
-  const provider = asString(meta.model_provider) ?? "openai";
+  const provider = asString(meta.model_provider) ?? CODEX_DEFAULT_PROVIDER;
 
   const reader = new CodexReader(provider, createdAt, options.linesApart === true);
   for (const [index, line] of lines.entries()) {
@@ -491,4 +494,29 @@ export function parseCodex(text: string, options: ParseOptions = {}): ImportedSe
   };
   const systemPrompt = isRecord(base) ? asString(base.text) : asString(base);
   return agentSession("codex", { id, createdAt, name, systemPrompt }, fields, reader, warnings);
+}
+
+/** The provider a session read from a rollout recorded, or undefined for one not read from a rollout. */
+export function codexProviderOf(metadata: Record<string, unknown> | undefined): string | undefined {
+  const codex = metadata?.codex;
+  if (!isRecord(codex)) return undefined;
+  return asString(codex.modelProvider) ?? CODEX_DEFAULT_PROVIDER;
+}
+
+/**
+ * A parsed rollout as if its `session_meta` named `provider`: every model change and reply the
+ * parser gave the file's provider gets this one. `pull` puts the local Codex's provider in a
+ * rollout so `codex resume` lists it; a sync reads the rollout with the provider the session
+ * stored, so the entries it holds already are the file's again.
+ */
+export function withCodexProvider(file: ImportedSession, provider: string): ImportedSession {
+  const read = codexProviderOf(file.header.metadata);
+  if (read === undefined || read === provider) return file;
+  const entries = file.entries.map((entry): SessionEntry => {
+    if (entry.type === "model_change" && entry.provider === read) return { ...entry, provider };
+    if (entry.type === "message" && entry.message.role === "assistant" && entry.message.provider === read)
+      return { ...entry, message: { ...entry.message, provider } };
+    return entry;
+  });
+  return { ...file, entries };
 }

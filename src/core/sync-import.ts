@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { codexProviderOf, withCodexProvider } from "./codex-format";
 import type { SessionEntry } from "./entries";
 import { isTreeEntry } from "./entries";
 import { SessionError } from "./errors";
@@ -199,14 +200,17 @@ export async function syncImport(
     const created = await writeImport(file, { id }, target.create);
     return { session: new Session(created), status: "created", appended: treeEntries(file.entries) };
   }
-  const rest = file.entries.slice(await storedPrefix(storage, file.entries));
   const session = new Session(storage);
+  // A rollout `pull` gave the local Codex's provider is read with the one the session stored.
+  const provider = codexProviderOf((await session.getHeader()).metadata);
+  const read = provider === undefined ? file : withCodexProvider(file, provider);
+  const rest = read.entries.slice(await storedPrefix(storage, read.entries));
   if (treeEntries(rest) === 0) return { session, status: "unchanged", appended: 0 };
   await target.admit?.(storage, rest);
   // The file's parser checked every entry; the parents of the rest are stored or in the rest. Each
   // batch is atomic, and a sync cut short between batches goes on where it stopped when run again.
   for (const batch of importBatches(rest)) await storage.importEntries(batch, { validated: true });
-  await nameAsFile(storage, file, rest);
-  if ((await storage.getLeafId()) !== file.leafId) await storage.setLeafId(file.leafId);
+  await nameAsFile(storage, read, rest);
+  if ((await storage.getLeafId()) !== read.leafId) await storage.setLeafId(read.leafId);
   return { session, status: "appended", appended: treeEntries(rest) };
 }

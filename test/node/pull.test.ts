@@ -457,6 +457,53 @@ describe("cf-sessions pull", () => {
     }
   });
 
+  it("syncs a pulled Codex rollout back when this machine's Codex runs another provider", async () => {
+    const text = readFileSync(join(import.meta.dirname, "../fixtures/codex/0.135.0-redacted.jsonl"), "utf8");
+    const sourceId = JSON.parse(text.split("\n")[0] as string).payload.id as string;
+    const id = crypto.randomUUID();
+    const files = mkdtempSync(join(home, "codex-provider-back-"));
+    writeFileSync(join(files, `${id}.jsonl`), text.replaceAll(sourceId, id));
+    const errors: string[] = [];
+    const output: Output = {
+      out: () => undefined,
+      write: () => undefined,
+      stream: async () => undefined,
+      err: (line) => errors.push(line),
+      isTTY: false,
+    };
+    const env = { CF_SESSIONS_URL: server.url };
+    expect(await main(["import", files, "--format", "codex", "--progress", "none"], output, env)).toBe(0);
+    const session = await createClient({ baseUrl: server.url }).open(`codex-${id}`);
+    const before = await session.getBranch();
+
+    const codexHome = join(home, "codex-ollama-back");
+    mkdirSync(codexHome, { recursive: true });
+    writeFileSync(join(codexHome, "config.toml"), 'model_provider = "ollama"\n');
+    const project = join(home, "work", "codex-ollama-back");
+    const pulled = await pull([session.id, "--to", "codex", "--project", project], { CODEX_HOME: codexHome });
+    expect(pulled.code, pulled.errors).toBe(0);
+    const written = readFileSync(pulled.answer.path, "utf8");
+    expect(JSON.parse(written.split("\n")[0] as string).payload.model_provider).toBe("ollama");
+    const last = JSON.parse(written.trimEnd().split("\n").at(-1) as string);
+    const asked = "asked with ollama";
+    const added = {
+      timestamp: last.timestamp,
+      type: "response_item",
+      payload: { type: "message", role: "user", content: [{ type: "input_text", text: asked }] },
+    };
+    writeFileSync(pulled.answer.path, `${written}${JSON.stringify(added)}\n`);
+
+    const synced = await main(
+      ["sync", pulled.answer.path, "--format", "codex", "--progress", "none"],
+      output,
+      env,
+    );
+    expect(synced, errors.join("")).toBe(0);
+    const after = await session.getBranch();
+    expect(after.slice(0, before.length)).toEqual(before);
+    expect(JSON.stringify(after.at(-1))).toContain(asked);
+  });
+
   it("refuses to overwrite a pulled file the agent has added to since, unless forced", async () => {
     const id = await writtenOverHttp();
     const project = join(home, "work", "kept");

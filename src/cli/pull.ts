@@ -7,6 +7,7 @@ import { canonicalJson, tryParseJson } from "../core/json";
 import { writeFileAtomically } from "./atomic-file";
 import { sessionFiles } from "./import-files";
 import { fail } from "./output";
+import { isAsPulled, notePulled } from "./pulled-files";
 
 /*
  * `pull`: a session written to the folder where a coding agent looks for the project on this
@@ -194,18 +195,31 @@ function holdsNothingNew(path: string, lines: readonly Line[]): boolean {
   });
 }
 
+/** The name a line gives the session: pi's `session_info`, Claude Code's `custom-title`, Codex's rename. */
+function titleOf(line: Line | undefined): string | undefined {
+  const text = (value: unknown) => (typeof value === "string" ? value : undefined);
+  if (line?.type === "session_info") return text(line.name);
+  if (line?.type === "custom-title") return text(line.customTitle);
+  const payload = line?.payload as Line | undefined;
+  if (line?.type === "event_msg" && payload?.type === "thread_name_updated") return text(payload.thread_name);
+  return undefined;
+}
+
 /**
- * Whether a file's last line is the `session_info` a pi export ends with to give the file the
- * session's name (a name given at creation has no entry of its own): made up afresh by each
- * export, so one pulled before is not the start of the next. One naming the session as the export
- * does now holds nothing the session does not.
+ * Whether a file's last line is the one an export ends with to give the file the session's name
+ * (pi's `session_info` of an id of its own, Claude Code's `custom-title`, Codex's
+ * `thread_name_updated`): written after whatever the session holds, so one pulled before is not
+ * the start of the next. One naming the session as the export does now holds nothing the session
+ * does not.
  */
 function isMadeUpName(text: string | undefined, lines: readonly Line[]): boolean {
   if (text === undefined) return false;
   const line = tryParseJson(text) as Line | undefined;
-  if (line?.type !== "session_info" || lines.some((exported) => exported.id === line.id)) return false;
-  const named = lines.findLast((exported) => exported.type === "session_info");
-  return named !== undefined && named.name === line.name;
+  const name = titleOf(line);
+  if (name === undefined) return false;
+  if (line?.type === "session_info" && lines.some((exported) => exported.id === line.id)) return false;
+  const named = lines.findLast((exported) => titleOf(exported) !== undefined);
+  return named !== undefined && titleOf(named) === name;
 }
 
 /** Writes lines whole or not at all: the agent never reads half a file. */
@@ -229,8 +243,9 @@ export interface Pulled {
  * Writes the session where `agent` looks for the project at `projectDir`. For Claude Code, the
  * transcripts of its subagents imported beside it (`<id>-agent-<agent id>`) go where Claude Code
  * keeps them: `<session uuid>/subagents/agent-<agent id>.jsonl` beside the session's file. A
- * session's file that holds lines the export does not (the agent went on there, unsynced) is left
- * as it is, and nothing is written, unless `force`.
+ * session's file is replaced when it is what the last pull wrote there, or holds nothing the export
+ * does not; one the agent went on in (unsynced) is left as it is, and nothing is written, unless
+ * `force`.
  */
 export async function pullSession(
   client: RemoteRepo,
@@ -243,7 +258,7 @@ export async function pullSession(
   const project = resolve(projectDir);
   const file = placed(agent, await exported(client, id, agent), project, env);
   // The agent appends to the file it resumed: what it wrote there since is not overwritten unasked.
-  if (!options.force && !holdsNothingNew(file.path, file.lines))
+  if (!options.force && !isAsPulled(file.path, env) && !holdsNothingNew(file.path, file.lines))
     throw new Error(
       `${file.path} holds lines the session does not: sync it first (cf-sessions sync ${file.path}), or pull --force to overwrite it`,
     );
@@ -271,5 +286,6 @@ export async function pullSession(
     await writeWhole(sub.path, placed(agent, await exported(client, sub.id, agent), project, env).lines);
   // The session's own file last: once it is there, so are its subagents'.
   await writeWhole(file.path, file.lines);
+  await notePulled(file.path, env);
   return { path: file.path, subagents: subagents.map((sub) => sub.path) };
 }

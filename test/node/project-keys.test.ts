@@ -126,7 +126,10 @@ describe("project keys", () => {
     process.chdir(join(second, "services"));
     try {
       const pi = join(home, "pi-agent");
-      const pulled = await cli(["pull", inRepo, "--to", "pi", "--json"], { PI_CODING_AGENT_DIR: pi });
+      const pulled = await cli(["pull", inRepo, "--to", "pi", "--json"], {
+        PI_CODING_AGENT_DIR: pi,
+        XDG_STATE_HOME: join(home, "state"),
+      });
       expect(pulled.code, pulled.err).toBe(0);
       const { path } = JSON.parse(pulled.out) as { path: string };
       const header = JSON.parse(readFileSync(path, "utf8").split("\n")[0] as string);

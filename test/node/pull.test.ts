@@ -95,7 +95,11 @@ async function pull(args: string[], env: Record<string, string>) {
     err: (text) => errors.push(text),
     isTTY: false,
   };
-  const code = await main(["pull", ...args, "--json"], output, { CF_SESSIONS_URL: server.url, ...env });
+  const code = await main(["pull", ...args, "--json"], output, {
+    CF_SESSIONS_URL: server.url,
+    XDG_STATE_HOME: join(home, "state"),
+    ...env,
+  });
   return { code, errors: errors.join(""), answer: lines[0] ? JSON.parse(lines[0]) : undefined };
 }
 
@@ -533,6 +537,48 @@ describe("cf-sessions pull", () => {
     const forced = await pull([id, "--to", "pi", "--project", project, "--force"], env);
     expect(forced.code, forced.errors).toBe(0);
     expect(readFileSync(first.answer.path, "utf8")).toBe(pulled);
+  });
+
+  it("pulls again over a file it wrote that nothing changed since, however the session changed", async () => {
+    const client = createClient({ baseUrl: server.url });
+    const project = join(home, "work", "changed");
+    const env = {
+      CLAUDE_CONFIG_DIR: join(home, "claude-changed"),
+      CODEX_HOME: join(home, "codex-changed"),
+      PI_CODING_AGENT_DIR: join(home, "pi-changed"),
+    };
+    for (const agent of ["claude-code", "codex", "pi"] as const) {
+      const session = await client.create({ id: crypto.randomUUID(), name: "first name" });
+      const first = await session.appendMessage({ role: "user", content: "first", timestamp: 1 });
+      const args = [session.id, "--to", agent, "--project", project];
+      expect((await pull(args, env)).code).toBe(0);
+      // Grown, with no record of the pull: the name line the file ends with is set aside.
+      rmSync(join(home, "state"), { recursive: true, force: true });
+      await session.appendMessage({ role: "user", content: "grown", timestamp: 1 });
+      const grown = await pull(args, env);
+      expect(grown.code, `${agent}: ${grown.errors}`).toBe(0);
+      // Renamed, then grown: the file ends with the old name, which the new export does not start with.
+      await session.appendSessionName("second name");
+      await session.appendMessage({ role: "user", content: "second", timestamp: 2 });
+      const renamed = await pull(args, env);
+      expect(renamed.code, `${agent}: ${renamed.errors}`).toBe(0);
+      expect(readFileSync(renamed.answer.path, "utf8")).toContain("second name");
+      // The head moved back: the new export is shorter than the file.
+      await session.setLeafId(first);
+      const movedBack = await pull(args, env);
+      expect(movedBack.code, `${agent}: ${movedBack.errors}`).toBe(0);
+      // pi's file holds the whole tree; the others the branch.
+      if (agent !== "pi") expect(readFileSync(movedBack.answer.path, "utf8")).not.toContain('"second"');
+
+      // A line the agent wrote there still keeps it.
+      const written = readFileSync(movedBack.answer.path, "utf8");
+      const added = `${written}${JSON.stringify({ type: "agent-line", text: "not synced" })}\n`;
+      writeFileSync(movedBack.answer.path, added);
+      await session.appendMessage({ role: "user", content: "third", timestamp: 3 });
+      const refused = await pull(args, env);
+      expect(refused.code, agent).toBe(1);
+      expect(readFileSync(movedBack.answer.path, "utf8")).toBe(added);
+    }
   });
 
   it("pulls again over its own file once the session went on, the name it gave the file aside", async () => {

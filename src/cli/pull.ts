@@ -115,8 +115,17 @@ function localCodexProvider(home: string): string {
   return CODEX_DEFAULT_PROVIDER;
 }
 
-/** The file an agent's lines go to, and the lines with the local checkout as their working folder. */
-function placed(agent: PullAgent, lines: Line[], project: string, env: Env): { path: string; lines: Line[] } {
+/**
+ * The file an agent's lines go to, the lines with the local checkout as their working folder, and
+ * the session `cf-sessions sync` of the file writes into (named as the import names the agent's
+ * sessions).
+ */
+function placed(
+  agent: PullAgent,
+  lines: Line[],
+  project: string,
+  env: Env,
+): { path: string; lines: Line[]; syncsInto: string } {
   if (agent === "claude-code") {
     // The last sessionId is the session's: a resumed conversation's file starts with lines copied
     // from the one it continued, and Claude Code resumes it by the id of its own lines.
@@ -124,7 +133,11 @@ function placed(agent: PullAgent, lines: Line[], project: string, env: Env): { p
     if (typeof sessionId !== "string") fail("the export named no Claude Code session id");
     const moved = lines.map((line) => (typeof line.cwd === "string" ? { ...line, cwd: project } : line));
     const name = `${fileId(sessionId, "the export's Claude Code session id")}.jsonl`;
-    return { path: join(claudeProjectDir(project, env), name), lines: moved };
+    return {
+      path: join(claudeProjectDir(project, env), name),
+      lines: moved,
+      syncsInto: `claude-code-${sessionId}`,
+    };
   }
   if (agent === "codex") {
     const meta = lines.find((line) => line.type === "session_meta")?.payload as Line | undefined;
@@ -151,9 +164,14 @@ function placed(agent: PullAgent, lines: Line[], project: string, env: Env): { p
     });
     // The thread's rollout there already, else one named as Codex names them, in local time.
     const existing = codexRollout(home, threadId);
-    if (existing) return { path: existing, lines: moved };
+    const syncsInto = `codex-${threadId}`;
+    if (existing) return { path: existing, lines: moved, syncsInto };
     const { day, time } = codexLocalTime(new Date(Date.parse(String(meta.timestamp)) || Date.now()));
-    return { path: join(home, "sessions", ...day, `rollout-${time}-${threadId}.jsonl`), lines: moved };
+    return {
+      path: join(home, "sessions", ...day, `rollout-${time}-${threadId}.jsonl`),
+      lines: moved,
+      syncsInto,
+    };
   }
   const header = lines[0];
   if (header?.type !== "session" || typeof header.id !== "string")
@@ -163,6 +181,7 @@ function placed(agent: PullAgent, lines: Line[], project: string, env: Env): { p
   return {
     path: join(piSessionDir(project, env), `${piFileTime(time)}_${header.id}.jsonl`),
     lines: moved,
+    syncsInto: header.id,
   };
 }
 
@@ -258,9 +277,13 @@ export async function pullSession(
   const project = resolve(projectDir);
   const file = placed(agent, await exported(client, id, agent), project, env);
   // The agent appends to the file it resumed: what it wrote there since is not overwritten unasked.
+  // A sync brings them into this session only when the file's session is named as this one:
+  // otherwise (a session written elsewhere than that agent) it makes a session of their own.
   if (!options.force && !isAsPulled(file.path, env) && !holdsNothingNew(file.path, file.lines))
     throw new Error(
-      `${file.path} holds lines the session does not: sync it first (cf-sessions sync ${file.path}), or pull --force to overwrite it`,
+      file.syncsInto === id
+        ? `${file.path} holds lines the session does not: sync it first (cf-sessions sync ${file.path}), or pull --force to overwrite it`
+        : `${file.path} holds lines the session does not; cf-sessions sync ${file.path} would write them into a session of their own (${file.syncsInto}), not into ${id}: pull --force to overwrite it`,
     );
   // Every subagent's file named before any is written: one that cannot be named writes nothing.
   const subagents: { id: string; path: string }[] = [];

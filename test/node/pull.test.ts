@@ -581,6 +581,24 @@ describe("cf-sessions pull", () => {
     }
   });
 
+  it("does not advise a sync into a session written elsewhere, which would make a session of its own", async () => {
+    const id = await writtenOverHttp();
+    const project = join(home, "work", "elsewhere");
+    const env = { CLAUDE_CONFIG_DIR: join(home, "claude-elsewhere") };
+    const first = await pull([id, "--to", "claude-code", "--project", project], env);
+    expect(first.code, first.errors).toBe(0);
+    const pulled = readFileSync(first.answer.path, "utf8");
+    const last = JSON.parse(pulled.trimEnd().split("\n").at(-1) as string);
+    const added = `${pulled}${JSON.stringify({ ...last, parentUuid: last.uuid, uuid: crypto.randomUUID() })}\n`;
+    writeFileSync(first.answer.path, added);
+    const refused = await pull([id, "--to", "claude-code", "--project", project], env);
+    expect(refused.code).toBe(1);
+    expect(refused.errors).toBe(
+      `cf-sessions: ${first.answer.path} holds lines the session does not; cf-sessions sync ${first.answer.path} would write them into a session of their own (claude-code-${id}), not into ${id}: pull --force to overwrite it\n`,
+    );
+    expect(readFileSync(first.answer.path, "utf8")).toBe(added);
+  });
+
   it("pulls again over its own file once the session went on, the name it gave the file aside", async () => {
     const client = createClient({ baseUrl: server.url });
     // Named at creation: the pi file ends with a session_info line the export makes for the name.

@@ -1,8 +1,11 @@
 import {
   AbstractChat,
+  type ChatInit,
   type ChatState,
   type ChatStatus,
   convertToModelMessages,
+  lastAssistantMessageIsCompleteWithApprovalResponses,
+  lastAssistantMessageIsCompleteWithToolCalls,
   simulateReadableStream,
   stepCountIs,
   streamText,
@@ -11,7 +14,7 @@ import {
   type UIMessageChunk,
 } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import * as z from "zod";
 import { createClient, type RemoteRepo } from "../../src/client";
 import { CfSessionsChatStore, CfSessionsChatTransport, pipeToGeneration } from "../../src/frameworks/ai-sdk";
@@ -75,12 +78,9 @@ class ArrayState<M extends UIMessage> implements ChatState<M> {
 }
 
 class Chat extends AbstractChat<UIMessage> {
-  constructor(options: {
-    id: string;
-    transport: CfSessionsChatTransport;
-    messages?: UIMessage[];
-    onFinish?: (finish: { isAbort: boolean; isDisconnect: boolean }) => void;
-  }) {
+  constructor(
+    options: Omit<ChatInit<UIMessage>, "transport"> & { id: string; transport: CfSessionsChatTransport },
+  ) {
     const { messages, ...rest } = options;
     super({ ...rest, state: new ArrayState(messages) });
   }
@@ -416,5 +416,199 @@ describe("generations with the AI SDK", () => {
       const entry = (await session.getEntry(entryId as string)) as { message?: { content?: unknown } };
       expect(entry.message?.content).toEqual([{ type: "text", text: "kept" }]);
     }
+  });
+});
+
+const USAGE = {
+  inputTokens: { total: 5, noCache: 5, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 5, text: 5, reasoning: 0 },
+};
+
+/** A model whose first step calls `name` (c1) and whose second answers `text`. */
+function callThenAnswer(name: string, text: string) {
+  const toolStep = () =>
+    simulateReadableStream({
+      chunks: [
+        { type: "stream-start" as const, warnings: [] },
+        { type: "tool-call" as const, toolCallId: "c1", toolName: name, input: "{}" },
+        {
+          type: "finish" as const,
+          finishReason: { unified: "tool-calls" as const, raw: "tool_use" },
+          usage: USAGE,
+        },
+      ],
+    });
+  const textStep = () =>
+    simulateReadableStream({
+      chunks: [
+        { type: "stream-start" as const, warnings: [] },
+        { type: "text-start" as const, id: "t1" },
+        { type: "text-delta" as const, id: "t1", delta: text },
+        { type: "text-end" as const, id: "t1" },
+        { type: "finish" as const, finishReason: { unified: "stop" as const, raw: "stop" }, usage: USAGE },
+      ],
+    });
+  let calls = 0;
+  return new MockLanguageModelV3({
+    doStream: async () => (calls++ === 0 ? { stream: toolStep() } : { stream: textStep() }),
+  });
+}
+
+describe("an answer the chat goes on with after a tool's output or an approval", () => {
+  /**
+   * The app's server as the AI SDK's guide writes it: the chat saved, then `streamText` over its
+   * messages with `toUIMessageStream({ originalMessages })`, piped into a generation. A Chat that
+   * answers tools in the browser, or approvals, sends again by itself (`sendAutomaticallyWhen`).
+   */
+  async function converse(options: {
+    tools: Parameters<typeof streamText>[0]["tools"];
+    model: MockLanguageModelV3;
+    chat: (transport: CfSessionsChatTransport, chatId: string) => Chat;
+    /** What the browser does once the first answer is in: approve its call. */
+    afterFirstAnswer?: (chat: Chat) => Promise<void>;
+    /** Whether the server gives `toUIMessageStream` the chat's messages (default true). */
+    originalMessages?: boolean;
+  }) {
+    const chatId = await store.createChat();
+    const sessionId = await store.sessionIdFor(chatId);
+    const piped: Promise<unknown>[] = [];
+    const transport = new CfSessionsChatTransport({
+      session: () => client.open(sessionId),
+      start: async ({ chatId, messages }) => {
+        await store.saveChat({ chatId, messages });
+        const session = await client.open(sessionId);
+        const writer = await session.generate({ format: "ai-sdk-ui", model: "mock/tools" });
+        const result = streamText({
+          model: options.model,
+          messages: await convertToModelMessages(messages),
+          tools: options.tools,
+          abortSignal: writer.signal,
+        });
+        const parts = result.toUIMessageStream(
+          options.originalMessages === false ? {} : { originalMessages: messages },
+        );
+        piped.push(pipeToGeneration(parts, writer));
+        return { generationId: writer.id };
+      },
+    });
+    const chat = options.chat(transport, chatId);
+    await chat.sendMessage({ text: "Where am I?" });
+    await options.afterFirstAnswer?.(chat);
+    await vi.waitFor(() => expect(piped).toHaveLength(2), { timeout: 10_000 });
+    await Promise.all(piped);
+    await vi.waitFor(() => expect(chat.status).toBe("ready"));
+    return { chat, chatId, session: await client.open(sessionId) };
+  }
+
+  /** The chat saved once more with a next question, as the UI sends it: what the session then holds. */
+  async function nextTurn(chat: Chat, chatId: string, session: Awaited<ReturnType<RemoteRepo["open"]>>) {
+    const gen1 = chat.messages[1]?.id as string;
+    expect(chat.messages.map((message) => message.id)).toEqual([chat.messages[0]?.id, gen1]);
+    expect((await store.loadChat(chatId)).map((message) => message.id)).toEqual(
+      chat.messages.map((message) => message.id),
+    );
+    await store.saveChat({ chatId, messages: [...chat.messages, user("u2", "Thanks")] });
+    const request = await session.contextIn("anthropic");
+    const uses = request.messages.flatMap((message) =>
+      Array.isArray(message.content) ? message.content.filter((block) => block.type === "tool_use") : [],
+    );
+    expect(uses).toHaveLength(1);
+    expect(request.messages.map((message) => message.role)).toEqual([
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+      "user",
+    ]);
+    expect(request.messages[2]?.content).toContainEqual(
+      expect.objectContaining({ type: "tool_result", tool_use_id: uses[0]?.id }),
+    );
+    const stored = (await session.getBranch()).map(
+      (entry) => (entry as { message?: { role: string } }).message?.role,
+    );
+    expect(stored).toEqual(["user", "assistant", "toolResult", "assistant", "user"]);
+    expect((await session.getInfo()).entryCount).toBe(5);
+  }
+
+  it("keeps the answer one message when a tool the browser ran sends the chat again", async () => {
+    const { chat, chatId, session } = await converse({
+      model: callThenAnswer("where", "You are in Paris."),
+      tools: { where: tool({ inputSchema: z.object({}) }) },
+      chat: (transport, id) => {
+        const made: Chat = new Chat({
+          id,
+          transport,
+          sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithToolCalls,
+          onToolCall: ({ toolCall }) => {
+            void made.addToolOutput({ tool: "where", toolCallId: toolCall.toolCallId, output: "Paris" });
+          },
+        });
+        return made;
+      },
+    });
+    const answer = chat.messages[1] as UIMessage;
+    expect(answer.parts).toContainEqual(
+      expect.objectContaining({
+        type: "tool-where",
+        toolCallId: "c1",
+        state: "output-available",
+        output: "Paris",
+      }),
+    );
+    expect(textOf(answer)).toBe("You are in Paris.");
+    await nextTurn(chat, chatId, session);
+  });
+
+  it("keeps the answer one message through the transport when the server's stream does not name it", async () => {
+    const { chat, chatId, session } = await converse({
+      model: callThenAnswer("where", "You are in Paris."),
+      tools: { where: tool({ inputSchema: z.object({}) }) },
+      originalMessages: false,
+      chat: (transport, id) => {
+        const made: Chat = new Chat({
+          id,
+          transport,
+          sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithToolCalls,
+          onToolCall: ({ toolCall }) => {
+            void made.addToolOutput({ tool: "where", toolCallId: toolCall.toolCallId, output: "Paris" });
+          },
+        });
+        return made;
+      },
+    });
+    expect(textOf(chat.messages[1])).toBe("You are in Paris.");
+    await nextTurn(chat, chatId, session);
+  });
+
+  it("keeps the answer one message when an approval sends the chat again", async () => {
+    const { chat, chatId, session } = await converse({
+      model: callThenAnswer("where", "You are in Paris."),
+      tools: {
+        where: tool({ inputSchema: z.object({}), needsApproval: true, execute: async () => "Paris" }),
+      },
+      chat: (transport, id) =>
+        new Chat({
+          id,
+          transport,
+          sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+        }),
+      afterFirstAnswer: async (chat) => {
+        const asked = chat.messages[1]?.parts.find((part) => part.type === "tool-where");
+        expect(asked).toMatchObject({ state: "approval-requested" });
+        const { approval } = asked as { approval: { id: string } };
+        await chat.addToolApprovalResponse({ id: approval.id, approved: true });
+      },
+    });
+    const answer = chat.messages[1] as UIMessage;
+    expect(answer.parts).toContainEqual(
+      expect.objectContaining({
+        type: "tool-where",
+        toolCallId: "c1",
+        state: "output-available",
+        output: "Paris",
+      }),
+    );
+    expect(textOf(answer)).toBe("You are in Paris.");
+    await nextTurn(chat, chatId, session);
   });
 });

@@ -247,15 +247,17 @@ class UiMessageFold implements AnswerFold {
   /**
    * A step ends: its assistant message, then the results of the tools it ran. Its blocks are read
    * as the AI SDK's parts they stand for, so that each keeps its provider metadata and the
-   * signatures in it, as the same answer read from its UIMessage does.
+   * signatures in it, as the same answer read from its UIMessage does. Results without blocks
+   * answer the calls of the message the answer goes on with (a tool run once the UI approved it):
+   * they follow that message as they are.
    */
   #endStep(): void {
-    if (this.#content.length > 0 || this.#results.length > 0) {
+    if (this.#content.length > 0) {
       const content = aiSdkAssistantContent(this.#content.map((block) => this.#aiSdkPart(block)));
       const stopReason = hasToolCall(content) ? "toolUse" : "stop";
       this.#done.push(assistant(this.#source, content, stopReason, this.#timestamp));
-      this.#done.push(...this.#results);
     }
+    this.#done.push(...this.#results);
     this.#content = [];
     this.#results = [];
     this.#parts.clear();

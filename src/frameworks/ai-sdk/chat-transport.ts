@@ -83,7 +83,12 @@ export class CfSessionsChatTransport<M extends UIMessage = UIMessage> implements
     const { generationId } = await this.#options.start(options);
     const reader = await this.#options.session(options.chatId);
     const generation = await reader.generation(generationId);
-    return this.#read(options.chatId, reader, generation, "-1", options.abortSignal);
+    // Sent after a tool's output or an approval the UI added, the answer goes on with the chat's
+    // last message, as the AI SDK's own streams do: it keeps that message's id.
+    const last = options.messages.at(-1);
+    const continued =
+      options.trigger === "submit-message" && last?.role === "assistant" ? last.id : undefined;
+    return this.#read(options.chatId, reader, generation, "-1", options.abortSignal, continued);
   }
 
   /**
@@ -114,6 +119,7 @@ export class CfSessionsChatTransport<M extends UIMessage = UIMessage> implements
     generation: GenerationInfo,
     offset: string,
     abortSignal: AbortSignal | undefined,
+    continued?: string,
   ): ReadableStream<UIMessageChunk> {
     const stop = new AbortController();
     const aborted = () => {
@@ -150,7 +156,9 @@ export class CfSessionsChatTransport<M extends UIMessage = UIMessage> implements
           for (const event of next.value.events) {
             if (!isChunk(event)) continue;
             if (event.type === "finish") finished = true;
-            controller.enqueue(event);
+            controller.enqueue(
+              event.type === "start" && continued !== undefined ? { ...event, messageId: continued } : event,
+            );
           }
           at = next.value.offset;
         },

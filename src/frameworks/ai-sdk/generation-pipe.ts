@@ -36,8 +36,11 @@ interface Pending {
 
 /**
  * Appends a UI message stream's parts to the generation, then completes it (an `abort` part
- * stops it instead). The answer's message id is the generation's, which is also its entry's id:
- * the UI and the session name the answer alike. Resolves to what complete (or stop) answers; if
+ * stops it instead). A new answer's message id is the generation's, which is also its entry's id:
+ * the UI and the session name the answer alike. An answer that goes on with the chat's last
+ * message (after a tool's output or an approval the UI added) keeps that message's id, which
+ * `toUIMessageStream({ originalMessages })` names in its `start` part: the UI goes on with the
+ * message it holds, and the chat store reads the answer's entries as part of it. Resolves to what complete (or stop) answers; if
  * the generation is stopped meanwhile, reading stops and it resolves to the stop's outcome. Should
  * the stream or an append fail (a part more than one append takes is `payload_too_large`), the
  * generation is stopped, keeping what was written, and the pipe rejects with that failure.
@@ -76,7 +79,7 @@ export async function pipeToGeneration<Result>(
     for await (const chunk of stream as AsyncIterable<UIMessageChunk>) {
       if (failure !== undefined) break;
       if (chunk.type === "abort") aborted = true;
-      const part = chunk.type === "start" ? { ...chunk, messageId: writer.id } : chunk;
+      const part = chunk.type === "start" ? { ...chunk, messageId: chunk.messageId ?? writer.id } : chunk;
       const bytes = utf8Length(JSON.stringify(part));
       if (bytes + 2 > MAX_APPEND_BYTES) {
         failure = new SessionError(

@@ -17,6 +17,7 @@ import { MockLanguageModelV3 } from "ai/test";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import * as z from "zod";
 import { createClient, type RemoteRepo } from "../../src/client";
+import { fromAISDKUI } from "../../src/core/providers/from-ai-sdk-ui";
 import { CfSessionsChatStore, CfSessionsChatTransport, pipeToGeneration } from "../../src/frameworks/ai-sdk";
 import { type DevServer, startDevServer } from "../support/dev-server";
 
@@ -610,5 +611,178 @@ describe("an answer the chat goes on with after a tool's output or an approval",
     );
     expect(textOf(answer)).toBe("You are in Paris.");
     await nextTurn(chat, chatId, session);
+  });
+});
+
+/** A model that searched the web itself (the provider ran the tool) and answers from what it found. */
+function searchingModel() {
+  return new MockLanguageModelV3({
+    doStream: async () => ({
+      stream: simulateReadableStream({
+        chunks: [
+          { type: "stream-start" as const, warnings: [] },
+          {
+            type: "tool-call" as const,
+            toolCallId: "ws1",
+            toolName: "web_search",
+            input: JSON.stringify({ query: "capital of France" }),
+            providerExecuted: true,
+          },
+          {
+            type: "tool-result" as const,
+            toolCallId: "ws1",
+            toolName: "web_search",
+            result: [{ url: "https://example.com/paris", title: "Paris" }],
+          },
+          { type: "text-start" as const, id: "t1" },
+          { type: "text-delta" as const, id: "t1", delta: "Found it." },
+          { type: "text-end" as const, id: "t1" },
+          { type: "finish" as const, finishReason: { unified: "stop" as const, raw: "stop" }, usage: USAGE },
+        ],
+      }),
+    }),
+  });
+}
+
+/** The messages of a stored answer as a model reads them: roles and content, nothing of when or who. */
+function asRead(messages: readonly unknown[]) {
+  return messages.map((message) => {
+    const { role, content, toolCallId, isError } = message as Record<string, unknown>;
+    return { role, content, toolCallId, isError };
+  });
+}
+
+describe("an AI SDK answer read alike from its generation and from its UIMessage", () => {
+  it("leaves out a tool the provider ran, as the UI's message reads, so the next save goes on under it", async () => {
+    const chatId = await store.createChat();
+    const sessionId = await store.sessionIdFor(chatId);
+    const piped: Promise<unknown>[] = [];
+    const transport = new CfSessionsChatTransport({
+      session: () => client.open(sessionId),
+      start: async ({ chatId, messages }) => {
+        await store.saveChat({ chatId, messages });
+        const writer = await (await client.open(sessionId)).generate({
+          format: "ai-sdk-ui",
+          model: "mock/search",
+        });
+        const result = streamText({
+          model: searchingModel(),
+          messages: await convertToModelMessages(messages),
+          tools: {
+            web_search: tool({
+              type: "provider",
+              id: "anthropic.web_search",
+              args: {},
+              inputSchema: z.object({ query: z.string() }),
+            }),
+          },
+          abortSignal: writer.signal,
+        });
+        piped.push(pipeToGeneration(result.toUIMessageStream({ originalMessages: messages }), writer));
+        return { generationId: writer.id };
+      },
+    });
+    const chat = new Chat({ id: chatId, transport });
+    await chat.sendMessage({ text: "What is the capital of France?" });
+    const [outcome] = (await Promise.all(piped)) as Array<{ entries: Array<{ message: unknown }> }>;
+    const answer = chat.messages[1] as UIMessage;
+    expect(answer.parts).toContainEqual(
+      expect.objectContaining({ type: "tool-web_search", providerExecuted: true }),
+    );
+
+    // The generation stored what the UI's message reads as.
+    const stored = (outcome?.entries ?? []).map((entry) => entry.message);
+    expect(asRead(stored)).toEqual(asRead(fromAISDKUI(answer)));
+    expect(asRead(stored)).toEqual([
+      {
+        role: "assistant",
+        content: [{ type: "text", text: "Found it." }],
+        toolCallId: undefined,
+        isError: undefined,
+      },
+    ]);
+    // And so does an answer completed with the UIMessage whole.
+    const session = await client.open(sessionId);
+    const whole = await (await client.create()).generate({ format: "ai-sdk-ui" });
+    const completed = (await whole.complete(answer)) as { entries: Array<{ message: unknown }> };
+    expect(asRead(completed.entries.map((entry) => entry.message))).toEqual(asRead(stored));
+
+    await store.saveChat({ chatId, messages: [...chat.messages, user("u2", "Thanks")] });
+    expect((await session.getInfo()).entryCount).toBe(3);
+    const request = await session.contextIn("anthropic");
+    expect(request.messages.map((message) => message.role)).toEqual(["user", "assistant", "user"]);
+    expect(request.messages[1]?.content).toEqual([{ type: "text", text: "Found it." }]);
+  });
+
+  it("gives a denied call the same result from the generation, from a UIMessage given whole and from the UI's message", async () => {
+    const chatId = await store.createChat();
+    const sessionId = await store.sessionIdFor(chatId);
+    const piped: Promise<unknown>[] = [];
+    const model = callThenAnswer("where", "I will not look.");
+    const transport = new CfSessionsChatTransport({
+      session: () => client.open(sessionId),
+      start: async ({ chatId, messages }) => {
+        await store.saveChat({ chatId, messages });
+        const writer = await (await client.open(sessionId)).generate({
+          format: "ai-sdk-ui",
+          model: "mock/tools",
+        });
+        const result = streamText({
+          model,
+          messages: await convertToModelMessages(messages),
+          tools: {
+            where: tool({ inputSchema: z.object({}), needsApproval: true, execute: async () => "Paris" }),
+          },
+          abortSignal: writer.signal,
+        });
+        piped.push(pipeToGeneration(result.toUIMessageStream({ originalMessages: messages }), writer));
+        return { generationId: writer.id };
+      },
+    });
+    const chat = new Chat({
+      id: chatId,
+      transport,
+      sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+    });
+    await chat.sendMessage({ text: "Where am I?" });
+    const asked = chat.messages[1]?.parts.find((part) => part.type === "tool-where") as {
+      approval: { id: string };
+    };
+    // The UI says why; the AI SDK's stream does not carry it.
+    await chat.addToolApprovalResponse({ id: asked.approval.id, approved: false, reason: "Not now" });
+    await vi.waitFor(() => expect(piped).toHaveLength(2), { timeout: 10_000 });
+    const [, outcome] = (await Promise.all(piped)) as Array<{ entries: Array<{ message: unknown }> }>;
+    await vi.waitFor(() => expect(chat.status).toBe("ready"));
+    const answer = chat.messages[1] as UIMessage;
+    expect(answer.parts).toContainEqual(
+      expect.objectContaining({ type: "tool-where", state: "output-denied" }),
+    );
+    const denied = { type: "text", text: "Tool call execution denied." };
+    expect(asRead(outcome?.entries.map((entry) => entry.message) ?? [])[0]).toEqual({
+      role: "toolResult",
+      content: [denied],
+      toolCallId: "c1",
+      isError: true,
+    });
+
+    // A UIMessage with a denial but no reason reads the same whole, and through the UI's reader.
+    const withoutReason = {
+      ...answer,
+      parts: answer.parts.map((part) =>
+        part.type === "tool-where" ? { ...part, approval: { id: asked.approval.id, approved: false } } : part,
+      ),
+    };
+    const whole = await (await client.create()).generate({ format: "ai-sdk-ui" });
+    const completed = (await whole.complete(withoutReason)) as { entries: Array<{ message: unknown }> };
+    expect(asRead(completed.entries.map((entry) => entry.message))).toEqual(
+      asRead(fromAISDKUI(withoutReason)),
+    );
+    expect(asRead(completed.entries.map((entry) => entry.message))[1]).toMatchObject({ content: [denied] });
+
+    // The UI's copy keeps its reason; the chat goes on under the stored answer, not beside it.
+    const session = await client.open(sessionId);
+    await store.saveChat({ chatId, messages: [...chat.messages, user("u2", "Thanks")] });
+    expect((await session.getInfo()).entryCount).toBe(5);
+    expect(await session.getTree()).toHaveLength(1);
   });
 });

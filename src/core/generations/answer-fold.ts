@@ -18,6 +18,7 @@ import {
   Usage as UsageSchema,
 } from "../messages";
 import { AISDKProviderOptionsInput, aiSdkAssistantContent, aiSdkStopReason } from "../providers/from-ai-sdk";
+import { deniedText, isProviderRun } from "../providers/from-ai-sdk-ui";
 import { assistantMessage, hasToolCall, isRecord, toolResultMessage } from "../providers/incoming";
 import { MAX_CONTENT_BLOCKS } from "./chunks";
 import type { GenerationFormat } from "./generation-schemas";
@@ -27,7 +28,9 @@ import type { GenerationFormat } from "./generation-schemas";
  * assistant-message events (their deltas, by content index; a `done` or `error` event carries the
  * whole message); the AI SDK's UI message stream parts (text and reasoning by part id, tool calls
  * and their final results, one assistant message per step, each part's provider metadata kept on its
- * block as the AI SDK's messages keep it). A stopped generation keeps what came,
+ * block as the AI SDK's messages keep it; tools the provider ran left out with their outputs, and a
+ * denied call's result in the AI SDK's words, as the reader of UI messages reads the same answer
+ * from its UIMessage). A stopped generation keeps what came,
  * with `stopReason: "aborted"`; a tool call whose input never arrived whole is left out. Chunks are
  * checked when appended (chunks.ts); here, whatever a stream holds makes an answer: an event the
  * answer cannot be made of is passed over.
@@ -218,9 +221,6 @@ class PiAiFold implements AnswerFold {
   }
 }
 
-/** The text of a denied tool call's result. */
-export const DENIED_TOOL_CALL = "the tool call was denied";
-
 /** A tool's output as the text of its result. */
 export function outputText(output: unknown): string {
   return typeof output === "string" ? output : JSON.stringify(output ?? null);
@@ -235,6 +235,8 @@ class UiMessageFold implements AnswerFold {
   /** The provider metadata of the step's blocks: the last a chunk of each carried, as the AI SDK keeps it. */
   readonly #metadata = new Map<Block, ProviderMetadata>();
   readonly #calls = new Map<string, PendingCall>();
+  /** Calls of tools the provider ran: left out with their outputs, as a UIMessage reads. */
+  readonly #providerRun = new Set<string>();
   #finishReason: unknown;
   #errorText: string | undefined;
   #aborted = false;
@@ -314,6 +316,10 @@ class UiMessageFold implements AnswerFold {
     if (!part) return;
     const id = text(part.id);
     const toolCallId = text(part.toolCallId);
+    if (typeof part.type === "string" && part.type.startsWith("tool-")) {
+      if (isProviderRun(part)) this.#providerRun.add(toolCallId);
+      if (this.#providerRun.has(toolCallId)) return;
+    }
     switch (part.type) {
       case "start-step":
       case "finish-step":
@@ -377,7 +383,8 @@ class UiMessageFold implements AnswerFold {
         this.#result(toolCallId, text(part.errorText), true);
         return;
       case "tool-output-denied":
-        this.#result(toolCallId, DENIED_TOOL_CALL, true);
+        // The AI SDK's stream does not say why; a UIMessage given whole does.
+        this.#result(toolCallId, deniedText(part.reason), true);
         return;
       case "finish":
         this.#finishReason = part.finishReason;
@@ -429,7 +436,11 @@ const UIAssistantMessage = z.looseObject({
   parts: z.array(z.looseObject({ type: z.string() })),
 });
 
-/** A UIMessage's parts as the stream parts that would have made it. */
+/**
+ * A UIMessage's parts as the stream parts that would have made it, read as the UIMessage reader
+ * reads them: a call still streaming its input is left out, a denial's result is the reason the
+ * UI gave, and a tool the provider ran says so.
+ */
 function* uiMessageChunks(parts: ReadonlyArray<Record<string, unknown>>): Generator<Record<string, unknown>> {
   let n = 0;
   for (const part of parts) {
@@ -440,15 +451,27 @@ function* uiMessageChunks(parts: ReadonlyArray<Record<string, unknown>>): Genera
       yield { type: "text-delta", id, delta: text(part.text), providerMetadata: part.providerMetadata };
     else if (type === "reasoning")
       yield { type: "reasoning-delta", id, delta: text(part.text), providerMetadata: part.providerMetadata };
-    else if (type === "dynamic-tool" || type.startsWith("tool-")) {
+    else if ((type === "dynamic-tool" || type.startsWith("tool-")) && part.state !== "input-streaming") {
       const toolName = type === "dynamic-tool" ? text(part.toolName) : type.slice("tool-".length);
       const toolCallId = text(part.toolCallId);
       const providerMetadata = part.callProviderMetadata;
-      yield { type: "tool-input-available", toolCallId, toolName, input: part.input, providerMetadata };
+      const providerExecuted = part.providerExecuted;
+      yield {
+        type: "tool-input-available",
+        toolCallId,
+        toolName,
+        input: part.input,
+        providerMetadata,
+        providerExecuted,
+      };
       if (part.state === "output-available")
-        yield { type: "tool-output-available", toolCallId, output: part.output };
+        yield { type: "tool-output-available", toolCallId, output: part.output, providerExecuted };
       if (part.state === "output-error")
-        yield { type: "tool-output-error", toolCallId, errorText: part.errorText };
+        yield { type: "tool-output-error", toolCallId, errorText: part.errorText, providerExecuted };
+      if (part.state === "output-denied") {
+        const approval = record(part.approval);
+        yield { type: "tool-output-denied", toolCallId, reason: approval?.reason, providerExecuted };
+      }
     }
   }
 }

@@ -2,8 +2,9 @@ import { SessionError } from "../errors";
 import { utf8Length } from "../json";
 import { MAX_ENTRY_BYTES } from "../limits";
 import type { AgentMessage } from "../messages";
+import { deniedText } from "../providers/from-ai-sdk-ui";
 import { isRecord } from "../providers/incoming";
-import { DENIED_TOOL_CALL, outputText } from "./answer-fold";
+import { outputText } from "./answer-fold";
 import type { GenerationFormat } from "./generation-schemas";
 
 /*
@@ -94,8 +95,9 @@ export function answerBytes(format: GenerationFormat, chunk: unknown): number {
       if (event.preliminary === true) return 0;
       return escaped(event.toolCallId) + escaped(outputText(event.output));
     case "tool-output-error":
+      return escaped(event.toolCallId) + escaped(event.errorText);
     case "tool-output-denied":
-      return escaped(event.toolCallId) + escaped(event.errorText ?? DENIED_TOOL_CALL);
+      return escaped(event.toolCallId) + escaped(deniedText(event.reason));
     default:
       return 0;
   }

@@ -40,13 +40,25 @@ function userParts(parts: readonly Part[]): Part[] {
   return out;
 }
 
+/** The result of a tool call the UI denied, when it gave no reason: the AI SDK's own words. */
+export const DENIED_TOOL_CALL = "Tool call execution denied.";
+
+/** The text of a denied call's result: the reason the UI gave for the denial, or `DENIED_TOOL_CALL`. */
+export function deniedText(reason: unknown): string {
+  return typeof reason === "string" ? reason : DENIED_TOOL_CALL;
+}
+
+/** Whether a tool part or stream part stands for a tool the provider ran (a web search): no model message holds it. */
+export function isProviderRun(part: Record<string, unknown>): boolean {
+  return part.providerExecuted === true;
+}
+
 /** The tool's result as the AI SDK sends it to a model (`createToolModelOutput` without a tool of its own). */
 function toolOutput(part: Part): Part | undefined {
   if (part.state === "output-error") return { type: "error-text", value: String(part.errorText ?? "") };
   if (part.state === "output-denied") {
     const approval = isRecord(part.approval) ? part.approval : {};
-    const reason = typeof approval.reason === "string" ? approval.reason : "Tool call execution denied.";
-    return { type: "error-text", value: reason };
+    return { type: "error-text", value: deniedText(approval.reason) };
   }
   if (part.state !== "output-available") return undefined;
   return typeof part.output === "string"
@@ -62,7 +74,7 @@ function step(parts: readonly Part[], out: ModelMessage[]): void {
     if ((part.type === "text" || part.type === "reasoning") && typeof part.text === "string") {
       content.push(withOptions({ type: part.type, text: part.text }, part.providerMetadata));
     } else if (isToolPart(part) && part.state !== "input-streaming" && typeof part.toolCallId === "string") {
-      if (part.providerExecuted === true) continue;
+      if (isProviderRun(part)) continue;
       const call = {
         type: "tool-call",
         toolCallId: part.toolCallId,

@@ -228,17 +228,21 @@ function writtenChat<M extends UIMessage>(branch: readonly StoredEntry<TreeEntry
 }
 
 /**
- * A UI message without what providers said of its parts (signatures, item ids): the same answer
- * whether a copy carries them or not.
+ * A UI message without what one copy of an answer may carry and another not: what providers said
+ * of its parts (signatures, item ids), and the reason the UI gave for denying a call, which the
+ * AI SDK's stream does not carry to the answer's generation. The same answer either way.
  */
-function withoutProviderMetadata(message: UIMessage): UIMessage {
+function comparable(message: UIMessage): UIMessage {
   const parts = message.parts.map((part) => {
     const {
       providerMetadata: _said,
       callProviderMetadata: _saidOfCall,
       ...rest
     } = part as Record<string, unknown>;
-    return rest;
+    if (rest.state !== "output-denied" || typeof rest.approval !== "object" || rest.approval === null)
+      return rest;
+    const { reason: _why, ...approval } = rest.approval as Record<string, unknown>;
+    return { ...rest, approval };
   });
   return { ...message, parts } as UIMessage;
 }
@@ -247,8 +251,8 @@ function withoutProviderMetadata(message: UIMessage): UIMessage {
  * How the UI's message stands to the stored one: undefined when it is another message or changed;
  * else the results it adds for tool calls the stored one left open (the UI ran the tool,
  * `addToolOutput`), none when it is the same. A message read from the session's own messages is
- * the same when it reads as the same messages, whatever provider metadata either copy carries;
- * one the store kept, when it is equal.
+ * the same when it reads as the same messages, whatever provider metadata or denial reasons either
+ * copy carries; one the store kept, when it is equal.
  */
 function sharedWith<M extends UIMessage>(
   stored: StoredMessage<M> | undefined,
@@ -257,8 +261,8 @@ function sharedWith<M extends UIMessage>(
   if (!stored || !message) return undefined;
   if (!stored.byId) return canonicalJson(stored.message) === canonicalJson(message) ? [] : undefined;
   if (stored.message.id !== message.id) return undefined;
-  const before = fromAISDKUI(withoutProviderMetadata(stored.message), { timestamp: 0 });
-  const now = fromAISDKUI(withoutProviderMetadata(message), { timestamp: 0 });
+  const before = fromAISDKUI(comparable(stored.message), { timestamp: 0 });
+  const now = fromAISDKUI(comparable(message), { timestamp: 0 });
   const answered = new Set(
     before.flatMap((read) => (read.role === "toolResult" ? [(read as ToolResultMessage).toolCallId] : [])),
   );

@@ -345,6 +345,78 @@ describe.each(repos)("CfSessionsChatStore on %s", (_name, makeRepo) => {
     expect((await session.buildContext({ leafId: before })).messages).toHaveLength(4);
   });
 
+  it("shows a tool's result another door appended in the saved answer's tool part, and goes on under it", async () => {
+    const chatId = await store.createChat();
+    const session = await repo.open(await store.sessionIdFor(chatId));
+    const asked: ChatMessage = {
+      id: "a1",
+      role: "assistant",
+      parts: [
+        { type: "step-start" },
+        { type: "tool-weather", toolCallId: "c1", state: "input-available", input: { city: "Paris" } },
+      ],
+    };
+    const failed: ChatMessage = {
+      id: "a2",
+      role: "assistant",
+      parts: [
+        { type: "step-start" },
+        { type: "tool-weather", toolCallId: "c2", state: "input-available", input: { city: "Rome" } },
+      ],
+    };
+    await store.saveChat({ chatId, messages: [user("u1", "Weather in Paris?"), asked] });
+    // The tool ran elsewhere: its result appended over HTTP, as any door appends one.
+    await session.appendMessage({
+      role: "toolResult",
+      toolCallId: "c1",
+      toolName: "weather",
+      content: [{ type: "text", text: "Sunny." }],
+      isError: false,
+      timestamp: 3,
+    });
+    const chat = await store.loadChat<ChatMessage>(chatId);
+    expect(chat.map((message) => message.id)).toEqual(["u1", "a1"]);
+    expect(chat[1]?.parts[1]).toEqual({
+      type: "tool-weather",
+      toolCallId: "c1",
+      state: "output-available",
+      input: { city: "Paris" },
+      output: "Sunny.",
+    });
+    expect(await validateUIMessages({ messages: chat })).toEqual(chat);
+
+    // The UI goes on with what it loaded, or with its copy from before the result came: under the
+    // result, nothing written twice.
+    const count = (await session.getInfo()).entryCount;
+    const head = await session.getLeafId();
+    await store.saveChat({ chatId, messages: chat });
+    await store.saveChat({ chatId, messages: [user("u1", "Weather in Paris?"), asked] });
+    expect((await session.getInfo()).entryCount).toBe(count);
+    expect(await session.getLeafId()).toBe(head);
+    await store.saveChat({ chatId, messages: [...chat, user("u2", "And Rome?"), failed] });
+    await session.appendMessage({
+      role: "toolResult",
+      toolCallId: "c2",
+      toolName: "weather",
+      content: [{ type: "text", text: "no station" }],
+      isError: true,
+      timestamp: 5,
+    });
+    const next = await store.loadChat<ChatMessage>(chatId);
+    expect(next.map((message) => message.id)).toEqual(["u1", "a1", "u2", "a2"]);
+    expect(next[3]?.parts[1]).toMatchObject({
+      toolCallId: "c2",
+      state: "output-error",
+      errorText: "no station",
+    });
+    await store.saveChat({ chatId, messages: [...next, user("u3", "Thanks")] });
+    expect(await session.getTree()).toHaveLength(1);
+    const roles = (await session.getBranch()).map(
+      (entry) => (entry as { message?: { role: string } }).message?.role,
+    );
+    expect(roles).toEqual(["user", "assistant", "toolResult", "user", "assistant", "toolResult", "user"]);
+  });
+
   it("goes on from a compaction or a context edit another door wrote while the UI still holds what they replaced", async () => {
     const byId = new CfSessionsChatStore({ repo, chatIdIsSessionId: true });
     const reply = (id: string, text: string) =>

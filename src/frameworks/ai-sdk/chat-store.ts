@@ -19,9 +19,9 @@ import { fromAISDKUI } from "../../core/providers/from-ai-sdk-ui";
 import { assistantBlocks } from "../../core/providers/normalize";
 import { toModelMessage } from "../../core/providers/pi-messages";
 import { dataUrl } from "../../core/providers/text";
-import type { AISDKUIPart, ToolSlots } from "../../core/providers/to-ai-sdk-ui";
+import type { AISDKUIPart, AISDKUIToolPart, ToolSlots } from "../../core/providers/to-ai-sdk-ui";
 import { addStep, settle } from "../../core/providers/to-ai-sdk-ui";
-import { AnsweredCallIds, PORTABLE_IDS } from "../../core/providers/tool-call-ids";
+import { AnsweredCallIds, callIdPart, PORTABLE_IDS } from "../../core/providers/tool-call-ids";
 import { conversationPieces, keepOriginal, messageIdOf, pairedPieces } from "../conversation";
 import { keyedId } from "../keys";
 import { SessionHandles } from "../session-handles";
@@ -37,7 +37,8 @@ import { SessionHandles } from "../session-handles";
  * the branch (an answer written as a generation, what another door wrote) reads as the UIMessage
  * it stands for, named by its entry's id: an answer's messages (an assistant's, tool results) as
  * one, named by its first entry's id, which is the generation's and the id the UI gave it (see
- * `pipeToGeneration`).
+ * `pipeToGeneration`). A result another door appended for an open call of a stored UI message
+ * shows in that call's part: the message goes on from it.
  */
 
 export const UI_MESSAGE = AI_SDK_UI_MESSAGE;
@@ -158,6 +159,35 @@ function answerMessage<M extends UIMessage>(run: readonly AnswerPart[], ids: Ans
   return { id: (run[0] as AnswerPart).id, role: "assistant", parts } as unknown as M;
 }
 
+/** The states of a tool part whose call waits for its result. */
+const OPEN_CALL = new Set(["input-available", "approval-requested", "approval-responded"]);
+
+/**
+ * A UI message the store kept, with a result another door appended for one of its open tool calls
+ * in that call's part (`output-available`, or `output-error` for an error), as the UI shows a tool's
+ * output and as an answer's messages read (`answerMessage`); undefined when no call of it waits for
+ * the result.
+ */
+function withResult<M extends UIMessage>(message: M, result: ToolResultMessage): M | undefined {
+  const parts = [...message.parts] as unknown as AISDKUIPart[];
+  const slots: ToolSlots = new Map();
+  const index = parts.findIndex((part) => {
+    const tool = part as Record<string, unknown>;
+    return (
+      typeof tool.toolCallId === "string" &&
+      OPEN_CALL.has(String(tool.state)) &&
+      tool.providerExecuted !== true &&
+      (tool.toolCallId === result.toolCallId || callIdPart(tool.toolCallId) === result.toolCallId)
+    );
+  });
+  if (index < 0) return undefined;
+  const { state: _open, ...call } = parts[index] as AISDKUIToolPart;
+  slots.set(result.toolCallId, { parts, index, call });
+  const { toolCallId, toolName, content, isError } = result;
+  settle({ role: "toolResults", results: [{ toolCallId, toolName, content, isError }] }, slots);
+  return { ...message, parts } as M;
+}
+
 /** A user or system message of another door as the UI message it stands for, named `id`. */
 function otherMessage<M extends UIMessage>(message: AgentMessage, id: string): M | undefined {
   if (message.role === "system") {
@@ -198,6 +228,16 @@ function chatOf<M extends UIMessage>(path: readonly StoredEntry<TreeEntry>[]) {
       continue;
     }
     for (const [index, message] of piece.messages.entries()) {
+      // A result for a call of the UI message before it shows in that message, which goes on from it.
+      const before = run.length === 0 ? messages.at(-1) : undefined;
+      const answered =
+        before && message.role === "toolResult"
+          ? withResult(before.message, message as ToolResultMessage)
+          : undefined;
+      if (before && answered) {
+        messages[messages.length - 1] = { entryId: last.id, message: answered, byId: true };
+        continue;
+      }
       if (message.role === "assistant" || message.role === "toolResult") {
         run.push({ id: messageIdOf((piece.entries[0] as StoredEntry).id, index), message });
         runEnd = last.id;
@@ -252,7 +292,8 @@ function comparable(message: UIMessage): UIMessage {
  * else the results it adds for tool calls the stored one left open (the UI ran the tool,
  * `addToolOutput`), none when it is the same. A message read from the session's own messages is
  * the same when it reads as the same messages, whatever provider metadata or denial reasons either
- * copy carries; one the store kept, when it is equal.
+ * copy carries, and also without results the stored one holds (the UI loaded it before they were
+ * appended); one the store kept, when it is equal.
  */
 function sharedWith<M extends UIMessage>(
   stored: StoredMessage<M> | undefined,
@@ -263,15 +304,22 @@ function sharedWith<M extends UIMessage>(
   if (stored.message.id !== message.id) return undefined;
   const before = fromAISDKUI(comparable(stored.message), { timestamp: 0 });
   const now = fromAISDKUI(comparable(message), { timestamp: 0 });
-  const answered = new Set(
-    before.flatMap((read) => (read.role === "toolResult" ? [(read as ToolResultMessage).toolCallId] : [])),
-  );
+  const resultIds = (read: readonly AgentMessage[]) =>
+    new Set(
+      read.flatMap((one) => (one.role === "toolResult" ? [(one as ToolResultMessage).toolCallId] : [])),
+    );
+  const answered = resultIds(before);
+  const shown = resultIds(now);
   const added = now.filter(
     (read): read is ToolResultMessage =>
       read.role === "toolResult" && !answered.has((read as ToolResultMessage).toolCallId),
   );
   const rest = now.filter((read) => !added.includes(read as ToolResultMessage));
-  return canonicalJson(rest) === canonicalJson(before) ? added : undefined;
+  // Results another door appended after the UI loaded the message: its copy without them is the same.
+  const held = before.filter(
+    (read) => read.role !== "toolResult" || shown.has((read as ToolResultMessage).toolCallId),
+  );
+  return canonicalJson(rest) === canonicalJson(held) ? added : undefined;
 }
 
 /**

@@ -169,8 +169,6 @@ class OwnLines {
   readonly #uuids = new Set<unknown>();
   readonly #summaries: Line[] = [];
   #title: string | undefined;
-  /** The uuid of the last main line written that Claude Code can resume under. */
-  lastNode: string | undefined;
 
   constructor(from: string | undefined, to: string) {
     this.#from = from;
@@ -179,8 +177,6 @@ class OwnLines {
 
   readonly out = (line: Line): Line => {
     this.#uuids.add(line.uuid);
-    if (typeof line.uuid === "string" && line.isSidechain !== true && line.type !== "progress")
-      this.lastNode = line.uuid;
     const text = (key: string) => (typeof line[key] === "string" && line[key] !== "" ? line[key] : undefined);
     if (line.type === "custom-title") this.#title = text("customTitle") ?? this.#title;
     if (line.type === "summary" && text("summary") !== undefined) this.#summaries.push(line);
@@ -257,15 +253,6 @@ class LineWriter {
 
   line(parentUuid: string | null, type: string, fields: Line, uuid: string, timestamp: string): Line {
     return { parentUuid, ...this.#fields, type, ...fields, uuid, timestamp };
-  }
-
-  /**
-   * A line under `parentUuid` that nothing hangs from, written last: Claude Code resumes at the
-   * message above the file's last such line, and so does an import of the file.
-   */
-  resumeMark(parentUuid: string, uuid: string, timestamp: string): Line {
-    const fields = { subtype: "informational", content: "Resumed here", isMeta: true, level: "info" };
-    return this.line(parentUuid, "system", fields, uuid, timestamp);
   }
 
   title(name: string): Line {
@@ -494,20 +481,6 @@ export async function* exportClaudeCode(
   if (index.hasLines) yield* sourceLines(session, imported, own);
   const writer = new LineWriter(fields, sessionId);
   yield* newLines(session, leafId, index, writer);
-  // The head moved back to a line written before others: a last line under it makes it the place
-  // Claude Code and an import resume at. A subagent's transcript is resumed by its session's.
-  const headLine = index.hangFrom(leafId);
-  if (
-    leafId !== null &&
-    headLine !== null &&
-    fields.isSidechain !== true &&
-    index.path(leafId).every((id) => index.held(id)) &&
-    own.lastNode !== headLine
-  ) {
-    const at = (await session.getEntry(leafId))?.timestamp ?? header.createdAt;
-    const mark = writer.resumeMark(headLine, await uuidFrom(`${sessionId}/${leafId}/resume`), at);
-    yield `${JSON.stringify(mark)}\n`;
-  }
   // A fork's name is its own, not the one its lines give.
   if (name !== undefined && (!index.hasLines || index.namedHere || name !== own.name))
     yield `${JSON.stringify(writer.title(name))}\n`;

@@ -132,33 +132,6 @@ class ClaudeCodeReader {
     }
   }
 
-  /**
-   * Claude Code resumes at the message its file's last childless line hangs under. A file whose
-   * last line with a uuid is no message, hangs under no line read as the head, and has no line
-   * under it (as an export writes where the head was moved back to a message that has replies)
-   * has its head at that message.
-   */
-  resumeWhereClaudeCodeDoes(lines: LogLine[]): void {
-    if (this.#subagent) return;
-    // Progress lines are neither where Claude Code resumes nor what makes a line not childless.
-    const nodes = lines.filter(
-      (l) => typeof l.value.uuid === "string" && l.value.type !== "progress" && this.#main(l.value),
-    );
-    const last = nodes.at(-1)?.value;
-    if (!last || last.type === "user" || last.type === "assistant") return;
-    if (this.#entryOf.get(last.uuid as string) === this.#head) return;
-    if (nodes.some((l) => l.value.parentUuid === last.uuid)) return;
-    const byUuid = new Map(nodes.map((l) => [l.value.uuid, l.value]));
-    const seen = new Set<unknown>();
-    for (let at = byUuid.get(last.parentUuid); at && !seen.has(at.uuid); at = byUuid.get(at.parentUuid)) {
-      seen.add(at.uuid);
-      if (at.type !== "user" && at.type !== "assistant") continue;
-      const entry = this.#entryOf.get(at.uuid as string);
-      if (entry !== undefined) this.#head = entry;
-      return;
-    }
-  }
-
   #main(value: Record<string, unknown>): boolean {
     return value.isSidechain !== true || this.#subagent;
   }
@@ -493,7 +466,6 @@ export function parseClaudeCode(text: string, options: ParseOptions = {}): Impor
 
   const reader = new ClaudeCodeReader(lines, warnings, subagent, createdAt, options.linesApart === true);
   for (const line of lines) reader.read(line);
-  reader.resumeWhereClaudeCodeDoes(lines);
 
   const uuids = new Set(lines.map((l) => l.value.uuid));
   const title = lastString(

@@ -100,23 +100,6 @@ describe("real Claude Code sessions exported back", () => {
   });
 });
 
-describe("an imported Claude Code session whose head was moved back", () => {
-  it("ends its file at the head, so Claude Code and an import of the file resume there", async () => {
-    const [, text] = fixtureFiles("claude-code").find(([n]) => n.startsWith("2.1.38")) as [string, string];
-    const session = await new MemoryRepo().importSession(parseClaudeCode(text));
-    const path = await session.getBranch(await session.getLeafId());
-    const users = path.filter((e) => e.type === "message" && e.message.role === "user");
-    const midway = users[Math.floor(users.length / 2)] as SessionEntry;
-    await session.setLeafId(midway.id);
-    const lines = jsonLines(await collect(exportClaudeCode(session)));
-    const copy = await new MemoryRepo().importSession(
-      parseClaudeCode(lines.map((l) => JSON.stringify(l)).join("\n")),
-    );
-    expect(await copy.getLeafId()).toBe(midway.id);
-    expect(said((await copy.buildContext()).messages)).toEqual(said((await session.buildContext()).messages));
-  });
-});
-
 describe("sessions imported before entries recorded their lines' places", () => {
   const [, text] = fixtureFiles("claude-code").find(([n]) => n.startsWith("1.0.98")) as [string, string];
   /** The file as an earlier release imported it: source lines without places or holes. */

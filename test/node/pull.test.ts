@@ -237,51 +237,6 @@ describe("cf-sessions pull", () => {
     }
   });
 
-  it("puts an imported Claude Code session whose head was moved back where Claude Code resumes at the head", async () => {
-    const fixture = readFileSync(
-      join(import.meta.dirname, "../fixtures/claude-code/2.1.38-task-plan-mode.jsonl"),
-      "utf8",
-    );
-    const source = "491e126e-1e71-469c-ade2-fcc8af567c74";
-    const sessionId = crypto.randomUUID();
-    const files = mkdtempSync(join(home, "cc-moved-"));
-    writeFileSync(join(files, `${sessionId}.jsonl`), fixture.replaceAll(source, sessionId));
-    const output: Output = {
-      out: () => undefined,
-      write: () => undefined,
-      stream: async () => undefined,
-      err: () => undefined,
-      isTTY: false,
-    };
-    const env = { CF_SESSIONS_URL: server.url };
-    expect(await main(["import", files, "--format", "claude-code", "--progress", "none"], output, env)).toBe(
-      0,
-    );
-    const session = await createClient({ baseUrl: server.url }).open(`claude-code-${sessionId}`);
-    const path = await session.getBranch();
-    const users = path.filter((entry) => entry.type === "message" && entry.message.role === "user");
-    const midway = users[Math.floor(users.length / 2)] as (typeof users)[number];
-    await session.setLeafId(midway.id);
-
-    const config = join(home, "claude-moved");
-    const project = join(home, "work", "Moved");
-    const pulled = await pull([session.id, "--to", "claude-code", "--project", project], {
-      CLAUDE_CONFIG_DIR: config,
-    });
-    expect(pulled.code, pulled.errors).toBe(0);
-    const again = parseImport("claude-code", readFileSync(pulled.answer.path, "utf8"));
-    expect(again.leafId).toBe(midway.id);
-    const previous = process.env.CLAUDE_CONFIG_DIR;
-    process.env.CLAUDE_CONFIG_DIR = config;
-    try {
-      const resumed = await getSessionMessages(sessionId, { dir: project });
-      expect(resumed.at(-1)?.uuid).toBe(midway.id);
-    } finally {
-      if (previous === undefined) delete process.env.CLAUDE_CONFIG_DIR;
-      else process.env.CLAUDE_CONFIG_DIR = previous;
-    }
-  });
-
   it("puts a session where pi and Codex keep theirs, each read back as the same conversation", async () => {
     const id = await writtenOverHttp();
     const project = join(home, "work", "other");

@@ -578,7 +578,19 @@ describe("the quota ledger", () => {
         newSession,
         seq: ++seq,
       })) as Result<number>;
-    return { tenant, ledger, setQuotas, claim };
+    /** Lists `id` in shard 0, as a session's report would (a seed counts it). */
+    const list = async (id: string) => {
+      const at = "2026-01-01T00:00:00.000Z";
+      const info = { id, metadata: {}, createdAt: at, updatedAt: at, leafId: null, entryCount: 0 };
+      await ledger.put({
+        info: { ...info, messageCount: 0, bytes: 0 },
+        incarnation: "i",
+        version: 1,
+        tenant,
+        shard: 0,
+      });
+    };
+    return { tenant, ledger, setQuotas, claim, list };
   }
 
   /** The ledger's totals, and what its claims add up to. */
@@ -660,16 +672,8 @@ describe("the quota ledger", () => {
 
   it("never counts again a session released while the ledger reads the shards to seed itself", async () => {
     try {
-      const { tenant, ledger, claim } = ledgerOf({ maxSessions: 2 });
-      const at = "2026-01-01T00:00:00.000Z";
-      const info = { id: "r", metadata: {}, createdAt: at, updatedAt: at, leafId: null, entryCount: 0 };
-      await ledger.put({
-        info: { ...info, messageCount: 0, bytes: 0 },
-        incarnation: "i",
-        version: 1,
-        tenant,
-        shard: 0,
-      });
+      const { tenant, ledger, claim, list } = ledgerOf({ maxSessions: 2 });
+      await list("r");
       // The first claim seeds the ledger from every shard; the release of "r", which shard 0 still
       // lists, lands while the others are asked.
       const [first] = await Promise.all([claim("x", 10, true), ledger.releaseQuota(tenant, "r")]);
@@ -684,22 +688,14 @@ describe("the quota ledger", () => {
 
   it("refuses a claim its holder sent before its release that arrives after it, and takes the next", async () => {
     try {
-      const { tenant, ledger, setQuotas } = ledgerOf({ maxSessions: 2, maxTenantBytes: 100_000 });
+      const { tenant, ledger, setQuotas, list } = ledgerOf({ maxSessions: 2, maxTenantBytes: 100_000 });
       const claimAt = (sessionId: string, at: number, newSession = false) =>
         ledger.claimQuota(tenant, { sessionId, holds: 0, wants: 100, newSession, seq: at }) as Promise<
           Result<number>
         >;
       expect((await claimAt("a", ++seq, true)).ok).toBe(true);
       // "a" is listed (its shard has not heard of its deletion yet).
-      const at = "2026-01-01T00:00:00.000Z";
-      const info = { id: "a", metadata: {}, createdAt: at, updatedAt: at, leafId: null, entryCount: 0 };
-      await ledger.put({
-        info: { ...info, messageCount: 0, bytes: 0 },
-        incarnation: "i",
-        version: 1,
-        tenant,
-        shard: 0,
-      });
+      await list("a");
       // A write of "a" asks for room (sent at `late`), then "a" is deleted: the release comes first.
       const late = ++seq;
       await ledger.releaseQuota(tenant, "a", ++seq);

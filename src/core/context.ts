@@ -165,13 +165,15 @@ function projectEntry(
 /**
  * The model an entry sets as the session's: a model change's, or the provider and model of a
  * reply that names its model. A reply saved by a framework that was not told its model (an empty
- * model id, or the AI SDK's `ai-sdk` stand-in for a provider) sets none.
+ * model id, or the AI SDK's `ai-sdk` stand-in for a provider) sets none, nor does a LangGraph
+ * message naming no model stored before it was recorded so (`unknown` for provider and model).
  */
 export function modelSetBy(entry: TreeEntry): ModelRef | undefined {
   if (entry.type === "model_change") return { provider: entry.provider, modelId: entry.modelId };
   if (entry.type !== "message" || entry.message.role !== "assistant") return undefined;
   const { provider, model: modelId } = entry.message as { provider: string; model: string };
-  return modelId && provider !== "ai-sdk" ? { provider, modelId } : undefined;
+  const named = modelId && provider !== "ai-sdk" && !(provider === "unknown" && modelId === "unknown");
+  return named ? { provider, modelId } : undefined;
 }
 
 /**

@@ -488,6 +488,96 @@ describe.each(repos)(
       ]);
     });
 
+    it("goes on under a model change, a thinking level and a compaction another door appended after its last checkpoint", async () => {
+      const repo = await makeRepo();
+      const saver = new CfSessionsSaver({ repo });
+      const graph = new StateGraph(MessagesAnnotation)
+        .addNode("model", ({ messages }) => ({
+          messages: [new AIMessage(`after ${messages.length}: ${String(messages.at(-1)?.content)}`)],
+        }))
+        .addEdge(START, "model")
+        .addEdge("model", END)
+        .compile({ checkpointer: saver });
+      const threadId = `settings-${crypto.randomUUID()}`;
+      const config = { configurable: { thread_id: threadId } };
+      await graph.invoke({ messages: [new HumanMessage("hello")] }, config);
+      const session = await repo.open(await saver.sessionIdFor(threadId));
+      await session.appendModelChange("anthropic", "claude-sonnet-4-5");
+      await session.appendThinkingLevelChange("high");
+      await session.compact({ summary: "They said hello.", keepRecentTokens: 0 });
+
+      await graph.invoke({ messages: [new HumanMessage("and now?")] }, config);
+      const texts = (state: StateSnapshot) =>
+        (state.values as { messages: BaseMessage[] }).messages.map((m) => [
+          m.getType(),
+          contentText(m.content),
+        ]);
+      // The graph's state is its whole conversation; what a model is sent is the compacted one,
+      // with the model and thinking level the other door set.
+      const expected = [
+        ["human", "hello"],
+        ["ai", "after 1: hello"],
+        ["human", "and now?"],
+        ["ai", "after 3: and now?"],
+      ];
+      expect(texts(await graph.getState(config))).toEqual(expected);
+      const context = await session.buildContext();
+      expect(context.model).toEqual({ provider: "anthropic", modelId: "claude-sonnet-4-5" });
+      expect(context.thinkingLevel).toBe("high");
+      expect(
+        context.messages.map((m) => [m.role, contentText((m as { content?: unknown }).content ?? "")]),
+      ).toEqual([
+        ["compactionSummary", ""],
+        // The compaction keeps the last answer.
+        ["assistant", "after 1: hello"],
+        ["user", "and now?"],
+        ["assistant", "after 3: and now?"],
+      ]);
+      expect((await session.getBranch()).map((entry) => entry.type)).toContain("compaction");
+
+      // A message another door appends after the compaction is read on the whole conversation.
+      await session.appendMessage({ role: "user", content: "from another door", timestamp: Date.now() });
+      expect(texts(await graph.getState(config))).toEqual([...expected, ["human", "from another door"]]);
+      await graph.invoke({ messages: [new HumanMessage("bye")] }, config);
+      expect(texts(await graph.getState(config))).toEqual([
+        ...expected,
+        ["human", "from another door"],
+        ["human", "bye"],
+        ["ai", "after 6: bye"],
+      ]);
+      expect((await session.buildContext()).messages.map((m) => m.role)).toEqual([
+        "compactionSummary",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "user",
+        "assistant",
+      ]);
+    });
+
+    it("reads a compaction another door appended after its last checkpoint as nothing of its conversation", async () => {
+      const repo = await makeRepo();
+      const saver = new CfSessionsSaver({ repo });
+      const graph = new StateGraph(MessagesAnnotation)
+        .addNode("model", ({ messages }) => ({ messages: [new AIMessage(`after ${messages.length}`)] }))
+        .addEdge(START, "model")
+        .addEdge("model", END)
+        .compile({ checkpointer: saver });
+      const threadId = `compacted-${crypto.randomUUID()}`;
+      const config = { configurable: { thread_id: threadId } };
+      await graph.invoke({ messages: [new HumanMessage("hello")] }, config);
+      const session = await repo.open(await saver.sessionIdFor(threadId));
+      await session.compact({ summary: "They said hello.", keepRecentTokens: 0 });
+      await session.appendMessage({ role: "user", content: "from another door", timestamp: Date.now() });
+      const messages = ((await graph.getState(config)).values as { messages: BaseMessage[] }).messages;
+      expect(messages.map((m) => [m.getType(), contentText(m.content)])).toEqual([
+        ["human", "hello"],
+        ["ai", "after 1"],
+        ["human", "from another door"],
+      ]);
+    });
+
     it("reads what another door appended while the graph stops before a node, and goes on under it", async () => {
       const repo = await makeRepo();
       const saver = new CfSessionsSaver({ repo });

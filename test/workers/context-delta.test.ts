@@ -342,6 +342,61 @@ describe("a session stored before a reply naming no model was told from one nami
   });
 });
 
+describe("a session stored before a LangGraph message naming no model was told from one naming it", () => {
+  it("takes its model from the model change above such messages, as written and when opened again", async () => {
+    const id = await createSession();
+    // A LangGraph message naming no model as it was stored before; an import's reply of a model its
+    // file did not name, which sets that model as pi reads it.
+    const reply = (text: string, provider: string) => {
+      const written = assistantMessage(text);
+      return { ...written, message: { ...written.message, provider, model: "unknown" } };
+    };
+    const entries = [
+      { ...userMessage("q"), id: "q", parentId: null },
+      { type: "model_change", id: "m", provider: "anthropic", modelId: "claude-sonnet-4-5" },
+      { ...reply("a graph's", "unknown"), id: "r1" },
+      { ...reply("another graph's", "unknown"), id: "r2" },
+      { ...userMessage("after"), id: "u" },
+      { ...reply("first", "unknown"), id: "r0", parentId: "q" },
+      { ...reply("imported", "openai"), id: "i", parentId: "q" },
+    ];
+    const res = await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } });
+    expect(res.status, res.text).toBe(201);
+    const models = async () =>
+      Promise.all(
+        ["u", "r1", "r0", "i"].map(
+          async (leafId) => (await api("GET", `/v1/sessions/${id}/context?leafId=${leafId}`)).body.model,
+        ),
+      );
+    const changed = { provider: "anthropic", modelId: "claude-sonnet-4-5" };
+    const answered = [changed, changed, null, { provider: "openai", modelId: "unknown" }];
+    expect(await models()).toEqual(answered);
+    // As the release before stored it: each such message the latest model of its path and of
+    // every row below it, its schema then.
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    await runDurableObjectAlarm(stub);
+    await evictDurableObject(stub);
+    await runInDurableObject(stub, (_instance, state) => {
+      const sql = state.storage.sql;
+      const seqOf = (entryId: string) =>
+        sql.exec<{ seq: number }>("SELECT seq FROM entries WHERE id = ?", entryId).one().seq;
+      const setOwn = (entryId: string, below: string[]) =>
+        sql.exec(
+          `UPDATE entries SET last_model = ? WHERE id IN (${[entryId, ...below].map(() => "?").join(", ")})`,
+          seqOf(entryId),
+          entryId,
+          ...below,
+        );
+      setOwn("r0", []);
+      setOwn("r1", []);
+      setOwn("r2", ["u"]);
+      sql.exec("DELETE FROM schema_version WHERE version > 10");
+    });
+    await evictDurableObject(stub);
+    expect(await models()).toEqual(answered);
+  });
+});
+
 describe("a context holding a LangGraph checkpoint's messages", () => {
   it("is read from the last checkpoint on its path, past many of other branches, as the memory backend reads it", async () => {
     const human = (text: string) => ({

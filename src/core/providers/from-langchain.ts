@@ -162,11 +162,14 @@ function reasoningBlocks(content: unknown): ThinkingContent[] {
   });
 }
 
-/** The model that answered, as the chat model recorded it (`model_provider`, `model_name`). */
+/**
+ * The model that answered, as the chat model recorded it (`model_provider`, `model_name`); an
+ * empty model id when it did not, a reply naming no model (it leaves the session's model as it was).
+ */
 function modelOf(kwargs: Record<string, unknown>): { provider: string; modelId: string } {
   const metadata = isRecord(kwargs.response_metadata) ? kwargs.response_metadata : {};
   const provider = typeof metadata.model_provider === "string" ? metadata.model_provider : "unknown";
-  const modelId = typeof metadata.model_name === "string" ? metadata.model_name : "unknown";
+  const modelId = typeof metadata.model_name === "string" ? metadata.model_name : "";
   return { provider, modelId };
 }
 

@@ -18,6 +18,34 @@ import { jsonRuns, migrate } from "../sql";
 const STORED_JSON = `coalesce(body, (SELECT group_concat(CAST(data AS TEXT), '')
   FROM (SELECT data FROM entry_chunks WHERE entry_chunks.seq = entries.seq ORDER BY n)))`;
 
+/**
+ * Makes the assistant replies stored in the row that `replies` matches set no model: each such row
+ * took itself for the latest model on its path, and it and every row below it point at the setter
+ * above it instead (none: NULL). Replies stored in chunks (over 512 KiB) are left as they were.
+ */
+function unsetReplyModels(replies: string): string {
+  return `
+  WITH RECURSIVE
+    unset(seq, parent_seq) AS (
+      SELECT seq, parent_seq FROM entries
+      WHERE type = 'message' AND role = 'assistant' AND last_model = seq AND body IS NOT NULL
+        AND ${replies}
+    ),
+    above(unset_seq, last_model) AS (
+      SELECT unset.seq, parent.last_model FROM unset LEFT JOIN entries AS parent ON parent.seq = unset.parent_seq
+      UNION ALL
+      SELECT above.unset_seq, parent.last_model FROM above
+        JOIN unset ON unset.seq = above.last_model
+        JOIN entries AS parent ON parent.seq = unset.parent_seq
+    ),
+    setter(unset_seq, last_model) AS (
+      SELECT unset_seq, last_model FROM above
+      WHERE last_model IS NULL OR last_model NOT IN (SELECT seq FROM unset)
+    )
+  UPDATE entries SET last_model = setter.last_model FROM setter WHERE entries.last_model = setter.unset_seq
+  `;
+}
+
 const MIGRATIONS = [
   `
   CREATE TABLE session (
@@ -148,30 +176,10 @@ const MIGRATIONS = [
   `,
   // A reply naming no model (one a framework's store wrote, `ai-sdk` or an empty model) sets no
   // model (core's `modelSetBy`); rows stored before took it for the latest model on their path.
-  // Each such row, and every row below it, points at the setter above it instead (none: NULL).
-  // Only replies stored in the row are read, and parsed only when their text holds what such a
-  // reply does (one stored in chunks, over 512 KiB, is left as it was).
-  `
-  WITH RECURSIVE
-    unset(seq, parent_seq) AS (
-      SELECT seq, parent_seq FROM entries
-      WHERE type = 'message' AND role = 'assistant' AND last_model = seq AND body IS NOT NULL
-        AND (instr(body, '"model":""') > 0 OR instr(body, '"provider":"ai-sdk"') > 0)
-        AND (coalesce(body->>'$.message.model', '') = '' OR body->>'$.message.provider' = 'ai-sdk')
-    ),
-    above(unset_seq, last_model) AS (
-      SELECT unset.seq, parent.last_model FROM unset LEFT JOIN entries AS parent ON parent.seq = unset.parent_seq
-      UNION ALL
-      SELECT above.unset_seq, parent.last_model FROM above
-        JOIN unset ON unset.seq = above.last_model
-        JOIN entries AS parent ON parent.seq = unset.parent_seq
-    ),
-    setter(unset_seq, last_model) AS (
-      SELECT unset_seq, last_model FROM above
-      WHERE last_model IS NULL OR last_model NOT IN (SELECT seq FROM unset)
-    )
-  UPDATE entries SET last_model = setter.last_model FROM setter WHERE entries.last_model = setter.unset_seq
-  `,
+  unsetReplyModels(
+    `(instr(body, '"model":""') > 0 OR instr(body, '"provider":"ai-sdk"') > 0)
+      AND (coalesce(body->>'$.message.model', '') = '' OR body->>'$.message.provider' = 'ai-sdk')`,
+  ),
   // The header's name (while no session_info entry has named the session) and system prompt are
   // text, in rows of their own (search-index.ts, core's `headerSearchText`): a session stored
   // before has them indexed, cut and cleaned as text is.
@@ -183,6 +191,12 @@ const MIGRATIONS = [
     SELECT -1, replace(replace(substr(header->>'systemPrompt', 1, ${MAX_INDEXED_CHARS}), char(1), ' '), char(2), ' '), ''
     FROM session WHERE trim(coalesce(header->>'systemPrompt', '')) != ''
   `,
+  // Nor does a LangGraph message naming no model, stored before as of model `unknown` by provider
+  // `unknown`.
+  unsetReplyModels(
+    `instr(body, '"model":"unknown"') > 0
+      AND body->>'$.message.provider' = 'unknown' AND body->>'$.message.model' = 'unknown'`,
+  ),
 ];
 
 /**

@@ -12,7 +12,8 @@ import { sessionReader } from "./thread-reader";
  * What a saver remembers between its calls, so that a graph's next step is written without
  * reading back what the last one wrote: the checkpoints last put or read, the message references
  * of the checkpoints that changed the messages channel, the call ids the last reads of a session
- * showed a graph, and each message object as serialized. Every kind is bounded, newest kept.
+ * showed a graph, and each message object as serialized, and the head a checkpoint was last read
+ * at when another door appended what is no message after it. Every kind is bounded, newest kept.
  */
 
 /**
@@ -67,6 +68,11 @@ export class SaverMemory {
   readonly #refs = new Map<string, MessageRef[]>();
   /** The call ids the last reads of each session's context showed a graph, newest last. */
   readonly #callIdReads = new Map<string, AnsweredCallIds[]>();
+  /**
+   * The session's head a checkpoint was read at, as the latest, when only entries no graph's state
+   * holds stand after it (see `headOver`), by session and checkpoint id.
+   */
+  readonly #headsOver = new Map<string, string>();
   /** Messages of messages channels as serialized, by the message object (see `listed`). */
   readonly #listedMessages = new WeakMap<object, { id: unknown; listed: ListedMessage }>();
 
@@ -95,6 +101,26 @@ export class SaverMemory {
     };
     this.remember(sessionId, data.checkpoint.id, known);
     return known;
+  }
+
+  /**
+   * Where the next checkpoint put from `checkpointId` hangs instead of under its entry: the head it
+   * was read at, when entries another door appended after it are none of a graph's state (a model
+   * or thinking level change, a compaction, a label), so that they stay on the thread's path.
+   * Once: a later `put` from the same checkpoint (time travel) hangs under its entry.
+   */
+  takeHeadOver(sessionId: string, checkpointId: string): string | undefined {
+    const key = checkpointKey(sessionId, checkpointId);
+    const head = this.#headsOver.get(key);
+    this.#headsOver.delete(key);
+    return head;
+  }
+
+  /** Records (or, with no head, forgets) the head `checkpointId` was read at as the latest. */
+  readAtHead(sessionId: string, checkpointId: string, head: string | undefined): void {
+    const key = checkpointKey(sessionId, checkpointId);
+    if (head === undefined) this.#headsOver.delete(key);
+    else keepNewest(this.#headsOver, key, head, KEPT_CHECKPOINTS);
   }
 
   refs(sessionId: string, entryId: string): MessageRef[] | undefined {
@@ -150,6 +176,7 @@ export class SaverMemory {
     const prefix = checkpointKey(sessionId, "");
     for (const key of this.#known.keys()) if (key.startsWith(prefix)) this.#known.delete(key);
     for (const key of this.#refs.keys()) if (key.startsWith(prefix)) this.#refs.delete(key);
+    for (const key of this.#headsOver.keys()) if (key.startsWith(prefix)) this.#headsOver.delete(key);
     this.#callIdReads.delete(sessionId);
   }
 }

@@ -222,7 +222,8 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
           ...(plan?.entries ?? []),
           { type: "custom", id: entryId, customType: CHECKPOINT, data: stored },
         ];
-        let above: string | null = parent?.entryId ?? null;
+        const headOver = parentId === undefined ? undefined : this.#memory.takeHeadOver(session.id, parentId);
+        let above: string | null = headOver ?? parent?.entryId ?? null;
         for (const entry of chain) {
           entry.parentId = above;
           above = entry.id as string;
@@ -319,6 +320,9 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
         return head && (await this.#heads.at(thread, session, head.id))?.tuple;
       }
       const latest = checkpointId === undefined ? await this.#latest(session) : undefined;
+      if (latest?.stored)
+        this.#memory.readAtHead(session.id, latest.stored.data.checkpoint.id, latest.headOver);
+      else if (checkpointId !== undefined) this.#memory.readAtHead(session.id, checkpointId, undefined);
       const stored =
         checkpointId === undefined
           ? latest?.stored
@@ -354,12 +358,18 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
   /**
    * The checkpoint at the session's head: the last one put, or, when the head was moved (in the
    * viewer, say), the checkpoint it was moved to, so the graph resumes from there. `appended`: the
-   * head is messages another door added after that checkpoint.
+   * head is messages another door added after that checkpoint. `headOver`: the head, when what
+   * stands after the checkpoint is none of a graph's state (a model change, a compaction): the
+   * next checkpoint goes on under it.
    */
-  async #latest(session: Session): Promise<{ stored?: StoredCheckpoint; appended: boolean }> {
-    let id = await session.getLeafId();
+  async #latest(
+    session: Session,
+  ): Promise<{ stored?: StoredCheckpoint; appended: boolean; headOver?: string }> {
+    const leaf = await session.getLeafId();
+    let id = leaf;
     let afterWrites = false;
     let appended = false;
+    let stateless = true;
     while (id !== null) {
       const entry = await session.getEntry(id);
       if (!entry) return { appended: false };
@@ -372,9 +382,11 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
         const newer = await newestCheckpointAfter(session, stored);
         return newer ? { stored: newer, appended: false } : { stored, appended };
       }
-      if (stored) return { stored, appended };
+      if (stored)
+        return { stored, appended, headOver: stateless && id !== leaf ? (leaf ?? undefined) : undefined };
       afterWrites ||= isWrites(entry);
       appended ||= entry.type === "message" || entry.type === "custom_message";
+      stateless &&= !appended && !afterWrites;
       id = entry.parentId;
     }
     return { appended: false };

@@ -107,7 +107,9 @@ export function sessionMessages(
   callIds = new AnsweredCallIds(PORTABLE_IDS),
 ): SessionMessage[] {
   const messages: SessionMessage[] = [];
-  for (const piece of pairedPieces(conversationPieces(path, FRAMEWORK), true)) {
+  // A graph's state is its whole conversation: a compaction shortens only what a model is sent.
+  const whole = path.filter((entry) => entry.type !== "compaction");
+  for (const piece of pairedPieces(conversationPieces(whole, FRAMEWORK), true)) {
     const entry = piece.entries.at(-1) as StoredEntry<TreeEntry>;
     const single = piece.entries.length === 1 && entry.type === "message";
     if (piece.records) {

@@ -32,16 +32,17 @@ export function oneOf<T extends string>(
 
 /**
  * What a terminal obeys rather than shows: the C0 controls (line breaks, tabs and escape among
- * them), DEL, the C1 controls, and the Unicode line and paragraph separators.
+ * them), DEL, the C1 controls, the Unicode line and paragraph separators, and the bidirectional
+ * marks, embeddings, overrides and isolates (which show the rest of a line reordered).
  */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds.
-const TERMINAL_CONTROLS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+const TERMINAL_CONTROLS = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
 
 /**
  * `text` as a terminal shows it on one line, each control character written as its escape
  * (`\u001b`). Everything the service sends is printed through it in human output (names, labels,
  * messages, ids): text stored by anyone can neither retitle the terminal, clear it, move its
- * cursor nor start a line that looks like output of its own.
+ * cursor, reorder what follows nor start a line that looks like output of its own.
  */
 export function terminalSafe(text: string): string {
   return text.replace(TERMINAL_CONTROLS, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);

@@ -1041,8 +1041,9 @@ describe("command line", () => {
   });
 
   it("prints what sessions hold as visible escapes, never as controls the terminal obeys or lines of its own", async () => {
-    // A name that retitles the terminal, clears it and forges a row; a label that forges a node.
-    const name = "evil\u001b]0;owned\u0007\u001b[2J\nFAKE row\u009b31m\u2028";
+    // A name that retitles the terminal, clears it, forges a row and shows the rest of the line
+    // right to left; a label that forges a node.
+    const name = "evil\u001b]0;owned\u0007\u001b[2J\nFAKE row\u009b31m\u2028\u202etxt.exe\u2066\u200f";
     const label = "x\n└─ assistant zzz  ← leaf";
     const id = `cli-controls-${Date.now()}`;
     const session = await createClient({ baseUrl: server.url }).create({ id, name });
@@ -1052,7 +1053,7 @@ describe("command line", () => {
     const entries = await session.getEntries();
     /** Every control character but the line ends the command line writes itself. */
     // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds.
-    const controls = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029]/;
+    const controls = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/;
     const printed = async (args: string[]) => {
       const { code, stdout, stderr } = await cli(args);
       expect(code, stderr).toBe(0);
@@ -1062,7 +1063,9 @@ describe("command line", () => {
 
     const listed = await printed(["list", "--prefix", id]);
     expect(listed).toHaveLength(2);
-    expect(listed[1]).toContain("evil\\u001b]0;owned\\u0007\\u001b[2J\\u000aFAKE row\\u009b31m\\u2028");
+    expect(listed[1]).toContain(
+      "evil\\u001b]0;owned\\u0007\\u001b[2J\\u000aFAKE row\\u009b31m\\u2028\\u202etxt.exe\\u2066\\u200f",
+    );
     const tree = await printed(["tree", id]);
     expect(tree).toHaveLength(entries.length);
     expect(tree.some((line) => line.includes("[x\\u000a└─ assistant zzz  ← leaf]"))).toBe(true);

@@ -34,13 +34,19 @@ export function userBlock(part: InputContent): Block {
   return { type: "image", source: { type: "base64", media_type: part.mimeType, data: part.data } };
 }
 
-/** The `tool_result` block of a result: its text as a string when that is all, `is_error` only when set. */
-export function toolResultBlock(result: ToolResultMessage): Block {
+/**
+ * The `tool_result` block of a result: its text as a string when that is all, else each part as
+ * `blockOf` writes it; `is_error` only when set.
+ */
+export function toolResultBlock(
+  result: ToolResultMessage,
+  blockOf: (part: InputContent) => Block = userBlock,
+): Block {
   const content = result.content as InputContent[];
   const block: Block = { type: "tool_result", tool_use_id: result.toolCallId };
   const only = content.length === 1 ? content[0] : undefined;
   if (only?.type === "text") block.content = only.text;
-  else if (content.length > 0) block.content = content.map(userBlock);
+  else if (content.length > 0) block.content = content.map(blockOf);
   if (result.isError) block.is_error = true;
   return block;
 }

@@ -259,14 +259,17 @@ class LineWriter {
     return { type: "custom-title", customTitle: name, sessionId: this.#sessionId };
   }
 
+  /** A user's or a tool result's text or image, an image as a type Anthropic reads or a note. */
+  #block(part: InputContent): Line {
+    if (part.type === "text") return { type: "text", text: part.text };
+    const mediaType = imageTypeFor(part.mimeType, ANTHROPIC_IMAGE_TYPES);
+    if (!mediaType) return { type: "text", text: unsupportedImageNote(part.mimeType) };
+    return { type: "image", source: { type: "base64", media_type: mediaType, data: part.data } };
+  }
+
   #userContent(content: unknown): unknown {
     if (typeof content === "string") return content;
-    return (Array.isArray(content) ? (content as InputContent[]) : []).map((part) => {
-      if (part.type === "text") return { type: "text", text: part.text };
-      const mediaType = imageTypeFor(part.mimeType, ANTHROPIC_IMAGE_TYPES);
-      if (!mediaType) return { type: "text", text: unsupportedImageNote(part.mimeType) };
-      return { type: "image", source: { type: "base64", media_type: mediaType, data: part.data } };
-    });
+    return (Array.isArray(content) ? (content as InputContent[]) : []).map((part) => this.#block(part));
   }
 
   #assistantContent(message: AssistantMessage): Line[] {
@@ -325,7 +328,8 @@ class LineWriter {
     }
     if (message.role === "toolResult") {
       const result = message as ToolResultMessage;
-      const block = toolResultBlock({ ...result, toolCallId: this.#answer(result.toolCallId) });
+      const answered = { ...result, toolCallId: this.#answer(result.toolCallId) };
+      const block = toolResultBlock(answered, (part) => this.#block(part));
       return { type: "user", fields: { message: { role: "user", content: [block] } } };
     }
     const user = toModelMessage(message);

@@ -352,6 +352,41 @@ describe("tool calls sharing an id, as a Claude Code transcript", () => {
   });
 });
 
+describe("images of a user and of a tool's result, as a Claude Code transcript", () => {
+  it("go out as the image types Anthropic reads, or as a note where it reads none", async () => {
+    const session = await new MemoryRepo().create({ id: "images-1" });
+    const image = (mimeType: string) => ({ type: "image" as const, mimeType, data: "aGVsbG8=" });
+    await session.appendMessage({ role: "user", content: [image("image/jpg")], timestamp: 1 });
+    await session.appendMessage({
+      role: "assistant",
+      content: [{ type: "toolCall", id: "shot", name: "screenshot", arguments: {} }],
+      api: "anthropic-messages",
+      provider: "anthropic",
+      model: "claude-sonnet-4-5",
+      usage: usage(1, 1, 0, 0),
+      stopReason: "toolUse",
+      timestamp: 2,
+    } as AssistantMessage);
+    await session.appendMessage({
+      role: "toolResult",
+      toolCallId: "shot",
+      toolName: "screenshot",
+      content: [image("image/jpg"), image("image/bmp")],
+      isError: false,
+      timestamp: 3,
+    });
+    const lines = jsonLines(await collect(exportClaudeCode(session)));
+    const blocks = lines.flatMap((l) => ((l.message as { content?: unknown })?.content ?? []) as Line[]);
+    const result = blocks.find((b) => b.type === "tool_result") as Line;
+    const image0 = { type: "image", source: { type: "base64", media_type: "image/jpeg", data: "aGVsbG8=" } };
+    expect(blocks[0]).toEqual(image0);
+    expect(result.content).toEqual([
+      image0,
+      { type: "text", text: "(image omitted: image/bmp is not supported)" },
+    ]);
+  });
+});
+
 describe("a transcript pulled into another checkout, synced back", () => {
   const [, text] = fixtureFiles("claude-code").find(([n]) => n.startsWith("2.1.152")) as [string, string];
   const elsewhere = (change: (line: Line) => Line) =>

@@ -204,6 +204,21 @@ function stopEvents(reply: AssistantMessage): Line[] {
   return [];
 }
 
+/**
+ * The events Codex shows a reply's words by in a resumed thread (it builds what it shows from
+ * events, not from response items): an `agent_message` for each of the reply's message items, when
+ * the reply finished.
+ */
+function answerEvents(reply: AssistantMessage, items: readonly Line[]): Line[] {
+  if (reply.stopReason === "aborted" || reply.stopReason === "error") return [];
+  return items
+    .filter((item) => item.type === "message")
+    .map((item) => ({
+      type: "agent_message",
+      message: (item.content as Line[]).map((part) => part.text).join(""),
+    }));
+}
+
 /** What makes the lines of messages Codex has no line of. */
 class RolloutWriter {
   readonly #callIds = new AnsweredCallIds(OPENAI_RESPONSES_IDS);
@@ -213,11 +228,12 @@ class RolloutWriter {
     return this.#callIds.result(storedId) ?? this.#callIds.allocate(storedId);
   }
 
-  /** The response items a message is written as (and, for the user's own words, its event). */
+  /** The response items a message is written as, and the events Codex records with them. */
   items(message: AgentMessage): { items: Line[]; events: Line[] } {
     if (message.role === "assistant") {
       const reply = message as AssistantMessage;
-      return { items: this.#assistant(reply), events: stopEvents(reply) };
+      const items = this.#assistant(reply);
+      return { items, events: [...answerEvents(reply, items), ...stopEvents(reply)] };
     }
     if (message.role === "toolResult") {
       const result = message as ToolResultMessage;

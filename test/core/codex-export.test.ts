@@ -211,6 +211,18 @@ describe("a session written elsewhere as a Codex rollout", () => {
     expect(after.map((i) => i.role)).toEqual(["user", "assistant"]);
   });
 
+  it("shows each reply's words by an agent_message event, as Codex builds a resumed thread from events", async () => {
+    const { text } = await written();
+    const lines = jsonLines(text);
+    const texts = (item: Line) => (item.content as Line[]).map((part) => part.text).join("");
+    const answers = payloads(lines, "response_item").filter(
+      (i) => i.type === "message" && i.role === "assistant",
+    );
+    expect(answers.length).toBeGreaterThan(1);
+    const shown = payloads(lines, "event_msg").filter((p) => p.type === "agent_message");
+    expect(shown).toEqual(answers.map((item) => ({ type: "agent_message", message: texts(item) })));
+  });
+
   it("imports back to its context, the summary once, then the same each time", async () => {
     const { session, text } = await written();
     const first = parseCodex(text);
@@ -287,11 +299,13 @@ describe("what did not finish, out to Codex and back", () => {
       ["error", "overloaded"],
       ["stop", undefined],
     ]);
-    // As Codex records them: after the reply's items, a turn aborted, a turn that failed.
+    // As Codex records them: after the reply's items, a turn aborted, a turn that failed; the
+    // answer that finished shown by its words.
     const events = payloads(lines, "event_msg").filter((p) => p.type !== "user_message");
     expect(events).toEqual([
       { type: "turn_aborted", reason: "interrupted" },
       { type: "error", message: "overloaded" },
+      { type: "agent_message", message: "The report." },
     ]);
   });
 

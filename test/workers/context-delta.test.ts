@@ -10,7 +10,7 @@ import { EntryRows } from "../../src/durable/session/entry-rows";
 import { PathReads } from "../../src/durable/session/path-reads";
 import type { Sql } from "../../src/durable/sql";
 import { JSON_PARAM_CHARS, jsonLists, sqlOf } from "../../src/durable/sql";
-import { api, createSession, expectError, userMessage } from "./helpers";
+import { api, createSession, expectError, runAlarmOnceReportDue, userMessage } from "./helpers";
 
 const assistantMessage = (text: string) => ({
   type: "message",
@@ -270,9 +270,10 @@ describe("a session stored before its checkpoints and edits were indexed", () =>
       );
     const before = await contexts();
     // As the release before stored it: no such columns, no such indexes, its schema then. The
-    // writes' report runs first (an alarm coming while the schema is changed holds its statements
-    // open), then a fresh object: no statement of its reads is open to lock the table.
-    await runDurableObjectAlarm(stub);
+    // writes' report is made now, so that no alarm comes for it while the schema is changed (a
+    // report's reads hold statements open), then a fresh object: no statement of its reads is open
+    // to lock the table.
+    await runAlarmOnceReportDue(stub);
     await evictDurableObject(stub);
     await runInDurableObject(stub, (_instance, state) => {
       state.storage.sql.exec("DROP INDEX entries_holding_messages");

@@ -94,6 +94,28 @@ export async function withObjectEnv<T>(
 }
 
 /**
+ * Runs a session object's alarm once the report to its directory that its writes call for is due
+ * (DIRECTORY_SYNC_MS after the first of them): an alarm before then reports nothing, and the
+ * report waits for the next. Until then the object's own alarm does nothing (work it had in hand
+ * ends meanwhile), so that what was due is done here, once, and no alarm comes for it after.
+ */
+export async function runAlarmOnceReportDue(stub: DurableObjectStub): Promise<void> {
+  await runInDurableObject(stub, (instance) => {
+    instance.alarm = async () => {};
+  });
+  try {
+    await scheduler.wait(Number(env.DIRECTORY_SYNC_MS) + 1);
+  } finally {
+    await runInDurableObject(stub, async (instance, state) => {
+      // The class's own alarm again.
+      delete instance.alarm;
+      await state.storage.deleteAlarm();
+      await (instance as Required<DurableObject>).alarm();
+    });
+  }
+}
+
+/**
  * What `run` answers and the rows SQLite read for it (the runtime's `rowsRead` of every statement
  * run through `sql` meanwhile), inside an object: what a call costs, however large its tables.
  */

@@ -14,6 +14,7 @@ import {
   expectError,
   KEY_A_READ,
   KEY_B,
+  runAlarmOnceReportDue,
   sid,
   userMessage,
 } from "./helpers";
@@ -495,7 +496,10 @@ describe("searching a session", () => {
     expect(found.length).toBeGreaterThan(1);
     // As an object of the release before stored it: the checkpoints not indexed, its schema then.
     const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
-    // A fresh object: no statement of its reads is open to lock the table.
+    // The writes' report is made now, so that no alarm comes for it while the schema is changed (a
+    // report's reads hold statements open), then a fresh object: no statement of its reads is open
+    // to lock the table.
+    await runAlarmOnceReportDue(stub);
     await evictDurableObject(stub);
     await runInDurableObject(stub, (_instance, state) => {
       state.storage.sql.exec(

@@ -11,6 +11,7 @@ import {
   directoryReplacing,
   expectError,
   KEY_A,
+  runAlarmOnceReportDue,
   sid,
   userMessage,
   withObjectEnv,
@@ -209,7 +210,7 @@ describe("the storage point of a purged session", () => {
     expect(written.status).toBe(201);
     // The writes' report (and its storage point) is made before the points are recorded: only the
     // purge's are.
-    await runDurableObjectAlarm(stub);
+    await runAlarmOnceReportDue(stub);
     await withObjectEnv(stub, { METRICS: dataset }, async () => {
       await withObjectEnv(stub, { DIRECTORY: unreachable }, async () => {
         expect((await api("DELETE", `/v1/sessions/${id}?purge=true`)).status).toBe(204);

@@ -1,4 +1,4 @@
-import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { Result } from "../../src/core/errors";
@@ -15,6 +15,7 @@ import {
   directoryReplacing,
   expectError,
   heldClaimAnswers,
+  runAlarmOnceReportDue,
   sid,
   userMessage,
   withObjectEnv,
@@ -490,11 +491,6 @@ describe("a session's claim, against its writes", () => {
       interval: 20,
     });
 
-  const runAlarm = async (stub: DurableObjectStub) => {
-    await runInDurableObject(stub, (_instance, state) => state.storage.setAlarm(Date.now() + 60_000));
-    expect(await runDurableObjectAlarm(stub)).toBe(true);
-  };
-
   it("leaves the room a write asked for while the ledger answered, and gives back the rest once idle", async () => {
     const session = await create(KEY, [sized(1000)]);
     await settled(session);
@@ -506,7 +502,7 @@ describe("a session's claim, against its writes", () => {
       const appended = api("POST", `/v1/sessions/${session.id}/entries`, { key: KEY, body: sized(2000) });
       await claims.answered();
       // The ledger granted the claim; the alarm comes before the write has its answer.
-      await runAlarm(stub);
+      await runAlarmOnceReportDue(stub);
       claims.letGo();
       const answer = await appended;
       expect(answer.status, answer.text).toBe(201);
@@ -515,8 +511,8 @@ describe("a session's claim, against its writes", () => {
     const grown = await infoOf(KEY, session.id);
     expect(grown.bytes).toBeGreaterThan(session.bytes + 1900);
     expect(await ledgerClaim(session.id)).toBeGreaterThanOrEqual(grown.bytes);
-    // Once idle, what it was granted beyond them goes back.
-    await runAlarm(stub);
+    // Once idle (its report due), what it was granted beyond them goes back.
+    await runAlarmOnceReportDue(stub);
     expect(await ledgerClaim(session.id)).toBe(grown.bytes);
   });
   it("is not left in the ledger by a write that asked for room while its session was deleted", async () => {

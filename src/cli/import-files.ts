@@ -31,6 +31,8 @@ export function sessionFiles(path: string): string[] {
   const root = realpathSync(path);
   const found = new Set([root]);
   const holdsRoot = (folder: string) => root.startsWith(folder.endsWith(sep) ? folder : `${folder}${sep}`);
+  // Files too, by their real paths: one reached by links and by its own path is listed once.
+  const foundFiles = new Set<string>();
   for (let next = 0; next < folders.length; next++) {
     const dir = folders[next] as string;
     let names: string[];
@@ -44,13 +46,18 @@ export function sessionFiles(path: string): string[] {
       const full = join(dir, name);
       // A folder's real path, whatever links lead to it; undefined for a file.
       let folder: string | undefined;
+      let real: string;
       try {
-        if (statSync(full).isDirectory()) folder = realpathSync(full);
+        real = realpathSync(full);
+        if (statSync(real).isDirectory()) folder = real;
       } catch {
         continue;
       }
       if (folder === undefined) {
-        if (name.endsWith(".jsonl") || name.endsWith(".ndjson")) files.push(full);
+        if ((name.endsWith(".jsonl") || name.endsWith(".ndjson")) && !foundFiles.has(real)) {
+          foundFiles.add(real);
+          files.push(full);
+        }
       } else if (!found.has(folder) && !holdsRoot(folder)) {
         found.add(folder);
         folders.push(full);

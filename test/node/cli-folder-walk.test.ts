@@ -81,4 +81,11 @@ describe("a folder whose links lead back up the tree", () => {
     const dir = folderWith({ "b/link": "../a" });
     expect(sessionFiles(dir)).toEqual([join(dir, "a", "x.jsonl")]);
   });
+
+  it("lists a file reached by links and by its own path once, by the path found first", () => {
+    const dir = folderWith({});
+    symlinkSync("../a/x.jsonl", join(dir, "b", "same.jsonl"), "file");
+    symlinkSync("x.jsonl", join(dir, "a", "again.jsonl"), "file");
+    expect(sessionFiles(dir)).toEqual([join(dir, "a", "again.jsonl")]);
+  });
 });

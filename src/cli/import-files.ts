@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { join, sep } from "node:path";
 import type { RemoteRepo } from "../client";
 import { SessionError } from "../core/errors";
@@ -14,6 +14,15 @@ import { recordProject } from "./project-key";
  * appends what a file gained since it was last synced (agents only ever append to their files),
  * and reports a file its session no longer matches as a conflict, writing nothing.
  */
+
+/** Whether `path` is itself a link (false for what cannot be read). */
+function isLink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
 
 /**
  * Every `.jsonl` or `.ndjson` file under a folder, each once, in a stable order. What is under it
@@ -31,8 +40,9 @@ export function sessionFiles(path: string): string[] {
   const root = realpathSync(path);
   const found = new Set([root]);
   const holdsRoot = (folder: string) => root.startsWith(folder.endsWith(sep) ? folder : `${folder}${sep}`);
-  // Files too, by their real paths: one reached by links and by its own path is listed once.
-  const foundFiles = new Set<string>();
+  // Files too, by their real paths: one reached by links and by its own path is listed once, by
+  // its own path (an agent's folder may hold a link to its newest file, as Codex's `latest`).
+  const foundFiles = new Map<string, number>();
   for (let next = 0; next < folders.length; next++) {
     const dir = folders[next] as string;
     let names: string[];
@@ -54,9 +64,12 @@ export function sessionFiles(path: string): string[] {
         continue;
       }
       if (folder === undefined) {
-        if ((name.endsWith(".jsonl") || name.endsWith(".ndjson")) && !foundFiles.has(real)) {
-          foundFiles.add(real);
-          files.push(full);
+        if (!name.endsWith(".jsonl") && !name.endsWith(".ndjson")) continue;
+        const listed = foundFiles.get(real);
+        if (listed === undefined) {
+          foundFiles.set(real, files.push(full) - 1);
+        } else if (isLink(files[listed] as string) && !isLink(full)) {
+          files[listed] = full;
         }
       } else if (!found.has(folder) && !holdsRoot(folder)) {
         found.add(folder);

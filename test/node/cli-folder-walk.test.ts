@@ -82,10 +82,19 @@ describe("a folder whose links lead back up the tree", () => {
     expect(sessionFiles(dir)).toEqual([join(dir, "a", "x.jsonl")]);
   });
 
-  it("lists a file reached by links and by its own path once, by the path found first", () => {
+  it("lists a file reached by links and by its own path once, by its own path", () => {
     const dir = folderWith({});
+    symlinkSync("a/x.jsonl", join(dir, "0-latest.jsonl"), "file");
     symlinkSync("../a/x.jsonl", join(dir, "b", "same.jsonl"), "file");
     symlinkSync("x.jsonl", join(dir, "a", "again.jsonl"), "file");
-    expect(sessionFiles(dir)).toEqual([join(dir, "a", "again.jsonl")]);
+    expect(sessionFiles(dir)).toEqual([join(dir, "a", "x.jsonl")]);
+  });
+
+  it("lists a file reached only by links once, by the link found first", () => {
+    const outside = folderWith({});
+    const dir = folderWith({});
+    symlinkSync(join(outside, "a", "x.jsonl"), join(dir, "b", "one.jsonl"), "file");
+    symlinkSync(join(outside, "a", "x.jsonl"), join(dir, "b", "two.jsonl"), "file");
+    expect(sessionFiles(join(dir, "b"))).toEqual([join(dir, "b", "one.jsonl")]);
   });
 });

@@ -578,6 +578,45 @@ describe.each(repos)(
       ]);
     });
 
+    it("reads a branch summary another door appended after its last checkpoint as a message, and leaves a context edit off its path", async () => {
+      const repo = await makeRepo();
+      const saver = new CfSessionsSaver({ repo });
+      const graph = new StateGraph(MessagesAnnotation)
+        .addNode("model", ({ messages }) => ({ messages: [new AIMessage(`after ${messages.length}`)] }))
+        .addEdge(START, "model")
+        .addEdge("model", END)
+        .compile({ checkpointer: saver });
+      const threadId = `summary-${crypto.randomUUID()}`;
+      const config = { configurable: { thread_id: threadId } };
+      await graph.invoke({ messages: [new HumanMessage("hello")] }, config);
+      const session = await repo.open(await saver.sessionIdFor(threadId));
+      const [hello] = await session.getEntries({ type: "message" });
+      await session.appendBranchSummary({ summary: "They tried another way.", fromId: "root" });
+      await graph.invoke({ messages: [new HumanMessage("next")] }, config);
+      const types = async () =>
+        ((await graph.getState(config)).values as { messages: BaseMessage[] }).messages.map((m) =>
+          m.getType(),
+        );
+      // The graph's state and what a model is sent through every other door are one conversation.
+      expect(await types()).toEqual(["human", "ai", "human", "human", "ai"]);
+      const roles = async () => (await session.buildContext()).messages.map((m) => m.role);
+      expect(await roles()).toEqual(["user", "assistant", "branchSummary", "user", "assistant"]);
+
+      // An edit the graph's state would not honour is not on the path the graph goes on from.
+      await session.appendContextEdit(hello?.id as string, null);
+      await graph.invoke({ messages: [new HumanMessage("last")] }, config);
+      expect(await types()).toEqual(["human", "ai", "human", "human", "ai", "human", "ai"]);
+      expect(await roles()).toEqual([
+        "user",
+        "assistant",
+        "branchSummary",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+      ]);
+    });
+
     it("reads what another door appended while the graph stops before a node, and goes on under it", async () => {
       const repo = await makeRepo();
       const saver = new CfSessionsSaver({ repo });
@@ -752,6 +791,50 @@ describe.each(repos)(
         ).toEqual(["read a.txt", "read b.txt"]);
       },
     );
+
+    it("starts on a compacted session as a model is sent it, and reads its checkpoints back after another compaction", async () => {
+      const repo = await makeRepo();
+      const session = await repo.create({ id: `compacted-start-${crypto.randomUUID()}` });
+      for (const text of ["one", "two", "three"]) {
+        await session.appendMessage({ role: "user", content: text, timestamp: 1 });
+      }
+      await session.compact({ summary: "They counted.", keepRecentTokens: 0 });
+      await session.appendMessage({ role: "user", content: "four", timestamp: 2 });
+      const compile = (checkpointer: CfSessionsSaver) =>
+        new StateGraph(MessagesAnnotation)
+          .addNode("model", ({ messages }) => ({ messages: [new AIMessage(`after ${messages.length}`)] }))
+          .addEdge(START, "model")
+          .addEdge("model", END)
+          .compile({ checkpointer });
+      const config = { configurable: { thread_id: session.id } };
+      await compile(new CfSessionsSaver({ repo, threadIdIsSessionId: true })).invoke(
+        { messages: [new HumanMessage("go")] },
+        config,
+      );
+      // The messages its latest checkpoint holds, as a saver that remembers nothing reads them.
+      const texts = async () => {
+        const tuple = await new CfSessionsSaver({ repo, threadIdIsSessionId: true }).getTuple(config);
+        const messages = tuple?.checkpoint.channel_values.messages as BaseMessage[] | undefined;
+        return (messages ?? []).map((m) => contentText(m.content));
+      };
+      const started = await texts();
+      expect(started.slice(-3)).toEqual(["four", "go", `after ${started.length - 1}`]);
+      expect(started[0]).toContain("They counted.");
+      // Another door compacts again, and the graph goes on under that compaction: its checkpoints
+      // still read back whole, by a saver that remembers nothing.
+      await session.compact({ summary: "They counted on.", keepRecentTokens: 0 });
+      await compile(new CfSessionsSaver({ repo, threadIdIsSessionId: true })).invoke(
+        { messages: [new HumanMessage("more")] },
+        config,
+      );
+      expect(await texts()).toEqual([...started, "more", `after ${started.length + 1}`]);
+      expect((await session.buildContext()).messages.map((m) => m.role)).toEqual([
+        "compactionSummary",
+        "assistant",
+        "user",
+        "assistant",
+      ]);
+    });
 
     it("takes any session id as a thread id with threadIdIsSessionId, and refuses what is none", async () => {
       const repo = await makeRepo();

@@ -10,7 +10,7 @@ import type {
 } from "@langchain/langgraph-checkpoint";
 import { BaseCheckpointSaver, WRITES_IDX_MAP } from "@langchain/langgraph-checkpoint";
 import type * as z from "zod";
-import type { AppendEntryInput, EntryInput, Session, SessionRepo } from "../../core";
+import type { AppendEntryInput, EntryInput, EntryType, Session, SessionRepo } from "../../core";
 import { Id, SessionError } from "../../core";
 import { canonicalJson } from "../../core/json";
 import { isRecord } from "../../core/providers/incoming";
@@ -59,6 +59,25 @@ const MISSING_THREAD =
   'The passed RunnableConfig is missing a required "thread_id" field in its "configurable" property. ' +
   "When using a checkpointer, you must pass a thread_id, e.g. " +
   'graph.invoke(input, { configurable: { thread_id: "my-thread-id" } })';
+
+/** What another door appends that a graph's state holds: its messages go on from a head after them. */
+const APPENDED = new Set<EntryType>(["message", "custom_message", "branch_summary"]);
+
+/**
+ * What another door appends that is none of a graph's state, which the next checkpoint goes on
+ * under (see `#latest`). A context edit is not among them: the graph's state would not honour it
+ * while every other door did, so it stays off the thread's path.
+ */
+const HEAD_OVER = new Set<EntryType>([
+  "model_change",
+  "thinking_level_change",
+  "active_tools_change",
+  "compaction",
+  "label",
+  "session_info",
+  "usage",
+  "custom",
+]);
 
 function invalid(message: string, error?: z.ZodError): SessionError {
   return new SessionError("invalid_request", message, error ? { issues: error.issues } : undefined);
@@ -385,8 +404,8 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
       if (stored)
         return { stored, appended, headOver: stateless && id !== leaf ? (leaf ?? undefined) : undefined };
       afterWrites ||= isWrites(entry);
-      appended ||= entry.type === "message" || entry.type === "custom_message";
-      stateless &&= !appended && !afterWrites;
+      appended ||= APPENDED.has(entry.type);
+      stateless &&= !afterWrites && HEAD_OVER.has(entry.type);
       id = entry.parentId;
     }
     return { appended: false };

@@ -13,7 +13,7 @@ import { MESSAGES_CHANNEL } from "./messages";
 import { pendingWrites } from "./pending-writes";
 import type { KnownCheckpoint, SaverMemory } from "./saver-memory";
 import { deserialize } from "./serialized";
-import { sessionMessages } from "./session-messages";
+import { sessionMessages, withoutCompactions } from "./session-messages";
 import { checkpointOf, isWrites, refsOnPath, sessionReader } from "./thread-reader";
 
 /*
@@ -65,7 +65,10 @@ export class SessionHeads {
     if (!head) return undefined;
     const at = path.findLastIndex((entry) => checkpointOf(entry) !== undefined);
     const after = new Set(path.slice(at + 1).map((entry) => entry.id));
-    const found = sessionMessages(path, this.#memory.shownCallIds(session.id)).filter(({ entry }) =>
+    // After a checkpoint, the messages the graph does not hold yet, whatever compaction came since;
+    // on a session no graph wrote, its context as a model is sent it.
+    const read = at === -1 ? path : withoutCompactions(path);
+    const found = sessionMessages(read, this.#memory.shownCallIds(session.id)).filter(({ entry }) =>
       after.has(entry.id),
     );
     if (found.length === 0) return undefined;

@@ -99,6 +99,15 @@ function serializedMessage(
 }
 
 /**
+ * A path with its compactions left out: its whole conversation, as a graph that went on from a
+ * checkpoint holds it (a compaction another door made after that shortens only what a model is
+ * sent through the other doors).
+ */
+export function withoutCompactions(path: readonly StoredEntry<TreeEntry>[]): StoredEntry<TreeEntry>[] {
+  return path.filter((entry) => entry.type !== "compaction");
+}
+
+/**
  * The messages of a path's context (root first), as a graph's messages channel holds them; the
  * ids its calls are shown by are handed out by `callIds`, which maps them back.
  */
@@ -107,9 +116,7 @@ export function sessionMessages(
   callIds = new AnsweredCallIds(PORTABLE_IDS),
 ): SessionMessage[] {
   const messages: SessionMessage[] = [];
-  // A graph's state is its whole conversation: a compaction shortens only what a model is sent.
-  const whole = path.filter((entry) => entry.type !== "compaction");
-  for (const piece of pairedPieces(conversationPieces(whole, FRAMEWORK), true)) {
+  for (const piece of pairedPieces(conversationPieces(path, FRAMEWORK), true)) {
     const entry = piece.entries.at(-1) as StoredEntry<TreeEntry>;
     const single = piece.entries.length === 1 && entry.type === "message";
     if (piece.records) {

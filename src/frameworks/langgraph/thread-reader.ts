@@ -4,7 +4,7 @@ import { CHECKPOINT, CheckpointData, WRITES, WritesData } from "./entries";
 import type { MessageRef } from "./messages";
 import { applyChanges, keptMessage, MESSAGES_CHANNEL } from "./messages";
 import type { Serialized } from "./serialized";
-import { sessionMessages } from "./session-messages";
+import { sessionMessages, withoutCompactions } from "./session-messages";
 
 /** A checkpoint entry as read: its id, where it stands in append order, and what it holds. */
 export interface StoredCheckpoint {
@@ -43,9 +43,11 @@ export function refsOnPath(path: readonly StoredEntry[]): MessageRef[] | undefin
 }
 
 /**
- * The messages `refs` name: kept on their entries by this saver, or read from the context of the
- * checkpoint's path (`path`, read only when needed) for those a thread started from a session
- * holds, their calls shown by the ids `callIds` hands out.
+ * The messages `refs` name: kept on their entries by this saver, or read from the checkpoint's
+ * path (`path`, read only when needed) for those a thread started from a session holds, their
+ * calls shown by the ids `callIds` hands out: from its context as a model is sent it (which held a
+ * compaction's summary when the thread started), else from its whole conversation (which holds
+ * what a compaction made since left out).
  */
 async function keptMessages(
   refs: readonly MessageRef[],
@@ -54,17 +56,36 @@ async function keptMessages(
   callIds?: () => AnsweredCallIds,
 ): Promise<Serialized[] | undefined> {
   const messages: Serialized[] = [];
-  let fromSession: Map<string, Serialized> | undefined;
+  const byId = (path: readonly StoredEntry<TreeEntry>[]) =>
+    new Map(
+      sessionMessages(path, callIds?.()).map(({ value }) => [
+        String((value as { json: { kwargs: { id: unknown } } }).json.kwargs.id),
+        value,
+      ]),
+    );
+  // The whole conversation, and the summary of each compaction on the path (the one a thread
+  // started from when it was the latest).
+  const wholeById = (path: readonly StoredEntry<TreeEntry>[]) => {
+    const found = byId(withoutCompactions(path));
+    path.forEach((entry, index) => {
+      if (entry.type !== "compaction") return;
+      for (const [id, value] of byId(path.slice(0, index + 1))) if (!found.has(id)) found.set(id, value);
+    });
+    return found;
+  };
+  let read: Promise<StoredEntry<TreeEntry>[]> | undefined;
+  let inContext: Map<string, Serialized> | undefined;
+  let inWhole: Map<string, Serialized> | undefined;
   for (const ref of refs) {
     let message = keptMessage(entry(ref.holder));
     if (!message) {
-      fromSession ??= new Map(
-        sessionMessages(await path(), callIds?.()).map(({ value }) => [
-          String((value as { json: { kwargs: { id: unknown } } }).json.kwargs.id),
-          value,
-        ]),
-      );
-      message = fromSession.get(ref.id);
+      read ??= path();
+      inContext ??= byId(await read);
+      message = inContext.get(ref.id);
+    }
+    if (!message) {
+      inWhole ??= wholeById(await (read as Promise<StoredEntry<TreeEntry>[]>));
+      message = inWhole.get(ref.id);
     }
     if (!message) return undefined;
     messages.push(message);

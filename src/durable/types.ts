@@ -223,6 +223,11 @@ export interface ClaimRequest {
    * `maxSessions` or `maxStreams` from now.
    */
   newSession: boolean;
+  /**
+   * Granted what the tenant's quota leaves when that is less than the write wants, rather than
+   * refused: for a write that keeps what fits of what it would have written.
+   */
+  partial?: boolean;
 }
 
 /** What a stream's object tells its directory shard about it. */

@@ -16,8 +16,22 @@ import { head } from "./stream-helpers";
 /*
  * Every generation ends: an answer longer than a batch is written in as many as it needs; one that
  * cannot be stored as it is (past the tenant's quota, its id taken) ends cut short, one assistant
- * message with `stopReason: "length"` saying why, never as a refusal that leaves it open.
+ * message with `stopReason: "length"` saying why, never as a refusal that leaves it open. Past the
+ * quota it keeps as much of its text as the room its chunks give back takes.
  */
+
+/** The text an answer cut short keeps: a start of `chunks`, of which its note says how much. */
+function keptText(
+  message: { content: { type: string; text: string }[]; errorMessage: string },
+  chunks: string,
+) {
+  const text = message.content[0]?.text ?? "";
+  expect(chunks.startsWith(text)).toBe(true);
+  expect(message.errorMessage).toContain(
+    `${text.length} of ${chunks.length} characters of its text are kept`,
+  );
+  return text;
+}
 
 describe("ending a generation", () => {
   it(`writes an agent's answer of more than ${MAX_BATCH_ENTRIES} entries in as many batches as it needs`, async () => {
@@ -54,21 +68,16 @@ describe("ending a generation", () => {
     const { id } = await sessionWithQuestion(key);
     const generation = await openGeneration(id, {}, key);
     // Chunks up to the tenant's 6,000 bytes: the answer they make, a little larger, has no room.
-    expect(
-      (
-        await appendText(
-          generation.stream,
-          "x".repeat(6000 - ((await info(id, key)).bytes as number)),
-          {},
-          key,
-        )
-      ).status,
-    ).toBe(204);
+    const chunks = "x".repeat(6000 - ((await info(id, key)).bytes as number));
+    expect((await appendText(generation.stream, chunks, {}, key)).status).toBe(204);
     const stopped = await endGeneration(id, generation.id, "stop", {}, key);
     expect(stopped.status, stopped.text).toBe(201);
     const [entry] = stopped.body.entries;
-    expect(entry.message).toMatchObject({ role: "assistant", stopReason: "length", content: [] });
+    expect(entry.message).toMatchObject({ role: "assistant", stopReason: "length" });
     expect(entry.message.errorMessage).toMatch(/quota_exceeded/);
+    // All but the room the message's own fields take (under a kilobyte with its note), within the quota.
+    expect(keptText(entry.message, chunks).length).toBeGreaterThan(chunks.length - 1000);
+    expect((await info(id, key)).bytes).toBeLessThanOrEqual(6000);
     expect(stopped.body.generation).toMatchObject({ state: "stopped", entryIds: [entry.id] });
     expect((await head(generation.stream, key)).closed).toBe(true);
     // Its stop, repeated, answers the same.
@@ -80,26 +89,55 @@ describe("ending a generation", () => {
     expect((await api("DELETE", `/v1/sessions/${id}?purge=true`, { key })).status).toBe(204);
   });
 
+  it("past the session's own quota, keeps as much of its text as the quota leaves", async () => {
+    const key = "key-small-sessions"; // 4,000 bytes a session
+    const { id } = await sessionWithQuestion(key);
+    const generation = await openGeneration(id, {}, key);
+    const chunks = "y".repeat(4000 - ((await info(id, key)).bytes as number));
+    expect((await appendText(generation.stream, chunks, {}, key)).status).toBe(204);
+    const stopped = await endGeneration(id, generation.id, "stop", {}, key);
+    expect(stopped.status, stopped.text).toBe(201);
+    const [entry] = stopped.body.entries;
+    expect(entry.message.errorMessage).toMatch(/quota_exceeded/);
+    expect(keptText(entry.message, chunks).length).toBeGreaterThan(chunks.length - 1000);
+    expect((await info(id, key)).bytes).toBeLessThanOrEqual(4000);
+  });
+
   it("abandoned past the tenant's quota, is stopped by the alarm once, cut short", async () => {
     const key = "key-small-tenant";
     const { id } = await sessionWithQuestion(key);
     const generation = await openGeneration(id, { abandonAfterSeconds: 1 }, key);
-    expect(
-      (
-        await appendText(
-          generation.stream,
-          "z".repeat(6000 - ((await info(id, key)).bytes as number)),
-          {},
-          key,
-        )
-      ).status,
-    ).toBe(204);
+    const chunks = "z".repeat(6000 - ((await info(id, key)).bytes as number));
+    expect((await appendText(generation.stream, chunks, {}, key)).status).toBe(204);
     await new Promise((resolve) => setTimeout(resolve, 1100));
     // The alarm runs by itself once due; this runs it now if it has not yet.
     await runDurableObjectAlarm(env.SESSIONS.getByName(sessionObjectName("tenant-small-tenant", id)));
     const state = await api("GET", `/v1/sessions/${id}/generations/${generation.id}`, { key });
     expect(state.body).toMatchObject({ state: "stopped", stoppedBy: "abandoned" });
     const entry = await api("GET", `/v1/sessions/${id}/entries/${state.body.entryIds[0]}`, { key });
-    expect(entry.body.message).toMatchObject({ stopReason: "length", content: [] });
+    expect(entry.body.message).toMatchObject({ stopReason: "length" });
+    expect(keptText(entry.body.message, chunks).length).toBeGreaterThan(chunks.length - 1000);
+    expect((await info(id, key)).bytes).toBeLessThanOrEqual(6000);
+    expect((await api("DELETE", `/v1/sessions/${id}?purge=true`, { key })).status).toBe(204);
+  });
+
+  it("completed past the tenant's quota, keeps the start of its text that the room takes", async () => {
+    const key = "key-small-tenant";
+    const { id } = await sessionWithQuestion(key);
+    const generation = await openGeneration(id, {}, key);
+    // 2,900 bytes of chunks; stored as JSON, each quote is escaped: twice that, more than the room.
+    const chunks = '"'.repeat(2900);
+    expect((await appendText(generation.stream, chunks, {}, key)).status).toBe(204);
+    const room = 6000 - ((await info(id, key)).bytes as number) + chunks.length;
+    const completed = await endGeneration(id, generation.id, "complete", {}, key);
+    expect(completed.status, completed.text).toBe(201);
+    const [entry] = completed.body.entries;
+    expect(entry.message).toMatchObject({ role: "assistant", stopReason: "length" });
+    expect(entry.message.errorMessage).toMatch(/quota_exceeded/);
+    // Two bytes a character stored: about half the room, less the message's own fields.
+    expect(keptText(entry.message, chunks).length).toBeGreaterThan((room - 1000) / 2);
+    expect((await info(id, key)).bytes).toBeLessThanOrEqual(6000);
+    expect(completed.body.generation).toMatchObject({ state: "finished", entryIds: [entry.id] });
+    expect((await api("DELETE", `/v1/sessions/${id}?purge=true`, { key })).status).toBe(204);
   });
 });

@@ -1,3 +1,4 @@
+import { utf8Length } from "../json";
 import type { AgentMessage, AssistantMessage } from "../messages";
 import { NO_USAGE } from "../messages";
 import { assistantMessage } from "../providers/incoming";
@@ -9,14 +10,16 @@ import { MAX_GENERATION_BYTES } from "./generation-schemas";
  * An answer that could not be stored whole (too large for its entries, past the tenant's quota, its
  * entry's id taken), as the generation's ending keeps it: an ending always succeeds. It ends the
  * way a provider's answer cut short does, one assistant message with `stopReason: "length"`, its
- * `errorMessage` saying why; it keeps the answer's text (within what one entry holds), or nothing
- * when the quota has no room for it.
+ * `errorMessage` saying why; it keeps the start of the answer's text that fits (within what one
+ * entry holds, and within the room the quota leaves), or nothing when the refusal leaves no room.
  */
 
 /** What an ending keeps of an answer that could not be stored whole, and why. */
 export interface Shortfall {
   /** The answer's text (`text`), or none of it (`nothing`). */
   keeps: "text" | "nothing";
+  /** With `text`: the most bytes the kept message may take stored (its JSON), when room is short. */
+  maxBytes?: number;
   /** The code of the refusal that made it short. */
   code: string;
   message: string;
@@ -54,19 +57,33 @@ export function shortAnswer(
 ): AssistantMessage {
   const first = messages.find((message): message is AssistantMessage => message.role === "assistant");
   const whole = textOf(messages);
-  const text = shortfall.keeps === "text" ? cut(whole, MAX_GENERATION_BYTES) : "";
-  const kept =
-    text.length === whole.length
-      ? "its text is kept"
-      : `${text.length} of ${whole.length} characters of its text are kept`;
-  return assistantMessage({
-    provider: first?.provider ?? source.provider,
-    model: first?.model ?? source.model,
-    api: first?.api ?? source.api,
-    content: text === "" ? [] : [{ type: "text", text }],
-    usage: first?.usage ?? NO_USAGE,
-    stopReason: "length",
-    errorMessage: `the answer could not be stored whole (${shortfall.code}: ${shortfall.message}); ${kept}`,
-    timestamp,
-  });
+  const kept = (text: string, note: string) =>
+    assistantMessage({
+      provider: first?.provider ?? source.provider,
+      model: first?.model ?? source.model,
+      api: first?.api ?? source.api,
+      content: text === "" ? [] : [{ type: "text", text }],
+      usage: first?.usage ?? NO_USAGE,
+      stopReason: "length",
+      errorMessage: `the answer could not be stored whole (${shortfall.code}: ${shortfall.message}); ${note}`,
+      timestamp,
+    });
+  const noted = (text: string) =>
+    kept(
+      text,
+      text.length === whole.length
+        ? "its text is kept"
+        : `${text.length} of ${whole.length} characters of its text are kept`,
+    );
+  if (shortfall.keeps === "nothing") return noted("");
+  let text = cut(whole, MAX_GENERATION_BYTES);
+  if (shortfall.maxBytes !== undefined) {
+    // What the message takes besides its text, at the most: an empty text block, and a note
+    // counting as many characters kept as there are.
+    const around = utf8Length(
+      JSON.stringify(kept(" ", `${whole.length} of ${whole.length} characters of its text are kept`)),
+    );
+    text = cut(text, shortfall.maxBytes - around + answerBytes("text", " "));
+  }
+  return noted(text);
 }

@@ -86,7 +86,8 @@ export class TenantLedger {
 
   /**
    * The bytes the session may hold after its write: what it claimed, or more if the write needs
-   * more and the quotas leave room. `quota_exceeded` when they do not (nothing changes then).
+   * more and the quotas leave room. `quota_exceeded` when they do not (nothing changes then),
+   * unless it asks for what they leave (`partial`): then it is granted that room.
    */
   claim(request: ClaimRequest, quotas: Quotas): number {
     const row = this.#row(request.sessionId);
@@ -105,7 +106,7 @@ export class TenantLedger {
     if (quotas.maxTenantBytes !== undefined) {
       const others = this.#totals().bytes - current;
       const room = quotas.maxTenantBytes - others;
-      if (need > room) {
+      if (need > room && !request.partial) {
         throw quotaExceeded(
           "maxTenantBytes",
           quotas.maxTenantBytes,
@@ -113,7 +114,7 @@ export class TenantLedger {
         );
       }
       const chunk = Math.min(CLAIM_CHUNK_BYTES, Math.floor(quotas.maxTenantBytes / CLAIM_CHUNK_SHARE));
-      granted = Math.min(Math.max(need + chunk, current), room);
+      granted = need > room ? Math.max(room, current) : Math.min(Math.max(need + chunk, current), room);
     }
     this.#sql`INSERT INTO quota_claims (session_id, bytes, seq, asked_since_seed)
       VALUES (${request.sessionId}, ${granted}, ${request.seq}, 1)

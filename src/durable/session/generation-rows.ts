@@ -3,9 +3,10 @@ import type { AnswerSource } from "../../core/generations/answer-fold";
 import { answerFold, givenAnswer } from "../../core/generations/answer-fold";
 import { AnswerSize, checkStoredSize } from "../../core/generations/answer-size";
 import type { GenerationFormat, GenerationState, StoppedBy } from "../../core/generations/generation-schemas";
-import type { Shortfall } from "../../core/generations/short-answer";
+import type { Shortfall as MessageShortfall } from "../../core/generations/short-answer";
 import { shortAnswer } from "../../core/generations/short-answer";
 import { newId } from "../../core/ids";
+import { utf8Length } from "../../core/json";
 import type { AgentMessage } from "../../core/messages";
 import type { AppendEntryInput } from "../../core/providers/entry-input";
 import type { Sql } from "../sql";
@@ -239,6 +240,9 @@ export interface AnswerWriting {
   shortfall?: Shortfall;
 }
 
+/** What an ending keeps of an answer, and why; past a quota, the most bytes its entry may take. */
+export type Shortfall = Omit<MessageShortfall, "maxBytes"> & { entryBytes?: number };
+
 /**
  * The entries ending generation `row` the way `how` says, stamped `now`; with a `shortfall`, the
  * one entry its ending keeps of an answer that could not be stored whole.
@@ -273,7 +277,20 @@ export function answerEntries(
     // Kept to none of its text, an answer needs nothing of its chunks: it ends whatever they make.
     if (shortfall.keeps !== "nothing") throw error;
   }
-  return chained(row, [shortAnswer(messages, shortfall, source, now)], ids);
+  const { entryBytes, ...why } = shortfall;
+  const kept: MessageShortfall =
+    entryBytes === undefined ? why : { ...why, maxBytes: entryBytes - envelopeBytes(row, now) };
+  return chained(row, [shortAnswer(messages, kept, source, now)], ids);
+}
+
+/**
+ * Bytes the entry of a generation's one message takes stored besides the message: its type, id
+ * (the generation's, or one of its own as long), parent, and timestamp.
+ */
+function envelopeBytes(row: GenerationRow, now: number): number {
+  const timestamp = new Date(now).toISOString();
+  const envelope = { type: "message", id: row.id, parentId: row.parentId, timestamp };
+  return utf8Length(JSON.stringify({ ...envelope, message: 0 })) - 1;
 }
 
 /** A generation's chunks as its stream holds them, read a page at a time: text, or events. */

@@ -33,7 +33,13 @@ import { HEADER, MAX_APPEND_BYTES, mediaType, readAppendRequest } from "../strea
 import type { StreamState } from "../stream/store";
 import { transaction } from "../transaction";
 import { transientError } from "../transient";
-import type { AnswerWriting, GenerationEnd, GenerationPlace, GenerationRow } from "./generation-rows";
+import type {
+  AnswerWriting,
+  GenerationEnd,
+  GenerationPlace,
+  GenerationRow,
+  Shortfall,
+} from "./generation-rows";
 import { answerEntries, GenerationParts, generationStreamKey } from "./generation-rows";
 import type { SessionObjectState } from "./object-state";
 import type { SessionCalls } from "./session-calls";
@@ -103,8 +109,6 @@ const NOT_THE_ANSWERS: ReadonlySet<string> = new Set([
   "not_found",
   "stream_closed",
 ]);
-/** Refusals that leave the answer no room: what its ending keeps is none of its text. */
-const ROOMLESS: ReadonlySet<string> = new Set(["quota_exceeded", "session_full"]);
 
 /**
  * How soon, at most, the alarm looks again after a generation it could not stop (a failure is
@@ -380,10 +384,11 @@ export class Generations {
    *
    * An ending always succeeds but for a passing failure of storage, and a complete whose given
    * message cannot be stored (the client's to change): an answer refused as it is (too large, past
-   * the tenant's quota, an id another entry took, a reference the tenant cannot read, or chunks it
-   * cannot be made of) is written
-   * under ids of its own, or cut short (short-answer.ts), within the session's room; and when even
-   * that finds no room, with nothing of its text, whatever the quota.
+   * the session's or the tenant's quota, an id another entry took, a reference the tenant cannot
+   * read, or chunks it cannot be made of) is written under ids of its own, or cut short
+   * (short-answer.ts) to what the session's room takes once its chunks give their bytes back; and
+   * when even that is refused (the session's storage full, or no room at all), with nothing of its
+   * text, whatever the quota.
    */
   async end(id: string, how: GenerationEnd): Promise<GenerationOutcome> {
     const given = how.kind === "complete" && how.message !== undefined;
@@ -391,13 +396,17 @@ export class Generations {
       !result.ok && !given && !NOT_THE_ANSWERS.has(result.error.code) ? result.error : undefined;
     let ended = await this.#ending(id, how, true);
     const first = refused(ended);
-    if (first && !ROOMLESS.has(first.code)) {
-      // Its own ids, for an answer whose id another entry took; else its text alone, cut to fit.
-      const writing: AnswerWriting =
+    if (first && first.code !== "session_full") {
+      // Its own ids, for an answer whose id another entry took; else its text alone, cut to fit
+      // (past a quota, to the room the quotas leave).
+      const why: Shortfall = { keeps: "text", code: first.code, message: first.message };
+      const writing: Result<AnswerWriting> =
         first.code === "already_exists"
-          ? { ids: "own" }
-          : { ids: "own", shortfall: { keeps: "text", code: first.code, message: first.message } };
-      ended = await this.#ending(id, how, true, writing);
+          ? { ok: true, value: { ids: "own" } }
+          : first.code === "quota_exceeded"
+            ? await this.#answerRoom(id, why)
+            : { ok: true, value: { ids: "own", shortfall: why } };
+      ended = writing.ok ? await this.#ending(id, how, true, writing.value) : writing;
     }
     const last = refused(ended);
     if (last) {
@@ -440,6 +449,24 @@ export class Generations {
       if (!ended.ok) return ended;
       if (ended.value) return { ok: true, value: ended.value };
     }
+  }
+
+  /**
+   * How generation `id`'s answer is written cut short past a quota (`why`): within the most room
+   * the session can have, once its chunks give back the bytes they hold.
+   */
+  async #answerRoom(id: string, why: Shortfall): Promise<Result<AnswerWriting>> {
+    const { session, quotas } = this.#object;
+    const room = await quotas.mostRoom(session);
+    if (!room.ok) return room;
+    return capture(() => {
+      const row = this.#parts.row(id);
+      const stream = this.#parts.stream(id);
+      if (!room.value || row.state !== "open" || !stream) return { ids: "own", shortfall: why };
+      const chunks = row.counted ? stream.tail.bytes : 0;
+      const holds = session.state.stats.bytes - chunks;
+      return { ids: "own", shortfall: { ...why, entryBytes: room.value.maxBytes - holds } };
+    });
   }
 
   /**

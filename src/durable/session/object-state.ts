@@ -368,6 +368,29 @@ export class QuotaChecks {
     }
   }
 
+  /**
+   * The most room the session can have now, for a write that keeps what fits of what it would have
+   * written: its own quota, or all the tenant's quota leaves it (its claim grown to that).
+   */
+  async mostRoom(session: SessionStore): Promise<Result<ByteLimit | undefined>> {
+    this.#writing++;
+    try {
+      return await capture(async () => {
+        if (!session.exists) return undefined;
+        const { tenant, header, stats } = session.state;
+        const { maxTenantBytes } = quotasFor(this.#env.QUOTAS, tenant);
+        if (maxTenantBytes !== undefined) {
+          // As much as the tenant's whole quota: granted all that is left of it.
+          const request = { sessionId: header.id, holds: stats.bytes, wants: maxTenantBytes };
+          await this.#ask(tenant, { ...request, newSession: false, partial: true });
+        }
+        return this.byteLimit(tenant, session.state.stats.bytes);
+      });
+    } finally {
+      this.#writing--;
+    }
+  }
+
   /** Refuses a generation opened beside `open` others when the tenant's quota allows no more. */
   checkOpenGenerations(tenant: string, open: number): void {
     const limit = quotasFor(this.#env.QUOTAS, tenant).maxOpenGenerations ?? DEFAULT_OPEN_GENERATIONS;

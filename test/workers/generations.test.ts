@@ -488,4 +488,28 @@ describe("watching generations", () => {
     expect(JSON.parse(closing?.data as string)).toMatchObject({ streamClosed: true });
     expect(await reader.next()).toBeUndefined();
   });
+
+  for (const purge of [false, true]) {
+    it(`ends its live readers when its session is ${purge ? "purged" : "deleted"}, as a deleted stream's`, async () => {
+      const { id } = await sessionWithQuestion();
+      const generation = await openGeneration(id);
+      await appendText(generation.stream, "first");
+      const tail = (await head(generation.stream)).offset as string;
+      const sse = await openSse(generation.stream, tail);
+      expect((await sse.next())?.event).toBe("control");
+      const poll = call("GET", `${generation.stream}?offset=${tail}&live=long-poll`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect((await api("DELETE", `/v1/sessions/${id}${purge ? "?purge=true" : ""}`)).status).toBe(204);
+      expect(await sse.next(2000)).toBeUndefined();
+      const polled = await poll;
+      expect(polled.status, polled.text).toBe(404);
+      expect(polled.json.error.code).toBe("not_found");
+      expect((await call("GET", `${generation.stream}?offset=${tail}&live=long-poll`)).status).toBe(404);
+      if (purge) return;
+      // Restored, its generation is read and written again.
+      expect((await api("POST", `/v1/sessions/${id}/restore`, { body: {} })).status).toBe(200);
+      expect((await appendText(generation.stream, " then")).status).toBe(204);
+      expect((await readAll(generation.stream)).text).toBe("first then");
+    });
+  }
 });

@@ -373,8 +373,11 @@ export class GenerationParts {
   /** What each open generation's answer takes so far, as its chunks were appended (answer-size.ts). */
   readonly #answerSizes = new Map<string, AnswerSize>();
 
-  /** Opens the tables in `storage` (updating them if they exist). */
-  constructor(storage: DurableObjectStorage) {
+  /**
+   * Opens the tables in `storage` (updating them if they exist); `present` says whether they are
+   * still the session's (its streams' readers find them gone once it is deleted).
+   */
+  constructor(storage: DurableObjectStorage, present: () => boolean) {
     const [rows, store] = storage.transactionSync(() => [
       new GenerationRows(storage.sql, sqlOf(storage.sql)),
       new StreamStore(storage.sql),
@@ -386,6 +389,7 @@ export class GenerationParts {
       sources: () => NO_SOURCES,
       // Generation streams have no TTL: the generations' own alarm removes them.
       scheduleAlarm: () => undefined,
+      present,
     });
   }
 

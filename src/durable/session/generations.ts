@@ -148,10 +148,23 @@ export class Generations {
   }
 
   get #parts(): GenerationParts {
-    const { incarnation } = this.#object.session.state;
+    const { session, storage } = this.#object;
+    const { incarnation } = session.state;
     if (this.#open?.incarnation === incarnation) return this.#open.parts;
-    this.#open = { incarnation, parts: new GenerationParts(this.#object.storage) };
+    // Its streams are there while this life of the session is listed.
+    const present = () => this.#calls.listed && session.state.incarnation === incarnation;
+    this.#open = { incarnation, parts: new GenerationParts(storage, present) };
     return this.#open.parts;
+  }
+
+  /**
+   * The session was deleted (or purged): the readers following its generations' streams end, as
+   * a deleted stream's do, and its tables are opened again should it come back.
+   */
+  gone(): void {
+    const open = this.#open;
+    this.#open = undefined;
+    open?.parts.streams.wakeAll();
   }
 
   #info(row: GenerationRow, stream = this.#parts.stream(row.id)): GenerationInfo {

@@ -8,6 +8,7 @@ import { unavailable } from "../transient";
 import type { ExpiryOutcome, NewSessionOptions } from "../types";
 import type { ForkCopy } from "./fork-copy";
 import type { ForkHolds } from "./fork-source";
+import type { Generations } from "./generations";
 import type { SessionObjectState } from "./object-state";
 import { PENDING_MS, recoveryWindowMs } from "./object-state";
 import type { DirectoryReports } from "./session-reports";
@@ -39,6 +40,8 @@ export class SessionLife {
   readonly #object: SessionObjectState;
   readonly #reports: DirectoryReports;
   readonly #events: EventHub;
+  /** The session's generations: the readers of their streams end with it. */
+  readonly #generations: Generations;
   /** The forks still copying from this session, which its purge waits for. */
   readonly #holds: ForkHolds;
   /** This session's own copy, when it is a fork still copying: its source hears when it is purged. */
@@ -65,12 +68,14 @@ export class SessionLife {
     object: SessionObjectState,
     reports: DirectoryReports,
     events: EventHub,
+    generations: Generations,
     holds: ForkHolds,
     copy: ForkCopy,
   ) {
     this.#object = object;
     this.#reports = reports;
     this.#events = events;
+    this.#generations = generations;
     this.#holds = holds;
     this.#copy = copy;
   }
@@ -172,8 +177,9 @@ export class SessionLife {
   }
 
   /**
-   * Deleted here, and the directory owed its removal, in one transaction; watchers are told. The
-   * directory hears of it next (`#unlist`), or from the alarm if it cannot be reached now.
+   * Deleted here, and the directory owed its removal, in one transaction; watchers are told, and
+   * the readers of its generations' streams end. The directory hears of it next (`#unlist`), or
+   * from the alarm if it cannot be reached now.
    */
   #markDeleted(now: number, purgeAt: number): void {
     const { session, lifecycle, storage } = this.#object;
@@ -185,6 +191,7 @@ export class SessionLife {
     });
     reports.forget();
     events.deleted(session.state.header.id);
+    this.#generations.gone();
   }
 
   /** Takes the session out of the listing; false when the directory cannot be reached (the alarm tries again). */
@@ -351,6 +358,7 @@ export class SessionLife {
     session.reset();
     lifecycle.reset();
     reports.forget();
+    this.#generations.gone();
     // The session holds nothing now: its storage point says so.
     if (header)
       await telemetry.metric({ kind: "storage", sessionId: header.id, entries: 0, bytes: 0 }, tenant);

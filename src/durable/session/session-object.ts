@@ -96,7 +96,7 @@ export class SessionObject extends DurableObject<DurableEnv> {
     const watchers = new SessionWatchers(object, calls, copy, () => generations.openOnes());
     session.writes.onWritten = (entries, leafId) => watchers.hub.written(entries, leafId);
     const holds = new ForkHolds(sqlOf(ctx.storage.sql));
-    const life = new SessionLife(object, reports, watchers.hub, holds, copy);
+    const life = new SessionLife(object, reports, watchers.hub, generations, holds, copy);
     this.#autoCompaction = new AutoCompaction(object, calls, watchers.hub, () => generations.anyOpen());
     this.#contexts = new ContextAnswers(object, calls);
     this.#intake = new EntryIntake(object, calls, () => generations.oldestOpenId());

@@ -28,6 +28,11 @@ export interface StreamHostOptions {
   scheduleAlarm: (at: number | null) => void;
   /** Resolves once the alarm the host was asked for is set; a host whose streams fork none need not say. */
   alarmSet?: () => Promise<void>;
+  /**
+   * Whether the host's streams are there at all (always, unless said): a host whose streams go
+   * with its own data (a session deleted) says they are not, and its readers find them gone.
+   */
+  present?: () => boolean;
   now?: () => number;
 }
 
@@ -41,6 +46,7 @@ export class StreamContext {
   readonly store: StreamStore;
   readonly waiters = new TailWaiters();
   readonly now: () => number;
+  readonly present: () => boolean;
   readonly #sources: () => StreamSources;
   readonly #scheduleAlarm: (at: number | null) => void;
   readonly #alarmSet: () => Promise<void>;
@@ -58,6 +64,7 @@ export class StreamContext {
     this.#scheduleAlarm = options.scheduleAlarm;
     this.#alarmSet = options.alarmSet ?? (async () => undefined);
     this.now = options.now ?? Date.now;
+    this.present = options.present ?? (() => true);
   }
 
   get sources(): StreamSources {

@@ -125,7 +125,7 @@ function pageBody(context: StreamContext, stream: StreamState, plan: PagePlan): 
       pull(controller) {
         const part = plan.parts[next];
         if (!part) return controller.close();
-        const data = context.store.blockData(stream, part.first);
+        const data = context.present() ? context.store.blockData(stream, part.first) : undefined;
         if (!data) return controller.error(new Error("the stream went while it was read"));
         const piece = data.subarray(part.from, part.to);
         // JSON: the array's brackets around the pieces, commas between them.
@@ -198,8 +198,9 @@ function atTail(stream: StreamState): Response {
   );
 }
 
-/** The stream under `key`, still the one the read began on. */
+/** The stream under `key`, still the one the read began on, and its host's streams still there. */
 function stillThere(context: StreamContext, key: string, incarnation: string): StreamState | undefined {
+  if (!context.present()) return undefined;
   const stream = context.store.get(key);
   return stream && stream.incarnation === incarnation && !stream.deleted ? stream : undefined;
 }
@@ -217,7 +218,8 @@ async function longPoll(
     const stream = stillThere(context, key, incarnation);
     if (!stream) {
       // Kept for its forks, it is gone to its readers as to every other request.
-      if (context.store.get(key)?.deleted) throw new SessionError("gone", "this stream was deleted");
+      if (context.present() && context.store.get(key)?.deleted)
+        throw new SessionError("gone", "this stream was deleted");
       throw new SessionError("not_found", "the stream was deleted");
     }
     const cursor = streamCursor(context.now(), echoed);

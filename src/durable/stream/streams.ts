@@ -80,6 +80,14 @@ export class DurableStreams {
   }
 
   /**
+   * The host's streams went all at once (see `StreamHostOptions.present`): every reader waiting on
+   * one is woken, and finds it gone.
+   */
+  wakeAll(): void {
+    this.#context.waiters.wakeAll();
+  }
+
+  /**
    * Retention: retires the stream when it was last active (written, or renewed) before `before`.
    * A stream deleted already but kept for its forks stays.
    */

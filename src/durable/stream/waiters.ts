@@ -36,6 +36,11 @@ export class TailWaiters {
     });
   }
 
+  /** Wakes every reader waiting on any of the host's streams. */
+  wakeAll(): void {
+    for (const incarnation of [...this.#waiting.keys()]) this.wake(incarnation);
+  }
+
   /** Wakes every reader waiting on the stream. */
   wake(incarnation: string): void {
     const waiters = this.#waiting.get(incarnation);

@@ -29,7 +29,8 @@ export const MAX_SYSTEM_PROMPT_BYTES = 1024 * 1024;
 export const MAX_METADATA_BYTES = 256 * 1024;
 export const MAX_NAME_CHARS = 64 * 1024;
 /**
- * The latest `expiresAt` a session may have. The platform's alarms stop at a date in the 2180s;
- * a bound well before it keeps every expiry schedulable.
+ * The latest `expiresAt` a session may have, and the latest end a stream's `Stream-Expires-At` or
+ * `Stream-TTL` may give it. The platform's alarms stop at a date in the 2180s; a bound well before
+ * it keeps every expiry schedulable.
  */
 export const LATEST_EXPIRES_AT = "2100-01-01T00:00:00.000Z";

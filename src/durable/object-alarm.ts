@@ -8,6 +8,13 @@
  * part's due work.
  */
 
+/**
+ * The latest time the alarm is set to: the platform's alarms refuse dates after 2189. Work a part
+ * says is due later (an expiry stored before expiries were bounded, a sliding one renewed past the
+ * bound) is looked at then, found not yet due, and waited for again.
+ */
+const LATEST_ALARM_AT = Date.parse("2180-01-01T00:00:00.000Z");
+
 /** When a part's work is next due (milliseconds since the epoch), if it has any. */
 export type DueTime = () => number | undefined;
 
@@ -31,21 +38,25 @@ export class ObjectAlarm {
     this.#parts.push(due);
   }
 
-  /** The earliest time any part's work is due, if any part has work. */
+  /** The earliest time any part's work is due, if any part has work (a time that is none, ignored). */
   nextDue(): number | undefined {
     let next: number | undefined;
     for (const due of this.#parts) {
       const at = due();
-      if (at !== undefined && (next === undefined || at < next)) next = at;
+      if (at !== undefined && !Number.isNaN(at) && (next === undefined || at < next)) next = at;
     }
     return next;
   }
 
-  /** Makes sure the alarm comes by the earliest due time (an alarm set sooner stays as it is). */
+  /**
+   * Makes sure the alarm comes by the earliest due time, or by LATEST_ALARM_AT when that is later
+   * (an alarm set sooner stays as it is).
+   */
   arm(): Promise<void> {
     const armed = this.#arming.then(async () => {
       const current = await this.#storage.getAlarm();
-      const at = this.nextDue();
+      const due = this.nextDue();
+      const at = due === undefined ? undefined : Math.min(due, LATEST_ALARM_AT);
       if (at !== undefined && (current === null || current > at)) await this.#storage.setAlarm(at);
     });
     this.#arming = armed.catch(() => undefined);

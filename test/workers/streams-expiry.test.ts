@@ -50,6 +50,25 @@ describe("stream expiry by the object's alarm", () => {
     expect(await storedStreams(path)).toBe(0);
   });
 
+  it("keeps its alarm working for a stream stored with an expiry past what an alarm can be set to", async () => {
+    const path = streamPath("far-stored");
+    await create(path, { body: "x", headers: { "Stream-TTL": "3600" } });
+    // As a stream made before expiries were bounded may be stored.
+    const far = Date.parse("2300-01-01T00:00:00Z");
+    await runInDurableObject(objectOf(path), (_instance, state) => {
+      state.storage.sql.exec("UPDATE streams SET ttl_seconds = NULL, expires_at = ?", far);
+    });
+    await evictDurableObject(objectOf(path));
+    expect(
+      (await call("POST", path, { body: "more", headers: { "Content-Type": "text/plain" } })).status,
+    ).toBe(204);
+    await sleep(100);
+    await runDurableObjectAlarm(objectOf(path));
+    expect(await storedStreams(path)).toBe(1);
+    const read = await call("HEAD", path);
+    expect(read.headers.get("Stream-Expires-At")).toBe(new Date(far).toISOString());
+  });
+
   it("keeps a stream whose TTL a read renewed, across an eviction, until the renewed time", async () => {
     const path = streamPath("renewed");
     // Seconds apart, so that a slow machine still puts each check on its side of a deadline.

@@ -1,6 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { LATEST_EXPIRES_AT } from "../../src/core/limits";
 import {
   MAX_APPEND_BYTES,
   MAX_CONTENT_TYPE_CHARS,
@@ -354,6 +355,32 @@ describe("bad input to streams gets a clear 4xx and changes nothing", () => {
       expectStreamError(res, 400, "invalid_request");
     }
     expectStreamError(await call("GET", path), 404, "not_found");
+  });
+
+  it(`refuses an expiry at or past ${LATEST_EXPIRES_AT}, as a session's, making nothing`, async () => {
+    const path = streamPath("far-expiry");
+    const latest = Date.parse(LATEST_EXPIRES_AT);
+    const bad: Record<string, string>[] = [
+      { "Stream-Expires-At": LATEST_EXPIRES_AT },
+      { "Stream-Expires-At": "2300-01-01T00:00:00Z" },
+      // A window that would end past it from now.
+      { "Stream-TTL": String(Math.ceil((latest - Date.now()) / 1000) + 60) },
+      { "Stream-TTL": String(MAX_TTL_SECONDS) },
+    ];
+    for (const headers of bad) {
+      const res = await call("PUT", path, {
+        body: "x",
+        headers: { "Content-Type": "text/plain", ...headers },
+      });
+      expectStreamError(res, 400, "invalid_request");
+      expect(res.json.error.message).toContain(LATEST_EXPIRES_AT);
+    }
+    expectStreamError(await call("GET", path), 404, "not_found");
+    // Just before it is taken.
+    const made = await call("PUT", path, {
+      headers: { "Content-Type": "text/plain", "Stream-Expires-At": new Date(latest - 1000).toISOString() },
+    });
+    expect(made.status).toBe(201);
   });
 
   it("bounds a create's Content-Type as a backup holds it, making nothing past it", async () => {

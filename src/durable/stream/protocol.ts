@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { zodDetails } from "../../core/append";
 import { SessionError } from "../../core/errors";
+import { LATEST_EXPIRES_AT } from "../../core/limits";
 import { MAX_STREAM_CONTENT_TYPE_CHARS } from "../../core/stream-backup";
 
 /*
@@ -225,13 +226,26 @@ export function readCreateRequest(headers: Headers, now: number) {
       expiresAt: new Date(expiresAt).toISOString(),
     });
   }
+  // A stream's end, as a session's, is one an alarm can be set to.
+  const latest = Date.parse(LATEST_EXPIRES_AT);
+  if (expiresAt !== null && expiresAt >= latest) {
+    throw new SessionError("invalid_request", `Stream-Expires-At must be before ${LATEST_EXPIRES_AT}`, {
+      expiresAt: new Date(expiresAt).toISOString(),
+    });
+  }
+  const ttlSeconds = h["stream-ttl"] ?? null;
+  if (ttlSeconds !== null && now + ttlSeconds * 1000 >= latest) {
+    throw new SessionError("invalid_request", `Stream-TTL must end before ${LATEST_EXPIRES_AT}`, {
+      ttlSeconds,
+    });
+  }
   // The source stream's path as the request named it, and the offset to fork at (null: its tail).
   const source = h["stream-forked-from"];
   const fork =
     source === undefined
       ? null
       : { source, offset: h["stream-fork-offset"] ?? null, subOffset: h["stream-fork-sub-offset"] ?? 0 };
-  const expiry: Expiry = { ttlSeconds: h["stream-ttl"] ?? null, expiresAt };
+  const expiry: Expiry = { ttlSeconds, expiresAt };
   return {
     contentType: h["content-type"]?.trim() || null,
     expiry,

@@ -1,5 +1,6 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import * as z from "zod";
+import { LATEST_EXPIRES_AT } from "../../core/limits";
 import { MAX_APPEND_BYTES } from "../../durable/internal";
 import type { AppEnv } from "../env";
 import { conflict, errors, failure } from "../route-kit";
@@ -39,8 +40,10 @@ const text = (description: string) => z.string().optional().meta({ description }
 
 const CreateHeaders = z.object({
   "content-type": text("fixed for the stream's life (default bytes)"),
-  "stream-ttl": text("seconds without a read or write before it expires"),
-  "stream-expires-at": text("RFC 3339 time it expires (not with a TTL)"),
+  "stream-ttl": text(
+    `seconds without a read or write before it expires (ending before ${LATEST_EXPIRES_AT})`,
+  ),
+  "stream-expires-at": text(`RFC 3339 time it expires, before ${LATEST_EXPIRES_AT} (not with a TTL)`),
   "stream-closed": text("true: created closed, the body its whole content"),
   "stream-forked-from": text("/v1/stream/… path of the stream to fork"),
   "stream-fork-offset": text("where to fork (default: the source's tail)"),

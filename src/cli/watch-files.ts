@@ -299,8 +299,10 @@ class Mirror {
 
   /**
    * Writes entries as they are, a batch at a time. A batch found written already (its answer lost
-   * before) has the service sync the whole file instead, which adds only what it lacks. Resolves to
-   * where the session's head is left, `undefined` when that is not known.
+   * before), or under a line the session holds as another entry (a line the session's export wrote,
+   * in a file `pull` made), has the service sync the whole file instead, which adds only what it
+   * lacks, under the entries it holds. Resolves to where the session's head is left, `undefined`
+   * when that is not known.
    */
   async #send(
     parsed: ImportedSession,
@@ -312,7 +314,8 @@ class Mirror {
       try {
         await storage.importEntries(batch);
       } catch (error) {
-        if (!(error instanceof SessionError && error.code === "already_exists")) throw error;
+        const code = error instanceof SessionError ? error.code : undefined;
+        if (code !== "already_exists" && code !== "parent_not_found") throw error;
         // A sync that writes puts the head on the file's; one that finds everything there leaves it.
         const { status } = await this.#client.syncSession(parsed, { id });
         return status === "unchanged" ? undefined : parsed.leafId;

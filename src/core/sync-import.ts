@@ -1,19 +1,21 @@
 import * as z from "zod";
 import { codexProviderOf, withCodexProvider } from "./codex-format";
+import { continuedExport } from "./continued-export";
 import type { SessionEntry } from "./entries";
 import { isTreeEntry } from "./entries";
 import { SessionError } from "./errors";
 import type { ImportedSession, ImportHeader } from "./interchange";
 import { importBatches, writeImport } from "./interchange";
-import { canonicalJson } from "./json";
-import { isRecord } from "./providers/incoming";
+import { sameEntry } from "./same-entry";
 import { Session } from "./session";
 import type { SessionStorage } from "./storage";
 
 /*
  * Importing a file again after it grew. Agents append to their session files and never rewrite
  * them, so a file whose session is already here either starts with exactly the entries stored
- * (then only what follows is new) or was changed some other way, and then nothing is overwritten.
+ * (then only what follows is new), or is an agent's file made from the session's export and gone
+ * on in (`continuedExport`: what follows the export's lines is new), or was changed some other
+ * way, and then nothing is overwritten.
  */
 
 /** What a sync did: made the session, appended what the file gained, or found nothing new. */
@@ -64,48 +66,6 @@ function diverged(id: string, entryId: string | undefined): SessionError {
       : `session ${id} differs from the file from entry ${entryId} on; nothing was written`,
     { id, ...(entryId === undefined ? {} : { entryId }) },
   );
-}
-
-/**
- * A Claude Code or Codex line without what `pull` rewrites to put the file in a checkout: the
- * line's working folder (`cwd`), and in Codex's `session_meta` its `cwd` and `model_provider`, in
- * its `turn_context` its `cwd`.
- */
-function unplacedLine(line: unknown): unknown {
-  if (!isRecord(line)) return line;
-  const { cwd: _cwd, ...rest } = line;
-  if (!isRecord(rest.payload)) return rest;
-  const { cwd: _payloadCwd, model_provider: provider, ...payload } = rest.payload;
-  if (rest.type === "session_meta") return { ...rest, payload };
-  if (rest.type === "turn_context") return { ...rest, payload: { ...payload, model_provider: provider } };
-  return rest;
-}
-
-/** An entry without what `pull` rewrites in the agent's lines it holds. */
-function unplaced(entry: Record<string, unknown>): Record<string, unknown> {
-  const unplacedEntry = { ...entry };
-  if (Array.isArray(entry.sourceLines)) unplacedEntry.sourceLines = entry.sourceLines.map(unplacedLine);
-  if (Object.hasOwn(entry, "line")) unplacedEntry.line = unplacedLine(entry.line);
-  const customType = typeof entry.customType === "string" ? entry.customType : "";
-  if (customType.startsWith("claude-code:") || customType.startsWith("codex:"))
-    unplacedEntry.data = unplacedLine(entry.data);
-  return unplacedEntry;
-}
-
-/**
- * Whether a stored entry is the file's. What `pull` rewrites to put the file in a checkout is not
- * compared (the stored values stay). An entry imported before imports recorded where each of its
- * lines stood (`sourceLineNumbers`) kept less of them: it is compared without what it kept of them.
- */
-function sameEntry(stored: Record<string, unknown>, expected: SessionEntry): boolean {
-  if (canonicalJson(stored) === canonicalJson(expected)) return true;
-  const [ours, theirs] = [unplaced(stored), unplaced(expected)];
-  if (canonicalJson(ours) === canonicalJson(theirs)) return true;
-  if (Object.hasOwn(stored, "sourceLineNumbers") || !Object.hasOwn(expected, "sourceLineNumbers"))
-    return false;
-  const bare = ({ sourceLines: _lines, sourceLineNumbers: _numbers, ...entry }: Record<string, unknown>) =>
-    entry;
-  return canonicalJson(bare(ours)) === canonicalJson(bare(theirs));
 }
 
 /**
@@ -160,6 +120,38 @@ async function storedPrefix(storage: SessionStorage, entries: readonly SessionEn
   return next;
 }
 
+/** What a sync writes into a session that exists: the file's entries it lacks, and the file's head. */
+export interface SyncPlan {
+  /** The file as the session reads it (a rollout with the Codex provider the session stored). */
+  read: ImportedSession;
+  /** The entries to append, under stored ones or each other. */
+  entries: SessionEntry[];
+  /** Where the session's head goes. */
+  leafId: string | null;
+}
+
+/**
+ * What a sync of the file writes into the session of `storage`: what follows the entries the
+ * session holds (`storedPrefix`), or what an agent's file made from the session's export holds
+ * beyond it (`continuedExport`); nothing when the session holds it all. A file that is neither is
+ * `already_exists`.
+ */
+export async function planSync(storage: SessionStorage, file: ImportedSession): Promise<SyncPlan> {
+  const session = new Session(storage);
+  // A rollout `pull` gave the local Codex's provider is read with the one the session stored.
+  const provider = codexProviderOf((await session.getHeader()).metadata);
+  const read = provider === undefined ? file : withCodexProvider(file, provider);
+  try {
+    const entries = read.entries.slice(await storedPrefix(storage, read.entries));
+    return { read, entries, leafId: read.leafId };
+  } catch (error) {
+    if (!(error instanceof SessionError && error.code === "already_exists")) throw error;
+    const continued = await continuedExport(session, read);
+    if (continued === undefined) throw error;
+    return { read, ...continued };
+  }
+}
+
 /**
  * Names the session as its file does when `written` (the file's entries just written) holds the line
  * that gave the name: the agent renamed the session after an earlier sync. The name is a
@@ -184,9 +176,9 @@ export async function nameAsFile(
 
 /**
  * Writes a parsed file into the session of its id (or `id`): a new session when there is none;
- * when the session holds the file's first entries, the rest are appended and the head goes where
- * the file's is; when it holds the whole file, nothing is written. A session that differs from the
- * file is `already_exists`, and nothing is written.
+ * when the session holds the file's first entries, or the file is its export gone on in, the rest
+ * are appended and the head goes where the file's is; when it holds the whole file, nothing is
+ * written. A session that differs from the file is `already_exists`, and nothing is written.
  */
 export async function syncImport(
   file: ImportedSession,
@@ -201,16 +193,13 @@ export async function syncImport(
     return { session: new Session(created), status: "created", appended: treeEntries(file.entries) };
   }
   const session = new Session(storage);
-  // A rollout `pull` gave the local Codex's provider is read with the one the session stored.
-  const provider = codexProviderOf((await session.getHeader()).metadata);
-  const read = provider === undefined ? file : withCodexProvider(file, provider);
-  const rest = read.entries.slice(await storedPrefix(storage, read.entries));
+  const { read, entries: rest, leafId } = await planSync(storage, file);
   if (treeEntries(rest) === 0) return { session, status: "unchanged", appended: 0 };
   await target.admit?.(storage, rest);
   // The file's parser checked every entry; the parents of the rest are stored or in the rest. Each
   // batch is atomic, and a sync cut short between batches goes on where it stopped when run again.
   for (const batch of importBatches(rest)) await storage.importEntries(batch, { validated: true });
   await nameAsFile(storage, read, rest);
-  if ((await storage.getLeafId()) !== read.leafId) await storage.setLeafId(read.leafId);
+  if ((await storage.getLeafId()) !== leafId) await storage.setLeafId(leafId);
   return { session, status: "appended", appended: treeEntries(rest) };
 }

@@ -416,6 +416,91 @@ describe("cf-sessions pull", () => {
     }
   });
 
+  it("syncs a pulled file back when the session went on elsewhere before the pull: a note, a message over HTTP", async () => {
+    const errors: string[] = [];
+    const output: Output = {
+      out: () => undefined,
+      write: () => undefined,
+      stream: async () => undefined,
+      err: (text) => errors.push(text),
+      isTTY: false,
+    };
+    const env = { CF_SESSIONS_URL: server.url };
+    const sync = (path: string, format: string) =>
+      main(["sync", path, "--format", format, "--progress", "none"], output, env);
+    const cases = [
+      { format: "claude-code", fixture: "claude-code/2.1.152-redacted.jsonl", prefix: "claude-code-" },
+      { format: "codex", fixture: "codex/0.135.0-redacted.jsonl", prefix: "codex-" },
+    ] as const;
+    for (const { format, fixture, prefix } of cases) {
+      const text = readFileSync(join(import.meta.dirname, "../fixtures", fixture), "utf8");
+      const first = JSON.parse(text.split("\n")[0] as string);
+      const sourceId = (format === "codex" ? first.payload.id : first.sessionId) as string;
+      const id = crypto.randomUUID();
+      const files = mkdtempSync(join(home, `${format}-elsewhere-`));
+      writeFileSync(join(files, `${id}.jsonl`), text.replaceAll(sourceId, id));
+      expect(await main(["import", files, "--format", format, "--progress", "none"], output, env)).toBe(0);
+      const session = await createClient({ baseUrl: server.url }).open(`${prefix}${id}`);
+      // What MCP's append_note writes, and a question over HTTP.
+      const note = await session.appendCustomMessageEntry({
+        customType: "note",
+        content: "check the flaky test",
+        display: true,
+      });
+      const asked = await session.appendMessage({
+        role: "user",
+        content: "asked on the service",
+        timestamp: 1,
+      });
+
+      const agentEnv = {
+        CLAUDE_CONFIG_DIR: join(home, "claude-elsewhere"),
+        CODEX_HOME: join(home, "codex-elsewhere"),
+      };
+      const project = join(home, "work", `elsewhere-${format}`);
+      const pulled = await pull([session.id, "--to", format, "--project", project], agentEnv);
+      expect(pulled.code, pulled.errors).toBe(0);
+      const path = pulled.answer.path as string;
+      const written = readFileSync(path, "utf8");
+      // As pulled, the file holds nothing the session does not.
+      expect(await sync(path, format), errors.join("")).toBe(0);
+
+      const last = JSON.parse(written.trimEnd().split("\n").at(-1) as string);
+      const said = "asked after the pull";
+      const added =
+        format === "codex"
+          ? {
+              timestamp: new Date().toISOString(),
+              type: "response_item",
+              payload: { type: "message", role: "user", content: [{ type: "input_text", text: said }] },
+            }
+          : {
+              ...last,
+              isMeta: undefined,
+              parentUuid: last.uuid,
+              uuid: crypto.randomUUID(),
+              type: "user",
+              message: { role: "user", content: said },
+            };
+      writeFileSync(path, `${written}${JSON.stringify(added)}\n`);
+      expect(await sync(path, format), errors.join("")).toBe(0);
+      const branch = await session.getBranch();
+      expect(branch.map((entry) => entry.id)).toContain(note);
+      expect(branch.at(-1)?.parentId).toBe(asked);
+      expect(JSON.stringify((await session.buildContext()).messages.at(-1))).toContain(said);
+      // Synced again: nothing more.
+      const before = await session.getEntries({ limit: 1000 });
+      expect(await sync(path, format), errors.join("")).toBe(0);
+      expect(await session.getEntries({ limit: 1000 })).toEqual(before);
+
+      // A line the export wrote for the session's own question, changed in the file: a conflict.
+      const changed = readFileSync(path, "utf8").replace("asked on the service", "asked something else");
+      writeFileSync(path, `${changed}${JSON.stringify({ ...added, uuid: crypto.randomUUID() })}\n`);
+      expect(await sync(path, format)).toBe(1);
+      expect(await session.getEntries({ limit: 1000 })).toEqual(before);
+    }
+  });
+
   it("syncs a pulled Codex rollout back when this machine's Codex runs another provider", async () => {
     const text = readFileSync(join(import.meta.dirname, "../fixtures/codex/0.135.0-redacted.jsonl"), "utf8");
     const sourceId = JSON.parse(text.split("\n")[0] as string).payload.id as string;

@@ -308,6 +308,53 @@ describe("cf-sessions sync --watch", () => {
     rmSync(dir, { recursive: true, force: true });
   }, 120_000);
 
+  it("mirrors a pulled rollout as Codex goes on in it, after the lines the export wrote for the service's entries", async () => {
+    const codexHome = mkdtempSync(join(tmpdir(), "sync-watch-codex-"));
+    const statePath = join(mkdtempSync(join(tmpdir(), "sync-watch-state-")), "state.json");
+    const text = readFileSync(join(FIXTURES, "codex/0.135.0-redacted.jsonl"), "utf8");
+    const thread = randomUUID();
+    const files = mkdtempSync(join(tmpdir(), "sync-watch-import-"));
+    writeFileSync(
+      join(files, `${thread}.jsonl`),
+      text.replaceAll(JSON.parse(text.split("\n")[0] as string).payload.id, thread),
+    );
+    const output = captured();
+    const env = { CF_SESSIONS_URL: server.url, XDG_STATE_HOME: join(codexHome, "state") };
+    expect(await main(["import", files, "--format", "codex", "--progress", "none"], output, env)).toBe(0);
+    const session = await createClient({ baseUrl: server.url }).open(`codex-${thread}`);
+    const asked = await session.appendMessage({
+      role: "user",
+      content: "asked on the service",
+      timestamp: 1,
+    });
+    const project = join(codexHome, "project");
+    const pulled = ["pull", session.id, "--to", "codex", "--project", project, "--json"];
+    expect(await main(pulled, output, { ...env, CODEX_HOME: codexHome })).toBe(0);
+    const path = JSON.parse(output.lines.at(-1) as string).path as string;
+
+    const watcher = startWatcher(join(codexHome, "sessions"), statePath);
+    await vi.waitFor(() => expect(watcher.events().map((e) => e.event)).toEqual(["unchanged"]), {
+      timeout: 30_000,
+    });
+    const said = "asked in Codex";
+    appendFileSync(
+      path,
+      `${JSON.stringify({
+        timestamp: new Date().toISOString(),
+        type: "response_item",
+        payload: { type: "message", role: "user", content: [{ type: "input_text", text: said }] },
+      })}\n`,
+    );
+    await vi.waitFor(
+      async () => expect(JSON.stringify((await session.buildContext()).messages.at(-1))).toContain(said),
+      { timeout: 30_000, interval: 200 },
+    );
+    await watcher.stop();
+    expect(watcher.events().map((e) => e.event)).toEqual(["unchanged", "appended"]);
+    expect((await session.getBranch()).at(-1)?.parentId).toBe(asked);
+    rmSync(codexHome, { recursive: true, force: true });
+  }, 120_000);
+
   it("mirrors a resumed Claude Code conversation to its own session, not the one it continued", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sync-watch-files-"));
     const statePath = join(mkdtempSync(join(tmpdir(), "sync-watch-state-")), "state.json");

@@ -1,0 +1,142 @@
+import { isRecord } from "./agent-log";
+import { exportClaudeCode } from "./claude-code-export";
+import { parseClaudeCode } from "./claude-code-format";
+import { exportCodex } from "./codex-export";
+import { parseCodex } from "./codex-format";
+import type { SessionEntry } from "./entries";
+import type { ImportedSession, ParseOptions } from "./interchange";
+import { entryContent } from "./same-entry";
+import type { Session } from "./session";
+
+/*
+ * A Claude Code or Codex file made from the session's export (what `pull` writes), which the agent
+ * went on in. The export writes what no line of that agent holds (a note, a message over HTTP,
+ * another agent's turns) as lines of the agent's own kind, and those lines read back as other
+ * entries than the stored ones: a note as a user line, a Codex line under the id of its place in
+ * the file. A file holding every entry its export reads back as holds the session as exported, and
+ * the agent's entries after them go on from the entries the export wrote their lines for.
+ */
+
+interface AgentFormat {
+  /** The key of the agent's fields in a session's metadata. */
+  key: string;
+  prefix: string;
+  exportLines(session: Session): AsyncGenerator<string>;
+  parse(text: string, options: ParseOptions): ImportedSession;
+}
+
+const AGENTS: readonly AgentFormat[] = [
+  { key: "claudeCode", prefix: "claude-code:", exportLines: exportClaudeCode, parse: parseClaudeCode },
+  { key: "codex", prefix: "codex:", exportLines: exportCodex, parse: parseCodex },
+];
+
+/** What a file holds beyond the session's export: its entries, hung where they go on, and its head. */
+export interface Continuation {
+  entries: SessionEntry[];
+  leafId: string | null;
+}
+
+/** Whether a stored entry holds lines of the agent's (imported from its file, or synced from one). */
+function holdsLines(entry: Record<string, unknown>, agent: AgentFormat): boolean {
+  if (Array.isArray(entry.sourceLines) || isRecord(entry.line)) return true;
+  return typeof entry.customType === "string" && entry.customType.startsWith(agent.prefix);
+}
+
+/**
+ * The file's entries after what the session's export to the file's agent reads back as, hung under
+ * the session's: the export's head is the session's, and a line the export wrote for an entry
+ * under that entry's id (Claude Code's lines carry it) is that entry. Undefined when the file
+ * does not hold the whole export as written, or goes on from one of its lines that is neither.
+ */
+export async function continuedExport(
+  session: Session,
+  file: ImportedSession,
+): Promise<Continuation | undefined> {
+  const agent = AGENTS.find((format) => isRecord(file.header.metadata[format.key]));
+  if (!agent) return undefined;
+  let text = "";
+  for await (const line of agent.exportLines(session)) text += line;
+  // The file was read whole or a line at a time: the export is read back both ways.
+  for (const linesApart of [false, true]) {
+    const continued = await goesOn(session, agent, agent.parse(text, { linesApart }), file);
+    if (continued) return continued;
+  }
+  return undefined;
+}
+
+/** The file's entries matched with the export's entries of the same content, the same id first. */
+function matched(
+  exported: readonly SessionEntry[],
+  file: readonly SessionEntry[],
+): Map<string, SessionEntry> {
+  const byContent = new Map<string, SessionEntry[]>();
+  for (const entry of exported) {
+    const key = entryContent(entry);
+    byContent.set(key, [...(byContent.get(key) ?? []), entry]);
+  }
+  const pairs = new Map<string, SessionEntry>();
+  for (const entry of file) {
+    const candidates = byContent.get(entryContent(entry));
+    if (!candidates?.length) continue;
+    const at = Math.max(
+      0,
+      candidates.findIndex((candidate) => candidate.id === entry.id),
+    );
+    pairs.set(entry.id, candidates.splice(at, 1)[0] as SessionEntry);
+  }
+  return pairs;
+}
+
+async function goesOn(
+  session: Session,
+  agent: AgentFormat,
+  exported: ImportedSession,
+  file: ImportedSession,
+): Promise<Continuation | undefined> {
+  const pairs = matched(exported.entries, file.entries);
+  if (pairs.size < exported.entries.length) return undefined;
+  const leafId = await session.getLeafId();
+  /** The stored entry an entry of the export stands for. */
+  const standsFor = async (entry: SessionEntry): Promise<string | undefined> => {
+    if (entry.id === exported.leafId) return leafId ?? undefined;
+    const stored = await session.getEntry(entry.id);
+    if (!stored) return undefined;
+    const { seq: _seq, ...storedEntry } = stored;
+    const same = entryContent(storedEntry) === entryContent(entry);
+    return same || !holdsLines(storedEntry, agent) ? entry.id : undefined;
+  };
+  const inFile = new Map(file.entries.map((entry) => [entry.id, entry]));
+  /**
+   * Whether the session holds the file's entry `id`: stored from the file before, under the parent
+   * it was given then.
+   */
+  const isStored = async (id: string): Promise<boolean> => {
+    const stored = await session.getEntry(id);
+    if (!stored) return false;
+    const { seq: _seq, ...storedEntry } = stored;
+    return entryContent(storedEntry) === entryContent(inFile.get(id) as SessionEntry);
+  };
+  /** Where the file's entry `id` is in the session: the id of a stored entry, or of one written now. */
+  const placed = new Map<string, string | undefined>();
+  const place = async (id: string | null): Promise<string | null | undefined> => {
+    if (id === null) return null;
+    if (!placed.has(id)) {
+      const pair = pairs.get(id);
+      placed.set(id, pair && !(await isStored(id)) ? await standsFor(pair) : id);
+    }
+    return placed.get(id);
+  };
+  const entries: SessionEntry[] = [];
+  for (const entry of file.entries) {
+    if (pairs.has(entry.id)) continue;
+    // Synced before (a line of a branch the export leaves out), or changed in the file.
+    if (await isStored(entry.id)) continue;
+    if (await session.getEntry(entry.id)) return undefined;
+    const parentId = await place(entry.parentId);
+    if (parentId === undefined) return undefined;
+    entries.push(parentId === entry.parentId ? entry : ({ ...entry, parentId } as SessionEntry));
+  }
+  const head = await place(file.leafId);
+  if (head === undefined) return undefined;
+  return { entries, leafId: head };
+}

@@ -1,0 +1,190 @@
+import { describe, expect, it } from "vitest";
+import { exportClaudeCode } from "../../src/core/claude-code-export";
+import { parseClaudeCode } from "../../src/core/claude-code-format";
+import { exportCodex } from "../../src/core/codex-export";
+import { parseCodex } from "../../src/core/codex-format";
+import { MemoryRepo } from "../../src/core/memory";
+import type { Session } from "../../src/core/session";
+import { collect, fixtureFiles, jsonLines } from "./agent-imports";
+
+/*
+ * A session imported from Claude Code or Codex, gone on elsewhere (a note, a message over HTTP),
+ * exported to the agent's file in another checkout, and gone on in there: a sync takes the lines
+ * the agent added after the export's, under the entries the export wrote lines for; a file that
+ * changed a line the session holds still writes nothing.
+ */
+
+type Line = Record<string, unknown>;
+
+const [, claudeCodeText] = fixtureFiles("claude-code").find(([n]) => n.startsWith("2.1.152")) as [
+  string,
+  string,
+];
+const [, codexText] = fixtureFiles("codex").find(([n]) => n.startsWith("0.135.0")) as [string, string];
+
+/** An export as `pull` writes it into another checkout: every working folder there. */
+function pulled(text: string): Line[] {
+  return jsonLines(text).map((line) => {
+    const payload = line.payload as Line | undefined;
+    if (typeof payload?.cwd === "string") return { ...line, payload: { ...payload, cwd: "/home/bob/app" } };
+    return typeof line.cwd === "string" ? { ...line, cwd: "/home/bob/app" } : line;
+  });
+}
+
+const text = (lines: Line[]) => lines.map((line) => `${JSON.stringify(line)}\n`).join("");
+
+/** Claude Code's next line, under the transcript's last one. */
+function claudeCodeTurn(lines: Line[], uuid: string, content: string): Line {
+  const last = lines.findLast((line) => typeof line.uuid === "string") as Line;
+  return { ...last, parentUuid: last.uuid, uuid, type: "user", message: { role: "user", content } };
+}
+
+/** Codex's next turn: its context, the user's message and its event. */
+function codexTurn(timestamp: string, content: string): Line[] {
+  return [
+    { timestamp, type: "turn_context", payload: { cwd: "/home/bob/app", model: "gpt-5.5", summary: "auto" } },
+    {
+      timestamp,
+      type: "response_item",
+      payload: { type: "message", role: "user", content: [{ type: "input_text", text: content }] },
+    },
+    {
+      timestamp,
+      type: "event_msg",
+      payload: { type: "user_message", message: content, images: [], local_images: [], text_elements: [] },
+    },
+  ];
+}
+
+async function lastSaid(session: Session): Promise<string> {
+  return JSON.stringify((await session.buildContext()).messages.at(-1));
+}
+
+describe("a Claude Code transcript that went on from the session's export, synced back", () => {
+  it("takes the lines the agent added under a note written on the service", async () => {
+    const repo = new MemoryRepo();
+    const session = await repo.importSession(parseClaudeCode(claudeCodeText));
+    const note = await session.appendCustomMessageEntry({
+      customType: "note",
+      content: "check the flaky test",
+      display: true,
+    });
+    const lines = pulled(await collect(exportClaudeCode(session)));
+    expect((await repo.syncSession(parseClaudeCode(text(lines)))).status).toBe("unchanged");
+
+    const turn = claudeCodeTurn(lines, "a0000000-0000-4000-8000-000000000011", "asked in Claude Code");
+    const grown = text([...lines, turn]);
+    expect(await repo.syncSession(parseClaudeCode(grown))).toMatchObject({ status: "appended", appended: 1 });
+    expect(await session.getEntry(turn.uuid as string)).toMatchObject({ parentId: note });
+    expect(await session.getLeafId()).toBe(turn.uuid);
+    expect(await lastSaid(session)).toContain("asked in Claude Code");
+    // Synced again, or read a line at a time, the file holds nothing more.
+    expect((await repo.syncSession(parseClaudeCode(grown))).status).toBe("unchanged");
+    expect((await repo.syncSession(parseClaudeCode(grown, { linesApart: true }))).status).toBe("unchanged");
+  });
+
+  it("takes the lines the agent added under a message written over HTTP", async () => {
+    const repo = new MemoryRepo();
+    const session = await repo.importSession(parseClaudeCode(claudeCodeText));
+    const asked = await session.appendMessage({
+      role: "user",
+      content: "asked on the service",
+      timestamp: 1,
+    });
+    const lines = pulled(await collect(exportClaudeCode(session)));
+    const turn = claudeCodeTurn(lines, "a0000000-0000-4000-8000-000000000012", "asked in Claude Code");
+    const synced = await repo.syncSession(parseClaudeCode(text([...lines, turn]), { linesApart: true }));
+    expect(synced).toMatchObject({ status: "appended", appended: 1 });
+    expect(await session.getEntry(turn.uuid as string)).toMatchObject({ parentId: asked });
+  });
+
+  it("still refuses a file that changed a line the session holds, writing nothing", async () => {
+    const repo = new MemoryRepo();
+    const session = await repo.importSession(parseClaudeCode(claudeCodeText));
+    await session.appendCustomMessageEntry({
+      customType: "note",
+      content: "check the flaky test",
+      display: true,
+    });
+    const before = await session.getEntries({ limit: 1000 });
+    const lines = pulled(await collect(exportClaudeCode(session)));
+    const turn = claudeCodeTurn(lines, "a0000000-0000-4000-8000-000000000013", "asked in Claude Code");
+    // The note's line, edited in the file.
+    const edited = lines.map((line) =>
+      line.isMeta === true ? { ...line, message: { role: "user", content: "something else" } } : line,
+    );
+    // A line imported from Claude Code, edited in the file.
+    const branch = lines.map((line, index) => (index === 0 ? { ...line, gitBranch: "other" } : line));
+    for (const changed of [edited, branch]) {
+      await expect(repo.syncSession(parseClaudeCode(text([...changed, turn])))).rejects.toMatchObject({
+        code: "already_exists",
+      });
+    }
+    expect(await session.getEntries({ limit: 1000 })).toEqual(before);
+  });
+});
+
+describe("a Codex rollout that went on from the session's export, synced back", () => {
+  it("holds nothing new as exported, and takes the turns the agent added, turn after turn", async () => {
+    const repo = new MemoryRepo();
+    const session = await repo.importSession(parseCodex(codexText));
+    const asked = await session.appendMessage({
+      role: "user",
+      content: "asked on the service",
+      timestamp: 1,
+    });
+    const lines = pulled(await collect(exportCodex(session)));
+    expect((await repo.syncSession(parseCodex(text(lines)))).status).toBe("unchanged");
+
+    const time = "2026-06-06T10:00:00.000Z";
+    const grown = [...lines, ...codexTurn(time, "asked in Codex")];
+    const synced = await repo.syncSession(parseCodex(text(grown)));
+    expect(synced.status).toBe("appended");
+    const branch = await session.getBranch();
+    const mine = branch.findIndex((entry) => entry.id === asked);
+    expect(branch[mine + 1]?.parentId).toBe(asked);
+    expect(await lastSaid(session)).toContain("asked in Codex");
+    expect((await repo.syncSession(parseCodex(text(grown)))).status).toBe("unchanged");
+
+    // The service goes on again, the rollout is pulled again, and Codex goes on in it.
+    await session.appendMessage({ role: "user", content: "asked on the service again", timestamp: 2 });
+    const again = pulled(await collect(exportCodex(session)));
+    const regrown = [...again, ...codexTurn(time, "asked in Codex again")];
+    expect((await repo.syncSession(parseCodex(text(regrown)))).status).toBe("appended");
+    const said = (await session.buildContext()).messages.map((m) => JSON.stringify(m));
+    expect(said.slice(-4).map((m) => /asked [A-Za-z ]+/.exec(m)?.[0])).toEqual([
+      "asked on the service",
+      "asked in Codex",
+      "asked on the service again",
+      "asked in Codex again",
+    ]);
+  });
+
+  it("still refuses a rollout that changed a line the session holds, writing nothing", async () => {
+    const repo = new MemoryRepo();
+    const session = await repo.importSession(parseCodex(codexText));
+    await session.appendMessage({ role: "user", content: "asked on the service", timestamp: 1 });
+    const before = await session.getEntries({ limit: 1000 });
+    const lines = pulled(await collect(exportCodex(session)));
+    const turn = codexTurn("2026-06-06T10:00:00.000Z", "asked in Codex");
+    const said = (line: Line, words: string) =>
+      (line.payload as Line | undefined)?.type === "user_message"
+        ? { ...line, payload: { ...(line.payload as Line), message: words } }
+        : line;
+    // The service's message, edited in the file; a line imported from Codex, edited in the file.
+    const edited = lines.map((line, index) =>
+      index === lines.length - 1 ? said(line, "something else") : line,
+    );
+    const imported = lines.map((line) =>
+      line.type === "session_meta"
+        ? { ...line, payload: { ...(line.payload as Line), originator: "other" } }
+        : line,
+    );
+    for (const changed of [edited, imported]) {
+      await expect(repo.syncSession(parseCodex(text([...changed, ...turn])))).rejects.toMatchObject({
+        code: "already_exists",
+      });
+    }
+    expect(await session.getEntries({ limit: 1000 })).toEqual(before);
+  });
+});

@@ -355,6 +355,36 @@ describe("cf-sessions pull", () => {
     expect(JSON.parse(exported.join("").split("\n")[0] as string).payload.model_provider).toBe("anthropic");
   });
 
+  it("records the provider of the profile Codex's config.toml selects, before the top-level one", async () => {
+    const id = await writtenOverHttp();
+    const project = join(home, "work", "codex-profile");
+    const provider = async (config: string) => {
+      const codexHome = mkdtempSync(join(home, "codex-profile-"));
+      writeFileSync(join(codexHome, "config.toml"), config);
+      const pulled = await pull([id, "--to", "codex", "--project", project], { CODEX_HOME: codexHome });
+      expect(pulled.code, pulled.errors).toBe(0);
+      return JSON.parse(readFileSync(pulled.answer.path, "utf8").split("\n")[0] as string).payload
+        .model_provider;
+    };
+    expect(
+      await provider(
+        'model_provider = "azure"\nprofile = "local"\n\n[profiles.local]\nmodel_provider = "ollama"\nmodel = "gpt-oss:20b"\n',
+      ),
+    ).toBe("ollama");
+    // A quoted profile name, a dotted key.
+    expect(await provider('profile = \'my.box\'\nprofiles."my.box".model_provider = "lmstudio"\n')).toBe(
+      "lmstudio",
+    );
+    expect(await provider('profile = "my-box"\n\n[profiles."my-box"]\nmodel_provider = "lmstudio"\n')).toBe(
+      "lmstudio",
+    );
+    // A profile that names no provider: the top-level one, else Codex's default.
+    expect(
+      await provider('model_provider = "azure"\nprofile = "fast"\n\n[profiles.fast]\nmodel = "o4"\n'),
+    ).toBe("azure");
+    expect(await provider('profile = "fast"\n\n[profiles.fast]\nmodel = "o4"\n')).toBe("openai");
+  });
+
   it("syncs a pulled Claude Code or Codex file back after the agent went on, at the local checkout", async () => {
     const errors: string[] = [];
     const output: Output = {

@@ -2,8 +2,12 @@ import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import type { RemoteRepo } from "../client";
+import { isTreeEntry } from "../core/entries";
+import { SessionError } from "../core/errors";
 import { isValidId } from "../core/ids";
+import { parseImport } from "../core/import-formats";
 import { canonicalJson, tryParseJson } from "../core/json";
+import { planSync } from "../core/sync-import";
 import { writeFileAtomically } from "./atomic-file";
 import { sessionFiles } from "./import-files";
 import { fail } from "./output";
@@ -168,17 +172,18 @@ function localCodexProvider(home: string): string {
   );
 }
 
+interface Placed {
+  path: string;
+  lines: Line[];
+  syncsInto: string;
+}
+
 /**
  * The file an agent's lines go to, the lines with the local checkout as their working folder, and
  * the session `cf-sessions sync` of the file writes into (named as the import names the agent's
  * sessions).
  */
-function placed(
-  agent: PullAgent,
-  lines: Line[],
-  project: string,
-  env: Env,
-): { path: string; lines: Line[]; syncsInto: string } {
+function placed(agent: PullAgent, lines: Line[], project: string, env: Env): Placed {
   if (agent === "claude-code") {
     // The last sessionId is the session's: a resumed conversation's file starts with lines copied
     // from the one it continued, and Claude Code resumes it by the id of its own lines.
@@ -247,24 +252,36 @@ async function exported(client: RemoteRepo, id: string, agent: PullAgent): Promi
 }
 
 /**
- * Whether the file at `path` holds only what `lines` hold: nothing there yet, or the start of them
- * (a file pulled before, which the session has since grown past). A line the agent appended there
- * and the session does not hold yet (not synced) makes it false, and so does a line that differs.
+ * Whether the file at `path` holds nothing the session does not: nothing there yet; only lines of
+ * the export, in whatever order (a pi export puts the head's entry last, where pi resumes); or only
+ * entries the session it syncs into holds, a sync of it writing nothing (the lines of a branch the
+ * session's head left, which an export to Claude Code or Codex leaves out). A line the agent
+ * appended there and the session does not hold yet (not synced) makes it false, and so does a line
+ * that differs.
  */
-function holdsNothingNew(path: string, lines: readonly Line[]): boolean {
-  if (!existsSync(path)) return true;
-  const existing = readFileSync(path, "utf8")
+async function holdsNothingNew(client: RemoteRepo, agent: PullAgent, file: Placed): Promise<boolean> {
+  if (!existsSync(file.path)) return true;
+  const existing = readFileSync(file.path, "utf8")
     .split("\n")
     .filter((line) => line.trim() !== "");
-  if (isMadeUpName(existing.at(-1), lines)) existing.pop();
-  if (existing.length > lines.length) return false;
-  return existing.every((text, index) => {
+  if (isMadeUpName(existing.at(-1), file.lines)) existing.pop();
+  const exported = new Set(file.lines.map((line) => canonicalJson(line)));
+  if (existing.every((text) => exported.has(canonicalJson(tryParseJson(text) ?? text)))) return true;
+  // The file read as a sync reads it: whole, then a line at a time.
+  for (const linesApart of agent === "pi" ? [false] : [false, true]) {
     try {
-      return canonicalJson(JSON.parse(text)) === canonicalJson(lines[index]);
-    } catch {
-      return false;
+      const parsed = parseImport(agent, existing.join("\n"), { linesApart });
+      const plan = await planSync(client.storage(file.syncsInto), parsed);
+      return !plan.entries.some((entry) => isTreeEntry(entry));
+    } catch (error) {
+      // A file that does not read, or no session to sync into: not all the session's. One that
+      // differs from the session read whole may not a line at a time.
+      if (!(error instanceof SessionError)) throw error;
+      if (error.code === "invalid_request" || error.code === "not_found") return false;
+      if (error.code !== "already_exists") throw error;
     }
-  });
+  }
+  return false;
 }
 
 /** The name a line gives the session: pi's `session_info`, Claude Code's `custom-title`, Codex's rename. */
@@ -312,12 +329,34 @@ export interface Pulled {
 }
 
 /**
+ * Refuses to overwrite a file the agent went on in since (not synced) unless `force`: what it wrote
+ * there since is not overwritten unasked. A sync brings it into session `id` only when the file's
+ * session is named as that one: otherwise (a session written elsewhere than that agent) it makes a
+ * session of its own.
+ */
+async function keepWentOn(
+  client: RemoteRepo,
+  agent: PullAgent,
+  file: Placed,
+  id: string,
+  env: Env,
+  force: boolean,
+): Promise<void> {
+  if (force || isAsPulled(file.path, env) || (await holdsNothingNew(client, agent, file))) return;
+  throw new Error(
+    file.syncsInto === id
+      ? `${file.path} holds lines the session does not: sync it first (cf-sessions sync ${file.path}), or pull --force to overwrite it`
+      : `${file.path} holds lines the session does not; cf-sessions sync ${file.path} would write them into a session of their own (${file.syncsInto}), not into ${id}: pull --force to overwrite it`,
+  );
+}
+
+/**
  * Writes the session where `agent` looks for the project at `projectDir`. For Claude Code, the
  * transcripts of its subagents imported beside it (`<id>-agent-<agent id>`) go where Claude Code
  * keeps them: `<session uuid>/subagents/agent-<agent id>.jsonl` beside the session's file. A
- * session's file is replaced when it is what the last pull wrote there, or holds nothing the export
- * does not; one the agent went on in (unsynced) is left as it is, and nothing is written, unless
- * `force`.
+ * session's file is replaced when it is what the last pull wrote there, or holds nothing the
+ * session does not; one the agent went on in (unsynced) is left as it is, and nothing is written,
+ * unless `force`.
  */
 export async function pullSession(
   client: RemoteRepo,
@@ -328,16 +367,9 @@ export async function pullSession(
   options: { force?: boolean | undefined } = {},
 ): Promise<Pulled> {
   const project = resolve(projectDir);
+  const force = options.force === true;
   const file = placed(agent, await exported(client, id, agent), project, env);
-  // The agent appends to the file it resumed: what it wrote there since is not overwritten unasked.
-  // A sync brings them into this session only when the file's session is named as this one:
-  // otherwise (a session written elsewhere than that agent) it makes a session of their own.
-  if (!options.force && !isAsPulled(file.path, env) && !holdsNothingNew(file.path, file.lines))
-    throw new Error(
-      file.syncsInto === id
-        ? `${file.path} holds lines the session does not: sync it first (cf-sessions sync ${file.path}), or pull --force to overwrite it`
-        : `${file.path} holds lines the session does not; cf-sessions sync ${file.path} would write them into a session of their own (${file.syncsInto}), not into ${id}: pull --force to overwrite it`,
-    );
+  await keepWentOn(client, agent, file, id, env, force);
   // Every subagent's file named before any is written: one that cannot be named writes nothing.
   const subagents: { id: string; path: string }[] = [];
   if (agent === "claude-code") {

@@ -20,7 +20,7 @@ import { SessionManager } from "@mariozechner/pi-coding-agent";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main";
 import type { Output } from "../../src/cli/output";
-import { claudeProjectDir } from "../../src/cli/pull";
+import { claudeProjectDir, piSessionDir } from "../../src/cli/pull";
 import { createClient } from "../../src/client";
 import { parseImport } from "../../src/core/import-formats";
 import { type DevServer, startDevServer } from "../support/dev-server";
@@ -649,6 +649,82 @@ describe("cf-sessions pull", () => {
       expect(refused.code, agent).toBe(1);
       expect(readFileSync(movedBack.answer.path, "utf8")).toBe(added);
     }
+  });
+
+  it("replaces an agent's own file the session holds every line of, its head moved back on the service", async () => {
+    const client = createClient({ baseUrl: server.url });
+    const errors: string[] = [];
+    const output: Output = {
+      out: () => undefined,
+      write: () => undefined,
+      stream: async () => undefined,
+      err: (text) => errors.push(text),
+      isTTY: false,
+    };
+    const sync = (path: string) =>
+      main(["sync", path, "--progress", "none"], output, { CF_SESSIONS_URL: server.url });
+
+    // A pi file synced from this machine: pi's export puts the head's entry last.
+    const project = join(home, "work", "moved-back");
+    const piEnv = { PI_CODING_AGENT_DIR: join(home, "pi-moved-back") };
+    const id = crypto.randomUUID();
+    const timestamp = "2026-03-01T10:00:00.000Z";
+    const piFile = join(piSessionDir(project, piEnv), `${timestamp.replace(/[:.]/g, "-")}_${id}.jsonl`);
+    const reply = (text: string) => ({
+      role: "assistant",
+      content: [{ type: "text", text }],
+      api: "anthropic-messages",
+      provider: "anthropic",
+      model: "claude-sonnet-4-5",
+      usage,
+      stopReason: "stop",
+      timestamp: 2,
+    });
+    const entry = (entryId: string, parentId: string | null, message: unknown) => ({
+      type: "message",
+      id: entryId,
+      parentId,
+      timestamp,
+      message,
+    });
+    const lines = [
+      { type: "session", version: 3, id, timestamp, cwd: project },
+      entry("a0000001", null, { role: "user", content: "first", timestamp: 1 }),
+      entry("a0000002", "a0000001", reply("one")),
+      entry("a0000003", "a0000002", { role: "user", content: "second", timestamp: 3 }),
+      entry("a0000004", "a0000003", reply("two")),
+    ];
+    mkdirSync(join(piFile, ".."), { recursive: true });
+    writeFileSync(piFile, lines.map((line) => `${JSON.stringify(line)}\n`).join(""));
+    expect(await sync(piFile), errors.join("")).toBe(0);
+    await (await client.open(id)).setLeafId("a0000002");
+    const pulled = await pull([id, "--to", "pi", "--project", project], piEnv);
+    expect(pulled.code, pulled.errors).toBe(0);
+    expect(SessionManager.open(piFile).getLeafId()).toBe("a0000002");
+
+    // A Codex rollout synced from this machine: the export holds the branch up to the head only.
+    const text = readFileSync(join(import.meta.dirname, "../fixtures/codex/0.135.0-redacted.jsonl"), "utf8");
+    const thread = crypto.randomUUID();
+    const codexEnv = { CODEX_HOME: join(home, "codex-moved-back") };
+    const rollout = join(
+      codexEnv.CODEX_HOME,
+      "sessions",
+      "2026",
+      "06",
+      "05",
+      `rollout-2026-06-05T04-58-20-${thread}.jsonl`,
+    );
+    mkdirSync(join(rollout, ".."), { recursive: true });
+    const sourceId = JSON.parse(text.split("\n")[0] as string).payload.id as string;
+    writeFileSync(rollout, text.replaceAll(sourceId, thread));
+    expect(await sync(rollout), errors.join("")).toBe(0);
+    const session = await client.open(`codex-${thread}`);
+    const [, second] = await session.getBranch();
+    await session.setLeafId(second?.id ?? null);
+    const replaced = await pull([session.id, "--to", "codex", "--project", project], codexEnv);
+    expect(replaced.code, replaced.errors).toBe(0);
+    expect(replaced.answer.path).toBe(rollout);
+    expect(readFileSync(rollout, "utf8").trimEnd().split("\n")).toHaveLength(2);
   });
 
   it("does not advise a sync into a session written elsewhere, which would make a session of its own", async () => {

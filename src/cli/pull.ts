@@ -353,10 +353,10 @@ async function keepWentOn(
 /**
  * Writes the session where `agent` looks for the project at `projectDir`. For Claude Code, the
  * transcripts of its subagents imported beside it (`<id>-agent-<agent id>`) go where Claude Code
- * keeps them: `<session uuid>/subagents/agent-<agent id>.jsonl` beside the session's file. A
- * session's file is replaced when it is what the last pull wrote there, or holds nothing the
- * session does not; one the agent went on in (unsynced) is left as it is, and nothing is written,
- * unless `force`.
+ * keeps them: `<session uuid>/subagents/agent-<agent id>.jsonl` beside the session's file. A file
+ * is replaced when it is what the last pull wrote there, or holds nothing the session does not;
+ * when one of them (the session's or a subagent's) holds what the agent went on with there
+ * (unsynced), every file is left as it is, and nothing is written, unless `force`.
  */
 export async function pullSession(
   client: RemoteRepo,
@@ -371,7 +371,7 @@ export async function pullSession(
   const file = placed(agent, await exported(client, id, agent), project, env);
   await keepWentOn(client, agent, file, id, env, force);
   // Every subagent's file named before any is written: one that cannot be named writes nothing.
-  const subagents: { id: string; path: string }[] = [];
+  const named: { id: string; path: string; agentId: string }[] = [];
   if (agent === "claude-code") {
     const folder = join(file.path.slice(0, -".jsonl".length), "subagents");
     const prefix = `${id}-agent-`;
@@ -380,18 +380,28 @@ export async function pullSession(
       const page = await client.list({ prefix, cursor, limit: 200 });
       for (const info of page.sessions) {
         const claudeCode = info.metadata.claudeCode as Record<string, unknown> | undefined;
-        const agentId =
-          typeof claudeCode?.agentId === "string" ? claudeCode.agentId : info.id.slice(prefix.length);
-        subagents.push({
-          id: info.id,
-          path: join(folder, `agent-${fileId(agentId, "the subagent id")}.jsonl`),
-        });
+        const agentId = fileId(
+          typeof claudeCode?.agentId === "string" ? claudeCode.agentId : info.id.slice(prefix.length),
+          "the subagent id",
+        );
+        named.push({ id: info.id, path: join(folder, `agent-${agentId}.jsonl`), agentId });
       }
       cursor = page.nextCursor;
     } while (cursor);
   }
-  for (const sub of subagents)
-    await writeWhole(sub.path, placed(agent, await exported(client, sub.id, agent), project, env).lines);
+  // Every subagent's file checked before any is written (a sync names its session after the
+  // session's file's, as the import does).
+  const subagents: Placed[] = [];
+  for (const sub of named) {
+    const { lines } = placed(agent, await exported(client, sub.id, agent), project, env);
+    const subFile = { path: sub.path, lines, syncsInto: `${file.syncsInto}-agent-${sub.agentId}` };
+    await keepWentOn(client, agent, subFile, sub.id, env, force);
+    subagents.push(subFile);
+  }
+  for (const sub of subagents) {
+    await writeWhole(sub.path, sub.lines);
+    await notePulled(sub.path, env);
+  }
   // The session's own file last: once it is there, so are its subagents'.
   await writeWhole(file.path, file.lines);
   await notePulled(file.path, env);

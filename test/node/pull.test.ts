@@ -188,6 +188,46 @@ describe("cf-sessions pull", () => {
     }
   });
 
+  it("refuses to overwrite a subagent's transcript Claude Code added to since, writing nothing, unless forced", async () => {
+    const client = createClient({ baseUrl: server.url });
+    const parent = await client.create({ id: crypto.randomUUID() });
+    await parent.appendMessage({ role: "user", content: "look into it", timestamp: 1 });
+    const sub = await client.create({
+      id: `${parent.id}-agent-1`,
+      metadata: { claudeCode: { agentId: "a1b2c3" } },
+    });
+    await sub.appendMessage({ role: "user", content: "look at a.txt", timestamp: 1 });
+    const args = [parent.id, "--to", "claude-code", "--project", join(home, "work", "subagent-kept")];
+    const env = { CLAUDE_CONFIG_DIR: join(home, "claude-subagent-kept") };
+    const first = await pull(args, env);
+    expect(first.code, first.errors).toBe(0);
+    const [transcript] = first.answer.subagents as string[];
+    // Pulled again with nothing new on either side.
+    expect((await pull(args, env)).code).toBe(0);
+
+    const pulled = readFileSync(transcript as string, "utf8");
+    const last = JSON.parse(pulled.trimEnd().split("\n").at(-1) as string);
+    const added = `${pulled}${JSON.stringify({
+      ...last,
+      parentUuid: last.uuid,
+      uuid: crypto.randomUUID(),
+      message: { role: "user", content: "and b.txt, not synced" },
+    })}\n`;
+    writeFileSync(transcript as string, added);
+    await parent.appendMessage({ role: "user", content: "asked later", timestamp: 2 });
+    const mainBefore = readFileSync(first.answer.path, "utf8");
+    const refused = await pull(args, env);
+    expect(refused.code).toBe(1);
+    expect(refused.errors).toContain(`cf-sessions: ${transcript} holds lines the session does not`);
+    expect(readFileSync(transcript as string, "utf8")).toBe(added);
+    expect(readFileSync(first.answer.path, "utf8")).toBe(mainBefore);
+
+    const forced = await pull([...args, "--force"], env);
+    expect(forced.code, forced.errors).toBe(0);
+    expect(readFileSync(transcript as string, "utf8")).toBe(pulled);
+    expect(readFileSync(first.answer.path, "utf8")).toContain("asked later");
+  });
+
   it("names a resumed Claude Code session's file after the session it became, not the one it continued", async () => {
     const fixture = readFileSync(
       join(import.meta.dirname, "../fixtures/claude-code/1.0.98-parallel-tools.jsonl"),

@@ -7,6 +7,7 @@ import type { SessionEntry } from "./entries";
 import type { ImportedSession, ParseOptions } from "./interchange";
 import { entryContent } from "./same-entry";
 import type { Session } from "./session";
+import type { TreeNode } from "./tree";
 
 /*
  * A Claude Code or Codex file made from the session's export (what `pull` writes), which the agent
@@ -36,6 +37,16 @@ export interface Continuation {
   leafId: string | null;
 }
 
+/** Whether the tree holds entries under entry `id`. */
+function hasChildren(roots: readonly TreeNode[], id: string): boolean {
+  const stack = [...roots];
+  for (let node = stack.pop(); node; node = stack.pop()) {
+    if (node.id === id) return node.children.length > 0;
+    stack.push(...node.children);
+  }
+  return false;
+}
+
 /** Whether a stored entry holds lines of the agent's (imported from its file, or synced from one). */
 function holdsLines(entry: Record<string, unknown>, agent: AgentFormat): boolean {
   if (Array.isArray(entry.sourceLines) || isRecord(entry.line)) return true;
@@ -54,6 +65,10 @@ export async function continuedExport(
 ): Promise<Continuation | undefined> {
   const agent = AGENTS.find((format) => isRecord(file.header.metadata[format.key]));
   if (!agent) return undefined;
+  // A head moved back since the file was made: the lines an export wrote for what is under it
+  // read as the agent's own, and the file is no continuation of the session as it stands.
+  const leafId = await session.getLeafId();
+  if (leafId !== null && hasChildren(await session.getTree(), leafId)) return undefined;
   let text = "";
   for await (const line of agent.exportLines(session)) text += line;
   // The file was read whole or a line at a time: the export is read back both ways.

@@ -90,9 +90,13 @@ function writtenHere(entry: { type: string; customType?: unknown }): boolean {
  * it is stored after them all. What was written here about the conversation and the file does not
  * hold is passed over (`writtenHere`). Anything else is `already_exists`.
  */
-async function storedPrefix(storage: SessionStorage, entries: readonly SessionEntry[]): Promise<number> {
+async function storedPrefix(
+  storage: SessionStorage,
+  entries: readonly SessionEntry[],
+): Promise<{ next: number; notesPassed: boolean }> {
   const fileIds = new Set(entries.map((entry) => entry.id));
   let next = 0;
+  let notesPassed = false;
   /** The file's next tree entry if it is `stored`: then it is taken. */
   const takes = (stored: Record<string, unknown>) => {
     while (next < entries.length && !isTreeEntry(entries[next] as SessionEntry)) next++;
@@ -106,7 +110,10 @@ async function storedPrefix(storage: SessionStorage, entries: readonly SessionEn
   let movedTaken = false;
   for await (const { seq: _seq, ...stored } of new Session(storage).allEntries()) {
     if (stored.type === "leaf" || takes(stored)) continue;
-    if (writtenHere(stored) && !fileIds.has(stored.id)) continue;
+    if (writtenHere(stored) && !fileIds.has(stored.id)) {
+      notesPassed ||= stored.type === "custom_message";
+      continue;
+    }
     const at = entries.slice(next).find((entry) => isTreeEntry(entry))?.id;
     if (moved !== undefined && !movedTaken && takes(moved.entry)) {
       movedTaken = true;
@@ -117,7 +124,7 @@ async function storedPrefix(storage: SessionStorage, entries: readonly SessionEn
     moved = { entry: stored, at };
   }
   if (moved !== undefined && !movedTaken && !takes(moved.entry)) throw diverged(storage.id, moved.at);
-  return next;
+  return { next, notesPassed };
 }
 
 /** What a sync writes into a session that exists: the file's entries it lacks, and the file's head. */
@@ -133,8 +140,8 @@ export interface SyncPlan {
 /**
  * What a sync of the file writes into the session of `storage`: what follows the entries the
  * session holds (`storedPrefix`), or what an agent's file made from the session's export holds
- * beyond it (`continuedExport`); nothing when the session holds it all. A file that is neither is
- * `already_exists`.
+ * beyond it (`continuedExport`, first when a note the file may hold as the export's lines was
+ * passed over); nothing when the session holds it all. A file that is neither is `already_exists`.
  */
 export async function planSync(storage: SessionStorage, file: ImportedSession): Promise<SyncPlan> {
   const session = new Session(storage);
@@ -142,8 +149,12 @@ export async function planSync(storage: SessionStorage, file: ImportedSession): 
   const provider = codexProviderOf((await session.getHeader()).metadata);
   const read = provider === undefined ? file : withCodexProvider(file, provider);
   try {
-    const entries = read.entries.slice(await storedPrefix(storage, read.entries));
-    return { read, entries, leafId: read.leafId };
+    const { next, notesPassed } = await storedPrefix(storage, read.entries);
+    const entries = read.entries.slice(next);
+    // A note passed over may be in the file as the lines its export wrote (as a Codex user
+    // message): then only what follows them is new.
+    const continued = notesPassed && entries.length > 0 ? await continuedExport(session, read) : undefined;
+    return continued ? { read, ...continued } : { read, entries, leafId: read.leafId };
   } catch (error) {
     if (!(error instanceof SessionError && error.code === "already_exists")) throw error;
     const continued = await continuedExport(session, read);

@@ -160,6 +160,45 @@ describe("a Codex rollout that went on from the session's export, synced back", 
     ]);
   });
 
+  it("holds nothing new as exported after a note written on the service, and takes only the agent's turn", async () => {
+    const repo = new MemoryRepo();
+    const session = await repo.importSession(parseCodex(codexText));
+    const note = await session.appendCustomMessageEntry({
+      customType: "note",
+      content: "check the flaky test",
+      display: true,
+    });
+    const lines = pulled(await collect(exportCodex(session)));
+    expect((await repo.syncSession(parseCodex(text(lines)))).status).toBe("unchanged");
+    const grown = [...lines, ...codexTurn("2026-06-06T10:00:00.000Z", "asked in Codex")];
+    expect((await repo.syncSession(parseCodex(text(grown)))).status).toBe("appended");
+    const branch = await session.getBranch();
+    expect(branch[branch.findIndex((entry) => entry.id === note) + 1]?.parentId).toBe(note);
+    // The note is in the context once, as the note it is.
+    const said = (await session.buildContext()).messages.filter((m) => JSON.stringify(m).includes("flaky"));
+    expect(said.map((m) => m.role)).toEqual(["custom"]);
+    expect(await lastSaid(session)).toContain("asked in Codex");
+  });
+
+  it("refuses a rollout pulled before the session's head was moved back, writing nothing", async () => {
+    const repo = new MemoryRepo();
+    const session = await repo.importSession(parseCodex(codexText));
+    const first = await session.appendMessage({
+      role: "user",
+      content: "asked on the service 1",
+      timestamp: 1,
+    });
+    await session.appendMessage({ role: "user", content: "asked on the service 2", timestamp: 2 });
+    const lines = pulled(await collect(exportCodex(session)));
+    const grown = [...lines, ...codexTurn("2026-06-06T10:00:00.000Z", "asked in Codex")];
+    // Moved back on the service: the rollout's lines for the second message are not the agent's.
+    await session.setLeafId(first);
+    const before = await session.getEntries({ limit: 1000 });
+    await expect(repo.syncSession(parseCodex(text(grown)))).rejects.toMatchObject({ code: "already_exists" });
+    expect(await session.getEntries({ limit: 1000 })).toEqual(before);
+    expect(await session.getLeafId()).toBe(first);
+  });
+
   it("still refuses a rollout that changed a line the session holds, writing nothing", async () => {
     const repo = new MemoryRepo();
     const session = await repo.importSession(parseCodex(codexText));

@@ -288,6 +288,31 @@ describe("a session stored before its checkpoints and edits were indexed", () =>
   });
 });
 
+/**
+ * Session `id` as the release before schema version `version` + 1 stored it: each reply named in
+ * `owners` taken for the latest model of its path and of the rows listed with it, its schema then.
+ * The writes' report is made first, then a fresh object opens the session again.
+ */
+async function asStoredBefore(id: string, version: number, owners: Record<string, string[]>): Promise<void> {
+  const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+  await runDurableObjectAlarm(stub);
+  await evictDurableObject(stub);
+  await runInDurableObject(stub, (_instance, state) => {
+    const sql = state.storage.sql;
+    for (const [entryId, below] of Object.entries(owners)) {
+      const { seq } = sql.exec<{ seq: number }>("SELECT seq FROM entries WHERE id = ?", entryId).one();
+      const ids = [entryId, ...below];
+      sql.exec(
+        `UPDATE entries SET last_model = ? WHERE id IN (${ids.map(() => "?").join(", ")})`,
+        seq,
+        ...ids,
+      );
+    }
+    sql.exec("DELETE FROM schema_version WHERE version > ?", version);
+  });
+  await evictDurableObject(stub);
+}
+
 describe("a session stored before a reply naming no model was told from one naming it", () => {
   it("takes its model from the setter above such replies when opened again, on every branch", async () => {
     const id = await createSession();
@@ -319,26 +344,7 @@ describe("a session stored before a reply naming no model was told from one nami
     expect(await models()).toEqual(answered);
     // As the release before stored it: each reply naming no model the latest model of its path and
     // of every row below it, its schema then.
-    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
-    await runDurableObjectAlarm(stub);
-    await evictDurableObject(stub);
-    await runInDurableObject(stub, (_instance, state) => {
-      const sql = state.storage.sql;
-      const seqOf = (entryId: string) =>
-        sql.exec<{ seq: number }>("SELECT seq FROM entries WHERE id = ?", entryId).one().seq;
-      const setOwn = (entryId: string, below: string[]) =>
-        sql.exec(
-          `UPDATE entries SET last_model = ? WHERE id IN (${[entryId, ...below].map(() => "?").join(", ")})`,
-          seqOf(entryId),
-          entryId,
-          ...below,
-        );
-      setOwn("r0", ["b"]);
-      setOwn("r1", []);
-      setOwn("r2", ["u"]);
-      sql.exec("DELETE FROM schema_version WHERE version > 8");
-    });
-    await evictDurableObject(stub);
+    await asStoredBefore(id, 8, { r0: ["b"], r1: [], r2: ["u"] });
     expect(await models()).toEqual(answered);
   });
 });
@@ -374,26 +380,7 @@ describe("a session stored before a LangGraph message naming no model was told f
     expect(await models()).toEqual(answered);
     // As the release before stored it: each such message the latest model of its path and of
     // every row below it, its schema then.
-    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
-    await runDurableObjectAlarm(stub);
-    await evictDurableObject(stub);
-    await runInDurableObject(stub, (_instance, state) => {
-      const sql = state.storage.sql;
-      const seqOf = (entryId: string) =>
-        sql.exec<{ seq: number }>("SELECT seq FROM entries WHERE id = ?", entryId).one().seq;
-      const setOwn = (entryId: string, below: string[]) =>
-        sql.exec(
-          `UPDATE entries SET last_model = ? WHERE id IN (${[entryId, ...below].map(() => "?").join(", ")})`,
-          seqOf(entryId),
-          entryId,
-          ...below,
-        );
-      setOwn("r0", []);
-      setOwn("r1", []);
-      setOwn("r2", ["u"]);
-      sql.exec("DELETE FROM schema_version WHERE version > 10");
-    });
-    await evictDurableObject(stub);
+    await asStoredBefore(id, 10, { r0: [], r1: [], r2: ["u"] });
     expect(await models()).toEqual(answered);
   });
 });

@@ -70,7 +70,7 @@ export class SaverMemory {
   readonly #callIdReads = new Map<string, AnsweredCallIds[]>();
   /**
    * The session's head a checkpoint was read at, as the latest, when only entries no graph's state
-   * holds stand after it (see `headOver`), by session and checkpoint id.
+   * holds stand after it (see `takeHeadOver`), by session and checkpoint id.
    */
   readonly #headsOver = new Map<string, string>();
   /** Messages of messages channels as serialized, by the message object (see `listed`). */

@@ -5,11 +5,35 @@ import type { SourceFields } from "./source-lines";
 
 /*
  * What the exports to coding agents' files share: lines written in the order the file had them,
- * which entries the file's lines hold, and the conversation of a branch written where no line
- * holds it.
+ * which entries the file's lines hold, the conversation of a branch written where no line holds
+ * it, and the two merged in the session's order.
  */
 
 export type Line = Record<string, unknown>;
+
+/** A line out (ending in a newline), and where the entry it is written for stands in the session. */
+export interface PlacedLine {
+  at: number;
+  text: string;
+}
+
+/**
+ * The file's own lines and the lines written for what no line holds, as one file in the session's
+ * order: a written line goes out before the first own line of an entry stored after its own (a
+ * line the agent added under one the service wrote follows it).
+ */
+export async function* inSessionOrder(
+  own: AsyncIterable<PlacedLine>,
+  written: AsyncIterable<PlacedLine>,
+): AsyncGenerator<string> {
+  const more = written[Symbol.asyncIterator]();
+  let next = await more.next();
+  for await (const line of own) {
+    for (; !next.done && next.value.at < line.at; next = await more.next()) yield next.value.text;
+    yield line.text;
+  }
+  for (; !next.done; next = await more.next()) yield next.value.text;
+}
 
 /** The line a custom entry holds (`data`) and the place in the file it recorded, if any. */
 export function customLine(entry: SessionEntry, prefix: string): { line: Line; number?: number } | undefined {
@@ -23,10 +47,10 @@ export function customLine(entry: SessionEntry, prefix: string): { line: Line; n
 
 /**
  * Lines out in the file's order: numbered lines by number, the others where they come. `out` is
- * what each line is written as, seen in that order.
+ * what each line is written as, seen in that order; `at`, where its entry stands in the session.
  */
 export class LineOrder {
-  #pending: Array<{ number: number; line: Line }> = [];
+  #pending: Array<{ number: number; line: Line; at: number }> = [];
   readonly #out: (line: Line) => Line;
 
   constructor(out: (line: Line) => Line = (line) => line) {
@@ -34,25 +58,25 @@ export class LineOrder {
   }
 
   /** A line now; lines held back for numbers before its own go out first. */
-  *put(line: Line, number?: number): Generator<string> {
+  *put(line: Line, at: number, number?: number): Generator<PlacedLine> {
     yield* this.#upTo(number);
-    yield `${JSON.stringify(this.#out(line))}\n`;
+    yield { at, text: `${JSON.stringify(this.#out(line))}\n` };
   }
 
   /** A line whose number is still to come. */
-  later(line: Line, number: number): void {
-    const at = this.#pending.findIndex((p) => p.number > number);
-    this.#pending.splice(at < 0 ? this.#pending.length : at, 0, { number, line });
+  later(line: Line, at: number, number: number): void {
+    const index = this.#pending.findIndex((p) => p.number > number);
+    this.#pending.splice(index < 0 ? this.#pending.length : index, 0, { number, line, at });
   }
 
-  *#upTo(number: number | undefined): Generator<string> {
+  *#upTo(number: number | undefined): Generator<PlacedLine> {
     while (this.#pending.length > 0 && (number === undefined || (this.#pending[0]?.number ?? 0) < number)) {
-      const { line } = this.#pending.shift() as { line: Line };
-      yield `${JSON.stringify(this.#out(line))}\n`;
+      const { line, at } = this.#pending.shift() as { line: Line; at: number };
+      yield { at, text: `${JSON.stringify(this.#out(line))}\n` };
     }
   }
 
-  *rest(): Generator<string> {
+  *rest(): Generator<PlacedLine> {
     yield* this.#upTo(undefined);
   }
 }
@@ -63,6 +87,7 @@ export class LineOrder {
  */
 export class HeldEntries {
   readonly #parentOf = new Map<string, string | null>();
+  readonly #at = new Map<string, number>();
   readonly #owners = new Set<string>();
   readonly #held = new Set<string>();
   readonly #others: string[] = [];
@@ -76,6 +101,7 @@ export class HeldEntries {
   read(entry: SessionEntry, owner: readonly string[] | undefined): void {
     if (entry.type === "leaf") return;
     this.#parentOf.set(entry.id, entry.parentId);
+    this.#at.set(entry.id, this.#at.size);
     if (entry.type === "session_info") this.#renames.push(entry.id);
     if (owner === undefined) {
       this.#others.push(entry.id);
@@ -110,6 +136,11 @@ export class HeldEntries {
 
   held(id: string): boolean {
     return this.#held.has(id);
+  }
+
+  /** Where entry `id` stands in the session's order (after every entry read, for one read later). */
+  at(id: string): number {
+    return this.#at.get(id) ?? Number.POSITIVE_INFINITY;
   }
 
   parentOf(id: string): string | null {

@@ -1,5 +1,5 @@
-import type { Line } from "./agent-export";
-import { conversation, customLine, HeldEntries, LineOrder, lineTime } from "./agent-export";
+import type { Line, PlacedLine } from "./agent-export";
+import { conversation, customLine, HeldEntries, inSessionOrder, LineOrder, lineTime } from "./agent-export";
 import { isUuid, uuidFor, uuidFrom } from "./agent-ids";
 import type { InputContent } from "./agent-log";
 import { asString, isRecord } from "./agent-log";
@@ -108,6 +108,8 @@ interface UserGroup {
   uuid: string;
   line: Line;
   number: number;
+  /** Where its first entry stands in the session. */
+  at: number;
   entries: SessionEntry[];
 }
 
@@ -191,11 +193,17 @@ class OwnLines {
 }
 
 /** The transcript's own lines, from every entry made from one, in the order the file had them. */
-async function* sourceLines(session: Session, imported: boolean, own: OwnLines): AsyncGenerator<string> {
+async function* sourceLines(
+  session: Session,
+  imported: boolean,
+  index: TranscriptIndex,
+  own: OwnLines,
+): AsyncGenerator<PlacedLine> {
+  if (!index.hasLines) return;
   const order = new LineOrder(own.out);
   let group: UserGroup | undefined;
-  const closeGroup = function* (): Generator<string> {
-    if (group) yield* order.put(userLine(group), group.number);
+  const closeGroup = function* (): Generator<PlacedLine> {
+    if (group) yield* order.put(userLine(group), group.at, group.number);
     group = undefined;
   };
   for await (const entry of sessionEntries(session)) {
@@ -207,8 +215,9 @@ async function* sourceLines(session: Session, imported: boolean, own: OwnLines):
     yield* closeGroup();
     const lines = linesOf(entry, imported);
     if (!lines) continue;
+    const at = index.at(entry.id);
     if (lines.kind === "whole") {
-      yield* order.put(lines.line, lines.number);
+      yield* order.put(lines.line, at, lines.number);
       continue;
     }
     const [first, ...rest] = lines.lines;
@@ -222,13 +231,14 @@ async function* sourceLines(session: Session, imported: boolean, own: OwnLines):
         uuid: asString(first.line.uuid) ?? entry.id,
         line: first.line,
         number: first.number,
+        at,
         entries: [entry],
       };
       continue;
     }
-    yield* order.put(written[0] as Line, first.number);
-    rest.forEach((l, index) => {
-      order.later(written[index + 1] as Line, l.number);
+    yield* order.put(written[0] as Line, at, first.number);
+    rest.forEach((l, n) => {
+      order.later(written[n + 1] as Line, at, l.number);
     });
   }
   yield* closeGroup();
@@ -358,20 +368,25 @@ function unfinishedFields(message: AssistantMessage): Line {
   return fields;
 }
 
-/** Lines for the conversation on the branch where no line of the transcript holds it. */
+/**
+ * Lines for the conversation on the branch where no line of the transcript holds it, each placed
+ * where its entry stands (what a compaction kept, where the compaction does).
+ */
 async function* newLines(
   session: Session,
   leafId: string | null,
   index: TranscriptIndex,
   writer: LineWriter,
-): AsyncGenerator<string> {
+): AsyncGenerator<PlacedLine> {
   if (index.path(leafId).every((id) => index.held(id))) return;
   const path = (await session.getBranch(leafId)) as TreeEntry[];
   const sessionId = (await session.getHeader()).id;
   let parent: string | null = null;
   // What a compaction from the transcript kept is on the transcript's own lines already.
   let keptOnLines = false;
+  let at = Number.NEGATIVE_INFINITY;
   for (const { entry, messages, kept } of conversation(path)) {
+    at = Math.max(at, index.at(entry.id));
     if (entry.type === "compaction") keptOnLines = index.held(entry.id);
     if (kept ? keptOnLines : index.held(entry.id)) {
       parent = index.hangFrom(entry.id);
@@ -386,7 +401,7 @@ async function* newLines(
     for (const message of messages) {
       if (message.role === "compactionSummary" && entry.type === "compaction") {
         const boundary = await uuidOf();
-        yield `${JSON.stringify(
+        const text = `${JSON.stringify(
           writer.line(
             null,
             "system",
@@ -402,13 +417,17 @@ async function* newLines(
             entry.timestamp,
           ),
         )}\n`;
+        yield { at, text };
         const summary = await uuidOf();
         const fields = {
           message: { role: "user", content: entry.summary },
           isCompactSummary: true,
           isVisibleInTranscriptOnly: true,
         };
-        yield `${JSON.stringify(writer.line(boundary, "user", fields, summary, entry.timestamp))}\n`;
+        yield {
+          at,
+          text: `${JSON.stringify(writer.line(boundary, "user", fields, summary, entry.timestamp))}\n`,
+        };
         parent = summary;
         continue;
       }
@@ -416,7 +435,10 @@ async function* newLines(
       const written = writer.messageFields(message, uuid);
       if (!written) continue;
       const timestamp = lineTime(message, entry);
-      yield `${JSON.stringify(writer.line(parent, written.type, written.fields, uuid, timestamp))}\n`;
+      yield {
+        at,
+        text: `${JSON.stringify(writer.line(parent, written.type, written.fields, uuid, timestamp))}\n`,
+      };
       parent = uuid;
     }
   }
@@ -465,7 +487,8 @@ async function lineFields(
 
 /**
  * A session as a Claude Code transcript, line by line (each ending in a newline): the lines it was
- * imported from as they were, then lines for what was written elsewhere on the current branch.
+ * imported from as they were, and lines for what was written elsewhere on the current branch, each
+ * where its entry stands in the session.
  */
 export async function* exportClaudeCode(
   session: Session,
@@ -482,9 +505,8 @@ export async function* exportClaudeCode(
   for await (const entry of sessionEntries(session)) index.note(entry);
   index.settle();
   const own = new OwnLines(importedId, sessionId);
-  if (index.hasLines) yield* sourceLines(session, imported, own);
   const writer = new LineWriter(fields, sessionId);
-  yield* newLines(session, leafId, index, writer);
+  yield* inSessionOrder(sourceLines(session, imported, index, own), newLines(session, leafId, index, writer));
   // A fork's name is its own, not the one its lines give.
   if (name !== undefined && (!index.hasLines || index.namedHere || name !== own.name))
     yield `${JSON.stringify(writer.title(name))}\n`;

@@ -1,5 +1,5 @@
-import type { Line, Written } from "./agent-export";
-import { conversation, customLine, HeldEntries, LineOrder, lineTime } from "./agent-export";
+import type { Line, PlacedLine, Written } from "./agent-export";
+import { conversation, customLine, HeldEntries, inSessionOrder, LineOrder, lineTime } from "./agent-export";
 import { isUuid, uuidFor } from "./agent-ids";
 import type { InputContent } from "./agent-log";
 import { asString, isRecord } from "./agent-log";
@@ -111,6 +111,7 @@ interface CompactedGroup {
   entry: CompactionEntry;
   line: Line;
   number: number;
+  at: number;
   members: SessionEntry[];
 }
 
@@ -150,13 +151,16 @@ class OwnLines {
 async function* sourceLines(
   session: Session,
   imported: boolean,
+  held: HeldEntries,
   onBranch: ReadonlySet<string>,
   own: OwnLines,
-): AsyncGenerator<string> {
+): AsyncGenerator<PlacedLine> {
+  if (!held.hasLines) return;
   const order = new LineOrder(own.out);
   let group: CompactedGroup | undefined;
-  const close = function* (): Generator<string> {
-    if (group) yield* order.put(compactedLine(group.entry, group.line, group.members), group.number);
+  const close = function* (): Generator<PlacedLine> {
+    if (group)
+      yield* order.put(compactedLine(group.entry, group.line, group.members), group.at, group.number);
     group = undefined;
   };
   for await (const entry of sessionEntries(session)) {
@@ -166,16 +170,17 @@ async function* sourceLines(
       continue;
     }
     yield* close();
+    const at = held.at(entry.id);
     const custom = customLine(entry, PREFIX);
     if (custom) {
-      yield* order.put(custom.line, custom.number);
+      yield* order.put(custom.line, at, custom.number);
       continue;
     }
     const source = imported ? sourceOf(entry as SourceFields) : undefined;
     const [first, ...rest] = source ?? [];
     if (!first) continue;
     if (entry.type === "compaction") {
-      group = { entry, line: first.line, number: first.number, members: [] };
+      group = { entry, line: first.line, number: first.number, at, members: [] };
       continue;
     }
     const message = messageOf(entry);
@@ -185,9 +190,9 @@ async function* sourceLines(
           (source ?? []).map((s) => s.line),
         )
       : [first.line];
-    yield* order.put(lines[0] as Line, first.number);
+    yield* order.put(lines[0] as Line, at, first.number);
     rest.forEach((s, index) => {
-      order.later(lines[index + 1] ?? s.line, s.number);
+      order.later(lines[index + 1] ?? s.line, at, s.number);
     });
   }
   yield* close();
@@ -313,18 +318,24 @@ async function recorded(session: Session, options: CodexExportOptions) {
   return { header, threadId, importedId, cwd, git };
 }
 
-/** Lines for the conversation on the branch where no line of the rollout holds it. */
+/**
+ * Lines for the conversation on the branch where no line of the rollout holds it, each placed
+ * where its entry stands (what a compaction kept, where the compaction does).
+ */
 async function* newLines(
   session: Session,
   leafId: string | null,
   held: HeldEntries,
   where: Awaited<ReturnType<typeof recorded>>,
-): AsyncGenerator<string> {
+): AsyncGenerator<PlacedLine> {
   if (held.path(leafId).every((id) => held.held(id))) return;
   const path = (await session.getBranch(leafId)) as TreeEntry[];
   const { header, threadId, cwd, git } = where;
-  const line = (timestamp: string, type: string, payload: Line) =>
-    `${JSON.stringify({ timestamp, type, payload })}\n`;
+  let at = Number.NEGATIVE_INFINITY;
+  const line = (timestamp: string, type: string, payload: Line) => ({
+    at,
+    text: `${JSON.stringify({ timestamp, type, payload })}\n`,
+  });
   const model = deriveState(path).model;
   if (!held.hasLines) {
     yield line(header.createdAt, "session_meta", {
@@ -345,6 +356,7 @@ async function* newLines(
   const written = conversation(path);
   for (let index = 0; index < written.length; index++) {
     const { entry, messages, kept } = written[index] as Written;
+    at = Math.max(at, held.at(entry.id));
     // What a compaction from the rollout kept is on the rollout's own lines already.
     if (entry.type === "compaction") keptOnLines = held.held(entry.id);
     if (kept ? keptOnLines : held.held(entry.id)) continue;
@@ -381,7 +393,8 @@ async function* newLines(
 
 /**
  * A session as a Codex CLI rollout, line by line (each ending in a newline): the lines it was
- * imported from as they were, then lines for what was written elsewhere on the current branch.
+ * imported from as they were, and lines for what was written elsewhere on the current branch, each
+ * where its entry stands in the session.
  */
 export async function* exportCodex(
   session: Session,
@@ -405,8 +418,10 @@ export async function* exportCodex(
   held.finish();
   const branch = new Set(held.path(leafId));
   const own = new OwnLines(where.importedId, where.threadId);
-  if (held.hasLines) yield* sourceLines(session, imported, branch, own);
-  yield* newLines(session, leafId, held, where);
+  yield* inSessionOrder(
+    sourceLines(session, imported, held, branch, own),
+    newLines(session, leafId, held, where),
+  );
   // The lines written may not give the session's name: a fork's is its own, and lines the head
   // left behind may hold the rename that named the session.
   if (name !== undefined && (!held.hasLines || held.namedHere || name !== own.name)) {

@@ -227,3 +227,60 @@ describe("a Codex rollout that went on from the session's export, synced back", 
     expect(await session.getEntries({ limit: 1000 })).toEqual(before);
   });
 });
+
+/** The words of the user messages a Codex rollout says, in its order. */
+function codexAsked(lines: Line[]): string[] {
+  return lines
+    .filter((line) => (line.payload as Line | undefined)?.type === "user_message")
+    .map((line) => String((line.payload as Line).message))
+    .filter((words) => words.startsWith("asked"));
+}
+
+describe("the export of a session an agent's file was synced back into", () => {
+  it("writes a Codex rollout's turns in the conversation's order, the service's and the agent's", async () => {
+    const repo = new MemoryRepo();
+    const session = await repo.importSession(parseCodex(codexText));
+    await session.appendMessage({ role: "user", content: "asked on the service", timestamp: 1 });
+    const lines = pulled(await collect(exportCodex(session)));
+    await repo.syncSession(
+      parseCodex(text([...lines, ...codexTurn("2026-06-06T10:00:00.000Z", "asked in Codex")])),
+    );
+    await session.appendMessage({ role: "user", content: "asked on the service again", timestamp: 2 });
+
+    const again = jsonLines(await collect(exportCodex(session)));
+    expect(codexAsked(again)).toEqual([
+      "asked on the service",
+      "asked in Codex",
+      "asked on the service again",
+    ]);
+    // Read back, the rollout is the session's conversation, and holds nothing new.
+    const said = (
+      await repo.importSession(parseCodex(text(again)), { id: "codex-read-back" })
+    ).buildContext();
+    expect((await said).messages.length).toBe((await session.buildContext()).messages.length);
+    expect((await repo.syncSession(parseCodex(text(pulled(text(again)))))).status).toBe("unchanged");
+  });
+
+  it("writes each Claude Code line after the line it names as its parent", async () => {
+    const repo = new MemoryRepo();
+    const session = await repo.importSession(parseClaudeCode(claudeCodeText));
+    await session.appendMessage({ role: "user", content: "asked on the service", timestamp: 1 });
+    const lines = pulled(await collect(exportClaudeCode(session)));
+    const turn = claudeCodeTurn(lines, "a0000000-0000-4000-8000-000000000014", "asked in Claude Code");
+    await repo.syncSession(parseClaudeCode(text([...lines, turn])));
+    await session.appendMessage({ role: "user", content: "asked on the service again", timestamp: 2 });
+
+    const again = jsonLines(await collect(exportClaudeCode(session)));
+    const seen = new Set<unknown>();
+    for (const line of again) {
+      if (typeof line.parentUuid === "string")
+        expect(seen.has(line.parentUuid), String(line.uuid)).toBe(true);
+      seen.add(line.uuid);
+    }
+    const asked = again
+      .map((line) => JSON.stringify((line.message as Line | undefined)?.content ?? ""))
+      .map((words) => /asked [A-Za-z ]+/.exec(words)?.[0])
+      .filter((words) => words !== undefined);
+    expect(asked).toEqual(["asked on the service", "asked in Claude Code", "asked on the service again"]);
+  });
+});

@@ -282,5 +282,6 @@ describe("the export of a session an agent's file was synced back into", () => {
       .map((words) => /asked [A-Za-z ]+/.exec(words)?.[0])
       .filter((words) => words !== undefined);
     expect(asked).toEqual(["asked on the service", "asked in Claude Code", "asked on the service again"]);
+    expect((await repo.syncSession(parseClaudeCode(text(pulled(text(again)))))).status).toBe("unchanged");
   });
 });

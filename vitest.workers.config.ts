@@ -29,6 +29,7 @@ const API_KEYS = JSON.stringify({
   [sha256("key-stream-usage")]: "tenant-stream-usage",
   [sha256("key-stream-retries")]: "tenant-stream-retries",
   [sha256("key-refused-streams")]: "tenant-refused-streams",
+  [sha256("key-answer-room")]: "tenant-answer-room",
 });
 
 /** Quotas for tenants of their own (test/workers/quotas.test.ts); every other tenant has none. */
@@ -50,6 +51,7 @@ const QUOTAS = JSON.stringify({
     "tenant-stream-bytes": { maxTenantBytes: 60_000 },
     "tenant-stream-retries": { maxTenantBytes: 60_000 },
     "tenant-refused-streams": { maxStreams: 2 },
+    "tenant-answer-room": { maxSessionBytes: 8000, maxTenantBytes: 12_000 },
   },
 });
 

@@ -1,7 +1,8 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { MAX_BATCH_ENTRIES } from "../../src/core/limits";
+import type { DurableEnv } from "../../src/durable/internal";
 import { sessionObjectName } from "../../src/durable/internal";
 import {
   appendEvents,
@@ -10,7 +11,7 @@ import {
   openGeneration,
   sessionWithQuestion,
 } from "./generation-helpers";
-import { api, info } from "./helpers";
+import { api, directoryReplacing, info, userMessage, withObjectEnv } from "./helpers";
 import { head } from "./stream-helpers";
 
 /*
@@ -32,6 +33,28 @@ function keptText(
   );
   return text;
 }
+
+/**
+ * Runs `run` while the session's idle settles do not reach its tenant's ledger (the directory out
+ * of reach for them): the room the session was granted stays its own meanwhile.
+ */
+function withSettlesHeld<T>(tenant: string, id: string, run: () => Promise<T>): Promise<T> {
+  const stub = env.SESSIONS.getByName(sessionObjectName(tenant, id));
+  const directory = directoryReplacing("settleQuota", async () => undefined);
+  return withObjectEnv(stub, { DIRECTORY: directory } as Partial<DurableEnv>, run);
+}
+
+const bytesOf = async (id: string, key: string) => (await info(id, key)).bytes as number;
+
+/** What an entry of a user message takes stored besides its text, at the most. */
+const ENTRY_FIELDS_BYTES = 250;
+
+/** Appends to session `id` an entry of a user message whose stored JSON takes at most `bytes`. */
+const appendSized = (id: string, bytes: number, key: string) =>
+  api("POST", `/v1/sessions/${id}/entries`, {
+    key,
+    body: userMessage("x".repeat(bytes - ENTRY_FIELDS_BYTES)),
+  });
 
 describe("ending a generation", () => {
   it(`writes an agent's answer of more than ${MAX_BATCH_ENTRIES} entries in as many batches as it needs`, async () => {
@@ -139,5 +162,82 @@ describe("ending a generation", () => {
     expect((await info(id, key)).bytes).toBeLessThanOrEqual(6000);
     expect(completed.body.generation).toMatchObject({ state: "finished", entryIds: [entry.id] });
     expect((await api("DELETE", `/v1/sessions/${id}?purge=true`, { key })).status).toBe(204);
+  });
+
+  /*
+   * tenant-answer-room: 8,000 bytes a session, 12,000 in all. An ending cut short takes no more of
+   * the tenant's room than the text it keeps needs: until its session settles, what it took is
+   * refused to the tenant's other sessions.
+   */
+  const ROOM_KEY = "key-answer-room";
+  const ROOM_TENANT = "tenant-answer-room";
+  /**
+   * The room a session's claim holds beyond its bytes until it settles, at the most (its last
+   * write's was granted with 1/64 of the quota to spare): what the other sessions may not use.
+   */
+  const SPARE_BYTES = Math.ceil(12_000 / 64);
+
+  /** A session of the tenant holding one user message, purged (its room given back) after the test. */
+  async function roomSession(): Promise<string> {
+    const { id } = await sessionWithQuestion(ROOM_KEY);
+    onTestFinished(async () => {
+      const purged = await api("DELETE", `/v1/sessions/${id}?purge=true`, { key: ROOM_KEY });
+      expect(purged.status).toBe(204);
+    });
+    return id;
+  }
+
+  it("past the session's own quota, leaves the rest of the tenant's room to its other sessions", async () => {
+    const other = await roomSession();
+    const id = await roomSession();
+    const generation = await openGeneration(id, {}, ROOM_KEY);
+    await withSettlesHeld(ROOM_TENANT, id, async () => {
+      const chunks = "y".repeat(8000 - (await bytesOf(id, ROOM_KEY)));
+      expect((await appendText(generation.stream, chunks, {}, ROOM_KEY)).status).toBe(204);
+      const stopped = await endGeneration(id, generation.id, "stop", {}, ROOM_KEY);
+      expect(stopped.status, stopped.text).toBe(201);
+      const [entry] = stopped.body.entries;
+      expect(entry.message.errorMessage).toMatch(/quota_exceeded/);
+      expect(keptText(entry.message, chunks).length).toBeGreaterThan(chunks.length - 1000);
+      const held = await bytesOf(id, ROOM_KEY);
+      expect(held).toBeLessThanOrEqual(8000);
+      const left = 12_000 - held - (await bytesOf(other, ROOM_KEY));
+      const written = await appendSized(other, left - SPARE_BYTES, ROOM_KEY);
+      expect(written.status, written.text).toBe(201);
+    });
+  });
+
+  it("past the tenant's quota, takes no more of its room than the text it keeps", async () => {
+    const filler = await roomSession();
+    expect((await appendSized(filler, 5000, ROOM_KEY)).status).toBe(201);
+    const id = await roomSession();
+    const other = await roomSession();
+    const generation = await openGeneration(id, { format: "ai-sdk-ui" }, ROOM_KEY);
+    // Its tool's output, escaped once more as the text of its result, makes the answer twice the
+    // size of its chunks: more than the tenant's room. Cut short, it keeps its text alone.
+    const parts = [
+      { type: "start" },
+      { type: "start-step" },
+      { type: "text-start", id: "x1" },
+      { type: "text-delta", id: "x1", delta: "Looking it up." },
+      { type: "text-end", id: "x1" },
+      { type: "tool-input-available", toolCallId: "t1", toolName: "look", input: {} },
+      { type: "tool-output-available", toolCallId: "t1", output: { found: '"'.repeat(2000) } },
+      { type: "finish-step" },
+    ];
+    await withSettlesHeld(ROOM_TENANT, id, async () => {
+      expect((await appendEvents(generation.stream, parts, {}, ROOM_KEY)).status).toBe(204);
+      const stopped = await endGeneration(id, generation.id, "stop", {}, ROOM_KEY);
+      expect(stopped.status, stopped.text).toBe(201);
+      const [entry] = stopped.body.entries;
+      expect(entry.message.errorMessage).toMatch(/quota_exceeded: the write would take this tenant past/);
+      expect(entry.message.errorMessage).toMatch(/its text is kept$/);
+      expect(entry.message.content).toEqual([{ type: "text", text: "Looking it up." }]);
+      const held = await bytesOf(id, ROOM_KEY);
+      const left = 12_000 - held - (await bytesOf(filler, ROOM_KEY)) - (await bytesOf(other, ROOM_KEY));
+      // The filler's claim may not have settled yet either.
+      const written = await appendSized(other, left - 2 * SPARE_BYTES, ROOM_KEY);
+      expect(written.status, written.text).toBe(201);
+    });
   });
 });

@@ -48,6 +48,44 @@ function textOf(messages: readonly AgentMessage[]): string {
   return text;
 }
 
+/** The message an ending keeps of `messages` after `shortfall`, holding `text` and saying `note`. */
+function keptMessage(
+  messages: readonly AgentMessage[],
+  shortfall: Shortfall,
+  source: AnswerSource,
+  timestamp: number,
+  text: string,
+  note: string,
+): AssistantMessage {
+  const first = messages.find((message): message is AssistantMessage => message.role === "assistant");
+  return assistantMessage({
+    provider: first?.provider ?? source.provider,
+    model: first?.model ?? source.model,
+    api: first?.api ?? source.api,
+    content: text === "" ? [] : [{ type: "text", text }],
+    usage: first?.usage ?? NO_USAGE,
+    stopReason: "length",
+    errorMessage: `the answer could not be stored whole (${shortfall.code}: ${shortfall.message}); ${note}`,
+    timestamp,
+  });
+}
+
+/**
+ * What the message an ending keeps of `messages` takes stored besides its text, at the most: an
+ * empty text block, and a note counting as many characters kept as there are.
+ */
+function aroundText(
+  messages: readonly AgentMessage[],
+  shortfall: Shortfall,
+  source: AnswerSource,
+  timestamp: number,
+): number {
+  const { length } = textOf(messages);
+  const note = `${length} of ${length} characters of its text are kept`;
+  const message = keptMessage(messages, shortfall, source, timestamp, " ", note);
+  return utf8Length(JSON.stringify(message)) - answerBytes("text", " ");
+}
+
 /** The answer `messages` as an ending keeps it after `shortfall`: one assistant message, cut short. */
 export function shortAnswer(
   messages: readonly AgentMessage[],
@@ -55,21 +93,13 @@ export function shortAnswer(
   source: AnswerSource,
   timestamp: number,
 ): AssistantMessage {
-  const first = messages.find((message): message is AssistantMessage => message.role === "assistant");
   const whole = textOf(messages);
-  const kept = (text: string, note: string) =>
-    assistantMessage({
-      provider: first?.provider ?? source.provider,
-      model: first?.model ?? source.model,
-      api: first?.api ?? source.api,
-      content: text === "" ? [] : [{ type: "text", text }],
-      usage: first?.usage ?? NO_USAGE,
-      stopReason: "length",
-      errorMessage: `the answer could not be stored whole (${shortfall.code}: ${shortfall.message}); ${note}`,
-      timestamp,
-    });
   const noted = (text: string) =>
-    kept(
+    keptMessage(
+      messages,
+      shortfall,
+      source,
+      timestamp,
       text,
       text.length === whole.length
         ? "its text is kept"
@@ -78,12 +108,21 @@ export function shortAnswer(
   if (shortfall.keeps === "nothing") return noted("");
   let text = cut(whole, MAX_GENERATION_BYTES);
   if (shortfall.maxBytes !== undefined) {
-    // What the message takes besides its text, at the most: an empty text block, and a note
-    // counting as many characters kept as there are.
-    const around = utf8Length(
-      JSON.stringify(kept(" ", `${whole.length} of ${whole.length} characters of its text are kept`)),
-    );
-    text = cut(text, shortfall.maxBytes - around + answerBytes("text", " "));
+    text = cut(text, shortfall.maxBytes - aroundText(messages, shortfall, source, timestamp));
   }
   return noted(text);
+}
+
+/**
+ * The `maxBytes` with which the ending after `shortfall` keeps all the text of `messages` it can
+ * (as much as one generation holds): the most its message takes stored.
+ */
+export function shortAnswerBytes(
+  messages: readonly AgentMessage[],
+  shortfall: Shortfall,
+  source: AnswerSource,
+  timestamp: number,
+): number {
+  const text = shortfall.keeps === "nothing" ? "" : cut(textOf(messages), MAX_GENERATION_BYTES);
+  return aroundText(messages, shortfall, source, timestamp) + answerBytes("text", text);
 }

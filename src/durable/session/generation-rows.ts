@@ -4,7 +4,7 @@ import { answerFold, givenAnswer } from "../../core/generations/answer-fold";
 import { AnswerSize, checkStoredSize } from "../../core/generations/answer-size";
 import type { GenerationFormat, GenerationState, StoppedBy } from "../../core/generations/generation-schemas";
 import type { Shortfall as MessageShortfall } from "../../core/generations/short-answer";
-import { shortAnswer } from "../../core/generations/short-answer";
+import { shortAnswer, shortAnswerBytes } from "../../core/generations/short-answer";
 import { newId } from "../../core/ids";
 import { utf8Length } from "../../core/json";
 import type { AgentMessage } from "../../core/messages";
@@ -255,24 +255,16 @@ export function answerEntries(
   now: number,
   writing: AnswerWriting = { ids: "generation" },
 ): AppendEntryInput[] {
-  const source: AnswerSource = {
-    provider: row.model?.provider ?? "unknown",
-    model: row.model?.modelId ?? "unknown",
-    api: row.api ?? "unknown",
-  };
-  const made = () =>
-    how.kind === "complete" && how.message !== undefined
-      ? givenAnswer(row.format, how.message, source, now)
-      : assemble(store, row, stream, source, how.kind === "stop", now);
+  const source = sourceOf(row);
   const { ids, shortfall } = writing;
   if (!shortfall) {
-    const messages = made();
+    const messages = answerMessages(store, row, stream, how, source, now);
     checkStoredSize(messages);
     return chained(row, messages, ids);
   }
   let messages: AgentMessage[] = [];
   try {
-    messages = made();
+    messages = answerMessages(store, row, stream, how, source, now);
   } catch (error) {
     // Kept to none of its text, an answer needs nothing of its chunks: it ends whatever they make.
     if (shortfall.keeps !== "nothing") throw error;
@@ -281,6 +273,46 @@ export function answerEntries(
   const kept: MessageShortfall =
     entryBytes === undefined ? why : { ...why, maxBytes: entryBytes - envelopeBytes(row, now) };
   return chained(row, [shortAnswer(messages, kept, source, now)], ids);
+}
+
+/**
+ * The `entryBytes` with which the entry ending generation `row` cut short (`shortfall`, keeping its
+ * text) keeps all the text it can: the most that entry takes stored.
+ */
+export function shortAnswerEntryBytes(
+  store: StreamStore,
+  row: GenerationRow,
+  stream: StreamState,
+  how: GenerationEnd,
+  now: number,
+  shortfall: Omit<Shortfall, "entryBytes">,
+): number {
+  const source = sourceOf(row);
+  const messages = answerMessages(store, row, stream, how, source, now);
+  return envelopeBytes(row, now) + shortAnswerBytes(messages, shortfall, source, now);
+}
+
+/** Who made generation `row`'s answer, as its messages say. */
+function sourceOf(row: GenerationRow): AnswerSource {
+  return {
+    provider: row.model?.provider ?? "unknown",
+    model: row.model?.modelId ?? "unknown",
+    api: row.api ?? "unknown",
+  };
+}
+
+/** The messages of generation `row`'s answer: the one a complete gave, or what its chunks make. */
+function answerMessages(
+  store: StreamStore,
+  row: GenerationRow,
+  stream: StreamState,
+  how: GenerationEnd,
+  source: AnswerSource,
+  now: number,
+): AgentMessage[] {
+  return how.kind === "complete" && how.message !== undefined
+    ? givenAnswer(row.format, how.message, source, now)
+    : assemble(store, row, stream, source, how.kind === "stop", now);
 }
 
 /**

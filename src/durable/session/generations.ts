@@ -40,7 +40,12 @@ import type {
   GenerationRow,
   Shortfall,
 } from "./generation-rows";
-import { answerEntries, GenerationParts, generationStreamKey } from "./generation-rows";
+import {
+  answerEntries,
+  GenerationParts,
+  generationStreamKey,
+  shortAnswerEntryBytes,
+} from "./generation-rows";
 import type { SessionObjectState } from "./object-state";
 import type { SessionCalls } from "./session-calls";
 import type { SessionStore } from "./session-store";
@@ -417,7 +422,7 @@ export class Generations {
         first.code === "already_exists"
           ? { ok: true, value: { ids: "own" } }
           : first.code === "quota_exceeded"
-            ? await this.#answerRoom(id, why)
+            ? await this.#answerRoom(id, how, why)
             : { ok: true, value: { ids: "own", shortfall: why } };
       ended = writing.ok ? await this.#ending(id, how, true, writing.value) : writing;
     }
@@ -465,20 +470,34 @@ export class Generations {
   }
 
   /**
-   * How generation `id`'s answer is written cut short past a quota (`why`): within the most room
-   * the session can have, once its chunks give back the bytes they hold.
+   * How generation `id`'s answer (ending as `how`) is written cut short past a quota (`why`): within
+   * the most room the session can have for it once its chunks give back the bytes they hold, which
+   * is no more than its entry takes keeping all the text it can.
    */
-  async #answerRoom(id: string, why: Shortfall): Promise<Result<AnswerWriting>> {
+  async #answerRoom(id: string, how: GenerationEnd, why: Shortfall): Promise<Result<AnswerWriting>> {
     const { session, quotas } = this.#object;
-    const room = await quotas.mostRoom(session);
-    if (!room.ok) return room;
-    return capture(() => {
+    const short: AnswerWriting = { ids: "own", shortfall: why };
+    /** What the session holds besides the chunks of generation `id`, while it is open. */
+    const holdsBesides = () => {
       const row = this.#parts.row(id);
       const stream = this.#parts.stream(id);
-      if (!room.value || row.state !== "open" || !stream) return { ids: "own", shortfall: why };
-      const chunks = row.counted ? stream.tail.bytes : 0;
-      const holds = session.state.stats.bytes - chunks;
-      return { ids: "own", shortfall: { ...why, entryBytes: room.value.maxBytes - holds } };
+      if (row.state !== "open" || !stream) return undefined;
+      return { row, stream, holds: session.state.stats.bytes - (row.counted ? stream.tail.bytes : 0) };
+    };
+    const needs = await capture(() => {
+      const open = holdsBesides();
+      if (!open) return undefined;
+      const { row, stream, holds } = open;
+      return holds + shortAnswerEntryBytes(this.#parts.streams.store, row, stream, how, Date.now(), why);
+    });
+    if (!needs.ok) return needs;
+    if (needs.value === undefined) return { ok: true, value: short };
+    const room = await quotas.mostRoom(session, needs.value);
+    if (!room.ok) return room;
+    return capture(() => {
+      const open = holdsBesides();
+      if (!room.value || !open) return short;
+      return { ids: "own", shortfall: { ...why, entryBytes: room.value.maxBytes - open.holds } };
     });
   }
 

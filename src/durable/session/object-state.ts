@@ -369,19 +369,23 @@ export class QuotaChecks {
   }
 
   /**
-   * The most room the session can have now, for a write that keeps what fits of what it would have
-   * written: its own quota, or all the tenant's quota leaves it (its claim grown to that).
+   * The most room the session can have now for a write that keeps what fits of what it would have
+   * written, which needs the session to hold `upTo` bytes at the most: its own quota, or what the
+   * tenant's quota leaves it. Its claim grows only as far as both quotas let the write use it:
+   * room claimed beyond that would be refused to the tenant's other sessions until this one settles.
    */
-  async mostRoom(session: SessionStore): Promise<Result<ByteLimit | undefined>> {
+  async mostRoom(session: SessionStore, upTo: number): Promise<Result<ByteLimit | undefined>> {
     this.#writing++;
     try {
       return await capture(async () => {
         if (!session.exists) return undefined;
         const { tenant, header, stats } = session.state;
-        const { maxTenantBytes } = quotasFor(this.#env.QUOTAS, tenant);
-        if (maxTenantBytes !== undefined) {
-          // As much as the tenant's whole quota: granted all that is left of it.
-          const request = { sessionId: header.id, holds: stats.bytes, wants: maxTenantBytes };
+        const { maxTenantBytes, maxSessionBytes } = quotasFor(this.#env.QUOTAS, tenant);
+        const wanted = Math.min(upTo, maxSessionBytes ?? upTo);
+        const holds = stats.bytes;
+        if (maxTenantBytes !== undefined && wanted > Math.max(this.#claim ?? holds, holds)) {
+          // Granted all that is left of the tenant's quota when that is less.
+          const request = { sessionId: header.id, holds, wants: wanted - holds };
           await this.#ask(tenant, { ...request, newSession: false, partial: true });
         }
         return this.byteLimit(tenant, session.state.stats.bytes);

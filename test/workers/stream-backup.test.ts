@@ -1,6 +1,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import { newId } from "../../src/core/ids";
+import { LATEST_EXPIRES_AT } from "../../src/core/limits";
 import { objectCalls } from "../../src/durable/object-calls";
 import {
   MAX_APPEND_BYTES,
@@ -14,7 +15,8 @@ import { append, call, create, head, readAll, streamObjects } from "./stream-hel
 /*
  * The tenant's streams in its backup: GET /v1/export writes them after the sessions, each with its
  * appends, and POST /v1/import makes them again in another tenant with the same data, offsets,
- * expiry and closing; a stream that cannot be written is reported and leaves nothing.
+ * expiry and closing (an expiry later than a create takes, as the latest it takes); a stream that
+ * cannot be written is reported and leaves nothing.
  */
 
 const NDJSON = { "Content-Type": "application/x-ndjson" };
@@ -95,6 +97,31 @@ function countingCalls(name: string) {
   });
   return { streams, calls: () => calls };
 }
+
+/** A backup's header line of a stream at `path`: open, of text, never expiring, but for `fields`. */
+const header = (path: string, fields: Record<string, unknown> = {}) => ({
+  type: "stream",
+  path,
+  contentType: "text/plain",
+  ttlSeconds: null,
+  expiresAt: null,
+  closed: false,
+  ...fields,
+});
+
+/** A backup of the streams `headers` describe, each holding one append of "x". */
+const exported = (...headers: Record<string, unknown>[]) =>
+  [
+    { type: "export", format: "cf-tenant", version: 1, cursor: null },
+    ...headers.flatMap((line) => [
+      line,
+      { type: "stream_append", base64: "eA==" },
+      { type: "cursor", cursor: "x" },
+    ]),
+    { type: "end", sessions: 0, streams: headers.length },
+  ]
+    .map((line) => JSON.stringify(line))
+    .join("\n");
 
 describe("streams in the tenant's backup", () => {
   it("come back in another tenant with the same data, offsets, expiry and closing", async () => {
@@ -254,30 +281,8 @@ describe("streams in the tenant's backup", () => {
 
   it("reports a stream it cannot make, and leaves its path free", async () => {
     const path = `unmade-${newId()}`;
-    const header = (at: string, fields: Record<string, unknown> = {}) => ({
-      type: "stream",
-      path: at,
-      contentType: "text/plain",
-      ttlSeconds: null,
-      expiresAt: null,
-      closed: false,
-      ...fields,
-    });
-    const exported = (...headers: Record<string, unknown>[]) =>
-      [
-        { type: "export", format: "cf-tenant", version: 1, cursor: null },
-        ...headers.flatMap((line) => [
-          line,
-          { type: "stream_append", base64: "eA==" },
-          { type: "cursor", cursor: "x" },
-        ]),
-        { type: "end", sessions: 0, streams: headers.length },
-      ]
-        .map((line) => JSON.stringify(line))
-        .join("\n");
     const refused = [
       header(`${path}/past`, { expiresAt: "2000-01-01T00:00:00Z" }),
-      header(`${path}/ttl`, { ttlSeconds: 200 * 365 * 24 * 3600 }),
       header(`${path}/type`, { contentType: "text/a\nb" }),
     ];
     const report = await importTenant(exported(...refused), KEY_B);
@@ -308,6 +313,60 @@ describe("streams in the tenant's backup", () => {
     expect((await call("DELETE", `/v1/stream/${path}/kept`, { key: ONE })).status).toBe(204);
     const made = await call("PUT", `/v1/stream/${path}/full`, { key: ONE, body: "y" });
     expect(made.status, made.text).toBe(201);
+  });
+
+  it(`restores a stream whose expiry is at or past ${LATEST_EXPIRES_AT}, ending at the latest a create takes`, async () => {
+    const path = `far-${newId()}`;
+    const latest = Date.parse(LATEST_EXPIRES_AT);
+    const far = [
+      header(`${path}/at`, { expiresAt: "2300-01-01T00:00:00Z" }),
+      header(`${path}/bound`, { expiresAt: LATEST_EXPIRES_AT }),
+      // A window that, counted from the import, would end past it.
+      header(`${path}/ttl`, { ttlSeconds: 200 * 365 * 24 * 3600 }),
+    ];
+    const before = Date.now();
+    const report = await importTenant(exported(...far), KEY_B);
+    const after = Date.now();
+    expect(report.status, report.text).toBe(200);
+    expect(report.body.streams).toEqual(
+      far.map((line) => ({ path: line.path, status: "imported", appends: 1 })),
+    );
+    for (const line of far) {
+      const at = `/v1/stream/${line.path}`;
+      expect((await readAll(at, "-1", KEY_B)).text).toBe("x");
+      const seen = await call("HEAD", at, { key: KEY_B });
+      expect(seen.status).toBe(200);
+      if (line.expiresAt !== null) {
+        expect(seen.headers.get("Stream-Expires-At")).toBe(new Date(latest - 1).toISOString());
+        expect(seen.headers.get("Stream-TTL")).toBeNull();
+      } else {
+        // The longest window a create took then: ending before the bound, within a second of it.
+        const ttl = Number(seen.headers.get("Stream-TTL"));
+        expect(before + ttl * 1000).toBeLessThan(latest);
+        expect(after + ttl * 1000).toBeGreaterThanOrEqual(latest - 1000);
+        expect(seen.headers.get("Stream-Expires-At")).toBeNull();
+      }
+    }
+    // A window the import counted a while before the stream's object made it is counted again there.
+    const late = `${path}/late`;
+    const { object, request } = importedStream(late);
+    expect(await object.claimImport(late, "late")).toBe(true);
+    const counted = String(Math.ceil((latest - (Date.now() - 60_000)) / 1000) - 1);
+    const made = await object.importFetch("late", request("PUT", { "Stream-TTL": counted }));
+    expect(made.status, await made.clone().text()).toBe(201);
+    await object.endImport("late");
+    const ttl = Number((await call("HEAD", `/v1/stream/${late}`, { key: KEY_B })).headers.get("Stream-TTL"));
+    expect(ttl).toBeLessThan(Number(counted));
+    expect(Date.now() + ttl * 1000).toBeLessThan(latest);
+    // A create over HTTP is still refused such an expiry.
+    for (const line of far) {
+      const headers: Record<string, string> =
+        line.expiresAt !== null
+          ? { "Stream-Expires-At": String(line.expiresAt) }
+          : { "Stream-TTL": String(line.ttlSeconds) };
+      const res = await call("PUT", `/v1/stream/${line.path}-again`, { key: KEY_B, body: "x", headers });
+      expect(res.status, res.text).toBe(400);
+    }
   });
 
   it("reports a stream at a path no client could reach, and writes nothing of it", async () => {

@@ -10,7 +10,7 @@ import type {
 import type { DurableEnv } from "../env";
 import { objectCalls } from "../object-calls";
 import { streamKey, streamObjectName } from "../stream/paths";
-import { HEADER, readCreateRequest } from "../stream/protocol";
+import { HEADER, readCreateRequest, withinLatestExpiry } from "../stream/protocol";
 import { STREAM_KEY_HEADER, STREAM_TENANT_HEADER } from "../stream/stream-object";
 import { listTenantStreams, streamCursor } from "./tenant-streams";
 
@@ -101,8 +101,9 @@ async function check(answer: Response): Promise<void> {
 
 /**
  * The headers of the create that makes the stream a header line describes, checked as the stream's
- * object checks a create's; `invalid_request` when no create could make it (an expiry past or too
- * far off, a content type that is no header value).
+ * object checks a create's; `invalid_request` when no create could make it (an expiry past, a
+ * content type that is no header value). An expiry later than a create takes is brought back to
+ * the latest it takes (`withinLatestExpiry`, which the object applies again as it makes the stream).
  */
 function createHeaders(header: StreamHeader): Record<string, string> {
   const expiry: Record<string, string> =
@@ -111,17 +112,18 @@ function createHeaders(header: StreamHeader): Record<string, string> {
       : header.expiresAt !== null
         ? { [HEADER.expiresAt]: header.expiresAt }
         : {};
-  const headers = { "Content-Type": header.contentType, ...expiry };
-  let checked: Headers;
+  let given: Headers;
   try {
-    checked = new Headers(headers);
+    given = new Headers({ "Content-Type": header.contentType, ...expiry });
   } catch {
     throw new SessionError("invalid_request", "the stream's content type is not a valid header value", {
       contentType: header.contentType,
     });
   }
-  readCreateRequest(checked, Date.now());
-  return headers;
+  const now = Date.now();
+  const headers = withinLatestExpiry(given, now);
+  readCreateRequest(headers, now);
+  return Object.fromEntries(headers);
 }
 
 /**

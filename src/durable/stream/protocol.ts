@@ -215,6 +215,26 @@ function parsed<T>(result: z.ZodSafeParseResult<T>): T {
   return result.data;
 }
 
+/**
+ * The headers of a create, with an expiry at or past LATEST_EXPIRES_AT (a fixed end, or a window
+ * that would end there counted from `now`) brought back to the latest one a create takes at `now`.
+ * For a tenant import only: a stream a backup holds from before expiries were bounded is restored
+ * rather than refused. A client's create is refused such an expiry (`readCreateRequest`).
+ */
+export function withinLatestExpiry(headers: Headers, now: number): Headers {
+  const latest = Date.parse(LATEST_EXPIRES_AT);
+  const within = new Headers(headers);
+  const expiresAt = timestamp.safeParse(headers.get(HEADER.expiresAt) ?? undefined);
+  if (expiresAt.success && expiresAt.data >= latest) {
+    within.set(HEADER.expiresAt, new Date(latest - 1).toISOString());
+  }
+  const ttlSeconds = count(HEADER.ttl).safeParse(headers.get(HEADER.ttl) ?? undefined);
+  if (ttlSeconds.success && now + ttlSeconds.data * 1000 >= latest) {
+    within.set(HEADER.ttl, String(Math.ceil((latest - now) / 1000) - 1));
+  }
+  return within;
+}
+
 export type CreateRequest = ReturnType<typeof readCreateRequest>;
 export type AppendRequest = ReturnType<typeof readAppendRequest>;
 

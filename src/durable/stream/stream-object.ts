@@ -14,6 +14,7 @@ type StreamEnv = DurableEnv & Required<Pick<DurableEnv, "STREAMS">>;
 import type { ExpiryOutcome } from "../types";
 import { errorAnswer } from "./answers";
 import { streamKeyOf, streamObjectName } from "./paths";
+import { withinLatestExpiry } from "./protocol";
 import type { AppendData, ForkPoint, ForkPointRequest, RecordPage, StreamSources } from "./sources";
 import { StreamStore } from "./store";
 import { REPORT_DELAY_MS, REPORT_RETRY_MS, StreamAccount } from "./stream-account";
@@ -194,15 +195,17 @@ export class StreamObject extends DurableObject<StreamEnv> {
 
   /**
    * A protocol request of the import that claimed the stream under `token`, answered as a client's
-   * is when no import writes the stream; refused (`already_exists`) when another import claimed
-   * the stream since. @internal
+   * is when no import writes the stream, but for a create's expiry later than a create takes, which
+   * is brought back to the latest it takes (`withinLatestExpiry`, counted from the object's clock);
+   * refused (`already_exists`) when another import claimed the stream since. @internal
    */
   async importFetch(token: string, request: Request): Promise<Response> {
     if (this.#importClaim()?.token !== token) {
       const taken = new SessionError("already_exists", "another import is writing this stream");
       return errorAnswer(taken, request.headers.get(REQUEST_ID_HEADER));
     }
-    return this.#answer(request);
+    if (request.method !== "PUT") return this.#answer(request);
+    return this.#answer(new Request(request, { headers: withinLatestExpiry(request.headers, Date.now()) }));
   }
 
   /**

@@ -9,6 +9,7 @@ import { parseImport } from "../core/import-formats";
 import { canonicalJson, tryParseJson } from "../core/json";
 import { planSync } from "../core/sync-import";
 import { writeFileAtomically } from "./atomic-file";
+import { codexProvider } from "./codex-config";
 import { sessionFiles } from "./import-files";
 import { fail } from "./output";
 import { isAsPulled, notePulled } from "./pulled-files";
@@ -101,77 +102,6 @@ function fileId(id: string, what: string): string {
   return id;
 }
 
-/** The provider Codex uses when its config names none. */
-const CODEX_DEFAULT_PROVIDER = "openai";
-
-/** A TOML key (`model_provider`, `profiles."my box".model_provider`) as its parts. */
-function tomlKey(text: string): string[] | undefined {
-  const part = /\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)'|([A-Za-z0-9_-]+))\s*(\.|$)/y;
-  const parts: string[] = [];
-  for (let at = 0; at < text.length; at = part.lastIndex) {
-    part.lastIndex = at;
-    const found = part.exec(text);
-    if (!found) return undefined;
-    parts.push(found[1] !== undefined ? tomlString(found[1]) : ((found[2] ?? found[3]) as string));
-    if (found[4] === "") break;
-  }
-  return parts;
-}
-
-/** A TOML basic string's text (its escapes are JSON's, but for `\U` and `\e`). */
-function tomlString(raw: string): string {
-  try {
-    return JSON.parse(`"${raw}"`) as string;
-  } catch {
-    return raw;
-  }
-}
-
-/**
- * The string values of a config.toml by their key paths (`["profiles", "local", "model_provider"]`
- * as JSON): tables, dotted and quoted keys, one-line strings. What is not a one-line string is
- * left out.
- */
-function tomlStrings(text: string): Map<string, string> {
-  const values = new Map<string, string>();
-  let table: string[] | undefined = [];
-  for (const line of text.split(/\r?\n/)) {
-    const header = /^\s*\[([^[\]]*)\]\s*(?:#.*)?$/.exec(line);
-    if (header) {
-      table = tomlKey((header[1] as string).trim());
-      continue;
-    }
-    // An array of tables' entries, or a table named past reading: nothing under it counts.
-    if (/^\s*\[/.test(line)) table = undefined;
-    const pair =
-      /^\s*((?:"(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_.\s-])+?)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)')\s*(?:#.*)?$/.exec(
-        line,
-      );
-    const key = pair && tomlKey(pair[1] as string);
-    if (table === undefined || !pair || !key) continue;
-    const value = pair[2] !== undefined ? tomlString(pair[2]) : (pair[3] as string);
-    values.set(JSON.stringify([...table, ...key]), value);
-  }
-  return values;
-}
-
-/**
- * The provider Codex on this machine runs with, as Codex picks it from its config.toml: the
- * `model_provider` of the profile `profile` selects, else the top-level one, else Codex's default.
- */
-function localCodexProvider(home: string): string {
-  const config = join(home, "config.toml");
-  if (!existsSync(config)) return CODEX_DEFAULT_PROVIDER;
-  const values = tomlStrings(readFileSync(config, "utf8"));
-  const value = (...path: string[]) => values.get(JSON.stringify(path));
-  const profile = value("profile");
-  return (
-    (profile === undefined ? undefined : value("profiles", profile, "model_provider")) ??
-    value("model_provider") ??
-    CODEX_DEFAULT_PROVIDER
-  );
-}
-
 interface Placed {
   path: string;
   lines: Line[];
@@ -204,7 +134,7 @@ function placed(agent: PullAgent, lines: Line[], project: string, env: Env): Pla
     const home = env.CODEX_HOME || join(homedir(), ".codex");
     // codex resume lists only the threads of the provider it runs with: the rollout's is this
     // machine's, whichever provider the session's model came from.
-    const provider = localCodexProvider(home);
+    const provider = codexProvider(home);
     const moved = lines.map((line) => {
       const payload = line.payload as Line | undefined;
       if (line.type === "session_meta" && payload)

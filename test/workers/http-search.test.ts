@@ -6,6 +6,7 @@ import type { TenantSearchResult } from "../../src/core/search";
 import { rankOf, searchCursor } from "../../src/durable/directory/directory-search";
 import { sessionObjectName } from "../../src/durable/internal";
 import { shardCount, shardOf } from "../../src/durable/names";
+import { SessionStore } from "../../src/durable/session/session-store";
 import langGraphThread from "../fixtures/frameworks/langgraph-0.1.0.ndjson?raw";
 import {
   api,
@@ -990,6 +991,39 @@ describe("searching the tenant", () => {
     expect(imported.status).toBe(201);
     await eventually(async () => {
       expect((await tenantSearch("quetzal")).body.results.map((r) => r.session.id)).toEqual([id]);
+    });
+  });
+
+  it("is told of a session's first and last texts and its labels, read whole: the schema may change right after", async () => {
+    // Texts far longer than the digest holds, of characters of one, two and three UTF-8 bytes and
+    // of two UTF-16 units, with U+0000 (where SQLite's substr stops counting) and a BOM.
+    const first = `\uFEFF${"quokka \u0000 🦘 ".repeat(300)}`;
+    const before = "🦘中 pangolin\u0000".repeat(400);
+    const last = "numbat ".repeat(600);
+    const label = "amber\u0000 中 🦘 ".repeat(500);
+    const entries = [
+      { id: "first", ...userMessage(first) },
+      { id: "middle", ...assistantMessage("filler") },
+      { id: "before", ...userMessage(before) },
+      { id: "last", ...assistantMessage(last) },
+      { type: "label", targetId: "first", label: "copper" },
+      { type: "label", targetId: "before", label },
+      { type: "label", targetId: "last", label: "bronze" },
+    ];
+    const id = await createSession();
+    const written = await api("POST", `/v1/sessions/${id}/entries`, { body: { entries } });
+    expect(written.status, written.text).toBe(201);
+    const stub = env.SESSIONS.getByName(sessionObjectName("tenant-a", id));
+    await runInDurableObject(stub, (_instance, state) => {
+      const store = state.storage.transactionSync(() => new SessionStore(state.storage));
+      // Labels to 2,000 characters; the newest texts to 6,000, then the first to 2,000, a line each.
+      expect(store.reads.searchDigest()).toEqual({
+        labels: ["copper", label.slice(0, 2000 - 7)].join("\n"),
+        text: [first.slice(0, 2000), before.slice(-(6000 - 4201)), last].join("\n"),
+      });
+      // Each read was read to its end: no statement is left open to lock the tables.
+      state.storage.sql.exec("CREATE TABLE digest_probe (value)");
+      state.storage.sql.exec("DROP TABLE digest_probe");
     });
   });
 

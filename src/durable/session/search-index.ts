@@ -54,6 +54,15 @@ const DIGEST_TAIL_CHARS = 6000;
 const DIGEST_TYPES = ["message", "custom_message", "custom", "compaction", "branch_summary"];
 
 /**
+ * UTF-8 bytes at the start or end of a text that hold at least its first or last `chars` UTF-16
+ * units, whatever character the cut splits (a unit is at most three bytes, a character at most
+ * four). Texts are cut as bytes, as SQLite's substr counts a text's characters only up to a U+0000.
+ */
+const digestBytes = (chars: number) => 3 * chars + 3;
+/** Decodes a cut text: a character the cut split becomes U+FFFD beyond the units kept; a BOM stays. */
+const UTF8 = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true });
+
+/**
  * The rows that hold the header's text, below every entry's seq (seqs start at 1): a search of the
  * entries reads rows above 0 only.
  */
@@ -307,13 +316,20 @@ export class SearchIndex {
       ORDER BY seq`.toArray();
   }
 
-  /** The session's text as its directory shard searches it (see DIGEST_*). */
+  /**
+   * The session's text as its directory shard searches it (see DIGEST_*). Each read takes only the
+   * part of a text the digest can use (`digestBytes`), and is read to its end: a statement left
+   * part-read stays open, holding its tables locked against a change of the schema, until it is
+   * collected.
+   */
   digest(): SearchDigest {
     const labels: string[] = [];
     let labelChars = 0;
-    for (const row of this.#sql<{ label: string }>`SELECT label FROM labels LIMIT 200`) {
+    for (const row of this.#sql<{ label: ArrayBuffer }>`
+      SELECT substr(CAST(label AS BLOB), 1, ${digestBytes(DIGEST_LABEL_CHARS)}) AS label
+      FROM labels LIMIT 200`.toArray()) {
       if (labelChars >= DIGEST_LABEL_CHARS) break;
-      const label = row.label.slice(0, DIGEST_LABEL_CHARS - labelChars);
+      const label = UTF8.decode(row.label).slice(0, DIGEST_LABEL_CHARS - labelChars);
       labels.push(label);
       labelChars += label.length + 1;
     }
@@ -323,24 +339,26 @@ export class SearchIndex {
     // report (600,000 rows at 100,000 entries; test/workers/turn-cost.test.ts).
     const tail: { seq: number; text: string }[] = [];
     let tailChars = 0;
-    for (const row of this.#sql<{ seq: number; text: string }>`
-      SELECT t.rowid AS seq, t.text AS text FROM entry_text t CROSS JOIN entries e ON e.seq = t.rowid
+    for (const row of this.#sql<{ seq: number; text: ArrayBuffer }>`
+      SELECT t.rowid AS seq, substr(CAST(t.text AS BLOB), ${-digestBytes(DIGEST_TAIL_CHARS)}) AS text
+      FROM entry_text t CROSS JOIN entries e ON e.seq = t.rowid
       WHERE e.type IN (SELECT value FROM json_each(${types})) AND t.text != ''
-      ORDER BY t.rowid DESC LIMIT 100`) {
+      ORDER BY t.rowid DESC LIMIT 100`.toArray()) {
       if (tailChars >= DIGEST_TAIL_CHARS) break;
-      const text = row.text.slice(-(DIGEST_TAIL_CHARS - tailChars));
+      const text = UTF8.decode(row.text).slice(-(DIGEST_TAIL_CHARS - tailChars));
       tail.push({ seq: row.seq, text });
       tailChars += text.length + 1;
     }
     const inTail = new Set(tail.map((part) => part.seq));
     const head: string[] = [];
     let headChars = 0;
-    for (const row of this.#sql<{ seq: number; text: string }>`
-      SELECT t.rowid AS seq, t.text AS text FROM entry_text t CROSS JOIN entries e ON e.seq = t.rowid
+    for (const row of this.#sql<{ seq: number; text: ArrayBuffer }>`
+      SELECT t.rowid AS seq, substr(CAST(t.text AS BLOB), 1, ${digestBytes(DIGEST_HEAD_CHARS)}) AS text
+      FROM entry_text t CROSS JOIN entries e ON e.seq = t.rowid
       WHERE e.type IN (SELECT value FROM json_each(${types})) AND t.text != ''
-      ORDER BY t.rowid LIMIT 20`) {
+      ORDER BY t.rowid LIMIT 20`.toArray()) {
       if (headChars >= DIGEST_HEAD_CHARS || inTail.has(row.seq)) break;
-      const text = row.text.slice(0, DIGEST_HEAD_CHARS - headChars);
+      const text = UTF8.decode(row.text).slice(0, DIGEST_HEAD_CHARS - headChars);
       head.push(text);
       headChars += text.length + 1;
     }

@@ -587,6 +587,36 @@ describe("MCP server", () => {
     await client.close();
   });
 
+  it("answers a label sent again after the head moved with the label's own id and entry as first answered, the head named apart", async () => {
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { id: "asked", ...userMessage("which database?") },
+    });
+    const client = await connect(KEY_A);
+    const label = { sessionId: id, entryId: "asked", label: "decision", idempotencyKey: "label-moved" };
+    const first = await call(client, "label_entry", label);
+    expect(first.isError, first.text).toBeFalsy();
+    expect(first.text).toBe(`labelled asked in ${id}: decision`);
+    type Labelled = { labelId: string; headId: string; entries: { id: string }[] };
+    const answered = first.structuredContent as Labelled;
+    expect(answered).toMatchObject({ labelId: "label-moved", headId: "label-moved" });
+    expect(answered.entries.map((entry) => entry.id)).toEqual(["label-moved"]);
+    const moved = await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("and then") });
+    const head = moved.body.entries[0].id as string;
+
+    const again = await call(client, "label_entry", label);
+    expect(again.isError, again.text).toBeFalsy();
+    expect(again.text).toBe(
+      `label label-moved on asked was written to ${id} before (sent again: nothing written): decision; the head is now ${head}`,
+    );
+    const replayed = again.structuredContent as Labelled;
+    expect(replayed).toEqual({ ...answered, headId: head });
+    expect(replayed).not.toHaveProperty("leafId");
+    const entries = (await api("GET", `/v1/sessions/${id}/entries`)).body.entries as { id: string }[];
+    expect(entries.map((entry) => entry.id)).toEqual(["asked", "label-moved", head]);
+    await client.close();
+  });
+
   it("serves each session as a resource: listed a page at a time, read as its context, named by a template", async () => {
     const id = await createSession({ body: { name: "resource test" } });
     await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("a numbat in the garden") });

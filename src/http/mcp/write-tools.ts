@@ -74,10 +74,14 @@ export function writeTools(server: McpServer, c: Context<AppEnv>): void {
       const result = await sessionStorage(c, sessionId).appendEntries([
         { type: "label", id: idempotencyKey, targetId: entryId, label },
       ]);
-      return answer(`labelled ${entryId} in ${sessionId}: ${label || "(cleared)"}`, {
-        entries: carried(result.entries),
-        leafId: result.leafId,
-      });
+      // The label's own entry, as the first call answered it: on a replay the head may have moved
+      // on past it, and is named apart.
+      const labelId = (result.entries[0] as StoredEntry).id;
+      const text = label || "(cleared)";
+      const said = result.created
+        ? `labelled ${entryId} in ${sessionId}: ${text}`
+        : `label ${labelId} on ${entryId} was written to ${sessionId} before (sent again: nothing written): ${text}; the head is now ${result.leafId}`;
+      return answer(said, { labelId, headId: result.leafId, entries: carried(result.entries) });
     },
   );
 

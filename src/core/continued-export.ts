@@ -3,7 +3,7 @@ import { exportClaudeCode } from "./claude-code-export";
 import { parseClaudeCode } from "./claude-code-format";
 import { exportCodex } from "./codex-export";
 import { parseCodex } from "./codex-format";
-import type { SessionEntry } from "./entries";
+import type { SessionEntry, StoredEntry } from "./entries";
 import type { ImportedSession, ParseOptions } from "./interchange";
 import { entryContent } from "./same-entry";
 import type { Session } from "./session";
@@ -35,6 +35,26 @@ const AGENTS: readonly AgentFormat[] = [
 export interface Continuation {
   entries: SessionEntry[];
   leafId: string | null;
+}
+
+/**
+ * The session as a sync reads it: its head, and its entries by id, each read from storage once
+ * however many lines name it (on a remote storage each read is a call).
+ */
+interface StoredReads {
+  leafId: string | null;
+  entry(id: string): Promise<StoredEntry | undefined>;
+}
+
+function storedReads(session: Session, leafId: string | null): StoredReads {
+  const read = new Map<string, StoredEntry | undefined>();
+  return {
+    leafId,
+    async entry(id) {
+      if (!read.has(id)) read.set(id, await session.getEntry(id));
+      return read.get(id);
+    },
+  };
 }
 
 /** Whether the tree holds entries under entry `id`. */
@@ -71,9 +91,10 @@ export async function continuedExport(
   if (leafId !== null && hasChildren(await session.getTree(), leafId)) return undefined;
   let text = "";
   for await (const line of agent.exportLines(session)) text += line;
+  const stored = storedReads(session, leafId);
   // The file was read whole or a line at a time: the export is read back both ways.
   for (const linesApart of [false, true]) {
-    const continued = await goesOn(session, agent, agent.parse(text, { linesApart }), file);
+    const continued = await goesOn(stored, agent, agent.parse(text, { linesApart }), file);
     if (continued) return continued;
   }
   return undefined;
@@ -103,18 +124,17 @@ function matched(
 }
 
 async function goesOn(
-  session: Session,
+  session: StoredReads,
   agent: AgentFormat,
   exported: ImportedSession,
   file: ImportedSession,
 ): Promise<Continuation | undefined> {
   const pairs = matched(exported.entries, file.entries);
   if (pairs.size < exported.entries.length) return undefined;
-  const leafId = await session.getLeafId();
   /** The stored entry an entry of the export stands for. */
   const standsFor = async (entry: SessionEntry): Promise<string | undefined> => {
-    if (entry.id === exported.leafId) return leafId ?? undefined;
-    const stored = await session.getEntry(entry.id);
+    if (entry.id === exported.leafId) return session.leafId ?? undefined;
+    const stored = await session.entry(entry.id);
     if (!stored) return undefined;
     const { seq: _seq, ...storedEntry } = stored;
     const same = entryContent(storedEntry) === entryContent(entry);
@@ -126,7 +146,7 @@ async function goesOn(
    * it was given then.
    */
   const isStored = async (id: string): Promise<boolean> => {
-    const stored = await session.getEntry(id);
+    const stored = await session.entry(id);
     if (!stored) return false;
     const { seq: _seq, ...storedEntry } = stored;
     return entryContent(storedEntry) === entryContent(inFile.get(id) as SessionEntry);
@@ -146,7 +166,7 @@ async function goesOn(
     if (pairs.has(entry.id)) continue;
     // Synced before (a line of a branch the export leaves out), or changed in the file.
     if (await isStored(entry.id)) continue;
-    if (await session.getEntry(entry.id)) return undefined;
+    if (await session.entry(entry.id)) return undefined;
     const parentId = await place(entry.parentId);
     if (parentId === undefined) return undefined;
     entries.push(parentId === entry.parentId ? entry : ({ ...entry, parentId } as SessionEntry));

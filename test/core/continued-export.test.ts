@@ -5,6 +5,8 @@ import { exportCodex } from "../../src/core/codex-export";
 import { parseCodex } from "../../src/core/codex-format";
 import { MemoryRepo } from "../../src/core/memory";
 import type { Session } from "../../src/core/session";
+import type { SessionStorage } from "../../src/core/storage";
+import { planSync } from "../../src/core/sync-import";
 import { collect, fixtureFiles, jsonLines } from "./agent-imports";
 
 /*
@@ -54,6 +56,23 @@ function codexTurn(timestamp: string, content: string): Line[] {
       payload: { type: "user_message", message: content, images: [], local_images: [], text_elements: [] },
     },
   ];
+}
+
+/** The session's storage, its reads of entries by id counted: each a call on a remote storage. */
+function countingReads(storage: SessionStorage): { storage: SessionStorage; reads: Map<string, number> } {
+  const reads = new Map<string, number>();
+  const counted = new Proxy(storage, {
+    get(target, name) {
+      if (name === "getEntry")
+        return (id: string) => {
+          reads.set(id, (reads.get(id) ?? 0) + 1);
+          return target.getEntry(id);
+        };
+      const value = Reflect.get(target, name, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { storage: counted, reads };
 }
 
 async function lastSaid(session: Session): Promise<string> {
@@ -283,5 +302,45 @@ describe("the export of a session an agent's file was synced back into", () => {
       .filter((words) => words !== undefined);
     expect(asked).toEqual(["asked on the service", "asked in Claude Code", "asked on the service again"]);
     expect((await repo.syncSession(parseClaudeCode(text(pulled(text(again)))))).status).toBe("unchanged");
+  });
+});
+
+describe("syncing an agent's file that went on from the session's export", () => {
+  it("reads each of the session's entries at most once, however many lines name it", async () => {
+    const repo = new MemoryRepo();
+    const note = { customType: "note", content: "check the flaky test", display: true };
+    const claudeCode = await repo.importSession(parseClaudeCode(claudeCodeText));
+    const claudeNote = await claudeCode.appendCustomMessageEntry(note);
+    const lines = pulled(await collect(exportClaudeCode(claudeCode)));
+    for (const n of [1, 2, 3]) {
+      lines.push(
+        claudeCodeTurn(lines, `a0000000-0000-4000-8000-00000000002${n}`, `asked in Claude Code ${n}`),
+      );
+    }
+    const codex = await repo.importSession(parseCodex(codexText));
+    const codexNote = await codex.appendCustomMessageEntry(note);
+    const rollout = pulled(await collect(exportCodex(codex)));
+    for (const n of [1, 2]) rollout.push(...codexTurn(`2026-06-06T10:00:0${n}.000Z`, `asked in Codex ${n}`));
+    const files = [
+      { session: claudeCode, note: claudeNote, asked: 3, file: parseClaudeCode(text(lines)) },
+      {
+        session: claudeCode,
+        note: claudeNote,
+        asked: 3,
+        file: parseClaudeCode(text(lines), { linesApart: true }),
+      },
+      { session: codex, note: codexNote, asked: 2, file: parseCodex(text(rollout)) },
+    ];
+    for (const { session, note, asked, file } of files) {
+      const { storage, reads } = countingReads(session.storage);
+      const plan = await planSync(storage, file);
+      // The agent's turns, under the note, as a sync writes them.
+      const turns = plan.entries.filter((entry) => entry.type === "message");
+      expect(turns).toHaveLength(asked);
+      expect(plan.entries[0]?.parentId).toBe(note);
+      expect(plan.leafId).toBe(file.leafId);
+      expect(reads.size).toBeGreaterThanOrEqual(turns.length);
+      expect([...reads].filter(([, times]) => times > 1)).toEqual([]);
+    }
   });
 });

@@ -395,114 +395,17 @@ describe("cf-sessions pull", () => {
     expect(JSON.parse(exported.join("").split("\n")[0] as string).payload.model_provider).toBe("anthropic");
   });
 
-  it("records the provider of the profile Codex's config.toml selects, before the top-level one", async () => {
-    const id = await writtenOverHttp();
-    const project = join(home, "work", "codex-profile");
-    const provider = async (config: string) => {
-      const codexHome = mkdtempSync(join(home, "codex-profile-"));
-      writeFileSync(join(codexHome, "config.toml"), config);
-      const pulled = await pull([id, "--to", "codex", "--project", project], { CODEX_HOME: codexHome });
-      expect(pulled.code, pulled.errors).toBe(0);
-      return JSON.parse(readFileSync(pulled.answer.path, "utf8").split("\n")[0] as string).payload
-        .model_provider;
-    };
-    expect(
-      await provider(
-        'model_provider = "azure"\nprofile = "local"\n\n[profiles.local]\nmodel_provider = "ollama"\nmodel = "gpt-oss:20b"\n',
-      ),
-    ).toBe("ollama");
-    // A quoted profile name, a dotted key.
-    expect(await provider('profile = \'my.box\'\nprofiles."my.box".model_provider = "lmstudio"\n')).toBe(
-      "lmstudio",
-    );
-    expect(await provider('profile = "my-box"\n\n[profiles."my-box"]\nmodel_provider = "lmstudio"\n')).toBe(
-      "lmstudio",
-    );
-    // A profile that names no provider: the top-level one, else Codex's default.
-    expect(
-      await provider('model_provider = "azure"\nprofile = "fast"\n\n[profiles.fast]\nmodel = "o4"\n'),
-    ).toBe("azure");
-    expect(await provider('profile = "fast"\n\n[profiles.fast]\nmodel = "o4"\n')).toBe("openai");
-  });
-
-  it("reads Codex's config.toml as TOML: strings spanning lines, inline tables, quoted profile names", async () => {
-    const id = await writtenOverHttp();
-    const project = join(home, "work", "codex-toml");
-    const provider = async (config: string) => {
-      const codexHome = mkdtempSync(join(home, "codex-toml-"));
-      writeFileSync(join(codexHome, "config.toml"), config);
-      const pulled = await pull([id, "--to", "codex", "--project", project], { CODEX_HOME: codexHome });
-      expect(pulled.code, pulled.errors).toBe(0);
-      return JSON.parse(readFileSync(pulled.answer.path, "utf8").split("\n")[0] as string).payload
-        .model_provider;
-    };
-    // A line inside a multi-line string is text, not a key.
-    expect(
-      await provider(
-        'model_provider = "azure"\ndeveloper_instructions = """\nWhen asked, say:\nmodel_provider = "ollama"\n"""\n',
-      ),
-    ).toBe("azure");
-    expect(await provider("model_provider = 'azure'\nnotes = '''\nmodel_provider = \"ollama\"\n'''\n")).toBe(
-      "azure",
-    );
-    // An integer past JavaScript's safe range is a valid 64-bit TOML integer, as Codex reads it.
-    expect(await provider('model_context_window = 9223372036854775807\nmodel_provider = "ollama"\n')).toBe(
-      "ollama",
-    );
-    // Profiles as inline tables.
-    expect(await provider('profile = "local"\nprofiles = { local = { model_provider = "ollama" } }\n')).toBe(
-      "ollama",
-    );
-    expect(
-      await provider(
-        'profile = "local"\n\n[profiles]\nlocal = { model = "gpt-oss:20b", model_provider = "ollama" }\n',
-      ),
-    ).toBe("ollama");
-    // A quoted profile name with a dot: one name, whichever way the table is written.
-    expect(
-      await provider('profile = "gpt-5.1"\n\n[profiles]\n"gpt-5.1" = { model_provider = "lmstudio" }\n'),
-    ).toBe("lmstudio");
-    expect(
-      await provider('profile = "box [gpu].1"\n\n[profiles."box [gpu].1"]\nmodel_provider = "lmstudio"\n'),
-    ).toBe("lmstudio");
-    expect(
-      await provider('profile = "my.box"\nprofiles.\'my.box\' = { model_provider = "lmstudio" }\n'),
-    ).toBe("lmstudio");
-  });
-
-  it("refuses a Codex config.toml Codex itself refuses, naming the file and the line, writing nothing", async () => {
+  it("refuses a Codex config.toml Codex itself refuses, writing nothing", async () => {
     const id = await writtenOverHttp();
     const project = join(home, "work", "codex-bad-toml");
-    const refused = async (config: string) => {
-      const codexHome = mkdtempSync(join(home, "codex-bad-toml-"));
-      const path = join(codexHome, "config.toml");
-      writeFileSync(path, config);
-      const pulled = await pull([id, "--to", "codex", "--project", project], { CODEX_HOME: codexHome });
-      expect(pulled.code).toBe(2);
-      expect(pulled.answer).toBeUndefined();
-      expect(existsSync(join(codexHome, "sessions"))).toBe(false);
-      expect(readdirSync(codexHome)).toEqual(["config.toml"]);
-      return { errors: pulled.errors, path };
-    };
-    // Not TOML: an unclosed string on line 3.
-    const unclosed = await refused('model = "o4"\n\nmodel_provider = "ollama\n');
-    expect(unclosed.errors).toContain(`cf-sessions: ${unclosed.path} is not valid TOML: line 3, column`);
-    // One line, without the file's lines around the fault (a config may hold a key).
-    expect(unclosed.errors.trimEnd().split("\n")).toHaveLength(1);
-    // A key given twice.
-    const twice = await refused('model_provider = "azure"\nmodel_provider = "ollama"\n');
-    expect(twice.errors).toContain(`cf-sessions: ${twice.path} is not valid TOML: line 2, column`);
-    // A profile selected that the file does not define, and a provider that is not a string.
-    const missing = await refused(
-      'model_provider = "azure"\nprofile = "gone"\n\n[profiles.local]\nmodel_provider = "ollama"\n',
-    );
-    expect(missing.errors).toContain(`cf-sessions: ${missing.path} selects profile "gone"`);
-    const numeric = await refused("model_provider = 1\n");
-    expect(numeric.errors).toContain(`cf-sessions: ${numeric.path}: model_provider is not a string`);
-    const inProfile = await refused('profile = "local"\n[profiles.local]\nmodel_provider = ["ollama"]\n');
-    expect(inProfile.errors).toContain(
-      `cf-sessions: ${inProfile.path}: profiles."local".model_provider is not a string`,
-    );
+    const codexHome = mkdtempSync(join(home, "codex-bad-toml-"));
+    const path = join(codexHome, "config.toml");
+    writeFileSync(path, 'model = "o4"\n\nmodel_provider = "ollama\n');
+    const pulled = await pull([id, "--to", "codex", "--project", project], { CODEX_HOME: codexHome });
+    expect(pulled.code).toBe(2);
+    expect(pulled.answer).toBeUndefined();
+    expect(pulled.errors).toContain(`cf-sessions: ${path} is not valid TOML: line 3, column`);
+    expect(readdirSync(codexHome)).toEqual(["config.toml"]);
   });
 
   it("syncs a pulled Claude Code or Codex file back after the agent went on, at the local checkout", async () => {

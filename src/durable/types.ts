@@ -79,10 +79,14 @@ export interface ContextLines {
   entries: { id: string; lines: TextLine[]; count: number }[];
 }
 
-/** Lines of a tree (see `drawTree`) from a position: how many it has, and those asked for that a read takes. */
+/**
+ * Lines of a tree (see `drawTree`) from a position: how many it has, those asked for that a read
+ * takes, and the last seq of the entries it was drawn of (what draws the same tree again).
+ */
 export interface TreeLinesPage {
   total: number;
   lines: string[];
+  bound: number;
 }
 
 /** An entry too large to carry whole: where it is, and how large its JSON is. */

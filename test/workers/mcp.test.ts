@@ -148,10 +148,11 @@ describe("MCP server", () => {
     expect(read.isError, read.text).toBeFalsy();
     const first = read.structuredContent as { lines: string[]; nextCursor: string | null };
     expect(first.lines).toHaveLength(5);
-    expect(first.nextCursor).toBe("5");
+    // The next page's cursor names the path this page read: from the entry in position 5 to the head.
+    expect(first.nextCursor).toBe(`5@${(await api("GET", `/v1/sessions/${id}`)).body.leafId}`);
     expect(first.lines[0]).toMatch(/^\[[^\]]+\] user: <command-message>init is analyzing your codebase/);
     expect(read.text).toContain("CLAUDE.md");
-    const rest = (await call(client, "read_session", { sessionId: id, cursor: "5", limit: 200 }))
+    const rest = (await call(client, "read_session", { sessionId: id, cursor: first.nextCursor, limit: 200 }))
       .structuredContent as { lines: string[]; nextCursor: string | null };
     expect(rest.nextCursor).toBeNull();
     // One line for each message of the context the HTTP API gives.
@@ -344,6 +345,133 @@ describe("MCP server", () => {
     expect(lines[0]).toBe(`user ${root}`);
     expect(lines[1]).toMatch(/^├─ user /);
     expect(lines[2]).toMatch(/^└─ user .*← leaf$/);
+    await client.close();
+  });
+
+  it("reads each next page of the path the first page read, however the head moves meanwhile", async () => {
+    const client = await connect(KEY_A);
+    const linesOf = (read: { structuredContent?: unknown }) =>
+      (read.structuredContent as { lines: string[] }).lines.map(lineEntryId);
+    const cursorOf = (read: { structuredContent?: unknown }) =>
+      (read.structuredContent as { nextCursor: string | null }).nextCursor;
+    const path = ["m0", "m1", "m2", "m3", "m4", "m5"];
+    const moves: [string, (id: string) => Promise<unknown>][] = [
+      // Another writer regenerating from m0: the head goes to a new branch.
+      [
+        "a branch",
+        (id) =>
+          api("POST", `/v1/sessions/${id}/entries`, {
+            body: {
+              entries: [
+                { ...assistantMessage("b1"), id: "b1", parentId: "m0" },
+                { ...userMessage("b2"), id: "b2" },
+                { ...assistantMessage("b3"), id: "b3" },
+              ],
+            },
+          }),
+      ],
+      ["the head moved back", (id) => api("PUT", `/v1/sessions/${id}/leaf`, { body: { targetId: "m1" } })],
+      [
+        "a compaction",
+        (id) =>
+          api("POST", `/v1/sessions/${id}/entries`, {
+            body: {
+              type: "compaction",
+              id: "c",
+              summary: "SUMMARY",
+              firstKeptEntryId: "m5",
+              tokensBefore: 10,
+            },
+          }),
+      ],
+    ];
+    const now: Record<string, string[]> = {
+      "a branch": ["m0", "b1", "b2", "b3"],
+      "the head moved back": ["m0", "m1"],
+      "a compaction": ["c", "m5"],
+    };
+    for (const [what, move] of moves) {
+      const id = await createSession();
+      await api("POST", `/v1/sessions/${id}/entries`, {
+        body: {
+          entries: path.map((m, n) => ({ ...(n % 2 ? assistantMessage(m) : userMessage(m)), id: m })),
+        },
+      });
+      const first = await call(client, "read_session", { sessionId: id, limit: 2 });
+      expect(linesOf(first), what).toEqual(["m0", "m1"]);
+      expect(cursorOf(first), what).toBe("2@m5");
+      const moved = (await move(id)) as { status: number; text: string };
+      expect(moved.status, moved.text).toBeLessThan(300);
+      const second = await call(client, "read_session", { sessionId: id, limit: 2, cursor: cursorOf(first) });
+      expect(second.isError, second.text).toBeFalsy();
+      expect(second.text, what).toContain("entries 3-4 of 6");
+      const third = await call(client, "read_session", { sessionId: id, limit: 2, cursor: cursorOf(second) });
+      expect([...linesOf(first), ...linesOf(second), ...linesOf(third)], what).toEqual(path);
+      expect(cursorOf(third), what).toBeNull();
+      // Without a cursor, a read starts again from the head as it is now.
+      const again = await call(client, "read_session", { sessionId: id, limit: 10 });
+      expect(linesOf(again), what).toEqual(now[what]);
+    }
+    await client.close();
+  });
+
+  it("reads each next page of the tree the first page drew, a branch written meanwhile left out", async () => {
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: {
+        entries: [
+          { ...userMessage("root"), id: "r" },
+          { ...assistantMessage("a1"), id: "a1" },
+          { ...userMessage("a2"), id: "a2" },
+        ],
+      },
+    });
+    const client = await connect(KEY_A);
+    const idsOf = (read: { structuredContent?: unknown }) =>
+      (read.structuredContent as { lines: string[] }).lines.map(
+        (line) => /(?:user|assistant) (\S+)/.exec(line)?.[1],
+      );
+    const first = await call(client, "read_session", { sessionId: id, view: "tree", limit: 2 });
+    expect(idsOf(first)).toEqual(["r", "a1"]);
+    const { nextCursor } = first.structuredContent as { nextCursor: string };
+    // A branch from the root draws its line between the first page's and the rest of the tree.
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { ...assistantMessage("b1"), id: "b1", parentId: "r" },
+    });
+    const second = await call(client, "read_session", { sessionId: id, view: "tree", cursor: nextCursor });
+    expect(second.isError, second.text).toBeFalsy();
+    expect(idsOf(second)).toEqual(["a2"]);
+    expect((second.structuredContent as { nextCursor: string | null }).nextCursor).toBeNull();
+    const now = await call(client, "read_session", { sessionId: id, view: "tree" });
+    expect(idsOf(now).sort()).toEqual(["a1", "a2", "b1", "r"]);
+    await client.close();
+  });
+
+  it("refuses a read_session cursor that names no page of the session, by invalid_request", async () => {
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { entries: ["m0", "m1", "m2"].map((m) => ({ ...userMessage(m), id: m })) },
+    });
+    const client = await connect(KEY_A);
+    const cases: [Record<string, unknown>, string][] = [
+      [{ cursor: "1@nope" }, "no entry nope"],
+      [{ cursor: "3@m2" }, "has 3 entries"],
+      [{ cursor: "1@m2", entryId: "m1" }, "not to entryId m1"],
+      [{ cursor: "1@m2", view: "tree" }, "without view"],
+      [{ cursor: "tree:1:3" }, 'view "tree"'],
+      [{ cursor: "tree:1:99999", view: "tree" }, "no such entry"],
+      [{ cursor: "tree:3:3", view: "tree" }, "has 3 lines"],
+    ];
+    for (const [args, why] of cases) {
+      const read = await call(client, "read_session", { sessionId: id, ...args });
+      expect(read.isError, JSON.stringify(args)).toBe(true);
+      expect(read.text).toMatch(/^invalid_request: the cursor names no page to read/);
+      expect(read.text, JSON.stringify(args)).toContain(why);
+      expect(read.text).toContain(`"cursor":"${args.cursor}"`);
+    }
+    // The same entryId as the cursor's path reads on.
+    const same = await call(client, "read_session", { sessionId: id, entryId: "m2", cursor: "1@m2" });
+    expect((same.structuredContent as { lines: string[] }).lines.map(lineEntryId)).toEqual(["m1", "m2"]);
     await client.close();
   });
 
@@ -1166,26 +1294,31 @@ describe("MCP server", () => {
     });
     expect(first?.lines).toHaveLength(5);
     expect(first?.lines[0]).toMatch(/\] user: message 0 lorem [lorem ]+\[…96\d\d\d more characters/);
-    expect(first?.nextCursor).toBe("5");
+    const head = (await api("GET", `/v1/sessions/${id}`)).body.leafId;
+    expect(first?.nextCursor).toBe(`5@${head}`);
     // Five lines of 4,000 characters, not the 6 MB the context holds.
     expect(firstChars).toBeLessThan(40_000);
 
     let last: { lines: string[]; nextCursor: string | null } | undefined;
     const lastChars = await objectAnswerChars(async () => {
-      last = (await call(client, "read_session", { sessionId: id, limit: 5, cursor: "1055" }))
+      last = (await call(client, "read_session", { sessionId: id, limit: 5, cursor: `1055@${head}` }))
         .structuredContent as typeof last;
     });
     expect(last?.lines.map(lineEntryId)).toEqual(ids.slice(995));
     expect(last?.nextCursor).toBeNull();
     expect(lastChars).toBeLessThan(20_000);
 
+    // A tree's cursor names its line and the last entry of the tree the first page drew.
+    const treeStart = await call(client, "read_session", { sessionId: id, view: "tree", limit: 5 });
+    const treeCursor = (treeStart.structuredContent as { nextCursor: string }).nextCursor;
+    expect(treeCursor).toMatch(/^tree:5:\d+$/);
     let tree: { text: string; lines: string[] } | undefined;
     const treeChars = await objectAnswerChars(async () => {
       const read = await call(client, "read_session", {
         sessionId: id,
         view: "tree",
         limit: 5,
-        cursor: "558",
+        cursor: treeCursor.replace(/^tree:5:/, "tree:558:"),
       });
       tree = { text: read.text, lines: (read.structuredContent as { lines: string[] }).lines };
     });

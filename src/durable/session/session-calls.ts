@@ -396,9 +396,9 @@ export class ShownAnswers {
     );
   }
 
-  /** `count` lines of the tree from the line in position `from` (see `SessionReads.treeLines`). */
-  treeLines(from: number, count: number): Promise<Result<TreeLinesPage>> {
-    return this.#calls.run((session) => session.reads.treeLines(from, count));
+  /** `count` lines of the tree of the entries up to `bound` from the line in position `from` (see `SessionReads.treeLines`). */
+  treeLines(from: number, count: number, bound?: number): Promise<Result<TreeLinesPage>> {
+    return this.#calls.run((session) => session.reads.treeLines(from, count, bound));
   }
 
   /**

@@ -404,9 +404,12 @@ export class SessionObject extends DurableObject<DurableEnv> {
     return this.#shown.contextLines(leafId, window, maxChars);
   }
 
-  /** `count` lines of the tree drawn as text from the line in position `from`. @internal */
-  getTreeLines(from: number, count: number): Promise<Result<TreeLinesPage>> {
-    return this.#shown.treeLines(from, count);
+  /**
+   * `count` lines of the tree drawn as text from the line in position `from`: the tree of the
+   * entries up to seq `bound`, all of them without it. @internal
+   */
+  getTreeLines(from: number, count: number, bound?: number): Promise<Result<TreeLinesPage>> {
+    return this.#shown.treeLines(from, count, bound);
   }
 
   /** The entries around `centre` (an id, or a seq), as lines and whole while small. @internal */

@@ -303,15 +303,19 @@ export class SessionReads {
 
   /**
    * `count` lines of the tree drawn as text (`drawTree`, the head marked) from the line in position
-   * `from`, and how many it has: the tree's shape is walked whole (a few integers a node), and only
-   * the nodes of the lines asked for are read, as many as a page holds.
+   * `from`, and how many it has: the tree of the entries up to seq `bound` (all of them without
+   * it), which entries written later never change. The tree's shape is walked whole (a few
+   * integers a node), and only the nodes of the lines asked for are read, as many as a page holds.
    */
-  treeLines(from: number, count: number): TreeLinesPage {
+  treeLines(from: number, count: number, bound?: number): TreeLinesPage {
     this.#whole();
     const { leafId } = this.#parts.row.live();
     const { rows } = this.#parts;
     const shape = new TreeShape();
-    const bound = rows.lastSeq();
+    const last = rows.lastSeq();
+    if (bound !== undefined && bound > last)
+      throw new SessionError("invalid_request", `the session has no entry of seq ${bound}`, { bound });
+    bound ??= last;
     for (let after = 0; ; ) {
       const page = rows.treeShape(after, bound, SHAPE_ROWS);
       shape.add(page.seqs, page.parents);
@@ -331,7 +335,7 @@ export class SessionReads {
       drawing.pass(places[i] as number, closes[i] as number);
       return line;
     });
-    return { total: seqs.length, lines };
+    return { total: seqs.length, lines, bound };
   }
 
   labels(): Record<string, string> {

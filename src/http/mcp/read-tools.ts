@@ -43,12 +43,22 @@ const MAX_MATCHES = 20;
 const DEFAULT_MATCHES = 5;
 /** Sessions one list_sessions call gives at most. */
 const MAX_LISTED_SESSIONS = 100;
-/** Where a page of read_session starts: the nextCursor of the page before. */
+/**
+ * Where a page of read_session starts: the nextCursor of the page before, which names what the
+ * first page read, so that every page reads the same thing however the session moves meanwhile.
+ * Of the context, `<position>[.<lines>]@<leafId>`: the path to that entry (which never changes,
+ * its entries being immutable) from the entry in that position, after as many of its lines. Of
+ * the tree, `tree:<line>:<seq>`: the tree of the entries up to that seq from that line.
+ */
 const ReadCursor = z
   .string()
-  .regex(/^\d{1,9}(\.\d{1,9})?$/, "a nextCursor this tool gave")
+  .max(200)
+  .regex(
+    /^(\d{1,9}(\.\d{1,9})?@[A-Za-z0-9._:-]{1,128}|tree:\d{1,9}:\d{1,15})$/,
+    "a nextCursor this tool gave",
+  )
   .optional()
-  .describe("nextCursor of the previous page");
+  .describe("nextCursor of the previous page: the next page of what the first page read");
 
 export function readTools(server: McpServer, c: Context<AppEnv>): void {
   registerTool(
@@ -140,7 +150,7 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
     {
       title: "Read a session",
       description:
-        "Use after search_sessions or list_sessions to read what was said: the conversation a model would see from the session's head (or from entryId, to read a branch or up to a point), oldest first, one line per message led by its entry id. view \"tree\" shows the session's branches instead, one line per entry. Long sessions come in pages: pass nextCursor for the next one.",
+        "Use after search_sessions or list_sessions to read what was said: the conversation a model would see from the session's head (or from entryId, to read a branch or up to a point), oldest first, one line per message led by its entry id. view \"tree\" shows the session's branches instead, one line per entry. Long sessions come in pages: pass nextCursor (with the same view) for the next one, which goes on reading what the first page read (the path to the head it read, or the tree as it was), even after the session has moved on.",
       input: {
         sessionId: Id.describe("the session's id"),
         entryId: Id.optional().describe("read the path ending at this entry instead of the head"),
@@ -165,7 +175,7 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
       const read =
         view === "tree"
           ? await treePage(object, cursor, limit)
-          : await contextPage(object, entryId ?? info.leafId, cursor, limit);
+          : await contextPage(object, entryId ?? info.leafId, entryId !== undefined, cursor, limit);
       const text = [`${sessionLine(info)}\nhead: ${info.leafId ?? "none"}; ${read.shown}`, ...read.page];
       if (read.nextCursor) text.push(`more: read_session with cursor "${read.nextCursor}"`);
       return answer(text.join("\n"), {
@@ -289,20 +299,50 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
 /** Characters of read_entries' structured content around an entry without its entries. */
 const EMPTY_AROUND_CHARS = JSON.stringify({ entries: [], nextCursor: null }).length;
 
+/** Where a page of a context starts: the path to `leafId`, from the entry in `position`, after `skip` of its lines. */
+interface ContextCursor {
+  leafId: string;
+  position: number;
+  skip: number;
+}
+
+function contextCursor({ leafId, position, skip }: ContextCursor): string {
+  return `${position}${skip > 0 ? `.${skip}` : ""}@${leafId}`;
+}
+
+/** What a context's `cursor` names; refused when it is the tree's. */
+function readContextCursor(cursor: string): ContextCursor {
+  const at = cursor.indexOf("@");
+  if (at < 0) throw badCursor(cursor, 'it reads the tree: pass view "tree" with it');
+  const [position = 0, skip = 0] = cursor.slice(0, at).split(".").map(Number);
+  return { leafId: cursor.slice(at + 1), position, skip };
+}
+
 /**
- * A page of a session's context from `cursor`: the lines of its entries from the one the cursor
- * names (`<position>`, or `<position>.<lines of it already read>`), up to `limit` lines and
- * MAX_PAGE_CHARS, read by the session's object as one window of the context's entries.
+ * A page of a session's context: without `cursor`, from the start of the path to `leafId`; with
+ * it, from where it says on the path it names. The page holds the lines of its entries up to
+ * `limit` lines and MAX_PAGE_CHARS, read by the session's object as one window of the context's
+ * entries; `chosen` says `leafId` was asked for (entryId), so a cursor must name the same path.
  */
 async function contextPage(
   object: ObjectCalls<SessionObject>,
   leafId: string | null,
+  chosen: boolean,
   cursor: string | undefined,
   limit: number,
 ): Promise<ReadPage> {
-  const [from = 0, skip = 0] = cursor === undefined ? [] : cursor.split(".").map(Number);
-  const read = await object.getContextLines(leafId, { from, skip, lines: limit }, MAX_MESSAGE_CHARS);
-  if (from > read.total) throw pastTheEnd(cursor);
+  const at = cursor === undefined ? undefined : readContextCursor(cursor);
+  if (at && chosen && at.leafId !== leafId)
+    throw badCursor(cursor, `it reads the path to ${at.leafId}, not to entryId ${leafId}`);
+  const from = at?.position ?? 0;
+  const skip = at?.skip ?? 0;
+  const read = await object
+    .getContextLines(at?.leafId ?? leafId, { from, skip, lines: limit }, MAX_MESSAGE_CHARS)
+    .catch((error: unknown) => {
+      const missing = error instanceof SessionError && error.code === "not_found";
+      throw at && missing ? badCursor(cursor, `the session has no entry ${at.leafId}`) : error;
+    });
+  if (at && from >= read.total) throw badCursor(cursor, `the path it reads has ${read.total} entries`);
   const page: string[] = [];
   let chars = 0;
   // Where the next page starts: the position of an entry and how many of its lines came before.
@@ -325,23 +365,36 @@ async function contextPage(
   }
   const [entry, lines] = next;
   const last = lines > 0 ? entry + 1 : entry;
+  const path = at?.leafId ?? leafId;
   return {
     page,
     shown: page.length ? `entries ${from + 1}-${last} of ${read.total}` : "no lines",
-    nextCursor: entry < read.total ? (lines > 0 ? `${entry}.${lines}` : String(entry)) : null,
+    nextCursor:
+      entry < read.total && path !== null
+        ? contextCursor({ leafId: path, position: entry, skip: lines })
+        : null,
   };
 }
 
-/** A page of a session's tree drawn as text from line `cursor`, read by the session's object as one window. */
+/**
+ * A page of a session's tree drawn as text: without `cursor`, its first lines; with it, from the
+ * line it names of the tree of the entries it names (those up to a seq), read by the session's
+ * object as one window.
+ */
 async function treePage(
   object: ObjectCalls<SessionObject>,
   cursor: string | undefined,
   limit: number,
 ): Promise<ReadPage> {
-  if (cursor?.includes(".")) throw pastTheEnd(cursor);
-  const from = cursor === undefined ? 0 : Number(cursor);
-  const read = await object.getTreeLines(from, limit);
-  if (from > read.total) throw pastTheEnd(cursor);
+  const named = cursor === undefined ? undefined : /^tree:(\d+):(\d+)$/.exec(cursor);
+  if (named === null) throw badCursor(cursor, 'it reads the context: pass it without view "tree"');
+  const from = named ? Number(named[1]) : 0;
+  const bound = named ? Number(named[2]) : undefined;
+  const read = await object.getTreeLines(from, limit, bound).catch((error: unknown) => {
+    const unheld = error instanceof SessionError && error.code === "invalid_request";
+    throw named && unheld ? badCursor(cursor, "the session has no such entry") : error;
+  });
+  if (named && from >= read.total) throw badCursor(cursor, `the tree it reads has ${read.total} lines`);
   const page: string[] = [];
   let chars = 0;
   for (const line of read.lines) {
@@ -353,7 +406,7 @@ async function treePage(
   return {
     page,
     shown: page.length ? `lines ${from + 1}-${next} of ${read.total}` : "no lines",
-    nextCursor: next < read.total ? String(next) : null,
+    nextCursor: next < read.total ? `tree:${next}:${read.bound}` : null,
   };
 }
 
@@ -364,8 +417,7 @@ interface ReadPage {
   nextCursor: string | null;
 }
 
-function pastTheEnd(cursor: string | undefined): SessionError {
-  return new SessionError("invalid_request", "the cursor is past the end: the answer has fewer lines now", {
-    cursor,
-  });
+/** A refusal of a read_session cursor that names no page this session can read. */
+function badCursor(cursor: string | undefined, why: string): SessionError {
+  return new SessionError("invalid_request", `the cursor names no page to read: ${why}`, { cursor });
 }

@@ -4,7 +4,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import mcpDoc from "../../docs/mcp.md?raw";
-import { SessionObject } from "../../src/durable/internal";
+import { SessionObject, SessionObjectStorage } from "../../src/durable/internal";
 import worker from "../../src/worker";
 import claudeCode from "../fixtures/claude-code/1.0.98-parallel-tools.jsonl?raw";
 import { appendText, endGeneration } from "./generation-helpers";
@@ -1170,6 +1170,94 @@ describe("MCP server", () => {
       expect(line.failure?.length).toBe(300);
     }
     expect(logs.lines.join("\n")).not.toContain(secret);
+  });
+
+  it("answers a transient failure of a session's object as HTTP does: unavailable, saying whether the call may have been applied", async () => {
+    const client = await connect(KEY_A);
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("q") });
+    // The object resets after the note is written, before it answers.
+    const real = SessionObjectStorage.prototype.appendEntries;
+    const resetAfterWrite = async function (this: SessionObjectStorage, ...args: Parameters<typeof real>) {
+      await real.apply(this, args);
+      throw Object.assign(new Error("Durable Object reset because its code was updated."), {
+        durableObjectReset: true,
+      });
+    };
+    vi.spyOn(SessionObjectStorage.prototype, "appendEntries").mockImplementationOnce(resetAfterWrite);
+    const http = await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("over http") });
+    expectError(http, 503, "unavailable");
+    expect(http.body.error.details).toMatchObject({ outcome: "unknown", retryAfterSeconds: 1 });
+    vi.spyOn(SessionObjectStorage.prototype, "appendEntries").mockImplementationOnce(resetAfterWrite);
+    const noted = await call(client, "append_note", { sessionId: id, text: "a note" });
+    expect(noted.isError).toBe(true);
+    expect(noted.text).toMatch(/^unavailable: .*"outcome":"unknown"/);
+    expect(noted.text).toContain('"retryAfterSeconds":1');
+    // It was applied: an answer saying it may have been is the true one.
+    const notes = (await api("GET", `/v1/sessions/${id}/entries`)).body.entries.filter(
+      (e: { customType?: string }) => e.customType === "note",
+    );
+    expect(notes).toHaveLength(1);
+
+    // An object too busy to take a call, or reset under a read: a tool and a resource read say so.
+    const logs = captureLogs();
+    const stubFailing = (flags: Record<string, boolean>) =>
+      ({
+        ...env,
+        SESSIONS: {
+          getByName: () =>
+            new Proxy(
+              {},
+              {
+                get: () => () => {
+                  throw Object.assign(new Error("the object failed"), flags);
+                },
+              },
+            ),
+        },
+      }) as unknown as typeof env;
+    const post = (bindings: typeof env, requestId: string, message: unknown) =>
+      worker.fetch(
+        new Request("http://sessions.test/mcp", {
+          method: "POST",
+          headers: {
+            Authorization: `Bearer ${KEY_A}`,
+            "Content-Type": "application/json",
+            Accept: "application/json, text/event-stream",
+            "x-request-id": requestId,
+          },
+          body: JSON.stringify(message),
+        }),
+        bindings,
+        { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext,
+      );
+    const tool = await post(stubFailing({ overloaded: true }), "mcp-overloaded", {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "read_session", arguments: { sessionId: id } },
+    });
+    const toolAnswer = (await tool.json()) as { result: CallToolResult };
+    expect(toolAnswer.result.isError).toBe(true);
+    expect((toolAnswer.result.content[0] as { text: string }).text).toMatch(
+      /^unavailable: the session is overloaded; try again .*"outcome":"not_applied"/,
+    );
+    const read = await post(stubFailing({ durableObjectReset: true }), "mcp-reset-read", {
+      jsonrpc: "2.0",
+      id: 2,
+      method: "resources/read",
+      params: { uri: `session://${id}` },
+    });
+    const readAnswer = (await read.json()) as { error: { code: number; message: string; data: unknown } };
+    expect(readAnswer.error.code).toBe(-32603);
+    expect(readAnswer.error.message).toMatch(/unavailable: the session restarted while it answered/);
+    expect(readAnswer.error.data).toMatchObject({ outcome: "unknown", retryAfterSeconds: 1 });
+    for (const requestId of ["mcp-overloaded", "mcp-reset-read"]) {
+      const line = lineOf(logs, requestId);
+      expect(line).toMatchObject({ status: 200, errorCode: "unavailable" });
+      expect(line.failure).toMatch(/the object failed/);
+    }
+    await client.close();
   });
 
   it("logs a batch call's JSON-RPC id only when it is a number or short and plain, else by its hash", async () => {

@@ -13,7 +13,7 @@ import { SessionError } from "../../core/errors";
 import { isValidId } from "../../core/ids";
 import type { SessionInfo } from "../../core/session-schemas";
 import type { ContextLines, ObjectCalls, SessionObject } from "../../durable/internal";
-import { errorSummary } from "../../durable/internal";
+import { errorSummary, transientError } from "../../durable/internal";
 import type { AppEnv } from "../env";
 import { repo, sessionObject } from "../route-kit";
 import { MAX_MESSAGE_CHARS, sessionLine, shownLine } from "./render";
@@ -105,12 +105,24 @@ async function recentLines(object: ObjectCalls<SessionObject>, leafId: string | 
   }
 }
 
-/** A failure as JSON-RPC answers it: a refusal of the store by its code, anything else as internal. */
-function rpcError(c: Context<AppEnv>, error: unknown, uri?: string): McpError {
-  if (error instanceof McpError) return error;
+/**
+ * A failure as JSON-RPC answers it: a refusal of the store by its code (a transient failure of an
+ * object `unavailable`, as over HTTP, an error of the server's with its details), anything else as
+ * internal.
+ */
+function rpcError(c: Context<AppEnv>, thrown: unknown, uri?: string): McpError {
+  if (thrown instanceof McpError) return thrown;
+  const transient = transientError(thrown);
+  if (transient) c.set("failure", errorSummary(thrown));
+  const error = transient ?? thrown;
   if (error instanceof SessionError) {
     c.set("errorCode", error.code);
-    const code = error.code === "not_found" ? RESOURCE_NOT_FOUND : ErrorCode.InvalidParams;
+    const code =
+      error.code === "not_found"
+        ? RESOURCE_NOT_FOUND
+        : error.code === "unavailable"
+          ? ErrorCode.InternalError
+          : ErrorCode.InvalidParams;
     return new McpError(code, `${error.code}: ${error.message}`, { uri, ...(error.details as object) });
   }
   c.set("errorCode", "internal");

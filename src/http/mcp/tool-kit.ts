@@ -9,15 +9,16 @@ import type {
 import type { Context } from "hono";
 import * as z from "zod";
 import { SessionError } from "../../core/errors";
-import { errorSummary } from "../../durable/internal";
+import { errorSummary, transientError } from "../../durable/internal";
 import type { AppEnv, ToolCall } from "../env";
 
 /*
  * How every tool is declared and answered: its arguments a zod shape (validated by the SDK, which
  * answers a bad one with a tool error naming it), its answer short text for the model with the
  * same answer whole as structured content, and a refusal of the store a tool error naming its code
- * and what it was about; anything else an internal error whose detail stays in the request's log
- * line. Long answers come in pages of lines, with a cursor to the next.
+ * and what it was about (a transient failure of an object `unavailable`, saying whether the call
+ * may have been applied, as over HTTP); anything else an internal error whose detail stays in the
+ * request's log line. Long answers come in pages of lines, with a cursor to the next.
  */
 
 export interface ToolSpec<Shape extends z.ZodRawShape> {
@@ -32,7 +33,11 @@ export function answer(text: string, structured: Record<string, unknown>): CallT
   return { content: [{ type: "text", text }], structuredContent: structured };
 }
 
-function refusal(c: Context<AppEnv>, call: ToolCall, error: unknown): CallToolResult {
+function refusal(c: Context<AppEnv>, call: ToolCall, thrown: unknown): CallToolResult {
+  // A transient failure of an object is answered as HTTP answers it: unavailable, with its outcome.
+  const transient = transientError(thrown);
+  if (transient) c.set("failure", errorSummary(thrown));
+  const error = transient ?? thrown;
   call.errorCode = error instanceof SessionError ? error.code : "internal";
   if (error instanceof SessionError) {
     c.set("errorCode", error.code);

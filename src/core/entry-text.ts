@@ -1,5 +1,6 @@
 import { projectEntries } from "./context";
 import type { StoredEntry } from "./entries";
+import { checkpointMessages, langGraphMessagesHeld } from "./framework-custom-messages";
 import type { AgentMessage } from "./messages";
 import { contentText } from "./messages";
 
@@ -73,6 +74,12 @@ export function entryTextLines(entry: StoredEntry, max: number): TextLine[] {
       return [line(`thinking level: ${entry.thinkingLevel}`)];
     case "context_edit":
       return [line(`edits ${entry.targetId} in the context`)];
+    case "custom": {
+      // A LangGraph checkpoint holding its messages as a value stands for them, as in a context.
+      const messages = langGraphMessagesHeld(entry) === "value" ? checkpointMessages(entry) : [];
+      if (messages.length > 0) return messages.map((message) => messageLine(message, max));
+      return [line(entry.type)];
+    }
     default:
       return [line(entry.type)];
   }

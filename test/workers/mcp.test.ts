@@ -249,6 +249,45 @@ describe("MCP server", () => {
     await client.close();
   });
 
+  it("shows a LangGraph checkpoint holding its messages as a value by its messages around a match, as read_session does", async () => {
+    const human = (text: string) => ({
+      lc: 1,
+      type: "constructor",
+      id: ["langchain_core", "messages", "HumanMessage"],
+      kwargs: { content: text, additional_kwargs: {}, response_metadata: {} },
+    });
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: {
+        entries: [
+          { ...userMessage("q"), id: "q" },
+          {
+            type: "custom",
+            id: "cp",
+            customType: "langgraph:checkpoint",
+            data: {
+              values: { messages: { type: "json", json: [human("the wombat burrow"), human("dig")] } },
+            },
+          },
+          { ...userMessage("after"), id: "u" },
+        ],
+      },
+    });
+    const client = await connect(KEY_A);
+    const read = await call(client, "read_session", { sessionId: id });
+    expect(read.text).toContain("[cp] user: the wombat burrow");
+    const hit = await call(client, "read_entries", { sessionId: id, query: "wombat" });
+    expect(hit.text).toMatch(/match in \[cp\]/);
+    expect(hit.text).toContain("> [cp] user: the wombat burrow\n> [cp] user: dig\n  [u] user: after");
+    // Another custom entry stands for no message: its type is its line.
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { type: "custom", id: "other", customType: "other", data: { values: { messages: [] } } },
+    });
+    const around = await call(client, "read_entries", { sessionId: id, entryId: "other", around: 0 });
+    expect(around.text).toBe("> [other] custom");
+    await client.close();
+  });
+
   it("leads the matches of a query with the session's name or system prompt when they match", async () => {
     const id = await createSession({
       body: { name: "Lighthouse log", systemPrompt: "You keep the lighthouse lamp" },

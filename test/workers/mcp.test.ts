@@ -991,6 +991,46 @@ describe("MCP server", () => {
     expect((await api("GET", `/v1/sessions/${id}/entries`)).body.entries).toEqual([]);
   });
 
+  it("refuses a tool call whose arguments hold a key named __proto__, as HTTP refuses such a body, writing nothing", async () => {
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, { body: { ...userMessage("q"), id: "q1" } });
+    const logs = captureLogs();
+    const label = (n: number, extra: string) =>
+      JSON.parse(
+        `{"jsonrpc":"2.0","id":${n},"method":"tools/call","params":{"name":"label_entry","arguments":{"sessionId":"${id}","entryId":"q1","label":"y"${extra}}}}`,
+      );
+    const httpBody = await api("POST", `/v1/sessions/${id}/entries`, {
+      raw: '{"type":"label","targetId":"q1","label":"z","__proto__":{"x":1}}',
+      headers: { "Content-Type": "application/json" },
+    });
+    expectError(httpBody, 400, "invalid_request");
+    for (const [n, extra] of [',"__proto__":{"idempotencyKey":"zzz"}', ',"\\u005f_proto__":1'].entries()) {
+      const res = await postMcp(label(1, extra), { requestId: `mcp-proto-key-${n}` });
+      const { error } = (await res.json()) as { error: { code: number; message: string } };
+      expect(error.code, extra).toBe(-32602);
+      expect(error.message).toMatch(/^Invalid params: params\.arguments has a key named __proto__/);
+      expect(lineOf(logs, `mcp-proto-key-${n}`)).toMatchObject({ status: 200, errorCode: "invalid_request" });
+    }
+    // In a batch, the call is refused and the others are answered.
+    const batch = await postMcp([label(2, ',"__proto__":1'), label(3, "")]);
+    const answers = (await batch.json()) as {
+      id: number;
+      error?: { code: number };
+      result?: CallToolResult;
+    }[];
+    expect(answers.find((a) => a.id === 2)?.error?.code).toBe(-32602);
+    expect(answers.find((a) => a.id === 3)?.result?.isError).toBeFalsy();
+    const labels = (await api("GET", `/v1/sessions/${id}/entries`)).body.entries.filter(
+      (e: { type: string }) => e.type === "label",
+    );
+    expect(labels.map((e: { label: string }) => e.label)).toEqual(["y"]);
+    // The words in a value are its text.
+    const client = await connect(KEY_A);
+    const noted = await call(client, "append_note", { sessionId: id, text: '{"__proto__": 1}' });
+    expect(noted.isError, noted.text).toBeFalsy();
+    await client.close();
+  });
+
   it("answers a call of a tool it does not offer with Invalid params, a protocol error, running and writing nothing", async () => {
     const id = await createSession();
     const logs = captureLogs();

@@ -4,6 +4,8 @@ import { ClientRequestSchema, ErrorCode, isJSONRPCRequest } from "@modelcontextp
 import type { Context } from "hono";
 import type * as z from "zod";
 import { Id } from "../../core/entries";
+import { SessionError } from "../../core/errors";
+import { assertProtoKeysKept } from "../../core/json";
 import type { AppEnv } from "../env";
 import { recordCall } from "./tool-kit";
 
@@ -12,7 +14,9 @@ import { recordCall } from "./tool-kit";
  * the schema of its method refuses is answered here, Invalid params (-32602) with a sentence naming
  * what is wrong, and never reaches the SDK (which would answer an internal error with the
  * validator's dump); so is a call of a tool the caller is not offered, a protocol error as MCP
- * makes it (the SDK would answer it as an error of the tool). Each tool call is recorded in the
+ * makes it (the SDK would answer it as an error of the tool), and one whose arguments hold a key
+ * named `__proto__`, which the method's schema would drop without a word (refused as over HTTP).
+ * Each tool call is recorded in the
  * request's log line as it comes in: a call refused before it reaches its tool (here, or by the
  * SDK for its arguments) is logged `invalid_request`, by the tool and the session it names when
  * each is plain; a call whose arguments pass is the tool's from then on. Nothing here may throw:
@@ -26,7 +30,8 @@ const REQUEST_SCHEMAS: ReadonlyMap<string, z.ZodType> = new Map(
 
 /**
  * What is wrong with a request's params, as one sentence, or null when its method's schema takes
- * them and, for a tool call, the tool is one of `tools`.
+ * them and, for a tool call, the tool is one of `tools` and its arguments hold no key named
+ * `__proto__` that the schema drops.
  */
 function paramsRefusal(request: JSONRPCRequest, tools: ReadonlySet<string>): string | null {
   const schema = REQUEST_SCHEMAS.get(request.method);
@@ -39,8 +44,18 @@ function paramsRefusal(request: JSONRPCRequest, tools: ReadonlySet<string>): str
     return `Invalid params: ${issues.join("; ")}`;
   }
   const tool = request.method === "tools/call" ? member(request.params, "name") : undefined;
-  if (typeof tool !== "string" || tools.has(tool)) return null;
-  return `Unknown tool: ${plainId(tool) ?? "(not a tool name)"}`;
+  if (typeof tool !== "string") return null;
+  if (!tools.has(tool)) return `Unknown tool: ${plainId(tool) ?? "(not a tool name)"}`;
+  // The method's schema rebuilds the arguments, dropping such a key without a word: it is refused,
+  // as over HTTP, rather than the tool run as if it had not been sent.
+  try {
+    const sent = member(request.params, "arguments");
+    const kept = member(member(parsed.data, "params"), "arguments");
+    if (sent !== undefined) assertProtoKeysKept(JSON.stringify(sent), kept, "params.arguments");
+    return null;
+  } catch (error) {
+    return `Invalid params: ${error instanceof SessionError ? error.message : "its arguments cannot be read"}`;
+  }
 }
 
 /** `value` when it is a plain id (as tool names and session ids are), else null: what a log line may name. */

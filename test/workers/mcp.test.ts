@@ -1734,6 +1734,48 @@ describe("MCP server", () => {
     expect(((await next.json()) as { error: { code: string } }).error.code).toBe("rate_limited");
   });
 
+  it("answers JSON that is no JSON-RPC message as an invalid request, alone as in a batch, and text that is no JSON as a parse error", async () => {
+    const logs = captureLogs();
+    const raw = (body: string, requestId: string) =>
+      exports.default.fetch("http://sessions.test/mcp", {
+        method: "POST",
+        headers: {
+          Authorization: `Bearer ${KEY_A}`,
+          "Content-Type": "application/json",
+          Accept: "application/json, text/event-stream",
+          "x-request-id": requestId,
+        },
+        body,
+      });
+    const notRpc = [{ jsonrpc: "2.0", id: null, method: "tools/list" }, { id: 1 }, {}, 3, null, "x"];
+    for (const [n, message] of notRpc.entries()) {
+      for (const [form, body] of [
+        ["alone", JSON.stringify(message)],
+        ["batch", JSON.stringify([message])],
+      ]) {
+        const res = await raw(body as string, `mcp-not-rpc-${n}-${form}`);
+        expect(res.status, `${body} ${form}`).toBe(400);
+        const answer = (await res.json()) as { error: { code: number; message: string }; id: null };
+        expect(answer.error.code, `${body} ${form}`).toBe(-32600);
+        expect(answer.error.message).toMatch(/^Invalid Request: /);
+        expect(lineOf(logs, `mcp-not-rpc-${n}-${form}`)).toMatchObject({ errorCode: "invalid_request" });
+      }
+    }
+    const notJson = await raw("{not json", "mcp-not-json");
+    expect(notJson.status).toBe(400);
+    expect(((await notJson.json()) as { error: { code: number } }).error.code).toBe(-32700);
+    // A message alone is answered as ever: a request with its answer, a notification with 202.
+    const listed = await raw(JSON.stringify({ jsonrpc: "2.0", id: 4, method: "tools/list" }), "mcp-alone");
+    expect(((await listed.json()) as { id: number; result: { tools: unknown[] } }).result.tools.length).toBe(
+      7,
+    );
+    const noted = await raw(
+      JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
+      "mcp-note",
+    );
+    expect(noted.status).toBe(202);
+  });
+
   it("answers a batch of one with an array, and refuses a batch it cannot answer whole before counting or running any of it", async () => {
     const tight = { ...env, RATE_LIMITER: env.TIGHT_RATE_LIMITER };
     const post = (body: unknown, bindings: typeof env = env) =>

@@ -15,6 +15,16 @@ export const MAX_BATCH_MESSAGES = 100;
 /** The JSON-RPC code of a message, or a batch, that is not a valid request. */
 export const INVALID_REQUEST = -32600;
 
+/**
+ * Why `message`, JSON sent alone, cannot be answered, or null when it can: JSON that is no JSON-RPC
+ * message is an invalid request, as it is in a batch (only text that is no JSON is a parse error).
+ */
+export function messageRefusal(message: unknown): string | null {
+  return JSONRPCMessageSchema.safeParse(message).success
+    ? null
+    : "Invalid Request: the body is not a JSON-RPC message";
+}
+
 /** Why `messages` cannot be answered as a batch, or null when it can. */
 export function batchRefusal(messages: readonly unknown[]): string | null {
   if (messages.length === 0) return "Invalid Request: an empty batch";

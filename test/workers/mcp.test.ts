@@ -1776,6 +1776,47 @@ describe("MCP server", () => {
     expect(noted.status).toBe(202);
   });
 
+  it("refuses a batch sent under a protocol version without batches (2025-06-18 on), running none of it", async () => {
+    const id = await createSession();
+    const note = (n: number) => ({
+      jsonrpc: "2.0",
+      id: n,
+      method: "tools/call",
+      params: { name: "append_note", arguments: { sessionId: id, text: `note ${n}` } },
+    });
+    const post = (body: unknown, version?: string) =>
+      exports.default.fetch("http://sessions.test/mcp", {
+        method: "POST",
+        headers: {
+          Authorization: `Bearer ${KEY_A}`,
+          "Content-Type": "application/json",
+          Accept: "application/json, text/event-stream",
+          ...(version ? { "Mcp-Protocol-Version": version } : {}),
+        },
+        body: JSON.stringify(body),
+      });
+    for (const version of ["2025-06-18", "2025-11-25"]) {
+      const refused = await post([note(1), note(2)], version);
+      expect(refused.status, version).toBe(400);
+      const { error } = (await refused.json()) as { error: { code: number; message: string } };
+      expect(error.code).toBe(-32600);
+      expect(error.message).toContain(`protocol version ${version} has no batches`);
+      // The same message alone is answered.
+      const alone = await post(note(3), version);
+      expect(((await alone.json()) as { result: CallToolResult }).result.isError).toBeFalsy();
+    }
+    // Versions before it, and a request naming none (2025-03-26), keep batches.
+    for (const version of ["2025-03-26", "2024-11-05", undefined]) {
+      const answered = await post([note(4)], version);
+      expect(answered.status, version).toBe(200);
+      expect(((await answered.json()) as { id: number }[]).map((m) => m.id)).toEqual([4]);
+    }
+    const notes = (await api("GET", `/v1/sessions/${id}/entries`)).body.entries.map(
+      (e: { content: string }) => e.content,
+    );
+    expect(notes).toEqual(["note 3", "note 3", "note 4", "note 4", "note 4"]);
+  });
+
   it("answers a batch of one with an array, and refuses a batch it cannot answer whole before counting or running any of it", async () => {
     const tight = { ...env, RATE_LIMITER: env.TIGHT_RATE_LIMITER };
     const post = (body: unknown, bindings: typeof env = env) =>

@@ -2,10 +2,11 @@ import { isJSONRPCRequest, JSONRPCMessageSchema } from "@modelcontextprotocol/sd
 
 /*
  * A batch: several JSON-RPC messages in one JSON array, as protocol versions before 2025-06-18
- * allow. One the server cannot answer whole is refused before any of it is counted or run: an
- * empty one, one of more than MAX_BATCH_MESSAGES, one holding anything but JSON-RPC messages, and
- * one whose requests repeat an id (its answers could not be told apart, and only one would be
- * sent for the calls that ran). A batch is answered with an array, one of one message too
+ * allow. One the server cannot answer whole is refused before any of it is counted or run: one
+ * sent under a version without batches (its Mcp-Protocol-Version header naming 2025-06-18 or
+ * later), an empty one, one of more than MAX_BATCH_MESSAGES, one holding anything but JSON-RPC
+ * messages, and one whose requests repeat an id (its answers could not be told apart, and only one
+ * would be sent for the calls that ran). A batch is answered with an array, one of one message too
  * (JSON-RPC 2.0, section 6).
  */
 
@@ -25,8 +26,21 @@ export function messageRefusal(message: unknown): string | null {
     : "Invalid Request: the body is not a JSON-RPC message";
 }
 
-/** Why `messages` cannot be answered as a batch, or null when it can. */
-export function batchRefusal(messages: readonly unknown[]): string | null {
+/** The first protocol version without batches: 2025-06-18 removed them. */
+const FIRST_VERSION_WITHOUT_BATCHES = "2025-06-18";
+
+/**
+ * Why `messages` cannot be answered as a batch, or null when it can; `version` is the protocol
+ * version the request's Mcp-Protocol-Version header names (none: 2025-03-26, as MCP has it).
+ */
+export function batchRefusal(messages: readonly unknown[], version: string | undefined): string | null {
+  // Versions are dates: they sort as text. A header naming none is the transport's to refuse.
+  if (
+    version !== undefined &&
+    /^\d{4}-\d{2}-\d{2}$/.test(version) &&
+    version >= FIRST_VERSION_WITHOUT_BATCHES
+  )
+    return `Invalid Request: protocol version ${version} has no batches: send each message in a request of its own`;
   if (messages.length === 0) return "Invalid Request: an empty batch";
   if (messages.length > MAX_BATCH_MESSAGES)
     return `Invalid Request: a batch holds at most ${MAX_BATCH_MESSAGES} messages`;

@@ -37,7 +37,12 @@ export const mcpRoutes = new Hono<AppEnv>()
     const { body, parsed } = await readMessages(c);
     const batch = Array.isArray(parsed) ? parsed : undefined;
     // Text that is no JSON is left to the transport, which answers it as a parse error.
-    const refusal = batch ? batchRefusal(batch) : parsed === undefined ? null : messageRefusal(parsed);
+    const version = c.req.header("Mcp-Protocol-Version");
+    const refusal = batch
+      ? batchRefusal(batch, version)
+      : parsed === undefined
+        ? null
+        : messageRefusal(parsed);
     if (refusal !== null) {
       c.set("errorCode", "invalid_request");
       return c.json({ jsonrpc: "2.0", error: { code: INVALID_REQUEST, message: refusal }, id: null }, 400);

@@ -339,7 +339,10 @@ async function contextPage(
   const read = await object
     .getContextLines(at?.leafId ?? leafId, { from, skip, lines: limit }, MAX_MESSAGE_CHARS)
     .catch((error: unknown) => {
-      const missing = error instanceof SessionError && error.code === "not_found";
+      const missing =
+        error instanceof SessionError &&
+        error.code === "not_found" &&
+        (error.details as { id?: unknown } | undefined)?.id === at?.leafId;
       throw at && missing ? badCursor(cursor, `the session has no entry ${at.leafId}`) : error;
     });
   if (at && from >= read.total) throw badCursor(cursor, `the path it reads has ${read.total} entries`);

@@ -26,8 +26,11 @@ import { recordProject } from "./project-key";
  * sent go out, written with their ids, a few times a second. What was sent of each file is kept
  * in a state file, so a restart goes on where it stopped. A write whose answer was lost (a dropped
  * connection) is found written when sent again (`already_exists`), and a sync of the whole file
- * then adds only what the service lacks: nothing is written twice. A file that shrank, or whose
- * entries sent before now read otherwise, was rewritten: it is reported, and mirrored no further.
+ * then adds only what the service lacks: nothing is written twice. A file replaced by another
+ * that starts with what was sent (as `pull` writes one, the service's export) is synced whole: the
+ * lines past those sent may be the export's of entries the service holds, which a sync pairs with
+ * them. A file that shrank, or whose entries sent before now read otherwise, was rewritten: it is
+ * reported, and mirrored no further.
  */
 
 /** What was sent of one file. */
@@ -37,6 +40,8 @@ interface FileState {
   id: string;
   /** Bytes of whole lines read. */
   size: number;
+  /** The file's inode when it was read: another is a file put in its place. */
+  inode?: number;
   /** Entries sent, and the digest of the last of them. */
   sent: number;
   last: string | null;
@@ -98,8 +103,13 @@ async function saveState(path: string, state: WatchState): Promise<void> {
 
 /** A file's size; `undefined` when it is gone or cannot be read. */
 function sizeOf(path: string): number | undefined {
+  return statOf(path)?.size;
+}
+
+function statOf(path: string): { size: number; inode: number } | undefined {
   try {
-    return statSync(path).size;
+    const { size, ino } = statSync(path);
+    return { size, inode: ino };
   } catch {
     return undefined;
   }
@@ -216,8 +226,9 @@ class Mirror {
     const known = this.#state.files[file];
     if (known?.stopped) return false;
     // A file gone or not readable (deleted since the folder was listed, say) is left for now.
-    const size = sizeOf(file);
-    if (size === undefined) return false;
+    const stat = statOf(file);
+    if (stat === undefined) return false;
+    const { size, inode } = stat;
     if (known && size === known.size) return false;
     if (this.#unread.get(file) === size) return false;
     if (known && size < known.size) return this.#stop(file, known, "rewritten");
@@ -247,6 +258,7 @@ class Mirror {
       format: format as ImportFormat,
       id: known?.id ?? parsed.header.id,
       size: bytes,
+      inode,
       sent: parsed.entries.length,
       last: digest(parsed.entries.at(-1)),
       leafId: parsed.leafId,
@@ -255,9 +267,15 @@ class Mirror {
     if (parsed.entries.length < known.sent || digest(parsed.entries[known.sent - 1]) !== known.last)
       return this.#stop(file, known, "rewritten");
     const rest = parsed.entries.slice(known.sent);
+    const replaced = known.inode !== undefined && known.inode !== inode;
     // Writing entries leaves the session's head on the last of them, which is not the file's head
     // when the last lines are a subagent's (written while its main chain waits): it is put back.
-    const head = rest.length > 0 ? await this.#send(parsed, next.id, rest) : known.leafId;
+    const head =
+      rest.length === 0
+        ? known.leafId
+        : replaced
+          ? await this.#syncWhole(parsed, next.id)
+          : await this.#send(parsed, next.id, rest);
     const renamed = await nameAsFile(this.#client.storage(next.id), parsed, rest);
     if (parsed.leafId !== null && (renamed || head !== parsed.leafId))
       await this.#client.storage(next.id).setLeafId(parsed.leafId);
@@ -316,12 +334,20 @@ class Mirror {
       } catch (error) {
         const code = error instanceof SessionError ? error.code : undefined;
         if (code !== "already_exists" && code !== "parent_not_found") throw error;
-        // A sync that writes puts the head on the file's; one that finds everything there leaves it.
-        const { status } = await this.#client.syncSession(parsed, { id });
-        return status === "unchanged" ? undefined : parsed.leafId;
+        return this.#syncWhole(parsed, id);
       }
     }
     return leafAfter(entries);
+  }
+
+  /**
+   * Has the service sync the whole file, which adds only what it lacks, under the entries it holds;
+   * resolves to where the session's head is left, as `#send`.
+   */
+  async #syncWhole(parsed: ImportedSession, id: string): Promise<string | null | undefined> {
+    // A sync that writes puts the head on the file's; one that finds everything there leaves it.
+    const { status } = await this.#client.syncSession(parsed, { id });
+    return status === "unchanged" ? undefined : parsed.leafId;
   }
 
   #stop(file: string, known: FileState, why: "rewritten"): boolean {

@@ -349,9 +349,44 @@ describe("cf-sessions sync --watch", () => {
       async () => expect(JSON.stringify((await session.buildContext()).messages.at(-1))).toContain(said),
       { timeout: 30_000, interval: 200 },
     );
-    await watcher.stop();
-    expect(watcher.events().map((e) => e.event)).toEqual(["unchanged", "appended"]);
+    await vi.waitFor(() => expect(watcher.events().map((e) => e.event)).toEqual(["unchanged", "appended"]), {
+      timeout: 30_000,
+    });
     expect((await session.getBranch()).at(-1)?.parentId).toBe(asked);
+
+    // The service goes on, and the rollout is pulled again while it is mirrored: the lines the
+    // export wrote for the service's message are not Codex's, and are not stored again.
+    const again = await session.appendMessage({
+      role: "user",
+      content: "asked on the service again",
+      timestamp: 2,
+    });
+    expect(await main(pulled, output, { ...env, CODEX_HOME: codexHome })).toBe(0);
+    await vi.waitFor(() => expect(watcher.events()).toHaveLength(3), { timeout: 30_000 });
+    const holding = async (words: string) =>
+      (await session.getEntries({ limit: 1000 })).filter((entry) => JSON.stringify(entry).includes(words));
+    expect(await holding("asked on the service again")).toHaveLength(1);
+    expect(await session.getLeafId()).toBe(again);
+    // Codex goes on in the pulled rollout: mirrored under the service's message.
+    appendFileSync(
+      path,
+      `${JSON.stringify({
+        timestamp: new Date().toISOString(),
+        type: "response_item",
+        payload: {
+          type: "message",
+          role: "user",
+          content: [{ type: "input_text", text: "asked in Codex again" }],
+        },
+      })}\n`,
+    );
+    await vi.waitFor(async () => expect((await session.getBranch()).at(-1)?.parentId).toBe(again), {
+      timeout: 30_000,
+      interval: 200,
+    });
+    await watcher.stop();
+    expect(await holding("asked on the service again")).toHaveLength(1);
+    expect(await holding("asked in Codex again")).toHaveLength(1);
     rmSync(codexHome, { recursive: true, force: true });
   }, 120_000);
 

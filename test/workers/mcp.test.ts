@@ -288,6 +288,57 @@ describe("MCP server", () => {
     await client.close();
   });
 
+  it("cuts a LangGraph checkpoint holding a long thread to what one read_entries answer holds, saying how many messages it leaves out and how to read it whole", async () => {
+    const human = (text: string) => ({
+      lc: 1,
+      type: "constructor",
+      id: ["langchain_core", "messages", "HumanMessage"],
+      kwargs: { content: text, additional_kwargs: {}, response_metadata: {} },
+    });
+    const checkpoint = (id: string, texts: string[]) => ({
+      type: "custom",
+      id,
+      customType: "langgraph:checkpoint",
+      data: { values: { messages: { type: "json", json: texts.map(human) } } },
+    });
+    const id = await createSession();
+    const thread = Array.from(
+      { length: 30 },
+      (_, n) => `${n ? "turn" : "quokka"} ${n} ${"word ".repeat(600)}`,
+    );
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: {
+        entries: [
+          { ...userMessage("q"), id: "q" },
+          checkpoint("cp", thread),
+          checkpoint("short", ["first of two", "second of two"]),
+        ],
+      },
+    });
+    const client = await connect(KEY_A);
+    const cutShort = (read: Awaited<ReturnType<typeof call>>) => {
+      expect(read.isError, read.text).toBeFalsy();
+      expect(read.text.length).toBeLessThanOrEqual(40_000);
+      expect(JSON.stringify(read.structuredContent).length).toBeLessThanOrEqual(40_000);
+      const shown = read.text.split("\n").filter((line) => /^> \[cp\] user: /.test(line)).length;
+      expect(shown).toBeGreaterThan(0);
+      expect(shown).toBeLessThan(30);
+      expect(read.text).toContain(
+        `> [cp] … ${30 - shown} more of its 30 lines left out, as many as one answer holds: GET /v1/sessions/<sessionId>/entries/cp reads the entry whole`,
+      );
+    };
+    cutShort(await call(client, "read_entries", { sessionId: id, entryId: "cp", around: 0 }));
+    await eventually(async () => {
+      const matched = await call(client, "read_entries", { sessionId: id, query: "quokka" });
+      expect(matched.text).toMatch(/match in \[cp\]/);
+      cutShort(matched);
+    });
+    // A checkpoint that fits shows every message.
+    const short = await call(client, "read_entries", { sessionId: id, entryId: "short", around: 0 });
+    expect(short.text).toBe("> [short] user: first of two\n> [short] user: second of two");
+    await client.close();
+  });
+
   it("leads the matches of a query with the session's name or system prompt when they match", async () => {
     const id = await createSession({
       body: { name: "Lighthouse log", systemPrompt: "You keep the lighthouse lamp" },

@@ -9,7 +9,8 @@ import { shownLine } from "./render";
  * entries (whole, else by their place) in what is left of its structured content. The entries
  * left out on a side are named by a line giving the read_entries call that shows them: centred
  * among them, with an `around` that spans them (read_entries reads before an entry by seq, after
- * it by count).
+ * it by count). The entry itself, shown even when it does not fit, shows the lines of it that do,
+ * then a line saying how many are left out and where the entry is read whole.
  */
 
 type Shown = ShownEntries["entries"][number];
@@ -44,6 +45,27 @@ function entryLines({ lines, entry }: Shown, centre: string): string[] {
   return lines.map((line) => `${mark}${shownLine(entry.id, line)}`);
 }
 
+/** The line closing an entry shown in part: how many of its lines are left out, and where it is read whole. */
+function cutLine({ entry }: Shown, centre: string, count: number, total: number): string {
+  const mark = entry.id === centre ? "> " : "  ";
+  return `${mark}[${entry.id}] … ${count} more of its ${total} lines left out, as many as one answer holds: GET /v1/sessions/<sessionId>/entries/${entry.id} reads the entry whole`;
+}
+
+/** The entry's lines, the first of them that fit in `chars` with the line closing them when they do not all fit. */
+function linesWithin(shown: Shown, centre: string, chars: number): string[] {
+  const lines = entryLines(shown, centre);
+  if (lines.reduce((sum, line) => sum + line.length + 1, 0) <= chars) return lines;
+  // The closing line is longest when every line is left out.
+  let left = chars - cutLine(shown, centre, lines.length, lines.length).length - 1;
+  let kept = 0;
+  for (const line of lines) {
+    if (line.length + 1 > left) break;
+    left -= line.length + 1;
+    kept++;
+  }
+  return [...lines.slice(0, kept), cutLine(shown, centre, lines.length - kept, lines.length)];
+}
+
 /**
  * The entry's own centre and `around` for a read_entries call showing `window[from..to]`: the entry
  * among them for which the larger of the seqs before it and the entries after it is least.
@@ -73,10 +95,13 @@ export function aroundPart(
   if (at < 0) return null;
   const left = { text: budget.text - LEFT_OUT_CHARS, structured: budget.structured };
   const carried = new Map<number, StoredEntry | EntryPlace>();
-  // Takes the entry at `i` when its lines and its structured content fit (whole, else by its place).
+  const shownLines = new Map<number, string[]>();
+  // Takes the entry at `i` when its lines and its structured content fit (whole, else by its place);
+  // `always`, its lines cut to what is left.
   const take = (i: number, always = false): boolean => {
     const shown = window[i] as Shown;
-    const text = entryLines(shown, centre).reduce((sum, line) => sum + line.length + 1, 0);
+    const lines = always ? linesWithin(shown, centre, left.text) : entryLines(shown, centre);
+    const text = lines.reduce((sum, line) => sum + line.length + 1, 0);
     let entry = shown.entry;
     let chars = JSON.stringify(entry).length + 1;
     if (!("omitted" in entry) && chars > left.structured) {
@@ -87,6 +112,7 @@ export function aroundPart(
     left.text -= text;
     left.structured -= chars;
     carried.set(i, entry);
+    shownLines.set(i, lines);
     return true;
   };
   if (!take(at, centreAlways)) return null;
@@ -98,7 +124,7 @@ export function aroundPart(
     if (after) after = take(last + 1) && ++last < window.length - 1;
     if (before) before = take(first - 1) && --first > 0;
   }
-  const lines = window.slice(first, last + 1).flatMap((shown) => entryLines(shown, centre));
+  const lines = [...shownLines.entries()].sort(([a], [b]) => a - b).flatMap(([, shown]) => shown);
   if (first > 0) {
     const { entryId, around } = readOf(window, 0, first - 1);
     lines.push(leftOutLine(entryId, around, first, "earlier"));

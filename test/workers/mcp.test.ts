@@ -815,9 +815,10 @@ describe("MCP server", () => {
     const first = await call(client, "label_entry", label);
     expect(first.isError, first.text).toBeFalsy();
     expect(first.text).toBe(`labelled asked in ${id}: decision`);
-    type Labelled = { labelId: string; headId: string; entries: { id: string }[] };
+    type Labelled = { labelId: string; headId: string; leafId: string; entries: { id: string }[] };
     const answered = first.structuredContent as Labelled;
-    expect(answered).toMatchObject({ labelId: "label-moved", headId: "label-moved" });
+    // leafId, the head as headId names it, is kept for the clients that read it.
+    expect(answered).toMatchObject({ labelId: "label-moved", headId: "label-moved", leafId: "label-moved" });
     expect(answered.entries.map((entry) => entry.id)).toEqual(["label-moved"]);
     const moved = await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("and then") });
     const head = moved.body.entries[0].id as string;
@@ -828,8 +829,7 @@ describe("MCP server", () => {
       `label label-moved on asked was written to ${id} before (sent again: nothing written): decision; the head is now ${head}`,
     );
     const replayed = again.structuredContent as Labelled;
-    expect(replayed).toEqual({ ...answered, headId: head });
-    expect(replayed).not.toHaveProperty("leafId");
+    expect(replayed).toEqual({ ...answered, headId: head, leafId: head });
     const entries = (await api("GET", `/v1/sessions/${id}/entries`)).body.entries as { id: string }[];
     expect(entries.map((entry) => entry.id)).toEqual(["asked", "label-moved", head]);
     await client.close();

@@ -81,7 +81,13 @@ export function writeTools(server: McpServer, c: Context<AppEnv>): void {
       const said = result.created
         ? `labelled ${entryId} in ${sessionId}: ${text}`
         : `label ${labelId} on ${entryId} was written to ${sessionId} before (sent again: nothing written): ${text}; the head is now ${result.leafId}`;
-      return answer(said, { labelId, headId: result.leafId, entries: carried(result.entries) });
+      // leafId is the head too, under the name clients of earlier releases read it by.
+      return answer(said, {
+        labelId,
+        headId: result.leafId,
+        leafId: result.leafId,
+        entries: carried(result.entries),
+      });
     },
   );
 

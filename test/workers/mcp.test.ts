@@ -551,6 +551,13 @@ describe("MCP server", () => {
       [{ cursor: "tree:1:3" }, 'view "tree"'],
       [{ cursor: "tree:1:99999", view: "tree" }, "no such entry"],
       [{ cursor: "tree:3:3", view: "tree" }, "has 3 lines"],
+      // A cursor of an earlier release, in either view.
+      ...["2", "2.3", "0"].flatMap((cursor): [Record<string, unknown>, string][] =>
+        [{ cursor }, { cursor, view: "tree" }, { cursor, view: "context", entryId: "m1" }].map((args) => [
+          args,
+          "it is from an earlier release: read again without a cursor",
+        ]),
+      ),
     ];
     for (const [args, why] of cases) {
       const read = await call(client, "read_session", { sessionId: id, ...args });

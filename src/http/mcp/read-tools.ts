@@ -48,13 +48,15 @@ const MAX_LISTED_SESSIONS = 100;
  * first page read, so that every page reads the same thing however the session moves meanwhile.
  * Of the context, `<position>[.<lines>]@<leafId>`: the path to that entry (which never changes,
  * its entries being immutable) from the entry in that position, after as many of its lines. Of
- * the tree, `tree:<line>:<seq>`: the tree of the entries up to that seq from that line.
+ * the tree, `tree:<line>:<seq>`: the tree of the entries up to that seq from that line. A cursor of
+ * the form earlier releases gave (`<n>[.<n>]`) names a place in the session as it was when read on,
+ * in lines or in entries by release: it is refused, never read as a place it may not have meant.
  */
 const ReadCursor = z
   .string()
   .max(200)
   .regex(
-    /^(\d{1,9}(\.\d{1,9})?@[A-Za-z0-9._:-]{1,128}|tree:\d{1,9}:\d{1,15})$/,
+    /^(\d{1,9}(\.\d{1,9})?(@[A-Za-z0-9._:-]{1,128})?|tree:\d{1,9}:\d{1,15})$/,
     "a nextCursor this tool gave",
   )
   .optional()
@@ -170,6 +172,8 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
       readOnly: true,
     },
     async ({ sessionId, entryId, view, limit = DEFAULT_READ_LINES, cursor }) => {
+      if (cursor !== undefined && EARLIER_CURSOR.test(cursor))
+        throw badCursor(cursor, "it is from an earlier release: read again without a cursor, from the start");
       const object = sessionObject(c, sessionId);
       const info = await object.getInfo();
       const read =
@@ -298,6 +302,9 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
 
 /** Characters of read_entries' structured content around an entry without its entries. */
 const EMPTY_AROUND_CHARS = JSON.stringify({ entries: [], nextCursor: null }).length;
+
+/** A read_session cursor of an earlier release (see ReadCursor). */
+const EARLIER_CURSOR = /^\d{1,9}(\.\d{1,9})?$/;
 
 /** Where a page of a context starts: the path to `leafId`, from the entry in `position`, after `skip` of its lines. */
 interface ContextCursor {

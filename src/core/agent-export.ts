@@ -11,20 +11,16 @@ import type { SourceFields } from "./source-lines";
 
 export type Line = Record<string, unknown>;
 
-/**
- * A line out (ending in a newline), and where the entry it is written for stands along the head's
- * branch (`HeldEntries.at`).
- */
+/** A line out (ending in a newline), and where the entry it is written for stands in the session. */
 export interface PlacedLine {
   at: number;
   text: string;
 }
 
 /**
- * The file's own lines and the lines written for what no line holds (the head's branch), as one
- * file: a written line goes out before the first own line of an entry below its own (a line the
- * agent added under one the service wrote follows it), and after the own lines of branches that
- * leave the head's above it (the head's branch ends the file, where an agent resumes).
+ * The file's own lines and the lines written for what no line holds, as one file in the session's
+ * order: a written line goes out before the first own line of an entry stored after its own (a
+ * line the agent added under one the service wrote follows it).
  */
 export async function* inSessionOrder(
   own: AsyncIterable<PlacedLine>,
@@ -105,6 +101,7 @@ export class HeldEntries {
   read(entry: SessionEntry, owner: readonly string[] | undefined): void {
     if (entry.type === "leaf") return;
     this.#parentOf.set(entry.id, entry.parentId);
+    this.#at.set(entry.id, this.#at.size);
     if (entry.type === "session_info") this.#renames.push(entry.id);
     if (owner === undefined) {
       this.#others.push(entry.id);
@@ -115,19 +112,8 @@ export class HeldEntries {
     for (const name of owner) this.#owners.add(name);
   }
 
-  /**
-   * Settles the entries made as part of a line, and where each entry stands along the branch to
-   * `leafId` (`at`): call after the last `read`.
-   */
-  finish(leafId: string | null): string[] {
-    const depth = new Map(this.path(leafId).map((id, index) => [id, index]));
-    // Parents are read before their children.
-    for (const [id, parentId] of this.#parentOf) {
-      const on = depth.get(id);
-      const parent = parentId === null ? undefined : depth.get(parentId);
-      const below = parentId === null ? undefined : this.#at.get(parentId);
-      this.#at.set(id, on ?? (parent !== undefined ? parent + 1 : (below ?? 0)));
-    }
+  /** Settles the entries made as part of a line: call after the last `read`. */
+  finish(): string[] {
     const partOf: string[] = [];
     for (const id of this.#others) {
       const owner = this.#owners.has(id) ? id : this.ownerOf(id);
@@ -152,11 +138,7 @@ export class HeldEntries {
     return this.#held.has(id);
   }
 
-  /**
-   * Where entry `id` stands along the head's branch: its depth on it, or for an entry off it, one
-   * below the entry its branch leaves from (its lines go out after the lines that branch hangs
-   * from, and before the head's branch goes on).
-   */
+  /** Where entry `id` stands in the session's order (after every entry read, for one read later). */
   at(id: string): number {
     return this.#at.get(id) ?? Number.POSITIVE_INFINITY;
   }

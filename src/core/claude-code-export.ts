@@ -90,8 +90,8 @@ class TranscriptIndex extends HeldEntries {
     if (last !== undefined) this.#uuidOf.set(entry.id, last);
   }
 
-  settle(leafId: string | null): void {
-    for (const id of this.finish(leafId)) this.#uuidOf.set(id, this.ownerOf(id) ?? id);
+  settle(): void {
+    for (const id of this.finish()) this.#uuidOf.set(id, this.ownerOf(id) ?? id);
   }
 
   hangFrom(id: string | null): string | null {
@@ -503,7 +503,7 @@ export async function* exportClaudeCode(
   const imported = isRecord(header.metadata.claudeCode);
   const index = new TranscriptIndex(imported);
   for await (const entry of sessionEntries(session)) index.note(entry);
-  index.settle(leafId);
+  index.settle();
   const own = new OwnLines(importedId, sessionId);
   const writer = new LineWriter(fields, sessionId);
   yield* inSessionOrder(sourceLines(session, imported, index, own), newLines(session, leafId, index, writer));

@@ -415,7 +415,7 @@ export async function* exportCodex(
       customLine(entry, PREFIX) !== undefined || (imported && sourceOf(entry as SourceFields) !== undefined);
     held.read(entry, holds ? [entry.id] : undefined);
   }
-  held.finish(leafId);
+  held.finish();
   const branch = new Set(held.path(leafId));
   const own = new OwnLines(where.importedId, where.threadId);
   yield* inSessionOrder(

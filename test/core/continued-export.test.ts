@@ -305,37 +305,6 @@ describe("the export of a session an agent's file was synced back into", () => {
   });
 });
 
-describe("the export of a session whose head was moved back after a sync", () => {
-  it("ends a Claude Code transcript at the head, the lines of the branch it left before", async () => {
-    const repo = new MemoryRepo();
-    const session = await repo.importSession(parseClaudeCode(claudeCodeText));
-    const asked = await session.appendMessage({
-      role: "user",
-      content: "asked on the service",
-      timestamp: 1,
-    });
-    const lines = pulled(await collect(exportClaudeCode(session)));
-    // Claude Code went on beside the service's message: its line under the one before it.
-    const mine = lines.findLast((line) => typeof line.uuid === "string" && line.uuid !== asked) as Line;
-    const beside = {
-      ...mine,
-      parentUuid: mine.uuid,
-      uuid: "a0000000-0000-4000-8000-000000000031",
-      type: "user",
-      message: { role: "user", content: "asked in Claude Code" },
-    };
-    const synced = await repo.syncSession(parseClaudeCode(text([...lines, beside])));
-    expect(synced.status).toBe("appended");
-    await session.setLeafId(asked);
-
-    const again = await collect(exportClaudeCode(session));
-    expect(parseClaudeCode(again).leafId).toBe(asked);
-    const said = jsonLines(again).filter((line) => line.type === "user" || line.type === "assistant");
-    expect(said.at(-1)?.uuid).toBe(asked);
-    expect(said.some((line) => line.uuid === beside.uuid)).toBe(true);
-  });
-});
-
 describe("syncing an agent's file that went on from the session's export", () => {
   it("reads each of the session's entries at most once, however many lines name it", async () => {
     const repo = new MemoryRepo();

@@ -138,6 +138,16 @@ export class HeldEntries {
     return this.#held.has(id);
   }
 
+  /** The entries no line holds that an entry a line holds hangs from, in the session's order. */
+  unheldParents(): string[] {
+    const parents = new Set<string>();
+    for (const id of this.#held) {
+      const parent = this.#parentOf.get(id) ?? null;
+      if (parent !== null && !this.#held.has(parent)) parents.add(parent);
+    }
+    return [...parents].sort((a, b) => this.at(a) - this.at(b));
+  }
+
   /** Where entry `id` stands in the session's order (after every entry read, for one read later). */
   at(id: string): number {
     return this.#at.get(id) ?? Number.POSITIVE_INFINITY;

@@ -27,7 +27,9 @@ import { sourceOf } from "./source-lines";
  * user message and per tool result, an assistant line per reply (thinking signed by Anthropic kept,
  * other thinking as text, tool-call ids as Anthropic takes them), messages of pi's own roles as the
  * user messages pi sends for them, the latest compaction as a `compact_boundary` and the summary
- * line after it (then the messages it kept), and the session's name as a `custom-title` line.
+ * line after it (then the messages it kept), and the session's name as a `custom-title` line. On
+ * the other branches, what a line of the file hangs from is written too, as the lines it has on its
+ * own branch, so every line's parent comes before it.
  */
 
 /** The version of Claude Code whose line shapes new lines follow. */
@@ -369,18 +371,18 @@ function unfinishedFields(message: AssistantMessage): Line {
 }
 
 /**
- * Lines for the conversation on the branch where no line of the transcript holds it, each placed
- * where its entry stands (what a compaction kept, where the compaction does).
+ * Lines for the conversation on a branch where no line of the transcript holds it, each placed
+ * where its entry stands (what a compaction kept, where the compaction does). A line's uuid is made
+ * from its entry (`key`), so the entry goes out as the same line on every branch it is on. Entries
+ * whose key is in `written` went out already: they write nothing again; the others' keys join it.
  */
-async function* newLines(
-  session: Session,
-  leafId: string | null,
+async function* branchLines(
+  path: TreeEntry[],
   index: TranscriptIndex,
   writer: LineWriter,
+  sessionId: string,
+  written: Set<string>,
 ): AsyncGenerator<PlacedLine> {
-  if (index.path(leafId).every((id) => index.held(id))) return;
-  const path = (await session.getBranch(leafId)) as TreeEntry[];
-  const sessionId = (await session.getHeader()).id;
   let parent: string | null = null;
   // What a compaction from the transcript kept is on the transcript's own lines already.
   let keptOnLines = false;
@@ -393,6 +395,8 @@ async function* newLines(
       continue;
     }
     const key = kept ? `${entry.id}/kept` : entry.id;
+    const again = written.has(key);
+    written.add(key);
     let count = 0;
     const uuidOf = async () => {
       const n = count++;
@@ -417,31 +421,65 @@ async function* newLines(
             entry.timestamp,
           ),
         )}\n`;
-        yield { at, text };
+        if (!again) yield { at, text };
         const summary = await uuidOf();
         const fields = {
           message: { role: "user", content: entry.summary },
           isCompactSummary: true,
           isVisibleInTranscriptOnly: true,
         };
-        yield {
-          at,
-          text: `${JSON.stringify(writer.line(boundary, "user", fields, summary, entry.timestamp))}\n`,
-        };
+        const line = writer.line(boundary, "user", fields, summary, entry.timestamp);
+        if (!again) yield { at, text: `${JSON.stringify(line)}\n` };
         parent = summary;
         continue;
       }
       const uuid = await uuidOf();
-      const written = writer.messageFields(message, uuid);
-      if (!written) continue;
+      // Made even when it went out already: tool-call ids are handed out along the branch.
+      const fields = writer.messageFields(message, uuid);
+      if (!fields) continue;
       const timestamp = lineTime(message, entry);
-      yield {
-        at,
-        text: `${JSON.stringify(writer.line(parent, written.type, written.fields, uuid, timestamp))}\n`,
-      };
+      const line = writer.line(parent, fields.type, fields.fields, uuid, timestamp);
+      if (!again) yield { at, text: `${JSON.stringify(line)}\n` };
       parent = uuid;
     }
   }
+}
+
+/**
+ * Lines for what no line of the transcript holds: the conversation on the current branch, and on
+ * every other branch what a line of the transcript hangs from, so each line's parent is written
+ * before it. Each branch's lines are the ones it gets as the current branch.
+ */
+async function* newLines(
+  session: Session,
+  leafId: string | null,
+  index: TranscriptIndex,
+  writer: () => LineWriter,
+): AsyncGenerator<PlacedLine> {
+  const sessionId = (await session.getHeader()).id;
+  const onBranch = new Set(index.path(leafId));
+  const branch = [...onBranch].every((id) => index.held(id))
+    ? []
+    : ((await session.getBranch(leafId)) as TreeEntry[]);
+  // The current branch's entries go out on it, however many other branches they are on.
+  const written = new Set(
+    conversation(branch).map(({ entry, kept }) => (kept ? `${entry.id}/kept` : entry.id)),
+  );
+  const others: PlacedLine[] = [];
+  for (const tip of index.unheldParents()) {
+    if (onBranch.has(tip)) continue;
+    const path = (await session.getBranch(tip)) as TreeEntry[];
+    for await (const line of branchLines(path, index, writer(), sessionId, written)) others.push(line);
+  }
+  // Stable: each branch's lines stay in order, and a line follows those of its place written first.
+  others.sort((a, b) => a.at - b.at);
+  let next = 0;
+  for await (const line of branchLines(branch, index, writer(), sessionId, new Set())) {
+    for (; next < others.length && (others[next] as PlacedLine).at < line.at; next++)
+      yield others[next] as PlacedLine;
+    yield line;
+  }
+  yield* others.slice(next);
 }
 
 /** The fields new lines carry, from what the session recorded of where it ran. */
@@ -505,9 +543,9 @@ export async function* exportClaudeCode(
   for await (const entry of sessionEntries(session)) index.note(entry);
   index.settle();
   const own = new OwnLines(importedId, sessionId);
-  const writer = new LineWriter(fields, sessionId);
+  const writer = () => new LineWriter(fields, sessionId);
   yield* inSessionOrder(sourceLines(session, imported, index, own), newLines(session, leafId, index, writer));
   // A fork's name is its own, not the one its lines give.
   if (name !== undefined && (!index.hasLines || index.namedHere || name !== own.name))
-    yield `${JSON.stringify(writer.title(name))}\n`;
+    yield `${JSON.stringify(writer().title(name))}\n`;
 }

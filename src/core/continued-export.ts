@@ -85,17 +85,18 @@ export async function continuedExport(
 ): Promise<Continuation | undefined> {
   const agent = AGENTS.find((format) => isRecord(file.header.metadata[format.key]));
   if (!agent) return undefined;
-  // A head moved back since the file was made: the lines an export wrote for what is under it
-  // read as the agent's own, and the file is no continuation of the session as it stands.
+  // With the head moved back, the lines an export made before the move wrote for what is under it
+  // would read as the agent's own: only a file holding nothing beyond the export as it stands now
+  // is this session's.
   const leafId = await session.getLeafId();
-  if (leafId !== null && hasChildren(await session.getTree(), leafId)) return undefined;
+  const movedBack = leafId !== null && hasChildren(await session.getTree(), leafId);
   let text = "";
   for await (const line of agent.exportLines(session)) text += line;
   const stored = storedReads(session, leafId);
   // The file was read whole or a line at a time: the export is read back both ways.
   for (const linesApart of [false, true]) {
     const continued = await goesOn(stored, agent, agent.parse(text, { linesApart }), file);
-    if (continued) return continued;
+    if (continued && !(movedBack && continued.entries.length > 0)) return continued;
   }
   return undefined;
 }

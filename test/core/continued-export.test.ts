@@ -305,6 +305,45 @@ describe("the export of a session an agent's file was synced back into", () => {
   });
 });
 
+/** Whether every line naming a parent comes after the line it names. */
+function parentsFirst(lines: Line[]): string[] {
+  const seen = new Set<unknown>();
+  const orphans: string[] = [];
+  for (const line of lines) {
+    if (typeof line.parentUuid === "string" && !seen.has(line.parentUuid)) orphans.push(String(line.uuid));
+    seen.add(line.uuid);
+  }
+  return orphans;
+}
+
+describe("the export of a session whose head left the branch an agent's turn was synced on", () => {
+  it("writes the service's lines the agent's turn hangs from, the same lines as on the branch", async () => {
+    const repo = new MemoryRepo();
+    const session = await repo.importSession(parseClaudeCode(claudeCodeText));
+    const before = await session.getLeafId();
+    const asked = await session.appendMessage({
+      role: "user",
+      content: "asked on the service",
+      timestamp: 1,
+    });
+    const lines = pulled(await collect(exportClaudeCode(session)));
+    const turn = claudeCodeTurn(lines, "a0000000-0000-4000-8000-000000000031", "asked in Claude Code");
+    await repo.syncSession(parseClaudeCode(text([...lines, turn])));
+    await session.setLeafId(before);
+
+    const again = await collect(exportClaudeCode(session));
+    expect(parentsFirst(jsonLines(again))).toEqual([]);
+    expect(parseClaudeCode(again).warnings).toEqual([]);
+    // The service's line is the one the branch had, under the same uuid.
+    const askedLine = (all: Line[]) =>
+      all.find((line) => JSON.stringify(line.message ?? "").includes("asked on the"));
+    expect(askedLine(pulled(again))).toEqual(askedLine(lines));
+    expect(askedLine(lines)?.uuid).toBe(asked);
+    expect((await repo.syncSession(parseClaudeCode(text(pulled(again))))).status).toBe("unchanged");
+    expect(await session.getLeafId()).toBe(before);
+  });
+});
+
 describe("syncing an agent's file that went on from the session's export", () => {
   it("reads each of the session's entries at most once, however many lines name it", async () => {
     const repo = new MemoryRepo();

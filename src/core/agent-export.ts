@@ -134,6 +134,11 @@ export class HeldEntries {
     return undefined;
   }
 
+  /** Whether entry `id` is the last one read. */
+  isLatest(id: string): boolean {
+    return this.#at.get(id) === this.#at.size - 1;
+  }
+
   held(id: string): boolean {
     return this.#held.has(id);
   }

@@ -4,6 +4,7 @@ import { isUuid, uuidFor, uuidFrom } from "./agent-ids";
 import type { InputContent } from "./agent-log";
 import { asString, isRecord } from "./agent-log";
 import { filledAssistantContent, filledUserContent, toolResultBlock } from "./claude-code-blocks";
+import { headNoteFields, ResumeReader } from "./claude-code-resume";
 import type { CompactionEntry, SessionEntry, TreeEntry } from "./entries";
 import { sessionEntries } from "./interchange";
 import type { AgentMessage, AssistantMessage, ToolResultMessage, UserMessage } from "./messages";
@@ -29,7 +30,8 @@ import { sourceOf } from "./source-lines";
  * user messages pi sends for them, the latest compaction as a `compact_boundary` and the summary
  * line after it (then the messages it kept), and the session's name as a `custom-title` line. On
  * the other branches, what a line of the file hangs from is written too, as the lines it has on its
- * own branch, so every line's parent comes before it.
+ * own branch, so every line's parent comes before it. A head Claude Code would not resume at (moved
+ * back) is told by a note after every line (see claude-code-resume.ts).
  */
 
 /** The version of Claude Code whose line shapes new lines follow. */
@@ -382,7 +384,7 @@ async function* branchLines(
   writer: LineWriter,
   sessionId: string,
   written: Set<string>,
-): AsyncGenerator<PlacedLine> {
+): AsyncGenerator<PlacedLine, string | null> {
   let parent: string | null = null;
   // What a compaction from the transcript kept is on the transcript's own lines already.
   let keptOnLines = false;
@@ -443,18 +445,21 @@ async function* branchLines(
       parent = uuid;
     }
   }
+  return parent;
 }
 
 /**
  * Lines for what no line of the transcript holds: the conversation on the current branch, and on
  * every other branch what a line of the transcript hangs from, so each line's parent is written
- * before it. Each branch's lines are the ones it gets as the current branch.
+ * before it. Each branch's lines are the ones it gets as the current branch. `head.line` becomes
+ * the uuid of the head's last line.
  */
 async function* newLines(
   session: Session,
   leafId: string | null,
   index: TranscriptIndex,
   writer: () => LineWriter,
+  head: { line: string | null },
 ): AsyncGenerator<PlacedLine> {
   const sessionId = (await session.getHeader()).id;
   const onBranch = new Set(index.path(leafId));
@@ -474,11 +479,15 @@ async function* newLines(
   // Stable: each branch's lines stay in order, and a line follows those of its place written first.
   others.sort((a, b) => a.at - b.at);
   let next = 0;
-  for await (const line of branchLines(branch, index, writer(), sessionId, new Set())) {
-    for (; next < others.length && (others[next] as PlacedLine).at < line.at; next++)
+  const lines = branchLines(branch, index, writer(), sessionId, new Set());
+  let line = await lines.next();
+  for (; !line.done; line = await lines.next()) {
+    const at = line.value.at;
+    for (; next < others.length && (others[next] as PlacedLine).at < at; next++)
       yield others[next] as PlacedLine;
-    yield line;
+    yield line.value;
   }
+  head.line = branch.length > 0 ? line.value : index.hangFrom(leafId);
   yield* others.slice(next);
 }
 
@@ -544,7 +553,23 @@ export async function* exportClaudeCode(
   index.settle();
   const own = new OwnLines(importedId, sessionId);
   const writer = () => new LineWriter(fields, sessionId);
-  yield* inSessionOrder(sourceLines(session, imported, index, own), newLines(session, leafId, index, writer));
+  const head = { line: null as string | null };
+  const written = newLines(session, leafId, index, writer, head);
+  // The session's latest entry as its head ends the file, where Claude Code resumes; any other
+  // head is checked against the lines as Claude Code reads them.
+  const resume =
+    leafId !== null && !index.isLatest(leafId) && !fields.isSidechain ? new ResumeReader() : undefined;
+  for await (const text of inSessionOrder(sourceLines(session, imported, index, own), written)) {
+    resume?.note(text);
+    yield text;
+  }
+  const headLine = head.line;
+  const headMessage = headLine === null ? undefined : resume?.messageAt(headLine);
+  if (resume && headLine !== null && headMessage !== undefined && resume.resumed() !== headMessage) {
+    const uuid = await uuidFrom(`${header.id}/head/${headLine}`);
+    const timestamp = (await session.getEntry(leafId as string))?.timestamp ?? header.createdAt;
+    yield `${JSON.stringify(writer().line(headLine, "system", headNoteFields(), uuid, timestamp))}\n`;
+  }
   // A fork's name is its own, not the one its lines give.
   if (name !== undefined && (!index.hasLines || index.namedHere || name !== own.name))
     yield `${JSON.stringify(writer().title(name))}\n`;

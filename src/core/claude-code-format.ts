@@ -18,6 +18,7 @@ import {
   userBlock,
 } from "./claude-code-blocks";
 import { CallGroups } from "./claude-code-call-groups";
+import { isHeadNote } from "./claude-code-resume";
 import type { CompactionEntry, MessageEntry, SessionEntry } from "./entries";
 import type { ImportedSession, ImportWarning, ParseOptions } from "./interchange";
 import type { AssistantMessage, ThinkingLevel, ToolResultMessage } from "./messages";
@@ -115,6 +116,8 @@ class ClaudeCodeReader {
       else this.#user(line, uuid);
     } else if (uuid !== undefined && value.type === "system" && value.subtype === "compact_boundary") {
       this.#compactBoundary(line, uuid);
+    } else if (uuid !== undefined && isHeadNote(value) && this.#headNote(value, uuid)) {
+      return;
     } else if (uuid !== undefined) {
       const parentId = this.#parent(line, value.parentUuid);
       this.#push(line, {
@@ -130,6 +133,18 @@ class ClaudeCodeReader {
     } else {
       this.#splice(line, String(value.type));
     }
+  }
+
+  /**
+   * The note an export writes under the session's head when it is not where Claude Code would
+   * resume: the head, no entry. False when it names no line read before.
+   */
+  #headNote(value: Record<string, unknown>, uuid: string): boolean {
+    const at = typeof value.parentUuid === "string" ? this.#entryOf.get(value.parentUuid) : undefined;
+    if (at === undefined) return false;
+    this.#entryOf.set(uuid, at);
+    if (this.#main(value)) this.#head = at;
+    return true;
   }
 
   #main(value: Record<string, unknown>): boolean {

@@ -1,11 +1,14 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { getSessionMessages } from "@anthropic-ai/claude-agent-sdk";
 import {
   migrateSessionEntries,
   parseSessionEntries,
   buildSessionContext as piBuildSessionContext,
 } from "@mariozechner/pi-coding-agent";
 import { expect } from "vitest";
+import { claudeProjectDir } from "../../src/cli/pull";
 import { exportClaudeCode } from "../../src/core/claude-code-export";
 import { parseClaudeCode } from "../../src/core/claude-code-format";
 import { exportCodex } from "../../src/core/codex-export";
@@ -197,4 +200,22 @@ export function refusal(parse: () => unknown): SessionError {
     return error as SessionError;
   }
   throw new Error("expected the file to be refused");
+}
+
+/** The uuid of the line Claude Code resumes a transcript at, as the Claude Agent SDK reads it. */
+export async function resumedAt(sessionId: string, text: string): Promise<string | undefined> {
+  const config = mkdtempSync(join(tmpdir(), "claude-resume-"));
+  const project = join(config, "work");
+  const previous = process.env.CLAUDE_CONFIG_DIR;
+  process.env.CLAUDE_CONFIG_DIR = config;
+  try {
+    const dir = claudeProjectDir(project, { CLAUDE_CONFIG_DIR: config });
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, `${sessionId}.jsonl`), text);
+    return (await getSessionMessages(sessionId, { dir: project })).at(-1)?.uuid;
+  } finally {
+    if (previous === undefined) delete process.env.CLAUDE_CONFIG_DIR;
+    else process.env.CLAUDE_CONFIG_DIR = previous;
+    rmSync(config, { recursive: true, force: true });
+  }
 }

@@ -19,6 +19,7 @@ import {
   expectOutOfRangeTimeWrittenAsEntryTime,
   fixtureFiles,
   jsonLines,
+  resumedAt,
 } from "./agent-imports";
 
 /*
@@ -421,5 +422,74 @@ describe("a transcript pulled into another checkout, synced back", () => {
       code: "already_exists",
     });
     expect(await session.getEntries({ limit: 1000 })).toEqual(before);
+  });
+});
+
+describe("a session imported from Claude Code, its head moved back, exported", () => {
+  const [, text] = fixtureFiles("claude-code").find(([n]) => n.startsWith("1.0.98")) as [string, string];
+  const file = parseClaudeCode(text);
+  const sessionId = (jsonLines(text)[0] as Line).sessionId as string;
+  const result = file.entries.find(
+    (entry) => entry.type === "message" && entry.message.role === "toolResult",
+  ) as SessionEntry;
+  const messages = file.entries.filter((entry) => entry.type === "message");
+  const question = messages[0] as SessionEntry;
+  // The second of five results of parallel calls.
+  const parallel = messages.find((entry) => entry.id.startsWith("2c427490")) as SessionEntry;
+
+  for (const [where, head] of [
+    ["a tool's result", result],
+    ["the first question", question],
+    ["a result of parallel calls", parallel],
+  ] as const) {
+    it(`resumes in Claude Code at the head, on ${where}, keeping every line`, async () => {
+      const repo = new MemoryRepo();
+      const session = await repo.importSession(file, { id: `claude-code-resume-${head.id}` });
+      await session.setLeafId(head.id);
+      const exported = await collect(exportClaudeCode(session));
+      // The head's entry is a line of the file, under its own uuid.
+      expect(jsonLines(text).some((line) => line.uuid === head.id)).toBe(true);
+      expect(await resumedAt(sessionId, exported)).toBe(head.id);
+      const uuids = new Set(jsonLines(exported).map((line) => line.uuid));
+      expect(jsonLines(text).every((line) => uuids.has(line.uuid))).toBe(true);
+      // Read back, the file's head is the session's, and it holds nothing new.
+      const read = parseClaudeCode(exported);
+      expect(read.leafId).toBe(head.id);
+      expect(read.entries).toEqual(file.entries);
+      expect((await repo.syncSession(read, { id: `claude-code-resume-${head.id}` })).status).toBe(
+        "unchanged",
+      );
+      expect(await collect(exportClaudeCode(session))).toBe(exported);
+    });
+  }
+
+  it("goes on in Claude Code from the head, then resumes at the older leaf the head is moved to", async () => {
+    const repo = new MemoryRepo();
+    const id = "claude-code-resume-older-leaf";
+    const session = await repo.importSession(file, { id });
+    const tip = await session.getLeafId();
+    await session.setLeafId(result.id);
+    const lines = jsonLines(await collect(exportClaudeCode(session)));
+    // Claude Code's next line goes under the line it resumed at.
+    const turn = {
+      ...(lines.find((line) => line.uuid === result.id) as Line),
+      parentUuid: result.id,
+      uuid: "a0000000-0000-4000-8000-000000000041",
+      message: { role: "user", content: "asked again in Claude Code" },
+    };
+    const grown = [...lines, turn].map((line) => `${JSON.stringify(line)}\n`).join("");
+    expect(await resumedAt(sessionId, grown)).toBe(turn.uuid);
+    expect(await repo.syncSession(parseClaudeCode(grown), { id })).toMatchObject({
+      status: "appended",
+      appended: 1,
+    });
+    expect(await session.getEntry(turn.uuid)).toMatchObject({ parentId: result.id });
+    expect(await session.getLeafId()).toBe(turn.uuid);
+
+    await session.setLeafId(tip);
+    const exported = await collect(exportClaudeCode(session));
+    expect(await resumedAt(sessionId, exported)).toBe(tip);
+    expect(parseClaudeCode(exported).leafId).toBe(tip);
+    expect((await repo.syncSession(parseClaudeCode(exported), { id })).status).toBe("unchanged");
   });
 });

@@ -7,7 +7,7 @@ import { MemoryRepo } from "../../src/core/memory";
 import type { Session } from "../../src/core/session";
 import type { SessionStorage } from "../../src/core/storage";
 import { planSync } from "../../src/core/sync-import";
-import { collect, fixtureFiles, jsonLines } from "./agent-imports";
+import { collect, fixtureFiles, jsonLines, resumedAt } from "./agent-imports";
 
 /*
  * A session imported from Claude Code or Codex, gone on elsewhere (a note, a message over HTTP),
@@ -333,6 +333,12 @@ describe("the export of a session whose head left the branch an agent's turn was
 
     const again = await collect(exportClaudeCode(session));
     expect(parentsFirst(jsonLines(again))).toEqual([]);
+    // Claude Code resumes at the head's line, not at the agent's turn on the branch it left.
+    const sessionId = (jsonLines(again)[0] as Line).sessionId as string;
+    const headLine = jsonLines(claudeCodeText).findLast(
+      (line) => line.type === "user" || line.type === "assistant",
+    );
+    expect(await resumedAt(sessionId, again)).toBe(headLine?.uuid);
     expect(parseClaudeCode(again).warnings).toEqual([]);
     // The service's line is the one the branch had, under the same uuid.
     const askedLine = (all: Line[]) =>

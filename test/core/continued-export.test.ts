@@ -350,6 +350,37 @@ describe("the export of a session whose head left the branch an agent's turn was
   });
 });
 
+describe("the export of a session whose head was moved back after a sync", () => {
+  it("resumes a Claude Code transcript at the head, a line of the branch it left stored after it", async () => {
+    const repo = new MemoryRepo();
+    const session = await repo.importSession(parseClaudeCode(claudeCodeText));
+    const asked = await session.appendMessage({
+      role: "user",
+      content: "asked on the service",
+      timestamp: 1,
+    });
+    const lines = pulled(await collect(exportClaudeCode(session)));
+    // Claude Code went on beside the service's message: its line under the one before it.
+    const mine = lines.findLast((line) => typeof line.uuid === "string" && line.uuid !== asked) as Line;
+    const beside = {
+      ...mine,
+      parentUuid: mine.uuid,
+      uuid: "a0000000-0000-4000-8000-000000000031",
+      type: "user",
+      message: { role: "user", content: "asked in Claude Code" },
+    };
+    const synced = await repo.syncSession(parseClaudeCode(text([...lines, beside])));
+    expect(synced.status).toBe("appended");
+    await session.setLeafId(asked);
+
+    const again = await collect(exportClaudeCode(session));
+    expect(parseClaudeCode(again).leafId).toBe(asked);
+    expect(jsonLines(again).some((line) => line.uuid === beside.uuid)).toBe(true);
+    expect((await repo.syncSession(parseClaudeCode(again))).status).toBe("unchanged");
+    expect(await session.getLeafId()).toBe(asked);
+  });
+});
+
 describe("syncing an agent's file that went on from the session's export", () => {
   it("reads each of the session's entries at most once, however many lines name it", async () => {
     const repo = new MemoryRepo();

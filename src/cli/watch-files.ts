@@ -266,16 +266,13 @@ class Mirror {
     if (!known) return this.#first(file, parsed, next);
     if (parsed.entries.length < known.sent || digest(parsed.entries[known.sent - 1]) !== known.last)
       return this.#stop(file, known, "rewritten");
+    // A file put in the place of the one mirrored (as `pull` writes one) is synced whole, as a file
+    // seen for the first time is: its lines past those sent may be the export's of what it holds.
+    if (known.inode !== undefined && known.inode !== inode) return this.#first(file, parsed, next);
     const rest = parsed.entries.slice(known.sent);
-    const replaced = known.inode !== undefined && known.inode !== inode;
     // Writing entries leaves the session's head on the last of them, which is not the file's head
     // when the last lines are a subagent's (written while its main chain waits): it is put back.
-    const head =
-      rest.length === 0
-        ? known.leafId
-        : replaced
-          ? await this.#syncWhole(parsed, next.id)
-          : await this.#send(parsed, next.id, rest);
+    const head = rest.length > 0 ? await this.#send(parsed, next.id, rest) : known.leafId;
     const renamed = await nameAsFile(this.#client.storage(next.id), parsed, rest);
     if (parsed.leafId !== null && (renamed || head !== parsed.leafId))
       await this.#client.storage(next.id).setLeafId(parsed.leafId);

@@ -363,6 +363,8 @@ describe("cf-sessions sync --watch", () => {
     });
     expect(await main(pulled, output, { ...env, CODEX_HOME: codexHome })).toBe(0);
     await vi.waitFor(() => expect(watcher.events()).toHaveLength(3), { timeout: 30_000 });
+    // Nothing new to the service: watched as it is, no failure reported.
+    expect(watcher.events().at(-1)).toMatchObject({ event: "unchanged", entries: 0 });
     const holding = async (words: string) =>
       (await session.getEntries({ limit: 1000 })).filter((entry) => JSON.stringify(entry).includes(words));
     expect(await holding("asked on the service again")).toHaveLength(1);

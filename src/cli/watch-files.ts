@@ -331,20 +331,12 @@ class Mirror {
       } catch (error) {
         const code = error instanceof SessionError ? error.code : undefined;
         if (code !== "already_exists" && code !== "parent_not_found") throw error;
-        return this.#syncWhole(parsed, id);
+        // A sync that writes puts the head on the file's; one that finds everything there leaves it.
+        const { status } = await this.#client.syncSession(parsed, { id });
+        return status === "unchanged" ? undefined : parsed.leafId;
       }
     }
     return leafAfter(entries);
-  }
-
-  /**
-   * Has the service sync the whole file, which adds only what it lacks, under the entries it holds;
-   * resolves to where the session's head is left, as `#send`.
-   */
-  async #syncWhole(parsed: ImportedSession, id: string): Promise<string | null | undefined> {
-    // A sync that writes puts the head on the file's; one that finds everything there leaves it.
-    const { status } = await this.#client.syncSession(parsed, { id });
-    return status === "unchanged" ? undefined : parsed.leafId;
   }
 
   #stop(file: string, known: FileState, why: "rewritten"): boolean {

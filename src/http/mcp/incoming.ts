@@ -16,11 +16,11 @@ import { recordCall } from "./tool-kit";
  * validator's dump); so is a call of a tool the caller is not offered, a protocol error as MCP
  * makes it (the SDK would answer it as an error of the tool), and one whose arguments hold a key
  * named `__proto__`, which the method's schema would drop without a word (refused as over HTTP).
- * Each tool call is recorded in the
- * request's log line as it comes in: a call refused before it reaches its tool (here, or by the
- * SDK for its arguments) is logged `invalid_request`, by the tool and the session it names when
- * each is plain; a call whose arguments pass is the tool's from then on. Nothing here may throw:
- * a message that cannot be recorded is still answered, and the others of its batch with it.
+ * Each tool call is recorded in the request's log line as it comes in: a call refused before it
+ * reaches its tool (here, or by the SDK for its arguments) is logged `invalid_request`, by the tool
+ * and the session it names when each is plain; a call whose arguments pass is the tool's from then
+ * on. Nothing here may throw: a message that cannot be recorded is still answered, and the others
+ * of its batch with it.
  */
 
 /** The schema the SDK parses each request with, by its method. */

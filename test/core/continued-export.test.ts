@@ -3,6 +3,7 @@ import { exportClaudeCode } from "../../src/core/claude-code-export";
 import { parseClaudeCode } from "../../src/core/claude-code-format";
 import { exportCodex } from "../../src/core/codex-export";
 import { parseCodex } from "../../src/core/codex-format";
+import type { ImportedSession } from "../../src/core/interchange";
 import { MemoryRepo } from "../../src/core/memory";
 import type { Session } from "../../src/core/session";
 import type { SessionStorage } from "../../src/core/storage";
@@ -75,6 +76,16 @@ function countingReads(storage: SessionStorage): { storage: SessionStorage; read
   return { storage: counted, reads };
 }
 
+/** A session imported from an agent's file, and the id of a user's message written on the service after it. */
+async function askedOnService(
+  file: ImportedSession,
+): Promise<{ repo: MemoryRepo; session: Session; asked: string }> {
+  const repo = new MemoryRepo();
+  const session = await repo.importSession(file);
+  const asked = await session.appendMessage({ role: "user", content: "asked on the service", timestamp: 1 });
+  return { repo, session, asked };
+}
+
 async function lastSaid(session: Session): Promise<string> {
   return JSON.stringify((await session.buildContext()).messages.at(-1));
 }
@@ -103,13 +114,7 @@ describe("a Claude Code transcript that went on from the session's export, synce
   });
 
   it("takes the lines the agent added under a message written over HTTP", async () => {
-    const repo = new MemoryRepo();
-    const session = await repo.importSession(parseClaudeCode(claudeCodeText));
-    const asked = await session.appendMessage({
-      role: "user",
-      content: "asked on the service",
-      timestamp: 1,
-    });
+    const { repo, session, asked } = await askedOnService(parseClaudeCode(claudeCodeText));
     const lines = pulled(await collect(exportClaudeCode(session)));
     const turn = claudeCodeTurn(lines, "a0000000-0000-4000-8000-000000000012", "asked in Claude Code");
     const synced = await repo.syncSession(parseClaudeCode(text([...lines, turn]), { linesApart: true }));
@@ -145,13 +150,7 @@ describe("a Claude Code transcript that went on from the session's export, synce
 
 describe("a Codex rollout that went on from the session's export, synced back", () => {
   it("holds nothing new as exported, and takes the turns the agent added, turn after turn", async () => {
-    const repo = new MemoryRepo();
-    const session = await repo.importSession(parseCodex(codexText));
-    const asked = await session.appendMessage({
-      role: "user",
-      content: "asked on the service",
-      timestamp: 1,
-    });
+    const { repo, session, asked } = await askedOnService(parseCodex(codexText));
     const lines = pulled(await collect(exportCodex(session)));
     expect((await repo.syncSession(parseCodex(text(lines)))).status).toBe("unchanged");
 
@@ -219,9 +218,7 @@ describe("a Codex rollout that went on from the session's export, synced back", 
   });
 
   it("still refuses a rollout that changed a line the session holds, writing nothing", async () => {
-    const repo = new MemoryRepo();
-    const session = await repo.importSession(parseCodex(codexText));
-    await session.appendMessage({ role: "user", content: "asked on the service", timestamp: 1 });
+    const { repo, session } = await askedOnService(parseCodex(codexText));
     const before = await session.getEntries({ limit: 1000 });
     const lines = pulled(await collect(exportCodex(session)));
     const turn = codexTurn("2026-06-06T10:00:00.000Z", "asked in Codex");
@@ -257,9 +254,7 @@ function codexAsked(lines: Line[]): string[] {
 
 describe("the export of a session an agent's file was synced back into", () => {
   it("writes a Codex rollout's turns in the conversation's order, the service's and the agent's", async () => {
-    const repo = new MemoryRepo();
-    const session = await repo.importSession(parseCodex(codexText));
-    await session.appendMessage({ role: "user", content: "asked on the service", timestamp: 1 });
+    const { repo, session } = await askedOnService(parseCodex(codexText));
     const lines = pulled(await collect(exportCodex(session)));
     await repo.syncSession(
       parseCodex(text([...lines, ...codexTurn("2026-06-06T10:00:00.000Z", "asked in Codex")])),
@@ -281,9 +276,7 @@ describe("the export of a session an agent's file was synced back into", () => {
   });
 
   it("writes each Claude Code line after the line it names as its parent", async () => {
-    const repo = new MemoryRepo();
-    const session = await repo.importSession(parseClaudeCode(claudeCodeText));
-    await session.appendMessage({ role: "user", content: "asked on the service", timestamp: 1 });
+    const { repo, session } = await askedOnService(parseClaudeCode(claudeCodeText));
     const lines = pulled(await collect(exportClaudeCode(session)));
     const turn = claudeCodeTurn(lines, "a0000000-0000-4000-8000-000000000014", "asked in Claude Code");
     await repo.syncSession(parseClaudeCode(text([...lines, turn])));
@@ -352,13 +345,7 @@ describe("the export of a session whose head left the branch an agent's turn was
 
 describe("the export of a session whose head was moved back after a sync", () => {
   it("resumes a Claude Code transcript at the head, a line of the branch it left stored after it", async () => {
-    const repo = new MemoryRepo();
-    const session = await repo.importSession(parseClaudeCode(claudeCodeText));
-    const asked = await session.appendMessage({
-      role: "user",
-      content: "asked on the service",
-      timestamp: 1,
-    });
+    const { repo, session, asked } = await askedOnService(parseClaudeCode(claudeCodeText));
     const lines = pulled(await collect(exportClaudeCode(session)));
     // Claude Code went on beside the service's message: its line under the one before it.
     const mine = lines.findLast((line) => typeof line.uuid === "string" && line.uuid !== asked) as Line;

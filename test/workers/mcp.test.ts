@@ -802,10 +802,11 @@ describe("MCP server", () => {
     const structured = again.structuredContent as {
       noteId: string;
       headId: string;
+      leafId: string;
       entries: { id: string }[];
     };
-    expect(structured).toMatchObject({ noteId: "note-moved", headId: head });
-    expect(structured).not.toHaveProperty("leafId");
+    // leafId, kept for earlier clients, is the head as headId is.
+    expect(structured).toMatchObject({ noteId: "note-moved", headId: head, leafId: head });
     expect(structured.entries.map((entry) => entry.id)).toEqual(["note-moved"]);
     const entries = (await api("GET", `/v1/sessions/${id}/entries`)).body.entries as { id: string }[];
     expect(entries.map((entry) => entry.id)).toEqual(["note-moved", head]);

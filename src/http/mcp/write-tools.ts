@@ -122,7 +122,13 @@ export function writeTools(server: McpServer, c: Context<AppEnv>): void {
       const said = result.created
         ? `appended note ${noteId} to ${sessionId}`
         : `note ${noteId} was appended to ${sessionId} before (sent again: nothing written); the head is now ${result.leafId}`;
-      return answer(said, { noteId, headId: result.leafId, entries: carried(result.entries) });
+      // leafId is the head too, under the name clients of earlier releases read it by.
+      return answer(said, {
+        noteId,
+        headId: result.leafId,
+        leafId: result.leafId,
+        entries: carried(result.entries),
+      });
     },
   );
 }

@@ -66,18 +66,30 @@ async function importClaudeCode(id: string): Promise<void> {
   expect(res.status, await res.text()).toBe(201);
 }
 
-/** A JSON-RPC message, or a batch of them, POSTed to /mcp as they are, without a client. */
-function postMcp(body: unknown, options: { key?: string; requestId?: string } = {}): Promise<Response> {
-  return exports.default.fetch("http://sessions.test/mcp", {
+/** What a Worker is handed with a request the tests send it directly (none of it is used). */
+const NO_CONTEXT = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
+
+/**
+ * A JSON-RPC message, or a batch of them, POSTed to /mcp as they are, without a client; a string
+ * goes as it is (text that may be no JSON). With `bindings`, the Worker serves it with those.
+ */
+async function postMcp(
+  body: unknown,
+  options: { key?: string; requestId?: string; version?: string; bindings?: typeof env } = {},
+): Promise<Response> {
+  const request = new Request("http://sessions.test/mcp", {
     method: "POST",
     headers: {
       Authorization: `Bearer ${options.key ?? KEY_A}`,
       "Content-Type": "application/json",
       Accept: "application/json, text/event-stream",
       ...(options.requestId ? { "x-request-id": options.requestId } : {}),
+      ...(options.version ? { "Mcp-Protocol-Version": options.version } : {}),
     },
-    body: JSON.stringify(body),
+    body: typeof body === "string" ? body : JSON.stringify(body),
   });
+  if (options.bindings) return worker.fetch(request, options.bindings, NO_CONTEXT);
+  return exports.default.fetch(request);
 }
 
 /** The entry id a line of read_session or read_entries is led by. */
@@ -1190,15 +1202,8 @@ describe("MCP server", () => {
       errorCode: "not_found",
     });
     // In a batch, each call with its own code; a name that is no plain id is not logged as given.
-    const res = await exports.default.fetch("http://sessions.test/mcp", {
-      method: "POST",
-      headers: {
-        Authorization: `Bearer ${KEY_A}`,
-        "Content-Type": "application/json",
-        Accept: "application/json, text/event-stream",
-        "x-request-id": "mcp-batch-refused",
-      },
-      body: JSON.stringify([
+    const res = await postMcp(
+      [
         {
           jsonrpc: "2.0",
           id: 1,
@@ -1212,8 +1217,9 @@ describe("MCP server", () => {
           params: { name: "read_session", arguments: { limit: 0 } },
         },
         { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "no such\ntool", arguments: {} } },
-      ]),
-    });
+      ],
+      { requestId: "mcp-batch-refused" },
+    );
     expect(res.status).toBe(200);
     await res.text();
     expect((lineOf(logs, "mcp-batch-refused") as unknown as Record<string, unknown>).toolCalls).toEqual([
@@ -1234,16 +1240,10 @@ describe("MCP server", () => {
       method: "tools/call",
       params: { name: "read_session", arguments: { sessionId } },
     });
-    const res = await exports.default.fetch("http://sessions.test/mcp", {
-      method: "POST",
-      headers: {
-        Authorization: `Bearer ${KEY_A}`,
-        "Content-Type": "application/json",
-        Accept: "application/json, text/event-stream",
-        "x-request-id": "mcp-batch-log",
-      },
-      body: JSON.stringify([read(1, id), read(2, missing), { jsonrpc: "2.0", id: 3, method: "tools/list" }]),
-    });
+    const res = await postMcp(
+      [read(1, id), read(2, missing), { jsonrpc: "2.0", id: 3, method: "tools/list" }],
+      { requestId: "mcp-batch-log" },
+    );
     expect(res.status).toBe(200);
     const answers = (await res.json()) as { id: number; result: { isError?: boolean } }[];
     expect(answers.map((answer) => [answer.id, answer.result.isError ?? false])).toEqual([
@@ -1271,35 +1271,21 @@ describe("MCP server", () => {
       },
     } as unknown as typeof env;
     const logs = captureLogs();
-    const post = (requestId: string, message: unknown) =>
-      worker.fetch(
-        new Request("http://sessions.test/mcp", {
-          method: "POST",
-          headers: {
-            Authorization: `Bearer ${KEY_A}`,
-            "Content-Type": "application/json",
-            Accept: "application/json, text/event-stream",
-            "x-request-id": requestId,
-          },
-          body: JSON.stringify(message),
-        }),
-        failing,
-        { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext,
-      );
     const id = sid("failing");
-    const tool = await post("mcp-tool-failure", {
-      jsonrpc: "2.0",
-      id: 1,
-      method: "tools/call",
-      params: { name: "read_session", arguments: { sessionId: id } },
-    });
+    const tool = await postMcp(
+      {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "read_session", arguments: { sessionId: id } },
+      },
+      { requestId: "mcp-tool-failure", bindings: failing },
+    );
     expect(((await tool.json()) as { result: { isError: boolean } }).result.isError).toBe(true);
-    const read = await post("mcp-read-failure", {
-      jsonrpc: "2.0",
-      id: 2,
-      method: "resources/read",
-      params: { uri: `session://${id}` },
-    });
+    const read = await postMcp(
+      { jsonrpc: "2.0", id: 2, method: "resources/read", params: { uri: `session://${id}` } },
+      { requestId: "mcp-read-failure", bindings: failing },
+    );
     expect(((await read.json()) as { error: { code: number } }).error.code).toBe(-32603);
     for (const requestId of ["mcp-tool-failure", "mcp-read-failure"]) {
       const line = lineOf(logs, requestId);
@@ -1354,38 +1340,24 @@ describe("MCP server", () => {
             ),
         },
       }) as unknown as typeof env;
-    const post = (bindings: typeof env, requestId: string, message: unknown) =>
-      worker.fetch(
-        new Request("http://sessions.test/mcp", {
-          method: "POST",
-          headers: {
-            Authorization: `Bearer ${KEY_A}`,
-            "Content-Type": "application/json",
-            Accept: "application/json, text/event-stream",
-            "x-request-id": requestId,
-          },
-          body: JSON.stringify(message),
-        }),
-        bindings,
-        { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext,
-      );
-    const tool = await post(stubFailing({ overloaded: true }), "mcp-overloaded", {
-      jsonrpc: "2.0",
-      id: 1,
-      method: "tools/call",
-      params: { name: "read_session", arguments: { sessionId: id } },
-    });
+    const tool = await postMcp(
+      {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "read_session", arguments: { sessionId: id } },
+      },
+      { requestId: "mcp-overloaded", bindings: stubFailing({ overloaded: true }) },
+    );
     const toolAnswer = (await tool.json()) as { result: CallToolResult };
     expect(toolAnswer.result.isError).toBe(true);
     expect((toolAnswer.result.content[0] as { text: string }).text).toMatch(
       /^unavailable: the session is overloaded; try again .*"outcome":"not_applied"/,
     );
-    const read = await post(stubFailing({ durableObjectReset: true }), "mcp-reset-read", {
-      jsonrpc: "2.0",
-      id: 2,
-      method: "resources/read",
-      params: { uri: `session://${id}` },
-    });
+    const read = await postMcp(
+      { jsonrpc: "2.0", id: 2, method: "resources/read", params: { uri: `session://${id}` } },
+      { requestId: "mcp-reset-read", bindings: stubFailing({ durableObjectReset: true }) },
+    );
     const readAnswer = (await read.json()) as { error: { code: number; message: string; data: unknown } };
     expect(readAnswer.error.code).toBe(-32603);
     expect(readAnswer.error.message).toMatch(/unavailable: the session restarted while it answered/);
@@ -1408,16 +1380,7 @@ describe("MCP server", () => {
       method: "tools/call",
       params: { name: "read_session", arguments: { sessionId: id } },
     });
-    const res = await exports.default.fetch("http://sessions.test/mcp", {
-      method: "POST",
-      headers: {
-        Authorization: `Bearer ${KEY_A}`,
-        "Content-Type": "application/json",
-        Accept: "application/json, text/event-stream",
-        "x-request-id": "mcp-batch-ids",
-      },
-      body: JSON.stringify([read(7), read("call-8"), read(long)]),
-    });
+    const res = await postMcp([read(7), read("call-8"), read(long)], { requestId: "mcp-batch-ids" });
     const answers = (await res.json()) as { id: string | number }[];
     expect(answers.map((answer) => answer.id)).toEqual([7, "call-8", long]);
     const line = lineOf(logs, "mcp-batch-ids") as unknown as { toolCalls: { id: unknown }[] };
@@ -1767,20 +1730,7 @@ describe("MCP server", () => {
 
   it("counts each message of a batch against the tenant's request rate", async () => {
     const tight = { ...env, RATE_LIMITER: env.TIGHT_RATE_LIMITER };
-    const post = (key: string, messages: unknown) =>
-      worker.fetch(
-        new Request("http://sessions.test/mcp", {
-          method: "POST",
-          headers: {
-            Authorization: `Bearer ${key}`,
-            "Content-Type": "application/json",
-            Accept: "application/json, text/event-stream",
-          },
-          body: JSON.stringify(messages),
-        }),
-        tight,
-        { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext,
-      );
+    const post = (key: string, messages: unknown) => postMcp(messages, { key, bindings: tight });
     const list = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/list" });
     // The limiter's windows are 10 s on the clock: the requests go in one with most of it ahead.
     const left = 10_000 - (Date.now() % 10_000);
@@ -1795,17 +1745,7 @@ describe("MCP server", () => {
 
   it("answers JSON that is no JSON-RPC message as an invalid request, alone as in a batch, and text that is no JSON as a parse error", async () => {
     const logs = captureLogs();
-    const raw = (body: string, requestId: string) =>
-      exports.default.fetch("http://sessions.test/mcp", {
-        method: "POST",
-        headers: {
-          Authorization: `Bearer ${KEY_A}`,
-          "Content-Type": "application/json",
-          Accept: "application/json, text/event-stream",
-          "x-request-id": requestId,
-        },
-        body,
-      });
+    const raw = (body: string, requestId: string) => postMcp(body, { requestId });
     const notRpc = [{ jsonrpc: "2.0", id: null, method: "tools/list" }, { id: 1 }, {}, 3, null, "x"];
     for (const [n, message] of notRpc.entries()) {
       for (const [form, body] of [
@@ -1843,17 +1783,7 @@ describe("MCP server", () => {
       method: "tools/call",
       params: { name: "append_note", arguments: { sessionId: id, text: `note ${n}` } },
     });
-    const post = (body: unknown, version?: string) =>
-      exports.default.fetch("http://sessions.test/mcp", {
-        method: "POST",
-        headers: {
-          Authorization: `Bearer ${KEY_A}`,
-          "Content-Type": "application/json",
-          Accept: "application/json, text/event-stream",
-          ...(version ? { "Mcp-Protocol-Version": version } : {}),
-        },
-        body: JSON.stringify(body),
-      });
+    const post = (body: unknown, version?: string) => postMcp(body, { version });
     for (const version of ["2025-06-18", "2025-11-25"]) {
       const refused = await post([note(1), note(2)], version);
       expect(refused.status, version).toBe(400);
@@ -1878,20 +1808,7 @@ describe("MCP server", () => {
 
   it("answers a batch of one with an array, and refuses a batch it cannot answer whole before counting or running any of it", async () => {
     const tight = { ...env, RATE_LIMITER: env.TIGHT_RATE_LIMITER };
-    const post = (body: unknown, bindings: typeof env = env) =>
-      worker.fetch(
-        new Request("http://sessions.test/mcp", {
-          method: "POST",
-          headers: {
-            Authorization: `Bearer ${KEY_C}`,
-            "Content-Type": "application/json",
-            Accept: "application/json, text/event-stream",
-          },
-          body: typeof body === "string" ? body : JSON.stringify(body),
-        }),
-        bindings,
-        { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext,
-      );
+    const post = (body: unknown, bindings: typeof env = env) => postMcp(body, { key: KEY_C, bindings });
     const list = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/list" });
     const note = (id: number, sessionId: string) => ({
       jsonrpc: "2.0",

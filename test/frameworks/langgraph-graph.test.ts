@@ -257,6 +257,15 @@ describe.each(repos)("a StateGraph checkpointed in %s", (_name, makeRepo) => {
   });
 });
 
+/** A graph of one model node, which answers with `reply` to the messages it is given. */
+function modelGraph(checkpointer: BaseCheckpointSaver, reply: (messages: BaseMessage[]) => string) {
+  return new StateGraph(MessagesAnnotation)
+    .addNode("model", ({ messages }) => ({ messages: [new AIMessage(reply(messages))] }))
+    .addEdge(START, "model")
+    .addEdge("model", END)
+    .compile({ checkpointer });
+}
+
 /**
  * A graph that edits its messages: a tool call and its result, then a message replaced by its id
  * and another removed (`RemoveMessage`), as LangChain's trimming and summarizing nodes do.
@@ -375,13 +384,10 @@ describe.each(repos)(
       const before = (await session.getEntries({ type: "message" })).length;
 
       const saver = new CfSessionsSaver({ repo, sessionPrefix: "" });
-      const graph = new StateGraph(MessagesAnnotation)
-        .addNode("model", ({ messages }) => ({
-          messages: [new AIMessage(`after ${messages.length} messages: ${String(messages.at(-1)?.content)}`)],
-        }))
-        .addEdge(START, "model")
-        .addEdge("model", END)
-        .compile({ checkpointer: saver });
+      const graph = modelGraph(
+        saver,
+        (messages) => `after ${messages.length} messages: ${String(messages.at(-1)?.content)}`,
+      );
       const config = { configurable: { thread_id: session.id } };
       const start = await graph.getState(config);
       expect(
@@ -491,13 +497,10 @@ describe.each(repos)(
     it("goes on under a model change, a thinking level and a compaction another door appended after its last checkpoint", async () => {
       const repo = await makeRepo();
       const saver = new CfSessionsSaver({ repo });
-      const graph = new StateGraph(MessagesAnnotation)
-        .addNode("model", ({ messages }) => ({
-          messages: [new AIMessage(`after ${messages.length}: ${String(messages.at(-1)?.content)}`)],
-        }))
-        .addEdge(START, "model")
-        .addEdge("model", END)
-        .compile({ checkpointer: saver });
+      const graph = modelGraph(
+        saver,
+        (messages) => `after ${messages.length}: ${String(messages.at(-1)?.content)}`,
+      );
       const threadId = `settings-${crypto.randomUUID()}`;
       const config = { configurable: { thread_id: threadId } };
       await graph.invoke({ messages: [new HumanMessage("hello")] }, config);
@@ -559,11 +562,7 @@ describe.each(repos)(
     it("reads a compaction another door appended after its last checkpoint as nothing of its conversation", async () => {
       const repo = await makeRepo();
       const saver = new CfSessionsSaver({ repo });
-      const graph = new StateGraph(MessagesAnnotation)
-        .addNode("model", ({ messages }) => ({ messages: [new AIMessage(`after ${messages.length}`)] }))
-        .addEdge(START, "model")
-        .addEdge("model", END)
-        .compile({ checkpointer: saver });
+      const graph = modelGraph(saver, (messages) => `after ${messages.length}`);
       const threadId = `compacted-${crypto.randomUUID()}`;
       const config = { configurable: { thread_id: threadId } };
       await graph.invoke({ messages: [new HumanMessage("hello")] }, config);
@@ -581,11 +580,7 @@ describe.each(repos)(
     it("reads a branch summary another door appended after its last checkpoint as a message, and leaves a context edit off its path", async () => {
       const repo = await makeRepo();
       const saver = new CfSessionsSaver({ repo });
-      const graph = new StateGraph(MessagesAnnotation)
-        .addNode("model", ({ messages }) => ({ messages: [new AIMessage(`after ${messages.length}`)] }))
-        .addEdge(START, "model")
-        .addEdge("model", END)
-        .compile({ checkpointer: saver });
+      const graph = modelGraph(saver, (messages) => `after ${messages.length}`);
       const threadId = `summary-${crypto.randomUUID()}`;
       const config = { configurable: { thread_id: threadId } };
       await graph.invoke({ messages: [new HumanMessage("hello")] }, config);

@@ -110,6 +110,8 @@ export interface BackupResult {
   written: number;
   /** Whether this run resumed an earlier one. */
   resumed: boolean;
+  /** Whether the backup in `dir` was complete before this run (which then read again what it could not). */
+  completeBefore: boolean;
 }
 
 type Failure = BackupState["failed"][number];
@@ -154,6 +156,12 @@ async function retryFailed(client: RemoteRepo, dir: string, state: BackupState, 
   return written;
 }
 
+/** Whether an export's error line says its session or stream was deleted (or expired) while sent. */
+function leftTheTenant(record: { path?: string; error?: unknown }): boolean {
+  const code = (record.error as { code?: unknown } | undefined)?.code;
+  return code === "not_found" || (record.path !== undefined && code === "gone");
+}
+
 /**
  * Backs the tenant up into `dir`, resuming a backup left incomplete there, or reading again the
  * sessions a complete one could not read.
@@ -166,7 +174,7 @@ export async function backup(client: RemoteRepo, dir: string, progress: Progress
   if (earlier?.complete) {
     const retried = earlier.failed.some((f) => !f.stream);
     const written = retried ? await retryFailed(client, dir, earlier, progress) : 0;
-    return { state: earlier, written, resumed: retried };
+    return { state: earlier, written, resumed: retried, completeBefore: true };
   }
   const now = new Date().toISOString();
   const state: BackupState = earlier ?? {
@@ -244,10 +252,11 @@ export async function backup(client: RemoteRepo, dir: string, progress: Progress
         }
         case "error":
           await close(false);
-          // A session deleted while it was sent is not in the tenant any more, as the export
-          // leaves out one deleted before: nothing to read again.
-          if (record.path === undefined && (record.error as { code?: unknown })?.code === "not_found") {
-            forgetFailure(state, String(record.id), false);
+          // A session deleted while it was sent (not_found), or a stream deleted (gone) or expired
+          // (not_found) while it was, is not in the tenant any more, as the export leaves out one
+          // deleted before: nothing to read again.
+          if (leftTheTenant(record)) {
+            forgetFailure(state, String(record.path ?? record.id), record.path !== undefined);
             saveState(dir, state);
             break;
           }
@@ -270,7 +279,7 @@ export async function backup(client: RemoteRepo, dir: string, progress: Progress
   } finally {
     await close(false);
   }
-  return { state, written, resumed: earlier !== undefined };
+  return { state, written, resumed: earlier !== undefined, completeBefore: false };
 }
 
 /** The first line of a file, read without reading the rest. */
@@ -374,6 +383,7 @@ async function* restoreBodies(path: string, result: RestoreResult): AsyncGenerat
       const message =
         "the file has no end line: it was cut short (what follows its last cursor line is not restored; GET /v1/export?cursor=<that cursor> resumes it)";
       warnings.push({ line: number, message });
+      result.cutShort = true;
     }
   }
   if (body) yield body;
@@ -399,6 +409,8 @@ export type RestoreResult = Omit<TenantImportReport, "sessions" | "streams"> & {
    * stopped early (`complete` false), or sessions it could not read (`failed`).
    */
   unfinishedBackup?: Pick<BackupState, "complete" | "failed">;
+  /** The export file has no end line: what it held past its last cursor line is not restored. */
+  cutShort?: true;
 };
 
 /** Adds up what the service reports of one request. */

@@ -156,6 +156,7 @@ export async function importFiles(
     failed: [],
     warnings: [],
   };
+  let refused: { error: SessionError; notTried: string[] } | undefined;
   for (const [index, file] of files.entries()) {
     let id: string | undefined;
     let line: string;
@@ -207,9 +208,12 @@ export async function importFiles(
       }
       for (const warning of warnings) report.warnings.push({ file, ...warning });
     } catch (error) {
-      // A credential the service refuses fails every file alike: stop at the first.
-      if (error instanceof SessionError && (error.code === "unauthorized" || error.code === "forbidden"))
-        throw error;
+      // A credential the service refuses fails every file alike: stop at the first, and say what
+      // was done before it and which files were not tried.
+      if (error instanceof SessionError && (error.code === "unauthorized" || error.code === "forbidden")) {
+        refused = { error, notTried: files.slice(index) };
+        break;
+      }
       const message = error instanceof Error ? error.message : String(error);
       if (error instanceof SessionError && error.code === "already_exists" && id !== undefined) {
         report.conflicts.push({ file, id, error: message });
@@ -223,11 +227,12 @@ export async function importFiles(
   }
   if (options.json) {
     const { imported, appended, skipped, empty, conflicts, failed, warnings } = report;
+    const stopped = refused ? { notTried: refused.notTried } : {};
     output.out(
       JSON.stringify(
         options.mode === "sync"
-          ? { imported, appended, unchanged: skipped, empty, conflicts, failed, warnings }
-          : { imported, skipped, empty, failed, warnings },
+          ? { imported, appended, unchanged: skipped, empty, conflicts, failed, warnings, ...stopped }
+          : { imported, skipped, empty, failed, warnings, ...stopped },
       ),
     );
   } else {
@@ -239,10 +244,11 @@ export async function importFiles(
     for (const { file, error } of report.failed) output.err(`${terminalSafe(`failed: ${file}: ${error}`)}\n`);
     const entries = report.appended.reduce((sum, { entries }) => sum + entries, 0);
     const empty = report.empty.length > 0 ? `, empty ${report.empty.length} (no conversation)` : "";
+    const stopped = refused ? `, not tried ${refused.notTried.length} (the key was refused)` : "";
     output.out(
       options.mode === "sync"
-        ? `imported ${report.imported.length}, appended ${report.appended.length} (${entries} entries), unchanged ${report.skipped.length}, conflicts ${report.conflicts.length}, failed ${report.failed.length}${empty}`
-        : `imported ${report.imported.length}, skipped ${report.skipped.length} (already there), failed ${report.failed.length}${empty}`,
+        ? `imported ${report.imported.length}, appended ${report.appended.length} (${entries} entries), unchanged ${report.skipped.length}, conflicts ${report.conflicts.length}, failed ${report.failed.length}${empty}${stopped}`
+        : `imported ${report.imported.length}, skipped ${report.skipped.length} (already there), failed ${report.failed.length}${empty}${stopped}`,
     );
     // A hint, shown with the progress: a user re-importing a grown file looks for its new entries.
     if (options.mode !== "sync" && report.skipped.length > 0 && progress !== "none")
@@ -250,5 +256,7 @@ export async function importFiles(
         "note: import skips sessions already there; cf-sessions sync adds what their files gained since\n",
       );
   }
+  // The refusal is the command's error, said last.
+  if (refused) throw refused.error;
   return report.failed.length > 0 || report.conflicts.length > 0 ? 1 : 0;
 }

@@ -148,8 +148,9 @@ options (every command):
   A backup folder (or a file saved from GET /v1/export) back into the tenant, a few MiB per
   request, with progress. Sessions already there are skipped (--existing refuse reports them as
   refused instead), and so are those deleted while the export was sent (each named, with why);
-  run it again to resume. Exit code 1 when a session failed or was refused, or
-  when the folder's backup.json says the backup stopped early or could not read some sessions.`,
+  run it again to resume. Exit code 1 when a session failed or was refused, when the file has no
+  end line (it was cut short: what followed is not restored), or when the folder's backup.json
+  says the backup stopped early or could not read some sessions.`,
   tail: `usage: cf-sessions tail <id> [--after seq]
 
   Prints each entry as it is written, and head moves, until the session is deleted or you stop
@@ -229,6 +230,7 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
     : env.CF_SESSIONS_URL
       ? [env.CF_SESSIONS_URL, "CF_SESSIONS_URL"]
       : [DEFAULT_URL, "the default"];
+  checkServiceUrl(baseUrl, from);
   if (values.verbose) output.err(`cf-sessions: service ${baseUrl} (${from})\n`);
   const client = createClient({ baseUrl, token: apiKey(values.token, env) });
   const number = (value: string | undefined) => {
@@ -426,7 +428,7 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
       });
     case "backup": {
       const dir = arg(rest, 0, "dir");
-      const { state, written, resumed } = await backup(client, dir, redraw);
+      const { state, written, resumed, completeBefore } = await backup(client, dir, redraw);
       if (output.isTTY && written > 0) output.err("\n");
       for (const { id, error } of state.failed)
         output.err(`${terminalSafe(`failed: ${id}: ${JSON.stringify(error)}`)}\n`);
@@ -435,7 +437,7 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
         output.out(
           `the export stopped early after ${state.sessions} sessions; run the same command to resume`,
         );
-      else if (written === 0 && !resumed)
+      else if (completeBefore && !resumed)
         output.out(
           `the backup in ${dir} is complete already (${state.sessions} sessions); use another folder for a new one`,
         );
@@ -486,12 +488,30 @@ async function run(argv: string[], output: Output, env: Record<string, string | 
         output.out(
           `restored ${result.imported}, skipped ${result.skipped - leftOut} (already there)${leftOut > 0 ? `, left out ${leftOut} (deleted while exported)` : ""}, refused ${result.refused}, failed ${result.failed}${streamsLine}`,
         );
-      return result.failed + result.refused + streams.failed + streams.refused > 0 || unfinishedBackup
-        ? 1
-        : 0;
+      const problems = result.failed + result.refused + streams.failed + streams.refused;
+      return problems > 0 || unfinishedBackup || result.cutShort ? 1 : 0;
     }
   }
   return 2;
+}
+
+/**
+ * Refuses a service URL that is no http(s) URL, or that holds a user or password (a key goes in
+ * --token or CF_SESSIONS_TOKEN), without repeating it: what it holds may be a secret.
+ */
+function checkServiceUrl(value: string, from: string): void {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    fail(`the service URL (${from}) is not a URL, such as http://127.0.0.1:8787`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    fail(`the service URL (${from}) is not an http or https URL`);
+  if (url.username !== "" || url.password !== "")
+    fail(
+      `the service URL (${from}) holds a user or password: give the key with --token or CF_SESSIONS_TOKEN instead`,
+    );
 }
 
 /**

@@ -1,11 +1,12 @@
 import type { RemoteRepo } from "../client";
-import type { HeaderMatch, SearchHit, SessionMatch } from "../core/search";
+import type { HeaderMatch, SearchHit, SessionMatch, TenantSearchResult } from "../core/search";
 import { type Output, oneLine, oneOf, terminalSafe } from "./output";
 
 /*
  * `cf-sessions search <query> [--session <id>]`: the tenant's sessions matching a query, best first,
  * or one session's entries, newest first (after its name or system prompt when they match), each
- * with its matches marked «so».
+ * with its matches marked «so». The tenant's best sessions are read whole, over as many answers as
+ * the service needs to carry them.
  */
 
 /** A snippet with its matches marked for a terminal: «match». */
@@ -46,6 +47,10 @@ export async function search(
       ...(order === undefined ? {} : { order }),
       ...(options.thinking ? { thinking: true } : {}),
     });
+    if (page.indexing)
+      output.err(
+        "note: entries of a large write are still being indexed; a search a moment later finds them too\n",
+      );
     if (options.json) output.out(JSON.stringify(page));
     else {
       const lines = [...(page.header ?? []).map(headerLine), ...page.hits.map(hitLine)];
@@ -53,7 +58,13 @@ export async function search(
     }
     return 0;
   }
-  const { results } = await client.search(query, limit);
+  const results: TenantSearchResult[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.search(query, { ...limit, ...(cursor === undefined ? {} : { cursor }) });
+    results.push(...page.results);
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor !== undefined);
   if (options.json) output.out(JSON.stringify(results));
   else if (results.length === 0) output.out("no matches");
   else {

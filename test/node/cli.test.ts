@@ -586,6 +586,18 @@ describe("command line", () => {
       failed: 0,
     });
     expect((await cli(["export", toolSession.id])).stdout).toBe(exported.stdout);
+
+    // Cut right after a session's cursor line: that session is restored whole, the rest is not,
+    // and the restore fails for what it could not reach.
+    const cursor = lines.findIndex((line, n) => n > header && line.startsWith('{"type":"cursor"'));
+    const between = join(folder, "tenant-between.ndjson");
+    writeFileSync(between, `${lines.slice(0, cursor + 1).join("\n")}\n`);
+    expect((await cli(["rm", toolSession.id, "--purge"])).code).toBe(0);
+    const partly = await cli(["restore", between, "--json"]);
+    expect(partly.code).toBe(1);
+    expect(JSON.parse(partly.stdout)).toMatchObject({ imported: 1, failed: 0, cutShort: true });
+    expect(partly.stderr).toMatch(/^warning: line \d+: the file has no end line: it was cut short/m);
+    expect((await cli(["export", toolSession.id])).stdout).toBe(exported.stdout);
   });
 
   it("fails a backup in one line when a file cannot be written, and resumes it after", async () => {
@@ -891,6 +903,60 @@ describe("command line", () => {
     }
   });
 
+  it("backs up an export a stream was deleted or expired from while it was sent, leaving that stream out", async () => {
+    const header = (path: string) =>
+      JSON.stringify({
+        type: "stream",
+        path,
+        contentType: "text/plain",
+        ttlSeconds: null,
+        expiresAt: null,
+        closed: false,
+      });
+    const sent = `${[
+      JSON.stringify({ type: "export", format: "cf-tenant", version: 1 }),
+      header("deleted-mid-export"),
+      JSON.stringify({
+        type: "error",
+        path: "deleted-mid-export",
+        error: { code: "gone", message: "this stream was deleted" },
+      }),
+      header("expired-mid-export"),
+      JSON.stringify({
+        type: "error",
+        path: "expired-mid-export",
+        error: { code: "not_found", message: "no such stream" },
+      }),
+      JSON.stringify({ type: "end", sessions: 0 }),
+    ].join("\n")}\n`;
+    const sending = createServer((_request, response) => {
+      response.writeHead(200, { "Content-Type": "application/x-ndjson" });
+      response.end(sent);
+    });
+    await new Promise<void>((done) => sending.listen(0, "127.0.0.1", done));
+    const dir = join(folder, "backup-streams-gone");
+    try {
+      const service = { CF_SESSIONS_URL: `http://127.0.0.1:${(sending.address() as AddressInfo).port}` };
+      const first = await cli(["backup", dir], service);
+      expect(first).toMatchObject({ code: 0, stderr: "" });
+      expect(first.stdout).toBe(`backed up 0 sessions and 0 streams into ${dir}\n`);
+      expect(JSON.parse(readFileSync(join(dir, "backup.json"), "utf8"))).toMatchObject({
+        complete: true,
+        failed: [],
+      });
+      const again = await cli(["backup", dir], service);
+      expect(again).toMatchObject({ code: 0, stderr: "" });
+      expect(again.stdout).toBe(
+        `the backup in ${dir} is complete already (0 sessions); use another folder for a new one\n`,
+      );
+      expect((await cli(["restore", dir])).code).toBe(0);
+    } finally {
+      sending.closeAllConnections();
+      await new Promise((done) => sending.close(done));
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("explains itself and fails in one line with a non-zero code", async () => {
     const help = await cli(["--help"]);
     expect(help.code).toBe(0);
@@ -966,6 +1032,30 @@ describe("command line", () => {
       expect(refused.stdout).toBe("");
     }
     expect((await cli(["show", session.id])).stderr).toBe("cf-sessions: not_found: session does not exist\n");
+  });
+
+  it("refuses a service URL holding a user or password, or that is no http(s) URL, without repeating it", async () => {
+    const port = await freePort();
+    for (const [args, env, where] of [
+      [["list"], { CF_SESSIONS_URL: `http://alice:s3cretPass@127.0.0.1:${port}` }, "CF_SESSIONS_URL"],
+      [["list", "--verbose", "--url", `http://:s3cretPass@127.0.0.1:${port}`], {}, "--url"],
+    ] as const) {
+      const refused = await cli([...args], env);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toBe(
+        `cf-sessions: the service URL (${where}) holds a user or password: give the key with --token or CF_SESSIONS_TOKEN instead\n`,
+      );
+      expect(refused.stdout).toBe("");
+    }
+    const notHttp = await cli(["list"], { CF_SESSIONS_URL: "ftp://s3cretPass.example/" });
+    expect(notHttp).toMatchObject({ code: 2, stdout: "" });
+    expect(notHttp.stderr).toBe(
+      "cf-sessions: the service URL (CF_SESSIONS_URL) is not an http or https URL\n",
+    );
+    const notUrl = await cli(["list", "--url", "s3cretPass"]);
+    expect(notUrl.stderr).toBe(
+      "cf-sessions: the service URL (--url) is not a URL, such as http://127.0.0.1:8787\n",
+    );
   });
 
   it("refuses an unknown --format as bad usage, before sending anything", async () => {
@@ -1124,6 +1214,57 @@ describe("command line against a service that holds its answer", () => {
     } finally {
       held.closeAllConnections();
       await new Promise((done) => held.close(done));
+    }
+  });
+});
+
+describe("command line against a service that answers in pages", () => {
+  it("reads a tenant search over every answer the service carries it in, and says a session's search is still indexing", async () => {
+    const asked: URL[] = [];
+    const result = (id: string) => ({
+      session: { id, name: `plan ${id}` },
+      score: 1000,
+      matches: [{ field: "name", snippet: `plan ${id}`, highlights: [[0, 4]] }],
+    });
+    const paging = createServer((request, response) => {
+      const url = new URL(request.url ?? "/", "http://127.0.0.1");
+      asked.push(url);
+      response.writeHead(200, { "Content-Type": "application/json" });
+      if (url.pathname === "/v1/search") {
+        const first = url.searchParams.get("cursor") === null;
+        response.end(
+          JSON.stringify(
+            first
+              ? { results: [result("s1")], nextCursor: "after-s1" }
+              : { results: [result("s2")], nextCursor: null },
+          ),
+        );
+      } else response.end(JSON.stringify({ hits: [], nextCursor: null, indexing: true }));
+    });
+    await new Promise<void>((done) => paging.listen(0, "127.0.0.1", done));
+    const { port } = paging.address() as AddressInfo;
+    const service = { CF_SESSIONS_URL: `http://127.0.0.1:${port}` };
+    try {
+      const text = await cli(["search", "plan", "--limit", "2"], service);
+      expect(text.code).toBe(0);
+      expect(text.stdout).toBe("s1  plan s1\n    name: «plan» s1\ns2  plan s2\n    name: «plan» s2\n");
+      const json = await cli(["search", "plan", "--limit", "2", "--json"], service);
+      expect(JSON.parse(json.stdout).map((r: { session: { id: string } }) => r.session.id)).toEqual([
+        "s1",
+        "s2",
+      ]);
+      // The next answer is asked for with the same query and limit.
+      const next = asked.find((url) => url.searchParams.get("cursor") === "after-s1");
+      expect(next?.searchParams.get("q")).toBe("plan");
+      expect(next?.searchParams.get("limit")).toBe("2");
+
+      const indexing = await cli(["search", "plan", "--session", "s1"], service);
+      expect(indexing.code).toBe(0);
+      expect(indexing.stdout).toBe("no matches\n");
+      expect(indexing.stderr).toMatch(/^note: entries of a large write are still being indexed/);
+    } finally {
+      paging.closeAllConnections();
+      await new Promise((done) => paging.close(done));
     }
   });
 });
@@ -1310,6 +1451,15 @@ describe("command line with a key, against a service that requires one", () => {
     const refused = await keyedCli(["import", dir, "--token", "not-a-key"]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toBe("cf-sessions: unauthorized: unknown key (the key given by --token)\n");
+    // What it did before the refusal, and the files it did not try.
+    expect(refused.stdout).toBe(
+      "imported 0, skipped 0 (already there), failed 0, not tried 2 (the key was refused)\n",
+    );
+    const said = await keyedCli(["import", dir, "--token", "not-a-key", "--json"]);
+    expect(said.code).toBe(1);
+    expect(JSON.parse(said.stdout)).toMatchObject({ imported: [], failed: [], notTried: expect.any(Array) });
+    expect(JSON.parse(said.stdout).notTried).toHaveLength(2);
+    expect(said.stderr).toBe("cf-sessions: unauthorized: unknown key (the key given by --token)\n");
     const read = await fetch(`${keyed.url}/v1/sessions/${first.id}`, {
       headers: { Authorization: `Bearer ${keys.a}` },
     });

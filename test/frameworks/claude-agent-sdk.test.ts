@@ -428,6 +428,59 @@ describe.each(repos)("CfSessionsStore on %s", (_name, makeRepo) => {
     ]);
   });
 
+  it("goes on at the head another door moved back, under the note the transcript ends with", async () => {
+    const sessionId = crypto.randomUUID();
+    const key = { projectKey: "-work-project", sessionId };
+    const store = new CfSessionsStore({ repo });
+    const common = { sessionId, cwd: "/work/project", isSidechain: false, userType: "external" };
+    const line = (parentUuid: string | null, type: string, message: Record<string, unknown>) =>
+      ({
+        ...common,
+        type,
+        uuid: crypto.randomUUID(),
+        parentUuid,
+        version: "2.1.38",
+        timestamp: new Date().toISOString(),
+        message,
+      }) as SessionStoreEntry;
+    const ask = (parentUuid: string | null, content: string) =>
+      line(parentUuid, "user", { role: "user", content });
+    const reply = (parentUuid: string, text: string) =>
+      line(parentUuid, "assistant", {
+        id: `msg_${crypto.randomUUID().replaceAll("-", "")}`,
+        role: "assistant",
+        model: "claude-sonnet-4-5",
+        content: [{ type: "text", text }],
+        stop_reason: "end_turn",
+      });
+    const hello = ask(null, "Hello");
+    const hi = reply(hello.uuid as string, "Hi.");
+    const more = ask(hi.uuid as string, "Tell me more.");
+    const told = reply(more.uuid as string, "More.");
+    await store.append(key, [hello, hi, more, told]);
+
+    // Another door moves the head back to the first answer.
+    const session = await repo.open(await store.sessionIdFor(key));
+    await session.setLeafId(hi.uuid as string);
+    const loaded = (await store.load(key)) as SessionStoreEntry[];
+    const note = loaded.at(-1) as SessionStoreEntry;
+    expect(note).toMatchObject({ type: "system", subtype: "informational", parentUuid: hi.uuid });
+
+    // Claude Code resumes at the note and goes on under it.
+    const instead = ask(note.uuid as string, "Something else.");
+    const sure = reply(instead.uuid as string, "Sure.");
+    await new CfSessionsStore({ repo }).append(key, [instead, sure]);
+    expect((await session.getEntry(instead.uuid as string))?.parentId).toBe(hi.uuid);
+    expect(await session.getLeafId()).toBe(sure.uuid);
+    const texts = (await session.buildContext()).messages.map((message) => {
+      const content = (message as { content: string | Array<{ text?: string }> }).content;
+      return typeof content === "string" ? content : content.map((part) => part.text ?? "").join("");
+    });
+    expect(texts).toEqual(["Hello", "Hi.", "Something else.", "Sure."]);
+    // The branch left behind is kept.
+    expect((await session.getEntry(told.uuid as string))?.parentId).toBe(more.uuid);
+  });
+
   it("names each tool result by its call, in the same append, a later one, or another store's", async () => {
     const sessionId = crypto.randomUUID();
     const common = {

@@ -28,8 +28,8 @@ export interface TranscriptPlaces {
   head: string | null;
   /**
    * Where the session went on elsewhere (over HTTP, MCP, an import) past the lines written here:
-   * its leaf, which holds no line. The transcript `load` gives ends there, so a line whose parent
-   * is a line of it that names no entry hangs from it.
+   * its leaf, which holds no line; or the line its head was moved back to. The transcript `load`
+   * gives ends there, so a line whose parent is a line of it that names no entry hangs from it.
    */
   continues?: string | null;
   /** Each stored entry's parent, by id: the branches tool results find their calls on. */
@@ -129,7 +129,8 @@ export function lineOf(entry: StoredEntry): TranscriptLine | undefined {
 
 /**
  * Where lines written before hang from, read back from the session's entries in append order. A
- * `leaf` that holds no line is where the session went on elsewhere: new lines go on from there.
+ * `leaf` that holds no line is where the session went on elsewhere, and one that holds a line with
+ * others after it is where its head was moved back to: new lines go on from there.
  */
 export async function placesOf(
   entries: AsyncIterable<StoredEntry>,
@@ -143,6 +144,7 @@ export async function placesOf(
     groups: new CallGroups(),
   };
   const lined = new Set<string>();
+  const mainLined = new Set<string>();
   // The entries of the line being read, first to last: the first named by its uuid, the rest after it.
   let lineEntries: StoredEntry[] = [];
   for await (const entry of entries) {
@@ -153,12 +155,16 @@ export async function placesOf(
     const line = lineOf(entry);
     if (!line) continue;
     lined.add(entry.id);
+    if (isMain(line)) mainLined.add(entry.id);
     noteGroups(places, line, lineEntries);
     lineEntries = [];
     if (typeof line.uuid === "string") places.entryOf.set(line.uuid, entry.id);
     if (isMain(line)) places.head = entry.id;
   }
-  if (leaf !== null && !lined.has(leaf)) {
+  // Moved back to a line with lines after it, the head is told by a note `load` ends with (see
+  // claude-code-resume.ts), which names no entry: a line under it hangs from the head too.
+  const movedBack = leaf !== null && mainLined.has(leaf) && leaf !== places.head;
+  if (leaf !== null && (!lined.has(leaf) || movedBack)) {
     places.continues = leaf;
     places.head = leaf;
   }

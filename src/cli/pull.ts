@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import type { RemoteRepo } from "../client";
+import { EXPORT_RECORD } from "../core/codex-items";
 import { isTreeEntry } from "../core/entries";
 import { SessionError } from "../core/errors";
 import { isValidId } from "../core/ids";
@@ -181,13 +182,23 @@ async function exported(client: RemoteRepo, id: string, agent: PullAgent): Promi
   return lines;
 }
 
+/** A line as JSON to compare, without the record a Codex rollout's `session_meta` holds of its export. */
+function comparable(line: unknown): string {
+  const value = line as Line | undefined;
+  const payload = value?.payload as Line | undefined;
+  if (value?.type !== "session_meta" || typeof payload !== "object" || payload === null)
+    return canonicalJson(line);
+  const { [EXPORT_RECORD]: _made, ...meta } = payload;
+  return canonicalJson({ ...value, payload: meta });
+}
+
 /**
  * Whether the file at `path` holds nothing the session does not: nothing there yet; only lines of
- * the export, in whatever order (a pi export puts the head's entry last, where pi resumes); or only
- * entries the session it syncs into holds, a sync of it writing nothing (the lines of a branch the
- * session's head left, which an export to Claude Code or Codex leaves out). A line the agent
- * appended there and the session does not hold yet (not synced) makes it false, and so does a line
- * that differs.
+ * the export (a rollout's record of the export it was made from aside), in whatever order (a pi
+ * export puts the head's entry last, where pi resumes); or only entries the session it syncs into
+ * holds, a sync of it writing nothing (the lines of a branch the session's head left, which an
+ * export to Claude Code or Codex leaves out). A line the agent appended there and the session does
+ * not hold yet (not synced) makes it false, and so does a line that differs.
  */
 async function holdsNothingNew(client: RemoteRepo, agent: PullAgent, file: Placed): Promise<boolean> {
   if (!existsSync(file.path)) return true;
@@ -195,8 +206,8 @@ async function holdsNothingNew(client: RemoteRepo, agent: PullAgent, file: Place
     .split("\n")
     .filter((line) => line.trim() !== "");
   if (isMadeUpName(existing.at(-1), file.lines)) existing.pop();
-  const exported = new Set(file.lines.map((line) => canonicalJson(line)));
-  if (existing.every((text) => exported.has(canonicalJson(tryParseJson(text) ?? text)))) return true;
+  const exported = new Set(file.lines.map(comparable));
+  if (existing.every((text) => exported.has(comparable(tryParseJson(text) ?? text)))) return true;
   // The file read as a sync reads it: whole, then a line at a time.
   for (const linesApart of agent === "pi" ? [false] : [false, true]) {
     try {

@@ -26,11 +26,10 @@ import { recordProject } from "./project-key";
  * sent go out, written with their ids, a few times a second. What was sent of each file is kept
  * in a state file, so a restart goes on where it stopped. A write whose answer was lost (a dropped
  * connection) is found written when sent again (`already_exists`), and a sync of the whole file
- * then adds only what the service lacks: nothing is written twice. A file replaced by another
- * that starts with what was sent (as `pull` writes one, the service's export) is synced whole: the
- * lines past those sent may be the export's of entries the service holds, which a sync pairs with
- * them. A file that shrank, or whose entries sent before now read otherwise, was rewritten: it is
- * reported, and mirrored no further.
+ * then adds only what the service lacks: nothing is written twice. A file replaced by another (as
+ * `pull` writes one, the service's export) is synced whole: its lines may be the export's of
+ * entries the service holds, which a sync pairs with them. A file that shrank in place, or whose
+ * entries sent before now read otherwise, was rewritten: it is reported, and mirrored no further.
  */
 
 /** What was sent of one file. */
@@ -229,14 +228,19 @@ class Mirror {
     const stat = statOf(file);
     if (stat === undefined) return false;
     const { size, inode } = stat;
-    if (known && size === known.size) return false;
+    // A file put in the place of the one mirrored (as `pull` writes one) is synced whole, as a file
+    // seen for the first time is, whatever it starts with: an export after the head moved back is
+    // shorter, and a rollout's lines are read under ids its export records.
+    const replaced = known?.inode !== undefined && known.inode !== inode;
+    const grown = known && !replaced ? known : undefined;
+    if (grown && size === grown.size) return false;
     if (this.#unread.get(file) === size) return false;
-    if (known && size < known.size) return this.#stop(file, known, "rewritten");
+    if (grown && size < grown.size) return this.#stop(file, grown, "rewritten");
     if (this.#halfWritten.get(file) === size) return false;
     const text = wholeLines(file);
     if (text === undefined) return false;
     const bytes = Buffer.byteLength(text);
-    if (known && bytes === known.size) {
+    if (grown && bytes === grown.size) {
       this.#halfWritten.set(file, size);
       return false;
     }
@@ -263,16 +267,13 @@ class Mirror {
       last: digest(parsed.entries.at(-1)),
       leafId: parsed.leafId,
     };
-    if (!known) return this.#first(file, parsed, next);
-    if (parsed.entries.length < known.sent || digest(parsed.entries[known.sent - 1]) !== known.last)
-      return this.#stop(file, known, "rewritten");
-    // A file put in the place of the one mirrored (as `pull` writes one) is synced whole, as a file
-    // seen for the first time is: its lines past those sent may be the export's of what it holds.
-    if (known.inode !== undefined && known.inode !== inode) return this.#first(file, parsed, next);
-    const rest = parsed.entries.slice(known.sent);
+    if (!grown) return this.#first(file, parsed, next);
+    if (parsed.entries.length < grown.sent || digest(parsed.entries[grown.sent - 1]) !== grown.last)
+      return this.#stop(file, grown, "rewritten");
+    const rest = parsed.entries.slice(grown.sent);
     // Writing entries leaves the session's head on the last of them, which is not the file's head
     // when the last lines are a subagent's (written while its main chain waits): it is put back.
-    const head = rest.length > 0 ? await this.#send(parsed, next.id, rest) : known.leafId;
+    const head = rest.length > 0 ? await this.#send(parsed, next.id, rest) : grown.leafId;
     const renamed = await nameAsFile(this.#client.storage(next.id), parsed, rest);
     if (parsed.leafId !== null && (renamed || head !== parsed.leafId))
       await this.#client.storage(next.id).setLeafId(parsed.leafId);

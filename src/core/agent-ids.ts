@@ -24,6 +24,14 @@ export async function uuidFrom(name: string): Promise<string> {
   ].join("-");
 }
 
+/**
+ * Whether a UUID is one `uuidFrom` makes (version 8). Coding agents name their lines with random
+ * ones (version 4), so a line of such a UUID was written by an export.
+ */
+export function isMadeUuid(value: string): boolean {
+  return isUuid(value) && value[14] === "8";
+}
+
 /** `id` when it is a UUID, else a UUID made from it. */
 export async function uuidFor(id: string): Promise<string> {
   return isUuid(id) ? id : await uuidFrom(id);

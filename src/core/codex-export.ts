@@ -3,7 +3,15 @@ import { conversation, customLine, HeldEntries, inSessionOrder, LineOrder, lineT
 import { isUuid, uuidFor } from "./agent-ids";
 import type { InputContent } from "./agent-log";
 import { asString, isRecord } from "./agent-log";
-import { callArguments, contentItem, filledContent, OUTPUT_ITEMS, toolOutput } from "./codex-items";
+import type { ExportRecord } from "./codex-items";
+import {
+  callArguments,
+  contentItem,
+  EXPORT_RECORD,
+  filledContent,
+  OUTPUT_ITEMS,
+  toolOutput,
+} from "./codex-items";
 import { deriveState } from "./context";
 import type { CompactionEntry, SessionEntry, TreeEntry } from "./entries";
 import { sessionEntries } from "./interchange";
@@ -28,6 +36,13 @@ import { isHole, sourceOf } from "./source-lines";
  * the reply did not finish, the calls' outputs), the latest
  * compaction as a `compacted` line whose replacement history is what Codex continues from, and
  * the session's name as a `thread_name_updated` event.
+ *
+ * A rollout that is not the one the session was imported from as it was (lines were written for
+ * what no line of a rollout holds, or the head has entries under it) records how it was made in
+ * its `session_meta` (`EXPORT_RECORD`): a sync of the file once Codex went on in it reads it as
+ * that export, wherever the head went since. Codex's lines are read under ids made from their
+ * places, so without it the lines for entries a head moved back left out would read as Codex's,
+ * and the lines Codex adds could take the places of the lines of the branch the head left.
  */
 
 /** The version of the Codex CLI whose line shapes new lines follow. */
@@ -117,25 +132,32 @@ interface CompactedGroup {
 
 /**
  * The rollout's own lines as they go out: the `session_meta` of the thread the session was imported
- * as under the export's thread id (a fork's lines carry its source's), and the name they give the
- * thread, read as the import reads it.
+ * as under the export's thread id (a fork's lines carry its source's), the first one holding the
+ * export's record when it makes one (another's stays, as imported: the ids the session's entries
+ * were read under depend on it), and the name they give the thread, read as the import reads it.
  */
 class OwnLines {
   readonly #from: string | undefined;
   readonly #to: string;
+  #record: ExportRecord | undefined;
   #name: string | undefined;
 
-  constructor(from: string | undefined, to: string) {
+  constructor(from: string | undefined, to: string, record: ExportRecord | undefined) {
     this.#from = from;
     this.#to = to;
+    this.#record = record;
   }
 
   readonly out = (line: Line): Line => {
-    const payload = isRecord(line.payload) ? line.payload : {};
-    if (line.type === "event_msg" && payload.type === "thread_name_updated")
+    const payload = isRecord(line.payload) ? line.payload : undefined;
+    if (line.type === "event_msg" && payload?.type === "thread_name_updated")
       this.#name = asString(payload.thread_name)?.trim() || this.#name;
-    if (line.type !== "session_meta" || payload.id !== this.#from || this.#from === this.#to) return line;
-    return { ...line, payload: { ...payload, id: this.#to } };
+    if (line.type !== "session_meta" || !payload) return line;
+    const meta = { ...payload };
+    if (meta.id === this.#from && this.#from !== this.#to) meta.id = this.#to;
+    if (this.#record !== undefined) meta[EXPORT_RECORD] = this.#record;
+    this.#record = undefined;
+    return { ...line, payload: meta };
   };
 
   get name(): string | undefined {
@@ -327,6 +349,7 @@ async function* newLines(
   leafId: string | null,
   held: HeldEntries,
   where: Awaited<ReturnType<typeof recorded>>,
+  record: ExportRecord | undefined,
 ): AsyncGenerator<PlacedLine> {
   if (held.path(leafId).every((id) => held.held(id))) return;
   const path = (await session.getBranch(leafId)) as TreeEntry[];
@@ -348,6 +371,7 @@ async function* newLines(
       model_provider: model?.provider ?? "openai",
       ...(header.systemPrompt ? { base_instructions: { text: header.systemPrompt } } : {}),
       ...(git === undefined ? {} : { git }),
+      ...(record === undefined ? {} : { [EXPORT_RECORD]: record }),
     });
   }
   const writer = new RolloutWriter();
@@ -400,8 +424,20 @@ export async function* exportCodex(
   session: Session,
   options: CodexExportOptions = {},
 ): AsyncGenerator<string> {
+  yield* exportCodexAs(session, undefined, options);
+}
+
+/**
+ * The session as a Codex CLI rollout, as `exportCodex` writes it now, or as the export whose record
+ * is `made` wrote it: at its head, with its record (the branch up to a head never changes).
+ */
+export async function* exportCodexAs(
+  session: Session,
+  made: ExportRecord | undefined,
+  options: CodexExportOptions = {},
+): AsyncGenerator<string> {
   const [leafId, name, where] = await Promise.all([
-    session.getLeafId(),
+    made ? made.head : session.getLeafId(),
     session.getName(),
     recorded(session, options),
   ]);
@@ -409,18 +445,29 @@ export async function* exportCodex(
   // import keeps its own there).
   const imported = isRecord(where.header.metadata.codex);
   const held = new HeldEntries();
-  for await (const entry of sessionEntries(session)) {
+  let underHead = false;
+  let seq = 0;
+  for await (const { seq: at, ...stored } of session.allEntries()) {
+    seq = at;
+    const entry = stored as SessionEntry;
     if (entry.type === "leaf") continue;
+    underHead ||= leafId !== null && entry.parentId === leafId;
     const holds =
       customLine(entry, PREFIX) !== undefined || (imported && sourceOf(entry as SourceFields) !== undefined);
     held.read(entry, holds ? [entry.id] : undefined);
   }
   held.finish();
-  const branch = new Set(held.path(leafId));
-  const own = new OwnLines(where.importedId, where.threadId);
+  const path = held.path(leafId);
+  const branch = new Set(path);
+  const record =
+    made ??
+    (leafId === null || !(underHead || !path.every((id) => held.held(id)))
+      ? undefined
+      : { session: session.id, head: leafId, seq });
+  const own = new OwnLines(where.importedId, where.threadId, record);
   yield* inSessionOrder(
     sourceLines(session, imported, held, branch, own),
-    newLines(session, leafId, held, where),
+    newLines(session, leafId, held, where, record),
   );
   // The lines written may not give the session's name: a fork's is its own, and lines the head
   // left behind may hold the rename that named the session.

@@ -10,8 +10,11 @@ import {
   thinkingLevel,
   without,
 } from "./agent-log";
+import type { ExportRecord } from "./codex-items";
 import {
   callArguments,
+  exportRecord,
+  lineIdPrefix,
   normalized,
   OUTPUT_ITEMS,
   outputText,
@@ -67,11 +70,14 @@ class CodexReader {
   #tip: string | null = null;
 
   readonly #linesApart: boolean;
+  /** What the id of each line's entry starts with, before `l<n>`. */
+  readonly #idPrefix: string;
 
-  constructor(provider: string, createdAt: string, linesApart: boolean) {
+  constructor(provider: string, createdAt: string, linesApart: boolean, idPrefix: string) {
     this.#provider = provider;
     this.#timestamp = createdAt;
     this.#linesApart = linesApart;
+    this.#idPrefix = idPrefix;
   }
 
   get leafId(): string | null {
@@ -104,10 +110,14 @@ class CodexReader {
    * from inside a line (a compaction's replacement history) belong to that line's entry.
    */
   #numbered(line: LogLine, id: string): { sourceLineNumbers?: number[] } {
-    return id === `l${line.line}` ? { sourceLineNumbers: [line.line] } : {};
+    return id === this.#lineId(line) ? { sourceLineNumbers: [line.line] } : {};
   }
 
-  read(line: LogLine, value: Record<string, unknown>, id = `l${line.line}`): void {
+  #lineId(line: LogLine): string {
+    return `${this.#idPrefix}l${line.line}`;
+  }
+
+  read(line: LogLine, value: Record<string, unknown>, id = this.#lineId(line)): void {
     this.#timestamp = entryTimestamp(value.timestamp, this.#timestamp);
     const payload = isRecord(value.payload) ? value.payload : undefined;
     // The lines whose payload becomes entries of their own; every other line is kept as custom.
@@ -437,6 +447,15 @@ function summaryItem(item: unknown, summary: string): boolean {
   return only.text === summary || only.text === wrappedSummary(summary);
 }
 
+/** How the export a rollout was made from was made, read from the entry of its first `session_meta`. */
+export function recordedExport(entries: readonly SessionEntry[]): ExportRecord | undefined {
+  const meta = entries.find(
+    (entry) => entry.type === "custom" && entry.customType === `${PREFIX}:session_meta`,
+  );
+  const data = meta?.type === "custom" && isRecord(meta.data) ? meta.data : undefined;
+  return isRecord(data?.payload) ? exportRecord(data.payload) : undefined;
+}
+
 /** The provider a rollout's `session_meta` stands for when it names none. */
 const CODEX_DEFAULT_PROVIDER = "openai";
 
@@ -458,7 +477,12 @@ export function parseCodex(text: string, options: ParseOptions = {}): ImportedSe
   );
   const provider = asString(meta.model_provider) ?? CODEX_DEFAULT_PROVIDER;
 
-  const reader = new CodexReader(provider, createdAt, options.linesApart === true);
+  const reader = new CodexReader(
+    provider,
+    createdAt,
+    options.linesApart === true,
+    lineIdPrefix(exportRecord(meta)),
+  );
   for (const [index, line] of lines.entries()) {
     try {
       reader.read(line, values[index] as Record<string, unknown>);

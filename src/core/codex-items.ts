@@ -1,5 +1,6 @@
 import type { InputContent, LogLine } from "./agent-log";
 import { dataUrlImage, isRecord } from "./agent-log";
+import { isValidId } from "./ids";
 import { parseJsonField } from "./json";
 import { filledHole, holeFor, isHole, keptItem, writtenItem } from "./source-lines";
 
@@ -8,6 +9,38 @@ import { filledHole, holeFor, isHole, keptItem, writtenItem } from "./source-lin
  * payload}`, and the content of its response items (input and output text, images, a tool's
  * output and arguments) as ours, and back.
  */
+
+/**
+ * The field of a rollout's `session_meta` in which an export records how it was made: `session`,
+ * the session exported; `head`, its head the export was made at; `seq`, the session's last `seq`
+ * then. The file's lines are read under ids made from it (`s<seq>.l<n>`), so the lines an agent
+ * adds are named apart from the session's entries, those of another export, and those of a branch
+ * the head left, which held the same places. Codex passes over fields of the line it does not
+ * know, and goes on in a rollout by appending to it, so the line keeps the record.
+ */
+export const EXPORT_RECORD = "cf_sessions";
+
+/** How an export was made, as its `session_meta` records it (`EXPORT_RECORD`). */
+export interface ExportRecord {
+  session: string;
+  head: string;
+  seq: number;
+}
+
+/** The export record of a `session_meta` payload, when it holds one. */
+export function exportRecord(meta: Record<string, unknown>): ExportRecord | undefined {
+  const record = meta[EXPORT_RECORD];
+  if (!isRecord(record) || !isValidId(record.session) || !isValidId(record.head)) return undefined;
+  const { session, head, seq } = record;
+  return typeof seq === "number" && Number.isSafeInteger(seq) && seq >= 0
+    ? { session, head, seq }
+    : undefined;
+}
+
+/** What the ids of a rollout's lines start with: `s<seq>.` when an export recorded itself in it. */
+export function lineIdPrefix(record: ExportRecord | undefined): string {
+  return record === undefined ? "" : `s${record.seq}.`;
+}
 
 /** Response items that are part of the model's output. */
 export const OUTPUT_ITEMS = new Set(["reasoning", "function_call", "custom_tool_call", "local_shell_call"]);

@@ -1,8 +1,10 @@
+import { isMadeUuid } from "./agent-ids";
 import { isRecord } from "./agent-log";
 import { exportClaudeCode } from "./claude-code-export";
 import { parseClaudeCode } from "./claude-code-format";
-import { exportCodex } from "./codex-export";
-import { parseCodex } from "./codex-format";
+import { exportCodexAs } from "./codex-export";
+import { parseCodex, recordedExport } from "./codex-format";
+import type { ExportRecord } from "./codex-items";
 import type { SessionEntry, StoredEntry } from "./entries";
 import type { ImportedSession, ParseOptions } from "./interchange";
 import { entryContent } from "./same-entry";
@@ -16,19 +18,42 @@ import type { TreeNode } from "./tree";
  * entries than the stored ones: a note as a user line, a Codex line under the id of its place in
  * the file. A file holding every entry its export reads back as holds the session as exported, and
  * the agent's entries after them go on from the entries the export wrote their lines for.
+ *
+ * The file began as the export made when it was pulled, and the session's head may have moved
+ * since: an export now may leave out the lines that one wrote for entries of the branch the head
+ * left, and they must not read as the agent's. A Claude Code line carries the id of the entry it
+ * was written for, or a UUID made from that id, which Claude Code never makes; a Codex rollout
+ * records how its export was made (see codex-export.ts), and is read as that export.
  */
 
 interface AgentFormat {
   /** The key of the agent's fields in a session's metadata. */
   key: string;
   prefix: string;
-  exportLines(session: Session): AsyncGenerator<string>;
+  /** The session's export now, or the one `made` records. */
+  exportLines(session: Session, made: ExportRecord | undefined): AsyncGenerator<string>;
   parse(text: string, options: ParseOptions): ImportedSession;
+  /** How the export the file was made from was made, when the file records it. */
+  made?(file: ImportedSession): ExportRecord | undefined;
+  /** Whether a line of this id is one an export wrote, never the agent. */
+  writtenByExport?(id: string): boolean;
 }
 
 const AGENTS: readonly AgentFormat[] = [
-  { key: "claudeCode", prefix: "claude-code:", exportLines: exportClaudeCode, parse: parseClaudeCode },
-  { key: "codex", prefix: "codex:", exportLines: exportCodex, parse: parseCodex },
+  {
+    key: "claudeCode",
+    prefix: "claude-code:",
+    exportLines: (session) => exportClaudeCode(session),
+    parse: parseClaudeCode,
+    writtenByExport: isMadeUuid,
+  },
+  {
+    key: "codex",
+    prefix: "codex:",
+    exportLines: (session, made) => exportCodexAs(session, made),
+    parse: parseCodex,
+    made: (file) => recordedExport(file.entries),
+  },
 ];
 
 /** What a file holds beyond the session's export: its entries, hung where they go on, and its head. */
@@ -75,9 +100,11 @@ function holdsLines(entry: Record<string, unknown>, agent: AgentFormat): boolean
 
 /**
  * The file's entries after what the session's export to the file's agent reads back as, hung under
- * the session's: the export's head is the session's, and a line the export wrote for an entry
- * under that entry's id (Claude Code's lines carry it) is that entry. Undefined when the file
- * does not hold the whole export as written, or goes on from one of its lines that is neither.
+ * the session's: the export's head is the session's (or the one the file records its export was
+ * made at), and a line the export wrote for an entry under that entry's id (Claude Code's lines
+ * carry it) is that entry. Undefined when the file does not hold the whole export as written, or
+ * goes on from one of its lines that is neither, or holds a line an export wrote that this one
+ * does not.
  */
 export async function continuedExport(
   session: Session,
@@ -85,14 +112,23 @@ export async function continuedExport(
 ): Promise<Continuation | undefined> {
   const agent = AGENTS.find((format) => isRecord(file.header.metadata[format.key]));
   if (!agent) return undefined;
-  // With the head moved back, the lines an export made before the move wrote for what is under it
-  // would read as the agent's own: only a file holding nothing beyond the export as it stands now
-  // is this session's.
-  const leafId = await session.getLeafId();
-  const movedBack = leafId !== null && hasChildren(await session.getTree(), leafId);
-  let text = "";
-  for await (const line of agent.exportLines(session)) text += line;
+  // A record of another session's export (the file this session was made from) tells nothing here.
+  const recorded = agent.made?.(file);
+  const made = recorded?.session === session.id ? recorded : undefined;
+  const leafId = made ? made.head : await session.getLeafId();
   const stored = storedReads(session, leafId);
+  if (made && !(await stored.entry(made.head))) return undefined;
+  // A file that neither records its export's head nor tells the lines an export wrote (a rollout
+  // exported before rollouts recorded it), with the head moved back: the lines an export made
+  // before the move wrote for what is under it would read as the agent's own, so only a file
+  // holding nothing beyond the export as it stands now is this session's.
+  const movedBack =
+    made === undefined &&
+    agent.writtenByExport === undefined &&
+    leafId !== null &&
+    hasChildren(await session.getTree(), leafId);
+  let text = "";
+  for await (const line of agent.exportLines(session, made)) text += line;
   // The file was read whole or a line at a time: the export is read back both ways.
   for (const linesApart of [false, true]) {
     const continued = await goesOn(stored, agent, agent.parse(text, { linesApart }), file);
@@ -168,6 +204,9 @@ async function goesOn(
     // Synced before (a line of a branch the export leaves out), or changed in the file.
     if (await isStored(entry.id)) continue;
     if (await session.entry(entry.id)) return undefined;
+    // An export's line for an entry this export leaves out (on a branch the head has left): read as
+    // the agent's, it would store that entry again.
+    if (agent.writtenByExport?.(entry.id)) return undefined;
     const parentId = await place(entry.parentId);
     if (parentId === undefined) return undefined;
     entries.push(parentId === entry.parentId ? entry : ({ ...entry, parentId } as SessionEntry));

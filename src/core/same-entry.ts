@@ -1,23 +1,27 @@
+import { EXPORT_RECORD } from "./codex-items";
 import type { SessionEntry } from "./entries";
 import { canonicalJson } from "./json";
 import { isRecord } from "./providers/incoming";
 
 /*
  * Whether an entry read from an agent's file is one the session stored: what `pull` rewrites to put
- * the file in a checkout is not compared.
+ * the file in a checkout, and what an export records of how it was made, are not compared.
  */
 
 /**
  * A Claude Code or Codex line without what `pull` rewrites to put the file in a checkout: the
  * line's working folder (`cwd`), and in Codex's `session_meta` its `cwd` and `model_provider`, in
- * its `turn_context` its `cwd`.
+ * its `turn_context` its `cwd`; nor what an export records there of how it was made.
  */
 function unplacedLine(line: unknown): unknown {
   if (!isRecord(line)) return line;
   const { cwd: _cwd, ...rest } = line;
   if (!isRecord(rest.payload)) return rest;
   const { cwd: _payloadCwd, model_provider: provider, ...payload } = rest.payload;
-  if (rest.type === "session_meta") return { ...rest, payload };
+  if (rest.type === "session_meta") {
+    const { [EXPORT_RECORD]: _record, ...meta } = payload;
+    return { ...rest, payload: meta };
+  }
   if (rest.type === "turn_context") return { ...rest, payload: { ...payload, model_provider: provider } };
   return rest;
 }
@@ -34,9 +38,10 @@ function unplaced(entry: Record<string, unknown>): Record<string, unknown> {
 }
 
 /**
- * Whether a stored entry is the file's. What `pull` rewrites to put the file in a checkout is not
- * compared (the stored values stay). An entry imported before imports recorded where each of its
- * lines stood (`sourceLineNumbers`) kept less of them: it is compared without what it kept of them.
+ * Whether a stored entry is the file's. What `pull` rewrites to put the file in a checkout, and what
+ * an export records of how it was made, are not compared (the stored values stay). An entry
+ * imported before imports recorded where each of its lines stood (`sourceLineNumbers`) kept less of
+ * them: it is compared without what it kept of them.
  */
 export function sameEntry(stored: Record<string, unknown>, expected: SessionEntry): boolean {
   if (canonicalJson(stored) === canonicalJson(expected)) return true;
@@ -52,7 +57,7 @@ export function sameEntry(stored: Record<string, unknown>, expected: SessionEntr
 /**
  * An entry as its lines say it, wherever they stand in the file: without its id and parent (an
  * agent's line that names neither is read under an id made from its place) and its lines' places,
- * and without what `pull` rewrites.
+ * and without what `pull` rewrites or an export records of itself.
  */
 export function entryContent(entry: Record<string, unknown>): string {
   const { id: _id, parentId: _parentId, sourceLineNumbers: _numbers, ...content } = unplaced(entry);

@@ -76,7 +76,11 @@ describe("real Codex rollouts exported back", () => {
     await session.appendMessage({ role: "user", content: "and now?", timestamp: Date.UTC(2026, 6, 1) });
     const lines = jsonLines(await collect(exportCodex(session)));
     const original = jsonLines(text);
-    expect(lines.slice(0, original.length)).toEqual(original);
+    // The rollout's lines, its session_meta recording the export it now is.
+    const [first, ...rest] = lines.slice(0, original.length) as [Line, ...Line[]];
+    const { cf_sessions: made, ...meta } = first.payload as Line;
+    expect(made).toMatchObject({ session: session.id, head: await session.getLeafId() });
+    expect([{ ...first, payload: meta }, ...rest]).toEqual(original);
     const added = lines.slice(original.length);
     expect(added.map((l) => [l.type, (l.payload as Line).type])).toEqual([
       ["turn_context", undefined],

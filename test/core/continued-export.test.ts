@@ -198,25 +198,6 @@ describe("a Codex rollout that went on from the session's export, synced back", 
     expect(await lastSaid(session)).toContain("asked in Codex");
   });
 
-  it("refuses a rollout pulled before the session's head was moved back, writing nothing", async () => {
-    const repo = new MemoryRepo();
-    const session = await repo.importSession(parseCodex(codexText));
-    const first = await session.appendMessage({
-      role: "user",
-      content: "asked on the service 1",
-      timestamp: 1,
-    });
-    await session.appendMessage({ role: "user", content: "asked on the service 2", timestamp: 2 });
-    const lines = pulled(await collect(exportCodex(session)));
-    const grown = [...lines, ...codexTurn("2026-06-06T10:00:00.000Z", "asked in Codex")];
-    // Moved back on the service: the rollout's lines for the second message are not the agent's.
-    await session.setLeafId(first);
-    const before = await session.getEntries({ limit: 1000 });
-    await expect(repo.syncSession(parseCodex(text(grown)))).rejects.toMatchObject({ code: "already_exists" });
-    expect(await session.getEntries({ limit: 1000 })).toEqual(before);
-    expect(await session.getLeafId()).toBe(first);
-  });
-
   it("still refuses a rollout that changed a line the session holds, writing nothing", async () => {
     const { repo, session } = await askedOnService(parseCodex(codexText));
     const before = await session.getEntries({ limit: 1000 });
@@ -241,6 +222,183 @@ describe("a Codex rollout that went on from the session's export, synced back", 
       });
     }
     expect(await session.getEntries({ limit: 1000 })).toEqual(before);
+  });
+});
+
+/** A session imported from an agent's file, and two user messages written on the service after it. */
+async function twiceAskedOnService(
+  file: ImportedSession,
+  ids: { id?: string }[] = [{}, {}],
+): Promise<{ repo: MemoryRepo; session: Session; first: string; second: string }> {
+  const repo = new MemoryRepo();
+  const session = await repo.importSession(file);
+  const first = await session.appendMessage(
+    { role: "user", content: "asked on the service 1", timestamp: 1 },
+    ids[0],
+  );
+  const second = await session.appendMessage(
+    { role: "user", content: "asked on the service 2", timestamp: 2 },
+    ids[1],
+  );
+  return { repo, session, first, second };
+}
+
+/** How many of the session's entries hold `words`. */
+async function holding(session: Session, words: string): Promise<number> {
+  return (await session.getEntries({ limit: 1000 })).filter((entry) => JSON.stringify(entry).includes(words))
+    .length;
+}
+
+/** The entries a sync wrote: those not among `before`. */
+async function writtenSince(session: Session, before: readonly { id: string }[]) {
+  const ids = new Set(before.map((entry) => entry.id));
+  return (await session.getEntries({ limit: 1000 })).filter(
+    (entry) => !ids.has(entry.id) && entry.type !== "leaf",
+  );
+}
+
+describe("an agent's file pulled after the session's head was moved back, gone on in, synced back", () => {
+  it("takes Claude Code's lines under the head, as pulled and gone on, and writes nothing else", async () => {
+    const { repo, session, first } = await twiceAskedOnService(parseClaudeCode(claudeCodeText));
+    const branch = await session.getBranch();
+    // A message written on the service, and a line of the transcript's (told by the head note).
+    const earlier = branch.findLast(
+      (entry, at) =>
+        at < branch.length - 4 &&
+        entry.type === "message" &&
+        entry.message.role === "user" &&
+        typeof entry.message.content === "string",
+    );
+    for (const [n, head] of [first, earlier?.id as string].entries()) {
+      await session.setLeafId(head);
+      const lines = pulled(await collect(exportClaudeCode(session)));
+      expect((await repo.syncSession(parseClaudeCode(text(lines)))).status).toBe("unchanged");
+      const headLine = lines.find((line) => line.uuid === head) as Line;
+      const turn = {
+        ...headLine,
+        parentUuid: head,
+        uuid: `a0000000-0000-4000-8000-00000000004${n}`,
+        type: "user",
+        message: { role: "user", content: "asked in Claude Code" },
+      };
+      const grown = text([...lines, turn]);
+      const before = await session.getEntries({ limit: 1000 });
+      expect(await repo.syncSession(parseClaudeCode(grown))).toMatchObject({
+        status: "appended",
+        appended: 1,
+      });
+      expect(await writtenSince(session, before)).toMatchObject([{ id: turn.uuid, parentId: head }]);
+      expect(await session.getLeafId()).toBe(turn.uuid);
+      for (const linesApart of [false, true])
+        expect((await repo.syncSession(parseClaudeCode(grown, { linesApart }))).status).toBe("unchanged");
+    }
+    expect(await holding(session, "asked on the service 2")).toBe(1);
+  });
+
+  it("takes Codex's turn under the head, as pulled and gone on, and writes nothing else", async () => {
+    const { repo, session, first } = await twiceAskedOnService(parseCodex(codexText));
+    const branch = await session.getBranch();
+    // A message written on the service, and a line of the rollout's.
+    const earlier = branch[branch.length - 6] as { id: string };
+    const files: string[] = [];
+    for (const [n, head] of [first, earlier.id].entries()) {
+      await session.setLeafId(head);
+      const lines = pulled(await collect(exportCodex(session)));
+      expect((await repo.syncSession(parseCodex(text(lines)))).status).toBe("unchanged");
+      const grown = text([...lines, ...codexTurn(`2026-06-06T10:00:0${n}.000Z`, `asked in Codex ${n}`)]);
+      files.push(grown);
+      const before = await session.getEntries({ limit: 1000 });
+      const synced = await repo.syncSession(parseCodex(grown));
+      expect(synced.status).toBe("appended");
+      const written = await writtenSince(session, before);
+      expect(written).toHaveLength(synced.appended);
+      expect(written[0]?.parentId).toBe(head);
+      expect(await session.getLeafId()).toBe(written.at(-1)?.id);
+      expect(await lastSaid(session)).toContain(`asked in Codex ${n}`);
+    }
+    // Each file synced again, the first since pulled before the head moved again: nothing new.
+    for (const grown of files)
+      for (const linesApart of [false, true])
+        expect((await repo.syncSession(parseCodex(grown, { linesApart }))).status).toBe("unchanged");
+    expect(await holding(session, "asked on the service 2")).toBe(1);
+  });
+});
+
+describe("an agent's file pulled before the session's head was moved, synced back", () => {
+  it("goes on in a Codex rollout under the head it records it was pulled at; one recording none is refused", async () => {
+    const { repo, session, first, second } = await twiceAskedOnService(parseCodex(codexText));
+    const lines = pulled(await collect(exportCodex(session)));
+    const turn = codexTurn("2026-06-06T10:00:00.000Z", "asked in Codex");
+    await session.setLeafId(first);
+    const before = await session.getEntries({ limit: 1000 });
+
+    // A rollout made before exports recorded themselves in it: the lines for the second message
+    // would read as Codex's own.
+    const unrecorded = lines.map((line) => {
+      if (line.type !== "session_meta") return line;
+      const { cf_sessions: _made, ...payload } = line.payload as Line;
+      return { ...line, payload };
+    });
+    await expect(repo.syncSession(parseCodex(text([...unrecorded, ...turn])))).rejects.toMatchObject({
+      code: "already_exists",
+    });
+    expect(await session.getEntries({ limit: 1000 })).toEqual(before);
+
+    // As pulled, the rollout holds nothing new, and the head stays where it was moved.
+    for (const linesApart of [false, true])
+      expect((await repo.syncSession(parseCodex(text(lines), { linesApart }))).status).toBe("unchanged");
+    expect(await session.getLeafId()).toBe(first);
+    expect(await session.getEntries({ limit: 1000 })).toEqual(before);
+
+    const grown = text([...lines, ...turn]);
+    const synced = await repo.syncSession(parseCodex(grown));
+    expect(synced.status).toBe("appended");
+    const written = await writtenSince(session, before);
+    expect(written).toHaveLength(synced.appended);
+    expect(written[0]?.parentId).toBe(second);
+    expect(await session.getLeafId()).toBe(written.at(-1)?.id);
+    expect(await holding(session, "asked on the service 2")).toBe(1);
+    expect(await lastSaid(session)).toContain("asked in Codex");
+    for (const linesApart of [false, true])
+      expect((await repo.syncSession(parseCodex(grown, { linesApart }))).status).toBe("unchanged");
+  });
+
+  it("refuses a Claude Code transcript holding a line an export wrote for an entry the head left, writing nothing", async () => {
+    // Entries of ids that are no UUIDs: their lines carry UUIDs made from them.
+    const ids = [{ id: "m1" }, { id: "m2" }];
+    const movedBack = await twiceAskedOnService(parseClaudeCode(claudeCodeText), ids);
+    // A transcript of two branches, the head moved to the other one's leaf.
+    const base = jsonLines(claudeCodeText);
+    const last = base.findLast((line) => line.type === "user" || line.type === "assistant") as Line;
+    const leaf = parseClaudeCode(claudeCodeText).leafId as string;
+    const beside = {
+      ...last,
+      uuid: "a0000000-0000-4000-8000-000000000061",
+      type: "user",
+      message: { role: "user", content: "asked on another branch" },
+    };
+    const repo = new MemoryRepo();
+    const branched = await repo.importSession(parseClaudeCode(text([...base, beside])));
+    await branched.setLeafId(leaf);
+    await branched.appendMessage(
+      { role: "user", content: "asked on the service 3", timestamp: 3 },
+      { id: "m3" },
+    );
+    const cases = [
+      { ...movedBack, head: movedBack.first, words: "asked on the service 2" },
+      { repo, session: branched, head: beside.uuid, words: "asked on the service 3" },
+    ];
+    for (const { repo, session, head, words } of cases) {
+      const lines = pulled(await collect(exportClaudeCode(session)));
+      await session.setLeafId(head);
+      const before = await session.getEntries({ limit: 1000 });
+      const turn = claudeCodeTurn(lines, "a0000000-0000-4000-8000-000000000062", "asked in Claude Code");
+      await expect(repo.syncSession(parseClaudeCode(text([...lines, turn])))).rejects.toMatchObject({
+        code: "already_exists",
+      });
+      expect(await session.getEntries({ limit: 1000 })).toEqual(before);
+      expect(await holding(session, words)).toBe(1);
+    }
   });
 });
 

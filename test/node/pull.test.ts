@@ -554,6 +554,100 @@ describe("cf-sessions pull", () => {
     }
   });
 
+  it("syncs a file pulled after the session's head was moved back: the agent's lines go under the head", async () => {
+    const errors: string[] = [];
+    const output: Output = {
+      out: () => undefined,
+      write: () => undefined,
+      stream: async () => undefined,
+      err: (text) => errors.push(text),
+      isTTY: false,
+    };
+    const env = { CF_SESSIONS_URL: server.url };
+    const sync = (path: string, format: string) =>
+      main(["sync", path, "--format", format, "--progress", "none"], output, env);
+    const cases = [
+      { format: "claude-code", fixture: "claude-code/2.1.152-redacted.jsonl", prefix: "claude-code-" },
+      { format: "codex", fixture: "codex/0.135.0-redacted.jsonl", prefix: "codex-" },
+    ] as const;
+    for (const { format, fixture, prefix } of cases) {
+      const text = readFileSync(join(import.meta.dirname, "../fixtures", fixture), "utf8");
+      const line = JSON.parse(text.split("\n")[0] as string);
+      const sourceId = (format === "codex" ? line.payload.id : line.sessionId) as string;
+      const id = crypto.randomUUID();
+      const files = mkdtempSync(join(home, `${format}-moved-back-`));
+      writeFileSync(join(files, `${id}.jsonl`), text.replaceAll(sourceId, id));
+      expect(await main(["import", files, "--format", format, "--progress", "none"], output, env)).toBe(0);
+      const session = await createClient({ baseUrl: server.url }).open(`${prefix}${id}`);
+      const first = await session.appendMessage({
+        role: "user",
+        content: "asked on the service 1",
+        timestamp: 1,
+      });
+      const second = await session.appendMessage({
+        role: "user",
+        content: "asked on the service 2",
+        timestamp: 2,
+      });
+      const project = join(home, "work", `moved-back-${format}`);
+      /** Pulls the session into a folder of the agent's of its own, and has the agent go on there. */
+      const wentOn = async (folder: string, said: string) => {
+        const agentEnv = { CLAUDE_CONFIG_DIR: join(home, folder), CODEX_HOME: join(home, folder) };
+        const pulled = await pull([session.id, "--to", format, "--project", project], agentEnv);
+        expect(pulled.code, pulled.errors).toBe(0);
+        const path = pulled.answer.path as string;
+        const written = readFileSync(path, "utf8");
+        const head = await session.getLeafId();
+        const headLine = written
+          .trimEnd()
+          .split("\n")
+          .map((text) => JSON.parse(text))
+          .find((line) => line.uuid === head);
+        const added =
+          format === "codex"
+            ? {
+                timestamp: new Date().toISOString(),
+                type: "response_item",
+                payload: { type: "message", role: "user", content: [{ type: "input_text", text: said }] },
+              }
+            : {
+                ...headLine,
+                parentUuid: head,
+                uuid: crypto.randomUUID(),
+                message: { role: "user", content: said },
+              };
+        return { path, written, grown: `${written}${JSON.stringify(added)}\n` };
+      };
+      // A rollout pulled before the head moved records the head it was pulled at.
+      const before =
+        format === "codex" ? await wentOn(`${format}-before-move`, "asked before the move") : undefined;
+      await session.setLeafId(first);
+      const after = await wentOn(`${format}-after-move`, "asked after the move");
+      // As pulled, the file holds nothing new; gone on in, its line goes under the head, once.
+      expect(await sync(after.path, format), errors.join("")).toBe(0);
+      writeFileSync(after.path, after.grown);
+      expect(await sync(after.path, format), errors.join("")).toBe(0);
+      const entries = await session.getEntries({ limit: 1000 });
+      expect(await session.getEntry((await session.getLeafId()) as string)).toMatchObject({
+        parentId: first,
+      });
+      expect(JSON.stringify((await session.buildContext()).messages.at(-1))).toContain(
+        "asked after the move",
+      );
+      expect(await sync(after.path, format), errors.join("")).toBe(0);
+      expect(await session.getEntries({ limit: 1000 })).toEqual(entries);
+      if (before) {
+        writeFileSync(before.path, before.grown);
+        expect(await sync(before.path, format), errors.join("")).toBe(0);
+        const head = await session.getEntry((await session.getLeafId()) as string);
+        expect(head).toMatchObject({ parentId: second });
+        expect(JSON.stringify(head)).toContain("asked before the move");
+      }
+      const said = JSON.stringify(await session.getEntries({ limit: 1000 }));
+      expect(said.split("asked on the service 2").length - 1, format).toBe(1);
+    }
+  });
+
   it("syncs a pulled Codex rollout back when this machine's Codex runs another provider", async () => {
     const text = readFileSync(join(import.meta.dirname, "../fixtures/codex/0.135.0-redacted.jsonl"), "utf8");
     const sourceId = JSON.parse(text.split("\n")[0] as string).payload.id as string;

@@ -386,9 +386,34 @@ describe("cf-sessions sync --watch", () => {
       timeout: 30_000,
       interval: 200,
     });
+
+    // The head moved back on the service, and the rollout pulled again while it is mirrored: a
+    // shorter file in its place, in which Codex goes on under the head.
+    await session.setLeafId(asked);
+    expect(await main(pulled, output, { ...env, CODEX_HOME: codexHome })).toBe(0);
+    await vi.waitFor(() => expect(watcher.events()).toHaveLength(5), { timeout: 30_000 });
+    expect(watcher.events().at(-1)).toMatchObject({ event: "unchanged", entries: 0 });
+    appendFileSync(
+      path,
+      `${JSON.stringify({
+        timestamp: new Date().toISOString(),
+        type: "response_item",
+        payload: {
+          type: "message",
+          role: "user",
+          content: [{ type: "input_text", text: "asked after the move" }],
+        },
+      })}\n`,
+    );
+    await vi.waitFor(async () => expect((await session.getBranch()).at(-1)?.parentId).toBe(asked), {
+      timeout: 30_000,
+      interval: 200,
+    });
     await watcher.stop();
+    expect(watcher.events().map((e) => e.event)).not.toContain("rewritten");
     expect(await holding("asked on the service again")).toHaveLength(1);
     expect(await holding("asked in Codex again")).toHaveLength(1);
+    expect(await holding("asked after the move")).toHaveLength(1);
     rmSync(codexHome, { recursive: true, force: true });
   }, 120_000);
 

@@ -132,9 +132,29 @@ export async function continuedExport(
   // The file was read whole or a line at a time: the export is read back both ways.
   for (const linesApart of [false, true]) {
     const continued = await goesOn(stored, agent, agent.parse(text, { linesApart }), file);
-    if (continued && !(movedBack && continued.entries.length > 0)) return continued;
+    if (!continued) continue;
+    if (continued.entries.length === 0) return continued;
+    // What the agent added goes on only from where the file was pulled.
+    if (movedBack || (made && !(await stillAtPull(session, made.head, file)))) continue;
+    return continued;
   }
   return undefined;
+}
+
+/**
+ * Whether the session is where a file pulled at `pulledAt` left it: its head is that entry, or one
+ * above it (moved back since), or under it through entries stored from the file alone (synced
+ * before). A head past it through an entry written elsewhere is the session gone on since the
+ * pull: the file conflicts with it, as any file whose export does not hold what the session does.
+ */
+async function stillAtPull(session: Session, pulledAt: string, file: ImportedSession): Promise<boolean> {
+  const head = await session.getLeafId();
+  if (head === null) return true;
+  const path = await session.getBranch(head);
+  const at = path.findIndex((entry) => entry.id === pulledAt);
+  const fromFile = new Set(file.entries.map((entry) => entry.id));
+  if (at >= 0) return path.slice(at + 1).every((entry) => fromFile.has(entry.id));
+  return (await session.getBranch(pulledAt)).some((entry) => entry.id === head);
 }
 
 /** The file's entries matched with the export's entries of the same content, the same id first. */

@@ -363,6 +363,31 @@ describe("an agent's file pulled before the session's head was moved, synced bac
       expect((await repo.syncSession(parseCodex(grown, { linesApart }))).status).toBe("unchanged");
   });
 
+  it("refuses a file pulled before the session went on elsewhere, as for an agent whose file records no export", async () => {
+    for (const [parse, exportLines, goOn] of [
+      [
+        parseCodex,
+        exportCodex,
+        (lines: Line[]) => [...lines, ...codexTurn("2026-06-06T10:00:00.000Z", "asked in Codex")],
+      ],
+      [
+        parseClaudeCode,
+        exportClaudeCode,
+        (lines: Line[]) => [...lines, claudeCodeTurn(lines, crypto.randomUUID(), "asked in Claude Code")],
+      ],
+    ] as const) {
+      const { repo, session } = await twiceAskedOnService(
+        parse(parse === parseCodex ? codexText : claudeCodeText),
+      );
+      const grown = text(goOn(pulled(await collect(exportLines(session)))));
+      // Written over HTTP after the pull: the agent's turn would leave it off the branch.
+      await session.appendMessage({ role: "user", content: "asked over HTTP meanwhile", timestamp: 3 });
+      const before = await session.getEntries({ limit: 1000 });
+      await expect(repo.syncSession(parse(grown))).rejects.toMatchObject({ code: "already_exists" });
+      expect(await session.getEntries({ limit: 1000 })).toEqual(before);
+    }
+  });
+
   it("refuses a Claude Code transcript holding a line an export wrote for an entry the head left, writing nothing", async () => {
     // Entries of ids that are no UUIDs: their lines carry UUIDs made from them.
     const ids = [{ id: "m1" }, { id: "m2" }];

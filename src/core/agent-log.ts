@@ -103,7 +103,8 @@ export function agentSession(
   header: {
     id: string;
     createdAt: string;
-    name?: { value: string; line: number } | undefined;
+    /** The name, and the line that gave it (`entryId`: its entry's id, when not `l<line>`). */
+    name?: { value: string; line: number; entryId?: string } | undefined;
     systemPrompt?: string | undefined;
   },
   fields: Record<string, unknown>,
@@ -113,7 +114,7 @@ export function agentSession(
   const { id, createdAt, systemPrompt } = header;
   const name = header.name?.value;
   // The line that named the session is the entry named after it, when it is one of its own.
-  const namedBy = header.name && `l${header.name.line}`;
+  const namedBy = header.name && (header.name.entryId ?? `l${header.name.line}`);
   const metadata = { [agent]: defined(fields), pi: { cwd: asString(fields.cwd) ?? "" } };
   return {
     header: {

@@ -14,6 +14,7 @@ import {
 } from "./codex-items";
 import { deriveState } from "./context";
 import type { CompactionEntry, SessionEntry, TreeEntry } from "./entries";
+import { nonBlank } from "./info";
 import { sessionEntries } from "./interchange";
 import { tryParseJson } from "./json";
 import type { AgentMessage, AssistantMessage, ToolResultMessage } from "./messages";
@@ -427,6 +428,9 @@ export async function* exportCodex(
   yield* exportCodexAs(session, undefined, options);
 }
 
+/** Entries no line of a rollout stands for where they are: a label, a name (written at the end). */
+const LINELESS = new Set(["label", "session_info"]);
+
 /**
  * The session as a Codex CLI rollout, as `exportCodex` writes it now, or as the export whose record
  * is `made` wrote it: at its head, with its record (the branch up to a head never changes).
@@ -436,7 +440,7 @@ export async function* exportCodexAs(
   made: ExportRecord | undefined,
   options: CodexExportOptions = {},
 ): AsyncGenerator<string> {
-  const [leafId, name, where] = await Promise.all([
+  const [leafId, nameNow, where] = await Promise.all([
     made ? made.head : session.getLeafId(),
     session.getName(),
     recorded(session, options),
@@ -447,16 +451,23 @@ export async function* exportCodexAs(
   const held = new HeldEntries();
   let underHead = false;
   let seq = 0;
+  // The name as the entries read so far give it (`session_info`), once one does.
+  let named: { name?: string } | undefined;
   for await (const { seq: at, ...stored } of session.allEntries()) {
+    // A recorded export is read as it was made: of the entries there were then.
+    if (made && at > made.seq) break;
     seq = at;
     const entry = stored as SessionEntry;
     if (entry.type === "leaf") continue;
-    underHead ||= leafId !== null && entry.parentId === leafId;
+    if (entry.type === "session_info") named = { name: nonBlank(entry.name) };
+    // What the head has under it that the export writes a line for (a label, a name, none).
+    underHead ||= leafId !== null && entry.parentId === leafId && !LINELESS.has(entry.type);
     const holds =
       customLine(entry, PREFIX) !== undefined || (imported && sourceOf(entry as SourceFields) !== undefined);
     held.read(entry, holds ? [entry.id] : undefined);
   }
   held.finish();
+  const name = made ? (named ? named.name : nonBlank(where.header.name)) : nameNow;
   const path = held.path(leafId);
   const branch = new Set(path);
   const record =

@@ -114,7 +114,12 @@ class CodexReader {
   }
 
   #lineId(line: LogLine): string {
-    return `${this.#idPrefix}l${line.line}`;
+    return this.idOfLine(line.line);
+  }
+
+  /** The id of the entry the line numbered `n` is read as. */
+  idOfLine(n: number): string {
+    return `${this.#idPrefix}l${n}`;
   }
 
   read(line: LogLine, value: Record<string, unknown>, id = this.#lineId(line)): void {
@@ -502,7 +507,8 @@ export function parseCodex(text: string, options: ParseOptions = {}): ImportedSe
       const payload = v.type === "event_msg" && isRecord(v.payload) ? v.payload : undefined;
       const value =
         payload?.type === "thread_name_updated" ? asString(payload.thread_name)?.trim() : undefined;
-      return value ? { value, line: (lines[index] as LogLine).line } : undefined;
+      const line = (lines[index] as LogLine).line;
+      return value ? { value, line, entryId: reader.idOfLine(line) } : undefined;
     })
     .filter((n) => n !== undefined)
     .at(-1);

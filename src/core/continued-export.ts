@@ -7,7 +7,7 @@ import { parseCodex, recordedExport } from "./codex-format";
 import type { ExportRecord } from "./codex-items";
 import type { SessionEntry, StoredEntry } from "./entries";
 import type { ImportedSession, ParseOptions } from "./interchange";
-import { entryContent } from "./same-entry";
+import { entryContent, writtenHere } from "./same-entry";
 import type { Session } from "./session";
 import type { TreeNode } from "./tree";
 
@@ -153,8 +153,10 @@ async function stillAtPull(session: Session, pulledAt: string, file: ImportedSes
   const path = await session.getBranch(head);
   const at = path.findIndex((entry) => entry.id === pulledAt);
   const fromFile = new Set(file.entries.map((entry) => entry.id));
-  if (at >= 0) return path.slice(at + 1).every((entry) => fromFile.has(entry.id));
-  return (await session.getBranch(pulledAt)).some((entry) => entry.id === head);
+  if (at >= 0) return path.slice(at + 1).every((entry) => fromFile.has(entry.id) || writtenHere(entry));
+  // Moved back: the head, past what was written here about the conversation since, is above it.
+  const above = path.findLast((entry) => !writtenHere(entry));
+  return above === undefined || (await session.getBranch(pulledAt)).some((entry) => entry.id === above.id);
 }
 
 /** The file's entries matched with the export's entries of the same content, the same id first. */

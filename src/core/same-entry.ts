@@ -5,7 +5,8 @@ import { isRecord } from "./providers/incoming";
 
 /*
  * Whether an entry read from an agent's file is one the session stored: what `pull` rewrites to put
- * the file in a checkout, and what an export records of how it was made, are not compared.
+ * the file in a checkout, and what an export records of how it was made, are not compared. And
+ * which stored entries no agent's file holds, being written here about the conversation.
  */
 
 /**
@@ -62,4 +63,18 @@ export function sameEntry(stored: Record<string, unknown>, expected: SessionEntr
 export function entryContent(entry: Record<string, unknown>): string {
   const { id: _id, parentId: _parentId, sourceLineNumbers: _numbers, ...content } = unplaced(entry);
   return canonicalJson(content);
+}
+
+/**
+ * Whether a stored entry was written here about the conversation, not in it, so no agent's file
+ * holds it: a name (`session_info`, over HTTP or by a sync from a rename line), a label, a note
+ * (`custom_message` of type `note`, as MCP's `append_note` writes). The file's next entries go on
+ * from its own, so a note at the head is left on a branch of its own, kept in the tree.
+ */
+export function writtenHere(entry: { type: string; customType?: unknown }): boolean {
+  return (
+    entry.type === "session_info" ||
+    entry.type === "label" ||
+    (entry.type === "custom_message" && entry.customType === "note")
+  );
 }

@@ -6,7 +6,7 @@ import { isTreeEntry } from "./entries";
 import { SessionError } from "./errors";
 import type { ImportedSession, ImportHeader } from "./interchange";
 import { importBatches, writeImport } from "./interchange";
-import { sameEntry } from "./same-entry";
+import { sameEntry, writtenHere } from "./same-entry";
 import { Session } from "./session";
 import type { SessionStorage } from "./storage";
 
@@ -65,20 +65,6 @@ function diverged(id: string, entryId: string | undefined): SessionError {
       ? `session ${id} holds entries the file does not; nothing was written`
       : `session ${id} differs from the file from entry ${entryId} on; nothing was written`,
     { id, ...(entryId === undefined ? {} : { entryId }) },
-  );
-}
-
-/**
- * Whether a stored entry was written here about the conversation, not in it, so no agent's file
- * holds it: a name (`session_info`, over HTTP or by a sync from a rename line), a label, a note
- * (`custom_message` of type `note`, as MCP's `append_note` writes). The file's next entries go on
- * from its own, so a note at the head is left on a branch of its own, kept in the tree.
- */
-function writtenHere(entry: { type: string; customType?: unknown }): boolean {
-  return (
-    entry.type === "session_info" ||
-    entry.type === "label" ||
-    (entry.type === "custom_message" && entry.customType === "note")
   );
 }
 

@@ -257,6 +257,66 @@ async function writtenSince(session: Session, before: readonly { id: string }[])
   );
 }
 
+describe("a Codex rollout recording the export it was pulled as, renamed and labelled along the way", () => {
+  /** Codex's rename of the thread, as its event line. */
+  const renamedTo = (lines: Line[], name: string, timestamp: string): Line => ({
+    timestamp,
+    type: "event_msg",
+    payload: {
+      type: "thread_name_updated",
+      thread_id: ((lines.find((line) => line.type === "session_meta") as Line).payload as Line).id,
+      thread_name: name,
+    },
+  });
+
+  it("names the session as Codex renames the thread, and goes on syncing the rollout", async () => {
+    const { repo, session } = await askedOnService(parseCodex(codexText));
+    const lines = pulled(await collect(exportCodex(session)));
+    expect(JSON.stringify(lines)).toContain('"cf_sessions"');
+    const renamed = [
+      ...lines,
+      ...codexTurn("2026-06-06T10:00:00.000Z", "asked in Codex"),
+      renamedTo(lines, "renamed in Codex", "2026-06-06T10:00:01.000Z"),
+    ];
+    expect((await repo.syncSession(parseCodex(text(renamed)))).status).toBe("appended");
+    expect(await session.getName()).toBe("renamed in Codex");
+    const grown = [...renamed, ...codexTurn("2026-06-06T10:00:02.000Z", "asked again in Codex")];
+    expect((await repo.syncSession(parseCodex(text(grown)))).status).toBe("appended");
+    expect(await lastSaid(session)).toContain("asked again in Codex");
+    for (const linesApart of [false, true])
+      expect((await repo.syncSession(parseCodex(text(grown), { linesApart }))).status).toBe("unchanged");
+  });
+
+  it("goes on syncing after a label is put on the head on the service", async () => {
+    const { repo, session } = await askedOnService(parseCodex(codexText));
+    const lines = pulled(await collect(exportCodex(session)));
+    const once = [...lines, ...codexTurn("2026-06-06T10:00:00.000Z", "asked in Codex")];
+    expect((await repo.syncSession(parseCodex(text(once)))).status).toBe("appended");
+    const turn = (await session.getLeafId()) as string;
+    await session.appendLabel(turn, "checkpoint");
+    const twice = [...once, ...codexTurn("2026-06-06T10:00:01.000Z", "asked again in Codex")];
+    const before = await session.getEntries({ limit: 1000 });
+    expect((await repo.syncSession(parseCodex(text(twice)))).status).toBe("appended");
+    const written = await writtenSince(session, before);
+    expect(written[0]?.parentId).toBe(turn);
+    expect(await session.getLabel(turn)).toBe("checkpoint");
+  });
+
+  it("exports a rollout renamed by a sync as the rollout it is, recording no export", async () => {
+    const repo = new MemoryRepo();
+    const session = await repo.importSession(parseCodex(codexText));
+    const lines = jsonLines(codexText);
+    const renamed = text([...lines, renamedTo(lines, "renamed in Codex", "2026-06-06T10:00:00.000Z")]);
+    expect((await repo.syncSession(parseCodex(renamed))).status).toBe("appended");
+    expect(await session.getName()).toBe("renamed in Codex");
+    const exported = await collect(exportCodex(session));
+    expect(exported).not.toContain("cf_sessions");
+    expect(parseCodex(exported).entries.map((entry) => entry.id)).toEqual(
+      parseCodex(renamed).entries.map((entry) => entry.id),
+    );
+  });
+});
+
 describe("an agent's file pulled after the session's head was moved back, gone on in, synced back", () => {
   it("takes Claude Code's lines under the head, as pulled and gone on, and writes nothing else", async () => {
     const { repo, session, first } = await twiceAskedOnService(parseClaudeCode(claudeCodeText));

@@ -136,7 +136,43 @@ export class Transport {
   }
 
   /** The response of a successful request (2xx); a `SessionError` otherwise. */
-  async send(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
+  send(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
+    return this.#exchange(method, path, options, async (response) => response);
+  }
+
+  /**
+   * The JSON answer of a successful request. An answer whose body fails on the way (the service
+   * streams long ones, and the connection or the object may go away while it does) is asked again
+   * when asking twice does no harm, as a lost connection is; else it is a `ConnectionError`.
+   */
+  async json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    return (await this.answer<T>(method, path, options)).body;
+  }
+
+  /** `json`, with the answer's status. */
+  answer<T>(
+    method: string,
+    path: string,
+    options: RequestOptions = {},
+  ): Promise<{ status: number; body: T }> {
+    return this.#exchange(method, path, options, async (response) =>
+      response.status === 204
+        ? { status: 204, body: undefined as T }
+        : { status: response.status, body: (await response.json()) as T },
+    );
+  }
+
+  /**
+   * Sends a request and reads its successful answer with `read`, retrying where it is safe. A try
+   * is one request, whether it failed sending or reading: `maxAttempts` counts them all, and the
+   * backoff grows with each.
+   */
+  async #exchange<T>(
+    method: string,
+    path: string,
+    options: RequestOptions,
+    read: (response: Response) => Promise<T>,
+  ): Promise<T> {
     const { attempts, baseDelay, idempotent } = this.#retries(method, options);
     for (let attempt = 1; ; attempt++) {
       const request = this.#request(method, path, options);
@@ -151,7 +187,17 @@ export class Transport {
         await this.#wait(retryDelay(baseDelay, attempt), options.signal);
         continue;
       }
-      if (response.ok) return response;
+      if (response.ok) {
+        try {
+          return await read(response);
+        } catch (error) {
+          if (options.signal?.aborted) throw options.signal.reason;
+          if (!idempotent || attempt >= attempts)
+            throw new ConnectionError(this.#options.baseUrl, method, path, error);
+          await this.#wait(retryDelay(baseDelay, attempt), options.signal);
+          continue;
+        }
+      }
       const error = await errorOf(response);
       // A request that may have been applied (the object went away while it ran, or the answer
       // does not say) is sent again only if sending it twice does no harm.
@@ -167,36 +213,6 @@ export class Transport {
         continue;
       }
       throw error;
-    }
-  }
-
-  /**
-   * The JSON answer of a successful request. An answer whose body fails on the way (the service
-   * streams long ones, and the connection or the object may go away while it does) is asked again
-   * when asking twice does no harm, as a lost connection is; else it is a `ConnectionError`.
-   */
-  async json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
-    return (await this.answer<T>(method, path, options)).body;
-  }
-
-  /** `json`, with the answer's status. */
-  async answer<T>(
-    method: string,
-    path: string,
-    options: RequestOptions = {},
-  ): Promise<{ status: number; body: T }> {
-    const { attempts, baseDelay, idempotent } = this.#retries(method, options);
-    for (let attempt = 1; ; attempt++) {
-      const response = await this.send(method, path, options);
-      if (response.status === 204) return { status: 204, body: undefined as T };
-      try {
-        return { status: response.status, body: (await response.json()) as T };
-      } catch (error) {
-        if (options.signal?.aborted) throw options.signal.reason;
-        if (!idempotent || attempt >= attempts)
-          throw new ConnectionError(this.#options.baseUrl, method, path, error);
-        await this.#wait(retryDelay(baseDelay, attempt), options.signal);
-      }
     }
   }
 

@@ -262,6 +262,44 @@ describe("client", () => {
     await expectCode(client.open(id), "not_found");
   });
 
+  it("sends a request at most maxAttempts times, whether its tries are lost or their answers break off", async () => {
+    /** What the fetch does with each try, in turn, then again from the start. */
+    let script: Array<"lost" | "broken" | "whole"> = [];
+    let requests = 0;
+    const client = createClient({
+      baseUrl: "http://sessions.test",
+      token: KEY_A,
+      maxAttempts: 3,
+      retryDelayMs: 1,
+      fetch: async (request) => {
+        const step = script[requests++ % Math.max(1, script.length)] ?? "whole";
+        if (step === "lost") throw new TypeError("connection refused");
+        const answer = await worker(request);
+        if (step === "whole") return answer;
+        // The first bytes of the answer, then the connection fails.
+        const bytes = new Uint8Array(await answer.arrayBuffer()).slice(0, 5);
+        const body = new ReadableStream<Uint8Array>({
+          start(controller) {
+            controller.enqueue(bytes);
+            controller.error(new Error("connection reset"));
+          },
+        });
+        return new Response(body, { status: answer.status, headers: answer.headers });
+      },
+    });
+    const session = await client.create({ id: sid() });
+    // Two tries lost, the third's answer broken off: three tries, not three for each read of the answer.
+    script = ["lost", "lost", "broken"];
+    requests = 0;
+    await expect(session.getInfo()).rejects.toBeInstanceOf(ConnectionError);
+    expect(requests).toBe(3);
+    // Within the budget, a try that is lost and one whose answer broke off are followed by one that succeeds.
+    script = ["lost", "broken", "whole"];
+    requests = 0;
+    expect((await session.getInfo()).id).toBe(session.id);
+    expect(requests).toBe(3);
+  });
+
   it("helps an agent loop: compactIfNeeded, and a navigation whose summary fails moves nothing", async () => {
     const client = createClient({ baseUrl: "http://sessions.test", token: KEY_A, fetch: worker });
     const session: Session = await client.create({ id: sid() });

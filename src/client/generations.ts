@@ -1,4 +1,6 @@
+import { zodDetails } from "../core/append";
 import type { StoredEntry } from "../core/entries";
+import { Id } from "../core/entries";
 import { SessionError } from "../core/errors";
 import { chunkText } from "../core/generations/chunks";
 import type {
@@ -49,7 +51,14 @@ function relative(path: string): string {
   return path.replace(/^\/+/, "");
 }
 
+/**
+ * The path of a generation's routes. An id that is no id is refused before any request, as the
+ * service refuses it (`.` and `..` would name another route once the URL is resolved).
+ */
 export function generationPath(sessionPath: string, id: string, rest = ""): string {
+  const checked = Id.safeParse(id);
+  if (!checked.success)
+    throw new SessionError("invalid_request", "invalid path", zodDetails(checked.error, ["gid"]));
   return `${sessionPath}/generations/${encodeURIComponent(id)}${rest}`;
 }
 
@@ -162,7 +171,11 @@ export class GenerationWriter {
   }
 }
 
-export function stopGeneration(http: Transport, sessionPath: string, id: string): Promise<GenerationResult> {
+export async function stopGeneration(
+  http: Transport,
+  sessionPath: string,
+  id: string,
+): Promise<GenerationResult> {
   return http.json("POST", generationPath(sessionPath, id, "/stop"), { body: {}, idempotent: true });
 }
 

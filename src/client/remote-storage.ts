@@ -106,6 +106,8 @@ export class RemoteStorage implements SessionStorage {
   }
 
   async getEntry(id: string): Promise<StoredEntry | undefined> {
+    // No entry has such an id, and a URL would resolve `.` and `..` to another route.
+    if (!isValidId(id)) return undefined;
     try {
       return await this.#http.json<StoredEntry>("GET", this.#path(`/entries/${encodeURIComponent(id)}`));
     } catch (error) {
@@ -113,7 +115,6 @@ export class RemoteStorage implements SessionStorage {
       if (!(error instanceof SessionError)) throw error;
       const details = error.details as { entryId?: string } | undefined;
       if (error.code === "not_found" && details?.entryId === id) return undefined;
-      if (error.code === "invalid_request" && !isValidId(id)) return undefined;
       throw error;
     }
   }
@@ -224,7 +225,7 @@ export class RemoteStorage implements SessionStorage {
     return new GenerationWriter(this.#http, this.#path(), info);
   }
 
-  generation(id: string): Promise<GenerationInfo> {
+  async generation(id: string): Promise<GenerationInfo> {
     return this.#http.json("GET", generationPath(this.#path(), id));
   }
 
@@ -242,7 +243,7 @@ export class RemoteStorage implements SessionStorage {
     return generations;
   }
 
-  stopGeneration(id: string): Promise<GenerationResult> {
+  async stopGeneration(id: string): Promise<GenerationResult> {
     return stopGeneration(this.#http, this.#path(), id);
   }
 

@@ -3,11 +3,12 @@ import { describe, expect, it } from "vitest";
 import { ConnectionError, createClient } from "../../src/client";
 import { compactIfNeeded } from "../../src/core/agent";
 import { SessionError } from "../../src/core/errors";
+import { MemoryRepo } from "../../src/core/memory";
 import { parseNative } from "../../src/core/native-format";
 import type { Session } from "../../src/core/session";
 import { assistant, user } from "../conformance/fixtures";
 import { expectCode } from "../conformance/storage";
-import { KEY_A, sid } from "./helpers";
+import { api, KEY_A, sid } from "./helpers";
 
 const worker = (request: Request) => exports.default.fetch(request);
 
@@ -298,6 +299,41 @@ describe("client", () => {
     requests = 0;
     expect((await session.getInfo()).id).toBe(session.id);
     expect(requests).toBe(3);
+  });
+
+  it("answers no entry for an id that is no id, and refuses such a generation id, before any request", async () => {
+    let requests = 0;
+    const client = createClient({
+      baseUrl: "http://sessions.test",
+      token: KEY_A,
+      fetch: (request) => {
+        requests++;
+        return worker(request);
+      },
+    });
+    const session = await client.create({ id: sid() });
+    await session.appendMessage(user("one"));
+    const memory = await new MemoryRepo().create({ id: session.id });
+    requests = 0;
+    for (const id of [".", "..", "...", "a/b", ""]) {
+      expect(await session.getEntry(id)).toBeUndefined();
+      expect(await memory.getEntry(id)).toBeUndefined();
+    }
+    expect(requests).toBe(0);
+    // Refused as the service refuses a generation id that is no id, without a request for one a
+    // URL would resolve away.
+    const served = await api("GET", `/v1/sessions/${session.id}/generations/bad!id`);
+    expect(served.status).toBe(400);
+    for (const id of [".", "..", "bad!id"]) {
+      const refused = await session.generation(id).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(SessionError);
+      const { code, message, details } = refused as SessionError;
+      const { requestId: _requestId, ...error } = served.body.error;
+      expect({ code, message, details }).toEqual(error);
+      await expect(session.stopGeneration(id)).rejects.toMatchObject({ code: "invalid_request" });
+      await expect(session.follow(id).next()).rejects.toMatchObject({ code: "invalid_request" });
+    }
+    expect(requests).toBe(0);
   });
 
   it("helps an agent loop: compactIfNeeded, and a navigation whose summary fails moves nothing", async () => {

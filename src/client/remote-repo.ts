@@ -186,29 +186,38 @@ export class RemoteRepo implements SessionRepo {
   }
 
   /**
-   * Imports a parsed file in one request, so it is written whole or not at all: a head the entries
-   * do not end at travels as a `leaf` record after them, as moving it once imported would write.
+   * The file's entries as one request writes them: a head the entries do not end at travels as a
+   * `leaf` record after them, as moving it once written would write.
    */
+  #withHead(file: ImportedSession): SessionEntry[] {
+    if (leafAfter(file.entries) === file.leafId) return file.entries;
+    return [
+      ...file.entries,
+      { type: "leaf", id: newId(), parentId: null, timestamp: nowIso(), targetId: file.leafId },
+    ];
+  }
+
+  /** Imports a parsed file in one request, so it is written whole or not at all, its head with it. */
   async importSession(file: ImportedSession, options: { id?: string } = {}): Promise<RemoteSession> {
-    const entries: SessionEntry[] =
-      leafAfter(file.entries) === file.leafId
-        ? file.entries
-        : [
-            ...file.entries,
-            { type: "leaf", id: newId(), parentId: null, timestamp: nowIso(), targetId: file.leafId },
-          ];
-    const { session } = await this.#importText(this.#nativeText({ ...file, entries }), { id: options.id });
+    const text = this.#nativeText({ ...file, entries: this.#withHead(file) });
+    const { session } = await this.#importText(text, { id: options.id });
     return session;
   }
 
+  /**
+   * Syncs a parsed file in one request, its head with it: what the file gained and where its head
+   * is are written together, so a sync cut short leaves nothing for the next to miss.
+   */
   async syncSession(file: ImportedSession, options: { id?: string } = {}): Promise<SyncResult> {
-    const { session, status, appended } = await this.syncFile(this.#nativeText(file), { id: options.id });
+    const text = this.#nativeText({ ...file, entries: this.#withHead(file) });
+    const { session, status, appended } = await this.syncFile(text, { id: options.id });
     // What was appended is the file's last tree entries; the native text does not say which line
-    // named the session, so a rename among them is written from here.
+    // named the session, so a rename among them is written from here, and the head put back.
     const tree = file.entries.filter((entry) => isTreeEntry(entry));
-    const renamed =
-      status === "appended" && (await nameAsFile(session.storage, file, tree.slice(tree.length - appended)));
-    if (status !== "unchanged" && (renamed || leafAfter(file.entries) !== file.leafId))
+    if (
+      status === "appended" &&
+      (await nameAsFile(session.storage, file, tree.slice(tree.length - appended)))
+    )
       await session.setLeafId(file.leafId);
     return { session, status, appended };
   }

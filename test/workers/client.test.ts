@@ -2,6 +2,7 @@ import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ConnectionError, createClient } from "../../src/client";
 import { compactIfNeeded } from "../../src/core/agent";
+import type { SessionEntry } from "../../src/core/entries";
 import { SessionError } from "../../src/core/errors";
 import { MemoryRepo } from "../../src/core/memory";
 import { parseNative } from "../../src/core/native-format";
@@ -261,6 +262,59 @@ describe("client", () => {
     const id = sid("nowhere");
     await expectCode(client.importSession({ ...file, leafId: "nowhere1" }, { id }), "invalid_request");
     await expectCode(client.open(id), "not_found");
+  });
+
+  it("syncs a file whose head is not its last entry in one request, so a lost request never leaves the head astray", async () => {
+    const requests: string[] = [];
+    const client = createClient({
+      baseUrl: "http://sessions.test",
+      token: KEY_A,
+      retryDelayMs: 1,
+      fetch: async (request) => {
+        const { pathname } = new URL(request.url);
+        requests.push(`${request.method} ${pathname}`);
+        // A head moved on its own is never answered.
+        if (request.method === "PUT" && pathname.endsWith("/leaf")) throw new TypeError("connection reset");
+        return worker(request);
+      },
+    });
+    const source = await client.create({ id: sid() });
+    const first = await source.appendMessage(user("first"));
+    const second = await source.appendMessage(user("second"));
+    let text = "";
+    for await (const line of client.storage(source.id).exportLines()) text += line;
+    const file = { ...parseNative(text), leafId: first };
+    const id = sid("synced");
+    const memory = new MemoryRepo();
+
+    requests.length = 0;
+    const created = await client.syncSession(file, { id });
+    expect(requests).toEqual(["POST /v1/sessions/import"]);
+    expect(created.status).toBe("created");
+    expect(await created.session.getLeafId()).toBe(first);
+    expect(await (await memory.syncSession(file, { id })).session.getLeafId()).toBe(first);
+
+    // The file grew under its last entry; its head stayed.
+    const third: SessionEntry = {
+      type: "message",
+      id: "third001",
+      parentId: second,
+      timestamp: new Date().toISOString(),
+      message: user("third"),
+    };
+    const grown = { ...file, entries: [...file.entries, third] };
+    requests.length = 0;
+    const appended = await client.syncSession(grown, { id });
+    expect(requests).toEqual(["POST /v1/sessions/import"]);
+    expect({ status: appended.status, appended: appended.appended }).toEqual({
+      status: "appended",
+      appended: 1,
+    });
+    expect(await appended.session.getLeafId()).toBe(first);
+    const inMemory = await memory.syncSession(grown, { id });
+    expect(await inMemory.session.getLeafId()).toBe(first);
+    expect((await client.syncSession(grown, { id })).status).toBe("unchanged");
+    expect(await appended.session.getLeafId()).toBe(first);
   });
 
   it("sends a request at most maxAttempts times, whether its tries are lost or their answers break off", async () => {

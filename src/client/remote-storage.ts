@@ -209,14 +209,15 @@ export class RemoteStorage implements SessionStorage {
     });
   }
 
-  /** The session's events as they happen (see `watchStream`). */
+  /**
+   * The session's events as they happen (see `watchStream`), ending with `deleted` when it is
+   * deleted, while connected or while reconnecting.
+   */
   watch(options: WatchOptions = {}): AsyncGenerator<SessionEvent> {
-    return watchStream<SessionEvent>(
-      this.#http,
-      this.#path("/events"),
-      options,
-      (event) => event.event === "deleted",
-    );
+    return watchStream<SessionEvent>(this.#http, this.#path("/events"), options, {
+      last: (event) => event.event === "deleted",
+      gone: { event: "deleted", data: { id: this.id } },
+    });
   }
 
   /** Opens a generation and answers its writer (see `GenerationWriter`). */

@@ -2,7 +2,7 @@ import { SessionError } from "../core/errors";
 import type { SessionEvent, TenantEvent } from "../core/events";
 import { SseReader } from "../core/sse";
 import { retryDelay, sleep } from "./backoff";
-import { endsFollowing, serviceJson, type Transport } from "./transport";
+import { endsFollowing, serviceJson, type Transport, UnexplainedAnswerError } from "./transport";
 
 /*
  * Following an event stream from the client: reconnects with backoff when the connection drops
@@ -28,19 +28,35 @@ export interface WatchOptions {
   onStatus?: (status: "live" | "reconnecting") => void;
 }
 
+/** Whether the service itself answered `code` (not a proxy's bare status). */
+function serviceSays(error: unknown, code: string): boolean {
+  return error instanceof SessionError && !(error instanceof UnexplainedAnswerError) && error.code === code;
+}
+
 /**
- * The events of a stream at `path`; `last` tells the event after which nothing more comes (a
- * session's `deleted`).
+ * How a stream ends: the event after which nothing more comes, and the one that stands for its
+ * source going away.
+ */
+export interface StreamEnd<E> {
+  last: (event: E) => boolean;
+  /** Yielded, to end the stream, when a reconnection finds the source gone (`not_found`). */
+  gone: E;
+}
+
+/**
+ * The events of a stream at `path`; `end` tells the event after which nothing more comes (a
+ * session's `deleted`), and the one that ends it when its source was deleted while reconnecting.
  */
 export async function* watchStream<E extends SessionEvent | TenantEvent>(
   http: Transport,
   path: string,
   options: WatchOptions = {},
-  last: (event: E) => boolean = () => false,
+  end?: StreamEnd<E>,
 ): AsyncGenerator<E> {
   const { signal } = options;
   let after = options.after;
   let failures = 0;
+  let connected = false;
   const baseDelay = options.retryDelayMs ?? 500;
   while (!signal?.aborted) {
     let body: ReadableStream<Uint8Array> | null = null;
@@ -53,10 +69,16 @@ export async function* watchStream<E extends SessionEvent | TenantEvent>(
       body = response.body;
     } catch (error) {
       if (signal?.aborted) return;
+      // The service says it is gone since it was followed: deleted while the connection was down.
+      if (connected && end && serviceSays(error, "not_found")) {
+        yield end.gone;
+        return;
+      }
       if (endsFollowing(error)) throw error;
     }
     const opened = Date.now();
     if (body) {
+      connected = true;
       options.onStatus?.("live");
       const reader = body.getReader();
       // Node's fetch loses the link from `signal` to the body once the request it made is
@@ -84,7 +106,7 @@ export async function* watchStream<E extends SessionEvent | TenantEvent>(
               (event as { id?: number }).id = after;
             }
             yield event;
-            if (last(event)) return;
+            if (end?.last(event)) return;
           }
         }
       } catch (error) {

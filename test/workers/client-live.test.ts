@@ -111,4 +111,49 @@ describe("client: live sessions", () => {
     await watching;
     expect(events).toEqual(["session", "leaf", "deleted"]);
   });
+
+  it("ends a watch quietly with deleted when the session is deleted while it reconnects", async () => {
+    let connections = 0;
+    let deleting: Promise<void> | undefined;
+    const client = createClient({
+      baseUrl: "http://sessions.test",
+      token: KEY_A,
+      fetch: async (request) => {
+        if (!new URL(request.url).pathname.endsWith("/events")) return worker(request);
+        // The reconnection asks after the session is gone.
+        if (++connections > 1) await deleting;
+        const response = await worker(request);
+        if (connections > 1 || !response.body) return response;
+        // The first connection breaks after its first chunk.
+        const reader = response.body.getReader();
+        let sent = false;
+        return new Response(
+          new ReadableStream({
+            async pull(controller) {
+              if (sent) {
+                await reader.cancel();
+                return controller.error(new Error("connection reset"));
+              }
+              const { value } = await reader.read();
+              controller.enqueue(value);
+              sent = true;
+            },
+          }),
+          { headers: response.headers },
+        );
+      },
+    });
+    const session = await client.create({ id: sid() });
+    await session.appendMessage(user("before"));
+    const events: SessionEvent[] = [];
+    for await (const event of session.watch({
+      retryDelayMs: 1,
+      onStatus: (status) => {
+        if (status === "reconnecting") deleting ??= session.delete();
+      },
+    }))
+      events.push(event);
+    expect(connections).toBe(2);
+    expect(events.at(-1)).toEqual({ event: "deleted", data: { id: session.id } });
+  });
 });

@@ -62,6 +62,32 @@ async function answers(store: SessionStore, projectKey: string, sessionIds: stri
   };
 }
 
+/** Claude Code's lines of a transcript: a user's message, and a reply, each under the line given. */
+function transcriptLines(sessionId: string) {
+  const common = { sessionId, cwd: "/work/project", isSidechain: false, userType: "external" };
+  const line = (parentUuid: string | null, type: string, message: Record<string, unknown>) =>
+    ({
+      ...common,
+      type,
+      uuid: crypto.randomUUID(),
+      parentUuid,
+      version: "2.1.38",
+      timestamp: new Date().toISOString(),
+      message,
+    }) as SessionStoreEntry;
+  return {
+    ask: (parentUuid: string | null, content: string) => line(parentUuid, "user", { role: "user", content }),
+    reply: (parentUuid: string, text: string) =>
+      line(parentUuid, "assistant", {
+        id: `msg_${crypto.randomUUID().replaceAll("-", "")}`,
+        role: "assistant",
+        model: "claude-sonnet-4-5",
+        content: [{ type: "text", text }],
+        stop_reason: "end_turn",
+      }),
+  };
+}
+
 const configDir = mkdtempSync(join(tmpdir(), "claude-config-"));
 afterAll(() => {
   rmSync(configDir, { recursive: true, force: true });
@@ -357,26 +383,9 @@ describe.each(repos)("CfSessionsStore on %s", (_name, makeRepo) => {
     const sessionId = crypto.randomUUID();
     const key = { projectKey: "-work-project", sessionId };
     const store = new CfSessionsStore({ repo });
-    const common = { sessionId, cwd: "/work/project", isSidechain: false, userType: "external" };
-    const line = (parentUuid: string | null, type: string, message: Record<string, unknown>) =>
-      ({
-        ...common,
-        type,
-        uuid: crypto.randomUUID(),
-        parentUuid,
-        version: "2.1.38",
-        timestamp: new Date().toISOString(),
-        message,
-      }) as SessionStoreEntry;
-    const reply = (parentUuid: string, text: string) =>
-      line(parentUuid, "assistant", {
-        id: `msg_${crypto.randomUUID().replaceAll("-", "")}`,
-        role: "assistant",
-        model: "claude-sonnet-4-5",
-        content: [{ type: "text", text }],
-        stop_reason: "end_turn",
-      });
-    const ask = line(null, "user", { role: "user", content: "Hello" });
+    const transcript = transcriptLines(sessionId);
+    const { reply } = transcript;
+    const ask = transcript.ask(null, "Hello");
     const answer = reply(ask.uuid as string, "Hi.");
     await store.append(key, [ask, answer]);
 
@@ -432,27 +441,7 @@ describe.each(repos)("CfSessionsStore on %s", (_name, makeRepo) => {
     const sessionId = crypto.randomUUID();
     const key = { projectKey: "-work-project", sessionId };
     const store = new CfSessionsStore({ repo });
-    const common = { sessionId, cwd: "/work/project", isSidechain: false, userType: "external" };
-    const line = (parentUuid: string | null, type: string, message: Record<string, unknown>) =>
-      ({
-        ...common,
-        type,
-        uuid: crypto.randomUUID(),
-        parentUuid,
-        version: "2.1.38",
-        timestamp: new Date().toISOString(),
-        message,
-      }) as SessionStoreEntry;
-    const ask = (parentUuid: string | null, content: string) =>
-      line(parentUuid, "user", { role: "user", content });
-    const reply = (parentUuid: string, text: string) =>
-      line(parentUuid, "assistant", {
-        id: `msg_${crypto.randomUUID().replaceAll("-", "")}`,
-        role: "assistant",
-        model: "claude-sonnet-4-5",
-        content: [{ type: "text", text }],
-        stop_reason: "end_turn",
-      });
+    const { ask, reply } = transcriptLines(sessionId);
     const hello = ask(null, "Hello");
     const hi = reply(hello.uuid as string, "Hi.");
     const more = ask(hi.uuid as string, "Tell me more.");

@@ -103,6 +103,45 @@ async function pull(args: string[], env: Record<string, string>) {
   return { code, errors: errors.join(""), answer: lines[0] ? JSON.parse(lines[0]) : undefined };
 }
 
+/** The command line run in this process against the service, what it says on stderr kept. */
+function inProcessCli() {
+  const errors: string[] = [];
+  const output: Output = {
+    out: () => undefined,
+    write: () => undefined,
+    stream: async () => undefined,
+    err: (text) => errors.push(text),
+    isTTY: false,
+  };
+  const env = { CF_SESSIONS_URL: server.url };
+  const sync = (path: string, format: string) =>
+    main(["sync", path, "--format", format, "--progress", "none"], output, env);
+  return { errors, output, env, sync };
+}
+
+/** A recorded file of each agent that syncs back, and the prefix of the session its import makes. */
+const AGENT_FIXTURES = [
+  { format: "claude-code", fixture: "claude-code/2.1.152-redacted.jsonl", prefix: "claude-code-" },
+  { format: "codex", fixture: "codex/0.135.0-redacted.jsonl", prefix: "codex-" },
+] as const;
+
+/** An agent's recorded file imported with the command line, under a session id of its own. */
+async function importedFixture(
+  { format, fixture, prefix }: (typeof AGENT_FIXTURES)[number],
+  tag: string,
+  output: Output,
+  env: Record<string, string>,
+) {
+  const text = readFileSync(join(import.meta.dirname, "../fixtures", fixture), "utf8");
+  const first = JSON.parse(text.split("\n")[0] as string);
+  const sourceId = (format === "codex" ? first.payload.id : first.sessionId) as string;
+  const id = crypto.randomUUID();
+  const files = mkdtempSync(join(home, `${format}-${tag}-`));
+  writeFileSync(join(files, `${id}.jsonl`), text.replaceAll(sourceId, id));
+  expect(await main(["import", files, "--format", format, "--progress", "none"], output, env)).toBe(0);
+  return createClient({ baseUrl: server.url }).open(`${prefix}${id}`);
+}
+
 describe("cf-sessions pull", () => {
   it("puts a session where Claude Code looks for the project: the SDK lists it, reads it and forks it", async () => {
     const id = await writtenOverHttp();
@@ -409,34 +448,14 @@ describe("cf-sessions pull", () => {
   });
 
   it("syncs a pulled Claude Code or Codex file back after the agent went on, at the local checkout", async () => {
-    const errors: string[] = [];
-    const output: Output = {
-      out: () => undefined,
-      write: () => undefined,
-      stream: async () => undefined,
-      err: (text) => errors.push(text),
-      isTTY: false,
-    };
-    const cases = [
-      { format: "claude-code", fixture: "claude-code/2.1.152-redacted.jsonl", prefix: "claude-code-" },
-      { format: "codex", fixture: "codex/0.135.0-redacted.jsonl", prefix: "codex-" },
-    ] as const;
-    for (const { format, fixture, prefix } of cases) {
-      const text = readFileSync(join(import.meta.dirname, "../fixtures", fixture), "utf8");
-      const sourceId =
-        format === "codex"
-          ? (JSON.parse(text.split("\n")[0] as string).payload.id as string)
-          : (JSON.parse(text.split("\n")[0] as string).sessionId as string);
-      const id = crypto.randomUUID();
-      const files = mkdtempSync(join(home, `${format}-back-`));
-      writeFileSync(join(files, `${id}.jsonl`), text.replaceAll(sourceId, id));
-      const env = { CF_SESSIONS_URL: server.url };
-      const imported = await main(["import", files, "--format", format, "--progress", "none"], output, env);
-      expect(imported, errors.join("")).toBe(0);
+    const { errors, output, env, sync } = inProcessCli();
+    for (const agent of AGENT_FIXTURES) {
+      const { format } = agent;
+      const session = await importedFixture(agent, "back", output, env);
 
       const project = join(home, "work", `back-${format}`);
       const agentEnv = { CLAUDE_CONFIG_DIR: join(home, "claude-back"), CODEX_HOME: join(home, "codex-back") };
-      const pulled = await pull([`${prefix}${id}`, "--to", format, "--project", project], agentEnv);
+      const pulled = await pull([session.id, "--to", format, "--project", project], agentEnv);
       expect(pulled.code, pulled.errors).toBe(0);
       const written = readFileSync(pulled.answer.path, "utf8");
       expect(written).toContain(JSON.stringify(project));
@@ -458,42 +477,16 @@ describe("cf-sessions pull", () => {
             };
       writeFileSync(pulled.answer.path, `${written}${JSON.stringify(added)}\n`);
 
-      const synced = await main(
-        ["sync", pulled.answer.path, "--format", format, "--progress", "none"],
-        output,
-        env,
-      );
-      expect(synced, errors.join("")).toBe(0);
-      const session = await createClient({ baseUrl: server.url }).open(`${prefix}${id}`);
+      expect(await sync(pulled.answer.path as string, format), errors.join("")).toBe(0);
       expect(JSON.stringify((await session.buildContext()).messages.at(-1))).toContain(asked);
     }
   });
 
   it("syncs a pulled file back when the session went on elsewhere before the pull: a note, a message over HTTP", async () => {
-    const errors: string[] = [];
-    const output: Output = {
-      out: () => undefined,
-      write: () => undefined,
-      stream: async () => undefined,
-      err: (text) => errors.push(text),
-      isTTY: false,
-    };
-    const env = { CF_SESSIONS_URL: server.url };
-    const sync = (path: string, format: string) =>
-      main(["sync", path, "--format", format, "--progress", "none"], output, env);
-    const cases = [
-      { format: "claude-code", fixture: "claude-code/2.1.152-redacted.jsonl", prefix: "claude-code-" },
-      { format: "codex", fixture: "codex/0.135.0-redacted.jsonl", prefix: "codex-" },
-    ] as const;
-    for (const { format, fixture, prefix } of cases) {
-      const text = readFileSync(join(import.meta.dirname, "../fixtures", fixture), "utf8");
-      const first = JSON.parse(text.split("\n")[0] as string);
-      const sourceId = (format === "codex" ? first.payload.id : first.sessionId) as string;
-      const id = crypto.randomUUID();
-      const files = mkdtempSync(join(home, `${format}-elsewhere-`));
-      writeFileSync(join(files, `${id}.jsonl`), text.replaceAll(sourceId, id));
-      expect(await main(["import", files, "--format", format, "--progress", "none"], output, env)).toBe(0);
-      const session = await createClient({ baseUrl: server.url }).open(`${prefix}${id}`);
+    const { errors, output, env, sync } = inProcessCli();
+    for (const agent of AGENT_FIXTURES) {
+      const { format } = agent;
+      const session = await importedFixture(agent, "elsewhere", output, env);
       // What MCP's append_note writes, and a question over HTTP.
       const note = await session.appendCustomMessageEntry({
         customType: "note",
@@ -555,30 +548,10 @@ describe("cf-sessions pull", () => {
   });
 
   it("syncs a file pulled after the session's head was moved back: the agent's lines go under the head", async () => {
-    const errors: string[] = [];
-    const output: Output = {
-      out: () => undefined,
-      write: () => undefined,
-      stream: async () => undefined,
-      err: (text) => errors.push(text),
-      isTTY: false,
-    };
-    const env = { CF_SESSIONS_URL: server.url };
-    const sync = (path: string, format: string) =>
-      main(["sync", path, "--format", format, "--progress", "none"], output, env);
-    const cases = [
-      { format: "claude-code", fixture: "claude-code/2.1.152-redacted.jsonl", prefix: "claude-code-" },
-      { format: "codex", fixture: "codex/0.135.0-redacted.jsonl", prefix: "codex-" },
-    ] as const;
-    for (const { format, fixture, prefix } of cases) {
-      const text = readFileSync(join(import.meta.dirname, "../fixtures", fixture), "utf8");
-      const line = JSON.parse(text.split("\n")[0] as string);
-      const sourceId = (format === "codex" ? line.payload.id : line.sessionId) as string;
-      const id = crypto.randomUUID();
-      const files = mkdtempSync(join(home, `${format}-moved-back-`));
-      writeFileSync(join(files, `${id}.jsonl`), text.replaceAll(sourceId, id));
-      expect(await main(["import", files, "--format", format, "--progress", "none"], output, env)).toBe(0);
-      const session = await createClient({ baseUrl: server.url }).open(`${prefix}${id}`);
+    const { errors, output, env, sync } = inProcessCli();
+    for (const agent of AGENT_FIXTURES) {
+      const { format } = agent;
+      const session = await importedFixture(agent, "moved-back", output, env);
       const first = await session.appendMessage({
         role: "user",
         content: "asked on the service 1",

@@ -105,6 +105,12 @@ function startWatcher(
   };
 }
 
+/** A user's message as a line Codex appends to a rollout. */
+function codexUserLine(text: string): string {
+  const payload = { type: "message", role: "user", content: [{ type: "input_text", text }] };
+  return `${JSON.stringify({ timestamp: new Date().toISOString(), type: "response_item", payload })}\n`;
+}
+
 /** A pi session file, its first lines written: a session of its own (a new id), named `<name>.jsonl`. */
 interface PiFile {
   id: string;
@@ -337,14 +343,7 @@ describe("cf-sessions sync --watch", () => {
       timeout: 30_000,
     });
     const said = "asked in Codex";
-    appendFileSync(
-      path,
-      `${JSON.stringify({
-        timestamp: new Date().toISOString(),
-        type: "response_item",
-        payload: { type: "message", role: "user", content: [{ type: "input_text", text: said }] },
-      })}\n`,
-    );
+    appendFileSync(path, codexUserLine(said));
     await vi.waitFor(
       async () => expect(JSON.stringify((await session.buildContext()).messages.at(-1))).toContain(said),
       { timeout: 30_000, interval: 200 },
@@ -370,18 +369,7 @@ describe("cf-sessions sync --watch", () => {
     expect(await holding("asked on the service again")).toHaveLength(1);
     expect(await session.getLeafId()).toBe(again);
     // Codex goes on in the pulled rollout: mirrored under the service's message.
-    appendFileSync(
-      path,
-      `${JSON.stringify({
-        timestamp: new Date().toISOString(),
-        type: "response_item",
-        payload: {
-          type: "message",
-          role: "user",
-          content: [{ type: "input_text", text: "asked in Codex again" }],
-        },
-      })}\n`,
-    );
+    appendFileSync(path, codexUserLine("asked in Codex again"));
     await vi.waitFor(async () => expect((await session.getBranch()).at(-1)?.parentId).toBe(again), {
       timeout: 30_000,
       interval: 200,
@@ -393,18 +381,7 @@ describe("cf-sessions sync --watch", () => {
     expect(await main(pulled, output, { ...env, CODEX_HOME: codexHome })).toBe(0);
     await vi.waitFor(() => expect(watcher.events()).toHaveLength(5), { timeout: 30_000 });
     expect(watcher.events().at(-1)).toMatchObject({ event: "unchanged", entries: 0 });
-    appendFileSync(
-      path,
-      `${JSON.stringify({
-        timestamp: new Date().toISOString(),
-        type: "response_item",
-        payload: {
-          type: "message",
-          role: "user",
-          content: [{ type: "input_text", text: "asked after the move" }],
-        },
-      })}\n`,
-    );
+    appendFileSync(path, codexUserLine("asked after the move"));
     await vi.waitFor(async () => expect((await session.getBranch()).at(-1)?.parentId).toBe(asked), {
       timeout: 30_000,
       interval: 200,

@@ -179,24 +179,15 @@ export class Transport {
       let response: Response;
       try {
         response = await this.#fetch(request);
+        if (response.ok) return await read(response);
       } catch (error) {
-        // Cancelled by the caller: not a failure to try again.
+        // The request or its answer failed on the way. Cancelled by the caller: not a failure to
+        // try again.
         if (options.signal?.aborted) throw options.signal.reason;
         if (!idempotent || attempt >= attempts)
           throw new ConnectionError(this.#options.baseUrl, method, path, error);
         await this.#wait(retryDelay(baseDelay, attempt), options.signal);
         continue;
-      }
-      if (response.ok) {
-        try {
-          return await read(response);
-        } catch (error) {
-          if (options.signal?.aborted) throw options.signal.reason;
-          if (!idempotent || attempt >= attempts)
-            throw new ConnectionError(this.#options.baseUrl, method, path, error);
-          await this.#wait(retryDelay(baseDelay, attempt), options.signal);
-          continue;
-        }
       }
       const error = await errorOf(response);
       // A request that may have been applied (the object went away while it ran, or the answer

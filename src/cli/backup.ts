@@ -18,6 +18,7 @@ import { createInterface } from "node:readline";
 import type { RemoteRepo } from "../client";
 import { SessionError } from "../core/errors";
 import { tryParseJson } from "../core/json";
+import { MAX_NDJSON_LINE_BYTES } from "../core/limits";
 import type { ImportedStreamStatus } from "../core/stream-backup";
 import type { ExistingSessions, ImportedSessionStatus, TenantImportReport } from "../core/tenant-stream";
 import { StreamEnds, TENANT_FORMAT, TENANT_VERSION } from "../core/tenant-stream";
@@ -314,11 +315,42 @@ function failAll(result: RestoreResult, text: string, error: { code: string; mes
   }
 }
 
+/** Whether the service refuses `line` in an import as too long. */
+function isOverlong(line: string): boolean {
+  // A UTF-16 unit is at most three bytes of UTF-8: the bytes are counted only when that could matter.
+  return line.length * 3 > MAX_NDJSON_LINE_BYTES && Buffer.byteLength(line) > MAX_NDJSON_LINE_BYTES;
+}
+
+/** The number of the first line of `text` the service refuses in an import as too long, if one is. */
+function overlongLine(text: string): number | undefined {
+  let number = 1;
+  for (let start = 0; start < text.length; number++) {
+    const newline = text.indexOf("\n", start);
+    const end = newline < 0 ? text.length : newline;
+    if ((end - start) * 3 > MAX_NDJSON_LINE_BYTES && isOverlong(text.slice(start, end))) return number;
+    start = end + 1;
+  }
+  return undefined;
+}
+
+/**
+ * What failed a session holding a line the service refuses: it is not sent, so a request never
+ * carries what the service answers before it has read it all (that answer would fail the sessions
+ * sent with it, and a connection it leaves unread can fail the next request).
+ */
+function tooLongToSend(file: string, line: number): { code: string; message: string } {
+  return {
+    code: "payload_too_large",
+    message: `line ${line} of ${file} is longer than ${MAX_NDJSON_LINE_BYTES} bytes, the longest line the service takes`,
+  };
+}
+
 /**
  * The sessions of a backup folder, or of a tenant export file, as request bodies of a few MiB. A
  * file's end line stays here (each body is a stream of its own): it is checked against the sessions
  * the file completed, and what does not add up, or a file with no end line, goes to the result's
- * `warnings`; a file too large to send goes to its failures.
+ * `warnings`; a file too large to send, or a session holding a line the service refuses, goes to its
+ * failures.
  */
 async function* restoreBodies(path: string, result: RestoreResult): AsyncGenerator<string> {
   const { warnings } = result;
@@ -350,7 +382,9 @@ async function* restoreBodies(path: string, result: RestoreResult): AsyncGenerat
         }
         let text = readFileSync(file, "utf8");
         if (!text.endsWith("\n")) text += "\n";
-        yield* add(text);
+        const overlong = overlongLine(text);
+        if (overlong === undefined) yield* add(text);
+        else failAll(result, text.slice(0, text.indexOf("\n")), tooLongToSend(file, overlong));
       }
     }
   } else {
@@ -360,6 +394,14 @@ async function* restoreBodies(path: string, result: RestoreResult): AsyncGenerat
     const ends = new StreamEnds("the file", warnings);
     let opening: string | undefined;
     let session = "";
+    // The first line of `session` the service would refuse: the session is not sent.
+    let overlong: number | undefined;
+    const finish = function* () {
+      if (overlong !== undefined) failAll(result, session, tooLongToSend(path, overlong));
+      else if (session) yield* add(session);
+      session = "";
+      overlong = undefined;
+    };
     let number = 0;
     for await (const line of createInterface({
       input: createReadStream(path),
@@ -373,12 +415,14 @@ async function* restoreBodies(path: string, result: RestoreResult): AsyncGenerat
       if (type === "export") opening = line;
       if (type === "export" || type === "end") continue;
       if (type === "session" || type === "stream") {
-        if (session) yield* add(session);
-        session = ends.within ? `${opening}\n` : "";
+        yield* finish();
+        if (ends.within) session = `${opening}\n`;
       }
-      session += `${line}\n`;
+      // A header line stays, to name what failed; a longer line is not held.
+      if (type === undefined && isOverlong(line)) overlong ??= number;
+      else session += `${line}\n`;
     }
-    if (session) yield* add(session);
+    yield* finish();
     if (ends.within) {
       const message =
         "the file has no end line: it was cut short (what follows its last cursor line is not restored; GET /v1/export?cursor=<that cursor> resumes it)";

@@ -1,6 +1,8 @@
 /** Size limits of entries, bodies and batches, enforced by every backend and by the HTTP edge. */
 export const MAX_ENTRY_BYTES = 16 * 1024 * 1024;
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
+/** The longest line a streamed NDJSON body (an import of the tenant) may hold: an entry of the largest size, and room around it. */
+export const MAX_NDJSON_LINE_BYTES = MAX_ENTRY_BYTES + 1024 * 1024;
 export const MAX_BATCH_ENTRIES = 1000;
 /**
  * The largest context converted to a model API's request (`?format=`), as the session's object

@@ -2,7 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit as honoBodyLimit } from "hono/body-limit";
 import { concatBytes } from "../core/bytes";
 import { SessionError } from "../core/errors";
-import { MAX_BODY_BYTES, MAX_ENTRY_BYTES } from "../core/limits";
+import { MAX_BODY_BYTES, MAX_NDJSON_LINE_BYTES } from "../core/limits";
 import type { NumberedLine } from "../core/ndjson";
 import type { AppEnv } from "./env";
 
@@ -63,9 +63,6 @@ export const declaredBodyLimit =
     }
   };
 
-/** The longest line a streamed NDJSON body may hold: an entry of the largest size, and room around it. */
-const MAX_LINE_BYTES = MAX_ENTRY_BYTES + 1024 * 1024;
-
 const NEWLINE = 0x0a;
 
 /**
@@ -82,7 +79,7 @@ function decodeLine(bytes: Uint8Array, line: number): string {
 
 /**
  * An NDJSON body read line by line as it arrives, never whole: each line checked as UTF-8 and at
- * most MAX_LINE_BYTES, at most `limit` bytes in all. Blank lines are skipped; lines are numbered
+ * most MAX_NDJSON_LINE_BYTES, at most `limit` bytes in all. Blank lines are skipped; lines are numbered
  * from 1.
  */
 export async function* streamedNdjsonLines(
@@ -117,8 +114,8 @@ export async function* streamedNdjsonLines(
         pending += value.byteLength - start;
       }
       // A line longer than any entry can be is refused before it is held whole.
-      if (pending > MAX_LINE_BYTES) {
-        const message = `line ${line} is longer than ${MAX_LINE_BYTES} bytes`;
+      if (pending > MAX_NDJSON_LINE_BYTES) {
+        const message = `line ${line} is longer than ${MAX_NDJSON_LINE_BYTES} bytes`;
         throw new SessionError("payload_too_large", message, { line });
       }
     }

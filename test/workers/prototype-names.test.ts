@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { appendEvents, endGeneration, openGeneration, sessionWithQuestion } from "./generation-helpers";
 import { api, createSession, expectError, sid } from "./helpers";
 
 /*
@@ -301,6 +302,32 @@ describe("inherited names as data", () => {
     for (const name of INHERITED) {
       const res = await api("POST", "/v1/import", { raw: tenant(name), headers: NDJSON });
       expect(outcome(res), `tenant ${name}: ${res.text}`).toEqual(reference);
+    }
+  });
+
+  it("a generation's event of such a type passes unchecked, as one of an unknown type, and the answer completes", async () => {
+    const text = {
+      "pi-ai": (delta: string) => ({ type: "text_delta", contentIndex: 0, delta }),
+      "ai-sdk-ui": (delta: string) => ({ type: "text-delta", id: "x1", delta }),
+    };
+    for (const [format, delta] of Object.entries(text)) {
+      for (const name of ["zzz", ...INHERITED]) {
+        const { id } = await sessionWithQuestion();
+        const generation = await openGeneration(id, { format });
+        const appended = await appendEvents(generation.stream, [
+          delta("Before "),
+          { type: name },
+          delta("after."),
+        ]);
+        expect(appended.status, `${format} ${name}: ${appended.text}`).toBe(204);
+        const alone = await appendEvents(generation.stream, { type: name, contentIndex: 0, id: "x1" });
+        expect(alone.status, `${format} ${name}: ${alone.text}`).toBe(204);
+        const done = await endGeneration(id, generation.id, "complete");
+        expect(done.status, `${format} ${name}: ${done.text}`).toBe(201);
+        expect(done.body.entries.map((entry: { message: unknown }) => entry.message)).toMatchObject([
+          { role: "assistant", content: [{ type: "text", text: "Before after." }] },
+        ]);
+      }
     }
   });
 

@@ -79,8 +79,9 @@ export function checkChunk(format: GenerationFormat, chunk: unknown, index: numb
     throw refused(format, index, 'is not an event: an object with a string "type"');
   }
   assertJsonDepth(chunk, `a ${format} generation's message ${index}`, MAX_JSON_DEPTH - ENTRY_NESTING);
-  const schema = (format === "pi-ai" ? PI_AI_EVENTS : UI_PARTS)[type];
-  const parsed = schema?.safeParse(chunk);
+  const events = format === "pi-ai" ? PI_AI_EVENTS : UI_PARTS;
+  // Only the table's own types are checked: a name an object inherits (`constructor`, …) is an unknown type.
+  const parsed = Object.hasOwn(events, type) ? events[type]?.safeParse(chunk) : undefined;
   if (parsed && !parsed.success) {
     throw refused(format, index, `is not a valid "${type}" event`, {
       issues: parsed.error.issues.map((issue) => ({ path: issue.path.map(String), message: issue.message })),

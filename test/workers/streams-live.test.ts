@@ -5,7 +5,18 @@ import { formatOffset } from "../../src/durable/stream/offsets";
 import { readStream } from "../../src/durable/stream/read";
 import { StreamStore } from "../../src/durable/stream/store";
 import { seededRandom } from "../support/random";
-import { append, call, create, head, openSse, readAll, streamObjects, streamPath } from "./stream-helpers";
+import type { SseRead } from "./stream-helpers";
+import {
+  append,
+  call,
+  concat,
+  create,
+  head,
+  openSse,
+  readAll,
+  streamObjects,
+  streamPath,
+} from "./stream-helpers";
 
 const producer = (id: string, epoch: number, seq: number) => ({
   "Producer-Id": id,
@@ -65,6 +76,79 @@ describe("live stream reads", () => {
     expect(JSON.parse((await sse.next())?.data as string)).toMatchObject({ streamClosed: true });
     expect((await readAll(path)).text).toBe("xcafé!ü\ufffd");
     await sse.close();
+  });
+
+  it("gives SSE readers of text the text a catch-up read gives when one append ends inside a character", async () => {
+    const KIB = 1024;
+    const bytes = (...parts: Array<string | number[]>) =>
+      concat(
+        parts.map((part) =>
+          typeof part === "string" ? new TextEncoder().encode(part) : new Uint8Array(part),
+        ),
+      );
+    const path = streamPath("utf8-long");
+    await create(path);
+    // An event of one append ("€" cut after it), completed by the next.
+    await append(path, bytes("a".repeat(600 * KIB - 2), [0xe2, 0x82]));
+    await append(path, bytes([0xac], "b".repeat(600 * KIB - 1)));
+    // A full event of one append ("😀" cut after it), completed three appends later.
+    await append(path, bytes("c".repeat(1024 * KIB - 1), [0xf0]));
+    await append(path, bytes([0x9f]));
+    await append(path, bytes([0x98]));
+    await append(path, bytes([0x80], "d".repeat(10)));
+    // At the tail of the open stream: the event waits for the character's end.
+    const waitsAt = (await head(path)).offset;
+    await append(path, bytes("e".repeat(700 * KIB - 1), [0xc3]));
+
+    /** What an SSE reader gets until the stream closes, and each control event (`whenWaiting` at `waitsAt`). */
+    const sseRead = async (sse: SseRead, whenWaiting?: () => Promise<unknown>) => {
+      let text = "";
+      const controls: Array<{ streamNextOffset: string; upToDate?: boolean; streamClosed?: boolean }> = [];
+      for (;;) {
+        const event = await sse.next();
+        if (!event) return { text, controls };
+        if (event.event === "data") text += event.data;
+        else {
+          const control = JSON.parse(event.data);
+          controls.push(control);
+          if (control.streamClosed) {
+            await sse.close();
+            return { text, controls };
+          }
+          if (whenWaiting && control.streamNextOffset === waitsAt) {
+            await whenWaiting();
+            whenWaiting = undefined;
+          }
+        }
+      }
+    };
+    const live = await sseRead(await openSse(path, "-1"), () =>
+      append(path, bytes([0xa9], "!"), { "Stream-Closed": "true" }),
+    );
+    const caughtUp = await readAll(path);
+    expect(caughtUp.text).toBe(
+      `a${"a".repeat(600 * KIB - 3)}€${"b".repeat(600 * KIB - 1)}${"c".repeat(1024 * KIB - 1)}😀${"d".repeat(10)}${"e".repeat(700 * KIB - 1)}é!`,
+    );
+    expect(live.text.length).toBe(caughtUp.text.length);
+    expect(live.text === caughtUp.text).toBe(true);
+    expect(live.controls.map((control) => control.streamNextOffset)).toContain(waitsAt);
+    expect(live.controls.at(-1)).toMatchObject({ streamClosed: true, streamNextOffset: caughtUp.offset });
+    // A reader resuming from any control event's offset reads on exactly as a catch-up read does.
+    for (const { streamNextOffset } of live.controls.slice(0, -1)) {
+      const resumed = await sseRead(await openSse(path, streamNextOffset));
+      const rest = (await readAll(path, streamNextOffset)).text;
+      expect(resumed.text.length, streamNextOffset).toBe(rest.length);
+      expect(resumed.text === rest, streamNextOffset).toBe(true);
+      expect(caughtUp.text.endsWith(rest)).toBe(true);
+    }
+    // A stream closed inside a character: its last bytes go with the append that needs them.
+    const closed = streamPath("utf8-closed");
+    await create(closed);
+    await append(closed, bytes("f".repeat(600 * KIB - 2), [0xe2, 0x82]));
+    await append(closed, bytes([0xac], "g".repeat(600 * KIB - 2), [0xe2]), { "Stream-Closed": "true" });
+    const closedText = `${"f".repeat(600 * KIB - 2)}€${"g".repeat(600 * KIB - 2)}\ufffd`;
+    expect((await readAll(closed)).text === closedText).toBe(true);
+    expect((await sseRead(await openSse(closed, "-1"))).text === closedText).toBe(true);
   });
 
   it("ends its live readers when the stream is deleted", async () => {

@@ -65,7 +65,8 @@ export { MAX_APPEND_BYTES } from "../../core/limits";
  */
 export const READ_PAGE_BYTES = 4 * 1024 * 1024;
 /**
- * The most data one SSE event carries, or a read of what a fork inherits (read whole, from the
+ * The most data one SSE event carries (a text event cut inside a character takes in up to three
+ * more appends to end on a whole one), or a read of what a fork inherits (read whole, from the
  * source's object); the reader or the next event continues from its end.
  */
 export const HELD_PAGE_BYTES = 1024 * 1024;

@@ -92,12 +92,18 @@ function endsInsideCharacter(bytes: Uint8Array): boolean {
   return false;
 }
 
+/** How many records an SSE event of text may end before or after its page's end to end on a whole character. */
+const CHARACTER_RECORDS = 3;
+
 /**
  * An SSE event's records from `from` on: a text stream's event ends between characters, so a
- * character cut across appends reaches live readers whole. The last records (up to three, enough
- * for the longest character) are left for the next event until the page ends on a whole
- * character; at the tail of an open stream, with none such, the event waits for the next append
- * (null). A closed stream's last bytes, or a page with no whole end near its own, go as they are.
+ * character cut across appends reaches live readers whole, as one decoded text, with nothing held
+ * back from the offset its control event gives. The last records (up to three, enough for the
+ * longest character) are left for the next event until the page ends on a whole character; when
+ * none can be, the next records (up to three) join it, so an event may hold that much more than a
+ * held page. At the tail of an open stream, still inside a character, the event waits for the next
+ * append (null). A closed stream's last bytes, or a page with no whole end near its own, go as
+ * they are (a closed stream's with the records before them).
  */
 async function eventPage(
   context: StreamContext,
@@ -109,12 +115,33 @@ async function eventPage(
   const bytes = encodePage(stream, page);
   const atTail = page.end.records === stream.tail.records;
   if (!text || (atTail && stream.closed) || !endsInsideCharacter(bytes)) return { page, bytes };
-  for (let until = page.end.records - 1; until > from.records && until >= page.end.records - 3; until--) {
+  const shortest = Math.max(from.records + 1, page.end.records - CHARACTER_RECORDS);
+  for (let until = page.end.records - 1; until >= shortest; until--) {
     const shorter = (await heldPage(context, stream, from, until)) as RecordPage;
     const shorterBytes = encodePage(stream, shorter);
     if (!endsInsideCharacter(shorterBytes)) return { page: shorter, bytes: shorterBytes };
   }
+  let longer = page;
+  for (let added = 0; added < CHARACTER_RECORDS && longer.end.records < stream.tail.records; added++) {
+    const next = (await context.recordAt(stream, longer.end.records)) as RecordPage;
+    longer = { ...longer, end: next.end, pieces: [...longer.pieces, ...next.pieces] };
+    const whole = !endsInsideCharacter(lastBytes(longer.pieces));
+    if (whole || longer.end.records === stream.tail.records) {
+      if (!whole && !stream.closed) return null;
+      return { page: longer, bytes: encodePage(stream, longer) };
+    }
+  }
   return atTail ? null : { page, bytes };
+}
+
+/** The last bytes of a text page's pieces, enough to tell whether it ends inside a character. */
+function lastBytes(pieces: readonly Uint8Array[]): Uint8Array {
+  const bytes: number[] = [];
+  for (let i = pieces.length - 1; i >= 0 && bytes.length < 4; i--) {
+    const piece = pieces[i] as Uint8Array;
+    for (let at = piece.byteLength - 1; at >= 0 && bytes.length < 4; at--) bytes.unshift(piece[at] as number);
+  }
+  return Uint8Array.from(bytes);
 }
 
 /** A planned page's body, each block read as the reader takes the part before it. */

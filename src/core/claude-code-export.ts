@@ -2,7 +2,7 @@ import type { Line } from "./agent-export";
 import { inSessionOrder } from "./agent-export";
 import { isUuid, uuidFor, uuidFrom } from "./agent-ids";
 import { asString, isRecord } from "./agent-log";
-import { LineWriter, newLines } from "./claude-code-new-lines";
+import { branchCallIds, LineWriter, newLines } from "./claude-code-new-lines";
 import { OwnLines, sourceLines, TranscriptIndex } from "./claude-code-own-lines";
 import { headNoteFields, ResumeReader } from "./claude-code-resume";
 import { sessionEntries } from "./interchange";
@@ -81,6 +81,25 @@ async function lineFields(
   };
 }
 
+/** Which of the session's entries the transcript's own lines hold, and what new lines hang from. */
+async function transcriptIndex(session: Session, imported: boolean): Promise<TranscriptIndex> {
+  const index = new TranscriptIndex(imported);
+  for await (const entry of sessionEntries(session)) index.note(entry);
+  index.settle();
+  return index;
+}
+
+/**
+ * The stored id of the tool call the session's transcript (`exportClaudeCode`) shows as `wireId`
+ * on its current branch: a call written elsewhere goes out under an id Anthropic takes, and a
+ * result Claude Code writes for it names that id.
+ */
+export async function transcriptCallIds(session: Session): Promise<(wireId: string) => string> {
+  const [leafId, header] = await Promise.all([session.getLeafId(), session.getHeader()]);
+  const index = await transcriptIndex(session, isRecord(header.metadata.claudeCode));
+  return branchCallIds(session, leafId, index);
+}
+
 /**
  * A session as a Claude Code transcript, line by line (each ending in a newline): the lines it was
  * imported from as they were, and lines for what was written elsewhere on the current branch, each
@@ -97,9 +116,7 @@ export async function* exportClaudeCode(
     lineFields(session, options),
   ]);
   const imported = isRecord(header.metadata.claudeCode);
-  const index = new TranscriptIndex(imported);
-  for await (const entry of sessionEntries(session)) index.note(entry);
-  index.settle();
+  const index = await transcriptIndex(session, imported);
   const own = new OwnLines(importedId, sessionId);
   const writer = () => new LineWriter(fields, sessionId);
   const head = { line: null as string | null };

@@ -34,6 +34,11 @@ export class LineWriter {
     return this.#callIds.result(storedId) ?? this.#callIds.allocate(storedId);
   }
 
+  /** The stored id of the call this writer's lines show as `wireId` (as it is, for one they do not show). */
+  storedCallId(wireId: string): string {
+    return this.#callIds.storedOf(wireId);
+  }
+
   line(parentUuid: string | null, type: string, fields: Line, uuid: string, timestamp: string): Line {
     return { parentUuid, ...this.#fields, type, ...fields, uuid, timestamp };
   }
@@ -215,6 +220,25 @@ async function* branchLines(
     }
   }
   return parent;
+}
+
+/**
+ * The stored id of the call the lines of the branch to `leafId` show as `wireId`, as `newLines`
+ * writes them: a call no line of the transcript holds goes out under an id Anthropic takes, and
+ * Claude Code's result for it names that id.
+ */
+export async function branchCallIds(
+  session: Session,
+  leafId: string | null,
+  index: TranscriptIndex,
+): Promise<(wireId: string) => string> {
+  const sessionId = (await session.getHeader()).id;
+  const writer = new LineWriter({}, sessionId);
+  const branch = (await session.getBranch(leafId)) as TreeEntry[];
+  for await (const _line of branchLines(branch, index, writer, sessionId, new Set())) {
+    // Each line's calls get their ids as it is made.
+  }
+  return (wireId) => writer.storedCallId(wireId);
 }
 
 /**

@@ -25,6 +25,7 @@ function imports(file: string): string[] {
 const CORE_MODULES = new Set([
   "bytes",
   "claude-code-call-groups",
+  "claude-code-export",
   "context",
   "context-edits",
   "framework-custom-messages",

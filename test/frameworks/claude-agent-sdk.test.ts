@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseClaudeCode } from "../../src/core/claude-code-format";
 import { MemoryRepo } from "../../src/core/memory";
 import type { AgentMessage, AssistantMessage, ToolResultMessage } from "../../src/core/messages";
+import { contextInFormat } from "../../src/core/providers/convert";
 import type { SessionRepo } from "../../src/core/repo";
 import type { Session } from "../../src/core/session";
 import type { CreateSessionOptions } from "../../src/core/session-schemas";
@@ -568,6 +569,94 @@ describe.each(repos)("CfSessionsStore on %s", (_name, makeRepo) => {
     ] as SessionStoreEntry[]);
     const last = (await session.getBranch()).at(-1);
     expect(last?.type === "message" && last.message).toMatchObject({ role: "toolResult", toolName: "Read" });
+  });
+
+  it("stores a result the SDK answers by a call's shown id under the stored call, with its name", async () => {
+    const store = new CfSessionsStore({ repo, keyIsSessionId: true });
+    const id = crypto.randomUUID();
+    const session = await repo.create({ id });
+    const usage = { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2 };
+    const reply = (callId: string, name: string, provider: string, timestamp: number) =>
+      session.appendMessage({
+        role: "assistant",
+        content: [{ type: "toolCall", id: callId, name, arguments: { path: "a.txt" } }],
+        api: provider === "openai" ? "openai-responses" : "openai-completions",
+        provider,
+        model: provider === "openai" ? "gpt-5" : "kimi-k2",
+        usage,
+        stopReason: "toolUse",
+        timestamp,
+      } as never);
+    const key = { projectKey: "-work-project", sessionId: id };
+    // The SDK answers the last call of the transcript it loaded by the id that call was shown with.
+    const answer = async (text: string) => {
+      const loaded = (await store.load(key)) as Array<Record<string, unknown>>;
+      const last = loaded.at(-1) as { uuid: string; message: { content: Array<{ id: string }> } };
+      const shown = last.message.content.at(-1)?.id as string;
+      await store.append(key, [
+        {
+          type: "user",
+          uuid: crypto.randomUUID(),
+          parentUuid: last.uuid,
+          sessionId: id,
+          isSidechain: false,
+          timestamp: new Date().toISOString(),
+          message: { role: "user", content: [{ type: "tool_result", tool_use_id: shown, content: text }] },
+        },
+      ] as SessionStoreEntry[]);
+      return shown;
+    };
+    await session.appendMessage({
+      role: "user",
+      content: "Read a.txt, grep it, read it again",
+      timestamp: 1,
+    });
+    // Kimi's ids are no Anthropic ids, and it gives the same one again on its next turn; pi-ai's
+    // Responses ids carry the item id after a bar.
+    const shown: string[] = [];
+    await reply("functions.read_file:0", "read_file", "moonshot", 2);
+    shown.push(await answer("first read"));
+    await reply("call_1|fc_1", "grep", "openai", 3);
+    shown.push(await answer("grep hit"));
+    await reply("functions.read_file:0", "read_file", "moonshot", 4);
+    shown.push(await answer("second read"));
+    expect(shown).toEqual(["functions_read_file_0", "call_1", "functions_read_file_0_2"]);
+
+    // Every other door reads each call answered by its real result, stored under the call's id.
+    const chat = contextInFormat(await session.buildContext(), "openai-chat", {
+      provider: "openai",
+      modelId: "gpt-4o",
+    });
+    const tools = chat.messages.filter((message) => message.role === "tool");
+    expect(tools.map((tool) => tool.content)).toEqual(["first read", "grep hit", "second read"]);
+    const calls = chat.messages.flatMap((message) =>
+      message.role === "assistant" ? (message.tool_calls ?? []).map((call) => call.id) : [],
+    );
+    expect(tools.map((tool) => tool.tool_call_id)).toEqual(calls);
+    const results = (await session.getBranch()).flatMap((entry) =>
+      entry.type === "message" && entry.message.role === "toolResult" ? [entry.message] : [],
+    );
+    expect(results.map(({ toolCallId, toolName }) => [toolCallId, toolName])).toEqual([
+      ["functions.read_file:0", "read_file"],
+      ["call_1|fc_1", "grep"],
+      ["functions.read_file:0", "read_file"],
+    ]);
+
+    // Loaded again, each result names the call shown before it.
+    const again = (await store.load(key)) as Array<{ message?: { content?: unknown } }>;
+    const blocks = again.flatMap(({ message }) =>
+      Array.isArray(message?.content) ? (message.content as Array<Record<string, unknown>>) : [],
+    );
+    const pairs = blocks.flatMap((block) =>
+      block.type === "tool_use"
+        ? [`call ${block.id}`]
+        : block.type === "tool_result"
+          ? [`result ${block.tool_use_id}`]
+          : [],
+    );
+    expect(pairs).toEqual(shown.flatMap((wire) => [`call ${wire}`, `result ${wire}`]));
+    const read = await getSessionMessages(id, { sessionStore: store, dir: "/work/project" });
+    expect(JSON.stringify(read)).toContain("second read");
   });
 
   it("refuses a malformed key or entries with invalid_request, writing nothing", async () => {

@@ -9,6 +9,7 @@ import * as z from "zod";
 import type { Session, SessionInfo, SessionRepo } from "../../core";
 import { Id, SessionError } from "../../core";
 import { sha256Hex } from "../../core/bytes";
+import { transcriptCallIds } from "../../core/claude-code-export";
 import { importBatches } from "../../core/interchange";
 import { exportClaudeCode } from "../../core/public/interchange";
 import { keyedId } from "../keys";
@@ -41,6 +42,16 @@ const SessionRef = Key.omit({ subpath: true });
 
 /** Entries are JSON objects with a string `type` (and, most of them, a string `uuid`). */
 const Lines = z.array(z.looseObject({ type: z.string(), uuid: z.string().optional() }));
+
+/** Whether a line carries a tool result: a user line with a `tool_result` block. */
+function answersCall(line: TranscriptLine): boolean {
+  const content = (line.message as { content?: unknown } | undefined)?.content;
+  return (
+    line.type === "user" &&
+    Array.isArray(content) &&
+    content.some((block) => (block as { type?: unknown } | null)?.type === "tool_result")
+  );
+}
 
 /** What a transcript's session says of the key it keeps, and the summary kept with it. */
 const KeyMetadata = z.object({
@@ -212,7 +223,11 @@ export class CfSessionsStore implements SessionStore {
       transcript = await this.#transcript(session, key);
     } else {
       const planned = copyPlaces(places);
-      for (const batch of importBatches(transcriptEntries(fresh, planned), BATCH_ENTRIES, BATCH_BYTES)) {
+      // Results for calls written elsewhere name the ids `load` showed those calls under.
+      const storedCallId =
+        places.unlined.size > 0 && fresh.some(answersCall) ? await transcriptCallIds(session) : undefined;
+      const written = transcriptEntries(fresh, planned, storedCallId);
+      for (const batch of importBatches(written, BATCH_ENTRIES, BATCH_BYTES)) {
         transcript.leaf = (await session.appendEntries(batch, { expectedLeafId: transcript.leaf })).leafId;
       }
       transcript.places = planned;

@@ -12,10 +12,11 @@ import { parseClaudeCode } from "../../core/public/interchange";
  * as a conversation tree. Unlike a whole-file import, the streamed blocks of one API message stay
  * one message each (a line once written is never rewritten), and the settings entries the import
  * derives across lines (model and thinking changes) are left out: each assistant message names its
- * model. A tool result takes its tool's name from its call, the nearest on the branch it hangs from
- * (stored before, or in an earlier line of the same append). Tool results hang as the import's
- * `CallGroups` says for lines read apart, so parallel calls' results stay on the conversation's
- * path.
+ * model. A tool result takes its tool's name and id from its call, the nearest on the branch it
+ * hangs from (stored before, or in an earlier line of the same append) that the transcript showed
+ * under the id it names: a call written elsewhere went out under an id Anthropic takes, which
+ * Claude Code answers by. Tool results hang as the import's `CallGroups` says for lines read apart,
+ * so parallel calls' results stay on the conversation's path.
  */
 
 export type TranscriptLine = Record<string, unknown> & { type: string; uuid?: string };
@@ -36,6 +37,11 @@ export interface TranscriptPlaces {
   parentOf: Map<string, string | null>;
   /** The tool calls of each stored reply that made any (call id → tool name), by entry id. */
   callsOf: Map<string, Map<string, string>>;
+  /**
+   * The replies of `callsOf` that hold no line (written elsewhere): the transcript shows their
+   * calls under ids of its own.
+   */
+  unlined: Set<string>;
   /** Where the next tool results hang. */
   groups: CallGroups;
 }
@@ -47,6 +53,7 @@ export function copyPlaces(places: TranscriptPlaces): TranscriptPlaces {
     entryOf: new Map(places.entryOf),
     parentOf: new Map(places.parentOf),
     callsOf: new Map(places.callsOf),
+    unlined: new Set(places.unlined),
     groups: places.groups.copy(),
   };
 }
@@ -104,11 +111,22 @@ function noteGroups(
   places.groups.noteResults(callId, typeof parentId === "string" ? parentId : null, ids);
 }
 
-/** The tool name of call `callId`: the nearest call of that id on the branch up from `entryId`. */
-function callName(places: TranscriptPlaces, callId: string, entryId: string | null): string | undefined {
+/**
+ * The call a result naming `wireId` answers, its stored id and tool name: the nearest on the
+ * branch up from `entryId` shown as `wireId`, a line's call by its own id and any other by the one
+ * the transcript gave it (`storedCallId`).
+ */
+function answeredCall(
+  places: TranscriptPlaces,
+  wireId: string,
+  entryId: string | null,
+  storedCallId: (wireId: string) => string,
+): { id: string; name: string } | undefined {
+  const stored = storedCallId(wireId);
   for (let at = entryId; at !== null; at = places.parentOf.get(at) ?? null) {
-    const name = places.callsOf.get(at)?.get(callId);
-    if (name !== undefined) return name;
+    const id = places.unlined.has(at) ? stored : wireId;
+    const name = places.callsOf.get(at)?.get(id);
+    if (name !== undefined) return { id, name };
   }
   return undefined;
 }
@@ -141,6 +159,7 @@ export async function placesOf(
     head: null,
     parentOf: new Map(),
     callsOf: new Map(),
+    unlined: new Set(),
     groups: new CallGroups(),
   };
   const lined = new Set<string>();
@@ -153,7 +172,10 @@ export async function placesOf(
     if (first !== undefined && entry.id.startsWith(`${first.id}:`)) lineEntries.push(entry);
     else lineEntries = [entry];
     const line = lineOf(entry);
-    if (!line) continue;
+    if (!line) {
+      if (places.callsOf.has(entry.id)) places.unlined.add(entry.id);
+      continue;
+    }
     lined.add(entry.id);
     if (isMain(line)) mainLined.add(entry.id);
     noteGroups(places, line, lineEntries);
@@ -214,8 +236,16 @@ function messageEntries(line: TranscriptLine): Record<string, unknown>[] | undef
   }
 }
 
-/** The entries for new lines (in order), placing each under its parent; `places` follows along. */
-export function transcriptEntries(lines: readonly TranscriptLine[], places: TranscriptPlaces): EntryInput[] {
+/**
+ * The entries for new lines (in order), placing each under its parent; `places` follows along.
+ * `storedCallId`: the stored id of the call the transcript showed as a wire id, for the calls of
+ * `places.unlined` (`transcriptCallIds`).
+ */
+export function transcriptEntries(
+  lines: readonly TranscriptLine[],
+  places: TranscriptPlaces,
+  storedCallId: (wireId: string) => string = (wireId) => wireId,
+): EntryInput[] {
   const out: EntryInput[] = [];
   for (const line of lines) {
     let parentId = parentOf(line, places);
@@ -230,8 +260,8 @@ export function transcriptEntries(lines: readonly TranscriptLine[], places: Tran
         const message = entry.message as AgentMessage | undefined;
         if (message?.role === "toolResult") {
           const result = message as ToolResultMessage;
-          const toolName = callName(places, result.toolCallId, parentId);
-          if (toolName !== undefined) entry.message = { ...result, toolName };
+          const call = answeredCall(places, result.toolCallId, parentId, storedCallId);
+          if (call !== undefined) entry.message = { ...result, toolCallId: call.id, toolName: call.name };
         }
         const stored = { ...entry, parentId, ...(last ? { line } : {}) };
         out.push(stored as EntryInput);

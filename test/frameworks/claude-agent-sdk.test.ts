@@ -659,6 +659,56 @@ describe.each(repos)("CfSessionsStore on %s", (_name, makeRepo) => {
     expect(JSON.stringify(read)).toContain("second read");
   });
 
+  it("keeps the results of parallel calls made elsewhere on the path, each on a line of its own", async () => {
+    const store = new CfSessionsStore({ repo, keyIsSessionId: true });
+    const id = crypto.randomUUID();
+    const session = await repo.create({ id });
+    await session.appendMessage({ role: "user", content: "Read a.txt and grep b.txt", timestamp: 1 });
+    await session.appendMessage({
+      role: "assistant",
+      content: [
+        { type: "toolCall", id: "functions.read_file:0", name: "read_file", arguments: { path: "a.txt" } },
+        { type: "toolCall", id: "toolu_b", name: "grep", arguments: { path: "b.txt" } },
+      ],
+      api: "openai-completions",
+      provider: "moonshot",
+      model: "kimi-k2",
+      usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2 },
+      stopReason: "toolUse",
+      timestamp: 2,
+    } as never);
+    const key = { projectKey: "-work-project", sessionId: id };
+    const loaded = (await store.load(key)) as Array<Record<string, unknown>>;
+    const calls = loaded.at(-1) as { uuid: string; message: { content: Array<{ id: string }> } };
+    // Claude Code hangs each result from the line of its call: here, both from the one line.
+    const result = (block: { id: string }, text: string) => ({
+      type: "user",
+      uuid: crypto.randomUUID(),
+      parentUuid: calls.uuid,
+      sessionId: id,
+      isSidechain: false,
+      timestamp: new Date().toISOString(),
+      message: { role: "user", content: [{ type: "tool_result", tool_use_id: block.id, content: text }] },
+    });
+    const [read, grep] = calls.message.content as [{ id: string }, { id: string }];
+    await store.append(key, [result(read, "a says hi")] as SessionStoreEntry[]);
+    await store.append(key, [result(grep, "b matches")] as SessionStoreEntry[]);
+
+    const chat = contextInFormat(await session.buildContext(), "openai-chat", {
+      provider: "openai",
+      modelId: "gpt-4o",
+    });
+    const tools = chat.messages.filter((message) => message.role === "tool");
+    expect(tools.map((tool) => tool.content)).toEqual(["a says hi", "b matches"]);
+    const results = (await session.getBranch()).flatMap((entry) =>
+      entry.type === "message" && entry.message.role === "toolResult" ? [entry.message] : [],
+    );
+    expect(results.map(({ toolCallId, toolName }) => [toolCallId, toolName])).toEqual([
+      ["functions.read_file:0", "read_file"],
+      ["toolu_b", "grep"],
+    ]);
+  });
+
   it("refuses a malformed key or entries with invalid_request, writing nothing", async () => {
     const store = new CfSessionsStore({ repo });
     const key = { projectKey: `p-${crypto.randomUUID()}`, sessionId: crypto.randomUUID() };

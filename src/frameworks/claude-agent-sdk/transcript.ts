@@ -173,7 +173,12 @@ export async function placesOf(
     else lineEntries = [entry];
     const line = lineOf(entry);
     if (!line) {
-      if (places.callsOf.has(entry.id)) places.unlined.add(entry.id);
+      // A reply written elsewhere is one line of the transcript: its calls' results follow one another.
+      const calls = places.callsOf.get(entry.id);
+      if (calls) {
+        places.unlined.add(entry.id);
+        places.groups.noteMessage(entry.id, undefined, [...calls.keys()]);
+      }
       continue;
     }
     lined.add(entry.id);
@@ -253,8 +258,11 @@ export function transcriptEntries(
     const first = out.length;
     let last: string;
     if (messages) {
-      const callId = firstResultOf(messages);
-      if (callId !== undefined) parentId = places.groups.resultsParent(callId, parentId);
+      const wireId = firstResultOf(messages);
+      if (wireId !== undefined) {
+        const callId = answeredCall(places, wireId, parentId, storedCallId)?.id ?? wireId;
+        parentId = places.groups.resultsParent(callId, parentId);
+      }
       messages.forEach((entry, index) => {
         const last = index === messages.length - 1;
         const message = entry.message as AgentMessage | undefined;

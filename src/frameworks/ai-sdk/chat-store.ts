@@ -22,6 +22,7 @@ import { dataUrl } from "../../core/providers/text";
 import type { AISDKUIPart, AISDKUIToolPart, ToolSlots } from "../../core/providers/to-ai-sdk-ui";
 import { addStep, settle } from "../../core/providers/to-ai-sdk-ui";
 import { AnsweredCallIds, callIdPart, PORTABLE_IDS } from "../../core/providers/tool-call-ids";
+import { rewindTo } from "../../core/rewind";
 import { conversationPieces, keepOriginal, messageIdOf, pairedPieces } from "../conversation";
 import { keyedId } from "../keys";
 import { SessionHandles } from "../session-handles";
@@ -128,6 +129,8 @@ interface StoredMessage<M> {
   message: M;
   /** Read from the session's own messages: the UI's message of its id is the same one. */
   byId: boolean;
+  /** The last message of the context it stands for, when read from them. */
+  endsWith?: AgentMessage;
 }
 
 /** A message of an answer, with the id of the UI message it opens. */
@@ -215,7 +218,9 @@ function chatOf<M extends UIMessage>(path: readonly StoredEntry<TreeEntry>[]) {
   let run: AnswerPart[] = [];
   let runEnd = "";
   const endRun = () => {
-    if (run.length > 0) messages.push({ entryId: runEnd, message: answerMessage<M>(run, ids), byId: true });
+    const endsWith = run.at(-1)?.message;
+    if (endsWith)
+      messages.push({ entryId: runEnd, message: answerMessage<M>(run, ids), byId: true, endsWith });
     run = [];
   };
   // A call the chat went on from without its result shows as failed, as the model is sent it.
@@ -235,7 +240,12 @@ function chatOf<M extends UIMessage>(path: readonly StoredEntry<TreeEntry>[]) {
           ? withResult(before.message, message as ToolResultMessage)
           : undefined;
       if (before && answered) {
-        messages[messages.length - 1] = { entryId: last.id, message: answered, byId: true };
+        messages[messages.length - 1] = {
+          entryId: last.id,
+          message: answered,
+          byId: true,
+          endsWith: message,
+        };
         continue;
       }
       if (message.role === "assistant" || message.role === "toolResult") {
@@ -245,11 +255,28 @@ function chatOf<M extends UIMessage>(path: readonly StoredEntry<TreeEntry>[]) {
       }
       endRun();
       const other = otherMessage<M>(message, messageIdOf(last.id, index));
-      if (other) messages.push({ entryId: last.id, message: other, byId: true });
+      if (other) messages.push({ entryId: last.id, message: other, byId: true, endsWith: message });
     }
   }
   endRun();
   return { messages, ids };
+}
+
+/**
+ * What a compaction keeps of its retained tail when the chat goes on from `through`, one of the
+ * messages it shows: the tail up to that message, none from its summary; undefined for a message
+ * not of its own (a result added to end a call).
+ */
+function keptTail(
+  branch: readonly StoredEntry<TreeEntry>[],
+  through: StoredMessage<unknown>,
+): AgentMessage[] | undefined {
+  const compaction = branch.find((entry) => entry.id === through.entryId);
+  if (compaction?.type !== "compaction" || !through.endsWith) return undefined;
+  if (through.endsWith.role === "compactionSummary") return [];
+  const tail = compaction.retainedTail ?? [];
+  const index = tail.indexOf(through.endsWith);
+  return index < 0 ? undefined : tail.slice(0, index + 1);
 }
 
 /** The chat on the current branch: each message with the entry that holds it. */
@@ -386,18 +413,24 @@ export class CfSessionsChatStore {
       const inContext = new Set(stored.messages.map(({ message }) => message.id));
       const inUI = new Set(messages.map(({ id }) => id));
       const position = new Map(stored.branch.map((entry, index) => [entry.id, index]));
+      const compactions = new Set(
+        stored.branch.flatMap((entry) => (entry.type === "compaction" ? [entry.id] : [])),
+      );
       const later = (a: string | null, b: string) =>
         a !== null && (position.get(a) ?? -1) >= (position.get(b) ?? -1) ? a : b;
-      const entries: EntryInput[] = [];
       // What the branch holds after the chat's last message (or before its first, in a chat with
       // none yet) stays on it: a model change, a label, a note another door wrote.
       let parentId: string | null = stored.messages.length === 0 ? stored.leafId : null;
+      // The stored message the chat goes on from, when it is not the last one.
+      let through: StoredMessage<M> | undefined;
+      // Results the UI added for the open tool calls of the last message shared.
+      let added: ToolResultMessage[] = [];
       // The next stored message, and the next of the UI's.
       let at = 0;
       let shared = 0;
       // Past the end of either list there is no message to share. Once results are added, what
       // follows goes on under them.
-      while (entries.length === 0) {
+      while (added.length === 0) {
         const message = messages[shared];
         const current = stored.messages[at];
         const last = at === stored.messages.length - 1;
@@ -406,39 +439,65 @@ export class CfSessionsChatStore {
         const replaced = message && !inContext.has(message.id) ? written.get(message.id) : undefined;
         if (replaced && sharedWith(replaced, message)?.length === 0) {
           parentId = later(parentId, replaced.entryId);
+          through = undefined;
           shared++;
           continue;
         }
+        // A compaction's message the UI holds by the name of the compaction it repeats (going back
+        // wrote one with the same summary) is the same message when it reads the same.
+        const repeated =
+          message && current && compactions.has(current.entryId) && !inContext.has(message.id)
+            ? { ...message, id: current.message.id }
+            : undefined;
+        const renamed = repeated && sharedWith(current, repeated) !== undefined ? repeated : message;
         // A compaction's summary, or a message an edit changed, that the UI does not hold: the UI
-        // holds what it replaced.
-        if (current && !written.has(current.message.id) && !inUI.has(current.message.id)) {
+        // holds what it replaced (unless it holds the messages before it of the same entry).
+        if (
+          current &&
+          renamed === message &&
+          current.entryId !== through?.entryId &&
+          !written.has(current.message.id) &&
+          !inUI.has(current.message.id)
+        ) {
           if (last) parentId = stored.leafId;
+          through = undefined;
           at++;
           continue;
         }
         // A message an edit changed, held by the UI as it was written, is the same message.
         const results =
-          sharedWith(current, message) ?? sharedWith(current && written.get(current.message.id), message);
+          sharedWith(current, renamed) ?? sharedWith(current && written.get(current.message.id), renamed);
         if (results === undefined) break;
         parentId = (last ? stored.leafId : current?.entryId) ?? null;
-        for (const result of results) {
-          const entry = {
-            type: "message",
-            id: newId(),
-            parentId,
-            // The UI answers the call by the id it was shown; the result pairs with the stored call.
-            message: { ...result, toolCallId: stored.ids.storedOf(result.toolCallId), timestamp: Date.now() },
-          };
-          entries.push(entry as EntryInput);
-          parentId = entry.id;
-        }
+        through = last ? undefined : current;
+        added = results;
         at++;
         shared++;
       }
       const rest = messages.slice(shared);
-      if (rest.length === 0 && entries.length === 0) {
-        if (at < stored.messages.length) await session.setLeafId(parentId, { expectedLeafId: stored.leafId });
+      // Going back inside what a compaction kept keeps its summary (`rewindTo`).
+      const tail = through ? keptTail(stored.branch, through) : undefined;
+      const rewind = rewindTo(stored.branch, { entryId: parentId, ...(tail ? { retainedTail: tail } : {}) });
+      if (rest.length === 0 && added.length === 0) {
+        if (at < stored.messages.length) {
+          if (rewind.entries.length > 0)
+            await session.appendEntries(rewind.entries, { expectedLeafId: stored.leafId });
+          else await session.setLeafId(rewind.parentId, { expectedLeafId: stored.leafId });
+        }
         return;
+      }
+      const entries: EntryInput[] = [...rewind.entries];
+      parentId = rewind.parentId;
+      for (const result of added) {
+        const entry = {
+          type: "message",
+          id: newId(),
+          parentId,
+          // The UI answers the call by the id it was shown; the result pairs with the stored call.
+          message: { ...result, toolCallId: stored.ids.storedOf(result.toolCallId), timestamp: Date.now() },
+        };
+        entries.push(entry as EntryInput);
+        parentId = entry.id;
       }
       for (const message of rest) {
         const written = messageEntries(message, parentId);

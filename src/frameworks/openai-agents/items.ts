@@ -62,6 +62,11 @@ export function readItems(
   return fromOpenAIAgents(items, { history, ...(model ? { model } : {}) });
 }
 
+/** The messages `items` read as (see `readItems`), leaving out those with no place in the model. */
+export function readMessages(items: readonly AgentInputItem[], model: ModelRef | undefined): AgentMessage[] {
+  return readItems(items, model).flatMap(({ message }) => (message ? [message] : []));
+}
+
 /** The entries for `items`, chained in order, going on from `history` (see `readItems`). */
 export function itemEntries(
   items: readonly AgentInputItem[],

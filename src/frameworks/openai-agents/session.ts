@@ -1,7 +1,16 @@
 import type { AgentInputItem, Session as AgentsSession } from "@openai/agents-core";
-import type { AgentMessage, EntryInput, ModelRef, Session, SessionRepo } from "../../core";
+import type {
+  AgentMessage,
+  EntryInput,
+  ModelRef,
+  Session,
+  SessionRepo,
+  StoredEntry,
+  TreeEntry,
+} from "../../core";
 import { newId, SessionError } from "../../core";
 import { checkSessionId } from "../../core/ids";
+import { rewindTo } from "../../core/rewind";
 import type { Piece } from "../conversation";
 import { keepOriginal } from "../conversation";
 import { SessionHandles } from "../session-handles";
@@ -10,8 +19,9 @@ import {
   FRAMEWORK,
   itemEntries,
   itemPieces,
+  messageItems,
   pieceItems,
-  readItems,
+  readMessages,
   withoutLastItem,
 } from "./items";
 
@@ -33,6 +43,7 @@ interface History {
   /** Per item, the index of the piece of the context that holds it. */
   holders: number[];
   pieces: ReturnType<typeof itemPieces>;
+  branch: StoredEntry<TreeEntry>[];
   leafId: string | null;
 }
 
@@ -107,7 +118,7 @@ export class CfSessionsSession implements AgentsSession {
   async #history(session: Session): Promise<History> {
     const branch = await session.getBranch();
     const pieces = itemPieces(branch);
-    const history: History = { items: [], holders: [], pieces, leafId: branch.at(-1)?.id ?? null };
+    const history: History = { items: [], holders: [], pieces, branch, leafId: branch.at(-1)?.id ?? null };
     pieces.forEach((piece, index) => {
       for (const item of pieceItems(piece)) {
         history.items.push(item);
@@ -139,34 +150,49 @@ export class CfSessionsSession implements AgentsSession {
   async popItem(): Promise<AgentInputItem | undefined> {
     const session = await this.#session();
     if (!session) return undefined;
-    const { items, holders, pieces, leafId } = await this.#history(session);
+    const { items, holders, pieces, branch, leafId } = await this.#history(session);
     const item = items.at(-1);
     const piece = pieces[holders.at(-1) ?? -1];
     const first = piece?.entries[0];
     if (item === undefined || piece === undefined || first === undefined) return undefined;
     const kept = items.filter((_, index) => holders[index] === holders.at(-1)).slice(0, -1);
     if (first.type === "compaction") {
-      // The last item is one a compaction kept: a new compaction keeps the others.
-      await this.#compaction(session, kept, leafId, first.tokensBefore);
-    } else if (piece.records === undefined && shownAsWritten(piece)) {
+      // The last item is one a compaction kept: a compaction with its summary keeps the others.
+      const { retainedTail, records } = piece.records
+        ? { retainedTail: readMessages(kept, this.#model), records: kept }
+        : tailWithoutLastItem(piece);
+      const rewind = rewindTo(branch, { entryId: first.id, retainedTail });
+      const entries = records ? keepOriginal(rewind.entries, FRAMEWORK, records) : rewind.entries;
+      await this.#goOn(session, rewind.parentId, entries, leafId);
+      return item;
+    }
+    let after: EntryInput[] = [];
+    if (piece.records === undefined && shownAsWritten(piece)) {
       // Another door's message, shown as written: it goes on without the item's block, as it was
       // otherwise, or is left behind when the item is all it stands for.
       const rest = first.type === "message" ? withoutLastItem(first.message) : undefined;
-      if (rest === undefined) await session.setLeafId(first.parentId, { expectedLeafId: leafId });
-      else {
-        await session.appendEntries([{ type: "message", message: rest, parentId: first.parentId }], {
-          expectedLeafId: leafId,
-        });
-      }
-    } else if (kept.length === 0) {
-      await session.setLeafId(first.parentId, { expectedLeafId: leafId });
-    } else {
+      if (rest) after = [{ type: "message", message: rest }];
+    } else if (kept.length > 0) {
       // The item shares its records with others (a reply's reasoning and calls): they go on alone.
-      const entries = itemEntries(kept, this.#model);
-      entries[0] = { ...entries[0], parentId: first.parentId } as (typeof entries)[number];
-      await session.appendEntries(entries, { expectedLeafId: leafId });
+      after = itemEntries(kept, this.#model);
     }
+    // Back to where the item's entries began, the latest compaction kept on the branch.
+    const rewind = rewindTo(branch, { entryId: first.parentId });
+    const [head, ...rest] = after;
+    const chained = head ? [{ ...head, parentId: rewind.parentId } as EntryInput, ...rest] : [];
+    await this.#goOn(session, rewind.parentId, [...rewind.entries, ...chained], leafId);
     return item;
+  }
+
+  /** Appends `entries`, or with none moves the head to `parentId`, if the head is still `expectedLeafId`. */
+  async #goOn(
+    session: Session,
+    parentId: string | null,
+    entries: EntryInput[],
+    expectedLeafId: string | null,
+  ): Promise<void> {
+    if (entries.length === 0) await session.setLeafId(parentId, { expectedLeafId });
+    else await session.appendEntries(entries, { expectedLeafId });
   }
 
   async clearSession(): Promise<void> {
@@ -190,7 +216,7 @@ export class CfSessionsSession implements AgentsSession {
     expectedLeafId: string | null,
     tokensBefore: number,
   ): Promise<void> {
-    const retainedTail = readItems(items, this.#model).flatMap(({ message }) => (message ? [message] : []));
+    const retainedTail = readMessages(items, this.#model);
     const compaction: EntryInput = {
       type: "compaction",
       summary: `The conversation before this point, replaced by ${items.length} item(s) of the OpenAI Agents SDK`,
@@ -200,6 +226,20 @@ export class CfSessionsSession implements AgentsSession {
     };
     await session.appendEntries(keepOriginal([compaction], FRAMEWORK, items), { expectedLeafId });
   }
+}
+
+/**
+ * What a compaction's piece of another door keeps without the last item it shows: its retained
+ * tail without that item's block (`withoutLastItem`); when that item is the summary, no tail, and
+ * no items shown for it (`records` empty).
+ */
+function tailWithoutLastItem(piece: Piece): { retainedTail: AgentMessage[]; records?: unknown[] } {
+  const messages = piece.messages;
+  const lead = messages.findIndex((message) => message.role === "compactionSummary") + 1;
+  const last = messages.findLastIndex((message) => messageItems(message).length > 0);
+  if (last < lead) return { retainedTail: [], records: [] };
+  const rest = withoutLastItem(messages[last] as AgentMessage);
+  return { retainedTail: [...messages.slice(lead, last), ...(rest ? [rest] : [])] };
 }
 
 /**

@@ -219,6 +219,11 @@ describe.each(repos)("CfSessionsSession on %s", (_name, makeRepo) => {
       ["user", "three"],
       ["user", "four"],
     ]);
+    // Other doors are told that what follows is what was kept, not that it is all there was.
+    expect(context.messages[0]).toMatchObject({
+      summary:
+        "Earlier turns of this conversation were compacted by the OpenAI Agents SDK; what it kept of them follows.",
+    });
     // Popping into what the compaction kept writes a new compaction without it.
     expect(await ours.popItem()).toEqual(said("four"));
     expect(await ours.popItem()).toEqual(said("three"));

@@ -82,6 +82,10 @@ async function lastTurn(session: Session): Promise<AgentMessage[]> {
   return turn;
 }
 
+/** The summary other doors read for a compaction of the SDK's. */
+const COMPACTED =
+  "Earlier turns of this conversation were compacted by the OpenAI Agents SDK; what it kept of them follows.";
+
 /**
  * An OpenAI Agents SDK session over cf-sessions: the conversation is the session's current branch,
  * each run of items the messages it stands for (user, assistant with its reasoning and calls,
@@ -209,7 +213,11 @@ export class CfSessionsSession implements AgentsSession {
     });
   }
 
-  /** Appends a compaction whose context is `items`: their messages retained, the items kept beside. */
+  /**
+   * Appends a compaction whose context is `items`: their messages retained, the items kept beside.
+   * The SDK's summary, if it made one, is an item only its model reads: other doors are told that
+   * what follows is what was kept of earlier turns, and nothing more.
+   */
   async #compaction(
     session: Session,
     items: AgentInputItem[],
@@ -219,7 +227,7 @@ export class CfSessionsSession implements AgentsSession {
     const retainedTail = readMessages(items, this.#model);
     const compaction: EntryInput = {
       type: "compaction",
-      summary: `The conversation before this point, replaced by ${items.length} item(s) of the OpenAI Agents SDK`,
+      summary: COMPACTED,
       tokensBefore,
       retainedTail,
       fromHook: true,

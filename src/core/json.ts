@@ -15,17 +15,39 @@ export function assertJsonDepth(value: unknown, what = "entry", max = MAX_JSON_D
 
 /** Whether `value` nests deeper than `max` levels of objects and arrays, found without recursion. */
 export function nestsDeeperThan(value: unknown, max: number): boolean {
+  return walkJson(value, max, false) !== undefined;
+}
+
+/**
+ * What is wrong with a value parsed from JSON text, if anything: nesting deeper than `max` levels,
+ * or a number past the largest a double holds (parsed as Infinity, it would be stored as null).
+ */
+export function parsedJsonProblem(value: unknown, max = MAX_JSON_DEPTH): string | undefined {
+  return walkJson(value, max, true);
+}
+
+/** Throws `invalid_request` when JSON text parsed into `value` has a `parsedJsonProblem`. */
+export function assertParsedJson(value: unknown, what: string, max = MAX_JSON_DEPTH): void {
+  const problem = parsedJsonProblem(value, max);
+  if (problem !== undefined) throw new SessionError("invalid_request", `${what} ${problem}`);
+}
+
+/** The first problem of `value` (its depth, and its numbers when `numbers`), found without recursion. */
+function walkJson(value: unknown, max: number, numbers: boolean): string | undefined {
+  const tooLarge = "holds a number too large to store";
+  if (numbers && typeof value === "number" && !Number.isFinite(value)) return tooLarge;
   const stack: Array<[unknown, number]> = [[value, 0]];
   while (stack.length > 0) {
     const [current, depth] = stack.pop() as [unknown, number];
     if (current === null || typeof current !== "object") continue;
-    if (depth >= max) return true;
+    if (depth >= max) return `nests deeper than ${max} levels`;
     const children = Array.isArray(current) ? current : Object.values(current);
     for (const child of children) {
       if (child !== null && typeof child === "object") stack.push([child, depth + 1]);
+      else if (numbers && typeof child === "number" && !Number.isFinite(child)) return tooLarge;
     }
   }
-  return false;
+  return undefined;
 }
 
 /** A `"__proto__":` key in JSON text, its letters escaped or not. */

@@ -1,5 +1,5 @@
 import { SessionError } from "./errors";
-import { assertJsonDepth, MAX_JSON_DEPTH, tryParseJson } from "./json";
+import { parsedJsonProblem, tryParseJson } from "./json";
 
 /** One non-blank line of a file, with its 1-based line number. */
 export interface NumberedLine {
@@ -37,10 +37,7 @@ export function parseLine(line: NumberedLine): Record<string, unknown> {
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw lineError(line.line, "not a JSON object");
   }
-  try {
-    assertJsonDepth(value);
-  } catch {
-    throw lineError(line.line, `nests deeper than ${MAX_JSON_DEPTH} levels`);
-  }
+  const problem = parsedJsonProblem(value);
+  if (problem !== undefined) throw lineError(line.line, problem);
   return value as Record<string, unknown>;
 }

@@ -5,7 +5,7 @@ import { SessionError } from "./errors";
 import { cursorValues, encodeCursor, listCursor, listedAfter } from "./info";
 import type { ImportHeader } from "./interchange";
 import { IMPORT_BATCH, IMPORT_BATCH_CHARS, ImportWarning, lineOfBatchError } from "./interchange";
-import { tryParseJson } from "./json";
+import { parsedJsonProblem, tryParseJson } from "./json";
 import { exportNative, NATIVE_FORMAT, parseNativeHeader } from "./native-format";
 import type { NumberedLine } from "./ndjson";
 import { lineError } from "./ndjson";
@@ -232,6 +232,13 @@ class SessionWrite {
 
   fail(error: unknown, line?: number): void {
     this.failure ??= line === undefined ? { error } : { error, line };
+  }
+
+  /** Fails the session when its line at `line` holds what JSON text cannot hold as sent; says whether it did. */
+  refuses(record: Record<string, unknown>, line: number): boolean {
+    const problem = parsedJsonProblem(record);
+    if (problem !== undefined) this.fail(lineError(line, problem), line);
+    return problem !== undefined;
   }
 
   /** The export says the session was deleted while it was sent (its error line is at `line`). */
@@ -497,6 +504,8 @@ export async function importTenant(
         // The session failed or was taken: the rest of its lines are not needed.
       } else if (!record) {
         current.fail(lineError(numbered.line, "not a JSON object (truncated or malformed)"), numbered.line);
+      } else if (current.refuses(record, numbered.line)) {
+        // Failed for what the line holds.
       } else {
         current.batch.push(record as unknown as SessionEntry);
         current.lines.push(numbered.line);

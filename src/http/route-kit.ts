@@ -4,7 +4,7 @@ import type { JSONParsed } from "hono/utils/types";
 import type * as z from "zod";
 import { zodDetails } from "../core/append";
 import { SessionError } from "../core/errors";
-import { assertJsonDepth, assertProtoKeysKept } from "../core/json";
+import { assertParsedJson, assertProtoKeysKept } from "../core/json";
 import { MAX_BODY_BYTES } from "../core/limits";
 import type { SessionInfo } from "../core/session-schemas";
 import type { ObjectCalls, SessionObject, SessionObjectStorage } from "../durable/internal";
@@ -70,7 +70,7 @@ export function routes(): OpenAPIHono<AppEnv> {
     defaultHook: async (result, c) => {
       if (result.success) {
         if (result.target !== "json") return;
-        assertJsonDepth(result.data, "the body");
+        assertParsedJson(result.data, "the body");
         // Validation may have dropped `__proto__` keys: the text the body was parsed from tells.
         const text = await c.req.bodyCache.text;
         if (typeof text === "string") assertProtoKeysKept(text, result.data, "the body");
@@ -79,8 +79,9 @@ export function routes(): OpenAPIHono<AppEnv> {
       // The validator hands the hook the input it checked as `data`, which the hook's type names
       // only on success.
       const input = (result as { data?: unknown }).data;
-      // A body too deep fails the same way whichever of its fields the schema refused first.
-      if (result.target === "json") assertJsonDepth(input, "the body");
+      // A body too deep, or with a number too large, fails the same way whichever of its fields the
+      // schema refused first.
+      if (result.target === "json") assertParsedJson(input, "the body");
       const format = unknownFormat(result.error, input);
       if (format) {
         const path = format.path.map(String);

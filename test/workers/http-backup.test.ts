@@ -294,6 +294,34 @@ describe("tenant import", () => {
       expectError(await api("GET", `/v1/sessions/${id}`, { key: KEY_B }), 404, "not_found");
   });
 
+  it("fails a session of a tenant import whose line holds a number too large to store, and imports the rest", async () => {
+    const [big, fine] = [sid("big-number"), sid("next")];
+    const header = (id: string) =>
+      JSON.stringify({
+        type: "session",
+        format: "cf-session",
+        version: 1,
+        id,
+        createdAt: "2026-01-01T00:00:00.000Z",
+      });
+    const custom = (id: string, data: string) =>
+      `{"type":"custom","id":"${id}","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","customType":"x","data":${data}}`;
+    const res = await importTenant(
+      [header(big), custom("c1", '{"v":1e400}'), header(fine), custom("c1", "1")].join("\n"),
+    );
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.sessions).toEqual([
+      {
+        id: big,
+        status: "failed",
+        error: { code: "invalid_request", message: "line 2: holds a number too large to store", line: 2 },
+      },
+      { id: fine, status: "imported", entries: 1 },
+    ]);
+    expectError(await api("GET", `/v1/sessions/${big}`, { key: KEY_B }), 404, "not_found");
+    expect((await api("GET", `/v1/sessions/${fine}`, { key: KEY_B })).body.entryCount).toBe(1);
+  });
+
   it("drops a session the exporter could not finish, and writes again one an import left incomplete", async () => {
     const cut = sid("cut");
     const incomplete = sid("incomplete");

@@ -141,4 +141,48 @@ describe("JSON bodies", () => {
     expect((await api("GET", `/v1/sessions/${id}`)).body).toEqual(before);
     expect((await api("GET", `/v1/sessions/${id}/entries`)).body.entries).toEqual([]);
   });
+
+  it("refuses a number past the largest a double holds (it would be stored as null) with 400, writing nothing", async () => {
+    const id = await createSession();
+    const before = (await api("GET", `/v1/sessions/${id}`)).body;
+    const created = sid();
+    const requests: Array<[string, string, string]> = [
+      ["POST", "/v1/sessions", `{"id":"${created}","metadata":{"inf":1e400}}`],
+      ["PATCH", `/v1/sessions/${id}`, `{"metadata":{"deep":[{"neg":-1e999}]}}`],
+      ["POST", `/v1/sessions/${id}/entries`, `{"type":"custom","customType":"x","data":{"v":1e400}}`],
+      ["POST", `/v1/sessions/${id}/entries`, `{"type":"custom","customType":"x","data":1e400}`],
+    ];
+    for (const [method, path, raw] of requests) {
+      const res = await api(method, path, { raw, headers: JSON_TYPE });
+      expectError(res, 400, "invalid_request");
+      expect(res.body.error.message, `${method} ${path}`).toBe("the body holds a number too large to store");
+    }
+    expect((await api("GET", `/v1/sessions/${created}`)).status).toBe(404);
+    expect((await api("GET", `/v1/sessions/${id}`)).body).toEqual(before);
+    expect((await api("GET", `/v1/sessions/${id}/entries`)).body.entries).toEqual([]);
+    // The largest a double holds is kept as it was sent.
+    const kept = await api("POST", `/v1/sessions/${id}/entries`, {
+      raw: '{"type":"custom","customType":"x","data":{"v":1.7976931348623157e308}}',
+      headers: JSON_TYPE,
+    });
+    expect(kept.status).toBe(201);
+    const [entry] = (await api("GET", `/v1/sessions/${id}/entries`)).body.entries;
+    expect(entry.data).toEqual({ v: Number.MAX_VALUE });
+  });
+
+  it("refuses an import line holding a number too large to store, naming the line", async () => {
+    const id = sid();
+    const header = {
+      type: "session",
+      format: "cf-session",
+      version: 1,
+      id,
+      createdAt: "2025-01-01T00:00:00Z",
+    };
+    const raw = `${JSON.stringify(header)}\n{"type":"custom","id":"c","parentId":null,"timestamp":"2025-01-01T00:00:00Z","customType":"x","data":{"v":1e400}}\n`;
+    const res = await api("POST", "/v1/sessions/import", { raw, headers: NDJSON });
+    expectError(res, 400, "invalid_request");
+    expect(res.body.error.message).toMatch(/^line 2: holds a number too large to store/);
+    expect((await api("GET", `/v1/sessions/${id}`)).status).toBe(404);
+  });
 });

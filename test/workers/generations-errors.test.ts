@@ -202,6 +202,13 @@ describe("bad input to a generation changes nothing", () => {
     const ui = await openGeneration(id, { format: "ai-sdk-ui" });
     const call = { type: "tool-input-available", toolCallId: "c1", toolName: "t", input };
     expectStreamError(await appendEvents(ui.stream, call), 400, "invalid_request");
+    // A number past the largest a double holds would be stored as null: refused, as in any body.
+    const huge = '[{"type":"tool-input-available","toolCallId":"c1","toolName":"t","input":{"n":1e400}}]';
+    const beforeHuge = await snapshot(id, ui.stream);
+    const refused = await appendEvents(ui.stream, undefined, {}, undefined, huge);
+    expectStreamError(refused, 400, "invalid_request");
+    expect(refused.json.error.message).toContain("holds a number too large to store");
+    expect(await snapshot(id, ui.stream)).toEqual(beforeHuge);
     expect((await endGeneration(id, ui.id, "stop")).status).toBe(201);
   });
 

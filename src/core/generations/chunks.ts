@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { SessionError } from "../errors";
-import { assertJsonDepth, MAX_JSON_DEPTH } from "../json";
+import { assertParsedJson, MAX_JSON_DEPTH } from "../json";
 import { AssistantMessage, ToolCall } from "../messages";
 import type { GenerationFormat } from "./generation-schemas";
 
@@ -78,7 +78,7 @@ export function checkChunk(format: GenerationFormat, chunk: unknown, index: numb
   if (typeof type !== "string" || Array.isArray(chunk)) {
     throw refused(format, index, 'is not an event: an object with a string "type"');
   }
-  assertJsonDepth(chunk, `a ${format} generation's message ${index}`, MAX_JSON_DEPTH - ENTRY_NESTING);
+  assertParsedJson(chunk, `a ${format} generation's message ${index}`, MAX_JSON_DEPTH - ENTRY_NESTING);
   const events = format === "pi-ai" ? PI_AI_EVENTS : UI_PARTS;
   // Only the table's own types are checked: a name an object inherits (`constructor`, …) is an unknown type.
   const parsed = Object.hasOwn(events, type) ? events[type]?.safeParse(chunk) : undefined;

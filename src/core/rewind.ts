@@ -32,7 +32,7 @@ export interface Rewind {
 }
 
 /** A compaction with `compaction`'s summary, keeping `kept`, under `parentId`. */
-function repeated(
+export function repeatCompaction(
   compaction: CompactionEntry,
   parentId: string | null,
   kept: Pick<CompactionEntry, "firstKeptEntryId" | "retainedTail">,
@@ -72,7 +72,7 @@ export function rewindTo(branch: readonly TreeEntry[], point: RewindPoint): Rewi
     if (point.entryId !== compaction.id) return plain;
     const all = compaction.retainedTail ?? (from === at ? [] : undefined);
     if (all !== undefined && canonicalJson(point.retainedTail) === canonicalJson(all)) return plain;
-    return repeated(compaction, compaction.parentId, { retainedTail: point.retainedTail });
+    return repeatCompaction(compaction, compaction.parentId, { retainedTail: point.retainedTail });
   }
   const index = point.entryId === null ? -1 : branch.findIndex((entry) => entry.id === point.entryId);
   if (point.entryId !== null && index < 0) return plain;
@@ -82,5 +82,5 @@ export function rewindTo(branch: readonly TreeEntry[], point: RewindPoint): Rewi
   // Before what it kept: the summary tells of what follows the point, so the whole history is back.
   if (index < from - 1) return plain;
   const kept = index < from ? {} : { firstKeptEntryId: compaction.firstKeptEntryId };
-  return repeated(compaction, point.entryId, kept);
+  return repeatCompaction(compaction, point.entryId, kept);
 }

@@ -228,6 +228,14 @@ describe.each(repos)("CfSessionsSession on %s", (_name, makeRepo) => {
     expect(await ours.popItem()).toEqual(said("four"));
     expect(await ours.popItem()).toEqual(said("three"));
     expect(await ours.getItems()).toEqual(replacement.slice(0, 1));
+    // An item of no message (the SDK's opaque summary) is popped all the same.
+    expect(await ours.popItem()).toEqual(replacement[0]);
+    expect(await ours.getItems()).toEqual([]);
+    // Kept after a message, it is popped however soon after the compaction.
+    await ours.addItems([said("five")]);
+    await ours.replaceHistoryWithCompaction([said("five"), replacement[0] as AgentInputItem]);
+    expect(await ours.popItem()).toEqual(replacement[0]);
+    expect(await ours.getItems()).toEqual([said("five")]);
   });
 
   it("writes items as the conversation they are: each provider's shape has their roles", async () => {

@@ -10,7 +10,7 @@ import type {
 } from "../../core";
 import { newId, SessionError } from "../../core";
 import { checkSessionId } from "../../core/ids";
-import { rewindTo } from "../../core/rewind";
+import { repeatCompaction, rewindTo } from "../../core/rewind";
 import type { Piece } from "../conversation";
 import { keepOriginal } from "../conversation";
 import { SessionHandles } from "../session-handles";
@@ -162,10 +162,14 @@ export class CfSessionsSession implements AgentsSession {
     const kept = items.filter((_, index) => holders[index] === holders.at(-1)).slice(0, -1);
     if (first.type === "compaction") {
       // The last item is one a compaction kept: a compaction with its summary keeps the others.
+      // The SDK's own compaction is always written again: its items, not only their messages, are
+      // what it keeps (an item of no message, its opaque summary say, leaves the messages as they were).
       const { retainedTail, records } = piece.records
         ? { retainedTail: readMessages(kept, this.#model), records: kept }
         : tailWithoutLastItem(piece);
-      const rewind = rewindTo(branch, { entryId: first.id, retainedTail });
+      const rewind = piece.records
+        ? repeatCompaction(first, first.parentId, { retainedTail })
+        : rewindTo(branch, { entryId: first.id, retainedTail });
       const entries = records ? keepOriginal(rewind.entries, FRAMEWORK, records) : rewind.entries;
       await this.#goOn(session, rewind.parentId, entries, leafId);
       return item;

@@ -2,11 +2,14 @@ import type { Line } from "./agent-export";
 import { inSessionOrder } from "./agent-export";
 import { isUuid, uuidFor, uuidFrom } from "./agent-ids";
 import { asString, isRecord } from "./agent-log";
-import { branchCallIds, LineWriter, newLines } from "./claude-code-new-lines";
+import type { BranchLines } from "./claude-code-new-lines";
+import { branchLines, LineWriter, newLines } from "./claude-code-new-lines";
 import { OwnLines, sourceLines, TranscriptIndex } from "./claude-code-own-lines";
 import { headNoteFields, ResumeReader } from "./claude-code-resume";
 import { sessionEntries } from "./interchange";
 import type { Session } from "./session";
+
+export type { BranchLines } from "./claude-code-new-lines";
 
 /*
  * A session as a Claude Code transcript (`~/.claude/projects/<project>/<session>.jsonl`).
@@ -90,14 +93,15 @@ async function transcriptIndex(session: Session, imported: boolean): Promise<Tra
 }
 
 /**
- * The stored id of the tool call the session's transcript (`exportClaudeCode`) shows as `wireId`
- * on its current branch: a call written elsewhere goes out under an id Anthropic takes, and a
- * result Claude Code writes for it names that id.
+ * What the session's transcript (`exportClaudeCode`) shows under ids of its own on its current
+ * branch, which lines Claude Code writes name: a call written elsewhere goes out under an id
+ * Anthropic takes, and what the latest compaction kept goes out again after its summary under
+ * uuids made for it (`BranchLines`).
  */
-export async function transcriptCallIds(session: Session): Promise<(wireId: string) => string> {
+export async function transcriptLines(session: Session): Promise<BranchLines> {
   const [leafId, header] = await Promise.all([session.getLeafId(), session.getHeader()]);
   const index = await transcriptIndex(session, isRecord(header.metadata.claudeCode));
-  return branchCallIds(session, leafId, index);
+  return branchLines(session, leafId, index);
 }
 
 /**

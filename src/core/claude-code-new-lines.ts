@@ -4,11 +4,14 @@ import { isUuid, uuidFrom } from "./agent-ids";
 import type { InputContent } from "./agent-log";
 import { toolResultBlock } from "./claude-code-blocks";
 import type { TranscriptIndex } from "./claude-code-own-lines";
+import { latestCompaction } from "./context";
 import type { TreeEntry } from "./entries";
 import type { AgentMessage, AssistantMessage, ToolResultMessage } from "./messages";
 import { ANTHROPIC_IMAGE_TYPES, imageTypeFor, unsupportedImageNote } from "./providers/image-types";
 import { toModelMessage } from "./providers/pi-messages";
 import { ANTHROPIC_IDS, AnsweredCallIds } from "./providers/tool-call-ids";
+import type { Rewind, RewindPoint } from "./rewind";
+import { rewindTo } from "./rewind";
 import type { Session } from "./session";
 
 /*
@@ -151,15 +154,19 @@ function unfinishedFields(message: AssistantMessage): Line {
  * where its entry stands (what a compaction kept, where the compaction does). A line's uuid is made
  * from its entry (`key`), so the entry goes out as the same line on every branch it is on. Entries
  * whose key is in `written` went out already: they write nothing again; the others' keys join it.
+ * `keptPoints`, when given, gets for each line of what the compaction kept (entries before it, or
+ * its retained tail) the point just after it (`RewindPoint`).
  */
-async function* branchLines(
+async function* linesOf(
   path: TreeEntry[],
   index: TranscriptIndex,
   writer: LineWriter,
   sessionId: string,
   written: Set<string>,
+  keptPoints?: Map<string, RewindPoint>,
 ): AsyncGenerator<PlacedLine, string | null> {
   let parent: string | null = null;
+  const latest = latestCompaction(path);
   // What a compaction from the transcript kept is on the transcript's own lines already.
   let keptOnLines = false;
   let at = Number.NEGATIVE_INFINITY;
@@ -178,7 +185,7 @@ async function* branchLines(
       const n = count++;
       return n === 0 && !kept && isUuid(entry.id) ? entry.id : await uuidFrom(`${sessionId}/${key}/${n}`);
     };
-    for (const message of messages) {
+    for (const [position, message] of messages.entries()) {
       if (message.role === "compactionSummary" && entry.type === "compaction") {
         const boundary = await uuidOf();
         const text = `${JSON.stringify(
@@ -210,6 +217,10 @@ async function* branchLines(
         continue;
       }
       const uuid = await uuidOf();
+      if (kept) keptPoints?.set(uuid, { entryId: entry.id });
+      // The latest compaction's messages after its summary: its retained tail.
+      else if (entry.id === latest?.id)
+        keptPoints?.set(uuid, { entryId: entry.id, retainedTail: messages.slice(1, position + 1) });
       // Made even when it went out already: tool-call ids are handed out along the branch.
       const fields = writer.messageFields(message, uuid);
       if (!fields) continue;
@@ -222,23 +233,38 @@ async function* branchLines(
   return parent;
 }
 
-/**
- * The stored id of the call the lines of the branch to `leafId` show as `wireId`, as `newLines`
- * writes them: a call no line of the transcript holds goes out under an id Anthropic takes, and
- * Claude Code's result for it names that id.
- */
-export async function branchCallIds(
+/** What the lines `newLines` writes for a branch show under ids of their own. */
+export interface BranchLines {
+  /** The stored id of the call shown as `wireId`: one no line of the transcript holds goes out under an id Anthropic takes. */
+  storedCallId(wireId: string): string;
+  /**
+   * Where a line Claude Code writes under the line `uuid` goes on, when that is one repeating what
+   * the branch's latest compaction kept after its summary (the user went back to it): `rewindTo`
+   * the entry it repeats, so the summary stays. Undefined for any other uuid.
+   */
+  rewindAt(uuid: string): Rewind | undefined;
+}
+
+/** The lines of the branch to `leafId` as `newLines` writes them (`BranchLines`). */
+export async function branchLines(
   session: Session,
   leafId: string | null,
   index: TranscriptIndex,
-): Promise<(wireId: string) => string> {
+): Promise<BranchLines> {
   const sessionId = (await session.getHeader()).id;
   const writer = new LineWriter({}, sessionId);
   const branch = (await session.getBranch(leafId)) as TreeEntry[];
-  for await (const _line of branchLines(branch, index, writer, sessionId, new Set())) {
-    // Each line's calls get their ids as it is made.
+  const keptPoints = new Map<string, RewindPoint>();
+  for await (const _line of linesOf(branch, index, writer, sessionId, new Set(), keptPoints)) {
+    // Each line's calls get their ids, and each kept line its uuid, as it is made.
   }
-  return (wireId) => writer.storedCallId(wireId);
+  return {
+    storedCallId: (wireId) => writer.storedCallId(wireId),
+    rewindAt(uuid) {
+      const point = keptPoints.get(uuid);
+      return point === undefined ? undefined : rewindTo(branch, point);
+    },
+  };
 }
 
 /**
@@ -267,12 +293,12 @@ export async function* newLines(
   for (const tip of index.unheldParents()) {
     if (onBranch.has(tip)) continue;
     const path = (await session.getBranch(tip)) as TreeEntry[];
-    for await (const line of branchLines(path, index, writer(), sessionId, written)) others.push(line);
+    for await (const line of linesOf(path, index, writer(), sessionId, written)) others.push(line);
   }
   // Stable: each branch's lines stay in order, and a line follows those of its place written first.
   others.sort((a, b) => a.at - b.at);
   let next = 0;
-  const lines = branchLines(branch, index, writer(), sessionId, new Set());
+  const lines = linesOf(branch, index, writer(), sessionId, new Set());
   let line = await lines.next();
   for (; !line.done; line = await lines.next()) {
     const at = line.value.at;

@@ -1,12 +1,13 @@
 import { isMadeUuid } from "./agent-ids";
 import { isRecord } from "./agent-log";
-import { exportClaudeCode } from "./claude-code-export";
+import { exportClaudeCode, transcriptLines } from "./claude-code-export";
 import { parseClaudeCode } from "./claude-code-format";
 import { exportCodexAs } from "./codex-export";
 import { parseCodex, recordedExport } from "./codex-format";
 import type { ExportRecord } from "./codex-items";
 import type { SessionEntry, StoredEntry } from "./entries";
 import type { ImportedSession, ParseOptions } from "./interchange";
+import type { Rewind } from "./rewind";
 import { entryContent, writtenHere } from "./same-entry";
 import type { Session } from "./session";
 import type { TreeNode } from "./tree";
@@ -37,6 +38,11 @@ interface AgentFormat {
   made?(file: ImportedSession): ExportRecord | undefined;
   /** Whether a line of this id is one an export wrote, never the agent. */
   writtenByExport?(id: string): boolean;
+  /**
+   * Where the agent's line under the export's line `id` goes on, for a line the export wrote again
+   * for what the latest compaction kept: under a compaction repeating its summary (`rewindTo`).
+   */
+  rewindsAt?(session: Session): Promise<(id: string) => Rewind | undefined>;
 }
 
 const AGENTS: readonly AgentFormat[] = [
@@ -46,6 +52,10 @@ const AGENTS: readonly AgentFormat[] = [
     exportLines: (session) => exportClaudeCode(session),
     parse: parseClaudeCode,
     writtenByExport: isMadeUuid,
+    rewindsAt: async (session) => {
+      const lines = await transcriptLines(session);
+      return (id) => lines.rewindAt(id);
+    },
   },
   {
     key: "codex",
@@ -69,15 +79,23 @@ export interface Continuation {
 interface StoredReads {
   leafId: string | null;
   entry(id: string): Promise<StoredEntry | undefined>;
+  /** Where a line under the export's line `id` goes on, when the export's agent tells (`rewindsAt`). */
+  rewindAt(id: string): Promise<Rewind | undefined>;
 }
 
-function storedReads(session: Session, leafId: string | null): StoredReads {
+function storedReads(session: Session, leafId: string | null, agent: AgentFormat): StoredReads {
   const read = new Map<string, StoredEntry | undefined>();
+  let rewinds: Promise<(id: string) => Rewind | undefined> | undefined;
   return {
     leafId,
     async entry(id) {
       if (!read.has(id)) read.set(id, await session.getEntry(id));
       return read.get(id);
+    },
+    async rewindAt(id) {
+      if (!agent.rewindsAt) return undefined;
+      rewinds ??= agent.rewindsAt(session);
+      return (await rewinds)(id);
     },
   };
 }
@@ -116,7 +134,7 @@ export async function continuedExport(
   const recorded = agent.made?.(file);
   const made = recorded?.session === session.id ? recorded : undefined;
   const leafId = made ? made.head : await session.getLeafId();
-  const stored = storedReads(session, leafId);
+  const stored = storedReads(session, leafId, agent);
   if (made && !(await stored.entry(made.head))) return undefined;
   // A file that neither records its export's head nor tells the lines an export wrote (a rollout
   // exported before rollouts recorded it), with the head moved back: the lines an export made
@@ -190,11 +208,21 @@ async function goesOn(
 ): Promise<Continuation | undefined> {
   const pairs = matched(exported.entries, file.entries);
   if (pairs.size < exported.entries.length) return undefined;
-  /** The stored entry an entry of the export stands for. */
-  const standsFor = async (entry: SessionEntry): Promise<string | undefined> => {
+  const entries: SessionEntry[] = [];
+  /**
+   * The stored entry an entry of the export stands for; for a line the export wrote again for what
+   * the latest compaction kept, a compaction repeating its summary up to there, written first (at
+   * `timestamp`, the time of the line going on from it).
+   */
+  const standsFor = async (entry: SessionEntry, timestamp: string): Promise<string | null | undefined> => {
     if (entry.id === exported.leafId) return session.leafId ?? undefined;
     const stored = await session.entry(entry.id);
-    if (!stored) return undefined;
+    if (!stored) {
+      const rewind = await session.rewindAt(entry.id);
+      if (rewind === undefined) return undefined;
+      for (const written of rewind.entries) entries.push({ ...written, timestamp } as SessionEntry);
+      return rewind.parentId;
+    }
     const { seq: _seq, ...storedEntry } = stored;
     const same = entryContent(storedEntry) === entryContent(entry);
     return same || !holdsLines(storedEntry, agent) ? entry.id : undefined;
@@ -210,17 +238,19 @@ async function goesOn(
     const { seq: _seq, ...storedEntry } = stored;
     return entryContent(storedEntry) === entryContent(inFile.get(id) as SessionEntry);
   };
-  /** Where the file's entry `id` is in the session: the id of a stored entry, or of one written now. */
-  const placed = new Map<string, string | undefined>();
-  const place = async (id: string | null): Promise<string | null | undefined> => {
+  /**
+   * Where the file's entry `id` is in the session: the id of a stored entry, or of one written now;
+   * `timestamp` is the time of the entry going on from it.
+   */
+  const placed = new Map<string, string | null | undefined>();
+  const place = async (id: string | null, timestamp: string): Promise<string | null | undefined> => {
     if (id === null) return null;
     if (!placed.has(id)) {
       const pair = pairs.get(id);
-      placed.set(id, pair && !(await isStored(id)) ? await standsFor(pair) : id);
+      placed.set(id, pair && !(await isStored(id)) ? await standsFor(pair, timestamp) : id);
     }
     return placed.get(id);
   };
-  const entries: SessionEntry[] = [];
   for (const entry of file.entries) {
     if (pairs.has(entry.id)) continue;
     // Synced before (a line of a branch the export leaves out), or changed in the file.
@@ -229,11 +259,12 @@ async function goesOn(
     // An export's line for an entry this export leaves out (on a branch the head has left): read as
     // the agent's, it would store that entry again.
     if (agent.writtenByExport?.(entry.id)) return undefined;
-    const parentId = await place(entry.parentId);
+    const parentId = await place(entry.parentId, entry.timestamp);
     if (parentId === undefined) return undefined;
     entries.push(parentId === entry.parentId ? entry : ({ ...entry, parentId } as SessionEntry));
   }
-  const head = await place(file.leafId);
+  const leaf = file.leafId === null ? undefined : inFile.get(file.leafId);
+  const head = await place(file.leafId, leaf?.timestamp ?? new Date().toISOString());
   if (head === undefined) return undefined;
   return { entries, leafId: head };
 }

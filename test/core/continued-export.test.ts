@@ -650,3 +650,103 @@ describe("syncing an agent's file that went on from the session's export", () =>
     }
   });
 });
+
+describe("a Claude Code transcript gone on from a line a compaction kept, synced back", () => {
+  const usage = {
+    input: 1,
+    output: 1,
+    cacheRead: 0,
+    cacheWrite: 0,
+    totalTokens: 2,
+    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+  };
+
+  /** A session written over the API, counted to three and compacted keeping from "Two?", and its export. */
+  async function compacted(): Promise<{ repo: MemoryRepo; session: Session; ids: string[]; lines: Line[] }> {
+    const repo = new MemoryRepo();
+    const session = await repo.create({ id: `compacted-${crypto.randomUUID()}` });
+    const ids: string[] = [];
+    for (const [index, word] of ["One", "Two", "Three"].entries()) {
+      ids.push(await session.appendMessage({ role: "user", content: `${word}?`, timestamp: 2 * index + 1 }));
+      ids.push(
+        await session.appendMessage({
+          role: "assistant",
+          content: [{ type: "text", text: `${word}.` }],
+          api: "anthropic-messages",
+          provider: "anthropic",
+          model: "claude-sonnet-4-5",
+          usage,
+          stopReason: "stop",
+          timestamp: 2 * index + 2,
+        }),
+      );
+    }
+    await session.appendCompaction({
+      summary: "They counted to one.",
+      tokensBefore: 10,
+      firstKeptEntryId: ids[2] as string,
+    });
+    return { repo, session, ids, lines: pulled(await collect(exportClaudeCode(session))) };
+  }
+
+  /** The line saying `said`, after the compaction's summary line or before its boundary. */
+  function lineSaying(lines: Line[], said: string, afterSummary: boolean): Line {
+    const summary = lines.findIndex((line) => line.isCompactSummary === true);
+    const content = (line: Line) => JSON.stringify((line.message as Line | undefined)?.content ?? "");
+    const found = (afterSummary ? lines.slice(summary) : lines.slice(0, summary)).find((line) =>
+      content(line).includes(said),
+    );
+    expect(found, said).toBeDefined();
+    return found as Line;
+  }
+
+  function userLine(parent: Line, uuid: string, content: string): Line {
+    return { ...parent, type: "user", parentUuid: parent.uuid, uuid, message: { role: "user", content } };
+  }
+
+  async function contextTexts(session: Session): Promise<string[]> {
+    return (await session.buildContext()).messages.map((message) => {
+      if (message.role === "compactionSummary") return `summary: ${message.summary}`;
+      const content = (message as { content: string | Array<{ text?: string }> }).content;
+      return typeof content === "string" ? content : content.map((block) => block.text).join("");
+    });
+  }
+
+  it("goes on under a compaction repeating the summary that keeps what lies up to the kept line", async () => {
+    const { repo, session, ids, lines } = await compacted();
+    const compaction = await session.getLeafId();
+    const turn = userLine(lineSaying(lines, "Two.", true), "a0000000-0000-4000-8000-000000000031", "Again?");
+    for (const linesApart of [false, true]) {
+      const plan = await planSync(session.storage, parseClaudeCode(text([...lines, turn]), { linesApart }));
+      expect(plan.entries.map((entry) => entry.type)).toEqual(["compaction", "message"]);
+      const [repeated, again] = plan.entries;
+      expect(repeated).toMatchObject({
+        parentId: ids[3],
+        summary: "They counted to one.",
+        tokensBefore: 10,
+        firstKeptEntryId: ids[2],
+      });
+      expect(repeated?.id).not.toBe(compaction);
+      expect(again).toMatchObject({ id: turn.uuid, parentId: repeated?.id });
+      expect(plan.leafId).toBe(turn.uuid);
+    }
+    const synced = await repo.syncSession(parseClaudeCode(text([...lines, turn])), { id: session.id });
+    expect(synced).toMatchObject({ status: "appended", appended: 2 });
+    expect(await contextTexts(session)).toEqual(["summary: They counted to one.", "Two?", "Two.", "Again?"]);
+  });
+
+  it("goes on under the compaction from its last kept line, and from a line before it on a branch of its own", async () => {
+    const { session, ids, lines } = await compacted();
+    const compaction = await session.getLeafId();
+    const head = userLine(lineSaying(lines, "Three.", true), "a0000000-0000-4000-8000-000000000032", "Four?");
+    const headPlan = await planSync(session.storage, parseClaudeCode(text([...lines, head])));
+    expect(headPlan.entries).toMatchObject([{ id: head.uuid, parentId: compaction }]);
+    const before = userLine(
+      lineSaying(lines, "Two.", false),
+      "a0000000-0000-4000-8000-000000000033",
+      "Again?",
+    );
+    const beforePlan = await planSync(session.storage, parseClaudeCode(text([...lines, before])));
+    expect(beforePlan.entries).toMatchObject([{ id: before.uuid, parentId: ids[3] }]);
+  });
+});

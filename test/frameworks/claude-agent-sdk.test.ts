@@ -536,6 +536,69 @@ describe.each(repos)("CfSessionsStore on %s", (_name, makeRepo) => {
     expect(await store.load(key)).toEqual(lines);
   });
 
+  it.each([
+    ["entries before it", false],
+    ["a retained tail", true],
+  ])(
+    "goes on from a line a compaction kept (%s) under its summary, keeping what lies up to that line",
+    async (_shape, tail) => {
+      const store = new CfSessionsStore({ repo, keyIsSessionId: true });
+      const id = crypto.randomUUID();
+      const session = await repo.create({ id });
+      const usage = { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2 };
+      const counted = ["One", "Two", "Three"].flatMap((word, index) => [
+        { role: "user", content: `${word}?`, timestamp: 2 * index + 1 },
+        {
+          role: "assistant",
+          content: [{ type: "text", text: `${word}.` }],
+          api: "anthropic-messages",
+          provider: "anthropic",
+          model: "claude-sonnet-4-5",
+          usage,
+          stopReason: "stop",
+          timestamp: 2 * index + 2,
+        },
+      ]) as AgentMessage[];
+      const ids: string[] = [];
+      for (const message of tail ? counted.slice(0, 2) : counted)
+        ids.push(await session.appendMessage(message));
+      await session.appendCompaction({
+        summary: "They counted to one.",
+        tokensBefore: 10,
+        ...(tail ? { retainedTail: counted.slice(2) } : { firstKeptEntryId: ids[2] as string }),
+      });
+      const key = { projectKey: "-work-project", sessionId: id };
+      const loaded = (await store.load(key)) as Array<Record<string, unknown>>;
+      const texts = (content: unknown) =>
+        typeof content === "string"
+          ? content
+          : (content as Array<{ text?: string }>).map((b) => b.text).join("");
+      // The user goes back to "Two." as Claude Code shows it after the summary.
+      const summary = loaded.findIndex((line) => line.isCompactSummary === true);
+      const two = loaded
+        .slice(summary)
+        .find((line) => texts((line.message as { content?: unknown } | undefined)?.content) === "Two.");
+      expect(two).toBeDefined();
+      await store.append(key, [
+        {
+          type: "user",
+          uuid: crypto.randomUUID(),
+          parentUuid: two?.uuid,
+          sessionId: id,
+          isSidechain: false,
+          timestamp: new Date().toISOString(),
+          message: { role: "user", content: "Again?" },
+        },
+      ] as SessionStoreEntry[]);
+      const context = (await session.buildContext()).messages.map((message) =>
+        message.role === "compactionSummary"
+          ? `summary: ${message.summary}`
+          : texts((message as { content: unknown }).content),
+      );
+      expect(context).toEqual(["summary: They counted to one.", "Two?", "Two.", "Again?"]);
+    },
+  );
+
   it("names a tool result by a call the session holds from elsewhere", async () => {
     const store = new CfSessionsStore({ repo, keyIsSessionId: true });
     const id = crypto.randomUUID();

@@ -9,7 +9,7 @@ import * as z from "zod";
 import type { Session, SessionInfo, SessionRepo } from "../../core";
 import { Id, SessionError } from "../../core";
 import { sha256Hex } from "../../core/bytes";
-import { transcriptCallIds } from "../../core/claude-code-export";
+import { transcriptLines } from "../../core/claude-code-export";
 import { importBatches } from "../../core/interchange";
 import { exportClaudeCode } from "../../core/public/interchange";
 import { keyedId } from "../keys";
@@ -51,6 +51,18 @@ function answersCall(line: TranscriptLine): boolean {
     Array.isArray(content) &&
     content.some((block) => (block as { type?: unknown } | null)?.type === "tool_result")
   );
+}
+
+/**
+ * Whether one of `lines` hangs from a line neither stored nor among them, which names no stored
+ * entry: one `load` made for what a compaction kept, say (`transcriptLines`).
+ */
+function underUnknownLine(lines: readonly TranscriptLine[], places: TranscriptPlaces): boolean {
+  const among = new Set(lines.map((line) => line.uuid));
+  return lines.some(({ parentUuid: parent }) => {
+    if (typeof parent !== "string" || among.has(parent)) return false;
+    return !places.entryOf.has(parent) && !places.parentOf.has(parent);
+  });
 }
 
 /** What a transcript's session says of the key it keeps, and the summary kept with it. */
@@ -223,10 +235,13 @@ export class CfSessionsStore implements SessionStore {
       transcript = await this.#transcript(session, key);
     } else {
       const planned = copyPlaces(places);
-      // Results for calls written elsewhere name the ids `load` showed those calls under.
-      const storedCallId =
-        places.unlined.size > 0 && fresh.some(answersCall) ? await transcriptCallIds(session) : undefined;
-      const written = transcriptEntries(fresh, planned, storedCallId);
+      // Results for calls written elsewhere name the ids `load` showed those calls under, and lines
+      // under a line `load` made go on where it stands.
+      const shown =
+        (places.unlined.size > 0 && fresh.some(answersCall)) || underUnknownLine(fresh, places)
+          ? await transcriptLines(session)
+          : undefined;
+      const written = transcriptEntries(fresh, planned, shown);
       for (const batch of importBatches(written, BATCH_ENTRIES, BATCH_BYTES)) {
         transcript.leaf = (await session.appendEntries(batch, { expectedLeafId: transcript.leaf })).leafId;
       }

@@ -1,6 +1,7 @@
 import type { AgentMessage, AssistantMessage, EntryInput, StoredEntry, ToolResultMessage } from "../../core";
 import { isValidId, newId } from "../../core";
 import { CallGroups } from "../../core/claude-code-call-groups";
+import type { BranchLines } from "../../core/claude-code-export";
 import { parseClaudeCode } from "../../core/public/interchange";
 
 /*
@@ -16,7 +17,9 @@ import { parseClaudeCode } from "../../core/public/interchange";
  * hangs from (stored before, or in an earlier line of the same append) that the transcript showed
  * under the id it names: a call written elsewhere went out under an id Anthropic takes, which
  * Claude Code answers by. Tool results hang as the import's `CallGroups` says for lines read apart,
- * so parallel calls' results stay on the conversation's path.
+ * so parallel calls' results stay on the conversation's path. A line under one the transcript
+ * repeated of what a compaction kept (the user went back to it) goes on under a compaction
+ * repeating the summary (`BranchLines.rewindAt`), so the summary stays in the context.
  */
 
 export type TranscriptLine = Record<string, unknown> & { type: string; uuid?: string };
@@ -241,19 +244,41 @@ function messageEntries(line: TranscriptLine): Record<string, unknown>[] | undef
   }
 }
 
+/** What a transcript of a session written elsewhere shows under ids of its own, for one that shows none. */
+const NOTHING_SHOWN: BranchLines = { storedCallId: (wireId) => wireId, rewindAt: () => undefined };
+
 /**
  * The entries for new lines (in order), placing each under its parent; `places` follows along.
- * `storedCallId`: the stored id of the call the transcript showed as a wire id, for the calls of
- * `places.unlined` (`transcriptCallIds`).
+ * `shown`: what the transcript `load` gave showed under ids of its own (`transcriptLines`), for
+ * the calls of `places.unlined` and lines under those repeating what a compaction kept.
  */
 export function transcriptEntries(
   lines: readonly TranscriptLine[],
   places: TranscriptPlaces,
-  storedCallId: (wireId: string) => string = (wireId) => wireId,
+  shown: BranchLines = NOTHING_SHOWN,
 ): EntryInput[] {
   const out: EntryInput[] = [];
+  const storedCallId = (wireId: string) => shown.storedCallId(wireId);
+  const rewound = new Map<string, string | null>();
+  /** Where a line under one repeating what a compaction kept goes on, its entries appended first. */
+  const underKept = (line: TranscriptLine): string | null | undefined => {
+    const uuid = line.parentUuid;
+    if (typeof line.uuid !== "string" || typeof uuid !== "string") return undefined;
+    if (places.entryOf.has(uuid) || places.parentOf.has(uuid)) return undefined;
+    if (!rewound.has(uuid)) {
+      const rewind = shown.rewindAt(uuid);
+      if (rewind === undefined) return undefined;
+      for (const entry of rewind.entries) {
+        out.push(entry);
+        noteEntry(places, entry);
+      }
+      rewound.set(uuid, rewind.parentId);
+    }
+    return rewound.get(uuid);
+  };
   for (const line of lines) {
-    let parentId = parentOf(line, places);
+    const kept = underKept(line);
+    let parentId = kept === undefined ? parentOf(line, places) : kept;
     const messages = messageEntries(line);
     const first = out.length;
     let last: string;

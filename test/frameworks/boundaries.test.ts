@@ -45,6 +45,7 @@ const CORE_MODULES = new Set([
   "providers/to-ai-sdk-ui",
   "providers/to-openai-responses",
   "providers/tool-call-ids",
+  "rewind",
 ]);
 
 function allowed(specifier: string, framework: string | undefined): boolean {

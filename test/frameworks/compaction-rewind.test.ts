@@ -1,3 +1,5 @@
+import { AIMessage, type BaseMessage, HumanMessage } from "@langchain/core/messages";
+import { END, MessagesAnnotation, START, StateGraph, type StateSnapshot } from "@langchain/langgraph";
 import type { AgentInputItem } from "@openai/agents-core";
 import type { UIMessage } from "ai";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -7,6 +9,7 @@ import type { SessionRepo } from "../../src/core/repo";
 import { rewindTo } from "../../src/core/rewind";
 import type { Session } from "../../src/core/session";
 import { CfSessionsChatStore } from "../../src/frameworks/ai-sdk";
+import { CfSessionsSaver } from "../../src/frameworks/langgraph";
 import { CfSessionsSession } from "../../src/frameworks/openai-agents";
 import { adapterRepos } from "../support/adapter-repos";
 
@@ -69,12 +72,91 @@ const assistant = (id: string, text: string): ChatMessage => ({
 const chatTexts = (messages: ChatMessage[]) =>
   messages.map((message) => message.parts.map((part) => (part.type === "text" ? part.text : "")).join(""));
 
+/** A graph of one model node answering `re: <the last message>`. */
+function echoGraph(saver: CfSessionsSaver) {
+  return new StateGraph(MessagesAnnotation)
+    .addNode("model", ({ messages }) => ({
+      messages: [new AIMessage(`re: ${String(messages.at(-1)?.content)}`)],
+    }))
+    .addEdge(START, "model")
+    .addEdge("model", END)
+    .compile({ checkpointer: saver });
+}
+
+const stateTexts = (state: StateSnapshot) =>
+  (state.values as { messages: BaseMessage[] }).messages.map((message) => String(message.content));
+
+/**
+ * A graph asked one, two and three, then compacted by another door keeping from "two", and the
+ * checkpoint just after "re: two" (to go back to with LangGraph's time travel).
+ */
+async function compactedThread(repo: SessionRepo) {
+  const saver = new CfSessionsSaver({ repo });
+  const graph = echoGraph(saver);
+  const config = { configurable: { thread_id: `rewind-graph-${crypto.randomUUID()}` } };
+  for (const text of ["one", "two", "three"])
+    await graph.invoke({ messages: [new HumanMessage(text)] }, config);
+  const session = await repo.open(await saver.sessionIdFor(config.configurable.thread_id));
+  const messages = await session.getEntries({ type: "message" });
+  await session.appendCompaction({
+    summary: "They said one.",
+    tokensBefore: 10,
+    firstKeptEntryId: messages[2]?.id as string,
+  });
+  let afterTwo: StateSnapshot | undefined;
+  for await (const state of graph.getStateHistory(config)) {
+    if (stateTexts(state).join("|") === "one|re: one|two|re: two" && state.next.length === 0)
+      afterTwo = state;
+  }
+  if (!afterTwo) throw new Error("no checkpoint after the second answer");
+  return { graph, config, session, afterTwo };
+}
+
 const repos = adapterRepos();
 
 describe.each(repos)("going back across a compaction on %s", (_name, makeRepo) => {
   let repo: SessionRepo;
   beforeAll(async () => {
     repo = await makeRepo();
+  });
+
+  it("a graph run again from a checkpoint the compaction kept keeps the summary, and its state the whole conversation", async () => {
+    const { graph, config, session, afterTwo } = await compactedThread(repo);
+    await graph.invoke({ messages: [new HumanMessage("again")] }, afterTwo.config);
+    expect(await contextTexts(session)).toEqual([
+      "summary: They said one.",
+      "two",
+      "re: two",
+      "again",
+      "re: again",
+    ]);
+    // LangGraph reads its checkpoints as they were put, compactions aside.
+    expect(stateTexts(await graph.getState(config))).toEqual([
+      "one",
+      "re: one",
+      "two",
+      "re: two",
+      "again",
+      "re: again",
+    ]);
+    expect(stateTexts(await graph.getState(afterTwo.config))).toEqual(["one", "re: one", "two", "re: two"]);
+  });
+
+  it("a graph's state updated at a checkpoint the compaction kept keeps the summary", async () => {
+    const { graph, config, session, afterTwo } = await compactedThread(repo);
+    await graph.updateState(afterTwo.config, { messages: [new HumanMessage("edited")] });
+    expect(await contextTexts(session)).toEqual(["summary: They said one.", "two", "re: two", "edited"]);
+    expect(stateTexts(await graph.getState(config))).toEqual(["one", "re: one", "two", "re: two", "edited"]);
+    // Going on from there appends under it, the summary still first.
+    await graph.invoke({ messages: [new HumanMessage("more")] }, config);
+    expect(await contextTexts(session)).toEqual([
+      "summary: They said one.",
+      "two",
+      "re: two",
+      "edited",
+      "more",
+      "re: more",
+    ]);
   });
 
   it("popItem into the entries a compaction kept before it keeps the summary, down to the summary alone", async () => {

@@ -22,6 +22,8 @@ import { sessionReader } from "./thread-reader";
  */
 export interface KnownCheckpoint {
   entryId: string;
+  /** Its entry's seq: what another door appended after it comes after that. */
+  seq: number;
   versions: ChannelVersions;
   holders: Record<string, string>;
   /**
@@ -93,9 +95,10 @@ export class SaverMemory {
     keepNewest(this.#known, checkpointKey(sessionId, checkpointId), known, KEPT_CHECKPOINTS);
   }
 
-  rememberStored(sessionId: string, { entryId, data }: StoredCheckpoint): KnownCheckpoint {
+  rememberStored(sessionId: string, { entryId, seq, data }: StoredCheckpoint): KnownCheckpoint {
     const known = {
       entryId,
+      seq,
       versions: data.checkpoint.channel_versions,
       holders: holders(data.held, data, entryId),
     };

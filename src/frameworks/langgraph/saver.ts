@@ -10,10 +10,11 @@ import type {
 } from "@langchain/langgraph-checkpoint";
 import { BaseCheckpointSaver, WRITES_IDX_MAP } from "@langchain/langgraph-checkpoint";
 import type * as z from "zod";
-import type { AppendEntryInput, EntryInput, EntryType, Session, SessionRepo } from "../../core";
+import type { AppendEntryInput, EntryInput, EntryType, Session, SessionRepo, StoredEntry } from "../../core";
 import { Id, SessionError } from "../../core";
 import { canonicalJson } from "../../core/json";
 import { isRecord } from "../../core/providers/incoming";
+import { type Rewind, rewindTo } from "../../core/rewind";
 import { keyedId } from "../keys";
 import { isMissingSession, SessionHandles } from "../session-handles";
 import { CheckpointArrivals } from "./checkpoint-arrivals";
@@ -242,15 +243,20 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
           { type: "custom", id: entryId, customType: CHECKPOINT, data: stored },
         ];
         const headOver = parentId === undefined ? undefined : this.#memory.takeHeadOver(session.id, parentId);
-        let above: string | null = headOver ?? parent?.entryId ?? null;
+        const rewind = headOver === undefined && parent ? await this.#goOnFrom(session, parent) : undefined;
+        let above: string | null = headOver ?? rewind?.parentId ?? parent?.entryId ?? null;
         for (const entry of chain) {
           entry.parentId = above;
           above = entry.id as string;
         }
-        await session.appendEntries(chain as AppendEntryInput[]);
+        const { entries } = await session.appendEntries([
+          ...(rewind?.entries ?? []),
+          ...chain,
+        ] as AppendEntryInput[]);
         if (plan) this.#memory.keepRefs(thread.sessionId, entryId, plan.refs);
         this.#memory.remember(thread.sessionId, checkpoint.id, {
           entryId,
+          seq: (entries.at(-1) as StoredEntry).seq,
           versions: { ...checkpoint.channel_versions },
           holders: holders(held, stored, entryId),
         });
@@ -260,6 +266,18 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
     return {
       configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpoint.id },
     };
+  }
+
+  /**
+   * Where a checkpoint put from `parent` goes on: under it, or, when a compaction on the head's
+   * branch came after it and kept it (time travel back into what a compaction kept), under a
+   * compaction repeating its summary (`rewindTo`), so that every door is still sent the summary.
+   */
+  async #goOnFrom(session: Session, parent: KnownCheckpoint): Promise<Rewind> {
+    // Only a compaction appended after the parent's entry can stand after it on a branch.
+    const later = await session.getEntries({ type: "compaction", after: parent.seq, limit: 1 });
+    if (later.length === 0) return { parentId: parent.entryId, entries: [] };
+    return rewindTo(await session.getBranch(), { entryId: parent.entryId });
   }
 
   override async putWrites(

@@ -88,6 +88,7 @@ export class SessionHeads {
       : 1;
     const known: KnownCheckpoint = {
       entryId: head.id,
+      seq: head.seq,
       versions: { ...below?.known.versions, [MESSAGES_CHANNEL]: version },
       holders: { ...below?.known.holders, [MESSAGES_CHANNEL]: id },
       pathRefs: below?.refs ?? [],

@@ -78,6 +78,9 @@ export class SaverMemory {
   /** Messages of messages channels as serialized, by the message object (see `listed`). */
   readonly #listedMessages = new WeakMap<object, { id: unknown; listed: ListedMessage }>();
 
+  /** The checkpoint each session's last put wrote, by session id: a put from it goes on, it travels nowhere. */
+  readonly #lastPut = new Map<string, string>();
+
   constructor(serde: SerializerProtocol) {
     this.#serde = serde;
   }
@@ -112,6 +115,16 @@ export class SaverMemory {
    * or thinking level change, a compaction, a label), so that they stay on the thread's path.
    * Once: a later `put` from the same checkpoint (time travel) hangs under its entry.
    */
+  /** Whether a put from `checkpointId` goes on from the checkpoint this saver last put in the session. */
+  goesOn(sessionId: string, checkpointId: string): boolean {
+    return this.#lastPut.get(sessionId) === checkpointId;
+  }
+
+  /** Records `checkpointId` as the last put in the session. */
+  put(sessionId: string, checkpointId: string): void {
+    keepNewest(this.#lastPut, sessionId, checkpointId, KEPT_CHECKPOINTS);
+  }
+
   takeHeadOver(sessionId: string, checkpointId: string): string | undefined {
     const key = checkpointKey(sessionId, checkpointId);
     const head = this.#headsOver.get(key);

@@ -243,7 +243,11 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
           { type: "custom", id: entryId, customType: CHECKPOINT, data: stored },
         ];
         const headOver = parentId === undefined ? undefined : this.#memory.takeHeadOver(session.id, parentId);
-        const rewind = headOver === undefined && parent ? await this.#goOnFrom(session, parent) : undefined;
+        // A run going on from its last checkpoint needs no look back: only time travel can go back
+        // into what a compaction kept.
+        const travels =
+          headOver === undefined && parent && !this.#memory.goesOn(session.id, parentId as string);
+        const rewind = travels && parent ? await this.#goOnFrom(session, parent) : undefined;
         let above: string | null = headOver ?? rewind?.parentId ?? parent?.entryId ?? null;
         for (const entry of chain) {
           entry.parentId = above;
@@ -254,6 +258,7 @@ export class CfSessionsSaver extends BaseCheckpointSaver {
           ...chain,
         ] as AppendEntryInput[]);
         if (plan) this.#memory.keepRefs(thread.sessionId, entryId, plan.refs);
+        this.#memory.put(session.id, checkpoint.id);
         this.#memory.remember(thread.sessionId, checkpoint.id, {
           entryId,
           seq: (entries.at(-1) as StoredEntry).seq,

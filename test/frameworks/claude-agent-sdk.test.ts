@@ -831,8 +831,8 @@ it("lists only a session's own ids to find its subagents' transcripts, when keys
   expect(await store.listSubkeys({ projectKey, sessionId: "not an id" })).toEqual([]);
 });
 
-it("keeps what it knows of at most 1000 transcripts, reading one it let go again", async () => {
-  // A MemoryRepo that counts the times each session's entries are read.
+/** A MemoryRepo that counts the times each session's entries are read whole (`reads`, by id). */
+function countingRepo() {
   const reads = new Map<string, number>();
   const counted = (session: Session) => {
     const allEntries = session.allEntries.bind(session);
@@ -850,6 +850,11 @@ it("keeps what it knows of at most 1000 transcripts, reading one it let go again
       return counted(await super.open(id));
     }
   })();
+  return { repo, reads };
+}
+
+it("keeps what it knows of at most 1000 transcripts, reading one it let go again", async () => {
+  const { repo, reads } = countingRepo();
   const store = new CfSessionsStore({ repo });
   const lines = transcript("1.0.98-parallel-tools.jsonl");
   const keys = Array.from({ length: 1001 }, (_, i) => ({ projectKey: "p", sessionId: `s-${i}` }));
@@ -861,4 +866,57 @@ it("keeps what it knows of at most 1000 transcripts, reading one it let go again
   await store.append(keys[0] as SessionKey, lines.slice(1, 2));
   expect(reads.get(first)).toBe(2);
   expect(await store.load(keys[0] as SessionKey)).toEqual(lines.slice(0, 2));
+});
+
+it("reads the session again for a tool result only when it answers a call made elsewhere", async () => {
+  const { repo, reads } = countingRepo();
+  const store = new CfSessionsStore({ repo, keyIsSessionId: true });
+  const id = crypto.randomUUID();
+  const session = await repo.create({ id });
+  await session.appendMessage({ role: "user", content: "Read a.txt", timestamp: 1 });
+  const usage = { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2 };
+  await session.appendMessage({
+    role: "assistant",
+    content: [{ type: "toolCall", id: "functions.read_file:0", name: "read_file", arguments: {} }],
+    api: "openai-completions",
+    provider: "moonshot",
+    model: "kimi-k2",
+    usage,
+    stopReason: "toolUse",
+    timestamp: 2,
+  } as never);
+  const key = { projectKey: "-work-project", sessionId: id };
+  const loaded = (await store.load(key)) as Array<Record<string, unknown>>;
+  let parentUuid = (loaded.at(-1) as { uuid: string }).uuid;
+  const line = (type: string, message: Record<string, unknown>) => {
+    const uuid = crypto.randomUUID();
+    const written = { type, uuid, parentUuid, sessionId: id, timestamp: new Date().toISOString(), message };
+    parentUuid = uuid;
+    return written as unknown as SessionStoreEntry;
+  };
+  const result = (callId: string) =>
+    line("user", { role: "user", content: [{ type: "tool_result", tool_use_id: callId, content: "ok" }] });
+  // The call made elsewhere, answered by the id the transcript showed it under: a read to map it.
+  await store.append(key, [result("functions_read_file_0")]);
+  const before = reads.get(id) ?? 0;
+  // The SDK's own calls and their results, in one append and apart: nothing more is read.
+  for (let turn = 0; turn < 5; turn++) {
+    const call = line("assistant", {
+      id: `msg_${turn}`,
+      role: "assistant",
+      model: "claude-sonnet-4-5",
+      content: [{ type: "tool_use", id: `toolu_${turn}`, name: "Read", input: {} }],
+      stop_reason: "tool_use",
+    });
+    if (turn % 2 === 0) await store.append(key, [call, result(`toolu_${turn}`)]);
+    else {
+      await store.append(key, [call]);
+      await store.append(key, [result(`toolu_${turn}`)]);
+    }
+  }
+  expect(reads.get(id)).toBe(before);
+  const results = (await session.getBranch()).flatMap((entry) =>
+    entry.type === "message" && entry.message.role === "toolResult" ? [entry.message.toolCallId] : [],
+  );
+  expect(results).toEqual(["functions.read_file:0", "toolu_0", "toolu_1", "toolu_2", "toolu_3", "toolu_4"]);
 });

@@ -43,14 +43,25 @@ const SessionRef = Key.omit({ subpath: true });
 /** Entries are JSON objects with a string `type` (and, most of them, a string `uuid`). */
 const Lines = z.array(z.looseObject({ type: z.string(), uuid: z.string().optional() }));
 
-/** Whether a line carries a tool result: a user line with a `tool_result` block. */
-function answersCall(line: TranscriptLine): boolean {
+/** The blocks of a line's message of `type` (`tool_use`, `tool_result`). */
+function blocksOf(line: TranscriptLine, type: string): Record<string, unknown>[] {
   const content = (line.message as { content?: unknown } | undefined)?.content;
-  return (
-    line.type === "user" &&
-    Array.isArray(content) &&
-    content.some((block) => (block as { type?: unknown } | null)?.type === "tool_result")
-  );
+  if (!Array.isArray(content)) return [];
+  return content.filter((block): block is Record<string, unknown> => block?.type === type);
+}
+
+/**
+ * Whether one of `lines` answers a call that neither they nor a stored line made: a call written
+ * elsewhere, which `load` showed under an id of its own (`transcriptLines` tells which).
+ */
+function answersCallMadeElsewhere(lines: readonly TranscriptLine[], places: TranscriptPlaces): boolean {
+  if (places.unlined.size === 0) return false;
+  const results = lines.flatMap((line) => (line.type === "user" ? blocksOf(line, "tool_result") : []));
+  if (results.length === 0) return false;
+  const made = new Set(lines.flatMap((line) => blocksOf(line, "tool_use").map((block) => block.id)));
+  for (const [entryId, calls] of places.callsOf)
+    if (!places.unlined.has(entryId)) for (const id of calls.keys()) made.add(id);
+  return results.some((block) => !made.has(block.tool_use_id));
 }
 
 /**
@@ -238,7 +249,7 @@ export class CfSessionsStore implements SessionStore {
       // Results for calls written elsewhere name the ids `load` showed those calls under, and lines
       // under a line `load` made go on where it stands.
       const shown =
-        (places.unlined.size > 0 && fresh.some(answersCall)) || underUnknownLine(fresh, places)
+        answersCallMadeElsewhere(fresh, places) || underUnknownLine(fresh, places)
           ? await transcriptLines(session)
           : undefined;
       const written = transcriptEntries(fresh, planned, shown);

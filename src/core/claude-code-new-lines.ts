@@ -185,6 +185,9 @@ async function* linesOf(
       const n = count++;
       return n === 0 && !kept && isUuid(entry.id) ? entry.id : await uuidFrom(`${sessionId}/${key}/${n}`);
     };
+    // Where the latest compaction's retained tail starts: after its summary (a system message may lead).
+    const tailFrom =
+      entry.id === latest?.id ? messages.findIndex((m) => m.role === "compactionSummary") + 1 : 0;
     for (const [position, message] of messages.entries()) {
       if (message.role === "compactionSummary" && entry.type === "compaction") {
         const boundary = await uuidOf();
@@ -218,9 +221,8 @@ async function* linesOf(
       }
       const uuid = await uuidOf();
       if (kept) keptPoints?.set(uuid, { entryId: entry.id });
-      // The latest compaction's messages after its summary: its retained tail.
-      else if (entry.id === latest?.id)
-        keptPoints?.set(uuid, { entryId: entry.id, retainedTail: messages.slice(1, position + 1) });
+      else if (tailFrom > 0 && position >= tailFrom)
+        keptPoints?.set(uuid, { entryId: entry.id, retainedTail: messages.slice(tailFrom, position + 1) });
       // Made even when it went out already: tool-call ids are handed out along the branch.
       const fields = writer.messageFields(message, uuid);
       if (!fields) continue;

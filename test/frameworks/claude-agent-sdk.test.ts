@@ -537,11 +537,12 @@ describe.each(repos)("CfSessionsStore on %s", (_name, makeRepo) => {
   });
 
   it.each([
-    ["entries before it", false],
-    ["a retained tail", true],
+    ["entries before it", false, false],
+    ["a retained tail", true, false],
+    ["a retained tail after a system message", true, true],
   ])(
     "goes on from a line a compaction kept (%s) under its summary, keeping what lies up to that line",
-    async (_shape, tail) => {
+    async (_shape, tail, system) => {
       const store = new CfSessionsStore({ repo, keyIsSessionId: true });
       const id = crypto.randomUUID();
       const session = await repo.create({ id });
@@ -566,6 +567,7 @@ describe.each(repos)("CfSessionsStore on %s", (_name, makeRepo) => {
         summary: "They counted to one.",
         tokensBefore: 10,
         ...(tail ? { retainedTail: counted.slice(2) } : { firstKeptEntryId: ids[2] as string }),
+        ...(system ? { systemMessage: { role: "system", content: "Be brief." } } : {}),
       });
       const key = { projectKey: "-work-project", sessionId: id };
       const loaded = (await store.load(key)) as Array<Record<string, unknown>>;
@@ -595,7 +597,13 @@ describe.each(repos)("CfSessionsStore on %s", (_name, makeRepo) => {
           ? `summary: ${message.summary}`
           : texts((message as { content: unknown }).content),
       );
-      expect(context).toEqual(["summary: They counted to one.", "Two?", "Two.", "Again?"]);
+      expect(context).toEqual([
+        ...(system ? ["Be brief."] : []),
+        "summary: They counted to one.",
+        "Two?",
+        "Two.",
+        "Again?",
+      ]);
     },
   );
 

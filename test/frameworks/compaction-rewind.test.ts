@@ -72,6 +72,18 @@ const assistant = (id: string, text: string): ChatMessage => ({
 const chatTexts = (messages: ChatMessage[]) =>
   messages.map((message) => message.parts.map((part) => (part.type === "text" ? part.text : "")).join(""));
 
+/**
+ * The UI goes on with the chat `held` as it holds it: saved again, nothing is written; with a
+ * question more, the context goes on from the summary and the regenerated answer.
+ */
+async function goesOnAsHeld(store: CfSessionsChatStore, session: Session, held: ChatMessage[]) {
+  const entries = (await session.getInfo()).entryCount;
+  await store.saveChat({ chatId: session.id, messages: held });
+  expect((await session.getInfo()).entryCount).toBe(entries);
+  await store.saveChat({ chatId: session.id, messages: [...held, user("q3", "Three?")] });
+  expect(await contextTexts(session)).toEqual(["summary: They counted to one.", "Two?", "Two!", "Three?"]);
+}
+
 /** A graph of one model node answering `re: <the last message>`. */
 function echoGraph(saver: CfSessionsSaver) {
   return new StateGraph(MessagesAnnotation)
@@ -263,12 +275,7 @@ describe.each(repos)("going back across a compaction on %s", (_name, makeRepo) =
     expect((await store.loadChat(chatId)).map(({ id }) => id).slice(1)).toEqual(["q2", "a2b"]);
     expect(await contextTexts(session)).toEqual(["summary: They counted to one.", "Two?", "Two!"]);
 
-    // The UI goes on with the chat as it holds it.
-    const entries = (await session.getInfo()).entryCount;
-    await store.saveChat({ chatId, messages: regenerated });
-    expect((await session.getInfo()).entryCount).toBe(entries);
-    await store.saveChat({ chatId, messages: [...regenerated, user("q3", "Three?")] });
-    expect(await contextTexts(session)).toEqual(["summary: They counted to one.", "Two?", "Two!", "Three?"]);
+    await goesOnAsHeld(store, session, regenerated);
 
     // Cut short: back to the kept question, then to the summary alone.
     await store.saveChat({ chatId, messages: regenerated.slice(0, 2) });
@@ -300,12 +307,7 @@ describe.each(repos)("going back across a compaction on %s", (_name, makeRepo) =
     expect(chatTexts(await store.loadChat(chatId)).slice(1)).toEqual(["Two?", "Two!"]);
     expect(await contextTexts(session)).toEqual(["summary: They counted to one.", "Two?", "Two!"]);
 
-    // The UI goes on with the chat as it holds it.
-    const entries = (await session.getInfo()).entryCount;
-    await store.saveChat({ chatId, messages: regenerated });
-    expect((await session.getInfo()).entryCount).toBe(entries);
-    await store.saveChat({ chatId, messages: [...regenerated, user("q3", "Three?")] });
-    expect(await contextTexts(session)).toEqual(["summary: They counted to one.", "Two?", "Two!", "Three?"]);
+    await goesOnAsHeld(store, session, regenerated);
 
     // Cut back to the summary alone.
     await store.saveChat({ chatId, messages: regenerated.slice(0, 1) });

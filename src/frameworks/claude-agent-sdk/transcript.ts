@@ -117,15 +117,15 @@ function noteGroups(
 /**
  * The call a result naming `wireId` answers, its stored id and tool name: the nearest on the
  * branch up from `entryId` shown as `wireId`, a line's call by its own id and any other by the one
- * the transcript gave it (`storedCallId`).
+ * the transcript gave it (`shown.storedCallId`).
  */
 function answeredCall(
   places: TranscriptPlaces,
   wireId: string,
   entryId: string | null,
-  storedCallId: (wireId: string) => string,
+  shown: BranchLines,
 ): { id: string; name: string } | undefined {
-  const stored = storedCallId(wireId);
+  const stored = shown.storedCallId(wireId);
   for (let at = entryId; at !== null; at = places.parentOf.get(at) ?? null) {
     const id = places.unlined.has(at) ? stored : wireId;
     const name = places.callsOf.get(at)?.get(id);
@@ -258,7 +258,6 @@ export function transcriptEntries(
   shown: BranchLines = NOTHING_SHOWN,
 ): EntryInput[] {
   const out: EntryInput[] = [];
-  const storedCallId = (wireId: string) => shown.storedCallId(wireId);
   const rewound = new Map<string, string | null>();
   /** Where a line under one repeating what a compaction kept goes on, its entries appended first. */
   const underKept = (line: TranscriptLine): string | null | undefined => {
@@ -285,7 +284,7 @@ export function transcriptEntries(
     if (messages) {
       const wireId = firstResultOf(messages);
       if (wireId !== undefined) {
-        const callId = answeredCall(places, wireId, parentId, storedCallId)?.id ?? wireId;
+        const callId = answeredCall(places, wireId, parentId, shown)?.id ?? wireId;
         parentId = places.groups.resultsParent(callId, parentId);
       }
       messages.forEach((entry, index) => {
@@ -293,7 +292,7 @@ export function transcriptEntries(
         const message = entry.message as AgentMessage | undefined;
         if (message?.role === "toolResult") {
           const result = message as ToolResultMessage;
-          const call = answeredCall(places, result.toolCallId, parentId, storedCallId);
+          const call = answeredCall(places, result.toolCallId, parentId, shown);
           if (call !== undefined) entry.message = { ...result, toolCallId: call.id, toolName: call.name };
         }
         const stored = { ...entry, parentId, ...(last ? { line } : {}) };

@@ -109,12 +109,6 @@ export class SaverMemory {
     return known;
   }
 
-  /**
-   * Where the next checkpoint put from `checkpointId` hangs instead of under its entry: the head it
-   * was read at, when entries another door appended after it are none of a graph's state (a model
-   * or thinking level change, a compaction, a label), so that they stay on the thread's path.
-   * Once: a later `put` from the same checkpoint (time travel) hangs under its entry.
-   */
   /** Whether a put from `checkpointId` goes on from the checkpoint this saver last put in the session. */
   goesOn(sessionId: string, checkpointId: string): boolean {
     return this.#lastPut.get(sessionId) === checkpointId;
@@ -125,6 +119,12 @@ export class SaverMemory {
     keepNewest(this.#lastPut, sessionId, checkpointId, KEPT_CHECKPOINTS);
   }
 
+  /**
+   * Where the next checkpoint put from `checkpointId` hangs instead of under its entry: the head it
+   * was read at, when entries another door appended after it are none of a graph's state (a model
+   * or thinking level change, a compaction, a label), so that they stay on the thread's path.
+   * Once: a later `put` from the same checkpoint (time travel) hangs under its entry.
+   */
   takeHeadOver(sessionId: string, checkpointId: string): string | undefined {
     const key = checkpointKey(sessionId, checkpointId);
     const head = this.#headsOver.get(key);

@@ -712,6 +712,58 @@ describe("a directory shard unreachable for a while", () => {
   });
 });
 
+describe("a session object that stops after its change is stored, before its directory hears", () => {
+  /**
+   * Runs `change` while the call to the directory shard named by `held` waits: by then the change
+   * is stored (a call leaves the object only once what it wrote is), and the object is reset
+   * before it tells its directory anything more, as when its machine stops.
+   */
+  async function stopWhile(id: string, held: RegExp, change: () => Promise<Answer>): Promise<void> {
+    const hold = { released: false };
+    faults.add({ point: "directory", matching: held, hold });
+    const asked = faults.injected.directory ?? 0;
+    const changing = change();
+    await vi.waitFor(() => expect(faults.injected.directory).toBe(asked + 1), {
+      timeout: 5_000,
+      interval: 20,
+    });
+    await runInDurableObject(stub(id), (_instance, state) => state.abort("reset")).catch(() => undefined);
+    hold.released = true;
+    await changing;
+  }
+
+  /** Milliseconds until the session's alarm comes, if one is set. */
+  async function alarmIn(id: string): Promise<number | undefined> {
+    const at = await runInDurableObject(stub(id), (_instance, state) => state.storage.getAlarm());
+    return at === null ? undefined : at - Date.now();
+  }
+
+  it("takes a deleted session out of the listing by its alarm", async () => {
+    const id = await newSession();
+    // A delete gives the session's room back to the tenant's ledger, then tells its directory.
+    await stopWhile(id, /^releaseQuota$/, () => api("DELETE", `/v1/sessions/${id}`));
+    expect((await api("GET", `/v1/sessions/${id}`)).status).toBe(404);
+    // Its alarm comes within seconds (not when its recovery window closes) and tells the directory.
+    expect(await alarmIn(id)).toBeLessThanOrEqual(10_000);
+    expect(await runDurableObjectAlarm(stub(id))).toBe(true);
+    expect(await listed()).not.toContain(id);
+    // Restorable all the same, and listed again once restored.
+    expect((await api("POST", `/v1/sessions/${id}/restore`)).status).toBe(200);
+    expect(await listed()).toContain(id);
+  });
+
+  it("lists a restored session again by its alarm", async () => {
+    const id = await newSession();
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    // A restore lets the directory list the session again, then lists it.
+    await stopWhile(id, /^unbury$/, () => api("POST", `/v1/sessions/${id}/restore`));
+    expect((await api("GET", `/v1/sessions/${id}`)).status).toBe(200);
+    expect(await alarmIn(id)).toBeLessThanOrEqual(10_000);
+    expect(await runDurableObjectAlarm(stub(id))).toBe(true);
+    expect(await listed()).toContain(id);
+  });
+});
+
 describe("a directory shard that cannot ask for the tenant's retention", () => {
   it("asks again from its alarm, even once restarted, and then sweeps with it", async () => {
     const tenant = `retention-${newId()}`;

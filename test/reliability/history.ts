@@ -389,8 +389,9 @@ export async function checkHistory(
   // The tenant's listing is the sessions that exist.
   for (const id of state.named) {
     const exists = state.sessions.has(id);
-    if (exists && !state.listed.has(id)) fail(`session ${id} exists but is not listed`);
-    if (!exists && state.listed.has(id)) fail(`session ${id} is listed but does not exist`);
+    if (exists === state.listed.has(id)) continue;
+    const what = exists ? "exists but is not listed" : "is listed but does not exist";
+    fail(`session ${id} ${what}; what the run did to it: ${lifeOf(ops, id)}`);
   }
 
   const reported =
@@ -398,6 +399,23 @@ export async function checkHistory(
       ? [...violations.slice(0, MAX_REPORTED), `… and ${violations.length - MAX_REPORTED} more`]
       : violations;
   return { ok: violations.length === 0, violations: reported, counts };
+}
+
+/** What the run asked of a session's life (its creation as a fork, deletes, purges and restores), for a report. */
+function lifeOf(ops: readonly Op[], session: string): string {
+  const life = ops.filter(
+    (op) =>
+      (op.kind === "fork" && op.fork === session) ||
+      (op.session === session &&
+        (op.kind === "create" || op.kind === "delete" || op.kind === "purge" || op.kind === "restore")),
+  );
+  if (life.length === 0) return "nothing";
+  return life
+    .map(
+      (op) =>
+        `${op.kind} ${op.start}–${op.end} ms ${op.outcome}${op.error ? ` (${op.error})` : ""}${op.tries ? ` [${op.tries}]` : ""}`,
+    )
+    .join("; ");
 }
 
 /**

@@ -28,6 +28,11 @@ const PURGE_RETRY_MS = 1000;
 /** Lifecycle work that failed is tried again after this, doubled for each failure in a row, up to the most. */
 const FAILURE_RETRY_MS = 1000;
 const MAX_FAILURE_RETRY_MS = 60_000;
+/**
+ * A deletion or a restore owes the directory the news: the alarm is set to come this soon before
+ * the change is stored, so that an object stopped before it told the directory tells it then.
+ */
+const OWED_NEWS_MS = 5000;
 /** A purge that waits for forks still copying from the session looks again this soon. */
 const HELD_RETRY_MS = 5000;
 /**
@@ -153,7 +158,7 @@ export class SessionLife {
     if (counted) await quotas.release(tenant, header.id);
     const now = Date.now();
     const purgeAt = recoveryMs <= 0 || lifecycle.pending ? now : now + recoveryMs;
-    this.#markDeleted(now, purgeAt);
+    await this.#markDeleted(now, purgeAt);
     if (!counted) await quotas.release(tenant, header.id);
     if (!(await this.#unlist())) return;
     if (purgeAt <= now) await this.#purge();
@@ -170,7 +175,7 @@ export class SessionLife {
     const { session, lifecycle, storage } = this.#object;
     if (!session.exists) throw new SessionError("not_found", "session does not exist");
     const now = Date.now();
-    if (!lifecycle.deleted) this.#markDeleted(now, now);
+    if (!lifecycle.deleted) await this.#markDeleted(now, now);
     else transaction(storage, [lifecycle], () => lifecycle.closeWindow(now));
     // The directory hears of it before the data goes (if it cannot now, the alarm does both).
     if (await this.#unlist()) await this.#purge();
@@ -179,12 +184,13 @@ export class SessionLife {
   /**
    * Deleted here, and the directory owed its removal, in one transaction; watchers are told, and
    * the readers of its generations' streams end. The directory hears of it next (`#unlist`), or
-   * from the alarm if it cannot be reached now.
+   * from the alarm if it cannot be reached now, or if the object stops first.
    */
-  #markDeleted(now: number, purgeAt: number): void {
+  async #markDeleted(now: number, purgeAt: number): Promise<void> {
     const { session, lifecycle, storage } = this.#object;
     const reports = this.#reports;
     const events = this.#events;
+    await this.#retryIn(OWED_NEWS_MS);
     transaction(storage, [lifecycle], () => {
       lifecycle.markDeleted(now, purgeAt);
       reports.owe("removal");
@@ -239,6 +245,7 @@ export class SessionLife {
     }
     // Back, it is as new to the tenant's retention: else its next sweep would delete it again.
     session.writes.touch();
+    await this.#retryIn(OWED_NEWS_MS);
     transaction(storage, [lifecycle], () => {
       lifecycle.markRestored();
       reports.owe("return");

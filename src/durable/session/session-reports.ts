@@ -150,11 +150,18 @@ export class DirectoryReports {
    * the directory answers; if it does not, the alarm keeps reporting until it does.
    */
   async publish(): Promise<void> {
-    const { session, lifecycle } = this.#object;
+    const { session, lifecycle, alarm } = this.#object;
     if (!session.exists || lifecycle.deleted) return;
+    // The alarm is set to report soon before the session is listed here: should the object stop
+    // before the directory hears, the alarm tells it. Should setting it fail, the report is made all
+    // the same.
+    this.#dueAt ??= Date.now() + this.#syncMs;
+    await alarm.arm().catch((error) => this.#object.telemetry.logFailure("schedule_directory_report", error));
     lifecycle.listed();
     try {
       await this.#report();
+      // The directory holds the session as it stands: the alarm has nothing to tell it.
+      if (session.state.version === this.#reportedVersion) this.#dueAt = undefined;
     } catch (error) {
       await this.#object.telemetry.logFailure("directory_report", error, { retryInMs: this.#syncMs });
       this.schedule();

@@ -1,6 +1,7 @@
 import type { ErrorBody } from "../core/errors";
 import { CODE_OF_STATUS, isErrorCode, SessionError } from "../core/errors";
-import { tryParseJson } from "../core/json";
+import { tryParseJson, utf8Length } from "../core/json";
+import { MAX_BODY_BYTES } from "../core/limits";
 import { retryDelay, sleep } from "./backoff";
 
 export interface ClientOptions {
@@ -242,8 +243,26 @@ export class Transport {
       headers.set("Content-Type", options.raw.contentType);
     } else if (options.body !== undefined) {
       body = JSON.stringify(options.body);
+      refuseOversized(method, path, body);
       headers.set("Content-Type", "application/json");
     }
     return new Request(this.url(path, options.query), { method, headers, body, signal: options.signal });
   }
+}
+
+/**
+ * A JSON body past what the service takes is refused here, as the service would refuse it
+ * (`payload_too_large`), and not sent: the service answers such a body before reading it, and a
+ * connection whose upload was cut short can fail the next request sent on it.
+ */
+function refuseOversized(method: string, path: string, body: string): void {
+  // A character is at most 3 bytes of UTF-8 (a surrogate pair, two characters, is 4).
+  if (body.length * 3 <= MAX_BODY_BYTES) return;
+  const bytes = utf8Length(body);
+  if (bytes <= MAX_BODY_BYTES) return;
+  throw new SessionError(
+    "payload_too_large",
+    `${method} /${path.replace(/^\//, "")}: the body is ${bytes} bytes, over the ${MAX_BODY_BYTES / (1024 * 1024)} MiB the service takes; it is not sent`,
+    { maxBytes: MAX_BODY_BYTES },
+  );
 }

@@ -5,6 +5,8 @@ import type { GenerationInfo } from "../../src/client";
 import { ConnectionError, createClient } from "../../src/client";
 import { responseLines } from "../../src/client/response-lines";
 import { UnexplainedAnswerError } from "../../src/client/transport";
+import { SessionError } from "../../src/core/errors";
+import { MAX_BODY_BYTES } from "../../src/core/limits";
 
 /*
  * The client over HTTP as it arrives: answers in pieces split anywhere, and answers from what
@@ -168,6 +170,34 @@ describe("a key a header cannot carry", () => {
       );
     }
     expect(seen.count).toBe(0);
+  });
+});
+
+describe("a body past what the service takes", () => {
+  it("fails before anything is sent, as the service would answer it, and the next request goes through", async () => {
+    const seen = inTurn((_req, res) => {
+      res.writeHead(201, { "Content-Type": "application/json" });
+      res.end(JSON.stringify({ entries: [], leafId: null, created: false }));
+    });
+    const client = createClient({ baseUrl, retryDelayMs: 1 });
+    const storage = client.storage("s1");
+    // Two characters of three bytes each per `€€`: 33 MiB of UTF-8 in 11 Mi characters.
+    const text = "€".repeat(11 * 1024 * 1024);
+    const error = await storage
+      .appendEntries([{ type: "message", message: { role: "user", content: text, timestamp: 1 } }] as never)
+      .catch((failed: unknown) => failed);
+    expect(error).toBeInstanceOf(SessionError);
+    expect((error as SessionError).code).toBe("payload_too_large");
+    expect((error as SessionError).message).toMatch(
+      /^POST \/v1\/sessions\/s1\/entries: the body is \d+ bytes, over the 32 MiB the service takes; it is not sent$/,
+    );
+    expect(seen.count).toBe(0);
+    // Just within what the service takes, it is sent.
+    const within = "x".repeat(MAX_BODY_BYTES - 1024);
+    await storage.appendEntries([
+      { type: "message", message: { role: "user", content: within, timestamp: 1 } },
+    ] as never);
+    expect(seen.count).toBe(1);
   });
 });
 

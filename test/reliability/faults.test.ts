@@ -284,6 +284,27 @@ describe("a fork that fails part way", () => {
       state.storage.sql.exec<{ fork_id: string }>("SELECT fork_id FROM fork_holds").toArray(),
     );
 
+  it("copies on when deleted before its copy is done, then waits for its purge without its alarm coming again and again", async () => {
+    const source = await forkable();
+    faults.env.FORK_COPY_PAGE_BYTES = "1";
+    faults.env.FORK_COPY_PAUSE_MS = "3600000";
+    const fork = `f-${newId()}`;
+    expect((await api("POST", `/v1/sessions/${source}/fork`, { entryId: "c", id: fork })).status).toBe(201);
+    expect((await api("DELETE", `/v1/sessions/${fork}`)).status).toBe(204);
+    const copying = () =>
+      runInDurableObject(
+        stub(fork),
+        (_instance, state) =>
+          state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM fork_copy").one().n,
+      );
+    for (let runs = 0; runs < 10 && (await copying()) > 0; runs++) await runDurableObjectAlarm(stub(fork));
+    expect(await copying()).toBe(0);
+    // Copied whole (restorable as any deleted session); the alarm's next work is its purge.
+    await runDurableObjectAlarm(stub(fork));
+    const at = await runInDurableObject(stub(fork), (_instance, state) => state.storage.getAlarm());
+    expect((at ?? 0) - Date.now()).toBeGreaterThan(60_000);
+  });
+
   it("is removed, and answers that nothing was applied, when copying its rows fails", async () => {
     const source = await forkable();
     // A page of the copy carries one entry: the source keeps the rest of the path for the fork.
@@ -701,19 +722,9 @@ describe("a directory shard unreachable for a while", () => {
     expect((await api("GET", `/v1/sessions/${id}`)).status).toBe(404);
     expect(await listed()).not.toContain(id);
   });
-
-  it("leaves no session live but unlisted when its object stops between the change and the call", async () => {
-    const id = await newSession();
-    // The delete's transaction commits, then the object is reset before it tells anyone.
-    faults.add({ point: "commit", object: objectOf(id) });
-    expectUnavailable(await api("DELETE", `/v1/sessions/${id}`), "unknown");
-    await runDurableObjectAlarm(stub(id));
-    const exists = (await api("GET", `/v1/sessions/${id}`)).status === 200;
-    expect((await listed()).includes(id)).toBe(exists);
-  });
 });
 
-describe("a session object that stops after its change is stored, before its directory hears", () => {
+describe("a session object that stops after a change is stored, before it tells other objects", () => {
   /**
    * Runs `change` while the call to the directory shard named by `held` waits: by then the change
    * is stored (a call leaves the object only once what it wrote is), and the object is reset
@@ -782,6 +793,25 @@ describe("a session object that stops after its change is stored, before its dir
     // Restorable all the same, and listed again once restored.
     expect((await api("POST", `/v1/sessions/${id}/restore`)).status).toBe(200);
     expect(await listed()).toContain(id);
+  });
+
+  it("purges a deleted session by its alarm within seconds, not when its recovery window would have closed", async () => {
+    const id = await newSession();
+    await api("POST", `/v1/sessions/${id}/entries`, message("a", "one"));
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    // Its alarm has run since: the next one is set for when its recovery window closes.
+    await runDurableObjectAlarm(stub(id));
+    expect(await alarmIn(id)).toBeGreaterThan(60_000);
+    // A purge closes the recovery window, then gives the session's room back to the tenant's ledger.
+    await stopWhile(id, /^releaseQuota$/, () => api("DELETE", `/v1/sessions/${id}?purge=true`));
+    await runAlarmDueSoon(id);
+    const tables = await runInDurableObject(
+      stub(id),
+      (_instance, state) =>
+        state.storage.sql.exec("SELECT count(*) AS n FROM sqlite_master WHERE name = 'entries'").one().n,
+    );
+    expect(tables).toBe(0);
+    expect((await api("POST", `/v1/sessions/${id}/restore`)).status).toBe(404);
   });
 
   it("lists a restored session again by its alarm", async () => {

@@ -29,8 +29,8 @@ const PURGE_RETRY_MS = 1000;
 const FAILURE_RETRY_MS = 1000;
 const MAX_FAILURE_RETRY_MS = 60_000;
 /**
- * A deletion or a restore owes the directory the news: the alarm is set to come this soon before
- * the change is stored, so that an object stopped before it told the directory tells it then.
+ * A deletion owes the directory the news: the alarm is set to come this soon before the change is
+ * stored, so that an object stopped before it told the directory tells it then.
  */
 const OWED_NEWS_MS = 5000;
 /** A purge that waits for forks still copying from the session looks again this soon. */
@@ -176,7 +176,11 @@ export class SessionLife {
     if (!session.exists) throw new SessionError("not_found", "session does not exist");
     const now = Date.now();
     if (!lifecycle.deleted) await this.#markDeleted(now, now);
-    else transaction(storage, [lifecycle], () => lifecycle.closeWindow(now));
+    else {
+      // Should the object stop before the purge is done, the alarm finishes it soon.
+      await this.#retryIn(PURGE_RETRY_MS);
+      transaction(storage, [lifecycle], () => lifecycle.closeWindow(now));
+    }
     // The directory hears of it before the data goes (if it cannot now, the alarm does both).
     if (await this.#unlist()) await this.#purge();
   }
@@ -245,7 +249,7 @@ export class SessionLife {
     }
     // Back, it is as new to the tenant's retention: else its next sweep would delete it again.
     session.writes.touch();
-    await this.#retryIn(OWED_NEWS_MS);
+    // Its alarm is set before the directory is called (`publish`).
     transaction(storage, [lifecycle], () => {
       lifecycle.markRestored();
       reports.owe("return");
@@ -341,7 +345,9 @@ export class SessionLife {
     if (session.exists && !(await this.#unheld())) return false;
     if (session.exists) {
       // Its claims go next: a deleted session cannot come back whole from here, so its window
-      // closes first (should the purge stop part-way, the alarm finishes it; no restore comes between).
+      // closes first (should the purge stop part-way, the alarm finishes it soon; no restore comes
+      // between).
+      await this.#retryIn(PURGE_RETRY_MS);
       transaction(storage, [lifecycle], () => lifecycle.closeWindow(Date.now()));
       await copy.release().catch((error) => telemetry.logFailure("fork_release", error));
       if (!(await this.#releaseClaims(keepsQuotaClaim))) {

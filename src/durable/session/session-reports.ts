@@ -19,6 +19,11 @@ import type { SessionObjectState } from "./object-state";
 /** How long after a write the directory hears of it: writes in between are reported together. */
 const DEFAULT_SYNC_MS = 1000;
 const MAX_RETRY_MS = 60_000;
+/**
+ * A session being listed (`publish`) is reported by the alarm within this much, should its object
+ * stop before the directory hears of it.
+ */
+const LISTING_GRACE_MS = 10_000;
 /** Where what the directory is owed is kept (the object's key-value storage, beside its tables). */
 const OWED_KEY = "directory-owed";
 
@@ -34,6 +39,8 @@ export class DirectoryReports {
    * restart, when a report that was waiting may have been lost with the object's memory.
    */
   #reportedVersion: number | undefined;
+  /** While a session is being listed: when the alarm reports it, should the object stop first. */
+  #listingDueAt: number | undefined;
   #failures = 0;
 
   constructor(object: SessionObjectState) {
@@ -46,14 +53,18 @@ export class DirectoryReports {
 
   /** After a write: the alarm reports it soon (once, for every write until then). */
   schedule(): void {
-    if (this.#dueAt !== undefined) return;
+    // A deleted session is not reported (its removal is its life's to tell).
+    if (this.#dueAt !== undefined || this.#object.lifecycle.deleted) return;
     this.#dueAt = Date.now() + this.#syncMs;
     this.#object.alarm.armSoon("schedule_directory_report");
   }
 
   /** When the alarm should next report, if a report is waiting. */
   nextDue(): number | undefined {
-    return this.#dueAt;
+    if (this.#object.lifecycle.deleted) return undefined;
+    if (this.#dueAt === undefined || this.#listingDueAt === undefined)
+      return this.#dueAt ?? this.#listingDueAt;
+    return Math.min(this.#dueAt, this.#listingDueAt);
   }
 
   /**
@@ -150,21 +161,24 @@ export class DirectoryReports {
    * the directory answers; if it does not, the alarm keeps reporting until it does.
    */
   async publish(): Promise<void> {
-    const { session, lifecycle, alarm } = this.#object;
+    const { session, lifecycle, alarm, telemetry } = this.#object;
     if (!session.exists || lifecycle.deleted) return;
-    // The alarm is set to report soon before the session is listed here: should the object stop
-    // before the directory hears, the alarm tells it. Should setting it fail, the report is made all
-    // the same.
-    this.#dueAt ??= Date.now() + this.#syncMs;
-    await alarm.arm().catch((error) => this.#object.telemetry.logFailure("schedule_directory_report", error));
+    // The alarm is set to report it before the session is listed here: should the object stop
+    // before the directory hears, the alarm tells it then. Should setting it fail, the report is
+    // made all the same.
+    this.#listingDueAt = Date.now() + LISTING_GRACE_MS;
+    await alarm.arm().catch((error) => telemetry.logFailure("schedule_directory_report", error));
     lifecycle.listed();
     try {
       await this.#report();
-      // The directory holds the session as it stands: the alarm has nothing to tell it.
-      if (session.state.version === this.#reportedVersion) this.#dueAt = undefined;
     } catch (error) {
-      await this.#object.telemetry.logFailure("directory_report", error, { retryInMs: this.#syncMs });
+      await telemetry.logFailure("directory_report", error, { retryInMs: this.#syncMs });
       this.schedule();
+    } finally {
+      // Told, or to be told by the report's own retry: an alarm that nothing else is due for goes.
+      this.#listingDueAt = undefined;
+      if (alarm.nextDue() === undefined)
+        await alarm.clear().catch((error) => telemetry.logFailure("schedule_directory_report", error));
     }
   }
 }

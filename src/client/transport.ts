@@ -1,7 +1,7 @@
 import type { ErrorBody } from "../core/errors";
 import { CODE_OF_STATUS, isErrorCode, SessionError } from "../core/errors";
 import { tryParseJson, utf8Length } from "../core/json";
-import { MAX_BODY_BYTES } from "../core/limits";
+import { MAX_BODY_BYTES, MAX_TENANT_IMPORT_BYTES } from "../core/limits";
 import { retryDelay, sleep } from "./backoff";
 
 export interface ClientOptions {
@@ -240,6 +240,7 @@ export class Transport {
     let body: RequestInit["body"];
     if (options.raw) {
       body = options.raw.body;
+      if (typeof body === "string") refuseOversized(method, path, body);
       headers.set("Content-Type", options.raw.contentType);
     } else if (options.body !== undefined) {
       body = JSON.stringify(options.body);
@@ -250,19 +251,25 @@ export class Transport {
   }
 }
 
+/** The most bytes the service takes in one request's body at `path` (its tenant stream's route takes more). */
+function bodyLimitOf(path: string): number {
+  return path.replace(/^\//, "").split("?")[0] === "v1/import" ? MAX_TENANT_IMPORT_BYTES : MAX_BODY_BYTES;
+}
+
 /**
- * A JSON body past what the service takes is refused here, as the service would refuse it
+ * A body past what the service takes is refused here, as the service would refuse it
  * (`payload_too_large`), and not sent: the service answers such a body before reading it, and a
  * connection whose upload was cut short can fail the next request sent on it.
  */
 function refuseOversized(method: string, path: string, body: string): void {
+  const limit = bodyLimitOf(path);
   // A character is at most 3 bytes of UTF-8 (a surrogate pair, two characters, is 4).
-  if (body.length * 3 <= MAX_BODY_BYTES) return;
+  if (body.length * 3 <= limit) return;
   const bytes = utf8Length(body);
-  if (bytes <= MAX_BODY_BYTES) return;
+  if (bytes <= limit) return;
   throw new SessionError(
     "payload_too_large",
-    `${method} /${path.replace(/^\//, "")}: the body is ${bytes} bytes, over the ${MAX_BODY_BYTES / (1024 * 1024)} MiB the service takes; it is not sent`,
-    { maxBytes: MAX_BODY_BYTES },
+    `${method} /${path.replace(/^\//, "")}: the body is ${bytes} bytes, over the ${limit / (1024 * 1024)} MiB the service takes; it is not sent`,
+    { limit },
   );
 }

@@ -5,6 +5,12 @@ export const MAX_BODY_BYTES = 32 * 1024 * 1024;
 export const MAX_NDJSON_LINE_BYTES = MAX_ENTRY_BYTES + 1024 * 1024;
 export const MAX_BATCH_ENTRIES = 1000;
 /**
+ * The largest tenant stream one request may carry (`POST /v1/import`). It is read a line at a
+ * time, so the size is bounded by time, not memory; Cloudflare's own request limit (100 MB on most
+ * plans) comes first.
+ */
+export const MAX_TENANT_IMPORT_BYTES = 1024 * 1024 * 1024;
+/**
  * The largest context converted to a model API's request (`?format=`), as the session's object
  * answers it in JSON: read whole to be converted, and past what model APIs take in one request.
  */

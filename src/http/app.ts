@@ -1,4 +1,5 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
+import { MAX_TENANT_IMPORT_BYTES } from "../core/limits";
 import { FAVICON_PATH, viewerApp } from "../viewer";
 import { authenticate } from "./auth";
 import { declaredBodyLimit, jsonBody } from "./body";
@@ -11,7 +12,7 @@ import { wellFormedPath } from "./path-encoding";
 import { placement } from "./placement";
 import { rateLimit } from "./rate-limit";
 import { requestLog } from "./request-log";
-import { backupRoutes, MAX_TENANT_IMPORT_BYTES, TENANT_IMPORT_PATH } from "./routes/backup";
+import { backupRoutes, TENANT_IMPORT_PATH } from "./routes/backup";
 import { blobRoutes } from "./routes/blobs";
 import { compactionRoutes } from "./routes/compaction";
 import { contextRoutes } from "./routes/context";

@@ -199,6 +199,32 @@ describe("a body past what the service takes", () => {
     ] as never);
     expect(seen.count).toBe(1);
   });
+
+  it("is refused before it is sent for a file's import too, and not for a tenant stream, which may be larger", async () => {
+    const seen = inTurn((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(200, { "Content-Type": "application/json" });
+        res.end(JSON.stringify({ sessions: [], lines: 0 }));
+      });
+    });
+    const client = createClient({ baseUrl, retryDelayMs: 1 });
+    const line = JSON.stringify({
+      type: "session",
+      id: "s1",
+      timestamp: "2026-01-01T00:00:00.000Z",
+      pad: "x".repeat(1024 * 1024),
+    });
+    const text = Array.from({ length: 33 }, () => line).join("\n");
+    const error = await client
+      .importFile(text, { id: "s1", format: "native" })
+      .catch((failed: unknown) => failed);
+    expect((error as SessionError).code).toBe("payload_too_large");
+    expect((error as SessionError).details).toEqual({ limit: MAX_BODY_BYTES });
+    expect(seen.count).toBe(0);
+    await client.importTenant(text);
+    expect(seen.count).toBe(1);
+  });
 });
 
 describe("following that retrying cannot mend", () => {

@@ -814,6 +814,20 @@ describe("a session object that stops after a change is stored, before it tells 
     expect((await api("POST", `/v1/sessions/${id}/restore`)).status).toBe(404);
   });
 
+  it("tries a purge its tenant's ledger keeps refusing later each time, up to a minute apart", async () => {
+    faults.env.QUOTAS = JSON.stringify({ maxSessions: 10_000 });
+    const id = await newSession();
+    await api("POST", `/v1/sessions/${id}/entries`, message("a", "one"));
+    faults.add({ point: "directory", matching: /^releaseQuota$/, times: Number.POSITIVE_INFINITY });
+    await api("DELETE", `/v1/sessions/${id}?purge=true`);
+    const waits: number[] = [];
+    for (let run = 0; run < 7; run++) {
+      await runDurableObjectAlarm(stub(id));
+      waits.push((await alarmIn(id)) ?? 0);
+    }
+    expect(waits.at(-1)).toBeGreaterThan(30_000);
+  });
+
   it("lists a restored session again by its alarm", async () => {
     const id = await newSession();
     expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);

@@ -178,7 +178,7 @@ export class SessionLife {
     if (!lifecycle.deleted) await this.#markDeleted(now, now);
     else {
       // Should the object stop before the purge is done, the alarm finishes it soon.
-      await this.#retryIn(PURGE_RETRY_MS);
+      await this.#retryIn(this.#reports.nextBackoffMs());
       transaction(storage, [lifecycle], () => lifecycle.closeWindow(now));
     }
     // The directory hears of it before the data goes (if it cannot now, the alarm does both).
@@ -346,8 +346,8 @@ export class SessionLife {
     if (session.exists) {
       // Its claims go next: a deleted session cannot come back whole from here, so its window
       // closes first (should the purge stop part-way, the alarm finishes it soon; no restore comes
-      // between).
-      await this.#retryIn(PURGE_RETRY_MS);
+      // between), as it would try again after a failure here.
+      await this.#retryIn(this.#reports.nextBackoffMs());
       transaction(storage, [lifecycle], () => lifecycle.closeWindow(Date.now()));
       await copy.release().catch((error) => telemetry.logFailure("fork_release", error));
       if (!(await this.#releaseClaims(keepsQuotaClaim))) {

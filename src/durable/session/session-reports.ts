@@ -105,8 +105,14 @@ export class DirectoryReports {
 
   /** A call to the directory failed again: how long to wait before the next try. */
   backoffMs(): number {
+    const wait = this.nextBackoffMs();
     this.#failures++;
-    return Math.min(MAX_RETRY_MS, 1000 * 2 ** this.#failures);
+    return wait;
+  }
+
+  /** How long the next try waits should the next call fail (a failure then counts no more). */
+  nextBackoffMs(): number {
+    return Math.min(MAX_RETRY_MS, 1000 * 2 ** (this.#failures + 1));
   }
 
   async #report(): Promise<void> {

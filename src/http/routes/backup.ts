@@ -1,6 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
 import { textStream } from "../../core/context-answer";
+import { MAX_TENANT_IMPORT_BYTES } from "../../core/limits";
 import { exportResumption, TenantImportReport } from "../../core/tenant-stream";
 import { streamedNdjsonLines } from "../body";
 import { creationLocation } from "../placement";
@@ -9,11 +10,6 @@ import { ExportTenantQuery, ImportTenantQuery } from "../schemas";
 
 /** Where a tenant stream is posted: NDJSON, read as it arrives. */
 export const TENANT_IMPORT_PATH = "/v1/import";
-/**
- * The largest tenant stream one request may carry. It is read a line at a time, so the size is
- * bounded by time, not memory; Cloudflare's own request limit (100 MB on most plans) comes first.
- */
-export const MAX_TENANT_IMPORT_BYTES = 1024 * 1024 * 1024;
 
 /** A whole tenant out as one stream, and back in. */
 export const backupRoutes = routes()

@@ -251,7 +251,10 @@ export class Transport {
   }
 }
 
-/** The most bytes the service takes in one request's body at `path` (its tenant stream's route takes more). */
+/**
+ * The most bytes of a body the service reads at `path` before it refuses one unread (its tenant
+ * stream's route takes more; a route with a smaller limit reads the body first, then refuses it).
+ */
 function bodyLimitOf(path: string): number {
   return path.replace(/^\//, "").split("?")[0] === "v1/import" ? MAX_TENANT_IMPORT_BYTES : MAX_BODY_BYTES;
 }

@@ -11,7 +11,7 @@ import { SessionError } from "../../src/core/errors";
 import { newId } from "../../src/core/ids";
 import type { DurableEnv } from "../../src/durable/internal";
 import { sessionObjectName } from "../../src/durable/internal";
-import { directoryShard } from "../../src/durable/names";
+import { directoryObjectName, directoryShard, shardCount, shardOf } from "../../src/durable/names";
 import { streamObjectName } from "../../src/durable/stream";
 import { faults, INJECTED_IO_ERROR } from "./faults";
 import type { Fetch } from "./network";
@@ -751,20 +751,29 @@ describe("a session object that stops after a change is stored, before it tells 
   }
 
   /**
-   * Runs the session's alarm if it comes within seconds (it may have come already, by itself): an
-   * alarm that comes only when the recovery window closes, or none, is not run.
+   * Waits until `settled` holds: the session's alarm is run when it comes within seconds (it may
+   * also come by itself meanwhile); one that comes only when the recovery window closes, or none,
+   * leaves it unsettled.
    */
-  async function runAlarmDueSoon(id: string): Promise<void> {
+  async function settlesByAlarm(id: string, settled: () => Promise<void>): Promise<void> {
     const wait = await alarmIn(id);
     if (wait !== undefined && wait <= 10_000) await runDurableObjectAlarm(stub(id));
+    await vi.waitFor(settled, { timeout: 10_000, interval: 100 });
   }
+
+  /** The id of the directory shard that lists the session `id`. */
+  const shardObjectOf = (id: string) =>
+    env.DIRECTORY.idFromName(
+      directoryObjectName(TENANT, shardOf(id, shardCount(env as unknown as DurableEnv))),
+    ).toString();
 
   /** While the directory shard is told of the session (`put` waits), its alarm is set to come within seconds. */
   async function alarmSetWhileListing(id: string, listing: () => Promise<Answer>): Promise<void> {
-    // Reports come a while after the change (here), not at once (this pool's setting).
+    // Other sessions' reports come a while after their writes (not at once, this pool's setting),
+    // so that the call held is this session's.
     faults.env.DIRECTORY_SYNC_MS = "5000";
     const hold = { released: false };
-    faults.add({ point: "directory", matching: /^put$/, hold });
+    faults.add({ point: "directory", object: shardObjectOf(id), matching: /^put$/, hold });
     const asked = faults.injected.directory ?? 0;
     const answer = listing();
     await vi.waitFor(() => expect(faults.injected.directory).toBe(asked + 1), {
@@ -788,8 +797,7 @@ describe("a session object that stops after a change is stored, before it tells 
     await stopWhile(id, /^releaseQuota$/, () => api("DELETE", `/v1/sessions/${id}`));
     expect((await api("GET", `/v1/sessions/${id}`)).status).toBe(404);
     // Its alarm comes within seconds (not when its recovery window closes) and tells the directory.
-    await runAlarmDueSoon(id);
-    expect(await listed()).not.toContain(id);
+    await settlesByAlarm(id, async () => expect(await listed()).not.toContain(id));
     // Restorable all the same, and listed again once restored.
     expect((await api("POST", `/v1/sessions/${id}/restore`)).status).toBe(200);
     expect(await listed()).toContain(id);
@@ -804,13 +812,13 @@ describe("a session object that stops after a change is stored, before it tells 
     expect(await alarmIn(id)).toBeGreaterThan(60_000);
     // A purge closes the recovery window, then gives the session's room back to the tenant's ledger.
     await stopWhile(id, /^releaseQuota$/, () => api("DELETE", `/v1/sessions/${id}?purge=true`));
-    await runAlarmDueSoon(id);
-    const tables = await runInDurableObject(
-      stub(id),
-      (_instance, state) =>
-        state.storage.sql.exec("SELECT count(*) AS n FROM sqlite_master WHERE name = 'entries'").one().n,
-    );
-    expect(tables).toBe(0);
+    const tables = () =>
+      runInDurableObject(
+        stub(id),
+        (_instance, state) =>
+          state.storage.sql.exec("SELECT count(*) AS n FROM sqlite_master WHERE name = 'entries'").one().n,
+      );
+    await settlesByAlarm(id, async () => expect(await tables()).toBe(0));
     expect((await api("POST", `/v1/sessions/${id}/restore`)).status).toBe(404);
   });
 
@@ -834,8 +842,7 @@ describe("a session object that stops after a change is stored, before it tells 
     // A restore lets the directory list the session again, then lists it.
     await stopWhile(id, /^unbury$/, () => api("POST", `/v1/sessions/${id}/restore`));
     expect((await api("GET", `/v1/sessions/${id}`)).status).toBe(200);
-    await runAlarmDueSoon(id);
-    expect(await listed()).toContain(id);
+    await settlesByAlarm(id, async () => expect(await listed()).toContain(id));
   });
 });
 

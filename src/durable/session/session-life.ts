@@ -123,6 +123,8 @@ export class SessionLife {
     // would be deleted as soon as it is written.
     const { expiresAt, ...unexpiring } = header;
     const passed = builder !== undefined && expiresAt !== undefined && Date.parse(expiresAt) <= Date.now();
+    // Listed as it is stored: its alarm is set first (see `DirectoryReports.beforeListing`).
+    if (builder === undefined) await reports.beforeListing();
     const info = transaction(storage, [session, lifecycle], () => {
       // A builder's token is the session's incarnation: what its calls are known by.
       const created = session.init(tenant, builder ?? newId(), passed ? unexpiring : header);
@@ -162,8 +164,12 @@ export class SessionLife {
     if (!counted) await quotas.release(tenant, header.id);
     if (!(await this.#unlist())) return;
     if (purgeAt <= now) await this.#purge();
-    // Deleted, the session's work for the alarm is its purge (and a fork's copy, which goes on).
-    else await alarm.reset();
+    else {
+      // Deleted, and its directory told, the session's work for the alarm is its purge (and a
+      // fork's copy, which goes on): not the retry set in case it stopped first.
+      this.#retryAt = undefined;
+      await alarm.reset();
+    }
   }
 
   /**
@@ -249,7 +255,8 @@ export class SessionLife {
     }
     // Back, it is as new to the tenant's retention: else its next sweep would delete it again.
     session.writes.touch();
-    // Its alarm is set before the directory is called (`publish`).
+    // Listed again as it is stored: its alarm is set first (see `DirectoryReports.beforeListing`).
+    await reports.beforeListing();
     transaction(storage, [lifecycle], () => {
       lifecycle.markRestored();
       reports.owe("return");

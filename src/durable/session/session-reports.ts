@@ -59,12 +59,16 @@ export class DirectoryReports {
     this.#object.alarm.armSoon("schedule_directory_report");
   }
 
-  /** When the alarm should next report, if a report is waiting. */
+  /**
+   * When the alarm should next report, if a report is waiting. A listing's time, once passed, is
+   * spent: the alarm came for it (a report that takes longer is not asked for again and again).
+   */
   nextDue(): number | undefined {
     if (this.#object.lifecycle.deleted) return undefined;
-    if (this.#dueAt === undefined || this.#listingDueAt === undefined)
-      return this.#dueAt ?? this.#listingDueAt;
-    return Math.min(this.#dueAt, this.#listingDueAt);
+    const listing =
+      this.#listingDueAt !== undefined && this.#listingDueAt > Date.now() ? this.#listingDueAt : undefined;
+    if (this.#dueAt === undefined || listing === undefined) return this.#dueAt ?? listing;
+    return Math.min(this.#dueAt, listing);
   }
 
   /**
@@ -82,6 +86,7 @@ export class DirectoryReports {
   /** Nothing is waiting to be reported (the session is gone, or deleted). */
   forget(): void {
     this.#dueAt = undefined;
+    this.#failures = 0;
   }
 
   /** Records what the directory is owed; call it in the transaction that changes the session. */
@@ -163,20 +168,28 @@ export class DirectoryReports {
   }
 
   /**
+   * Sets the alarm to report the session soon, before a change that lists it is stored (created,
+   * restored, or published complete): should the object stop before the directory hears, the
+   * alarm tells it then. Should setting it fail, the change and its report go on all the same.
+   */
+  async beforeListing(): Promise<void> {
+    const { alarm, telemetry } = this.#object;
+    this.#listingDueAt = Date.now() + LISTING_GRACE_MS;
+    await alarm.arm().catch((error) => telemetry.logFailure("schedule_directory_report", error));
+  }
+
+  /**
    * Lists the session now (a fork or an import: once complete). The session exists whether or not
    * the directory answers; if it does not, the alarm keeps reporting until it does.
    */
   async publish(): Promise<void> {
     const { session, lifecycle, alarm, telemetry } = this.#object;
     if (!session.exists || lifecycle.deleted) return;
-    // The alarm is set to report it before the session is listed here: should the object stop
-    // before the directory hears, the alarm tells it then. Should setting it fail, the report is
-    // made all the same.
-    this.#listingDueAt = Date.now() + LISTING_GRACE_MS;
-    await alarm.arm().catch((error) => telemetry.logFailure("schedule_directory_report", error));
+    await this.beforeListing();
     lifecycle.listed();
     try {
       await this.#report();
+      this.#failures = 0;
     } catch (error) {
       await telemetry.logFailure("directory_report", error, { retryInMs: this.#syncMs });
       this.schedule();

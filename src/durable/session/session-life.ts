@@ -124,7 +124,7 @@ export class SessionLife {
     const { expiresAt, ...unexpiring } = header;
     const passed = builder !== undefined && expiresAt !== undefined && Date.parse(expiresAt) <= Date.now();
     // Listed as it is stored: its alarm is set first (see `DirectoryReports.beforeListing`).
-    if (builder === undefined) await reports.beforeListing();
+    if (builder === undefined && !session.exists) await reports.beforeListing();
     const info = transaction(storage, [session, lifecycle], () => {
       // A builder's token is the session's incarnation: what its calls are known by.
       const created = session.init(tenant, builder ?? newId(), passed ? unexpiring : header);

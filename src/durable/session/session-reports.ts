@@ -64,9 +64,10 @@ export class DirectoryReports {
    * spent: the alarm came for it (a report that takes longer is not asked for again and again).
    */
   nextDue(): number | undefined {
-    if (this.#object.lifecycle.deleted) return undefined;
     const listing =
       this.#listingDueAt !== undefined && this.#listingDueAt > Date.now() ? this.#listingDueAt : undefined;
+    // A deleted session is reported no more; one being restored is listed again soon.
+    if (this.#object.lifecycle.deleted) return listing;
     if (this.#dueAt === undefined || listing === undefined) return this.#dueAt ?? listing;
     return Math.min(this.#dueAt, listing);
   }

@@ -5,6 +5,7 @@ import { exportCodex } from "../../src/core/codex-export";
 import { parseCodex } from "../../src/core/codex-format";
 import type { ImportedSession } from "../../src/core/interchange";
 import { MemoryRepo } from "../../src/core/memory";
+import { usage } from "../../src/core/messages";
 import type { Session } from "../../src/core/session";
 import type { SessionStorage } from "../../src/core/storage";
 import { planSync } from "../../src/core/sync-import";
@@ -652,15 +653,6 @@ describe("syncing an agent's file that went on from the session's export", () =>
 });
 
 describe("a Claude Code transcript gone on from a line a compaction kept, synced back", () => {
-  const usage = {
-    input: 1,
-    output: 1,
-    cacheRead: 0,
-    cacheWrite: 0,
-    totalTokens: 2,
-    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-  };
-
   /** A session written over the API, counted to three and compacted keeping from "Two?", and its export. */
   async function compacted(): Promise<{ repo: MemoryRepo; session: Session; ids: string[]; lines: Line[] }> {
     const repo = new MemoryRepo();
@@ -675,7 +667,7 @@ describe("a Claude Code transcript gone on from a line a compaction kept, synced
           api: "anthropic-messages",
           provider: "anthropic",
           model: "claude-sonnet-4-5",
-          usage,
+          usage: usage(1, 1, 0, 0),
           stopReason: "stop",
           timestamp: 2 * index + 2,
         }),

@@ -837,6 +837,34 @@ describe("a session object that stops after a change is stored, before it tells 
     expect(waits.at(-1)).toBeGreaterThan(30_000);
   });
 
+  /**
+   * Leaves the session as an object stopped before its alarm was set for the news it owes its
+   * directory: the alarm is cleared, the object stopped; `stuck` checks the listing is still wrong.
+   */
+  async function withoutAlarm(id: string, stuck: () => Promise<void>): Promise<void> {
+    await runInDurableObject(stub(id), (_instance, state) => state.storage.deleteAlarm());
+    await runInDurableObject(stub(id), (_instance, state) => state.abort("reset")).catch(() => undefined);
+    await stuck();
+  }
+
+  it("takes a deleted session out of the listing once it wakes, though no alarm was set for it", async () => {
+    const id = await newSession();
+    await stopWhile(id, /^releaseQuota$/, () => api("DELETE", `/v1/sessions/${id}`));
+    await withoutAlarm(id, async () => expect(await listed()).toContain(id));
+    // Asked for, it wakes: its alarm comes within seconds and tells the directory.
+    expect((await api("GET", `/v1/sessions/${id}`)).status).toBe(404);
+    await settlesByAlarm(id, async () => expect(await listed()).not.toContain(id));
+  });
+
+  it("lists a restored session again once it wakes, though no alarm was set for it", async () => {
+    const id = await newSession();
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    await stopWhile(id, /^unbury$/, () => api("POST", `/v1/sessions/${id}/restore`));
+    await withoutAlarm(id, async () => expect(await listed()).not.toContain(id));
+    expect((await api("GET", `/v1/sessions/${id}`)).status).toBe(200);
+    await settlesByAlarm(id, async () => expect(await listed()).toContain(id));
+  });
+
   it("lists a restored session again by its alarm", async () => {
     const id = await newSession();
     expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);

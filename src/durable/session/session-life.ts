@@ -456,6 +456,21 @@ export class SessionLife {
     return false;
   }
 
+  /**
+   * On waking: news the directory is still owed (the object stopped before telling it, or the
+   * directory failed) is told by the alarm soon, whatever the alarm stood at, or if none was set.
+   */
+  resumeOwedNews(): void {
+    const { session, lifecycle, alarm } = this.#object;
+    if (!session.exists || !this.#reports.owes) return;
+    // A deleted session's removal is its life's to tell; a restored one's return, its next report's.
+    if (!lifecycle.deleted) this.#reports.schedule();
+    else {
+      this.#retryAt = Date.now();
+      alarm.armSoon("schedule_directory_removal");
+    }
+  }
+
   /** The alarm comes back for lifecycle work that could not be done yet, `ms` from now. */
   async #retryIn(ms: number): Promise<void> {
     const at = Date.now() + ms;

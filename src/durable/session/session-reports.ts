@@ -95,6 +95,11 @@ export class DirectoryReports {
     this.#object.storage.kv.put(OWED_KEY, owed);
   }
 
+  /** Whether the directory is owed the news of a delete or a restore. */
+  get owes(): boolean {
+    return this.#object.storage.kv.get<Owed>(OWED_KEY) !== undefined;
+  }
+
   /** Tells the directory what it is owed, if anything; throws (and it stays owed) when it cannot. */
   async payOwed(): Promise<void> {
     const { storage, session, lifecycle, placed } = this.#object;

@@ -151,7 +151,11 @@ async function fillBenchObject(name: string, count: number, compact: boolean): P
  * than one still indexing in the background.
  */
 async function settleIndexing(id: string): Promise<void> {
-  await http("GET", `/v1/sessions/${id}/search?q=settled&limit=1`);
+  // Each search indexes for a while before it looks, and says whether entries still wait.
+  for (;;) {
+    const { json } = await http("GET", `/v1/sessions/${id}/search?q=settled&limit=1`);
+    if (json.indexing !== true) return;
+  }
 }
 
 /** Fills a service session over HTTP (batches of 1,000) and maybe compacts it keeping about 100 entries. */
@@ -513,6 +517,7 @@ async function tenants(sizes: number[]) {
   ratio("MCP search_sessions tool call p50 / GET /v1/search p50", toolName, searchName, 1.5);
 
   const big = sizes[sizes.length - 1] as number;
+  if (!filled.has(`http-${big}`)) await fillSession(`http-${big}`, big, false);
   const session = `/v1/sessions/http-${big}/search`;
   const label = big.toLocaleString("en-US");
   record(
@@ -770,6 +775,18 @@ async function forks() {
     max: 0,
     runs: 1,
     budget: { limit: 128, note: "far below 128 MB" },
+  });
+  // Its entries are indexed for search after the copy, in the background: the sections after
+  // this one are measured once that is done.
+  const copiedAt = performance.now();
+  await settleIndexing("fork-1000000-copy");
+  figures.push({
+    name: "search indexing of the 1,000,000-entry fork after its copy (its alarms, and searches that wait)",
+    unit: "ms",
+    median: performance.now() - copiedAt,
+    min: 0,
+    max: 0,
+    runs: 1,
   });
 }
 

@@ -72,9 +72,16 @@ export class ObjectAlarm {
    * Sets the alarm to exactly the earliest due time, or clears it: for when what it was set for is
    * known to be over (a deleted session restored no longer waits to be purged).
    */
-  async reset(): Promise<void> {
-    await this.clear();
-    await this.arm();
+  reset(): Promise<void> {
+    // One call either way (setting replaces the alarm): should it fail, the alarm stands as it was,
+    // comes early, finds nothing due and is set again, rather than no alarm being left at all.
+    const reset = this.#arming.then(async () => {
+      const due = this.nextDue();
+      if (due === undefined) await this.#storage.deleteAlarm();
+      else await this.#storage.setAlarm(Math.min(due, LATEST_ALARM_AT));
+    });
+    this.#arming = reset.catch(() => undefined);
+    return reset;
   }
 
   /** No alarm: the object is about to hold nothing (a purge; should it fail, it arms again). */

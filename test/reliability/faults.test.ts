@@ -875,6 +875,144 @@ describe("a session object that stops after a change is stored, before it tells 
   });
 });
 
+describe("a session's lifecycle news, told to its directory in the order it happened", () => {
+  const alarmAt = (id: string) =>
+    runInDurableObject(stub(id), (_instance, state) => state.storage.getAlarm());
+  const tables = (id: string) =>
+    runInDurableObject(
+      stub(id),
+      (_instance, state) =>
+        state.storage.sql.exec("SELECT count(*) AS n FROM sqlite_master WHERE name = 'entries'").one().n,
+    );
+
+  /** Holds the next call `method` to the session's own directory shard; `reached` once it waits. */
+  function holdShard(id: string, method: RegExp) {
+    const hold = { released: false };
+    const object = env.DIRECTORY.idFromName(
+      directoryObjectName(TENANT, shardOf(id, shardCount(env as unknown as DurableEnv))),
+    ).toString();
+    faults.add({ point: "directory", object, matching: method, hold });
+    const asked = faults.injected.directory ?? 0;
+    const reached = () =>
+      vi.waitFor(() => expect(faults.injected.directory).toBe(asked + 1), { timeout: 5_000, interval: 10 });
+    return { hold, reached };
+  }
+
+  /**
+   * Lets a change made while another's news is out go as far as it goes before that news arrives:
+   * to its answer, or to where it waits for the news before it (a second at most).
+   */
+  const asFarAsItGoes = (change: Promise<Answer>) =>
+    Promise.race([change, new Promise((resolve) => setTimeout(resolve, 1_000))]);
+
+  it("answers a delete done though its alarm could not be set after, and purges it when its window closes", async () => {
+    const id = await newSession();
+    await api("POST", `/v1/sessions/${id}/entries`, message("a", "one"));
+    await vi.waitFor(async () => expect(await alarmAt(id)).toBeNull(), { timeout: 5_000, interval: 50 });
+    // The delete sets its alarm before its change, then for the purge once the directory is told.
+    faults.add({ point: "setAlarm", object: objectOf(id), skip: 1 });
+    const deleted = await api(
+      "DELETE",
+      `/v1/sessions/${id}`,
+      undefined,
+      withSettings({ RECOVERY_WINDOW_SECONDS: "1" }),
+    );
+    expect(faults.injected.setAlarm).toBeGreaterThan(0);
+    expect(deleted.status).toBe(204);
+    expect(await listed()).not.toContain(id);
+    // The alarm set first stands: it comes, and the purge's follows once the window closes.
+    await vi.waitFor(
+      async () => {
+        const at = await alarmAt(id);
+        if (at !== null && at <= Date.now() + 5_000) await runDurableObjectAlarm(stub(id));
+        expect(await tables(id)).toBe(0);
+      },
+      { timeout: 10_000, interval: 200 },
+    );
+  });
+
+  it("keeps a session deleted while its restore's news was out of the listing, and purges it", async () => {
+    const id = await newSession();
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    const { hold, reached } = holdShard(id, /^unbury$/);
+    const restoring = api("POST", `/v1/sessions/${id}/restore`);
+    await reached();
+    const deleting = api("DELETE", `/v1/sessions/${id}`);
+    await asFarAsItGoes(deleting);
+    hold.released = true;
+    expect((await restoring).status).toBe(200);
+    expect((await deleting).status).toBe(204);
+    expect(await listed()).not.toContain(id);
+    expect((await api("DELETE", `/v1/sessions/${id}?purge=true`)).status).toBe(204);
+    expect(await listed()).not.toContain(id);
+  });
+
+  it("lists a session restored while its delete's news was out", async () => {
+    const id = await newSession();
+    const { hold, reached } = holdShard(id, /^remove$/);
+    const deleting = api("DELETE", `/v1/sessions/${id}`);
+    await reached();
+    const restoring = api("POST", `/v1/sessions/${id}/restore`);
+    await asFarAsItGoes(restoring);
+    hold.released = true;
+    expect((await deleting).status).toBe(204);
+    expect((await restoring).status).toBe(200);
+    expect(await listed()).toContain(id);
+    // Its reports are taken after, as any session's.
+    expect((await api("POST", `/v1/sessions/${id}/entries`, message("a", "after"))).status).toBe(201);
+    await runDurableObjectAlarm(stub(id));
+    expect(await listed()).toContain(id);
+  });
+
+  it("leaves no alarm coming again and again for a session purged while its restore's news was out", async () => {
+    const id = await newSession();
+    expect((await api("DELETE", `/v1/sessions/${id}`)).status).toBe(204);
+    const { hold, reached } = holdShard(id, /^unbury$/);
+    const restoring = api("POST", `/v1/sessions/${id}/restore`);
+    await reached();
+    const purging = api("DELETE", `/v1/sessions/${id}?purge=true`);
+    await asFarAsItGoes(purging);
+    hold.released = true;
+    expect((await purging).status).toBe(204);
+    expect([200, 404]).toContain((await restoring).status);
+    await vi.waitFor(async () => expect(await tables(id)).toBe(0), { timeout: 5_000, interval: 50 });
+    // Gone, the object has nothing for its alarm: none stays set (it would come and find nothing).
+    await vi.waitFor(async () => expect(await alarmAt(id)).toBeNull(), { timeout: 5_000, interval: 50 });
+    const runs = await runInDurableObject(stub(id), async (instance) => {
+      let count = 0;
+      const object = instance as unknown as { alarm: () => Promise<void> };
+      const alarm = object.alarm.bind(object);
+      object.alarm = () => {
+        count++;
+        return alarm();
+      };
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      return count;
+    });
+    expect(runs).toBe(0);
+    expect(await listed()).not.toContain(id);
+  });
+
+  it("keeps a fork's path at its source while whether the fork is listed cannot be known", async () => {
+    const source = await newSession();
+    const batch = { entries: [message("a", "one"), message("b", "two"), message("c", "three")] };
+    expect((await api("POST", `/v1/sessions/${source}/entries`, batch)).status).toBe(201);
+    faults.env.FORK_COPY_PAGE_BYTES = "1";
+    faults.env.FORK_COPY_PAUSE_MS = "3600000";
+    const fork = `f-${newId()}`;
+    // The fork's alarm after it lists itself fails, and so does the call asking whether it is listed.
+    faults.add({ point: "setAlarm", object: objectOf(fork), skip: 1, times: 3 });
+    const made = await api("POST", `/v1/sessions/${source}/fork`, { entryId: "c", id: fork });
+    expect(made.status).toBe(503);
+    expect(made.body.error.details.outcome).toBe("unknown");
+    // Listed and copying, it reads its whole path: the source kept it.
+    expect(await listed()).toContain(fork);
+    const read = await api("GET", `/v1/sessions/${fork}/entries`);
+    expect(read.status).toBe(200);
+    expect(read.body.entries.map((entry: { id: string }) => entry.id)).toEqual(["a", "b", "c"]);
+  });
+});
+
 describe("a directory shard that cannot ask for the tenant's retention", () => {
   it("asks again from its alarm, even once restarted, and then sweeps with it", async () => {
     const tenant = `retention-${newId()}`;

@@ -173,7 +173,10 @@ export class DurableRepo implements SessionRepo, SessionCreator {
       const begun = !(error instanceof SessionError && error.code === "already_exists");
       const removal = begun ? await removeBegun(storage) : "removed";
       if (removal !== "removed") {
-        const info = await storage.listedInfo();
+        // Whether it is listed unknown, it may be copying: its source keeps the path for it.
+        const info = await storage.listedInfo().catch(() => {
+          throw partlyApplied(error);
+        });
         if (info) return { storage, info };
         // Left behind unlisted (until its object drops it), what it began may be read.
         if (removal === "left") throw partlyApplied(error);

@@ -1,6 +1,7 @@
 import type { OmittedHistory } from "../../core/compaction";
 import { addOmitted } from "../../core/compaction";
 import type { LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "../../core/entries";
+import { SessionError } from "../../core/errors";
 import { newSessionHeader } from "../../core/header";
 import { newId } from "../../core/ids";
 import type { LocationHint } from "../../core/location";
@@ -308,8 +309,15 @@ export class SessionObjectStorage implements SessionStorage {
    */
   async listedInfo(): Promise<SessionInfo | undefined> {
     if (this.#builder === undefined) return undefined;
-    const info = await this.#object.listedInfo(this.#builder).catch(() => undefined);
-    if (info) this.#builder = undefined;
+    let info: SessionInfo;
+    try {
+      info = await this.#object.listedInfo(this.#builder);
+    } catch (error) {
+      // Only `not_found` says it is not listed; any other failure leaves that unknown.
+      if (error instanceof SessionError && error.code === "not_found") return undefined;
+      throw error;
+    }
+    this.#builder = undefined;
     return info;
   }
 

@@ -168,7 +168,8 @@ export class SessionLife {
       // Deleted, and its directory told, the session's work for the alarm is its purge (and a
       // fork's copy, which goes on): not the retry set in case it stopped first.
       this.#retryAt = undefined;
-      await alarm.reset();
+      // Should that fail, the retry's alarm stands, and sets it when it comes: the delete is done.
+      await alarm.reset().catch((error) => this.#object.telemetry.logFailure("schedule_purge", error));
     }
   }
 
@@ -264,8 +265,9 @@ export class SessionLife {
     // Listed again by its next report, which pays the directory its return first: now, or from
     // the alarm if the directory cannot be reached now.
     await reports.publish();
-    // The alarm no longer waits to purge it: it comes when the restored session's work is due.
-    await alarm.reset();
+    // The alarm no longer waits to purge it: it comes when the restored session's work is due
+    // (should that fail, the alarm set before comes, finds no purge due, and is set again).
+    await alarm.reset().catch((error) => this.#object.telemetry.logFailure("schedule_restored", error));
     return session.info();
   }
 
@@ -457,18 +459,19 @@ export class SessionLife {
   }
 
   /**
-   * On waking: news the directory is still owed (the object stopped before telling it, or the
-   * directory failed) is told by the alarm soon, whatever the alarm stood at, or if none was set.
+   * On waking, whatever the session's life has due has its alarm, though the object stopped, or
+   * setting it failed, before it was set: its purge or expiry, and news the directory is still
+   * owed, told soon (a deleted session's removal by the life, a restored one's return by its next
+   * report).
    */
-  resumeOwedNews(): void {
+  resume(): void {
     const { session, lifecycle, alarm } = this.#object;
-    if (!session.exists || !this.#reports.owes) return;
-    // A deleted session's removal is its life's to tell; a restored one's return, its next report's.
-    if (!lifecycle.deleted) this.#reports.schedule();
-    else {
-      this.#retryAt = Date.now();
-      alarm.armSoon("schedule_directory_removal");
+    if (!session.exists) return;
+    if (this.#reports.owes) {
+      if (lifecycle.deleted) this.#retryAt = Date.now();
+      else this.#reports.schedule();
     }
+    alarm.armSoon("resume_lifecycle");
   }
 
   /** The alarm comes back for lifecycle work that could not be done yet, `ms` from now. */

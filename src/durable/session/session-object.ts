@@ -115,9 +115,9 @@ export class SessionObject extends DurableObject<DurableEnv> {
     alarm.add(() => generations.nextDue());
     alarm.add(() => copy.nextDue());
     if (session.writes.searchBackfillPending) alarm.armSoon("schedule_search_indexing");
-    // A fork's copy goes on after an eviction or a restart, and news owed to the directory is told.
+    // A fork's copy goes on after an eviction or a restart; the life's work due has its alarm.
     copy.armSoon();
-    life.resumeOwedNews();
+    life.resume();
     // A compaction cut off by a restart is not left running.
     this.#autoCompaction.failInterrupted();
     // An open generation is stopped if abandoned, though the object restarted before it set the alarm.

@@ -42,6 +42,8 @@ export class DirectoryReports {
   /** While a session is being listed: when the alarm reports it, should the object stop first. */
   #listingDueAt: number | undefined;
   #failures = 0;
+  /** The directory's news being told (`payOwed`), one at a time. */
+  #paying: Promise<void> = Promise.resolve();
 
   constructor(object: SessionObjectState) {
     this.#object = object;
@@ -53,8 +55,9 @@ export class DirectoryReports {
 
   /** After a write: the alarm reports it soon (once, for every write until then). */
   schedule(): void {
-    // A deleted session is not reported (its removal is its life's to tell).
-    if (this.#dueAt !== undefined || this.#object.lifecycle.deleted) return;
+    // A deleted session is not reported (its removal is its life's to tell), nor one gone.
+    const { session, lifecycle } = this.#object;
+    if (this.#dueAt !== undefined || !session.exists || lifecycle.deleted) return;
     this.#dueAt = Date.now() + this.#syncMs;
     this.#object.alarm.armSoon("schedule_directory_report");
   }
@@ -64,6 +67,7 @@ export class DirectoryReports {
    * spent: the alarm came for it (a report that takes longer is not asked for again and again).
    */
   nextDue(): number | undefined {
+    if (!this.#object.session.exists) return undefined;
     const listing =
       this.#listingDueAt !== undefined && this.#listingDueAt > Date.now() ? this.#listingDueAt : undefined;
     // A deleted session is reported no more; one being restored is listed again soon.
@@ -87,6 +91,7 @@ export class DirectoryReports {
   /** Nothing is waiting to be reported (the session is gone, or deleted). */
   forget(): void {
     this.#dueAt = undefined;
+    this.#listingDueAt = undefined;
     this.#failures = 0;
   }
 
@@ -100,8 +105,18 @@ export class DirectoryReports {
     return this.#object.storage.kv.get<Owed>(OWED_KEY) !== undefined;
   }
 
-  /** Tells the directory what it is owed, if anything; throws (and it stays owed) when it cannot. */
-  async payOwed(): Promise<void> {
+  /**
+   * Tells the directory what it is owed, if anything; throws (and it stays owed) when it cannot.
+   * One call at a time, so that the directory hears a delete and a restore in the order they were
+   * made: a removal sent while a return is out (or the other way round) would otherwise overtake it.
+   */
+  payOwed(): Promise<void> {
+    const paid = this.#paying.then(() => this.#payOwed());
+    this.#paying = paid.catch(() => undefined);
+    return paid;
+  }
+
+  async #payOwed(): Promise<void> {
     const { storage, session, lifecycle, placed } = this.#object;
     const owed = storage.kv.get<Owed>(OWED_KEY);
     if (owed === undefined || !session.exists) return;
@@ -131,6 +146,8 @@ export class DirectoryReports {
     // Deleted sessions left the listing; incomplete ones join it once complete.
     if (lifecycle.deleted || lifecycle.pending) return;
     await this.payOwed();
+    // Deleted (or purged) while the directory was told of its return: it is not listed again.
+    if (!session.exists || lifecycle.deleted) return;
     const { tenant, incarnation, version } = session.state;
     const { shard } = lifecycle.state;
     const info = session.info();

@@ -75,11 +75,12 @@ function chatParts(content: unknown): ChatPart[] {
   return parts;
 }
 
-const textOf = (parts: ChatPart[]) =>
-  parts
-    .filter((part): part is { type: "text"; text: string } => part.type === "text")
-    .map((part) => part.text)
-    .join("");
+/**
+ * The text blocks of a message, each its own part: an answer's stay apart (text around a tool call
+ * is not run together), a tool result's are joined by a line, as Chat Completions reads them.
+ */
+const textParts = (parts: ChatPart[]) =>
+  parts.filter((part): part is { type: "text"; text: string } => part.type === "text");
 
 /**
  * A LangChain message as a session's message, given the messages before it (where a tool result
@@ -94,13 +95,13 @@ export function fromLangChain(
   let chat: unknown;
   if (kind === "human") chat = { role: "user", content: parts.length === 0 ? "" : parts };
   else if (kind === "tool" && typeof kwargs.tool_call_id === "string")
-    chat = { role: "tool", tool_call_id: kwargs.tool_call_id, content: textOf(parts) };
+    chat = { role: "tool", tool_call_id: kwargs.tool_call_id, content: textParts(parts) };
   else if (kind === "ai") {
     const calls = Array.isArray(kwargs.tool_calls) ? kwargs.tool_calls.filter(isRecord) : [];
     const extra = isRecord(kwargs.additional_kwargs) ? kwargs.additional_kwargs.reasoning_content : undefined;
     chat = {
       role: "assistant",
-      content: textOf(parts),
+      content: textParts(parts),
       tool_calls: calls.map((call) => ({
         id: String(call.id ?? ""),
         type: "function",

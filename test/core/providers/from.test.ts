@@ -6,6 +6,7 @@ import type { AgentMessage, AssistantMessage, ToolResultMessage } from "../../..
 import { convertProviderMessage } from "../../../src/core/providers/convert";
 import { fromAnthropic } from "../../../src/core/providers/from-anthropic";
 import { fromGemini } from "../../../src/core/providers/from-gemini";
+import { fromLangChain } from "../../../src/core/providers/from-langchain";
 import { fromOpenAIChat } from "../../../src/core/providers/from-openai-chat";
 import { fromOpenAIResponses } from "../../../src/core/providers/from-openai-responses";
 import { toAnthropic } from "../../../src/core/providers/to-anthropic";
@@ -520,5 +521,37 @@ describe("convertProviderMessage", () => {
       modelId: GEMINI.model,
     });
     expect(contents[1]?.parts).toEqual([{ text: "x", thoughtSignature: "QUJD" }]);
+  });
+});
+
+describe("LangChain messages", () => {
+  const read = (kind: "ai" | "tool", kwargs: Record<string, unknown>, history: AgentMessage[] = []) =>
+    fromLangChain({ id: "", kind, kwargs }, { history, timestamp: 1 });
+
+  it("keeps an answer's text blocks apart, around its tool call, and joins a tool result's by a line", () => {
+    const answer = read("ai", {
+      content: [
+        { type: "text", text: "Reading a first." },
+        { type: "tool_use", id: "call_1", name: "read", input: { path: "a" } },
+        { type: "text", text: "Then b." },
+      ],
+      tool_calls: [{ id: "call_1", name: "read", args: { path: "a" } }],
+    }) as AssistantMessage;
+    expect(answer.content.filter((part) => part.type === "text")).toEqual([
+      { type: "text", text: "Reading a first." },
+      { type: "text", text: "Then b." },
+    ]);
+    const result = read(
+      "tool",
+      {
+        tool_call_id: "call_1",
+        content: [
+          { type: "text", text: "line 1" },
+          { type: "text", text: "line 2" },
+        ],
+      },
+      [answer],
+    ) as ToolResultMessage;
+    expect(result.content).toEqual([{ type: "text", text: "line 1\nline 2" }]);
   });
 });

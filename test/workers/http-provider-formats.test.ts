@@ -303,6 +303,47 @@ describe("GET …/context?format=", () => {
 });
 
 describe("appending a provider's message", () => {
+  it("answers a call a format sent under an id made valid (`functions.read:0`) by the result naming that id", async () => {
+    const results = {
+      anthropic: (wire: string) => ({
+        role: "user",
+        content: [{ type: "tool_result", tool_use_id: wire, content: "a's text" }],
+      }),
+      "openai-chat": (wire: string) => ({ role: "tool", tool_call_id: wire, content: "a's text" }),
+    };
+    for (const [format, result] of Object.entries(results)) {
+      const id = await sessionWith([
+        { type: "model_change", provider: "anthropic", modelId: "claude-sonnet-4-5" },
+        { type: "message", message: { role: "user", content: "Read a.", timestamp: 1 } },
+        {
+          type: "message",
+          message: {
+            role: "assistant",
+            content: [{ type: "toolCall", id: "functions.read:0", name: "read", arguments: { path: "a" } }],
+            api: "anthropic-messages",
+            provider: "anthropic",
+            model: "claude-sonnet-4-5",
+            usage,
+            stopReason: "toolUse",
+            timestamp: 2,
+          },
+        },
+      ]);
+      const sent = await contextIn(id, `format=${format}`);
+      expect(sent.status, sent.text).toBe(200);
+      expect(sent.text).toContain('"functions_read_0"');
+      const answered = await append(id, { type: "message", format, message: result("functions_read_0") });
+      expect(answered.status, answered.text).toBe(201);
+      const { messages } = await ourContext(id);
+      expect(messages.at(-1), format).toMatchObject({
+        role: "toolResult",
+        toolCallId: "functions.read:0",
+        toolName: "read",
+        content: [{ type: "text", text: "a's text" }],
+      });
+    }
+  });
+
   it("stores an Anthropic reply with its signed thinking, then its tool results named from the call", async () => {
     const id = await sessionWith([
       { type: "message", message: { role: "user", content: "Check.", timestamp: 1 } },

@@ -6,6 +6,7 @@ import { NO_USAGE } from "../messages";
 import { lastTurnOf } from "./last-turn";
 import type { MessageFormat } from "./target";
 import { parseDataUrl } from "./text";
+import { isWireIdOf } from "./tool-call-ids";
 
 /*
  * What every reader of a provider's messages shares: validation that names the bad field, the
@@ -212,12 +213,15 @@ export class WaitingCalls {
 
   /**
    * The waiting call a result for `id` answers, as stored (pi-ai stores OpenAI Responses calls as
-   * `call_id|item_id`, and their results name the `call_id` only); undefined when there is none.
+   * `call_id|item_id`, and their results name the `call_id` only; a format that cannot send an id
+   * as stored, such as `functions.read:0`, sent it made valid, and its result names it so);
+   * undefined when there is none.
    */
   answer(id: string): { id: string; name: string } | undefined {
     const call =
       this.calls.find((c) => c.id === id && !c.answered) ??
-      this.calls.find((c) => c.id.startsWith(`${id}|`) && !c.answered);
+      this.calls.find((c) => c.id.startsWith(`${id}|`) && !c.answered) ??
+      this.calls.find((c) => !c.answered && isWireIdOf(id, c.id));
     if (!call) return undefined;
     call.answered = true;
     return { id: call.id, name: call.name };

@@ -34,6 +34,23 @@ export function itemIdPart(id: string): string | undefined {
   return pipe < 0 ? undefined : id.slice(pipe + 1) || undefined;
 }
 
+/** The id a call is sent under when no other call of the request has it: its `call_id` part, made valid. */
+function wireBase(id: string): string {
+  return callIdPart(id).replace(INVALID, "_") || "call";
+}
+
+/** The lengths the formats cut ids to. */
+const CUT_LENGTHS = new Set([OPENAI_CHAT_IDS.maxLength, ANTHROPIC_IDS.maxLength]);
+
+/**
+ * Whether `wireId` is the stored call id `storedId` as a format sent it (its invalid characters
+ * replaced, cut to the format's length): a result naming it so answers that call.
+ */
+export function isWireIdOf(wireId: string, storedId: string): boolean {
+  const base = wireBase(storedId);
+  return wireId === base || (CUT_LENGTHS.has(wireId.length) && base.startsWith(wireId));
+}
+
 /** Hands out wire ids for one request: each call occurrence gets an id no other call has. */
 export class ToolCallIds {
   private readonly used = new Set<string>();
@@ -42,7 +59,7 @@ export class ToolCallIds {
   constructor(private readonly rule: ToolCallIdRule) {}
 
   allocate(id: string): string {
-    const base = (callIdPart(id).replace(INVALID, "_") || "call").slice(0, this.rule.maxLength);
+    const base = wireBase(id).slice(0, this.rule.maxLength);
     if (!this.used.has(base)) {
       this.used.add(base);
       return base;

@@ -7,6 +7,7 @@ import { directoryShard, shardCount } from "../../src/durable/names";
 import { streamObjectName } from "../../src/durable/stream";
 import {
   api,
+  directoryReplacing,
   expectError,
   heldClaimAnswers,
   KEY_B,
@@ -416,6 +417,24 @@ describe("stream quotas", () => {
     expect((await head(fork, RETRIES)).status).toBe(404);
     expect((await call("DELETE", large, { key: RETRIES })).status).toBe(204);
     expect((await head(large, RETRIES)).status).toBe(404);
+  });
+
+  it("gives a stream's place back once it is deleted, though its directory never heard of it and its object restarted", async () => {
+    const key = `unheard-${newId()}`;
+    const path = `/v1/stream/${key}`;
+    const stub = streamObjects().getByName(streamObjectName("tenant-stream-retries", key));
+    const unreachable = directoryReplacing("reportStream", async () => {
+      throw new Error("directory out of reach");
+    });
+    await withObjectEnv(stub, { DIRECTORY: unreachable }, async () => {
+      await create(path, { key: RETRIES, body: "hello" });
+    });
+    expect(await ledgerClaim("tenant-stream-retries", key)).toBeGreaterThanOrEqual(5);
+    // Stopped before its report is tried again: what it held in memory is gone.
+    await evictDurableObject(stub);
+    expect((await call("DELETE", path, { key: RETRIES })).status).toBe(204);
+    await runDurableObjectAlarm(stub);
+    expect(await ledgerClaim("tenant-stream-retries", key)).toBeUndefined();
   });
 });
 

@@ -25,13 +25,19 @@ export const REPORT_DELAY_MS = 1000;
 /** How soon a report that failed is tried again. */
 export const REPORT_RETRY_MS = 30_000;
 
-/** Where the object keeps what it last reported and which shard it reports to. */
+/** Where the object keeps what it last reported, the shard it reports to, and its claim. */
 const ACCOUNT_KEY = "account";
 
 interface Reported {
   shard: number;
   /** What the directory last heard (`fingerprint`), or null before the first report. */
   heard: string | null;
+  /**
+   * Whether the ledger may count the stream (it admitted it or granted it room, and was not told
+   * since that it is gone): kept with the rest, so that a stream removed after its object restarted
+   * is released even when its directory never heard of it.
+   */
+  claimed?: boolean;
 }
 
 /** The bytes a stream holds itself: a fork's inherited data is its source's. */
@@ -60,10 +66,10 @@ export class StreamAccount {
   readonly #store: StreamStore;
   /** The bytes the stream may hold without asking the ledger again; unknown until it asks. */
   #claim: number | undefined;
-  /** Whether the ledger counts the stream (it admitted it, and it was not released since). */
-  #claimed = false;
   /** Settles sent to the ledger: one sent while a claim was asked came after it and shrank it. */
   #settles = 0;
+  /** Claims asked of the ledger: one asked while a release was sent may count the stream again. */
+  #asks = 0;
   readonly #ledger: QuotaLedger;
 
   constructor(env: DurableEnv, kv: SyncKvStorage, store: StreamStore) {
@@ -80,8 +86,9 @@ export class StreamAccount {
   async #ask(tenant: string, key: string, holds: number, wants: number, isNew: boolean): Promise<void> {
     const sessionId = `${STREAM_CLAIM_PREFIX}${key}`;
     const settles = this.#settles;
+    this.#asks++;
     const claim = await this.#ledger.claim(tenant, { sessionId, holds, wants, newSession: isNew });
-    this.#claimed = true;
+    if (!this.#reported(key).claimed) this.#record(key, { claimed: true });
     this.#claim = settles === this.#settles ? claim : undefined;
   }
 
@@ -131,6 +138,20 @@ export class StreamAccount {
     );
   }
 
+  #record(key: string, change: Partial<Reported>): void {
+    this.#kv.put(ACCOUNT_KEY, { ...this.#reported(key), ...change } satisfies Reported);
+  }
+
+  /** Tells the ledger the stream counts no more (told again, it changes nothing). */
+  async #release(tenant: string, key: string): Promise<void> {
+    const id = `${STREAM_CLAIM_PREFIX}${key}`;
+    const asks = this.#asks;
+    // Told even without tenant-wide quotas (see `SessionDirectory.releaseQuota`).
+    await this.#ledger.release(tenant, id, tenantWide(quotasFor(this.#env.QUOTAS, tenant), "streams"));
+    this.#claim = undefined;
+    if (asks === this.#asks) this.#record(key, { claimed: false });
+  }
+
   /**
    * After the object's work: a stream made, deleted or removed is reported now; one that only grew
    * or closed is reported a moment later, with the writes that follow. Answers when the host's
@@ -138,10 +159,11 @@ export class StreamAccount {
    */
   async changed(tenant: string, key: string): Promise<number | null> {
     const stream = this.#store.get(key);
-    const { heard } = this.#reported(key);
-    // Room the ledger granted a stream that is not here (a create that failed after asking) goes
-    // back now, whatever the directory heard of the path before.
-    const unclaimed = !stream && this.#claimed;
+    const { heard, claimed } = this.#reported(key);
+    // Room the ledger granted a stream that is not here (a create that failed after asking, one
+    // removed before its directory heard of it) goes back now, whatever the directory heard of the
+    // path before.
+    const unclaimed = !stream && claimed === true;
     if (!unclaimed && heard === fingerprint(stream)) return null;
     if (!unclaimed && heard !== null && stateIn(heard) === stateOf(stream))
       return Date.now() + REPORT_DELAY_MS;
@@ -154,10 +176,7 @@ export class StreamAccount {
    */
   async release(tenant: string, key: string): Promise<boolean> {
     try {
-      const id = `${STREAM_CLAIM_PREFIX}${key}`;
-      await this.#ledger.release(tenant, id, tenantWide(quotasFor(this.#env.QUOTAS, tenant), "streams"));
-      this.#claim = undefined;
-      this.#claimed = false;
+      await this.#release(tenant, key);
       return true;
     } catch (error) {
       logLine({ type: "background", task: "stream_release", error: errorSummary(error) }, "error");
@@ -176,11 +195,8 @@ export class StreamAccount {
     try {
       const quotas = quotasFor(this.#env.QUOTAS, tenant);
       const id = `${STREAM_CLAIM_PREFIX}${key}`;
-      if (!stream && (this.#claimed || (reported.heard !== null && reported.heard !== "removed"))) {
-        // Told even without tenant-wide quotas (see `SessionDirectory.releaseQuota`).
-        await this.#ledger.release(tenant, id, tenantWide(quotas, "streams"));
-        this.#claim = undefined;
-        this.#claimed = false;
+      if (!stream && (reported.claimed || (reported.heard !== null && reported.heard !== "removed"))) {
+        await this.#release(tenant, key);
       } else if (stream && idle && quotas.maxTenantBytes !== undefined) {
         this.#claim = undefined;
         this.#settles++;
@@ -201,7 +217,7 @@ export class StreamAccount {
         shard: reported.shard,
       };
       await directoryShard(this.#env, tenant, reported.shard).reportStream(report);
-      this.#kv.put(ACCOUNT_KEY, { ...reported, heard: print } satisfies Reported);
+      this.#record(key, { heard: print });
       return true;
     } catch (error) {
       logLine({ type: "background", task: "stream_report", error: errorSummary(error) }, "error");

@@ -547,6 +547,34 @@ describe("a session's claim, against its writes", () => {
     expect((await infoOf(KEY, session.id)).entryCount).toBe(session.entryCount);
     expect(await ledgerClaim(session.id)).toBeGreaterThanOrEqual(session.bytes);
   });
+
+  it("is not left in the ledger by a write that claimed room while its session's deletion gave it back", async () => {
+    const session = await create(KEY, [sized(1000)]);
+    await settled(session);
+    const stub = sessionOf(session.id);
+    let released = false;
+    let held = true;
+    // The ledger applies the deletion's release at once; its answer is slow to come back.
+    const directory = directoryReplacing("releaseQuota", async (real, args) => {
+      const answer = await real(...args);
+      released = true;
+      await vi.waitFor(() => expect(held).toBe(false), { timeout: 5000, interval: 5 });
+      return answer;
+    });
+    await withObjectEnv(stub, { DIRECTORY: directory }, async () => {
+      const deleting = api("DELETE", `/v1/sessions/${session.id}`, { key: KEY });
+      await vi.waitFor(() => expect(released).toBe(true), { timeout: 5000, interval: 5 });
+      // Not deleted yet: the write is taken, and claims room after the release.
+      const written = await api("POST", `/v1/sessions/${session.id}/entries`, {
+        key: KEY,
+        body: sized(2000),
+      });
+      expect(written.status, written.text).toBe(201);
+      held = false;
+      expect((await deleting).status).toBe(204);
+    });
+    expect(await ledgerClaim(session.id)).toBeUndefined();
+  });
 });
 
 /*

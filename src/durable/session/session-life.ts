@@ -152,7 +152,7 @@ export class SessionLife {
    * once (once the listing has let it go).
    */
   async delete(recoveryMs: number): Promise<void> {
-    const { session, lifecycle, quotas, alarm } = this.#object;
+    const { session, lifecycle, quotas, alarm, telemetry } = this.#object;
     const { tenant, header } = session.state;
     // Under tenant-wide quotas its room goes back first: should the rest fail, the session's next
     // write claims it again. Under others the ledger only hears of it, once it is deleted.
@@ -161,7 +161,10 @@ export class SessionLife {
     const now = Date.now();
     const purgeAt = recoveryMs <= 0 || lifecycle.pending ? now : now + recoveryMs;
     await this.#markDeleted(now, purgeAt);
-    if (!counted) await quotas.release(tenant, header.id);
+    // Deleted, the ledger hears of it (again, under tenant-wide quotas): a write taken before may
+    // have claimed room since the first release, which this later one takes back. Room the ledger
+    // cannot be told of now goes back with the purge.
+    await quotas.release(tenant, header.id).catch((error) => telemetry.logFailure("release_quota", error));
     if (!(await this.#unlist())) return;
     if (purgeAt <= now) await this.#purge();
     else {

@@ -199,8 +199,9 @@ export async function* followGeneration(
 ): AsyncGenerator<GenerationChunk> {
   const { signal } = options;
   const baseDelay = options.retryDelayMs ?? 500;
-  // A character whose bytes two appends split is given whole, with the chunk that ends it.
-  const decoder = new TextDecoder();
+  // A character whose bytes two appends split is given whole, with the chunk that ends it; a
+  // U+FEFF the answer starts with is the answer's.
+  const decoder = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true });
   let offset = options.offset ?? "-1";
   let cursor: string | undefined;
   let failures = 0;

@@ -46,6 +46,19 @@ describe("client: generations", () => {
     expect(whole.join("")).toBe("one two three four five");
   });
 
+  it("follows an answer that starts with U+FEFF, giving it whole", async () => {
+    const client = createClient({ baseUrl: "http://sessions.test", token: KEY_A, fetch: worker });
+    const session = await client.create({ id: sid() });
+    await session.appendMessage(user("Say it"));
+    const writer = await session.generate({});
+    await writer.append("\ufeffHi");
+    await writer.append(" there");
+    const result = await writer.complete();
+    const chunks: string[] = [];
+    for await (const chunk of session.follow(result.generation)) chunks.push(chunk.text);
+    expect(chunks.join("")).toBe("\ufeffHi there");
+  });
+
   it("retries an append whose answer was lost, and the service writes it once", async () => {
     let drops = 0;
     const client = createClient({

@@ -57,6 +57,19 @@ describe("a text generation", () => {
     expect((await readAll(generation.stream)).text).toBe("Hello wörld");
   });
 
+  it("keeps a U+FEFF its first chunk starts with, in its entry and for its stream's readers", async () => {
+    const { id } = await sessionWithQuestion();
+    const generation = await openGeneration(id);
+    expect((await appendText(generation.stream, "\ufeffHello")).status).toBe(204);
+    expect((await readAll(generation.stream)).text).toBe("\ufeffHello");
+    const sse = await openSse(generation.stream, "-1");
+    expect(await sse.next()).toEqual({ event: "data", data: "\ufeffHello" });
+    await sse.close();
+    const done = await endGeneration(id, generation.id, "complete");
+    expect(done.status, done.text).toBe(201);
+    expect(done.body.entries[0].message.content).toEqual([{ type: "text", text: "\ufeffHello" }]);
+  });
+
   it("records the model it was opened with, else the session's", async () => {
     const { id } = await sessionWithQuestion();
     const named = await openGeneration(id, {

@@ -108,7 +108,12 @@ export async function readAll(
     at = res.headers.get("Stream-Next-Offset") as string;
     if (res.headers.get("Stream-Up-To-Date") === "true") {
       const bytes = concat(parts);
-      return { bytes, text: new TextDecoder().decode(bytes), offset: at, pages };
+      return {
+        bytes,
+        text: new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }).decode(bytes),
+        offset: at,
+        pages,
+      };
     }
   }
 }

@@ -78,6 +78,19 @@ describe("live stream reads", () => {
     await sse.close();
   });
 
+  it("gives SSE readers of text an append that starts with U+FEFF whole, as a catch-up read does", async () => {
+    const path = streamPath("bom");
+    const tail = await create(path, { body: "x" });
+    const sse = await openSse(path, tail);
+    expect(JSON.parse((await sse.next())?.data as string)).toMatchObject({ upToDate: true });
+    await append(path, "\ufeffab");
+    expect(await sse.next()).toEqual({ event: "data", data: "\ufeffab" });
+    await sse.close();
+    // From its offset, as history.
+    expect(await (await openSse(path, tail)).next()).toEqual({ event: "data", data: "\ufeffab" });
+    expect((await readAll(path, tail)).text).toBe("\ufeffab");
+  });
+
   it("gives SSE readers of text the text a catch-up read gives when one append ends inside a character", async () => {
     const KIB = 1024;
     const bytes = (...parts: Array<string | number[]>) =>

@@ -327,7 +327,8 @@ function envelopeBytes(row: GenerationRow, now: number): number {
 
 /** A generation's chunks as its stream holds them, read a page at a time: text, or events. */
 export function* storedChunks(store: StreamStore, format: GenerationFormat, stream: StreamState) {
-  const decoder = new TextDecoder();
+  // The answer is the text the stream holds, a U+FEFF it starts with included.
+  const decoder = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true });
   for (let from = 0; from < stream.tail.records; ) {
     const page = store.page(stream, from, stream.tail.records, READ_PAGE_BYTES);
     if (!page) break;

@@ -33,7 +33,8 @@ import { entityTag } from "./store";
 const HISTORY_CACHE = "private, max-age=60, stale-while-revalidate=300";
 const TAIL_CACHE = "private, no-cache";
 
-const textDecoder = new TextDecoder();
+/** An event holds a piece of the stream: a U+FEFF it starts with is the stream's, kept. */
+const textDecoder = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true });
 const textEncoder = new TextEncoder();
 
 /** A page as the reader gets it: the records' bytes, or for JSON one array of the messages. */

@@ -227,6 +227,30 @@ describe("blobs in R2", () => {
     expect(context.body.messages[0].content[1].text).toBe(lone);
   });
 
+  it("reads back a value kept as a blob that starts with U+FEFF as it was written", async () => {
+    const id = await createSession();
+    const text = `\ufeff${"z".repeat(70 * 1024)}`;
+    const res = await api("POST", `/v1/sessions/${id}/entries`, {
+      body: {
+        type: "message",
+        message: {
+          role: "toolResult",
+          toolCallId: "c",
+          toolName: "t",
+          content: [{ type: "text", text }],
+          isError: false,
+          timestamp: 1,
+        },
+      },
+    });
+    expect(res.status, res.text).toBe(201);
+    expect((await rowBytes(id)).refs).toBe(1);
+    const context = await api("GET", `/v1/sessions/${id}/context`);
+    expect(context.body.messages[0].content[0].text === text).toBe(true);
+    const entries = await api("GET", `/v1/sessions/${id}/entries`);
+    expect(entries.body.entries[0].message.content[0].text === text).toBe(true);
+  });
+
   it("stores the same screenshot once however many sessions hold it, and lets a client refer to it", async () => {
     const before = (await api("GET", "/v1/usage")).body.blobs;
     const shot = base64(bytes(80 * 1024, 77));

@@ -78,7 +78,9 @@ export async function encodeBlob(slot: BlobSlot): Promise<BlobValue | undefined>
   };
 }
 
-/** The value a blob's bytes stand for. */
+/** The value a blob's bytes stand for (a U+FEFF it starts with is the value's). */
 export function decodeBlob(kind: BlobKind, bytes: Uint8Array): string {
-  return kind === "b64" ? toBase64(bytes) : new TextDecoder().decode(bytes);
+  return kind === "b64"
+    ? toBase64(bytes)
+    : new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }).decode(bytes);
 }

@@ -154,8 +154,7 @@ function unfinishedFields(message: AssistantMessage): Line {
  * where its entry stands (what a compaction kept, where the compaction does). A line's uuid is made
  * from its entry (`key`), so the entry goes out as the same line on every branch it is on. Entries
  * whose key is in `written` went out already: they write nothing again; the others' keys join it.
- * `keptPoints`, when given, gets for each line of what the compaction kept (entries before it, or
- * its retained tail) the point just after it (`RewindPoint`).
+ * `made`, when given, gets for each line whose uuid was made (`MadeLine`) the point just after it.
  */
 async function* linesOf(
   path: TreeEntry[],
@@ -163,7 +162,7 @@ async function* linesOf(
   writer: LineWriter,
   sessionId: string,
   written: Set<string>,
-  keptPoints?: Map<string, RewindPoint>,
+  made?: Map<string, MadeLine>,
 ): AsyncGenerator<PlacedLine, string | null> {
   let parent: string | null = null;
   const latest = latestCompaction(path);
@@ -191,6 +190,7 @@ async function* linesOf(
     for (const [position, message] of messages.entries()) {
       if (message.role === "compactionSummary" && entry.type === "compaction") {
         const boundary = await uuidOf();
+        made?.set(boundary, { entryId: entry.id, kept: false });
         const text = `${JSON.stringify(
           writer.line(
             null,
@@ -209,6 +209,7 @@ async function* linesOf(
         )}\n`;
         if (!again) yield { at, text };
         const summary = await uuidOf();
+        made?.set(summary, { entryId: entry.id, kept: false });
         const fields = {
           message: { role: "user", content: entry.summary },
           isCompactSummary: true,
@@ -220,9 +221,14 @@ async function* linesOf(
         continue;
       }
       const uuid = await uuidOf();
-      if (kept) keptPoints?.set(uuid, { entryId: entry.id });
+      if (kept) made?.set(uuid, { entryId: entry.id, kept: true });
       else if (tailFrom > 0 && position >= tailFrom)
-        keptPoints?.set(uuid, { entryId: entry.id, retainedTail: messages.slice(tailFrom, position + 1) });
+        made?.set(uuid, {
+          entryId: entry.id,
+          retainedTail: messages.slice(tailFrom, position + 1),
+          kept: true,
+        });
+      else if (uuid !== entry.id) made?.set(uuid, { entryId: entry.id, kept: false });
       // Made even when it went out already: tool-call ids are handed out along the branch.
       const fields = writer.messageFields(message, uuid);
       if (!fields) continue;
@@ -240,11 +246,21 @@ export interface BranchLines {
   /** The stored id of the call shown as `wireId`: one no line of the transcript holds goes out under an id Anthropic takes. */
   storedCallId(wireId: string): string;
   /**
-   * Where a line Claude Code writes under the line `uuid` goes on, when that is one repeating what
-   * the branch's latest compaction kept after its summary (the user went back to it): `rewindTo`
-   * the entry it repeats, so the summary stays. Undefined for any other uuid.
+   * Where a line Claude Code writes under the line `uuid` goes on, when that is a line the
+   * transcript made a uuid for (`MadeLine`): under the entry it was written for, and for one
+   * repeating what the branch's latest compaction kept after its summary (the user went back to
+   * it), `rewindTo` the entry it repeats, so the summary stays. Undefined for any other uuid.
    */
   rewindAt(uuid: string): Rewind | undefined;
+}
+
+/**
+ * A line whose uuid was made from its entry (its id is no UUID, or the entry has more lines than
+ * one, or the line repeats what the latest compaction kept): the point just after it, and whether
+ * it repeats what that compaction kept.
+ */
+interface MadeLine extends RewindPoint {
+  kept: boolean;
 }
 
 /** The lines of the branch to `leafId` as `newLines` writes them (`BranchLines`). */
@@ -256,16 +272,28 @@ export async function branchLines(
   const sessionId = (await session.getHeader()).id;
   const writer = new LineWriter({}, sessionId);
   const branch = (await session.getBranch(leafId)) as TreeEntry[];
-  const keptPoints = new Map<string, RewindPoint>();
-  for await (const _line of linesOf(branch, index, writer, sessionId, new Set(), keptPoints)) {
-    // Each line's calls get their ids, and each kept line its uuid, as it is made.
+  const places = new Map<string, () => Rewind>();
+  /** Notes where a line under each line made for `path` goes on, lines noted first kept. */
+  const note = async (path: TreeEntry[], writer: LineWriter) => {
+    const made = new Map<string, MadeLine>();
+    for await (const _line of linesOf(path, index, writer, sessionId, new Set(), made)) {
+      // Each line's calls get their ids, and each line its uuid, as it is made.
+    }
+    for (const [uuid, { kept, ...point }] of made) {
+      if (places.has(uuid)) continue;
+      places.set(uuid, () => (kept ? rewindTo(path, point) : { parentId: point.entryId, entries: [] }));
+    }
+  };
+  await note(branch, writer);
+  // The other branches' lines the transcript shows, for what its own lines hang from.
+  const onBranch = new Set(branch.map((entry) => entry.id));
+  for (const tip of index.unheldParents()) {
+    if (!onBranch.has(tip))
+      await note((await session.getBranch(tip)) as TreeEntry[], new LineWriter({}, sessionId));
   }
   return {
     storedCallId: (wireId) => writer.storedCallId(wireId),
-    rewindAt(uuid) {
-      const point = keptPoints.get(uuid);
-      return point === undefined ? undefined : rewindTo(branch, point);
-    },
+    rewindAt: (uuid) => places.get(uuid)?.(),
   };
 }
 

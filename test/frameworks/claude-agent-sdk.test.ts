@@ -471,6 +471,56 @@ describe.each(repos)("CfSessionsStore on %s", (_name, makeRepo) => {
     expect((await session.getEntry(told.uuid as string))?.parentId).toBe(more.uuid);
   });
 
+  it.each([
+    ["this store", false],
+    ["a store reading the transcript afresh", true],
+  ])("goes on under an earlier line of entries whose ids are no UUIDs, written by %s", async (_, fresh) => {
+    // Entries whose ids other doors chose (pi's, an HTTP client's): their lines get uuids made from them.
+    const sessionId = crypto.randomUUID();
+    const session = await repo.create({ id: sessionId });
+    const model = { api: "anthropic-messages", provider: "anthropic", model: "claude-sonnet-4-5" };
+    const usage = { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2 };
+    const said = (text: string) =>
+      ({
+        role: "assistant",
+        content: [{ type: "text", text }],
+        ...model,
+        usage: { ...usage, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+        stopReason: "stop",
+        timestamp: 2,
+      }) as AgentMessage;
+    await session.appendMessage(
+      { role: "user", content: "Weather in Paris?", timestamp: 1 },
+      { id: "a1b2c3d4" },
+    );
+    await session.appendMessage(said("Sunny."), { id: "b2c3d4e5" });
+    await session.appendMessage({ role: "user", content: "And tomorrow?", timestamp: 3 }, { id: "c3d4e5f6" });
+    await session.appendMessage(said("Rain."), { id: "d4e5f6a7" });
+    const store = new CfSessionsStore({ repo, keyIsSessionId: true });
+    const key = { projectKey: "-work-project", sessionId };
+    const loaded = (await store.load(key)) as SessionStoreEntry[];
+    const { ask, reply } = transcriptLines(sessionId);
+    if (fresh) {
+      const sunday = ask(loaded.at(-1)?.uuid as string, "And Sunday?");
+      await store.append(key, [sunday, reply(sunday.uuid as string, "Snow.")]);
+    }
+    // Claude Code goes back to the first answer and asks again (an edit, or `resumeSessionAt`).
+    const first = loaded.find((line) => line.type === "assistant") as SessionStoreEntry;
+    const writer = fresh ? new CfSessionsStore({ repo, keyIsSessionId: true }) : store;
+    await writer.append(key, [ask(first.uuid as string, "And next week?")]);
+    const textOf = (message: unknown) => {
+      const content = (message as { content: string | Array<{ text?: string }> }).content;
+      return typeof content === "string" ? content : content.map((part) => part.text ?? "").join("");
+    };
+    const context = (await session.buildContext()).messages.map(textOf);
+    const dir = "/work/project";
+    const sdk = (await getSessionMessages(sessionId, { sessionStore: store, dir })).map((read) =>
+      textOf(read.message),
+    );
+    const expected = ["Weather in Paris?", "Sunny.", "And next week?"];
+    expect({ context, sdk }).toEqual({ context: expected, sdk: expected });
+  });
+
   it("names each tool result by its call, in the same append, a later one, or another store's", async () => {
     const sessionId = crypto.randomUUID();
     const common = {

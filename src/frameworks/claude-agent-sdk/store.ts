@@ -66,7 +66,7 @@ function answersCallMadeElsewhere(lines: readonly TranscriptLine[], places: Tran
 
 /**
  * Whether one of `lines` hangs from a line neither stored nor among them, which names no stored
- * entry: one `load` made for what a compaction kept, say (`transcriptLines`).
+ * entry: one `load` made a uuid for (`transcriptLines`).
  */
 function underUnknownLine(lines: readonly TranscriptLine[], places: TranscriptPlaces): boolean {
   const among = new Set(lines.map((line) => line.uuid));

@@ -18,7 +18,8 @@ import { parseClaudeCode } from "../../core/public/interchange";
  * under the id it names: a call written elsewhere went out under an id Anthropic takes, which
  * Claude Code answers by. Tool results hang as the import's `CallGroups` says for lines read apart,
  * so parallel calls' results stay on the conversation's path. A line under one the transcript
- * repeated of what a compaction kept (the user went back to it) goes on under a compaction
+ * made a uuid for (an entry whose id is no UUID) goes on under its entry, and one under a line
+ * the transcript repeated of what a compaction kept (the user went back to it) under a compaction
  * repeating the summary (`BranchLines.rewindAt`), so the summary stays in the context.
  */
 
@@ -213,9 +214,9 @@ function parentOf(line: TranscriptLine, places: TranscriptPlaces): string | null
       typeof line.logicalParentUuid === "string" ? places.entryOf.get(line.logicalParentUuid) : undefined;
     return logical === undefined ? places.head : places.groups.following(logical);
   }
-  // A line under one the transcript gave for what was written elsewhere (a compaction's summary,
-  // a message of an entry named otherwise); else a root: the first line, a subagent's first line,
-  // or a parent the store never saw.
+  // A line under one the transcript gave that stands for no entry (the note it ends with at a head
+  // moved back); else a root: the first line, a subagent's first line, or a parent the store never
+  // saw.
   return typeof line.parentUuid === "string" ? (places.continues ?? null) : null;
 }
 
@@ -250,7 +251,7 @@ const NOTHING_SHOWN: BranchLines = { storedCallId: (wireId) => wireId, rewindAt:
 /**
  * The entries for new lines (in order), placing each under its parent; `places` follows along.
  * `shown`: what the transcript `load` gave showed under ids of its own (`transcriptLines`), for
- * the calls of `places.unlined` and lines under those repeating what a compaction kept.
+ * the calls of `places.unlined` and lines under lines whose uuids it made.
  */
 export function transcriptEntries(
   lines: readonly TranscriptLine[],
@@ -259,8 +260,11 @@ export function transcriptEntries(
 ): EntryInput[] {
   const out: EntryInput[] = [];
   const rewound = new Map<string, string | null>();
-  /** Where a line under one repeating what a compaction kept goes on, its entries appended first. */
-  const underKept = (line: TranscriptLine): string | null | undefined => {
+  /**
+   * Where a line under one the transcript made a uuid for goes on (`BranchLines.rewindAt`), the
+   * entries that takes appended first.
+   */
+  const underMade = (line: TranscriptLine): string | null | undefined => {
     const uuid = line.parentUuid;
     if (typeof line.uuid !== "string" || typeof uuid !== "string") return undefined;
     if (places.entryOf.has(uuid) || places.parentOf.has(uuid)) return undefined;
@@ -276,8 +280,8 @@ export function transcriptEntries(
     return rewound.get(uuid);
   };
   for (const line of lines) {
-    const kept = underKept(line);
-    let parentId = kept === undefined ? parentOf(line, places) : kept;
+    const made = underMade(line);
+    let parentId = made === undefined ? parentOf(line, places) : made;
     const messages = messageEntries(line);
     const first = out.length;
     let last: string;

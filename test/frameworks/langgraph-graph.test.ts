@@ -24,7 +24,7 @@ import { RemoteSession } from "../../src/client";
 import { conversation } from "../../src/core/agent-export";
 import { prepareCompaction } from "../../src/core/compaction";
 import { MemoryRepo } from "../../src/core/memory";
-import { NO_USAGE } from "../../src/core/messages";
+import { type AssistantMessage, NO_USAGE } from "../../src/core/messages";
 import { NO_RESULT_TEXT } from "../../src/core/providers/normalize";
 import type { SessionRepo } from "../../src/core/repo";
 import type { Session } from "../../src/core/session";
@@ -1168,3 +1168,81 @@ describe.each(repos)(
     });
   },
 );
+
+describe("a graph's Anthropic thinking, signed or redacted", () => {
+  const signed = { type: "thinking", thinking: "Ask the tool.", thinkingSignature: "sig-1" };
+  const redacted = {
+    type: "thinking",
+    thinking: "[Reasoning redacted]",
+    thinkingSignature: "opaque",
+    redacted: true,
+  };
+
+  it("keeps the signature of a standard reasoning block, and redacted thinking, it writes", async () => {
+    const repo = new MemoryRepo();
+    const threadId = `signed-${crypto.randomUUID()}`;
+    const saver = new CfSessionsSaver({ repo, threadIdIsSessionId: true });
+    const response_metadata = { model_provider: "anthropic", model_name: "claude-sonnet-4-5" };
+    let turn = 0;
+    const graph = new StateGraph(MessagesAnnotation)
+      .addNode("model", () => ({
+        messages: [
+          // LangChain's standard blocks (`contentBlocks`), then the ones Anthropic's chat model keeps.
+          ++turn === 1
+            ? new AIMessage({
+                content: [
+                  { type: "reasoning", reasoning: "Ask the tool.", signature: "sig-1" },
+                  { type: "non_standard", value: { type: "redacted_thinking", data: "opaque" } },
+                  { type: "text", text: "Asking." },
+                ],
+                response_metadata,
+              })
+            : new AIMessage({
+                content: [
+                  { type: "thinking", thinking: "Ask the tool.", signature: "sig-1" },
+                  { type: "redacted_thinking", data: "opaque" },
+                  { type: "text", text: "Asking." },
+                ],
+                response_metadata,
+              }),
+        ],
+      }))
+      .addEdge(START, "model")
+      .addEdge("model", END)
+      .compile({ checkpointer: saver });
+    const config = { configurable: { thread_id: threadId } };
+    await graph.invoke({ messages: [new HumanMessage("Weather?")] }, config);
+    await graph.invoke({ messages: [new HumanMessage("Again?")] }, config);
+    const messages = (await (await repo.open(threadId)).buildContext()).messages as AssistantMessage[];
+    expect([messages[1]?.content, messages[3]?.content]).toEqual([
+      [signed, redacted, { type: "text", text: "Asking." }],
+      [signed, redacted, { type: "text", text: "Asking." }],
+    ]);
+  });
+
+  it("gives a graph the signature and redacted thinking of Anthropic thinking another door wrote", async () => {
+    const repo = new MemoryRepo();
+    const session = await repo.create({ id: `thought-${crypto.randomUUID()}` });
+    await session.appendProviderMessage("anthropic", { role: "user", content: "Weather?" });
+    await session.appendProviderMessage(
+      "anthropic",
+      {
+        role: "assistant",
+        content: [
+          { type: "thinking", thinking: "Ask the tool.", signature: "sig-1" },
+          { type: "redacted_thinking", data: "opaque" },
+          { type: "text", text: "Asking." },
+        ],
+      },
+      { model: { provider: "anthropic", modelId: "claude-sonnet-4-5" } },
+    );
+    const saver = new CfSessionsSaver({ repo, threadIdIsSessionId: true });
+    const tuple = await saver.getTuple({ configurable: { thread_id: session.id } });
+    const answer = ((tuple?.checkpoint.channel_values.messages ?? []) as BaseMessage[])[1];
+    expect(answer?.content).toEqual([
+      { type: "reasoning", reasoning: "Ask the tool.", signature: "sig-1" },
+      { type: "non_standard", value: { type: "redacted_thinking", data: "opaque" } },
+      { type: "text", text: "Asking." },
+    ]);
+  });
+});

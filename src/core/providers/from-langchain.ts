@@ -1,5 +1,6 @@
 import type { AgentMessage, ImageContent, ThinkingContent, ToolResultMessage } from "../messages";
 import { isAssistantMessage, isToolResultMessage } from "../messages";
+import { anthropicAssistantBlock } from "./from-anthropic";
 import { fromOpenAIChat } from "./from-openai-chat";
 import { isRecord } from "./incoming";
 import { parseDataUrl } from "./text";
@@ -146,20 +147,23 @@ function toolResult(
 }
 
 /**
- * The reasoning blocks of an AI message's content (LangChain's `reasoning`, Anthropic's `thinking`
- * with its signature), as thinking.
+ * The reasoning blocks of an AI message's content as thinking: LangChain's standard `reasoning`
+ * with the signature Anthropic's beside it, Anthropic's own `thinking` and `redacted_thinking`
+ * (`anthropicAssistantBlock`), and redacted thinking as LangChain's standard blocks hold it (a
+ * `non_standard` block's `value`).
  */
 function reasoningBlocks(content: unknown): ThinkingContent[] {
   const blocks = Array.isArray(content) ? content.filter(isRecord) : [];
   return blocks.flatMap((block): ThinkingContent[] => {
-    if (block.type === "thinking" && typeof block.thinking === "string") {
-      const signature = typeof block.signature === "string" ? { thinkingSignature: block.signature } : {};
-      return [{ type: "thinking", thinking: block.thinking, ...signature }];
+    const anthropic = block.type === "non_standard" && isRecord(block.value) ? block.value : block;
+    if (anthropic.type === "thinking" || anthropic.type === "redacted_thinking") {
+      const thinking = anthropicAssistantBlock(anthropic);
+      return thinking?.type === "thinking" ? [thinking] : [];
     }
     const text = block.reasoning ?? block.text;
-    return block.type === "reasoning" && typeof text === "string"
-      ? [{ type: "thinking", thinking: text }]
-      : [];
+    if (block.type !== "reasoning" || typeof text !== "string") return [];
+    const signature = typeof block.signature === "string" ? { thinkingSignature: block.signature } : {};
+    return [{ type: "thinking", thinking: text, ...signature }];
   });
 }
 

@@ -1,4 +1,11 @@
-import type { AgentMessage, ImageContent, StoredEntry, TextContent, TreeEntry } from "../../core";
+import type {
+  AgentMessage,
+  ImageContent,
+  StoredEntry,
+  TextContent,
+  ThinkingContent,
+  TreeEntry,
+} from "../../core";
 import { isAssistantMessage, isToolResultMessage, isUserMessage } from "../../core";
 import { isRecord } from "../../core/providers/incoming";
 import { toModelMessage } from "../../core/providers/pi-messages";
@@ -51,6 +58,19 @@ function contentBlocks(content: readonly (TextContent | ImageContent)[]): Record
 }
 
 /**
+ * Thinking as LangChain's standard content blocks (what `contentBlocks` makes of Anthropic's): a
+ * `reasoning` block, with the signature when Anthropic signed it, and Anthropic's redacted thinking
+ * as the `non_standard` block holding it. Other redacted reasoning is left out: no model takes it
+ * but the one that wrote it.
+ */
+function reasoningBlock(block: ThinkingContent, signed: boolean): Record<string, unknown>[] {
+  const signature = signed ? block.thinkingSignature : undefined;
+  if (block.redacted)
+    return signature ? [{ type: "non_standard", value: { type: "redacted_thinking", data: signature } }] : [];
+  return [{ type: "reasoning", reasoning: block.thinking, ...(signature ? { signature } : {}) }];
+}
+
+/**
  * A core message as LangChain's serialized message of the same role (named `id`): a system message
  * as a `SystemMessage` of its prompt; pi's summaries, custom messages and `!` commands as the user
  * messages a model is sent for them; undefined for what a model is not sent.
@@ -73,7 +93,7 @@ function serializedMessage(
   }
   if (isAssistantMessage(message)) {
     const reasoning = message.content.flatMap((block) =>
-      block.type === "thinking" && !block.redacted ? [{ type: "reasoning", reasoning: block.thinking }] : [],
+      block.type === "thinking" ? reasoningBlock(block, message.provider === "anthropic") : [],
     );
     const text = textOf(message.content);
     const tool_calls = message.content.flatMap((block) =>

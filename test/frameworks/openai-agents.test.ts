@@ -15,6 +15,7 @@ import {
 import { beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
 import type { AssistantMessage, MessageEntry } from "../../src/core";
+import { MemoryRepo } from "../../src/core/memory";
 import type { SessionRepo } from "../../src/core/repo";
 import type { Session } from "../../src/core/session";
 import { CfSessionsSession } from "../../src/frameworks/openai-agents";
@@ -614,4 +615,55 @@ describe.each(repos)("CfSessionsSession on %s", (_name, makeRepo) => {
       expect.objectContaining({ code: "invalid_request" }),
     );
   });
+});
+
+it("gives each id-less Gemini call of a conversation an id of its own, the same on a resend", async () => {
+  const repo = new MemoryRepo();
+  const session = await repo.create({ id: `gemini-${crypto.randomUUID()}` });
+  const model = { model: { provider: "google", modelId: "gemini-2.5-pro" } };
+  const call = { role: "model", parts: [{ functionCall: { name: "get_time", args: {} } }] };
+  const first = `${session.id}-call`;
+  for (const [question, time, id] of [
+    ["What time is it?", "10:00", first],
+    ["And now?", "10:05", undefined],
+  ] as const) {
+    await session.appendProviderMessage("gemini", { role: "user", parts: [{ text: question }] });
+    await session.appendProviderMessage("gemini", call, { ...model, ...(id ? { id } : {}) });
+    await session.appendProviderMessage("gemini", {
+      role: "user",
+      parts: [{ functionResponse: { name: "get_time", response: { output: time } } }],
+    });
+    await session.appendProviderMessage(
+      "gemini",
+      { role: "model", parts: [{ text: `It is ${time}.` }] },
+      model,
+    );
+  }
+  const callIds = (messages: readonly unknown[]) =>
+    (messages as AssistantMessage[]).flatMap((m) =>
+      m.role === "assistant" ? m.content.flatMap((b) => (b.type === "toolCall" ? [b.id] : [])) : [],
+    );
+  const native = callIds((await session.buildContext()).messages);
+  const items = (await new CfSessionsSession({ repo, sessionId: session.id }).getItems()) as Array<{
+    type?: string;
+    callId?: string;
+  }>;
+  const agents = items.flatMap((item) => (item.type === "function_call" ? [item.callId] : []));
+  const anthropic = (
+    (await session.contextIn("anthropic")) as { messages: Array<{ content: unknown }> }
+  ).messages
+    .flatMap((m) => (Array.isArray(m.content) ? (m.content as Array<{ type: string; id?: string }>) : []))
+    .flatMap((block) => (block.type === "tool_use" ? [block.id] : []));
+  expect({
+    native: new Set(native).size,
+    agents: new Set(agents).size,
+    anthropic: new Set(anthropic).size,
+  }).toEqual({
+    native: 2,
+    agents: 2,
+    anthropic: 2,
+  });
+  // The first call sent again, after the session moved on, is a replay: its id is made the same.
+  const [resent] = await session.appendProviderMessage("gemini", call, { ...model, id: first });
+  expect(callIds([resent?.message])).toEqual([native[0]]);
 });

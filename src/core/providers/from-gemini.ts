@@ -1,6 +1,6 @@
 import * as z from "zod";
 import type { AgentMessage, AssistantMessage, ImageContent, TextContent } from "../messages";
-import { NO_USAGE, usage } from "../messages";
+import { isAssistantMessage, NO_USAGE, usage } from "../messages";
 import type { ReadOptions, StopReason } from "./incoming";
 import {
   assistantMessage,
@@ -82,15 +82,37 @@ function stopReason(finish: string | undefined, hasCalls: boolean): StopReason {
   return { stopReason: "error", errorMessage: `finishReason: ${finish}` };
 }
 
-/** The blocks of a model content; `seed` makes the ids of calls that came without one. */
-function modelContent(parts: readonly GeminiPart[], seed: string): AssistantMessage["content"] {
+/**
+ * The blocks of a model content. A call that came without an id gets one made from `seed` and the
+ * part that no call before it in the content or in the conversation (`history`) has: the same
+ * call read again on the same conversation gets the same id, and the model is never sent two
+ * calls of one id.
+ */
+function modelContent(
+  parts: readonly GeminiPart[],
+  seed: string,
+  history: readonly AgentMessage[] = [],
+): AssistantMessage["content"] {
   const content: AssistantMessage["content"] = [];
   const ids = new Set<string>();
+  const taken = new Set(
+    history.flatMap((message) =>
+      isAssistantMessage(message)
+        ? message.content.flatMap((b) => (b.type === "toolCall" ? [b.id] : []))
+        : [],
+    ),
+  );
+  const made = (index: number) => {
+    let id = "";
+    for (let n = 0; id === "" || ids.has(id) || taken.has(id); n++)
+      id = `call_${stableHash(n === 0 ? `${seed}:${index}` : `${seed}:${index}:${n}`)}_${index}`;
+    return id;
+  };
   parts.forEach((part, index) => {
     const signature = part.thoughtSignature;
     if (part.functionCall) {
       const { name, args = {}, id: given } = part.functionCall;
-      const id = given && !ids.has(given) ? given : `call_${stableHash(`${seed}:${index}`)}_${index}`;
+      const id = given && !ids.has(given) ? given : made(index);
       ids.add(id);
       content.push({
         type: "toolCall",
@@ -136,7 +158,7 @@ export function fromGemini(input: unknown, options: ReadOptions = {}): AgentMess
     const response = readWith("gemini", GeminiResponseInput, input);
     const candidate = response.candidates?.[0];
     const parts = candidate?.content?.parts ?? [];
-    const content = modelContent(parts, response.responseId ?? JSON.stringify(parts));
+    const content = modelContent(parts, response.responseId ?? JSON.stringify(parts), options.history);
     const u = response.usageMetadata;
     const cached = u?.cachedContentTokenCount ?? 0;
     const blocked = candidate ? undefined : response.promptFeedback?.blockReason;
@@ -165,7 +187,7 @@ export function fromGemini(input: unknown, options: ReadOptions = {}): AgentMess
   const message = readWith("gemini", GeminiContentInput, input);
   const timestamp = options.timestamp ?? Date.now();
   if (message.role === "model") {
-    const content = modelContent(message.parts, JSON.stringify(message.parts));
+    const content = modelContent(message.parts, JSON.stringify(message.parts), options.history);
     return [historyReply(content, FORMAT_API.gemini, "google", options, timestamp)];
   }
   const waiting = new WaitingCalls(options.history);

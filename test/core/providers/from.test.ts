@@ -396,6 +396,21 @@ describe("Gemini in", () => {
     expect(new Set(ids).size).toBe(2);
   });
 
+  it("gives an id-less call an id no call of the conversation has, the same for the same conversation", () => {
+    const content = { role: "model", parts: [{ functionCall: { name: "get_time", args: {} } }] };
+    const response = { candidates: [{ content, finishReason: "STOP" }] };
+    for (const input of [content, response]) {
+      const idOf = (history: AgentMessage[]) =>
+        (only<AssistantMessage>(fromGemini(input, { history })).content[0] as { id: string }).id;
+      const first = idOf([user("What time is it?")]);
+      const answered = [user("What time is it?"), assistant([call(first, "get_time")], GEMINI)];
+      const later = [...answered, user("And now?")];
+      expect(idOf(later)).not.toBe(first);
+      expect(idOf(later)).toBe(idOf(later));
+      expect(idOf([user("What time is it?")])).toBe(first);
+    }
+  });
+
   it("sends each reply back to the same model part for part", () => {
     for (const response of [withCall, withText]) {
       const reply = only<AssistantMessage>(fromGemini(response));

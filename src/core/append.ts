@@ -79,6 +79,8 @@ export interface PlanOptions {
   expectedLeafId?: string | null;
   /** The inputs already passed `EntryInput` validation (the HTTP edge does it). */
   validated?: boolean;
+  /** The head stays where it is: the entries are written as a branch beside it. */
+  keepLeaf?: boolean;
 }
 
 /** Issues of a zod failure, as sent in `details` of `invalid_request`. */
@@ -247,7 +249,7 @@ export function planAppend(raw: readonly unknown[], view: AppendView, options: P
 
   if (writes.length === 0) return { entries, writes, leafId: view.leafId };
   checkExpectedLeaf(view, options.expectedLeafId);
-  return { entries, writes, leafId: previous };
+  return { entries, writes, leafId: options.keepLeaf ? view.leafId : previous };
 }
 
 export function checkExpectedLeaf(

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sessionObjectName } from "../../src/durable/internal";
 import { appendText, endGeneration, openGeneration, sessionWithQuestion } from "./generation-helpers";
-import { api, expectError, info } from "./helpers";
+import { api, expectError, info, userMessage } from "./helpers";
 import { call, expectStreamError, head, readAll } from "./stream-helpers";
 
 /*
@@ -50,6 +50,37 @@ describe("the alarm and generations", () => {
     expectStreamError(late, 409, "stream_closed");
     expect(late.json.error.message).toMatch(/abandoned/);
     expect((await info(id)).entryCount).toBe(2);
+    // The head was still at its parent: it moves to the answer.
+    expect((await info(id)).leafId).toBe(generation.id);
+  });
+
+  it("stops a generation abandoned while the conversation went on as a branch under its parent, the head left where it is", async () => {
+    const { id, questionId } = await sessionWithQuestion();
+    // A writer's first try, lost midway; its retry answered whole, and the user went on.
+    const lost = await openGeneration(id, { abandonAfterSeconds: 1 });
+    await appendText(lost.stream, "half an ans");
+    const retried = await openGeneration(id, { parentId: questionId });
+    await appendText(retried.stream, "The whole answer.");
+    expect((await endGeneration(id, retried.id, "complete")).status).toBe(201);
+    const next = await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("And then?") });
+    expect(next.status).toBe(201);
+    const headId = next.body.leafId as string;
+    await sleep(1_100);
+    await runDurableObjectAlarm(objectOf(id));
+    const state = await api("GET", `/v1/sessions/${id}/generations/${lost.id}`);
+    expect(state.body).toMatchObject({ state: "stopped", stoppedBy: "abandoned", entryIds: [lost.id] });
+    const entry = await api("GET", `/v1/sessions/${id}/entries/${lost.id}`);
+    expect(entry.body).toMatchObject({ parentId: questionId });
+    expect((await info(id)).leafId).toBe(headId);
+    const context = await api("GET", `/v1/sessions/${id}/context`);
+    expect(context.body.messages.map((m: { content: unknown }) => m.content)).toEqual([
+      "Hello?",
+      [{ type: "text", text: "The whole answer." }],
+      "And then?",
+    ]);
+    // The next append goes on from the head, not from the abandoned answer.
+    const after = await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("Well?") });
+    expect(after.body.entries[0].parentId).toBe(headId);
   });
 
   it("keeps a session whose answer is being written from expiring as idle; ended, it may", async () => {

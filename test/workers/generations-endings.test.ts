@@ -84,6 +84,8 @@ describe("ending a generation", () => {
     for (let i = 1; i < entries.length; i++) expect(entries[i]?.parentId).toBe(entries[i - 1]?.id);
     expect(stopped.body.generation.entryIds).toEqual(entries.map((entry) => entry.id));
     expect((await info(id)).entryCount).toBe(1 + 2 * steps + 1);
+    // The head was at its parent: it moves to the answer's last entry.
+    expect((await info(id)).leafId).toBe(entries[entries.length - 1]?.id);
   }, 60_000);
 
   it("past the tenant's quota, ends cut short with the reason, and the stream closed", async () => {
@@ -239,5 +241,61 @@ describe("ending a generation", () => {
       const written = await appendSized(other, left - 2 * SPARE_BYTES, ROOM_KEY);
       expect(written.status, written.text).toBe(201);
     });
+  });
+});
+
+describe("where the head goes when a generation ends", () => {
+  /** The session's messages in its context, as their text. */
+  const contextTexts = async (id: string) => {
+    const context = await api("GET", `/v1/sessions/${id}/context`);
+    return context.body.messages.map((m: { content: string | { text: string }[] }) =>
+      typeof m.content === "string" ? m.content : m.content.map((block) => block.text).join(""),
+    );
+  };
+
+  for (const how of ["complete", "stop"] as const) {
+    it(`${how === "complete" ? "completed" : "stopped"} after the conversation went on, is a branch under its parent and leaves the head where it is`, async () => {
+      const { id, questionId } = await sessionWithQuestion();
+      const late = await openGeneration(id);
+      await appendText(late.stream, "A late answer");
+      const other = await openGeneration(id, { parentId: questionId });
+      await appendText(other.stream, "The answer.");
+      expect((await endGeneration(id, other.id, "complete")).status).toBe(201);
+      const next = await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("And then?") });
+      const headId = next.body.leafId as string;
+      const ended = await endGeneration(id, late.id, how);
+      expect(ended.status, ended.text).toBe(201);
+      expect(ended.body.entries[0]).toMatchObject({ id: late.id, parentId: questionId });
+      expect((await info(id)).leafId).toBe(headId);
+      expect(await contextTexts(id)).toEqual(["Hello?", "The answer.", "And then?"]);
+      const after = await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("Well?") });
+      expect(after.body.entries[0].parentId).toBe(headId);
+    });
+  }
+
+  it("a regenerate opened under an earlier message moves the head to its answer, the head unmoved meanwhile", async () => {
+    const { id, questionId } = await sessionWithQuestion();
+    const first = await openGeneration(id);
+    await appendText(first.stream, "One answer.");
+    expect((await endGeneration(id, first.id, "complete")).status).toBe(201);
+    expect((await info(id)).leafId).toBe(first.id);
+    const again = await openGeneration(id, { parentId: questionId });
+    await appendText(again.stream, "Another answer.");
+    expect((await endGeneration(id, again.id, "complete")).status).toBe(201);
+    expect((await info(id)).leafId).toBe(again.id);
+    expect(await contextTexts(id)).toEqual(["Hello?", "Another answer."]);
+  });
+
+  it("moves the head to its answer when the head went back to its parent meanwhile", async () => {
+    const { id, questionId } = await sessionWithQuestion();
+    const generation = await openGeneration(id);
+    const other = await api("POST", `/v1/sessions/${id}/entries`, { body: userMessage("Also this.") });
+    expect(other.status).toBe(201);
+    expect((await api("PUT", `/v1/sessions/${id}/leaf`, { body: { targetId: questionId } })).status).toBe(
+      200,
+    );
+    await appendText(generation.stream, "The answer.");
+    expect((await endGeneration(id, generation.id, "stop")).status).toBe(201);
+    expect((await info(id)).leafId).toBe(generation.id);
   });
 });

@@ -58,6 +58,8 @@ const MIGRATIONS = [
     "CREATE INDEX generations_by_opening ON generations (opened_at, id)",
     "CREATE INDEX generations_by_state ON generations (state, opened_at, id)",
   ],
+  // Where the head stood when it opened (null for rows from before, read as a head at no entry).
+  "ALTER TABLE generations ADD COLUMN opened_head TEXT",
 ];
 
 const VERSION_TABLE = "generation_schema_version";
@@ -85,6 +87,8 @@ export interface GenerationRow {
   counted: boolean;
   /** Once it ended: the bytes its stream still counts while it is kept. */
   heldBytes: number;
+  /** The session's head when it opened: its answer moves the head only from there or from its parent. */
+  openedHead: string | null;
 }
 
 type Row = {
@@ -103,6 +107,7 @@ type Row = {
   entry_ids: string | null;
   counted: number;
   held_bytes: number;
+  opened_head: string | null;
 };
 
 function rowOf(row: Row): GenerationRow {
@@ -124,6 +129,7 @@ function rowOf(row: Row): GenerationRow {
     entryIds: row.entry_ids === null ? [] : (JSON.parse(row.entry_ids) as string[]),
     counted: row.counted === 1,
     heldBytes: row.held_bytes,
+    openedHead: row.opened_head,
   };
 }
 
@@ -193,10 +199,10 @@ export class GenerationRows implements Reloadable {
   insert(row: GenerationRow): void {
     this.#tables.make();
     this.#sql`INSERT INTO generations (id, parent_id, format, provider, model, api, state, opened_at,
-        abandon_ms, retain_ms, counted)
+        abandon_ms, retain_ms, counted, opened_head)
       VALUES (${row.id}, ${row.parentId}, ${row.format}, ${row.model?.provider ?? null},
         ${row.model?.modelId ?? null}, ${row.api ?? null}, ${row.state}, ${row.openedAt}, ${row.abandonMs},
-        ${row.retainMs}, ${row.counted ? 1 : 0})`;
+        ${row.retainMs}, ${row.counted ? 1 : 0}, ${row.openedHead})`;
   }
 
   /**

@@ -269,6 +269,7 @@ export class Generations {
       entryIds: [],
       counted: true,
       heldBytes: 0,
+      openedHead: session.state.leafId,
     };
     const stream = transaction(storage, [rows, streams.store], () => {
       rows.insert(row);
@@ -553,6 +554,10 @@ export class Generations {
     const now = Date.now();
     const ids = answer.inputs.map((input) => input.id as string);
     const chunks = row.counted ? stream.tail.bytes : 0;
+    // The answer goes on from the head only while the head is where the generation left it (its
+    // parent, or where it stood when it opened); once the conversation went on, it is a branch.
+    const { leafId } = session.state;
+    const keepLeaf = leafId !== row.parentId && leafId !== row.openedHead;
     const entries = transaction(this.#object.storage, [session, streams.store, rows], () => {
       streams.store.append(stream, { records: [], close: true, producer: null, streamSeq: null, now });
       // The chunks become the answer: it takes the room they held, and they hold what they exceed it by.
@@ -564,7 +569,8 @@ export class Generations {
       for (let from = 0; from < inputs.length; from += MAX_BATCH_ENTRIES) {
         const batch = inputs.slice(from, from + MAX_BATCH_ENTRIES);
         written.push(
-          ...session.writes.appendEntries(batch, {}, room, blobs && { ...blobs, inputs: batch }).entries,
+          ...session.writes.appendEntries(batch, { keepLeaf }, room, blobs && { ...blobs, inputs: batch })
+            .entries,
         );
       }
       const held = Math.max(0, chunks - (session.state.stats.bytes - before));

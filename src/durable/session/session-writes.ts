@@ -1,11 +1,11 @@
-import type { AppendPlan, AppendView, EntryRef, PlannedWrite } from "../../core/append";
+import type { AppendPlan, AppendView, EntryRef, PlannedWrite, PlanOptions } from "../../core/append";
 import { idsNamedBy, planAppend, planImport, planLeafMove } from "../../core/append";
 import type { LeafEntry, StoredEntry } from "../../core/entries";
 import { patchHeader } from "../../core/header";
 import { nowIso } from "../../core/ids";
 import { applyEntryToStats } from "../../core/info";
 import type { AutoCompactStatus, HeaderPatch, SessionHeader } from "../../core/session-schemas";
-import type { AppendOptions, AppendResult, ImportOptions, LeafOptions } from "../../core/storage";
+import type { AppendResult, ImportOptions, LeafOptions } from "../../core/storage";
 import { quotaExceeded } from "../quotas";
 import type { Reloadable } from "../transaction";
 import { afterCommit, transaction } from "../transaction";
@@ -253,7 +253,7 @@ export class SessionWrites {
 
   #planAppend(
     entries: readonly unknown[],
-    options: AppendOptions & { validated?: boolean },
+    options: PlanOptions,
     loaded: ReadonlyMap<string, StoredEntry> | undefined,
   ): AppendPlan {
     return planAppend(entries, this.#view(entries, loaded), options);
@@ -265,7 +265,7 @@ export class SessionWrites {
    */
   plannedAppend(
     entries: readonly unknown[],
-    options: AppendOptions & { validated?: boolean },
+    options: PlanOptions,
     loaded: ReadonlyMap<string, StoredEntry>,
   ): PlannedWrite[] {
     return this.#planAppend(entries, options, loaded).writes;
@@ -277,7 +277,7 @@ export class SessionWrites {
    */
   appendEntries(
     entries: readonly unknown[],
-    options: AppendOptions & { validated?: boolean },
+    options: PlanOptions,
     room: ByteLimit | undefined,
     blobs?: PreparedBlobs,
     mayWrite?: () => void,

@@ -76,6 +76,26 @@ async function entries(id: string): Promise<Array<{ id: string; seq: number; typ
   return res.body.entries;
 }
 
+/** Milliseconds until the session's alarm comes, if one is set. */
+async function alarmIn(id: string): Promise<number | undefined> {
+  const at = await runInDurableObject(stub(id), (_instance, state) => state.storage.getAlarm());
+  return at === null ? undefined : at - Date.now();
+}
+
+/** Whether the session's object still has its entries' table (0 once it is purged). */
+const entriesTables = (id: string) =>
+  runInDurableObject(
+    stub(id),
+    (_instance, state) =>
+      state.storage.sql.exec("SELECT count(*) AS n FROM sqlite_master WHERE name = 'entries'").one().n,
+  );
+
+/** The id of the directory shard that lists the session `id`. */
+const shardObjectOf = (id: string) =>
+  env.DIRECTORY.idFromName(
+    directoryObjectName(TENANT, shardOf(id, shardCount(env as unknown as DurableEnv))),
+  ).toString();
+
 async function listed(): Promise<string[]> {
   const res = await api("GET", "/v1/sessions?limit=200");
   expect(res.status).toBe(200);
@@ -745,12 +765,6 @@ describe("a session object that stops after a change is stored, before it tells 
     expect((await changing).status).toBeGreaterThanOrEqual(500);
   }
 
-  /** Milliseconds until the session's alarm comes, if one is set. */
-  async function alarmIn(id: string): Promise<number | undefined> {
-    const at = await runInDurableObject(stub(id), (_instance, state) => state.storage.getAlarm());
-    return at === null ? undefined : at - Date.now();
-  }
-
   /**
    * Waits until `settled` holds: the session's alarm is run when it comes within seconds (it may
    * also come by itself meanwhile); one that comes only when the recovery window closes, or none,
@@ -761,12 +775,6 @@ describe("a session object that stops after a change is stored, before it tells 
     if (wait !== undefined && wait <= 10_000) await runDurableObjectAlarm(stub(id));
     await vi.waitFor(settled, { timeout: 10_000, interval: 100 });
   }
-
-  /** The id of the directory shard that lists the session `id`. */
-  const shardObjectOf = (id: string) =>
-    env.DIRECTORY.idFromName(
-      directoryObjectName(TENANT, shardOf(id, shardCount(env as unknown as DurableEnv))),
-    ).toString();
 
   /** While the directory shard is told of the session (`put` waits), its alarm is set to come within seconds. */
   async function alarmSetWhileListing(id: string, listing: () => Promise<Answer>): Promise<void> {
@@ -813,13 +821,7 @@ describe("a session object that stops after a change is stored, before it tells 
     expect(await alarmIn(id)).toBeGreaterThan(60_000);
     // A purge closes the recovery window, then gives the session's room back to the tenant's ledger.
     await stopWhile(id, /^releaseQuota$/, () => api("DELETE", `/v1/sessions/${id}?purge=true`));
-    const tables = () =>
-      runInDurableObject(
-        stub(id),
-        (_instance, state) =>
-          state.storage.sql.exec("SELECT count(*) AS n FROM sqlite_master WHERE name = 'entries'").one().n,
-      );
-    await settlesByAlarm(id, async () => expect(await tables()).toBe(0));
+    await settlesByAlarm(id, async () => expect(await entriesTables(id)).toBe(0));
     expect((await api("POST", `/v1/sessions/${id}/restore`)).status).toBe(404);
   });
 
@@ -876,22 +878,10 @@ describe("a session object that stops after a change is stored, before it tells 
 });
 
 describe("a session's lifecycle news, told to its directory in the order it happened", () => {
-  const alarmAt = (id: string) =>
-    runInDurableObject(stub(id), (_instance, state) => state.storage.getAlarm());
-  const tables = (id: string) =>
-    runInDurableObject(
-      stub(id),
-      (_instance, state) =>
-        state.storage.sql.exec("SELECT count(*) AS n FROM sqlite_master WHERE name = 'entries'").one().n,
-    );
-
   /** Holds the next call `method` to the session's own directory shard; `reached` once it waits. */
   function holdShard(id: string, method: RegExp) {
     const hold = { released: false };
-    const object = env.DIRECTORY.idFromName(
-      directoryObjectName(TENANT, shardOf(id, shardCount(env as unknown as DurableEnv))),
-    ).toString();
-    faults.add({ point: "directory", object, matching: method, hold });
+    faults.add({ point: "directory", object: shardObjectOf(id), matching: method, hold });
     const asked = faults.injected.directory ?? 0;
     const reached = () =>
       vi.waitFor(() => expect(faults.injected.directory).toBe(asked + 1), { timeout: 5_000, interval: 10 });
@@ -908,7 +898,7 @@ describe("a session's lifecycle news, told to its directory in the order it happ
   it("answers a delete done though its alarm could not be set after, and purges it when its window closes", async () => {
     const id = await newSession();
     await api("POST", `/v1/sessions/${id}/entries`, message("a", "one"));
-    await vi.waitFor(async () => expect(await alarmAt(id)).toBeNull(), { timeout: 5_000, interval: 50 });
+    await vi.waitFor(async () => expect(await alarmIn(id)).toBeUndefined(), { timeout: 5_000, interval: 50 });
     // The delete sets its alarm before its change, then for the purge once the directory is told.
     faults.add({ point: "setAlarm", object: objectOf(id), skip: 1 });
     const deleted = await api(
@@ -923,9 +913,9 @@ describe("a session's lifecycle news, told to its directory in the order it happ
     // The alarm set first stands: it comes, and the purge's follows once the window closes.
     await vi.waitFor(
       async () => {
-        const at = await alarmAt(id);
-        if (at !== null && at <= Date.now() + 5_000) await runDurableObjectAlarm(stub(id));
-        expect(await tables(id)).toBe(0);
+        const wait = await alarmIn(id);
+        if (wait !== undefined && wait <= 5_000) await runDurableObjectAlarm(stub(id));
+        expect(await entriesTables(id)).toBe(0);
       },
       { timeout: 10_000, interval: 200 },
     );
@@ -975,9 +965,9 @@ describe("a session's lifecycle news, told to its directory in the order it happ
     hold.released = true;
     expect((await purging).status).toBe(204);
     expect([200, 404]).toContain((await restoring).status);
-    await vi.waitFor(async () => expect(await tables(id)).toBe(0), { timeout: 5_000, interval: 50 });
+    await vi.waitFor(async () => expect(await entriesTables(id)).toBe(0), { timeout: 5_000, interval: 50 });
     // Gone, the object has nothing for its alarm: none stays set (it would come and find nothing).
-    await vi.waitFor(async () => expect(await alarmAt(id)).toBeNull(), { timeout: 5_000, interval: 50 });
+    await vi.waitFor(async () => expect(await alarmIn(id)).toBeUndefined(), { timeout: 5_000, interval: 50 });
     const runs = await runInDurableObject(stub(id), async (instance) => {
       let count = 0;
       const object = instance as unknown as { alarm: () => Promise<void> };

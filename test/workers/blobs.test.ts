@@ -72,6 +72,19 @@ const toolOutput = (seed: number) =>
     (_, i) => `${seed}:${i}\t"ok" — ünïcödé ✓ 🚀 \\path\\to\\file ${"x".repeat(30)}`,
   ).join("\n");
 
+/** A tool's result of these texts, as an entry appended. */
+const toolResult = (texts: string[]) => ({
+  type: "message",
+  message: {
+    role: "toolResult",
+    toolCallId: "call-41",
+    toolName: "bash",
+    content: texts.map((text) => ({ type: "text", text })),
+    isError: false,
+    timestamp: 1,
+  },
+});
+
 function turn(seed: number) {
   return [
     {
@@ -206,20 +219,7 @@ describe("blobs in R2", () => {
     const small = "s".repeat(1000);
     const lone = `\ud800${"y".repeat(70 * 1024)}`;
     const res = await api("POST", `/v1/sessions/${id}/entries`, {
-      body: {
-        type: "message",
-        message: {
-          role: "toolResult",
-          toolCallId: "c",
-          toolName: "t",
-          content: [
-            { type: "text", text: small },
-            { type: "text", text: lone },
-          ],
-          isError: false,
-          timestamp: 1,
-        },
-      },
+      body: toolResult([small, lone]),
     });
     expect(res.status, res.text).toBe(201);
     expect((await rowBytes(id)).refs).toBe(0);
@@ -231,17 +231,7 @@ describe("blobs in R2", () => {
     const id = await createSession();
     const text = `\ufeff${"z".repeat(70 * 1024)}`;
     const res = await api("POST", `/v1/sessions/${id}/entries`, {
-      body: {
-        type: "message",
-        message: {
-          role: "toolResult",
-          toolCallId: "c",
-          toolName: "t",
-          content: [{ type: "text", text }],
-          isError: false,
-          timestamp: 1,
-        },
-      },
+      body: toolResult([text]),
     });
     expect(res.status, res.text).toBe(201);
     expect((await rowBytes(id)).refs).toBe(1);
@@ -386,39 +376,33 @@ describe("blobs in R2", () => {
   it("refuses references that would read back past a body, an entry or the session's room, writing nothing", async () => {
     const output = toolOutput(41);
     const ref = blobRef("txt", await sha256(output));
-    const result = (text: string[]) => ({
-      type: "message",
-      message: {
-        role: "toolResult",
-        toolCallId: "call-41",
-        toolName: "bash",
-        content: text.map((part) => ({ type: "text", text: part })),
-        isError: false,
-        timestamp: 1,
-      },
-    });
     const cases = [
       // About 40 MB read back from 400 references to one blob: more than a body carries.
       {
         key: undefined,
-        entries: Array.from({ length: 400 }, () => result([ref])),
+        entries: Array.from({ length: 400 }, () => toolResult([ref])),
         status: 413,
         code: "payload_too_large",
       },
       // About 20 MB in one entry.
       {
         key: undefined,
-        entries: [result(Array.from({ length: 200 }, () => ref))],
+        entries: [toolResult(Array.from({ length: 200 }, () => ref))],
         status: 413,
         code: "entry_too_large",
       },
       // About 300 KB in a session of at most 200,000 bytes.
-      { key: "key-mid-sessions", entries: [result([ref, ref, ref])], status: 413, code: "quota_exceeded" },
+      {
+        key: "key-mid-sessions",
+        entries: [toolResult([ref, ref, ref])],
+        status: 413,
+        code: "quota_exceeded",
+      },
     ];
     for (const { key, entries, status, code } of cases) {
       const holder = await createSession({ key });
       expect(
-        (await api("POST", `/v1/sessions/${holder}/entries`, { key, body: result([output]) })).status,
+        (await api("POST", `/v1/sessions/${holder}/entries`, { key, body: toolResult([output]) })).status,
       ).toBe(201);
       const id = await createSession({ key });
       const before = await info(id, key);

@@ -95,14 +95,16 @@ function modelContent(
 ): AssistantMessage["content"] {
   const content: AssistantMessage["content"] = [];
   const ids = new Set<string>();
-  const taken = new Set(
-    history.flatMap((message) =>
-      isAssistantMessage(message)
-        ? message.content.flatMap((b) => (b.type === "toolCall" ? [b.id] : []))
-        : [],
-    ),
-  );
+  /** The conversation's call ids, read only when a call came without one. */
+  let taken: Set<string> | undefined;
   const made = (index: number) => {
+    taken ??= new Set(
+      history.flatMap((message) =>
+        isAssistantMessage(message)
+          ? message.content.flatMap((b) => (b.type === "toolCall" ? [b.id] : []))
+          : [],
+      ),
+    );
     let id = "";
     for (let n = 0; id === "" || ids.has(id) || taken.has(id); n++)
       id = `call_${stableHash(n === 0 ? `${seed}:${index}` : `${seed}:${index}:${n}`)}_${index}`;

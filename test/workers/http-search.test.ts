@@ -705,6 +705,21 @@ async function eventually(check: () => Promise<void>) {
   await vi.waitFor(check, { timeout: 10_000, interval: 30 });
 }
 
+/** A session's info as its report gives it to a directory shard, updated `second`s into 2026. */
+function directoryInfo(id: string, second: number, name?: string) {
+  return {
+    id,
+    metadata: {},
+    createdAt: "2026-01-01T00:00:00.000Z",
+    updatedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, second)).toISOString(),
+    leafId: null,
+    entryCount: 1,
+    messageCount: 1,
+    bytes: 100,
+    ...(name === undefined ? {} : { name }),
+  };
+}
+
 describe("searching the tenant", () => {
   it("holds in an answer no more of its sessions' infos than the Worker may hold at once, and pages the rest", async () => {
     // 20 sessions of 1 MiB system prompts: more than an answer holds (16 Mi characters of JSON).
@@ -793,17 +808,7 @@ describe("searching the tenant", () => {
 
   it("gives a session matching in its name first, however many sessions repeat the word in their text", async () => {
     const directory = env.DIRECTORY.getByName(`dir-${sid()}`);
-    const info = (id: string, second: number, name?: string) => ({
-      id,
-      metadata: {},
-      createdAt: "2026-01-01T00:00:00.000Z",
-      updatedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, second)).toISOString(),
-      leafId: null,
-      entryCount: 1,
-      messageCount: 1,
-      bytes: 100,
-      ...(name === undefined ? {} : { name }),
-    });
+    const info = directoryInfo;
     // Its name says it, its long text does not: by bm25 alone, the text of others fits better.
     const named = sid();
     const talk = "what we check before shipping the billing service to production each week ".repeat(3);
@@ -856,6 +861,66 @@ describe("searching the tenant", () => {
       value: { results: Result[] };
     };
     expect(found.value.results.map((r) => r.session.id)).toEqual([across]);
+  });
+
+  it("gives the most recently updated of sessions that match alike, whatever their length or the limit", async () => {
+    const directory = env.DIRECTORY.getByName(`dir-${sid()}`);
+    // Newer sessions hold longer texts, which bm25 ranks lower: 30 match alike, 5 are asked.
+    const ids: string[] = [];
+    for (let i = 1; i <= 30; i++) {
+      const id = sid();
+      ids.push(id);
+      await directory.put({
+        info: directoryInfo(id, i),
+        incarnation: "i",
+        version: 1,
+        search: { labels: "", text: `deploy ${"filler words here ".repeat(i * 5)}` },
+      });
+    }
+    const newest = [...ids].reverse();
+    for (const limit of [5, 20, 100]) {
+      const answer = (await directory.search({ q: "deploy", limit })) as {
+        ok: true;
+        value: { results: Result[] };
+      };
+      expect(answer.value.results.map((r) => r.session.id)).toEqual(newest.slice(0, limit));
+    }
+    const prefixed = (await directory.search({ q: "deploy", limit: 5, prefix: "s" })) as {
+      ok: true;
+      value: { results: Result[] };
+    };
+    expect(prefixed.value.results.map((r) => r.session.id)).toEqual(newest.slice(0, 5));
+  });
+
+  it("counts a field's matches in the whole field, not only in its snippet", async () => {
+    const directory = env.DIRECTORY.getByName(`dir-${sid()}`);
+    const filler = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron ";
+    // Five matches far apart (no snippet holds two of them), against two side by side, more recent.
+    const spread = sid();
+    const close = sid();
+    await directory.put({
+      info: directoryInfo(spread, 1),
+      incarnation: "i",
+      version: 1,
+      search: {
+        labels: "",
+        text: Array(5)
+          .fill("kiwi")
+          .join(` ${filler.repeat(2)}`),
+      },
+    });
+    await directory.put({
+      info: directoryInfo(close, 2),
+      incarnation: "i",
+      version: 1,
+      search: { labels: "", text: "kiwi kiwi" },
+    });
+    const answer = (await directory.search({ q: "kiwi" })) as { ok: true; value: { results: Result[] } };
+    expect(answer.value.results.map((r) => [r.session.id, r.score])).toEqual([
+      [spread, 5],
+      [close, 2],
+    ]);
+    expect(answer.value.results[0]?.matches[0]?.highlights).toHaveLength(1);
   });
 
   it("scores and highlights only the words matched, whatever characters a name, labels or preview hold", async () => {

@@ -20,23 +20,28 @@ const SNIPPET_WORDS = 16;
 const FIELDS: SessionMatch["field"][] = ["name", "labels", "preview", "text"];
 /**
  * Candidates each shard ranks for every result asked, among the matches of the whole row and among
- * those of each field: bm25 picks them, then the score below orders them all. bm25 over the whole
- * row alone would let a word repeated in the text outweigh it once in the name, which the score
- * ranks first; and its figures depend on the shard's own statistics and cannot be compared across
- * shards, the score can.
+ * those of each field: the best by bm25 and the most recently updated, then the score below orders
+ * them all. bm25 over the whole row alone would let a word repeated in the text outweigh it once in
+ * the name, which the score ranks first; its figures depend on the shard's own statistics and cannot
+ * be compared across shards, the score can; and it favours short rows, so among sessions that match
+ * alike it would pass over the most recently updated, which the score's ties put first.
  */
 const CANDIDATES_PER_RESULT = 3;
 
+const FIELD_WEIGHTS: Record<SessionMatch["field"], number> = {
+  name: 1000,
+  labels: 100,
+  preview: 10,
+  text: 1,
+};
+
 /**
- * A session's score for a query: matches in its name outrank any in its labels, which outrank any
- * in its preview, then in its text; within a field, more matches (up to 9) score more.
+ * A session's score for a query from how often it matches in each field (`counts`, in `FIELDS`
+ * order): matches in its name outrank any in its labels, which outrank any in its preview, then in
+ * its text; within a field, more matches (up to 9) score more.
  */
-export function matchScore(matches: readonly SessionMatch[]): number {
-  const weight: Record<SessionMatch["field"], number> = { name: 1000, labels: 100, preview: 10, text: 1 };
-  return matches.reduce(
-    (score, match) => score + weight[match.field] * Math.min(match.highlights.length, 9),
-    0,
-  );
+export function matchScore(counts: readonly number[]): number {
+  return FIELDS.reduce((score, field, i) => score + FIELD_WEIGHTS[field] * Math.min(counts[i] ?? 0, 9), 0);
 }
 
 /** Where a result stands in the ranking. */
@@ -134,9 +139,9 @@ export function searchShard(
   const queries = [match, ...FIELDS.map((field) => ftsQuery(options.q, [field]))];
   const ranked = new Set<number>();
   for (const query of queries) {
-    // With a prefix, the ids are filtered before bm25 picks the candidates, so every match among
-    // them can be found; without one, the index alone answers.
-    const rows = matchRows(() =>
+    // With a prefix, the ids are filtered before the candidates are picked, so every match among
+    // them can be found; without one, the index alone answers bm25's pick.
+    const byRank = matchRows(() =>
       prefix === undefined
         ? sql<{ rowid: number }>`
             SELECT rowid FROM session_text WHERE session_text MATCH ${query}
@@ -146,17 +151,32 @@ export function searchShard(
             WHERE session_text MATCH ${query} AND substr(s.id, 1, length(${prefix})) = ${prefix}
             ORDER BY t.rank LIMIT ${candidates}`,
     );
-    for (const row of rows) ranked.add(row.rowid);
+    const byUpdate = matchRows(
+      () => sql<{ rowid: number }>`
+        SELECT t.rowid AS rowid FROM session_text t JOIN sessions s ON s.rowid = t.rowid
+        WHERE session_text MATCH ${query} AND substr(s.id, 1, length(${prefix ?? ""})) = ${prefix ?? ""}
+        ORDER BY s.updated_at DESC, s.id LIMIT ${candidates}`,
+    );
+    for (const row of [...byRank, ...byUpdate]) ranked.add(row.rowid);
   }
   if (ranked.size === 0 || wanted <= 0) return { results: [], cut: false };
   const scored: Array<SearchRank & { rowid: number; chars: number; matches: SessionMatch[] }> = [];
+  // A field's matches are counted in the whole field (the marks its highlight adds), not only in
+  // its snippet.
   for (const row of matchRows(
-    () => sql<Record<string, string> & { rowid: number; chars: number }>`
+    () => sql<
+      Record<string, string> &
+        Record<`${SessionMatch["field"]}Count`, number> & { rowid: number; chars: number }
+    >`
       SELECT t.rowid AS rowid, s.id AS id, s.info->>'$.updatedAt' AS updatedAt, length(s.info) AS chars,
         snippet(session_text, 0, char(1), char(2), '…', 64) AS name,
         snippet(session_text, 1, char(1), char(2), '…', ${SNIPPET_WORDS}) AS labels,
         snippet(session_text, 2, char(1), char(2), '…', 64) AS preview,
-        snippet(session_text, 3, char(1), char(2), '…', ${SNIPPET_WORDS}) AS text
+        snippet(session_text, 3, char(1), char(2), '…', ${SNIPPET_WORDS}) AS text,
+        length(highlight(session_text, 0, char(1), '')) - length(t.name) AS nameCount,
+        length(highlight(session_text, 1, char(1), '')) - length(t.labels) AS labelsCount,
+        length(highlight(session_text, 2, char(1), '')) - length(t.preview) AS previewCount,
+        length(highlight(session_text, 3, char(1), '')) - length(t.text) AS textCount
       FROM session_text t JOIN sessions s ON s.rowid = t.rowid
       WHERE session_text MATCH ${match}
         AND t.rowid IN (SELECT value FROM json_each(${JSON.stringify([...ranked])}))`,
@@ -172,7 +192,7 @@ export function searchShard(
       chars,
       id: id as string,
       updatedAt: updatedAt as string,
-      score: matchScore(matches),
+      score: matchScore(FIELDS.map((field) => row[`${field}Count`])),
       matches,
     });
   }

@@ -3,8 +3,10 @@
 // wrangler dev passes a CF-Connecting-IP header sent by the client through unchanged, so on an
 // address others can reach, the Worker could not tell a local request from a forged one (see
 // src/http/dev-tenant.ts); so it also refuses to start beyond loopback when a DEV_TENANT is set
-// by --var, in the local vars files, or in the configuration's vars (any environment's). The port comes from `--port` (`npm start -- --port 8795`), else the
-// PORT variable, else 8787. Options other than --ip and --port go to wrangler dev as they are.
+// by --var, in the local vars files, in a file given by --env-file, in the process's environment
+// when wrangler is told to read it, or in the configuration's vars (any environment's). The port
+// comes from `--port` (`npm start -- --port 8795`), else the PORT variable, else 8787. Options
+// other than --ip and --port go to wrangler dev as they are.
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -65,7 +67,21 @@ async function devTenantInConfig() {
   ];
 }
 
-/** Files of local vars wrangler dev reads beside its configuration, that set DEV_TENANT. */
+/** The files given by `--env-file` (it may be given more than once). */
+function envFiles() {
+  return args.flatMap((arg, i) =>
+    arg === "--env-file" && i + 1 < args.length
+      ? [resolve(args[i + 1])]
+      : arg.startsWith("--env-file=")
+        ? [resolve(arg.slice(11))]
+        : [],
+  );
+}
+
+/**
+ * Files of local vars wrangler dev reads, beside its configuration or given by `--env-file`, that
+ * set DEV_TENANT.
+ */
 function devTenantFiles() {
   const folder = dirname(configFile());
   const read = (file) => {
@@ -81,19 +97,30 @@ function devTenantFiles() {
   } catch {
     // No such folder: wrangler will say so.
   }
-  return names
+  const beside = names
     .filter(
       (name) =>
         name === ".dev.vars" || name.startsWith(".dev.vars.") || name === ".env" || name.startsWith(".env."),
     )
-    .map((name) => join(folder, name))
-    .filter((file) => /^\s*(export\s+)?DEV_TENANT\s*=/m.test(read(file)));
+    .map((name) => join(folder, name));
+  return [...beside, ...envFiles()].filter((file) => /^\s*(export\s+)?DEV_TENANT\s*=/m.test(read(file)));
+}
+
+/** Whether wrangler dev reads the process's environment as vars, and it sets DEV_TENANT. */
+function devTenantInEnvironment() {
+  const included = (process.env.CLOUDFLARE_INCLUDE_PROCESS_ENV ?? "").toLowerCase();
+  return (included === "true" || included === "1") && process.env.DEV_TENANT !== undefined;
 }
 
 if (!loopback) {
-  const set = args.some((arg) => /^DEV_TENANT[:=]/.test(arg))
+  // `--var DEV_TENANT:x`, `--var A:1 DEV_TENANT:x` and `--var=DEV_TENANT:x` alike.
+  const set = args.some((arg) => /^(--var=)?DEV_TENANT[:=]/.test(arg))
     ? ["--var"]
-    : [...devTenantFiles(), ...(await devTenantInConfig())];
+    : [
+        ...devTenantFiles(),
+        ...(devTenantInEnvironment() ? ["the environment (CLOUDFLARE_INCLUDE_PROCESS_ENV)"] : []),
+        ...(await devTenantInConfig()),
+      ];
   if (set.length > 0) {
     console.error(
       `npm start: refusing to serve a DEV_TENANT (set in ${set.join(", ")}) while listening on ${ip}, ` +

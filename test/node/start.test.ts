@@ -54,6 +54,19 @@ function start(args: string[], env: Record<string, string> = {}) {
   };
 }
 
+/**
+ * How a start that should refuse at once ended: its exit code, or null when it did not within 10
+ * seconds (it went on to start wrangler, which is stopped).
+ */
+async function refused(server: ReturnType<typeof start>): Promise<number | null> {
+  const code = await Promise.race([
+    server.exited,
+    new Promise<null>((r) => setTimeout(() => r(null), 10_000)),
+  ]);
+  if (code === null) await server.stop();
+  return code;
+}
+
 describe("npm start", () => {
   it("listens on PORT, and on --port when both are given", async () => {
     const fromEnv = await freePort();
@@ -103,10 +116,32 @@ describe("npm start", () => {
         expect(await server.exited).toBe(2);
         expect(server.output()).toContain(`refusing to serve a DEV_TENANT (set in ${join(folder, file)})`);
       }
-      const byFlag = start(["--ip", "0.0.0.0", "--var", "DEV_TENANT:local", "--config", config]);
-      expect(await byFlag.exited).toBe(2);
-      expect(byFlag.output()).toContain("refusing to serve a DEV_TENANT (set in --var)");
+      for (const vars of [
+        ["--var", "DEV_TENANT:local"],
+        ["--var=DEV_TENANT:local"],
+        ["--var", "A:1", "--var=DEV_TENANT:x"],
+        ["--var", "A:1", "DEV_TENANT:x"],
+      ]) {
+        const byFlag = start(["--ip", "0.0.0.0", ...vars, "--config", config]);
+        expect(await refused(byFlag), vars.join(" ")).toBe(2);
+        expect(byFlag.output()).toContain("refusing to serve a DEV_TENANT (set in --var)");
+      }
+      // A vars file elsewhere, given by --env-file in either form.
       rmSync(join(folder, ".env"), { force: true });
+      const elsewhere = join(folder, "elsewhere.env");
+      writeFileSync(elsewhere, "DEV_TENANT=local\n");
+      for (const flag of [["--env-file", elsewhere], [`--env-file=${elsewhere}`]]) {
+        const byFile = start(["--ip", "0.0.0.0", ...flag, "--config", config]);
+        expect(await refused(byFile), flag.join(" ")).toBe(2);
+        expect(byFile.output()).toContain(`refusing to serve a DEV_TENANT (set in ${elsewhere})`);
+      }
+      // The process's environment, when wrangler is told to read it as vars.
+      const byEnvironment = start(["--ip", "0.0.0.0", "--config", config], {
+        CLOUDFLARE_INCLUDE_PROCESS_ENV: "true",
+        DEV_TENANT: "local",
+      });
+      expect(await refused(byEnvironment)).toBe(2);
+      expect(byEnvironment.output()).toContain("set in the environment (CLOUDFLARE_INCLUDE_PROCESS_ENV)");
       for (const [toml, where] of <Array<[string, string]>>[
         ['name = "s"\n[vars]\nDEV_TENANT = "local"\n', "[vars]"],
         ['name = "s"\nvars = { DEV_TENANT = "local" }\n', "[vars]"],

@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import { SessionError } from "../core/errors";
-import { ANSWER_HEADERS, REQUEST_HEADERS } from "../durable/internal";
+import { ANSWER_HEADERS, REQUEST_HEADERS, REQUEST_ID_HEADER } from "../durable/internal";
 import type { AppEnv } from "./env";
 
 /*
@@ -12,15 +12,27 @@ import type { AppEnv } from "./env";
  */
 
 const ALLOWED_METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE";
-/** The API's headers, those of the Durable Streams protocol (/v1/stream) and MCP's (/mcp). */
+/**
+ * The API's headers (a resumed event stream's Last-Event-ID, a caller's own request id among them),
+ * those of the Durable Streams protocol (/v1/stream) and MCP's (/mcp).
+ */
 const ALLOWED_HEADERS = [
   "Authorization",
   "Content-Type",
   "If-Match",
+  "Last-Event-ID",
+  REQUEST_ID_HEADER,
   ...REQUEST_HEADERS,
   "Mcp-Protocol-Version",
 ].join(", ");
-const EXPOSED_HEADERS = ["ETag", "Retry-After", "Content-Disposition", ...ANSWER_HEADERS].join(", ");
+/** What a page may read of an answer: the request id every answer carries among them. */
+const EXPOSED_HEADERS = [
+  "ETag",
+  "Retry-After",
+  "Content-Disposition",
+  REQUEST_ID_HEADER,
+  ...ANSWER_HEADERS,
+].join(", ");
 const PREFLIGHT_MAX_AGE_SECONDS = "600";
 
 let parsed: { setting: string; origins: ReadonlySet<string> } | undefined;

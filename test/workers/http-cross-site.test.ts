@@ -280,6 +280,10 @@ describe("CORS", () => {
       expect(ok.headers.get("Access-Control-Allow-Origin")).toBe(APP);
       expect(ok.headers.get("Access-Control-Allow-Methods")).toContain("POST");
       expect(ok.headers.get("Access-Control-Allow-Headers")).toMatch(/Authorization.*Content-Type.*If-Match/);
+      // A page resuming an event stream sends Last-Event-ID itself (EventSource cannot send a
+      // key), and may send its own request id.
+      const allowed = ok.headers.get("Access-Control-Allow-Headers")?.toLowerCase().split(", ");
+      expect(allowed).toEqual(expect.arrayContaining(["last-event-id", "x-request-id"]));
       expect(ok.headers.get("Access-Control-Allow-Credentials")).toBeNull();
       expect(ok.headers.get("Vary")).toContain("Origin");
 
@@ -299,6 +303,7 @@ describe("CORS", () => {
       expect(created.status).toBe(201);
       expect(created.headers.get("Access-Control-Allow-Origin")).toBe(APP);
       expect(created.headers.get("Access-Control-Expose-Headers")).toContain("ETag");
+      expect(created.headers.get("Access-Control-Expose-Headers")?.split(", ")).toContain("x-request-id");
       const refusedError = await send(local, "GET", "/v1/sessions/no-such-session", { Origin: APP });
       expect(refusedError.status).toBe(404);
       expect(refusedError.headers.get("Access-Control-Allow-Origin")).toBe(APP);

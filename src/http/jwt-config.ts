@@ -6,6 +6,7 @@ import {
   type JWK,
   type JWTVerifyGetKey,
 } from "jose";
+import { SessionError } from "../core/errors";
 import { tryParseJson } from "../core/json";
 import { isRecord } from "../core/providers/incoming";
 import { checkedSetting } from "./checked-setting";
@@ -146,6 +147,8 @@ const remotes = new Map<string, JwtKeys>();
  * an unknown `kid` at most every 30 seconds, a timeout on each fetch). What jose does not do is
  * added here: a failed fetch keeps the keys fetched before and is not retried for 30 seconds, so an
  * issuer that is down neither locks every caller out at once nor turns each token into a request.
+ * With no keys fetched before, a token cannot be checked at all: that is `unavailable` (503, to be
+ * tried again when the next fetch may be made), not a refusal of the token.
  */
 function remoteKeys(url: string): JwtKeys {
   if (!URL.canParse(url) || new URL(url).protocol !== "https:") {
@@ -176,7 +179,17 @@ function remoteKeys(url: string): JwtKeys {
         }
       }
       const before = fetched();
-      if (!before) throw new errors.JWKSNoMatchingKey();
+      if (!before) {
+        const wait = Math.ceil((failedAt + JWKS_MIN_INTERVAL_MS - Date.now()) / 1000);
+        throw new SessionError(
+          "unavailable",
+          "the service cannot fetch the keys that verify tokens; try again",
+          {
+            retryAfterSeconds: Math.max(1, wait),
+            outcome: "not_applied",
+          },
+        );
+      }
       return createLocalJWKSet(before)(header, token);
     },
   };

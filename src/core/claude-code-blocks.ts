@@ -86,29 +86,87 @@ export function filledAssistantContent(
 }
 
 /**
+ * An assistant line's content as a context edit leaves its entry: the blocks the entry holds give
+ * way to `parts` (the edited message's), put where the first of them stood (`placed`: whether an
+ * earlier line of the entry took them); what the entry does not hold stays.
+ */
+export function editedAssistantContent(
+  kept: readonly unknown[],
+  parts: readonly AssistantPart[],
+  placed: boolean,
+): { content: unknown[]; placed: boolean } {
+  let put = placed;
+  const content: unknown[] = [];
+  for (const item of kept) {
+    const written = isHole(item) ? undefined : writtenItem(item);
+    if (written !== undefined && !anthropicAssistantBlock(written)) {
+      content.push(written);
+      continue;
+    }
+    if (!put) content.push(...parts.map(assistantBlock));
+    put = true;
+  }
+  return { content, placed: put };
+}
+
+/**
+ * What context edits leave of a user line's entries: by each result's place among the line's, the
+ * result as edited (null when left out); and the user message's parts as edited (none when it is
+ * left out), when it is.
+ */
+export interface UserLineEdits {
+  results: ReadonlyMap<number, ToolResultMessage | null>;
+  parts?: readonly InputContent[];
+}
+
+/**
  * A user line's content, its holes filled: a hole with `tool_use_id` from the next result, any
- * other from the next part of the user message (a hole none is left for is left out).
+ * other from the next part of the user message (a hole none is left for is left out). A result an
+ * edit changed is written from the edit (under its `tool_use_id`), one it left out is left out;
+ * edited parts stand where the user message's first block stood, in place of all of them.
  */
 export function filledUserContent(
   kept: readonly unknown[],
   results: readonly ToolResultMessage[],
   parts: readonly InputContent[],
+  edits?: UserLineEdits,
 ): unknown[] {
   let result = 0;
   let part = 0;
+  let partsPut = false;
   const content: unknown[] = [];
+  const putEditedParts = (edited: readonly InputContent[]) => {
+    if (!partsPut) content.push(...edited.map((p) => userBlock(p)));
+    partsPut = true;
+  };
   for (const item of kept) {
-    if (isHole(item)) {
-      const rebuilt = Object.hasOwn(item, "tool_use_id")
-        ? results[result] && toolResultBlock(results[result++] as ToolResultMessage)
-        : parts[part] && userBlock(parts[part++] as InputContent);
-      if (rebuilt) content.push(filledHole(item, rebuilt));
+    const written = isHole(item) ? undefined : writtenItem(item);
+    const isResult =
+      written === undefined ? Object.hasOwn(item as object, "tool_use_id") : isToolResultBlock(written);
+    if (isResult) {
+      const edit = edits?.results.get(result);
+      const message = results[result++];
+      const held = (written ?? item) as Record<string, unknown>;
+      if (edit === null) continue;
+      if (edit) content.push({ ...toolResultBlock(edit), tool_use_id: held.tool_use_id });
+      else if (written !== undefined) content.push(written);
+      else if (message) content.push(filledHole(held, toolResultBlock(message)));
       continue;
     }
-    const written = writtenItem(item);
-    if (isToolResultBlock(written)) result++;
-    else if (anthropicUserBlock(written)) part++;
-    content.push(written);
+    const isPart = written === undefined || anthropicUserBlock(written) !== undefined;
+    if (isPart && edits?.parts) {
+      part++;
+      putEditedParts(edits.parts);
+      continue;
+    }
+    if (written !== undefined) {
+      if (isPart) part++;
+      content.push(written);
+      continue;
+    }
+    const rebuilt = parts[part] && userBlock(parts[part++] as InputContent);
+    if (rebuilt) content.push(filledHole(item as Record<string, unknown>, rebuilt));
   }
+  if (edits?.parts) putEditedParts(edits.parts);
   return content;
 }

@@ -6,6 +6,7 @@ import type { BranchLines } from "./claude-code-new-lines";
 import { branchLines, LineWriter, newLines } from "./claude-code-new-lines";
 import { OwnLines, sourceLines, TranscriptIndex } from "./claude-code-own-lines";
 import { headNoteFields, ResumeReader } from "./claude-code-resume";
+import { latestEdits } from "./context-edits";
 import { sessionEntries } from "./interchange";
 import type { Session } from "./session";
 
@@ -129,7 +130,9 @@ export async function* exportClaudeCode(
   // head is checked against the lines as Claude Code reads them.
   const resume =
     leafId !== null && !index.isLatest(leafId) && !fields.isSidechain ? new ResumeReader() : undefined;
-  for await (const text of inSessionOrder(sourceLines(session, imported, index, own), written)) {
+  // Edits on the current branch change the lines of the entries they name, as the context does.
+  const edits = index.hasLines ? latestEdits(await session.getBranch(leafId)) : new Map();
+  for await (const text of inSessionOrder(sourceLines(session, imported, index, own, edits), written)) {
     resume?.note(text);
     yield text;
   }

@@ -2,8 +2,11 @@ import type { Line, PlacedLine } from "./agent-export";
 import { customLine, HeldEntries, LineOrder } from "./agent-export";
 import type { InputContent } from "./agent-log";
 import { asString, isRecord } from "./agent-log";
-import { filledAssistantContent, filledUserContent } from "./claude-code-blocks";
-import type { CompactionEntry, SessionEntry } from "./entries";
+import type { UserLineEdits } from "./claude-code-blocks";
+import { editedAssistantContent, filledAssistantContent, filledUserContent } from "./claude-code-blocks";
+import type { BranchEdits } from "./context-edits";
+import { applyContextEdit } from "./context-edits";
+import type { CompactionEntry, ContextEditEntry, SessionEntry } from "./entries";
 import { sessionEntries } from "./interchange";
 import type { AgentMessage, AssistantMessage, ToolResultMessage, UserMessage } from "./messages";
 import type { Session } from "./session";
@@ -15,6 +18,11 @@ import { sourceOf } from "./source-lines";
  * each entry keeps its lines without what it holds (`sourceLines`, their places in
  * `sourceLineNumbers`), and they are filled again from the entry, in the file's order. Lines the
  * Claude Agent SDK store wrote whole (an entry's `line`) go back as they are.
+ *
+ * A context edit on the current branch changes the lines of the entry it names as it changes the
+ * entry's message in the context: the blocks the entry holds are written from the edited message,
+ * or left out for an edit that leaves the message out; the line keeps its uuid, its place in the
+ * chain and everything else it holds. A line left with no block becomes a note (`leftOut`).
  */
 
 const PREFIX = "claude-code:";
@@ -91,33 +99,116 @@ function messageOf(entry: SessionEntry): AgentMessage | undefined {
   return entry.type === "message" ? entry.message : undefined;
 }
 
-function userLine(group: UserGroup): Line {
+/** What a line an edit left with no block says in its place. */
+export const LEFT_OUT_NOTE = "A context edit left this message out of the context.";
+
+/**
+ * A user or assistant line an edit left with no block, as a note in its place: Claude Code sends
+ * no such line to the model and the import reads it as no message, and the lines under it keep
+ * their parent. Any other line goes as it is.
+ */
+function leftOut(line: Line): Line {
+  const message = isRecord(line.message) ? line.message : undefined;
+  const empty = Array.isArray(message?.content) && message.content.length === 0;
+  if ((line.type !== "user" && line.type !== "assistant") || !empty) return line;
+  const { message: _message, toolUseResult: _result, ...rest } = line;
+  return {
+    ...rest,
+    type: "system",
+    subtype: "informational",
+    content: LEFT_OUT_NOTE,
+    isMeta: true,
+    level: "info",
+  };
+}
+
+/** The message an edit leaves of an entry's: undefined when it leaves it out. */
+function edited(
+  message: AgentMessage,
+  edit: Pick<ContextEditEntry, "replacement">,
+): AgentMessage | undefined {
+  return applyContextEdit([message], edit)[0];
+}
+
+/** A user message's content as parts (a string as one text part). */
+function partsOf(message: UserMessage | undefined): InputContent[] {
+  if (!message) return [];
+  const content = message.content;
+  return typeof content === "string" ? [{ type: "text", text: content }] : (content as InputContent[]);
+}
+
+/** What the branch's edits leave of a user line's entries (undefined when none names one). */
+function userLineEdits(group: UserGroup, edits: BranchEdits): UserLineEdits | undefined {
+  const results = new Map<number, ToolResultMessage | null>();
+  let parts: InputContent[] | undefined;
+  let result = 0;
+  for (const entry of group.entries) {
+    const message = messageOf(entry);
+    const edit = edits.get(entry.id);
+    if (message?.role === "toolResult") {
+      if (edit) results.set(result, (edited(message, edit) as ToolResultMessage | undefined) ?? null);
+      result++;
+    } else if (message?.role === "user" && edit)
+      parts = partsOf(edited(message, edit) as UserMessage | undefined);
+  }
+  return results.size > 0 || parts ? { results, ...(parts ? { parts } : {}) } : undefined;
+}
+
+function userLine(group: UserGroup, edits: BranchEdits): Line {
   const results = group.entries
     .map(messageOf)
     .filter((m): m is ToolResultMessage => m?.role === "toolResult");
-  const user = group.entries.map(messageOf).find((m): m is UserMessage => m?.role === "user");
+  const userEntry = group.entries.find((e) => messageOf(e)?.role === "user");
+  const user = userEntry && (messageOf(userEntry) as UserMessage);
+  const userEdit = userEntry && edits.get(userEntry.id);
   const line = { ...group.line };
   const message = isRecord(line.message) ? line.message : {};
-  if (!Object.hasOwn(message, "content")) line.message = { ...message, content: user?.content ?? "" };
-  else if (Array.isArray(message.content)) {
+  if (!Object.hasOwn(message, "content")) {
+    // A user line whose content was a string holds nothing but the user message.
+    const content =
+      user && userEdit ? (edited(user, userEdit) as UserMessage | undefined)?.content : user?.content;
+    line.message = { ...message, content: content ?? (userEdit ? [] : "") };
+  } else if (Array.isArray(message.content)) {
     const parts = Array.isArray(user?.content) ? (user.content as InputContent[]) : [];
-    line.message = { ...message, content: filledUserContent(message.content, results, parts) };
+    const content = filledUserContent(message.content, results, parts, userLineEdits(group, edits));
+    line.message = { ...message, content };
   }
+  const written = withDetails(line, results);
+  return group.entries.some((entry) => edits.has(entry.id)) ? leftOut(written) : written;
+}
+
+/** A user line with its one result's details as `toolUseResult`, when it does not hold one. */
+function withDetails(line: Line, results: readonly ToolResultMessage[]): Line {
   const details = results.length === 1 ? results[0]?.details : undefined;
   if (!Object.hasOwn(line, "toolUseResult") && details !== undefined) line.toolUseResult = details;
   return line;
 }
 
-/** An assistant entry's lines, each line's blocks filled from the message in order. */
-function assistantLines(entry: SessionEntry, lines: Line[]): Line[] {
-  const parts = (messageOf(entry) as AssistantMessage | undefined)?.content ?? [];
+/**
+ * An assistant entry's lines, each line's blocks filled from the message in order; under an edit,
+ * the edited message's blocks where the entry's first one stood (none when it is left out).
+ */
+function assistantLines(
+  entry: SessionEntry,
+  lines: Line[],
+  edit: Pick<ContextEditEntry, "replacement"> | undefined,
+): Line[] {
+  const stored = messageOf(entry) as AssistantMessage | undefined;
+  const message = stored && edit ? (edited(stored, edit) as AssistantMessage | undefined) : stored;
+  const parts = message?.content ?? [];
   let next = 0;
+  let placed = false;
   return lines.map((line) => {
-    const message = isRecord(line.message) ? line.message : undefined;
-    if (!message || !Array.isArray(message.content)) return line;
-    const filled = filledAssistantContent(message.content, parts, next);
+    const held = isRecord(line.message) ? line.message : undefined;
+    if (!held || !Array.isArray(held.content)) return line;
+    if (edit) {
+      const written = editedAssistantContent(held.content, parts, placed);
+      placed = written.placed;
+      return leftOut({ ...line, message: { ...held, content: written.content } });
+    }
+    const filled = filledAssistantContent(held.content, parts, next);
     next = filled.next;
-    return { ...line, message: { ...message, content: filled.content } };
+    return { ...line, message: { ...held, content: filled.content } };
   });
 }
 
@@ -166,18 +257,22 @@ export class OwnLines {
   }
 }
 
-/** The transcript's own lines, from every entry made from one, in the order the file had them. */
+/**
+ * The transcript's own lines, from every entry made from one, in the order the file had them, the
+ * entries `edits` names as the edits leave them.
+ */
 export async function* sourceLines(
   session: Session,
   imported: boolean,
   index: TranscriptIndex,
   own: OwnLines,
+  edits: BranchEdits,
 ): AsyncGenerator<PlacedLine> {
   if (!index.hasLines) return;
   const order = new LineOrder(own.out);
   let group: UserGroup | undefined;
   const closeGroup = function* (): Generator<PlacedLine> {
-    if (group) yield* order.put(userLine(group), group.at, group.number);
+    if (group) yield* order.put(userLine(group, edits), group.at, group.number);
     group = undefined;
   };
   for await (const entry of sessionEntries(session)) {
@@ -199,7 +294,8 @@ export async function* sourceLines(
     const held = lines.lines.map((l) => l.line);
     let written: Line[];
     if (entry.type === "compaction") written = compactionLines(entry, held);
-    else if (messageOf(entry)?.role === "assistant") written = assistantLines(entry, held);
+    else if (messageOf(entry)?.role === "assistant")
+      written = assistantLines(entry, held, edits.get(entry.id));
     else {
       group = {
         uuid: asString(first.line.uuid) ?? entry.id,

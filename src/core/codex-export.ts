@@ -13,7 +13,9 @@ import {
   toolOutput,
 } from "./codex-items";
 import { deriveState } from "./context";
-import type { CompactionEntry, SessionEntry, TreeEntry } from "./entries";
+import type { BranchEdits } from "./context-edits";
+import { applyContextEdit, latestEdits } from "./context-edits";
+import type { CompactionEntry, ContextEditEntry, SessionEntry, TreeEntry } from "./entries";
 import { nonBlank } from "./info";
 import { sessionEntries } from "./interchange";
 import { tryParseJson } from "./json";
@@ -98,22 +100,64 @@ function messageLines(message: AgentMessage, lines: readonly Line[]): Line[] {
   });
 }
 
+/**
+ * A message entry's lines as a context edit leaves it (`message`, undefined when the edit leaves
+ * it out): a tool result's lines keep their call, the output written from the edit; another
+ * message's content goes as one message item in the place of its first line, the entry's other
+ * lines left out; none of them for a message left out.
+ */
+function editedLines(message: AgentMessage | undefined, lines: readonly Line[]): Line[] {
+  const [first] = lines;
+  if (!message || !first) return [];
+  if (message.role === "toolResult")
+    return lines.map((line) => {
+      const payload = isRecord(line.payload) ? line.payload : undefined;
+      if (!payload || !OUTPUT_TYPES.has(payload.type as string)) return line;
+      return { ...line, payload: { ...payload, output: toolOutput(message as ToolResultMessage) } };
+    });
+  const content = (message as { content?: unknown }).content;
+  const parts: InputContent[] =
+    typeof content === "string" ? [{ type: "text", text: content }] : ((content ?? []) as InputContent[]);
+  const fromModel = message.role === "assistant";
+  const items = parts.filter((p) => !fromModel || p.type === "text").map((p) => contentItem(p, fromModel));
+  return [
+    { ...first, type: "response_item", payload: { type: "message", role: message.role, content: items } },
+  ];
+}
+
+/** The types of the items a tool's output is written as. */
+const OUTPUT_TYPES = new Set(["function_call_output", "custom_tool_call_output"]);
+
+/** An entry's lines as they go out: filled from its message, or as an edit on the branch leaves it. */
+function entryLines(
+  message: AgentMessage,
+  lines: readonly Line[],
+  edit: Pick<ContextEditEntry, "replacement"> | undefined,
+): Line[] {
+  return edit ? editedLines(applyContextEdit([message], edit)[0], lines) : messageLines(message, lines);
+}
+
 /** The payloads of the lines an entry read from inside a compacted line holds. */
-function replacementItems(entry: SessionEntry): unknown[] {
+function replacementItems(entry: SessionEntry, edits: BranchEdits): unknown[] {
   const custom = customLine(entry, PREFIX);
   if (custom) return [custom.line.payload];
   const kept = (entry as SourceFields).sourceLines;
   const message = messageOf(entry);
   if (!message || !Array.isArray(kept)) return [];
-  return messageLines(message, kept.filter(isRecord)).map((line) => line.payload);
+  return entryLines(message, kept.filter(isRecord), edits.get(entry.id)).map((line) => line.payload);
 }
 
 /** A compacted line: its summary, and its replacement history from the entries read from it. */
-function compactedLine(entry: CompactionEntry, line: Line, members: readonly SessionEntry[]): Line {
+function compactedLine(
+  entry: CompactionEntry,
+  line: Line,
+  members: readonly SessionEntry[],
+  edits: BranchEdits,
+): Line {
   const payload = isRecord(line.payload) ? { ...line.payload } : {};
   if (!Object.hasOwn(payload, "message")) payload.message = entry.summary;
   if (Array.isArray(payload.replacement_history)) {
-    const items = members.flatMap(replacementItems);
+    const items = members.flatMap((member) => replacementItems(member, edits));
     let next = 0;
     payload.replacement_history = payload.replacement_history.flatMap((item) =>
       isHole(item) ? (next < items.length ? [items[next++]] : []) : [item],
@@ -168,8 +212,8 @@ class OwnLines {
 
 /**
  * The rollout's own lines, from every entry on the current branch made from one, in the order the
- * file had them. Codex reads a rollout as one straight conversation: the lines of a branch the
- * head left stay out.
+ * file had them, the entries the branch's context edits name as the edits leave them. Codex reads
+ * a rollout as one straight conversation: the lines of a branch the head left stay out.
  */
 async function* sourceLines(
   session: Session,
@@ -177,13 +221,14 @@ async function* sourceLines(
   held: HeldEntries,
   onBranch: ReadonlySet<string>,
   own: OwnLines,
+  edits: BranchEdits,
 ): AsyncGenerator<PlacedLine> {
   if (!held.hasLines) return;
   const order = new LineOrder(own.out);
   let group: CompactedGroup | undefined;
   const close = function* (): Generator<PlacedLine> {
     if (group)
-      yield* order.put(compactedLine(group.entry, group.line, group.members), group.at, group.number);
+      yield* order.put(compactedLine(group.entry, group.line, group.members, edits), group.at, group.number);
     group = undefined;
   };
   for await (const entry of sessionEntries(session)) {
@@ -207,15 +252,19 @@ async function* sourceLines(
       continue;
     }
     const message = messageOf(entry);
+    const edit = edits.get(entry.id);
     const lines = message
-      ? messageLines(
+      ? entryLines(
           message,
           (source ?? []).map((s) => s.line),
+          edit,
         )
       : [first.line];
-    yield* order.put(lines[0] as Line, at, first.number);
+    // An edit may leave fewer lines than the entry had: those after them are left out.
+    if (lines[0]) yield* order.put(lines[0], at, first.number);
     rest.forEach((s, index) => {
-      order.later(lines[index + 1] ?? s.line, at, s.number);
+      const line = edit ? lines[index + 1] : (lines[index + 1] ?? s.line);
+      if (line) order.later(line, at, s.number);
     });
   }
   yield* close();
@@ -476,8 +525,10 @@ export async function* exportCodexAs(
       ? undefined
       : { session: session.id, head: leafId, seq });
   const own = new OwnLines(where.importedId, where.threadId, record);
+  // Edits on the branch change the lines of the entries they name, as the context does.
+  const edits = held.hasLines ? latestEdits(await session.getBranch(leafId)) : new Map();
   yield* inSessionOrder(
-    sourceLines(session, imported, held, branch, own),
+    sourceLines(session, imported, held, branch, own, edits),
     newLines(session, leafId, held, where, record),
   );
   // The lines written may not give the session's name: a fork's is its own, and lines the head

@@ -22,6 +22,9 @@ export function isEditableEntry(entry: { type?: unknown; message?: unknown }): b
   return role === "user" || role === "assistant" || role === "toolResult";
 }
 
+/** The latest context edit of each entry on a branch, by the id of the entry it names. */
+export type BranchEdits = ReadonlyMap<string, Pick<ContextEditEntry, "replacement">>;
+
 /** The latest edit of each target among `entries`, in order. */
 export function latestEdits(entries: Iterable<TreeEntry>): Map<string, ContextEditEntry> {
   const edits = new Map<string, ContextEditEntry>();

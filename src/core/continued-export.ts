@@ -247,7 +247,11 @@ async function goesOn(
     if (id === null) return null;
     if (!placed.has(id)) {
       const pair = pairs.get(id);
-      placed.set(id, pair && !(await isStored(id)) ? await standsFor(pair, timestamp) : id);
+      // The export's last line stands for the head even where its entry was stored: entries no
+      // line is written for (a context edit, a label) may be under it, and the agent went on
+      // from them.
+      const head = pair?.id === exported.leafId;
+      placed.set(id, pair && (head || !(await isStored(id))) ? await standsFor(pair, timestamp) : id);
     }
     return placed.get(id);
   };

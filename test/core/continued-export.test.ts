@@ -742,3 +742,44 @@ describe("a Claude Code transcript gone on from a line a compaction kept, synced
     expect(beforePlan.entries).toMatchObject([{ id: before.uuid, parentId: ids[3] }]);
   });
 });
+
+describe("an agent's file pulled after a context edit on the service, gone on in, synced back", () => {
+  /** A session imported from the tool's file with tool calls, its last tool result cleared by a context edit. */
+  async function cleared(
+    tool: "claude-code" | "codex",
+  ): Promise<{ repo: MemoryRepo; session: Session; edit: string }> {
+    const prefix = tool === "codex" ? "0.58.0" : "2.1.38";
+    const [, file] = fixtureFiles(tool).find(([n]) => n.startsWith(prefix)) as [string, string];
+    const repo = new MemoryRepo();
+    const session = await repo.importSession(tool === "codex" ? parseCodex(file) : parseClaudeCode(file));
+    const branch = await session.getBranch();
+    const result = branch.findLast((e) => e.type === "message" && e.message.role === "toolResult");
+    const edit = await session.appendContextEdit(result?.id as string, { content: "[output cleared]" });
+    return { repo, session, edit };
+  }
+
+  it("takes Claude Code's line under the edit, the edit still applied", async () => {
+    const { repo, session, edit } = await cleared("claude-code");
+    const lines = pulled(await collect(exportClaudeCode(session)));
+    expect((await repo.syncSession(parseClaudeCode(text(lines)))).status).toBe("unchanged");
+    const turn = claudeCodeTurn(lines, "a0000000-0000-4000-8000-000000000031", "asked in Claude Code");
+    const grown = text([...lines, turn]);
+    expect(await repo.syncSession(parseClaudeCode(grown))).toMatchObject({ status: "appended", appended: 1 });
+    expect(await session.getEntry(turn.uuid as string)).toMatchObject({ parentId: edit });
+    expect(JSON.stringify((await session.buildContext()).messages)).toContain("[output cleared]");
+    expect((await repo.syncSession(parseClaudeCode(grown))).status).toBe("unchanged");
+  });
+
+  it("takes Codex's turn under the edit, the edit still applied", async () => {
+    const { repo, session, edit } = await cleared("codex");
+    const lines = pulled(await collect(exportCodex(session)));
+    expect((await repo.syncSession(parseCodex(text(lines)))).status).toBe("unchanged");
+    const grown = text([...lines, ...codexTurn("2026-06-06T10:00:00.000Z", "asked in Codex")]);
+    expect((await repo.syncSession(parseCodex(grown))).status).toBe("appended");
+    const branch = await session.getBranch();
+    expect(branch[branch.findIndex((entry) => entry.id === edit) + 1]?.parentId).toBe(edit);
+    expect(await lastSaid(session)).toContain("asked in Codex");
+    expect(JSON.stringify((await session.buildContext()).messages)).toContain("[output cleared]");
+    expect((await repo.syncSession(parseCodex(grown))).status).toBe("unchanged");
+  });
+});

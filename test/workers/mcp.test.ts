@@ -261,6 +261,77 @@ describe("MCP server", () => {
     await client.close();
   });
 
+  it("reads `around` entries on each side of an entry however its seqs run: a head move's record and a fork's gaps take none of them", async () => {
+    const shown = (read: Awaited<ReturnType<typeof call>>) => {
+      expect(read.isError, read.text).toBeFalsy();
+      expect(read.text).not.toContain("more: read_entries");
+      return (read.structuredContent as { entries: { id: string }[] }).entries.map((entry) => entry.id);
+    };
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: {
+        entries: [
+          { ...userMessage("q1"), id: "q1" },
+          { ...assistantMessage("a1"), id: "a1" },
+          { ...userMessage("q2"), id: "q2" },
+          { ...assistantMessage("a2"), id: "a2" },
+        ],
+      },
+    });
+    // Each head move is recorded under a seq of its own.
+    expect((await api("PUT", `/v1/sessions/${id}/leaf`, { body: { targetId: "a1" } })).status).toBe(200);
+    expect((await api("PUT", `/v1/sessions/${id}/leaf`, { body: { targetId: "a2" } })).status).toBe(200);
+    await api("POST", `/v1/sessions/${id}/entries`, { body: { ...userMessage("q3 wombat"), id: "q3" } });
+    const client = await connect(KEY_A);
+    expect(shown(await call(client, "read_entries", { sessionId: id, entryId: "q3", around: 3 }))).toEqual([
+      "a1",
+      "q2",
+      "a2",
+      "q3",
+    ]);
+    expect(shown(await call(client, "read_entries", { sessionId: id, entryId: "a2", around: 1 }))).toEqual([
+      "q2",
+      "a2",
+      "q3",
+    ]);
+    await eventually(async () => {
+      const matched = await call(client, "read_entries", { sessionId: id, query: "wombat", around: 3 });
+      const { matches } = matched.structuredContent as { matches: { entries: { id: string }[] }[] };
+      expect(matches.map((match) => match.entries.map((entry) => entry.id))).toEqual([
+        ["a1", "q2", "a2", "q3"],
+      ]);
+    });
+
+    // A fork keeps the seqs its path had in the source, with the branch it leaves out as gaps; this
+    // one is still copying its path when read.
+    const source = await createSession();
+    const turn = (n: number, prefix = "m") => ({
+      ...(n % 2
+        ? assistantMessage(`${prefix}${n} ${"lorem ipsum ".repeat(25)}`)
+        : userMessage(`${prefix}${n}`)),
+      id: `${prefix}${n}`,
+    });
+    await api("POST", `/v1/sessions/${source}/entries`, {
+      body: {
+        entries: [
+          ...Array.from({ length: 20 }, (_, n) => turn(n)),
+          { ...turn(0, "b"), parentId: "m18" },
+          turn(1, "b"),
+          turn(2, "b"),
+          { ...turn(20), parentId: "m19" },
+          ...Array.from({ length: 9 }, (_, n) => turn(21 + n)),
+        ],
+      },
+    });
+    const forkId = sid("fork");
+    const forked = await api("POST", `/v1/sessions/${source}/fork`, { body: { entryId: "m29", id: forkId } });
+    expect(forked.status, forked.text).toBe(201);
+    expect(forked.body.copying).toBeDefined();
+    const read = await call(client, "read_entries", { sessionId: forkId, entryId: "m21", around: 3 });
+    expect(shown(read)).toEqual(["m18", "m19", "m20", "m21", "m22", "m23", "m24"]);
+    await client.close();
+  });
+
   it("shows a LangGraph checkpoint holding its messages as a value by its messages around a match, as read_session does", async () => {
     const human = (text: string) => ({
       lc: 1,

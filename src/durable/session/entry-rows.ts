@@ -246,6 +246,19 @@ export class EntryRows {
   }
 
   /**
+   * Seqs of the last `count` tree entries up to seq `at`, in append order: counted, never taken as a
+   * range of seqs, for seqs are not dense (a head move's record takes one, a fork keeps its
+   * source's gaps).
+   */
+  treeSeqsUpTo(at: number, count: number): number[] {
+    return this.#sql<{ seq: number }>`SELECT seq FROM entries WHERE seq <= ${at} AND type != 'leaf'
+      ORDER BY seq DESC LIMIT ${count}`
+      .toArray()
+      .map((row) => row.seq)
+      .reverse();
+  }
+
+  /**
    * The tree's shape after `after` up to `bound`: each tree entry's seq in append order and its
    * parent's (0: a root), at most `limit`. Read from the rows' first columns, never their payloads.
    */

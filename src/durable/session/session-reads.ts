@@ -180,8 +180,9 @@ export class SessionReads {
   }
 
   /**
-   * Seqs of the tree entries written just before and after the entry `centre` (an id, or a seq a
-   * search found), in order: `not_found` when it is no tree entry.
+   * Seqs of the `around` tree entries written just before and the `around` just after the entry
+   * `centre` (an id, or a seq a search found), and its own, in order: `not_found` when it is no
+   * tree entry.
    */
   seqsAround(centre: string | number, around: number): number[] {
     this.#parts.row.live();
@@ -195,10 +196,12 @@ export class SessionReads {
       seq = node.seq;
     }
     const at = seq as number;
-    const type = TREE_ENTRY_TYPES;
-    const before = this.entrySeqs({ after: Math.max(0, at - around - 1), limit: around + 1, type });
-    const after = around ? this.entrySeqs({ after: at, limit: around, type }) : [];
-    return [...before.filter((s) => s <= at), ...after];
+    // The centre and the `around` before it, by count; read once the rows they span are all there.
+    const upTo = rows.treeSeqsUpTo(at, around + 1);
+    this.#whole(upTo.length <= around ? 0 : (upTo[0] as number) - 1);
+    const before = upTo.at(-1) === at || upTo.length <= around ? upTo : upTo.slice(1);
+    const after = around ? this.entrySeqs({ after: at, limit: around, type: TREE_ENTRY_TYPES }) : [];
+    return [...before, ...after];
   }
 
   /** What a compaction at `leafId` reads whole and what it counts (see `CompactionReads` below). */

@@ -8,9 +8,9 @@ import { shownLine } from "./render";
  * after and before in turn, while their lines fit in what is left of the answer's text and the
  * entries (whole, else by their place) in what is left of its structured content. The entries
  * left out on a side are named by a line giving the read_entries call that shows them: centred
- * among them, with an `around` that spans them (read_entries reads before an entry by seq, after
- * it by count). The entry itself, shown even when it does not fit, shows the lines of it that do,
- * then a line saying how many are left out and where the entry is read whole.
+ * among them, with an `around` that spans them (read_entries counts `around` tree entries on each
+ * side, whatever their seqs). The entry itself, shown even when it does not fit, shows the lines
+ * of it that do, then a line saying how many are left out and where the entry is read whole.
  */
 
 type Shown = ShownEntries["entries"][number];
@@ -67,18 +67,12 @@ function linesWithin(shown: Shown, centre: string, chars: number): string[] {
 }
 
 /**
- * The entry's own centre and `around` for a read_entries call showing `window[from..to]`: the entry
- * among them for which the larger of the seqs before it and the entries after it is least.
+ * The entry's own centre and `around` for a read_entries call showing `window[from..to]` (entries
+ * in a row of the tree's): the middle one, `around` the larger of the counts on its two sides.
  */
 function readOf(window: readonly Shown[], from: number, to: number): { entryId: string; around: number } {
-  const first = (window[from] as Shown).entry.seq;
-  let best = { entryId: (window[from] as Shown).entry.id, around: to - from };
-  for (let i = from + 1; i <= to; i++) {
-    const { id, seq } = (window[i] as Shown).entry;
-    const around = Math.max(seq - first, to - i);
-    if (around < best.around) best = { entryId: id, around };
-  }
-  return best;
+  const middle = from + Math.floor((to - from) / 2);
+  return { entryId: (window[middle] as Shown).entry.id, around: to - middle };
 }
 
 /**

@@ -674,6 +674,25 @@ describe("MCP server", () => {
     await client.close();
   });
 
+  it("clears a label given blank or whitespace only, and says so", async () => {
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, { body: { ...userMessage("q1"), id: "q1" } });
+    const client = await connect(KEY_A);
+    expect(
+      (await call(client, "label_entry", { sessionId: id, entryId: "q1", label: "start" })).isError,
+    ).toBeFalsy();
+    for (const label of ["   ", ""]) {
+      const cleared = await call(client, "label_entry", { sessionId: id, entryId: "q1", label });
+      expect(cleared.isError, cleared.text).toBeFalsy();
+      expect(cleared.text).toBe(`labelled q1 in ${id}: (cleared)`);
+      expect((await api("GET", `/v1/sessions/${id}/tree`)).body.roots[0].label).toBeUndefined();
+      expect((await call(client, "label_entry", { sessionId: id, entryId: "q1", label: "again" })).text).toBe(
+        `labelled q1 in ${id}: again`,
+      );
+    }
+    await client.close();
+  });
+
   it("keeps a session synced from its file syncing after a label and a note, both kept where they were written", async () => {
     const id = sid("pi");
     const header = { type: "session", version: 3, id, timestamp: "2026-01-01T00:00:00.000Z", cwd: "/w" };

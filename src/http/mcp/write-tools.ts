@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import * as z from "zod";
 import type { StoredEntry } from "../../core/entries";
 import { Id } from "../../core/entries";
+import { nonBlank } from "../../core/info";
 import { ForkOptions } from "../../core/session-schemas";
 import type { AppEnv } from "../env";
 import { forkSession } from "../fork";
@@ -77,7 +78,7 @@ export function writeTools(server: McpServer, c: Context<AppEnv>): void {
       // The label's own entry, as the first call answered it: on a replay the head may have moved
       // on past it, and is named apart.
       const labelId = (result.entries[0] as StoredEntry).id;
-      const text = label || "(cleared)";
+      const text = nonBlank(label) ?? "(cleared)";
       const said = result.created
         ? `labelled ${entryId} in ${sessionId}: ${text}`
         : `label ${labelId} on ${entryId} was written to ${sessionId} before (sent again: nothing written): ${text}; the head is now ${result.leafId}`;

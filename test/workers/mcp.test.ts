@@ -655,6 +655,27 @@ describe("MCP server", () => {
     await client.close();
   });
 
+  it("refuses an entryId in read_session's tree view, which shows every entry, as it refuses one the session lacks in the context's", async () => {
+    const id = await createSession();
+    await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { entries: ["m0", "m1"].map((m) => ({ ...userMessage(m), id: m })) },
+    });
+    const client = await connect(KEY_A);
+    const missing = await call(client, "read_session", { sessionId: id, entryId: "nope" });
+    expect(missing.isError, missing.text).toBe(true);
+    expect(missing.text).toMatch(/^not_found/);
+    for (const entryId of ["nope", "m0"]) {
+      const tree = await call(client, "read_session", { sessionId: id, view: "tree", entryId });
+      expect(tree.isError, tree.text).toBe(true);
+      expect(tree.text).toMatch(/^invalid_request: .*entryId/);
+      expect(tree.text).toContain(`"entryId":"${entryId}"`);
+    }
+    expect(
+      (await api("GET", `/v1/sessions/${id}/entries`)).body.entries.map((e: { id: string }) => e.id),
+    ).toEqual(["m0", "m1"]);
+    await client.close();
+  });
+
   it("labels an entry and appends a note, both read back over HTTP", async () => {
     const id = await createSession();
     const client = await connect(KEY_A);

@@ -129,7 +129,9 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
         "Use after search_sessions or list_sessions to read what was said: the conversation a model would see from the session's head (or from entryId, to read a branch or up to a point), oldest first, one line per message led by its entry id. view \"tree\" shows the session's branches instead, one line per entry. Long sessions come in pages: pass nextCursor (with the same view) for the next one, which goes on reading what the first page read (the path to the head it read, or the tree as it was), even after the session has moved on.",
       input: {
         sessionId: Id.describe("the session's id"),
-        entryId: Id.optional().describe("read the path ending at this entry instead of the head"),
+        entryId: Id.optional().describe(
+          'read the path ending at this entry instead of the head (not with view "tree", which shows every entry)',
+        ),
         view: z
           .enum(["context", "tree"])
           .optional()
@@ -147,6 +149,13 @@ export function readTools(server: McpServer, c: Context<AppEnv>): void {
     },
     async ({ sessionId, entryId, view, limit = DEFAULT_READ_LINES, cursor }) => {
       refuseEarlierCursor(cursor);
+      // The tree shows every entry: an entry to read the path to means nothing there.
+      if (view === "tree" && entryId !== undefined)
+        throw new SessionError(
+          "invalid_request",
+          'entryId reads the path ending at an entry, and view "tree" shows every entry: pass one or the other',
+          { entryId },
+        );
       const object = sessionObject(c, sessionId);
       const info = await object.getInfo();
       const read =

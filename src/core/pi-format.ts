@@ -1,5 +1,6 @@
 import { isRecord } from "./agent-log";
 import { fingerprint } from "./context-answer";
+import type { SessionEntry } from "./entries";
 import { ENTRY_TYPES, Timestamp } from "./entries";
 import { isValidId, newId, nowIso } from "./ids";
 import type { ImportedSession, ImportWarning } from "./interchange";
@@ -7,6 +8,7 @@ import { checkImportEntries, sessionEntries } from "./interchange";
 import { tryParseJson } from "./json";
 import type { NumberedLine } from "./ndjson";
 import { lineError, ndjsonLines, parseLine } from "./ndjson";
+import { PiFrameworkRecords } from "./pi-framework-records";
 import { fillMissingContent, noteOddities } from "./pi-repairs";
 import type { Session } from "./session";
 
@@ -234,7 +236,8 @@ function piName(name: string | undefined): string | undefined {
 }
 
 /**
- * A session as a pi version 3 file: no `leaf` records, the current head's entry last. pi takes the
+ * A session as a pi version 3 file: no `leaf` records, the current head's entry last, the records of
+ * cf-sessions 0.1's framework adapters as the messages they stand for. pi takes the
  * name from the file's last `session_info`; when that is not the session's name (a name given at
  * creation, or the head's entry moved after a later rename), one is appended at the head, as pi
  * does when a session is named, so it is on the path and pi's head.
@@ -258,18 +261,22 @@ export async function* exportPi(session: Session): AsyncGenerator<string> {
     ...(parentSession === undefined ? {} : { parentSession }),
   })}\n`;
   let fileName: string | undefined;
+  const records = new PiFrameworkRecords(session);
+  // The head's entry, held back to go last.
+  let head: { entry: SessionEntry; lines: string } | undefined;
   for await (const entry of sessionEntries(session)) {
-    if (entry.type === "leaf" || entry.id === leafId) continue;
-    if (entry.type === "session_info") fileName = piName(entry.name);
-    yield `${JSON.stringify(entry)}\n`;
-  }
-  if (leafId !== null) {
-    const leaf = await session.getEntry(leafId);
-    if (leaf) {
-      const { seq: _seq, ...entry } = leaf;
-      if (entry.type === "session_info") fileName = piName(entry.name);
-      yield `${JSON.stringify(entry)}\n`;
+    if (entry.type === "leaf") continue;
+    const lines = (await records.entriesFor(entry)).map((e) => `${JSON.stringify(e)}\n`).join("");
+    if (entry.id === leafId) {
+      head = { entry, lines };
+      continue;
     }
+    if (entry.type === "session_info") fileName = piName(entry.name);
+    yield lines;
+  }
+  if (head) {
+    if (head.entry.type === "session_info") fileName = piName(head.entry.name);
+    yield head.lines;
   }
   if (piName(name) !== fileName) {
     yield `${JSON.stringify({

@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import * as pi16 from "@earendil-works/pi-coding-agent";
 import {
   migrateSessionEntries,
   parseSessionEntries,
@@ -217,6 +218,95 @@ describe("pi sessions", () => {
       expect((await again.buildContext()).messages).toEqual((await session.buildContext()).messages);
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.each(["langgraph-0.1.0", "openai-agents-0.1.0", "ai-sdk-0.1.0"])(
+    "exports a session cf-sessions 0.1's framework adapters wrote (%s) as its conversation, which pi 0.73 and 1.6 open to our context",
+    async (name) => {
+      const fixture = readFileSync(
+        join(import.meta.dirname, "../fixtures/frameworks", `${name}.ndjson`),
+        "utf8",
+      );
+      const repo = new MemoryRepo();
+      const session = await repo.importSession(parseNative(fixture), { id: `pi-out-${name}` });
+      const ours = await session.buildContext();
+      // A checkpoint's messages read with its time, which the file gives them from the first
+      // checkpoint holding them: those are compared without their times.
+      const timeless = (messages: readonly object[]) =>
+        name.startsWith("langgraph")
+          ? messages.map(({ timestamp: _timestamp, ...message }: { timestamp?: unknown }) => message)
+          : messages;
+      const exported = await text(exportPi(session));
+      const pis = [
+        { parseSessionEntries, migrateSessionEntries, buildSessionContext: piBuildSessionContext },
+        pi16,
+      ];
+      for (const pi of pis) {
+        const entries = pi.parseSessionEntries(exported);
+        pi.migrateSessionEntries(entries as never);
+        expect(timeless(pi.buildSessionContext(entries.slice(1) as never).messages)).toEqual(
+          timeless(ours.messages),
+        );
+        // At every entry of the session too (a checkpoint's context is its messages).
+        for (const { id } of await session.getBranch()) {
+          expect(
+            timeless(pi.buildSessionContext(entries.slice(1) as never, id).messages),
+            `at ${id}`,
+          ).toEqual(timeless((await session.buildContext({ leafId: id })).messages));
+        }
+      }
+      // The same file every time, and back again it imports to the same context.
+      // (The line naming the session, which the export appends at the head, is new every time.)
+      const entryLines = (file: string) =>
+        file.split("\n").filter((l) => !l.includes('"type":"session_info"'));
+      expect(entryLines(await text(exportPi(session)))).toEqual(entryLines(exported));
+      const again = await new MemoryRepo().importSession(parsePi(exported));
+      expect(timeless((await again.buildContext()).messages)).toEqual(timeless(ours.messages));
+      // Its entries are not the stored records: gone on in by pi, it does not sync back.
+      const stored = await session.getEntries();
+      await expectCode(repo.syncSession(parsePi(exported)), "already_exists");
+      expect(await session.getEntries()).toEqual(stored);
+    },
+  );
+
+  it("exports a 0.1 LangGraph checkpoint whose messages do not go on from its parent's as a fresh start pi opens", async () => {
+    const fixture = readFileSync(
+      join(import.meta.dirname, "../fixtures/frameworks/langgraph-0.1.0.ndjson"),
+      "utf8",
+    );
+    const session = await new MemoryRepo().importSession(parseNative(fixture), { id: "pi-out-fresh-start" });
+    await session.appendMessage(user("from another door"));
+    const human = (id: string, content: string) => ({
+      lc: 1,
+      type: "constructor",
+      id: ["langchain_core", "messages", "HumanMessage"],
+      kwargs: { id, content, additional_kwargs: {}, response_metadata: {} },
+    });
+    await session.appendCustomEntry("langgraph:checkpoint", {
+      checkpoint: {
+        v: 4,
+        id: "late",
+        ts: "2026-12-06T00:00:00.000Z",
+        channel_versions: {},
+        versions_seen: {},
+      },
+      values: { messages: { type: "json", json: [human("h-a", "Only this")] } },
+    });
+    await session.appendMessage(user("and after it"));
+    const ours = (await session.buildContext()).messages;
+    expect(ours.map((m) => contentText((m as { content: unknown }).content))).toEqual([
+      "Only this",
+      "and after it",
+    ]);
+    const exported = await text(exportPi(session));
+    for (const pi of [{ parseSessionEntries, buildSessionContext: piBuildSessionContext }, pi16]) {
+      const [summary, ...messages] = pi.buildSessionContext(
+        pi.parseSessionEntries(exported).slice(1) as never,
+      ).messages as AgentMessage[];
+      // pi starts a context afresh only at a compaction, whose summary leads it.
+      expect(summary).toMatchObject({ role: "compactionSummary" });
+      expect(messages).toEqual(ours);
     }
   });
 

@@ -392,7 +392,8 @@ async function recorded(session: Session, options: CodexExportOptions) {
 
 /**
  * Lines for the conversation on the branch where no line of the rollout holds it, each placed
- * where its entry stands (what a compaction kept, where the compaction does).
+ * where its entry stands (what a compaction kept, where the compaction does), after the session's
+ * `session_meta` when no line of a rollout holds the session (one with no entries yet too).
  */
 async function* newLines(
   session: Session,
@@ -401,7 +402,7 @@ async function* newLines(
   where: Awaited<ReturnType<typeof recorded>>,
   record: ExportRecord | undefined,
 ): AsyncGenerator<PlacedLine> {
-  if (held.path(leafId).every((id) => held.held(id))) return;
+  if (held.hasLines && held.path(leafId).every((id) => held.held(id))) return;
   const path = (await session.getBranch(leafId)) as TreeEntry[];
   const { header, threadId, cwd, git } = where;
   let at = Number.NEGATIVE_INFINITY;

@@ -253,6 +253,29 @@ describe("a session written elsewhere as a Codex rollout", () => {
   });
 });
 
+describe("a session with no entries yet, as a Codex rollout", () => {
+  it("opens with the session's meta, and imports back with its name and system prompt", async () => {
+    const session = await new MemoryRepo().create({
+      id: "empty-named",
+      name: "Plans",
+      systemPrompt: "Be brief.",
+    });
+    const text = await collect(exportCodex(session));
+    const lines = jsonLines(text);
+    expect(lines[0]).toMatchObject({
+      type: "session_meta",
+      payload: { originator: "cf-sessions", base_instructions: { text: "Be brief." } },
+    });
+    expect(lines.at(-1)).toMatchObject({ type: "event_msg", payload: { type: "thread_name_updated" } });
+    const file = parseCodex(text);
+    expect(file.header).toMatchObject({ name: "Plans", systemPrompt: "Be brief." });
+    const copy = await new MemoryRepo().importSession(file);
+    expect(await copy.getName()).toBe("Plans");
+    expect((await copy.buildContext()).systemPrompt).toBe("Be brief.");
+    expect(await collect(exportCodex(session))).toBe(text);
+  });
+});
+
 describe("what did not finish, out to Codex and back", () => {
   const openai = { api: "openai-responses", provider: "openai", model: "gpt-5", usage: usage(10, 5, 0, 0) };
 

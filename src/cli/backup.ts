@@ -2,7 +2,6 @@ import { constants } from "node:buffer";
 import { createHash } from "node:crypto";
 import type { WriteStream } from "node:fs";
 import {
-  createReadStream,
   createWriteStream,
   existsSync,
   mkdirSync,
@@ -14,15 +13,16 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import type { RemoteRepo } from "../client";
 import { SessionError } from "../core/errors";
 import { tryParseJson } from "../core/json";
 import { MAX_NDJSON_LINE_BYTES } from "../core/limits";
+import { decodeNdjson, decodeNdjsonLine } from "../core/ndjson";
 import type { ImportedStreamStatus } from "../core/stream-backup";
 import type { ExistingSessions, ImportedSessionStatus, TenantImportReport } from "../core/tenant-stream";
 import { StreamEnds, TENANT_FORMAT, TENANT_VERSION } from "../core/tenant-stream";
 import { write, writeFileAtomically } from "./atomic-file";
+import { fileLines } from "./file-lines";
 
 /*
  * `cf-sessions backup <dir>` and `cf-sessions restore <dir>`: a whole tenant to a folder, one
@@ -283,15 +283,10 @@ export async function backup(client: RemoteRepo, dir: string, progress: Progress
   return { state, written, resumed: earlier !== undefined, completeBefore: false };
 }
 
-/** The first line of a file, read without reading the rest. */
+/** The first line of a file, read without reading the rest (to name what it holds, bad bytes and all). */
 async function firstLine(path: string): Promise<string> {
-  const input = createReadStream(path);
-  try {
-    for await (const line of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) return line;
-    return "";
-  } finally {
-    input.destroy();
-  }
+  for await (const line of fileLines(path)) return new TextDecoder().decode(line);
+  return "";
 }
 
 /**
@@ -345,6 +340,11 @@ function tooLongToSend(file: string, line: number): { code: string; message: str
   };
 }
 
+/** What failed a session holding a line that is not UTF-8: it is not sent, with that byte or another. */
+function notUtf8ToSend(file: string, line: number): { code: string; message: string } {
+  return { code: "invalid_request", message: `line ${line} of ${file} is not valid UTF-8` };
+}
+
 /**
  * The sessions of a backup folder, or of a tenant export file, as request bodies of a few MiB. A
  * file's end line stays here (each body is a stream of its own): it is checked against the sessions
@@ -380,7 +380,16 @@ async function* restoreBodies(path: string, result: RestoreResult): AsyncGenerat
           });
           continue;
         }
-        let text = readFileSync(file, "utf8");
+        const bytes = readFileSync(file);
+        let text: string;
+        try {
+          text = decodeNdjson(bytes);
+        } catch (error) {
+          if (!(error instanceof SessionError)) throw error;
+          const { line } = error.details as { line: number };
+          failAll(result, new TextDecoder().decode(bytes), notUtf8ToSend(file, line));
+          continue;
+        }
         if (!text.endsWith("\n")) text += "\n";
         const overlong = overlongLine(text);
         if (overlong === undefined) yield* add(text);
@@ -396,28 +405,44 @@ async function* restoreBodies(path: string, result: RestoreResult): AsyncGenerat
     let session = "";
     // The first line of `session` the service would refuse: the session is not sent.
     let overlong: number | undefined;
+    // The first line of `session`, or of the export's opening line it goes with, that is not UTF-8:
+    // the session is not sent (its text read with U+FFFD in the bad byte's place, only to name it).
+    let openingNotUtf8: number | undefined;
+    let notUtf8: number | undefined;
     const finish = function* () {
-      if (overlong !== undefined) failAll(result, session, tooLongToSend(path, overlong));
+      const bad = openingNotUtf8 ?? notUtf8;
+      if (bad !== undefined) failAll(result, session, notUtf8ToSend(path, bad));
+      else if (overlong !== undefined) failAll(result, session, tooLongToSend(path, overlong));
       else if (session) yield* add(session);
       session = "";
       overlong = undefined;
+      notUtf8 = undefined;
     };
     let number = 0;
-    for await (const line of createInterface({
-      input: createReadStream(path),
-      crlfDelay: Number.POSITIVE_INFINITY,
-    })) {
+    for await (const bytes of fileLines(path)) {
       number++;
+      let line: string;
+      let utf8 = true;
+      try {
+        line = decodeNdjsonLine(bytes, number);
+      } catch {
+        line = new TextDecoder().decode(bytes).replace(/\r$/, "");
+        utf8 = false;
+      }
       if (!line.trim()) continue;
       // The stream's own lines, told by how they start: a session's lines are not parsed here.
       const type = /^\{"type":"(export|cursor|end|session|stream)"/.exec(line)?.[1];
       ends.read(number, type, type === "end" ? tryParseJson(line) : undefined);
-      if (type === "export") opening = line;
+      if (type === "export") {
+        opening = line;
+        openingNotUtf8 = utf8 ? undefined : number;
+      }
       if (type === "export" || type === "end") continue;
       if (type === "session" || type === "stream") {
         yield* finish();
         if (ends.within) session = `${opening}\n`;
       }
+      if (!utf8) notUtf8 ??= number;
       // A header line stays, to name what failed; a longer line is not held.
       if (type === undefined && isOverlong(line)) overlong ??= number;
       else session += `${line}\n`;

@@ -4,6 +4,7 @@ import type { RemoteRepo } from "../client";
 import { SessionError } from "../core/errors";
 import { detectFormat, holdsNoConversation, parseImport } from "../core/import-formats";
 import type { ImportFormat, ImportWarning } from "../core/interchange";
+import { decodeNdjson } from "../core/ndjson";
 import type { SyncSummary } from "../core/sync-import";
 import { fail, type Output, oneOf, terminalSafe } from "./output";
 import { recordProject } from "./project-key";
@@ -161,7 +162,7 @@ export async function importFiles(
     let id: string | undefined;
     let line: string;
     try {
-      const text = readFileSync(file, "utf8");
+      const text = decodeNdjson(readFileSync(file));
       // A file of a folder with no conversation is passed over; given alone, it is refused.
       if (holdsNoConversation(text)) {
         if (!folder)

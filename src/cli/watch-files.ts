@@ -12,6 +12,7 @@ import { detectFormat, parseImport } from "../core/import-formats";
 import type { ImportedSession, ImportFormat } from "../core/interchange";
 import { checkFormat, importBatches, leafAfter } from "../core/interchange";
 import { canonicalJson } from "../core/json";
+import { decodeNdjson } from "../core/ndjson";
 import { nameAsFile } from "../core/sync-import";
 import { writeFileAtomically } from "./atomic-file";
 import { sessionFiles } from "./import-files";
@@ -115,17 +116,19 @@ function statOf(path: string): { size: number; inode: number } | undefined {
 }
 
 /**
- * The text of a file up to its last line end (a line being written is read once it is whole);
- * `undefined` when it is gone or cannot be read.
+ * The text of a file up to its last line end (a line being written is read once it is whole), and
+ * how many bytes of the file that is; `undefined` when it is gone or cannot be read. The text is
+ * checked as UTF-8: a line holding a byte that is not fails the file at that line.
  */
-function wholeLines(path: string): string | undefined {
-  let text: string;
+function wholeLines(path: string): { text: string; bytes: number } | undefined {
+  let read: Uint8Array;
   try {
-    text = readFileSync(path, "utf8");
+    read = readFileSync(path);
   } catch {
     return undefined;
   }
-  return text.slice(0, text.lastIndexOf("\n") + 1);
+  const whole = read.subarray(0, read.lastIndexOf(0x0a) + 1);
+  return { text: decodeNdjson(whole), bytes: whole.byteLength };
 }
 
 /**
@@ -237,9 +240,9 @@ class Mirror {
     if (this.#unread.get(file) === size) return false;
     if (grown && size < grown.size) return this.#stop(file, grown, "rewritten");
     if (this.#halfWritten.get(file) === size) return false;
-    const text = wholeLines(file);
-    if (text === undefined) return false;
-    const bytes = Buffer.byteLength(text);
+    const read = wholeLines(file);
+    if (read === undefined) return false;
+    const { text, bytes } = read;
     if (grown && bytes === grown.size) {
       this.#halfWritten.set(file, size);
       return false;

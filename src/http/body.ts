@@ -3,7 +3,7 @@ import { bodyLimit as honoBodyLimit } from "hono/body-limit";
 import { concatBytes } from "../core/bytes";
 import { SessionError } from "../core/errors";
 import { MAX_BODY_BYTES, MAX_NDJSON_LINE_BYTES } from "../core/limits";
-import type { NumberedLine } from "../core/ndjson";
+import { decodeNdjson, decodeNdjsonLine, type NumberedLine } from "../core/ndjson";
 import type { AppEnv } from "./env";
 
 const JSON_TYPE = /^application\/([\w.-]+\+)?json$/i;
@@ -66,18 +66,6 @@ export const declaredBodyLimit =
 const NEWLINE = 0x0a;
 
 /**
- * A line's bytes as text, checked as UTF-8. Lines are cut at the newline byte before decoding (no
- * UTF-8 sequence holds one), so a bad byte is reported on its own line.
- */
-function decodeLine(bytes: Uint8Array, line: number): string {
-  try {
-    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes).replace(/\r$/, "");
-  } catch {
-    throw new SessionError("invalid_request", `line ${line}: not valid UTF-8`, { line });
-  }
-}
-
-/**
  * An NDJSON body read line by line as it arrives, never whole: each line checked as UTF-8 and at
  * most MAX_NDJSON_LINE_BYTES, at most `limit` bytes in all. Blank lines are skipped; lines are numbered
  * from 1.
@@ -102,7 +90,7 @@ export async function* streamedNdjsonLines(
       let start = 0;
       for (let newline = value.indexOf(NEWLINE); newline >= 0; newline = value.indexOf(NEWLINE, start)) {
         parts.push(value.subarray(start, newline));
-        const text = decodeLine(concatBytes(parts, pending + newline - start), line);
+        const text = decodeNdjsonLine(concatBytes(parts, pending + newline - start), line);
         parts = [];
         pending = 0;
         start = newline + 1;
@@ -120,7 +108,7 @@ export async function* streamedNdjsonLines(
       }
     }
     if (pending > 0) {
-      const text = decodeLine(concatBytes(parts, pending), line);
+      const text = decodeNdjsonLine(concatBytes(parts, pending), line);
       if (text.trim()) yield { line, text };
     }
   } finally {
@@ -132,19 +120,7 @@ export async function* streamedNdjsonLines(
 export async function readNdjson(c: Context<AppEnv>): Promise<string> {
   const bytes = await readCapped(c.req.raw.body, MAX_BODY_BYTES);
   c.set("bytesIn", bytes.byteLength);
-  try {
-    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
-  } catch {
-    // Only now is it worth finding the line: each is decoded on its own until one fails.
-    let line = 1;
-    for (let start = 0; start <= bytes.byteLength; line++) {
-      const newline = bytes.indexOf(NEWLINE, start);
-      const end = newline < 0 ? bytes.byteLength : newline;
-      decodeLine(bytes.subarray(start, end), line);
-      start = end + 1;
-    }
-    throw new SessionError("invalid_request", "the body is not valid UTF-8");
-  }
+  return decodeNdjson(bytes);
 }
 
 /** A JSON body is read whole, by the route's validator: at most 32 MiB of it. */

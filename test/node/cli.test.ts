@@ -180,6 +180,47 @@ describe("command line", () => {
     expect(third.code).toBe(0);
   });
 
+  it("imports and syncs a pi file that starts with a byte order mark, and refuses one holding a byte that is not UTF-8 at its line, writing nothing", async () => {
+    const dir = mkdtempSync(join(folder, "encoding-"));
+    const marked = writePiSession(dir, (pi) => {
+      pi.appendMessage(user("written by an editor that marks its files"));
+      pi.appendMessage(assistant("read all the same"));
+    });
+    writeFileSync(marked.path, `\uFEFF${readFileSync(marked.path, "utf8")}`);
+    const imported = await cli(["import", marked.path, "--json"]);
+    expect(JSON.parse(imported.stdout)).toMatchObject({ imported: [marked.id], failed: [] });
+    expect(imported.code).toBe(0);
+    expect((await cli(["context", marked.id])).stdout).toContain(
+      "user: written by an editor that marks its files",
+    );
+    const named = await cli(["import", marked.path, "--format", "pi", "--json"]);
+    expect(JSON.parse(named.stdout)).toMatchObject({ skipped: [marked.id], failed: [] });
+    const synced = await cli(["sync", marked.path, "--json"]);
+    expect(JSON.parse(synced.stdout)).toMatchObject({ unchanged: [marked.id], failed: [] });
+
+    // A byte no UTF-8 text holds (0xff), in the third line: the file is refused there, not sent
+    // with the byte changed into U+FFFD.
+    const broken = writePiSession(dir, (pi) => {
+      pi.appendMessage(user("caf\u00e9"));
+      pi.appendMessage(assistant("noted"));
+    });
+    const lines = readFileSync(broken.path);
+    const at = lines.indexOf(Buffer.from("\u00e9"));
+    writeFileSync(
+      broken.path,
+      Buffer.concat([lines.subarray(0, at), Buffer.from([0xff]), lines.subarray(at + 2)]),
+    );
+    for (const command of [["import"], ["import", "--format", "pi"], ["sync"]]) {
+      const refused = await cli([...command, broken.path, "--json"]);
+      expect(JSON.parse(refused.stdout)).toMatchObject({
+        failed: [{ file: broken.path, error: "line 2: not valid UTF-8" }],
+      });
+      expect(refused.code).toBe(1);
+      expect((await cli(["show", broken.id])).stderr).toMatch(/not_found/);
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
   it("imports a Claude Code projects tree and a Codex sessions tree, and skips them the second time", async () => {
     const fixtures = join(root, "test/fixtures");
     const projects = join(folder, "claude/projects");
@@ -817,6 +858,58 @@ describe("command line", () => {
     // The tenant as it was for the tests after this one.
     for (const id of [a, d]) expect((await cli(["rm", id, "--purge"])).code).toBe(0);
     expect((await fetch(`${server.url}/v1/stream/${stream}`, { method: "DELETE" })).status).toBe(204);
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(file);
+  });
+
+  it("restores a backup past a session holding a byte that is not UTF-8, sending none of it and naming its line", async () => {
+    const stamp = Date.now();
+    const [kept, broken] = ["kept", "broken"].map((name) => `restore-utf8-${name}-${stamp}`) as [
+      string,
+      string,
+    ];
+    const header = (id: string) =>
+      Buffer.from(
+        `${JSON.stringify({ type: "session", format: "cf-session", version: 1, id, createdAt: "2026-01-01T00:00:00.000Z" })}\n`,
+      );
+    const entry = (text: Buffer) =>
+      Buffer.concat([
+        Buffer.from(
+          '{"type":"custom","id":"c1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","customType":"note","data":{"text":"',
+        ),
+        text,
+        Buffer.from('"}}\n'),
+      ]);
+    const good = Buffer.concat([header(kept), entry(Buffer.from("caf\u00e9"))]);
+    // A byte no UTF-8 text holds (0xff) in the second line.
+    const bad = Buffer.concat([header(broken), entry(Buffer.from([0x63, 0x61, 0x66, 0xff]))]);
+    const dir = join(folder, "backup-not-utf8");
+    mkdirSync(join(dir, "sessions"), { recursive: true });
+    writeFileSync(join(dir, "sessions", `${kept}.ndjson`), good);
+    const badFile = join(dir, "sessions", `${broken}.ndjson`);
+    writeFileSync(badFile, bad);
+    const restored = await cli(["restore", dir]);
+    expect(restored).toEqual({
+      code: 1,
+      stdout: "restored 1, skipped 0 (already there), refused 0, failed 1\n",
+      stderr: `failed: ${broken}: line 2 of ${badFile} is not valid UTF-8\n`,
+    });
+    expect((await cli(["show", kept, "--json"])).stdout).toContain("caf\u00e9");
+    expect((await cli(["show", broken])).stderr).toMatch(/not_found/);
+    expect((await cli(["rm", kept, "--purge"])).code).toBe(0);
+
+    // Sessions one after another in a file are read the same way, the line counted in the file.
+    const file = join(folder, "not-utf8.ndjson");
+    writeFileSync(file, Buffer.concat([bad, good]));
+    expect(await cli(["restore", file])).toEqual({
+      code: 1,
+      stdout: "restored 1, skipped 0 (already there), refused 0, failed 1\n",
+      stderr: `failed: ${broken}: line 2 of ${file} is not valid UTF-8\n`,
+    });
+    expect((await cli(["show", kept, "--json"])).stdout).toContain("caf\u00e9");
+    expect((await cli(["show", broken])).stderr).toMatch(/not_found/);
+
+    expect((await cli(["rm", kept, "--purge"])).code).toBe(0);
     rmSync(dir, { recursive: true, force: true });
     rmSync(file);
   });

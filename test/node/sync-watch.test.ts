@@ -516,6 +516,43 @@ describe("cf-sessions sync --watch", () => {
     rmSync(dir, { recursive: true, force: true });
   }, 120_000);
 
+  it("mirrors a file that starts with a byte order mark, and refuses a line holding a byte that is not UTF-8, sending nothing of it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sync-watch-files-"));
+    const statePath = join(mkdtempSync(join(tmpdir(), "sync-watch-state-")), "state.json");
+    const [file] = piFiles(dir, ["marked"]) as [PiFile];
+    writeFileSync(file.path, `\uFEFF${readFileSync(file.path, "utf8")}`);
+    const watcher = startWatcher(dir, statePath);
+    await vi.waitFor(() => expect(watcher.events().map((e) => e.event)).toEqual(["created"]), {
+      timeout: 30_000,
+    });
+    await holds(file);
+    // A byte no UTF-8 text holds (0xff) in the text of the next line: refused at that line, not
+    // sent with the byte changed into U+FFFD.
+    const next = file.lines[file.written] as string;
+    const at = next.indexOf('"text":"') + '"text":"'.length;
+    appendFileSync(
+      file.path,
+      Buffer.concat([
+        Buffer.from(next.slice(0, at)),
+        Buffer.from([0xff]),
+        Buffer.from(`${next.slice(at)}\n`),
+      ]),
+    );
+    await vi.waitFor(
+      () =>
+        expect(watcher.events().at(-1)).toEqual({
+          event: "failed",
+          file: file.path,
+          error: `line ${file.written + 1}: not valid UTF-8`,
+        }),
+      { timeout: 30_000 },
+    );
+    await new Promise((done) => setTimeout(done, 300));
+    await holds(file);
+    await watcher.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }, 120_000);
+
   it("reads a file whose last line stays half written again only once it changes", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sync-watch-files-"));
     const statePath = join(mkdtempSync(join(tmpdir(), "sync-watch-state-")), "state.json");

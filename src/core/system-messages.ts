@@ -92,15 +92,32 @@ export function currentSystemMessage(messages: readonly AgentMessage[]): SystemM
 }
 
 /**
+ * Whether `message` is a `developer` message: instructions an OpenAI agent keeps in the
+ * conversation (a Codex rollout's sandbox permissions), which only OpenAI's APIs take in place.
+ */
+export function isDeveloperMessage(message: AgentMessage): boolean {
+  return message.role === "developer";
+}
+
+/** The text of a `developer` message's content. */
+export function developerMessageText(message: AgentMessage): string {
+  return blockText((message as { content?: unknown }).content);
+}
+
+/**
  * The system prompt a model is sent for a context: the session's own prompt, then what the
  * context's system messages replay to (APIs without system messages mid-conversation get the
- * replayed prompt up front, as pi-ai sends it to them).
+ * replayed prompt up front, as pi-ai sends it to them), then, for an API without a developer role
+ * (`developerMessages`), the text of the context's developer messages in order.
  */
-export function contextSystemPrompt(context: {
-  systemPrompt: string;
-  messages: readonly AgentMessage[];
-}): string {
+export function contextSystemPrompt(
+  context: { systemPrompt: string; messages: readonly AgentMessage[] },
+  options: { developerMessages?: boolean } = {},
+): string {
   const current = currentSystemMessage(context.messages);
-  const replayed = current ? systemMessageText(current) : "";
-  return [context.systemPrompt, replayed].filter((part) => part.length > 0).join("\n\n");
+  const parts = [context.systemPrompt, current ? systemMessageText(current) : ""];
+  if (options.developerMessages)
+    for (const message of context.messages)
+      if (isDeveloperMessage(message)) parts.push(developerMessageText(message));
+  return parts.filter((part) => part.length > 0).join("\n\n");
 }

@@ -8,7 +8,7 @@ import type {
   ToolCall,
   ToolResultMessage,
 } from "../messages";
-import { contextSystemPrompt } from "../system-messages";
+import { contextSystemPrompt, developerMessageText, isDeveloperMessage } from "../system-messages";
 import { toModelMessage } from "./pi-messages";
 import type { ContextFormat, TargetModel } from "./target";
 import { isSameModel, targetForFormat } from "./target";
@@ -21,6 +21,8 @@ import { callIdPart, ToolCallIds } from "./tool-call-ids";
  * any API accepts, in user / assistant / tool-results turns.
  *
  * - pi's own messages become what pi sends for them (user messages in pi's wrappers).
+ * - Developer messages (instructions an OpenAI agent keeps in the conversation, as Codex does) stay
+ *   in place for OpenAI's APIs, which have that role; the others get their text in the system prompt.
  * - Assistant messages with nothing between them are one turn (a framework that kept each output
  *   item apart, one parallel call at a time), answered after the last of them.
  * - An errored or aborted assistant turn is left out together with its tool results (a result
@@ -103,7 +105,14 @@ export interface NormalToolResults {
   results: NormalToolResult[];
 }
 
-export type NormalMessage = NormalUser | NormalAssistant | NormalToolResults;
+/** Instructions kept in the conversation (a Codex rollout's), for an API with a developer role. */
+export interface NormalDeveloper {
+  role: "developer";
+  /** Never blank. */
+  text: string;
+}
+
+export type NormalMessage = NormalUser | NormalAssistant | NormalToolResults | NormalDeveloper;
 
 export interface NormalizeOptions {
   ids: ToolCallIdRule;
@@ -112,7 +121,21 @@ export interface NormalizeOptions {
    * another's thinking blocks; "thinking" to keep it shown as thinking (a chat UI).
    */
   foreignThinking?: "text" | "thinking";
+  /**
+   * Whether developer messages stay in the conversation, in their place (an API with a developer
+   * role); otherwise they are left out, their text going into the system prompt.
+   */
+  developerMessages?: boolean;
 }
+
+/** The formats whose API takes `developer` messages in the conversation (OpenAI's). */
+const DEVELOPER_ROLE_FORMATS = ["openai-chat", "openai-responses"] as const;
+type DeveloperRoleFormat = (typeof DEVELOPER_ROLE_FORMATS)[number];
+
+/** The messages a format is given: developer messages only where its API has that role. */
+export type NormalMessageFor<F extends ContextFormat> = F extends DeveloperRoleFormat
+  ? NormalMessage
+  : Exclude<NormalMessage, NormalDeveloper>;
 
 export const NO_RESULT_TEXT = "No result provided";
 /** The text of an error result that holds nothing (Anthropic refuses an empty one). */
@@ -301,6 +324,14 @@ export function normalizeMessages(
   };
 
   for (const original of messages) {
+    if (isDeveloperMessage(original)) {
+      const text = stripLoneSurrogates(developerMessageText(original));
+      if (!options.developerMessages || isBlank(text)) continue;
+      // Instructions open a turn as a user message does: the turn before is answered first.
+      closeTurn();
+      out.push({ role: "developer", text });
+      continue;
+    }
     const message = toModelMessage(original);
     if (!message) continue;
     if (message.role === "toolResult") {
@@ -344,16 +375,25 @@ export function normalizeMessages(
   return out;
 }
 
-/** A context's system prompt and its messages normalized for `format`, sent to `model`. */
-export function normalizeContext(
+/**
+ * A context's system prompt and its messages normalized for `format`, sent to `model`. Developer
+ * messages stay in place for an API with that role, and go into the system prompt for the others.
+ */
+export function normalizeContext<F extends ContextFormat>(
   context: SessionContext,
-  format: ContextFormat,
+  format: F,
   model: TargetModel,
   options: NormalizeOptions,
-): { system: string; messages: NormalMessage[] } {
+): { system: string; messages: Array<NormalMessageFor<F>> } {
+  const developerMessages = (DEVELOPER_ROLE_FORMATS as readonly ContextFormat[]).includes(format);
+  const messages = normalizeMessages(context.messages, targetForFormat(format, model), {
+    ...options,
+    developerMessages,
+  });
   return {
-    system: stripLoneSurrogates(contextSystemPrompt(context)),
-    messages: normalizeMessages(context.messages, targetForFormat(format, model), options),
+    system: stripLoneSurrogates(contextSystemPrompt(context, { developerMessages: !developerMessages })),
+    // Without the developer role none is kept (`developerMessages` is false).
+    messages: messages as Array<NormalMessageFor<F>>,
   };
 }
 

@@ -9,9 +9,9 @@ import { dataUrl } from "./text";
 import { OPENAI_CHAT_IDS } from "./tool-call-ids";
 
 /*
- * OpenAI Chat Completions: `messages` with the system prompt first. Tool results are one `tool`
- * message per call; a tool message carries text only, so a result's images follow all the tool
- * messages of the turn in one user message.
+ * OpenAI Chat Completions: `messages` with the system prompt first, developer messages in their
+ * place. Tool results are one `tool` message per call; a tool message carries text only, so a
+ * result's images follow all the tool messages of the turn in one user message.
  */
 
 export type OpenAIChatContentPart =
@@ -120,6 +120,7 @@ export function toOpenAIChat(
   if (normal.system) messages.push({ role: options.systemRole ?? "system", content: normal.system });
   for (const message of normal.messages) {
     if (message.role === "user") messages.push(userMessage(message));
+    else if (message.role === "developer") messages.push({ role: "developer", content: message.text });
     else if (message.role === "assistant") {
       // A reply with neither text nor calls (only reasoning, or thinking the API cannot take) is
       // left out: it has no results after it.

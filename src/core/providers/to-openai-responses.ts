@@ -48,6 +48,7 @@ export interface ResponsesFunctionCallItem {
 
 export type ResponsesInputItem =
   | { role: "user"; content: ResponsesInputContent[] }
+  | { role: "developer"; content: string }
   | { role: "assistant"; content: string }
   | ResponsesOutputMessageItem
   | ResponsesReasoningItem
@@ -132,6 +133,7 @@ export function toOpenAIResponses(context: SessionContext, model: TargetModel): 
   const input: ResponsesInputItem[] = [];
   for (const message of normal.messages) {
     if (message.role === "user") input.push({ role: "user", content: message.content.map(content) });
+    else if (message.role === "developer") input.push({ role: "developer", content: message.text });
     else if (message.role === "assistant") for (const item of assistantItems(message)) input.push(item);
     else for (const result of message.results) input.push(outputItem(result));
   }

@@ -197,7 +197,8 @@ export function facts(format: ContextFormat, ctx: SessionContext, imageInput = t
 function readChat(messages: OpenAIChatMessage[], f: Facts): void {
   for (const message of messages) {
     if (message.role === "system" || message.role === "developer") {
-      f.system = message.content;
+      // The system prompt, then instructions in the conversation (the other targets' system prompt).
+      f.system = [f.system, message.content].filter(Boolean).join("\n\n");
       continue;
     }
     f.roles.push(message.role);
@@ -238,6 +239,9 @@ function readResponses(items: ResponsesInputItem[], f: Facts): void {
       f.texts.push(
         typeof item.content === "string" ? item.content : item.content.map((c) => c.text).join(""),
       );
+    } else if ("role" in item && item.role === "developer") {
+      // Instructions in the conversation: what the other targets send in the system prompt.
+      f.system = [f.system, item.content].filter(Boolean).join("\n\n");
     } else if (item.type === "reasoning") {
       push("assistant");
       f.replayed.push({

@@ -1,5 +1,5 @@
 import { SessionError } from "../core/errors";
-import type { SessionEvent, TenantEvent } from "../core/events";
+import { EVENTS_AFTER_HEADER, type SessionEvent, type TenantEvent } from "../core/events";
 import { SseReader } from "../core/sse";
 import { retryDelay, sleep } from "./backoff";
 import { endsFollowing, serviceJson, type Transport, UnexplainedAnswerError } from "./transport";
@@ -67,6 +67,10 @@ export async function* watchStream<E extends SessionEvent | TenantEvent>(
         signal,
       });
       body = response.body;
+      // A stream with seqs says the one it starts after: a connection that drops before its first
+      // event with an id resumes there, not from a later "now".
+      const start = response.headers.get(EVENTS_AFTER_HEADER);
+      if (body && start !== null && /^\d{1,15}$/.test(start)) after = Number(start);
     } catch (error) {
       if (signal?.aborted) return;
       // The service says it is gone since it was followed: deleted while the connection was down.

@@ -13,6 +13,12 @@ import { sseText } from "./sse";
  * watcher that joins late finds it), `deleted` last of all.
  */
 
+/**
+ * The answer header of a session's event stream that gives the seq it starts after: a watcher whose
+ * connection drops before the first event with an id resumes from it, so nothing written since is lost.
+ */
+export const EVENTS_AFTER_HEADER = "Events-After";
+
 /** An entry without its payload: what `?payload=false` sends. */
 export interface EntrySummary {
   id: string;

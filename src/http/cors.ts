@@ -1,5 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import { SessionError } from "../core/errors";
+import { EVENTS_AFTER_HEADER } from "../core/events";
 import { ANSWER_HEADERS, REQUEST_HEADERS, REQUEST_ID_HEADER } from "../durable/internal";
 import type { AppEnv } from "./env";
 
@@ -31,6 +32,7 @@ const EXPOSED_HEADERS = [
   "Retry-After",
   "Content-Disposition",
   REQUEST_ID_HEADER,
+  EVENTS_AFTER_HEADER,
   ...ANSWER_HEADERS,
 ].join(", ");
 const PREFLIGHT_MAX_AGE_SECONDS = "600";

@@ -594,7 +594,7 @@ describe("blobs in R2", () => {
         objectEnv.BLOBS = bound;
       }
       const opened = await instance.events(undefined, true);
-      if (opened.ok) await opened.value.cancel();
+      if (opened.ok) await opened.value.body.cancel();
       return { refused: [...refused], afterwards: opened.ok ? "opened" : opened.error.code };
     });
     expect(outcome).toEqual({ refused: ["unavailable"], afterwards: "opened" });

@@ -98,6 +98,69 @@ describe("client: live sessions", () => {
     expect(events[0]).toMatchObject({ event: "session", data: { id: session.id } });
   });
 
+  it("resumes a watch started from now at the seq the stream started after, when it drops before any event", async () => {
+    let connections = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const client = createClient({
+      baseUrl: "http://sessions.test",
+      token: KEY_A,
+      fetch: async (request) => {
+        if (!new URL(request.url).pathname.endsWith("/events")) return worker(request);
+        connections++;
+        // The reconnection waits until entries were written while the watch was down.
+        if (connections === 2) await gate;
+        const response = await worker(request);
+        if (connections > 1 || !response.body) return response;
+        // The first connection breaks after its headers, before any event.
+        await response.body.cancel();
+        return new Response(new ReadableStream({ pull: (c) => c.error(new Error("connection reset")) }), {
+          headers: response.headers,
+        });
+      },
+    });
+    const session = await client.create({ id: sid() });
+    await session.appendMessage(user("before the watch"));
+    const controller = new AbortController();
+    const statuses: string[] = [];
+    const seen: string[] = [];
+    let reconnecting!: () => void;
+    const dropped = new Promise<void>((resolve) => {
+      reconnecting = resolve;
+    });
+    let relive!: () => void;
+    const backLive = new Promise<void>((resolve) => {
+      relive = resolve;
+    });
+    const watching = (async () => {
+      for await (const event of session.watch({
+        signal: controller.signal,
+        retryDelayMs: 1,
+        onStatus: (status) => {
+          statuses.push(status);
+          if (status === "reconnecting") reconnecting();
+          if (status === "live" && statuses.length > 1) relive();
+        },
+      })) {
+        if (event.event !== "entry" || !("message" in event.data)) continue;
+        const text = (event.data.message as { content: string }).content;
+        seen.push(text);
+        if (text === "after reconnect") controller.abort();
+      }
+    })();
+    await dropped;
+    await session.appendMessage(user("during the gap 1"));
+    await session.appendMessage(user("during the gap 2"));
+    release();
+    await backLive;
+    await session.appendMessage(user("after reconnect"));
+    await watching;
+    expect(statuses).toEqual(["live", "reconnecting", "live"]);
+    expect(seen).toEqual(["during the gap 1", "during the gap 2", "after reconnect"]);
+  });
+
   it("ends a watch when the session is deleted", async () => {
     const client = createClient({ baseUrl: "http://sessions.test", token: KEY_A, fetch: worker });
     const session = await client.create({ id: sid() });

@@ -2,7 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { StoredEntry } from "../../src/core/entries";
-import { entrySummary, sseFrame } from "../../src/core/events";
+import { EVENTS_AFTER_HEADER, entrySummary, sseFrame } from "../../src/core/events";
 import type { SessionInfo } from "../../src/core/session-schemas";
 import { SseReader } from "../../src/core/sse";
 import { sessionObjectName } from "../../src/durable/internal";
@@ -92,7 +92,7 @@ describe("session events (Server-Sent Events)", () => {
       const opening = instance.events(0, true);
       const deletion = await instance.delete(60_000);
       const stream = await opening;
-      if (stream.ok) await stream.value.cancel();
+      if (stream.ok) await stream.value.body.cancel();
       return { deleted: deletion.ok, error: stream.ok ? undefined : stream.error.code };
     });
     expect(outcome).toEqual({ deleted: true, error: "not_found" });
@@ -102,10 +102,13 @@ describe("session events (Server-Sent Events)", () => {
     const id = await createSession();
     await append(id, "a", "b", "c");
     const resumed = await watchEvents(id, { lastEventId: "2" });
+    // The header says where the stream starts, before any event is read.
+    expect(resumed.headers.get(EVENTS_AFTER_HEADER)).toBe("2");
     await resumed.next();
     expect(seqsOf(await resumed.until((e) => e.event === "leaf"))).toEqual([3]);
     await resumed.close();
     const fresh = await watchEvents(id);
+    expect(fresh.headers.get(EVENTS_AFTER_HEADER)).toBe("3");
     await fresh.next();
     const opening = await fresh.until((e) => e.event === "leaf");
     expect(seqsOf(opening)).toEqual([]);

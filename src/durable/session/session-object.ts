@@ -47,7 +47,7 @@ import type { BlobAnswer, BlobPolicy } from "./session-blobs";
 import { ContextAnswers, EntryIntake, SessionCalls, ShownAnswers } from "./session-calls";
 import { SessionLife } from "./session-life";
 import { DirectoryReports } from "./session-reports";
-import { SessionWatchers } from "./session-watchers";
+import { type SessionEventStream, SessionWatchers } from "./session-watchers";
 
 /*
  * A session as a Durable Object: its RPC face. Each method answers a `Result` (RPC drops error
@@ -529,8 +529,11 @@ export class SessionObject extends DurableObject<DurableEnv> {
 
   // --- watchers (session-watchers.ts) ---
 
-  /** The session's events after `after` (a seq; now when absent), as Server-Sent Events. @internal */
-  events(after: number | undefined, payload: boolean): Promise<Result<ReadableStream<Uint8Array>>> {
+  /**
+   * The session's events after `after` (a seq; now when absent), as Server-Sent Events, and the
+   * seq they start after. @internal
+   */
+  events(after: number | undefined, payload: boolean): Promise<Result<SessionEventStream>> {
     return this.#watchers.events(after, payload);
   }
 

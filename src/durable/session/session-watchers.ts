@@ -38,6 +38,12 @@ function errorAnswer(error: ErrorBody): Response {
   return Response.json({ error }, { status: ERROR_STATUS[error.code] });
 }
 
+/** A session's Server-Sent Events stream and the seq it starts after. */
+export interface SessionEventStream {
+  body: ReadableStream<Uint8Array>;
+  after: number;
+}
+
 export class SessionWatchers {
   /** Sends the watchers the session's events. */
   readonly hub: EventHub;
@@ -85,20 +91,24 @@ export class SessionWatchers {
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
   }
 
-  /** The session's events after `after` (a seq; now when absent), as Server-Sent Events. */
-  events(after: number | undefined, payload: boolean): Promise<Result<ReadableStream<Uint8Array>>> {
+  /**
+   * The session's events after `after` (a seq; now when absent), as Server-Sent Events, and the
+   * seq they start after (now's, when `after` is absent).
+   */
+  events(after: number | undefined, payload: boolean): Promise<Result<SessionEventStream>> {
     return capture(async () => {
       this.#calls.checkListed();
       if (after !== undefined) await this.#copy.replaying(after);
       // Deleted meanwhile, the session told its watchers so already: this one would never hear it.
       this.#calls.checkListed();
-      const stream = this.hub.openStream(after ?? this.#session.lastSeq(), payload);
+      const start = after ?? this.#session.lastSeq();
+      const stream = this.hub.openStream(start, payload);
       try {
         // Entries replayed from storage come with references: their values are put back as they
         // pass. Summaries hold none.
         const answered = payload ? await this.#blobs.rehydrateStream(stream, { urls: false }) : stream;
         void this.#watcherMetric("sse");
-        return answered;
+        return { body: answered, after: start };
       } catch (error) {
         // A stream never returned would keep its place among the session's streams, and the heartbeat.
         await stream.cancel();

@@ -2,6 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import * as z from "zod";
 import type { ErrorBody } from "../../core/errors";
 import { SessionError } from "../../core/errors";
+import { EVENTS_AFTER_HEADER } from "../../core/events";
 import { SOCKET_TICKET_HEADER } from "../../durable/internal";
 import {
   body,
@@ -34,6 +35,12 @@ const LastEventId = z.object({
     .string()
     .optional()
     .meta({ description: "the id of the last event seen: resume after it (over `after`)" }),
+});
+
+const EventsAfter = z.object({
+  [EVENTS_AFTER_HEADER]: z.string().meta({
+    description: "the seq the stream starts after (`after`, or the last seq when it starts now)",
+  }),
 });
 
 const Ticket = z.object({
@@ -85,10 +92,14 @@ export const eventRoutes = routes()
       operationId: "watchEvents",
       summary: "Events of the session as they happen (Server-Sent Events)",
       description:
-        "entry (id: its seq), leaf, session, generation, compaction, deleted, closed. With `after` or Last-Event-ID, what came after that seq is replayed first; otherwise only what happens from now.",
+        "entry (id: its seq), leaf, session, generation, compaction, deleted, closed. With `after` or Last-Event-ID, what came after that seq is replayed first; otherwise only what happens from now. The Events-After header gives the seq the stream starts after: resume from it if the connection drops before an event with an id.",
       request: { params: SessionIdParam, query: EventsQuery, headers: LastEventId },
       responses: {
-        200: { content: { "text/event-stream": { schema: z.string() } }, description: "the event stream" },
+        200: {
+          content: { "text/event-stream": { schema: z.string() } },
+          headers: EventsAfter,
+          description: "the event stream",
+        },
         ...errors,
       },
     }),
@@ -96,8 +107,10 @@ export const eventRoutes = routes()
       const { after, payload } = c.req.valid("query");
       const object = sessionObject(c, c.req.valid("param").sid);
       const from = resumePoint(after, c.req.valid("header")["last-event-id"]);
-      const body = await object.events(from, payload !== "false");
-      return new Response(body, { headers: EVENT_STREAM_HEADERS });
+      const { body, after: start } = await object.events(from, payload !== "false");
+      return new Response(body, {
+        headers: { ...EVENT_STREAM_HEADERS, [EVENTS_AFTER_HEADER]: String(start) },
+      });
     },
   )
   .openapi(

@@ -2,6 +2,7 @@ import type { SessionEntry } from "../core/entries";
 import { isTreeEntry } from "../core/entries";
 import { SessionError } from "../core/errors";
 import type { TenantEvent } from "../core/events";
+import { checkCreateOptions } from "../core/given-input";
 import { newId, nowIso } from "../core/ids";
 import { parseImport } from "../core/import-formats";
 import type { ImportedSession, ImportFormat, ImportWarning } from "../core/interchange";
@@ -62,7 +63,9 @@ export class RemoteRepo implements SessionRepo {
   }
 
   async create(options: CreateSessionOptions = {}): Promise<RemoteSession> {
-    const info = await this.#http.json<SessionInfo>("POST", "v1/sessions", { body: options });
+    const info = await this.#http.json<SessionInfo>("POST", "v1/sessions", {
+      body: checkCreateOptions(options),
+    });
     return new RemoteSession(this.storage(info.id));
   }
 

@@ -6,6 +6,7 @@ import { SessionError } from "../core/errors";
 import type { SessionEvent } from "../core/events";
 import type { GenerationInfo, GenerationPage, GenerationState } from "../core/generations/generation-schemas";
 import { MAX_GENERATIONS_PAGE } from "../core/generations/generation-schemas";
+import { checkForkRequest, checkHeaderPatch } from "../core/given-input";
 import { checkSessionId, isValidId, newId } from "../core/ids";
 import type { ExportFormat } from "../core/interchange";
 import { leafTag } from "../core/leaf-tag";
@@ -28,7 +29,7 @@ import { type TreeNode, walkTree } from "../core/tree";
 import type { FollowOptions, GenerateOptions, GenerationChunk, GenerationResult } from "./generations";
 import { followGeneration, GenerationWriter, generationPath, stopGeneration } from "./generations";
 import { responseLines } from "./response-lines";
-import type { Transport } from "./transport";
+import { serviceJson, type Transport } from "./transport";
 import type { WatchOptions } from "./watch";
 import { watchStream } from "./watch";
 
@@ -69,10 +70,25 @@ export class RemoteStorage implements SessionStorage {
     return sessionPath(this.id, rest);
   }
 
+  /**
+   * The header's own name, as every backend's header has it: the one the session was created,
+   * imported or forked with (the info's name is a later `session_info` entry's, once there is one).
+   * The first line of the session's native export carries it.
+   */
+  async #headerName(): Promise<string | undefined> {
+    for await (const line of this.exportLines("native")) {
+      const { name } = serviceJson(line, "the service sent an export header that is not JSON") as {
+        name?: unknown;
+      };
+      return typeof name === "string" ? name : undefined;
+    }
+    throw new SessionError("internal", "the service sent an export without a header line");
+  }
+
   async getHeader(): Promise<SessionHeader> {
-    const info = await this.getInfo();
+    const [info, name] = await Promise.all([this.getInfo(), this.#headerName()]);
     const header: SessionHeader = { id: info.id, createdAt: info.createdAt, metadata: info.metadata };
-    if (info.name !== undefined) header.name = info.name;
+    if (name !== undefined) header.name = name;
     if (info.systemPrompt !== undefined) header.systemPrompt = info.systemPrompt;
     if (info.parentSession) header.parentSession = info.parentSession;
     if (info.expiresAt !== undefined) header.expiresAt = info.expiresAt;
@@ -84,7 +100,8 @@ export class RemoteStorage implements SessionStorage {
   }
 
   async updateHeader(patch: HeaderPatch): Promise<SessionHeader> {
-    await this.#http.json("PATCH", this.#path(), { body: patch, idempotent: true });
+    // The service's PATCH also takes a name (it appends a `session_info`): a header change does not.
+    await this.#http.json("PATCH", this.#path(), { body: checkHeaderPatch(patch), idempotent: true });
     return this.getHeader();
   }
 
@@ -169,6 +186,8 @@ export class RemoteStorage implements SessionStorage {
   }
 
   async fork(targetId: string, options: ForkOptions = {}): Promise<RemoteStorage> {
+    // The service's fork also takes `asOf` and `location`, which a fork of the library does not.
+    checkForkRequest(targetId, options);
     const info = await this.#http.json<SessionInfo>("POST", this.#path("/fork"), {
       body: { entryId: targetId, ...options },
     });

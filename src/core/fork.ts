@@ -1,6 +1,7 @@
 import { headFor } from "./append";
 import type { EntryInput, StoredEntry, TreeEntry } from "./entries";
 import { withoutSeq } from "./entries";
+import { checkForkRequest } from "./given-input";
 import { nonBlank } from "./info";
 import type { ForkOptions, ParentSession, SessionHeader } from "./session-schemas";
 import type { SessionStorage } from "./storage";
@@ -74,6 +75,7 @@ export async function forkStorage<Target extends SessionStorage>(
   options: ForkOptions,
   create: (header: ForkTargetHeader) => Promise<Target>,
 ): Promise<Target> {
+  checkForkRequest(targetId, options);
   const resolved = headFor(targetId, await source.getEntry(targetId), options.position);
   const path: StoredEntry<TreeEntry>[] = resolved === null ? [] : await source.getBranch(resolved);
   const header: SessionHeader = await source.getHeader();

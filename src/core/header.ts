@@ -1,4 +1,5 @@
 import { SessionError } from "./errors";
+import { checkHeaderPatch } from "./given-input";
 import { checkSessionId, newId, nowIso } from "./ids";
 import type { CreateSessionOptions, HeaderPatch, SessionHeader } from "./session-schemas";
 
@@ -19,7 +20,9 @@ export function newSessionHeader(
   return header;
 }
 
+/** The header after `patch`, which is checked as every backend checks it (`invalid_request`). */
 export function patchHeader(header: SessionHeader, patch: HeaderPatch): SessionHeader {
+  checkHeaderPatch(patch);
   const next: SessionHeader = { ...header };
   if (patch.systemPrompt === null) delete next.systemPrompt;
   else if (patch.systemPrompt !== undefined) next.systemPrompt = patch.systemPrompt;

@@ -5,8 +5,9 @@ import type { LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "./entries"
 import { SessionError } from "./errors";
 import type { ForkTargetHeader } from "./fork";
 import { forkStorage } from "./fork";
+import { checkCreateOptions } from "./given-input";
 import { newSessionHeader, patchHeader } from "./header";
-import { nowIso } from "./ids";
+import { checkSessionId, nowIso } from "./ids";
 import type { SessionStats } from "./info";
 import { applyEntryToLabels, applyEntryToStats, emptyStats, pageSessions, sessionInfo } from "./info";
 import type { ImportedSession, ImportHeader } from "./interchange";
@@ -236,10 +237,11 @@ export class MemoryRepo implements SessionRepo {
   }
 
   async create(options: CreateSessionOptions = {}): Promise<Session> {
-    return new Session(this.createStorage(options));
+    return new Session(this.createStorage(checkCreateOptions(options)));
   }
 
   async open(id: string): Promise<Session> {
+    checkSessionId(id);
     const storage = this.#sessions.get(id);
     if (!storage) throw new SessionError("not_found", `session ${id} does not exist`, { id });
     return new Session(storage);

@@ -1,4 +1,5 @@
 import { SessionError } from "./errors";
+import { checkEntryTypes } from "./given-input";
 import { DEFAULT_ENTRIES_PAGE, DEFAULT_SESSIONS_PAGE, MAX_ENTRIES_PAGE, MAX_SESSIONS_PAGE } from "./limits";
 import type { EntryQuery, ListOptions } from "./session-schemas";
 
@@ -13,6 +14,7 @@ export function entryPage(query: EntryQuery): { after: number; limit: number; ty
     throw new SessionError("invalid_request", "after must be a non-negative integer (a seq)");
   }
   if (query.type === undefined) return { after, limit };
+  checkEntryTypes(query.type);
   return { after, limit, types: new Set(typeof query.type === "string" ? [query.type] : query.type) };
 }
 

@@ -183,7 +183,8 @@ export type SessionPatch = z.infer<typeof SessionPatch>;
 export const EntryQuery = z.object({
   after: z.coerce.number().int().min(0).optional().meta({ description: "a seq: entries after it" }),
   limit: z.coerce.number().int().min(1).max(MAX_ENTRIES_PAGE).optional().meta({ description: "default 100" }),
-  type: z.union([EntryTypeSchema, z.array(EntryTypeSchema).readonly()]).optional(),
+  /** The types to read: one, or a list of at least one. */
+  type: z.union([EntryTypeSchema, z.array(EntryTypeSchema).min(1).readonly()]).optional(),
 });
 export type EntryQuery = z.infer<typeof EntryQuery>;
 

@@ -2,6 +2,7 @@ import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { SessionError } from "../core/errors";
 import type { ForkTargetHeader } from "../core/fork";
+import { checkCreateOptions } from "../core/given-input";
 import { newSessionHeader } from "../core/header";
 import { isValidId } from "../core/ids";
 import { pageSessions } from "../core/info";
@@ -91,7 +92,7 @@ export class JSONLRepo implements SessionRepo {
   }
 
   async create(options: CreateSessionOptions = {}): Promise<Session> {
-    return new Session(await this.createStorage(options));
+    return new Session(await this.createStorage(checkCreateOptions(options)));
   }
 
   async open(id: string): Promise<Session> {

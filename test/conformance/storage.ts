@@ -66,6 +66,35 @@ export function storageConformance(
   describe(`${name}: storage conformance`, () => {
     const fresh = async (repo?: SessionRepo) => (repo ?? (await makeRepo())).create({ id: `s-${newId()}` });
 
+    describe("refusing what the service refuses", () => {
+      it("refuses bad entry-type filters, session ids, create options, header changes and fork targets alike, writing nothing", async () => {
+        const repo = await makeRepo();
+        const session = await repo.create({ id: `s-${newId()}`, name: "first" });
+        await session.appendMessage(user("hello"));
+        await expectCode(session.getEntries({ type: [] }), "invalid_request");
+        await expectCode(session.getEntries({ type: "bogus" as "message" }), "invalid_request");
+        await expectCode(repo.open("bad id!"), "invalid_request");
+        await expectCode(session.fork("bad id!"), "invalid_request");
+        const id = `s-${newId()}`;
+        await expectCode(repo.create({ id, name: "x".repeat(300_000) }), "invalid_request");
+        await expectCode(repo.open(id), "not_found");
+        await expectCode(session.updateHeader({ bogus: 1 } as never), "invalid_request");
+        expect(await count(session)).toBe(1);
+        expect(await session.getHeader()).toMatchObject({ name: "first", metadata: {} });
+      });
+
+      it("keeps the header's name as created while a session_info entry names the session", async () => {
+        const session = await fresh();
+        await session.updateHeader({ metadata: { a: 1 } });
+        const repo = await makeRepo();
+        const named = await repo.create({ id: `s-${newId()}`, name: "first" });
+        await named.appendSessionName("renamed");
+        expect((await named.getHeader()).name).toBe("first");
+        expect(await named.getName()).toBe("renamed");
+        expect((await session.getHeader()).metadata).toEqual({ a: 1 });
+      });
+    });
+
     describe("appending", () => {
       it("chains each entry under the leaf and moves the leaf to it", async () => {
         const session = await fresh();

@@ -1,5 +1,6 @@
 import type { SessionEntry } from "../../core/entries";
 import { SessionError } from "../../core/errors";
+import { checkCreateOptions } from "../../core/given-input";
 import { newSessionHeader } from "../../core/header";
 import { checkSessionId, newId } from "../../core/ids";
 import type { ImportedSession } from "../../core/interchange";
@@ -217,12 +218,12 @@ export class DurableRepo implements SessionRepo, SessionCreator {
   }
 
   async create(options: CreateSessionOptions = {}): Promise<Session> {
-    return new Session(await this.initialize(newSessionHeader(options), true));
+    return new Session(await this.initialize(newSessionHeader(checkCreateOptions(options)), true));
   }
 
   /** Creates a session (its object near `location`, when given) and answers its info in one call. */
   async createSession(options: CreateSessionOptions = {}, location?: LocationHint): Promise<SessionInfo> {
-    const header = newSessionHeader(options);
+    const header = newSessionHeader(checkCreateOptions(options));
     return this.storage(header.id, location).init(this.tenant, header, { shard: this.#shardFor(header.id) });
   }
 

@@ -2,6 +2,7 @@ import type { OmittedHistory } from "../../core/compaction";
 import { addOmitted } from "../../core/compaction";
 import type { LeafEntry, SessionEntry, StoredEntry, TreeEntry } from "../../core/entries";
 import { SessionError } from "../../core/errors";
+import { checkForkRequest } from "../../core/given-input";
 import { newSessionHeader } from "../../core/header";
 import { newId } from "../../core/ids";
 import type { LocationHint } from "../../core/location";
@@ -270,6 +271,8 @@ export class SessionObjectStorage implements SessionStorage {
     targetId: string,
     options: ForkOptions & { location?: LocationHint },
   ): Promise<{ storage: SessionObjectStorage; info: SessionInfo }> {
+    const { location: _location, ...given } = options;
+    checkForkRequest(targetId, given);
     const id = options.id ?? newId();
     const start = await this.#object.forkStart(targetId, options.position, id);
     const name = options.name ?? start.name;

@@ -113,7 +113,7 @@ export class Session {
   }
 
   async getMetadata(): Promise<Record<string, unknown>> {
-    return (await this.storage.getHeader()).metadata;
+    return (await this.storage.getInfo()).metadata;
   }
 
   updateHeader(patch: HeaderPatch): Promise<SessionHeader> {
@@ -179,14 +179,15 @@ export class Session {
   /**
    * The context to send to a model from a leaf (the head by default). Custom `transforms` may look
    * at any entry, so they get the whole branch; otherwise the storage's context path is enough.
+   * The session's system prompt is read from its info, which every storage answers in one read.
    */
   async buildContext(options: ContextOptions = {}): Promise<SessionContext> {
     const { leafId, ...buildOptions } = options;
-    const [path, header] = await Promise.all([
+    const [path, info] = await Promise.all([
       options.transforms ? this.storage.getBranch(leafId) : this.storage.getContextPath(leafId),
-      this.storage.getHeader(),
+      this.storage.getInfo(),
     ]);
-    return buildSessionContext(path, { ...buildOptions, sessionSystemPrompt: header.systemPrompt });
+    return buildSessionContext(path, { ...buildOptions, sessionSystemPrompt: info.systemPrompt });
   }
 
   /** The context in a model API's request shape, for the session's model unless one is named. */

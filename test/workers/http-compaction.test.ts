@@ -204,6 +204,50 @@ describe("POST /compact", () => {
   });
 });
 
+describe("POST /compact while a generation is open", () => {
+  it("writes nothing (412 leaf_conflict naming it), and compacts once it ends with its answer in the context", async () => {
+    const id = await conversation(6);
+    const generation = await openGeneration(id);
+    const before = await info(id);
+    const refused = await api("POST", `/v1/sessions/${id}/compact`, { body: { keepRecentTokens: 300 } });
+    expectError(refused, 412, "leaf_conflict");
+    expect(refused.body.error.details).toMatchObject({ generationId: generation.id });
+    expect(await info(id)).toEqual(before);
+    // An entry of any door carrying a compaction is refused alike.
+    const [question] = (await api("GET", `/v1/sessions/${id}/entries?limit=1`)).body.entries;
+    const byEntry = await api("POST", `/v1/sessions/${id}/entries`, {
+      body: { type: "compaction", summary: "S", firstKeptEntryId: question.id, tokensBefore: 10 },
+    });
+    expectError(byEntry, 412, "leaf_conflict");
+    expect(await info(id)).toEqual(before);
+
+    const done = await endGeneration(id, generation.id, "complete", {
+      message: assistantMessage("the answer").message,
+    });
+    expect(done.status).toBe(201);
+    const compacted = await api("POST", `/v1/sessions/${id}/compact`, { body: { keepRecentTokens: 300 } });
+    expect(compacted.status).toBe(201);
+    const context = (await api("GET", `/v1/sessions/${id}/context`)).body;
+    expect(context.messages[0].role).toBe("compactionSummary");
+    expect(context.messages.at(-1)).toMatchObject({ role: "assistant", content: [{ text: "the answer" }] });
+  });
+
+  it("writes nothing when a generation opened while the summary was written", async () => {
+    const id = await conversation(6);
+    const key = sid("hold");
+    const pending = withModel(`hold:${key}`, "POST", `/v1/sessions/${id}/compact`, { keepRecentTokens: 300 });
+    await summarizerHolds(key);
+    const generation = await openGeneration(id);
+    await fetch(`${env.FAKE_LLM_URL}/release/${key}`, { method: "POST" });
+    const res = await pending;
+    expect(res.status).toBe(412);
+    expect(res.body.error.code).toBe("leaf_conflict");
+    expect(res.body.error.details).toMatchObject({ generationId: generation.id });
+    const compactions = await api("GET", `/v1/sessions/${id}/entries?type=compaction`);
+    expect(compactions.body.entries).toEqual([]);
+  });
+});
+
 describe("PUT /leaf with summarize", () => {
   it("summarizes the branch left under the target and makes the summary the leaf", async () => {
     const id = await conversation(3);

@@ -211,8 +211,11 @@ export class EntryIntake {
     const result = await this.#calls.limitedWrite((session, room) => {
       const { nextSeq, stats, header } = session.state;
       const before = { seq: nextSeq, bytes: stats.bytes };
-      // Checked in this write, with the append: no generation opens in between.
-      const mayWrite = refuseWhileGenerating ? this.#refuseWhileGenerating : undefined;
+      // Checked in this write, with the append: no generation opens in between. A compaction is
+      // always checked: it would move the head off the parent an open generation's answer goes
+      // under, leaving the answer out of the context (the conversation did not go on).
+      const compacts = entries.some((entry) => (entry as { type?: unknown } | null)?.type === "compaction");
+      const mayWrite = refuseWhileGenerating || compacts ? this.#refuseWhileGenerating : undefined;
       const answer = session.writes.appendEntries(entries, appendOptions, room, prepared.value, mayWrite);
       written = {
         sessionId: header.id,

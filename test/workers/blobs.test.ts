@@ -373,6 +373,87 @@ describe("blobs in R2", () => {
     }
   });
 
+  it("keeps nothing of the one of two appends at once the session's room refuses: its blob is given back", async () => {
+    const key = "key-mid-sessions";
+    const tenant = "tenant-mid-sessions";
+    // Each fits the session's 200,000 bytes alone; together they do not.
+    const imageEntry = (seed: number) => ({
+      type: "message",
+      message: {
+        role: "user",
+        content: [{ type: "image", data: base64(bytes(96 * 1024, seed)), mimeType: "image/png" }],
+        timestamp: 1_700_000_000_000,
+      },
+    });
+    const id = await createSession({ key });
+    const before = {
+      stored: await storedBlobs(tenant),
+      usage: (await api("GET", "/v1/usage", { key })).body.blobs.blobs as number,
+    };
+    const results = await Promise.all(
+      [601, 602].map((seed) =>
+        api("POST", `/v1/sessions/${id}/entries`, { key, body: { entries: [imageEntry(seed)] } }),
+      ),
+    );
+    expect(results.map((res) => res.status).sort()).toEqual([201, 413]);
+    const refused = results.find((res) => res.status === 413) as (typeof results)[number];
+    expectError(refused, 413, "quota_exceeded");
+    expect((await info(id, key)).entryCount).toBe(1);
+    const kept = results.findIndex((res) => res.status === 201);
+    const keptKey = await keyOf("b64", await sha256(bytes(96 * 1024, [601, 602][kept] as number)), tenant);
+    const added = (await storedBlobs(tenant)).filter((blob) => !before.stored.includes(blob));
+    expect(added).toEqual([keptKey]);
+    expect((await api("GET", "/v1/usage", { key })).body.blobs.blobs).toBe(before.usage + 1);
+    const stub = env.SESSIONS.getByName(sessionObjectName(tenant, id));
+    const recorded = await runInDurableObject(
+      stub,
+      (_instance, state) =>
+        state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM session_blobs").one().n,
+    );
+    expect(recorded).toBe(1);
+    const owned = await runInDurableObject(
+      directoryShard(durableEnv, tenant, 0),
+      (_instance, state) =>
+        state.storage.sql
+          .exec<{ n: number }>("SELECT count(*) AS n FROM blob_owners WHERE owner LIKE ?", `${id}\n%`)
+          .one().n,
+    );
+    expect(owned).toBe(1);
+  });
+
+  it("keeps the blob the refused one of two appends at once shares with the written one", async () => {
+    const key = "key-mid-sessions";
+    const tenant = "tenant-mid-sessions";
+    const image = (seed: number) => ({
+      type: "image",
+      data: base64(bytes(48 * 1024, seed)),
+      mimeType: "image/png",
+    });
+    const entry = (seed: number) => ({
+      type: "message",
+      message: { role: "user", content: [image(604), image(seed)], timestamp: 1_700_000_000_000 },
+    });
+    const id = await createSession({ key });
+    const before = await storedBlobs(tenant);
+    const results = await Promise.all(
+      [605, 606].map((seed) =>
+        api("POST", `/v1/sessions/${id}/entries`, { key, body: { entries: [entry(seed)] } }),
+      ),
+    );
+    expect(results.map((res) => res.status).sort()).toEqual([201, 413]);
+    expectError(results.find((res) => res.status === 413) as (typeof results)[number], 413, "quota_exceeded");
+    const kept = [605, 606][results.findIndex((res) => res.status === 201)] as number;
+    const keys = await Promise.all(
+      [604, kept].map(async (seed) => keyOf("b64", await sha256(bytes(48 * 1024, seed)), tenant)),
+    );
+    const added = (await storedBlobs(tenant)).filter((blob) => !before.includes(blob));
+    expect(added.sort()).toEqual(keys.sort());
+    const read = await api("GET", `/v1/sessions/${id}/entries`, { key });
+    expect(read.status).toBe(200);
+    expect(read.body.entries).toHaveLength(1);
+    expect(read.body.entries[0].message.content).toEqual([image(604), image(kept)]);
+  });
+
   it("refuses references that would read back past a body, an entry or the session's room, writing nothing", async () => {
     const output = toolOutput(41);
     const ref = blobRef("txt", await sha256(output));
@@ -1566,6 +1647,43 @@ describe("a generation's answer and blobs", () => {
     expect(res.status, res.text).toBe(201);
     return id;
   }
+
+  it("gives back the blobs of an answer the session's room refused, once it is written cut short", async () => {
+    const key = "key-mid-sessions";
+    const tenant = "tenant-mid-sessions";
+    const output = toolOutput(603);
+    const { id } = await sessionWithQuestion(key);
+    const generation = await openGeneration(id, { format: "ai-sdk-ui", model: "openai/gpt-5" }, key);
+    expect((await appendEvents(generation.stream, toolStep(output), {}, key)).status).toBe(204);
+    // The answer's entries take about 900 bytes more than its chunks: the session is left 450.
+    const filler = 200_000 - 450 - ((await info(id, key)).bytes as number) - 216;
+    const filled = await api("POST", `/v1/sessions/${id}/entries`, {
+      key,
+      body: userMessage("x".repeat(filler)),
+    });
+    expect(filled.status, filled.text).toBe(201);
+    const holds = (await info(id, key)).bytes;
+    expect(holds).toBeGreaterThan(200_000 - 800);
+    expect(holds).toBeLessThan(200_000 - 100);
+    const before = {
+      stored: await storedBlobs(tenant),
+      usage: (await api("GET", "/v1/usage", { key })).body.blobs,
+    };
+    const done = await endGeneration(id, generation.id, "complete", {}, key);
+    expect(done.status, done.text).toBe(201);
+    expect(done.body.entries.at(-1).message).toMatchObject({ role: "assistant", stopReason: "length" });
+    expect(done.body.entries.at(-1).message.errorMessage).toContain("quota_exceeded");
+    expect(JSON.stringify(done.body.entries)).not.toContain(output);
+    expect(await storedBlobs(tenant)).toEqual(before.stored);
+    expect(await storedBlobs(tenant)).not.toContain(await keyOf("txt", await sha256(output), tenant));
+    expect((await api("GET", "/v1/usage", { key })).body.blobs).toEqual(before.usage);
+    const recorded = await runInDurableObject(
+      env.SESSIONS.getByName(sessionObjectName(tenant, id)),
+      (_instance, state) =>
+        state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM session_blobs").one().n,
+    );
+    expect(recorded).toBe(0);
+  });
 
   it("stores a large tool output as a blob, as an append of the same messages does", async () => {
     const output = toolOutput(41);

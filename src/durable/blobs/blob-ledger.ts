@@ -5,9 +5,10 @@ import type { Sql } from "../sql";
  * Which sessions of a tenant hold which blobs: the ledger its directory's shard 0 keeps (one
  * object, so claims and deletions of the same blob never cross). A session claims the blobs of a
  * write before it uploads them and before the write is committed, and gives all its claims up when
- * it is purged; a blob no session claims any more is deleted from the bucket. A claim left by a
- * write that failed only keeps a blob until its session is purged: the ledger may keep a blob too
- * long, never drop one a session holds. An owner that gave its claims up claims nothing more: a
+ * it is purged; a blob no session claims any more is deleted from the bucket. A write that failed
+ * gives back the claims no entry of its session holds (`giveBack`); one it could not give back only
+ * keeps a blob until its session is purged: the ledger may keep a blob too long, never drop one a
+ * session holds. An owner that gave its claims up claims nothing more: a
  * write it began before its purge is refused (a session created anew under the same id is another
  * owner); one whose blobs were claimed before the purge, and so deleted, may reach the bucket after
  * it: its uploads are not confirmed, and those no session claims are deleted again. Its tables are
@@ -153,6 +154,23 @@ export class BlobLedger {
       WHERE key IN (SELECT value FROM json_each(${JSON.stringify(keys)}))
         AND NOT EXISTS (SELECT 1 FROM blob_owners o WHERE o.key = blobs.key)`;
     return this.unclaimed();
+  }
+
+  /**
+   * Gives up `owner`'s claims of these blobs (a write that claimed them was not committed, and no
+   * entry of its session holds them); answers those of them no one claims any more, now to be deleted.
+   */
+  giveBack(owner: string, keys: readonly string[]): string[] {
+    const listed = JSON.stringify(keys);
+    this.#sql`DELETE FROM blob_owners
+      WHERE owner = ${owner} AND key IN (SELECT value FROM json_each(${listed}))`;
+    this.#sql`UPDATE blobs SET state = 'deleting'
+      WHERE key IN (SELECT value FROM json_each(${listed}))
+        AND NOT EXISTS (SELECT 1 FROM blob_owners o WHERE o.key = blobs.key)`;
+    return this.#sql<{ key: string }>`SELECT key FROM blobs
+      WHERE state = 'deleting' AND key IN (SELECT value FROM json_each(${listed}))`
+      .toArray()
+      .map((row) => row.key);
   }
 
   /**

@@ -404,6 +404,17 @@ export class SessionDirectory extends DurableObject<DurableEnv> {
     });
   }
 
+  /**
+   * A session's claims of blobs a write of it claimed but did not commit, given back; those no
+   * session holds any more are deleted from the bucket. @internal
+   */
+  async giveBackBlobs(owner: string, keys: string[]): Promise<Result<void>> {
+    return capture(async () => {
+      const unclaimed = this.ctx.storage.transactionSync(() => this.#blobs.giveBack(owner, keys));
+      if (unclaimed.length > 0 && this.#placed.BLOBS) await this.#deleteBlobs(this.#placed.BLOBS, unclaimed);
+    });
+  }
+
   /** Deletes blobs from the bucket, and from the ledger once gone; one being deleted already is waited for. */
   async #deleteBlobs(bucket: R2Bucket, keys: string[]): Promise<void> {
     const under = new Set<Promise<void>>();

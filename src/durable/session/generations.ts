@@ -450,7 +450,9 @@ export class Generations {
   /**
    * One way of ending generation `id` (see `end`): its answer made, then written within the
    * session's room (`limited`) or past it. Chunks appended while its blobs were prepared make it
-   * again; a stream takes at most MAX_GENERATION_BYTES, so this ends.
+   * again; a stream takes at most MAX_GENERATION_BYTES, so this ends. The blobs of an answer not
+   * written are given back (see `SessionBlobs.ended`): those of one made again once the next is
+   * prepared, so that the blobs both hold stay claimed.
    */
   async #ending(
     id: string,
@@ -458,15 +460,21 @@ export class Generations {
     limited: boolean,
     writing?: AnswerWriting,
   ): Promise<Result<GenerationOutcome>> {
+    const { blobs } = this.#object;
+    let unwritten: PreparedAnswer | undefined;
     for (;;) {
       const made = await capture(() => this.#answer(id, how, writing));
+      await blobs.ended(unwritten?.blobs, false);
       if (!made.ok) return made;
       const answer = made.value;
       const ended = limited
         ? await this.#calls.limitedWrite((session, room) => this.#end(session, id, how, room, answer))
         : await this.#calls.write((session) => this.#end(session, id, how, undefined, answer));
+      const created = ended.ok && ended.value?.created === true;
+      if (created || !ended.ok || ended.value) await blobs.ended(answer?.blobs, created);
       if (!ended.ok) return ended;
       if (ended.value) return { ok: true, value: ended.value };
+      unwritten = answer;
     }
   }
 

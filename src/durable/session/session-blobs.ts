@@ -10,6 +10,7 @@ import { BlobStore, inParallel } from "../blobs/blob-store";
 import { answerRefsInStream } from "../blobs/blob-text";
 import { signBlobUrl, urlTtlSeconds } from "../blobs/blob-urls";
 import type { DurableEnv } from "../env";
+import { errorSummary, logLine } from "../log-line";
 import { directoryShard } from "../names";
 import { objectCalls } from "../object-calls";
 import { numberSetting } from "../settings";
@@ -28,6 +29,8 @@ import type { PreparedBlobs } from "./session-writes";
  * (`rehydrateStream`: the references in their JSON), a WebSocket's replay from a
  * set read ahead (`warm`); or, asked for, short-lived signed URLs instead. The session's
  * `session_blobs` table lists what it claimed; when it is purged it gives its claims up (`release`).
+ * A write that claimed blobs and was not committed (refused by its room, which another write took
+ * while its blobs were uploaded, or by anything else) gives back those no entry holds (`ended`).
  */
 
 /** What the router asks of a write: values of at least `minBytes` (UTF-8) stored as blobs. */
@@ -62,6 +65,16 @@ export function blobPolicy(env: Pick<DurableEnv, "BLOBS" | "BLOB_MIN_BYTES">): B
   };
 }
 
+/**
+ * A blob the object's writes under way prepared: how many of them, whether one of them claimed it
+ * (the session had not recorded it), whether one that ended wrote it (an entry holds it).
+ */
+interface BlobUse {
+  writes: number;
+  claimed: boolean;
+  held: boolean;
+}
+
 /** A reference to a blob the tenant does not store (`blob`: its kind and SHA-256). */
 function notStored(blob: string | undefined): SessionError {
   return new SessionError("invalid_request", "an entry refers to a blob this tenant does not store", {
@@ -81,6 +94,10 @@ export class SessionBlobs {
   #hasBlobs: boolean | undefined;
   /** Values read ahead for a WebSocket's replay round (see `warm`). */
   #warm = new Map<string, string>();
+  /** The blobs of the writes under way, by reference (see `ended`). */
+  #uses = new Map<string, BlobUse>();
+  /** Claims being given back, by reference: a claim of the same blob waits for its end. */
+  #givingBack = new Map<string, Promise<void>>();
 
   /** The blobs of the object `ctx` holding `session`, `env` its environment in its jurisdiction. */
   constructor(env: DurableEnv, ctx: DurableObjectState, session: SessionStore) {
@@ -111,6 +128,7 @@ export class SessionBlobs {
     this.#hasBlobs = undefined;
     this.#bucket = undefined;
     this.#warm = new Map();
+    this.#uses = new Map();
   }
 
   /** The tenant's blobs in the object's bucket; `unavailable` when the object has no bucket. */
@@ -197,8 +215,23 @@ export class SessionBlobs {
       }
     }
     await Promise.all(pending);
-    await this.#claimAndUpload(values);
-    return this.#prepared(inputs, loaded, values);
+    const refs = [...new Set([...values.values()].map((value) => value.ref))];
+    const known = this.#recorded(refs);
+    // Counted as used at once, with what the session recorded: a write that ends meanwhile gives
+    // back none of them.
+    for (const ref of refs) {
+      const use = this.#uses.get(ref) ?? { writes: 0, claimed: false, held: false };
+      use.writes++;
+      if (!known.has(ref)) use.claimed = true;
+      this.#uses.set(ref, use);
+    }
+    try {
+      await this.#claimAndUpload(values, known);
+    } catch (error) {
+      await this.ended({ refs }, false);
+      throw error;
+    }
+    return this.#prepared(inputs, loaded, values, refs);
   }
 
   /**
@@ -275,14 +308,16 @@ export class SessionBlobs {
   }
 
   /**
-   * Claims the values' blobs in the tenant's ledger, uploads those it does not hold yet, records
-   * them. A session purged meanwhile is refused (`not_found`) by the claim, or by the confirmation
-   * of its uploads, which the ledger then deletes from the bucket unless another session claims them.
+   * Claims in the tenant's ledger the values' blobs the session did not record (`known`), uploads
+   * those it does not hold yet, records them. A session purged meanwhile is refused (`not_found`)
+   * by the claim, or by the confirmation of its uploads, which the ledger then deletes from the
+   * bucket unless another session claims them.
    */
-  async #claimAndUpload(values: ReadonlyMap<string, BlobValue>): Promise<void> {
-    const known = this.#recorded([...values.values()].map((value) => value.ref));
+  async #claimAndUpload(values: ReadonlyMap<string, BlobValue>, known: ReadonlySet<string>): Promise<void> {
     const claimed = [...values.values()].filter((value) => !known.has(value.ref));
     if (claimed.length === 0) return;
+    // A claim being given back reaches the ledger first: this claim must not be lost with it.
+    await Promise.all(claimed.map((value) => this.#givingBack.get(value.ref)));
     const store = await this.#blobs();
     const byKey = new Map(claimed.map((value) => [store.key(value), value]));
     // The session as it was when claiming: a purge may drop it before the uploads are confirmed.
@@ -320,10 +355,12 @@ export class SessionBlobs {
     inputs: readonly unknown[],
     loaded: ReadonlyMap<string, StoredEntry>,
     values: ReadonlyMap<string, BlobValue>,
+    refs: readonly string[] = [],
   ): PreparedBlobs {
     return {
       inputs,
       loaded,
+      refs,
       externalize: (writes) =>
         values.size === 0
           ? [...writes]
@@ -341,6 +378,53 @@ export class SessionBlobs {
               };
             }),
     };
+  }
+
+  /**
+   * A write the blobs were prepared for ended, `written` (committed: its entries hold them) or not.
+   * Each blob the object's writes claimed for it is given back once the last of them ends, when none
+   * wrote it: its claim in the tenant's ledger (which deletes it from the bucket unless another
+   * session holds it) and its row in `session_blobs`. A blob the session had recorded before (an
+   * entry may hold it) is kept. Answers the giving back, or nothing when nothing is given back;
+   * should the ledger not answer, the claim stays until the session is purged.
+   */
+  ended(prepared: Pick<PreparedBlobs, "refs"> | undefined, written: boolean): Promise<void> | undefined {
+    const unheld: string[] = [];
+    for (const ref of prepared?.refs ?? []) {
+      const use = this.#uses.get(ref);
+      if (!use) continue;
+      use.writes--;
+      if (written) use.held = true;
+      if (use.writes > 0) continue;
+      this.#uses.delete(ref);
+      if (use.claimed && !use.held) unheld.push(ref);
+    }
+    if (unheld.length === 0 || !this.#session.exists) return undefined;
+    return this.#giveBack(unheld);
+  }
+
+  async #giveBack(refs: readonly string[]): Promise<void> {
+    // Taken out of the session's record at once: a write preparing them from now claims them
+    // again, once the ledger has them back.
+    const owner = this.#owner();
+    this.#storage.transactionSync(() => {
+      for (const ref of refs) this.#sql`DELETE FROM session_blobs WHERE ref = ${ref}`;
+    });
+    this.#hasBlobs = undefined;
+    const given = (async () => {
+      const store = await this.#blobs();
+      const keys = refs.map((ref) =>
+        store.key(parseBlobRef(ref) as NonNullable<ReturnType<typeof parseBlobRef>>),
+      );
+      await objectCalls(this.#ledger()).giveBackBlobs(owner, keys);
+    })().catch((error: unknown) => {
+      logLine({ type: "background", task: "give_back_blobs", error: errorSummary(error) }, "error");
+    });
+    const tracked = given.finally(() => {
+      for (const ref of refs) if (this.#givingBack.get(ref) === tracked) this.#givingBack.delete(ref);
+    });
+    for (const ref of refs) this.#givingBack.set(ref, tracked);
+    await tracked;
   }
 
   /**

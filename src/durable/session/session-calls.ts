@@ -158,8 +158,9 @@ export class SessionCalls {
  * Entries coming into the session, appended or imported: refused when the session is full (a
  * compaction excepted) or its room cannot take them before any of their blobs is uploaded; their
  * values large enough stored as blobs first under the router's policy (session-blobs.ts), then
- * written within the session's room. An append is counted in a metric, and answered with its entries' values in place of
- * references.
+ * written within the session's room. Its blobs no entry holds are given back when the write is
+ * refused after all (another write took the room meanwhile: see `SessionBlobs.ended`). An append
+ * is counted in a metric, and answered with its entries' values in place of references.
  */
 
 export class EntryIntake {
@@ -224,6 +225,8 @@ export class EntryIntake {
       };
       return answer;
     }, builder);
+    const givingBack = this.#object.blobs.ended(prepared.value, result.ok || written.entries > 0);
+    if (givingBack) await givingBack;
     if (written.entries > 0) await this.#object.telemetry.metric({ kind: "append", ...written });
     if (!result.ok) return result;
     // A replay answers the entry as stored: with its blobs' values.
@@ -252,10 +255,13 @@ export class EntryIntake {
       );
     }, builder);
     if (!prepared.ok) return prepared;
-    return this.#calls.limitedWrite(
+    const result = await this.#calls.limitedWrite(
       (session, room) => session.writes.importEntries(entries, importOptions, room, prepared.value),
       builder,
     );
+    const givingBack = this.#object.blobs.ended(prepared.value, result.ok);
+    if (givingBack) await givingBack;
+    return result;
   }
 }
 

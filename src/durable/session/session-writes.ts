@@ -405,6 +405,8 @@ export interface PreparedBlobs {
   readonly loaded: ReadonlyMap<string, StoredEntry>;
   /** The planned writes as stored: values prepared as blobs replaced by references. */
   externalize(writes: readonly PlannedWrite[]): StoredWrite[];
+  /** The references of the blobs prepared for it: once it ends, see `SessionBlobs.ended`. */
+  readonly refs: readonly string[];
 }
 
 /*

@@ -433,9 +433,17 @@ export class SessionBlobs {
    */
   async claimCopied(blobRefs: readonly string[]): Promise<void> {
     const refs = new Set(blobRefs);
+    // Rows about to be written hold these: a write under way that prepared one of them and is
+    // refused does not give it back.
+    for (const ref of refs) {
+      const use = this.#uses.get(ref);
+      if (use) use.held = true;
+    }
     const known = this.#recorded([...refs]);
     const claimed = [...refs].filter((ref) => !known.has(ref));
     if (claimed.length === 0) return;
+    // A claim being given back reaches the ledger first: this claim must not be lost with it.
+    await Promise.all(claimed.map((ref) => this.#givingBack.get(ref)));
     const store = await this.#blobs();
     const keyOf = (ref: string) =>
       store.key(parseBlobRef(ref) as NonNullable<ReturnType<typeof parseBlobRef>>);

@@ -17,10 +17,16 @@ export interface SessionStats {
   entryCount: number;
   messageCount: number;
   /**
-   * UTF-8 bytes of every stored entry's JSON, `leaf` records included, and of the chunks of the
-   * session's generations while their streams are kept: what quotas count.
+   * UTF-8 bytes of the session's header's JSON as stored (`headerBytes`), of every stored entry's
+   * JSON, `leaf` records included, and of the chunks of the session's generations while their
+   * streams are kept: what quotas count.
    */
   bytes: number;
+  /**
+   * Of `bytes`, those of the header's JSON as stored (its id, name, system prompt, metadata and the
+   * rest). Absent in a session stored before its header counted: counted when it is next read.
+   */
+  headerBytes?: number;
   /** Of `bytes`, those of values a service stores apart, as blobs (its own storage holds the rest). */
   blobBytes?: number;
   preview?: string;
@@ -29,8 +35,22 @@ export interface SessionStats {
   updatedAt: string;
 }
 
-export function emptyStats(createdAt: string): SessionStats {
-  return { entryCount: 0, messageCount: 0, bytes: 0, updatedAt: createdAt };
+/** UTF-8 bytes of a session's header's JSON as stored: what its header counts in its `bytes`. */
+export function headerBytes(header: SessionHeader): number {
+  return new TextEncoder().encode(JSON.stringify(header)).byteLength;
+}
+
+/** The figures of a session holding no entries: its header's bytes alone. */
+export function emptyStats(header: SessionHeader): SessionStats {
+  const bytes = headerBytes(header);
+  return { entryCount: 0, messageCount: 0, bytes, headerBytes: bytes, updatedAt: header.createdAt };
+}
+
+/** Counts `header` in place of the header the figures counted (none, for a session stored before). */
+export function countHeader(stats: SessionStats, header: SessionHeader): void {
+  const bytes = headerBytes(header);
+  stats.bytes = Math.max(0, stats.bytes - (stats.headerBytes ?? 0) + bytes);
+  stats.headerBytes = bytes;
 }
 
 /** Counts one stored entry; `bytes` is the length of its JSON as stored. */

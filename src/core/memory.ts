@@ -9,7 +9,14 @@ import { checkCreateOptions } from "./given-input";
 import { newSessionHeader, patchHeader } from "./header";
 import { checkSessionId, nowIso } from "./ids";
 import type { SessionStats } from "./info";
-import { applyEntryToLabels, applyEntryToStats, emptyStats, pageSessions, sessionInfo } from "./info";
+import {
+  applyEntryToLabels,
+  applyEntryToStats,
+  countHeader,
+  emptyStats,
+  pageSessions,
+  sessionInfo,
+} from "./info";
 import type { ImportedSession, ImportHeader } from "./interchange";
 import { writeImport } from "./interchange";
 import { entryPage, sessionsPageLimit } from "./paging";
@@ -55,7 +62,7 @@ export class MemoryStorage implements SessionStorage {
 
   constructor(header: SessionHeader, repo?: MemoryRepo) {
     this.#header = structuredClone(header);
-    this.#stats = emptyStats(header.createdAt);
+    this.#stats = emptyStats(this.#header);
     this.#repo = repo;
   }
 
@@ -119,6 +126,7 @@ export class MemoryStorage implements SessionStorage {
   async updateHeader(patch: HeaderPatch): Promise<SessionHeader> {
     this.#live();
     this.#header = patchHeader(this.#header, structuredClone(patch));
+    countHeader(this.#stats, this.#header);
     this.#touch();
     return structuredClone(this.#header);
   }

@@ -119,7 +119,7 @@ export const SessionInfo = z
     messageCount: z.number().int(),
     bytes: z.number().int().meta({
       description:
-        "UTF-8 bytes of the stored entries' JSON, leaf records included, and of the generations' chunks kept (what byte quotas count)",
+        "UTF-8 bytes of the header's JSON as stored (name, system prompt, metadata and the rest), of the stored entries' JSON, leaf records included, and of the generations' chunks kept (what byte quotas count)",
     }),
     blobBytes: z.number().int().optional().meta({
       description:

@@ -19,7 +19,7 @@ export interface Quotas {
   maxSessions?: number;
   /** Streams (`/v1/stream/*`) the tenant may hold; creating or forking one more is refused. */
   maxStreams?: number;
-  /** Bytes one session may hold (`SessionInfo.bytes`: its entries' JSON, its generations' chunks). */
+  /** Bytes one session may hold (`SessionInfo.bytes`: its header's and entries' JSON, its generations' chunks). */
   maxSessionBytes?: number;
   /** Bytes all the tenant's sessions and streams may hold together. */
   maxTenantBytes?: number;

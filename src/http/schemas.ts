@@ -252,7 +252,7 @@ export const UsageResponse = z
     entries: Count.meta({ description: "entries in the tenant's sessions (leaf records not counted)" }),
     bytes: Count.meta({
       description:
-        "UTF-8 bytes of the stored entries' JSON and of the generations' chunks kept, as byte quotas count them",
+        "UTF-8 bytes of the sessions' headers' and stored entries' JSON and of the generations' chunks kept, as byte quotas count them",
     }),
     streams: z
       .object({

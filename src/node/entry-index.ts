@@ -5,6 +5,7 @@ import { isValidId } from "../core/ids";
 import type { SessionStats } from "../core/info";
 import { applyEntryToLabels, applyEntryToStats, emptyStats } from "../core/info";
 import { isRecord } from "../core/providers/incoming";
+import type { SessionHeader } from "../core/session-schemas";
 import type { LineSpan } from "./entry-log";
 
 /**
@@ -29,8 +30,8 @@ export class EntryIndex {
   logLeafId: string | null = null;
   readonly #byId = new Map<string, IndexedEntry>();
 
-  constructor(createdAt: string) {
-    this.stats = emptyStats(createdAt);
+  constructor(header: SessionHeader) {
+    this.stats = emptyStats(header);
   }
 
   get nextSeq(): number {

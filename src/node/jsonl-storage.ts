@@ -9,7 +9,7 @@ import type { ForkTargetHeader } from "../core/fork";
 import { forkStorage } from "../core/fork";
 import { patchHeader } from "../core/header";
 import { nowIso } from "../core/ids";
-import { sessionInfo } from "../core/info";
+import { countHeader, sessionInfo } from "../core/info";
 import { canonicalJson } from "../core/json";
 import { entryPage } from "../core/paging";
 import type { AppendEntryInput } from "../core/providers/entry-input";
@@ -158,7 +158,7 @@ export class JSONLStorage implements SessionStorage {
     }
     if ((await mkdir(sessionsFolder(root), { recursive: true })) !== undefined) await syncFolder(root);
     const staging = await scratchFolder(root, "create");
-    const index = new EntryIndex(header.createdAt);
+    const index = new EntryIndex(header);
     let lock: SessionLock;
     try {
       lock = await SessionLock.acquire(staging, header.id);
@@ -219,7 +219,7 @@ export class JSONLStorage implements SessionStorage {
       }
       await removeMetadataLeftovers(folder);
 
-      const index = new EntryIndex(metadata.header.createdAt);
+      const index = new EntryIndex(metadata.header);
       const file = join(folder, ENTRIES_FILE);
       log = await EntryLog.open(
         file,
@@ -322,13 +322,14 @@ export class JSONLStorage implements SessionStorage {
     return this.#run(async () => {
       const header = patchHeader(this.#header, structuredClone(patch));
       const stats = { ...this.#index.stats, updatedAt: nowIso() };
+      countHeader(stats, header);
       try {
         await writeMetadata(this.folder, this.#metadata(header, stats));
       } catch (error) {
         throw ioError("writing", metadataFile(this.folder), error);
       }
       this.#header = header;
-      this.#index.stats.updatedAt = stats.updatedAt;
+      Object.assign(this.#index.stats, stats);
       this.#metadataError = undefined;
       return structuredClone(header);
     });

@@ -4,6 +4,7 @@ import type { EntryInput } from "../../src/core/entries";
 import type { ErrorCode } from "../../src/core/errors";
 import { SessionError } from "../../src/core/errors";
 import { newId } from "../../src/core/ids";
+import { headerBytes } from "../../src/core/info";
 import { parsePi } from "../../src/core/pi-format";
 import { contextForModel } from "../../src/core/providers/convert";
 import type { SessionRepo } from "../../src/core/repo";
@@ -495,9 +496,12 @@ export function storageConformance(
     });
 
     describe("stored bytes", () => {
-      /** What `bytes` must be: the UTF-8 length of every stored entry's JSON, leaf records included. */
+      /**
+       * What `bytes` must be: the UTF-8 length of the header's JSON and of every stored entry's JSON,
+       * leaf records included.
+       */
       const storedBytes = async (session: Session) => {
-        let bytes = 0;
+        let bytes = headerBytes(await session.getHeader());
         for (const { seq: _seq, ...entry } of await session.getEntries({ limit: 1000 })) {
           bytes += new TextEncoder().encode(JSON.stringify(entry)).byteLength;
         }
@@ -507,7 +511,7 @@ export function storageConformance(
       it("counts every entry's JSON as stored, leaf records included, through appends and leaf moves", async () => {
         const repo = await makeRepo();
         const session = await fresh(repo);
-        expect((await session.getInfo()).bytes).toBe(0);
+        expect((await session.getInfo()).bytes).toBe(headerBytes(await session.getHeader()));
         const a = await session.appendMessage(user("héllo wörld ✓ 🚀"));
         await session.appendEntries([messageEntry(assistant("a")), messageEntry(user("b"))]);
         await session.setLeafId(a);
@@ -529,6 +533,20 @@ export function storageConformance(
         expect((await fork.getInfo()).bytes).toBe(await storedBytes(fork));
         expect((await fork.getInfo()).bytes).toBeLessThan(before);
         expect((await source.getInfo()).bytes).toBe(before);
+      });
+
+      it("counts the header as stored: a larger one adds its bytes, a smaller one frees them", async () => {
+        const repo = await makeRepo();
+        const session = await fresh(repo);
+        await session.appendMessage(user("q"));
+        const before = (await session.getInfo()).bytes;
+        await session.updateHeader({ systemPrompt: "p".repeat(1000), metadata: { note: "ü".repeat(100) } });
+        const grown = (await session.getInfo()).bytes;
+        expect(grown).toBe(await storedBytes(session));
+        expect(grown - before).toBeGreaterThan(1200);
+        expect((await (await repo.open(session.id)).getInfo()).bytes).toBe(grown);
+        await session.updateHeader({ systemPrompt: null, metadata: {} });
+        expect((await session.getInfo()).bytes).toBe(before);
       });
     });
 
@@ -976,10 +994,12 @@ export function storageConformance(
         const answered = await source.appendMessage(assistant("the answer"));
         const fork = await source.fork(answered);
         const [forked, original] = [await fork.getInfo(), await source.getInfo()];
+        // The same entries' bytes, beside a header of its own.
+        const entryBytes = original.bytes - headerBytes(await source.getHeader());
         expect(forked).toMatchObject({
           entryCount: original.entryCount,
           messageCount: original.messageCount,
-          bytes: original.bytes,
+          bytes: entryBytes + headerBytes(await fork.getHeader()),
           preview: "the question",
           name: "named on the way",
         });

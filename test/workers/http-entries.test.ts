@@ -539,11 +539,20 @@ describe("fork", () => {
       entryCount: path.length,
       messageCount: path.filter((e: { type: string }) => e.type === "message").length,
       preview: "where are the otters",
-      bytes: path.reduce(
-        (sum: number, { seq: _seq, ...entry }: { seq: number }) => sum + JSON.stringify(entry).length,
-        0,
-      ),
     });
+    // Its path's entries as stored, and its own header beside them (which takes the source's name).
+    const entryBytes = path.reduce(
+      (sum: number, { seq: _seq, ...entry }: { seq: number }) => sum + JSON.stringify(entry).length,
+      0,
+    );
+    const forkHeader = {
+      id: copy,
+      createdAt: fork.body.createdAt,
+      metadata: {},
+      name: "renamed",
+      parentSession: fork.body.parentSession,
+    };
+    expect(fork.body.bytes).toBe(entryBytes + JSON.stringify(forkHeader).length);
     expect(fork.body.bytes).toBeLessThan(source.bytes as number);
     const withoutVersion = ({ version: _version, ...context }: Record<string, unknown>) => context;
     const sourceContext = await api("GET", `/v1/sessions/${id}/context?leafId=q3`);

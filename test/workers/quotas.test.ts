@@ -209,8 +209,10 @@ describe("maxSessionBytes", () => {
 
   it("refuses an append, a batch or a leaf move past the session's bytes, writing nothing", async () => {
     const session = await create(KEY, [sized(1000)]);
-    expect(session.bytes).toBeGreaterThan(900);
-    expect(session.bytes).toBeLessThan(1100);
+    // Its header's JSON counts beside its entry's.
+    const header = JSON.stringify({ id: session.id, createdAt: session.createdAt, metadata: {} }).length;
+    expect(session.bytes - header).toBeGreaterThan(900);
+    expect(session.bytes - header).toBeLessThan(1100);
 
     expectQuota(
       await api("POST", `/v1/sessions/${session.id}/entries`, { key: KEY, body: sized(3500) }),
@@ -229,7 +231,7 @@ describe("maxSessionBytes", () => {
 
     // Filled to within 30 bytes of the quota: the next entry's JSON is the first one's, plus the
     // parent's id where the first had null (34 more characters), plus its own text.
-    const overhead = session.bytes - (1000 - 90) + 34;
+    const overhead = session.bytes - header - (1000 - 90) + 34;
     const filler = userMessage("x".repeat(4000 - session.bytes - overhead - 30));
     const filled = await api("POST", `/v1/sessions/${session.id}/entries`, { key: KEY, body: filler });
     expect(filled.status, filled.text).toBe(201);
@@ -806,5 +808,168 @@ describe("the QUOTAS setting", () => {
       maxTenantBytes: 6000,
       maxOpenGenerations: DEFAULT_OPEN_GENERATIONS,
     });
+  });
+});
+
+describe("a session's header, in maxSessionBytes", () => {
+  const KEY = "key-small-sessions";
+
+  it("counts on a create, a fork and an import: refused past the quota, nothing written", async () => {
+    for (const body of [{ systemPrompt: "p".repeat(5000) }, { metadata: { note: "m".repeat(5000) } }]) {
+      const id = sid("header");
+      expectQuota(
+        await api("POST", "/v1/sessions", { key: KEY, body: { id, ...body } }),
+        "maxSessionBytes",
+        4000,
+      );
+      expectError(await api("GET", `/v1/sessions/${id}`, { key: KEY }), 404, "not_found");
+    }
+
+    const source = sid("source");
+    const prompt = "p".repeat(2000);
+    const made = await api("POST", "/v1/sessions", { key: KEY, body: { id: source, systemPrompt: prompt } });
+    expect(made.status, made.text).toBe(201);
+    expect(made.body.bytes).toBeGreaterThan(2000);
+    const appended = await api("POST", `/v1/sessions/${source}/entries`, { key: KEY, body: sized(1000) });
+    expect(appended.status, appended.text).toBe(201);
+    const held = await infoOf(KEY, source);
+    expect(held.bytes).toBeGreaterThan(3000);
+    // Its fork holds the same header, and a name of its own that takes it past the quota.
+    const forkId = sid("fork");
+    expectQuota(
+      await api("POST", `/v1/sessions/${source}/fork`, {
+        key: KEY,
+        body: { entryId: held.leafId, id: forkId, name: "n".repeat(1500) },
+      }),
+      "maxSessionBytes",
+      4000,
+    );
+    expectError(await api("GET", `/v1/sessions/${forkId}`, { key: KEY }), 404, "not_found");
+    expect(await infoOf(KEY, source)).toEqual(held);
+
+    // A file whose header alone is past the quota.
+    const large = sid("large");
+    expect(
+      (await api("POST", "/v1/sessions", { body: { id: large, systemPrompt: "p".repeat(5000) } })).status,
+    ).toBe(201);
+    expect((await api("POST", `/v1/sessions/${large}/entries`, { body: userMessage("hi") })).status).toBe(
+      201,
+    );
+    const file = (await api("GET", `/v1/sessions/${large}/export`)).text;
+    const importId = sid("import");
+    expectQuota(
+      await api("POST", `/v1/sessions/import?id=${importId}`, {
+        key: KEY,
+        raw: file,
+        headers: { "Content-Type": "application/x-ndjson" },
+      }),
+      "maxSessionBytes",
+      4000,
+    );
+    expectError(await api("GET", `/v1/sessions/${importId}`, { key: KEY }), 404, "not_found");
+  });
+
+  it("counts on a PATCH: one past the quota is refused, header unchanged; a smaller header frees room", async () => {
+    const id = sid("patched");
+    const made = await api("POST", "/v1/sessions", {
+      key: KEY,
+      body: { id, systemPrompt: "p".repeat(1000) },
+    });
+    expect(made.status, made.text).toBe(201);
+    const before = await infoOf(KEY, id);
+    expect(before.bytes).toBeGreaterThan(1000);
+
+    expectQuota(
+      await api("PATCH", `/v1/sessions/${id}`, { key: KEY, body: { systemPrompt: "q".repeat(4000) } }),
+      "maxSessionBytes",
+      4000,
+    );
+    expectQuota(
+      await api("PATCH", `/v1/sessions/${id}`, { key: KEY, body: { metadata: { note: "m".repeat(3500) } } }),
+      "maxSessionBytes",
+      4000,
+    );
+    expect(await infoOf(KEY, id)).toEqual(before);
+
+    const grown = await api("PATCH", `/v1/sessions/${id}`, {
+      key: KEY,
+      body: { systemPrompt: "q".repeat(2500) },
+    });
+    expect(grown.status, grown.text).toBe(200);
+    expect((await infoOf(KEY, id)).bytes).toBe(before.bytes + 1500);
+    // Past the quota with the larger prompt; room again once it is dropped.
+    expectQuota(
+      await api("POST", `/v1/sessions/${id}/entries`, { key: KEY, body: sized(1500) }),
+      "maxSessionBytes",
+      4000,
+    );
+    const dropped = await api("PATCH", `/v1/sessions/${id}`, { key: KEY, body: { systemPrompt: null } });
+    expect(dropped.status, dropped.text).toBe(200);
+    expect((await infoOf(KEY, id)).bytes).toBeLessThan(before.bytes - 1000);
+    const appended = await api("POST", `/v1/sessions/${id}/entries`, { key: KEY, body: sized(1500) });
+    expect(appended.status, appended.text).toBe(201);
+  });
+  it("counts the header of a session stored before it counted, from the time it is next read", async () => {
+    const id = sid("older");
+    const made = await api("POST", "/v1/sessions", {
+      key: KEY,
+      body: { id, systemPrompt: "p".repeat(2000) },
+    });
+    expect(made.status, made.text).toBe(201);
+    expect((await api("POST", `/v1/sessions/${id}/entries`, { key: KEY, body: sized(1000) })).status).toBe(
+      201,
+    );
+    const counted = await infoOf(KEY, id);
+    // Stored as a session was before its header counted: its bytes its entries' alone.
+    const stub = (env as unknown as DurableEnv).SESSIONS.getByName(
+      sessionObjectName("tenant-small-sessions", id),
+    );
+    await runInDurableObject(stub, (_instance, state) => {
+      const row = state.storage.sql.exec("SELECT stats FROM session").one() as { stats: string };
+      const { headerBytes, ...stats } = JSON.parse(row.stats);
+      stats.bytes -= headerBytes;
+      state.storage.sql.exec("UPDATE session SET stats = ?", JSON.stringify(stats));
+    });
+    await evictDurableObject(stub);
+    expect((await infoOf(KEY, id)).bytes).toBe(counted.bytes);
+    expectQuota(
+      await api("POST", `/v1/sessions/${id}/entries`, { key: KEY, body: sized(1200) }),
+      "maxSessionBytes",
+      4000,
+    );
+  });
+});
+
+describe("a session's header, in maxTenantBytes", () => {
+  const KEY = "key-small-tenant";
+
+  it("counts in the tenant's bytes and its usage: a create or a PATCH past them is refused, nothing written", async () => {
+    const id = sid("header");
+    const body = { id, systemPrompt: "p".repeat(1_000_000), metadata: { note: "m".repeat(200_000) } };
+    expectQuota(await api("POST", "/v1/sessions", { key: KEY, body }), "maxTenantBytes", 6000);
+    expectError(await api("GET", `/v1/sessions/${id}`, { key: KEY }), 404, "not_found");
+
+    const small = sid("small");
+    const made = await api("POST", "/v1/sessions", {
+      key: KEY,
+      body: { id: small, systemPrompt: "p".repeat(300) },
+    });
+    expect(made.status, made.text).toBe(201);
+    expect(made.body.bytes).toBeGreaterThan(300);
+    await vi.waitFor(
+      async () => {
+        const listed = (await api("GET", "/v1/sessions", { key: KEY })).body.sessions as SessionInfo[];
+        expect(listed.map((session) => session.id)).toContain(small);
+        expect((await usage(KEY)).bytes).toBe(listed.reduce((sum, session) => sum + session.bytes, 0));
+      },
+      { timeout: 10_000, interval: 25 },
+    );
+
+    expectQuota(
+      await api("PATCH", `/v1/sessions/${small}`, { key: KEY, body: { systemPrompt: "q".repeat(7000) } }),
+      "maxTenantBytes",
+      6000,
+    );
+    expect(await infoOf(KEY, small)).toEqual(made.body);
   });
 });

@@ -1,5 +1,6 @@
 import { SessionError } from "../../core/errors";
 import { newId } from "../../core/ids";
+import { headerBytes } from "../../core/info";
 import type { SessionHeader, SessionInfo } from "../../core/session-schemas";
 import { sessionObjectName } from "../names";
 import { objectCalls } from "../object-calls";
@@ -93,9 +94,17 @@ export class SessionLife {
     const reports = this.#reports;
     const replaces = session.exists && (lifecycle.deleted || lifecycle.pending);
     const quotaReleases = this.#quotaReleases;
+    const { builder } = options;
+    // An imported session whose expiry has passed keeps none, as a restored one does: else it
+    // would be deleted as soon as it is written.
+    const { expiresAt, ...unexpiring } = header;
+    const passed = builder !== undefined && expiresAt !== undefined && Date.parse(expiresAt) <= Date.now();
+    const stored = passed ? unexpiring : header;
+    // It holds its header's JSON from the start, and what it is about to receive.
+    const bytes = headerBytes(stored) + (options.bytes ?? 0);
     // Admitted before anything gives the id up: a session refused for want of room leaves the
     // deleted one that holds its id restorable. It takes over the claim under that id.
-    if (!session.exists || replaces) await quotas.admit(tenant, header.id, options.bytes ?? 0);
+    if (!session.exists || replaces) await quotas.admit(tenant, header.id, bytes);
     // A deleted session gives up its id, as does one a fork or an import never completed; one
     // that forks still copy from is kept for them a little longer. Its directory hears of its
     // deletion first: what it is owed would go with its storage, and the old listing stay.
@@ -116,18 +125,13 @@ export class SessionLife {
     // A purge begun meanwhile by another (which this one joined, or which ended first) gave the
     // claim under the id up: it is asked for again, and refused (nothing written) without room.
     if (replaces && this.#quotaReleases !== quotaReleases) {
-      await quotas.admit(tenant, header.id, options.bytes ?? 0);
+      await quotas.admit(tenant, header.id, bytes);
     }
-    const { builder } = options;
-    // An imported session whose expiry has passed keeps none, as a restored one does: else it
-    // would be deleted as soon as it is written.
-    const { expiresAt, ...unexpiring } = header;
-    const passed = builder !== undefined && expiresAt !== undefined && Date.parse(expiresAt) <= Date.now();
     // Listed as it is stored: its alarm is set first (see `DirectoryReports.beforeListing`).
     if (builder === undefined && !session.exists) await reports.beforeListing();
     const info = transaction(storage, [session, lifecycle], () => {
       // A builder's token is the session's incarnation: what its calls are known by.
-      const created = session.init(tenant, builder ?? newId(), passed ? unexpiring : header);
+      const created = session.init(tenant, builder ?? newId(), stored);
       lifecycle.begin(options.shard ?? 0, builder === undefined ? null : Date.now());
       return created;
     });
@@ -255,7 +259,8 @@ export class SessionLife {
     }
     // The expiry first: a restore cut short here leaves the session deleted, to be restored again.
     if (header.expiresAt !== undefined && Date.parse(header.expiresAt) <= Date.now()) {
-      session.writes.updateHeader({ expiresAt: null });
+      // Without its expiry the header shrinks: no room is needed.
+      session.writes.updateHeader({ expiresAt: null }, undefined);
     }
     // Back, it is as new to the tenant's retention: else its next sweep would delete it again.
     session.writes.touch();

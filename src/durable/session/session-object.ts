@@ -277,8 +277,8 @@ export class SessionObject extends DurableObject<DurableEnv> {
 
   /** @internal */
   async updateHeader(patch: HeaderPatch): Promise<Result<SessionHeader>> {
-    const result = await this.#calls.write((session) => {
-      const header = session.writes.updateHeader(patch);
+    const result = await this.#calls.limitedWrite((session, room) => {
+      const header = session.writes.updateHeader(patch, room);
       this.#watchers.hub.changed({ event: "session", data: session.info() });
       return header;
     });

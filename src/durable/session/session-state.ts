@@ -5,7 +5,7 @@ import type { ContextEditEntry } from "../../core/entries";
 import { SessionError } from "../../core/errors";
 import { langGraphMessagesHeld } from "../../core/framework-custom-messages";
 import type { SessionStats } from "../../core/info";
-import { emptyStats, sessionInfo } from "../../core/info";
+import { countHeader, emptyStats, sessionInfo } from "../../core/info";
 import type { AutoCompactStatus, SessionHeader, SessionInfo } from "../../core/session-schemas";
 import type { Sql } from "../sql";
 import type { CopyState, EntryRows } from "./entry-rows";
@@ -80,12 +80,19 @@ export class SessionRow {
     }>`SELECT tenant, incarnation, header, leaf_id, stats, version, auto_compaction FROM session`.toArray()[0];
     if (!row) return undefined;
     const stats: SessionStats = JSON.parse(row.stats);
-    // Sessions stored before their bytes were counted: counted once from the rows, kept from then on.
-    stats.bytes ??= this.#rows.storedBytes();
+    // Sessions stored before their bytes were counted: counted once from the rows (the header
+    // below), kept from then on.
+    if (stats.bytes === undefined) {
+      stats.bytes = this.#rows.storedBytes();
+      delete stats.headerBytes;
+    }
+    const header: SessionHeader = JSON.parse(row.header);
+    // Sessions stored before their header counted: it counts from now on, stored with the next write.
+    if (stats.headerBytes === undefined) countHeader(stats, header);
     return {
       tenant: row.tenant,
       incarnation: row.incarnation,
-      header: JSON.parse(row.header),
+      header,
       leafId: row.leaf_id,
       stats,
       version: row.version,
@@ -126,7 +133,7 @@ export class SessionRow {
     if (this.current) {
       throw new SessionError("already_exists", `session ${header.id} already exists`, { id: header.id });
     }
-    const stats = emptyStats(header.createdAt);
+    const stats = emptyStats(header);
     updateSchema(this.#storage);
     this.#sql`INSERT INTO session (singleton, tenant, incarnation, header, leaf_id, stats, version)
       VALUES (1, ${tenant}, ${incarnation}, ${JSON.stringify(header)}, NULL, ${JSON.stringify(stats)}, 1)`;

@@ -3,7 +3,7 @@ import { idsNamedBy, planAppend, planImport, planLeafMove } from "../../core/app
 import type { LeafEntry, StoredEntry } from "../../core/entries";
 import { patchHeader } from "../../core/header";
 import { nowIso } from "../../core/ids";
-import { applyEntryToStats } from "../../core/info";
+import { applyEntryToStats, countHeader, headerBytes } from "../../core/info";
 import type { AutoCompactStatus, HeaderPatch, SessionHeader } from "../../core/session-schemas";
 import type { AppendResult, ImportOptions, LeafOptions } from "../../core/storage";
 import { quotaExceeded } from "../quotas";
@@ -61,12 +61,19 @@ export class SessionWrites {
     sql`UPDATE session SET auto_compaction = ${JSON.stringify(status)}, version = ${state.version}`;
   }
 
-  updateHeader(patch: HeaderPatch): SessionHeader {
+  /**
+   * Patches the header. Its JSON counts in the session's `bytes`: a larger one needs the room it
+   * grows by (`checkRoom`), a smaller one frees what it shrinks by.
+   */
+  updateHeader(patch: HeaderPatch, room: ByteLimit | undefined): SessionHeader {
     const { row, sql } = this.#parts;
     const state = row.live();
     const header = patchHeader(state.header, patch);
+    const grows = headerBytes(header) - (state.stats.headerBytes ?? 0);
+    if (grows > 0) this.checkRoom(grows, room);
     this.#write(() => {
       state.header = header;
+      countHeader(state.stats, header);
       state.stats.updatedAt = nowIso();
       sql`UPDATE session SET header = ${JSON.stringify(header)}`;
       // Its system prompt is searched: indexed again when it changes.
@@ -322,7 +329,8 @@ export class SessionWrites {
       state.nextSeq = head.seq + 1;
       state.stats.entryCount = figures.entries;
       state.stats.messageCount = figures.messages;
-      state.stats.bytes = figures.bytes;
+      // The header counts beside the path's entries (the fork's own, counted when it was created).
+      state.stats.bytes = figures.bytes + (state.stats.headerBytes ?? 0);
       if (figures.blobBytes > 0) state.stats.blobBytes = figures.blobBytes;
       if (figures.preview !== undefined) state.stats.preview = figures.preview;
       if (figures.entryName) state.stats.entryName = figures.entryName;
